@@ -1,0 +1,847 @@
+"""The one cattrs converter: camelCase wire JSON <-> frozen attrs types.
+
+Decoding is strict where the schema is (no coercion: ``"timestamp": "123"`` is an error, a snake_case
+key is not a field), tolerant where the protocol asks for tolerance (unknown event types become
+``UnknownEvent``; unknown fields are ignored and reported once), and defensive against hostile JSON
+(nesting depth, giant integers, ``NaN``/``Infinity``, numbers that overflow to infinity, invalid
+UTF-8 and duplicated keys in an event object all give a ``DecodeError``, never a raw Python error).
+
+Warnings found while decoding go to the active *sink* (a run session collects them into
+``RunResult.warnings``); outside a session they are emitted through :mod:`warnings` as
+``AguiWarning``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import lru_cache
+from types import UnionType
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+import attrs
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from .errors import AguiWarning, DecodeError, LimitExceeded, StreamWarning
+from .types import events as ev
+from .types import messages as msg
+from .types import run as rn
+from .types.events import EVENT_TYPES, Event, UnknownEvent
+
+_orjson: Any
+try:  # optional speed-up: the package works without it
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised in environments without orjson
+    _orjson = None
+
+__all__ = [
+    "decode_event",
+    "decode",
+    "encode",
+    "parse_json",
+    "dump_json",
+    "WarningSink",
+    "collect_warnings",
+    "DEFAULT_MAX_DEPTH",
+    "camel",
+]
+
+T = TypeVar("T")
+
+#: Default limit on JSON nesting (objects and arrays) in one payload.
+DEFAULT_MAX_DEPTH = 512
+_MAX_SAFE_INT = 2**53 - 1
+_DATA_EXCERPT = 200
+
+
+def camel(name: str) -> str:
+    """``tool_call_id`` -> ``toolCallId``."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+# --------------------------------------------------------------------------------------------------
+# Warnings sink
+# --------------------------------------------------------------------------------------------------
+
+
+class WarningSink:
+    """Collects the warnings of one decoding context, reporting each distinct one once."""
+
+    __slots__ = ("items", "_seen")
+
+    def __init__(self) -> None:
+        self.items: list[StreamWarning] = []
+        self._seen: set[tuple[str, ...]] = set()
+
+    def warn(self, code: str, message: str, *, pointer: str | None = None, event_type: str | None = None,
+             once: tuple[str, ...] | None = None) -> None:
+        """Record a warning; with ``once``, a warning with the same key is recorded only the first time."""
+        if once is not None:
+            if once in self._seen:
+                return
+            self._seen.add(once)
+        self.items.append(StreamWarning(code=code, message=message, pointer=pointer, event_type=event_type))
+
+
+_SINK: ContextVar[WarningSink | None] = ContextVar("agui_client_warning_sink", default=None)
+
+
+@contextmanager
+def collect_warnings(sink: WarningSink | None = None) -> Iterator[WarningSink]:
+    """Route decoding warnings into ``sink`` (a new one by default) for the ``with`` block."""
+    sink = sink if sink is not None else WarningSink()
+    token = _SINK.set(sink)
+    try:
+        yield sink
+    finally:
+        _SINK.reset(token)
+
+
+def _warn(code: str, message: str, *, pointer: str | None = None, event_type: str | None = None,
+          once: tuple[str, ...] | None = None) -> None:
+    sink = _SINK.get()
+    if sink is not None:
+        sink.warn(code, message, pointer=pointer, event_type=event_type, once=once)
+    else:
+        warnings.warn(str(StreamWarning(code=code, message=message, pointer=pointer, event_type=event_type)),
+                      AguiWarning, stacklevel=4)
+
+
+# --------------------------------------------------------------------------------------------------
+# JSON text -> Python values, defensively
+# --------------------------------------------------------------------------------------------------
+
+# A number that overflows a double needs an exponent of 3+ digits or 309+ digits; an integer that
+# orjson would silently turn into a float needs 20+ digits. Both are rare, so a regex gates the
+# slower exact checks.
+_BIG_NUMBER = re.compile(rb"\d[eE][+-]?\d{3}|\d{20}")
+_BIG_NUMBER_STR = re.compile(r"\d[eE][+-]?\d{3}|\d{20}")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicated key {key!r}")
+        self.key = key
+
+
+_strict_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_pairs_no_duplicates)
+_plain_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if type(node) is dict:
+            stack.extend((child, depth + 1) for child in node.values() if type(child) in (dict, list))
+        elif type(node) is list:
+            stack.extend((child, depth + 1) for child in node if type(child) in (dict, list))
+    return False
+
+
+def _find_non_finite(value: Any, path: str = "") -> str | None:
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if type(node) is float and (node != node or node in (float("inf"), float("-inf"))):
+            return where
+        if type(node) is dict:
+            stack.extend((child, f"{where}/{_escape(str(key))}") for key, child in node.items())
+        elif type(node) is list:
+            stack.extend((child, f"{where}/{i}") for i, child in enumerate(node))
+    return None
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = DEFAULT_MAX_DEPTH,
+               check_duplicates: bool = True) -> Any:
+    """Parse one JSON document, refusing what JSON does not allow and what would hurt the process.
+
+    Duplicated keys are checked in the top-level object always, and everywhere when the top-level
+    object repeats a key name textually (a cheap gate; nested free-form JSON follows last-wins, as
+    ``JSON.parse`` does).
+
+    Raises:
+        DecodeError: not JSON, ``NaN``/``Infinity``, a number that overflows, an integer too long for
+            Python, invalid UTF-8, or a duplicated key in the event object.
+        LimitExceeded: nesting deeper than ``max_depth``.
+    """
+    raw: bytes | str
+    if isinstance(data, str):
+        raw = data
+    else:
+        raw = bytes(data)
+    value: Any = None
+    parsed = False
+    big = (_BIG_NUMBER.search(raw) if isinstance(raw, bytes) else _BIG_NUMBER_STR.search(raw)) is not None
+    if _orjson is not None and not big:
+        try:
+            value = _orjson.loads(raw)
+            parsed = True
+        except _orjson.JSONDecodeError:
+            parsed = False  # the stdlib parser gives the definitive verdict (and accepts lone surrogates)
+    if not parsed:
+        try:
+            text = raw if isinstance(raw, str) else raw.decode("utf-8")
+            if text.startswith("\ufeff"):
+                raise ValueError("a byte order mark is not JSON")
+            value = _plain_decoder.decode(text)
+        except RecursionError:
+            raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth,
+                                pointer="") from None
+        except UnicodeDecodeError as exc:
+            raise DecodeError(f"payload is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                              data=_excerpt(raw)) from None
+        except json.JSONDecodeError as exc:
+            raise DecodeError(f"payload is not JSON: {exc}", data=_excerpt(raw)) from None
+        except ValueError as exc:
+            # Python's int digit limit and NaN/Infinity land here
+            reason = "an integer too long to read" if "digits" in str(exc) else str(exc)
+            raise DecodeError(f"payload is not JSON: {reason}", data=_excerpt(raw)) from None
+    if big:
+        where = _find_non_finite(value)
+        if where is not None:
+            raise DecodeError("number overflows to infinity (not representable JSON)", pointer=where,
+                              data=_excerpt(raw))
+    # Nesting can only exceed the limit if there are more brackets than the limit.
+    brackets = raw.count(b"[") + raw.count(b"{") if isinstance(raw, bytes) else raw.count("[") + raw.count("{")
+    if brackets > max_depth and _depth_exceeds(value, max_depth):
+        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="")
+    if check_duplicates and type(value) is dict and _may_repeat_keys(raw, value):
+        try:
+            _strict_decoder.decode(raw if isinstance(raw, str) else raw.decode("utf-8"))
+        except _DuplicateKey as exc:
+            raise DecodeError(f"duplicated key {exc.key!r} makes the event ambiguous", data=_excerpt(raw),
+                              pointer="/" + _escape(exc.key)) from None
+    return value
+
+
+def _may_repeat_keys(raw: bytes | str, value: dict[str, Any]) -> bool:
+    if isinstance(raw, bytes):
+        for key in value:
+            if raw.count(b'"' + key.encode("utf-8", "surrogatepass") + b'"') > 1:
+                return True
+    else:
+        for key in value:
+            if raw.count('"' + key + '"') > 1:
+                return True
+    return False
+
+
+def _excerpt(raw: bytes | str) -> str:
+    text = raw if isinstance(raw, str) else raw[: _DATA_EXCERPT * 4].decode("utf-8", "replace")
+    return text if len(text) <= _DATA_EXCERPT else text[:_DATA_EXCERPT] + "…"
+
+
+def dump_json(value: Any) -> bytes:
+    """Serialise JSON-ready data to compact UTF-8 bytes (lone surrogates become U+FFFD)."""
+    if _orjson is not None:
+        try:
+            return bytes(_orjson.dumps(value))
+        except TypeError:
+            pass  # lone surrogates and big ints: the stdlib path below handles them
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------------------------------
+# The converter
+# --------------------------------------------------------------------------------------------------
+
+
+class _FieldError(ValueError):
+    """A value of the wrong shape; ``pointer`` is relative to the object being structured."""
+
+    def __init__(self, message: str, pointer: str = "") -> None:
+        super().__init__(message)
+        self.pointer = pointer
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _structure_str(value: Any, _: Any) -> str:
+    if type(value) is str:
+        return value
+    raise _FieldError(f"expected a string, got {_describe(value)}")
+
+
+def _structure_int(value: Any, _: Any) -> int:
+    if type(value) is int and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+        return value
+    if type(value) is int:
+        raise _FieldError("integer outside ±(2^53-1)")
+    raise _FieldError(f"expected an integer, got {_describe(value)}")
+
+
+def _structure_bool(value: Any, _: Any) -> bool:
+    if type(value) is bool:
+        return value
+    raise _FieldError(f"expected a boolean, got {_describe(value)}")
+
+
+def _structure_object(value: Any, _: Any) -> dict[str, Any]:
+    if type(value) is dict:
+        return value
+    raise _FieldError(f"expected an object, got {_describe(value)}")
+
+
+def _structure_any(value: Any, _: Any) -> Any:
+    return value
+
+
+# Fields a 1.0 producer may still send as null from before the omission rule (UK-06): read as absent.
+_LEGACY_NULLS: dict[type, frozenset[str]] = {
+    ev.RunFinishedEvent: frozenset({"outcome", "result", "rawEvent", "usage"}),
+    ev.ToolCallStartEvent: frozenset({"parentMessageId", "rawEvent"}),
+    ev.ToolCallChunkEvent: frozenset({"parentMessageId", "rawEvent"}),
+    ev.SubagentFinishedEvent: frozenset({"result", "outcome", "rawEvent"}),
+    rn.RunAgentInput: frozenset({"state", "tools", "context", "forwardedProps", "resume", "parentRunId",
+                                 "protocolVersion"}),
+}
+_ALWAYS_LEGACY_NULL = frozenset({"rawEvent"})
+
+# Fields with a Python default that the wire still requires.
+_WIRE_REQUIRED: dict[type, frozenset[str]] = {
+    ev.ReasoningMessageStartEvent: frozenset({"role"}),
+    rn.RunAgentInput: frozenset({"messages"}),
+}
+
+
+def _wire_name(a: attrs.Attribute[Any]) -> str:
+    return camel(a.name)
+
+
+def _tag_of(cls: type) -> tuple[str, str] | None:
+    if hasattr(cls, "TYPE"):
+        return "type", cls.TYPE
+    if hasattr(cls, "ROLE"):
+        return "role", cls.ROLE
+    return None
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(detailed_validation=True)
+    conv.register_structure_hook(str, _structure_str)
+    conv.register_structure_hook(int, _structure_int)
+    conv.register_structure_hook(bool, _structure_bool)
+    conv.register_structure_hook_func(lambda t: t == dict[str, Any], _structure_object)
+    conv.register_structure_hook_func(lambda t: t is Any, _structure_any)
+    conv.register_structure_hook_factory(_is_homogeneous_tuple, lambda t: _tuple_hook(conv, t))
+    conv.register_structure_hook_factory(_is_content, lambda t: _content_hook(conv))
+    conv.register_structure_hook_factory(lambda t: t == msg.ContentPart, lambda t: _part_hook(conv))
+    conv.register_structure_hook_factory(lambda t: t == msg.PartSource, lambda t: _source_hook(conv))
+    conv.register_structure_hook_factory(lambda t: t == msg.Message, lambda t: _message_hook(conv))
+    conv.register_structure_hook_factory(
+        lambda t: t == rn.RunFinishedOutcome, lambda t: _outcome_hook(conv, _RUN_OUTCOMES, "run"))
+    conv.register_structure_hook_factory(
+        lambda t: t == rn.SubagentFinishedOutcome, lambda t: _outcome_hook(conv, _SUBAGENT_OUTCOMES, "subagent"))
+    conv.register_structure_hook_factory(_is_literal, _literal_hook)
+    conv.register_structure_hook_factory(attrs.has, lambda cls: _class_structure_hook(conv, cls))
+    conv.register_structure_hook_factory(_is_optional, lambda t: _optional_hook(conv, t))
+
+    conv.register_unstructure_hook(tuple, lambda value: [conv.unstructure(item) for item in value])
+    conv.register_unstructure_hook_factory(attrs.has, lambda cls: _class_unstructure_hook(conv, cls))
+    return conv
+
+
+def _is_optional(t: Any) -> bool:
+    args = get_args(t)
+    return get_origin(t) in (Union, UnionType) and type(None) in args
+
+
+def _optional_hook(conv: cattrs.Converter, t: Any) -> Callable[[Any, Any], Any]:
+    rest = tuple(a for a in get_args(t) if a is not type(None))
+    inner: Any = rest[0] if len(rest) == 1 else Union[rest]
+    hook = conv.get_structure_hook(inner)
+
+    def structure_optional(value: Any, _: Any) -> Any:
+        # Nulls were already dropped (legacy) or refused by the class hook, so None never reaches here
+        # from the wire; a Python caller's None stays None.
+        return None if value is None else hook(value, inner)
+    return structure_optional
+
+
+def _is_homogeneous_tuple(t: Any) -> bool:
+    args = get_args(t)
+    return get_origin(t) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def _tuple_hook(conv: cattrs.Converter, t: Any) -> Callable[[Any, Any], tuple[Any, ...]]:
+    item_type = get_args(t)[0]
+    if item_type is Any:
+        def structure_json_list(value: Any, _: Any) -> tuple[Any, ...]:
+            if type(value) is list:
+                return tuple(value)
+            raise _FieldError(f"expected an array, got {_describe(value)}")
+        return structure_json_list
+    item_hook = conv.get_structure_hook(item_type)
+    dropping = item_type in (msg.ContentPart, msg.Message)
+
+    def structure_list(value: Any, _: Any) -> tuple[Any, ...]:
+        if type(value) is not list:
+            raise _FieldError(f"expected an array, got {_describe(value)}")
+        out = []
+        for i, item in enumerate(value):
+            try:
+                structured = item_hook(item, item_type)
+            except _FieldError as exc:
+                raise _FieldError(str(exc), f"/{i}{exc.pointer}") from None
+            except ClassValidationError as exc:
+                pointer, message = _first_error(exc)
+                raise _FieldError(message, f"/{i}{pointer}") from None
+            if dropping and structured is _DROP:
+                continue
+            out.append(structured)
+        return tuple(out)
+    return structure_list
+
+
+def _is_content(t: Any) -> bool:
+    return bool(t == (str | tuple[msg.ContentPart, ...]) or t == Union[str, tuple[msg.ContentPart, ...]])
+
+
+def _content_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    parts = conv.get_structure_hook(tuple[msg.ContentPart, ...])
+
+    def structure_content(value: Any, _: Any) -> Any:
+        if type(value) is str:
+            return value
+        if type(value) is list:
+            return parts(value, tuple[msg.ContentPart, ...])
+        raise _FieldError(f"expected a string or an array of content parts, got {_describe(value)}")
+    return structure_content
+
+
+class _Drop:
+    def __repr__(self) -> str:
+        return "<dropped>"
+
+
+#: Returned by union hooks for an unrecognised member that its container drops (UK-04).
+_DROP: Any = _Drop()
+
+_PARTS: dict[str, type] = {c.TYPE: c for c in (msg.TextPart, msg.ImagePart, msg.AudioPart, msg.VideoPart,
+                                               msg.DocumentPart)}
+_SOURCES: dict[str, type] = {c.TYPE: c for c in (msg.DataSource, msg.UrlSource, msg.FileSource)}
+_MESSAGES: dict[str, type] = {c.ROLE: c for c in (msg.DeveloperMessage, msg.SystemMessage, msg.AssistantMessage,
+                                                  msg.UserMessage, msg.ToolMessage, msg.ActivityMessage,
+                                                  msg.ReasoningMessage)}
+_RUN_OUTCOMES: dict[str, type] = {c.TYPE: c for c in (rn.RunFinishedSuccessOutcome, rn.RunFinishedInterruptOutcome,
+                                                      rn.RunFinishedCancelledOutcome)}
+_SUBAGENT_OUTCOMES: dict[str, type] = {c.TYPE: c for c in (rn.SubagentFinishedSuccessOutcome,
+                                                           rn.SubagentFinishedSuspendedOutcome)}
+
+
+def _tagged(conv: cattrs.Converter, table: dict[str, type], tag: str, what: str,
+            on_unknown: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    hooks = {name: conv.get_structure_hook(cls) for name, cls in table.items()}
+
+    def structure_tagged(value: Any, _: Any) -> Any:
+        if type(value) is not dict:
+            raise _FieldError(f"expected {what} object, got {_describe(value)}")
+        name = value.get(tag)
+        if type(name) is not str:
+            raise _FieldError(f"{what} needs a string {tag!r}", f"/{tag}")
+        cls = table.get(name)
+        if cls is None:
+            return on_unknown(value)
+        return hooks[name](value, cls)
+    return structure_tagged
+
+
+def _part_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    def unknown(value: dict[str, Any]) -> Any:
+        _warn("UK-04", f"content part of unknown type {value['type']!r} dropped", once=("part", value["type"]))
+        return _DROP
+    return _tagged(conv, _PARTS, "type", "a content part", unknown)
+
+
+def _source_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    def unknown(value: dict[str, Any]) -> Any:
+        raise _FieldError(f"unknown content source type {value['type']!r}", "/type")
+    return _tagged(conv, _SOURCES, "type", "a content source", unknown)
+
+
+def _message_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    def unknown(value: dict[str, Any]) -> Any:
+        _warn("MS-05", f"message {value.get('id')!r} with unknown role {value['role']!r} dropped",
+              once=("role", str(value.get("id")), value["role"]))
+        return _DROP
+    return _tagged(conv, _MESSAGES, "role", "a message", unknown)
+
+
+def _outcome_hook(conv: cattrs.Converter, table: dict[str, type], kind: str) -> Callable[[Any, Any], Any]:
+    success = table["success"]
+
+    def unknown(value: dict[str, Any]) -> Any:
+        # LC-10 / SA-07: a 1.0 consumer strips an outcome it does not recognise and reads success.
+        _warn("LC-10" if kind == "run" else "SA-07",
+              f"unknown {kind} outcome type {value['type']!r} read as success", pointer="/outcome",
+              once=("outcome", kind, value["type"]))
+        return success()
+    return _tagged(conv, table, "type", f"a {kind} outcome", unknown)
+
+
+def _is_literal(t: Any) -> bool:
+    return get_origin(t) is Literal
+
+
+def _literal_hook(t: Any) -> Callable[[Any, Any], Any]:
+    allowed = get_args(t)
+
+    def structure_literal(value: Any, _: Any) -> Any:
+        if type(value) is str and value in allowed:
+            return value
+        raise _FieldError(f"expected one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return structure_literal
+
+
+def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, Any], Any]:
+    fields = attrs.fields(cls)
+    attrs.resolve_types(cls)
+    overrides = {a.name: override(rename=_wire_name(a)) for a in fields}
+    generated: Callable[[Any, Any], Any] = make_dict_structure_fn(
+        cls, conv, _cattrs_forbid_extra_keys=False, **overrides)  # type: ignore[arg-type]
+    known = frozenset(_wire_name(a) for a in fields) | ({"type", "role"} if _tag_of(cls) else set())
+    tag = _tag_of(cls)
+    legacy = _LEGACY_NULLS.get(cls, frozenset()) | _ALWAYS_LEGACY_NULL
+    wire_required = _WIRE_REQUIRED.get(cls, frozenset())
+    cls_name = tag[1] if tag else cls.__name__
+    specific = _SPECIFIC_CHECKS.get(cls)
+
+    def structure(value: Any, _: Any) -> Any:
+        if type(value) is not dict:
+            raise _FieldError(f"expected an object, got {_describe(value)}")
+        if None in value.values():
+            value = _drop_nulls(value, legacy, cls_name)
+        if specific is not None:
+            specific(value)
+        if not value.keys() <= known:
+            for key in value.keys() - known:
+                _warn("UK-03", f"unknown field {key!r} on {cls_name} ignored", pointer="/" + _escape(key),
+                      event_type=cls_name if tag and tag[0] == "type" else None, once=("field", cls_name, key))
+        for key in wire_required:
+            if key not in value:
+                raise _FieldError(f"required field {key!r} is missing", "/" + key)
+        return generated(value, cls)
+    return structure
+
+
+def _drop_nulls(value: dict[str, Any], legacy: frozenset[str], where: str) -> dict[str, Any]:
+    cleaned = {}
+    for key, item in value.items():
+        if item is None:
+            if key in legacy:
+                _warn("UK-06", f"legacy null {key!r} on {where} read as absent", pointer="/" + _escape(key),
+                      once=("null", where, key))
+                continue
+            raise _FieldError(f"{key!r} must be absent or a value, not null", "/" + _escape(key))
+        cleaned[key] = item
+    return cleaned
+
+
+_POINTER = re.compile(r"^(/([^/~]|~[01])*)*$")
+_PATCH_OPS = {"add": ("value",), "remove": (), "replace": ("value",), "move": ("from",), "copy": ("from",),
+              "test": ("value",)}
+
+
+def _check_patch(patch: Any, field_name: str) -> None:
+    if type(patch) is not list:
+        raise _FieldError(f"expected a JSON Patch array, got {_describe(patch)}", f"/{field_name}")
+    for i, op in enumerate(patch):
+        where = f"/{field_name}/{i}"
+        if type(op) is not dict:
+            raise _FieldError(f"expected a patch operation object, got {_describe(op)}", where)
+        name = op.get("op")
+        if name not in _PATCH_OPS:
+            raise _FieldError(f"unknown patch op {name!r}", f"{where}/op")
+        path = op.get("path")
+        if type(path) is not str or not _POINTER.match(path):
+            raise _FieldError(f"invalid JSON pointer {path!r}", f"{where}/path")
+        for member in _PATCH_OPS[name]:
+            if member not in op:
+                raise _FieldError(f"{name!r} operation needs {member!r}", f"{where}/{member}")
+            if member == "from" and (type(op["from"]) is not str or not _POINTER.match(op["from"])):
+                raise _FieldError(f"invalid JSON pointer {op['from']!r}", f"{where}/from")
+
+
+def _check_state_delta(value: dict[str, Any]) -> None:
+    if "delta" in value:
+        _check_patch(value["delta"], "delta")
+
+
+def _check_activity_delta(value: dict[str, Any]) -> None:
+    if "patch" in value:
+        _check_patch(value["patch"], "patch")
+
+
+def _check_success_outcome(value: dict[str, Any]) -> None:
+    if "interrupts" in value:
+        # IR-03: the success outcome is closed; carrying interrupts is a contradiction, never a success.
+        raise _FieldError("a success outcome cannot carry interrupts", "/interrupts")
+
+
+def _check_cancelled_outcome(value: dict[str, Any]) -> None:
+    if "interrupts" in value:
+        raise _FieldError("a cancelled outcome cannot carry interrupts", "/interrupts")
+
+
+def _check_interrupt_outcome(value: dict[str, Any]) -> None:
+    interrupts = value.get("interrupts")
+    if type(interrupts) is list and not interrupts:
+        raise _FieldError("an interrupt outcome needs at least one interrupt", "/interrupts")
+
+
+def _check_suspended(value: dict[str, Any]) -> None:
+    ids = value.get("interruptIds")
+    if type(ids) is list:
+        for i, item in enumerate(ids):
+            if type(item) is not str:
+                raise _FieldError(f"expected a string, got {_describe(item)}", f"/interruptIds/{i}")
+
+
+def _check_usage(value: dict[str, Any]) -> None:
+    for key, item in value.items():
+        if key in ("provider", "model"):
+            continue
+        if type(item) is int and item < 0:
+            raise _FieldError("token counts are never negative", "/" + key)
+
+
+_SPECIFIC_CHECKS: dict[type, Callable[[dict[str, Any]], None]] = {
+    ev.StateDeltaEvent: _check_state_delta,
+    ev.ActivityDeltaEvent: _check_activity_delta,
+    rn.RunFinishedSuccessOutcome: _check_success_outcome,
+    rn.RunFinishedCancelledOutcome: _check_cancelled_outcome,
+    rn.RunFinishedInterruptOutcome: _check_interrupt_outcome,
+    rn.SubagentFinishedSuspendedOutcome: _check_suspended,
+    rn.TokenUsage: _check_usage,
+}
+
+
+def _class_unstructure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any], Any]:
+    if cls is UnknownEvent:
+        return lambda event: dict(event.raw)
+    attrs.resolve_types(cls)
+    overrides: dict[str, Any] = {}
+    for a in attrs.fields(cls):
+        kwargs: dict[str, Any] = {"rename": _wire_name(a)}
+        if a.default is None:
+            kwargs["omit_if_default"] = True
+        if a.type is Any or a.type == dict[str, Any] or a.type == (dict[str, Any] | None):
+            kwargs["unstruct_hook"] = _identity
+        overrides[a.name] = override(**kwargs)
+    generated: Callable[[Any], Any] = make_dict_unstructure_fn(cls, conv, **overrides)
+    tag = _tag_of(cls)
+    if tag is None:
+        return generated
+    key, name = tag
+
+    def unstructure(obj: Any) -> dict[str, Any]:
+        return {key: name, **generated(obj)}
+    return unstructure
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+_converter = _make_converter()
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors with JSON pointers
+# --------------------------------------------------------------------------------------------------
+
+
+def _first_error(exc: BaseException) -> tuple[str, str]:
+    """The first leaf of a cattrs error tree as (JSON pointer, message)."""
+    if isinstance(exc, (ClassValidationError, IterableValidationError)):
+        for sub in exc.exceptions:
+            segment = ""
+            for note in getattr(sub, "__notes__", ()):
+                name = getattr(note, "name", None)
+                index = getattr(note, "index", None)
+                if name is not None:
+                    segment = "/" + camel(str(name))
+                    break
+                if index is not None:
+                    segment = f"/{index}"
+                    break
+            pointer, message = _first_error(sub)
+            if isinstance(sub, KeyError) and not isinstance(sub, _FieldError):
+                return segment, f"required field {segment[1:]!r} is missing"
+            return segment + pointer, message
+        return "", str(exc)
+    if isinstance(exc, _FieldError):
+        return exc.pointer, str(exc)
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return "", str(exc)
+    return "", str(exc) or type(exc).__name__
+
+
+def _structure(value: Any, cls: Any, *, event_type: str | None = None) -> Any:
+    try:
+        return _converter.structure(value, cls)
+    except _FieldError as exc:
+        raise DecodeError(str(exc), pointer=exc.pointer, event_type=event_type) from None
+    except ClassValidationError as exc:
+        pointer, message = _first_error(exc)
+        raise DecodeError(message, pointer=pointer, event_type=event_type) from None
+
+
+# --------------------------------------------------------------------------------------------------
+# Public entry points
+# --------------------------------------------------------------------------------------------------
+
+# THINKING_* left the protocol in 1.0 (RS-09); a compatible reading maps them onto REASONING_*.
+_LEGACY_TYPES = {
+    "THINKING_START": "REASONING_START",
+    "THINKING_END": "REASONING_END",
+    "THINKING_TEXT_MESSAGE_START": "REASONING_MESSAGE_START",
+    "THINKING_TEXT_MESSAGE_CONTENT": "REASONING_MESSAGE_CONTENT",
+    "THINKING_TEXT_MESSAGE_END": "REASONING_MESSAGE_END",
+}
+
+_FAST_DELTA: dict[str, Callable[..., Any]] = {}
+
+
+def decode_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any], *,
+                 max_depth: int = DEFAULT_MAX_DEPTH) -> Event | UnknownEvent:
+    """Decode one AG-UI event from JSON text/bytes or an already-parsed mapping.
+
+    Unknown event types become :class:`UnknownEvent` with a warning; unknown fields on known events
+    are ignored and reported once.
+
+    Raises:
+        DecodeError: the payload is not a JSON object with a string ``type``, or a known event is
+            malformed; ``pointer`` names the field (``/outcome/interrupts/1/id``).
+        LimitExceeded: nesting deeper than ``max_depth``.
+    """
+    if isinstance(data, Mapping):
+        value: Any = data if type(data) is dict else dict(data)
+    else:
+        value = parse_json(data, max_depth=max_depth)
+    return decode_value(value)
+
+
+def decode_value(value: Any) -> Event | UnknownEvent:
+    """Decode an already-parsed JSON value as one event (see :func:`decode_event`)."""
+    if type(value) is not dict:
+        raise DecodeError(f"an event must be a JSON object, got {_describe(value)}", pointer="")
+    kind = value.get("type")
+    if type(kind) is not str:
+        raise DecodeError("an event needs a string 'type'" if kind is None else
+                          f"'type' must be a string, got {_describe(kind)}", pointer="/type")
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        modern = _LEGACY_TYPES.get(kind)
+        if modern is None:
+            hint = _near_miss(kind)
+            _warn("UK-02", f"unknown event type {kind!r} ignored" + (f" (did you mean {hint}?)" if hint else ""),
+                  event_type=kind, once=("type", kind))
+            return UnknownEvent(type=kind, raw=value)
+        _warn("RS-09", f"deprecated {kind} read as {modern}", event_type=kind, once=("type", kind))
+        value = {**value, "type": modern}
+        if modern == "REASONING_MESSAGE_START":
+            value.setdefault("role", "reasoning")
+        cls = EVENT_TYPES[modern]
+        kind = modern
+    fast = _FAST_DELTA.get(kind)
+    if fast is not None and len(value) == 3:
+        event = fast(value)
+        if event is not None:
+            return event  # type: ignore[no-any-return]
+    return _structure(value, cls, event_type=kind)  # type: ignore[no-any-return]
+
+
+def _fast_delta(cls: Any) -> Callable[[dict[str, Any]], Any]:
+    # Streamed deltas are most of any stream: skip the generic machinery when the shape is the plain one.
+    def build(value: dict[str, Any]) -> Any:
+        message_id = value.get("messageId")
+        delta = value.get("delta")
+        if type(message_id) is str and type(delta) is str:
+            return cls(message_id=message_id, delta=delta)
+        return None
+    return build
+
+
+def _fast_args(value: dict[str, Any]) -> Any:
+    call_id = value.get("toolCallId")
+    delta = value.get("delta")
+    if type(call_id) is str and type(delta) is str:
+        return ev.ToolCallArgsEvent(tool_call_id=call_id, delta=delta)
+    return None
+
+
+_FAST_DELTA.update({
+    "TEXT_MESSAGE_CONTENT": _fast_delta(ev.TextMessageContentEvent),
+    "REASONING_MESSAGE_CONTENT": _fast_delta(ev.ReasoningMessageContentEvent),
+    "TOOL_CALL_ARGS": _fast_args,
+})
+
+
+@lru_cache(maxsize=256)
+def _near_miss(kind: str) -> str | None:
+    squashed = kind.replace("_", "").replace("-", "").lower()
+    for known in EVENT_TYPES:
+        if known.replace("_", "").lower() == squashed:
+            return known
+    return None
+
+
+def decode(value: Any, cls: type[T]) -> T:
+    """Structure already-parsed wire JSON into ``cls`` (``RunAgentInput``, ``Interrupt``, a message …).
+
+    Raises:
+        DecodeError: the value does not fit ``cls``; ``pointer`` names the field.
+    """
+    return _structure(value, cls)  # type: ignore[no-any-return]
+
+
+def encode(obj: Any) -> Any:
+    """Any wire type (or a sequence of them) -> JSON-ready data: camelCase keys, absent fields left out."""
+    return _converter.unstructure(obj)

@@ -1,0 +1,361 @@
+"""One exception tree for everything agui_client raises.
+
+::
+
+    AguiError
+    ├── TransportError                 connect/read/write failed, or the response is not an event stream
+    │   ├── HTTPStatusError            the agent answered with a non-2xx status
+    │   └── IdleTimeout                no bytes arrived for longer than the idle timeout
+    ├── ProtocolError                  the server broke the AG-UI contract
+    │   ├── DecodeError                a payload is not JSON, or a known event is malformed
+    │   ├── SequenceError              an event is not allowed where it arrived (or the stream ended mid-run)
+    │   │   └── StreamEnded            the stream ended before the run's terminal event
+    │   └── LimitExceeded              one event outgrew the size limit (or a JSON nesting/state budget)
+    ├── RunFailed                      the run ended with RUN_ERROR (raised by ``RunResult.raise_for_outcome``)
+    ├── ResumeRefused (ValueError)     the resume list breaks the coverage rules; nothing was sent
+    │   ├── UncoveredInterrupts
+    │   ├── ExpiredInterruptAnswered
+    │   ├── UnknownInterrupt
+    │   ├── DuplicateResumeEntry
+    │   ├── InvalidResumePayload
+    │   └── NothingToResume
+    └── ConcurrentResume               another writer resumed (or advanced) this thread first
+
+Every error raised during a run carries ``.result``: the ``RunResult`` so far, whose ``.state`` is
+what was folded before the fault. Protocol errors say where: ``run_id``, ``index`` (0-based event
+index), ``event_type`` and ``pointer`` (JSON pointer of the offending field).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from attrs import frozen
+
+if TYPE_CHECKING:
+    from .session import RunResult
+
+__all__ = [
+    "AguiError",
+    "TransportError",
+    "HTTPStatusError",
+    "IdleTimeout",
+    "ProtocolError",
+    "DecodeError",
+    "SequenceError",
+    "StreamEnded",
+    "LimitExceeded",
+    "RunFailed",
+    "ResumeRefused",
+    "UncoveredInterrupts",
+    "ExpiredInterruptAnswered",
+    "UnknownInterrupt",
+    "DuplicateResumeEntry",
+    "InvalidResumePayload",
+    "NothingToResume",
+    "ConcurrentResume",
+    "AguiWarning",
+    "StreamWarning",
+]
+
+
+class AguiError(Exception):
+    """Base class of every error agui_client raises."""
+
+    #: The run so far, when the error happened during a run (set by the session or the shell).
+    result: RunResult | None = None
+
+
+class TransportError(AguiError):
+    """The HTTP exchange failed, or the response is not an AG-UI event stream.
+
+    Attributes:
+        url: the agent URL, when known.
+        request_sent: ``False`` when the request certainly never reached the agent (connect
+            failure), ``True`` when it may have. A resume whose request may have reached the agent is
+            never retried silently.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, request_sent: bool = True) -> None:
+        super().__init__(message)
+        self.url = url
+        self.request_sent = request_sent
+
+
+class HTTPStatusError(TransportError):
+    """The agent answered with a non-2xx status.
+
+    Attributes:
+        status_code: the HTTP status.
+        body: a bounded excerpt of the response body (text).
+        payload: the body parsed as JSON when it was JSON, else ``None``.
+        retry_after: seconds from a ``Retry-After`` header, when present and readable.
+        content_type: the response's content type.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int,
+        body: str = "",
+        payload: Any = None,
+        retry_after: float | None = None,
+        content_type: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        super().__init__(message, url=url, request_sent=True)
+        self.status_code = status_code
+        self.body = body
+        self.payload = payload
+        self.retry_after = retry_after
+        self.content_type = content_type
+
+
+class IdleTimeout(TransportError):
+    """No bytes (not even a keep-alive comment) arrived for longer than the idle timeout.
+
+    Attributes:
+        timeout: the idle timeout in seconds.
+    """
+
+    def __init__(self, message: str, *, timeout: float, url: str | None = None) -> None:
+        super().__init__(message, url=url, request_sent=True)
+        self.timeout = timeout
+
+
+class ProtocolError(AguiError):
+    """The server broke the AG-UI contract.
+
+    Attributes:
+        run_id: the run the event belonged to, when known.
+        index: the 0-based index of the offending event in the response (for framing faults: the
+            index the frame would have had).
+        event_type: the offending event's ``type``, when known.
+        pointer: JSON pointer of the offending field (``/outcome/interrupts/1/id``), when known.
+        rule: the rule id (``LC-01``, ``TX-02`` …) or validator code (``AGUI101``) that was broken.
+        detail: the message without the location prefix.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str | None = None,
+        index: int | None = None,
+        event_type: str | None = None,
+        pointer: str | None = None,
+        rule: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.detail = message
+        self.run_id = run_id
+        self.index = index
+        self.event_type = event_type
+        self.pointer = pointer
+        self.rule = rule
+
+    def locate(
+        self, *, run_id: str | None = None, index: int | None = None, event_type: str | None = None
+    ) -> ProtocolError:
+        """Fill in where the error happened, keeping what is already known; returns ``self``."""
+        if self.run_id is None:
+            self.run_id = run_id
+        if self.index is None:
+            self.index = index
+        if self.event_type is None:
+            self.event_type = event_type
+        return self
+
+    def __str__(self) -> str:
+        where = []
+        if self.run_id is not None:
+            where.append(f"run {self.run_id!r}")
+        if self.index is not None:
+            where.append(f"event #{self.index}")
+        if self.event_type is not None:
+            where.append(self.event_type)
+        if self.pointer is not None:
+            where.append(f"at {self.pointer or '/'}")
+        if self.rule is not None:
+            where.append(f"[{self.rule}]")
+        return f"{', '.join(where)}: {self.detail}" if where else self.detail
+
+
+class DecodeError(ProtocolError):
+    """A payload is not JSON, or a known event (or input) is malformed.
+
+    Attributes:
+        data: the offending payload text (bounded excerpt), when known.
+    """
+
+    def __init__(self, message: str, *, data: str | None = None, **where: Any) -> None:
+        super().__init__(message, **where)
+        self.data = data
+
+
+class SequenceError(ProtocolError):
+    """An event arrived where the run's sequence rules do not allow it."""
+
+
+class StreamEnded(SequenceError):
+    """The stream ended (cleanly or by a dropped connection) before the run's terminal event.
+
+    Attributes:
+        open_entities: ids of messages, tool calls, steps … left open, for the reader.
+    """
+
+    def __init__(self, message: str, *, open_entities: Sequence[str] = (), **where: Any) -> None:
+        super().__init__(message, **where)
+        self.open_entities = tuple(open_entities)
+
+
+class LimitExceeded(ProtocolError):
+    """One event (or the JSON nesting, or a patch's growth) went past a configured limit.
+
+    Attributes:
+        limit: the limit that was exceeded.
+    """
+
+    def __init__(self, message: str, *, limit: int, **where: Any) -> None:
+        super().__init__(message, **where)
+        self.limit = limit
+
+
+class RunFailed(AguiError):
+    """The run ended with ``RUN_ERROR``.
+
+    Attributes:
+        run_id: the failed run.
+        message: the producer's message.
+        code: the producer's code, when given.
+    """
+
+    def __init__(self, message: str, *, run_id: str | None, code: str | None) -> None:
+        super().__init__(f"run {run_id!r} failed: {message}" + (f" (code {code!r})" if code else ""))
+        self.run_id = run_id
+        self.message = message
+        self.code = code
+
+
+class ResumeRefused(AguiError, ValueError):
+    """The resume list breaks the interrupt rules; nothing was sent.
+
+    Attributes:
+        ids: every offending interrupt id, in the order the interrupts were raised (unknown ids
+            last, in the order given).
+        problems: every problem found, by kind: ``{"uncovered": (...), "expired": (...), ...}``.
+            ``build()`` reports all of them at once; the exception's class is the first kind found
+            in the order uncovered, expired, unknown, duplicate, invalid.
+    """
+
+    kind = "refused"
+
+    def __init__(self, message: str, *, ids: Iterable[str] = (), problems: Mapping[str, Sequence[str]] | None = None):
+        super().__init__(message)
+        self.ids = tuple(ids)
+        self.problems: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (problems or {}).items()}
+
+
+class UncoveredInterrupts(ResumeRefused):
+    """An open interrupt has no resume entry (omission is never abandonment)."""
+
+    kind = "uncovered"
+
+
+class ExpiredInterruptAnswered(ResumeRefused):
+    """A ``resolved`` entry answers an interrupt that has expired; abandon it instead."""
+
+    kind = "expired"
+
+
+class UnknownInterrupt(ResumeRefused):
+    """An entry names an id that is not an open interrupt of the thread."""
+
+    kind = "unknown"
+
+
+class DuplicateResumeEntry(ResumeRefused):
+    """Two entries name the same interrupt."""
+
+    kind = "duplicate"
+
+
+class InvalidResumePayload(ResumeRefused):
+    """A payload fails its interrupt's ``responseSchema`` (or the schema itself is invalid).
+
+    Attributes:
+        errors: for each offending id, the readable jsonschema error messages.
+    """
+
+    kind = "invalid"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        ids: Iterable[str] = (),
+        problems: Mapping[str, Sequence[str]] | None = None,
+        errors: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        super().__init__(message, ids=ids, problems=problems)
+        self.errors: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (errors or {}).items()}
+
+
+class NothingToResume(ResumeRefused):
+    """A resume list was given, but the thread has no open interrupts."""
+
+    kind = "nothing"
+
+
+class ConcurrentResume(AguiError):
+    """Another writer resumed or advanced this thread first (its stored version moved on).
+
+    Attributes:
+        thread_id: the thread.
+        expected_version: the version this writer held.
+        actual_version: the version found in the store, when known.
+    """
+
+    def __init__(
+        self, message: str, *, thread_id: str, expected_version: int, actual_version: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+
+
+class AguiWarning(UserWarning):
+    """Category of the warnings agui_client emits through :mod:`warnings` (outside a run session)."""
+
+
+@frozen(kw_only=True)
+class StreamWarning:
+    """A structured warning found while reading a run: something tolerated, dropped or repaired.
+
+    Attributes:
+        code: the rule id or validator code (``AGUI501``, ``UK-03``, ``SP-06`` …).
+        message: what happened, for a person.
+        index: the 0-based event index, when known.
+        event_type: the event's ``type``, when known.
+        pointer: JSON pointer of the field concerned, when known.
+        run_id: the run, when known.
+    """
+
+    code: str
+    message: str
+    index: int | None = None
+    event_type: str | None = None
+    pointer: str | None = None
+    run_id: str | None = None
+
+    def __str__(self) -> str:
+        where = [p for p in (
+            f"run {self.run_id!r}" if self.run_id is not None else None,
+            f"event #{self.index}" if self.index is not None else None,
+            self.event_type,
+            f"at {self.pointer or '/'}" if self.pointer is not None else None,
+        ) if p]
+        return f"[{self.code}] {', '.join(where)}: {self.message}" if where else f"[{self.code}] {self.message}"

@@ -1,0 +1,429 @@
+"""Incremental Server-Sent-Events decoding (WHATWG event-stream rules), sans-IO.
+
+``SSEDecoder`` turns bytes into ``SSEFrame`` objects, one per dispatched event, whether the bytes
+come from a recorded capture or from a live response in reads of any size. It follows the WHATWG
+rules (TR-06): UTF-8 decoded per line with U+FFFD for malformed bytes, one leading BOM stripped,
+lines ended only by CRLF, LF or CR, ``:`` comments ignored, ``data`` values joined with LF, one
+space after the colon stripped, ``event``/``id``/``retry`` kept, unknown fields ignored, a blank
+line dispatches and an empty data buffer dispatches nothing.
+
+Where a lenient reading hides a producer fault, the decoder says so in ``SSEDecoder.warnings``
+rather than failing: a JSON-looking line without ``data:`` (TR-07), an unknown field, a stray BOM,
+malformed UTF-8, a whitespace-only payload, and a frame cut off by the end of the stream (TR-08).
+Only the size guard raises (TR-11): one event may not grow past ``max_event_bytes``.
+
+Lines are split on bytes before decoding. CR and LF never occur inside a multi-byte UTF-8 sequence,
+so a sequence split across reads is simply completed by the next read, and decoding a whole line
+gives the same text as decoding the stream incrementally.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from itertools import repeat
+
+import attrs
+
+from .errors import LimitExceeded
+
+__all__ = ["SSEFrame", "SSEWarning", "SSEDecoder", "iter_frames", "DEFAULT_MAX_EVENT_BYTES"]
+
+#: The default bound on one event's raw bytes (16 MiB).
+DEFAULT_MAX_EVENT_BYTES = 16 * 2**20
+
+_BOM = b"\xef\xbb\xbf"
+# A capture group keeps the separators, whose lengths keep byte offsets exact.
+_LINE_END = re.compile(rb"(\r\n|\r|\n)")
+_JSON_WHITESPACE = b" \t\r\n"
+
+
+@attrs.frozen(kw_only=True)
+class SSEFrame:
+    """One dispatched SSE event.
+
+    Attributes:
+        data: the event's ``data`` values joined with ``"\\n"``.
+        event: the SSE event name, ``None`` when the frame named none (AG-UI gives it no meaning).
+        id: the last event id seen so far in the stream (WHATWG keeps it across events), or ``None``.
+        retry: the ``retry`` value given in this frame, when it was all digits.
+        line: the 1-based line number of the frame's first field line.
+        offset: the byte offset of the frame's first field line in the stream (a stripped BOM counts).
+        truncated: ``True`` when the stream ended before the frame's terminating blank line.
+    """
+
+    data: str
+    event: str | None = None
+    id: str | None = None
+    retry: int | None = None
+    line: int
+    offset: int
+    truncated: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SSEWarning:
+    """A framing fault the decoder tolerated.
+
+    Attributes:
+        code: ``"AGUI501"`` (unknown field, JSON-looking line without ``data:``, blank payload,
+            truncated frame), ``"BOM"`` (a byte-order mark after the start of the stream) or
+            ``"UTF8"`` (malformed UTF-8 replaced by U+FFFD).
+        message: what was found and what was done about it.
+        line: the 1-based line number it concerns.
+        offset: the byte offset of that line.
+    """
+
+    code: str
+    message: str
+    line: int
+    offset: int
+
+
+class SSEDecoder:
+    """Incremental SSE decoder: feed it bytes, get back the frames they complete.
+
+    The decoder holds at most one event's field lines plus one unfinished line, and refuses to hold
+    more than ``max_event_bytes`` of them. Reads may be cut anywhere, a CRLF or a UTF-8 sequence
+    included; the frames are the same for every cut.
+
+    Attributes:
+        warnings: framing faults found so far, appended as they are found; the caller drains it.
+    """
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        """Create a decoder.
+
+        Args:
+            max_event_bytes: the most raw bytes one event's field lines (line ends excluded) and a
+                line still without its end may take together.
+
+        Raises:
+            ValueError: when ``max_event_bytes`` is not positive.
+        """
+        if max_event_bytes < 1:
+            raise ValueError(f"max_event_bytes must be positive, got {max_event_bytes}")
+        self.warnings: list[SSEWarning] = []
+        self._max = max_event_bytes
+        self._bytes_seen = 0
+        self._dispatched = 0
+        self._closed = False
+        # Until three bytes (or a non-BOM prefix) arrive, a leading BOM may still be in flight.
+        self._at_start = True
+        # The previous read ended in CR: an LF opening the next read is that CRLF's second half.
+        self._after_cr = False
+        self._partial = bytearray()
+        self._line = 1  # number of the line that ``_partial`` begins
+        self._offset = 0  # byte offset where ``_partial`` begins
+        # The event being accumulated.
+        self._data: list[bytes] = []
+        self._event: str | None = None
+        self._retry: int | None = None
+        self._event_line = 0  # 0 while the event has no field line yet
+        self._event_offset = 0
+        self._event_bytes = 0
+        self._last_id: str | None = None
+
+    @property
+    def frames_dispatched(self) -> int:
+        """How many frames the decoder has returned so far."""
+        return self._dispatched
+
+    @property
+    def bytes_seen(self) -> int:
+        """How many bytes have been fed, a stripped BOM included."""
+        return self._bytes_seen
+
+    @property
+    def last_event_id(self) -> str | None:
+        """The last ``id`` field value (``""`` after an empty ``id:``), or ``None`` before any."""
+        return self._last_id
+
+    def feed(self, chunk: bytes) -> list[SSEFrame]:
+        """Decode one read.
+
+        Args:
+            chunk: the next bytes of the stream, cut anywhere.
+
+        Returns:
+            The frames whose terminating blank line is in ``chunk``, in stream order.
+
+        Raises:
+            LimitExceeded: the event being read, or a line without an end, outgrew
+                ``max_event_bytes``; ``index`` is the index the frame would have had.
+            RuntimeError: the decoder was closed, or raised ``LimitExceeded`` before.
+        """
+        if self._closed:
+            raise RuntimeError("feed() after close()")
+        if not chunk:
+            return []
+        self._bytes_seen += len(chunk)
+        if self._at_start:
+            head = bytes(self._partial) + chunk
+            if len(head) < 3 and _BOM.startswith(head):
+                self._partial[:] = head
+                return []
+            self._at_start = False
+            self._partial.clear()
+            if head.startswith(_BOM):
+                head = head[3:]
+                self._offset = 3
+            chunk = head
+        if self._after_cr:
+            self._after_cr = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+                self._offset += 1
+        if b"\r" in chunk:
+            parts = _LINE_END.split(chunk)
+            lines = parts[0::2]
+            seps = parts[1::2]
+            eols: Iterable[int] = map(len, seps)
+            # A CR closing the read may be the first half of a CRLF split across reads (B007).
+            self._after_cr = bool(seps) and not lines[-1] and seps[-1] == b"\r"
+        else:
+            lines = chunk.split(b"\n")
+            eols = repeat(1)
+        tail = lines.pop()
+        if not lines:
+            self._grow(tail)
+            return []
+        if self._partial:
+            lines[0] = bytes(self._partial) + lines[0]
+            self._partial.clear()
+        frames = self._lines(lines, eols)
+        self._grow(tail)
+        return frames
+
+    def close(self) -> list[SSEFrame]:
+        """End the stream.
+
+        A line without its end is read as a line. If an event is then still pending (its blank line
+        never came) and its data is a complete JSON object, it is returned with ``truncated=True``
+        and an AGUI501 warning, as the reference client does (B030); any other pending event is
+        discarded with an AGUI501 warning (B031). Calling ``close()`` again returns nothing.
+
+        Returns:
+            The truncated frame, or nothing.
+        """
+        if self._closed:
+            return []
+        self._closed = True
+        self._at_start = False
+        if self._partial:
+            last = bytes(self._partial)
+            self._partial.clear()
+            self._lines([last], (0,))
+        if not self._event_line:
+            return []
+        line, offset = self._event_line, self._event_offset
+        raw = b"\n".join(self._data)
+        event, retry = self._event, self._retry
+        self._reset_event()
+        text = self._text(raw, line, offset)
+        try:
+            complete = isinstance(json.loads(text), dict)
+        except (ValueError, RecursionError):
+            complete = False
+        if not complete:
+            self.warnings.append(
+                SSEWarning(
+                    code="AGUI501",
+                    message="truncated frame discarded: the stream ended before its blank line",
+                    line=line,
+                    offset=offset,
+                )
+            )
+            return []
+        self.warnings.append(
+            SSEWarning(
+                code="AGUI501",
+                message="truncated frame: dispatched although the stream ended before its blank line",
+                line=line,
+                offset=offset,
+            )
+        )
+        self._dispatched += 1
+        return [
+            SSEFrame(
+                data=text,
+                event=event,
+                id=self._last_id,
+                retry=retry,
+                line=line,
+                offset=offset,
+                truncated=True,
+            )
+        ]
+
+    def _grow(self, tail: bytes) -> None:
+        """Keep the start of a line whose end has not arrived, within the size limit."""
+        if not tail:
+            return
+        # Checked before buffering, so an endless line costs at most the limit (B033).
+        if self._event_bytes + len(self._partial) + len(tail) > self._max:
+            raise self._too_big(f"an SSE line grew past {self._max} bytes without a line end")
+        self._partial += tail
+
+    def _lines(self, lines: list[bytes], eols: Iterable[int]) -> list[SSEFrame]:
+        """Apply complete lines (``eols`` gives each one's line-end length) to the decoder."""
+        # The hot loop keeps its counters in locals and writes them back on the way out.
+        frames: list[SSEFrame] = []
+        data = self._data
+        limit = self._max
+        lineno = self._line
+        offset = self._offset
+        event_line = self._event_line
+        event_bytes = self._event_bytes
+        for line, eol in zip(lines, eols):  # noqa: B905 - eols may be an endless repeat(1)
+            if not line:
+                if event_line:
+                    frame = self._dispatch(event_line)
+                    if frame is not None:
+                        frames.append(frame)
+                    event_line = event_bytes = 0
+            elif line[0] != 58:  # not a ":" comment
+                if not event_line:
+                    event_line = lineno
+                    self._event_offset = offset
+                event_bytes += len(line)
+                if event_bytes > limit:
+                    raise self._too_big(f"an SSE event grew past {limit} bytes")
+                if line.startswith(b"data: "):
+                    data.append(line[6:])
+                elif line.startswith(b"data:"):
+                    data.append(line[5:])
+                else:
+                    self._field(line, lineno, offset)
+            lineno += 1
+            offset += len(line) + eol
+        self._line = lineno
+        self._offset = offset
+        self._event_line = event_line
+        self._event_bytes = event_bytes
+        return frames
+
+    def _field(self, line: bytes, lineno: int, offset: int) -> None:
+        """Apply a field line other than ``data:`` (the hot loop handles those)."""
+        if line.startswith(_BOM):
+            self.warnings.append(
+                SSEWarning(
+                    code="BOM",
+                    message="byte-order mark inside the stream (only a leading one is stripped); line ignored",
+                    line=lineno,
+                    offset=offset,
+                )
+            )
+            return
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":  # a bare "data" line: a data field with an empty value
+            self._data.append(value)
+        elif name == b"event":
+            self._event = self._text(value, lineno, offset) or None
+        elif name == b"id":
+            if b"\0" not in value:  # WHATWG ignores such ids (B018)
+                self._last_id = self._text(value, lineno, offset)
+        elif name == b"retry":
+            # ASCII digits only: "-1" and "abc" are ignored (B019), and so is a number too long for int()
+            if value.isdigit() and len(value) <= 4000:
+                self._retry = int(value)
+        elif line.startswith(b"{"):
+            self.warnings.append(
+                SSEWarning(
+                    code="AGUI501",
+                    message="JSON-looking line without data: prefix",
+                    line=lineno,
+                    offset=offset,
+                )
+            )
+        else:
+            self.warnings.append(
+                SSEWarning(
+                    code="AGUI501",
+                    message=f"unknown SSE field {self._text(name, lineno, offset)!r}",
+                    line=lineno,
+                    offset=offset,
+                )
+            )
+
+    def _dispatch(self, line: int) -> SSEFrame | None:
+        """Finish the pending event at a blank line; ``line`` is its first field line."""
+        data = self._data
+        offset = self._event_offset
+        raw = data[0] if len(data) == 1 else b"\n".join(data)
+        event = self._event
+        retry = self._retry
+        data.clear()
+        self._event = self._retry = None
+        if not raw:  # WHATWG: an empty data buffer dispatches nothing (B026)
+            return None
+        if raw[0] <= 32 and not raw.strip(_JSON_WHITESPACE):
+            self.warnings.append(
+                SSEWarning(
+                    code="AGUI501",
+                    message="blank data payload dropped (read as a keep-alive)",
+                    line=line,
+                    offset=offset,
+                )
+            )
+            return None
+        self._dispatched += 1
+        return SSEFrame(
+            data=self._text(raw, line, offset),
+            event=event,
+            id=self._last_id,
+            retry=retry,
+            line=line,
+            offset=offset,
+        )
+
+    def _text(self, raw: bytes, line: int, offset: int) -> str:
+        """Decode UTF-8, replacing malformed bytes with U+FFFD and warning once."""
+        try:
+            return raw.decode()
+        except UnicodeDecodeError:
+            self.warnings.append(
+                SSEWarning(
+                    code="UTF8",
+                    message="malformed UTF-8 replaced by U+FFFD",
+                    line=line,
+                    offset=offset,
+                )
+            )
+            return raw.decode(errors="replace")
+
+    def _too_big(self, message: str) -> LimitExceeded:
+        """Drop what was buffered and close the decoder: the stream cannot be resynchronised."""
+        self._partial.clear()
+        self._reset_event()
+        self._closed = True
+        return LimitExceeded(message, limit=self._max, index=self._dispatched, rule="TR-11")
+
+    def _reset_event(self) -> None:
+        self._data.clear()
+        self._event = self._retry = None
+        self._event_line = self._event_bytes = 0
+
+
+def iter_frames(data: bytes | str, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[SSEFrame]:
+    """Decode a whole capture, lazily.
+
+    A frame left truncated at the end is yielded as ``SSEDecoder.close`` decides. Warnings are not
+    reported; use ``SSEDecoder`` directly to read them.
+
+    Args:
+        data: the capture; text is encoded as UTF-8 first.
+        max_event_bytes: as for ``SSEDecoder``.
+
+    Raises:
+        LimitExceeded: an event outgrew ``max_event_bytes``.
+    """
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+    step = 1 << 20  # feed in slices so frames are yielded before the whole capture is split
+    for start in range(0, len(raw), step):
+        yield from decoder.feed(raw[start : start + step])
+    yield from decoder.close()
