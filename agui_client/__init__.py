@@ -1,4 +1,9 @@
-"""agui_client: a Python client for agents that speak AG-UI 1.0."""
+"""agui_client: a Python client for agents that speak AG-UI 1.0.
+
+Everything common is importable from here: the wire types, the codec, the sans-IO pipeline
+(``ThreadState``, ``RunSession``, ``replay``), the interrupt rules (``ResumeBuilder``, ``is_expired``),
+the HTTP shells (``AgentClient``, ``AsyncAgentClient``) and the error tree.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,28 @@ from ._version import __version__
 from .codec import decode_event, encode
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
+from .fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, parsed_arguments
+from .interrupts import ResumeBuilder, check_resume, is_expired, parse_expires_at
+from .session import RunResult, RunSession, replay
 from .types import *  # noqa: F403
 from .types import __all__ as _types_all
 
-__all__ = ["__version__", "decode_event", "encode", *_errors_all, *_types_all]
+__all__ = [
+    "__version__",
+    "decode_event",
+    "encode",
+    "ThreadState",
+    "RunSession",
+    "RunResult",
+    "RunErrorInfo",
+    "StepRecord",
+    "SubagentRecord",
+    "replay",
+    "parsed_arguments",
+    "ResumeBuilder",
+    "check_resume",
+    "is_expired",
+    "parse_expires_at",
+    *_errors_all,
+    *_types_all,
+]

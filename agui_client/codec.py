@@ -229,18 +229,26 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
         where = _find_non_finite(value)
         if where is not None:
             raise DecodeError("number overflows to infinity (not representable JSON)", pointer=where,
-                              data=_excerpt(raw))
+                              data=_excerpt(raw), event_type=_type_of(value))
     # Nesting can only exceed the limit if there are more brackets than the limit.
     brackets = raw.count(b"[") + raw.count(b"{") if isinstance(raw, bytes) else raw.count("[") + raw.count("{")
     if brackets > max_depth and _depth_exceeds(value, max_depth):
-        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="")
+        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
+                            event_type=_type_of(value))
     if check_duplicates and type(value) is dict and _may_repeat_keys(raw, value):
         try:
             _strict_decoder.decode(raw if isinstance(raw, str) else raw.decode("utf-8"))
         except _DuplicateKey as exc:
             raise DecodeError(f"duplicated key {exc.key!r} makes the event ambiguous", data=_excerpt(raw),
-                              pointer="/" + _escape(exc.key)) from None
+                              pointer="/" + _escape(exc.key),
+                              event_type=None if exc.key == "type" else _type_of(value)) from None
     return value
+
+
+def _type_of(value: Any) -> str | None:
+    """The ``type`` of a parsed event object, for errors found after parsing."""
+    kind = value.get("type") if type(value) is dict else None
+    return kind if type(kind) is str else None
 
 
 def _may_repeat_keys(raw: bytes | str, value: dict[str, Any]) -> bool:
@@ -548,6 +556,9 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
     known = frozenset(_wire_name(a) for a in fields) | ({"type", "role"} if _tag_of(cls) else set())
     tag = _tag_of(cls)
     legacy = _LEGACY_NULLS.get(cls, frozenset()) | _ALWAYS_LEGACY_NULL
+    # A required free-form JSON field (STATE_SNAPSHOT.snapshot, CUSTOM.value, RAW.event) may be null:
+    # null is a value there (SP-01, UK-12), not an absent optional field.
+    nullable = frozenset(_wire_name(a) for a in fields if a.default is attrs.NOTHING and a.type is Any)
     wire_required = _WIRE_REQUIRED.get(cls, frozenset())
     cls_name = tag[1] if tag else cls.__name__
     specific = _SPECIFIC_CHECKS.get(cls)
@@ -556,9 +567,9 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
         if type(value) is not dict:
             raise _FieldError(f"expected an object, got {_describe(value)}")
         if None in value.values():
-            value = _drop_nulls(value, legacy, cls_name)
+            value = _drop_nulls(value, legacy, nullable, cls_name)
         if specific is not None:
-            specific(value)
+            value = specific(value) or value
         if not value.keys() <= known:
             for key in value.keys() - known:
                 _warn("UK-03", f"unknown field {key!r} on {cls_name} ignored", pointer="/" + _escape(key),
@@ -570,10 +581,11 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
     return structure
 
 
-def _drop_nulls(value: dict[str, Any], legacy: frozenset[str], where: str) -> dict[str, Any]:
+def _drop_nulls(value: dict[str, Any], legacy: frozenset[str], nullable: frozenset[str],
+                where: str) -> dict[str, Any]:
     cleaned = {}
     for key, item in value.items():
-        if item is None:
+        if item is None and key not in nullable:
             if key in legacy:
                 _warn("UK-06", f"legacy null {key!r} on {where} read as absent", pointer="/" + _escape(key),
                       once=("null", where, key))
@@ -588,16 +600,23 @@ _PATCH_OPS = {"add": ("value",), "remove": (), "replace": ("value",), "move": ("
               "test": ("value",)}
 
 
-def _check_patch(patch: Any, field_name: str) -> None:
+def _check_patch(patch: Any, field_name: str) -> list[Any] | None:
+    """Validate a JSON Patch; returns a filtered copy when unknown ops had to be dropped."""
     if type(patch) is not list:
         raise _FieldError(f"expected a JSON Patch array, got {_describe(patch)}", f"/{field_name}")
+    unknown: list[int] = []
     for i, op in enumerate(patch):
         where = f"/{field_name}/{i}"
         if type(op) is not dict:
             raise _FieldError(f"expected a patch operation object, got {_describe(op)}", where)
         name = op.get("op")
         if name not in _PATCH_OPS:
-            raise _FieldError(f"unknown patch op {name!r}", f"{where}/op")
+            if type(name) is not str:
+                raise _FieldError(f"a patch operation needs a string 'op', got {_describe(name)}", f"{where}/op")
+            # UK-04: an unrecognised member of a discriminated union is removed with a warning.
+            _warn("UK-04", f"unknown patch op {name!r} dropped", pointer=f"{where}/op", once=("op", name))
+            unknown.append(i)
+            continue
         path = op.get("path")
         if type(path) is not str or not _POINTER.match(path):
             raise _FieldError(f"invalid JSON pointer {path!r}", f"{where}/path")
@@ -606,16 +625,25 @@ def _check_patch(patch: Any, field_name: str) -> None:
                 raise _FieldError(f"{name!r} operation needs {member!r}", f"{where}/{member}")
             if member == "from" and (type(op["from"]) is not str or not _POINTER.match(op["from"])):
                 raise _FieldError(f"invalid JSON pointer {op['from']!r}", f"{where}/from")
+    if not unknown:
+        return None
+    return [op for i, op in enumerate(patch) if i not in unknown]
 
 
-def _check_state_delta(value: dict[str, Any]) -> None:
+def _check_state_delta(value: dict[str, Any]) -> dict[str, Any] | None:
     if "delta" in value:
-        _check_patch(value["delta"], "delta")
+        kept = _check_patch(value["delta"], "delta")
+        if kept is not None:
+            return {**value, "delta": kept}
+    return None
 
 
-def _check_activity_delta(value: dict[str, Any]) -> None:
+def _check_activity_delta(value: dict[str, Any]) -> dict[str, Any] | None:
     if "patch" in value:
-        _check_patch(value["patch"], "patch")
+        kept = _check_patch(value["patch"], "patch")
+        if kept is not None:
+            return {**value, "patch": kept}
+    return None
 
 
 def _check_success_outcome(value: dict[str, Any]) -> None:
@@ -651,7 +679,7 @@ def _check_usage(value: dict[str, Any]) -> None:
             raise _FieldError("token counts are never negative", "/" + key)
 
 
-_SPECIFIC_CHECKS: dict[type, Callable[[dict[str, Any]], None]] = {
+_SPECIFIC_CHECKS: dict[type, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     ev.StateDeltaEvent: _check_state_delta,
     ev.ActivityDeltaEvent: _check_activity_delta,
     rn.RunFinishedSuccessOutcome: _check_success_outcome,

@@ -18,6 +18,7 @@
     │   ├── UnknownInterrupt
     │   ├── DuplicateResumeEntry
     │   ├── InvalidResumePayload
+    │   ├── InvalidResumeEntry         an entry's status is not resolved/cancelled (or its id is not a string)
     │   └── NothingToResume
     └── ConcurrentResume               another writer resumed (or advanced) this thread first
 
@@ -53,10 +54,12 @@ __all__ = [
     "UnknownInterrupt",
     "DuplicateResumeEntry",
     "InvalidResumePayload",
+    "InvalidResumeEntry",
     "NothingToResume",
     "ConcurrentResume",
     "AguiWarning",
     "StreamWarning",
+    "StoreError",
 ]
 
 
@@ -247,15 +250,26 @@ class ResumeRefused(AguiError, ValueError):
             last, in the order given).
         problems: every problem found, by kind: ``{"uncovered": (...), "expired": (...), ...}``.
             ``build()`` reports all of them at once; the exception's class is the first kind found
-            in the order uncovered, expired, unknown, duplicate, invalid.
+            in the order nothing, uncovered, expired, unknown, duplicate, invalid, invalid-entry.
+        errors: for each id whose payload failed its ``responseSchema`` (or whose schema is itself
+            invalid), the readable jsonschema messages; on every subclass, so payload problems are
+            not lost when another kind gives the exception its class.
     """
 
     kind = "refused"
 
-    def __init__(self, message: str, *, ids: Iterable[str] = (), problems: Mapping[str, Sequence[str]] | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        ids: Iterable[str] = (),
+        problems: Mapping[str, Sequence[str]] | None = None,
+        errors: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.ids = tuple(ids)
         self.problems: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (problems or {}).items()}
+        self.errors: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (errors or {}).items()}
 
 
 class UncoveredInterrupts(ResumeRefused):
@@ -299,8 +313,13 @@ class InvalidResumePayload(ResumeRefused):
         problems: Mapping[str, Sequence[str]] | None = None,
         errors: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
-        super().__init__(message, ids=ids, problems=problems)
-        self.errors: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (errors or {}).items()}
+        super().__init__(message, ids=ids, problems=problems, errors=errors)
+
+
+class InvalidResumeEntry(ResumeRefused):
+    """An entry is malformed: its ``status`` is not ``resolved``/``cancelled`` (B270), or its id is no string."""
+
+    kind = "invalid-entry"
 
 
 class NothingToResume(ResumeRefused):
@@ -359,3 +378,19 @@ class StreamWarning:
             f"at {self.pointer or '/'}" if self.pointer is not None else None,
         ) if p]
         return f"[{self.code}] {', '.join(where)}: {self.message}" if where else f"[{self.code}] {self.message}"
+
+
+class StoreError(AguiError):
+    """A thread store failed for a reason other than a lost race (that is :class:`ConcurrentResume`).
+
+    The backend was unreachable or refused the operation, a stored record is unreadable or was
+    written by a newer release, the data is not JSON-ready, or the store is closed. The backend's own
+    exception, when there is one, is the ``__cause__``.
+
+    Attributes:
+        thread_id: the thread concerned, when known.
+    """
+
+    def __init__(self, message: str, *, thread_id: str | None = None) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id

@@ -74,6 +74,39 @@ def trim(out: dict) -> dict:
     return {k: v for k, v in out.items() if k not in DROP_KEYS}
 
 
+UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+
+
+def normalise_minted_ids(value, source_text: str):
+    """Replace uuids the reference minted (absent from the input) by "<uuid:N>".
+
+    The reference mints a random uuid where the stream names no id (e.g. the
+    reasoning message a legacy THINKING_TEXT_MESSAGE_START becomes).  Numbered in
+    order of first appearance, so equal N means the same minted id.
+    """
+    seen: dict[str, str] = {}
+
+    def fix(s: str) -> str:
+        def sub(m):
+            u = m.group(0)
+            if u in source_text:
+                return u
+            return seen.setdefault(u, f"<uuid:{len(seen) + 1}>")
+
+        return UUID_RE.sub(sub, s)
+
+    def walk(v):
+        if isinstance(v, str):
+            return fix(v)
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, dict):
+            return {fix(k): walk(x) for k, x in v.items()}
+        return v
+
+    return walk(value)
+
+
 class Oracle:
     def __init__(self, directory: Path, node: str) -> None:
         self.fold = directory / "fold.mjs"
@@ -87,6 +120,7 @@ class Oracle:
         cmd = [self.node, str(self.fold), "--timeout-ms", str(ORACLE_TIMEOUT_MS), *args]
         env = dict(os.environ)
         env.pop("NODE_ENV", None)  # development/test change the reference's behaviour
+        env["TZ"] = "UTC"  # the reference reads an offset-less expiresAt as host-local time
         try:
             proc = subprocess.run(cmd, capture_output=True, timeout=ORACLE_TIMEOUT_MS / 1000 + 60, env=env)
         except subprocess.TimeoutExpired as e:
@@ -120,7 +154,8 @@ def job_stream(oracle: Oracle, stream: Path):
     out = oracle.run(*args, str(stream))
     oracle.check_versions(out)
     target = stream.with_name(stream.name[: -len(".jsonl")] + ".expected.json")
-    return target, dump_json(trim(out))
+    source = stream.read_text(encoding="utf-8") + (inp.read_text(encoding="utf-8") if inp.exists() else "")
+    return target, dump_json(normalise_minted_ids(trim(out), source))
 
 
 def job_fixture(oracle: Oracle, group: str, name: str, path: Path):
@@ -129,7 +164,8 @@ def job_fixture(oracle: Oracle, group: str, name: str, path: Path):
     else:
         out = oracle.run(str(path))
     oracle.check_versions(out)
-    return HERE / "validate" / group / f"{name}.expected.json", dump_json(trim(out))
+    doc = normalise_minted_ids(trim(out), path.read_text(encoding="utf-8"))
+    return HERE / "validate" / group / f"{name}.expected.json", dump_json(doc)
 
 
 def job_gen(oracle: Oracle, kind: str, tmp: Path):
@@ -142,7 +178,7 @@ def job_gen(oracle: Oracle, kind: str, tmp: Path):
     )
     out = oracle.run("--summary", str(stream))
     oracle.check_versions(out)
-    doc = {"gen": {"kind": kind, "seed": seed, "scale": scale}, **trim(out)}
+    doc = {"gen": {"kind": kind, "seed": seed, "scale": scale}, **normalise_minted_ids(trim(out), stream.read_text(encoding="utf-8"))}
     return HERE / "gen" / f"{kind}.expected.json", dump_json(doc)
 
 

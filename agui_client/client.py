@@ -1,0 +1,376 @@
+"""The HTTP shells: ``AgentClient`` and ``AsyncAgentClient``.
+
+They move bytes and nothing else: POST the encoded ``RunAgentInput``, check the response is an event
+stream, and hand every SSE payload on the moment its bytes arrive. Framing, decoding, the sequence
+rules and the fold live in the sans-IO core; ``Thread``/``AsyncThread`` loop the payloads into it.
+
+Safe by default: a connect timeout, an idle timeout between bytes (keep-alive comments count as
+bytes), a per-event size limit enforced while buffering, a bounded excerpt of error bodies, no
+redirects followed, and the response closed whatever way the caller leaves the stream.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from . import codec
+from .errors import HTTPStatusError, IdleTimeout, ProtocolError, StreamWarning, TransportError
+from .session import DEFAULT_MAX_EVENT_BYTES
+from .sse import SSEDecoder
+from .types.run import PROTOCOL_VERSION, RunAgentInput
+
+if TYPE_CHECKING:
+    from .stores import ThreadStore
+    from .thread import AsyncThread, Thread
+
+__all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT"]
+
+logger = logging.getLogger("agui_client")
+
+#: Longest silence (no bytes at all) tolerated between events, in seconds.
+DEFAULT_IDLE_TIMEOUT = 60.0
+#: Longest wait for the connection to the agent, in seconds.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: How much of an error response's body is kept (bytes).
+ERROR_BODY_LIMIT = 2048
+
+_SSE = "text/event-stream"
+_REFUSED_TYPES = {
+    "text/html": "an HTML page",
+    "application/x-ndjson": "NDJSON",
+    "application/jsonl": "JSON lines",
+    "application/vnd.ag-ui.event+proto": "protobuf frames (not offered by this client)",
+}
+
+
+class StreamHandle:
+    """What a stream yields besides payloads: the decoder's framing warnings, as they are found."""
+
+    def __init__(self) -> None:
+        self.warnings: list[StreamWarning] = []
+
+
+def _media_type(value: str | None) -> str:
+    return (value or "").split(";", 1)[0].strip().lower()
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def _status_error(response: httpx.Response, excerpt: bytes, url: str) -> HTTPStatusError:
+    content_type = response.headers.get("content-type")
+    text = excerpt.decode("utf-8", "replace")
+    payload: Any = None
+    if _media_type(content_type) in ("application/json", "application/problem+json") and len(excerpt) < ERROR_BODY_LIMIT:
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            payload = None
+    reason = response.reason_phrase or ""
+    summary = text.strip().replace("\n", " ")[:200]
+    return HTTPStatusError(
+        f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),
+        status_code=response.status_code, body=text, payload=payload,
+        retry_after=_retry_after(response.headers.get("retry-after")), content_type=content_type, url=url)
+
+
+def _request_body(run_input: RunAgentInput) -> bytes:
+    if run_input.protocol_version is None:
+        import attrs
+
+        run_input = attrs.evolve(run_input, protocol_version=PROTOCOL_VERSION)
+    return codec.dump_json(codec.encode(run_input))
+
+
+def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
+    headers = {**base, **(extra or {})}
+    # Ours win for these two: the request is JSON and the answer must be an event stream.
+    headers["Content-Type"] = "application/json"
+    headers["Accept"] = _SSE
+    return headers
+
+
+class _Framer:
+    """Turns response chunks into SSE payloads; shared by both shells."""
+
+    def __init__(self, max_event_bytes: int, handle: StreamHandle, media: str) -> None:
+        self.decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+        self.handle = handle
+        self.media = media
+        self.frames = 0
+        self.head = bytearray()
+
+    def feed(self, chunk: bytes) -> list[str]:
+        if len(self.head) < ERROR_BODY_LIMIT:
+            self.head += chunk[: ERROR_BODY_LIMIT - len(self.head)]
+        frames = self.decoder.feed(chunk)
+        self._drain()
+        self.frames += len(frames)
+        return [f.data for f in frames]
+
+    def close(self) -> list[str]:
+        frames = self.decoder.close()
+        self._drain()
+        self.frames += len(frames)
+        if self.frames == 0 and self.media not in ("", _SSE) and self.head.strip():
+            raise ProtocolError(
+                f"the agent answered {self.media!r}, not an event stream: "
+                f"{bytes(self.head[:300]).decode('utf-8', 'replace')!r}", rule="TR-09")
+        return [f.data for f in frames]
+
+    def _drain(self) -> None:
+        for warning in self.decoder.warnings:
+            self.handle.warnings.append(StreamWarning(code=warning.code,
+                                                      message=f"{warning.message} (line {warning.line})"))
+        self.decoder.warnings.clear()
+
+
+def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: StreamHandle) -> str:
+    media = _media_type(response.headers.get("content-type"))
+    if media == _SSE:
+        return media
+    if media in _REFUSED_TYPES:
+        raise ProtocolError(
+            f"the agent answered {_REFUSED_TYPES[media]} ({media}), not an event stream: "
+            f"{excerpt().decode('utf-8', 'replace')[:300]!r}", rule="TR-04")
+    handle.warnings.append(StreamWarning(
+        code="AGUI505", message=f"content type {media or '(none)'!r} is not text/event-stream; reading it as SSE"))
+    return media
+
+
+class _ClientBase:
+    def __init__(self, url: str, *, headers: Mapping[str, str] | None, timeout: float, idle_timeout: float,
+                 max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
+                 clock: Callable[[], datetime] | None) -> None:
+        self.url = url
+        self.headers = dict(headers or {})
+        self.timeout = timeout
+        self.idle_timeout = idle_timeout
+        self.max_event_bytes = max_event_bytes
+        self.follow_redirects = follow_redirects
+        self.clock = clock
+        if store is None:
+            from .stores import MemoryStore
+
+            store = MemoryStore()
+        self.store: ThreadStore = store
+
+    def _timeout(self) -> httpx.Timeout:
+        # httpx's read timeout is the longest wait for the next bytes: exactly the idle timeout.
+        return httpx.Timeout(self.timeout, read=self.idle_timeout, write=self.timeout, pool=self.timeout)
+
+    def _describe(self, run_input: RunAgentInput) -> str:
+        return f"thread {run_input.thread_id!r} run {run_input.run_id!r}"
+
+
+class AgentClient(_ClientBase):
+    """A synchronous AG-UI client bound to one agent URL.
+
+    Args:
+        url: the agent's endpoint (runs are ``POST``ed there).
+        headers: extra request headers (authentication …); merged into every request, never logged.
+        timeout: connect (and write) timeout in seconds.
+        idle_timeout: the longest silence between bytes before ``IdleTimeout``; keep-alive comments
+            reset it.
+        max_event_bytes: the largest event accepted; a larger one raises ``LimitExceeded`` before it
+            is buffered whole.
+        store: where threads are kept between runs (``MemoryStore`` by default).
+        http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
+        follow_redirects: follow 307/308 redirects (off by default: a run is not idempotent).
+        clock: the time source for expiry judgements (UTC ``datetime``); the system clock by default.
+    """
+
+    def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
+                 timeout: float = DEFAULT_CONNECT_TIMEOUT, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
+                 http_client: httpx.Client | None = None, follow_redirects: bool = False,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
+                         max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock)
+        self._owns_client = http_client is None
+        self.http = http_client if http_client is not None else httpx.Client(
+            timeout=self._timeout(), follow_redirects=follow_redirects)
+
+    def __enter__(self) -> AgentClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the HTTP client (when this client created it) and the store."""
+        if self._owns_client:
+            self.http.close()
+
+    def thread(self, thread_id: str | None = None, *, tool_handlers: Mapping[str, Callable[..., Any]] | None = None
+               ) -> Thread:
+        """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none)."""
+        from .thread import Thread
+
+        return Thread(self, thread_id or str(uuid.uuid4()), tool_handlers=tool_handlers)
+
+    @contextmanager
+    def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
+             headers: Mapping[str, str] | None = None) -> Iterator[Iterator[str]]:
+        """POST ``run_input`` and yield an iterator of SSE payloads, each as soon as its bytes arrive.
+
+        The response is closed when the ``with`` block ends, however it ends.
+
+        Raises:
+            TransportError: the agent could not be reached (``request_sent=False``) or the connection
+                failed (a dropped stream ends the iterator; the session then reports ``StreamEnded``).
+            HTTPStatusError: a non-2xx answer.
+            IdleTimeout: no bytes for longer than ``idle_timeout``.
+            ProtocolError: the answer is not an event stream.
+        """
+        handle = handle if handle is not None else StreamHandle()
+        body = _request_body(run_input)
+        logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
+        request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
+                                          timeout=self._timeout())
+        try:
+            response = self.http.send(request, stream=True, follow_redirects=self.follow_redirects)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise TransportError(f"could not reach {self.url}: {exc}", url=self.url, request_sent=False) from exc
+        except httpx.TimeoutException as exc:
+            raise IdleTimeout(f"no answer from {self.url} within {self.idle_timeout}s", timeout=self.idle_timeout,
+                              url=self.url) from exc
+        except httpx.TransportError as exc:
+            raise TransportError(f"request to {self.url} failed: {exc}", url=self.url) from exc
+        try:
+            if not response.is_success:
+                raise _status_error(response, self._excerpt(response), self.url)
+            media = _check_media(response, lambda: self._excerpt(response), handle)
+            yield self._payloads(response, _Framer(self.max_event_bytes, handle, media))
+        finally:
+            response.close()
+
+    def _excerpt(self, response: httpx.Response) -> bytes:
+        data = bytearray()
+        try:
+            for chunk in response.iter_bytes():
+                data += chunk
+                if len(data) >= ERROR_BODY_LIMIT:
+                    break
+        except httpx.HTTPError:
+            pass
+        return bytes(data[:ERROR_BODY_LIMIT])
+
+    def _payloads(self, response: httpx.Response, framer: _Framer) -> Iterator[str]:
+        try:
+            for chunk in response.iter_bytes():
+                yield from framer.feed(chunk)
+        except httpx.ReadTimeout as exc:
+            raise IdleTimeout(f"no bytes from {self.url} for {self.idle_timeout}s", timeout=self.idle_timeout,
+                              url=self.url) from exc
+        except httpx.TransportError as exc:
+            # The connection dropped: what arrived stands, and the session says the run did not end.
+            logger.debug("stream from %s ended by %r", self.url, exc)
+        yield from framer.close()
+
+
+class AsyncAgentClient(_ClientBase):
+    """The asynchronous twin of :class:`AgentClient` (same parameters, ``await``/``async with``)."""
+
+    def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
+                 timeout: float = DEFAULT_CONNECT_TIMEOUT, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
+                 http_client: httpx.AsyncClient | None = None, follow_redirects: bool = False,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
+                         max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock)
+        self._owns_client = http_client is None
+        self.http = http_client if http_client is not None else httpx.AsyncClient(
+            timeout=self._timeout(), follow_redirects=follow_redirects)
+
+    async def __aenter__(self) -> AsyncAgentClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the HTTP client (when this client created it)."""
+        if self._owns_client:
+            await self.http.aclose()
+
+    def thread(self, thread_id: str | None = None, *, tool_handlers: Mapping[str, Callable[..., Any]] | None = None
+               ) -> AsyncThread:
+        """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none)."""
+        from .thread import AsyncThread
+
+        return AsyncThread(self, thread_id or str(uuid.uuid4()), tool_handlers=tool_handlers)
+
+    @asynccontextmanager
+    async def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
+                   headers: Mapping[str, str] | None = None) -> AsyncIterator[AsyncIterator[str]]:
+        """POST ``run_input`` and yield an async iterator of SSE payloads (see :meth:`AgentClient.open`)."""
+        handle = handle if handle is not None else StreamHandle()
+        body = _request_body(run_input)
+        logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
+        request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
+                                          timeout=self._timeout())
+        try:
+            response = await self.http.send(request, stream=True, follow_redirects=self.follow_redirects)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise TransportError(f"could not reach {self.url}: {exc}", url=self.url, request_sent=False) from exc
+        except httpx.TimeoutException as exc:
+            raise IdleTimeout(f"no answer from {self.url} within {self.idle_timeout}s", timeout=self.idle_timeout,
+                              url=self.url) from exc
+        except httpx.TransportError as exc:
+            raise TransportError(f"request to {self.url} failed: {exc}", url=self.url) from exc
+        try:
+            if not response.is_success:
+                raise _status_error(response, await self._excerpt(response), self.url)
+            head = b""
+            if _media_type(response.headers.get("content-type")) in _REFUSED_TYPES:
+                head = await self._excerpt(response)
+            media = _check_media(response, lambda: head, handle)
+            yield self._payloads(response, _Framer(self.max_event_bytes, handle, media))
+        finally:
+            await response.aclose()
+
+    async def _excerpt(self, response: httpx.Response) -> bytes:
+        data = bytearray()
+        try:
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) >= ERROR_BODY_LIMIT:
+                    break
+        except httpx.HTTPError:
+            pass
+        return bytes(data[:ERROR_BODY_LIMIT])
+
+    async def _payloads(self, response: httpx.Response, framer: _Framer) -> AsyncIterator[str]:
+        try:
+            async for chunk in response.aiter_bytes():
+                for payload in framer.feed(chunk):
+                    yield payload
+        except httpx.ReadTimeout as exc:
+            raise IdleTimeout(f"no bytes from {self.url} for {self.idle_timeout}s", timeout=self.idle_timeout,
+                              url=self.url) from exc
+        except httpx.TransportError as exc:
+            logger.debug("stream from %s ended by %r", self.url, exc)
+        for payload in framer.close():
+            yield payload

@@ -1,0 +1,1174 @@
+"""The fold: verified events in, a thread's state out.
+
+``ThreadState.apply(event)`` folds one event that the verifier accepted. Inside, the state is
+mutable and indexed so that each event costs time independent of the thread's length: messages
+live in an ordered list of mutable entries with an id index, streamed text and tool arguments are
+lists of fragments joined only when someone asks, and JSON Patch deltas are applied in place with a
+journal that undoes a failing patch (atomicity without copying the document). Outside, everything
+handed out is immutable: ``messages`` is a cached tuple of frozen messages, rebuilt only after a
+change; ``state`` is a copy the caller may keep.
+
+Where the reference client (@ag-ui/client 1.0.0) defines how to fold, the fold does the same, so the
+observable result matches it on the same stream; where we deliberately differ, the comment says why.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any, Literal
+
+import attrs
+import jsonpatch
+import jsonpointer
+from attrs import frozen
+
+from .codec import dump_json, encode, parse_json
+from .errors import StreamWarning
+from .types import events as ev
+from .types import messages as msg
+from .types import run as rn
+from .types.base import JSON
+
+__all__ = [
+    "ThreadState",
+    "RunRecord",
+    "SubagentRecord",
+    "StepRecord",
+    "RunErrorInfo",
+    "Outcome",
+    "parsed_arguments",
+    "sum_usage",
+    "apply_json_patch",
+    "PatchFailed",
+    "STATE_FORMAT_VERSION",
+]
+
+Outcome = Literal["success", "interrupt", "cancelled", "error"]
+
+#: Version of the ``to_wire()`` / ``from_wire()`` layout (stores keep it so later releases can read them).
+STATE_FORMAT_VERSION = 1
+
+#: Default budget of JSON nodes one patch may copy (``copy`` ops): a patch past it is refused whole (B194).
+DEFAULT_PATCH_COPY_BUDGET = 1_000_000
+
+_NO_WARNINGS: tuple[StreamWarning, ...] = ()
+_EMPTY_STATE: Any = object()
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+# --------------------------------------------------------------------------------------------------
+# Records handed out
+# --------------------------------------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class RunErrorInfo:
+    """What a ``RUN_ERROR`` said."""
+
+    message: str
+    code: str | None = None
+    late: bool = False
+
+
+@frozen(kw_only=True)
+class StepRecord:
+    """A step the run went through."""
+
+    name: str
+    subagent_run_id: str | None = None
+    finished: bool = False
+
+
+@frozen(kw_only=True)
+class SubagentRecord:
+    """One subagent invocation as the thread last saw it.
+
+    Attributes:
+        status: ``running``, ``success``, ``suspended`` or ``error``.
+        interrupt_ids: for a suspended subagent, the run-level interrupts it raised (named in its
+            outcome, or carrying its ``subagentRunId``).
+    """
+
+    subagent_run_id: str
+    name: str
+    run_id: str | None
+    status: Literal["running", "success", "suspended", "error"] = "running"
+    description: str | None = None
+    parent_subagent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    parent_message_id: str | None = None
+    result: JSON = None
+    interrupt_ids: tuple[str, ...] = ()
+    error: RunErrorInfo | None = None
+
+
+@attrs.define(kw_only=True)
+class RunRecord:
+    """The mutable record of one run while it is folded (``RunResult`` is its frozen view)."""
+
+    run_id: str
+    thread_id: str
+    outcome: Outcome | None = None
+    result: JSON = None
+    interrupts: tuple[rn.Interrupt, ...] = ()
+    pending_tool_call_ids: tuple[str, ...] = ()
+    usage: tuple[rn.TokenUsage, ...] = ()
+    error: RunErrorInfo | None = None
+    late_error: RunErrorInfo | None = None
+    steps: list[StepRecord] = attrs.Factory(list)
+    started_tool_calls: list[str] = attrs.Factory(list)
+    answered_tool_calls: set[str] = attrs.Factory(set)
+    message_ids_before: frozenset[str] = frozenset()
+    new_message_ids: list[str] = attrs.Factory(list)
+    terminated: bool = False
+    parent_run_id: str | None = None
+    protocol_version: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Mutable internals
+# --------------------------------------------------------------------------------------------------
+
+
+class _Call:
+    __slots__ = ("id", "name", "args", "metadata", "encrypted_value", "complete", "frozen")
+
+    def __init__(self, call_id: str, name: str, arguments: str = "", metadata: dict[str, Any] | None = None,
+                 encrypted_value: str | None = None, complete: bool = True) -> None:
+        self.id = call_id
+        self.name = name
+        self.args: list[str] = [arguments] if arguments else []
+        self.metadata = metadata
+        self.encrypted_value = encrypted_value
+        self.complete = complete
+        self.frozen: msg.ToolCall | None = None
+
+    def freeze(self, warn: list[StreamWarning] | None) -> msg.ToolCall:
+        if self.frozen is None:
+            if len(self.args) > 1:
+                self.args = [_join_text(self.args, warn, self.id)]
+            self.frozen = msg.ToolCall(
+                id=self.id,
+                function=msg.FunctionCall(name=self.name, arguments=self.args[0] if self.args else ""),
+                encrypted_value=self.encrypted_value,
+                metadata=self.metadata,
+            )
+        return self.frozen
+
+
+class _Entry:
+    """One message while it may still change."""
+
+    __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete")
+
+    def __init__(self, message_id: str, role: str) -> None:
+        self.id = message_id
+        self.role = role
+        self.text: list[str] | None = None  # streamed content fragments (assistant/system/… text, reasoning)
+        self.value: Any = None  # non-streamed content (user parts, tool content, activity content)
+        self.calls: list[_Call] | None = None
+        self.attrs: dict[str, Any] = {}  # the message's other attributes (name, metadata, toolCallId …)
+        self.frozen: msg.Message | None = None
+        self.complete = True
+
+    @classmethod
+    def of(cls, message: msg.Message) -> _Entry:
+        entry = cls(message.id, message.ROLE)
+        for a in attrs.fields(type(message)):
+            if a.name in ("id",):
+                continue
+            entry.attrs[a.name] = getattr(message, a.name)
+        content = entry.attrs.pop("content", None)
+        if isinstance(message, msg.AssistantMessage):
+            entry.text = None if content is None else [content]
+            calls = entry.attrs.pop("tool_calls", None)
+            if calls is not None:
+                entry.calls = [
+                    _Call(c.id, c.function.name, c.function.arguments, c.metadata, c.encrypted_value) for c in calls
+                ]
+        elif isinstance(message, (msg.DeveloperMessage, msg.SystemMessage, msg.ReasoningMessage)):
+            entry.text = [content]
+        elif isinstance(message, msg.UserMessage) and isinstance(content, str):
+            entry.text = [content]
+        else:
+            entry.value = content
+        entry.frozen = message
+        return entry
+
+    def touch(self) -> None:
+        self.frozen = None
+
+    def freeze(self, warn: list[StreamWarning] | None) -> msg.Message:
+        if self.frozen is not None:
+            return self.frozen
+        kwargs = dict(self.attrs)
+        if self.text is not None:
+            if len(self.text) != 1:
+                self.text = [_join_text(self.text, warn, self.id)]
+            elif _SURROGATE.search(self.text[0]):
+                self.text = [_join_text(self.text, warn, self.id)]
+            kwargs["content"] = self.text[0]
+        elif self.role != "assistant":
+            kwargs["content"] = self.value
+        if self.calls is not None:
+            kwargs["tool_calls"] = tuple(c.freeze(warn) for c in self.calls)
+        cls = _ROLE_CLASSES[self.role]
+        if cls is msg.ActivityMessage and kwargs.get("content") is None:
+            kwargs["content"] = {}
+        self.frozen = cls(id=self.id, **kwargs)
+        return self.frozen
+
+
+_ROLE_CLASSES: dict[str, Any] = {
+    c.ROLE: c
+    for c in (msg.DeveloperMessage, msg.SystemMessage, msg.AssistantMessage, msg.UserMessage, msg.ToolMessage,
+              msg.ActivityMessage, msg.ReasoningMessage)
+}
+
+
+def _join_text(parts: list[str], warn: list[StreamWarning] | None, entity: str) -> str:
+    text = "".join(parts)
+    if _SURROGATE.search(text) is None:
+        return text
+    # UTF-16 producers split a character into two deltas, one half each: rejoin the pairs, and
+    # replace halves still unpaired so the thread can always be encoded and sent again.
+    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if _SURROGATE.search(fixed) is not None or "\ufffd" in fixed and "\ufffd" not in text:
+        fixed = fixed.encode("utf-8", "replace").decode("utf-8")
+        if warn is not None:
+            warn.append(StreamWarning(code="B093", message=f"unpaired UTF-16 surrogate in {entity!r} replaced by U+FFFD"))
+    return fixed
+
+
+def _merge_metadata(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any] | None:
+    # TX-11: key by key, last write wins, never recursively; a copy, so the event keeps its own dict.
+    if update is None:
+        return current
+    if current is None:
+        return dict(update)
+    return {**current, **update}
+
+
+# --------------------------------------------------------------------------------------------------
+# JSON Patch, atomic and in place
+# --------------------------------------------------------------------------------------------------
+
+
+class PatchFailed(Exception):
+    """A JSON Patch did not apply; the document is unchanged.
+
+    Attributes:
+        op_index: the index of the failing operation in the patch.
+    """
+
+    def __init__(self, message: str, op_index: int) -> None:
+        super().__init__(message)
+        self.op_index = op_index
+
+
+# (document root, remaining copy budget) of the patch being applied, for _BudgetedCopy.
+_COPY_CONTEXT: ContextVar[tuple[Any, list[int]] | None] = ContextVar("agui_client_patch_copy", default=None)
+
+
+class _BudgetedCopy(jsonpatch.CopyOperation):  # type: ignore[misc]
+    # Copy amplification (B194) doubles a subtree per op; counting what each copy would take, before
+    # it is taken, keeps one hostile patch from exhausting memory. Overriding only _from_pointer keeps
+    # the operation journaled (atomic without a copy of the document).
+
+    def _from_pointer(self) -> Any:
+        pointer = super()._from_pointer()
+        context = _COPY_CONTEXT.get()
+        if context is None:
+            return pointer
+        root, budget = context
+        try:
+            source = pointer.resolve(root)
+        except (jsonpointer.JsonPointerException, KeyError, IndexError, TypeError):
+            return pointer
+        remaining = budget[0] - _count_nodes(source, budget[0] + 1)
+        if remaining < 0:
+            raise jsonpatch.JsonPatchConflict("copy would exceed the patch's copy budget", op=self)
+        budget[0] = remaining
+        return pointer
+
+
+def _count_nodes(value: Any, limit: int) -> int:
+    count = 0
+    stack = [value]
+    while stack and count < limit:
+        node = stack.pop()
+        count += 1
+        if type(node) is dict:
+            stack.extend(node.values())
+        elif type(node) is list:
+            stack.extend(node)
+    return count
+
+
+class _Patch(jsonpatch.JsonPatch):  # type: ignore[misc]
+    operations = jsonpatch.MappingProxyType(dict(jsonpatch.JsonPatch.operations, copy=_BudgetedCopy))
+
+
+def apply_json_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAULT_PATCH_COPY_BUDGET) -> Any:
+    """Apply an RFC 6902 patch to ``document`` in place, all or nothing; returns the new document.
+
+    The document is patched in place through a journal that undoes the applied operations when one
+    fails, so a failing patch leaves it exactly as it was without copying it first. Use the returned
+    value: replacing the root (``""``) returns a new document.
+
+    Raises:
+        PatchFailed: an operation did not apply (the document is unchanged).
+    """
+    ops = list(patch)
+    try:
+        token = _COPY_CONTEXT.set((document, [copy_budget]))
+        try:
+            return _Patch(ops).apply(document, in_place=True, atomic=True)
+        finally:
+            _COPY_CONTEXT.reset(token)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError,
+            ValueError) as exc:
+        raise PatchFailed(str(exc) or type(exc).__name__, _failing_index(exc, ops)) from None
+
+
+def _failing_index(exc: BaseException, ops: list[Any]) -> int:
+    op = getattr(exc, "op", None)
+    operation = getattr(op, "operation", None)
+    if operation is not None:
+        for i, candidate in enumerate(ops):
+            if candidate is operation:
+                return i
+        for i, candidate in enumerate(ops):
+            if candidate == operation:
+                return i
+    return 0
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of JSON data (fast path through the JSON codec; falls back to ``copy.deepcopy``)."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    try:
+        return parse_json(dump_json(value), check_duplicates=False, max_depth=10**6)
+    except Exception:  # noqa: BLE001 - lone surrogates or exotic values: the generic copy is always right
+        return copy.deepcopy(value)
+
+
+# --------------------------------------------------------------------------------------------------
+# The thread
+# --------------------------------------------------------------------------------------------------
+
+
+class ThreadState:
+    """A thread's folded state: messages, shared state, open interrupts, usage, subagents, runs.
+
+    ``apply(event)`` folds one verified event in time independent of the thread's length.
+    Everything read from it is a snapshot the caller may keep: ``messages`` is a tuple of frozen
+    messages; ``state`` is a copy.
+
+    Args:
+        messages: messages the thread starts with.
+        state: the shared state it starts with (any JSON value; ``{}`` when not given, as the reference).
+        thread_id: the thread's id, when known.
+        open_interrupts: interrupts still waiting for an answer (a thread brought back from elsewhere).
+        interrupted_run_id: the run that raised them.
+    """
+
+    def __init__(self, *, messages: Iterable[msg.Message] = (), state: JSON = _EMPTY_STATE,
+                 thread_id: str | None = None, open_interrupts: Iterable[rn.Interrupt] = (),
+                 interrupted_run_id: str | None = None) -> None:
+        self.thread_id = thread_id
+        self._entries: list[_Entry] = []
+        self._by_id: dict[str, _Entry] = {}
+        self._calls: dict[str, tuple[_Entry, _Call]] = {}
+        # The reference starts every thread from {} and sends it; a delta before any snapshot patches it (SP-04).
+        self._state: Any = {} if state is _EMPTY_STATE else _copy_json(state)
+        self._state_view: Any = None
+        self._state_view_valid = False
+        self.state_in_sync = True
+        self._messages_view: tuple[msg.Message, ...] | None = None
+        self._open_interrupts: tuple[rn.Interrupt, ...] = tuple(open_interrupts)
+        self.interrupted_run_id: str | None = interrupted_run_id
+        self._usage: dict[str, tuple[rn.TokenUsage, ...]] = {}
+        self._subagents: dict[str, SubagentRecord] = {}
+        self._runs: list[RunRecord] = []
+        self._incomplete: set[str] = set()
+        self._pending_tool_calls: tuple[str, ...] = ()
+        self.version = 0
+        self.warnings: list[StreamWarning] = []
+        for message in messages:
+            self._insert(_Entry.of(message))
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> tuple[msg.Message, ...]:
+        """Every message of the thread, in order (activity messages included)."""
+        if self._messages_view is None:
+            self._messages_view = tuple(entry.freeze(self.warnings) for entry in self._entries)
+        return self._messages_view
+
+    @property
+    def state(self) -> JSON:
+        """The shared state (a copy: mutating it does not change the thread)."""
+        if not self._state_view_valid:
+            self._state_view = _copy_json(self._state)
+            self._state_view_valid = True
+        return _copy_json(self._state_view) if isinstance(self._state_view, (dict, list)) else self._state_view
+
+    @property
+    def open_interrupts(self) -> tuple[rn.Interrupt, ...]:
+        """The interrupts of the most recent interrupted run that nothing has answered yet."""
+        return self._open_interrupts
+
+    @property
+    def usage_by_run(self) -> Mapping[str, tuple[rn.TokenUsage, ...]]:
+        """Token usage as each run reported it (run id -> entries)."""
+        return dict(self._usage)
+
+    @property
+    def total_usage(self) -> rn.TokenUsage:
+        """Usage summed over every run and provider (fields no run reported stay ``None``)."""
+        return sum_usage(u for entries in self._usage.values() for u in entries)
+
+    @property
+    def subagents(self) -> Mapping[str, SubagentRecord]:
+        """Every subagent invocation seen, by ``subagentRunId``."""
+        return dict(self._subagents)
+
+    @property
+    def runs(self) -> tuple[RunRecord, ...]:
+        """The runs folded into this thread, oldest first (mutable records; treat as read-only)."""
+        return tuple(self._runs)
+
+    @property
+    def last_run(self) -> RunRecord | None:
+        """The most recent run, if any."""
+        return self._runs[-1] if self._runs else None
+
+    @property
+    def incomplete_ids(self) -> frozenset[str]:
+        """Messages and tool calls whose stream was cut before their end event."""
+        return frozenset(self._incomplete)
+
+    @property
+    def pending_tool_call_ids(self) -> tuple[str, ...]:
+        """Frontend tool calls the last successful run left for the consumer, still without a result."""
+        return tuple(c for c in self._pending_tool_calls if not self._has_result(c))
+
+    def message(self, message_id: str) -> msg.Message | None:
+        """The message with this id, if the thread holds one."""
+        entry = self._by_id.get(message_id)
+        return None if entry is None else entry.freeze(self.warnings)
+
+    def tool_call(self, tool_call_id: str) -> msg.ToolCall | None:
+        """The tool call with this id, if any message holds it."""
+        found = self._calls.get(tool_call_id)
+        return None if found is None else found[1].freeze(self.warnings)
+
+    def has_tool_call(self, tool_call_id: str) -> bool:
+        """Whether any message of the thread holds this tool call."""
+        return tool_call_id in self._calls
+
+    def has_message(self, message_id: str) -> bool:
+        """Whether the thread holds a message with this id."""
+        return message_id in self._by_id
+
+    def input_messages(self) -> tuple[msg.Message, ...]:
+        """The messages a next run's input carries: activity messages excluded (AC-06)."""
+        return tuple(m for m in self.messages if not isinstance(m, msg.ActivityMessage))
+
+    def __iter__(self) -> Iterator[msg.Message]:
+        return iter(self.messages)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- writing by the application ---------------------------------------------------------------
+
+    def add_message(self, message: msg.Message) -> None:
+        """Append a message (a user turn, a tool result …); an existing id is replaced in place."""
+        existing = self._by_id.get(message.id)
+        entry = _Entry.of(message)
+        if existing is not None:
+            self._replace(existing, entry)
+        else:
+            self._insert(entry)
+        self._changed()
+
+    def add_tool_result(self, tool_call_id: str, content: str | Sequence[msg.ContentPart], *,
+                        message_id: str, error: str | None = None) -> msg.ToolMessage:
+        """Answer a frontend tool call: a tool message placed after the call's assistant message."""
+        message = msg.ToolMessage(id=message_id, tool_call_id=tool_call_id,
+                                  content=content if isinstance(content, str) else tuple(content), error=error)
+        self._place_tool_message(_Entry.of(message), tool_call_id)
+        self._changed()
+        return message
+
+    def set_state(self, state: JSON) -> None:
+        """Replace the shared state (a copy of ``state`` is kept)."""
+        self._state = _copy_json(state)
+        self.state_in_sync = True
+        self._state_changed()
+
+    def clear_open_interrupts(self) -> None:
+        """Forget the open interrupts (after a resume was sent and its run moved the thread on)."""
+        self._open_interrupts = ()
+        self.interrupted_run_id = None
+
+    # -- the fold --------------------------------------------------------------------------------
+
+    def apply(self, event: ev.Event | ev.UnknownEvent) -> Sequence[StreamWarning]:
+        """Fold one event the verifier accepted; returns the warnings it produced."""
+        match event:
+            case ev.TextMessageContentEvent():
+                return self._on_text_content(event)
+            case ev.ToolCallArgsEvent():
+                return self._on_tool_args(event)
+            case ev.ReasoningMessageContentEvent():
+                return self._on_text_content(event)
+            case ev.TextMessageStartEvent():
+                return self._on_message_start(event.message_id, event.role or "assistant", event)
+            case ev.ReasoningMessageStartEvent():
+                return self._on_message_start(event.message_id, "reasoning", event)
+            case ev.TextMessageEndEvent() | ev.ReasoningMessageEndEvent():
+                return self._on_message_end(event)
+            case ev.ToolCallStartEvent():
+                return self._on_tool_start(event)
+            case ev.ToolCallEndEvent():
+                return self._on_tool_end(event)
+            case ev.ToolCallResultEvent():
+                return self._on_tool_result(event)
+            case ev.StateSnapshotEvent():
+                self._state = _copy_json(event.snapshot)
+                self.state_in_sync = True
+                self._state_changed()
+            case ev.StateDeltaEvent():
+                return self._on_state_delta(event)
+            case ev.MessagesSnapshotEvent():
+                return self._on_messages_snapshot(event)
+            case ev.ActivitySnapshotEvent():
+                return self._on_activity_snapshot(event)
+            case ev.ActivityDeltaEvent():
+                return self._on_activity_delta(event)
+            case ev.ReasoningEncryptedValueEvent():
+                return self._on_encrypted_value(event)
+            case ev.RunStartedEvent():
+                self._on_run_started(event)
+            case ev.RunFinishedEvent():
+                return self._on_run_finished(event)
+            case ev.RunErrorEvent():
+                self._on_run_error(event)
+            case ev.StepStartedEvent():
+                run = self.last_run
+                if run is not None:
+                    run.steps.append(StepRecord(name=event.step_name, subagent_run_id=event.subagent_run_id))
+            case ev.StepFinishedEvent():
+                self._on_step_finished(event)
+            case ev.SubagentStartedEvent():
+                self._on_subagent_started(event)
+            case ev.SubagentFinishedEvent():
+                self._on_subagent_finished(event)
+            case ev.SubagentErrorEvent():
+                record = self._subagents.get(event.subagent_run_id)
+                if record is not None:
+                    self._subagents[event.subagent_run_id] = attrs.evolve(
+                        record, status="error", error=RunErrorInfo(message=event.message, code=event.code))
+            case (ev.RawEvent() | ev.CustomEvent() | ev.ReasoningStartEvent() | ev.ReasoningEndEvent()
+                  | ev.UnknownEvent()):
+                pass  # carry no state of their own (UK-08)
+            case ev.TextMessageChunkEvent() | ev.ToolCallChunkEvent() | ev.ReasoningMessageChunkEvent():
+                raise TypeError(f"{event.TYPE} must be expanded by agui_client.chunks before it is folded")
+        return _NO_WARNINGS
+
+    # -- messages ----------------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        self._messages_view = None
+        self.version += 1
+
+    def _state_changed(self) -> None:
+        self._state_view_valid = False
+        self._state_view = None
+        self.version += 1
+
+    def _insert(self, entry: _Entry) -> None:
+        self._entries.append(entry)
+        self._index(entry)
+        run = self.last_run
+        if run is not None and not run.terminated and entry.id not in run.message_ids_before:
+            run.new_message_ids.append(entry.id)
+
+    def _index(self, entry: _Entry) -> None:
+        self._by_id[entry.id] = entry
+        if entry.calls:
+            for call in entry.calls:
+                self._calls[call.id] = (entry, call)
+
+    def _unindex(self, entry: _Entry) -> None:
+        if self._by_id.get(entry.id) is entry:
+            del self._by_id[entry.id]
+        if entry.calls:
+            for call in entry.calls:
+                if self._calls.get(call.id, (None,))[0] is entry:
+                    del self._calls[call.id]
+
+    def _replace(self, old: _Entry, new: _Entry) -> None:
+        position = self._position(old)
+        self._unindex(old)
+        self._entries[position] = new
+        self._index(new)
+
+    def _position(self, entry: _Entry) -> int:
+        # Entries touched by a stream are nearly always near the end: search backwards.
+        entries = self._entries
+        for i in range(len(entries) - 1, -1, -1):
+            if entries[i] is entry:
+                return i
+        raise LookupError(entry.id)
+
+    def _on_message_start(self, message_id: str, role: str,
+                          event: ev.TextMessageStartEvent | ev.ReasoningMessageStartEvent) -> Sequence[StreamWarning]:
+        entry = self._by_id.get(message_id)
+        if entry is not None and entry.role == "activity":
+            return (self._warning("TX-10", f"message {message_id!r} is an activity message; text events for it dropped",
+                                  event),)
+        if entry is None:
+            entry = _Entry(message_id, role)
+            entry.text = []
+            name = getattr(event, "name", None)
+            if name is not None:
+                entry.attrs["name"] = name
+            if event.subagent_run_id is not None:
+                entry.attrs["subagent_run_id"] = event.subagent_run_id
+            entry.complete = False
+            self._insert(entry)
+        else:
+            # B149 / TX-05: the reference re-opens a known id and appends to its content.
+            entry.complete = False
+            if entry.text is None:
+                entry.text = []
+        if event.metadata is not None:
+            entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
+        entry.touch()
+        self._changed()
+        return _NO_WARNINGS
+
+    def _on_text_content(self, event: ev.TextMessageContentEvent | ev.ReasoningMessageContentEvent
+                         ) -> Sequence[StreamWarning]:
+        entry = self._by_id.get(event.message_id)
+        if entry is None or entry.role == "activity":
+            return (self._warning("TX-10", f"no text message {event.message_id!r} to append to", event),)
+        if entry.text is None:
+            entry.text = []
+        entry.text.append(event.delta)
+        if event.metadata is not None:
+            entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
+        entry.frozen = None
+        self._messages_view = None
+        self.version += 1
+        return _NO_WARNINGS
+
+    def _on_message_end(self, event: ev.TextMessageEndEvent | ev.ReasoningMessageEndEvent) -> Sequence[StreamWarning]:
+        entry = self._by_id.get(event.message_id)
+        if entry is None or entry.role == "activity":
+            return (self._warning("TX-10", f"no text message {event.message_id!r} to close", event),)
+        entry.complete = True
+        self._incomplete.discard(entry.id)
+        if event.metadata is not None:
+            entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
+            entry.touch()
+            self._changed()
+        return _NO_WARNINGS
+
+    # -- tool calls --------------------------------------------------------------------------------
+
+    def _on_tool_start(self, event: ev.ToolCallStartEvent) -> Sequence[StreamWarning]:
+        run = self.last_run
+        if run is not None and event.tool_call_id not in run.started_tool_calls:
+            run.started_tool_calls.append(event.tool_call_id)
+        found = self._calls.get(event.tool_call_id)
+        warnings: list[StreamWarning] = []
+        if found is not None:
+            # TC-22: a START replayed for a call already held is idempotent; a new name wins, with a warning.
+            entry, call = found
+            if call.name != event.tool_call_name:
+                warnings.append(self._warning(
+                    "TC-22", f"tool call {call.id!r} renamed from {call.name!r} to {event.tool_call_name!r}", event))
+                call.name = event.tool_call_name
+            call.complete = False
+        else:
+            entry = self._parent_for(event, warnings)
+            call = _Call(event.tool_call_id, event.tool_call_name, complete=False)
+            if entry.calls is None:
+                entry.calls = []
+            entry.calls.append(call)
+            self._calls[call.id] = (entry, call)
+        if event.metadata is not None:
+            call.metadata = _merge_metadata(call.metadata, event.metadata)
+        call.frozen = None
+        entry.touch()
+        self._changed()
+        return warnings
+
+    def _parent_for(self, event: ev.ToolCallStartEvent, warnings: list[StreamWarning]) -> _Entry:
+        parent_id = event.parent_message_id
+        new_id = event.tool_call_id
+        if parent_id is not None:
+            parent = self._by_id.get(parent_id)
+            if parent is not None and parent.role == "assistant":
+                return parent
+            if parent is not None:
+                warnings.append(self._warning(
+                    "TC-08", f"parentMessageId {parent_id!r} names a {parent.role} message; the call gets its own "
+                    "assistant message", event))
+            else:
+                new_id = parent_id
+        entry = _Entry(new_id, "assistant")
+        if event.subagent_run_id is not None:
+            entry.attrs["subagent_run_id"] = event.subagent_run_id
+        self._insert(entry)
+        return entry
+
+    def _on_tool_args(self, event: ev.ToolCallArgsEvent) -> Sequence[StreamWarning]:
+        found = self._calls.get(event.tool_call_id)
+        if found is None:
+            return (self._warning("TC-02", f"no tool call {event.tool_call_id!r} to append to", event),)
+        entry, call = found
+        call.args.append(event.delta)
+        if event.metadata is not None:
+            call.metadata = _merge_metadata(call.metadata, event.metadata)
+        call.frozen = None
+        entry.frozen = None
+        self._messages_view = None
+        self.version += 1
+        return _NO_WARNINGS
+
+    def _on_tool_end(self, event: ev.ToolCallEndEvent) -> Sequence[StreamWarning]:
+        found = self._calls.get(event.tool_call_id)
+        if found is None:
+            return (self._warning("TC-02", f"no tool call {event.tool_call_id!r} to close", event),)
+        entry, call = found
+        call.complete = True
+        self._incomplete.discard(call.id)
+        if event.metadata is not None:
+            call.metadata = _merge_metadata(call.metadata, event.metadata)
+            call.frozen = None
+            entry.touch()
+            self._changed()
+        return _NO_WARNINGS
+
+    def _on_tool_result(self, event: ev.ToolCallResultEvent) -> Sequence[StreamWarning]:
+        run = self.last_run
+        if run is not None:
+            run.answered_tool_calls.add(event.tool_call_id)
+        entry = _Entry(event.message_id, "tool")
+        entry.value = event.content
+        entry.attrs["tool_call_id"] = event.tool_call_id
+        if event.subagent_run_id is not None:
+            entry.attrs["subagent_run_id"] = event.subagent_run_id
+        if event.metadata is not None:
+            entry.attrs["metadata"] = dict(event.metadata)
+        existing = self._by_id.get(event.message_id)
+        if existing is not None:
+            # One id, one message: a result re-sent under a known id replaces it where it stands.
+            self._replace(existing, entry)
+        else:
+            self._place_tool_message(entry, event.tool_call_id)
+        self._changed()
+        return _NO_WARNINGS
+
+    def _place_tool_message(self, entry: _Entry, tool_call_id: str) -> None:
+        # TC-13: right after the assistant message holding the call, after the tool messages that
+        # already follow it; at the end when no message holds the call.
+        found = self._calls.get(tool_call_id)
+        if found is None:
+            self._insert(entry)
+            return
+        position = self._position(found[0]) + 1
+        entries = self._entries
+        while position < len(entries) and entries[position].role == "tool":
+            position += 1
+        if position == len(entries):
+            self._insert(entry)
+            return
+        entries.insert(position, entry)
+        self._index(entry)
+        run = self.last_run
+        if run is not None and not run.terminated and entry.id not in run.message_ids_before:
+            run.new_message_ids.append(entry.id)
+
+    def _has_result(self, tool_call_id: str) -> bool:
+        return any(e.role == "tool" and e.attrs.get("tool_call_id") == tool_call_id for e in reversed(self._entries))
+
+    # -- reasoning, activities, snapshots ------------------------------------------------------------
+
+    def _on_encrypted_value(self, event: ev.ReasoningEncryptedValueEvent) -> Sequence[StreamWarning]:
+        if event.subtype == "tool-call":
+            found = self._calls.get(event.entity_id)
+            if found is not None:
+                found[1].encrypted_value = event.encrypted_value
+                found[1].frozen = None
+                found[0].touch()
+                self._changed()
+                return _NO_WARNINGS
+        else:
+            entry = self._by_id.get(event.entity_id)
+            if entry is not None and entry.role != "activity":
+                entry.attrs["encrypted_value"] = event.encrypted_value
+                entry.touch()
+                self._changed()
+                return _NO_WARNINGS
+        return (self._warning("RS-08", f"no {event.subtype} {event.entity_id!r} for the encrypted value; nothing stored",
+                              event),)
+
+    def _on_activity_snapshot(self, event: ev.ActivitySnapshotEvent) -> Sequence[StreamWarning]:
+        existing = self._by_id.get(event.message_id)
+        replace = event.replace is not False
+        target: _Entry | None = None
+        if existing is None or (replace and existing.role != "activity"):
+            entry = _Entry(event.message_id, "activity")
+            entry.attrs["activity_type"] = event.activity_type
+            entry.value = _copy_json(event.content)
+            if event.subagent_run_id is not None:
+                entry.attrs["subagent_run_id"] = event.subagent_run_id
+            if existing is None:
+                self._insert(entry)
+            else:
+                self._replace(existing, entry)
+            target = entry
+        elif existing.role == "activity":
+            target = existing
+            if replace:
+                existing.attrs["activity_type"] = event.activity_type
+                existing.value = _copy_json(event.content)
+                if event.subagent_run_id is not None:
+                    existing.attrs["subagent_run_id"] = event.subagent_run_id
+                else:
+                    existing.attrs.pop("subagent_run_id", None)
+        if target is not None and event.metadata is not None:
+            target.attrs["metadata"] = _merge_metadata(target.attrs.get("metadata"), event.metadata)
+        if target is not None:
+            target.touch()
+            self._changed()
+        return _NO_WARNINGS
+
+    def _on_activity_delta(self, event: ev.ActivityDeltaEvent) -> Sequence[StreamWarning]:
+        entry = self._by_id.get(event.message_id)
+        if entry is None:
+            return (self._warning("AC-04", f"no activity {event.message_id!r} to patch; delta dropped", event),)
+        if entry.role != "activity":
+            return (self._warning("AC-07", f"message {event.message_id!r} is not an activity; delta dropped", event),)
+        if event.metadata is not None:
+            entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
+        content = entry.value if entry.value is not None else {}
+        try:
+            entry.value = apply_json_patch(content, _copy_json(list(event.patch)))
+        except PatchFailed as exc:
+            entry.touch()
+            self._changed()
+            return (self._warning("AC-05", f"activity patch did not apply: {exc}", event,
+                                  pointer=f"/patch/{exc.op_index}"),)
+        entry.attrs["activity_type"] = event.activity_type
+        entry.touch()
+        self._changed()
+        return _NO_WARNINGS
+
+    def _on_state_delta(self, event: ev.StateDeltaEvent) -> Sequence[StreamWarning]:
+        try:
+            self._state = apply_json_patch(self._state, event.delta)
+        except PatchFailed as exc:
+            self.state_in_sync = False
+            return (self._warning("SP-06", f"state patch did not apply (state unchanged): {exc}", event,
+                                  pointer=f"/delta/{exc.op_index}"),)
+        self._state_changed()
+        return _NO_WARNINGS
+
+    def _on_messages_snapshot(self, event: ev.MessagesSnapshotEvent) -> Sequence[StreamWarning]:
+        warnings: list[StreamWarning] = []
+        incoming: dict[str, msg.Message] = {}
+        for message in event.messages:
+            if message.id in incoming:
+                warnings.append(self._warning("B205", f"snapshot repeats message id {message.id!r}; the last wins",
+                                              event))
+            incoming[message.id] = message
+        authority = _authoritative_activity_types(event.metadata)
+        has_activity = any(m.ROLE == "activity" for m in incoming.values())
+        has_reasoning = any(m.ROLE == "reasoning" for m in incoming.values())
+
+        def keep_local(entry: _Entry) -> bool:
+            if entry.role == "activity":
+                if authority is _UNDECLARED:
+                    return not has_activity
+                if authority is None:
+                    return False
+                return entry.attrs.get("activity_type") not in authority
+            return entry.role == "reasoning" and not has_reasoning
+
+        kept: list[_Entry] = []
+        for entry in self._entries:
+            replacement = incoming.get(entry.id)
+            if replacement is not None:
+                kept.append(_Entry.of(replacement))
+            elif keep_local(entry):
+                kept.append(entry)
+        held = {entry.id for entry in kept}
+        run = self.last_run
+        for message in incoming.values():
+            if message.id not in held:
+                kept.append(_Entry.of(message))
+                if run is not None and not run.terminated and message.id not in run.message_ids_before:
+                    run.new_message_ids.append(message.id)
+        self._entries = kept
+        self._by_id = {}
+        self._calls = {}
+        for entry in kept:
+            self._index(entry)
+        self._changed()
+        return warnings
+
+    # -- runs ----------------------------------------------------------------------------------------
+
+    def _on_run_started(self, event: ev.RunStartedEvent) -> None:
+        if self.thread_id is None:
+            self.thread_id = event.thread_id
+        run = RunRecord(run_id=event.run_id, thread_id=event.thread_id, parent_run_id=event.parent_run_id,
+                        protocol_version=event.protocol_version, message_ids_before=frozenset(self._by_id))
+        self._runs.append(run)
+        if event.input is not None and event.input.messages:
+            # LC-17: the echoed input is history; only ids not already held are added.
+            for message in event.input.messages:
+                if message.id not in self._by_id:
+                    self._insert(_Entry.of(message))
+            self._changed()
+
+    def _on_run_finished(self, event: ev.RunFinishedEvent) -> Sequence[StreamWarning]:
+        run = self.last_run
+        if run is None:
+            return _NO_WARNINGS
+        run.terminated = True
+        if event.usage is not None:
+            run.usage = event.usage
+            self._usage[run.run_id] = event.usage
+        outcome = event.outcome
+        match outcome:
+            case rn.RunFinishedInterruptOutcome():
+                run.outcome = "interrupt"
+                run.interrupts = outcome.interrupts
+                self._open_interrupts = outcome.interrupts
+                self.interrupted_run_id = run.run_id
+                self._link_suspended(outcome.interrupts)
+            case rn.RunFinishedCancelledOutcome():
+                run.outcome = "cancelled"
+                self._open_interrupts = ()
+                self.interrupted_run_id = None
+            case rn.RunFinishedSuccessOutcome() | None:
+                run.outcome = "success"
+                run.result = event.result
+                run.pending_tool_call_ids = self._pending_for(run, outcome)
+                self._pending_tool_calls = run.pending_tool_call_ids
+                self._open_interrupts = ()
+                self.interrupted_run_id = None
+        return _NO_WARNINGS
+
+    def _pending_for(self, run: RunRecord, outcome: rn.RunFinishedSuccessOutcome | None) -> tuple[str, ...]:
+        named = outcome.pending_tool_call_ids if outcome is not None else None
+        if named:
+            # TC-18: a non-empty list is the list (duplicates dropped, order kept).
+            return tuple(dict.fromkeys(named))
+        # TC-17: derived from the stream; a call cut mid-arguments is never offered (B075).
+        return tuple(c for c in run.started_tool_calls
+                     if c not in run.answered_tool_calls and c not in self._incomplete)
+
+    def _link_suspended(self, interrupts: Sequence[rn.Interrupt]) -> None:
+        for interrupt in interrupts:
+            if interrupt.subagent_run_id is None:
+                continue
+            record = self._subagents.get(interrupt.subagent_run_id)
+            if record is not None and interrupt.id not in record.interrupt_ids:
+                self._subagents[record.subagent_run_id] = attrs.evolve(
+                    record, interrupt_ids=(*record.interrupt_ids, interrupt.id))
+
+    def _on_run_error(self, event: ev.RunErrorEvent) -> None:
+        run = self.last_run
+        if run is None:
+            # LC-02: a stream that opens with RUN_ERROR is the producer refusing the input.
+            run = RunRecord(run_id="", thread_id=self.thread_id or "", message_ids_before=frozenset(self._by_id))
+            self._runs.append(run)
+        if run.terminated and run.outcome != "error":
+            # CL-02/CL-04: the one late error is surfaced; it neither reopens nor clears anything.
+            run.late_error = RunErrorInfo(message=event.message, code=event.code, late=True)
+            return
+        run.terminated = True
+        run.outcome = "error"
+        run.error = RunErrorInfo(message=event.message, code=event.code)
+        if event.usage is not None:
+            run.usage = event.usage
+            self._usage[run.run_id] = event.usage
+
+    def _on_step_finished(self, event: ev.StepFinishedEvent) -> None:
+        run = self.last_run
+        if run is None:
+            return
+        for i in range(len(run.steps) - 1, -1, -1):
+            step = run.steps[i]
+            if step.name == event.step_name and step.subagent_run_id == event.subagent_run_id and not step.finished:
+                run.steps[i] = attrs.evolve(step, finished=True)
+                return
+
+    def _on_subagent_started(self, event: ev.SubagentStartedEvent) -> None:
+        run = self.last_run
+        self._subagents[event.subagent_run_id] = SubagentRecord(
+            subagent_run_id=event.subagent_run_id, name=event.name, run_id=run.run_id if run else None,
+            description=event.description, parent_subagent_run_id=event.parent_subagent_run_id,
+            parent_tool_call_id=event.parent_tool_call_id, parent_message_id=event.parent_message_id)
+
+    def _on_subagent_finished(self, event: ev.SubagentFinishedEvent) -> None:
+        record = self._subagents.get(event.subagent_run_id)
+        if record is None:
+            return
+        if isinstance(event.outcome, rn.SubagentFinishedSuspendedOutcome):
+            ids = tuple(event.outcome.interrupt_ids or ())
+            self._subagents[event.subagent_run_id] = attrs.evolve(
+                record, status="suspended", result=event.result,
+                interrupt_ids=tuple(dict.fromkeys((*record.interrupt_ids, *ids))))
+        else:
+            self._subagents[event.subagent_run_id] = attrs.evolve(record, status="success", result=event.result)
+
+    # -- end of stream ---------------------------------------------------------------------------------
+
+    def mark_incomplete(self, message_ids: Iterable[str] = (), tool_call_ids: Iterable[str] = ()) -> None:
+        """Flag messages and tool calls whose stream was cut (they are kept, never silently closed)."""
+        for message_id in message_ids:
+            entry = self._by_id.get(message_id)
+            if entry is not None:
+                entry.complete = False
+                self._incomplete.add(message_id)
+        for call_id in tool_call_ids:
+            if call_id in self._calls:
+                self._calls[call_id][1].complete = False
+                self._incomplete.add(call_id)
+
+    def _warning(self, code: str, message: str, event: Any, *, pointer: str | None = None) -> StreamWarning:
+        return StreamWarning(code=code, message=message, event_type=getattr(event, "TYPE", None), pointer=pointer)
+
+    # -- wire form ---------------------------------------------------------------------------------------
+
+    def to_wire(self) -> dict[str, Any]:
+        """The thread in wire form: ``{"messages": [...], "state": ..., "openInterrupts": [...]}``."""
+        return {
+            "messages": encode(self.messages),
+            "state": self.state,
+            "openInterrupts": encode(self._open_interrupts),
+        }
+
+    def dump(self) -> dict[str, Any]:
+        """Everything a store needs to bring the thread back (``ThreadState.load`` reads it)."""
+        return {
+            "format": STATE_FORMAT_VERSION,
+            "threadId": self.thread_id,
+            "messages": encode(self.messages),
+            "state": self.state,
+            "stateInSync": self.state_in_sync,
+            "openInterrupts": encode(self._open_interrupts),
+            "interruptedRunId": self.interrupted_run_id,
+            "pendingToolCallIds": list(self.pending_tool_call_ids),
+            "usageByRun": {run_id: encode(entries) for run_id, entries in self._usage.items()},
+            "lastOutcome": self.last_run.outcome if self.last_run else None,
+            "lastRunId": self.last_run.run_id if self.last_run else None,
+            "subagents": {k: _dump_subagent(v) for k, v in self._subagents.items()},
+        }
+
+    @classmethod
+    def load(cls, data: Mapping[str, Any]) -> ThreadState:
+        """Rebuild a thread from :meth:`dump` output.
+
+        Raises:
+            ValueError: the data was written by a newer, unknown format.
+        """
+        from .codec import decode
+
+        version = data.get("format", 1)
+        if not isinstance(version, int) or version > STATE_FORMAT_VERSION:
+            raise ValueError(f"thread state format {version!r} is newer than this release reads")
+        messages = decode(data.get("messages", []), tuple[msg.Message, ...])
+        thread = cls(messages=messages, state=data.get("state"), thread_id=data.get("threadId"))
+        thread.state_in_sync = bool(data.get("stateInSync", True))
+        thread._open_interrupts = decode(data.get("openInterrupts", []), tuple[rn.Interrupt, ...])
+        thread.interrupted_run_id = data.get("interruptedRunId")
+        thread._pending_tool_calls = tuple(data.get("pendingToolCallIds", ()))
+        thread._usage = {k: decode(v, tuple[rn.TokenUsage, ...]) for k, v in data.get("usageByRun", {}).items()}
+        for key, value in data.get("subagents", {}).items():
+            thread._subagents[key] = _load_subagent(value)
+        last_outcome = data.get("lastOutcome")
+        last_run = data.get("lastRunId")
+        if last_run is not None:
+            run = RunRecord(run_id=last_run, thread_id=thread.thread_id or "", outcome=last_outcome, terminated=True,
+                            message_ids_before=frozenset(thread._by_id))
+            run.interrupts = thread._open_interrupts if last_outcome == "interrupt" else ()
+            thread._runs.append(run)
+        return thread
+
+    def copy(self) -> ThreadState:
+        """An independent copy (through the dump form)."""
+        return ThreadState.load(self.dump())
+
+
+_UNDECLARED: Any = object()
+
+
+def _authoritative_activity_types(metadata: Mapping[str, Any] | None) -> Any:
+    # The reference's convention (its README, "Activity snapshots"): metadata["@ag-ui/client"]
+    # .authoritativeActivityTypes: a list owns those types, null owns all, absent = legacy rule,
+    # anything malformed owns none.
+    if metadata is None or "@ag-ui/client" not in metadata:
+        return _UNDECLARED
+    namespace = metadata["@ag-ui/client"]
+    if not isinstance(namespace, dict):
+        return ()
+    if "authoritativeActivityTypes" not in namespace:
+        return _UNDECLARED
+    declared = namespace["authoritativeActivityTypes"]
+    if declared is None:
+        return None
+    if isinstance(declared, list) and all(isinstance(item, str) for item in declared):
+        return tuple(declared)
+    return ()
+
+
+def _dump_subagent(record: SubagentRecord) -> dict[str, Any]:
+    data = attrs.asdict(record, recurse=True)
+    return data
+
+
+def _load_subagent(data: Mapping[str, Any]) -> SubagentRecord:
+    values = dict(data)
+    error = values.get("error")
+    if error is not None:
+        values["error"] = RunErrorInfo(**error)
+    values["interrupt_ids"] = tuple(values.get("interrupt_ids", ()))
+    return SubagentRecord(**values)
+
+
+def parsed_arguments(call: msg.ToolCall) -> JSON:
+    """A tool call's arguments parsed as JSON, or ``None`` when they are not JSON (kept raw in the call)."""
+    try:
+        return parse_json(call.function.arguments, check_duplicates=False) if call.function.arguments else {}
+    except Exception:  # noqa: BLE001 - any parse failure means "not JSON"
+        return None
+
+
+def sum_usage(entries: Iterable[rn.TokenUsage]) -> rn.TokenUsage:
+    """Sum token counts across entries; a field no entry reported stays ``None`` (TU-02, TU-05)."""
+    totals: dict[str, int | None] = {name: None for name in (
+        "input_tokens", "output_tokens", "total_tokens", "reasoning_tokens", "cached_input_tokens",
+        "cache_write_input_tokens")}
+    for usage in entries:
+        for name in totals:
+            value = getattr(usage, name)
+            if value is not None:
+                totals[name] = (totals[name] or 0) + value
+    return rn.TokenUsage(**totals)

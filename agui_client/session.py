@@ -1,0 +1,431 @@
+"""One run, sans-IO: payloads in, verified and folded events out, and the ``RunResult`` at the end.
+
+``RunSession`` composes the pipeline every transport drives:
+
+    payload (JSON text) -> codec.decode -> chunks.ChunkExpander -> verify.RunVerifier -> fold.ThreadState
+
+It stamps every ``ProtocolError`` with the run id, the event index and type, and the ``RunResult`` so
+far (whose ``.state`` is what was folded before the fault), and locates every warning the same way.
+``replay()`` drives a session over a recorded response exactly as a live run would.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+import attrs
+from attrs import frozen
+
+from . import codec
+from .chunks import ChunkExpander
+from .errors import ProtocolError, RunFailed, StreamEnded, StreamWarning
+from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
+from .interrupts import is_expired
+from .sse import SSEDecoder
+from .types import events as ev
+from .types import messages as msg
+from .types import run as rn
+from .types.base import JSON
+from .verify import RunVerifier
+
+__all__ = ["RunSession", "RunResult", "replay", "DEFAULT_MAX_EVENT_BYTES"]
+
+#: Default limit on one event's size in bytes.
+DEFAULT_MAX_EVENT_BYTES = 16 * 2**20
+
+
+@frozen(kw_only=True)
+class RunResult:
+    """What one run (one response) came to.
+
+    Attributes:
+        thread_id: the thread.
+        run_id: the (last) run of the response.
+        outcome: ``"success"``, ``"interrupt"``, ``"cancelled"`` or ``"error"``; ``None`` when the run never
+            reached a terminal event (the error that says so carries this result).
+        interrupts: the interrupts the run stopped for (interrupt outcome).
+        pending_tool_call_ids: frontend tool calls the run left for the consumer (success outcome).
+        result: the run's return value (success outcome).
+        error: the ``RUN_ERROR`` that ended the run, if it failed.
+        late_error: a ``RUN_ERROR`` that surfaced after the run had finished (CL-02); the outcome stands.
+        usage: token usage this run reported (only its own: usage does not carry across runs).
+        new_messages: messages the run added to the thread.
+        state: the thread after the run (live: it changes as later runs are folded into it).
+        warnings: everything tolerated, dropped or repaired while reading the run.
+        steps: the steps the run went through.
+        events: how many events the response carried.
+        run_ids: every run the response held, in order (a recorded multi-run stream).
+    """
+
+    thread_id: str | None
+    run_id: str | None
+    outcome: Outcome | None
+    interrupts: tuple[rn.Interrupt, ...] = ()
+    pending_tool_call_ids: tuple[str, ...] = ()
+    result: JSON = None
+    error: RunErrorInfo | None = None
+    late_error: RunErrorInfo | None = None
+    usage: tuple[rn.TokenUsage, ...] = ()
+    new_messages: tuple[msg.Message, ...] = ()
+    state: ThreadState = attrs.field(repr=False)
+    warnings: tuple[StreamWarning, ...] = ()
+    steps: tuple[StepRecord, ...] = ()
+    events: int = 0
+    run_ids: tuple[str, ...] = ()
+
+    @property
+    def messages(self) -> tuple[msg.Message, ...]:
+        """The thread's messages after the run."""
+        return self.state.messages
+
+    @property
+    def text(self) -> str:
+        """The text of the assistant messages this run added, joined by blank lines."""
+        return "\n\n".join(m.content for m in self.new_messages
+                           if isinstance(m, msg.AssistantMessage) and m.content)
+
+    @property
+    def pending_tool_calls(self) -> tuple[msg.ToolCall, ...]:
+        """The tool calls named by ``pending_tool_call_ids`` (those the thread holds)."""
+        calls = (self.state.tool_call(i) for i in self.pending_tool_call_ids)
+        return tuple(c for c in calls if c is not None)
+
+    @property
+    def total_usage(self) -> rn.TokenUsage:
+        """This run's usage summed over providers."""
+        return sum_usage(self.usage)
+
+    def expired_interrupts(self, now: datetime | Callable[[], datetime] | None = None) -> tuple[str, ...]:
+        """Ids of this run's interrupts that have expired at ``now`` (default: the current UTC time)."""
+        return tuple(i.id for i in self.interrupts if is_expired(i, now))
+
+    def raise_for_outcome(self) -> RunResult:
+        """Raise ``RunFailed`` if the run ended with ``RUN_ERROR``; return ``self`` otherwise."""
+        if self.outcome == "error" and self.error is not None:
+            raise RunFailed(self.error.message, run_id=self.run_id, code=self.error.code)
+        return self
+
+
+class RunSession:
+    """Folds one response (normally one run) into a thread, payload by payload.
+
+    Args:
+        state: the thread to fold into (a new one by default).
+        run_input: the input that was sent, when known: its ids are compared with ``RUN_STARTED``'s.
+        max_depth: JSON nesting limit per payload.
+        collect_errors: keep going after a protocol error (the faulty event is not applied) and
+            record it in ``errors`` instead of raising; for verifiers and linters.
+    """
+
+    def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
+                 max_depth: int = codec.DEFAULT_MAX_DEPTH, collect_errors: bool = False) -> None:
+        self.state = state if state is not None else ThreadState(
+            thread_id=run_input.thread_id if run_input is not None else None)
+        self.run_input = run_input
+        self.max_depth = max_depth
+        self.collect_errors = collect_errors
+        self.errors: list[ProtocolError] = []
+        self.warnings: list[StreamWarning] = []
+        self._sink = codec.WarningSink()
+        self._chunks = ChunkExpander()
+        self._verifier = RunVerifier(known_tool_call_ids=self.state.has_tool_call)
+        self._index = 0
+        self._run_id: str | None = None
+        self._first_run_index = len(self.state.runs)
+        self._ended = False
+        self._failed: ProtocolError | None = None
+        self._thinking_span: str | None = None
+        self._thinking_message: str | None = None
+
+    # -- feeding ------------------------------------------------------------------------------------
+
+    @property
+    def index(self) -> int:
+        """The index the next event will have."""
+        return self._index
+
+    @property
+    def run_id(self) -> str | None:
+        """The run currently (or last) being folded."""
+        return self._run_id
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the response's last run reached ``RUN_FINISHED`` or ``RUN_ERROR``."""
+        run = self.state.last_run
+        return run is not None and run.terminated and len(self.state.runs) > self._first_run_index
+
+    def feed_payload(self, data: str | bytes) -> list[ev.Event | ev.UnknownEvent]:
+        """Decode one SSE payload / JSONL line and fold it; returns the events it produced.
+
+        Raises:
+            ProtocolError: the payload is malformed or out of sequence (located, with ``.result``).
+        """
+        index = self._index
+        self._index += 1
+        token = codec._SINK.set(self._sink)
+        try:
+            try:
+                value = codec.parse_json(data, max_depth=self.max_depth)
+                if type(value) is dict and str(value.get("type", "")).startswith("THINKING_"):
+                    value = self._thinking(value)
+                event = codec.decode_value(value)
+            except ProtocolError as exc:
+                event_type = value.get("type") if "value" in locals() and isinstance(value, dict) else None
+                return self._fail(exc, index, event_type if isinstance(event_type, str) else None)
+        finally:
+            codec._SINK.reset(token)
+            if self._sink.items:
+                self._take_warnings(index, None)
+        return self._fold(event, index)
+
+    def feed_event(self, event: ev.Event | ev.UnknownEvent | Mapping[str, Any]) -> list[ev.Event | ev.UnknownEvent]:
+        """Fold one already-decoded event (or a wire mapping); returns the events it produced."""
+        index = self._index
+        self._index += 1
+        if isinstance(event, Mapping):
+            token = codec._SINK.set(self._sink)
+            try:
+                try:
+                    event = codec.decode_value(dict(event))
+                except ProtocolError as exc:
+                    kind = event.get("type")
+                    return self._fail(exc, index, kind if isinstance(kind, str) else None)
+            finally:
+                codec._SINK.reset(token)
+                if self._sink.items:
+                    self._take_warnings(index, None)
+        return self._fold(event, index)
+
+    def _thinking(self, value: dict[str, Any]) -> dict[str, Any]:
+        # RS-09: THINKING_* left the protocol in 1.0; like the reference, read them as REASONING_* and
+        # mint the ids the old events did not carry.
+        kind = value["type"]
+        codec._warn("RS-09", f"deprecated {kind} read as its REASONING_* equivalent", event_type=kind,
+                    once=("type", kind))
+        rest = {k: v for k, v in value.items() if k not in ("type", "title", "messageId")}
+        if kind == "THINKING_START":
+            self._thinking_span = value.get("messageId") or str(uuid.uuid4())
+            return {**rest, "type": "REASONING_START", "messageId": self._thinking_span}
+        if kind == "THINKING_END":
+            return {**rest, "type": "REASONING_END", "messageId": self._thinking_span or str(uuid.uuid4())}
+        if kind == "THINKING_TEXT_MESSAGE_START":
+            self._thinking_message = value.get("messageId") or str(uuid.uuid4())
+            return {**rest, "type": "REASONING_MESSAGE_START", "messageId": self._thinking_message,
+                    "role": "reasoning"}
+        if kind in ("THINKING_TEXT_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_END"):
+            modern = "REASONING_MESSAGE_CONTENT" if kind.endswith("CONTENT") else "REASONING_MESSAGE_END"
+            return {**rest, "type": modern, "messageId": value.get("messageId") or self._thinking_message or ""}
+        return value
+
+    def _fold(self, event: ev.Event | ev.UnknownEvent, index: int) -> list[ev.Event | ev.UnknownEvent]:
+        if self._failed is not None and not self.collect_errors:
+            raise self._failed
+        state = self.state
+        verifier = self._verifier
+        try:
+            expanded = self._chunks.feed(event)
+        except ProtocolError as exc:
+            return self._fail(exc, index, _type_of(event))
+        out: list[ev.Event | ev.UnknownEvent] = []
+        for item in expanded:
+            if type(item) is ev.RunStartedEvent:
+                self._on_run_started(item, index)
+            try:
+                found = verifier.check(item, index)
+            except ProtocolError as exc:
+                self._fail(exc, index, _type_of(item))
+                continue
+            if found:
+                self._add_warnings(found, index, item)
+            folded = state.apply(item)
+            if folded:
+                self._add_warnings(folded, index, item)
+            out.append(item)
+        return out
+
+    def _on_run_started(self, event: ev.RunStartedEvent, index: int) -> None:
+        self._run_id = event.run_id
+        expected = self.run_input
+        if expected is not None and len(self.state.runs) == self._first_run_index:
+            # LC-08 / B143: recommended, not mandated, so a warning exposing both.
+            if event.thread_id != expected.thread_id:
+                self._add_warnings([StreamWarning(
+                    code="LC-08", message=f"RUN_STARTED threadId {event.thread_id!r} differs from the request's "
+                    f"{expected.thread_id!r}", pointer="/threadId")], index, event)
+            if event.run_id != expected.run_id:
+                self._add_warnings([StreamWarning(
+                    code="LC-08", message=f"RUN_STARTED runId {event.run_id!r} differs from the request's "
+                    f"{expected.run_id!r}", pointer="/runId")], index, event)
+
+    def end(self) -> RunResult:
+        """The stream ended: close open chunk lanes, check the run terminated, and return the result.
+
+        Raises:
+            StreamEnded: the stream ended before the run's terminal event (``.result`` holds the state).
+        """
+        if self._ended:
+            return self.result()
+        self._ended = True
+        index = self._index
+        if self._failed is not None and not self.collect_errors:
+            raise self._failed
+        try:
+            for item in self._chunks.close():
+                verified = self._verifier.check(item, index)
+                if verified:
+                    self._add_warnings(verified, index, item)
+                self.state.apply(item)
+            self._verifier.end(index)
+        except StreamEnded as exc:
+            self.state.mark_incomplete(self._verifier.open_message_ids, self._verifier.open_tool_call_ids)
+            self._fail(exc, index if exc.index is None else exc.index, None)
+        except ProtocolError as exc:
+            self._fail(exc, index, None)
+        return self.result()
+
+    def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:
+        exc.locate(run_id=self._run_id, index=index, event_type=event_type)
+        exc.result = self.result()
+        if self.collect_errors:
+            self.errors.append(exc)
+            return []
+        self._failed = exc
+        raise exc
+
+    def _take_warnings(self, index: int, event: Any) -> None:
+        items = self._sink.items
+        self._sink.items = []
+        self._add_warnings(items, index, event)
+
+    def _add_warnings(self, found: Iterable[StreamWarning], index: int, event: Any) -> None:
+        kind = _type_of(event) if event is not None else None
+        for warning in found:
+            self.warnings.append(attrs.evolve(
+                warning,
+                index=warning.index if warning.index is not None else index,
+                event_type=warning.event_type if warning.event_type is not None else kind,
+                run_id=warning.run_id if warning.run_id is not None else self._run_id,
+            ))
+
+    # -- the result ------------------------------------------------------------------------------------
+
+    def result(self) -> RunResult:
+        """The run as folded so far."""
+        state = self.state
+        runs = state.runs[self._first_run_index:]
+        run = runs[-1] if runs else None
+        new_ids: list[str] = []
+        for r in runs:
+            new_ids.extend(r.new_message_ids)
+        new_messages = tuple(m for m in (state.message(i) for i in dict.fromkeys(new_ids)) if m is not None)
+        warnings = tuple(self.warnings) + tuple(state.warnings)
+        return RunResult(
+            thread_id=state.thread_id,
+            run_id=run.run_id if run is not None else (self.run_input.run_id if self.run_input else None),
+            outcome=run.outcome if run is not None else None,
+            interrupts=run.interrupts if run is not None else (),
+            pending_tool_call_ids=run.pending_tool_call_ids if run is not None else (),
+            result=run.result if run is not None else None,
+            error=run.error if run is not None else None,
+            late_error=run.late_error if run is not None else None,
+            usage=run.usage if run is not None else (),
+            new_messages=new_messages,
+            state=state,
+            warnings=warnings,
+            steps=tuple(run.steps) if run is not None else (),
+            events=self._index,
+            run_ids=tuple(r.run_id for r in runs),
+        )
+
+
+def _type_of(event: Any) -> str | None:
+    if isinstance(event, ev.UnknownEvent):
+        return event.type
+    kind = getattr(event, "TYPE", None)
+    return kind if isinstance(kind, str) else None
+
+
+# --------------------------------------------------------------------------------------------------
+# replay
+# --------------------------------------------------------------------------------------------------
+
+Source = str | bytes | bytearray | os.PathLike[str] | Iterable[Any]
+
+
+def replay(source: Source, *, state: ThreadState | None = None, now: datetime | Callable[[], datetime] | None = None,
+           format: Literal["auto", "sse", "jsonl"] = "auto", max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+           run_input: rn.RunAgentInput | None = None) -> RunResult:
+    """Fold a recorded response exactly as a live run would, and return its ``RunResult``.
+
+    Args:
+        source: SSE bytes or text, JSONL (one event per line), a path to a file holding either, or a
+            sequence of events / wire mappings. The form is detected unless ``format`` says it.
+        state: the thread to fold into (a new one by default); it is updated in place.
+        now: the clock for expiry judgements made while replaying (``RunResult.expired_interrupts``
+            takes its own); accepted so a replay is deterministic.
+        format: force ``"sse"`` or ``"jsonl"`` for text input.
+        max_event_bytes: per-event size limit for SSE input.
+        run_input: the input that was sent, when known.
+
+    Raises:
+        ProtocolError: the recording breaks the protocol; ``.result`` holds what was folded before.
+    """
+    del now  # expiry is judged where a decision is made (ResumeBuilder, RunResult.expired_interrupts)
+    session = RunSession(state, run_input=run_input)
+    for _ in replay_events(source, session, format=format, max_event_bytes=max_event_bytes):
+        pass
+    return session.end()
+
+
+def replay_events(source: Source, session: RunSession, *, format: Literal["auto", "sse", "jsonl"] = "auto",
+                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[ev.Event | ev.UnknownEvent]:
+    """Feed a recorded response into ``session``, yielding each folded event (the caller calls ``end()``)."""
+    if isinstance(source, os.PathLike):
+        with open(source, "rb") as handle:
+            source = handle.read()
+    if isinstance(source, (str, bytes, bytearray)):
+        data = bytes(source, "utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
+        kind = format if format != "auto" else _detect(data)
+        if kind == "jsonl":
+            for line in data.splitlines():
+                if line.strip():
+                    yield from session.feed_payload(line)
+        else:
+            decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+            try:
+                frames = decoder.feed(data)
+                frames.extend(decoder.close())
+            except ProtocolError as exc:
+                session._fail(exc, session.index, None)
+                return
+            finally:
+                _sse_warnings(decoder, session)
+            for frame in frames:
+                yield from session.feed_payload(frame.data)
+        return
+    for item in source:
+        if isinstance(item, (str, bytes)):
+            yield from session.feed_payload(item)
+        else:
+            yield from session.feed_event(item)
+
+
+def _sse_warnings(decoder: SSEDecoder, session: RunSession) -> None:
+    for warning in decoder.warnings:
+        session.warnings.append(StreamWarning(code=warning.code, message=f"{warning.message} (line {warning.line})",
+                                              index=None, run_id=session.run_id))
+    decoder.warnings.clear()
+
+
+def _detect(data: bytes) -> Literal["sse", "jsonl"]:
+    for line in data.lstrip(b"\xef\xbb\xbf").splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        return "jsonl" if stripped.startswith(b"{") else "sse"
+    return "sse"

@@ -1,0 +1,529 @@
+"""``Thread`` and ``AsyncThread``: one conversation across runs.
+
+A thread owns a ``ThreadState`` and a place in the client's store. Each run: assemble the input from
+the thread (its messages without activities, its state, the resume entries), check the interrupt
+rules one last time, claim the thread when resuming, POST, loop the payloads into a ``RunSession``,
+and save the thread at the run's end — before the caller sees the result. Everything but the I/O is
+in ``_ThreadCore``, shared by both shells, so they differ only in ``await``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .errors import (
+    AguiError,
+    ConcurrentResume,
+    HTTPStatusError,
+    NothingToResume,
+    ResumeRefused,
+    TransportError,
+)
+from .fold import ThreadState, parsed_arguments
+from .interrupts import ResumeBuilder, check_resume
+from .session import RunResult, RunSession
+from .types import events as ev
+from .types import messages as msg
+from .types.base import JSON
+from .types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, Tool
+
+if TYPE_CHECKING:
+    from .client import AgentClient, AsyncAgentClient, StreamHandle
+
+__all__ = ["Thread", "AsyncThread", "RunStream", "AsyncRunStream", "MessageInput", "ResumeInput"]
+
+#: What ``run()`` accepts as the new turn: text (a user message), a message, or several messages.
+MessageInput = str | msg.Message | Sequence[msg.Message] | None
+#: What ``run(resume=...)`` accepts: a builder or the entries themselves.
+ResumeInput = ResumeBuilder | Sequence[ResumeEntry] | None
+
+ToolHandler = Callable[..., Any]
+
+
+@attrs.frozen(kw_only=True)
+class _Plan:
+    run_input: RunAgentInput
+    new_messages: tuple[msg.Message, ...]
+    state: JSON
+    replace_state: bool
+    resuming: bool
+
+
+class _ThreadCore:
+    """Everything a thread does that is not I/O."""
+
+    def __init__(self, store: Any, thread_id: str, clock: Callable[[], datetime] | None,
+                 tool_handlers: Mapping[str, ToolHandler] | None) -> None:
+        self.id = thread_id
+        self._store = store
+        self._clock = clock
+        self.tool_handlers: dict[str, ToolHandler] = dict(tool_handlers or {})
+        stored = store.load(thread_id)
+        if stored is None:
+            self._state = ThreadState(thread_id=thread_id)
+            self._version: int | None = None
+        else:
+            self._state = ThreadState.load(stored.data)
+            self._state.thread_id = thread_id
+            self._version = stored.version
+        self._owner = f"{uuid.uuid4()}"
+
+    @property
+    def state(self) -> ThreadState:
+        """The thread's folded state (messages, shared state, open interrupts, usage …)."""
+        return self._state
+
+    @property
+    def version(self) -> int | None:
+        """The version of the thread in the store (``None`` before the first save)."""
+        return self._version
+
+    @property
+    def open_interrupts(self) -> tuple[Any, ...]:
+        """The interrupts waiting for an answer."""
+        return self._state.open_interrupts
+
+    def resume_builder(self, now: datetime | Callable[[], datetime] | None = None) -> ResumeBuilder:
+        """A builder bound to the thread's open interrupts (``now`` defaults to the client's clock)."""
+        return ResumeBuilder(self._state.open_interrupts, now=now if now is not None else self._clock)
+
+    def add_message(self, message: msg.Message) -> None:
+        """Add a message to the thread; the next run carries it."""
+        self._state.add_message(message)
+
+    def add_tool_result(self, tool_call_id: str, content: str | Sequence[msg.ContentPart] | JSON, *,
+                        message_id: str | None = None, error: str | None = None) -> msg.ToolMessage:
+        """Answer a frontend tool call; the next run carries the tool message (TC-20).
+
+        Non-string content that is not a list of content parts is sent as JSON text.
+        """
+        if not isinstance(content, str) and not _is_parts(content):
+            content = json.dumps(content, ensure_ascii=False)
+        return self._state.add_tool_result(tool_call_id, content, message_id=message_id or str(uuid.uuid4()),
+                                           error=error)
+
+    def _plan(self, message: MessageInput, resume: ResumeInput, tools: Sequence[Tool] | None,
+              context: Sequence[Context] | None, forwarded_props: JSON, state: JSON,
+              run_id: str | None) -> _Plan:
+        new = _messages(message)
+        if isinstance(resume, ResumeBuilder):
+            entries = resume.build()
+        else:
+            entries = tuple(resume or ())
+        open_interrupts = self._state.open_interrupts
+        if entries and not open_interrupts:
+            raise NothingToResume("the thread has no open interrupts to resume", ids=[e.interrupt_id for e in entries],
+                                  problems={"nothing": [e.interrupt_id for e in entries]})
+        # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14).
+        check_resume(open_interrupts, entries, now=self._clock)
+        if tools is None and self.tool_handlers:
+            tools = [_declare(name, handler) for name, handler in self.tool_handlers.items()]
+        replace_state = state is not _UNSET
+        run_input = RunAgentInput(
+            thread_id=self.id,
+            run_id=run_id or str(uuid.uuid4()),
+            messages=(*self._state.input_messages(), *new),
+            state=state if replace_state else self._state.state,
+            tools=tuple(tools) if tools is not None else (),
+            context=tuple(context) if context is not None else (),
+            forwarded_props=forwarded_props if forwarded_props is not None else {},
+            resume=entries or None,
+            protocol_version=PROTOCOL_VERSION,
+        )
+        return _Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
+                     resuming=bool(entries))
+
+    def _begin(self, plan: _Plan) -> RunSession:
+        for message in plan.new_messages:
+            self._state.add_message(message)
+        if plan.replace_state:
+            self._state.set_state(plan.state)
+        return RunSession(self._state, run_input=plan.run_input)
+
+    def _warnings_into(self, session: RunSession, handle: StreamHandle) -> None:
+        if handle.warnings:
+            session.warnings.extend(handle.warnings)
+            handle.warnings.clear()
+
+    def _needs_claim(self, plan: _Plan) -> bool:
+        return plan.resuming
+
+    def _tool_round(self, result: RunResult) -> bool:
+        """Answer the pending frontend calls that have handlers; ``True`` when all were answered."""
+        calls = result.pending_tool_calls
+        if not calls or any(c.function.name not in self.tool_handlers for c in calls):
+            return False
+        for call in calls:
+            handler = self.tool_handlers[call.function.name]
+            arguments = parsed_arguments(call)
+            try:
+                if isinstance(arguments, dict):
+                    output = handler(**arguments)
+                else:
+                    output = handler(arguments)
+            except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the agent, as a tool would
+                self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
+                continue
+            self.add_tool_result(call.id, output)
+        return True
+
+
+_UNSET: Any = object()
+
+
+def _is_parts(content: Any) -> bool:
+    return isinstance(content, (list, tuple)) and all(
+        isinstance(p, (msg.TextPart, msg.ImagePart, msg.AudioPart, msg.VideoPart, msg.DocumentPart)) for p in content
+    ) and bool(content)
+
+
+def _messages(message: MessageInput) -> tuple[msg.Message, ...]:
+    if message is None:
+        return ()
+    if isinstance(message, str):
+        return (msg.UserMessage(id=str(uuid.uuid4()), content=message),)
+    if isinstance(message, Sequence):
+        return tuple(message)
+    return (message,)
+
+
+def _declare(name: str, handler: ToolHandler) -> Tool:
+    description = inspect.getdoc(handler) or name
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return Tool(name=name, description=description, parameters=parameters)
+    types = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+    required = []
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        spec: dict[str, Any] = {}
+        annotation = param.annotation
+        if isinstance(annotation, str):
+            annotation = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}.get(
+                annotation, annotation)
+        if annotation in types:
+            spec["type"] = types[annotation]
+        parameters["properties"][param.name] = spec
+        if param.default is param.empty:
+            required.append(param.name)
+    if required:
+        parameters["required"] = required
+    return Tool(name=name, description=description, parameters=parameters)
+
+
+def _claim_note(exc: AguiError, owner: str, version: int | None) -> None:
+    # A resume whose request may have reached the agent is never retried silently: the thread stays
+    # claimed until someone decides (Thread.release_claim()).
+    exc.claim_held = True  # type: ignore[attr-defined]
+    if hasattr(exc, "add_note"):
+        exc.add_note(f"the resume may have reached the agent; the thread stays claimed at version {version} "
+                     f"(owner {owner}); call thread.release_claim() to try again deliberately")
+
+
+def _reached_agent(exc: BaseException) -> bool:
+    if isinstance(exc, HTTPStatusError):
+        # A 4xx is the agent refusing the request: nothing was acted on, so the claim can go.
+        return not (400 <= exc.status_code < 500)
+    if isinstance(exc, TransportError):
+        return exc.request_sent
+    return not isinstance(exc, ResumeRefused)
+
+
+class RunStream:
+    """The events of one run as they arrive, typed and already folded into the thread.
+
+    Iterate it for the events (``*_CHUNK`` shorthand arrives expanded); ``result`` is the
+    ``RunResult`` once the stream is exhausted. Leaving the ``with`` block early closes the response.
+    """
+
+    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput) -> None:
+        self._events = events
+        self.run_input = run_input
+        self.result: RunResult | None = None
+
+    def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
+        return self._events
+
+
+class AsyncRunStream:
+    """The async twin of :class:`RunStream`."""
+
+    def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput) -> None:
+        self._events = events
+        self.run_input = run_input
+        self.result: RunResult | None = None
+
+    def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
+        return self._events
+
+
+class Thread(_ThreadCore):
+    """A conversation with an agent across runs (synchronous).
+
+    Get one from :meth:`AgentClient.thread`. ``run()`` returns the run's ``RunResult``; ``stream()``
+    yields its events as they arrive. A thread with open interrupts refuses a run that does not
+    resume them, before anything is sent.
+    """
+
+    def __init__(self, client: AgentClient, thread_id: str, *,
+                 tool_handlers: Mapping[str, ToolHandler] | None = None) -> None:
+        super().__init__(client.store, thread_id, client.clock, tool_handlers)
+        self.client = client
+
+    def run(self, message: MessageInput = None, *, resume: ResumeInput = None, tools: Sequence[Tool] | None = None,
+            context: Sequence[Context] | None = None, forwarded_props: JSON = None, state: JSON = _UNSET,
+            run_id: str | None = None) -> RunResult:
+        """Send a run and fold it to the end.
+
+        Args:
+            message: the new turn (text becomes a user message), or ``None`` to continue (after tool
+                results, or with ``resume``).
+            resume: answers to the open interrupts: a ``ResumeBuilder`` or ``ResumeEntry`` items.
+            tools: frontend tools offered to the agent (declared from ``tool_handlers`` when omitted).
+            context: context items for the agent.
+            forwarded_props: opaque properties passed through to the agent.
+            state: replaces the shared state sent (and kept) for this run.
+            run_id: the run's id (a fresh uuid by default).
+
+        Returns:
+            The ``RunResult``; a run that ended with ``RUN_ERROR`` has ``outcome == "error"``
+            (``raise_for_outcome()`` raises it).
+
+        Raises:
+            ResumeRefused: the resume list (or its absence) breaks the interrupt rules; nothing was sent.
+            ConcurrentResume: another writer resumed this thread first; nothing was sent.
+            TransportError, HTTPStatusError, IdleTimeout: the exchange failed.
+            ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
+        """
+        with self.stream(message, resume=resume, tools=tools, context=context, forwarded_props=forwarded_props,
+                         state=state, run_id=run_id) as events:
+            for _ in events:
+                pass
+        assert events.result is not None
+        return events.result
+
+    @contextmanager
+    def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
+               tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
+               forwarded_props: JSON = None, state: JSON = _UNSET, run_id: str | None = None) -> Iterator[RunStream]:
+        """Send a run and yield a :class:`RunStream` of its events, each folded before it is yielded.
+
+        Same arguments and errors as :meth:`run`. The thread is saved when the run ends, before the
+        terminal event reaches the caller.
+        """
+        from .client import StreamHandle
+
+        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id)
+        claimed = self._claim(plan)
+        handle = StreamHandle()
+        stream = RunStream(iter(()), plan.run_input)
+        try:
+            with self.client.open(plan.run_input, handle=handle) as payloads:
+                session = self._begin(plan)
+                stream._events = self._events(session, payloads, handle, stream)
+                yield stream
+        except AguiError as exc:
+            self._after_failure(exc, claimed)
+            raise
+        if stream.result is None:
+            stream.result = self._current(session, handle)
+
+    def _events(self, session: RunSession, payloads: Iterator[str], handle: StreamHandle,
+                stream: RunStream) -> Iterator[ev.Event | ev.UnknownEvent]:
+        saved = False
+        for payload in payloads:
+            self._warnings_into(session, handle)
+            for event in session.feed_payload(payload):
+                if not saved and session.terminated:
+                    self._save(session)
+                    saved = True
+                yield event
+        self._warnings_into(session, handle)
+        result = session.end()
+        if not saved:
+            self._save(session)
+        stream.result = result
+
+    def _current(self, session: RunSession, handle: StreamHandle) -> RunResult:
+        self._warnings_into(session, handle)
+        return session.result()
+
+    def _claim(self, plan: _Plan) -> int | None:
+        if not self._needs_claim(plan):
+            return None
+        if self._version is None:
+            self._version = self._store.save(self.id, self._state.dump(), expected_version=None)
+        self._version = self._store.claim(self.id, expected_version=self._version, owner=self._owner)
+        return self._version
+
+    def _save(self, session: RunSession) -> None:
+        try:
+            self._version = self._store.save(self.id, self._state.dump(), expected_version=self._version)
+        except ConcurrentResume as exc:
+            exc.result = session.result()
+            raise
+
+    def _after_failure(self, exc: AguiError, claimed: int | None) -> None:
+        if claimed is None:
+            return
+        if _reached_agent(exc):
+            _claim_note(exc, self._owner, claimed)
+            return
+        self._version = self._store.release(self.id, claimed_version=claimed, owner=self._owner)
+
+    def release_claim(self) -> None:
+        """Give up this thread's claim after a failed resume (you decided a retry is safe)."""
+        stored = self._store.load(self.id)
+        if stored is not None and stored.claim == self._owner:
+            self._version = self._store.release(self.id, claimed_version=stored.version, owner=self._owner)
+
+    def reload(self) -> None:
+        """Load the thread again from the store (another process may have moved it on)."""
+        stored = self._store.load(self.id)
+        if stored is not None:
+            self._state = ThreadState.load(stored.data)
+            self._state.thread_id = self.id
+            self._version = stored.version
+
+    def run_until_done(self, message: MessageInput = None, *, max_steps: int = 8, **kwargs: Any) -> RunResult:
+        """Run, answer frontend tool calls with ``tool_handlers``, and run again, until the agent stops.
+
+        Stops at an interrupt (for the application to answer), an error, a call with no handler, or
+        after ``max_steps`` runs.
+        """
+        result = self.run(message, **kwargs)
+        for _ in range(max_steps - 1):
+            if result.outcome != "success" or not self._tool_round(result):
+                break
+            result = self.run(tools=kwargs.get("tools"), context=kwargs.get("context"),
+                              forwarded_props=kwargs.get("forwarded_props"))
+        return result
+
+
+class AsyncThread(_ThreadCore):
+    """The async twin of :class:`Thread`: the same methods, with ``await`` and ``async with``."""
+
+    def __init__(self, client: AsyncAgentClient, thread_id: str, *,
+                 tool_handlers: Mapping[str, ToolHandler] | None = None) -> None:
+        super().__init__(client.store, thread_id, client.clock, tool_handlers)
+        self.client = client
+
+    async def run(self, message: MessageInput = None, *, resume: ResumeInput = None,
+                  tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
+                  forwarded_props: JSON = None, state: JSON = _UNSET, run_id: str | None = None) -> RunResult:
+        """Send a run and fold it to the end (see :meth:`Thread.run`)."""
+        async with self.stream(message, resume=resume, tools=tools, context=context,
+                               forwarded_props=forwarded_props, state=state, run_id=run_id) as events:
+            async for _ in events:
+                pass
+        assert events.result is not None
+        return events.result
+
+    @asynccontextmanager
+    async def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
+                     tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
+                     forwarded_props: JSON = None, state: JSON = _UNSET,
+                     run_id: str | None = None) -> AsyncIterator[AsyncRunStream]:
+        """Send a run and yield an :class:`AsyncRunStream` of its events (see :meth:`Thread.stream`)."""
+        from .client import StreamHandle
+
+        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id)
+        claimed = await self._claim(plan)
+        handle = StreamHandle()
+        stream = AsyncRunStream(_empty(), plan.run_input)
+        try:
+            async with self.client.open(plan.run_input, handle=handle) as payloads:
+                session = self._begin(plan)
+                stream._events = self._events(session, payloads, handle, stream)
+                yield stream
+        except AguiError as exc:
+            await self._after_failure(exc, claimed)
+            raise
+        if stream.result is None:
+            self._warnings_into(session, handle)
+            stream.result = session.result()
+
+    async def _events(self, session: RunSession, payloads: AsyncIterator[str], handle: StreamHandle,
+                      stream: AsyncRunStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
+        saved = False
+        async for payload in payloads:
+            self._warnings_into(session, handle)
+            for event in session.feed_payload(payload):
+                if not saved and session.terminated:
+                    await self._save(session)
+                    saved = True
+                yield event
+        self._warnings_into(session, handle)
+        result = session.end()
+        if not saved:
+            await self._save(session)
+        stream.result = result
+
+    async def _claim(self, plan: _Plan) -> int | None:
+        if not self._needs_claim(plan):
+            return None
+        if self._version is None:
+            self._version = await asyncio.to_thread(self._store.save, self.id, self._state.dump(),
+                                                    expected_version=None)
+        self._version = await asyncio.to_thread(self._store.claim, self.id, expected_version=self._version,
+                                                owner=self._owner)
+        return self._version
+
+    async def _save(self, session: RunSession) -> None:
+        try:
+            self._version = await asyncio.to_thread(self._store.save, self.id, self._state.dump(),
+                                                    expected_version=self._version)
+        except ConcurrentResume as exc:
+            exc.result = session.result()
+            raise
+
+    async def _after_failure(self, exc: AguiError, claimed: int | None) -> None:
+        if claimed is None:
+            return
+        if _reached_agent(exc):
+            _claim_note(exc, self._owner, claimed)
+            return
+        self._version = await asyncio.to_thread(self._store.release, self.id, claimed_version=claimed,
+                                                owner=self._owner)
+
+    async def release_claim(self) -> None:
+        """Give up this thread's claim after a failed resume (see :meth:`Thread.release_claim`)."""
+        stored = await asyncio.to_thread(self._store.load, self.id)
+        if stored is not None and stored.claim == self._owner:
+            self._version = await asyncio.to_thread(self._store.release, self.id, claimed_version=stored.version,
+                                                    owner=self._owner)
+
+    async def reload(self) -> None:
+        """Load the thread again from the store (see :meth:`Thread.reload`)."""
+        stored = await asyncio.to_thread(self._store.load, self.id)
+        if stored is not None:
+            self._state = ThreadState.load(stored.data)
+            self._state.thread_id = self.id
+            self._version = stored.version
+
+    async def run_until_done(self, message: MessageInput = None, *, max_steps: int = 8, **kwargs: Any) -> RunResult:
+        """Run, answer frontend tool calls with ``tool_handlers``, and run again (see :meth:`Thread.run_until_done`)."""
+        result = await self.run(message, **kwargs)
+        for _ in range(max_steps - 1):
+            if result.outcome != "success" or not self._tool_round(result):
+                break
+            result = await self.run(tools=kwargs.get("tools"), context=kwargs.get("context"),
+                                    forwarded_props=kwargs.get("forwarded_props"))
+        return result
+
+
+async def _empty() -> AsyncIterator[ev.Event | ev.UnknownEvent]:
+    for item in ():
+        yield item
