@@ -1,0 +1,475 @@
+"""Expand the ``*_CHUNK`` shorthand into explicit start/content/end events (TX-12..14, TC-21, RS-07).
+
+Theory of operation
+-------------------
+A chunk says "more of the same" without saying when the thing it continues ends, so the expander
+keeps, per *lane*, the one stream it is assembling. A lane is an owner: ``None`` for the parent
+agent, a ``subagentRunId`` for a subagent (``""`` is a subagent, distinct from the parent: UK-15).
+Keying lanes by owner lets two subagents stream chunked messages at once without ending each
+other's, as the reference client does (``chunks/transform.ts``).
+
+* The first chunk of a stream must name it (``messageId``; tool calls ``toolCallId`` *and*
+  ``toolCallName``) and becomes a ``*_START``; a chunk with a non-empty ``delta`` becomes a
+  ``*_CONTENT``/``TOOL_CALL_ARGS``; an empty or absent delta produces no content event.
+* A continuation may omit the id. Without an id it continues the lane its tag names, else the
+  parent's lane, else the only lane open for that kind; with several such lanes it is ambiguous.
+  A continuation that repeats a field of its opener must agree with it.
+* A lane closes, with a synthesized ``*_END``, when a chunk opens a different stream in it, when an
+  explicit event of the same owner arrives (the END is emitted first), when the owner's
+  ``SUBAGENT_FINISHED``/``SUBAGENT_ERROR`` arrives, and on run-level events (``RUN_*``,
+  ``MESSAGES_SNAPSHOT``), which close every lane. Events that neither stream nor belong to a lane
+  (``RAW``, ``ACTIVITY_*``, ``REASONING_ENCRYPTED_VALUE``, ``SUBAGENT_STARTED``, unknown events)
+  close nothing.
+* Mixing the two forms on one id is tolerated as content for the open message (TX-14): a chunk
+  naming an explicitly opened message adds content to it, and explicit content or an explicit end
+  for a chunk-opened message continues or closes it without a synthesized END.
+* The opener's metadata goes on the ``*_START``; a continuation's on its content event. A delta-less
+  continuation's metadata waits for the lane's next content event or its END, so key-by-key
+  last-write-wins (TX-11) still follows stream order. ``rawEvent`` rides on the content event, or on
+  the START of a delta-less opener. Timestamps stay with the events made from the chunk; a
+  synthesized END takes the time of the event that closed the lane.
+
+The stream's last lanes are not closed by :meth:`ChunkExpander.close` while a run is open: a stream
+cut off mid-run leaves its messages unterminated (LC-04, B075), so the verifier can list them and the
+fold can flag them incomplete instead of treating truncated text or arguments as whole.
+
+Everything else passes through unchanged and in order. Work per event is O(1): the lanes are found
+through dictionaries keyed by owner and by ``(kind, id)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from attrs import define
+from typing_extensions import assert_never
+
+from .errors import SequenceError
+from .types.base import Metadata
+from .types.events import (
+    ActivityDeltaEvent,
+    ActivitySnapshotEvent,
+    CustomEvent,
+    Event,
+    MessagesSnapshotEvent,
+    RawEvent,
+    ReasoningEncryptedValueEvent,
+    ReasoningEndEvent,
+    ReasoningMessageChunkEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    UnknownEvent,
+)
+from .types.messages import TextMessageRole
+
+__all__ = ["ChunkExpander"]
+
+_Kind = Literal["text", "tool", "reasoning"]
+_Owner = str | None
+_Chunk = TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent
+
+_ENTITY = {"text": "text message", "tool": "tool call", "reasoning": "reasoning message"}
+_ID_FIELD = {"text": "messageId", "tool": "toolCallId", "reasoning": "messageId"}
+# The rule that governs continuation chunks of each kind, for the errors they raise.
+_CONTINUATION_RULE = {"text": "TX-13", "tool": "TC-21", "reasoning": "RS-07"}
+
+
+@define
+class _Lane:
+    """The stream one owner is assembling from chunks, and what its opener established."""
+
+    kind: _Kind
+    entity_id: str
+    owner: _Owner
+    role: TextMessageRole | None = None
+    name: str | None = None
+    parent_message_id: str | None = None
+    # Metadata of delta-less continuations, held for the next content event or the END, so that a
+    # key's last write still wins in stream order.
+    stash: Metadata | None = None
+
+
+class ChunkExpander:
+    """Turns ``TEXT_MESSAGE_CHUNK``, ``TOOL_CALL_CHUNK`` and ``REASONING_MESSAGE_CHUNK`` into explicit events.
+
+    Feed every decoded event in stream order; feed the result to the verifier and the fold.
+
+    Example::
+
+        expander = ChunkExpander()
+        for index, event in enumerate(events):
+            for expanded in expander.feed(event, index):
+                ...
+        for expanded in expander.close():
+            ...
+    """
+
+    def __init__(self) -> None:
+        self._lanes: dict[_Owner, _Lane] = {}
+        self._holders: dict[tuple[_Kind, str], _Owner] = {}
+        self._lanes_of_kind: dict[_Kind, dict[_Owner, None]] = {"text": {}, "tool": {}, "reasoning": {}}
+        # Ids opened by explicit *_START events and not yet ended, for TX-14.
+        self._explicit: dict[_Kind, set[str]] = {"text": set(), "tool": set(), "reasoning": set()}
+        self._in_run = False
+        self._run_id: str | None = None
+
+    def feed(self, event: Event | UnknownEvent, index: int | None = None) -> list[Event | UnknownEvent]:
+        """Expand one event.
+
+        Args:
+            event: the next decoded event of the stream.
+            index: its 0-based index in the stream, stamped on any error.
+
+        Returns:
+            The events to process in its place, in order: a chunk's expansion (possibly empty), or
+            any ENDs it closes followed by the event itself.
+
+        Raises:
+            SequenceError: a first chunk lacks its id (or a tool call's name), a continuation
+                disagrees with its opener, or an id-less chunk could continue several lanes.
+        """
+        match event:
+            case TextMessageChunkEvent() | ToolCallChunkEvent() | ReasoningMessageChunkEvent():
+                return self._chunk(event, index)
+            case RunStartedEvent():
+                out = self._close_all(event.timestamp)
+                for ids in self._explicit.values():
+                    ids.clear()
+                self._in_run = True
+                self._run_id = event.run_id
+                return [*out, event]
+            case RunFinishedEvent() | RunErrorEvent():
+                self._in_run = False
+                return [*self._close_all(event.timestamp), event]
+            case MessagesSnapshotEvent():
+                return [*self._close_all(event.timestamp), event]
+            case SubagentFinishedEvent() | SubagentErrorEvent():
+                return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
+            case TextMessageStartEvent():
+                out = self._close_lane(event.subagent_run_id, event.timestamp)
+                self._explicit["text"].add(event.message_id)
+                return [*out, event]
+            case ToolCallStartEvent():
+                out = self._close_lane(event.subagent_run_id, event.timestamp)
+                self._explicit["tool"].add(event.tool_call_id)
+                return [*out, event]
+            case ReasoningMessageStartEvent():
+                out = self._close_lane(event.subagent_run_id, event.timestamp)
+                self._explicit["reasoning"].add(event.message_id)
+                return [*out, event]
+            case TextMessageContentEvent():
+                return self._explicit_content("text", event.message_id, event)
+            case ToolCallArgsEvent():
+                return self._explicit_content("tool", event.tool_call_id, event)
+            case ReasoningMessageContentEvent():
+                return self._explicit_content("reasoning", event.message_id, event)
+            case TextMessageEndEvent():
+                return self._explicit_end("text", event.message_id, event)
+            case ToolCallEndEvent():
+                return self._explicit_end("tool", event.tool_call_id, event)
+            case ReasoningMessageEndEvent():
+                return self._explicit_end("reasoning", event.message_id, event)
+            case (
+                ToolCallResultEvent()
+                | StateSnapshotEvent()
+                | StateDeltaEvent()
+                | CustomEvent()
+                | StepStartedEvent()
+                | StepFinishedEvent()
+                | ReasoningStartEvent()
+                | ReasoningEndEvent()
+            ):
+                return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
+            case (
+                RawEvent()
+                | ActivitySnapshotEvent()
+                | ActivityDeltaEvent()
+                | ReasoningEncryptedValueEvent()
+                | SubagentStartedEvent()
+                | UnknownEvent()
+            ):
+                return [event]
+            case _:
+                assert_never(event)
+
+    def close(self) -> list[Event | UnknownEvent]:
+        """End of stream: close what is left.
+
+        Returns:
+            The ENDs of the lanes still open when no run is open (chunks outside any run). While a
+            run is open the stream was cut off mid-run: the lanes are dropped *without* an END, so
+            their messages and tool calls stay unterminated for the verifier and the fold (LC-04).
+        """
+        if self._in_run:
+            self._lanes.clear()
+            self._holders.clear()
+            for owners in self._lanes_of_kind.values():
+                owners.clear()
+            return []
+        return self._close_all(None)
+
+    # -- explicit events meeting chunk lanes (TX-14) -------------------------------------------
+
+    def _explicit_content(
+        self,
+        kind: _Kind,
+        entity_id: str,
+        event: TextMessageContentEvent | ToolCallArgsEvent | ReasoningMessageContentEvent,
+    ) -> list[Event | UnknownEvent]:
+        if (kind, entity_id) in self._holders:
+            return [event]
+        return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
+
+    def _explicit_end(
+        self,
+        kind: _Kind,
+        entity_id: str,
+        event: TextMessageEndEvent | ToolCallEndEvent | ReasoningMessageEndEvent,
+    ) -> list[Event | UnknownEvent]:
+        self._explicit[kind].discard(entity_id)
+        if (kind, entity_id) in self._holders:
+            # The explicit END closes the chunk-opened stream itself; a synthesized one would be a second.
+            self._drop_lane(self._holders[(kind, entity_id)])
+            return [event]
+        return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
+
+    # -- chunks ---------------------------------------------------------------------------------
+
+    def _chunk(self, chunk: _Chunk, index: int | None) -> list[Event | UnknownEvent]:
+        kind: _Kind
+        match chunk:
+            case TextMessageChunkEvent():
+                kind, entity_id = "text", chunk.message_id
+            case ToolCallChunkEvent():
+                kind, entity_id = "tool", chunk.tool_call_id
+            case ReasoningMessageChunkEvent():
+                kind, entity_id = "reasoning", chunk.message_id
+            case _:
+                assert_never(chunk)
+        tag = chunk.subagent_run_id
+        owner = self._resolve_lane(kind, entity_id, tag, chunk, index)
+        lane = self._lanes.get(owner)
+        out: list[Event | UnknownEvent] = []
+
+        if lane is not None and lane.kind == kind and entity_id in (None, lane.entity_id):
+            self._check_agreement(lane, chunk, index)
+            return self._content(lane.kind, lane.entity_id, lane, chunk, tag if tag is not None else lane.owner, out,
+                                 opened=False)
+
+        if entity_id is not None and entity_id in self._explicit[kind]:
+            # TX-14: the message was opened explicitly; the chunk only adds content to it.
+            if lane is not None:
+                out.extend(self._close_lane(owner, chunk.timestamp))
+            return self._content(kind, entity_id, None, chunk, tag, out, opened=False)
+
+        self._check_opener(kind, chunk, index)
+        assert entity_id is not None  # _check_opener refused an id-less opener
+        if lane is not None:
+            out.extend(self._close_lane(owner, chunk.timestamp))
+        lane = self._open_lane(kind, entity_id, owner, chunk)
+        out.append(self._start_event(lane, chunk))
+        return self._content(kind, entity_id, lane, chunk, tag if tag is not None else owner, out, opened=True)
+
+    def _resolve_lane(self, kind: _Kind, entity_id: str | None, tag: _Owner, chunk: _Chunk,
+                      index: int | None) -> _Owner:
+        if entity_id is not None:
+            if (kind, entity_id) not in self._holders:
+                return tag
+            holder = self._holders[(kind, entity_id)]
+            if tag is not None and tag != holder:
+                # A delta-less chunk synthesizes nothing, so the verifier would never see this disagreement.
+                raise self._error(
+                    f"chunk subagentRunId {tag!r} does not match the owner of the open {_ENTITY[kind]} "
+                    f"{entity_id!r} ({_owner_label(holder)})",
+                    chunk, index, rule="SA-11/AGUI606", pointer="/subagentRunId",
+                )
+            return holder
+        if tag is not None:
+            return tag
+        parent = self._lanes.get(None)
+        if parent is not None and parent.kind == kind:
+            return None
+        candidates = self._lanes_of_kind[kind]
+        if len(candidates) > 1:
+            raise self._error(
+                f"an id-less {chunk.TYPE} without subagentRunId is ambiguous: {len(candidates)} lanes have an open "
+                f"{_ENTITY[kind]}", chunk, index, rule=_CONTINUATION_RULE[kind], pointer="/" + _ID_FIELD[kind],
+            )
+        for only in candidates:
+            return only
+        return None
+
+    def _check_opener(self, kind: _Kind, chunk: _Chunk, index: int | None) -> None:
+        match chunk:
+            case TextMessageChunkEvent(message_id=None):
+                raise self._error("the first TEXT_MESSAGE_CHUNK of a message must carry messageId", chunk, index,
+                                  rule="TX-12", pointer="/messageId")
+            case ReasoningMessageChunkEvent(message_id=None):
+                raise self._error("the first REASONING_MESSAGE_CHUNK of a message must carry messageId", chunk,
+                                  index, rule="RS-07", pointer="/messageId")
+            case ToolCallChunkEvent(tool_call_id=None):
+                raise self._error("the first TOOL_CALL_CHUNK of a tool call must carry toolCallId", chunk, index,
+                                  rule="TC-21", pointer="/toolCallId")
+            case ToolCallChunkEvent(tool_call_name=None):
+                raise self._error("the first TOOL_CALL_CHUNK of a tool call must carry toolCallName", chunk, index,
+                                  rule="TC-21", pointer="/toolCallName")
+            case _:
+                pass
+
+    def _check_agreement(self, lane: _Lane, chunk: _Chunk, index: int | None) -> None:
+        # The repeated field never survives expansion (content events do not carry it), so a
+        # disagreement has to be caught here or nowhere.
+        checks: list[tuple[str, str | None, str | None]]
+        match chunk:
+            case TextMessageChunkEvent():
+                checks = [("role", chunk.role, lane.role), ("name", chunk.name, lane.name)]
+            case ToolCallChunkEvent():
+                checks = [("toolCallName", chunk.tool_call_name, lane.name),
+                          ("parentMessageId", chunk.parent_message_id, lane.parent_message_id)]
+            case ReasoningMessageChunkEvent():
+                checks = []
+            case _:
+                assert_never(chunk)
+        for wire_name, incoming, established in checks:
+            if incoming is not None and incoming != established:
+                raise self._error(
+                    f"continuation chunk {wire_name} {incoming!r} does not match the open {_ENTITY[lane.kind]} "
+                    f"{lane.entity_id!r} ({'absent' if established is None else repr(established)})",
+                    chunk, index, rule=_CONTINUATION_RULE[lane.kind], pointer="/" + wire_name,
+                )
+
+    def _open_lane(self, kind: _Kind, entity_id: str, owner: _Owner, chunk: _Chunk) -> _Lane:
+        lane = _Lane(kind=kind, entity_id=entity_id, owner=owner)
+        match chunk:
+            case TextMessageChunkEvent():
+                lane.role = chunk.role if chunk.role is not None else "assistant"  # TX-08
+                lane.name = chunk.name
+            case ToolCallChunkEvent():
+                lane.name = chunk.tool_call_name
+                lane.parent_message_id = chunk.parent_message_id
+            case ReasoningMessageChunkEvent():
+                pass
+            case _:
+                assert_never(chunk)
+        self._lanes[owner] = lane
+        self._holders[(kind, entity_id)] = owner
+        self._lanes_of_kind[kind][owner] = None
+        return lane
+
+    def _start_event(self, lane: _Lane, chunk: _Chunk) -> Event:
+        # The opener carries the chunk's metadata (it builds the entity); rawEvent rides on the
+        # content event when there is one, since that is what the producer actually sent.
+        raw = chunk.raw_event if not chunk.delta else None
+        match lane.kind:
+            case "text":
+                return TextMessageStartEvent(message_id=lane.entity_id, role=lane.role, name=lane.name,
+                                             subagent_run_id=chunk.subagent_run_id, timestamp=chunk.timestamp,
+                                             raw_event=raw, metadata=chunk.metadata)
+            case "tool":
+                assert lane.name is not None
+                return ToolCallStartEvent(tool_call_id=lane.entity_id, tool_call_name=lane.name,
+                                          parent_message_id=lane.parent_message_id,
+                                          subagent_run_id=chunk.subagent_run_id, timestamp=chunk.timestamp,
+                                          raw_event=raw, metadata=chunk.metadata)
+            case "reasoning":
+                return ReasoningMessageStartEvent(message_id=lane.entity_id, subagent_run_id=chunk.subagent_run_id,
+                                                  timestamp=chunk.timestamp, raw_event=raw, metadata=chunk.metadata)
+            case _:
+                assert_never(lane.kind)
+
+    def _content(self, kind: _Kind, entity_id: str, lane: _Lane | None, chunk: _Chunk, owner: _Owner,
+                 out: list[Event | UnknownEvent], *, opened: bool) -> list[Event | UnknownEvent]:
+        metadata = None if opened else chunk.metadata
+        if not chunk.delta:
+            if lane is not None and metadata is not None:
+                lane.stash = _merged(lane.stash, metadata)
+            return out
+        if lane is not None and lane.stash is not None:
+            metadata = _merged(lane.stash, metadata)
+            lane.stash = None
+        delta = chunk.delta
+        fields: dict[str, Any] = {"delta": delta, "subagent_run_id": owner, "timestamp": chunk.timestamp,
+                                  "raw_event": chunk.raw_event, "metadata": metadata}
+        match kind:
+            case "text":
+                out.append(TextMessageContentEvent(message_id=entity_id, **fields))
+            case "tool":
+                out.append(ToolCallArgsEvent(tool_call_id=entity_id, **fields))
+            case "reasoning":
+                out.append(ReasoningMessageContentEvent(message_id=entity_id, **fields))
+            case _:
+                assert_never(kind)
+        return out
+
+    # -- closing lanes --------------------------------------------------------------------------
+
+    def _close_lane(self, owner: _Owner, timestamp: int | None) -> list[Event | UnknownEvent]:
+        lane = self._drop_lane(owner)
+        if lane is None:
+            return []
+        # The END is synthesized when the closing event arrives, so it takes that event's time;
+        # it carries no metadata but what delta-less continuations left for it.
+        match lane.kind:
+            case "text":
+                return [TextMessageEndEvent(message_id=lane.entity_id, subagent_run_id=lane.owner,
+                                            timestamp=timestamp, metadata=lane.stash)]
+            case "tool":
+                return [ToolCallEndEvent(tool_call_id=lane.entity_id, subagent_run_id=lane.owner,
+                                         timestamp=timestamp, metadata=lane.stash)]
+            case "reasoning":
+                return [ReasoningMessageEndEvent(message_id=lane.entity_id, subagent_run_id=lane.owner,
+                                                 timestamp=timestamp, metadata=lane.stash)]
+            case _:
+                assert_never(lane.kind)
+
+    def _close_all(self, timestamp: int | None) -> list[Event | UnknownEvent]:
+        out: list[Event | UnknownEvent] = []
+        for owner in list(self._lanes):
+            out.extend(self._close_lane(owner, timestamp))
+        return out
+
+    def _drop_lane(self, owner: _Owner) -> _Lane | None:
+        lane = self._lanes.pop(owner, None)
+        if lane is not None:
+            del self._holders[(lane.kind, lane.entity_id)]
+            del self._lanes_of_kind[lane.kind][owner]
+        return lane
+
+    def _error(self, message: str, chunk: _Chunk, index: int | None, *, rule: str, pointer: str) -> SequenceError:
+        return SequenceError(message, run_id=self._run_id, index=index, event_type=chunk.TYPE, pointer=pointer,
+                             rule=rule)
+
+
+def _owner_label(owner: _Owner) -> str:
+    return "the parent agent" if owner is None else f"subagent {owner!r}"
+
+
+def _merged(first: Mapping[str, Any] | None, second: Mapping[str, Any] | None) -> Metadata | None:
+    # TX-11: key by key, last write wins, never recursively.
+    if first is None:
+        return dict(second) if second is not None else None
+    if second is None:
+        return dict(first)
+    return {**first, **second}

@@ -1,0 +1,431 @@
+"""Interrupt expiry and the resume rules, judged before anything is sent.
+
+A run that stops to ask ends with interrupts; the run that continues it carries a resume list that
+must answer (``resolved``) or abandon (``cancelled``) every one of them, by id, exactly once, and
+must not answer one that has expired. The protocol makes this the consumer's rule (IR-12, IR-13):
+the producer is not asked to check, so this module is the only guard.
+
+* :func:`is_expired` / :func:`parse_expires_at` read ``expiresAt``.
+* :func:`check_resume` applies every rule to any list of entries. It is the egress check: whatever
+  built the list, it runs just before the bytes leave.
+* :class:`ResumeBuilder` records answers and abandonments and ``build()`` hands the list to
+  :func:`check_resume`, so the rules live once.
+
+Everything here is sans-IO: the clock is injected (``now=``) and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any, Final, TypeAlias
+
+import jsonschema
+import referencing.exceptions
+from dateutil.parser import isoparse
+from jsonschema.validators import validator_for
+from typing_extensions import Self
+
+from .codec import _warn
+from .errors import (
+    DuplicateResumeEntry,
+    ExpiredInterruptAnswered,
+    InvalidResumeEntry,
+    InvalidResumePayload,
+    NothingToResume,
+    ResumeRefused,
+    UncoveredInterrupts,
+    UnknownInterrupt,
+)
+from .types.base import JSON, Metadata
+from .types.run import Interrupt, ResumeEntry
+
+__all__ = ["Clock", "is_expired", "parse_expires_at", "check_resume", "ResumeBuilder", "PROBLEM_KINDS"]
+
+#: What ``now=`` accepts: a datetime (naive means UTC), a callable returning one, or ``None`` for the
+#: current UTC time.
+Clock: TypeAlias = datetime | Callable[[], datetime] | None
+
+#: The kinds of :attr:`ResumeRefused.problems`, in the order that picks the exception's class.
+PROBLEM_KINDS: Final = ("nothing", "uncovered", "expired", "unknown", "duplicate", "invalid", "invalid-entry")
+
+_REFUSALS: Final[dict[str, type[ResumeRefused]]] = {
+    "nothing": NothingToResume,
+    "uncovered": UncoveredInterrupts,
+    "expired": ExpiredInterruptAnswered,
+    "unknown": UnknownInterrupt,
+    "duplicate": DuplicateResumeEntry,
+    "invalid": InvalidResumePayload,
+    "invalid-entry": InvalidResumeEntry,
+}
+
+_STATUSES: Final = frozenset({"resolved", "cancelled"})
+
+# --------------------------------------------------------------------------------------------------
+# expiresAt
+# --------------------------------------------------------------------------------------------------
+
+# The grammar is gated before dateutil sees the value because isoparse is far more lenient than the
+# reference (JavaScript's Date): it reads ISO week dates, basic format (20260420T170000Z), hour-only
+# times and any separator character, all of which the reference calls Invalid Date. Accepted: the
+# ECMAScript date-time forms (YYYY, YYYY-MM, YYYY-MM-DD, then T or space, HH:MM[:SS[.frac]]) with the
+# offsets ISO 8601 allows (Z, ±HH:MM, ±HHMM, ±HH). ASCII digits only: \d would admit other scripts.
+_ISO_FORM = re.compile(
+    r"(?P<date>[0-9]{4}(?:-[0-9]{2})?)"
+    r"|(?P<day>[0-9]{4}-[0-9]{2}-[0-9]{2})"
+    r"(?:[T ](?P<hm>[0-9]{2}:[0-9]{2})(?::(?P<sec>[0-9]{2})(?P<frac>[.,][0-9]+)?)?"
+    r"(?P<tz>Z|[+-][0-9]{2}(?::?[0-9]{2})?)?)?"
+)
+
+_EARLIEST: Final = datetime.min.replace(tzinfo=timezone.utc)
+_LATEST: Final = datetime.max.replace(tzinfo=timezone.utc)
+
+
+def _read(value: str) -> tuple[datetime | None, bool]:
+    """``value`` as an aware UTC datetime (``None`` if unreadable), and whether it named no zone."""
+    # Lowercase t/z are RFC 3339 and the reference accepts them; Python's parsers do not all do so.
+    normal = value.upper()
+    match = _ISO_FORM.fullmatch(normal)
+    if match is None:
+        return None, False
+    extra = timedelta(0)
+    if match["sec"] == "60":
+        # A leap second (B253): no Python parser accepts second 60, and the instant it names is the
+        # one just before the next second, so read it as that next second.
+        normal = normal[: match.start("sec")] + "59" + normal[match.end("sec"):]
+        extra = timedelta(seconds=1)
+    try:
+        # isoparse truncates fractions beyond microseconds (B257) and rolls 24:00:00 to the next
+        # day's midnight (B258); it refuses impossible dates such as 2026-02-30 (B259).
+        parsed = isoparse(normal)
+    except (ValueError, OverflowError):
+        return None, False
+    naive = match["day"] is not None and match["hm"] is not None and match["tz"] is None
+    offset = parsed.utcoffset() or timedelta(0)
+    try:
+        return (parsed.replace(tzinfo=None) - offset + extra).replace(tzinfo=timezone.utc), naive
+    except OverflowError:
+        # Within a day of datetime's range: the instant exists, Python cannot hold it. Clamping keeps
+        # the verdict right (year 9999 in a western zone is still the far future).
+        return (_LATEST if extra - offset > timedelta(0) else _EARLIEST), naive
+
+
+def parse_expires_at(value: str) -> datetime | None:
+    """Read an ``expiresAt`` value as an aware UTC datetime.
+
+    Accepted forms are those the reference's date parser reads as ISO 8601: ``YYYY``, ``YYYY-MM``,
+    ``YYYY-MM-DD``, optionally followed by ``T`` (or a space) and ``HH:MM``, ``HH:MM:SS`` or
+    ``HH:MM:SS.fraction``, and a zone ``Z``, ``±HH:MM``, ``±HHMM`` or ``±HH``. ``t`` and ``z`` may be
+    lowercase. A value without a zone is read as UTC (the reference reads a date-time without a zone
+    as host-local time, which makes its verdict depend on where it runs; a date alone it reads as
+    UTC midnight, as here). Fractions beyond microseconds are truncated; a leap second ``…:60`` is
+    the next second; ``24:00:00`` is the next day's midnight.
+
+    Args:
+        value: the ``expiresAt`` string.
+
+    Returns:
+        The instant in UTC, or ``None`` when the value is not such a date: impossible dates
+        (``2026-02-30``), surrounding whitespace, ISO week dates, the empty string, anything else.
+    """
+    if not isinstance(value, str):
+        return None
+    return _read(value)[0]
+
+
+def _clock(now: Clock) -> datetime:
+    current = now() if callable(now) else now
+    if current is None:
+        return datetime.now(timezone.utc)
+    if not isinstance(current, datetime):
+        raise TypeError(f"now must be a datetime or return one, got {type(current).__name__}")
+    if current.tzinfo is None or current.utcoffset() is None:
+        return current.replace(tzinfo=timezone.utc)
+    return current.astimezone(timezone.utc)
+
+
+def _judge_expiry(interrupt: Interrupt, current: datetime) -> bool:
+    value = interrupt.expires_at
+    if value is None:
+        return False
+    instant, naive = _read(value) if isinstance(value, str) else (None, False)
+    if instant is None:
+        _warn("IR-18", f"interrupt {interrupt.id!r}: expiresAt {value!r} is not a date; it never expires",
+              once=("expiresAt", str(interrupt.id), repr(value)))
+        return False
+    if naive:
+        _warn("IR-17", f"interrupt {interrupt.id!r}: expiresAt {value!r} names no zone; read as UTC "
+                       "(the reference reads it as host-local time)",
+              once=("expiresAt", str(interrupt.id), repr(value)))
+    return instant <= current
+
+
+def is_expired(interrupt: Interrupt, now: Clock = None) -> bool:
+    """Whether ``interrupt`` has expired at ``now``: its ``expiresAt`` is now or earlier.
+
+    ``expiresAt`` is read by :func:`parse_expires_at`. An interrupt without one never expires. A value
+    that is not a date never expires either (IR-18) and gives one warning naming the interrupt; so
+    does a date-time without a zone, which is read as UTC (B246). Warnings go to the active
+    :func:`agui_client.codec.collect_warnings` sink (once per interrupt id and value), or else through
+    :mod:`warnings` as :class:`~agui_client.errors.AguiWarning` (whose default filter shows each
+    distinct message once per calling location).
+
+    Args:
+        interrupt: the interrupt to judge.
+        now: the current time: a datetime (naive means UTC), a callable returning one, or ``None``
+            for the current UTC time.
+
+    Returns:
+        ``True`` when the interrupt can no longer be answered, only abandoned.
+    """
+    return _judge_expiry(interrupt, _clock(now))
+
+
+# --------------------------------------------------------------------------------------------------
+# The resume rules
+# --------------------------------------------------------------------------------------------------
+
+_MAX_MESSAGES = 10
+_MAX_MESSAGE_CHARS = 300
+
+
+def _shorten(text: str) -> str:
+    # jsonschema quotes the offending instance in full; a large payload must not make a huge error.
+    return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 1] + "…"
+
+
+def _pointer(path: Iterable[object]) -> str:
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def _schema_errors(schema: Any, payload: JSON) -> list[str]:
+    """Readable reasons ``payload`` fails ``schema``; an unusable schema is a reason too, never a crash."""
+    if not isinstance(schema, (dict, bool)):
+        return [f"responseSchema is not a JSON Schema (an object or a boolean), got {type(schema).__name__}"]
+    if isinstance(schema, dict) and "$schema" in schema and not isinstance(schema["$schema"], str):
+        return ["responseSchema is invalid: $schema must be a string"]
+    # A schema naming an unknown $schema is read with the newest draft (the explicit default also
+    # keeps jsonschema from warning about it).
+    # The stubs say Mapping; jsonschema also takes the boolean schemas checked for above.
+    usable: Any = schema
+    cls = validator_for(usable, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(usable)
+    except jsonschema.SchemaError as exc:
+        return [_shorten(f"responseSchema is invalid: {exc.message}")]
+    # Without a registry, references are never fetched: a remote $ref is reported, not retrieved.
+    messages: list[str] = []
+    try:
+        found = sorted(cls(usable).iter_errors(payload), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    except referencing.exceptions.Unresolvable as exc:
+        return [_shorten(f"responseSchema is unusable: cannot resolve a reference ({exc})")]
+    except RecursionError:
+        return ["responseSchema is unusable: its references never reach a definition"]
+    for error in found[:_MAX_MESSAGES]:
+        where = _pointer(error.absolute_path)
+        text = f"at {where}: {error.message}" if where else error.message
+        messages.append(_shorten(text if payload is not None else f"no payload given, but {text}"))
+    if len(found) > _MAX_MESSAGES:
+        messages.append(f"… and {len(found) - _MAX_MESSAGES} more")
+    return messages
+
+
+def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors: Mapping[str, Sequence[str]],
+             ) -> ResumeRefused:
+    kind = next(k for k in PROBLEM_KINDS if problems[k])
+    offending = {i for ids in problems.values() for i in ids}
+    ids = [i for i in order if i in offending]
+    parts = []
+    if problems["nothing"]:
+        parts.append(f"the thread has no open interrupts, so {list(problems['nothing'])} answer nothing")
+    if problems["uncovered"]:
+        parts.append(f"no entry for {list(problems['uncovered'])} (omission is not abandonment: answer or "
+                     "abandon each)")
+    if problems["expired"]:
+        parts.append(f"{list(problems['expired'])} expired and can only be abandoned")
+    if problems["unknown"] and not problems["nothing"]:
+        parts.append(f"{list(problems['unknown'])} name no open interrupt")
+    if problems["duplicate"]:
+        parts.append(f"{list(problems['duplicate'])} have more than one entry")
+    if problems["invalid"]:
+        parts.append("payloads fail their responseSchema: " + "; ".join(
+            f"{i!r}: {', '.join(errors[i])}" for i in problems["invalid"]))
+    if problems["invalid-entry"]:
+        parts.append(f"entries for {list(problems['invalid-entry'])} are malformed (status must be "
+                     "'resolved' or 'cancelled', the id a string)")
+    return _REFUSALS[kind]("resume refused, nothing was sent: " + "; ".join(parts), ids=ids,
+                           problems=problems, errors=errors)
+
+
+def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeEntry], current: datetime,
+                   ) -> ResumeRefused | None:
+    # A producer that repeated an id (IR-06) raised one slot under that id: one entry covers it, and it
+    # must satisfy every copy (expired if any copy is, valid against every schema).
+    raised: dict[str, list[Interrupt]] = {}
+    for interrupt in open_interrupts:
+        raised.setdefault(interrupt.id, []).append(interrupt)
+
+    named: dict[str, list[ResumeEntry]] = {}
+    malformed: list[str] = []
+    for entry in entries:
+        if not isinstance(entry, ResumeEntry):
+            raise TypeError(f"a resume list holds ResumeEntry objects, got {type(entry).__name__}")
+        key = entry.interrupt_id if isinstance(entry.interrupt_id, str) else repr(entry.interrupt_id)
+        named.setdefault(key, []).append(entry)
+        bad = not isinstance(entry.interrupt_id, str) or entry.status not in _STATUSES
+        if bad and key not in malformed:
+            malformed.append(key)
+
+    unknown = [key for key in named if key not in raised]
+    # Offending ids are listed in raise order, then the unknown ones in the order given.
+    order = [*raised, *unknown]
+    problems: dict[str, list[str]] = {kind: [] for kind in PROBLEM_KINDS}
+    errors: dict[str, list[str]] = {}
+    if not raised:
+        problems["nothing"] = list(unknown)
+    problems["unknown"] = unknown
+    problems["duplicate"] = [key for key in order if len(named.get(key, ())) > 1]
+    problems["invalid-entry"] = [key for key in order if key in malformed]
+    for key, copies in raised.items():
+        answers = [entry for entry in named.get(key, ()) if entry.status == "resolved"]
+        if key not in named:
+            problems["uncovered"].append(key)
+        elif answers and any(_judge_expiry(interrupt, current) for interrupt in copies):
+            problems["expired"].append(key)
+        for entry in answers:
+            for interrupt in copies:
+                if interrupt.response_schema is not None:
+                    errors.setdefault(key, []).extend(_schema_errors(interrupt.response_schema, entry.payload))
+        if errors.get(key):
+            problems["invalid"].append(key)
+    if not any(problems.values()):
+        return None
+    return _refusal({k: tuple(v) for k, v in problems.items()}, order, {k: tuple(v) for k, v in errors.items() if v})
+
+
+def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeEntry], *, now: Clock = None,
+                 ) -> None:
+    """Refuse a resume list that breaks the interrupt rules; the check to run before any byte is sent.
+
+    The list must name every open interrupt (IR-12; omission is never abandonment), each exactly
+    once, and nothing else (IR-10). A ``resolved`` entry must not answer an interrupt that is
+    expired at ``now`` (IR-19); a ``cancelled`` one may, and is how a thread moves past it (IR-20).
+    A ``resolved`` payload must satisfy the interrupt's ``responseSchema`` (IR-30); a missing payload
+    is checked as ``null``, and an interrupt without a schema accepts anything. Every status must be
+    ``resolved`` or ``cancelled`` (B270). With no open interrupts, any entry answers nothing (B269);
+    an empty list with nothing open is an ordinary run and passes.
+
+    Args:
+        open_interrupts: the interrupts of the run being continued, in the order they were raised.
+        entries: the resume list, however it was made.
+        now: the clock expiry is judged with (see :func:`is_expired`).
+
+    Raises:
+        ResumeRefused: the subclass of the first kind found in the order of :data:`PROBLEM_KINDS`,
+            with ``.problems`` holding every kind (each a tuple of ids, possibly empty), ``.ids``
+            every offending id, and ``.errors`` the schema messages by id.
+        TypeError: ``entries`` holds something other than :class:`ResumeEntry`.
+    """
+    refusal = _find_problems(tuple(open_interrupts), tuple(entries), _clock(now))
+    if refusal is not None:
+        raise refusal
+
+
+class ResumeBuilder:
+    """Assembles the resume list for a thread's open interrupts, refusing an invalid one at ``build()``.
+
+    ``answer`` and ``abandon`` only record: a second entry for one id, or an id that is not open, is
+    kept and reported by ``build()``, never silently overwritten or dropped.
+
+    Example::
+
+        builder = ResumeBuilder(result.interrupts, now=clock)
+        builder.answer("approve-1", {"approved": True}).abandon("upload-2")
+        entries = builder.build()  # raises ResumeRefused naming every offending id
+    """
+
+    __slots__ = ("_interrupts", "_now", "_entries")
+
+    def __init__(self, interrupts: Iterable[Interrupt], *, now: Clock = None) -> None:
+        """Start a resume list.
+
+        Args:
+            interrupts: the open interrupts of the run being continued, in the order raised.
+            now: the clock ``build()`` and :attr:`expired` judge expiry with (see :func:`is_expired`).
+        """
+        self._interrupts = tuple(interrupts)
+        self._now = now
+        self._entries: list[ResumeEntry] = []
+
+    @property
+    def interrupts(self) -> tuple[Interrupt, ...]:
+        """The open interrupts, in the order they were raised."""
+        return self._interrupts
+
+    @property
+    def entries(self) -> tuple[ResumeEntry, ...]:
+        """The entries recorded so far, in call order (duplicates and unknown ids included)."""
+        return tuple(self._entries)
+
+    @property
+    def uncovered(self) -> tuple[str, ...]:
+        """Ids of open interrupts that have no entry yet, in raise order."""
+        named = {entry.interrupt_id for entry in self._entries}
+        return tuple(dict.fromkeys(i.id for i in self._interrupts if i.id not in named))
+
+    @property
+    def expired(self) -> tuple[str, ...]:
+        """Ids of open interrupts that are expired now (abandon them; they cannot be answered)."""
+        current = _clock(self._now)
+        return tuple(dict.fromkeys(i.id for i in self._interrupts if _judge_expiry(i, current)))
+
+    def answer(self, interrupt_id: str, payload: JSON = None, *, metadata: Metadata | None = None) -> Self:
+        """Record a ``resolved`` entry: the answer the interrupt asked for.
+
+        Args:
+            interrupt_id: the interrupt answered.
+            payload: the answer (any JSON). ``None`` means no payload: it is left out of the wire
+                entry, as ``null`` is (B273), and is allowed only when the schema accepts ``null``.
+            metadata: envelope information about the answer (signatures, routing), not the answer.
+
+        Returns:
+            The builder, for chaining.
+        """
+        self._entries.append(ResumeEntry(interrupt_id=interrupt_id, status="resolved", payload=payload,
+                                         metadata=metadata))
+        return self
+
+    def abandon(self, interrupt_id: str, *, metadata: Metadata | None = None) -> Self:
+        """Record a ``cancelled`` entry: the interrupt is explicitly abandoned (allowed when expired).
+
+        Args:
+            interrupt_id: the interrupt abandoned.
+            metadata: envelope information about the decision.
+
+        Returns:
+            The builder, for chaining.
+        """
+        self._entries.append(ResumeEntry(interrupt_id=interrupt_id, status="cancelled", metadata=metadata))
+        return self
+
+    def build(self) -> tuple[ResumeEntry, ...]:
+        """The resume list, in the order the interrupts were raised, after :func:`check_resume`.
+
+        Expiry is judged now, at build time, with the builder's clock.
+
+        Returns:
+            One entry per open interrupt.
+
+        Raises:
+            NothingToResume: there are no open interrupts.
+            ResumeRefused: the subclass named by :func:`check_resume`, listing every offending id.
+        """
+        if not self._interrupts:
+            ids = tuple(dict.fromkeys(e.interrupt_id for e in self._entries))
+            problems = {kind: ids if kind in ("nothing", "unknown") else () for kind in PROBLEM_KINDS}
+            raise NothingToResume("resume refused, nothing was sent: the thread has no open interrupts",
+                                  ids=ids, problems=problems)
+        check_resume(self._interrupts, self._entries, now=self._now)
+        rank = {interrupt_id: n for n, interrupt_id in enumerate(dict.fromkeys(i.id for i in self._interrupts))}
+        return tuple(sorted(self._entries, key=lambda entry: rank[entry.interrupt_id]))

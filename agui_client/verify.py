@@ -1,0 +1,668 @@
+"""The sequence rules of a run stream: one mutable state machine, O(1) per event.
+
+Theory of operation
+-------------------
+A stream holds one or more runs, one after another (LC-06). Where the stream stands is its
+*phase*, and which run-lifecycle event a phase admits is data, in :data:`TRANSITIONS`, in the
+manner of h11's state tables::
+
+    idle ──RUN_STARTED──▶ running ──RUN_FINISHED──▶ finished ──RUN_ERROR──▶ late-error
+      │                     │                          (the one late RUN_ERROR, CL-02)
+      └─RUN_ERROR (LC-02)─▶ errored ◀──RUN_ERROR──┘
+    finished / errored / late-error ──RUN_STARTED──▶ running (a fresh run scope)
+
+Inside a run, the *id rules* are code: a ``match`` on the event's class keeps the open text
+messages, tool calls, reasoning spans and messages, steps and subagents, and refuses a continuation
+of something not open, a second opener of something open, and a run that finishes with anything
+still open. ``RUN_ERROR`` ends a run as it stands: what is open then is debris of the failure, not
+a further violation (ST-05).
+
+Every entity remembers, for the rest of its run, the owner it was opened under: ``None`` for the
+parent agent, else a ``subagentRunId`` (``""`` is a subagent and never the parent: UK-15). A
+continuation or close whose tag names another owner is refused (SA-11); an absent tag never
+disagrees, and a tag need not name a started subagent (SA-12). Ids are unique per kind only: a
+message and a tool call may share one (UK-16).
+
+Breaches the protocol forbids raise :class:`~agui_client.errors.SequenceError` naming the rule
+(``rules.md`` id and, where the validator has one, its code: ``"TX-02/AGUI101"``), the run, the
+event index and type. Contradictions a client survives come back from :meth:`RunVerifier.check` as
+:class:`~agui_client.errors.StreamWarning` values. The verdicts follow ``spec/bad-inputs.md``.
+
+The verifier expects chunks already expanded (:class:`~agui_client.chunks.ChunkExpander`);
+``UnknownEvent`` passes unchecked (the codec has warned about it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Set
+from types import MappingProxyType
+from typing import Literal
+
+from attrs import define, field, frozen
+from typing_extensions import assert_never
+
+from .errors import SequenceError, StreamEnded, StreamWarning
+from .types.events import (
+    ActivityDeltaEvent,
+    ActivitySnapshotEvent,
+    CustomEvent,
+    Event,
+    MessagesSnapshotEvent,
+    RawEvent,
+    ReasoningEncryptedValueEvent,
+    ReasoningEndEvent,
+    ReasoningMessageChunkEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    UnknownEvent,
+)
+from .types.messages import ActivityMessage, AssistantMessage, Message, ReasoningMessage
+from .types.run import (
+    RunFinishedCancelledOutcome,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    SubagentFinishedSuspendedOutcome,
+)
+
+__all__ = ["RunVerifier", "Phase", "PhaseRow", "Violation", "TRANSITIONS"]
+
+Phase = Literal["idle", "running", "finished", "errored", "late-error"]
+
+_Owner = str | None
+_SEEDED = -1  # the run number recorded for ids learnt from history (snapshots, the input echo)
+
+
+@frozen(kw_only=True)
+class Violation:
+    """A lifecycle event a phase does not admit.
+
+    Attributes:
+        rule: the rule id and validator code, as on the raised ``SequenceError``.
+        message: what went wrong, for a person.
+    """
+
+    rule: str
+    message: str
+
+
+@frozen(kw_only=True)
+class PhaseRow:
+    """What each kind of event does in one phase: the next phase, or the violation it is."""
+
+    run_started: Phase | Violation
+    run_finished: Phase | Violation
+    run_error: Phase | Violation
+    other: Phase | Violation
+
+
+_NOT_STARTED = Violation(rule="LC-01/AGUI001", message="the first event must be RUN_STARTED (or RUN_ERROR)")
+_AFTER_FINISHED = Violation(
+    rule="CL-01/AGUI004",
+    message="the run already finished; only one late RUN_ERROR or a new RUN_STARTED may follow",
+)
+_AFTER_ERROR = Violation(
+    rule="LC-14/AGUI004", message="the run failed with RUN_ERROR; only a new RUN_STARTED may follow"
+)
+_AFTER_LATE_ERROR = Violation(
+    rule="CL-03/AGUI004",
+    message="the closed run already had its one late RUN_ERROR; only a new RUN_STARTED may follow",
+)
+_FINISHED_AFTER_ERROR = Violation(rule="CL-05/AGUI005", message="RUN_FINISHED after RUN_ERROR")
+
+#: The run-lifecycle phase table: phase -> what RUN_STARTED, RUN_FINISHED, RUN_ERROR and any other
+#: event lead to. ``UnknownEvent`` is outside the table.
+TRANSITIONS: Mapping[Phase, PhaseRow] = MappingProxyType({
+    "idle": PhaseRow(run_started="running", run_finished=_NOT_STARTED, run_error="errored", other=_NOT_STARTED),
+    "running": PhaseRow(
+        run_started=Violation(rule="LC-05/AGUI002", message="RUN_STARTED while a run is still open"),
+        run_finished="finished",
+        run_error="errored",
+        other="running",
+    ),
+    "finished": PhaseRow(
+        run_started="running", run_finished=_AFTER_FINISHED, run_error="late-error", other=_AFTER_FINISHED
+    ),
+    "errored": PhaseRow(
+        run_started="running", run_finished=_FINISHED_AFTER_ERROR, run_error=_AFTER_ERROR, other=_AFTER_ERROR
+    ),
+    "late-error": PhaseRow(
+        run_started="running", run_finished=_FINISHED_AFTER_ERROR, run_error=_AFTER_LATE_ERROR, other=_AFTER_LATE_ERROR
+    ),
+})
+
+_TERMINATED: frozenset[Phase] = frozenset({"finished", "errored", "late-error"})
+_CHUNKS = (TextMessageChunkEvent, ToolCallChunkEvent, ReasoningMessageChunkEvent)
+
+
+@define
+class _Run:
+    """The bookkeeping of one run scope, dropped whole when the next run starts."""
+
+    number: int
+    run_id: str | None = None
+    thread_id: str | None = None
+    # Open entities, id -> owner.
+    messages: dict[str, _Owner] = field(factory=dict)
+    tool_calls: dict[str, _Owner] = field(factory=dict)
+    reasoning_spans: dict[str, _Owner] = field(factory=dict)
+    reasoning_messages: dict[str, _Owner] = field(factory=dict)
+    steps: dict[tuple[_Owner, str], None] = field(factory=dict)
+    step_names: dict[str, int] = field(factory=dict)  # open steps per name, across owners
+    subagents: dict[str, None] = field(factory=dict)
+    # Owners outlive the close for the rest of the run: a later reopen or encrypted value is
+    # checked against them.
+    message_owner: dict[str, _Owner] = field(factory=dict)
+    tool_call_owner: dict[str, _Owner] = field(factory=dict)
+    reasoning_owner: dict[str, _Owner] = field(factory=dict)  # spans and messages share owners
+    activity_owner: dict[str, _Owner] = field(factory=dict)
+    closed_subagents: set[str] = field(factory=set)
+    suspended: dict[str, tuple[str, ...]] = field(factory=dict)  # subagent -> its interruptIds
+    answered: set[str] = field(factory=set)  # tool call ids with a TOOL_CALL_RESULT in this run
+
+
+class RunVerifier:
+    """Checks one response's events against the AG-UI run sequence rules.
+
+    Feed every event (after chunk expansion) to :meth:`check`, then call :meth:`end` when the
+    stream ends.
+
+    Args:
+        known_tool_call_ids: tells whether a tool call id exists in the thread's history, so a
+            ``TOOL_CALL_RESULT`` answering a call of an earlier run is not unknown (TC-10).
+        known_message_ids: tells whether a message id exists in the thread's history, so reusing
+            it is reported (B149).
+    """
+
+    def __init__(
+        self,
+        *,
+        known_tool_call_ids: Callable[[str], bool] | None = None,
+        known_message_ids: Callable[[str], bool] | None = None,
+    ) -> None:
+        self._known_tool_call_ids = known_tool_call_ids
+        self._known_message_ids = known_message_ids
+        self._phase: Phase = "idle"
+        self._run = _Run(number=0)
+        # id -> number of the last run that used it, across the whole stream (for B149, TC-05, TC-10).
+        self._message_run: dict[str, int] = {}
+        self._tool_call_run: dict[str, int] = {}
+
+    # -- public state -------------------------------------------------------------------------
+
+    @property
+    def phase(self) -> Phase:
+        """Where the stream stands: ``idle``, ``running``, ``finished``, ``errored`` or ``late-error``."""
+        return self._phase
+
+    @property
+    def run_id(self) -> str | None:
+        """The current (or last) run's id; ``None`` before any ``RUN_STARTED``."""
+        return self._run.run_id
+
+    @property
+    def thread_id(self) -> str | None:
+        """The current (or last) run's thread id; ``None`` before any ``RUN_STARTED``."""
+        return self._run.thread_id
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the last run ended with ``RUN_FINISHED`` or ``RUN_ERROR``."""
+        return self._phase in _TERMINATED
+
+    @property
+    def open_message_ids(self) -> Set[str]:
+        """Text messages of the current run still open (a live view, replaced when a run starts)."""
+        return self._run.messages.keys()
+
+    @property
+    def open_tool_call_ids(self) -> Set[str]:
+        """Tool calls of the current run whose arguments are still streaming (a live view)."""
+        return self._run.tool_calls.keys()
+
+    @property
+    def open_reasoning_message_ids(self) -> Set[str]:
+        """Reasoning messages of the current run still open (a live view)."""
+        return self._run.reasoning_messages.keys()
+
+    @property
+    def active_subagent_ids(self) -> Set[str]:
+        """Subagents of the current run started and not yet finished (a live view)."""
+        return self._run.subagents.keys()
+
+    @property
+    def open_entities(self) -> tuple[str, ...]:
+        """Everything of the current run left open, labelled for a person (``"message 'm1'"`` …)."""
+        run = self._run
+        return (
+            *(f"message {i!r}" for i in run.messages),
+            *(f"tool call {i!r}" for i in run.tool_calls),
+            *(f"reasoning message {i!r}" for i in run.reasoning_messages),
+            *(f"reasoning span {i!r}" for i in run.reasoning_spans),
+            *(f"step {name!r}" + ("" if owner is None else f" of subagent {owner!r}") for owner, name in run.steps),
+            *(f"subagent {i!r}" for i in run.subagents),
+        )
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    def check(self, event: Event | UnknownEvent, index: int) -> list[StreamWarning]:
+        """Check the next event and advance the state.
+
+        Args:
+            event: the event, after chunk expansion.
+            index: its 0-based index in the stream.
+
+        Returns:
+            Warnings about contradictions the client tolerates (empty for most events).
+
+        Raises:
+            SequenceError: the event breaks a sequence rule; the verifier's state is unchanged.
+            TypeError: a ``*_CHUNK`` event was not expanded first.
+        """
+        if isinstance(event, UnknownEvent):
+            return []
+        if isinstance(event, _CHUNKS):
+            raise TypeError(f"{event.TYPE} must be expanded with ChunkExpander before verification")
+        row = TRANSITIONS[self._phase]
+        match event:
+            case RunStartedEvent():
+                target = row.run_started
+            case RunFinishedEvent():
+                target = row.run_finished
+            case RunErrorEvent():
+                target = row.run_error
+            case _:
+                target = row.other
+        if isinstance(target, Violation):
+            raise self._error(target.message, event, index, rule=target.rule)
+        warnings = self._apply(event, index)
+        self._phase = target
+        return warnings
+
+    def end(self, index: int) -> None:
+        """The stream ended (cleanly or not).
+
+        Args:
+            index: the index the next event would have had.
+
+        Raises:
+            StreamEnded: a run is still open, or no run ever started (LC-04); ``open_entities``
+                lists what was left open.
+        """
+        if self._phase == "running":
+            raise StreamEnded("the stream ended without RUN_FINISHED or RUN_ERROR", open_entities=self.open_entities,
+                              run_id=self._run.run_id, index=index, rule="LC-04/AGUI003")
+        if self._phase == "idle":
+            raise StreamEnded("the stream ended without RUN_FINISHED or RUN_ERROR (no run started)",
+                              index=index, rule="LC-04/AGUI003")
+
+    # -- the id rules -------------------------------------------------------------------------
+
+    def _apply(self, event: Event, index: int) -> list[StreamWarning]:
+        run = self._run
+        match event:
+            case RunStartedEvent():
+                self._run = _Run(number=run.number + 1, run_id=event.run_id, thread_id=event.thread_id)
+                if event.input is not None:
+                    self._seed(event.input.messages, authoritative=False)
+            case RunFinishedEvent():
+                return self._run_finished(event, index)
+            case RunErrorEvent():
+                pass
+            case TextMessageStartEvent():
+                return self._text_start(event, index)
+            case TextMessageContentEvent() | TextMessageEndEvent():
+                is_end = isinstance(event, TextMessageEndEvent)
+                self._continue(run.messages, event.message_id, event.subagent_run_id, event, index, kind="text message",
+                               rule="TX-02/AGUI102" if is_end else "TX-02/AGUI101", pointer="/messageId")
+                if is_end:
+                    del run.messages[event.message_id]
+            case ToolCallStartEvent():
+                return self._tool_call_start(event, index)
+            case ToolCallArgsEvent() | ToolCallEndEvent():
+                is_end = isinstance(event, ToolCallEndEvent)
+                self._continue(run.tool_calls, event.tool_call_id, event.subagent_run_id, event, index,
+                               kind="tool call", rule="TC-02/AGUI202" if is_end else "TC-02/AGUI201",
+                               pointer="/toolCallId")
+                if is_end:
+                    del run.tool_calls[event.tool_call_id]
+            case ToolCallResultEvent():
+                return self._tool_call_result(event, index)
+            case ReasoningStartEvent():
+                self._reasoning_open(run.reasoning_spans, event, index, kind="reasoning span")
+            case ReasoningMessageStartEvent():
+                self._reasoning_open(run.reasoning_messages, event, index, kind="reasoning message")
+            case ReasoningMessageContentEvent() | ReasoningMessageEndEvent():
+                self._continue(run.reasoning_messages, event.message_id, event.subagent_run_id, event, index,
+                               kind="reasoning message", rule="RS-02/AGUI401", pointer="/messageId")
+                if isinstance(event, ReasoningMessageEndEvent):
+                    del run.reasoning_messages[event.message_id]
+            case ReasoningEndEvent():
+                self._continue(run.reasoning_spans, event.message_id, event.subagent_run_id, event, index,
+                               kind="reasoning span", rule="RS-03", pointer="/messageId")
+                del run.reasoning_spans[event.message_id]
+            case ReasoningEncryptedValueEvent():
+                self._encrypted_value(event, index)
+            case StepStartedEvent():
+                self._step_started(event, index)
+            case StepFinishedEvent():
+                self._step_finished(event, index)
+            case SubagentStartedEvent():
+                self._subagent_started(event, index)
+            case SubagentFinishedEvent() | SubagentErrorEvent():
+                self._subagent_closed(event, index)
+            case ActivitySnapshotEvent():
+                # Only a replacing snapshot re-mints, and so re-owns, an existing activity (AC-08).
+                if event.message_id not in run.activity_owner or event.replace is not False:
+                    run.activity_owner[event.message_id] = event.subagent_run_id
+            case ActivityDeltaEvent():
+                if event.message_id in run.activity_owner:
+                    self._agree(event.subagent_run_id, run.activity_owner[event.message_id], event, index,
+                                kind="activity", entity_id=event.message_id, rule="AC-08/AGUI606")
+            case MessagesSnapshotEvent():
+                # The snapshot restates the conversation, so its owners replace the recorded ones.
+                self._seed(event.messages, authoritative=True)
+            case StateSnapshotEvent() | StateDeltaEvent() | CustomEvent() | RawEvent():
+                pass  # attribution on these is provenance, not ownership (SP-14)
+            case TextMessageChunkEvent() | ToolCallChunkEvent() | ReasoningMessageChunkEvent():
+                raise TypeError(f"{event.TYPE} must be expanded with ChunkExpander before verification")
+            case _:
+                assert_never(event)
+        return []
+
+    def _text_start(self, event: TextMessageStartEvent, index: int) -> list[StreamWarning]:
+        run, message_id = self._run, event.message_id
+        if message_id in run.messages:
+            raise self._error(f"text message {message_id!r} is already open", event, index,
+                              rule="TX-03/AGUI106", pointer="/messageId")
+        owner = event.subagent_run_id
+        if message_id in run.message_owner:
+            # An untagged reopen agrees with any owner and must not hand the message to the parent.
+            owner = run.message_owner[message_id]
+            self._agree(event.subagent_run_id, owner, event, index, kind="message", entity_id=message_id)
+        warnings = []
+        last_run = self._message_run.get(message_id)
+        if last_run == run.number:
+            warnings.append(self._warning(f"message id {message_id!r} is already used in this run", event, index,
+                                          code="TX-05/AGUI104", pointer="/messageId"))
+        elif last_run is not None or (self._known_message_ids is not None and self._known_message_ids(message_id)):
+            warnings.append(self._warning(f"message id {message_id!r} already names a message of the thread", event,
+                                          index, code="TX-05/AGUI104", pointer="/messageId"))
+        run.messages[message_id] = owner
+        run.message_owner[message_id] = owner
+        self._message_run[message_id] = run.number
+        return warnings
+
+    def _tool_call_start(self, event: ToolCallStartEvent, index: int) -> list[StreamWarning]:
+        run, call_id, tag = self._run, event.tool_call_id, event.subagent_run_id
+        if call_id in run.tool_calls:
+            raise self._error(f"tool call {call_id!r} is already open", event, index, rule="TC-03",
+                              pointer="/toolCallId")
+        # A tool call has no owner of its own: it belongs to the message that carries it (TC-14).
+        parent, inherits, inherited = event.parent_message_id, False, None
+        if parent is not None and parent in run.message_owner:
+            inherits, inherited = True, run.message_owner[parent]
+        if inherits and tag is not None and tag != inherited:
+            raise self._error(f"subagentRunId {tag!r} does not match the owner of parent message "
+                              f"{parent!r} ({_owner_label(inherited)})", event, index, rule="TC-14",
+                              pointer="/subagentRunId")
+        owner = tag if tag is not None else inherited
+        if call_id in run.tool_call_owner:
+            owner = run.tool_call_owner[call_id]
+            self._agree(tag, owner, event, index, kind="tool call", entity_id=call_id)
+            if tag is None and inherits and inherited != owner:
+                raise self._error(f"tool call {call_id!r} belongs to {_owner_label(owner)} but its parent message "
+                                  f"{parent!r} to {_owner_label(inherited)}", event, index,
+                                  rule="TC-14", pointer="/parentMessageId")
+        warnings = []
+        if self._tool_call_run.get(call_id) == run.number:
+            warnings.append(self._warning(f"tool call id {call_id!r} re-used after its TOOL_CALL_END in this run",
+                                          event, index, code="TC-05/AGUI205", pointer="/toolCallId"))
+        run.tool_calls[call_id] = owner
+        run.tool_call_owner[call_id] = owner
+        self._tool_call_run[call_id] = run.number
+        return warnings
+
+    def _tool_call_result(self, event: ToolCallResultEvent, index: int) -> list[StreamWarning]:
+        run, call_id = self._run, event.tool_call_id
+        warnings = []
+        if call_id in run.tool_calls:
+            warnings.append(self._warning(f"result for tool call {call_id!r} before its TOOL_CALL_END", event, index,
+                                          code="TC-12/AGUI206", pointer="/toolCallId"))
+        elif not self._tool_call_known(call_id):
+            warnings.append(self._warning(f"result for tool call {call_id!r}, unknown in this run and the thread",
+                                          event, index, code="TC-11/AGUI207", pointer="/toolCallId"))
+        run.answered.add(call_id)
+        # A result mints a tool message; its own tag says who owns it, and the newest mint wins.
+        run.message_owner[event.message_id] = event.subagent_run_id
+        self._message_run[event.message_id] = run.number
+        return warnings
+
+    def _reasoning_open(self, open_ids: dict[str, _Owner], event: ReasoningStartEvent | ReasoningMessageStartEvent,
+                        index: int, *, kind: str) -> None:
+        run, message_id = self._run, event.message_id
+        if message_id in open_ids:
+            raise self._error(f"{kind} {message_id!r} is already open", event, index, rule="RS-04",
+                              pointer="/messageId")
+        # A span and the message inside it may share an id, and then they share one owner.
+        owner = event.subagent_run_id
+        if message_id in run.reasoning_owner:
+            owner = run.reasoning_owner[message_id]
+            self._agree(event.subagent_run_id, owner, event, index, kind=kind, entity_id=message_id)
+        open_ids[message_id] = owner
+        run.reasoning_owner[message_id] = owner
+
+    def _encrypted_value(self, event: ReasoningEncryptedValueEvent, index: int) -> None:
+        run, entity_id = self._run, event.entity_id
+        # "message" covers text and reasoning messages; ids are unique per kind, so one bucket at most has it.
+        buckets = (run.tool_call_owner,) if event.subtype == "tool-call" else (run.message_owner, run.reasoning_owner)
+        for owners in buckets:
+            if entity_id in owners:
+                self._agree(event.subagent_run_id, owners[entity_id], event, index, kind=event.subtype,
+                            entity_id=entity_id)
+                return
+
+    def _step_started(self, event: StepStartedEvent, index: int) -> None:
+        run, key = self._run, (event.subagent_run_id, event.step_name)
+        if key in run.steps:
+            raise self._error(f"step {event.step_name!r} is already open for {_owner_label(key[0])}", event, index,
+                              rule="ST-03", pointer="/stepName")
+        run.steps[key] = None
+        run.step_names[event.step_name] = run.step_names.get(event.step_name, 0) + 1
+
+    def _step_finished(self, event: StepFinishedEvent, index: int) -> None:
+        run, key = self._run, (event.subagent_run_id, event.step_name)
+        if key not in run.steps:
+            if run.step_names.get(event.step_name):
+                raise self._error(f"step {event.step_name!r} is open under another owner than "
+                                  f"{_owner_label(key[0])}; a step is finished by whoever started it", event, index,
+                                  rule="ST-04/AGUI006", pointer="/subagentRunId")
+            raise self._error(f"step {event.step_name!r} was not started", event, index, rule="ST-01/AGUI006",
+                              pointer="/stepName")
+        del run.steps[key]
+        run.step_names[event.step_name] -= 1
+        if not run.step_names[event.step_name]:
+            del run.step_names[event.step_name]
+
+    def _subagent_started(self, event: SubagentStartedEvent, index: int) -> None:
+        run, sub = self._run, event.subagent_run_id
+        if sub in run.subagents:
+            raise self._error(f"subagent {sub!r} is already active", event, index, rule="SA-02/AGUI601",
+                              pointer="/subagentRunId")
+        if sub in run.closed_subagents:
+            raise self._error(f"subagent {sub!r} already ran in this run; ids are per invocation", event, index,
+                              rule="SA-02/AGUI601", pointer="/subagentRunId")
+        parent = event.parent_subagent_run_id
+        if parent is not None and parent not in run.subagents and parent not in run.closed_subagents:
+            raise self._error(f"parentSubagentRunId {parent!r} was not started in this run", event, index,
+                              rule="SA-05/AGUI605", pointer="/parentSubagentRunId")
+        run.subagents[sub] = None
+
+    def _subagent_closed(self, event: SubagentFinishedEvent | SubagentErrorEvent, index: int) -> None:
+        run, sub = self._run, event.subagent_run_id
+        if sub not in run.subagents:
+            raise self._error(f"subagent {sub!r} is not active", event, index,
+                              rule="SA-03/AGUI602" if isinstance(event, SubagentFinishedEvent) else "SA-03/AGUI603",
+                              pointer="/subagentRunId")
+        del run.subagents[sub]
+        run.closed_subagents.add(sub)
+        if isinstance(event, SubagentFinishedEvent) and isinstance(event.outcome, SubagentFinishedSuspendedOutcome):
+            run.suspended[sub] = event.outcome.interrupt_ids or ()
+
+    def _run_finished(self, event: RunFinishedEvent, index: int) -> list[StreamWarning]:
+        run = self._run
+        for open_ids, label, rule in (
+            (run.steps, "steps", "ST-02/AGUI007"),
+            (run.messages, "text messages", "TX-04/AGUI103"),
+            (run.reasoning_messages, "reasoning messages", "RS-05/AGUI402"),
+            (run.reasoning_spans, "reasoning spans", "RS-05/AGUI402"),
+            (run.tool_calls, "tool calls", "TC-04/AGUI203"),
+            (run.subagents, "subagents", "SA-04/AGUI604"),
+        ):
+            if open_ids:
+                names = ", ".join(repr(k[1] if isinstance(k, tuple) else k) for k in open_ids)
+                raise self._error(f"RUN_FINISHED while {label} are still open: {names}", event, index, rule=rule)
+        warnings = []
+        if run.thread_id is not None and event.thread_id != run.thread_id:
+            warnings.append(self._warning(f"threadId {event.thread_id!r} differs from RUN_STARTED's "
+                                          f"{run.thread_id!r}", event, index, code="LC-07/AGUI008",
+                                          pointer="/threadId"))
+        if run.run_id is not None and event.run_id != run.run_id:
+            warnings.append(self._warning(f"runId {event.run_id!r} differs from RUN_STARTED's {run.run_id!r}", event,
+                                          index, code="LC-07/AGUI008", pointer="/runId"))
+        outcome = event.outcome
+        match outcome:
+            case RunFinishedInterruptOutcome():
+                warnings.extend(self._interrupts(event, outcome, index))
+            case None | RunFinishedSuccessOutcome():
+                if run.suspended:
+                    warnings.append(self._warning(
+                        f"subagents {', '.join(map(repr, run.suspended))} finished suspended, yet the run "
+                        "finished as a success", event, index, code="SA-15", pointer="/outcome"))
+                if outcome is not None and outcome.pending_tool_call_ids:
+                    warnings.extend(self._pending_tool_calls(event, outcome.pending_tool_call_ids, index))
+            case RunFinishedCancelledOutcome():
+                pass
+            case _:
+                assert_never(outcome)
+        return warnings
+
+    def _interrupts(self, event: RunFinishedEvent, outcome: RunFinishedInterruptOutcome,
+                    index: int) -> list[StreamWarning]:
+        run = self._run
+        ids: set[str] = set()
+        for n, interrupt in enumerate(outcome.interrupts):
+            if interrupt.id in ids:
+                # A resume entry answers an interrupt by id; two with one id make coverage ambiguous.
+                raise self._error(f"interrupt id {interrupt.id!r} appears twice in the outcome", event, index,
+                                  rule="IR-06", pointer=f"/outcome/interrupts/{n}/id")
+            ids.add(interrupt.id)
+        warnings = []
+        for n, interrupt in enumerate(outcome.interrupts):
+            sub = interrupt.subagent_run_id
+            if sub is not None and sub not in run.closed_subagents:
+                warnings.append(self._warning(f"interrupt {interrupt.id!r} names subagent {sub!r}, never started in "
+                                              "this run", event, index, code="SA-09",
+                                              pointer=f"/outcome/interrupts/{n}/subagentRunId"))
+            call_id = interrupt.tool_call_id
+            if call_id is not None and not self._tool_call_known(call_id):
+                warnings.append(self._warning(f"interrupt {interrupt.id!r} names tool call {call_id!r}, unknown in "
+                                              "this run and the thread", event, index, code="IR-07",
+                                              pointer=f"/outcome/interrupts/{n}/toolCallId"))
+        for sub, interrupt_ids in run.suspended.items():
+            missing = [i for i in interrupt_ids if i not in ids]
+            if missing:
+                warnings.append(self._warning(f"subagent {sub!r} suspended on interrupts {missing!r} that the outcome "
+                                              "does not carry", event, index, code="SA-15",
+                                              pointer="/outcome/interrupts"))
+        return warnings
+
+    def _pending_tool_calls(self, event: RunFinishedEvent, pending: tuple[str, ...],
+                            index: int) -> list[StreamWarning]:
+        run = self._run
+        warnings = []
+        seen: set[str] = set()
+        for n, call_id in enumerate(pending):
+            problem = None
+            if call_id in seen:
+                problem = "is named twice"
+            elif call_id in run.answered:
+                problem = "already has a TOOL_CALL_RESULT in this run"
+            elif not self._tool_call_known(call_id):
+                problem = "is unknown in this run and the thread"
+            seen.add(call_id)
+            if problem is not None:
+                warnings.append(self._warning(f"pendingToolCallIds: {call_id!r} {problem}", event, index,
+                                              code="TC-18", pointer=f"/outcome/pendingToolCallIds/{n}"))
+        return warnings
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _continue(self, open_ids: dict[str, _Owner], entity_id: str, tag: _Owner, event: Event, index: int, *,
+                  kind: str, rule: str, pointer: str) -> None:
+        if entity_id not in open_ids:
+            raise self._error(f"no open {kind} {entity_id!r}", event, index, rule=rule, pointer=pointer)
+        self._agree(tag, open_ids[entity_id], event, index, kind=kind, entity_id=entity_id)
+
+    def _agree(self, tag: _Owner, owner: _Owner, event: Event, index: int, *, kind: str, entity_id: str,
+               rule: str = "SA-11/AGUI606") -> None:
+        # An absent tag never disagrees; a present one must name the owner exactly (None is the parent).
+        if tag is not None and tag != owner:
+            raise self._error(f"subagentRunId {tag!r} does not match the owner of {kind} {entity_id!r} "
+                              f"({_owner_label(owner)})", event, index, rule=rule, pointer="/subagentRunId")
+
+    def _seed(self, messages: tuple[Message, ...], *, authoritative: bool) -> None:
+        # Replayed history puts ids on record that later events may continue, with their owners.
+        run = self._run
+        for message in messages:
+            match message:
+                case ReasoningMessage():
+                    owners = run.reasoning_owner
+                case ActivityMessage():
+                    owners = run.activity_owner
+                case _:
+                    owners = run.message_owner
+                    self._message_run.setdefault(message.id, _SEEDED)
+            if authoritative or message.id not in owners:
+                owners[message.id] = message.subagent_run_id
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls or ():
+                    if authoritative or call.id not in run.tool_call_owner:
+                        run.tool_call_owner[call.id] = message.subagent_run_id
+                    self._tool_call_run.setdefault(call.id, _SEEDED)
+
+    def _tool_call_known(self, call_id: str) -> bool:
+        return call_id in self._tool_call_run or (
+            self._known_tool_call_ids is not None and self._known_tool_call_ids(call_id))
+
+    def _error(self, message: str, event: Event, index: int, *, rule: str, pointer: str | None = None) -> SequenceError:
+        return SequenceError(message, run_id=self._run.run_id, index=index, event_type=event.TYPE, pointer=pointer,
+                             rule=rule)
+
+    def _warning(self, message: str, event: Event, index: int, *, code: str, pointer: str | None) -> StreamWarning:
+        return StreamWarning(code=code, message=message, index=index, event_type=event.TYPE, pointer=pointer,
+                             run_id=self._run.run_id)
+
+
+def _owner_label(owner: _Owner) -> str:
+    return "the parent agent" if owner is None else f"subagent {owner!r}"
