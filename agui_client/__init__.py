@@ -8,12 +8,14 @@ the HTTP shells (``AgentClient``, ``AsyncAgentClient``) and the error tree.
 from __future__ import annotations
 
 from ._version import __version__
+from .client import AgentClient, AsyncAgentClient
 from .codec import decode_event, encode
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
 from .fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, parsed_arguments
 from .interrupts import ResumeBuilder, check_resume, is_expired, parse_expires_at
 from .session import RunResult, RunSession, replay
+from .thread import AsyncRunStream, AsyncThread, RunStream, Thread
 from .types import *  # noqa: F403
 from .types import __all__ as _types_all
 
@@ -21,6 +23,12 @@ __all__ = [
     "__version__",
     "decode_event",
     "encode",
+    "AgentClient",
+    "AsyncAgentClient",
+    "Thread",
+    "AsyncThread",
+    "RunStream",
+    "AsyncRunStream",
     "ThreadState",
     "RunSession",
     "RunResult",

@@ -284,8 +284,7 @@ class ChunkExpander:
                 out.extend(self._close_lane(owner, chunk.timestamp))
             return self._content(kind, entity_id, None, chunk, tag, out, opened=False)
 
-        self._check_opener(kind, chunk, index)
-        assert entity_id is not None  # _check_opener refused an id-less opener
+        entity_id = self._opener_id(chunk, index)
         if lane is not None:
             out.extend(self._close_lane(owner, chunk.timestamp))
         lane = self._open_lane(kind, entity_id, owner, chunk)
@@ -321,7 +320,8 @@ class ChunkExpander:
             return only
         return None
 
-    def _check_opener(self, kind: _Kind, chunk: _Chunk, index: int | None) -> None:
+    def _opener_id(self, chunk: _Chunk, index: int | None) -> str:
+        """The id of a chunk that opens a stream, once it is known to carry what an opener must."""
         match chunk:
             case TextMessageChunkEvent(message_id=None):
                 raise self._error("the first TEXT_MESSAGE_CHUNK of a message must carry messageId", chunk, index,
@@ -335,8 +335,13 @@ class ChunkExpander:
             case ToolCallChunkEvent(tool_call_name=None):
                 raise self._error("the first TOOL_CALL_CHUNK of a tool call must carry toolCallName", chunk, index,
                                   rule="TC-21", pointer="/toolCallName")
+            case ToolCallChunkEvent(tool_call_id=str(call_id)):
+                return call_id
+            case TextMessageChunkEvent(message_id=str(message_id)) | ReasoningMessageChunkEvent(
+                    message_id=str(message_id)):
+                return message_id
             case _:
-                pass
+                raise AssertionError(f"unreachable: every chunk class is matched above ({chunk.TYPE})")
 
     def _check_agreement(self, lane: _Lane, chunk: _Chunk, index: int | None) -> None:
         # The repeated field never survives expansion (content events do not carry it), so a

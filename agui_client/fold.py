@@ -759,6 +759,10 @@ class ThreadState:
             call.frozen = None
             entry.touch()
             self._changed()
+        if call.args and parsed_arguments(call.freeze(self.warnings)) is None:
+            # TC-06: the protocol does not validate arguments; keep them raw, but say so (AGUI204).
+            return (self._warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not JSON (kept as sent)",
+                                  event),)
         return _NO_WARNINGS
 
     def _on_tool_result(self, event: ev.ToolCallResultEvent) -> Sequence[StreamWarning]:

@@ -60,7 +60,8 @@ _REFUSALS: Final[dict[str, type[ResumeRefused]]] = {
     "invalid-entry": InvalidResumeEntry,
 }
 
-_STATUSES: Final = frozenset({"resolved", "cancelled"})
+# A tuple, not a set: a hand-made entry may carry an unhashable status.
+_STATUSES: Final = ("resolved", "cancelled")
 
 # --------------------------------------------------------------------------------------------------
 # expiresAt
@@ -205,10 +206,10 @@ def _schema_errors(schema: Any, payload: JSON) -> list[str]:
         return [f"responseSchema is not a JSON Schema (an object or a boolean), got {type(schema).__name__}"]
     if isinstance(schema, dict) and "$schema" in schema and not isinstance(schema["$schema"], str):
         return ["responseSchema is invalid: $schema must be a string"]
+    # The stubs say Mapping; jsonschema also takes the boolean schemas let through above.
+    usable: Any = schema
     # A schema naming an unknown $schema is read with the newest draft (the explicit default also
     # keeps jsonschema from warning about it).
-    # The stubs say Mapping; jsonschema also takes the boolean schemas checked for above.
-    usable: Any = schema
     cls = validator_for(usable, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(usable)

@@ -132,7 +132,8 @@ class RunSession:
         self.warnings: list[StreamWarning] = []
         self._sink = codec.WarningSink()
         self._chunks = ChunkExpander()
-        self._verifier = RunVerifier(known_tool_call_ids=self.state.has_tool_call)
+        self._verifier = RunVerifier(known_tool_call_ids=self.state.has_tool_call,
+                                     known_message_ids=self.state.has_message)
         self._index = 0
         self._run_id: str | None = None
         self._first_run_index = len(self.state.runs)

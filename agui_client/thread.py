@@ -24,7 +24,7 @@ from .errors import (
     AguiError,
     ConcurrentResume,
     HTTPStatusError,
-    NothingToResume,
+    ProtocolError,
     ResumeRefused,
     TransportError,
 )
@@ -120,9 +120,6 @@ class _ThreadCore:
         else:
             entries = tuple(resume or ())
         open_interrupts = self._state.open_interrupts
-        if entries and not open_interrupts:
-            raise NothingToResume("the thread has no open interrupts to resume", ids=[e.interrupt_id for e in entries],
-                                  problems={"nothing": [e.interrupt_id for e in entries]})
         # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14).
         check_resume(open_interrupts, entries, now=self._clock)
         if tools is None and self.tool_handlers:
@@ -153,6 +150,15 @@ class _ThreadCore:
         if handle.warnings:
             session.warnings.extend(handle.warnings)
             handle.warnings.clear()
+
+    def _stamp(self, exc: AguiError, session: RunSession, handle: StreamHandle) -> None:
+        # Faults found below the session (a framing or size-limit error, an idle timeout) still say
+        # where they happened and carry what was folded before them, like the session's own errors.
+        if isinstance(exc, ProtocolError):
+            exc.locate(run_id=session.run_id, index=session.index)
+        if exc.result is None:
+            self._warnings_into(session, handle)
+            exc.result = session.result()
 
     def _needs_claim(self, plan: _Plan) -> bool:
         return plan.resuming
@@ -343,13 +349,17 @@ class Thread(_ThreadCore):
     def _events(self, session: RunSession, payloads: Iterator[str], handle: StreamHandle,
                 stream: RunStream) -> Iterator[ev.Event | ev.UnknownEvent]:
         saved = False
-        for payload in payloads:
-            self._warnings_into(session, handle)
-            for event in session.feed_payload(payload):
-                if not saved and session.terminated:
-                    self._save(session)
-                    saved = True
-                yield event
+        try:
+            for payload in payloads:
+                self._warnings_into(session, handle)
+                for event in session.feed_payload(payload):
+                    if not saved and session.terminated:
+                        self._save(session)
+                        saved = True
+                    yield event
+        except AguiError as exc:
+            self._stamp(exc, session, handle)
+            raise
         self._warnings_into(session, handle)
         result = session.end()
         if not saved:
@@ -458,13 +468,17 @@ class AsyncThread(_ThreadCore):
     async def _events(self, session: RunSession, payloads: AsyncIterator[str], handle: StreamHandle,
                       stream: AsyncRunStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
         saved = False
-        async for payload in payloads:
-            self._warnings_into(session, handle)
-            for event in session.feed_payload(payload):
-                if not saved and session.terminated:
-                    await self._save(session)
-                    saved = True
-                yield event
+        try:
+            async for payload in payloads:
+                self._warnings_into(session, handle)
+                for event in session.feed_payload(payload):
+                    if not saved and session.terminated:
+                        await self._save(session)
+                        saved = True
+                    yield event
+        except AguiError as exc:
+            self._stamp(exc, session, handle)
+            raise
         self._warnings_into(session, handle)
         result = session.end()
         if not saved:

@@ -1,0 +1,496 @@
+"""ResumeBuilder and the egress check: the resume rules (bad-inputs.md section O; IR-10 … IR-20, IR-30)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agui_client.codec import collect_warnings, decode, encode
+from agui_client.errors import (
+    DuplicateResumeEntry,
+    ExpiredInterruptAnswered,
+    InvalidResumeEntry,
+    InvalidResumePayload,
+    NothingToResume,
+    ResumeRefused,
+    UncoveredInterrupts,
+    UnknownInterrupt,
+)
+from agui_client.interrupts import PROBLEM_KINDS, ResumeBuilder, check_resume
+from agui_client.types.run import Interrupt, ResumeEntry
+
+__all__: list[str] = []
+
+UTC = timezone.utc
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+PAST = "2026-04-20T17:00:00Z"
+FUTURE = "2027-01-01T00:00:00Z"
+APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
+
+
+def ask(id: str, *, expires_at: str | None = None, schema: dict[str, Any] | None = None,
+        tool_call_id: str | None = None) -> Interrupt:
+    return Interrupt(id=id, reason="approval", expires_at=expires_at, response_schema=schema,
+                     tool_call_id=tool_call_id)
+
+
+def resolved(id: str, payload: Any = None) -> ResumeEntry:
+    return ResumeEntry(interrupt_id=id, status="resolved", payload=payload)
+
+
+def cancelled(id: str) -> ResumeEntry:
+    return ResumeEntry(interrupt_id=id, status="cancelled")
+
+
+def refusal(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeEntry]) -> ResumeRefused:
+    with pytest.raises(ResumeRefused) as info:
+        check_resume(open_interrupts, entries, now=NOW)
+    return info.value
+
+
+# --------------------------------------------------------------------------------------------------
+# Section O, row by row
+# --------------------------------------------------------------------------------------------------
+
+
+def test_b265_a_list_covering_only_some_interrupts_is_refused_naming_the_rest() -> None:
+    builder = ResumeBuilder([ask("i1"), ask("i2")], now=NOW).answer("i1")
+    with pytest.raises(UncoveredInterrupts) as info:
+        builder.build()
+    assert info.value.ids == ("i2",)
+    assert info.value.problems["uncovered"] == ("i2",)
+
+
+def test_b266_a_new_input_with_no_resume_while_interrupts_are_open_is_refused() -> None:
+    error = refusal([ask("i1")], [])
+    assert type(error) is UncoveredInterrupts
+    assert error.ids == ("i1",)
+
+
+def test_b267_an_entry_naming_an_id_that_is_not_open_is_refused_naming_it() -> None:
+    error = refusal([ask("i1")], [resolved("i1"), resolved("zzz")])
+    assert type(error) is UnknownInterrupt
+    assert error.ids == ("zzz",)
+    assert error.problems["unknown"] == ("zzz",)
+
+
+def test_b269_a_resume_list_with_no_open_interrupts_answers_nothing() -> None:
+    error = refusal([], [resolved("i1")])
+    assert type(error) is NothingToResume
+    assert error.ids == ("i1",)
+    assert error.problems["nothing"] == ("i1",)
+
+
+def test_b269_building_with_no_open_interrupts_is_refused_even_without_entries() -> None:
+    with pytest.raises(NothingToResume) as info:
+        ResumeBuilder([], now=NOW).build()
+    assert info.value.ids == ()
+
+
+def test_no_open_interrupts_and_no_entries_is_an_ordinary_run() -> None:
+    check_resume([], [], now=NOW)
+
+
+@pytest.mark.parametrize("status", ["approved", "RESOLVED", "", "canceled", None, ["resolved"]])
+def test_b270_a_status_other_than_resolved_or_cancelled_is_refused(status: object) -> None:
+    entry = ResumeEntry(interrupt_id="i1", status=status)  # type: ignore[arg-type]
+    error = refusal([ask("i1")], [entry])
+    assert type(error) is InvalidResumeEntry
+    assert error.kind == "invalid-entry"
+    assert error.problems["invalid-entry"] == ("i1",)
+    # The malformed entry still names i1, so i1 is not reported uncovered as well.
+    assert error.problems["uncovered"] == ()
+
+
+def test_an_entry_whose_id_is_not_a_string_is_refused() -> None:
+    entry = ResumeEntry(interrupt_id=7, status="cancelled")  # type: ignore[arg-type]
+    error = refusal([ask("i1")], [cancelled("i1"), entry])
+    assert error.problems["invalid-entry"] == ("7",)
+    assert error.problems["unknown"] == ("7",)
+
+
+def test_b271_a_resolved_entry_for_an_expired_interrupt_is_refused() -> None:
+    builder = ResumeBuilder([ask("i1", expires_at=PAST)], now=NOW).answer("i1", {"ok": True})
+    with pytest.raises(ExpiredInterruptAnswered) as info:
+        builder.build()
+    assert info.value.ids == ("i1",)
+
+
+def test_b271_a_cancelled_entry_for_an_expired_interrupt_is_how_the_thread_moves_on() -> None:
+    entries = ResumeBuilder([ask("i1", expires_at=PAST)], now=NOW).abandon("i1").build()
+    assert entries == (cancelled("i1"),)
+
+
+def test_b273_a_resolved_entry_without_payload_is_sent_without_payload() -> None:
+    (entry,) = ResumeBuilder([ask("i1")], now=NOW).answer("i1").build()
+    assert encode(entry) == {"interruptId": "i1", "status": "resolved"}
+
+
+def test_b274_a_payload_failing_the_response_schema_is_refused_with_readable_errors() -> None:
+    builder = ResumeBuilder([ask("i1", schema=APPROVAL)], now=NOW).answer("i1", {"approved": "yes"})
+    with pytest.raises(InvalidResumePayload) as info:
+        builder.build()
+    assert info.value.ids == ("i1",)
+    (message,) = info.value.errors["i1"]
+    assert "/approved" in message and "boolean" in message
+
+
+def test_b274_a_payload_satisfying_the_response_schema_is_sent() -> None:
+    entries = ResumeBuilder([ask("i1", schema=APPROVAL)], now=NOW).answer("i1", {"approved": True}).build()
+    assert entries == (resolved("i1", {"approved": True}),)
+
+
+def test_b277_frontend_tool_call_ids_are_not_interrupt_ids() -> None:
+    open_interrupts = [ask("i1", tool_call_id="c1")]
+    error = refusal(open_interrupts, [resolved("i1"), resolved("c1")])
+    assert type(error) is UnknownInterrupt
+    assert error.ids == ("c1",)
+
+
+# --------------------------------------------------------------------------------------------------
+# Every problem at once
+# --------------------------------------------------------------------------------------------------
+
+
+def test_every_offending_id_is_named_at_once_and_the_class_is_the_first_kind_found() -> None:
+    open_interrupts = [
+        ask("late", expires_at=PAST),
+        ask("typed", schema=APPROVAL),
+        ask("twice"),
+        ask("forgotten"),
+        ask("fine"),
+    ]
+    entries = [
+        resolved("ghost"),
+        resolved("twice"),
+        resolved("late", {"ok": True}),
+        resolved("typed", {"approved": 1}),
+        cancelled("twice"),
+        cancelled("fine"),
+    ]
+    error = refusal(open_interrupts, entries)
+    assert type(error) is UncoveredInterrupts
+    assert error.problems == {
+        "nothing": (),
+        "uncovered": ("forgotten",),
+        "expired": ("late",),
+        "unknown": ("ghost",),
+        "duplicate": ("twice",),
+        "invalid": ("typed",),
+        "invalid-entry": (),
+    }
+    # Raise order, then the unknown ids in the order given.
+    assert error.ids == ("late", "typed", "twice", "forgotten", "ghost")
+    # Payload errors are kept even when another kind gives the exception its class.
+    assert set(error.errors) == {"typed"}
+
+
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        ([resolved("a", {"ok": True})], ExpiredInterruptAnswered),
+        ([cancelled("a"), resolved("zzz")], UnknownInterrupt),
+        ([cancelled("a"), cancelled("a")], DuplicateResumeEntry),
+        ([cancelled("a"), ResumeEntry(interrupt_id="zzz", status="nope")], UnknownInterrupt),  # type: ignore[arg-type]
+    ],
+)
+def test_the_exception_class_follows_the_documented_order(
+    entries: list[ResumeEntry], expected: type[ResumeRefused]
+) -> None:
+    error = refusal([ask("a", expires_at=PAST)], entries)
+    assert type(error) is expected
+    assert error.kind == next(kind for kind in PROBLEM_KINDS if error.problems[kind])
+
+
+def test_expired_cancelled_then_resolved_is_both_a_duplicate_and_an_expired_answer() -> None:
+    error = refusal([ask("i1", expires_at=PAST)], [cancelled("i1"), resolved("i1")])
+    assert type(error) is ExpiredInterruptAnswered
+    assert error.problems["expired"] == ("i1",)
+    assert error.problems["duplicate"] == ("i1",)
+
+
+def test_answering_twice_is_recorded_not_overwritten() -> None:
+    builder = ResumeBuilder([ask("i1")], now=NOW).answer("i1", 1).answer("i1", 2)
+    assert builder.entries == (resolved("i1", 1), resolved("i1", 2))
+    with pytest.raises(DuplicateResumeEntry) as info:
+        builder.build()
+    assert info.value.ids == ("i1",)
+
+
+def test_an_unknown_id_is_recorded_and_refused_at_build() -> None:
+    builder = ResumeBuilder([ask("i1")], now=NOW).answer("i1").abandon("zzz")
+    assert builder.entries[-1] == cancelled("zzz")
+    with pytest.raises(UnknownInterrupt) as info:
+        builder.build()
+    assert info.value.problems["unknown"] == ("zzz",)
+
+
+def test_omission_is_never_abandonment_even_for_an_expired_interrupt() -> None:
+    error = refusal([ask("i1", expires_at=PAST), ask("i2")], [resolved("i2")])
+    assert type(error) is UncoveredInterrupts
+    assert error.ids == ("i1",)
+    assert error.problems["expired"] == ()
+
+
+# --------------------------------------------------------------------------------------------------
+# Expiry is judged at build time
+# --------------------------------------------------------------------------------------------------
+
+
+def test_expiry_is_judged_when_the_list_is_built_not_when_the_answer_was_given() -> None:
+    clock = {"now": NOW}
+    interrupts = [ask("i1", expires_at="2026-11-30T12:00:00Z")]
+    builder = ResumeBuilder(interrupts, now=lambda: clock["now"]).answer("i1")
+    assert not builder.expired
+    assert builder.build() == (resolved("i1"),)
+    clock["now"] = NOW + timedelta(hours=12)
+    assert builder.expired == ("i1",)
+    with pytest.raises(ExpiredInterruptAnswered):
+        builder.build()
+
+
+def test_an_unreadable_expiry_never_blocks_an_answer_and_warns() -> None:
+    with collect_warnings() as sink:
+        entries = ResumeBuilder([ask("i1", expires_at="whenever")], now=NOW).answer("i1").build()
+    assert entries == (resolved("i1"),)
+    assert [w.code for w in sink.items] == ["IR-18"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Views and output order
+# --------------------------------------------------------------------------------------------------
+
+
+def test_views_report_the_interrupts_what_is_uncovered_expired_and_recorded() -> None:
+    interrupts = [ask("i1", expires_at=PAST), ask("i2", expires_at=FUTURE), ask("i3")]
+    builder = ResumeBuilder(iter(interrupts), now=NOW)
+    assert builder.interrupts == tuple(interrupts)
+    assert list(builder.uncovered) == ["i1", "i2", "i3"]
+    assert builder.expired == ("i1",)
+    builder.answer("i3", "x").abandon("i1", metadata={"by": "ops"})
+    assert list(builder.uncovered) == ["i2"]
+    assert builder.entries == (resolved("i3", "x"), ResumeEntry(interrupt_id="i1", status="cancelled",
+                                                               metadata={"by": "ops"}))
+
+
+def test_answer_and_abandon_return_the_builder_for_chaining() -> None:
+    builder = ResumeBuilder([ask("i1"), ask("i2")], now=NOW)
+    assert builder.answer("i1") is builder
+    assert builder.abandon("i2") is builder
+
+
+def test_built_entries_come_out_in_raise_order_with_metadata() -> None:
+    builder = ResumeBuilder([ask("i1"), ask("i2"), ask("i3")], now=NOW)
+    builder.abandon("i3").answer("i1", {"a": 1}, metadata={"sig": "abc"}).answer("i2", [1, 2])
+    assert builder.build() == (
+        ResumeEntry(interrupt_id="i1", status="resolved", payload={"a": 1}, metadata={"sig": "abc"}),
+        resolved("i2", [1, 2]),
+        cancelled("i3"),
+    )
+
+
+def test_a_repeated_interrupt_id_is_one_slot_that_one_entry_covers() -> None:
+    # IR-06 is the producer's; if it breaks it, one entry answers the id and satisfies every copy.
+    copies = [ask("i1"), ask("i1", expires_at=PAST)]
+    check_resume(copies, [cancelled("i1")], now=NOW)
+    error = refusal(copies, [resolved("i1")])
+    assert type(error) is ExpiredInterruptAnswered
+    assert error.ids == ("i1",)
+
+
+def test_a_resume_list_of_the_wrong_objects_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        check_resume([ask("i1")], [{"interruptId": "i1", "status": "resolved"}], now=NOW)  # type: ignore[list-item]
+
+
+# --------------------------------------------------------------------------------------------------
+# responseSchema
+# --------------------------------------------------------------------------------------------------
+
+
+def test_no_payload_is_refused_when_the_schema_requires_one() -> None:
+    builder = ResumeBuilder([ask("i1", schema=APPROVAL)], now=NOW).answer("i1")
+    with pytest.raises(InvalidResumePayload) as info:
+        builder.build()
+    assert len(info.value.errors["i1"]) == 1
+
+
+def test_no_payload_is_allowed_when_the_schema_permits_null() -> None:
+    schema = {"type": ["object", "null"]}
+    assert ResumeBuilder([ask("i1", schema=schema)], now=NOW).answer("i1").build() == (resolved("i1"),)
+
+
+def test_a_cancelled_entry_is_not_checked_against_the_schema() -> None:
+    check_resume([ask("i1", schema=APPROVAL)], [cancelled("i1")], now=NOW)
+
+
+def test_every_schema_error_of_a_payload_is_reported() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
+    error = refusal([ask("i1", schema=schema)], [resolved("i1", {"a": "x", "b": 1})])
+    assert len(error.errors["i1"]) == 2
+    assert [m.split(":")[0] for m in error.errors["i1"]] == ["at /a", "at /b"]
+
+
+def test_schema_errors_are_bounded_for_huge_payloads() -> None:
+    schema = {"type": "array", "items": {"type": "string"}}
+    error = refusal([ask("i1", schema=schema)], [resolved("i1", list(range(1000)))])
+    assert len(error.errors["i1"]) == 11
+    assert all(len(message) <= 300 for message in error.errors["i1"])
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        pytest.param({"type": "no-such-type"}, id="bad-type"),
+        pytest.param({"pattern": "("}, id="bad-regex"),
+        pytest.param({"$ref": "#/definitions/missing"}, id="dangling-ref"),
+        pytest.param({"$ref": "http://127.0.0.1:9/schema.json"}, id="remote-ref-not-fetched"),
+        pytest.param({"$ref": "#"}, id="self-ref-loop"),
+        pytest.param({"$schema": 7}, id="schema-uri-not-a-string"),
+        pytest.param(["not", "a", "schema"], id="not-an-object"),
+    ],
+)
+def test_an_invalid_schema_is_reported_as_an_invalid_payload_never_a_crash(schema: Any) -> None:
+    error = refusal([ask("i1", schema=schema)], [resolved("i1", {"approved": True})])
+    assert type(error) is InvalidResumePayload
+    assert error.ids == ("i1",)
+    assert len(error.errors["i1"]) == 1
+
+
+def test_a_schema_without_dialect_is_read_as_draft_2020_12() -> None:
+    # prefixItems exists only since 2020-12; an older draft would ignore it and accept the payload.
+    schema = {"type": "array", "prefixItems": [{"type": "integer"}]}
+    check_resume([ask("i1", schema=schema)], [resolved("i1", [1])], now=NOW)
+    assert type(refusal([ask("i1", schema=schema)], [resolved("i1", ["x"])])) is InvalidResumePayload
+
+
+def test_an_unknown_schema_dialect_is_read_with_the_newest_draft_without_warning() -> None:
+    schema = {"$schema": "https://example.invalid/my-dialect", "type": "integer"}
+    check_resume([ask("i1", schema=schema)], [resolved("i1", 3)], now=NOW)
+    assert type(refusal([ask("i1", schema=schema)], [resolved("i1", "3")])) is InvalidResumePayload
+
+
+def test_a_declared_draft_is_honoured() -> None:
+    # Draft 4 reads exclusiveMaximum as a boolean modifier; 2020-12 would reject the schema.
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "maximum": 5, "exclusiveMaximum": True}
+    check_resume([ask("i1", schema=schema)], [resolved("i1", 4)], now=NOW)
+    assert type(refusal([ask("i1", schema=schema)], [resolved("i1", 5)])) is InvalidResumePayload
+
+
+def test_a_boolean_schema_is_honoured() -> None:
+    reject_all: Any = False
+    check_resume([ask("i1", schema=True)], [resolved("i1", "anything")], now=NOW)  # type: ignore[arg-type]
+    assert type(refusal([ask("i1", schema=reject_all)], [resolved("i1", 1)])) is InvalidResumePayload
+
+
+# --------------------------------------------------------------------------------------------------
+# Properties
+# --------------------------------------------------------------------------------------------------
+
+OK_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+CHOICES = ("answer", "answer-bad-payload", "abandon", "omit", "twice")
+
+
+def satisfies(interrupt: Interrupt, payload: Any) -> bool:
+    if interrupt.response_schema is None:
+        return True
+    return isinstance(payload, dict) and isinstance(payload.get("ok"), bool)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[datetime, list[Interrupt], list[tuple[str, str]], list[str]]:
+    now = draw(st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)))
+    ids = draw(st.lists(st.text("abcxyz-", min_size=1, max_size=4), unique=True, max_size=6))
+    interrupts = []
+    for id in ids:
+        expiry = draw(st.one_of(
+            st.none(),
+            st.timedeltas(min_value=timedelta(days=-400), max_value=timedelta(days=400)).map(lambda d: now + d),
+            st.just(now),
+        ))
+        interrupts.append(Interrupt(
+            id=id,
+            reason="approval",
+            expires_at=None if expiry is None else expiry.isoformat().replace("+00:00", "Z"),
+            response_schema=OK_SCHEMA if draw(st.booleans()) else None,
+        ))
+    choices = [(i.id, draw(st.sampled_from(CHOICES))) for i in interrupts]
+    unknown = draw(st.lists(st.text("0123456789", min_size=1, max_size=3), max_size=2))
+    return now, interrupts, choices, unknown
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario=scenarios(), data=st.data())
+def test_build_succeeds_exactly_when_the_list_covers_each_open_interrupt_once_validly(
+    scenario: tuple[datetime, list[Interrupt], list[tuple[str, str]], list[str]], data: st.DataObject
+) -> None:
+    now, interrupts, choices, unknown = scenario
+    by_id = {i.id: i for i in interrupts}
+    builder = ResumeBuilder(interrupts, now=now)
+    expected: dict[str, list[str]] = {kind: [] for kind in PROBLEM_KINDS}
+    calls: list[tuple[str, str, Any]] = []
+    for id, choice in choices:
+        if choice == "answer":
+            calls.append((id, "resolved", {"ok": True}))
+        elif choice == "answer-bad-payload":
+            calls.append((id, "resolved", data.draw(st.sampled_from([None, {"ok": "yes"}, 3]))))
+        elif choice == "abandon":
+            calls.append((id, "cancelled", None))
+        elif choice == "twice":
+            first, second = data.draw(st.tuples(st.sampled_from(["resolved", "cancelled"]),
+                                                st.sampled_from(["resolved", "cancelled"])))
+            calls += [(id, first, {"ok": True}), (id, second, {"ok": False})]
+    calls += [(id, "resolved", None) for id in unknown]
+    calls = data.draw(st.permutations(calls))
+    for id, status, payload in calls:
+        if status == "resolved":
+            builder.answer(id, payload)
+        else:
+            builder.abandon(id)
+
+    # The model, written independently of the implementation.
+    for interrupt in interrupts:
+        mine = [c for c in calls if c[0] == interrupt.id]
+        answers = [c for c in mine if c[1] == "resolved"]
+        expired = interrupt.expires_at is not None and datetime.fromisoformat(
+            interrupt.expires_at.replace("Z", "+00:00")) <= now
+        if not mine:
+            expected["uncovered"].append(interrupt.id)
+        if answers and expired:
+            expected["expired"].append(interrupt.id)
+        if len(mine) > 1:
+            expected["duplicate"].append(interrupt.id)
+        if any(not satisfies(interrupt, payload) for _, _, payload in answers):
+            expected["invalid"].append(interrupt.id)
+    # Unknown ids are reported in the order the calls first named them.
+    strangers = list(dict.fromkeys(c[0] for c in calls if c[0] not in by_id))
+    expected["unknown"] = strangers
+    expected["duplicate"] += [u for u in strangers if unknown.count(u) > 1]
+    if not interrupts:
+        expected["nothing"] = strangers
+
+    if not interrupts:
+        with pytest.raises(NothingToResume):
+            builder.build()
+    elif any(expected.values()):
+        with pytest.raises(ResumeRefused) as info:
+            builder.build()
+        assert info.value.problems == {kind: tuple(ids) for kind, ids in expected.items()}
+        first = next(kind for kind in PROBLEM_KINDS if expected[kind])
+        assert info.value.kind == first
+        assert set(info.value.ids) == {i for ids in expected.values() for i in ids}
+        assert set(info.value.errors) == set(expected["invalid"])
+    else:
+        entries = builder.build()
+        assert [e.interrupt_id for e in entries] == [i.id for i in interrupts]
+        assert [e.status for e in entries] == ["resolved" if c[1].startswith("answer") else "cancelled"
+                                               for c in choices]
+        for entry in entries:
+            assert decode(encode(entry), ResumeEntry) == entry
+        # The egress check agrees with the builder on the list it produced.
+        check_resume(interrupts, entries, now=now)
