@@ -111,6 +111,10 @@ class _Lane:
     stash: Metadata | None = None
 
 
+_PASS_WHEN_IDLE: frozenset[Any] = frozenset(
+    (TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent))
+
+
 class ChunkExpander:
     """Turns ``TEXT_MESSAGE_CHUNK``, ``TOOL_CALL_CHUNK`` and ``REASONING_MESSAGE_CHUNK`` into explicit events.
 
@@ -150,6 +154,9 @@ class ChunkExpander:
             SequenceError: a first chunk lacks its id (or a tool call's name), a continuation
                 disagrees with its opener, or an id-less chunk could continue several lanes.
         """
+        if type(event) in _PASS_WHEN_IDLE and not self._lanes:
+            # Streamed deltas are most of any stream; with no chunk lane open they pass untouched.
+            return [event]
         match event:
             case TextMessageChunkEvent() | ToolCallChunkEvent() | ReasoningMessageChunkEvent():
                 return self._chunk(event, index)

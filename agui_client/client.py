@@ -82,7 +82,8 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str) -> HTTPSta
     content_type = response.headers.get("content-type")
     text = excerpt.decode("utf-8", "replace")
     payload: Any = None
-    if _media_type(content_type) in ("application/json", "application/problem+json") and len(excerpt) < ERROR_BODY_LIMIT:
+    is_json = _media_type(content_type) in ("application/json", "application/problem+json")
+    if is_json and len(excerpt) < ERROR_BODY_LIMIT:
         try:
             payload = json.loads(text)
         except ValueError:

@@ -17,16 +17,14 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from typing import Any, Literal
 
 import attrs
-import jsonpatch
-import jsonpointer
 from attrs import frozen
 
 from .codec import dump_json, encode, parse_json
 from .errors import StreamWarning
+from .patch import PatchFailed, apply_patch
 from .types import events as ev
 from .types import messages as msg
 from .types import run as rn
@@ -41,8 +39,6 @@ __all__ = [
     "Outcome",
     "parsed_arguments",
     "sum_usage",
-    "apply_json_patch",
-    "PatchFailed",
     "STATE_FORMAT_VERSION",
 ]
 
@@ -50,9 +46,6 @@ Outcome = Literal["success", "interrupt", "cancelled", "error"]
 
 #: Version of the ``to_wire()`` / ``from_wire()`` layout (stores keep it so later releases can read them).
 STATE_FORMAT_VERSION = 1
-
-#: Default budget of JSON nodes one patch may copy (``copy`` ops): a patch past it is refused whole (B194).
-DEFAULT_PATCH_COPY_BUDGET = 1_000_000
 
 _NO_WARNINGS: tuple[StreamWarning, ...] = ()
 _EMPTY_STATE: Any = object()
@@ -239,7 +232,8 @@ def _join_text(parts: list[str], warn: list[StreamWarning] | None, entity: str) 
     if _SURROGATE.search(fixed) is not None or "\ufffd" in fixed and "\ufffd" not in text:
         fixed = fixed.encode("utf-8", "replace").decode("utf-8")
         if warn is not None:
-            warn.append(StreamWarning(code="B093", message=f"unpaired UTF-16 surrogate in {entity!r} replaced by U+FFFD"))
+            warn.append(StreamWarning(code="B093",
+                                      message=f"unpaired UTF-16 surrogate in {entity!r} replaced by U+FFFD"))
     return fixed
 
 
@@ -250,101 +244,6 @@ def _merge_metadata(current: dict[str, Any] | None, update: dict[str, Any] | Non
     if current is None:
         return dict(update)
     return {**current, **update}
-
-
-# --------------------------------------------------------------------------------------------------
-# JSON Patch, atomic and in place
-# --------------------------------------------------------------------------------------------------
-
-
-class PatchFailed(Exception):
-    """A JSON Patch did not apply; the document is unchanged.
-
-    Attributes:
-        op_index: the index of the failing operation in the patch.
-    """
-
-    def __init__(self, message: str, op_index: int) -> None:
-        super().__init__(message)
-        self.op_index = op_index
-
-
-# (document root, remaining copy budget) of the patch being applied, for _BudgetedCopy.
-_COPY_CONTEXT: ContextVar[tuple[Any, list[int]] | None] = ContextVar("agui_client_patch_copy", default=None)
-
-
-class _BudgetedCopy(jsonpatch.CopyOperation):  # type: ignore[misc]
-    # Copy amplification (B194) doubles a subtree per op; counting what each copy would take, before
-    # it is taken, keeps one hostile patch from exhausting memory. Overriding only _from_pointer keeps
-    # the operation journaled (atomic without a copy of the document).
-
-    def _from_pointer(self) -> Any:
-        pointer = super()._from_pointer()
-        context = _COPY_CONTEXT.get()
-        if context is None:
-            return pointer
-        root, budget = context
-        try:
-            source = pointer.resolve(root)
-        except (jsonpointer.JsonPointerException, KeyError, IndexError, TypeError):
-            return pointer
-        remaining = budget[0] - _count_nodes(source, budget[0] + 1)
-        if remaining < 0:
-            raise jsonpatch.JsonPatchConflict("copy would exceed the patch's copy budget", op=self)
-        budget[0] = remaining
-        return pointer
-
-
-def _count_nodes(value: Any, limit: int) -> int:
-    count = 0
-    stack = [value]
-    while stack and count < limit:
-        node = stack.pop()
-        count += 1
-        if type(node) is dict:
-            stack.extend(node.values())
-        elif type(node) is list:
-            stack.extend(node)
-    return count
-
-
-class _Patch(jsonpatch.JsonPatch):  # type: ignore[misc]
-    operations = jsonpatch.MappingProxyType(dict(jsonpatch.JsonPatch.operations, copy=_BudgetedCopy))
-
-
-def apply_json_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAULT_PATCH_COPY_BUDGET) -> Any:
-    """Apply an RFC 6902 patch to ``document`` in place, all or nothing; returns the new document.
-
-    The document is patched in place through a journal that undoes the applied operations when one
-    fails, so a failing patch leaves it exactly as it was without copying it first. Use the returned
-    value: replacing the root (``""``) returns a new document.
-
-    Raises:
-        PatchFailed: an operation did not apply (the document is unchanged).
-    """
-    ops = list(patch)
-    try:
-        token = _COPY_CONTEXT.set((document, [copy_budget]))
-        try:
-            return _Patch(ops).apply(document, in_place=True, atomic=True)
-        finally:
-            _COPY_CONTEXT.reset(token)
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError,
-            ValueError) as exc:
-        raise PatchFailed(str(exc) or type(exc).__name__, _failing_index(exc, ops)) from None
-
-
-def _failing_index(exc: BaseException, ops: list[Any]) -> int:
-    op = getattr(exc, "op", None)
-    operation = getattr(op, "operation", None)
-    if operation is not None:
-        for i, candidate in enumerate(ops):
-            if candidate is operation:
-                return i
-        for i, candidate in enumerate(ops):
-            if candidate == operation:
-                return i
-    return 0
 
 
 def _copy_json(value: Any) -> Any:
@@ -826,8 +725,8 @@ class ThreadState:
                 entry.touch()
                 self._changed()
                 return _NO_WARNINGS
-        return (self._warning("RS-08", f"no {event.subtype} {event.entity_id!r} for the encrypted value; nothing stored",
-                              event),)
+        return (self._warning(
+            "RS-08", f"no {event.subtype} {event.entity_id!r} for the encrypted value; nothing stored", event),)
 
     def _on_activity_snapshot(self, event: ev.ActivitySnapshotEvent) -> Sequence[StreamWarning]:
         existing = self._by_id.get(event.message_id)
@@ -870,7 +769,7 @@ class ThreadState:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
         content = entry.value if entry.value is not None else {}
         try:
-            entry.value = apply_json_patch(content, _copy_json(list(event.patch)))
+            entry.value = apply_patch(content, event.patch)
         except PatchFailed as exc:
             entry.touch()
             self._changed()
@@ -883,7 +782,7 @@ class ThreadState:
 
     def _on_state_delta(self, event: ev.StateDeltaEvent) -> Sequence[StreamWarning]:
         try:
-            self._state = apply_json_patch(self._state, event.delta)
+            self._state = apply_patch(self._state, event.delta)
         except PatchFailed as exc:
             self.state_in_sync = False
             return (self._warning("SP-06", f"state patch did not apply (state unchanged): {exc}", event,
@@ -1175,4 +1074,7 @@ def sum_usage(entries: Iterable[rn.TokenUsage]) -> rn.TokenUsage:
             value = getattr(usage, name)
             if value is not None:
                 totals[name] = (totals[name] or 0) + value
-    return rn.TokenUsage(**totals)
+    return rn.TokenUsage(
+        input_tokens=totals["input_tokens"], output_tokens=totals["output_tokens"], total_tokens=totals["total_tokens"],
+        reasoning_tokens=totals["reasoning_tokens"], cached_input_tokens=totals["cached_input_tokens"],
+        cache_write_input_tokens=totals["cache_write_input_tokens"])

@@ -15,7 +15,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import attrs
 from attrs import frozen
@@ -189,12 +189,13 @@ class RunSession:
         index = self._index
         self._index += 1
         if isinstance(event, Mapping):
+            wire = dict(event)
             token = codec._SINK.set(self._sink)
             try:
                 try:
-                    event = codec.decode_value(dict(event))
+                    event = codec.decode_value(wire)
                 except ProtocolError as exc:
-                    kind = event.get("type")
+                    kind = wire.get("type")
                     return self._fail(exc, index, kind if isinstance(kind, str) else None)
             finally:
                 codec._SINK.reset(token)
@@ -229,9 +230,20 @@ class RunSession:
         state = self.state
         verifier = self._verifier
         try:
-            expanded = self._chunks.feed(event)
+            expanded = self._chunks.feed(event, index)
         except ProtocolError as exc:
             return self._fail(exc, index, _type_of(event))
+        if len(expanded) == 1 and expanded[0] is event and type(event) is not ev.RunStartedEvent:
+            try:
+                found = verifier.check(event, index)
+            except ProtocolError as exc:
+                return self._fail(exc, index, _type_of(event))
+            if found:
+                self._add_warnings(found, index, event)
+            folded = state.apply(event)
+            if folded:
+                self._add_warnings(folded, index, event)
+            return expanded
         out: list[ev.Event | ev.UnknownEvent] = []
         for item in expanded:
             if type(item) is ev.RunStartedEvent:
@@ -412,8 +424,10 @@ def replay_events(source: Source, session: RunSession, *, format: Literal["auto"
     for item in source:
         if isinstance(item, (str, bytes)):
             yield from session.feed_payload(item)
+        elif isinstance(item, (Mapping, ev.UnknownEvent)) or attrs.has(type(item)):
+            yield from session.feed_event(cast("ev.Event | ev.UnknownEvent | Mapping[str, Any]", item))
         else:
-            yield from session.feed_event(item)
+            raise TypeError(f"cannot replay {type(item).__name__!r}: expected events, mappings or JSON text")
 
 
 def _sse_warnings(decoder: SSEDecoder, session: RunSession) -> None:

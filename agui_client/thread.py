@@ -16,7 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -198,7 +198,7 @@ def _messages(message: MessageInput) -> tuple[msg.Message, ...]:
     if isinstance(message, str):
         return (msg.UserMessage(id=str(uuid.uuid4()), content=message),)
     if isinstance(message, Sequence):
-        return tuple(message)
+        return tuple(cast("Sequence[msg.Message]", message))
     return (message,)
 
 
@@ -539,5 +539,6 @@ class AsyncThread(_ThreadCore):
 
 
 async def _empty() -> AsyncIterator[ev.Event | ev.UnknownEvent]:
-    for item in ():
+    nothing: tuple[ev.Event | ev.UnknownEvent, ...] = ()
+    for item in nothing:
         yield item

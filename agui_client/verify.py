@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Set
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 from attrs import define, field, frozen
 from typing_extensions import assert_never
@@ -153,6 +153,8 @@ TRANSITIONS: Mapping[Phase, PhaseRow] = MappingProxyType({
 
 _TERMINATED: frozenset[Phase] = frozenset({"finished", "errored", "late-error"})
 _CHUNKS = (TextMessageChunkEvent, ToolCallChunkEvent, ReasoningMessageChunkEvent)
+_DELTAS: frozenset[Any] = frozenset(
+    (TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent))
 
 
 @define
@@ -279,6 +281,16 @@ class RunVerifier:
             SequenceError: the event breaks a sequence rule; the verifier's state is unchanged.
             TypeError: a ``*_CHUNK`` event was not expanded first.
         """
+        kind = type(event)
+        if kind in _DELTAS and self._phase == "running":
+            # The hot path: a delta continuing an entity open in this run, with an agreeing owner tag.
+            run = self._run
+            open_ids = (run.messages if kind is TextMessageContentEvent else
+                        run.tool_calls if kind is ToolCallArgsEvent else run.reasoning_messages)
+            entity_id = event.tool_call_id if kind is ToolCallArgsEvent else event.message_id  # type: ignore[union-attr]
+            tag = event.subagent_run_id  # type: ignore[union-attr]
+            if entity_id in open_ids and (tag is None or tag == open_ids[entity_id]):
+                return []
         if isinstance(event, UnknownEvent):
             return []
         if isinstance(event, _CHUNKS):

@@ -1,0 +1,130 @@
+"""The in-place atomic JSON Patch applier, against RFC 6902 cases and the jsonpatch library."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import jsonpatch
+import jsonpointer
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agui_client.patch import PatchFailed, apply_patch
+
+
+def test_operations_apply_in_place_and_in_order() -> None:
+    doc = {"a": 1, "items": [1, 2], "o": {"k": "v"}}
+    result = apply_patch(doc, [
+        {"op": "replace", "path": "/a", "value": 2},
+        {"op": "add", "path": "/items/-", "value": 3},
+        {"op": "add", "path": "/items/0", "value": 0},
+        {"op": "remove", "path": "/o/k"},
+        {"op": "copy", "from": "/items", "path": "/copy"},
+        {"op": "move", "from": "/a", "path": "/moved"},
+        {"op": "test", "path": "/moved", "value": 2},
+    ])
+    assert result is doc
+    assert doc == {"items": [0, 1, 2, 3], "o": {}, "copy": [0, 1, 2, 3], "moved": 2}
+
+
+def test_a_failing_patch_leaves_the_document_exactly_as_it_was() -> None:
+    doc = {"a": 1, "items": [1, 2, 3], "o": {"k": [1]}}
+    before = copy.deepcopy(doc)
+    with pytest.raises(PatchFailed) as caught:
+        apply_patch(doc, [
+            {"op": "replace", "path": "/a", "value": 2},
+            {"op": "remove", "path": "/items/0"},
+            {"op": "add", "path": "/o/k/-", "value": 9},
+            {"op": "move", "from": "/o", "path": "/p"},
+            {"op": "remove", "path": "/nope"},
+        ])
+    assert caught.value.op_index == 4
+    assert doc == before
+
+
+@pytest.mark.parametrize(("patch", "reason"), [
+    ([{"op": "replace", "path": "/a/01", "value": 1}], "leading zero (B182)"),
+    ([{"op": "replace", "path": "/a/-", "value": 1}], "'-' is only for add (B183)"),
+    ([{"op": "remove", "path": "/a/-"}], "'-' is only for add (B183)"),
+    ([{"op": "move", "from": "/o", "path": "/o/c"}], "move into its own child (B181)"),
+    ([{"op": "remove", "path": ""}], "removing the whole document (B190)"),
+    ([{"op": "replace", "path": "/a/99999999999999999999", "value": 1}], "huge index, no giant allocation (B193)"),
+    ([{"op": "add", "path": "/a/5", "value": 1}], "add past the end of an array"),
+    ([{"op": "test", "path": "/o", "value": {"x": 2}}], "failed test"),
+    ([{"op": "test", "path": "/t", "value": 1}], "true is not 1 in JSON"),
+])
+def test_what_rfc_6902_forbids_is_refused(patch: list[Any], reason: str) -> None:
+    doc = {"a": [1, 2], "o": {"x": 1}, "t": True}
+    before = copy.deepcopy(doc)
+    with pytest.raises(PatchFailed):
+        apply_patch(doc, patch)
+    assert doc == before, reason
+
+
+def test_the_root_can_be_replaced() -> None:
+    assert apply_patch({"a": 1}, [{"op": "replace", "path": "", "value": [1, 2]}]) == [1, 2]
+
+
+def test_escaped_keys_and_proto_like_keys_are_ordinary_members() -> None:
+    doc: dict[str, Any] = {}
+    apply_patch(doc, [{"op": "add", "path": "/a~1b", "value": 1}, {"op": "add", "path": "/a~0b", "value": 2},
+                      {"op": "add", "path": "/__proto__", "value": {"polluted": True}}])
+    assert doc == {"a/b": 1, "a~b": 2, "__proto__": {"polluted": True}}
+
+
+def test_copy_amplification_is_refused_by_the_budget() -> None:
+    ops = [{"op": "add", "path": "/x", "value": [1]}]
+    ops += [{"op": "copy", "from": "/x", "path": "/x/-"} for _ in range(40)]
+    doc: dict[str, Any] = {}
+    with pytest.raises(PatchFailed):
+        apply_patch(doc, ops, copy_budget=100_000)
+    assert doc == {}
+
+
+def test_added_values_are_copies_so_the_event_is_never_mutated() -> None:
+    value = {"list": [1]}
+    doc: dict[str, Any] = {}
+    apply_patch(doc, [{"op": "add", "path": "/v", "value": value}])
+    apply_patch(doc, [{"op": "add", "path": "/v/list/-", "value": 2}])
+    assert value == {"list": [1]}
+
+
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from(["a", "b", ""]))
+json_doc = st.recursive(json_leaf, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(["a", "b", "c", "~", "/"]), inner, max_size=4)),
+    max_leaves=12)
+segment = st.one_of(st.sampled_from(["a", "b", "c", "~0", "~1", "-", "0", "1", "2", "01"]))
+pointer = st.lists(segment, max_size=3).map(lambda parts: "".join("/" + p for p in parts))
+operation = st.one_of(
+    st.builds(lambda p, v: {"op": "add", "path": p, "value": v}, pointer, json_doc),
+    st.builds(lambda p: {"op": "remove", "path": p}, pointer),
+    st.builds(lambda p, v: {"op": "replace", "path": p, "value": v}, pointer, json_doc),
+    st.builds(lambda f, p: {"op": "move", "from": f, "path": p}, pointer, pointer),
+    st.builds(lambda f, p: {"op": "copy", "from": f, "path": p}, pointer, pointer),
+    st.builds(lambda p, v: {"op": "test", "path": p, "value": v}, pointer, json_leaf),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_doc, st.lists(operation, min_size=1, max_size=4))
+def test_agrees_with_the_jsonpatch_library(document: Any, patch: list[Any]) -> None:
+    ours_doc = copy.deepcopy(document)
+    try:
+        expected = jsonpatch.JsonPatch(patch).apply(copy.deepcopy(document))
+        expected_ok = True
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError):
+        expected_ok = False
+    # JSON equality: jsonpatch's test op compares with Python ==, where True == 1; we do not.
+    if any(op["op"] == "test" for op in patch):
+        return
+    try:
+        ours = apply_patch(ours_doc, patch)
+    except PatchFailed:
+        assert not expected_ok, (document, patch, expected)
+        assert json.dumps(ours_doc, sort_keys=True) == json.dumps(document, sort_keys=True)
+        return
+    assert expected_ok, (document, patch)
+    assert json.dumps(ours, sort_keys=True) == json.dumps(expected, sort_keys=True)
