@@ -1,0 +1,510 @@
+"""Interop: agui_client against LangGraph's AG-UI adapter (``ag-ui-langgraph``, a real producer).
+
+A small LangGraph graph (MemorySaver checkpointer) drives a fake chat model
+(``GenericFakeChatModel``: no network, no keys): a chat node, a ``ToolNode`` backend tool that
+updates graph state, frontend tools that end the run, and an approval node that calls
+``interrupt()``. It is served by ``add_langgraph_fastapi_endpoint`` twice on one FastAPI app:
+
+* ``/default`` - ``LangGraphAgent`` as shipped: RAW passthrough on, ``emit_interrupt_outcome=False``;
+* ``/v1``      - the same graph with ``emit_interrupt_outcome=True`` (the AG-UI 1.0 interrupt outcome).
+
+Everything on the client side goes through the public API. Third-party packages are imported inside
+the fixture, so the main dev environment can collect this file and deselect it
+(``-m "not interop"``); ``.ci/interop.sh`` runs it in ``.venv-interop``. See NOTES.md.
+"""
+
+import contextlib
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import pytest
+
+from agui_client import (
+    AgentClient,
+    AssistantMessage,
+    AsyncAgentClient,
+    CustomEvent,
+    NothingToResume,
+    RawEvent,
+    ResumeEntry,
+    Tool,
+    ToolCallEndEvent,
+    ToolMessage,
+    UncoveredInterrupts,
+    UserMessage,
+)
+
+pytestmark = [
+    pytest.mark.interop,
+    # ag-ui-langgraph 0.0.47 calls a deprecated LangGraph API on every run (get_schema_keys ->
+    # get_config_jsonschema). The warning is raised in the server thread; under the project's
+    # filterwarnings=error it would turn every run into RUN_ERROR. Only that warning is let through.
+    pytest.mark.filterwarnings("ignore:`get_config_jsonschema` is deprecated"),
+]
+
+PICK_COLOR = Tool(name="pick_color", description="Ask the user to pick a colour.",
+                  parameters={"type": "object", "properties": {"palette": {"type": "string"}},
+                              "required": ["palette"]})
+APPROVAL_SCHEMA = {"type": "object", "required": ["approved"],
+                   "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}}}
+
+
+# --------------------------------------------------------------------------------------------------
+# serving an ASGI app on loopback, and recording what crossed the wire
+# --------------------------------------------------------------------------------------------------
+
+class Recorder:
+    """ASGI middleware keeping each exchange's request body and SSE response body."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.exchanges: list[dict[str, Any]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        record: dict[str, Any] = {"path": scope["path"], "request": b"", "response": b"", "status": None}
+        self.exchanges.append(record)
+
+        async def recv() -> Any:
+            message = await receive()
+            if message["type"] == "http.request":
+                record["request"] += message.get("body", b"")
+            return message
+
+        async def snd(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                record["status"] = message["status"]
+            elif message["type"] == "http.response.body":
+                record["response"] += message.get("body", b"")
+            await send(message)
+
+        await self.app(scope, recv, snd)
+
+    def request(self, index: int = -1) -> dict[str, Any]:
+        return json.loads(self.exchanges[index]["request"])
+
+    def events(self, index: int = -1) -> list[dict[str, Any]]:
+        body = self.exchanges[index]["response"].decode("utf-8")
+        return [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:")]
+
+
+@contextlib.contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """Run ``app`` under uvicorn on 127.0.0.1 (a free port) in a thread; yield its base URL."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# the producer: a LangGraph graph behind ag-ui-langgraph
+# --------------------------------------------------------------------------------------------------
+
+class Producer:
+    def __init__(self, url: str, recorder: Recorder, deleted: list[str]) -> None:
+        self.url = url
+        self.recorder = recorder
+        self.deleted = deleted  # paths the approval node really deleted
+
+    def endpoint(self, path: str) -> str:
+        return self.url + path
+
+
+def _reply(state: dict[str, Any]) -> Any:
+    """The scripted model: answers the last message of the graph state."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    last = state["messages"][-1]
+    if isinstance(last, ToolMessage):
+        return AIMessage(content=f"tool said: {last.content}")
+
+    def call(content: str, name: str, args: dict[str, Any]) -> Any:
+        # GenericFakeChatModel streams content and additional_kwargs, not AIMessage.tool_calls: the
+        # call goes in the OpenAI wire form, which langchain-core turns into tool_call_chunks.
+        raw = {"id": f"call_{name}_{uuid.uuid4().hex[:8]}", "type": "function",
+               "function": {"name": name, "arguments": json.dumps(args)}}
+        return AIMessage(content=content, additional_kwargs={"tool_calls": [raw]})
+
+    text = str(last.content)
+    if "increment" in text:
+        return call("Let me increment.", "increment", {"by": 2})
+    if "colour" in text:
+        return call("", "pick_color", {"palette": "warm"})
+    if "delete" in text:
+        return call("", "delete_file", {"path": "/tmp/x"})
+    return AIMessage(content="Hello there")
+
+
+@pytest.fixture(scope="module")
+def producer() -> Iterator[Producer]:
+    from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
+    from fastapi import FastAPI
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import ToolMessage
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import InjectedToolCallId, tool
+    from langgraph.checkpoint.memory import MemorySaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import InjectedState, ToolNode
+    from langgraph.types import Command, interrupt
+
+    deleted: list[str] = []
+
+    class State(MessagesState):
+        count: int
+        tools: list[dict[str, Any]]  # the frontend tools the client offered (filled in by the adapter)
+
+    async def chat(state: State, config: RunnableConfig) -> dict[str, Any]:
+        model = GenericFakeChatModel(messages=iter([_reply(state)]))
+        return {"messages": [await model.ainvoke(state["messages"], config)]}
+
+    @tool
+    def increment(by: int, tool_call_id: Annotated[str, InjectedToolCallId],
+                  state: Annotated[dict[str, Any], InjectedState]) -> Command:
+        """Add ``by`` to the shared counter."""
+        count = (state.get("count") or 0) + by
+        return Command(update={"count": count,
+                               "messages": [ToolMessage(f"count is {count}", tool_call_id=tool_call_id)]})
+
+    def approve(state: State) -> dict[str, Any]:
+        call = state["messages"][-1].tool_calls[0]
+        path = call["args"]["path"]
+        answer = interrupt({"reason": "tool_approval", "message": f"Delete {path}?", "toolCallId": call["id"],
+                            "responseSchema": APPROVAL_SCHEMA})
+        if isinstance(answer, dict) and answer.get("__agui_cancelled__"):
+            content = "cancelled"  # the adapter's sentinel for a `cancelled` resume entry
+        elif isinstance(answer, dict) and answer.get("approved") is True:
+            deleted.append(path)
+            content = f"deleted {path}"
+        else:
+            content = f"rejected: {answer.get('reason') if isinstance(answer, dict) else answer}"
+        return {"messages": [ToolMessage(content, tool_call_id=call["id"])]}
+
+    def route(state: State) -> str:
+        calls = getattr(state["messages"][-1], "tool_calls", None) or []
+        if not calls:
+            return END
+        name = calls[0]["name"]
+        if name == "increment":
+            return "tools"
+        if name == "delete_file":
+            return "approve"
+        return END  # a frontend tool: the run ends and the client answers it
+
+    builder = StateGraph(State)
+    builder.add_node("chat", chat)
+    builder.add_node("tools", ToolNode([increment]))
+    builder.add_node("approve", approve)
+    builder.add_edge(START, "chat")
+    builder.add_conditional_edges("chat", route, ["tools", "approve", END])
+    builder.add_edge("tools", "chat")
+    builder.add_edge("approve", "chat")
+    graph = builder.compile(checkpointer=MemorySaver())
+
+    app = FastAPI()
+    add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="default", graph=graph), "/default")
+    add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="v1", graph=graph, emit_interrupt_outcome=True), "/v1")
+    recorder = Recorder(app)
+    with serve(recorder) as url:
+        yield Producer(url, recorder, deleted)
+
+
+@pytest.fixture
+def default(producer: Producer) -> Iterator[AgentClient]:
+    with AgentClient(producer.endpoint("/default")) as client:
+        yield client
+
+
+@pytest.fixture
+def v1(producer: Producer) -> Iterator[AgentClient]:
+    with AgentClient(producer.endpoint("/v1")) as client:
+        yield client
+
+
+def _types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+def _calls(messages: Any) -> list[Any]:
+    return [c for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls or ()]
+
+
+def _snapshot_ids(events: list[dict[str, Any]]) -> list[str]:
+    (last,) = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"][-1:]
+    return [m["id"] for m in last["messages"]]
+
+
+# --------------------------------------------------------------------------------------------------
+# chat
+# --------------------------------------------------------------------------------------------------
+
+def test_chat_two_turns(producer: Producer, default: AgentClient) -> None:
+    thread = default.thread()
+    first = thread.run("hi")
+
+    assert first.outcome == "success" and first.error is None and first.warnings == ()
+    assert first.text == "Hello there"
+    wire = producer.recorder.events()
+    # No protocolVersion (read quietly as a producer from before versioning, PV-04) and no outcome
+    # (success, LC-09); the adapter's RAW passthrough of every LangGraph event is on by default.
+    assert "protocolVersion" not in wire[0] and "outcome" not in wire[-1]
+    assert _types(wire).count("RAW") > 0
+    assert "chat" in [s.name for s in first.steps] and all(s.finished for s in first.steps)
+    user, answer = thread.state.messages
+    assert isinstance(user, UserMessage) and isinstance(answer, AssistantMessage)
+    assert answer.content == "Hello there"
+    assert [user.id, answer.id] == _snapshot_ids(wire)
+    # STATE_SNAPSHOT carries the whole graph state, LangGraph's own serialised messages included.
+    assert [m["type"] for m in thread.state.state["messages"]] == ["human", "ai"]
+    left = json.loads(json.dumps(thread.state.state))
+
+    second = thread.run("hi again")
+    assert second.outcome == "success" and second.text == "Hello there" and second.warnings == ()
+    sent = producer.recorder.request()
+    assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "user"]
+    assert sent["state"] == left  # the state the last run left goes back as is, graph messages and all
+    assert [m.id for m in thread.state.messages] == _snapshot_ids(producer.recorder.events())
+    assert len(thread.state.messages) == 4
+
+
+def test_raw_events_reach_the_stream(producer: Producer, default: AgentClient) -> None:
+    thread = default.thread()
+    with thread.stream("hi") as events:
+        raw = [e for e in events if isinstance(e, RawEvent)]
+    assert events.result is not None and events.result.outcome == "success"
+    assert len(raw) == _types(producer.recorder.events()).count("RAW")
+    assert {e.event["event"] for e in raw} >= {"on_chain_start", "on_chat_model_stream"}
+
+
+# --------------------------------------------------------------------------------------------------
+# a backend tool call with state
+# --------------------------------------------------------------------------------------------------
+
+def test_backend_tool_with_state(producer: Producer, default: AgentClient) -> None:
+    thread = default.thread()
+    result = thread.run("please increment", state={"count": 5})
+
+    assert result.outcome == "success" and result.warnings == ()
+    assert result.pending_tool_call_ids == ()
+    assert producer.recorder.request()["state"] == {"count": 5}
+    assert thread.state.state["count"] == 7  # 5 sent in, +2 by the ToolNode's Command, STATE_SNAPSHOT back
+    wire = producer.recorder.events()
+    assert "TOOL_CALL_ARGS" not in _types(wire)  # see NOTES.md: the adapter drops a first chunk's args
+    (wire_result,) = [e for e in wire if e["type"] == "TOOL_CALL_RESULT"]
+    asked = next(m for m in thread.state.messages if isinstance(m, AssistantMessage) and m.tool_calls)
+    (call,) = asked.tool_calls or ()
+    assert asked.content == "Let me increment."
+    assert call.function.name == "increment"
+    assert json.loads(call.function.arguments) == {"by": 2}  # filled in by the closing MESSAGES_SNAPSHOT
+    # The streamed result is keyed by the call id; the snapshot names the real tool message id: the
+    # thread ends up with the snapshot's message only, once.
+    assert wire_result["messageId"] == wire_result["toolCallId"] == call.id
+    (tool,) = [m for m in thread.state.messages if isinstance(m, ToolMessage)]
+    assert tool.tool_call_id == call.id and tool.content == "count is 7"
+    assert tool.id != call.id
+    assert sorted(m.id for m in thread.state.messages) == sorted(_snapshot_ids(wire))
+    final = [m for m in thread.state.messages if isinstance(m, AssistantMessage)][-1]
+    assert final.content == "tool said: count is 7"
+    assert result.text == "Let me increment.\n\ntool said: count is 7"
+
+    again = thread.run("increment again")
+    assert again.outcome == "success"
+    assert producer.recorder.request()["state"]["count"] == 7  # the state the last run left (SP-15)
+    assert thread.state.state["count"] == 9
+
+
+# --------------------------------------------------------------------------------------------------
+# a frontend tool call
+# --------------------------------------------------------------------------------------------------
+
+def test_frontend_tool_answered_next_run(producer: Producer, default: AgentClient) -> None:
+    thread = default.thread()
+    first = thread.run("pick a colour", tools=[PICK_COLOR])
+
+    assert first.outcome == "success" and first.warnings == ()
+    assert producer.recorder.events()[-1].keys() == {"type", "threadId", "runId"}  # no outcome at all
+    (call,) = first.pending_tool_calls  # derived from the stream: started, not answered (TC-17)
+    assert call.function.name == "pick_color" and json.loads(call.function.arguments) == {"palette": "warm"}
+    assert thread.state.open_interrupts == ()
+    # The adapter puts the offered tools into the graph state, and so into STATE_SNAPSHOT.
+    assert [t["name"] for t in thread.state.state["tools"]] == ["pick_color"]
+
+    thread.add_tool_result(call.id, "red")
+    second = thread.run(tools=[PICK_COLOR])
+    assert second.outcome == "success" and second.pending_tool_call_ids == () and second.warnings == ()
+    assert second.text == "tool said: red"
+    sent = producer.recorder.request()
+    assert sent["messages"][-1] == {**sent["messages"][-1], "role": "tool", "toolCallId": call.id, "content": "red"}
+    assert [m.id for m in thread.state.messages] == _snapshot_ids(producer.recorder.events())
+
+
+def test_tool_call_arguments_arrive_only_with_the_snapshot(producer: Producer, default: AgentClient) -> None:
+    thread = default.thread()
+    seen_at_end: dict[str, str] = {}
+    with thread.stream("pick a colour", tools=[PICK_COLOR]) as events:
+        for event in events:
+            if isinstance(event, ToolCallEndEvent):
+                live = thread.state.tool_call(event.tool_call_id)
+                assert live is not None
+                seen_at_end[event.tool_call_id] = live.function.arguments
+    assert events.result is not None
+    (call_id,) = events.result.pending_tool_call_ids
+    # At TOOL_CALL_END the call has no arguments (a no-argument call, TC-07); the MESSAGES_SNAPSHOT
+    # before RUN_FINISHED supplies them.
+    assert seen_at_end == {call_id: ""}
+    final = thread.state.tool_call(call_id)
+    assert final is not None and json.loads(final.function.arguments) == {"palette": "warm"}
+
+
+# --------------------------------------------------------------------------------------------------
+# interrupt(): with the 1.0 interrupt outcome (emit_interrupt_outcome=True)
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("decision", "tool_said", "executed"), [
+    ("approve", "deleted /tmp/x", True),
+    ("reject", "rejected: not today", False),
+    ("cancel", "cancelled", False),
+])
+def test_interrupt_outcome_resumed(producer: Producer, v1: AgentClient, decision: str, tool_said: str,
+                                   executed: bool) -> None:
+    before = len(producer.deleted)
+    thread = v1.thread()
+    first = thread.run("delete the file")
+
+    assert first.outcome == "interrupt" and first.warnings == ()
+    assert first.pending_tool_call_ids == ()
+    (interrupt,) = first.interrupts
+    assert thread.state.open_interrupts == first.interrupts
+    (call,) = _calls(thread.state.messages)
+    assert call.function.name == "delete_file"
+    assert re.fullmatch(r"[0-9a-f]{32}", interrupt.id)  # LangGraph's own interrupt id
+    assert interrupt.reason == "tool_approval" and interrupt.message == "Delete /tmp/x?"
+    assert interrupt.tool_call_id == call.id
+    assert interrupt.response_schema == APPROVAL_SCHEMA
+    assert interrupt.metadata is not None and interrupt.metadata["langgraph"]["raw"]["toolCallId"] == call.id
+    wire = producer.recorder.events()
+    # The legacy CUSTOM on_interrupt still precedes the outcome; its value is a JSON *string*.
+    (legacy,) = [e for e in wire if e["type"] == "CUSTOM"]
+    assert legacy["name"] == "on_interrupt" and json.loads(legacy["value"])["toolCallId"] == call.id
+    assert wire[-1]["outcome"]["type"] == "interrupt"
+    assert producer.deleted[before:] == []
+
+    sent_before = len(producer.recorder.exchanges)
+    with pytest.raises(UncoveredInterrupts) as refused:
+        thread.run("never mind")
+    assert refused.value.ids == (interrupt.id,)
+    assert len(producer.recorder.exchanges) == sent_before
+
+    builder = thread.resume_builder()
+    if decision == "approve":
+        builder.answer(interrupt.id, {"approved": True})
+    elif decision == "reject":
+        builder.answer(interrupt.id, {"approved": False, "reason": "not today"})
+    else:
+        builder.abandon(interrupt.id)
+    second = thread.run(resume=builder)
+
+    assert second.outcome == "success" and second.warnings == ()
+    assert thread.state.open_interrupts == ()
+    assert second.text == f"tool said: {tool_said}"
+    assert producer.deleted[before:] == (["/tmp/x"] if executed else [])
+    entry = producer.recorder.request()["resume"]
+    assert entry == [{"interruptId": interrupt.id, "status": "cancelled" if decision == "cancel" else "resolved",
+                      **({"payload": builder.entries[0].payload} if decision != "cancel" else {})}]
+    (tool,) = [m for m in thread.state.messages if isinstance(m, ToolMessage)]
+    assert tool.tool_call_id == call.id and tool.content == tool_said
+    # The node's ToolMessage reaches the client through MESSAGES_SNAPSHOT only (no TOOL_CALL_RESULT).
+    assert "TOOL_CALL_RESULT" not in _types(producer.recorder.events())
+    assert sorted(m.id for m in thread.state.messages) == sorted(_snapshot_ids(producer.recorder.events()))
+
+
+@pytest.mark.anyio
+async def test_interrupt_outcome_with_async_client(producer: Producer) -> None:
+    before = len(producer.deleted)
+    async with AsyncAgentClient(producer.endpoint("/v1")) as client:
+        thread = client.thread()
+        first = await thread.run("delete the file")
+        assert first.outcome == "interrupt"
+        (interrupt,) = first.interrupts
+        second = await thread.run(resume=thread.resume_builder().answer(interrupt.id, {"approved": True}))
+    assert second.outcome == "success" and second.text == "tool said: deleted /tmp/x"
+    assert producer.deleted[before:] == ["/tmp/x"]
+
+
+# --------------------------------------------------------------------------------------------------
+# interrupt(): as shipped (emit_interrupt_outcome=False) - no interrupt outcome on the wire
+# --------------------------------------------------------------------------------------------------
+
+def test_default_interrupt_reads_as_success_with_a_pending_call(producer: Producer, default: AgentClient) -> None:
+    before = len(producer.deleted)
+    thread = default.thread()
+    with thread.stream("delete the file") as events:
+        custom = [e for e in events if isinstance(e, CustomEvent)]
+    result = events.result
+    assert result is not None
+
+    # The run stopped at interrupt() but ends with a bare RUN_FINISHED: read as success (LC-09),
+    # the gated call derived as pending (TC-17), no interrupt to answer. The interrupt only shows as
+    # a CUSTOM event whose value is the interrupt() payload as a JSON string.
+    assert producer.recorder.events()[-1].keys() == {"type", "threadId", "runId"}
+    assert result.outcome == "success" and result.interrupts == () and result.warnings == ()
+    assert thread.state.open_interrupts == ()
+    (call,) = result.pending_tool_calls
+    assert call.function.name == "delete_file"
+    (on_interrupt,) = custom
+    assert on_interrupt.name == "on_interrupt"
+    assert isinstance(on_interrupt.value, str) and json.loads(on_interrupt.value)["toolCallId"] == call.id
+
+    # A resume list answers nothing on this thread: refused before sending (IR-10).
+    sent_before = len(producer.recorder.exchanges)
+    with pytest.raises(NothingToResume):
+        thread.run(resume=[ResumeEntry(interrupt_id="anything", status="cancelled")])
+    assert len(producer.recorder.exchanges) == sent_before
+
+    # Answering the pending call as a frontend tool does not resume the graph: the adapter replays the
+    # interrupt (RUN_STARTED, CUSTOM on_interrupt, bare RUN_FINISHED) and the run reads as success again.
+    thread.add_tool_result(call.id, "approved")
+    again = thread.run()
+    assert _types(producer.recorder.events()) == ["RUN_STARTED", "CUSTOM", "RUN_FINISHED"]
+    assert again.outcome == "success" and again.pending_tool_call_ids == () and again.new_messages == ()
+    assert producer.deleted[before:] == []
+
+
+def test_default_interrupt_resumed_through_forwarded_props(producer: Producer, default: AgentClient) -> None:
+    before = len(producer.deleted)
+    thread = default.thread()
+    first = thread.run("delete the file")
+    assert first.outcome == "success" and len(first.pending_tool_call_ids) == 1
+
+    # The adapter's own (deprecated) resume channel, through the public forwarded_props argument.
+    second = thread.run(forwarded_props={"command": {"resume": {"approved": True}}})
+    assert second.outcome == "success" and second.text == "tool said: deleted /tmp/x"
+    assert producer.deleted[before:] == ["/tmp/x"]
+    sent = producer.recorder.request()
+    assert "resume" not in sent and sent["forwardedProps"] == {"command": {"resume": {"approved": True}}}
+    (tool,) = [m for m in thread.state.messages if isinstance(m, ToolMessage)]
+    assert tool.tool_call_id == first.pending_tool_call_ids[0] and tool.content == "deleted /tmp/x"
