@@ -118,11 +118,23 @@ def _warn(code: str, message: str, *, pointer: str | None = None, event_type: st
 # JSON text -> Python values, defensively
 # --------------------------------------------------------------------------------------------------
 
-# A number that overflows a double needs an exponent of 3+ digits or 309+ digits; an integer that
-# orjson would silently turn into a float needs 20+ digits. Both are rare, so a regex gates the
-# slower exact checks.
-_BIG_NUMBER = re.compile(rb"\d[eE][+-]?\d{3}|\d{20}")
-_BIG_NUMBER_STR = re.compile(r"\d[eE][+-]?\d{3}|\d{20}")
+# orjson refuses numbers that overflow a double, but silently reads an integer of 20+ digits as an
+# inexact float; such a payload goes to the stdlib parser, which reads integers exactly. The check is
+# a C-speed scan: digits become "0", everything else " ", and a run of twenty "0" is searched for.
+_INFINITIES = (float("inf"), float("-inf"))
+_DIGITS_ONLY = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
+_LONG_DIGIT_RUN = b"0" * 20
+
+
+class _Overflow(ValueError):
+    """A number in the text overflows a double (raised by the stdlib parser's ``parse_float``)."""
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if number in _INFINITIES:
+        raise _Overflow(text)
+    return number
 
 
 def _reject_constant(name: str) -> Any:
@@ -148,32 +160,62 @@ class _DuplicateKey(ValueError):
 
 _strict_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_pairs_no_duplicates)
 _plain_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_finite_decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+# Objects become their pair count (duplicates included): the top-level result is the number of keys
+# the text gives the top-level object. ``list`` keeps the pairs themselves.
+_pair_count_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=len)
+_pair_list_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=list)
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
+    """Whether ``value`` nests containers deeper than ``limit`` (breadth-first, one level at a time)."""
+    if type(value) is not dict and type(value) is not list:
+        return False
+    level: list[Any] = [value]
+    depth = 1
+    while level:
         if depth > limit:
             return True
-        if type(node) is dict:
-            stack.extend((child, depth + 1) for child in node.values() if type(child) in (dict, list))
-        elif type(node) is list:
-            stack.extend((child, depth + 1) for child in node if type(child) in (dict, list))
+        deeper: list[Any] = []
+        add = deeper.append
+        for node in level:
+            for child in node.values() if type(node) is dict else node:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    add(child)
+        level = deeper
+        depth += 1
+    return False
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is float:
+            if node != node or node in _INFINITIES:
+                return True
+        elif kind is dict:
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
     return False
 
 
 def _find_non_finite(value: Any, path: str = "") -> str | None:
+    if not _has_non_finite(value):
+        return None
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         node, where = stack.pop()
-        if type(node) is float and (node != node or node in (float("inf"), float("-inf"))):
+        if type(node) is float and (node != node or node in _INFINITIES):
             return where
         if type(node) is dict:
             stack.extend((child, f"{where}/{_escape(str(key))}") for key, child in node.items())
         elif type(node) is list:
             stack.extend((child, f"{where}/{i}") for i, child in enumerate(node))
-    return None
+    return None  # pragma: no cover - _has_non_finite said there is one
 
 
 def _escape(token: str) -> str:
@@ -184,65 +226,117 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
                check_duplicates: bool = True) -> Any:
     """Parse one JSON document, refusing what JSON does not allow and what would hurt the process.
 
-    Duplicated keys are checked in the top-level object always, and everywhere when the top-level
-    object repeats a key name textually (a cheap gate; nested free-form JSON follows last-wins, as
-    ``JSON.parse`` does).
+    Duplicated keys are checked in the top-level object always (whatever their spelling), and
+    everywhere when the top-level object repeats a key name textually (a cheap gate; nested
+    free-form JSON follows last-wins, as ``JSON.parse`` does).
 
     Raises:
         DecodeError: not JSON, ``NaN``/``Infinity``, a number that overflows, an integer too long for
             Python, invalid UTF-8, or a duplicated key in the event object.
         LimitExceeded: nesting deeper than ``max_depth``.
     """
-    raw: bytes | str
-    if isinstance(data, str):
-        raw = data
-    else:
-        raw = bytes(data)
-    value: Any = None
-    parsed = False
-    big = (_BIG_NUMBER.search(raw) if isinstance(raw, bytes) else _BIG_NUMBER_STR.search(raw)) is not None
-    if _orjson is not None and not big:
-        try:
-            value = _orjson.loads(raw)
-            parsed = True
-        except _orjson.JSONDecodeError:
-            parsed = False  # the stdlib parser gives the definitive verdict (and accepts lone surrogates)
-    if not parsed:
-        try:
-            text = raw if isinstance(raw, str) else raw.decode("utf-8")
-            if text.startswith("\ufeff"):
-                raise ValueError("a byte order mark is not JSON")
-            value = _plain_decoder.decode(text)
-        except RecursionError:
-            raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth,
-                                pointer="") from None
-        except UnicodeDecodeError as exc:
-            raise DecodeError(f"payload is not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                              data=_excerpt(raw)) from None
-        except json.JSONDecodeError as exc:
-            raise DecodeError(f"payload is not JSON: {exc}", data=_excerpt(raw)) from None
-        except ValueError as exc:
-            # Python's int digit limit and NaN/Infinity land here
-            reason = "an integer too long to read" if "digits" in str(exc) else str(exc)
-            raise DecodeError(f"payload is not JSON: {reason}", data=_excerpt(raw)) from None
-    if big:
-        where = _find_non_finite(value)
-        if where is not None:
-            raise DecodeError("number overflows to infinity (not representable JSON)", pointer=where,
-                              data=_excerpt(raw), event_type=_type_of(value))
-    # Nesting can only exceed the limit if there are more brackets than the limit.
-    brackets = raw.count(b"[") + raw.count(b"{") if isinstance(raw, bytes) else raw.count("[") + raw.count("{")
-    if brackets > max_depth and _depth_exceeds(value, max_depth):
-        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
-                            event_type=_type_of(value))
-    if check_duplicates and type(value) is dict and _may_repeat_keys(raw, value):
-        try:
-            _strict_decoder.decode(raw if isinstance(raw, str) else raw.decode("utf-8"))
-        except _DuplicateKey as exc:
-            raise DecodeError(f"duplicated key {exc.key!r} makes the event ambiguous", data=_excerpt(raw),
-                              pointer="/" + _escape(exc.key),
-                              event_type=None if exc.key == "type" else _type_of(value)) from None
+    raw: bytes | str = data if type(data) is bytes or isinstance(data, str) else bytes(data)
+    value: Any = _MISSING_VALUE
+    if _orjson is not None:
+        blob: bytes | None = raw  # type: ignore[assignment]
+        if type(raw) is not bytes:
+            try:
+                blob = raw.encode("utf-8")  # type: ignore[union-attr]
+            except UnicodeEncodeError:
+                blob = None  # lone surrogates: only the stdlib parser reads them
+        if blob is not None and _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY):
+            try:
+                value = _orjson.loads(blob)
+                raw = blob
+            except _orjson.JSONDecodeError:
+                pass  # the stdlib parser gives the definitive verdict (and accepts lone surrogates)
+    if value is _MISSING_VALUE:
+        value = _parse_stdlib(raw, max_depth)
+    # Nesting can only exceed the limit if there are more brackets (so more bytes) than the limit.
+    rewritten: bytes | None = None
+    if len(raw) > max_depth:
+        # orjson refuses to write anything nested deeper than it can: when it writes the value, the
+        # value is shallow enough and the walk is not needed (the rewrite also serves _no_duplicates).
+        shortcut = _orjson is not None and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH
+        if shortcut and len(raw) > _LARGE:
+            brackets = max_depth + 1  # counting costs more than the rewrite
+        else:
+            brackets = raw.count("[") + raw.count("{") if isinstance(raw, str) else raw.count(b"[") + raw.count(b"{")
+        if brackets > max_depth:
+            if shortcut:
+                rewritten = _rewrite(value)
+            if rewritten is None and _depth_exceeds(value, max_depth):
+                raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
+                                    event_type=_type_of(value))
+    if check_duplicates and type(value) is dict and not _no_duplicates(raw, value, rewritten):
+        _check_duplicates(raw, value)
     return value
+
+
+def _rewrite(value: Any) -> bytes | None:
+    """``value`` written back by orjson (compact, colons in strings literal), or ``None``."""
+    if _orjson is None:
+        return None
+    try:
+        return bytes(_orjson.dumps(value))
+    except (TypeError, ValueError):
+        return None  # lone surrogates, integers beyond 64 bits, or too deep
+
+
+def _orjson_write_depth() -> int | None:
+    """The deepest nesting orjson writes (it refuses deeper), if it has such a limit."""
+    if _orjson is None:
+        return None
+    nested: list[Any] = []
+    for _ in range(2048):
+        nested = [nested]
+    try:
+        _orjson.dumps(nested)
+    except (TypeError, ValueError):
+        pass
+    else:
+        return None  # no limit below 2048: the shortcut does not apply
+    for depth in (254, 255, 256, 511, 512, 1023, 1024):
+        nested = []
+        for _ in range(depth - 1):
+            nested = [nested]
+        try:
+            _orjson.dumps(nested)
+        except (TypeError, ValueError):
+            return depth - 1 if depth > 1 else None
+    return None
+
+
+_ORJSON_WRITE_DEPTH = _orjson_write_depth()
+
+
+_MISSING_VALUE: Any = object()
+
+
+def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
+    try:
+        text = raw if isinstance(raw, str) else raw.decode("utf-8")
+        if text.startswith("\ufeff"):
+            raise ValueError("a byte order mark is not JSON")
+        return _finite_decoder.decode(text)
+    except RecursionError:
+        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="") from None
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"payload is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                          data=_excerpt(raw)) from None
+    except json.JSONDecodeError as exc:
+        raise DecodeError(f"payload is not JSON: {exc}", data=_excerpt(raw)) from None
+    except _Overflow:
+        try:
+            value = _plain_decoder.decode(text)
+        except (ValueError, RecursionError):
+            raise DecodeError("payload is not JSON: a number overflows to infinity", data=_excerpt(raw)) from None
+        raise DecodeError("number overflows to infinity (not representable JSON)", pointer=_find_non_finite(value),
+                          data=_excerpt(raw), event_type=_type_of(value)) from None
+    except ValueError as exc:
+        # Python's int digit limit and NaN/Infinity land here
+        reason = "an integer too long to read" if "digits" in str(exc) else str(exc)
+        raise DecodeError(f"payload is not JSON: {reason}", data=_excerpt(raw)) from None
 
 
 def _type_of(value: Any) -> str | None:
@@ -251,16 +345,102 @@ def _type_of(value: Any) -> str | None:
     return kind if type(kind) is str else None
 
 
+def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | None = None) -> bool:
+    """A cheap proof that ``raw`` needs no exact duplicate check (``False``: no proof, check).
+
+    Three proofs, cheapest first. (1) Every key in the text is followed by a colon: as many colons as
+    top-level keys means a flat object with distinct keys. (2) Each top-level key written exactly
+    once, and no backslash that could spell one differently: the top level repeats nothing and the
+    nested check (``_check_duplicates``) would not be triggered. (3) Colons elsewhere are inside
+    strings; writing the parsed value back (keys deduplicated, colons in strings written literally)
+    gives the colons of a text without duplicates, which the original matches, counting ``\\u003a``
+    escapes, unless a key (and whatever its value held) was dropped as a duplicate.
+    """
+    if isinstance(raw, str):
+        colons = raw.count(":")
+        if colons == len(value):
+            return True  # a flat object: every colon is one of its (distinct) keys
+        if len(raw) > _LARGE and "\\" not in raw:
+            for key in value:
+                if raw.count(_needle(key)[0]) != 1:
+                    break
+            else:
+                return True  # each key written once, and no escape could spell one differently
+        escaped = raw.count("\\u003a") + raw.count("\\u003A") if "\\u003" in raw else 0
+    else:
+        colons = raw.count(b":")
+        if colons == len(value):
+            return True
+        if len(raw) > _LARGE and b"\\" not in raw:
+            needles = _NEEDLE_BYTES
+            for key in value:
+                if raw.count(needles.get(key) or _needle(key)[1]) != 1:
+                    break
+            else:
+                return True
+        escaped = raw.count(b"\\u003a") + raw.count(b"\\u003A") if b"\\u003" in raw else 0
+    if rewritten is None:
+        if _orjson is not None:
+            rewritten = _rewrite(value)
+        else:
+            try:
+                rewritten = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            except (TypeError, ValueError, UnicodeEncodeError):
+                rewritten = None
+        if rewritten is None:
+            return False  # lone surrogates or integers orjson cannot write: take the exact path
+    return bool(colons + escaped == rewritten.count(b":"))
+
+
+#: Above this size the key-count proof (a few C scans) is cheaper than writing the value back.
+_LARGE = 2048
+
+
+def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
+    text = raw if isinstance(raw, str) else raw.decode("utf-8")
+    if _may_repeat_keys(raw, value):
+        try:
+            _strict_decoder.decode(text)
+        except _DuplicateKey as exc:
+            key: str | None = exc.key
+        else:
+            key = None
+    elif _pair_count_decoder.decode(text) != len(value):
+        # the top-level object repeats a key spelled differently (``"n\\u0061me"`` and ``"name"``)
+        seen: set[str] = set()
+        key = None
+        for name, _ in _pair_list_decoder.decode(text):
+            if name in seen:
+                key = name
+                break
+            seen.add(name)
+    else:
+        key = None
+    if key is not None:
+        raise DecodeError(f"duplicated key {key!r} makes the event ambiguous", data=_excerpt(raw),
+                          pointer="/" + _escape(key), event_type=None if key == "type" else _type_of(value))
+
+
+_NEEDLES: dict[str, tuple[str, bytes]] = {}
+_NEEDLE_BYTES: dict[str, bytes] = {}
+
+
+def _needle(key: str) -> tuple[str, bytes]:
+    """How a producer writes ``key`` as a JSON string (text and UTF-8)."""
+    needle = _NEEDLES.get(key)
+    if needle is None:
+        text = json.dumps(key, ensure_ascii=False)
+        needle = (text, text.encode("utf-8", "surrogatepass"))
+        if len(_NEEDLES) < 4096:
+            _NEEDLES[key] = needle
+            _NEEDLE_BYTES[key] = needle[1]
+    return needle
+
+
 def _may_repeat_keys(raw: bytes | str, value: dict[str, Any]) -> bool:
     if isinstance(raw, bytes):
-        for key in value:
-            if raw.count(b'"' + key.encode("utf-8", "surrogatepass") + b'"') > 1:
-                return True
-    else:
-        for key in value:
-            if raw.count('"' + key + '"') > 1:
-                return True
-    return False
+        return any(raw.count(_needle(key)[1]) > 1 for key in value)
+    return any(raw.count(_needle(key)[0]) > 1 for key in value)
 
 
 def _excerpt(raw: bytes | str) -> str:
@@ -355,6 +535,7 @@ _ALWAYS_LEGACY_NULL = frozenset({"rawEvent"})
 _WIRE_REQUIRED: dict[type, frozenset[str]] = {
     ev.ReasoningMessageStartEvent: frozenset({"role"}),
     rn.RunAgentInput: frozenset({"messages"}),
+    msg.FunctionCall: frozenset({"arguments"}),
 }
 
 
@@ -679,7 +860,16 @@ def _check_usage(value: dict[str, Any]) -> None:
             raise _FieldError("token counts are never negative", "/" + key)
 
 
+def _check_tool_call(value: dict[str, Any]) -> None:
+    kind = value.get("type", "function")
+    if kind != "function":
+        raise _FieldError(f"a tool call's type must be 'function', got {kind!r}", "/type")
+
+
+#: Checks beyond the field types, run before a class is structured. A check that can pass silently
+#: needs a pure twin in ``_FAST_CHECKS``, or the class loses its fast path.
 _SPECIFIC_CHECKS: dict[type, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
+    msg.ToolCall: _check_tool_call,
     ev.StateDeltaEvent: _check_state_delta,
     ev.ActivityDeltaEvent: _check_activity_delta,
     rn.RunFinishedSuccessOutcome: _check_success_outcome,
@@ -762,6 +952,276 @@ def _structure(value: Any, cls: Any, *, event_type: str | None = None) -> Any:
 
 
 # --------------------------------------------------------------------------------------------------
+# Fast paths: the plain shape, built directly
+# --------------------------------------------------------------------------------------------------
+#
+# Most of a stream is small events of a known type in their plain shape: every key a field, every
+# value of its JSON type, no null, no unknown union member. For each wire class a function generated
+# once builds the attrs instance straight from that shape. On anything else (an unknown key, a null,
+# a wrong type, an unknown tag, a value a check would refuse or warn about) it raises ``_Fallback``
+# and the checked cattrs path above decides. So the fast path accepts only what the checked path
+# accepts, builds the same instance, and never warns or refuses anything itself.
+
+
+class _Fallback(Exception):
+    """The value is not in the plain shape: take the checked path."""
+
+
+def _fast_json_list(value: Any) -> tuple[Any, ...]:
+    if type(value) is not list:
+        raise _Fallback
+    return tuple(value)
+
+
+def _fast_str_list(value: Any) -> tuple[str, ...]:
+    if type(value) is not list:
+        raise _Fallback
+    for item in value:
+        if type(item) is not str:
+            raise _Fallback
+    return tuple(value)
+
+
+def _fast_list(item: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
+    def fast_list(value: Any) -> tuple[Any, ...]:
+        if type(value) is not list:
+            raise _Fallback
+        return tuple(map(item, value))
+    return fast_list
+
+
+def _fast_union(table: dict[str, type], tag: str) -> Callable[[Any], Any] | None:
+    members: dict[str, Callable[[Any], Any]] = {}
+    for name, cls in table.items():
+        member = _fast_for(cls)
+        if member is None:
+            return None
+        members[name] = member
+    get = members.get
+
+    def fast_union(value: Any) -> Any:
+        if type(value) is not dict:
+            raise _Fallback
+        name = value.get(tag)
+        member = get(name) if type(name) is str else None
+        if member is None:
+            raise _Fallback
+        return member(value)
+    return fast_union
+
+
+def _fast_content(parts: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def fast_content(value: Any) -> Any:
+        if type(value) is str:
+            return value
+        return parts(value)
+    return fast_content
+
+
+def _plain_pointer(path: Any) -> bool:
+    return type(path) is str and (path == "" or (path[0] == "/" and ("~" not in path or bool(_POINTER.match(path)))))
+
+
+def _plain_patch(patch: Any) -> bool:
+    """``_check_patch`` would accept ``patch`` without dropping or warning about anything."""
+    for op in patch:
+        if type(op) is not dict:
+            return False
+        name = op.get("op")
+        members = _PATCH_OPS.get(name) if type(name) is str else None
+        if members is None or not _plain_pointer(op.get("path")):
+            return False
+        for member in members:
+            if member not in op:
+                return False
+            if member == "from" and not _plain_pointer(op["from"]):
+                return False
+    return True
+
+
+#: For each class with a ``_SPECIFIC_CHECKS`` entry, a predicate true when that check passes silently
+#: (no error, no warning, no change). A class with a check but no predicate here has no fast path.
+_FAST_CHECKS: dict[type, Callable[[dict[str, Any]], bool]] = {
+    ev.StateDeltaEvent: lambda value: _plain_patch(value["delta"]),
+    ev.ActivityDeltaEvent: lambda value: _plain_patch(value["patch"]),
+    rn.RunFinishedSuccessOutcome: lambda value: "interrupts" not in value,
+    rn.RunFinishedCancelledOutcome: lambda value: "interrupts" not in value,
+    rn.RunFinishedInterruptOutcome: lambda value: len(value["interrupts"]) > 0,
+    rn.SubagentFinishedSuspendedOutcome: lambda value: True,  # the ids are checked as tuple[str, ...]
+    rn.TokenUsage: lambda value: True,  # counts are checked against a lower bound of 0 (_FAST_INT_MIN)
+    msg.ToolCall: lambda value: True,  # the "type" tag is checked like any tag
+}
+_FAST_INT_MIN: dict[type, int] = {rn.TokenUsage: 0}
+#: Classes whose tag value the checked path verifies (``_check_tool_call``).
+_CHECKED_TAGS: frozenset[type] = frozenset({msg.ToolCall})
+
+_FAST: dict[Any, Callable[[Any], Any] | None] = {}
+
+
+def _fast_for(t: Any) -> Callable[[Any], Any] | None:
+    """The fast builder for a wire type (class, tagged union or tuple of them), or ``None``."""
+    try:
+        return _FAST[t]
+    except KeyError:
+        pass
+    if t is msg.ContentPart:
+        fast = _fast_union(_PARTS, "type")
+    elif t is msg.PartSource:
+        fast = _fast_union(_SOURCES, "type")
+    elif t is msg.Message:
+        fast = _fast_union(_MESSAGES, "role")
+    elif t is rn.RunFinishedOutcome:
+        fast = _fast_union(_RUN_OUTCOMES, "type")
+    elif t is rn.SubagentFinishedOutcome:
+        fast = _fast_union(_SUBAGENT_OUTCOMES, "type")
+    elif _is_homogeneous_tuple(t):
+        item = _fast_for(get_args(t)[0])
+        fast = None if item is None else _fast_list(item)
+    elif isinstance(t, type) and attrs.has(t):
+        fast = _fast_class(t)
+    else:
+        fast = None
+    _FAST[t] = fast
+    return fast
+
+
+def _fast_field(t: Any, int_min: int) -> tuple[str, Any] | None:
+    """How the fast path reads a (non-None) field type: ``("any", None)``, ``("check", expression over
+    {x})``, ``("literal", allowed strings)`` or ``("call", builder)``; ``None`` when it cannot."""
+    if t is Any:
+        return "any", None
+    if t is str:
+        return "check", "type({x}) is str"
+    if t is bool:
+        return "check", "type({x}) is bool"
+    if t is int:
+        return "check", f"type({{x}}) is int and {int_min} <= {{x}} <= {_MAX_SAFE_INT}"
+    if t == dict[str, Any]:
+        return "check", "type({x}) is dict"
+    if _is_literal(t):
+        allowed = get_args(t)
+        if not all(type(a) is str for a in allowed):
+            return None
+        return "literal", frozenset(allowed)
+    if _is_homogeneous_tuple(t) and get_args(t)[0] is Any:
+        return "call", _fast_json_list
+    if _is_homogeneous_tuple(t) and get_args(t)[0] is str:
+        return "call", _fast_str_list
+    if _is_content(t):
+        parts = _fast_for(tuple[msg.ContentPart, ...])
+        return None if parts is None else ("call", _fast_content(parts))
+    builder = _fast_for(t)
+    return None if builder is None else ("call", builder)
+
+
+@attrs.frozen
+class _FastField:
+    """How the fast path reads one field of a class."""
+
+    name: str  # the ``__init__`` keyword
+    kind: str  # "any" | "check" | "call"
+    check: str  # for "check": an expression over {x}
+    helper: Any  # for "call": the builder; for a literal: the allowed strings
+    required: bool
+
+
+_MAX_SHAPES = 64
+
+
+def _fast_class(cls: type) -> Callable[[Any], Any] | None:
+    """A builder for ``cls`` specialised on the *shape* of the object (its keys, in order).
+
+    Each shape seen gets its own generated function that reads exactly those keys and passes exactly
+    those keywords (attrs fills the defaults), which is much cheaper than probing every field.
+    """
+    if cls is UnknownEvent or (cls in _SPECIFIC_CHECKS and cls not in _FAST_CHECKS):
+        return None
+    attrs.resolve_types(cls)
+    wire_required = _WIRE_REQUIRED.get(cls, frozenset())
+    int_min = _FAST_INT_MIN.get(cls, -_MAX_SAFE_INT)
+    specs: dict[str, _FastField] = {}
+    for a in attrs.fields(cls):
+        if isinstance(a.default, attrs.Factory):  # type: ignore[arg-type]
+            return None
+        optional_type = _is_optional(a.type)
+        inner: Any = a.type
+        if optional_type:
+            rest = tuple(arg for arg in get_args(a.type) if arg is not type(None))
+            inner = rest[0] if len(rest) == 1 else Union[rest]  # noqa: UP007 - a runtime union object
+        how = _fast_field(inner, int_min)
+        required = a.default is attrs.NOTHING or _wire_name(a) in wire_required
+        if how is None or (required and optional_type):
+            return None
+        kind, detail = how
+        if kind == "literal":
+            specs[_wire_name(a)] = _FastField(a.alias or a.name, "check", "type({x}) is str and {x} in {h}", detail,
+                                              required)
+        elif kind == "check":
+            specs[_wire_name(a)] = _FastField(a.alias or a.name, "check", detail, None, required)
+        else:
+            specs[_wire_name(a)] = _FastField(a.alias or a.name, kind, "", detail, required)
+    tag = _tag_of(cls)
+    tags: dict[str, str | None] = {}  # tag keys that are not fields -> the value they must have (or any)
+    if tag is not None:
+        if tag[0] not in specs:
+            # the checked path only refuses a wrong tag where a union did not already dispatch on it
+            tags[tag[0]] = tag[1] if cls in _CHECKED_TAGS else None
+        for other in ("type", "role"):
+            if other not in specs and other not in tags:
+                tags[other] = None
+    required_keys = frozenset(key for key, spec in specs.items() if spec.required)
+    check = _FAST_CHECKS.get(cls)
+    shapes: dict[tuple[str, ...], Callable[[Any], Any]] = {}
+
+    def for_shape(shape: tuple[str, ...]) -> Callable[[Any], Any]:
+        if not required_keys <= set(shape) or not all(key in specs or key in tags for key in shape):
+            return _always_fallback  # a required field is missing or a key is unknown: the checked path says so
+        namespace: dict[str, Any] = {"FB": _Fallback, "cls": cls, "check": check}
+        lines = ["def fast(v):"]
+        arguments = []
+        for i, key in enumerate(shape):
+            x = f"x{i}"
+            if key in tags:
+                if tags[key] is not None:
+                    lines.append(f"    if v[{key!r}] != {tags[key]!r}: raise FB")
+                continue
+            spec = specs[key]
+            lines.append(f"    {x} = v[{key!r}]")
+            if spec.kind == "any":
+                if not spec.required:
+                    lines.append(f"    if {x} is None: raise FB")
+            elif spec.kind == "check":
+                namespace[f"h{i}"] = spec.helper
+                lines.append(f"    if not ({spec.check.format(x=x, h=f'h{i}')}): raise FB")
+            else:
+                namespace[f"c{i}"] = spec.helper
+                lines.append(f"    {x} = c{i}({x})")
+            arguments.append(f"{spec.name}={x}")
+        if check is not None:
+            lines.append("    if not check(v): raise FB")
+        lines.append(f"    return cls({', '.join(arguments)})")
+        exec("\n".join(lines), namespace)  # noqa: S102 - generated from the class's own fields
+        built: Callable[[Any], Any] = namespace["fast"]
+        return built
+
+    def fast(value: Any) -> Any:
+        if type(value) is not dict:
+            raise _Fallback
+        shape = tuple(value)
+        built = shapes.get(shape)
+        if built is None:
+            built = for_shape(shape)
+            if len(shapes) < _MAX_SHAPES:
+                shapes[shape] = built
+        return built(value)
+    return fast
+
+
+def _always_fallback(value: Any) -> Any:
+    raise _Fallback
+
+
+# --------------------------------------------------------------------------------------------------
 # Public entry points
 # --------------------------------------------------------------------------------------------------
 
@@ -773,8 +1233,6 @@ _LEGACY_TYPES = {
     "THINKING_TEXT_MESSAGE_CONTENT": "REASONING_MESSAGE_CONTENT",
     "THINKING_TEXT_MESSAGE_END": "REASONING_MESSAGE_END",
 }
-
-_FAST_DELTA: dict[str, Callable[..., Any]] = {}
 
 
 def decode_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any], *,
@@ -789,15 +1247,42 @@ def decode_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any],
             malformed; ``pointer`` names the field (``/outcome/interrupts/1/id``).
         LimitExceeded: nesting deeper than ``max_depth``.
     """
-    if isinstance(data, Mapping):
-        value: Any = data if type(data) is dict else dict(data)
+    if type(data) is bytes or type(data) is str or not isinstance(data, Mapping):
+        value: Any = parse_json(data, max_depth=max_depth)
     else:
-        value = parse_json(data, max_depth=max_depth)
+        value = data if type(data) is dict else dict(data)
     return decode_value(value)
 
 
 def decode_value(value: Any) -> Event | UnknownEvent:
     """Decode an already-parsed JSON value as one event (see :func:`decode_event`)."""
+    if type(value) is dict:
+        kind = value.get("type")
+        if type(kind) is str:
+            fast = _FAST_BY_KIND[kind]
+            if fast is not None:
+                try:
+                    return fast(value)  # type: ignore[no-any-return]
+                except _Fallback:
+                    pass
+    return _decode_value_checked(value)
+
+
+class _FastByKind(dict[str, Any]):
+    """Event type -> the fast builder of its class (``None`` for no fast path or an unknown type)."""
+
+    def __missing__(self, kind: str) -> Any:
+        cls = EVENT_TYPES.get(kind)
+        if cls is None:
+            return None  # not cached: unknown types are unbounded
+        fast = self[kind] = _fast_for(cls)
+        return fast
+
+
+_FAST_BY_KIND = _FastByKind()
+
+
+def _decode_value_checked(value: Any) -> Event | UnknownEvent:
     if type(value) is not dict:
         raise DecodeError(f"an event must be a JSON object, got {_describe(value)}", pointer="")
     kind = value.get("type")
@@ -818,38 +1303,13 @@ def decode_value(value: Any) -> Event | UnknownEvent:
             value.setdefault("role", "reasoning")
         cls = EVENT_TYPES[modern]
         kind = modern
-    fast = _FAST_DELTA.get(kind)
-    if fast is not None and len(value) == 3:
-        event = fast(value)
-        if event is not None:
-            return event  # type: ignore[no-any-return]
+        fast = _FAST_BY_KIND[kind]
+        if fast is not None:
+            try:
+                return fast(value)  # type: ignore[no-any-return]
+            except _Fallback:
+                pass
     return _structure(value, cls, event_type=kind)  # type: ignore[no-any-return]
-
-
-def _fast_delta(cls: Any) -> Callable[[dict[str, Any]], Any]:
-    # Streamed deltas are most of any stream: skip the generic machinery when the shape is the plain one.
-    def build(value: dict[str, Any]) -> Any:
-        message_id = value.get("messageId")
-        delta = value.get("delta")
-        if type(message_id) is str and type(delta) is str:
-            return cls(message_id=message_id, delta=delta)
-        return None
-    return build
-
-
-def _fast_args(value: dict[str, Any]) -> Any:
-    call_id = value.get("toolCallId")
-    delta = value.get("delta")
-    if type(call_id) is str and type(delta) is str:
-        return ev.ToolCallArgsEvent(tool_call_id=call_id, delta=delta)
-    return None
-
-
-_FAST_DELTA.update({
-    "TEXT_MESSAGE_CONTENT": _fast_delta(ev.TextMessageContentEvent),
-    "REASONING_MESSAGE_CONTENT": _fast_delta(ev.ReasoningMessageContentEvent),
-    "TOOL_CALL_ARGS": _fast_args,
-})
 
 
 @lru_cache(maxsize=256)
@@ -867,6 +1327,12 @@ def decode(value: Any, cls: type[T]) -> T:
     Raises:
         DecodeError: the value does not fit ``cls``; ``pointer`` names the field.
     """
+    fast = _fast_for(cls)
+    if fast is not None:
+        try:
+            return fast(value)  # type: ignore[no-any-return]
+        except _Fallback:
+            pass
     return _structure(value, cls)  # type: ignore[no-any-return]
 
 

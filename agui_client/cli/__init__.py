@@ -1,0 +1,35 @@
+"""The ``agui`` command: ``agui demo | agui run URL | agui replay FILE | agui verify FILE``.
+
+The CLI needs the ``cli`` extra (rich, and uvicorn for the demo agent). The core package never
+imports this module's dependencies: ``main()`` checks for rich first and prints an install hint,
+exiting 2, when it is missing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+INSTALL_HINT = "The agui command needs the CLI extra: pip install 'agui-client[cli]'"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``agui`` entry point; returns the exit status (0 ok, 1 failed, 2 usage, 130 Ctrl-C)."""
+    try:
+        import rich  # noqa: F401 - only checking that the extra is installed
+    except ImportError:
+        print(INSTALL_HINT, file=sys.stderr)
+        return 2
+    from .app import run_cli
+
+    try:
+        return run_cli(argv)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`agui replay x | head`); nothing more to say, and nobody to say it to.
+        sys.stderr.close()
+        return 1

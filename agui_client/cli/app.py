@@ -1,0 +1,317 @@
+"""The ``agui`` command line: ``demo``, ``run``, ``replay`` and ``verify``.
+
+Exit statuses: 0 done (a run that stopped at an interrupt left open on purpose included), 1 the agent
+or the recording failed (``RUN_ERROR``, a protocol error, an unreachable agent, findings), 2 a usage
+problem (bad arguments, an unreadable file, an answer the interrupt's schema refuses), 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shlex
+import sqlite3
+import sys
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from .._version import __version__
+from ..client import AgentClient
+from ..errors import AguiError, ResumeRefused, StoreError
+from ..session import RunResult
+from ..stores import SqliteStore, ThreadStore
+from ..thread import Thread
+from .converse import AnswerPolicy, Conversation, UsageProblem
+from .recordings import Unreadable, replay_command, verify_command
+from .render import (
+    ConsoleAsker,
+    Output,
+    PlainOutput,
+    RichOutput,
+    last_assistant_text,
+    make_output,
+    render_error,
+    render_summary,
+    usage_text,
+)
+
+__all__ = ["build_parser", "run_cli"]
+
+DEMO_MESSAGE = "Please delete the staging environment, we do not use it any more."
+
+_EPILOG = """\
+examples:
+  agui demo                          talk to the bundled demo agent and answer its approval
+  agui demo --yes                    the same, approving with the schema's defaults
+  agui run http://localhost:8000/agent -m "hi" --thread-file t.db
+  agui run http://localhost:8000/agent --thread-file t.db --resume --yes
+  agui replay capture.sse            fold a recorded stream and show the thread it leaves
+  agui verify capture.jsonl          list every protocol error and warning in a recording
+
+exit status: 0 done, 1 the agent or the recording failed, 2 usage or unreadable input, 130 Ctrl-C
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``agui`` command."""
+    parser = argparse.ArgumentParser(
+        prog="agui", description="A command line client for AG-UI 1.0 agents.", epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"agui {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = commands.add_parser("demo", help="a conversation with the bundled scripted agent (an approval flow)",
+                               description="Start the bundled ScriptedAgent on 127.0.0.1, ask it to delete an "
+                                           "environment, answer its approval interrupt, and show the result.")
+    demo.add_argument("--url", help="talk to an already running demo agent instead of starting one")
+    demo.add_argument("-m", "--message", default=DEMO_MESSAGE, help="the first user message")
+    _answer_options(demo)
+    demo.add_argument("--plain", action="store_true", help="plain, colourless output (default when not a terminal)")
+
+    run = commands.add_parser("run", help="talk to any AG-UI endpoint",
+                              description="Send a run to an AG-UI endpoint, render it, and answer its interrupts. "
+                                          "With --thread-file the thread (open interrupts included) is kept in a "
+                                          "SQLite file, so a later `--resume` continues it from another shell.")
+    run.add_argument("url", metavar="URL", help="the agent's endpoint")
+    run.add_argument("-m", "--message", help="the user message to send")
+    run.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
+                     help="a request header (repeatable)")
+    run.add_argument("--thread-file", metavar="FILE", help="keep the thread in this SQLite file")
+    run.add_argument("--thread-id", metavar="ID",
+                     help="the thread id (default: the only thread in --thread-file, else a new one)")
+    run.add_argument("--state", metavar="JSON", help="the shared state to send (replaces the thread's)")
+    run.add_argument("--resume", action="store_true", help="answer the thread's open interrupts and continue")
+    run.add_argument("--json", action="store_true",
+                     help="print the events as JSON lines, then the thread's final wire form")
+    _answer_options(run)
+    run.add_argument("--plain", action="store_true", help="plain, colourless output (default when not a terminal)")
+
+    replay = commands.add_parser("replay", help="fold a recorded stream and show the thread it leaves",
+                                 description="Read an SSE capture or JSON lines (FILE, or - for stdin), fold it as a "
+                                             "live run would, and show the messages, state, outcome and open "
+                                             "interrupts. Exit 1 when the recording breaks the protocol.")
+    replay.add_argument("file", metavar="FILE", help="the recording (- for stdin)")
+    replay.add_argument("--json", action="store_true", help="print ThreadState.to_wire() plus the outcome as JSON")
+    replay.add_argument("--plain", action="store_true", help="plain, colourless output")
+
+    verify = commands.add_parser("verify", help="list every protocol error and warning in a recording",
+                                 description="Run the verifier over a whole recording and list every finding with "
+                                             "its event index, type and rule. Exit 0 when there are no errors "
+                                             "(warnings allowed), 1 with errors, 2 when the input is unreadable.")
+    verify.add_argument("file", metavar="FILE", help="the recording (- for stdin)")
+    verify.add_argument("--json", action="store_true", help="print the findings as JSON")
+    verify.add_argument("--plain", action="store_true", help="plain, colourless output")
+    return parser
+
+
+def _answer_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--answer", metavar="JSON", help="answer every interrupt with this JSON payload")
+    group.add_argument("-y", "--yes", action="store_true",
+                       help="answer with the schema's defaults and approved: true")
+    group.add_argument("--abandon", action="store_true", help="abandon the interrupts instead of answering")
+
+
+def run_cli(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    plain = bool(getattr(args, "plain", False)) or not _isatty(sys.stdout)
+    as_json = bool(getattr(args, "json", False))
+    # In JSON mode stdout carries data only; everything for people goes to stderr.
+    out = PlainOutput(sys.stderr) if as_json else make_output(plain=plain)
+    try:
+        if args.command == "demo":
+            return _demo(args, out, plain)
+        if args.command == "run":
+            return _run(args, out, plain)
+        if args.command == "replay":
+            return replay_command(out, args.file, as_json=as_json)
+        return verify_command(out, args.file, as_json=as_json)
+    except (UsageProblem, Unreadable, StoreError) as exc:
+        out.end_line()
+        print(f"agui {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except ResumeRefused as exc:
+        render_error(out, exc)
+        return 2
+    except AguiError as exc:
+        render_error(out, exc)
+        return 1
+    finally:
+        out.stop_waiting()
+        out.end_line()
+
+
+# --------------------------------------------------------------------------------------------------
+# demo and run
+# --------------------------------------------------------------------------------------------------
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _policy(args: argparse.Namespace, *, can_ask: bool, fallback: AnswerPolicy) -> AnswerPolicy:
+    if args.answer is not None:
+        return AnswerPolicy(mode="answer", payload=_json_argument("--answer", args.answer))
+    if args.yes:
+        return AnswerPolicy(mode="yes")
+    if args.abandon:
+        return AnswerPolicy(mode="abandon")
+    return AnswerPolicy(mode="ask") if can_ask else fallback
+
+
+def _json_argument(option: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UsageProblem(f"{option} is not JSON: {exc}") from None
+
+
+def _asker(out: Output, plain: bool) -> ConsoleAsker:
+    if isinstance(out, RichOutput):
+        return ConsoleAsker(out.console)
+    # Questions go where the person sees them: stdout on a terminal, stderr when stdout is piped.
+    return ConsoleAsker(Console(stderr=not _isatty(sys.stdout), no_color=plain, highlight=False))
+
+
+def _demo(args: argparse.Namespace, out: Output, plain: bool) -> int:
+    policy = _policy(args, can_ask=_isatty(sys.stdin), fallback=AnswerPolicy(
+        mode="yes", note="stdin is not a terminal: answering as with --yes (the schema's defaults, approved: true)"))
+    with contextlib.ExitStack() as stack:
+        url = args.url
+        if url is None:
+            from ..testing import ScriptedAgent, serve
+
+            server = stack.enter_context(serve(ScriptedAgent.demo()))
+            url = server.url
+            out.line(f"demo agent (agui_client.testing.ScriptedAgent.demo) listening on {url}", "dim")
+        client = stack.enter_context(AgentClient(url))
+        thread = client.thread()
+        conversation = Conversation(thread, out, policy=policy, asker=_asker(out, plain))
+        out.line(f"you: {args.message}", "bold green")
+        result = conversation.start(args.message)
+        _finish(out, conversation, result, thread)
+        return 1 if result.outcome == "error" else 0
+
+
+def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
+    as_json = bool(args.json)
+    headers = _headers(args.header)
+    state = _json_argument("--state", args.state) if args.state is not None else None
+    if args.resume and args.thread_file is None:
+        raise UsageProblem("--resume needs --thread-file (the thread whose interrupts to answer)")
+    can_ask = _isatty(sys.stdin) and not as_json
+    policy = _policy(args, can_ask=can_ask, fallback=AnswerPolicy(
+        mode="stop", note="no --answer, --yes or --abandon" + (" and stdin is not a terminal" if not as_json else "")
+        + ": leaving the interrupt(s) open"))
+    with contextlib.ExitStack() as stack:
+        store: ThreadStore | None = None
+        if args.thread_file is not None:
+            store = stack.enter_context(SqliteStore(args.thread_file))
+        thread_id, is_new = _thread_id(args, store)
+        client = stack.enter_context(AgentClient(args.url, headers=headers, store=store))
+        thread = client.thread(thread_id)
+        if args.thread_file is not None:
+            out.line(f"thread {thread.id} ({'new, ' if is_new else ''}kept in {args.thread_file})", "dim")
+        if thread.open_interrupts and not args.resume:
+            raise UsageProblem(f"thread {thread.id} is waiting on {len(thread.open_interrupts)} interrupt(s); "
+                               "add --resume (with --answer JSON, --yes or --abandon) to answer them")
+        message = args.message
+        if message is None and not args.resume and can_ask:
+            message = _asker(out, plain).ask_text("you", default=None) or None
+        conversation = Conversation(thread, out, policy=policy, asker=_asker(out, plain) if can_ask else None,
+                                    json_lines=sys.stdout if as_json else None)
+        result: RunResult | None
+        if args.resume:
+            result = conversation.resume(args.message)  # None: nothing sent, the interrupts stay open
+        else:
+            if message is not None and not as_json:
+                out.line(f"you: {message}", "bold green")
+            result = conversation.start(message, state=state, has_state=args.state is not None)
+        outcome = result.outcome if result is not None else None
+        if as_json:
+            print(json.dumps({**thread.state.to_wire(), "threadId": thread.id, "outcome": outcome},
+                             ensure_ascii=False))
+        else:
+            _finish(out, conversation, result, thread, thread_file=args.thread_file)
+        if conversation.stopped_at_interrupt:
+            _how_to_continue(out, args, thread)
+        return 1 if outcome == "error" else 0
+
+
+def _headers(values: Sequence[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, sep, rest = value.partition(":")
+        if not sep or not name.strip():
+            raise UsageProblem(f"-H expects 'Name: value', got {value!r}")
+        headers[name.strip()] = rest.strip()
+    return headers
+
+
+def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> tuple[str, bool]:
+    if args.thread_id is not None:
+        known = store is not None and store.load(args.thread_id) is not None
+        return args.thread_id, not known
+    if store is None:
+        return str(uuid.uuid4()), True
+    ids = _stored_thread_ids(args.thread_file)
+    if len(ids) == 1:
+        return ids[0], False
+    if len(ids) > 1:
+        raise UsageProblem(f"{args.thread_file} holds {len(ids)} threads; pick one with --thread-id: "
+                           + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
+    if args.resume:
+        raise UsageProblem(f"{args.thread_file} holds no thread to resume")
+    return str(uuid.uuid4()), True
+
+
+def _stored_thread_ids(path: str) -> list[str]:
+    # The store's table layout is documented in agui_client.stores.sqlite; a read-only look lists the ids.
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+        try:
+            rows = conn.execute("SELECT thread_id FROM agui_threads ORDER BY thread_id").fetchall()
+        except sqlite3.Error as exc:
+            raise UsageProblem(f"cannot list the threads in {path}: {exc}") from exc
+    return [str(row[0]) for row in rows]
+
+
+def _finish(out: Output, conversation: Conversation, result: RunResult | None, thread: Thread,
+            *, thread_file: str | None = None) -> None:
+    state = thread.state
+    final = last_assistant_text(state)
+    runs = conversation.runs
+    rows = [("thread", thread.id + (f" (in {thread_file})" if thread_file else "")),
+            ("outcome", str(result.outcome) if result is not None else "nothing sent")]
+    if result is not None and result.error is not None:
+        rows.append(("error", result.error.message + (f" (code {result.error.code})" if result.error.code else "")))
+    if final is not None:
+        rows.append(("final message", final))
+    if state.open_interrupts:
+        rows.append(("open interrupts", ", ".join(i.id for i in state.open_interrupts)))
+    rows.append(("usage", usage_text((u for r in runs for u in r.usage), runs=len(runs))))
+    render_summary(out, "summary", rows, state.state)
+
+
+def _how_to_continue(out: Output, args: argparse.Namespace, thread: Thread) -> None:
+    if args.thread_file is None:
+        out.line("the thread lived in this process only; run with --thread-file FILE to answer it later", "yellow")
+        return
+    out.line("to answer later: " + " ".join(_quote(part) for part in (
+        "agui", "run", args.url, "--thread-file", args.thread_file, "--thread-id", thread.id,
+        "--resume", "--yes")) + "   (or --answer JSON / --abandon)", "yellow")
+
+
+def _quote(text: str) -> str:
+    return shlex.quote(text)
+

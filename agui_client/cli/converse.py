@@ -1,0 +1,213 @@
+"""The conversation behind ``agui demo`` and ``agui run``: send, render, answer interrupts, resume.
+
+One :class:`Conversation` drives a :class:`~agui_client.Thread`: it streams a run into the view (or
+as JSON lines), and while the run stops on interrupts it shows them, gets the answers the
+:class:`AnswerPolicy` says (asked through a form built from each ``responseSchema``, the schema's
+defaults for ``--yes``, a given JSON, or abandonment) and resumes with
+``thread.resume_builder()``. Expired interrupts cannot be answered, so they are abandoned, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import IO, Any, Literal
+
+from attrs import frozen
+
+from .. import codec
+from ..errors import ExpiredInterruptAnswered, InvalidResumePayload
+from ..interrupts import ResumeBuilder
+from ..session import RunResult
+from ..thread import Thread
+from ..types.base import JSON
+from ..types.run import Interrupt
+from . import forms
+from .render import EventRenderer, Output, render_interrupt, render_warnings
+
+__all__ = ["AnswerPolicy", "Conversation", "UsageProblem"]
+
+Mode = Literal["ask", "yes", "answer", "abandon", "stop"]
+
+#: How many times one invocation resumes before it stops asking (an agent that keeps interrupting).
+MAX_ROUNDS = 8
+#: How many times a person is asked again after an answer the schema refuses.
+MAX_ATTEMPTS = 3
+
+
+class UsageProblem(Exception):
+    """The command cannot go on because of how it was called (exit status 2)."""
+
+
+@frozen(kw_only=True)
+class AnswerPolicy:
+    """How interrupts are answered.
+
+    Attributes:
+        mode: ``ask`` (a form per interrupt), ``yes`` (defaults and ``approved: true``), ``answer``
+            (``payload`` for every interrupt), ``abandon``, or ``stop`` (leave them open).
+        payload: the answer for ``answer`` mode.
+        note: said once before the first answer (why this mode was chosen).
+    """
+
+    mode: Mode
+    payload: JSON = None
+    note: str | None = None
+
+
+class Conversation:
+    """Runs a thread to the end the policy allows, rendering as it goes.
+
+    Args:
+        thread: the thread to drive.
+        out: the human view (stderr notices only when ``json_lines`` is set).
+        policy: how to answer interrupts.
+        asker: asks the questions in ``ask`` mode.
+        json_lines: when set, each event is written there as one JSON line instead of rendered.
+    """
+
+    def __init__(self, thread: Thread, out: Output, *, policy: AnswerPolicy, asker: forms.Asker | None = None,
+                 json_lines: IO[str] | None = None) -> None:
+        self.thread = thread
+        self.out = out
+        self.policy = policy
+        self.asker = asker
+        self.json_lines = json_lines
+        self.runs: list[RunResult] = []
+        self.stopped_at_interrupt = False
+        self._noted = False
+
+    def start(self, message: str | None, *, state: JSON = None, has_state: bool = False) -> RunResult:
+        """Send ``message`` (with ``state`` when ``has_state``) and go on through the interrupts."""
+        kwargs: dict[str, Any] = {"state": state} if has_state else {}
+        result = self._stream(message, **kwargs)
+        return self._through_interrupts(result)
+
+    def resume(self, message: str | None = None) -> RunResult | None:
+        """Answer the thread's open interrupts (with ``message`` as a new turn), then go on.
+
+        Returns ``None`` when the policy leaves the interrupts open.
+
+        Raises:
+            UsageProblem: the thread has no open interrupts.
+        """
+        interrupts = self.thread.open_interrupts
+        if not interrupts:
+            raise UsageProblem(f"thread {self.thread.id} has no open interrupts to resume")
+        self.out.line(f"thread {self.thread.id} is waiting on {len(interrupts)} interrupt(s)", "bold")
+        self._show(interrupts)
+        builder = self._answers(interrupts)
+        if builder is None:
+            self.stopped_at_interrupt = True
+            return None
+        result = self._stream(message, resume=builder)
+        return self._through_interrupts(result)
+
+    # -- internals --------------------------------------------------------------------------------------
+
+    def _through_interrupts(self, result: RunResult) -> RunResult:
+        rounds = 0
+        while result.outcome == "interrupt" and self.thread.open_interrupts:
+            interrupts = self.thread.open_interrupts
+            self._show(interrupts)
+            if rounds >= MAX_ROUNDS:
+                self.out.line(f"the agent interrupted {rounds} times in a row; leaving these open", "yellow")
+                self.stopped_at_interrupt = True
+                break
+            builder = self._answers(interrupts)
+            if builder is None:
+                self.stopped_at_interrupt = True
+                break
+            rounds += 1
+            result = self._stream(None, resume=builder)
+        return result
+
+    def _show(self, interrupts: Sequence[Interrupt]) -> None:
+        if self.json_lines is not None:
+            return
+        for interrupt in interrupts:
+            render_interrupt(self.out, interrupt, self.thread.state)
+
+    def _stream(self, message: str | None, **kwargs: Any) -> RunResult:
+        out = self.out
+        renderer = EventRenderer(out, self.thread.state)
+        if self.json_lines is None:
+            out.start_waiting("waiting for the agent...")
+        try:
+            with self.thread.stream(message, **kwargs) as events:
+                for event in events:
+                    if self.json_lines is not None:
+                        self.json_lines.write(json.dumps(codec.encode(event), ensure_ascii=False) + "\n")
+                        self.json_lines.flush()
+                    else:
+                        renderer.event(event)
+            result = events.result
+        finally:
+            out.stop_waiting()
+            renderer.close()
+        assert result is not None
+        self.runs.append(result)
+        render_warnings(out, result.warnings)
+        if result.pending_tool_call_ids:
+            calls = ", ".join(f"{c.function.name}({c.function.arguments})" for c in result.pending_tool_calls)
+            out.line(f"the agent left frontend tool call(s) for the application: "
+                     f"{calls or ', '.join(result.pending_tool_call_ids)} (the CLI does not run frontend tools)",
+                     "yellow")
+        return result
+
+    def _answers(self, interrupts: Sequence[Interrupt]) -> ResumeBuilder | None:
+        policy = self.policy
+        if policy.note and not self._noted:
+            self.out.line(policy.note, "yellow")
+            self._noted = True
+        if policy.mode == "stop":
+            return None
+        builder = self.thread.resume_builder()
+        expired = set(builder.expired)
+        for interrupt in interrupts:
+            if interrupt.id in expired:
+                self.out.line(f"interrupt {interrupt.id} has expired and cannot be answered: abandoning it", "yellow")
+                builder.abandon(interrupt.id)
+                continue
+            if policy.mode == "abandon":
+                builder.abandon(interrupt.id)
+                self.out.line(f"abandoned interrupt {interrupt.id}", "bold")
+                continue
+            payload = self._payload(interrupt)
+            if payload is _EXPIRED:
+                self.out.line(f"interrupt {interrupt.id} expired while you answered: abandoning it", "yellow")
+                builder.abandon(interrupt.id)
+                continue
+            builder.answer(interrupt.id, payload)
+        builder.build()  # refuses an incomplete or invalid list here, with every offending id
+        for entry in builder.entries:
+            if entry.status == "resolved":
+                self.out.line(f"answer to {entry.interrupt_id}: {json.dumps(entry.payload, ensure_ascii=False)}",
+                              "bold")
+        return builder
+
+    def _payload(self, interrupt: Interrupt) -> Any:
+        policy = self.policy
+        if policy.mode == "yes":
+            return forms.yes_payload(interrupt.response_schema)
+        if policy.mode == "answer":
+            return policy.payload
+        assert self.asker is not None, "ask mode needs an asker"
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt == 0:
+                self.out.line(f"Your answer to {interrupt.id} (empty input takes the default shown):", "bold")
+            payload = forms.ask_payload(interrupt.response_schema, self.asker)
+            try:
+                # Judged on its own: the other open interrupts are not answered yet.
+                ResumeBuilder((interrupt,)).answer(interrupt.id, payload).build()
+            except ExpiredInterruptAnswered:
+                return _EXPIRED
+            except InvalidResumePayload as exc:
+                for problem in exc.errors.get(interrupt.id, (str(exc),)):
+                    self.asker.say(f"not accepted: {problem}")
+                continue
+            return payload
+        raise UsageProblem(f"no valid answer to interrupt {interrupt.id} after {MAX_ATTEMPTS} attempts")
+
+
+_EXPIRED: Any = object()

@@ -1,0 +1,283 @@
+"""Answers to an interrupt, built from its ``responseSchema``: asked field by field, or filled in.
+
+The CLI turns the JSON Schema an interrupt carries into a small form: an object's properties become
+one question each, in the order the schema declares them (booleans as y/n, enums as choices,
+strings as text, integers and numbers checked against their bounds), defaults are shown and taken on
+empty input, and required fields insist on an answer. ``yes_payload`` fills the same form without
+asking, for ``--yes``. Anything the form cannot express (nested objects, arrays, no schema at all) is
+asked for as JSON text and checked against its part of the schema.
+
+The questions go through an :class:`Asker`, so the form logic is independent of the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import jsonschema
+
+from ..types.base import JSON
+
+__all__ = ["Asker", "Field", "fields", "describe", "yes_payload", "ask_payload", "field_errors"]
+
+#: What ``--yes`` sends, and what the JSON prompt offers, when an interrupt carries no schema.
+NO_SCHEMA_ANSWER: dict[str, Any] = {"approved": True}
+
+
+class Asker(Protocol):
+    """Asks one question at a time (rich prompts on a terminal)."""
+
+    def ask_bool(self, label: str, *, default: bool | None) -> bool:
+        """A yes/no question; ``default`` is taken on empty input (``None``: an answer is required)."""
+        ...
+
+    def ask_choice(self, label: str, choices: Sequence[str], *, default: str | None) -> str:
+        """One of ``choices``; ``default`` is taken on empty input."""
+        ...
+
+    def ask_text(self, label: str, *, default: str | None) -> str:
+        """Free text; ``default`` is taken on empty input, else an empty input returns ``""``."""
+        ...
+
+    def say(self, text: str) -> None:
+        """Tell the person something (an invalid answer, what is asked next)."""
+        ...
+
+
+class Field:
+    """One property of an object schema: its name, its schema and whether it is required."""
+
+    __slots__ = ("name", "schema", "required")
+
+    def __init__(self, name: str, schema: Mapping[str, Any], required: bool) -> None:
+        self.name = name
+        self.schema = schema
+        self.required = required
+
+    @property
+    def kind(self) -> str:
+        """``enum``, ``const``, ``boolean``, ``integer``, ``number``, ``string`` or ``json``."""
+        return _kind(self.schema)
+
+    @property
+    def has_default(self) -> bool:
+        """Whether the schema gives a default."""
+        return "default" in self.schema
+
+    @property
+    def description(self) -> str:
+        """The description (else the title) the schema gives, for the label."""
+        for key in ("description", "title"):
+            text = self.schema.get(key)
+            if isinstance(text, str) and text.strip() and text.strip().lower() != self.name.lower():
+                return text.strip()
+        return ""
+
+
+def fields(schema: Mapping[str, Any] | None) -> list[Field] | None:
+    """The fields of an object schema with properties, in declared order; ``None`` for any other schema."""
+    if not isinstance(schema, Mapping):
+        return None
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or not properties or _kind(schema, top=True) not in ("object", "json"):
+        return None
+    required = schema.get("required")
+    names = set(required) if isinstance(required, list) else set()
+    return [Field(str(name), prop if isinstance(prop, Mapping) else {}, name in names)
+            for name, prop in properties.items()]
+
+
+def describe(field: Field) -> str:
+    """A short type description: ``boolean, required``, ``one of a|b|c; default a``, ``integer >= 0``."""
+    schema = field.schema
+    kind = field.kind
+    if kind == "enum":
+        text = "one of " + "|".join(_show(v) for v in schema.get("enum", ()))
+    elif kind == "const":
+        text = f"always {_show(schema.get('const'))}"
+    else:
+        text = kind if kind != "json" else _json_kind(schema)
+        bounds = [f"{op} {schema[key]}" for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"),
+                                                         ("maximum", "<="), ("exclusiveMaximum", "<"))
+                  if isinstance(schema.get(key), (int, float))]
+        if bounds:
+            text += " " + ", ".join(bounds)
+    notes = [text]
+    if field.required:
+        notes.append("required")
+    if field.has_default:
+        notes.append(f"default {_show(schema['default'])}")
+    return "; ".join(notes)
+
+
+def yes_payload(schema: Mapping[str, Any] | None) -> JSON:
+    """The answer ``--yes`` gives: every default, ``approved: true``, and a plausible value for the
+    other required fields (``true``, the first choice, the minimum, ``"yes"``)."""
+    if not isinstance(schema, Mapping) or not schema:
+        return dict(NO_SCHEMA_ANSWER)
+    form = fields(schema)
+    if form is None:
+        return schema["default"] if "default" in schema else _filler(schema)
+    payload: dict[str, Any] = {}
+    for field in form:
+        if field.has_default:
+            payload[field.name] = field.schema["default"]
+        elif field.name == "approved" and field.kind in ("boolean", "json"):
+            payload[field.name] = True
+        elif field.required:
+            payload[field.name] = _filler(field.schema)
+    return payload
+
+
+def ask_payload(schema: Mapping[str, Any] | None, asker: Asker) -> JSON:
+    """Ask for an answer to ``schema``, field by field; every value is checked against its schema."""
+    form = fields(schema)
+    if form is None:
+        whole = schema if isinstance(schema, Mapping) and schema else None
+        if whole is not None and _kind(whole) not in ("json", "object"):
+            return _ask_value(Field("answer", whole, True), asker)
+        default = None if whole is not None else json.dumps(NO_SCHEMA_ANSWER)
+        return _ask_json(Field("answer (JSON)", whole or {}, True), asker, default)
+    payload: dict[str, Any] = {}
+    for field in form:
+        value = _ask_value(field, asker)
+        if value is not _OMIT:
+            payload[field.name] = value
+    return payload
+
+
+def field_errors(schema: Mapping[str, Any], value: Any) -> list[str]:
+    """Readable reasons ``value`` fails ``schema`` (empty when it passes)."""
+    try:
+        validator_class = jsonschema.validators.validator_for(schema)
+        validator = validator_class(schema)
+        return [error.message for error in validator.iter_errors(value)]
+    except (jsonschema.SchemaError, TypeError, ValueError):
+        return []  # a schema the form cannot check; the resume builder judges the whole payload
+
+
+# --------------------------------------------------------------------------------------------------
+
+_OMIT: Any = object()
+
+
+def _kind(schema: Mapping[str, Any], *, top: bool = False) -> str:
+    if "const" in schema:
+        return "const"
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return "enum"
+    declared = schema.get("type")
+    if isinstance(declared, list):
+        declared = next((t for t in declared if t != "null"), None)
+    if declared in ("boolean", "integer", "number", "string"):
+        return str(declared)
+    if top and declared == "object":
+        return "object"
+    return "json"
+
+
+def _json_kind(schema: Mapping[str, Any]) -> str:
+    declared = schema.get("type")
+    return f"{declared} (JSON)" if isinstance(declared, str) else "JSON"
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _filler(schema: Mapping[str, Any]) -> JSON:
+    kind = _kind(schema)
+    if kind == "const":
+        return schema["const"]
+    if kind == "enum":
+        return schema["enum"][0]
+    if kind == "boolean":
+        return True
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum"))
+        if isinstance(low, (int, float)):
+            value = low + 1 if "minimum" not in schema else low
+            return int(value) if kind == "integer" else value
+        return 0
+    if kind == "string":
+        return "yes"
+    declared = schema.get("type")
+    if declared == "array":
+        return []
+    if declared == "object" or isinstance(schema.get("properties"), Mapping):
+        return yes_payload(schema)
+    return None
+
+
+def _label(field: Field) -> str:
+    return f"{field.name} ({field.description})" if field.description else field.name
+
+
+def _ask_value(field: Field, asker: Asker) -> Any:
+    schema = field.schema
+    kind = field.kind
+    default = schema.get("default", None) if field.has_default else None
+    if kind == "const":
+        return schema["const"]
+    if kind == "boolean":
+        return asker.ask_bool(_label(field), default=default if isinstance(default, bool) else None)
+    if kind == "enum":
+        choices = {_show(v): v for v in schema["enum"]}
+        picked = asker.ask_choice(_label(field), list(choices), default=_show(default) if field.has_default else None)
+        return choices.get(picked, picked)
+    if kind in ("integer", "number", "string"):
+        return _ask_scalar(field, asker, default)
+    return _ask_json(field, asker, json.dumps(default) if field.has_default else None)
+
+
+def _ask_scalar(field: Field, asker: Asker, default: Any) -> Any:
+    shown = None if not field.has_default else _show(default)
+    while True:
+        text = asker.ask_text(_label(field), default=shown)
+        if text == "" and shown is None:
+            if not field.required:
+                return _OMIT
+            asker.say(f"{field.name} is required")
+            continue
+        value: Any = text
+        if field.kind in ("integer", "number"):
+            try:
+                number = float(text)
+            except ValueError:
+                asker.say(f"{field.name} must be {'an integer' if field.kind == 'integer' else 'a number'}")
+                continue
+            if field.kind == "integer":
+                if not number.is_integer():
+                    asker.say(f"{field.name} must be an integer")
+                    continue
+                value = int(number)
+            else:
+                value = int(number) if number.is_integer() and "." not in text else number
+        problems = field_errors(field.schema, value)
+        if problems:
+            asker.say(f"{field.name}: {problems[0]}")
+            continue
+        return value
+
+
+def _ask_json(field: Field, asker: Asker, default: str | None) -> Any:
+    while True:
+        text = asker.ask_text(f"{_label(field)} [JSON]" if "JSON" not in field.name else _label(field),
+                              default=default)
+        if text == "" and default is None:
+            if not field.required:
+                return _OMIT
+            asker.say(f"{field.name} is required")
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            asker.say(f"not JSON: {exc}")
+            continue
+        problems = field_errors(field.schema, value) if field.schema else []
+        if problems:
+            asker.say(f"{field.name}: {problems[0]}")
+            continue
+        return value

@@ -1,0 +1,528 @@
+"""How the CLI shows a run: tokens as they arrive, tool calls, reasoning, state, interrupts, errors.
+
+Two outputs share one renderer: :class:`RichOutput` (colours, a spinner, panels) on a terminal, and
+:class:`PlainOutput` (plain ASCII-marked lines, flushed as they are written) when stdout is not a
+terminal or with ``--plain``, so the same view reads well in scripts and CI logs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import IO, Any
+
+from rich.console import Console, Group, RenderableType
+from rich.json import JSON as RichJSON
+from rich.panel import Panel
+from rich.prompt import Confirm, Prompt
+from rich.status import Status
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import AguiError, HTTPStatusError, ProtocolError, ResumeRefused, StreamWarning
+from ..fold import ThreadState, sum_usage
+from ..interrupts import parse_expires_at
+from ..types import events as ev
+from ..types import messages as msg
+from ..types.run import Interrupt, TokenUsage
+from . import forms
+
+__all__ = [
+    "Output",
+    "RichOutput",
+    "PlainOutput",
+    "make_output",
+    "ConsoleAsker",
+    "EventRenderer",
+    "render_interrupt",
+    "render_error",
+    "render_warnings",
+    "render_messages",
+    "render_summary",
+    "usage_text",
+    "last_assistant_text",
+]
+
+
+class Output:
+    """Where the view is written; tracks whether the cursor is in the middle of a line."""
+
+    plain = True
+
+    def __init__(self) -> None:
+        self._mid_line = False
+
+    # -- what subclasses implement -------------------------------------------------------------------
+
+    def _write(self, text: str, style: str) -> None:
+        raise NotImplementedError
+
+    def panel(self, title: str, lines: Sequence[str], *, style: str = "", body: RenderableType | None = None) -> None:
+        """A titled block: a rich panel, or a heading and indented lines."""
+        raise NotImplementedError
+
+    def json(self, value: Any, *, indent: str = "  ") -> None:
+        """A JSON value, pretty-printed."""
+        raise NotImplementedError
+
+    def start_waiting(self, message: str) -> None:
+        """Show that the CLI is waiting (a spinner on a terminal)."""
+
+    def stop_waiting(self) -> None:
+        """Take the waiting indicator away (idempotent)."""
+
+    # -- shared ---------------------------------------------------------------------------------------
+
+    def inline(self, text: str, style: str = "") -> None:
+        """Write ``text`` where the cursor is (a token)."""
+        if text:
+            self._write(text, style)
+            self._mid_line = not text.endswith("\n")
+
+    def line(self, text: str = "", style: str = "") -> None:
+        """Write ``text`` on a line of its own."""
+        self.end_line()
+        self._write(text + "\n", style)
+
+    def end_line(self) -> None:
+        """Finish the current line, if one is open."""
+        if self._mid_line:
+            self._write("\n", "")
+            self._mid_line = False
+
+    def mark(self, rich: str, plain: str) -> str:
+        """The marker for this output: ``rich`` on a terminal, ``plain`` (ASCII) otherwise."""
+        return plain if self.plain else rich
+
+
+class PlainOutput(Output):
+    """Plain, colourless text, flushed as written."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        super().__init__()
+        self.stream = stream if stream is not None else sys.stdout
+
+    def _write(self, text: str, style: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def panel(self, title: str, lines: Sequence[str], *, style: str = "", body: RenderableType | None = None) -> None:
+        self.line(f"== {title} ==")
+        for text in lines:
+            self.line(f"  {text}" if text else "")
+
+    def json(self, value: Any, *, indent: str = "  ") -> None:
+        for text in json.dumps(value, indent=2, ensure_ascii=False, default=str).splitlines():
+            self.line(indent + text)
+
+
+class RichOutput(Output):
+    """A rich console: styles, a spinner while waiting, panels."""
+
+    plain = False
+
+    def __init__(self, console: Console) -> None:
+        super().__init__()
+        self.console = console
+        self._status: Status | None = None
+
+    def _write(self, text: str, style: str) -> None:
+        self.stop_waiting()
+        self.console.print(Text(text, style=style), end="", soft_wrap=True, highlight=False)
+
+    def panel(self, title: str, lines: Sequence[str], *, style: str = "", body: RenderableType | None = None) -> None:
+        self.end_line()
+        self.stop_waiting()
+        content: RenderableType = body if body is not None else Text("\n".join(lines))
+        self.console.print(Panel(content, title=Text(title, style=f"bold {style}".strip()),
+                                 title_align="left", border_style=style or "blue", expand=False))
+
+    def json(self, value: Any, *, indent: str = "  ") -> None:
+        self.end_line()
+        self.stop_waiting()
+        self.console.print(RichJSON.from_data(value, indent=2, default=str))
+
+    def start_waiting(self, message: str) -> None:
+        self.stop_waiting()
+        self._status = self.console.status(Text(message, style="dim"), spinner="dots")
+        self._status.start()
+
+    def stop_waiting(self) -> None:
+        if self._status is not None:
+            status, self._status = self._status, None
+            status.stop()
+
+
+def make_output(*, plain: bool, stream: IO[str] | None = None) -> Output:
+    """A plain output, or a rich one on ``stream`` (stdout by default)."""
+    if plain:
+        return PlainOutput(stream)
+    return RichOutput(Console(file=stream, highlight=False, soft_wrap=False))
+
+
+class ConsoleAsker:
+    """Asks with rich prompts on ``console`` (an :class:`~agui_client.cli.forms.Asker`)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def ask_bool(self, label: str, *, default: bool | None) -> bool:
+        prompt = Text(label, style="bold")
+        if default is None:
+            return Confirm.ask(prompt, console=self.console)
+        return Confirm.ask(prompt, console=self.console, default=default)
+
+    def ask_choice(self, label: str, choices: Sequence[str], *, default: str | None) -> str:
+        prompt = Text(label, style="bold")
+        if default is None:
+            return Prompt.ask(prompt, console=self.console, choices=list(choices))
+        return Prompt.ask(prompt, console=self.console, choices=list(choices), default=default)
+
+    def ask_text(self, label: str, *, default: str | None) -> str:
+        prompt = Text(label, style="bold")
+        if default is None:
+            return Prompt.ask(prompt, console=self.console)
+        return Prompt.ask(prompt, console=self.console, default=default)
+
+    def say(self, text: str) -> None:
+        self.console.print(Text(text, style="red"))
+
+
+
+# --------------------------------------------------------------------------------------------------
+# Events
+# --------------------------------------------------------------------------------------------------
+
+_MAX_INLINE = 160
+
+
+class EventRenderer:
+    """Turns a run's events into the view, as they arrive."""
+
+    def __init__(self, out: Output, state: ThreadState | None = None) -> None:
+        self.out = out
+        self.state = state
+        self._lane: tuple[str, str] | None = None
+        self._tool_names: dict[str, str] = {}
+        self._subagents: dict[str, str] = {}
+
+    def close(self) -> None:
+        """End any line left open (a message the stream cut off)."""
+        self.out.end_line()
+        self._lane = None
+
+    def event(self, event: ev.Event | ev.UnknownEvent) -> None:
+        """Show one event."""
+        out = self.out
+        match event:
+            case ev.RunStartedEvent(run_id=run_id):
+                out.line(f"{out.mark('▶', '>')} run {run_id} started", "dim")
+            case ev.TextMessageStartEvent(message_id=mid, role=role, subagent_run_id=sub):
+                self._open(("text", mid), self._speaker(role, sub), "bold cyan")
+            case ev.TextMessageContentEvent(message_id=mid, delta=delta, subagent_run_id=sub):
+                self._continue(("text", mid), self._speaker(None, sub), "bold cyan")
+                out.inline(delta)
+            case ev.TextMessageEndEvent(message_id=mid):
+                self._close(("text", mid))
+            case ev.ReasoningMessageStartEvent(message_id=mid):
+                self._open(("reasoning", mid), "thinking: ", "dim italic")
+            case ev.ReasoningMessageContentEvent(message_id=mid, delta=delta):
+                self._continue(("reasoning", mid), "thinking: ", "dim italic")
+                out.inline(delta, "dim italic")
+            case ev.ReasoningMessageEndEvent(message_id=mid):
+                self._close(("reasoning", mid))
+            case ev.ReasoningEncryptedValueEvent(subtype=subtype, entity_id=entity):
+                out.line(f"(encrypted reasoning for {subtype} {entity})", "dim")
+            case ev.ReasoningStartEvent() | ev.ReasoningEndEvent():
+                pass
+            case ev.ToolCallStartEvent(tool_call_id=cid, tool_call_name=name, subagent_run_id=sub):
+                self._tool_names[cid] = name
+                who = f"[{self._subagents.get(sub, sub)}] " if sub else ""
+                self._open(("tool", cid), f"{who}{out.mark('⚙', 'tool:')} {name} ", "bold yellow")
+            case ev.ToolCallArgsEvent(tool_call_id=cid, delta=delta):
+                self._continue(("tool", cid), f"{out.mark('⚙', 'tool:')} {self._tool_names.get(cid, cid)} ",
+                               "bold yellow")
+                out.inline(delta, "yellow")
+            case ev.ToolCallEndEvent(tool_call_id=cid):
+                self._close(("tool", cid))
+            case ev.ToolCallResultEvent(tool_call_id=cid, content=content):
+                name = self._tool_name(cid)
+                self._break()
+                out.line(f"  {out.mark('↳', '->')} {name} returned {_clip(_content_text(content))}", "green")
+            case ev.StateSnapshotEvent(snapshot=snapshot):
+                self._break()
+                out.line(f"state: snapshot {_shape(snapshot)}", "magenta")
+            case ev.StateDeltaEvent(delta=delta):
+                self._break()
+                out.line(f"state: {_ops(delta)}", "magenta")
+            case ev.MessagesSnapshotEvent(messages=messages):
+                self._break()
+                out.line(f"messages: snapshot of {len(messages)} message(s)", "magenta")
+            case ev.ActivitySnapshotEvent(activity_type=kind, content=content):
+                self._break()
+                out.line(f"activity {kind}: {_clip(_compact(content), 100)}", "blue")
+            case ev.ActivityDeltaEvent(activity_type=kind, patch=patch):
+                self._break()
+                out.line(f"activity {kind}: {_ops(patch)}", "blue")
+            case ev.StepStartedEvent(step_name=name):
+                self._break()
+                out.line(f"step {name} started", "dim")
+            case ev.StepFinishedEvent(step_name=name):
+                self._break()
+                out.line(f"step {name} finished", "dim")
+            case ev.SubagentStartedEvent(subagent_run_id=sub, name=name, description=description):
+                self._subagents[sub] = name
+                self._break()
+                out.line(f"subagent {name} started" + (f": {description}" if description else ""), "blue")
+            case ev.SubagentFinishedEvent(subagent_run_id=sub, result=result, outcome=outcome):
+                self._break()
+                status = getattr(outcome, "TYPE", "success")
+                shown = f" {_clip(_compact(result), 100)}" if result is not None else ""
+                out.line(f"subagent {self._subagents.get(sub, sub)} finished ({status}){shown}", "blue")
+            case ev.SubagentErrorEvent(subagent_run_id=sub, message=message, code=code):
+                self._break()
+                out.line(f"subagent {self._subagents.get(sub, sub)} failed: {message}"
+                         + (f" (code {code})" if code else ""), "red")
+            case ev.CustomEvent(name=name, value=value):
+                self._break()
+                out.line(f"custom {name}: {_clip(_compact(value), 100)}", "dim")
+            case ev.RawEvent(source=source):
+                self._break()
+                out.line(f"raw event{f' from {source}' if source else ''}", "dim")
+            case ev.RunFinishedEvent(outcome=outcome):
+                self._break()
+                kind = getattr(outcome, "TYPE", "success")
+                out.line(f"{out.mark('■', '=')} run finished: {kind}", "bold green" if kind == "success" else "bold")
+            case ev.RunErrorEvent(message=message, code=code):
+                self._break()
+                out.panel("RUN_ERROR", [message + (f" (code {code})" if code else "")], style="red")
+            case ev.UnknownEvent(type=kind):
+                self._break()
+                out.line(f"unknown event {kind} (ignored)", "dim")
+            case _:
+                self._break()
+                out.line(f"{type(event).__name__}", "dim")
+
+    def _tool_name(self, call_id: str) -> str:
+        if call_id in self._tool_names:
+            return self._tool_names[call_id]
+        call = self.state.tool_call(call_id) if self.state is not None else None
+        return call.function.name if call is not None else call_id
+
+    def _speaker(self, role: str | None, subagent: str | None) -> str:
+        if subagent:
+            return f"[{self._subagents.get(subagent, subagent)}] "
+        return f"{role or 'assistant'}: "
+
+    def _open(self, lane: tuple[str, str], prefix: str, style: str) -> None:
+        self.out.end_line()
+        self.out.inline(prefix, style)
+        self._lane = lane
+
+    def _continue(self, lane: tuple[str, str], prefix: str, style: str) -> None:
+        if self._lane != lane:
+            self._open(lane, prefix + "... ", style)
+
+    def _close(self, lane: tuple[str, str]) -> None:
+        if self._lane == lane:
+            self.out.end_line()
+            self._lane = None
+
+    def _break(self) -> None:
+        self.out.end_line()
+        self._lane = None
+
+
+def _content_text(content: str | Sequence[msg.ContentPart]) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(getattr(part, "text", f"<{getattr(part, 'TYPE', 'part')}>") for part in content)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _clip(text: str, limit: int = _MAX_INLINE) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, Mapping):
+        keys = list(value)
+        shown = ", ".join(str(k) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
+        return f"({len(keys)} key(s): {shown})" if keys else "(empty object)"
+    if isinstance(value, list):
+        return f"(list of {len(value)})"
+    return f"({_clip(_compact(value), 60)})"
+
+
+def _ops(patch: Iterable[Any]) -> str:
+    ops = list(patch)
+    paths = list(dict.fromkeys(str(op.get("path", "?")) for op in ops if isinstance(op, Mapping)))
+    shown = ", ".join(paths[:5]) + (", ..." if len(paths) > 5 else "")
+    return f"{len(ops)} op{'s' if len(ops) != 1 else ''} on {shown}" if paths else f"{len(ops)} ops"
+
+
+# --------------------------------------------------------------------------------------------------
+# Interrupts, results, errors
+# --------------------------------------------------------------------------------------------------
+
+
+def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | None,
+                     now: datetime | None = None) -> None:
+    """Show an interrupt: its reason, message, tool call, expiry and the answer its schema asks for."""
+    lines = [f"id: {interrupt.id}"]
+    if interrupt.message:
+        lines.append(f"message: {interrupt.message}")
+    if interrupt.tool_call_id is not None:
+        call = state.tool_call(interrupt.tool_call_id) if state is not None else None
+        if call is not None:
+            lines.append(f"tool call: {call.function.name} {_clip(call.function.arguments or '{}')}")
+        else:
+            lines.append(f"tool call: {interrupt.tool_call_id}")
+    if interrupt.subagent_run_id is not None:
+        lines.append(f"subagent: {interrupt.subagent_run_id}")
+    if interrupt.expires_at is not None:
+        lines.append(f"expires at: {interrupt.expires_at}{_until(interrupt.expires_at, now)}")
+    schema = interrupt.response_schema
+    form = forms.fields(schema)
+    if schema is None:
+        lines.append("answer: any JSON (no responseSchema)")
+    elif form is None:
+        lines.append(f"answer schema: {_clip(_compact(schema))}")
+    else:
+        title = schema.get("title")
+        lines.append("answer" + (f" ({title})" if isinstance(title, str) else "") + ":")
+        width = max(len(f.name) for f in form)
+        for field in form:
+            text = f"  {field.name.ljust(width)}  {forms.describe(field)}"
+            if field.description:
+                text += f"  - {field.description}"
+            lines.append(text)
+    out.panel(f"interrupt: {interrupt.reason}", lines, style="yellow")
+
+
+def _until(expires_at: str, now: datetime | None) -> str:
+    when = parse_expires_at(expires_at)
+    if when is None:
+        return " (unreadable: never expires)"
+    current = now if now is not None else datetime.now(timezone.utc)
+    seconds = int((when - current).total_seconds())
+    if seconds <= 0:
+        return " (expired)"
+    minutes, rest = divmod(seconds, 60)
+    return f" (in {minutes} min {rest} s)" if minutes else f" (in {rest} s)"
+
+
+def usage_text(entries: Iterable[TokenUsage], runs: int | None = None) -> str:
+    """``236 tokens (160 in, 76 out, 22 reasoning) over 2 runs``, or ``not reported``."""
+    total = sum_usage(entries)
+    parts = [f"{value} {name}" for name, value in (("in", total.input_tokens), ("out", total.output_tokens),
+                                                   ("reasoning", total.reasoning_tokens),
+                                                   ("cached", total.cached_input_tokens)) if value]
+    if total.total_tokens is None and not parts:
+        return "not reported"
+    head = f"{total.total_tokens} tokens" if total.total_tokens is not None else "tokens"
+    text = head + (f" ({', '.join(parts)})" if parts else "")
+    if runs is not None:
+        text += f" over {runs} run{'s' if runs != 1 else ''}"
+    return text
+
+
+def last_assistant_text(state: ThreadState) -> str | None:
+    """The text of the thread's last assistant message that has text."""
+    for message in reversed(state.messages):
+        if isinstance(message, msg.AssistantMessage) and message.content and message.subagent_run_id is None:
+            return message.content
+    return None
+
+
+def render_warnings(out: Output, warnings: Sequence[StreamWarning], limit: int = 5) -> None:
+    """Show the first warnings of a run."""
+    for warning in warnings[:limit]:
+        out.line(f"warning: {warning}", "yellow")
+    if len(warnings) > limit:
+        out.line(f"... and {len(warnings) - limit} more warning(s)", "yellow")
+
+
+def render_error(out: Output, exc: BaseException) -> None:
+    """An error in a panel, saying where: event index, type and rule for a protocol error."""
+    if isinstance(exc, ProtocolError):
+        where = [f"event #{exc.index}" if exc.index is not None else None, exc.event_type,
+                 f"rule {exc.rule}" if exc.rule else None, f"at {exc.pointer}" if exc.pointer else None,
+                 f"run {exc.run_id}" if exc.run_id else None]
+        lines = [", ".join(p for p in where if p), exc.detail]
+        out.panel(f"protocol error ({type(exc).__name__})", [line for line in lines if line], style="red")
+    elif isinstance(exc, HTTPStatusError):
+        lines = [str(exc)]
+        if exc.retry_after is not None:
+            lines.append(f"retry after {exc.retry_after:g} s")
+        out.panel(f"HTTP {exc.status_code}", lines, style="red")
+    elif isinstance(exc, ResumeRefused):
+        lines = [str(exc)]
+        lines += [f"{interrupt_id}: {problem}" for interrupt_id, problems in exc.errors.items()
+                  for problem in problems if problem not in lines[0]]
+        out.panel(f"answer refused ({type(exc).__name__})", lines, style="red")
+    elif isinstance(exc, AguiError):
+        out.panel(type(exc).__name__, [str(exc)], style="red")
+    else:
+        out.panel("error", [f"{type(exc).__name__}: {exc}"], style="red")
+
+
+def render_messages(out: Output, state: ThreadState) -> None:
+    """The thread's messages, one line or block each (a replay's readable view)."""
+    if not state.messages:
+        out.line("(no messages)", "dim")
+    for message in state.messages:
+        match message:
+            case msg.UserMessage(content=content) | msg.SystemMessage(content=content) | \
+                    msg.DeveloperMessage(content=content):
+                out.line(f"{message.ROLE}: {_content_text(content)}", "bold")
+            case msg.AssistantMessage(content=content, tool_calls=calls, subagent_run_id=sub):
+                record = state.subagents.get(sub) if sub else None
+                who = f"[{record.name if record is not None else sub}]" if sub else "assistant:"
+                if content:
+                    out.line(f"{who} {content}", "cyan")
+                for call in calls or ():
+                    out.line(f"  {out.mark('⚙', 'tool:')} {call.function.name} "
+                             f"{_clip(call.function.arguments or '{}')}", "yellow")
+            case msg.ToolMessage(content=content, tool_call_id=cid, error=error):
+                answered = state.tool_call(cid)
+                name = answered.function.name if answered is not None else cid
+                text = f"failed: {error}" if error else f"returned {_clip(_content_text(content))}"
+                out.line(f"  {out.mark('↳', '->')} {name} {text}", "green")
+            case msg.ReasoningMessage(content=content):
+                out.line(f"thinking: {_clip(content, 300)}", "dim italic")
+            case msg.ActivityMessage(activity_type=kind, content=content):
+                out.line(f"activity {kind}: {_clip(_compact(content), 100)}", "blue")
+            case _:
+                out.line(repr(message), "dim")
+
+
+def _table(rows: Sequence[tuple[str, str]]) -> Table:
+    """A two-column key/value table."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def render_summary(out: Output, title: str, rows: Sequence[tuple[str, str]], state: Any = None,
+                   *, show_state: bool = True) -> None:
+    """A summary block: key/value rows, then the shared state as JSON."""
+    if out.plain or not isinstance(out, RichOutput):
+        out.panel(title, [f"{k}: {v}" for k, v in rows])
+        if show_state:
+            out.line("  state:")
+            out.json(state, indent="    ")
+        return
+    parts: list[RenderableType] = [_table(rows)]
+    if show_state:
+        parts += [Text("state:", style="bold"), RichJSON.from_data(state, indent=2, default=str)]
+    out.panel(title, [], style="green", body=Group(*parts))

@@ -1,0 +1,41 @@
+"""Durable thread stores: where a thread waits between runs, and how racing resumes are kept apart.
+
+A thread that stops on an interrupt may be answered minutes later, by another process or another
+replica. The store keeps the thread (``ThreadState.dump()``) under a version number, and every write
+is a compare-and-set on that version:
+
+* ``save(thread_id, data, expected_version=v)`` writes only if the stored version is still ``v``
+  (``None`` creates the thread at version 1) and returns the new version.
+* ``claim(thread_id, expected_version=v, owner=token)`` marks a resume as in flight *before* any
+  request goes out. Of two writers that loaded the same version, only one can claim it; the other
+  gets :class:`~agui_client.errors.ConcurrentResume` and sends nothing. The claim holder saves the
+  run's result with the version ``claim`` returned (which clears the claim), or, when its request
+  never reached the agent, gives the claim back with ``release``.
+* Anything else that fails (the backend, an unreadable record, a closed store) raises
+  :class:`~agui_client.errors.StoreError`.
+
+Three stores follow the same rules (one contract test suite runs against all of them):
+
+* :class:`MemoryStore`: a dict in this process (the default; lost on exit).
+* :class:`SqliteStore`: one SQLite file; WAL, ``synchronous=FULL``, one transaction per write.
+* :class:`RedisStore`: Redis, shared between replicas; each write one atomic Lua script.
+
+Every record carries a format number (``STORE_FORMAT_VERSION``) so later releases can read old
+records, and an older release refuses to read or overwrite a newer one.
+
+The protocol is synchronous, on purpose. A SQLite write and a Redis round trip take well under a
+millisecond to a few (one fsync), next to agent runs that take seconds, so the async shells simply call
+the store in a worker thread (``await asyncio.to_thread(store.claim, ...)``). One protocol keeps the
+compare-and-set rules in one place (:func:`~agui_client.stores.base.check_write`) instead of a sync and
+an async copy of every store that could drift apart. Every store is safe to share between threads and
+is a context manager that closes it.
+"""
+
+from __future__ import annotations
+
+from .base import STORE_FORMAT_VERSION, StoredThread, ThreadStore
+from .memory import MemoryStore
+from .redis import RedisStore
+from .sqlite import SqliteStore
+
+__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "MemoryStore", "SqliteStore", "RedisStore"]

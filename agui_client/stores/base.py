@@ -1,0 +1,239 @@
+"""The store protocol, the record it hands out, and the compare-and-set rules every store obeys.
+
+The rules live here once, as :func:`check_write`: given the record's current head (version, claim,
+format) and a requested write, it either names the head to write or raises the error. The memory
+and SQLite stores call it inside their lock or transaction; the Redis store evaluates the same
+conditions in a Lua script (it has to be atomic on the server) and, when the script refuses, calls
+:func:`check_write` on the head the script saw, so every store raises the same error with the same
+attributes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from attrs import frozen
+from typing_extensions import Self
+
+from ..errors import ConcurrentResume, StoreError
+
+__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "Head", "check_write"]
+
+#: Version of the record layout a store writes (version, data, claim, format). A store refuses to
+#: read or overwrite a record with a higher number, so an older release never garbles a newer one's.
+STORE_FORMAT_VERSION = 1
+
+Operation = Literal["save", "claim", "release"]
+
+
+@frozen(kw_only=True)
+class StoredThread:
+    """One thread as a store holds it.
+
+    Attributes:
+        thread_id: the thread.
+        version: increases by one on every successful write (``save``, ``claim``, ``release``); the
+            first save creates version 1.
+        data: the thread's ``ThreadState.dump()`` output, JSON-ready; a fresh dict on every load,
+            so the caller may keep or change it.
+        claim: the owner token of an in-flight resume, or ``None`` when nobody holds one.
+        format: the record format it was written in (``STORE_FORMAT_VERSION`` at the time).
+    """
+
+    thread_id: str
+    version: int
+    data: dict[str, Any]
+    claim: str | None
+    format: int
+
+
+@runtime_checkable
+class ThreadStore(Protocol):
+    """Where threads live between runs: one synchronous compare-and-set protocol.
+
+    Every write names the version the writer last saw and fails with
+    :class:`~agui_client.errors.ConcurrentResume` when the stored version has moved on, so two
+    writers can never both advance a thread from the same version. Other failures raise
+    :class:`~agui_client.errors.StoreError`. Implementations are safe to share between threads.
+    """
+
+    def load(self, thread_id: str) -> StoredThread | None:
+        """The stored thread, or ``None`` when there is none."""
+        ...
+
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
+        """Write the thread's data if nobody wrote since ``expected_version``; return the new version.
+
+        ``expected_version=None`` creates the thread (version 1) and fails if it exists already.
+        A successful save clears any claim.
+        """
+        ...
+
+    def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
+        """Mark a resume as in flight before any request goes out; return the new version.
+
+        Succeeds only if the stored version is ``expected_version`` and nobody holds a claim; the
+        data is unchanged, the version goes up by one and the claim records ``owner``.
+        """
+        ...
+
+    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+        """Undo a claim whose request never reached the agent; return the new version.
+
+        Succeeds only if the stored version is still ``claimed_version`` (what ``claim`` returned)
+        and ``owner`` holds the claim.
+        """
+        ...
+
+    def delete(self, thread_id: str) -> None:
+        """Forget the thread (nothing happens when there is none)."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources; later calls raise ``StoreError``. Closing twice is fine."""
+        ...
+
+
+@frozen(kw_only=True)
+class Head:
+    """The part of a stored record the compare-and-set rules look at."""
+
+    version: int
+    claim: str | None
+    format: int
+
+
+def check_write(
+    thread_id: str,
+    head: Head | None,
+    operation: Operation,
+    *,
+    expected_version: int | None,
+    owner: str | None = None,
+) -> Head:
+    """Apply the compare-and-set rules to one requested write.
+
+    Args:
+        thread_id: the thread.
+        head: the record as stored now, or ``None`` when there is none.
+        operation: ``"save"``, ``"claim"`` or ``"release"``.
+        expected_version: the version the writer holds (``None`` only for a save that creates).
+        owner: the claim owner (``claim`` and ``release``).
+
+    Returns:
+        The head to store (the data is the caller's business: ``save`` replaces it, the others keep it).
+
+    Raises:
+        ConcurrentResume: the stored version is not the expected one, the thread exists already (a
+            create) or is gone, or the claim is not in the state the operation needs. ``expected_version``
+            is 0 for a create; ``actual_version`` is ``None`` when there is no record.
+        StoreError: the record was written by a newer release (it is never overwritten).
+    """
+    if operation == "save" and expected_version is None:
+        if head is not None:
+            raise ConcurrentResume(
+                f"thread {thread_id!r} already exists (version {head.version}); load it and save with its version",
+                thread_id=thread_id, expected_version=0, actual_version=head.version,
+            )
+        return Head(version=1, claim=None, format=STORE_FORMAT_VERSION)
+    if expected_version is None:
+        raise ValueError(f"{operation} needs the version the writer holds")
+    if head is None:
+        raise ConcurrentResume(
+            f"thread {thread_id!r} is not in the store (another writer deleted it, or it was never saved)",
+            thread_id=thread_id, expected_version=expected_version, actual_version=None,
+        )
+    if head.format > STORE_FORMAT_VERSION:
+        raise _newer_format(thread_id, head.format)
+    if head.version != expected_version:
+        raise ConcurrentResume(
+            f"thread {thread_id!r} is at version {head.version}, not {expected_version}: "
+            "another writer got there first",
+            thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
+        )
+    new_version = head.version + 1
+    if operation == "save":
+        return Head(version=new_version, claim=None, format=STORE_FORMAT_VERSION)
+    if operation == "claim":
+        if head.claim is not None:
+            raise ConcurrentResume(
+                f"thread {thread_id!r} is already claimed by {head.claim!r} at version {head.version}",
+                thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
+            )
+        return Head(version=new_version, claim=owner, format=head.format)
+    if head.claim != owner:
+        held = "nobody" if head.claim is None else repr(head.claim)
+        raise ConcurrentResume(
+            f"thread {thread_id!r} at version {head.version} is claimed by {held}, not {owner!r}",
+            thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
+        )
+    return Head(version=new_version, claim=None, format=head.format)
+
+
+# --------------------------------------------------------------------------------------------------
+# Helpers the stores share (not public API)
+# --------------------------------------------------------------------------------------------------
+
+
+class _StoreBase:
+    """Context-manager plumbing: ``with SqliteStore(path) as store: ...`` closes it on the way out."""
+
+    def close(self) -> None:  # pragma: no cover - every store overrides it
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _check_owner(owner: str) -> None:
+    # The stores spell "no claim" as NULL / an absent field; an empty owner would read back as none.
+    if not isinstance(owner, str) or not owner:
+        raise ValueError("a claim owner must be a non-empty string")
+
+
+def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str:
+    """JSON text for a record's data.
+
+    ASCII escapes keep lone surrogates (which a stream may carry) storable in UTF-8 backends, and
+    NaN/Infinity are refused because they are not JSON and another reader could not parse them.
+    """
+    if not isinstance(data, Mapping):
+        raise StoreError(f"thread {thread_id!r}: data must be a mapping, not {type(data).__name__}",
+                         thread_id=thread_id)
+    try:
+        return json.dumps(dict(data), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"thread {thread_id!r}: data is not JSON-ready: {exc}", thread_id=thread_id) from exc
+
+
+def _decode_record(thread_id: str, *, version: int, text: str, claim: str | None, format: int) -> StoredThread:
+    """A ``StoredThread`` from a record's parts, refusing newer formats and unreadable data."""
+    if format > STORE_FORMAT_VERSION:
+        raise _newer_format(thread_id, format)
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise StoreError(f"thread {thread_id!r}: stored data is not JSON: {exc}", thread_id=thread_id) from exc
+    if not isinstance(data, dict):
+        raise StoreError(f"thread {thread_id!r}: stored data is not a JSON object", thread_id=thread_id)
+    return StoredThread(thread_id=thread_id, version=version, data=data, claim=claim, format=format)
+
+
+def _newer_format(thread_id: str, format: int) -> StoreError:
+    return StoreError(
+        f"thread {thread_id!r} was stored in record format {format}; this release reads up to "
+        f"{STORE_FORMAT_VERSION} (upgrade agui-client)",
+        thread_id=thread_id,
+    )
+
+
+def _closed(thread_id: str | None = None) -> StoreError:
+    return StoreError("the store is closed", thread_id=thread_id)

@@ -1,0 +1,122 @@
+"""``MemoryStore``: threads in a dict, for one process (the default store, and tests)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import frozen
+
+from .base import Head, Operation, StoredThread, _check_owner, _closed, _decode_record, _encode_data
+from .base import _StoreBase as _Base
+from .base import check_write as _check_write
+
+__all__ = ["MemoryStore"]
+
+
+@frozen(kw_only=True)
+class _Record:
+    head: Head
+    # JSON text rather than the dict: a load hands out a fresh copy, and data that another store
+    # could not hold (not JSON-ready) fails here too, so moving to SQLite or Redis changes nothing.
+    text: str
+
+
+class MemoryStore(_Base):
+    """Threads kept in this process's memory; lost when it exits.
+
+    Safe to share between threads (one lock guards every operation). Follows the same rules as the
+    durable stores, so code tested against it behaves the same against them.
+
+    Example::
+
+        with MemoryStore() as store:
+            version = store.save("t1", state.dump(), expected_version=None)
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: dict[str, _Record] = {}
+        self._closed = False
+
+    def load(self, thread_id: str) -> StoredThread | None:
+        """The stored thread, or ``None`` when there is none.
+
+        Raises:
+            StoreError: the store is closed, or the record was written by a newer release.
+        """
+        with self._lock:
+            if self._closed:
+                raise _closed(thread_id)
+            record = self._records.get(thread_id)
+        if record is None:
+            return None
+        head = record.head
+        return _decode_record(thread_id, version=head.version, text=record.text, claim=head.claim, format=head.format)
+
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
+        """Compare-and-set the thread's data; see :meth:`ThreadStore.save`.
+
+        Raises:
+            ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create).
+            StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
+        """
+        text = _encode_data(thread_id, data)
+        with self._lock:
+            head = self._write_head(thread_id, "save", expected_version=expected_version, owner=None)
+            self._records[thread_id] = _Record(head=head, text=text)
+        return head.version
+
+    def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
+        """Claim the thread for a resume; see :meth:`ThreadStore.claim`.
+
+        Raises:
+            ConcurrentResume: the version moved on, or somebody holds a claim.
+            StoreError: the store is closed, or the record is of a newer format.
+        """
+        _check_owner(owner)
+        with self._lock:
+            head = self._write_head(thread_id, "claim", expected_version=expected_version, owner=owner)
+            self._records[thread_id] = _Record(head=head, text=self._records[thread_id].text)
+        return head.version
+
+    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+        """Undo a claim; see :meth:`ThreadStore.release`.
+
+        Raises:
+            ConcurrentResume: the version moved on, or ``owner`` does not hold the claim.
+            StoreError: the store is closed, or the record is of a newer format.
+        """
+        _check_owner(owner)
+        with self._lock:
+            head = self._write_head(thread_id, "release", expected_version=claimed_version, owner=owner)
+            self._records[thread_id] = _Record(head=head, text=self._records[thread_id].text)
+        return head.version
+
+    def delete(self, thread_id: str) -> None:
+        """Forget the thread (nothing happens when there is none).
+
+        Raises:
+            StoreError: the store is closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise _closed(thread_id)
+            self._records.pop(thread_id, None)
+
+    def close(self) -> None:
+        """Drop every thread; later calls raise ``StoreError``."""
+        with self._lock:
+            self._closed = True
+            self._records.clear()
+
+    def _write_head(
+        self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None
+    ) -> Head:
+        # Called with the lock held.
+        if self._closed:
+            raise _closed(thread_id)
+        record = self._records.get(thread_id)
+        return _check_write(thread_id, None if record is None else record.head, operation,
+                            expected_version=expected_version, owner=owner)

@@ -1,0 +1,79 @@
+"""A scripted AG-UI 1.0 agent and a loopback server, for your tests (and ``agui demo``).
+
+``ScriptedAgent`` is a real agent (a raw ASGI app) that plays scripted runs; ``serve`` runs it (or
+any ASGI app) under uvicorn on ``127.0.0.1`` in a background thread. uvicorn comes with the
+``testing`` extra and is imported only when ``serve`` is called.
+
+A pytest fixture::
+
+    import pytest
+    from agui_client.testing import ScriptedAgent, serve
+
+    @pytest.fixture(scope="session")
+    def demo_url():
+        with serve(ScriptedAgent.demo()) as server:
+            yield server.url
+
+    def test_demo_asks_for_approval(demo_url):
+        with AgentClient(demo_url) as client:
+            result = client.thread().run("Delete the staging environment")
+        assert result.outcome == "interrupt"
+
+An arbitrary script, one step per run on a thread::
+
+    gate = Gate()
+    agent = ScriptedAgent([
+        [Start(), *text_message("m1", "Hello there"), Wait(gate), Finish()],
+        Respond(status=503, body={"detail": "busy"}, headers={"retry-after": "1"}),
+    ])
+
+Async code uses the same server: ``async with serve(agent) as server:``.
+"""
+
+from __future__ import annotations
+
+from .agent import (
+    WARNING_EVENT,
+    Disconnect,
+    Finish,
+    Gate,
+    Item,
+    KeepAlive,
+    OnUncovered,
+    Pause,
+    Respond,
+    ScriptedAgent,
+    Start,
+    Step,
+    StepResult,
+    Stream,
+    Wait,
+)
+from .scenarios import ANSWER_SCHEMA, APPROVAL_SCHEMA, last_user_text, reasoning, text_message, tool_call
+from .server import Server, serve
+
+__all__ = [
+    "ScriptedAgent",
+    "serve",
+    "Server",
+    "Gate",
+    "Start",
+    "Finish",
+    "Wait",
+    "Pause",
+    "KeepAlive",
+    "Disconnect",
+    "Stream",
+    "Respond",
+    "Item",
+    "Step",
+    "StepResult",
+    "OnUncovered",
+    "WARNING_EVENT",
+    "ANSWER_SCHEMA",
+    "APPROVAL_SCHEMA",
+    "text_message",
+    "reasoning",
+    "tool_call",
+    "last_user_text",
+]

@@ -1,0 +1,673 @@
+"""``ScriptedAgent``: a real AG-UI 1.0 agent as a raw ASGI app, playing scripted runs.
+
+A *script* is a sequence of *steps*; run ``n`` (0-based) on a thread plays ``script[n]``. A step is:
+
+* a sequence of items streamed in order, one ``http.response.body`` send per item:
+
+  - an event object (``TextMessageStartEvent(...)``) or a wire dict (``{"type": ...}``): one
+    ``data: <json>\\n\\n`` frame, written verbatim;
+  - :class:`Start` / :class:`Finish`: ``RUN_STARTED`` / ``RUN_FINISHED`` carrying the request's
+    ``threadId`` and ``runId``;
+  - ``bytes``: sent as they are (framing tests);
+  - :class:`KeepAlive`, :class:`Wait`, :class:`Pause`, :class:`Disconnect`: a comment frame, a pause
+    until a test opens a :class:`Gate`, a pause for some seconds, the connection cut mid-stream;
+
+* ``bytes``: the whole body, as an event stream, in one write;
+* :class:`Stream`: items as above under a chosen status, content type and headers;
+* :class:`Respond`: a plain HTTP answer (an error status, a non-SSE content type);
+* a callable ``(RunAgentInput) -> one of the above`` (or an awaitable of it).
+
+The agent behaves as the interrupts page asks of a producer that keeps checkpoints: it remembers the
+interrupts each thread's last run raised and, on the next input, skips resume entries that name
+none of them with a warning (a ``CUSTOM`` event named ``agui.warning``), and never lets a run end as
+success while one of them is left uncovered (``on_uncovered``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+import attrs
+from attrs import field, frozen
+
+from ..codec import collect_warnings, decode, decode_value, dump_json, encode, parse_json
+from ..errors import ProtocolError
+from ..types.base import JSON
+from ..types.events import (
+    EVENT_TYPES,
+    CustomEvent,
+    Event,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    UnknownEvent,
+)
+from ..types.run import (
+    PROTOCOL_VERSION,
+    Interrupt,
+    ResumeEntry,
+    RunAgentInput,
+    RunFinishedInterruptOutcome,
+    RunFinishedOutcome,
+    TokenUsage,
+)
+from . import scenarios
+from .scenarios import ANSWER_SCHEMA
+
+__all__ = [
+    "ScriptedAgent",
+    "Gate",
+    "Start",
+    "Finish",
+    "Wait",
+    "Pause",
+    "KeepAlive",
+    "Disconnect",
+    "Stream",
+    "Respond",
+    "Item",
+    "StepResult",
+    "Step",
+    "OnUncovered",
+    "WARNING_EVENT",
+]
+
+#: ``CUSTOM`` event name under which the agent reports a skipped resume entry.
+WARNING_EVENT = "agui.warning"
+
+#: What to do with an interrupt left open by a resuming input: reject it before the run starts with a
+#: stream opening with ``RUN_ERROR`` (code ``uncovered_interrupt``), or run what the covered entries
+#: permit and end with the interrupt outcome again, carrying the still-open interrupts.
+OnUncovered = Literal["error", "reinterrupt"]
+
+_SSE_TYPE = "text/event-stream"
+
+
+# --------------------------------------------------------------------------------------------------
+# Script items
+# --------------------------------------------------------------------------------------------------
+
+
+class Gate:
+    """A barrier a test opens to let a waiting response continue; safe to use from any thread or loop.
+
+    Put ``Wait(gate)`` in a script; the response stops there until ``gate.open()``. ``reached``
+    tells the test that a response has arrived at the gate (and so wrote everything before it).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = False
+        self._reached = threading.Event()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    @property
+    def is_open(self) -> bool:
+        """Whether :meth:`open` was called."""
+        return self._open
+
+    @property
+    def reached(self) -> bool:
+        """Whether a response has arrived at this gate."""
+        return self._reached.is_set()
+
+    def open(self) -> None:
+        """Let every response waiting here (and every later one) go on."""
+        with self._lock:
+            self._open = True
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            try:
+                loop.call_soon_threadsafe(_resolve, future)
+            except RuntimeError:
+                pass  # that server's loop is already closed: nobody is left waiting
+
+    def wait_reached(self, timeout: float | None = None) -> bool:
+        """Block until a response arrives at the gate; ``False`` if ``timeout`` seconds pass first."""
+        return self._reached.wait(timeout)
+
+    async def _wait(self) -> None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            self._reached.set()
+            if self._open:
+                return
+            self._waiters.append((loop, future))
+        await future
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+@frozen(kw_only=True)
+class Start:
+    """``RUN_STARTED`` with the request's ``threadId`` and ``runId``."""
+
+    protocol_version: str | None = PROTOCOL_VERSION
+
+
+@frozen(kw_only=True)
+class Finish:
+    """``RUN_FINISHED`` with the request's ``threadId`` and ``runId``; no ``outcome`` means success."""
+
+    outcome: RunFinishedOutcome | None = None
+    result: JSON = None
+    usage: tuple[TokenUsage, ...] | None = None
+
+
+@frozen
+class Wait:
+    """Hold the response here until ``gate`` is opened.
+
+    Attributes:
+        gate: the gate the test opens.
+        timeout: seconds to wait at most; past it the connection is cut and a warning recorded, so a
+            forgotten gate fails the test instead of hanging it.
+    """
+
+    gate: Gate
+    timeout: float = 30.0
+
+
+@frozen
+class Pause:
+    """Hold the response for ``seconds`` (an idle stream, for timeout tests)."""
+
+    seconds: float
+
+
+@frozen(kw_only=True)
+class KeepAlive:
+    """An SSE comment frame (``: keep-alive``): activity without an event."""
+
+    comment: str = "keep-alive"
+
+
+@frozen(kw_only=True)
+class Disconnect:
+    """Cut the connection here, leaving the response body incomplete."""
+
+
+Item = Event | UnknownEvent | Mapping[str, Any] | bytes | Start | Finish | Wait | Pause | KeepAlive | Disconnect
+
+
+@frozen(kw_only=True)
+class Stream:
+    """Items streamed under a chosen status, content type and headers (a plain list is a 200 SSE stream)."""
+
+    items: Sequence[Item]
+    status: int = 200
+    content_type: str = _SSE_TYPE
+    headers: Mapping[str, str] = field(factory=dict)
+
+
+@frozen(kw_only=True)
+class Respond:
+    """A plain HTTP answer instead of an event stream.
+
+    Attributes:
+        status: the HTTP status.
+        body: ``bytes`` and ``str`` are sent as they are; anything else is sent as JSON.
+        content_type: defaults to JSON for JSON bodies, ``text/plain`` for text, octets for bytes.
+        headers: extra response headers (``{"retry-after": "2"}``).
+    """
+
+    status: int
+    body: JSON = b""
+    content_type: str | None = None
+    headers: Mapping[str, str] = field(factory=dict)
+
+
+StepResult = Sequence[Item] | bytes | Stream | Respond
+Step = StepResult | Callable[[RunAgentInput], StepResult | Awaitable[StepResult]]
+
+_EVENT_CLASSES: tuple[type, ...] = (*EVENT_TYPES.values(), UnknownEvent)
+_MARKERS: tuple[type, ...] = (Start, Finish, Wait, Pause, KeepAlive, Disconnect)
+
+
+def _check_items(items: Sequence[Any]) -> None:
+    for index, item in enumerate(items):
+        if not isinstance(item, (*_EVENT_CLASSES, *_MARKERS, bytes, Mapping)):
+            raise TypeError(f"script item {index} is {type(item).__name__}, not an event, wire dict, bytes or marker")
+
+
+def _check_result(result: Any) -> StepResult:
+    if isinstance(result, (bytes, Respond)):
+        return result
+    if isinstance(result, Stream):
+        _check_items(result.items)
+        return result
+    if isinstance(result, Sequence) and not isinstance(result, str):
+        _check_items(result)
+        return result
+    raise TypeError(f"a step is a list of items, bytes, Stream, Respond or a callable, not {type(result).__name__}")
+
+
+# --------------------------------------------------------------------------------------------------
+# The agent
+# --------------------------------------------------------------------------------------------------
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+@frozen(kw_only=True)
+class _Plan:
+    """What one request gets: a rejection, or a step to play with the resume bookkeeping applied."""
+
+    run_input: RunAgentInput
+    step: Step | None = None
+    notices: tuple[str, ...] = ()
+    reject: RunErrorEvent | None = None
+    still_open: tuple[Interrupt, ...] = ()
+
+
+class ScriptedAgent:
+    """An AG-UI 1.0 agent that plays scripted runs, for tests and demos (an ASGI 3 app; asyncio).
+
+    It answers ``POST`` on any path with a ``RunAgentInput`` body; a malformed body gets ``400``
+    with ``{"detail": ...}``, another method ``405``. See the module docstring for what a step is.
+
+    Args:
+        script: the steps; run ``n`` on a thread plays ``script[n]``.
+        cycle: start over once a thread has played every step; otherwise a further run is rejected
+            with a stream opening with ``RUN_ERROR`` (code ``script_exhausted``).
+        on_uncovered: ``"error"`` or ``"reinterrupt"``, see :data:`OnUncovered`.
+        stateless: keep no interrupts between runs (a conformant producer that has nothing to notice):
+            steps see the input's resume list untouched and nothing is checked.
+
+    Resume handling (unless ``stateless``): the interrupts a thread's last ``RUN_FINISHED`` raised
+    stay open until a later ``RUN_FINISHED`` on the thread ends otherwise (a ``RUN_ERROR`` leaves
+    them open). An entry naming none of them is skipped: the step sees the input without it, the
+    stream carries a ``CUSTOM`` ``agui.warning`` event right after ``RUN_STARTED``, and
+    :attr:`warnings` records it. An open interrupt with no entry is never taken as abandoned: see
+    ``on_uncovered``.
+    """
+
+    def __init__(self, script: Sequence[Step] = (), *, cycle: bool = False, on_uncovered: OnUncovered = "error",
+                 stateless: bool = False) -> None:
+        if on_uncovered not in ("error", "reinterrupt"):
+            raise ValueError(f"on_uncovered must be 'error' or 'reinterrupt', not {on_uncovered!r}")
+        for step in script:
+            if not callable(step):
+                _check_result(step)
+        self._script: tuple[Step, ...] = tuple(script)
+        self.cycle = cycle
+        self.on_uncovered: OnUncovered = on_uncovered
+        self.stateless = stateless
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._requests: list[RunAgentInput] = []
+        self._disconnects: list[str] = []
+        self._warnings: list[str] = []
+        self._runs: dict[str, int] = {}
+        self._open: dict[str, tuple[Interrupt, ...]] = {}
+
+    # ---- introspection ---------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RunAgentInput]:
+        """Every well-formed input received, decoded, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_count(self) -> int:
+        """How many well-formed inputs arrived."""
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the agent tolerated or refused, for a person (skipped entries, decoding notes...), a copy."""
+        with self._lock:
+            return list(self._warnings)
+
+    @property
+    def disconnects(self) -> list[str]:
+        """Run ids of responses whose client went away before the stream ended, in order (a copy)."""
+        with self._lock:
+            return list(self._disconnects)
+
+    def wait_until(self, predicate: Callable[[ScriptedAgent], bool], timeout: float = 10.0) -> bool:
+        """Block until ``predicate(agent)`` holds, re-checking whenever the agent records something.
+
+        For tests that must wait for the server side (``agent.wait_until(lambda a: a.disconnects)``)
+        without sleeping. Returns ``False`` if ``timeout`` seconds pass first.
+        """
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(self), timeout)
+
+    def open_interrupts(self, thread_id: str) -> tuple[Interrupt, ...]:
+        """The interrupts the thread's last interrupted run raised that no later run has closed."""
+        with self._lock:
+            return self._open.get(thread_id, ())
+
+    def reset(self) -> None:
+        """Forget every request, warning, thread position and open interrupt."""
+        with self._lock:
+            self._requests.clear()
+            self._warnings.clear()
+            self._runs.clear()
+            self._open.clear()
+            self._disconnects.clear()
+
+    # ---- ready-made scenarios --------------------------------------------------------------------
+
+    @classmethod
+    def chat(cls, reply: str | Callable[[RunAgentInput], str] = "Hello! How can I help you today?", *,
+             on_uncovered: OnUncovered = "error") -> ScriptedAgent:
+        """Every run streams ``reply`` (a string, or computed from the input) word by word, then succeeds."""
+        return cls([scenarios.chat_step(reply)], cycle=True, on_uncovered=on_uncovered)
+
+    @classmethod
+    def demo(cls, *, expires_in: float | None = 600.0, clock: Callable[[], datetime] | None = None,
+             on_uncovered: OnUncovered = "error") -> ScriptedAgent:
+        """The demo behind ``agui demo``: an agent that asks before deleting an environment.
+
+        A new message gets reasoning, streamed text, a backend tool call with its result, a subagent's
+        attributed text, state and activity updates, and ends with ONE approval interrupt (reason
+        ``approval``) for the pending ``delete_environment`` call, with a ``responseSchema``
+        (``approved`` boolean required; ``environment`` enum with a default; ``comment``; ``ttl_minutes``
+        integer with a default) and an ``expiresAt`` ``expires_in`` seconds after ``clock()`` (an aware
+        ``datetime``, UTC now by default), plus usage. The resume: approved -> the call's
+        ``TOOL_CALL_RESULT``, a confirmation and a state delta; declined -> text saying nothing was
+        done; cancelled -> text saying the request was abandoned; all succeed.
+        """
+        agent = cls(cycle=True, on_uncovered=on_uncovered)
+        agent._script = (scenarios.demo_step(agent.open_interrupts, expires_in=expires_in, clock=clock),)
+        return agent
+
+    @classmethod
+    def frontend_tool(cls, tool_name: str = "confirm_choice", *, arguments: JSON = None,
+                      on_uncovered: OnUncovered = "error") -> ScriptedAgent:
+        """A new message makes the agent call the frontend tool ``tool_name`` and succeed with the call
+        pending (``pendingToolCallIds``); an input whose last message is the tool's answer gets text
+        quoting it. ``arguments`` default to ``{"question": "Which option do you prefer?"}``.
+        """
+        return cls([scenarios.frontend_tool_step(tool_name, arguments)], cycle=True, on_uncovered=on_uncovered)
+
+    @classmethod
+    def interrupts(cls, n: int = 2, *, reason: str = "input", expires_at: str | Sequence[str | None] | None = None,
+                   response_schema: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = ANSWER_SCHEMA,
+                   on_uncovered: OnUncovered = "error") -> ScriptedAgent:
+        """A new message gets a run ending with ``n`` interrupts ``interrupt-1`` ... ``interrupt-n``; the
+        resume honours each answer.
+
+        Args:
+            n: how many interrupts (at least 1).
+            reason: every interrupt's reason.
+            expires_at: one ``expiresAt`` for all, or one per interrupt (``None``: absent).
+            response_schema: one schema for all, or one per interrupt (``None``: absent); by default
+                :data:`ANSWER_SCHEMA` (an object with a required string ``answer``).
+            on_uncovered: see :data:`OnUncovered`.
+
+        The resume streams one text message per entry (``interrupt-1: answered {...}`` or
+        ``interrupt-1: abandoned``) and succeeds with ``result`` ``{"answers": {id: payload},
+        "abandoned": [id, ...]}``.
+        """
+        if n < 1:
+            raise ValueError("an interrupt outcome carries at least one interrupt")
+        agent = cls(cycle=True, on_uncovered=on_uncovered)
+        agent._script = (scenarios.interrupts_step(agent.open_interrupts, n=n, reason=reason, expires_at=expires_at,
+                                              response_schema=response_schema),)
+        return agent
+
+    # ---- ASGI ------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI 3 entry point."""
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        if scope["method"] != "POST":
+            await _respond(send, Respond(status=405, body={"detail": "an AG-UI agent answers POST only"},
+                                         headers={"allow": "POST"}))
+            return
+        body = await _read_body(receive)
+        try:
+            with collect_warnings() as sink:
+                run_input = decode(parse_json(body), RunAgentInput)
+        except ProtocolError as exc:
+            await _respond(send, Respond(status=400, body={"detail": f"not a RunAgentInput: {exc}"}))
+            return
+        plan = self._plan(run_input, [f"request: {w.message}" for w in sink.items])
+        if plan.reject is not None:
+            await self._stream(send, receive, Stream(items=[plan.reject]), plan)
+            return
+        assert plan.step is not None
+        step: Any = plan.step
+        if callable(step):
+            step = step(plan.run_input)
+            if inspect.isawaitable(step):
+                step = await step
+        result = _check_result(step)
+        if isinstance(result, Respond):
+            await _respond(send, result)
+            return
+        stream = Stream(items=[result]) if isinstance(result, bytes) else (
+            result if isinstance(result, Stream) else Stream(items=result))
+        stream = attrs.evolve(stream, items=self._decorate(list(stream.items), plan))
+        await self._stream(send, receive, stream, plan)
+
+    # ---- the producer's bookkeeping --------------------------------------------------------------
+
+    def _plan(self, run_input: RunAgentInput, notes: list[str]) -> _Plan:
+        thread = run_input.thread_id
+        with self._changed:
+            self._changed.notify_all()
+            self._requests.append(run_input)
+            self._warnings += notes
+            if self.stateless:
+                return _Plan(run_input=run_input, step=self._next_step(thread))
+            open_ = {i.id: i for i in self._open.get(thread, ())}
+            kept: list[ResumeEntry] = []
+            notices: list[str] = []
+            for entry in run_input.resume or ():
+                if entry.interrupt_id in open_ and all(k.interrupt_id != entry.interrupt_id for k in kept):
+                    kept.append(entry)
+                elif entry.interrupt_id in open_:
+                    notices.append(f"duplicate resume entry for interrupt {entry.interrupt_id!r} skipped")
+                else:
+                    notices.append(f"resume entry for unknown interrupt {entry.interrupt_id!r} skipped: "
+                                   f"run {run_input.run_id!r} does not continue an interrupt with that id")
+            self._warnings += notices
+            covered = {k.interrupt_id for k in kept}
+            uncovered = tuple(i for i in open_.values() if i.id not in covered)
+            if uncovered and self.on_uncovered == "error":
+                ids = ", ".join(repr(i.id) for i in uncovered)
+                message = f"the resume list leaves interrupt(s) {ids} uncovered; they stay open"
+                self._warnings.append(message)
+                return _Plan(run_input=run_input, reject=RunErrorEvent(message=message, code="uncovered_interrupt"))
+            step = self._next_step(thread)
+            filtered = run_input if run_input.resume is None else attrs.evolve(run_input, resume=tuple(kept))
+            if step is None:
+                message = f"the script has no step for run {self._runs[thread]} of thread {thread!r}"
+                self._warnings.append(message)
+                return _Plan(run_input=run_input, reject=RunErrorEvent(message=message, code="script_exhausted"))
+            return _Plan(run_input=filtered, step=step, notices=tuple(notices), still_open=uncovered)
+
+    def _next_step(self, thread: str) -> Step | None:
+        index = self._runs.get(thread, 0)
+        self._runs[thread] = index + 1
+        if self.cycle and self._script:
+            index %= len(self._script)
+        return self._script[index] if index < len(self._script) else None
+
+    def _decorate(self, items: list[Item], plan: _Plan) -> list[Item]:
+        if plan.notices:
+            at = next((i + 1 for i, item in enumerate(items) if _is_run_started(item)), 0)
+            items[at:at] = [CustomEvent(name=WARNING_EVENT, value=notice) for notice in plan.notices]
+        if plan.still_open:
+            # "reinterrupt": whatever the step meant to end with, the still-open interrupts keep the run
+            # from ending as success (a new interrupt the step raised rides along).
+            for i in range(len(items) - 1, -1, -1):
+                finished = _as_run_finished(items[i], plan.run_input)
+                if finished is not None:
+                    raised = finished.outcome.interrupts if isinstance(
+                        finished.outcome, RunFinishedInterruptOutcome) else ()
+                    outcome = RunFinishedInterruptOutcome(interrupts=plan.still_open + raised)
+                    items[i] = attrs.evolve(finished, outcome=outcome)
+                    break
+        return items
+
+    def _played(self, plan: _Plan) -> Callable[[Item], bytes]:
+        run_input = plan.run_input
+
+        def frame(item: Item) -> bytes:
+            finished = _as_run_finished(item, run_input)
+            if finished is not None and not self.stateless:
+                with self._changed:
+                    self._changed.notify_all()
+                    if isinstance(finished.outcome, RunFinishedInterruptOutcome):
+                        self._open[run_input.thread_id] = finished.outcome.interrupts
+                    else:
+                        self._open.pop(run_input.thread_id, None)
+            if isinstance(item, Mapping):
+                payload: Any = dict(item)
+            elif isinstance(item, Start):
+                payload = encode(RunStartedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id,
+                                                 protocol_version=item.protocol_version))
+            else:
+                payload = encode(finished if finished is not None else item)
+            return b"data: " + dump_json(payload) + b"\n\n"
+        return frame
+
+    async def _stream(self, send: Send, receive: Receive, stream: Stream, plan: _Plan) -> None:
+        frame = self._played(plan)
+        headers = [(b"content-type", stream.content_type.encode("latin-1")), (b"cache-control", b"no-cache"),
+                   (b"x-accel-buffering", b"no"), *_encode_headers(stream.headers)]
+        await send({"type": "http.response.start", "status": stream.status, "headers": headers})
+        # A client that goes away must release a response held at a Wait or Pause, or the server
+        # could not shut down until the gate opens.
+        gone = asyncio.ensure_future(_disconnect(receive))
+        try:
+            for item in stream.items:
+                if gone.done():
+                    self._gone(plan.run_input.run_id)
+                    return
+                if isinstance(item, Wait):
+                    if not await _race(item.gate._wait(), gone, item.timeout):
+                        if gone.done():
+                            self._gone(plan.run_input.run_id)
+                        else:
+                            self._note(f"a Wait gate was not opened within {item.timeout} s; connection cut")
+                        return
+                elif isinstance(item, Pause):
+                    await _race(asyncio.sleep(item.seconds), gone, None)
+                elif isinstance(item, Disconnect):
+                    # Returning without the final body message makes the server close the connection
+                    # with the body incomplete.
+                    return
+                elif isinstance(item, KeepAlive):
+                    await _body(send, b": " + item.comment.encode() + b"\n\n")
+                elif isinstance(item, bytes):
+                    await _body(send, item)
+                else:
+                    await _body(send, frame(item))
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            gone.cancel()
+
+    def _note(self, message: str) -> None:
+        with self._changed:
+            self._warnings.append(message)
+            self._changed.notify_all()
+
+    def _gone(self, run_id: str) -> None:
+        with self._changed:
+            self._disconnects.append(run_id)
+            self._changed.notify_all()
+
+
+def _is_run_started(item: Item) -> bool:
+    if isinstance(item, Mapping):
+        return item.get("type") == RunStartedEvent.TYPE
+    return isinstance(item, (Start, RunStartedEvent))
+
+
+def _as_run_finished(item: Item, run_input: RunAgentInput) -> RunFinishedEvent | None:
+    if isinstance(item, RunFinishedEvent):
+        return item
+    if isinstance(item, Finish):
+        return RunFinishedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id, outcome=item.outcome,
+                                result=item.result, usage=item.usage)
+    if isinstance(item, Mapping) and item.get("type") == RunFinishedEvent.TYPE:
+        try:
+            with collect_warnings():
+                event = decode_value(dict(item))
+        except ProtocolError:
+            return None  # a deliberately malformed terminal: sent verbatim, nothing to track
+        return event if isinstance(event, RunFinishedEvent) else None
+    return None
+
+
+def _encode_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+
+
+async def _body(send: Send, data: bytes) -> None:
+    await send({"type": "http.response.body", "body": data, "more_body": True})
+
+
+async def _respond(send: Send, reply: Respond) -> None:
+    body = reply.body
+    if isinstance(body, bytes):
+        data, content_type = body, "application/octet-stream"
+    elif isinstance(body, str):
+        data, content_type = body.encode(), "text/plain; charset=utf-8"
+    else:
+        data, content_type = dump_json(body), "application/json"
+    headers = [(b"content-type", (reply.content_type or content_type).encode("latin-1")),
+               (b"content-length", str(len(data)).encode()), *_encode_headers(reply.headers)]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": data, "more_body": False})
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _race(work: Awaitable[None], gone: asyncio.Future[None], timeout: float | None) -> bool:
+    """Run ``work`` until it finishes (``True``), the client goes away or ``timeout`` passes (``False``)."""
+    task = asyncio.ensure_future(work)
+    done, _ = await asyncio.wait({task, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        return True
+    task.cancel()
+    return False
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    # Under a server that runs the lifespan protocol there is nothing to set up or tear down.
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -1,0 +1,150 @@
+"""``serve(app)``: run an ASGI app under uvicorn on a loopback port, in a background thread."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import uvicorn
+
+__all__ = ["Server", "serve"]
+
+
+class Server:
+    """A running server: a context manager (sync and async) that stops it on exit.
+
+    Attributes:
+        url: the base URL, ``http://127.0.0.1:<port>/``; the scripted agent answers on any path.
+        host: the address it listens on.
+        port: the port it listens on.
+    """
+
+    def __init__(self, *, host: str, port: int, server: uvicorn.Server, thread: threading.Thread,
+                 errors: list[BaseException]) -> None:
+        self.host = host
+        self.port = port
+        self.url = f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+        self._server = server
+        self._thread = thread
+        self._errors = errors
+
+    def __repr__(self) -> str:
+        return f"<Server {self.url} {'running' if self.running else 'stopped'}>"
+
+    @property
+    def running(self) -> bool:
+        """Whether the server thread is still alive."""
+        return self._thread.is_alive()
+
+    @property
+    def thread(self) -> threading.Thread:
+        """The thread the server runs in."""
+        return self._thread
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop accepting connections, let open responses finish, and join the thread; idempotent.
+
+        Responses still streaming are given the server's graceful-shutdown time, then cancelled.
+
+        Raises:
+            RuntimeError: the thread did not end within ``timeout`` seconds.
+        """
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise RuntimeError(f"the server at {self.url} did not stop within {2 * timeout} s")
+        if self._errors:
+            raise RuntimeError(f"the server at {self.url} failed") from self._errors.pop(0)
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Server:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        import anyio.to_thread
+
+        # Joining the thread blocks, so it must not run on the caller's event loop.
+        await anyio.to_thread.run_sync(self.stop)
+
+
+def serve(app: Any, *, host: str = "127.0.0.1", port: int = 0, graceful_timeout: int = 3,
+          startup_timeout: float = 10.0) -> Server:
+    """Start ``app`` under uvicorn in a background thread and return once it accepts connections.
+
+    The socket is bound here, so ``port=0`` picks a free port that :attr:`Server.url` reports.
+    uvicorn runs with log level ``warning``, no access log, lifespan off, h11 and asyncio.
+
+    Args:
+        app: an ASGI 3 application (a :class:`~agui_client.testing.ScriptedAgent`, a FastAPI app ...).
+        host: the address to listen on.
+        port: the port; ``0`` for any free one.
+        graceful_timeout: seconds :meth:`Server.stop` lets streaming responses finish before cancelling them.
+        startup_timeout: seconds to wait for the server to come up.
+
+    Returns:
+        The running :class:`Server`; use it as ``with serve(app) as server:`` (or ``async with``).
+
+    Raises:
+        ImportError: uvicorn is not installed (``pip install 'agui-client[testing]'``).
+        OSError: the address cannot be bound.
+        RuntimeError: the server failed to start.
+    """
+    import uvicorn
+
+    class _Uvicorn(uvicorn.Server):
+        def __init__(self, config: uvicorn.Config) -> None:
+            super().__init__(config)
+            self.ready = threading.Event()
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            self.ready.set()
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    bound_port: int = sock.getsockname()[1]
+    config = uvicorn.Config(app, host=host, port=bound_port, log_level="warning", log_config=None, access_log=False,
+                            lifespan="off", interface="asgi3", http="h11", ws="none", loop="asyncio",
+                            timeout_graceful_shutdown=graceful_timeout)
+    server = _Uvicorn(config)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            server.run(sockets=[sock])
+        except BaseException as exc:  # noqa: B036 - reported to the caller instead of dying unseen in the thread
+            errors.append(exc)
+        finally:
+            sock.close()
+
+    thread = threading.Thread(target=run, name=f"agui-testing-server:{bound_port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout
+    # Polled rather than one long wait so that a thread that died during startup is noticed at once.
+    while not server.ready.wait(0.01):
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            thread.join(5)
+            cause = errors[0] if errors else None
+            raise RuntimeError(f"the server on {host}:{bound_port} failed to start") from cause
+    return Server(host=host, port=bound_port, server=server, thread=thread, errors=errors)

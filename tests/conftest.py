@@ -1,0 +1,314 @@
+"""Shared fixtures: the ``drive`` fixture (one test body, both shells) and a served ``ScriptedAgent``.
+
+``drive`` is parametrized ``["sync", "async"]``. A test body is written once, against the sync
+shell's interface; under ``"async"`` the same calls reach ``AsyncAgentClient``/``AsyncThread``
+through :class:`Blocking`, which runs every ``await`` on one event loop that lives for the test (an
+anyio blocking portal, so the async client keeps one loop for its connection pool). Nothing here
+wraps async code in ``asyncio.run()`` inside the library: the async shell is driven natively, from
+its own loop, exactly as an application would drive it.
+
+``served`` is session-scoped: one uvicorn server on 127.0.0.1 (``agui_client.testing.serve``)
+runs a small path router, and ``served(agent)`` mounts an agent under a fresh path and returns its
+URL, so every test gets its own agent without paying for a server start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import itertools
+import json
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, Literal
+
+import anyio.from_thread
+import attrs
+import httpx
+import pytest
+
+from agui_client import AgentClient, AsyncAgentClient, AsyncRunStream, AsyncThread
+from agui_client.testing import Gate, serve
+
+Kind = Literal["sync", "async"]
+
+
+# --------------------------------------------------------------------------------------------------
+# drive: one behaviour, one test body, two shells
+# --------------------------------------------------------------------------------------------------
+
+
+class Blocking:
+    """The async shell object ``target`` seen through the sync shell's interface.
+
+    Coroutine methods are awaited on ``portal``'s loop; methods returning async context managers,
+    async iterators or other async shell objects come back wrapped the same way; plain attributes
+    (``thread.id``, ``stream.result`` …) pass through untouched.
+    """
+
+    def __init__(self, target: Any, portal: anyio.from_thread.BlockingPortal) -> None:
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_portal", portal)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if inspect.iscoroutinefunction(value):
+            @functools.wraps(value)
+            def awaited(*args: Any, **kwargs: Any) -> Any:
+                return _blocking(self._portal.call(functools.partial(value, *args, **kwargs)), self._portal)
+            return awaited
+        if inspect.ismethod(value):
+            @functools.wraps(value)
+            def called(*args: Any, **kwargs: Any) -> Any:
+                return _blocking(value(*args, **kwargs), self._portal)
+            return called
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._target, name, value)
+
+    def __enter__(self) -> Blocking:
+        self._portal.call(self._target.__aenter__)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._portal.call(self._target.__aexit__, *exc_info)
+
+    def __iter__(self) -> Iterator[Any]:
+        iterator = self._target.__aiter__()
+        while True:
+            try:
+                yield self._portal.call(iterator.__anext__)
+            except StopAsyncIteration:
+                return
+
+
+
+def _blocking(value: Any, portal: anyio.from_thread.BlockingPortal) -> Any:
+    """``value`` as the sync shell would have returned it."""
+    if isinstance(value, contextlib.AbstractAsyncContextManager):
+        return _BlockingContext(value, portal)
+    if isinstance(value, (AsyncAgentClient, AsyncThread, AsyncRunStream)) or hasattr(value, "__aiter__"):
+        return Blocking(value, portal)
+    return value
+
+
+class _BlockingContext:
+    """An async context manager entered and exited on the portal's loop; what it yields is wrapped."""
+
+    def __init__(self, manager: contextlib.AbstractAsyncContextManager[Any],
+                 portal: anyio.from_thread.BlockingPortal) -> None:
+        self._manager = manager
+        self._portal = portal
+
+    def __enter__(self) -> Any:
+        return _blocking(self._portal.call(self._manager.__aenter__), self._portal)
+
+    def __exit__(self, *exc_info: Any) -> bool | None:
+        return self._portal.call(self._manager.__aexit__, *exc_info)
+
+
+class Body(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A response body produced lazily, chunk by chunk, for either shell; records what was pulled.
+
+    ``httpx.Response(content=...)`` and ``httpx.ByteStream`` are read eagerly, so a test about
+    streaming, limits or early close must use this (STYLE §3.5).
+    """
+
+    def __init__(self, chunks: Callable[[], Iterable[bytes]]) -> None:
+        self._chunks = chunks
+        self.pulled_chunks = 0
+        self.pulled_bytes = 0
+        self.closed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._chunks():
+            self.pulled_chunks += 1
+            self.pulled_bytes += len(chunk)
+            yield chunk
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self:
+            yield chunk
+
+    def close(self) -> None:
+        self.closed = True
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class Drive:
+    """Builds clients for one shell; the test body then uses the sync interface for both."""
+
+    def __init__(self, kind: Kind, portal: anyio.from_thread.BlockingPortal | None) -> None:
+        self.kind = kind
+        self._portal = portal
+        self._closers: list[Callable[[], None]] = []
+
+    def client(self, url: str, **kwargs: Any) -> Any:
+        """An ``AgentClient`` (sync) or a :class:`Blocking` ``AsyncAgentClient`` (async); use it in ``with``."""
+        if self._portal is None:
+            client = AgentClient(url, **kwargs)
+            self._closers.append(client.close)
+            return client
+        portal = self._portal
+        async_client = portal.call(lambda: AsyncAgentClient(url, **kwargs))
+        self._closers.append(lambda: portal.call(async_client.close))
+        return Blocking(async_client, portal)
+
+    def http_client(self, transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+                    **kwargs: Any) -> httpx.Client | httpx.AsyncClient:
+        """An ``httpx.Client`` or ``httpx.AsyncClient`` (for ``client(http_client=...)``), closed at teardown."""
+        if self._portal is None:
+            client = httpx.Client(transport=transport, **kwargs)  # type: ignore[arg-type]
+            self._closers.append(client.close)
+            return client
+        portal = self._portal
+        async_client = portal.call(lambda: httpx.AsyncClient(transport=transport, **kwargs))  # type: ignore[arg-type]
+        self._closers.append(lambda: portal.call(async_client.aclose))
+        return async_client
+
+    def body(self, chunks: Callable[[], Iterable[bytes]]) -> Body:
+        """A lazily produced response body (works for both shells); see :class:`Body`."""
+        return Body(chunks)
+
+    def mock(self, handler: Callable[[httpx.Request], httpx.Response],
+             **kwargs: Any) -> httpx.Client | httpx.AsyncClient:
+        """An HTTP client whose every request is answered by ``handler`` (``httpx.MockTransport``)."""
+        return self.http_client(httpx.MockTransport(handler), **kwargs)
+
+    def close(self) -> None:
+        for close in reversed(self._closers):
+            close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def drive(request: pytest.FixtureRequest) -> Iterator[Drive]:
+    """Run the test through ``AgentClient``/``Thread`` and through ``AsyncAgentClient``/``AsyncThread``."""
+    if request.param == "sync":
+        sync = Drive("sync", None)
+        yield sync
+        sync.close()
+        return
+    with anyio.from_thread.start_blocking_portal(backend="asyncio") as portal:
+        driven = Drive("async", portal)
+        yield driven
+        driven.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The async shells use asyncio (``asyncio.to_thread`` for the store)."""
+    return "asyncio"
+
+
+# --------------------------------------------------------------------------------------------------
+# served: a real loopback server, one agent per test
+# --------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Received:
+    """One request as it reached the server: its headers (lower-cased names) and its JSON body."""
+
+    method: str
+    headers: dict[str, str]
+    body: Any
+
+
+@attrs.frozen
+class Endpoint:
+    """An agent mounted on the session's server: its URL, the agent, and the raw requests it received."""
+
+    url: str
+    agent: Any
+    received: list[Received]
+
+
+class _Mounts:
+    """An ASGI app routing ``/<key>/...`` to the agent mounted under ``key``, recording each request."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys = itertools.count(1)
+        self._apps: dict[str, tuple[Any, list[Received]]] = {}
+
+    def mount(self, app: Any) -> tuple[str, list[Received]]:
+        received: list[Received] = []
+        with self._lock:
+            key = f"agent-{next(self._keys)}"
+            self._apps[key] = (app, received)
+        return key, received
+
+    def unmount(self, key: str) -> None:
+        with self._lock:
+            self._apps.pop(key, None)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        with self._lock:
+            found = self._apps.get(scope["path"].split("/")[1])
+        if found is None:
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": b"no agent mounted here"})
+            return
+        app, received = found
+        chunks: list[bytes] = []
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+        try:
+            parsed: Any = json.loads(body)
+        except ValueError:
+            parsed = body
+        received.append(Received(method=scope["method"], headers=headers, body=parsed))
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await app(scope, replay, send)
+
+
+@pytest.fixture(scope="session")
+def _server() -> Iterator[tuple[_Mounts, str]]:
+    mounts = _Mounts()
+    with serve(mounts) as server:
+        yield mounts, server.url
+
+
+@pytest.fixture
+def served(_server: tuple[_Mounts, str]) -> Iterator[Callable[[Any], Endpoint]]:
+    """``served(agent)`` mounts an ASGI agent on the session's uvicorn server; returns its :class:`Endpoint`."""
+    mounts, base = _server
+    keys: list[str] = []
+
+    def mount(agent: Any) -> Endpoint:
+        key, received = mounts.mount(agent)
+        keys.append(key)
+        return Endpoint(url=f"{base}{key}/agent", agent=agent, received=received)
+
+    yield mount
+    for key in keys:
+        mounts.unmount(key)
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    """A gate for ``Wait(gate)`` in a script; opened at teardown so no response is left hanging."""
+    opened = Gate()
+    yield opened
+    opened.open()

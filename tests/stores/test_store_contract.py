@@ -1,0 +1,725 @@
+"""The thread-store contract, run against every store: MemoryStore, SqliteStore, RedisStore.
+
+Each store must give the same answers: the same versions, the same errors with the same attributes.
+Redis runs twice, with a bytes client and with a ``decode_responses=True`` client.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import redis
+from attrs import frozen
+
+from agui_client.errors import AguiError, ConcurrentResume, StoreError
+from agui_client.fold import ThreadState
+from agui_client.stores import (
+    STORE_FORMAT_VERSION,
+    MemoryStore,
+    RedisStore,
+    SqliteStore,
+    StoredThread,
+    ThreadStore,
+)
+from agui_client.stores.base import Head, check_write
+from agui_client.types import (
+    AssistantMessage,
+    FunctionCall,
+    Interrupt,
+    Message,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+
+__all__: list[str] = []
+
+KINDS = ["memory", "sqlite", "redis", "redis-decoded"]
+DURABLE_KINDS = ["sqlite", "redis", "redis-decoded"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Fixtures: a store plus a back door to its raw records
+# --------------------------------------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class Backend:
+    """A store under test and how to reach past it (to tamper with records, or to open a second store)."""
+
+    store: ThreadStore
+    reopen: Callable[[], ThreadStore]
+    raw_format: Callable[[str], int]
+    set_raw: Callable[[str, str, Any], None]
+
+
+def _memory_backend() -> Backend:
+    store = MemoryStore()
+
+    def set_raw(thread_id: str, field: str, value: Any) -> None:
+        record = store._records[thread_id]
+        if field == "data":
+            store._records[thread_id] = attrs.evolve(record, text=value)
+        else:
+            store._records[thread_id] = attrs.evolve(record, head=attrs.evolve(record.head, **{field: value}))
+
+    return Backend(store=store, reopen=lambda: store, raw_format=lambda tid: store._records[tid].head.format,
+                   set_raw=set_raw)
+
+
+def _sqlite_backend(path: Path) -> Backend:
+    def raw(sql: str, params: tuple[Any, ...]) -> Any:
+        with sqlite3.connect(path) as conn:
+            row = conn.execute(sql, params).fetchone()
+        conn.close()
+        return row
+
+    return Backend(
+        store=SqliteStore(path),
+        reopen=lambda: SqliteStore(path),
+        raw_format=lambda tid: raw("SELECT format FROM agui_threads WHERE thread_id = ?", (tid,))[0],
+        set_raw=lambda tid, field, value: raw(f"UPDATE agui_threads SET {field} = ? WHERE thread_id = ?", (value, tid)),
+    )
+
+
+def _redis_backend(url: str, client: redis.Redis, *, decoded: bool) -> Backend:
+    # A fresh prefix per test keeps tests apart on the one session server.
+    prefix = f"agui:test:{uuid.uuid4().hex}:"
+
+    def make() -> ThreadStore:
+        if decoded:
+            return RedisStore(redis.Redis.from_url(url, decode_responses=True), prefix=prefix)
+        return RedisStore(url, prefix=prefix)
+
+    def set_raw(thread_id: str, field: str, value: Any) -> None:
+        client.hset(prefix + thread_id, field, value)
+
+    return Backend(store=make(), reopen=make, raw_format=lambda tid: int(client.hget(prefix + tid, "format") or -1),
+                   set_raw=set_raw)
+
+
+@pytest.fixture
+def raw_redis(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    url: str = request.getfixturevalue("redis_url")
+    with redis.Redis.from_url(url) as client:
+        yield client
+
+
+def _backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if kind == "memory":
+        backend = _memory_backend()
+    elif kind == "sqlite":
+        backend = _sqlite_backend(tmp_path / "threads.db")
+    else:
+        # Only the Redis cases ask for the server, so a missing redis-server fails just those.
+        client: redis.Redis = request.getfixturevalue("raw_redis")
+        backend = _redis_backend(request.getfixturevalue("redis_url"), client, decoded=kind == "redis-decoded")
+    opened = [backend.store]
+    reopen = backend.reopen
+
+    def tracked_reopen() -> ThreadStore:
+        store = reopen()
+        opened.append(store)
+        return store
+
+    try:
+        yield attrs.evolve(backend, reopen=tracked_reopen)
+    finally:
+        for store in opened:
+            store.close()
+            if isinstance(store, RedisStore) and not store._owns_client:
+                store._client.close()
+
+
+@pytest.fixture(params=KINDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    yield from _backend(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=DURABLE_KINDS)
+def durable_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    yield from _backend(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def store(backend: Backend) -> ThreadStore:
+    return backend.store
+
+
+# --------------------------------------------------------------------------------------------------
+# A real thread: messages, a pending tool call and open interrupts
+# --------------------------------------------------------------------------------------------------
+
+APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
+
+
+def interrupted_thread() -> ThreadState:
+    messages: list[Message] = [
+        UserMessage(id="u1", content="Delete the staging database, then tell me about caf\u00e9 \u2615 \U0001f600"),
+        AssistantMessage(id="a1", content="Checking first.", tool_calls=(
+            ToolCall(id="call-1", function=FunctionCall(name="list_dbs", arguments="{}")),
+        )),
+        ToolMessage(id="t1", tool_call_id="call-1", content='["staging","prod"]'),
+        AssistantMessage(id="a2", tool_calls=(
+            ToolCall(id="call-2", function=FunctionCall(name="drop_db", arguments='{"name":"staging"}')),
+        )),
+    ]
+    interrupts = [
+        Interrupt(id="int-1", reason="tool_approval", message="Drop staging?", tool_call_id="call-2",
+                  response_schema=APPROVAL, expires_at="2030-01-01T00:00:00Z", metadata={"risk": "high"}),
+        Interrupt(id="int-2", reason="confirm", message="Really?"),
+    ]
+    return ThreadState(messages=messages, state={"step": 3, "dbs": ["staging", "prod"], "note": None},
+                       thread_id="thread-1", open_interrupts=interrupts, interrupted_run_id="run-7")
+
+
+def small(n: int) -> dict[str, Any]:
+    return ThreadState(messages=[UserMessage(id=f"u{n}", content=f"message {n}")], thread_id="t").dump()
+
+
+# --------------------------------------------------------------------------------------------------
+# Round trip
+# --------------------------------------------------------------------------------------------------
+
+
+def test_store_satisfies_the_protocol(store: ThreadStore) -> None:
+    assert isinstance(store, ThreadStore)
+
+
+def test_saved_thread_loads_back_equal_with_its_open_interrupts(store: ThreadStore) -> None:
+    thread = interrupted_thread()
+    version = store.save("thread-1", thread.dump(), expected_version=None)
+
+    stored = store.load("thread-1")
+
+    assert version == 1
+    assert stored == StoredThread(thread_id="thread-1", version=1, data=thread.dump(), claim=None,
+                                  format=STORE_FORMAT_VERSION)
+    back = ThreadState.load(stored.data)
+    assert back.messages == thread.messages
+    assert back.state == thread.state
+    assert back.open_interrupts == thread.open_interrupts
+    assert [i.id for i in back.open_interrupts] == ["int-1", "int-2"]
+    assert back.interrupted_run_id == "run-7"
+    assert back.thread_id == "thread-1"
+
+
+def test_missing_thread_loads_as_none(store: ThreadStore) -> None:
+    assert store.load("nobody") is None
+
+
+def test_loaded_data_is_the_callers_own_copy(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    first = store.load("t")
+    assert first is not None
+    first.data["messages"].clear()
+
+    again = store.load("t")
+
+    assert again is not None
+    assert again.data == small(1)
+
+
+def test_each_write_raises_the_version_by_one(store: ThreadStore) -> None:
+    versions = [store.save("t", small(1), expected_version=None)]
+    versions.append(store.save("t", small(2), expected_version=versions[-1]))
+    versions.append(store.claim("t", expected_version=versions[-1], owner="a"))
+    versions.append(store.release("t", claimed_version=versions[-1], owner="a"))
+    versions.append(store.save("t", small(3), expected_version=versions[-1]))
+
+    assert versions == [1, 2, 3, 4, 5]
+    stored = store.load("t")
+    assert stored is not None
+    assert (stored.version, stored.data) == (5, small(3))
+
+
+def test_threads_are_kept_apart(store: ThreadStore) -> None:
+    store.save("a", small(1), expected_version=None)
+    store.save("b", small(2), expected_version=None)
+    store.save("b", small(3), expected_version=1)
+
+    a, b = store.load("a"), store.load("b")
+
+    assert a is not None and b is not None
+    assert (a.version, a.data) == (1, small(1))
+    assert (b.version, b.data) == (2, small(3))
+
+
+# --------------------------------------------------------------------------------------------------
+# Compare-and-set
+# --------------------------------------------------------------------------------------------------
+
+
+def test_creating_an_existing_thread_is_refused(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    store.save("t", small(2), expected_version=1)
+
+    with pytest.raises(ConcurrentResume) as caught:
+        store.save("t", small(9), expected_version=None)
+
+    assert (caught.value.thread_id, caught.value.expected_version, caught.value.actual_version) == ("t", 0, 2)
+    stored = store.load("t")
+    assert stored is not None
+    assert (stored.version, stored.data) == (2, small(2))
+
+
+def test_save_with_a_stale_version_is_refused_and_changes_nothing(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    store.save("t", small(2), expected_version=1)
+
+    with pytest.raises(ConcurrentResume) as caught:
+        store.save("t", small(9), expected_version=1)
+
+    assert (caught.value.thread_id, caught.value.expected_version, caught.value.actual_version) == ("t", 1, 2)
+    stored = store.load("t")
+    assert stored is not None
+    assert (stored.version, stored.data, stored.claim) == (2, small(2), None)
+
+
+def test_save_with_a_version_from_the_future_is_refused(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+
+    with pytest.raises(ConcurrentResume) as caught:
+        store.save("t", small(9), expected_version=2)
+
+    assert (caught.value.expected_version, caught.value.actual_version) == (2, 1)
+
+
+def test_save_of_a_thread_that_is_not_stored_is_refused(store: ThreadStore) -> None:
+    with pytest.raises(ConcurrentResume) as caught:
+        store.save("t", small(1), expected_version=3)
+
+    assert (caught.value.thread_id, caught.value.expected_version, caught.value.actual_version) == ("t", 3, None)
+    assert store.load("t") is None
+
+
+def test_a_lost_race_is_an_agui_error_and_not_a_store_error(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+
+    with pytest.raises(AguiError) as caught:
+        store.claim("t", expected_version=7, owner="a")
+
+    assert type(caught.value) is ConcurrentResume
+
+
+# --------------------------------------------------------------------------------------------------
+# Claims
+# --------------------------------------------------------------------------------------------------
+
+
+def test_claim_keeps_the_data_and_records_the_owner(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+
+    version = store.claim("t", expected_version=1, owner="replica-a")
+
+    stored = store.load("t")
+    assert version == 2
+    assert stored == StoredThread(thread_id="t", version=2, data=small(1), claim="replica-a",
+                                  format=STORE_FORMAT_VERSION)
+
+
+def test_second_claim_of_the_same_version_is_refused(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    store.claim("t", expected_version=1, owner="a")
+
+    with pytest.raises(ConcurrentResume) as stale:
+        store.claim("t", expected_version=1, owner="b")
+
+    assert (stale.value.expected_version, stale.value.actual_version) == (1, 2)
+    stored = store.load("t")
+    assert stored is not None
+    assert (stored.version, stored.claim) == (2, "a")
+
+
+def test_claim_of_a_claimed_thread_at_its_current_version_is_refused(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    store.claim("t", expected_version=1, owner="a")
+
+    with pytest.raises(ConcurrentResume) as held:
+        store.claim("t", expected_version=2, owner="b")
+
+    assert (held.value.expected_version, held.value.actual_version) == (2, 2)
+    stored = store.load("t")
+    assert stored is not None
+    assert (stored.version, stored.claim) == (2, "a")
+
+
+def test_the_claim_holder_cannot_claim_twice_either(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    store.claim("t", expected_version=1, owner="a")
+
+    with pytest.raises(ConcurrentResume):
+        store.claim("t", expected_version=2, owner="a")
+
+
+def test_claim_of_a_thread_that_is_not_stored_is_refused(store: ThreadStore) -> None:
+    with pytest.raises(ConcurrentResume) as caught:
+        store.claim("t", expected_version=1, owner="a")
+
+    assert caught.value.actual_version is None
+    assert store.load("t") is None
+
+
+def test_release_makes_the_thread_claimable_again(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    claimed = store.claim("t", expected_version=1, owner="a")
+
+    released = store.release("t", claimed_version=claimed, owner="a")
+
+    after_release = store.load("t")
+    assert (released, after_release) == (3, StoredThread(thread_id="t", version=3, data=small(1), claim=None,
+                                                          format=STORE_FORMAT_VERSION))
+    assert store.claim("t", expected_version=3, owner="b") == 4
+    stored = store.load("t")
+    assert stored is not None
+    assert stored.claim == "b"
+
+
+def test_release_by_someone_who_does_not_hold_the_claim_is_refused(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    claimed = store.claim("t", expected_version=1, owner="a")
+
+    with pytest.raises(ConcurrentResume) as caught:
+        store.release("t", claimed_version=claimed, owner="b")
+
+    assert (caught.value.expected_version, caught.value.actual_version) == (2, 2)
+    stored = store.load("t")
+    assert stored is not None
+    assert (stored.version, stored.claim) == (2, "a")
+
+
+def test_release_of_an_unclaimed_thread_is_refused(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+
+    with pytest.raises(ConcurrentResume) as caught:
+        store.release("t", claimed_version=1, owner="a")
+
+    assert caught.value.actual_version == 1
+    stored = store.load("t")
+    assert stored is not None
+    assert stored.version == 1
+
+
+def test_release_after_the_thread_moved_on_is_refused(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    claimed = store.claim("t", expected_version=1, owner="a")
+    store.save("t", small(2), expected_version=claimed)
+
+    with pytest.raises(ConcurrentResume) as caught:
+        store.release("t", claimed_version=claimed, owner="a")
+
+    assert (caught.value.expected_version, caught.value.actual_version) == (2, 3)
+
+
+def test_save_by_the_claim_holder_clears_the_claim(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    claimed = store.claim("t", expected_version=1, owner="a")
+
+    saved = store.save("t", small(2), expected_version=claimed)
+
+    stored = store.load("t")
+    assert stored == StoredThread(thread_id="t", version=saved, data=small(2), claim=None, format=STORE_FORMAT_VERSION)
+    assert saved == 3
+    assert store.claim("t", expected_version=3, owner="b") == 4
+
+
+def test_an_empty_owner_is_refused(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+
+    with pytest.raises(ValueError):
+        store.claim("t", expected_version=1, owner="")
+
+    stored = store.load("t")
+    assert stored is not None
+    assert (stored.version, stored.claim) == (1, None)
+
+
+@pytest.fixture
+def eager_thread_switching() -> Iterator[None]:
+    """Switch threads every microsecond, so interleavings a missing lock would allow actually happen."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+@pytest.mark.usefixtures("eager_thread_switching")
+def test_racing_claims_of_one_version_admit_exactly_one(store: ThreadStore) -> None:
+    """16 threads load the same version and claim it at once, 50 times over: one wins each time."""
+    workers, rounds = 16, 50
+    barrier = threading.Barrier(workers)
+
+    def contend(thread_id: str, worker: int) -> tuple[str, int | None]:
+        # The barrier lines the loads up; a broken one raises rather than hangs (a watchdog, not a timing).
+        barrier.wait(timeout=60)
+        stored = store.load(thread_id)
+        assert stored is not None
+        try:
+            store.claim(thread_id, expected_version=stored.version, owner=f"w{worker}")
+        except ConcurrentResume as exc:
+            return "lost", exc.actual_version
+        return "won", None
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for n in range(rounds):
+            thread_id = f"race-{n}"
+            store.save(thread_id, small(n), expected_version=None)
+            results = list(pool.map(contend, [thread_id] * workers, range(workers)))
+
+            winners = [w for w, (outcome, _) in enumerate(results) if outcome == "won"]
+            assert len(winners) == 1, f"round {n}: {len(winners)} claims succeeded"
+            assert {actual for outcome, actual in results if outcome == "lost"} == {2}
+            stored = store.load(thread_id)
+            assert stored is not None
+            assert (stored.version, stored.claim, stored.data) == (2, f"w{winners[0]}", small(n))
+
+
+@pytest.mark.usefixtures("eager_thread_switching")
+def test_racing_saves_of_one_version_admit_exactly_one(store: ThreadStore) -> None:
+    workers, rounds = 8, 10
+    barrier = threading.Barrier(workers)
+    store.save("t", small(0), expected_version=None)
+
+    def contend(worker: int, expected: int) -> bool:
+        barrier.wait(timeout=60)
+        try:
+            store.save("t", small(worker), expected_version=expected)
+        except ConcurrentResume:
+            return False
+        return True
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for n in range(rounds):
+            wins = list(pool.map(contend, range(workers), [n + 1] * workers))
+
+            assert wins.count(True) == 1
+            stored = store.load("t")
+            assert stored is not None
+            assert (stored.version, stored.data) == (n + 2, small(wins.index(True)))
+
+
+# --------------------------------------------------------------------------------------------------
+# Format, delete, close, bad data
+# --------------------------------------------------------------------------------------------------
+
+
+def test_the_record_format_is_stored_with_the_record(backend: Backend) -> None:
+    backend.store.save("t", small(1), expected_version=None)
+
+    stored = backend.store.load("t")
+
+    assert stored is not None
+    assert stored.format == STORE_FORMAT_VERSION == 1
+    assert backend.raw_format("t") == STORE_FORMAT_VERSION
+
+
+def test_a_record_of_a_newer_format_is_neither_read_nor_overwritten(backend: Backend) -> None:
+    backend.store.save("t", small(1), expected_version=None)
+    backend.set_raw("t", "format", STORE_FORMAT_VERSION + 1)
+
+    with pytest.raises(StoreError) as on_load:
+        backend.store.load("t")
+    with pytest.raises(StoreError) as on_save:
+        backend.store.save("t", small(2), expected_version=1)
+    with pytest.raises(StoreError) as on_claim:
+        backend.store.claim("t", expected_version=1, owner="a")
+
+    assert on_load.value.thread_id == on_save.value.thread_id == on_claim.value.thread_id == "t"
+    assert backend.raw_format("t") == STORE_FORMAT_VERSION + 1
+
+
+def test_an_unreadable_record_is_a_store_error(backend: Backend) -> None:
+    backend.store.save("t", small(1), expected_version=None)
+    backend.set_raw("t", "data", '{"messages": [')
+
+    with pytest.raises(StoreError) as caught:
+        backend.store.load("t")
+
+    assert caught.value.thread_id == "t"
+    assert isinstance(caught.value.__cause__, ValueError)
+
+
+def test_data_that_is_not_json_ready_is_refused_and_nothing_is_stored(store: ThreadStore) -> None:
+    for bad in ({"state": float("nan")}, {"state": object()}, {"state": {1, 2}}):
+        with pytest.raises(StoreError) as caught:
+            store.save("t", bad, expected_version=None)
+        assert caught.value.thread_id == "t"
+
+    assert store.load("t") is None
+
+
+def test_delete_forgets_the_thread(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    store.save("other", small(2), expected_version=None)
+
+    store.delete("t")
+    store.delete("t")
+
+    assert store.load("t") is None
+    with pytest.raises(ConcurrentResume) as caught:
+        store.save("t", small(3), expected_version=1)
+    assert caught.value.actual_version is None
+    assert store.save("t", small(4), expected_version=None) == 1
+    other = store.load("other")
+    assert other is not None
+    assert other.data == small(2)
+
+
+def test_a_closed_store_refuses_every_call(backend: Backend) -> None:
+    backend.store.save("t", small(1), expected_version=None)
+
+    backend.store.close()
+    backend.store.close()
+
+    calls: list[Callable[[], object]] = [
+        lambda: backend.store.load("t"),
+        lambda: backend.store.save("t", small(2), expected_version=1),
+        lambda: backend.store.claim("t", expected_version=1, owner="a"),
+        lambda: backend.store.release("t", claimed_version=1, owner="a"),
+        lambda: backend.store.delete("t"),
+    ]
+    for call in calls:
+        with pytest.raises(StoreError):
+            call()
+
+
+def test_a_store_is_a_context_manager_that_closes_itself(backend: Backend) -> None:
+    store = backend.reopen()
+    assert isinstance(store, (MemoryStore, SqliteStore, RedisStore))
+
+    with store as entered:
+        entered.save("t", small(1), expected_version=None)
+
+    assert entered is store
+    with pytest.raises(StoreError):
+        store.load("t")
+
+
+def test_a_durable_thread_survives_into_a_second_store_object(durable_backend: Backend) -> None:
+    thread = interrupted_thread()
+    durable_backend.store.save("thread-1", thread.dump(), expected_version=None)
+    durable_backend.store.claim("thread-1", expected_version=1, owner="replica-a")
+
+    second = durable_backend.reopen()
+    stored = second.load("thread-1")
+
+    assert stored == StoredThread(thread_id="thread-1", version=2, data=thread.dump(), claim="replica-a",
+                                  format=STORE_FORMAT_VERSION)
+    assert ThreadState.load(stored.data).open_interrupts == thread.open_interrupts
+    with pytest.raises(ConcurrentResume):
+        second.claim("thread-1", expected_version=2, owner="replica-b")
+
+
+# --------------------------------------------------------------------------------------------------
+# The rules themselves, and store-specific behaviour
+# --------------------------------------------------------------------------------------------------
+
+
+def test_check_write_refuses_without_a_version_for_anything_but_a_create() -> None:
+    with pytest.raises(ValueError):
+        check_write("t", Head(version=1, claim=None, format=1), "claim", expected_version=None, owner="a")
+
+
+def test_sqlite_store_uses_wal_and_refuses_an_in_memory_database(tmp_path: Path) -> None:
+    path = tmp_path / "threads.db"
+    with SqliteStore(path) as store:
+        store.save("t", small(1), expected_version=None)
+    conn = sqlite3.connect(path)
+    try:
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    finally:
+        conn.close()
+
+    assert mode == "wal"
+    with pytest.raises(ValueError):
+        SqliteStore(":memory:")
+
+
+def test_sqlite_store_refuses_a_newer_table_layout(tmp_path: Path) -> None:
+    path = tmp_path / "threads.db"
+    SqliteStore(path).close()
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA user_version = 2")
+    finally:
+        conn.close()
+
+    with pytest.raises(StoreError):
+        SqliteStore(path)
+
+
+def test_sqlite_store_reports_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "threads.db"
+    path.write_bytes(b"this is not a database, it is a text file that is long enough to have a header" * 20)
+
+    with pytest.raises(StoreError) as caught:
+        SqliteStore(path)
+
+    assert isinstance(caught.value.__cause__, sqlite3.DatabaseError)
+
+
+def test_redis_store_keeps_a_thread_under_its_prefix(redis_url: str, raw_redis: redis.Redis) -> None:
+    prefix = f"agui:test:{uuid.uuid4().hex}:"
+    with RedisStore(redis_url, prefix=prefix) as store:
+        store.save("t", small(1), expected_version=None)
+
+    fields: dict[Any, Any] = raw_redis.hgetall(prefix + "t")
+
+    assert fields == {b"version": b"1", b"data": fields[b"data"], b"claim": b"", b"format": b"1"}
+    assert json.loads(fields[b"data"]) == small(1)
+
+
+def test_redis_store_leaves_a_client_it_was_given_open(redis_url: str) -> None:
+    with redis.Redis.from_url(redis_url) as client:
+        with RedisStore(client, prefix=f"agui:test:{uuid.uuid4().hex}:") as store:
+            store.save("t", small(1), expected_version=None)
+
+        assert client.ping() is True
+
+
+def test_redis_store_reports_an_unreachable_server(closed_port: int) -> None:
+    with RedisStore(f"redis://127.0.0.1:{closed_port}/0") as store:
+        with pytest.raises(StoreError) as caught:
+            store.load("t")
+
+    assert caught.value.thread_id == "t"
+    assert isinstance(caught.value.__cause__, redis.ConnectionError)
+
+
+def test_redis_store_refuses_an_asyncio_client(redis_url: str) -> None:
+    import redis.asyncio
+
+    client: Any = redis.asyncio.Redis.from_url(redis_url)
+    with pytest.raises(TypeError):
+        RedisStore(client)
+
+
+def test_the_stores_import_without_the_redis_extra() -> None:
+    # A None entry in sys.modules makes `import redis` fail as if the package were not installed.
+    code = (
+        "import sys; sys.modules['redis'] = None\n"
+        "import agui_client, agui_client.stores\n"
+        "from agui_client.stores import MemoryStore, RedisStore\n"
+        "MemoryStore().close()\n"
+        "try:\n"
+        "    RedisStore('redis://127.0.0.1:1/0')\n"
+        "except ImportError as exc:\n"
+        "    print('ImportError:', exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "ImportError: RedisStore needs the redis extra: pip install 'agui-client[redis]'\n"

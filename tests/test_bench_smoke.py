@@ -1,0 +1,94 @@
+"""The performance suite runs end to end (``python -m bench --tiny``) and reports every measure.
+
+No timing is asserted here, ever: the suite's numbers are for BENCHMARKS.md, not for CI. This only
+checks that it completes, that every fold it timed folded the stream correctly (the suite exits
+non-zero otherwise), and that its JSON holds a row per kind, size and measure.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = ("chat", "state", "tools", "snapshot", "mixed")
+MEASURES = ("json.loads", "replay(sse)", "replay(jsonl)", "http run()")
+FOLDS = ("replay(sse)", "replay(jsonl)", "http run()")
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("bench") / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--tiny", "--no-oracle", "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=540, check=False)
+    assert proc.returncode == 0, f"python -m bench --tiny failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert "first event" in proc.stdout  # the table was printed
+    return json.loads(out.read_text())
+
+
+def test_every_kind_size_and_measure_has_a_row(results: dict) -> None:
+    rows = results["rows"]
+    have = {(r["kind"], r["size"], r["measure"]) for r in rows}
+    measures = MEASURES + (("orjson.loads",) if results["machine"]["orjson"] else ())
+    for kind in KINDS:
+        for size in ("base", "4x"):
+            for measure in measures:
+                assert (kind, size, measure) in have, (kind, size, measure)
+    for r in rows:
+        assert r["error"] is None, r
+        assert r["median_s"] is not None and r["median_s"] > 0, r
+        assert len(r["samples_s"]) >= 1
+
+
+def test_sizes_grow_and_growth_is_reported(results: dict) -> None:
+    rows = {(r["kind"], r["size"], r["measure"]): r for r in results["rows"]}
+    for kind in KINDS:
+        base, big = rows[(kind, "base", "json.loads")], rows[(kind, "4x", "json.loads")]
+        assert big["events"] > base["events"] and big["bytes"] > base["bytes"]
+        for measure in MEASURES:
+            assert rows[(kind, "4x", measure)]["growth_exponent"] is not None
+
+
+def test_folds_have_memory_and_agree(results: dict) -> None:
+    rows = {(r["kind"], r["size"], r["measure"]): r for r in results["rows"]}
+    for kind in KINDS:
+        for size in ("base", "4x"):
+            folded = [rows[(kind, size, m)] for m in FOLDS]
+            for r in folded:
+                assert r["peak_bytes"] > 0 and r["state_bytes"] > 0 and r["memory_ratio"] > 0, r
+            # replay(sse), replay(jsonl) and the HTTP path fold the same stream to the same thread
+            assert len({json.dumps(r["result"], sort_keys=True) for r in folded}) == 1, folded
+
+
+def test_first_event_latency_and_targets(results: dict) -> None:
+    first = [r for r in results["rows"] if r["measure"] == "first event"]
+    assert len(first) == 1 and first[0]["error"] is None
+    assert len(first[0]["samples_s"]) == results["config"]["ttfe_reps"]
+    assert first[0]["p95_s"] >= first[0]["median_s"] > 0
+    targets = {t["target"] for t in results["targets"]}
+    assert any("json.loads" in t for t in targets) and any("growth" in t for t in targets)
+    assert any("peak memory" in t for t in targets) and any("first event" in t for t in targets)
+    assert any("replay(sse)" in t and "http" in t for t in targets)
+
+
+def test_sse_form_is_gen_py_sse_output(tmp_path: Path) -> None:
+    """The suite frames the JSONL lines itself; that must be byte-identical to ``gen.py --sse``."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench import gen
+        from bench.run import make_stream
+    finally:
+        sys.path.remove(str(ROOT))
+    stream = make_stream("mixed", "base", 0.01, 1, tmp_path)
+    expected = io.BytesIO()
+    gen.write("mixed", 1, 0.01, True, expected)
+    assert stream.sse == expected.getvalue()
+    assert stream.jsonl_path.read_bytes() == stream.jsonl

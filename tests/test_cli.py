@@ -1,0 +1,458 @@
+"""The ``agui`` command, run as a real subprocess (``python -m agui_client.cli``) against real servers.
+
+``agui demo`` starts its own scripted agent; ``agui run`` talks to one served from this process
+(the session's uvicorn server), so a second subprocess can resume the thread the first one left in
+a SQLite file. ``agui replay`` and ``agui verify`` read small captures written here with known
+contents and known violations. An interactive ``agui demo`` is driven through a pseudo-terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from agui_client.testing import ScriptedAgent, Start
+from agui_client.types import RunErrorEvent
+
+AGUI = [sys.executable, "-m", "agui_client.cli"]
+#: Plain output (no terminal), UTF-8 whatever the locale.
+ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
+ENV.pop("FORCE_COLOR", None)
+
+
+def agui(*args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """Run ``agui ARGS`` with stdin not a terminal (``stdin`` text, or nothing)."""
+    return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout, env=ENV, check=False)
+
+
+def _jsonl(*events: dict[str, Any]) -> str:
+    return "".join(json.dumps(e) + "\n" for e in events)
+
+
+def _sse(*events: dict[str, Any]) -> str:
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+
+
+# --------------------------------------------------------------------------------------------------
+# agui demo
+# --------------------------------------------------------------------------------------------------
+
+
+def test_demo_yes_shows_the_interrupt_the_answer_and_the_final_message() -> None:
+    done = agui("demo", "--yes")
+
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "interrupt: approval" in out
+    assert "Delete the staging environment? This cannot be undone." in out
+    assert "expires at:" in out
+    assert re.search(r"approved\s+boolean; required", out)
+    assert re.search(r"environment\s+one of staging\|preview\|qa; default staging", out)
+    assert 'answer to ' in out and '{"approved": true, "environment": "staging", "ttl_minutes": 60}' in out
+    assert "final message: Done: the staging environment is deleted. A backup is kept for 60 minutes." in out
+    # The stream itself: tokens, reasoning, tool calls with arguments, state summaries.
+    assert "thinking: The user wants an environment removed." in out
+    assert 'tool: delete_environment {"environment":"staging"}' in out
+    assert "state: 2 ops on /task/status, /log/-" in out
+    assert '"status": "done"' in out
+    assert "over 2 runs" in out
+    assert "\x1b[" not in out  # plain: no colours when stdout is not a terminal
+
+
+def test_demo_abandon_ends_cleanly_and_says_so() -> None:
+    done = agui("demo", "--abandon")
+
+    assert done.returncode == 0, done.stderr
+    assert "abandoned interrupt" in done.stdout
+    assert "Understood: the request was abandoned. Nothing was deleted." in done.stdout
+    assert '"status": "abandoned"' in done.stdout
+
+
+def test_demo_answer_json_is_sent_as_the_answer() -> None:
+    done = agui("demo", "--answer", '{"approved": false}')
+
+    assert done.returncode == 0, done.stderr
+    assert '{"approved": false}' in done.stdout
+    assert "OK, I did not delete anything: the deletion was not approved." in done.stdout
+
+
+def test_demo_without_a_terminal_or_flags_answers_as_with_yes_and_says_so() -> None:
+    done = agui("demo")
+
+    assert done.returncode == 0, done.stderr
+    assert "stdin is not a terminal: answering as with --yes" in done.stdout
+    assert "Done: the staging environment is deleted." in done.stdout
+
+
+def test_demo_answer_the_schema_refuses_is_not_sent_and_exits_2() -> None:
+    refused = agui("demo", "--answer", '{"approved": "maybe"}')
+    not_json = agui("demo", "--answer", "{approved")
+
+    assert refused.returncode == 2
+    assert "answer refused" in refused.stdout and "'maybe' is not of type 'boolean'" in refused.stdout
+    assert "Done:" not in refused.stdout
+    assert not_json.returncode == 2 and "--answer is not JSON" in not_json.stderr
+
+
+def _spawn_demo(*args: str) -> pexpect.spawn:
+    env = {**ENV, "TERM": "xterm-256color"}
+    env.pop("NO_COLOR")
+    return pexpect.spawn(sys.executable, ["-m", "agui_client.cli", "demo", *args], env=env, encoding="utf-8",
+                         dimensions=(50, 160), timeout=30)
+
+
+def test_interactive_demo_asks_each_field_of_the_schema_through_a_terminal() -> None:
+    child = _spawn_demo()
+    try:
+        # Styles put escape sequences between the parts of a prompt: match across them.
+        child.expect(r"approved \(Delete the environment\?\).*\[y/n\]")
+        child.sendline("y")
+        child.expect(r"environment .*\[staging/preview/qa\].*\(staging\)")
+        child.sendline("")
+        child.expect(r"comment")
+        child.sendline("")
+        child.expect(r"ttl_minutes .*\(60\)")
+        child.sendline("soon")
+        child.expect("ttl_minutes must be an integer")
+        child.expect(r"ttl_minutes .*\(60\)")
+        child.sendline("")
+        child.expect('"approved": true, "environment": "staging", "ttl_minutes": 60')
+        child.expect("Done: the staging environment is deleted")
+        child.expect("final message")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+
+
+def test_ctrl_c_at_the_prompt_exits_130() -> None:
+    child = _spawn_demo()
+    try:
+        child.expect(r"\[y/n\]")
+        child.sendintr()
+        child.expect("interrupted")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 130
+
+
+# --------------------------------------------------------------------------------------------------
+# agui run
+# --------------------------------------------------------------------------------------------------
+
+
+def test_run_keeps_the_interrupt_in_the_thread_file_and_a_second_process_resumes_it(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    db = str(tmp_path / "t.db")
+
+    first = agui("run", endpoint.url, "-m", "Remove the qa environment", "--thread-file", db,
+                 "-H", "Authorization: Bearer s3cret")
+    assert first.returncode == 0, first.stderr
+    found = re.search(r"thread (\S+) \(new, kept in", first.stdout)
+    assert found is not None, first.stdout
+    thread_id = found.group(1)
+    assert "interrupt: approval" in first.stdout
+    assert "leaving the interrupt(s) open" in first.stdout
+    assert f"--thread-id {thread_id} --resume --yes" in first.stdout
+    assert endpoint.received[0].headers["authorization"] == "Bearer s3cret"
+
+    second = agui("run", endpoint.url, "--thread-file", db, "--resume", "--answer",
+                  '{"approved": true, "environment": "qa", "ttl_minutes": 5}')
+    assert second.returncode == 0, second.stderr
+    assert f"thread {thread_id} (kept in" in second.stdout
+    assert "Done: the qa environment is deleted. A backup is kept for 5 minutes." in second.stdout
+    resumed = endpoint.received[1].body
+    assert resumed["threadId"] == thread_id
+    assert resumed["resume"][0]["payload"] == {"approved": True, "environment": "qa", "ttl_minutes": 5}
+    assert [m["content"] for m in resumed["messages"] if m["role"] == "user"] == ["Remove the qa environment"]
+
+    again = agui("run", endpoint.url, "--thread-file", db, "--resume", "--yes")
+    assert again.returncode == 2 and "no open interrupts" in again.stderr
+
+
+def test_run_refuses_a_new_message_while_the_thread_waits_on_an_interrupt(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    db = str(tmp_path / "t.db")
+    assert agui("run", endpoint.url, "-m", "delete staging", "--thread-file", db).returncode == 0
+
+    refused = agui("run", endpoint.url, "-m", "something else", "--thread-file", db)
+
+    assert refused.returncode == 2
+    assert "add --resume" in refused.stderr
+    assert len(endpoint.received) == 1
+
+
+def test_run_json_prints_events_as_json_lines_then_the_final_thread(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.demo())
+
+    done = agui("run", endpoint.url, "-m", "delete staging", "--json", "--yes", "--state", '{"from": "cli"}')
+
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    events, final = lines[:-1], lines[-1]
+    assert [e["type"] for e in events].count("RUN_STARTED") == 2
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert final["outcome"] == "success" and final["openInterrupts"] == []
+    assert final["state"]["task"]["status"] == "done"
+    assert final["messages"][0] == {"id": final["messages"][0]["id"], "role": "user", "content": "delete staging"}
+    assert endpoint.received[0].body["state"] == {"from": "cli"}
+    assert "answer to" in done.stderr  # people's notes go to stderr; stdout holds data only
+
+
+def test_run_abandons_an_expired_interrupt_instead_of_answering_it(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.demo(expires_in=-60))
+
+    done = agui("run", endpoint.url, "-m", "delete staging", "--yes")
+
+    assert done.returncode == 0, done.stderr
+    assert "(expired)" in done.stdout
+    assert "has expired and cannot be answered: abandoning it" in done.stdout
+    assert endpoint.received[1].body["resume"] == [
+        {"interruptId": endpoint.received[1].body["resume"][0]["interruptId"], "status": "cancelled"}]
+    assert "the request was abandoned" in done.stdout
+
+
+def test_run_that_ends_with_run_error_exits_1_and_shows_the_error(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent([[Start(), RunErrorEvent(message="the model is overloaded", code="busy")]]))
+
+    failed = agui("run", endpoint.url, "-m", "hi")
+
+    assert failed.returncode == 1
+    assert "RUN_ERROR" in failed.stdout and "the model is overloaded (code busy)" in failed.stdout
+
+
+def test_run_against_nothing_listening_exits_1() -> None:
+    failed = agui("run", "http://127.0.0.1:9/agent", "-m", "hi")
+
+    assert failed.returncode == 1
+    assert "could not reach" in failed.stdout
+
+
+def test_run_usage_problems_exit_2() -> None:
+    assert agui("run", "http://127.0.0.1:9/", "-H", "no colon").returncode == 2
+    assert agui("run", "http://127.0.0.1:9/", "--state", "{nope").returncode == 2
+    assert agui("run", "http://127.0.0.1:9/", "--resume", "--yes").returncode == 2
+
+
+# --------------------------------------------------------------------------------------------------
+# agui replay / agui verify
+# --------------------------------------------------------------------------------------------------
+
+INTERRUPTED = _sse(
+    {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+    {"type": "STATE_SNAPSHOT", "snapshot": {"step": "asking"}},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "May I "},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "proceed?"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+    {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1", "outcome": {"type": "interrupt", "interrupts": [
+        {"id": "ask-1", "reason": "approval", "message": "Proceed with the migration?",
+         "responseSchema": {"type": "object", "properties": {"approved": {"type": "boolean"}}}}]}},
+)
+
+#: Two errors (content for a message never started, a tool call never started) and one warning.
+BROKEN = _jsonl(
+    {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "boo"},
+    {"type": "SOMETHING_NEW", "x": 1},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hello"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+    {"type": "TOOL_CALL_END", "toolCallId": "nowhere"},
+    {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
+)
+
+WARNED = _jsonl(
+    {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+    {"type": "SOMETHING_NEW", "x": 1},
+    {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
+)
+
+
+def test_replay_shows_messages_state_outcome_and_open_interrupts(tmp_path: Path) -> None:
+    capture = tmp_path / "run.sse"
+    capture.write_text(INTERRUPTED)
+
+    shown = agui("replay", str(capture))
+
+    assert shown.returncode == 0, shown.stderr
+    assert "7 event(s), 1 run(s)" in shown.stdout
+    assert "assistant: May I proceed?" in shown.stdout
+    assert "outcome: interrupt" in shown.stdout
+    assert '"step": "asking"' in shown.stdout
+    assert "id: ask-1" in shown.stdout and "Proceed with the migration?" in shown.stdout
+
+
+def test_replay_json_is_the_wire_thread_plus_the_outcome_and_reads_stdin() -> None:
+    shown = agui("replay", "--json", "-", stdin=INTERRUPTED)
+
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert report["outcome"] == "interrupt"
+    assert report["state"] == {"step": "asking"}
+    assert report["messages"] == [{"id": "m1", "role": "assistant", "content": "May I proceed?"}]
+    assert [i["id"] for i in report["openInterrupts"]] == ["ask-1"]
+
+
+def test_replay_of_a_recording_that_breaks_the_protocol_exits_1_naming_index_and_rule(tmp_path: Path) -> None:
+    capture = tmp_path / "broken.jsonl"
+    capture.write_text(BROKEN)
+
+    shown = agui("replay", str(capture))
+    as_json = agui("replay", "--json", str(capture))
+
+    assert shown.returncode == 1
+    assert "event #1, TEXT_MESSAGE_CONTENT, rule TX-02" in shown.stdout
+    assert "no open text message 'ghost'" in shown.stdout
+    assert as_json.returncode == 1
+    error = json.loads(as_json.stdout)["error"]
+    assert (error["index"], error["eventType"], error["rule"].split("/")[0]) == (1, "TEXT_MESSAGE_CONTENT", "TX-02")
+
+
+def test_replay_and_verify_exit_2_on_unreadable_input(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_text("this is not\nan event stream\n")
+    missing = str(tmp_path / "missing.sse")
+
+    missing_file = agui("verify", missing)
+    not_events = agui("replay", str(garbage))
+    empty_stdin = agui("verify", "-", stdin="")
+
+    assert missing_file.returncode == 2 and "cannot read" in missing_file.stderr
+    assert not_events.returncode == 2 and "no AG-UI events found" in not_events.stderr
+    assert empty_stdin.returncode == 2
+
+
+def test_verify_lists_every_finding_with_index_type_and_rule(tmp_path: Path) -> None:
+    capture = tmp_path / "broken.jsonl"
+    capture.write_text(BROKEN)
+
+    shown = agui("verify", str(capture))
+    as_json = agui("verify", "--json", str(capture))
+
+    assert shown.returncode == 1
+    lines = shown.stdout.splitlines()
+    assert "error: event #1 TEXT_MESSAGE_CONTENT [TX-02/AGUI101] no open text message 'ghost'" in lines
+    assert any(line.startswith("warning: event #2 SOMETHING_NEW [UK-02]") for line in lines)
+    assert any(line.startswith("error: event #6 TOOL_CALL_END [TC-02") for line in lines)
+    assert "8 event(s), 2 error(s), 1 warning(s)" in shown.stdout
+    report = json.loads(as_json.stdout)
+    assert as_json.returncode == 1
+    assert [(f["severity"], f["index"]) for f in report["findings"]] == [("error", 1), ("warning", 2), ("error", 6)]
+
+
+def test_verify_exits_0_on_a_clean_recording_and_on_warnings_alone(tmp_path: Path) -> None:
+    clean = tmp_path / "clean.sse"
+    clean.write_text(INTERRUPTED)
+    warned = tmp_path / "warned.jsonl"
+    warned.write_text(WARNED)
+
+    ok = agui("verify", str(clean))
+    warnings_only = agui("verify", str(warned))
+
+    assert ok.returncode == 0 and "0 error(s), 0 warning(s) - clean" in ok.stdout
+    assert warnings_only.returncode == 0 and "0 error(s), 1 warning(s)" in warnings_only.stdout
+
+
+# --------------------------------------------------------------------------------------------------
+# the entry point
+# --------------------------------------------------------------------------------------------------
+
+
+def test_without_rich_the_command_prints_an_install_hint_and_exits_2() -> None:
+    code = ("import sys; sys.modules['rich'] = None\n"
+            "import agui_client.cli as cli\n"
+            "sys.exit(cli.main(['demo']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=30,
+                          stdin=subprocess.DEVNULL, check=False)
+
+    assert done.returncode == 2
+    assert "pip install 'agui-client[cli]'" in done.stderr
+
+
+def test_the_installed_agui_script_runs() -> None:
+    script = Path(sys.executable).with_name("agui")
+    if not script.exists():
+        pytest.skip("the agui script is not installed next to this interpreter")
+
+    done = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=ENV, timeout=30,
+                          stdin=subprocess.DEVNULL, check=False)
+
+    assert done.returncode == 0
+    for command in ("demo", "run", "replay", "verify"):
+        assert command in done.stdout
+
+
+# --------------------------------------------------------------------------------------------------
+# the answer form (in process: the prompts' logic without a terminal)
+# --------------------------------------------------------------------------------------------------
+
+
+class ScriptedAsker:
+    """Answers the form's questions from a list, recording what was asked and said."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.asked: list[str] = []
+        self.said: list[str] = []
+
+    def _next(self, label: str, default: str | None) -> str:
+        self.asked.append(label)
+        answer = self.answers.pop(0)
+        return default if answer == "" and default is not None else answer
+
+    def ask_bool(self, label: str, *, default: bool | None) -> bool:
+        return self._next(label, None if default is None else ("y" if default else "n")) == "y"
+
+    def ask_choice(self, label: str, choices: Any, *, default: str | None) -> str:
+        return self._next(label, default)
+
+    def ask_text(self, label: str, *, default: str | None) -> str:
+        return self._next(label, default)
+
+    def say(self, text: str) -> None:
+        self.said.append(text)
+
+
+def test_yes_payload_takes_defaults_approves_and_fills_required_fields() -> None:
+    from agui_client.cli.forms import yes_payload
+    from agui_client.testing import ANSWER_SCHEMA, APPROVAL_SCHEMA
+
+    assert yes_payload(APPROVAL_SCHEMA) == {"approved": True, "environment": "staging", "ttl_minutes": 60}
+    assert yes_payload(ANSWER_SCHEMA) == {"answer": "yes"}
+    assert yes_payload(None) == {"approved": True}
+    assert yes_payload({"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}, "k": {"enum": [7, 8]}},
+                        "required": ["n", "k"]}) == {"n": 3, "k": 7}
+
+
+def test_the_form_checks_each_value_against_its_schema_and_insists_on_required_fields() -> None:
+    from agui_client.cli.forms import ask_payload
+
+    schema = {"type": "object", "required": ["name", "level"], "properties": {
+        "name": {"type": "string"},
+        "level": {"enum": [1, 2, 3]},
+        "ratio": {"type": "number", "maximum": 1},
+        "note": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    }}
+    asker = ScriptedAsker("", "Ada", "2", "1.5", "0.25", "", "[1]", '["a"]')
+
+    payload = ask_payload(schema, asker)
+
+    assert payload == {"name": "Ada", "level": 2, "ratio": 0.25, "tags": ["a"]}
+    assert asker.said[0] == "name is required"
+    assert "1.5 is greater than the maximum of 1" in asker.said[1]
+    assert "1 is not of type 'string'" in asker.said[2]

@@ -1,0 +1,633 @@
+"""Threads over HTTP, through both shells, against a real ``ScriptedAgent`` served by uvicorn on 127.0.0.1.
+
+Every test body runs twice (``drive``: sync and async). The agent records what it received, so
+"nothing was sent" is a count of requests, and the shape of a request is read from the wire.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import socket
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+import agui_client as ag
+from agui_client.stores import MemoryStore
+from agui_client.testing import (
+    Disconnect,
+    Finish,
+    Gate,
+    KeepAlive,
+    Pause,
+    Respond,
+    ScriptedAgent,
+    Start,
+    Stream,
+    Wait,
+    text_message,
+    tool_call,
+)
+
+KiB = 2**10
+MiB = 2**20
+UTC = timezone.utc
+
+
+def interrupted(*ids: str, **fields: Any) -> Finish:
+    """``RUN_FINISHED`` ending with the interrupt outcome, one interrupt per id."""
+    return Finish(outcome=ag.RunFinishedInterruptOutcome(
+        interrupts=tuple(ag.Interrupt(id=i, reason="approval", **fields) for i in ids)))
+
+
+def clock_at(when: datetime) -> Callable[[], datetime]:
+    return lambda: when
+
+
+def nulls_in(value: Any, path: str = "") -> list[str]:
+    """JSON pointers of every ``null`` in a wire value."""
+    if value is None:
+        return [path or "/"]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in nulls_in(v, f"{path}/{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in nulls_in(v, f"{path}/{i}")]
+    return []
+
+
+# --------------------------------------------------------------------------------------------------
+# The request
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_run_posts_json_asking_for_an_event_stream_with_the_callers_headers(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat())
+    headers = {"Authorization": "Bearer secret", "X-Tenant": "acme", "Accept": "application/json"}
+
+    with drive.client(endpoint.url, headers=headers) as client:
+        thread = client.thread()
+        thread.run("hi")
+
+    [received] = endpoint.received
+    assert received.method == "POST"
+    assert received.headers["accept"] == "text/event-stream"
+    assert received.headers["content-type"] == "application/json"
+    assert received.headers["authorization"] == "Bearer secret"
+    assert received.headers["x-tenant"] == "acme"
+
+
+def test_a_run_sends_a_complete_run_agent_input_declaring_protocol_1_0(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat())
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("hi")
+
+    [received] = endpoint.received
+    body = received.body
+    assert body["protocolVersion"] == "1.0"
+    assert body["threadId"] == thread.id
+    assert body["runId"] == endpoint.agent.requests[0].run_id
+    assert [(m["role"], m["content"]) for m in body["messages"]] == [("user", "hi")]
+    assert (body["state"], body["tools"], body["context"], body["forwardedProps"]) == ({}, [], [], {})
+    assert "resume" not in body
+    assert nulls_in(body) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_chat_run_returns_its_outcome_text_new_messages_and_usage(drive: Any, served: Any) -> None:
+    usage = ag.TokenUsage(provider="scripted", model="m-1", input_tokens=12, output_tokens=2, total_tokens=14)
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "Hello there"), Finish(usage=(usage,))]]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        result = thread.run("hi")
+
+    assert result.outcome == "success"
+    assert result.thread_id == thread.id
+    assert result.run_id == endpoint.agent.requests[0].run_id
+    assert result.text == "Hello there"
+    assert result.new_messages == (ag.AssistantMessage(id="m1", content="Hello there"),)
+    assert result.usage == (usage,)
+    assert [type(m) for m in thread.state.messages] == [ag.UserMessage, ag.AssistantMessage]
+    assert result.error is None
+    assert result.raise_for_outcome() is result
+
+
+def test_stream_yields_typed_events_each_already_folded(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "one two three"), Finish()]]))
+    seen: list[tuple[type, str | None]] = []
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        with thread.stream("hi") as events:
+            for event in events:
+                message = thread.state.message("m1")
+                seen.append((type(event), message.content if message is not None else None))
+
+    assert seen == [
+        (ag.RunStartedEvent, None),
+        (ag.TextMessageStartEvent, ""),
+        (ag.TextMessageContentEvent, "one "),
+        (ag.TextMessageContentEvent, "one two "),
+        (ag.TextMessageContentEvent, "one two three"),
+        (ag.TextMessageEndEvent, "one two three"),
+        (ag.RunFinishedEvent, "one two three"),
+    ]
+    assert events.result is not None
+    assert events.result.outcome == "success"
+
+
+def test_each_event_reaches_the_caller_as_soon_as_its_bytes_arrive(drive: Any, served: Any, gate: Gate) -> None:
+    # The server holds the rest of the run until the test opens the gate; a client that buffered the
+    # body would get nothing before the server gives up waiting (and cuts the run short).
+    endpoint = served(ScriptedAgent([[Start(), Wait(gate, timeout=20), *text_message("m1", "later"), Finish()]]))
+
+    with drive.client(endpoint.url) as client:
+        with client.thread().stream("hi") as events:
+            iterator = iter(events)
+            first = next(iterator)
+            held = gate.reached and not gate.is_open
+            gate.open()
+            rest = list(iterator)
+
+    assert isinstance(first, ag.RunStartedEvent)
+    assert held
+    assert type(rest[-1]) is ag.RunFinishedEvent
+    assert events.result is not None
+    assert events.result.outcome == "success"
+
+
+def test_a_run_error_gives_the_error_outcome_and_raise_for_outcome_raises_run_failed(
+    drive: Any, served: Any
+) -> None:
+    endpoint = served(ScriptedAgent([[
+        Start(), *text_message("m1", "Working on it"), ag.RunErrorEvent(message="model overloaded", code="overloaded"),
+    ]]))
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread().run("hi")
+
+    assert result.outcome == "error"
+    assert result.error is not None
+    assert (result.error.message, result.error.code) == ("model overloaded", "overloaded")
+    assert result.text == "Working on it"
+    with pytest.raises(ag.RunFailed) as caught:
+        result.raise_for_outcome()
+    assert (caught.value.run_id, caught.value.message, caught.value.code) == (
+        result.run_id, "model overloaded", "overloaded")
+
+
+# --------------------------------------------------------------------------------------------------
+# Interrupts and resume
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_run_ending_with_the_interrupt_outcome_records_its_interrupts(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.interrupts(2))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        result = thread.run("hi")
+
+    assert result.outcome == "interrupt"
+    assert [i.id for i in result.interrupts] == ["interrupt-1", "interrupt-2"]
+    assert [i.id for i in thread.open_interrupts] == ["interrupt-1", "interrupt-2"]
+
+
+def test_a_plain_run_on_an_interrupted_thread_is_refused_before_anything_is_sent(
+    drive: Any, served: Any
+) -> None:
+    endpoint = served(ScriptedAgent.interrupts(2))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("hi")
+        messages_before = thread.state.messages
+        with pytest.raises(ag.UncoveredInterrupts) as caught:
+            thread.run("never mind, do something else")
+
+    assert caught.value.ids == ("interrupt-1", "interrupt-2")
+    assert endpoint.agent.request_count == 1
+    assert thread.state.messages == messages_before
+
+
+def test_a_resume_built_with_the_builder_answers_and_abandons(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.interrupts(2))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("hi")
+        builder = thread.resume_builder().answer("interrupt-1", {"answer": "yes"}).abandon("interrupt-2")
+        result = thread.run(resume=builder)
+
+    assert result.outcome == "success"
+    assert result.result == {"answers": {"interrupt-1": {"answer": "yes"}}, "abandoned": ["interrupt-2"]}
+    assert thread.open_interrupts == ()
+    assert [(e.interrupt_id, e.status, e.payload) for e in endpoint.agent.requests[1].resume or ()] == [
+        ("interrupt-1", "resolved", {"answer": "yes"}), ("interrupt-2", "cancelled", None)]
+
+
+def test_the_resuming_input_carries_the_thread_its_messages_without_activities_and_its_state(
+    drive: Any, served: Any
+) -> None:
+    endpoint = served(ScriptedAgent([
+        [
+            Start(),
+            ag.StateSnapshotEvent(snapshot={"plan": ["drop staging"], "step": 1}),
+            ag.ActivitySnapshotEvent(message_id="act-1", activity_type="progress", content={"percent": 50}),
+            *text_message("m1", "May I?"),
+            interrupted("ask-1"),
+        ],
+        [Start(), Finish()],
+    ]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("hi")
+        activities = [m.id for m in thread.state.messages if isinstance(m, ag.ActivityMessage)]
+        thread.run(resume=thread.resume_builder().answer("ask-1", {"ok": True}))
+
+    first, second = (r.body for r in endpoint.received)
+    assert activities == ["act-1"]
+    assert second["threadId"] == first["threadId"] == thread.id
+    assert second["runId"] != first["runId"]
+    assert [m["id"] for m in second["messages"]] == [first["messages"][0]["id"], "m1"]
+    assert second["state"] == {"plan": ["drop staging"], "step": 1}
+    assert second["resume"] == [{"interruptId": "ask-1", "status": "resolved", "payload": {"ok": True}}]
+
+
+@pytest.mark.parametrize("form", ["builder", "entries"])
+def test_answering_an_expired_interrupt_is_refused_before_anything_is_sent(
+    drive: Any, served: Any, form: str
+) -> None:
+    endpoint = served(ScriptedAgent.interrupts(1, expires_at="2026-06-01T00:00:00Z", response_schema=None))
+
+    with drive.client(endpoint.url, clock=clock_at(datetime(2026, 7, 1, tzinfo=UTC))) as client:
+        thread = client.thread()
+        thread.run("hi")
+        resume: Any = thread.resume_builder().answer("interrupt-1", "too late") if form == "builder" else [
+            ag.ResumeEntry(interrupt_id="interrupt-1", status="resolved", payload="too late")]
+        with pytest.raises(ag.ExpiredInterruptAnswered) as caught:
+            thread.run(resume=resume)
+
+    assert caught.value.ids == ("interrupt-1",)
+    assert endpoint.agent.request_count == 1
+
+
+def test_an_expired_interrupt_can_be_abandoned(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.interrupts(1, expires_at="2026-06-01T00:00:00Z", response_schema=None))
+
+    with drive.client(endpoint.url, clock=clock_at(datetime(2026, 7, 1, tzinfo=UTC))) as client:
+        thread = client.thread()
+        thread.run("hi")
+        result = thread.run(resume=thread.resume_builder().abandon("interrupt-1"))
+
+    assert result.outcome == "success"
+    assert result.result == {"answers": {}, "abandoned": ["interrupt-1"]}
+
+
+def test_expiry_is_judged_with_the_clients_clock(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.interrupts(1, expires_at="2026-06-01T00:00:00Z", response_schema=None))
+
+    with drive.client(endpoint.url, clock=clock_at(datetime(2026, 5, 1, tzinfo=UTC))) as client:
+        thread = client.thread()
+        thread.run("hi")
+        result = thread.run(resume=thread.resume_builder().answer("interrupt-1", "in time"))
+
+    assert result.result == {"answers": {"interrupt-1": "in time"}, "abandoned": []}
+
+
+def test_a_resume_that_may_have_reached_the_agent_keeps_the_thread_claimed_until_released(
+    drive: Any, served: Any
+) -> None:
+    endpoint = served(ScriptedAgent([
+        [Start(), interrupted("ask-1")],
+        Respond(status=503, body={"detail": "busy"}),
+        [Start(), Finish()],
+    ]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("hi")
+        with pytest.raises(ag.HTTPStatusError):
+            thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+        with pytest.raises(ag.ConcurrentResume):
+            thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+        sent_while_claimed = endpoint.agent.request_count
+        thread.release_claim()
+        result = thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+
+    assert sent_while_claimed == 2
+    assert result.outcome == "success"
+    assert endpoint.agent.request_count == 3
+
+
+def test_a_thread_loaded_from_the_store_sees_runs_made_elsewhere_after_reload(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat("noted"))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        writer = client.thread()
+        writer.run("first")
+        reader = client.thread(writer.id)
+        loaded = reader.state.messages
+        writer.run("second")
+        reader.reload()
+
+    assert loaded == writer.state.messages[:2]
+    assert reader.state.messages == writer.state.messages
+    assert len(reader.state.messages) == 4
+
+
+# --------------------------------------------------------------------------------------------------
+# Frontend tools
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_frontend_tool_call_is_pending_and_the_next_run_carries_its_result(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        first = thread.run("pick a colour")
+        [call_id] = first.pending_tool_call_ids
+        thread.add_tool_result(call_id, "blue")
+        second = thread.run()
+
+    assert first.outcome == "success"
+    assert [c.function.name for c in first.pending_tool_calls] == ["confirm_choice"]
+    last = endpoint.agent.requests[1].messages[-1]
+    assert isinstance(last, ag.ToolMessage)
+    assert (last.tool_call_id, last.content) == (call_id, "blue")
+    assert second.text == "Thanks! confirm_choice answered: blue"
+    assert second.pending_tool_call_ids == ()
+
+
+def test_run_until_done_answers_frontend_calls_with_the_tool_handlers(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+    questions: list[str] = []
+
+    def confirm_choice(question: str) -> str:
+        questions.append(question)
+        return "blue"
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": confirm_choice})
+        result = thread.run_until_done("pick a colour")
+
+    assert result.outcome == "success"
+    assert result.text == "Thanks! confirm_choice answered: blue"
+    assert questions == ["Which option do you prefer?"]
+    assert [t.name for t in endpoint.agent.requests[0].tools] == ["confirm_choice"]
+    assert endpoint.agent.request_count == 2
+
+
+def test_run_until_done_stops_at_an_interrupt(drive: Any, served: Any) -> None:
+    pending = Finish(outcome=ag.RunFinishedSuccessOutcome(pending_tool_call_ids=("c1",)))
+    endpoint = served(ScriptedAgent([
+        [Start(), *tool_call("c1", "confirm_choice", {"question": "Proceed?"}), pending],
+        [Start(), interrupted("ask-1")],
+        [Start(), Finish()],
+    ]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "yes"})
+        result = thread.run_until_done("go")
+
+    assert result.outcome == "interrupt"
+    assert [i.id for i in result.interrupts] == ["ask-1"]
+    assert endpoint.agent.request_count == 2
+
+
+def test_a_tool_result_for_a_call_of_an_earlier_run_is_accepted(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([
+        [Start(), *tool_call("c1", "lookup", {"q": "answer"}), Finish()],
+        [Start(), ag.ToolCallResultEvent(message_id="r1", tool_call_id="c1", content="42", role="tool"), Finish()],
+    ]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("look it up")
+        result = thread.run("and?")
+
+    assert result.outcome == "success"
+    assert result.new_messages == (ag.ToolMessage(id="r1", tool_call_id="c1", content="42"),)
+
+
+# --------------------------------------------------------------------------------------------------
+# HTTP status
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_non_2xx_answer_is_an_http_status_error_with_the_parsed_payload(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=400, body={"detail": "invalid input"})]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            thread.run("hi")
+
+    assert caught.value.status_code == 400
+    assert caught.value.payload == {"detail": "invalid input"}
+    assert caught.value.retry_after is None
+    assert caught.value.url == endpoint.url
+    assert thread.state.messages == ()
+
+
+def test_retry_after_in_seconds_is_read_and_nothing_is_retried(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=429, body={"detail": "slow down"}, headers={"Retry-After": "7"})]))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.status_code == 429
+    assert caught.value.retry_after == 7.0
+    assert endpoint.agent.request_count == 1
+
+
+def test_retry_after_as_an_http_date_is_read_as_seconds_from_now(drive: Any, served: Any) -> None:
+    when = datetime.now(UTC) + timedelta(seconds=120)
+    endpoint = served(ScriptedAgent([
+        Respond(status=503, body="busy", headers={"Retry-After": email.utils.format_datetime(when, usegmt=True)})]))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.retry_after is not None
+    assert 60 < caught.value.retry_after <= 120
+
+
+def test_the_body_of_an_error_is_kept_as_a_bounded_excerpt(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=500, body="x" * (5 * MiB))]))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.status_code == 500
+    assert 0 < len(caught.value.body.encode()) <= 2 * KiB
+    assert caught.value.payload is None
+
+
+def test_a_refused_connection_is_a_transport_error_that_sent_nothing(drive: Any) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/agent"
+
+    with drive.client(url) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+
+    assert type(caught.value) is ag.TransportError
+    assert caught.value.request_sent is False
+
+
+# --------------------------------------------------------------------------------------------------
+# Content types
+# --------------------------------------------------------------------------------------------------
+
+NDJSON = b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}\n{"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n'
+
+
+@pytest.mark.parametrize(("step", "arrived"), [
+    pytest.param(Respond(status=200, body="<html><body>Please log in</body></html>",
+                         content_type="text/html; charset=utf-8"), "text/html", id="B045-html"),
+    pytest.param(Stream(items=[NDJSON], content_type="application/x-ndjson"), "application/x-ndjson",
+                 id="B046-ndjson"),
+    pytest.param(Respond(status=200, body={"detail": "queued"}), "application/json", id="json"),
+])
+def test_a_2xx_answer_that_is_not_an_event_stream_is_a_protocol_error_naming_what_arrived(
+    drive: Any, served: Any, step: Any, arrived: str
+) -> None:
+    endpoint = served(ScriptedAgent([step]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        with pytest.raises(ag.ProtocolError) as caught:
+            thread.run("hi")
+
+    assert arrived in str(caught.value)
+    assert caught.value.rule in ("TR-04", "TR-09")
+    assert all(run.outcome is None for run in thread.state.runs)
+
+
+@pytest.mark.parametrize("items", [
+    pytest.param([], id="B050-empty"),
+    pytest.param([KeepAlive(comment="ping"), KeepAlive(comment="ping")], id="B051-only-comments"),
+])
+def test_an_event_stream_without_events_ends_the_run_unfinished(drive: Any, served: Any, items: list[Any]) -> None:
+    endpoint = served(ScriptedAgent([Stream(items=items)]))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.StreamEnded) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.result is not None
+    assert caught.value.result.outcome is None
+    assert caught.value.result.events == 0
+
+
+@pytest.mark.parametrize("content_type", ["text/event-stream; charset=utf-8", "Text/Event-Stream"])
+def test_event_stream_content_types_are_matched_loosely(drive: Any, served: Any, content_type: str) -> None:
+    endpoint = served(ScriptedAgent([
+        Stream(items=[Start(), *text_message("m1", "fine"), Finish()], content_type=content_type)]))
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread().run("hi")
+
+    assert result.outcome == "success"
+    assert result.text == "fine"
+    assert [w.code for w in result.warnings] == []
+
+
+# --------------------------------------------------------------------------------------------------
+# Dropped connections and timeouts
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("end", [
+    pytest.param(Disconnect(), id="dropped"),
+    pytest.param(None, id="B073-clean-eof"),
+])
+def test_a_stream_ending_mid_message_keeps_the_text_folded_so_far(drive: Any, served: Any, end: Any) -> None:
+    items = [Start(), ag.TextMessageStartEvent(message_id="m1"),
+             ag.TextMessageContentEvent(message_id="m1", delta="Hello, "),
+             ag.TextMessageContentEvent(message_id="m1", delta="wor")]
+    endpoint = served(ScriptedAgent([items + ([end] if end is not None else [])]))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.StreamEnded) as caught:
+            client.thread().run("hi")
+
+    result = caught.value.result
+    assert result is not None
+    assert result.outcome is None
+    assert result.state.message("m1") == ag.AssistantMessage(id="m1", content="Hello, wor")
+    assert result.state.incomplete_ids == {"m1"}
+
+
+def test_a_stream_ending_right_after_run_started_is_unfinished(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([[Start()]]))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.StreamEnded) as caught:
+            client.thread().run("hi")
+
+    result = caught.value.result
+    assert result is not None
+    assert (result.run_id, result.outcome, result.events) == (endpoint.agent.requests[0].run_id, None, 1)
+
+
+def test_a_tool_call_cut_mid_arguments_is_never_offered_as_pending(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([[
+        Start(), ag.ToolCallStartEvent(tool_call_id="c1", tool_call_name="search"),
+        ag.ToolCallArgsEvent(tool_call_id="c1", delta='{"pattern":"*.t'), Disconnect(),
+    ]]))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.StreamEnded) as caught:
+            client.thread().run("hi")
+
+    result = caught.value.result
+    assert result is not None
+    assert result.pending_tool_call_ids == ()
+    assert result.state.pending_tool_call_ids == ()
+    assert result.state.incomplete_ids == {"c1"}
+
+
+def test_a_stalled_stream_ends_in_an_idle_timeout(drive: Any, served: Any, gate: Gate) -> None:
+    endpoint = served(ScriptedAgent([[Start(), Wait(gate, timeout=20), Finish()]]))
+
+    with drive.client(endpoint.url, idle_timeout=0.5) as client:
+        with pytest.raises(ag.IdleTimeout) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.timeout == 0.5
+    assert gate.reached
+    assert caught.value.result is not None
+    assert caught.value.result.run_id == endpoint.agent.requests[0].run_id
+    assert caught.value.result.outcome is None
+
+
+def test_keep_alive_comments_reset_the_idle_timeout(drive: Any, served: Any) -> None:
+    # 0.9 s of events-free stream against a 0.75 s idle timeout, never more than 0.3 s without a byte.
+    endpoint = served(ScriptedAgent([[
+        Start(), KeepAlive(), Pause(0.3), KeepAlive(), Pause(0.3), KeepAlive(), Pause(0.3), KeepAlive(),
+        *text_message("m1", "still here"), Finish(),
+    ]]))
+
+    with drive.client(endpoint.url, idle_timeout=0.75) as client:
+        result = client.thread().run("hi")
+
+    assert result.outcome == "success"
+    assert result.text == "still here"
