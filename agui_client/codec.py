@@ -799,12 +799,12 @@ def _check_patch(patch: Any, field_name: str) -> list[Any] | None:
             unknown.append(i)
             continue
         path = op.get("path")
-        if type(path) is not str or not _POINTER.match(path):
+        if type(path) is not str or not _POINTER.fullmatch(path):
             raise _FieldError(f"invalid JSON pointer {path!r}", f"{where}/path")
         for member in _PATCH_OPS[name]:
             if member not in op:
                 raise _FieldError(f"{name!r} operation needs {member!r}", f"{where}/{member}")
-            if member == "from" and (type(op["from"]) is not str or not _POINTER.match(op["from"])):
+            if member == "from" and (type(op["from"]) is not str or not _POINTER.fullmatch(op["from"])):
                 raise _FieldError(f"invalid JSON pointer {op['from']!r}", f"{where}/from")
     if not unknown:
         return None
@@ -1019,7 +1019,9 @@ def _fast_content(parts: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 def _plain_pointer(path: Any) -> bool:
-    return type(path) is str and (path == "" or (path[0] == "/" and ("~" not in path or bool(_POINTER.match(path)))))
+    """``_POINTER.fullmatch(path)`` without the regex: "" or "/…" where every "~" starts "~0" or "~1"."""
+    return type(path) is str and (path == "" or (path[0] == "/" and (
+        "~" not in path or path.count("~") == path.count("~0") + path.count("~1"))))
 
 
 def _plain_patch(patch: Any) -> bool:
@@ -1184,6 +1186,8 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
             if key in tags:
                 if tags[key] is not None:
                     lines.append(f"    if v[{key!r}] != {tags[key]!r}: raise FB")
+                else:
+                    lines.append(f"    if v[{key!r}] is None: raise FB")  # the checked path refuses a null tag
                 continue
             spec = specs[key]
             lines.append(f"    {x} = v[{key!r}]")

@@ -304,8 +304,17 @@ def memory_pass(streams: list[Stream], names: list[str], rows: dict[tuple[str, s
                 tracemalloc.stop()
             row.peak_bytes = peak
             row.retained_bytes = current
-            row.state_bytes = len(json.dumps(result.state.to_wire()))
+            text = json.dumps(result.state.to_wire())
+            row.state_bytes = len(text)
             del result
+            # The floor: the final thread as plain Python objects (json.loads of its JSON). No Python
+            # client holding the thread as dicts/lists/str can use less; peak / floor is the overhead.
+            gc.collect()
+            tracemalloc.start()
+            plain = json.loads(text)
+            row.extra["plain_objects_bytes"] = tracemalloc.get_traced_memory()[0]
+            tracemalloc.stop()
+            del plain, text
         log(f"  {s.kind}/{s.size}: done")
 
 
@@ -414,7 +423,9 @@ def format_table(rows: list[Row], markdown: bool = False) -> str:
             notes.append(f"p95 {r.extra['p95_s'] * 1e3:.3f} ms, median {med * 1e3:.3f} ms, "
                          f"n={len(r.samples)}")
         if r.peak_bytes is not None and r.state_bytes is not None:
-            notes.append(f"peak {r.peak_bytes / 1e6:.1f} MB, state {r.state_bytes / 1e6:.2f} MB")
+            plain = r.extra.get("plain_objects_bytes")
+            notes.append(f"peak {r.peak_bytes / 1e6:.1f} MB, state {r.state_bytes / 1e6:.2f} MB"
+                         + (f" ({plain / 1e6:.1f} MB as Python objects)" if plain else ""))
         if r.measure == M_ORACLE and "sameAsOurs" in r.extra:
             notes.append("same messages+state as ours" if r.extra["sameAsOurs"] else "hashes DIFFER from ours")
         scale = "" if r.scale is None else f"{r.size} ({r.scale:g})"

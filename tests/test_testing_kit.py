@@ -450,6 +450,7 @@ def test_a_stateless_agent_neither_checks_nor_filters_resume_entries(client: htt
     assert types(events) == ["RUN_STARTED", "RUN_FINISHED"]
     assert [e.interrupt_id for e in seen[0].resume or ()] == ["other"]
     assert agent.warnings == []
+    assert types(post(client, url, body("t1", "r3"))) == ["RUN_ERROR"]  # and its script still runs out
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -668,7 +669,7 @@ def test_non_sse_content_types(client: httpx.Client, served: Any) -> None:
 
 def test_a_script_item_of_the_wrong_kind_is_refused_up_front() -> None:
     with pytest.raises(TypeError):
-        ScriptedAgent([["data: not bytes"]])  # type: ignore[list-item]
+        ScriptedAgent([["data: not bytes"]])  # type: ignore[list-item]  # the wrong kind, on purpose
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -469,34 +469,36 @@ class ScriptedAgent:
             self._changed.notify_all()
             self._requests.append(run_input)
             self._warnings += notes
-            if self.stateless:
-                return _Plan(run_input=run_input, step=self._next_step(thread))
-            open_ = {i.id: i for i in self._open.get(thread, ())}
             kept: list[ResumeEntry] = []
             notices: list[str] = []
-            for entry in run_input.resume or ():
-                if entry.interrupt_id in open_ and all(k.interrupt_id != entry.interrupt_id for k in kept):
-                    kept.append(entry)
-                elif entry.interrupt_id in open_:
-                    notices.append(f"duplicate resume entry for interrupt {entry.interrupt_id!r} skipped")
-                else:
-                    notices.append(f"resume entry for unknown interrupt {entry.interrupt_id!r} skipped: "
-                                   f"run {run_input.run_id!r} does not continue an interrupt with that id")
-            self._warnings += notices
-            covered = {k.interrupt_id for k in kept}
-            uncovered = tuple(i for i in open_.values() if i.id not in covered)
-            if uncovered and self.on_uncovered == "error":
-                ids = ", ".join(repr(i.id) for i in uncovered)
-                message = f"the resume list leaves interrupt(s) {ids} uncovered; they stay open"
-                self._warnings.append(message)
-                return _Plan(run_input=run_input, reject=RunErrorEvent(message=message, code="uncovered_interrupt"))
+            uncovered: tuple[Interrupt, ...] = ()
+            if not self.stateless:
+                open_ = {i.id: i for i in self._open.get(thread, ())}
+                for entry in run_input.resume or ():
+                    if entry.interrupt_id not in open_:
+                        notices.append(f"resume entry for unknown interrupt {entry.interrupt_id!r} skipped: "
+                                       f"run {run_input.run_id!r} does not continue an interrupt with that id")
+                    elif any(k.interrupt_id == entry.interrupt_id for k in kept):
+                        notices.append(f"duplicate resume entry for interrupt {entry.interrupt_id!r} skipped")
+                    else:
+                        kept.append(entry)
+                self._warnings += notices
+                covered = {k.interrupt_id for k in kept}
+                uncovered = tuple(i for i in open_.values() if i.id not in covered)
+                if uncovered and self.on_uncovered == "error":
+                    ids = ", ".join(repr(i.id) for i in uncovered)
+                    message = f"the resume list leaves interrupt(s) {ids} uncovered; they stay open"
+                    self._warnings.append(message)
+                    return _Plan(run_input=run_input,
+                                 reject=RunErrorEvent(message=message, code="uncovered_interrupt"))
             step = self._next_step(thread)
-            filtered = run_input if run_input.resume is None else attrs.evolve(run_input, resume=tuple(kept))
             if step is None:
                 message = f"the script has no step for run {self._runs[thread]} of thread {thread!r}"
                 self._warnings.append(message)
                 return _Plan(run_input=run_input, reject=RunErrorEvent(message=message, code="script_exhausted"))
-            return _Plan(run_input=filtered, step=step, notices=tuple(notices), still_open=uncovered)
+            if not self.stateless and run_input.resume is not None:
+                run_input = attrs.evolve(run_input, resume=tuple(kept))
+            return _Plan(run_input=run_input, step=step, notices=tuple(notices), still_open=uncovered)
 
     def _next_step(self, thread: str) -> Step | None:
         index = self._runs.get(thread, 0)

@@ -9,6 +9,8 @@ codec must give one verdict whichever is installed. Rule ids are from the spec's
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
 from typing import Any
 
@@ -477,3 +479,134 @@ def test_decode_errors_say_where_in_their_message(parse_path: str) -> None:
         decode_event(_finished({"type": "interrupt", "interrupts": [{"id": "i1", "reason": "r"}, {"id": 7}]}))
     text = str(info.value)
     assert "RUN_FINISHED" in text and "/outcome/interrupts/1/id" in text
+
+
+# ------------------------------------------------------------------------------------------------
+# The fast path (generated builders for the plain shape) never decides anything the checked path
+# would decide differently: it either builds the very same value, or falls back.
+# ------------------------------------------------------------------------------------------------
+
+_WRONG: list[Any] = [None, "x", "", 0, -1, 2**53, 1.5, True, [], {}, [None], {"type": "x"}, [{"type": "x"}]]
+
+
+def _containers(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any]]:
+    found: list[tuple[tuple[Any, ...], Any]] = []
+    if isinstance(node, dict):
+        found.append((path, node))
+        for key, child in node.items():
+            found += _containers(child, (*path, key))
+    elif isinstance(node, list):
+        found.append((path, node))
+        for i, child in enumerate(node):
+            found += _containers(child, (*path, i))
+    return found
+
+
+def _at(doc: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        doc = doc[step]
+    return doc
+
+
+def _mutations(sample: dict[str, Any]) -> list[Any]:
+    """Every one-step corruption of ``sample``: each key dropped or given each wrong value, an unknown key
+    added to each object, each array shortened or given a stray item."""
+    out: list[Any] = []
+    for path, node in _containers(sample):
+        if isinstance(node, dict):
+            for key in node:
+                dropped = copy.deepcopy(sample)
+                del _at(dropped, path)[key]
+                out.append(dropped)
+                for wrong in _WRONG:
+                    changed = copy.deepcopy(sample)
+                    _at(changed, path)[key] = copy.deepcopy(wrong)
+                    out.append(changed)
+            extra = copy.deepcopy(sample)
+            _at(extra, path)["zzzUnknown"] = 1
+            out.append(extra)
+        else:
+            for item in (None, {}, "x"):
+                grown = copy.deepcopy(sample)
+                _at(grown, path).append(item)
+                out.append(grown)
+            if node:
+                shrunk = copy.deepcopy(sample)
+                del _at(shrunk, path)[0]
+                out.append(shrunk)
+    return out
+
+
+def _checked(value: Any, cls: Any) -> tuple[str, Any, list[Any]]:
+    with collect_warnings() as sink:
+        try:
+            result: tuple[str, Any] = ("ok", codec._structure(value, cls))
+        except ProtocolError as exc:
+            result = ("error", (type(exc), exc.pointer))
+    return (*result, sink.items)
+
+
+def _fast_or_fallback(value: Any, cls: Any) -> Any:
+    fast = codec._fast_for(cls)
+    assert fast is not None, f"{cls} has no fast path"
+    try:
+        return fast(value)
+    except codec._Fallback:
+        return codec._Fallback
+
+
+def _corpus_roots() -> list[tuple[str, Any, dict[str, Any]]]:
+    import corpus
+
+    roots = [(name, ev.EVENT_TYPES[sample["type"]], sample) for name, sample in corpus.event_samples()]
+    return roots + corpus.value_samples()
+
+
+def test_the_fast_path_builds_every_corpus_sample_exactly_as_the_checked_path() -> None:
+    for name, cls, sample in _corpus_roots():
+        built = _fast_or_fallback(sample, cls)
+        assert built is not codec._Fallback, f"{name} fell back to the checked path"
+        assert ("ok", built, []) == _checked(sample, cls), name
+
+
+def test_the_fast_path_never_accepts_a_corruption_the_checked_path_refuses_or_warns_about() -> None:
+    tried = accepted = 0
+    for name, cls, sample in _corpus_roots():
+        for doc in _mutations(sample):
+            tried += 1
+            built = _fast_or_fallback(doc, cls)
+            if built is codec._Fallback:
+                continue
+            accepted += 1
+            assert ("ok", built, []) == _checked(doc, cls), (name, doc)
+    assert tried > 10_000
+    assert 0 < accepted < tried  # corruptions of free-form values are still plain; the rest fall back
+
+
+def test_the_fast_pointer_check_is_the_pointer_regex() -> None:
+    alphabet = ["/", "~", "0", "1", "a", "\n"]
+    for length in range(6):
+        for chars in itertools.product(alphabet, repeat=length):
+            path = "".join(chars)
+            assert codec._plain_pointer(path) == bool(codec._POINTER.fullmatch(path)), repr(path)
+
+
+def test_a_newline_is_not_a_json_pointer(parse_path: str) -> None:
+    """``re.match(r"…$")`` accepts a string ending in a newline before ``$``; the check uses fullmatch."""
+    with pytest.raises(DecodeError) as info:
+        decode_event(_delta([{"op": "remove", "path": "\n"}]))
+    assert info.value.pointer == "/delta/0/path"
+    assert isinstance(decode_event(_delta([{"op": "remove", "path": "/a\n"}])), ev.StateDeltaEvent)
+
+
+@pytest.mark.parametrize(("depth", "refused"), [(200, False), (300, False), (600, True)])
+def test_depth_is_checked_exactly_in_large_payloads(parse_path: str, depth: int, refused: bool) -> None:
+    """Large payloads skip counting brackets and let orjson's writer (which refuses deep values) vouch for
+    shallow ones; deep ones are still walked exactly."""
+    payload = (b'{"type":"CUSTOM","name":"deep","value":[' + b'"' + b"x" * 5000 + b'",' + b"[" * depth
+               + b"]" * depth + b"]}")
+    if refused:
+        with pytest.raises(LimitExceeded):
+            decode_event(payload)
+    else:
+        assert isinstance(decode_event(payload), ev.CustomEvent)
