@@ -171,11 +171,25 @@ class _ClientBase:
         self.max_event_bytes = max_event_bytes
         self.follow_redirects = follow_redirects
         self.clock = clock
+        self._owns_store = store is None
         if store is None:
             from .stores import MemoryStore
 
             store = MemoryStore()
         self.store: ThreadStore = store
+
+    @contextmanager
+    def _sending(self) -> Iterator[None]:
+        # Sending, as both shells see it: httpx's errors become ours, saying whether the request left.
+        try:
+            yield
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise TransportError(f"could not reach {self.url}: {exc}", url=self.url, request_sent=False) from exc
+        except httpx.TimeoutException as exc:
+            raise IdleTimeout(f"no answer from {self.url} within {self.idle_timeout}s", timeout=self.idle_timeout,
+                              url=self.url) from exc
+        except httpx.TransportError as exc:
+            raise TransportError(f"request to {self.url} failed: {exc}", url=self.url) from exc
 
     def _timeout(self) -> httpx.Timeout:
         # httpx's read timeout is the longest wait for the next bytes: exactly the idle timeout.
@@ -220,9 +234,11 @@ class AgentClient(_ClientBase):
         self.close()
 
     def close(self) -> None:
-        """Close the HTTP client (when this client created it) and the store."""
+        """Close the HTTP client and the store, each only when this client created it."""
         if self._owns_client:
             self.http.close()
+        if self._owns_store:
+            self.store.close()
 
     def thread(self, thread_id: str | None = None, *, tool_handlers: Mapping[str, Callable[..., Any]] | None = None
                ) -> Thread:
@@ -250,15 +266,8 @@ class AgentClient(_ClientBase):
         logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout())
-        try:
+        with self._sending():
             response = self.http.send(request, stream=True, follow_redirects=self.follow_redirects)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise TransportError(f"could not reach {self.url}: {exc}", url=self.url, request_sent=False) from exc
-        except httpx.TimeoutException as exc:
-            raise IdleTimeout(f"no answer from {self.url} within {self.idle_timeout}s", timeout=self.idle_timeout,
-                              url=self.url) from exc
-        except httpx.TransportError as exc:
-            raise TransportError(f"request to {self.url} failed: {exc}", url=self.url) from exc
         try:
             if not response.is_success:
                 raise _status_error(response, self._excerpt(response), self.url)
@@ -312,9 +321,11 @@ class AsyncAgentClient(_ClientBase):
         await self.close()
 
     async def close(self) -> None:
-        """Close the HTTP client (when this client created it)."""
+        """Close the HTTP client and the store, each only when this client created it."""
         if self._owns_client:
             await self.http.aclose()
+        if self._owns_store:
+            self.store.close()
 
     def thread(self, thread_id: str | None = None, *, tool_handlers: Mapping[str, Callable[..., Any]] | None = None
                ) -> AsyncThread:
@@ -332,15 +343,8 @@ class AsyncAgentClient(_ClientBase):
         logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout())
-        try:
+        with self._sending():
             response = await self.http.send(request, stream=True, follow_redirects=self.follow_redirects)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise TransportError(f"could not reach {self.url}: {exc}", url=self.url, request_sent=False) from exc
-        except httpx.TimeoutException as exc:
-            raise IdleTimeout(f"no answer from {self.url} within {self.idle_timeout}s", timeout=self.idle_timeout,
-                              url=self.url) from exc
-        except httpx.TransportError as exc:
-            raise TransportError(f"request to {self.url} failed: {exc}", url=self.url) from exc
         try:
             if not response.is_success:
                 raise _status_error(response, await self._excerpt(response), self.url)

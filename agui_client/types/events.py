@@ -6,7 +6,7 @@ attributes and leaves ``None`` fields out on output.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal, Union
+from typing import ClassVar, Literal, Union, get_args
 
 from attrs import field, frozen
 
@@ -506,36 +506,4 @@ Event = Union[
 ]
 
 #: Wire tag -> class, for every event type of AG-UI 1.0.
-EVENT_TYPES: dict[str, type[Event]] = {cls.TYPE: cls for cls in (
-    RunStartedEvent,
-    RunFinishedEvent,
-    RunErrorEvent,
-    StepStartedEvent,
-    StepFinishedEvent,
-    TextMessageStartEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageChunkEvent,
-    ToolCallStartEvent,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallChunkEvent,
-    ToolCallResultEvent,
-    StateSnapshotEvent,
-    StateDeltaEvent,
-    MessagesSnapshotEvent,
-    ActivitySnapshotEvent,
-    ActivityDeltaEvent,
-    RawEvent,
-    CustomEvent,
-    ReasoningStartEvent,
-    ReasoningMessageStartEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageChunkEvent,
-    ReasoningEndEvent,
-    ReasoningEncryptedValueEvent,
-    SubagentStartedEvent,
-    SubagentFinishedEvent,
-    SubagentErrorEvent,
-)}
+EVENT_TYPES: dict[str, type[Event]] = {cls.TYPE: cls for cls in get_args(Event)}
