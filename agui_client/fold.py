@@ -413,6 +413,11 @@ class ThreadState:
         self.state_in_sync = True
         self._state_changed()
 
+    def hold_interrupts(self, interrupts: Sequence[rn.Interrupt], run_id: str | None) -> None:
+        """Hold interrupts open that arrived in a run the session had to reject (B233, B238)."""
+        self._open_interrupts = tuple(interrupts)
+        self.interrupted_run_id = run_id
+
     def clear_open_interrupts(self) -> None:
         """Forget the open interrupts (after a resume was sent and its run moved the thread on)."""
         self._open_interrupts = ()

@@ -168,40 +168,61 @@ class RunSession:
         """
         index = self._index
         self._index += 1
-        token = codec._SINK.set(self._sink)
         try:
-            try:
-                value = codec.parse_json(data, max_depth=self.max_depth)
-                if type(value) is dict and str(value.get("type", "")).startswith("THINKING_"):
-                    value = self._thinking(value)
-                event = codec.decode_value(value)
-            except ProtocolError as exc:
-                event_type = value.get("type") if "value" in locals() and isinstance(value, dict) else None
-                return self._fail(exc, index, event_type if isinstance(event_type, str) else None)
-        finally:
-            codec._SINK.reset(token)
-            if self._sink.items:
-                self._take_warnings(index, None)
-        return self._fold(event, index)
+            value = codec.parse_json(data, max_depth=self.max_depth)
+        except ProtocolError as exc:
+            return self._fail(exc, index, None)
+        return self._feed_value(value, index)
 
     def feed_event(self, event: ev.Event | ev.UnknownEvent | Mapping[str, Any]) -> list[ev.Event | ev.UnknownEvent]:
         """Fold one already-decoded event (or a wire mapping); returns the events it produced."""
         index = self._index
         self._index += 1
         if isinstance(event, Mapping):
-            wire = dict(event)
-            token = codec._SINK.set(self._sink)
-            try:
-                try:
-                    event = codec.decode_value(wire)
-                except ProtocolError as exc:
-                    kind = wire.get("type")
-                    return self._fail(exc, index, kind if isinstance(kind, str) else None)
-            finally:
-                codec._SINK.reset(token)
-                if self._sink.items:
-                    self._take_warnings(index, None)
+            return self._feed_value(dict(event), index)
         return self._fold(event, index)
+
+    def _feed_value(self, value: Any, index: int) -> list[ev.Event | ev.UnknownEvent]:
+        token = codec._SINK.set(self._sink)
+        try:
+            try:
+                event = codec.decode_value(value)
+                if type(event) is ev.UnknownEvent and event.type.startswith("THINKING_"):
+                    event = codec.decode_value(self._thinking(value))
+            except ProtocolError as exc:
+                kind = value.get("type") if type(value) is dict else None
+                if kind == "RUN_FINISHED":
+                    self._hold_interrupts(value, exc)
+                return self._fail(exc, index, kind if isinstance(kind, str) else None)
+        finally:
+            codec._SINK.reset(token)
+            if self._sink.items:
+                self._take_warnings(index, None)
+        return self._fold(event, index)
+
+    def _hold_interrupts(self, raw: dict[str, Any], exc: ProtocolError) -> None:
+        # B233/B238: a RUN_FINISHED too malformed to accept may still name interrupts (a success outcome
+        # carrying them, a boolean responseSchema). Losing them would let the next run skip what the
+        # agent asked, so whatever can be read of them is held open, and the error carries them.
+        outcome = raw.get("outcome")
+        items = outcome.get("interrupts") if type(outcome) is dict else None
+        if type(items) is not list:
+            return
+        held: list[rn.Interrupt] = []
+        for item in items:
+            if type(item) is not dict or type(item.get("id")) is not str:
+                continue
+            text = {k: item[k] for k in ("message", "toolCallId", "expiresAt", "subagentRunId")
+                    if type(item.get(k)) is str}
+            held.append(rn.Interrupt(
+                id=item["id"], reason=item["reason"] if type(item.get("reason")) is str else "unknown",
+                message=text.get("message"), tool_call_id=text.get("toolCallId"), expires_at=text.get("expiresAt"),
+                subagent_run_id=text.get("subagentRunId"),
+                response_schema=item["responseSchema"] if type(item.get("responseSchema")) is dict else None,
+                metadata=item["metadata"] if type(item.get("metadata")) is dict else None))
+        if held:
+            self.state.hold_interrupts(tuple(held), self._run_id)
+            exc.interrupts = tuple(held)  # type: ignore[attr-defined]
 
     def _thinking(self, value: dict[str, Any]) -> dict[str, Any]:
         # RS-09: THINKING_* left the protocol in 1.0; like the reference, read them as REASONING_* and

@@ -35,9 +35,17 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                 "flagged incomplete"),
     "stream-ends-mid-tool-args": (frozenset({"ok"}), "B075: no terminal is an error; the cut call is kept, flagged "
                                   "incomplete, and never offered as pending"),
-    "run-finished-success-with-interrupts": (frozenset({"ok"}), "IR-03/B233: the success outcome is closed; "
-                                             "carrying interrupts is a contradiction we reject, never a success"),
-    "run-finished-cancelled-with-interrupts": (frozenset({"ok"}), "IR-04/B234: the cancelled outcome is closed"),
+    "run-finished-success-with-interrupts": (_REJECT_KEEP, "IR-03/B233: the success outcome is closed; carrying "
+                                             "interrupts is a contradiction we reject, never a success, and the "
+                                             "interrupts are held open rather than dropped"),
+    "run-finished-cancelled-with-interrupts": (_REJECT_KEEP, "IR-04/B234: the cancelled outcome is closed; the "
+                                               "interrupts it carried are held open rather than dropped"),
+    "interrupt-response-schema-true": (frozenset({"pendingInterrupts"}), "B238: both reject the boolean schema; we "
+                                       "keep the interrupt open (without the schema) rather than losing it"),
+    "interrupt-no-reason": (frozenset({"pendingInterrupts"}), "B235: both reject; we keep the interrupt open "
+                            "(reason 'unknown') so the next run cannot skip it"),
+    "interrupt-subagent-null": (frozenset({"pendingInterrupts"}), "B242: both reject the null tag; we keep the "
+                                "interrupt open (unattributed) so the next run cannot skip it"),
     "run-finished-pending-contradiction": (frozenset({"pendingToolCallIds"}), "B170: duplicated ids in "
                                            "pendingToolCallIds are dropped (order kept) with a warning"),
     "text-surrogate-lone": (frozenset({"messages"}), "B093: a half of a surrogate pair still unpaired when the "

@@ -1,0 +1,129 @@
+"""RunSession and replay(): errors located and carrying the state, warnings located, the forms replay reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agui_client import (
+    DecodeError,
+    ReasoningMessage,
+    RunSession,
+    SequenceError,
+    StreamEnded,
+    ThreadState,
+    UncoveredInterrupts,
+    check_resume,
+    replay,
+)
+
+START = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
+TEXT = [
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "hel"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "lo"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+]
+FINISH = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
+
+
+def _jsonl(events: list[dict[str, object]]) -> bytes:
+    return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+
+def _sse(events: list[dict[str, object]]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+@pytest.mark.parametrize("form", ["jsonl", "sse", "sse-text", "events", "path"])
+def test_replay_reads_every_recorded_form_the_same(form: str, tmp_path: Path) -> None:
+    events = [START, *TEXT, FINISH]
+    source: object = {"jsonl": _jsonl(events), "sse": _sse(events), "sse-text": _sse(events).decode(),
+                      "events": events}.get(form)
+    if form == "path":
+        source = tmp_path / "capture.sse"
+        source.write_bytes(_sse(events))
+    result = replay(source)  # type: ignore[arg-type]
+    assert result.outcome == "success"
+    assert result.text == "hello"
+    assert result.events == len(events)
+
+
+def test_a_protocol_error_names_run_index_type_and_keeps_the_state() -> None:
+    bad = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": 5}
+    with pytest.raises(DecodeError) as caught:
+        replay([START, TEXT[0], TEXT[1], bad, FINISH])
+    error = caught.value
+    assert (error.run_id, error.index, error.event_type, error.pointer) == ("r1", 3, "TEXT_MESSAGE_CONTENT", "/delta")
+    assert error.result is not None
+    assert error.result.state.message("m1").content == "hel"  # type: ignore[union-attr]
+
+
+def test_a_sequence_error_is_located_at_the_offending_event() -> None:
+    with pytest.raises(SequenceError) as caught:
+        replay([START, {"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "x"}, FINISH])
+    assert (caught.value.index, caught.value.event_type, caught.value.rule) == (1, "TEXT_MESSAGE_CONTENT",
+                                                                               "TX-02/AGUI101")
+
+
+def test_a_stream_that_stops_mid_run_is_stream_ended_with_the_partial_text_flagged() -> None:
+    with pytest.raises(StreamEnded) as caught:
+        replay([START, TEXT[0], TEXT[1]])
+    result = caught.value.result
+    assert result is not None and result.outcome is None
+    assert result.state.message("m1").content == "hel"  # type: ignore[union-attr]
+    assert "m1" in result.state.incomplete_ids
+
+
+def test_collect_errors_goes_on_past_faults_without_applying_them() -> None:
+    session = RunSession(collect_errors=True)
+    for event in [START, {"type": "TEXT_MESSAGE_END", "messageId": "ghost"}, *TEXT, FINISH]:
+        session.feed_event(event)
+    result = session.end()
+    assert [e.index for e in session.errors] == [1]
+    assert result.outcome == "success" and result.text == "hello"
+
+
+def test_warnings_name_the_event_index_and_run() -> None:
+    result = replay([START, {"type": "AGUI_PING"}, *TEXT, FINISH])
+    [warning] = [w for w in result.warnings if w.code == "UK-02"]
+    assert (warning.index, warning.event_type, warning.run_id) == (1, "AGUI_PING", "r1")
+
+
+def test_legacy_thinking_events_become_reasoning_with_minted_ids() -> None:
+    result = replay([START, {"type": "THINKING_START"}, {"type": "THINKING_TEXT_MESSAGE_START"},
+                     {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "hmm"}, {"type": "THINKING_TEXT_MESSAGE_END"},
+                     {"type": "THINKING_END"}, FINISH])
+    [reasoning] = [m for m in result.messages if isinstance(m, ReasoningMessage)]
+    assert reasoning.content == "hmm" and reasoning.id
+    assert any(w.code == "RS-09" for w in result.warnings)
+
+
+def test_a_success_outcome_carrying_interrupts_is_rejected_and_its_interrupts_held_open() -> None:
+    """B233: never read as success; the error carries the interrupts and they are held as pending."""
+    finish = {**FINISH, "outcome": {"type": "success", "interrupts": [{"id": "i1", "reason": "approval"}]}}
+    with pytest.raises(DecodeError) as caught:
+        replay([START, finish])
+    assert [i.id for i in caught.value.interrupts] == ["i1"]  # type: ignore[attr-defined]
+    state = caught.value.result.state  # type: ignore[union-attr]
+    assert [i.id for i in state.open_interrupts] == ["i1"]
+    with pytest.raises(UncoveredInterrupts):
+        check_resume(state.open_interrupts, ())
+
+
+def test_a_multi_run_recording_reports_the_last_run_and_every_run_id() -> None:
+    second = [{**START, "runId": "r2"}, {**FINISH, "runId": "r2", "outcome": {"type": "cancelled"}}]
+    result = replay([START, *TEXT, FINISH, *second])
+    assert result.run_ids == ("r1", "r2")
+    assert (result.run_id, result.outcome) == ("r2", "cancelled")
+
+
+def test_the_request_ids_are_compared_with_run_started() -> None:
+    from agui_client import RunAgentInput
+
+    session = RunSession(ThreadState(), run_input=RunAgentInput(thread_id="t1", run_id="other"))
+    for event in [START, FINISH]:
+        session.feed_event(event)
+    assert any(w.code == "LC-08" and w.pointer == "/runId" for w in session.end().warnings)
