@@ -393,11 +393,16 @@ class Thread(_ThreadCore):
             return
         self._version = self._store.release(self.id, claimed_version=claimed, owner=self._owner)
 
-    def release_claim(self) -> None:
-        """Give up this thread's claim after a failed resume (you decided a retry is safe)."""
+    def release_claim(self, *, force: bool = False) -> None:
+        """Give up this thread's claim after a failed resume (you decided a retry is safe).
+
+        Args:
+            force: also release a claim held by another writer: the operator's way past a writer
+                that died mid-resume. Make sure it is gone: its request may have reached the agent.
+        """
         stored = self._store.load(self.id)
-        if stored is not None and stored.claim == self._owner:
-            self._version = self._store.release(self.id, claimed_version=stored.version, owner=self._owner)
+        if stored is not None and stored.claim is not None and (force or stored.claim == self._owner):
+            self._version = self._store.release(self.id, claimed_version=stored.version, owner=stored.claim)
 
     def reload(self) -> None:
         """Load the thread again from the store (another process may have moved it on)."""
@@ -512,12 +517,12 @@ class AsyncThread(_ThreadCore):
         self._version = await asyncio.to_thread(self._store.release, self.id, claimed_version=claimed,
                                                 owner=self._owner)
 
-    async def release_claim(self) -> None:
+    async def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (see :meth:`Thread.release_claim`)."""
         stored = await asyncio.to_thread(self._store.load, self.id)
-        if stored is not None and stored.claim == self._owner:
+        if stored is not None and stored.claim is not None and (force or stored.claim == self._owner):
             self._version = await asyncio.to_thread(self._store.release, self.id, claimed_version=stored.version,
-                                                    owner=self._owner)
+                                                    owner=stored.claim)
 
     async def reload(self) -> None:
         """Load the thread again from the store (see :meth:`Thread.reload`)."""

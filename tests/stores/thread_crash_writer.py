@@ -1,0 +1,91 @@
+"""The process the thread crash test kills: runs a thread one step on, through ``Thread.run``.
+
+Run as ``python thread_crash_writer.py``. It imports everything once, then reads one JSON job per
+line on stdin and forks a child per job (so a kill costs a fork, not an interpreter start; the
+parent stays single-threaded and opens nothing before forking). The child opens its own store
+(``kind``: ``sqlite`` or ``redis``; ``target``: the file or URL; ``prefix``) and ``AgentClient`` for
+the agent at ``url``, loads ``thread_id`` and runs it once more with ``run_id``: a resume answering
+every open interrupt when the thread has some, else the new message ``message``. It prints, one
+line each, with a single ``write`` (so a kill never mixes two lines):
+
+* ``pid <pid>`` as soon as the child starts: the process to kill;
+* ``sending <run_id>`` just before ``thread.run(...)``;
+* ``reported <interrupt id> ...`` when ``run`` returned to it, with the run's interrupts.
+
+Then it waits to be killed. With ``kill_delay`` (seconds) the child SIGKILLs itself that long
+after ``sending``, so the kill lands at a seeded moment inside the run: the claim, the request, the
+stream, the save, or after the report. The parent reports ``exit <returncode>`` (negative: the
+signal) for every child it reaped, and ends at the end of its input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import traceback
+from typing import Any
+
+from agui_client import AgentClient
+from agui_client.stores import RedisStore, SqliteStore
+
+__all__ = ["open_store", "child", "main", "FRESH"]
+
+#: One connection per run (see ``test_no_double_send.FRESH``: ``serve()`` leaves Nagle on).
+FRESH = {"Connection": "close"}
+
+
+def open_store(job: dict[str, Any]) -> SqliteStore | RedisStore:
+    """The store a job names."""
+    if job["kind"] == "sqlite":
+        return SqliteStore(job["target"])
+    return RedisStore(job["target"], prefix=job["prefix"])
+
+
+def say(*words: str) -> None:
+    os.write(1, (" ".join(words) + "\n").encode())
+
+
+def child(job: dict[str, Any]) -> None:
+    """Run the job's thread one step on, report, and wait for the kill."""
+    say("pid", str(os.getpid()))
+    with open_store(job) as store, AgentClient(job["url"], store=store, headers=FRESH) as client:
+        thread = client.thread(job["thread_id"])
+        message, resume = None, None
+        if thread.open_interrupts:
+            resume = thread.resume_builder()
+            for interrupt in thread.open_interrupts:
+                resume.answer(interrupt.id, {"answer": f"yes to {interrupt.id}"})
+        else:
+            message = job["message"]
+        say("sending", job["run_id"])
+        if job.get("kill_delay") is not None:
+            timer = threading.Timer(job["kill_delay"], os.kill, (os.getpid(), signal.SIGKILL))
+            timer.daemon = True
+            timer.start()
+        result = thread.run(message, resume=resume, run_id=job["run_id"])
+        say("reported", *(i.id for i in result.interrupts))
+        threading.Event().wait()
+
+
+def main() -> None:
+    """Fork a child per job line on stdin; report how each one ended."""
+    for line in sys.stdin:
+        job = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                child(job)
+            except BaseException:  # noqa: BLE001 - reported, then the child leaves without cleanup
+                os.write(2, traceback.format_exc().encode())
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        say("exit", str(os.waitstatus_to_exitcode(status)))
+
+
+if __name__ == "__main__":
+    main()

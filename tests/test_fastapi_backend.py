@@ -1,0 +1,307 @@
+"""The FastAPI backend example (``examples/fastapi_backend.py``), run for real.
+
+Two replicas of the example run as separate single-worker uvicorn processes on two ports, sharing
+one real redis-server, against a ``ScriptedAgent`` served by this test (which counts what it
+receives). A thread started on one replica is answered on the other, so "the answer arrives on
+another replica" is shown deterministically rather than left to a load balancer. Answers that are
+incomplete, schema-invalid, unknown, expired or already given are refused with a 422 naming the
+ids, and the agent receives nothing; an answer racing one in flight gets a 409. The documented
+``uvicorn examples.fastapi_backend:app --workers 2`` command is run once as well.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import IO, Any
+
+import httpx
+import pytest
+
+from agui_client.testing import ANSWER_SCHEMA, Gate, Item, ScriptedAgent, Wait, last_user_text, serve
+from agui_client.testing.scenarios import interrupts_step
+from agui_client.types import RunAgentInput
+
+__all__: list[str] = []
+
+ROOT = Path(__file__).resolve().parent.parent
+#: A watchdog for a process or a response that never comes, never a timing.
+WATCHDOG = 60.0
+STALE = "2001-01-01T00:00:00Z"
+
+
+def _stores_conftest() -> ModuleType:
+    # The session redis-server fixture lives in tests/stores/conftest.py, which pytest applies to
+    # tests/stores/ only; load it under a name of its own to reuse the fixture here.
+    path = ROOT / "tests" / "stores" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("agui_tests_stores_conftest", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_stores = _stores_conftest()
+redis_url = _stores.redis_url
+
+
+# --------------------------------------------------------------------------------------------------
+# The agent and the replicas
+# --------------------------------------------------------------------------------------------------
+
+
+class BackendAgent:
+    """Two interrupts per new message (one long expired when the message says "stale"); the resume
+    honours the answers. A resume of a thread with a gate waits at it right after ``RUN_STARTED``."""
+
+    def __init__(self) -> None:
+        self.gates: dict[str, Gate] = {}
+        self.agent = ScriptedAgent([self.step], cycle=True)
+        self._fresh = interrupts_step(self.agent.open_interrupts, n=2, reason="input", expires_at=None,
+                                      response_schema=ANSWER_SCHEMA)
+        self._stale = interrupts_step(self.agent.open_interrupts, n=1, reason="input", expires_at=STALE,
+                                      response_schema=ANSWER_SCHEMA)
+
+    def step(self, run_input: RunAgentInput) -> list[Item]:
+        play = self._stale if "stale" in (last_user_text(run_input) or "") else self._fresh
+        items: list[Item] = list(play(run_input))
+        gate = self.gates.get(run_input.thread_id)
+        if run_input.resume and gate is not None:
+            items.insert(1, Wait(gate, timeout=WATCHDOG))
+        return items
+
+
+@pytest.fixture(scope="module")
+def backend_agent() -> Iterator[tuple[BackendAgent, str]]:
+    backend = BackendAgent()
+    with serve(backend.agent) as server:
+        yield backend, server.url
+
+
+def _drain(stream: IO[str]) -> None:
+    for _ in stream:
+        pass
+
+
+class Replica:
+    """The example under uvicorn in a process of its own, reachable at ``url``."""
+
+    def __init__(self, env: dict[str, str], *, workers: int = 1) -> None:
+        log: list[str] = []
+        for _attempt in range(5):
+            port = _stores.free_port()
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "examples.fastapi_backend:app", "--host", "127.0.0.1",
+                 "--port", str(port), "--workers", str(workers)],
+                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                text=True)
+            assert self.process.stderr is not None
+            log = []
+            ready = 0
+            # uvicorn says when each worker is ready; waiting on its log needs no polling or sleeps.
+            for line in self.process.stderr:
+                log.append(line)
+                ready += "Application startup complete" in line
+                if ready == workers:
+                    self.url = f"http://127.0.0.1:{port}"
+                    self._drain = threading.Thread(target=_drain, args=(self.process.stderr,), daemon=True)
+                    self._drain.start()
+                    return
+            self.process.wait()
+            self.process.stderr.close()
+        pytest.fail("the example did not start:\n" + "".join(log[-30:]), pytrace=False)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(WATCHDOG)
+        self._drain.join(WATCHDOG)
+        assert self.process.stderr is not None
+        self.process.stderr.close()
+
+
+def replica_env(agent_url: str, redis: str) -> dict[str, str]:
+    prefix = f"agui:example:{uuid.uuid4().hex}:"
+    return {**os.environ, "AGENT_URL": agent_url, "REDIS_URL": redis, "REDIS_PREFIX": prefix}
+
+
+@pytest.fixture(scope="module")
+def replicas(backend_agent: tuple[BackendAgent, str], redis_url: str) -> Iterator[tuple[str, str]]:
+    """Two single-worker replicas of the example sharing one Redis store."""
+    env = replica_env(backend_agent[1], redis_url)
+    started: list[Replica] = []
+    try:
+        started.append(Replica(env))
+        started.append(Replica(env))
+        yield started[0].url, started[1].url
+    finally:
+        for replica in started:
+            replica.stop()
+
+
+@pytest.fixture
+def http() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=WATCHDOG) as client:
+        yield client
+
+
+def frames(response: httpx.Response) -> list[dict[str, Any]]:
+    """The JSON of every ``data:`` frame of an SSE response."""
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    return [json.loads(block[len("data: "):]) for block in response.text.split("\n\n") if block.startswith("data: ")]
+
+
+def chat(http: httpx.Client, url: str, message: str) -> dict[str, Any]:
+    """Send a message on a new thread; returns the final frame (the thread's id and open interrupts)."""
+    events = frames(http.post(f"{url}/chat", json={"message": message}))
+    assert [e["type"] for e in events[-2:]] == ["RUN_FINISHED", "agui_client.thread"]
+    assert events[0]["type"] == "RUN_STARTED"
+    final = events[-1]
+    assert final["outcome"] == "interrupt"
+    return final
+
+
+def answer(http: httpx.Client, url: str, thread_id: str, answers: dict[str, Any],
+           abandon: tuple[str, ...] = ()) -> httpx.Response:
+    return http.post(f"{url}/threads/{thread_id}/answers", json={"answers": answers, "abandon": list(abandon)})
+
+
+BOTH = {"interrupt-1": {"answer": "yes"}, "interrupt-2": {"answer": "no"}}
+
+
+# --------------------------------------------------------------------------------------------------
+# Tests
+# --------------------------------------------------------------------------------------------------
+
+
+def test_an_interrupt_raised_on_one_replica_is_answered_on_the_other(
+        replicas: tuple[str, str], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
+    a, b = replicas
+    agent = backend_agent[0].agent
+    first = chat(http, a, "Ask me two things")
+    assert [i["id"] for i in first["openInterrupts"]] == ["interrupt-1", "interrupt-2"]
+    thread_id = first["threadId"]
+    before = agent.request_count
+
+    events = frames(answer(http, b, thread_id, BOTH))
+
+    final = events[-1]
+    assert (final["type"], final["threadId"], final["outcome"], final["openInterrupts"]) == (
+        "agui_client.thread", thread_id, "success", [])
+    assert final["result"] == {"answers": BOTH, "abandoned": []}
+    assert final["version"] == first["version"] + 2  # claimed, then saved
+    assert agent.request_count == before + 1
+    sent = agent.requests[-1]
+    assert sent.thread_id == thread_id
+    assert [(e.interrupt_id, e.status, e.payload) for e in sent.resume or ()] == [
+        ("interrupt-1", "resolved", {"answer": "yes"}), ("interrupt-2", "resolved", {"answer": "no"})]
+    # Replica b continued the thread replica a saved: the first turn's message went with the resume.
+    assert [last_user_text(r) for r in agent.requests[before - 1:]] == ["Ask me two things"] * 2
+
+    stored_a = http.get(f"{a}/threads/{thread_id}").json()
+    assert stored_a == http.get(f"{b}/threads/{thread_id}").json()
+    assert (stored_a["version"], stored_a["openInterrupts"], stored_a["claimed"]) == (final["version"], [], False)
+
+
+def test_incomplete_invalid_unknown_and_repeated_answers_are_refused_before_sending(
+        replicas: tuple[str, str], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
+    a, b = replicas
+    agent = backend_agent[0].agent
+    thread_id = chat(http, a, "Ask me two things")["threadId"]
+    before = agent.request_count
+
+    incomplete = answer(http, b, thread_id, {"interrupt-1": {"answer": "yes"}})
+    mixed = answer(http, b, thread_id, {"interrupt-1": {"answer": 42}, "interrupt-2": {"answer": "no"}, "bogus": {}})
+    both_ways = answer(http, a, thread_id, {"interrupt-1": {"answer": "yes"}}, abandon=("interrupt-1", "interrupt-2"))
+
+    assert agent.request_count == before
+    assert incomplete.status_code == 422
+    body = incomplete.json()
+    assert (body["error"], body["ids"], body["problems"]) == (
+        "uncovered", ["interrupt-2"], {"uncovered": ["interrupt-2"]})
+    assert mixed.status_code == 422
+    body = mixed.json()
+    assert (body["error"], body["ids"], body["problems"]) == (
+        "unknown", ["interrupt-1", "bogus"], {"unknown": ["bogus"], "invalid": ["interrupt-1"]})
+    assert list(body["errors"]) == ["interrupt-1"]
+    assert both_ways.status_code == 422
+    body = both_ways.json()
+    assert (body["error"], body["ids"], body["problems"]) == (
+        "duplicate", ["interrupt-1"], {"duplicate": ["interrupt-1"]})
+
+    # Answered on one replica, the same answers are stale on the other: nothing is sent twice.
+    assert frames(answer(http, a, thread_id, BOTH))[-1]["outcome"] == "success"
+    again = answer(http, b, thread_id, BOTH)
+    assert again.status_code == 422
+    body = again.json()
+    assert (body["error"], body["ids"]) == ("nothing", ["interrupt-1", "interrupt-2"])
+    assert agent.request_count == before + 1
+
+
+def test_an_expired_interrupt_cannot_be_answered_only_abandoned(
+        replicas: tuple[str, str], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
+    a, b = replicas
+    agent = backend_agent[0].agent
+    first = chat(http, a, "A stale question")
+    assert [(i["id"], i["expiresAt"]) for i in first["openInterrupts"]] == [("interrupt-1", STALE)]
+    thread_id = first["threadId"]
+    before = agent.request_count
+
+    late = answer(http, b, thread_id, {"interrupt-1": {"answer": "too late"}})
+
+    assert late.status_code == 422
+    body = late.json()
+    assert (body["error"], body["ids"], body["problems"]) == ("expired", ["interrupt-1"], {"expired": ["interrupt-1"]})
+    assert agent.request_count == before
+
+    final = frames(answer(http, b, thread_id, {}, abandon=("interrupt-1",)))[-1]
+    assert (final["outcome"], final["result"], final["openInterrupts"]) == (
+        "success", {"answers": {}, "abandoned": ["interrupt-1"]}, [])
+    assert agent.request_count == before + 1
+    assert [(e.interrupt_id, e.status) for e in agent.requests[-1].resume or ()] == [("interrupt-1", "cancelled")]
+
+
+def test_an_answer_racing_one_in_flight_on_another_replica_gets_409(
+        replicas: tuple[str, str], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
+    a, b = replicas
+    backend = backend_agent[0]
+    thread_id = chat(http, a, "Ask me two things")["threadId"]
+    gate = backend.gates[thread_id] = Gate()
+
+    with http.stream("POST", f"{a}/threads/{thread_id}/answers", json={"answers": BOTH}) as held:
+        # Replica a answered with headers only once the agent accepted its resume: the thread is claimed.
+        assert held.status_code == 200
+        assert gate.wait_reached(WATCHDOG)
+        sent = backend.agent.request_count
+        racing = answer(http, b, thread_id, BOTH)
+        gate.open()
+        held.read()
+
+    assert racing.status_code == 409
+    assert (racing.json()["error"], racing.json()["threadId"]) == ("concurrent", thread_id)
+    assert backend.agent.request_count == sent
+    assert frames(held)[-1]["outcome"] == "success"
+
+
+def test_the_documented_two_worker_command_serves_a_whole_approval(
+        backend_agent: tuple[BackendAgent, str], redis_url: str, http: httpx.Client) -> None:
+    agent = backend_agent[0].agent
+    server = Replica(replica_env(backend_agent[1], redis_url), workers=2)
+    try:
+        before = agent.request_count
+        first = chat(http, server.url, "Ask me two things")
+        # A fresh connection each time: either worker may take it, and both share the Redis store.
+        with httpx.Client(timeout=WATCHDOG) as fresh:
+            final = frames(answer(fresh, server.url, first["threadId"], BOTH))[-1]
+    finally:
+        server.stop()
+    assert (final["outcome"], final["openInterrupts"]) == ("success", [])
+    assert agent.request_count == before + 2
