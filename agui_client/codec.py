@@ -9,6 +9,13 @@ UTF-8 and duplicated keys in an event object all give a ``DecodeError``, never a
 Warnings found while decoding go to the active *sink* (a run session collects them into
 ``RunResult.warnings``); outside a session they are emitted through :mod:`warnings` as
 ``AguiWarning``.
+
+Speed. Most payloads are the plain case, and the plain case is proved cheaply rather than checked
+slowly: a flat object whose colons equal its keys has no duplicate and no nesting; text that orjson
+writes back byte for byte has no duplicate, no inexact number and bounded depth. Past parsing,
+generated per-shape builders construct the attrs instance directly, and anything not plain (a null,
+an unknown key, a wrong type, a check that would refuse or warn) falls back to the checked cattrs
+path, which alone decides errors and warnings. ``bench/bench_decode.py`` measures it.
 """
 
 from __future__ import annotations
@@ -236,7 +243,6 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
         LimitExceeded: nesting deeper than ``max_depth``.
     """
     raw: bytes | str = data if type(data) is bytes or isinstance(data, str) else bytes(data)
-    value: Any = _MISSING_VALUE
     if _orjson is not None:
         blob: bytes | None = raw  # type: ignore[assignment]
         if type(raw) is not bytes:
@@ -244,32 +250,63 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
                 blob = raw.encode("utf-8")  # type: ignore[union-attr]
             except UnicodeEncodeError:
                 blob = None  # lone surrogates: only the stdlib parser reads them
-        if blob is not None and _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY):
+        if blob is not None:
             try:
                 value = _orjson.loads(blob)
-                raw = blob
             except _orjson.JSONDecodeError:
                 pass  # the stdlib parser gives the definitive verdict (and accepts lone surrogates)
-    if value is _MISSING_VALUE:
-        value = _parse_stdlib(raw, max_depth)
+            else:
+                colons = -1
+                rewritten: bytes | None = None
+                if type(value) is dict:
+                    colons = blob.count(b":")
+                    if colons == len(value) and max_depth >= 1 and _scalars_only(value):
+                        return value  # flat: distinct keys (see _no_duplicates), depth 1, no float to doubt
+                    rewritten = _rewrite(value)
+                    if rewritten == blob and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH:
+                        # orjson writes back exactly the text it read: no key was dropped as a duplicate, no
+                        # integer became a float, and the value was shallow enough for orjson to write.
+                        return value
+                # orjson turns integers of 20+ digits into (inexact) floats: those go to the stdlib parser
+                if _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY):
+                    return _check_parsed(blob, value, max_depth, check_duplicates, colons, rewritten)
+    value = _parse_stdlib(raw, max_depth)
+    return _check_parsed(raw, value, max_depth, check_duplicates, -1, None)
+
+
+def _scalars_only(value: dict[str, Any]) -> bool:
+    """No float (orjson may have read an integer inexactly), no array or object (depth, nesting)."""
+    for item in value.values():
+        kind = type(item)
+        if kind is float or kind is list or kind is dict:
+            return False
+    return True
+
+
+def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates: bool, colons: int,
+                  rewritten: bytes | None) -> Any:
+    """The depth limit and the duplicate-key rule for a parsed payload (``colons``: -1 if not counted)."""
     # Nesting can only exceed the limit if there are more brackets (so more bytes) than the limit.
-    rewritten: bytes | None = None
     if len(raw) > max_depth:
         # orjson refuses to write anything nested deeper than it can: when it writes the value, the
         # value is shallow enough and the walk is not needed (the rewrite also serves _no_duplicates).
         shortcut = _orjson is not None and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH
-        if shortcut and len(raw) > _LARGE:
+        if shortcut and (rewritten is not None or len(raw) > _LARGE):
             brackets = max_depth + 1  # counting costs more than the rewrite
         else:
             brackets = raw.count("[") + raw.count("{") if isinstance(raw, str) else raw.count(b"[") + raw.count(b"{")
         if brackets > max_depth:
-            if shortcut:
+            if shortcut and rewritten is None:
                 rewritten = _rewrite(value)
-            if rewritten is None and _depth_exceeds(value, max_depth):
+            if not (shortcut and rewritten is not None) and _depth_exceeds(value, max_depth):
                 raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
                                     event_type=_type_of(value))
-    if check_duplicates and type(value) is dict and not _no_duplicates(raw, value, rewritten):
-        _check_duplicates(raw, value)
+    if check_duplicates and type(value) is dict:
+        if colons < 0:
+            colons = raw.count(":") if isinstance(raw, str) else raw.count(b":")
+        # As many colons as keys: a flat object with distinct keys (see _no_duplicates); else prove it.
+        if colons != len(value) and not _no_duplicates(raw, value, rewritten):
+            _check_duplicates(raw, value)
     return value
 
 
@@ -308,9 +345,6 @@ def _orjson_write_depth() -> int | None:
 
 
 _ORJSON_WRITE_DEPTH = _orjson_write_depth()
-
-
-_MISSING_VALUE: Any = object()
 
 
 def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
@@ -360,7 +394,7 @@ def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | N
         colons = raw.count(":")
         if colons == len(value):
             return True  # a flat object: every colon is one of its (distinct) keys
-        if len(raw) > _LARGE and "\\" not in raw:
+        if (len(raw) > _LARGE or _orjson is None) and "\\" not in raw:
             for key in value:
                 if raw.count(_needle(key)[0]) != 1:
                     break
@@ -371,7 +405,7 @@ def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | N
         colons = raw.count(b":")
         if colons == len(value):
             return True
-        if len(raw) > _LARGE and b"\\" not in raw:
+        if (len(raw) > _LARGE or _orjson is None) and b"\\" not in raw:
             needles = _NEEDLE_BYTES
             for key in value:
                 if raw.count(needles.get(key) or _needle(key)[1]) != 1:
@@ -392,7 +426,8 @@ def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | N
     return bool(colons + escaped == rewritten.count(b":"))
 
 
-#: Above this size the key-count proof (a few C scans) is cheaper than writing the value back.
+#: Above this size (or without orjson) the key-count proof (a few C scans) is cheaper than writing the
+#: value back.
 _LARGE = 2048
 
 
@@ -791,9 +826,9 @@ def _check_patch(patch: Any, field_name: str) -> list[Any] | None:
         if type(op) is not dict:
             raise _FieldError(f"expected a patch operation object, got {_describe(op)}", where)
         name = op.get("op")
+        if type(name) is not str:  # before the membership test: a list or an object is unhashable
+            raise _FieldError(f"a patch operation needs a string 'op', got {_describe(name)}", f"{where}/op")
         if name not in _PATCH_OPS:
-            if type(name) is not str:
-                raise _FieldError(f"a patch operation needs a string 'op', got {_describe(name)}", f"{where}/op")
             # UK-04: an unrecognised member of a discriminated union is removed with a warning.
             _warn("UK-04", f"unknown patch op {name!r} dropped", pointer=f"{where}/op", once=("op", name))
             unknown.append(i)
@@ -1030,22 +1065,34 @@ def _plain_patch(patch: Any) -> bool:
         if type(op) is not dict:
             return False
         name = op.get("op")
-        members = _PATCH_OPS.get(name) if type(name) is str else None
-        if members is None or not _plain_pointer(op.get("path")):
+        if name == "add" or name == "replace" or name == "test":
+            if "value" not in op:
+                return False
+        elif name == "move" or name == "copy":
+            if not _plain_pointer(op.get("from")):
+                return False
+        elif name != "remove":
             return False
-        for member in members:
-            if member not in op:
-                return False
-            if member == "from" and not _plain_pointer(op["from"]):
-                return False
+        path = op.get("path")  # _plain_pointer, inlined: this runs for every op of every delta
+        if type(path) is not str or (path and (path[0] != "/" or (
+                "~" in path and path.count("~") != path.count("~0") + path.count("~1")))):
+            return False
     return True
+
+
+def _plain_state_delta(value: dict[str, Any]) -> bool:
+    return _plain_patch(value["delta"])
+
+
+def _plain_activity_delta(value: dict[str, Any]) -> bool:
+    return _plain_patch(value["patch"])
 
 
 #: For each class with a ``_SPECIFIC_CHECKS`` entry, a predicate true when that check passes silently
 #: (no error, no warning, no change). A class with a check but no predicate here has no fast path.
 _FAST_CHECKS: dict[type, Callable[[dict[str, Any]], bool]] = {
-    ev.StateDeltaEvent: lambda value: _plain_patch(value["delta"]),
-    ev.ActivityDeltaEvent: lambda value: _plain_patch(value["patch"]),
+    ev.StateDeltaEvent: _plain_state_delta,
+    ev.ActivityDeltaEvent: _plain_activity_delta,
     rn.RunFinishedSuccessOutcome: lambda value: "interrupts" not in value,
     rn.RunFinishedCancelledOutcome: lambda value: "interrupts" not in value,
     rn.RunFinishedInterruptOutcome: lambda value: len(value["interrupts"]) > 0,
@@ -1066,15 +1113,16 @@ def _fast_for(t: Any) -> Callable[[Any], Any] | None:
         return _FAST[t]
     except KeyError:
         pass
-    if t is msg.ContentPart:
+    # Unions compare with ==: typing caches Union objects only so long, so an equal one may be a new object.
+    if t == msg.ContentPart:
         fast = _fast_union(_PARTS, "type")
-    elif t is msg.PartSource:
+    elif t == msg.PartSource:
         fast = _fast_union(_SOURCES, "type")
-    elif t is msg.Message:
+    elif t == msg.Message:
         fast = _fast_union(_MESSAGES, "role")
-    elif t is rn.RunFinishedOutcome:
+    elif t == rn.RunFinishedOutcome:
         fast = _fast_union(_RUN_OUTCOMES, "type")
-    elif t is rn.SubagentFinishedOutcome:
+    elif t == rn.SubagentFinishedOutcome:
         fast = _fast_union(_SUBAGENT_OUTCOMES, "type")
     elif _is_homogeneous_tuple(t):
         item = _fast_for(get_args(t)[0])
@@ -1127,6 +1175,7 @@ class _FastField:
     required: bool
 
 
+#: Shapes compiled per class; a producer sends a handful (optional fields present or not).
 _MAX_SHAPES = 64
 
 
@@ -1208,17 +1257,62 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
         built: Callable[[Any], Any] = namespace["fast"]
         return built
 
+    generic = _generic_builder(cls, specs, tags, check)
+
     def fast(value: Any) -> Any:
         if type(value) is not dict:
             raise _Fallback
         shape = tuple(value)
         built = shapes.get(shape)
         if built is None:
-            built = for_shape(shape)
-            if len(shapes) < _MAX_SHAPES:
-                shapes[shape] = built
+            if len(shapes) >= _MAX_SHAPES:
+                return generic(value)  # never compile per event: past the budget, one builder for all shapes
+            built = shapes[shape] = for_shape(shape)
         return built(value)
     return fast
+
+
+def _generic_builder(cls: type, specs: dict[str, _FastField], tags: dict[str, str | None],
+                     check: Callable[[dict[str, Any]], bool] | None) -> Callable[[Any], Any]:
+    """The fast builder for any shape of ``cls``: probes every field (slower than a shape's own)."""
+    namespace: dict[str, Any] = {"FB": _Fallback, "cls": cls, "check": check, "M": _ABSENT}
+    lines = ["def fast(v):", "    g = v.get", "    n = 0", "    kw = {}"]
+    required = 0
+    for i, (key, spec) in enumerate(specs.items()):
+        x = f"x{i}"
+        lines.append(f"    {x} = g({key!r}, M)")
+        if spec.required:
+            required += 1
+            lines.append(f"    if {x} is M: raise FB")
+        else:
+            lines += [f"    if {x} is not M:", "        n += 1"]
+        pad = "    " if spec.required else "        "
+        if spec.kind == "any":
+            if not spec.required:
+                lines.append(f"{pad}if {x} is None: raise FB")
+        elif spec.kind == "check":
+            namespace[f"h{i}"] = spec.helper
+            lines.append(f"{pad}if not ({spec.check.format(x=x, h=f'h{i}')}): raise FB")
+        else:
+            namespace[f"c{i}"] = spec.helper
+            lines.append(f"{pad}{x} = c{i}({x})")
+        lines.append(f"{pad}kw[{spec.name!r}] = {x}")
+    for i, (key, expected) in enumerate(tags.items()):
+        lines += [f"    t{i} = g({key!r}, M)", f"    if t{i} is not M:", "        n += 1"]
+        if expected is not None:
+            lines.append(f"        if t{i} != {expected!r}: raise FB")
+        else:
+            lines.append(f"        if t{i} is None: raise FB")
+    lines.append(f"    if len(v) != n + {required}: raise FB")  # an unknown key: the checked path warns
+    if check is not None:
+        lines.append("    if not check(v): raise FB")
+    lines.append("    return cls(**kw)")
+    exec("\n".join(lines), namespace)  # noqa: S102 - generated from the class's own fields
+    built: Callable[[Any], Any] = namespace["fast"]
+    return built
+
+
+_ABSENT: Any = _Drop()
 
 
 def _always_fallback(value: Any) -> Any:
@@ -1255,7 +1349,16 @@ def decode_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any],
         value: Any = parse_json(data, max_depth=max_depth)
     else:
         value = data if type(data) is dict else dict(data)
-    return decode_value(value)
+    if type(value) is dict:  # the fast path of decode_value, inlined: this is the hottest call
+        kind = value.get("type")
+        if type(kind) is str:
+            fast = _FAST_BY_KIND[kind]
+            if fast is not None:
+                try:
+                    return fast(value)  # type: ignore[no-any-return]
+                except _Fallback:
+                    pass
+    return _decode_value_checked(value)
 
 
 def decode_value(value: Any) -> Event | UnknownEvent:
@@ -1300,6 +1403,9 @@ def _decode_value_checked(value: Any) -> Event | UnknownEvent:
             hint = _near_miss(kind)
             _warn("UK-02", f"unknown event type {kind!r} ignored" + (f" (did you mean {hint}?)" if hint else ""),
                   event_type=kind, once=("type", kind))
+            return UnknownEvent(type=kind, raw=value)
+        if type(value.get("messageId")) is not str:
+            # The old events carried no ids; a RunSession mints them (it knows the open span and message).
             return UnknownEvent(type=kind, raw=value)
         _warn("RS-09", f"deprecated {kind} read as {modern}", event_type=kind, once=("type", kind))
         value = {**value, "type": modern}

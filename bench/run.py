@@ -387,6 +387,8 @@ def fill_growth(rows: list[Row]) -> None:
         if base is None or not base.median or not r.median or base.bytes == r.bytes:
             continue
         r.growth_exponent = math.log(r.median / base.median) / math.log(r.bytes / base.bytes)
+        # the same from the fastest samples: less sensitive to other load on the machine
+        r.extra["growth_exponent_min"] = math.log(min(r.samples) / min(base.samples)) / math.log(r.bytes / base.bytes)
 
 
 def ratio_to_json(rows: list[Row], r: Row) -> float | None:
@@ -428,11 +430,11 @@ def format_table(rows: list[Row], markdown: bool = False) -> str:
                          + (f" ({plain / 1e6:.1f} MB as Python objects)" if plain else ""))
         if r.measure == M_ORACLE and "sameAsOurs" in r.extra:
             notes.append("same messages+state as ours" if r.extra["sameAsOurs"] else "hashes DIFFER from ours")
-        scale = "" if r.scale is None else f"{r.size} ({r.scale:g})"
+        scale = r.size if r.scale is None else f"{r.size} ({r.scale:g})"
         body.append([
             r.kind, scale, str(r.events) if r.events else "", f"{r.bytes / 1e6:.2f}" if r.bytes else "", r.measure,
-            "" if med is None else (f"{med:.4f}" if med < 1 else f"{med:.3f}"),
-            _si(r.events / med) if med and r.events else "",
+            "" if med is None else (f"{med:.6f}" if med < 0.001 else f"{med:.4f}" if med < 1 else f"{med:.3f}"),
+            _si(r.events / med) if med and r.events and r.measure != M_TTFE else "",
             f"{r.bytes / 1e6 / med:.1f}" if med and r.bytes else "",
             "" if ratio is None else f"{ratio:.2f}x",
             "" if r.growth_exponent is None else f"{r.growth_exponent:.2f}",
@@ -685,6 +687,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     if hasattr(os, "getloadavg"):
         info["loadavg_end"] = list(os.getloadavg())
+    info["source_sha256_end"] = machine()["source_sha256"]
+    if info["source_sha256_end"] != info["source_sha256"]:
+        log("note: agui_client's sources changed on disk while the suite ran "
+            "(it measured the version imported at the start)")
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(json.dumps(payload, indent=1))
     log(f"results written to {a.json}")

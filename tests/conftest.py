@@ -8,8 +8,9 @@ wraps async code in ``asyncio.run()`` inside the library: the async shell is dri
 its own loop, exactly as an application would drive it.
 
 ``served`` is session-scoped: one uvicorn server on 127.0.0.1 (``agui_client.testing.serve``)
-runs a small path router, and ``served(agent)`` mounts an agent under a fresh path and returns its
-URL, so every test gets its own agent without paying for a server start.
+runs a small path router, and ``served(agent)`` mounts an agent under a fresh path and returns an
+:class:`Endpoint` (its URL, the agent, and every request as it arrived: headers and JSON body), so
+every test gets its own agent without paying for a server start.
 """
 
 from __future__ import annotations

@@ -65,7 +65,8 @@ SOURCES: list[tuple[str, Wire]] = [
     ("url/min", {"type": "url", "value": "https://example.com/cat.png"}),
     ("url/full", {"type": "url", "value": "https://example.com/cat.png", "mimeType": "image/png"}),
     ("file/min", {"type": "file", "value": "file-abc123"}),
-    ("file/full", {"type": "file", "value": "gs://bucket/doc.pdf", "provider": "google", "mimeType": "application/pdf"}),
+    ("file/full", {"type": "file", "value": "gs://bucket/doc.pdf", "provider": "google",
+                   "mimeType": "application/pdf"}),
 ]
 _SOURCE = dict(SOURCES)
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import corpus
 import pytest
 from ag_ui import core as official
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-import corpus
 from agui_client.codec import collect_warnings, decode, decode_event, encode
 from agui_client.errors import DecodeError
 from agui_client.types import events as ev
@@ -312,8 +312,14 @@ def test_unknown_fields_are_ignored_not_kept() -> None:
     ({"type": "RUN_ERROR", "message": "m", "usage": [{"inputTokens": -1}]}, "/usage/0/inputTokens"),
     ({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "a", "value": 1}]}, "/delta/0/path"),
     ({"type": "RUN_STARTED", "runId": "r"}, "/threadId"),
+    ({"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "a", "role": "assistant", "toolCalls": [
+        {"id": "c", "type": "bogus", "function": {"name": "f", "arguments": ""}}]}]},
+     "/messages/0/toolCalls/0/type"),
+    ({"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "a", "role": "assistant", "toolCalls": [
+        {"id": "c", "type": "function", "function": {"name": "f"}}]}]},
+     "/messages/0/toolCalls/0/function/arguments"),
 ], ids=["empty-interrupts", "boolean-response-schema", "text-role-tool", "delta-number", "timestamp-fraction",
-        "negative-usage", "pointer-without-slash", "missing-thread-id"])
+        "negative-usage", "pointer-without-slash", "missing-thread-id", "tool-call-type", "function-arguments"])
 def test_both_refuse(sample: dict[str, Any], pointer: str) -> None:
     """Agreement on refusals. ``responseSchema: true`` is a valid JSON Schema, but the 1.0 schema restricts it
     to an object ("recorded as a known divergence", the official docstring) and the reference TS client
@@ -323,3 +329,14 @@ def test_both_refuse(sample: dict[str, Any], pointer: str) -> None:
     with pytest.raises(DecodeError) as info:
         decode_event(sample)
     assert info.value.pointer == pointer
+
+
+def test_a_tool_call_without_its_type_tag_reads_as_a_function_call() -> None:
+    """The schema requires ``"type": "function"`` on a tool call; both the official model (a default) and we
+    (the tag of the only kind there is) read a missing one as ``function``, and write it back."""
+    sample = {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "a", "role": "assistant", "toolCalls": [
+        {"id": "c", "function": {"name": "f", "arguments": "{}"}}]}]}
+    expected = {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "a", "role": "assistant", "toolCalls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]}
+    assert official_dump(EVENT.validate_python(sample)) == expected
+    assert encode(decode_event(sample)) == expected

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import corpus
 import pytest
 
-import corpus
 from agui_client import codec
 from agui_client.codec import decode, decode_event, encode
 from agui_client.types import capabilities as cap
@@ -56,9 +56,12 @@ def test_every_event_sample_round_trips(name: str, sample: dict[str, Any]) -> No
     assert sample == pristine  # decoding never mutates the caller's mapping
 
 
+@pytest.mark.parametrize("separators", [(", ", ": "), (",", ":")], ids=["spaced", "compact"])
 @pytest.mark.parametrize(("name", "sample"), corpus.event_samples(), ids=EVENT_IDS)
-def test_every_event_sample_round_trips_from_json_text(parse_path: str, name: str, sample: dict[str, Any]) -> None:
-    text = json.dumps(sample, ensure_ascii=False)
+def test_every_event_sample_round_trips_from_json_text(
+    parse_path: str, name: str, sample: dict[str, Any], separators: tuple[str, str]
+) -> None:
+    text = json.dumps(sample, ensure_ascii=False, separators=separators)
     assert encode(decode_event(text.encode("utf-8"))) == sample
     assert encode(decode_event(text)) == sample
     assert json.loads(codec.dump_json(encode(decode_event(text)))) == sample

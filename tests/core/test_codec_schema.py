@@ -15,13 +15,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import corpus
 import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-import corpus
 from agui_client.codec import decode, decode_event, encode
+from agui_client.types.run import RunAgentInput
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "agui-1.0.schema.json"
 GEN = Path(__file__).resolve().parents[2] / "bench" / "gen.py"
@@ -91,8 +92,6 @@ def test_every_encoded_event_is_valid_against_the_schema(name: str, sample: dict
 
 @pytest.mark.parametrize(("name", "sample"), corpus.INPUTS, ids=[n for n, _ in corpus.INPUTS])
 def test_every_encoded_run_agent_input_is_valid_against_the_schema(name: str, sample: dict[str, Any]) -> None:
-    from agui_client.types.run import RunAgentInput
-
     assert errors("RunAgentInput", encode(decode(sample, RunAgentInput))) == []
 
 
