@@ -111,8 +111,12 @@ class _Lane:
     stash: Metadata | None = None
 
 
-_PASS_WHEN_IDLE: frozenset[Any] = frozenset(
-    (TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent))
+# Events whose whole handling, while no chunk lane is open, is to pass through unchanged.
+_PASS_WHEN_IDLE: frozenset[Any] = frozenset((
+    TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent, ToolCallResultEvent, StateSnapshotEvent,
+    StateDeltaEvent, CustomEvent, StepStartedEvent, StepFinishedEvent, ReasoningStartEvent, ReasoningEndEvent,
+    RawEvent, ActivitySnapshotEvent, ActivityDeltaEvent, ReasoningEncryptedValueEvent, SubagentStartedEvent,
+    UnknownEvent))
 
 
 class ChunkExpander:
@@ -155,7 +159,7 @@ class ChunkExpander:
                 disagrees with its opener, or an id-less chunk could continue several lanes.
         """
         if type(event) in _PASS_WHEN_IDLE and not self._lanes:
-            # Streamed deltas are most of any stream; with no chunk lane open they pass untouched.
+            # Most of any stream; with no chunk lane open these pass untouched.
             return [event]
         match event:
             case TextMessageChunkEvent() | ToolCallChunkEvent() | ReasoningMessageChunkEvent():

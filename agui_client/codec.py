@@ -244,34 +244,39 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
     """
     raw: bytes | str = data if type(data) is bytes or isinstance(data, str) else bytes(data)
     if _orjson is not None:
+        # The flat case first, on the text as given: orjson reads an ASCII str without copying it.
+        try:
+            value = _orjson.loads(raw)
+        except _orjson.JSONDecodeError:
+            value = _NOT_PARSED
+        if (type(value) is dict and max_depth >= 1
+                and (raw.count(":") if type(raw) is str else raw.count(b":")) == len(value)  # type: ignore[arg-type]
+                and _scalars_only(value)):
+            return value  # flat: distinct keys (see _no_duplicates), depth 1, no float to doubt
         blob: bytes | None = raw  # type: ignore[assignment]
         if type(raw) is not bytes:
             try:
                 blob = raw.encode("utf-8")  # type: ignore[union-attr]
             except UnicodeEncodeError:
                 blob = None  # lone surrogates: only the stdlib parser reads them
-        if blob is not None:
-            try:
-                value = _orjson.loads(blob)
-            except _orjson.JSONDecodeError:
-                pass  # the stdlib parser gives the definitive verdict (and accepts lone surrogates)
-            else:
-                colons = -1
-                rewritten: bytes | None = None
-                if type(value) is dict:
-                    colons = blob.count(b":")
-                    if colons == len(value) and max_depth >= 1 and _scalars_only(value):
-                        return value  # flat: distinct keys (see _no_duplicates), depth 1, no float to doubt
-                    rewritten = _rewrite(value)
-                    if rewritten == blob and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH:
-                        # orjson writes back exactly the text it read: no key was dropped as a duplicate, no
-                        # integer became a float, and the value was shallow enough for orjson to write.
-                        return value
-                # orjson turns integers of 20+ digits into (inexact) floats: those go to the stdlib parser
-                if _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY):
-                    return _check_parsed(blob, value, max_depth, check_duplicates, colons, rewritten)
+        if blob is not None and value is not _NOT_PARSED:
+            colons = -1
+            rewritten: bytes | None = None
+            if type(value) is dict:
+                colons = blob.count(b":")
+                rewritten = _rewrite(value)
+                if rewritten == blob and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH:
+                    # orjson writes back exactly the text it read: no key was dropped as a duplicate, no
+                    # integer became a float, and the value was shallow enough for orjson to write.
+                    return value
+            # orjson turns integers of 20+ digits into (inexact) floats: those go to the stdlib parser
+            if _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY):
+                return _check_parsed(blob, value, max_depth, check_duplicates, colons, rewritten)
     value = _parse_stdlib(raw, max_depth)
     return _check_parsed(raw, value, max_depth, check_duplicates, -1, None)
+
+
+_NOT_PARSED: Any = object()
 
 
 def _scalars_only(value: dict[str, Any]) -> bool:
@@ -1361,8 +1366,13 @@ def decode_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any],
     return _decode_value_checked(value)
 
 
-def decode_value(value: Any) -> Event | UnknownEvent:
-    """Decode an already-parsed JSON value as one event (see :func:`decode_event`)."""
+def decode_value(value: Any, sink: WarningSink | None = None) -> Event | UnknownEvent:
+    """Decode an already-parsed JSON value as one event (see :func:`decode_event`).
+
+    Args:
+        value: the parsed payload.
+        sink: where warnings go (instead of the active sink, or :mod:`warnings`).
+    """
     if type(value) is dict:
         kind = value.get("type")
         if type(kind) is str:
@@ -1372,7 +1382,14 @@ def decode_value(value: Any) -> Event | UnknownEvent:
                     return fast(value)  # type: ignore[no-any-return]
                 except _Fallback:
                     pass
-    return _decode_value_checked(value)
+    if sink is None:
+        return _decode_value_checked(value)
+    # Only the checked path can warn, so only it pays for routing the warnings.
+    token = _SINK.set(sink)
+    try:
+        return _decode_value_checked(value)
+    finally:
+        _SINK.reset(token)
 
 
 class _FastByKind(dict[str, Any]):

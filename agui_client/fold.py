@@ -22,7 +22,7 @@ from typing import Any, Literal
 import attrs
 from attrs import frozen
 
-from .codec import dump_json, encode, parse_json
+from .codec import _orjson, encode, parse_json
 from .errors import StreamWarning
 from .patch import PatchFailed, apply_patch
 from .types import events as ev
@@ -112,7 +112,7 @@ class RunRecord:
     error: RunErrorInfo | None = None
     late_error: RunErrorInfo | None = None
     steps: list[StepRecord] = attrs.Factory(list)
-    started_tool_calls: list[str] = attrs.Factory(list)
+    started_tool_calls: dict[str, None] = attrs.Factory(dict)  # an ordered set
     answered_tool_calls: set[str] = attrs.Factory(set)
     message_ids_before: frozenset[str] = frozenset()
     new_message_ids: list[str] = attrs.Factory(list)
@@ -247,13 +247,15 @@ def _merge_metadata(current: dict[str, Any] | None, update: dict[str, Any] | Non
 
 
 def _copy_json(value: Any) -> Any:
-    """A deep copy of JSON data (fast path through the JSON codec; falls back to ``copy.deepcopy``)."""
+    """A deep copy of JSON data (through orjson when installed; ``copy.deepcopy`` otherwise)."""
     if value is None or type(value) in (str, int, float, bool):
         return value
-    try:
-        return parse_json(dump_json(value), check_duplicates=False, max_depth=10**6)
-    except Exception:  # noqa: BLE001 - lone surrogates or exotic values: the generic copy is always right
-        return copy.deepcopy(value)
+    if _orjson is not None:
+        try:
+            return _orjson.loads(_orjson.dumps(value))
+        except (TypeError, ValueError):
+            pass  # lone surrogates, integers beyond 64 bits, very deep values: the generic copy is right
+    return copy.deepcopy(value)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -344,6 +346,11 @@ class ThreadState:
         return tuple(self._runs)
 
     @property
+    def run_count(self) -> int:
+        """How many runs have been folded into this thread."""
+        return len(self._runs)
+
+    @property
     def last_run(self) -> RunRecord | None:
         """The most recent run, if any."""
         return self._runs[-1] if self._runs else None
@@ -427,6 +434,9 @@ class ThreadState:
 
     def apply(self, event: ev.Event | ev.UnknownEvent) -> Sequence[StreamWarning]:
         """Fold one event the verifier accepted; returns the warnings it produced."""
+        hot = _HOT.get(type(event))
+        if hot is not None:
+            return hot(self, event)  # type: ignore[no-any-return]
         match event:
             case ev.TextMessageContentEvent():
                 return self._on_text_content(event)
@@ -582,6 +592,10 @@ class ThreadState:
             return (self._warning("TX-10", f"no text message {event.message_id!r} to close", event),)
         entry.complete = True
         self._incomplete.discard(entry.id)
+        if entry.text is not None and len(entry.text) > 1:
+            # Joined once, when the message is whole: thousands of small deltas would otherwise be
+            # held as separate strings until someone reads the messages.
+            entry.text = [_join_text(entry.text, self.warnings, entry.id)]
         if event.metadata is not None:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
             entry.touch()
@@ -592,8 +606,8 @@ class ThreadState:
 
     def _on_tool_start(self, event: ev.ToolCallStartEvent) -> Sequence[StreamWarning]:
         run = self.last_run
-        if run is not None and event.tool_call_id not in run.started_tool_calls:
-            run.started_tool_calls.append(event.tool_call_id)
+        if run is not None:
+            run.started_tool_calls[event.tool_call_id] = None
         found = self._calls.get(event.tool_call_id)
         warnings: list[StreamWarning] = []
         if found is not None:
@@ -979,7 +993,7 @@ class ThreadState:
             "format": STATE_FORMAT_VERSION,
             "threadId": self.thread_id,
             "messages": encode(self.messages),
-            "state": self.state,
+            "state": _copy_json(self._state),
             "stateInSync": self.state_in_sync,
             "openInterrupts": encode(self._open_interrupts),
             "interruptedRunId": self.interrupted_run_id,
@@ -1024,6 +1038,14 @@ class ThreadState:
         """An independent copy (through the dump form)."""
         return ThreadState.load(self.dump())
 
+
+# The events most streams are made of, dispatched without walking the match below.
+_HOT: dict[type, Any] = {
+    ev.TextMessageContentEvent: ThreadState._on_text_content,
+    ev.ReasoningMessageContentEvent: ThreadState._on_text_content,
+    ev.ToolCallArgsEvent: ThreadState._on_tool_args,
+    ev.StateDeltaEvent: ThreadState._on_state_delta,
+}
 
 _UNDECLARED: Any = object()
 

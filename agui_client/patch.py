@@ -126,18 +126,22 @@ def _json_equal(a: Any, b: Any) -> bool:
 class _Doc:
     """The document being patched, with its undo log."""
 
-    __slots__ = ("root", "undo", "budget")
+    __slots__ = ("root", "undo", "budget", "record")
 
     def __init__(self, root: Any, budget: int) -> None:
         self.root = root
         self.undo: list[_Undo] = []
         self.budget = [budget]
+        # A failing operation changes nothing itself, so the last one needs no undo entries
+        # (most patches have a single operation): only a move, which removes before it adds, does.
+        self.record = True
 
     def add(self, tokens: list[str], value: Any) -> None:
         if not tokens:
             old = self.root
             self.root = value
-            self.undo.append(lambda: setattr(self, "root", old))
+            if self.record:
+                self.undo.append(lambda: setattr(self, "root", old))
             return
         parent = _walk(self.root, tokens[:-1])
         key = tokens[-1]
@@ -146,13 +150,16 @@ class _Doc:
             old = parent.get(key, _MISSING)
             parent[key] = value
             if old is _MISSING:
-                self.undo.append(lambda: parent.__delitem__(key))
+                if self.record:
+                    self.undo.append(lambda: parent.__delitem__(key))
             else:
-                self.undo.append(lambda: parent.__setitem__(key, old))
+                if self.record:
+                    self.undo.append(lambda: parent.__setitem__(key, old))
         elif kind is list:
             index = _index(key, len(parent), allow_end=True)
             parent.insert(index, value)
-            self.undo.append(lambda: parent.__delitem__(index))
+            if self.record:
+                self.undo.append(lambda: parent.__delitem__(index))
         else:
             raise _Fail(f"cannot add into a {type(parent).__name__}")
 
@@ -166,12 +173,14 @@ class _Doc:
             if key not in parent:
                 raise _Fail(f"cannot remove missing member {key!r}")
             old = parent.pop(key)
-            self.undo.append(lambda: parent.__setitem__(key, old))
+            if self.record:
+                self.undo.append(lambda: parent.__setitem__(key, old))
             return old
         if kind is list:
             index = _index(key, len(parent), allow_end=False)
             old = parent.pop(index)
-            self.undo.append(lambda: parent.insert(index, old))
+            if self.record:
+                self.undo.append(lambda: parent.insert(index, old))
             return old
         raise _Fail(f"cannot remove from a {type(parent).__name__}")
 
@@ -179,7 +188,8 @@ class _Doc:
         if not tokens:
             old = self.root
             self.root = value
-            self.undo.append(lambda: setattr(self, "root", old))
+            if self.record:
+                self.undo.append(lambda: setattr(self, "root", old))
             return
         parent = _walk(self.root, tokens[:-1])
         key = tokens[-1]
@@ -189,12 +199,14 @@ class _Doc:
                 raise _Fail(f"cannot replace missing member {key!r}")
             old = parent[key]
             parent[key] = value
-            self.undo.append(lambda: parent.__setitem__(key, old))
+            if self.record:
+                self.undo.append(lambda: parent.__setitem__(key, old))
         elif kind is list:
             index = _index(key, len(parent), allow_end=False)
             old = parent[index]
             parent[index] = value
-            self.undo.append(lambda: parent.__setitem__(index, old))
+            if self.record:
+                self.undo.append(lambda: parent.__setitem__(index, old))
         else:
             raise _Fail(f"cannot replace inside a {type(parent).__name__}")
 
@@ -222,12 +234,14 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
         PatchFailed: an operation did not apply (``op_index`` says which); the document is unchanged.
     """
     doc = _Doc(document, copy_budget)
+    last = len(patch) - 1
     i = 0
     try:
         for i, op in enumerate(patch):  # noqa: B007 - i names the failing op in the error
             if type(op) is not dict:
                 raise _Fail("a patch operation must be an object")
             name = op.get("op")
+            doc.record = i < last or name == "move"
             path = op.get("path")
             if type(path) is not str:
                 raise _Fail("a patch operation needs a string 'path'")

@@ -11,6 +11,7 @@ far (whose ``.state`` is what was folded before the fault), and locates every wa
 
 from __future__ import annotations
 
+import io
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -22,7 +23,7 @@ from attrs import frozen
 
 from . import codec
 from .chunks import ChunkExpander
-from .errors import ProtocolError, RunFailed, StreamEnded, StreamWarning
+from .errors import LimitExceeded, ProtocolError, RunFailed, StreamEnded, StreamWarning
 from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
 from .interrupts import is_expired
 from .sse import SSEDecoder
@@ -158,7 +159,7 @@ class RunSession:
     def terminated(self) -> bool:
         """Whether the response's last run reached ``RUN_FINISHED`` or ``RUN_ERROR``."""
         run = self.state.last_run
-        return run is not None and run.terminated and len(self.state.runs) > self._first_run_index
+        return run is not None and run.terminated and self.state.run_count > self._first_run_index
 
     def feed_payload(self, data: str | bytes) -> list[ev.Event | ev.UnknownEvent]:
         """Decode one SSE payload / JSONL line and fold it; returns the events it produced.
@@ -183,21 +184,20 @@ class RunSession:
         return self._fold(event, index)
 
     def _feed_value(self, value: Any, index: int) -> list[ev.Event | ev.UnknownEvent]:
-        token = codec._SINK.set(self._sink)
+        sink = self._sink
         try:
-            try:
-                event = codec.decode_value(value)
-                if type(event) is ev.UnknownEvent and event.type.startswith("THINKING_"):
-                    event = codec.decode_value(self._thinking(value))
-            except ProtocolError as exc:
-                kind = value.get("type") if type(value) is dict else None
-                if kind == "RUN_FINISHED":
-                    self._hold_interrupts(value, exc)
-                return self._fail(exc, index, kind if isinstance(kind, str) else None)
-        finally:
-            codec._SINK.reset(token)
-            if self._sink.items:
+            event = codec.decode_value(value, sink)
+            if type(event) is ev.UnknownEvent and event.type.startswith("THINKING_"):
+                event = codec.decode_value(self._thinking(value), sink)
+        except ProtocolError as exc:
+            if sink.items:
                 self._take_warnings(index, None)
+            kind = value.get("type") if type(value) is dict else None
+            if kind == "RUN_FINISHED":
+                self._hold_interrupts(value, exc)
+            return self._fail(exc, index, kind if isinstance(kind, str) else None)
+        if sink.items:
+            self._take_warnings(index, None)
         return self._fold(event, index)
 
     def _hold_interrupts(self, raw: dict[str, Any], exc: ProtocolError) -> None:
@@ -228,8 +228,8 @@ class RunSession:
         # RS-09: THINKING_* left the protocol in 1.0; like the reference, read them as REASONING_* and
         # mint the ids the old events did not carry.
         kind = value["type"]
-        codec._warn("RS-09", f"deprecated {kind} read as its REASONING_* equivalent", event_type=kind,
-                    once=("type", kind))
+        self._sink.warn("RS-09", f"deprecated {kind} read as its REASONING_* equivalent", event_type=kind,
+                        once=("type", kind))
         rest = {k: v for k, v in value.items() if k not in ("type", "title", "messageId")}
         if kind == "THINKING_START":
             self._thinking_span = value.get("messageId") or str(uuid.uuid4())
@@ -425,20 +425,27 @@ def replay_events(source: Source, session: RunSession, *, format: Literal["auto"
     if isinstance(source, (str, bytes, bytearray)):
         data = bytes(source, "utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
         kind = format if format != "auto" else _detect(data)
+        view = memoryview(data)
         if kind == "jsonl":
-            for line in data.splitlines():
-                if line.strip():
+            for line in io.BytesIO(data):  # line by line, without holding them all
+                if not line.isspace():
                     yield from session.feed_payload(line)
         else:
+            # Framed and folded block by block, as a live stream would be: the whole capture's
+            # frames are never held at once.
             decoder = SSEDecoder(max_event_bytes=max_event_bytes)
             try:
-                frames = decoder.feed(data)
-                frames.extend(decoder.close())
-            except ProtocolError as exc:
+                for start in range(0, len(data), _REPLAY_BLOCK):
+                    frames = decoder.feed(bytes(view[start:start + _REPLAY_BLOCK]))
+                    _sse_warnings(decoder, session)
+                    for frame in frames:
+                        yield from session.feed_payload(frame.data)
+                frames = decoder.close()
+            except LimitExceeded as exc:
+                _sse_warnings(decoder, session)
                 session._fail(exc, session.index, None)
                 return
-            finally:
-                _sse_warnings(decoder, session)
+            _sse_warnings(decoder, session)
             for frame in frames:
                 yield from session.feed_payload(frame.data)
         return
@@ -449,6 +456,9 @@ def replay_events(source: Source, session: RunSession, *, format: Literal["auto"
             yield from session.feed_event(cast("ev.Event | ev.UnknownEvent | Mapping[str, Any]", item))
         else:
             raise TypeError(f"cannot replay {type(item).__name__!r}: expected events, mappings or JSON text")
+
+
+_REPLAY_BLOCK = 64 * 1024
 
 
 def _sse_warnings(decoder: SSEDecoder, session: RunSession) -> None:

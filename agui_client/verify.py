@@ -153,6 +153,7 @@ TRANSITIONS: Mapping[Phase, PhaseRow] = MappingProxyType({
 
 _TERMINATED: frozenset[Phase] = frozenset({"finished", "errored", "late-error"})
 _CHUNKS = (TextMessageChunkEvent, ToolCallChunkEvent, ReasoningMessageChunkEvent)
+_PASSIVE: frozenset[Any] = frozenset((StateSnapshotEvent, StateDeltaEvent, CustomEvent, RawEvent))
 _DELTAS: frozenset[Any] = frozenset(
     (TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent))
 
@@ -291,6 +292,8 @@ class RunVerifier:
             tag = event.subagent_run_id  # type: ignore[union-attr]
             if entity_id in open_ids and (tag is None or tag == open_ids[entity_id]):
                 return []
+        elif kind in _PASSIVE and self._phase == "running":
+            return []  # attribution on these is provenance, not ownership (SP-14): nothing to check
         if isinstance(event, UnknownEvent):
             return []
         if isinstance(event, _CHUNKS):
