@@ -1,0 +1,221 @@
+"""The fold: properties over random streams, snapshots that never change under the caller, and the
+details the golden vectors do not pin (surrogate rejoining, incomplete entities, usage per run)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import jsonpatch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agui_client import (
+    AssistantMessage,
+    RunFinishedEvent,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ThreadState,
+    TokenUsage,
+    encode,
+    replay,
+)
+from agui_client.types import ToolCallArgsEvent, ToolCallEndEvent, ToolCallStartEvent
+
+START = RunStartedEvent(thread_id="t", run_id="r")
+FINISH = RunFinishedEvent(thread_id="t", run_id="r")
+
+text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[tuple[str, str, list[str]]]:
+    """Messages and tool calls, each a list of deltas: ("text" | "tool", id, deltas)."""
+    items = []
+    for n in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["text", "tool"]))
+        items.append((kind, f"{kind}{n}", draw(st.lists(text, min_size=1, max_size=5))))
+    return items
+
+
+def _explicit(items: list[tuple[str, str, list[str]]]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    for kind, entity, deltas in items:
+        if kind == "text":
+            events.append({"type": "TEXT_MESSAGE_START", "messageId": entity, "role": "assistant"})
+            events += [{"type": "TEXT_MESSAGE_CONTENT", "messageId": entity, "delta": d} for d in deltas if d]
+            events.append({"type": "TEXT_MESSAGE_END", "messageId": entity})
+        else:
+            events.append({"type": "TOOL_CALL_START", "toolCallId": entity, "toolCallName": "f",
+                           "parentMessageId": "holder"})
+            events += [{"type": "TOOL_CALL_ARGS", "toolCallId": entity, "delta": d} for d in deltas]
+            events.append({"type": "TOOL_CALL_END", "toolCallId": entity})
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    return events
+
+
+def _chunked(items: list[tuple[str, str, list[str]]]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    for kind, entity, deltas in items:
+        for i, delta in enumerate(deltas):
+            if kind == "text":
+                chunk: dict[str, Any] = {"type": "TEXT_MESSAGE_CHUNK", "delta": delta}
+                if i == 0:
+                    chunk.update(messageId=entity, role="assistant")
+            else:
+                chunk = {"type": "TOOL_CALL_CHUNK", "delta": delta}
+                if i == 0:
+                    chunk.update(toolCallId=entity, toolCallName="f", parentMessageId="holder")
+            events.append(chunk)
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    return events
+
+
+@settings(max_examples=150, deadline=None)
+@given(conversations())
+def test_a_stream_folds_the_same_whether_chunked_or_not(items: list[tuple[str, str, list[str]]]) -> None:
+    explicit = replay(_explicit(items))
+    chunked = replay(_chunked(items))
+    assert encode(chunked.state.messages) == encode(explicit.state.messages)
+    assert chunked.pending_tool_call_ids == explicit.pending_tool_call_ids
+
+
+leaf = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["x", "y"]))
+keys = st.sampled_from(["a", "b", "c"])
+documents = st.recursive(leaf, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner,
+                                                                                                      max_size=3)),
+                         max_leaves=8)
+
+
+@st.composite
+def valid_patches(draw: st.DrawFn, document: Any) -> list[dict[str, Any]]:
+    """A patch that applies to ``document``: ops aimed at paths that exist (or may be added)."""
+    doc = copy.deepcopy(document)
+    ops = []
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(doc)
+        path, parent_is_list = draw(st.sampled_from(paths))
+        choice = draw(st.sampled_from(["add", "replace", "remove"] if path else ["replace"]))
+        if choice == "remove" and path:
+            op = {"op": "remove", "path": path}
+        elif choice == "add" and parent_is_list is not None:
+            op = {"op": "add", "path": path, "value": draw(leaf)}
+        else:
+            op = {"op": "replace", "path": path, "value": draw(documents)}
+        doc = jsonpatch.apply_patch(doc, [op])
+        ops.append(op)
+    return ops
+
+
+def _paths(doc: Any, prefix: str = "", parent: bool | None = None) -> list[tuple[str, bool | None]]:
+    out: list[tuple[str, bool | None]] = [(prefix, parent)]
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            out += _paths(value, f"{prefix}/{key}", False)
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            out += _paths(value, f"{prefix}/{i}", True)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_state_after_n_deltas_equals_the_patches_applied_to_a_plain_dict(data: st.DataObject) -> None:
+    snapshot = data.draw(st.dictionaries(keys, documents, max_size=3))
+    expected = copy.deepcopy(snapshot)
+    events: list[Any] = [START, StateSnapshotEvent(snapshot=snapshot)]
+    for _ in range(data.draw(st.integers(1, 6))):
+        patch = data.draw(valid_patches(expected))
+        expected = jsonpatch.apply_patch(expected, patch)
+        events.append(StateDeltaEvent(delta=tuple(patch)))
+    result = replay([*events, FINISH])
+    assert json.dumps(result.state.state, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def test_handed_out_snapshots_never_change_under_the_caller() -> None:
+    thread = ThreadState()
+    thread.apply(START)
+    thread.apply(TextMessageStartEvent(message_id="m"))
+    thread.apply(TextMessageContentEvent(message_id="m", delta="one"))
+    before = thread.messages
+    state_before = thread.state
+    thread.apply(TextMessageContentEvent(message_id="m", delta=" two"))
+    thread.apply(StateSnapshotEvent(snapshot={"a": [1]}))
+    thread.apply(StateDeltaEvent(delta=({"op": "add", "path": "/a/-", "value": 2},)))
+    assert before[0].content == "one" and thread.messages[0].content == "one two"
+    assert state_before == {}
+    kept = thread.state
+    kept["a"].append(99)                                   # the caller's copy, not the thread's
+    assert thread.state == {"a": [1, 2]}
+
+
+def test_the_snapshot_event_is_not_mutated_by_later_deltas() -> None:
+    snapshot = StateSnapshotEvent(snapshot={"items": []})
+    replay([START, snapshot, StateDeltaEvent(delta=({"op": "add", "path": "/items/-", "value": 1},)), FINISH])
+    assert snapshot.snapshot == {"items": []}
+
+
+def test_surrogate_halves_split_across_deltas_are_rejoined() -> None:
+    """B093: a UTF-16 producer splits an emoji into two deltas, one half each."""
+    result = replay([START, TextMessageStartEvent(message_id="m"),
+                     TextMessageContentEvent(message_id="m", delta="hi \ud83d"),
+                     TextMessageContentEvent(message_id="m", delta="\ude00!"),
+                     TextMessageEndEvent(message_id="m"), FINISH])
+    message = result.state.message("m")
+    assert isinstance(message, AssistantMessage) and message.content == "hi \U0001f600!"
+    assert message.content.encode("utf-8")                  # the thread can be sent again
+    assert not [w for w in result.warnings if w.code == "B093"]
+
+
+def test_an_unpaired_half_becomes_a_replacement_character_with_a_warning() -> None:
+    result = replay([START, TextMessageStartEvent(message_id="m"),
+                     TextMessageContentEvent(message_id="m", delta="x\ud800y"), TextMessageEndEvent(message_id="m"),
+                     FINISH])
+    assert result.state.message("m").content == "x\ufffdy"  # type: ignore[union-attr]
+    assert [w.code for w in result.warnings if w.code == "B093"] == ["B093"]
+
+
+def test_tool_arguments_stay_raw_and_parse_when_they_are_json() -> None:
+    from agui_client import parsed_arguments
+
+    result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
+                     ToolCallArgsEvent(tool_call_id="c", delta='{"a":'), ToolCallArgsEvent(tool_call_id="c", delta="1}"),
+                     ToolCallEndEvent(tool_call_id="c"), FINISH])
+    call = result.state.tool_call("c")
+    assert call is not None and call.function.arguments == '{"a":1}'
+    assert parsed_arguments(call) == {"a": 1}
+    assert result.pending_tool_call_ids == ("c",)
+
+
+def test_arguments_that_are_not_json_are_kept_with_a_warning() -> None:
+    result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
+                     ToolCallArgsEvent(tool_call_id="c", delta="{not json"), ToolCallEndEvent(tool_call_id="c"),
+                     FINISH])
+    assert result.state.tool_call("c").function.arguments == "{not json"  # type: ignore[union-attr]
+    assert any(w.code == "TC-06/AGUI204" for w in result.warnings)
+
+
+def test_usage_is_kept_per_run_and_summed_for_the_thread() -> None:
+    thread = ThreadState()
+    replay([START, RunFinishedEvent(thread_id="t", run_id="r", usage=(TokenUsage(input_tokens=3, output_tokens=2),))],
+           state=thread)
+    second = replay([RunStartedEvent(thread_id="t", run_id="r2"),
+                     RunFinishedEvent(thread_id="t", run_id="r2", usage=(TokenUsage(input_tokens=5),))], state=thread)
+    assert second.total_usage.input_tokens == 5                  # the run's own, not carried over (IR-22)
+    assert thread.usage_by_run["r"][0].output_tokens == 2
+    total = thread.total_usage
+    assert (total.input_tokens, total.output_tokens, total.reasoning_tokens) == (8, 2, None)
+
+
+def test_a_thread_survives_dump_and_load() -> None:
+    thread = ThreadState()
+    replay(_explicit([("text", "m", ["hello"]), ("tool", "c", ['{"x":1}'])]), state=thread)
+    again = ThreadState.load(json.loads(json.dumps(thread.dump())))
+    assert encode(again.messages) == encode(thread.messages)
+    assert again.state == thread.state
+    assert again.pending_tool_call_ids == thread.pending_tool_call_ids
