@@ -121,7 +121,7 @@ def _minted_ids(theirs: Any, ours: Any, mapping: dict[str, str]) -> Any:
     if isinstance(theirs, dict) and isinstance(ours, dict):
         return {k: _minted_ids(v, ours.get(k), mapping) for k, v in theirs.items()}
     if isinstance(theirs, list) and isinstance(ours, list):
-        return [_minted_ids(t, o, mapping) for t, o in zip(theirs, ours)] + theirs[len(ours):]
+        return [_minted_ids(t, o, mapping) for t, o in zip(theirs, ours, strict=False)] + theirs[len(ours):]
     if isinstance(theirs, str) and theirs.startswith("<uuid:") and isinstance(ours, str):
         return mapping.setdefault(theirs, ours)
     return theirs

@@ -184,7 +184,8 @@ def test_tool_arguments_stay_raw_and_parse_when_they_are_json() -> None:
     from agui_client import parsed_arguments
 
     result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
-                     ToolCallArgsEvent(tool_call_id="c", delta='{"a":'), ToolCallArgsEvent(tool_call_id="c", delta="1}"),
+                     ToolCallArgsEvent(tool_call_id="c", delta='{"a":'),
+                     ToolCallArgsEvent(tool_call_id="c", delta="1}"),
                      ToolCallEndEvent(tool_call_id="c"), FINISH])
     call = result.state.tool_call("c")
     assert call is not None and call.function.arguments == '{"a":1}'

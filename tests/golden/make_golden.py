@@ -62,7 +62,7 @@ class OracleFailure(Exception):
 def dump_json(value) -> str:
     """Pretty JSON, UTF-8 text; lone UTF-16 surrogates written as \\uXXXX escapes."""
     text = json.dumps(value, indent=2, ensure_ascii=False)
-    return re.sub("[\ud800-\udfff]", lambda m: "\\u%04x" % ord(m.group()), text) + "\n"
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def write_text(path: Path, text: str) -> None:
@@ -129,7 +129,8 @@ class Oracle:
             out = json.loads(proc.stdout.decode("utf-8"))
         except ValueError as e:
             raise OracleFailure(
-                f"exit {proc.returncode}, no JSON on stdout: {' '.join(cmd)}\n{proc.stderr.decode(errors='replace')[:2000]}"
+                f"exit {proc.returncode}, no JSON on stdout: {' '.join(cmd)}\n"
+                f"{proc.stderr.decode(errors='replace')[:2000]}"
             ) from e
         if proc.returncode != 0 or out.get("oracleError"):
             raise OracleFailure(f"exit {proc.returncode}: {out.get('error')} ({' '.join(cmd)})")
@@ -178,7 +179,8 @@ def job_gen(oracle: Oracle, kind: str, tmp: Path):
     )
     out = oracle.run("--summary", str(stream))
     oracle.check_versions(out)
-    doc = {"gen": {"kind": kind, "seed": seed, "scale": scale}, **normalise_minted_ids(trim(out), stream.read_text(encoding="utf-8"))}
+    minted = normalise_minted_ids(trim(out), stream.read_text(encoding="utf-8"))
+    doc = {"gen": {"kind": kind, "seed": seed, "scale": scale}, **minted}
     return HERE / "gen" / f"{kind}.expected.json", dump_json(doc)
 
 
