@@ -787,6 +787,9 @@ class ThreadState:
         if event.metadata is not None:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
         content = entry.value if entry.value is not None else {}
+        if entry.frozen is not None:
+            # A message handed out (or taken from a snapshot event) holds this dict: patch a copy.
+            content = _copy_json(content)
         try:
             entry.value = apply_patch(content, event.patch)
         except PatchFailed as exc:

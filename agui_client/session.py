@@ -11,7 +11,7 @@ far (whose ``.state`` is what was folded before the fault), and locates every wa
 
 from __future__ import annotations
 
-import io
+import itertools
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -418,36 +418,24 @@ def replay(source: Source, *, state: ThreadState | None = None, now: datetime | 
 
 def replay_events(source: Source, session: RunSession, *, format: Literal["auto", "sse", "jsonl"] = "auto",
                   max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[ev.Event | ev.UnknownEvent]:
-    """Feed a recorded response into ``session``, yielding each folded event (the caller calls ``end()``)."""
+    """Feed a recorded response into ``session``, yielding each folded event (the caller calls ``end()``).
+
+    Text and files are read block by block, as a live stream would arrive: a recording is never held
+    whole, nor are all its lines or frames at once.
+    """
     if isinstance(source, os.PathLike):
         with open(source, "rb") as handle:
-            source = handle.read()
+            yield from _replay_blocks(iter(lambda: handle.read(_REPLAY_BLOCK), b""), session, format, max_event_bytes)
+        return
     if isinstance(source, (str, bytes, bytearray)):
         data = bytes(source, "utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
-        kind = format if format != "auto" else _detect(data)
-        view = memoryview(data)
-        if kind == "jsonl":
-            for line in io.BytesIO(data):  # line by line, without holding them all
-                if not line.isspace():
-                    yield from session.feed_payload(line)
-        else:
-            # Framed and folded block by block, as a live stream would be: the whole capture's
-            # frames are never held at once.
-            decoder = SSEDecoder(max_event_bytes=max_event_bytes)
-            try:
-                for start in range(0, len(data), _REPLAY_BLOCK):
-                    frames = decoder.feed(bytes(view[start:start + _REPLAY_BLOCK]))
-                    _sse_warnings(decoder, session)
-                    for frame in frames:
-                        yield from session.feed_payload(frame.data)
-                frames = decoder.close()
-            except LimitExceeded as exc:
-                _sse_warnings(decoder, session)
-                session._fail(exc, session.index, None)
-                return
-            _sse_warnings(decoder, session)
-            for frame in frames:
-                yield from session.feed_payload(frame.data)
+        blocks = (data[i:i + _REPLAY_BLOCK] for i in range(0, len(data), _REPLAY_BLOCK))
+        yield from _replay_blocks(blocks, session, format, max_event_bytes)
+        return
+    if hasattr(source, "read"):  # a binary file (stdin, a socket file …)
+        reader = cast("Any", source)
+        yield from _replay_blocks(iter(lambda: bytes(reader.read(_REPLAY_BLOCK)), b""), session, format,
+                                  max_event_bytes)
         return
     for item in source:
         if isinstance(item, (str, bytes)):
@@ -456,6 +444,43 @@ def replay_events(source: Source, session: RunSession, *, format: Literal["auto"
             yield from session.feed_event(cast("ev.Event | ev.UnknownEvent | Mapping[str, Any]", item))
         else:
             raise TypeError(f"cannot replay {type(item).__name__!r}: expected events, mappings or JSON text")
+
+
+def _replay_blocks(blocks: Iterator[bytes], session: RunSession, format: Literal["auto", "sse", "jsonl"],
+                   max_event_bytes: int) -> Iterator[ev.Event | ev.UnknownEvent]:
+    first = next(blocks, b"")
+    kind = format if format != "auto" else _detect(first)
+    blocks = itertools.chain((first,), blocks)
+    if kind == "jsonl":
+        carry = b""
+        for block in blocks:
+            lines = (carry + block).split(b"\n") if carry else block.split(b"\n")
+            carry = lines.pop()
+            if len(carry) > max_event_bytes:
+                session._fail(LimitExceeded(f"a JSONL line grew past {max_event_bytes} bytes", limit=max_event_bytes,
+                                            rule="TR-11"), session.index, None)
+                return
+            for line in lines:
+                if line and not line.isspace():
+                    yield from session.feed_payload(line)
+        if carry and not carry.isspace():
+            yield from session.feed_payload(carry)
+        return
+    decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+    try:
+        for block in blocks:
+            frames = decoder.feed(block)
+            _sse_warnings(decoder, session)
+            for frame in frames:
+                yield from session.feed_payload(frame.data)
+        frames = decoder.close()
+    except LimitExceeded as exc:
+        _sse_warnings(decoder, session)
+        session._fail(exc, session.index, None)
+        return
+    _sse_warnings(decoder, session)
+    for frame in frames:
+        yield from session.feed_payload(frame.data)
 
 
 _REPLAY_BLOCK = 64 * 1024
@@ -469,9 +494,6 @@ def _sse_warnings(decoder: SSEDecoder, session: RunSession) -> None:
 
 
 def _detect(data: bytes) -> Literal["sse", "jsonl"]:
-    for line in data.lstrip(b"\xef\xbb\xbf").splitlines():
-        stripped = line.strip()
-        if not stripped:
-            continue
-        return "jsonl" if stripped.startswith(b"{") else "sse"
-    return "sse"
+    # The first non-blank line decides: a JSON object starts JSONL, anything else is SSE.
+    head = data[:4096].lstrip(b"\xef\xbb\xbf").lstrip()
+    return "jsonl" if head.startswith(b"{") else "sse"

@@ -220,3 +220,16 @@ def test_a_thread_survives_dump_and_load() -> None:
     assert encode(again.messages) == encode(thread.messages)
     assert again.state == thread.state
     assert again.pending_tool_call_ids == thread.pending_tool_call_ids
+
+
+def test_an_activity_handed_out_does_not_change_when_a_delta_arrives() -> None:
+    from agui_client import ActivityDeltaEvent, ActivitySnapshotEvent
+
+    thread = ThreadState()
+    thread.apply(START)
+    thread.apply(ActivitySnapshotEvent(message_id="a", activity_type="progress", content={"percent": 10}))
+    before = thread.messages[0]
+    thread.apply(ActivityDeltaEvent(message_id="a", activity_type="progress",
+                                    patch=({"op": "replace", "path": "/percent", "value": 50},)))
+    assert before.content == {"percent": 10}  # type: ignore[union-attr]
+    assert thread.messages[0].content == {"percent": 50}  # type: ignore[union-attr]
