@@ -300,6 +300,9 @@ class ThreadState:
         self._pending_tool_calls: tuple[str, ...] = ()
         self.version = 0
         self.warnings: list[StreamWarning] = []
+        #: Take STATE_SNAPSHOT payloads without copying them. Only for a fold whose events nobody else
+        #: holds (``replay()`` of text sets it): later deltas patch the snapshot's dict in place.
+        self.adopt_payloads = False
         for message in messages:
             self._insert(_Entry.of(message))
 
@@ -457,7 +460,7 @@ class ThreadState:
             case ev.ToolCallResultEvent():
                 return self._on_tool_result(event)
             case ev.StateSnapshotEvent():
-                self._state = _copy_json(event.snapshot)
+                self._state = event.snapshot if self.adopt_payloads else _copy_json(event.snapshot)
                 self.state_in_sync = True
                 self._state_changed()
             case ev.StateDeltaEvent():

@@ -411,9 +411,16 @@ def replay(source: Source, *, state: ThreadState | None = None, now: datetime | 
     """
     del now  # expiry is judged where a decision is made (ResumeBuilder, RunResult.expired_interrupts)
     session = RunSession(state, run_input=run_input)
-    for _ in replay_events(source, session, format=format, max_event_bytes=max_event_bytes):
-        pass
-    return session.end()
+    thread = session.state
+    adopting = thread.adopt_payloads
+    # Events decoded here are seen by nobody else, so the fold may keep their payloads uncopied.
+    thread.adopt_payloads = isinstance(source, (str, bytes, bytearray, os.PathLike)) or hasattr(source, "read")
+    try:
+        for _ in replay_events(source, session, format=format, max_event_bytes=max_event_bytes):
+            pass
+        return session.end()
+    finally:
+        thread.adopt_payloads = adopting
 
 
 def replay_events(source: Source, session: RunSession, *, format: Literal["auto", "sse", "jsonl"] = "auto",
