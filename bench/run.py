@@ -64,7 +64,7 @@ BASE_SCALE = {"chat": 0.25, "state": 0.25, "tools": 0.25, "snapshot": 0.5, "mixe
 TINY_SCALE = 0.01
 GROWTH = 4.0
 EXPECTED_OUTCOME = {"mixed": "interrupt"}  # the others end in success
-DEFAULT_ORACLE = Path("/tmp/agui-oracle")
+DEFAULT_ORACLE = Path(tempfile.gettempdir()) / "agui-oracle"
 DEFAULT_JSON = Path(tempfile.gettempdir()) / "agui_bench_results.json"
 
 # Measure names (the JSON's "measure" values).

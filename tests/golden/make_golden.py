@@ -6,7 +6,7 @@ wrapped as a command-line oracle (``fold.mjs``, installed with ``npm ci`` in a
 copy of the shared ``oracle`` directory).  This script only drives that oracle
 and stores its answers; it never interprets them.
 
-    python tests/golden/make_golden.py --oracle /tmp/agui-oracle
+    python tests/golden/make_golden.py --oracle "$TMPDIR"/agui-oracle
     python tests/golden/make_golden.py --oracle DIR --fixtures .../ag_ui_validate/spec/fixtures
     python tests/golden/make_golden.py --oracle DIR --only streams,resume --check
 

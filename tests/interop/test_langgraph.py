@@ -87,7 +87,7 @@ def _reply(state: dict[str, Any]) -> Any:
     if "colour" in text:
         return call("", "pick_color", {"palette": "warm"})
     if "delete" in text:
-        return call("", "delete_file", {"path": "/tmp/x"})
+        return call("", "delete_file", {"path": "/srv/x"})
     return AIMessage(content="Hello there")
 
 
@@ -317,7 +317,7 @@ def test_tool_call_arguments_arrive_only_with_the_snapshot(producer: Producer, d
 # --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("decision", "tool_said", "executed"), [
-    ("approve", "deleted /tmp/x", True),
+    ("approve", "deleted /srv/x", True),
     ("reject", "rejected: not today", False),
     ("cancel", "cancelled", False),
 ])
@@ -334,7 +334,7 @@ def test_interrupt_outcome_resumed(producer: Producer, v1: AgentClient, decision
     (call,) = _calls(thread.state.messages)
     assert call.function.name == "delete_file"
     assert re.fullmatch(r"[0-9a-f]{32}", interrupt.id)  # LangGraph's own interrupt id
-    assert interrupt.reason == "tool_approval" and interrupt.message == "Delete /tmp/x?"
+    assert interrupt.reason == "tool_approval" and interrupt.message == "Delete /srv/x?"
     assert interrupt.tool_call_id == call.id
     assert interrupt.response_schema == APPROVAL_SCHEMA
     assert interrupt.metadata is not None and interrupt.metadata["langgraph"]["raw"]["toolCallId"] == call.id
@@ -363,7 +363,7 @@ def test_interrupt_outcome_resumed(producer: Producer, v1: AgentClient, decision
     assert second.outcome == "success" and second.warnings == ()
     assert thread.state.open_interrupts == ()
     assert second.text == f"tool said: {tool_said}"
-    assert producer.deleted[before:] == (["/tmp/x"] if executed else [])
+    assert producer.deleted[before:] == (["/srv/x"] if executed else [])
     entry = producer.recorder.request()["resume"]
     assert entry == [{"interruptId": interrupt.id, "status": "cancelled" if decision == "cancel" else "resolved",
                       **({"payload": builder.entries[0].payload} if decision != "cancel" else {})}]
@@ -383,8 +383,8 @@ async def test_interrupt_outcome_with_async_client(producer: Producer) -> None:
         assert first.outcome == "interrupt"
         (interrupt,) = first.interrupts
         second = await thread.run(resume=thread.resume_builder().answer(interrupt.id, {"approved": True}))
-    assert second.outcome == "success" and second.text == "tool said: deleted /tmp/x"
-    assert producer.deleted[before:] == ["/tmp/x"]
+    assert second.outcome == "success" and second.text == "tool said: deleted /srv/x"
+    assert producer.deleted[before:] == ["/srv/x"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -434,9 +434,9 @@ def test_default_interrupt_resumed_through_forwarded_props(producer: Producer, d
 
     # The adapter's own (deprecated) resume channel, through the public forwarded_props argument.
     second = thread.run(forwarded_props={"command": {"resume": {"approved": True}}})
-    assert second.outcome == "success" and second.text == "tool said: deleted /tmp/x"
-    assert producer.deleted[before:] == ["/tmp/x"]
+    assert second.outcome == "success" and second.text == "tool said: deleted /srv/x"
+    assert producer.deleted[before:] == ["/srv/x"]
     sent = producer.recorder.request()
     assert "resume" not in sent and sent["forwardedProps"] == {"command": {"resume": {"approved": True}}}
     (tool,) = [m for m in thread.state.messages if isinstance(m, ToolMessage)]
-    assert tool.tool_call_id == first.pending_tool_call_ids[0] and tool.content == "deleted /tmp/x"
+    assert tool.tool_call_id == first.pending_tool_call_ids[0] and tool.content == "deleted /srv/x"

@@ -73,7 +73,7 @@ def _script(messages: list[Any]) -> list[Any]:
     if "colour" in prompt:
         return [call("pick_color", {"palette": "warm"})]
     if "delete" in prompt:
-        return [call("delete_file", {"path": "/tmp/x"})]
+        return [call("delete_file", {"path": "/srv/x"})]
     return ["THINK:The user greets me.", TextPart("Hello there")]
 
 
@@ -262,7 +262,7 @@ def test_frontend_tool_with_handler(producer: Producer) -> None:
 # --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("decision", "tool_said", "executed"), [
-    ("approve", "deleted /tmp/x", True),
+    ("approve", "deleted /srv/x", True),
     ("reject", "not today", False),
     ("cancel", "Cancelled by user.", False),
 ])
@@ -280,7 +280,7 @@ def test_approval_interrupt_resumed(producer: Producer, client: AgentClient, dec
     (call,) = asked.tool_calls or ()
     assert interrupt.id == f"int-{call.id}" and interrupt.tool_call_id == call.id
     assert interrupt.reason == "tool_call"
-    assert interrupt.message == 'Approve delete_file({"path":"/tmp/x"})?'
+    assert interrupt.message == 'Approve delete_file({"path":"/srv/x"})?'
     assert interrupt.response_schema == {
         "type": "object", "required": ["approved"],
         "properties": {"approved": {"type": "boolean"}, "editedArgs": {"type": "object"},
@@ -307,7 +307,7 @@ def test_approval_interrupt_resumed(producer: Producer, client: AgentClient, dec
     assert second.outcome == "success" and second.warnings == ()
     assert thread.state.open_interrupts == ()
     assert second.text == f"tool said: {tool_said}"
-    assert producer.deleted[before:] == (["/tmp/x"] if executed else [])
+    assert producer.deleted[before:] == (["/srv/x"] if executed else [])
     sent = producer.recorder.request()
     expected_entry: dict[str, Any] = {"interruptId": interrupt.id,
                                       "status": "cancelled" if decision == "cancel" else "resolved"}
@@ -345,7 +345,7 @@ def test_approval_payload_checked_against_the_producers_schema(producer: Produce
     assert thread.state.open_interrupts == (interrupt,)
 
     fixed = thread.run(resume=thread.resume_builder().answer(interrupt.id, {"approved": True}))
-    assert fixed.outcome == "success" and fixed.text == "tool said: deleted /tmp/x"
+    assert fixed.outcome == "success" and fixed.text == "tool said: deleted /srv/x"
 
 
 @pytest.mark.anyio
@@ -356,10 +356,10 @@ async def test_approval_with_async_client(producer: Producer) -> None:
         assert first.outcome == "interrupt"
         (interrupt,) = first.interrupts
         second = await thread.run(resume=thread.resume_builder().answer(
-            interrupt.id, {"approved": True, "editedArgs": {"path": "/tmp/edited"}}))
+            interrupt.id, {"approved": True, "editedArgs": {"path": "/srv/edited"}}))
     assert second.outcome == "success"
-    assert second.text == "tool said: deleted /tmp/edited"  # editedArgs replaced the proposed arguments
-    assert producer.deleted[-1] == "/tmp/edited"
+    assert second.text == "tool said: deleted /srv/edited"  # editedArgs replaced the proposed arguments
+    assert producer.deleted[-1] == "/srv/edited"
 
 
 # --------------------------------------------------------------------------------------------------
