@@ -105,10 +105,22 @@ def _request_body(run_input: RunAgentInput) -> bytes:
 
 
 def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
-    headers = {**base, **(extra or {})}
-    # Ours win for these two: the request is JSON and the answer must be an event stream.
+    """The caller's headers with ours merged in, never silently dropping theirs."""
+    headers: dict[str, str] = {}
+    accept: list[str] = [_SSE]
+    for name, value in {**base, **(extra or {})}.items():
+        lowered = name.lower()
+        if lowered == "accept":
+            # The answer must be an event stream; the caller's types stay, after ours.
+            accept += [t.strip() for t in value.split(",") if t.strip() and _media_type(t) != _SSE]
+        elif lowered == "content-type":
+            if _media_type(value) != "application/json":
+                logger.warning("header %s: %r replaced by application/json (the body is a JSON RunAgentInput)",
+                               name, value)
+        else:
+            headers[name] = value
     headers["Content-Type"] = "application/json"
-    headers["Accept"] = _SSE
+    headers["Accept"] = ", ".join(accept)
     return headers
 
 

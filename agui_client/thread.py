@@ -327,7 +327,9 @@ class Thread(_ThreadCore):
         """Send a run and yield a :class:`RunStream` of its events, each folded before it is yielded.
 
         Same arguments and errors as :meth:`run`. The thread is saved when the run ends, before the
-        terminal event reaches the caller.
+        terminal event reaches the caller. Leaving the ``with`` block before the stream ends closes
+        the response: what was folded stays in ``thread.state`` but is not saved, and a resume's
+        claim stays held (its request reached the agent; see :meth:`release_claim`).
         """
         from .client import StreamHandle
 

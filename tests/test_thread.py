@@ -72,7 +72,8 @@ def test_a_run_posts_json_asking_for_an_event_stream_with_the_callers_headers(dr
 
     [received] = endpoint.received
     assert received.method == "POST"
-    assert received.headers["accept"] == "text/event-stream"
+    # The caller's Accept is kept, after ours: the answer must be an event stream.
+    assert received.headers["accept"] == "text/event-stream, application/json"
     assert received.headers["content-type"] == "application/json"
     assert received.headers["authorization"] == "Bearer secret"
     assert received.headers["x-tenant"] == "acme"
