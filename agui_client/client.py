@@ -134,15 +134,16 @@ class _Framer:
         self.frames = 0
         self.head = bytearray()
 
-    def feed(self, chunk: bytes) -> list[str]:
+    def feed(self, chunk: bytes) -> list[str | bytes]:
         if len(self.head) < ERROR_BODY_LIMIT:
             self.head += chunk[: ERROR_BODY_LIMIT - len(self.head)]
-        frames = self.decoder.feed(chunk)
-        self._drain()
-        self.frames += len(frames)
-        return [f.data for f in frames]
+        payloads = self.decoder.feed_payloads(chunk)
+        if self.decoder.warnings:
+            self._drain()
+        self.frames += len(payloads)
+        return payloads
 
-    def close(self) -> list[str]:
+    def close(self) -> list[str | bytes]:
         frames = self.decoder.close()
         self._drain()
         self.frames += len(frames)
@@ -261,7 +262,7 @@ class AgentClient(_ClientBase):
 
     @contextmanager
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-             headers: Mapping[str, str] | None = None) -> Iterator[Iterator[str]]:
+             headers: Mapping[str, str] | None = None) -> Iterator[Iterator[str | bytes]]:
         """POST ``run_input`` and yield an iterator of SSE payloads, each as soon as its bytes arrive.
 
         The response is closed when the ``with`` block ends, however it ends.
@@ -299,7 +300,7 @@ class AgentClient(_ClientBase):
             pass
         return bytes(data[:ERROR_BODY_LIMIT])
 
-    def _payloads(self, response: httpx.Response, framer: _Framer) -> Iterator[str]:
+    def _payloads(self, response: httpx.Response, framer: _Framer) -> Iterator[str | bytes]:
         try:
             for chunk in response.iter_bytes():
                 yield from framer.feed(chunk)
@@ -348,7 +349,7 @@ class AsyncAgentClient(_ClientBase):
 
     @asynccontextmanager
     async def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-                   headers: Mapping[str, str] | None = None) -> AsyncIterator[AsyncIterator[str]]:
+                   headers: Mapping[str, str] | None = None) -> AsyncIterator[AsyncIterator[str | bytes]]:
         """POST ``run_input`` and yield an async iterator of SSE payloads (see :meth:`AgentClient.open`)."""
         handle = handle if handle is not None else StreamHandle()
         body = _request_body(run_input)
@@ -379,7 +380,7 @@ class AsyncAgentClient(_ClientBase):
             pass
         return bytes(data[:ERROR_BODY_LIMIT])
 
-    async def _payloads(self, response: httpx.Response, framer: _Framer) -> AsyncIterator[str]:
+    async def _payloads(self, response: httpx.Response, framer: _Framer) -> AsyncIterator[str | bytes]:
         try:
             async for chunk in response.aiter_bytes():
                 for payload in framer.feed(chunk):

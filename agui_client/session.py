@@ -476,10 +476,10 @@ def _replay_blocks(blocks: Iterator[bytes], session: RunSession, format: Literal
     decoder = SSEDecoder(max_event_bytes=max_event_bytes)
     try:
         for block in blocks:
-            frames = decoder.feed(block)
+            payloads = decoder.feed_payloads(block)
             _sse_warnings(decoder, session)
-            for frame in frames:
-                yield from session.feed_payload(frame.data)
+            for payload in payloads:
+                yield from session.feed_payload(payload)
         frames = decoder.close()
     except LimitExceeded as exc:
         _sse_warnings(decoder, session)

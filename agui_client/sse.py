@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from itertools import repeat
+from typing import Any
 
 import attrs
 
@@ -133,6 +134,7 @@ class SSEDecoder:
         self._bytes_seen = 0
         self._dispatched = 0
         self._closed = False
+        self._raw = False  # set by feed_payloads() for the duration of one feed()
         self._fault: LimitExceeded | None = None  # raised by the next call (see _defer)
         # Until three bytes (or a non-BOM prefix) arrive, a leading BOM may still be in flight.
         self._at_start = True
@@ -165,6 +167,24 @@ class SSEDecoder:
     def last_event_id(self) -> str | None:
         """The last ``id`` field value (``""`` after an empty ``id:``), or ``None`` before any."""
         return self._last_id
+
+    def feed_payloads(self, chunk: bytes) -> list[str | bytes]:
+        """Decode one read into the frames' payloads only (what a transport folding events needs).
+
+        The same framing, limits and warnings as :meth:`feed`, without building an :class:`SSEFrame`
+        per event: a canonical single-line ASCII frame's payload is returned as the ``bytes`` it
+        arrived as (the JSON parser reads them directly), any other frame's as its ``data`` text.
+
+        Raises:
+            LimitExceeded: as :meth:`feed`.
+            RuntimeError: as :meth:`feed`.
+        """
+        self._raw = True
+        try:
+            frames: list[Any] = self.feed(chunk)
+        finally:
+            self._raw = False
+        return [f if type(f) is bytes else f.data for f in frames]
 
     def feed(self, chunk: bytes) -> list[SSEFrame]:
         """Decode one read.
@@ -210,8 +230,14 @@ class SSEDecoder:
         ):
             if size - 2 > self._max:
                 raise self._too_big(f"an SSE event grew past {self._max} bytes")
+            payload = chunk[6:-2]
+            if self._raw and payload.isascii():
+                self._dispatched += 1
+                self._line += 2
+                self._offset += raw_size
+                return [payload]  # type: ignore[list-item]  # feed_payloads() takes bytes as they are
             try:
-                text = chunk[6:-2].decode()
+                text = payload.decode()
             except UnicodeDecodeError:
                 pass  # the general path replaces and warns
             else:
@@ -360,6 +386,7 @@ class SSEDecoder:
         """
         blocks = body.split(b"\n\n")
         last = blocks.pop()  # its lines are complete, but no blank line follows them yet
+        raw = self._raw
         step = 2 * eol
         limit = self._max
         new_object = _new_object
@@ -378,6 +405,12 @@ class SSEDecoder:
                 if size > limit:
                     self._dispatched += fast
                     raise self._too_big(f"an SSE event grew past {limit} bytes")
+                if raw and block.isascii():
+                    append(block[6:])  # type: ignore[arg-type]  # feed_payloads(): the bytes, no SSEFrame
+                    fast += 1
+                    lineno += 2
+                    offset += size + step
+                    continue
                 try:
                     text = block[6:].decode()
                 except UnicodeDecodeError:

@@ -348,7 +348,7 @@ class Thread(_ThreadCore):
         if stream.result is None:
             stream.result = self._current(session, handle)
 
-    def _events(self, session: RunSession, payloads: Iterator[str], handle: StreamHandle,
+    def _events(self, session: RunSession, payloads: Iterator[str | bytes], handle: StreamHandle,
                 stream: RunStream) -> Iterator[ev.Event | ev.UnknownEvent]:
         saved = False
         try:
@@ -472,7 +472,7 @@ class AsyncThread(_ThreadCore):
             self._warnings_into(session, handle)
             stream.result = session.result()
 
-    async def _events(self, session: RunSession, payloads: AsyncIterator[str], handle: StreamHandle,
+    async def _events(self, session: RunSession, payloads: AsyncIterator[str | bytes], handle: StreamHandle,
                       stream: AsyncRunStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
         saved = False
         try:

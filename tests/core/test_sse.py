@@ -432,3 +432,21 @@ def test_any_payloads_with_any_line_ends_and_any_reads_decode_back(payloads: lis
     assert [f.data for f in frames] == payloads
     assert warnings == []
     assert frames == decode(raw)[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(min_size=1, max_size=40).filter(lambda t: t.strip() != ""), min_size=1, max_size=8),
+    st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    st.integers(1, 64),
+)
+def test_feed_payloads_gives_what_feed_gives(payloads: list[str], eol: bytes, cut: int) -> None:
+    """The payload-only path (bytes for canonical ASCII frames) carries exactly the frames' data."""
+    body = b"".join(b"data: {" + json.dumps(p, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"}" + eol + eol
+                    for p in payloads)
+    chunks = [body[i:i + cut] for i in range(0, len(body), cut)]
+    by_frame, by_payload = SSEDecoder(), SSEDecoder()
+    frames = [f.data for c in chunks for f in by_frame.feed(c)] + [f.data for f in by_frame.close()]
+    raw = [p for c in chunks for p in by_payload.feed_payloads(c)] + [f.data for f in by_payload.close()]
+    assert [p if isinstance(p, str) else p.decode() for p in raw] == frames
+    assert by_payload.warnings == by_frame.warnings
