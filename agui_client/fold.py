@@ -15,6 +15,7 @@ observable result matches it on the same stream; where we deliberately differ, t
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -680,7 +681,9 @@ class ThreadState:
             call.frozen = None
             entry.touch()
             self._changed()
-        if call.args and parsed_arguments(call.freeze(self.warnings)) is None:
+        if len(call.args) > 1:
+            call.args = ["".join(call.args)]  # joined once, now that the arguments are complete
+        if call.args and not _is_json(call.args[0]):
             # TC-06: the protocol does not validate arguments; keep them raw, but say so (AGUI204).
             return (self._warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not JSON (kept as sent)",
                                   event),)
@@ -1087,6 +1090,20 @@ def _load_subagent(data: Mapping[str, Any]) -> SubagentRecord:
         values["error"] = RunErrorInfo(**error)
     values["interrupt_ids"] = tuple(values.get("interrupt_ids", ()))
     return SubagentRecord(**values)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        if _orjson is not None:
+            _orjson.loads(text)
+        else:
+            json.loads(text)
+    except ValueError:
+        try:
+            json.loads(text)  # orjson refuses lone surrogates that JSON allows
+        except ValueError:
+            return False
+    return True
 
 
 def parsed_arguments(call: msg.ToolCall) -> JSON:
