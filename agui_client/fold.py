@@ -142,7 +142,7 @@ class _Call:
 
     def freeze(self, warn: list[StreamWarning] | None) -> msg.ToolCall:
         if self.frozen is None:
-            if len(self.args) > 1:
+            if len(self.args) > 1 or (self.args and _SURROGATE.search(self.args[0])):
                 self.args = [_join_text(self.args, warn, self.id)]
             self.frozen = msg.ToolCall(
                 id=self.id,

@@ -233,3 +233,12 @@ def test_an_activity_handed_out_does_not_change_when_a_delta_arrives() -> None:
                                     patch=({"op": "replace", "path": "/percent", "value": 50},)))
     assert before.content == {"percent": 10}  # type: ignore[union-attr]
     assert thread.messages[0].content == {"percent": 50}  # type: ignore[union-attr]
+
+
+def test_surrogate_halves_split_across_tool_arguments_are_rejoined() -> None:
+    result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
+                     ToolCallArgsEvent(tool_call_id="c", delta='{"e":"\ud83d'),
+                     ToolCallArgsEvent(tool_call_id="c", delta='\ude00"}'), ToolCallEndEvent(tool_call_id="c"),
+                     FINISH])
+    call = result.state.tool_call("c")
+    assert call is not None and call.function.arguments == '{"e":"\U0001f600"}'
