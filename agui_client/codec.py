@@ -1245,15 +1245,7 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
                 continue
             spec = specs[key]
             lines.append(f"    {x} = v[{key!r}]")
-            if spec.kind == "any":
-                if not spec.required:
-                    lines.append(f"    if {x} is None: raise FB")
-            elif spec.kind == "check":
-                namespace[f"h{i}"] = spec.helper
-                lines.append(f"    if not ({spec.check.format(x=x, h=f'h{i}')}): raise FB")
-            else:
-                namespace[f"c{i}"] = spec.helper
-                lines.append(f"    {x} = c{i}({x})")
+            _emit_field(lines, namespace, spec, x, i, "    ")
             arguments.append(f"{spec.name}={x}")
         if check is not None:
             lines.append("    if not check(v): raise FB")
@@ -1277,6 +1269,19 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
     return fast
 
 
+def _emit_field(lines: list[str], namespace: dict[str, Any], spec: _FastField, x: str, i: int, pad: str) -> None:
+    """The generated lines that check (or convert) field ``x``, the same in every fast builder."""
+    if spec.kind == "any":
+        if not spec.required:
+            lines.append(f"{pad}if {x} is None: raise FB")
+    elif spec.kind == "check":
+        namespace[f"h{i}"] = spec.helper
+        lines.append(f"{pad}if not ({spec.check.format(x=x, h=f'h{i}')}): raise FB")
+    else:
+        namespace[f"c{i}"] = spec.helper
+        lines.append(f"{pad}{x} = c{i}({x})")
+
+
 def _generic_builder(cls: type, specs: dict[str, _FastField], tags: dict[str, str | None],
                      check: Callable[[dict[str, Any]], bool] | None) -> Callable[[Any], Any]:
     """The fast builder for any shape of ``cls``: probes every field (slower than a shape's own)."""
@@ -1292,15 +1297,7 @@ def _generic_builder(cls: type, specs: dict[str, _FastField], tags: dict[str, st
         else:
             lines += [f"    if {x} is not M:", "        n += 1"]
         pad = "    " if spec.required else "        "
-        if spec.kind == "any":
-            if not spec.required:
-                lines.append(f"{pad}if {x} is None: raise FB")
-        elif spec.kind == "check":
-            namespace[f"h{i}"] = spec.helper
-            lines.append(f"{pad}if not ({spec.check.format(x=x, h=f'h{i}')}): raise FB")
-        else:
-            namespace[f"c{i}"] = spec.helper
-            lines.append(f"{pad}{x} = c{i}({x})")
+        _emit_field(lines, namespace, spec, x, i, pad)
         lines.append(f"{pad}kw[{spec.name!r}] = {x}")
     for i, (key, expected) in enumerate(tags.items()):
         lines += [f"    t{i} = g({key!r}, M)", f"    if t{i} is not M:", "        n += 1"]
