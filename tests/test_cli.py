@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
-import pytest
 
 from agui_client.testing import ScriptedAgent, Start
 from agui_client.types import RunErrorEvent
