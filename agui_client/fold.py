@@ -996,13 +996,19 @@ class ThreadState:
             "openInterrupts": encode(self._open_interrupts),
         }
 
-    def dump(self) -> dict[str, Any]:
-        """Everything a store needs to bring the thread back (``ThreadState.load`` reads it)."""
+    def dump(self, *, share_state: bool = False) -> dict[str, Any]:
+        """Everything a store needs to bring the thread back (``ThreadState.load`` reads it).
+
+        Args:
+            share_state: put the thread's own state document in the result instead of a copy, for a
+                caller that serialises the result before the thread changes again (the thread's
+                save does): a large state is then not copied once more per save.
+        """
         return {
             "format": STATE_FORMAT_VERSION,
             "threadId": self.thread_id,
             "messages": encode(self.messages),
-            "state": _copy_json(self._state),
+            "state": self._state if share_state else _copy_json(self._state),
             "stateInSync": self.state_in_sync,
             "openInterrupts": encode(self._open_interrupts),
             "interruptedRunId": self.interrupted_run_id,

@@ -382,7 +382,8 @@ class Thread(_ThreadCore):
 
     def _save(self, session: RunSession) -> None:
         try:
-            self._version = self._store.save(self.id, self._state.dump(), expected_version=self._version)
+            self._version = self._store.save(self.id, self._state.dump(share_state=True),
+                                             expected_version=self._version)
         except ConcurrentResume as exc:
             exc.result = session.result()
             raise
@@ -504,7 +505,8 @@ class AsyncThread(_ThreadCore):
 
     async def _save(self, session: RunSession) -> None:
         try:
-            self._version = await asyncio.to_thread(self._store.save, self.id, self._state.dump(),
+            # Serialised by the store before this run's generator resumes, so sharing the state is safe.
+            self._version = await asyncio.to_thread(self._store.save, self.id, self._state.dump(share_state=True),
                                                     expected_version=self._version)
         except ConcurrentResume as exc:
             exc.result = session.result()

@@ -154,7 +154,9 @@ def test_each_event_reaches_the_caller_as_soon_as_its_bytes_arrive(drive: Any, s
         with client.thread().stream("hi") as events:
             iterator = iter(events)
             first = next(iterator)
-            held = gate.reached and not gate.is_open
+            # The gate opens only below: the first event arrived while the server held the rest
+            # (it reaches the gate right after writing the first event; wait for that, no race).
+            held = not gate.is_open and gate.wait_reached(timeout=10)
             gate.open()
             rest = list(iterator)
 
