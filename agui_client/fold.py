@@ -171,14 +171,15 @@ class _Entry:
     @classmethod
     def of(cls, message: msg.Message) -> _Entry:
         entry = cls(message.id, message.ROLE)
-        for a in attrs.fields(type(message)):
-            if a.name in ("id",):
-                continue
-            entry.attrs[a.name] = getattr(message, a.name)
-        content = entry.attrs.pop("content", None)
+        names = _OTHER_FIELDS.get(type(message))
+        if names is None:
+            names = _OTHER_FIELDS[type(message)] = tuple(
+                a.name for a in attrs.fields(type(message)) if a.name not in ("id", "content", "tool_calls"))
+        entry.attrs = {name: getattr(message, name) for name in names}
+        content: Any = getattr(message, "content", None)
         if isinstance(message, msg.AssistantMessage):
             entry.text = None if content is None else [content]
-            calls = entry.attrs.pop("tool_calls", None)
+            calls = message.tool_calls
             if calls is not None:
                 entry.calls = [
                     _Call(c.id, c.function.name, c.function.arguments, c.metadata, c.encrypted_value) for c in calls
@@ -215,6 +216,9 @@ class _Entry:
         self.frozen = cls(id=self.id, **kwargs)
         return self.frozen
 
+
+# Per message class, the attributes an entry keeps besides id, content and tool calls.
+_OTHER_FIELDS: dict[type, tuple[str, ...]] = {}
 
 _ROLE_CLASSES: dict[str, Any] = {
     c.ROLE: c
