@@ -1,0 +1,118 @@
+"""Hostile and random input: whatever a server sends, the pipeline answers with a typed error or a fold.
+
+Random sequences of plausible and mangled events (ids reused across kinds and owners, fields of the
+wrong type, unknown members, nulls, patches that do not apply, chunks without lanes) are fed through
+`replay` and through a collecting `RunSession`; nothing but an `AguiError` may come out, and the
+thread must still encode for the next request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agui_client import AguiError, RunSession, ThreadState, encode, replay
+from agui_client.codec import dump_json
+
+ids = st.sampled_from(["m1", "m2", "c1", "c2", "", "s1", "i1"])
+owners = st.one_of(st.none(), st.sampled_from(["s1", "s2", ""]))
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=6), st.floats(allow_nan=False,
+                                                                                                  allow_infinity=False))
+json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                           st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+                           max_leaves=6)
+pointers = st.sampled_from(["", "/a", "/a/0", "/a/-", "/b/c", "/a~1b", "/0", "/-"])
+patch_ops = st.fixed_dictionaries({"op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "bogus"]),
+                                   "path": pointers}, optional={"value": json_values, "from": pointers})
+
+TYPES = ["RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "STEP_STARTED", "STEP_FINISHED", "TEXT_MESSAGE_START",
+         "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TEXT_MESSAGE_CHUNK", "TOOL_CALL_START", "TOOL_CALL_ARGS",
+         "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT", "STATE_SNAPSHOT", "STATE_DELTA", "MESSAGES_SNAPSHOT",
+         "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "RAW", "CUSTOM", "REASONING_START", "REASONING_MESSAGE_START",
+         "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END", "REASONING_MESSAGE_CHUNK", "REASONING_END",
+         "REASONING_ENCRYPTED_VALUE", "SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR", "THINKING_START",
+         "THINKING_TEXT_MESSAGE_CONTENT", "AGUI_PING"]
+
+interrupt = st.fixed_dictionaries({"id": ids, "reason": st.sampled_from(["approval", "input"])},
+                                  optional={"expiresAt": st.sampled_from(["2020-01-01T00:00:00Z", "garbage", ""]),
+                                            "responseSchema": st.just({"type": "object"}),
+                                            "subagentRunId": owners.filter(lambda o: o is not None)})
+outcome = st.one_of(
+    st.just({"type": "success"}),
+    st.fixed_dictionaries({"type": st.just("success")}, optional={"pendingToolCallIds": st.lists(ids, max_size=3)}),
+    st.fixed_dictionaries({"type": st.just("interrupt"), "interrupts": st.lists(interrupt, min_size=1, max_size=3)}),
+    st.just({"type": "cancelled"}),
+    st.just({"type": "paused"}),
+)
+message = st.fixed_dictionaries({"id": ids, "role": st.sampled_from(["user", "assistant", "tool", "activity",
+                                                                       "reasoning", "system", "wizard"])},
+                                optional={"content": st.one_of(st.text(max_size=5), st.just({"k": 1})),
+                                          "toolCallId": ids, "activityType": st.just("p"),
+                                          "toolCalls": st.just([{"id": "c1", "type": "function",
+                                                                 "function": {"name": "f", "arguments": "{}"}}])})
+
+
+@st.composite
+def events(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(st.sampled_from(TYPES))
+    event: dict[str, Any] = {"type": kind}
+    fields = {
+        "threadId": st.just("t"), "runId": st.sampled_from(["r1", "r2"]), "messageId": ids, "toolCallId": ids,
+        "toolCallName": st.sampled_from(["f", "g"]), "delta": st.one_of(st.text(max_size=4), st.just("\ud83d")),
+        "stepName": st.sampled_from(["plan", "act"]), "role": st.sampled_from(["assistant", "user", "reasoning"]),
+        "parentMessageId": ids, "subagentRunId": owners, "content": st.one_of(st.text(max_size=4), json_values),
+        "snapshot": json_values, "delta_patch": st.lists(patch_ops, max_size=3), "patch": st.lists(patch_ops, max_size=3),
+        "messages": st.lists(message, max_size=3), "activityType": st.just("p"), "replace": st.booleans(),
+        "name": st.sampled_from(["acme.x", "sub"]), "value": json_values, "event": json_values,
+        "message": st.text(max_size=5), "code": st.text(max_size=3), "outcome": outcome, "result": json_values,
+        "subtype": st.sampled_from(["message", "tool-call", "other"]), "entityId": ids, "encryptedValue": st.just("e"),
+        "parentSubagentRunId": owners, "timestamp": st.one_of(st.integers(0, 10), st.just("1")),
+        "metadata": st.one_of(st.none(), st.dictionaries(st.text(max_size=3), scalars, max_size=2)),
+    }
+    for name in draw(st.lists(st.sampled_from(sorted(fields)), max_size=7, unique=True)):
+        value = draw(fields[name])
+        key = "delta" if name == "delta_patch" and kind == "STATE_DELTA" else name
+        if name == "delta_patch" and kind != "STATE_DELTA":
+            continue
+        if value is None and name != "metadata" and draw(st.booleans()):
+            continue
+        event[key] = value
+    return event
+
+
+streams = st.lists(events(), max_size=25).map(lambda evs: [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+                                                              *evs])
+
+
+def _sse(evs: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode("utf-8", "surrogatepass") + b"\n\n" for e in evs)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams)
+def test_any_stream_gives_a_fold_or_a_typed_error(evs: list[dict[str, Any]]) -> None:
+    thread = ThreadState()
+    try:
+        replay(_sse(evs), state=thread)
+    except AguiError as exc:
+        assert exc.result is not None  # what was folded before the fault comes with the error
+    # Whatever happened, the thread can be encoded and sent again.
+    dump_json(encode(thread.input_messages()))
+    dump_json(thread.to_wire())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams)
+def test_a_collecting_session_survives_every_fault(evs: list[dict[str, Any]]) -> None:
+    session = RunSession(collect_errors=True)
+    for event in evs:
+        try:
+            session.feed_payload(json.dumps(event).encode("utf-8", "surrogatepass"))
+        except AguiError:
+            raise AssertionError("collect_errors must not raise") from None
+    result = session.end()
+    assert result.events == len(evs)
+    dump_json(result.state.to_wire())
