@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from attrs import frozen
 from typing_extensions import Self
 
+from ..codec import _orjson
 from ..errors import ConcurrentResume, StoreError
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "Head", "check_write"]
@@ -208,6 +209,16 @@ def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str:
     if not isinstance(data, Mapping):
         raise StoreError(f"thread {thread_id!r}: data must be a mapping, not {type(data).__name__}",
                          thread_id=thread_id)
+    if _orjson is not None:
+        # orjson writes NaN as null rather than refusing it: its text is used only when it holds no
+        # null at all (so no NaN was hidden); it refuses lone surrogates, which take the path below.
+        try:
+            text: str = _orjson.dumps(dict(data)).decode("utf-8")
+        except (TypeError, ValueError):
+            pass
+        else:
+            if "null" not in text:
+                return text
     try:
         return json.dumps(dict(data), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
@@ -219,7 +230,7 @@ def _decode_record(thread_id: str, *, version: int, text: str, claim: str | None
     if format > STORE_FORMAT_VERSION:
         raise _newer_format(thread_id, format)
     try:
-        data = json.loads(text)
+        data = _orjson.loads(text) if _orjson is not None and "\\u" not in text else json.loads(text)
     except ValueError as exc:
         raise StoreError(f"thread {thread_id!r}: stored data is not JSON: {exc}", thread_id=thread_id) from exc
     if not isinstance(data, dict):
