@@ -16,6 +16,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal, cast
 
 import attrs
@@ -397,8 +398,9 @@ def replay(source: Source, *, state: ThreadState | None = None, now: datetime | 
     """Fold a recorded response exactly as a live run would, and return its ``RunResult``.
 
     Args:
-        source: SSE bytes or text, JSONL (one event per line), a path to a file holding either, or a
-            sequence of events / wire mappings. The form is detected unless ``format`` says it.
+        source: SSE bytes or text, JSONL (one event per line), a path to a file holding either (a
+            ``Path``, or a ``str`` naming an existing file), a binary file, or a sequence of events /
+            wire mappings. The form is detected unless ``format`` says it.
         state: the thread to fold into (a new one by default); it is updated in place.
         now: the clock for expiry judgements made while replaying (``RunResult.expired_interrupts``
             takes its own); accepted so a replay is deterministic.
@@ -430,6 +432,8 @@ def replay_events(source: Source, session: RunSession, *, format: Literal["auto"
     Text and files are read block by block, as a live stream would arrive: a recording is never held
     whole, nor are all its lines or frames at once.
     """
+    if isinstance(source, str) and "\n" not in source and len(source) < 4096 and os.path.isfile(source):
+        source = Path(source)  # a file's name, not a one-line recording (which would start with data: or {)
     if isinstance(source, os.PathLike):
         with open(source, "rb") as handle:
             yield from _replay_blocks(iter(lambda: handle.read(_REPLAY_BLOCK), b""), session, format, max_event_bytes)

@@ -124,7 +124,7 @@ class _ThreadCore:
         check_resume(open_interrupts, entries, now=self._clock)
         if tools is None and self.tool_handlers:
             tools = [_declare(name, handler) for name, handler in self.tool_handlers.items()]
-        replace_state = state is not _UNSET
+        replace_state = state is not None  # None: keep the thread's state (send `set_state(None)` for null)
         run_input = RunAgentInput(
             thread_id=self.id,
             run_id=run_id or str(uuid.uuid4()),
@@ -181,9 +181,6 @@ class _ThreadCore:
                 continue
             self.add_tool_result(call.id, output)
         return True
-
-
-_UNSET: Any = object()
 
 
 def _is_parts(content: Any) -> bool:
@@ -289,7 +286,7 @@ class Thread(_ThreadCore):
         self.client = client
 
     def run(self, message: MessageInput = None, *, resume: ResumeInput = None, tools: Sequence[Tool] | None = None,
-            context: Sequence[Context] | None = None, forwarded_props: JSON = None, state: JSON = _UNSET,
+            context: Sequence[Context] | None = None, forwarded_props: JSON = None, state: JSON = None,
             run_id: str | None = None) -> RunResult:
         """Send a run and fold it to the end.
 
@@ -300,7 +297,8 @@ class Thread(_ThreadCore):
             tools: frontend tools offered to the agent (declared from ``tool_handlers`` when omitted).
             context: context items for the agent.
             forwarded_props: opaque properties passed through to the agent.
-            state: replaces the shared state sent (and kept) for this run.
+            state: replaces the shared state sent (and kept) for this run; ``None`` keeps the thread's
+                (to send a null state, ``thread.state.set_state(None)`` first).
             run_id: the run's id (a fresh uuid by default).
 
         Returns:
@@ -323,7 +321,7 @@ class Thread(_ThreadCore):
     @contextmanager
     def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
                tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
-               forwarded_props: JSON = None, state: JSON = _UNSET, run_id: str | None = None) -> Iterator[RunStream]:
+               forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None) -> Iterator[RunStream]:
         """Send a run and yield a :class:`RunStream` of its events, each folded before it is yielded.
 
         Same arguments and errors as :meth:`run`. The thread is saved when the run ends, before the
@@ -440,7 +438,7 @@ class AsyncThread(_ThreadCore):
 
     async def run(self, message: MessageInput = None, *, resume: ResumeInput = None,
                   tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
-                  forwarded_props: JSON = None, state: JSON = _UNSET, run_id: str | None = None) -> RunResult:
+                  forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None) -> RunResult:
         """Send a run and fold it to the end (see :meth:`Thread.run`)."""
         async with self.stream(message, resume=resume, tools=tools, context=context,
                                forwarded_props=forwarded_props, state=state, run_id=run_id) as events:
@@ -452,7 +450,7 @@ class AsyncThread(_ThreadCore):
     @asynccontextmanager
     async def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
                      tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
-                     forwarded_props: JSON = None, state: JSON = _UNSET,
+                     forwarded_props: JSON = None, state: JSON = None,
                      run_id: str | None = None) -> AsyncIterator[AsyncRunStream]:
         """Send a run and yield an :class:`AsyncRunStream` of its events (see :meth:`Thread.stream`)."""
         from .client import StreamHandle

@@ -718,3 +718,17 @@ def test_text_message_deltas_join_back_to_the_text_exactly() -> None:
     deltas = [e.delta for e in events if isinstance(e, TextMessageContentEvent)]
     assert len(deltas) == 3
     assert "".join(deltas) == "  two  words "
+
+
+def test_serve_returns_the_url_itself() -> None:
+    """``serve(app)`` is the URL (a str) as well as the context manager that stops the server."""
+    from agui_client import AgentClient
+
+    server = serve(ScriptedAgent.chat("hi there"))
+    try:
+        assert isinstance(server, str) and server == server.url and server.startswith("http://127.0.0.1:")
+        with AgentClient(server) as client:
+            assert client.thread().run("hello").text == "hi there"
+    finally:
+        server.stop()
+    assert not server.running

@@ -634,3 +634,14 @@ def test_keep_alive_comments_reset_the_idle_timeout(drive: Any, served: Any) -> 
 
     assert result.outcome == "success"
     assert result.text == "still here"
+
+
+def test_state_none_keeps_the_threads_state_and_a_value_replaces_it(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat())
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("one", state={"k": 1})
+        thread.run("two", state=None)
+    first, second = endpoint.received
+    assert first.body["state"] == {"k": 1}
+    assert second.body["state"] == {"k": 1}

@@ -14,8 +14,11 @@ if TYPE_CHECKING:
 __all__ = ["Server", "serve"]
 
 
-class Server:
-    """A running server: a context manager (sync and async) that stops it on exit.
+class Server(str):
+    """A running server: its base URL (a ``str``), and a context manager (sync and async) that stops it.
+
+    Being the URL itself, it goes wherever a URL does (``AgentClient(serve(app))``); ``with serve(app)
+    as url:`` stops the server at the end of the block.
 
     Attributes:
         url: the base URL, ``http://127.0.0.1:<port>/``; the scripted agent answers on any path.
@@ -23,14 +26,24 @@ class Server:
         port: the port it listens on.
     """
 
-    def __init__(self, *, host: str, port: int, server: uvicorn.Server, thread: threading.Thread,
-                 errors: list[BaseException]) -> None:
+    host: str
+    port: int
+    url: str
+    _server: uvicorn.Server
+    _thread: threading.Thread
+    _errors: list[BaseException]
+
+    def __new__(cls, *, host: str, port: int, server: uvicorn.Server, thread: threading.Thread,
+                errors: list[BaseException]) -> Server:
+        url = f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+        self = super().__new__(cls, url)
         self.host = host
         self.port = port
-        self.url = f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+        self.url = url
         self._server = server
         self._thread = thread
         self._errors = errors
+        return self
 
     def __repr__(self) -> str:
         return f"<Server {self.url} {'running' if self.running else 'stopped'}>"

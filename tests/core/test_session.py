@@ -127,3 +127,9 @@ def test_the_request_ids_are_compared_with_run_started() -> None:
     for event in [START, FINISH]:
         session.feed_event(event)
     assert any(w.code == "LC-08" and w.pointer == "/runId" for w in session.end().warnings)
+
+
+def test_replay_reads_a_file_named_by_a_string(tmp_path: Path) -> None:
+    capture = tmp_path / "capture.jsonl"
+    capture.write_bytes(_jsonl([START, *TEXT, FINISH]))
+    assert replay(str(capture)).text == "hello"
