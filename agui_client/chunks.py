@@ -143,6 +143,11 @@ class ChunkExpander:
         self._in_run = False
         self._run_id: str | None = None
 
+    @property
+    def idle(self) -> bool:
+        """Whether no chunk lane is open (every event other than a chunk passes through unchanged)."""
+        return not self._lanes
+
     def feed(self, event: Event | UnknownEvent, index: int | None = None) -> list[Event | UnknownEvent]:
         """Expand one event.
 

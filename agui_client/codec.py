@@ -64,6 +64,8 @@ T = TypeVar("T")
 #: Default limit on JSON nesting (objects and arrays) in one payload.
 DEFAULT_MAX_DEPTH = 512
 _MAX_SAFE_INT = 2**53 - 1
+#: The largest integer the schema allows in a field (timestamps, token counts): 2^53 - 1.
+MAX_SAFE_INT = _MAX_SAFE_INT
 _DATA_EXCERPT = 200
 
 

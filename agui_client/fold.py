@@ -591,6 +591,31 @@ class ThreadState:
         self._changed()
         return _NO_WARNINGS
 
+    def append_delta(self, kind: str, entity_id: str, delta: str) -> bool:
+        """Fold a streamed delta (``text``, ``reasoning`` or ``tool`` arguments) without an event object.
+
+        Returns ``False``, changing nothing, when there is no such entity to append to (the caller then
+        folds the event the ordinary way, which reports why).
+        """
+        if kind == "tool":
+            found = self._calls.get(entity_id)
+            if found is None:
+                return False
+            entry, call = found
+            call.args.append(delta)
+            call.frozen = None
+        else:
+            entry = self._by_id.get(entity_id)  # type: ignore[assignment]
+            if entry is None or entry.role == "activity":
+                return False
+            if entry.text is None:
+                entry.text = []
+            entry.text.append(delta)
+        entry.frozen = None
+        self._messages_view = None
+        self.version += 1
+        return True
+
     def _on_text_content(self, event: ev.TextMessageContentEvent | ev.ReasoningMessageContentEvent
                          ) -> Sequence[StreamWarning]:
         entry = self._by_id.get(event.message_id)

@@ -124,7 +124,8 @@ class RunSession:
     """
 
     def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
-                 max_depth: int = codec.DEFAULT_MAX_DEPTH, collect_errors: bool = False) -> None:
+                 max_depth: int = codec.DEFAULT_MAX_DEPTH, collect_errors: bool = False,
+                 events: bool = True) -> None:
         self.state = state if state is not None else ThreadState(
             thread_id=run_input.thread_id if run_input is not None else None)
         self.run_input = run_input
@@ -143,6 +144,9 @@ class RunSession:
         self._failed: ProtocolError | None = None
         self._thinking_span: str | None = None
         self._thinking_message: str | None = None
+        # Without callers for the events, a plain delta continuing an open entity is folded straight
+        # from its JSON (the same checks, no typed event): most of any stream.
+        self._fuse = not events
 
     # -- feeding ------------------------------------------------------------------------------------
 
@@ -174,7 +178,31 @@ class RunSession:
             value = codec.parse_json(data, max_depth=self.max_depth)
         except ProtocolError as exc:
             return self._fail(exc, index, None)
+        if self._fuse and self._failed is None and type(value) is dict and self._fused_delta(value):
+            return _NO_EVENTS
         return self._feed_value(value, index)
+
+    def _fused_delta(self, value: dict[str, Any]) -> bool:
+        """Fold a plain streamed delta directly, when every rule would accept it as is; else ``False``.
+
+        Exactly the events the full path accepts without a warning qualify: a TEXT_MESSAGE_CONTENT,
+        REASONING_MESSAGE_CONTENT or TOOL_CALL_ARGS with only its id, a string delta and perhaps a valid
+        timestamp, continuing an entity open in the running run, while no chunk lane is open.
+        """
+        kind = _FUSABLE.get(value.get("type"))  # type: ignore[arg-type]
+        if kind is None or not value.keys() <= _FUSABLE_KEYS[kind]:
+            return False
+        entity = value.get("toolCallId" if kind == "tool" else "messageId")
+        delta = value.get("delta")
+        if type(entity) is not str or type(delta) is not str:
+            return False
+        if "timestamp" in value:
+            stamp = value["timestamp"]
+            if type(stamp) is not int or not -codec.MAX_SAFE_INT <= stamp <= codec.MAX_SAFE_INT:
+                return False
+        if not self._chunks.idle or not self._verifier.continues(kind, entity):
+            return False
+        return self.state.append_delta(kind, entity, delta)
 
     def feed_event(self, event: ev.Event | ev.UnknownEvent | Mapping[str, Any]) -> list[ev.Event | ev.UnknownEvent]:
         """Fold one already-decoded event (or a wire mapping); returns the events it produced."""
@@ -378,6 +406,16 @@ class RunSession:
         )
 
 
+_NO_EVENTS: list[ev.Event | ev.UnknownEvent] = []
+_FUSABLE: dict[str, str] = {"TEXT_MESSAGE_CONTENT": "text", "REASONING_MESSAGE_CONTENT": "reasoning",
+                            "TOOL_CALL_ARGS": "tool"}
+_FUSABLE_KEYS: dict[str, frozenset[str]] = {
+    "text": frozenset({"type", "messageId", "delta", "timestamp"}),
+    "reasoning": frozenset({"type", "messageId", "delta", "timestamp"}),
+    "tool": frozenset({"type", "toolCallId", "delta", "timestamp"}),
+}
+
+
 def _type_of(event: Any) -> str | None:
     if isinstance(event, ev.UnknownEvent):
         return event.type
@@ -412,7 +450,7 @@ def replay(source: Source, *, state: ThreadState | None = None, now: datetime | 
         ProtocolError: the recording breaks the protocol; ``.result`` holds what was folded before.
     """
     del now  # expiry is judged where a decision is made (ResumeBuilder, RunResult.expired_interrupts)
-    session = RunSession(state, run_input=run_input)
+    session = RunSession(state, run_input=run_input, events=False)
     thread = session.state
     adopting = thread.adopt_payloads
     # Events decoded here are seen by nobody else, so the fold may keep their payloads uncopied.

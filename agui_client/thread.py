@@ -76,6 +76,7 @@ class _ThreadCore:
             self._state.thread_id = thread_id
             self._version = stored.version
         self._owner = f"{uuid.uuid4()}"
+        self._quiet = False  # set by run(): nobody reads the events of that stream
 
     @property
     def state(self) -> ThreadState:
@@ -144,7 +145,8 @@ class _ThreadCore:
             self._state.add_message(message)
         if plan.replace_state:
             self._state.set_state(plan.state)
-        return RunSession(self._state, run_input=plan.run_input)
+        # run() drops the events it reads, so their session may fold plain deltas without them.
+        return RunSession(self._state, run_input=plan.run_input, events=not self._quiet)
 
     def _warnings_into(self, session: RunSession, handle: StreamHandle) -> None:
         if handle.warnings:
@@ -311,10 +313,14 @@ class Thread(_ThreadCore):
             TransportError, HTTPStatusError, IdleTimeout: the exchange failed.
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
-        with self.stream(message, resume=resume, tools=tools, context=context, forwarded_props=forwarded_props,
-                         state=state, run_id=run_id) as events:
-            for _ in events:
-                pass
+        self._quiet = True
+        try:
+            with self.stream(message, resume=resume, tools=tools, context=context, forwarded_props=forwarded_props,
+                             state=state, run_id=run_id) as events:
+                for _ in events:
+                    pass
+        finally:
+            self._quiet = False
         assert events.result is not None
         return events.result
 
@@ -440,10 +446,14 @@ class AsyncThread(_ThreadCore):
                   tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
                   forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None) -> RunResult:
         """Send a run and fold it to the end (see :meth:`Thread.run`)."""
-        async with self.stream(message, resume=resume, tools=tools, context=context,
-                               forwarded_props=forwarded_props, state=state, run_id=run_id) as events:
-            async for _ in events:
-                pass
+        self._quiet = True
+        try:
+            async with self.stream(message, resume=resume, tools=tools, context=context,
+                                   forwarded_props=forwarded_props, state=state, run_id=run_id) as events:
+                async for _ in events:
+                    pass
+        finally:
+            self._quiet = False
         assert events.result is not None
         return events.result
 

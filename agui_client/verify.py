@@ -268,6 +268,17 @@ class RunVerifier:
 
     # -- feeding ------------------------------------------------------------------------------
 
+    def continues(self, kind: str, entity_id: str) -> bool:
+        """Whether an untagged delta of ``kind`` (``text``, ``reasoning``, ``tool``) for ``entity_id`` is valid now.
+
+        True exactly when :meth:`check` would accept the CONTENT/ARGS event without a warning.
+        """
+        if self._phase != "running":
+            return False
+        run = self._run
+        open_ids = run.messages if kind == "text" else run.tool_calls if kind == "tool" else run.reasoning_messages
+        return entity_id in open_ids
+
     def check(self, event: Event | UnknownEvent, index: int) -> list[StreamWarning]:
         """Check the next event and advance the state.
 

@@ -117,3 +117,39 @@ def test_a_collecting_session_survives_every_fault(evs: list[dict[str, Any]]) ->
     result = session.end()
     assert result.events == len(evs)
     dump_json(result.state.to_wire())
+
+
+def _fold_with(evs: list[dict[str, Any]], events: bool) -> tuple[Any, ...]:
+    session = RunSession(collect_errors=True, events=events)
+    for event in evs:
+        session.feed_payload(json.dumps(event).encode("utf-8", "surrogatepass"))
+    result = session.end()
+    return (json.dumps(result.state.to_wire(), sort_keys=True), [(e.index, e.rule, type(e)) for e in session.errors],
+            [(w.code, w.index) for w in result.warnings], result.outcome, result.pending_tool_call_ids)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams)
+def test_folding_without_event_objects_changes_nothing(evs: list[dict[str, Any]]) -> None:
+    """A session nobody reads events from folds plain deltas straight from their JSON: same outcome."""
+    assert _fold_with(evs, events=False) == _fold_with(evs, events=True)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1"}, {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "a"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "b", "timestamp": 5},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "c", "timestamp": "5"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "d", "subagentRunId": "s"},
+    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"}, {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{"}, {"type": "TOOL_CALL_ARGS", "toolCallId": "c1",
+                                                                  "delta": "}", "timestamp": 2**60},
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "x"},
+    {"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning"},
+    {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r1", "delta": "hm"},
+    {"type": "REASONING_MESSAGE_END", "messageId": "r1"}, {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+]), max_size=20))
+def test_fused_deltas_match_on_dense_delta_streams(evs: list[dict[str, Any]]) -> None:
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
+    assert _fold_with(stream, events=False) == _fold_with(stream, events=True)
