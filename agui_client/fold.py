@@ -45,7 +45,7 @@ __all__ = [
 
 Outcome = Literal["success", "interrupt", "cancelled", "error"]
 
-#: Version of the ``to_wire()`` / ``from_wire()`` layout (stores keep it so later releases can read them).
+#: Version of the ``dump()`` / ``load()`` layout (stores keep it so later releases can read them).
 STATE_FORMAT_VERSION = 1
 
 _NO_WARNINGS: tuple[StreamWarning, ...] = ()
@@ -156,7 +156,7 @@ class _Call:
 class _Entry:
     """One message while it may still change."""
 
-    __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete", "wire")
+    __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete")
 
     def __init__(self, message_id: str, role: str) -> None:
         self.id = message_id
@@ -167,9 +167,6 @@ class _Entry:
         self.attrs: dict[str, Any] = {}  # the message's other attributes (name, metadata, toolCallId …)
         self.frozen: msg.Message | None = None
         self.complete = True
-        # The wire form of ``frozen`` (valid while ``frozen`` is that same object): a thread saved
-        # after every run encodes only the messages that changed.
-        self.wire: tuple[msg.Message, dict[str, Any]] | None = None
 
     @classmethod
     def of(cls, message: msg.Message) -> _Entry:
@@ -199,14 +196,6 @@ class _Entry:
     def touch(self) -> None:
         self.frozen = None
 
-    def wire_form(self, warn: list[StreamWarning] | None) -> dict[str, Any]:
-        message = self.freeze(warn)
-        cached = self.wire
-        if cached is not None and cached[0] is message:
-            return cached[1]
-        form: dict[str, Any] = encode(message)
-        self.wire = (message, form)
-        return form
 
     def freeze(self, warn: list[StreamWarning] | None) -> msg.Message:
         if self.frozen is not None:
@@ -1041,16 +1030,14 @@ class ThreadState:
         """Everything a store needs to bring the thread back (``ThreadState.load`` reads it).
 
         Args:
-            share_state: put the thread's own state document, and its cached wire forms of the
-                messages, in the result instead of copies: for a caller that serialises the result at
-                once and never mutates it (the thread's save does). A large state is then not copied
-                once more per save, and unchanged messages are not encoded again.
+            share_state: put the thread's own state document in the result instead of a copy, for a
+                caller that serialises the result at once and never mutates it (the thread's save
+                does): a large state is then not copied once more per save.
         """
         return {
             "format": STATE_FORMAT_VERSION,
             "threadId": self.thread_id,
-            "messages": ([entry.wire_form(self.warnings) for entry in self._entries] if share_state
-                         else encode(self.messages)),
+            "messages": encode(self.messages),
             "state": self._state if share_state else _copy_json(self._state),
             "stateInSync": self.state_in_sync,
             "openInterrupts": encode(self._open_interrupts),

@@ -242,16 +242,3 @@ def test_surrogate_halves_split_across_tool_arguments_are_rejoined() -> None:
                      FINISH])
     call = result.state.tool_call("c")
     assert call is not None and call.function.arguments == '{"e":"\U0001f600"}'
-
-
-def test_a_save_reencodes_only_the_messages_that_changed() -> None:
-    thread = ThreadState()
-    replay(_explicit([("text", "m", ["hello"]), ("text", "n", ["there"])]), state=thread)
-    first = thread.dump(share_state=True)["messages"]
-    thread.apply(RunStartedEvent(thread_id="t", run_id="r2"))
-    thread.apply(TextMessageStartEvent(message_id="n"))
-    thread.apply(TextMessageContentEvent(message_id="n", delta="!"))
-    second = thread.dump(share_state=True)["messages"]
-    assert second[0] is first[0]                      # unchanged: the cached wire form
-    assert second[1] is not first[1] and second[1]["content"] == "there!"
-    assert thread.dump()["messages"][0] is not first[0]  # the public form is always fresh
