@@ -209,17 +209,6 @@ def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str:
     if not isinstance(data, Mapping):
         raise StoreError(f"thread {thread_id!r}: data must be a mapping, not {type(data).__name__}",
                          thread_id=thread_id)
-    if _orjson is not None:
-        # orjson writes NaN as null rather than refusing it: its text is used only when it holds no null
-        # (so no NaN hides in it; reading it back to compare would cost a second copy of the thread);
-        # it refuses lone surrogates, which take the path below.
-        try:
-            text: str = _orjson.dumps(dict(data)).decode("utf-8")
-        except (TypeError, ValueError):
-            pass
-        else:
-            if "null" not in text:
-                return text
     try:
         return json.dumps(dict(data), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
