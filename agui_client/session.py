@@ -121,6 +121,10 @@ class RunSession:
         max_depth: JSON nesting limit per payload.
         collect_errors: keep going after a protocol error (the faulty event is not applied) and
             record it in ``errors`` instead of raising; for verifiers and linters.
+        events: whether the caller wants the events back. With ``False`` (``replay()`` and
+            ``Thread.run()`` use it) a plain streamed delta continuing an open entity is folded straight
+            from its JSON and ``feed_payload`` returns no event for it; the thread, the errors and the
+            warnings are the same either way.
     """
 
     def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
@@ -179,7 +183,7 @@ class RunSession:
         except ProtocolError as exc:
             return self._fail(exc, index, None)
         if self._fuse and self._failed is None and type(value) is dict and self._fused_delta(value):
-            return _NO_EVENTS
+            return []
         return self._feed_value(value, index)
 
     def _fused_delta(self, value: dict[str, Any]) -> bool:
@@ -406,7 +410,6 @@ class RunSession:
         )
 
 
-_NO_EVENTS: list[ev.Event | ev.UnknownEvent] = []
 _FUSABLE: dict[str, str] = {"TEXT_MESSAGE_CONTENT": "text", "REASONING_MESSAGE_CONTENT": "reasoning",
                             "TOOL_CALL_ARGS": "tool"}
 _FUSABLE_KEYS: dict[str, frozenset[str]] = {
