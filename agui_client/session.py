@@ -120,7 +120,8 @@ class RunSession:
         run_input: the input that was sent, when known: its ids are compared with ``RUN_STARTED``'s.
         max_depth: JSON nesting limit per payload.
         collect_errors: keep going after a protocol error (the faulty event is not applied) and
-            record it in ``errors`` instead of raising; for verifiers and linters.
+            record it in ``errors`` instead of raising (each gets the final ``RunResult`` as ``.result``
+            when ``end()`` is called); for verifiers and linters.
         events: whether the caller wants the events back. With ``False`` (``replay()`` and
             ``Thread.run()`` use it) a plain streamed delta continuing an open entity is folded straight
             from its JSON and ``feed_payload`` returns no event for it; the thread, the errors and the
@@ -353,14 +354,20 @@ class RunSession:
             self._fail(exc, index if exc.index is None else exc.index, None)
         except ProtocolError as exc:
             self._fail(exc, index, None)
-        return self.result()
+        result = self.result()
+        for error in self.errors:
+            if error.result is None:
+                error.result = result
+        return result
 
     def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:
         exc.locate(run_id=self._run_id, index=index, event_type=event_type)
-        exc.result = self.result()
         if self.collect_errors:
+            # A result per collected error would cost the whole thread each time (a hostile stream can
+            # hold an error per event): end() gives them all the final one.
             self.errors.append(exc)
             return []
+        exc.result = self.result()
         self._failed = exc
         raise exc
 

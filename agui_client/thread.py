@@ -162,9 +162,6 @@ class _ThreadCore:
             self._warnings_into(session, handle)
             exc.result = session.result()
 
-    def _needs_claim(self, plan: _Plan) -> bool:
-        return plan.resuming
-
     def _tool_round(self, result: RunResult) -> bool:
         """Answer the pending frontend calls that have handlers; ``True`` when all were answered."""
         calls = result.pending_tool_calls
@@ -377,7 +374,7 @@ class Thread(_ThreadCore):
         return session.result()
 
     def _claim(self, plan: _Plan) -> int | None:
-        if not self._needs_claim(plan):
+        if not plan.resuming:
             return None
         if self._version is None:
             self._version = self._store.save(self.id, self._state.dump(), expected_version=None)
@@ -502,7 +499,7 @@ class AsyncThread(_ThreadCore):
         stream.result = result
 
     async def _claim(self, plan: _Plan) -> int | None:
-        if not self._needs_claim(plan):
+        if not plan.resuming:
             return None
         if self._version is None:
             self._version = await asyncio.to_thread(self._store.save, self.id, self._state.dump(),

@@ -154,8 +154,9 @@ TRANSITIONS: Mapping[Phase, PhaseRow] = MappingProxyType({
 _TERMINATED: frozenset[Phase] = frozenset({"finished", "errored", "late-error"})
 _CHUNKS = (TextMessageChunkEvent, ToolCallChunkEvent, ReasoningMessageChunkEvent)
 _PASSIVE: frozenset[Any] = frozenset((StateSnapshotEvent, StateDeltaEvent, CustomEvent, RawEvent))
-_DELTAS: frozenset[Any] = frozenset(
-    (TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent))
+# Streamed deltas, by the kind of entity they continue.
+_DELTAS: dict[Any, str] = {TextMessageContentEvent: "text", ToolCallArgsEvent: "tool",
+                           ReasoningMessageContentEvent: "reasoning"}
 
 
 @define
@@ -273,11 +274,12 @@ class RunVerifier:
 
         True exactly when :meth:`check` would accept the CONTENT/ARGS event without a warning.
         """
-        if self._phase != "running":
-            return False
+        return self._phase == "running" and entity_id in self._open_streams(kind)
+
+    def _open_streams(self, kind: str) -> dict[str, _Owner]:
+        """The entities of ``kind`` (``text``, ``reasoning``, ``tool``) open in this run, with their owners."""
         run = self._run
-        open_ids = run.messages if kind == "text" else run.tool_calls if kind == "tool" else run.reasoning_messages
-        return entity_id in open_ids
+        return run.messages if kind == "text" else run.tool_calls if kind == "tool" else run.reasoning_messages
 
     def check(self, event: Event | UnknownEvent, index: int) -> list[StreamWarning]:
         """Check the next event and advance the state.
@@ -296,9 +298,7 @@ class RunVerifier:
         kind = type(event)
         if kind in _DELTAS and self._phase == "running":
             # The hot path: a delta continuing an entity open in this run, with an agreeing owner tag.
-            run = self._run
-            open_ids = (run.messages if kind is TextMessageContentEvent else
-                        run.tool_calls if kind is ToolCallArgsEvent else run.reasoning_messages)
+            open_ids = self._open_streams(_DELTAS[kind])
             entity_id = event.tool_call_id if kind is ToolCallArgsEvent else event.message_id  # type: ignore[union-attr]
             tag = event.subagent_run_id  # type: ignore[union-attr]
             if entity_id in open_ids and (tag is None or tag == open_ids[entity_id]):
