@@ -24,7 +24,7 @@ import attrs
 from attrs import frozen
 
 from .codec import _orjson, encode, parse_json
-from .errors import StreamWarning
+from .errors import ProtocolError, StreamWarning
 from .patch import PatchFailed, apply_patch
 from .types import events as ev
 from .types import messages as msg
@@ -1146,7 +1146,7 @@ def parsed_arguments(call: msg.ToolCall) -> JSON:
     """A tool call's arguments parsed as JSON, or ``None`` when they are not JSON (kept raw in the call)."""
     try:
         return parse_json(call.function.arguments, check_duplicates=False) if call.function.arguments else {}
-    except Exception:  # noqa: BLE001 - any parse failure means "not JSON"
+    except ProtocolError:  # parse_json reports every way text is not (acceptable) JSON as one
         return None
 
 
