@@ -180,7 +180,7 @@ def test_importing_the_package_pulls_in_no_extra() -> None:
     # agui_client adds on top of its dependencies.
     completed = _run_python(f"""
         import sys
-        import httpx, httpx_sse, attrs, cattrs, dateutil, jsonpatch, jsonschema
+        import httpx, attrs, cattrs, dateutil, jsonpatch, jsonschema
         before = set(sys.modules)
         import agui_client
         added = set(sys.modules) - before
