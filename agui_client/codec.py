@@ -244,13 +244,38 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
             Python, invalid UTF-8, or a duplicated key in the event object.
         LimitExceeded: nesting deeper than ``max_depth``.
     """
+    orjson = _orjson
+    value: Any = _NOT_PARSED
+    if orjson is not None and type(data) is bytes:
+        # The common case (bytes from the wire, written compactly) in a few C calls: a flat object, or
+        # one that orjson writes back byte for byte (see below); anything else takes the general path.
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            value = _UNREADABLE
+        else:
+            if type(value) is dict and _ORJSON_PROOF_DEPTH <= max_depth:
+                try:
+                    if orjson.dumps(value) == data:
+                        return value
+                except (TypeError, ValueError):
+                    pass
+    return _parse_general(data, value, max_depth, check_duplicates)
+
+
+def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_depth: int,
+                   check_duplicates: bool) -> Any:
+    """``parse_json`` beyond its fast path; ``value`` is orjson's reading of ``data`` if it was read."""
     raw: bytes | str = data if type(data) is bytes or isinstance(data, str) else bytes(data)
     if _orjson is not None:
         # The flat case first, on the text as given: orjson reads an ASCII str without copying it.
-        try:
-            value = _orjson.loads(raw)
-        except _orjson.JSONDecodeError:
+        if value is _UNREADABLE:
             value = _NOT_PARSED
+        elif value is _NOT_PARSED:
+            try:
+                value = _orjson.loads(raw)
+            except _orjson.JSONDecodeError:
+                value = _NOT_PARSED
         if (type(value) is dict and max_depth >= 1
                 and (raw.count(":") if type(raw) is str else raw.count(b":")) == len(value)  # type: ignore[arg-type]
                 and _scalars_only(value)):
@@ -279,6 +304,7 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
 
 
 _NOT_PARSED: Any = object()
+_UNREADABLE: Any = object()  # orjson refused the text (the stdlib parser says why, or reads it)
 
 
 def _scalars_only(value: dict[str, Any]) -> bool:
@@ -352,6 +378,9 @@ def _orjson_write_depth() -> int | None:
 
 
 _ORJSON_WRITE_DEPTH = _orjson_write_depth()
+#: The least ``max_depth`` for which "orjson writes it back" also proves the depth limit (no proof when
+#: orjson has no write limit of its own).
+_ORJSON_PROOF_DEPTH = _ORJSON_WRITE_DEPTH if _ORJSON_WRITE_DEPTH is not None else 2**62
 
 
 def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
@@ -1066,7 +1095,7 @@ def _plain_pointer(path: Any) -> bool:
         "~" not in path or path.count("~") == path.count("~0") + path.count("~1"))))
 
 
-def _plain_patch(patch: Any) -> bool:
+def plain_patch(patch: Any) -> bool:
     """``_check_patch`` would accept ``patch`` without dropping or warning about anything."""
     for op in patch:
         if type(op) is not dict:
@@ -1088,11 +1117,11 @@ def _plain_patch(patch: Any) -> bool:
 
 
 def _plain_state_delta(value: dict[str, Any]) -> bool:
-    return _plain_patch(value["delta"])
+    return plain_patch(value["delta"])
 
 
 def _plain_activity_delta(value: dict[str, Any]) -> bool:
-    return _plain_patch(value["patch"])
+    return plain_patch(value["patch"])
 
 
 #: For each class with a ``_SPECIFIC_CHECKS`` entry, a predicate true when that check passes silently

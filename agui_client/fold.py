@@ -838,6 +838,19 @@ class ThreadState:
         self._changed()
         return _NO_WARNINGS
 
+    def patch_state(self, delta: list[Any]) -> bool:
+        """Apply a STATE_DELTA's patch without an event object, adopting its values (parsed for this alone).
+
+        Returns ``False``, changing nothing, when the patch does not apply (the caller then folds the
+        event the ordinary way, which reports why).
+        """
+        try:
+            self._state = apply_patch(self._state, delta, adopt_values=True)
+        except PatchFailed:
+            return False
+        self._state_changed()
+        return True
+
     def _on_state_delta(self, event: ev.StateDeltaEvent) -> Sequence[StreamWarning]:
         try:
             self._state = apply_patch(self._state, event.delta)

@@ -216,24 +216,84 @@ class _Doc:
         return self.root
 
 
-def _value(op: dict[str, Any], budget: list[int]) -> Any:
+def _value(op: dict[str, Any], budget: list[int] | None) -> Any:
     if "value" not in op:
         raise _Fail(f"{op.get('op')!r} operation needs a 'value'")
     value = op["value"]
     # The patch's values are the event's: copy containers so the state never shares them.
-    return _copy(value, budget) if type(value) in (dict, list) else value
+    return _copy(value, budget) if budget is not None and type(value) in (dict, list) else value
 
 
-def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAULT_COPY_BUDGET) -> Any:
+def _apply_single(document: Any, op: Any, copy_budget: int, adopt_values: bool) -> Any:
+    """The commonest patch, one add/replace/remove below the root, without the undo machinery.
+
+    A single operation that fails has changed nothing, so there is nothing to undo. Returns
+    ``_MISSING`` for anything else (the general path takes it).
+    """
+    if type(op) is not dict:
+        return _MISSING
+    name = op.get("op")
+    path = op.get("path")
+    if (name != "replace" and name != "add" and name != "remove") or type(path) is not str or len(path) < 2 \
+            or path[0] != "/" or "~" in path:
+        return _MISSING
+    tokens = path[1:].split("/")
+    key = tokens.pop()
+    try:
+        parent = _walk(document, tokens) if tokens else document
+        if name != "remove":
+            if "value" not in op:
+                raise _Fail(f"{name!r} operation needs a 'value'")
+            value = op["value"]
+            if not adopt_values and type(value) in (dict, list):
+                value = _copy(value, [copy_budget])
+        kind = type(parent)
+        if kind is dict:
+            if name == "add":
+                parent[key] = value
+            elif key not in parent:
+                raise _Fail(f"cannot {name} missing member {key!r}")
+            elif name == "replace":
+                parent[key] = value
+            else:
+                del parent[key]
+        elif kind is list:
+            index = _index(key, len(parent), allow_end=name == "add")
+            if name == "add":
+                parent.insert(index, value)
+            elif name == "replace":
+                parent[index] = value
+            else:
+                del parent[index]
+        else:
+            where = "into" if name == "add" else "from" if name == "remove" else "inside"
+            raise _Fail(f"cannot {name} {where} a {type(parent).__name__}")
+    except _Fail as exc:
+        raise PatchFailed(str(exc), 0) from None
+    except RecursionError:
+        raise PatchFailed("value nested too deeply to copy", 0) from None
+    return document
+
+
+def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAULT_COPY_BUDGET,
+                adopt_values: bool = False) -> Any:
     """Apply an RFC 6902 patch to ``document`` in place, all or nothing; returns the new document.
 
     Use the returned value: an operation on the root (``""``) returns a new document. On failure
     every change already made is undone, so the document is exactly as it was.
 
+    ``adopt_values=True`` inserts the patch's ``value`` members themselves instead of copies: for a
+    patch nobody else holds (parsed for this call alone), so the document may own its values.
+
     Raises:
         PatchFailed: an operation did not apply (``op_index`` says which); the document is unchanged.
     """
+    if len(patch) == 1:
+        done = _apply_single(document, patch[0], copy_budget, adopt_values)
+        if done is not _MISSING:
+            return done
     doc = _Doc(document, copy_budget)
+    values_budget = None if adopt_values else doc.budget
     last = len(patch) - 1
     i = 0
     try:
@@ -247,10 +307,9 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
                 raise _Fail("a patch operation needs a string 'path'")
             tokens = parse_pointer(path)
             if name == "add":
-                doc.add(tokens, _value(op, doc.budget))
+                doc.add(tokens, _value(op, values_budget))
             elif name == "replace":
-                value = _value(op, doc.budget)
-                doc.replace(tokens, value)
+                doc.replace(tokens, _value(op, values_budget))
             elif name == "remove":
                 doc.remove(tokens)
             elif name == "test":

@@ -183,8 +183,13 @@ class RunSession:
             value = codec.parse_json(data, max_depth=self.max_depth)
         except ProtocolError as exc:
             return self._fail(exc, index, None)
-        if self._fuse and self._failed is None and type(value) is dict and self._fused_delta(value):
-            return []
+        if self._fuse and self._failed is None and type(value) is dict:
+            kind = value.get("type")
+            if kind == "STATE_DELTA":
+                if self._fused_state_delta(value):
+                    return []
+            elif self._fused_delta(value):
+                return []
         return self._feed_value(value, index)
 
     def _fused_delta(self, value: dict[str, Any]) -> bool:
@@ -208,6 +213,28 @@ class RunSession:
         if not self._chunks.idle or not self._verifier.continues(kind, entity):
             return False
         return self.state.append_delta(kind, entity, delta)
+
+    def _fused_state_delta(self, value: dict[str, Any]) -> bool:
+        """Fold a plain STATE_DELTA straight from its JSON, when every rule would accept it as is; else ``False``.
+
+        Qualifies: only a patch (and perhaps a valid timestamp) that applies, in a running run, while no
+        chunk lane is open (a non-chunk event would close it). The patch is not validated first: the
+        applier refuses, changing nothing, every operation the codec would refuse or drop (not an
+        object, an unknown ``op``, a bad pointer, a missing ``value`` or ``from``), and the ordinary path
+        then reports it.
+        """
+        if not value.keys() <= _STATE_DELTA_KEYS:
+            return False
+        delta = value.get("delta")
+        if type(delta) is not list:
+            return False
+        if "timestamp" in value:
+            stamp = value["timestamp"]
+            if type(stamp) is not int or not -codec.MAX_SAFE_INT <= stamp <= codec.MAX_SAFE_INT:
+                return False
+        if not self._chunks.idle or not self._verifier.running:
+            return False
+        return self.state.patch_state(delta)
 
     def feed_event(self, event: ev.Event | ev.UnknownEvent | Mapping[str, Any]) -> list[ev.Event | ev.UnknownEvent]:
         """Fold one already-decoded event (or a wire mapping); returns the events it produced."""
@@ -424,6 +451,9 @@ _FUSABLE_KEYS: dict[str, frozenset[str]] = {
     "reasoning": frozenset({"type", "messageId", "delta", "timestamp"}),
     "tool": frozenset({"type", "toolCallId", "delta", "timestamp"}),
 }
+
+
+_STATE_DELTA_KEYS = frozenset({"type", "delta", "timestamp"})
 
 
 def _type_of(event: Any) -> str | None:

@@ -276,6 +276,11 @@ class RunVerifier:
         """
         return self._phase == "running" and entity_id in self._open_streams(kind)
 
+    @property
+    def running(self) -> bool:
+        """Whether a run is open: :meth:`check` accepts a state, custom or raw event now without a warning."""
+        return self._phase == "running"
+
     def _open_streams(self, kind: str) -> dict[str, _Owner]:
         """The entities of ``kind`` (``text``, ``reasoning``, ``tool``) open in this run, with their owners."""
         run = self._run

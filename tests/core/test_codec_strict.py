@@ -710,4 +710,4 @@ def test_the_fast_patch_check_passes_exactly_what_the_checked_one_passes_silentl
                 silent = codec._check_patch([op], "delta") is None
             except codec._FieldError:
                 silent = False
-        assert codec._plain_patch([op]) == (silent and not sink.items), op
+        assert codec.plain_patch([op]) == (silent and not sink.items), op

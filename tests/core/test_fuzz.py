@@ -153,3 +153,45 @@ def test_folding_without_event_objects_changes_nothing(evs: list[dict[str, Any]]
 def test_fused_deltas_match_on_dense_delta_streams(evs: list[dict[str, Any]]) -> None:
     stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
     assert _fold_with(stream, events=False) == _fold_with(stream, events=True)
+
+
+def _fold_compact(evs: list[dict[str, Any]], events: bool) -> tuple[Any, ...]:
+    session = RunSession(collect_errors=True, events=events)
+    for event in evs:
+        session.feed_payload(json.dumps(event, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    result = session.end()
+    return (json.dumps(result.state.to_wire(), sort_keys=True), [(e.index, e.rule, type(e)) for e in session.errors],
+            [(w.code, w.index, w.pointer) for w in result.warnings], result.state.state_in_sync)
+
+
+state_patch_ops = st.one_of(
+    patch_ops,
+    st.fixed_dictionaries({"op": st.sampled_from(["add", "replace", "remove"]),
+                           "path": st.sampled_from(["/a", "/a/0", "/a/1", "/a/-", "/b", "/b/c", "/c", "/a~0x", "/a~2"]),
+                           "value": json_values}),
+    st.just("not an op"), st.just({"op": 1, "path": "/a"}), st.just({"op": "add", "path": 7, "value": 1}),
+    st.just({"op": "copy", "path": "/d", "from": "a"}), st.just({"op": "move", "path": "/d", "from": "/a"}),
+    st.just({"op": "replace", "path": "/a"}),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(
+    st.fixed_dictionaries({"type": st.just("STATE_DELTA"), "delta": st.lists(state_patch_ops, max_size=3)},
+                          optional={"timestamp": st.one_of(st.integers(0, 10), st.just("1"), st.just(2**60)),
+                                    "subagentRunId": st.just("s"), "rawEvent": st.just({"x": 1})}),
+    st.just({"type": "STATE_DELTA", "delta": {"op": "add", "path": "/a", "value": 1}}),
+    st.just({"type": "STATE_DELTA"}),
+    st.just({"type": "STATE_SNAPSHOT", "snapshot": {"a": [1, 2], "b": {"c": None}}}),
+    st.just({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "x"}),
+    st.just({"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}),
+), max_size=20))
+def test_fused_state_deltas_match_the_event_path(evs: list[dict[str, Any]]) -> None:
+    """STATE_DELTA folded straight from its JSON: the same state, errors, warnings and sync flag as the events.
+
+    The fused path does not validate a patch before applying it: it relies on the applier refusing,
+    unchanged, whatever the codec would refuse or drop. Malformed and unknown operations are mixed in
+    to prove it, and compact JSON takes the codec's write-back fast path.
+    """
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
+    assert _fold_compact(stream, events=False) == _fold_compact(stream, events=True)

@@ -450,3 +450,25 @@ def test_feed_payloads_gives_what_feed_gives(payloads: list[str], eol: bytes, cu
     raw = [p for c in chunks for p in by_payload.feed_payloads(c)] + [f.data for f in by_payload.close()]
     assert [p if isinstance(p, str) else p.decode() for p in raw] == frames
     assert by_payload.warnings == by_frame.warnings
+
+
+@pytest.mark.parametrize("extra", ["", "é", "\u2028"])
+@pytest.mark.parametrize("invalid", [False, True])
+def test_a_read_of_canonical_frames_gives_their_payloads_whole(extra: str, invalid: bool) -> None:
+    """Many canonical frames in one read (the bulk path): same payloads, counters and warnings as frames."""
+    payloads = [b'{"n":%d,"s":"%s"}' % (i, extra.encode()) for i in range(50)]
+    if invalid:
+        payloads[7] = b'{"n":7,"s":"\xff"}'  # not UTF-8: replaced and warned, as the frame path does
+    body = b"".join(b"data: " + p + b"\n\n" for p in payloads)
+    odd = b"id: 9\nevent: x\ndata: {}\n\n"
+    by_frame, by_payload = SSEDecoder(), SSEDecoder()
+    frames = by_frame.feed(body)
+    raw = by_payload.feed_payloads(body)
+    assert [p if isinstance(p, str) else p.decode() for p in raw] == [f.data for f in frames]
+    assert all(isinstance(p, bytes) for p in raw) == (not invalid)  # valid UTF-8 stays bytes for the parser
+    assert by_payload.warnings == by_frame.warnings
+    assert bool(by_frame.warnings) == invalid
+    # The next frame is located exactly as the frame-by-frame decoder locates it.
+    (after_frame,) = by_frame.feed(odd)
+    (after_payload,) = by_payload.feed(odd)
+    assert (after_payload.line, after_payload.offset, after_payload.id) == (after_frame.line, after_frame.offset, "9")
