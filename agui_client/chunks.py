@@ -163,9 +163,20 @@ class ChunkExpander:
             SequenceError: a first chunk lacks its id (or a tool call's name), a continuation
                 disagrees with its opener, or an id-less chunk could continue several lanes.
         """
-        if type(event) in _PASS_WHEN_IDLE and not self._lanes:
-            # Most of any stream; with no chunk lane open these pass untouched.
-            return [event]
+        if not self._lanes:
+            # Most of any stream; with no chunk lane open these pass untouched (a START or END only
+            # updates the explicitly opened ids, for TX-14).
+            kind = type(event)
+            if kind in _PASS_WHEN_IDLE:
+                return [event]
+            opened = _OPENS.get(kind)
+            if opened is not None:
+                self._explicit[opened].add(event.tool_call_id if opened == "tool" else event.message_id)  # type: ignore[union-attr,arg-type]
+                return [event]
+            closed = _CLOSES.get(kind)
+            if closed is not None:
+                self._explicit[closed].discard(event.tool_call_id if closed == "tool" else event.message_id)  # type: ignore[union-attr]
+                return [event]
         match event:
             case TextMessageChunkEvent() | ToolCallChunkEvent() | ReasoningMessageChunkEvent():
                 return self._chunk(event, index)
@@ -481,6 +492,11 @@ class ChunkExpander:
     def _error(self, message: str, chunk: _Chunk, index: int | None, *, rule: str, pointer: str) -> SequenceError:
         return SequenceError(message, run_id=self._run_id, index=index, event_type=chunk.TYPE, pointer=pointer,
                              rule=rule)
+
+_OPENS: dict[type, _Kind] = {TextMessageStartEvent: "text", ToolCallStartEvent: "tool",
+                             ReasoningMessageStartEvent: "reasoning"}
+_CLOSES: dict[type, _Kind] = {TextMessageEndEvent: "text", ToolCallEndEvent: "tool",
+                              ReasoningMessageEndEvent: "reasoning"}
 
 
 def _owner_label(owner: _Owner) -> str:

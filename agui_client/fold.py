@@ -1103,6 +1103,12 @@ _HOT: dict[type, Any] = {
     ev.ReasoningMessageContentEvent: ThreadState._on_text_content,
     ev.ToolCallArgsEvent: ThreadState._on_tool_args,
     ev.StateDeltaEvent: ThreadState._on_state_delta,
+    ev.TextMessageStartEvent: lambda self, event: self._on_message_start(event.message_id, event.role or "assistant",
+                                                                         event),
+    ev.TextMessageEndEvent: ThreadState._on_message_end,
+    ev.ToolCallStartEvent: ThreadState._on_tool_start,
+    ev.ToolCallEndEvent: ThreadState._on_tool_end,
+    ev.ToolCallResultEvent: ThreadState._on_tool_result,
 }
 
 _UNDECLARED: Any = object()

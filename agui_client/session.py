@@ -183,36 +183,42 @@ class RunSession:
             value = codec.parse_json(data, max_depth=self.max_depth)
         except ProtocolError as exc:
             return self._fail(exc, index, None)
-        if self._fuse and self._failed is None and type(value) is dict:
-            kind = value.get("type")
-            if kind == "STATE_DELTA":
-                if self._fused_state_delta(value):
-                    return []
-            elif self._fused_delta(value):
+        if self._fuse and type(value) is dict:
+            fused = _FUSED.get(value.get("type"))  # type: ignore[arg-type]
+            if fused is not None and self._failed is None and fused(self, value):
                 return []
         return self._feed_value(value, index)
 
-    def _fused_delta(self, value: dict[str, Any]) -> bool:
+    def _fused_delta(self, value: dict[str, Any], kind: str, id_key: str) -> bool:
         """Fold a plain streamed delta directly, when every rule would accept it as is; else ``False``.
 
         Exactly the events the full path accepts without a warning qualify: a TEXT_MESSAGE_CONTENT,
         REASONING_MESSAGE_CONTENT or TOOL_CALL_ARGS with only its id, a string delta and perhaps a valid
         timestamp, continuing an entity open in the running run, while no chunk lane is open.
         """
-        kind = _FUSABLE.get(value.get("type"))  # type: ignore[arg-type]
-        if kind is None or not value.keys() <= _FUSABLE_KEYS[kind]:
-            return False
-        entity = value.get("toolCallId" if kind == "tool" else "messageId")
+        entity = value.get(id_key)
         delta = value.get("delta")
         if type(entity) is not str or type(delta) is not str:
             return False
-        if "timestamp" in value:
-            stamp = value["timestamp"]
-            if type(stamp) is not int or not -codec.MAX_SAFE_INT <= stamp <= codec.MAX_SAFE_INT:
+        # With the type, the id and the delta read, three keys are exactly those; a fourth must be a
+        # valid timestamp.
+        size = len(value)
+        if size != 3:
+            stamp = value.get("timestamp")
+            if size != 4 or type(stamp) is not int or not -codec.MAX_SAFE_INT <= stamp <= codec.MAX_SAFE_INT:
                 return False
         if not self._chunks.idle or not self._verifier.continues(kind, entity):
             return False
         return self.state.append_delta(kind, entity, delta)
+
+    def _fused_text(self, value: dict[str, Any]) -> bool:
+        return self._fused_delta(value, "text", "messageId")
+
+    def _fused_reasoning(self, value: dict[str, Any]) -> bool:
+        return self._fused_delta(value, "reasoning", "messageId")
+
+    def _fused_args(self, value: dict[str, Any]) -> bool:
+        return self._fused_delta(value, "tool", "toolCallId")
 
     def _fused_state_delta(self, value: dict[str, Any]) -> bool:
         """Fold a plain STATE_DELTA straight from its JSON, when every rule would accept it as is; else ``False``.
@@ -444,12 +450,12 @@ class RunSession:
         )
 
 
-_FUSABLE: dict[str, str] = {"TEXT_MESSAGE_CONTENT": "text", "REASONING_MESSAGE_CONTENT": "reasoning",
-                            "TOOL_CALL_ARGS": "tool"}
-_FUSABLE_KEYS: dict[str, frozenset[str]] = {
-    "text": frozenset({"type", "messageId", "delta", "timestamp"}),
-    "reasoning": frozenset({"type", "messageId", "delta", "timestamp"}),
-    "tool": frozenset({"type", "toolCallId", "delta", "timestamp"}),
+#: The events a session whose events nobody reads may fold straight from their JSON.
+_FUSED: dict[str, Callable[[RunSession, dict[str, Any]], bool]] = {
+    "TEXT_MESSAGE_CONTENT": RunSession._fused_text,
+    "REASONING_MESSAGE_CONTENT": RunSession._fused_reasoning,
+    "TOOL_CALL_ARGS": RunSession._fused_args,
+    "STATE_DELTA": RunSession._fused_state_delta,
 }
 
 

@@ -310,6 +310,9 @@ class RunVerifier:
                 return []
         elif kind in _PASSIVE and self._phase == "running":
             return []  # attribution on these is provenance, not ownership (SP-14): nothing to check
+        elif kind in _RUNNING_HOT and self._phase == "running":
+            # Opening and closing messages and tool calls inside a run: the phase stays "running".
+            return _RUNNING_HOT[kind](self, event, index)  # type: ignore[no-any-return]
         if isinstance(event, UnknownEvent):
             return []
         if isinstance(event, _CHUNKS):
@@ -362,21 +365,18 @@ class RunVerifier:
                 pass
             case TextMessageStartEvent():
                 return self._text_start(event, index)
-            case TextMessageContentEvent() | TextMessageEndEvent():
-                is_end = isinstance(event, TextMessageEndEvent)
+            case TextMessageContentEvent():
                 self._continue(run.messages, event.message_id, event.subagent_run_id, event, index, kind="text message",
-                               rule="TX-02/AGUI102" if is_end else "TX-02/AGUI101", pointer="/messageId")
-                if is_end:
-                    del run.messages[event.message_id]
+                               rule="TX-02/AGUI101", pointer="/messageId")
+            case TextMessageEndEvent():
+                return self._text_end(event, index)
             case ToolCallStartEvent():
                 return self._tool_call_start(event, index)
-            case ToolCallArgsEvent() | ToolCallEndEvent():
-                is_end = isinstance(event, ToolCallEndEvent)
+            case ToolCallArgsEvent():
                 self._continue(run.tool_calls, event.tool_call_id, event.subagent_run_id, event, index,
-                               kind="tool call", rule="TC-02/AGUI202" if is_end else "TC-02/AGUI201",
-                               pointer="/toolCallId")
-                if is_end:
-                    del run.tool_calls[event.tool_call_id]
+                               kind="tool call", rule="TC-02/AGUI201", pointer="/toolCallId")
+            case ToolCallEndEvent():
+                return self._tool_call_end(event, index)
             case ToolCallResultEvent():
                 return self._tool_call_result(event, index)
             case ReasoningStartEvent():
@@ -443,6 +443,20 @@ class RunVerifier:
         run.message_owner[message_id] = owner
         self._message_run[message_id] = run.number
         return warnings
+
+    def _text_end(self, event: TextMessageEndEvent, index: int) -> list[StreamWarning]:
+        run = self._run
+        self._continue(run.messages, event.message_id, event.subagent_run_id, event, index, kind="text message",
+                       rule="TX-02/AGUI102", pointer="/messageId")
+        del run.messages[event.message_id]
+        return []
+
+    def _tool_call_end(self, event: ToolCallEndEvent, index: int) -> list[StreamWarning]:
+        run = self._run
+        self._continue(run.tool_calls, event.tool_call_id, event.subagent_run_id, event, index, kind="tool call",
+                       rule="TC-02/AGUI202", pointer="/toolCallId")
+        del run.tool_calls[event.tool_call_id]
+        return []
 
     def _tool_call_start(self, event: ToolCallStartEvent, index: int) -> list[StreamWarning]:
         run, call_id, tag = self._run, event.tool_call_id, event.subagent_run_id
@@ -697,3 +711,13 @@ class RunVerifier:
 
 def _owner_label(owner: _Owner) -> str:
     return "the parent agent" if owner is None else f"subagent {owner!r}"
+
+
+# Events that open or close an entity inside a running run, dispatched without walking the match.
+_RUNNING_HOT: dict[type, Any] = {
+    TextMessageStartEvent: RunVerifier._text_start,
+    TextMessageEndEvent: RunVerifier._text_end,
+    ToolCallStartEvent: RunVerifier._tool_call_start,
+    ToolCallEndEvent: RunVerifier._tool_call_end,
+    ToolCallResultEvent: RunVerifier._tool_call_result,
+}
