@@ -35,6 +35,7 @@ import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from ._build import builder
 from .errors import AguiWarning, DecodeError, LimitExceeded, StreamWarning
 from .types import events as ev
 from .types import messages as msg
@@ -1263,7 +1264,7 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
     def for_shape(shape: tuple[str, ...]) -> Callable[[Any], Any]:
         if not required_keys <= set(shape) or not all(key in specs or key in tags for key in shape):
             return _always_fallback  # a required field is missing or a key is unknown: the checked path says so
-        namespace: dict[str, Any] = {"FB": _Fallback, "cls": cls, "check": check}
+        namespace: dict[str, Any] = {"FB": _Fallback, "cls": builder(cls), "check": check}
         lines = ["def fast(v):"]
         arguments = []
         for i, key in enumerate(shape):
@@ -1316,7 +1317,7 @@ def _emit_field(lines: list[str], namespace: dict[str, Any], spec: _FastField, x
 def _generic_builder(cls: type, specs: dict[str, _FastField], tags: dict[str, str | None],
                      check: Callable[[dict[str, Any]], bool] | None) -> Callable[[Any], Any]:
     """The fast builder for any shape of ``cls``: probes every field (slower than a shape's own)."""
-    namespace: dict[str, Any] = {"FB": _Fallback, "cls": cls, "check": check, "M": _ABSENT}
+    namespace: dict[str, Any] = {"FB": _Fallback, "cls": builder(cls), "check": check, "M": _ABSENT}
     lines = ["def fast(v):", "    g = v.get", "    n = 0", "    kw = {}"]
     required = 0
     for i, (key, spec) in enumerate(specs.items()):

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import attrs
 from attrs import frozen
 
+from ._build import builder
 from .codec import _orjson, encode, parse_json
 from .errors import ProtocolError, StreamWarning
 from .patch import PatchFailed, apply_patch
@@ -144,9 +145,9 @@ class _Call:
         if self.frozen is None:
             if len(self.args) > 1 or (self.args and _SURROGATE.search(self.args[0])):
                 self.args = [_join_text(self.args, warn, self.id)]
-            self.frozen = msg.ToolCall(
+            self.frozen = _new_tool_call(
                 id=self.id,
-                function=msg.FunctionCall(name=self.name, arguments=self.args[0] if self.args else ""),
+                function=_new_function_call(name=self.name, arguments=self.args[0] if self.args else ""),
                 encrypted_value=self.encrypted_value,
                 metadata=self.metadata,
             )
@@ -211,10 +212,9 @@ class _Entry:
             kwargs["content"] = self.value
         if self.calls is not None:
             kwargs["tool_calls"] = tuple(c.freeze(warn) for c in self.calls)
-        cls = _ROLE_CLASSES[self.role]
-        if cls is msg.ActivityMessage and kwargs.get("content") is None:
+        if self.role == "activity" and kwargs.get("content") is None:
             kwargs["content"] = {}
-        self.frozen = cls(id=self.id, **kwargs)
+        self.frozen = _ROLE_BUILDERS[self.role](id=self.id, **kwargs)
         return self.frozen
 
 
@@ -226,6 +226,11 @@ _ROLE_CLASSES: dict[str, Any] = {
     for c in (msg.DeveloperMessage, msg.SystemMessage, msg.AssistantMessage, msg.UserMessage, msg.ToolMessage,
               msg.ActivityMessage, msg.ReasoningMessage)
 }
+
+
+_ROLE_BUILDERS: dict[str, Any] = {role: builder(cls) for role, cls in _ROLE_CLASSES.items()}
+_new_tool_call = builder(msg.ToolCall)
+_new_function_call = builder(msg.FunctionCall)
 
 
 def _join_text(parts: list[str], warn: list[StreamWarning] | None, entity: str) -> str:
