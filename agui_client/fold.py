@@ -853,7 +853,9 @@ class ThreadState:
             self._state = apply_patch(self._state, delta, adopt_values=True)
         except PatchFailed:
             return False
-        self._state_changed()
+        self._state_view_valid = False  # _state_changed(), inlined for the commonest event of state streams
+        self._state_view = None
+        self.version += 1
         return True
 
     def _on_state_delta(self, event: ev.StateDeltaEvent) -> Sequence[StreamWarning]:

@@ -39,7 +39,7 @@ class _Fail(Exception):
     pass
 
 
-_Undo = Callable[[], None]
+_Undo = Callable[[], None] | tuple[int, Any, Any, Any]
 _MISSING: Any = object()
 
 
@@ -212,7 +212,19 @@ class _Doc:
 
     def rollback(self) -> Any:
         for step in reversed(self.undo):
-            step()
+            if isinstance(step, tuple):
+                action, container, key, old = step
+                if action == _SET:
+                    if old is _MISSING:
+                        del container[key]
+                    else:
+                        container[key] = old
+                elif action == _DELETE:
+                    del container[key]
+                else:
+                    container.insert(key, old)
+            else:
+                step()
         return self.root
 
 
@@ -224,55 +236,70 @@ def _value(op: dict[str, Any], budget: list[int] | None) -> Any:
     return _copy(value, budget) if budget is not None and type(value) in (dict, list) else value
 
 
-def _apply_single(document: Any, op: Any, copy_budget: int, adopt_values: bool) -> Any:
-    """The commonest patch, one add/replace/remove below the root, without the undo machinery.
+# Undo entries of the simple operations, as tuples (no closure per change): (action, container, key, old).
+_SET = 0  # container[key] = old, or delete the key when old is _MISSING
+_DELETE = 1  # del container[key] (a list insertion)
+_INSERT = 2  # container.insert(key, old) (a list removal)
 
-    A single operation that fails has changed nothing, so there is nothing to undo. Returns
-    ``_MISSING`` for anything else (the general path takes it).
+
+def _simple_op(document: Any, name: str, path: str, op: dict[str, Any], budget: list[int] | None,
+               undo: list[Any] | None) -> None:
+    """Apply an add/replace/remove whose ``path`` is below the root and has no escapes.
+
+    Records how to undo it in ``undo`` when given; ``budget`` is ``None`` to adopt the value uncopied.
     """
-    if type(op) is not dict:
-        return _MISSING
-    name = op.get("op")
-    path = op.get("path")
-    if (name != "replace" and name != "add" and name != "remove") or type(path) is not str or len(path) < 2 \
-            or path[0] != "/" or "~" in path:
-        return _MISSING
     tokens = path[1:].split("/")
     key = tokens.pop()
-    try:
-        parent = _walk(document, tokens) if tokens else document
-        if name != "remove":
-            if "value" not in op:
-                raise _Fail(f"{name!r} operation needs a 'value'")
-            value = op["value"]
-            if not adopt_values and type(value) in (dict, list):
-                value = _copy(value, [copy_budget])
-        kind = type(parent)
-        if kind is dict:
-            if name == "add":
-                parent[key] = value
-            elif key not in parent:
-                raise _Fail(f"cannot {name} missing member {key!r}")
-            elif name == "replace":
-                parent[key] = value
-            else:
-                del parent[key]
-        elif kind is list:
-            index = _index(key, len(parent), allow_end=name == "add")
-            if name == "add":
-                parent.insert(index, value)
-            elif name == "replace":
-                parent[index] = value
-            else:
-                del parent[index]
+    parent = document
+    for token in tokens:  # _walk, inlined: this runs for nearly every operation of every delta
+        if type(parent) is dict:
+            if token not in parent:
+                raise _Fail(f"path segment {token!r} not found")
+            parent = parent[token]
+        elif type(parent) is list:
+            parent = parent[_index(token, len(parent), allow_end=False)]
         else:
-            where = "into" if name == "add" else "from" if name == "remove" else "inside"
-            raise _Fail(f"cannot {name} {where} a {type(parent).__name__}")
-    except _Fail as exc:
-        raise PatchFailed(str(exc), 0) from None
-    except RecursionError:
-        raise PatchFailed("value nested too deeply to copy", 0) from None
-    return document
+            raise _Fail(f"path segment {token!r} goes through a {type(parent).__name__}")
+    value: Any = None
+    if name != "remove":
+        if "value" not in op:
+            raise _Fail(f"{name!r} operation needs a 'value'")
+        value = op["value"]
+        if budget is not None and type(value) in (dict, list):
+            value = _copy(value, budget)
+    kind = type(parent)
+    if kind is dict:
+        if name == "add":
+            if undo is not None:
+                undo.append((_SET, parent, key, parent.get(key, _MISSING)))
+            parent[key] = value
+        elif key not in parent:
+            raise _Fail(f"cannot {name} missing member {key!r}")
+        elif name == "replace":
+            if undo is not None:
+                undo.append((_SET, parent, key, parent[key]))
+            parent[key] = value
+        else:
+            old = parent.pop(key)
+            if undo is not None:
+                undo.append((_SET, parent, key, old))
+    elif kind is list:
+        index = _index(key, len(parent), allow_end=name == "add")
+        if name == "add":
+            parent.insert(index, value)
+            if undo is not None:
+                undo.append((_DELETE, parent, index, None))
+        elif name == "replace":
+            if undo is not None:
+                undo.append((_SET, parent, index, parent[index]))
+            parent[index] = value
+        else:
+            old = parent.pop(index)
+            if undo is not None:
+                undo.append((_INSERT, parent, index, old))
+    else:
+        where = "into" if name == "add" else "from" if name == "remove" else "inside"
+        raise _Fail(f"cannot {name} {where} a {type(parent).__name__}")
 
 
 def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAULT_COPY_BUDGET,
@@ -289,9 +316,21 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
         PatchFailed: an operation did not apply (``op_index`` says which); the document is unchanged.
     """
     if len(patch) == 1:
-        done = _apply_single(document, patch[0], copy_budget, adopt_values)
-        if done is not _MISSING:
-            return done
+        # The commonest patch: one add/replace/remove below the root. A single operation that fails has
+        # changed nothing, so it needs no undo log.
+        op = patch[0]
+        if type(op) is dict:
+            name = op.get("op")
+            path = op.get("path")
+            if (name == "replace" or name == "add" or name == "remove") and type(path) is str and len(path) > 1 \
+                    and path[0] == "/" and "~" not in path:
+                try:
+                    _simple_op(document, name, path, op, None if adopt_values else [copy_budget], None)
+                except _Fail as exc:
+                    raise PatchFailed(str(exc), 0) from None
+                except RecursionError:
+                    raise PatchFailed("value nested too deeply to copy", 0) from None
+                return document
     doc = _Doc(document, copy_budget)
     values_budget = None if adopt_values else doc.budget
     last = len(patch) - 1
@@ -301,10 +340,15 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
             if type(op) is not dict:
                 raise _Fail("a patch operation must be an object")
             name = op.get("op")
-            doc.record = i < last or name == "move"
+            record = i < last or name == "move"
             path = op.get("path")
             if type(path) is not str:
                 raise _Fail("a patch operation needs a string 'path'")
+            if (name == "replace" or name == "add" or name == "remove") and len(path) > 1 and path[0] == "/" \
+                    and "~" not in path:
+                _simple_op(doc.root, name, path, op, values_budget, doc.undo if record else None)
+                continue
+            doc.record = record
             tokens = parse_pointer(path)
             if name == "add":
                 doc.add(tokens, _value(op, values_budget))

@@ -229,14 +229,13 @@ class RunSession:
         object, an unknown ``op``, a bad pointer, a missing ``value`` or ``from``), and the ordinary path
         then reports it.
         """
-        if not value.keys() <= _STATE_DELTA_KEYS:
-            return False
         delta = value.get("delta")
         if type(delta) is not list:
             return False
-        if "timestamp" in value:
-            stamp = value["timestamp"]
-            if type(stamp) is not int or not -codec.MAX_SAFE_INT <= stamp <= codec.MAX_SAFE_INT:
+        size = len(value)  # the type and the delta; a third key must be a valid timestamp
+        if size != 2:
+            stamp = value.get("timestamp")
+            if size != 3 or type(stamp) is not int or not -codec.MAX_SAFE_INT <= stamp <= codec.MAX_SAFE_INT:
                 return False
         if not self._chunks.idle or not self._verifier.running:
             return False
@@ -459,9 +458,6 @@ _FUSED: dict[str, Callable[[RunSession, dict[str, Any]], bool]] = {
 }
 
 
-_STATE_DELTA_KEYS = frozenset({"type", "delta", "timestamp"})
-
-
 def _type_of(event: Any) -> str | None:
     if isinstance(event, ev.UnknownEvent):
         return event.type
@@ -502,8 +498,7 @@ def replay(source: Source, *, state: ThreadState | None = None, now: datetime | 
     # Events decoded here are seen by nobody else, so the fold may keep their payloads uncopied.
     thread.adopt_payloads = isinstance(source, (str, bytes, bytearray, os.PathLike)) or hasattr(source, "read")
     try:
-        for _ in replay_events(source, session, format=format, max_event_bytes=max_event_bytes):
-            pass
+        _fold_all(source, session, format, max_event_bytes)
         return session.end()
     finally:
         thread.adopt_payloads = adopting
@@ -516,33 +511,53 @@ def replay_events(source: Source, session: RunSession, *, format: Literal["auto"
     Text and files are read block by block, as a live stream would arrive: a recording is never held
     whole, nor are all its lines or frames at once.
     """
+    for batch in _batches(source, session, format, max_event_bytes):
+        for item in batch:
+            if isinstance(item, (str, bytes)):
+                yield from session.feed_payload(item)
+            else:
+                yield from session.feed_event(item)
+
+
+def _fold_all(source: Source, session: RunSession, format: Literal["auto", "sse", "jsonl"],
+              max_event_bytes: int) -> None:
+    """``replay_events`` for a caller that wants no events: one step per payload, no generator in between."""
+    feed = session.feed_payload
+    for batch in _batches(source, session, format, max_event_bytes):
+        for item in batch:
+            if isinstance(item, (str, bytes)):
+                feed(item)
+            else:
+                session.feed_event(item)
+
+
+def _batches(source: Source, session: RunSession, format: Literal["auto", "sse", "jsonl"],
+             max_event_bytes: int) -> Iterator[list[Any]]:
+    """The recording's payloads (or events), a block's worth at a time."""
     if isinstance(source, str) and "\n" not in source and len(source) < 4096 and os.path.isfile(source):
         source = Path(source)  # a file's name, not a one-line recording (which would start with data: or {)
     if isinstance(source, os.PathLike):
         with open(source, "rb") as handle:
-            yield from _replay_blocks(iter(lambda: handle.read(_REPLAY_BLOCK), b""), session, format, max_event_bytes)
+            yield from _block_batches(iter(lambda: handle.read(_REPLAY_BLOCK), b""), session, format, max_event_bytes)
         return
     if isinstance(source, (str, bytes, bytearray)):
         data = bytes(source, "utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
         blocks = (data[i:i + _REPLAY_BLOCK] for i in range(0, len(data), _REPLAY_BLOCK))
-        yield from _replay_blocks(blocks, session, format, max_event_bytes)
+        yield from _block_batches(blocks, session, format, max_event_bytes)
         return
     if hasattr(source, "read"):  # a binary file (stdin, a socket file …)
         reader = cast("Any", source)
-        yield from _replay_blocks(iter(lambda: bytes(reader.read(_REPLAY_BLOCK)), b""), session, format,
+        yield from _block_batches(iter(lambda: bytes(reader.read(_REPLAY_BLOCK)), b""), session, format,
                                   max_event_bytes)
         return
     for item in source:
-        if isinstance(item, (str, bytes)):
-            yield from session.feed_payload(item)
-        elif isinstance(item, (Mapping, ev.UnknownEvent)) or attrs.has(type(item)):
-            yield from session.feed_event(cast("ev.Event | ev.UnknownEvent | Mapping[str, Any]", item))
-        else:
+        if not (isinstance(item, (str, bytes, Mapping, ev.UnknownEvent)) or attrs.has(type(item))):
             raise TypeError(f"cannot replay {type(item).__name__!r}: expected events, mappings or JSON text")
+        yield [item]
 
 
-def _replay_blocks(blocks: Iterator[bytes], session: RunSession, format: Literal["auto", "sse", "jsonl"],
-                   max_event_bytes: int) -> Iterator[ev.Event | ev.UnknownEvent]:
+def _block_batches(blocks: Iterator[bytes], session: RunSession, format: Literal["auto", "sse", "jsonl"],
+                   max_event_bytes: int) -> Iterator[list[Any]]:
     first = next(blocks, b"")
     kind = format if format != "auto" else _detect(first)
     blocks = itertools.chain((first,), blocks)
@@ -552,30 +567,27 @@ def _replay_blocks(blocks: Iterator[bytes], session: RunSession, format: Literal
             lines = (carry + block).split(b"\n") if carry else block.split(b"\n")
             carry = lines.pop()
             if len(carry) > max_event_bytes:
+                yield [line for line in lines if line and not line.isspace()]
                 session._fail(LimitExceeded(f"a JSONL line grew past {max_event_bytes} bytes", limit=max_event_bytes,
                                             rule="TR-11"), session.index, None)
                 return
-            for line in lines:
-                if line and not line.isspace():
-                    yield from session.feed_payload(line)
+            yield [line for line in lines if line and not line.isspace()]
         if carry and not carry.isspace():
-            yield from session.feed_payload(carry)
+            yield [carry]
         return
     decoder = SSEDecoder(max_event_bytes=max_event_bytes)
     try:
         for block in blocks:
             payloads = decoder.feed_payloads(block)
             _sse_warnings(decoder, session)
-            for payload in payloads:
-                yield from session.feed_payload(payload)
+            yield payloads
         frames = decoder.close()
     except LimitExceeded as exc:
         _sse_warnings(decoder, session)
         session._fail(exc, session.index, None)
         return
     _sse_warnings(decoder, session)
-    for frame in frames:
-        yield from session.feed_payload(frame.data)
+    yield [frame.data for frame in frames]
 
 
 _REPLAY_BLOCK = 64 * 1024

@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import itemgetter, not_
 from typing import Any
 
 import attrs
@@ -77,8 +77,11 @@ def _all_canonical(blocks: list[bytes], body: bytes, limit: int) -> bool:
         return False
     if body.isascii():
         return True
+    # Only the frames that hold non-ASCII bytes need decoding to prove them UTF-8 (decoding a whole
+    # read builds a wide string of all of it).
     try:
-        body.decode()
+        for block in compress(blocks, map(not_, map(bytes.isascii, blocks))):
+            block.decode()
     except UnicodeDecodeError:
         return False  # the frame-by-frame path replaces and warns
     return True

@@ -109,8 +109,9 @@ operation = st.one_of(
 
 
 @settings(max_examples=400, deadline=None)
-@given(json_doc, st.lists(operation, min_size=1, max_size=4))
-def test_agrees_with_the_jsonpatch_library(document: Any, patch: list[Any]) -> None:
+@given(json_doc, st.lists(operation, min_size=1, max_size=4), st.booleans())
+def test_agrees_with_the_jsonpatch_library(document: Any, patch: list[Any], adopt: bool) -> None:
+    """Same result or same refusal; a refused patch (single or multi-operation) leaves the document as it was."""
     ours_doc = copy.deepcopy(document)
     try:
         expected = jsonpatch.JsonPatch(patch).apply(copy.deepcopy(document))
@@ -121,7 +122,7 @@ def test_agrees_with_the_jsonpatch_library(document: Any, patch: list[Any]) -> N
     if any(op["op"] == "test" for op in patch):
         return
     try:
-        ours = apply_patch(ours_doc, patch)
+        ours = apply_patch(ours_doc, copy.deepcopy(patch) if adopt else patch, adopt_values=adopt)
     except PatchFailed:
         assert not expected_ok, (document, patch, expected)
         assert json.dumps(ours_doc, sort_keys=True) == json.dumps(document, sort_keys=True)
