@@ -148,6 +148,13 @@ class ChunkExpander:
         """Whether no chunk lane is open (every event other than a chunk passes through unchanged)."""
         return not self._lanes
 
+    def note_explicit(self, kind: _Kind, entity_id: str, *, opened: bool) -> None:
+        """Record an explicit START (``opened``) or END of ``kind`` folded without :meth:`feed` (no lane open)."""
+        if opened:
+            self._explicit[kind].add(entity_id)
+        else:
+            self._explicit[kind].discard(entity_id)
+
     def feed(self, event: Event | UnknownEvent, index: int | None = None) -> list[Event | UnknownEvent]:
         """Expand one event.
 

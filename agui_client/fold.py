@@ -585,6 +585,87 @@ class ThreadState:
         self._changed()
         return _NO_WARNINGS
 
+    # -- the fused path's half (RunSession folds plain events from their JSON) ----------------------
+    # Each ``plain_*`` method makes exactly the change ``apply`` makes for the event without metadata or
+    # owner tag, and returns ``True``; or, when the event is not that plain case (it would warn, or
+    # meet a held id), changes nothing and returns ``False`` for the ordinary path to fold it.
+
+    def plain_message_start(self, message_id: str, role: str) -> bool:
+        """TEXT_MESSAGE_START opening a new message."""
+        if message_id in self._by_id:
+            return False
+        entry = _Entry(message_id, role)
+        entry.text = []
+        entry.complete = False
+        self._insert(entry)
+        self._changed()
+        return True
+
+    def plain_message_end(self, message_id: str) -> bool:
+        """TEXT_MESSAGE_END of a held text message."""
+        entry = self._by_id.get(message_id)
+        if entry is None or entry.role == "activity":
+            return False
+        entry.complete = True
+        self._incomplete.discard(message_id)
+        if entry.text is not None and len(entry.text) > 1:
+            entry.text = [_join_text(entry.text, self.warnings, entry.id)]
+        return True
+
+    def plain_tool_start(self, tool_call_id: str, name: str, parent_id: str | None) -> bool:
+        """TOOL_CALL_START of a new call, on a held assistant message or a new one."""
+        if tool_call_id in self._calls:
+            return False  # TC-22: a repeated START
+        parent = self._by_id.get(parent_id if parent_id is not None else tool_call_id)
+        if parent_id is None and parent is not None:
+            return False  # the call's own id already names a message
+        if parent is not None and parent.role != "assistant":
+            return False  # TC-08
+        run = self.last_run
+        if run is not None:
+            run.started_tool_calls[tool_call_id] = None
+        if parent is None:
+            parent = _Entry(parent_id if parent_id is not None else tool_call_id, "assistant")
+            self._insert(parent)
+        call = _Call(tool_call_id, name, complete=False)
+        if parent.calls is None:
+            parent.calls = []
+        parent.calls.append(call)
+        self._calls[tool_call_id] = (parent, call)
+        parent.frozen = None
+        self._changed()
+        return True
+
+    def plain_tool_end(self, tool_call_id: str) -> bool:
+        """TOOL_CALL_END of a held call whose arguments are JSON (or empty)."""
+        found = self._calls.get(tool_call_id)
+        if found is None:
+            return False
+        call = found[1]
+        args = call.args
+        joined = args[0] if len(args) == 1 else "".join(args)
+        if args and not _is_json(joined):
+            return False  # TC-06 warns
+        call.complete = True
+        self._incomplete.discard(tool_call_id)
+        if len(args) > 1:
+            call.args = [joined]
+        return True
+
+    def plain_tool_result(self, message_id: str, tool_call_id: str, content: str) -> bool:
+        """TOOL_CALL_RESULT minting a new tool message."""
+        if message_id in self._by_id:
+            return False
+        run = self.last_run
+        if run is not None:
+            run.answered_tool_calls.add(tool_call_id)
+        entry = _Entry(message_id, "tool")
+        entry.value = content
+        entry.attrs["tool_call_id"] = tool_call_id
+        self._place_tool_message(entry, tool_call_id)
+        self._changed()
+        return True
+
     def append_delta(self, kind: str, entity_id: str, delta: str) -> bool:
         """Fold a streamed delta (``text``, ``reasoning`` or ``tool`` arguments) without an event object.
 

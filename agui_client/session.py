@@ -211,6 +211,64 @@ class RunSession:
             return False
         return self.state.append_delta(kind, entity, delta)
 
+    # Plain STARTs, ENDs and results: only the keys below, each of its wire type, no owner tag, no
+    # metadata. The verifier says whether the event is plain in sequence (``plain_*``), the thread folds
+    # it only if it meets no held id and warns about nothing, and only then does the verifier record it.
+
+    def _fused_text_start(self, value: dict[str, Any]) -> bool:
+        message_id = value.get("messageId")
+        role = value.get("role")
+        if type(message_id) is not str or len(value) != _plain_size(value, role == "assistant") \
+                or not self._chunks.idle or not self._verifier.plain_open("text", message_id) \
+                or not self.state.plain_message_start(message_id, "assistant"):
+            return False
+        self._verifier.record_open("text", message_id)
+        self._chunks.note_explicit("text", message_id, opened=True)
+        return True
+
+    def _fused_text_end(self, value: dict[str, Any]) -> bool:
+        message_id = value.get("messageId")
+        if type(message_id) is not str or len(value) != _plain_size(value) or not self._chunks.idle \
+                or not self._verifier.continues("text", message_id) or not self.state.plain_message_end(message_id):
+            return False
+        self._verifier.record_close("text", message_id)
+        self._chunks.note_explicit("text", message_id, opened=False)
+        return True
+
+    def _fused_tool_start(self, value: dict[str, Any]) -> bool:
+        call_id = value.get("toolCallId")
+        name = value.get("toolCallName")
+        parent = value.get("parentMessageId")
+        if type(call_id) is not str or type(name) is not str or (parent is not None and type(parent) is not str) \
+                or len(value) != _plain_size(value, parent is not None) + 1 or not self._chunks.idle \
+                or not self._verifier.plain_open("tool", call_id, parent) \
+                or not self.state.plain_tool_start(call_id, name, parent):
+            return False
+        self._verifier.record_open("tool", call_id, parent)
+        self._chunks.note_explicit("tool", call_id, opened=True)
+        return True
+
+    def _fused_tool_end(self, value: dict[str, Any]) -> bool:
+        call_id = value.get("toolCallId")
+        if type(call_id) is not str or len(value) != _plain_size(value) or not self._chunks.idle \
+                or not self._verifier.continues("tool", call_id) or not self.state.plain_tool_end(call_id):
+            return False
+        self._verifier.record_close("tool", call_id)
+        self._chunks.note_explicit("tool", call_id, opened=False)
+        return True
+
+    def _fused_tool_result(self, value: dict[str, Any]) -> bool:
+        message_id = value.get("messageId")
+        call_id = value.get("toolCallId")
+        content = value.get("content")
+        if type(message_id) is not str or type(call_id) is not str or type(content) is not str \
+                or len(value) != _plain_size(value, value.get("role") == "tool") + 2 or not self._chunks.idle \
+                or not self._verifier.plain_result(call_id) \
+                or not self.state.plain_tool_result(message_id, call_id, content):
+            return False
+        self._verifier.record_result(call_id, message_id)
+        return True
+
     def _fused_text(self, value: dict[str, Any]) -> bool:
         return self._fused_delta(value, "text", "messageId")
 
@@ -455,7 +513,26 @@ _FUSED: dict[str, Callable[[RunSession, dict[str, Any]], bool]] = {
     "REASONING_MESSAGE_CONTENT": RunSession._fused_reasoning,
     "TOOL_CALL_ARGS": RunSession._fused_args,
     "STATE_DELTA": RunSession._fused_state_delta,
+    "TEXT_MESSAGE_START": RunSession._fused_text_start,
+    "TEXT_MESSAGE_END": RunSession._fused_text_end,
+    "TOOL_CALL_START": RunSession._fused_tool_start,
+    "TOOL_CALL_END": RunSession._fused_tool_end,
+    "TOOL_CALL_RESULT": RunSession._fused_tool_result,
 }
+
+
+def _plain_size(value: dict[str, Any], extra: bool = False) -> int:
+    """How many keys a plain event has: its type and id, ``extra`` (one more read key), a valid timestamp.
+
+    A timestamp that is present but not a safe integer gives a size no event matches (-1).
+    """
+    size = 3 if extra else 2
+    if "timestamp" in value:
+        stamp = value["timestamp"]
+        if type(stamp) is not int or not -codec.MAX_SAFE_INT <= stamp <= codec.MAX_SAFE_INT:
+            return -1
+        size += 1
+    return size
 
 
 def _type_of(event: Any) -> str | None:

@@ -276,6 +276,53 @@ class RunVerifier:
         """
         return self._phase == "running" and entity_id in self._open_streams(kind)
 
+    # -- the fused path's half (RunSession folds plain events from their JSON) ----------------------
+    # Each ``plain_*`` check is pure and true exactly when :meth:`check` would accept the event without
+    # an error or a warning and without a phase change; the matching ``record_*`` then makes the change
+    # :meth:`check` would make. An untagged event is assumed (the session only fuses those).
+
+    def plain_open(self, kind: str, entity_id: str, parent_id: str | None = None) -> bool:
+        """Whether an untagged TEXT_MESSAGE_START (``text``) or TOOL_CALL_START (``tool``) is plain now."""
+        if self._phase != "running":
+            return False
+        if kind == "text":
+            return (entity_id not in self._run.messages and entity_id not in self._message_run
+                    and not (self._known_message_ids is not None and self._known_message_ids(entity_id)))
+        run = self._run
+        return entity_id not in run.tool_calls and entity_id not in run.tool_call_owner \
+            and self._tool_call_run.get(entity_id) != run.number
+
+    def record_open(self, kind: str, entity_id: str, parent_id: str | None = None) -> None:
+        """The change :meth:`check` makes for a plain start (see :meth:`plain_open`)."""
+        run = self._run
+        if kind == "text":
+            owner = run.message_owner.get(entity_id)
+            run.messages[entity_id] = owner
+            run.message_owner[entity_id] = owner
+            self._message_run[entity_id] = run.number
+            return
+        # A tool call belongs to the message that carries it (TC-14).
+        owner = run.message_owner.get(parent_id) if parent_id is not None else None
+        run.tool_calls[entity_id] = owner
+        run.tool_call_owner[entity_id] = owner
+        self._tool_call_run[entity_id] = run.number
+
+    def record_close(self, kind: str, entity_id: str) -> None:
+        """The change :meth:`check` makes for an END that :meth:`continues` the entity."""
+        del self._open_streams(kind)[entity_id]
+
+    def plain_result(self, tool_call_id: str) -> bool:
+        """Whether an untagged TOOL_CALL_RESULT for ``tool_call_id`` is plain now (a closed, known call)."""
+        return self._phase == "running" and tool_call_id not in self._run.tool_calls \
+            and self._tool_call_known(tool_call_id)
+
+    def record_result(self, tool_call_id: str, message_id: str) -> None:
+        """The change :meth:`check` makes for a plain TOOL_CALL_RESULT."""
+        run = self._run
+        run.answered.add(tool_call_id)
+        run.message_owner[message_id] = None
+        self._message_run[message_id] = run.number
+
     @property
     def running(self) -> bool:
         """Whether a run is open: :meth:`check` accepts a state, custom or raw event now without a warning."""

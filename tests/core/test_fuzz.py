@@ -195,3 +195,89 @@ def test_fused_state_deltas_match_the_event_path(evs: list[dict[str, Any]]) -> N
     """
     stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
     assert _fold_compact(stream, events=False) == _fold_compact(stream, events=True)
+
+
+_ids = st.sampled_from(["m1", "m2", "c1", "c2", "t1"])
+_stamp = {"timestamp": st.one_of(st.integers(0, 9), st.just(2**60), st.just("1"))}
+_structural = st.one_of(
+    st.fixed_dictionaries({"type": st.just("TEXT_MESSAGE_START"), "messageId": _ids},
+                          optional={"role": st.sampled_from(["assistant", "user", None]), **_stamp,
+                                    "subagentRunId": st.just("s1"), "metadata": st.just({"k": 1})}),
+    st.fixed_dictionaries({"type": st.just("TEXT_MESSAGE_END"), "messageId": _ids},
+                          optional={**_stamp, "subagentRunId": st.just("s1")}),
+    st.fixed_dictionaries({"type": st.just("TEXT_MESSAGE_CONTENT"), "messageId": _ids,
+                           "delta": st.sampled_from(["a", "\ud83d", "\ude00"])}),
+    st.fixed_dictionaries({"type": st.just("TOOL_CALL_START"), "toolCallId": _ids,
+                           "toolCallName": st.sampled_from(["f", "g"])},
+                          optional={"parentMessageId": st.one_of(_ids, st.none()), **_stamp,
+                                    "subagentRunId": st.just("s1"), "metadata": st.just({"k": 1})}),
+    st.fixed_dictionaries({"type": st.just("TOOL_CALL_ARGS"), "toolCallId": _ids,
+                           "delta": st.sampled_from(["{", "}", '{"a":1}', "x"])}),
+    st.fixed_dictionaries({"type": st.just("TOOL_CALL_END"), "toolCallId": _ids},
+                          optional={**_stamp, "metadata": st.just({"k": 1})}),
+    st.fixed_dictionaries({"type": st.just("TOOL_CALL_RESULT"), "messageId": _ids, "toolCallId": _ids,
+                           "content": st.one_of(st.sampled_from(["ok", ""]), st.just([{"type": "text", "text": "x"}]))},
+                          optional={"role": st.sampled_from(["tool", "user"]), **_stamp,
+                                    "subagentRunId": st.just("s1")}),
+    st.fixed_dictionaries({"type": st.just("TEXT_MESSAGE_CHUNK"), "messageId": _ids, "delta": st.just("x")}),
+    st.fixed_dictionaries({"type": st.just("TOOL_CALL_CHUNK"), "toolCallId": _ids, "toolCallName": st.just("f"),
+                           "delta": st.just("{}")}),
+    st.fixed_dictionaries({"type": st.just("SUBAGENT_STARTED"), "subagentRunId": st.just("s1"),
+                           "name": st.just("sub")}),
+    st.just({"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "m1", "role": "user", "content": "hi"},
+                                                       {"id": "c2", "role": "activity", "activityType": "p",
+                                                        "content": {}}]}),
+    st.just({"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}),
+    st.just({"type": "RUN_STARTED", "threadId": "t", "runId": "r2"}),
+)
+
+
+@st.composite
+def _conversations(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Mostly well-formed text messages and tool calls (so the plain path is taken), with noise between."""
+    out: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 8))):
+        shape = draw(st.sampled_from(["text", "call", "call", "noise"]))
+        if shape == "text":
+            mid = draw(_ids)
+            out += [{"type": "TEXT_MESSAGE_START", "messageId": mid},
+                    {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": draw(st.sampled_from(["a", "\ud83d"]))},
+                    {"type": "TEXT_MESSAGE_END", "messageId": mid}]
+        elif shape == "call":
+            cid = draw(_ids)
+            start: dict[str, Any] = {"type": "TOOL_CALL_START", "toolCallId": cid, "toolCallName": "f"}
+            parent = draw(st.one_of(st.none(), _ids))
+            if parent is not None:
+                start["parentMessageId"] = parent
+            args = draw(st.sampled_from(['{"a":1}', "{"]))
+            out += [start, {"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": args},
+                    {"type": "TOOL_CALL_END", "toolCallId": cid}]
+            if draw(st.booleans()):
+                out.append({"type": "TOOL_CALL_RESULT", "messageId": draw(_ids), "toolCallId": draw(
+                    st.sampled_from([cid, cid, "c9"])), "content": "ok"})
+        else:
+            out.append(draw(_structural))
+    if draw(st.booleans()):
+        # perturb: drop, duplicate or stamp one event
+        i = draw(st.integers(0, len(out) - 1))
+        how = draw(st.sampled_from(["drop", "dup", "stamp"]))
+        if how == "drop":
+            del out[i]
+        elif how == "dup":
+            out.insert(i, dict(out[i]))
+        else:
+            out[i] = {**out[i], "timestamp": draw(_stamp["timestamp"])}
+    return out
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.lists(_structural, max_size=25), _conversations()))
+def test_fused_starts_ends_and_results_match_the_event_path(evs: list[dict[str, Any]]) -> None:
+    """TEXT_MESSAGE_START/END, TOOL_CALL_START/END/RESULT folded from their JSON fold as the events do.
+
+    Ids are drawn from a small pool so that starts repeat, results name messages and calls already
+    held, parents are tool calls or other roles, and chunks, subagents, snapshots and a second run
+    interleave: every case where the plain path must step aside.
+    """
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
+    assert _fold_compact(stream, events=False) == _fold_compact(stream, events=True)
