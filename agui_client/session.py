@@ -123,9 +123,12 @@ class RunSession:
             record it in ``errors`` instead of raising (each gets the final ``RunResult`` as ``.result``
             when ``end()`` is called); for verifiers and linters.
         events: whether the caller wants the events back. With ``False`` (``replay()`` and
-            ``Thread.run()`` use it) a plain streamed delta continuing an open entity is folded straight
-            from its JSON and ``feed_payload`` returns no event for it; the thread, the errors and the
-            warnings are the same either way.
+            ``Thread.run()`` use it) the plain cases of the commonest events (streamed deltas,
+            STATE_DELTA, starts and ends of messages and tool calls, tool results; see ``_FUSED``) are
+            folded straight from their JSON and ``feed_payload`` returns no event for them; the thread,
+            the errors and the warnings are the same either way. A new rule for one of those events
+            must be reflected in its fused handler's guard (property tests in tests/core/test_fuzz.py
+            compare both paths).
     """
 
     def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
