@@ -25,7 +25,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
-from operator import itemgetter, not_
+from operator import not_
 from typing import Any
 
 import attrs
@@ -68,23 +68,31 @@ class SSEFrame:
 
 _new_object = object.__new__
 _DATA_OBJECT = b"data: {"
-_PAYLOAD = itemgetter(slice(6, None))
 
 
-def _all_canonical(blocks: list[bytes], body: bytes, limit: int) -> bool:
-    """Every block (a single line) is a ``data: {`` line within ``limit``, and ``body`` is valid UTF-8."""
-    if not all(map(bytes.startswith, blocks, repeat(_DATA_OBJECT))) or max(map(len, blocks)) > limit:
-        return False
-    if body.isascii():
-        return True
-    # Only the frames that hold non-ASCII bytes need decoding to prove them UTF-8 (decoding a whole
-    # read builds a wide string of all of it).
-    try:
-        for block in compress(blocks, map(not_, map(bytes.isascii, blocks))):
-            block.decode()
-    except UnicodeDecodeError:
-        return False  # the frame-by-frame path replaces and warns
-    return True
+def _canonical_payloads(body: bytes, limit: int) -> list[bytes] | None:
+    """The payloads of the complete frames at the start of ``body`` when each is one canonical line.
+
+    ``body`` starts with ``data: {``. ``None`` when any complete frame is not a single ``data: {`` line
+    within ``limit`` bytes of valid UTF-8 (the frame-by-frame path then reads it, and warns).
+    """
+    cut = body.rfind(b"\n\n")
+    if cut < 0:
+        return None
+    head = body[6:cut]
+    payloads = head.split(b"\n\ndata: ")
+    if head.count(b"\n") != 2 * (len(payloads) - 1) or not all(map(bytes.startswith, payloads, repeat(b"{"))) \
+            or max(map(len, payloads)) + 6 > limit:
+        return None
+    if not head.isascii():
+        # Only the frames that hold non-ASCII bytes need decoding to prove them UTF-8 (decoding the
+        # whole read would build a wide string of all of it).
+        try:
+            for payload in compress(payloads, map(not_, map(bytes.isascii, payloads))):
+                payload.decode()
+        except UnicodeDecodeError:
+            return None
+    return payloads
 
 
 def _frame_new(data: str, id: str | None, line: int, offset: int) -> SSEFrame:
@@ -403,29 +411,32 @@ class SSEDecoder:
         one canonical ``data: {...}`` line with no event pending (what producers send, TR-19) is
         dispatched here directly; any other block goes through the line-by-line path.
         """
-        blocks = body.split(b"\n\n")
-        last = blocks.pop()  # its lines are complete, but no blank line follows them yet
         raw = self._raw
         step = 2 * eol
         limit = self._max
+        lineno = self._line
+        offset = self._offset
+        pending = self._event_line  # only the first block can continue an event
+        if raw and not pending and body.startswith(_DATA_OBJECT):
+            # What producers send: a run of canonical frames. Their payloads come out of one split on
+            # the frame boundary, in a few C-level passes, with no Python step per frame.
+            payloads = _canonical_payloads(body, limit)
+            if payloads is not None:
+                count = len(payloads)
+                frames.extend(payloads)  # type: ignore[arg-type]  # feed_payloads(): bytes, no SSEFrame
+                self._dispatched += count
+                consumed = sum(map(len, payloads)) + 8 * count  # "data: " and the blank line, per frame
+                lineno += 2 * count
+                offset += consumed - 2 * count + step * count
+                body = body[consumed:]
+        blocks = body.split(b"\n\n")
+        last = blocks.pop()  # its lines are complete, but no blank line follows them yet
         new_object = _new_object
         cls = SSEFrame
         append = frames.append
-        lineno = self._line
-        offset = self._offset
         last_id = self._last_id
-        pending = self._event_line  # only the first block can continue an event
         # One count tells whether every block is a single line, sparing a scan per block.
         single = body.count(b"\n") == 2 * len(blocks) + last.count(b"\n")
-        if raw and single and not pending and blocks and _all_canonical(blocks, body, limit):
-            # The whole read is canonical frames of valid UTF-8 (what producers send): their payloads
-            # in a few C-level passes, not a Python step per frame.
-            count = len(blocks)
-            frames.extend(map(_PAYLOAD, blocks))  # feed_payloads(): bytes, no SSEFrame
-            self._dispatched += count
-            lineno += 2 * count
-            offset += sum(map(len, blocks)) + step * count
-            blocks = []
         fast = 0  # frames dispatched here and not yet counted in self._dispatched
         for block in blocks:
             if block.startswith(b"data: {") and not pending and (single or b"\n" not in block):

@@ -454,13 +454,14 @@ def test_feed_payloads_gives_what_feed_gives(payloads: list[str], eol: bytes, cu
 
 @pytest.mark.parametrize("extra", ["", "é", "\u2028"])
 @pytest.mark.parametrize("invalid", [False, True])
-def test_a_read_of_canonical_frames_gives_their_payloads_whole(extra: str, invalid: bool) -> None:
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n"])
+def test_a_read_of_canonical_frames_gives_their_payloads_whole(extra: str, invalid: bool, eol: bytes) -> None:
     """Many canonical frames in one read (the bulk path): same payloads, counters and warnings as frames."""
     payloads = [b'{"n":%d,"s":"%s"}' % (i, extra.encode()) for i in range(50)]
     if invalid:
         payloads[7] = b'{"n":7,"s":"\xff"}'  # not UTF-8: replaced and warned, as the frame path does
-    body = b"".join(b"data: " + p + b"\n\n" for p in payloads)
-    odd = b"id: 9\nevent: x\ndata: {}\n\n"
+    body = b"".join(b"data: " + p + eol + eol for p in payloads) + b"data: {\"partial\":1}" + eol
+    odd = b"id: 9" + eol + b"event: x" + eol + b"data: {}" + eol + eol
     by_frame, by_payload = SSEDecoder(), SSEDecoder()
     frames = by_frame.feed(body)
     raw = by_payload.feed_payloads(body)
@@ -469,6 +470,8 @@ def test_a_read_of_canonical_frames_gives_their_payloads_whole(extra: str, inval
     assert by_payload.warnings == by_frame.warnings
     assert bool(by_frame.warnings) == invalid
     # The next frame is located exactly as the frame-by-frame decoder locates it.
-    (after_frame,) = by_frame.feed(odd)
-    (after_payload,) = by_payload.feed(odd)
+    (partial_frame, after_frame) = by_frame.feed(eol + odd)
+    (partial_payload, after_payload) = by_payload.feed(eol + odd)
+    assert partial_payload.data == partial_frame.data == '{"partial":1}'
+    assert (partial_payload.line, partial_payload.offset) == (partial_frame.line, partial_frame.offset)
     assert (after_payload.line, after_payload.offset, after_payload.id) == (after_frame.line, after_frame.offset, "9")
