@@ -251,10 +251,13 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
             value = _orjson.loads(raw)
         except _orjson.JSONDecodeError:
             value = _NOT_PARSED
-        if (type(value) is dict and max_depth >= 1
-                and (raw.count(":") if type(raw) is str else raw.count(b":")) == len(value)  # type: ignore[arg-type]
-                and _scalars_only(value)):
-            return value  # flat: distinct keys (see _no_duplicates), depth 1, no float to doubt
+        # Colons counted once (a colon is one byte in UTF-8, so the text's count is the bytes' count),
+        # and only when the object could be flat: a large payload is scanned as few times as possible.
+        colons = -1
+        if type(value) is dict and max_depth >= 1 and _scalars_only(value):
+            colons = raw.count(":") if type(raw) is str else raw.count(b":")  # type: ignore[arg-type]
+            if colons == len(value):
+                return value  # flat: distinct keys (see _no_duplicates), depth 1, no float to doubt
         blob: bytes | None = raw  # type: ignore[assignment]
         if type(raw) is not bytes:
             try:
@@ -262,10 +265,10 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
             except UnicodeEncodeError:
                 blob = None  # lone surrogates: only the stdlib parser reads them
         if blob is not None and value is not _NOT_PARSED:
-            colons = -1
             rewritten: bytes | None = None
             if type(value) is dict:
-                colons = blob.count(b":")
+                if colons < 0:
+                    colons = blob.count(b":")
                 rewritten = _rewrite(value)
                 if rewritten == blob and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH:
                     # orjson writes back exactly the text it read: no key was dropped as a duplicate, no
@@ -312,7 +315,7 @@ def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates
         if colons < 0:
             colons = raw.count(":") if isinstance(raw, str) else raw.count(b":")
         # As many colons as keys: a flat object with distinct keys (see _no_duplicates); else prove it.
-        if colons != len(value) and not _no_duplicates(raw, value, rewritten):
+        if colons != len(value) and not _no_duplicates(raw, value, rewritten, colons):
             _check_duplicates(raw, value)
     return value
 
@@ -386,7 +389,8 @@ def _type_of(value: Any) -> str | None:
     return kind if type(kind) is str else None
 
 
-def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | None = None) -> bool:
+def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | None = None,
+                   colons: int = -1) -> bool:
     """A cheap proof that ``raw`` needs no exact duplicate check (``False``: no proof, check).
 
     Three proofs, cheapest first. (1) Every key in the text is followed by a colon: as many colons as
@@ -395,10 +399,11 @@ def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | N
     nested check (``_check_duplicates``) would not be triggered. (3) Colons elsewhere are inside
     strings; writing the parsed value back (keys deduplicated, colons in strings written literally)
     gives the colons of a text without duplicates, which the original matches, counting ``\\u003a``
-    escapes, unless a key (and whatever its value held) was dropped as a duplicate.
+    escapes, unless a key (and whatever its value held) was dropped as a duplicate. ``colons``: the
+    text's colons when the caller already counted them (-1: not counted).
     """
     if isinstance(raw, str):
-        colons = raw.count(":")
+        colons = raw.count(":") if colons < 0 else colons
         if colons == len(value):
             return True  # a flat object: every colon is one of its (distinct) keys
         if (len(raw) > _LARGE or _orjson is None) and "\\" not in raw:
@@ -409,7 +414,7 @@ def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | N
                 return True  # each key written once, and no escape could spell one differently
         escaped = raw.count("\\u003a") + raw.count("\\u003A") if "\\u003" in raw else 0
     else:
-        colons = raw.count(b":")
+        colons = raw.count(b":") if colons < 0 else colons
         if colons == len(value):
             return True
         if (len(raw) > _LARGE or _orjson is None) and b"\\" not in raw:
@@ -1052,6 +1057,33 @@ def _fast_union(table: dict[str, type], tag: str) -> Callable[[Any], Any] | None
     return fast_union
 
 
+def _fast_union_list(table: dict[str, type], tag: str) -> Callable[[Any], Any] | None:
+    """``_fast_list(_fast_union(...))`` in one loop: a snapshot holds thousands of messages."""
+    members: dict[str, Callable[[Any], Any]] = {}
+    for name, cls in table.items():
+        member = _fast_for(cls)
+        if member is None:
+            return None
+        members[name] = member
+    get = members.get
+
+    def fast_union_list(value: Any) -> tuple[Any, ...]:
+        if type(value) is not list:
+            raise _Fallback
+        out: list[Any] = []
+        append = out.append
+        for item in value:
+            if type(item) is not dict:
+                raise _Fallback
+            name = item.get(tag)
+            member = get(name) if type(name) is str else None
+            if member is None:
+                raise _Fallback
+            append(member(item))
+        return tuple(out)
+    return fast_union_list
+
+
 def _fast_content(parts: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def fast_content(value: Any) -> Any:
         if type(value) is str:
@@ -1131,6 +1163,10 @@ def _fast_for(t: Any) -> Callable[[Any], Any] | None:
         fast = _fast_union(_RUN_OUTCOMES, "type")
     elif t == rn.SubagentFinishedOutcome:
         fast = _fast_union(_SUBAGENT_OUTCOMES, "type")
+    elif _is_homogeneous_tuple(t) and get_args(t)[0] == msg.Message:
+        fast = _fast_union_list(_MESSAGES, "role")
+    elif _is_homogeneous_tuple(t) and get_args(t)[0] == msg.ContentPart:
+        fast = _fast_union_list(_PARTS, "type")
     elif _is_homogeneous_tuple(t):
         item = _fast_for(get_args(t)[0])
         fast = None if item is None else _fast_list(item)
@@ -1236,7 +1272,7 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
             return _always_fallback  # a required field is missing or a key is unknown: the checked path says so
         namespace: dict[str, Any] = {"FB": _Fallback, "cls": cls, "check": check}
         lines = ["def fast(v):"]
-        arguments = []
+        arguments: list[tuple[str, str]] = []
         for i, key in enumerate(shape):
             x = f"x{i}"
             if key in tags:
@@ -1248,15 +1284,19 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
             spec = specs[key]
             lines.append(f"    {x} = v[{key!r}]")
             _emit_field(lines, namespace, spec, x, i, "    ")
-            arguments.append(f"{spec.name}={x}")
+            arguments.append((spec.name, x))
         if check is not None:
             lines.append("    if not check(v): raise FB")
-        lines.append(f"    return cls({', '.join(arguments)})")
+        if setters is None:
+            lines.append(f"    return cls({', '.join(f'{name}={x}' for name, x in arguments)})")
+        else:
+            lines += _emit_construction(namespace, setters, dict(arguments))
         exec("\n".join(lines), namespace)  # noqa: S102 - generated from the class's own fields
         built: Callable[[Any], Any] = namespace["fast"]
         return built
 
     generic = _generic_builder(cls, specs, tags, check)
+    setters = _slot_setters(cls)
 
     def fast(value: Any) -> Any:
         if type(value) is not dict:
@@ -1269,6 +1309,48 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
             built = shapes[shape] = for_shape(shape)
         return built(value)
     return fast
+
+
+def _slot_setters(cls: type) -> list[tuple[str, Any, Any]] | None:
+    """Per field of ``cls``, in order: its ``__init__`` keyword, its slot's setter and its default.
+
+    A frozen attrs ``__init__`` sets each field through ``object.__setattr__``; a generated builder
+    that fills the slots directly makes the same instance for about half the cost. Only for a plain
+    slotted class, whose ``__init__`` does nothing else (no validator, converter, factory or hook);
+    ``None`` otherwise.
+    """
+    if not attrs.has(cls) or "__attrs_post_init__" in vars(cls) or "__attrs_pre_init__" in vars(cls):
+        return None
+    fields = attrs.fields(cls)
+    slots = vars(cls).get("__slots__")
+    if slots is None or set(slots) - {"__weakref__"} != {a.name for a in fields}:
+        return None  # not slotted, or extra slots (a cached hash) that __init__ would fill
+    setters = []
+    for a in fields:
+        if not a.init or a.validator is not None or a.converter is not None \
+                or isinstance(a.default, attrs.Factory):  # type: ignore[arg-type]
+            return None
+        descriptor = vars(cls).get(a.name)
+        if descriptor is None or type(descriptor).__name__ != "member_descriptor":
+            return None
+        setters.append((a.alias or a.name, descriptor.__set__, a.default))
+    return setters
+
+
+def _emit_construction(namespace: dict[str, Any], setters: list[tuple[str, Any, Any]],
+                       given: dict[str, str]) -> list[str]:
+    """Generated lines building the instance slot by slot: given keywords, else the defaults."""
+    namespace["new"] = object.__new__
+    lines = ["    o = new(cls)"]
+    for j, (name, setter, default) in enumerate(setters):
+        namespace[f"s{j}"] = setter
+        if name in given:
+            lines.append(f"    s{j}(o, {given[name]})")
+        else:
+            namespace[f"d{j}"] = default
+            lines.append(f"    s{j}(o, d{j})")
+    lines.append("    return o")
+    return lines
 
 
 def _emit_field(lines: list[str], namespace: dict[str, Any], spec: _FastField, x: str, i: int, pad: str) -> None:

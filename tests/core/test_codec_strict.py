@@ -15,6 +15,7 @@ import json
 import typing
 from typing import Any
 
+import attrs
 import corpus
 import pytest
 
@@ -572,15 +573,31 @@ def _fast_or_fallback(value: Any, cls: Any) -> Any:
         return codec._Fallback
 
 
-@pytest.fixture(params=["shaped", "generic"])
+@pytest.fixture(params=["shaped", "generic", "init"])
 def builders(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Fresh fast-path caches; under "generic" no shape gets its own builder (the budget is 0), so every
-    class is built by its one all-shapes builder."""
+    class is built by its one all-shapes builder; under "init" the shape builders call the class instead
+    of filling its slots."""
     monkeypatch.setattr(codec, "_FAST", {})
     monkeypatch.setattr(codec, "_FAST_BY_KIND", codec._FastByKind())
     if request.param == "generic":
         monkeypatch.setattr(codec, "_MAX_SHAPES", 0)
+    if request.param == "init":
+        monkeypatch.setattr(codec, "_slot_setters", lambda cls: None)
     return str(request.param)
+
+
+def test_every_wire_class_is_built_slot_by_slot_and_equals_its_init() -> None:
+    """The slot filling covers every field (an unset slot would break ``==``, ``hash`` and ``repr``)."""
+    for cls in [*ev.EVENT_TYPES.values(), *codec._MESSAGES.values(), *codec._PARTS.values()]:
+        setters = codec._slot_setters(cls)
+        assert setters is not None, cls
+        assert [name for name, _, _ in setters] == [a.alias or a.name for a in attrs.fields(cls)]
+    sample = {"id": "m", "role": "user", "content": [{"type": "text", "text": "t"}], "name": "n"}
+    built = codec.decode(sample, msg.UserMessage)
+    assert built == msg.UserMessage(id="m", content=(msg.TextPart(text="t"),), name="n")
+    assert hash(built) == hash(msg.UserMessage(id="m", content=(msg.TextPart(text="t"),), name="n"))
+    assert repr(built) == repr(msg.UserMessage(id="m", content=(msg.TextPart(text="t"),), name="n"))
 
 
 def _corpus_roots() -> list[tuple[str, Any, dict[str, Any]]]:
