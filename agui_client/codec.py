@@ -1066,6 +1066,10 @@ def _fast_union_list(table: dict[str, type], tag: str) -> Callable[[Any], Any] |
             return None
         members[name] = member
     get = members.get
+    # Each member's compiled shapes, looked up here: a shape already compiled is built without
+    # going through the member's own dispatch (which compiles new shapes, within its budget).
+    shapes_of = {name: _SHAPES.get(member, {}) for name, member in members.items()}.get
+    empty: dict[tuple[str, ...], Callable[[Any], Any]] = {}
 
     def fast_union_list(value: Any) -> tuple[Any, ...]:
         if type(value) is not list:
@@ -1076,7 +1080,13 @@ def _fast_union_list(table: dict[str, type], tag: str) -> Callable[[Any], Any] |
             if type(item) is not dict:
                 raise _Fallback
             name = item.get(tag)
-            member = get(name) if type(name) is str else None
+            if type(name) is not str:
+                raise _Fallback
+            built = shapes_of(name, empty).get(tuple(item))
+            if built is not None:
+                append(built(item))
+                continue
+            member = get(name)
             if member is None:
                 raise _Fallback
             append(member(item))
@@ -1308,7 +1318,12 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
                 return generic(value)  # never compile per event: past the budget, one builder for all shapes
             built = shapes[shape] = for_shape(shape)
         return built(value)
+    _SHAPES[fast] = shapes
     return fast
+
+
+#: A class builder's compiled shapes (shape -> builder), for callers that look a shape up themselves.
+_SHAPES: dict[Callable[[Any], Any], dict[tuple[str, ...], Callable[[Any], Any]]] = {}
 
 
 def _slot_setters(cls: type) -> list[tuple[str, Any, Any]] | None:

@@ -172,8 +172,10 @@ class SSEDecoder:
         """Decode one read into the frames' payloads only (what a transport folding events needs).
 
         The same framing, limits and warnings as :meth:`feed`, without building an :class:`SSEFrame`
-        per event: a canonical single-line ASCII frame's payload is returned as the ``bytes`` it
-        arrived as (the JSON parser reads them directly), any other frame's as its ``data`` text.
+        per event: a canonical single-line frame's payload in valid UTF-8 is returned as the ``bytes``
+        it arrived as (the JSON parser reads them directly, without the text's wide copy and its UTF-8
+        twin: a large snapshot with one non-ASCII character would need both), any other frame's as
+        its ``data`` text.
 
         Raises:
             LimitExceeded: as :meth:`feed`.
@@ -231,7 +233,7 @@ class SSEDecoder:
             if size - 2 > self._max:
                 raise self._too_big(f"an SSE event grew past {self._max} bytes")
             payload = chunk[6:-2]
-            if self._raw and payload.isascii():
+            if self._raw and (payload.isascii() or _is_utf8(payload)):
                 self._dispatched += 1
                 self._line += 2
                 self._offset += raw_size
@@ -405,7 +407,7 @@ class SSEDecoder:
                 if size > limit:
                     self._dispatched += fast
                     raise self._too_big(f"an SSE event grew past {limit} bytes")
-                if raw and block.isascii():
+                if raw and (block.isascii() or _is_utf8(block)):
                     append(block[6:])  # type: ignore[arg-type]  # feed_payloads(): the bytes, no SSEFrame
                     fast += 1
                     lineno += 2
@@ -601,6 +603,14 @@ class SSEDecoder:
         self._data.clear()
         self._event = self._retry = None
         self._event_line = self._event_bytes = 0
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def iter_frames(data: bytes | str, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[SSEFrame]:
