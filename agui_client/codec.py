@@ -20,6 +20,7 @@ path, which alone decides errors and warnings. ``bench/bench_decode.py`` measure
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import warnings
@@ -1421,6 +1422,98 @@ def _always_fallback(value: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------------
+# A large MESSAGES_SNAPSHOT, read slice by slice
+# --------------------------------------------------------------------------------------------------
+#
+# Parsed whole, a snapshot of thousands of messages exists three times over while it is decoded:
+# orjson's working memory (about 15x the text), the tree of dicts, and the typed messages; and the
+# tree's thousands of containers, all alive at once, make the cyclic GC walk them again and again.
+# Read as slices of whole messages, each slice's dicts die as soon as its messages are built.
+#
+# Where a slice may end: ``},{"`` never occurs inside a JSON string (the quote would be escaped), so
+# it always separates two objects; but they may be nested inside a message (two tool calls). The
+# slice up to such a ``}`` is parsed as ``[`` + slice + ``]``: that is valid JSON exactly when the
+# slice is a sequence of whole values, i.e. when the ``}`` closes a message; otherwise the next
+# candidate is tried. Each slice, and the rest of the object with the head put back, must then prove
+# what parse_json proves, more strictly: no long digit run, a depth orjson can write back, and the
+# colon count of the written-back value (no duplicated key anywhere, so the general path's gate on
+# nested duplicates can never matter). Any doubt (or any message not in the plain shape) returns
+# ``None`` and the general path reads the whole payload and alone decides errors and warnings.
+
+_SNAPSHOT_HEAD = b'{"type":"MESSAGES_SNAPSHOT","messages":['
+#: Payloads below this size are read whole.
+_SLICED_MIN = 256 * 1024
+#: The messages of one slice span at least this many bytes (a slice ends at the next message end).
+_SLICE = 64 * 1024
+#: Candidate ends tried per slice before giving up on slicing (they were all inside messages).
+_SLICE_MISSES = 16
+_MESSAGE_BOUNDARY = b'},{"'
+
+
+def _decode_large(raw: bytes | str, max_depth: int) -> Event | None:
+    """A large ``MESSAGES_SNAPSHOT`` in the plain shape, decoded slice by slice; ``None`` otherwise."""
+    if (type(raw) is not bytes or len(raw) < _SLICED_MIN or not raw.startswith(_SNAPSHOT_HEAD)
+            or _orjson is None or _ORJSON_WRITE_DEPTH is None or max_depth <= _ORJSON_WRITE_DEPTH):
+        return None
+    build = _fast_for(tuple[msg.Message, ...])
+    event_fast = _FAST_BY_KIND["MESSAGES_SNAPSHOT"]
+    if build is None or event_fast is None:
+        return None
+    loads, failed, find = _orjson.loads, _orjson.JSONDecodeError, raw.find
+    parts: list[tuple[Any, ...]] = []
+    start = len(_SNAPSHOT_HEAD)  # each slice starts at a message's "{" (or at the array's end)
+    search = start + _SLICE
+    misses = 0
+    try:
+        while True:
+            cut = find(_MESSAGE_BOUNDARY, search)
+            if cut < 0:
+                break
+            piece = b"[" + raw[start:cut + 1] + b"]"
+            try:
+                items = loads(piece)
+            except failed:
+                misses += 1
+                if misses > _SLICE_MISSES:
+                    return None
+                search = cut + 1  # that "}" closed something inside a message: the next candidate
+                continue
+            if not _proved_plain(piece, items):
+                return None
+            parts.append(build(items))
+            del items, piece
+            start = cut + 2
+            search = start + _SLICE
+            misses = 0
+        rest = _SNAPSHOT_HEAD + raw[start:]
+        try:
+            value = loads(rest)
+        except failed:
+            return None
+        if type(value) is not dict or not _proved_plain(rest, value) or type(value.get("messages")) is not list:
+            return None
+        parts.append(build(value["messages"]))
+        value["messages"] = []
+        event = event_fast(value)
+    except _Fallback:
+        return None
+    messages = parts[0] if len(parts) == 1 else tuple(itertools.chain.from_iterable(parts))
+    return attrs.evolve(event, messages=messages)  # type: ignore[no-any-return]
+
+
+def _proved_plain(text: bytes, value: Any) -> bool:
+    """``text`` (parsed by orjson as ``value``) has no long integer, a depth orjson can write, and no
+    duplicated key at any level (the colon proof of ``_no_duplicates``, with nothing skipped)."""
+    if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY):
+        return False
+    rewritten = _rewrite(value)
+    if rewritten is None:
+        return False
+    escaped = text.count(b"\\u003a") + text.count(b"\\u003A") if b"\\u003" in text else 0
+    return text.count(b":") + escaped == rewritten.count(b":")
+
+
+# --------------------------------------------------------------------------------------------------
 # Public entry points
 # --------------------------------------------------------------------------------------------------
 
@@ -1446,6 +1539,10 @@ def decode_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any],
             malformed; ``pointer`` names the field (``/outcome/interrupts/1/id``).
         LimitExceeded: nesting deeper than ``max_depth``.
     """
+    if type(data) is bytes and len(data) >= _SLICED_MIN:
+        large = _decode_large(data, max_depth)
+        if large is not None:
+            return large
     if type(data) is bytes or type(data) is str or not isinstance(data, Mapping):
         value: Any = parse_json(data, max_depth=max_depth)
     else:

@@ -179,6 +179,10 @@ class RunSession:
         """
         index = self._index
         self._index += 1
+        if len(data) >= codec._SLICED_MIN:
+            large = codec._decode_large(data, self.max_depth)  # a large snapshot, read slice by slice
+            if large is not None:
+                return self._fold(large, index)
         try:
             value = codec.parse_json(data, max_depth=self.max_depth)
         except ProtocolError as exc:

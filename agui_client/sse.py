@@ -21,6 +21,7 @@ on blank lines and builds each frame directly; everything else goes line by line
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -254,7 +255,7 @@ class SSEDecoder:
             return []
         body = chunk if end == size else chunk[:end]
         if self._partial:
-            body = bytes(self._partial) + body
+            body = b"".join((self._partial, body))  # one copy: a large event arrives as many reads
             self._partial.clear()
         frames: list[SSEFrame] = []
         try:
@@ -607,10 +608,21 @@ class SSEDecoder:
 
 def _is_utf8(data: bytes) -> bool:
     try:
-        data.decode()
+        if len(data) <= _UTF8_STEP:
+            data.decode()
+        else:
+            # In steps: decoding a large payload whole builds (and drops) a text up to 6x its size.
+            decoder = codecs.getincrementaldecoder("utf-8")()
+            view = memoryview(data)
+            for start in range(0, len(data), _UTF8_STEP):
+                decoder.decode(view[start:start + _UTF8_STEP])
+            decoder.decode(b"", True)
     except UnicodeDecodeError:
         return False
     return True
+
+
+_UTF8_STEP = 1 << 16
 
 
 def iter_frames(data: bytes | str, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[SSEFrame]:
