@@ -275,14 +275,32 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
                     # orjson writes back exactly the text it read: no key was dropped as a duplicate, no
                     # integer became a float, and the value was shallow enough for orjson to write.
                     return value
-            # orjson turns integers of 20+ digits into (inexact) floats: those go to the stdlib parser
-            if _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY):
+            # orjson turns integers of 20+ digits into (inexact) floats: those go to the stdlib parser.
+            # A run of digits is mostly in a string (an id); a value without any float read none.
+            if _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY) or not _has_float(value):
                 return _check_parsed(blob, value, max_depth, check_duplicates, colons, rewritten)
     value = _parse_stdlib(raw, max_depth)
     return _check_parsed(raw, value, max_depth, check_duplicates, -1, None)
 
 
 _NOT_PARSED: Any = object()
+
+
+def _has_float(value: Any) -> bool:
+    """Whether a value orjson parsed holds a float: it reads an integer beyond 64 bits as one, and
+    nothing else becomes a float but a number written with a fraction or an exponent."""
+    if type(value) is float:
+        return True
+    stack: list[Any] = [value] if type(value) is dict or type(value) is list else []
+    while stack:
+        node = stack.pop()
+        for child in node.values() if type(node) is dict else node:
+            kind = type(child)
+            if kind is float:
+                return True
+            if kind is dict or kind is list:
+                stack.append(child)
+    return False
 
 
 def _scalars_only(value: dict[str, Any]) -> bool:
@@ -1502,9 +1520,9 @@ def _decode_large(raw: bytes | str, max_depth: int) -> Event | None:
 
 
 def _proved_plain(text: bytes, value: Any) -> bool:
-    """``text`` (parsed by orjson as ``value``) has no long integer, a depth orjson can write, and no
-    duplicated key at any level (the colon proof of ``_no_duplicates``, with nothing skipped)."""
-    if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY):
+    """``text`` (parsed by orjson as ``value``) has no integer orjson read inexactly, a depth orjson can
+    write, and no duplicated key at any level (the colon proof of ``_no_duplicates``, nothing skipped)."""
+    if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY) and _has_float(value):
         return False
     rewritten = _rewrite(value)
     if rewritten is None:

@@ -237,3 +237,17 @@ def test_replay_reports_a_bad_snapshot_message_with_its_pointer(monkeypatch: pyt
     with pytest.raises(ProtocolError) as caught:
         replay(data)
     assert (caught.value.pointer, caught.value.index) == ("/messages/3/content", 1)
+
+
+def test_a_digit_run_in_an_id_does_not_stop_slicing_but_a_float_beside_it_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ids = [{"id": "msg_69434802190441449421", "role": "user", "content": "x"}, *PLAIN]
+    raw = _snapshot(ids)
+    event = _sliced(raw, monkeypatch, 3)
+    assert event is not None and _general(raw) == ("ok", event, [])
+    with_float = _snapshot([{**ids[0], "metadata": {"f": 0.5}}, *PLAIN])
+    assert _sliced(with_float, monkeypatch, 3) is None
+    with_long = _snapshot([{**ids[0], "metadata": {"n": 10**30}}, *PLAIN])
+    assert _sliced(with_long, monkeypatch, 3) is None
+    assert _general(with_long)[1].messages[0].metadata == {"n": 10**30}

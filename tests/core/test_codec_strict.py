@@ -728,3 +728,32 @@ def test_the_fast_patch_check_passes_exactly_what_the_checked_one_passes_silentl
             except codec._FieldError:
                 silent = False
         assert codec._plain_patch([op]) == (silent and not sink.items), op
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"type":"CUSTOM","name":"12345678901234567890123","value":{"a":[1,2]}}',
+    b'{"type":"CUSTOM","name":"x","value":{"id":"msg_69434802190441449421",'
+    b'"n":[5, 18446744073709551615, -9223372036854775808]}}',
+])
+def test_a_long_digit_run_in_a_string_is_read_by_orjson(payload: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of 20 digits is mostly an id; when orjson read no float at all, it read no integer inexactly."""
+    if codec._orjson is None:  # pragma: no cover - the fast extra is installed in CI
+        pytest.skip("orjson path")
+
+    def no_stdlib(raw: Any, max_depth: int) -> Any:
+        raise AssertionError("the stdlib parser was not needed")
+    monkeypatch.setattr(codec, "_parse_stdlib", no_stdlib)
+    assert parse_json(payload) == json.loads(payload)
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"type":"CUSTOM","name":"12345678901234567890","value":{"f":1.5,"n":123456789012345678901234}}',
+    b'{"type":"CUSTOM","name":"x","value":[1.5,-123456789012345678901234]}',
+    b'{"type":"CUSTOM","name":"x","value":{"n":{"m":[18446744073709551616]}}}',
+])
+def test_a_float_beside_a_long_digit_run_still_sends_the_payload_to_the_exact_parser(
+    parse_path: str, payload: bytes,
+) -> None:
+    value = parse_json(payload)
+    assert value == json.loads(payload)
+    assert repr(value) == repr(json.loads(payload))  # integers exact, not floats that compare equal
