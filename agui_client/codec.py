@@ -1522,10 +1522,12 @@ def _decode_large(raw: bytes | str, max_depth: int) -> Event | None:
 def _proved_plain(text: bytes, value: Any) -> bool:
     """``text`` (parsed by orjson as ``value``) has no integer orjson read inexactly, a depth orjson can
     write, and no duplicated key at any level (the colon proof of ``_no_duplicates``, nothing skipped)."""
-    if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY) and _has_float(value):
-        return False
     rewritten = _rewrite(value)
     if rewritten is None:
+        return False
+    if rewritten == text:
+        return True  # orjson wrote back exactly what it read: no key dropped, no number changed
+    if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY) and _has_float(value):
         return False
     escaped = text.count(b"\\u003a") + text.count(b"\\u003A") if b"\\u003" in text else 0
     return text.count(b":") + escaped == rewritten.count(b":")
