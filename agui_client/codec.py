@@ -20,6 +20,7 @@ path, which alone decides errors and warnings. ``bench/bench_decode.py`` measure
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import warnings
@@ -248,8 +249,8 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
     orjson = _orjson
     value: Any = _NOT_PARSED
     if orjson is not None and type(data) is bytes:
-        # The common case (bytes from the wire, written compactly) in a few C calls: a flat object, or
-        # one that orjson writes back byte for byte (see below); anything else takes the general path.
+        # The common case (bytes from the wire, written compactly) in a few C calls: an object that
+        # orjson writes back byte for byte (see below); anything else takes the general path.
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -277,10 +278,13 @@ def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_d
                 value = _orjson.loads(raw)
             except _orjson.JSONDecodeError:
                 value = _NOT_PARSED
-        if (type(value) is dict and max_depth >= 1
-                and (raw.count(":") if type(raw) is str else raw.count(b":")) == len(value)  # type: ignore[arg-type]
-                and _scalars_only(value)):
-            return value  # flat: distinct keys (see _no_duplicates), depth 1, no float to doubt
+        # Colons counted once (a colon is one byte in UTF-8, so the text's count is the bytes' count),
+        # and only when the object could be flat: a large payload is scanned as few times as possible.
+        colons = -1
+        if type(value) is dict and max_depth >= 1 and _scalars_only(value):
+            colons = raw.count(":") if type(raw) is str else raw.count(b":")  # type: ignore[arg-type]
+            if colons == len(value):
+                return value  # flat: distinct keys (see _no_duplicates), depth 1, no float to doubt
         blob: bytes | None = raw  # type: ignore[assignment]
         if type(raw) is not bytes:
             try:
@@ -288,17 +292,18 @@ def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_d
             except UnicodeEncodeError:
                 blob = None  # lone surrogates: only the stdlib parser reads them
         if blob is not None and value is not _NOT_PARSED:
-            colons = -1
             rewritten: bytes | None = None
             if type(value) is dict:
-                colons = blob.count(b":")
+                if colons < 0:
+                    colons = blob.count(b":")
                 rewritten = _rewrite(value)
                 if rewritten == blob and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH:
                     # orjson writes back exactly the text it read: no key was dropped as a duplicate, no
                     # integer became a float, and the value was shallow enough for orjson to write.
                     return value
-            # orjson turns integers of 20+ digits into (inexact) floats: those go to the stdlib parser
-            if _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY):
+            # orjson turns integers of 20+ digits into (inexact) floats: those go to the stdlib parser.
+            # A run of digits is mostly in a string (an id); a value without any float read none.
+            if _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY) or not _has_float(value):
                 return _check_parsed(blob, value, max_depth, check_duplicates, colons, rewritten)
     value = _parse_stdlib(raw, max_depth)
     return _check_parsed(raw, value, max_depth, check_duplicates, -1, None)
@@ -306,6 +311,23 @@ def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_d
 
 _NOT_PARSED: Any = object()
 _UNREADABLE: Any = object()  # orjson refused the text (the stdlib parser says why, or reads it)
+
+
+def _has_float(value: Any) -> bool:
+    """Whether a value orjson parsed holds a float: it reads an integer beyond 64 bits as one, and
+    nothing else becomes a float but a number written with a fraction or an exponent."""
+    if type(value) is float:
+        return True
+    stack: list[Any] = [value] if type(value) is dict or type(value) is list else []
+    while stack:
+        node = stack.pop()
+        for child in node.values() if type(node) is dict else node:
+            kind = type(child)
+            if kind is float:
+                return True
+            if kind is dict or kind is list:
+                stack.append(child)
+    return False
 
 
 def _scalars_only(value: dict[str, Any]) -> bool:
@@ -339,7 +361,7 @@ def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates
         if colons < 0:
             colons = raw.count(":") if isinstance(raw, str) else raw.count(b":")
         # As many colons as keys: a flat object with distinct keys (see _no_duplicates); else prove it.
-        if colons != len(value) and not _no_duplicates(raw, value, rewritten):
+        if colons != len(value) and not _no_duplicates(raw, value, rewritten, colons):
             _check_duplicates(raw, value)
     return value
 
@@ -416,7 +438,8 @@ def _type_of(value: Any) -> str | None:
     return kind if type(kind) is str else None
 
 
-def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | None = None) -> bool:
+def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | None = None,
+                   colons: int = -1) -> bool:
     """A cheap proof that ``raw`` needs no exact duplicate check (``False``: no proof, check).
 
     Three proofs, cheapest first. (1) Every key in the text is followed by a colon: as many colons as
@@ -425,10 +448,11 @@ def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | N
     nested check (``_check_duplicates``) would not be triggered. (3) Colons elsewhere are inside
     strings; writing the parsed value back (keys deduplicated, colons in strings written literally)
     gives the colons of a text without duplicates, which the original matches, counting ``\\u003a``
-    escapes, unless a key (and whatever its value held) was dropped as a duplicate.
+    escapes, unless a key (and whatever its value held) was dropped as a duplicate. ``colons``: the
+    text's colons when the caller already counted them (-1: not counted).
     """
     if isinstance(raw, str):
-        colons = raw.count(":")
+        colons = raw.count(":") if colons < 0 else colons
         if colons == len(value):
             return True  # a flat object: every colon is one of its (distinct) keys
         if (len(raw) > _LARGE or _orjson is None) and "\\" not in raw:
@@ -439,7 +463,7 @@ def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | N
                 return True  # each key written once, and no escape could spell one differently
         escaped = raw.count("\\u003a") + raw.count("\\u003A") if "\\u003" in raw else 0
     else:
-        colons = raw.count(b":")
+        colons = raw.count(b":") if colons < 0 else colons
         if colons == len(value):
             return True
         if (len(raw) > _LARGE or _orjson is None) and b"\\" not in raw:
@@ -1082,6 +1106,43 @@ def _fast_union(table: dict[str, type], tag: str) -> Callable[[Any], Any] | None
     return fast_union
 
 
+def _fast_union_list(table: dict[str, type], tag: str) -> Callable[[Any], Any] | None:
+    """``_fast_list(_fast_union(...))`` in one loop: a snapshot holds thousands of messages."""
+    members: dict[str, Callable[[Any], Any]] = {}
+    for name, cls in table.items():
+        member = _fast_for(cls)
+        if member is None:
+            return None
+        members[name] = member
+    get = members.get
+    # Each member's compiled shapes, looked up here: a shape already compiled is built without
+    # going through the member's own dispatch (which compiles new shapes, within its budget).
+    shapes_of = {name: _SHAPES.get(member, {}) for name, member in members.items()}.get
+    empty: dict[tuple[str, ...], Callable[[Any], Any]] = {}
+
+    def fast_union_list(value: Any) -> tuple[Any, ...]:
+        if type(value) is not list:
+            raise _Fallback
+        out: list[Any] = []
+        append = out.append
+        for item in value:
+            if type(item) is not dict:
+                raise _Fallback
+            name = item.get(tag)
+            if type(name) is not str:
+                raise _Fallback
+            built = shapes_of(name, empty).get(tuple(item))
+            if built is not None:
+                append(built(item))
+                continue
+            member = get(name)
+            if member is None:
+                raise _Fallback
+            append(member(item))
+        return tuple(out)
+    return fast_union_list
+
+
 def _fast_content(parts: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def fast_content(value: Any) -> Any:
         if type(value) is str:
@@ -1161,6 +1222,10 @@ def _fast_for(t: Any) -> Callable[[Any], Any] | None:
         fast = _fast_union(_RUN_OUTCOMES, "type")
     elif t == rn.SubagentFinishedOutcome:
         fast = _fast_union(_SUBAGENT_OUTCOMES, "type")
+    elif _is_homogeneous_tuple(t) and get_args(t)[0] == msg.Message:
+        fast = _fast_union_list(_MESSAGES, "role")
+    elif _is_homogeneous_tuple(t) and get_args(t)[0] == msg.ContentPart:
+        fast = _fast_union_list(_PARTS, "type")
     elif _is_homogeneous_tuple(t):
         item = _fast_for(get_args(t)[0])
         fast = None if item is None else _fast_list(item)
@@ -1264,9 +1329,9 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
     def for_shape(shape: tuple[str, ...]) -> Callable[[Any], Any]:
         if not required_keys <= set(shape) or not all(key in specs or key in tags for key in shape):
             return _always_fallback  # a required field is missing or a key is unknown: the checked path says so
-        namespace: dict[str, Any] = {"FB": _Fallback, "cls": builder(cls), "check": check}
+        namespace: dict[str, Any] = {"FB": _Fallback, "cls": cls, "check": check}
         lines = ["def fast(v):"]
-        arguments = []
+        arguments: list[tuple[str, str]] = []
         for i, key in enumerate(shape):
             x = f"x{i}"
             if key in tags:
@@ -1278,15 +1343,19 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
             spec = specs[key]
             lines.append(f"    {x} = v[{key!r}]")
             _emit_field(lines, namespace, spec, x, i, "    ")
-            arguments.append(f"{spec.name}={x}")
+            arguments.append((spec.name, x))
         if check is not None:
             lines.append("    if not check(v): raise FB")
-        lines.append(f"    return cls({', '.join(arguments)})")
+        if setters is None:
+            lines.append(f"    return cls({', '.join(f'{name}={x}' for name, x in arguments)})")
+        else:
+            lines += _emit_construction(namespace, setters, dict(arguments))
         exec("\n".join(lines), namespace)  # noqa: S102 - generated from the class's own fields
         built: Callable[[Any], Any] = namespace["fast"]
         return built
 
     generic = _generic_builder(cls, specs, tags, check)
+    setters = _slot_setters(cls)
 
     def fast(value: Any) -> Any:
         if type(value) is not dict:
@@ -1298,7 +1367,54 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
                 return generic(value)  # never compile per event: past the budget, one builder for all shapes
             built = shapes[shape] = for_shape(shape)
         return built(value)
+    _SHAPES[fast] = shapes
     return fast
+
+
+#: A class builder's compiled shapes (shape -> builder), for callers that look a shape up themselves.
+_SHAPES: dict[Callable[[Any], Any], dict[tuple[str, ...], Callable[[Any], Any]]] = {}
+
+
+def _slot_setters(cls: type) -> list[tuple[str, Any, Any]] | None:
+    """Per field of ``cls``, in order: its ``__init__`` keyword, its slot's setter and its default.
+
+    A frozen attrs ``__init__`` sets each field through ``object.__setattr__``; a generated builder
+    that fills the slots directly makes the same instance for about half the cost. Only for a plain
+    slotted class, whose ``__init__`` does nothing else (no validator, converter, factory or hook);
+    ``None`` otherwise.
+    """
+    if not attrs.has(cls) or "__attrs_post_init__" in vars(cls) or "__attrs_pre_init__" in vars(cls):
+        return None
+    fields = attrs.fields(cls)
+    slots = vars(cls).get("__slots__")
+    if slots is None or set(slots) - {"__weakref__"} != {a.name for a in fields}:
+        return None  # not slotted, or extra slots (a cached hash) that __init__ would fill
+    setters = []
+    for a in fields:
+        if not a.init or a.validator is not None or a.converter is not None \
+                or isinstance(a.default, attrs.Factory):  # type: ignore[arg-type]
+            return None
+        descriptor = vars(cls).get(a.name)
+        if descriptor is None or type(descriptor).__name__ != "member_descriptor":
+            return None
+        setters.append((a.alias or a.name, descriptor.__set__, a.default))
+    return setters
+
+
+def _emit_construction(namespace: dict[str, Any], setters: list[tuple[str, Any, Any]],
+                       given: dict[str, str]) -> list[str]:
+    """Generated lines building the instance slot by slot: given keywords, else the defaults."""
+    namespace["new"] = object.__new__
+    lines = ["    o = new(cls)"]
+    for j, (name, setter, default) in enumerate(setters):
+        namespace[f"s{j}"] = setter
+        if name in given:
+            lines.append(f"    s{j}(o, {given[name]})")
+        else:
+            namespace[f"d{j}"] = default
+            lines.append(f"    s{j}(o, d{j})")
+    lines.append("    return o")
+    return lines
 
 
 def _emit_field(lines: list[str], namespace: dict[str, Any], spec: _FastField, x: str, i: int, pad: str) -> None:
@@ -1354,6 +1470,100 @@ def _always_fallback(value: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------------
+# A large MESSAGES_SNAPSHOT, read slice by slice
+# --------------------------------------------------------------------------------------------------
+#
+# Parsed whole, a snapshot of thousands of messages exists three times over while it is decoded:
+# orjson's working memory (about 15x the text), the tree of dicts, and the typed messages; and the
+# tree's thousands of containers, all alive at once, make the cyclic GC walk them again and again.
+# Read as slices of whole messages, each slice's dicts die as soon as its messages are built.
+#
+# Where a slice may end: ``},{"`` never occurs inside a JSON string (the quote would be escaped), so
+# it always separates two objects; but they may be nested inside a message (two tool calls). The
+# slice up to such a ``}`` is parsed as ``[`` + slice + ``]``: that is valid JSON exactly when the
+# slice is a sequence of whole values, i.e. when the ``}`` closes a message; otherwise the next
+# candidate is tried. Each slice, and the rest of the object with the head put back, must then prove
+# what parse_json proves, more strictly: no long digit run, a depth orjson can write back, and the
+# colon count of the written-back value (no duplicated key anywhere, so the general path's gate on
+# nested duplicates can never matter). Any doubt (or any message not in the plain shape) returns
+# ``None`` and the general path reads the whole payload and alone decides errors and warnings.
+
+_SNAPSHOT_HEAD = b'{"type":"MESSAGES_SNAPSHOT","messages":['
+#: Payloads below this size are read whole.
+_SLICED_MIN = 256 * 1024
+#: The messages of one slice span at least this many bytes (a slice ends at the next message end).
+_SLICE = 64 * 1024
+#: Candidate ends tried per slice before giving up on slicing (they were all inside messages).
+_SLICE_MISSES = 16
+_MESSAGE_BOUNDARY = b'},{"'
+
+
+def _decode_large(raw: bytes | str, max_depth: int) -> Event | None:
+    """A large ``MESSAGES_SNAPSHOT`` in the plain shape, decoded slice by slice; ``None`` otherwise."""
+    if (type(raw) is not bytes or len(raw) < _SLICED_MIN or not raw.startswith(_SNAPSHOT_HEAD)
+            or _orjson is None or _ORJSON_WRITE_DEPTH is None or max_depth <= _ORJSON_WRITE_DEPTH):
+        return None
+    build = _fast_for(tuple[msg.Message, ...])
+    event_fast = _FAST_BY_KIND["MESSAGES_SNAPSHOT"]
+    if build is None or event_fast is None:
+        return None
+    loads, failed, find = _orjson.loads, _orjson.JSONDecodeError, raw.find
+    parts: list[tuple[Any, ...]] = []
+    start = len(_SNAPSHOT_HEAD)  # each slice starts at a message's "{" (or at the array's end)
+    search = start + _SLICE
+    misses = 0
+    try:
+        while True:
+            cut = find(_MESSAGE_BOUNDARY, search)
+            if cut < 0:
+                break
+            piece = b"[" + raw[start:cut + 1] + b"]"
+            try:
+                items = loads(piece)
+            except failed:
+                misses += 1
+                if misses > _SLICE_MISSES:
+                    return None
+                search = cut + 1  # that "}" closed something inside a message: the next candidate
+                continue
+            if not _proved_plain(piece, items):
+                return None
+            parts.append(build(items))
+            del items, piece
+            start = cut + 2
+            search = start + _SLICE
+            misses = 0
+        rest = _SNAPSHOT_HEAD + raw[start:]
+        try:
+            value = loads(rest)
+        except failed:
+            return None
+        if type(value) is not dict or not _proved_plain(rest, value) or type(value.get("messages")) is not list:
+            return None
+        parts.append(build(value["messages"]))
+        value["messages"] = []
+        event = event_fast(value)
+    except _Fallback:
+        return None
+    messages = parts[0] if len(parts) == 1 else tuple(itertools.chain.from_iterable(parts))
+    return attrs.evolve(event, messages=messages)  # type: ignore[no-any-return]
+
+
+def _proved_plain(text: bytes, value: Any) -> bool:
+    """``text`` (parsed by orjson as ``value``) has no integer orjson read inexactly, a depth orjson can
+    write, and no duplicated key at any level (the colon proof of ``_no_duplicates``, nothing skipped)."""
+    rewritten = _rewrite(value)
+    if rewritten is None:
+        return False
+    if rewritten == text:
+        return True  # orjson wrote back exactly what it read: no key dropped, no number changed
+    if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY) and _has_float(value):
+        return False
+    escaped = text.count(b"\\u003a") + text.count(b"\\u003A") if b"\\u003" in text else 0
+    return text.count(b":") + escaped == rewritten.count(b":")
+
+
+# --------------------------------------------------------------------------------------------------
 # Public entry points
 # --------------------------------------------------------------------------------------------------
 
@@ -1379,6 +1589,10 @@ def decode_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any],
             malformed; ``pointer`` names the field (``/outcome/interrupts/1/id``).
         LimitExceeded: nesting deeper than ``max_depth``.
     """
+    if type(data) is bytes and len(data) >= _SLICED_MIN:
+        large = _decode_large(data, max_depth)
+        if large is not None:
+            return large
     if type(data) is bytes or type(data) is str or not isinstance(data, Mapping):
         value: Any = parse_json(data, max_depth=max_depth)
     else:

@@ -141,6 +141,12 @@ class _Call:
         self.complete = complete
         self.frozen: msg.ToolCall | None = None
 
+    @classmethod
+    def of(cls, call: msg.ToolCall) -> _Call:
+        made = cls(call.id, call.function.name, call.function.arguments, call.metadata, call.encrypted_value)
+        made.frozen = call
+        return made
+
     def freeze(self, warn: list[StreamWarning] | None) -> msg.ToolCall:
         if self.frozen is None:
             if len(self.args) > 1 or (self.args and _SURROGATE.search(self.args[0])):
@@ -155,9 +161,16 @@ class _Call:
 
 
 class _Entry:
-    """One message while it may still change."""
+    """One message while it may still change.
 
-    __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete")
+    An entry made from a whole message (a snapshot's, the application's) starts *lazy*: only its id,
+    role, tool calls and the message itself are set, and ``text``, ``value`` and ``attrs`` are read from
+    the message the first time anything asks for them (``__getattr__`` runs only for an unset slot).
+    A snapshot of thousands of messages then costs one small object per message, and the fold's
+    hot paths, which read set slots, pay nothing for it.
+    """
+
+    __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete", "source")
 
     def __init__(self, message_id: str, role: str) -> None:
         self.id = message_id
@@ -168,31 +181,43 @@ class _Entry:
         self.attrs: dict[str, Any] = {}  # the message's other attributes (name, metadata, toolCallId …)
         self.frozen: msg.Message | None = None
         self.complete = True
+        self.source: msg.Message | None = None  # the message a lazy entry reads its other slots from
 
     @classmethod
     def of(cls, message: msg.Message) -> _Entry:
-        entry = cls(message.id, message.ROLE)
+        entry = _new_entry(cls)
+        entry.id = message.id
+        entry.role = message.ROLE
+        entry.frozen = entry.source = message
+        entry.complete = True
+        calls: tuple[msg.ToolCall, ...] | None = getattr(message, "tool_calls", None)
+        entry.calls = None if calls is None else [_Call.of(c) for c in calls]
+        return entry
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a slot never set: the other slots of a lazy entry, read from its message.
+        if name in _LAZY_SLOTS and self.source is not None:
+            self._thaw(self.source)
+            return object.__getattribute__(self, name)
+        raise AttributeError(name)
+
+    def _thaw(self, message: msg.Message) -> None:
         names = _OTHER_FIELDS.get(type(message))
         if names is None:
             names = _OTHER_FIELDS[type(message)] = tuple(
                 a.name for a in attrs.fields(type(message)) if a.name not in ("id", "content", "tool_calls"))
-        entry.attrs = {name: getattr(message, name) for name in names}
+        self.attrs = {name: getattr(message, name) for name in names}
         content: Any = getattr(message, "content", None)
+        self.text = None
+        self.value = None
         if isinstance(message, msg.AssistantMessage):
-            entry.text = None if content is None else [content]
-            calls = message.tool_calls
-            if calls is not None:
-                entry.calls = [
-                    _Call(c.id, c.function.name, c.function.arguments, c.metadata, c.encrypted_value) for c in calls
-                ]
+            self.text = None if content is None else [content]
         elif isinstance(message, (msg.DeveloperMessage, msg.SystemMessage, msg.ReasoningMessage)):
-            entry.text = [content]
+            self.text = [content]
         elif isinstance(message, msg.UserMessage) and isinstance(content, str):
-            entry.text = [content]
+            self.text = [content]
         else:
-            entry.value = content
-        entry.frozen = message
-        return entry
+            self.value = content
 
     def touch(self) -> None:
         self.frozen = None
@@ -220,6 +245,8 @@ class _Entry:
 
 # Per message class, the attributes an entry keeps besides id, content and tool calls.
 _OTHER_FIELDS: dict[type, tuple[str, ...]] = {}
+_LAZY_SLOTS = frozenset({"text", "value", "attrs"})
+_new_entry = object.__new__
 
 _ROLE_CLASSES: dict[str, Any] = {
     c.ROLE: c
@@ -383,6 +410,17 @@ class ThreadState:
         """The message with this id, if the thread holds one."""
         entry = self._by_id.get(message_id)
         return None if entry is None else entry.freeze(self.warnings)
+
+    def _messages_for(self, message_ids: Iterable[str]) -> tuple[msg.Message, ...]:
+        # message() for many ids at once (a run's new messages: all of a large snapshot's)
+        get = self._by_id.get
+        warn = self.warnings
+        found: list[msg.Message] = []
+        for message_id in message_ids:
+            entry = get(message_id)
+            if entry is not None:
+                found.append(entry.frozen if entry.frozen is not None else entry.freeze(warn))
+        return tuple(found)
 
     def tool_call(self, tool_call_id: str) -> msg.ToolCall | None:
         """The tool call with this id, if any message holds it."""
@@ -951,15 +989,20 @@ class ThreadState:
 
     def _on_messages_snapshot(self, event: ev.MessagesSnapshotEvent) -> Sequence[StreamWarning]:
         warnings: list[StreamWarning] = []
-        incoming: dict[str, msg.Message] = {}
-        for message in event.messages:
-            if message.id in incoming:
-                warnings.append(self._warning("B205", f"snapshot repeats message id {message.id!r}; the last wins",
-                                              event))
-            incoming[message.id] = message
+        messages = event.messages
+        # The last of a repeated id wins, at the place of the first (as a dict keeps it).
+        incoming: dict[str, msg.Message] = {message.id: message for message in messages}
+        if len(incoming) != len(messages):
+            seen: set[str] = set()
+            for message in messages:
+                if message.id in seen:
+                    warnings.append(self._warning(
+                        "B205", f"snapshot repeats message id {message.id!r}; the last wins", event))
+                seen.add(message.id)
         authority = _authoritative_activity_types(event.metadata)
-        has_activity = any(m.ROLE == "activity" for m in incoming.values())
-        has_reasoning = any(m.ROLE == "reasoning" for m in incoming.values())
+        roles = {getattr(kind, "ROLE", None) for kind in set(map(type, messages))}
+        has_activity = "activity" in roles
+        has_reasoning = "reasoning" in roles
 
         def keep_local(entry: _Entry) -> bool:
             if entry.role == "activity":
@@ -970,25 +1013,29 @@ class ThreadState:
                 return entry.attrs.get("activity_type") not in authority
             return entry.role == "reasoning" and not has_reasoning
 
+        of = _Entry.of
         kept: list[_Entry] = []
         for entry in self._entries:
             replacement = incoming.get(entry.id)
             if replacement is not None:
-                kept.append(_Entry.of(replacement))
+                kept.append(of(replacement))
             elif keep_local(entry):
                 kept.append(entry)
         held = {entry.id for entry in kept}
         run = self.last_run
-        for message in incoming.values():
-            if message.id not in held:
-                kept.append(_Entry.of(message))
-                if run is not None and not run.terminated and message.id not in run.message_ids_before:
-                    run.new_message_ids.append(message.id)
+        fresh = [message for message in incoming.values() if message.id not in held] if held else incoming.values()
+        kept.extend(map(of, fresh))
+        if run is not None and not run.terminated:
+            before = run.message_ids_before
+            run.new_message_ids.extend([message.id for message in fresh if message.id not in before])
         self._entries = kept
-        self._by_id = {}
-        self._calls = {}
+        self._by_id = {entry.id: entry for entry in kept}
+        calls: dict[str, tuple[_Entry, _Call]] = {}
         for entry in kept:
-            self._index(entry)
+            if entry.calls:
+                for call in entry.calls:
+                    calls[call.id] = (entry, call)
+        self._calls = calls
         self._changed()
         return warnings
 

@@ -182,6 +182,10 @@ class RunSession:
         """
         index = self._index
         self._index += 1
+        if len(data) >= codec._SLICED_MIN:
+            large = codec._decode_large(data, self.max_depth)  # a large snapshot, read slice by slice
+            if large is not None:
+                return self._fold(large, index)
         try:
             value = codec.parse_json(data, max_depth=self.max_depth)
         except ProtocolError as exc:
@@ -489,7 +493,7 @@ class RunSession:
         new_ids: list[str] = []
         for r in runs:
             new_ids.extend(r.new_message_ids)
-        new_messages = tuple(m for m in (state.message(i) for i in dict.fromkeys(new_ids)) if m is not None)
+        new_messages = state._messages_for(dict.fromkeys(new_ids))
         warnings = tuple(self.warnings) + tuple(state.warnings)
         return RunResult(
             thread_id=state.thread_id,
@@ -642,16 +646,41 @@ def _block_batches(blocks: Iterator[bytes], session: RunSession, format: Literal
     kind = format if format != "auto" else _detect(first)
     blocks = itertools.chain((first,), blocks)
     if kind == "jsonl":
-        carry = b""
+        # The start of a line longer than a block is kept in pieces, joined once its end arrives:
+        # prepending it to every block would copy a long line once per block (quadratic in its length).
+        pieces: list[bytes] = []
+        held = 0
         for block in blocks:
-            lines = (carry + block).split(b"\n") if carry else block.split(b"\n")
+            if b"\n" not in block:
+                held += len(block)
+                if held > max_event_bytes:
+                    session._fail(LimitExceeded(f"a JSONL line grew past {max_event_bytes} bytes",
+                                                limit=max_event_bytes, rule="TR-11"), session.index, None)
+                    return
+                pieces.append(block)
+                continue
+            batch: list[bytes] = []
+            if pieces:
+                head, _, block = block.partition(b"\n")
+                pieces.append(head)
+                line = b"".join(pieces)
+                pieces.clear()
+                if line and not line.isspace():
+                    batch.append(line)
+                del line
+            lines = block.split(b"\n")
             carry = lines.pop()
-            if len(carry) > max_event_bytes:
-                yield [line for line in lines if line and not line.isspace()]
+            batch += [line for line in lines if line and not line.isspace()]
+            held = len(carry)
+            if held > max_event_bytes:
+                yield batch
                 session._fail(LimitExceeded(f"a JSONL line grew past {max_event_bytes} bytes", limit=max_event_bytes,
                                             rule="TR-11"), session.index, None)
                 return
-            yield [line for line in lines if line and not line.isspace()]
+            if carry:
+                pieces.append(carry)
+            yield batch
+        carry = b"".join(pieces)
         if carry and not carry.isspace():
             yield [carry]
         return

@@ -21,6 +21,7 @@ on blank lines and builds each frame directly; everything else goes line by line
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -87,10 +88,7 @@ def _canonical_payloads(body: bytes, limit: int) -> list[bytes] | None:
     if not head.isascii():
         # Only the frames that hold non-ASCII bytes need decoding to prove them UTF-8 (decoding the
         # whole read would build a wide string of all of it).
-        try:
-            for payload in compress(payloads, map(not_, map(bytes.isascii, payloads))):
-                payload.decode()
-        except UnicodeDecodeError:
+        if not all(map(_is_utf8, compress(payloads, map(not_, map(bytes.isascii, payloads))))):
             return None
     return payloads
 
@@ -199,8 +197,10 @@ class SSEDecoder:
         """Decode one read into the frames' payloads only (what a transport folding events needs).
 
         The same framing, limits and warnings as :meth:`feed`, without building an :class:`SSEFrame`
-        per event: a canonical single-line ASCII frame's payload is returned as the ``bytes`` it
-        arrived as (the JSON parser reads them directly), any other frame's as its ``data`` text.
+        per event: a canonical single-line frame's payload in valid UTF-8 is returned as the ``bytes``
+        it arrived as (the JSON parser reads them directly, without the text's wide copy and its UTF-8
+        twin: a large snapshot with one non-ASCII character would need both), any other frame's as
+        its ``data`` text.
 
         Raises:
             LimitExceeded: as :meth:`feed`.
@@ -258,7 +258,7 @@ class SSEDecoder:
             if size - 2 > self._max:
                 raise self._too_big(f"an SSE event grew past {self._max} bytes")
             payload = chunk[6:-2]
-            if self._raw and payload.isascii():
+            if self._raw and (payload.isascii() or _is_utf8(payload)):
                 self._dispatched += 1
                 self._line += 2
                 self._offset += raw_size
@@ -279,7 +279,7 @@ class SSEDecoder:
             return []
         body = chunk if end == size else chunk[:end]
         if self._partial:
-            body = bytes(self._partial) + body
+            body = b"".join((self._partial, body))  # one copy: a large event arrives as many reads
             self._partial.clear()
         frames: list[SSEFrame] = []
         try:
@@ -444,7 +444,7 @@ class SSEDecoder:
                 if size > limit:
                     self._dispatched += fast
                     raise self._too_big(f"an SSE event grew past {limit} bytes")
-                if raw and block.isascii():
+                if raw and (block.isascii() or _is_utf8(block)):
                     append(block[6:])  # type: ignore[arg-type]  # feed_payloads(): the bytes, no SSEFrame
                     fast += 1
                     lineno += 2
@@ -640,6 +640,25 @@ class SSEDecoder:
         self._data.clear()
         self._event = self._retry = None
         self._event_line = self._event_bytes = 0
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        if len(data) <= _UTF8_STEP:
+            data.decode()
+        else:
+            # In steps: decoding a large payload whole builds (and drops) a text up to 6x its size.
+            decoder = codecs.getincrementaldecoder("utf-8")()
+            view = memoryview(data)
+            for start in range(0, len(data), _UTF8_STEP):
+                decoder.decode(view[start:start + _UTF8_STEP])
+            decoder.decode(b"", True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_UTF8_STEP = 1 << 16
 
 
 def iter_frames(data: bytes | str, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[SSEFrame]:

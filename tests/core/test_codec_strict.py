@@ -15,6 +15,7 @@ import json
 import typing
 from typing import Any
 
+import attrs
 import corpus
 import pytest
 
@@ -572,15 +573,31 @@ def _fast_or_fallback(value: Any, cls: Any) -> Any:
         return codec._Fallback
 
 
-@pytest.fixture(params=["shaped", "generic"])
+@pytest.fixture(params=["shaped", "generic", "init"])
 def builders(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Fresh fast-path caches; under "generic" no shape gets its own builder (the budget is 0), so every
-    class is built by its one all-shapes builder."""
+    class is built by its one all-shapes builder; under "init" the shape builders call the class instead
+    of filling its slots."""
     monkeypatch.setattr(codec, "_FAST", {})
     monkeypatch.setattr(codec, "_FAST_BY_KIND", codec._FastByKind())
     if request.param == "generic":
         monkeypatch.setattr(codec, "_MAX_SHAPES", 0)
+    if request.param == "init":
+        monkeypatch.setattr(codec, "_slot_setters", lambda cls: None)
     return str(request.param)
+
+
+def test_every_wire_class_is_built_slot_by_slot_and_equals_its_init() -> None:
+    """The slot filling covers every field (an unset slot would break ``==``, ``hash`` and ``repr``)."""
+    for cls in [*ev.EVENT_TYPES.values(), *codec._MESSAGES.values(), *codec._PARTS.values()]:
+        setters = codec._slot_setters(cls)
+        assert setters is not None, cls
+        assert [name for name, _, _ in setters] == [a.alias or a.name for a in attrs.fields(cls)]
+    sample = {"id": "m", "role": "user", "content": [{"type": "text", "text": "t"}], "name": "n"}
+    built = codec.decode(sample, msg.UserMessage)
+    assert built == msg.UserMessage(id="m", content=(msg.TextPart(text="t"),), name="n")
+    assert hash(built) == hash(msg.UserMessage(id="m", content=(msg.TextPart(text="t"),), name="n"))
+    assert repr(built) == repr(msg.UserMessage(id="m", content=(msg.TextPart(text="t"),), name="n"))
 
 
 def _corpus_roots() -> list[tuple[str, Any, dict[str, Any]]]:
@@ -711,3 +728,32 @@ def test_the_fast_patch_check_passes_exactly_what_the_checked_one_passes_silentl
             except codec._FieldError:
                 silent = False
         assert codec.plain_patch([op]) == (silent and not sink.items), op
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"type":"CUSTOM","name":"12345678901234567890123","value":{"a":[1,2]}}',
+    b'{"type":"CUSTOM","name":"x","value":{"id":"msg_69434802190441449421",'
+    b'"n":[5, 18446744073709551615, -9223372036854775808]}}',
+])
+def test_a_long_digit_run_in_a_string_is_read_by_orjson(payload: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of 20 digits is mostly an id; when orjson read no float at all, it read no integer inexactly."""
+    if codec._orjson is None:  # pragma: no cover - the fast extra is installed in CI
+        pytest.skip("orjson path")
+
+    def no_stdlib(raw: Any, max_depth: int) -> Any:
+        raise AssertionError("the stdlib parser was not needed")
+    monkeypatch.setattr(codec, "_parse_stdlib", no_stdlib)
+    assert parse_json(payload) == json.loads(payload)
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"type":"CUSTOM","name":"12345678901234567890","value":{"f":1.5,"n":123456789012345678901234}}',
+    b'{"type":"CUSTOM","name":"x","value":[1.5,-123456789012345678901234]}',
+    b'{"type":"CUSTOM","name":"x","value":{"n":{"m":[18446744073709551616]}}}',
+])
+def test_a_float_beside_a_long_digit_run_still_sends_the_payload_to_the_exact_parser(
+    parse_path: str, payload: bytes,
+) -> None:
+    value = parse_json(payload)
+    assert value == json.loads(payload)
+    assert repr(value) == repr(json.loads(payload))  # integers exact, not floats that compare equal

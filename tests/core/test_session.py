@@ -133,3 +133,35 @@ def test_replay_reads_a_file_named_by_a_string(tmp_path: Path) -> None:
     capture = tmp_path / "capture.jsonl"
     capture.write_bytes(_jsonl([START, *TEXT, FINISH]))
     assert replay(str(capture)).text == "hello"
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 64, 4096])
+def test_jsonl_lines_longer_than_a_read_block_are_read_whole(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line spanning many blocks (a large snapshot) is kept in pieces until its end arrives."""
+    from agui_client import session as session_module
+
+    long_text = "x" * 300
+    events = [START, {**TEXT[0]}, {**TEXT[1], "delta": long_text}, *TEXT[2:], FINISH]
+    data = b"\n" + _jsonl(events).replace(b"\n", b"\n \n\n", 2) + b"  \n"
+    monkeypatch.setattr(session_module, "_REPLAY_BLOCK", block)
+    result = replay(data, format="jsonl")
+    assert result.text == long_text + "lo"
+    assert result.events == len(events)
+    unterminated = replay(_jsonl(events).rstrip(b"\n"), format="jsonl")
+    assert unterminated.text == long_text + "lo"
+
+
+@pytest.mark.parametrize("block", [5, 64, 200])
+def test_a_jsonl_line_longer_than_the_event_limit_is_refused_wherever_the_blocks_cut(
+    block: int, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """(The limit bounds what is buffered while waiting for a line's end, as before.)"""
+    from agui_client import LimitExceeded
+    from agui_client import session as session_module
+
+    monkeypatch.setattr(session_module, "_REPLAY_BLOCK", block)
+    events = [START, TEXT[0], {**TEXT[1], "delta": "y" * 500}, *TEXT[2:], FINISH]
+    with pytest.raises(LimitExceeded) as caught:
+        replay(_jsonl(events), format="jsonl", max_event_bytes=300)
+    assert caught.value.index == 2
+    assert replay(_jsonl(events), format="jsonl", max_event_bytes=600).text == "y" * 500 + "lo"

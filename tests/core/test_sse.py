@@ -441,7 +441,7 @@ def test_any_payloads_with_any_line_ends_and_any_reads_decode_back(payloads: lis
     st.integers(1, 64),
 )
 def test_feed_payloads_gives_what_feed_gives(payloads: list[str], eol: bytes, cut: int) -> None:
-    """The payload-only path (bytes for canonical ASCII frames) carries exactly the frames' data."""
+    """The payload-only path (bytes for canonical frames in valid UTF-8) carries exactly the frames' data."""
     body = b"".join(b"data: {" + json.dumps(p, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"}" + eol + eol
                     for p in payloads)
     chunks = [body[i:i + cut] for i in range(0, len(body), cut)]
@@ -475,3 +475,12 @@ def test_a_read_of_canonical_frames_gives_their_payloads_whole(extra: str, inval
     assert partial_payload.data == partial_frame.data == '{"partial":1}'
     assert (partial_payload.line, partial_payload.offset) == (partial_frame.line, partial_frame.offset)
     assert (after_payload.line, after_payload.offset, after_payload.id) == (after_frame.line, after_frame.offset, "9")
+
+
+def test_feed_payloads_hands_valid_utf8_as_bytes_and_anything_else_as_replaced_text() -> None:
+    decoder = SSEDecoder()
+    body = 'data: {"a":"π"}\n\ndata: {"b":1}\n\n'.encode() + b'data: {"c":"\xff"}\n\n'
+    assert decoder.feed_payloads(body) == ['{"a":"π"}'.encode(), b'{"b":1}', '{"c":"\ufffd"}']
+    assert [w.code for w in decoder.warnings] == ["UTF8"]
+    single = SSEDecoder()
+    assert single.feed_payloads('data: {"a":"π"}\n\n'.encode()) == ['{"a":"π"}'.encode()]
