@@ -260,6 +260,17 @@ _new_tool_call = builder(msg.ToolCall)
 _new_function_call = builder(msg.FunctionCall)
 
 
+def _whole(parts: list[str], warn: list[StreamWarning] | None, entity: str) -> list[str]:
+    """Streamed parts as one string, joined when there are several or when they hold a UTF-16 half.
+
+    Called when a message or a tool call's arguments end (or their stream is cut), so that a repair's
+    warning belongs to the run that streamed the text, not to whoever reads the thread next.
+    """
+    if len(parts) == 1 and _SURROGATE.search(parts[0]) is None:
+        return parts
+    return [_join_text(parts, warn, entity)] if parts else parts
+
+
 def _join_text(parts: list[str], warn: list[StreamWarning] | None, entity: str) -> str:
     text = "".join(parts)
     if _SURROGATE.search(text) is None:
@@ -646,8 +657,8 @@ class ThreadState:
             return False
         entry.complete = True
         self._incomplete.discard(message_id)
-        if entry.text is not None and len(entry.text) > 1:
-            entry.text = [_join_text(entry.text, self.warnings, entry.id)]
+        if entry.text is not None:
+            entry.text = _whole(entry.text, self.warnings, entry.id)
         return True
 
     def plain_tool_start(self, tool_call_id: str, name: str, parent_id: str | None) -> bool:
@@ -686,8 +697,8 @@ class ThreadState:
             return False  # TC-06 warns
         call.complete = True
         self._incomplete.discard(tool_call_id)
-        if len(args) > 1:
-            call.args = [joined]
+        if args:
+            call.args = _whole([joined], self.warnings, tool_call_id)
         return True
 
     def plain_tool_result(self, message_id: str, tool_call_id: str, content: str) -> bool:
@@ -750,10 +761,10 @@ class ThreadState:
             return (self._warning("TX-10", f"no text message {event.message_id!r} to close", event),)
         entry.complete = True
         self._incomplete.discard(entry.id)
-        if entry.text is not None and len(entry.text) > 1:
+        if entry.text is not None:
             # Joined once, when the message is whole: thousands of small deltas would otherwise be
             # held as separate strings until someone reads the messages.
-            entry.text = [_join_text(entry.text, self.warnings, entry.id)]
+            entry.text = _whole(entry.text, self.warnings, entry.id)
         if event.metadata is not None:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
             entry.touch()
@@ -839,8 +850,10 @@ class ThreadState:
             call.args = ["".join(call.args)]  # joined once, now that the arguments are complete
         if call.args and not _is_json(call.args[0]):
             # TC-06: the protocol does not validate arguments; keep them raw, but say so (AGUI204).
+            call.args = _whole(call.args, self.warnings, call.id)
             return (self._warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not JSON (kept as sent)",
                                   event),)
+        call.args = _whole(call.args, self.warnings, call.id)
         return _NO_WARNINGS
 
     def _on_tool_result(self, event: ev.ToolCallResultEvent) -> Sequence[StreamWarning]:
@@ -1151,15 +1164,22 @@ class ThreadState:
 
     def mark_incomplete(self, message_ids: Iterable[str] = (), tool_call_ids: Iterable[str] = ()) -> None:
         """Flag messages and tool calls whose stream was cut (they are kept, never silently closed)."""
+        # What was streamed is joined now, as it stands (a cut message is whole as far as it goes), so
+        # that its repairs are reported with the run that cut it.
         for message_id in message_ids:
             entry = self._by_id.get(message_id)
             if entry is not None:
                 entry.complete = False
                 self._incomplete.add(message_id)
+                if entry.text is not None:
+                    entry.text = _whole(entry.text, self.warnings, entry.id)
         for call_id in tool_call_ids:
             if call_id in self._calls:
-                self._calls[call_id][1].complete = False
+                call = self._calls[call_id][1]
+                call.complete = False
                 self._incomplete.add(call_id)
+                if call.args:
+                    call.args = _whole(call.args, self.warnings, call_id)
 
     def _warning(self, code: str, message: str, event: Any, *, pointer: str | None = None) -> StreamWarning:
         return StreamWarning(code=code, message=message, event_type=getattr(event, "TYPE", None), pointer=pointer)

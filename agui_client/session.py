@@ -55,7 +55,7 @@ class RunResult:
         error: the ``RUN_ERROR`` that ended the run, if it failed.
         late_error: a ``RUN_ERROR`` that surfaced after the run had finished (CL-02); the outcome stands.
         usage: token usage this run reported (only its own: usage does not carry across runs).
-        new_messages: messages the run added to the thread.
+        new_message_ids: the ids of the messages the run added to the thread, in order.
         state: the thread after the run (live: it changes as later runs are folded into it).
         warnings: everything tolerated, dropped or repaired while reading the run.
         steps: the steps the run went through.
@@ -72,7 +72,7 @@ class RunResult:
     error: RunErrorInfo | None = None
     late_error: RunErrorInfo | None = None
     usage: tuple[rn.TokenUsage, ...] = ()
-    new_messages: tuple[msg.Message, ...] = ()
+    new_message_ids: tuple[str, ...] = ()
     state: ThreadState = attrs.field(repr=False)
     warnings: tuple[StreamWarning, ...] = ()
     steps: tuple[StepRecord, ...] = ()
@@ -83,6 +83,15 @@ class RunResult:
     def messages(self) -> tuple[msg.Message, ...]:
         """The thread's messages after the run."""
         return self.state.messages
+
+    @property
+    def new_messages(self) -> tuple[msg.Message, ...]:
+        """The messages the run added, as the thread holds them (live, like ``state``; frozen on first read).
+
+        Built when asked, not when the run ends: a caller that only wants the outcome does not pay
+        for typed copies of every message a long run streamed.
+        """
+        return self.state._messages_for(self.new_message_ids)
 
     @property
     def text(self) -> str:
@@ -493,7 +502,7 @@ class RunSession:
         new_ids: list[str] = []
         for r in runs:
             new_ids.extend(r.new_message_ids)
-        new_messages = state._messages_for(dict.fromkeys(new_ids))
+        new_message_ids = tuple(dict.fromkeys(new_ids))
         warnings = tuple(self.warnings) + tuple(state.warnings)
         return RunResult(
             thread_id=state.thread_id,
@@ -505,7 +514,7 @@ class RunSession:
             error=run.error if run is not None else None,
             late_error=run.late_error if run is not None else None,
             usage=run.usage if run is not None else (),
-            new_messages=new_messages,
+            new_message_ids=new_message_ids,
             state=state,
             warnings=warnings,
             steps=tuple(run.steps) if run is not None else (),
