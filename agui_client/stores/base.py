@@ -11,6 +11,7 @@ attributes.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -200,27 +201,78 @@ def _check_owner(owner: str) -> None:
         raise ValueError("a claim owner must be a non-empty string")
 
 
-def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str:
-    """JSON text for a record's data.
+def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
+    """JSON for a record's data: UTF-8 ``bytes`` from orjson when it can write the data exactly, else text.
 
-    ASCII escapes keep lone surrogates (which a stream may carry) storable in UTF-8 backends, and
-    NaN/Infinity are refused because they are not JSON and another reader could not parse them.
+    Both forms hold no lone surrogate, so UTF-8 backends can store them: orjson refuses to write one,
+    and the stdlib fallback escapes everything outside ASCII. NaN/Infinity are refused because they
+    are not JSON and another reader could not parse them.
     """
     if not isinstance(data, Mapping):
         raise StoreError(f"thread {thread_id!r}: data must be a mapping, not {type(data).__name__}",
                          thread_id=thread_id)
+    record = data if type(data) is dict else dict(data)
+    if _orjson is not None:
+        # Five to nine times faster than the stdlib encoder, with one output buffer instead of its
+        # chunk list plus the joined text. orjson also writes what json.dumps refuses (NaN as null,
+        # datetimes, dataclasses …): the scan sends any of those to the stdlib path, which decides.
+        # It runs second because orjson's own refusals (cycles, lone surrogates, non-str keys,
+        # integers beyond 64 bits) are what guarantee the scan a finite, acyclic tree.
+        try:
+            blob: bytes = _orjson.dumps(record)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if _plain_json(record):
+                return blob
     try:
-        return json.dumps(dict(data), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+        return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StoreError(f"thread {thread_id!r}: data is not JSON-ready: {exc}", thread_id=thread_id) from exc
 
 
-def _decode_record(thread_id: str, *, version: int, text: str, claim: str | None, format: int) -> StoredThread:
+def _plain_json(value: Any) -> bool:
+    """Whether ``value`` holds only dicts, lists, tuples, str, int, bool, None and finite floats.
+
+    Exact types: a subclass (an enum, say) goes to the stdlib encoder, which writes or refuses it as
+    it always did. Only for a tree orjson has written already: it cannot be cyclic.
+    """
+    stack = [value]
+    pop = stack.pop
+    push = stack.append
+    finite = math.isfinite
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is dict:
+            items: Any = node.values()
+        elif kind is list or kind is tuple:
+            items = node
+        else:
+            items = (node,)
+        for item in items:
+            kind = type(item)
+            if kind is str or kind is int or item is None or kind is bool:
+                continue
+            if kind is float:
+                if not finite(item):
+                    return False
+            elif kind is dict or kind is list or kind is tuple:
+                push(item)
+            else:
+                return False
+    return True
+
+
+def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str | None,
+                   format: int) -> StoredThread:
     """A ``StoredThread`` from a record's parts, refusing newer formats and unreadable data."""
     if format > STORE_FORMAT_VERSION:
         raise _newer_format(thread_id, format)
+    # orjson refuses escaped lone surrogates, which the stdlib encoder writes.
+    escaped = (b"\\u" in text) if isinstance(text, bytes) else ("\\u" in text)
     try:
-        data = _orjson.loads(text) if _orjson is not None and "\\u" not in text else json.loads(text)
+        data = _orjson.loads(text) if _orjson is not None and not escaped else json.loads(text)
     except ValueError as exc:
         raise StoreError(f"thread {thread_id!r}: stored data is not JSON: {exc}", thread_id=thread_id) from exc
     if not isinstance(data, dict):

@@ -18,9 +18,10 @@ __all__ = ["MemoryStore"]
 @frozen(kw_only=True)
 class _Record:
     head: Head
-    # JSON text rather than the dict: a load hands out a fresh copy, and data that another store
-    # could not hold (not JSON-ready) fails here too, so moving to SQLite or Redis changes nothing.
-    text: str
+    # JSON rather than the dict: a load hands out a fresh copy, and data that another store could
+    # not hold (not JSON-ready) fails here too, so moving to SQLite or Redis changes nothing. Kept in
+    # the form the encoder gave (UTF-8 bytes or text): a conversion would cost a second copy.
+    text: str | bytes
 
 
 class MemoryStore(_Base):
