@@ -145,7 +145,10 @@ class _ThreadCore:
             self._state.add_message(message)
         if plan.replace_state:
             self._state.set_state(plan.state)
-        # run() drops the events it reads, so their session may fold plain deltas without them.
+        if self._quiet:
+            # run() drops the events it reads, so their session may fold plain deltas without them, and
+            # the thread may keep a STATE_SNAPSHOT's document instead of a copy (run() restores the flag).
+            self._state.adopt_payloads = True
         return RunSession(self._state, run_input=plan.run_input, events=not self._quiet)
 
     def _warnings_into(self, session: RunSession, handle: StreamHandle) -> None:
@@ -311,6 +314,8 @@ class Thread(_ThreadCore):
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
         self._quiet = True
+        thread = self._state
+        adopting = thread.adopt_payloads
         try:
             with self.stream(message, resume=resume, tools=tools, context=context, forwarded_props=forwarded_props,
                              state=state, run_id=run_id) as events:
@@ -318,6 +323,7 @@ class Thread(_ThreadCore):
                     pass
         finally:
             self._quiet = False
+            thread.adopt_payloads = adopting
         assert events.result is not None
         return events.result
 
@@ -444,6 +450,8 @@ class AsyncThread(_ThreadCore):
                   forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None) -> RunResult:
         """Send a run and fold it to the end (see :meth:`Thread.run`)."""
         self._quiet = True
+        thread = self._state
+        adopting = thread.adopt_payloads
         try:
             async with self.stream(message, resume=resume, tools=tools, context=context,
                                    forwarded_props=forwarded_props, state=state, run_id=run_id) as events:
@@ -451,6 +459,7 @@ class AsyncThread(_ThreadCore):
                     pass
         finally:
             self._quiet = False
+            thread.adopt_payloads = adopting
         assert events.result is not None
         return events.result
 
