@@ -11,7 +11,6 @@ attributes.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -19,6 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from attrs import frozen
 from typing_extensions import Self
 
+from .._wire import plain_json as _plain_json
 from ..codec import _orjson
 from ..errors import ConcurrentResume, StoreError
 
@@ -217,7 +217,8 @@ def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
         # chunk list plus the joined text. orjson also writes what json.dumps refuses (NaN as null,
         # datetimes, dataclasses …): the scan sends any of those to the stdlib path, which decides.
         # It runs second because orjson's own refusals (cycles, lone surrogates, non-str keys,
-        # integers beyond 64 bits) are what guarantee the scan a finite, acyclic tree.
+        # integers beyond 64 bits) are what guarantee the scan a finite, acyclic tree; messages
+        # from dump(share_state=True) were checked while they were built and are not walked again.
         try:
             blob: bytes = _orjson.dumps(record)
         except TypeError:  # orjson.JSONEncodeError
@@ -229,39 +230,6 @@ def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
         return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StoreError(f"thread {thread_id!r}: data is not JSON-ready: {exc}", thread_id=thread_id) from exc
-
-
-def _plain_json(value: Any) -> bool:
-    """Whether ``value`` holds only dicts, lists, tuples, str, int, bool, None and finite floats.
-
-    Exact types: a subclass (an enum, say) goes to the stdlib encoder, which writes or refuses it as
-    it always did. Only for a tree orjson has written already: it cannot be cyclic.
-    """
-    stack = [value]
-    pop = stack.pop
-    push = stack.append
-    finite = math.isfinite
-    while stack:
-        node = pop()
-        kind = type(node)
-        if kind is dict:
-            items: Any = node.values()
-        elif kind is list or kind is tuple:
-            items = node
-        else:
-            items = (node,)
-        for item in items:
-            kind = type(item)
-            if kind is str or kind is int or item is None or kind is bool:
-                continue
-            if kind is float:
-                if not finite(item):
-                    return False
-            elif kind is dict or kind is list or kind is tuple:
-                push(item)
-            else:
-                return False
-    return True
 
 
 def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str | None,
