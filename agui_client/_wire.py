@@ -6,15 +6,16 @@ fields with the converter's rules (the role tag first, camelCase keys, a ``None`
 ``None`` is the default, JSON-typed fields as they are); a field holding anything else (content
 parts, tool calls) goes through the converter's own hook, so the output is ``codec.encode``'s.
 
-While building, each function checks its values are plain JSON, so the list can say so
-(:class:`PlainList`) and a store's encoder need not walk it again.
+While building, each function checks its values are plain JSON (and hands the message to the
+converter when one is not), so the list can say so (:class:`PlainList`) and a store's encoder need
+not walk it again.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any, Union, get_args
+from typing import Any, get_args
 
 import attrs
 
@@ -68,12 +69,15 @@ _STR_TYPES = (str, str | None)
 _AS_IS_TYPES = (Any, dict[str, Any], dict[str, Any] | None)
 
 
-def _generate(cls: type) -> Callable[[Any, list[Any]], bool]:
-    """``encode(message, out) -> plain``: append the message's wire dict to ``out``."""
+class _NotPlain(Exception):
+    """A value is not plain JSON (or not a known wire class): the converter encodes that message."""
+
+
+def _generate(cls: type, encoders: dict[type, Callable[[Any], dict[str, Any]]]) -> Callable[[Any], dict[str, Any]]:
+    """``encode(obj) -> dict`` for one wire class; raises :class:`_NotPlain` for what it cannot vouch for."""
     tag = codec._tag_of(cls)
-    assert tag is not None  # every message class has its role
-    namespace: dict[str, Any] = {"plain": plain_json, "unstructure": codec._converter.unstructure}
-    lines = [f"def encode_{cls.__name__}(o, out):", "    ok = True", f"    d = {{{tag[0]!r}: {tag[1]!r}}}"]
+    namespace: dict[str, Any] = {"plain": plain_json, "NotPlain": _NotPlain, "nested": _nested(encoders)}
+    lines = [f"def encode_{cls.__name__}(o):", f"    d = {{{tag[0]!r}: {tag[1]!r}}}" if tag else "    d = {}"]
     for a in attrs.fields(attrs.resolve_types(cls)):
         key = codec._wire_name(a)
         pad = "    "
@@ -82,28 +86,40 @@ def _generate(cls: type) -> Callable[[Any, list[Any]], bool]:
             lines.append("    if v is not None:")
             pad = "        "
         if a.type in _STR_TYPES:
-            lines += [f"{pad}d[{key!r}] = v", f"{pad}if type(v) is not str:", f"{pad}    ok = False"]
+            lines += [f"{pad}if type(v) is not str:", f"{pad}    raise NotPlain", f"{pad}d[{key!r}] = v"]
         elif a.type in _AS_IS_TYPES:
-            lines += [f"{pad}d[{key!r}] = v", f"{pad}if ok and not plain(v):", f"{pad}    ok = False"]
+            lines += [f"{pad}if not plain(v):", f"{pad}    raise NotPlain", f"{pad}d[{key!r}] = v"]
         else:
-            # The converter's unions dispatch on the value's class, as unstructure() does.
-            converted = [f"{pad}v = unstructure(v)", f"{pad}d[{key!r}] = v", f"{pad}if ok and not plain(v):",
-                         f"{pad}    ok = False"]
-            if str in get_args(a.type):  # a str goes through the hook unchanged
-                lines += [f"{pad}if type(v) is str:", f"{pad}    d[{key!r}] = v", f"{pad}else:"]
-                lines += ["    " + line for line in converted]
+            # Content parts, tool calls, sources: the converter turns a tuple into a list and a wire
+            # class into its dict (a str, where the type admits one, stays as it is).
+            if str in get_args(a.type):
+                lines += [f"{pad}if type(v) is str:", f"{pad}    d[{key!r}] = v", f"{pad}elif type(v) is tuple:"]
             else:
-                lines += converted
-    lines += ["    out.append(d)", "    return ok"]
-    exec("\n".join(lines), namespace)  # noqa: S102 - code generated from the message classes' own fields
-    function: Callable[[Any, list[Any]], bool] = namespace[f"encode_{cls.__name__}"]
+                lines += [f"{pad}if type(v) is tuple:"]
+            lines += [f"{pad}    d[{key!r}] = [nested(x) for x in v]", f"{pad}else:",
+                      f"{pad}    d[{key!r}] = nested(v)"]
+    lines.append("    return d")
+    exec("\n".join(lines), namespace)  # noqa: S102 - code generated from the wire classes' own fields
+    function: Callable[[Any], dict[str, Any]] = namespace[f"encode_{cls.__name__}"]
     return function
 
 
-_ENCODERS: dict[type, Callable[[Any, list[Any]], bool]] = {
-    cls: _generate(cls) for cls in get_args(msg.Message)
-}
-assert Union[tuple(_ENCODERS)] == msg.Message  # noqa: UP007 - the union the converter dispatches on
+def _nested(encoders: dict[type, Callable[[Any], dict[str, Any]]]) -> Callable[[Any], Any]:
+    def nested(value: Any) -> Any:
+        encoder = encoders.get(type(value))
+        if encoder is None:
+            raise _NotPlain
+        return encoder(value)
+    return nested
+
+
+def _wire_classes() -> list[type]:
+    return [c for c in vars(msg).values() if isinstance(c, type) and attrs.has(c) and c.__module__ == msg.__name__]
+
+
+_ENCODERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
+_ENCODERS.update({cls: _generate(cls, _ENCODERS) for cls in _wire_classes()})
+assert set(get_args(msg.Message)) <= set(_ENCODERS)
 
 
 def encode_messages(messages: Iterable[Any], *, checked: bool = False) -> list[Any]:
@@ -115,13 +131,18 @@ def encode_messages(messages: Iterable[Any], *, checked: bool = False) -> list[A
             serialised at once and never changed).
     """
     out: list[Any] = []
+    append = out.append
     ok = True
     encoders = _ENCODERS
     for message in messages:
         encoder = encoders.get(type(message))
-        if encoder is None:  # not a message class (a subclass, say): the converter decides
-            out.append(codec.encode(message))
-            ok = False
-        elif not encoder(message, out):
-            ok = False
+        if encoder is not None:
+            try:
+                append(encoder(message))
+                continue
+            except _NotPlain:
+                pass
+        # Not a wire class (a subclass, say) or not plain JSON: the converter decides, unchecked.
+        append(codec.encode(message))
+        ok = False
     return PlainList(out) if checked and ok else out
