@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import tracemalloc
 from typing import Any
 
 import pytest
 
 from agui_client.errors import StoreError
 from agui_client.fold import ThreadState
+from agui_client.stores import MemoryStore
 from agui_client.stores.base import _encode_data, _plain_json
 from agui_client.types import UserMessage
 
@@ -52,3 +55,23 @@ def test_what_only_the_stdlib_can_write_comes_back_as_its_text() -> None:
 ])
 def test_plain_json_accepts_exactly_the_builtin_json_types(value: Any, plain: bool) -> None:
     assert _plain_json(value) is plain
+
+
+def test_a_memory_store_keeps_a_record_at_its_size_not_the_encoders_buffer() -> None:
+    # orjson returns its whole output buffer (several times a small record): kept for the life of
+    # the thread, that would cost several times the record.
+    store = MemoryStore()
+    data = {"state": {"text": "x" * 20_000}}
+    store.save("warm-up", data, expected_version=None)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        store.save("t", data, expected_version=None)
+        gc.collect()
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert kept < 1.5 * len(json.dumps(data))
+    stored = store.load("t")
+    assert stored is not None and stored.data == data
