@@ -20,9 +20,11 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import httpx
 
 from . import codec
+from ._wire import encode_messages
 from .errors import HTTPStatusError, IdleTimeout, ProtocolError, StreamWarning, TransportError
 from .session import DEFAULT_MAX_EVENT_BYTES
 from .sse import SSEDecoder
@@ -98,10 +100,13 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str) -> HTTPSta
 
 def _request_body(run_input: RunAgentInput) -> bytes:
     if run_input.protocol_version is None:
-        import attrs
-
         run_input = attrs.evolve(run_input, protocol_version=PROTOCOL_VERSION)
-    return codec.dump_json(codec.encode(run_input))
+    if not run_input.messages:
+        return codec.dump_json(codec.encode(run_input))
+    # Every run sends the whole thread: its messages are built directly, the converter's output.
+    wire = codec.encode(attrs.evolve(run_input, messages=()))
+    wire["messages"] = encode_messages(run_input.messages)
+    return codec.dump_json(wire)
 
 
 def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:

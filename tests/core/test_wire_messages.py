@@ -82,3 +82,16 @@ def test_a_save_still_refuses_nan_inside_a_messages_metadata() -> None:
 def test_plain_json_trusts_a_plain_list() -> None:
     assert plain_json({"messages": PlainList([{"a": 1}])})
     assert not plain_json({"messages": [{"a": float("nan")}]})
+
+
+def test_a_request_body_is_the_converters_encoding_of_the_run_input() -> None:
+    from agui_client.client import _request_body
+    from agui_client.types.run import PROTOCOL_VERSION, RunAgentInput
+
+    with_messages = RunAgentInput(thread_id="t", run_id="r", messages=tuple(_corpus()), state={"k": [1.5, None]},
+                                  protocol_version=PROTOCOL_VERSION)
+    without = RunAgentInput(thread_id="t", run_id="r", protocol_version=PROTOCOL_VERSION)
+
+    for run_input in (with_messages, without):
+        body = _request_body(run_input)
+        assert body == codec.dump_json(codec.encode(run_input))
