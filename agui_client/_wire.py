@@ -1,14 +1,15 @@
 """Messages in wire form, built directly for ``ThreadState.dump()``, and the plain-JSON check.
 
-A thread's save writes every message; cattrs' generic unstructuring (a union dispatch and a hook
-call per field) was most of that cost. Each message class gets a function generated from its
-fields with the converter's rules (the role tag first, camelCase keys, a ``None`` left out where
-``None`` is the default, JSON-typed fields as they are); a field holding anything else (content
-parts, tool calls) goes through the converter's own hook, so the output is ``codec.encode``'s.
+A thread's save writes every message, and every run's request sends them all; cattrs' generic
+unstructuring (a union dispatch and a hook call per field) was most of that cost. Each wire class
+of ``types.messages`` (messages, tool calls, content parts, sources) gets a function generated
+from its fields with the converter's rules: the tag first, camelCase keys, a ``None`` left out
+where ``None`` is the default, JSON-typed fields as they are, a tuple of wire objects as a list of
+their dicts. The output is ``codec.encode``'s (a test compares them over the codec's corpus).
 
-While building, each function checks its values are plain JSON (and hands the message to the
-converter when one is not), so the list can say so (:class:`PlainList`) and a store's encoder need
-not walk it again.
+While building, each function checks its values are plain JSON and hands the message to the
+converter when one is not, so the list can say it was checked (:class:`PlainList`) and a store's
+encoder need not walk it again.
 """
 
 from __future__ import annotations
