@@ -20,9 +20,11 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import httpx
 
 from . import codec
+from ._wire import encode_messages
 from .errors import HTTPStatusError, IdleTimeout, ProtocolError, StreamWarning, TransportError
 from .session import DEFAULT_MAX_EVENT_BYTES
 from .sse import SSEDecoder
@@ -98,10 +100,13 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str) -> HTTPSta
 
 def _request_body(run_input: RunAgentInput) -> bytes:
     if run_input.protocol_version is None:
-        import attrs
-
         run_input = attrs.evolve(run_input, protocol_version=PROTOCOL_VERSION)
-    return codec.dump_json(codec.encode(run_input))
+    if not run_input.messages:
+        return codec.dump_json(codec.encode(run_input))
+    # Every run sends the whole thread: its messages are built directly, the converter's output.
+    wire = codec.encode(attrs.evolve(run_input, messages=()))
+    wire["messages"] = encode_messages(run_input.messages)
+    return codec.dump_json(wire)
 
 
 def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -274,6 +279,13 @@ class AgentClient(_ClientBase):
             IdleTimeout: no bytes for longer than ``idle_timeout``.
             ProtocolError: the answer is not an event stream.
         """
+        with self._open_batches(run_input, handle=handle, headers=headers) as batches:
+            yield (payload for batch in batches for payload in batch)
+
+    @contextmanager
+    def _open_batches(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
+                      headers: Mapping[str, str] | None = None) -> Iterator[Iterator[list[str | bytes]]]:
+        """:meth:`open`, yielding each read's payloads as one list (what ``Thread.run()`` folds)."""
         handle = handle if handle is not None else StreamHandle()
         body = _request_body(run_input)
         logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
@@ -285,7 +297,7 @@ class AgentClient(_ClientBase):
             if not response.is_success:
                 raise _status_error(response, self._excerpt(response), self.url)
             media = _check_media(response, lambda: self._excerpt(response), handle)
-            yield self._payloads(response, _Framer(self.max_event_bytes, handle, media))
+            yield self._batches(response, _Framer(self.max_event_bytes, handle, media))
         finally:
             response.close()
 
@@ -300,17 +312,17 @@ class AgentClient(_ClientBase):
             pass
         return bytes(data[:ERROR_BODY_LIMIT])
 
-    def _payloads(self, response: httpx.Response, framer: _Framer) -> Iterator[str | bytes]:
+    def _batches(self, response: httpx.Response, framer: _Framer) -> Iterator[list[str | bytes]]:
         try:
             for chunk in response.iter_bytes():
-                yield from framer.feed(chunk)
+                yield framer.feed(chunk)
         except httpx.ReadTimeout as exc:
             raise IdleTimeout(f"no bytes from {self.url} for {self.idle_timeout}s", timeout=self.idle_timeout,
                               url=self.url) from exc
         except httpx.TransportError as exc:
             # The connection dropped: what arrived stands, and the session says the run did not end.
             logger.debug("stream from %s ended by %r", self.url, exc)
-        yield from framer.close()
+        yield framer.close()
 
 
 class AsyncAgentClient(_ClientBase):
@@ -351,6 +363,15 @@ class AsyncAgentClient(_ClientBase):
     async def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
                    headers: Mapping[str, str] | None = None) -> AsyncIterator[AsyncIterator[str | bytes]]:
         """POST ``run_input`` and yield an async iterator of SSE payloads (see :meth:`AgentClient.open`)."""
+        async with self._open_batches(run_input, handle=handle, headers=headers) as batches:
+            yield _flatten(batches)
+
+    @asynccontextmanager
+    async def _open_batches(
+        self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[AsyncIterator[list[str | bytes]]]:
+        """:meth:`open`, yielding each read's payloads as one list (what ``AsyncThread.run()`` folds)."""
         handle = handle if handle is not None else StreamHandle()
         body = _request_body(run_input)
         logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
@@ -365,7 +386,7 @@ class AsyncAgentClient(_ClientBase):
             if _media_type(response.headers.get("content-type")) in _REFUSED_TYPES:
                 head = await self._excerpt(response)
             media = _check_media(response, lambda: head, handle)
-            yield self._payloads(response, _Framer(self.max_event_bytes, handle, media))
+            yield self._batches(response, _Framer(self.max_event_bytes, handle, media))
         finally:
             await response.aclose()
 
@@ -380,15 +401,19 @@ class AsyncAgentClient(_ClientBase):
             pass
         return bytes(data[:ERROR_BODY_LIMIT])
 
-    async def _payloads(self, response: httpx.Response, framer: _Framer) -> AsyncIterator[str | bytes]:
+    async def _batches(self, response: httpx.Response, framer: _Framer) -> AsyncIterator[list[str | bytes]]:
         try:
             async for chunk in response.aiter_bytes():
-                for payload in framer.feed(chunk):
-                    yield payload
+                yield framer.feed(chunk)
         except httpx.ReadTimeout as exc:
             raise IdleTimeout(f"no bytes from {self.url} for {self.idle_timeout}s", timeout=self.idle_timeout,
                               url=self.url) from exc
         except httpx.TransportError as exc:
             logger.debug("stream from %s ended by %r", self.url, exc)
-        for payload in framer.close():
+        yield framer.close()
+
+
+async def _flatten(batches: AsyncIterator[list[str | bytes]]) -> AsyncIterator[str | bytes]:
+    async for batch in batches:
+        for payload in batch:
             yield payload

@@ -24,6 +24,7 @@ import attrs
 from attrs import frozen
 
 from ._build import builder
+from ._wire import encode_messages
 from .codec import _orjson, encode, parse_json
 from .errors import ProtocolError, StreamWarning
 from .patch import PatchFailed, apply_patch
@@ -1200,12 +1201,14 @@ class ThreadState:
         Args:
             share_state: put the thread's own state document in the result instead of a copy, for a
                 caller that serialises the result at once and never mutates it (the thread's save
-                does): a large state is then not copied once more per save.
+                does): a large state is then not copied once more per save, and the messages come
+                as a list already checked to be plain JSON, which the stores do not walk again.
         """
         return {
             "format": STATE_FORMAT_VERSION,
             "threadId": self.thread_id,
-            "messages": encode(self.messages),
+            # Built directly, and marked as checked plain JSON for a save that serialises at once.
+            "messages": encode_messages(self.messages, checked=share_state),
             "state": self._state if share_state else _copy_json(self._state),
             "stateInSync": self.state_in_sync,
             "openInterrupts": encode(self._open_interrupts),

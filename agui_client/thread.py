@@ -76,7 +76,6 @@ class _ThreadCore:
             self._state.thread_id = thread_id
             self._version = stored.version
         self._owner = f"{uuid.uuid4()}"
-        self._quiet = False  # set by run(): nobody reads the events of that stream
 
     @property
     def state(self) -> ThreadState:
@@ -140,13 +139,16 @@ class _ThreadCore:
         return _Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
                      resuming=bool(entries))
 
-    def _begin(self, plan: _Plan) -> RunSession:
+    def _begin(self, plan: _Plan, *, quiet: bool = False) -> RunSession:
         for message in plan.new_messages:
             self._state.add_message(message)
         if plan.replace_state:
             self._state.set_state(plan.state)
-        # run() drops the events it reads, so their session may fold plain deltas without them.
-        return RunSession(self._state, run_input=plan.run_input, events=not self._quiet)
+        if quiet:
+            # run() reads no events, so their session may fold plain deltas without making them, and
+            # the thread may keep a STATE_SNAPSHOT's document instead of a copy (run() restores the flag).
+            self._state.adopt_payloads = True
+        return RunSession(self._state, run_input=plan.run_input, events=not quiet)
 
     def _warnings_into(self, session: RunSession, handle: StreamHandle) -> None:
         if handle.warnings:
@@ -310,16 +312,43 @@ class Thread(_ThreadCore):
             TransportError, HTTPStatusError, IdleTimeout: the exchange failed.
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
-        self._quiet = True
+        from .client import StreamHandle
+
+        # stream()'s steps, folding each read's payloads at once instead of yielding events.
+        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id)
+        claimed = self._claim(plan)
+        handle = StreamHandle()
+        thread = self._state
+        adopting = thread.adopt_payloads
         try:
-            with self.stream(message, resume=resume, tools=tools, context=context, forwarded_props=forwarded_props,
-                             state=state, run_id=run_id) as events:
-                for _ in events:
-                    pass
+            with self.client._open_batches(plan.run_input, handle=handle) as batches:
+                session = self._begin(plan, quiet=True)
+                saved = False
+                feed = session.feed_payload
+                try:
+                    # A read's payloads at a time, no event yielded: run() reads none, and a generator
+                    # step per payload cost a tenth of a chat stream's fold.
+                    for batch in batches:
+                        self._warnings_into(session, handle)
+                        for payload in batch:
+                            # Only a payload that produced events can have ended the run (plain deltas
+                            # produce none); the thread is saved before run() returns.
+                            if feed(payload) and not saved and session.terminated:
+                                self._save(session)
+                                saved = True
+                except AguiError as exc:
+                    self._stamp(exc, session, handle)
+                    raise
+                self._warnings_into(session, handle)
+                result = session.end()
+                if not saved:
+                    self._save(session)
+                return result
+        except AguiError as exc:
+            self._after_failure(exc, claimed)
+            raise
         finally:
-            self._quiet = False
-        assert events.result is not None
-        return events.result
+            thread.adopt_payloads = adopting
 
     @contextmanager
     def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
@@ -443,16 +472,39 @@ class AsyncThread(_ThreadCore):
                   tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
                   forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None) -> RunResult:
         """Send a run and fold it to the end (see :meth:`Thread.run`)."""
-        self._quiet = True
+        from .client import StreamHandle
+
+        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id)
+        claimed = await self._claim(plan)
+        handle = StreamHandle()
+        thread = self._state
+        adopting = thread.adopt_payloads
         try:
-            async with self.stream(message, resume=resume, tools=tools, context=context,
-                                   forwarded_props=forwarded_props, state=state, run_id=run_id) as events:
-                async for _ in events:
-                    pass
+            async with self.client._open_batches(plan.run_input, handle=handle) as batches:
+                session = self._begin(plan, quiet=True)
+                saved = False
+                feed = session.feed_payload
+                try:
+                    async for batch in batches:
+                        self._warnings_into(session, handle)
+                        for payload in batch:
+                            # Only a payload that produced events can have ended the run.
+                            if feed(payload) and not saved and session.terminated:
+                                await self._save(session)
+                                saved = True
+                except AguiError as exc:
+                    self._stamp(exc, session, handle)
+                    raise
+                self._warnings_into(session, handle)
+                result = session.end()
+                if not saved:
+                    await self._save(session)
+                return result
+        except AguiError as exc:
+            await self._after_failure(exc, claimed)
+            raise
         finally:
-            self._quiet = False
-        assert events.result is not None
-        return events.result
+            thread.adopt_payloads = adopting
 
     @asynccontextmanager
     async def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,

@@ -645,3 +645,79 @@ def test_state_none_keeps_the_threads_state_and_a_value_replaces_it(drive: Any, 
     first, second = endpoint.received
     assert first.body["state"] == {"k": 1}
     assert second.body["state"] == {"k": 1}
+
+
+# --------------------------------------------------------------------------------------------------
+# STATE_SNAPSHOT documents: adopted by run() (nobody sees its events), copied for stream()'s caller
+# --------------------------------------------------------------------------------------------------
+
+SNAPSHOT = {"plan": ["drop staging"], "step": 1, "nested": {"k": [1, 2]}}
+
+
+def _snapshot_then_deltas() -> ScriptedAgent:
+    return ScriptedAgent([[
+        Start(),
+        {"type": "STATE_SNAPSHOT", "snapshot": SNAPSHOT},
+        {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/step", "value": 2},
+                                          {"op": "add", "path": "/nested/k/-", "value": 3}]},
+        Finish(),
+    ]])
+
+
+def _copies_of_snapshots(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    from agui_client import fold
+
+    copied: list[Any] = []
+    real = fold._copy_json
+
+    def spy(value: Any) -> Any:
+        if isinstance(value, dict) and "plan" in value:
+            copied.append(value)
+        return real(value)
+
+    monkeypatch.setattr(fold, "_copy_json", spy)
+    return copied
+
+
+def test_run_keeps_a_state_snapshot_uncopied_and_restores_the_flag(
+        drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    endpoint = served(_snapshot_then_deltas())
+    copied = _copies_of_snapshots(monkeypatch)
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        result = thread.run("hi")
+
+        assert result.outcome == "success"
+        assert thread.state.adopt_payloads is False
+        assert copied == []  # the snapshot's document became the thread's state as decoded
+        assert thread.state.state == {"plan": ["drop staging"], "step": 2, "nested": {"k": [1, 2, 3]}}
+        stored = client.store.load(thread.id)
+        assert stored is not None and stored.data["state"] == thread.state.state
+
+
+def test_stream_hands_out_snapshot_events_the_fold_never_mutates(
+        drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    endpoint = served(_snapshot_then_deltas())
+    copied = _copies_of_snapshots(monkeypatch)
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        with thread.stream("hi") as events:
+            snapshots = [e for e in events if isinstance(e, ag.StateSnapshotEvent)]
+
+        assert thread.state.adopt_payloads is False
+        assert copied != []
+        assert [e.snapshot for e in snapshots] == [SNAPSHOT]  # the later deltas went to the thread's copy
+        assert thread.state.state == {"plan": ["drop staging"], "step": 2, "nested": {"k": [1, 2, 3]}}
+
+
+def test_run_restores_the_adopt_flag_when_the_run_fails(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([[Start(), {"type": "STATE_SNAPSHOT", "snapshot": SNAPSHOT}, b"data: {oops\n\n"]]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        with pytest.raises(ag.ProtocolError):
+            thread.run("hi")
+
+        assert thread.state.adopt_payloads is False

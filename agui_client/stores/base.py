@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from attrs import frozen
 from typing_extensions import Self
 
+from .._wire import plain_json as _plain_json
 from ..codec import _orjson
 from ..errors import ConcurrentResume, StoreError
 
@@ -200,27 +201,46 @@ def _check_owner(owner: str) -> None:
         raise ValueError("a claim owner must be a non-empty string")
 
 
-def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str:
-    """JSON text for a record's data.
+def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
+    """JSON for a record's data: UTF-8 ``bytes`` from orjson when it can write the data exactly, else text.
 
-    ASCII escapes keep lone surrogates (which a stream may carry) storable in UTF-8 backends, and
-    NaN/Infinity are refused because they are not JSON and another reader could not parse them.
+    Both forms hold no lone surrogate, so UTF-8 backends can store them: orjson refuses to write one,
+    and the stdlib fallback escapes everything outside ASCII. NaN/Infinity are refused because they
+    are not JSON and another reader could not parse them.
     """
     if not isinstance(data, Mapping):
         raise StoreError(f"thread {thread_id!r}: data must be a mapping, not {type(data).__name__}",
                          thread_id=thread_id)
+    record = data if type(data) is dict else dict(data)
+    if _orjson is not None:
+        # Five to nine times faster than the stdlib encoder, with one output buffer instead of its
+        # chunk list plus the joined text. orjson also writes what json.dumps refuses (NaN as null,
+        # datetimes, dataclasses …): the scan sends any of those to the stdlib path, which decides.
+        # It runs second because orjson's own refusals (cycles, lone surrogates, non-str keys,
+        # integers beyond 64 bits) are what guarantee the scan a finite, acyclic tree; messages
+        # from dump(share_state=True) were checked while they were built and are not walked again.
+        try:
+            blob: bytes = _orjson.dumps(record)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if _plain_json(record):
+                return blob
     try:
-        return json.dumps(dict(data), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+        return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StoreError(f"thread {thread_id!r}: data is not JSON-ready: {exc}", thread_id=thread_id) from exc
 
 
-def _decode_record(thread_id: str, *, version: int, text: str, claim: str | None, format: int) -> StoredThread:
+def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str | None,
+                   format: int) -> StoredThread:
     """A ``StoredThread`` from a record's parts, refusing newer formats and unreadable data."""
     if format > STORE_FORMAT_VERSION:
         raise _newer_format(thread_id, format)
+    # orjson refuses escaped lone surrogates, which the stdlib encoder writes.
+    escaped = (b"\\u" in text) if isinstance(text, bytes) else ("\\u" in text)
     try:
-        data = _orjson.loads(text) if _orjson is not None and "\\u" not in text else json.loads(text)
+        data = _orjson.loads(text) if _orjson is not None and not escaped else json.loads(text)
     except ValueError as exc:
         raise StoreError(f"thread {thread_id!r}: stored data is not JSON: {exc}", thread_id=thread_id) from exc
     if not isinstance(data, dict):

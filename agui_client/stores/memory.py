@@ -18,9 +18,10 @@ __all__ = ["MemoryStore"]
 @frozen(kw_only=True)
 class _Record:
     head: Head
-    # JSON text rather than the dict: a load hands out a fresh copy, and data that another store
-    # could not hold (not JSON-ready) fails here too, so moving to SQLite or Redis changes nothing.
-    text: str
+    # JSON rather than the dict: a load hands out a fresh copy, and data that another store could
+    # not hold (not JSON-ready) fails here too, so moving to SQLite or Redis changes nothing. Kept in
+    # the form the encoder gave (UTF-8 bytes or text): a conversion would cost a second copy.
+    text: str | bytes
 
 
 class MemoryStore(_Base):
@@ -63,6 +64,10 @@ class MemoryStore(_Base):
             StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
         """
         text = _encode_data(thread_id, data)
+        if isinstance(text, bytes):
+            # orjson hands back its whole output buffer, often several times the JSON (13 times for
+            # a 20 KB record): a record kept for the life of the thread is worth an exact-size copy.
+            text = bytes(memoryview(text))
         with self._lock:
             head = self._write_head(thread_id, "save", expected_version=expected_version, owner=None)
             self._records[thread_id] = _Record(head=head, text=text)

@@ -182,10 +182,10 @@ class RedisStore(_Base):
 
     def _write(
         self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None,
-        text: str | None,
+        text: str | bytes | None,
     ) -> int:
-        args = [operation, "" if expected_version is None else str(expected_version), owner or "", text or "",
-                str(STORE_FORMAT_VERSION)]
+        args: list[str | bytes] = [operation, "" if expected_version is None else str(expected_version),
+                                   owner or "", text or "", str(STORE_FORMAT_VERSION)]
         with self._calls(thread_id):
             reply = self._script(keys=[self._key(thread_id)], args=args)
         if int(reply[0]) == 1:

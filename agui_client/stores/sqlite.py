@@ -118,7 +118,9 @@ class SqliteStore(_Base):
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
-        text = _encode_data(thread_id, data)
+        encoded = _encode_data(thread_id, data)
+        # Stored as TEXT whatever the encoder gave, so the column reads the same to any SQLite tool.
+        text = encoded.decode("utf-8") if isinstance(encoded, bytes) else encoded
         return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text)
 
     def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:

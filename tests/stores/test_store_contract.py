@@ -6,6 +6,9 @@ Redis runs twice, with a bytes client and with a ``decode_responses=True`` clien
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import enum
 import json
 import sqlite3
 import subprocess
@@ -559,6 +562,75 @@ def test_data_that_is_not_json_ready_is_refused_and_nothing_is_stored(store: Thr
         assert caught.value.thread_id == "t"
 
     assert store.load("t") is None
+
+
+class _Colour(enum.Enum):
+    RED = "red"
+
+
+@dataclasses.dataclass
+class _Point:
+    x: int
+
+
+def test_what_orjson_could_write_but_json_refuses_is_still_refused(store: ThreadStore) -> None:
+    # orjson writes NaN as null and serialises these types natively; the record must not.
+    nested_bad = [
+        {"state": {"deep": [1, 2.5, {"x": float("nan")}]}},
+        {"state": (1.0, float("inf"))},
+        {"messages": [{"id": "m", "content": -float("inf")}]},
+        {"state": datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)},
+        {"state": {"id": uuid.UUID(int=1)}},
+        {"state": [_Colour.RED]},
+        {"state": _Point(1)},
+    ]
+    for bad in nested_bad:
+        with pytest.raises(StoreError) as caught:
+            store.save("t", bad, expected_version=None)
+        assert caught.value.thread_id == "t"
+
+    assert store.load("t") is None
+
+
+def test_data_the_fast_encoder_cannot_write_round_trips_as_json_writes_it(store: ThreadStore) -> None:
+    # Lone surrogates, integer keys, integers past 64 bits, str subclasses: the stdlib encoder's output.
+    class Name(str):
+        pass
+
+    data = {"state": {"lone": "a\ud800b", 7: "seven", "big": -(2**63) - 1, "name": Name("n")}}
+    store.save("t", data, expected_version=None)
+
+    stored = store.load("t")
+
+    assert stored is not None
+    assert stored.data == {"state": {"lone": "a\ud800b", "7": "seven", "big": -(2**63) - 1, "name": "n"}}
+
+
+def test_non_ascii_and_awkward_numbers_round_trip(store: ThreadStore) -> None:
+    data = {"state": {"text": "h\u00e9llo \u2028 \U0001f389 \x1f", "floats": [1e16, -0.0, 1e-7, 0.1],
+                      "ints": [2**64 - 1, -(2**63)], "nested": [[{"a": None, "b": True}], ()]},
+            "messages": ThreadState(messages=[UserMessage(id="u", content="\u00fcber \U0001f600")]).dump()["messages"]}
+    store.save("t", data, expected_version=None)
+    store.save("t", data, expected_version=1)
+
+    stored = store.load("t")
+
+    assert stored is not None
+    want = json.loads(json.dumps(data))
+    assert stored.data == want
+    assert ThreadState.load(stored.data).messages[0].content == "\u00fcber \U0001f600"
+
+
+def test_a_record_written_as_escaped_ascii_text_still_loads(backend: Backend) -> None:
+    # Records written before the store encoded with orjson: ASCII text with \u escapes.
+    backend.store.save("t", small(1), expected_version=None)
+    data = {"state": {"text": "h\u00e9 \U0001f389"}, "messages": []}
+    backend.set_raw("t", "data", json.dumps(data, ensure_ascii=True, separators=(",", ":")))
+
+    stored = backend.store.load("t")
+
+    assert stored is not None
+    assert stored.data == data
 
 
 def test_delete_forgets_the_thread(store: ThreadStore) -> None:

@@ -1,0 +1,77 @@
+"""How a store encodes a record's data: orjson's UTF-8 when it writes the data exactly, the stdlib otherwise."""
+
+from __future__ import annotations
+
+import gc
+import json
+import tracemalloc
+from typing import Any
+
+import pytest
+
+from agui_client.errors import StoreError
+from agui_client.fold import ThreadState
+from agui_client.stores import MemoryStore
+from agui_client.stores.base import _encode_data, _plain_json
+from agui_client.types import UserMessage
+
+__all__: list[str] = []
+
+orjson = pytest.importorskip("orjson")
+
+
+def test_plain_data_is_written_by_orjson_as_utf8_bytes() -> None:
+    data = ThreadState(messages=[UserMessage(id="u", content="h\u00e9 \U0001f389")], state={"x": [1.5, None]}).dump()
+
+    encoded = _encode_data("t", data)
+
+    assert isinstance(encoded, bytes)
+    assert encoded == orjson.dumps(data)
+    assert json.loads(encoded) == data
+
+
+@pytest.mark.parametrize("value", [
+    {"a": float("nan")}, [1, float("inf")], {"a": {"b": [float("-inf")]}}, {"a": b"bytes"}, {"a": {1, 2}},
+])
+def test_anything_but_finite_plain_json_is_refused_as_json_dumps_refuses_it(value: Any) -> None:
+    with pytest.raises(StoreError):
+        _encode_data("t", {"state": value})
+
+
+def test_what_only_the_stdlib_can_write_comes_back_as_its_text() -> None:
+    encoded = _encode_data("t", {"state": {1: "one", "s": "\ud800"}})
+
+    assert encoded == '{"state":{"1":"one","s":"\\ud800"}}'
+
+
+@pytest.mark.parametrize(("value", "plain"), [
+    ({"a": [1, 2.5, "s", None, True, (3,)], "b": {}}, True),
+    ([[[[]]]], True),
+    (float("nan"), False),
+    ({"a": [{"b": float("inf")}]}, False),
+    ({"a": 1 + 2j}, False),
+    ({"a": type("S", (str,), {})("x")}, False),
+    ({"a": type("D", (dict,), {})()}, False),
+])
+def test_plain_json_accepts_exactly_the_builtin_json_types(value: Any, plain: bool) -> None:
+    assert _plain_json(value) is plain
+
+
+def test_a_memory_store_keeps_a_record_at_its_size_not_the_encoders_buffer() -> None:
+    # orjson returns its whole output buffer (several times a small record): kept for the life of
+    # the thread, that would cost several times the record.
+    store = MemoryStore()
+    data = {"state": {"text": "x" * 20_000}}
+    store.save("warm-up", data, expected_version=None)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        store.save("t", data, expected_version=None)
+        gc.collect()
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert kept < 1.5 * len(json.dumps(data))
+    stored = store.load("t")
+    assert stored is not None and stored.data == data
