@@ -24,7 +24,7 @@ import attrs
 from attrs import frozen
 
 from ._build import builder
-from ._wire import encode_messages
+from ._wire import encode_messages, plain_json
 from .codec import _orjson, encode, parse_json
 from .errors import ProtocolError, StreamWarning
 from .patch import PatchFailed, apply_patch
@@ -308,6 +308,17 @@ def _copy_json(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def _own_json(value: Any) -> Any:
+    """A copy of state the application supplies, refusing what JSON cannot hold.
+
+    The fast copy goes through orjson, which would quietly write ``NaN`` as ``null`` and a ``datetime``
+    as a string: the thread would then send something other than what it was given.
+    """
+    if not plain_json(value):
+        raise ValueError("state must be JSON: dicts, lists, strings, finite numbers, booleans and None")
+    return _copy_json(value)
+
+
 # --------------------------------------------------------------------------------------------------
 # The thread
 # --------------------------------------------------------------------------------------------------
@@ -336,7 +347,7 @@ class ThreadState:
         self._by_id: dict[str, _Entry] = {}
         self._calls: dict[str, tuple[_Entry, _Call]] = {}
         # The reference starts every thread from {} and sends it; a delta before any snapshot patches it (SP-04).
-        self._state: Any = {} if state is _EMPTY_STATE else _copy_json(state)
+        self._state: Any = {} if state is _EMPTY_STATE else _own_json(state)
         self._state_view: Any = None
         self._state_view_valid = False
         self.state_in_sync = True
@@ -479,8 +490,12 @@ class ThreadState:
         return message
 
     def set_state(self, state: JSON) -> None:
-        """Replace the shared state (a copy of ``state`` is kept)."""
-        self._state = _copy_json(state)
+        """Replace the shared state (a copy of ``state`` is kept).
+
+        Raises:
+            ValueError: ``state`` holds something JSON cannot (``NaN``, a ``datetime``, a set …).
+        """
+        self._state = _own_json(state)
         self.state_in_sync = True
         self._state_changed()
 

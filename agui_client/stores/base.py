@@ -19,7 +19,7 @@ from attrs import frozen
 from typing_extensions import Self
 
 from .._wire import plain_json as _plain_json
-from ..codec import _orjson
+from ..codec import _DIGITS_ONLY, _LONG_DIGIT_RUN, _has_float, _orjson
 from ..errors import ConcurrentResume, StoreError
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "Head", "check_write"]
@@ -241,11 +241,19 @@ def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: st
     escaped = (b"\\u" in text) if isinstance(text, bytes) else ("\\u" in text)
     try:
         data = _orjson.loads(text) if _orjson is not None and not escaped else json.loads(text)
+        if _orjson is not None and not escaped and _inexact(text, data):
+            data = json.loads(text)  # orjson reads an integer beyond 64 bits as a float
     except ValueError as exc:
         raise StoreError(f"thread {thread_id!r}: stored data is not JSON: {exc}", thread_id=thread_id) from exc
     if not isinstance(data, dict):
         raise StoreError(f"thread {thread_id!r}: stored data is not a JSON object", thread_id=thread_id)
     return StoredThread(thread_id=thread_id, version=version, data=data, claim=claim, format=format)
+
+
+def _inexact(text: str | bytes, data: Any) -> bool:
+    """Whether orjson may have read an integer of 20+ digits (beyond 64 bits) as an inexact float."""
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return _LONG_DIGIT_RUN in raw.translate(_DIGITS_ONLY) and _has_float(data)
 
 
 def _newer_format(thread_id: str, format: int) -> StoreError:

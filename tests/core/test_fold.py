@@ -4,10 +4,12 @@ details the golden vectors do not pin (surrogate rejoining, incomplete entities,
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 from typing import Any
 
 import jsonpatch
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -341,3 +343,22 @@ def test_a_tool_call_continued_in_a_snapshot_message_keeps_the_message_attribute
     assert isinstance(message, AssistantMessage)
     assert (message.content, message.name) == ("c", "n")
     assert [c.id for c in message.tool_calls or ()] == ["c1", "c2", "c9"]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), {"x": float("inf")}, {"when": datetime.date(2026, 1, 1)}, [{1, 2}]])
+def test_state_the_application_sets_must_be_json(bad: Any) -> None:
+    """The fast copy would quietly turn NaN into null or a date into a string; the thread refuses instead."""
+    thread = ThreadState()
+    with pytest.raises(ValueError, match="state must be JSON"):
+        thread.set_state(bad)
+    with pytest.raises(ValueError, match="state must be JSON"):
+        ThreadState(state=bad)
+    assert thread.state == {}
+
+
+def test_state_the_application_sets_is_kept_exactly() -> None:
+    value = {"big": 2**70, "f": 0.1, "n": None, "nested": [{"k": [True]}]}
+    thread = ThreadState()
+    thread.set_state(value)
+    assert thread.state == value
+    assert type(thread.state["big"]) is int

@@ -795,3 +795,16 @@ def test_the_stores_import_without_the_redis_extra() -> None:
 
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == "ImportError: RedisStore needs the redis extra: pip install 'agui-client[redis]'\n"
+
+
+def test_integers_beyond_64_bits_load_back_exact(store: ThreadStore) -> None:
+    """orjson reads a 20+ digit integer as a float; the store must hand back the integer the thread held."""
+    data = small(1)
+    data["state"] = {"big": 2**70, "neg": -(2**65) - 1, "f": 1.5, "id": "12345678901234567890123"}
+    store.save("t", data, expected_version=None)
+
+    stored = store.load("t")
+
+    assert stored is not None
+    assert stored.data["state"] == data["state"]
+    assert type(stored.data["state"]["big"]) is int and stored.data["state"]["big"] == 2**70
