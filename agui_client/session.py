@@ -214,16 +214,8 @@ class RunSession:
         """
         entity = value.get(id_key)
         delta = value.get("delta")
-        if type(entity) is not str or type(delta) is not str:
-            return False
-        # With the type, the id and the delta read, three keys are exactly those; a fourth must be a
-        # valid timestamp.
-        size = len(value)
-        if size != 3:
-            stamp = value.get("timestamp")
-            if size != 4 or type(stamp) is not int or not -codec.MAX_SAFE_INT <= stamp <= codec.MAX_SAFE_INT:
-                return False
-        if not self._chunks.idle or not self._verifier.continues(kind, entity):
+        if type(entity) is not str or type(delta) is not str or len(value) != _plain_size(value, True) \
+                or not self._chunks.idle or not self._verifier.continues(kind, entity):
             return False
         return self.state.append_delta(kind, entity, delta)
 
@@ -304,14 +296,8 @@ class RunSession:
         then reports it.
         """
         delta = value.get("delta")
-        if type(delta) is not list:
-            return False
-        size = len(value)  # the type and the delta; a third key must be a valid timestamp
-        if size != 2:
-            stamp = value.get("timestamp")
-            if size != 3 or type(stamp) is not int or not -codec.MAX_SAFE_INT <= stamp <= codec.MAX_SAFE_INT:
-                return False
-        if not self._chunks.idle or not self._verifier.running:
+        if type(delta) is not list or len(value) != _plain_size(value) or not self._chunks.idle \
+                or not self._verifier.running:
             return False
         return self.state.patch_state(delta)
 
@@ -538,7 +524,8 @@ _FUSED: dict[str, Callable[[RunSession, dict[str, Any]], bool]] = {
 
 
 def _plain_size(value: dict[str, Any], extra: bool = False) -> int:
-    """How many keys a plain event has: its type and id, ``extra`` (one more read key), a valid timestamp.
+    """How many keys a plain event has: its type, its main key (an id, a patch), ``extra`` (one more key
+    the caller read), and a valid timestamp.
 
     A timestamp that is present but not a safe integer gives a size no event matches (-1).
     """
