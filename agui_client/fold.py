@@ -24,8 +24,9 @@ import attrs
 from attrs import frozen
 
 from ._build import builder
-from ._wire import encode_messages, plain_json
+from ._wire import PlainList, encode_messages, plain_json
 from .codec import _orjson, encode, parse_json
+from .codec import _wire_name as codec_wire_name
 from .errors import ProtocolError, StreamWarning
 from .patch import PatchFailed, apply_patch
 from .types import events as ev
@@ -148,6 +149,20 @@ class _Call:
         made.frozen = call
         return made
 
+    def wire(self, warn: list[StreamWarning] | None) -> dict[str, Any] | None:
+        """``encode(self.freeze(warn))`` built directly, or ``None`` when the metadata is not plain JSON."""
+        if self.metadata is not None and not plain_json(self.metadata):
+            return None
+        if self.args:
+            self.args = _whole(self.args, warn, self.id)
+        out: dict[str, Any] = {"id": self.id, "type": "function",
+                               "function": {"name": self.name, "arguments": self.args[0] if self.args else ""}}
+        if self.encrypted_value is not None:
+            out["encryptedValue"] = self.encrypted_value
+        if self.metadata is not None:
+            out["metadata"] = self.metadata
+        return out
+
     def freeze(self, warn: list[StreamWarning] | None) -> msg.ToolCall:
         if self.frozen is None:
             if len(self.args) > 1 or (self.args and _SURROGATE.search(self.args[0])):
@@ -224,6 +239,39 @@ class _Entry:
         self.frozen = None
 
 
+    def wire(self, warn: list[StreamWarning] | None) -> dict[str, Any] | None:
+        """``encode(self.freeze(warn))`` built from the entry without freezing it (a save need not build
+        a typed message per streamed message), or ``None`` where only the typed path can say (content
+        that is not a string, attributes that are not plain JSON, activity messages)."""
+        role = self.role
+        fields = _WIRE_FIELDS.get(role)
+        if fields is None:
+            return None
+        out: dict[str, Any] = {"id": self.id, "role": role}
+        if self.text is not None:
+            self.text = _whole(self.text, warn, self.id) if self.text else [""]
+            out["content"] = self.text[0]
+        elif role != "assistant":
+            if type(self.value) is not str:
+                return None
+            out["content"] = self.value
+        for name, value in self.attrs.items():
+            if value is None:
+                continue
+            key = fields.get(name)
+            if key is None or (type(value) is not str and not plain_json(value)):
+                return None
+            out[key] = value
+        if self.calls is not None:
+            calls = []
+            for call in self.calls:
+                encoded = call.wire(warn)
+                if encoded is None:
+                    return None
+                calls.append(encoded)
+            out["toolCalls"] = calls
+        return out
+
     def freeze(self, warn: list[StreamWarning] | None) -> msg.Message:
         if self.frozen is not None:
             return self.frozen
@@ -257,6 +305,11 @@ _ROLE_CLASSES: dict[str, Any] = {
 
 
 _ROLE_BUILDERS: dict[str, Any] = {role: builder(cls) for role, cls in _ROLE_CLASSES.items()}
+# Per role whose streamed entries ``_Entry.wire`` encodes: the other fields' Python name -> wire name.
+_WIRE_FIELDS: dict[str, dict[str, str]] = {
+    cls.ROLE: {a.name: codec_wire_name(a) for a in attrs.fields(cls) if a.name not in ("id", "content", "tool_calls")}
+    for cls in _ROLE_CLASSES.values() if cls is not msg.ActivityMessage
+}
 _new_tool_call = builder(msg.ToolCall)
 _new_function_call = builder(msg.FunctionCall)
 
@@ -1223,7 +1276,7 @@ class ThreadState:
             "format": STATE_FORMAT_VERSION,
             "threadId": self.thread_id,
             # Built directly, and marked as checked plain JSON for a save that serialises at once.
-            "messages": encode_messages(self.messages, checked=share_state),
+            "messages": self._wire_messages(share_state),
             "state": self._state if share_state else _copy_json(self._state),
             "stateInSync": self.state_in_sync,
             "openInterrupts": encode(self._open_interrupts),
@@ -1234,6 +1287,26 @@ class ThreadState:
             "lastRunId": self.last_run.run_id if self.last_run else None,
             "subagents": {k: _dump_subagent(v) for k, v in self._subagents.items()},
         }
+
+    def _wire_messages(self, checked: bool) -> list[Any]:
+        # A message still being streamed into an entry is encoded from the entry; the others (frozen
+        # already: snapshots, messages read before) go through the wire encoders.
+        warn = self.warnings
+        out: list[Any] = []
+        frozen: list[int] = []
+        for entry in self._entries:
+            encoded = entry.wire(warn) if entry.frozen is None else None
+            if encoded is None:
+                frozen.append(len(out))
+                out.append(entry.freeze(warn))
+            else:
+                out.append(encoded)
+        if not frozen:
+            return PlainList(out) if checked else out
+        rest = encode_messages([out[i] for i in frozen], checked=checked)
+        for i, encoded in zip(frozen, rest, strict=True):
+            out[i] = encoded
+        return PlainList(out) if checked and type(rest) is PlainList else out
 
     @classmethod
     def load(cls, data: Mapping[str, Any]) -> ThreadState:

@@ -52,7 +52,7 @@ from agui_client import AgentClient, replay  # noqa: E402
 from agui_client.stores import MemoryStore  # noqa: E402
 
 from . import gen  # noqa: E402
-from .servers import FirstEventServer, StreamServer  # noqa: E402
+from .servers import FirstEventServer, ProcessStreamServer, StreamServer  # noqa: E402
 
 try:
     import orjson
@@ -551,6 +551,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--ttfe-reps", type=int, default=None, help="first-event samples (default 50; --tiny 5)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-http", action="store_true", help="skip the loopback HTTP measures")
+    ap.add_argument("--server", choices=("process", "thread"), default="process",
+                    help="where the loopback HTTP server runs: a child process (default; an agent is another "
+                         "process) or a thread of the measuring process (it then shares the client's GIL)")
     ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass")
     ap.add_argument("--oracle", type=Path, default=None,
                     help=f"the reference fold's directory (fold.mjs); default {DEFAULT_ORACLE} when it and node exist")
@@ -599,7 +602,8 @@ def main(argv: list[str] | None = None) -> int:
     info = machine()
     log(f"python {info['python']}, orjson {info['orjson']}, {info['nproc']} cpu ({info['cpu']}), "
         f"{a.reps} repetitions, kinds {','.join(a.kinds)}; agui_client sources {info['source_sha256']}"
-        f"{' (uncommitted changes)' if info['agui_client_modified'] else ''}; load average {info['loadavg_start']}")
+        f"{' (uncommitted changes)' if info['agui_client_modified'] else ''}; load average {info['loadavg_start']}"
+        f"{'' if a.no_http else f'; HTTP server in a {a.server}'}")
 
     with tempfile.TemporaryDirectory(prefix="agui-bench-") as tmp:
         out_dir = a.keep_streams or Path(tmp)
@@ -621,7 +625,9 @@ def main(argv: list[str] | None = None) -> int:
                 rows_by_key[(s.kind, s.size, name)] = row
                 rows.append(row)
 
-        server = StreamServer() if not a.no_http else None
+        server: StreamServer | ProcessStreamServer | None = None
+        if not a.no_http:
+            server = ProcessStreamServer() if a.server == "process" else StreamServer()
         try:
             if server is not None:
                 server.start()
@@ -686,6 +692,7 @@ def main(argv: list[str] | None = None) -> int:
                    "scale_factor": a.scale_factor, "growth": a.growth,
                    "base_scales": {k: (TINY_SCALE if a.tiny else BASE_SCALE[k]) * a.scale_factor for k in a.kinds},
                    "oracle": str(oracle) if oracle else None, "http_write_size": 65536,
+                   "http_server": None if a.no_http else a.server,
                    "state_size": "len(json.dumps(result.state.to_wire()))"},
         "rows": [{
             "kind": r.kind, "size": r.size, "scale": r.scale, "events": r.events, "bytes": r.bytes,

@@ -11,13 +11,16 @@ writing ``RUN_STARTED``, then waits until the client has the event before it fin
 
 Both run their loop in a daemon thread of this process, so server and client share one clock
 (``time.perf_counter``) and, being Python, one GIL: what the numbers show is the client's cost
-plus a small server share, as in any in-process harness.
+plus a small server share, as in any in-process harness. ``ProcessStreamServer`` runs a
+``StreamServer`` in a child process instead (the suite's default for throughput, ``--server``), as a
+real agent would run: the client is then charged for its own work and the transport only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -25,7 +28,7 @@ from typing import Any
 
 from typing_extensions import Self
 
-__all__ = ["StreamServer", "FirstEventServer"]
+__all__ = ["StreamServer", "ProcessStreamServer", "FirstEventServer"]
 
 _HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-store\r\n"
          b"transfer-encoding: chunked\r\n\r\n")
@@ -150,6 +153,72 @@ class StreamServer(_LoopThread):
             pass
         finally:
             writer.close()
+
+
+class ProcessStreamServer:
+    """A :class:`StreamServer` in a child process, driven through a pipe (the same ``add``/``url`` API).
+
+    An agent is another process: served from a thread of the client's own process, the server's
+    Python work and its share of the GIL would be charged to the client being measured.
+    """
+
+    def __init__(self, write_size: int = 64 * 1024) -> None:
+        self.write_size = write_size
+        self.port = 0
+        self._conn: Any = None
+        self._process: Any = None
+
+    def start(self) -> Self:
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve_streams, args=(child, self.write_size), daemon=True,
+                                        name="bench-stream-server")
+        self._process.start()
+        child.close()
+        self.port = self._conn.recv()
+        return self
+
+    def url(self, path: str = "") -> str:
+        return f"http://127.0.0.1:{self.port}/{path}"
+
+    def add(self, key: str, body: bytes) -> str:
+        self._conn.send(("add", key, body))
+        self._conn.recv()  # stored
+        return self.url(key)
+
+    def close(self) -> None:
+        if self._process is None:
+            return
+        try:
+            self._conn.send(("stop",))
+        except (BrokenPipeError, OSError):
+            pass
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
+        self._conn.close()
+        self._process = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _serve_streams(conn: Any, write_size: int) -> None:
+    """The child process of :class:`ProcessStreamServer`."""
+    with StreamServer(write_size) as server:
+        conn.send(server.port)
+        while True:
+            try:
+                message = conn.recv()
+            except EOFError:
+                return
+            if message[0] != "add":
+                return
+            server.add(message[1], message[2])
+            conn.send(True)
 
 
 class FirstEventServer(_LoopThread):

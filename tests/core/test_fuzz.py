@@ -281,3 +281,20 @@ def test_fused_starts_ends_and_results_match_the_event_path(evs: list[dict[str, 
     """
     stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
     assert _fold_compact(stream, events=False) == _fold_compact(stream, events=True)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(streams, _conversations().map(lambda evs: [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+                                                               *evs])))
+def test_a_save_encodes_streamed_messages_exactly_as_their_typed_form(evs: list[dict[str, Any]]) -> None:
+    """``dump()`` encodes a streamed entry without freezing it; the result is ``encode(thread.messages)``."""
+    def fold() -> ThreadState:
+        session = RunSession(collect_errors=True, events=False)
+        for event in evs:
+            session.feed_payload(json.dumps(event, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+        session.end()
+        return session.state
+
+    saved, typed = fold(), fold()
+    assert saved.dump()["messages"] == encode(typed.messages)
+    assert [(w.code, w.message) for w in saved.warnings] == [(w.code, w.message) for w in typed.warnings]
