@@ -265,6 +265,33 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
     return _parse_general(data, value, max_depth, check_duplicates)
 
 
+def parse_batch(payloads: list[Any], *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Any] | None:
+    """Several payloads (bytes, each one event object) parsed and proved in one pass, or ``None``.
+
+    The payloads are read as one JSON array, and the array that orjson writes back byte for byte is
+    the proof :func:`parse_json` takes for each alone (no key dropped as a duplicate, no integer read
+    inexactly, depth within the limit), in two C calls instead of two per payload. ``None`` (parse
+    them one by one, which says what is wrong) when orjson is missing, a payload is not bytes, is large,
+    is not exactly one JSON object, or the proof fails.
+    """
+    orjson = _orjson
+    if orjson is None or len(payloads) < 2 or _ORJSON_PROOF_DEPTH > max_depth - 1 \
+            or set(map(type, payloads)) != _BYTES_ONLY or max(map(len, payloads)) >= _SLICED_MIN:
+        return None
+    joined = b"[" + b",".join(payloads) + b"]"
+    try:
+        values = orjson.loads(joined)
+        if len(values) != len(payloads) or set(map(type, values)) != _DICTS_ONLY or orjson.dumps(values) != joined:
+            return None
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return None
+    return values  # type: ignore[no-any-return]
+
+
+_BYTES_ONLY = {bytes}
+_DICTS_ONLY = {dict}
+
+
 def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_depth: int,
                    check_duplicates: bool) -> Any:
     """``parse_json`` beyond its fast path; ``value`` is orjson's reading of ``data`` if it was read."""

@@ -199,6 +199,22 @@ class RunSession:
             value = codec.parse_json(data, max_depth=self.max_depth)
         except ProtocolError as exc:
             return self._fail(exc, index, None)
+        return self._feed_parsed(value, index)
+
+    def parse_batch(self, payloads: list[Any]) -> list[Any] | None:
+        """A read's payloads parsed and proved together (``codec.parse_batch``), for :meth:`feed_parsed`.
+
+        ``None`` means: feed them one by one with :meth:`feed_payload`.
+        """
+        return codec.parse_batch(payloads, max_depth=self.max_depth)
+
+    def feed_parsed(self, value: Any) -> list[ev.Event | ev.UnknownEvent]:
+        """Fold one payload that :meth:`parse_batch` read; as :meth:`feed_payload` otherwise."""
+        index = self._index
+        self._index += 1
+        return self._feed_parsed(value, index)
+
+    def _feed_parsed(self, value: Any, index: int) -> list[ev.Event | ev.UnknownEvent]:
         if self._fuse and type(value) is dict:
             fused = _FUSED.get(value.get("type"))  # type: ignore[arg-type]
             if fused is not None and self._failed is None and fused(self, value):
@@ -603,7 +619,13 @@ def _fold_all(source: Source, session: RunSession, format: Literal["auto", "sse"
               max_event_bytes: int) -> None:
     """``replay_events`` for a caller that wants no events: one step per payload, no generator in between."""
     feed = session.feed_payload
+    feed_parsed = session.feed_parsed
     for batch in _batches(source, session, format, max_event_bytes):
+        values = session.parse_batch(batch)
+        if values is not None:
+            for value in values:
+                feed_parsed(value)
+            continue
         for item in batch:
             if isinstance(item, (str, bytes)):
                 feed(item)

@@ -330,10 +330,12 @@ class Thread(_ThreadCore):
                     # step per payload cost a tenth of a chat stream's fold.
                     for batch in batches:
                         self._warnings_into(session, handle)
-                        for payload in batch:
+                        values = session.parse_batch(batch)
+                        step = feed if values is None else session.feed_parsed
+                        for payload in batch if values is None else values:
                             # Only a payload that produced events can have ended the run (plain deltas
                             # produce none); the thread is saved before run() returns.
-                            if feed(payload) and not saved and session.terminated:
+                            if step(payload) and not saved and session.terminated:
                                 self._save(session)
                                 saved = True
                 except AguiError as exc:
@@ -487,9 +489,11 @@ class AsyncThread(_ThreadCore):
                 try:
                     async for batch in batches:
                         self._warnings_into(session, handle)
-                        for payload in batch:
+                        values = session.parse_batch(batch)
+                        step = feed if values is None else session.feed_parsed
+                        for payload in batch if values is None else values:
                             # Only a payload that produced events can have ended the run.
-                            if feed(payload) and not saved and session.terminated:
+                            if step(payload) and not saved and session.terminated:
                                 await self._save(session)
                                 saved = True
                 except AguiError as exc:

@@ -298,3 +298,54 @@ def test_a_save_encodes_streamed_messages_exactly_as_their_typed_form(evs: list[
     saved, typed = fold(), fold()
     assert saved.dump()["messages"] == encode(typed.messages)
     assert [(w.code, w.message) for w in saved.warnings] == [(w.code, w.message) for w in typed.warnings]
+
+
+_payload_pieces = st.one_of(
+    st.builds(lambda e: json.dumps(e, separators=(",", ":")).encode("utf-8", "surrogatepass"), events()),
+    st.sampled_from([b'{"type":"RAW","event":1,"event":2}',
+                     b'{"type":"CUSTOM","name":"n","value":123456789012345678901}',
+                     b'{"type":"CUSTOM","name":"n","value":1.5e400}', b' {"type":"RAW","event":{}}', b'[1,2]', b'1',
+                     b'{"type":"RAW","event":{}},{"type":"RAW","event":{}}', b'{"type":"RAW"', b'',
+                     b'{"type":"RAW","event":"\\ud83d"}', b'{"type":"RAW","event":"\xff"}',
+                     b'{"type":"CUSTOM","name":"n","value":{"a":1,"a":2}}', b'{"type" : "RAW", "event" : 1}']),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_payload_pieces, max_size=12))
+def test_a_batch_is_read_exactly_as_its_payloads_one_by_one(payloads: list[bytes]) -> None:
+    """``parse_batch`` returns what ``parse_json`` returns for each payload, or ``None``; never another reading."""
+    from agui_client import codec
+    from agui_client.errors import ProtocolError
+
+    batch = codec.parse_batch(payloads)
+    if batch is None:
+        return
+    for payload, value in zip(payloads, batch, strict=True):
+        try:
+            expected = codec.parse_json(payload)
+        except ProtocolError:
+            raise AssertionError(f"a batch read a payload parse_json refuses: {payload!r}") from None
+        assert repr(value) == repr(expected)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(streams, _conversations().map(lambda evs: [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+                                                               *evs])))
+def test_replay_reading_whole_reads_folds_as_one_payload_at_a_time(evs: list[dict[str, Any]]) -> None:
+    body = b"".join(b"data: " + json.dumps(e, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n\n"
+                    for e in evs)
+    session = RunSession(collect_errors=True, events=False)
+    for event in evs:
+        session.feed_payload(json.dumps(event, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    one_by_one = session.end()
+    try:
+        replayed = replay(body)
+    except AguiError as exc:
+        assert session.errors, exc  # the payload-at-a-time fold met a fault too
+        assert exc.index == session.errors[0].index and type(exc) is type(session.errors[0])
+        return
+    assert not session.errors
+    assert json.dumps(replayed.state.to_wire(), sort_keys=True) == json.dumps(one_by_one.state.to_wire(),
+                                                                                sort_keys=True)
+    assert [(w.code, w.index) for w in replayed.warnings] == [(w.code, w.index) for w in one_by_one.warnings]
