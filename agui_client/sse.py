@@ -83,7 +83,7 @@ def _canonical_payloads(body: bytes, limit: int) -> list[bytes] | None:
     head = body[6:cut]
     payloads = head.split(b"\n\ndata: ")
     if head.count(b"\n") != 2 * (len(payloads) - 1) or not all(map(bytes.startswith, payloads, repeat(b"{"))) \
-            or max(map(len, payloads)) + 6 > limit:
+            or (len(head) + 6 > limit and max(map(len, payloads)) + 6 > limit):
         return None
     if not head.isascii():
         # Only the frames that hold non-ASCII bytes need decoding to prove them UTF-8 (decoding the
@@ -425,7 +425,7 @@ class SSEDecoder:
                 count = len(payloads)
                 frames.extend(payloads)  # type: ignore[arg-type]  # feed_payloads(): bytes, no SSEFrame
                 self._dispatched += count
-                consumed = sum(map(len, payloads)) + 8 * count  # "data: " and the blank line, per frame
+                consumed = body.rfind(b"\n\n") + 2  # through the last frame's blank line
                 lineno += 2 * count
                 offset += consumed - 2 * count + step * count
                 body = body[consumed:]
