@@ -1049,8 +1049,10 @@ class ThreadState:
         run = self.last_run
         fresh = [message for message in incoming.values() if message.id not in held] if held else incoming.values()
         if run is not None and not run.terminated:
+            # Read from the keys (the ids): a snapshot into a thread that held nothing adds them all.
             before = run.message_ids_before
-            run.new_message_ids.extend([message.id for message in fresh if message.id not in before])
+            fresh_ids = [key for key in incoming if key not in held] if held else incoming
+            run.new_message_ids.extend([key for key in fresh_ids if key not in before] if before else fresh_ids)
         by_id = {entry.id: entry for entry in kept}
         calls: dict[str, tuple[_Entry, _Call]] = {}
         for entry in kept:

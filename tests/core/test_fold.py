@@ -383,3 +383,20 @@ def test_a_tool_call_continued_in_a_snapshot_message_keeps_the_message_attribute
     assert isinstance(message, AssistantMessage)
     assert (message.content, message.name) == ("c", "n")
     assert [c.id for c in message.tool_calls or ()] == ["c1", "c2", "c9"]
+
+
+def test_a_snapshot_adds_to_the_runs_new_messages_only_ids_neither_held_nor_there_before() -> None:
+    """m0 was there before the run (a later snapshot brings it back: not new); a1 was streamed in the run
+    (held when the snapshot repeats it: listed once); u2 is new."""
+    from agui_client.types import MessagesSnapshotEvent, UserMessage
+
+    thread = ThreadState(messages=[UserMessage(id="m0", content="old")])
+    old, streamed, added = (UserMessage(id="m0", content="old"), AssistantMessage(id="a1", content="hi"),
+                            UserMessage(id="u2", content="new"))
+    for event in [START, TextMessageStartEvent(message_id="a1"), TextMessageContentEvent(message_id="a1", delta="hi"),
+                  TextMessageEndEvent(message_id="a1"), MessagesSnapshotEvent(messages=(streamed,)),
+                  MessagesSnapshotEvent(messages=(old, streamed, added)), FINISH]:
+        thread.apply(event)
+    run = thread.last_run
+    assert run is not None and run.new_message_ids == ["a1", "u2"]
+    assert sorted(m.id for m in thread.messages) == ["a1", "m0", "u2"]
