@@ -1106,11 +1106,29 @@ def _fast_str_list(value: Any) -> tuple[str, ...]:
 
 
 def _fast_list(item: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
-    def fast_list(value: Any) -> tuple[Any, ...]:
+    shapes = _SHAPES.get(item)
+    if shapes is None:
+        def fast_list(value: Any) -> tuple[Any, ...]:
+            if type(value) is not list:
+                raise _Fallback
+            return tuple(map(item, value))
+        return fast_list
+    shape_of = shapes.get
+
+    def fast_class_list(value: Any) -> tuple[Any, ...]:
+        # A list of one class (an assistant's tool calls): a shape already compiled is built without
+        # going through the class's own dispatch, which compiles new shapes within its budget.
         if type(value) is not list:
             raise _Fallback
-        return tuple(map(item, value))
-    return fast_list
+        out: list[Any] = []
+        append = out.append
+        for element in value:
+            if type(element) is not dict:
+                raise _Fallback
+            built = shape_of(tuple(element))
+            append(item(element) if built is None else built(element))
+        return tuple(out)
+    return fast_class_list
 
 
 def _fast_union(table: dict[str, type], tag: str) -> Callable[[Any], Any] | None:
@@ -1170,14 +1188,6 @@ def _fast_union_list(table: dict[str, type], tag: str) -> Callable[[Any], Any] |
     return fast_union_list
 
 
-def _fast_content(parts: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def fast_content(value: Any) -> Any:
-        if type(value) is str:
-            return value
-        return parts(value)
-    return fast_content
-
-
 def _plain_pointer(path: Any) -> bool:
     """``_POINTER.fullmatch(path)`` without the regex: "" or "/…" where every "~" starts "~0" or "~1"."""
     return type(path) is str and (path == "" or (path[0] == "/" and (
@@ -1213,6 +1223,11 @@ def _plain_activity_delta(value: dict[str, Any]) -> bool:
     return plain_patch(value["patch"])
 
 
+def _passes(value: dict[str, Any]) -> bool:
+    """The fast check of a class whose specific check the plain shape always passes (never called)."""
+    return True
+
+
 #: For each class with a ``_SPECIFIC_CHECKS`` entry, a predicate true when that check passes silently
 #: (no error, no warning, no change). A class with a check but no predicate here has no fast path.
 _FAST_CHECKS: dict[type, Callable[[dict[str, Any]], bool]] = {
@@ -1221,9 +1236,9 @@ _FAST_CHECKS: dict[type, Callable[[dict[str, Any]], bool]] = {
     rn.RunFinishedSuccessOutcome: lambda value: "interrupts" not in value,
     rn.RunFinishedCancelledOutcome: lambda value: "interrupts" not in value,
     rn.RunFinishedInterruptOutcome: lambda value: len(value["interrupts"]) > 0,
-    rn.SubagentFinishedSuspendedOutcome: lambda value: True,  # the ids are checked as tuple[str, ...]
-    rn.TokenUsage: lambda value: True,  # counts are checked against a lower bound of 0 (_FAST_INT_MIN)
-    msg.ToolCall: lambda value: True,  # the "type" tag is checked like any tag
+    rn.SubagentFinishedSuspendedOutcome: _passes,  # the ids are checked as tuple[str, ...]
+    rn.TokenUsage: _passes,  # counts are checked against a lower bound of 0 (_FAST_INT_MIN)
+    msg.ToolCall: _passes,  # the "type" tag is checked like any tag
 }
 _FAST_INT_MIN: dict[type, int] = {rn.TokenUsage: 0}
 #: Classes whose tag value the checked path verifies (``_check_tool_call``).
@@ -1288,7 +1303,7 @@ def _fast_field(t: Any, int_min: int) -> tuple[str, Any] | None:
         return "call", _fast_str_list
     if _is_content(t):
         parts = _fast_for(tuple[msg.ContentPart, ...])
-        return None if parts is None else ("call", _fast_content(parts))
+        return None if parts is None else ("content", parts)
     builder = _fast_for(t)
     return None if builder is None else ("call", builder)
 
@@ -1298,7 +1313,7 @@ class _FastField:
     """How the fast path reads one field of a class."""
 
     name: str  # the ``__init__`` keyword
-    kind: str  # "any" | "check" | "call"
+    kind: str  # "any" | "check" | "call" | "content"
     check: str  # for "check": an expression over {x}
     helper: Any  # for "call": the builder; for a literal: the allowed strings
     required: bool
@@ -1371,7 +1386,7 @@ def _fast_class(cls: type) -> Callable[[Any], Any] | None:
             lines.append(f"    {x} = v[{key!r}]")
             _emit_field(lines, namespace, spec, x, i, "    ")
             arguments.append((spec.name, x))
-        if check is not None:
+        if check is not None and check is not _passes:
             lines.append("    if not check(v): raise FB")
         if setters is None:
             lines.append(f"    return cls({', '.join(f'{name}={x}' for name, x in arguments)})")
@@ -1452,6 +1467,17 @@ def _emit_field(lines: list[str], namespace: dict[str, Any], spec: _FastField, x
     elif spec.kind == "check":
         namespace[f"h{i}"] = spec.helper
         lines.append(f"{pad}if not ({spec.check.format(x=x, h=f'h{i}')}): raise FB")
+    elif spec.kind == "content":  # a string as it is, else content parts (no call for the common string)
+        namespace[f"c{i}"] = spec.helper
+        lines.append(f"{pad}if type({x}) is not str: {x} = c{i}({x})")
+    elif spec.helper in _SHAPES:
+        # A nested object (a tool call's function): its shape, if compiled, is built without a call
+        # through the class's dispatch; anything else goes through it (which decides, or compiles).
+        namespace[f"c{i}"] = spec.helper
+        namespace[f"k{i}"] = _SHAPES[spec.helper].get
+        lines += [f"{pad}if type({x}) is not dict: raise FB",
+                  f"{pad}b{i} = k{i}(tuple({x}))",
+                  f"{pad}{x} = c{i}({x}) if b{i} is None else b{i}({x})"]
     else:
         namespace[f"c{i}"] = spec.helper
         lines.append(f"{pad}{x} = c{i}({x})")
@@ -1481,7 +1507,7 @@ def _generic_builder(cls: type, specs: dict[str, _FastField], tags: dict[str, st
         else:
             lines.append(f"        if t{i} is None: raise FB")
     lines.append(f"    if len(v) != n + {required}: raise FB")  # an unknown key: the checked path warns
-    if check is not None:
+    if check is not None and check is not _passes:
         lines.append("    if not check(v): raise FB")
     lines.append("    return cls(**kw)")
     exec("\n".join(lines), namespace)  # noqa: S102 - generated from the class's own fields

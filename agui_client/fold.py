@@ -292,6 +292,30 @@ class _Entry:
         return self.frozen
 
 
+def _add_entries(messages: Iterable[msg.Message], entries: list[_Entry], by_id: dict[str, _Entry],
+                 calls: dict[str, tuple[_Entry, _Call]]) -> None:
+    """``_Entry.of`` for each message (all of a large snapshot's), appended and indexed in one pass."""
+    new = _new_entry
+    entry_class = _Entry
+    call_of = _Call.of
+    append = entries.append
+    for message in messages:
+        entry = new(entry_class)
+        entry.id = message_id = message.id
+        entry.role = message.ROLE
+        entry.frozen = entry.source = message
+        entry.complete = True
+        tool_calls: tuple[msg.ToolCall, ...] | None = getattr(message, "tool_calls", None)
+        if tool_calls is None:
+            entry.calls = None
+        else:
+            entry.calls = made = [call_of(call) for call in tool_calls]
+            for call in made:
+                calls[call.id] = (entry, call)
+        append(entry)
+        by_id[message_id] = entry
+
+
 # Per message class, the attributes an entry keeps besides id, content and tool calls.
 _OTHER_FIELDS: dict[type, tuple[str, ...]] = {}
 _LAZY_SLOTS = frozenset({"text", "value", "attrs"})
@@ -1106,17 +1130,20 @@ class ThreadState:
         held = {entry.id for entry in kept}
         run = self.last_run
         fresh = [message for message in incoming.values() if message.id not in held] if held else incoming.values()
-        kept.extend(map(of, fresh))
         if run is not None and not run.terminated:
+            # Read from the keys (the ids): a snapshot into a thread that held nothing adds them all.
             before = run.message_ids_before
-            run.new_message_ids.extend([message.id for message in fresh if message.id not in before])
-        self._entries = kept
-        self._by_id = {entry.id: entry for entry in kept}
+            fresh_ids = [key for key in incoming if key not in held] if held else incoming
+            run.new_message_ids.extend([key for key in fresh_ids if key not in before] if before else fresh_ids)
+        by_id = {entry.id: entry for entry in kept}
         calls: dict[str, tuple[_Entry, _Call]] = {}
         for entry in kept:
             if entry.calls:
                 for call in entry.calls:
                     calls[call.id] = (entry, call)
+        _add_entries(fresh, kept, by_id, calls)
+        self._entries = kept
+        self._by_id = by_id
         self._calls = calls
         self._changed()
         return warnings

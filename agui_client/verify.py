@@ -77,7 +77,7 @@ from .types.events import (
     ToolCallStartEvent,
     UnknownEvent,
 )
-from .types.messages import ActivityMessage, AssistantMessage, Message, ReasoningMessage
+from .types.messages import ActivityMessage, AssistantMessage, Message, ReasoningMessage, ToolCall
 from .types.run import (
     RunFinishedCancelledOutcome,
     RunFinishedInterruptOutcome,
@@ -725,23 +725,32 @@ class RunVerifier:
 
     def _seed(self, messages: tuple[Message, ...], *, authoritative: bool) -> None:
         # Replayed history puts ids on record that later events may continue, with their owners.
+        # A snapshot holds thousands of messages: each is dispatched by its exact type (a subclass is
+        # classified once by isinstance, as the match this replaced did), with the dicts held locally.
         run = self._run
+        owners_of = (run.message_owner, run.message_owner, run.reasoning_owner, run.activity_owner)
+        message_run = self._message_run
+        tool_call_run = self._tool_call_run
+        call_owner = run.tool_call_owner
+        kinds = _SEED_KINDS
         for message in messages:
-            match message:
-                case ReasoningMessage():
-                    owners = run.reasoning_owner
-                case ActivityMessage():
-                    owners = run.activity_owner
-                case _:
-                    owners = run.message_owner
-                    self._message_run.setdefault(message.id, _SEEDED)
-            if authoritative or message.id not in owners:
-                owners[message.id] = message.subagent_run_id
-            if isinstance(message, AssistantMessage):
-                for call in message.tool_calls or ():
-                    if authoritative or call.id not in run.tool_call_owner:
-                        run.tool_call_owner[call.id] = message.subagent_run_id
-                    self._tool_call_run.setdefault(call.id, _SEEDED)
+            kind = kinds.get(type(message))
+            if kind is None:
+                kind = _seed_kind(message)
+            message_id = message.id
+            owners = owners_of[kind]
+            if kind <= _SEED_ASSISTANT and message_id not in message_run:
+                message_run[message_id] = _SEEDED
+            if authoritative or message_id not in owners:
+                owners[message_id] = message.subagent_run_id
+            if kind == _SEED_ASSISTANT:
+                calls: tuple[ToolCall, ...] | None = message.tool_calls  # type: ignore[union-attr]
+                if calls:
+                    for call in calls:
+                        if authoritative or call.id not in call_owner:
+                            call_owner[call.id] = message.subagent_run_id
+                        if call.id not in tool_call_run:
+                            tool_call_run[call.id] = _SEEDED
 
     def _tool_call_known(self, call_id: str) -> bool:
         return call_id in self._tool_call_run or (
@@ -754,6 +763,26 @@ class RunVerifier:
     def _warning(self, message: str, event: Event, index: int, *, code: str, pointer: str | None) -> StreamWarning:
         return StreamWarning(code=code, message=message, index=index, event_type=event.TYPE, pointer=pointer,
                              run_id=self._run.run_id)
+
+
+# How ``_seed`` files a message: an index into its owner dicts (message, message, reasoning, activity).
+_SEED_PLAIN, _SEED_ASSISTANT, _SEED_REASONING, _SEED_ACTIVITY = range(4)
+
+
+def _seed_kind(message: Message) -> int:
+    kind = _SEED_PLAIN
+    if isinstance(message, ReasoningMessage):
+        kind = _SEED_REASONING
+    elif isinstance(message, ActivityMessage):
+        kind = _SEED_ACTIVITY
+    elif isinstance(message, AssistantMessage):
+        kind = _SEED_ASSISTANT
+    if len(_SEED_KINDS) < 64:  # exact types; a bound in case an application mints classes
+        _SEED_KINDS[type(message)] = kind
+    return kind
+
+
+_SEED_KINDS: dict[type, int] = {}
 
 
 def _owner_label(owner: _Owner) -> str:

@@ -27,7 +27,9 @@ from agui_client import (
     encode,
     replay,
 )
+from agui_client.codec import decode
 from agui_client.types import ToolCallArgsEvent, ToolCallEndEvent, ToolCallStartEvent
+from agui_client.types import messages as msg
 
 START = RunStartedEvent(thread_id="t", run_id="r")
 FINISH = RunFinishedEvent(thread_id="t", run_id="r")
@@ -289,6 +291,44 @@ _FOLLOW_UPS: list[list[dict[str, Any]]] = [
 ]
 
 
+def _add_entries_one_by_one(messages: Any, entries: list[Any], by_id: dict[str, Any],
+                            calls: dict[str, Any]) -> None:
+    """``fold._add_entries`` as ``_Entry.of`` and ``ThreadState._index`` would do it, message by message."""
+    from agui_client import fold as fold_module
+
+    for message in messages:
+        entry = fold_module._Entry.of(message)
+        entries.append(entry)
+        by_id[entry.id] = entry
+        for call in entry.calls or ():
+            calls[call.id] = (entry, call)
+
+
+def test_snapshot_entries_made_in_bulk_are_those_made_one_by_one() -> None:
+    from agui_client import fold as fold_module
+
+    messages = [decode(m, msg.Message) for m in _SNAPSHOT_MESSAGES]
+    made: list[tuple[list[Any], dict[str, Any], dict[str, Any]]] = []
+    for add in (fold_module._add_entries, _add_entries_one_by_one):
+        entries: list[Any] = []
+        by_id: dict[str, Any] = {}
+        calls: dict[str, Any] = {}
+        add(messages, entries, by_id, calls)
+        made.append((entries, by_id, calls))
+
+    def slots(entry: Any) -> dict[str, Any]:
+        out = {name: getattr(entry, name) for name in ("id", "role", "frozen", "source", "complete")}
+        out["calls"] = None if entry.calls is None else [
+            {name: getattr(c, name) for name in c.__slots__} for c in entry.calls]
+        out["text"], out["value"], out["attrs"] = entry.text, entry.value, entry.attrs  # thawed alike
+        return out
+    (bulk, bulk_ids, bulk_calls), (single, single_ids, single_calls) = made
+    assert [slots(e) for e in bulk] == [slots(e) for e in single]
+    assert list(bulk_ids) == list(single_ids) and all(bulk_ids[k] is bulk[i] for i, k in enumerate(bulk_ids))
+    assert list(bulk_calls) == list(single_calls) == ["c1", "c2"]
+    assert all(bulk_calls[k][0] is bulk_ids["a2"] and bulk_calls[k][1] in bulk_ids["a2"].calls for k in bulk_calls)
+
+
 def _fold_lazy_or_eager(events: list[dict[str, Any]], eager: bool, monkeypatch: Any) -> Any:
     from agui_client import fold as fold_module
     from agui_client.session import RunSession
@@ -301,6 +341,8 @@ def _fold_lazy_or_eager(events: list[dict[str, Any]], eager: bool, monkeypatch: 
             entry._thaw(message)
             return entry
         monkeypatch.setattr(fold_module._Entry, "of", classmethod(eager_of))
+        # The snapshot merge makes its new entries in bulk; the eager fold makes them one by one.
+        monkeypatch.setattr(fold_module, "_add_entries", _add_entries_one_by_one)
     session = RunSession(collect_errors=True, events=False)
     for event in events:
         session.feed_payload(json.dumps(event))
@@ -362,3 +404,20 @@ def test_state_the_application_sets_is_kept_exactly() -> None:
     thread.set_state(value)
     assert thread.state == value
     assert type(thread.state["big"]) is int
+
+
+def test_a_snapshot_adds_to_the_runs_new_messages_only_ids_neither_held_nor_there_before() -> None:
+    """m0 was there before the run (a later snapshot brings it back: not new); a1 was streamed in the run
+    (held when the snapshot repeats it: listed once); u2 is new."""
+    from agui_client.types import MessagesSnapshotEvent, UserMessage
+
+    thread = ThreadState(messages=[UserMessage(id="m0", content="old")])
+    old, streamed, added = (UserMessage(id="m0", content="old"), AssistantMessage(id="a1", content="hi"),
+                            UserMessage(id="u2", content="new"))
+    for event in [START, TextMessageStartEvent(message_id="a1"), TextMessageContentEvent(message_id="a1", delta="hi"),
+                  TextMessageEndEvent(message_id="a1"), MessagesSnapshotEvent(messages=(streamed,)),
+                  MessagesSnapshotEvent(messages=(old, streamed, added)), FINISH]:
+        thread.apply(event)
+    run = thread.last_run
+    assert run is not None and run.new_message_ids == ["a1", "u2"]
+    assert sorted(m.id for m in thread.messages) == ["a1", "m0", "u2"]
