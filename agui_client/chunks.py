@@ -178,11 +178,11 @@ class ChunkExpander:
                 return [event]
             opened = _OPENS.get(kind)
             if opened is not None:
-                self._explicit[opened].add(event.tool_call_id if opened == "tool" else event.message_id)  # type: ignore[union-attr,arg-type]
+                self._explicit[opened].add(_entity_id(event, opened))
                 return [event]
             closed = _CLOSES.get(kind)
             if closed is not None:
-                self._explicit[closed].discard(event.tool_call_id if closed == "tool" else event.message_id)  # type: ignore[union-attr]
+                self._explicit[closed].discard(_entity_id(event, closed))
                 return [event]
         match event:
             case TextMessageChunkEvent() | ToolCallChunkEvent() | ReasoningMessageChunkEvent():
@@ -499,6 +499,11 @@ class ChunkExpander:
     def _error(self, message: str, chunk: _Chunk, index: int | None, *, rule: str, pointer: str) -> SequenceError:
         return SequenceError(message, run_id=self._run_id, index=index, event_type=chunk.TYPE, pointer=pointer,
                              rule=rule)
+
+def _entity_id(event: Any, kind: _Kind) -> str:
+    """The id a START or END of ``kind`` names."""
+    return event.tool_call_id if kind == "tool" else event.message_id  # type: ignore[no-any-return]
+
 
 _OPENS: dict[type, _Kind] = {TextMessageStartEvent: "text", ToolCallStartEvent: "tool",
                              ReasoningMessageStartEvent: "reasoning"}

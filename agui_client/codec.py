@@ -276,7 +276,7 @@ def parse_batch(payloads: list[Any], *, max_depth: int = DEFAULT_MAX_DEPTH) -> l
     """
     orjson = _orjson
     if orjson is None or len(payloads) < 2 or _ORJSON_PROOF_DEPTH > max_depth - 1 \
-            or set(map(type, payloads)) != _BYTES_ONLY or max(map(len, payloads)) >= _SLICED_MIN:
+            or set(map(type, payloads)) != _BYTES_ONLY or max(map(len, payloads)) > _BATCH_PAYLOAD_MAX:
         return None
     joined = b"[" + b",".join(payloads) + b"]"
     try:
@@ -288,6 +288,9 @@ def parse_batch(payloads: list[Any], *, max_depth: int = DEFAULT_MAX_DEPTH) -> l
     return values  # type: ignore[no-any-return]
 
 
+#: Larger payloads are parsed alone: a call's overhead is nothing beside them, and a batch would hold
+#: extra copies of them (the joined text, the written-back text) at once.
+_BATCH_PAYLOAD_MAX = 16 * 1024
 _BYTES_ONLY = {bytes}
 _DICTS_ONLY = {dict}
 

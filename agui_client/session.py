@@ -201,15 +201,24 @@ class RunSession:
             return self._fail(exc, index, None)
         return self._feed_parsed(value, index)
 
-    def parse_batch(self, payloads: list[Any]) -> list[Any] | None:
-        """A read's payloads parsed and proved together (``codec.parse_batch``), for :meth:`feed_parsed`.
+    def read_groups(self, payloads: list[Any]) -> Iterator[tuple[Callable[[Any], list[ev.Event | ev.UnknownEvent]],
+                                                                 list[Any]]]:
+        """A read's payloads, a group at a time, each with the step that folds its items.
 
-        ``None`` means: feed them one by one with :meth:`feed_payload`.
+        A group is parsed and proved at once when it can be (``codec.parse_batch``; its items are then
+        fed to :meth:`feed_parsed`), else its payloads go to :meth:`feed_payload` one by one. Groups are
+        small so that the parsed values of a whole read are never held at once.
         """
-        return codec.parse_batch(payloads, max_depth=self.max_depth)
+        for start in range(0, len(payloads), _GROUP):
+            group = payloads[start:start + _GROUP] if len(payloads) > _GROUP else payloads
+            values = codec.parse_batch(group, max_depth=self.max_depth)
+            if values is None:
+                yield self.feed_payload, group
+            else:
+                yield self.feed_parsed, values
 
     def feed_parsed(self, value: Any) -> list[ev.Event | ev.UnknownEvent]:
-        """Fold one payload that :meth:`parse_batch` read; as :meth:`feed_payload` otherwise."""
+        """Fold one payload that :meth:`read_groups` parsed; as :meth:`feed_payload` otherwise."""
         index = self._index
         self._index += 1
         return self._feed_parsed(value, index)
@@ -618,19 +627,14 @@ def replay_events(source: Source, session: RunSession, *, format: Literal["auto"
 def _fold_all(source: Source, session: RunSession, format: Literal["auto", "sse", "jsonl"],
               max_event_bytes: int) -> None:
     """``replay_events`` for a caller that wants no events: one step per payload, no generator in between."""
-    feed = session.feed_payload
-    feed_parsed = session.feed_parsed
     for batch in _batches(source, session, format, max_event_bytes):
-        values = session.parse_batch(batch)
-        if values is not None:
-            for value in values:
-                feed_parsed(value)
-            continue
-        for item in batch:
-            if isinstance(item, (str, bytes)):
-                feed(item)
-            else:
+        if batch and not isinstance(batch[0], (str, bytes)):
+            for item in batch:
                 session.feed_event(item)
+            continue
+        for step, items in session.read_groups(batch):
+            for item in items:
+                step(item)
 
 
 def _batches(source: Source, session: RunSession, format: Literal["auto", "sse", "jsonl"],
@@ -718,6 +722,9 @@ def _block_batches(blocks: Iterator[bytes], session: RunSession, format: Literal
 
 
 _REPLAY_BLOCK = 64 * 1024
+#: Payloads parsed together (``RunSession.read_groups``): enough to spread the per-call cost, few
+#: enough that their parsed values stay a small part of any thread.
+_GROUP = 64
 
 
 def _sse_warnings(decoder: SSEDecoder, session: RunSession) -> None:

@@ -324,20 +324,18 @@ class Thread(_ThreadCore):
             with self.client._open_batches(plan.run_input, handle=handle) as batches:
                 session = self._begin(plan, quiet=True)
                 saved = False
-                feed = session.feed_payload
                 try:
                     # A read's payloads at a time, no event yielded: run() reads none, and a generator
                     # step per payload cost a tenth of a chat stream's fold.
                     for batch in batches:
                         self._warnings_into(session, handle)
-                        values = session.parse_batch(batch)
-                        step = feed if values is None else session.feed_parsed
-                        for payload in batch if values is None else values:
-                            # Only a payload that produced events can have ended the run (plain deltas
-                            # produce none); the thread is saved before run() returns.
-                            if step(payload) and not saved and session.terminated:
-                                self._save(session)
-                                saved = True
+                        for step, items in session.read_groups(batch):
+                            for payload in items:
+                                # Only a payload that produced events can have ended the run (plain
+                                # deltas produce none); the thread is saved before run() returns.
+                                if step(payload) and not saved and session.terminated:
+                                    self._save(session)
+                                    saved = True
                 except AguiError as exc:
                     self._stamp(exc, session, handle)
                     raise
@@ -485,17 +483,15 @@ class AsyncThread(_ThreadCore):
             async with self.client._open_batches(plan.run_input, handle=handle) as batches:
                 session = self._begin(plan, quiet=True)
                 saved = False
-                feed = session.feed_payload
                 try:
                     async for batch in batches:
                         self._warnings_into(session, handle)
-                        values = session.parse_batch(batch)
-                        step = feed if values is None else session.feed_parsed
-                        for payload in batch if values is None else values:
-                            # Only a payload that produced events can have ended the run.
-                            if step(payload) and not saved and session.terminated:
-                                await self._save(session)
-                                saved = True
+                        for step, items in session.read_groups(batch):
+                            for payload in items:
+                                # Only a payload that produced events can have ended the run.
+                                if step(payload) and not saved and session.terminated:
+                                    await self._save(session)
+                                    saved = True
                 except AguiError as exc:
                     self._stamp(exc, session, handle)
                     raise
