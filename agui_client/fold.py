@@ -153,10 +153,11 @@ class _Call:
         """``encode(self.freeze(warn))`` built directly, or ``None`` when the metadata is not plain JSON."""
         if self.metadata is not None and not plain_json(self.metadata):
             return None
-        if self.args:
-            self.args = _whole(self.args, warn, self.id)
+        args = self.args
+        if args and (len(args) != 1 or not args[0].isascii()):
+            args = self.args = _whole(args, warn, self.id)
         out: dict[str, Any] = {"id": self.id, "type": "function",
-                               "function": {"name": self.name, "arguments": self.args[0] if self.args else ""}}
+                               "function": {"name": self.name, "arguments": args[0] if args else ""}}
         if self.encrypted_value is not None:
             out["encryptedValue"] = self.encrypted_value
         if self.metadata is not None:
@@ -247,29 +248,34 @@ class _Entry:
         fields = _WIRE_FIELDS.get(role)
         if fields is None:
             return None
-        out: dict[str, Any] = {"id": self.id, "role": role}
-        if self.text is not None:
-            self.text = _whole(self.text, warn, self.id) if self.text else [""]
-            out["content"] = self.text[0]
-        elif role != "assistant":
-            if type(self.value) is not str:
+        text = self.text
+        out: dict[str, Any]
+        if text is not None:
+            if len(text) != 1 or not text[0].isascii():  # (one ASCII part is whole already)
+                text = self.text = _whole(text, warn, self.id) if text else [""]
+            out = {"id": self.id, "role": role, "content": text[0]}
+        elif role == "assistant":
+            out = {"id": self.id, "role": role}
+        else:
+            value = self.value
+            if type(value) is not str:
                 return None
-            out["content"] = self.value
-        for name, value in self.attrs.items():
-            if value is None:
-                continue
-            key = fields.get(name)
-            if key is None or (type(value) is not str and not plain_json(value)):
-                return None
-            out[key] = value
-        if self.calls is not None:
-            calls = []
-            for call in self.calls:
-                encoded = call.wire(warn)
-                if encoded is None:
+            out = {"id": self.id, "role": role, "content": value}
+        attributes = self.attrs
+        if attributes:
+            for name, value in attributes.items():
+                if value is None:
+                    continue
+                key = fields.get(name)
+                if key is None or (type(value) is not str and not plain_json(value)):
                     return None
-                calls.append(encoded)
-            out["toolCalls"] = calls
+                out[key] = value
+        calls = self.calls
+        if calls is not None:
+            encoded_calls = [call.wire(warn) for call in calls]
+            if None in encoded_calls:
+                return None
+            out["toolCalls"] = encoded_calls
         return out
 
     def freeze(self, warn: list[StreamWarning] | None) -> msg.Message:
