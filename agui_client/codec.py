@@ -1134,13 +1134,21 @@ def _fast_list(item: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
     return fast_class_list
 
 
-def _fast_union(table: dict[str, type], tag: str) -> Callable[[Any], Any] | None:
+def _fast_members(table: dict[str, type]) -> dict[str, Callable[[Any], Any]] | None:
+    """Each tag's fast builder, or ``None`` when a member has none (the union then has none either)."""
     members: dict[str, Callable[[Any], Any]] = {}
     for name, cls in table.items():
         member = _fast_for(cls)
         if member is None:
             return None
         members[name] = member
+    return members
+
+
+def _fast_union(table: dict[str, type], tag: str) -> Callable[[Any], Any] | None:
+    members = _fast_members(table)
+    if members is None:
+        return None
     get = members.get
 
     def fast_union(value: Any) -> Any:
@@ -1156,12 +1164,9 @@ def _fast_union(table: dict[str, type], tag: str) -> Callable[[Any], Any] | None
 
 def _fast_union_list(table: dict[str, type], tag: str) -> Callable[[Any], Any] | None:
     """``_fast_list(_fast_union(...))`` in one loop: a snapshot holds thousands of messages."""
-    members: dict[str, Callable[[Any], Any]] = {}
-    for name, cls in table.items():
-        member = _fast_for(cls)
-        if member is None:
-            return None
-        members[name] = member
+    members = _fast_members(table)
+    if members is None:
+        return None
     get = members.get
     # Each member's compiled shapes, looked up here: a shape already compiled is built without
     # going through the member's own dispatch (which compiles new shapes, within its budget).
