@@ -721,7 +721,7 @@ def _block_batches(blocks: Iterator[bytes], session: RunSession, format: Literal
     yield [frame.data for frame in frames]
 
 
-_REPLAY_BLOCK = 64 * 1024
+_REPLAY_BLOCK = 32 * 1024
 #: Payloads parsed together (``RunSession.read_groups``): enough to spread the per-call cost, few
 #: enough that their parsed values stay a small part of any thread.
 _GROUP = 64
