@@ -161,8 +161,8 @@ class RunSession:
         self._failed: ProtocolError | None = None
         self._thinking_span: str | None = None
         self._thinking_message: str | None = None
-        # Without callers for the events, a plain delta continuing an open entity is folded straight
-        # from its JSON (the same checks, no typed event): most of any stream.
+        # Without callers for the events, the plain cases of the commonest events are folded straight
+        # from their JSON (the same checks, no typed event): most of any stream.
         self._fuse = not events
 
     # -- feeding ------------------------------------------------------------------------------------
