@@ -23,7 +23,7 @@ import attrs
 from . import codec
 from .types import messages as msg
 
-__all__ = ["PlainList", "encode_messages", "plain_json"]
+__all__ = ["PlainDict", "PlainList", "encode_messages", "plain_json"]
 
 
 class PlainList(list):  # type: ignore[type-arg]
@@ -33,11 +33,15 @@ class PlainList(list):  # type: ignore[type-arg]
     """
 
 
+class PlainDict(dict):  # type: ignore[type-arg]
+    """A dict of wire values already known to be plain JSON (a shallow copy; see :class:`PlainList`)."""
+
+
 def plain_json(value: Any) -> bool:
     """Whether ``value`` holds only dicts, lists, tuples, str, int, bool, None and finite floats.
 
-    Exact types: a subclass (an enum, say) is not plain. A :class:`PlainList` inside counts as
-    checked. ``value`` must not be cyclic (a store runs this after orjson has written the data).
+    Exact types: a subclass (an enum, say) is not plain. A :class:`PlainList` or :class:`PlainDict`
+    inside counts as checked. ``value`` must not be cyclic (a store runs this after orjson has written the data).
     """
     stack = [value]
     pop = stack.pop
@@ -54,7 +58,7 @@ def plain_json(value: Any) -> bool:
             items = (node,)
         for item in items:
             kind = type(item)
-            if kind is str or kind is int or item is None or kind is bool or kind is PlainList:
+            if kind is str or kind is int or item is None or kind is bool or kind is PlainList or kind is PlainDict:
                 continue
             if kind is float:
                 if not finite(item):

@@ -24,7 +24,7 @@ import attrs
 from attrs import frozen
 
 from ._build import builder
-from ._wire import PlainList, encode_messages, plain_json
+from ._wire import PlainDict, PlainList, encode_messages, plain_json
 from .codec import _orjson, encode, parse_json
 from .codec import _wire_name as codec_wire_name
 from .errors import ProtocolError, StreamWarning
@@ -431,6 +431,9 @@ class ThreadState:
         self._calls: dict[str, tuple[_Entry, _Call]] = {}
         # The reference starts every thread from {} and sends it; a delta before any snapshot patches it (SP-04).
         self._state: Any = {} if state is _EMPTY_STATE else _own_json(state)
+        # Whether the state is known to hold plain JSON only (what a save may skip checking): true for
+        # state the thread validated or parsed itself, false after an event object built elsewhere.
+        self._state_plain = True
         self._state_view: Any = None
         self._state_view_valid = False
         self.state_in_sync = True
@@ -579,6 +582,7 @@ class ThreadState:
             ValueError: ``state`` holds something JSON cannot (``NaN``, a ``datetime``, a set …).
         """
         self._state = _own_json(state)
+        self._state_plain = True
         self.state_in_sync = True
         self._state_changed()
 
@@ -620,6 +624,7 @@ class ThreadState:
                 return self._on_tool_result(event)
             case ev.StateSnapshotEvent():
                 self._state = event.snapshot if self.adopt_payloads else _copy_json(event.snapshot)
+                self._state_plain = self.adopt_payloads  # its payload parsed here, or an object from anywhere
                 self.state_in_sync = True
                 self._state_changed()
             case ev.StateDeltaEvent():
@@ -1092,6 +1097,8 @@ class ThreadState:
     def _on_state_delta(self, event: ev.StateDeltaEvent) -> Sequence[StreamWarning]:
         try:
             self._state = apply_patch(self._state, event.delta)
+            if not self.adopt_payloads:
+                self._state_plain = False  # the patch's values came with an event object from anywhere
         except PatchFailed as exc:
             self.state_in_sync = False
             return (self._warning("SP-06", f"state patch did not apply (state unchanged): {exc}", event,
@@ -1302,15 +1309,16 @@ class ThreadState:
         Args:
             share_state: put the thread's own state document in the result instead of a copy, for a
                 caller that serialises the result at once and never mutates it (the thread's save
-                does): a large state is then not copied once more per save, and the messages come
-                as a list already checked to be plain JSON, which the stores do not walk again.
+                does): a large state is then not copied once more per save, and the messages (and a
+                state the thread parsed or validated itself, as a shallow top-level copy) come marked
+                as already checked to be plain JSON, which the stores do not walk again.
         """
         return {
             "format": STATE_FORMAT_VERSION,
             "threadId": self.thread_id,
             # Built directly, and marked as checked plain JSON for a save that serialises at once.
             "messages": self._wire_messages(share_state),
-            "state": self._state if share_state else _copy_json(self._state),
+            "state": self._shared_state() if share_state else _copy_json(self._state),
             "stateInSync": self.state_in_sync,
             "openInterrupts": encode(self._open_interrupts),
             "interruptedRunId": self.interrupted_run_id,
@@ -1320,6 +1328,17 @@ class ThreadState:
             "lastRunId": self.last_run.run_id if self.last_run else None,
             "subagents": {k: _dump_subagent(v) for k, v in self._subagents.items()},
         }
+
+    def _shared_state(self) -> Any:
+        # A state known to be plain JSON goes out marked as checked (a shallow copy of its top level),
+        # so a store does not walk a large document again at every save.
+        state = self._state
+        if self._state_plain:
+            if type(state) is dict:
+                return PlainDict(state)
+            if type(state) is list:
+                return PlainList(state)
+        return state
 
     def _wire_messages(self, checked: bool) -> list[Any]:
         # A message still being streamed into an entry is encoded from the entry; the others (frozen

@@ -421,3 +421,33 @@ def test_a_snapshot_adds_to_the_runs_new_messages_only_ids_neither_held_nor_ther
     run = thread.last_run
     assert run is not None and run.new_message_ids == ["a1", "u2"]
     assert sorted(m.id for m in thread.messages) == ["a1", "m0", "u2"]
+
+
+def test_a_save_marks_a_state_it_parsed_itself_as_checked_and_no_other() -> None:
+    """The store skips its plain-JSON walk only for state the thread parsed or validated itself."""
+    from agui_client import StateDeltaEvent, replay
+    from agui_client._wire import PlainDict
+    from agui_client.errors import StoreError
+    from agui_client.stores import MemoryStore
+
+    body = (b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+            b'data: {"type":"STATE_SNAPSHOT","snapshot":{"a":[1,2],"b":{"c":"d"}}}\n\n'
+            b'data: {"type":"STATE_DELTA","delta":[{"op":"add","path":"/e","value":{"f":1.5}}]}\n\n'
+            b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n')
+    thread = replay(body).state
+    shared = thread.dump(share_state=True)["state"]
+    assert type(shared) is PlainDict and shared == {"a": [1, 2], "b": {"c": "d"}, "e": {"f": 1.5}}
+    assert type(thread.dump()["state"]) is dict  # a plain copy when the state is not shared
+    store = MemoryStore()
+    store.save("t", thread.dump(share_state=True), expected_version=None)
+    loaded = store.load("t")
+    assert loaded is not None and loaded.data["state"] == shared
+
+    # A patch whose values came with an event object built elsewhere is not vouched for: the store walks
+    # the state and refuses what JSON cannot hold, instead of orjson writing NaN as null.
+    thread.apply(StateDeltaEvent(delta=({"op": "add", "path": "/n", "value": float("nan")},)))
+    assert type(thread.dump(share_state=True)["state"]) is dict
+    with pytest.raises(StoreError):
+        MemoryStore().save("t", thread.dump(share_state=True), expected_version=None)
+    thread.set_state({"fresh": True})  # validated: vouched for again
+    assert type(thread.dump(share_state=True)["state"]) is PlainDict
