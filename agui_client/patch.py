@@ -14,7 +14,7 @@ documents and patches.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "parse_pointer"]
@@ -39,7 +39,8 @@ class _Fail(Exception):
     pass
 
 
-_Undo = Callable[[], None] | tuple[int, Any, Any, Any]
+# An undo entry: (action, container, key, old); see _SET and the others below.
+_Undo = tuple[int, Any, Any, Any]
 _MISSING: Any = object()
 
 
@@ -137,94 +138,38 @@ class _Doc:
         self.record = True
 
     def add(self, tokens: list[str], value: Any) -> None:
-        if not tokens:
-            old = self.root
-            self.root = value
-            if self.record:
-                self.undo.append(lambda: setattr(self, "root", old))
-            return
-        parent = _walk(self.root, tokens[:-1])
-        key = tokens[-1]
-        kind = type(parent)
-        if kind is dict:
-            old = parent.get(key, _MISSING)
-            parent[key] = value
-            if old is _MISSING:
-                if self.record:
-                    self.undo.append(lambda: parent.__delitem__(key))
-            else:
-                if self.record:
-                    self.undo.append(lambda: parent.__setitem__(key, old))
-        elif kind is list:
-            index = _index(key, len(parent), allow_end=True)
-            parent.insert(index, value)
-            if self.record:
-                self.undo.append(lambda: parent.__delitem__(index))
-        else:
-            raise _Fail(f"cannot add into a {type(parent).__name__}")
+        self._at(tokens, "add", value)
 
     def remove(self, tokens: list[str]) -> Any:
         if not tokens:
             raise _Fail("cannot remove the whole document")
-        parent = _walk(self.root, tokens[:-1])
-        key = tokens[-1]
-        kind = type(parent)
-        if kind is dict:
-            if key not in parent:
-                raise _Fail(f"cannot remove missing member {key!r}")
-            old = parent.pop(key)
-            if self.record:
-                self.undo.append(lambda: parent.__setitem__(key, old))
-            return old
-        if kind is list:
-            index = _index(key, len(parent), allow_end=False)
-            old = parent.pop(index)
-            if self.record:
-                self.undo.append(lambda: parent.insert(index, old))
-            return old
-        raise _Fail(f"cannot remove from a {type(parent).__name__}")
+        return self._at(tokens, "remove", None)
 
     def replace(self, tokens: list[str], value: Any) -> None:
-        if not tokens:
-            old = self.root
+        self._at(tokens, "replace", value)
+
+    def _at(self, tokens: list[str], name: str, value: Any) -> Any:
+        undo = self.undo if self.record else None
+        if not tokens:  # add or replace the whole document
+            if undo is not None:
+                undo.append((_ROOT, None, None, self.root))
             self.root = value
-            if self.record:
-                self.undo.append(lambda: setattr(self, "root", old))
-            return
-        parent = _walk(self.root, tokens[:-1])
-        key = tokens[-1]
-        kind = type(parent)
-        if kind is dict:
-            if key not in parent:
-                raise _Fail(f"cannot replace missing member {key!r}")
-            old = parent[key]
-            parent[key] = value
-            if self.record:
-                self.undo.append(lambda: parent.__setitem__(key, old))
-        elif kind is list:
-            index = _index(key, len(parent), allow_end=False)
-            old = parent[index]
-            parent[index] = value
-            if self.record:
-                self.undo.append(lambda: parent.__setitem__(index, old))
-        else:
-            raise _Fail(f"cannot replace inside a {type(parent).__name__}")
+            return None
+        return _change(_walk(self.root, tokens[:-1]), tokens[-1], name, value, undo)
 
     def rollback(self) -> Any:
-        for step in reversed(self.undo):
-            if isinstance(step, tuple):
-                action, container, key, old = step
-                if action == _SET:
-                    if old is _MISSING:
-                        del container[key]
-                    else:
-                        container[key] = old
-                elif action == _DELETE:
+        for action, container, key, old in reversed(self.undo):
+            if action == _SET:
+                if old is _MISSING:
                     del container[key]
                 else:
-                    container.insert(key, old)
+                    container[key] = old
+            elif action == _DELETE:
+                del container[key]
+            elif action == _INSERT:
+                container.insert(key, old)
             else:
-                step()
+                self.root = old
         return self.root
 
 
@@ -236,14 +181,15 @@ def _value(op: dict[str, Any], budget: list[int] | None) -> Any:
     return _copy(value, budget) if budget is not None and type(value) in (dict, list) else value
 
 
-# Undo entries of the simple operations, as tuples (no closure per change): (action, container, key, old).
+# Undo entries, as tuples (no closure per change): (action, container, key, old).
 _SET = 0  # container[key] = old, or delete the key when old is _MISSING
 _DELETE = 1  # del container[key] (a list insertion)
 _INSERT = 2  # container.insert(key, old) (a list removal)
+_ROOT = 3  # the document itself was old
 
 
 def _simple_op(document: Any, name: str, path: str, op: dict[str, Any], budget: list[int] | None,
-               undo: list[Any] | None) -> None:
+               undo: list[_Undo] | None) -> None:
     """Apply an add/replace/remove whose ``path`` is below the root and has no escapes.
 
     Records how to undo it in ``undo`` when given; ``budget`` is ``None`` to adopt the value uncopied.
@@ -267,6 +213,14 @@ def _simple_op(document: Any, name: str, path: str, op: dict[str, Any], budget: 
         value = op["value"]
         if budget is not None and type(value) in (dict, list):
             value = _copy(value, budget)
+    _change(parent, key, name, value, undo)
+
+
+def _change(parent: Any, key: str, name: str, value: Any, undo: list[_Undo] | None) -> Any:
+    """``add``, ``replace`` or ``remove`` member ``key`` of ``parent``; returns what ``remove`` took out.
+
+    Records how to undo it in ``undo`` when given (a failing change changes nothing).
+    """
     kind = type(parent)
     if kind is dict:
         if name == "add":
@@ -283,6 +237,7 @@ def _simple_op(document: Any, name: str, path: str, op: dict[str, Any], budget: 
             old = parent.pop(key)
             if undo is not None:
                 undo.append((_SET, parent, key, old))
+            return old
     elif kind is list:
         index = _index(key, len(parent), allow_end=name == "add")
         if name == "add":
@@ -297,9 +252,11 @@ def _simple_op(document: Any, name: str, path: str, op: dict[str, Any], budget: 
             old = parent.pop(index)
             if undo is not None:
                 undo.append((_INSERT, parent, index, old))
+            return old
     else:
         where = "into" if name == "add" else "from" if name == "remove" else "inside"
         raise _Fail(f"cannot {name} {where} a {type(parent).__name__}")
+    return None
 
 
 def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAULT_COPY_BUDGET,
