@@ -711,6 +711,19 @@ class ThreadState:
                 return i
         raise LookupError(entry.id)
 
+    def _open_message(self, message_id: str, role: str, *, name: str | None = None,
+                      subagent_run_id: str | None = None) -> _Entry:
+        # A new streamed message (TEXT_MESSAGE_START, REASONING_MESSAGE_START, a plain fused start).
+        entry = _Entry(message_id, role)
+        entry.text = []
+        if name is not None:
+            entry.attrs["name"] = name
+        if subagent_run_id is not None:
+            entry.attrs["subagent_run_id"] = subagent_run_id
+        entry.complete = False
+        self._insert(entry)
+        return entry
+
     def _on_message_start(self, message_id: str, role: str,
                           event: ev.TextMessageStartEvent | ev.ReasoningMessageStartEvent) -> Sequence[StreamWarning]:
         entry = self._by_id.get(message_id)
@@ -718,15 +731,8 @@ class ThreadState:
             return (self._warning("TX-10", f"message {message_id!r} is an activity message; text events for it dropped",
                                   event),)
         if entry is None:
-            entry = _Entry(message_id, role)
-            entry.text = []
-            name = getattr(event, "name", None)
-            if name is not None:
-                entry.attrs["name"] = name
-            if event.subagent_run_id is not None:
-                entry.attrs["subagent_run_id"] = event.subagent_run_id
-            entry.complete = False
-            self._insert(entry)
+            entry = self._open_message(message_id, role, name=getattr(event, "name", None),
+                                       subagent_run_id=event.subagent_run_id)
         else:
             # B149 / TX-05: the reference re-opens a known id and appends to its content.
             entry.complete = False
@@ -747,10 +753,7 @@ class ThreadState:
         """TEXT_MESSAGE_START opening a new message."""
         if message_id in self._by_id:
             return False
-        entry = _Entry(message_id, role)
-        entry.text = []
-        entry.complete = False
-        self._insert(entry)
+        self._open_message(message_id, role)
         self._changed()
         return True
 
@@ -759,10 +762,7 @@ class ThreadState:
         entry = self._by_id.get(message_id)
         if entry is None or entry.role == "activity":
             return False
-        entry.complete = True
-        self._incomplete.discard(message_id)
-        if entry.text is not None:
-            entry.text = _whole(entry.text, self.warnings, entry.id)
+        self._close_message(entry)
         return True
 
     def plain_tool_start(self, tool_call_id: str, name: str, parent_id: str | None) -> bool:
@@ -780,11 +780,7 @@ class ThreadState:
         if parent is None:
             parent = _Entry(parent_id if parent_id is not None else tool_call_id, "assistant")
             self._insert(parent)
-        call = _Call(tool_call_id, name, complete=False)
-        if parent.calls is None:
-            parent.calls = []
-        parent.calls.append(call)
-        self._calls[tool_call_id] = (parent, call)
+        self._attach_call(parent, _Call(tool_call_id, name, complete=False))
         parent.frozen = None
         self._changed()
         return True
@@ -795,28 +791,16 @@ class ThreadState:
         if found is None:
             return False
         call = found[1]
-        args = call.args
-        joined = args[0] if len(args) == 1 else "".join(args)
-        if args and not _is_json(joined):
+        if call.args and not _is_json(call.args[0] if len(call.args) == 1 else "".join(call.args)):
             return False  # TC-06 warns
-        call.complete = True
-        self._incomplete.discard(tool_call_id)
-        if args:
-            call.args = _whole([joined], self.warnings, tool_call_id)
+        self._close_call(call)
         return True
 
     def plain_tool_result(self, message_id: str, tool_call_id: str, content: str) -> bool:
         """TOOL_CALL_RESULT minting a new tool message."""
         if message_id in self._by_id:
             return False
-        run = self.last_run
-        if run is not None:
-            run.answered_tool_calls.add(tool_call_id)
-        entry = _Entry(message_id, "tool")
-        entry.value = content
-        entry.attrs["tool_call_id"] = tool_call_id
-        self._place_tool_message(entry, tool_call_id)
-        self._changed()
+        self._tool_message(message_id, tool_call_id, content)
         return True
 
     def append_delta(self, kind: str, entity_id: str, delta: str) -> bool:
@@ -859,16 +843,19 @@ class ThreadState:
         self.version += 1
         return _NO_WARNINGS
 
-    def _on_message_end(self, event: ev.TextMessageEndEvent | ev.ReasoningMessageEndEvent) -> Sequence[StreamWarning]:
-        entry = self._by_id.get(event.message_id)
-        if entry is None or entry.role == "activity":
-            return (self._warning("TX-10", f"no text message {event.message_id!r} to close", event),)
+    def _close_message(self, entry: _Entry) -> None:
         entry.complete = True
         self._incomplete.discard(entry.id)
         if entry.text is not None:
             # Joined once, when the message is whole: thousands of small deltas would otherwise be
             # held as separate strings until someone reads the messages.
             entry.text = _whole(entry.text, self.warnings, entry.id)
+
+    def _on_message_end(self, event: ev.TextMessageEndEvent | ev.ReasoningMessageEndEvent) -> Sequence[StreamWarning]:
+        entry = self._by_id.get(event.message_id)
+        if entry is None or entry.role == "activity":
+            return (self._warning("TX-10", f"no text message {event.message_id!r} to close", event),)
+        self._close_message(entry)
         if event.metadata is not None:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
             entry.touch()
@@ -893,17 +880,20 @@ class ThreadState:
             call.complete = False
         else:
             entry = self._parent_for(event, warnings)
-            call = _Call(event.tool_call_id, event.tool_call_name, complete=False)
-            if entry.calls is None:
-                entry.calls = []
-            entry.calls.append(call)
-            self._calls[call.id] = (entry, call)
+            call = self._attach_call(entry, _Call(event.tool_call_id, event.tool_call_name, complete=False))
         if event.metadata is not None:
             call.metadata = _merge_metadata(call.metadata, event.metadata)
         call.frozen = None
         entry.touch()
         self._changed()
         return warnings
+
+    def _attach_call(self, entry: _Entry, call: _Call) -> _Call:
+        if entry.calls is None:
+            entry.calls = []
+        entry.calls.append(call)
+        self._calls[call.id] = (entry, call)
+        return call
 
     def _parent_for(self, event: ev.ToolCallStartEvent, warnings: list[StreamWarning]) -> _Entry:
         parent_id = event.parent_message_id
@@ -938,47 +928,54 @@ class ThreadState:
         self.version += 1
         return _NO_WARNINGS
 
+    def _close_call(self, call: _Call) -> None:
+        call.complete = True
+        self._incomplete.discard(call.id)
+        if call.args:
+            # Joined once, now that the arguments are complete (a repaired UTF-16 half stays JSON).
+            call.args = _whole(call.args, self.warnings, call.id)
+
     def _on_tool_end(self, event: ev.ToolCallEndEvent) -> Sequence[StreamWarning]:
         found = self._calls.get(event.tool_call_id)
         if found is None:
             return (self._warning("TC-02", f"no tool call {event.tool_call_id!r} to close", event),)
         entry, call = found
-        call.complete = True
-        self._incomplete.discard(call.id)
+        self._close_call(call)
         if event.metadata is not None:
             call.metadata = _merge_metadata(call.metadata, event.metadata)
             call.frozen = None
             entry.touch()
             self._changed()
-        if len(call.args) > 1:
-            call.args = ["".join(call.args)]  # joined once, now that the arguments are complete
         if call.args and not _is_json(call.args[0]):
             # TC-06: the protocol does not validate arguments; keep them raw, but say so (AGUI204).
-            call.args = _whole(call.args, self.warnings, call.id)
             return (self._warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not JSON (kept as sent)",
                                   event),)
-        call.args = _whole(call.args, self.warnings, call.id)
         return _NO_WARNINGS
 
     def _on_tool_result(self, event: ev.ToolCallResultEvent) -> Sequence[StreamWarning]:
+        self._tool_message(event.message_id, event.tool_call_id, event.content, event.subagent_run_id,
+                           event.metadata)
+        return _NO_WARNINGS
+
+    def _tool_message(self, message_id: str, tool_call_id: str, content: Any, subagent_run_id: str | None = None,
+                      metadata: Mapping[str, Any] | None = None) -> None:
         run = self.last_run
         if run is not None:
-            run.answered_tool_calls.add(event.tool_call_id)
-        entry = _Entry(event.message_id, "tool")
-        entry.value = event.content
-        entry.attrs["tool_call_id"] = event.tool_call_id
-        if event.subagent_run_id is not None:
-            entry.attrs["subagent_run_id"] = event.subagent_run_id
-        if event.metadata is not None:
-            entry.attrs["metadata"] = dict(event.metadata)
-        existing = self._by_id.get(event.message_id)
+            run.answered_tool_calls.add(tool_call_id)
+        entry = _Entry(message_id, "tool")
+        entry.value = content
+        entry.attrs["tool_call_id"] = tool_call_id
+        if subagent_run_id is not None:
+            entry.attrs["subagent_run_id"] = subagent_run_id
+        if metadata is not None:
+            entry.attrs["metadata"] = dict(metadata)
+        existing = self._by_id.get(message_id)
         if existing is not None:
             # One id, one message: a result re-sent under a known id replaces it where it stands.
             self._replace(existing, entry)
         else:
-            self._place_tool_message(entry, event.tool_call_id)
+            self._place_tool_message(entry, tool_call_id)
         self._changed()
-        return _NO_WARNINGS
 
     def _place_tool_message(self, entry: _Entry, tool_call_id: str) -> None:
         # TC-13: right after the assistant message holding the call, after the tool messages that

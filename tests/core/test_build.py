@@ -94,5 +94,8 @@ def test_classes_whose_init_does_more_keep_their_constructor() -> None:
     assert builder(WithFactory) is WithFactory
     assert builder(PostInit) is PostInit
     assert builder(ev.UnknownEvent) is ev.UnknownEvent  # its raw payload defaults through a factory
-    assert builder(cap.AgentCapabilities) is not None
+    # A class of plain fields gets the slot-writing builder, with the class's own defaults.
+    assert builder(cap.AgentCapabilities) is not cap.AgentCapabilities
+    assert builder(cap.AgentCapabilities)() == cap.AgentCapabilities()
+    assert builder(Plain) is not Plain
     assert builder(Plain)(n=1) == Plain(1)

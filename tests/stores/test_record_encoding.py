@@ -17,7 +17,7 @@ from agui_client.types import UserMessage
 
 __all__: list[str] = []
 
-orjson = pytest.importorskip("orjson")
+import orjson  # noqa: E402 - the dev extra installs it; without it these tests must fail, not skip
 
 
 def test_plain_data_is_written_by_orjson_as_utf8_bytes() -> None:
