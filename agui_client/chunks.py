@@ -46,49 +46,15 @@ from attrs import define
 from typing_extensions import assert_never
 
 from .errors import SequenceError
+from .types import events as ev
 from .types.base import Metadata
-from .types.events import (
-    ActivityDeltaEvent,
-    ActivitySnapshotEvent,
-    CustomEvent,
-    Event,
-    MessagesSnapshotEvent,
-    RawEvent,
-    ReasoningEncryptedValueEvent,
-    ReasoningEndEvent,
-    ReasoningMessageChunkEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    ReasoningStartEvent,
-    RunErrorEvent,
-    RunFinishedEvent,
-    RunStartedEvent,
-    StateDeltaEvent,
-    StateSnapshotEvent,
-    StepFinishedEvent,
-    StepStartedEvent,
-    SubagentErrorEvent,
-    SubagentFinishedEvent,
-    SubagentStartedEvent,
-    TextMessageChunkEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    ToolCallArgsEvent,
-    ToolCallChunkEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
-    UnknownEvent,
-)
 from .types.messages import TextMessageRole
 
 __all__ = ["ChunkExpander"]
 
 _Kind = Literal["text", "tool", "reasoning"]
 _Owner = str | None
-_Chunk = TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent
+_Chunk = ev.TextMessageChunkEvent | ev.ToolCallChunkEvent | ev.ReasoningMessageChunkEvent
 
 _ENTITY = {"text": "text message", "tool": "tool call", "reasoning": "reasoning message"}
 _ID_FIELD = {"text": "messageId", "tool": "toolCallId", "reasoning": "messageId"}
@@ -113,10 +79,10 @@ class _Lane:
 
 # Events whose whole handling, while no chunk lane is open, is to pass through unchanged.
 _PASS_WHEN_IDLE: frozenset[Any] = frozenset((
-    TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent, ToolCallResultEvent, StateSnapshotEvent,
-    StateDeltaEvent, CustomEvent, StepStartedEvent, StepFinishedEvent, ReasoningStartEvent, ReasoningEndEvent,
-    RawEvent, ActivitySnapshotEvent, ActivityDeltaEvent, ReasoningEncryptedValueEvent, SubagentStartedEvent,
-    UnknownEvent))
+    ev.TextMessageContentEvent, ev.ToolCallArgsEvent, ev.ReasoningMessageContentEvent, ev.ToolCallResultEvent,
+    ev.StateSnapshotEvent, ev.StateDeltaEvent, ev.CustomEvent, ev.StepStartedEvent, ev.StepFinishedEvent,
+    ev.ReasoningStartEvent, ev.ReasoningEndEvent, ev.RawEvent, ev.ActivitySnapshotEvent, ev.ActivityDeltaEvent,
+    ev.ReasoningEncryptedValueEvent, ev.SubagentStartedEvent, ev.UnknownEvent))
 
 
 class ChunkExpander:
@@ -155,7 +121,7 @@ class ChunkExpander:
         else:
             self._explicit[kind].discard(entity_id)
 
-    def feed(self, event: Event | UnknownEvent, index: int | None = None) -> list[Event | UnknownEvent]:
+    def feed(self, event: ev.Event | ev.UnknownEvent, index: int | None = None) -> list[ev.Event | ev.UnknownEvent]:
         """Expand one event.
 
         Args:
@@ -185,70 +151,70 @@ class ChunkExpander:
                 self._explicit[closed].discard(_entity_id(event, closed))
                 return [event]
         match event:
-            case TextMessageChunkEvent() | ToolCallChunkEvent() | ReasoningMessageChunkEvent():
+            case ev.TextMessageChunkEvent() | ev.ToolCallChunkEvent() | ev.ReasoningMessageChunkEvent():
                 return self._chunk(event, index)
-            case RunStartedEvent():
+            case ev.RunStartedEvent():
                 out = self._close_all(event.timestamp)
                 for ids in self._explicit.values():
                     ids.clear()
                 self._in_run = True
                 self._run_id = event.run_id
                 return [*out, event]
-            case RunFinishedEvent() | RunErrorEvent():
+            case ev.RunFinishedEvent() | ev.RunErrorEvent():
                 self._in_run = False
                 return [*self._close_all(event.timestamp), event]
-            case MessagesSnapshotEvent():
+            case ev.MessagesSnapshotEvent():
                 return [*self._close_all(event.timestamp), event]
-            case SubagentFinishedEvent() | SubagentErrorEvent():
+            case ev.SubagentFinishedEvent() | ev.SubagentErrorEvent():
                 return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
-            case TextMessageStartEvent():
+            case ev.TextMessageStartEvent():
                 out = self._close_lane(event.subagent_run_id, event.timestamp)
                 self._explicit["text"].add(event.message_id)
                 return [*out, event]
-            case ToolCallStartEvent():
+            case ev.ToolCallStartEvent():
                 out = self._close_lane(event.subagent_run_id, event.timestamp)
                 self._explicit["tool"].add(event.tool_call_id)
                 return [*out, event]
-            case ReasoningMessageStartEvent():
+            case ev.ReasoningMessageStartEvent():
                 out = self._close_lane(event.subagent_run_id, event.timestamp)
                 self._explicit["reasoning"].add(event.message_id)
                 return [*out, event]
-            case TextMessageContentEvent():
+            case ev.TextMessageContentEvent():
                 return self._explicit_content("text", event.message_id, event)
-            case ToolCallArgsEvent():
+            case ev.ToolCallArgsEvent():
                 return self._explicit_content("tool", event.tool_call_id, event)
-            case ReasoningMessageContentEvent():
+            case ev.ReasoningMessageContentEvent():
                 return self._explicit_content("reasoning", event.message_id, event)
-            case TextMessageEndEvent():
+            case ev.TextMessageEndEvent():
                 return self._explicit_end("text", event.message_id, event)
-            case ToolCallEndEvent():
+            case ev.ToolCallEndEvent():
                 return self._explicit_end("tool", event.tool_call_id, event)
-            case ReasoningMessageEndEvent():
+            case ev.ReasoningMessageEndEvent():
                 return self._explicit_end("reasoning", event.message_id, event)
             case (
-                ToolCallResultEvent()
-                | StateSnapshotEvent()
-                | StateDeltaEvent()
-                | CustomEvent()
-                | StepStartedEvent()
-                | StepFinishedEvent()
-                | ReasoningStartEvent()
-                | ReasoningEndEvent()
+                ev.ToolCallResultEvent()
+                | ev.StateSnapshotEvent()
+                | ev.StateDeltaEvent()
+                | ev.CustomEvent()
+                | ev.StepStartedEvent()
+                | ev.StepFinishedEvent()
+                | ev.ReasoningStartEvent()
+                | ev.ReasoningEndEvent()
             ):
                 return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
             case (
-                RawEvent()
-                | ActivitySnapshotEvent()
-                | ActivityDeltaEvent()
-                | ReasoningEncryptedValueEvent()
-                | SubagentStartedEvent()
-                | UnknownEvent()
+                ev.RawEvent()
+                | ev.ActivitySnapshotEvent()
+                | ev.ActivityDeltaEvent()
+                | ev.ReasoningEncryptedValueEvent()
+                | ev.SubagentStartedEvent()
+                | ev.UnknownEvent()
             ):
                 return [event]
             case _:
                 assert_never(event)
 
-    def close(self) -> list[Event | UnknownEvent]:
+    def close(self) -> list[ev.Event | ev.UnknownEvent]:
         """End of stream: close what is left.
 
         Returns:
@@ -270,8 +236,8 @@ class ChunkExpander:
         self,
         kind: _Kind,
         entity_id: str,
-        event: TextMessageContentEvent | ToolCallArgsEvent | ReasoningMessageContentEvent,
-    ) -> list[Event | UnknownEvent]:
+        event: ev.TextMessageContentEvent | ev.ToolCallArgsEvent | ev.ReasoningMessageContentEvent,
+    ) -> list[ev.Event | ev.UnknownEvent]:
         if (kind, entity_id) in self._holders:
             return [event]
         return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
@@ -280,8 +246,8 @@ class ChunkExpander:
         self,
         kind: _Kind,
         entity_id: str,
-        event: TextMessageEndEvent | ToolCallEndEvent | ReasoningMessageEndEvent,
-    ) -> list[Event | UnknownEvent]:
+        event: ev.TextMessageEndEvent | ev.ToolCallEndEvent | ev.ReasoningMessageEndEvent,
+    ) -> list[ev.Event | ev.UnknownEvent]:
         self._explicit[kind].discard(entity_id)
         if (kind, entity_id) in self._holders:
             # The explicit END closes the chunk-opened stream itself; a synthesized one would be a second.
@@ -291,21 +257,21 @@ class ChunkExpander:
 
     # -- chunks ---------------------------------------------------------------------------------
 
-    def _chunk(self, chunk: _Chunk, index: int | None) -> list[Event | UnknownEvent]:
+    def _chunk(self, chunk: _Chunk, index: int | None) -> list[ev.Event | ev.UnknownEvent]:
         kind: _Kind
         match chunk:
-            case TextMessageChunkEvent():
+            case ev.TextMessageChunkEvent():
                 kind, entity_id = "text", chunk.message_id
-            case ToolCallChunkEvent():
+            case ev.ToolCallChunkEvent():
                 kind, entity_id = "tool", chunk.tool_call_id
-            case ReasoningMessageChunkEvent():
+            case ev.ReasoningMessageChunkEvent():
                 kind, entity_id = "reasoning", chunk.message_id
             case _:
                 assert_never(chunk)
         tag = chunk.subagent_run_id
         owner = self._resolve_lane(kind, entity_id, tag, chunk, index)
         lane = self._lanes.get(owner)
-        out: list[Event | UnknownEvent] = []
+        out: list[ev.Event | ev.UnknownEvent] = []
 
         if lane is not None and lane.kind == kind and entity_id in (None, lane.entity_id):
             self._check_agreement(lane, chunk, index)
@@ -357,21 +323,21 @@ class ChunkExpander:
     def _opener_id(self, chunk: _Chunk, index: int | None) -> str:
         """The id of a chunk that opens a stream, once it is known to carry what an opener must."""
         match chunk:
-            case TextMessageChunkEvent(message_id=None):
+            case ev.TextMessageChunkEvent(message_id=None):
                 raise self._error("the first TEXT_MESSAGE_CHUNK of a message must carry messageId", chunk, index,
                                   rule="TX-12", pointer="/messageId")
-            case ReasoningMessageChunkEvent(message_id=None):
+            case ev.ReasoningMessageChunkEvent(message_id=None):
                 raise self._error("the first REASONING_MESSAGE_CHUNK of a message must carry messageId", chunk,
                                   index, rule="RS-07", pointer="/messageId")
-            case ToolCallChunkEvent(tool_call_id=None):
+            case ev.ToolCallChunkEvent(tool_call_id=None):
                 raise self._error("the first TOOL_CALL_CHUNK of a tool call must carry toolCallId", chunk, index,
                                   rule="TC-21", pointer="/toolCallId")
-            case ToolCallChunkEvent(tool_call_name=None):
+            case ev.ToolCallChunkEvent(tool_call_name=None):
                 raise self._error("the first TOOL_CALL_CHUNK of a tool call must carry toolCallName", chunk, index,
                                   rule="TC-21", pointer="/toolCallName")
-            case ToolCallChunkEvent(tool_call_id=str(call_id)):
+            case ev.ToolCallChunkEvent(tool_call_id=str(call_id)):
                 return call_id
-            case TextMessageChunkEvent(message_id=str(message_id)) | ReasoningMessageChunkEvent(
+            case ev.TextMessageChunkEvent(message_id=str(message_id)) | ev.ReasoningMessageChunkEvent(
                     message_id=str(message_id)):
                 return message_id
             case _:
@@ -382,12 +348,12 @@ class ChunkExpander:
         # disagreement has to be caught here or nowhere.
         checks: list[tuple[str, str | None, str | None]]
         match chunk:
-            case TextMessageChunkEvent():
+            case ev.TextMessageChunkEvent():
                 checks = [("role", chunk.role, lane.role), ("name", chunk.name, lane.name)]
-            case ToolCallChunkEvent():
+            case ev.ToolCallChunkEvent():
                 checks = [("toolCallName", chunk.tool_call_name, lane.name),
                           ("parentMessageId", chunk.parent_message_id, lane.parent_message_id)]
-            case ReasoningMessageChunkEvent():
+            case ev.ReasoningMessageChunkEvent():
                 checks = []
             case _:
                 assert_never(chunk)
@@ -402,13 +368,13 @@ class ChunkExpander:
     def _open_lane(self, kind: _Kind, entity_id: str, owner: _Owner, chunk: _Chunk) -> _Lane:
         lane = _Lane(kind=kind, entity_id=entity_id, owner=owner)
         match chunk:
-            case TextMessageChunkEvent():
+            case ev.TextMessageChunkEvent():
                 lane.role = chunk.role if chunk.role is not None else "assistant"  # TX-08
                 lane.name = chunk.name
-            case ToolCallChunkEvent():
+            case ev.ToolCallChunkEvent():
                 lane.name = chunk.tool_call_name
                 lane.parent_message_id = chunk.parent_message_id
-            case ReasoningMessageChunkEvent():
+            case ev.ReasoningMessageChunkEvent():
                 pass
             case _:
                 assert_never(chunk)
@@ -417,29 +383,29 @@ class ChunkExpander:
         self._lanes_of_kind[kind][owner] = None
         return lane
 
-    def _start_event(self, lane: _Lane, chunk: _Chunk) -> Event:
+    def _start_event(self, lane: _Lane, chunk: _Chunk) -> ev.Event:
         # The opener carries the chunk's metadata (it builds the entity); rawEvent rides on the
         # content event when there is one, since that is what the producer actually sent.
         raw = chunk.raw_event if not chunk.delta else None
         match lane.kind:
             case "text":
-                return TextMessageStartEvent(message_id=lane.entity_id, role=lane.role, name=lane.name,
+                return ev.TextMessageStartEvent(message_id=lane.entity_id, role=lane.role, name=lane.name,
                                              subagent_run_id=chunk.subagent_run_id, timestamp=chunk.timestamp,
                                              raw_event=raw, metadata=chunk.metadata)
             case "tool":
                 assert lane.name is not None
-                return ToolCallStartEvent(tool_call_id=lane.entity_id, tool_call_name=lane.name,
+                return ev.ToolCallStartEvent(tool_call_id=lane.entity_id, tool_call_name=lane.name,
                                           parent_message_id=lane.parent_message_id,
                                           subagent_run_id=chunk.subagent_run_id, timestamp=chunk.timestamp,
                                           raw_event=raw, metadata=chunk.metadata)
             case "reasoning":
-                return ReasoningMessageStartEvent(message_id=lane.entity_id, subagent_run_id=chunk.subagent_run_id,
+                return ev.ReasoningMessageStartEvent(message_id=lane.entity_id, subagent_run_id=chunk.subagent_run_id,
                                                   timestamp=chunk.timestamp, raw_event=raw, metadata=chunk.metadata)
             case _:
                 assert_never(lane.kind)
 
     def _content(self, kind: _Kind, entity_id: str, lane: _Lane | None, chunk: _Chunk, owner: _Owner,
-                 out: list[Event | UnknownEvent], *, opened: bool) -> list[Event | UnknownEvent]:
+                 out: list[ev.Event | ev.UnknownEvent], *, opened: bool) -> list[ev.Event | ev.UnknownEvent]:
         metadata = None if opened else chunk.metadata
         if not chunk.delta:
             if lane is not None and metadata is not None:
@@ -453,18 +419,18 @@ class ChunkExpander:
                                   "raw_event": chunk.raw_event, "metadata": metadata}
         match kind:
             case "text":
-                out.append(TextMessageContentEvent(message_id=entity_id, **fields))
+                out.append(ev.TextMessageContentEvent(message_id=entity_id, **fields))
             case "tool":
-                out.append(ToolCallArgsEvent(tool_call_id=entity_id, **fields))
+                out.append(ev.ToolCallArgsEvent(tool_call_id=entity_id, **fields))
             case "reasoning":
-                out.append(ReasoningMessageContentEvent(message_id=entity_id, **fields))
+                out.append(ev.ReasoningMessageContentEvent(message_id=entity_id, **fields))
             case _:
                 assert_never(kind)
         return out
 
     # -- closing lanes --------------------------------------------------------------------------
 
-    def _close_lane(self, owner: _Owner, timestamp: int | None) -> list[Event | UnknownEvent]:
+    def _close_lane(self, owner: _Owner, timestamp: int | None) -> list[ev.Event | ev.UnknownEvent]:
         lane = self._drop_lane(owner)
         if lane is None:
             return []
@@ -472,19 +438,19 @@ class ChunkExpander:
         # it carries no metadata but what delta-less continuations left for it.
         match lane.kind:
             case "text":
-                return [TextMessageEndEvent(message_id=lane.entity_id, subagent_run_id=lane.owner,
+                return [ev.TextMessageEndEvent(message_id=lane.entity_id, subagent_run_id=lane.owner,
                                             timestamp=timestamp, metadata=lane.stash)]
             case "tool":
-                return [ToolCallEndEvent(tool_call_id=lane.entity_id, subagent_run_id=lane.owner,
+                return [ev.ToolCallEndEvent(tool_call_id=lane.entity_id, subagent_run_id=lane.owner,
                                          timestamp=timestamp, metadata=lane.stash)]
             case "reasoning":
-                return [ReasoningMessageEndEvent(message_id=lane.entity_id, subagent_run_id=lane.owner,
+                return [ev.ReasoningMessageEndEvent(message_id=lane.entity_id, subagent_run_id=lane.owner,
                                                  timestamp=timestamp, metadata=lane.stash)]
             case _:
                 assert_never(lane.kind)
 
-    def _close_all(self, timestamp: int | None) -> list[Event | UnknownEvent]:
-        out: list[Event | UnknownEvent] = []
+    def _close_all(self, timestamp: int | None) -> list[ev.Event | ev.UnknownEvent]:
+        out: list[ev.Event | ev.UnknownEvent] = []
         for owner in list(self._lanes):
             out.extend(self._close_lane(owner, timestamp))
         return out
@@ -505,10 +471,10 @@ def _entity_id(event: Any, kind: _Kind) -> str:
     return event.tool_call_id if kind == "tool" else event.message_id  # type: ignore[no-any-return]
 
 
-_OPENS: dict[type, _Kind] = {TextMessageStartEvent: "text", ToolCallStartEvent: "tool",
-                             ReasoningMessageStartEvent: "reasoning"}
-_CLOSES: dict[type, _Kind] = {TextMessageEndEvent: "text", ToolCallEndEvent: "tool",
-                              ReasoningMessageEndEvent: "reasoning"}
+_OPENS: dict[type, _Kind] = {ev.TextMessageStartEvent: "text", ev.ToolCallStartEvent: "tool",
+                             ev.ReasoningMessageStartEvent: "reasoning"}
+_CLOSES: dict[type, _Kind] = {ev.TextMessageEndEvent: "text", ev.ToolCallEndEvent: "tool",
+                              ev.ReasoningMessageEndEvent: "reasoning"}
 
 
 def _owner_label(owner: _Owner) -> str:

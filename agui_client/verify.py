@@ -42,41 +42,7 @@ from attrs import define, field, frozen
 from typing_extensions import assert_never
 
 from .errors import SequenceError, StreamEnded, StreamWarning
-from .types.events import (
-    ActivityDeltaEvent,
-    ActivitySnapshotEvent,
-    CustomEvent,
-    Event,
-    MessagesSnapshotEvent,
-    RawEvent,
-    ReasoningEncryptedValueEvent,
-    ReasoningEndEvent,
-    ReasoningMessageChunkEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    ReasoningStartEvent,
-    RunErrorEvent,
-    RunFinishedEvent,
-    RunStartedEvent,
-    StateDeltaEvent,
-    StateSnapshotEvent,
-    StepFinishedEvent,
-    StepStartedEvent,
-    SubagentErrorEvent,
-    SubagentFinishedEvent,
-    SubagentStartedEvent,
-    TextMessageChunkEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    ToolCallArgsEvent,
-    ToolCallChunkEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
-    UnknownEvent,
-)
+from .types import events as ev
 from .types.messages import ActivityMessage, AssistantMessage, Message, ReasoningMessage, ToolCall
 from .types.run import (
     RunFinishedCancelledOutcome,
@@ -131,7 +97,7 @@ _AFTER_LATE_ERROR = Violation(
 _FINISHED_AFTER_ERROR = Violation(rule="CL-05/AGUI005", message="RUN_FINISHED after RUN_ERROR")
 
 #: The run-lifecycle phase table: phase -> what RUN_STARTED, RUN_FINISHED, RUN_ERROR and any other
-#: event lead to. ``UnknownEvent`` is outside the table.
+#: event lead to. ``ev.UnknownEvent`` is outside the table.
 TRANSITIONS: Mapping[Phase, PhaseRow] = MappingProxyType({
     "idle": PhaseRow(run_started="running", run_finished=_NOT_STARTED, run_error="errored", other=_NOT_STARTED),
     "running": PhaseRow(
@@ -152,11 +118,11 @@ TRANSITIONS: Mapping[Phase, PhaseRow] = MappingProxyType({
 })
 
 _TERMINATED: frozenset[Phase] = frozenset({"finished", "errored", "late-error"})
-_CHUNKS = (TextMessageChunkEvent, ToolCallChunkEvent, ReasoningMessageChunkEvent)
-_PASSIVE: frozenset[Any] = frozenset((StateSnapshotEvent, StateDeltaEvent, CustomEvent, RawEvent))
+_CHUNKS = (ev.TextMessageChunkEvent, ev.ToolCallChunkEvent, ev.ReasoningMessageChunkEvent)
+_PASSIVE: frozenset[Any] = frozenset((ev.StateSnapshotEvent, ev.StateDeltaEvent, ev.CustomEvent, ev.RawEvent))
 # Streamed deltas, by the kind of entity they continue.
-_DELTAS: dict[Any, str] = {TextMessageContentEvent: "text", ToolCallArgsEvent: "tool",
-                           ReasoningMessageContentEvent: "reasoning"}
+_DELTAS: dict[Any, str] = {ev.TextMessageContentEvent: "text", ev.ToolCallArgsEvent: "tool",
+                           ev.ReasoningMessageContentEvent: "reasoning"}
 
 
 @define
@@ -333,7 +299,7 @@ class RunVerifier:
         run = self._run
         return run.messages if kind == "text" else run.tool_calls if kind == "tool" else run.reasoning_messages
 
-    def check(self, event: Event | UnknownEvent, index: int) -> list[StreamWarning]:
+    def check(self, event: ev.Event | ev.UnknownEvent, index: int) -> list[StreamWarning]:
         """Check the next event and advance the state.
 
         Args:
@@ -351,7 +317,7 @@ class RunVerifier:
         if kind in _DELTAS and self._phase == "running":
             # The hot path: a delta continuing an entity open in this run, with an agreeing owner tag.
             open_ids = self._open_streams(_DELTAS[kind])
-            entity_id = event.tool_call_id if kind is ToolCallArgsEvent else event.message_id  # type: ignore[union-attr]
+            entity_id = event.tool_call_id if kind is ev.ToolCallArgsEvent else event.message_id  # type: ignore[union-attr]
             tag = event.subagent_run_id  # type: ignore[union-attr]
             if entity_id in open_ids and (tag is None or tag == open_ids[entity_id]):
                 return []
@@ -360,17 +326,17 @@ class RunVerifier:
         elif kind in _RUNNING_HOT and self._phase == "running":
             # Opening and closing messages and tool calls inside a run: the phase stays "running".
             return _RUNNING_HOT[kind](self, event, index)  # type: ignore[no-any-return]
-        if isinstance(event, UnknownEvent):
+        if isinstance(event, ev.UnknownEvent):
             return []
         if isinstance(event, _CHUNKS):
             raise TypeError(f"{event.TYPE} must be expanded with ChunkExpander before verification")
         row = TRANSITIONS[self._phase]
         match event:
-            case RunStartedEvent():
+            case ev.RunStartedEvent():
                 target = row.run_started
-            case RunFinishedEvent():
+            case ev.RunFinishedEvent():
                 target = row.run_finished
-            case RunErrorEvent():
+            case ev.RunErrorEvent():
                 target = row.run_error
             case _:
                 target = row.other
@@ -399,76 +365,76 @@ class RunVerifier:
 
     # -- the id rules -------------------------------------------------------------------------
 
-    def _apply(self, event: Event, index: int) -> list[StreamWarning]:
+    def _apply(self, event: ev.Event, index: int) -> list[StreamWarning]:
         run = self._run
         match event:
-            case RunStartedEvent():
+            case ev.RunStartedEvent():
                 self._run = _Run(number=run.number + 1, run_id=event.run_id, thread_id=event.thread_id)
                 if event.input is not None:
                     self._seed(event.input.messages, authoritative=False)
-            case RunFinishedEvent():
+            case ev.RunFinishedEvent():
                 return self._run_finished(event, index)
-            case RunErrorEvent():
+            case ev.RunErrorEvent():
                 pass
-            case TextMessageStartEvent():
+            case ev.TextMessageStartEvent():
                 return self._text_start(event, index)
-            case TextMessageContentEvent():
+            case ev.TextMessageContentEvent():
                 self._continue(run.messages, event.message_id, event.subagent_run_id, event, index, kind="text message",
                                rule="TX-02/AGUI101", pointer="/messageId")
-            case TextMessageEndEvent():
+            case ev.TextMessageEndEvent():
                 return self._text_end(event, index)
-            case ToolCallStartEvent():
+            case ev.ToolCallStartEvent():
                 return self._tool_call_start(event, index)
-            case ToolCallArgsEvent():
+            case ev.ToolCallArgsEvent():
                 self._continue(run.tool_calls, event.tool_call_id, event.subagent_run_id, event, index,
                                kind="tool call", rule="TC-02/AGUI201", pointer="/toolCallId")
-            case ToolCallEndEvent():
+            case ev.ToolCallEndEvent():
                 return self._tool_call_end(event, index)
-            case ToolCallResultEvent():
+            case ev.ToolCallResultEvent():
                 return self._tool_call_result(event, index)
-            case ReasoningStartEvent():
+            case ev.ReasoningStartEvent():
                 self._reasoning_open(run.reasoning_spans, event, index, kind="reasoning span")
-            case ReasoningMessageStartEvent():
+            case ev.ReasoningMessageStartEvent():
                 self._reasoning_open(run.reasoning_messages, event, index, kind="reasoning message")
-            case ReasoningMessageContentEvent() | ReasoningMessageEndEvent():
+            case ev.ReasoningMessageContentEvent() | ev.ReasoningMessageEndEvent():
                 self._continue(run.reasoning_messages, event.message_id, event.subagent_run_id, event, index,
                                kind="reasoning message", rule="RS-02/AGUI401", pointer="/messageId")
-                if isinstance(event, ReasoningMessageEndEvent):
+                if isinstance(event, ev.ReasoningMessageEndEvent):
                     del run.reasoning_messages[event.message_id]
-            case ReasoningEndEvent():
+            case ev.ReasoningEndEvent():
                 self._continue(run.reasoning_spans, event.message_id, event.subagent_run_id, event, index,
                                kind="reasoning span", rule="RS-03", pointer="/messageId")
                 del run.reasoning_spans[event.message_id]
-            case ReasoningEncryptedValueEvent():
+            case ev.ReasoningEncryptedValueEvent():
                 self._encrypted_value(event, index)
-            case StepStartedEvent():
+            case ev.StepStartedEvent():
                 self._step_started(event, index)
-            case StepFinishedEvent():
+            case ev.StepFinishedEvent():
                 self._step_finished(event, index)
-            case SubagentStartedEvent():
+            case ev.SubagentStartedEvent():
                 self._subagent_started(event, index)
-            case SubagentFinishedEvent() | SubagentErrorEvent():
+            case ev.SubagentFinishedEvent() | ev.SubagentErrorEvent():
                 self._subagent_closed(event, index)
-            case ActivitySnapshotEvent():
+            case ev.ActivitySnapshotEvent():
                 # Only a replacing snapshot re-mints, and so re-owns, an existing activity (AC-08).
                 if event.message_id not in run.activity_owner or event.replace is not False:
                     run.activity_owner[event.message_id] = event.subagent_run_id
-            case ActivityDeltaEvent():
+            case ev.ActivityDeltaEvent():
                 if event.message_id in run.activity_owner:
                     self._agree(event.subagent_run_id, run.activity_owner[event.message_id], event, index,
                                 kind="activity", entity_id=event.message_id, rule="AC-08/AGUI606")
-            case MessagesSnapshotEvent():
+            case ev.MessagesSnapshotEvent():
                 # The snapshot restates the conversation, so its owners replace the recorded ones.
                 self._seed(event.messages, authoritative=True)
-            case StateSnapshotEvent() | StateDeltaEvent() | CustomEvent() | RawEvent():
+            case ev.StateSnapshotEvent() | ev.StateDeltaEvent() | ev.CustomEvent() | ev.RawEvent():
                 pass  # attribution on these is provenance, not ownership (SP-14)
-            case TextMessageChunkEvent() | ToolCallChunkEvent() | ReasoningMessageChunkEvent():
+            case ev.TextMessageChunkEvent() | ev.ToolCallChunkEvent() | ev.ReasoningMessageChunkEvent():
                 raise TypeError(f"{event.TYPE} must be expanded with ChunkExpander before verification")
             case _:
                 assert_never(event)
         return []
 
-    def _text_start(self, event: TextMessageStartEvent, index: int) -> list[StreamWarning]:
+    def _text_start(self, event: ev.TextMessageStartEvent, index: int) -> list[StreamWarning]:
         run, message_id = self._run, event.message_id
         if message_id in run.messages:
             raise self._error(f"text message {message_id!r} is already open", event, index,
@@ -491,21 +457,21 @@ class RunVerifier:
         self._message_run[message_id] = run.number
         return warnings
 
-    def _text_end(self, event: TextMessageEndEvent, index: int) -> list[StreamWarning]:
+    def _text_end(self, event: ev.TextMessageEndEvent, index: int) -> list[StreamWarning]:
         run = self._run
         self._continue(run.messages, event.message_id, event.subagent_run_id, event, index, kind="text message",
                        rule="TX-02/AGUI102", pointer="/messageId")
         del run.messages[event.message_id]
         return []
 
-    def _tool_call_end(self, event: ToolCallEndEvent, index: int) -> list[StreamWarning]:
+    def _tool_call_end(self, event: ev.ToolCallEndEvent, index: int) -> list[StreamWarning]:
         run = self._run
         self._continue(run.tool_calls, event.tool_call_id, event.subagent_run_id, event, index, kind="tool call",
                        rule="TC-02/AGUI202", pointer="/toolCallId")
         del run.tool_calls[event.tool_call_id]
         return []
 
-    def _tool_call_start(self, event: ToolCallStartEvent, index: int) -> list[StreamWarning]:
+    def _tool_call_start(self, event: ev.ToolCallStartEvent, index: int) -> list[StreamWarning]:
         run, call_id, tag = self._run, event.tool_call_id, event.subagent_run_id
         if call_id in run.tool_calls:
             raise self._error(f"tool call {call_id!r} is already open", event, index, rule="TC-03",
@@ -535,7 +501,7 @@ class RunVerifier:
         self._tool_call_run[call_id] = run.number
         return warnings
 
-    def _tool_call_result(self, event: ToolCallResultEvent, index: int) -> list[StreamWarning]:
+    def _tool_call_result(self, event: ev.ToolCallResultEvent, index: int) -> list[StreamWarning]:
         run, call_id = self._run, event.tool_call_id
         warnings = []
         if call_id in run.tool_calls:
@@ -550,8 +516,9 @@ class RunVerifier:
         self._message_run[event.message_id] = run.number
         return warnings
 
-    def _reasoning_open(self, open_ids: dict[str, _Owner], event: ReasoningStartEvent | ReasoningMessageStartEvent,
-                        index: int, *, kind: str) -> None:
+    def _reasoning_open(self, open_ids: dict[str, _Owner],
+                        event: ev.ReasoningStartEvent | ev.ReasoningMessageStartEvent, index: int, *,
+                        kind: str) -> None:
         run, message_id = self._run, event.message_id
         if message_id in open_ids:
             raise self._error(f"{kind} {message_id!r} is already open", event, index, rule="RS-04",
@@ -564,7 +531,7 @@ class RunVerifier:
         open_ids[message_id] = owner
         run.reasoning_owner[message_id] = owner
 
-    def _encrypted_value(self, event: ReasoningEncryptedValueEvent, index: int) -> None:
+    def _encrypted_value(self, event: ev.ReasoningEncryptedValueEvent, index: int) -> None:
         run, entity_id = self._run, event.entity_id
         # "message" covers text and reasoning messages; ids are unique per kind, so one bucket at most has it.
         buckets = (run.tool_call_owner,) if event.subtype == "tool-call" else (run.message_owner, run.reasoning_owner)
@@ -574,7 +541,7 @@ class RunVerifier:
                             entity_id=entity_id)
                 return
 
-    def _step_started(self, event: StepStartedEvent, index: int) -> None:
+    def _step_started(self, event: ev.StepStartedEvent, index: int) -> None:
         run, key = self._run, (event.subagent_run_id, event.step_name)
         if key in run.steps:
             raise self._error(f"step {event.step_name!r} is already open for {_owner_label(key[0])}", event, index,
@@ -582,7 +549,7 @@ class RunVerifier:
         run.steps[key] = None
         run.step_names[event.step_name] = run.step_names.get(event.step_name, 0) + 1
 
-    def _step_finished(self, event: StepFinishedEvent, index: int) -> None:
+    def _step_finished(self, event: ev.StepFinishedEvent, index: int) -> None:
         run, key = self._run, (event.subagent_run_id, event.step_name)
         if key not in run.steps:
             if run.step_names.get(event.step_name):
@@ -596,7 +563,7 @@ class RunVerifier:
         if not run.step_names[event.step_name]:
             del run.step_names[event.step_name]
 
-    def _subagent_started(self, event: SubagentStartedEvent, index: int) -> None:
+    def _subagent_started(self, event: ev.SubagentStartedEvent, index: int) -> None:
         run, sub = self._run, event.subagent_run_id
         if sub in run.subagents:
             raise self._error(f"subagent {sub!r} is already active", event, index, rule="SA-02/AGUI601",
@@ -610,18 +577,18 @@ class RunVerifier:
                               rule="SA-05/AGUI605", pointer="/parentSubagentRunId")
         run.subagents[sub] = None
 
-    def _subagent_closed(self, event: SubagentFinishedEvent | SubagentErrorEvent, index: int) -> None:
+    def _subagent_closed(self, event: ev.SubagentFinishedEvent | ev.SubagentErrorEvent, index: int) -> None:
         run, sub = self._run, event.subagent_run_id
         if sub not in run.subagents:
             raise self._error(f"subagent {sub!r} is not active", event, index,
-                              rule="SA-03/AGUI602" if isinstance(event, SubagentFinishedEvent) else "SA-03/AGUI603",
+                              rule="SA-03/AGUI602" if isinstance(event, ev.SubagentFinishedEvent) else "SA-03/AGUI603",
                               pointer="/subagentRunId")
         del run.subagents[sub]
         run.closed_subagents.add(sub)
-        if isinstance(event, SubagentFinishedEvent) and isinstance(event.outcome, SubagentFinishedSuspendedOutcome):
+        if isinstance(event, ev.SubagentFinishedEvent) and isinstance(event.outcome, SubagentFinishedSuspendedOutcome):
             run.suspended[sub] = event.outcome.interrupt_ids or ()
 
-    def _run_finished(self, event: RunFinishedEvent, index: int) -> list[StreamWarning]:
+    def _run_finished(self, event: ev.RunFinishedEvent, index: int) -> list[StreamWarning]:
         run = self._run
         for open_ids, label, rule in (
             (run.steps, "steps", "ST-02/AGUI007"),
@@ -659,7 +626,7 @@ class RunVerifier:
                 assert_never(outcome)
         return warnings
 
-    def _interrupts(self, event: RunFinishedEvent, outcome: RunFinishedInterruptOutcome,
+    def _interrupts(self, event: ev.RunFinishedEvent, outcome: RunFinishedInterruptOutcome,
                     index: int) -> list[StreamWarning]:
         run = self._run
         ids: set[str] = set()
@@ -689,7 +656,7 @@ class RunVerifier:
                                               pointer="/outcome/interrupts"))
         return warnings
 
-    def _pending_tool_calls(self, event: RunFinishedEvent, pending: tuple[str, ...],
+    def _pending_tool_calls(self, event: ev.RunFinishedEvent, pending: tuple[str, ...],
                             index: int) -> list[StreamWarning]:
         run = self._run
         warnings = []
@@ -710,13 +677,13 @@ class RunVerifier:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _continue(self, open_ids: dict[str, _Owner], entity_id: str, tag: _Owner, event: Event, index: int, *,
+    def _continue(self, open_ids: dict[str, _Owner], entity_id: str, tag: _Owner, event: ev.Event, index: int, *,
                   kind: str, rule: str, pointer: str) -> None:
         if entity_id not in open_ids:
             raise self._error(f"no open {kind} {entity_id!r}", event, index, rule=rule, pointer=pointer)
         self._agree(tag, open_ids[entity_id], event, index, kind=kind, entity_id=entity_id)
 
-    def _agree(self, tag: _Owner, owner: _Owner, event: Event, index: int, *, kind: str, entity_id: str,
+    def _agree(self, tag: _Owner, owner: _Owner, event: ev.Event, index: int, *, kind: str, entity_id: str,
                rule: str = "SA-11/AGUI606") -> None:
         # An absent tag never disagrees; a present one must name the owner exactly (None is the parent).
         if tag is not None and tag != owner:
@@ -756,11 +723,12 @@ class RunVerifier:
         return call_id in self._tool_call_run or (
             self._known_tool_call_ids is not None and self._known_tool_call_ids(call_id))
 
-    def _error(self, message: str, event: Event, index: int, *, rule: str, pointer: str | None = None) -> SequenceError:
+    def _error(self, message: str, event: ev.Event, index: int, *, rule: str,
+               pointer: str | None = None) -> SequenceError:
         return SequenceError(message, run_id=self._run.run_id, index=index, event_type=event.TYPE, pointer=pointer,
                              rule=rule)
 
-    def _warning(self, message: str, event: Event, index: int, *, code: str, pointer: str | None) -> StreamWarning:
+    def _warning(self, message: str, event: ev.Event, index: int, *, code: str, pointer: str | None) -> StreamWarning:
         return StreamWarning(code=code, message=message, index=index, event_type=event.TYPE, pointer=pointer,
                              run_id=self._run.run_id)
 
@@ -791,9 +759,9 @@ def _owner_label(owner: _Owner) -> str:
 
 # Events that open or close an entity inside a running run, dispatched without walking the match.
 _RUNNING_HOT: dict[type, Any] = {
-    TextMessageStartEvent: RunVerifier._text_start,
-    TextMessageEndEvent: RunVerifier._text_end,
-    ToolCallStartEvent: RunVerifier._tool_call_start,
-    ToolCallEndEvent: RunVerifier._tool_call_end,
-    ToolCallResultEvent: RunVerifier._tool_call_result,
+    ev.TextMessageStartEvent: RunVerifier._text_start,
+    ev.TextMessageEndEvent: RunVerifier._text_end,
+    ev.ToolCallStartEvent: RunVerifier._tool_call_start,
+    ev.ToolCallEndEvent: RunVerifier._tool_call_end,
+    ev.ToolCallResultEvent: RunVerifier._tool_call_result,
 }
