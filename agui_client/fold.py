@@ -391,6 +391,17 @@ def _copy_json(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def _foreign_copy(value: Any, plain: bool | None = None) -> Any:
+    """A copy of JSON data that came with an event object built elsewhere, exactly as it is.
+
+    The fast copy goes through orjson, which would quietly write ``NaN`` as ``null`` and a ``datetime``
+    as a string; what is not plain JSON is deep-copied instead (a save then refuses it, as it must).
+    """
+    if plain if plain is not None else plain_json(value):
+        return _copy_json(value)
+    return copy.deepcopy(value)
+
+
 def _own_json(value: Any) -> Any:
     """A copy of state the application supplies, refusing what JSON cannot hold.
 
@@ -465,10 +476,11 @@ class ThreadState:
     @property
     def state(self) -> JSON:
         """The shared state (a copy: mutating it does not change the thread)."""
+        copy_state = _copy_json if self._state_plain else copy.deepcopy  # (orjson would write NaN as null)
         if not self._state_view_valid:
-            self._state_view = _copy_json(self._state)
+            self._state_view = copy_state(self._state)
             self._state_view_valid = True
-        return _copy_json(self._state_view) if isinstance(self._state_view, (dict, list)) else self._state_view
+        return copy_state(self._state_view) if isinstance(self._state_view, (dict, list)) else self._state_view
 
     @property
     def open_interrupts(self) -> tuple[rn.Interrupt, ...]:
@@ -623,8 +635,11 @@ class ThreadState:
             case ev.ToolCallResultEvent():
                 return self._on_tool_result(event)
             case ev.StateSnapshotEvent():
-                self._state = event.snapshot if self.adopt_payloads else _copy_json(event.snapshot)
-                self._state_plain = self.adopt_payloads  # its payload parsed here, or an object from anywhere
+                if self.adopt_payloads:  # its payload was parsed here: plain JSON, held by nobody else
+                    self._state, self._state_plain = event.snapshot, True
+                else:  # an event object from anywhere: copied as it is, and vouched for only if plain
+                    self._state_plain = plain_json(event.snapshot)
+                    self._state = _foreign_copy(event.snapshot, self._state_plain)
                 self.state_in_sync = True
                 self._state_changed()
             case ev.StateDeltaEvent():
@@ -1028,7 +1043,7 @@ class ThreadState:
         if existing is None or (replace and existing.role != "activity"):
             entry = _Entry(event.message_id, "activity")
             entry.attrs["activity_type"] = event.activity_type
-            entry.value = _copy_json(event.content)
+            entry.value = _foreign_copy(event.content)
             if event.subagent_run_id is not None:
                 entry.attrs["subagent_run_id"] = event.subagent_run_id
             if existing is None:
@@ -1040,7 +1055,7 @@ class ThreadState:
             target = existing
             if replace:
                 existing.attrs["activity_type"] = event.activity_type
-                existing.value = _copy_json(event.content)
+                existing.value = _foreign_copy(event.content)
                 if event.subagent_run_id is not None:
                     existing.attrs["subagent_run_id"] = event.subagent_run_id
                 else:

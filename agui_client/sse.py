@@ -71,8 +71,9 @@ _new_object = object.__new__
 _DATA_OBJECT = b"data: {"
 
 
-def _canonical_payloads(body: bytes, limit: int) -> list[bytes] | None:
-    """The payloads of the complete frames at the start of ``body`` when each is one canonical line.
+def _canonical_payloads(body: bytes, limit: int) -> tuple[list[bytes], int] | None:
+    """The payloads of the complete frames at the start of ``body`` when each is one canonical line, and
+    how many bytes of ``body`` they take (through the last frame's blank line).
 
     ``body`` starts with ``data: {``. ``None`` when any complete frame is not a single ``data: {`` line
     within ``limit`` bytes of valid UTF-8 (the frame-by-frame path then reads it, and warns).
@@ -90,7 +91,7 @@ def _canonical_payloads(body: bytes, limit: int) -> list[bytes] | None:
         # whole read would build a wide string of all of it).
         if not all(map(_is_utf8, compress(payloads, map(not_, map(bytes.isascii, payloads))))):
             return None
-    return payloads
+    return payloads, cut + 2
 
 
 def _frame_new(data: str, id: str | None, line: int, offset: int) -> SSEFrame:
@@ -420,12 +421,12 @@ class SSEDecoder:
         if raw and not pending and body.startswith(_DATA_OBJECT):
             # What producers send: a run of canonical frames. Their payloads come out of one split on
             # the frame boundary, in a few C-level passes, with no Python step per frame.
-            payloads = _canonical_payloads(body, limit)
-            if payloads is not None:
+            canonical = _canonical_payloads(body, limit)
+            if canonical is not None:
+                payloads, consumed = canonical
                 count = len(payloads)
                 frames.extend(payloads)  # type: ignore[arg-type]  # feed_payloads(): bytes, no SSEFrame
                 self._dispatched += count
-                consumed = body.rfind(b"\n\n") + 2  # through the last frame's blank line
                 lineno += 2 * count
                 offset += consumed - 2 * count + step * count
                 body = body[consumed:]

@@ -451,3 +451,25 @@ def test_a_save_marks_a_state_it_parsed_itself_as_checked_and_no_other() -> None
         MemoryStore().save("t", thread.dump(share_state=True), expected_version=None)
     thread.set_state({"fresh": True})  # validated: vouched for again
     assert type(thread.dump(share_state=True)["state"]) is PlainDict
+
+
+def test_a_hand_built_state_snapshot_is_copied_as_it_is_and_not_vouched_for() -> None:
+    """Before: the orjson copy turned NaN into null silently. Now the value is kept, and a save refuses it."""
+    import math
+
+    from agui_client import StateSnapshotEvent
+    from agui_client._wire import PlainDict
+    from agui_client.errors import StoreError
+    from agui_client.stores import MemoryStore
+
+    thread = ThreadState()
+    snapshot = {"x": float("nan"), "nested": {"y": [1]}}
+    thread.apply(StateSnapshotEvent(snapshot=snapshot))
+    held = thread.dump(share_state=True)["state"]
+    assert math.isnan(held["x"]) and type(held) is dict
+    assert math.isnan(thread.state["x"])  # the caller's copy too
+    assert held["nested"] is not snapshot["nested"]  # a copy: the event keeps its own dict
+    with pytest.raises(StoreError):
+        MemoryStore().save("t", thread.dump(share_state=True), expected_version=None)
+    thread.apply(StateSnapshotEvent(snapshot={"ok": [1, 2]}))  # plain: copied fast and vouched for
+    assert type(thread.dump(share_state=True)["state"]) is PlainDict
