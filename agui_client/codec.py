@@ -37,6 +37,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ._build import builder
+from ._plain import plain_messages
 from .errors import AguiWarning, DecodeError, LimitExceeded, StreamWarning
 from .types import events as ev
 from .types import messages as msg
@@ -1561,53 +1562,90 @@ _MESSAGE_BOUNDARY = b'},{"'
 
 def _decode_large(raw: bytes | str, max_depth: int) -> Event | None:
     """A large ``MESSAGES_SNAPSHOT`` in the plain shape, decoded slice by slice; ``None`` otherwise."""
-    if (type(raw) is not bytes or len(raw) < _SLICED_MIN or not raw.startswith(_SNAPSHOT_HEAD)
-            or _orjson is None or _ORJSON_WRITE_DEPTH is None or max_depth <= _ORJSON_WRITE_DEPTH):
-        return None
     build = _fast_for(tuple[msg.Message, ...])
     event_fast = _FAST_BY_KIND["MESSAGES_SNAPSHOT"]
     if build is None or event_fast is None:
         return None
-    loads, failed, find = _orjson.loads, _orjson.JSONDecodeError, raw.find
-    parts: list[tuple[Any, ...]] = []
-    start = len(_SNAPSHOT_HEAD)  # each slice starts at a message's "{" (or at the array's end)
-    search = start + _SLICE
-    misses = 0
     try:
-        while True:
-            cut = find(_MESSAGE_BOUNDARY, search)
-            if cut < 0:
-                break
-            piece = b"[" + raw[start:cut + 1] + b"]"
-            try:
-                items = loads(piece)
-            except failed:
-                misses += 1
-                if misses > _SLICE_MISSES:
-                    return None
-                search = cut + 1  # that "}" closed something inside a message: the next candidate
-                continue
-            if not _proved_plain(piece, items):
-                return None
-            parts.append(build(items))
-            del items, piece
-            start = cut + 2
-            search = start + _SLICE
-            misses = 0
-        rest = _SNAPSHOT_HEAD + raw[start:]
-        try:
-            value = loads(rest)
-        except failed:
+        read = _read_large(raw, max_depth, build)
+        if read is None:
             return None
-        if type(value) is not dict or not _proved_plain(rest, value) or type(value.get("messages")) is not list:
-            return None
-        parts.append(build(value["messages"]))
-        value["messages"] = []
+        parts, value = read
         event = event_fast(value)
     except _Fallback:
         return None
     messages = parts[0] if len(parts) == 1 else tuple(itertools.chain.from_iterable(parts))
     return attrs.evolve(event, messages=messages)  # type: ignore[no-any-return]
+
+
+def plain_large_snapshot(raw: bytes | str, max_depth: int) -> tuple[dict[str, Any], set[str]] | None:
+    """A large ``MESSAGES_SNAPSHOT`` whose messages are all in the plain shape (``_plain``), parsed
+    slice by slice: the event's JSON (its ``messages`` whole again) and the roles it holds; else ``None``.
+
+    The parsed messages are returned as they are, for a fold that holds them as JSON.
+    """
+    roles: set[str] = set()
+
+    def keep(items: list[Any]) -> list[Any]:
+        found = plain_messages(items)
+        if found is None:
+            raise _Fallback
+        roles.update(found)
+        return items
+
+    try:
+        read = _read_large(raw, max_depth, keep)
+    except _Fallback:
+        return None
+    if read is None:
+        return None
+    parts, value = read
+    value["messages"] = parts[0] if len(parts) == 1 else list(itertools.chain.from_iterable(parts))
+    return value, roles
+
+
+def _read_large(raw: bytes | str, max_depth: int,
+                build: Callable[[Any], Any]) -> tuple[list[Any], dict[str, Any]] | None:
+    """The slices of a large ``MESSAGES_SNAPSHOT``, each passed through ``build`` (which may raise
+    ``_Fallback``), and the rest of the event's JSON (its ``messages`` emptied); ``None`` if in doubt."""
+    if (type(raw) is not bytes or len(raw) < _SLICED_MIN or not raw.startswith(_SNAPSHOT_HEAD)
+            or _orjson is None or _ORJSON_WRITE_DEPTH is None or max_depth <= _ORJSON_WRITE_DEPTH):
+        return None
+    loads, failed, find = _orjson.loads, _orjson.JSONDecodeError, raw.find
+    parts: list[Any] = []
+    start = len(_SNAPSHOT_HEAD)  # each slice starts at a message's "{" (or at the array's end)
+    search = start + _SLICE
+    misses = 0
+    while True:
+        cut = find(_MESSAGE_BOUNDARY, search)
+        if cut < 0:
+            break
+        piece = b"[" + raw[start:cut + 1] + b"]"
+        try:
+            items = loads(piece)
+        except failed:
+            misses += 1
+            if misses > _SLICE_MISSES:
+                return None
+            search = cut + 1  # that "}" closed something inside a message: the next candidate
+            continue
+        if not _proved_plain(piece, items):
+            return None
+        parts.append(build(items))
+        del items, piece
+        start = cut + 2
+        search = start + _SLICE
+        misses = 0
+    rest = _SNAPSHOT_HEAD + raw[start:]
+    try:
+        value = loads(rest)
+    except failed:
+        return None
+    if type(value) is not dict or not _proved_plain(rest, value) or type(value.get("messages")) is not list:
+        return None
+    parts.append(build(value["messages"]))
+    value["messages"] = []
+    return parts, value
 
 
 def _proved_plain(text: bytes, value: Any) -> bool:

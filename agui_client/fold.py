@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -25,7 +25,7 @@ from attrs import frozen
 
 from ._build import builder
 from ._wire import PlainDict, PlainList, encode_messages, plain_json
-from .codec import _orjson, encode, parse_json
+from .codec import _orjson, decode, encode, parse_json
 from .codec import _wire_name as codec_wire_name
 from .errors import ProtocolError, StreamWarning
 from .patch import PatchFailed, apply_patch
@@ -149,6 +149,13 @@ class _Call:
         made.frozen = call
         return made
 
+    @classmethod
+    def of_wire(cls, call: dict[str, Any]) -> _Call:
+        """A tool call of a message held as plain JSON (``agui_client._plain``)."""
+        function = call["function"]
+        return cls(call["id"], function["name"], function["arguments"], call.get("metadata"),
+                   call.get("encryptedValue"))
+
     def wire(self, warn: list[StreamWarning] | None) -> dict[str, Any] | None:
         """``encode(self.freeze(warn))`` built directly, or ``None`` when the metadata is not plain JSON."""
         if self.metadata is not None and not plain_json(self.metadata):
@@ -185,6 +192,11 @@ class _Entry:
     the message the first time anything asks for them (``__getattr__`` runs only for an unset slot).
     A snapshot of thousands of messages then costs one small object per message, and the fold's
     hot paths, which read set slots, pay nothing for it.
+
+    A snapshot folded from its JSON (``plain_messages_snapshot``) goes one step further: ``frozen`` and
+    ``source`` hold the message's plain JSON (``agui_client._plain``), and the typed message is built
+    when first read (``freeze``); a save writes the JSON as it is. Whatever changes an entry clears
+    ``frozen`` first, so a dict there is always the message as it stands.
     """
 
     __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete", "source")
@@ -196,9 +208,9 @@ class _Entry:
         self.value: Any = None  # non-streamed content (user parts, tool content, activity content)
         self.calls: list[_Call] | None = None
         self.attrs: dict[str, Any] = {}  # the message's other attributes (name, metadata, toolCallId …)
-        self.frozen: msg.Message | None = None
+        self.frozen: msg.Message | dict[str, Any] | None = None  # (plain JSON: see the class docstring)
         self.complete = True
-        self.source: msg.Message | None = None  # the message a lazy entry reads its other slots from
+        self.source: msg.Message | dict[str, Any] | None = None  # what a lazy entry reads its other slots from
 
     @classmethod
     def of(cls, message: msg.Message) -> _Entry:
@@ -218,7 +230,22 @@ class _Entry:
             return object.__getattribute__(self, name)
         raise AttributeError(name)
 
-    def _thaw(self, message: msg.Message) -> None:
+    def _typed(self, wire: dict[str, Any]) -> msg.Message:
+        # The typed message of plain JSON held by this entry (plain: decodes without a warning).
+        message = _decode_message(wire)
+        if self.frozen is wire:
+            self.frozen = message
+        self.source = message
+        return message
+
+    def _thaw(self, message: msg.Message | dict[str, Any]) -> None:
+        if type(message) is dict:
+            wire_content = message.get("content")
+            if wire_content is None or type(wire_content) is str:  # else parts: read from the typed message
+                self._thaw_wire(message, wire_content)
+                return
+            message = self._typed(message)
+        assert not isinstance(message, dict)
         names = _OTHER_FIELDS.get(type(message))
         if names is None:
             names = _OTHER_FIELDS[type(message)] = tuple(
@@ -235,6 +262,17 @@ class _Entry:
             self.text = [content]
         else:
             self.value = content
+
+    def _thaw_wire(self, message: dict[str, Any], content: str | None) -> None:
+        # _thaw of plain JSON whose content is a string or absent (an assistant's), without typing it.
+        role = message["role"]
+        self.attrs = {name: message.get(key) for name, key in _WIRE_FIELDS[role].items()}
+        self.text = None
+        self.value = None
+        if role == "tool":
+            self.value = content
+        elif content is not None:
+            self.text = [content]
 
     def touch(self) -> None:
         self.frozen = None
@@ -279,8 +317,9 @@ class _Entry:
         return out
 
     def freeze(self, warn: list[StreamWarning] | None) -> msg.Message:
-        if self.frozen is not None:
-            return self.frozen
+        frozen = self.frozen
+        if frozen is not None:
+            return self._typed(frozen) if type(frozen) is dict else frozen  # type: ignore[return-value]
         kwargs = dict(self.attrs)
         if self.text is not None:
             if len(self.text) != 1:
@@ -294,8 +333,9 @@ class _Entry:
             kwargs["tool_calls"] = tuple(c.freeze(warn) for c in self.calls)
         if self.role == "activity" and kwargs.get("content") is None:
             kwargs["content"] = {}
-        self.frozen = _ROLE_BUILDERS[self.role](id=self.id, **kwargs)
-        return self.frozen
+        built: msg.Message = _ROLE_BUILDERS[self.role](id=self.id, **kwargs)
+        self.frozen = built
+        return built
 
 
 def _add_entries(messages: Iterable[msg.Message], entries: list[_Entry], by_id: dict[str, _Entry],
@@ -320,6 +360,34 @@ def _add_entries(messages: Iterable[msg.Message], entries: list[_Entry], by_id: 
                 calls[call.id] = (entry, call)
         append(entry)
         by_id[message_id] = entry
+
+
+def _add_wire_entries(messages: Iterable[dict[str, Any]], entries: list[_Entry], by_id: dict[str, _Entry],
+                      calls: dict[str, tuple[_Entry, _Call]]) -> None:
+    """``_add_entries`` for messages in the plain shape, held as their JSON (``agui_client._plain``)."""
+    new = _new_entry
+    entry_class = _Entry
+    call_of = _Call.of_wire
+    append = entries.append
+    for message in messages:
+        entry = new(entry_class)
+        entry.id = message_id = message["id"]
+        entry.role = message["role"]
+        entry.frozen = entry.source = message
+        entry.complete = True
+        tool_calls = message.get("toolCalls")
+        if tool_calls is None:
+            entry.calls = None
+        else:
+            entry.calls = made = [call_of(call) for call in tool_calls]
+            for call in made:
+                calls[call.id] = (entry, call)
+        append(entry)
+        by_id[message_id] = entry
+
+
+def _decode_message(wire: dict[str, Any]) -> msg.Message:
+    return decode(wire, msg.Message)  # type: ignore[arg-type]
 
 
 # Per message class, the attributes an entry keeps besides id, content and tool calls.
@@ -540,7 +608,8 @@ class ThreadState:
         for message_id in message_ids:
             entry = get(message_id)
             if entry is not None:
-                found.append(entry.frozen if entry.frozen is not None else entry.freeze(warn))
+                frozen = entry.frozen
+                found.append(entry.freeze(warn) if frozen is None or isinstance(frozen, dict) else frozen)
         return tuple(found)
 
     def tool_call(self, tool_call_id: str) -> msg.ToolCall | None:
@@ -1130,8 +1199,24 @@ class ThreadState:
                     warnings.append(self._warning(
                         "B205", f"snapshot repeats message id {message.id!r}; the last wins", event))
                 seen.add(message.id)
-        authority = _authoritative_activity_types(event.metadata)
         roles = {getattr(kind, "ROLE", None) for kind in set(map(type, messages))}
+        self._merge_snapshot(incoming, roles, _authoritative_activity_types(event.metadata), _add_entries)
+        return warnings
+
+    def plain_messages_snapshot(self, messages: list[dict[str, Any]], roles: set[str]) -> bool:
+        """MESSAGES_SNAPSHOT of messages in the plain shape (``agui_client._plain``; ``roles`` are theirs),
+        held as the JSON they are; ``False``, changing nothing, if an id repeats (the ordinary path warns)."""
+        incoming = {message["id"]: message for message in messages}
+        if len(incoming) != len(messages):
+            return False
+        self._merge_snapshot(incoming, roles, _UNDECLARED, _add_wire_entries)
+        return True
+
+    def _merge_snapshot(self, incoming: Mapping[str, Any], roles: set[Any], authority: Any,
+                        add: Callable[[Iterable[Any], list[_Entry], dict[str, _Entry],
+                                       dict[str, tuple[_Entry, _Call]]], None]) -> None:
+        # MS-01..MS-06: ``incoming`` (id -> message, typed or plain JSON, in snapshot order) is the
+        # producer's complete list; ``add`` makes entries of the messages the thread did not hold.
         has_activity = "activity" in roles
         has_reasoning = "reasoning" in roles
 
@@ -1144,17 +1229,16 @@ class ThreadState:
                 return entry.attrs.get("activity_type") not in authority
             return entry.role == "reasoning" and not has_reasoning
 
-        of = _Entry.of
         kept: list[_Entry] = []
         for entry in self._entries:
             replacement = incoming.get(entry.id)
             if replacement is not None:
-                kept.append(of(replacement))
+                add((replacement,), kept, {}, {})
             elif keep_local(entry):
                 kept.append(entry)
         held = {entry.id for entry in kept}
         run = self.last_run
-        fresh = [message for message in incoming.values() if message.id not in held] if held else incoming.values()
+        fresh = [message for key, message in incoming.items() if key not in held] if held else incoming.values()
         if run is not None and not run.terminated:
             # Read from the keys (the ids): a snapshot into a thread that held nothing adds them all.
             before = run.message_ids_before
@@ -1166,12 +1250,11 @@ class ThreadState:
             if entry.calls:
                 for call in entry.calls:
                     calls[call.id] = (entry, call)
-        _add_entries(fresh, kept, by_id, calls)
+        add(fresh, kept, by_id, calls)
         self._entries = kept
         self._by_id = by_id
         self._calls = calls
         self._changed()
-        return warnings
 
     # -- runs ----------------------------------------------------------------------------------------
 
@@ -1359,7 +1442,11 @@ class ThreadState:
         out: list[Any] = []
         frozen: list[int] = []
         for entry in self._entries:
-            encoded = entry.wire(warn) if entry.frozen is None else None
+            held = entry.frozen
+            if type(held) is dict:  # plain JSON: as it is for a save that writes it at once, else a copy
+                out.append(held if checked else _copy_json(held))
+                continue
+            encoded = entry.wire(warn) if held is None else None
             if encoded is None:
                 frozen.append(len(out))
                 out.append(entry.freeze(warn))

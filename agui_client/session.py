@@ -23,6 +23,7 @@ import attrs
 from attrs import frozen
 
 from . import codec
+from ._plain import plain_messages
 from .chunks import ChunkExpander
 from .errors import LimitExceeded, ProtocolError, RunFailed, StreamEnded, StreamWarning
 from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
@@ -191,8 +192,15 @@ class RunSession:
         """
         index = self._index
         self._index += 1
-        if len(data) >= codec._SLICED_MIN:
-            large = codec._decode_large(data, self.max_depth)  # a large snapshot, read slice by slice
+        if len(data) >= codec._SLICED_MIN:  # a large snapshot, read slice by slice
+            if self._fuse and self._failed is None:
+                plain = codec.plain_large_snapshot(data, self.max_depth)
+                if plain is not None:
+                    value, roles = plain
+                    if self._fused_snapshot(value, roles):
+                        return []
+                    return self._feed_value(value, index)
+            large = codec._decode_large(data, self.max_depth)
             if large is not None:
                 return self._fold(large, index)
         try:
@@ -300,6 +308,27 @@ class RunSession:
                 or not self.state.plain_tool_result(message_id, call_id, content):
             return False
         self._verifier.record_result(call_id, message_id)
+        return True
+
+    def _fused_messages_snapshot(self, value: dict[str, Any]) -> bool:
+        return self._fused_snapshot(value, None)
+
+    def _fused_snapshot(self, value: dict[str, Any], roles: set[str] | None) -> bool:
+        """Fold a MESSAGES_SNAPSHOT whose messages are all in the plain shape (``agui_client._plain``)
+        straight from their JSON: the thread holds them as parsed and builds a typed message when one
+        is read. Qualifies: only the messages (and perhaps a valid timestamp), in a running run, no
+        chunk lane open, no id repeated (``roles``: the messages' roles, when already checked)."""
+        messages = value.get("messages")
+        if type(messages) is not list or len(value) != _plain_size(value) or not self._chunks.idle \
+                or not self._verifier.running:
+            return False
+        if roles is None:
+            roles = plain_messages(messages)
+            if roles is None:
+                return False
+        if not self.state.plain_messages_snapshot(messages, roles):
+            return False
+        self._verifier.seed_plain(messages)
         return True
 
     def _fused_text(self, value: dict[str, Any]) -> bool:
@@ -540,6 +569,7 @@ _FUSED: dict[str, Callable[[RunSession, dict[str, Any]], bool]] = {
     "REASONING_MESSAGE_CONTENT": RunSession._fused_reasoning,
     "TOOL_CALL_ARGS": RunSession._fused_args,
     "STATE_DELTA": RunSession._fused_state_delta,
+    "MESSAGES_SNAPSHOT": RunSession._fused_messages_snapshot,
     "TEXT_MESSAGE_START": RunSession._fused_text_start,
     "TEXT_MESSAGE_END": RunSession._fused_text_end,
     "TOOL_CALL_START": RunSession._fused_tool_start,

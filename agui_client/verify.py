@@ -719,6 +719,30 @@ class RunVerifier:
                         if call.id not in tool_call_run:
                             tool_call_run[call.id] = _SEEDED
 
+    def seed_plain(self, messages: list[dict[str, Any]]) -> None:
+        """``_seed(..., authoritative=True)`` for a running run's snapshot of plain message JSON
+        (``agui_client._plain``): no activity messages; the owners read from ``subagentRunId``."""
+        run = self._run
+        message_owner, reasoning_owner, call_owner = run.message_owner, run.reasoning_owner, run.tool_call_owner
+        message_run = self._message_run
+        tool_call_run = self._tool_call_run
+        for message in messages:
+            message_id = message["id"]
+            owner = message.get("subagentRunId")
+            if message["role"] == "reasoning":
+                reasoning_owner[message_id] = owner
+                continue
+            message_owner[message_id] = owner
+            if message_id not in message_run:
+                message_run[message_id] = _SEEDED
+            calls = message.get("toolCalls")
+            if calls:
+                for call in calls:
+                    call_id = call["id"]
+                    call_owner[call_id] = owner
+                    if call_id not in tool_call_run:
+                        tool_call_run[call_id] = _SEEDED
+
     def _tool_call_known(self, call_id: str) -> bool:
         return call_id in self._tool_call_run or (
             self._known_tool_call_ids is not None and self._known_tool_call_ids(call_id))

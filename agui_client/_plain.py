@@ -1,0 +1,146 @@
+"""Messages in the plain wire shape: JSON the fold may hold as it is, building typed messages on demand.
+
+A ``MESSAGES_SNAPSHOT`` restates the whole conversation, often thousands of messages, and a fold that
+nobody reads events from (``replay()``, ``Thread.run()``) need not build a typed message for each: it
+keeps the parsed JSON of every message in the *plain* shape, and a message becomes typed when read.
+
+The plain shape is stricter than the codec, so that a plain message is one the codec decodes without an
+error or a warning and encodes back to an equal object: every key known and of its wire type, no
+``null``, tags exact, required keys present, no activity message (their authority rules go through the
+typed path). Anything else is not plain, and the caller takes the ordinary path, which alone decides
+errors and warnings. ``tests/test_plain.py`` checks that promise against the codec.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PLAIN_ROLES", "plain_messages"]
+
+_COMMON = frozenset({"id", "role", "content", "encryptedValue", "metadata", "subagentRunId"})
+#: The keys a plain message of each role may carry.
+_KEYS: dict[str, frozenset[str]] = {
+    "system": _COMMON | {"name"},
+    "developer": _COMMON | {"name"},
+    "user": _COMMON | {"name"},
+    "assistant": _COMMON | {"name", "toolCalls"},
+    "tool": _COMMON | {"toolCallId", "error"},
+    "reasoning": _COMMON,
+}
+PLAIN_ROLES = frozenset(_KEYS)
+#: Roles whose content may be a list of parts (else it is a string; the assistant's may be absent).
+_PARTS_ROLES = frozenset({"user", "tool"})
+_STRINGS = frozenset({"name", "encryptedValue", "subagentRunId", "toolCallId", "error"})
+_CALL_KEYS = frozenset({"id", "type", "function", "encryptedValue", "metadata"})
+_MEDIA = frozenset({"image", "audio", "video", "document"})
+_TEXT_PART_KEYS = frozenset({"type", "text", "id", "metadata"})
+_MEDIA_PART_KEYS = frozenset({"type", "source", "id", "metadata"})
+_FILE_KEYS = frozenset({"type", "value", "provider", "mimeType"})
+
+
+def plain_messages(items: Any) -> set[str] | None:
+    """The roles of ``items`` if it is a list of messages all in the plain shape, else ``None``."""
+    if type(items) is not list:
+        return None
+    roles: set[str] = set()
+    add = roles.add
+    keys_of = _KEYS.get
+    try:
+        for message in items:
+            if type(message) is not dict:
+                return None
+            role = message["role"]
+            allowed = keys_of(role)
+            if allowed is None or not message.keys() <= allowed or type(message["id"]) is not str:
+                return None
+            content = message.get("content")
+            if type(content) is not str:
+                if role in _PARTS_ROLES:
+                    if not _plain_parts(content):
+                        return None
+                elif role != "assistant" or "content" in message:
+                    return None
+            # Keys beyond id, role and content: each of its type (a tool message's id of the call too).
+            if len(message) > 2 + (content is not None) and not _plain_extras(message):
+                return None
+            if role == "tool" and "toolCallId" not in message:
+                return None
+            add(role)
+    except (KeyError, TypeError):  # no role or id; a role that is not a string
+        return None
+    return roles
+
+
+def _plain_extras(message: dict[str, Any]) -> bool:
+    for key, value in message.items():
+        if key in _STRINGS:
+            if type(value) is not str:
+                return False
+        elif key == "metadata":
+            if type(value) is not dict:
+                return False
+        elif key == "toolCalls":
+            if not _plain_calls(value):
+                return False
+    return True
+
+
+def _plain_calls(calls: Any) -> bool:
+    if type(calls) is not list:
+        return False
+    for call in calls:
+        if type(call) is not dict or call.get("type") != "function" or type(call.get("id")) is not str:
+            return False
+        function = call.get("function")
+        if type(function) is not dict or len(function) != 2 or type(function.get("name")) is not str \
+                or type(function.get("arguments")) is not str:
+            return False
+        if len(call) != 3:
+            if not call.keys() <= _CALL_KEYS:
+                return False
+            if "encryptedValue" in call and type(call["encryptedValue"]) is not str:
+                return False
+            if "metadata" in call and type(call["metadata"]) is not dict:
+                return False
+    return True
+
+
+def _plain_parts(parts: Any) -> bool:
+    if type(parts) is not list:
+        return False
+    for part in parts:
+        if type(part) is not dict:
+            return False
+        kind = part.get("type")
+        if kind == "text":
+            if type(part.get("text")) is not str:
+                return False
+            allowed = _TEXT_PART_KEYS
+        elif kind in _MEDIA:
+            source = part.get("source")
+            if type(source) is not dict or not _plain_source(source):
+                return False
+            allowed = _MEDIA_PART_KEYS
+        else:
+            return False
+        if len(part) != 2:
+            if not part.keys() <= allowed:
+                return False
+            if "id" in part and type(part["id"]) is not str:
+                return False
+            if "metadata" in part and type(part["metadata"]) is not dict:
+                return False
+    return True
+
+
+def _plain_source(source: dict[str, Any]) -> bool:
+    kind = source.get("type")
+    if type(source.get("value")) is not str:
+        return False
+    if kind == "url":
+        return len(source) == 2 or (len(source) == 3 and type(source.get("mimeType")) is str)
+    if kind == "data":
+        return len(source) == 3 and type(source.get("mimeType")) is str
+    if kind == "file":
+        return source.keys() <= _FILE_KEYS and all(type(value) is str for value in source.values())
+    return False

@@ -1,0 +1,309 @@
+"""Snapshots folded from their JSON: the plain message shape, its promise, and the fold that holds it.
+
+A session nobody reads events from keeps a MESSAGES_SNAPSHOT's messages as the JSON they arrived as
+when every one is in the plain shape (``agui_client._plain``), and types a message only when it is
+read. These tests hold that path to the typed one: the plain shape never admits a message the codec
+would refuse, warn about or encode differently, and a thread folded either way reads, dumps, saves
+and continues the same.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from agui_client import RunSession, ThreadState, encode, replay
+from agui_client._plain import plain_messages
+from agui_client.codec import collect_warnings, decode
+from agui_client.errors import AguiError
+from agui_client.fold import _Entry
+from agui_client.types import messages as msg
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def snapshot_history() -> list[dict[str, Any]]:
+    """The messages of bench/gen.py's snapshot stream (2,000 of them, every role and shape it makes)."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench import gen
+    finally:
+        sys.path.remove(str(ROOT))
+    history: list[dict[str, Any]] = gen.Gen(7, 1.0).history(2000)
+    return history
+
+
+text = st.text(max_size=4)
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), text)
+metadata = st.one_of(st.dictionaries(text, json_leaf, max_size=2), st.just([]), st.just("m"), st.none())
+# Each value drawn from the type it should have, or from a wrong one now and then.
+maybe_str = st.one_of(text, text, text, st.none(), st.just(1), st.just(["x"]))
+source = st.one_of(
+    st.fixed_dictionaries({"type": st.just("url"), "value": maybe_str}, optional={"mimeType": maybe_str}),
+    st.fixed_dictionaries({"type": st.just("data"), "value": maybe_str}, optional={"mimeType": maybe_str}),
+    st.fixed_dictionaries({"type": st.just("file"), "value": maybe_str},
+                          optional={"mimeType": maybe_str, "provider": maybe_str, "extra": text}),
+    st.fixed_dictionaries({"type": st.sampled_from(["blob", None]), "value": text}),
+)
+part = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": maybe_str},
+                          optional={"id": maybe_str, "metadata": metadata, "source": source}),
+    st.fixed_dictionaries({"type": st.sampled_from(["image", "audio", "video", "document"]), "source": source},
+                          optional={"id": maybe_str, "metadata": metadata, "text": text}),
+    st.fixed_dictionaries({"type": st.sampled_from(["binary", None, 3])}),
+    st.just("not a part"),
+)
+content = st.one_of(text, text, st.lists(part, max_size=3), st.none(), st.just(7), st.just({"k": 1}))
+call = st.one_of(
+    st.fixed_dictionaries({"id": maybe_str, "type": st.sampled_from(["function", "function", "other", None]),
+                           "function": st.one_of(
+                               st.fixed_dictionaries({"name": maybe_str, "arguments": maybe_str}),
+                               st.fixed_dictionaries({"name": text}),
+                               st.fixed_dictionaries({"name": text, "arguments": text, "extra": text}))},
+                          optional={"encryptedValue": maybe_str, "metadata": metadata, "extra": text}),
+    st.fixed_dictionaries({"id": text, "function": st.fixed_dictionaries({"name": text, "arguments": text})}),
+)
+message = st.fixed_dictionaries(
+    {"id": st.one_of(text, text, text, st.none(), st.just(5)),
+     "role": st.sampled_from(["system", "developer", "user", "assistant", "tool", "reasoning", "activity", "wizard"])},
+    optional={"content": content, "name": maybe_str, "toolCalls": st.one_of(st.lists(call, max_size=2), st.none()),
+              "toolCallId": maybe_str, "error": maybe_str, "encryptedValue": maybe_str, "metadata": metadata,
+              "subagentRunId": maybe_str, "activityType": text, "tool_call_id": text, "extra": text})
+
+
+def _decoded_quietly(value: dict[str, Any]) -> msg.Message | None:
+    """The typed message, if the codec reads ``value`` without an error or a warning."""
+    try:
+        with collect_warnings() as sink, warnings.catch_warnings():
+            warnings.simplefilter("error")
+            message = decode(value, msg.Message)  # type: ignore[arg-type]
+    except (AguiError, Warning):
+        return None
+    return None if sink.items else message
+
+
+plain_call = st.fixed_dictionaries(
+    {"id": text, "type": st.just("function"), "function": st.fixed_dictionaries({"name": text, "arguments": text})},
+    optional={"encryptedValue": text, "metadata": st.dictionaries(text, json_leaf, max_size=2)})
+plain_part = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": text}, optional={"id": text, "metadata": st.just({})}),
+    st.fixed_dictionaries({"type": st.sampled_from(["image", "audio", "video", "document"]), "source": st.one_of(
+        st.fixed_dictionaries({"type": st.just("url"), "value": text}, optional={"mimeType": text}),
+        st.fixed_dictionaries({"type": st.just("data"), "value": text, "mimeType": text}),
+        st.fixed_dictionaries({"type": st.just("file"), "value": text},
+                              optional={"mimeType": text, "provider": text}))}),
+)
+_common = {"encryptedValue": text, "metadata": st.dictionaries(text, json_leaf, max_size=2), "subagentRunId": text}
+plain_message = st.one_of(
+    st.fixed_dictionaries({"id": text, "role": st.sampled_from(["system", "developer"]), "content": text},
+                          optional={"name": text, **_common}),
+    st.fixed_dictionaries({"id": text, "role": st.just("user"), "content": st.one_of(text, st.lists(plain_part))},
+                          optional={"name": text, **_common}),
+    st.fixed_dictionaries({"id": text, "role": st.just("assistant")},
+                          optional={"content": text, "toolCalls": st.lists(plain_call, max_size=2), "name": text,
+                                    **_common}),
+    st.fixed_dictionaries({"id": text, "role": st.just("tool"), "toolCallId": text,
+                           "content": st.one_of(text, st.lists(plain_part, max_size=2))},
+                          optional={"error": text, **_common}),
+    st.fixed_dictionaries({"id": text, "role": st.just("reasoning"), "content": text}, optional=_common),
+)
+odd_values = st.sampled_from([None, 1, 1.5, True, "s", [], ["x"], {}, {"k": None}])
+
+
+@st.composite
+def mangled(draw: st.DrawFn) -> dict[str, Any]:
+    """A plain message with one thing changed somewhere inside it: a value replaced, a key dropped or added."""
+    value = json.loads(json.dumps(draw(plain_message)))
+    holders: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            holders.append(node)
+            for child in node.values():
+                walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+    walk(value)
+    target = draw(st.sampled_from(holders))
+    how = draw(st.sampled_from(["set", "drop", "add"]))
+    if how == "add" or not target:
+        target[draw(st.sampled_from(["extra", "tool_call_id", "toolCallId", "name", "content", "id", "mimeType",
+                                     "provider", "text", "source", "activityType"]))] = draw(odd_values | text)
+    else:
+        key = draw(st.sampled_from(sorted(target)))
+        if how == "drop":
+            del target[key]
+        else:
+            target[key] = draw(odd_values | text)
+    return value
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(plain_message, mangled(), message))
+def test_a_plain_message_decodes_silently_and_encodes_back_to_itself(value: dict[str, Any]) -> None:
+    """The promise the fold relies on: plain means read without a word and written back unchanged."""
+    if plain_messages([value]) is None:
+        return
+    message = _decoded_quietly(value)
+    assert message is not None, value
+    assert encode(message) == value
+
+
+@settings(max_examples=300, deadline=None)
+@given(plain_message)
+def test_every_well_formed_message_but_an_activity_is_plain(value: dict[str, Any]) -> None:
+    assert _decoded_quietly(value) is not None  # (the strategy makes what the codec reads silently)
+    assert plain_messages([value]) == {value["role"]}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plain_message)
+def test_a_plain_message_thaws_as_its_typed_form_does(value: dict[str, Any]) -> None:
+    """An entry held as JSON reads the same text, value and attributes as one made from the typed message."""
+    typed = decode(value, msg.Message)  # type: ignore[arg-type]
+    from_json = _Entry.__new__(_Entry)
+    from_json.id, from_json.role, from_json.frozen, from_json.source = value["id"], value["role"], value, value
+    from_typed = _Entry.of(typed)
+    assert (from_json.text, from_json.value, from_json.attrs) == (from_typed.text, from_typed.value, from_typed.attrs)
+    assert from_json.freeze(None) == typed
+
+
+def test_the_shapes_real_snapshots_use_are_plain(snapshot_history: list[dict[str, Any]]) -> None:
+    """The generator's history (every role, tool calls, multimodal parts) takes the plain path whole."""
+    assert plain_messages(snapshot_history) == {"system", "user", "assistant", "tool", "reasoning", "developer"}
+
+
+@pytest.mark.parametrize("bad", [
+    {"id": "a", "role": "assistant", "content": None},          # an explicit null
+    {"id": "a", "role": "activity", "activityType": "p", "content": {}},  # activities: typed path
+    {"id": "a", "role": "user", "content": "x", "tool_call_id": "c"},  # a snake_case key (warned)
+    {"id": "a", "role": "tool", "content": "x"},                 # a tool message without its call
+    {"id": "a", "role": "assistant", "toolCalls": [{"id": "c", "type": "function", "function": {"name": "f"}}]},
+    {"role": "user", "content": "x"},                            # no id
+    {"id": "a", "role": ["user"], "content": "x"},               # an unhashable role
+])
+def test_what_is_not_plain(bad: dict[str, Any]) -> None:
+    assert plain_messages([{"id": "ok", "role": "user", "content": "x"}, bad]) is None
+
+
+# -- the fold --------------------------------------------------------------------------------------
+
+snapshot_message = st.one_of(
+    st.fixed_dictionaries({"id": st.sampled_from(["m1", "m2", "m3"]), "role": st.sampled_from(["user", "system"]),
+                           "content": st.sampled_from(["hi", "\u00e9t\u00e9"])}),
+    st.fixed_dictionaries({"id": st.sampled_from(["m1", "a1", "a2"]), "role": st.just("assistant")},
+                          optional={"content": st.just("ok"),
+                                    "toolCalls": st.lists(st.fixed_dictionaries({
+                                        "id": st.sampled_from(["c1", "c2", "c3"]), "type": st.just("function"),
+                                        "function": st.fixed_dictionaries({"name": st.just("f"),
+                                                                          "arguments": st.just("{}")})}),
+                                        min_size=1, max_size=2, unique_by=lambda c: c["id"])}),
+    st.fixed_dictionaries({"id": st.sampled_from(["t1", "t2", "m2"]), "role": st.just("tool"),
+                           "toolCallId": st.sampled_from(["c1", "c2", "c9"]),
+                           "content": st.one_of(st.just("done"), st.just([{"type": "text", "text": "x"}]))},
+                          optional={"error": st.just("e")}),
+    st.fixed_dictionaries({"id": st.sampled_from(["r1", "m3"]), "role": st.just("reasoning"),
+                           "content": st.just("thinking")}, optional={"subagentRunId": st.just("s1")}),
+    st.just({"id": "x1", "role": "activity", "activityType": "p", "content": {"n": 1}}),  # not plain
+)
+snapshot = st.fixed_dictionaries({"type": st.just("MESSAGES_SNAPSHOT"),
+                                  "messages": st.lists(snapshot_message, max_size=5)},
+                                 optional={"timestamp": st.sampled_from([1, "2"])})
+after = st.sampled_from([
+    {"type": "TOOL_CALL_RESULT", "messageId": "t3", "toolCallId": "c1", "content": "late"},
+    {"type": "TOOL_CALL_RESULT", "messageId": "t1", "toolCallId": "c2", "content": "again"},
+    {"type": "TOOL_CALL_START", "toolCallId": "c4", "toolCallName": "g", "parentMessageId": "a1"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c4", "delta": "{}"},
+    {"type": "TOOL_CALL_END", "toolCallId": "c4"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "more"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "n1"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "n1"},
+    {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "entityId": "c1", "encryptedValue": "z"},
+    {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": "m2", "encryptedValue": "z"},
+    {"type": "ACTIVITY_SNAPSHOT", "messageId": "x2", "activityType": "p", "content": {"n": 2}},
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "k1", "delta": "chunk"},
+    {"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "sub"},
+    {"type": "TOOL_CALL_RESULT", "messageId": "t5", "toolCallId": "c2", "content": "x", "subagentRunId": "s1"},
+    {"type": "TOOL_CALL_RESULT", "messageId": "t6", "toolCallId": "c3", "content": "x", "subagentRunId": "s2"},
+    {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r1", "delta": "x", "subagentRunId": "s1"},
+    {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "entityId": "c1", "encryptedValue": "z",
+     "subagentRunId": "s1"},
+    {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": "r1", "encryptedValue": "z",
+     "subagentRunId": "s1"},
+    {"type": "TOOL_CALL_START", "toolCallId": "c2", "toolCallName": "f", "subagentRunId": "s1"},
+    {"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning", "subagentRunId": "s2"},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2", "outcome": {"type": "success",
+                                                                         "pendingToolCallIds": ["c1", "c3"]}},
+])
+
+
+def _fold(evs: list[dict[str, Any]], events: bool) -> tuple[Any, ...]:
+    session = RunSession(collect_errors=True, events=events)
+    for event in evs:
+        session.feed_payload(json.dumps(event, separators=(",", ":")).encode())
+    result = session.end()
+    state = result.state
+    # The saves first, while entries may still hold JSON (reading a message types it).
+    saved = json.dumps(state.dump(share_state=True), sort_keys=True)
+    dumped = json.dumps(state.dump(), sort_keys=True)
+    return (saved, dumped, json.dumps(state.to_wire(), sort_keys=True),
+            [(e.index, e.rule, type(e)) for e in session.errors],
+            [(w.code, w.index, w.pointer) for w in result.warnings],
+            [(run.run_id, list(run.new_message_ids), run.pending_tool_call_ids) for run in state.runs],
+            [encode(m) for m in result.new_messages], state.pending_tool_call_ids)
+
+
+_REASONING_SNAPSHOT = {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "r1", "role": "reasoning", "content": "x"}]}
+_CALL_SNAPSHOT = {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "a1", "role": "assistant", "toolCalls": [
+    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]}
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(snapshot, after, after), max_size=12))
+# the owners a snapshot records, each met by a tag that disagrees
+@example([_REASONING_SNAPSHOT, {"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning",
+                                "subagentRunId": "s2"}])
+@example([_CALL_SNAPSHOT, {"type": "TEXT_MESSAGE_START", "messageId": "a1", "subagentRunId": "s1"}])
+@example([_CALL_SNAPSHOT, {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "entityId": "c1",
+                           "encryptedValue": "z", "subagentRunId": "s1"}])
+def test_a_snapshot_folded_from_json_folds_as_the_typed_event(evs: list[dict[str, Any]]) -> None:
+    """Repeated ids, a snapshot outside a run, non-plain members, later events that change, answer or
+    extend a snapshot message: the JSON path either steps aside or ends exactly where the typed one does."""
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
+    assert _fold(stream, events=False) == _fold(stream, events=True)
+
+
+def test_a_large_snapshot_is_held_as_json_and_read_as_typed_messages(snapshot_history: list[dict[str, Any]]) -> None:
+    """The sliced reading of a large snapshot takes the same path; reads and copies leave it intact."""
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+              {"type": "MESSAGES_SNAPSHOT", "messages": snapshot_history},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}]
+    body = "".join(f"data: {json.dumps(e, separators=(',', ':'))}\n\n" for e in stream).encode()
+    assert len(body) > 256 * 1024  # past the size read slice by slice
+    state = replay(body).state
+    assert type(state._entries[0].frozen) is dict  # held as JSON, nothing typed yet
+    copy = state.dump()["messages"]
+    copy[0]["content"] = "changed"
+    assert state.dump()["messages"] == snapshot_history  # a dump is the caller's to change
+    assert type(state._entries[0].frozen) is dict
+    typed = ThreadState()
+    session = RunSession(typed)
+    for event in stream:
+        session.feed_payload(json.dumps(event).encode())
+    session.end()
+    assert encode(state.messages) == snapshot_history == encode(typed.messages)
+    saved = json.loads(json.dumps(state.dump(share_state=True)))  # what a store writes and reads back
+    assert ThreadState.load(saved).messages == typed.messages
