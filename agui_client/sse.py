@@ -167,7 +167,10 @@ class SSEDecoder:
         # The previous read ended in CR: an LF opening the next read is that CRLF's second half.
         self._after_cr = False
         self._edge = True  # either of the two above: feed() takes the slow door
-        self._partial = bytearray()
+        # A line whose end has not arrived, as the pieces its reads brought (joined once, when it ends:
+        # growing one buffer would copy a large event's start again at every read).
+        self._partial: list[bytes] = []
+        self._partial_size = 0
         self._line = 1  # number of the line that ``_partial`` begins
         self._offset = 0  # byte offset where ``_partial`` begins
         # The event being accumulated.
@@ -278,18 +281,54 @@ class SSEDecoder:
         if not end:
             self._grow(chunk)
             return []
-        body = chunk if end == size else chunk[:end]
-        if self._partial:
-            body = b"".join((self._partial, body))  # one copy: a large event arrives as many reads
-            self._partial.clear()
         frames: list[SSEFrame] = []
         try:
+            if self._partial and self._raw and eol == 1:
+                used = self._large_frame(chunk, frames)
+                if used:
+                    chunk = chunk[used:]
+                    size -= used
+                    end -= used
+                    if not end:
+                        self._grow(chunk)
+                        return frames
+            body = chunk if end == size else chunk[:end]
+            if self._partial:
+                body = b"".join((*self._take_partial(), body))  # one copy: a large event arrives as many reads
             self._blocks(body, eol, frames)
             if end < size:
                 self._grow(chunk[end:])
         except LimitExceeded as exc:
             self._defer(exc, frames)
         return frames
+
+    def _large_frame(self, chunk: bytes, frames: list[Any]) -> int:
+        """A canonical frame that began in earlier reads and ends in ``chunk`` (a large snapshot): its
+        payload appended as ``bytes``, from one join of the pieces; the bytes of ``chunk`` it took are
+        returned, or 0 when it is not such a frame (the general path then reads it, and decides).
+        """
+        pieces = self._partial
+        if self._event_line or not pieces[0].startswith(_DATA_OBJECT):
+            return 0
+        first = chunk.find(b"\n")
+        size = self._partial_size + first
+        if chunk[first + 1:first + 2] != b"\n" or size > self._max:
+            return 0
+        payload = b"".join((pieces[0][6:], *pieces[1:], chunk[:first]))
+        if not (payload.isascii() or _is_utf8(payload)):
+            return 0
+        self._take_partial()
+        frames.append(payload)
+        self._dispatched += 1
+        self._line += 2
+        self._offset += size + 2
+        return first + 2
+
+    def _take_partial(self) -> list[bytes]:
+        pieces = self._partial
+        self._partial = []
+        self._partial_size = 0
+        return pieces
 
     def close(self) -> list[SSEFrame]:
         """End the stream.
@@ -311,9 +350,7 @@ class SSEDecoder:
         self._closed = True
         self._at_start = False
         if self._partial:
-            last = bytes(self._partial)
-            self._partial.clear()
-            self._lines([last], (0,), [])
+            self._lines([b"".join(self._take_partial())], (0,), [])
         if not self._event_line:
             return []
         line, offset = self._event_line, self._event_offset
@@ -359,12 +396,12 @@ class SSEDecoder:
     def _edge_bytes(self, chunk: bytes) -> bytes:
         """Strip a leading BOM (even one split across reads) and an LF that completes a split CRLF."""
         if self._at_start:
-            head = bytes(self._partial) + chunk
+            head = b"".join((*self._take_partial(), chunk))
             if len(head) < 3 and _BOM.startswith(head):
-                self._partial[:] = head  # may still become a BOM (B021)
+                self._partial = [head]  # may still become a BOM (B021)
+                self._partial_size = len(head)
                 return b""
             self._at_start = False
-            self._partial.clear()
             if head.startswith(_BOM):
                 head = head[3:]
                 self._offset = 3
@@ -382,9 +419,10 @@ class SSEDecoder:
         if not tail:
             return
         # Checked before buffering, so an endless line costs at most the limit (B033).
-        if self._event_bytes + len(self._partial) + len(tail) > self._max:
+        if self._event_bytes + self._partial_size + len(tail) > self._max:
             raise self._too_big(f"an SSE line grew past {self._max} bytes without a line end")
-        self._partial += tail
+        self._partial.append(tail)
+        self._partial_size += len(tail)
 
     def _feed_mixed(self, chunk: bytes) -> list[SSEFrame]:
         """Decode a read whose lines do not all end alike (CR alone, or CRLF mixed with LF)."""
@@ -395,8 +433,7 @@ class SSEDecoder:
         self._after_cr = self._edge = not lines[-1] and seps[-1] == b"\r"
         tail = lines.pop()
         if self._partial:
-            lines[0] = bytes(self._partial) + lines[0]
-            self._partial.clear()
+            lines[0] = b"".join((*self._take_partial(), lines[0]))
         frames: list[SSEFrame] = []
         try:
             self._lines(lines, map(len, seps), frames)
@@ -616,7 +653,7 @@ class SSEDecoder:
 
     def _too_big(self, message: str) -> LimitExceeded:
         """Drop what was buffered and close the decoder: the stream cannot be resynchronised."""
-        self._partial.clear()
+        self._take_partial()
         self._reset_event()
         self._closed = True
         return LimitExceeded(message, limit=self._max, index=self._dispatched, rule="TR-11")

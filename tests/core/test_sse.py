@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import tracemalloc
 from collections.abc import Iterator
+from typing import Any
 
 import attrs
 import pytest
@@ -484,3 +486,42 @@ def test_feed_payloads_hands_valid_utf8_as_bytes_and_anything_else_as_replaced_t
     assert [w.code for w in decoder.warnings] == ["UTF8"]
     single = SSEDecoder()
     assert single.feed_payloads('data: {"a":"π"}\n\n'.encode()) == ['{"a":"π"}'.encode()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 300), st.sampled_from([b"", "\u00e9".encode(), b"\xff", b"\xe2\x80"])),
+             min_size=1, max_size=6),
+    st.lists(st.integers(1, 2000), min_size=1, max_size=12),
+    st.sampled_from([None, 64, 200]),
+)
+def test_a_frame_spanning_reads_is_read_as_the_frame_path_reads_it(
+        sizes: list[tuple[int, bytes]], cuts: list[int], limit: int | None) -> None:
+    """A canonical frame begun in earlier reads is joined once when its read ends it (``_large_frame``):
+    the same payload, warnings, size limit and position of what follows as frame-by-frame decoding."""
+    body = b"".join(b'data: {"s":"' + b"x" * n + extra + b'"}\n\n' for n, extra in sizes)
+    body += b"id: 9\nevent: x\ndata: {}\n\n"
+    bounds = sorted({min(c, len(body)) for c in itertools.accumulate(cuts)} | {len(body)})
+    chunks = [body[a:b] for a, b in zip([0, *bounds], bounds, strict=False) if a < b]
+    kwargs = {} if limit is None else {"max_event_bytes": limit}
+    by_frame, by_payload = SSEDecoder(**kwargs), SSEDecoder(**kwargs)
+
+    def read(decoder: SSEDecoder, raw: bool) -> tuple[list[Any], Any]:
+        out: list[Any] = []
+        try:
+            for chunk in chunks:
+                if raw:
+                    out += [p if isinstance(p, str) else p.decode() for p in decoder.feed_payloads(chunk)]
+                else:
+                    out += [(f.data, f.line, f.offset, f.id) for f in decoder.feed(chunk)]
+        except LimitExceeded as exc:
+            return out, (exc.index, str(exc))
+        return out, None
+
+    frames, frame_fault = read(by_frame, raw=False)
+    payloads, payload_fault = read(by_payload, raw=True)
+    assert payloads == [data for data, *_ in frames]
+    assert payload_fault == frame_fault
+    assert by_payload.warnings == by_frame.warnings
+    if frame_fault is None:  # (a decoder that refused an event is closed: it has no position)
+        assert (by_payload._line, by_payload._offset) == (by_frame._line, by_frame._offset)
