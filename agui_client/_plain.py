@@ -13,6 +13,8 @@ errors and warnings. ``tests/test_plain.py`` checks that promise against the cod
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 __all__ = ["PLAIN_ROLES", "plain_messages"]
@@ -42,33 +44,82 @@ def plain_messages(items: Any) -> set[str] | None:
     """The roles of ``items`` if it is a list of messages all in the plain shape, else ``None``."""
     if type(items) is not list:
         return None
-    roles: set[str] = set()
-    add = roles.add
-    keys_of = _KEYS.get
+    check_for = _CHECKS.get
     try:
         for message in items:
-            if type(message) is not dict:
+            check = check_for(message["role"])  # (not a dict, no role, an unhashable role: see below)
+            if check is None or not check(message):
                 return None
-            role = message["role"]
-            allowed = keys_of(role)
-            if allowed is None or not message.keys() <= allowed or type(message["id"]) is not str:
-                return None
-            content = message.get("content")
-            if type(content) is not str:
-                if role in _PARTS_ROLES:
-                    if not _plain_parts(content):
-                        return None
-                elif role != "assistant" or "content" in message:
-                    return None
-            # Keys beyond id, role and content: each of its type (a tool message's id of the call too).
-            if len(message) > 2 + (content is not None) and not _plain_extras(message):
-                return None
-            if role == "tool" and "toolCallId" not in message:
-                return None
-            add(role)
-    except (KeyError, TypeError):  # no role or id; a role that is not a string
+    except (KeyError, TypeError):
         return None
-    return roles
+    return set(map(_ROLE, items))
+
+
+_ROLE = itemgetter("role")
+
+
+# The shapes nearly every message has get a check of their own: a dict of exactly three keys that
+# holds "id", "role" and "content" holds nothing else. Any other shape goes through _plain_message.
+
+def _text_shape(message: dict[str, Any]) -> bool:  # system, developer, reasoning
+    if len(message) == 3:
+        return type(message["id"]) is str and type(message["content"]) is str
+    return _plain_message(message)
+
+
+def _user_shape(message: dict[str, Any]) -> bool:
+    if len(message) == 3:
+        content = message["content"]
+        return type(message["id"]) is str and (type(content) is str or _plain_parts(content))
+    return _plain_message(message)
+
+
+def _assistant_shape(message: dict[str, Any]) -> bool:
+    if len(message) == 3 and type(message["id"]) is str:
+        content = message.get("content")
+        if content is not None:
+            return type(content) is str
+        calls = message.get("toolCalls")
+        if calls is not None:
+            return _plain_calls(calls)
+    return _plain_message(message)
+
+
+def _tool_shape(message: dict[str, Any]) -> bool:
+    if len(message) == 4:
+        content = message["content"]
+        return type(message["id"]) is str and type(message["toolCallId"]) is str and (
+            type(content) is str or _plain_parts(content))
+    return _plain_message(message)
+
+
+_CHECKS: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "system": _text_shape,
+    "developer": _text_shape,
+    "reasoning": _text_shape,
+    "user": _user_shape,
+    "assistant": _assistant_shape,
+    "tool": _tool_shape,
+}
+
+
+def _plain_message(message: dict[str, Any]) -> bool:
+    """The plain shape, checked key by key (any role, any set of keys)."""
+    role = message["role"]
+    allowed = _KEYS[role]
+    if not message.keys() <= allowed or type(message["id"]) is not str:
+        return False
+    content = message.get("content")
+    if type(content) is not str:
+        if role in _PARTS_ROLES:
+            if not _plain_parts(content):
+                return False
+        elif role != "assistant" or "content" in message:
+            return False
+    # Keys beyond id, role and content: each of its type (a tool message's id of the call too).
+    if len(message) > 2 + (content is not None) and not _plain_extras(message):
+        return False
+    return role != "tool" or "toolCallId" in message
 
 
 def _plain_extras(message: dict[str, Any]) -> bool:

@@ -224,14 +224,21 @@ class _Entry:
         return entry
 
     def __getattr__(self, name: str) -> Any:
-        # Only reached for a slot never set: the other slots of a lazy entry, read from its message.
+        # Only reached for a slot never set: the other slots of a lazy entry, read from its message;
+        # an entry held as JSON also makes its tool calls (and says it is complete) when first asked.
         if name in _LAZY_SLOTS and self.source is not None:
             self._thaw(self.source)
+            return object.__getattribute__(self, name)
+        if name in _WIRE_SLOTS and type(self.source) is dict:
+            calls = self.source.get("toolCalls")
+            self.calls = None if calls is None else [_Call.of_wire(call) for call in calls]
+            self.complete = True
             return object.__getattribute__(self, name)
         raise AttributeError(name)
 
     def _typed(self, wire: dict[str, Any]) -> msg.Message:
         # The typed message of plain JSON held by this entry (plain: decodes without a warning).
+        self.calls  # noqa: B018 - made from the JSON while it is still the source
         message = _decode_message(wire)
         if self.frozen is wire:
             self.frozen = message
@@ -339,7 +346,7 @@ class _Entry:
 
 
 def _add_entries(messages: Iterable[msg.Message], entries: list[_Entry], by_id: dict[str, _Entry],
-                 calls: dict[str, tuple[_Entry, _Call]]) -> None:
+                 calls: dict[str, tuple[_Entry, _Call] | _Entry]) -> None:
     """``_Entry.of`` for each message (all of a large snapshot's), appended and indexed in one pass."""
     new = _new_entry
     entry_class = _Entry
@@ -363,25 +370,23 @@ def _add_entries(messages: Iterable[msg.Message], entries: list[_Entry], by_id: 
 
 
 def _add_wire_entries(messages: Iterable[dict[str, Any]], entries: list[_Entry], by_id: dict[str, _Entry],
-                      calls: dict[str, tuple[_Entry, _Call]]) -> None:
-    """``_add_entries`` for messages in the plain shape, held as their JSON (``agui_client._plain``)."""
+                      calls: dict[str, tuple[_Entry, _Call] | _Entry]) -> None:
+    """``_add_entries`` for messages in the plain shape, held as their JSON (``agui_client._plain``).
+
+    Only id, role and the JSON are set: the calls (and ``complete``) are made when first read, and the
+    index names the message for each of its calls until then (``ThreadState._call``).
+    """
     new = _new_entry
     entry_class = _Entry
-    call_of = _Call.of_wire
     append = entries.append
     for message in messages:
         entry = new(entry_class)
         entry.id = message_id = message["id"]
         entry.role = message["role"]
         entry.frozen = entry.source = message
-        entry.complete = True
-        tool_calls = message.get("toolCalls")
-        if tool_calls is None:
-            entry.calls = None
-        else:
-            entry.calls = made = [call_of(call) for call in tool_calls]
-            for call in made:
-                calls[call.id] = (entry, call)
+        if "toolCalls" in message:
+            for call in message["toolCalls"]:
+                calls[call["id"]] = entry
         append(entry)
         by_id[message_id] = entry
 
@@ -393,6 +398,7 @@ def _decode_message(wire: dict[str, Any]) -> msg.Message:
 # Per message class, the attributes an entry keeps besides id, content and tool calls.
 _OTHER_FIELDS: dict[type, tuple[str, ...]] = {}
 _LAZY_SLOTS = frozenset({"text", "value", "attrs"})
+_WIRE_SLOTS = frozenset({"calls", "complete"})
 _new_entry = object.__new__
 
 _ROLE_CLASSES: dict[str, Any] = {
@@ -507,7 +513,9 @@ class ThreadState:
         self.thread_id = thread_id
         self._entries: list[_Entry] = []
         self._by_id: dict[str, _Entry] = {}
-        self._calls: dict[str, tuple[_Entry, _Call]] = {}
+        # call id -> (the message holding it, the call); or just the message, for a snapshot's message
+        # held as JSON whose calls are made when first looked up (``_call``).
+        self._calls: dict[str, tuple[_Entry, _Call] | _Entry] = {}
         # The reference starts every thread from {} and sends it; a delta before any snapshot patches it (SP-04).
         self._state: Any = {} if state is _EMPTY_STATE else _own_json(state)
         # Whether the state is known to hold plain JSON only (what a save may skip checking): true for
@@ -614,8 +622,22 @@ class ThreadState:
 
     def tool_call(self, tool_call_id: str) -> msg.ToolCall | None:
         """The tool call with this id, if any message holds it."""
-        found = self._calls.get(tool_call_id)
+        found = self._call(tool_call_id)
         return None if found is None else found[1].freeze(self.warnings)
+
+    def _call(self, call_id: str) -> tuple[_Entry, _Call] | None:
+        found = self._calls.get(call_id)
+        if found is None or type(found) is tuple:
+            return found
+        # A snapshot message held as JSON: its calls are made now, and indexed where it holds them.
+        assert isinstance(found, _Entry)
+        calls = found.calls or ()
+        owned = {call.id for call in calls if self._calls.get(call.id) is found}
+        for call in calls:  # (a repeated id: the last call holding it, as an eager index has it)
+            if call.id in owned:
+                self._calls[call.id] = (found, call)
+        made = self._calls.get(call_id)
+        return made if type(made) is tuple else None
 
     def has_tool_call(self, tool_call_id: str) -> bool:
         """Whether any message of the thread holds this tool call."""
@@ -778,7 +800,8 @@ class ThreadState:
             del self._by_id[entry.id]
         if entry.calls:
             for call in entry.calls:
-                if self._calls.get(call.id, (None,))[0] is entry:
+                held = self._calls.get(call.id)
+                if held is entry or (type(held) is tuple and held[0] is entry):
                     del self._calls[call.id]
 
     def _replace(self, old: _Entry, new: _Entry) -> None:
@@ -871,7 +894,7 @@ class ThreadState:
 
     def plain_tool_end(self, tool_call_id: str) -> bool:
         """TOOL_CALL_END of a held call whose arguments are JSON (or empty)."""
-        found = self._calls.get(tool_call_id)
+        found = self._call(tool_call_id)
         if found is None:
             return False
         call = found[1]
@@ -894,7 +917,7 @@ class ThreadState:
         folds the event the ordinary way, which reports why).
         """
         if kind == "tool":
-            found = self._calls.get(entity_id)
+            found = self._call(entity_id)
             if found is None:
                 return False
             entry, call = found
@@ -952,7 +975,7 @@ class ThreadState:
         run = self.last_run
         if run is not None:
             run.started_tool_calls[event.tool_call_id] = None
-        found = self._calls.get(event.tool_call_id)
+        found = self._call(event.tool_call_id)
         warnings: list[StreamWarning] = []
         if found is not None:
             # TC-22: a START replayed for a call already held is idempotent; a new name wins, with a warning.
@@ -999,7 +1022,7 @@ class ThreadState:
         return entry
 
     def _on_tool_args(self, event: ev.ToolCallArgsEvent) -> Sequence[StreamWarning]:
-        found = self._calls.get(event.tool_call_id)
+        found = self._call(event.tool_call_id)
         if found is None:
             return (self._warning("TC-02", f"no tool call {event.tool_call_id!r} to append to", event),)
         entry, call = found
@@ -1020,7 +1043,7 @@ class ThreadState:
             call.args = _whole(call.args, self.warnings, call.id)
 
     def _on_tool_end(self, event: ev.ToolCallEndEvent) -> Sequence[StreamWarning]:
-        found = self._calls.get(event.tool_call_id)
+        found = self._call(event.tool_call_id)
         if found is None:
             return (self._warning("TC-02", f"no tool call {event.tool_call_id!r} to close", event),)
         entry, call = found
@@ -1064,7 +1087,7 @@ class ThreadState:
     def _place_tool_message(self, entry: _Entry, tool_call_id: str) -> None:
         # TC-13: right after the assistant message holding the call, after the tool messages that
         # already follow it; at the end when no message holds the call.
-        found = self._calls.get(tool_call_id)
+        found = self._call(tool_call_id)
         if found is None:
             self._insert(entry)
             return
@@ -1088,7 +1111,7 @@ class ThreadState:
 
     def _on_encrypted_value(self, event: ev.ReasoningEncryptedValueEvent) -> Sequence[StreamWarning]:
         if event.subtype == "tool-call":
-            found = self._calls.get(event.entity_id)
+            found = self._call(event.entity_id)
             if found is not None:
                 found[1].encrypted_value = event.encrypted_value
                 found[1].frozen = None
@@ -1214,7 +1237,7 @@ class ThreadState:
 
     def _merge_snapshot(self, incoming: Mapping[str, Any], roles: set[Any], authority: Any,
                         add: Callable[[Iterable[Any], list[_Entry], dict[str, _Entry],
-                                       dict[str, tuple[_Entry, _Call]]], None]) -> None:
+                                       dict[str, tuple[_Entry, _Call] | _Entry]], None]) -> None:
         # MS-01..MS-06: ``incoming`` (id -> message, typed or plain JSON, in snapshot order) is the
         # producer's complete list; ``add`` makes entries of the messages the thread did not hold.
         has_activity = "activity" in roles
@@ -1230,13 +1253,19 @@ class ThreadState:
             return entry.role == "reasoning" and not has_reasoning
 
         kept: list[_Entry] = []
+        by_id: dict[str, _Entry] = {}
+        calls: dict[str, tuple[_Entry, _Call] | _Entry] = {}
         for entry in self._entries:
             replacement = incoming.get(entry.id)
             if replacement is not None:
-                add((replacement,), kept, {}, {})
+                add((replacement,), kept, by_id, calls)
             elif keep_local(entry):
                 kept.append(entry)
-        held = {entry.id for entry in kept}
+                by_id[entry.id] = entry
+                if entry.calls:
+                    for call in entry.calls:
+                        calls[call.id] = (entry, call)
+        held = by_id.keys()
         run = self.last_run
         fresh = [message for key, message in incoming.items() if key not in held] if held else incoming.values()
         if run is not None and not run.terminated:
@@ -1244,12 +1273,6 @@ class ThreadState:
             before = run.message_ids_before
             fresh_ids = [key for key in incoming if key not in held] if held else incoming
             run.new_message_ids.extend([key for key in fresh_ids if key not in before] if before else fresh_ids)
-        by_id = {entry.id: entry for entry in kept}
-        calls: dict[str, tuple[_Entry, _Call]] = {}
-        for entry in kept:
-            if entry.calls:
-                for call in entry.calls:
-                    calls[call.id] = (entry, call)
         add(fresh, kept, by_id, calls)
         self._entries = kept
         self._by_id = by_id
@@ -1378,8 +1401,9 @@ class ThreadState:
                 if entry.text is not None:
                     entry.text = _whole(entry.text, self.warnings, entry.id)
         for call_id in tool_call_ids:
-            if call_id in self._calls:
-                call = self._calls[call_id][1]
+            found = self._call(call_id)
+            if found is not None:
+                call = found[1]
                 call.complete = False
                 self._incomplete.add(call_id)
                 if call.args:
