@@ -1460,22 +1460,24 @@ class ThreadState:
         return state
 
     def _wire_messages(self, checked: bool) -> list[Any]:
-        # A message still being streamed into an entry is encoded from the entry; the others (frozen
-        # already: snapshots, messages read before) go through the wire encoders.
+        # A message held as plain JSON (a snapshot's) goes out as it is for a save that writes it at
+        # once, else as a copy; a message still being streamed into an entry is encoded from the
+        # entry; the others (frozen already: messages read before) go through the wire encoders.
         warn = self.warnings
-        out: list[Any] = []
+        entries = self._entries
+        out: list[Any] = [entry.frozen for entry in entries]
         frozen: list[int] = []
-        for entry in self._entries:
-            held = entry.frozen
-            if type(held) is dict:  # plain JSON: as it is for a save that writes it at once, else a copy
-                out.append(held if checked else _copy_json(held))
+        for i, held in enumerate(out):
+            if type(held) is dict:
+                if not checked:
+                    out[i] = _copy_json(held)
                 continue
-            encoded = entry.wire(warn) if held is None else None
+            encoded = entries[i].wire(warn) if held is None else None
             if encoded is None:
-                frozen.append(len(out))
-                out.append(entry.freeze(warn))
+                frozen.append(i)
+                out[i] = entries[i].freeze(warn)
             else:
-                out.append(encoded)
+                out[i] = encoded
         if not frozen:
             return PlainList(out) if checked else out
         rest = encode_messages([out[i] for i in frozen], checked=checked)

@@ -35,6 +35,7 @@ The verifier expects chunks already expanded (:class:`~agui_client.chunks.ChunkE
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Set
+from itertools import repeat
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -726,6 +727,18 @@ class RunVerifier:
         message_owner, reasoning_owner, call_owner = run.message_owner, run.reasoning_owner, run.tool_call_owner
         message_run = self._message_run
         tool_call_run = self._tool_call_run
+        if not any(map(dict.__contains__, messages, repeat("subagentRunId"))):
+            # Nobody's but the parent's (the usual snapshot): the same records, a dict operation each.
+            ids = [message["id"] for message in messages if message["role"] != "reasoning"]
+            if len(ids) != len(messages):
+                reasoning_owner.update(dict.fromkeys(
+                    [message["id"] for message in messages if message["role"] == "reasoning"]))
+            message_owner.update(dict.fromkeys(ids))
+            message_run.update(dict.fromkeys(set(ids).difference(message_run), _SEEDED))
+            call_ids = [call["id"] for message in messages if "toolCalls" in message for call in message["toolCalls"]]
+            call_owner.update(dict.fromkeys(call_ids))
+            tool_call_run.update(dict.fromkeys(set(call_ids).difference(tool_call_run), _SEEDED))
+            return
         for message in messages:
             message_id = message["id"]
             owner = message.get("subagentRunId")
