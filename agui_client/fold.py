@@ -195,8 +195,8 @@ class _Entry:
 
     A snapshot folded from its JSON (``plain_messages_snapshot``) goes one step further: ``frozen`` and
     ``source`` hold the message's plain JSON (``agui_client._plain``), and the typed message is built
-    when first read (``freeze``); a save writes the JSON as it is. Whatever changes an entry clears
-    ``frozen`` first, so a dict there is always the message as it stands.
+    when first read (``freeze``); a save writes the JSON as it is. Whatever changes an entry also
+    clears ``frozen``, so a dict there is always the message as it stands.
     """
 
     __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete", "source")

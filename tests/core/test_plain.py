@@ -311,3 +311,37 @@ def test_a_large_snapshot_is_held_as_json_and_read_as_typed_messages(snapshot_hi
     assert encode(state.messages) == snapshot_history == encode(typed.messages)
     saved = json.loads(json.dumps(state.dump(share_state=True)))  # what a store writes and reads back
     assert ThreadState.load(saved).messages == typed.messages
+
+
+@pytest.mark.parametrize("odd", ["activity", "repeated id", "null name"])
+def test_a_large_snapshot_that_is_not_all_plain_folds_as_the_typed_event(
+        snapshot_history: list[dict[str, Any]], odd: str) -> None:
+    """Past the sliced size, a message the plain shape refuses (late in the list) or an id the fold
+    refuses sends the whole snapshot down the typed path: same thread, same warnings."""
+    messages = [dict(m) for m in snapshot_history]
+    if odd == "activity":
+        messages.append({"id": "act", "role": "activity", "activityType": "p", "content": {"n": 1}})
+    elif odd == "repeated id":
+        messages.append({**messages[3], "content": "again"} if messages[3]["role"] != "assistant"
+                        else {"id": messages[3]["id"], "role": "user", "content": "again"})
+    else:
+        messages[-1] = {**messages[-1], "name": None} if messages[-1]["role"] != "tool" else {
+            "id": messages[-1]["id"], "role": "user", "content": "x", "name": None}
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+              {"type": "MESSAGES_SNAPSHOT", "messages": messages},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}]
+    payloads = [json.dumps(e, separators=(",", ":")).encode() for e in stream]
+    assert len(payloads[1]) > 256 * 1024
+
+    def fold(events: bool) -> tuple[Any, ...]:
+        session = RunSession(events=events, collect_errors=True)
+        for payload in payloads:
+            session.feed_payload(payload)
+        result = session.end()
+        return (encode(result.state.messages), [(w.code, w.index) for w in result.warnings],
+                [(type(e), e.index, e.pointer) for e in session.errors])
+
+    fused, typed = fold(False), fold(True)
+    assert fused == typed
+    assert (odd == "repeated id") == any(code == "B205" for code, _ in typed[1])
+    assert (odd == "null name") == bool(typed[2])  # a null where a value or nothing belongs is refused
