@@ -32,7 +32,8 @@ _KEYS: dict[str, frozenset[str]] = {
 PLAIN_ROLES = frozenset(_KEYS)
 #: Roles whose content may be a list of parts (else it is a string; the assistant's may be absent).
 _PARTS_ROLES = frozenset({"user", "tool"})
-_STRINGS = frozenset({"name", "encryptedValue", "subagentRunId", "toolCallId", "error"})
+#: Keys whose value is a string wherever they appear (ids, names and the other optional strings).
+_STRINGS = frozenset({"id", "name", "encryptedValue", "subagentRunId", "toolCallId", "error"})
 _CALL_KEYS = frozenset({"id", "type", "function", "encryptedValue", "metadata"})
 _MEDIA = frozenset({"image", "audio", "video", "document"})
 _TEXT_PART_KEYS = frozenset({"type", "text", "id", "metadata"})
@@ -107,7 +108,7 @@ def _plain_message(message: dict[str, Any]) -> bool:
     """The plain shape, checked key by key (any role, any set of keys)."""
     role = message["role"]
     allowed = _KEYS[role]
-    if not message.keys() <= allowed or type(message["id"]) is not str:
+    if type(message["id"]) is not str:
         return False
     content = message.get("content")
     if type(content) is not str:
@@ -116,14 +117,17 @@ def _plain_message(message: dict[str, Any]) -> bool:
                 return False
         elif role != "assistant" or "content" in message:
             return False
-    # Keys beyond id, role and content: each of its type (a tool message's id of the call too).
-    if len(message) > 2 + (content is not None) and not _plain_extras(message):
+    if not _plain_extras(message, allowed):
         return False
     return role != "tool" or "toolCallId" in message
 
 
-def _plain_extras(message: dict[str, Any]) -> bool:
-    for key, value in message.items():
+def _plain_extras(obj: dict[str, Any], allowed: frozenset[str]) -> bool:
+    """Every key of ``obj`` (a message, tool call or content part) is one it may have, and each optional
+    one is of its type (the caller checks its required keys, tags and content)."""
+    if not obj.keys() <= allowed:
+        return False
+    for key, value in obj.items():
         if key in _STRINGS:
             if type(value) is not str:
                 return False
@@ -146,13 +150,8 @@ def _plain_calls(calls: Any) -> bool:
         if type(function) is not dict or len(function) != 2 or type(function.get("name")) is not str \
                 or type(function.get("arguments")) is not str:
             return False
-        if len(call) != 3:
-            if not call.keys() <= _CALL_KEYS:
-                return False
-            if "encryptedValue" in call and type(call["encryptedValue"]) is not str:
-                return False
-            if "metadata" in call and type(call["metadata"]) is not dict:
-                return False
+        if len(call) != 3 and not _plain_extras(call, _CALL_KEYS):
+            return False
     return True
 
 
@@ -174,13 +173,8 @@ def _plain_parts(parts: Any) -> bool:
             allowed = _MEDIA_PART_KEYS
         else:
             return False
-        if len(part) != 2:
-            if not part.keys() <= allowed:
-                return False
-            if "id" in part and type(part["id"]) is not str:
-                return False
-            if "metadata" in part and type(part["metadata"]) is not dict:
-                return False
+        if len(part) != 2 and not _plain_extras(part, allowed):
+            return False
     return True
 
 

@@ -1265,7 +1265,7 @@ class ThreadState:
                 if entry.calls:
                     for call in entry.calls:
                         calls[call.id] = (entry, call)
-        held = by_id.keys()
+        held = by_id.keys()  # (read below before ``add`` grows it with the fresh messages)
         run = self.last_run
         fresh = [message for key, message in incoming.items() if key not in held] if held else incoming.values()
         if run is not None and not run.terminated:

@@ -267,14 +267,19 @@ class RunSession:
         self._chunks.note_explicit("text", message_id, opened=True)
         return True
 
-    def _fused_text_end(self, value: dict[str, Any]) -> bool:
-        message_id = value.get("messageId")
-        if type(message_id) is not str or len(value) != _plain_size(value) or not self._chunks.idle \
-                or not self._verifier.continues("text", message_id) or not self.state.plain_message_end(message_id):
+    def _fused_end(self, value: dict[str, Any], kind: Literal["text", "tool"], id_key: str,
+                   close: Callable[[str], bool]) -> bool:
+        # TEXT_MESSAGE_END / TOOL_CALL_END: only the id, of the entity open in this run; ``close`` folds it.
+        entity = value.get(id_key)
+        if type(entity) is not str or len(value) != _plain_size(value) or not self._chunks.idle \
+                or not self._verifier.continues(kind, entity) or not close(entity):
             return False
-        self._verifier.record_close("text", message_id)
-        self._chunks.note_explicit("text", message_id, opened=False)
+        self._verifier.record_close(kind, entity)
+        self._chunks.note_explicit(kind, entity, opened=False)
         return True
+
+    def _fused_text_end(self, value: dict[str, Any]) -> bool:
+        return self._fused_end(value, "text", "messageId", self.state.plain_message_end)
 
     def _fused_tool_start(self, value: dict[str, Any]) -> bool:
         call_id = value.get("toolCallId")
@@ -290,13 +295,7 @@ class RunSession:
         return True
 
     def _fused_tool_end(self, value: dict[str, Any]) -> bool:
-        call_id = value.get("toolCallId")
-        if type(call_id) is not str or len(value) != _plain_size(value) or not self._chunks.idle \
-                or not self._verifier.continues("tool", call_id) or not self.state.plain_tool_end(call_id):
-            return False
-        self._verifier.record_close("tool", call_id)
-        self._chunks.note_explicit("tool", call_id, opened=False)
-        return True
+        return self._fused_end(value, "tool", "toolCallId", self.state.plain_tool_end)
 
     def _fused_tool_result(self, value: dict[str, Any]) -> bool:
         message_id = value.get("messageId")

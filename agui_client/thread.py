@@ -150,6 +150,14 @@ class _ThreadCore:
             self._state.adopt_payloads = True
         return RunSession(self._state, run_input=plan.run_input, events=not quiet)
 
+    def _fold_read(self, session: RunSession, handle: StreamHandle, payloads: list[Any]) -> None:
+        # run()'s fold of one network read: a group of payloads at a time, no event made or yielded
+        # (run() reads none, and a generator step per payload cost a tenth of a chat stream's fold).
+        self._warnings_into(session, handle)
+        for step, items in session.read_groups(payloads):
+            for payload in items:
+                step(payload)
+
     def _warnings_into(self, session: RunSession, handle: StreamHandle) -> None:
         if handle.warnings:
             session.warnings.extend(handle.warnings)
@@ -325,17 +333,13 @@ class Thread(_ThreadCore):
                 session = self._begin(plan, quiet=True)
                 saved = False
                 try:
-                    # A read's payloads at a time, no event yielded: run() reads none, and a generator
-                    # step per payload cost a tenth of a chat stream's fold.
                     for batch in batches:
-                        self._warnings_into(session, handle)
-                        for step, items in session.read_groups(batch):
-                            for payload in items:
-                                # Only a payload that produced events can have ended the run (plain
-                                # deltas produce none); the thread is saved before run() returns.
-                                if step(payload) and not saved and session.terminated:
-                                    self._save(session)
-                                    saved = True
+                        self._fold_read(session, handle, batch)
+                        if not saved and session.terminated:
+                            # Saved once the read holding the terminal event is folded, not when the
+                            # producer gets round to closing the response.
+                            self._save(session)
+                            saved = True
                 except AguiError as exc:
                     self._stamp(exc, session, handle)
                     raise
@@ -485,13 +489,10 @@ class AsyncThread(_ThreadCore):
                 saved = False
                 try:
                     async for batch in batches:
-                        self._warnings_into(session, handle)
-                        for step, items in session.read_groups(batch):
-                            for payload in items:
-                                # Only a payload that produced events can have ended the run.
-                                if step(payload) and not saved and session.terminated:
-                                    await self._save(session)
-                                    saved = True
+                        self._fold_read(session, handle, batch)
+                        if not saved and session.terminated:
+                            await self._save(session)
+                            saved = True
                 except AguiError as exc:
                     self._stamp(exc, session, handle)
                     raise

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Set
 from itertools import repeat
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -397,15 +398,15 @@ class RunVerifier:
                 self._reasoning_open(run.reasoning_spans, event, index, kind="reasoning span")
             case ev.ReasoningMessageStartEvent():
                 self._reasoning_open(run.reasoning_messages, event, index, kind="reasoning message")
-            case ev.ReasoningMessageContentEvent() | ev.ReasoningMessageEndEvent():
+            case ev.ReasoningMessageContentEvent():
                 self._continue(run.reasoning_messages, event.message_id, event.subagent_run_id, event, index,
                                kind="reasoning message", rule="RS-02/AGUI401", pointer="/messageId")
-                if isinstance(event, ev.ReasoningMessageEndEvent):
-                    del run.reasoning_messages[event.message_id]
+            case ev.ReasoningMessageEndEvent():
+                self._close(run.reasoning_messages, event.message_id, event, index, kind="reasoning message",
+                            rule="RS-02/AGUI401", pointer="/messageId")
             case ev.ReasoningEndEvent():
-                self._continue(run.reasoning_spans, event.message_id, event.subagent_run_id, event, index,
-                               kind="reasoning span", rule="RS-03", pointer="/messageId")
-                del run.reasoning_spans[event.message_id]
+                self._close(run.reasoning_spans, event.message_id, event, index, kind="reasoning span", rule="RS-03",
+                            pointer="/messageId")
             case ev.ReasoningEncryptedValueEvent():
                 self._encrypted_value(event, index)
             case ev.StepStartedEvent():
@@ -459,18 +460,20 @@ class RunVerifier:
         return warnings
 
     def _text_end(self, event: ev.TextMessageEndEvent, index: int) -> list[StreamWarning]:
-        run = self._run
-        self._continue(run.messages, event.message_id, event.subagent_run_id, event, index, kind="text message",
-                       rule="TX-02/AGUI102", pointer="/messageId")
-        del run.messages[event.message_id]
+        self._close(self._run.messages, event.message_id, event, index, kind="text message", rule="TX-02/AGUI102",
+                    pointer="/messageId")
         return []
 
     def _tool_call_end(self, event: ev.ToolCallEndEvent, index: int) -> list[StreamWarning]:
-        run = self._run
-        self._continue(run.tool_calls, event.tool_call_id, event.subagent_run_id, event, index, kind="tool call",
-                       rule="TC-02/AGUI202", pointer="/toolCallId")
-        del run.tool_calls[event.tool_call_id]
+        self._close(self._run.tool_calls, event.tool_call_id, event, index, kind="tool call", rule="TC-02/AGUI202",
+                    pointer="/toolCallId")
         return []
+
+    def _close(self, open_ids: dict[str, _Owner], entity_id: str, event: Any, index: int, *, kind: str, rule: str,
+               pointer: str) -> None:
+        """An END: the entity must be open, with an agreeing owner tag; it is open no more."""
+        self._continue(open_ids, entity_id, event.subagent_run_id, event, index, kind=kind, rule=rule, pointer=pointer)
+        del open_ids[entity_id]
 
     def _tool_call_start(self, event: ev.ToolCallStartEvent, index: int) -> list[StreamWarning]:
         run, call_id, tag = self._run, event.tool_call_id, event.subagent_run_id
@@ -724,37 +727,20 @@ class RunVerifier:
         """``_seed(..., authoritative=True)`` for a running run's snapshot of plain message JSON
         (``agui_client._plain``): no activity messages; the owners read from ``subagentRunId``."""
         run = self._run
-        message_owner, reasoning_owner, call_owner = run.message_owner, run.reasoning_owner, run.tool_call_owner
-        message_run = self._message_run
-        tool_call_run = self._tool_call_run
-        if not any(map(dict.__contains__, messages, repeat("subagentRunId"))):
-            # Nobody's but the parent's (the usual snapshot): the same records, a dict operation each.
-            ids = [message["id"] for message in messages if message["role"] != "reasoning"]
-            if len(ids) != len(messages):
-                reasoning_owner.update(dict.fromkeys(
-                    [message["id"] for message in messages if message["role"] == "reasoning"]))
-            message_owner.update(dict.fromkeys(ids))
-            message_run.update(dict.fromkeys(set(ids).difference(message_run), _SEEDED))
-            call_ids = [call["id"] for message in messages if "toolCalls" in message for call in message["toolCalls"]]
-            call_owner.update(dict.fromkeys(call_ids))
-            tool_call_run.update(dict.fromkeys(set(call_ids).difference(tool_call_run), _SEEDED))
-            return
-        for message in messages:
-            message_id = message["id"]
-            owner = message.get("subagentRunId")
-            if message["role"] == "reasoning":
-                reasoning_owner[message_id] = owner
-                continue
-            message_owner[message_id] = owner
-            if message_id not in message_run:
-                message_run[message_id] = _SEEDED
-            calls = message.get("toolCalls")
-            if calls:
-                for call in calls:
-                    call_id = call["id"]
-                    call_owner[call_id] = owner
-                    if call_id not in tool_call_run:
-                        tool_call_run[call_id] = _SEEDED
+        # A dict operation per record rather than a step per message; the owners are read only when
+        # some message names one (the usual snapshot is all the parent's).
+        owned = any(map(dict.__contains__, messages, repeat("subagentRunId")))
+        others = [message for message in messages if message["role"] != "reasoning"]
+        if len(others) != len(messages):
+            reasoning = [message for message in messages if message["role"] == "reasoning"]
+            run.reasoning_owner.update(_owners(reasoning, owned))
+        run.message_owner.update(_owners(others, owned))
+        self._message_run.update(dict.fromkeys(set(map(_ID, others)) - self._message_run.keys(), _SEEDED))
+        # A call belongs to the message that carries it (the last, for an id repeated).
+        call_owners = {call["id"]: message.get("subagentRunId")
+                       for message in others if "toolCalls" in message for call in message["toolCalls"]}
+        run.tool_call_owner.update(call_owners)
+        self._tool_call_run.update(dict.fromkeys(call_owners.keys() - self._tool_call_run.keys(), _SEEDED))
 
     def _tool_call_known(self, call_id: str) -> bool:
         return call_id in self._tool_call_run or (
@@ -768,6 +754,16 @@ class RunVerifier:
     def _warning(self, message: str, event: ev.Event, index: int, *, code: str, pointer: str | None) -> StreamWarning:
         return StreamWarning(code=code, message=message, index=index, event_type=event.TYPE, pointer=pointer,
                              run_id=self._run.run_id)
+
+
+_ID = itemgetter("id")
+
+
+def _owners(messages: list[dict[str, Any]], owned: bool) -> Any:
+    """id -> owner records for plain message JSON: each message's ``subagentRunId`` (``owned``), else none."""
+    ids = map(_ID, messages)
+    return zip(ids, [message.get("subagentRunId") for message in messages], strict=True) if owned \
+        else dict.fromkeys(ids)
 
 
 # How ``_seed`` files a message: an index into its owner dicts (message, message, reasoning, activity).

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import email.utils
 import socket
+import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -165,6 +167,35 @@ def test_each_event_reaches_the_caller_as_soon_as_its_bytes_arrive(drive: Any, s
     assert type(rest[-1]) is ag.RunFinishedEvent
     assert events.result is not None
     assert events.result.outcome == "success"
+
+
+def test_run_saves_the_thread_once_the_terminal_event_is_read_not_when_the_response_closes(
+        drive: Any, served: Any, gate: Gate) -> None:
+    # The producer holds the response open after RUN_FINISHED until the test opens the gate; another
+    # process reading the store meanwhile must already find the finished run.
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "done"), Finish(), Wait(gate, timeout=20)]]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        outcome: list[Any] = []
+        runner = threading.Thread(target=lambda: outcome.append(thread.run("hi")))
+        runner.start()
+        try:
+            assert gate.wait_reached(timeout=10)
+            seen: list[str] = []
+            for _ in range(200):  # the client folds the read holding RUN_FINISHED; wait for its save
+                stored = client.store.load(thread.id)
+                seen = [m["id"] for m in stored.data["messages"]] if stored is not None else []
+                if "m1" in seen:
+                    break
+                time.sleep(0.05)
+            saved_while_held = not gate.is_open and "m1" in seen
+        finally:
+            gate.open()
+            runner.join(timeout=30)
+
+    assert saved_while_held
+    assert outcome and outcome[0].outcome == "success"
 
 
 def test_a_run_error_gives_the_error_outcome_and_raise_for_outcome_raises_run_failed(

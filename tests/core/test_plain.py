@@ -23,7 +23,7 @@ from agui_client import RunSession, ThreadState, encode, replay
 from agui_client._plain import plain_messages
 from agui_client.codec import collect_warnings, decode
 from agui_client.errors import AguiError
-from agui_client.fold import _Entry
+from agui_client.fold import _add_wire_entries, _Entry
 from agui_client.types import messages as msg
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,8 +170,9 @@ def test_every_well_formed_message_but_an_activity_is_plain(value: dict[str, Any
 def test_a_plain_message_thaws_as_its_typed_form_does(value: dict[str, Any]) -> None:
     """An entry held as JSON reads the same text, value and attributes as one made from the typed message."""
     typed = decode(value, msg.Message)  # type: ignore[arg-type]
-    from_json = _Entry.__new__(_Entry)
-    from_json.id, from_json.role, from_json.frozen, from_json.source = value["id"], value["role"], value, value
+    held: list[_Entry] = []
+    _add_wire_entries([value], held, {}, {})
+    (from_json,) = held
     from_typed = _Entry.of(typed)
     assert (from_json.text, from_json.value, from_json.attrs) == (from_typed.text, from_typed.value, from_typed.attrs)
     assert from_json.freeze(None) == typed
@@ -277,6 +278,15 @@ _CALL_SNAPSHOT = {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "a1", "role":
 @example([_REASONING_SNAPSHOT, {"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning",
                                 "subagentRunId": "s2"}])
 @example([_CALL_SNAPSHOT, {"type": "TEXT_MESSAGE_START", "messageId": "a1", "subagentRunId": "s1"}])
+# owners a snapshot names, met by tags that agree with them
+@example([{"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "sub"},
+          {"type": "MESSAGES_SNAPSHOT", "messages": [
+              {"id": "r1", "role": "reasoning", "content": "x", "subagentRunId": "s1"},
+              {"id": "a1", "role": "assistant", "subagentRunId": "s1", "toolCalls": [
+                  {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]},
+          {"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning", "subagentRunId": "s1"},
+          {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "entityId": "c1", "encryptedValue": "z",
+           "subagentRunId": "s1"}])
 # one message holding two calls with one id: the index names the last, lazily made or not
 @example([{"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "a1", "role": "assistant", "toolCalls": [
     {"id": "c1", "type": "function", "function": {"name": n, "arguments": "{}"}} for n in ("f", "g")]}]},
