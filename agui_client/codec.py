@@ -599,11 +599,18 @@ class _FieldError(ValueError):
         self.pointer = pointer
 
 
+_JSON_CLASSES = (str, int, float, list, dict)
+
+
 def _describe(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
+    if type(value) not in _JSON_CLASSES and isinstance(value, _JSON_CLASSES):
+        # (a subclass reads as what it derives from; the decoder takes the JSON types exactly)
+        base = next(cls for cls in _JSON_CLASSES if isinstance(value, cls))
+        return f"a {type(value).__name__}, not a plain {base.__name__}"
     if isinstance(value, int):
         return "an integer"
     if isinstance(value, float):

@@ -24,6 +24,7 @@ import attrs
 from attrs import frozen
 
 from ._build import builder
+from ._plain import plain_messages
 from ._wire import PlainDict, PlainList, encode_messages, plain_json
 from .codec import _orjson, decode, encode, parse_json
 from .codec import _wire_name as codec_wire_name
@@ -474,6 +475,13 @@ def _foreign_copy(value: Any, plain: bool | None = None) -> Any:
     if plain if plain is not None else plain_json(value):
         return _copy_json(value)
     return copy.deepcopy(value)
+
+
+def _adopted_json(value: Any) -> Any:
+    """State from a store's fresh record, held as it is once known to be JSON (see :func:`_own_json`)."""
+    if not plain_json(value):
+        raise ValueError("state must be JSON: dicts, lists, strings, finite numbers, booleans and None")
+    return value
 
 
 def _own_json(value: Any) -> Any:
@@ -1487,18 +1495,41 @@ class ThreadState:
 
     @classmethod
     def load(cls, data: Mapping[str, Any]) -> ThreadState:
-        """Rebuild a thread from :meth:`dump` output.
+        """Rebuild a thread from :meth:`dump` output (``dump(share_state=True)``'s included).
+
+        The thread holds copies: changing ``data`` afterwards does not change it.
 
         Raises:
-            ValueError: the data was written by a newer, unknown format.
+            ValueError: the data was written by a newer, unknown format, or its state is not JSON.
+            DecodeError: a message is malformed.
         """
-        from .codec import decode
+        return cls._load(data, adopt=False)
 
+    @classmethod
+    def _load(cls, data: Mapping[str, Any], *, adopt: bool) -> ThreadState:
+        # ``adopt``: the data is a store's freshly parsed record, nobody else's, so the thread may
+        # hold its messages and state as they are instead of copies.
         version = data.get("format", 1)
         if not isinstance(version, int) or version > STATE_FORMAT_VERSION:
             raise ValueError(f"thread state format {version!r} is newer than this release reads")
-        messages = decode(data.get("messages", []), tuple[msg.Message, ...])
-        thread = cls(messages=messages, state=data.get("state"), thread_id=data.get("threadId"))
+        state = data.get("state")
+        thread = cls(state=state if not adopt or type(state) in (PlainDict, PlainList) else None,
+                     thread_id=data.get("threadId"))
+        if adopt and type(state) not in (PlainDict, PlainList):
+            thread._state = _adopted_json(state)
+        wire = data.get("messages", [])
+        if type(wire) is PlainList:
+            # dump(share_state=True)'s list holds the dicts its thread holds; those are never changed
+            # in place, so sharing them is safe, but the list itself is the codec's exact type.
+            wire = list(wire)
+        # A store's record of plain messages is held as its JSON, typed when read, as a snapshot is:
+        # loading a long thread then costs a check per message instead of building each. (Data of
+        # the caller's is decoded: typed messages share its strings, where a copy would copy them.)
+        roles = plain_messages(wire) if adopt else None
+        if roles is None or not thread.plain_messages_snapshot(wire, roles):
+            for message in decode(wire, tuple[msg.Message, ...]):
+                thread._insert(_Entry.of(message))
+        thread.version = 0  # (however the messages went in: a loaded thread has not changed yet)
         thread.state_in_sync = bool(data.get("stateInSync", True))
         thread._open_interrupts = decode(data.get("openInterrupts", []), tuple[rn.Interrupt, ...])
         thread.interrupted_run_id = data.get("interruptedRunId")

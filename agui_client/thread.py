@@ -38,6 +38,7 @@ from .types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, To
 
 if TYPE_CHECKING:
     from .client import AgentClient, AsyncAgentClient, StreamHandle
+    from .stores.base import StoredThread
 
 __all__ = ["Thread", "AsyncThread", "RunStream", "AsyncRunStream", "MessageInput", "ResumeInput"]
 
@@ -67,15 +68,17 @@ class _ThreadCore:
         self._store = store
         self._clock = clock
         self.tool_handlers: dict[str, ToolHandler] = dict(tool_handlers or {})
-        stored = store.load(thread_id)
-        if stored is None:
-            self._state = ThreadState(thread_id=thread_id)
-            self._version: int | None = None
-        else:
-            self._state = ThreadState.load(stored.data)
-            self._state.thread_id = thread_id
-            self._version = stored.version
+        self._state = ThreadState(thread_id=thread_id)
+        self._version: int | None = None
+        self._take(store.load(thread_id))
         self._owner = f"{uuid.uuid4()}"
+
+    def _take(self, stored: StoredThread | None) -> None:
+        # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
+        if stored is not None:
+            self._state = ThreadState._load(stored.data, adopt=True)
+            self._state.thread_id = self.id
+            self._version = stored.version
 
     @property
     def state(self) -> ThreadState:
@@ -443,11 +446,7 @@ class Thread(_ThreadCore):
 
     def reload(self) -> None:
         """Load the thread again from the store (another process may have moved it on)."""
-        stored = self._store.load(self.id)
-        if stored is not None:
-            self._state = ThreadState.load(stored.data)
-            self._state.thread_id = self.id
-            self._version = stored.version
+        self._take(self._store.load(self.id))
 
     def run_until_done(self, message: MessageInput = None, *, max_steps: int = 8, **kwargs: Any) -> RunResult:
         """Run, answer frontend tool calls with ``tool_handlers``, and run again, until the agent stops.
@@ -588,11 +587,7 @@ class AsyncThread(_ThreadCore):
 
     async def reload(self) -> None:
         """Load the thread again from the store (see :meth:`Thread.reload`)."""
-        stored = await asyncio.to_thread(self._store.load, self.id)
-        if stored is not None:
-            self._state = ThreadState.load(stored.data)
-            self._state.thread_id = self.id
-            self._version = stored.version
+        self._take(await asyncio.to_thread(self._store.load, self.id))
 
     async def run_until_done(self, message: MessageInput = None, *, max_steps: int = 8, **kwargs: Any) -> RunResult:
         """Run, answer frontend tool calls with ``tool_handlers``, and run again (see :meth:`Thread.run_until_done`)."""

@@ -756,3 +756,14 @@ def test_a_float_beside_a_long_digit_run_still_sends_the_payload_to_the_exact_pa
     value = parse_json(payload)
     assert value == json.loads(payload)
     assert repr(value) == repr(json.loads(payload))  # integers exact, not floats that compare equal
+
+
+def test_a_subclass_of_a_json_type_is_refused_by_name() -> None:
+    """Python values are read by their exact JSON type; a subclass is named, not called what it derives from."""
+    class Tags(list):  # type: ignore[type-arg]
+        pass
+
+    with pytest.raises(DecodeError) as caught:
+        codec.decode(Tags(), tuple[msg.Message, ...])
+    assert str(caught.value) == "at /: expected an array, got a Tags, not a plain list"
+    assert caught.value.pointer == ""

@@ -355,3 +355,69 @@ def test_a_large_snapshot_that_is_not_all_plain_folds_as_the_typed_event(
     assert fused == typed
     assert (odd == "repeated id") == any(code == "B205" for code, _ in typed[1])
     assert (odd == "null name") == bool(typed[2])  # a null where a value or nothing belongs is refused
+
+
+# -- a stored thread ---------------------------------------------------------------------------------
+
+def _continue(state: ThreadState, evs: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """Fold another run into ``state`` and say everything about where it ends."""
+    session = RunSession(state, collect_errors=True, events=False)
+    for event in [{"type": "RUN_STARTED", "threadId": "t", "runId": "r9"}, *evs]:
+        session.feed_payload(json.dumps(event, separators=(",", ":")).encode())
+    result = session.end()
+    return (json.dumps(state.dump(share_state=True), sort_keys=True), json.dumps(state.to_wire(), sort_keys=True),
+            [(e.index, e.rule, type(e)) for e in session.errors],
+            [(w.code, w.index, w.pointer) for w in result.warnings], state.pending_tool_call_ids)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(snapshot, after, after), max_size=8), st.lists(after, max_size=6))
+@example([_CALL_SNAPSHOT], [{"type": "TOOL_CALL_RESULT", "messageId": "t3", "toolCallId": "c1", "content": "late"}])
+def test_a_stored_thread_held_as_json_reads_and_folds_on_as_the_typed_load(
+        first: list[dict[str, Any]], then: list[dict[str, Any]]) -> None:
+    """A thread brought back from a store keeps its plain messages as JSON (``_load(adopt=True)``, what
+    ``Thread`` does): it reads, saves and folds a later run exactly as the typed ``load`` does."""
+    session = RunSession(collect_errors=True)
+    for event in [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *first]:
+        session.feed_payload(json.dumps(event).encode())
+    record = json.dumps(session.end().state.dump(share_state=True))
+    typed = ThreadState.load(json.loads(record))
+    adopted = ThreadState._load(json.loads(record), adopt=True)
+    assert (adopted.version, adopted.thread_id, adopted.open_interrupts) == (typed.version, typed.thread_id,
+                                                                             typed.open_interrupts)
+    assert _continue(ThreadState._load(json.loads(record), adopt=True), then) == _continue(typed, then)
+    assert adopted.messages == ThreadState.load(json.loads(record)).messages
+
+
+def test_a_thread_loaded_from_a_store_holds_its_messages_as_json(snapshot_history: list[dict[str, Any]]) -> None:
+    from agui_client import AgentClient
+    from agui_client.stores import MemoryStore
+
+    state = ThreadState(messages=decode(snapshot_history, tuple[msg.Message, ...]), thread_id="t")
+    store = MemoryStore()
+    store.save("t", state.dump(), expected_version=None)
+    with AgentClient("http://127.0.0.1:9/agent", store=store) as client:
+        thread = client.thread("t")
+        held = thread.state._entries
+        assert all(type(entry.frozen) is dict for entry in held)  # nothing typed until read
+        assert encode(thread.state.messages) == snapshot_history
+        thread.reload()
+        assert type(thread.state._entries[-1].frozen) is dict
+
+
+def test_a_shared_dump_loads_as_a_copy() -> None:
+    """``dump(share_state=True)`` (what a save gets) loads like ``dump()``, and shares nothing with the thread."""
+    state = ThreadState(messages=[msg.UserMessage(id="u1", content="hi")], state={"items": [1]}, thread_id="t")
+    shared = state.dump(share_state=True)
+    loaded = ThreadState.load(shared)
+    assert loaded.to_wire() == ThreadState.load(state.dump()).to_wire() == state.to_wire()
+    shared["state"]["items"].append(3)
+    shared["messages"][0]["content"] = "changed"
+    assert loaded.state == {"items": [1]}
+    assert loaded.messages == (msg.UserMessage(id="u1", content="hi"),)
+
+
+@pytest.mark.parametrize("adopt", [True, False])
+def test_a_stored_state_that_is_not_json_is_refused(adopt: bool) -> None:
+    with pytest.raises(ValueError, match="state must be JSON"):
+        ThreadState._load({"messages": [], "state": {"seen": {1, 2}}}, adopt=adopt)
