@@ -11,6 +11,7 @@ redirects followed, and the response closed whatever way the caller leaves the s
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import logging
@@ -265,6 +266,12 @@ class AgentClient(_ClientBase):
 
         return Thread(self, thread_id or str(uuid.uuid4()), tool_handlers=tool_handlers)
 
+    def load_thread(self, thread_id: str | None = None, *,
+                    tool_handlers: Mapping[str, Callable[..., Any]] | None = None) -> Thread:
+        """The same as :meth:`thread` (the twin of :meth:`AsyncAgentClient.load_thread`, which reads
+        the store off the event loop)."""
+        return self.thread(thread_id, tool_handlers=tool_handlers)
+
     @contextmanager
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
              headers: Mapping[str, str] | None = None) -> Iterator[Iterator[str | bytes]]:
@@ -354,10 +361,20 @@ class AsyncAgentClient(_ClientBase):
 
     def thread(self, thread_id: str | None = None, *, tool_handlers: Mapping[str, Callable[..., Any]] | None = None
                ) -> AsyncThread:
-        """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none)."""
+        """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none).
+
+        This reads the store in the calling thread: cheap for the in-memory store, a blocking call
+        for SQLite or Redis. On an event loop, use :meth:`load_thread`.
+        """
         from .thread import AsyncThread
 
         return AsyncThread(self, thread_id or str(uuid.uuid4()), tool_handlers=tool_handlers)
+
+    async def load_thread(self, thread_id: str | None = None, *,
+                          tool_handlers: Mapping[str, Callable[..., Any]] | None = None) -> AsyncThread:
+        """:meth:`thread`, with the store read (and the thread rebuilt) in a worker thread, so the
+        event loop goes on serving while a long thread loads from SQLite or Redis."""
+        return await asyncio.to_thread(self.thread, thread_id, tool_handlers=tool_handlers)
 
     @asynccontextmanager
     async def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,

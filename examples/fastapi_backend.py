@@ -129,8 +129,8 @@ app = FastAPI(title="agui_client FastAPI backend example", lifespan=lifespan)
 async def chat(body: ChatRequest, request: Request) -> Response:
     """Send a message on a thread (a new one without ``thread_id``) and stream the run."""
     client: ag.AsyncAgentClient = request.app.state.client
-    # Loading a thread reads the store, a blocking call: keep it off the event loop.
-    thread = await asyncio.to_thread(client.thread, body.thread_id)
+    # Loading a thread reads the store, a blocking call: load_thread keeps it off the event loop.
+    thread = await client.load_thread(body.thread_id)
     return await relay(request.app, thread, message=body.message)
 
 
@@ -138,7 +138,7 @@ async def chat(body: ChatRequest, request: Request) -> Response:
 async def answers(thread_id: str, body: AnswersRequest, request: Request) -> Response:
     """Answer (or abandon) a thread's open interrupts and stream the continued run."""
     client: ag.AsyncAgentClient = request.app.state.client
-    thread = await asyncio.to_thread(client.thread, thread_id)
+    thread = await client.load_thread(thread_id)
     if thread.version is None:
         return JSONResponse({"error": "not_found", "threadId": thread_id}, status_code=404)
     resume = thread.resume_builder()

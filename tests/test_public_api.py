@@ -157,7 +157,7 @@ def test_each_shell_speaks_its_own_protocol(
 
 def test_async_methods_that_do_io_are_coroutines() -> None:
     io_methods = {
-        agui_client.AsyncAgentClient: ["close"],
+        agui_client.AsyncAgentClient: ["close", "load_thread"],
         agui_client.AsyncThread: ["run", "run_until_done", "release_claim", "reload"],
     }
 

@@ -752,3 +752,31 @@ def test_run_restores_the_adopt_flag_when_the_run_fails(drive: Any, served: Any)
             thread.run("hi")
 
         assert thread.state.adopt_payloads is False
+
+
+def test_load_thread_reads_the_store_off_the_event_loop() -> None:
+    """``AsyncAgentClient.load_thread`` reads a blocking store (SQLite, Redis) in a worker thread: the
+    event loop goes on meanwhile (here it must run to release the store's read at all)."""
+    import asyncio
+
+    release = threading.Event()
+
+    class SlowStore(MemoryStore):
+        def load(self, thread_id: str) -> Any:
+            if not release.wait(10):
+                raise AssertionError("the store was read on the event loop, which stood still")
+            return super().load(thread_id)
+
+    store = SlowStore()
+    store.save("t", ag.ThreadState(messages=[ag.UserMessage(id="u1", content="hi")]).dump(), expected_version=None)
+
+    async def main() -> ag.AsyncThread:
+        async with ag.AsyncAgentClient("http://127.0.0.1:9/agent", store=store) as client:
+            loading = asyncio.ensure_future(client.load_thread("t"))
+            await asyncio.sleep(0)
+            release.set()  # reached only while the read waits elsewhere
+            return await loading
+
+    thread = asyncio.run(main())
+    assert thread.version == 1
+    assert [m.content for m in thread.state.messages] == ["hi"]
