@@ -209,27 +209,29 @@ class RunSession:
             return self._fail(exc, index, None)
         return self._feed_parsed(value, index)
 
-    def read_groups(self, payloads: list[Any]) -> Iterator[tuple[Callable[[Any], list[ev.Event | ev.UnknownEvent]],
-                                                                 list[Any]]]:
-        """A read's payloads, a group at a time, each with the step that folds its items.
+    def fold_read(self, payloads: list[Any]) -> None:
+        """Fold a network read's payloads (or a block's lines), for a caller that reads no events.
 
-        A group is parsed and proved at once when it can be (``codec.parse_batch``; its items are then
-        fed to :meth:`feed_parsed`), else its payloads go to :meth:`feed_payload` one by one. Groups are
+        The read is taken a group at a time: a group is parsed and proved at once when it can be
+        (``codec.parse_batch``), else its payloads go to :meth:`feed_payload` one by one. Groups are
         small so that the parsed values of a whole read are never held at once.
         """
+        fused_for = _FUSED.get if self._fuse else None
         for start in range(0, len(payloads), _GROUP):
             group = payloads[start:start + _GROUP] if len(payloads) > _GROUP else payloads
             values = codec.parse_batch(group, max_depth=self.max_depth)
             if values is None:
-                yield self.feed_payload, group
-            else:
-                yield self.feed_parsed, values
-
-    def feed_parsed(self, value: Any) -> list[ev.Event | ev.UnknownEvent]:
-        """Fold one payload that :meth:`read_groups` parsed; as :meth:`feed_payload` otherwise."""
-        index = self._index
-        self._index += 1
-        return self._feed_parsed(value, index)
+                for payload in group:
+                    self.feed_payload(payload)
+                continue
+            for value in values:  # feed_parsed for each, inlined: this loop runs once per event
+                index = self._index
+                self._index = index + 1
+                if fused_for is not None and type(value) is dict:
+                    fused = fused_for(value.get("type"))  # type: ignore[arg-type]
+                    if fused is not None and self._failed is None and fused(self, value):
+                        continue
+                self._feed_value(value, index)
 
     def _feed_parsed(self, value: Any, index: int) -> list[ev.Event | ev.UnknownEvent]:
         if self._fuse and type(value) is dict:
@@ -349,9 +351,9 @@ class RunSession:
         then reports it.
         """
         delta = value.get("delta")
-        if type(delta) is not list or len(value) != _plain_size(value) or not self._chunks.idle \
-                or not self._verifier.running:
-            return False
+        if type(delta) is not list or (len(value) != 2 and len(value) != _plain_size(value)) \
+                or not self._chunks.idle or not self._verifier.running:
+            return False  # (two keys are the type and the delta: the size check without a call)
         return self.state.patch_state(delta)
 
     def feed_event(self, event: ev.Event | ev.UnknownEvent | Mapping[str, Any]) -> list[ev.Event | ev.UnknownEvent]:
@@ -661,9 +663,7 @@ def _fold_all(source: Source, session: RunSession, format: Literal["auto", "sse"
             for item in batch:
                 session.feed_event(item)
             continue
-        for step, items in session.read_groups(batch):
-            for item in items:
-                step(item)
+        session.fold_read(batch)
 
 
 def _batches(source: Source, session: RunSession, format: Literal["auto", "sse", "jsonl"],
@@ -751,7 +751,7 @@ def _block_batches(blocks: Iterator[bytes], session: RunSession, format: Literal
 
 
 _REPLAY_BLOCK = 32 * 1024
-#: Payloads parsed together (``RunSession.read_groups``): enough to spread the per-call cost, few
+#: Payloads parsed together (``RunSession.fold_read``): enough to spread the per-call cost, few
 #: enough that their parsed values stay a small part of any thread.
 _GROUP = 64
 

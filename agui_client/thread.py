@@ -157,9 +157,7 @@ class _ThreadCore:
         # run()'s fold of one network read: a group of payloads at a time, no event made or yielded
         # (run() reads none, and a generator step per payload cost a tenth of a chat stream's fold).
         self._warnings_into(session, handle)
-        for step, items in session.read_groups(payloads):
-            for payload in items:
-                step(payload)
+        session.fold_read(payloads)
 
     def _warnings_into(self, session: RunSession, handle: StreamHandle) -> None:
         if handle.warnings:
