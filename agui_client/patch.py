@@ -129,10 +129,10 @@ class _Doc:
 
     __slots__ = ("root", "undo", "budget", "record")
 
-    def __init__(self, root: Any, budget: int) -> None:
+    def __init__(self, root: Any, budget: list[int], undo: list[_Undo]) -> None:
         self.root = root
-        self.undo: list[_Undo] = []
-        self.budget = [budget]
+        self.undo = undo
+        self.budget = budget
         # A failing operation changes nothing itself, so the last one needs no undo entries
         # (most patches have a single operation): only a move, which removes before it adds, does.
         self.record = True
@@ -158,19 +158,25 @@ class _Doc:
         return _change(_walk(self.root, tokens[:-1]), tokens[-1], name, value, undo)
 
     def rollback(self) -> Any:
-        for action, container, key, old in reversed(self.undo):
-            if action == _SET:
-                if old is _MISSING:
-                    del container[key]
-                else:
-                    container[key] = old
-            elif action == _DELETE:
-                del container[key]
-            elif action == _INSERT:
-                container.insert(key, old)
-            else:
-                self.root = old
+        self.root = _rollback(self.root, self.undo)
         return self.root
+
+
+def _rollback(root: Any, undo: list[_Undo]) -> Any:
+    """Undo the changes ``undo`` records, newest first; returns the document as it was."""
+    for action, container, key, old in reversed(undo):
+        if action == _SET:
+            if old is _MISSING:
+                del container[key]
+            else:
+                container[key] = old
+        elif action == _DELETE:
+            del container[key]
+        elif action == _INSERT:
+            container.insert(key, old)
+        else:
+            root = old
+    return root
 
 
 def _value(op: dict[str, Any], budget: list[int] | None) -> Any:
@@ -279,8 +285,7 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
         PatchFailed: an operation did not apply (``op_index`` says which); the document is unchanged.
     """
     if len(patch) == 1:
-        # The commonest patch: one add/replace/remove below the root. A single operation that fails has
-        # changed nothing, so it needs no undo log.
+        # The commonest patch: one simple operation (as below), which needs no undo log at all.
         op = patch[0]
         if type(op) is dict:
             name = op.get("op")
@@ -294,12 +299,42 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
                 except RecursionError:
                     raise PatchFailed("value nested too deeply to copy", 0) from None
                 return document
-    doc = _Doc(document, copy_budget)
-    values_budget = None if adopt_values else doc.budget
+    budget = None if adopt_values else [copy_budget]
+    # The commonest operations (add, replace, remove below the root, no escapes) are applied here,
+    # recording their undo entries (the last needs none: a failing operation changes nothing itself);
+    # the first other operation hands the rest of the patch, and the log, to _apply_general.
+    undo: list[_Undo] = []
     last = len(patch) - 1
     i = 0
     try:
         for i, op in enumerate(patch):  # noqa: B007 - i names the failing op in the error
+            if type(op) is dict:
+                name = op.get("op")
+                path = op.get("path")
+                if (name == "replace" or name == "add" or name == "remove") and type(path) is str \
+                        and len(path) > 1 and path[0] == "/" and "~" not in path:
+                    _simple_op(document, name, path, op, budget, undo if i < last else None)
+                    continue
+            return _apply_general(document, patch, i, undo, budget, copy_budget)
+    except _Fail as exc:
+        _rollback(document, undo)
+        raise PatchFailed(str(exc), i) from None
+    except RecursionError:
+        _rollback(document, undo)
+        raise PatchFailed("value nested too deeply to copy", i) from None
+    return document
+
+
+def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_Undo], budget: list[int] | None,
+                   copy_budget: int) -> Any:
+    """``apply_patch`` from operation ``first`` on, every kind of operation; ``undo`` holds the earlier ones'."""
+    doc = _Doc(document, budget if budget is not None else [copy_budget], undo)
+    values_budget = budget
+    last = len(patch) - 1
+    i = first
+    try:
+        for i in range(first, len(patch)):
+            op = patch[i]
             if type(op) is not dict:
                 raise _Fail("a patch operation must be an object")
             name = op.get("op")

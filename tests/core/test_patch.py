@@ -45,6 +45,23 @@ def test_a_failing_patch_leaves_the_document_exactly_as_it_was() -> None:
     assert doc == before
 
 
+@pytest.mark.parametrize("adopt", [False, True])
+def test_a_failing_patch_of_common_operations_changes_nothing(adopt: bool) -> None:
+    """Adds, replaces and removes below the root take the applier's short path, with the same undo."""
+    doc = {"a": 1, "items": [1, 2, 3], "o": {"k": [1]}}
+    before = copy.deepcopy(doc)
+    with pytest.raises(PatchFailed) as caught:
+        apply_patch(doc, [
+            {"op": "replace", "path": "/a", "value": 2},
+            {"op": "remove", "path": "/items/0"},
+            {"op": "add", "path": "/o/k/-", "value": {"n": 9}},
+            {"op": "add", "path": "/o/new", "value": 1},
+            {"op": "replace", "path": "/nope", "value": 3},
+        ], adopt_values=adopt)
+    assert caught.value.op_index == 4
+    assert doc == before
+
+
 @pytest.mark.parametrize(("patch", "reason"), [
     ([{"op": "replace", "path": "/a/01", "value": 1}], "leading zero (B182)"),
     ([{"op": "replace", "path": "/a/-", "value": 1}], "'-' is only for add (B183)"),
@@ -129,3 +146,18 @@ def test_agrees_with_the_jsonpatch_library(document: Any, patch: list[Any], adop
         return
     assert expected_ok, (document, patch)
     assert json.dumps(ours, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+@pytest.mark.parametrize("first", [
+    {"op": "replace", "path": "/a", "value": 2},
+    {"op": "move", "from": "/a", "path": "/b"},
+])
+def test_a_value_too_deep_to_copy_is_refused_and_changes_nothing(first: dict[str, Any]) -> None:
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    doc = {"a": 1}
+    with pytest.raises(PatchFailed) as caught:
+        apply_patch(doc, [first, {"op": "add", "path": "/deep", "value": deep}])
+    assert (caught.value.op_index, str(caught.value)) == (1, "value nested too deeply to copy")
+    assert doc == {"a": 1}
