@@ -13,11 +13,12 @@ errors and warnings. ``tests/test_plain.py`` checks that promise against the cod
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
-__all__ = ["PLAIN_ROLES", "plain_messages"]
+__all__ = ["PLAIN_ROLES", "PlainSnapshot", "plain_messages"]
 
 _COMMON = frozenset({"id", "role", "content", "encryptedValue", "metadata", "subagentRunId"})
 #: The keys a plain message of each role may carry.
@@ -57,6 +58,65 @@ def plain_messages(items: Any) -> set[str] | None:
 
 
 _ROLE = itemgetter("role")
+_ID = itemgetter("id")
+
+
+class PlainSnapshot:
+    """A snapshot's messages in the plain shape, and what the fold and the verifier need to know of
+    them, gathered a slice at a time (``add``) while each slice is fresh in memory: a pass over tens of
+    thousands of parsed messages later costs more than the work it does.
+
+    Attributes:
+        by_id: each message by its id, in snapshot order (the last of a repeated id).
+        count: how many messages were added (more than ``len(by_id)`` when an id repeats).
+        roles: the roles they hold.
+        reasoning: the ids of the reasoning messages.
+        owned: whether any message names a ``subagentRunId``.
+        call_owners: each tool call's id -> the ``subagentRunId`` of the message holding it (the last
+            message, for a call id repeated).
+    """
+
+    __slots__ = ("by_id", "count", "roles", "reasoning", "owned", "call_owners")
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self.count = 0
+        self.roles: set[str] = set()
+        self.reasoning: list[str] = []
+        self.owned = False
+        self.call_owners: dict[str, str | None] = {}
+
+    @classmethod
+    def of(cls, items: Any) -> PlainSnapshot | None:
+        """The gathering of ``items`` in one go, or ``None`` if they are not all plain messages."""
+        snapshot = cls()
+        return snapshot if snapshot.add(items) else None
+
+    @property
+    def unique(self) -> bool:
+        """Whether no id repeats."""
+        return len(self.by_id) == self.count
+
+    def add(self, items: Any) -> bool:
+        """Gather the next slice of messages; ``False`` (the gathering is then void) if one is not plain."""
+        roles = plain_messages(items)
+        if roles is None:
+            return False
+        self.roles |= roles
+        self.count += len(items)
+        self.by_id.update(zip(map(_ID, items), items, strict=True))
+        if "reasoning" in roles:
+            self.reasoning += [message["id"] for message in items if message["role"] == "reasoning"]
+        if not self.owned:
+            self.owned = any(map(dict.__contains__, items, repeat("subagentRunId")))
+        if "assistant" in roles:
+            self.call_owners.update(_call_owners(items))
+        return True
+
+
+def _call_owners(items: Iterable[dict[str, Any]]) -> dict[str, str | None]:
+    return {call["id"]: message.get("subagentRunId")
+            for message in items if "toolCalls" in message for call in message["toolCalls"]}
 
 
 # The shapes nearly every message has get a check of their own: a dict of exactly three keys that

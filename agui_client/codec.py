@@ -37,7 +37,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ._build import builder
-from ._plain import plain_messages
+from ._plain import PlainSnapshot
 from .errors import AguiWarning, DecodeError, LimitExceeded, StreamWarning
 from .types import events as ev
 from .types import messages as msg
@@ -1585,19 +1585,18 @@ def _decode_large(raw: bytes | str, max_depth: int) -> Event | None:
     return attrs.evolve(event, messages=messages)  # type: ignore[no-any-return]
 
 
-def plain_large_snapshot(raw: bytes | str, max_depth: int) -> tuple[dict[str, Any], set[str]] | None:
+def plain_large_snapshot(raw: bytes | str, max_depth: int) -> tuple[dict[str, Any], PlainSnapshot] | None:
     """A large ``MESSAGES_SNAPSHOT`` whose messages are all in the plain shape (``_plain``), parsed
-    slice by slice: the event's JSON (its ``messages`` whole again) and the roles it holds; else ``None``.
+    slice by slice: the event's JSON (its ``messages`` whole again) and what its messages hold, gathered
+    a slice at a time (:class:`~agui_client._plain.PlainSnapshot`); else ``None``.
 
     The parsed messages are returned as they are, for a fold that holds them as JSON.
     """
-    roles: set[str] = set()
+    snapshot = PlainSnapshot()
 
     def keep(items: list[Any]) -> list[Any]:
-        found = plain_messages(items)
-        if found is None:
+        if not snapshot.add(items):
             raise _Fallback
-        roles.update(found)
         return items
 
     try:
@@ -1608,7 +1607,7 @@ def plain_large_snapshot(raw: bytes | str, max_depth: int) -> tuple[dict[str, An
         return None
     parts, value = read
     value["messages"] = parts[0] if len(parts) == 1 else list(itertools.chain.from_iterable(parts))
-    return value, roles
+    return value, snapshot
 
 
 def _read_large(raw: bytes | str, max_depth: int,

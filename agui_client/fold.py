@@ -24,7 +24,7 @@ import attrs
 from attrs import frozen
 
 from ._build import builder
-from ._plain import plain_messages
+from ._plain import PlainSnapshot
 from ._wire import PlainDict, PlainList, encode_messages, plain_json
 from .codec import _orjson, decode, encode, parse_json
 from .codec import _wire_name as codec_wire_name
@@ -1234,13 +1234,12 @@ class ThreadState:
         self._merge_snapshot(incoming, roles, _authoritative_activity_types(event.metadata), _add_entries)
         return warnings
 
-    def plain_messages_snapshot(self, messages: list[dict[str, Any]], roles: set[str]) -> bool:
-        """MESSAGES_SNAPSHOT of messages in the plain shape (``agui_client._plain``; ``roles`` are theirs),
-        held as the JSON they are; ``False``, changing nothing, if an id repeats (the ordinary path warns)."""
-        incoming = {message["id"]: message for message in messages}
-        if len(incoming) != len(messages):
+    def plain_messages_snapshot(self, snapshot: PlainSnapshot) -> bool:
+        """MESSAGES_SNAPSHOT of messages in the plain shape (``agui_client._plain``), held as the JSON
+        they are; ``False``, changing nothing, if an id repeats (the ordinary path warns)."""
+        if not snapshot.unique:
             return False
-        self._merge_snapshot(incoming, roles, _UNDECLARED, _add_wire_entries)
+        self._merge_snapshot(snapshot.by_id, snapshot.roles, _UNDECLARED, _add_wire_entries)
         return True
 
     def _merge_snapshot(self, incoming: Mapping[str, Any], roles: set[Any], authority: Any,
@@ -1525,8 +1524,8 @@ class ThreadState:
         # A store's record of plain messages is held as its JSON, typed when read, as a snapshot is:
         # loading a long thread then costs a check per message instead of building each. (Data of
         # the caller's is decoded: typed messages share its strings, where a copy would copy them.)
-        roles = plain_messages(wire) if adopt else None
-        if roles is None or not thread.plain_messages_snapshot(wire, roles):
+        snapshot = PlainSnapshot.of(wire) if adopt else None
+        if snapshot is None or not thread.plain_messages_snapshot(snapshot):
             for message in decode(wire, tuple[msg.Message, ...]):
                 thread._insert(_Entry.of(message))
         thread.version = 0  # (however the messages went in: a loaded thread has not changed yet)

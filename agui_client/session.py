@@ -23,7 +23,7 @@ import attrs
 from attrs import frozen
 
 from . import codec
-from ._plain import plain_messages
+from ._plain import PlainSnapshot
 from .chunks import ChunkExpander
 from .errors import LimitExceeded, ProtocolError, RunFailed, StreamEnded, StreamWarning
 from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
@@ -196,8 +196,8 @@ class RunSession:
             if self._fuse and self._failed is None:
                 plain = codec.plain_large_snapshot(data, self.max_depth)
                 if plain is not None:
-                    value, roles = plain
-                    if self._fused_snapshot(value, roles):
+                    value, snapshot = plain
+                    if self._fused_snapshot(value, snapshot):
                         return []
                     return self._feed_value(value, index)
             large = codec._decode_large(data, self.max_depth)
@@ -314,22 +314,22 @@ class RunSession:
     def _fused_messages_snapshot(self, value: dict[str, Any]) -> bool:
         return self._fused_snapshot(value, None)
 
-    def _fused_snapshot(self, value: dict[str, Any], roles: set[str] | None) -> bool:
+    def _fused_snapshot(self, value: dict[str, Any], snapshot: PlainSnapshot | None) -> bool:
         """Fold a MESSAGES_SNAPSHOT whose messages are all in the plain shape (``agui_client._plain``)
         straight from their JSON: the thread holds them as parsed and builds a typed message when one
         is read. Qualifies: only the messages (and perhaps a valid timestamp), in a running run, no
-        chunk lane open, no id repeated (``roles``: the messages' roles, when already checked)."""
+        chunk lane open, no id repeated (``snapshot``: its messages, when gathered already)."""
         messages = value.get("messages")
         if type(messages) is not list or len(value) != _plain_size(value) or not self._chunks.idle \
                 or not self._verifier.running:
             return False
-        if roles is None:
-            roles = plain_messages(messages)
-            if roles is None:
+        if snapshot is None:
+            snapshot = PlainSnapshot.of(messages)
+            if snapshot is None:
                 return False
-        if not self.state.plain_messages_snapshot(messages, roles):
+        if not self.state.plain_messages_snapshot(snapshot):
             return False
-        self._verifier.seed_plain(messages)
+        self._verifier.seed_plain(snapshot)
         return True
 
     def _fused_text(self, value: dict[str, Any]) -> bool:

@@ -34,15 +34,14 @@ The verifier expects chunks already expanded (:class:`~agui_client.chunks.ChunkE
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Set
-from itertools import repeat
-from operator import itemgetter
+from collections.abc import Callable, Iterable, Mapping, Set
 from types import MappingProxyType
 from typing import Any, Literal
 
 from attrs import define, field, frozen
 from typing_extensions import assert_never
 
+from ._plain import PlainSnapshot
 from .errors import SequenceError, StreamEnded, StreamWarning
 from .types import events as ev
 from .types.messages import ActivityMessage, AssistantMessage, Message, ReasoningMessage, ToolCall
@@ -723,24 +722,27 @@ class RunVerifier:
                         if call.id not in tool_call_run:
                             tool_call_run[call.id] = _SEEDED
 
-    def seed_plain(self, messages: list[dict[str, Any]]) -> None:
+    def seed_plain(self, snapshot: PlainSnapshot) -> None:
         """``_seed(..., authoritative=True)`` for a running run's snapshot of plain message JSON
-        (``agui_client._plain``): no activity messages; the owners read from ``subagentRunId``."""
+        (``agui_client._plain``; its ids unique): no activity messages; the owners read from
+        ``subagentRunId``."""
         run = self._run
-        # A dict operation per record rather than a step per message; the owners are read only when
-        # some message names one (the usual snapshot is all the parent's).
-        owned = any(map(dict.__contains__, messages, repeat("subagentRunId")))
-        others = [message for message in messages if message["role"] != "reasoning"]
-        if len(others) != len(messages):
-            reasoning = [message for message in messages if message["role"] == "reasoning"]
-            run.reasoning_owner.update(_owners(reasoning, owned))
-        run.message_owner.update(_owners(others, owned))
-        self._message_run.update(dict.fromkeys(set(map(_ID, others)) - self._message_run.keys(), _SEEDED))
-        # A call belongs to the message that carries it (the last, for an id repeated).
-        call_owners = {call["id"]: message.get("subagentRunId")
-                       for message in others if "toolCalls" in message for call in message["toolCalls"]}
-        run.tool_call_owner.update(call_owners)
-        self._tool_call_run.update(dict.fromkeys(call_owners.keys() - self._tool_call_run.keys(), _SEEDED))
+        # Dict operations on the ids and on what the snapshot gathered while its messages were fresh in
+        # memory, rather than a step per message; owners are read only when some message names one
+        # (the usual snapshot is all the parent's).
+        messages = snapshot.by_id
+        others: Mapping[str, Any] = messages
+        if snapshot.reasoning:
+            run.reasoning_owner.update(_owners(messages, snapshot.reasoning, snapshot.owned))
+            others = dict.fromkeys(messages)
+            for key in snapshot.reasoning:
+                del others[key]
+        run.message_owner.update(_owners(messages, others, snapshot.owned))
+        seeded = dict.fromkeys(others, _SEEDED)
+        seeded.update(self._message_run)  # (a message this verifier placed in a run keeps its run)
+        self._message_run = seeded
+        run.tool_call_owner.update(snapshot.call_owners)
+        self._tool_call_run.update(dict.fromkeys(snapshot.call_owners.keys() - self._tool_call_run.keys(), _SEEDED))
 
     def _tool_call_known(self, call_id: str) -> bool:
         return call_id in self._tool_call_run or (
@@ -756,14 +758,11 @@ class RunVerifier:
                              run_id=self._run.run_id)
 
 
-_ID = itemgetter("id")
 
 
-def _owners(messages: list[dict[str, Any]], owned: bool) -> Any:
-    """id -> owner records for plain message JSON: each message's ``subagentRunId`` (``owned``), else none."""
-    ids = map(_ID, messages)
-    return zip(ids, [message.get("subagentRunId") for message in messages], strict=True) if owned \
-        else dict.fromkeys(ids)
+def _owners(messages: Mapping[str, dict[str, Any]], ids: Iterable[str], owned: bool) -> dict[str, _Owner]:
+    """id -> owner records for ``ids`` of plain message JSON: each one's ``subagentRunId`` (``owned``), else none."""
+    return {key: messages[key].get("subagentRunId") for key in ids} if owned else dict.fromkeys(ids)
 
 
 # How ``_seed`` files a message: an index into its owner dicts (message, message, reasoning, activity).

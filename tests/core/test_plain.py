@@ -421,3 +421,30 @@ def test_a_shared_dump_loads_as_a_copy() -> None:
 def test_a_stored_state_that_is_not_json_is_refused(adopt: bool) -> None:
     with pytest.raises(ValueError, match="state must be JSON"):
         ThreadState._load({"messages": [], "state": {"seen": {1, 2}}}, adopt=adopt)
+
+
+def test_a_large_snapshot_records_owners_named_in_any_slice(snapshot_history: list[dict[str, Any]]) -> None:
+    """Past the sliced size, what the verifier needs (owners, reasoning ids, tool calls) is gathered slice by
+    slice: an owner named only in the first slice, and later events that meet it, fold as the typed event."""
+    messages = [dict(m) for m in snapshot_history]
+    first_reasoning = next(m for m in messages if m["role"] == "reasoning")
+    first_reasoning["subagentRunId"] = "s1"
+    holder = next(m for m in messages if m["role"] == "assistant" and "toolCalls" in m)
+    holder["subagentRunId"] = "s1"
+    call_id = holder["toolCalls"][0]["id"]
+    later = [m for m in messages if m["role"] == "user"][-1]
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+              {"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "sub"},
+              {"type": "MESSAGES_SNAPSHOT", "messages": messages},
+              {"type": "REASONING_MESSAGE_START", "messageId": first_reasoning["id"], "role": "reasoning",
+               "subagentRunId": "s1"},
+              {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "entityId": call_id,
+               "encryptedValue": "z", "subagentRunId": "s1"},
+              {"type": "TEXT_MESSAGE_START", "messageId": later["id"], "subagentRunId": "s1"}]
+    assert messages.index(holder) < 100 and messages.index(first_reasoning) < 100  # in the first slice
+    assert len(json.dumps(stream[2])) > 256 * 1024
+    fused, typed = _fold(stream, events=False), _fold(stream, events=True)
+    assert fused == typed
+    # s1's reasoning message and call are its own (events 3, 4); the parent's message is not (5, SA-11);
+    # and the stream stops without RUN_FINISHED (6).
+    assert [(index, rule.split("/")[0]) for index, rule, _ in typed[3]] == [(5, "SA-11"), (6, "LC-04")]
