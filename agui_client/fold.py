@@ -1471,20 +1471,22 @@ class ThreadState:
         # once, else as a copy; a message still being streamed into an entry is encoded from the
         # entry; the others (frozen already: messages read before) go through the wire encoders.
         warn = self.warnings
-        entries = self._entries
-        out: list[Any] = [entry.frozen for entry in entries]
-        frozen: list[int] = []
-        for i, held in enumerate(out):
-            if type(held) is dict:
-                if not checked:
-                    out[i] = _copy_json(held)
+        out: list[Any] = []
+        append = out.append
+        frozen: list[int] = []  # where typed messages wait for the wire encoders
+        for entry in self._entries:
+            held = entry.frozen
+            if held is None:
+                encoded = entry.wire(warn)
+                if encoded is not None:
+                    append(encoded)
+                    continue
+                held = entry.freeze(warn)
+            elif type(held) is dict:
+                append(held if checked else _copy_json(held))
                 continue
-            encoded = entries[i].wire(warn) if held is None else None
-            if encoded is None:
-                frozen.append(i)
-                out[i] = entries[i].freeze(warn)
-            else:
-                out[i] = encoded
+            frozen.append(len(out))
+            append(held)
         if not frozen:
             return PlainList(out) if checked else out
         rest = encode_messages([out[i] for i in frozen], checked=checked)
