@@ -346,8 +346,8 @@ class _Entry:
         return built
 
 
-def _add_entries(messages: Iterable[msg.Message], entries: list[_Entry], by_id: dict[str, _Entry],
-                 calls: dict[str, tuple[_Entry, _Call] | _Entry]) -> None:
+def _add_entries(messages: Iterable[msg.Message], entries: list[_Held], by_id: dict[str, _Held],
+                 calls: dict[str, tuple[_Entry, _Call] | _Held]) -> None:
     """``_Entry.of`` for each message (all of a large snapshot's), appended and indexed in one pass."""
     new = _new_entry
     entry_class = _Entry
@@ -370,26 +370,34 @@ def _add_entries(messages: Iterable[msg.Message], entries: list[_Entry], by_id: 
         by_id[message_id] = entry
 
 
-def _add_wire_entries(messages: Iterable[dict[str, Any]], entries: list[_Entry], by_id: dict[str, _Entry],
-                      calls: dict[str, tuple[_Entry, _Call] | _Entry]) -> None:
+def _add_wire_entries(messages: Iterable[dict[str, Any]], entries: list[Any], by_id: dict[str, Any],
+                      calls: dict[str, Any]) -> None:
     """``_add_entries`` for messages in the plain shape, held as their JSON (``agui_client._plain``).
 
-    Only id, role and the JSON are set: the calls (and ``complete``) are made when first read, and the
-    index names the message for each of its calls until then (``ThreadState._call``).
+    The list and the index hold the message dicts themselves until something needs an entry
+    (``ThreadState._materialize`` then makes one for each, in one pass: ``_wire_entry``); the call index
+    names the message for each of its calls.
     """
-    new = _new_entry
-    entry_class = _Entry
     append = entries.append
     for message in messages:
-        entry = new(entry_class)
-        entry.id = message_id = message["id"]
-        entry.role = message["role"]
-        entry.frozen = entry.source = message
         if "toolCalls" in message:
             for call in message["toolCalls"]:
-                calls[call["id"]] = entry
-        append(entry)
-        by_id[message_id] = entry
+                calls[call["id"]] = message
+        append(message)
+        by_id[message["id"]] = message
+
+
+def _role(held: _Held) -> str:
+    return held["role"] if type(held) is dict else held.role  # type: ignore[union-attr]
+
+
+def _wire_entry(message: dict[str, Any]) -> _Entry:
+    """The entry of a message held as plain JSON: id, role and the JSON; the rest made when first read."""
+    entry = _new_entry(_Entry)
+    entry.id = message["id"]
+    entry.role = message["role"]
+    entry.frozen = entry.source = message
+    return entry
 
 
 def _decode_message(wire: dict[str, Any]) -> msg.Message:
@@ -519,11 +527,15 @@ class ThreadState:
                  thread_id: str | None = None, open_interrupts: Iterable[rn.Interrupt] = (),
                  interrupted_run_id: str | None = None) -> None:
         self.thread_id = thread_id
-        self._entries: list[_Entry] = []
-        self._by_id: dict[str, _Entry] = {}
-        # call id -> (the message holding it, the call); or just the message, for a snapshot's message
-        # held as JSON whose calls are made when first looked up (``_call``).
-        self._calls: dict[str, tuple[_Entry, _Call] | _Entry] = {}
+        # A message is an _Entry, or, for a snapshot's or a store's message in the plain shape, its JSON
+        # (a dict) until something needs its entry: then every such message gets one (_materialize),
+        # so a thread that only holds and saves them never makes an object per message.
+        self._entries: list[_Held] = []
+        self._by_id: dict[str, _Held] = {}
+        self._lazy = False  # (whether the list may hold a dict)
+        # call id -> (the message holding it, the call); or just the message (its entry or its JSON),
+        # for a snapshot's message whose calls are made when first looked up (``_call``).
+        self._calls: dict[str, tuple[_Entry, _Call] | _Held] = {}
         # The reference starts every thread from {} and sends it; a delta before any snapshot patches it (SP-04).
         self._state: Any = {} if state is _EMPTY_STATE else _own_json(state)
         # Whether the state is known to hold plain JSON only (what a save may skip checking): true for
@@ -554,7 +566,8 @@ class ThreadState:
     def messages(self) -> tuple[msg.Message, ...]:
         """Every message of the thread, in order (activity messages included)."""
         if self._messages_view is None:
-            self._messages_view = tuple(entry.freeze(self.warnings) for entry in self._entries)
+            self._materialize()
+            self._messages_view = tuple(entry.freeze(self.warnings) for entry in self._made())
         return self._messages_view
 
     @property
@@ -613,17 +626,19 @@ class ThreadState:
 
     def message(self, message_id: str) -> msg.Message | None:
         """The message with this id, if the thread holds one."""
-        entry = self._by_id.get(message_id)
+        entry = self._entry(message_id)
         return None if entry is None else entry.freeze(self.warnings)
 
     def _messages_for(self, message_ids: Iterable[str]) -> tuple[msg.Message, ...]:
         # message() for many ids at once (a run's new messages: all of a large snapshot's)
+        self._materialize()
         get = self._by_id.get
         warn = self.warnings
         found: list[msg.Message] = []
         for message_id in message_ids:
             entry = get(message_id)
             if entry is not None:
+                assert type(entry) is _Entry
                 frozen = entry.frozen
                 found.append(entry.freeze(warn) if frozen is None or isinstance(frozen, dict) else frozen)
         return tuple(found)
@@ -633,10 +648,49 @@ class ThreadState:
         found = self._call(tool_call_id)
         return None if found is None else found[1].freeze(self.warnings)
 
+    def _entry(self, message_id: str) -> _Entry | None:
+        """The entry of the message with this id, if any (made first, with all others held as JSON)."""
+        found = self._by_id.get(message_id)
+        if type(found) is dict:
+            self._materialize()
+            found = self._by_id[message_id]
+        assert not isinstance(found, dict)
+        return found
+
+    def _materialize(self) -> None:
+        """Give every message held as JSON its entry, in one pass (one at a time would cost a search of
+        the list per message)."""
+        if not self._lazy:
+            return
+        self._lazy = False
+        entries = self._entries
+        by_id = self._by_id
+        made: dict[int, _Entry] = {}
+        for i, held in enumerate(entries):
+            if type(held) is dict:
+                entries[i] = entry = made[id(held)] = _wire_entry(held)
+                if by_id.get(entry.id) is held:
+                    by_id[entry.id] = entry
+        calls = self._calls
+        for call_id, holder in calls.items():
+            if type(holder) is dict:
+                # (each such message is in the list, so it has its entry: the entry holds the JSON,
+                # which keeps its id from being reused while this runs)
+                calls[call_id] = made[id(holder)]
+
+    def _made(self) -> list[_Entry]:
+        """The list of entries, once ``_materialize`` has run."""
+        return self._entries  # type: ignore[return-value]
+
     def _call(self, call_id: str) -> tuple[_Entry, _Call] | None:
         found = self._calls.get(call_id)
-        if found is None or type(found) is tuple:
+        if type(found) is tuple or found is None:
             return found
+        if type(found) is dict:
+            self._materialize()
+            found = self._calls.get(call_id)
+            if type(found) is tuple or found is None:
+                return found
         # A snapshot message held as JSON: its calls are made now, and indexed where it holds them.
         assert isinstance(found, _Entry)
         calls = found.calls or ()
@@ -669,7 +723,7 @@ class ThreadState:
 
     def add_message(self, message: msg.Message) -> None:
         """Append a message (a user turn, a tool result …); an existing id is replaced in place."""
-        existing = self._by_id.get(message.id)
+        existing = self._entry(message.id)
         entry = _Entry.of(message)
         if existing is not None:
             self._replace(existing, entry)
@@ -841,7 +895,7 @@ class ThreadState:
 
     def _on_message_start(self, message_id: str, role: str,
                           event: ev.TextMessageStartEvent | ev.ReasoningMessageStartEvent) -> Sequence[StreamWarning]:
-        entry = self._by_id.get(message_id)
+        entry = self._entry(message_id)
         if entry is not None and entry.role == "activity":
             return (self._warning("TX-10", f"message {message_id!r} is an activity message; text events for it dropped",
                                   event),)
@@ -874,7 +928,7 @@ class ThreadState:
 
     def plain_message_end(self, message_id: str) -> bool:
         """TEXT_MESSAGE_END of a held text message."""
-        entry = self._by_id.get(message_id)
+        entry = self._entry(message_id)
         if entry is None or entry.role == "activity":
             return False
         self._close_message(entry)
@@ -884,7 +938,7 @@ class ThreadState:
         """TOOL_CALL_START of a new call, on a held assistant message or a new one."""
         if tool_call_id in self._calls:
             return False  # TC-22: a repeated START
-        parent = self._by_id.get(parent_id if parent_id is not None else tool_call_id)
+        parent = self._entry(parent_id if parent_id is not None else tool_call_id)
         if parent_id is None and parent is not None:
             return False  # the call's own id already names a message
         if parent is not None and parent.role != "assistant":
@@ -933,7 +987,11 @@ class ThreadState:
             call.frozen = None
         else:
             entry = self._by_id.get(entity_id)  # type: ignore[assignment]
-            if entry is None or entry.role == "activity":
+            if type(entry) is not _Entry:  # (not _entry(): a call per delta is felt)
+                if entry is None:
+                    return False
+                entry = self._entry(entity_id)  # type: ignore[assignment]
+            if entry.role == "activity":
                 return False
             if entry.text is None:
                 entry.text = []
@@ -945,7 +1003,7 @@ class ThreadState:
 
     def _on_text_content(self, event: ev.TextMessageContentEvent | ev.ReasoningMessageContentEvent
                          ) -> Sequence[StreamWarning]:
-        entry = self._by_id.get(event.message_id)
+        entry = self._entry(event.message_id)
         if entry is None or entry.role == "activity":
             return (self._warning("TX-10", f"no text message {event.message_id!r} to append to", event),)
         if entry.text is None:
@@ -967,7 +1025,7 @@ class ThreadState:
             entry.text = _whole(entry.text, self.warnings, entry.id)
 
     def _on_message_end(self, event: ev.TextMessageEndEvent | ev.ReasoningMessageEndEvent) -> Sequence[StreamWarning]:
-        entry = self._by_id.get(event.message_id)
+        entry = self._entry(event.message_id)
         if entry is None or entry.role == "activity":
             return (self._warning("TX-10", f"no text message {event.message_id!r} to close", event),)
         self._close_message(entry)
@@ -1014,7 +1072,7 @@ class ThreadState:
         parent_id = event.parent_message_id
         new_id = event.tool_call_id
         if parent_id is not None:
-            parent = self._by_id.get(parent_id)
+            parent = self._entry(parent_id)
             if parent is not None and parent.role == "assistant":
                 return parent
             if parent is not None:
@@ -1084,7 +1142,7 @@ class ThreadState:
             entry.attrs["subagent_run_id"] = subagent_run_id
         if metadata is not None:
             entry.attrs["metadata"] = dict(metadata)
-        existing = self._by_id.get(message_id)
+        existing = self._entry(message_id)
         if existing is not None:
             # One id, one message: a result re-sent under a known id replaces it where it stands.
             self._replace(existing, entry)
@@ -1101,7 +1159,7 @@ class ThreadState:
             return
         position = self._position(found[0]) + 1
         entries = self._entries
-        while position < len(entries) and entries[position].role == "tool":
+        while position < len(entries) and _role(entries[position]) == "tool":
             position += 1
         if position == len(entries):
             self._insert(entry)
@@ -1113,7 +1171,13 @@ class ThreadState:
             run.new_message_ids.append(entry.id)
 
     def _has_result(self, tool_call_id: str) -> bool:
-        return any(e.role == "tool" and e.attrs.get("tool_call_id") == tool_call_id for e in reversed(self._entries))
+        for held in reversed(self._entries):
+            if type(held) is dict:
+                if held["role"] == "tool" and held["toolCallId"] == tool_call_id:
+                    return True
+            elif held.role == "tool" and held.attrs.get("tool_call_id") == tool_call_id:  # type: ignore[union-attr]
+                return True
+        return False
 
     # -- reasoning, activities, snapshots ------------------------------------------------------------
 
@@ -1127,7 +1191,7 @@ class ThreadState:
                 self._changed()
                 return _NO_WARNINGS
         else:
-            entry = self._by_id.get(event.entity_id)
+            entry = self._entry(event.entity_id)
             if entry is not None and entry.role != "activity":
                 entry.attrs["encrypted_value"] = event.encrypted_value
                 entry.touch()
@@ -1137,7 +1201,7 @@ class ThreadState:
             "RS-08", f"no {event.subtype} {event.entity_id!r} for the encrypted value; nothing stored", event),)
 
     def _on_activity_snapshot(self, event: ev.ActivitySnapshotEvent) -> Sequence[StreamWarning]:
-        existing = self._by_id.get(event.message_id)
+        existing = self._entry(event.message_id)
         replace = event.replace is not False
         target: _Entry | None = None
         if existing is None or (replace and existing.role != "activity"):
@@ -1168,7 +1232,7 @@ class ThreadState:
         return _NO_WARNINGS
 
     def _on_activity_delta(self, event: ev.ActivityDeltaEvent) -> Sequence[StreamWarning]:
-        entry = self._by_id.get(event.message_id)
+        entry = self._entry(event.message_id)
         if entry is None:
             return (self._warning("AC-04", f"no activity {event.message_id!r} to patch; delta dropped", event),)
         if entry.role != "activity":
@@ -1243,10 +1307,11 @@ class ThreadState:
         return True
 
     def _merge_snapshot(self, incoming: Mapping[str, Any], roles: set[Any], authority: Any,
-                        add: Callable[[Iterable[Any], list[_Entry], dict[str, _Entry],
-                                       dict[str, tuple[_Entry, _Call] | _Entry]], None]) -> None:
+                        add: Callable[[Iterable[Any], list[_Held], dict[str, _Held],
+                                       dict[str, tuple[_Entry, _Call] | _Held]], None]) -> None:
         # MS-01..MS-06: ``incoming`` (id -> message, typed or plain JSON, in snapshot order) is the
-        # producer's complete list; ``add`` makes entries of the messages the thread did not hold.
+        # producer's complete list; ``add`` makes entries of the messages the thread did not hold
+        # (or holds their JSON: _add_wire_entries).
         has_activity = "activity" in roles
         has_reasoning = "reasoning" in roles
 
@@ -1259,10 +1324,22 @@ class ThreadState:
                 return entry.attrs.get("activity_type") not in authority
             return entry.role == "reasoning" and not has_reasoning
 
-        kept: list[_Entry] = []
-        by_id: dict[str, _Entry] = {}
-        calls: dict[str, tuple[_Entry, _Call] | _Entry] = {}
-        for entry in self._entries:
+        kept: list[_Held] = []
+        by_id: dict[str, _Held] = {}
+        calls: dict[str, tuple[_Entry, _Call] | _Held] = {}
+        lazy = add is _add_wire_entries
+        for held in self._entries:
+            if type(held) is dict:
+                # A message held as JSON (plain: never an activity; no calls if a reasoning message).
+                replacement = incoming.get(held["id"])
+                if replacement is not None:
+                    add((replacement,), kept, by_id, calls)
+                elif held["role"] == "reasoning" and not has_reasoning:
+                    kept.append(held)
+                    by_id[held["id"]] = held
+                    lazy = True
+                continue
+            entry: _Entry = held  # type: ignore[assignment]
             replacement = incoming.get(entry.id)
             if replacement is not None:
                 add((replacement,), kept, by_id, calls)
@@ -1272,18 +1349,20 @@ class ThreadState:
                 if entry.calls:
                     for call in entry.calls:
                         calls[call.id] = (entry, call)
-        held = by_id.keys()  # (read below before ``add`` grows it with the fresh messages)
+        held_ids = by_id.keys()  # (read below before ``add`` grows it with the fresh messages)
         run = self.last_run
-        fresh = [message for key, message in incoming.items() if key not in held] if held else incoming.values()
+        fresh = [message for key, message in incoming.items() if key not in held_ids] if held_ids \
+            else incoming.values()
         if run is not None and not run.terminated:
             # Read from the keys (the ids): a snapshot into a thread that held nothing adds them all.
             before = run.message_ids_before
-            fresh_ids = [key for key in incoming if key not in held] if held else incoming
+            fresh_ids = [key for key in incoming if key not in held_ids] if held_ids else incoming
             run.new_message_ids.extend([key for key in fresh_ids if key not in before] if before else fresh_ids)
         add(fresh, kept, by_id, calls)
         self._entries = kept
         self._by_id = by_id
         self._calls = calls
+        self._lazy = lazy
         self._changed()
 
     # -- runs ----------------------------------------------------------------------------------------
@@ -1401,7 +1480,7 @@ class ThreadState:
         # What was streamed is joined now, as it stands (a cut message is whole as far as it goes), so
         # that its repairs are reported with the run that cut it.
         for message_id in message_ids:
-            entry = self._by_id.get(message_id)
+            entry = self._entry(message_id)
             if entry is not None:
                 entry.complete = False
                 self._incomplete.add(message_id)
@@ -1475,13 +1554,16 @@ class ThreadState:
         append = out.append
         frozen: list[int] = []  # where typed messages wait for the wire encoders
         for entry in self._entries:
-            held = entry.frozen
+            if type(entry) is dict:
+                append(entry if checked else _copy_json(entry))
+                continue
+            held = entry.frozen  # type: ignore[union-attr]
             if held is None:
-                encoded = entry.wire(warn)
+                encoded = entry.wire(warn)  # type: ignore[union-attr]
                 if encoded is not None:
                     append(encoded)
                     continue
-                held = entry.freeze(warn)
+                held = entry.freeze(warn)  # type: ignore[union-attr]
             elif type(held) is dict:
                 append(held if checked else _copy_json(held))
                 continue
@@ -1567,6 +1649,8 @@ _HOT: dict[type, Any] = {
 }
 
 _UNDECLARED: Any = object()
+#: What the thread's list and index hold per message (see ``ThreadState.__init__``).
+_Held = _Entry | dict[str, Any]
 
 
 def _authoritative_activity_types(metadata: Mapping[str, Any] | None) -> Any:

@@ -23,7 +23,7 @@ from agui_client import RunSession, ThreadState, encode, replay
 from agui_client._plain import plain_messages
 from agui_client.codec import collect_warnings, decode
 from agui_client.errors import AguiError
-from agui_client.fold import _add_wire_entries, _Entry
+from agui_client.fold import _Entry, _wire_entry
 from agui_client.types import messages as msg
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,9 +170,7 @@ def test_every_well_formed_message_but_an_activity_is_plain(value: dict[str, Any
 def test_a_plain_message_thaws_as_its_typed_form_does(value: dict[str, Any]) -> None:
     """An entry held as JSON reads the same text, value and attributes as one made from the typed message."""
     typed = decode(value, msg.Message)  # type: ignore[arg-type]
-    held: list[_Entry] = []
-    _add_wire_entries([value], held, {}, {})
-    (from_json,) = held
+    from_json = _wire_entry(value)
     from_typed = _Entry.of(typed)
     assert (from_json.text, from_json.value, from_json.attrs) == (from_typed.text, from_typed.value, from_typed.attrs)
     assert from_json.freeze(None) == typed
@@ -308,17 +306,18 @@ def test_a_large_snapshot_is_held_as_json_and_read_as_typed_messages(snapshot_hi
     body = "".join(f"data: {json.dumps(e, separators=(',', ':'))}\n\n" for e in stream).encode()
     assert len(body) > 256 * 1024  # past the size read slice by slice
     state = replay(body).state
-    assert type(state._entries[0].frozen) is dict  # held as JSON, nothing typed yet
+    assert all(type(held) is dict for held in state._entries)  # held as JSON: no entry, nothing typed yet
     copy = state.dump()["messages"]
     copy[0]["content"] = "changed"
     assert state.dump()["messages"] == snapshot_history  # a dump is the caller's to change
-    assert type(state._entries[0].frozen) is dict
+    assert type(state._entries[0]) is dict
     typed = ThreadState()
     session = RunSession(typed)
     for event in stream:
         session.feed_payload(json.dumps(event).encode())
     session.end()
     assert encode(state.messages) == snapshot_history == encode(typed.messages)
+    assert not any(type(held) is dict for held in state._entries)  # reading made them all, at once
     saved = json.loads(json.dumps(state.dump(share_state=True)))  # what a store writes and reads back
     assert ThreadState.load(saved).messages == typed.messages
 
@@ -398,11 +397,10 @@ def test_a_thread_loaded_from_a_store_holds_its_messages_as_json(snapshot_histor
     store.save("t", state.dump(), expected_version=None)
     with AgentClient("http://127.0.0.1:9/agent", store=store) as client:
         thread = client.thread("t")
-        held = thread.state._entries
-        assert all(type(entry.frozen) is dict for entry in held)  # nothing typed until read
+        assert all(type(held) is dict for held in thread.state._entries)  # no entry, nothing typed until read
         assert encode(thread.state.messages) == snapshot_history
         thread.reload()
-        assert type(thread.state._entries[-1].frozen) is dict
+        assert type(thread.state._entries[-1]) is dict
 
 
 def test_a_shared_dump_loads_as_a_copy() -> None:
