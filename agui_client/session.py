@@ -351,9 +351,13 @@ class RunSession:
         then reports it.
         """
         delta = value.get("delta")
-        if type(delta) is not list or (len(value) != 2 and len(value) != _plain_size(value)) \
-                or not self._chunks.idle or not self._verifier.running:
-            return False  # (two keys are the type and the delta: the size check without a call)
+        if type(delta) is not list or not self._chunks.idle or not self._verifier.running:
+            return False
+        size = len(value)
+        if size != 2:  # _plain_size(), inlined: the type and the delta, and perhaps a valid timestamp
+            stamp = value.get("timestamp")
+            if size != 3 or type(stamp) is not int or not -_MAX_SAFE_INT <= stamp <= _MAX_SAFE_INT:
+                return False
         return self.state.patch_state(delta)
 
     def feed_event(self, event: ev.Event | ev.UnknownEvent | Mapping[str, Any]) -> list[ev.Event | ev.UnknownEvent]:
@@ -588,10 +592,13 @@ def _plain_size(value: dict[str, Any], extra: bool = False) -> int:
     size = 3 if extra else 2
     if "timestamp" in value:
         stamp = value["timestamp"]
-        if type(stamp) is not int or not -codec.MAX_SAFE_INT <= stamp <= codec.MAX_SAFE_INT:
+        if type(stamp) is not int or not -_MAX_SAFE_INT <= stamp <= _MAX_SAFE_INT:
             return -1
         size += 1
     return size
+
+
+_MAX_SAFE_INT = codec.MAX_SAFE_INT
 
 
 def _type_of(event: Any) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agui_client import AguiError, RunSession, ThreadState, encode, replay
@@ -186,6 +186,9 @@ state_patch_ops = st.one_of(
     st.just({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "x"}),
     st.just({"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}),
 ), max_size=20))
+# a timestamp just past, and far past, the safe integers: refused, never folded straight from its JSON
+@example([{"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": 1}], "timestamp": 2**53}])
+@example([{"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": 1}], "timestamp": -(2**60)}])
 def test_fused_state_deltas_match_the_event_path(evs: list[dict[str, Any]]) -> None:
     """STATE_DELTA folded straight from its JSON: the same state, errors, warnings and sync flag as the events.
 
