@@ -30,34 +30,29 @@ def test_operations_apply_in_place_and_in_order() -> None:
     assert doc == {"items": [0, 1, 2, 3], "o": {}, "copy": [0, 1, 2, 3], "moved": 2}
 
 
-def test_a_failing_patch_leaves_the_document_exactly_as_it_was() -> None:
-    doc = {"a": 1, "items": [1, 2, 3], "o": {"k": [1]}}
-    before = copy.deepcopy(doc)
-    with pytest.raises(PatchFailed) as caught:
-        apply_patch(doc, [
-            {"op": "replace", "path": "/a", "value": 2},
-            {"op": "remove", "path": "/items/0"},
-            {"op": "add", "path": "/o/k/-", "value": 9},
-            {"op": "move", "from": "/o", "path": "/p"},
-            {"op": "remove", "path": "/nope"},
-        ])
-    assert caught.value.op_index == 4
-    assert doc == before
+_GENERAL_FAILING = [  # a move: the general applier, with its undo log
+    {"op": "replace", "path": "/a", "value": 2},
+    {"op": "remove", "path": "/items/0"},
+    {"op": "add", "path": "/o/k/-", "value": 9},
+    {"op": "move", "from": "/o", "path": "/p"},
+    {"op": "remove", "path": "/nope"},
+]
+_COMMON_FAILING = [  # adds, replaces and removes below the root: the applier's short path, its own undo log
+    {"op": "replace", "path": "/a", "value": 2},
+    {"op": "remove", "path": "/items/0"},
+    {"op": "add", "path": "/o/k/-", "value": {"n": 9}},
+    {"op": "add", "path": "/o/new", "value": 1},
+    {"op": "replace", "path": "/nope", "value": 3},
+]
 
 
 @pytest.mark.parametrize("adopt", [False, True])
-def test_a_failing_patch_of_common_operations_changes_nothing(adopt: bool) -> None:
-    """Adds, replaces and removes below the root take the applier's short path, with the same undo."""
+@pytest.mark.parametrize("patch", [_GENERAL_FAILING, _COMMON_FAILING], ids=["general", "common"])
+def test_a_failing_patch_leaves_the_document_exactly_as_it_was(patch: list[dict[str, Any]], adopt: bool) -> None:
     doc = {"a": 1, "items": [1, 2, 3], "o": {"k": [1]}}
     before = copy.deepcopy(doc)
     with pytest.raises(PatchFailed) as caught:
-        apply_patch(doc, [
-            {"op": "replace", "path": "/a", "value": 2},
-            {"op": "remove", "path": "/items/0"},
-            {"op": "add", "path": "/o/k/-", "value": {"n": 9}},
-            {"op": "add", "path": "/o/new", "value": 1},
-            {"op": "replace", "path": "/nope", "value": 3},
-        ], adopt_values=adopt)
+        apply_patch(doc, copy.deepcopy(patch), adopt_values=adopt)
     assert caught.value.op_index == 4
     assert doc == before
 
