@@ -194,10 +194,11 @@ class _Entry:
     A snapshot of thousands of messages then costs one small object per message, and the fold's
     hot paths, which read set slots, pay nothing for it.
 
-    A snapshot folded from its JSON (``plain_messages_snapshot``) goes one step further: ``frozen`` and
-    ``source`` hold the message's plain JSON (``agui_client._plain``), and the typed message is built
-    when first read (``freeze``); a save writes the JSON as it is. Whatever changes an entry also
-    clears ``frozen``, so a dict there is always the message as it stands.
+    A snapshot folded from its JSON (``plain_messages_snapshot``) goes further: the thread holds each
+    message's plain JSON (``agui_client._plain``) with no entry at all until one is needed
+    (``ThreadState._materialize``); the entry then made has the JSON in ``frozen`` and ``source``, and
+    the typed message is built when first read (``freeze``); a save writes the JSON as it is. Whatever
+    changes an entry also clears ``frozen``, so a dict there is always the message as it stands.
     """
 
     __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete", "source")
