@@ -231,16 +231,20 @@ class _Entry:
         if name in _LAZY_SLOTS and self.source is not None:
             self._thaw(self.source)
             return object.__getattribute__(self, name)
-        if name in _WIRE_SLOTS and type(self.source) is dict:
-            calls = self.source.get("toolCalls")
-            self.calls = None if calls is None else [_Call.of_wire(call) for call in calls]
+        if name in _WIRE_SLOTS and self.source is not None:  # (never set for a typed entry: its own)
+            source = self.source
+            if type(source) is dict:
+                calls = source.get("toolCalls")
+                self.calls = None if calls is None else [_Call.of_wire(call) for call in calls]
+            else:  # typed since (_type_held), its calls not asked for before
+                typed_calls: tuple[msg.ToolCall, ...] | None = getattr(source, "tool_calls", None)
+                self.calls = None if typed_calls is None else [_Call.of(call) for call in typed_calls]
             self.complete = True
             return object.__getattribute__(self, name)
         raise AttributeError(name)
 
     def _typed(self, wire: dict[str, Any]) -> msg.Message:
         # The typed message of plain JSON held by this entry (plain: decodes without a warning).
-        self.calls  # noqa: B018 - made from the JSON while it is still the source
         message = _decode_message(wire)
         if self.frozen is wire:
             self.frozen = message
@@ -403,6 +407,17 @@ def _wire_entry(message: dict[str, Any]) -> _Entry:
 
 def _decode_message(wire: dict[str, Any]) -> msg.Message:
     return decode(wire, msg.Message)  # type: ignore[arg-type]
+
+
+def _type_held(entries: Iterable[_Entry]) -> None:
+    """Type the messages of these entries still held as plain JSON, in one decode of them all (a decode
+    per message costs several times as much): what reading a thread's messages does first."""
+    waiting = [entry for entry in entries if type(entry.frozen) is dict]
+    if len(waiting) < 2:
+        return
+    typed: tuple[msg.Message, ...] = decode([entry.frozen for entry in waiting], tuple[msg.Message, ...])
+    for entry, message in zip(waiting, typed, strict=True):
+        entry.frozen = entry.source = message
 
 
 # Per message class, the attributes an entry keeps besides id, content and tool calls.
@@ -568,6 +583,7 @@ class ThreadState:
         """Every message of the thread, in order (activity messages included)."""
         if self._messages_view is None:
             self._materialize()
+            _type_held(self._made())
             self._messages_view = tuple(entry.freeze(self.warnings) for entry in self._made())
         return self._messages_view
 
@@ -633,16 +649,11 @@ class ThreadState:
     def _messages_for(self, message_ids: Iterable[str]) -> tuple[msg.Message, ...]:
         # message() for many ids at once (a run's new messages: all of a large snapshot's)
         self._materialize()
-        get = self._by_id.get
+        held = [entry for entry in map(self._by_id.get, message_ids) if entry is not None]
+        made: list[_Entry] = held  # type: ignore[assignment]  # (no JSON left after _materialize)
+        _type_held(made)
         warn = self.warnings
-        found: list[msg.Message] = []
-        for message_id in message_ids:
-            entry = get(message_id)
-            if entry is not None:
-                assert type(entry) is _Entry
-                frozen = entry.frozen
-                found.append(entry.freeze(warn) if frozen is None or isinstance(frozen, dict) else frozen)
-        return tuple(found)
+        return tuple(entry.freeze(warn) for entry in made)
 
     def tool_call(self, tool_call_id: str) -> msg.ToolCall | None:
         """The tool call with this id, if any message holds it."""

@@ -446,3 +446,35 @@ def test_a_large_snapshot_records_owners_named_in_any_slice(snapshot_history: li
     # s1's reasoning message and call are its own (events 3, 4); the parent's message is not (5, SA-11);
     # and the stream stops without RUN_FINISHED (6).
     assert [(index, rule.split("/")[0]) for index, rule, _ in typed[3]] == [(5, "SA-11"), (6, "LC-04")]
+
+
+@pytest.mark.parametrize("read_first", ["messages", "new_messages"])
+def test_messages_typed_in_one_decode_keep_their_tool_calls_for_later_events(read_first: str) -> None:
+    """Reading a thread's messages types every one held as JSON in one decode; a snapshot message's
+    tool calls, not asked for before, are still there for the events that follow (a result placed after
+    its call, an encrypted value for it), exactly as when the snapshot was typed on arrival."""
+    head = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+            {"type": "MESSAGES_SNAPSHOT", "messages": [
+                {"id": "u1", "role": "user", "content": "hi"},
+                {"id": "a1", "role": "assistant", "toolCalls": [
+                    {"id": c, "type": "function", "function": {"name": "f", "arguments": "{}"}} for c in ("c1", "c2")]},
+                {"id": "u2", "role": "user", "content": "later"}]}]
+    tail = [{"type": "TOOL_CALL_RESULT", "messageId": "t2", "toolCallId": "c2", "content": "done"},
+            {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "entityId": "c1", "encryptedValue": "z"},
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}]
+
+    def fold(events: bool) -> tuple[Any, ...]:
+        session = RunSession(events=events)
+        for event in head:
+            session.feed_payload(json.dumps(event).encode())
+        read = session.state.messages if read_first == "messages" else session.result().new_messages
+        assert [m.id for m in read] == ["u1", "a1", "u2"]
+        for event in tail:
+            session.feed_payload(json.dumps(event).encode())
+        result = session.end()
+        return result.state.to_wire(), [w.code for w in result.warnings]
+
+    fused, typed = fold(False), fold(True)
+    assert fused == typed
+    assert [m["id"] for m in fused[0]["messages"]] == ["u1", "a1", "t2", "u2"]
+    assert fused[0]["messages"][1]["toolCalls"][0]["encryptedValue"] == "z"
