@@ -1015,7 +1015,9 @@ class ThreadState:
 
     def _on_text_content(self, event: ev.TextMessageContentEvent | ev.ReasoningMessageContentEvent
                          ) -> Sequence[StreamWarning]:
-        entry = self._entry(event.message_id)
+        entry: _Entry | None = self._by_id.get(event.message_id)  # type: ignore[assignment]
+        if type(entry) is not _Entry and entry is not None:  # (_entry(), inlined: this runs per delta)
+            entry = self._entry(event.message_id)
         if entry is None or entry.role == "activity":
             return (self._warning("TX-10", f"no text message {event.message_id!r} to append to", event),)
         if entry.text is None:
