@@ -478,3 +478,27 @@ def test_messages_typed_in_one_decode_keep_their_tool_calls_for_later_events(rea
     assert fused == typed
     assert [m["id"] for m in fused[0]["messages"]] == ["u1", "a1", "t2", "u2"]
     assert fused[0]["messages"][1]["toolCalls"][0]["encryptedValue"] == "z"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(snapshot, after, after), max_size=10), st.sampled_from([1, 24, 90, 400]))
+# what an earlier slice gathered, met by an event after a later slice gathered more of the same kind
+@example([{"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "r1", "role": "reasoning", "content": "x"},
+                                                      {"id": "m3", "role": "reasoning", "content": "y"}]},
+          {"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning", "subagentRunId": "s2"}], 1)
+@example([{"type": "MESSAGES_SNAPSHOT", "messages": [
+    {"id": m, "role": "assistant", "toolCalls": [{"id": c, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    for m, c in (("a1", "c1"), ("a2", "c2"))]},
+    {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "entityId": "c1", "encryptedValue": "z",
+     "subagentRunId": "s1"}], 1)
+def test_a_snapshot_read_slice_by_slice_folds_as_the_typed_event(evs: list[dict[str, Any]], step: int) -> None:
+    """The sliced reading of large snapshots, forced on every snapshot with slices of every size: what is
+    gathered slice by slice (ids, owners, reasoning ids, calls) folds, saves and continues exactly as the
+    typed event does."""
+    from agui_client import codec
+
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(codec, "_SLICED_MIN", 0)
+        monkeypatch.setattr(codec, "_SLICE", step)
+        assert _fold(stream, events=False) == _fold(stream, events=True)
