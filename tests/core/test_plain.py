@@ -487,7 +487,8 @@ def test_messages_typed_in_one_decode_keep_their_tool_calls_for_later_events(rea
                                                       {"id": "m3", "role": "reasoning", "content": "y"}]},
           {"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning", "subagentRunId": "s2"}], 1)
 @example([{"type": "MESSAGES_SNAPSHOT", "messages": [
-    {"id": m, "role": "assistant", "toolCalls": [{"id": c, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    {"id": m, "role": "assistant",
+     "toolCalls": [{"id": c, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
     for m, c in (("a1", "c1"), ("a2", "c2"))]},
     {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "entityId": "c1", "encryptedValue": "z",
      "subagentRunId": "s1"}], 1)
