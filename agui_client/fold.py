@@ -201,7 +201,7 @@ class _Entry:
     changes an entry also clears ``frozen``, so a dict there is always the message as it stands.
     """
 
-    __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete", "source")
+    __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete", "source", "wire_of")
 
     def __init__(self, message_id: str, role: str) -> None:
         self.id = message_id
@@ -213,6 +213,9 @@ class _Entry:
         self.frozen: msg.Message | dict[str, Any] | None = None  # (plain JSON: see the class docstring)
         self.complete = True
         self.source: msg.Message | dict[str, Any] | None = None  # what a lazy entry reads its other slots from
+        # (typed message, the plain JSON it was decoded from): a save writes the JSON while ``frozen`` is
+        # still that message (anything that changes the entry replaces ``frozen``, so no one clears it).
+        self.wire_of: tuple[msg.Message, dict[str, Any]] | None = None
 
     @classmethod
     def of(cls, message: msg.Message) -> _Entry:
@@ -221,6 +224,7 @@ class _Entry:
         entry.role = message.ROLE
         entry.frozen = entry.source = message
         entry.complete = True
+        entry.wire_of = None
         calls: tuple[msg.ToolCall, ...] | None = getattr(message, "tool_calls", None)
         entry.calls = None if calls is None else [_Call.of(c) for c in calls]
         return entry
@@ -248,6 +252,7 @@ class _Entry:
         message = _decode_message(wire)
         if self.frozen is wire:
             self.frozen = message
+            self.wire_of = (message, wire)
         self.source = message
         return message
 
@@ -364,6 +369,7 @@ def _add_entries(messages: Iterable[msg.Message], entries: list[_Held], by_id: d
         entry.role = message.ROLE
         entry.frozen = entry.source = message
         entry.complete = True
+        entry.wire_of = None
         tool_calls: tuple[msg.ToolCall, ...] | None = getattr(message, "tool_calls", None)
         if tool_calls is None:
             entry.calls = None
@@ -402,6 +408,7 @@ def _wire_entry(message: dict[str, Any]) -> _Entry:
     entry.id = message["id"]
     entry.role = message["role"]
     entry.frozen = entry.source = message
+    entry.wire_of = None
     return entry
 
 
@@ -417,6 +424,7 @@ def _type_held(entries: Iterable[_Entry]) -> None:
         return
     typed: tuple[msg.Message, ...] = decode([entry.frozen for entry in waiting], tuple[msg.Message, ...])
     for entry, message in zip(waiting, typed, strict=True):
+        entry.wire_of = (message, entry.frozen)  # type: ignore[assignment]
         entry.frozen = entry.source = message
 
 
@@ -1581,6 +1589,11 @@ class ThreadState:
             elif type(held) is dict:
                 append(held if checked else _copy_json(held))
                 continue
+            else:
+                cached = entry.wire_of  # type: ignore[union-attr]
+                if cached is not None and cached[0] is held:  # typed from this JSON, unchanged since
+                    append(cached[1] if checked else _copy_json(cached[1]))
+                    continue
             frozen.append(len(out))
             append(held)
         if not frozen:

@@ -472,7 +472,12 @@ def test_messages_typed_in_one_decode_keep_their_tool_calls_for_later_events(rea
         for event in tail:
             session.feed_payload(json.dumps(event).encode())
         result = session.end()
-        return result.state.to_wire(), [w.code for w in result.warnings]
+        # The saves too: a message typed from its JSON is written as that JSON until it changes (a1 did,
+        # and reading the messages again typed it anew).
+        assert len(result.state.messages) == 4
+        saved = json.loads(json.dumps(result.state.dump(share_state=True)))["messages"]
+        assert saved == result.state.dump()["messages"]
+        return result.state.to_wire(), [w.code for w in result.warnings], saved
 
     fused, typed = fold(False), fold(True)
     assert fused == typed
