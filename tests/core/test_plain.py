@@ -358,9 +358,9 @@ def test_a_large_snapshot_that_is_not_all_plain_folds_as_the_typed_event(
 
 # -- a stored thread ---------------------------------------------------------------------------------
 
-def _continue(state: ThreadState, evs: list[dict[str, Any]]) -> tuple[Any, ...]:
+def _continue(state: ThreadState, evs: list[dict[str, Any]], events: bool = False) -> tuple[Any, ...]:
     """Fold another run into ``state`` and say everything about where it ends."""
-    session = RunSession(state, collect_errors=True, events=False)
+    session = RunSession(state, collect_errors=True, events=events)
     for event in [{"type": "RUN_STARTED", "threadId": "t", "runId": "r9"}, *evs]:
         session.feed_payload(json.dumps(event, separators=(",", ":")).encode())
     result = session.end()
@@ -385,6 +385,9 @@ def test_a_stored_thread_held_as_json_reads_and_folds_on_as_the_typed_load(
     assert (adopted.version, adopted.thread_id, adopted.open_interrupts) == (typed.version, typed.thread_id,
                                                                              typed.open_interrupts)
     assert _continue(ThreadState._load(json.loads(record), adopt=True), then) == _continue(typed, then)
+    # Events read as they fold (Thread.stream()): the typed handlers meet the messages held as JSON.
+    assert _continue(ThreadState._load(json.loads(record), adopt=True), then, events=True) \
+        == _continue(ThreadState.load(json.loads(record)), then, events=True)
     assert adopted.messages == ThreadState.load(json.loads(record)).messages
 
 
