@@ -1583,6 +1583,11 @@ class ThreadState:
             if held is None:
                 encoded = entry.wire(warn)  # type: ignore[union-attr]
                 if encoded is not None:
+                    if checked and entry.complete:  # type: ignore[union-attr]
+                        # Kept as the message as it stands (anything that changes the entry clears
+                        # it), so the next save does not build it again: a long conversation's saves
+                        # would otherwise rebuild every earlier message each time.
+                        entry.frozen = encoded  # type: ignore[union-attr]
                     append(encoded)
                     continue
                 held = entry.freeze(warn)  # type: ignore[union-attr]

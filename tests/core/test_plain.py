@@ -511,3 +511,27 @@ def test_a_snapshot_read_slice_by_slice_folds_as_the_typed_event(evs: list[dict[
         monkeypatch.setattr(codec, "_SLICED_MIN", 0)
         monkeypatch.setattr(codec, "_SLICE", step)
         assert _fold(stream, events=False) == _fold(stream, events=True)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(snapshot, after, after, after), max_size=14), st.integers(0, 14), st.booleans())
+@example([{"type": "TEXT_MESSAGE_START", "messageId": "m1"}, {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1",
+          "delta": "a"}, {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+          {"type": "TEXT_MESSAGE_START", "messageId": "m1"}, {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1",
+          "delta": "b"}, {"type": "TEXT_MESSAGE_END", "messageId": "m1"}], 3, False)
+def test_a_save_between_events_changes_no_later_save(evs: list[dict[str, Any]], cut: int, events: bool) -> None:
+    """A save keeps what it built for each finished message (the next save reuses it); a message that
+    changes afterwards (re-opened, answered, encrypted, replaced by a snapshot) is built again: the last
+    save is the one a thread that was never saved in between makes."""
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
+
+    def last_save(save_at: int | None) -> str:
+        session = RunSession(collect_errors=True, events=events)
+        for i, event in enumerate(stream):
+            if i == save_at:
+                session.state.dump(share_state=True)
+            session.feed_payload(json.dumps(event).encode())
+        session.end()
+        return json.dumps(session.state.dump(share_state=True), sort_keys=True)
+
+    assert last_save(cut + 1) == last_save(None)
