@@ -1538,7 +1538,8 @@ class ThreadState:
                 caller that serialises the result at once and never mutates it (the thread's save
                 does): a large state is then not copied once more per save, and the messages (and a
                 state the thread parsed or validated itself, as a shallow top-level copy) come marked
-                as already checked to be plain JSON, which the stores do not walk again.
+                as already checked to be plain JSON, which the stores do not walk again. The message
+                dicts are the thread's own (it keeps them for the next save), never copies.
         """
         return {
             "format": STATE_FORMAT_VERSION,
