@@ -535,3 +535,113 @@ def test_a_save_between_events_changes_no_later_save(evs: list[dict[str, Any]], 
         return json.dumps(session.state.dump(share_state=True), sort_keys=True)
 
     assert last_save(cut + 1) == last_save(None)
+
+
+# -- saves that splice a large snapshot's text ----------------------------------------------------
+
+def _large_stream(messages: list[dict[str, Any]], *after: dict[str, Any]) -> bytes:
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+              {"type": "MESSAGES_SNAPSHOT", "messages": messages}, *after,
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}]
+    body = "".join(f"data: {json.dumps(e, separators=(',', ':'), ensure_ascii=False)}\n\n" for e in stream).encode()
+    assert len(body) > 256 * 1024  # past the size read slice by slice
+    return body
+
+
+@pytest.mark.parametrize("later", ["nothing", "a snapshot message changed", "messages read", "a second snapshot"])
+def test_a_save_writes_an_unchanged_snapshot_as_it_arrived(snapshot_history: list[dict[str, Any]],
+                                                           later: str) -> None:
+    """A store that writes through orjson gets runs of a large snapshot's messages as the JSON text they
+    arrived as; the record reads back exactly as the one written message by message, whatever happened
+    to the thread in between (a changed message, messages read and typed, another snapshot)."""
+    from agui_client._wire import SplicedList
+    from agui_client.stores.base import _decode_record, _encode_data
+
+    after: list[dict[str, Any]] = []
+    if later == "a snapshot message changed":
+        after = [{"type": "TEXT_MESSAGE_START", "messageId": snapshot_history[5]["id"]},
+                 {"type": "TEXT_MESSAGE_CONTENT", "messageId": snapshot_history[5]["id"], "delta": " more"},
+                 {"type": "TEXT_MESSAGE_END", "messageId": snapshot_history[5]["id"]}]
+        assert snapshot_history[5]["role"] in ("user", "assistant", "system", "developer")
+    if later == "a second snapshot":
+        after = [{"type": "MESSAGES_SNAPSHOT", "messages": snapshot_history[:10]}]
+    state = replay(_large_stream(snapshot_history, *after)).state
+    if later == "messages read":
+        assert len(state.messages) == len(snapshot_history)
+    record = state._dump(True, spliced=True)
+    plain = json.loads(json.dumps(state.dump()))
+    # (a change or a read makes every message's entry: the thread then writes them one by one)
+    assert (type(record["messages"]) is SplicedList) == (later == "nothing")
+    text = _encode_data("t", record)
+    assert _decode_record("t", version=1, text=text, claim=None, format=1).data == plain
+
+
+def test_a_spliced_record_falls_back_whole_when_orjson_cannot_write_it(snapshot_history: list[dict[str, Any]]) -> None:
+    from agui_client._wire import SplicedList
+    from agui_client.stores.base import _encode_data
+
+    state = replay(_large_stream(snapshot_history)).state
+    record = state._dump(True, spliced=True)
+    assert type(record["messages"]) is SplicedList
+    record["huge"] = 2**70  # beyond orjson's integers: the stdlib writes the record, item by item
+    assert json.loads(_encode_data("t", record)) == {**json.loads(json.dumps(state.dump())), "huge": 2**70}
+
+
+def test_only_our_stores_are_handed_spliced_messages(snapshot_history: list[dict[str, Any]],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store that saves in its own way (here a subclass overriding ``save``) gets plain JSON, never a
+    Fragment; ours get the spliced list, and both write the same record."""
+    from agui_client import AgentClient
+    from agui_client._wire import SplicedList
+    from agui_client.stores import MemoryStore, memory
+    from agui_client.testing import serve
+
+    written: list[type] = []
+    encode_data = memory._encode_data
+    monkeypatch.setattr(memory, "_encode_data", lambda thread_id, data: (
+        written.append(type(data["messages"])), encode_data(thread_id, data))[1])
+
+    class OwnSave(MemoryStore):
+        def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+            json.dumps(data)  # the stdlib encoder: it would refuse a Fragment
+            return super().save(thread_id, data, expected_version=expected_version)
+
+    class Inherited(MemoryStore):
+        pass
+
+    body = _large_stream(snapshot_history)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": body})
+
+    records = []
+    with serve(app) as server:
+        for store in (OwnSave(), Inherited()):
+            with AgentClient(server.url, store=store) as client:
+                client.thread("t").run(run_id="r1")
+            records.append(json.loads(json.dumps(store.load("t").data)))
+    assert written[0] is not SplicedList and written[1] is SplicedList
+    assert records[0] == records[1]
+
+
+def test_a_slice_written_with_escapes_is_saved_message_by_message(snapshot_history: list[dict[str, Any]]) -> None:
+    """A producer that escapes non-ASCII (``\\u00e9``) gets those slices written by orjson: a record with an
+    escape would be read back by the slower stdlib parser. (Here every slice holds one.)"""
+    from agui_client._wire import SplicedList
+    from agui_client.stores.base import _encode_data
+
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+              {"type": "MESSAGES_SNAPSHOT", "messages": snapshot_history},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}]
+    body = "".join(f"data: {json.dumps(e, separators=(',', ':'))}\n\n" for e in stream).encode()
+    assert b"\\u" in body and len(body) > 256 * 1024
+    state = replay(body).state
+    record = state._dump(True, spliced=True)
+    assert type(record["messages"]) is not SplicedList
+    text = _encode_data("t", record)
+    assert b"\\u" not in text
+    assert json.loads(text) == json.loads(json.dumps(state.dump()))
