@@ -74,12 +74,13 @@ class PlainSnapshot:
         owned: whether any message names a ``subagentRunId``.
         call_owners: each tool call's id -> the ``subagentRunId`` of the message holding it (the last
             message, for a call id repeated).
-        texts: for a large snapshot read slice by slice, each slice's JSON text (its messages,
-            comma-separated, as they arrived and as proved to read exactly) with the messages read from
-            it, for a save that writes those messages as that text while the thread holds them unchanged.
+        text: for a large snapshot read slice by slice, the event's JSON text as it arrived.
+        texts: where in ``text`` each slice's messages lie (comma-separated, proved to read exactly),
+            with the messages read from them: a save may write those messages as that text while the
+            thread holds them unchanged.
     """
 
-    __slots__ = ("by_id", "count", "roles", "reasoning", "owned", "call_owners", "texts")
+    __slots__ = ("by_id", "count", "roles", "reasoning", "owned", "call_owners", "text", "texts")
 
     def __init__(self) -> None:
         self.by_id: dict[str, dict[str, Any]] = {}
@@ -88,7 +89,8 @@ class PlainSnapshot:
         self.reasoning: list[str] = []
         self.owned = False
         self.call_owners: dict[str, str | None] = {}
-        self.texts: list[tuple[bytes, list[dict[str, Any]]]] = []
+        self.text = b""
+        self.texts: list[tuple[int, int, list[dict[str, Any]]]] = []
 
     @classmethod
     def of(cls, items: Any) -> PlainSnapshot | None:

@@ -1593,7 +1593,7 @@ def plain_large_snapshot(raw: bytes | str, max_depth: int) -> tuple[dict[str, An
     The parsed messages are returned as they are, for a fold that holds them as JSON.
     """
     snapshot = PlainSnapshot()
-    texts: list[bytes] = []
+    spans: list[tuple[int, int]] = []
 
     def keep(items: list[Any]) -> list[Any]:
         if not snapshot.add(items):
@@ -1601,27 +1601,27 @@ def plain_large_snapshot(raw: bytes | str, max_depth: int) -> tuple[dict[str, An
         return items
 
     try:
-        read = _read_large(raw, max_depth, keep, texts)
+        read = _read_large(raw, max_depth, keep, spans)
     except _Fallback:
         return None
     if read is None:
         return None
     parts, value = read
-    # A slice's text may go into a saved record as it came (see PlainSnapshot.texts); not one holding a
-    # \u escape, since a record with one is read back by the slower stdlib parser.
-    snapshot.texts = [(text, items) for text, items in zip(texts, parts, strict=False)
-                      if items and b"\\u" not in text]
+    # A slice's text may go into a saved record as it came (see PlainSnapshot.texts).
+    assert type(raw) is bytes  # (_read_large reads bytes only)
+    snapshot.text = raw
+    snapshot.texts = [(start, end, items) for (start, end), items in zip(spans, parts, strict=False) if items]
     value["messages"] = parts[0] if len(parts) == 1 else list(itertools.chain.from_iterable(parts))
     return value, snapshot
 
 
 def _read_large(raw: bytes | str, max_depth: int, build: Callable[[Any], Any],
-                texts: list[bytes] | None = None) -> tuple[list[Any], dict[str, Any]] | None:
+                spans: list[tuple[int, int]] | None = None) -> tuple[list[Any], dict[str, Any]] | None:
     """The slices of a large ``MESSAGES_SNAPSHOT``, each passed through ``build`` (which may raise
     ``_Fallback``), and the rest of the event's JSON (its ``messages`` emptied); ``None`` if in doubt.
 
-    ``texts``, when given, receives each slice's JSON text (its messages, comma-separated) in order:
-    one for each part but the last, which is read with the rest of the event."""
+    ``spans``, when given, receives where each slice's JSON text (its messages, comma-separated) lies
+    in ``raw``, in order: one for each part but the last, which is read with the rest of the event."""
     if (type(raw) is not bytes or len(raw) < _SLICED_MIN or not raw.startswith(_SNAPSHOT_HEAD)
             or _orjson is None or _ORJSON_WRITE_DEPTH is None or max_depth <= _ORJSON_WRITE_DEPTH):
         return None
@@ -1634,8 +1634,7 @@ def _read_large(raw: bytes | str, max_depth: int, build: Callable[[Any], Any],
         cut = find(_MESSAGE_BOUNDARY, search)
         if cut < 0:
             break
-        inner = raw[start:cut + 1]
-        piece = b"[" + inner + b"]"
+        piece = b"[" + raw[start:cut + 1] + b"]"
         try:
             items = loads(piece)
         except failed:
@@ -1647,9 +1646,9 @@ def _read_large(raw: bytes | str, max_depth: int, build: Callable[[Any], Any],
         if not _proved_plain(piece, items):
             return None
         parts.append(build(items))
-        if texts is not None:
-            texts.append(inner)
-        del items, piece, inner
+        if spans is not None:
+            spans.append((start, cut + 1))
+        del items, piece
         start = cut + 2
         search = start + _SLICE
         misses = 0

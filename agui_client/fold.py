@@ -558,8 +558,10 @@ class ThreadState:
         self._entries: list[_Held] = []
         self._by_id: dict[str, _Held] = {}
         self._lazy = False  # (whether the list may hold a dict)
-        # A large plain snapshot's slices: (JSON text, the messages read from it), for saves (_spliced).
-        self._texts: list[tuple[bytes, list[dict[str, Any]]]] = []
+        # A large plain snapshot's JSON text and its slices (start, end, the messages read from them),
+        # for saves (_spliced).
+        self._text = b""
+        self._texts: list[tuple[int, int, list[dict[str, Any]]]] = []
         # call id -> (the message holding it, the call); or just the message (its entry or its JSON),
         # for a snapshot's message whose calls are made when first looked up (``_call``).
         self._calls: dict[str, tuple[_Entry, _Call] | _Held] = {}
@@ -686,7 +688,7 @@ class ThreadState:
         if not self._lazy:
             return
         self._lazy = False
-        self._texts = []
+        self._text, self._texts = b"", []
         entries = self._entries
         by_id = self._by_id
         made: dict[int, _Entry] = {}
@@ -1330,7 +1332,7 @@ class ThreadState:
         if not snapshot.unique:
             return False
         self._merge_snapshot(snapshot.by_id, snapshot.roles, _UNDECLARED, _add_wire_entries)
-        self._texts = snapshot.texts
+        self._text, self._texts = snapshot.text, snapshot.texts
         return True
 
     def _merge_snapshot(self, incoming: Mapping[str, Any], roles: set[Any], authority: Any,
@@ -1341,7 +1343,7 @@ class ThreadState:
         # (or holds their JSON: _add_wire_entries).
         has_activity = "activity" in roles
         has_reasoning = "reasoning" in roles
-        self._texts = []
+        self._text, self._texts = b"", []
 
         def keep_local(entry: _Entry) -> bool:
             if entry.role == "activity":
@@ -1629,10 +1631,13 @@ class ThreadState:
         # writing thousands of messages again (the one case is a thread whose snapshot was not read).
         assert _orjson is not None  # (slices are read only with orjson)
         fragment = _orjson.Fragment
+        text = self._text
         pieces: list[Any] = []
         position = 0
         where: dict[int, int] | None = None
-        for text, items in self._texts:
+        for begin, end_of_text, items in self._texts:
+            if text.find(b"\\u", begin, end_of_text) >= 0:
+                continue  # an escape: a record holding one is read back by the slower stdlib parser
             start = position
             if start >= len(out) or out[start] is not items[0]:
                 if where is None:  # (the runs are usually contiguous: an index only when one is not)
@@ -1644,7 +1649,7 @@ class ThreadState:
             if end > len(out) or not all(map(operator.is_, out[start:end], items)):
                 continue
             pieces += out[position:start]
-            pieces.append(fragment(text))
+            pieces.append(fragment(text[begin:end_of_text]))
             position = end
         if position == 0:
             return PlainList(out)
