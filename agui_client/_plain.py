@@ -74,13 +74,9 @@ class PlainSnapshot:
         owned: whether any message names a ``subagentRunId``.
         call_owners: each tool call's id -> the ``subagentRunId`` of the message holding it (the last
             message, for a call id repeated).
-        text: for a large snapshot read slice by slice, the event's JSON text as it arrived.
-        texts: where in ``text`` each slice's messages lie (comma-separated, proved to read exactly),
-            with the messages read from them: a save may write those messages as that text while the
-            thread holds them unchanged.
     """
 
-    __slots__ = ("by_id", "count", "roles", "reasoning", "owned", "call_owners", "text", "texts")
+    __slots__ = ("by_id", "count", "roles", "reasoning", "owned", "call_owners")
 
     def __init__(self) -> None:
         self.by_id: dict[str, dict[str, Any]] = {}
@@ -89,8 +85,6 @@ class PlainSnapshot:
         self.reasoning: list[str] = []
         self.owned = False
         self.call_owners: dict[str, str | None] = {}
-        self.text = b""
-        self.texts: list[tuple[int, int, list[dict[str, Any]]]] = []
 
     @classmethod
     def of(cls, items: Any) -> PlainSnapshot | None:

@@ -23,7 +23,7 @@ import attrs
 from . import codec
 from .types import messages as msg
 
-__all__ = ["PlainDict", "PlainList", "SplicedList", "encode_messages", "plain_json"]
+__all__ = ["PlainDict", "PlainList", "encode_messages", "plain_json"]
 
 
 class PlainList(list):  # type: ignore[type-arg]
@@ -35,18 +35,6 @@ class PlainList(list):  # type: ignore[type-arg]
 
 class PlainDict(dict):  # type: ignore[type-arg]
     """A dict of wire values already known to be plain JSON (a shallow copy; see :class:`PlainList`)."""
-
-
-class SplicedList(PlainList):
-    """A :class:`PlainList` of messages in which a run of them may be one ``orjson.Fragment`` holding
-    their JSON text as it arrived, for a writer that serialises with orjson (the stores' ``_encode_data``);
-    ``whole`` is the same list item by item, for any other."""
-
-    __slots__ = ("whole",)
-
-    def __init__(self, items: Iterable[Any], whole: list[Any]) -> None:
-        super().__init__(items)
-        self.whole = whole
 
 
 def plain_json(value: Any) -> bool:
@@ -70,8 +58,7 @@ def plain_json(value: Any) -> bool:
             items = (node,)
         for item in items:
             kind = type(item)
-            if kind is str or kind is int or item is None or kind is bool or kind is PlainList or kind is PlainDict \
-                    or kind is SplicedList:
+            if kind is str or kind is int or item is None or kind is bool or kind is PlainList or kind is PlainDict:
                 continue
             if kind is float:
                 if not finite(item):

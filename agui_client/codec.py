@@ -1593,7 +1593,6 @@ def plain_large_snapshot(raw: bytes | str, max_depth: int) -> tuple[dict[str, An
     The parsed messages are returned as they are, for a fold that holds them as JSON.
     """
     snapshot = PlainSnapshot()
-    spans: list[tuple[int, int]] = []
 
     def keep(items: list[Any]) -> list[Any]:
         if not snapshot.add(items):
@@ -1601,27 +1600,20 @@ def plain_large_snapshot(raw: bytes | str, max_depth: int) -> tuple[dict[str, An
         return items
 
     try:
-        read = _read_large(raw, max_depth, keep, spans)
+        read = _read_large(raw, max_depth, keep)
     except _Fallback:
         return None
     if read is None:
         return None
     parts, value = read
-    # A slice's text may go into a saved record as it came (see PlainSnapshot.texts).
-    assert type(raw) is bytes  # (_read_large reads bytes only)
-    snapshot.text = raw
-    snapshot.texts = [(start, end, items) for (start, end), items in zip(spans, parts, strict=False) if items]
     value["messages"] = parts[0] if len(parts) == 1 else list(itertools.chain.from_iterable(parts))
     return value, snapshot
 
 
-def _read_large(raw: bytes | str, max_depth: int, build: Callable[[Any], Any],
-                spans: list[tuple[int, int]] | None = None) -> tuple[list[Any], dict[str, Any]] | None:
+def _read_large(raw: bytes | str, max_depth: int,
+                build: Callable[[Any], Any]) -> tuple[list[Any], dict[str, Any]] | None:
     """The slices of a large ``MESSAGES_SNAPSHOT``, each passed through ``build`` (which may raise
-    ``_Fallback``), and the rest of the event's JSON (its ``messages`` emptied); ``None`` if in doubt.
-
-    ``spans``, when given, receives where each slice's JSON text (its messages, comma-separated) lies
-    in ``raw``, in order: one for each part but the last, which is read with the rest of the event."""
+    ``_Fallback``), and the rest of the event's JSON (its ``messages`` emptied); ``None`` if in doubt."""
     if (type(raw) is not bytes or len(raw) < _SLICED_MIN or not raw.startswith(_SNAPSHOT_HEAD)
             or _orjson is None or _ORJSON_WRITE_DEPTH is None or max_depth <= _ORJSON_WRITE_DEPTH):
         return None
@@ -1646,8 +1638,6 @@ def _read_large(raw: bytes | str, max_depth: int, build: Callable[[Any], Any],
         if not _proved_plain(piece, items):
             return None
         parts.append(build(items))
-        if spans is not None:
-            spans.append((start, cut + 1))
         del items, piece
         start = cut + 2
         search = start + _SLICE

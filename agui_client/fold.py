@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import json
-import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -26,7 +25,7 @@ from attrs import frozen
 
 from ._build import builder
 from ._plain import PlainSnapshot
-from ._wire import PlainDict, PlainList, SplicedList, encode_messages, plain_json
+from ._wire import PlainDict, PlainList, encode_messages, plain_json
 from .codec import _orjson, decode, encode, parse_json
 from .codec import _wire_name as codec_wire_name
 from .errors import ProtocolError, StreamWarning
@@ -558,10 +557,6 @@ class ThreadState:
         self._entries: list[_Held] = []
         self._by_id: dict[str, _Held] = {}
         self._lazy = False  # (whether the list may hold a dict)
-        # A large plain snapshot's JSON text and its slices (start, end, the messages read from them),
-        # for saves (_spliced).
-        self._text = b""
-        self._texts: list[tuple[int, int, list[dict[str, Any]]]] = []
         # call id -> (the message holding it, the call); or just the message (its entry or its JSON),
         # for a snapshot's message whose calls are made when first looked up (``_call``).
         self._calls: dict[str, tuple[_Entry, _Call] | _Held] = {}
@@ -688,7 +683,6 @@ class ThreadState:
         if not self._lazy:
             return
         self._lazy = False
-        self._text, self._texts = b"", []
         entries = self._entries
         by_id = self._by_id
         made: dict[int, _Entry] = {}
@@ -1332,7 +1326,6 @@ class ThreadState:
         if not snapshot.unique:
             return False
         self._merge_snapshot(snapshot.by_id, snapshot.roles, _UNDECLARED, _add_wire_entries)
-        self._text, self._texts = snapshot.text, snapshot.texts
         return True
 
     def _merge_snapshot(self, incoming: Mapping[str, Any], roles: set[Any], authority: Any,
@@ -1343,7 +1336,6 @@ class ThreadState:
         # (or holds their JSON: _add_wire_entries).
         has_activity = "activity" in roles
         has_reasoning = "reasoning" in roles
-        self._text, self._texts = b"", []
 
         def keep_local(entry: _Entry) -> bool:
             if entry.role == "activity":
@@ -1549,16 +1541,11 @@ class ThreadState:
                 as already checked to be plain JSON, which the stores do not walk again. The message
                 dicts are the thread's own (it keeps them for the next save), never copies.
         """
-        return self._dump(share_state, spliced=False)
-
-    def _dump(self, share_state: bool, *, spliced: bool) -> dict[str, Any]:
-        # ``spliced``: for a store that writes with orjson (``stores.base._encode_data``), runs of a
-        # snapshot's messages may be their JSON text as it arrived (see ``_spliced``).
         return {
             "format": STATE_FORMAT_VERSION,
             "threadId": self.thread_id,
             # Built directly, and marked as checked plain JSON for a save that serialises at once.
-            "messages": self._wire_messages(share_state, spliced),
+            "messages": self._wire_messages(share_state),
             "state": self._shared_state() if share_state else _copy_json(self._state),
             "stateInSync": self.state_in_sync,
             "openInterrupts": encode(self._open_interrupts),
@@ -1581,7 +1568,7 @@ class ThreadState:
                 return PlainList(state)
         return state
 
-    def _wire_messages(self, checked: bool, spliced: bool = False) -> list[Any]:
+    def _wire_messages(self, checked: bool) -> list[Any]:
         # A message held as plain JSON (a snapshot's) goes out as it is for a save that writes it at
         # once, else as a copy; a message still being streamed into an entry is encoded from the
         # entry; the others (frozen already: messages read before) go through the wire encoders.
@@ -1615,46 +1602,12 @@ class ThreadState:
                     continue
             frozen.append(len(out))
             append(held)
-        if frozen:
-            rest = encode_messages([out[i] for i in frozen], checked=checked)
-            for i, encoded in zip(frozen, rest, strict=True):
-                out[i] = encoded
-            if type(rest) is not PlainList:
-                return out
-        if not checked:
-            return out
-        return self._spliced(out) if spliced and self._texts else PlainList(out)
-
-    def _spliced(self, out: list[Any]) -> PlainList:
-        # Each run of a large snapshot's messages the thread still holds as they arrived, in order,
-        # goes out as the slice's JSON text (orjson.Fragment): a save then copies it instead of
-        # writing thousands of messages again (the one case is a thread whose snapshot was not read).
-        assert _orjson is not None  # (slices are read only with orjson)
-        fragment = _orjson.Fragment
-        text = self._text
-        pieces: list[Any] = []
-        position = 0
-        where: dict[int, int] | None = None
-        for begin, end_of_text, items in self._texts:
-            if text.find(b"\\u", begin, end_of_text) >= 0:
-                continue  # an escape: a record holding one is read back by the slower stdlib parser
-            start = position
-            if start >= len(out) or out[start] is not items[0]:
-                if where is None:  # (the runs are usually contiguous: an index only when one is not)
-                    where = {id(item): i for i, item in enumerate(out)}
-                start = where.get(id(items[0]), -1)
-                if start < position:
-                    continue
-            end = start + len(items)
-            if end > len(out) or not all(map(operator.is_, out[start:end], items)):
-                continue
-            pieces += out[position:start]
-            pieces.append(fragment(text[begin:end_of_text]))
-            position = end
-        if position == 0:
-            return PlainList(out)
-        pieces += out[position:]
-        return SplicedList(pieces, out)
+        if not frozen:
+            return PlainList(out) if checked else out
+        rest = encode_messages([out[i] for i in frozen], checked=checked)
+        for i, encoded in zip(frozen, rest, strict=True):
+            out[i] = encoded
+        return PlainList(out) if checked and type(rest) is PlainList else out
 
     @classmethod
     def load(cls, data: Mapping[str, Any]) -> ThreadState:

@@ -73,14 +73,6 @@ class _ThreadCore:
         self._take(store.load(thread_id))
         self._owner = f"{uuid.uuid4()}"
 
-    @property
-    def _splicing(self) -> bool:
-        # Whether the store writes records through stores.base._encode_data, which takes messages as
-        # the JSON text they arrived as (SplicedList); a store's own save gets plain JSON only.
-        from .stores.base import SPLICING_SAVES
-
-        return getattr(type(self._store), "save", None) in SPLICING_SAVES
-
     def _take(self, stored: StoredThread | None) -> None:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
         if stored is not None:
@@ -425,7 +417,7 @@ class Thread(_ThreadCore):
 
     def _save(self, session: RunSession) -> None:
         try:
-            self._version = self._store.save(self.id, self._state._dump(True, spliced=self._splicing),
+            self._version = self._store.save(self.id, self._state.dump(share_state=True),
                                              expected_version=self._version)
         except ConcurrentResume as exc:
             exc.result = session.result()
@@ -569,8 +561,7 @@ class AsyncThread(_ThreadCore):
     async def _save(self, session: RunSession) -> None:
         try:
             # Serialised by the store before this run's generator resumes, so sharing the state is safe.
-            self._version = await asyncio.to_thread(self._store.save, self.id,
-                                                    self._state._dump(True, spliced=self._splicing),
+            self._version = await asyncio.to_thread(self._store.save, self.id, self._state.dump(share_state=True),
                                                     expected_version=self._version)
         except ConcurrentResume as exc:
             exc.result = session.result()

@@ -18,7 +18,6 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from attrs import frozen
 from typing_extensions import Self
 
-from .._wire import SplicedList
 from .._wire import plain_json as _plain_json
 from ..codec import _DIGITS_ONLY, _LONG_DIGIT_RUN, _has_float, _orjson
 from ..errors import ConcurrentResume, StoreError
@@ -213,43 +212,24 @@ def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
         raise StoreError(f"thread {thread_id!r}: data must be a mapping, not {type(data).__name__}",
                          thread_id=thread_id)
     record = data if type(data) is dict else dict(data)
-    messages = record.get("messages")
-    if type(messages) is SplicedList:
-        # Runs of messages as the JSON they arrived as (orjson.Fragment): orjson writes them as they
-        # are; any other writer gets the list item by item.
-        blob = _orjson_exact(record)
-        if blob is not None:
-            return blob
-        record = {**record, "messages": messages.whole}
-    blob = _orjson_exact(record)
-    if blob is not None:
-        return blob
+    if _orjson is not None:
+        # Five to nine times faster than the stdlib encoder, with one output buffer instead of its
+        # chunk list plus the joined text. orjson also writes what json.dumps refuses (NaN as null,
+        # datetimes, dataclasses …): the scan sends any of those to the stdlib path, which decides.
+        # It runs second because orjson's own refusals (cycles, lone surrogates, non-str keys,
+        # integers beyond 64 bits) are what guarantee the scan a finite, acyclic tree; messages
+        # from dump(share_state=True) were checked while they were built and are not walked again.
+        try:
+            blob: bytes = _orjson.dumps(record)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if _plain_json(record):
+                return blob
     try:
         return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StoreError(f"thread {thread_id!r}: data is not JSON-ready: {exc}", thread_id=thread_id) from exc
-
-
-#: The ``save`` methods that write a record through ``_encode_data`` (ours, not overridden): a thread may
-#: hand them runs of messages as JSON text (``SplicedList``); any other store gets plain JSON only.
-SPLICING_SAVES: set[Any] = set()
-
-
-def _orjson_exact(record: dict[str, Any]) -> bytes | None:
-    """orjson's writing of ``record`` when it writes it exactly; ``None`` for the stdlib path to decide."""
-    if _orjson is None:
-        return None
-    # Five to nine times faster than the stdlib encoder, with one output buffer instead of its
-    # chunk list plus the joined text. orjson also writes what json.dumps refuses (NaN as null,
-    # datetimes, dataclasses …): the scan sends any of those to the stdlib path, which decides.
-    # It runs second because orjson's own refusals (cycles, lone surrogates, non-str keys,
-    # integers beyond 64 bits) are what guarantee the scan a finite, acyclic tree; messages
-    # from dump(share_state=True) were checked while they were built and are not walked again.
-    try:
-        blob: bytes = _orjson.dumps(record)
-    except TypeError:  # orjson.JSONEncodeError
-        return None
-    return blob if _plain_json(record) else None
 
 
 def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str | None,

@@ -8,7 +8,7 @@ from typing import Any
 
 from attrs import frozen
 
-from .base import SPLICING_SAVES, Head, Operation, StoredThread, _check_owner, _closed, _decode_record, _encode_data
+from .base import Head, Operation, StoredThread, _check_owner, _closed, _decode_record, _encode_data
 from .base import _StoreBase as _Base
 from .base import check_write as _check_write
 
@@ -125,6 +125,3 @@ class MemoryStore(_Base):
         record = self._records.get(thread_id)
         return _check_write(thread_id, None if record is None else record.head, operation,
                             expected_version=expected_version, owner=owner)
-
-
-SPLICING_SAVES.add(MemoryStore.save)

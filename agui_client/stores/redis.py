@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 from .base import (
-    SPLICING_SAVES,
     STORE_FORMAT_VERSION,
     Head,
     Operation,
@@ -212,6 +211,3 @@ class RedisStore(_Base):
 def _text(value: Any) -> str:
     # Clients made with decode_responses=True answer str, the others bytes.
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
-SPLICING_SAVES.add(RedisStore.save)

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..errors import StoreError
-from .base import SPLICING_SAVES, Head, Operation, StoredThread, _check_owner, _closed, _decode_record, _encode_data
+from .base import Head, Operation, StoredThread, _check_owner, _closed, _decode_record, _encode_data
 from .base import _StoreBase as _Base
 from .base import check_write as _check_write
 
@@ -256,6 +256,3 @@ class SqliteStore(_Base):
                 self._idle.append(conn)
                 return
         conn.close()
-
-
-SPLICING_SAVES.add(SqliteStore.save)
