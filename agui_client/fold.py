@@ -655,10 +655,15 @@ class ThreadState:
         return None if entry is None else entry.freeze(self.warnings)
 
     def _messages_for(self, message_ids: Iterable[str]) -> tuple[msg.Message, ...]:
-        # message() for many ids at once (a run's new messages: all of a large snapshot's)
-        self._materialize()
-        held = [entry for entry in map(self._by_id.get, message_ids) if entry is not None]
-        made: list[_Entry] = held  # type: ignore[assignment]  # (no JSON left after _materialize)
+        # message() for many ids at once (a run's new messages: all of a large snapshot's). Entries are
+        # made only if one of these messages is held as JSON: a run's few streamed messages in a long
+        # stored thread leave the rest as they are.
+        get = self._by_id.get
+        held = [entry for entry in map(get, message_ids) if entry is not None]
+        if any(type(entry) is dict for entry in held):
+            self._materialize()
+            held = [self._by_id[entry["id"]] if type(entry) is dict else entry for entry in held]
+        made: list[_Entry] = held  # type: ignore[assignment]  # (no JSON among them now)
         _type_held(made)
         warn = self.warnings
         return tuple(entry.freeze(warn) for entry in made)
@@ -1629,9 +1634,10 @@ class ThreadState:
         if not isinstance(version, int) or version > STATE_FORMAT_VERSION:
             raise ValueError(f"thread state format {version!r} is newer than this release reads")
         state = data.get("state")
-        thread = cls(state=state if not adopt or type(state) in (PlainDict, PlainList) else None,
-                     thread_id=data.get("threadId"))
-        if adopt and type(state) not in (PlainDict, PlainList):
+        # (dump(share_state=True)'s state is the dumping thread's own, marked: always copied)
+        adopt_state = adopt and type(state) not in (PlainDict, PlainList)
+        thread = cls(state=None if adopt_state else state, thread_id=data.get("threadId"))
+        if adopt_state:
             thread._state = _adopted_json(state)
         wire = data.get("messages", [])
         if type(wire) is PlainList:

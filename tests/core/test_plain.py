@@ -535,3 +535,20 @@ def test_a_save_between_events_changes_no_later_save(evs: list[dict[str, Any]], 
         return json.dumps(session.state.dump(share_state=True), sort_keys=True)
 
     assert last_save(cut + 1) == last_save(None)
+
+
+def test_a_runs_new_messages_leave_a_stored_threads_json_as_it_is(snapshot_history: list[dict[str, Any]]) -> None:
+    """``result.new_messages`` types only the run's messages: a long stored thread's others stay JSON."""
+    stored = ThreadState(messages=decode(snapshot_history, tuple[msg.Message, ...]), thread_id="t")
+    state = ThreadState._load(json.loads(json.dumps(stored.dump())), adopt=True)
+    session = RunSession(state, events=False)
+    for event in [{"type": "RUN_STARTED", "threadId": "t", "runId": "r2"},
+                  {"type": "TEXT_MESSAGE_START", "messageId": "new", "role": "assistant"},
+                  {"type": "TEXT_MESSAGE_CONTENT", "messageId": "new", "delta": "hello"},
+                  {"type": "TEXT_MESSAGE_END", "messageId": "new"},
+                  {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"}]:
+        session.feed_payload(json.dumps(event).encode())
+    result = session.end()
+    assert [(m.id, m.content) for m in result.new_messages] == [("new", "hello")]
+    assert sum(type(held) is dict for held in state._entries) == len(snapshot_history)
+    assert encode(state.messages[:-1]) == snapshot_history  # (and all are read as they were)
