@@ -166,6 +166,12 @@ class _Framer:
         self.decoder.warnings.clear()
 
 
+def _unencoded(response: httpx.Response) -> bool:
+    # A body without a content coding is read as it comes off the connection: httpx's decoding layer
+    # would only hand each chunk through (measured: 0.5-0.8 ms of a 2-7 MB stream's reading).
+    return response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity")
+
+
 def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: StreamHandle) -> str:
     media = _media_type(response.headers.get("content-type"))
     if media == _SSE:
@@ -321,7 +327,7 @@ class AgentClient(_ClientBase):
 
     def _batches(self, response: httpx.Response, framer: _Framer) -> Iterator[list[str | bytes]]:
         try:
-            for chunk in response.iter_bytes():
+            for chunk in (response.iter_raw() if _unencoded(response) else response.iter_bytes()):
                 yield framer.feed(chunk)
         except httpx.ReadTimeout as exc:
             raise IdleTimeout(f"no bytes from {self.url} for {self.idle_timeout}s", timeout=self.idle_timeout,
@@ -420,7 +426,7 @@ class AsyncAgentClient(_ClientBase):
 
     async def _batches(self, response: httpx.Response, framer: _Framer) -> AsyncIterator[list[str | bytes]]:
         try:
-            async for chunk in response.aiter_bytes():
+            async for chunk in (response.aiter_raw() if _unencoded(response) else response.aiter_bytes()):
                 yield framer.feed(chunk)
         except httpx.ReadTimeout as exc:
             raise IdleTimeout(f"no bytes from {self.url} for {self.idle_timeout}s", timeout=self.idle_timeout,

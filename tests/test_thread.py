@@ -10,6 +10,7 @@ import email.utils
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -581,6 +582,36 @@ def test_event_stream_content_types_are_matched_loosely(drive: Any, served: Any,
 
     assert result.outcome == "success"
     assert result.text == "fine"
+    assert [w.code for w in result.warnings] == []
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_a_compressed_event_stream_is_decoded_before_it_is_framed(drive: Any, served: Any, coding: str) -> None:
+    # The body is read undecoded only when it has no content coding (a few per cent of a large
+    # stream's reading): a proxy that compresses the stream must still be read through httpx's decoders.
+    frames = [b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n',
+              b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n',
+              *(f'data: {{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"{word} "}}\n\n'.encode()
+                for word in ("compressed", "but", "whole")),
+              b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n',
+              b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n']
+
+    async def compressing(scope: Any, receive: Any, send: Any) -> None:
+        packer = zlib.compressobj(wbits=31 if coding == "gzip" else 15)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), (b"content-encoding", coding.encode())]})
+        for frame in frames:  # one flushed piece per event, so the client decodes piece by piece
+            await send({"type": "http.response.body", "body": packer.compress(frame) + packer.flush(zlib.Z_SYNC_FLUSH),
+                        "more_body": True})
+        await send({"type": "http.response.body", "body": packer.flush(), "more_body": False})
+
+    endpoint = served(compressing)
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success"
+    assert result.text == "compressed but whole "
     assert [w.code for w in result.warnings] == []
 
 
