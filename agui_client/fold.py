@@ -119,6 +119,7 @@ class RunRecord:
     steps: list[StepRecord] = attrs.Factory(list)
     started_tool_calls: dict[str, None] = attrs.Factory(dict)  # an ordered set
     answered_tool_calls: set[str] = attrs.Factory(set)
+    snapshot_tool_calls: set[str] = attrs.Factory(set)  # started: first named by a snapshot (TC-17)
     message_ids_before: frozenset[str] = frozenset()
     new_message_ids: list[str] = attrs.Factory(list)
     terminated: bool = False
@@ -396,6 +397,13 @@ def _add_wire_entries(messages: Iterable[dict[str, Any]], entries: list[Any], by
                 calls[call["id"]] = message
         append(message)
         by_id[message["id"]] = message
+
+
+def _restated_streamed(run: RunRecord | None, incoming: Mapping[str, Any]) -> list[str]:
+    """The messages this run added before a snapshot that the snapshot restates (none after its end)."""
+    if run is None or run.terminated or not run.new_message_ids:
+        return []
+    return [message_id for message_id in run.new_message_ids if message_id in incoming]
 
 
 def _role(held: _Held) -> str:
@@ -1378,6 +1386,7 @@ class ThreadState:
                         calls[call.id] = (entry, call)
         held_ids = by_id.keys()  # (read below before ``add`` grows it with the fresh messages)
         run = self.last_run
+        restated = _restated_streamed(run, incoming)
         fresh = [message for key, message in incoming.items() if key not in held_ids] if held_ids \
             else incoming.values()
         if run is not None and not run.terminated:
@@ -1386,11 +1395,33 @@ class ThreadState:
             fresh_ids = [key for key in incoming if key not in held_ids] if held_ids else incoming
             run.new_message_ids.extend([key for key in fresh_ids if key not in before] if before else fresh_ids)
         add(fresh, kept, by_id, calls)
+        if restated and run is not None:
+            self._note_snapshot_calls(run, restated, by_id, calls)
         self._entries = kept
         self._by_id = by_id
         self._calls = calls
         self._lazy = lazy
         self._changed()
+
+    def _note_snapshot_calls(self, run: RunRecord, restated: list[str], by_id: dict[str, _Held],
+                             calls: Mapping[str, Any]) -> None:
+        # TC-17 with MS-01: a snapshot that restates a message this run is streaming may hold calls
+        # the stream never started (ag-ui-langgraph streams the first of several parallel calls and
+        # names the rest only in its closing snapshot). They were made in this run, so they count as
+        # started; calls of history the snapshot restates never do, so no old call becomes pending.
+        known = self._calls
+        for message_id in restated:
+            held = by_id.get(message_id)
+            if held is None:
+                continue
+            if type(held) is dict:
+                ids = [call["id"] for call in held.get("toolCalls", ())]
+            else:
+                ids = [call.id for call in held.calls or ()]  # type: ignore[union-attr]
+            for call_id in ids:
+                if call_id not in known and call_id in calls:
+                    run.started_tool_calls[call_id] = None
+                    run.snapshot_tool_calls.add(call_id)
 
     # -- runs ----------------------------------------------------------------------------------------
 
@@ -1442,8 +1473,10 @@ class ThreadState:
             # TC-18: a non-empty list is the list (duplicates dropped, order kept).
             return tuple(dict.fromkeys(named))
         # TC-17: derived from the stream; a call cut mid-arguments is never offered (B075).
+        # (a call a snapshot named may have its result in a snapshot too: asked only of those)
         return tuple(c for c in run.started_tool_calls
-                     if c not in run.answered_tool_calls and c not in self._incomplete)
+                     if c not in run.answered_tool_calls and c not in self._incomplete
+                     and (c not in run.snapshot_tool_calls or not self._has_result(c)))
 
     def _link_suspended(self, interrupts: Sequence[rn.Interrupt]) -> None:
         for interrupt in interrupts:

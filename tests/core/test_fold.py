@@ -197,6 +197,65 @@ def test_tool_arguments_stay_raw_and_parse_when_they_are_json() -> None:
     assert result.pending_tool_call_ids == ("c",)
 
 
+def _call(call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "pick", "arguments": "{}"}}
+
+
+def _snapshot_completing_a_streamed_message(history: list[dict[str, Any]], answered: bool) -> list[dict[str, Any]]:
+    # ag-ui-langgraph's shape for parallel frontend calls: the stream starts the first call only, and
+    # the closing snapshot restates the message with both.
+    restated = {"id": "m1", "role": "assistant", "toolCalls": [_call("c1"), _call("c2")]}
+    results = [{"id": "tm2", "role": "tool", "toolCallId": "c2", "content": "done"}] if answered else []
+    return [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+            {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "pick", "parentMessageId": "m1"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"},
+            {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+            {"type": "MESSAGES_SNAPSHOT", "messages": [*history, restated, *results]},
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+
+
+def _padding(count: int) -> list[dict[str, Any]]:
+    return [{"id": f"h{i}", "role": "user", "content": "x" * 200} for i in range(count)]
+
+
+@pytest.mark.parametrize("form", ["events", "jsonl", "jsonl-sliced"])
+def test_a_call_first_named_by_a_snapshot_restating_a_streamed_message_is_pending(form: str) -> None:
+    # TC-17 with MS-01 (a real producer, ag-ui-langgraph 0.0.47): the derived list is started minus
+    # answered, and a call the snapshot adds to a message this run streamed was started in this run.
+    history = _padding(2000 if form == "jsonl-sliced" else 1)  # (2000: past the sliced reading's threshold)
+    events = _snapshot_completing_a_streamed_message(history, answered=False)
+    source: Any = events if form == "events" else "\n".join(json.dumps(e, separators=(",", ":")) for e in events)
+
+    result = replay(source)
+
+    assert result.pending_tool_call_ids == ("c1", "c2")
+    assert result.state.pending_tool_call_ids == ("c1", "c2")
+    assert result.warnings == ()
+
+
+def test_a_call_a_snapshot_names_with_its_result_is_not_pending() -> None:
+    result = replay(_snapshot_completing_a_streamed_message([], answered=True))
+
+    assert result.pending_tool_call_ids == ("c1",)
+
+
+def test_unanswered_calls_of_restated_history_never_become_pending() -> None:
+    # Calls of messages the run did not stream (history, held or not before) stay what they were:
+    # offering them would run a frontend tool for a call nobody made in this run.
+    old = {"id": "a0", "role": "assistant", "toolCalls": [_call("c0")]}
+    thread = ThreadState()
+    replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r0"},
+            {"type": "MESSAGES_SNAPSHOT", "messages": [old]},
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": "r0", "outcome": {"type": "cancelled"}}], state=thread)
+
+    result = replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+                     {"type": "MESSAGES_SNAPSHOT", "messages": [old, {**old, "id": "a1", "toolCalls": [_call("c9")]}]},
+                     {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}], state=thread)
+
+    assert result.pending_tool_call_ids == ()
+    assert thread.pending_tool_call_ids == ()
+
+
 def test_arguments_that_are_not_json_are_kept_with_a_warning() -> None:
     result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
                      ToolCallArgsEvent(tool_call_id="c", delta="{not json"), ToolCallEndEvent(tool_call_id="c"),
