@@ -1487,12 +1487,21 @@ class ThreadState:
                 self._subagents[record.subagent_run_id] = attrs.evolve(
                     record, interrupt_ids=(*record.interrupt_ids, interrupt.id))
 
+    def open_rejected_run(self, run_id: str | None) -> None:
+        """Record a run the producer refused before starting it (a response opening with RUN_ERROR).
+
+        LC-02 / B281: the RUN_ERROR that follows is that run's failure, not a late error of the thread's
+        previous run; what the thread holds open (interrupts, pending calls) stays as it was.
+        """
+        self._runs.append(RunRecord(run_id=run_id or "", thread_id=self.thread_id or "",
+                                    message_ids_before=frozenset(self._by_id)))
+
     def _on_run_error(self, event: ev.RunErrorEvent) -> None:
         run = self.last_run
         if run is None:
             # LC-02: a stream that opens with RUN_ERROR is the producer refusing the input.
-            run = RunRecord(run_id="", thread_id=self.thread_id or "", message_ids_before=frozenset(self._by_id))
-            self._runs.append(run)
+            self.open_rejected_run(None)
+            run = self._runs[-1]
         if run.terminated and run.outcome != "error":
             # CL-02/CL-04: the one late error is surfaced; it neither reopens nor clears anything.
             run.late_error = RunErrorInfo(message=event.message, code=event.code, late=True)

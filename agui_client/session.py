@@ -439,11 +439,11 @@ class RunSession:
             expanded = self._chunks.feed(event, index)
         except ProtocolError as exc:
             return self._fail(exc, index, _type_of(event))
-        if len(expanded) == 1 and expanded[0] is event and type(event) is not ev.RunStartedEvent:
+        if len(expanded) == 1 and expanded[0] is event and type(event) not in _OPENING:
             try:
                 found = verifier.check(event, index)
             except ProtocolError as exc:
-                return self._fail(exc, index, _type_of(event))
+                return self._refuse(exc, index, event)
             if found:
                 self._add_warnings(found, index, event)
             folded = state.apply(event)
@@ -454,10 +454,14 @@ class RunSession:
         for item in expanded:
             if type(item) is ev.RunStartedEvent:
                 self._on_run_started(item, index)
+            elif type(item) is ev.RunErrorEvent and len(state.runs) == self._first_run_index:
+                # LC-02 / B281: this response opened with RUN_ERROR, the producer refusing the input.
+                # It is a run of its own that failed, never a late error of the thread's last run.
+                state.open_rejected_run(self.run_input.run_id if self.run_input is not None else None)
             try:
                 found = verifier.check(item, index)
             except ProtocolError as exc:
-                self._fail(exc, index, _type_of(item))
+                self._refuse(exc, index, item)
                 continue
             if found:
                 self._add_warnings(found, index, item)
@@ -510,6 +514,17 @@ class RunSession:
             if error.result is None:
                 error.result = result
         return result
+
+    def _refuse(self, exc: ProtocolError, index: int,
+                event: ev.Event | ev.UnknownEvent) -> list[ev.Event | ev.UnknownEvent]:
+        # B232 and its class: an interrupt outcome the sequence rules refuse (a repeated interrupt id, a
+        # message left open) still says the agent stopped to ask. Dropping its interrupts would let the
+        # next run move past them, so they are held open and the error carries them, as for a
+        # RUN_FINISHED too malformed to decode (B233).
+        if type(event) is ev.RunFinishedEvent and type(event.outcome) is rn.RunFinishedInterruptOutcome:
+            self.state.hold_interrupts(event.outcome.interrupts, self._run_id)
+            exc.interrupts = event.outcome.interrupts  # type: ignore[attr-defined]
+        return self._fail(exc, index, _type_of(event))
 
     def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:
         exc.locate(run_id=self._run_id, index=index, event_type=event_type)
@@ -567,6 +582,9 @@ class RunSession:
             run_ids=tuple(r.run_id for r in runs),
         )
 
+
+#: Events that may open a run of this session: folded on the general path, which records the run.
+_OPENING = frozenset({ev.RunStartedEvent, ev.RunErrorEvent})
 
 #: The events a session whose events nobody reads may fold straight from their JSON.
 _FUSED: dict[str, Callable[[RunSession, dict[str, Any]], bool]] = {

@@ -236,6 +236,18 @@ def _declare(name: str, handler: ToolHandler) -> Tool:
     return Tool(name=name, description=description, parameters=parameters)
 
 
+def _asked(exc: AguiError) -> bool:
+    """The run ended with interrupts the session had to refuse but holds open (B232, B233, B238)."""
+    return bool(getattr(exc, "interrupts", None))
+
+
+def _kept(exc: AguiError) -> None:
+    # The agent stopped to ask, however badly it said so: the thread is saved with those interrupts
+    # open, so another process or replica cannot move past them either. The save ends a resume's
+    # claim (the agent answered it), so the failure handler leaves the store alone.
+    exc.thread_saved = True  # type: ignore[attr-defined]
+
+
 def _claim_note(exc: AguiError, owner: str, version: int | None) -> None:
     # A resume whose request may have reached the agent is never retried silently: the thread stays
     # claimed until someone decides (Thread.release_claim()).
@@ -343,6 +355,9 @@ class Thread(_ThreadCore):
                             saved = True
                 except AguiError as exc:
                     self._stamp(exc, session, handle)
+                    if not saved and _asked(exc):
+                        self._save(session)
+                        _kept(exc)
                     raise
                 self._warnings_into(session, handle)
                 result = session.end()
@@ -396,6 +411,9 @@ class Thread(_ThreadCore):
                     yield event
         except AguiError as exc:
             self._stamp(exc, session, handle)
+            if not saved and _asked(exc):
+                self._save(session)
+                _kept(exc)
             raise
         self._warnings_into(session, handle)
         result = session.end()
@@ -424,7 +442,7 @@ class Thread(_ThreadCore):
             raise
 
     def _after_failure(self, exc: AguiError, claimed: int | None) -> None:
-        if claimed is None:
+        if claimed is None or getattr(exc, "thread_saved", False):
             return
         if _reached_agent(exc):
             _claim_note(exc, self._owner, claimed)
@@ -492,6 +510,9 @@ class AsyncThread(_ThreadCore):
                             saved = True
                 except AguiError as exc:
                     self._stamp(exc, session, handle)
+                    if not saved and _asked(exc):
+                        await self._save(session)
+                        _kept(exc)
                     raise
                 self._warnings_into(session, handle)
                 result = session.end()
@@ -541,6 +562,9 @@ class AsyncThread(_ThreadCore):
                     yield event
         except AguiError as exc:
             self._stamp(exc, session, handle)
+            if not saved and _asked(exc):
+                await self._save(session)
+                _kept(exc)
             raise
         self._warnings_into(session, handle)
         result = session.end()
@@ -568,7 +592,7 @@ class AsyncThread(_ThreadCore):
             raise
 
     async def _after_failure(self, exc: AguiError, claimed: int | None) -> None:
-        if claimed is None:
+        if claimed is None or getattr(exc, "thread_saved", False):
             return
         if _reached_agent(exc):
             _claim_note(exc, self._owner, claimed)

@@ -253,6 +253,49 @@ def test_a_plain_run_on_an_interrupted_thread_is_refused_before_anything_is_sent
     assert thread.state.messages == messages_before
 
 
+def _finishing(outcome: dict[str, Any] | None) -> Callable[[Any], list[dict[str, Any]]]:
+    def step(run_input: Any) -> list[dict[str, Any]]:
+        ids = {"threadId": run_input.thread_id, "runId": run_input.run_id}
+        finish = {"type": "RUN_FINISHED", **ids, **({"outcome": outcome} if outcome else {})}
+        return [{"type": "RUN_STARTED", **ids}, finish]
+    return step
+
+
+@pytest.mark.parametrize("how", ["run", "stream"])
+def test_interrupts_of_a_refused_outcome_are_saved_open_and_end_the_resume_claim(drive: Any, served: Any,
+                                                                                 how: str) -> None:
+    # B232: a resumed run stops to ask again, repeating an interrupt id (IR-06). The outcome is
+    # refused, but its interrupts are held open AND saved, so a thread loaded elsewhere cannot move
+    # past them either, and the resume's claim ends (the agent answered it): the next resume goes out.
+    asked = {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]}
+    repeated = {"type": "interrupt", "interrupts": [{"id": "i2", "reason": "approval", "message": "a?"},
+                                                    {"id": "i2", "reason": "approval", "message": "b?"}]}
+    endpoint = served(ScriptedAgent([_finishing(asked), _finishing(repeated), _finishing(None)], stateless=True))
+
+    with drive.client(endpoint.url, store=MemoryStore()) as client:
+        thread = client.thread()
+        thread.run("go")
+        with pytest.raises(ag.SequenceError) as caught:
+            if how == "run":
+                thread.run(resume=thread.resume_builder().answer("i1", "yes"))
+            else:
+                with thread.stream(resume=thread.resume_builder().answer("i1", "yes")) as events:
+                    list(events)
+        elsewhere = client.thread(thread.id)
+        with pytest.raises(ag.UncoveredInterrupts):
+            elsewhere.run("something else")
+        requests_before = endpoint.agent.request_count
+        result = elsewhere.run(resume=elsewhere.resume_builder().answer("i2", "yes"))
+
+    assert caught.value.rule == "IR-06"
+    assert not getattr(caught.value, "claim_held", False)
+    assert [i.message for i in elsewhere.state.open_interrupts] == []
+    assert requests_before == 2 and endpoint.agent.request_count == 3
+    assert result.outcome == "success"
+    sent = endpoint.received[-1].body
+    assert [e["interruptId"] for e in sent["resume"]] == ["i2"]
+
+
 def test_a_resume_built_with_the_builder_answers_and_abandons(drive: Any, served: Any) -> None:
     endpoint = served(ScriptedAgent.interrupts(2))
 

@@ -10,6 +10,7 @@ import pytest
 from agui_client import (
     DecodeError,
     ReasoningMessage,
+    RunFailed,
     RunSession,
     SequenceError,
     StreamEnded,
@@ -111,6 +112,58 @@ def test_a_success_outcome_carrying_interrupts_is_rejected_and_its_interrupts_he
     assert [i.id for i in state.open_interrupts] == ["i1"]
     with pytest.raises(UncoveredInterrupts):
         check_resume(state.open_interrupts, ())
+
+
+ASKED = {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval", "message": "delete staging?"},
+                                            {"id": "i2", "reason": "approval", "message": "delete prod?"}]}
+
+
+@pytest.mark.parametrize(("before", "outcome", "rule"), [
+    pytest.param([], {"type": "interrupt",
+                      "interrupts": [*ASKED["interrupts"], {**ASKED["interrupts"][1], "id": "i1"}]},
+                 "IR-06", id="B232-repeated-id"),
+    pytest.param([TEXT[0], TEXT[1]], ASKED, None, id="message-left-open"),
+])
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_an_interrupt_outcome_the_sequence_rules_refuse_keeps_its_interrupts_open(
+    before: list[dict[str, object]], outcome: dict[str, object], rule: str | None, form: str
+) -> None:
+    # B232 and its class: refused (the run is not a clean interrupt), but the agent did stop to ask;
+    # the next run must not move past what nobody decided.
+    events = [START, *before, {**FINISH, "outcome": outcome}]
+    with pytest.raises(SequenceError) as caught:
+        replay(events if form == "events" else _jsonl(events))
+    if rule is not None:
+        assert caught.value.rule == rule
+    assert caught.value.index == len(events) - 1 and caught.value.event_type == "RUN_FINISHED"
+    assert [i.message for i in caught.value.interrupts][:2] == ["delete staging?", "delete prod?"]  # type: ignore[attr-defined]
+    state = caught.value.result.state  # type: ignore[union-attr]
+    assert {i.id for i in state.open_interrupts} == {"i1", "i2"}
+    assert state.interrupted_run_id == "r1"
+    with pytest.raises(UncoveredInterrupts):
+        check_resume(state.open_interrupts, ())
+
+
+@pytest.mark.parametrize("form", ["events", "jsonl", "sse"])
+def test_a_response_opening_with_run_error_is_a_failed_run_of_its_own(form: str) -> None:
+    # LC-02 / B281: the producer refusing a resume, on a thread that already ran. It is the new run's
+    # failure (raise_for_outcome raises), never a late error of the interrupted run; the interrupts
+    # it did not accept stay open.
+    thread = ThreadState()
+    replay([START, {**FINISH, "outcome": ASKED}], state=thread)
+    refusal = [{"type": "RUN_ERROR", "message": "uncovered interrupt", "code": "uncovered_interrupt"}]
+    source = refusal if form == "events" else (_jsonl(refusal) if form == "jsonl" else _sse(refusal))
+
+    result = replay(source, state=thread)
+
+    assert result.outcome == "error" and result.error is not None
+    assert (result.error.message, result.error.code, result.error.late) == ("uncovered interrupt",
+                                                                           "uncovered_interrupt", False)
+    with pytest.raises(RunFailed):
+        result.raise_for_outcome()
+    assert thread.runs[0].late_error is None and thread.runs[0].outcome == "interrupt"
+    assert [i.id for i in thread.open_interrupts] == ["i1", "i2"]
+    assert len(thread.runs) == 2
 
 
 def test_a_multi_run_recording_reports_the_last_run_and_every_run_id() -> None:
