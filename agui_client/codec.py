@@ -882,7 +882,7 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
         if type(value) is not dict:
             raise _FieldError(f"expected an object, got {_describe(value)}")
         if None in value.values():
-            value = _drop_nulls(value, legacy, nullable, cls_name)
+            value = _drop_nulls(value, legacy, nullable, cls_name, known)
         if specific is not None:
             value = specific(value) or value
         if not value.keys() <= known:
@@ -897,10 +897,12 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
 
 
 def _drop_nulls(value: dict[str, Any], legacy: frozenset[str], nullable: frozenset[str],
-                where: str) -> dict[str, Any]:
+                where: str, known: Any) -> dict[str, Any]:
     cleaned = {}
     for key, item in value.items():
-        if item is None and key not in nullable:
+        # (a field this release does not know is ignored with a warning whatever its value, null
+        # included: UK-03 makes unknown members tolerated, never fatal)
+        if item is None and key not in nullable and key in known:
             if key in legacy:
                 _warn("UK-06", f"legacy null {key!r} on {where} read as absent", pointer="/" + _escape(key),
                       once=("null", where, key))
@@ -1763,6 +1765,8 @@ def _decode_value_checked(value: Any) -> Event | UnknownEvent:
                           f"'type' must be a string, got {_describe(kind)}", pointer="/type")
     cls = EVENT_TYPES.get(kind)
     if cls is None:
+        if not kind:
+            raise DecodeError("'type' must not be empty", pointer="/type")  # TR-09: a non-empty string
         modern = _LEGACY_TYPES.get(kind)
         if modern is None:
             hint = _near_miss(kind)

@@ -228,14 +228,20 @@ class RunSession:
                 index = self._index
                 self._index = index + 1
                 if fused_for is not None and type(value) is dict:
-                    fused = fused_for(value.get("type"))  # type: ignore[arg-type]
+                    try:
+                        fused = fused_for(value.get("type"))  # type: ignore[arg-type]
+                    except TypeError:  # an unhashable "type" (an array, an object): decoding says what is wrong
+                        fused = None
                     if fused is not None and self._failed is None and fused(self, value):
                         continue
                 self._feed_value(value, index)
 
     def _feed_parsed(self, value: Any, index: int) -> list[ev.Event | ev.UnknownEvent]:
         if self._fuse and type(value) is dict:
-            fused = _FUSED.get(value.get("type"))  # type: ignore[arg-type]
+            try:
+                fused = _FUSED.get(value.get("type"))  # type: ignore[arg-type]
+            except TypeError:  # (as in fold_read)
+                fused = None
             if fused is not None and self._failed is None and fused(self, value):
                 return []
         return self._feed_value(value, index)

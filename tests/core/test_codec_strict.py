@@ -146,6 +146,9 @@ REJECTED = [
     pytest.param(b"{}", DecodeError, "/type", None, id="B086-empty-object"),
     pytest.param(b'{"type":5}', DecodeError, "/type", None, id="B087-type-number"),
     pytest.param(b'{"type":null}', DecodeError, "/type", None, id="type-null"),
+    pytest.param(b'{"type":""}', DecodeError, "/type", None, id="TR-09-type-empty"),
+    pytest.param(b'{"type":["RUN_STARTED"]}', DecodeError, "/type", None, id="B087-type-array"),
+    pytest.param(b'{"type":{"a":1}}', DecodeError, "/type", None, id="B087-type-object"),
 ]
 
 
@@ -376,6 +379,14 @@ TOLERATED = [
     pytest.param(wire({"type": "TEXT_MESSAGE_START", "messageId": "m1", "futureField": 1}),
                  {"type": "TEXT_MESSAGE_START", "messageId": "m1"}, [("UK-03", "/futureField")],
                  id="B105-unknown-field"),
+    # UK-03: an unknown member is tolerated whatever its value; the null rule (UK-06) is for known fields
+    pytest.param(wire({"type": "CUSTOM", "name": "x", "value": 1, "futureField": None}),
+                 {"type": "CUSTOM", "name": "x", "value": 1}, [("UK-03", "/futureField")],
+                 id="B105-unknown-field-null"),
+    pytest.param(_finished({"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval", "later": None}]}),
+                 {"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
+                  "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]}},
+                 [("UK-03", "/later")], id="unknown-field-null-on-an-interrupt"),
     pytest.param(wire({"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
                        "outcome": {"type": "success", "reason": "done"}}),
                  {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "success"}},

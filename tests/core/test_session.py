@@ -166,6 +166,21 @@ def test_a_response_opening_with_run_error_is_a_failed_run_of_its_own(form: str)
     assert len(thread.runs) == 2
 
 
+@pytest.mark.parametrize("kind", [["X"], {"a": 1}, []], ids=["array", "object", "empty-array"])
+@pytest.mark.parametrize("form", ["jsonl", "jsonl-compact", "sse", "events"])
+def test_an_unhashable_type_is_a_decode_error_keeping_what_was_folded(kind: object, form: str) -> None:
+    # B087's class on the fold that reads no events (replay, Thread.run): its dispatch on "type" must
+    # not meet a list or an object as a bare TypeError. (Compact JSON is what a read parses in one
+    # batch, the other forms one payload at a time: two dispatch sites.)
+    events = [START, *TEXT, {"type": kind}, FINISH]
+    compact = b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in events)
+    source = {"events": events, "jsonl": _jsonl(events), "jsonl-compact": compact, "sse": _sse(events)}[form]
+    with pytest.raises(DecodeError) as caught:
+        replay(source)
+    assert (caught.value.pointer, caught.value.index) == ("/type", 5)
+    assert caught.value.result is not None and caught.value.result.text == "hello"
+
+
 def test_a_multi_run_recording_reports_the_last_run_and_every_run_id() -> None:
     second = [{**START, "runId": "r2"}, {**FINISH, "runId": "r2", "outcome": {"type": "cancelled"}}]
     result = replay([START, *TEXT, FINISH, *second])
