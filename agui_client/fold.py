@@ -1161,12 +1161,11 @@ class ThreadState:
         return _NO_WARNINGS
 
     def _on_tool_result(self, event: ev.ToolCallResultEvent) -> Sequence[StreamWarning]:
-        self._tool_message(event.message_id, event.tool_call_id, event.content, event.subagent_run_id,
-                           event.metadata)
-        return _NO_WARNINGS
+        return self._tool_message(event.message_id, event.tool_call_id, event.content, event.subagent_run_id,
+                                  event.metadata, event)
 
     def _tool_message(self, message_id: str, tool_call_id: str, content: Any, subagent_run_id: str | None = None,
-                      metadata: Mapping[str, Any] | None = None) -> None:
+                      metadata: Mapping[str, Any] | None = None, event: Any = None) -> Sequence[StreamWarning]:
         run = self.last_run
         if run is not None:
             run.answered_tool_calls.add(tool_call_id)
@@ -1178,12 +1177,52 @@ class ThreadState:
         if metadata is not None:
             entry.attrs["metadata"] = dict(metadata)
         existing = self._entry(message_id)
-        if existing is not None:
-            # One id, one message: a result re-sent under a known id replaces it where it stands.
+        warnings: Sequence[StreamWarning] = _NO_WARNINGS
+        if existing is None:
+            self._place_tool_message(entry, tool_call_id)
+        elif existing.role == "tool" and existing.attrs.get("tool_call_id") == tool_call_id:
+            # One id, one message: a result re-sent under its id replaces it where it stands.
             self._replace(existing, entry)
         else:
-            self._place_tool_message(entry, tool_call_id)
+            warnings = (self._id_taken(existing, entry, tool_call_id, event),)
         self._changed()
+        return warnings
+
+    def _id_taken(self, existing: _Entry, entry: _Entry, tool_call_id: str, event: Any) -> StreamWarning:
+        # TC-09: a result mints a new message, so an id that names another message (a user's, the
+        # call's own assistant message, another call's result) must not replace it: that would delete
+        # the message, and with it perhaps the call being answered.
+        taken = entry.id
+        if existing.role == "assistant" and existing.calls and any(c.id == taken for c in existing.calls):
+            # The assistant message was named after its call by this client (TOOL_CALL_START had no
+            # parentMessageId), and the producer names the result after the call too: the name we
+            # chose gives way, the producer's stays.
+            self._rename(existing, self._free_id(f"{taken}.assistant"))
+            self._place_tool_message(entry, tool_call_id)
+            return self._warning("TC-09", f"tool result {taken!r} takes the id this client gave the assistant "
+                                 f"message of call {tool_call_id!r} (its TOOL_CALL_START named no parent); that "
+                                 f"message is now {existing.id!r}", event, pointer="/messageId")
+        entry.id = self._free_id(f"{taken}.{tool_call_id}")
+        self._place_tool_message(entry, tool_call_id)
+        return self._warning("TC-09", f"tool result messageId {taken!r} already names a {existing.role} message; "
+                             f"the result is kept as {entry.id!r}", event, pointer="/messageId")
+
+    def _free_id(self, wanted: str) -> str:
+        found, n = wanted, 1
+        while found in self._by_id:
+            n += 1
+            found = f"{wanted}.{n}"
+        return found
+
+    def _rename(self, entry: _Entry, new_id: str) -> None:
+        old_id = entry.id
+        del self._by_id[old_id]
+        entry.id = new_id
+        entry.touch()
+        self._by_id[new_id] = entry
+        run = self.last_run
+        if run is not None:
+            run.new_message_ids[:] = [new_id if i == old_id else i for i in run.new_message_ids]
 
     def _place_tool_message(self, entry: _Entry, tool_call_id: str) -> None:
         # TC-13: right after the assistant message holding the call, after the tool messages that

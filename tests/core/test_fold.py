@@ -256,6 +256,56 @@ def test_unanswered_calls_of_restated_history_never_become_pending() -> None:
     assert thread.pending_tool_call_ids == ()
 
 
+RESULT_ID_CASES = {
+    # A parentless TOOL_CALL_START: this client names the call's assistant message after the call, and
+    # the producer names the result after the call too (the reference ends with two messages "c1").
+    "the-call's-own-message": ([{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
+                                {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+                                {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "c1", "content": "ok"}],
+                               [("c1.assistant", "assistant", None), ("c1", "tool", "ok")]),
+    "a-user-message": ([{"type": "TEXT_MESSAGE_START", "messageId": "u", "role": "user"},
+                        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "u", "delta": "hi"},
+                        {"type": "TEXT_MESSAGE_END", "messageId": "u"},
+                        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f", "parentMessageId": "a"},
+                        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+                        {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "u", "content": "ok"}],
+                       [("u", "user", "hi"), ("a", "assistant", None), ("u.c1", "tool", "ok")]),
+    "another-call's-result": ([{"type": "TOOL_CALL_START", "toolCallId": c, "toolCallName": "f", "parentMessageId": "a"}
+                               for c in ("c1", "c2")] +
+                              [{"type": "TOOL_CALL_END", "toolCallId": c} for c in ("c1", "c2")] +
+                              [{"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "t", "content": "one"},
+                               {"type": "TOOL_CALL_RESULT", "toolCallId": "c2", "messageId": "t", "content": "two"}],
+                              [("a", "assistant", None), ("t", "tool", "one"), ("t.c2", "tool", "two")]),
+}
+
+
+@pytest.mark.parametrize("case", RESULT_ID_CASES)
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_a_tool_result_never_replaces_another_message_that_has_its_id(case: str, form: str) -> None:
+    # TC-09: a result mints a new message. Replacing whatever held the id deleted it (the call's own
+    # assistant message and the call with it, a user message, an earlier result), without a word.
+    body, expected = RESULT_ID_CASES[case]
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *body,
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    source: Any = events if form == "events" else "\n".join(json.dumps(e, separators=(",", ":")) for e in events)
+
+    result = replay(source)
+
+    assert [(m["id"], m["role"], m.get("content")) for m in encode(result.messages)] == expected
+    assert [(w.code, w.pointer, w.index) for w in result.warnings] == [("TC-09", "/messageId", len(events) - 2)]
+    assert result.pending_tool_call_ids == ()
+    assert sorted(result.new_message_ids) == sorted(m[0] for m in expected)
+
+
+def test_a_result_sent_again_under_its_id_replaces_it_where_it_stands() -> None:
+    result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f", parent_message_id="a"),
+                     ToolCallEndEvent(tool_call_id="c"),
+                     {"type": "TOOL_CALL_RESULT", "toolCallId": "c", "messageId": "t", "content": "first"},
+                     {"type": "TOOL_CALL_RESULT", "toolCallId": "c", "messageId": "t", "content": "again"}, FINISH])
+    assert [(m["id"], m.get("content")) for m in encode(result.messages)] == [("a", None), ("t", "again")]
+    assert result.warnings == ()
+
+
 def test_arguments_that_are_not_json_are_kept_with_a_warning() -> None:
     result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
                      ToolCallArgsEvent(tool_call_id="c", delta="{not json"), ToolCallEndEvent(tool_call_id="c"),
