@@ -495,7 +495,7 @@ def _merge_metadata(current: dict[str, Any] | None, update: dict[str, Any] | Non
 
 
 def _copy_json(value: Any) -> Any:
-    """A deep copy of JSON data (through orjson when installed; ``copy.deepcopy`` otherwise)."""
+    """A deep copy of JSON data (through orjson when installed; :func:`_deep_copy` otherwise)."""
     if value is None or type(value) in (str, int, float, bool):
         return value
     if _orjson is not None:
@@ -503,7 +503,42 @@ def _copy_json(value: Any) -> Any:
             return _orjson.loads(_orjson.dumps(value))
         except (TypeError, ValueError):
             pass  # lone surrogates, integers beyond 64 bits, very deep values: the generic copy is right
-    return copy.deepcopy(value)
+    return _deep_copy(value)
+
+
+def _deep_copy(value: Any) -> Any:
+    """``copy.deepcopy`` of a JSON-shaped tree without recursion.
+
+    The decoder admits nesting to 512 levels, and ``copy.deepcopy`` recurses twice per level: a deep
+    but valid state would end in a ``RecursionError`` (earlier still when the caller is deep). Dicts
+    and lists are copied here level by level, a container met twice is copied once (as ``deepcopy``
+    does, so a cycle ends); anything else is a leaf, deep-copied alone.
+    """
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return value if value is None or kind in (str, int, float, bool) else copy.deepcopy(value)
+    root: Any = {} if kind is dict else []
+    made: dict[int, Any] = {id(value): root}
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if type(source) is dict else enumerate(source)
+        for key, item in items:
+            kind = type(item)
+            if kind is dict or kind is list:
+                copied = made.get(id(item))
+                if copied is None:
+                    copied = made[id(item)] = {} if kind is dict else []
+                    stack.append((item, copied))
+            elif item is None or kind in (str, int, float, bool):
+                copied = item
+            else:
+                copied = copy.deepcopy(item)
+            if type(target) is dict:
+                target[key] = copied
+            else:
+                target.append(copied)
+    return root
 
 
 def _foreign_copy(value: Any, plain: bool | None = None) -> Any:
@@ -514,7 +549,7 @@ def _foreign_copy(value: Any, plain: bool | None = None) -> Any:
     """
     if plain if plain is not None else plain_json(value):
         return _copy_json(value)
-    return copy.deepcopy(value)
+    return _deep_copy(value)
 
 
 def _adopted_json(value: Any) -> Any:
@@ -606,7 +641,7 @@ class ThreadState:
     @property
     def state(self) -> JSON:
         """The shared state (a copy: mutating it does not change the thread)."""
-        copy_state = _copy_json if self._state_plain else copy.deepcopy  # (orjson would write NaN as null)
+        copy_state = _copy_json if self._state_plain else _deep_copy  # (orjson would write NaN as null)
         if not self._state_view_valid:
             self._state_view = copy_state(self._state)
             self._state_view_valid = True

@@ -95,18 +95,41 @@ def _walk(document: Any, tokens: list[str]) -> Any:
 
 
 def _copy(value: Any, budget: list[int]) -> Any:
+    # Level by level, not recursively: a value may be nested as deep as the decoder admits (512),
+    # and the verdict must not depend on how deep the caller's stack already is.
     kind = type(value)
-    if kind is dict:
-        budget[0] -= len(value)
+    if kind is not dict and kind is not list:
+        return value
+    root: Any = {} if kind is dict else []
+    stack = [(value, root, 1)]
+    while stack:
+        source, target, depth = stack.pop()
+        budget[0] -= len(source)
         if budget[0] < 0:
             raise _Fail("patch exceeds its copy budget")
-        return {k: _copy(v, budget) if type(v) in (dict, list) else v for k, v in value.items()}
-    if kind is list:
-        budget[0] -= len(value)
-        if budget[0] < 0:
-            raise _Fail("patch exceeds its copy budget")
-        return [_copy(v, budget) if type(v) in (dict, list) else v for v in value]
-    return value
+        if depth > _MAX_VALUE_DEPTH:
+            # (only a value built in Python gets here: the decoder refuses such JSON) a state this deep
+            # could not be written to a store or sent again
+            raise _Fail("value nested too deeply to copy")
+        if type(source) is dict:
+            for key, item in source.items():
+                if type(item) is dict or type(item) is list:
+                    made: Any = {} if type(item) is dict else []
+                    stack.append((item, made, depth + 1))
+                    item = made
+                target[key] = item
+        else:
+            for item in source:
+                if type(item) is dict or type(item) is list:
+                    made = {} if type(item) is dict else []
+                    stack.append((item, made, depth + 1))
+                    item = made
+                target.append(item)
+    return root
+
+
+#: The deepest value a patch copies: the decoder's default nesting limit.
+_MAX_VALUE_DEPTH = 512
 
 
 def _json_equal(a: Any, b: Any) -> bool:

@@ -306,6 +306,35 @@ def test_a_result_sent_again_under_its_id_replaces_it_where_it_stands() -> None:
     assert result.warnings == ()
 
 
+def _frames_deep(frames: int, work: Any) -> Any:
+    return work() if frames == 0 else _frames_deep(frames - 1, work)
+
+
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_state_nested_as_deep_as_the_decoder_admits_folds_copies_and_saves(form: str) -> None:
+    # B095's trap: 505 levels pass the decoder (512), but orjson copies only 255 and copy.deepcopy
+    # recursed twice a level: the thread could fold such a state and then never hand it out, save it or
+    # send it again (a RecursionError on every later run). Called 200 frames deep, as from an app.
+    deep = "[" * 505 + "1" + "]" * 505
+    lines = ['{"type":"RUN_STARTED","threadId":"t","runId":"r"}',
+             '{"type":"STATE_SNAPSHOT","snapshot":{"d":' + deep + "}}",
+             '{"type":"STATE_DELTA","delta":[{"op":"add","path":"/e","value":' + deep + "}]}",
+             '{"type":"RUN_FINISHED","threadId":"t","runId":"r"}']
+    source: Any = [json.loads(line) for line in lines] if form == "events" else "\n".join(lines).encode()
+
+    def work() -> tuple[Any, Any, Any]:
+        result = replay(source)
+        view = result.state.state
+        again = ThreadState.load(json.loads(json.dumps(result.state.dump())))
+        return result, view, again.state
+
+    result, view, loaded = _frames_deep(200, work)
+
+    assert result.warnings == ()
+    assert view == loaded == {"d": json.loads(deep), "e": json.loads(deep)}
+    assert view["d"] is not loaded["d"]
+
+
 def test_arguments_that_are_not_json_are_kept_with_a_warning() -> None:
     result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
                      ToolCallArgsEvent(tool_call_id="c", delta="{not json"), ToolCallEndEvent(tool_call_id="c"),
