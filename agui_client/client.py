@@ -45,6 +45,8 @@ DEFAULT_IDLE_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 #: How much of an error response's body is kept (bytes).
 ERROR_BODY_LIMIT = 2048
+#: Redirects followed at most (with ``follow_redirects=True``, same origin only).
+MAX_REDIRECTS = 10
 
 _SSE = "text/event-stream"
 _REFUSED_TYPES = {
@@ -92,6 +94,9 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str) -> HTTPSta
         except ValueError:
             payload = None
     reason = response.reason_phrase or ""
+    if response.is_redirect:
+        reason += (" (redirects are followed only with follow_redirects=True, to the same origin, "
+                   f"at most {MAX_REDIRECTS} times)")
     summary = text.strip().replace("\n", " ")[:200]
     return HTTPStatusError(
         f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),
@@ -166,6 +171,11 @@ class _Framer:
         self.decoder.warnings.clear()
 
 
+def _undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str) -> TransportError:
+    coding = response.headers.get("content-encoding", "")
+    return TransportError(f"the response from {url} could not be decoded ({coding}): {exc}", url=url)
+
+
 def _unencoded(response: httpx.Response) -> bool:
     # A body without a content coding is read as it comes off the connection: httpx's decoding layer
     # would only hand each chunk through (measured: 0.5-0.8 ms of a 2-7 MB stream's reading).
@@ -215,6 +225,20 @@ class _ClientBase:
                               url=self.url) from exc
         except httpx.TransportError as exc:
             raise TransportError(f"request to {self.url} failed: {exc}", url=self.url) from exc
+        except httpx.RequestError as exc:  # anything else httpx raises about the exchange
+            raise TransportError(f"request to {self.url} failed: {exc!r}", url=self.url) from exc
+
+    def _redirect(self, response: httpx.Response, first: httpx.Request) -> httpx.Request | None:
+        """The request a redirect asks for, when it is to be followed (B065): only when enabled, and only
+        to the same origin, since the caller's headers (credentials among them) go with it."""
+        target = response.next_request
+        if target is None or not self.follow_redirects:
+            return None
+        if (target.url.scheme, target.url.host, target.url.port) != (first.url.scheme, first.url.host, first.url.port):
+            logger.warning("not following the redirect from %s to another origin (%s): the request carries the "
+                           "caller's headers", self.url, target.url.copy_with(query=None))
+            return None
+        return target
 
     def _timeout(self) -> httpx.Timeout:
         # httpx's read timeout is the longest wait for the next bytes: exactly the idle timeout.
@@ -305,7 +329,13 @@ class AgentClient(_ClientBase):
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout())
         with self._sending():
-            response = self.http.send(request, stream=True, follow_redirects=self.follow_redirects)
+            response = self.http.send(request, stream=True, follow_redirects=False)
+            for _ in range(MAX_REDIRECTS):  # (B066: a loop ends as the redirect it still is, refused below)
+                target = self._redirect(response, request)
+                if target is None:
+                    break
+                response.close()
+                response = self.http.send(target, stream=True, follow_redirects=False)
         try:
             if not response.is_success:
                 raise _status_error(response, self._excerpt(response), self.url)
@@ -335,6 +365,8 @@ class AgentClient(_ClientBase):
         except httpx.TransportError as exc:
             # The connection dropped: what arrived stands, and the session says the run did not end.
             logger.debug("stream from %s ended by %r", self.url, exc)
+        except httpx.DecodingError as exc:
+            raise _undecodable(response, exc, self.url) from exc
         yield framer.close()
 
 
@@ -401,7 +433,13 @@ class AsyncAgentClient(_ClientBase):
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout())
         with self._sending():
-            response = await self.http.send(request, stream=True, follow_redirects=self.follow_redirects)
+            response = await self.http.send(request, stream=True, follow_redirects=False)
+            for _ in range(MAX_REDIRECTS):  # (as AgentClient)
+                target = self._redirect(response, request)
+                if target is None:
+                    break
+                await response.aclose()
+                response = await self.http.send(target, stream=True, follow_redirects=False)
         try:
             if not response.is_success:
                 raise _status_error(response, await self._excerpt(response), self.url)
@@ -433,6 +471,8 @@ class AsyncAgentClient(_ClientBase):
                               url=self.url) from exc
         except httpx.TransportError as exc:
             logger.debug("stream from %s ended by %r", self.url, exc)
+        except httpx.DecodingError as exc:
+            raise _undecodable(response, exc, self.url) from exc
         yield framer.close()
 
 

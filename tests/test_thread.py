@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import agui_client as ag
+from agui_client.client import MAX_REDIRECTS
 from agui_client.stores import MemoryStore
 from agui_client.testing import (
     Disconnect,
@@ -30,6 +31,7 @@ from agui_client.testing import (
     Start,
     Stream,
     Wait,
+    serve,
     text_message,
     tool_call,
 )
@@ -656,6 +658,87 @@ def test_a_compressed_event_stream_is_decoded_before_it_is_framed(drive: Any, se
     assert result.outcome == "success"
     assert result.text == "compressed but whole "
     assert [w.code for w in result.warnings] == []
+
+
+def test_a_body_that_stops_decoding_mid_run_is_a_transport_error_keeping_what_was_folded(
+    drive: Any, served: Any
+) -> None:
+    # httpx's DecodingError is not one of its transport errors: it escaped untyped, without the state.
+    packer = zlib.compressobj(wbits=31)
+    head = packer.compress(b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+                           b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
+                           b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"hello"}\n\n')
+    head += packer.flush(zlib.Z_SYNC_FLUSH)
+
+    async def corrupt(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]})
+        await send({"type": "http.response.body", "body": head, "more_body": True})
+        await send({"type": "http.response.body", "body": b"\xff\xff\xff\xff not gzip", "more_body": False})
+
+    endpoint = served(corrupt)
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert "gzip" in str(caught.value)
+    assert caught.value.result is not None and caught.value.result.text == "hello"
+
+
+def _redirecting(location: str | None) -> Callable[..., Any]:
+    # (None: back to the path asked, a loop)
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        target = location if location is not None else scope["path"]
+        await send({"type": "http.response.start", "status": 307,
+                    "headers": [(b"location", target.encode()), (b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+    return app
+
+
+def test_a_same_origin_redirect_is_followed_only_when_enabled_with_the_body_sent_again(
+    drive: Any, served: Any
+) -> None:
+    agent = served(ScriptedAgent.chat("moved"))
+    old = served(_redirecting(agent.url))
+
+    with drive.client(old.url) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+    with drive.client(old.url, follow_redirects=True, headers={"X-Api-Key": "k"}) as client:
+        result = client.thread().run("hi")
+
+    assert caught.value.status_code == 307 and "follow_redirects" in str(caught.value)
+    assert result.outcome == "success" and result.text == "moved"
+    assert len(old.received) == 2 and len(agent.received) == 1
+    assert agent.received[0].body["messages"][-1]["content"] == "hi"  # 307: the same POST, body and all
+    assert agent.received[0].headers["x-api-key"] == "k"
+
+
+def test_a_redirect_to_another_origin_is_not_followed_so_no_header_leaves(drive: Any, served: Any) -> None:
+    # B065: httpx drops Authorization on a cross-origin hop, but not the caller's other headers (an API
+    # key): the hop is refused instead, and the other origin never hears of the request.
+    other = ScriptedAgent.chat("stolen")
+    with serve(other) as elsewhere:
+        old = served(_redirecting(elsewhere.url))
+        with drive.client(old.url, follow_redirects=True, headers={"X-Api-Key": "k"}) as client:
+            with pytest.raises(ag.HTTPStatusError) as caught:
+                client.thread().run("hi")
+
+    assert caught.value.status_code == 307
+    assert other.request_count == 0
+
+
+def test_a_redirect_loop_ends_after_a_bounded_number_of_hops(drive: Any, served: Any) -> None:
+    # B066: a typed error, never httpx's own exception.
+    loop = served(_redirecting(None))
+
+    with drive.client(loop.url, follow_redirects=True) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.status_code == 307
+    assert len(loop.received) == 1 + MAX_REDIRECTS
 
 
 # --------------------------------------------------------------------------------------------------
