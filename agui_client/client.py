@@ -261,7 +261,9 @@ class AgentClient(_ClientBase):
             is buffered whole.
         store: where threads are kept between runs (``MemoryStore`` by default).
         http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
-        follow_redirects: follow 307/308 redirects (off by default: a run is not idempotent).
+        follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
+            default: a run is not idempotent; a hop to another origin is never followed, as the
+            request carries your headers).
         clock: the time source for expiry judgements (UTC ``datetime``); the system clock by default.
     """
 
