@@ -511,7 +511,7 @@ class RunSession:
                 self.state.apply(item)
             self._verifier.end(index)
         except StreamEnded as exc:
-            self.state.mark_incomplete(self._verifier.open_message_ids, self._verifier.open_tool_call_ids)
+            self.mark_cut()  # (also when errors are collected: the stream is over)
             self._fail(exc, index if exc.index is None else exc.index, None)
         except ProtocolError as exc:
             self._fail(exc, index, None)
@@ -520,6 +520,17 @@ class RunSession:
             if error.result is None:
                 error.result = result
         return result
+
+    def mark_cut(self) -> None:
+        """The run stops here (an error, a dropped connection): flag what is still open as incomplete.
+
+        The messages and tool calls being streamed are kept as far as they went, never silently
+        closed, and a cut tool call is never offered as pending (B073-B075, B147, B159).
+        """
+        verifier = self._verifier
+        messages = [*verifier.open_message_ids, *verifier.open_reasoning_message_ids]
+        if messages or verifier.open_tool_call_ids:
+            self.state.mark_incomplete(messages, verifier.open_tool_call_ids)
 
     def _refuse(self, exc: ProtocolError, index: int,
                 event: ev.Event | ev.UnknownEvent) -> list[ev.Event | ev.UnknownEvent]:
@@ -539,6 +550,7 @@ class RunSession:
             # hold an error per event): end() gives them all the final one.
             self.errors.append(exc)
             return []
+        self.mark_cut()
         exc.result = self.result()
         self._failed = exc
         raise exc

@@ -170,6 +170,7 @@ class _ThreadCore:
         if isinstance(exc, ProtocolError):
             exc.locate(run_id=session.run_id, index=session.index)
         if exc.result is None:
+            session.mark_cut()  # (the session's own errors did; a transport fault is found here)
             self._warnings_into(session, handle)
             exc.result = session.result()
 

@@ -797,17 +797,23 @@ def test_a_tool_call_cut_mid_arguments_is_never_offered_as_pending(drive: Any, s
 
 
 def test_a_stalled_stream_ends_in_an_idle_timeout(drive: Any, served: Any, gate: Gate) -> None:
-    endpoint = served(ScriptedAgent([[Start(), Wait(gate, timeout=20), Finish()]]))
+    endpoint = served(ScriptedAgent([[Start(), ag.TextMessageStartEvent(message_id="m1"),
+                                      ag.TextMessageContentEvent(message_id="m1", delta="Dele"),
+                                      Wait(gate, timeout=20), Finish()]]))
 
     with drive.client(endpoint.url, idle_timeout=0.5) as client:
+        thread = client.thread()
         with pytest.raises(ag.IdleTimeout) as caught:
-            client.thread().run("hi")
+            thread.run("hi")
 
     assert caught.value.timeout == 0.5
     assert gate.reached
     assert caught.value.result is not None
     assert caught.value.result.run_id == endpoint.agent.requests[0].run_id
     assert caught.value.result.outcome is None
+    # The message cut by the stall is kept as far as it went, flagged, never silently closed.
+    assert thread.state.incomplete_ids == {"m1"}
+    assert thread.state.message("m1").content == "Dele"  # type: ignore[union-attr]
 
 
 def test_keep_alive_comments_reset_the_idle_timeout(drive: Any, served: Any) -> None:

@@ -181,6 +181,31 @@ def test_an_unhashable_type_is_a_decode_error_keeping_what_was_folded(kind: obje
     assert caught.value.result is not None and caught.value.result.text == "hello"
 
 
+CALL_OPEN = [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "drop", "parentMessageId": "a1"},
+             {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"table":"us'}]
+
+
+@pytest.mark.parametrize(("events", "error", "cut"), [
+    pytest.param([START, *TEXT[:3], {**TEXT[1], "delta": 5}], DecodeError, {"m1"}, id="B071-bad-delta"),
+    pytest.param([START, *TEXT[:3], FINISH], SequenceError, {"m1"}, id="B147-message-open-at-finish"),
+    pytest.param([START, *CALL_OPEN, FINISH], SequenceError, {"c1"}, id="B159-call-open-at-finish"),
+    pytest.param([START, *TEXT[:3], *CALL_OPEN], StreamEnded, {"m1", "c1"}, id="B073-B075-stream-ends"),
+])
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_whatever_a_failed_run_left_open_is_kept_and_flagged_incomplete(
+    events: list[dict[str, object]], error: type[Exception], cut: set[str], form: str
+) -> None:
+    # The state column's "keep": unterminated messages and calls stay as far as they went, flagged
+    # incomplete, whichever fault stopped the run (not only a stream that ended early).
+    with pytest.raises(error) as caught:
+        replay(events if form == "events" else _jsonl(events))
+    state = caught.value.result.state  # type: ignore[attr-defined]
+    assert state.incomplete_ids == cut
+    assert state.pending_tool_call_ids == ()
+    if "m1" in cut:
+        assert state.message("m1").content == "hello"
+
+
 def test_a_multi_run_recording_reports_the_last_run_and_every_run_id() -> None:
     second = [{**START, "runId": "r2"}, {**FINISH, "runId": "r2", "outcome": {"type": "cancelled"}}]
     result = replay([START, *TEXT, FINISH, *second])
