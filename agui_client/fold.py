@@ -399,6 +399,11 @@ def _add_wire_entries(messages: Iterable[dict[str, Any]], entries: list[Any], by
         by_id[message["id"]] = message
 
 
+def _kind(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), "null" if value is None else type(value).__name__)
+
+
 def _restated_streamed(run: RunRecord | None, incoming: Mapping[str, Any]) -> list[str]:
     """The messages this run added before a snapshot that the snapshot restates (none after its end)."""
     if run is None or run.terminated or not run.new_message_ids:
@@ -1349,16 +1354,22 @@ class ThreadState:
         if event.metadata is not None:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
         content = entry.value if entry.value is not None else {}
-        if entry.frozen is not None:
-            # A message handed out (or taken from a snapshot event) holds this dict: patch a copy.
+        whole = [i for i, op in enumerate(event.patch) if type(op) is dict and op.get("path") == ""]
+        if entry.frozen is not None or whole:
+            # A message handed out (or taken from a snapshot event) holds this dict: patch a copy. So
+            # does a patch that replaces the whole content, which may leave something not an object.
             content = _copy_json(content)
         try:
-            entry.value = apply_patch(content, event.patch)
+            patched = apply_patch(content, event.patch)
+            if type(patched) is not dict:
+                # AC-01: an activity's content is an object; anything else could not even be loaded again.
+                raise PatchFailed(f"the content would become {_kind(patched)}, not an object", whole[-1])
         except PatchFailed as exc:
             entry.touch()
             self._changed()
             return (self._warning("AC-05", f"activity patch did not apply: {exc}", event,
                                   pointer=f"/patch/{exc.op_index}"),)
+        entry.value = patched
         entry.attrs["activity_type"] = event.activity_type
         entry.touch()
         self._changed()

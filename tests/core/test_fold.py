@@ -335,6 +335,33 @@ def test_state_nested_as_deep_as_the_decoder_admits_folds_copies_and_saves(form:
     assert view["d"] is not loaded["d"]
 
 
+@pytest.mark.parametrize(("patch", "content"), [
+    pytest.param([{"op": "replace", "path": "", "value": [1, 2]}], None, id="replace-with-an-array"),
+    pytest.param([{"op": "add", "path": "/x", "value": 1}, {"op": "add", "path": "", "value": "s"}], None,
+                 id="add-a-string-after-a-change"),
+    pytest.param([{"op": "copy", "from": "/steps", "path": ""}], None, id="copy-a-child-over-it"),
+    pytest.param([{"op": "replace", "path": "", "value": {"done": True}}], {"done": True}, id="an-object-is-fine"),
+])
+def test_an_activity_patch_that_leaves_content_not_an_object_changes_nothing(
+    patch: list[dict[str, Any]], content: dict[str, Any] | None
+) -> None:
+    # AC-01/AC-05: an activity's content is an object. Applied, such a patch folded silently and made
+    # the thread impossible to load again (a stored thread could no longer be opened).
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+              {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "plan", "content": {"steps": [1]}},
+              {"type": "ACTIVITY_DELTA", "messageId": "a1", "activityType": "plan", "patch": patch},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+
+    result = replay(events)
+
+    (activity,) = result.messages
+    assert activity.content == (content if content is not None else {"steps": [1]})  # type: ignore[union-attr]
+    codes = [(w.code, w.pointer) for w in result.warnings]
+    assert codes == ([] if content is not None else [("AC-05", f"/patch/{len(patch) - 1}")])
+    again = ThreadState.load(json.loads(json.dumps(result.state.dump())))
+    assert again.messages == result.messages
+
+
 def test_arguments_that_are_not_json_are_kept_with_a_warning() -> None:
     result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
                      ToolCallArgsEvent(tool_call_id="c", delta="{not json"), ToolCallEndEvent(tool_call_id="c"),
