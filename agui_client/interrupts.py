@@ -71,14 +71,20 @@ _STATUSES: Final = ("resolved", "cancelled")
 # reference (JavaScript's Date): it reads ISO week dates, basic format (20260420T170000Z), hour-only
 # times and any separator character, all of which the reference calls Invalid Date. Accepted: the
 # ECMAScript date-time forms (YYYY, YYYY-MM, YYYY-MM-DD, then T or space, HH:MM[:SS[.frac]]) with the
-# offsets ISO 8601 allows (Z, ±HH:MM, ±HHMM, ±HH). ASCII digits only: \d would admit other scripts.
+# offsets ISO 8601 allows (Z, ±HH:MM, ±HHMM, ±HH). The year is four digits or ECMAScript's expanded
+# ±YYYYYY. ASCII digits only: \d would admit other scripts.
+_YEAR = r"[0-9]{4}|[+-][0-9]{6}"
 _ISO_FORM = re.compile(
-    r"(?P<date>[0-9]{4}(?:-[0-9]{2})?)"
-    r"|(?P<day>[0-9]{4}-[0-9]{2}-[0-9]{2})"
+    rf"(?P<date>(?P<year>{_YEAR})(?:-[0-9]{{2}})?)"
+    rf"|(?P<day>(?P<dayyear>{_YEAR})-[0-9]{{2}}-[0-9]{{2}})"
     r"(?:[T ](?P<hm>[0-9]{2}:[0-9]{2})(?::(?P<sec>[0-9]{2})(?P<frac>[.,][0-9]+)?)?"
     r"(?P<tz>Z|[+-][0-9]{2}(?::?[0-9]{2})?)?)?"
 )
 
+# ECMAScript's Date spans ±8.64e15 ms around 1970: years -271821 to 275760 (the edge years only in part,
+# which is not modelled: a value in them is read as in range).
+_JS_FIRST_YEAR: Final = -271821
+_JS_LAST_YEAR: Final = 275760
 _EARLIEST: Final = datetime.min.replace(tzinfo=timezone.utc)
 _LATEST: Final = datetime.max.replace(tzinfo=timezone.utc)
 
@@ -96,6 +102,17 @@ def _read(value: str) -> tuple[datetime | None, bool]:
         # one just before the next second, so read it as that next second.
         normal = normal[: match.start("sec")] + "59" + normal[match.end("sec"):]
         extra = timedelta(seconds=1)
+    year_text = match["year"] or match["dayyear"]
+    if year_text == "-000000":
+        return None, False  # ECMAScript forbids minus zero as an expanded year
+    year = int(year_text)
+    if not _JS_FIRST_YEAR <= year <= _JS_LAST_YEAR:
+        return None, False  # past ECMAScript's time range: the reference's Invalid Date
+    # The year leads the value. datetime holds years 1..9999 only: a year outside them is read with a
+    # stand-in of the same leap-ness (so month and day are still checked) and then placed before or
+    # after every instant Python can hold, which is the verdict against any real now.
+    stand_in = f"{year:04d}" if 1 <= year <= 9999 else ("2000" if _leap(year) else "2001")
+    normal = stand_in + normal[len(year_text):]
     try:
         # isoparse truncates fractions beyond microseconds (B257) and rolls 24:00:00 to the next
         # day's midnight (B258); it refuses impossible dates such as 2026-02-30 (B259).
@@ -103,6 +120,8 @@ def _read(value: str) -> tuple[datetime | None, bool]:
     except (ValueError, OverflowError):
         return None, False
     naive = match["day"] is not None and match["hm"] is not None and match["tz"] is None
+    if not 1 <= year <= 9999:
+        return (_EARLIEST if year < 1 else _LATEST), naive
     offset = parsed.utcoffset() or timedelta(0)
     try:
         return (parsed.replace(tzinfo=None) - offset + extra).replace(tzinfo=timezone.utc), naive
@@ -112,16 +131,26 @@ def _read(value: str) -> tuple[datetime | None, bool]:
         return (_LATEST if extra - offset > timedelta(0) else _EARLIEST), naive
 
 
+def _leap(year: int) -> bool:
+    # The proleptic Gregorian rule, which ECMAScript applies to every year (year 0 is a leap year).
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
 def parse_expires_at(value: str) -> datetime | None:
     """Read an ``expiresAt`` value as an aware UTC datetime.
 
     Accepted forms are those the reference's date parser reads as ISO 8601: ``YYYY``, ``YYYY-MM``,
     ``YYYY-MM-DD``, optionally followed by ``T`` (or a space) and ``HH:MM``, ``HH:MM:SS`` or
     ``HH:MM:SS.fraction``, and a zone ``Z``, ``±HH:MM``, ``±HHMM`` or ``±HH``. ``t`` and ``z`` may be
-    lowercase. A value without a zone is read as UTC (the reference reads a date-time without a zone
-    as host-local time, which makes its verdict depend on where it runs; a date alone it reads as
-    UTC midnight, as here). Fractions beyond microseconds are truncated; a leap second ``…:60`` is
-    the next second; ``24:00:00`` is the next day's midnight.
+    lowercase. The year is four digits or ECMAScript's expanded ``±YYYYYY`` (``+002026``; ``-000000``
+    is refused, as ECMAScript does). A year Python cannot hold (0 and earlier, or after 9999) reads as
+    the earliest or latest instant Python can hold, which keeps the verdict against any real now:
+    a year before 1 has expired, one after 9999 has not. Beyond ECMAScript's own range (years before
+    -271821 or after 275760) the value is not a date, as for the reference. A value without a zone
+    is read as UTC (the reference reads a date-time without a zone as host-local time, which makes
+    its verdict depend on where it runs; a date alone it reads as UTC midnight, as here). Fractions
+    beyond microseconds are truncated; a leap second ``…:60`` is the next second; ``24:00:00`` is the
+    next day's midnight.
 
     Args:
         value: the ``expiresAt`` string.
