@@ -323,10 +323,14 @@ class AgentClient(_ClientBase):
 
     @contextmanager
     def _open_batches(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-                      headers: Mapping[str, str] | None = None) -> Iterator[Iterator[list[str | bytes]]]:
-        """:meth:`open`, yielding each read's payloads as one list (what ``Thread.run()`` folds)."""
+                      headers: Mapping[str, str] | None = None,
+                      body: bytes | None = None) -> Iterator[Iterator[list[str | bytes]]]:
+        """:meth:`open`, yielding each read's payloads as one list (what ``Thread.run()`` folds).
+
+        ``body`` is ``run_input`` already encoded (a thread encodes it before claiming the thread).
+        """
         handle = handle if handle is not None else StreamHandle()
-        body = _request_body(run_input)
+        body = body if body is not None else _request_body(run_input)
         logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout())
@@ -426,11 +430,11 @@ class AsyncAgentClient(_ClientBase):
     @asynccontextmanager
     async def _open_batches(
         self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-        headers: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None, body: bytes | None = None,
     ) -> AsyncIterator[AsyncIterator[list[str | bytes]]]:
         """:meth:`open`, yielding each read's payloads as one list (what ``AsyncThread.run()`` folds)."""
         handle = handle if handle is not None else StreamHandle()
-        body = _request_body(run_input)
+        body = body if body is not None else _request_body(run_input)
         logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout())

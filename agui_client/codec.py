@@ -56,6 +56,7 @@ __all__ = [
     "encode",
     "parse_json",
     "dump_json",
+    "json_problem",
     "WarningSink",
     "collect_warnings",
     "DEFAULT_MAX_DEPTH",
@@ -592,6 +593,73 @@ def dump_json(value: Any) -> bytes:
     # "replace" error handler would write "?", and could make two different ids or keys one).
     warnings.warn(AguiWarning("lone UTF-16 surrogates in data to send were written as U+FFFD"), stacklevel=2)
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
+
+
+def _string_problem(text: str) -> str | None:
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # UTF-8 cannot carry a lone surrogate: sent, it would become "?" (or make the body invalid).
+        return f"a lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start} is not text JSON can carry"
+    return None
+
+
+def json_problem(value: Any) -> tuple[str, str] | None:
+    """Where ``value`` stops being JSON, and why; ``None`` when all of it is JSON.
+
+    JSON is ``None``, ``bool``, ``int``, a finite ``float``, ``str`` without lone surrogates, ``list`` or
+    ``tuple``, and ``dict`` with ``str`` keys, nested. Anything else (a set, bytes, a datetime, ``NaN``,
+    a non-string key, a container holding itself) is a problem: the encoders would refuse it, write
+    invalid JSON, or silently change it (orjson writes ``NaN`` as ``null`` and a datetime as text).
+
+    Args:
+        value: the value to check (user input: a payload, ``state``, ``forwarded_props`` …).
+
+    Returns:
+        ``(pointer, reason)``: the JSON pointer of the first offending value in document order
+        (``""`` for ``value`` itself) and what is wrong with it; or ``None``.
+    """
+    # Iterative, so a deep value cannot exhaust the stack; containers on the current path are
+    # tracked so a cycle is reported instead of walked forever.
+    on_path: set[int] = set()
+    stack: list[tuple[Any, str, bool]] = [(value, "", False)]
+    while stack:
+        item, pointer, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(item))
+            continue
+        if item is None or isinstance(item, int):  # bool is an int
+            continue
+        if isinstance(item, str):
+            reason = _string_problem(item)
+            if reason is not None:
+                return pointer, reason
+            continue
+        if isinstance(item, float):
+            if item != item or item in _INFINITIES:
+                return pointer, f"{item!r} is not a JSON number"
+            continue
+        if not isinstance(item, (dict, list, tuple)):
+            return pointer, f"a value of type {type(item).__name__} is not JSON"
+        if id(item) in on_path:
+            return pointer, "the value contains itself"
+        on_path.add(id(item))
+        stack.append((item, pointer, True))
+        children: list[tuple[Any, str, bool]] = []
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return pointer, f"key {key!r} is not a string (type {type(key).__name__}); JSON keys are strings"
+                reason = _string_problem(key)
+                if reason is not None:
+                    return pointer, f"key {key!r}: {reason}"
+                children.append((child, f"{pointer}/{_escape(key)}", False))
+        else:
+            children = [(child, f"{pointer}/{n}", False) for n, child in enumerate(item)]
+        stack.extend(reversed(children))
+    return None
 
 
 # --------------------------------------------------------------------------------------------------

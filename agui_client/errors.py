@@ -18,8 +18,11 @@
     │   ├── UnknownInterrupt
     │   ├── DuplicateResumeEntry
     │   ├── InvalidResumePayload
+    │   │   └── UnencodableResumePayload   a payload or metadata JSON cannot hold (also an UnencodableValue)
     │   ├── InvalidResumeEntry         an entry's status is not resolved/cancelled (or its id is not a string)
-    │   └── NothingToResume
+    │   ├── NothingToResume
+    │   └── MisdirectedResume          a builder made for another thread, or for an earlier interrupted run
+    ├── UnencodableValue (ValueError)  a value the run would send is not JSON (a set, NaN, bytes …); nothing was sent
     └── ConcurrentResume               another writer resumed (or advanced) this thread first
 
 Every error raised during a run carries ``.result``: the ``RunResult`` so far, whose ``.state`` is
@@ -56,6 +59,9 @@ __all__ = [
     "InvalidResumePayload",
     "InvalidResumeEntry",
     "NothingToResume",
+    "MisdirectedResume",
+    "UnencodableValue",
+    "UnencodableResumePayload",
     "ConcurrentResume",
     "AguiWarning",
     "StreamWarning",
@@ -326,6 +332,76 @@ class NothingToResume(ResumeRefused):
     """A resume list was given, but the thread has no open interrupts."""
 
     kind = "nothing"
+
+
+class MisdirectedResume(ResumeRefused):
+    """A :class:`~agui_client.ResumeBuilder` is used on a thread, or against interrupts, it was not made for.
+
+    Interrupt ids are unique only within a run, so an id match proves nothing: a builder made by
+    ``thread.resume_builder()`` records the thread, the interrupted run and the exact interrupts it
+    answers, and a run refuses it when any of them differs (B275, IR-10). Raised on its own, before the
+    list itself is checked.
+
+    Attributes:
+        builder_thread_id: the thread the builder was made for.
+        builder_run_id: the interrupted run the builder was made for.
+        thread_id: the thread it was used on.
+        interrupted_run_id: that thread's interrupted run (``None`` when nothing is open).
+    """
+
+    kind = "misdirected"
+
+    def __init__(self, message: str, *, ids: Iterable[str] = (), builder_thread_id: str | None,
+                 builder_run_id: str | None, thread_id: str, interrupted_run_id: str | None) -> None:
+        ids = tuple(ids)
+        super().__init__(message, ids=ids, problems={"misdirected": ids})
+        self.builder_thread_id = builder_thread_id
+        self.builder_run_id = builder_run_id
+        self.thread_id = thread_id
+        self.interrupted_run_id = interrupted_run_id
+
+
+class UnencodableValue(AguiError, ValueError):
+    """A value the run would send cannot be written as JSON; nothing was sent and nothing was claimed.
+
+    JSON holds null, booleans, numbers, strings, arrays and objects with string keys. A set, bytes, a
+    datetime, ``NaN`` or ``±inf``, a string holding a lone surrogate, or a mapping with a non-string key
+    is refused rather than sent mangled (a datetime turned into a string, a surrogate into ``?``) or as
+    invalid JSON.
+
+    Attributes:
+        field: the input member holding the value, by its wire name (``payload``, ``metadata``,
+            ``state``, ``forwardedProps``, ``context``, ``tools``, ``messages``, ``content`` …).
+        pointer: the JSON pointer of the offending value inside that member (``""`` for the member itself).
+        interrupt_id: the interrupt whose resume entry holds the value, for ``payload``/``metadata``.
+        reason: what is wrong with it, for a person.
+    """
+
+    # Defaults, because ResumeRefused's cooperative __init__ reaches this one with the message alone
+    # in UnencodableResumePayload, which sets the attributes itself.
+    def __init__(self, message: str, *, field: str = "", pointer: str = "", reason: str = "",
+                 interrupt_id: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.pointer = pointer
+        self.reason = reason
+        self.interrupt_id = interrupt_id
+
+
+class UnencodableResumePayload(InvalidResumePayload, UnencodableValue):
+    """A resume entry's payload (or metadata) cannot be written as JSON; nothing was sent.
+
+    Both a :class:`ResumeRefused` (``ids``, ``problems["invalid"]``, ``errors``) and an
+    :class:`UnencodableValue` (``field``, ``pointer``, ``interrupt_id``, ``reason``).
+    """
+
+    def __init__(self, message: str, *, interrupt_id: str, field: str, pointer: str, reason: str) -> None:
+        InvalidResumePayload.__init__(self, message, ids=(interrupt_id,), problems={"invalid": (interrupt_id,)},
+                                      errors={interrupt_id: (f"{field} at {pointer or '/'}: {reason}",)})
+        self.field = field
+        self.pointer = pointer
+        self.reason = reason
+        self.interrupt_id = interrupt_id
 
 
 class ConcurrentResume(AguiError):

@@ -27,15 +27,17 @@ from dateutil.parser import isoparse
 from jsonschema.validators import validator_for
 from typing_extensions import Self
 
-from .codec import _warn
+from .codec import _warn, json_problem
 from .errors import (
     DuplicateResumeEntry,
     ExpiredInterruptAnswered,
     InvalidResumeEntry,
     InvalidResumePayload,
+    MisdirectedResume,
     NothingToResume,
     ResumeRefused,
     UncoveredInterrupts,
+    UnencodableResumePayload,
     UnknownInterrupt,
 )
 from .types.base import JSON, Metadata
@@ -71,14 +73,20 @@ _STATUSES: Final = ("resolved", "cancelled")
 # reference (JavaScript's Date): it reads ISO week dates, basic format (20260420T170000Z), hour-only
 # times and any separator character, all of which the reference calls Invalid Date. Accepted: the
 # ECMAScript date-time forms (YYYY, YYYY-MM, YYYY-MM-DD, then T or space, HH:MM[:SS[.frac]]) with the
-# offsets ISO 8601 allows (Z, ±HH:MM, ±HHMM, ±HH). ASCII digits only: \d would admit other scripts.
+# offsets ISO 8601 allows (Z, ±HH:MM, ±HHMM, ±HH). The year is four digits or ECMAScript's expanded
+# ±YYYYYY. ASCII digits only: \d would admit other scripts.
+_YEAR = r"[0-9]{4}|[+-][0-9]{6}"
 _ISO_FORM = re.compile(
-    r"(?P<date>[0-9]{4}(?:-[0-9]{2})?)"
-    r"|(?P<day>[0-9]{4}-[0-9]{2}-[0-9]{2})"
+    rf"(?P<date>(?P<year>{_YEAR})(?:-[0-9]{{2}})?)"
+    rf"|(?P<day>(?P<dayyear>{_YEAR})-[0-9]{{2}}-[0-9]{{2}})"
     r"(?:[T ](?P<hm>[0-9]{2}:[0-9]{2})(?::(?P<sec>[0-9]{2})(?P<frac>[.,][0-9]+)?)?"
     r"(?P<tz>Z|[+-][0-9]{2}(?::?[0-9]{2})?)?)?"
 )
 
+# ECMAScript's Date spans ±8.64e15 ms around 1970: years -271821 to 275760 (the edge years only in part,
+# which is not modelled: a value in them is read as in range).
+_JS_FIRST_YEAR: Final = -271821
+_JS_LAST_YEAR: Final = 275760
 _EARLIEST: Final = datetime.min.replace(tzinfo=timezone.utc)
 _LATEST: Final = datetime.max.replace(tzinfo=timezone.utc)
 
@@ -96,6 +104,17 @@ def _read(value: str) -> tuple[datetime | None, bool]:
         # one just before the next second, so read it as that next second.
         normal = normal[: match.start("sec")] + "59" + normal[match.end("sec"):]
         extra = timedelta(seconds=1)
+    year_text = match["year"] or match["dayyear"]
+    if year_text == "-000000":
+        return None, False  # ECMAScript forbids minus zero as an expanded year
+    year = int(year_text)
+    if not _JS_FIRST_YEAR <= year <= _JS_LAST_YEAR:
+        return None, False  # past ECMAScript's time range: the reference's Invalid Date
+    # The year leads the value. datetime holds years 1..9999 only: a year outside them is read with a
+    # stand-in of the same leap-ness (so month and day are still checked) and then placed before or
+    # after every instant Python can hold, which is the verdict against any real now.
+    stand_in = f"{year:04d}" if 1 <= year <= 9999 else ("2000" if _leap(year) else "2001")
+    normal = stand_in + normal[len(year_text):]
     try:
         # isoparse truncates fractions beyond microseconds (B257) and rolls 24:00:00 to the next
         # day's midnight (B258); it refuses impossible dates such as 2026-02-30 (B259).
@@ -103,6 +122,8 @@ def _read(value: str) -> tuple[datetime | None, bool]:
     except (ValueError, OverflowError):
         return None, False
     naive = match["day"] is not None and match["hm"] is not None and match["tz"] is None
+    if not 1 <= year <= 9999:
+        return (_EARLIEST if year < 1 else _LATEST), naive
     offset = parsed.utcoffset() or timedelta(0)
     try:
         return (parsed.replace(tzinfo=None) - offset + extra).replace(tzinfo=timezone.utc), naive
@@ -112,16 +133,26 @@ def _read(value: str) -> tuple[datetime | None, bool]:
         return (_LATEST if extra - offset > timedelta(0) else _EARLIEST), naive
 
 
+def _leap(year: int) -> bool:
+    # The proleptic Gregorian rule, which ECMAScript applies to every year (year 0 is a leap year).
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
 def parse_expires_at(value: str) -> datetime | None:
     """Read an ``expiresAt`` value as an aware UTC datetime.
 
     Accepted forms are those the reference's date parser reads as ISO 8601: ``YYYY``, ``YYYY-MM``,
     ``YYYY-MM-DD``, optionally followed by ``T`` (or a space) and ``HH:MM``, ``HH:MM:SS`` or
     ``HH:MM:SS.fraction``, and a zone ``Z``, ``±HH:MM``, ``±HHMM`` or ``±HH``. ``t`` and ``z`` may be
-    lowercase. A value without a zone is read as UTC (the reference reads a date-time without a zone
-    as host-local time, which makes its verdict depend on where it runs; a date alone it reads as
-    UTC midnight, as here). Fractions beyond microseconds are truncated; a leap second ``…:60`` is
-    the next second; ``24:00:00`` is the next day's midnight.
+    lowercase. The year is four digits or ECMAScript's expanded ``±YYYYYY`` (``+002026``; ``-000000``
+    is refused, as ECMAScript does). A year Python cannot hold (0 and earlier, or after 9999) reads as
+    the earliest or latest instant Python can hold, which keeps the verdict against any real now:
+    a year before 1 has expired, one after 9999 has not. Beyond ECMAScript's own range (years before
+    -271821 or after 275760) the value is not a date, as for the reference. A value without a zone
+    is read as UTC (the reference reads a date-time without a zone as host-local time, which makes
+    its verdict depend on where it runs; a date alone it reads as UTC midnight, as here). Fractions
+    beyond microseconds are truncated; a leap second ``…:60`` is the next second; ``24:00:00`` is the
+    next day's midnight.
 
     Args:
         value: the ``expiresAt`` string.
@@ -259,8 +290,23 @@ def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors
                            problems=problems, errors=errors)
 
 
+def _entry_key(entry: ResumeEntry) -> str:
+    return entry.interrupt_id if isinstance(entry.interrupt_id, str) else repr(entry.interrupt_id)
+
+
+def _check_json(interrupt_id: str, payload: JSON, metadata: Metadata | None) -> None:
+    """Refuse a payload or metadata JSON cannot hold, naming the interrupt and the pointer inside it."""
+    for field, value in (("payload", payload), ("metadata", metadata)):
+        found = json_problem(value)
+        if found is not None:
+            pointer, reason = found
+            raise UnencodableResumePayload(
+                f"resume refused, nothing was sent: the {field} for interrupt {interrupt_id!r} is not JSON at "
+                f"{pointer or '/'}: {reason}", interrupt_id=interrupt_id, field=field, pointer=pointer, reason=reason)
+
+
 def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeEntry], current: datetime,
-                   ) -> ResumeRefused | None:
+                   pending_unknown: bool = False) -> ResumeRefused | None:
     # A producer that repeated an id (IR-06) raised one slot under that id: one entry covers it, and it
     # must satisfy every copy (expired if any copy is, valid against every schema).
     raised: dict[str, list[Interrupt]] = {}
@@ -272,7 +318,10 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
     for entry in entries:
         if not isinstance(entry, ResumeEntry):
             raise TypeError(f"a resume list holds ResumeEntry objects, got {type(entry).__name__}")
-        key = entry.interrupt_id if isinstance(entry.interrupt_id, str) else repr(entry.interrupt_id)
+        key = _entry_key(entry)
+        # Before any rule: a value JSON cannot hold would be refused, mangled or sent as invalid JSON,
+        # and a schema cannot judge it.
+        _check_json(key, entry.payload, entry.metadata)
         named.setdefault(key, []).append(entry)
         bad = not isinstance(entry.interrupt_id, str) or entry.status not in _STATUSES
         if bad and key not in malformed:
@@ -283,6 +332,10 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
     order = [*raised, *unknown]
     problems: dict[str, list[str]] = {kind: [] for kind in PROBLEM_KINDS}
     errors: dict[str, list[str]] = {}
+    if not raised and pending_unknown:
+        # The caller vouches for the entries (a rehydrated thread whose open interrupts are unknown):
+        # with nothing held to compare them to, no entry is unknown.
+        unknown = []
     if not raised:
         problems["nothing"] = list(unknown)
     problems["unknown"] = unknown
@@ -306,7 +359,7 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
 
 
 def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeEntry], *, now: Clock = None,
-                 ) -> None:
+                 pending_unknown: bool = False) -> None:
     """Refuse a resume list that breaks the interrupt rules; the check to run before any byte is sent.
 
     The list must name every open interrupt (IR-12; omission is never abandonment), each exactly
@@ -315,29 +368,64 @@ def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeE
     A ``resolved`` payload must satisfy the interrupt's ``responseSchema`` (IR-30); a missing payload
     is checked as ``null``, and an interrupt without a schema accepts anything. Every status must be
     ``resolved`` or ``cancelled`` (B270). With no open interrupts, any entry answers nothing (B269);
-    an empty list with nothing open is an ordinary run and passes.
+    an empty list with nothing open is an ordinary run and passes. Every payload and metadata must be
+    JSON (see :func:`agui_client.codec.json_problem`).
+
+    Plain entries carry no record of the thread or run they were made for, so they are matched to
+    the open interrupts by id alone; interrupt ids are unique only within a run. A builder from
+    ``thread.resume_builder()`` is the safe path: it is also refused on another thread or after the
+    thread was interrupted again (:class:`~agui_client.errors.MisdirectedResume`).
 
     Args:
         open_interrupts: the interrupts of the run being continued, in the order they were raised.
         entries: the resume list, however it was made.
         now: the clock expiry is judged with (see :func:`is_expired`).
+        pending_unknown: the caller does not know the open interrupts (a thread rebuilt from
+            elsewhere holds none, though the agent may be waiting): with ``open_interrupts`` empty,
+            entries are let through instead of refused as answering nothing. Entries must still be
+            well formed, each id named once. It changes nothing when ``open_interrupts`` holds any:
+            then every rule applies.
 
     Raises:
         ResumeRefused: the subclass of the first kind found in the order of :data:`PROBLEM_KINDS`,
             with ``.problems`` holding every kind (each a tuple of ids, possibly empty), ``.ids``
             every offending id, and ``.errors`` the schema messages by id.
+        UnencodableResumePayload: a payload or metadata is not JSON (checked first, raised alone).
         TypeError: ``entries`` holds something other than :class:`ResumeEntry`.
     """
-    refusal = _find_problems(tuple(open_interrupts), tuple(entries), _clock(now))
+    refusal = _find_problems(tuple(open_interrupts), tuple(entries), _clock(now), pending_unknown)
     if refusal is not None:
         raise refusal
+
+
+def _warn_absent_payloads(entries: Sequence[ResumeEntry]) -> None:
+    """Warn that ``resolved`` entries without a payload go out without one (B273)."""
+    ids = [_entry_key(e) for e in entries if e.status == "resolved" and e.payload is None]
+    if ids:
+        # Both SDKs leave a null payload out of the wire entry, so an agent cannot tell "answered with
+        # null" from "answered with nothing"; sent as is, but said.
+        _warn("IR-11", f"resolved entries for {ids} carry no payload and are sent without one: an agent cannot "
+                       "tell a null payload from an absent one (answer with a value such as false or {} if "
+                       "null was meant)")
+
+
+def _same_interrupts(made_for: Sequence[Interrupt], held: Sequence[Interrupt]) -> bool:
+    # Content, not only ids: a re-interrupted thread may raise a different question under the same id.
+    return len(made_for) == len(held) and all(a is b or a == b for a, b in zip(made_for, held, strict=True))
 
 
 class ResumeBuilder:
     """Assembles the resume list for a thread's open interrupts, refusing an invalid one at ``build()``.
 
     ``answer`` and ``abandon`` only record: a second entry for one id, or an id that is not open, is
-    kept and reported by ``build()``, never silently overwritten or dropped.
+    kept and reported by ``build()``, never silently overwritten or dropped. A payload or metadata
+    JSON cannot hold is refused at once (:class:`~agui_client.errors.UnencodableResumePayload`).
+
+    A builder from ``thread.resume_builder()`` is *bound*: it records the thread, the interrupted run
+    and the exact interrupts it answers, and ``thread.run(resume=builder)`` refuses it
+    (:class:`~agui_client.errors.MisdirectedResume`) on another thread, or once the thread has been
+    interrupted again, even when the new interrupt reuses an id. One made directly, as below, is
+    unbound: a run matches its entries to the open interrupts by id alone.
 
     Example::
 
@@ -346,18 +434,52 @@ class ResumeBuilder:
         entries = builder.build()  # raises ResumeRefused naming every offending id
     """
 
-    __slots__ = ("_interrupts", "_now", "_entries")
+    __slots__ = ("_interrupts", "_now", "_entries", "_thread_id", "_run_id")
 
-    def __init__(self, interrupts: Iterable[Interrupt], *, now: Clock = None) -> None:
+    def __init__(self, interrupts: Iterable[Interrupt], *, now: Clock = None, thread_id: str | None = None,
+                 run_id: str | None = None) -> None:
         """Start a resume list.
 
         Args:
             interrupts: the open interrupts of the run being continued, in the order raised.
             now: the clock ``build()`` and :attr:`expired` judge expiry with (see :func:`is_expired`).
+            thread_id: bind the builder to this thread: a run on another thread refuses it, and so
+                does a run on this one whose interrupted run or open interrupts differ from
+                ``run_id`` and ``interrupts``. ``None`` (the default) leaves the builder unbound.
+            run_id: the run that raised ``interrupts`` (checked only when ``thread_id`` is given).
         """
         self._interrupts = tuple(interrupts)
         self._now = now
         self._entries: list[ResumeEntry] = []
+        self._thread_id = thread_id
+        self._run_id = run_id
+
+    @property
+    def thread_id(self) -> str | None:
+        """The thread the builder is bound to (``None``: unbound)."""
+        return self._thread_id
+
+    @property
+    def run_id(self) -> str | None:
+        """The interrupted run the builder answers, when bound (``None`` when unknown or unbound)."""
+        return self._run_id
+
+    def _check_target(self, thread_id: str, run_id: str | None, open_interrupts: Sequence[Interrupt]) -> None:
+        """Refuse a bound builder used on another thread, or on interrupts it was not made for (B275)."""
+        if self._thread_id is None:
+            return
+        if self._thread_id != thread_id:
+            why = f"it was made for thread {self._thread_id!r}, not {thread_id!r}"
+        elif self._run_id != run_id or not _same_interrupts(self._interrupts, open_interrupts):
+            why = (f"it was made for the interrupts of run {self._run_id!r}, and the thread now waits on those "
+                   f"of run {run_id!r}" if self._run_id != run_id else
+                   "the thread's open interrupts are no longer the ones it was made for")
+        else:
+            return
+        ids = tuple(dict.fromkeys(_entry_key(e) for e in self._entries))
+        raise MisdirectedResume(f"resume refused, nothing was sent: {why} (make a new one with "
+                                "thread.resume_builder())", ids=ids, builder_thread_id=self._thread_id,
+                                builder_run_id=self._run_id, thread_id=thread_id, interrupted_run_id=run_id)
 
     @property
     def interrupts(self) -> tuple[Interrupt, ...]:
@@ -387,12 +509,18 @@ class ResumeBuilder:
         Args:
             interrupt_id: the interrupt answered.
             payload: the answer (any JSON). ``None`` means no payload: it is left out of the wire
-                entry, as ``null`` is (B273), and is allowed only when the schema accepts ``null``.
+                entry, as ``null`` is (B273), and is allowed only when the schema accepts ``null``;
+                a run sending it warns that the agent cannot tell null from absent.
             metadata: envelope information about the answer (signatures, routing), not the answer.
 
         Returns:
             The builder, for chaining.
+
+        Raises:
+            UnencodableResumePayload: ``payload`` or ``metadata`` is not JSON (a set, bytes, a
+                datetime, ``NaN``, a lone surrogate …); nothing is recorded.
         """
+        _check_json(interrupt_id, payload, metadata)
         self._entries.append(ResumeEntry(interrupt_id=interrupt_id, status="resolved", payload=payload,
                                          metadata=metadata))
         return self
@@ -406,22 +534,35 @@ class ResumeBuilder:
 
         Returns:
             The builder, for chaining.
+
+        Raises:
+            UnencodableResumePayload: ``metadata`` is not JSON; nothing is recorded.
         """
+        _check_json(interrupt_id, None, metadata)
         self._entries.append(ResumeEntry(interrupt_id=interrupt_id, status="cancelled", metadata=metadata))
         return self
 
-    def build(self) -> tuple[ResumeEntry, ...]:
+    def build(self, *, pending_unknown: bool = False) -> tuple[ResumeEntry, ...]:
         """The resume list, in the order the interrupts were raised, after :func:`check_resume`.
 
         Expiry is judged now, at build time, with the builder's clock.
+
+        Args:
+            pending_unknown: the builder holds no interrupts because they are unknown (a thread
+                rebuilt from elsewhere): return the recorded entries, in call order, instead of
+                refusing them as answering nothing (see :func:`check_resume`). Without effect when
+                the builder holds interrupts.
 
         Returns:
             One entry per open interrupt.
 
         Raises:
-            NothingToResume: there are no open interrupts.
+            NothingToResume: there are no open interrupts (and ``pending_unknown`` is not set).
             ResumeRefused: the subclass named by :func:`check_resume`, listing every offending id.
         """
+        if not self._interrupts and pending_unknown:
+            check_resume((), self._entries, now=self._now, pending_unknown=True)
+            return tuple(self._entries)
         if not self._interrupts:
             ids = tuple(dict.fromkeys(e.interrupt_id for e in self._entries))
             problems = {kind: ids if kind in ("nothing", "unknown") else () for kind in PROBLEM_KINDS}

@@ -16,10 +16,11 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import attrs
 
+from . import codec
 from .errors import (
     AguiError,
     ConcurrentResume,
@@ -27,9 +28,10 @@ from .errors import (
     ProtocolError,
     ResumeRefused,
     TransportError,
+    UnencodableValue,
 )
 from .fold import ThreadState, parsed_arguments
-from .interrupts import ResumeBuilder, check_resume
+from .interrupts import ResumeBuilder, _warn_absent_payloads, check_resume
 from .session import RunResult, RunSession
 from .types import events as ev
 from .types import messages as msg
@@ -57,6 +59,8 @@ class _Plan:
     state: JSON
     replace_state: bool
     resuming: bool
+    #: The encoded request, made before the thread is claimed so a value JSON cannot hold is refused first.
+    body: bytes
 
 
 class _ThreadCore:
@@ -96,8 +100,15 @@ class _ThreadCore:
         return self._state.open_interrupts
 
     def resume_builder(self, now: datetime | Callable[[], datetime] | None = None) -> ResumeBuilder:
-        """A builder bound to the thread's open interrupts (``now`` defaults to the client's clock)."""
-        return ResumeBuilder(self._state.open_interrupts, now=now if now is not None else self._clock)
+        """A builder bound to this thread, its interrupted run and its open interrupts.
+
+        ``run(resume=builder)`` refuses it (``MisdirectedResume``, nothing sent) on another thread, or
+        once this thread has been interrupted again: interrupt ids are unique only within a run, so a
+        kept builder must not answer a new question that reuses an id. ``now`` defaults to the
+        client's clock.
+        """
+        return ResumeBuilder(self._state.open_interrupts, now=now if now is not None else self._clock,
+                             thread_id=self.id, run_id=self._state.interrupted_run_id)
 
     def add_message(self, message: msg.Message) -> None:
         """Add a message to the thread; the next run carries it."""
@@ -108,30 +119,53 @@ class _ThreadCore:
         """Answer a frontend tool call; the next run carries the tool message (TC-20).
 
         Non-string content that is not a list of content parts is sent as JSON text.
+
+        Raises:
+            UnencodableValue: ``content`` is not JSON (a set, ``NaN``, a lone surrogate …); nothing
+                was added.
         """
-        if not isinstance(content, str) and not _is_parts(content):
+        parts = _is_parts(content)
+        _refuse_unencodable("content", codec.encode(list(content)) if parts else content,
+                            f"the result for tool call {tool_call_id!r}")
+        if not isinstance(content, str) and not parts:
             content = json.dumps(content, ensure_ascii=False)
         return self._state.add_tool_result(tool_call_id, content, message_id=message_id or str(uuid.uuid4()),
                                            error=error)
 
     def _plan(self, message: MessageInput, resume: ResumeInput, tools: Sequence[Tool] | None,
               context: Sequence[Context] | None, forwarded_props: JSON, state: JSON,
-              run_id: str | None) -> _Plan:
+              run_id: str | None, pending_unknown: bool = False) -> _Plan:
+        # Everything here runs before the thread is claimed and before any byte is sent: a refusal
+        # leaves the thread as it was.
         new = _messages(message)
+        open_interrupts = self._state.open_interrupts
         if isinstance(resume, ResumeBuilder):
-            entries = resume.build()
+            resume._check_target(self.id, self._state.interrupted_run_id, open_interrupts)
+            entries = resume.build(pending_unknown=pending_unknown)
         else:
             entries = tuple(resume or ())
-        open_interrupts = self._state.open_interrupts
         # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14).
-        check_resume(open_interrupts, entries, now=self._clock)
+        check_resume(open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown)
+        _warn_absent_payloads(entries)
         if tools is None and self.tool_handlers:
             tools = [_declare(name, handler) for name, handler in self.tool_handlers.items()]
         replace_state = state is not None  # None: keep the thread's state (send `set_state(None)` for null)
+        # What the caller hands this run is checked where it can be named; the thread's own history
+        # came from JSON or was checked when it was added.
+        if replace_state:
+            _refuse_unencodable("state", state, "the state")
+        if forwarded_props is not None:
+            _refuse_unencodable("forwardedProps", forwarded_props, "forwarded_props")
+        for field, items in (("context", context), ("tools", tools)):
+            for n, item in enumerate(items or ()):
+                _refuse_unencodable_item(field, item, f"{field} item {n}", prefix=f"/{n}")
+        history = self._state.input_messages()
+        for n, item in enumerate(new):
+            _refuse_unencodable_item("messages", item, "the new message", prefix=f"/{len(history) + n}")
         run_input = RunAgentInput(
             thread_id=self.id,
             run_id=run_id or str(uuid.uuid4()),
-            messages=(*self._state.input_messages(), *new),
+            messages=(*history, *new),
             state=state if replace_state else self._state.state,
             tools=tuple(tools) if tools is not None else (),
             context=tuple(context) if context is not None else (),
@@ -140,7 +174,7 @@ class _ThreadCore:
             protocol_version=PROTOCOL_VERSION,
         )
         return _Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
-                     resuming=bool(entries))
+                     resuming=bool(entries), body=_body(run_input))
 
     def _begin(self, plan: _Plan, *, quiet: bool = False) -> RunSession:
         for message in plan.new_messages:
@@ -192,6 +226,43 @@ class _ThreadCore:
                 continue
             self.add_tool_result(call.id, output)
         return True
+
+
+def _refuse_unencodable(field: str, value: Any, what: str, *, prefix: str = "") -> None:
+    found = codec.json_problem(value)
+    if found is not None:
+        _refuse(field, what, prefix + found[0], found[1])
+
+
+def _refuse_unencodable_item(field: str, item: Any, what: str, *, prefix: str) -> None:
+    # A wire object (a Context, a Tool, a message) is checked in its encoded form, where pointers are
+    # the wire's; one the converter cannot even encode is refused as a whole.
+    try:
+        encoded = codec.encode(item)
+    except (TypeError, ValueError) as exc:
+        _refuse(field, what, prefix, str(exc), cause=exc)
+    _refuse_unencodable(field, encoded, what, prefix=prefix)
+
+
+def _refuse(field: str, what: str, pointer: str, reason: str, *, cause: Exception | None = None) -> NoReturn:
+    raise UnencodableValue(f"nothing was sent: {what} is not JSON at {pointer or '/'}: {reason}",
+                           field=field, pointer=pointer, reason=reason) from cause
+
+
+def _body(run_input: RunAgentInput) -> bytes:
+    from .client import _request_body
+
+    try:
+        return _request_body(run_input)
+    except (TypeError, ValueError, OverflowError) as exc:
+        # A value the checks above do not reach (a message added to the thread by hand, say): still a
+        # typed refusal before the claim, located when the converter's output shows where.
+        try:
+            found = codec.json_problem(codec.encode(run_input))
+        except (TypeError, ValueError):
+            found = None
+        pointer, reason = found if found is not None else ("", str(exc))
+        _refuse("input", "the run input", pointer, reason, cause=exc)
 
 
 def _is_parts(content: Any) -> bool:
@@ -310,7 +381,7 @@ class Thread(_ThreadCore):
 
     def run(self, message: MessageInput = None, *, resume: ResumeInput = None, tools: Sequence[Tool] | None = None,
             context: Sequence[Context] | None = None, forwarded_props: JSON = None, state: JSON = None,
-            run_id: str | None = None) -> RunResult:
+            run_id: str | None = None, pending_unknown: bool = False) -> RunResult:
         """Send a run and fold it to the end.
 
         Args:
@@ -323,13 +394,23 @@ class Thread(_ThreadCore):
             state: replaces the shared state sent (and kept) for this run; ``None`` keeps the thread's
                 (to send a null state, ``thread.state.set_state(None)`` first).
             run_id: the run's id (a fresh uuid by default).
+            pending_unknown: the thread holds no open interrupts but the agent may be waiting on some
+                (a thread rebuilt from elsewhere, whose interrupts were never recorded): send the
+                ``resume`` entries instead of refusing them as answering nothing (B269). When the
+                thread does hold open interrupts it changes nothing: entries must cover them.
 
         Returns:
             The ``RunResult``; a run that ended with ``RUN_ERROR`` has ``outcome == "error"``
             (``raise_for_outcome()`` raises it).
 
         Raises:
-            ResumeRefused: the resume list (or its absence) breaks the interrupt rules; nothing was sent.
+            ResumeRefused: the resume list (or its absence) breaks the interrupt rules, or the builder
+                was made for another thread or an earlier interrupted run (``MisdirectedResume``);
+                nothing was sent.
+            UnencodableValue: a value to send is not JSON (a set, bytes, a datetime, ``NaN``, a lone
+                surrogate …), in ``state``, ``forwarded_props``, ``context``, ``tools``, the new
+                messages or a resume payload (``UnencodableResumePayload``); nothing was sent and the
+                thread was not claimed.
             ConcurrentResume: another writer resumed this thread first; nothing was sent.
             TransportError, HTTPStatusError, IdleTimeout: the exchange failed.
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
@@ -337,13 +418,13 @@ class Thread(_ThreadCore):
         from .client import StreamHandle
 
         # stream()'s steps, folding each read's payloads at once instead of yielding events.
-        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id)
+        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
         claimed = self._claim(plan)
         handle = StreamHandle()
         thread = self._state
         adopting = thread.adopt_payloads
         try:
-            with self.client._open_batches(plan.run_input, handle=handle) as batches:
+            with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
                 session = self._begin(plan, quiet=True)
                 saved = False
                 try:
@@ -374,7 +455,8 @@ class Thread(_ThreadCore):
     @contextmanager
     def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
                tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
-               forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None) -> Iterator[RunStream]:
+               forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,
+               pending_unknown: bool = False) -> Iterator[RunStream]:
         """Send a run and yield a :class:`RunStream` of its events, each folded before it is yielded.
 
         Same arguments and errors as :meth:`run`. The thread is saved when the run ends, before the
@@ -384,12 +466,13 @@ class Thread(_ThreadCore):
         """
         from .client import StreamHandle
 
-        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id)
+        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
         claimed = self._claim(plan)
         handle = StreamHandle()
         stream = RunStream(iter(()), plan.run_input)
         try:
-            with self.client.open(plan.run_input, handle=handle) as payloads:
+            with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
+                payloads = (payload for batch in batches for payload in batch)
                 session = self._begin(plan)
                 stream._events = self._events(session, payloads, handle, stream)
                 yield stream
@@ -490,17 +573,18 @@ class AsyncThread(_ThreadCore):
 
     async def run(self, message: MessageInput = None, *, resume: ResumeInput = None,
                   tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
-                  forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None) -> RunResult:
+                  forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,
+                  pending_unknown: bool = False) -> RunResult:
         """Send a run and fold it to the end (see :meth:`Thread.run`)."""
         from .client import StreamHandle
 
-        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id)
+        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
         claimed = await self._claim(plan)
         handle = StreamHandle()
         thread = self._state
         adopting = thread.adopt_payloads
         try:
-            async with self.client._open_batches(plan.run_input, handle=handle) as batches:
+            async with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
                 session = self._begin(plan, quiet=True)
                 saved = False
                 try:
@@ -529,17 +613,18 @@ class AsyncThread(_ThreadCore):
     @asynccontextmanager
     async def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
                      tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
-                     forwarded_props: JSON = None, state: JSON = None,
-                     run_id: str | None = None) -> AsyncIterator[AsyncRunStream]:
+                     forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,
+                     pending_unknown: bool = False) -> AsyncIterator[AsyncRunStream]:
         """Send a run and yield an :class:`AsyncRunStream` of its events (see :meth:`Thread.stream`)."""
-        from .client import StreamHandle
+        from .client import StreamHandle, _flatten
 
-        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id)
+        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
         claimed = await self._claim(plan)
         handle = StreamHandle()
         stream = AsyncRunStream(_empty(), plan.run_input)
         try:
-            async with self.client.open(plan.run_input, handle=handle) as payloads:
+            async with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
+                payloads = _flatten(batches)
                 session = self._begin(plan)
                 stream._events = self._events(session, payloads, handle, stream)
                 yield stream

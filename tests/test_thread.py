@@ -409,6 +409,253 @@ def test_a_resume_that_may_have_reached_the_agent_keeps_the_thread_claimed_until
     assert endpoint.agent.request_count == 3
 
 
+def ask_then_finish(*messages: str) -> ScriptedAgent:
+    """Each run but the last raises interrupt ``i1`` with the next message; the last finishes."""
+    return ScriptedAgent([*([Start(), interrupted("i1", message=m)] for m in messages), [Start(), Finish()]],
+                         stateless=True)
+
+
+def test_b275_a_builder_from_one_thread_is_refused_on_another_before_anything_is_sent(
+    drive: Any, served: Any
+) -> None:
+    endpoint = served(ask_then_finish("a question"))  # the script plays per thread: both get i1
+
+    with drive.client(endpoint.url) as client:
+        t1, t2 = client.thread("t1"), client.thread("t2")
+        t1.run("go")
+        t2.run("go")
+        builder = t1.resume_builder().answer("i1", {"approved": True})
+        with pytest.raises(ag.MisdirectedResume) as caught:
+            t2.run(resume=builder)
+
+    assert (caught.value.builder_thread_id, caught.value.thread_id) == ("t1", "t2")
+    assert caught.value.ids == ("i1",)
+    assert len(endpoint.received) == 2
+    assert [i.id for i in t2.open_interrupts] == ["i1"]
+
+
+@pytest.mark.parametrize("way", ["run", "stream"])
+def test_b275_a_kept_builder_is_refused_once_the_thread_is_interrupted_again_under_the_same_id(
+    drive: Any, served: Any, way: str
+) -> None:
+    endpoint = served(ask_then_finish("delete STAGING?", "delete PRODUCTION?"))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        first = thread.run("go")
+        stale = thread.resume_builder().answer("i1", {"approved": True})
+        thread.run(resume=thread.resume_builder().abandon("i1"))
+        with pytest.raises(ag.MisdirectedResume) as caught:
+            if way == "run":
+                thread.run(resume=stale)
+            else:
+                with thread.stream(resume=stale):
+                    pass
+
+    assert caught.value.builder_run_id == first.run_id
+    assert caught.value.interrupted_run_id == thread.state.interrupted_run_id != first.run_id
+    assert len(endpoint.received) == 2
+    assert [i.message for i in thread.open_interrupts] == ["delete PRODUCTION?"]
+
+
+def test_a_builder_still_answers_its_run_after_the_thread_is_read_again_from_the_store(
+    drive: Any, served: Any
+) -> None:
+    endpoint = served(ask_then_finish("delete STAGING?"))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("go")
+        builder = thread.resume_builder().answer("i1", {"approved": True})
+        thread.reload()
+        elsewhere = client.thread(thread.id)
+        result = elsewhere.run(resume=builder)
+
+    assert result.outcome == "success"
+    assert endpoint.received[-1].body["resume"] == [
+        {"interruptId": "i1", "status": "resolved", "payload": {"approved": True}}]
+
+
+def test_an_unbound_builder_is_matched_by_id_alone(drive: Any, served: Any) -> None:
+    endpoint = served(ask_then_finish("delete STAGING?"))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        first = thread.run("go")
+        result = thread.run(resume=ag.ResumeBuilder(first.interrupts).answer("i1", {"approved": True}))
+
+    assert result.outcome == "success"
+
+
+NOT_JSON = [
+    pytest.param({1, 2}, id="set"),
+    pytest.param(b"yes", id="bytes"),
+    pytest.param(float("nan"), id="nan"),
+    pytest.param(float("inf"), id="inf"),
+    pytest.param("x\ud800", id="lone-surrogate"),
+    pytest.param(datetime(2026, 1, 1), id="datetime"),
+]
+
+
+@pytest.mark.parametrize("form", ["builder", "entries"])
+@pytest.mark.parametrize("payload", NOT_JSON)
+def test_a_resume_payload_json_cannot_hold_is_refused_before_the_claim_and_anything_is_sent(
+    drive: Any, served: Any, payload: Any, form: str
+) -> None:
+    endpoint = served(ask_then_finish("approve?"))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("go")
+        with pytest.raises(ag.UnencodableResumePayload) as caught:
+            if form == "builder":
+                thread.run(resume=thread.resume_builder().answer("i1", {"answer": [payload]}))
+            else:
+                thread.run(resume=[ag.ResumeEntry(interrupt_id="i1", status="resolved", payload={"answer": [payload]})])
+        sent = len(endpoint.received)
+        claim = store.load(thread.id).claim  # type: ignore[union-attr]
+        result = thread.run(resume=thread.resume_builder().answer("i1", "yes"))
+
+    assert (caught.value.interrupt_id, caught.value.field, caught.value.pointer) == ("i1", "payload", "/answer/0")
+    assert isinstance(caught.value, ag.ResumeRefused)
+    assert sent == 1
+    assert claim is None
+    assert result.outcome == "success"
+
+
+@pytest.mark.parametrize(("arguments", "field", "pointer"), [
+    pytest.param({"forwarded_props": {"trace": {"at": datetime(2026, 1, 1)}}}, "forwardedProps", "/trace/at",
+                 id="forwarded-props"),
+    pytest.param({"state": {"seen": {1, 2}}}, "state", "/seen", id="state"),
+    pytest.param({"state": float("nan")}, "state", "", id="state-nan"),
+    pytest.param({"context": [ag.Context(description="ok", value="fine"),
+                              ag.Context(description="d", value="x\udc00")]}, "context", "/1/value", id="context"),
+    pytest.param({"tools": [ag.Tool(name="t", description="d", parameters={"default": b"x"})]}, "tools",
+                 "/0/parameters/default", id="tools"),
+    pytest.param({"message": "hello \ud83d"}, "messages", "/0/content", id="new-message"),
+])
+@pytest.mark.parametrize("resuming", [False, True], ids=["plain-run", "resume"])
+def test_a_run_input_value_json_cannot_hold_is_refused_before_the_claim_and_anything_is_sent(
+    drive: Any, served: Any, arguments: dict[str, Any], field: str, pointer: str, resuming: bool
+) -> None:
+    endpoint = served(ask_then_finish("approve?") if resuming else ScriptedAgent.chat("hi"))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        if resuming:
+            thread.run("go")
+            arguments = {**arguments, "resume": thread.resume_builder().abandon("i1")}
+            if "message" in arguments:
+                pointer = f"/{len(thread.state.messages)}/content"
+        before = len(endpoint.received)
+        with pytest.raises(ag.UnencodableValue) as caught:
+            thread.run(**arguments)
+        stored = store.load(thread.id)
+
+    assert (caught.value.field, caught.value.pointer) == (field, pointer)
+    assert not isinstance(caught.value, ag.ResumeRefused)
+    assert len(endpoint.received) == before
+    assert stored is None or stored.claim is None
+
+
+def test_a_value_json_cannot_hold_that_reached_the_thread_by_hand_is_still_refused_before_the_claim(
+    drive: Any, served: Any
+) -> None:
+    endpoint = served(ask_then_finish("approve?"))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("go")
+        thread.add_message(ag.UserMessage(id="by-hand", content={"a": {1}}))  # type: ignore[arg-type]
+        with pytest.raises(ag.UnencodableValue) as caught:
+            thread.run(resume=thread.resume_builder().abandon("i1"))
+        claim = store.load(thread.id).claim  # type: ignore[union-attr]
+        by_hand = len(thread.state.messages) - 1
+
+    assert caught.value.field == "input"
+    assert caught.value.pointer == f"/messages/{by_hand}/content/a"
+    assert claim is None
+    assert len(endpoint.received) == 1
+
+
+@pytest.mark.parametrize("content", NOT_JSON + [pytest.param({"k": {1}}, id="nested-set")])
+def test_a_tool_result_json_cannot_hold_is_refused_when_added(drive: Any, served: Any, content: Any) -> None:
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        result = thread.run("pick one")
+        messages = thread.state.messages
+        with pytest.raises(ag.UnencodableValue) as caught:
+            thread.add_tool_result(result.pending_tool_calls[0].id, content)
+
+    assert caught.value.field == "content"
+    assert thread.state.messages == messages
+
+
+@pytest.mark.parametrize("form", ["builder", "entries"])
+def test_b273_a_resolved_entry_without_payload_is_sent_without_one_and_warns(
+    drive: Any, served: Any, form: str
+) -> None:
+    endpoint = served(ask_then_finish("approve?"))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("go")
+        resume: Any = thread.resume_builder().answer("i1", None) if form == "builder" else [
+            ag.ResumeEntry(interrupt_id="i1", status="resolved", payload=None)]
+        with pytest.warns(ag.AguiWarning) as warned:
+            thread.run(resume=resume)
+
+    assert [str(w.message) for w in warned if "i1" in str(w.message) and "IR-11" in str(w.message)]
+    assert endpoint.received[-1].body["resume"] == [{"interruptId": "i1", "status": "resolved"}]
+
+
+@pytest.mark.parametrize("way", ["run", "stream"])
+@pytest.mark.parametrize("form", ["builder", "entries"])
+def test_b269_pending_unknown_sends_entries_for_a_thread_that_holds_no_interrupts(
+    drive: Any, served: Any, form: str, way: str
+) -> None:
+    endpoint = served(ScriptedAgent([[Start(), Finish()]], stateless=True))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread("rebuilt-elsewhere")
+        resume: Any = thread.resume_builder().answer("i1", {"approved": True}) if form == "builder" else [
+            ag.ResumeEntry(interrupt_id="i1", status="resolved", payload={"approved": True})]
+        with pytest.raises(ag.NothingToResume):
+            thread.run(resume=resume)
+        refused_sent = len(endpoint.received)
+        if way == "run":
+            result = thread.run(resume=resume, pending_unknown=True)
+        else:
+            with thread.stream(resume=resume, pending_unknown=True) as events:
+                list(events)
+            result = events.result
+
+    assert refused_sent == 0
+    assert result.outcome == "success"
+    assert endpoint.received[-1].body["resume"] == [
+        {"interruptId": "i1", "status": "resolved", "payload": {"approved": True}}]
+
+
+def test_b269_pending_unknown_still_refuses_a_list_leaving_a_held_interrupt_uncovered(
+    drive: Any, served: Any
+) -> None:
+    endpoint = served(ScriptedAgent.interrupts(2))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("hi")
+        with pytest.raises(ag.UncoveredInterrupts) as caught:
+            thread.run(resume=[ag.ResumeEntry(interrupt_id="interrupt-1", status="cancelled")], pending_unknown=True)
+
+    assert caught.value.ids == ("interrupt-2",)
+    assert len(endpoint.received) == 1
+
+
 def test_a_thread_loaded_from_the_store_sees_runs_made_elsewhere_after_reload(drive: Any, served: Any) -> None:
     endpoint = served(ScriptedAgent.chat("noted"))
     store = MemoryStore()

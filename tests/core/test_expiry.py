@@ -98,7 +98,14 @@ UNREADABLE = [
     pytest.param("2026-04-20T17:00:00+24:00", id="offset-out-of-range"),
     pytest.param("2026-04-20x17:00:00Z", id="odd-separator"),
     pytest.param("٢٠٢٦-04-20", id="non-ascii-digits"),
-    pytest.param("0000-01-01", id="year-zero"),
+    pytest.param("-000000-01-01T00:00:00Z", id="minus-zero-expanded-year"),
+    pytest.param("+0020260-04-20", id="seven-digit-year"),
+    pytest.param("+2026-04-20", id="signed-four-digit-year"),
+    pytest.param("002026-04-20", id="unsigned-six-digit-year"),
+    pytest.param("+002026-02-30T00:00:00Z", id="expanded-year-feb-30"),
+    pytest.param("+010100-02-29", id="far-future-feb-29-of-a-common-year"),
+    pytest.param("+275761-01-01T00:00:00Z", id="after-ecmascript-range"),
+    pytest.param("-271822-01-01T00:00:00Z", id="before-ecmascript-range"),
     pytest.param("1970-01-01T00:00:00ZZ", id="double-zone"),
 ]
 
@@ -214,6 +221,28 @@ def test_now_of_the_wrong_type_is_a_type_error() -> None:
         is_expired(interrupt("2026-01-01"), "2026-01-01")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         is_expired(interrupt("2026-01-01"), lambda: 0)  # type: ignore[arg-type, return-value]
+
+
+@pytest.mark.parametrize(("value", "instant"), [
+    pytest.param("+002026-04-20T17:00:00Z", datetime(2026, 4, 20, 17, tzinfo=UTC), id="expanded-year"),
+    pytest.param("+002027-01-01", datetime(2027, 1, 1, tzinfo=UTC), id="expanded-year-future-date"),
+    pytest.param("+002026", datetime(2026, 1, 1, tzinfo=UTC), id="expanded-year-only"),
+    pytest.param("-000001-01-01T00:00:00Z", datetime.min.replace(tzinfo=UTC), id="negative-year"),
+    pytest.param("0000-01-01T00:00:00Z", datetime.min.replace(tzinfo=UTC), id="year-zero"),
+    pytest.param("0000-01-01", datetime.min.replace(tzinfo=UTC), id="year-zero-date"),
+    pytest.param("+000000-02-29", datetime.min.replace(tzinfo=UTC), id="year-zero-is-a-leap-year"),
+    pytest.param("-271821-04-20T00:00:00Z", datetime.min.replace(tzinfo=UTC), id="ecmascript-first-year"),
+    pytest.param("+010000-01-01T00:00:00Z", datetime.max.replace(tzinfo=UTC), id="year-10000"),
+    pytest.param("+275760-09-13T00:00:00Z", datetime.max.replace(tzinfo=UTC), id="ecmascript-last-year"),
+])
+def test_ecmascript_years_are_read_as_the_reference_reads_them(value: str, instant: datetime) -> None:
+    # Years Python cannot hold are read as its earliest or latest instant: before or after any real now.
+    assert parse_expires_at(value) == instant
+    assert is_expired(interrupt(value), NOW) is (instant <= NOW)
+    if instant in (datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)):
+        # The verdict holds against the earliest and the latest now Python can express.
+        for now in (datetime(1, 1, 1, 0, 0, 1, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC)):
+            assert is_expired(interrupt(value), now) is (instant <= NOW)
 
 
 def test_instants_beyond_pythons_range_keep_their_verdict() -> None:

@@ -16,9 +16,12 @@ from agui_client.errors import (
     ExpiredInterruptAnswered,
     InvalidResumeEntry,
     InvalidResumePayload,
+    MisdirectedResume,
     NothingToResume,
     ResumeRefused,
     UncoveredInterrupts,
+    UnencodableResumePayload,
+    UnencodableValue,
     UnknownInterrupt,
 )
 from agui_client.interrupts import PROBLEM_KINDS, ResumeBuilder, check_resume
@@ -494,3 +497,157 @@ def test_build_succeeds_exactly_when_the_list_covers_each_open_interrupt_once_va
             assert decode(encode(entry), ResumeEntry) == entry
         # The egress check agrees with the builder on the list it produced.
         check_resume(interrupts, entries, now=now)
+
+
+# --------------------------------------------------------------------------------------------------
+# Binding (B275, IR-10): a builder from a thread answers that thread's interrupted run only
+# --------------------------------------------------------------------------------------------------
+
+
+def bound(interrupts: Sequence[Interrupt], thread_id: str = "t1", run_id: str | None = "r1") -> ResumeBuilder:
+    return ResumeBuilder(interrupts, now=NOW, thread_id=thread_id, run_id=run_id).answer("i1", {"ok": True})
+
+
+def test_a_bound_builder_used_on_another_thread_is_misdirected() -> None:
+    builder = bound([ask("i1")], thread_id="t1")
+
+    with pytest.raises(MisdirectedResume) as info:
+        builder._check_target("t2", "r1", [ask("i1")])
+
+    assert isinstance(info.value, ResumeRefused)
+    assert (info.value.builder_thread_id, info.value.thread_id) == ("t1", "t2")
+    assert info.value.ids == ("i1",)
+    assert info.value.problems == {"misdirected": ("i1",)}
+
+
+def test_a_bound_builder_for_an_earlier_interrupted_run_is_misdirected() -> None:
+    builder = bound([ask("i1")], run_id="r1")
+
+    with pytest.raises(MisdirectedResume) as info:
+        builder._check_target("t1", "r2", [ask("i1")])
+
+    assert (info.value.builder_run_id, info.value.interrupted_run_id) == ("r1", "r2")
+
+
+def test_a_bound_builder_is_misdirected_when_the_interrupt_under_its_id_changed_even_if_the_run_id_repeats() -> None:
+    staging = Interrupt(id="i1", reason="approval", message="delete STAGING?")
+    production = Interrupt(id="i1", reason="approval", message="delete PRODUCTION?")
+    builder = bound([staging], run_id="r1")
+
+    with pytest.raises(MisdirectedResume):
+        builder._check_target("t1", "r1", [production])
+
+
+def test_a_bound_builder_made_when_nothing_was_open_is_misdirected_once_something_is() -> None:
+    builder = ResumeBuilder([], now=NOW, thread_id="t1", run_id=None)
+
+    with pytest.raises(MisdirectedResume):
+        builder._check_target("t1", "r1", [ask("i1")])
+
+
+def test_a_bound_builder_accepts_equal_interrupts_read_again_from_the_store() -> None:
+    held = [ask("i1", schema=APPROVAL)]
+    reloaded = decode(encode(held), tuple[Interrupt, ...])
+    builder = bound(held)
+
+    builder._check_target("t1", "r1", reloaded)
+
+    assert reloaded[0] is not held[0]
+
+
+def test_an_unbound_builder_is_never_misdirected() -> None:
+    builder = ResumeBuilder([ask("i1")], now=NOW).answer("i1", 1)
+
+    builder._check_target("anything", "any-run", [ask("i2")])
+
+    assert (builder.thread_id, builder.run_id) == (None, None)
+
+
+# --------------------------------------------------------------------------------------------------
+# Payloads JSON cannot hold: refused when recorded, and again at the egress check
+# --------------------------------------------------------------------------------------------------
+
+NOT_JSON = [
+    pytest.param({1, 2}, "", id="set"),
+    pytest.param(b"x", "", id="bytes"),
+    pytest.param(float("nan"), "", id="nan"),
+    pytest.param(float("inf"), "", id="inf"),
+    pytest.param(float("-inf"), "", id="minus-inf"),
+    pytest.param("x\ud800", "", id="lone-surrogate"),
+    pytest.param(datetime(2026, 1, 1), "", id="datetime"),
+    pytest.param({"a": [1, {"b/c": {1}}]}, "/a/1/b~1c", id="nested"),
+    pytest.param({1: "one"}, "", id="non-string-key"),
+    pytest.param({"k\udc80": 1}, "", id="lone-surrogate-key"),
+]
+
+
+@pytest.mark.parametrize(("payload", "pointer"), NOT_JSON)
+def test_answering_with_a_payload_json_cannot_hold_is_refused_at_once(payload: Any, pointer: str) -> None:
+    builder = ResumeBuilder([ask("i1")], now=NOW)
+
+    with pytest.raises(UnencodableResumePayload) as info:
+        builder.answer("i1", payload)
+
+    error = info.value
+    assert isinstance(error, InvalidResumePayload) and isinstance(error, UnencodableValue)
+    assert (error.interrupt_id, error.field, error.pointer) == ("i1", "payload", pointer)
+    assert error.ids == ("i1",) and error.problems == {"invalid": ("i1",)}
+    assert list(error.errors) == ["i1"]
+    assert builder.entries == ()
+
+
+def test_metadata_json_cannot_hold_is_refused_when_answering_or_abandoning() -> None:
+    builder = ResumeBuilder([ask("i1")], now=NOW)
+
+    with pytest.raises(UnencodableResumePayload) as answered:
+        builder.answer("i1", 1, metadata={"signed": b"sig"})
+    with pytest.raises(UnencodableResumePayload) as abandoned:
+        builder.abandon("i1", metadata={"at": datetime(2026, 1, 1)})
+
+    assert (answered.value.field, answered.value.pointer) == ("metadata", "/signed")
+    assert (abandoned.value.field, abandoned.value.pointer) == ("metadata", "/at")
+    assert builder.entries == ()
+
+
+@pytest.mark.parametrize(("payload", "pointer"), NOT_JSON)
+def test_the_egress_check_refuses_plain_entries_json_cannot_hold(payload: Any, pointer: str) -> None:
+    with pytest.raises(UnencodableResumePayload) as info:
+        check_resume([ask("i1"), ask("i2")], [cancelled("i1"), resolved("i2", payload)], now=NOW)
+
+    assert (info.value.interrupt_id, info.value.pointer) == ("i2", pointer)
+
+
+# --------------------------------------------------------------------------------------------------
+# The override for a thread whose open interrupts are unknown (B269)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_pending_unknown_lets_entries_through_when_no_interrupt_is_held() -> None:
+    check_resume([], [resolved("i1", 1), cancelled("i2")], now=NOW, pending_unknown=True)
+
+
+def test_pending_unknown_still_refuses_malformed_and_repeated_entries() -> None:
+    with pytest.raises(DuplicateResumeEntry):
+        check_resume([], [resolved("i1", 1), cancelled("i1")], now=NOW, pending_unknown=True)
+    with pytest.raises(InvalidResumeEntry):
+        check_resume([], [ResumeEntry(interrupt_id="i1", status="approved")],  # type: ignore[arg-type]
+                     now=NOW, pending_unknown=True)
+
+
+def test_pending_unknown_changes_nothing_when_interrupts_are_held() -> None:
+    with pytest.raises(UncoveredInterrupts) as uncovered:
+        check_resume([ask("i1"), ask("i2")], [resolved("i1", 1)], now=NOW, pending_unknown=True)
+    with pytest.raises(UnknownInterrupt) as unknown:
+        check_resume([ask("i1")], [resolved("i1", 1), resolved("zzz", 1)], now=NOW, pending_unknown=True)
+
+    assert uncovered.value.ids == ("i2",)
+    assert unknown.value.ids == ("zzz",)
+
+
+def test_a_builder_without_interrupts_builds_its_entries_only_when_pending_is_unknown() -> None:
+    builder = ResumeBuilder([], now=NOW).answer("i2", "yes").abandon("i1")
+
+    with pytest.raises(NothingToResume):
+        builder.build()
+
+    assert builder.build(pending_unknown=True) == (resolved("i2", "yes"), cancelled("i1"))

@@ -1,0 +1,67 @@
+"""``codec.json_problem``: where a value the client would send stops being JSON, and why."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from agui_client.codec import json_problem
+
+__all__: list[str] = []
+
+
+@pytest.mark.parametrize("value", [
+    None, True, 0, -1, 10**40, 1.5, "", "é 日本 😀", [], (), {}, {"a": [1, 2.0, "x", None, False, {"b": ()}]},
+])
+def test_json_values_have_no_problem(value: Any) -> None:
+    assert json_problem(value) is None
+
+
+@pytest.mark.parametrize(("value", "pointer"), [
+    pytest.param({1, 2}, "", id="set"),
+    pytest.param(frozenset(), "", id="frozenset"),
+    pytest.param(b"x", "", id="bytes"),
+    pytest.param(math.nan, "", id="nan"),
+    pytest.param(math.inf, "", id="inf"),
+    pytest.param(-math.inf, "", id="minus-inf"),
+    pytest.param("ok\ud800", "", id="lone-high-surrogate"),
+    pytest.param("\udfff", "", id="lone-low-surrogate"),
+    pytest.param(datetime(2026, 1, 1), "", id="datetime"),
+    pytest.param(object(), "", id="object"),
+    pytest.param({1: "x"}, "", id="int-key"),
+    pytest.param({None: "x"}, "", id="none-key"),
+    pytest.param({"a": {"b": [0, 1, {2}]}}, "/a/b/2", id="nested"),
+    pytest.param({"a~b/c": math.nan}, "/a~0b~1c", id="escaped-key"),
+    pytest.param({"ok": 1, "bad": {1}, "later": b""}, "/bad", id="first-in-document-order"),
+    pytest.param([[], [1, [math.inf]]], "/1/1/0", id="in-lists"),
+])
+def test_a_value_json_cannot_hold_is_located_by_its_pointer(value: Any, pointer: str) -> None:
+    found = json_problem(value)
+
+    assert found is not None
+    assert found[0] == pointer
+    assert found[1]
+
+
+def test_a_container_holding_itself_is_a_problem_not_an_endless_walk() -> None:
+    cycle: list[Any] = [1]
+    cycle.append({"again": cycle})
+
+    assert json_problem(cycle) == ("/1/again", "the value contains itself")
+
+
+def test_a_value_shared_twice_is_not_a_cycle() -> None:
+    shared = {"x": [1]}
+
+    assert json_problem([shared, shared, {"y": shared}]) is None
+
+
+def test_a_deep_value_does_not_exhaust_the_stack() -> None:
+    deep: Any = "leaf"
+    for _ in range(100_000):
+        deep = [deep]
+
+    assert json_problem(deep) is None
