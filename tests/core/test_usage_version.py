@@ -1,8 +1,8 @@
 """Token usage (bad-inputs section P) on every way a run is read.
 
 A usage fault costs only the usage, never the run's outcome, result, pending tool calls, interrupts or
-failure (B282/B283/B285, a deliberate deviation from the reference); a part exceeding its total is
-warned about and never added to a total (B287).
+failure (B282/B283/B285, a deliberate deviation from the reference); a part exceeding its total, and a
+late RUN_ERROR's own usage, are warned about and never added to a total (B287, B290).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import pytest
 
-from agui_client import RunResult, RunSession, codec, replay
+from agui_client import RunResult, RunSession, ThreadState, codec, replay
 from agui_client.codec import camel, decode_event
 from agui_client.types import events as ev
 from agui_client.types import run as rn
@@ -114,7 +114,7 @@ def test_a_bad_usage_on_run_error_keeps_the_failure(fold: Any) -> None:
                            "usage": [{"inputTokens": -1}, GOOD]}])
     assert result.outcome == "error"
     assert result.error is not None and (result.error.message, result.error.code) == ("overloaded", "503")
-    assert result.usage == (rn.TokenUsage(provider="openai", model="m", input_tokens=5),)
+    assert result.usage == result.error.usage == (rn.TokenUsage(provider="openai", model="m", input_tokens=5),)
     assert _warnings(result) == [("TU-04/B282", 1, "RUN_ERROR", "/usage/0/inputTokens", "r1")]
 
 
@@ -152,6 +152,41 @@ def test_parts_within_their_totals_are_quiet(fold: Any) -> None:
     usage = [{"inputTokens": 9, "cachedInputTokens": 5, "cacheWriteInputTokens": 4, "outputTokens": 5,
               "reasoningTokens": 5}]
     assert fold([START, _finish(usage=usage)]).warnings == ()
+
+
+# --------------------------------------------------------------------------------------------------
+# B290: usage on RUN_FINISHED and again on the late RUN_ERROR
+# --------------------------------------------------------------------------------------------------
+
+LATE = {"type": "RUN_ERROR", "message": "late", "usage": [{"provider": "a", "inputTokens": 7}]}
+
+
+def test_a_late_errors_usage_is_kept_apart_with_a_warning_and_never_added(fold: Any) -> None:
+    result = fold([START, _finish(usage=[{"provider": "a", "inputTokens": 10}]), LATE])
+    finished = (rn.TokenUsage(provider="a", input_tokens=10),)
+    assert result.outcome == "success"
+    assert result.usage == finished
+    assert result.late_error is not None and result.late_error.late
+    assert result.late_error.usage == (rn.TokenUsage(provider="a", input_tokens=7),)
+    assert result.total_usage.input_tokens == result.state.total_usage.input_tokens == 10
+    assert dict(result.state.usage_by_run) == {"r1": finished}
+    assert _warnings(result) == [("TU-07/B290", 2, "RUN_ERROR", "/usage", "r1")]
+
+
+def test_a_late_error_without_usage_is_not_warned_about(fold: Any) -> None:
+    result = fold([START, _finish(usage=[{"inputTokens": 10}]), {"type": "RUN_ERROR", "message": "late"}])
+    assert result.late_error is not None and result.late_error.usage == ()
+    assert result.warnings == ()
+
+
+def test_a_thread_with_a_failed_subagent_is_stored_as_before() -> None:
+    """``RunErrorInfo`` now carries usage; a subagent's error has none, and its stored form is unchanged."""
+    thread = ThreadState()
+    replay([START, {"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "helper"},
+            {"type": "SUBAGENT_ERROR", "subagentRunId": "s1", "message": "boom"}, _finish()], state=thread)
+    stored = thread.dump()
+    assert stored["subagents"]["s1"]["error"] == {"message": "boom", "code": None, "late": False}
+    assert ThreadState.load(stored).subagents == thread.subagents
 
 
 def test_a_typed_run_finished_fed_to_a_session_has_its_usage_checked() -> None:
