@@ -163,6 +163,9 @@ WARNINGS: dict[str, list[tuple[str, int, str]]] = {
     "usage-negative": [("TU-04/B282", 4, "/usage/0/inputTokens")],
     "usage-object": [("TU-01/B285", 4, "/usage")],
     "run-finished-usage": [],
+    "run-started-protocol-version": [],
+    "run-started-protocol-version-newer": [("PV-03/B293", 0, "/protocolVersion")],
+    "run-started-protocol-version-garbage": [("PV-03/B293", 0, "/protocolVersion")],
 }
 
 

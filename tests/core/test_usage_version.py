@@ -1,9 +1,12 @@
-"""Token usage (bad-inputs section P) on every way a run is read.
+"""Token usage and the declared protocol version (bad-inputs section P) on every way a run is read.
 
 A usage fault costs only the usage, never the run's outcome, result, pending tool calls, interrupts or
 failure (B282/B283/B285, a deliberate deviation from the reference); a part exceeding its total, and a
-late RUN_ERROR's own usage, are warned about and never added to a total (B287, B290).
+late RUN_ERROR's own usage, are warned about and never added to a total (B287, B290); a declared
+protocol version that is newer or uninterpretable is warned about once (PV-03/B293), an older or
+absent one read quietly (PV-04/B294).
 """
+
 from __future__ import annotations
 
 import json
@@ -187,6 +190,44 @@ def test_a_thread_with_a_failed_subagent_is_stored_as_before() -> None:
     stored = thread.dump()
     assert stored["subagents"]["s1"]["error"] == {"message": "boom", "code": None, "late": False}
     assert ThreadState.load(stored).subagents == thread.subagents
+
+
+# --------------------------------------------------------------------------------------------------
+# PV-03 / B293: the declared protocol version
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("declared", ["1", "1.0.0", "v1", "1.x", "", " 1.0", "01.0", "1.0\n", "\u0661.\u0660",
+                                      "0.01", "0.\u0669", "2.0", "1.1", "10.0", "1.10",
+                                      pytest.param("9" * 5000 + ".0", id="5000-digit-major")])
+def test_a_newer_or_uninterpretable_protocol_version_is_read_with_one_warning(fold: Any, declared: str) -> None:
+    result = fold([{**START, "protocolVersion": declared}, _finish()])
+    assert result.outcome == "success"
+    assert _warnings(result) == [("PV-03/B293", 0, "RUN_STARTED", "/protocolVersion", "r1")]
+
+
+@pytest.mark.parametrize("declared", [None, "1.0", "0.9", "0.10", "0.0",
+                                      pytest.param("0." + "9" * 5000, id="5000-digit-minor")])
+def test_an_older_or_absent_protocol_version_is_read_quietly(fold: Any, declared: str | None) -> None:
+    started = START if declared is None else {**START, "protocolVersion": declared}
+    result = fold([started, _finish()])
+    assert result.outcome == "success"
+    assert result.warnings == ()
+
+
+def test_versions_compare_as_numbers_whatever_their_length() -> None:
+    """Against any version this client may speak later ("1.2"): 1.10 is newer, 1.1 older."""
+    from agui_client.verify import _version_key
+
+    assert _version_key("1", "10") > _version_key("1", "2") > _version_key("1", "1")
+    assert _version_key("10", "0") > _version_key("9", "99")
+
+
+def test_each_run_of_a_recording_is_judged_on_its_own_declaration() -> None:
+    second = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r2", "protocolVersion": "2.0"}
+    result = replay([{**START, "protocolVersion": "1.0"}, _finish(), second,
+                     {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r2"}])
+    assert _warnings(result) == [("PV-03/B293", 2, "RUN_STARTED", "/protocolVersion", "r2")]
 
 
 def test_a_typed_run_finished_fed_to_a_session_has_its_usage_checked() -> None:
