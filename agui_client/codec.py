@@ -1072,6 +1072,86 @@ def _check_usage(value: dict[str, Any]) -> None:
             raise _FieldError("token counts are never negative", "/" + key)
 
 
+def _check_run_usage(value: dict[str, Any]) -> dict[str, Any] | None:
+    """B282/B283/B285, a deliberate deviation from the reference (which fails the run): token usage is
+    telemetry and must not cost a RUN_FINISHED its outcome and interrupts, nor a RUN_ERROR its failure.
+    A ``usage`` that is not an array is dropped whole, an entry the schema refuses is dropped alone,
+    each with a warning at its pointer; the rest of the event is read as usual.
+    """
+    if "usage" not in value:
+        return None
+    usage = value["usage"]
+    kind = value.get("type")
+    event_type = kind if type(kind) is str else None
+    if type(usage) is not list:
+        _warn("TU-01/B285", f"usage must be an array of entries, got {_describe(usage)}: dropped", pointer="/usage",
+              event_type=event_type)
+        return {key: item for key, item in value.items() if key != "usage"}
+    kept: list[Any] = []
+    for i, entry in enumerate(usage):
+        fault = _usage_entry_fault(entry)
+        if fault is not None:
+            pointer, message = fault
+            _warn("TU-04/B282", f"usage entry dropped: {message}", pointer=f"/usage/{i}{pointer}",
+                  event_type=event_type)
+            continue
+        kept.append(entry)
+        for field_name, message in _usage_parts_faults(entry):
+            _warn("TU-02/B287", message, pointer=f"/usage/{i}/{field_name}", event_type=event_type)
+    return None if len(kept) == len(usage) else {**value, "usage": kept}
+
+
+def _usage_entry_fault(entry: Any) -> tuple[str, str] | None:
+    """Why the schema refuses one usage entry (pointer within the entry, message), or ``None``."""
+    # The entry's own warnings (an unknown key) are reported when it is read for real, not twice.
+    token = _SINK.set(WarningSink())
+    try:
+        _converter.structure(entry, rn.TokenUsage)
+    except _FieldError as exc:
+        return exc.pointer, str(exc)
+    except ClassValidationError as exc:
+        return _first_error(exc)
+    finally:
+        _SINK.reset(token)
+    return None
+
+
+#: Each part of a total (TU-02): reasoning is part of output, cached input part of input.
+_USAGE_PARTS = (("reasoningTokens", "outputTokens"), ("cachedInputTokens", "inputTokens"))
+
+
+def _usage_parts_faults(entry: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Each part of a total that exceeds its total in a well-formed wire usage entry, as (its wire name,
+    a message); empty for a consistent entry.
+
+    Reasoning tokens are part of the output, cached and cache-write input tokens disjoint parts of the
+    input (TU-02). A part larger than its total contradicts the entry; it is reported (B287), never
+    added to anything: totals are summed from the totals alone.
+    """
+    faults = []
+    for part, total in _USAGE_PARTS:
+        counted, whole = entry.get(part), entry.get(total)
+        if counted is not None and whole is not None and counted > whole:
+            faults.append((part, f"{part} ({counted}) exceeds {total} ({whole}), of which it is a part"))
+    written, cached, whole = (entry.get(key) for key in ("cacheWriteInputTokens", "cachedInputTokens", "inputTokens"))
+    if written is not None and whole is not None and written + (cached or 0) > whole:
+        faults.append(("cacheWriteInputTokens", f"cacheWriteInputTokens ({written}) and cachedInputTokens "
+                       f"({cached or 0}) exceed inputTokens ({whole}), of which they are disjoint parts"))
+    return faults
+
+
+def _plain_run_usage(value: dict[str, Any]) -> bool:
+    """``_check_run_usage`` passes silently: run after the fast path built every entry (so each is a
+    well-formed object), it only has to rule out a part exceeding its total."""
+    usage = value.get("usage")
+    if usage is None:
+        return True
+    for entry in usage:
+        if _usage_parts_faults(entry):
+            return False
+    return True
+
+
 def _check_tool_call(value: dict[str, Any]) -> None:
     kind = value.get("type", "function")
     if kind != "function":
@@ -1089,6 +1169,8 @@ _SPECIFIC_CHECKS: dict[type, Callable[[dict[str, Any]], dict[str, Any] | None]] 
     rn.RunFinishedInterruptOutcome: _check_interrupt_outcome,
     rn.SubagentFinishedSuspendedOutcome: _check_suspended,
     rn.TokenUsage: _check_usage,
+    ev.RunFinishedEvent: _check_run_usage,
+    ev.RunErrorEvent: _check_run_usage,
 }
 
 
@@ -1332,6 +1414,8 @@ _FAST_CHECKS: dict[type, Callable[[dict[str, Any]], bool]] = {
     rn.RunFinishedInterruptOutcome: lambda value: len(value["interrupts"]) > 0,
     rn.SubagentFinishedSuspendedOutcome: _passes,  # the ids are checked as tuple[str, ...]
     rn.TokenUsage: _passes,  # counts are checked against a lower bound of 0 (_FAST_INT_MIN)
+    ev.RunFinishedEvent: _plain_run_usage,
+    ev.RunErrorEvent: _plain_run_usage,
     msg.ToolCall: _passes,  # the "type" tag is checked like any tag
 }
 _FAST_INT_MIN: dict[type, int] = {rn.TokenUsage: 0}
@@ -1889,6 +1973,26 @@ def decode(value: Any, cls: type[T]) -> T:
         except _Fallback:
             pass
     return _structure(value, cls)  # type: ignore[no-any-return]
+
+
+def checked_usage(event: ev.RunFinishedEvent | ev.RunErrorEvent,
+                  sink: WarningSink | None = None) -> ev.RunFinishedEvent | ev.RunErrorEvent:
+    """``event`` with its usage checked as the decoder checks the wire's (for an event built in Python,
+    which never met the decoder): entries the schema refuses dropped, a part exceeding its total
+    reported. Warnings go to ``sink`` (else the active sink, or :mod:`warnings`).
+    """
+    if event.usage is None:
+        return event
+    token = _SINK.set(sink) if sink is not None else None
+    try:
+        kept = _check_run_usage({"type": event.TYPE, "usage": encode(event.usage)})
+    finally:
+        if token is not None:
+            _SINK.reset(token)
+    if kept is None:
+        return event
+    usage = kept.get("usage")
+    return attrs.evolve(event, usage=None if usage is None else decode(usage, tuple[rn.TokenUsage, ...]))
 
 
 def encode(obj: Any) -> Any:

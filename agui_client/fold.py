@@ -64,11 +64,20 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 @frozen(kw_only=True)
 class RunErrorInfo:
-    """What a ``RUN_ERROR`` said."""
+    """What a ``RUN_ERROR`` said.
+
+    Attributes:
+        message: the error's message, for a person.
+        code: its code, if it gave one.
+        late: whether it surfaced after the run had finished (CL-02).
+        usage: the token usage it reported. A late error's is kept here only: the spec does not say
+            whether it repeats the finished run's or adds to it, so it is never added to a total (B290).
+    """
 
     message: str
     code: str | None = None
     late: bool = False
+    usage: tuple[rn.TokenUsage, ...] = ()
 
 
 @frozen(kw_only=True)
@@ -883,7 +892,7 @@ class ThreadState:
             case ev.RunFinishedEvent():
                 return self._on_run_finished(event)
             case ev.RunErrorEvent():
-                self._on_run_error(event)
+                return self._on_run_error(event)
             case ev.StepStartedEvent():
                 run = self.last_run
                 if run is not None:
@@ -1581,22 +1590,30 @@ class ThreadState:
         self._runs.append(RunRecord(run_id=run_id or "", thread_id=self.thread_id or "",
                                     message_ids_before=frozenset(self._by_id)))
 
-    def _on_run_error(self, event: ev.RunErrorEvent) -> None:
+    def _on_run_error(self, event: ev.RunErrorEvent) -> Sequence[StreamWarning]:
         run = self.last_run
         if run is None:
             # LC-02: a stream that opens with RUN_ERROR is the producer refusing the input.
             self.open_rejected_run(None)
             run = self._runs[-1]
+        usage = event.usage or ()
         if run.terminated and run.outcome != "error":
             # CL-02/CL-04: the one late error is surfaced; it neither reopens nor clears anything.
-            run.late_error = RunErrorInfo(message=event.message, code=event.code, late=True)
-            return
+            run.late_error = RunErrorInfo(message=event.message, code=event.code, late=True, usage=usage)
+            if not usage:
+                return _NO_WARNINGS
+            # B290: whether this repeats the finished run's usage or adds to it is unspecified; both are
+            # kept as reported and neither is silently added to the other.
+            return (self._warning(
+                "TU-07/B290", "the late RUN_ERROR reports usage of its own: kept on late_error.usage, not added to "
+                "the run's usage or the thread's totals (its scope is unspecified)", event, pointer="/usage"),)
         run.terminated = True
         run.outcome = "error"
-        run.error = RunErrorInfo(message=event.message, code=event.code)
+        run.error = RunErrorInfo(message=event.message, code=event.code, usage=usage)
         if event.usage is not None:
             run.usage = event.usage
             self._usage[run.run_id] = event.usage
+        return _NO_WARNINGS
 
     def _on_step_finished(self, event: ev.StepFinishedEvent) -> None:
         run = self.last_run
@@ -1840,6 +1857,9 @@ def _authoritative_activity_types(metadata: Mapping[str, Any] | None) -> Any:
 
 def _dump_subagent(record: SubagentRecord) -> dict[str, Any]:
     data = attrs.asdict(record, recurse=True)
+    if data.get("error") is not None:
+        # SUBAGENT_ERROR reports no usage: the stored form stays what it was before errors carried any.
+        del data["error"]["usage"]
     return data
 
 

@@ -372,6 +372,11 @@ class RunSession:
         self._index += 1
         if isinstance(event, Mapping):
             return self._feed_value(dict(event), index)
+        if type(event) is ev.RunFinishedEvent or type(event) is ev.RunErrorEvent:
+            # Built in Python, its usage never met the decoder's checks (B282, B287): checked here, once a run.
+            event = codec.checked_usage(event, self._sink)
+            if self._sink.items:
+                self._take_warnings(index, event)
         return self._fold(event, index)
 
     def _feed_value(self, value: Any, index: int) -> list[ev.Event | ev.UnknownEvent]:

@@ -34,6 +34,7 @@ The verifier expects chunks already expanded (:class:`~agui_client.chunks.ChunkE
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Set
 from types import MappingProxyType
 from typing import Any, Literal
@@ -46,6 +47,7 @@ from .errors import SequenceError, StreamEnded, StreamWarning
 from .types import events as ev
 from .types.messages import ActivityMessage, AssistantMessage, Message, ReasoningMessage, ToolCall
 from .types.run import (
+    PROTOCOL_VERSION,
     RunFinishedCancelledOutcome,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
@@ -58,6 +60,17 @@ Phase = Literal["idle", "running", "finished", "errored", "late-error"]
 
 _Owner = str | None
 _SEEDED = -1  # the run number recorded for ids learnt from history (snapshots, the input echo)
+# Two numeric components, ASCII digits without leading zeros ("1.0", "0.10"); anything else is uninterpretable.
+_VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+
+
+def _version_key(major: str, minor: str) -> tuple[int, str, int, str]:
+    # Without leading zeros, the longer numeral is the larger, and numerals of one length compare as text:
+    # no int() of a producer's numeral (Python refuses to convert one of over 4300 digits).
+    return len(major), major, len(minor), minor
+
+
+_SPOKEN = _version_key(*PROTOCOL_VERSION.split("."))
 
 
 @frozen(kw_only=True)
@@ -373,6 +386,8 @@ class RunVerifier:
                 self._run = _Run(number=run.number + 1, run_id=event.run_id, thread_id=event.thread_id)
                 if event.input is not None:
                     self._seed(event.input.messages, authoritative=False)
+                if event.protocol_version is not None:
+                    return self._protocol_version(event, event.protocol_version, index)
             case ev.RunFinishedEvent():
                 return self._run_finished(event, index)
             case ev.RunErrorEvent():
@@ -747,6 +762,18 @@ class RunVerifier:
     def _tool_call_known(self, call_id: str) -> bool:
         return call_id in self._tool_call_run or (
             self._known_tool_call_ids is not None and self._known_tool_call_ids(call_id))
+
+    def _protocol_version(self, event: ev.RunStartedEvent, declared: str, index: int) -> list[StreamWarning]:
+        # PV-03: a declaration outside the MAJOR.MINOR grammar is handled like a newer one: proceed,
+        # and warn. PV-04: an older one is a downgrade to notice quietly.
+        match = _VERSION.fullmatch(declared)
+        if match is None:
+            message = f"protocolVersion {declared!r} is not MAJOR.MINOR; read as newer than {PROTOCOL_VERSION}"
+        elif _version_key(match[1], match[2]) > _SPOKEN:
+            message = f"protocolVersion {declared!r} is newer than {PROTOCOL_VERSION}, the version this client speaks"
+        else:
+            return []
+        return [self._warning(message + "; proceeding", event, index, code="PV-03/B293", pointer="/protocolVersion")]
 
     def _error(self, message: str, event: ev.Event, index: int, *, rule: str,
                pointer: str | None = None) -> SequenceError:

@@ -20,7 +20,7 @@ import pytest
 from agui_client import ProtocolError, ResumeRefused, ThreadState, encode, replay
 from agui_client.codec import decode
 from agui_client.interrupts import check_resume
-from agui_client.types import Interrupt, Message, ResumeEntry
+from agui_client.types import Interrupt, Message, ResumeEntry, TokenUsage
 
 GOLDEN = Path(__file__).parent / "golden"
 STREAMS = sorted(p.stem for p in (GOLDEN / "streams").glob("*.jsonl"))
@@ -60,6 +60,11 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                         "reference appends both copies"),
     "payload-not-json": (frozenset({"messages"}), "B071: what was folded before the bad payload is kept; the "
                          "reference loses it (its error overtakes the queued fold)"),
+    "usage-negative": (frozenset({"ok"}), "B282/TU-04, a deliberate deviation: a usage entry the schema refuses is "
+                       "dropped with a warning and the RUN_FINISHED applied (telemetry must not cost the outcome); "
+                       "the reference rejects the whole RUN_FINISHED and fails the run"),
+    "usage-object": (frozenset({"ok"}), "B285/TU-01: a usage that is not an array is dropped with a warning and the "
+                     "RUN_FINISHED applied; the reference fails the run"),
     "resume-unknown-id": (frozenset({"ok", "messages", "pendingInterrupts"}), "B267/IR-10: an entry naming an "
                           "interrupt that is not open is refused before anything is sent; the reference sends it"),
 }
@@ -150,6 +155,31 @@ def test_stream_folds_like_the_reference(name: str) -> None:
     expected = json.loads((GOLDEN / "streams" / f"{name}.expected.json").read_text())
     ours = fold_like_oracle(GOLDEN / "streams" / f"{name}.jsonl", _load_input(name))
     _compare(name, ours, expected)
+
+
+# stream -> the warnings we give, as (code, event index, pointer): where INDEX.md asks for a warning (or for
+# none), its presence is compared, never its wording.
+WARNINGS: dict[str, list[tuple[str, int, str]]] = {
+    "usage-negative": [("TU-04/B282", 4, "/usage/0/inputTokens")],
+    "usage-object": [("TU-01/B285", 4, "/usage")],
+    "run-finished-usage": [],
+    "run-started-protocol-version": [],
+    "run-started-protocol-version-newer": [("PV-03/B293", 0, "/protocolVersion")],
+    "run-started-protocol-version-garbage": [("PV-03/B293", 0, "/protocolVersion")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(WARNINGS))
+def test_stream_warns_as_the_index_says(name: str) -> None:
+    result = replay(GOLDEN / "streams" / f"{name}.jsonl")
+    assert [(w.code, w.index, w.pointer) for w in result.warnings] == WARNINGS[name]
+    assert all(w.run_id == "r1" for w in result.warnings)
+
+
+def test_a_dropped_usage_entry_leaves_the_others_and_the_outcome() -> None:
+    result = replay(GOLDEN / "streams" / "usage-negative.jsonl")
+    assert result.outcome == "success"
+    assert result.usage == (TokenUsage(output_tokens=2),)
 
 
 GEN = sorted((GOLDEN / "gen").glob("*.expected.json"))

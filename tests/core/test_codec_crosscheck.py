@@ -285,6 +285,24 @@ def test_unknown_union_members_are_dropped_not_refused() -> None:
     assert [w.code for w in sink.items] == ["UK-04", "MS-05", "UK-04"]
 
 
+def test_a_usage_entry_the_schema_refuses_is_dropped_not_the_event() -> None:
+    """TU-04 / B282 / B285: the official models refuse the whole RUN_FINISHED or RUN_ERROR for one bad token count
+    (as the reference client fails the run); usage is telemetry, so we drop only the entry (or a usage that is
+    not an array) with a warning, and keep the outcome or the failure."""
+    negative = {"type": "RUN_ERROR", "message": "m", "usage": [{"inputTokens": -1}, {"outputTokens": 2}]}
+    not_a_list = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "success"},
+                  "usage": {}}
+    for sample in (negative, not_a_list):
+        with pytest.raises(ValidationError):
+            EVENT.validate_python(sample)
+    with collect_warnings() as sink:
+        assert decode_event(negative) == ev.RunErrorEvent(message="m", usage=(rn.TokenUsage(output_tokens=2),))
+        assert decode_event(not_a_list) == ev.RunFinishedEvent(thread_id="t", run_id="r",
+                                                               outcome=rn.RunFinishedSuccessOutcome())
+    assert [(w.code, w.pointer) for w in sink.items] == [("TU-04/B282", "/usage/0/inputTokens"),
+                                                          ("TU-01/B285", "/usage")]
+
+
 def test_unknown_fields_are_ignored_not_kept() -> None:
     """UK-03: both tolerate an unknown field. The official models keep it (``extra="allow"``) and write it
     back; we drop it with a warning (as the reference TS client strips it), so what we send is 1.0 only."""
@@ -309,7 +327,6 @@ def test_unknown_fields_are_ignored_not_kept() -> None:
     ({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "tool"}, "/role"),
     ({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": 5}, "/delta"),
     ({"type": "TEXT_MESSAGE_END", "messageId": "m", "timestamp": 1.5}, "/timestamp"),
-    ({"type": "RUN_ERROR", "message": "m", "usage": [{"inputTokens": -1}]}, "/usage/0/inputTokens"),
     ({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "a", "value": 1}]}, "/delta/0/path"),
     ({"type": "RUN_STARTED", "runId": "r"}, "/threadId"),
     ({"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "a", "role": "assistant", "toolCalls": [
@@ -319,7 +336,7 @@ def test_unknown_fields_are_ignored_not_kept() -> None:
         {"id": "c", "type": "function", "function": {"name": "f"}}]}]},
      "/messages/0/toolCalls/0/function/arguments"),
 ], ids=["empty-interrupts", "boolean-response-schema", "text-role-tool", "delta-number", "timestamp-fraction",
-        "negative-usage", "pointer-without-slash", "missing-thread-id", "tool-call-type", "function-arguments"])
+        "pointer-without-slash", "missing-thread-id", "tool-call-type", "function-arguments"])
 def test_both_refuse(sample: dict[str, Any], pointer: str) -> None:
     """Agreement on refusals. ``responseSchema: true`` is a valid JSON Schema, but the 1.0 schema restricts it
     to an object ("recorded as a known divergence", the official docstring) and the reference TS client

@@ -45,6 +45,12 @@ def _finished(outcome: Any) -> bytes:
     return wire({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": outcome})
 
 
+def _run_end(kind: str, **fields: Any) -> dict[str, Any]:
+    """A RUN_FINISHED or RUN_ERROR with its required fields, and ``fields``."""
+    required = {"threadId": "t", "runId": "r"} if kind == "RUN_FINISHED" else {"message": "m"}
+    return {"type": kind, **required, **fields}
+
+
 def _delta(ops: Any) -> bytes:
     return wire({"type": "STATE_DELTA", "delta": ops})
 
@@ -111,8 +117,6 @@ REJECTED = [
                  "/outcome/interrupts/0/reason", "RUN_FINISHED", id="interrupt-without-reason"),
     pytest.param(_finished({"interrupts": []}), DecodeError,
                  "/outcome/type", "RUN_FINISHED", id="outcome-without-type"),
-    pytest.param(wire({"type": "RUN_ERROR", "message": "m", "usage": [{"inputTokens": -1}]}), DecodeError,
-                 "/usage/0/inputTokens", "RUN_ERROR", id="TU-negative-token-count"),
     # I: STATE_DELTA / ACTIVITY_DELTA patches
     pytest.param(_delta({"op": "add", "path": "/a", "value": 1}), DecodeError, "/delta", "STATE_DELTA",
                  id="B125-delta-object"),
@@ -394,6 +398,37 @@ TOLERATED = [
     pytest.param(_delta([{"op": "merge", "path": "/a", "value": 1}, {"op": "remove", "path": "/b"}]),
                  {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/b"}]}, [("UK-04", "/delta/0/op")],
                  id="UK-04-unknown-patch-op-dropped"),
+    # P: a usage entry the schema refuses costs only that entry (B282, a deliberate deviation), a part
+    # larger than its total only a warning (B287)
+    pytest.param(wire(_run_end("RUN_ERROR", usage=[{"inputTokens": -1}])), _run_end("RUN_ERROR", usage=[]),
+                 [("TU-04/B282", "/usage/0/inputTokens")], id="B282-negative-count-on-run-error"),
+    pytest.param(wire(_run_end("RUN_FINISHED", usage=[{"provider": "a", "inputTokens": 5}, {"outputTokens": -2}])),
+                 _run_end("RUN_FINISHED", usage=[{"provider": "a", "inputTokens": 5}]),
+                 [("TU-04/B282", "/usage/1/outputTokens")], id="B282-the-other-entries-kept"),
+    pytest.param(wire(_run_end("RUN_FINISHED", usage=[{"inputTokens": 2**53 + 1}])),
+                 _run_end("RUN_FINISHED", usage=[]),
+                 [("TU-04/B282", "/usage/0/inputTokens")], id="B283-count-beyond-safe-integer"),
+    pytest.param(wire(_run_end("RUN_FINISHED", usage={"inputTokens": 1})), _run_end("RUN_FINISHED"),
+                 [("TU-01/B285", "/usage")], id="B285-usage-an-object"),
+    pytest.param(wire(_run_end("RUN_ERROR", usage="lots")), _run_end("RUN_ERROR"),
+                 [("TU-01/B285", "/usage")], id="B285-usage-a-string-on-run-error"),
+    pytest.param(wire(_run_end("RUN_FINISHED", usage=[5, {"outputTokens": 1}])),
+                 _run_end("RUN_FINISHED", usage=[{"outputTokens": 1}]),
+                 [("TU-04/B282", "/usage/0")], id="usage-entry-not-an-object"),
+    *(pytest.param(wire(_run_end("RUN_FINISHED", usage=[{"inputTokens": bad}])), _run_end("RUN_FINISHED", usage=[]),
+                   [("TU-04/B282", "/usage/0/inputTokens")], id=f"usage-count-{name}")
+      for name, bad in (("float", 1.5), ("integral-float", 1.0), ("string", "5"), ("boolean", True), ("null", None))),
+    pytest.param(wire(_run_end("RUN_FINISHED", usage=[{"provider": 5}])), _run_end("RUN_FINISHED", usage=[]),
+                 [("TU-04/B282", "/usage/0/provider")], id="usage-provider-not-a-string"),
+    *(pytest.param(wire(_run_end(kind, usage=usage)), _run_end(kind, usage=usage), [("TU-02/B287", pointer)], id=name)
+      for name, kind, usage, pointer in (
+          ("B287-reasoning-exceeds-output", "RUN_FINISHED", [{"outputTokens": 5, "reasoningTokens": 9}],
+           "/usage/0/reasoningTokens"),
+          ("B287-cached-exceeds-input", "RUN_ERROR", [{}, {"inputTokens": 5, "cachedInputTokens": 9}],
+           "/usage/1/cachedInputTokens"),
+          ("TU-02-cache-parts-exceed-input", "RUN_FINISHED",
+           [{"inputTokens": 5, "cachedInputTokens": 3, "cacheWriteInputTokens": 3}], "/usage/0/cacheWriteInputTokens"),
+      )),
     pytest.param(wire({"type": "THINKING_TEXT_MESSAGE_START", "messageId": "r1"}),
                  {"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning"}, [("RS-09", None)],
                  id="B103-thinking-message-start-translated"),
@@ -788,3 +823,27 @@ def test_data_to_send_with_lone_surrogates_is_written_with_replacement_character
     with pytest.warns(AguiWarning, match="U\\+FFFD"):
         written = codec.dump_json(value)
     assert json.loads(written) == {"state": {"k\ufffd": "x\ufffdy", "pair": "\U0001f600"}, "id": "a\ufffd"}
+
+
+def test_the_fast_usage_check_passes_exactly_what_the_checked_one_passes_silently() -> None:
+    """``_plain_run_usage`` (the fast path's twin of ``_check_run_usage``) lets a RUN_FINISHED or RUN_ERROR
+    through only when no part of a total exceeds it; anything else takes the checked path, which warns."""
+    names = ("inputTokens", "outputTokens", "reasoningTokens", "cachedInputTokens", "cacheWriteInputTokens")
+    absent = object()
+    for values in itertools.product([absent, 0, 4, 5], repeat=len(names)):
+        entry = {name: value for name, value in zip(names, values, strict=True) if value is not absent}
+        event = _run_end("RUN_FINISHED", usage=[{"outputTokens": 1}, entry])
+        with collect_warnings() as sink:
+            silent = codec._check_run_usage(event) is None
+        assert codec._plain_run_usage(event) == (silent and not sink.items), entry
+
+
+def test_a_kept_usage_entrys_own_warning_is_given_once(parse_path: str, recwarn: pytest.WarningsRecorder) -> None:
+    """The usage check reads each entry on trial before the event is read; the trial's warnings (an unknown
+    key in the entry) are not given a second time, even outside a sink (where nothing de-duplicates them)."""
+    import warnings
+
+    warnings.simplefilter("always")
+    event = decode_event(wire(_run_end("RUN_FINISHED", usage=[{"inputTokens": 1, "futureCount": 2}])))
+    assert isinstance(event, ev.RunFinishedEvent) and event.usage == (rn.TokenUsage(input_tokens=1),)
+    assert [w.category for w in recwarn.list] == [AguiWarning]
