@@ -29,7 +29,7 @@ from ._wire import PlainDict, PlainList, encode_messages, plain_json
 from .codec import _orjson, decode, encode, parse_json
 from .codec import _wire_name as codec_wire_name
 from .errors import ProtocolError, StreamWarning
-from .patch import PatchFailed, apply_patch
+from .patch import DEFAULT_RUN_COPY_ALLOWANCE, PatchFailed, apply_patch
 from .types import events as ev
 from .types import messages as msg
 from .types import run as rn
@@ -633,6 +633,7 @@ class ThreadState:
         self._runs: list[RunRecord] = []
         self._incomplete: set[str] = set()
         self._pending_tool_calls: tuple[str, ...] = ()
+        self._copy_allowance = [DEFAULT_RUN_COPY_ALLOWANCE]  # what a run's patches may copy (B194)
         self.version = 0
         self.warnings: list[StreamWarning] = []
         #: Take STATE_SNAPSHOT payloads without copying them. Only for a fold whose events nobody else
@@ -1369,7 +1370,7 @@ class ThreadState:
             # does a patch that replaces the whole content, which may leave something not an object.
             content = _copy_json(content)
         try:
-            patched = apply_patch(content, event.patch)
+            patched = apply_patch(content, event.patch, copy_allowance=self._copy_allowance)
             if type(patched) is not dict:
                 # AC-01: an activity's content is an object; anything else could not even be loaded again.
                 raise PatchFailed(f"the content would become {_kind(patched)}, not an object", whole[-1])
@@ -1391,7 +1392,7 @@ class ThreadState:
         event the ordinary way, which reports why).
         """
         try:
-            self._state = apply_patch(self._state, delta, adopt_values=True)
+            self._state = apply_patch(self._state, delta, adopt_values=True, copy_allowance=self._copy_allowance)
         except PatchFailed:
             return False
         self._state_view_valid = False  # _state_changed(), inlined for the commonest event of state streams
@@ -1401,7 +1402,7 @@ class ThreadState:
 
     def _on_state_delta(self, event: ev.StateDeltaEvent) -> Sequence[StreamWarning]:
         try:
-            self._state = apply_patch(self._state, event.delta)
+            self._state = apply_patch(self._state, event.delta, copy_allowance=self._copy_allowance)
             if not self.adopt_payloads:
                 self._state_plain = False  # the patch's values came with an event object from anywhere
         except PatchFailed as exc:
@@ -1522,6 +1523,7 @@ class ThreadState:
     def _on_run_started(self, event: ev.RunStartedEvent) -> None:
         if self.thread_id is None:
             self.thread_id = event.thread_id
+        self._copy_allowance[0] = DEFAULT_RUN_COPY_ALLOWANCE
         run = RunRecord(run_id=event.run_id, thread_id=event.thread_id, parent_run_id=event.parent_run_id,
                         protocol_version=event.protocol_version, message_ids_before=frozenset(self._by_id))
         self._runs.append(run)

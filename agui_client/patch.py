@@ -17,10 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "parse_pointer"]
+__all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "DEFAULT_RUN_COPY_ALLOWANCE", "parse_pointer"]
 
 #: JSON nodes a single patch may copy (``copy`` ops, and values added); past it the patch is refused (B194).
 DEFAULT_COPY_BUDGET = 1_000_000
+#: What the ``copy`` operations of one run's patches may add in all (see ``apply_patch``'s ``copy_allowance``).
+DEFAULT_RUN_COPY_ALLOWANCE = 16 * 1024 * 1024
 
 
 class PatchFailed(Exception):
@@ -130,6 +132,30 @@ def _copy(value: Any, budget: list[int]) -> Any:
 
 #: The deepest value a patch copies: the decoder's default nesting limit.
 _MAX_VALUE_DEPTH = 512
+
+
+def _size(value: Any) -> int:
+    """What a copied value costs the run's copy allowance: each member (an item, a key and its value)
+    as many units as it takes in memory beside its JSON (``_MEMBER_UNITS``), plus each string's length."""
+    total = 0
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is str:
+            total += len(node)
+        elif kind is dict:
+            stack.extend(node.values())
+            total += _MEMBER_UNITS * len(node) + sum(map(len, node))
+        elif kind is list:
+            stack.extend(node)
+            total += _MEMBER_UNITS * len(node)
+    return total + _MEMBER_UNITS
+
+
+#: A member's cost in copy-allowance units: a small dict entry or list item holds tens of bytes in
+#: Python however short its JSON, so 16 MiB of allowance is about a million members, or 16 MiB of text.
+_MEMBER_UNITS = 16
 
 
 def _json_equal(a: Any, b: Any) -> bool:
@@ -295,7 +321,7 @@ def _change(parent: Any, key: str, name: str, value: Any, undo: list[_Undo] | No
 
 
 def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAULT_COPY_BUDGET,
-                adopt_values: bool = False) -> Any:
+                adopt_values: bool = False, copy_allowance: list[int] | None = None) -> Any:
     """Apply an RFC 6902 patch to ``document`` in place, all or nothing; returns the new document.
 
     Use the returned value: an operation on the root (``""``) returns a new document. On failure
@@ -303,6 +329,11 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
 
     ``adopt_values=True`` inserts the patch's ``value`` members themselves instead of copies: for a
     patch nobody else holds (parsed for this call alone), so the document may own its values.
+
+    ``copy_allowance`` (a one-item list, spent in place) bounds what ``copy`` operations may add over
+    several patches (B194): each copy costs its size (its members, and the characters of its strings,
+    which a store and the next request write out again). A few bytes of patch must not grow a state
+    without end, a subtree at a time.
 
     Raises:
         PatchFailed: an operation did not apply (``op_index`` says which); the document is unchanged.
@@ -338,7 +369,7 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
                         and len(path) > 1 and path[0] == "/" and "~" not in path:
                     _simple_op(document, name, path, op, budget, undo if i < last else None)
                     continue
-            return _apply_general(document, patch, i, undo, budget, copy_budget)
+            return _apply_general(document, patch, i, undo, budget, copy_budget, copy_allowance)
     except _Fail as exc:
         _rollback(document, undo)
         raise PatchFailed(str(exc), i) from None
@@ -349,10 +380,11 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
 
 
 def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_Undo], budget: list[int] | None,
-                   copy_budget: int) -> Any:
+                   copy_budget: int, allowance: list[int] | None = None) -> Any:
     """``apply_patch`` from operation ``first`` on, every kind of operation; ``undo`` holds the earlier ones'."""
     doc = _Doc(document, budget if budget is not None else [copy_budget], undo)
     values_budget = budget
+    allowed = allowance[0] if allowance is not None else 0
     last = len(patch) - 1
     i = first
     try:
@@ -397,13 +429,24 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
                         raise _Fail("cannot move the whole document")
                     doc.add(tokens, doc.remove(from_tokens))
                 else:
-                    doc.add(tokens, _copy(_walk(doc.root, from_tokens), doc.budget))
+                    copied = _copy(_walk(doc.root, from_tokens), doc.budget)
+                    if allowance is not None:
+                        cost = _size(copied)
+                        if cost > allowance[0]:
+                            raise _Fail(f"copying {cost} units would pass what this run's patches may copy "
+                                        f"({allowance[0]} left): copy amplification")
+                        allowance[0] -= cost
+                    doc.add(tokens, copied)
             else:
                 raise _Fail(f"unknown patch op {name!r}")
     except _Fail as exc:
         doc.rollback()
+        if allowance is not None:
+            allowance[0] = allowed  # (a patch undone copied nothing)
         raise PatchFailed(str(exc), i) from None
     except RecursionError:
         doc.rollback()
+        if allowance is not None:
+            allowance[0] = allowed
         raise PatchFailed("value nested too deeply to copy", i) from None
     return doc.root

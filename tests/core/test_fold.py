@@ -362,6 +362,30 @@ def test_an_activity_patch_that_leaves_content_not_an_object_changes_nothing(
     assert again.messages == result.messages
 
 
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_a_run_s_copies_are_bounded_in_all_and_the_next_run_may_copy_again(form: str) -> None:
+    # B194 across deltas: a few bytes of "copy" each repeat a 4 MB string in the state (which every
+    # save and the next request write out again). A run's patches may copy 16 MiB in all; past that
+    # a delta is refused (SP-06, state unchanged, out of sync), and a new run starts afresh.
+    def run(run_id: str, copies: range, snapshot: bool) -> list[dict[str, Any]]:
+        return [{"type": "RUN_STARTED", "threadId": "t", "runId": run_id},
+                *([{"type": "STATE_SNAPSHOT", "snapshot": {"s": "x" * 4_000_000}}] if snapshot else []),
+                *({"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/s", "path": f"/c{i}"}]} for i in copies),
+                {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id}]
+
+    def source(events: list[dict[str, Any]]) -> Any:
+        return events if form == "events" else "\n".join(json.dumps(e) for e in events).encode()
+
+    thread = ThreadState()
+    first = replay(source(run("r1", range(5), snapshot=True)), state=thread)
+    assert sorted(thread.state) == ["c0", "c1", "c2", "c3", "s"]
+    assert [(w.code, w.index) for w in first.warnings] == [("SP-06", 6)]
+    assert thread.state_in_sync is False
+
+    second = replay(source(run("r2", range(5, 6), snapshot=False)), state=thread)
+    assert second.warnings == () and "c5" in thread.state
+
+
 def test_arguments_that_are_not_json_are_kept_with_a_warning() -> None:
     result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
                      ToolCallArgsEvent(tool_call_id="c", delta="{not json"), ToolCallEndEvent(tool_call_id="c"),

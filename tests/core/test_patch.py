@@ -156,3 +156,27 @@ def test_a_value_too_deep_to_copy_is_refused_and_changes_nothing(first: dict[str
         apply_patch(doc, [first, {"op": "add", "path": "/deep", "value": deep}])
     assert (caught.value.op_index, str(caught.value)) == (1, "value nested too deeply to copy")
     assert doc == {"a": 1}
+
+
+def test_copies_spend_an_allowance_across_patches_and_an_undone_patch_spends_none() -> None:
+    # B194's class beyond one patch: each small patch may copy a large subtree (or reference a large
+    # string) again, growing the state without end. A shared allowance bounds them all; strings count
+    # their characters, which a store and the next request write out once per copy.
+    doc: dict[str, Any] = {"s": "x" * 1000}
+    allowance = [3500]
+    apply_patch(doc, [{"op": "copy", "from": "/s", "path": "/a"}], copy_allowance=allowance)
+    apply_patch(doc, [{"op": "copy", "from": "/s", "path": "/b"}], copy_allowance=allowance)
+    left = allowance[0]
+    assert 1000 < left < 2000
+
+    with pytest.raises(PatchFailed) as caught:  # the second copy passes what is left: all undone
+        apply_patch(doc, [{"op": "copy", "from": "/s", "path": "/c"}, {"op": "copy", "from": "/s", "path": "/d"}],
+                    copy_allowance=allowance)
+    assert caught.value.op_index == 1 and "amplification" in str(caught.value)
+    assert allowance[0] == left and set(doc) == {"s", "a", "b"}
+
+    with pytest.raises(PatchFailed):  # the per-patch node budget still applies
+        apply_patch(doc, [{"op": "add", "path": "/l", "value": list(range(10))},
+                          {"op": "copy", "from": "/l", "path": "/c"}], copy_allowance=[10**9], copy_budget=15)
+    apply_patch(doc, [{"op": "copy", "from": "/s", "path": "/e"}])  # no allowance given: unbounded across patches
+    assert set(doc) == {"s", "a", "b", "e"}
