@@ -994,10 +994,13 @@ _PATCH_OPS = {"add": ("value",), "remove": (), "replace": ("value",), "move": ("
 
 
 def _check_patch(patch: Any, field_name: str) -> list[Any] | None:
-    """Validate a JSON Patch; returns a filtered copy when unknown ops had to be dropped."""
+    """Validate a JSON Patch's shape (``None``: the event keeps the patch as it came).
+
+    An operation JSON Patch does not define (``merge``) is kept: the patch is then not applied at all
+    (SP-07 / AGUI303, warned by the fold), rather than applied without it (the reference's UK-04 reading).
+    """
     if type(patch) is not list:
         raise _FieldError(f"expected a JSON Patch array, got {_describe(patch)}", f"/{field_name}")
-    unknown: list[int] = []
     for i, op in enumerate(patch):
         where = f"/{field_name}/{i}"
         if type(op) is not dict:
@@ -1006,9 +1009,6 @@ def _check_patch(patch: Any, field_name: str) -> list[Any] | None:
         if type(name) is not str:  # before the membership test: a list or an object is unhashable
             raise _FieldError(f"a patch operation needs a string 'op', got {_describe(name)}", f"{where}/op")
         if name not in _PATCH_OPS:
-            # UK-04: an unrecognised member of a discriminated union is removed with a warning.
-            _warn("UK-04", f"unknown patch op {name!r} dropped", pointer=f"{where}/op", once=("op", name))
-            unknown.append(i)
             continue
         path = op.get("path")
         if type(path) is not str or not _POINTER.fullmatch(path):
@@ -1018,9 +1018,7 @@ def _check_patch(patch: Any, field_name: str) -> list[Any] | None:
                 raise _FieldError(f"{name!r} operation needs {member!r}", f"{where}/{member}")
             if member == "from" and (type(op["from"]) is not str or not _POINTER.fullmatch(op["from"])):
                 raise _FieldError(f"invalid JSON pointer {op['from']!r}", f"{where}/from")
-    if not unknown:
-        return None
-    return [op for i, op in enumerate(patch) if i not in unknown]
+    return None
 
 
 def _check_state_delta(value: dict[str, Any]) -> dict[str, Any] | None:

@@ -1377,8 +1377,8 @@ class ThreadState:
         except PatchFailed as exc:
             entry.touch()
             self._changed()
-            return (self._warning("AC-05", f"activity patch did not apply: {exc}", event,
-                                  pointer=f"/patch/{exc.op_index}"),)
+            return (self._warning("AC-05" if exc.rule == "SP-06" else f"{exc.rule}/AGUI303",
+                                  f"activity patch did not apply: {exc}", event, pointer=f"/patch/{exc.op_index}"),)
         entry.value = patched
         entry.attrs["activity_type"] = event.activity_type
         entry.touch()
@@ -1407,7 +1407,8 @@ class ThreadState:
                 self._state_plain = False  # the patch's values came with an event object from anywhere
         except PatchFailed as exc:
             self.state_in_sync = False
-            return (self._warning("SP-06", f"state patch did not apply (state unchanged): {exc}", event,
+            return (self._warning("SP-06" if exc.rule == "SP-06" else f"{exc.rule}/AGUI303",
+                                  f"state patch did not apply (state unchanged): {exc}", event,
                                   pointer=f"/delta/{exc.op_index}"),)
         self._state_changed()
         return _NO_WARNINGS

@@ -30,15 +30,20 @@ class PatchFailed(Exception):
 
     Attributes:
         op_index: the index of the failing operation in the patch.
+        rule: ``"SP-06"`` when a well-formed operation did not apply (a missing path, a failed test
+            …), ``"SP-07"`` when the patch holds an operation JSON Patch does not define.
     """
 
-    def __init__(self, message: str, op_index: int) -> None:
+    def __init__(self, message: str, op_index: int, rule: str = "SP-06") -> None:
         super().__init__(message)
         self.op_index = op_index
+        self.rule = rule
 
 
 class _Fail(Exception):
-    pass
+    def __init__(self, message: str, rule: str = "SP-06") -> None:
+        super().__init__(message)
+        self.rule = rule
 
 
 # An undo entry: (action, container, key, old); see _SET and the others below.
@@ -349,7 +354,7 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
                 try:
                     _simple_op(document, name, path, op, None if adopt_values else [copy_budget], None)
                 except _Fail as exc:
-                    raise PatchFailed(str(exc), 0) from None
+                    raise PatchFailed(str(exc), 0, exc.rule) from None
                 except RecursionError:
                     raise PatchFailed("value nested too deeply to copy", 0) from None
                 return document
@@ -372,7 +377,7 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
             return _apply_general(document, patch, i, undo, budget, copy_budget, copy_allowance)
     except _Fail as exc:
         _rollback(document, undo)
-        raise PatchFailed(str(exc), i) from None
+        raise PatchFailed(str(exc), i, exc.rule) from None
     except RecursionError:
         _rollback(document, undo)
         raise PatchFailed("value nested too deeply to copy", i) from None
@@ -438,12 +443,15 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
                         allowance[0] -= cost
                     doc.add(tokens, copied)
             else:
-                raise _Fail(f"unknown patch op {name!r}")
+                # SP-07 / AGUI303: a patch is applied whole or not at all, and an operation nobody
+                # defined cannot be applied, so nothing of this patch is (the reference drops it and
+                # applies the rest, which the producer never asked for).
+                raise _Fail(f"unknown patch op {name!r}: the whole patch is skipped", "SP-07")
     except _Fail as exc:
         doc.rollback()
         if allowance is not None:
             allowance[0] = allowed  # (a patch undone copied nothing)
-        raise PatchFailed(str(exc), i) from None
+        raise PatchFailed(str(exc), i, exc.rule) from None
     except RecursionError:
         doc.rollback()
         if allowance is not None:

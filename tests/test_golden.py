@@ -54,6 +54,9 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                   "is tolerated as content for the open message; the reference rejects it"),
     "state-delta-root-remove": (frozenset({"state"}), "B190: removing the whole document is refused (state unchanged, "
                                 "warning); the reference makes the state null"),
+    "state-delta-unknown-op": (frozenset({"state"}), "SP-07 / AGUI303 (bad-inputs' verdict for a 1.0 consumer): "
+                               "a patch holding an op JSON Patch does not define is skipped whole, with a "
+                               "warning; the reference drops the op and applies the rest"),
     "state-delta-proto-keys": (frozenset({"state"}), "B202: __proto__ and constructor are ordinary keys in Python; "
                                "the reference's patch library refuses them"),
     "messages-snapshot-duplicate-ids": (frozenset({"messages"}), "B205: one entry per id (the last wins); the "

@@ -267,8 +267,9 @@ def test_unknown_outcome_type_reads_as_success_not_refused() -> None:
 
 
 def test_unknown_union_members_are_dropped_not_refused() -> None:
-    """UK-04 / B122 / B123: an unknown content part, message role or patch op is removed with a warning and
-    the rest is kept; the official models refuse the whole event."""
+    """UK-04 / B122 / B123: an unknown content part or message role is removed with a warning and the rest
+    is kept; an unknown patch op is kept in the event (the fold then skips the whole patch, SP-07 /
+    AGUI303). The official models refuse the whole event."""
     part = {"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c",
             "content": [{"type": "hologram"}, {"type": "text", "text": "hi"}]}
     role = {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "w", "role": "wizard", "content": "x"},
@@ -281,8 +282,8 @@ def test_unknown_union_members_are_dropped_not_refused() -> None:
         assert decode_event(part) == ev.ToolCallResultEvent(message_id="t", tool_call_id="c",
                                                             content=(msg.TextPart(text="hi"),))
         assert decode_event(role) == ev.MessagesSnapshotEvent(messages=(msg.UserMessage(id="u", content="y"),))
-        assert decode_event(op) == ev.StateDeltaEvent(delta=())
-    assert [w.code for w in sink.items] == ["UK-04", "MS-05", "UK-04"]
+        assert decode_event(op) == ev.StateDeltaEvent(delta=({"op": "merge", "path": "/a", "value": 1},))
+    assert [w.code for w in sink.items] == ["UK-04", "MS-05"]
 
 
 def test_a_usage_entry_the_schema_refuses_is_dropped_not_the_event() -> None:

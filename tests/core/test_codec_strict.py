@@ -395,9 +395,6 @@ TOLERATED = [
                        "outcome": {"type": "success", "reason": "done"}}),
                  {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "success"}},
                  [("UK-03", "/reason")], id="unknown-field-on-outcome"),
-    pytest.param(_delta([{"op": "merge", "path": "/a", "value": 1}, {"op": "remove", "path": "/b"}]),
-                 {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/b"}]}, [("UK-04", "/delta/0/op")],
-                 id="UK-04-unknown-patch-op-dropped"),
     # P: a usage entry the schema refuses costs only that entry (B282, a deliberate deviation), a part
     # larger than its total only a warning (B287)
     pytest.param(wire(_run_end("RUN_ERROR", usage=[{"inputTokens": -1}])), _run_end("RUN_ERROR", usage=[]),
@@ -773,7 +770,10 @@ def test_the_fast_patch_check_passes_exactly_what_the_checked_one_passes_silentl
                 silent = codec._check_patch([op], "delta") is None
             except codec._FieldError:
                 silent = False
-        assert codec.plain_patch([op]) == (silent and not sink.items), op
+        # (an unknown op passes the shape check, and the fold refuses the patch: the fast path leaves
+        # it to the ordinary one, which says so)
+        known = name in ("add", "remove", "replace", "move", "copy", "test")
+        assert codec.plain_patch([op]) == (silent and not sink.items and known), op
 
 
 @pytest.mark.parametrize("payload", [
@@ -847,3 +847,13 @@ def test_a_kept_usage_entrys_own_warning_is_given_once(parse_path: str, recwarn:
     event = decode_event(wire(_run_end("RUN_FINISHED", usage=[{"inputTokens": 1, "futureCount": 2}])))
     assert isinstance(event, ev.RunFinishedEvent) and event.usage == (rn.TokenUsage(input_tokens=1),)
     assert [w.category for w in recwarn.list] == [AguiWarning]
+
+
+def test_an_unknown_patch_op_is_kept_in_the_event_for_the_fold_to_refuse_the_whole_patch(parse_path: str) -> None:
+    # SP-07 / AGUI303: the event is read as it came (no warning here); the fold skips the whole patch
+    # and says so (tests/core/test_fold.py), where the reference drops the op and applies the rest.
+    ops = [{"op": "merge", "path": "/a", "value": 1}, {"op": "remove", "path": "/b"}]
+    with collect_warnings() as sink:
+        event = decode_event(_delta(ops))
+    assert event == ev.StateDeltaEvent(delta=tuple(ops))
+    assert sink.items == []

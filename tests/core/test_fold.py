@@ -386,6 +386,27 @@ def test_a_run_s_copies_are_bounded_in_all_and_the_next_run_may_copy_again(form:
     assert second.warnings == () and "c5" in thread.state
 
 
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_a_patch_with_an_op_json_patch_does_not_define_is_skipped_whole(form: str) -> None:
+    # SP-07 / AGUI303, bad-inputs' verdict for a 1.0 consumer: a patch applies whole or not at all;
+    # dropping the unknown op and applying the rest (the reference) makes a state nobody asked for.
+    patch = [{"op": "add", "path": "/b", "value": 2}, {"op": "merge", "path": "/c", "value": 3}]
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+              {"type": "STATE_SNAPSHOT", "snapshot": {"a": 1}},
+              {"type": "STATE_DELTA", "delta": patch},
+              {"type": "ACTIVITY_SNAPSHOT", "messageId": "p", "activityType": "plan", "content": {"a": 1}},
+              {"type": "ACTIVITY_DELTA", "messageId": "p", "activityType": "plan", "patch": patch},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    source: Any = events if form == "events" else "\n".join(json.dumps(e) for e in events).encode()
+
+    result = replay(source)
+
+    assert result.state.state == {"a": 1} and result.state.state_in_sync is False
+    assert result.messages[0].content == {"a": 1}  # type: ignore[union-attr]
+    assert [(w.code, w.index, w.pointer) for w in result.warnings] == [
+        ("SP-07/AGUI303", 2, "/delta/1"), ("SP-07/AGUI303", 4, "/patch/1")]
+
+
 def test_arguments_that_are_not_json_are_kept_with_a_warning() -> None:
     result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
                      ToolCallArgsEvent(tool_call_id="c", delta="{not json"), ToolCallEndEvent(tool_call_id="c"),
