@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
@@ -812,6 +813,11 @@ def _sse_warnings(decoder: SSEDecoder, session: RunSession) -> None:
 
 
 def _detect(data: bytes) -> Literal["sse", "jsonl"]:
-    # The first non-blank line decides: a JSON object starts JSONL, anything else is SSE.
+    # JSONL starts with a JSON object and holds no line starting "data:" (a raw line break cannot be
+    # inside a JSON string); anything else is SSE, such as a capture whose first line is an unprefixed
+    # JSON object, which the SSE reading warns about (B001) instead of folding it as an event.
     head = data[:4096].lstrip(b"\xef\xbb\xbf").lstrip()
-    return "jsonl" if head.startswith(b"{") else "sse"
+    return "jsonl" if head.startswith(b"{") and _SSE_DATA_LINE.search(head) is None else "sse"
+
+
+_SSE_DATA_LINE = re.compile(rb"[\r\n]data:")

@@ -206,6 +206,16 @@ def test_whatever_a_failed_run_left_open_is_kept_and_flagged_incomplete(
         assert state.message("m1").content == "hello"
 
 
+def test_an_sse_capture_opening_with_an_unprefixed_json_line_is_read_as_sse() -> None:
+    # B001 in a recording: the format is detected from the whole head, not the first line alone, so
+    # the stray line gets the SSE reading's AGUI501 warning instead of being folded as an event.
+    capture = b'{"type":"CUSTOM","name":"acme.ping","value":1}\n\n' + _sse([START, *TEXT, FINISH])
+    result = replay(capture)
+    assert result.outcome == "success" and result.text == "hello"
+    assert [w.code for w in result.warnings] == ["AGUI501"]
+    assert replay(_jsonl([START, *TEXT, FINISH])).text == "hello"  # (JSONL is still JSONL)
+
+
 def test_a_multi_run_recording_reports_the_last_run_and_every_run_id() -> None:
     second = [{**START, "runId": "r2"}, {**FINISH, "runId": "r2", "outcome": {"type": "cancelled"}}]
     result = replay([START, *TEXT, FINISH, *second])
