@@ -85,22 +85,34 @@ def camel(name: str) -> str:
 
 
 class WarningSink:
-    """Collects the warnings of one decoding context, reporting each distinct one once."""
+    """Collects the warnings of one decoding context, repeated ones a bounded number of times."""
 
     __slots__ = ("items", "_seen")
 
     def __init__(self) -> None:
         self.items: list[StreamWarning] = []
-        self._seen: set[tuple[str, ...]] = set()
+        self._seen: dict[tuple[str, ...], int] = {}
 
     def warn(self, code: str, message: str, *, pointer: str | None = None, event_type: str | None = None,
-             once: tuple[str, ...] | None = None) -> None:
-        """Record a warning; with ``once``, a warning with the same key is recorded only the first time."""
+             once: tuple[str, ...] | None = None, repeat: int = 1) -> None:
+        """Record a warning; with ``once``, a warning with the same key is recorded ``repeat`` times at most.
+
+        A key warned once (a producer's habit, such as an unknown field) is said once. A key warned for
+        each thing dropped (an unknown event, a content part) is said up to ``repeat`` times, and then
+        once more to say the rest go unreported: a hostile stream repeating it cannot fill the memory.
+        """
         if once is not None:
-            if once in self._seen:
+            seen = self._seen.get(once, 0)
+            if seen >= repeat:
                 return
-            self._seen.add(once)
+            self._seen[once] = seen + 1
+            if seen + 1 == repeat and repeat > 1:
+                message += f" (seen {repeat} times: further ones are not reported)"
         self.items.append(StreamWarning(code=code, message=message, pointer=pointer, event_type=event_type))
+
+
+#: How many times a warning about something dropped is given per response (``WarningSink.warn``).
+DROP_WARNINGS = 100
 
 
 _SINK: ContextVar[WarningSink | None] = ContextVar("agui_client_warning_sink", default=None)
@@ -118,10 +130,10 @@ def collect_warnings(sink: WarningSink | None = None) -> Iterator[WarningSink]:
 
 
 def _warn(code: str, message: str, *, pointer: str | None = None, event_type: str | None = None,
-          once: tuple[str, ...] | None = None) -> None:
+          once: tuple[str, ...] | None = None, repeat: int = 1) -> None:
     sink = _SINK.get()
     if sink is not None:
-        sink.warn(code, message, pointer=pointer, event_type=event_type, once=once)
+        sink.warn(code, message, pointer=pointer, event_type=event_type, once=once, repeat=repeat)
     else:
         warnings.warn(str(StreamWarning(code=code, message=message, pointer=pointer, event_type=event_type)),
                       AguiWarning, stacklevel=4)
@@ -893,7 +905,8 @@ def _tagged(conv: cattrs.Converter, table: dict[str, type], tag: str, what: str,
 
 def _part_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     def unknown(value: dict[str, Any]) -> Any:
-        _warn("UK-04", f"content part of unknown type {value['type']!r} dropped", once=("part", value["type"]))
+        _warn("UK-04", f"content part of unknown type {value['type']!r} dropped", once=("part", value["type"]),
+              repeat=DROP_WARNINGS)
         return _DROP
     return _tagged(conv, _PARTS, "type", "a content part", unknown)
 
@@ -907,7 +920,7 @@ def _source_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
 def _message_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     def unknown(value: dict[str, Any]) -> Any:
         _warn("MS-05", f"message {value.get('id')!r} with unknown role {value['role']!r} dropped",
-              once=("role", str(value.get("id")), value["role"]))
+              once=("role", value["role"]), repeat=DROP_WARNINGS)
         return _DROP
     return _tagged(conv, _MESSAGES, "role", "a message", unknown)
 
@@ -919,7 +932,7 @@ def _outcome_hook(conv: cattrs.Converter, table: dict[str, type], kind: str) -> 
         # LC-10 / SA-07: a 1.0 consumer strips an outcome it does not recognise and reads success.
         _warn("LC-10" if kind == "run" else "SA-07",
               f"unknown {kind} outcome type {value['type']!r} read as success", pointer="/outcome",
-              once=("outcome", kind, value["type"]))
+              once=("outcome", kind, value["type"]), repeat=DROP_WARNINGS)
         return success()
     return _tagged(conv, table, "type", f"a {kind} outcome", unknown)
 
@@ -1929,7 +1942,7 @@ def _decode_value_checked(value: Any) -> Event | UnknownEvent:
         if modern is None:
             hint = _near_miss(kind)
             _warn("UK-02", f"unknown event type {kind!r} ignored" + (f" (did you mean {hint}?)" if hint else ""),
-                  event_type=kind, once=("type", kind))
+                  event_type=kind, once=("type", kind), repeat=DROP_WARNINGS)
             return UnknownEvent(type=kind, raw=value)
         if type(value.get("messageId")) is not str:
             # The old events carried no ids; a RunSession mints them (it knows the open span and message).

@@ -387,14 +387,14 @@ class RunSession:
             if type(event) is ev.UnknownEvent and event.type.startswith("THINKING_"):
                 event = codec.decode_value(self._thinking(value), sink)
         except ProtocolError as exc:
-            if sink.items:
-                self._take_warnings(index, None)
             kind = value.get("type") if type(value) is dict else None
+            if sink.items:  # (named by the type the payload gave, when it gave one)
+                self._take_warnings(index, ev.UnknownEvent(type=kind, raw={}) if type(kind) is str else None)
             if kind == "RUN_FINISHED":
                 self._hold_interrupts(value, exc)
             return self._fail(exc, index, kind if isinstance(kind, str) else None)
         if sink.items:
-            self._take_warnings(index, None)
+            self._take_warnings(index, event)
         return self._fold(event, index)
 
     def _hold_interrupts(self, raw: dict[str, Any], exc: ProtocolError) -> None:

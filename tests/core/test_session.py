@@ -216,6 +216,29 @@ def test_an_sse_capture_opening_with_an_unprefixed_json_line_is_read_as_sse() ->
     assert replay(_jsonl([START, *TEXT, FINISH])).text == "hello"  # (JSONL is still JSONL)
 
 
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_each_thing_dropped_is_warned_at_its_event_up_to_a_bound(form: str) -> None:
+    # DROP: a structured warning per dropped event or element (B101, B122), each at its own index and
+    # naming its event; a stream repeating one forever gets DROP_WARNINGS of them, the last saying so.
+    from agui_client.codec import DROP_WARNINGS
+
+    pings = [{"type": "AGUI_PING"}] * (DROP_WARNINGS + 50)
+    call = [{"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+            {"type": "TOOL_CALL_END", "toolCallId": "c"}]
+    results = [{"type": "TOOL_CALL_RESULT", "messageId": f"t{i}", "toolCallId": "c",
+                "content": [{"type": "hologram"}, {"type": "text", "text": "a"}]} for i in range(2)]
+    events = [START, *pings, *call, *results, FINISH]
+
+    result = replay(events if form == "events" else _jsonl(events))
+
+    unknown = [w for w in result.warnings if w.code == "UK-02"]
+    assert [w.index for w in unknown] == list(range(1, DROP_WARNINGS + 1))
+    assert all(w.event_type == "AGUI_PING" for w in unknown) and "further ones" in unknown[-1].message
+    parts = [(w.index, w.event_type) for w in result.warnings if w.code == "UK-04"]
+    first = len(pings) + 3
+    assert parts == [(first, "TOOL_CALL_RESULT"), (first + 1, "TOOL_CALL_RESULT")]
+
+
 def test_a_multi_run_recording_reports_the_last_run_and_every_run_id() -> None:
     second = [{**START, "runId": "r2"}, {**FINISH, "runId": "r2", "outcome": {"type": "cancelled"}}]
     result = replay([START, *TEXT, FINISH, *second])
