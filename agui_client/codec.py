@@ -400,7 +400,7 @@ def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates
                 rewritten = _rewrite(value)
             if not (shortcut and rewritten is not None) and _depth_exceeds(value, max_depth):
                 raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
-                                    event_type=_type_of(value))
+                                    event_type=_type_of(value), rule=_NOT_AN_EVENT)
     if check_duplicates and type(value) is dict:
         if colons < 0:
             colons = raw.count(":") if isinstance(raw, str) else raw.count(b":")
@@ -457,23 +457,31 @@ def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
             raise ValueError("a byte order mark is not JSON")
         return _finite_decoder.decode(text)
     except RecursionError:
-        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="") from None
+        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
+                            rule=_NOT_AN_EVENT) from None
     except UnicodeDecodeError as exc:
         raise DecodeError(f"payload is not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                          data=_excerpt(raw)) from None
+                          data=_excerpt(raw), rule=_NOT_AN_EVENT) from None
     except json.JSONDecodeError as exc:
-        raise DecodeError(f"payload is not JSON: {exc}", data=_excerpt(raw)) from None
+        raise DecodeError(f"payload is not JSON: {exc}", data=_excerpt(raw), rule=_NOT_AN_EVENT) from None
     except _Overflow:
         try:
             value = _plain_decoder.decode(text)
         except (ValueError, RecursionError):
-            raise DecodeError("payload is not JSON: a number overflows to infinity", data=_excerpt(raw)) from None
+            raise DecodeError("payload is not JSON: a number overflows to infinity", data=_excerpt(raw),
+                              rule=_NOT_AN_EVENT) from None
         raise DecodeError("number overflows to infinity (not representable JSON)", pointer=_find_non_finite(value),
-                          data=_excerpt(raw), event_type=_type_of(value)) from None
+                          data=_excerpt(raw), event_type=_type_of(value), rule=_NOT_AN_EVENT) from None
     except ValueError as exc:
         # Python's int digit limit and NaN/Infinity land here
         reason = "an integer too long to read" if "digits" in str(exc) else str(exc)
-        raise DecodeError(f"payload is not JSON: {reason}", data=_excerpt(raw)) from None
+        raise DecodeError(f"payload is not JSON: {reason}", data=_excerpt(raw), rule=_NOT_AN_EVENT) from None
+
+
+#: The rule (and validator code) a decode error names: the payload is not one JSON object with a
+#: string type (TR-09, AGUI502), or a known event's field is malformed (UK-05, AGUI504).
+_NOT_AN_EVENT = "TR-09/AGUI502"
+_MALFORMED = "UK-05/AGUI504"
 
 
 def _type_of(value: Any) -> str | None:
@@ -558,7 +566,8 @@ def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
         key = None
     if key is not None:
         raise DecodeError(f"duplicated key {key!r} makes the event ambiguous", data=_excerpt(raw),
-                          pointer="/" + _escape(key), event_type=None if key == "type" else _type_of(value))
+                          pointer="/" + _escape(key), event_type=None if key == "type" else _type_of(value),
+                          rule=_NOT_AN_EVENT)
 
 
 _NEEDLES: dict[str, tuple[str, bytes]] = {}
@@ -1250,10 +1259,10 @@ def _structure(value: Any, cls: Any, *, event_type: str | None = None) -> Any:
     try:
         return _converter.structure(value, cls)
     except _FieldError as exc:
-        raise DecodeError(str(exc), pointer=exc.pointer, event_type=event_type) from None
+        raise DecodeError(str(exc), pointer=exc.pointer, event_type=event_type, rule=_MALFORMED) from None
     except ClassValidationError as exc:
         pointer, message = _first_error(exc)
-        raise DecodeError(message, pointer=pointer, event_type=event_type) from None
+        raise DecodeError(message, pointer=pointer, event_type=event_type, rule=_MALFORMED) from None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1929,15 +1938,15 @@ _FAST_BY_KIND = _FastByKind()
 
 def _decode_value_checked(value: Any) -> Event | UnknownEvent:
     if type(value) is not dict:
-        raise DecodeError(f"an event must be a JSON object, got {_describe(value)}", pointer="")
+        raise DecodeError(f"an event must be a JSON object, got {_describe(value)}", pointer="", rule=_NOT_AN_EVENT)
     kind = value.get("type")
     if type(kind) is not str:
         raise DecodeError("an event needs a string 'type'" if kind is None else
-                          f"'type' must be a string, got {_describe(kind)}", pointer="/type")
+                          f"'type' must be a string, got {_describe(kind)}", pointer="/type", rule=_NOT_AN_EVENT)
     cls = EVENT_TYPES.get(kind)
     if cls is None:
         if not kind:
-            raise DecodeError("'type' must not be empty", pointer="/type")  # TR-09: a non-empty string
+            raise DecodeError("'type' must not be empty", pointer="/type", rule=_NOT_AN_EVENT)  # (a non-empty string)
         modern = _LEGACY_TYPES.get(kind)
         if modern is None:
             hint = _near_miss(kind)

@@ -811,7 +811,7 @@ def test_a_subclass_of_a_json_type_is_refused_by_name() -> None:
 
     with pytest.raises(DecodeError) as caught:
         codec.decode(Tags(), tuple[msg.Message, ...])
-    assert str(caught.value) == "at /: expected an array, got a Tags, not a plain list"
+    assert str(caught.value) == "at /, [UK-05/AGUI504]: expected an array, got a Tags, not a plain list"
     assert caught.value.pointer == ""
 
 
@@ -857,3 +857,21 @@ def test_an_unknown_patch_op_is_kept_in_the_event_for_the_fold_to_refuse_the_who
         event = decode_event(_delta(ops))
     assert event == ev.StateDeltaEvent(delta=tuple(ops))
     assert sink.items == []
+
+
+@pytest.mark.parametrize(("payload", "rule"), [
+    pytest.param(b'{"type":"CUSTOM",', "TR-09/AGUI502", id="B083-not-json"),
+    pytest.param(b"\xff\xfe", "TR-09/AGUI502", id="B089-invalid-utf8"),
+    pytest.param(b'{"type":"CUSTOM","name":"x","value":NaN}', "TR-09/AGUI502", id="B090-nan"),
+    pytest.param(b"[1]", "TR-09/AGUI502", id="B085-not-an-object"),
+    pytest.param(b'{"type":5}', "TR-09/AGUI502", id="B087-type-number"),
+    pytest.param(_nested(600), "TR-09/AGUI502", id="B094-too-deep"),
+    pytest.param(wire({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": 5}), "UK-05/AGUI504",
+                 id="B071-schema"),
+])
+def test_a_decode_error_names_its_rule_and_validator_code(parse_path: str, payload: bytes, rule: str) -> None:
+    # The conventions: an error carries the AGUInnn code where one exists (payload not JSON: AGUI502; a
+    # known event's field malformed: AGUI504), with the rule it breaks.
+    with pytest.raises(ProtocolError) as caught:
+        decode_event(payload)
+    assert caught.value.rule == rule
