@@ -634,6 +634,7 @@ class ThreadState:
         self._incomplete: set[str] = set()
         self._pending_tool_calls: tuple[str, ...] = ()
         self._copy_allowance = [DEFAULT_RUN_COPY_ALLOWANCE]  # what a run's patches may copy (B194)
+        self._reopened_empty: set[str] = set()  # messages without content re-opened (TX-05), not yet closed
         self.version = 0
         self.warnings: list[StreamWarning] = []
         #: Take STATE_SNAPSHOT payloads without copying them. Only for a fold whose events nobody else
@@ -986,10 +987,15 @@ class ThreadState:
             entry = self._open_message(message_id, role, name=getattr(event, "name", None),
                                        subagent_run_id=event.subagent_run_id)
         else:
-            # B149 / TX-05: the reference re-opens a known id and appends to its content.
+            # B149 / TX-05: the reference re-opens a known id and appends to its content: a tool
+            # message's text too; a message that had no content keeps none unless text arrives.
             entry.complete = False
             if entry.text is None:
-                entry.text = []
+                if type(entry.value) is str:
+                    entry.text, entry.value = [entry.value], None
+                else:
+                    entry.text = []
+                    self._reopened_empty.add(entry.id)
         if event.metadata is not None:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
         entry.touch()
@@ -1104,6 +1110,12 @@ class ThreadState:
     def _close_message(self, entry: _Entry) -> None:
         entry.complete = True
         self._incomplete.discard(entry.id)
+        if self._reopened_empty and entry.id in self._reopened_empty:
+            self._reopened_empty.discard(entry.id)
+            if not entry.text:
+                entry.text = None  # (re-opened and closed with nothing in between: still no content)
+                entry.touch()
+                return
         if entry.text is not None:
             # Joined once, when the message is whole: thousands of small deltas would otherwise be
             # held as separate strings until someone reads the messages.

@@ -407,6 +407,41 @@ def test_a_patch_with_an_op_json_patch_does_not_define_is_skipped_whole(form: st
         ("SP-07/AGUI303", 2, "/delta/1"), ("SP-07/AGUI303", 4, "/patch/1")]
 
 
+def _reopen(message_id: str, *deltas: str) -> list[dict[str, Any]]:
+    return [{"type": "TEXT_MESSAGE_START", "messageId": message_id},
+            *({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": d} for d in deltas),
+            {"type": "TEXT_MESSAGE_END", "messageId": message_id}]
+
+
+_CALL = [{"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f", "parentMessageId": "p"},
+         {"type": "TOOL_CALL_END", "toolCallId": "c"}]
+REOPENED = {
+    "a-tool-message": ([*_CALL, {"type": "TOOL_CALL_RESULT", "toolCallId": "c", "messageId": "t", "content": "ok"},
+                        *_reopen("t", "x")], ("t", "okx")),
+    "an-assistant-message-without-content": ([*_CALL, *_reopen("p")], ("p", None)),
+    "the-same-then-text": ([*_CALL, *_reopen("p", "x")], ("p", "x")),
+    "a-snapshot-message-without-content": (
+        [{"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "p", "role": "assistant"}]}, *_reopen("p")], ("p", None)),
+}
+
+
+@pytest.mark.parametrize("case", REOPENED)
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_a_reopened_message_appends_to_what_it_held(case: str, form: str) -> None:
+    # TX-05 (the reference's reading, with our warning): a re-opened id appends to its content, a tool
+    # message's included (its result was lost); one that had none gains none unless text arrives.
+    body, (message_id, content) = REOPENED[case]
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *body,
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    source: Any = events if form == "events" else "\n".join(json.dumps(e) for e in events).encode()
+
+    result = replay(source)
+
+    wire = {m["id"]: m for m in encode(result.messages)}
+    assert wire[message_id].get("content") == content
+    assert [w.code for w in result.warnings] == ["TX-05/AGUI104"]
+
+
 def test_arguments_that_are_not_json_are_kept_with_a_warning() -> None:
     result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
                      ToolCallArgsEvent(tool_call_id="c", delta="{not json"), ToolCallEndEvent(tool_call_id="c"),
