@@ -635,6 +635,7 @@ class ThreadState:
         self._pending_tool_calls: tuple[str, ...] = ()
         self._copy_allowance = [DEFAULT_RUN_COPY_ALLOWANCE]  # what a run's patches may copy (B194)
         self._reopened_empty: set[str] = set()  # messages without content re-opened (TX-05), not yet closed
+        self._replayed_args: dict[str, list[str]] = {}  # a replayed call's arguments before its START (TC-22)
         self.version = 0
         self.warnings: list[StreamWarning] = []
         #: Take STATE_SNAPSHOT payloads without copying them. Only for a fold whose events nobody else
@@ -1136,6 +1137,7 @@ class ThreadState:
 
     def _on_tool_start(self, event: ev.ToolCallStartEvent) -> Sequence[StreamWarning]:
         run = self.last_run
+        earlier = run is None or event.tool_call_id not in run.started_tool_calls  # (not started in this run)
         if run is not None:
             run.started_tool_calls[event.tool_call_id] = None
         found = self._call(event.tool_call_id)
@@ -1147,6 +1149,12 @@ class ThreadState:
                 warnings.append(self._warning(
                     "TC-22", f"tool call {call.id!r} renamed from {call.name!r} to {event.tool_call_name!r}", event))
                 call.name = event.tool_call_name
+            if call.complete and earlier:
+                # A call of an earlier run comes again with its arguments (ag-ui-langgraph re-sends a call
+                # interrupted in an earlier run on resume): they replace the old ones, which stand if none
+                # arrive before the END. (Within one run the reference appends: B161, TC-05.)
+                self._replayed_args[call.id] = call.args
+                call.args = []
             call.complete = False
         else:
             entry = self._parent_for(event, warnings)
@@ -1201,6 +1209,10 @@ class ThreadState:
     def _close_call(self, call: _Call) -> None:
         call.complete = True
         self._incomplete.discard(call.id)
+        if self._replayed_args:
+            before = self._replayed_args.pop(call.id, None)
+            if before is not None and not call.args:
+                call.args = before
         if call.args:
             # Joined once, now that the arguments are complete (a repaired UTF-16 half stays JSON).
             call.args = _whole(call.args, self.warnings, call.id)

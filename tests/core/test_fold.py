@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from agui_client import (
     AssistantMessage,
     RunFinishedEvent,
+    RunSession,
     RunStartedEvent,
     StateDeltaEvent,
     StateSnapshotEvent,
@@ -440,6 +441,44 @@ def test_a_reopened_message_appends_to_what_it_held(case: str, form: str) -> Non
     wire = {m["id"]: m for m in encode(result.messages)}
     assert wire[message_id].get("content") == content
     assert [w.code for w in result.warnings] == ["TX-05/AGUI104"]
+
+
+@pytest.mark.parametrize(("again", "expected"), [
+    pytest.param(['{"action": ', '"one"}'], '{"action": "one"}', id="the-same-arguments-again"),
+    pytest.param(['{"action": "two"}'], '{"action": "two"}', id="new-arguments-replace-them"),
+    pytest.param([], '{"action": "one"}', id="none-keeps-the-old-ones"),
+])
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_a_call_replayed_in_a_later_run_takes_its_arguments_again_not_twice(
+    again: list[str], expected: str, form: str
+) -> None:
+    # TC-22 on a real producer's resume (ag-ui-langgraph, interrupt() inside a tool): the call of the
+    # earlier run comes again, START, ARGS and END. Appending gave '{"action": "one"}{"action": "one"}'
+    # at its END (and a TC-06 "not JSON" warning), which only a later snapshot repaired.
+    def stream(run_id: str, deltas: list[str], finish: dict[str, Any]) -> Any:
+        events = [{"type": "RUN_STARTED", "threadId": "t", "runId": run_id},
+                  {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "risky", "parentMessageId": "a"},
+                  *({"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": d} for d in deltas),
+                  {"type": "TOOL_CALL_END", "toolCallId": "c"},
+                  {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id, **finish}]
+        return events if form == "events" else "\n".join(json.dumps(e) for e in events).encode()
+
+    thread = ThreadState()
+    asked = {"outcome": {"type": "interrupt", "interrupts": [{"id": "i", "reason": "approval", "toolCallId": "c"}]}}
+    replay(stream("r1", ['{"action": "one"}'], asked), state=thread)
+    session = RunSession(thread)
+    seen = []
+    second = stream("r2", again, {})
+    for item in (second if form == "events" else second.splitlines()):
+        folded = session.feed_event(item) if form == "events" else session.feed_payload(item)
+        if any(isinstance(event, ToolCallEndEvent) for event in folded):
+            seen.append(thread.tool_call("c").function.arguments)  # type: ignore[union-attr]
+    result = session.end()
+
+    assert seen == [expected]
+    assert result.warnings == ()
+    assert [c.function.arguments for m in thread.messages if isinstance(m, AssistantMessage)
+            for c in m.tool_calls or ()] == [expected]
 
 
 def test_arguments_that_are_not_json_are_kept_with_a_warning() -> None:
