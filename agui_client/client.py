@@ -166,8 +166,9 @@ class _Framer:
 
     def _drain(self) -> None:
         for warning in self.decoder.warnings:
-            self.handle.warnings.append(StreamWarning(code=warning.code,
-                                                      message=f"{warning.message} (line {warning.line})"))
+            self.handle.warnings.append(StreamWarning(
+                code=warning.code, message=f"{warning.message} (line {warning.line}, byte {warning.offset})",
+                index=warning.index))
         self.decoder.warnings.clear()
 
 

@@ -588,6 +588,10 @@ class RunSession:
             new_ids.extend(r.new_message_ids)
         new_message_ids = tuple(dict.fromkeys(new_ids))
         warnings = tuple(self.warnings) + tuple(state.warnings)
+        if runs and any(w.run_id is None for w in warnings):
+            # (a framing fault read before RUN_STARTED was folded: the response's run)
+            first = runs[0].run_id
+            warnings = tuple(w if w.run_id is not None else attrs.evolve(w, run_id=first) for w in warnings)
         return RunResult(
             thread_id=state.thread_id,
             run_id=run.run_id if run is not None else (self.run_input.run_id if self.run_input else None),
@@ -807,8 +811,9 @@ _GROUP = 64
 
 def _sse_warnings(decoder: SSEDecoder, session: RunSession) -> None:
     for warning in decoder.warnings:
-        session.warnings.append(StreamWarning(code=warning.code, message=f"{warning.message} (line {warning.line})",
-                                              index=None, run_id=session.run_id))
+        session.warnings.append(StreamWarning(
+            code=warning.code, message=f"{warning.message} (line {warning.line}, byte {warning.offset})",
+            index=warning.index, run_id=session.run_id))
     decoder.warnings.clear()
 
 

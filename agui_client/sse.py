@@ -124,12 +124,14 @@ class SSEWarning:
         message: what was found and what was done about it.
         line: the 1-based line number it concerns.
         offset: the byte offset of that line.
+        index: the index the next frame dispatched has (of a dropped frame: the one it would have had).
     """
 
     code: str
     message: str
     line: int
     offset: int
+    index: int = attrs.field(default=0, eq=False)  # (where it is, not what: not compared)
 
 
 class SSEDecoder:
@@ -369,6 +371,7 @@ class SSEDecoder:
                     message="truncated frame discarded: the stream ended before its blank line",
                     line=line,
                     offset=offset,
+                    index=self._dispatched,
                 )
             )
             return []
@@ -378,6 +381,7 @@ class SSEDecoder:
                 message="truncated frame: dispatched although the stream ended before its blank line",
                 line=line,
                 offset=offset,
+                index=self._dispatched,
             )
         )
         self._dispatched += 1
@@ -569,6 +573,7 @@ class SSEDecoder:
                     message="byte-order mark inside the stream (only a leading one is stripped); line ignored",
                     line=lineno,
                     offset=offset,
+                    index=self._dispatched,
                 )
             )
             return
@@ -593,6 +598,7 @@ class SSEDecoder:
                     message="JSON-looking line without data: prefix",
                     line=lineno,
                     offset=offset,
+                    index=self._dispatched,
                 )
             )
         else:
@@ -602,6 +608,7 @@ class SSEDecoder:
                     message=f"unknown SSE field {self._text(name, lineno, offset)!r}",
                     line=lineno,
                     offset=offset,
+                    index=self._dispatched,
                 )
             )
 
@@ -623,6 +630,7 @@ class SSEDecoder:
                     message="blank data payload dropped (read as a keep-alive)",
                     line=line,
                     offset=offset,
+                    index=self._dispatched,
                 )
             )
             return None
@@ -647,6 +655,7 @@ class SSEDecoder:
                     message="malformed UTF-8 replaced by U+FFFD",
                     line=line,
                     offset=offset,
+                    index=self._dispatched,
                 )
             )
             return raw.decode(errors="replace")

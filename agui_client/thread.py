@@ -195,7 +195,9 @@ class _ThreadCore:
 
     def _warnings_into(self, session: RunSession, handle: StreamHandle) -> None:
         if handle.warnings:
-            session.warnings.extend(handle.warnings)
+            # (found below the session: the run they belong to is the session's)
+            session.warnings.extend(w if w.run_id is not None else attrs.evolve(w, run_id=session.run_id)
+                                    for w in handle.warnings)
             handle.warnings.clear()
 
     def _stamp(self, exc: AguiError, session: RunSession, handle: StreamHandle) -> None:

@@ -933,6 +933,17 @@ def test_a_body_that_stops_decoding_mid_run_is_a_transport_error_keeping_what_wa
     assert caught.value.result is not None and caught.value.result.text == "hello"
 
 
+def test_a_framing_warning_names_the_run_and_the_index_its_frame_would_have_had(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([Stream(items=[Start(), b'{"type":"CUSTOM","name":"x","value":1}\n\n',
+                                                   *text_message("m1", "hi"), Finish()])]))
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread().run("hi")
+
+    assert [(w.code, w.index, w.run_id) for w in result.warnings] == [("AGUI501", 1, result.run_id)]
+    assert "byte " in result.warnings[0].message
+
+
 def _redirecting(location: str | None) -> Callable[..., Any]:
     # (None: back to the path asked, a loop)
     async def app(scope: Any, receive: Any, send: Any) -> None:

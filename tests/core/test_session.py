@@ -239,6 +239,19 @@ def test_each_thing_dropped_is_warned_at_its_event_up_to_a_bound(form: str) -> N
     assert parts == [(first, "TOOL_CALL_RESULT"), (first + 1, "TOOL_CALL_RESULT")]
 
 
+def test_framing_warnings_say_where_the_frame_was() -> None:
+    # The conventions' addressing for framing faults: the index the frame would have had, the run, and
+    # the line and byte offset (they said only the line, inside the message).
+    capture = (_sse([START, *TEXT[:2]]) + b'{"type":"CUSTOM","name":"acme.ping","value":1}\n\n'
+               + _sse(TEXT[2:]) + b'Data: {"x":1}\n\n' + _sse([FINISH]))
+    result = replay(capture)
+    found = [(w.code, w.index, w.run_id) for w in result.warnings]
+    assert found == [("AGUI501", 3, "r1"), ("AGUI501", 5, "r1")]
+    first = result.warnings[0].message
+    offset = capture.index(b'{"type":"CUSTOM"')
+    assert f"line 7, byte {offset})" in first
+
+
 def test_a_multi_run_recording_reports_the_last_run_and_every_run_id() -> None:
     second = [{**START, "runId": "r2"}, {**FINISH, "runId": "r2", "outcome": {"type": "cancelled"}}]
     result = replay([START, *TEXT, FINISH, *second])
