@@ -26,7 +26,15 @@ import httpx
 
 from . import codec
 from ._wire import encode_messages
-from .errors import HTTPStatusError, IdleTimeout, ProtocolError, StreamWarning, TransportError
+from .errors import (
+    AuthenticationError,
+    ConnectTimeout,
+    HTTPStatusError,
+    IdleTimeout,
+    ProtocolError,
+    StreamWarning,
+    TransportError,
+)
 from .session import DEFAULT_MAX_EVENT_BYTES
 from .sse import SSEDecoder
 from .types.run import PROTOCOL_VERSION, RunAgentInput
@@ -45,6 +53,8 @@ DEFAULT_IDLE_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 #: How much of an error response's body is kept (bytes).
 ERROR_BODY_LIMIT = 2048
+#: How much of a JSON error body is read to parse it (``HTTPStatusError.payload``); ``body`` keeps the excerpt.
+ERROR_JSON_LIMIT = 64 * 1024
 #: Redirects followed at most (with ``follow_redirects=True``, same origin only).
 MAX_REDIRECTS = 10
 
@@ -83,22 +93,42 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
+def _is_json_media(media: str) -> bool:
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _redacted(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
 def _status_error(response: httpx.Response, excerpt: bytes, url: str) -> HTTPStatusError:
     content_type = response.headers.get("content-type")
     text = excerpt.decode("utf-8", "replace")
     payload: Any = None
-    is_json = _media_type(content_type) in ("application/json", "application/problem+json")
-    if is_json and len(excerpt) < ERROR_BODY_LIMIT:
+    # (a JSON body is read further than the excerpt kept, so a long validation report still parses: B054)
+    if _is_json_media(_media_type(content_type)) and len(excerpt) < ERROR_JSON_LIMIT:
         try:
             payload = json.loads(text)
         except ValueError:
             payload = None
+    text = text[:ERROR_BODY_LIMIT]
+    kind = HTTPStatusError
+    if response.status_code == 401:
+        # B055: no retry helps; and an agent that echoes the token must not put it in our message.
+        kind = AuthenticationError
+        secrets = [value for name, value in response.request.headers.items()
+                   if name.lower() in ("authorization", "proxy-authorization", "x-api-key", "api-key") and value]
+        secrets += [part for value in secrets for part in value.split()[1:] if len(part) >= 8]
+        text = _redacted(text, secrets)
+        payload = json.loads(_redacted(json.dumps(payload), secrets)) if payload is not None else None
     reason = response.reason_phrase or ""
     if response.is_redirect:
         reason += (" (redirects are followed only with follow_redirects=True, to the same origin, "
                    f"at most {MAX_REDIRECTS} times)")
     summary = text.strip().replace("\n", " ")[:200]
-    return HTTPStatusError(
+    return kind(
         f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),
         status_code=response.status_code, body=text, payload=payload,
         retry_after=_retry_after(response.headers.get("retry-after")), content_type=content_type, url=url)
@@ -189,8 +219,8 @@ def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle:
         return media
     if media in _REFUSED_TYPES:
         raise ProtocolError(
-            f"the agent answered {_REFUSED_TYPES[media]} ({media}), not an event stream: "
-            f"{excerpt().decode('utf-8', 'replace')[:300]!r}", rule="TR-04")
+            f"the agent answered HTTP {response.status_code} with {_REFUSED_TYPES[media]} ({media}), not an event "
+            f"stream: {excerpt().decode('utf-8', 'replace')[:300]!r}", rule="TR-04")
     handle.warnings.append(StreamWarning(
         code="AGUI505", message=f"content type {media or '(none)'!r} is not text/event-stream; reading it as SSE"))
     return media
@@ -219,7 +249,10 @@ class _ClientBase:
         # Sending, as both shells see it: httpx's errors become ours, saying whether the request left.
         try:
             yield
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        except httpx.ConnectTimeout as exc:
+            raise ConnectTimeout(f"could not connect to {self.url} within {self.timeout}s", timeout=self.timeout,
+                                 url=self.url) from exc
+        except (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise TransportError(f"could not reach {self.url}: {exc}", url=self.url, request_sent=False) from exc
         except httpx.TimeoutException as exc:
             raise IdleTimeout(f"no answer from {self.url} within {self.idle_timeout}s", timeout=self.idle_timeout,
@@ -353,14 +386,16 @@ class AgentClient(_ClientBase):
 
     def _excerpt(self, response: httpx.Response) -> bytes:
         data = bytearray()
+        limit = ERROR_JSON_LIMIT if _is_json_media(_media_type(response.headers.get("content-type"))) \
+            else ERROR_BODY_LIMIT
         try:
             for chunk in response.iter_bytes():
                 data += chunk
-                if len(data) >= ERROR_BODY_LIMIT:
+                if len(data) >= limit:
                     break
         except httpx.HTTPError:
             pass
-        return bytes(data[:ERROR_BODY_LIMIT])
+        return bytes(data[:limit])
 
     def _batches(self, response: httpx.Response, framer: _Framer) -> Iterator[list[str | bytes]]:
         try:
@@ -460,14 +495,16 @@ class AsyncAgentClient(_ClientBase):
 
     async def _excerpt(self, response: httpx.Response) -> bytes:
         data = bytearray()
+        limit = ERROR_JSON_LIMIT if _is_json_media(_media_type(response.headers.get("content-type"))) \
+            else ERROR_BODY_LIMIT
         try:
             async for chunk in response.aiter_bytes():
                 data += chunk
-                if len(data) >= ERROR_BODY_LIMIT:
+                if len(data) >= limit:
                     break
         except httpx.HTTPError:
             pass
-        return bytes(data[:ERROR_BODY_LIMIT])
+        return bytes(data[:limit])
 
     async def _batches(self, response: httpx.Response, framer: _Framer) -> AsyncIterator[list[str | bytes]]:
         try:

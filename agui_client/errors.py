@@ -44,6 +44,8 @@ __all__ = [
     "AguiError",
     "TransportError",
     "HTTPStatusError",
+    "AuthenticationError",
+    "ConnectTimeout",
     "IdleTimeout",
     "ProtocolError",
     "DecodeError",
@@ -120,6 +122,25 @@ class HTTPStatusError(TransportError):
         self.payload = payload
         self.retry_after = retry_after
         self.content_type = content_type
+
+
+class AuthenticationError(HTTPStatusError):
+    """The agent answered 401: the credentials were refused (B055). Retrying the same request will not help.
+
+    The message and ``body`` never repeat the request's credentials, even when the agent echoed them.
+    """
+
+
+class ConnectTimeout(TransportError):
+    """The connection to the agent could not be made within the connect timeout (the request never left).
+
+    Attributes:
+        timeout: the connect timeout in seconds.
+    """
+
+    def __init__(self, message: str, *, timeout: float, url: str | None = None) -> None:
+        super().__init__(message, url=url, request_sent=False)
+        self.timeout = timeout
 
 
 class IdleTimeout(TransportError):

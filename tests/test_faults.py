@@ -45,18 +45,23 @@ def sse(body: Any) -> httpx.Response:
     return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
 
 
-@pytest.mark.parametrize("fault", [httpx.ConnectError, httpx.ConnectTimeout])
+@pytest.mark.parametrize(("fault", "error"), [(httpx.ConnectError, ag.TransportError),
+                                              (httpx.ConnectTimeout, ag.ConnectTimeout)])
 def test_an_unreachable_agent_is_a_transport_error_that_sent_nothing(
-    drive: Any, router: respx.Router, fault: type[Exception]
+    drive: Any, router: respx.Router, fault: type[Exception], error: type[Exception]
 ) -> None:
+    # B081: a connect timeout is a typed timeout (a TransportError that never sent anything), with a
+    # message that says so on both shells (httpx's async one is empty).
     router.post(URL).mock(side_effect=fault)
 
-    with drive.client(URL, http_client=drive.mock(router.handler)) as client:
+    with drive.client(URL, http_client=drive.mock(router.handler), timeout=2.5) as client:
         thread = client.thread()
         with pytest.raises(ag.TransportError) as caught:
             thread.run("hi")
 
-    assert type(caught.value) is ag.TransportError
+    assert type(caught.value) is error
+    if error is ag.ConnectTimeout:
+        assert caught.value.timeout == 2.5 and "within 2.5s" in str(caught.value)  # type: ignore[attr-defined]
     assert caught.value.request_sent is False
     assert caught.value.url == URL
     assert isinstance(caught.value.__cause__, fault)

@@ -7,6 +7,7 @@ Every test body runs twice (``drive``: sync and async). The agent records what i
 from __future__ import annotations
 
 import email.utils
+import json
 import socket
 import threading
 import time
@@ -766,6 +767,39 @@ def test_a_non_2xx_answer_is_an_http_status_error_with_the_parsed_payload(drive:
     assert caught.value.retry_after is None
     assert caught.value.url == endpoint.url
     assert thread.state.messages == ()
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/problem+json",
+                                          "application/vnd.api+json"])
+def test_a_long_json_error_body_is_still_parsed_and_its_excerpt_bounded(
+    drive: Any, served: Any, content_type: str
+) -> None:
+    # B054: a validation report is often longer than the excerpt kept; JSON media types (any +json)
+    # are parsed from up to ERROR_JSON_LIMIT bytes, while .body stays a bounded excerpt.
+    detail = [{"loc": ["body", "messages", i], "msg": "field required"} for i in range(80)]
+    endpoint = served(ScriptedAgent([Respond(status=422, body=json.dumps({"detail": detail}),
+                                             content_type=content_type)]))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.payload == {"detail": detail}
+    assert len(caught.value.body) <= ag.client.ERROR_BODY_LIMIT < len(json.dumps({"detail": detail}))
+
+
+def test_a_401_is_an_authentication_error_that_never_repeats_the_credentials(drive: Any, served: Any) -> None:
+    # B055: typed, not retried, and an agent echoing the token does not put it in our message or body.
+    token = "sk-live-0123456789abcdef"
+    endpoint = served(ScriptedAgent([Respond(status=401, body={"error": "unauthorized", "got": f"Bearer {token}"})]))
+
+    with drive.client(endpoint.url, headers={"Authorization": f"Bearer {token}"}) as client:
+        with pytest.raises(ag.AuthenticationError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.status_code == 401 and endpoint.agent.request_count == 1
+    assert token not in str(caught.value) and token not in caught.value.body
+    assert token not in json.dumps(caught.value.payload) and caught.value.payload["error"] == "unauthorized"
 
 
 def test_retry_after_in_seconds_is_read_and_nothing_is_retried(drive: Any, served: Any) -> None:
