@@ -983,7 +983,7 @@ class ThreadState:
         entry = self._entry(message_id)
         if entry is not None and entry.role == "activity":
             return (self._warning("TX-10", f"message {message_id!r} is an activity message; text events for it dropped",
-                                  event),)
+                                  event, pointer="/messageId"),)
         if entry is None:
             entry = self._open_message(message_id, role, name=getattr(event, "name", None),
                                        subagent_run_id=event.subagent_run_id)
@@ -1097,7 +1097,8 @@ class ThreadState:
         if type(entry) is not _Entry and entry is not None:  # (_entry(), inlined: this runs per delta)
             entry = self._entry(event.message_id)
         if entry is None or entry.role == "activity":
-            return (self._warning("TX-10", f"no text message {event.message_id!r} to append to", event),)
+            return (self._warning("TX-10", f"no text message {event.message_id!r} to append to", event,
+                                  pointer="/messageId"),)
         if entry.text is None:
             entry.text = []
         entry.text.append(event.delta)
@@ -1125,7 +1126,8 @@ class ThreadState:
     def _on_message_end(self, event: ev.TextMessageEndEvent | ev.ReasoningMessageEndEvent) -> Sequence[StreamWarning]:
         entry = self._entry(event.message_id)
         if entry is None or entry.role == "activity":
-            return (self._warning("TX-10", f"no text message {event.message_id!r} to close", event),)
+            return (self._warning("TX-10", f"no text message {event.message_id!r} to close", event,
+                                  pointer="/messageId"),)
         self._close_message(entry)
         if event.metadata is not None:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
@@ -1195,7 +1197,8 @@ class ThreadState:
     def _on_tool_args(self, event: ev.ToolCallArgsEvent) -> Sequence[StreamWarning]:
         found = self._call(event.tool_call_id)
         if found is None:
-            return (self._warning("TC-02", f"no tool call {event.tool_call_id!r} to append to", event),)
+            return (self._warning("TC-02", f"no tool call {event.tool_call_id!r} to append to", event,
+                                  pointer="/toolCallId"),)
         entry, call = found
         call.args.append(event.delta)
         if event.metadata is not None:
@@ -1220,7 +1223,8 @@ class ThreadState:
     def _on_tool_end(self, event: ev.ToolCallEndEvent) -> Sequence[StreamWarning]:
         found = self._call(event.tool_call_id)
         if found is None:
-            return (self._warning("TC-02", f"no tool call {event.tool_call_id!r} to close", event),)
+            return (self._warning("TC-02", f"no tool call {event.tool_call_id!r} to close", event,
+                                  pointer="/toolCallId"),)
         entry, call = found
         self._close_call(call)
         if event.metadata is not None:
@@ -1382,9 +1386,11 @@ class ThreadState:
     def _on_activity_delta(self, event: ev.ActivityDeltaEvent) -> Sequence[StreamWarning]:
         entry = self._entry(event.message_id)
         if entry is None:
-            return (self._warning("AC-04", f"no activity {event.message_id!r} to patch; delta dropped", event),)
+            return (self._warning("AC-04", f"no activity {event.message_id!r} to patch; delta dropped", event,
+                                  pointer="/messageId"),)
         if entry.role != "activity":
-            return (self._warning("AC-07", f"message {event.message_id!r} is not an activity; delta dropped", event),)
+            return (self._warning("AC-07", f"message {event.message_id!r} is not an activity; delta dropped", event,
+                                  pointer="/messageId"),)
         if event.metadata is not None:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
         content = entry.value if entry.value is not None else {}
@@ -1444,10 +1450,11 @@ class ThreadState:
         incoming: dict[str, msg.Message] = {message.id: message for message in messages}
         if len(incoming) != len(messages):
             seen: set[str] = set()
-            for message in messages:
+            for i, message in enumerate(messages):
                 if message.id in seen:
                     warnings.append(self._warning(
-                        "B205", f"snapshot repeats message id {message.id!r}; the last wins", event))
+                        "B205", f"snapshot repeats message id {message.id!r}; the last wins", event,
+                        pointer=f"/messages/{i}/id"))
                 seen.add(message.id)
         roles = {getattr(kind, "ROLE", None) for kind in set(map(type, messages))}
         self._merge_snapshot(incoming, roles, _authoritative_activity_types(event.metadata), _add_entries)

@@ -252,6 +252,17 @@ def test_framing_warnings_say_where_the_frame_was() -> None:
     assert f"line 7, byte {offset})" in first
 
 
+def test_dropped_deltas_and_repeated_ids_name_the_field_they_concern() -> None:
+    # The conventions: a warning names the field (pointer) as an error does.
+    events = [START, {"type": "ACTIVITY_DELTA", "messageId": "none", "activityType": "plan", "patch": []},
+              {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u", "role": "user", "content": "a"},
+                                                         {"id": "u", "role": "user", "content": "b"}]},
+              FINISH]
+    result = replay(events)
+    assert [(w.code, w.index, w.pointer) for w in result.warnings] == [
+        ("AC-04", 1, "/messageId"), ("B205", 2, "/messages/1/id")]
+
+
 def test_a_multi_run_recording_reports_the_last_run_and_every_run_id() -> None:
     second = [{**START, "runId": "r2"}, {**FINISH, "runId": "r2", "outcome": {"type": "cancelled"}}]
     result = replay([START, *TEXT, FINISH, *second])
