@@ -974,6 +974,8 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
     nullable = frozenset(_wire_name(a) for a in fields if a.default is attrs.NOTHING and a.type is Any)
     wire_required = _WIRE_REQUIRED.get(cls, frozenset())
     cls_name = tag[1] if tag else cls.__name__
+    # (an outcome, a content part is tagged by "type" too: its warnings take their event's type later)
+    is_event = cls in ev.EVENT_TYPES.values()
     specific = _SPECIFIC_CHECKS.get(cls)
 
     def structure(value: Any, _: Any) -> Any:
@@ -986,7 +988,7 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
         if not value.keys() <= known:
             for key in value.keys() - known:
                 _warn("UK-03", f"unknown field {key!r} on {cls_name} ignored", pointer="/" + _escape(key),
-                      event_type=cls_name if tag and tag[0] == "type" else None, once=("field", cls_name, key))
+                      event_type=cls_name if is_event else None, once=("field", cls_name, key))
         for key in wire_required:
             if key not in value:
                 raise _FieldError(f"required field {key!r} is missing", "/" + key)

@@ -263,6 +263,12 @@ def test_dropped_deltas_and_repeated_ids_name_the_field_they_concern() -> None:
         ("AC-04", 1, "/messageId"), ("B205", 2, "/messages/1/id")]
 
 
+def test_a_warning_inside_an_outcome_names_the_event_not_the_outcome() -> None:
+    finish = {**FINISH, "outcome": {"type": "interrupt", "interrupts": [{"id": "i", "reason": "x", "later": 1}]}}
+    result = replay([START, finish])
+    assert [(w.code, w.event_type, w.index) for w in result.warnings] == [("UK-03", "RUN_FINISHED", 1)]
+
+
 def test_a_multi_run_recording_reports_the_last_run_and_every_run_id() -> None:
     second = [{**START, "runId": "r2"}, {**FINISH, "runId": "r2", "outcome": {"type": "cancelled"}}]
     result = replay([START, *TEXT, FINISH, *second])
