@@ -478,9 +478,11 @@ def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
         raise DecodeError(f"payload is not JSON: {reason}", data=_excerpt(raw), rule=_NOT_AN_EVENT) from None
 
 
-#: The rule (and validator code) a decode error names: the payload is not one JSON object with a
-#: string type (TR-09, AGUI502), or a known event's field is malformed (UK-05, AGUI504).
+#: The rule (and validator code) a decode error names: the payload is not one JSON object (TR-09,
+#: AGUI502), the object has no non-empty string type (TR-09, AGUI504, as bad-inputs B086 says), or a
+#: known event's field is malformed (UK-05, AGUI504).
 _NOT_AN_EVENT = "TR-09/AGUI502"
+_NO_TYPE = "TR-09/AGUI504"
 _MALFORMED = "UK-05/AGUI504"
 
 
@@ -1944,11 +1946,11 @@ def _decode_value_checked(value: Any) -> Event | UnknownEvent:
     kind = value.get("type")
     if type(kind) is not str:
         raise DecodeError("an event needs a string 'type'" if kind is None else
-                          f"'type' must be a string, got {_describe(kind)}", pointer="/type", rule=_NOT_AN_EVENT)
+                          f"'type' must be a string, got {_describe(kind)}", pointer="/type", rule=_NO_TYPE)
     cls = EVENT_TYPES.get(kind)
     if cls is None:
         if not kind:
-            raise DecodeError("'type' must not be empty", pointer="/type", rule=_NOT_AN_EVENT)  # (a non-empty string)
+            raise DecodeError("'type' must not be empty", pointer="/type", rule=_NO_TYPE)  # (a non-empty string)
         modern = _LEGACY_TYPES.get(kind)
         if modern is None:
             hint = _near_miss(kind)
@@ -1975,11 +1977,19 @@ def _decode_value_checked(value: Any) -> Event | UnknownEvent:
 
 @lru_cache(maxsize=256)
 def _near_miss(kind: str) -> str | None:
-    squashed = kind.replace("_", "").replace("-", "").lower()
+    # Spelling (textMessageContent, text-message-content), stray spaces, a cut or extended name
+    # (RUN_FINISH): cheap string tests, as this runs for every unknown event a stream sends.
+    squashed = kind.strip().replace("_", "").replace("-", "").replace(" ", "").lower()
+    if len(squashed) < 6:
+        return None
+    found = None
     for known in EVENT_TYPES:
-        if known.replace("_", "").lower() == squashed:
+        plain = known.replace("_", "").lower()
+        if plain == squashed:
             return known
-    return None
+        if found is None and (plain.startswith(squashed) or squashed.startswith(plain)):
+            found = known
+    return found
 
 
 def decode(value: Any, cls: type[T]) -> T:

@@ -88,6 +88,11 @@ class TransportError(AguiError):
             never retried silently.
     """
 
+    #: For a fault during a run (an idle timeout, a dropped or undecodable body): the run, and the index
+    #: the next event would have had. Set by the thread that was folding it.
+    run_id: str | None = None
+    index: int | None = None
+
     def __init__(self, message: str, *, url: str | None = None, request_sent: bool = True) -> None:
         super().__init__(message)
         self.url = url

@@ -205,6 +205,8 @@ class _ThreadCore:
         # where they happened and carry what was folded before them, like the session's own errors.
         if isinstance(exc, ProtocolError):
             exc.locate(run_id=session.run_id, index=session.index)
+        elif isinstance(exc, TransportError) and exc.index is None:
+            exc.run_id, exc.index = session.run_id, session.index
         if exc.result is None:
             session.mark_cut()  # (the session's own errors did; a transport fault is found here)
             self._warnings_into(session, handle)

@@ -1103,7 +1103,9 @@ def test_a_stalled_stream_ends_in_an_idle_timeout(drive: Any, served: Any, gate:
     assert caught.value.result is not None
     assert caught.value.result.run_id == endpoint.agent.requests[0].run_id
     assert caught.value.result.outcome is None
-    # The message cut by the stall is kept as far as it went, flagged, never silently closed.
+    # The message cut by the stall is kept as far as it went, flagged, never silently closed; the
+    # error says where the run stopped (the index the next event would have had).
+    assert (caught.value.run_id, caught.value.index) == (caught.value.result.run_id, 3)
     assert thread.state.incomplete_ids == {"m1"}
     assert thread.state.message("m1").content == "Dele"  # type: ignore[union-attr]
 

@@ -458,7 +458,8 @@ def test_unknown_event_type_is_kept_as_unknown_event_with_a_warning(parse_path: 
     assert "did you mean" not in warning.message
 
 
-@pytest.mark.parametrize("near_miss", ["textMessageContent", "text-message-content", "Text_Message_Content"])
+@pytest.mark.parametrize("near_miss", ["textMessageContent", "text-message-content", "Text_Message_Content",
+                                       " TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENTS", "TEXT_MESSAGE_CONT"])
 def test_unknown_event_type_that_is_a_near_miss_gets_a_hint(parse_path: str, near_miss: str) -> None:
     with collect_warnings() as sink:
         event = decode_event(wire({"type": near_miss, "messageId": "m", "delta": "x"}))
@@ -864,7 +865,8 @@ def test_an_unknown_patch_op_is_kept_in_the_event_for_the_fold_to_refuse_the_who
     pytest.param(b"\xff\xfe", "TR-09/AGUI502", id="B089-invalid-utf8"),
     pytest.param(b'{"type":"CUSTOM","name":"x","value":NaN}', "TR-09/AGUI502", id="B090-nan"),
     pytest.param(b"[1]", "TR-09/AGUI502", id="B085-not-an-object"),
-    pytest.param(b'{"type":5}', "TR-09/AGUI502", id="B087-type-number"),
+    pytest.param(b'{"type":5}', "TR-09/AGUI504", id="B087-type-number"),
+    pytest.param(b"{}", "TR-09/AGUI504", id="B086-no-type"),
     pytest.param(_nested(600), "TR-09/AGUI502", id="B094-too-deep"),
     pytest.param(wire({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": 5}), "UK-05/AGUI504",
                  id="B071-schema"),
