@@ -545,8 +545,13 @@ class RunSession:
         # next run move past them, so they are held open and the error carries them, as for a
         # RUN_FINISHED too malformed to decode (B233).
         if type(event) is ev.RunFinishedEvent and type(event.outcome) is rn.RunFinishedInterruptOutcome:
-            self.state.hold_interrupts(event.outcome.interrupts, self._run_id)
-            exc.interrupts = event.outcome.interrupts  # type: ignore[attr-defined]
+            asked = event.outcome.interrupts
+            # (one per id, the first: an answer names an id, so a repeated one is one question to cover)
+            first: dict[str, rn.Interrupt] = {}
+            for interrupt in asked:
+                first.setdefault(interrupt.id, interrupt)
+            self.state.hold_interrupts(tuple(first.values()), self._run_id)
+            exc.interrupts = asked  # type: ignore[attr-defined]
         return self._fail(exc, index, _type_of(event))
 
     def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:
