@@ -1437,7 +1437,7 @@ class ThreadState:
                 self._state_plain = False  # the patch's values came with an event object from anywhere
         except PatchFailed as exc:
             self.state_in_sync = False
-            return (self._warning("SP-06" if exc.rule == "SP-06" else f"{exc.rule}/AGUI303",
+            return (self._warning("SP-06/AGUI302" if exc.rule == "SP-06" else f"{exc.rule}/AGUI303",
                                   f"state patch did not apply (state unchanged): {exc}", event,
                                   pointer=f"/delta/{exc.op_index}"),)
         self._state_changed()

@@ -380,7 +380,7 @@ def test_a_run_s_copies_are_bounded_in_all_and_the_next_run_may_copy_again(form:
     thread = ThreadState()
     first = replay(source(run("r1", range(5), snapshot=True)), state=thread)
     assert sorted(thread.state) == ["c0", "c1", "c2", "c3", "s"]
-    assert [(w.code, w.index) for w in first.warnings] == [("SP-06", 6)]
+    assert [(w.code, w.index) for w in first.warnings] == [("SP-06/AGUI302", 6)]
     assert thread.state_in_sync is False
 
     second = replay(source(run("r2", range(5, 6), snapshot=False)), state=thread)
