@@ -1188,6 +1188,10 @@ class ThreadState:
                     "assistant message", event))
             else:
                 new_id = parent_id
+        elif new_id in self._by_id:
+            # The id this client gives a parentless call's message is the call's; a message holding it
+            # already (a user's, say) keeps it: one id, one message.
+            new_id = self._free_id(f"{new_id}.assistant")
         entry = _Entry(new_id, "assistant")
         if event.subagent_run_id is not None:
             entry.attrs["subagent_run_id"] = event.subagent_run_id

@@ -298,6 +298,28 @@ def test_a_tool_result_never_replaces_another_message_that_has_its_id(case: str,
     assert sorted(result.new_message_ids) == sorted(m[0] for m in expected)
 
 
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_a_parentless_call_never_takes_the_id_of_a_message_already_held(form: str) -> None:
+    # The assistant message a parentless TOOL_CALL_START needs is named after the call by this client;
+    # when a message already holds that id, the new one gets another (two messages shared one id, and
+    # the user's vanished from the index and from new_messages).
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+              {"type": "TEXT_MESSAGE_START", "messageId": "c1", "role": "user"},
+              {"type": "TEXT_MESSAGE_CONTENT", "messageId": "c1", "delta": "hi"},
+              {"type": "TEXT_MESSAGE_END", "messageId": "c1"},
+              {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
+              {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    source: Any = events if form == "events" else "\n".join(json.dumps(e) for e in events).encode()
+
+    result = replay(source)
+
+    assert [(m.id, type(m).__name__) for m in result.messages] == [("c1", "UserMessage"),
+                                                                   ("c1.assistant", "AssistantMessage")]
+    assert [m.id for m in result.new_messages] == ["c1", "c1.assistant"]
+    assert result.state.message("c1").content == "hi"  # type: ignore[union-attr]
+
+
 def test_a_result_sent_again_under_its_id_replaces_it_where_it_stands() -> None:
     result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f", parent_message_id="a"),
                      ToolCallEndEvent(tool_call_id="c"),
