@@ -24,6 +24,10 @@ class _Record:
     text: str | bytes
 
 
+#: Records this large or larger are kept as orjson wrote them (see ``MemoryStore.save``).
+_EXACT_COPY_BELOW = 256 * 1024
+
+
 class MemoryStore(_Base):
     """Threads kept in this process's memory; lost when it exits.
 
@@ -64,9 +68,11 @@ class MemoryStore(_Base):
             StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
         """
         text = _encode_data(thread_id, data)
-        if isinstance(text, bytes):
-            # orjson hands back its whole output buffer, often several times the JSON (13 times for
-            # a 20 KB record): a record kept for the life of the thread is worth an exact-size copy.
+        if isinstance(text, bytes) and len(text) < _EXACT_COPY_BELOW:
+            # orjson hands back its whole output buffer, up to twice the JSON for a small record: a
+            # record kept for the life of the thread is worth an exact-size copy. A large one's buffer
+            # is within a fifth of its size (and the untouched tail is never resident), while the copy
+            # would cost a millisecond per 10 MB and double the save's peak memory for a moment.
             text = bytes(memoryview(text))
         with self._lock:
             head = self._write_head(thread_id, "save", expected_version=expected_version, owner=None)
