@@ -415,7 +415,8 @@ class Thread(_ThreadCore):
                 surrogate …), in ``state``, ``forwarded_props``, ``context``, ``tools``, the new
                 messages or a resume payload (``UnencodableResumePayload``); nothing was sent and the
                 thread was not claimed.
-            ConcurrentResume: another writer resumed this thread first; nothing was sent.
+            ConcurrentResume: another writer ran or resumed this thread since it was loaded, or is running
+                it now; nothing was sent (``reload()`` catches up).
             TransportError, HTTPStatusError, IdleTimeout: the exchange failed.
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
@@ -451,7 +452,7 @@ class Thread(_ThreadCore):
                     self._save(session)
                 return result
         except AguiError as exc:
-            self._after_failure(exc, claimed)
+            self._after_failure(exc, claimed, plan)
             raise
         finally:
             thread.adopt_payloads = adopting
@@ -481,8 +482,11 @@ class Thread(_ThreadCore):
                 stream._events = self._events(session, payloads, handle, stream)
                 yield stream
         except AguiError as exc:
-            self._after_failure(exc, claimed)
+            self._after_failure(exc, claimed, plan)
             raise
+        finally:
+            if not plan.resuming and claimed is not None:
+                self._release_own(claimed)  # (left early, or the caller's own code raised: not saved)
         if stream.result is None:
             stream.result = self._current(session, handle)
 
@@ -514,9 +518,14 @@ class Thread(_ThreadCore):
         return session.result()
 
     def _claim(self, plan: _Plan) -> int | None:
-        if not plan.resuming:
-            return None
+        # Every run of a stored thread claims it at the version it was built from before anything is
+        # sent: a writer whose copy is stale (another process ran on it since) or who races another
+        # (two replicas answering one tool call) is refused here, not after the agent acted twice. A
+        # thread the store does not hold yet is created by its first save, which fails if another
+        # writer created it meanwhile; a resume always claims (creating the record first).
         if self._version is None:
+            if not plan.resuming:
+                return None
             self._version = self._store.save(self.id, self._state.dump(), expected_version=None)
         self._version = self._store.claim(self.id, expected_version=self._version, owner=self._owner)
         return self._version
@@ -529,13 +538,19 @@ class Thread(_ThreadCore):
             exc.result = session.result()
             raise
 
-    def _after_failure(self, exc: AguiError, claimed: int | None) -> None:
+    def _after_failure(self, exc: AguiError, claimed: int | None, plan: _Plan) -> None:
         if claimed is None or getattr(exc, "thread_saved", False):
             return
-        if _reached_agent(exc):
+        if plan.resuming and _reached_agent(exc):
             _claim_note(exc, self._owner, claimed)
             return
-        self._version = self._store.release(self.id, claimed_version=claimed, owner=self._owner)
+        self._release_own(claimed)
+
+    def _release_own(self, claimed: int) -> None:
+        # A run that is not a resume lets go of the thread when it fails or is left: sending the turn
+        # again is the caller's ordinary retry, not a decision taken twice.
+        if self._version == claimed:
+            self._version = self._store.release(self.id, claimed_version=claimed, owner=self._owner)
 
     def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (you decided a retry is safe).
@@ -609,7 +624,7 @@ class AsyncThread(_ThreadCore):
                     await self._save(session)
                 return result
         except AguiError as exc:
-            await self._after_failure(exc, claimed)
+            await self._after_failure(exc, claimed, plan)
             raise
         finally:
             thread.adopt_payloads = adopting
@@ -633,8 +648,11 @@ class AsyncThread(_ThreadCore):
                 stream._events = self._events(session, payloads, handle, stream)
                 yield stream
         except AguiError as exc:
-            await self._after_failure(exc, claimed)
+            await self._after_failure(exc, claimed, plan)
             raise
+        finally:
+            if not plan.resuming and claimed is not None:
+                await self._release_own(claimed)  # (as Thread.stream)
         if stream.result is None:
             self._warnings_into(session, handle)
             stream.result = session.result()
@@ -663,9 +681,10 @@ class AsyncThread(_ThreadCore):
         stream.result = result
 
     async def _claim(self, plan: _Plan) -> int | None:
-        if not plan.resuming:
-            return None
+        # (as Thread._claim: every run of a stored thread, before anything is sent)
         if self._version is None:
+            if not plan.resuming:
+                return None
             self._version = await asyncio.to_thread(self._store.save, self.id, self._state.dump(),
                                                     expected_version=None)
         self._version = await asyncio.to_thread(self._store.claim, self.id, expected_version=self._version,
@@ -681,14 +700,19 @@ class AsyncThread(_ThreadCore):
             exc.result = session.result()
             raise
 
-    async def _after_failure(self, exc: AguiError, claimed: int | None) -> None:
+    async def _after_failure(self, exc: AguiError, claimed: int | None, plan: _Plan) -> None:
         if claimed is None or getattr(exc, "thread_saved", False):
             return
-        if _reached_agent(exc):
+        if plan.resuming and _reached_agent(exc):
             _claim_note(exc, self._owner, claimed)
             return
-        self._version = await asyncio.to_thread(self._store.release, self.id, claimed_version=claimed,
-                                                owner=self._owner)
+        await self._release_own(claimed)
+
+    async def _release_own(self, claimed: int) -> None:
+        # (as Thread._release_own)
+        if self._version == claimed:
+            self._version = await asyncio.to_thread(self._store.release, self.id, claimed_version=claimed,
+                                                    owner=self._owner)
 
     async def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (see :meth:`Thread.release_claim`)."""

@@ -657,6 +657,65 @@ def test_b269_pending_unknown_still_refuses_a_list_leaving_a_held_interrupt_unco
     assert len(endpoint.received) == 1
 
 
+def test_a_stale_copy_of_a_thread_is_refused_before_it_sends_anything(drive: Any, served: Any) -> None:
+    # Nothing lost or sent twice across replicas, for every run (not only resumes): a copy loaded
+    # before another writer ran on the thread would send stale history that skips the interrupt the
+    # other run raised. It is refused by its claim, before the request; reload() catches up.
+    endpoint = served(ScriptedAgent([_finishing(None), _finishing(
+        {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]})], stateless=True))
+
+    with drive.client(endpoint.url, store=MemoryStore()) as client:
+        first = client.thread()
+        first.run("hello")
+        stale = client.thread(first.id)
+        first.run("delete it")  # interrupted: the stale copy does not know
+        with pytest.raises(ag.ConcurrentResume):
+            stale.run("something else")
+        sent = endpoint.agent.request_count
+        stale.reload()
+
+    assert sent == 2
+    assert [i.id for i in stale.open_interrupts] == ["i1"]
+
+
+def test_two_replicas_answering_one_tool_call_send_it_once(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    with drive.client(endpoint.url, store=MemoryStore()) as client:
+        asked = client.thread()
+        (call_id,) = asked.run("choose").pending_tool_call_ids
+        one, two = client.thread(asked.id), client.thread(asked.id)
+        one.add_tool_result(call_id, "yes")
+        two.add_tool_result(call_id, "no")
+        one.run()
+        with pytest.raises(ag.ConcurrentResume):
+            two.run()
+
+    assert endpoint.agent.request_count == 2
+    assert endpoint.received[-1].body["messages"][-1]["content"] == "yes"
+
+
+@pytest.mark.parametrize("how", ["run", "stream-left-early"])
+def test_a_run_that_is_not_a_resume_lets_go_of_the_thread_when_it_fails(drive: Any, served: Any, how: str) -> None:
+    # Its claim is released (sending the turn again is an ordinary retry); a resume's stays held.
+    endpoint = served(ScriptedAgent([_finishing(None), Respond(status=500, body="oops"),
+                                     [Start(), *text_message("m1", "a b c d"), Finish()], _finishing(None)]))
+
+    with drive.client(endpoint.url, store=MemoryStore()) as client:
+        thread = client.thread()
+        thread.run("hello")
+        with pytest.raises(ag.HTTPStatusError):
+            thread.run("again")
+        if how == "stream-left-early":
+            with thread.stream("and again") as events:
+                next(iter(events))
+        result = thread.run("once more")
+        elsewhere = client.thread(thread.id)
+
+    assert result.outcome == "success"
+    assert elsewhere.version == thread.version
+
+
 def test_a_thread_loaded_from_the_store_sees_runs_made_elsewhere_after_reload(drive: Any, served: Any) -> None:
     endpoint = served(ScriptedAgent.chat("noted"))
     store = MemoryStore()

@@ -145,7 +145,9 @@ def play(helper: subprocess.Popen[str], stdout: IO[str], job: dict[str, Any], mo
 def check_after_kill(stored: StoredThread | None, previous: StoredThread | None, *, thread_id: str, run_id: str,
                      reported: list[str] | None, sent: list[RunAgentInput]) -> str:
     """The thread is the previous version or the complete new one; returns which (``previous``/``new``)."""
-    resuming = previous is not None and bool(ThreadState.load(previous.data).open_interrupts)
+    # Every run of a stored thread claims it before sending (a resume or not); a new thread's first run
+    # creates it with its one save.
+    claims = previous is not None
     if stored is None or (previous is not None and stored.data == previous.data):
         assert reported is None, f"run {run_id} reported {reported}, but the store holds the previous thread"
         if stored is None:
@@ -153,12 +155,12 @@ def check_after_kill(stored: StoredThread | None, previous: StoredThread | None,
         else:
             assert previous is not None
             # Untouched, or claimed before the request and killed before the save.
-            allowed = [(previous.version, False)] + ([(previous.version + 1, True)] if resuming else [])
+            allowed = [(previous.version, False)] + ([(previous.version + 1, True)] if claims else [])
             assert (stored.version, stored.claim is not None) in allowed
         return "previous"
     assert len(sent) == 1, f"the store moved on, but the agent received {len(sent)} request(s) for run {run_id}"
     assert stored.claim is None
-    assert stored.version == (1 if previous is None else previous.version + (2 if resuming else 1))
+    assert stored.version == (1 if previous is None else previous.version + (2 if claims else 1))
     assert stored.data == complete_run(previous, thread_id, sent[0]), f"torn thread at version {stored.version}"
     thread = ThreadState.load(stored.data)
     if reported is not None:
