@@ -148,7 +148,8 @@ def _warn(code: str, message: str, *, pointer: str | None = None, event_type: st
 # a C-speed scan: digits become "0", everything else " ", and a run of twenty "0" is searched for.
 _INFINITIES = (float("inf"), float("-inf"))
 _DIGITS_ONLY = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
-_LONG_DIGIT_RUN = b"0" * 20
+# 19: orjson reads a negative integer below -2**63 (19 digits, -9223372036854775809) as a float too.
+_LONG_DIGIT_RUN = b"0" * 19
 
 
 class _Overflow(ValueError):
@@ -345,7 +346,8 @@ def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_d
                     # orjson writes back exactly the text it read: no key was dropped as a duplicate, no
                     # integer became a float, and the value was shallow enough for orjson to write.
                     return value
-            # orjson turns integers of 20+ digits into (inexact) floats: those go to the stdlib parser.
+            # orjson turns integers beyond 64 bits (19+ digits) into (inexact) floats: those go to the
+            # stdlib parser.
             # A run of digits is mostly in a string (an id); a value without any float read none.
             if _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY) or not _has_float(value):
                 return _check_parsed(blob, value, max_depth, check_duplicates, colons, rewritten)

@@ -27,6 +27,7 @@ from .errors import (
     HTTPStatusError,
     ProtocolError,
     ResumeRefused,
+    StoreError,
     TransportError,
     UnencodableValue,
 )
@@ -68,6 +69,10 @@ class _ThreadCore:
 
     def __init__(self, store: Any, thread_id: str, clock: Callable[[], datetime] | None,
                  tool_handlers: Mapping[str, ToolHandler] | None) -> None:
+        if not thread_id.isascii() and _unencodable(thread_id):
+            # (a lone surrogate: no store could key it, and the agent would be sent another id)
+            raise UnencodableValue(f"nothing was sent: the thread id {thread_id!r} holds a lone surrogate",
+                                   field="threadId", pointer="", reason="a lone surrogate")
         self.id = thread_id
         self._store = store
         self._clock = clock
@@ -80,7 +85,14 @@ class _ThreadCore:
     def _take(self, stored: StoredThread | None) -> None:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
         if stored is not None:
-            self._state = ThreadState._load(stored.data, adopt=True)
+            try:
+                state = ThreadState._load(stored.data, adopt=True)
+            except (AguiError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+                # A damaged or foreign record (or one of a newer data format): the store's error, naming
+                # the thread, whatever part of the rebuild found it.
+                raise StoreError(f"thread {self.id!r}: the stored record cannot be read: {exc}",
+                                 thread_id=self.id) from exc
+            self._state = state
             self._state.thread_id = self.id
             self._version = stored.version
 
@@ -230,6 +242,14 @@ class _ThreadCore:
                 continue
             self.add_tool_result(call.id, output)
         return True
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _refuse_unencodable(field: str, value: Any, what: str, *, prefix: str = "") -> None:

@@ -1296,3 +1296,12 @@ def test_load_thread_reads_the_store_off_the_event_loop() -> None:
     thread = asyncio.run(main())
     assert thread.version == 1
     assert [m.content for m in thread.state.messages] == ["hi"]
+
+
+def test_a_thread_id_with_a_lone_surrogate_is_refused_before_anything(drive: Any, served: Any) -> None:
+    # No store can key it and the agent would be sent another id (U+FFFD): refused, typed.
+    endpoint = served(ScriptedAgent.chat("hi"))
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.UnencodableValue) as caught:
+            client.thread("t-\udc80")
+    assert caught.value.field == "threadId" and endpoint.agent.request_count == 0

@@ -235,23 +235,43 @@ def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
 def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str | None,
                    format: int) -> StoredThread:
     """A ``StoredThread`` from a record's parts, refusing newer formats and unreadable data."""
+    head = checked_head(thread_id, version, claim, format)
+    version, claim, format = head.version, head.claim, head.format
     if format > STORE_FORMAT_VERSION:
         raise _newer_format(thread_id, format)
     # orjson refuses escaped lone surrogates, which the stdlib encoder writes.
     escaped = (b"\\u" in text) if isinstance(text, bytes) else ("\\u" in text)
     try:
-        data = _orjson.loads(text) if _orjson is not None and not escaped else json.loads(text)
-        if _orjson is not None and not escaped and _inexact(text, data):
-            data = json.loads(text)  # orjson reads an integer beyond 64 bits as a float
-    except ValueError as exc:
+        data = _orjson_or_stdlib(text) if _orjson is not None and not escaped else json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise StoreError(f"thread {thread_id!r}: stored data is not JSON: {exc}", thread_id=thread_id) from exc
     if not isinstance(data, dict):
         raise StoreError(f"thread {thread_id!r}: stored data is not a JSON object", thread_id=thread_id)
     return StoredThread(thread_id=thread_id, version=version, data=data, claim=claim, format=format)
 
 
+def checked_head(thread_id: str, version: Any, claim: Any, format: Any) -> Head:
+    """A record's head as a backend stored it, refused (``StoreError``) when a foreign or damaged record
+    holds something else than integers and a claim owner; an empty owner is no claim."""
+    if type(version) is not int or type(format) is not int or not (claim is None or type(claim) is str):
+        raise StoreError(f"thread {thread_id!r}: the stored record's version, format or claim is damaged "
+                         f"({version!r}, {format!r}, {claim!r})", thread_id=thread_id)
+    return Head(version=version, claim=claim or None, format=format)
+
+
+def _orjson_or_stdlib(text: str | bytes) -> Any:
+    assert _orjson is not None
+    try:
+        data = _orjson.loads(text)
+    except ValueError:
+        # orjson refuses an integer too large for a double (309+ digits), which the stdlib reads exactly;
+        # the stdlib's own refusal says what is wrong.
+        return json.loads(text)
+    return json.loads(text) if _inexact(text, data) else data  # (an integer beyond 64 bits read as a float)
+
+
 def _inexact(text: str | bytes, data: Any) -> bool:
-    """Whether orjson may have read an integer of 20+ digits (beyond 64 bits) as an inexact float."""
+    """Whether orjson may have read an integer beyond 64 bits (19+ digits) as an inexact float."""
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     return _LONG_DIGIT_RUN in raw.translate(_DIGITS_ONLY) and _has_float(data)
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..errors import StoreError
-from .base import Head, Operation, StoredThread, _check_owner, _closed, _decode_record, _encode_data
+from .base import Head, Operation, StoredThread, _check_owner, _closed, _decode_record, _encode_data, checked_head
 from .base import _StoreBase as _Base
 from .base import check_write as _check_write
 
@@ -170,7 +170,7 @@ class SqliteStore(_Base):
             row = conn.execute(
                 "SELECT version, claim, format FROM agui_threads WHERE thread_id = ?", (thread_id,)
             ).fetchone()
-            head = None if row is None else Head(version=row[0], claim=row[1], format=row[2])
+            head = None if row is None else checked_head(thread_id, row[0], row[1], row[2])
             new = _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner)
             if head is None:
                 assert text is not None  # only a creating save finds no record and passes check_write

@@ -877,3 +877,12 @@ def test_a_decode_error_names_its_rule_and_validator_code(parse_path: str, paylo
     with pytest.raises(ProtocolError) as caught:
         decode_event(payload)
     assert caught.value.rule == rule
+
+
+@pytest.mark.parametrize("number", ["-9223372036854775809", "-9999999999999999999", "-9223372036854775808",
+                                    "18446744073709551616"])
+def test_an_integer_beyond_64_bits_is_read_exactly(parse_path: str, number: str) -> None:
+    # orjson reads an integer below -2**63 (19 digits) as a float, not only one of 20+ digits.
+    event = decode_event(f'{{"type":"STATE_SNAPSHOT","snapshot":{{"n":{number},"f":1.5}}}}'.encode())
+    assert isinstance(event, ev.StateSnapshotEvent)
+    assert event.snapshot["n"] == int(number) and type(event.snapshot["n"]) is int

@@ -555,6 +555,60 @@ def test_an_unreadable_record_is_a_store_error(backend: Backend) -> None:
     assert isinstance(caught.value.__cause__, ValueError)
 
 
+def test_integers_beyond_64_bits_come_back_exact(store: ThreadStore) -> None:
+    # orjson reads an integer below -2**63 (19 digits) as a float, and refuses one too large for a
+    # double (309+ digits) outright: a thread holding either in its state became inexact, or could
+    # never be opened again.
+    state = {"below": -9223372036854775809, "nines": -9999999999999999999, "huge": 10**309, "f": 1.5,
+             "edge": -9223372036854775808}
+    store.save("t", ThreadState(state=state).dump(), expected_version=None)
+
+    stored = store.load("t")
+
+    assert stored is not None and stored.data["state"] == state
+    assert all(type(stored.data["state"][k]) is int for k in ("below", "nines", "huge", "edge"))
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("messages", 5), ("messages", [{"id": 1}]), ("openInterrupts", [5]), ("usageByRun", []),
+    ("subagents", {"s": 5}), ("pendingToolCallIds", 5), ("format", 99), ("state", float("nan")),
+])
+def test_a_damaged_record_is_a_store_error_naming_the_thread_when_a_thread_is_built(
+    backend: Backend, field: str, value: Any
+) -> None:
+    # The store reads the JSON; the thread rebuilt from it meets what is wrong inside. Either way the
+    # caller gets the store's error naming the thread, never a TypeError from deep in the rebuild.
+    from agui_client import AgentClient
+
+    data = {**small(1), field: value}
+    backend.store.save("t", small(1), expected_version=None)  # then overwritten past the store's checks
+    backend.set_raw("t", "data", json.dumps(data, allow_nan=True))
+    with AgentClient("http://127.0.0.1:9/agent", store=backend.store) as client:
+        with pytest.raises(StoreError) as caught:
+            client.thread("t")
+
+    assert caught.value.thread_id == "t"
+
+
+def test_a_foreign_sqlite_head_empty_claim_is_none_and_a_text_format_a_store_error(tmp_path: Path) -> None:
+    # A row written by another tool: an empty claim owner holds nothing (as Redis reads it), and a
+    # version or format that is not an integer is the store's error, not a TypeError at the resume.
+    backend = _sqlite_backend(tmp_path / "threads.db")
+    backend.store.save("t", small(1), expected_version=None)
+    backend.set_raw("t", "claim", "")
+    stored = backend.store.load("t")
+    assert stored is not None and stored.claim is None
+    backend.store.claim("t", expected_version=1, owner="a")  # (an empty owner holds nothing)
+
+    backend.set_raw("t", "format", "one")
+    with pytest.raises(StoreError) as on_load:
+        backend.store.load("t")
+    with pytest.raises(StoreError) as on_claim:
+        backend.store.claim("t", expected_version=2, owner="b")
+    assert on_load.value.thread_id == on_claim.value.thread_id == "t"
+    backend.store.close()
+
+
 def test_data_that_is_not_json_ready_is_refused_and_nothing_is_stored(store: ThreadStore) -> None:
     for bad in ({"state": float("nan")}, {"state": object()}, {"state": {1, 2}}):
         with pytest.raises(StoreError) as caught:
