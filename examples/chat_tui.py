@@ -162,7 +162,7 @@ def main() -> None:
 
         with serve(ScriptedAgent.demo()) as server:
             chat(server.url, once=args.once, yes=args.yes)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, EOFError):  # Ctrl-C, or Ctrl-D at any prompt (an interrupt's included)
         console.print("\nbye")
 
 

@@ -146,6 +146,32 @@ def test_ctrl_c_at_the_prompt_exits_130() -> None:
     assert child.exitstatus == 130
 
 
+def test_ctrl_d_at_the_prompt_ends_quietly() -> None:
+    # End of input at a question: no traceback, a word on what happened, the Ctrl-C status.
+    child = _spawn_demo()
+    try:
+        child.expect(r"\[y/n\]")
+        child.sendeof()
+        child.expect("input ended")
+        output = child.read() if child.isalive() else ""
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert "Traceback" not in (child.before or "") + output
+    assert child.exitstatus == 130
+
+
+def test_a_terminal_that_cannot_show_a_character_gets_a_replacement_not_a_crash() -> None:
+    import subprocess
+
+    env = {**ENV, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run([sys.executable, "-m", "agui_client.cli", "demo", "--yes", "-m", "caf\u00e9 \u2615 please"],
+                          env=env,
+                          capture_output=True, text=True, encoding="ascii", errors="replace", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "UnicodeEncodeError" not in done.stderr and "Done:" in done.stdout
+
+
 # --------------------------------------------------------------------------------------------------
 # agui run
 # --------------------------------------------------------------------------------------------------

@@ -53,6 +53,16 @@ def test_every_name_in_all_is_importable_from_the_package() -> None:
     assert missing == []
 
 
+def test_the_package_re_exports_every_wire_type_and_error() -> None:
+    # Spelled out in __init__ so type checkers see them (a star import hid them from mypy, which
+    # refused `from agui_client import Interrupt`): checked against the submodules' own lists.
+    import agui_client.errors
+    import agui_client.types
+
+    missing = (set(agui_client.types.__all__) | set(agui_client.errors.__all__)) - set(agui_client.__all__)
+    assert missing == set()
+
+
 def test_all_holds_no_private_name() -> None:
     private = [name for name in agui_client.__all__ if name.startswith("_") and name != "__version__"]
 

@@ -24,10 +24,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from .app import run_cli
 
+    for stream in (sys.stdout, sys.stderr):
+        # A terminal that cannot show a character (PYTHONIOENCODING=ascii, an old console) gets a "?"
+        # for it, not a UnicodeEncodeError from the middle of a conversation.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
     try:
         return run_cli(argv)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
+        return 130
+    except EOFError:
+        # Ctrl-D (or the end of piped input) at a prompt: the conversation stops where it is; open
+        # interrupts stay open (a thread file keeps them for `agui run --resume`).
+        print("\ninput ended: nothing more was sent", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (`agui replay x | head`); nothing more to say, and nobody to say it to.
