@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -51,6 +52,8 @@ MessageInput = str | msg.Message | Sequence[msg.Message] | None
 ResumeInput = ResumeBuilder | Sequence[ResumeEntry] | None
 
 ToolHandler = Callable[..., Any]
+
+logger = logging.getLogger("agui_client")
 
 
 @attrs.frozen(kw_only=True)
@@ -238,6 +241,8 @@ class _ThreadCore:
                 else:
                     output = handler(arguments)
             except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the agent, as a tool would
+                logger.warning("tool handler %r raised %r for call %s; the agent is told the call failed",
+                               call.function.name, exc, call.id)
                 self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
                 continue
             self.add_tool_result(call.id, output)

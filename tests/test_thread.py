@@ -776,6 +776,24 @@ def test_run_until_done_answers_frontend_calls_with_the_tool_handlers(drive: Any
     assert endpoint.agent.request_count == 2
 
 
+def test_a_tool_handler_that_raises_is_reported_to_the_agent_and_logged(
+    drive: Any, served: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    def confirm_choice(question: str) -> str:
+        raise RuntimeError("the screen is gone")
+
+    with caplog.at_level("WARNING", logger="agui_client"):
+        with drive.client(endpoint.url) as client:
+            thread = client.thread(tool_handlers={"confirm_choice": confirm_choice})
+            thread.run_until_done("pick a colour")
+
+    sent = endpoint.received[-1].body["messages"][-1]
+    assert sent["role"] == "tool" and sent["error"] == "the screen is gone"
+    assert any("confirm_choice" in r.getMessage() and "the screen is gone" in r.getMessage() for r in caplog.records)
+
+
 def test_run_until_done_stops_at_an_interrupt(drive: Any, served: Any) -> None:
     pending = Finish(outcome=ag.RunFinishedSuccessOutcome(pending_tool_call_ids=("c1",)))
     endpoint = served(ScriptedAgent([
