@@ -634,9 +634,10 @@ class SSEDecoder:
                 )
             )
             return None
+        text = self._text(raw, line, offset)  # (a warning about it names this frame's index)
         self._dispatched += 1
         return SSEFrame(
-            data=self._text(raw, line, offset),
+            data=text,
             event=event,
             id=self._last_id,
             retry=retry,

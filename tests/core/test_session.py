@@ -270,6 +270,12 @@ def test_a_warning_inside_an_outcome_names_the_event_not_the_outcome() -> None:
     assert [(w.code, w.event_type, w.index) for w in result.warnings] == [("UK-03", "RUN_FINISHED", 1)] * 2
 
 
+def test_a_malformed_utf8_warning_names_the_frame_it_is_in() -> None:
+    capture = _sse([START]) + b'data: {"type":"CUSTOM","name":"x\xff","value":1}\n\n' + _sse([FINISH])
+    result = replay(capture)
+    assert [(w.code, w.index) for w in result.warnings] == [("UTF8", 1)]
+
+
 def test_a_multi_run_recording_reports_the_last_run_and_every_run_id() -> None:
     second = [{**START, "runId": "r2"}, {**FINISH, "runId": "r2", "outcome": {"type": "cancelled"}}]
     result = replay([START, *TEXT, FINISH, *second])
