@@ -97,6 +97,11 @@ def _is_json_media(media: str) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
+def _excerpt_limit(response: httpx.Response) -> int:
+    # (a JSON error body is read further than the excerpt kept, so a long validation report parses)
+    return ERROR_JSON_LIMIT if _is_json_media(_media_type(response.headers.get("content-type"))) else ERROR_BODY_LIMIT
+
+
 def _redacted(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "[redacted]")
@@ -386,8 +391,7 @@ class AgentClient(_ClientBase):
 
     def _excerpt(self, response: httpx.Response) -> bytes:
         data = bytearray()
-        limit = ERROR_JSON_LIMIT if _is_json_media(_media_type(response.headers.get("content-type"))) \
-            else ERROR_BODY_LIMIT
+        limit = _excerpt_limit(response)
         try:
             for chunk in response.iter_bytes():
                 data += chunk
@@ -495,8 +499,7 @@ class AsyncAgentClient(_ClientBase):
 
     async def _excerpt(self, response: httpx.Response) -> bytes:
         data = bytearray()
-        limit = ERROR_JSON_LIMIT if _is_json_media(_media_type(response.headers.get("content-type"))) \
-            else ERROR_BODY_LIMIT
+        limit = _excerpt_limit(response)
         try:
             async for chunk in response.aiter_bytes():
                 data += chunk

@@ -26,6 +26,7 @@ from attrs import frozen
 from ._build import builder
 from ._plain import PlainSnapshot
 from ._wire import PlainDict, PlainList, encode_messages, plain_json
+from .codec import _describe as codec_describe
 from .codec import _orjson, decode, encode, parse_json
 from .codec import _wire_name as codec_wire_name
 from .errors import ProtocolError, StreamWarning
@@ -406,11 +407,6 @@ def _add_wire_entries(messages: Iterable[dict[str, Any]], entries: list[Any], by
                 calls[call["id"]] = message
         append(message)
         by_id[message["id"]] = message
-
-
-def _kind(value: Any) -> str:
-    return {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
-        type(value), "null" if value is None else type(value).__name__)
 
 
 def _restated_streamed(run: RunRecord | None, incoming: Mapping[str, Any]) -> list[str]:
@@ -1407,7 +1403,7 @@ class ThreadState:
             patched = apply_patch(content, event.patch, copy_allowance=self._copy_allowance)
             if type(patched) is not dict:
                 # AC-01: an activity's content is an object; anything else could not even be loaded again.
-                raise PatchFailed(f"the content would become {_kind(patched)}, not an object", whole[-1])
+                raise PatchFailed(f"the content would become {codec_describe(patched)}, not an object", whole[-1])
         except PatchFailed as exc:
             entry.touch()
             self._changed()

@@ -54,13 +54,17 @@ def test_every_name_in_all_is_importable_from_the_package() -> None:
 
 
 def test_the_package_re_exports_every_wire_type_and_error() -> None:
-    # Spelled out in __init__ so type checkers see them (a star import hid them from mypy, which
-    # refused `from agui_client import Interrupt`): checked against the submodules' own lists.
+    # The wire types are star-imported module by module (so type checkers see them; CI type-checks
+    # tests/typing/user_script.py): a types module added to agui_client.types and not here would be
+    # listed in __all__ without being importable from the package.
     import agui_client.errors
     import agui_client.types
 
     missing = (set(agui_client.types.__all__) | set(agui_client.errors.__all__)) - set(agui_client.__all__)
     assert missing == set()
+    unbound = [name for name in agui_client.types.__all__ if getattr(agui_client, name, None)
+               is not getattr(agui_client.types, name)]
+    assert unbound == []
 
 
 def test_all_holds_no_private_name() -> None:
