@@ -72,6 +72,8 @@ class StreamHandle:
 
     def __init__(self) -> None:
         self.warnings: list[StreamWarning] = []
+        # Set just before the request is handed to httpx: until then nothing can have reached the agent.
+        self.sent = False
 
 
 def _media_type(value: str | None) -> str:
@@ -373,6 +375,7 @@ class AgentClient(_ClientBase):
         logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout())
+        handle.sent = True
         with self._sending():
             response = self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (B066: a loop ends as the redirect it still is, refused below)
@@ -478,6 +481,7 @@ class AsyncAgentClient(_ClientBase):
         logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout())
+        handle.sent = True
         with self._sending():
             response = await self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (as AgentClient)

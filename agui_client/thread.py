@@ -358,6 +358,25 @@ def _claim_note(exc: AguiError, owner: str, version: int | None) -> None:
                      f"(owner {owner}); call thread.release_claim() to try again deliberately")
 
 
+def _refuse_foreign_claim(thread_id: str, stored: StoredThread, owner: str, force: bool) -> None:
+    # Quietly doing nothing would let the caller believe the thread is free to run again.
+    if not force and stored.claim != owner:
+        raise ConcurrentResume(f"thread {thread_id!r} is claimed by another writer (owner {stored.claim}); "
+                               f"release_claim(force=True) takes it back once that writer is surely gone",
+                               thread_id=thread_id, expected_version=stored.version, actual_version=stored.version)
+
+
+def _keeps_claim(plan: _Plan, handle: StreamHandle | None, owner: str, version: int) -> bool:
+    """A run interrupted from outside (Ctrl-C, a cancelled task, the caller's own exception): whether
+    its claim stays held. Only a resume whose request was handed to httpx keeps it, as after a
+    failure: it may have reached the agent. Anything else lets go, as a failed run does."""
+    if not (plan.resuming and handle is not None and handle.sent):
+        return False
+    logger.warning("a resume was interrupted after its request went out; the thread stays claimed at version %s "
+                   "(owner %s): call thread.release_claim() to try again deliberately", version, owner)
+    return True
+
+
 def _reached_agent(exc: BaseException) -> bool:
     if isinstance(exc, HTTPStatusError):
         # A 4xx is the agent refusing the request: nothing was acted on, so the claim can go.
@@ -479,6 +498,9 @@ class Thread(_ThreadCore):
         except AguiError as exc:
             self._after_failure(exc, claimed, plan)
             raise
+        except BaseException:
+            self._abandon(claimed, plan, handle)
+            raise
         finally:
             thread.adopt_payloads = adopting
 
@@ -508,6 +530,9 @@ class Thread(_ThreadCore):
                 yield stream
         except AguiError as exc:
             self._after_failure(exc, claimed, plan)
+            raise
+        except BaseException:
+            self._abandon(claimed, plan, handle)
             raise
         finally:
             if not plan.resuming and claimed is not None:
@@ -571,6 +596,16 @@ class Thread(_ThreadCore):
             return
         self._release_own(claimed)
 
+    def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle) -> None:
+        if claimed is None:
+            return
+        if _keeps_claim(plan, handle, self._owner, claimed):
+            return
+        try:
+            self._release_own(claimed)
+        except Exception as exc:  # noqa: BLE001 - the interruption is what the caller must see
+            logger.warning("thread %s: could not release its claim after the run was interrupted: %s", self.id, exc)
+
     def _release_own(self, claimed: int) -> None:
         # A run that is not a resume lets go of the thread when it fails or is left: sending the turn
         # again is the caller's ordinary retry, not a decision taken twice.
@@ -580,12 +615,18 @@ class Thread(_ThreadCore):
     def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (you decided a retry is safe).
 
+        Nothing happens when the thread is not claimed.
+
         Args:
             force: also release a claim held by another writer: the operator's way past a writer
                 that died mid-resume. Make sure it is gone: its request may have reached the agent.
+
+        Raises:
+            ConcurrentResume: another writer holds the claim and ``force`` is false.
         """
         stored = self._store.load(self.id)
-        if stored is not None and stored.claim is not None and (force or stored.claim == self._owner):
+        if stored is not None and stored.claim is not None:
+            _refuse_foreign_claim(self.id, stored, self._owner, force)
             self._version = self._store.release(self.id, claimed_version=stored.version, owner=stored.claim)
 
     def reload(self) -> None:
@@ -651,6 +692,9 @@ class AsyncThread(_ThreadCore):
         except AguiError as exc:
             await self._after_failure(exc, claimed, plan)
             raise
+        except BaseException:
+            await self._abandon(claimed, plan, handle)
+            raise
         finally:
             thread.adopt_payloads = adopting
 
@@ -674,6 +718,9 @@ class AsyncThread(_ThreadCore):
                 yield stream
         except AguiError as exc:
             await self._after_failure(exc, claimed, plan)
+            raise
+        except BaseException:
+            await self._abandon(claimed, plan, handle)
             raise
         finally:
             if not plan.resuming and claimed is not None:
@@ -705,22 +752,40 @@ class AsyncThread(_ThreadCore):
             await self._save(session)
         stream.result = result
 
+    async def _write(self, call: Callable[..., int], /, *args: Any, **kwargs: Any) -> int:
+        """Run a store write in a worker thread and keep ``_version`` the store's, even when cancelled."""
+        # A cancellation cannot stop a write already running in its thread: it waits for the write to
+        # land (or fail) before it goes on, so the thread never loses track of a claim or a save.
+        task = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
+        try:
+            self._version = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            try:
+                self._version = await task
+            except Exception:  # noqa: BLE001 - the write failed; the cancellation is what goes on
+                pass
+            raise
+        return self._version
+
     async def _claim(self, plan: _Plan) -> int | None:
         # (as Thread._claim: every run of a stored thread, before anything is sent)
         if self._version is None:
             if not plan.resuming:
                 return None
-            self._version = await asyncio.to_thread(self._store.save, self.id, self._state.dump(),
-                                                    expected_version=None)
-        self._version = await asyncio.to_thread(self._store.claim, self.id, expected_version=self._version,
-                                                owner=self._owner)
-        return self._version
+            await self._write(self._store.save, self.id, self._state.dump(), expected_version=None)
+        before = self._version
+        try:
+            return await self._write(self._store.claim, self.id, expected_version=before, owner=self._owner)
+        except asyncio.CancelledError:
+            if self._version != before:  # claimed, and cancelled before anything was sent: let go
+                await self._abandon(self._version, plan, None)
+            raise
 
     async def _save(self, session: RunSession) -> None:
         try:
             # Serialised by the store before this run's generator resumes, so sharing the state is safe.
-            self._version = await asyncio.to_thread(self._store.save, self.id, self._state.dump(share_state=True),
-                                                    expected_version=self._version)
+            await self._write(self._store.save, self.id, self._state.dump(share_state=True),
+                              expected_version=self._version)
         except ConcurrentResume as exc:
             exc.result = session.result()
             raise
@@ -733,18 +798,26 @@ class AsyncThread(_ThreadCore):
             return
         await self._release_own(claimed)
 
+    async def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle | None) -> None:
+        # (as Thread._abandon; a cancelled task lands here)
+        if claimed is None or _keeps_claim(plan, handle, self._owner, claimed):
+            return
+        try:
+            await self._release_own(claimed)
+        except Exception as exc:  # noqa: BLE001 - the interruption is what the caller must see
+            logger.warning("thread %s: could not release its claim after the run was interrupted: %s", self.id, exc)
+
     async def _release_own(self, claimed: int) -> None:
         # (as Thread._release_own)
         if self._version == claimed:
-            self._version = await asyncio.to_thread(self._store.release, self.id, claimed_version=claimed,
-                                                    owner=self._owner)
+            await self._write(self._store.release, self.id, claimed_version=claimed, owner=self._owner)
 
     async def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (see :meth:`Thread.release_claim`)."""
         stored = await asyncio.to_thread(self._store.load, self.id)
-        if stored is not None and stored.claim is not None and (force or stored.claim == self._owner):
-            self._version = await asyncio.to_thread(self._store.release, self.id, claimed_version=stored.version,
-                                                    owner=stored.claim)
+        if stored is not None and stored.claim is not None:
+            _refuse_foreign_claim(self.id, stored, self._owner, force)
+            await self._write(self._store.release, self.id, claimed_version=stored.version, owner=stored.claim)
 
     async def reload(self) -> None:
         """Load the thread again from the store (see :meth:`Thread.reload`)."""

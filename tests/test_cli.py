@@ -89,8 +89,30 @@ def test_demo_without_a_terminal_or_flags_answers_as_with_yes_and_says_so() -> N
     done = agui("demo")
 
     assert done.returncode == 0, done.stderr
-    assert "stdin is not a terminal: answering as with --yes" in done.stdout
+    assert "stdin is not a terminal and holds no answers: answering as with --yes" in done.stdout
     assert "Done: the staging environment is deleted." in done.stdout
+
+
+def test_demo_reads_answers_piped_into_stdin_instead_of_approving_for_the_user() -> None:
+    # `echo n | agui demo` is a refusal: answering as with --yes would approve what was refused.
+    # Further questions take their defaults once the input ends; "yes" is a yes.
+    refused = agui("demo", stdin="n\n")
+    approved = agui("demo", stdin="yes\nqa\n")
+
+    assert refused.returncode == 0, refused.stderr
+    assert "answering as with --yes" not in refused.stdout + refused.stderr
+    assert '{"approved": false, "environment": "staging", "ttl_minutes": 60}' in refused.stdout
+    assert "OK, I did not delete anything: the deletion was not approved." in refused.stdout
+    assert approved.returncode == 0, approved.stderr
+    assert '{"approved": true, "environment": "qa", "ttl_minutes": 60}' in approved.stdout
+
+
+def test_demo_piped_input_that_ends_before_a_required_answer_sends_nothing() -> None:
+    ended = agui("demo", stdin="maybe\n")
+
+    assert ended.returncode == 130
+    assert "input ended: nothing more was sent" in ended.stderr
+    assert "\nanswer to" not in ended.stdout and "run finished: success" not in ended.stdout
 
 
 def test_demo_answer_the_schema_refuses_is_not_sent_and_exits_2() -> None:
@@ -461,6 +483,20 @@ def test_yes_payload_takes_defaults_approves_and_fills_required_fields() -> None
     assert yes_payload(None) == {"approved": True}
     assert yes_payload({"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}, "k": {"enum": [7, 8]}},
                         "required": ["n", "k"]}) == {"n": 3, "k": 7}
+
+
+def test_numbers_typed_are_read_exactly_and_nan_or_inf_refused() -> None:
+    # float() would round an integer past 2**53; "nan"/"inf" are not JSON (the resume would refuse them).
+    from agui_client.cli.forms import ask_payload
+
+    schema = {"type": "object", "required": ["id", "ratio"],
+              "properties": {"id": {"type": "integer"}, "ratio": {"type": "number"}}}
+    asker = ScriptedAsker("1.5", "12345678901234567891", "nan", "inf", "2.5e-1")
+
+    payload = ask_payload(schema, asker)
+
+    assert payload == {"id": 12345678901234567891, "ratio": 0.25}
+    assert asker.said == ["id must be an integer", "ratio must be a number", "ratio must be a number"]
 
 
 def test_the_form_checks_each_value_against_its_schema_and_insists_on_required_fields() -> None:

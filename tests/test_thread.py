@@ -6,8 +6,10 @@ Every test body runs twice (``drive``: sync and async). The agent records what i
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
+import logging
 import socket
 import threading
 import time
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import httpx
 import pytest
 
 import agui_client as ag
@@ -1323,3 +1326,166 @@ def test_a_thread_id_with_a_lone_surrogate_is_refused_before_anything(drive: Any
         with pytest.raises(ag.UnencodableValue) as caught:
             client.thread("t-\udc80")
     assert caught.value.field == "threadId" and endpoint.agent.request_count == 0
+
+
+# --- Runs interrupted from outside: Ctrl-C, a cancelled task (a web request whose client left) ---
+
+def _cancelled(coroutine: Any, after: float) -> None:
+    async def main() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(coroutine, after)
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("how", ["run", "stream"])
+def test_a_cancelled_run_lets_go_of_its_thread_so_the_next_one_goes_out(served: Any, how: str) -> None:
+    # asyncio.wait_for() (or a web framework whose client left) cancels the task mid-stream. A run
+    # that is not a resume lets go of the thread, as a failed one does: the next turn is not refused.
+    endpoint = served(ScriptedAgent([_finishing(None), [Start(), Pause(5)], _finishing(None)]))
+    store = MemoryStore()
+
+    async def first() -> ag.AsyncThread:
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            thread = client.thread()
+            await thread.run("hello")
+            return thread
+
+    thread = asyncio.run(first())
+
+    async def second() -> None:
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            stalled = client.thread(thread.id)
+            if how == "run":
+                await stalled.run("and then?")
+            else:
+                async with stalled.stream("and then?") as events:
+                    async for _ in events:
+                        pass
+
+    _cancelled(second(), 0.5)
+    claim = store.load(thread.id).claim  # type: ignore[union-attr]
+    with ag.AgentClient(endpoint.url, store=store) as client:
+        result = client.thread(thread.id).run("once more")
+
+    assert claim is None
+    assert result.outcome == "success" and endpoint.agent.request_count == 3
+
+
+def test_a_resume_cancelled_after_its_request_went_out_keeps_the_thread_claimed(
+    served: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its request may have reached the agent, which may have acted: as after a failure, the claim
+    # stays until someone decides (release_claim()), and the log says so.
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")], [Start(), Pause(5)], [Start(), Finish()]]))
+    store = MemoryStore()
+
+    async def ask() -> ag.AsyncThread:
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            thread = client.thread()
+            await thread.run("hi")
+            return thread
+
+    thread = asyncio.run(ask())
+
+    async def resume() -> None:
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            again = client.thread(thread.id)
+            await again.run(resume=again.resume_builder().answer("ask-1", "go"))
+
+    with caplog.at_level(logging.WARNING, logger="agui_client"):
+        _cancelled(resume(), 0.5)
+    stored = store.load(thread.id)
+
+    assert stored is not None and stored.claim is not None
+    assert any("stays claimed" in r.getMessage() for r in caplog.records)
+    assert endpoint.agent.request_count == 2
+
+
+@pytest.mark.parametrize("resuming", [False, True])
+def test_a_run_cancelled_while_its_claim_is_written_gives_it_back_and_sends_nothing(served: Any,
+                                                                                    resuming: bool) -> None:
+    # The claim runs in a worker thread a cancellation cannot stop: the run waits for it to land,
+    # gives it back (nothing was sent) and keeps its version the store's, so the thread still runs.
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")] if resuming else _finishing(None),
+                                     _finishing(None)]))
+    writing = threading.Event()
+
+    class SlowClaims(MemoryStore):
+        def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
+            writing.set()
+            time.sleep(0.3)
+            return super().claim(thread_id, expected_version=expected_version, owner=owner)
+
+    store = SlowClaims()
+
+    async def main() -> tuple[int | None, int | None, ag.RunResult]:
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            thread = client.thread()
+            await thread.run("hello")
+            attempt = (thread.run(resume=thread.resume_builder().answer("ask-1", "go")) if resuming
+                       else thread.run("again"))
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(attempt, 0.1)
+            stored = store.load(thread.id)
+            assert stored is not None
+            claim, version = stored.claim, stored.version
+            mine = thread.version
+            result = await (thread.run(resume=thread.resume_builder().answer("ask-1", "go")) if resuming
+                            else thread.run("again"))
+            return claim, version if mine == version else None, result
+
+    claim, version, result = asyncio.run(main())
+
+    assert writing.is_set()
+    assert claim is None and version is not None
+    assert result.outcome == "success" and endpoint.agent.request_count == 2
+
+
+@pytest.mark.parametrize("resuming", [False, True])
+def test_ctrl_c_during_a_run_lets_go_of_the_thread_unless_a_resume_went_out(resuming: bool) -> None:
+    # A KeyboardInterrupt raised while the request is being sent (the sync shell's Ctrl-C): a turn
+    # lets go of the thread; a resume whose request was handed over keeps it claimed.
+    store = MemoryStore()
+    thread_id = "t-ctrl-c"
+    state = ag.ThreadState(messages=[ag.UserMessage(id="u1", content="hi")])
+    if resuming:
+        state.hold_interrupts([ag.Interrupt(id="ask-1", reason="approval")], "r0")
+    store.save(thread_id, state.dump(), expected_version=None)
+
+    def interrupt(request: httpx.Request) -> httpx.Response:
+        raise KeyboardInterrupt
+
+    with ag.AgentClient("http://127.0.0.1:9/agent", store=store,
+                        http_client=httpx.Client(transport=httpx.MockTransport(interrupt))) as client:
+        thread = client.thread(thread_id)
+        assert len(thread.open_interrupts) == resuming
+        with pytest.raises(KeyboardInterrupt):
+            if resuming:
+                thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+            else:
+                thread.run("again")
+    stored = store.load(thread_id)
+
+    assert stored is not None
+    assert (stored.claim is not None) is resuming
+
+
+def test_release_claim_refuses_a_claim_another_writer_holds_unless_forced(drive: Any, served: Any) -> None:
+    # Returning quietly would let the caller believe the thread is free; force=True is the
+    # operator's way past a writer that died mid-resume.
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")], Respond(status=503, body="busy"),
+                                     [Start(), Finish()]]))
+
+    with drive.client(endpoint.url, store=MemoryStore()) as client:
+        writer = client.thread()
+        writer.run("hi")
+        with pytest.raises(ag.HTTPStatusError):
+            writer.run(resume=writer.resume_builder().answer("ask-1", "go"))
+        other = client.thread(writer.id)
+        with pytest.raises(ag.ConcurrentResume) as caught:
+            other.release_claim()
+        other.release_claim(force=True)
+        result = other.run(resume=other.resume_builder().answer("ask-1", "go"))
+
+    assert caught.value.thread_id == writer.id and "force=True" in str(caught.value)
+    assert result.outcome == "success" and endpoint.agent.request_count == 3

@@ -13,6 +13,8 @@ The questions go through an :class:`Asker`, so the form logic is independent of 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -240,26 +242,40 @@ def _ask_scalar(field: Field, asker: Asker, default: Any) -> Any:
             if not field.required:
                 return _OMIT
             asker.say(f"{field.name} is required")
+            if getattr(asker, "ended", False):
+                raise EOFError  # (piped answers ran out: nobody is left to give one)
             continue
         value: Any = text
         if field.kind in ("integer", "number"):
-            try:
-                number = float(text)
-            except ValueError:
+            value = _number(text, integer=field.kind == "integer")
+            if value is None:
                 asker.say(f"{field.name} must be {'an integer' if field.kind == 'integer' else 'a number'}")
                 continue
-            if field.kind == "integer":
-                if not number.is_integer():
-                    asker.say(f"{field.name} must be an integer")
-                    continue
-                value = int(number)
-            else:
-                value = int(number) if number.is_integer() and "." not in text else number
         problems = field_errors(field.schema, value)
         if problems:
             asker.say(f"{field.name}: {problems[0]}")
             continue
         return value
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _number(text: str, *, integer: bool) -> int | float | None:
+    """The number typed, or ``None``. Integers are read exactly (``float()`` would round one past
+    2**53); ``nan`` and ``inf`` are not JSON and are refused like any other non-number."""
+    word = text.strip()
+    if _INTEGER.fullmatch(word):
+        return int(word)
+    try:
+        number = float(word)
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    if number.is_integer() and (integer or not any(c in word for c in ".eE")):
+        return int(number)
+    return None if integer else number
 
 
 def _ask_json(field: Field, asker: Asker, default: str | None) -> Any:
@@ -270,6 +286,8 @@ def _ask_json(field: Field, asker: Asker, default: str | None) -> Any:
             if not field.required:
                 return _OMIT
             asker.say(f"{field.name} is required")
+            if getattr(asker, "ended", False):
+                raise EOFError  # (piped answers ran out: nobody is left to give one)
             continue
         try:
             value = json.loads(text)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from rich.console import Console, Group, RenderableType
 from rich.json import JSON as RichJSON
@@ -162,29 +162,78 @@ def make_output(*, plain: bool, stream: IO[str] | None = None) -> Output:
     return RichOutput(Console(file=stream, highlight=False, soft_wrap=False))
 
 
-class ConsoleAsker:
-    """Asks with rich prompts on ``console`` (an :class:`~agui_client.cli.forms.Asker`)."""
+_T = TypeVar("_T")
 
-    def __init__(self, console: Console) -> None:
+
+def _said(answer: object) -> str:
+    if isinstance(answer, bool):
+        return "yes" if answer else "no"
+    return str(answer)
+
+
+class _YesNo(Confirm):
+    """``[y/n]`` that also takes the words people type: ``yes``/``no`` in any case."""
+
+    def process_response(self, value: str) -> bool:
+        word = value.strip().lower()
+        if word in ("yes", "no"):
+            return word == "yes"
+        return super().process_response(value)
+
+
+class ConsoleAsker:
+    """Asks with rich prompts on ``console`` (an :class:`~agui_client.cli.forms.Asker`).
+
+    With ``piped`` (answers piped into stdin), each answer read is shown after its question, as a
+    terminal would echo it, and once the input ends every further question takes its default (an
+    optional one is skipped); a question that needs an answer then ends the conversation
+    (``EOFError``), with nothing sent.
+    """
+
+    def __init__(self, console: Console, *, piped: bool = False) -> None:
         self.console = console
+        self.piped = piped
+        self.ended = False
 
     def ask_bool(self, label: str, *, default: bool | None) -> bool:
         prompt = Text(label, style="bold")
         if default is None:
-            return Confirm.ask(prompt, console=self.console)
-        return Confirm.ask(prompt, console=self.console, default=default)
+            return self._ask(lambda: _YesNo.ask(prompt, console=self.console), None, prompt)
+        return self._ask(lambda: _YesNo.ask(prompt, console=self.console, default=default), default, prompt)
 
     def ask_choice(self, label: str, choices: Sequence[str], *, default: str | None) -> str:
         prompt = Text(label, style="bold")
         if default is None:
-            return Prompt.ask(prompt, console=self.console, choices=list(choices))
-        return Prompt.ask(prompt, console=self.console, choices=list(choices), default=default)
+            return self._ask(lambda: Prompt.ask(prompt, console=self.console, choices=list(choices)), None, prompt)
+        return self._ask(lambda: Prompt.ask(prompt, console=self.console, choices=list(choices), default=default),
+                         default, prompt)
 
     def ask_text(self, label: str, *, default: str | None) -> str:
         prompt = Text(label, style="bold")
         if default is None:
-            return Prompt.ask(prompt, console=self.console)
-        return Prompt.ask(prompt, console=self.console, default=default)
+            return self._ask(lambda: Prompt.ask(prompt, console=self.console), "", prompt)
+        return self._ask(lambda: Prompt.ask(prompt, console=self.console, default=default), default, prompt)
+
+    def _ask(self, ask: Callable[[], _T], at_end: _T | None, prompt: Text) -> _T:
+        if not self.ended:
+            try:
+                answer = ask()
+            except EOFError:
+                if not self.piped:
+                    raise
+                self.ended = True
+            else:
+                if self.piped:
+                    self.console.print(Text(_said(answer), style="dim"))
+                return answer
+        else:
+            self.console.print(prompt, end=" ")
+        if at_end is None:
+            raise EOFError  # (a question with no default: the conversation ends here)
+        said = _said(at_end)
+        note = f"{said} (input ended: the default)" if said else "(input ended: left out)"
+        self.console.print(Text(note, style="dim"))
+        return at_end
 
     def say(self, text: str) -> None:
         self.console.print(Text(text, style="red"))

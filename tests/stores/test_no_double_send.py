@@ -296,7 +296,8 @@ def test_an_operator_can_release_the_claim_of_a_writer_that_died(tmp_path) -> No
             resume = thread.resume_builder().answer("interrupt-1", {"answer": "yes"})
             with pytest.raises(ConcurrentResume):
                 thread.run(resume=resume)
-            thread.release_claim()            # not ours: nothing happens
+            with pytest.raises(ConcurrentResume, match="a-writer-that-died"):
+                thread.release_claim()        # not ours: refused, and the claim stands
             with pytest.raises(ConcurrentResume):
                 thread.run(resume=resume)
             thread.release_claim(force=True)
