@@ -302,6 +302,8 @@ class AgentClient(_ClientBase):
             is buffered whole.
         store: where threads are kept between runs (``MemoryStore`` by default).
         http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
+            Its own timeout does not apply to runs: ``timeout`` and ``idle_timeout`` are set on every
+            request, so a client built without one cannot leave a run waiting forever.
         follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
             default: a run is not idempotent; a hop to another origin is never followed, as the
             request carries your headers).

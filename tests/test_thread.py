@@ -1168,6 +1168,19 @@ def test_a_tool_call_cut_mid_arguments_is_never_offered_as_pending(drive: Any, s
     assert result.state.incomplete_ids == {"c1"}
 
 
+def test_an_injected_http_client_without_timeouts_still_gets_the_idle_timeout(drive: Any, served: Any,
+                                                                               gate: Gate) -> None:
+    # The AgentClient's timeouts are set on every request: a caller's client built with
+    # timeout=None cannot leave a run waiting forever on a silent server.
+    endpoint = served(ScriptedAgent([[Start(), Wait(gate, timeout=20), Finish()]]))
+
+    with drive.client(endpoint.url, idle_timeout=0.5, http_client=drive.http_client(timeout=None)) as client:
+        with pytest.raises(ag.IdleTimeout) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.timeout == 0.5 and gate.reached
+
+
 def test_a_stalled_stream_ends_in_an_idle_timeout(drive: Any, served: Any, gate: Gate) -> None:
     endpoint = served(ScriptedAgent([[Start(), ag.TextMessageStartEvent(message_id="m1"),
                                       ag.TextMessageContentEvent(message_id="m1", delta="Dele"),
