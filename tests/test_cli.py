@@ -89,15 +89,17 @@ def test_demo_without_a_terminal_or_flags_answers_as_with_yes_and_says_so() -> N
     done = agui("demo")
 
     assert done.returncode == 0, done.stderr
-    assert "stdin is not a terminal and holds no answers: answering as with --yes" in done.stdout
+    assert "stdin is not a terminal: answering as with --yes" in done.stdout
     assert "Done: the staging environment is deleted." in done.stdout
 
 
-def test_demo_reads_answers_piped_into_stdin_instead_of_approving_for_the_user() -> None:
-    # `echo n | agui demo` is a refusal: answering as with --yes would approve what was refused.
-    # Further questions take their defaults once the input ends; "yes" is a yes.
-    refused = agui("demo", stdin="n\n")
-    approved = agui("demo", stdin="yes\nqa\n")
+def test_demo_ask_reads_answers_piped_into_stdin() -> None:
+    # `echo n | agui demo --ask` is a refusal. Further questions take their defaults once the input
+    # ends; "yes" is a yes. (Without --ask, piped stdin is never read: a script fed to bash on stdin
+    # would otherwise lose its next lines to the questions.)
+    refused = agui("demo", "--ask", stdin="n\n")
+    approved = agui("demo", "--ask", stdin="yes\nqa\n")
+    ignored = agui("demo", stdin="n\n")
 
     assert refused.returncode == 0, refused.stderr
     assert "answering as with --yes" not in refused.stdout + refused.stderr
@@ -105,10 +107,11 @@ def test_demo_reads_answers_piped_into_stdin_instead_of_approving_for_the_user()
     assert "OK, I did not delete anything: the deletion was not approved." in refused.stdout
     assert approved.returncode == 0, approved.stderr
     assert '{"approved": true, "environment": "qa", "ttl_minutes": 60}' in approved.stdout
+    assert "answering as with --yes" in ignored.stdout and '"approved": true' in ignored.stdout
 
 
 def test_demo_piped_input_that_ends_before_a_required_answer_sends_nothing() -> None:
-    ended = agui("demo", stdin="maybe\n")
+    ended = agui("demo", "--ask", stdin="maybe\n")
 
     assert ended.returncode == 130
     assert "input ended: nothing more was sent" in ended.stderr

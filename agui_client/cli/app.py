@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import select
 import shlex
 import sqlite3
 import sys
@@ -116,6 +115,8 @@ def _answer_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-y", "--yes", action="store_true",
                        help="answer with the schema's defaults and approved: true")
     group.add_argument("--abandon", action="store_true", help="abandon the interrupts instead of answering")
+    group.add_argument("--ask", action="store_true",
+                       help="put the questions even when stdin is not a terminal (answers piped in, one per line)")
 
 
 def run_cli(argv: Sequence[str] | None = None) -> int:
@@ -160,26 +161,6 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
-#: How long a piped stdin may take to show its first byte before it is taken to hold no answers.
-PIPED_ANSWERS_WAIT = 0.2
-
-
-def _can_ask(stream: Any) -> bool:
-    """Questions can be put to ``stream``: a terminal, or piped answers (``echo n | agui demo``).
-
-    Piped input is read only when it holds something: answering for the user after ``n`` was piped
-    in would approve what they refused. Empty or silent input (``/dev/null``, a CI runner's open pipe)
-    holds no answers, and the command falls back to its non-interactive behaviour.
-    """
-    if _isatty(stream):
-        return True
-    try:
-        ready, _, _ = select.select([stream], [], [], PIPED_ANSWERS_WAIT)
-        return bool(ready) and bool(stream.buffer.peek(1))
-    except (AttributeError, OSError, TypeError, ValueError):  # no fileno, or a platform without select on it
-        return False
-
-
 def _policy(args: argparse.Namespace, *, can_ask: bool, fallback: AnswerPolicy) -> AnswerPolicy:
     if args.answer is not None:
         return AnswerPolicy(mode="answer", payload=_json_argument("--answer", args.answer))
@@ -206,9 +187,9 @@ def _asker(out: Output, plain: bool) -> ConsoleAsker:
 
 
 def _demo(args: argparse.Namespace, out: Output, plain: bool) -> int:
-    policy = _policy(args, can_ask=_can_ask(sys.stdin), fallback=AnswerPolicy(
-        mode="yes", note="stdin is not a terminal and holds no answers: answering as with --yes "
-                         "(the schema's defaults, approved: true)"))
+    policy = _policy(args, can_ask=args.ask or _isatty(sys.stdin), fallback=AnswerPolicy(
+        mode="yes", note="stdin is not a terminal: answering as with --yes (the schema's defaults, approved: true; "
+                         "--ask reads answers piped in)"))
     with contextlib.ExitStack() as stack:
         url = args.url
         if url is None:
@@ -232,9 +213,12 @@ def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
     state = _json_argument("--state", args.state) if args.state is not None else None
     if args.resume and args.thread_file is None:
         raise UsageProblem("--resume needs --thread-file (the thread whose interrupts to answer)")
-    can_ask = not as_json and _can_ask(sys.stdin)
+    if args.ask and as_json:
+        raise UsageProblem("--ask puts questions to a person; --json output is for programs (use --answer)")
+    can_ask = not as_json and (args.ask or _isatty(sys.stdin))
     policy = _policy(args, can_ask=can_ask, fallback=AnswerPolicy(
-        mode="stop", note="no --answer, --yes or --abandon" + (" and no answers on stdin" if not as_json else "")
+        mode="stop", note="no --answer, --yes or --abandon"
+        + (" and stdin is not a terminal (--ask reads answers piped in)" if not as_json else "")
         + ": leaving the interrupt(s) open"))
     with contextlib.ExitStack() as stack:
         store: ThreadStore | None = None
