@@ -72,8 +72,26 @@ class StreamHandle:
 
     def __init__(self) -> None:
         self.warnings: list[StreamWarning] = []
-        # Set just before the request is handed to httpx: until then nothing can have reached the agent.
+        # Whether the request may have reached the agent. httpx's own transports report (httpcore's
+        # ``trace``) when the whole request is written: until then it has not. Any other transport
+        # (an injected one, a mock) reports nothing, so the request counts as sent once handed over.
         self.sent = False
+
+    def trace(self, name: str, info: Mapping[str, Any]) -> None:
+        """httpcore's ``trace`` extension: marks the request sent once it is written whole."""
+        if name.endswith(".send_request_body.complete"):
+            self.sent = True
+
+    async def atrace(self, name: str, info: Mapping[str, Any]) -> None:
+        """:meth:`trace` for the async transport (httpcore awaits it)."""
+        self.trace(name, info)
+
+
+def _traces(http: httpx.Client | httpx.AsyncClient) -> bool:
+    """Every transport ``http`` may use is httpx's own, which reports the request's progress (``trace``)."""
+    transports = [getattr(http, "_transport", None), *getattr(http, "_mounts", {None: object()}).values()]
+    return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport) for t in transports) \
+        and transports[0] is not None
 
 
 def _media_type(value: str | None) -> str:
@@ -376,8 +394,8 @@ class AgentClient(_ClientBase):
         body = body if body is not None else _request_body(run_input)
         logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
-                                          timeout=self._timeout())
-        handle.sent = True
+                                          timeout=self._timeout(), extensions={"trace": handle.trace})
+        handle.sent = not _traces(self.http)
         with self._sending():
             response = self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (B066: a loop ends as the redirect it still is, refused below)
@@ -482,8 +500,8 @@ class AsyncAgentClient(_ClientBase):
         body = body if body is not None else _request_body(run_input)
         logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
-                                          timeout=self._timeout())
-        handle.sent = True
+                                          timeout=self._timeout(), extensions={"trace": handle.atrace})
+        handle.sent = not _traces(self.http)
         with self._sending():
             response = await self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (as AgentClient)

@@ -65,6 +65,7 @@ __all__ = [
     "UnencodableValue",
     "UnencodableResumePayload",
     "ConcurrentResume",
+    "ThreadBusy",
     "AguiWarning",
     "StreamWarning",
     "StoreError",
@@ -446,6 +447,22 @@ class ConcurrentResume(AguiError):
         self.thread_id = thread_id
         self.expected_version = expected_version
         self.actual_version = actual_version
+
+
+class ThreadBusy(AguiError):
+    """This ``Thread`` object is in the middle of a run: one run at a time per object.
+
+    Raised, with nothing sent, by a second ``run()``/``stream()`` and by ``reload()`` or
+    ``release_claim()`` while a run is in flight (they would lose the run or free its claim). For
+    concurrent work load another object for the thread: the store's claim then arbitrates.
+
+    Attributes:
+        thread_id: the thread.
+    """
+
+    def __init__(self, message: str, *, thread_id: str) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
 
 
 class AguiWarning(UserWarning):

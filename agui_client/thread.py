@@ -13,6 +13,7 @@ import asyncio
 import inspect
 import json
 import logging
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -29,6 +30,8 @@ from .errors import (
     ProtocolError,
     ResumeRefused,
     StoreError,
+    StreamWarning,
+    ThreadBusy,
     TransportError,
     UnencodableValue,
 )
@@ -84,6 +87,23 @@ class _ThreadCore:
         self._version: int | None = None
         self._take(store.load(thread_id))
         self._owner = f"{uuid.uuid4()}"
+        self._running = False
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        # One run at a time per object: a second one, or a reload() in the middle, would interleave
+        # two histories or drop the run; the claim is per object, so it cannot arbitrate them.
+        self._idle("start another run")
+        self._running = True
+        try:
+            yield
+        finally:
+            self._running = False
+
+    def _idle(self, doing: str) -> None:
+        if self._running:
+            raise ThreadBusy(f"thread {self.id!r}: cannot {doing} while this object is running a run (one run at a "
+                             "time per Thread object; load another object for concurrent work)", thread_id=self.id)
 
     def _take(self, stored: StoredThread | None) -> None:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
@@ -229,24 +249,42 @@ class _ThreadCore:
 
     def _tool_round(self, result: RunResult) -> bool:
         """Answer the pending frontend calls that have handlers; ``True`` when all were answered."""
-        calls = result.pending_tool_calls
-        if not calls or any(c.function.name not in self.tool_handlers for c in calls):
+        calls = self._handled_calls(result)
+        if calls is None:
             return False
         for call in calls:
-            handler = self.tool_handlers[call.function.name]
-            arguments = parsed_arguments(call)
             try:
-                if isinstance(arguments, dict):
-                    output = handler(**arguments)
-                else:
-                    output = handler(arguments)
+                output = self._invoke(call)
+                if inspect.isawaitable(output):
+                    _discard(output)
+                    raise TypeError("an async handler needs the async client (AsyncThread.run_until_done)")
             except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the agent, as a tool would
-                logger.warning("tool handler %r raised %r for call %s; the agent is told the call failed",
-                               call.function.name, exc, call.id)
-                self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
+                self._tool_failed(call, exc)
                 continue
             self.add_tool_result(call.id, output)
         return True
+
+    def _handled_calls(self, result: RunResult) -> Sequence[msg.ToolCall] | None:
+        calls = result.pending_tool_calls
+        if not calls or any(c.function.name not in self.tool_handlers for c in calls):
+            return None
+        return calls
+
+    def _invoke(self, call: msg.ToolCall) -> Any:
+        handler = self.tool_handlers[call.function.name]
+        arguments = parsed_arguments(call)
+        return handler(**arguments) if isinstance(arguments, dict) else handler(arguments)
+
+    def _tool_failed(self, call: msg.ToolCall, exc: Exception) -> None:
+        logger.warning("tool handler %r raised %r for call %s; the agent is told the call failed",
+                       call.function.name, exc, call.id)
+        self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
+
+
+def _discard(awaitable: Any) -> None:
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()  # (a coroutine never awaited would warn at garbage collection)
 
 
 def _unencodable(text: str) -> bool:
@@ -366,14 +404,35 @@ def _refuse_foreign_claim(thread_id: str, stored: StoredThread, owner: str, forc
                                thread_id=thread_id, expected_version=stored.version, actual_version=stored.version)
 
 
-def _keeps_claim(plan: _Plan, handle: StreamHandle | None, owner: str, version: int) -> bool:
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    # (a write whose caller was cancelled: its failure was dealt with, or is the cancellation's)
+    if not task.cancelled():
+        task.exception()
+
+
+def _after_the_end(exc: AguiError, session: RunSession) -> bool:
+    """A transport fault after the run ended and was saved: the run stands, and the fault is a warning.
+
+    Raising would report a finished, saved run as failed, and the caller's ordinary retry would send
+    the turn twice. (The stream stays open after the end only for CL-02's one late RUN_ERROR.)
+    """
+    if not isinstance(exc, TransportError):
+        return False
+    session.warnings.append(StreamWarning(
+        code="TR-13", message=f"the response stayed open after the run ended, then failed: {exc} "
+                              "(the run's result stands, and was saved)", run_id=session.run_id, index=session.index))
+    return True
+
+
+def _keeps_claim(thread_id: str, plan: _Plan, handle: StreamHandle | None, owner: str, version: int) -> bool:
     """A run interrupted from outside (Ctrl-C, a cancelled task, the caller's own exception): whether
     its claim stays held. Only a resume whose request was handed to httpx keeps it, as after a
     failure: it may have reached the agent. Anything else lets go, as a failed run does."""
     if not (plan.resuming and handle is not None and handle.sent):
         return False
-    logger.warning("a resume was interrupted after its request went out; the thread stays claimed at version %s "
-                   "(owner %s): call thread.release_claim() to try again deliberately", version, owner)
+    logger.warning("thread %s: the resume (run %s) was interrupted after its request went out; the thread stays "
+                   "claimed at version %s (owner %s): call thread.release_claim() to try again deliberately",
+                   thread_id, plan.run_input.run_id, version, owner)
     return True
 
 
@@ -466,43 +525,45 @@ class Thread(_ThreadCore):
         """
         from .client import StreamHandle
 
-        # stream()'s steps, folding each read's payloads at once instead of yielding events.
-        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
-        claimed = self._claim(plan)
-        handle = StreamHandle()
-        thread = self._state
-        adopting = thread.adopt_payloads
-        try:
-            with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
-                session = self._begin(plan, quiet=True)
-                saved = False
-                try:
-                    for batch in batches:
-                        self._fold_read(session, handle, batch)
-                        if not saved and session.terminated:
-                            # Saved once the read holding the terminal event is folded, not when the
-                            # producer gets round to closing the response.
-                            self._save(session)
-                            saved = True
-                except AguiError as exc:
-                    self._stamp(exc, session, handle)
-                    if not saved and _asked(exc):
+        with self._exclusive():
+            # stream()'s steps, folding each read's payloads at once instead of yielding events.
+            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
+            claimed = self._claim(plan)
+            handle = StreamHandle()
+            thread = self._state
+            adopting = thread.adopt_payloads
+            try:
+                with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
+                    session = self._begin(plan, quiet=True)
+                    saved = False
+                    try:
+                        for batch in batches:
+                            self._fold_read(session, handle, batch)
+                            if not saved and session.terminated:
+                                # Saved once the read holding the terminal event is folded, not when the
+                                # producer gets round to closing the response.
+                                self._save(session)
+                                saved = True
+                    except AguiError as exc:
+                        if not (saved and _after_the_end(exc, session)):
+                            self._stamp(exc, session, handle)
+                            if not saved and _asked(exc):
+                                self._save(session)
+                                _kept(exc)
+                            raise
+                    self._warnings_into(session, handle)
+                    result = session.end()
+                    if not saved:
                         self._save(session)
-                        _kept(exc)
-                    raise
-                self._warnings_into(session, handle)
-                result = session.end()
-                if not saved:
-                    self._save(session)
-                return result
-        except AguiError as exc:
-            self._after_failure(exc, claimed, plan)
-            raise
-        except BaseException:
-            self._abandon(claimed, plan, handle)
-            raise
-        finally:
-            thread.adopt_payloads = adopting
+                    return result
+            except AguiError as exc:
+                self._after_failure(exc, claimed, plan)
+                raise
+            except BaseException:
+                self._abandon(claimed, plan, handle)
+                raise
+            finally:
+                thread.adopt_payloads = adopting
 
     @contextmanager
     def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
@@ -518,27 +579,27 @@ class Thread(_ThreadCore):
         """
         from .client import StreamHandle
 
-        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
-        claimed = self._claim(plan)
-        handle = StreamHandle()
-        stream = RunStream(iter(()), plan.run_input)
-        try:
-            with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
-                payloads = (payload for batch in batches for payload in batch)
-                session = self._begin(plan)
-                stream._events = self._events(session, payloads, handle, stream)
-                yield stream
-        except AguiError as exc:
-            self._after_failure(exc, claimed, plan)
-            raise
-        except BaseException:
-            self._abandon(claimed, plan, handle)
-            raise
-        finally:
+        with self._exclusive():
+            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
+            claimed = self._claim(plan)
+            handle = StreamHandle()
+            stream = RunStream(iter(()), plan.run_input)
+            try:
+                with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
+                    payloads = (payload for batch in batches for payload in batch)
+                    session = self._begin(plan)
+                    stream._events = self._events(session, payloads, handle, stream)
+                    yield stream
+            except AguiError as exc:
+                self._after_failure(exc, claimed, plan)
+                raise
+            except BaseException:
+                self._abandon(claimed, plan, handle)
+                raise
             if not plan.resuming and claimed is not None:
-                self._release_own(claimed)  # (left early, or the caller's own code raised: not saved)
-        if stream.result is None:
-            stream.result = self._current(session, handle)
+                self._release_own(claimed)  # (left early: not saved; a no-op once the run's save moved the version)
+            if stream.result is None:
+                stream.result = self._current(session, handle)
 
     def _events(self, session: RunSession, payloads: Iterator[str | bytes], handle: StreamHandle,
                 stream: RunStream) -> Iterator[ev.Event | ev.UnknownEvent]:
@@ -552,11 +613,12 @@ class Thread(_ThreadCore):
                         saved = True
                     yield event
         except AguiError as exc:
-            self._stamp(exc, session, handle)
-            if not saved and _asked(exc):
-                self._save(session)
-                _kept(exc)
-            raise
+            if not (saved and _after_the_end(exc, session)):
+                self._stamp(exc, session, handle)
+                if not saved and _asked(exc):
+                    self._save(session)
+                    _kept(exc)
+                raise
         self._warnings_into(session, handle)
         result = session.end()
         if not saved:
@@ -589,17 +651,17 @@ class Thread(_ThreadCore):
             raise
 
     def _after_failure(self, exc: AguiError, claimed: int | None, plan: _Plan) -> None:
-        if claimed is None or getattr(exc, "thread_saved", False):
-            return
+        if claimed is None or self._version != claimed or getattr(exc, "thread_saved", False):
+            return  # (no claim, or the run's save already ended it)
         if plan.resuming and _reached_agent(exc):
             _claim_note(exc, self._owner, claimed)
             return
         self._release_own(claimed)
 
     def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle) -> None:
-        if claimed is None:
-            return
-        if _keeps_claim(plan, handle, self._owner, claimed):
+        if claimed is None or self._version != claimed:
+            return  # (no claim, or the run's save already ended it)
+        if _keeps_claim(self.id, plan, handle, self._owner, claimed):
             return
         try:
             self._release_own(claimed)
@@ -624,6 +686,7 @@ class Thread(_ThreadCore):
         Raises:
             ConcurrentResume: another writer holds the claim and ``force`` is false.
         """
+        self._idle("release the claim")
         stored = self._store.load(self.id)
         if stored is not None and stored.claim is not None:
             _refuse_foreign_claim(self.id, stored, self._owner, force)
@@ -631,6 +694,7 @@ class Thread(_ThreadCore):
 
     def reload(self) -> None:
         """Load the thread again from the store (another process may have moved it on)."""
+        self._idle("reload")
         self._take(self._store.load(self.id))
 
     def run_until_done(self, message: MessageInput = None, *, max_steps: int = 8, **kwargs: Any) -> RunResult:
@@ -663,40 +727,42 @@ class AsyncThread(_ThreadCore):
         """Send a run and fold it to the end (see :meth:`Thread.run`)."""
         from .client import StreamHandle
 
-        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
-        claimed = await self._claim(plan)
-        handle = StreamHandle()
-        thread = self._state
-        adopting = thread.adopt_payloads
-        try:
-            async with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
-                session = self._begin(plan, quiet=True)
-                saved = False
-                try:
-                    async for batch in batches:
-                        self._fold_read(session, handle, batch)
-                        if not saved and session.terminated:
-                            await self._save(session)
-                            saved = True
-                except AguiError as exc:
-                    self._stamp(exc, session, handle)
-                    if not saved and _asked(exc):
+        with self._exclusive():
+            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
+            claimed = await self._claim(plan)
+            handle = StreamHandle()
+            thread = self._state
+            adopting = thread.adopt_payloads
+            try:
+                async with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
+                    session = self._begin(plan, quiet=True)
+                    saved = False
+                    try:
+                        async for batch in batches:
+                            self._fold_read(session, handle, batch)
+                            if not saved and session.terminated:
+                                await self._save(session)
+                                saved = True
+                    except AguiError as exc:
+                        if not (saved and _after_the_end(exc, session)):
+                            self._stamp(exc, session, handle)
+                            if not saved and _asked(exc):
+                                await self._save(session)
+                                _kept(exc)
+                            raise
+                    self._warnings_into(session, handle)
+                    result = session.end()
+                    if not saved:
                         await self._save(session)
-                        _kept(exc)
-                    raise
-                self._warnings_into(session, handle)
-                result = session.end()
-                if not saved:
-                    await self._save(session)
-                return result
-        except AguiError as exc:
-            await self._after_failure(exc, claimed, plan)
-            raise
-        except BaseException:
-            await self._abandon(claimed, plan, handle)
-            raise
-        finally:
-            thread.adopt_payloads = adopting
+                    return result
+            except AguiError as exc:
+                await self._after_failure(exc, claimed, plan)
+                raise
+            except BaseException:
+                await self._abandon(claimed, plan, handle)
+                raise
+            finally:
+                thread.adopt_payloads = adopting
 
     @asynccontextmanager
     async def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
@@ -706,28 +772,28 @@ class AsyncThread(_ThreadCore):
         """Send a run and yield an :class:`AsyncRunStream` of its events (see :meth:`Thread.stream`)."""
         from .client import StreamHandle, _flatten
 
-        plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
-        claimed = await self._claim(plan)
-        handle = StreamHandle()
-        stream = AsyncRunStream(_empty(), plan.run_input)
-        try:
-            async with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
-                payloads = _flatten(batches)
-                session = self._begin(plan)
-                stream._events = self._events(session, payloads, handle, stream)
-                yield stream
-        except AguiError as exc:
-            await self._after_failure(exc, claimed, plan)
-            raise
-        except BaseException:
-            await self._abandon(claimed, plan, handle)
-            raise
-        finally:
+        with self._exclusive():
+            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
+            claimed = await self._claim(plan)
+            handle = StreamHandle()
+            stream = AsyncRunStream(_empty(), plan.run_input)
+            try:
+                async with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
+                    payloads = _flatten(batches)
+                    session = self._begin(plan)
+                    stream._events = self._events(session, payloads, handle, stream)
+                    yield stream
+            except AguiError as exc:
+                await self._after_failure(exc, claimed, plan)
+                raise
+            except BaseException:
+                await self._abandon(claimed, plan, handle)
+                raise
             if not plan.resuming and claimed is not None:
                 await self._release_own(claimed)  # (as Thread.stream)
-        if stream.result is None:
-            self._warnings_into(session, handle)
-            stream.result = session.result()
+            if stream.result is None:
+                self._warnings_into(session, handle)
+                stream.result = session.result()
 
     async def _events(self, session: RunSession, payloads: AsyncIterator[str | bytes], handle: StreamHandle,
                       stream: AsyncRunStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
@@ -741,11 +807,12 @@ class AsyncThread(_ThreadCore):
                         saved = True
                     yield event
         except AguiError as exc:
-            self._stamp(exc, session, handle)
-            if not saved and _asked(exc):
-                await self._save(session)
-                _kept(exc)
-            raise
+            if not (saved and _after_the_end(exc, session)):
+                self._stamp(exc, session, handle)
+                if not saved and _asked(exc):
+                    await self._save(session)
+                    _kept(exc)
+                raise
         self._warnings_into(session, handle)
         result = session.end()
         if not saved:
@@ -754,16 +821,27 @@ class AsyncThread(_ThreadCore):
 
     async def _write(self, call: Callable[..., int], /, *args: Any, **kwargs: Any) -> int:
         """Run a store write in a worker thread and keep ``_version`` the store's, even when cancelled."""
-        # A cancellation cannot stop a write already running in its thread: it waits for the write to
-        # land (or fail) before it goes on, so the thread never loses track of a claim or a save.
-        task = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
+        landed: list[int] = []
+        finished = threading.Event()
+
+        def write() -> int:
+            try:
+                landed.append(call(*args, **kwargs))
+                return landed[0]
+            finally:
+                finished.set()
+
+        task = asyncio.ensure_future(asyncio.to_thread(write))
+        task.add_done_callback(_retrieved)
         try:
             self._version = await asyncio.shield(task)
         except asyncio.CancelledError:
-            try:
-                self._version = await task
-            except Exception:  # noqa: BLE001 - the write failed; the cancellation is what goes on
-                pass
+            # A cancellation cannot stop a write running in its thread, and a cancel scope (anyio,
+            # Starlette) cancels every later await too: block for the rest of the write (a store call,
+            # bounded by its own timeouts), so the thread never loses track of a claim or a save.
+            finished.wait()
+            if landed:
+                self._version = landed[0]
             raise
         return self._version
 
@@ -791,8 +869,8 @@ class AsyncThread(_ThreadCore):
             raise
 
     async def _after_failure(self, exc: AguiError, claimed: int | None, plan: _Plan) -> None:
-        if claimed is None or getattr(exc, "thread_saved", False):
-            return
+        if claimed is None or self._version != claimed or getattr(exc, "thread_saved", False):
+            return  # (as Thread._after_failure)
         if plan.resuming and _reached_agent(exc):
             _claim_note(exc, self._owner, claimed)
             return
@@ -800,7 +878,7 @@ class AsyncThread(_ThreadCore):
 
     async def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle | None) -> None:
         # (as Thread._abandon; a cancelled task lands here)
-        if claimed is None or _keeps_claim(plan, handle, self._owner, claimed):
+        if claimed is None or self._version != claimed or _keeps_claim(self.id, plan, handle, self._owner, claimed):
             return
         try:
             await self._release_own(claimed)
@@ -814,6 +892,7 @@ class AsyncThread(_ThreadCore):
 
     async def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (see :meth:`Thread.release_claim`)."""
+        self._idle("release the claim")
         stored = await asyncio.to_thread(self._store.load, self.id)
         if stored is not None and stored.claim is not None:
             _refuse_foreign_claim(self.id, stored, self._owner, force)
@@ -821,17 +900,35 @@ class AsyncThread(_ThreadCore):
 
     async def reload(self) -> None:
         """Load the thread again from the store (see :meth:`Thread.reload`)."""
+        self._idle("reload")
         self._take(await asyncio.to_thread(self._store.load, self.id))
 
     async def run_until_done(self, message: MessageInput = None, *, max_steps: int = 8, **kwargs: Any) -> RunResult:
         """Run, answer frontend tool calls with ``tool_handlers``, and run again (see :meth:`Thread.run_until_done`)."""
         result = await self.run(message, **kwargs)
         for _ in range(max_steps - 1):
-            if result.outcome != "success" or not self._tool_round(result):
+            if result.outcome != "success" or not await self._async_tool_round(result):
                 break
             result = await self.run(tools=kwargs.get("tools"), context=kwargs.get("context"),
                                     forwarded_props=kwargs.get("forwarded_props"))
         return result
+
+
+    async def _async_tool_round(self, result: RunResult) -> bool:
+        # (as _tool_round; a handler may be a coroutine function, awaited here)
+        calls = self._handled_calls(result)
+        if calls is None:
+            return False
+        for call in calls:
+            try:
+                output = self._invoke(call)
+                if inspect.isawaitable(output):
+                    output = await output
+            except Exception as exc:  # noqa: BLE001 - (as _tool_round)
+                self._tool_failed(call, exc)
+                continue
+            self.add_tool_result(call.id, output)
+        return True
 
 
 async def _empty() -> AsyncIterator[ev.Event | ev.UnknownEvent]:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -1414,11 +1415,26 @@ def test_a_resume_cancelled_after_its_request_went_out_keeps_the_thread_claimed(
     assert endpoint.agent.request_count == 2
 
 
+async def _cancel_after(coroutine: Any, seconds: float, how: str) -> None:
+    """Cancel ``coroutine`` after ``seconds``: once (asyncio.wait_for), or as a cancel scope does
+    (anyio, hence Starlette and FastAPI: every later await is cancelled too)."""
+    if how == "wait_for":
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(coroutine, seconds)
+        return
+    with anyio.move_on_after(seconds) as scope:
+        await coroutine
+    assert scope.cancelled_caught
+
+
+@pytest.mark.parametrize("how", ["wait_for", "cancel-scope"])
 @pytest.mark.parametrize("resuming", [False, True])
 def test_a_run_cancelled_while_its_claim_is_written_gives_it_back_and_sends_nothing(served: Any,
-                                                                                    resuming: bool) -> None:
+                                                                                    resuming: bool,
+                                                                                    how: str) -> None:
     # The claim runs in a worker thread a cancellation cannot stop: the run waits for it to land,
     # gives it back (nothing was sent) and keeps its version the store's, so the thread still runs.
+    # A cancel scope cancels the waits for the claim and for its release too: they are waited out.
     endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")] if resuming else _finishing(None),
                                      _finishing(None)]))
     writing = threading.Event()
@@ -1437,8 +1453,7 @@ def test_a_run_cancelled_while_its_claim_is_written_gives_it_back_and_sends_noth
             await thread.run("hello")
             attempt = (thread.run(resume=thread.resume_builder().answer("ask-1", "go")) if resuming
                        else thread.run("again"))
-            with pytest.raises(asyncio.TimeoutError):
-                await asyncio.wait_for(attempt, 0.1)
+            await _cancel_after(attempt, 0.1, how)
             stored = store.load(thread.id)
             assert stored is not None
             claim, version = stored.claim, stored.version
@@ -1502,3 +1517,159 @@ def test_release_claim_refuses_a_claim_another_writer_holds_unless_forced(drive:
 
     assert caught.value.thread_id == writer.id and "force=True" in str(caught.value)
     assert result.outcome == "success" and endpoint.agent.request_count == 3
+
+
+@pytest.mark.parametrize("how", ["run", "stream"])
+@pytest.mark.parametrize("resuming", [False, True])
+def test_a_response_left_open_after_the_run_ended_does_not_fail_the_saved_run(
+    drive: Any, served: Any, gate: Gate, how: str, resuming: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The run finished and was saved; the agent then kept the response open and went silent. Raising
+    # IdleTimeout would report a finished run as failed (a retry would send the turn twice) and, for a
+    # resume, claim a hold the save had already ended. The result stands, with a TR-13 warning.
+    script = [[Start(), Finish(), Wait(gate, timeout=20)]]
+    if resuming:
+        script.insert(0, [Start(), interrupted("ask-1")])
+    endpoint = served(ScriptedAgent(script))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store, idle_timeout=0.5) as client:
+        thread = client.thread()
+        if resuming:
+            thread.run("hi")
+        attempt: dict[str, Any] = ({"resume": thread.resume_builder().answer("ask-1", "go")} if resuming
+                                   else {"message": "hi"})
+        with caplog.at_level(logging.WARNING, logger="agui_client"):
+            if how == "run":
+                result = thread.run(**attempt)
+            else:
+                with thread.stream(**attempt) as events:
+                    kinds = [type(e).__name__ for e in events]
+                result = events.result
+                assert kinds[-1] == "RunFinishedEvent"
+    stored = store.load(thread.id)
+
+    assert gate.reached and result is not None and result.outcome == "success"
+    assert [w.code for w in result.warnings] == ["TR-13"]
+    assert stored is not None and stored.claim is None and thread.version == stored.version
+    assert not any("stays claimed" in r.getMessage() for r in caplog.records)
+
+
+def test_one_run_at_a_time_per_thread_object(drive: Any, served: Any, gate: Gate) -> None:
+    # A second run, a reload() or a release_claim() on an object whose run is in flight would
+    # interleave two histories, drop the run or free its claim: refused, typed, nothing sent.
+    endpoint = served(ScriptedAgent([_finishing(None), [Start(), Wait(gate), *text_message("a1", "the reply"),
+                                                        Finish()]]))
+    store = MemoryStore()
+    refused: list[str] = []
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("hello")
+        results: list[Any] = []
+        running = threading.Thread(target=lambda: results.append(thread.run("second question")))
+        running.start()
+        assert gate.wait_reached(10)
+        for attempt in (lambda: thread.run("third"), thread.reload, thread.release_claim):
+            try:
+                attempt()
+            except ag.ThreadBusy as exc:
+                refused.append(exc.thread_id)
+        gate.open()
+        running.join(10)
+        after = thread.run  # (free again once the run ended)
+    stored = ag.ThreadState.load(store.load(thread.id).data)  # type: ignore[union-attr]
+
+    assert refused == [thread.id] * 3 and endpoint.agent.request_count == 2
+    assert results[0].outcome == "success" and after is not None
+    assert [getattr(m, "content", None) for m in stored.messages][-2:] == ["second question", "the reply"]
+
+
+def test_a_turn_interrupted_in_a_stream_is_not_replaced_by_a_store_error_at_release() -> None:
+    # The caller's Ctrl-C inside the block is what reaches the caller, even when the store cannot
+    # take the claim back (logged).
+    class NoRelease(MemoryStore):
+        def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+            raise ag.StoreError("the store is down", thread_id=thread_id)
+
+    store = NoRelease()
+    store.save("t", ag.ThreadState(messages=[ag.UserMessage(id="u1", content="hi")]).dump(), expected_version=None)
+    with serve(ScriptedAgent([[Start(), *text_message("a1", "reply"), Finish()]])) as server:
+        with ag.AgentClient(server.url, store=store) as client:
+            thread = client.thread("t")
+            with pytest.raises(KeyboardInterrupt):
+                with thread.stream("again") as events:
+                    next(iter(events))
+                    raise KeyboardInterrupt
+
+
+def test_async_tool_handlers_are_awaited_by_the_async_thread_and_refused_by_the_sync_one(served: Any) -> None:
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    async def confirm_choice(**_: Any) -> str:
+        await asyncio.sleep(0)
+        return "yes"
+
+    async def main() -> ag.RunResult:
+        async with ag.AsyncAgentClient(endpoint.url) as client:
+            thread = client.thread(tool_handlers={"confirm_choice": confirm_choice})
+            return await thread.run_until_done("choose")
+
+    answered = asyncio.run(main())
+    with ag.AgentClient(endpoint.url) as client:
+        sync_thread = client.thread(tool_handlers={"confirm_choice": confirm_choice})
+        sync_thread.run_until_done("choose")
+    told = endpoint.received[-1].body["messages"][-1]
+
+    assert answered.outcome == "success" and "answered: yes" in (answered.text or "")
+    assert told["role"] == "tool" and "async handler needs the async client" in told["content"]
+
+
+def test_a_resume_cancelled_before_its_request_was_written_lets_go_of_the_thread(served: Any, gate: Gate) -> None:
+    # httpx's own transport reports when the request is written whole: a resume cancelled before
+    # (here, queued for the only connection) cannot have reached the agent, so its claim goes.
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")], [Start(), Wait(gate, timeout=20), Finish()],
+                                     [Start(), Finish()]]))
+    blocker = served(ScriptedAgent([[Start(), Wait(gate, timeout=20), Finish()]]))
+    store = MemoryStore()
+
+    async def main() -> tuple[str | None, int]:
+        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=1)) as http, \
+                ag.AsyncAgentClient(endpoint.url, store=store, http_client=http) as client:
+            thread = client.thread()
+            await thread.run("hi")
+            async with ag.AsyncAgentClient(blocker.url, http_client=http) as other:
+                async with other.thread().stream("hold the connection"):
+                    await _cancel_after(thread.run(resume=thread.resume_builder().answer("ask-1", "go")), 0.3,
+                                        "wait_for")
+                    stored = store.load(thread.id)
+                    gate.open()
+            assert stored is not None
+            return stored.claim, endpoint.agent.request_count
+
+    claim, sent = asyncio.run(main())
+
+    assert claim is None and sent == 1
+
+
+def test_a_resume_whose_run_was_saved_reports_no_claim_when_the_caller_then_raises(
+    drive: Any, served: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The save of the finished run ended the claim: the caller's own error afterwards (here inside
+    # the block, e.g. raise_for_outcome()) must not be told, or logged, that the thread stays claimed.
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")], [Start(), Finish()]]))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("hi")
+        with caplog.at_level(logging.WARNING, logger="agui_client"):
+            with pytest.raises(LookupError):
+                with thread.stream(resume=thread.resume_builder().answer("ask-1", "go")) as events:
+                    for _ in events:
+                        pass
+                    raise LookupError("the caller's own code")
+    stored = store.load(thread.id)
+
+    assert stored is not None and stored.claim is None and thread.version == stored.version
+    assert not any("claimed" in r.getMessage() for r in caplog.records)
