@@ -136,7 +136,7 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str) -> HTTPSta
     if _is_json_media(_media_type(content_type)) and len(excerpt) < ERROR_JSON_LIMIT:
         try:
             payload = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser goes)
             payload = None
     text = text[:ERROR_BODY_LIMIT]
     kind = HTTPStatusError

@@ -1915,7 +1915,7 @@ def _is_json(text: str) -> bool:
     except ValueError:
         try:
             json.loads(text)  # orjson refuses lone surrogates that JSON allows
-        except ValueError:
+        except (ValueError, RecursionError):  # (arguments nested deeper than a parser goes: not usable JSON)
             return False
     return True
 

@@ -869,6 +869,19 @@ def test_a_long_json_error_body_is_still_parsed_and_its_excerpt_bounded(
     assert len(caught.value.body) <= ag.client.ERROR_BODY_LIMIT < len(json.dumps({"detail": detail}))
 
 
+def test_a_json_error_body_nested_deeper_than_the_parser_goes_is_kept_as_text(drive: Any, served: Any) -> None:
+    # 60,000 "[" in a JSON error body (within ERROR_JSON_LIMIT): the parser's recursion must not
+    # escape as a crash; the error is the HTTPStatusError, with no payload.
+    endpoint = served(ScriptedAgent([Respond(status=400, body="[" * 60_000, content_type="application/json")]))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.status_code == 400 and caught.value.payload is None
+    assert caught.value.body.startswith("[[[")
+
+
 def test_a_401_is_an_authentication_error_that_never_repeats_the_credentials(drive: Any, served: Any) -> None:
     # B055: typed, not retried, and an agent echoing the token does not put it in our message or body.
     token = "sk-live-0123456789abcdef"

@@ -511,6 +511,17 @@ def test_arguments_that_are_not_json_are_kept_with_a_warning() -> None:
     assert any(w.code == "TC-06/AGUI204" for w in result.warnings)
 
 
+@pytest.mark.parametrize("deltas", [["[" * 100_000], ["[" * 50_000, "[" * 50_000]])
+def test_arguments_nested_deeper_than_a_parser_goes_are_kept_with_a_warning_not_a_crash(deltas: list[str]) -> None:
+    # Tool arguments are free text (TC-06): 100,000 "[" is legal on the wire, and the parsers'
+    # recursion must not escape replay() as a RecursionError (B094's class).
+    result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
+                     *(ToolCallArgsEvent(tool_call_id="c", delta=d) for d in deltas), ToolCallEndEvent(tool_call_id="c"),
+                     FINISH])
+    assert result.state.tool_call("c").function.arguments == "[" * 100_000  # type: ignore[union-attr]
+    assert [w.code for w in result.warnings] == ["TC-06/AGUI204"]
+
+
 def test_usage_is_kept_per_run_and_summed_for_the_thread() -> None:
     thread = ThreadState()
     replay([START, RunFinishedEvent(thread_id="t", run_id="r", usage=(TokenUsage(input_tokens=3, output_tokens=2),))],
