@@ -127,10 +127,15 @@ class RunRecord:
     error: RunErrorInfo | None = None
     late_error: RunErrorInfo | None = None
     steps: list[StepRecord] = attrs.Factory(list)
+    open_steps: dict[tuple[str | None, str], list[int]] = attrs.Factory(dict)  # (owner, name) -> indexes in steps
     started_tool_calls: dict[str, None] = attrs.Factory(dict)  # an ordered set
     answered_tool_calls: set[str] = attrs.Factory(set)
     snapshot_tool_calls: set[str] = attrs.Factory(set)  # started: first named by a snapshot (TC-17)
-    message_ids_before: frozenset[str] = frozenset()
+    # Which ids the run found in the thread, kept as what changed since it started (a copy of every
+    # id per run would cost time and memory in the thread's length, for every run): ``born`` were
+    # added by the run, ``removed_before`` were there at its start and are gone.
+    born: set[str] = attrs.Factory(set)
+    removed_before: set[str] = attrs.Factory(set)
     new_message_ids: list[str] = attrs.Factory(list)
     terminated: bool = False
     parent_run_id: str | None = None
@@ -629,6 +634,10 @@ class ThreadState:
         self._runs: list[RunRecord] = []
         self._incomplete: set[str] = set()
         self._pending_tool_calls: tuple[str, ...] = ()
+        # Where the last tool result went (the assistant message holding its call, its index, itself):
+        # the next result for that message goes after it without walking the results before it.
+        # Cleared by anything but an append that moves entries.
+        self._tool_hint: tuple[_Held, int, _Entry] | None = None
         self._copy_allowance = [DEFAULT_RUN_COPY_ALLOWANCE]  # what a run's patches may copy (B194)
         self._reopened_empty: set[str] = set()  # messages without content re-opened (TX-05), not yet closed
         self._replayed_args: dict[str, list[str]] = {}  # a replayed call's arguments before its START (TC-22)
@@ -703,7 +712,11 @@ class ThreadState:
     @property
     def pending_tool_call_ids(self) -> tuple[str, ...]:
         """Frontend tool calls the last successful run left for the consumer, still without a result."""
-        return tuple(c for c in self._pending_tool_calls if not self._has_result(c))
+        pending = self._pending_tool_calls
+        if not pending:
+            return ()
+        answered = self._answered(pending)
+        return tuple(c for c in pending if c not in answered)
 
     def message(self, message_id: str) -> msg.Message | None:
         """The message with this id, if the thread holds one."""
@@ -895,6 +908,7 @@ class ThreadState:
             case ev.StepStartedEvent():
                 run = self.last_run
                 if run is not None:
+                    run.open_steps.setdefault((event.subagent_run_id, event.step_name), []).append(len(run.steps))
                     run.steps.append(StepRecord(name=event.step_name, subagent_run_id=event.subagent_run_id))
             case ev.StepFinishedEvent():
                 self._on_step_finished(event)
@@ -927,20 +941,29 @@ class ThreadState:
 
     def _insert(self, entry: _Entry) -> None:
         self._entries.append(entry)
-        self._index(entry)
-        run = self.last_run
-        if run is not None and not run.terminated and entry.id not in run.message_ids_before:
-            run.new_message_ids.append(entry.id)
+        if self._index(entry):
+            self._runs[-1].new_message_ids.append(entry.id)
 
-    def _index(self, entry: _Entry) -> None:
-        self._by_id[entry.id] = entry
+    def _index(self, entry: _Entry) -> bool:
+        """Index ``entry``; ``True`` when the running run did not find its id in the thread."""
+        by_id = self._by_id
+        fresh = entry.id not in by_id
+        by_id[entry.id] = entry
         if entry.calls:
             for call in entry.calls:
                 self._calls[call.id] = (entry, call)
+        run = self._runs[-1] if self._runs else None
+        if run is None or run.terminated:
+            return False
+        return _note_added(run, entry.id) if fresh else entry.id in run.born
 
     def _unindex(self, entry: _Entry) -> None:
+        self._tool_hint = None
         if self._by_id.get(entry.id) is entry:
             del self._by_id[entry.id]
+            run = self._runs[-1] if self._runs else None
+            if run is not None and not run.terminated:
+                _note_removed(run, entry.id)
         if entry.calls:
             for call in entry.calls:
                 held = self._calls.get(call.id)
@@ -949,7 +972,7 @@ class ThreadState:
 
     def _replace(self, old: _Entry, new: _Entry) -> None:
         position = self._position(old)
-        self._unindex(old)
+        self._unindex(old)  # (which forgets the tool hint: the entry may change role)
         self._entries[position] = new
         self._index(new)
 
@@ -1301,6 +1324,9 @@ class ThreadState:
         run = self.last_run
         if run is not None:
             run.new_message_ids[:] = [new_id if i == old_id else i for i in run.new_message_ids]
+            if not run.terminated:
+                _note_removed(run, old_id)
+                _note_added(run, new_id)
 
     def _place_tool_message(self, entry: _Entry, tool_call_id: str) -> None:
         # TC-13: right after the assistant message holding the call, after the tool messages that
@@ -1309,27 +1335,34 @@ class ThreadState:
         if found is None:
             self._insert(entry)
             return
-        position = self._position(found[0]) + 1
+        owner = found[0]
         entries = self._entries
+        hint = self._tool_hint
+        if hint is not None and hint[0] is owner and hint[1] < len(entries) and entries[hint[1]] is hint[2]:
+            position = hint[1] + 1  # (after the result placed last for this message: those before are tools)
+        else:
+            position = self._position(owner) + 1
         while position < len(entries) and _role(entries[position]) == "tool":
             position += 1
         if position == len(entries):
             self._insert(entry)
-            return
-        entries.insert(position, entry)
-        self._index(entry)
-        run = self.last_run
-        if run is not None and not run.terminated and entry.id not in run.message_ids_before:
-            run.new_message_ids.append(entry.id)
+        else:
+            entries.insert(position, entry)
+            if self._index(entry):
+                self._runs[-1].new_message_ids.append(entry.id)
+        self._tool_hint = (owner, position, entry)
 
-    def _has_result(self, tool_call_id: str) -> bool:
-        for held in reversed(self._entries):
+    def _answered(self, tool_call_ids: Iterable[str]) -> set[str]:
+        """Which of ``tool_call_ids`` a tool message in the thread answers (one pass over the thread)."""
+        wanted = set(tool_call_ids)
+        found: set[str] = set()
+        for held in self._entries:
             if type(held) is dict:
-                if held["role"] == "tool" and held["toolCallId"] == tool_call_id:
-                    return True
-            elif held.role == "tool" and held.attrs.get("tool_call_id") == tool_call_id:  # type: ignore[union-attr]
-                return True
-        return False
+                if held["role"] == "tool" and held["toolCallId"] in wanted:
+                    found.add(held["toolCallId"])
+            elif held.role == "tool" and held.attrs.get("tool_call_id") in wanted:  # type: ignore[union-attr, operator]
+                found.add(held.attrs["tool_call_id"])  # type: ignore[union-attr]
+        return found
 
     # -- reasoning, activities, snapshots ------------------------------------------------------------
 
@@ -1518,13 +1551,23 @@ class ThreadState:
             else incoming.values()
         if run is not None and not run.terminated:
             # Read from the keys (the ids): a snapshot into a thread that held nothing adds them all.
-            before = run.message_ids_before
-            fresh_ids = [key for key in incoming if key not in held_ids] if held_ids else incoming
-            run.new_message_ids.extend([key for key in fresh_ids if key not in before] if before else fresh_ids)
+            # What the snapshot dropped is found by a set difference (the usual answer: nothing).
+            for key in self._by_id.keys() - by_id.keys() - incoming.keys():
+                _note_removed(run, key)
+            fresh_ids = [key for key in incoming if key not in held_ids] if held_ids else list(incoming)
+            removed = run.removed_before
+            if removed:
+                added = [key for key in fresh_ids if key not in removed]
+                removed.difference_update(fresh_ids)  # (there at the start, gone, and back)
+            else:
+                added = fresh_ids
+            run.born.update(added)
+            run.new_message_ids.extend(added)
         add(fresh, kept, by_id, calls)
         if restated and run is not None:
             self._note_snapshot_calls(run, restated, by_id, calls)
         self._entries = kept
+        self._tool_hint = None
         self._by_id = by_id
         self._calls = calls
         self._lazy = lazy
@@ -1557,7 +1600,7 @@ class ThreadState:
             self.thread_id = event.thread_id
         self._copy_allowance[0] = DEFAULT_RUN_COPY_ALLOWANCE
         run = RunRecord(run_id=event.run_id, thread_id=event.thread_id, parent_run_id=event.parent_run_id,
-                        protocol_version=event.protocol_version, message_ids_before=frozenset(self._by_id))
+                        protocol_version=event.protocol_version)
         self._runs.append(run)
         if event.input is not None and event.input.messages:
             # LC-17: the echoed input is history; only ids not already held are added.
@@ -1602,9 +1645,10 @@ class ThreadState:
             return tuple(dict.fromkeys(named))
         # TC-17: derived from the stream; a call cut mid-arguments is never offered (B075).
         # (a call a snapshot named may have its result in a snapshot too: asked only of those)
+        named_by_snapshot = run.snapshot_tool_calls
+        answered = self._answered(named_by_snapshot) if named_by_snapshot else set()
         return tuple(c for c in run.started_tool_calls
-                     if c not in run.answered_tool_calls and c not in self._incomplete
-                     and (c not in run.snapshot_tool_calls or not self._has_result(c)))
+                     if c not in run.answered_tool_calls and c not in self._incomplete and c not in answered)
 
     def _link_suspended(self, interrupts: Sequence[rn.Interrupt]) -> None:
         for interrupt in interrupts:
@@ -1621,8 +1665,7 @@ class ThreadState:
         LC-02 / B281: the RUN_ERROR that follows is that run's failure, not a late error of the thread's
         previous run; what the thread holds open (interrupts, pending calls) stays as it was.
         """
-        self._runs.append(RunRecord(run_id=run_id or "", thread_id=self.thread_id or "",
-                                    message_ids_before=frozenset(self._by_id)))
+        self._runs.append(RunRecord(run_id=run_id or "", thread_id=self.thread_id or ""))
 
     def _on_run_error(self, event: ev.RunErrorEvent) -> Sequence[StreamWarning]:
         run = self.last_run
@@ -1653,11 +1696,14 @@ class ThreadState:
         run = self.last_run
         if run is None:
             return
-        for i in range(len(run.steps) - 1, -1, -1):
-            step = run.steps[i]
-            if step.name == event.step_name and step.subagent_run_id == event.subagent_run_id and not step.finished:
-                run.steps[i] = attrs.evolve(step, finished=True)
-                return
+        # The latest open step of that name and owner (an index, not a walk back past the finished ones).
+        key = (event.subagent_run_id, event.step_name)
+        started = run.open_steps.get(key)
+        if started:
+            i = started.pop()
+            if not started:
+                del run.open_steps[key]
+            run.steps[i] = attrs.evolve(run.steps[i], finished=True)
 
     def _on_subagent_started(self, event: ev.SubagentStartedEvent) -> None:
         run = self.last_run
@@ -1840,8 +1886,7 @@ class ThreadState:
         last_outcome = data.get("lastOutcome")
         last_run = data.get("lastRunId")
         if last_run is not None:
-            run = RunRecord(run_id=last_run, thread_id=thread.thread_id or "", outcome=last_outcome, terminated=True,
-                            message_ids_before=frozenset(thread._by_id))
+            run = RunRecord(run_id=last_run, thread_id=thread.thread_id or "", outcome=last_outcome, terminated=True)
             run.interrupts = thread._open_interrupts if last_outcome == "interrupt" else ()
             thread._runs.append(run)
         return thread
@@ -1904,6 +1949,24 @@ def _load_subagent(data: Mapping[str, Any]) -> SubagentRecord:
         values["error"] = RunErrorInfo(**error)
     values["interrupt_ids"] = tuple(values.get("interrupt_ids", ()))
     return SubagentRecord(**values)
+
+
+def _note_added(run: RunRecord, message_id: str) -> bool:
+    """An id the thread did not hold was added while ``run`` runs; ``True`` when the run did not find it."""
+    removed = run.removed_before
+    if message_id in removed:
+        removed.discard(message_id)  # (there at the start, gone, and back: not the run's)
+        return False
+    run.born.add(message_id)
+    return True
+
+
+def _note_removed(run: RunRecord, message_id: str) -> None:
+    """An id left the thread while ``run`` runs."""
+    if message_id in run.born:
+        run.born.discard(message_id)
+    else:
+        run.removed_before.add(message_id)
 
 
 def _is_json(text: str) -> bool:
