@@ -137,6 +137,7 @@ class RunRecord:
     born: set[str] = attrs.Factory(set)
     removed_before: set[str] = attrs.Factory(set)
     new_message_ids: list[str] = attrs.Factory(list)
+    echoed: set[str] = attrs.Factory(set)  # of those, the ones RUN_STARTED's input echoed (history, LC-17)
     terminated: bool = False
     parent_run_id: str | None = None
     protocol_version: str | None = None
@@ -414,11 +415,22 @@ def _add_wire_entries(messages: Iterable[dict[str, Any]], entries: list[Any], by
         by_id[message["id"]] = message
 
 
+def _text_from(entry: _Entry) -> list[str]:
+    """The fragments a first delta extends: the message's content when a snapshot gave it as a string
+    (one that made the message a tool or user message, whose content is not streamed), else none (TX-01)."""
+    value = entry.value
+    if type(value) is str:
+        entry.value = None
+        return [value]
+    return []
+
+
 def _restated_streamed(run: RunRecord | None, incoming: Mapping[str, Any]) -> list[str]:
     """The messages this run added before a snapshot that the snapshot restates (none after its end)."""
     if run is None or run.terminated or not run.new_message_ids:
         return []
-    return [message_id for message_id in run.new_message_ids if message_id in incoming]
+    echoed = run.echoed
+    return [message_id for message_id in run.new_message_ids if message_id in incoming and message_id not in echoed]
 
 
 def _role(held: _Held) -> str:
@@ -1103,7 +1115,7 @@ class ThreadState:
             if entry.role == "activity":
                 return False
             if entry.text is None:
-                entry.text = []
+                entry.text = _text_from(entry)
             entry.text.append(delta)
         entry.frozen = None
         self._messages_view = None
@@ -1119,7 +1131,7 @@ class ThreadState:
             return (self._warning("TX-10", f"no text message {event.message_id!r} to append to", event,
                                   pointer="/messageId"),)
         if entry.text is None:
-            entry.text = []
+            entry.text = _text_from(entry)
         entry.text.append(event.delta)
         if event.metadata is not None:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)
@@ -1607,6 +1619,7 @@ class ThreadState:
             for message in event.input.messages:
                 if message.id not in self._by_id:
                     self._insert(_Entry.of(message))
+                    run.echoed.add(message.id)
             self._changed()
 
     def _on_run_finished(self, event: ev.RunFinishedEvent) -> Sequence[StreamWarning]:

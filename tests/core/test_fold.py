@@ -816,3 +816,42 @@ def test_a_thread_of_many_runs_holds_memory_linear_in_its_length() -> None:
         assert len(result.state.messages) == n and result.state.last_run.new_message_ids == [f"m{n - 1}"]  # type: ignore[union-attr]
 
     assert peaks[1] / peaks[0] < 6  # linear: ~4; a copy of the ids per run: ~16
+
+
+def test_a_call_a_snapshot_adds_to_input_history_is_not_pending() -> None:
+    # LC-17: messages echoed in RUN_STARTED.input are history, not streamed by the run: a snapshot
+    # adding a call to one does not offer it as pending (the reference agrees). Streamed ones do.
+    def stream(streamed: bool) -> bytes:
+        start: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r2"}
+        body = []
+        if streamed:
+            body = [{"type": "TEXT_MESSAGE_START", "messageId": "a1", "role": "assistant"},
+                    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "a1", "delta": "earlier"},
+                    {"type": "TEXT_MESSAGE_END", "messageId": "a1"}]
+        else:
+            start["input"] = {"threadId": "t1", "runId": "r2", "messages": [
+                {"id": "a1", "role": "assistant", "content": "earlier"}], "tools": [], "context": [], "state": {}}
+        snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "a1", "role": "assistant", "content": "earlier",
+                    "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]}
+        events = [start, *body, snapshot, {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r2"}]
+        return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+    assert replay(stream(streamed=False)).pending_tool_call_ids == ()
+    assert replay(stream(streamed=True)).pending_tool_call_ids == ("c1",)
+
+
+def test_text_streamed_into_a_message_a_snapshot_made_a_tool_message_extends_its_content() -> None:
+    # TX-01: the snapshot gave m1 the content "U" (as a tool message, whose content is not streamed);
+    # the next delta appends to it, as for every other role (it used to replace it: "b").
+    events = [{"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+              {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+              {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "m1", "role": "tool", "content": "U", "toolCallId": "c"}]},
+              {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "b"},
+              {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+              {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}]
+    data = b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+    from agui_client import decode_event
+
+    for source in (data, [decode_event(e) for e in events]):
+        assert replay(source).state.message("m1").content == "Ub"  # type: ignore[union-attr]
