@@ -430,7 +430,9 @@ def _restated_streamed(run: RunRecord | None, incoming: Mapping[str, Any]) -> li
     if run is None or run.terminated or not run.new_message_ids:
         return []
     echoed = run.echoed
-    return [message_id for message_id in run.new_message_ids if message_id in incoming and message_id not in echoed]
+    if echoed:
+        return [message_id for message_id in run.new_message_ids if message_id in incoming and message_id not in echoed]
+    return [message_id for message_id in run.new_message_ids if message_id in incoming]
 
 
 def _role(held: _Held) -> str:
@@ -967,7 +969,13 @@ class ThreadState:
         run = self._runs[-1] if self._runs else None
         if run is None or run.terminated:
             return False
-        return _note_added(run, entry.id) if fresh else entry.id in run.born
+        if not fresh:
+            return entry.id in run.born
+        if run.removed_before and entry.id in run.removed_before:  # (_note_added, inlined: once per message)
+            run.removed_before.discard(entry.id)
+            return False
+        run.born.add(entry.id)
+        return True
 
     def _unindex(self, entry: _Entry) -> None:
         self._tool_hint = None
@@ -1564,8 +1572,9 @@ class ThreadState:
         if run is not None and not run.terminated:
             # Read from the keys (the ids): a snapshot into a thread that held nothing adds them all.
             # What the snapshot dropped is found by a set difference (the usual answer: nothing).
-            for key in self._by_id.keys() - by_id.keys() - incoming.keys():
-                _note_removed(run, key)
+            if len(by_id) < len(self._by_id):  # (what is kept is the old ids less what was dropped)
+                for key in self._by_id.keys() - by_id.keys():
+                    _note_removed(run, key)
             fresh_ids = [key for key in incoming if key not in held_ids] if held_ids else list(incoming)
             removed = run.removed_before
             if removed:
@@ -1658,10 +1667,13 @@ class ThreadState:
             return tuple(dict.fromkeys(named))
         # TC-17: derived from the stream; a call cut mid-arguments is never offered (B075).
         # (a call a snapshot named may have its result in a snapshot too: asked only of those)
-        named_by_snapshot = run.snapshot_tool_calls
-        answered = self._answered(named_by_snapshot) if named_by_snapshot else set()
-        return tuple(c for c in run.started_tool_calls
-                     if c not in run.answered_tool_calls and c not in self._incomplete and c not in answered)
+        answered_here, cut = run.answered_tool_calls, self._incomplete
+        unanswered = [c for c in run.started_tool_calls if c not in answered_here and c not in cut]
+        named_by_snapshot = [c for c in unanswered if c in run.snapshot_tool_calls]
+        if not named_by_snapshot:
+            return tuple(unanswered)
+        answered = self._answered(named_by_snapshot)
+        return tuple(c for c in unanswered if c not in answered)
 
     def _link_suspended(self, interrupts: Sequence[rn.Interrupt]) -> None:
         for interrupt in interrupts:
