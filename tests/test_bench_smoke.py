@@ -92,3 +92,15 @@ def test_sse_form_is_gen_py_sse_output(tmp_path: Path) -> None:
     gen.write("mixed", 1, 0.01, True, expected)
     assert stream.sse == expected.getvalue()
     assert stream.jsonl_path.read_bytes() == stream.jsonl
+
+
+def test_the_scaling_probe_folds_every_shape_at_both_sizes(tmp_path: Path) -> None:
+    # ``python -m bench.scaling``: shapes the gen.py kinds lack (no timing asserted).
+    out = tmp_path / "scaling.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.scaling", "-n", "50", "--reps", "1", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["shape"] for r in rows] == ["many runs", "results for one message", "nested steps", "pending calls",
+                                          "snapshot per run"]
+    assert all(r["bytes"][1] > 3 * r["bytes"][0] and min(r["seconds"]) > 0 for r in rows)
