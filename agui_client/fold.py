@@ -176,7 +176,8 @@ class _Call:
 
     def wire(self, warn: list[StreamWarning] | None) -> dict[str, Any] | None:
         """``encode(self.freeze(warn))`` built directly, or ``None`` when the metadata is not plain JSON."""
-        if self.metadata is not None and not plain_json(self.metadata):
+        metadata = _shown(self.metadata)
+        if metadata is not None and not plain_json(metadata):
             return None
         args = self.args
         if args and (len(args) != 1 or not args[0].isascii()):
@@ -185,8 +186,8 @@ class _Call:
                                "function": {"name": self.name, "arguments": args[0] if args else ""}}
         if self.encrypted_value is not None:
             out["encryptedValue"] = self.encrypted_value
-        if self.metadata is not None:
-            out["metadata"] = self.metadata
+        if metadata is not None:
+            out["metadata"] = metadata
         return out
 
     def freeze(self, warn: list[StreamWarning] | None) -> msg.ToolCall:
@@ -197,7 +198,7 @@ class _Call:
                 id=self.id,
                 function=_new_function_call(name=self.name, arguments=self.args[0] if self.args else ""),
                 encrypted_value=self.encrypted_value,
-                metadata=self.metadata,
+                metadata=_shown(self.metadata),
             )
         return self.frozen
 
@@ -339,6 +340,8 @@ class _Entry:
             for name, value in attributes.items():
                 if value is None:
                     continue
+                if type(value) is _OwnMetadata:
+                    value = dict(value)
                 key = fields.get(name)
                 if key is None or (type(value) is not str and not plain_json(value)):
                     return None
@@ -356,6 +359,8 @@ class _Entry:
         if frozen is not None:
             return self._typed(frozen) if type(frozen) is dict else frozen  # type: ignore[return-value]
         kwargs = dict(self.attrs)
+        if type(kwargs.get("metadata")) is _OwnMetadata:
+            kwargs["metadata"] = dict(kwargs["metadata"])
         if self.text is not None:
             if len(self.text) != 1:
                 self.text = [_join_text(self.text, warn, self.id)]
@@ -514,13 +519,27 @@ def _join_text(parts: list[str], warn: list[StreamWarning] | None, entity: str) 
     return fixed
 
 
+class _OwnMetadata(dict[str, Any]):
+    """Metadata the fold made and no one else holds: merged in place. Whatever shows it (a typed
+    message, a wire dict) gets a plain copy (:func:`_shown`), so later merges never change what was shown."""
+
+
 def _merge_metadata(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any] | None:
-    # TX-11: key by key, last write wins, never recursively; a copy, so the event keeps its own dict.
+    # TX-11: key by key, last write wins, never recursively; the event keeps its own dict. In place once
+    # the fold owns the dict: a copy per event would cost the stream's square with ever new keys.
     if update is None:
         return current
-    if current is None:
-        return dict(update)
-    return {**current, **update}
+    if type(current) is _OwnMetadata:
+        current.update(update)
+        return current
+    merged = _OwnMetadata() if current is None else _OwnMetadata(current)
+    merged.update(update)
+    return merged
+
+
+def _shown(metadata: Any) -> Any:
+    """``metadata`` as a message or a wire dict may hold it (see :class:`_OwnMetadata`)."""
+    return dict(metadata) if type(metadata) is _OwnMetadata else metadata
 
 
 def _copy_json(value: Any) -> Any:
@@ -1296,7 +1315,7 @@ class ThreadState:
         if subagent_run_id is not None:
             entry.attrs["subagent_run_id"] = subagent_run_id
         if metadata is not None:
-            entry.attrs["metadata"] = dict(metadata)
+            entry.attrs["metadata"] = _OwnMetadata(metadata)
         existing = self._entry(message_id)
         warnings: Sequence[StreamWarning] = _NO_WARNINGS
         if existing is None:

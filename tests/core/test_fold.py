@@ -855,3 +855,30 @@ def test_text_streamed_into_a_message_a_snapshot_made_a_tool_message_extends_its
 
     for source in (data, [decode_event(e) for e in events]):
         assert replay(source).state.message("m1").content == "Ub"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("kind", ["text", "tool call"])
+def test_metadata_merged_event_by_event_never_changes_what_was_already_read(kind: str) -> None:
+    # TX-11: metadata merges key by key. The fold merges in place (a copy per event cost the square of
+    # the stream with ever new keys), so what was read before (a message, a wire dict) must keep its own.
+    thread = ThreadState()
+    session = RunSession(thread)
+    session.feed_event(START)
+    if kind == "text":
+        session.feed_event(TextMessageStartEvent(message_id="m", metadata={"k0": 0}))
+        more = [TextMessageContentEvent(message_id="m", delta="x", metadata={f"k{i}": i}) for i in range(1, 4)]
+        read = lambda: thread.message("m").metadata  # noqa: E731
+        wire = lambda: thread.to_wire()["messages"][-1]["metadata"]  # noqa: E731
+    else:
+        session.feed_event(ToolCallStartEvent(tool_call_id="c", tool_call_name="f", metadata={"k0": 0}))
+        more = [ToolCallArgsEvent(tool_call_id="c", delta="{}", metadata={f"k{i}": i}) for i in range(1, 4)]
+        read = lambda: thread.tool_call("c").metadata  # noqa: E731
+        wire = lambda: thread.to_wire()["messages"][-1]["toolCalls"][0]["metadata"]  # noqa: E731
+    session.feed_event(more[0])
+    first, first_wire = read(), wire()
+    for event in more[1:]:
+        session.feed_event(event)
+
+    assert first == first_wire == {"k0": 0, "k1": 1}
+    assert read() == wire() == {"k0": 0, "k1": 1, "k2": 2, "k3": 3}
+    assert type(read()) is dict and type(wire()) is dict
