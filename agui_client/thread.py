@@ -13,6 +13,7 @@ import asyncio
 import inspect
 import json
 import logging
+import signal
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -404,6 +405,29 @@ def _refuse_foreign_claim(thread_id: str, stored: StoredThread, owner: str, forc
                                thread_id=thread_id, expected_version=stored.version, actual_version=stored.version)
 
 
+@contextmanager
+def _interrupt_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C that comes during a store write until the write has returned (and been recorded).
+
+    A ``KeyboardInterrupt`` raised inside the store call, after its write landed but before it
+    returned, would leave a claim nobody knows of, or a thread a version behind its own save. Only in
+    the main thread, and only while Python's own SIGINT handler is installed (an application's is
+    left alone).
+    """
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    caught: list[Any] = []
+    signal.signal(signal.SIGINT, lambda number, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if caught:
+            raise KeyboardInterrupt  # (in place of whatever the write raised: the person's Ctrl-C comes first)
+
+
 def _retrieved(task: asyncio.Future[Any]) -> None:
     # (a write whose caller was cancelled: its failure was dealt with, or is the cancellation's)
     if not task.cancelled():
@@ -638,14 +662,24 @@ class Thread(_ThreadCore):
         if self._version is None:
             if not plan.resuming:
                 return None
-            self._version = self._store.save(self.id, self._state.dump(), expected_version=None)
-        self._version = self._store.claim(self.id, expected_version=self._version, owner=self._owner)
+            self._write(self._store.save, self.id, self._state.dump(), expected_version=None)
+        before = self._version
+        try:
+            return self._write(self._store.claim, self.id, expected_version=before, owner=self._owner)
+        except KeyboardInterrupt:
+            if self._version != before:  # claimed, and interrupted before anything was sent: let go
+                self._abandon(self._version, plan, None)
+            raise
+
+    def _write(self, call: Callable[..., int], /, *args: Any, **kwargs: Any) -> int:
+        """Run a store write and keep ``_version`` the store's, even when Ctrl-C comes in the middle."""
+        with _interrupt_deferred():
+            self._version = call(*args, **kwargs)
         return self._version
 
     def _save(self, session: RunSession) -> None:
         try:
-            self._version = self._store.save(self.id, self._state.dump(share_state=True),
-                                             expected_version=self._version)
+            self._write(self._store.save, self.id, self._state.dump(share_state=True), expected_version=self._version)
         except ConcurrentResume as exc:
             exc.result = session.result()
             raise
@@ -658,7 +692,7 @@ class Thread(_ThreadCore):
             return
         self._release_own(claimed)
 
-    def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle) -> None:
+    def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle | None) -> None:
         if claimed is None or self._version != claimed:
             return  # (no claim, or the run's save already ended it)
         if _keeps_claim(self.id, plan, handle, self._owner, claimed):
@@ -672,7 +706,7 @@ class Thread(_ThreadCore):
         # A run that is not a resume lets go of the thread when it fails or is left: sending the turn
         # again is the caller's ordinary retry, not a decision taken twice.
         if self._version == claimed:
-            self._version = self._store.release(self.id, claimed_version=claimed, owner=self._owner)
+            self._write(self._store.release, self.id, claimed_version=claimed, owner=self._owner)
 
     def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (you decided a retry is safe).
@@ -690,7 +724,7 @@ class Thread(_ThreadCore):
         stored = self._store.load(self.id)
         if stored is not None and stored.claim is not None:
             _refuse_foreign_claim(self.id, stored, self._owner, force)
-            self._version = self._store.release(self.id, claimed_version=stored.version, owner=stored.claim)
+            self._write(self._store.release, self.id, claimed_version=stored.version, owner=stored.claim)
 
     def reload(self) -> None:
         """Load the thread again from the store (another process may have moved it on)."""

@@ -10,6 +10,7 @@ import asyncio
 import email.utils
 import json
 import logging
+import signal
 import socket
 import threading
 import time
@@ -1686,3 +1687,45 @@ def test_a_resume_whose_run_was_saved_reports_no_claim_when_the_caller_then_rais
 
     assert stored is not None and stored.claim is None and thread.version == stored.version
     assert not any("claimed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("during", ["claim", "save"])
+def test_ctrl_c_during_a_store_write_waits_for_it_and_keeps_the_thread_consistent(served: Any, during: str) -> None:
+    # The sync shell's Ctrl-C, landing inside the store call after its write: the claim is known (and,
+    # nothing sent, given back); a save's version is recorded. The KeyboardInterrupt still reaches the
+    # caller, once the write has returned.
+    endpoint = served(ScriptedAgent([_finishing(None), _finishing(None), _finishing(None)]))
+
+    class Interrupted(MemoryStore):
+        armed = False
+
+        def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
+            version = super().claim(thread_id, expected_version=expected_version, owner=owner)
+            self._ctrl_c("claim")
+            return version
+
+        def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+            version = super().save(thread_id, data, expected_version=expected_version)
+            self._ctrl_c("save")
+            return version
+
+        def _ctrl_c(self, where: str) -> None:
+            if self.armed and where == during:
+                self.armed = False
+                signal.raise_signal(signal.SIGINT)
+                time.sleep(0.01)  # (the interrupt is due here, inside the store call)
+
+    store = Interrupted()
+    with ag.AgentClient(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("hello")
+        store.armed = True
+        with pytest.raises(KeyboardInterrupt):
+            thread.run("again")
+        stored = store.load(thread.id)
+        assert stored is not None
+        claim, in_step = stored.claim, thread.version == stored.version
+        thread.run("once more")
+
+    assert claim is None and in_step
+    assert endpoint.agent.request_count == (2 if during == "claim" else 3)  # (the interrupted claim sent nothing)
