@@ -89,6 +89,7 @@ class StreamHandle:
 
 def _traces(http: httpx.Client | httpx.AsyncClient) -> bool:
     """Every transport ``http`` may use is httpx's own, which reports the request's progress (``trace``)."""
+    # (httpx keeps its transports in private attributes; if they move, the answer is "no": the cautious one)
     transports = [getattr(http, "_transport", None), *getattr(http, "_mounts", {None: object()}).values()]
     return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport) for t in transports) \
         and transports[0] is not None
