@@ -1571,9 +1571,10 @@ def test_a_response_left_open_after_the_run_ended_does_not_fail_the_saved_run(
 
 def test_one_run_at_a_time_per_thread_object(drive: Any, served: Any, gate: Gate) -> None:
     # A second run, a reload() or a release_claim() on an object whose run is in flight would
-    # interleave two histories, drop the run or free its claim: refused, typed, nothing sent.
+    # interleave two histories, drop the run or free its claim: refused, typed, nothing sent. Once
+    # the run has ended, the object runs again.
     endpoint = served(ScriptedAgent([_finishing(None), [Start(), Wait(gate), *text_message("a1", "the reply"),
-                                                        Finish()]]))
+                                                        Finish()], _finishing(None)]))
     store = MemoryStore()
     refused: list[str] = []
 
@@ -1591,12 +1592,14 @@ def test_one_run_at_a_time_per_thread_object(drive: Any, served: Any, gate: Gate
                 refused.append(exc.thread_id)
         gate.open()
         running.join(10)
-        after = thread.run  # (free again once the run ended)
+        after = thread.run("afterwards")
     stored = ag.ThreadState.load(store.load(thread.id).data)  # type: ignore[union-attr]
 
-    assert refused == [thread.id] * 3 and endpoint.agent.request_count == 2
-    assert results[0].outcome == "success" and after is not None
-    assert [getattr(m, "content", None) for m in stored.messages][-2:] == ["second question", "the reply"]
+    assert refused == [thread.id] * 3
+    assert results[0].outcome == "success" and after.outcome == "success"
+    assert endpoint.agent.request_count == 3
+    assert [getattr(m, "content", None) for m in stored.messages][1:4] == ["second question", "the reply",
+                                                                            "afterwards"]
 
 
 def test_a_turn_interrupted_in_a_stream_is_not_replaced_by_a_store_error_at_release() -> None:
