@@ -89,6 +89,7 @@ class _ThreadCore:
         self._take(store.load(thread_id))
         self._owner = f"{uuid.uuid4()}"
         self._running = False
+        self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -248,28 +249,17 @@ class _ThreadCore:
             self._warnings_into(session, handle)
             exc.result = session.result()
 
-    def _tool_round(self, result: RunResult) -> bool:
-        """Answer the pending frontend calls that have handlers; ``True`` when all were answered."""
-        calls = self._handled_calls(result)
-        if calls is None:
-            return False
-        for call in calls:
-            try:
-                output = self._invoke(call)
-                if inspect.isawaitable(output):
-                    _discard(output)
-                    raise TypeError("an async handler needs the async client (AsyncThread.run_until_done)")
-            except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the agent, as a tool would
-                self._tool_failed(call, exc)
-                continue
-            self.add_tool_result(call.id, output)
-        return True
-
-    def _handled_calls(self, result: RunResult) -> Sequence[msg.ToolCall] | None:
-        calls = result.pending_tool_calls
+    def _handled_calls(self, calls: Sequence[msg.ToolCall]) -> Sequence[msg.ToolCall] | None:
+        """``calls`` when there are some and every one has a handler, else ``None``."""
         if not calls or any(c.function.name not in self.tool_handlers for c in calls):
             return None
         return calls
+
+    def _held_calls(self) -> Sequence[msg.ToolCall] | None:
+        # The calls the thread's last run left unanswered (here, or on another replica), if all handled.
+        state = self._state
+        calls = [state.tool_call(call_id) for call_id in state.pending_tool_call_ids]
+        return self._handled_calls([c for c in calls if c is not None])
 
     def _invoke(self, call: msg.ToolCall) -> Any:
         handler = self.tool_handlers[call.function.name]
@@ -658,7 +648,11 @@ class Thread(_ThreadCore):
         # sent: a writer whose copy is stale (another process ran on it since) or who races another
         # (two replicas answering one tool call) is refused here, not after the agent acted twice. A
         # thread the store does not hold yet is created by its first save, which fails if another
-        # writer created it meanwhile; a resume always claims (creating the record first).
+        # writer created it meanwhile; a resume always claims (creating the record first). A claim taken
+        # before the tool handlers ran (run_until_done) is this run's.
+        if self._preclaimed is not None:
+            claimed, self._preclaimed = self._preclaimed, None
+            return claimed
         if self._version is None:
             if not plan.resuming:
                 return None
@@ -734,16 +728,58 @@ class Thread(_ThreadCore):
     def run_until_done(self, message: MessageInput = None, *, max_steps: int = 8, **kwargs: Any) -> RunResult:
         """Run, answer frontend tool calls with ``tool_handlers``, and run again, until the agent stops.
 
-        Stops at an interrupt (for the application to answer), an error, a call with no handler, or
-        after ``max_steps`` runs.
+        Calls the thread already holds unanswered (its last run's, made here or on another replica)
+        are answered first, with ``message`` sent after their results. A stored thread is claimed
+        before any handler runs, so two replicas never both run the handlers for the same calls (the
+        second gets ``ConcurrentResume``). Stops at an interrupt (for the application to answer), an
+        error, a call with no handler, or after ``max_steps`` runs.
         """
-        result = self.run(message, **kwargs)
+        held = self._held_calls()
+        if held is not None:
+            self._answer_tools(held)
+        result = self._run_claimed(message, **kwargs)
         for _ in range(max_steps - 1):
-            if result.outcome != "success" or not self._tool_round(result):
+            calls = self._handled_calls(result.pending_tool_calls) if result.outcome == "success" else None
+            if calls is None:
                 break
-            result = self.run(tools=kwargs.get("tools"), context=kwargs.get("context"),
-                              forwarded_props=kwargs.get("forwarded_props"))
+            self._answer_tools(calls)
+            result = self._run_claimed(tools=kwargs.get("tools"), context=kwargs.get("context"),
+                                       forwarded_props=kwargs.get("forwarded_props"))
         return result
+
+    def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> None:
+        # Claimed first: a replica answering the same calls is refused before a handler runs twice.
+        if self._version is not None:
+            self._preclaimed = self._write(self._store.claim, self.id, expected_version=self._version,
+                                           owner=self._owner)
+        try:
+            for call in calls:
+                try:
+                    output = self._invoke(call)
+                    if inspect.isawaitable(output):
+                        _discard(output)
+                        raise TypeError("an async handler needs the async client (AsyncThread.run_until_done)")
+                except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the agent, as a tool would
+                    self._tool_failed(call, exc)
+                    continue
+                self.add_tool_result(call.id, output)
+        except BaseException:
+            self._drop_preclaim()
+            raise
+
+    def _run_claimed(self, message: MessageInput = None, **kwargs: Any) -> RunResult:
+        try:
+            return self.run(message, **kwargs)
+        finally:
+            self._drop_preclaim()  # (a no-op once the run took the claim over)
+
+    def _drop_preclaim(self) -> None:
+        claimed, self._preclaimed = self._preclaimed, None
+        if claimed is not None:
+            try:
+                self._release_own(claimed)
+            except Exception as exc:  # noqa: BLE001 - what ended the round is what the caller must see
+                logger.warning("thread %s: could not release its claim: %s", self.id, exc)
 
 
 class AsyncThread(_ThreadCore):
@@ -881,6 +917,9 @@ class AsyncThread(_ThreadCore):
 
     async def _claim(self, plan: _Plan) -> int | None:
         # (as Thread._claim: every run of a stored thread, before anything is sent)
+        if self._preclaimed is not None:
+            claimed, self._preclaimed = self._preclaimed, None
+            return claimed
         if self._version is None:
             if not plan.resuming:
                 return None
@@ -938,31 +977,55 @@ class AsyncThread(_ThreadCore):
         self._take(await asyncio.to_thread(self._store.load, self.id))
 
     async def run_until_done(self, message: MessageInput = None, *, max_steps: int = 8, **kwargs: Any) -> RunResult:
-        """Run, answer frontend tool calls with ``tool_handlers``, and run again (see :meth:`Thread.run_until_done`)."""
-        result = await self.run(message, **kwargs)
+        """Run, answer frontend tool calls with ``tool_handlers``, and run again (see :meth:`Thread.run_until_done`).
+
+        ``async def`` handlers are awaited.
+        """
+        held = self._held_calls()
+        if held is not None:
+            await self._answer_tools(held)
+        result = await self._run_claimed(message, **kwargs)
         for _ in range(max_steps - 1):
-            if result.outcome != "success" or not await self._async_tool_round(result):
+            calls = self._handled_calls(result.pending_tool_calls) if result.outcome == "success" else None
+            if calls is None:
                 break
-            result = await self.run(tools=kwargs.get("tools"), context=kwargs.get("context"),
-                                    forwarded_props=kwargs.get("forwarded_props"))
+            await self._answer_tools(calls)
+            result = await self._run_claimed(tools=kwargs.get("tools"), context=kwargs.get("context"),
+                                             forwarded_props=kwargs.get("forwarded_props"))
         return result
 
+    async def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> None:
+        # (as Thread._answer_tools; a handler may be a coroutine function, awaited here)
+        if self._version is not None:
+            self._preclaimed = await self._write(self._store.claim, self.id, expected_version=self._version,
+                                                 owner=self._owner)
+        try:
+            for call in calls:
+                try:
+                    output = self._invoke(call)
+                    if inspect.isawaitable(output):
+                        output = await output
+                except Exception as exc:  # noqa: BLE001 - (as Thread._answer_tools)
+                    self._tool_failed(call, exc)
+                    continue
+                self.add_tool_result(call.id, output)
+        except BaseException:
+            await self._drop_preclaim()
+            raise
 
-    async def _async_tool_round(self, result: RunResult) -> bool:
-        # (as _tool_round; a handler may be a coroutine function, awaited here)
-        calls = self._handled_calls(result)
-        if calls is None:
-            return False
-        for call in calls:
+    async def _run_claimed(self, message: MessageInput = None, **kwargs: Any) -> RunResult:
+        try:
+            return await self.run(message, **kwargs)
+        finally:
+            await self._drop_preclaim()
+
+    async def _drop_preclaim(self) -> None:
+        claimed, self._preclaimed = self._preclaimed, None
+        if claimed is not None:
             try:
-                output = self._invoke(call)
-                if inspect.isawaitable(output):
-                    output = await output
-            except Exception as exc:  # noqa: BLE001 - (as _tool_round)
-                self._tool_failed(call, exc)
-                continue
-            self.add_tool_result(call.id, output)
-        return True
+                await self._release_own(claimed)
+            except Exception as exc:  # noqa: BLE001 - (as Thread._drop_preclaim)
+                logger.warning("thread %s: could not release its claim: %s", self.id, exc)
 
 
 async def _empty() -> AsyncIterator[ev.Event | ev.UnknownEvent]:

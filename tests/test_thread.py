@@ -1732,3 +1732,97 @@ def test_ctrl_c_during_a_store_write_waits_for_it_and_keeps_the_thread_consisten
 
     assert claim is None and in_step
     assert endpoint.agent.request_count == (2 if during == "claim" else 3)  # (the interrupted claim sent nothing)
+
+
+def test_run_until_done_answers_the_calls_a_thread_already_holds_before_it_sends(drive: Any, served: Any) -> None:
+    # The thread's last run (here another replica's plain run()) left a frontend call unanswered. A
+    # replica continuing with run_until_done() answers it first: sending with it unanswered would have
+    # the agent ask again, and the handler run a second time.
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+    asked: list[str] = []
+
+    def confirm_choice(question: str) -> str:
+        asked.append(question)
+        return "yes"
+
+    with drive.client(endpoint.url, store=MemoryStore()) as client:
+        first = client.thread()
+        (call_id,) = first.run("choose").pending_tool_call_ids
+        replica = client.thread(first.id, tool_handlers={"confirm_choice": confirm_choice})
+        result = replica.run_until_done()
+
+    assert asked == ["Which option do you prefer?"]
+    assert result.outcome == "success" and "answered: yes" in (result.text or "")
+    assert endpoint.agent.request_count == 2
+    sent = endpoint.received[-1].body["messages"][-1]
+    assert sent["role"] == "tool" and sent["toolCallId"] == call_id
+
+
+def test_two_replicas_running_the_tool_loop_run_the_handler_once(served: Any) -> None:
+    # The thread is claimed before any handler runs: the second replica is refused (ConcurrentResume)
+    # while the first one's handler is still running, before its own handler is called.
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+    store = MemoryStore()
+    inside, leave = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def slow(question: str) -> str:
+        calls.append("slow")
+        inside.set()
+        leave.wait(10)
+        return "yes"
+
+    def quick(question: str) -> str:
+        calls.append("quick")
+        return "no"
+
+    with ag.AgentClient(endpoint.url, store=store) as client:
+        first = client.thread()
+        first.run("choose")
+        one = client.thread(first.id, tool_handlers={"confirm_choice": slow})
+        two = client.thread(first.id, tool_handlers={"confirm_choice": quick})
+        results: list[Any] = []
+        running = threading.Thread(target=lambda: results.append(one.run_until_done()))
+        running.start()
+        assert inside.wait(10)
+        with pytest.raises(ag.ConcurrentResume):
+            two.run_until_done()
+        leave.set()
+        running.join(10)
+
+    assert calls == ["slow"]
+    assert results[0].outcome == "success" and endpoint.agent.request_count == 2
+    assert store.load(first.id).claim is None  # type: ignore[union-attr]
+
+
+def test_a_tool_loop_interrupted_in_a_handler_gives_its_claim_back(served: Any) -> None:
+    # The loop claimed the thread before the handlers ran; nothing was sent, so the claim goes: after
+    # Ctrl-C in a sync handler, after a cancellation in an async one.
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+    store = MemoryStore()
+
+    def interrupted(question: str) -> str:
+        raise KeyboardInterrupt
+
+    async def cancelled(question: str) -> str:
+        raise asyncio.CancelledError
+
+    with ag.AgentClient(endpoint.url, store=store) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": interrupted})
+        with pytest.raises(KeyboardInterrupt):
+            thread.run_until_done("choose")
+    after_sync = store.load(thread.id)
+
+    async def main() -> ag.AsyncThread:
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            again = client.thread(tool_handlers={"confirm_choice": cancelled})
+            with pytest.raises(asyncio.CancelledError):
+                await again.run_until_done("choose")
+            return again
+
+    again = asyncio.run(main())
+    after_async = store.load(again.id)
+
+    assert after_sync is not None and after_sync.claim is None and thread.version == after_sync.version
+    assert after_async is not None and after_async.claim is None and again.version == after_async.version
+    assert endpoint.agent.request_count == 2
