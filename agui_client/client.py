@@ -87,6 +87,12 @@ class StreamHandle:
         self.trace(name, info)
 
 
+def _reason(exc: BaseException) -> str:
+    """What went wrong, for a message: httpx's text, or its type when that is empty (a closed client)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else f"{type(exc).__name__} (no detail from httpx)"
+
+
 def _traces(http: httpx.Client | httpx.AsyncClient) -> bool:
     """Every transport ``http`` may use is httpx's own, which reports the request's progress (``trace``)."""
     # (httpx keeps its transports in private attributes; if they move, the answer is "no": the cautious one)
@@ -279,12 +285,13 @@ class _ClientBase:
             raise ConnectTimeout(f"could not connect to {self.url} within {self.timeout}s", timeout=self.timeout,
                                  url=self.url) from exc
         except (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise TransportError(f"could not reach {self.url}: {exc}", url=self.url, request_sent=False) from exc
+            raise TransportError(f"could not reach {self.url}: {_reason(exc)}", url=self.url,
+                                 request_sent=False) from exc
         except httpx.TimeoutException as exc:
             raise IdleTimeout(f"no answer from {self.url} within {self.idle_timeout}s", timeout=self.idle_timeout,
                               url=self.url) from exc
         except httpx.TransportError as exc:
-            raise TransportError(f"request to {self.url} failed: {exc}", url=self.url) from exc
+            raise TransportError(f"request to {self.url} failed: {_reason(exc)}", url=self.url) from exc
         except httpx.RequestError as exc:  # anything else httpx raises about the exchange
             raise TransportError(f"request to {self.url} failed: {exc!r}", url=self.url) from exc
 

@@ -1826,3 +1826,15 @@ def test_a_tool_loop_interrupted_in_a_handler_gives_its_claim_back(served: Any) 
     assert after_sync is not None and after_sync.claim is None and thread.version == after_sync.version
     assert after_async is not None and after_async.claim is None and again.version == after_async.version
     assert endpoint.agent.request_count == 2
+
+
+def test_a_transport_error_without_a_message_still_says_what_happened(drive: Any) -> None:
+    # httpx raises some errors with no text (a client closed under a run): the type is named instead.
+    def fail(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadError("")
+
+    with drive.client("http://127.0.0.1:9/agent", http_client=drive.mock(fail)) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+
+    assert str(caught.value).endswith("failed: ReadError (no detail from httpx)")
