@@ -119,7 +119,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.runs = set()
         yield
         if app.state.runs:
-            await asyncio.wait(app.state.runs, timeout=SHUTDOWN_GRACE)
+            _, late = await asyncio.wait(app.state.runs, timeout=SHUTDOWN_GRACE)
+            # Cancelled rather than cut off by closing the client and store under them: a cancelled
+            # turn gives its claim back; a resume whose request went out keeps it (and says so).
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
 
 
 app = FastAPI(title="agui_client FastAPI backend example", lifespan=lifespan)

@@ -305,3 +305,46 @@ def test_the_documented_two_worker_command_serves_a_whole_approval(
         server.stop()
     assert (final["outcome"], final["openInterrupts"]) == ("success", [])
     assert agent.request_count == before + 2
+
+
+def test_the_example_cancels_runs_still_in_flight_at_shutdown_so_their_claims_go(tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch
+                                                                                   ) -> None:
+    # Past the grace, a run still going is cancelled, not cut off by closing the client and store
+    # under it: a cancelled turn gives its claim back, so the thread is not stuck after a restart.
+    import asyncio
+
+    import agui_client as ag
+    from agui_client.stores import SqliteStore
+    from agui_client.testing import Finish, Start
+
+    spec = importlib.util.spec_from_file_location("fastapi_backend_example", ROOT / "examples" / "fastapi_backend.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    gate = Gate()
+    db = tmp_path / "threads.db"
+    monkeypatch.setattr(example, "SHUTDOWN_GRACE", 0.2)
+    monkeypatch.setenv("THREADS_DB", str(db))
+    monkeypatch.delenv("REDIS_URL", raising=False)
+
+    with serve(ScriptedAgent([[Start(), Finish()], [Start(), Wait(gate, timeout=WATCHDOG), Finish()]])) as server:
+        monkeypatch.setenv("AGENT_URL", server.url)
+
+        async def main() -> tuple[str, Any]:
+            async with example.lifespan(example.app):
+                client: ag.AsyncAgentClient = example.app.state.client
+                thread = client.thread()
+                await thread.run("hello")
+                task = asyncio.ensure_future(thread.run("and then?"))
+                example.app.state.runs.add(task)
+                await asyncio.to_thread(gate.wait_reached, WATCHDOG)
+            return thread.id, task
+
+        thread_id, task = asyncio.run(main())
+        gate.open()
+    with SqliteStore(db) as store:
+        stored = store.load(thread_id)
+
+    assert task.cancelled()
+    assert stored is not None and stored.claim is None
