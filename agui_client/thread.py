@@ -10,6 +10,7 @@ in ``_ThreadCore``, shared by both shells, so they differ only in ``await``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
 import logging
@@ -59,6 +60,9 @@ ToolHandler = Callable[..., Any]
 
 logger = logging.getLogger("agui_client")
 
+#: The thread object whose run (or tool loop) this thread or task is in: its own nested runs may go on.
+_RUNNING_HERE: contextvars.ContextVar[Any] = contextvars.ContextVar("agui_client_running_here", default=None)
+
 
 @attrs.frozen(kw_only=True)
 class _Plan:
@@ -88,22 +92,27 @@ class _ThreadCore:
         self._version: int | None = None
         self._take(store.load(thread_id))
         self._owner = f"{uuid.uuid4()}"
-        self._running = False
+        self._running = 0  # (runs of this object in flight: its tool loop's own runs nest in the loop)
         self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
 
     @contextmanager
-    def _exclusive(self) -> Iterator[None]:
+    def _exclusive(self, *, loop: bool = False) -> Iterator[None]:
         # One run at a time per object: a second one, or a reload() in the middle, would interleave
-        # two histories or drop the run; the claim is per object, so it cannot arbitrate them.
+        # two histories or drop the run; the claim is per object, so it cannot arbitrate them. The
+        # tool loop (``loop``) holds it across its runs and handlers; its own runs, made in its
+        # thread or task, nest.
         self._idle("start another run")
-        self._running = True
+        self._running += 1
+        token = _RUNNING_HERE.set(self) if loop else None
         try:
             yield
         finally:
-            self._running = False
+            if token is not None:
+                _RUNNING_HERE.reset(token)
+            self._running -= 1
 
     def _idle(self, doing: str) -> None:
-        if self._running:
+        if self._running and _RUNNING_HERE.get() is not self:
             raise ThreadBusy(f"thread {self.id!r}: cannot {doing} while this object is running a run (one run at a "
                              "time per Thread object; load another object for concurrent work)", thread_id=self.id)
 
@@ -400,16 +409,22 @@ def _interrupt_deferred() -> Iterator[None]:
     """Hold a Ctrl-C that comes during a store write until the write has returned (and been recorded).
 
     A ``KeyboardInterrupt`` raised inside the store call, after its write landed but before it
-    returned, would leave a claim nobody knows of, or a thread a version behind its own save. Only in
-    the main thread, and only while Python's own SIGINT handler is installed (an application's is
-    left alone).
+    returned, would leave a claim nobody knows of, or a thread a version behind its own save. A second
+    Ctrl-C raises at once (a store call that hangs cannot hold the process). Only in the main thread,
+    and only while Python's own SIGINT handler is installed (an application's is left alone).
     """
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield
         return
     caught: list[Any] = []
-    signal.signal(signal.SIGINT, lambda number, frame: caught.append(frame))
+
+    def hold(number: int, frame: Any) -> None:
+        if caught:  # (a second Ctrl-C: the person means it, even if the store call hangs)
+            raise KeyboardInterrupt
+        caught.append(frame)
+
+    signal.signal(signal.SIGINT, hold)
     try:
         yield
     finally:
@@ -734,25 +749,26 @@ class Thread(_ThreadCore):
         second gets ``ConcurrentResume``). Stops at an interrupt (for the application to answer), an
         error, a call with no handler, or after ``max_steps`` runs.
         """
-        held = self._held_calls()
-        if held is not None:
-            self._answer_tools(held)
-        result = self._run_claimed(message, **kwargs)
-        for _ in range(max_steps - 1):
-            calls = self._handled_calls(result.pending_tool_calls) if result.outcome == "success" else None
-            if calls is None:
-                break
-            self._answer_tools(calls)
-            result = self._run_claimed(tools=kwargs.get("tools"), context=kwargs.get("context"),
-                                       forwarded_props=kwargs.get("forwarded_props"))
-        return result
+        with self._exclusive(loop=True):
+            held = self._held_calls()
+            if held is not None:
+                self._answer_tools(held)
+            result = self._run_claimed(message, **kwargs)
+            for _ in range(max_steps - 1):
+                calls = self._handled_calls(result.pending_tool_calls) if result.outcome == "success" else None
+                if calls is None:
+                    break
+                self._answer_tools(calls)
+                result = self._run_claimed(tools=kwargs.get("tools"), context=kwargs.get("context"),
+                                           forwarded_props=kwargs.get("forwarded_props"))
+            return result
 
     def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> None:
         # Claimed first: a replica answering the same calls is refused before a handler runs twice.
-        if self._version is not None:
-            self._preclaimed = self._write(self._store.claim, self.id, expected_version=self._version,
-                                           owner=self._owner)
+        before = self._version
         try:
+            if before is not None:
+                self._preclaimed = self._write(self._store.claim, self.id, expected_version=before, owner=self._owner)
             for call in calls:
                 try:
                     output = self._invoke(call)
@@ -764,6 +780,8 @@ class Thread(_ThreadCore):
                     continue
                 self.add_tool_result(call.id, output)
         except BaseException:
+            if self._preclaimed is None and before is not None and self._version != before:
+                self._preclaimed = self._version  # (the claim landed as the interruption came)
             self._drop_preclaim()
             raise
 
@@ -901,10 +919,12 @@ class AsyncThread(_ThreadCore):
             finally:
                 finished.set()
 
-        task = asyncio.ensure_future(asyncio.to_thread(write))
-        task.add_done_callback(_retrieved)
+        # Handed to the executor now, as a future no task owns: cancelling tasks (a cancel scope, or
+        # every task at asyncio.run()'s shutdown) cannot call the write off once it was asked for.
+        future = asyncio.get_running_loop().run_in_executor(None, write)
+        future.add_done_callback(_retrieved)
         try:
-            self._version = await asyncio.shield(task)
+            self._version = await asyncio.shield(future)
         except asyncio.CancelledError:
             # A cancellation cannot stop a write running in its thread, and a cancel scope (anyio,
             # Starlette) cancels every later await too: block for the rest of the write (a store call,
@@ -981,25 +1001,27 @@ class AsyncThread(_ThreadCore):
 
         ``async def`` handlers are awaited.
         """
-        held = self._held_calls()
-        if held is not None:
-            await self._answer_tools(held)
-        result = await self._run_claimed(message, **kwargs)
-        for _ in range(max_steps - 1):
-            calls = self._handled_calls(result.pending_tool_calls) if result.outcome == "success" else None
-            if calls is None:
-                break
-            await self._answer_tools(calls)
-            result = await self._run_claimed(tools=kwargs.get("tools"), context=kwargs.get("context"),
-                                             forwarded_props=kwargs.get("forwarded_props"))
-        return result
+        with self._exclusive(loop=True):
+            held = self._held_calls()
+            if held is not None:
+                await self._answer_tools(held)
+            result = await self._run_claimed(message, **kwargs)
+            for _ in range(max_steps - 1):
+                calls = self._handled_calls(result.pending_tool_calls) if result.outcome == "success" else None
+                if calls is None:
+                    break
+                await self._answer_tools(calls)
+                result = await self._run_claimed(tools=kwargs.get("tools"), context=kwargs.get("context"),
+                                                 forwarded_props=kwargs.get("forwarded_props"))
+            return result
 
     async def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> None:
         # (as Thread._answer_tools; a handler may be a coroutine function, awaited here)
-        if self._version is not None:
-            self._preclaimed = await self._write(self._store.claim, self.id, expected_version=self._version,
-                                                 owner=self._owner)
+        before = self._version
         try:
+            if before is not None:
+                self._preclaimed = await self._write(self._store.claim, self.id, expected_version=before,
+                                                     owner=self._owner)
             for call in calls:
                 try:
                     output = self._invoke(call)
@@ -1010,6 +1032,8 @@ class AsyncThread(_ThreadCore):
                     continue
                 self.add_tool_result(call.id, output)
         except BaseException:
+            if self._preclaimed is None and before is not None and self._version != before:
+                self._preclaimed = self._version  # (as Thread._answer_tools)
             await self._drop_preclaim()
             raise
 

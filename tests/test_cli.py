@@ -520,3 +520,13 @@ def test_the_form_checks_each_value_against_its_schema_and_insists_on_required_f
     assert asker.said[0] == "name is required"
     assert "1.5 is greater than the maximum of 1" in asker.said[1]
     assert "1 is not of type 'string'" in asker.said[2]
+
+
+def test_an_integer_too_long_for_the_interpreter_is_refused_not_a_crash() -> None:
+    from agui_client.cli.forms import ask_payload
+
+    schema = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}
+    asker = ScriptedAsker("1" * 5000, "5")
+
+    assert ask_payload(schema, asker) == {"n": 5}
+    assert asker.said == ["n must be an integer"]

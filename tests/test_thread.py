@@ -1838,3 +1838,126 @@ def test_a_transport_error_without_a_message_still_says_what_happened(drive: Any
             client.thread().run("hi")
 
     assert str(caught.value).endswith("failed: ReadError (no detail from httpx)")
+
+
+def test_ctrl_c_while_the_tool_loop_claims_gives_the_claim_back(served: Any) -> None:
+    # The loop claims the thread before its handlers run; a Ctrl-C that lands inside that store call
+    # (after the claim was written) must not leave the thread claimed with nothing sent.
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+    handled: list[str] = []
+
+    class Interrupted(MemoryStore):
+        armed = False
+
+        def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
+            version = super().claim(thread_id, expected_version=expected_version, owner=owner)
+            if self.armed:
+                self.armed = False
+                signal.raise_signal(signal.SIGINT)
+                time.sleep(0.01)
+            return version
+
+    store = Interrupted()
+    with ag.AgentClient(endpoint.url, store=store) as client:
+        first = client.thread()
+        first.run("choose")
+        replica = client.thread(first.id, tool_handlers={"confirm_choice": lambda question: handled.append(question)
+                                                         or "yes"})
+        store.armed = True
+        with pytest.raises(KeyboardInterrupt):
+            replica.run_until_done()
+        claim = store.load(first.id).claim  # type: ignore[union-attr]
+        result = replica.run_until_done()
+
+    assert claim is None and handled == ["Which option do you prefer?"]
+    assert result.outcome == "success" and endpoint.agent.request_count == 2
+
+
+def test_a_run_still_going_when_asyncio_run_shuts_down_does_not_hang_it() -> None:
+    # asyncio.run() cancels every task left at shutdown, the store write's own worker task included,
+    # before it could start: that write is called off, not waited for forever (in a child process,
+    # so a hang is a failed test and not a stuck suite).
+    import subprocess
+    import sys
+    import textwrap
+
+    child = textwrap.dedent("""
+        import asyncio
+        import agui_client as ag
+        from agui_client.stores import MemoryStore
+        from agui_client.testing import Finish, ScriptedAgent, Start, serve
+
+        async def main(url):
+            client = ag.AsyncAgentClient(url, store=MemoryStore())
+            thread = client.thread()
+            await thread.run("hello")
+            asyncio.get_running_loop().create_task(thread.run("again"))  # still going when main returns
+
+        with serve(ScriptedAgent([[Start(), Finish()], [Start(), Finish()]])) as server:
+            asyncio.run(main(server.url))
+        print("asyncio.run returned")
+    """)
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", child], capture_output=True, text=True, timeout=60,
+                          check=False)
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "asyncio.run returned" in done.stdout
+
+
+def test_the_tool_loop_holds_the_object_while_its_async_handlers_run(served: Any) -> None:
+    # Another task's run() on the same object, while the loop's handler awaits, would take the loop's
+    # claim and send the call unanswered: refused (ThreadBusy), as are reload() and release_claim().
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    async def main() -> tuple[list[str], ag.RunResult]:
+        refused: list[str] = []
+        handler_entered, handler_may_return = asyncio.Event(), asyncio.Event()
+
+        async def confirm_choice(question: str) -> str:
+            handler_entered.set()
+            await handler_may_return.wait()
+            return "yes"
+
+        async with ag.AsyncAgentClient(endpoint.url, store=MemoryStore()) as client:
+            thread = client.thread(tool_handlers={"confirm_choice": confirm_choice})
+            loop_task = asyncio.ensure_future(thread.run_until_done("choose"))
+            await handler_entered.wait()
+            for attempt in (lambda: thread.run("meanwhile"), thread.reload, thread.release_claim):
+                try:
+                    await attempt()
+                except ag.ThreadBusy as exc:
+                    refused.append(exc.thread_id)
+            handler_may_return.set()
+            return refused, await loop_task
+
+    refused, result = asyncio.run(main())
+
+    assert len(refused) == 3 and result.outcome == "success"
+    assert endpoint.agent.request_count == 2
+
+
+def test_a_second_ctrl_c_is_not_held_by_a_store_write_that_hangs(served: Any) -> None:
+    endpoint = served(ScriptedAgent([_finishing(None), _finishing(None)]))
+    returned: list[bool] = []
+
+    class Hanging(MemoryStore):
+        armed = False
+
+        def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+            if self.armed:
+                self.armed = False
+                signal.raise_signal(signal.SIGINT)  # held: the write goes on ...
+                signal.raise_signal(signal.SIGINT)  # ... until the person presses again
+                time.sleep(5)
+                returned.append(True)
+            return super().save(thread_id, data, expected_version=expected_version)
+
+    store = Hanging()
+    with ag.AgentClient(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("hello")
+        store.armed = True
+        with pytest.raises(KeyboardInterrupt):
+            thread.run("again")
+
+    assert returned == []

@@ -266,7 +266,10 @@ def _number(text: str, *, integer: bool) -> int | float | None:
     2**53); ``nan`` and ``inf`` are not JSON and are refused like any other non-number."""
     word = text.strip()
     if _INTEGER.fullmatch(word):
-        return int(word)
+        try:
+            return int(word)
+        except ValueError:  # (past the interpreter's integer string limit, 4,300 digits)
+            return None
     try:
         number = float(word)
     except ValueError:
