@@ -1602,7 +1602,9 @@ def test_one_run_at_a_time_per_thread_object(drive: Any, served: Any, gate: Gate
                                                                             "afterwards"]
 
 
-def test_a_turn_interrupted_in_a_stream_is_not_replaced_by_a_store_error_at_release() -> None:
+def test_a_turn_interrupted_in_a_stream_is_not_replaced_by_a_store_error_at_release(
+    caplog: pytest.LogCaptureFixture
+) -> None:
     # The caller's Ctrl-C inside the block is what reaches the caller, even when the store cannot
     # take the claim back (logged).
     class NoRelease(MemoryStore):
@@ -1614,10 +1616,13 @@ def test_a_turn_interrupted_in_a_stream_is_not_replaced_by_a_store_error_at_rele
     with serve(ScriptedAgent([[Start(), *text_message("a1", "reply"), Finish()]])) as server:
         with ag.AgentClient(server.url, store=store) as client:
             thread = client.thread("t")
-            with pytest.raises(KeyboardInterrupt):
+            with caplog.at_level(logging.WARNING, logger="agui_client"), pytest.raises(KeyboardInterrupt):
                 with thread.stream("again") as events:
                     next(iter(events))
                     raise KeyboardInterrupt
+
+    assert any("could not release its claim" in r.getMessage() and "the store is down" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_async_tool_handlers_are_awaited_by_the_async_thread_and_refused_by_the_sync_one(served: Any) -> None:
