@@ -340,8 +340,7 @@ class _Entry:
             for name, value in attributes.items():
                 if value is None:
                     continue
-                if type(value) is _OwnMetadata:
-                    value = dict(value)
+                value = _shown(value)
                 key = fields.get(name)
                 if key is None or (type(value) is not str and not plain_json(value)):
                     return None
@@ -359,8 +358,8 @@ class _Entry:
         if frozen is not None:
             return self._typed(frozen) if type(frozen) is dict else frozen  # type: ignore[return-value]
         kwargs = dict(self.attrs)
-        if type(kwargs.get("metadata")) is _OwnMetadata:
-            kwargs["metadata"] = dict(kwargs["metadata"])
+        if "metadata" in kwargs:
+            kwargs["metadata"] = _shown(kwargs["metadata"])
         if self.text is not None:
             if len(self.text) != 1:
                 self.text = [_join_text(self.text, warn, self.id)]
@@ -1050,10 +1049,8 @@ class ThreadState:
             # message's text too; a message that had no content keeps none unless text arrives.
             entry.complete = False
             if entry.text is None:
-                if type(entry.value) is str:
-                    entry.text, entry.value = [entry.value], None
-                else:
-                    entry.text = []
+                entry.text = _text_from(entry)
+                if not entry.text:
                     self._reopened_empty.add(entry.id)
         if event.metadata is not None:
             entry.attrs["metadata"] = _merge_metadata(entry.attrs.get("metadata"), event.metadata)

@@ -439,7 +439,7 @@ def _retrieved(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-def _after_the_end(exc: AguiError, session: RunSession) -> bool:
+def _warned_after_the_end(exc: AguiError, session: RunSession) -> bool:
     """A transport fault after the run ended and was saved: the run stands, and the fault is a warning.
 
     Raising would report a finished, saved run as failed, and the caller's ordinary retry would send
@@ -574,17 +574,8 @@ class Thread(_ThreadCore):
                                 self._save(session)
                                 saved = True
                     except AguiError as exc:
-                        if not (saved and _after_the_end(exc, session)):
-                            self._stamp(exc, session, handle)
-                            if not saved and _asked(exc):
-                                self._save(session)
-                                _kept(exc)
-                            raise
-                    self._warnings_into(session, handle)
-                    result = session.end()
-                    if not saved:
-                        self._save(session)
-                    return result
+                        self._fault(exc, session, handle, saved)
+                    return self._finish(session, handle, saved)
             except AguiError as exc:
                 self._after_failure(exc, claimed, plan)
                 raise
@@ -642,17 +633,26 @@ class Thread(_ThreadCore):
                         saved = True
                     yield event
         except AguiError as exc:
-            if not (saved and _after_the_end(exc, session)):
-                self._stamp(exc, session, handle)
-                if not saved and _asked(exc):
-                    self._save(session)
-                    _kept(exc)
-                raise
+            self._fault(exc, session, handle, saved)
+        stream.result = self._finish(session, handle, saved)
+
+    def _fault(self, exc: AguiError, session: RunSession, handle: StreamHandle, saved: bool) -> None:
+        """A fault while reading the run: raised, located and carrying the run so far, unless the run
+        had already ended and been saved (then a warning, and the run stands)."""
+        if saved and _warned_after_the_end(exc, session):
+            return
+        self._stamp(exc, session, handle)
+        if not saved and _asked(exc):
+            self._save(session)
+            _kept(exc)
+        raise exc
+
+    def _finish(self, session: RunSession, handle: StreamHandle, saved: bool) -> RunResult:
         self._warnings_into(session, handle)
         result = session.end()
         if not saved:
             self._save(session)
-        stream.result = result
+        return result
 
     def _current(self, session: RunSession, handle: StreamHandle) -> RunResult:
         self._warnings_into(session, handle)
@@ -704,11 +704,14 @@ class Thread(_ThreadCore):
     def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle | None) -> None:
         if claimed is None or self._version != claimed:
             return  # (no claim, or the run's save already ended it)
-        if _keeps_claim(self.id, plan, handle, self._owner, claimed):
-            return
+        if not _keeps_claim(self.id, plan, handle, self._owner, claimed):
+            self._let_go(claimed)
+
+    def _let_go(self, claimed: int) -> None:
+        """Release this run's claim on the way out of an interruption, which is what the caller must see."""
         try:
             self._release_own(claimed)
-        except Exception as exc:  # noqa: BLE001 - the interruption is what the caller must see
+        except Exception as exc:  # noqa: BLE001 - (logged instead)
             logger.warning("thread %s: could not release its claim after the run was interrupted: %s", self.id, exc)
 
     def _release_own(self, claimed: int) -> None:
@@ -794,10 +797,7 @@ class Thread(_ThreadCore):
     def _drop_preclaim(self) -> None:
         claimed, self._preclaimed = self._preclaimed, None
         if claimed is not None:
-            try:
-                self._release_own(claimed)
-            except Exception as exc:  # noqa: BLE001 - what ended the round is what the caller must see
-                logger.warning("thread %s: could not release its claim: %s", self.id, exc)
+            self._let_go(claimed)
 
 
 class AsyncThread(_ThreadCore):
@@ -832,17 +832,8 @@ class AsyncThread(_ThreadCore):
                                 await self._save(session)
                                 saved = True
                     except AguiError as exc:
-                        if not (saved and _after_the_end(exc, session)):
-                            self._stamp(exc, session, handle)
-                            if not saved and _asked(exc):
-                                await self._save(session)
-                                _kept(exc)
-                            raise
-                    self._warnings_into(session, handle)
-                    result = session.end()
-                    if not saved:
-                        await self._save(session)
-                    return result
+                        await self._fault(exc, session, handle, saved)
+                    return await self._finish(session, handle, saved)
             except AguiError as exc:
                 await self._after_failure(exc, claimed, plan)
                 raise
@@ -895,17 +886,25 @@ class AsyncThread(_ThreadCore):
                         saved = True
                     yield event
         except AguiError as exc:
-            if not (saved and _after_the_end(exc, session)):
-                self._stamp(exc, session, handle)
-                if not saved and _asked(exc):
-                    await self._save(session)
-                    _kept(exc)
-                raise
+            await self._fault(exc, session, handle, saved)
+        stream.result = await self._finish(session, handle, saved)
+
+    async def _fault(self, exc: AguiError, session: RunSession, handle: StreamHandle, saved: bool) -> None:
+        # (as Thread._fault)
+        if saved and _warned_after_the_end(exc, session):
+            return
+        self._stamp(exc, session, handle)
+        if not saved and _asked(exc):
+            await self._save(session)
+            _kept(exc)
+        raise exc
+
+    async def _finish(self, session: RunSession, handle: StreamHandle, saved: bool) -> RunResult:
         self._warnings_into(session, handle)
         result = session.end()
         if not saved:
             await self._save(session)
-        stream.result = result
+        return result
 
     async def _write(self, call: Callable[..., int], /, *args: Any, **kwargs: Any) -> int:
         """Run a store write in a worker thread and keep ``_version`` the store's, even when cancelled."""
@@ -973,9 +972,13 @@ class AsyncThread(_ThreadCore):
         # (as Thread._abandon; a cancelled task lands here)
         if claimed is None or self._version != claimed or _keeps_claim(self.id, plan, handle, self._owner, claimed):
             return
+        await self._let_go(claimed)
+
+    async def _let_go(self, claimed: int) -> None:
+        # (as Thread._let_go)
         try:
             await self._release_own(claimed)
-        except Exception as exc:  # noqa: BLE001 - the interruption is what the caller must see
+        except Exception as exc:  # noqa: BLE001 - (logged instead)
             logger.warning("thread %s: could not release its claim after the run was interrupted: %s", self.id, exc)
 
     async def _release_own(self, claimed: int) -> None:
@@ -1046,10 +1049,7 @@ class AsyncThread(_ThreadCore):
     async def _drop_preclaim(self) -> None:
         claimed, self._preclaimed = self._preclaimed, None
         if claimed is not None:
-            try:
-                await self._release_own(claimed)
-            except Exception as exc:  # noqa: BLE001 - (as Thread._drop_preclaim)
-                logger.warning("thread %s: could not release its claim: %s", self.id, exc)
+            await self._let_go(claimed)
 
 
 async def _empty() -> AsyncIterator[ev.Event | ev.UnknownEvent]:

@@ -1359,10 +1359,17 @@ def test_a_thread_id_with_a_lone_surrogate_is_refused_before_anything(drive: Any
 # --- Runs interrupted from outside: Ctrl-C, a cancelled task (a web request whose client left) ---
 
 def _cancelled(coroutine: Any, after: float) -> None:
-    async def main() -> None:
-        with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(coroutine, after)
-    asyncio.run(main())
+    asyncio.run(_cancel_after(coroutine, after, "wait_for"))
+
+
+def _stored_after(url: str, store: MemoryStore, message: str) -> ag.AsyncThread:
+    """A new thread of ``store`` after one run of ``message`` (through the async client, then closed)."""
+    async def main() -> ag.AsyncThread:
+        async with ag.AsyncAgentClient(url, store=store) as client:
+            thread = client.thread()
+            await thread.run(message)
+            return thread
+    return asyncio.run(main())
 
 
 @pytest.mark.parametrize("how", ["run", "stream"])
@@ -1372,13 +1379,7 @@ def test_a_cancelled_run_lets_go_of_its_thread_so_the_next_one_goes_out(served: 
     endpoint = served(ScriptedAgent([_finishing(None), [Start(), Pause(5)], _finishing(None)]))
     store = MemoryStore()
 
-    async def first() -> ag.AsyncThread:
-        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
-            thread = client.thread()
-            await thread.run("hello")
-            return thread
-
-    thread = asyncio.run(first())
+    thread = _stored_after(endpoint.url, store, "hello")
 
     async def second() -> None:
         async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
@@ -1407,13 +1408,7 @@ def test_a_resume_cancelled_after_its_request_went_out_keeps_the_thread_claimed(
     endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")], [Start(), Pause(5)], [Start(), Finish()]]))
     store = MemoryStore()
 
-    async def ask() -> ag.AsyncThread:
-        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
-            thread = client.thread()
-            await thread.run("hi")
-            return thread
-
-    thread = asyncio.run(ask())
+    thread = _stored_after(endpoint.url, store, "hi")
 
     async def resume() -> None:
         async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
