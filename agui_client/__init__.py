@@ -14,17 +14,17 @@ from . import errors as _errors
 from . import types as _types
 from ._version import __version__
 from .client import AgentClient, AsyncAgentClient
-from .codec import decode_event, encode
+from .core.fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, parsed_arguments
+from .core.session import RunResult, RunSession, replay
 from .errors import *  # noqa: F403
-from .fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, parsed_arguments
 from .interrupts import ResumeBuilder, check_resume, is_expired, parse_expires_at
-from .session import RunResult, RunSession, replay
 from .thread import AsyncRunStream, AsyncThread, RunStream, Thread
 from .types.base import *  # noqa: F403
 from .types.capabilities import *  # noqa: F403
 from .types.events import *  # noqa: F403
 from .types.messages import *  # noqa: F403
 from .types.run import *  # noqa: F403
+from .wire.codec import decode_event, encode
 
 __all__ = [
     "__version__",

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import frozen
 
 if TYPE_CHECKING:
-    from .session import RunResult
+    from .core.session import RunResult
 
 __all__ = [
     "AguiError",

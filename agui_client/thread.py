@@ -120,7 +120,7 @@ class _ThreadCore:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
         if stored is not None:
             try:
-                state = ThreadState._load(stored.data, adopt=True)
+                state = ThreadState.load(stored.data, adopt=True)
             except (AguiError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
                 # A damaged or foreign record (or one of a newer data format): the store's error, naming
                 # the thread, whatever part of the rebuild found it.
@@ -227,10 +227,8 @@ class _ThreadCore:
             self._state.add_message(message)
         if plan.replace_state:
             self._state.set_state(plan.state)
-        if quiet:
-            # run() reads no events, so their session may fold plain deltas without making them, and
-            # the thread may keep a STATE_SNAPSHOT's document instead of a copy (run() restores the flag).
-            self._state.adopt_payloads = True
+        # run() reads no events (quiet): their session reads plain events without making them, and the
+        # thread may keep what the payloads it parsed hold (a STATE_SNAPSHOT's document) uncopied.
         return RunSession(self._state, run_input=plan.run_input, events=not quiet)
 
     def _fold_read(self, session: RunSession, handle: StreamHandle, payloads: list[Any]) -> None:
@@ -559,8 +557,6 @@ class Thread(_ThreadCore):
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
             claimed = self._claim(plan)
             handle = StreamHandle()
-            thread = self._state
-            adopting = thread.adopt_payloads
             try:
                 with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
                     session = self._begin(plan, quiet=True)
@@ -582,8 +578,6 @@ class Thread(_ThreadCore):
             except BaseException:
                 self._abandon(claimed, plan, handle)
                 raise
-            finally:
-                thread.adopt_payloads = adopting
 
     @contextmanager
     def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
@@ -819,8 +813,6 @@ class AsyncThread(_ThreadCore):
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
             claimed = await self._claim(plan)
             handle = StreamHandle()
-            thread = self._state
-            adopting = thread.adopt_payloads
             try:
                 async with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
                     session = self._begin(plan, quiet=True)
@@ -840,8 +832,6 @@ class AsyncThread(_ThreadCore):
             except BaseException:
                 await self._abandon(claimed, plan, handle)
                 raise
-            finally:
-                thread.adopt_payloads = adopting
 
     @asynccontextmanager
     async def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,

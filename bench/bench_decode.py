@@ -12,7 +12,7 @@ alike), one pass over every line with:
 * ``json.loads``                      the stdlib lower bound a Python client cannot beat;
 * ``orjson.loads``                    when orjson is installed;
 * ``decode_event (orjson)``           the full typed decode, on the orjson fast path;
-* ``decode_event (stdlib)``           the same with ``agui_client.codec._orjson = None``.
+* ``decode_event (stdlib)``           the same with ``agui_client.wire.jsonio._orjson = None``.
 
 It prints the median of the repetitions as events/s, MB/s and the ratio of throughput to
 ``json.loads`` (``1.00x`` = as fast as ``json.loads``; the target for decode is ``>= 0.80x``).
@@ -38,8 +38,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run from a checkout without installing
 
-from agui_client import codec  # noqa: E402
-from agui_client.codec import collect_warnings, decode_event  # noqa: E402
+from agui_client.wire import jsonio  # noqa: E402
+from agui_client.wire.codec import decode_event  # noqa: E402
+from agui_client.wire.sink import collect_warnings  # noqa: E402
 
 try:
     import orjson
@@ -81,12 +82,12 @@ def _pass_decode(lines: list[bytes]) -> None:
 
 
 def _pass_decode_stdlib(lines: list[bytes]) -> None:
-    saved = codec._orjson
-    codec._orjson = None
+    saved = jsonio._orjson
+    jsonio._orjson = None
     try:
         _pass_decode(lines)
     finally:
-        codec._orjson = saved
+        jsonio._orjson = saved
 
 
 def measures() -> list[tuple[str, Callable[[list[bytes]], None]]]:

@@ -116,16 +116,16 @@ def report_pyinstrument(session: Any, top: int, wall: float) -> str:
 
 def _pipeline(lines: list[bytes], upto: str) -> None:
     """Run the sans-IO stages by hand, up to ``upto``, the way RunSession composes them."""
-    from agui_client import codec
-    from agui_client.chunks import ChunkExpander
-    from agui_client.fold import ThreadState
-    from agui_client.verify import RunVerifier
+    from agui_client.core.chunks import ChunkExpander
+    from agui_client.core.fold import ThreadState
+    from agui_client.core.verify import RunVerifier
+    from agui_client.wire import codec, jsonio, sink
 
-    parse, decode = codec.parse_json, codec.decode_value
+    parse, decode = jsonio.parse_json, codec.decode_value
     state = ThreadState()
     chunks = ChunkExpander()
     verifier = RunVerifier(known_tool_call_ids=state.has_tool_call)
-    with codec.collect_warnings():
+    with sink.collect_warnings():
         if upto == "parse":
             for line in lines:
                 parse(line)

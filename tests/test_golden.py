@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from agui_client import ProtocolError, ResumeRefused, ThreadState, encode, replay
-from agui_client.codec import decode
+from agui_client.wire.codec import decode
 from agui_client.interrupts import check_resume
 from agui_client.types import Interrupt, Message, ResumeEntry, TokenUsage
 

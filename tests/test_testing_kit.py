@@ -13,7 +13,8 @@ import httpx
 import pytest
 from ag_ui import core as official
 
-from agui_client.codec import collect_warnings, decode_event
+from agui_client.wire.codec import decode_event
+from agui_client.wire.sink import collect_warnings
 from agui_client.testing import (
     ANSWER_SCHEMA,
     APPROVAL_SCHEMA,

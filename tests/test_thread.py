@@ -1261,21 +1261,30 @@ def _snapshot_then_deltas() -> ScriptedAgent:
 
 
 def _copies_of_snapshots(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    from agui_client import fold
+    from agui_client.core.fold import document as fold
 
     copied: list[Any] = []
-    real = fold._copy_json
+    real = fold.copy_json
 
     def spy(value: Any) -> Any:
         if isinstance(value, dict) and "plan" in value:
             copied.append(value)
         return real(value)
 
-    monkeypatch.setattr(fold, "_copy_json", spy)
+    monkeypatch.setattr(fold, "copy_json", spy)
     return copied
 
 
-def test_run_keeps_a_state_snapshot_uncopied_and_restores_the_flag(
+def _keeps_no_callers_payload(thread: Any) -> bool:
+    """After a run, a snapshot event the application folds by hand is copied, never held as it is: a run
+    that kept its own payloads uncopied leaves no such mode behind."""
+    mine = {"mine": [1]}
+    thread.state.apply(ag.StateSnapshotEvent(snapshot=mine))
+    mine["mine"].append(2)
+    return bool(thread.state.state == {"mine": [1]})
+
+
+def test_run_keeps_a_state_snapshot_uncopied_and_leaves_no_mode_behind(
         drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     endpoint = served(_snapshot_then_deltas())
     copied = _copies_of_snapshots(monkeypatch)
@@ -1285,11 +1294,11 @@ def test_run_keeps_a_state_snapshot_uncopied_and_restores_the_flag(
         result = thread.run("hi")
 
         assert result.outcome == "success"
-        assert thread.state.adopt_payloads is False
         assert copied == []  # the snapshot's document became the thread's state as decoded
         assert thread.state.state == {"plan": ["drop staging"], "step": 2, "nested": {"k": [1, 2, 3]}}
         stored = client.store.load(thread.id)
         assert stored is not None and stored.data["state"] == thread.state.state
+        assert _keeps_no_callers_payload(thread)
 
 
 def test_stream_hands_out_snapshot_events_the_fold_never_mutates(
@@ -1302,13 +1311,13 @@ def test_stream_hands_out_snapshot_events_the_fold_never_mutates(
         with thread.stream("hi") as events:
             snapshots = [e for e in events if isinstance(e, ag.StateSnapshotEvent)]
 
-        assert thread.state.adopt_payloads is False
         assert copied != []
         assert [e.snapshot for e in snapshots] == [SNAPSHOT]  # the later deltas went to the thread's copy
         assert thread.state.state == {"plan": ["drop staging"], "step": 2, "nested": {"k": [1, 2, 3]}}
+        assert _keeps_no_callers_payload(thread)
 
 
-def test_run_restores_the_adopt_flag_when_the_run_fails(drive: Any, served: Any) -> None:
+def test_a_failed_run_leaves_no_mode_behind(drive: Any, served: Any) -> None:
     endpoint = served(ScriptedAgent([[Start(), {"type": "STATE_SNAPSHOT", "snapshot": SNAPSHOT}, b"data: {oops\n\n"]]))
 
     with drive.client(endpoint.url) as client:
@@ -1316,7 +1325,7 @@ def test_run_restores_the_adopt_flag_when_the_run_fails(drive: Any, served: Any)
         with pytest.raises(ag.ProtocolError):
             thread.run("hi")
 
-        assert thread.state.adopt_payloads is False
+        assert _keeps_no_callers_payload(thread)
 
 
 def test_load_thread_reads_the_store_off_the_event_loop() -> None:

@@ -35,7 +35,6 @@ from typing import Any, Literal
 import attrs
 from attrs import field, frozen
 
-from ..codec import collect_warnings, decode, decode_value, dump_json, encode, parse_json
 from ..errors import ProtocolError
 from ..types.base import JSON
 from ..types.events import (
@@ -56,6 +55,9 @@ from ..types.run import (
     RunFinishedOutcome,
     TokenUsage,
 )
+from ..wire.codec import decode, decode_value, encode
+from ..wire.jsonio import dump_json, parse_json
+from ..wire.sink import collect_warnings
 from . import scenarios
 from .scenarios import ANSWER_SCHEMA
 

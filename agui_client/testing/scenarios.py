@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from ..codec import dump_json
 from ..types.base import JSON
 from ..types.events import (
     ActivityDeltaEvent,
@@ -48,6 +47,7 @@ from ..types.run import (
     RunFinishedSuccessOutcome,
     TokenUsage,
 )
+from ..wire.jsonio import dump_json
 
 __all__ = [
     "ANSWER_SCHEMA",

@@ -1,4 +1,4 @@
-"""``agui_client._build.builder``: the slot-writing constructors the decoder and the fold use.
+"""``agui_client.wire.codec.constructor``: the slot-writing constructors the decoder and the fold use.
 
 They must build exactly what the class's own ``__init__`` builds, and must not be used for a class
 whose ``__init__`` does more than set its fields.
@@ -12,8 +12,8 @@ import attrs
 import corpus
 import pytest
 
-from agui_client import codec
-from agui_client._build import builder
+from agui_client.wire import codec
+from agui_client.wire.codec import constructor as builder
 from agui_client.types import capabilities as cap
 from agui_client.types import events as ev
 from agui_client.types import messages as msg

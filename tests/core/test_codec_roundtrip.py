@@ -19,8 +19,8 @@ import attrs
 import corpus
 import pytest
 
-from agui_client import codec
-from agui_client.codec import decode, decode_event, encode
+from agui_client.wire import codec, jsonio
+from agui_client.wire.codec import decode, decode_event, encode
 from agui_client.types import capabilities as cap
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
@@ -36,9 +36,9 @@ VALUE_IDS = [name for name, _, _ in corpus.VALUES]
 @pytest.fixture(params=["orjson", "stdlib"])
 def parse_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "stdlib":
-        monkeypatch.setattr(codec, "_orjson", None)
+        monkeypatch.setattr(jsonio, "_orjson", None)
     else:
-        assert codec._orjson is not None, "orjson (the `fast` extra) must be installed to test its parse path"
+        assert jsonio._orjson is not None, "orjson (the `fast` extra) must be installed to test its parse path"
     return str(request.param)
 
 
@@ -64,7 +64,7 @@ def test_every_event_sample_round_trips_from_json_text(
     text = json.dumps(sample, ensure_ascii=False, separators=separators)
     assert encode(decode_event(text.encode("utf-8"))) == sample
     assert encode(decode_event(text)) == sample
-    assert json.loads(codec.dump_json(encode(decode_event(text)))) == sample
+    assert json.loads(jsonio.dump_json(encode(decode_event(text)))) == sample
 
 
 @pytest.mark.parametrize(("name", "cls", "sample"), corpus.value_samples(), ids=VALUE_IDS)

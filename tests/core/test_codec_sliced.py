@@ -1,4 +1,4 @@
-"""A large MESSAGES_SNAPSHOT is read slice by slice (``codec._decode_large``).
+"""A large MESSAGES_SNAPSHOT is read slice by slice (``codec.decode_large``).
 
 The sliced path only ever returns what the general path (parse the whole payload, then decode) would
 return for the same bytes, and returns ``None`` for anything it cannot prove plain, so that the
@@ -15,23 +15,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agui_client import codec, replay
-from agui_client.codec import collect_warnings, decode_event
+from agui_client import replay
+from agui_client.wire import codec
+from agui_client.wire.codec import decode_event
+from agui_client.wire.sink import collect_warnings
 from agui_client.errors import ProtocolError
 from agui_client.types import events as ev
+from agui_client.wire import jsonio
 
-HEAD = codec._SNAPSHOT_HEAD
+HEAD = codec.SNAPSHOT_HEAD
 
 
 @pytest.fixture(autouse=True)
 def orjson_present() -> None:
-    assert codec._orjson is not None, "the dev extra installs orjson: slicing must be tested"
+    assert jsonio._orjson is not None, "the dev extra installs orjson: slicing must be tested"
 
 
 def _general(raw: bytes) -> tuple[str, Any, list[Any]]:
     """decode_event without slicing: the value or the error (type, pointer, message), and the warnings."""
-    saved = codec._SLICED_MIN
-    codec._SLICED_MIN = 1 << 62
+    saved = codec.SLICED_MIN
+    codec.SLICED_MIN = 1 << 62
     try:
         with collect_warnings() as sink:
             try:
@@ -39,14 +42,14 @@ def _general(raw: bytes) -> tuple[str, Any, list[Any]]:
             except ProtocolError as exc:
                 result = ("error", (type(exc), exc.pointer, str(exc)))
     finally:
-        codec._SLICED_MIN = saved
+        codec.SLICED_MIN = saved
     return (*result, [(w.code, w.pointer) for w in sink.items])
 
 
 def _sliced(raw: bytes, monkeypatch: pytest.MonkeyPatch, step: int, max_depth: int = 512) -> Any:
-    monkeypatch.setattr(codec, "_SLICED_MIN", 0)
-    monkeypatch.setattr(codec, "_SLICE", step)
-    return codec._decode_large(raw, max_depth)
+    monkeypatch.setattr(codec, "SLICED_MIN", 0)
+    monkeypatch.setattr(jsonio, "_SLICE", step)
+    return codec.decode_large(raw, max_depth)
 
 
 def _compact(value: Any) -> bytes:
@@ -117,8 +120,8 @@ def test_the_sliced_path_returns_only_what_the_general_path_returns(raw: bytes, 
 def test_decode_event_says_the_same_with_slicing_on(raw: bytes, step: int) -> None:
     """Whatever the payload, the public result (event, error and pointer, warnings) does not change."""
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(codec, "_SLICED_MIN", 0)
-        monkeypatch.setattr(codec, "_SLICE", step)
+        monkeypatch.setattr(codec, "SLICED_MIN", 0)
+        monkeypatch.setattr(jsonio, "_SLICE", step)
         with collect_warnings() as sink:
             try:
                 result: tuple[str, Any] = ("ok", decode_event(raw))
@@ -167,7 +170,7 @@ def test_anything_not_proved_plain_is_left_to_the_general_path(name: str, raw: b
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     general = _general(raw)
     assert _sliced(raw, monkeypatch, step) is None, name
-    monkeypatch.setattr(codec, "_SLICED_MIN", 0)
+    monkeypatch.setattr(codec, "SLICED_MIN", 0)
     with collect_warnings() as sink:
         try:
             result: tuple[str, Any] = ("ok", decode_event(raw))
@@ -178,8 +181,8 @@ def test_anything_not_proved_plain_is_left_to_the_general_path(name: str, raw: b
 
 def test_the_general_path_points_at_the_bad_message(monkeypatch: pytest.MonkeyPatch) -> None:
     raw = _snapshot([*PLAIN[:3], {"id": "w", "role": "user", "content": 5}, *PLAIN[3:]])
-    monkeypatch.setattr(codec, "_SLICED_MIN", 0)
-    monkeypatch.setattr(codec, "_SLICE", 1)
+    monkeypatch.setattr(codec, "SLICED_MIN", 0)
+    monkeypatch.setattr(jsonio, "_SLICE", 1)
     with pytest.raises(ProtocolError) as caught:
         decode_event(raw)
     assert caught.value.pointer == "/messages/3/content"
@@ -187,7 +190,7 @@ def test_the_general_path_points_at_the_bad_message(monkeypatch: pytest.MonkeyPa
 
 def test_a_low_depth_limit_is_never_vouched_for_by_the_writer(monkeypatch: pytest.MonkeyPatch) -> None:
     raw = _snapshot(PLAIN)
-    assert _sliced(raw, monkeypatch, 5, max_depth=codec._ORJSON_WRITE_DEPTH or 0) is None
+    assert _sliced(raw, monkeypatch, 5, max_depth=jsonio._ORJSON_WRITE_DEPTH or 0) is None
     assert _sliced(raw, monkeypatch, 5, max_depth=2) is None
 
 
@@ -195,19 +198,19 @@ def test_a_boundary_inside_every_message_gives_up_after_a_few_misses(monkeypatch
     calls = [{"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": ""}} for i in range(60)]
     raw = _snapshot([{"id": "a", "role": "assistant", "toolCalls": calls}, *PLAIN])
     assert _sliced(raw, monkeypatch, 1) is None  # 59 candidate ends inside the first message
-    monkeypatch.setattr(codec, "_SLICE_MISSES", 100)
-    event = codec._decode_large(raw, 512)
+    monkeypatch.setattr(jsonio, "_SLICE_MISSES", 100)
+    event = codec.decode_large(raw, 512)
     assert _general(raw) == ("ok", event, [])
 
 
 def test_other_layouts_and_forms_are_not_sliced(monkeypatch: pytest.MonkeyPatch) -> None:
     raw = _snapshot(PLAIN)
-    monkeypatch.setattr(codec, "_SLICED_MIN", 0)
-    assert codec._decode_large(raw.decode(), 512) is None
-    assert codec._decode_large(_compact({"messages": PLAIN, "type": "MESSAGES_SNAPSHOT"}), 512) is None
-    assert codec._decode_large(raw.replace(b",", b", ", 1), 512) is None
-    monkeypatch.setattr(codec, "_SLICED_MIN", len(raw) + 1)
-    assert codec._decode_large(raw, 512) is None
+    monkeypatch.setattr(codec, "SLICED_MIN", 0)
+    assert codec.decode_large(raw.decode(), 512) is None
+    assert codec.decode_large(_compact({"messages": PLAIN, "type": "MESSAGES_SNAPSHOT"}), 512) is None
+    assert codec.decode_large(raw.replace(b",", b", ", 1), 512) is None
+    monkeypatch.setattr(codec, "SLICED_MIN", len(raw) + 1)
+    assert codec.decode_large(raw, 512) is None
 
 
 @pytest.mark.parametrize("form", ["jsonl", "sse"])
@@ -219,8 +222,8 @@ def test_replay_folds_a_sliced_snapshot_as_the_general_path_does(form: str, monk
     data = b"".join(line + b"\n" for line in lines) if form == "jsonl" else b"".join(
         b"data: " + line + b"\n\n" for line in lines)
     general = replay(data)
-    monkeypatch.setattr(codec, "_SLICED_MIN", 0)
-    monkeypatch.setattr(codec, "_SLICE", 3)
+    monkeypatch.setattr(codec, "SLICED_MIN", 0)
+    monkeypatch.setattr(jsonio, "_SLICE", 3)
     sliced = replay(data)
     assert sliced.state.to_wire() == general.state.to_wire()
     assert sliced.new_messages == general.new_messages
@@ -231,8 +234,8 @@ def test_replay_folds_a_sliced_snapshot_as_the_general_path_does(form: str, monk
 def test_replay_reports_a_bad_snapshot_message_with_its_pointer(monkeypatch: pytest.MonkeyPatch) -> None:
     bad = {"type": "MESSAGES_SNAPSHOT", "messages": [*PLAIN[:3], {"id": "w", "role": "user", "content": 5}]}
     data = b"\n".join(_compact(e) for e in [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, bad])
-    monkeypatch.setattr(codec, "_SLICED_MIN", 0)
-    monkeypatch.setattr(codec, "_SLICE", 2)
+    monkeypatch.setattr(codec, "SLICED_MIN", 0)
+    monkeypatch.setattr(jsonio, "_SLICE", 2)
     with pytest.raises(ProtocolError) as caught:
         replay(data)
     assert (caught.value.pointer, caught.value.index) == ("/messages/3/content", 1)

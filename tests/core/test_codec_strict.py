@@ -1,7 +1,7 @@
 """Strictness and hostile JSON: every case names the error class, its ``.pointer`` and ``.event_type``.
 
 Each payload goes through ``decode_event`` as JSON bytes on *both* parse paths: orjson (the ``fast``
-extra) and the standard library (``agui_client.codec._orjson`` set to ``None``), because the two
+extra) and the standard library (``agui_client.jsonio._orjson`` set to ``None``), because the two
 parsers disagree on exactly the inputs below (lone surrogates, huge numbers, deep nesting …) and the
 codec must give one verdict whichever is installed. Rule ids are from the spec's rule tables;
 ``B0xx``/``B1xx`` are the bad-inputs catalogue (sections D and E).
@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import re
 import typing
 from typing import Any
 
@@ -19,8 +20,10 @@ import attrs
 import corpus
 import pytest
 
-from agui_client import codec
-from agui_client.codec import collect_warnings, decode_event, encode, parse_json
+from agui_client.wire import codec, jsonio, derive
+from agui_client.wire.codec import decode_event, encode
+from agui_client.wire.jsonio import parse_json
+from agui_client.wire.sink import collect_warnings
 from agui_client.errors import AguiWarning, DecodeError, LimitExceeded, ProtocolError
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
@@ -31,9 +34,9 @@ from agui_client.types import run as rn
 def parse_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once with orjson parsing and once with the standard library."""
     if request.param == "stdlib":
-        monkeypatch.setattr(codec, "_orjson", None)
+        monkeypatch.setattr(jsonio, "_orjson", None)
     else:
-        assert codec._orjson is not None, "orjson (the `fast` extra) must be installed to test its parse path"
+        assert jsonio._orjson is not None, "orjson (the `fast` extra) must be installed to test its parse path"
     return str(request.param)
 
 
@@ -609,12 +612,12 @@ def _checked(value: Any, cls: Any) -> tuple[str, Any, list[Any]]:
 
 
 def _fast_or_fallback(value: Any, cls: Any) -> Any:
-    fast = codec._fast_for(cls)
+    fast = codec._derived.reader(cls)
     assert fast is not None, f"{cls} has no fast path"
     try:
         return fast(value)
-    except codec._Fallback:
-        return codec._Fallback
+    except codec.Fallback:
+        return codec.Fallback
 
 
 @pytest.fixture(params=["shaped", "generic", "init"])
@@ -622,19 +625,19 @@ def builders(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """Fresh fast-path caches; under "generic" no shape gets its own builder (the budget is 0), so every
     class is built by its one all-shapes builder; under "init" the shape builders call the class instead
     of filling its slots."""
-    monkeypatch.setattr(codec, "_FAST", {})
-    monkeypatch.setattr(codec, "_FAST_BY_KIND", codec._FastByKind())
+    monkeypatch.setattr(codec, "_derived", derive.Derived(codec._derived.policy))
+    monkeypatch.setattr(codec, "_READERS", codec._ReaderByKind())
     if request.param == "generic":
-        monkeypatch.setattr(codec, "_MAX_SHAPES", 0)
+        monkeypatch.setattr(derive, "MAX_SHAPES", 0)
     if request.param == "init":
-        monkeypatch.setattr(codec, "_slot_setters", lambda cls: None)
+        monkeypatch.setattr(derive, "_slot_setters", lambda cls: None)
     return str(request.param)
 
 
 def test_every_wire_class_is_built_slot_by_slot_and_equals_its_init() -> None:
     """The slot filling covers every field (an unset slot would break ``==``, ``hash`` and ``repr``)."""
     for cls in [*ev.EVENT_TYPES.values(), *codec._MESSAGES.values(), *codec._PARTS.values()]:
-        setters = codec._slot_setters(cls)
+        setters = derive._slot_setters(cls)
         assert setters is not None, cls
         assert [name for name, _, _ in setters] == [a.alias or a.name for a in attrs.fields(cls)]
     sample = {"id": "m", "role": "user", "content": [{"type": "text", "text": "t"}], "name": "n"}
@@ -652,7 +655,7 @@ def _corpus_roots() -> list[tuple[str, Any, dict[str, Any]]]:
 def test_the_fast_path_builds_every_corpus_sample_exactly_as_the_checked_path(builders: str) -> None:
     for name, cls, sample in _corpus_roots():
         built = _fast_or_fallback(sample, cls)
-        assert built is not codec._Fallback, f"{name} fell back to the checked path"
+        assert built is not codec.Fallback, f"{name} fell back to the checked path"
         assert ("ok", built, []) == _checked(sample, cls), name
 
 
@@ -664,7 +667,7 @@ def test_the_fast_path_never_accepts_a_corruption_the_checked_path_refuses_or_wa
             tried += 1
             checked = _checked(doc, cls)
             built = _fast_or_fallback(doc, cls)
-            if built is codec._Fallback:
+            if built is codec.Fallback:
                 continue
             accepted += 1
             assert ("ok", built, []) == checked, (name, doc)
@@ -672,12 +675,16 @@ def test_the_fast_path_never_accepts_a_corruption_the_checked_path_refuses_or_wa
     assert 0 < accepted < tried  # corruptions of free-form values are still plain; the rest fall back
 
 
+#: RFC 6901's grammar of a JSON pointer, as a regular expression: the oracle of the codec's pointer check.
+_POINTER = re.compile(r"^(/([^/~]|~[01])*)*$")
+
+
 def test_the_fast_pointer_check_is_the_pointer_regex() -> None:
     alphabet = ["/", "~", "0", "1", "a", "\n"]
     for length in range(6):
         for chars in itertools.product(alphabet, repeat=length):
             path = "".join(chars)
-            assert codec._plain_pointer(path) == bool(codec._POINTER.fullmatch(path)), repr(path)
+            assert codec._pointer_ok(path) == bool(_POINTER.fullmatch(path)), repr(path)
 
 
 def test_a_newline_is_not_a_json_pointer(parse_path: str) -> None:
@@ -730,8 +737,8 @@ def test_many_shapes_of_one_event_stay_correct_past_the_compiled_shape_budget(
     keys = ["messageId", "delta", "timestamp", "subagentRunId"]
     values = {"messageId": "m", "delta": "d", "timestamp": 1, "subagentRunId": "s"}
     expected = ev.TextMessageContentEvent(message_id="m", delta="d", timestamp=1, subagent_run_id="s")
-    monkeypatch.setattr(codec, "_FAST", {})  # fresh caches: this test fills one class's budget
-    monkeypatch.setattr(codec, "_FAST_BY_KIND", codec._FastByKind())
+    monkeypatch.setattr(codec, "_derived", derive.Derived(codec._derived.policy))  # fresh caches: this test
+    monkeypatch.setattr(codec, "_READERS", codec._ReaderByKind())                  # fills one class's budget
     orders = list(itertools.permutations(keys))
     for _ in range(4):  # 24 orders x 4 positions of "type" = 96 shapes > the budget
         for order in orders:
@@ -739,7 +746,7 @@ def test_many_shapes_of_one_event_stay_correct_past_the_compiled_shape_budget(
                 fields = [(k, values[k]) for k in order]
                 fields.insert(at, ("type", "TEXT_MESSAGE_CONTENT"))
                 assert decode_event(dict(fields)) == expected
-    assert 4 * 24 > codec._MAX_SHAPES
+    assert 4 * 24 > codec.MAX_SHAPES
 
 
 def test_every_wire_type_keeps_its_fast_path_when_typing_forgets_its_union_objects(
@@ -747,16 +754,19 @@ def test_every_wire_type_keeps_its_fast_path_when_typing_forgets_its_union_objec
 ) -> None:
     """``Union[...]`` objects are cached by typing only so long; a rebuilt one is equal but not identical, and
     must still be recognised (a long test run evicted them and silently disabled the fast path)."""
-    monkeypatch.setattr(codec, "_FAST", {})
+    monkeypatch.setattr(codec, "_derived", derive.Derived(codec._derived.policy))
     for cleanup in getattr(typing, "_cleanups", []):
         cleanup()
     for cls in ev.EVENT_TYPES.values():
-        assert codec._fast_for(cls) is not None, cls
+        assert codec._derived.reader(cls) is not None, cls
     for union in (msg.Message, msg.ContentPart, msg.PartSource, rn.RunFinishedOutcome, rn.SubagentFinishedOutcome):
-        assert codec._fast_for(union) is not None, union
+        assert codec._derived.reader(union) is not None, union
 
 
-def test_the_fast_patch_check_passes_exactly_what_the_checked_one_passes_silently() -> None:
+def test_the_fast_reader_takes_a_patch_exactly_when_the_checked_path_reads_it_silently() -> None:
+    """The one patch check, with its glance at plain operations, decides alike on both paths: a STATE_DELTA
+    whose operation the checked path refuses or warns about never takes the fast reader, and the one it
+    takes is read as the checked path reads it."""
     names: list[Any] = ["add", "remove", "replace", "move", "copy", "test", "merge", 3, None, ["add"]]
     pointers: list[Any] = ["", "/a", "/a~0b~1c", "a", "/a~2", "/~", 5, None]
     absent = object()
@@ -766,15 +776,25 @@ def test_the_fast_patch_check_passes_exactly_what_the_checked_one_passes_silentl
         for key, item in (("path", path), ("from", source), ("value", value)):
             if item is not absent:
                 op[key] = item
-        with collect_warnings() as sink:
-            try:
-                silent = codec._check_patch([op], "delta") is None
-            except codec._FieldError:
-                silent = False
-        # (an unknown op passes the shape check, and the fold refuses the patch: the fast path leaves
-        # it to the ordinary one, which says so)
-        known = name in ("add", "remove", "replace", "move", "copy", "test")
-        assert codec.plain_patch([op]) == (silent and not sink.items and known), op
+        event = {"type": "STATE_DELTA", "delta": [op]}
+        checked = _checked(event, ev.StateDeltaEvent)
+        fast = _fast_or_fallback(event, ev.StateDeltaEvent)
+        if fast is codec.Fallback:
+            assert checked[0] == "error" or checked[2], op  # (the checked path refuses or warns)
+        else:
+            assert checked == ("ok", fast, []), op
+        # the glance never passes what the exact check refuses
+        try:
+            codec._check_patch([op], "delta")
+            exact = True
+        except codec.FieldError:
+            exact = False
+        try:
+            codec.CHECKS[ev.StateDeltaEvent](event, codec.warn)
+            glanced = True
+        except codec.FieldError:
+            glanced = False
+        assert glanced == exact, op
 
 
 @pytest.mark.parametrize("payload", [
@@ -784,11 +804,11 @@ def test_the_fast_patch_check_passes_exactly_what_the_checked_one_passes_silentl
 ])
 def test_a_long_digit_run_in_a_string_is_read_by_orjson(payload: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     """A run of 20 digits is mostly an id; when orjson read no float at all, it read no integer inexactly."""
-    assert codec._orjson is not None, "the dev extra installs orjson: this path must be tested"
+    assert jsonio._orjson is not None, "the dev extra installs orjson: this path must be tested"
 
     def no_stdlib(raw: Any, max_depth: int) -> Any:
         raise AssertionError("the stdlib parser was not needed")
-    monkeypatch.setattr(codec, "_parse_stdlib", no_stdlib)
+    monkeypatch.setattr(jsonio, "_parse_stdlib", no_stdlib)
     assert parse_json(payload) == json.loads(payload)
 
 
@@ -822,21 +842,25 @@ def test_data_to_send_with_lone_surrogates_is_written_with_replacement_character
     # different keys one), and the caller hears of it.
     value = {"state": {"k\udc00": "x\ud800y", "pair": "\ud83d" + "\ude00"}, "id": "a\ud800"}
     with pytest.warns(AguiWarning, match="U\\+FFFD"):
-        written = codec.dump_json(value)
+        written = jsonio.dump_json(value)
     assert json.loads(written) == {"state": {"k\ufffd": "x\ufffdy", "pair": "\U0001f600"}, "id": "a\ufffd"}
 
 
-def test_the_fast_usage_check_passes_exactly_what_the_checked_one_passes_silently() -> None:
-    """``_plain_run_usage`` (the fast path's twin of ``_check_run_usage``) lets a RUN_FINISHED or RUN_ERROR
-    through only when no part of a total exceeds it; anything else takes the checked path, which warns."""
+def test_the_fast_reader_takes_a_usage_exactly_when_the_checked_path_reads_it_silently() -> None:
+    """A RUN_FINISHED or RUN_ERROR takes the fast reader only when its usage check finds nothing to report
+    (no part of a total exceeds it); anything else takes the checked path, which warns."""
     names = ("inputTokens", "outputTokens", "reasoningTokens", "cachedInputTokens", "cacheWriteInputTokens")
     absent = object()
     for values in itertools.product([absent, 0, 4, 5], repeat=len(names)):
         entry = {name: value for name, value in zip(names, values, strict=True) if value is not absent}
         event = _run_end("RUN_FINISHED", usage=[{"outputTokens": 1}, entry])
+        checked = _checked(event, ev.RunFinishedEvent)
+        fast = _fast_or_fallback(event, ev.RunFinishedEvent)
         with collect_warnings() as sink:
-            silent = codec._check_run_usage(event) is None
-        assert codec._plain_run_usage(event) == (silent and not sink.items), entry
+            silent = codec._check_run_usage(event, codec.warn) is None
+        assert (fast is not codec.Fallback) == (silent and not sink.items), entry
+        if fast is not codec.Fallback:
+            assert checked == ("ok", fast, []), entry
 
 
 def test_a_kept_usage_entrys_own_warning_is_given_once(parse_path: str, recwarn: pytest.WarningsRecorder) -> None:

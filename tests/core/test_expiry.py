@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agui_client.codec import collect_warnings
+from agui_client.wire.sink import collect_warnings
 from agui_client.errors import AguiWarning
 from agui_client.interrupts import is_expired, parse_expires_at
 from agui_client.types.run import Interrupt

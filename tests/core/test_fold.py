@@ -28,7 +28,7 @@ from agui_client import (
     encode,
     replay,
 )
-from agui_client.codec import decode
+from agui_client.wire.codec import decode
 from agui_client.types import ToolCallArgsEvent, ToolCallEndEvent, ToolCallStartEvent
 from agui_client.types import messages as msg
 
@@ -610,11 +610,11 @@ _FOLLOW_UPS: list[list[dict[str, Any]]] = [
 
 def _add_entries_one_by_one(messages: Any, entries: list[Any], by_id: dict[str, Any],
                             calls: dict[str, Any]) -> None:
-    """``fold._add_entries`` as ``_Entry.of`` and ``ThreadState._index`` would do it, message by message."""
-    from agui_client import fold as fold_module
+    """``log.hold`` as ``Entry.of`` and ``MessageLog.index`` would do it, message by message."""
+    from agui_client.core.fold import entries as fold_module
 
     for message in messages:
-        entry = fold_module._Entry.of(message)
+        entry = fold_module.Entry.of(message)
         entries.append(entry)
         by_id[entry.id] = entry
         for call in entry.calls or ():
@@ -622,11 +622,11 @@ def _add_entries_one_by_one(messages: Any, entries: list[Any], by_id: dict[str, 
 
 
 def test_snapshot_entries_made_in_bulk_are_those_made_one_by_one() -> None:
-    from agui_client import fold as fold_module
+    from agui_client.core.fold import log as fold_module
 
     messages = [decode(m, msg.Message) for m in _SNAPSHOT_MESSAGES]
     made: list[tuple[list[Any], dict[str, Any], dict[str, Any]]] = []
-    for add in (fold_module._add_entries, _add_entries_one_by_one):
+    for add in (fold_module.hold, _add_entries_one_by_one):
         entries: list[Any] = []
         by_id: dict[str, Any] = {}
         calls: dict[str, Any] = {}
@@ -647,19 +647,31 @@ def test_snapshot_entries_made_in_bulk_are_those_made_one_by_one() -> None:
 
 
 def _fold_lazy_or_eager(events: list[dict[str, Any]], eager: bool, monkeypatch: Any) -> Any:
-    from agui_client import fold as fold_module
-    from agui_client.session import RunSession
+    from agui_client.core.fold import entries as fold_module
+    from agui_client.core.session import RunSession
 
     if eager:
-        lazy_of = fold_module._Entry.of.__func__  # type: ignore[attr-defined]
+        lazy_of = fold_module.Entry.of.__func__  # type: ignore[attr-defined]
 
         def eager_of(cls: Any, message: Any) -> Any:
             entry = lazy_of(cls, message)
             entry._thaw(message)
             return entry
-        monkeypatch.setattr(fold_module._Entry, "of", classmethod(eager_of))
-        # The snapshot merge makes its new entries in bulk; the eager fold makes them one by one.
-        monkeypatch.setattr(fold_module, "_add_entries", _add_entries_one_by_one)
+        monkeypatch.setattr(fold_module.Entry, "of", classmethod(eager_of))
+        # The snapshot merge makes its new entries in bulk; the eager fold makes them one by one (a message
+        # held as its JSON is held as it is either way).
+        from agui_client.core.fold import snapshots as snapshots_module
+        bulk = snapshots_module.hold
+
+        def one_by_one(messages: Any, entries: list[Any], by_id: dict[str, Any], calls: dict[str, Any]) -> bool:
+            lazy = False
+            for message in messages:
+                if type(message) is dict:
+                    lazy = bulk((message,), entries, by_id, calls) or lazy
+                else:
+                    _add_entries_one_by_one((message,), entries, by_id, calls)
+            return lazy
+        monkeypatch.setattr(snapshots_module, "hold", one_by_one)
     session = RunSession(collect_errors=True, events=False)
     for event in events:
         session.feed_payload(json.dumps(event))
@@ -743,7 +755,7 @@ def test_a_snapshot_adds_to_the_runs_new_messages_only_ids_neither_held_nor_ther
 def test_a_save_marks_a_state_it_parsed_itself_as_checked_and_no_other() -> None:
     """The store skips its plain-JSON walk only for state the thread parsed or validated itself."""
     from agui_client import StateDeltaEvent, replay
-    from agui_client._wire import PlainDict
+    from agui_client.wire.jsonio import PlainDict
     from agui_client.errors import StoreError
     from agui_client.stores import MemoryStore
 
@@ -775,7 +787,7 @@ def test_a_hand_built_state_snapshot_is_copied_as_it_is_and_not_vouched_for() ->
     import math
 
     from agui_client import StateSnapshotEvent
-    from agui_client._wire import PlainDict
+    from agui_client.wire.jsonio import PlainDict
     from agui_client.errors import StoreError
     from agui_client.stores import MemoryStore
 

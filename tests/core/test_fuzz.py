@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agui_client import AguiError, RunSession, ThreadState, encode, replay
-from agui_client.codec import dump_json
+from agui_client.wire.jsonio import dump_json
 
 ids = st.sampled_from(["m1", "m2", "c1", "c2", "", "s1", "i1"])
 owners = st.one_of(st.none(), st.sampled_from(["s1", "s2", ""]))
@@ -318,15 +318,15 @@ _payload_pieces = st.one_of(
 @given(st.lists(_payload_pieces, max_size=12))
 def test_a_batch_is_read_exactly_as_its_payloads_one_by_one(payloads: list[bytes]) -> None:
     """``parse_batch`` returns what ``parse_json`` returns for each payload, or ``None``; never another reading."""
-    from agui_client import codec
+    from agui_client.wire import codec, jsonio
     from agui_client.errors import ProtocolError
 
-    batch = codec.parse_batch(payloads)
+    batch = jsonio.parse_batch(payloads)
     if batch is None:
         return
     for payload, value in zip(payloads, batch, strict=True):
         try:
-            expected = codec.parse_json(payload)
+            expected = jsonio.parse_json(payload)
         except ProtocolError:
             raise AssertionError(f"a batch read a payload parse_json refuses: {payload!r}") from None
         assert repr(value) == repr(expected)

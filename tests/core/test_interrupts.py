@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agui_client.codec import collect_warnings, decode, encode
+from agui_client.wire.codec import decode, encode
+from agui_client.wire.sink import collect_warnings
 from agui_client.errors import (
     DuplicateResumeEntry,
     ExpiredInterruptAnswered,

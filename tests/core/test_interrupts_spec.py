@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from agui_client.codec import collect_warnings, decode_event
+from agui_client.wire.codec import decode_event
+from agui_client.wire.sink import collect_warnings
 from agui_client.errors import (
     DecodeError,
     ExpiredInterruptAnswered,

@@ -1,4 +1,4 @@
-"""``codec.json_problem``: where a value the client would send stops being JSON, and why."""
+"""``jsonio.json_problem``: where a value the client would send stops being JSON, and why."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from agui_client.codec import json_problem
+from agui_client.wire.jsonio import json_problem
+from agui_client.wire import jsonio
 
 __all__: list[str] = []
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agui_client.patch import PatchFailed, apply_patch
+from agui_client.core.patch import PatchFailed, apply_patch
 
 
 def test_operations_apply_in_place_and_in_order() -> None:

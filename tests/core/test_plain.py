@@ -1,7 +1,7 @@
 """Snapshots folded from their JSON: the plain message shape, its promise, and the fold that holds it.
 
 A session nobody reads events from keeps a MESSAGES_SNAPSHOT's messages as the JSON they arrived as
-when every one is in the plain shape (``agui_client._plain``), and types a message only when it is
+when every one is in the plain shape (``agui_client.wire.codec.held_messages``), and types a message only when it is
 read. These tests hold that path to the typed one: the plain shape never admits a message the codec
 would refuse, warn about or encode differently, and a thread folded either way reads, dumps, saves
 and continues the same.
@@ -20,13 +20,20 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agui_client import RunSession, ThreadState, encode, replay
-from agui_client._plain import plain_messages
-from agui_client.codec import collect_warnings, decode
+from agui_client.wire.codec import decode
+from agui_client.wire.sink import collect_warnings
 from agui_client.errors import AguiError
-from agui_client.fold import _Entry, _wire_entry
+from agui_client.core.fold.entries import Entry as _Entry
+from agui_client.core.fold.entries import wire_entry as _wire_entry
+from agui_client.wire import codec as _codec
 from agui_client.types import messages as msg
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def plain_messages(items: Any) -> set[str] | None:
+    """The roles of ``items`` when the fold may hold every one as its JSON (``codec.held_messages``), else ``None``."""
+    return {m["role"] for m in items} if _codec.held_messages(items) else None
 
 
 @pytest.fixture(scope="module")
@@ -306,18 +313,18 @@ def test_a_large_snapshot_is_held_as_json_and_read_as_typed_messages(snapshot_hi
     body = "".join(f"data: {json.dumps(e, separators=(',', ':'))}\n\n" for e in stream).encode()
     assert len(body) > 256 * 1024  # past the size read slice by slice
     state = replay(body).state
-    assert all(type(held) is dict for held in state._entries)  # held as JSON: no entry, nothing typed yet
+    assert all(type(held) is dict for held in state.log.entries)  # held as JSON: no entry, nothing typed yet
     copy = state.dump()["messages"]
     copy[0]["content"] = "changed"
     assert state.dump()["messages"] == snapshot_history  # a dump is the caller's to change
-    assert type(state._entries[0]) is dict
+    assert type(state.log.entries[0]) is dict
     typed = ThreadState()
     session = RunSession(typed)
     for event in stream:
         session.feed_payload(json.dumps(event).encode())
     session.end()
     assert encode(state.messages) == snapshot_history == encode(typed.messages)
-    assert not any(type(held) is dict for held in state._entries)  # reading made them all, at once
+    assert not any(type(held) is dict for held in state.log.entries)  # reading made them all, at once
     saved = json.loads(json.dumps(state.dump(share_state=True)))  # what a store writes and reads back
     assert ThreadState.load(saved).messages == typed.messages
 
@@ -381,12 +388,12 @@ def test_a_stored_thread_held_as_json_reads_and_folds_on_as_the_typed_load(
         session.feed_payload(json.dumps(event).encode())
     record = json.dumps(session.end().state.dump(share_state=True))
     typed = ThreadState.load(json.loads(record))
-    adopted = ThreadState._load(json.loads(record), adopt=True)
+    adopted = ThreadState.load(json.loads(record), adopt=True)
     assert (adopted.version, adopted.thread_id, adopted.open_interrupts) == (typed.version, typed.thread_id,
                                                                              typed.open_interrupts)
-    assert _continue(ThreadState._load(json.loads(record), adopt=True), then) == _continue(typed, then)
+    assert _continue(ThreadState.load(json.loads(record), adopt=True), then) == _continue(typed, then)
     # Events read as they fold (Thread.stream()): the typed handlers meet the messages held as JSON.
-    assert _continue(ThreadState._load(json.loads(record), adopt=True), then, events=True) \
+    assert _continue(ThreadState.load(json.loads(record), adopt=True), then, events=True) \
         == _continue(ThreadState.load(json.loads(record)), then, events=True)
     assert adopted.messages == ThreadState.load(json.loads(record)).messages
 
@@ -400,10 +407,10 @@ def test_a_thread_loaded_from_a_store_holds_its_messages_as_json(snapshot_histor
     store.save("t", state.dump(), expected_version=None)
     with AgentClient("http://127.0.0.1:9/agent", store=store) as client:
         thread = client.thread("t")
-        assert all(type(held) is dict for held in thread.state._entries)  # no entry, nothing typed until read
+        assert all(type(held) is dict for held in thread.state.log.entries)  # no entry, nothing typed until read
         assert encode(thread.state.messages) == snapshot_history
         thread.reload()
-        assert type(thread.state._entries[-1]) is dict
+        assert type(thread.state.log.entries[-1]) is dict
 
 
 def test_a_shared_dump_loads_as_a_copy() -> None:
@@ -421,7 +428,7 @@ def test_a_shared_dump_loads_as_a_copy() -> None:
 @pytest.mark.parametrize("adopt", [True, False])
 def test_a_stored_state_that_is_not_json_is_refused(adopt: bool) -> None:
     with pytest.raises(ValueError, match="state must be JSON"):
-        ThreadState._load({"messages": [], "state": {"seen": {1, 2}}}, adopt=adopt)
+        ThreadState.load({"messages": [], "state": {"seen": {1, 2}}}, adopt=adopt)
 
 
 def test_a_large_snapshot_records_owners_named_in_any_slice(snapshot_history: list[dict[str, Any]]) -> None:
@@ -504,12 +511,14 @@ def test_a_snapshot_read_slice_by_slice_folds_as_the_typed_event(evs: list[dict[
     """The sliced reading of large snapshots, forced on every snapshot with slices of every size: what is
     gathered slice by slice (ids, owners, reasoning ids, calls) folds, saves and continues exactly as the
     typed event does."""
-    from agui_client import codec
+    from agui_client.core import session as session_module
+    from agui_client.wire import codec, jsonio
 
     stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(codec, "_SLICED_MIN", 0)
-        monkeypatch.setattr(codec, "_SLICE", step)
+        monkeypatch.setattr(session_module, "SLICED_MIN", 0)
+        monkeypatch.setattr(codec, "SLICED_MIN", 0)
+        monkeypatch.setattr(jsonio, "_SLICE", step)
         assert _fold(stream, events=False) == _fold(stream, events=True)
 
 
@@ -540,7 +549,7 @@ def test_a_save_between_events_changes_no_later_save(evs: list[dict[str, Any]], 
 def test_a_runs_new_messages_leave_a_stored_threads_json_as_it_is(snapshot_history: list[dict[str, Any]]) -> None:
     """``result.new_messages`` types only the run's messages: a long stored thread's others stay JSON."""
     stored = ThreadState(messages=decode(snapshot_history, tuple[msg.Message, ...]), thread_id="t")
-    state = ThreadState._load(json.loads(json.dumps(stored.dump())), adopt=True)
+    state = ThreadState.load(json.loads(json.dumps(stored.dump())), adopt=True)
     session = RunSession(state, events=False)
     for event in [{"type": "RUN_STARTED", "threadId": "t", "runId": "r2"},
                   {"type": "TEXT_MESSAGE_START", "messageId": "new", "role": "assistant"},
@@ -550,5 +559,5 @@ def test_a_runs_new_messages_leave_a_stored_threads_json_as_it_is(snapshot_histo
         session.feed_payload(json.dumps(event).encode())
     result = session.end()
     assert [(m.id, m.content) for m in result.new_messages] == [("new", "hello")]
-    assert sum(type(held) is dict for held in state._entries) == len(snapshot_history)
+    assert sum(type(held) is dict for held in state.log.entries) == len(snapshot_history)
     assert encode(state.messages[:-1]) == snapshot_history  # (and all are read as they were)

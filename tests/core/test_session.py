@@ -220,7 +220,7 @@ def test_an_sse_capture_opening_with_an_unprefixed_json_line_is_read_as_sse() ->
 def test_each_thing_dropped_is_warned_at_its_event_up_to_a_bound(form: str) -> None:
     # DROP: a structured warning per dropped event or element (B101, B122), each at its own index and
     # naming its event; a stream repeating one forever gets DROP_WARNINGS of them, the last saying so.
-    from agui_client.codec import DROP_WARNINGS
+    from agui_client.wire.sink import DROP_WARNINGS
 
     pings = [{"type": "AGUI_PING"}] * (DROP_WARNINGS + 50)
     call = [{"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
@@ -301,7 +301,7 @@ def test_replay_reads_a_file_named_by_a_string(tmp_path: Path) -> None:
 @pytest.mark.parametrize("block", [1, 2, 3, 7, 64, 4096])
 def test_jsonl_lines_longer_than_a_read_block_are_read_whole(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A line spanning many blocks (a large snapshot) is kept in pieces until its end arrives."""
-    from agui_client import session as session_module
+    from agui_client.core import session as session_module
 
     long_text = "x" * 300
     events = [START, {**TEXT[0]}, {**TEXT[1], "delta": long_text}, *TEXT[2:], FINISH]
@@ -320,7 +320,7 @@ def test_a_jsonl_line_longer_than_the_event_limit_is_refused_wherever_the_blocks
 ) -> None:
     """(The limit bounds what is buffered while waiting for a line's end, as before.)"""
     from agui_client import LimitExceeded
-    from agui_client import session as session_module
+    from agui_client.core import session as session_module
 
     monkeypatch.setattr(session_module, "_REPLAY_BLOCK", block)
     events = [START, TEXT[0], {**TEXT[1], "delta": "y" * 500}, *TEXT[2:], FINISH]

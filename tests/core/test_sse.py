@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agui_client.errors import LimitExceeded
-from agui_client.sse import SSEDecoder, SSEFrame, SSEWarning, iter_frames
+from agui_client.wire.sse import SSEDecoder, SSEFrame, SSEWarning, iter_frames
 
 BOM = b"\xef\xbb\xbf"
 MiB = 2**20

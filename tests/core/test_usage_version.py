@@ -15,8 +15,9 @@ from typing import Any
 import attrs
 import pytest
 
-from agui_client import RunResult, RunSession, ThreadState, codec, replay
-from agui_client.codec import camel, decode_event
+from agui_client import RunResult, RunSession, ThreadState, replay
+from agui_client.wire import codec, jsonio
+from agui_client.wire.codec import camel, decode_event
 from agui_client.types import events as ev
 from agui_client.types import run as rn
 
@@ -72,7 +73,7 @@ PATHS = {
 def fold(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Reads a run's events one of the ways a run is read, returning the ``RunResult``."""
     if request.param == "session-stdlib":
-        monkeypatch.setattr(codec, "_orjson", None)
+        monkeypatch.setattr(jsonio, "_orjson", None)
     return PATHS[request.param]
 
 
@@ -217,7 +218,7 @@ def test_an_older_or_absent_protocol_version_is_read_quietly(fold: Any, declared
 
 def test_versions_compare_as_numbers_whatever_their_length() -> None:
     """Against any version this client may speak later ("1.2"): 1.10 is newer, 1.1 older."""
-    from agui_client.verify import _version_key
+    from agui_client.core.verify import _version_key
 
     assert _version_key("1", "10") > _version_key("1", "2") > _version_key("1", "1")
     assert _version_key("10", "0") > _version_key("9", "99")

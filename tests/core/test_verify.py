@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Literal
 import pytest
 from attrs import frozen
 
-from agui_client.chunks import ChunkExpander
-from agui_client.codec import collect_warnings, decode_event
+from agui_client.core.chunks import ChunkExpander
+from agui_client.wire.codec import decode_event
+from agui_client.wire.sink import collect_warnings
 from agui_client.errors import DecodeError, LimitExceeded, SequenceError, StreamEnded, StreamWarning
 from agui_client.types.events import (
     ActivityDeltaEvent,
@@ -52,7 +53,7 @@ from agui_client.types.run import (
     RunFinishedSuccessOutcome,
     SubagentFinishedSuspendedOutcome,
 )
-from agui_client.verify import TRANSITIONS, RunVerifier, Violation
+from agui_client.core.verify import TRANSITIONS, RunVerifier, Violation
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable

@@ -1,7 +1,8 @@
 """RunVerifier._seed (the ids a snapshot or an input echo puts on record) against the ``match`` it replaced.
 
-``_seed`` dispatches on a message's exact type for speed; it must file every message, tool call and
-owner exactly as the isinstance-based ``match`` did, subclasses included, in the same dict order.
+``_seed`` reads a :class:`~agui_client.core.roster.Roster` (gathered once, by role, for typed messages or
+their JSON); it must file every message, tool call and owner exactly as the isinstance-based ``match`` did,
+subclasses included, in the same dict order. (An input echo's roster keeps the first owner of a repeated id.)
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from agui_client.types.messages import (
     ToolMessage,
     UserMessage,
 )
-from agui_client.verify import _SEEDED, RunVerifier
+from agui_client.core.roster import Roster
+from agui_client.core.verify import _SEEDED, RunVerifier
 
 
 @frozen(kw_only=True)
@@ -99,7 +101,7 @@ def test_seed_files_every_message_as_the_match_did(batches: list[tuple[tuple[Mes
                                                    before: list[tuple[str, str, Any]]) -> None:
     fast, slow = _running(before), _running(before)
     for messages, authoritative in batches:
-        fast._seed(messages, authoritative=authoritative)
+        fast._seed(Roster.of(messages, first_wins=not authoritative), authoritative=authoritative)
         reference_seed(slow, messages, authoritative=authoritative)
         assert _record(fast) == _record(slow)
 
@@ -107,8 +109,8 @@ def test_seed_files_every_message_as_the_match_did(batches: list[tuple[tuple[Mes
 def test_a_subclass_is_filed_by_what_it_is() -> None:
     verifier = _running([])
     calls = (ToolCall(id="c1", function=FunctionCall(name="f")),)
-    verifier._seed((LocalReasoning(id="r1", content="x", subagent_run_id="s1"),
-                    LocalAssistant(id="a1", tool_calls=calls, subagent_run_id="s2")), authoritative=True)
+    verifier._seed(Roster.of((LocalReasoning(id="r1", content="x", subagent_run_id="s1"),
+                              LocalAssistant(id="a1", tool_calls=calls, subagent_run_id="s2"))), authoritative=True)
     run = verifier._run
     assert run.reasoning_owner == {"r1": "s1"} and "r1" not in verifier._message_run
     assert run.message_owner == {"a1": "s2"} and verifier._message_run == {"a1": _SEEDED}

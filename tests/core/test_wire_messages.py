@@ -1,4 +1,4 @@
-"""``_wire.encode_messages``: the wire form of messages built directly, equal to ``codec.encode``'s."""
+"""``codec.encode_messages``: the wire form of messages built directly, equal to ``codec.encode``'s."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from corpus import ALL_MESSAGES
 
-from agui_client import codec
-from agui_client._wire import PlainList, encode_messages, plain_json
+from agui_client.wire import codec, jsonio
+from agui_client.wire.codec import encode_messages
+from agui_client.wire.jsonio import PlainList, plain_json
 from agui_client.errors import StoreError
-from agui_client.fold import ThreadState
+from agui_client.core.fold import ThreadState
 from agui_client.stores import MemoryStore
 from agui_client.types import messages as msg
 
@@ -94,4 +95,4 @@ def test_a_request_body_is_the_converters_encoding_of_the_run_input() -> None:
 
     for run_input in (with_messages, without):
         body = _request_body(run_input)
-        assert body == codec.dump_json(codec.encode(run_input))
+        assert body == jsonio.dump_json(codec.encode(run_input))

@@ -27,7 +27,7 @@ import sys
 import threading
 from typing import Any
 
-from agui_client.fold import ThreadState
+from agui_client.core.fold import ThreadState
 from agui_client.stores import RedisStore, SqliteStore
 from agui_client.types import AssistantMessage, Interrupt, UserMessage
 

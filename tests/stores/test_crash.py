@@ -37,7 +37,7 @@ import crash_writer
 import pytest
 from crash_writer import checksum, open_store, thread_data
 
-from agui_client.fold import ThreadState
+from agui_client.core.fold import ThreadState
 from agui_client.stores import StoredThread
 
 __all__: list[str] = []

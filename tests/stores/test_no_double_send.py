@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from agui_client import AgentClient, ConcurrentResume
-from agui_client.fold import ThreadState
+from agui_client.core.fold import ThreadState
 from agui_client.stores import MemoryStore, RedisStore, SqliteStore, ThreadStore
 from agui_client.testing import ScriptedAgent, serve
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agui_client.errors import StoreError
-from agui_client.fold import ThreadState
+from agui_client.core.fold import ThreadState
 from agui_client.stores import MemoryStore
 from agui_client.stores.base import _encode_data, _plain_json
 from agui_client.types import UserMessage

@@ -26,7 +26,7 @@ import redis
 from attrs import frozen
 
 from agui_client.errors import AguiError, ConcurrentResume, StoreError
-from agui_client.fold import ThreadState
+from agui_client.core.fold import ThreadState
 from agui_client.stores import (
     STORE_FORMAT_VERSION,
     MemoryStore,

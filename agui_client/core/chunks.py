@@ -35,6 +35,11 @@ fold can flag them incomplete instead of treating truncated text or arguments as
 
 Everything else passes through unchanged and in order. Work per event is O(1): the lanes are found
 through dictionaries keyed by owner and by ``(kind, id)``.
+
+Each kind of event that meets the lanes has one handler (:meth:`ChunkExpander.explicit_start`,
+``explicit_content``, ``explicit_end``, ``owner_event``, ``boundary``), returning the ENDs it
+synthesizes before the event; :meth:`ChunkExpander.feed` matches a typed event onto it, and a
+session reading plain events from their JSON calls the same handlers while no lane is open.
 """
 
 from __future__ import annotations
@@ -45,10 +50,10 @@ from typing import Any, Literal
 from attrs import define
 from typing_extensions import assert_never
 
-from .errors import SequenceError
-from .types import events as ev
-from .types.base import Metadata
-from .types.messages import TextMessageRole
+from ..errors import SequenceError
+from ..types import events as ev
+from ..types.base import Metadata
+from ..types.messages import TextMessageRole
 
 __all__ = ["ChunkExpander"]
 
@@ -114,13 +119,6 @@ class ChunkExpander:
         """Whether no chunk lane is open (every event other than a chunk passes through unchanged)."""
         return not self._lanes
 
-    def note_explicit(self, kind: _Kind, entity_id: str, *, opened: bool) -> None:
-        """Record an explicit START (``opened``) or END of ``kind`` folded without :meth:`feed` (no lane open)."""
-        if opened:
-            self._explicit[kind].add(entity_id)
-        else:
-            self._explicit[kind].discard(entity_id)
-
     def feed(self, event: ev.Event | ev.UnknownEvent, index: int | None = None) -> list[ev.Event | ev.UnknownEvent]:
         """Expand one event.
 
@@ -136,61 +134,43 @@ class ChunkExpander:
             SequenceError: a first chunk lacks its id (or a tool call's name), a continuation
                 disagrees with its opener, or an id-less chunk could continue several lanes.
         """
-        if not self._lanes:
-            # Most of any stream; with no chunk lane open these pass untouched (a START or END only
-            # updates the explicitly opened ids, for TX-14).
-            kind = type(event)
-            if kind in _PASS_WHEN_IDLE:
-                return [event]
-            opened = _OPENS.get(kind)
-            if opened is not None:
-                self._explicit[opened].add(_entity_id(event, opened))
-                return [event]
-            closed = _CLOSES.get(kind)
-            if closed is not None:
-                self._explicit[closed].discard(_entity_id(event, closed))
-                return [event]
+        if not self._lanes and type(event) in _PASS_WHEN_IDLE:
+            return [event]  # (most of any stream: with no chunk lane open these pass untouched)
         match event:
             case ev.TextMessageChunkEvent() | ev.ToolCallChunkEvent() | ev.ReasoningMessageChunkEvent():
                 return self._chunk(event, index)
             case ev.RunStartedEvent():
-                out = self._close_all(event.timestamp)
-                for ids in self._explicit.values():
-                    ids.clear()
-                self._in_run = True
-                self._run_id = event.run_id
-                return [*out, event]
+                return [*self.run_started(event.run_id, event.timestamp), event]
             case ev.RunFinishedEvent() | ev.RunErrorEvent():
-                self._in_run = False
-                return [*self._close_all(event.timestamp), event]
+                return [*self.run_ended(event.timestamp), event]
             case ev.MessagesSnapshotEvent():
-                return [*self._close_all(event.timestamp), event]
+                return [*self.boundary(event.timestamp), event]
             case ev.SubagentFinishedEvent() | ev.SubagentErrorEvent():
-                return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
+                return [*self.owner_event(event.subagent_run_id, event.timestamp), event]
             case ev.TextMessageStartEvent():
-                out = self._close_lane(event.subagent_run_id, event.timestamp)
-                self._explicit["text"].add(event.message_id)
-                return [*out, event]
+                return [*self.explicit_start("text", event.message_id, event.subagent_run_id, event.timestamp), event]
             case ev.ToolCallStartEvent():
-                out = self._close_lane(event.subagent_run_id, event.timestamp)
-                self._explicit["tool"].add(event.tool_call_id)
-                return [*out, event]
+                return [*self.explicit_start("tool", event.tool_call_id, event.subagent_run_id, event.timestamp),
+                        event]
             case ev.ReasoningMessageStartEvent():
-                out = self._close_lane(event.subagent_run_id, event.timestamp)
-                self._explicit["reasoning"].add(event.message_id)
-                return [*out, event]
+                return [*self.explicit_start("reasoning", event.message_id, event.subagent_run_id, event.timestamp),
+                        event]
             case ev.TextMessageContentEvent():
-                return self._explicit_content("text", event.message_id, event)
+                return [*self.explicit_content("text", event.message_id, event.subagent_run_id, event.timestamp),
+                        event]
             case ev.ToolCallArgsEvent():
-                return self._explicit_content("tool", event.tool_call_id, event)
+                return [*self.explicit_content("tool", event.tool_call_id, event.subagent_run_id, event.timestamp),
+                        event]
             case ev.ReasoningMessageContentEvent():
-                return self._explicit_content("reasoning", event.message_id, event)
+                return [*self.explicit_content("reasoning", event.message_id, event.subagent_run_id,
+                                               event.timestamp), event]
             case ev.TextMessageEndEvent():
-                return self._explicit_end("text", event.message_id, event)
+                return [*self.explicit_end("text", event.message_id, event.subagent_run_id, event.timestamp), event]
             case ev.ToolCallEndEvent():
-                return self._explicit_end("tool", event.tool_call_id, event)
+                return [*self.explicit_end("tool", event.tool_call_id, event.subagent_run_id, event.timestamp), event]
             case ev.ReasoningMessageEndEvent():
-                return self._explicit_end("reasoning", event.message_id, event)
+                return [*self.explicit_end("reasoning", event.message_id, event.subagent_run_id, event.timestamp),
+                        event]
             case (
                 ev.ToolCallResultEvent()
                 | ev.StateSnapshotEvent()
@@ -201,7 +181,7 @@ class ChunkExpander:
                 | ev.ReasoningStartEvent()
                 | ev.ReasoningEndEvent()
             ):
-                return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
+                return [*self.owner_event(event.subagent_run_id, event.timestamp), event]
             case (
                 ev.RawEvent()
                 | ev.ActivitySnapshotEvent()
@@ -213,6 +193,57 @@ class ChunkExpander:
                 return [event]
             case _:
                 assert_never(event)
+
+    # -- the handlers: what each kind of event does to the lanes -----------------------------------
+
+    def run_started(self, run_id: str, timestamp: int | None) -> list[ev.Event | ev.UnknownEvent]:
+        """RUN_STARTED: every lane closes, and a fresh run has opened nothing explicitly."""
+        out = self._close_all(timestamp)
+        for ids in self._explicit.values():
+            ids.clear()
+        self._in_run = True
+        self._run_id = run_id
+        return out
+
+    def run_ended(self, timestamp: int | None) -> list[ev.Event | ev.UnknownEvent]:
+        """RUN_FINISHED / RUN_ERROR: every lane closes."""
+        self._in_run = False
+        return self._close_all(timestamp)
+
+    def boundary(self, timestamp: int | None) -> list[ev.Event | ev.UnknownEvent]:
+        """A run-level event (MESSAGES_SNAPSHOT): every lane closes."""
+        return self._close_all(timestamp)
+
+    def owner_event(self, owner: _Owner, timestamp: int | None) -> list[ev.Event | ev.UnknownEvent]:
+        """An explicit event of an owner that belongs to no lane (a result, state, a step …), or the
+        owner's SUBAGENT_FINISHED/SUBAGENT_ERROR: the owner's lane closes."""
+        return self._close_lane(owner, timestamp)
+
+    def explicit_start(self, kind: _Kind, entity_id: str, owner: _Owner,
+                       timestamp: int | None) -> list[ev.Event | ev.UnknownEvent]:
+        """An explicit ``*_START``: the owner's lane closes, and the id is open explicitly (TX-14)."""
+        out = self._close_lane(owner, timestamp)
+        self._explicit[kind].add(entity_id)
+        return out
+
+    def explicit_content(self, kind: _Kind, entity_id: str, owner: _Owner,
+                         timestamp: int | None) -> list[ev.Event | ev.UnknownEvent]:
+        """Explicit content: it continues a chunk-opened stream of that id (TX-14), else closes the
+        owner's lane."""
+        if (kind, entity_id) in self._holders:
+            return []
+        return self._close_lane(owner, timestamp)
+
+    def explicit_end(self, kind: _Kind, entity_id: str, owner: _Owner,
+                     timestamp: int | None) -> list[ev.Event | ev.UnknownEvent]:
+        """An explicit ``*_END``: it closes a chunk-opened stream of that id itself (no END synthesized),
+        else closes the owner's lane."""
+        self._explicit[kind].discard(entity_id)
+        if (kind, entity_id) in self._holders:
+            # The explicit END closes the chunk-opened stream itself; a synthesized one would be a second.
+            self._drop_lane(self._holders[(kind, entity_id)])
+            return []
+        return self._close_lane(owner, timestamp)
 
     def close(self) -> list[ev.Event | ev.UnknownEvent]:
         """End of stream: close what is left.
@@ -229,31 +260,6 @@ class ChunkExpander:
                 owners.clear()
             return []
         return self._close_all(None)
-
-    # -- explicit events meeting chunk lanes (TX-14) -------------------------------------------
-
-    def _explicit_content(
-        self,
-        kind: _Kind,
-        entity_id: str,
-        event: ev.TextMessageContentEvent | ev.ToolCallArgsEvent | ev.ReasoningMessageContentEvent,
-    ) -> list[ev.Event | ev.UnknownEvent]:
-        if (kind, entity_id) in self._holders:
-            return [event]
-        return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
-
-    def _explicit_end(
-        self,
-        kind: _Kind,
-        entity_id: str,
-        event: ev.TextMessageEndEvent | ev.ToolCallEndEvent | ev.ReasoningMessageEndEvent,
-    ) -> list[ev.Event | ev.UnknownEvent]:
-        self._explicit[kind].discard(entity_id)
-        if (kind, entity_id) in self._holders:
-            # The explicit END closes the chunk-opened stream itself; a synthesized one would be a second.
-            self._drop_lane(self._holders[(kind, entity_id)])
-            return [event]
-        return [*self._close_lane(event.subagent_run_id, event.timestamp), event]
 
     # -- chunks ---------------------------------------------------------------------------------
 
@@ -465,17 +471,6 @@ class ChunkExpander:
     def _error(self, message: str, chunk: _Chunk, index: int | None, *, rule: str, pointer: str) -> SequenceError:
         return SequenceError(message, run_id=self._run_id, index=index, event_type=chunk.TYPE, pointer=pointer,
                              rule=rule)
-
-def _entity_id(event: Any, kind: _Kind) -> str:
-    """The id a START or END of ``kind`` names."""
-    return event.tool_call_id if kind == "tool" else event.message_id  # type: ignore[no-any-return]
-
-
-_OPENS: dict[type, _Kind] = {ev.TextMessageStartEvent: "text", ev.ToolCallStartEvent: "tool",
-                             ev.ReasoningMessageStartEvent: "reasoning"}
-_CLOSES: dict[type, _Kind] = {ev.TextMessageEndEvent: "text", ev.ToolCallEndEvent: "tool",
-                              ev.ReasoningMessageEndEvent: "reasoning"}
-
 
 def _owner_label(owner: _Owner) -> str:
     return "the parent agent" if owner is None else f"subagent {owner!r}"

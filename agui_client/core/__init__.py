@@ -1,0 +1,6 @@
+"""The sans-IO core: everything a run means, with no sockets, clocks or threads.
+
+``session`` composes ``chunks`` -> ``verify`` -> ``fold`` for one response; ``interrupts`` judges
+the resume rules before anything is sent; ``flow`` is the run protocol a thread follows (claim, send,
+fold, save, release), written once for both shells; ``patch`` applies JSON Patch in place.
+"""

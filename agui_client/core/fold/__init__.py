@@ -1,0 +1,387 @@
+"""The fold: verified events in, a thread's state out.
+
+``ThreadState.apply(event)`` folds one event the verifier accepted, in time independent of the
+thread's length; inside, the state is mutable and indexed, and everything handed out is a snapshot
+the caller may keep. ``ThreadState`` is a small facade over its parts, each owning one kind of state:
+
+* :mod:`.log` — the message log (entries in order, the id and tool-call indexes);
+* :mod:`.streams` — the text, reasoning and tool-call handlers;
+* :mod:`.document` — the shared state document (snapshots, patches, the copy handed out);
+* :mod:`.snapshots` — the messages-snapshot merge and the activities;
+* :mod:`.ledger` — the runs (outcomes, usage, interrupts, pending calls, steps, subagents);
+* :mod:`.persist` — the stored form (``dump``/``load``) and the wire form.
+
+Each event kind's effect is one handler with the event's fields as plain arguments; ``apply``
+matches a typed event onto it, and a session that reads plain events from their JSON calls the same
+handler. Where the reference client (@ag-ui/client 1.0.0) defines how to fold, the fold does the
+same; where we deliberately differ, the comment at the rule says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+from typing_extensions import assert_never
+
+from ...errors import ProtocolError, StreamWarning
+from ...types import events as ev
+from ...types import messages as msg
+from ...types import run as rn
+from ...types.base import JSON
+from ...wire.jsonio import parse_json
+from ..roster import Roster
+from .document import EMPTY_STATE, StateDocument
+from .entries import Entry
+from .ledger import RunLedger
+from .log import MessageLog
+from .persist import STATE_FORMAT_VERSION, dump, load, to_wire
+from .records import Outcome, RunErrorInfo, RunRecord, StepRecord, SubagentRecord, sum_usage
+from .snapshots import Snapshots
+from .streams import NO_WARNINGS, Streams
+
+__all__ = [
+    "ThreadState",
+    "RunRecord",
+    "SubagentRecord",
+    "StepRecord",
+    "RunErrorInfo",
+    "Outcome",
+    "parsed_arguments",
+    "sum_usage",
+    "STATE_FORMAT_VERSION",
+]
+
+
+class ThreadState:
+    """A thread's folded state: messages, shared state, open interrupts, usage, subagents, runs.
+
+    ``apply(event)`` folds one verified event in time independent of the thread's length.
+    Everything read from it is a snapshot the caller may keep: ``messages`` is a tuple of frozen
+    messages; ``state`` is a copy.
+
+    Args:
+        messages: messages the thread starts with.
+        state: the shared state it starts with (any JSON value; ``{}`` when not given, as the reference).
+        thread_id: the thread's id, when known.
+        open_interrupts: interrupts still waiting for an answer (a thread brought back from elsewhere).
+        interrupted_run_id: the run that raised them.
+
+    Attributes:
+        log, streams, document, snapshots, ledger: the parts (see the module docstring); the handlers
+            a fold of plain events calls are theirs.
+        warnings: repairs found while joining streamed text (a UTF-16 half replaced), with their run's.
+
+    Example::
+
+        state = ThreadState()
+        replay(recording, state=state)          # or thread.run(...), which folds into thread.state
+        state.messages[-1].content, state.state, state.open_interrupts
+    """
+
+    def __init__(self, *, messages: Iterable[msg.Message] = (), state: JSON = EMPTY_STATE,
+                 thread_id: str | None = None, open_interrupts: Iterable[rn.Interrupt] = (),
+                 interrupted_run_id: str | None = None) -> None:
+        self.warnings: list[StreamWarning] = []
+        runs: list[RunRecord] = []
+        self.document = StateDocument(state)
+        self.log = MessageLog(runs, self.warnings)
+        self.ledger = RunLedger(runs, self.log, self.document)
+        self.streams = Streams(self.log, runs)
+        self.snapshots = Snapshots(self.log, runs, self.document)
+        self.ledger.thread_id = thread_id
+        self.ledger.hold_interrupts(tuple(open_interrupts), interrupted_run_id)
+        for message in messages:
+            self.log.insert(Entry.of(message))
+        self._unchanged = 0  # the change count ``version`` counts from
+
+    def settled(self) -> None:
+        """Count from here: ``version`` reads 0 (a thread just loaded has not changed yet)."""
+        self._unchanged = self.log.changes + self.document.changes
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    @property
+    def thread_id(self) -> str | None:
+        """The thread's id (the first ``RUN_STARTED``'s when not given)."""
+        return self.ledger.thread_id
+
+    @thread_id.setter
+    def thread_id(self, value: str | None) -> None:
+        self.ledger.thread_id = value
+
+    @property
+    def messages(self) -> tuple[msg.Message, ...]:
+        """Every message of the thread, in order (activity messages included)."""
+        return self.log.messages
+
+    @property
+    def state(self) -> JSON:
+        """The shared state (a copy: mutating it does not change the thread)."""
+        return self.document.view
+
+    @property
+    def state_in_sync(self) -> bool:
+        """``False`` after a state patch did not apply: the producer's state and ours may differ."""
+        return self.document.in_sync
+
+    @state_in_sync.setter
+    def state_in_sync(self, value: bool) -> None:
+        self.document.in_sync = value
+
+    @property
+    def version(self) -> int:
+        """A counter that moves on every change to the messages or the state (0 for a loaded thread)."""
+        return self.log.changes + self.document.changes - self._unchanged
+
+    @property
+    def open_interrupts(self) -> tuple[rn.Interrupt, ...]:
+        """The interrupts of the most recent interrupted run that nothing has answered yet."""
+        return self.ledger.open_interrupts
+
+    @property
+    def interrupted_run_id(self) -> str | None:
+        """The run that raised :attr:`open_interrupts` (``None`` when nothing is open)."""
+        return self.ledger.interrupted_run_id
+
+    @property
+    def usage_by_run(self) -> Mapping[str, tuple[rn.TokenUsage, ...]]:
+        """Token usage as each run reported it (run id -> entries)."""
+        return dict(self.ledger.usage)
+
+    @property
+    def total_usage(self) -> rn.TokenUsage:
+        """Usage summed over every run and provider (fields no run reported stay ``None``)."""
+        return sum_usage(u for entries in self.ledger.usage.values() for u in entries)
+
+    @property
+    def subagents(self) -> Mapping[str, SubagentRecord]:
+        """Every subagent invocation seen, by ``subagentRunId``."""
+        return dict(self.ledger.subagents)
+
+    @property
+    def runs(self) -> tuple[RunRecord, ...]:
+        """The runs folded into this thread, oldest first (mutable records; treat as read-only)."""
+        return tuple(self.ledger.runs)
+
+    @property
+    def run_count(self) -> int:
+        """How many runs have been folded into this thread."""
+        return len(self.ledger.runs)
+
+    @property
+    def last_run(self) -> RunRecord | None:
+        """The most recent run, if any."""
+        return self.ledger.last_run
+
+    @property
+    def incomplete_ids(self) -> frozenset[str]:
+        """Messages and tool calls whose stream was cut before their end event."""
+        return frozenset(self.log.incomplete)
+
+    @property
+    def pending_tool_call_ids(self) -> tuple[str, ...]:
+        """Frontend tool calls the last successful run left for the consumer, still without a result."""
+        return self.ledger.pending_tool_call_ids()
+
+    def message(self, message_id: str) -> msg.Message | None:
+        """The message with this id, if the thread holds one."""
+        return self.log.message(message_id)
+
+    def messages_for(self, message_ids: Iterable[str]) -> tuple[msg.Message, ...]:
+        """The messages with these ids, frozen (those the thread holds, in the order asked)."""
+        return self.log.messages_for(message_ids)
+
+    def tool_call(self, tool_call_id: str) -> msg.ToolCall | None:
+        """The tool call with this id, if any message holds it."""
+        return self.log.tool_call(tool_call_id)
+
+    def has_tool_call(self, tool_call_id: str) -> bool:
+        """Whether any message of the thread holds this tool call."""
+        return tool_call_id in self.log.calls
+
+    def has_message(self, message_id: str) -> bool:
+        """Whether the thread holds a message with this id."""
+        return message_id in self.log.by_id
+
+    def input_messages(self) -> tuple[msg.Message, ...]:
+        """The messages a next run's input carries: activity messages excluded (AC-06)."""
+        return self.log.input_messages()
+
+    def __iter__(self) -> Iterator[msg.Message]:
+        return iter(self.messages)
+
+    def __len__(self) -> int:
+        return len(self.log)
+
+    # -- writing by the application ---------------------------------------------------------------
+
+    def add_message(self, message: msg.Message) -> None:
+        """Append a message (a user turn, a tool result …); an existing id is replaced in place."""
+        log = self.log
+        existing = log.entry(message.id)
+        entry = Entry.of(message)
+        if existing is not None:
+            log.replace(existing, entry)
+        else:
+            log.insert(entry)
+        log.changed()
+
+    def add_tool_result(self, tool_call_id: str, content: str | Sequence[msg.ContentPart], *,
+                        message_id: str, error: str | None = None) -> msg.ToolMessage:
+        """Answer a frontend tool call: a tool message placed after the call's assistant message."""
+        message = msg.ToolMessage(id=message_id, tool_call_id=tool_call_id,
+                                  content=content if isinstance(content, str) else tuple(content), error=error)
+        self.streams.add_tool_result(message)
+        return message
+
+    def set_state(self, state: JSON) -> None:
+        """Replace the shared state (a copy of ``state`` is kept).
+
+        Raises:
+            ValueError: ``state`` holds something JSON cannot (``NaN``, a ``datetime``, a set …).
+        """
+        self.document.set(state)
+
+    def hold_interrupts(self, interrupts: Sequence[rn.Interrupt], run_id: str | None) -> None:
+        """Hold interrupts open that arrived in a run the session had to reject (B233, B238)."""
+        self.ledger.hold_interrupts(interrupts, run_id)
+
+    def clear_open_interrupts(self) -> None:
+        """Forget the open interrupts (after a resume was sent and its run moved the thread on)."""
+        self.ledger.clear_open_interrupts()
+
+    def open_rejected_run(self, run_id: str | None) -> None:
+        """Record a run the producer refused before starting it (a response opening with RUN_ERROR)."""
+        self.ledger.open_rejected_run(run_id)
+
+    def mark_incomplete(self, message_ids: Iterable[str] = (), tool_call_ids: Iterable[str] = ()) -> None:
+        """Flag messages and tool calls whose stream was cut (they are kept, never silently closed)."""
+        self.log.mark_incomplete(message_ids, tool_call_ids)
+
+    # -- the fold --------------------------------------------------------------------------------
+
+    def apply(self, event: ev.Event | ev.UnknownEvent, *, adopt: bool = False) -> Sequence[StreamWarning]:
+        """Fold one event the verifier accepted; returns the warnings it produced.
+
+        Args:
+            event: the event (``*_CHUNK`` events expanded first: ``agui_client.core.chunks``).
+            adopt: the event's JSON values are the fold's own (parsed for this fold alone and never
+                handed out): a state snapshot or patch is then kept as it is, not copied.
+        """
+        found: Sequence[StreamWarning]
+        streams = self.streams
+        match event:
+            case ev.TextMessageContentEvent() | ev.ReasoningMessageContentEvent():
+                found = streams.text_delta(event.message_id, event.delta, event.metadata)
+            case ev.ToolCallArgsEvent():
+                found = streams.tool_args(event.tool_call_id, event.delta, event.metadata)
+            case ev.TextMessageStartEvent():
+                found = streams.text_start(event.message_id, event.role or "assistant", event.name,
+                                           event.subagent_run_id, event.metadata)
+            case ev.ReasoningMessageStartEvent():
+                found = streams.text_start(event.message_id, "reasoning", None, event.subagent_run_id,
+                                           event.metadata)
+            case ev.TextMessageEndEvent() | ev.ReasoningMessageEndEvent():
+                found = streams.text_end(event.message_id, event.metadata)
+            case ev.ToolCallStartEvent():
+                found = streams.tool_start(event.tool_call_id, event.tool_call_name, event.parent_message_id,
+                                           event.subagent_run_id, event.metadata)
+            case ev.ToolCallEndEvent():
+                found = streams.tool_end(event.tool_call_id, event.metadata)
+            case ev.ToolCallResultEvent():
+                found = streams.tool_result(event.message_id, event.tool_call_id, event.content,
+                                            event.subagent_run_id, event.metadata)
+            case ev.StateSnapshotEvent():
+                found = self.document.snapshot(event.snapshot, adopt)
+            case ev.StateDeltaEvent():
+                found = self.document.delta(event.delta, adopt)
+            case ev.MessagesSnapshotEvent():
+                found = self.snapshots.messages_snapshot(Roster.of(event.messages), event.metadata)
+            case ev.ActivitySnapshotEvent():
+                found = self.snapshots.activity_snapshot(event.message_id, event.activity_type, event.content,
+                                                         event.replace, event.subagent_run_id, event.metadata)
+            case ev.ActivityDeltaEvent():
+                found = self.snapshots.activity_delta(event.message_id, event.activity_type, event.patch,
+                                                      event.metadata)
+            case ev.ReasoningEncryptedValueEvent():
+                found = streams.encrypted_value(event.subtype, event.entity_id, event.encrypted_value)
+            case ev.RunStartedEvent():
+                found = self.ledger.run_started(event.run_id, event.thread_id, event.parent_run_id,
+                                                event.protocol_version,
+                                                event.input.messages if event.input is not None else ())
+            case ev.RunFinishedEvent():
+                found = self.ledger.run_finished(event.usage, event.outcome, event.result)
+            case ev.RunErrorEvent():
+                found = self.ledger.run_error(event.message, event.code, event.usage)
+            case ev.StepStartedEvent():
+                found = self.ledger.step_started(event.step_name, event.subagent_run_id)
+            case ev.StepFinishedEvent():
+                found = self.ledger.step_finished(event.step_name, event.subagent_run_id)
+            case ev.SubagentStartedEvent():
+                found = self.ledger.subagent_started(event.subagent_run_id, event.name, event.description,
+                                                     event.parent_subagent_run_id, event.parent_tool_call_id,
+                                                     event.parent_message_id)
+            case ev.SubagentFinishedEvent():
+                found = self.ledger.subagent_finished(event.subagent_run_id, event.outcome, event.result)
+            case ev.SubagentErrorEvent():
+                found = self.ledger.subagent_error(event.subagent_run_id, event.message, event.code)
+            case (ev.RawEvent() | ev.CustomEvent() | ev.ReasoningStartEvent() | ev.ReasoningEndEvent()
+                  | ev.UnknownEvent()):
+                return NO_WARNINGS  # they carry no state of their own (UK-08)
+            case ev.TextMessageChunkEvent() | ev.ToolCallChunkEvent() | ev.ReasoningMessageChunkEvent():
+                raise TypeError(f"{event.TYPE} must be expanded by agui_client.core.chunks before it is folded")
+            case _:
+                assert_never(event)
+        if found:
+            kind = event.TYPE
+            return [w if w.event_type is not None else attrs.evolve(w, event_type=kind) for w in found]
+        return found
+
+    # -- stored and wire form ----------------------------------------------------------------------
+
+    def to_wire(self) -> dict[str, Any]:
+        """The thread in wire form: ``{"messages": [...], "state": ..., "openInterrupts": [...]}``."""
+        return to_wire(self)
+
+    def dump(self, *, share_state: bool = False) -> dict[str, Any]:
+        """Everything a store needs to bring the thread back (``ThreadState.load`` reads it).
+
+        Args:
+            share_state: put the thread's own state document in the result instead of a copy, for a
+                caller that serialises the result at once and never mutates it (the thread's save
+                does): a large state is then not copied once more per save, and the messages (and a
+                state the thread parsed or validated itself, as a shallow top-level copy) come marked
+                as already checked to be plain JSON, which the stores do not walk again. The message
+                dicts are the thread's own (it keeps them for the next save), never copies.
+        """
+        return dump(self, share_state=share_state)
+
+    @classmethod
+    def load(cls, data: Mapping[str, Any], *, adopt: bool = False) -> ThreadState:
+        """Rebuild a thread from :meth:`dump` output (``dump(share_state=True)``'s included).
+
+        Args:
+            data: the dumped thread.
+            adopt: ``data`` is a store's freshly parsed record, nobody else's: the thread may hold its
+                messages and state as they are (a long thread's messages are then typed only when
+                read). Otherwise the thread holds copies, and changing ``data`` does not change it.
+
+        Raises:
+            ValueError: the data was written by a newer, unknown format, or its state is not JSON.
+            DecodeError: a message is malformed.
+        """
+        return load(cls, data, adopt=adopt)
+
+    def copy(self) -> ThreadState:
+        """An independent copy (through the dump form)."""
+        return ThreadState.load(self.dump())
+
+
+def parsed_arguments(call: msg.ToolCall) -> JSON:
+    """A tool call's arguments parsed as JSON, or ``None`` when they are not JSON (kept raw in the call)."""
+    try:
+        return parse_json(call.function.arguments, check_duplicates=False) if call.function.arguments else {}
+    except ProtocolError:  # parse_json reports every way text is not (acceptable) JSON as one
+        return None

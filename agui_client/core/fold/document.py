@@ -1,0 +1,144 @@
+"""The thread's shared state: one JSON document, snapshots and patches applied in place.
+
+A ``STATE_DELTA`` patches the document in place through :func:`~agui_client.core.patch.apply_patch`
+(atomic, through an undo log, never a copy of the document per event). What is handed out
+(:attr:`StateDocument.view`) is a copy, cached until the next change, so a caller's state never
+changes under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import StreamWarning
+from ...types.base import JSON
+from ...wire.jsonio import PlainDict, PlainList, copy_json, deep_copy, plain_json
+from ..patch import DEFAULT_RUN_COPY_ALLOWANCE, PatchFailed, apply_patch
+
+__all__ = ["StateDocument", "own_json", "foreign_copy", "EMPTY_STATE"]
+
+#: The default of ``ThreadState(state=...)``: the reference starts every thread from ``{}`` (SP-04).
+EMPTY_STATE: Any = object()
+_NO_WARNINGS: tuple[StreamWarning, ...] = ()
+
+
+def own_json(value: Any) -> Any:
+    """A copy of state the application supplies, refusing what JSON cannot hold.
+
+    The fast copy goes through orjson, which would quietly write ``NaN`` as ``null`` and a ``datetime``
+    as a string: the thread would then send something other than what it was given.
+
+    Raises:
+        ValueError: ``value`` is not JSON.
+    """
+    if not plain_json(value):
+        raise ValueError("state must be JSON: dicts, lists, strings, finite numbers, booleans and None")
+    return copy_json(value)
+
+
+def adopted_json(value: Any) -> Any:
+    """State from a store's fresh record, held as it is once known to be JSON (see :func:`own_json`)."""
+    if not plain_json(value):
+        raise ValueError("state must be JSON: dicts, lists, strings, finite numbers, booleans and None")
+    return value
+
+
+def foreign_copy(value: Any, plain: bool | None = None) -> Any:
+    """A copy of JSON data that came with an event object built elsewhere, exactly as it is.
+
+    The fast copy goes through orjson, which would quietly write ``NaN`` as ``null`` and a ``datetime``
+    as a string; what is not plain JSON is deep-copied instead (a save then refuses it, as it must).
+    """
+    if plain if plain is not None else plain_json(value):
+        return copy_json(value)
+    return deep_copy(value)
+
+
+class StateDocument:
+    """The shared state document, and the run's allowance for what patches may copy (B194).
+
+    Args:
+        state: the state to start with (a copy is kept); ``{}`` by default, as the reference.
+    """
+
+    def __init__(self, state: JSON = EMPTY_STATE) -> None:
+        # The reference starts every thread from {} and sends it; a delta before any snapshot patches it (SP-04).
+        self.value: Any = {} if state is EMPTY_STATE else own_json(state)
+        # Whether the document is known to hold plain JSON only (what a save may skip checking): true for
+        # state the thread validated or parsed itself, false after an event object built elsewhere.
+        self.plain = True
+        self.in_sync = True
+        self.changes = 0
+        #: What the ``copy`` operations of a run's patches (state and activities) may still add in all.
+        self.allowance = [DEFAULT_RUN_COPY_ALLOWANCE]
+        self._view: Any = None
+        self._view_at = -1  # the change count ``_view`` was copied at
+
+    @property
+    def view(self) -> JSON:
+        """The state, as a copy the caller may keep and change."""
+        copy_state = copy_json if self.plain else deep_copy  # (orjson would write NaN as null)
+        if self._view_at != self.changes:
+            self._view = copy_state(self.value)
+            self._view_at = self.changes
+        return copy_state(self._view) if isinstance(self._view, (dict, list)) else self._view
+
+    def changed(self) -> None:
+        """The document changed: the copy handed out is made again when next asked for (the copy is kept
+        with the count of changes it was made at)."""
+        self._view = None
+        self.changes += 1
+
+    def new_run(self) -> None:
+        """A run starts: its patches get a fresh copy allowance."""
+        self.allowance[0] = DEFAULT_RUN_COPY_ALLOWANCE
+
+    def set(self, state: JSON) -> None:
+        """Replace the document with a copy of ``state`` (``ValueError`` when it is not JSON)."""
+        self.value = own_json(state)
+        self.plain = True
+        self.in_sync = True
+        self.changed()
+
+    def adopt(self, state: JSON) -> None:
+        """Hold a store's freshly parsed state as it is (``ValueError`` when it is not JSON)."""
+        self.value = adopted_json(state)
+        self.plain = True
+
+    def snapshot(self, snapshot: JSON, adopt: bool) -> Sequence[StreamWarning]:
+        """STATE_SNAPSHOT: the document is replaced (its JSON held as it is when the fold owns it)."""
+        if adopt:  # parsed for this fold alone, held by nobody else
+            self.value, self.plain = snapshot, True
+        else:  # an event object from anywhere: copied as it is, and vouched for only if plain
+            self.plain = plain_json(snapshot)
+            self.value = foreign_copy(snapshot, self.plain)
+        self.in_sync = True
+        self.changed()
+        return _NO_WARNINGS
+
+    def delta(self, ops: Sequence[Any], adopt: bool) -> Sequence[StreamWarning]:
+        """STATE_DELTA: the patch applied in place and atomically; one that does not apply changes
+        nothing and leaves the document out of sync with the producer's."""
+        try:
+            self.value = apply_patch(self.value, ops, adopt_values=adopt, copy_allowance=self.allowance)
+        except PatchFailed as exc:
+            self.in_sync = False
+            return (StreamWarning(code="SP-06/AGUI302" if exc.rule == "SP-06" else f"{exc.rule}/AGUI303",
+                                  message=f"state patch did not apply (state unchanged): {exc}",
+                                  pointer=f"/delta/{exc.op_index}"),)
+        if not adopt:
+            self.plain = False  # the patch's values came with an event object from anywhere
+        self.changes += 1  # (changed(), without releasing the old copy: this runs for every delta)
+        return _NO_WARNINGS
+
+    def shared(self) -> Any:
+        """The document itself for a save that writes it at once; a document known to be plain JSON comes
+        marked as checked (a shallow copy of its top level), so a store does not walk it again."""
+        value = self.value
+        if self.plain:
+            if type(value) is dict:
+                return PlainDict(value)
+            if type(value) is list:
+                return PlainList(value)
+        return value

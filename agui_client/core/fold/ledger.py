@@ -1,0 +1,237 @@
+"""The run ledger: the thread's runs, their outcomes, usage, steps, subagents, and what stays open.
+
+A run that ends with the interrupt outcome leaves its interrupts open (with the run that raised
+them) until a later run ends otherwise; a successful run leaves the frontend tool calls it did not
+answer pending. A ``RUN_ERROR`` after the run finished is the one late error the protocol admits
+(CL-02): surfaced, it reopens and clears nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from ...errors import StreamWarning
+from ...types import messages as msg
+from ...types import run as rn
+from ...types.base import JSON
+from .document import StateDocument
+from .entries import Entry
+from .log import MessageLog
+from .records import RunErrorInfo, RunRecord, StepRecord, SubagentRecord
+
+__all__ = ["RunLedger"]
+
+_NO_WARNINGS: tuple[StreamWarning, ...] = ()
+
+
+class RunLedger:
+    """The runs folded into a thread and what they left: interrupts, pending calls, usage, subagents.
+
+    Args:
+        runs: the list of runs (shared with the message log, which tells the running run what it adds).
+        log: the thread's messages (an input echo adds history; pending calls are read against results).
+        document: the state document (a run starts a fresh copy allowance for its patches).
+    """
+
+    def __init__(self, runs: list[RunRecord], log: MessageLog, document: StateDocument) -> None:
+        self.runs = runs
+        self.log = log
+        self.document = document
+        self.thread_id: str | None = None
+        self.open_interrupts: tuple[rn.Interrupt, ...] = ()
+        self.interrupted_run_id: str | None = None
+        self.usage: dict[str, tuple[rn.TokenUsage, ...]] = {}
+        self.subagents: dict[str, SubagentRecord] = {}
+        self.pending: tuple[str, ...] = ()
+
+    @property
+    def last_run(self) -> RunRecord | None:
+        """The most recent run, if any."""
+        return self.runs[-1] if self.runs else None
+
+    def pending_tool_call_ids(self) -> tuple[str, ...]:
+        """Frontend tool calls the last successful run left for the consumer, still without a result."""
+        pending = self.pending
+        if not pending:
+            return ()
+        answered = self.log.answered(pending)
+        return tuple(c for c in pending if c not in answered)
+
+    def hold_interrupts(self, interrupts: Sequence[rn.Interrupt], run_id: str | None) -> None:
+        """Hold interrupts open that arrived in a run the session had to reject (B233, B238)."""
+        self.open_interrupts = tuple(interrupts)
+        self.interrupted_run_id = run_id
+
+    def clear_open_interrupts(self) -> None:
+        """Forget the open interrupts (after a resume was sent and its run moved the thread on)."""
+        self.open_interrupts = ()
+        self.interrupted_run_id = None
+
+    def open_rejected_run(self, run_id: str | None) -> None:
+        """Record a run the producer refused before starting it (a response opening with RUN_ERROR).
+
+        LC-02 / B281: the RUN_ERROR that follows is that run's failure, not a late error of the thread's
+        previous run; what the thread holds open (interrupts, pending calls) stays as it was.
+        """
+        self.runs.append(RunRecord(run_id=run_id or "", thread_id=self.thread_id or ""))
+
+    # -- the handlers -----------------------------------------------------------------------------
+
+    def run_started(self, run_id: str, thread_id: str, parent_run_id: str | None, protocol_version: str | None,
+                    echoed: Sequence[msg.Message]) -> Sequence[StreamWarning]:
+        """RUN_STARTED: a new run; the input's messages it echoes are history (LC-17): only ids the
+        thread does not hold are added."""
+        if self.thread_id is None:
+            self.thread_id = thread_id
+        self.document.new_run()
+        run = RunRecord(run_id=run_id, thread_id=thread_id, parent_run_id=parent_run_id,
+                        protocol_version=protocol_version)
+        self.runs.append(run)
+        if echoed:
+            log = self.log
+            for message in echoed:
+                if message.id not in log.by_id:
+                    log.insert(Entry.of(message))
+                    run.echoed.add(message.id)
+            log.changed()
+        return _NO_WARNINGS
+
+    def run_finished(self, usage: tuple[rn.TokenUsage, ...] | None, outcome: rn.RunFinishedOutcome | None,
+                     result: JSON) -> Sequence[StreamWarning]:
+        """RUN_FINISHED: the run's outcome; what it leaves open replaces what the thread held open."""
+        run = self.last_run
+        if run is None:
+            return _NO_WARNINGS
+        run.terminated = True
+        if usage is not None:
+            run.usage = usage
+            self.usage[run.run_id] = usage
+        match outcome:
+            case rn.RunFinishedInterruptOutcome():
+                run.outcome = "interrupt"
+                run.interrupts = outcome.interrupts
+                self.open_interrupts = outcome.interrupts
+                self.interrupted_run_id = run.run_id
+                self._link_suspended(outcome.interrupts)
+            case rn.RunFinishedCancelledOutcome():
+                run.outcome = "cancelled"
+                self.open_interrupts = ()
+                self.interrupted_run_id = None
+            case rn.RunFinishedSuccessOutcome() | None:
+                run.outcome = "success"
+                run.result = result
+                run.pending_tool_call_ids = self._pending_for(run, outcome)
+                self.pending = run.pending_tool_call_ids
+                self.open_interrupts = ()
+                self.interrupted_run_id = None
+        return _NO_WARNINGS
+
+    def _pending_for(self, run: RunRecord, outcome: rn.RunFinishedSuccessOutcome | None) -> tuple[str, ...]:
+        named = outcome.pending_tool_call_ids if outcome is not None else None
+        if named:
+            # TC-18: a non-empty list is the list (duplicates dropped, order kept).
+            return tuple(dict.fromkeys(named))
+        # TC-17: derived from the stream; a call cut mid-arguments is never offered (B075).
+        # (a call a snapshot named may have its result in a snapshot too: asked only of those)
+        answered_here, cut = run.answered_tool_calls, self.log.incomplete
+        unanswered = [c for c in run.started_tool_calls if c not in answered_here and c not in cut]
+        named_by_snapshot = [c for c in unanswered if c in run.snapshot_tool_calls]
+        if not named_by_snapshot:
+            return tuple(unanswered)
+        answered = self.log.answered(named_by_snapshot)
+        return tuple(c for c in unanswered if c not in answered)
+
+    def _link_suspended(self, interrupts: Sequence[rn.Interrupt]) -> None:
+        for interrupt in interrupts:
+            if interrupt.subagent_run_id is None:
+                continue
+            record = self.subagents.get(interrupt.subagent_run_id)
+            if record is not None and interrupt.id not in record.interrupt_ids:
+                self.subagents[record.subagent_run_id] = attrs.evolve(
+                    record, interrupt_ids=(*record.interrupt_ids, interrupt.id))
+
+    def run_error(self, message: str, code: str | None,
+                  usage: tuple[rn.TokenUsage, ...] | None) -> Sequence[StreamWarning]:
+        """RUN_ERROR: the run failed; after a finished run, the one late error (CL-02)."""
+        run = self.last_run
+        if run is None:
+            # LC-02: a stream that opens with RUN_ERROR is the producer refusing the input.
+            self.open_rejected_run(None)
+            run = self.runs[-1]
+        entries = usage or ()
+        if run.terminated and run.outcome != "error":
+            # CL-02/CL-04: the one late error is surfaced; it neither reopens nor clears anything.
+            run.late_error = RunErrorInfo(message=message, code=code, late=True, usage=entries)
+            if not entries:
+                return _NO_WARNINGS
+            # B290: whether this repeats the finished run's usage or adds to it is unspecified; both are
+            # kept as reported and neither is silently added to the other.
+            return (StreamWarning(code="TU-07/B290", message="the late RUN_ERROR reports usage of its own: kept on "
+                                  "late_error.usage, not added to the run's usage or the thread's totals (its scope "
+                                  "is unspecified)", pointer="/usage"),)
+        run.terminated = True
+        run.outcome = "error"
+        run.error = RunErrorInfo(message=message, code=code, usage=entries)
+        if usage is not None:
+            run.usage = usage
+            self.usage[run.run_id] = usage
+        return _NO_WARNINGS
+
+    def step_started(self, step_name: str, owner: str | None) -> Sequence[StreamWarning]:
+        """STEP_STARTED: a step of the running run."""
+        run = self.last_run
+        if run is not None:
+            run.open_steps.setdefault((owner, step_name), []).append(len(run.steps))
+            run.steps.append(StepRecord(name=step_name, subagent_run_id=owner))
+        return _NO_WARNINGS
+
+    def step_finished(self, step_name: str, owner: str | None) -> Sequence[StreamWarning]:
+        """STEP_FINISHED: the latest open step of that name and owner is finished."""
+        run = self.last_run
+        if run is None:
+            return _NO_WARNINGS
+        # (an index, not a walk back past the finished ones)
+        key = (owner, step_name)
+        started = run.open_steps.get(key)
+        if started:
+            i = started.pop()
+            if not started:
+                del run.open_steps[key]
+            run.steps[i] = attrs.evolve(run.steps[i], finished=True)
+        return _NO_WARNINGS
+
+    def subagent_started(self, subagent_run_id: str, name: str, description: str | None,
+                         parent_subagent_run_id: str | None, parent_tool_call_id: str | None,
+                         parent_message_id: str | None) -> Sequence[StreamWarning]:
+        """SUBAGENT_STARTED: a subagent invocation, running."""
+        run = self.last_run
+        self.subagents[subagent_run_id] = SubagentRecord(
+            subagent_run_id=subagent_run_id, name=name, run_id=run.run_id if run else None, description=description,
+            parent_subagent_run_id=parent_subagent_run_id, parent_tool_call_id=parent_tool_call_id,
+            parent_message_id=parent_message_id)
+        return _NO_WARNINGS
+
+    def subagent_finished(self, subagent_run_id: str, outcome: rn.SubagentFinishedOutcome | None,
+                          result: JSON) -> Sequence[StreamWarning]:
+        """SUBAGENT_FINISHED: the invocation succeeded, or is suspended on interrupts."""
+        record = self.subagents.get(subagent_run_id)
+        if record is None:
+            return _NO_WARNINGS
+        if isinstance(outcome, rn.SubagentFinishedSuspendedOutcome):
+            ids = tuple(outcome.interrupt_ids or ())
+            self.subagents[subagent_run_id] = attrs.evolve(
+                record, status="suspended", result=result,
+                interrupt_ids=tuple(dict.fromkeys((*record.interrupt_ids, *ids))))
+        else:
+            self.subagents[subagent_run_id] = attrs.evolve(record, status="success", result=result)
+        return _NO_WARNINGS
+
+    def subagent_error(self, subagent_run_id: str, message: str, code: str | None) -> Sequence[StreamWarning]:
+        """SUBAGENT_ERROR: the invocation failed."""
+        record = self.subagents.get(subagent_run_id)
+        if record is not None:
+            self.subagents[subagent_run_id] = attrs.evolve(
+                record, status="error", error=RunErrorInfo(message=message, code=code))
+        return _NO_WARNINGS

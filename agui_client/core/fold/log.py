@@ -1,0 +1,362 @@
+"""The message log: a thread's messages in order, their ids and tool calls indexed.
+
+Each message is held as an :class:`~.entries.Entry`, or, for a snapshot's or a store's message in the
+plain shape, as its JSON (a dict) until something needs its entry; then every such message gets one at
+once (:meth:`MessageLog.materialize`), so a thread that only holds and saves them never makes an object
+per message. Every change costs time independent of the thread's length: lookups go through the id and
+tool-call indexes, and the messages handed out are a tuple rebuilt only after a change.
+
+The log also keeps, for the run being folded, which ids it added (``RunRecord.born``,
+``new_message_ids``) and which of those it found in the thread and removed: the run ledger's records
+share the log's list of runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ...errors import StreamWarning
+from ...types import messages as msg
+from .entries import Call, Entry, Held, new_entry, role_of, type_held, whole, wire_entry
+from .records import RunRecord, note_added, note_removed
+
+__all__ = ["MessageLog"]
+
+
+class MessageLog:
+    """A thread's messages, their indexes, and what is cut or being placed.
+
+    Args:
+        runs: the thread's runs (the ledger's list): the running one is told which ids come and go.
+        warnings: the thread's warnings, where repairs found while joining streamed text go.
+    """
+
+    def __init__(self, runs: list[RunRecord], warnings: list[StreamWarning]) -> None:
+        self.entries: list[Held] = []
+        self.by_id: dict[str, Held] = {}
+        self.lazy = False  # (whether the list may hold a dict)
+        # call id -> (the message holding it, the call); or just the message (its entry or its JSON),
+        # for a snapshot's message whose calls are made when first looked up (``call``).
+        self.calls: dict[str, tuple[Entry, Call] | Held] = {}
+        self.incomplete: set[str] = set()  # messages and tool calls whose stream was cut
+        self.changes = 0
+        self.warnings = warnings
+        self._runs = runs
+        self._view: tuple[msg.Message, ...] = ()
+        self._view_at = -1  # the change count ``_view`` was built at
+        # Where the last tool result went (the assistant message holding its call, its index, itself):
+        # the next result for that message goes after it without walking the results before it.
+        # Cleared by anything but an append that moves entries.
+        self._tool_hint: tuple[Held, int, Entry] | None = None
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> tuple[msg.Message, ...]:
+        """Every message, in order, frozen (the same tuple until something changes)."""
+        if self._view_at != self.changes:
+            self.materialize()
+            made = self.made()
+            type_held(made)
+            warn = self.warnings
+            self._view = tuple(entry.freeze(warn) for entry in made)
+            self._view_at = self.changes
+        return self._view
+
+    def messages_for(self, message_ids: Iterable[str]) -> tuple[msg.Message, ...]:
+        """The messages with these ids (a run's new messages: all of a large snapshot's), frozen.
+
+        Entries are made only if one of these messages is held as JSON: a run's few streamed messages
+        in a long stored thread leave the rest as they are.
+        """
+        get = self.by_id.get
+        held = [entry for entry in map(get, message_ids) if entry is not None]
+        if any(type(entry) is dict for entry in held):
+            self.materialize()
+            held = [self.by_id[entry["id"]] if type(entry) is dict else entry for entry in held]
+        made: list[Entry] = held  # type: ignore[assignment]  # (no JSON among them now)
+        type_held(made)
+        warn = self.warnings
+        return tuple(entry.freeze(warn) for entry in made)
+
+    def message(self, message_id: str) -> msg.Message | None:
+        """The message with this id, if the log holds one."""
+        entry = self.entry(message_id)
+        return None if entry is None else entry.freeze(self.warnings)
+
+    def tool_call(self, tool_call_id: str) -> msg.ToolCall | None:
+        """The tool call with this id, if any message holds it."""
+        found = self.call(tool_call_id)
+        return None if found is None else found[1].freeze(self.warnings)
+
+    def entry(self, message_id: str) -> Entry | None:
+        """The entry of the message with this id, if any (made first, with all others held as JSON)."""
+        found = self.by_id.get(message_id)
+        if type(found) is dict:
+            self.materialize()
+            found = self.by_id[message_id]
+        assert not isinstance(found, dict)
+        return found
+
+    def materialize(self) -> None:
+        """Give every message held as JSON its entry, in one pass (one at a time would cost a search of
+        the list per message)."""
+        if not self.lazy:
+            return
+        self.lazy = False
+        entries = self.entries
+        by_id = self.by_id
+        made: dict[int, Entry] = {}
+        for i, held in enumerate(entries):
+            if type(held) is dict:
+                entries[i] = entry = made[id(held)] = wire_entry(held)
+                if by_id.get(entry.id) is held:
+                    by_id[entry.id] = entry
+        calls = self.calls
+        for call_id, holder in calls.items():
+            if type(holder) is dict:
+                # (each such message is in the list, so it has its entry: the entry holds the JSON,
+                # which keeps its id from being reused while this runs)
+                calls[call_id] = made[id(holder)]
+
+    def made(self) -> list[Entry]:
+        """The list of entries, once :meth:`materialize` has run."""
+        return self.entries  # type: ignore[return-value]
+
+    def call(self, call_id: str) -> tuple[Entry, Call] | None:
+        """The message holding a tool call and the call, if any."""
+        found = self.calls.get(call_id)
+        if type(found) is tuple or found is None:
+            return found
+        if type(found) is dict:
+            self.materialize()
+            found = self.calls.get(call_id)
+            if type(found) is tuple or found is None:
+                return found
+        # A snapshot message held whole: its calls are made now, and indexed where it holds them.
+        assert isinstance(found, Entry)
+        calls = found.calls or ()
+        owned = {call.id for call in calls if self.calls.get(call.id) is found}
+        for call in calls:  # (a repeated id: the last call holding it, as an eager index has it)
+            if call.id in owned:
+                self.calls[call.id] = (found, call)
+        made = self.calls.get(call_id)
+        return made if type(made) is tuple else None
+
+    def input_messages(self) -> tuple[msg.Message, ...]:
+        """The messages a next run's input carries: activity messages excluded (AC-06)."""
+        return tuple(m for m in self.messages if not isinstance(m, msg.ActivityMessage))
+
+    def __iter__(self) -> Iterator[Held]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def answered(self, tool_call_ids: Iterable[str]) -> set[str]:
+        """Which of ``tool_call_ids`` a tool message in the log answers (one pass over the log)."""
+        wanted = set(tool_call_ids)
+        found: set[str] = set()
+        for held in self.entries:
+            if type(held) is dict:
+                if held["role"] == "tool" and held["toolCallId"] in wanted:
+                    found.add(held["toolCallId"])
+            elif held.role == "tool" and held.attrs.get("tool_call_id") in wanted:  # type: ignore[union-attr, operator]
+                found.add(held.attrs["tool_call_id"])  # type: ignore[union-attr]
+        return found
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def changed(self) -> None:
+        """Something changed: the messages handed out are built again when next asked for (the view is
+        kept with the count of changes it was built at; a handler may move ``changes`` itself)."""
+        self.changes += 1
+
+    def insert(self, entry: Entry) -> None:
+        """Append a message."""
+        self.entries.append(entry)
+        if self.index(entry):
+            self._runs[-1].new_message_ids.append(entry.id)
+
+    def index(self, entry: Entry) -> bool:
+        """Index ``entry``; ``True`` when the running run did not find its id in the thread."""
+        by_id = self.by_id
+        fresh = entry.id not in by_id
+        by_id[entry.id] = entry
+        if entry.calls:
+            for call in entry.calls:
+                self.calls[call.id] = (entry, call)
+        runs = self._runs
+        run = runs[-1] if runs else None
+        if run is None or run.terminated:
+            return False
+        if not fresh:
+            return entry.id in run.born
+        return note_added(run, entry.id)
+
+    def unindex(self, entry: Entry) -> None:
+        """Take ``entry`` out of the indexes (it is leaving the log, or being replaced)."""
+        self._tool_hint = None
+        if self.by_id.get(entry.id) is entry:
+            del self.by_id[entry.id]
+            run = self._runs[-1] if self._runs else None
+            if run is not None and not run.terminated:
+                note_removed(run, entry.id)
+        if entry.calls:
+            for call in entry.calls:
+                held = self.calls.get(call.id)
+                if held is entry or (type(held) is tuple and held[0] is entry):
+                    del self.calls[call.id]
+
+    def replace(self, old: Entry, new: Entry) -> None:
+        """Put ``new`` where ``old`` stands."""
+        position = self.position(old)
+        self.unindex(old)  # (which forgets the tool hint: the entry may change role)
+        self.entries[position] = new
+        self.index(new)
+
+    def position(self, entry: Entry) -> int:
+        """Where ``entry`` stands (searched from the end, where a stream's entries nearly always are)."""
+        entries = self.entries
+        for i in range(len(entries) - 1, -1, -1):
+            if entries[i] is entry:
+                return i
+        raise LookupError(entry.id)
+
+    def open_message(self, message_id: str, role: str, *, name: str | None = None,
+                     subagent_run_id: str | None = None) -> Entry:
+        """A new streamed message, appended."""
+        entry = Entry(message_id, role)
+        entry.text = []
+        if name is not None:
+            entry.attrs["name"] = name
+        if subagent_run_id is not None:
+            entry.attrs["subagent_run_id"] = subagent_run_id
+        entry.complete = False
+        self.insert(entry)
+        return entry
+
+    def attach_call(self, entry: Entry, call: Call) -> Call:
+        """Add a tool call to a message, indexed."""
+        if entry.calls is None:
+            entry.calls = []
+        entry.calls.append(call)
+        self.calls[call.id] = (entry, call)
+        return call
+
+    def place_tool_message(self, entry: Entry, tool_call_id: str) -> None:
+        """Insert a tool message (TC-13): right after the assistant message holding the call, after the
+        tool messages that already follow it; at the end when no message holds the call."""
+        found = self.call(tool_call_id)
+        if found is None:
+            self.insert(entry)
+            return
+        owner = found[0]
+        entries = self.entries
+        hint = self._tool_hint
+        if hint is not None and hint[0] is owner and hint[1] < len(entries) and entries[hint[1]] is hint[2]:
+            position = hint[1] + 1  # (after the result placed last for this message: those before are tools)
+        else:
+            position = self.position(owner) + 1
+        while position < len(entries) and role_of(entries[position]) == "tool":
+            position += 1
+        if position == len(entries):
+            self.insert(entry)
+        else:
+            entries.insert(position, entry)
+            if self.index(entry):
+                self._runs[-1].new_message_ids.append(entry.id)
+        self._tool_hint = (owner, position, entry)
+
+    def free_id(self, wanted: str) -> str:
+        """``wanted``, or ``wanted.2``, ``wanted.3`` … whichever no message holds."""
+        found, n = wanted, 1
+        while found in self.by_id:
+            n += 1
+            found = f"{wanted}.{n}"
+        return found
+
+    def rename(self, entry: Entry, new_id: str) -> None:
+        """Give a message another id (everywhere the log and the running run name it)."""
+        old_id = entry.id
+        del self.by_id[old_id]
+        entry.id = new_id
+        entry.touch()
+        self.by_id[new_id] = entry
+        run = self._runs[-1] if self._runs else None
+        if run is not None:
+            run.new_message_ids[:] = [new_id if i == old_id else i for i in run.new_message_ids]
+            if not run.terminated:
+                note_removed(run, old_id)
+                note_added(run, new_id)
+
+    def take(self, entries: list[Held], by_id: dict[str, Held], calls: dict[str, tuple[Entry, Call] | Held],
+             lazy: bool) -> None:
+        """Hold a whole new list (a snapshot merged): its entries, their indexes, whether JSON is among them."""
+        self.entries = entries
+        self.by_id = by_id
+        self.calls = calls
+        self.lazy = lazy
+        self._tool_hint = None
+        self.changed()
+
+    def mark_incomplete(self, message_ids: Iterable[str] = (), tool_call_ids: Iterable[str] = ()) -> None:
+        """Flag messages and tool calls whose stream was cut (they are kept, never silently closed)."""
+        # What was streamed is joined now, as it stands (a cut message is whole as far as it goes), so
+        # that its repairs are reported with the run that cut it.
+        for message_id in message_ids:
+            entry = self.entry(message_id)
+            if entry is not None:
+                entry.complete = False
+                self.incomplete.add(message_id)
+                if entry.text is not None:
+                    entry.text = whole(entry.text, self.warnings, entry.id)
+        for call_id in tool_call_ids:
+            found = self.call(call_id)
+            if found is not None:
+                call = found[1]
+                call.complete = False
+                self.incomplete.add(call_id)
+                if call.args:
+                    call.args = whole(call.args, self.warnings, call_id)
+
+
+def hold(messages: Iterable[Any], entries: list[Held], by_id: dict[str, Held],
+         calls: dict[str, tuple[Entry, Call] | Held]) -> bool:
+    """Append and index whole messages (all of a large snapshot's) in one pass; ``True`` when some are
+    held as their JSON.
+
+    A typed message gets a lazy entry; a message in its plain JSON is held as the dict itself until
+    something needs its entry, and the call index names the message for each of its calls.
+    """
+    new = new_entry
+    entry_class = Entry
+    call_of = Call.of
+    append = entries.append
+    lazy = False
+    for message in messages:
+        if type(message) is dict:
+            lazy = True
+            if "toolCalls" in message:
+                for wire_call in message["toolCalls"]:
+                    calls[wire_call["id"]] = message
+            append(message)
+            by_id[message["id"]] = message
+            continue
+        entry = new(entry_class)
+        entry.id = message_id = message.id
+        entry.role = message.ROLE
+        entry.frozen = entry.source = message
+        entry.complete = True
+        entry.wire_of = None
+        tool_calls: tuple[msg.ToolCall, ...] | None = getattr(message, "tool_calls", None)
+        if tool_calls is None:
+            entry.calls = None
+        else:
+            entry.calls = made = [call_of(call) for call in tool_calls]
+            for call in made:
+                calls[call.id] = (entry, call)
+        append(entry)
+        by_id[message_id] = entry
+    return lazy

@@ -1,0 +1,164 @@
+"""A thread in its stored form and back: what a store keeps, what ``to_wire()`` shows.
+
+The stored form (``dump``) is versioned (``STATE_FORMAT_VERSION``) so later releases can read it.
+Messages go out in their wire form, built directly from the entries (a message still being streamed
+need not be typed first) or taken as the JSON a snapshot or a store gave; a save that writes the
+record at once gets the thread's own dicts, marked as already checked to be plain JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ...types import messages as msg
+from ...types import run as rn
+from ...wire import codec
+from ...wire.jsonio import PlainDict, PlainList, copy_json
+from ..roster import Roster
+from .entries import Entry
+from .log import MessageLog
+from .records import RunErrorInfo, RunRecord, SubagentRecord
+
+if TYPE_CHECKING:
+    from . import ThreadState
+
+__all__ = ["STATE_FORMAT_VERSION", "dump", "load", "to_wire", "wire_messages"]
+
+#: Version of the ``dump()`` / ``load()`` layout (stores keep it so later releases can read them).
+STATE_FORMAT_VERSION = 1
+
+
+def to_wire(thread: ThreadState) -> dict[str, Any]:
+    """The thread in wire form: ``{"messages": [...], "state": ..., "openInterrupts": [...]}``."""
+    return {
+        "messages": codec.encode(thread.messages),
+        "state": thread.state,
+        "openInterrupts": codec.encode(thread.open_interrupts),
+    }
+
+
+def dump(thread: ThreadState, *, share_state: bool = False) -> dict[str, Any]:
+    """Everything a store needs to bring the thread back (see ``ThreadState.dump``)."""
+    ledger = thread.ledger
+    last = ledger.last_run
+    return {
+        "format": STATE_FORMAT_VERSION,
+        "threadId": thread.thread_id,
+        # Built directly, and marked as checked plain JSON for a save that serialises at once.
+        "messages": wire_messages(thread.log, share_state),
+        "state": thread.document.shared() if share_state else copy_json(thread.document.value),
+        "stateInSync": thread.document.in_sync,
+        "openInterrupts": codec.encode(ledger.open_interrupts),
+        "interruptedRunId": ledger.interrupted_run_id,
+        "pendingToolCallIds": list(ledger.pending_tool_call_ids()),
+        "usageByRun": {run_id: codec.encode(entries) for run_id, entries in ledger.usage.items()},
+        "lastOutcome": last.outcome if last else None,
+        "lastRunId": last.run_id if last else None,
+        "subagents": {k: _dump_subagent(v) for k, v in ledger.subagents.items()},
+    }
+
+
+def wire_messages(log: MessageLog, checked: bool) -> list[Any]:
+    """The log's messages in wire form (a :class:`PlainList` of the log's own dicts when ``checked``)."""
+    # A message held as plain JSON (a snapshot's) goes out as it is for a save that writes it at
+    # once, else as a copy; a message still being streamed into an entry is encoded from the
+    # entry; the others (frozen already: messages read before) go through the wire encoders.
+    warn = log.warnings
+    out: list[Any] = []
+    append = out.append
+    frozen: list[int] = []  # where typed messages wait for the wire encoders
+    for entry in log.entries:
+        if type(entry) is dict:
+            append(entry if checked else copy_json(entry))
+            continue
+        held = entry.frozen  # type: ignore[union-attr]
+        if held is None:
+            encoded = entry.wire(warn)  # type: ignore[union-attr]
+            if encoded is not None:
+                if checked and entry.complete:  # type: ignore[union-attr]
+                    # Kept as the message as it stands (anything that changes the entry clears
+                    # it), so the next save does not build it again: a long conversation's saves
+                    # would otherwise rebuild every earlier message each time.
+                    entry.frozen = encoded  # type: ignore[union-attr]
+                append(encoded)
+                continue
+            held = entry.freeze(warn)  # type: ignore[union-attr]
+        elif type(held) is dict:
+            append(held if checked else copy_json(held))
+            continue
+        else:
+            cached = entry.wire_of  # type: ignore[union-attr]
+            if cached is not None and cached[0] is held:  # typed from this JSON, unchanged since
+                append(cached[1] if checked else copy_json(cached[1]))
+                continue
+        frozen.append(len(out))
+        append(held)
+    if not frozen:
+        return PlainList(out) if checked else out
+    rest = codec.encode_messages([out[i] for i in frozen], checked=checked)
+    for i, encoded in zip(frozen, rest, strict=True):
+        out[i] = encoded
+    return PlainList(out) if checked and type(rest) is PlainList else out
+
+
+def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> ThreadState:
+    """Rebuild a thread from :func:`dump` output (see ``ThreadState.load``)."""
+    version = data.get("format", 1)
+    if not isinstance(version, int) or version > STATE_FORMAT_VERSION:
+        raise ValueError(f"thread state format {version!r} is newer than this release reads")
+    state = data.get("state")
+    # (dump(share_state=True)'s state is the dumping thread's own, marked: always copied)
+    adopt_state = adopt and type(state) not in (PlainDict, PlainList)
+    thread = cls(state=None if adopt_state else state, thread_id=data.get("threadId"))
+    if adopt_state:
+        thread.document.adopt(state)
+    wire = data.get("messages", [])
+    if type(wire) is PlainList:
+        # dump(share_state=True)'s list holds the dicts its thread holds; those are never changed
+        # in place, so sharing them is safe, but the list itself is the codec's exact type.
+        wire = list(wire)
+    # A store's record of plain messages is held as its JSON, typed when read, as a snapshot is:
+    # loading a long thread then costs a check per message instead of building each. (Data of
+    # the caller's is decoded: typed messages share its strings, where a copy would copy them.)
+    roster = Roster.of_wire(wire) if adopt and codec.held_messages(wire) else None
+    if roster is not None and roster.unique:
+        thread.snapshots.messages_snapshot(roster, None)
+    else:
+        for message in codec.decode(wire, tuple[msg.Message, ...]):
+            thread.log.insert(Entry.of(message))
+    ledger = thread.ledger
+    thread.document.in_sync = bool(data.get("stateInSync", True))
+    ledger.open_interrupts = codec.decode(data.get("openInterrupts", []), tuple[rn.Interrupt, ...])
+    ledger.interrupted_run_id = data.get("interruptedRunId")
+    ledger.pending = tuple(data.get("pendingToolCallIds", ()))
+    ledger.usage = {k: codec.decode(v, tuple[rn.TokenUsage, ...]) for k, v in data.get("usageByRun", {}).items()}
+    for key, value in data.get("subagents", {}).items():
+        ledger.subagents[key] = _load_subagent(value)
+    last_outcome = data.get("lastOutcome")
+    last_run = data.get("lastRunId")
+    if last_run is not None:
+        run = RunRecord(run_id=last_run, thread_id=thread.thread_id or "", outcome=last_outcome, terminated=True)
+        run.interrupts = ledger.open_interrupts if last_outcome == "interrupt" else ()
+        ledger.runs.append(run)
+    thread.settled()  # (however the messages went in: a loaded thread has not changed yet)
+    return thread
+
+
+def _dump_subagent(record: SubagentRecord) -> dict[str, Any]:
+    data = attrs.asdict(record, recurse=True)
+    if data.get("error") is not None:
+        # SUBAGENT_ERROR reports no usage: the stored form stays what it was before errors carried any.
+        del data["error"]["usage"]
+    return data
+
+
+def _load_subagent(data: Mapping[str, Any]) -> SubagentRecord:
+    values = dict(data)
+    error = values.get("error")
+    if error is not None:
+        values["error"] = RunErrorInfo(**error)
+    values["interrupt_ids"] = tuple(values.get("interrupt_ids", ()))
+    return SubagentRecord(**values)

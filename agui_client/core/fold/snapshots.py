@@ -1,0 +1,240 @@
+"""Whole restatements: a ``MESSAGES_SNAPSHOT`` merged into the log, activities replaced or patched.
+
+A messages snapshot is the producer's complete list (MS-01..MS-06): the messages it names replace
+the thread's, the ones it leaves out are dropped, except the client's own kinds it does not speak
+for (reasoning when it holds none, activities it is not authoritative for). A snapshot's messages
+may arrive as their plain JSON (``Roster.wire``): they are held as such, typed when first read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...errors import StreamWarning
+from ...types.base import Metadata
+from ...wire.jsonio import copy_json, describe
+from ..patch import PatchFailed, apply_patch
+from ..roster import Roster
+from .document import StateDocument, foreign_copy
+from .entries import Call, Entry, Held, merge_metadata
+from .log import MessageLog, hold
+from .records import RunRecord, note_removed
+
+__all__ = ["Snapshots"]
+
+_NO_WARNINGS: tuple[StreamWarning, ...] = ()
+_UNDECLARED: Any = object()
+
+
+class Snapshots:
+    """The messages-snapshot merge and the activity handlers.
+
+    Args:
+        log: the thread's messages.
+        runs: the thread's runs (the ledger's list): the running one learns what a snapshot added.
+        document: the state document, whose per-run copy allowance activity patches share.
+    """
+
+    def __init__(self, log: MessageLog, runs: list[RunRecord], document: StateDocument) -> None:
+        self.log = log
+        self._runs = runs
+        self._document = document
+
+    # -- activities ------------------------------------------------------------------------------
+
+    def activity_snapshot(self, message_id: str, activity_type: str, content: Mapping[str, Any],
+                          replace: bool | None, owner: str | None, metadata: Metadata | None
+                          ) -> Sequence[StreamWarning]:
+        """ACTIVITY_SNAPSHOT: an activity message minted, or replaced (or kept, ``replace: false``)."""
+        log = self.log
+        existing = log.entry(message_id)
+        replacing = replace is not False
+        target: Entry | None = None
+        if existing is None or (replacing and existing.role != "activity"):
+            entry = Entry(message_id, "activity")
+            entry.attrs["activity_type"] = activity_type
+            entry.value = foreign_copy(content)
+            if owner is not None:
+                entry.attrs["subagent_run_id"] = owner
+            if existing is None:
+                log.insert(entry)
+            else:
+                log.replace(existing, entry)
+            target = entry
+        elif existing.role == "activity":
+            target = existing
+            if replacing:
+                existing.attrs["activity_type"] = activity_type
+                existing.value = foreign_copy(content)
+                if owner is not None:
+                    existing.attrs["subagent_run_id"] = owner
+                else:
+                    existing.attrs.pop("subagent_run_id", None)
+        if target is not None and metadata is not None:
+            target.attrs["metadata"] = merge_metadata(target.attrs.get("metadata"), metadata)
+        if target is not None:
+            target.touch()
+            log.changed()
+        return _NO_WARNINGS
+
+    def activity_delta(self, message_id: str, activity_type: str, patch: Sequence[Any],
+                       metadata: Metadata | None) -> Sequence[StreamWarning]:
+        """ACTIVITY_DELTA: the activity's content patched (atomically; its content stays an object, AC-01)."""
+        log = self.log
+        entry = log.entry(message_id)
+        if entry is None:
+            return (StreamWarning(code="AC-04", message=f"no activity {message_id!r} to patch; delta dropped",
+                                  pointer="/messageId"),)
+        if entry.role != "activity":
+            return (StreamWarning(code="AC-07", message=f"message {message_id!r} is not an activity; delta dropped",
+                                  pointer="/messageId"),)
+        if metadata is not None:
+            entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
+        content = entry.value if entry.value is not None else {}
+        whole = [i for i, op in enumerate(patch) if type(op) is dict and op.get("path") == ""]
+        if entry.frozen is not None or whole:
+            # A message handed out (or taken from a snapshot event) holds this dict: patch a copy. So
+            # does a patch that replaces the whole content, which may leave something not an object.
+            content = copy_json(content)
+        try:
+            patched = apply_patch(content, patch, copy_allowance=self._document.allowance)
+            if type(patched) is not dict:
+                # AC-01: an activity's content is an object; anything else could not even be loaded again.
+                raise PatchFailed(f"the content would become {describe(patched)}, not an object", whole[-1])
+        except PatchFailed as exc:
+            entry.touch()
+            log.changed()
+            return (StreamWarning(code="AC-05" if exc.rule == "SP-06" else f"{exc.rule}/AGUI303",
+                                  message=f"activity patch did not apply: {exc}", pointer=f"/patch/{exc.op_index}"),)
+        entry.value = patched
+        entry.attrs["activity_type"] = activity_type
+        entry.touch()
+        log.changed()
+        return _NO_WARNINGS
+
+    # -- messages snapshots ------------------------------------------------------------------------
+
+    def messages_snapshot(self, roster: Roster, metadata: Metadata | None) -> Sequence[StreamWarning]:
+        """MESSAGES_SNAPSHOT: the producer's complete list, merged (the last of a repeated id wins, at the
+        place of the first, as a dict keeps it)."""
+        warnings = [StreamWarning(code="B205", message=f"snapshot repeats message id {key!r}; the last wins",
+                                  pointer=f"/messages/{position}/id") for position, key in roster.repeats]
+        self._merge(roster.by_id, roster.roles, _authoritative_activity_types(metadata))
+        return warnings
+
+    def _merge(self, incoming: Mapping[str, Any], roles: set[str], authority: Any) -> None:
+        # MS-01..MS-06: ``incoming`` (id -> message, typed or plain JSON, in snapshot order) is the
+        # producer's complete list.
+        log = self.log
+        has_activity = "activity" in roles
+        has_reasoning = "reasoning" in roles
+
+        def keep_local(entry: Entry) -> bool:
+            if entry.role == "activity":
+                if authority is _UNDECLARED:
+                    return not has_activity
+                if authority is None:
+                    return False
+                return entry.attrs.get("activity_type") not in authority
+            return entry.role == "reasoning" and not has_reasoning
+
+        kept: list[Held] = []
+        by_id: dict[str, Held] = {}
+        calls: dict[str, tuple[Entry, Call] | Held] = {}
+        lazy = False
+        for held in log.entries:
+            if type(held) is dict:
+                # A message held as JSON (never an activity; no calls if a reasoning message).
+                replacement = incoming.get(held["id"])
+                if replacement is not None:
+                    lazy = hold((replacement,), kept, by_id, calls) or lazy
+                elif held["role"] == "reasoning" and not has_reasoning:
+                    kept.append(held)
+                    by_id[held["id"]] = held
+                    lazy = True
+                continue
+            entry: Entry = held  # type: ignore[assignment]
+            replacement = incoming.get(entry.id)
+            if replacement is not None:
+                lazy = hold((replacement,), kept, by_id, calls) or lazy
+            elif keep_local(entry):
+                kept.append(entry)
+                by_id[entry.id] = entry
+                if entry.calls:
+                    for call in entry.calls:
+                        calls[call.id] = (entry, call)
+        held_ids = by_id.keys()  # (read below before ``hold`` grows it with the fresh messages)
+        runs = self._runs
+        run = runs[-1] if runs else None
+        restated = _restated_streamed(run, incoming)
+        fresh = [message for key, message in incoming.items() if key not in held_ids] if held_ids \
+            else incoming.values()
+        if run is not None and not run.terminated:
+            # Read from the keys (the ids): a snapshot into a thread that held nothing adds them all.
+            # What the snapshot dropped is found by a set difference (the usual answer: nothing).
+            if len(by_id) < len(log.by_id):  # (what is kept is the old ids less what was dropped)
+                for key in log.by_id.keys() - by_id.keys():
+                    note_removed(run, key)
+            fresh_ids = [key for key in incoming if key not in held_ids] if held_ids else list(incoming)
+            removed = run.removed_before
+            if removed:
+                added = [key for key in fresh_ids if key not in removed]
+                removed.difference_update(fresh_ids)  # (there at the start, gone, and back)
+            else:
+                added = fresh_ids
+            run.born.update(added)
+            run.new_message_ids.extend(added)
+        lazy = hold(fresh, kept, by_id, calls) or lazy
+        if restated and run is not None:
+            self._note_snapshot_calls(run, restated, by_id, calls)
+        log.take(kept, by_id, calls, lazy)
+
+    def _note_snapshot_calls(self, run: RunRecord, restated: list[str], by_id: dict[str, Held],
+                             calls: Mapping[str, Any]) -> None:
+        # TC-17 with MS-01: a snapshot that restates a message this run is streaming may hold calls
+        # the stream never started (ag-ui-langgraph streams the first of several parallel calls and
+        # names the rest only in its closing snapshot). They were made in this run, so they count as
+        # started; calls of history the snapshot restates never do, so no old call becomes pending.
+        known = self.log.calls
+        for message_id in restated:
+            held = by_id.get(message_id)
+            if held is None:
+                continue
+            if type(held) is dict:
+                ids = [call["id"] for call in held.get("toolCalls", ())]
+            else:
+                ids = [call.id for call in held.calls or ()]  # type: ignore[union-attr]
+            for call_id in ids:
+                if call_id not in known and call_id in calls:
+                    run.started_tool_calls[call_id] = None
+                    run.snapshot_tool_calls.add(call_id)
+
+
+def _restated_streamed(run: RunRecord | None, incoming: Mapping[str, Any]) -> list[str]:
+    """The messages this run added before a snapshot that the snapshot restates (none after its end)."""
+    if run is None or run.terminated or not run.new_message_ids:
+        return []
+    echoed = run.echoed
+    if echoed:
+        return [message_id for message_id in run.new_message_ids if message_id in incoming and message_id not in echoed]
+    return [message_id for message_id in run.new_message_ids if message_id in incoming]
+
+
+def _authoritative_activity_types(metadata: Mapping[str, Any] | None) -> Any:
+    # The reference's convention (its README, "Activity snapshots"): metadata["@ag-ui/client"]
+    # .authoritativeActivityTypes: a list owns those types, null owns all, absent = legacy rule,
+    # anything malformed owns none.
+    if metadata is None or "@ag-ui/client" not in metadata:
+        return _UNDECLARED
+    namespace = metadata["@ag-ui/client"]
+    if not isinstance(namespace, dict):
+        return ()
+    if "authoritativeActivityTypes" not in namespace:
+        return _UNDECLARED
+    declared = namespace["authoritativeActivityTypes"]
+    if declared is None:
+        return None
+    if isinstance(declared, list) and all(isinstance(item, str) for item in declared):
+        return tuple(declared)
+    return ()

@@ -1,0 +1,287 @@
+"""What streamed text, reasoning and tool calls do to the thread: one handler per event kind.
+
+Each handler takes the event's fields as plain arguments and returns the warnings it found (their
+``event_type`` is filled in by whoever knows the event: ``ThreadState.apply`` or the session).
+Streamed text and arguments are appended as fragments and joined once, when the message or call
+ends (or its stream is cut), so a long stream costs time linear in its length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...errors import StreamWarning
+from ...types import messages as msg
+from ...types.base import Metadata
+from ...wire.jsonio import is_json
+from .entries import Call, Entry, OwnMetadata, merge_metadata, text_from, whole
+from .log import MessageLog
+from .records import RunRecord
+
+__all__ = ["Streams", "NO_WARNINGS"]
+
+NO_WARNINGS: tuple[StreamWarning, ...] = ()
+
+
+def _warning(code: str, message: str, *, pointer: str | None = None) -> StreamWarning:
+    return StreamWarning(code=code, message=message, pointer=pointer)
+
+
+class Streams:
+    """The text, reasoning and tool-call handlers, over a thread's message log.
+
+    Args:
+        log: the thread's messages.
+        runs: the thread's runs (the ledger's list): the running one records the calls it started and
+            answered.
+    """
+
+    def __init__(self, log: MessageLog, runs: list[RunRecord]) -> None:
+        self.log = log
+        self._runs = runs
+        self.reopened_empty: set[str] = set()  # messages without content re-opened (TX-05), not yet closed
+        self.replayed_args: dict[str, list[str]] = {}  # a replayed call's arguments before its START (TC-22)
+
+    # -- text and reasoning messages ---------------------------------------------------------------
+
+    def text_start(self, message_id: str, role: str, name: str | None, owner: str | None,
+                   metadata: Metadata | None) -> Sequence[StreamWarning]:
+        """TEXT_MESSAGE_START / REASONING_MESSAGE_START: open a message, or re-open a known one (TX-05)."""
+        log = self.log
+        entry = log.entry(message_id)
+        if entry is not None and entry.role == "activity":
+            return (_warning("TX-10", f"message {message_id!r} is an activity message; text events for it dropped",
+                             pointer="/messageId"),)
+        if entry is None:
+            entry = log.open_message(message_id, role, name=name, subagent_run_id=owner)
+        else:
+            # B149 / TX-05: the reference re-opens a known id and appends to its content: a tool
+            # message's text too; a message that had no content keeps none unless text arrives.
+            entry.complete = False
+            if entry.text is None:
+                entry.text = text_from(entry)
+                if not entry.text:
+                    self.reopened_empty.add(entry.id)
+        if metadata is not None:
+            entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
+        entry.touch()
+        log.changed()
+        return NO_WARNINGS
+
+    def text_delta(self, message_id: str, delta: str, metadata: Metadata | None) -> Sequence[StreamWarning]:
+        """TEXT_MESSAGE_CONTENT / REASONING_MESSAGE_CONTENT: append to a held message's text."""
+        log = self.log
+        entry: Entry | None = log.by_id.get(message_id)  # type: ignore[assignment]
+        if type(entry) is not Entry and entry is not None:  # (a message held as JSON: its entry made first)
+            entry = log.entry(message_id)
+        if entry is None or entry.role == "activity":
+            return (_warning("TX-10", f"no text message {message_id!r} to append to", pointer="/messageId"),)
+        text = entry.text
+        if text is None:
+            text = entry.text = text_from(entry)
+        text.append(delta)
+        if metadata is not None:
+            entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
+        entry.frozen = None
+        log.changes += 1
+        return NO_WARNINGS
+
+    def text_end(self, message_id: str, metadata: Metadata | None) -> Sequence[StreamWarning]:
+        """TEXT_MESSAGE_END / REASONING_MESSAGE_END: the message is whole (its text joined once)."""
+        log = self.log
+        entry = log.entry(message_id)
+        if entry is None or entry.role == "activity":
+            return (_warning("TX-10", f"no text message {message_id!r} to close", pointer="/messageId"),)
+        entry.complete = True
+        log.incomplete.discard(entry.id)
+        if self.reopened_empty and entry.id in self.reopened_empty:
+            self.reopened_empty.discard(entry.id)
+            if not entry.text:
+                entry.text = None  # (re-opened and closed with nothing in between: still no content)
+                entry.touch()
+        if entry.text is not None:
+            # Joined once, when the message is whole: thousands of small deltas would otherwise be
+            # held as separate strings until someone reads the messages.
+            entry.text = whole(entry.text, log.warnings, entry.id)
+        if metadata is not None:
+            entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
+            entry.touch()
+            log.changed()
+        return NO_WARNINGS
+
+    # -- tool calls ----------------------------------------------------------------------------------
+
+    def tool_start(self, tool_call_id: str, name: str, parent_message_id: str | None, owner: str | None,
+                   metadata: Metadata | None) -> Sequence[StreamWarning]:
+        """TOOL_CALL_START: a new call on its assistant message (TC-08), or a known call again (TC-22)."""
+        log = self.log
+        runs = self._runs
+        run = runs[-1] if runs else None
+        earlier = run is None or tool_call_id not in run.started_tool_calls  # (not started in this run)
+        if run is not None:
+            run.started_tool_calls[tool_call_id] = None
+        found = log.call(tool_call_id)
+        warnings: list[StreamWarning] = []
+        if found is not None:
+            # TC-22: a START replayed for a call already held is idempotent; a new name wins, with a warning.
+            entry, call = found
+            if call.name != name:
+                warnings.append(_warning("TC-22", f"tool call {call.id!r} renamed from {call.name!r} to {name!r}"))
+                call.name = name
+            if call.complete and earlier:
+                # A call of an earlier run comes again with its arguments (ag-ui-langgraph re-sends a call
+                # interrupted in an earlier run on resume): they replace the old ones, which stand if none
+                # arrive before the END. (Within one run the reference appends: B161, TC-05.)
+                self.replayed_args[call.id] = call.args
+                call.args = []
+            call.complete = False
+        else:
+            entry = self._parent_for(tool_call_id, parent_message_id, owner, warnings)
+            call = log.attach_call(entry, Call(tool_call_id, name, complete=False))
+        if metadata is not None:
+            call.metadata = merge_metadata(call.metadata, metadata)
+        call.frozen = None
+        entry.touch()
+        log.changed()
+        return warnings
+
+    def _parent_for(self, call_id: str, parent_id: str | None, owner: str | None,
+                    warnings: list[StreamWarning]) -> Entry:
+        log = self.log
+        new_id = call_id
+        if parent_id is not None:
+            parent = log.entry(parent_id)
+            if parent is not None and parent.role == "assistant":
+                return parent
+            if parent is not None:
+                warnings.append(_warning("TC-08", f"parentMessageId {parent_id!r} names a {parent.role} message; the "
+                                                  "call gets its own assistant message"))
+            else:
+                new_id = parent_id
+        elif new_id in log.by_id:
+            # The id this client gives a parentless call's message is the call's; a message holding it
+            # already (a user's, say) keeps it: one id, one message.
+            new_id = log.free_id(f"{new_id}.assistant")
+        entry = Entry(new_id, "assistant")
+        if owner is not None:
+            entry.attrs["subagent_run_id"] = owner
+        log.insert(entry)
+        return entry
+
+    def tool_args(self, tool_call_id: str, delta: str, metadata: Metadata | None) -> Sequence[StreamWarning]:
+        """TOOL_CALL_ARGS: append to a held call's arguments."""
+        log = self.log
+        found = log.call(tool_call_id)
+        if found is None:
+            return (_warning("TC-02", f"no tool call {tool_call_id!r} to append to", pointer="/toolCallId"),)
+        entry, call = found
+        call.args.append(delta)
+        if metadata is not None:
+            call.metadata = merge_metadata(call.metadata, metadata)
+        call.frozen = None
+        entry.frozen = None
+        log.changes += 1
+        return NO_WARNINGS
+
+    def tool_end(self, tool_call_id: str, metadata: Metadata | None) -> Sequence[StreamWarning]:
+        """TOOL_CALL_END: the call's arguments are whole (joined once); arguments that are not JSON are
+        kept, with a warning."""
+        log = self.log
+        found = log.call(tool_call_id)
+        if found is None:
+            return (_warning("TC-02", f"no tool call {tool_call_id!r} to close", pointer="/toolCallId"),)
+        entry, call = found
+        call.complete = True
+        log.incomplete.discard(call.id)
+        if self.replayed_args:
+            before = self.replayed_args.pop(call.id, None)
+            if before is not None and not call.args:
+                call.args = before
+        if call.args:
+            # Joined once, now that the arguments are complete (a repaired UTF-16 half stays JSON).
+            call.args = whole(call.args, log.warnings, call.id)
+        if metadata is not None:
+            call.metadata = merge_metadata(call.metadata, metadata)
+            call.frozen = None
+            entry.touch()
+            log.changed()
+        if call.args and not is_json(call.args[0]):
+            # TC-06: the protocol does not validate arguments; keep them raw, but say so (AGUI204).
+            return (_warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not JSON (kept as sent)"),)
+        return NO_WARNINGS
+
+    def tool_result(self, message_id: str, tool_call_id: str, content: str | Sequence[msg.ContentPart],
+                    owner: str | None, metadata: Metadata | None) -> Sequence[StreamWarning]:
+        """TOOL_CALL_RESULT: a tool message placed after the call's assistant message (TC-13); an id that
+        names another message never replaces it (TC-09)."""
+        log = self.log
+        runs = self._runs
+        run = runs[-1] if runs else None
+        if run is not None:
+            run.answered_tool_calls.add(tool_call_id)
+        entry = Entry(message_id, "tool")
+        entry.value = content
+        entry.attrs["tool_call_id"] = tool_call_id
+        if owner is not None:
+            entry.attrs["subagent_run_id"] = owner
+        if metadata is not None:
+            entry.attrs["metadata"] = OwnMetadata(metadata)
+        existing = log.entry(message_id)
+        warnings: Sequence[StreamWarning] = NO_WARNINGS
+        if existing is None:
+            log.place_tool_message(entry, tool_call_id)
+        elif existing.role == "tool" and existing.attrs.get("tool_call_id") == tool_call_id:
+            # One id, one message: a result re-sent under its id replaces it where it stands.
+            log.replace(existing, entry)
+        else:
+            warnings = (self._id_taken(existing, entry, tool_call_id),)
+        log.changed()
+        return warnings
+
+    def _id_taken(self, existing: Entry, entry: Entry, tool_call_id: str) -> StreamWarning:
+        # TC-09: a result mints a new message, so an id that names another message (a user's, the
+        # call's own assistant message, another call's result) must not replace it: that would delete
+        # the message, and with it perhaps the call being answered.
+        log = self.log
+        taken = entry.id
+        if existing.role == "assistant" and existing.calls and any(c.id == taken for c in existing.calls):
+            # The assistant message was named after its call by this client (TOOL_CALL_START had no
+            # parentMessageId), and the producer names the result after the call too: the name we
+            # chose gives way, the producer's stays.
+            log.rename(existing, log.free_id(f"{taken}.assistant"))
+            log.place_tool_message(entry, tool_call_id)
+            return _warning("TC-09", f"tool result {taken!r} takes the id this client gave the assistant message of "
+                                     f"call {tool_call_id!r} (its TOOL_CALL_START named no parent); that message is "
+                                     f"now {existing.id!r}", pointer="/messageId")
+        entry.id = log.free_id(f"{taken}.{tool_call_id}")
+        log.place_tool_message(entry, tool_call_id)
+        return _warning("TC-09", f"tool result messageId {taken!r} already names a {existing.role} message; the "
+                                 f"result is kept as {entry.id!r}", pointer="/messageId")
+
+    def add_tool_result(self, message: msg.ToolMessage) -> None:
+        """The application answers a frontend tool call: the message placed as a result is."""
+        self.log.place_tool_message(Entry.of(message), message.tool_call_id)
+        self.log.changed()
+
+    # -- encrypted values ------------------------------------------------------------------------------
+
+    def encrypted_value(self, subtype: str, entity_id: str, value: str) -> Sequence[StreamWarning]:
+        """REASONING_ENCRYPTED_VALUE: stored on the tool call or message it names."""
+        log = self.log
+        if subtype == "tool-call":
+            found = log.call(entity_id)
+            if found is not None:
+                found[1].encrypted_value = value
+                found[1].frozen = None
+                found[0].touch()
+                log.changed()
+                return NO_WARNINGS
+        else:
+            entry = log.entry(entity_id)
+            if entry is not None and entry.role != "activity":
+                entry.attrs["encrypted_value"] = value
+                entry.touch()
+                log.changed()
+                return NO_WARNINGS
+        return (_warning("RS-08", f"no {subtype} {entity_id!r} for the encrypted value; nothing stored"),)
+

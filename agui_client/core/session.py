@@ -1,0 +1,831 @@
+"""One run, sans-IO: payloads in, verified and folded events out, and the ``RunResult`` at the end.
+
+``RunSession`` composes the pipeline every transport drives:
+
+    payload (JSON text) -> codec.decode -> chunks.ChunkExpander -> verify.RunVerifier -> fold.ThreadState
+
+It stamps every ``ProtocolError`` with the run id, the event index and type, and the ``RunResult`` so
+far (whose ``.state`` is what was folded before the fault), and locates every warning the same way.
+``replay()`` drives a session over a recorded response exactly as a live run would.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import attrs
+from attrs import frozen
+
+from ..errors import LimitExceeded, ProtocolError, RunFailed, StreamEnded, StreamWarning
+from ..interrupts import is_expired
+from ..types import events as ev
+from ..types import messages as msg
+from ..types import run as rn
+from ..types.base import JSON
+from ..wire import codec
+from ..wire.jsonio import DEFAULT_MAX_DEPTH, SLICED_MIN, parse_batch, parse_json, read_slices
+from ..wire.sink import WarningSink
+from ..wire.sse import SSEDecoder
+from .chunks import ChunkExpander
+from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
+from .roster import Roster
+from .verify import RunVerifier
+
+__all__ = ["RunSession", "RunResult", "replay", "replay_events", "DEFAULT_MAX_EVENT_BYTES"]
+
+#: Payloads parsed together (``RunSession.fold_read``): enough to spread the per-call cost, few
+#: enough that their parsed values stay a small part of any thread.
+_GROUP = 64
+
+#: Default limit on one event's size in bytes.
+DEFAULT_MAX_EVENT_BYTES = 16 * 2**20
+
+
+@frozen(kw_only=True)
+class RunResult:
+    """What one run (one response) came to.
+
+    Attributes:
+        thread_id: the thread.
+        run_id: the (last) run of the response.
+        outcome: ``"success"``, ``"interrupt"``, ``"cancelled"`` or ``"error"``; ``None`` when the run never
+            reached a terminal event (the error that says so carries this result).
+        interrupts: the interrupts the run stopped for (interrupt outcome).
+        pending_tool_call_ids: frontend tool calls the run left for the consumer (success outcome).
+        result: the run's return value (success outcome).
+        error: the ``RUN_ERROR`` that ended the run, if it failed.
+        late_error: a ``RUN_ERROR`` that surfaced after the run had finished (CL-02); the outcome stands.
+        usage: token usage this run reported (only its own: usage does not carry across runs).
+        new_message_ids: the ids of the messages the run added to the thread, in order.
+        state: the thread after the run (live: it changes as later runs are folded into it).
+        warnings: everything tolerated, dropped or repaired while reading the run.
+        steps: the steps the run went through.
+        events: how many events the response carried.
+        run_ids: every run the response held, in order (a recorded multi-run stream).
+    """
+
+    thread_id: str | None
+    run_id: str | None
+    outcome: Outcome | None
+    interrupts: tuple[rn.Interrupt, ...] = ()
+    pending_tool_call_ids: tuple[str, ...] = ()
+    result: JSON = None
+    error: RunErrorInfo | None = None
+    late_error: RunErrorInfo | None = None
+    usage: tuple[rn.TokenUsage, ...] = ()
+    new_message_ids: tuple[str, ...] = ()
+    state: ThreadState = attrs.field(repr=False)
+    warnings: tuple[StreamWarning, ...] = ()
+    steps: tuple[StepRecord, ...] = ()
+    events: int = 0
+    run_ids: tuple[str, ...] = ()
+
+    @property
+    def messages(self) -> tuple[msg.Message, ...]:
+        """The thread's messages after the run."""
+        return self.state.messages
+
+    @property
+    def new_messages(self) -> tuple[msg.Message, ...]:
+        """The messages the run added, as the thread holds them (live, like ``state``; frozen on first read).
+
+        Built when asked, not when the run ends: a caller that only wants the outcome does not pay
+        for typed copies of every message a long run streamed.
+        """
+        return self.state.messages_for(self.new_message_ids)
+
+    @property
+    def text(self) -> str:
+        """The text of the assistant messages this run added, joined by blank lines."""
+        return "\n\n".join(m.content for m in self.new_messages
+                           if isinstance(m, msg.AssistantMessage) and m.content)
+
+    @property
+    def pending_tool_calls(self) -> tuple[msg.ToolCall, ...]:
+        """The tool calls named by ``pending_tool_call_ids`` (those the thread holds)."""
+        calls = (self.state.tool_call(i) for i in self.pending_tool_call_ids)
+        return tuple(c for c in calls if c is not None)
+
+    @property
+    def total_usage(self) -> rn.TokenUsage:
+        """This run's usage summed over providers."""
+        return sum_usage(self.usage)
+
+    def expired_interrupts(self, now: datetime | Callable[[], datetime] | None = None) -> tuple[str, ...]:
+        """Ids of this run's interrupts that have expired at ``now`` (default: the current UTC time)."""
+        return tuple(i.id for i in self.interrupts if is_expired(i, now))
+
+    def raise_for_outcome(self) -> RunResult:
+        """Raise ``RunFailed`` if the run ended with ``RUN_ERROR``; return ``self`` otherwise."""
+        if self.outcome == "error" and self.error is not None:
+            raise RunFailed(self.error.message, run_id=self.run_id, code=self.error.code)
+        return self
+
+
+class RunSession:
+    """Folds one response (normally one run) into a thread, payload by payload.
+
+    Args:
+        state: the thread to fold into (a new one by default).
+        run_input: the input that was sent, when known: its ids are compared with ``RUN_STARTED``'s.
+        max_depth: JSON nesting limit per payload.
+        collect_errors: keep going after a protocol error (the faulty event is not applied) and
+            record it in ``errors`` instead of raising (each gets the final ``RunResult`` as ``.result``
+            when ``end()`` is called); for verifiers and linters.
+        events: whether the caller wants the events back. With ``False`` (``replay()`` and
+            ``Thread.run()`` use it) the commonest events in their plain shape are read straight from
+            their JSON by a fast front-end that calls the same handlers (chunks, verifier, fold) the
+            typed path reaches through an event object, and ``feed_payload`` returns no event for
+            them; the thread, the errors and the warnings are the same either way.
+    """
+
+    def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
+                 max_depth: int = DEFAULT_MAX_DEPTH, collect_errors: bool = False,
+                 events: bool = True) -> None:
+        self.state = state if state is not None else ThreadState(
+            thread_id=run_input.thread_id if run_input is not None else None)
+        self.run_input = run_input
+        self.max_depth = max_depth
+        self.collect_errors = collect_errors
+        self.errors: list[ProtocolError] = []
+        self.warnings: list[StreamWarning] = []
+        self._sink = WarningSink()
+        self._chunks = ChunkExpander()
+        self._verifier = RunVerifier(known_tool_call_ids=self.state.has_tool_call,
+                                     known_message_ids=self.state.has_message)
+        self._index = 0
+        self._run_id: str | None = None
+        self._first_run_index = len(self.state.runs)
+        self._ended = False
+        self._failed: ProtocolError | None = None
+        self._thinking_span: str | None = None
+        self._thinking_message: str | None = None
+        # Without callers for the events, what a payload parsed here holds is the fold's own (a state
+        # snapshot is kept, not copied), and the front-end reads plain events without making them.
+        self._events = events
+
+    # -- feeding ------------------------------------------------------------------------------------
+
+    @property
+    def index(self) -> int:
+        """The index the next event will have."""
+        return self._index
+
+    @property
+    def run_id(self) -> str | None:
+        """The run currently (or last) being folded."""
+        return self._run_id
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the response's last run reached ``RUN_FINISHED`` or ``RUN_ERROR``."""
+        run = self.state.last_run
+        return run is not None and run.terminated and self.state.run_count > self._first_run_index
+
+    def feed_payload(self, data: str | bytes) -> list[ev.Event | ev.UnknownEvent]:
+        """Decode one SSE payload / JSONL line and fold it; returns the events it produced.
+
+        Raises:
+            ProtocolError: the payload is malformed or out of sequence (located, with ``.result``).
+        """
+        index = self._index
+        self._index += 1
+        if len(data) >= SLICED_MIN:  # a large snapshot, read slice by slice
+            if not self._events and self._failed is None:
+                done = self._front_large(data, index)
+                if done is not None:
+                    return done
+            large = codec.decode_large(data, self.max_depth)
+            if large is not None:
+                return self._fold(large, index, adopt=not self._events)
+        try:
+            value = parse_json(data, max_depth=self.max_depth)
+        except ProtocolError as exc:
+            return self._fail(exc, index, None)
+        return self._feed_parsed(value, index)
+
+    def fold_read(self, payloads: list[Any]) -> None:
+        """Fold a network read's payloads (or a block's lines), for a caller that reads no events.
+
+        The read is taken a group at a time: a group is parsed and proved at once when it can be
+        (``parse_batch``), else its payloads go to :meth:`feed_payload` one by one. Groups are small so
+        that the parsed values of a whole read are never held at once.
+        """
+        feed = self._feed_parsed
+        for start in range(0, len(payloads), _GROUP):
+            group = payloads[start:start + _GROUP] if len(payloads) > _GROUP else payloads
+            values = parse_batch(group, max_depth=self.max_depth)
+            if values is None:
+                for payload in group:
+                    self.feed_payload(payload)
+                continue
+            for value in values:
+                index = self._index
+                self._index = index + 1
+                feed(value, index)
+
+    def _feed_parsed(self, value: Any, index: int) -> list[ev.Event | ev.UnknownEvent]:
+        # A payload parsed here: read by the front-end when nobody wants its event, else decoded.
+        if not self._events and self._failed is None and type(value) is dict and not self._chunks._lanes:
+            try:
+                front = _FRONT.get(value.get("type"))  # type: ignore[arg-type]
+            except TypeError:  # an unhashable "type" (an array, an object): decoding says what is wrong
+                front = None
+            if front is not None:
+                try:
+                    (front.shapes.get(tuple(value)) or front)(value, self, index)
+                except codec.Fallback:
+                    pass
+                except ProtocolError as exc:
+                    return self._fail(exc, index, value["type"])
+                else:
+                    return []
+        return self._feed_value(value, index, adopt=not self._events)
+
+    def _front_large(self, data: str | bytes, index: int) -> list[ev.Event | ev.UnknownEvent] | None:
+        """A large MESSAGES_SNAPSHOT whose messages a fold may hold as JSON, read slice by slice (its
+        roster gathered while each slice is fresh in memory); ``None`` when it is not read that way."""
+        roster = Roster(wire=True)
+
+        def gather(items: list[Any]) -> None:
+            if not codec.held_messages(items):
+                raise codec.Fallback
+            roster.add_wire(items)
+
+        try:
+            read = read_slices(data, codec.SNAPSHOT_HEAD, "messages", self.max_depth, gather)
+        except codec.Fallback:
+            return None
+        if read is None:
+            return None
+        value = read[1]
+        value["messages"] = roster
+        return self._feed_parsed(value, index)
+
+    def feed_event(self, event: ev.Event | ev.UnknownEvent | Mapping[str, Any]) -> list[ev.Event | ev.UnknownEvent]:
+        """Fold one already-decoded event (or a wire mapping); returns the events it produced."""
+        index = self._index
+        self._index += 1
+        if isinstance(event, Mapping):
+            return self._feed_value(dict(event), index, adopt=False)
+        if type(event) is ev.RunFinishedEvent or type(event) is ev.RunErrorEvent:
+            # Built in Python, its usage never met the decoder's checks (B282, B287): checked here, once a run.
+            event = codec.checked_usage(event, self._sink)
+            if self._sink.items:
+                self._take_warnings(index, event)
+        return self._fold(event, index, adopt=False)
+
+    def _feed_value(self, value: Any, index: int, *, adopt: bool) -> list[ev.Event | ev.UnknownEvent]:
+        sink = self._sink
+        if type(value) is dict and type(value.get("messages")) is Roster:
+            value["messages"] = value["messages"].items  # (a large snapshot the front-end did not take)
+        try:
+            event = codec.decode_value(value, sink)
+            if type(event) is ev.UnknownEvent and event.type.startswith("THINKING_"):
+                event = codec.decode_value(self._thinking(value), sink)
+        except ProtocolError as exc:
+            kind = value.get("type") if type(value) is dict else None
+            if sink.items:  # (named by the type the payload gave, when it gave one)
+                self._take_warnings(index, ev.UnknownEvent(type=kind, raw={}) if type(kind) is str else None)
+            if kind == "RUN_FINISHED":
+                self._hold_interrupts(value, exc)
+            return self._fail(exc, index, kind if isinstance(kind, str) else None)
+        if sink.items:
+            self._take_warnings(index, event)
+        return self._fold(event, index, adopt=adopt)
+    def _hold_interrupts(self, raw: dict[str, Any], exc: ProtocolError) -> None:
+        # B233/B238: a RUN_FINISHED too malformed to accept may still name interrupts (a success outcome
+        # carrying them, a boolean responseSchema). Losing them would let the next run skip what the
+        # agent asked, so whatever can be read of them is held open, and the error carries them.
+        outcome = raw.get("outcome")
+        items = outcome.get("interrupts") if type(outcome) is dict else None
+        if type(items) is not list:
+            return
+        held: list[rn.Interrupt] = []
+        for item in items:
+            if type(item) is not dict or type(item.get("id")) is not str:
+                continue
+            text = {k: item[k] for k in ("message", "toolCallId", "expiresAt", "subagentRunId")
+                    if type(item.get(k)) is str}
+            held.append(rn.Interrupt(
+                id=item["id"], reason=item["reason"] if type(item.get("reason")) is str else "unknown",
+                message=text.get("message"), tool_call_id=text.get("toolCallId"), expires_at=text.get("expiresAt"),
+                subagent_run_id=text.get("subagentRunId"),
+                response_schema=item["responseSchema"] if type(item.get("responseSchema")) is dict else None,
+                metadata=item["metadata"] if type(item.get("metadata")) is dict else None))
+        if held:
+            self.state.hold_interrupts(tuple(held), self._run_id)
+            exc.interrupts = tuple(held)  # type: ignore[attr-defined]
+
+    def _thinking(self, value: dict[str, Any]) -> dict[str, Any]:
+        # RS-09: THINKING_* left the protocol in 1.0; like the reference, read them as REASONING_* and
+        # mint the ids the old events did not carry.
+        kind = value["type"]
+        self._sink.warn("RS-09", f"deprecated {kind} read as its REASONING_* equivalent", event_type=kind,
+                        once=("type", kind))
+        rest = {k: v for k, v in value.items() if k not in ("type", "title", "messageId")}
+        if kind == "THINKING_START":
+            self._thinking_span = value.get("messageId") or str(uuid.uuid4())
+            return {**rest, "type": "REASONING_START", "messageId": self._thinking_span}
+        if kind == "THINKING_END":
+            return {**rest, "type": "REASONING_END", "messageId": self._thinking_span or str(uuid.uuid4())}
+        if kind == "THINKING_TEXT_MESSAGE_START":
+            self._thinking_message = value.get("messageId") or str(uuid.uuid4())
+            return {**rest, "type": "REASONING_MESSAGE_START", "messageId": self._thinking_message,
+                    "role": "reasoning"}
+        if kind in ("THINKING_TEXT_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_END"):
+            modern = "REASONING_MESSAGE_CONTENT" if kind.endswith("CONTENT") else "REASONING_MESSAGE_END"
+            return {**rest, "type": modern, "messageId": value.get("messageId") or self._thinking_message or ""}
+        return value
+
+    def _fold(self, event: ev.Event | ev.UnknownEvent, index: int, *,
+              adopt: bool) -> list[ev.Event | ev.UnknownEvent]:
+        # The typed path: the event through the chunk expander, then each event it stands for through
+        # the verifier's and the fold's handlers (``check`` and ``apply`` match it onto them).
+        if self._failed is not None and not self.collect_errors:
+            raise self._failed
+        state = self.state
+        verifier = self._verifier
+        try:
+            expanded = self._chunks.feed(event, index)
+        except ProtocolError as exc:
+            return self._fail(exc, index, _type_of(event))
+        out: list[ev.Event | ev.UnknownEvent] = []
+        for item in expanded:
+            kind = _type_of(item)
+            if type(item) is ev.RunStartedEvent:
+                self._on_run_started(item, index)
+            elif type(item) is ev.RunErrorEvent and len(state.runs) == self._first_run_index:
+                # LC-02 / B281: this response opened with RUN_ERROR, the producer refusing the input.
+                # It is a run of its own that failed, never a late error of the thread's last run.
+                state.open_rejected_run(self.run_input.run_id if self.run_input is not None else None)
+            try:
+                found = verifier.check(item, index)
+            except ProtocolError as exc:
+                self._refuse(exc, index, item)
+                continue
+            if found:
+                self._add_warnings(found, index, kind)
+            folded = state.apply(item, adopt=adopt)
+            if folded:
+                self._add_warnings(folded, index, kind)
+            out.append(item)
+        return out
+
+    def _on_run_started(self, event: ev.RunStartedEvent, index: int) -> None:
+        self._run_id = event.run_id
+        expected = self.run_input
+        if expected is not None and len(self.state.runs) == self._first_run_index:
+            # LC-08 / B143: recommended, not mandated, so a warning exposing both.
+            if event.thread_id != expected.thread_id:
+                self._add_warnings([StreamWarning(
+                    code="LC-08", message=f"RUN_STARTED threadId {event.thread_id!r} differs from the request's "
+                    f"{expected.thread_id!r}", pointer="/threadId")], index, event.TYPE)
+            if event.run_id != expected.run_id:
+                self._add_warnings([StreamWarning(
+                    code="LC-08", message=f"RUN_STARTED runId {event.run_id!r} differs from the request's "
+                    f"{expected.run_id!r}", pointer="/runId")], index, event.TYPE)
+
+    def end(self) -> RunResult:
+        """The stream ended: close open chunk lanes, check the run terminated, and return the result.
+
+        Raises:
+            StreamEnded: the stream ended before the run's terminal event (``.result`` holds the state).
+        """
+        if self._ended:
+            return self.result()
+        self._ended = True
+        index = self._index
+        if self._failed is not None and not self.collect_errors:
+            raise self._failed
+        try:
+            for item in self._chunks.close():
+                verified = self._verifier.check(item, index)
+                if verified:
+                    self._add_warnings(verified, index, _type_of(item))
+                self.state.apply(item)
+            self._verifier.end(index)
+        except StreamEnded as exc:
+            self.mark_cut()  # (also when errors are collected: the stream is over)
+            self._fail(exc, index if exc.index is None else exc.index, None)
+        except ProtocolError as exc:
+            self._fail(exc, index, None)
+        result = self.result()
+        for error in self.errors:
+            if error.result is None:
+                error.result = result
+        return result
+
+    def mark_cut(self) -> None:
+        """The run stops here (an error, a dropped connection): flag what is still open as incomplete.
+
+        The messages and tool calls being streamed are kept as far as they went, never silently
+        closed, and a cut tool call is never offered as pending (B073-B075, B147, B159).
+        """
+        verifier = self._verifier
+        messages = [*verifier.open_message_ids, *verifier.open_reasoning_message_ids]
+        if messages or verifier.open_tool_call_ids:
+            self.state.mark_incomplete(messages, verifier.open_tool_call_ids)
+
+    def _refuse(self, exc: ProtocolError, index: int,
+                event: ev.Event | ev.UnknownEvent) -> list[ev.Event | ev.UnknownEvent]:
+        # B232 and its class: an interrupt outcome the sequence rules refuse (a repeated interrupt id, a
+        # message left open) still says the agent stopped to ask. Dropping its interrupts would let the
+        # next run move past them, so they are held open and the error carries them, as for a
+        # RUN_FINISHED too malformed to decode (B233).
+        if type(event) is ev.RunFinishedEvent and type(event.outcome) is rn.RunFinishedInterruptOutcome:
+            asked = event.outcome.interrupts
+            # (one per id, the first: an answer names an id, so a repeated one is one question to cover)
+            first: dict[str, rn.Interrupt] = {}
+            for interrupt in asked:
+                first.setdefault(interrupt.id, interrupt)
+            self.state.hold_interrupts(tuple(first.values()), self._run_id)
+            exc.interrupts = asked  # type: ignore[attr-defined]
+        return self._fail(exc, index, _type_of(event))
+
+    def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:
+        exc.locate(run_id=self._run_id, index=index, event_type=event_type)
+        if self.collect_errors:
+            # A result per collected error would cost the whole thread each time (a hostile stream can
+            # hold an error per event): end() gives them all the final one.
+            self.errors.append(exc)
+            return []
+        self.mark_cut()
+        exc.result = self.result()
+        self._failed = exc
+        raise exc
+
+    def _take_warnings(self, index: int, event: Any) -> None:
+        items = self._sink.items
+        self._sink.items = []
+        self._add_warnings(items, index, _type_of(event) if event is not None else None)
+
+    def _add_warnings(self, found: Iterable[StreamWarning], index: int, kind: str | None) -> None:
+        for warning in found:
+            self.warnings.append(attrs.evolve(
+                warning,
+                index=warning.index if warning.index is not None else index,
+                event_type=warning.event_type if warning.event_type is not None else kind,
+                run_id=warning.run_id if warning.run_id is not None else self._run_id,
+            ))
+
+    # -- the result ------------------------------------------------------------------------------------
+
+    def result(self) -> RunResult:
+        """The run as folded so far."""
+        state = self.state
+        runs = state.runs[self._first_run_index:]
+        run = runs[-1] if runs else None
+        new_ids: list[str] = []
+        for r in runs:
+            new_ids.extend(r.new_message_ids)
+        new_message_ids = tuple(dict.fromkeys(new_ids))
+        warnings = tuple(self.warnings) + tuple(state.warnings)
+        if runs and any(w.run_id is None for w in warnings):
+            # (a framing fault read before RUN_STARTED was folded: the response's run)
+            first = runs[0].run_id
+            warnings = tuple(w if w.run_id is not None else attrs.evolve(w, run_id=first) for w in warnings)
+        return RunResult(
+            thread_id=state.thread_id,
+            run_id=run.run_id if run is not None else (self.run_input.run_id if self.run_input else None),
+            outcome=run.outcome if run is not None else None,
+            interrupts=run.interrupts if run is not None else (),
+            pending_tool_call_ids=run.pending_tool_call_ids if run is not None else (),
+            result=run.result if run is not None else None,
+            error=run.error if run is not None else None,
+            late_error=run.late_error if run is not None else None,
+            usage=run.usage if run is not None else (),
+            new_message_ids=new_message_ids,
+            state=state,
+            warnings=warnings,
+            steps=tuple(run.steps) if run is not None else (),
+            events=self._index,
+            run_ids=tuple(r.run_id for r in runs),
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# The fast front-end
+# --------------------------------------------------------------------------------------------------
+#
+# A session nobody reads events from (``replay()``, ``Thread.run()``) reads the commonest events in
+# their plain shape straight from their JSON: a reader the codec derives from the event's class checks
+# the shape exactly as the decoder's fast path does (anything else is decoded, and the checked path
+# decides) and hands the fields to a route, which calls the handlers the typed path reaches through
+# ``ChunkExpander.feed``, ``RunVerifier.check`` and ``ThreadState.apply``: the same handlers, with the
+# same fields, in the same order. No rule is written here. The front-end runs only while no chunk
+# lane is open: then the expander passes every event unchanged and does nothing but record the ids a
+# START opens explicitly (an END forgets them), so only those two reach it (``explicit_start``,
+# ``explicit_end``), the others having nothing to close.
+
+
+def _text_content(session: RunSession, index: int, message_id: str, delta: str, subagent_run_id: str | None = None,
+                  timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._verifier.text_content(index, message_id, subagent_run_id)
+    found = session.state.streams.text_delta(message_id, delta, metadata)
+    if found:
+        session._add_warnings(found, index, "TEXT_MESSAGE_CONTENT")
+
+
+def _reasoning_content(session: RunSession, index: int, message_id: str, delta: str,
+                       subagent_run_id: str | None = None, timestamp: int | None = None, raw_event: JSON = None,
+                       metadata: Any = None) -> None:
+    session._verifier.reasoning_content(index, message_id, subagent_run_id)
+    found = session.state.streams.text_delta(message_id, delta, metadata)
+    if found:
+        session._add_warnings(found, index, "REASONING_MESSAGE_CONTENT")
+
+
+def _tool_args(session: RunSession, index: int, tool_call_id: str, delta: str, subagent_run_id: str | None = None,
+               timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._verifier.tool_args(index, tool_call_id, subagent_run_id)
+    found = session.state.streams.tool_args(tool_call_id, delta, metadata)
+    if found:
+        session._add_warnings(found, index, "TOOL_CALL_ARGS")
+
+
+def _text_start(session: RunSession, index: int, message_id: str, role: str | None = None, name: str | None = None,
+                subagent_run_id: str | None = None, timestamp: int | None = None, raw_event: JSON = None,
+                metadata: Any = None) -> None:
+    session._chunks.explicit_start("text", message_id, subagent_run_id, timestamp)
+    checked = session._verifier.text_start(index, message_id, subagent_run_id)
+    if checked:
+        session._add_warnings(checked, index, "TEXT_MESSAGE_START")
+    found = session.state.streams.text_start(message_id, role or "assistant", name, subagent_run_id, metadata)
+    if found:
+        session._add_warnings(found, index, "TEXT_MESSAGE_START")
+
+
+def _text_end(session: RunSession, index: int, message_id: str, subagent_run_id: str | None = None,
+              timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._chunks.explicit_end("text", message_id, subagent_run_id, timestamp)
+    session._verifier.text_end(index, message_id, subagent_run_id)
+    found = session.state.streams.text_end(message_id, metadata)
+    if found:
+        session._add_warnings(found, index, "TEXT_MESSAGE_END")
+
+
+def _tool_start(session: RunSession, index: int, tool_call_id: str, tool_call_name: str,
+                parent_message_id: str | None = None, subagent_run_id: str | None = None,
+                timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._chunks.explicit_start("tool", tool_call_id, subagent_run_id, timestamp)
+    checked = session._verifier.tool_start(index, tool_call_id, parent_message_id, subagent_run_id)
+    if checked:
+        session._add_warnings(checked, index, "TOOL_CALL_START")
+    found = session.state.streams.tool_start(tool_call_id, tool_call_name, parent_message_id, subagent_run_id, metadata)
+    if found:
+        session._add_warnings(found, index, "TOOL_CALL_START")
+
+
+def _tool_end(session: RunSession, index: int, tool_call_id: str, subagent_run_id: str | None = None,
+              timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._chunks.explicit_end("tool", tool_call_id, subagent_run_id, timestamp)
+    session._verifier.tool_end(index, tool_call_id, subagent_run_id)
+    found = session.state.streams.tool_end(tool_call_id, metadata)
+    if found:
+        session._add_warnings(found, index, "TOOL_CALL_END")
+
+
+def _tool_result(session: RunSession, index: int, message_id: str, tool_call_id: str, content: Any,
+                 role: str | None = None, subagent_run_id: str | None = None, timestamp: int | None = None,
+                 raw_event: JSON = None, metadata: Any = None) -> None:
+    checked = session._verifier.tool_result(index, message_id, tool_call_id, subagent_run_id)
+    if checked:
+        session._add_warnings(checked, index, "TOOL_CALL_RESULT")
+    found = session.state.streams.tool_result(message_id, tool_call_id, content, subagent_run_id, metadata)
+    if found:
+        session._add_warnings(found, index, "TOOL_CALL_RESULT")
+
+
+def _state_delta(session: RunSession, index: int, delta: list[Any], subagent_run_id: str | None = None,
+                 timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._verifier.passive(index, "STATE_DELTA")
+    found = session.state.document.delta(delta, True)
+    if found:
+        session._add_warnings(found, index, "STATE_DELTA")
+
+
+def _messages_snapshot(session: RunSession, index: int, messages: Roster, timestamp: int | None = None,
+                       raw_event: JSON = None, metadata: Any = None) -> None:
+    session._verifier.messages_snapshot(index, messages)
+    found = session.state.snapshots.messages_snapshot(messages, metadata)
+    if found:
+        session._add_warnings(found, index, "MESSAGES_SNAPSHOT")
+
+
+def _held(items: Any) -> Roster:
+    # A snapshot's messages, kept as their JSON when a fold may hold every one so (else decoded).
+    if type(items) is Roster:
+        return items  # (a large snapshot, gathered slice by slice)
+    if not codec.held_messages(items):
+        raise codec.Fallback
+    return Roster.of_wire(items)
+
+
+def _fronts() -> dict[str, Any]:
+    routes: list[tuple[Any, Callable[..., None], dict[str, Callable[[Any], Any]] | None]] = [
+        (ev.TextMessageContentEvent, _text_content, None),
+        (ev.ReasoningMessageContentEvent, _reasoning_content, None),
+        (ev.ToolCallArgsEvent, _tool_args, None),
+        (ev.TextMessageStartEvent, _text_start, None),
+        (ev.TextMessageEndEvent, _text_end, None),
+        (ev.ToolCallStartEvent, _tool_start, None),
+        (ev.ToolCallEndEvent, _tool_end, None),
+        (ev.ToolCallResultEvent, _tool_result, None),
+        (ev.StateDeltaEvent, _state_delta, None),
+        (ev.MessagesSnapshotEvent, _messages_snapshot, {"messages": _held}),
+    ]
+    table = {}
+    for cls, route, overrides in routes:
+        # The reader passes the event's fields positionally, in the class's order: the route must name them so.
+        parameters = list(inspect.signature(route).parameters)[2:]
+        assert parameters == [a.name for a in attrs.fields(cls)], (route.__name__, parameters)
+        front = codec.front(cls, route, overrides)
+        if front is not None:
+            table[cls.TYPE] = front
+    return table
+
+
+#: Event type -> its front-end reader (see above).
+_FRONT: dict[str, Any] = _fronts()
+
+
+def _type_of(event: Any) -> str | None:
+    if isinstance(event, ev.UnknownEvent):
+        return event.type
+    kind = getattr(event, "TYPE", None)
+    return kind if isinstance(kind, str) else None
+
+
+# --------------------------------------------------------------------------------------------------
+# replay
+# --------------------------------------------------------------------------------------------------
+
+Source = str | bytes | bytearray | os.PathLike[str] | Iterable[Any]
+
+
+def replay(source: Source, *, state: ThreadState | None = None, now: datetime | Callable[[], datetime] | None = None,
+           format: Literal["auto", "sse", "jsonl"] = "auto", max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+           run_input: rn.RunAgentInput | None = None) -> RunResult:
+    """Fold a recorded response exactly as a live run would, and return its ``RunResult``.
+
+    Args:
+        source: SSE bytes or text, JSONL (one event per line), a path to a file holding either (a
+            ``Path``, or a ``str`` naming an existing file), a binary file, or a sequence of events /
+            wire mappings. The form is detected unless ``format`` says it.
+        state: the thread to fold into (a new one by default); it is updated in place.
+        now: the clock for expiry judgements made while replaying (``RunResult.expired_interrupts``
+            takes its own); accepted so a replay is deterministic.
+        format: force ``"sse"`` or ``"jsonl"`` for text input.
+        max_event_bytes: per-event size limit for SSE input.
+        run_input: the input that was sent, when known.
+
+    Raises:
+        ProtocolError: the recording breaks the protocol; ``.result`` holds what was folded before.
+    """
+    del now  # expiry is judged where a decision is made (ResumeBuilder, RunResult.expired_interrupts)
+    # (events=False: payloads parsed here are seen by nobody else, so the fold may keep them uncopied;
+    # events or mappings the caller hands in are theirs, and copied)
+    session = RunSession(state, run_input=run_input, events=False)
+    _fold_all(source, session, format, max_event_bytes)
+    return session.end()
+
+
+def replay_events(source: Source, session: RunSession, *, format: Literal["auto", "sse", "jsonl"] = "auto",
+                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[ev.Event | ev.UnknownEvent]:
+    """Feed a recorded response into ``session``, yielding each folded event (the caller calls ``end()``).
+
+    Text and files are read block by block, as a live stream would arrive: a recording is never held
+    whole, nor are all its lines or frames at once.
+    """
+    for batch in _batches(source, session, format, max_event_bytes):
+        for item in batch:
+            if isinstance(item, (str, bytes)):
+                yield from session.feed_payload(item)
+            else:
+                yield from session.feed_event(item)
+
+
+def _fold_all(source: Source, session: RunSession, format: Literal["auto", "sse", "jsonl"],
+              max_event_bytes: int) -> None:
+    """``replay_events`` for a caller that wants no events: one step per payload, no generator in between."""
+    for batch in _batches(source, session, format, max_event_bytes):
+        if batch and not isinstance(batch[0], (str, bytes)):
+            for item in batch:
+                session.feed_event(item)
+            continue
+        session.fold_read(batch)
+
+
+def _batches(source: Source, session: RunSession, format: Literal["auto", "sse", "jsonl"],
+             max_event_bytes: int) -> Iterator[list[Any]]:
+    """The recording's payloads (or events), a block's worth at a time."""
+    if isinstance(source, str) and "\n" not in source and len(source) < 4096 and os.path.isfile(source):
+        source = Path(source)  # a file's name, not a one-line recording (which would start with data: or {)
+    if isinstance(source, os.PathLike):
+        with open(source, "rb") as handle:
+            yield from _block_batches(iter(lambda: handle.read(_REPLAY_BLOCK), b""), session, format, max_event_bytes)
+        return
+    if isinstance(source, (str, bytes, bytearray)):
+        data = bytes(source, "utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
+        blocks = (data[i:i + _REPLAY_BLOCK] for i in range(0, len(data), _REPLAY_BLOCK))
+        yield from _block_batches(blocks, session, format, max_event_bytes)
+        return
+    if hasattr(source, "read"):  # a binary file (stdin, a socket file …)
+        reader = cast("Any", source)
+        yield from _block_batches(iter(lambda: bytes(reader.read(_REPLAY_BLOCK)), b""), session, format,
+                                  max_event_bytes)
+        return
+    for item in source:
+        if not (isinstance(item, (str, bytes, Mapping, ev.UnknownEvent)) or attrs.has(type(item))):
+            raise TypeError(f"cannot replay {type(item).__name__!r}: expected events, mappings or JSON text")
+        yield [item]
+
+
+def _block_batches(blocks: Iterator[bytes], session: RunSession, format: Literal["auto", "sse", "jsonl"],
+                   max_event_bytes: int) -> Iterator[list[Any]]:
+    first = next(blocks, b"")
+    kind = format if format != "auto" else _detect(first)
+    blocks = itertools.chain((first,), blocks)
+    if kind == "jsonl":
+        # The start of a line longer than a block is kept in pieces, joined once its end arrives:
+        # prepending it to every block would copy a long line once per block (quadratic in its length).
+        pieces: list[bytes] = []
+        held = 0
+        for block in blocks:
+            if b"\n" not in block:
+                held += len(block)
+                if held > max_event_bytes:
+                    session._fail(LimitExceeded(f"a JSONL line grew past {max_event_bytes} bytes",
+                                                limit=max_event_bytes, rule="TR-11"), session.index, None)
+                    return
+                pieces.append(block)
+                continue
+            batch: list[bytes] = []
+            if pieces:
+                head, _, block = block.partition(b"\n")
+                pieces.append(head)
+                line = b"".join(pieces)
+                pieces.clear()
+                if line and not line.isspace():
+                    batch.append(line)
+                del line
+            lines = block.split(b"\n")
+            carry = lines.pop()
+            batch += [line for line in lines if line and not line.isspace()]
+            held = len(carry)
+            if held > max_event_bytes:
+                yield batch
+                session._fail(LimitExceeded(f"a JSONL line grew past {max_event_bytes} bytes", limit=max_event_bytes,
+                                            rule="TR-11"), session.index, None)
+                return
+            if carry:
+                pieces.append(carry)
+            yield batch
+        carry = b"".join(pieces)
+        if carry and not carry.isspace():
+            yield [carry]
+        return
+    decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+    try:
+        for block in blocks:
+            payloads = decoder.feed_payloads(block)
+            _sse_warnings(decoder, session)
+            yield payloads
+        frames = decoder.close()
+    except LimitExceeded as exc:
+        _sse_warnings(decoder, session)
+        session._fail(exc, session.index, None)
+        return
+    _sse_warnings(decoder, session)
+    yield [frame.data for frame in frames]
+
+
+_REPLAY_BLOCK = 32 * 1024
+
+
+def _sse_warnings(decoder: SSEDecoder, session: RunSession) -> None:
+    for warning in decoder.warnings:
+        session.warnings.append(StreamWarning(
+            code=warning.code, message=f"{warning.message} (line {warning.line}, byte {warning.offset})",
+            index=warning.index, run_id=session.run_id))
+    decoder.warnings.clear()
+
+
+def _detect(data: bytes) -> Literal["sse", "jsonl"]:
+    # JSONL starts with a JSON object and holds no line starting "data:" (a raw line break cannot be
+    # inside a JSON string); anything else is SSE, such as a capture whose first line is an unprefixed
+    # JSON object, which the SSE reading warns about (B001) instead of folding it as an event.
+    head = data[:4096].lstrip(b"\xef\xbb\xbf").lstrip()
+    return "jsonl" if head.startswith(b"{") and _SSE_DATA_LINE.search(head) is None else "sse"
+
+
+_SSE_DATA_LINE = re.compile(rb"[\r\n]data:")

@@ -1,0 +1,666 @@
+"""Code derived from the wire types: the fast readers, validators, encoders and constructors.
+
+Every AG-UI wire type is stated once, as a frozen attrs class in :mod:`agui_client.types`: its fields,
+their wire names (camelCase of the attribute), their defaults and so whether they may be absent, and
+by the absence of any other field that the type is closed. The codec's cattrs converter reads every
+value through hooks built from those classes; this module builds the rest from the same classes and
+the codec's :class:`Policy` (the few facts ``attrs.fields`` cannot state: a tag, a field the wire
+requires though Python has a default, a check beyond the field types):
+
+* a **reader** per class and per *shape* (the keys an object holds, in order): a function generated
+  once per shape seen, that checks each value's JSON type and hands the values on as keywords, to
+  the class (a fast decoder), or to a *route* (the session's fast front-end: the same values passed
+  to the handlers the typed path reaches through the event object). Anything not in the plain shape
+  (an unknown or missing key, a null, a wrong type, an unknown tag, a value the class's check would
+  refuse, change or warn about) raises :class:`Fallback`, and the converter's checked path decides;
+  so a reader accepts only what the checked path accepts, gives the same values, and never warns;
+* a **validator** per class: the reader's checks without building anything, stricter in one way: the
+  object must hold every key the encoder writes, so that the JSON itself is the object's wire form
+  (what the fold keeps of a snapshot it holds as JSON);
+* an **encoder** per class: the converter's unstructuring, written out (tag first, camelCase keys, a
+  ``None`` left out where ``None`` is the default), checking as it goes that the values are plain JSON;
+* a **constructor** per plain slotted class, filling the slots directly (what ``__init__`` does, at
+  about half the cost).
+
+Generated code is compiled once per class (and per shape, within a budget) and cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
+
+import attrs
+
+__all__ = ["Fallback", "Policy", "Derived", "Field", "Router"]
+
+Warn = Callable[..., None]
+Check = Callable[[dict[str, Any], Warn], "dict[str, Any] | None"]  # (a string: evaluated lazily)
+
+
+class Fallback(Exception):
+    """The value is not in the plain shape: the converter's checked path decides."""
+
+
+def _bail(*args: Any, **kwargs: Any) -> None:
+    # The ``warn`` a check gets on a fast path: a check that would warn sends the value to the
+    # checked path, which runs the check again and reports the warning there.
+    raise Fallback
+
+
+@attrs.frozen(kw_only=True)
+class Policy:
+    """What the generated code needs to know beyond ``attrs.fields`` (stated once, in the codec).
+
+    Attributes:
+        wire_name: an attribute's wire name.
+        tag_of: a class's tag, ``(key, value)`` (``("type", "TEXT_MESSAGE_START")``), or ``None``.
+        wire_required: per class, wire names that must be present although Python has a default.
+        checks: per class, its check beyond the field types: ``check(value, warn)`` raises the codec's
+            field error, or returns a changed value (``None``: unchanged); may warn.
+        field_error: the exception class the checks raise.
+        unions: each tagged union type, its members by tag value, and the tag's key.
+        max_int: the largest magnitude an integer field holds.
+        encodable: the classes the encoders write (any other object inside is left to the converter).
+    """
+
+    wire_name: Callable[[attrs.Attribute[Any]], str]
+    tag_of: Callable[[type], tuple[str, str] | None]
+    wire_required: Mapping[type, frozenset[str]]
+    checks: Mapping[type, Check]
+    field_error: type[Exception]
+    unions: Mapping[Any, tuple[dict[str, type], str]]
+    max_int: int
+    encodable: frozenset[type]
+
+
+@attrs.frozen
+class Field:
+    """How generated code reads one field of a class."""
+
+    key: str  # the wire name
+    name: str  # the ``__init__`` keyword
+    kind: str  # "any" | "check" | "call" | "content" | "list"
+    check: str  # for "check": an expression over {x} (and {h}, the helper)
+    helper: Any  # for "call"/"content": the reader (or validator); for a literal: the allowed strings
+    required: bool  # absent, the checked path would refuse the object
+    written: bool  # the encoder always writes it (no default, or a default that is not None)
+    default: Any  # the value an absent field takes
+
+
+#: Shapes compiled per class; a producer sends a handful (optional fields present or not).
+MAX_SHAPES = 64
+
+_BUILD, _VALIDATE, _ROUTE = "build", "validate", "route"
+
+
+class Router:
+    """A front-end reader: ``router(value, session, index)`` hands a plain ``value``'s fields to the route.
+
+    ``shapes`` holds the function of each shape compiled so far (shape -> function taking the same
+    arguments), for a caller that looks the shape up itself; calling the router compiles a new one.
+    """
+
+    __slots__ = ("shapes", "_compile", "_generic")
+
+    def __init__(self, shapes: dict[tuple[str, ...], Callable[..., Any]], compile: Callable[..., Any],
+                 generic: Callable[..., Any]) -> None:
+        self.shapes = shapes
+        self._compile = compile
+        self._generic = generic
+
+    def __call__(self, value: Any, session: Any, index: int) -> Any:
+        if type(value) is not dict:
+            raise Fallback
+        shape = tuple(value)
+        built = self.shapes.get(shape)
+        if built is None:
+            if len(self.shapes) >= MAX_SHAPES:
+                return self._generic(value, session, index)  # past the budget, one function for all shapes
+            built = self.shapes[shape] = self._compile(shape)
+        return built(value, session, index)
+
+
+class Derived:
+    """The code derived from the wire types under one :class:`Policy` (the codec holds one)."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._readers: dict[Any, Callable[[Any], Any] | None] = {}
+        self._validators: dict[Any, Callable[[Any], Any] | None] = {}
+        self._shapes: dict[Callable[[Any], Any], dict[tuple[str, ...], Callable[[Any], Any]]] = {}
+        self._encoders: dict[type, Callable[[Any], dict[str, Any]]] = {}
+        self._constructors: dict[type, Callable[..., Any]] = {}
+        self._unions: dict[Callable[[Any], Any], tuple[dict[str, Callable[[Any], Any]], str]] = {}
+
+    # -- readers and validators ----------------------------------------------------------------
+
+    def reader(self, t: Any) -> Callable[[Any], Any] | None:
+        """The fast decoder of a wire type (class, tagged union, or tuple of them), or ``None``."""
+        return self._derive(t, _BUILD)
+
+    def validator(self, t: Any) -> Callable[[Any], Any] | None:
+        """A function that returns ``True`` for JSON in the plain shape that is also ``t``'s exact wire
+        form, and raises :class:`Fallback` otherwise; ``None`` when ``t`` has none."""
+        return self._derive(t, _VALIDATE)
+
+    def router(self, cls: type, route: Callable[..., Any],
+               overrides: Mapping[str, Callable[[Any], Any]] | None = None) -> Router | None:
+        """A front-end reader for ``cls``: ``front(value, session, index)`` calls
+        ``route(session, index, *fields)`` with the values of a plain ``value`` as the event would hold
+        them (every field of the class, in the class's order, an absent one as its default), or raises
+        :class:`Fallback`. The route's parameters must be the class's fields, in order.
+
+        Args:
+            cls: the event class.
+            route: the function the values go to.
+            overrides: per wire name, a reader to use instead of the field's own (a snapshot's messages
+                kept as JSON, a patch kept as the list it arrived as).
+        """
+        fields = self._fields(cls, _ROUTE, overrides or {})
+        if fields is None:
+            return None
+        made = self._class(cls, fields, _ROUTE, route)
+        assert isinstance(made, Router)
+        return made
+
+    def shapes_of(self, reader: Callable[[Any], Any]) -> dict[tuple[str, ...], Callable[[Any], Any]]:
+        """A class reader's compiled shapes (shape -> function), for callers that dispatch themselves."""
+        return self._shapes.get(reader, {})
+
+    def _derive(self, t: Any, mode: str) -> Callable[[Any], Any] | None:
+        cache = self._readers if mode == _BUILD else self._validators
+        try:
+            return cache[t]
+        except KeyError:
+            pass
+        cache[t] = None  # (a recursive type finds no fast path rather than recursing for ever)
+        made: Callable[[Any], Any] | None
+        union = self.policy.unions.get(t) if _hashable(t) else None
+        if union is not None:
+            made = self._union(union[0], union[1], mode)
+        elif _is_tuple(t):
+            item = get_args(t)[0]
+            made = self._list(item, mode)
+        elif isinstance(t, type) and attrs.has(t):
+            fields = self._fields(t, mode, {})
+            made = None if fields is None else self._class(t, fields, mode, None)
+        else:
+            made = None
+        cache[t] = made
+        return made
+
+    def _fields(self, cls: type, mode: str, overrides: Mapping[str, Callable[[Any], Any]]) -> dict[str, Field] | None:
+        policy = self.policy
+        attrs.resolve_types(cls)
+        wire_required = policy.wire_required.get(cls, frozenset())
+        out: dict[str, Field] = {}
+        for a in attrs.fields(cls):
+            if isinstance(a.default, attrs.Factory):  # type: ignore[arg-type]
+                return None
+            key = policy.wire_name(a)
+            optional = _is_optional(a.type)
+            inner = _without_none(a.type) if optional else a.type
+            required = a.default is attrs.NOTHING or key in wire_required
+            written = a.default is attrs.NOTHING or a.default is not None
+            if required and optional:
+                return None
+            name = a.alias or a.name
+            default = None if a.default is attrs.NOTHING else a.default
+            if key in overrides:
+                out[key] = Field(key, name, "call", "", overrides[key], required, written, default)
+                continue
+            # (a route gets the values the event would hold: nested objects built, as when decoding)
+            how = self._field(inner, _BUILD if mode == _ROUTE else mode)
+            if how is None:
+                return None
+            kind, detail = how
+            if kind == "literal":
+                out[key] = Field(key, name, "check", "type({x}) is str and {x} in {h}", detail, required, written,
+                                 default)
+            elif kind == "check":
+                out[key] = Field(key, name, "check", detail, None, required, written, default)
+            else:
+                out[key] = Field(key, name, kind, "", detail, required, written, default)
+        return out
+
+    def _field(self, t: Any, mode: str) -> tuple[str, Any] | None:
+        """How a (non-None) field type is read: ``("any", None)``, ``("check", expression over {x})``,
+        ``("literal", allowed strings)``, ``("list", item expression)``, ``("content", parts reader)`` or
+        ``("call", reader)``; ``None`` when it cannot be read fast."""
+        if t is Any:
+            return "any", None
+        if t is str:
+            return "check", "type({x}) is str"
+        if t is bool:
+            return "check", "type({x}) is bool"
+        if t is int:
+            bound = self.policy.max_int
+            return "check", f"type({{x}}) is int and {-bound} <= {{x}} <= {bound}"
+        if t == dict[str, Any]:
+            return "check", "type({x}) is dict"
+        if get_origin(t) is Literal:
+            allowed = get_args(t)
+            if not all(type(a) is str for a in allowed):
+                return None
+            return "literal", frozenset(allowed)
+        if _is_tuple(t) and get_args(t)[0] is Any:
+            return "list", None  # a JSON array, as it is (a tuple of it when building)
+        if _is_tuple(t) and get_args(t)[0] is str:
+            return "list", "type({x}) is str"
+        args = get_args(t)
+        if get_origin(t) in (Union, UnionType) and len(args) == 2 and str in args:
+            # ``str | tuple[Part, ...]``: a string as it is, else the parts
+            parts = self._derive(next(a for a in args if a is not str), mode)
+            return None if parts is None else ("content", parts)
+        nested = self._derive(t, mode)
+        return None if nested is None else ("call", nested)
+
+    def _union(self, table: dict[str, type], tag: str, mode: str) -> Callable[[Any], Any] | None:
+        members: dict[str, Callable[[Any], Any]] = {}
+        for name, member in table.items():
+            made = self._derive(member, mode)
+            if made is None:
+                return None
+            members[name] = made
+        get = members.get
+
+        def union(value: Any) -> Any:
+            if type(value) is not dict:
+                raise Fallback
+            name = value.get(tag)
+            member = get(name) if type(name) is str else None
+            if member is None:
+                raise Fallback
+            return member(value)
+        self._unions[union] = (members, tag)
+        return union
+
+    def _list(self, item_type: Any, mode: str) -> Callable[[Any], Any] | None:
+        item = self._derive(item_type, mode)
+        if item is None:
+            return None
+        validating = mode == _VALIDATE
+        union = self._unions.get(item)
+        if union is not None:
+            # A list of a tagged union (a snapshot's messages, a message's parts): each item's shape, once
+            # compiled, is built without going through the member's own dispatch, which compiles new
+            # shapes within its budget.
+            members, tag = union
+            get = members.get
+            shapes_of = {name: self._shapes.get(member, {}) for name, member in members.items()}.get
+            empty: dict[tuple[str, ...], Callable[[Any], Any]] = {}
+
+            def union_list(value: Any) -> Any:
+                if type(value) is not list:
+                    raise Fallback
+                out: list[Any] = []
+                append = out.append
+                for element in value:
+                    if type(element) is not dict:
+                        raise Fallback
+                    name = element.get(tag)
+                    if type(name) is not str:
+                        raise Fallback
+                    built = shapes_of(name, empty).get(tuple(element))
+                    if built is None:
+                        member = get(name)
+                        if member is None:
+                            raise Fallback
+                        built = member
+                    append(built(element))
+                return True if validating else tuple(out)
+            return union_list
+        shapes = self._shapes.get(item)
+        if shapes is None:
+            def plain_list(value: Any) -> Any:
+                if type(value) is not list:
+                    raise Fallback
+                built = tuple(map(item, value))
+                return True if validating else built
+            return plain_list
+        shape_of = shapes.get
+
+        def class_list(value: Any) -> Any:
+            # A list of one class (an assistant's tool calls): a compiled shape is used directly.
+            if type(value) is not list:
+                raise Fallback
+            out: list[Any] = []
+            append = out.append
+            for element in value:
+                if type(element) is not dict:
+                    raise Fallback
+                built = shape_of(tuple(element))
+                append(item(element) if built is None else built(element))
+            return True if validating else tuple(out)
+        return class_list
+
+    def _class(self, cls: type, fields: dict[str, Field], mode: str,
+               route: Callable[..., Any] | None) -> Callable[..., Any]:
+        """A reader specialised on the *shape* of the object (its keys, in order).
+
+        Each shape seen gets its own generated function that reads exactly those keys and passes
+        exactly those keywords (the callee fills the defaults), which is much cheaper than probing
+        every field.
+        """
+        policy = self.policy
+        tag = policy.tag_of(cls)
+        check = policy.checks.get(cls)
+        # Keys that are no field: the tag (any non-null value where a union dispatched on it, and the
+        # class's check decides the rest), and for a tagged class the other tag name, which the checked
+        # path ignores. A validated object holds its own tag and nothing else: its JSON is its wire form.
+        tags: dict[str, bool] = {}  # key -> required
+        if tag is not None:
+            if tag[0] not in fields:
+                tags[tag[0]] = mode == _VALIDATE
+            if mode != _VALIDATE:
+                for other in ("type", "role"):
+                    if other not in fields and other not in tags:
+                        tags[other] = False
+        needed = frozenset([key for key, f in fields.items() if f.required or (mode == _VALIDATE and f.written)]
+                           + [key for key, required in tags.items() if required])
+        setters = _slot_setters(cls) if mode == _BUILD else None
+        callee: Any = route if mode == _ROUTE else cls
+        shapes: dict[tuple[str, ...], Callable[..., Any]] = {}
+        field_error = policy.field_error
+
+        def for_shape(shape: tuple[str, ...]) -> Callable[..., Any]:
+            if not needed <= set(shape) or not all(key in fields or key in tags for key in shape):
+                return _always_fallback  # the checked path says what is missing or unknown
+            namespace: dict[str, Any] = {"FB": Fallback, "cls": cls, "R": callee, "check": check, "bail": _bail,
+                                         "FE": field_error}
+            lines = ["def fast(v, S, I):" if mode == _ROUTE else "def fast(v):"]
+            given: list[tuple[str, str]] = []
+            for i, key in enumerate(shape):
+                x = f"x{i}"
+                if key in tags:
+                    lines.append(f"    if v[{key!r}] is None: raise FB")  # the checked path refuses a null tag
+                    continue
+                field = fields[key]
+                lines.append(f"    {x} = v[{key!r}]")
+                self._emit(lines, namespace, field, x, i, "    ", mode)
+                given.append((field.name, x))
+            if check is not None:
+                lines += ["    try:", "        if check(v, bail) is not None: raise FB", "    except FE:",
+                          "        raise FB from None"]
+            lines += _finish(mode, namespace, setters, given, fields)
+            exec("\n".join(lines), namespace)  # noqa: S102 - generated from the class's own fields
+            built: Callable[..., Any] = namespace["fast"]
+            return built
+
+        generic = self._generic(cls, fields, tags, check, mode, callee)
+
+        if mode == _ROUTE:
+            return Router(shapes, for_shape, generic)
+
+        def fast(value: Any) -> Any:
+            if type(value) is not dict:
+                raise Fallback
+            shape = tuple(value)
+            built = shapes.get(shape)
+            if built is None:
+                if len(shapes) >= MAX_SHAPES:
+                    return generic(value)  # never compile per object: past the budget, one function for all
+                built = shapes[shape] = for_shape(shape)
+            return built(value)
+        self._shapes[fast] = shapes
+        return fast
+
+    def _emit(self, lines: list[str], namespace: dict[str, Any], field: Field, x: str, i: int, pad: str,
+              mode: str) -> None:
+        """The generated lines that check (or read) field ``x``, the same in every reader."""
+        if field.kind == "any":
+            if not field.required:
+                lines.append(f"{pad}if {x} is None: raise FB")
+        elif field.kind == "check":
+            namespace[f"h{i}"] = field.helper
+            lines.append(f"{pad}if not ({field.check.format(x=x, h=f'h{i}')}): raise FB")
+        elif field.kind == "list":
+            lines.append(f"{pad}if type({x}) is not list: raise FB")
+            if field.helper is not None:
+                lines.append(f"{pad}for e in {x}:")
+                lines.append(f"{pad}    if not ({field.helper.format(x='e')}): raise FB")
+            if mode == _BUILD:
+                lines.append(f"{pad}{x} = tuple({x})")
+        elif field.kind == "content":  # a string as it is, else content parts (no call for the common string)
+            namespace[f"c{i}"] = field.helper
+            call = f"c{i}({x})" if mode == _VALIDATE else f"{x} = c{i}({x})"
+            lines.append(f"{pad}if type({x}) is not str: {call}")
+        elif field.helper in self._shapes:
+            # A nested object (a tool call's function): its shape, if compiled, is read without a call
+            # through the class's dispatch; anything else goes through it (which decides, or compiles).
+            namespace[f"c{i}"] = field.helper
+            namespace[f"k{i}"] = self._shapes[field.helper].get
+            target = "_" if mode == _VALIDATE else x
+            lines += [f"{pad}if type({x}) is not dict: raise FB",
+                      f"{pad}b{i} = k{i}(tuple({x}))",
+                      f"{pad}{target} = c{i}({x}) if b{i} is None else b{i}({x})"]
+        else:
+            namespace[f"c{i}"] = field.helper
+            lines.append(f"{pad}{'_' if mode == _VALIDATE else x} = c{i}({x})")
+
+    def _generic(self, cls: type, fields: dict[str, Field], tags: dict[str, bool], check: Check | None, mode: str,
+                 callee: Any) -> Callable[..., Any]:
+        """The reader for any shape of ``cls``: probes every field (slower than a shape's own)."""
+        namespace: dict[str, Any] = {"FB": Fallback, "R": callee, "check": check, "bail": _bail, "M": _ABSENT,
+                                     "FE": self.policy.field_error, "cls": self.constructor(cls)}
+        head = "def fast(v, S, I):" if mode == _ROUTE else "def fast(v):"
+        lines = [head, "    g = v.get", "    n = 0", "    kw = {}"]
+        counted = 0
+        for i, (key, field) in enumerate(fields.items()):
+            x = f"x{i}"
+            needed = field.required or (mode == _VALIDATE and field.written)
+            lines.append(f"    {x} = g({key!r}, M)")
+            if needed:
+                counted += 1
+                lines.append(f"    if {x} is M: raise FB")
+            else:
+                lines += [f"    if {x} is not M:", "        n += 1"]
+            pad = "    " if needed else "        "
+            self._emit(lines, namespace, field, x, i, pad, mode)
+            lines.append(f"{pad}kw[{field.name!r}] = {x}")
+        for i, (key, required) in enumerate(tags.items()):
+            lines.append(f"    t{i} = g({key!r}, M)")
+            if required:
+                counted += 1
+                lines += [f"    if t{i} is M or t{i} is None: raise FB"]
+            else:
+                lines += [f"    if t{i} is not M:", "        n += 1", f"        if t{i} is None: raise FB"]
+        lines.append(f"    if len(v) != n + {counted}: raise FB")  # an unknown key: the checked path warns
+        if check is not None:
+            lines += ["    try:", "        if check(v, bail) is not None: raise FB", "    except FE:",
+                      "        raise FB from None"]
+        if mode == _VALIDATE:
+            lines.append("    return True")
+        elif mode == _ROUTE:
+            for i, field in enumerate(fields.values()):
+                namespace[f"d{i}"] = field.default
+            values = ", ".join(f"(d{i} if x{i} is M else x{i})" for i in range(len(fields)))
+            lines.append(f"    return R(S, I, {values})")
+        else:
+            lines.append("    return cls(**kw)")
+        exec("\n".join(lines), namespace)  # noqa: S102 - generated from the class's own fields
+        built: Callable[..., Any] = namespace["fast"]
+        return built
+
+    # -- encoders --------------------------------------------------------------------------------
+
+    def encoder(self, cls: type) -> Callable[[Any], dict[str, Any]]:
+        """``encode(obj) -> dict`` for one wire class; raises :class:`Fallback` for a value it cannot
+        vouch for (not plain JSON, or an object of a class it does not know)."""
+        found = self._encoders.get(cls)
+        if found is None:
+            if cls not in self.policy.encodable:
+                raise KeyError(cls)
+            found = self._encoders[cls] = self._encoder(cls)
+        return found
+
+    def _encoder(self, cls: type) -> Callable[[Any], dict[str, Any]]:
+        policy = self.policy
+        tag = policy.tag_of(cls)
+        namespace: dict[str, Any] = {"plain": _plain, "FB": Fallback, "nested": self._nested}
+        lines = [f"def encode_{cls.__name__}(o):", f"    d = {{{tag[0]!r}: {tag[1]!r}}}" if tag else "    d = {}"]
+        for a in attrs.fields(attrs.resolve_types(cls)):
+            key = policy.wire_name(a)
+            pad = "    "
+            lines.append(f"    v = o.{a.name}")
+            if a.default is None:  # the converter leaves such a field out when it is None
+                lines.append("    if v is not None:")
+                pad = "        "
+            if a.type in (str, str | None):
+                lines += [f"{pad}if type(v) is not str:", f"{pad}    raise FB", f"{pad}d[{key!r}] = v"]
+            elif a.type in (Any, dict[str, Any], dict[str, Any] | None):
+                lines += [f"{pad}if not plain(v):", f"{pad}    raise FB", f"{pad}d[{key!r}] = v"]
+            else:
+                # Content parts, tool calls, sources: a tuple becomes a list and a wire class its dict
+                # (a str, where the type admits one, stays as it is).
+                if str in get_args(a.type):
+                    lines += [f"{pad}if type(v) is str:", f"{pad}    d[{key!r}] = v", f"{pad}elif type(v) is tuple:"]
+                else:
+                    lines += [f"{pad}if type(v) is tuple:"]
+                lines += [f"{pad}    d[{key!r}] = [nested(x) for x in v]", f"{pad}else:",
+                          f"{pad}    d[{key!r}] = nested(v)"]
+        lines.append("    return d")
+        exec("\n".join(lines), namespace)  # noqa: S102 - code generated from the wire classes' own fields
+        function: Callable[[Any], dict[str, Any]] = namespace[f"encode_{cls.__name__}"]
+        return function
+
+    def _nested(self, value: Any) -> Any:
+        cls = type(value)
+        if cls not in self.policy.encodable:
+            raise Fallback  # (a subclass, or not a wire class: the converter decides)
+        return self.encoder(cls)(value)
+
+    # -- constructors ------------------------------------------------------------------------------
+
+    def constructor(self, cls: type) -> Callable[..., Any]:
+        """A constructor equivalent to ``cls(**kwargs)`` for a frozen slotted attrs class, or ``cls``."""
+        found = self._constructors.get(cls)
+        if found is None:
+            found = self._constructors[cls] = _compile_constructor(cls)
+        return found
+
+
+def _finish(mode: str, namespace: dict[str, Any], setters: list[tuple[str, Any, Any]] | None,
+            given: list[tuple[str, str]], fields: Mapping[str, Field]) -> list[str]:
+    if mode == _VALIDATE:
+        return ["    return True"]
+    if mode == _ROUTE:
+        # Every field, in the class's order: a value the object gave, else the field's default.
+        supplied = dict(given)
+        values = []
+        for j, field in enumerate(fields.values()):
+            if field.name in supplied:
+                values.append(supplied[field.name])
+            else:
+                namespace[f"d{j}"] = field.default
+                values.append(f"d{j}")
+        return [f"    return R(S, I, {', '.join(values)})"]
+    if setters is None:
+        return [f"    return cls({', '.join(f'{name}={x}' for name, x in given)})"]
+    # Built slot by slot: the given keywords, else the defaults (what the frozen __init__ does).
+    namespace["new"] = object.__new__
+    supplied = dict(given)
+    lines = ["    o = new(cls)"]
+    for j, (name, setter, default) in enumerate(setters):
+        namespace[f"s{j}"] = setter
+        if name in supplied:
+            lines.append(f"    s{j}(o, {supplied[name]})")
+        else:
+            namespace[f"d{j}"] = default
+            lines.append(f"    s{j}(o, d{j})")
+    lines.append("    return o")
+    return lines
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` holds only dicts, lists, tuples, str, int, bool, None and finite floats."""
+    from .jsonio import plain_json
+
+    return plain_json(value)
+
+
+def _slot_setters(cls: type) -> list[tuple[str, Any, Any]] | None:
+    """Per field of ``cls``, in order: its ``__init__`` keyword, its slot's setter and its default.
+
+    A frozen attrs ``__init__`` sets each field through ``object.__setattr__``; generated code that
+    fills the slots directly makes the same instance for about half the cost. Only for a plain
+    slotted class, whose ``__init__`` does nothing else (no validator, converter, factory or hook);
+    ``None`` otherwise.
+    """
+    if not attrs.has(cls) or "__attrs_post_init__" in vars(cls) or "__attrs_pre_init__" in vars(cls):
+        return None
+    fields = attrs.fields(cls)
+    slots = vars(cls).get("__slots__")
+    if slots is None or set(slots) - {"__weakref__"} != {a.name for a in fields}:
+        return None  # not slotted, or extra slots (a cached hash) that __init__ would fill
+    setters = []
+    for a in fields:
+        if not a.init or a.validator is not None or a.converter is not None \
+                or isinstance(a.default, attrs.Factory) or a.alias is None:  # type: ignore[arg-type]
+            return None
+        descriptor = vars(cls).get(a.name)
+        if descriptor is None or type(descriptor).__name__ != "member_descriptor":
+            return None
+        setters.append((a.alias, descriptor.__set__, a.default))
+    return setters
+
+
+def _compile_constructor(cls: type) -> Callable[..., Any]:
+    setters = _slot_setters(cls)
+    if setters is None:
+        return cls
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    parameters: list[str] = []
+    body: list[str] = []
+    for i, (name, setter, default) in enumerate(setters):
+        namespace[f"set{i}"] = setter
+        if default is attrs.NOTHING:
+            parameters.append(name)
+        else:
+            namespace[f"default{i}"] = default
+            parameters.append(f"{name}=default{i}")
+        body.append(f"    set{i}(self, {name})")
+    signature = f"*, {', '.join(parameters)}" if parameters else ""
+    source = "\n".join([f"def build({signature}):", "    self = new(cls)", *body, "    return self"])
+    exec(source, namespace)  # noqa: S102 - generated from the class's own fields
+    built: Callable[..., Any] = namespace["build"]
+    built.__name__ = built.__qualname__ = f"build_{cls.__name__}"
+    built.__doc__ = f"Build a {cls.__name__} (as its constructor would, through the slots)."
+    return built
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+_ABSENT: Any = _Absent()
+
+
+def _always_fallback(value: Any, *rest: Any) -> Any:
+    raise Fallback
+
+
+def _hashable(t: Any) -> bool:
+    try:
+        hash(t)
+    except TypeError:
+        return False
+    return True
+
+
+def _is_tuple(t: Any) -> bool:
+    args = get_args(t)
+    return get_origin(t) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def _is_optional(t: Any) -> bool:
+    return get_origin(t) in (Union, UnionType) and type(None) in get_args(t)
+
+
+def _without_none(t: Any) -> Any:
+    rest = tuple(arg for arg in get_args(t) if arg is not type(None))
+    return rest[0] if len(rest) == 1 else Union[rest]  # noqa: UP007 - a runtime union object
+

@@ -1,0 +1,907 @@
+"""JSON text in and out, hardened against what a hostile server (or a damaged record) can send.
+
+Everything that reads or writes JSON in the package goes through here, so the defences live once:
+
+* :func:`parse_json` refuses what JSON does not allow and what would hurt the process: nesting deeper
+  than a limit, ``NaN``/``Infinity``, numbers that overflow to infinity, integers too long for
+  Python, invalid UTF-8, a byte order mark, and a duplicated key in an event object. orjson reads
+  the common case when it is installed; a cheap *proof* (orjson writes the text back byte for byte,
+  or the colons equal the keys of a flat object) shows the strict checks cannot find anything, so
+  they run only on what the proof cannot vouch for. Integers beyond 64 bits, which orjson reads as
+  inexact floats, go to the standard library's parser, which reads them exactly.
+* :func:`parse_batch` does the same for many small payloads at once; :func:`read_slices` reads a
+  large object's array a slice at a time.
+* :func:`dump_json`, :func:`dump_record` and :func:`load_record` write and read exactly: lone UTF-16
+  halves, integers beyond 64 bits, ``NaN`` and non-JSON Python values are handled or refused.
+* :func:`json_problem` and :func:`plain_json` say whether a Python value is JSON at all;
+  :func:`copy_json` and :func:`deep_copy` copy JSON trees without recursion.
+
+Errors are :class:`~agui_client.errors.DecodeError` / :class:`~agui_client.errors.LimitExceeded`
+naming the rule ``NOT_AN_EVENT`` (the payload is not one acceptable JSON object).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import AguiWarning, DecodeError, LimitExceeded
+
+_orjson: Any
+try:  # optional speed-up: the package works without it
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised in environments without orjson
+    _orjson = None
+
+__all__ = [
+    "HAVE_ORJSON",
+    "DEFAULT_MAX_DEPTH",
+    "MAX_SAFE_INT",
+    "NOT_AN_EVENT",
+    "parse_json",
+    "parse_batch",
+    "read_slices",
+    "SLICED_MIN",
+    "dump_json",
+    "dump_record",
+    "load_record",
+    "json_problem",
+    "plain_json",
+    "PlainList",
+    "PlainDict",
+    "copy_json",
+    "deep_copy",
+    "is_json",
+    "describe",
+    "escape",
+    "excerpt",
+    "type_of",
+]
+
+#: Default limit on JSON nesting (objects and arrays) in one payload.
+DEFAULT_MAX_DEPTH = 512
+#: The largest integer the schema allows in a field (timestamps, token counts): 2^53 - 1.
+MAX_SAFE_INT = 2**53 - 1
+#: The rule a payload that is not one acceptable JSON object breaks (TR-09; the validator's AGUI502).
+NOT_AN_EVENT = "TR-09/AGUI502"
+_DATA_EXCERPT = 200
+#: Whether orjson is installed (the faster parser and writer; everything works without it).
+HAVE_ORJSON = _orjson is not None
+
+
+# orjson refuses numbers that overflow a double, but silently reads an integer of 20+ digits as an
+# inexact float; such a payload goes to the stdlib parser, which reads integers exactly. The check is
+# a C-speed scan: digits become "0", everything else " ", and a run of twenty "0" is searched for.
+_INFINITIES = (float("inf"), float("-inf"))
+_DIGITS_ONLY = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
+# 19: orjson reads a negative integer below -2**63 (19 digits, -9223372036854775809) as a float too.
+_LONG_DIGIT_RUN = b"0" * 19
+
+
+class _Overflow(ValueError):
+    """A number in the text overflows a double (raised by the stdlib parser's ``parse_float``)."""
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if number in _INFINITIES:
+        raise _Overflow(text)
+    return number
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicated key {key!r}")
+        self.key = key
+
+
+_strict_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_pairs_no_duplicates)
+_plain_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_finite_decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+# Objects become their pair count (duplicates included): the top-level result is the number of keys
+# the text gives the top-level object. ``list`` keeps the pairs themselves.
+_pair_count_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=len)
+_pair_list_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=list)
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests containers deeper than ``limit`` (breadth-first, one level at a time)."""
+    if type(value) is not dict and type(value) is not list:
+        return False
+    level: list[Any] = [value]
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        deeper: list[Any] = []
+        add = deeper.append
+        for node in level:
+            for child in node.values() if type(node) is dict else node:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    add(child)
+        level = deeper
+        depth += 1
+    return False
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is float:
+            if node != node or node in _INFINITIES:
+                return True
+        elif kind is dict:
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+    return False
+
+
+def _find_non_finite(value: Any, path: str = "") -> str | None:
+    if not _has_non_finite(value):
+        return None
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if type(node) is float and (node != node or node in _INFINITIES):
+            return where
+        if type(node) is dict:
+            stack.extend((child, f"{where}/{escape(str(key))}") for key, child in node.items())
+        elif type(node) is list:
+            stack.extend((child, f"{where}/{i}") for i, child in enumerate(node))
+    return None  # pragma: no cover - _has_non_finite said there is one
+
+
+def escape(token: str) -> str:
+    """A JSON pointer reference token for ``token`` (``~`` and ``/`` escaped)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = DEFAULT_MAX_DEPTH,
+               check_duplicates: bool = True) -> Any:
+    """Parse one JSON document, refusing what JSON does not allow and what would hurt the process.
+
+    Duplicated keys are checked in the top-level object always (whatever their spelling), and
+    everywhere when the top-level object repeats a key name textually (a cheap gate; nested
+    free-form JSON follows last-wins, as ``JSON.parse`` does).
+
+    Raises:
+        DecodeError: not JSON, ``NaN``/``Infinity``, a number that overflows, an integer too long for
+            Python, invalid UTF-8, or a duplicated key in the event object.
+        LimitExceeded: nesting deeper than ``max_depth``.
+    """
+    orjson = _orjson
+    value: Any = _NOT_PARSED
+    if orjson is not None and type(data) is bytes:
+        # The common case (bytes from the wire, written compactly) in a few C calls: an object that
+        # orjson writes back byte for byte (see below); anything else takes the general path.
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            value = _UNREADABLE
+        else:
+            if type(value) is dict and _ORJSON_PROOF_DEPTH <= max_depth:
+                try:
+                    if orjson.dumps(value) == data:
+                        return value
+                except (TypeError, ValueError):
+                    pass
+    return _parse_general(data, value, max_depth, check_duplicates)
+
+
+def parse_batch(payloads: list[Any], *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Any] | None:
+    """Several payloads (bytes, each one event object) parsed and proved in one pass, or ``None``.
+
+    The payloads are read as one JSON array, and the array that orjson writes back byte for byte is
+    the proof :func:`parse_json` takes for each alone (no key dropped as a duplicate, no integer read
+    inexactly, depth within the limit), in two C calls instead of two per payload. ``None`` (parse
+    them one by one, which says what is wrong) when orjson is missing, a payload is not bytes, is large,
+    is not exactly one JSON object, or the proof fails.
+    """
+    orjson = _orjson
+    if orjson is None or len(payloads) < 2 or _ORJSON_PROOF_DEPTH > max_depth - 1 \
+            or set(map(type, payloads)) != _BYTES_ONLY or max(map(len, payloads)) > _BATCH_PAYLOAD_MAX:
+        return None
+    joined = b"[" + b",".join(payloads) + b"]"
+    try:
+        values = orjson.loads(joined)
+        if len(values) != len(payloads) or set(map(type, values)) != _DICTS_ONLY or orjson.dumps(values) != joined:
+            return None
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return None
+    return values  # type: ignore[no-any-return]
+
+
+#: Larger payloads are parsed alone: a call's overhead is nothing beside them, and a batch would hold
+#: extra copies of them (the joined text, the written-back text) at once.
+_BATCH_PAYLOAD_MAX = 16 * 1024
+_BYTES_ONLY = {bytes}
+_DICTS_ONLY = {dict}
+
+
+def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_depth: int,
+                   check_duplicates: bool) -> Any:
+    """``parse_json`` beyond its fast path; ``value`` is orjson's reading of ``data`` if it was read."""
+    raw: bytes | str = data if type(data) is bytes or isinstance(data, str) else bytes(data)
+    if _orjson is not None:
+        # The flat case first, on the text as given: orjson reads an ASCII str without copying it.
+        if value is _UNREADABLE:
+            value = _NOT_PARSED
+        elif value is _NOT_PARSED:
+            try:
+                value = _orjson.loads(raw)
+            except _orjson.JSONDecodeError:
+                value = _NOT_PARSED
+        # Colons counted once (a colon is one byte in UTF-8, so the text's count is the bytes' count),
+        # and only when the object could be flat: a large payload is scanned as few times as possible.
+        colons = -1
+        if type(value) is dict and max_depth >= 1 and _scalars_only(value):
+            colons = raw.count(":") if type(raw) is str else raw.count(b":")  # type: ignore[arg-type]
+            if colons == len(value):
+                return value  # flat: distinct keys (see _no_duplicates), depth 1, no float to doubt
+        blob: bytes | None = raw  # type: ignore[assignment]
+        if type(raw) is not bytes:
+            try:
+                blob = raw.encode("utf-8")  # type: ignore[union-attr]
+            except UnicodeEncodeError:
+                blob = None  # lone surrogates: only the stdlib parser reads them
+        if blob is not None and value is not _NOT_PARSED:
+            rewritten: bytes | None = None
+            if type(value) is dict:
+                if colons < 0:
+                    colons = blob.count(b":")
+                rewritten = _rewrite(value)
+                if rewritten == blob and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH:
+                    # orjson writes back exactly the text it read: no key was dropped as a duplicate, no
+                    # integer became a float, and the value was shallow enough for orjson to write.
+                    return value
+            # orjson turns integers beyond 64 bits (19+ digits) into (inexact) floats: those go to the
+            # stdlib parser.
+            # A run of digits is mostly in a string (an id); a value without any float read none.
+            if _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY) or not _has_float(value):
+                return _check_parsed(blob, value, max_depth, check_duplicates, colons, rewritten)
+    value = _parse_stdlib(raw, max_depth)
+    return _check_parsed(raw, value, max_depth, check_duplicates, -1, None)
+
+
+_NOT_PARSED: Any = object()
+_UNREADABLE: Any = object()  # orjson refused the text (the stdlib parser says why, or reads it)
+
+
+def _has_float(value: Any) -> bool:
+    """Whether a value orjson parsed holds a float: it reads an integer beyond 64 bits as one, and
+    nothing else becomes a float but a number written with a fraction or an exponent."""
+    if type(value) is float:
+        return True
+    stack: list[Any] = [value] if type(value) is dict or type(value) is list else []
+    while stack:
+        node = stack.pop()
+        for child in node.values() if type(node) is dict else node:
+            kind = type(child)
+            if kind is float:
+                return True
+            if kind is dict or kind is list:
+                stack.append(child)
+    return False
+
+
+def _scalars_only(value: dict[str, Any]) -> bool:
+    """No float (orjson may have read an integer inexactly), no array or object (depth, nesting)."""
+    for item in value.values():
+        kind = type(item)
+        if kind is float or kind is list or kind is dict:
+            return False
+    return True
+
+
+def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates: bool, colons: int,
+                  rewritten: bytes | None) -> Any:
+    """The depth limit and the duplicate-key rule for a parsed payload (``colons``: -1 if not counted)."""
+    # Nesting can only exceed the limit if there are more brackets (so more bytes) than the limit.
+    if len(raw) > max_depth:
+        # orjson refuses to write anything nested deeper than it can: when it writes the value, the
+        # value is shallow enough and the walk is not needed (the rewrite also serves _no_duplicates).
+        shortcut = _orjson is not None and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH
+        if shortcut and (rewritten is not None or len(raw) > _LARGE):
+            brackets = max_depth + 1  # counting costs more than the rewrite
+        else:
+            brackets = raw.count("[") + raw.count("{") if isinstance(raw, str) else raw.count(b"[") + raw.count(b"{")
+        if brackets > max_depth:
+            if shortcut and rewritten is None:
+                rewritten = _rewrite(value)
+            if not (shortcut and rewritten is not None) and _depth_exceeds(value, max_depth):
+                raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
+                                    event_type=type_of(value), rule=NOT_AN_EVENT)
+    if check_duplicates and type(value) is dict:
+        if colons < 0:
+            colons = raw.count(":") if isinstance(raw, str) else raw.count(b":")
+        # As many colons as keys: a flat object with distinct keys (see _no_duplicates); else prove it.
+        if colons != len(value) and not _no_duplicates(raw, value, rewritten, colons):
+            _check_duplicates(raw, value)
+    return value
+
+
+def _rewrite(value: Any) -> bytes | None:
+    """``value`` written back by orjson (compact, colons in strings literal), or ``None``."""
+    if _orjson is None:
+        return None
+    try:
+        return bytes(_orjson.dumps(value))
+    except (TypeError, ValueError):
+        return None  # lone surrogates, integers beyond 64 bits, or too deep
+
+
+def _orjson_write_depth() -> int | None:
+    """The deepest nesting orjson writes (it refuses deeper), if it has such a limit."""
+    if _orjson is None:
+        return None
+    nested: list[Any] = []
+    for _ in range(2048):
+        nested = [nested]
+    try:
+        _orjson.dumps(nested)
+    except (TypeError, ValueError):
+        pass
+    else:
+        return None  # no limit below 2048: the shortcut does not apply
+    for depth in (254, 255, 256, 511, 512, 1023, 1024):
+        nested = []
+        for _ in range(depth - 1):
+            nested = [nested]
+        try:
+            _orjson.dumps(nested)
+        except (TypeError, ValueError):
+            return depth - 1 if depth > 1 else None
+    return None
+
+
+_ORJSON_WRITE_DEPTH = _orjson_write_depth()
+#: The least ``max_depth`` for which "orjson writes it back" also proves the depth limit (no proof when
+#: orjson has no write limit of its own).
+_ORJSON_PROOF_DEPTH = _ORJSON_WRITE_DEPTH if _ORJSON_WRITE_DEPTH is not None else 2**62
+
+
+def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
+    try:
+        text = raw if isinstance(raw, str) else raw.decode("utf-8")
+        if text.startswith("\ufeff"):
+            raise ValueError("a byte order mark is not JSON")
+        return _finite_decoder.decode(text)
+    except RecursionError:
+        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
+                            rule=NOT_AN_EVENT) from None
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"payload is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                          data=excerpt(raw), rule=NOT_AN_EVENT) from None
+    except json.JSONDecodeError as exc:
+        raise DecodeError(f"payload is not JSON: {exc}", data=excerpt(raw), rule=NOT_AN_EVENT) from None
+    except _Overflow:
+        try:
+            value = _plain_decoder.decode(text)
+        except (ValueError, RecursionError):
+            raise DecodeError("payload is not JSON: a number overflows to infinity", data=excerpt(raw),
+                              rule=NOT_AN_EVENT) from None
+        raise DecodeError("number overflows to infinity (not representable JSON)", pointer=_find_non_finite(value),
+                          data=excerpt(raw), event_type=type_of(value), rule=NOT_AN_EVENT) from None
+    except ValueError as exc:
+        # Python's int digit limit and NaN/Infinity land here
+        reason = "an integer too long to read" if "digits" in str(exc) else str(exc)
+        raise DecodeError(f"payload is not JSON: {reason}", data=excerpt(raw), rule=NOT_AN_EVENT) from None
+
+
+
+
+def type_of(value: Any) -> str | None:
+    """The ``type`` of a parsed event object (``None`` when it has no string one), for errors."""
+    kind = value.get("type") if type(value) is dict else None
+    return kind if type(kind) is str else None
+
+
+def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | None = None,
+                   colons: int = -1) -> bool:
+    """A cheap proof that ``raw`` needs no exact duplicate check (``False``: no proof, check).
+
+    Three proofs, cheapest first. (1) Every key in the text is followed by a colon: as many colons as
+    top-level keys means a flat object with distinct keys. (2) Each top-level key written exactly
+    once, and no backslash that could spell one differently: the top level repeats nothing and the
+    nested check (``_check_duplicates``) would not be triggered. (3) Colons elsewhere are inside
+    strings; writing the parsed value back (keys deduplicated, colons in strings written literally)
+    gives the colons of a text without duplicates, which the original matches, counting ``\\u003a``
+    escapes, unless a key (and whatever its value held) was dropped as a duplicate. ``colons``: the
+    text's colons when the caller already counted them (-1: not counted).
+    """
+    if isinstance(raw, str):
+        colons = raw.count(":") if colons < 0 else colons
+        if colons == len(value):
+            return True  # a flat object: every colon is one of its (distinct) keys
+        if (len(raw) > _LARGE or _orjson is None) and "\\" not in raw:
+            for key in value:
+                if raw.count(_needle(key)[0]) != 1:
+                    break
+            else:
+                return True  # each key written once, and no escape could spell one differently
+        escaped = raw.count("\\u003a") + raw.count("\\u003A") if "\\u003" in raw else 0
+    else:
+        colons = raw.count(b":") if colons < 0 else colons
+        if colons == len(value):
+            return True
+        if (len(raw) > _LARGE or _orjson is None) and b"\\" not in raw:
+            needles = _NEEDLE_BYTES
+            for key in value:
+                if raw.count(needles.get(key) or _needle(key)[1]) != 1:
+                    break
+            else:
+                return True
+        escaped = raw.count(b"\\u003a") + raw.count(b"\\u003A") if b"\\u003" in raw else 0
+    if rewritten is None:
+        if _orjson is not None:
+            rewritten = _rewrite(value)
+        else:
+            try:
+                rewritten = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            except (TypeError, ValueError, UnicodeEncodeError):
+                rewritten = None
+        if rewritten is None:
+            return False  # lone surrogates or integers orjson cannot write: take the exact path
+    return bool(colons + escaped == rewritten.count(b":"))
+
+
+#: Above this size (or without orjson) the key-count proof (a few C scans) is cheaper than writing the
+#: value back.
+_LARGE = 2048
+
+
+def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
+    text = raw if isinstance(raw, str) else raw.decode("utf-8")
+    if _may_repeat_keys(raw, value):
+        try:
+            _strict_decoder.decode(text)
+        except _DuplicateKey as exc:
+            key: str | None = exc.key
+        else:
+            key = None
+    elif _pair_count_decoder.decode(text) != len(value):
+        # the top-level object repeats a key spelled differently (``"n\\u0061me"`` and ``"name"``)
+        seen: set[str] = set()
+        key = None
+        for name, _ in _pair_list_decoder.decode(text):
+            if name in seen:
+                key = name
+                break
+            seen.add(name)
+    else:
+        key = None
+    if key is not None:
+        raise DecodeError(f"duplicated key {key!r} makes the event ambiguous", data=excerpt(raw),
+                          pointer="/" + escape(key), event_type=None if key == "type" else type_of(value),
+                          rule=NOT_AN_EVENT)
+
+
+_NEEDLES: dict[str, tuple[str, bytes]] = {}
+_NEEDLE_BYTES: dict[str, bytes] = {}
+
+
+def _needle(key: str) -> tuple[str, bytes]:
+    """How a producer writes ``key`` as a JSON string (text and UTF-8)."""
+    needle = _NEEDLES.get(key)
+    if needle is None:
+        text = json.dumps(key, ensure_ascii=False)
+        needle = (text, text.encode("utf-8", "surrogatepass"))
+        if len(_NEEDLES) < 4096:
+            _NEEDLES[key] = needle
+            _NEEDLE_BYTES[key] = needle[1]
+    return needle
+
+
+def _may_repeat_keys(raw: bytes | str, value: dict[str, Any]) -> bool:
+    if isinstance(raw, bytes):
+        return any(raw.count(_needle(key)[1]) > 1 for key in value)
+    return any(raw.count(_needle(key)[0]) > 1 for key in value)
+
+
+def excerpt(raw: bytes | str) -> str:
+    """A bounded excerpt of a payload, for an error."""
+    text = raw if isinstance(raw, str) else raw[: _DATA_EXCERPT * 4].decode("utf-8", "replace")
+    return text if len(text) <= _DATA_EXCERPT else text[:_DATA_EXCERPT] + "…"
+
+
+def dump_json(value: Any) -> bytes:
+    """Serialise JSON-ready data to compact UTF-8 bytes (lone surrogates become U+FFFD)."""
+    if _orjson is not None:
+        try:
+            return bytes(_orjson.dumps(value))
+        except TypeError:
+            pass  # lone surrogates and big ints: the stdlib path below handles them
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    # Lone UTF-16 halves (a producer that slices strings by code unit) cannot be written as UTF-8.
+    # Halves that are next to each other are one character again; the others become U+FFFD (the
+    # "replace" error handler would write "?", and could make two different ids or keys one).
+    warnings.warn(AguiWarning("lone UTF-16 surrogates in data to send were written as U+FFFD"), stacklevel=2)
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
+
+
+def _string_problem(text: str) -> str | None:
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # UTF-8 cannot carry a lone surrogate: sent, it would become "?" (or make the body invalid).
+        return f"a lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start} is not text JSON can carry"
+    return None
+
+
+def json_problem(value: Any) -> tuple[str, str] | None:
+    """Where ``value`` stops being JSON, and why; ``None`` when all of it is JSON.
+
+    JSON is ``None``, ``bool``, ``int``, a finite ``float``, ``str`` without lone surrogates, ``list`` or
+    ``tuple``, and ``dict`` with ``str`` keys, nested. Anything else (a set, bytes, a datetime, ``NaN``,
+    a non-string key, a container holding itself) is a problem: the encoders would refuse it, write
+    invalid JSON, or silently change it (orjson writes ``NaN`` as ``null`` and a datetime as text).
+
+    Args:
+        value: the value to check (user input: a payload, ``state``, ``forwarded_props`` …).
+
+    Returns:
+        ``(pointer, reason)``: the JSON pointer of the first offending value in document order
+        (``""`` for ``value`` itself) and what is wrong with it; or ``None``.
+    """
+    # Iterative, so a deep value cannot exhaust the stack; containers on the current path are
+    # tracked so a cycle is reported instead of walked forever.
+    on_path: set[int] = set()
+    stack: list[tuple[Any, str, bool]] = [(value, "", False)]
+    while stack:
+        item, pointer, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(item))
+            continue
+        if item is None or isinstance(item, int):  # bool is an int
+            continue
+        if isinstance(item, str):
+            reason = _string_problem(item)
+            if reason is not None:
+                return pointer, reason
+            continue
+        if isinstance(item, float):
+            if item != item or item in _INFINITIES:
+                return pointer, f"{item!r} is not a JSON number"
+            continue
+        if not isinstance(item, (dict, list, tuple)):
+            return pointer, f"a value of type {type(item).__name__} is not JSON"
+        if id(item) in on_path:
+            return pointer, "the value contains itself"
+        on_path.add(id(item))
+        stack.append((item, pointer, True))
+        children: list[tuple[Any, str, bool]] = []
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return pointer, f"key {key!r} is not a string (type {type(key).__name__}); JSON keys are strings"
+                reason = _string_problem(key)
+                if reason is not None:
+                    return pointer, f"key {key!r}: {reason}"
+                children.append((child, f"{pointer}/{escape(key)}", False))
+        else:
+            children = [(child, f"{pointer}/{n}", False) for n, child in enumerate(item)]
+        stack.extend(reversed(children))
+    return None
+
+
+
+
+# --------------------------------------------------------------------------------------------------
+# Python values that are JSON, and their copies
+# --------------------------------------------------------------------------------------------------
+
+_JSON_CLASSES = (str, int, float, list, dict)
+
+
+def describe(value: Any) -> str:
+    """What kind of JSON value ``value`` is, for a message (``"a string"``, ``"null"`` …)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if type(value) not in _JSON_CLASSES and isinstance(value, _JSON_CLASSES):
+        # (a subclass reads as what it derives from; the decoder takes the JSON types exactly)
+        base = next(cls for cls in _JSON_CLASSES if isinstance(value, cls))
+        return f"a {type(value).__name__}, not a plain {base.__name__}"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+class PlainList(list):  # type: ignore[type-arg]
+    """A list of wire values already checked with :func:`plain_json` (so nobody walks it again).
+
+    Only for data serialised at once and never changed (``ThreadState.dump(share_state=True)``).
+    """
+
+
+class PlainDict(dict):  # type: ignore[type-arg]
+    """A dict of wire values already known to be plain JSON (a shallow copy; see :class:`PlainList`)."""
+
+
+def plain_json(value: Any) -> bool:
+    """Whether ``value`` holds only dicts, lists, tuples, str, int, bool, None and finite floats.
+
+    Exact types: a subclass (an enum, say) is not plain. A :class:`PlainList` or :class:`PlainDict`
+    inside counts as checked. ``value`` must not be cyclic (a store runs this after orjson has written the data).
+    """
+    stack = [value]
+    pop = stack.pop
+    push = stack.append
+    finite = math.isfinite
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is dict:
+            items: Any = node.values()
+        elif kind is list or kind is tuple:
+            items = node
+        else:
+            items = (node,)
+        for item in items:
+            kind = type(item)
+            if kind is str or kind is int or item is None or kind is bool or kind is PlainList or kind is PlainDict:
+                continue
+            if kind is float:
+                if not finite(item):
+                    return False
+            elif kind is dict or kind is list or kind is tuple:
+                push(item)
+            else:
+                return False
+    return True
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON data (through orjson when installed; :func:`deep_copy` otherwise)."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if _orjson is not None:
+        try:
+            return _orjson.loads(_orjson.dumps(value))
+        except (TypeError, ValueError):
+            pass  # lone surrogates, integers beyond 64 bits, very deep values: the generic copy is right
+    return deep_copy(value)
+
+
+def deep_copy(value: Any) -> Any:
+    """``copy.deepcopy`` of a JSON-shaped tree without recursion.
+
+    The decoder admits nesting to 512 levels, and ``copy.deepcopy`` recurses twice per level: a deep
+    but valid state would end in a ``RecursionError`` (earlier still when the caller is deep). Dicts
+    and lists are copied here level by level, a container met twice is copied once (as ``deepcopy``
+    does, so a cycle ends); anything else is a leaf, deep-copied alone.
+    """
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return value if value is None or kind in (str, int, float, bool) else copy.deepcopy(value)
+    root: Any = {} if kind is dict else []
+    made: dict[int, Any] = {id(value): root}
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if type(source) is dict else enumerate(source)
+        for key, item in items:
+            kind = type(item)
+            if kind is dict or kind is list:
+                copied = made.get(id(item))
+                if copied is None:
+                    copied = made[id(item)] = {} if kind is dict else []
+                    stack.append((item, copied))
+            elif item is None or kind in (str, int, float, bool):
+                copied = item
+            else:
+                copied = copy.deepcopy(item)
+            if type(target) is dict:
+                target[key] = copied
+            else:
+                target.append(copied)
+    return root
+
+
+def is_json(text: str) -> bool:
+    """Whether ``text`` parses as JSON (any value; tool-call arguments are judged by this)."""
+    try:
+        if _orjson is not None:
+            _orjson.loads(text)
+        else:
+            json.loads(text)
+    except ValueError:
+        try:
+            json.loads(text)  # orjson refuses lone surrogates that JSON allows
+        except (ValueError, RecursionError):  # (arguments nested deeper than a parser goes: not usable JSON)
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------------
+# Stored records
+# --------------------------------------------------------------------------------------------------
+
+
+def dump_record(record: dict[str, Any]) -> str | bytes:
+    """JSON for a stored record: UTF-8 ``bytes`` from orjson when it can write the data exactly, else text.
+
+    Both forms hold no lone surrogate, so UTF-8 backends can store them: orjson refuses to write one,
+    and the stdlib fallback escapes everything outside ASCII.
+
+    Raises:
+        TypeError, ValueError: the record is not JSON (``NaN``/``Infinity`` included: another reader
+            could not parse them).
+    """
+    if _orjson is not None:
+        # Five to nine times faster than the stdlib encoder, with one output buffer instead of its
+        # chunk list plus the joined text. orjson also writes what json.dumps refuses (NaN as null,
+        # datetimes, dataclasses …): the scan sends any of those to the stdlib path, which decides.
+        # It runs second because orjson's own refusals (cycles, lone surrogates, non-str keys,
+        # integers beyond 64 bits) are what guarantee the scan a finite, acyclic tree; messages
+        # from dump(share_state=True) were checked while they were built and are not walked again.
+        try:
+            blob: bytes = _orjson.dumps(record)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if plain_json(record):
+                return blob
+    return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+def load_record(text: str | bytes) -> Any:
+    """A stored record's JSON, read exactly (integers of any length, escaped lone surrogates).
+
+    Raises:
+        ValueError, RecursionError: the text is not JSON.
+    """
+    # orjson refuses escaped lone surrogates, which the stdlib encoder writes.
+    escaped = (b"\\u" in text) if isinstance(text, bytes) else ("\\u" in text)
+    if _orjson is None or escaped:
+        return json.loads(text)
+    try:
+        data = _orjson.loads(text)
+    except ValueError:
+        # orjson refuses an integer too large for a double (309+ digits), which the stdlib reads exactly;
+        # the stdlib's own refusal says what is wrong.
+        return json.loads(text)
+    return json.loads(text) if _inexact(text, data) else data  # (an integer beyond 64 bits read as a float)
+
+
+def _inexact(text: str | bytes, data: Any) -> bool:
+    """Whether orjson may have read an integer beyond 64 bits (19+ digits) as an inexact float."""
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return _LONG_DIGIT_RUN in raw.translate(_DIGITS_ONLY) and _has_float(data)
+
+
+# --------------------------------------------------------------------------------------------------
+# A large object's array, read slice by slice
+# --------------------------------------------------------------------------------------------------
+#
+# Parsed whole, a snapshot of thousands of messages exists three times over while it is decoded:
+# orjson's working memory (about 15x the text), the tree of dicts, and the typed messages; and the
+# tree's thousands of containers, all alive at once, make the cyclic GC walk them again and again.
+# Read as slices of whole items, each slice's dicts die as soon as the caller has used them.
+#
+# Where a slice may end: ``},{"`` never occurs inside a JSON string (the quote would be escaped), so
+# it always separates two objects; but they may be nested inside an item (two tool calls). The slice
+# up to such a ``}`` is parsed as ``[`` + slice + ``]``: that is valid JSON exactly when the slice is
+# a sequence of whole values, i.e. when the ``}`` closes an item; otherwise the next candidate is
+# tried. Each slice, and the rest of the object with the head put back, must then prove what
+# parse_json proves, more strictly: no long digit run, a depth orjson can write back, and the colon
+# count of the written-back value (no duplicated key anywhere, so the general path's gate on nested
+# duplicates can never matter). Any doubt returns ``None``: the caller reads the whole payload, and
+# parse_json alone decides errors and warnings.
+
+#: Payloads below this size are read whole (a call to :func:`read_slices` costs more than it saves).
+SLICED_MIN = 256 * 1024
+#: The items of one slice span at least this many bytes (a slice ends at the next item end).
+_SLICE = 64 * 1024
+#: Candidate ends tried per slice before giving up on slicing (they were all inside items).
+_SLICE_MISSES = 16
+_ITEM_BOUNDARY = b'},{"'
+
+
+def read_slices(raw: bytes | str, head: bytes, key: str, max_depth: int,
+                use: Callable[[list[Any]], Any]) -> tuple[list[Any], dict[str, Any]] | None:
+    """A large JSON object that starts with ``head`` (which opens the array ``key``), read a slice of
+    the array at a time; ``None`` when it is not read that way (orjson missing, a doubt). The caller
+    decides what is large (:data:`SLICED_MIN` bytes and more).
+
+    Args:
+        raw: the payload.
+        head: its exact first bytes, up to and including the array's ``[``.
+        key: the array's key in the object.
+        max_depth: the nesting limit, as for :func:`parse_json`.
+        use: called with each slice (a list of parsed items) in order; may raise to abandon the read
+            (the exception propagates).
+
+    Returns:
+        What ``use`` returned for each slice, and the object with its ``key`` emptied.
+    """
+    if (type(raw) is not bytes or not raw.startswith(head)
+            or _orjson is None or _ORJSON_WRITE_DEPTH is None or max_depth <= _ORJSON_WRITE_DEPTH):
+        return None
+    loads, failed, find = _orjson.loads, _orjson.JSONDecodeError, raw.find
+    parts: list[Any] = []
+    start = len(head)  # each slice starts at an item's "{" (or at the array's end)
+    search = start + _SLICE
+    misses = 0
+    while True:
+        cut = find(_ITEM_BOUNDARY, search)
+        if cut < 0:
+            break
+        piece = b"[" + raw[start:cut + 1] + b"]"
+        try:
+            items = loads(piece)
+        except failed:
+            misses += 1
+            if misses > _SLICE_MISSES:
+                return None
+            search = cut + 1  # that "}" closed something inside an item: the next candidate
+            continue
+        if not _proved_exact(piece, items):
+            return None
+        parts.append(use(items))
+        del items, piece
+        start = cut + 2
+        search = start + _SLICE
+        misses = 0
+    rest = head + raw[start:]
+    try:
+        value = loads(rest)
+    except failed:
+        return None
+    if type(value) is not dict or not _proved_exact(rest, value) or type(value.get(key)) is not list:
+        return None
+    parts.append(use(value[key]))
+    value[key] = []
+    return parts, value
+
+
+def _proved_exact(text: bytes, value: Any) -> bool:
+    """``text`` (parsed by orjson as ``value``) has no integer orjson read inexactly, a depth orjson can
+    write, and no duplicated key at any level (the colon proof of ``_no_duplicates``, nothing skipped)."""
+    rewritten = _rewrite(value)
+    if rewritten is None:
+        return False
+    if rewritten == text:
+        return True  # orjson wrote back exactly what it read: no key dropped, no number changed
+    if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY) and _has_float(value):
+        return False
+    escaped = text.count(b"\\u003a") + text.count(b"\\u003A") if b"\\u003" in text else 0
+    return text.count(b":") + escaped == rewritten.count(b":")
