@@ -44,3 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`agui replay x | head`); nothing more to say, and nobody to say it to.
         sys.stderr.close()
         return 1
+    except Exception:
+        # A fault nobody foresaw: its message may quote what the agent sent, so the traceback goes
+        # out as inert as everything else the CLI prints (Python's own would write it raw).
+        import traceback
+
+        from .terminal import visible
+
+        sys.stderr.write(visible(traceback.format_exc()))
+        return 1

@@ -27,6 +27,7 @@ from .render import (
     render_warnings,
     usage_text,
 )
+from .terminal import json_text
 
 __all__ = ["read_source", "replay_command", "verify_command", "Unreadable"]
 
@@ -75,14 +76,14 @@ def replay_command(out: Output, path: str, *, as_json: bool) -> int:
             report: dict[str, Any] = {"error": _finding(exc, "error")}
             if partial is not None:
                 report.update(_wire(partial))
-            print(json.dumps(report, ensure_ascii=False, indent=2))
+            print(json_text(report, indent=2))
         else:
             render_error(out, exc)
             out.line(f"the recording breaks the protocol at event #{exc.index}; "
                      f"`agui verify {path}` lists every finding", "red")
         return 1
     if as_json:
-        print(json.dumps(_wire(result), ensure_ascii=False, indent=2))
+        print(json_text(_wire(result), indent=2))
         return 0
     state = result.state
     out.line(f"{'stdin' if path == '-' else path}: {session.index} event(s), {len(result.run_ids)} run(s)", "dim")
@@ -127,8 +128,8 @@ def verify_command(out: Output, path: str, *, as_json: bool) -> int:
     errors = len(session.errors)
     warnings = len(session.warnings)
     if as_json:
-        print(json.dumps({"events": session.index, "errors": errors, "warnings": warnings, "findings": findings},
-                         ensure_ascii=False, indent=2))
+        print(json_text({"events": session.index, "errors": errors, "warnings": warnings, "findings": findings},
+                        indent=2))
         return 1 if errors else 0
     name = "stdin" if path == "-" else path
     _findings_view(out, findings)
