@@ -330,19 +330,30 @@ def test_the_cli_console_keeps_every_renderable_inert_even_built_without_the_hel
     assert "[bold red]MU[/bold red]" in written and "\\x1b]0;PWNED\\x07" in written
 
 
-def test_an_unexpected_error_quoting_the_agent_is_printed_inert(tmp_path: Path) -> None:
-    # A fault nobody foresaw (simulated: the replay command raises with the agent's string) ends
-    # with a traceback on stderr, as inert as everything else.
-    code = ("import sys\n"
+def _with_replay_replaced(body: str) -> subprocess.CompletedProcess[bytes]:
+    """``agui replay x`` in a child interpreter whose replay command is ``body`` (a simulated fault)."""
+    code = ("import logging, sys\n"
             "import agui_client.cli.app as app\n"
-            "def broken(*args, **kwargs):\n"
-            f"    raise ValueError({HOSTILE!r})\n"
-            "app.replay_command = broken\n"
+            "def replaced(*args, **kwargs):\n"
+            f"    {body}\n"
+            "app.replay_command = replaced\n"
             "from agui_client.cli import main\n"
             "sys.exit(main(['replay', 'x']))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV, timeout=30,
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV, timeout=30,
                           stdin=subprocess.DEVNULL, check=False)
+
+
+def test_an_unexpected_error_quoting_the_agent_is_printed_inert() -> None:
+    # A fault nobody foresaw ends with a traceback on stderr, as inert as everything else.
+    done = _with_replay_replaced(f"raise ValueError({HOSTILE!r})")
 
     assert done.returncode == 1
     text = assert_inert(done.stderr, terminal=False)
     assert "Traceback" in text and "ValueError" in text
+
+
+def test_a_library_warning_quoting_the_agent_is_logged_inert() -> None:
+    done = _with_replay_replaced(f"logging.getLogger('agui_client.thread').warning('%s', {HOSTILE!r}); return 0")
+
+    assert done.returncode == 0, done.stderr
+    assert_inert(done.stderr, terminal=False)

@@ -22,8 +22,9 @@ database instead of a list kept by hand:
   NON-JOINER and ZERO WIDTH JOINER, which emoji sequences and several scripts need to read right,
 - ``Zl`` and ``Zp`` (U+2028, U+2029), and ``Cs`` (a lone surrogate a JSON ``\\ud800`` can carry).
 
-The CLI applies it at its two ways out, so a renderer cannot forget it: :class:`PlainOutput`'s
-writes (``agui_client.cli.render``) and :class:`SafeConsole`, the only rich console the CLI makes.
+The CLI applies it where its output leaves, so a renderer cannot forget it: ``PlainOutput``'s
+writes (``agui_client.cli.render``), :class:`SafeConsole` (the only rich console the CLI makes), the
+:class:`InertLogHandler` for the library's log records, and the traceback of an unforeseen fault.
 ``--json`` output stays JSON: :func:`json_text` writes the same characters as JSON ``\\u`` escapes,
 which parse back to the same strings.
 """
@@ -32,7 +33,9 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
@@ -43,7 +46,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
 
-__all__ = ["visible", "json_text", "safe_text", "SafeConsole"]
+__all__ = ["visible", "json_text", "safe_text", "SafeConsole", "InertLogHandler"]
 
 #: Unicode categories of the characters a terminal obeys or a reader cannot see (see the module docstring).
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -170,3 +173,19 @@ class SafeConsole(Console):
             if style is not None and style.link:
                 style = style.update_link(None)
             yield Segment(visible(text), style)
+
+
+class InertLogHandler(logging.Handler):
+    """Log records (WARNING and above) written to the current ``sys.stderr`` made :func:`visible`,
+    one a line, as Python's last-resort handler writes them when nothing else is configured."""
+
+    def __init__(self, level: int = logging.WARNING) -> None:
+        super().__init__(level)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write ``record``'s message, inert."""
+        try:
+            sys.stderr.write(visible(self.format(record)) + "\n")
+            sys.stderr.flush()
+        except Exception:
+            self.handleError(record)
