@@ -7,7 +7,9 @@ exiting 2, when it is missing.
 
 from __future__ import annotations
 
+import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 __all__ = ["main"]
@@ -23,6 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(INSTALL_HINT, file=sys.stderr)
         return 2
     from .app import run_cli
+    from .terminal import InertLogHandler, visible
 
     for stream in (sys.stdout, sys.stderr):
         # A terminal that cannot show a character (PYTHONIOENCODING=ascii, an old console) gets a "?"
@@ -30,6 +33,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="replace")
+    # The library's warnings (the agui_client logger) go to stderr as Python's last-resort handler
+    # would write them, made inert: a record may quote what the agent sent.
+    log_handler = InertLogHandler()
+    logger = logging.getLogger("agui_client")
+    logger.addHandler(log_handler)
     try:
         return run_cli(argv)
     except KeyboardInterrupt:
@@ -44,3 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`agui replay x | head`); nothing more to say, and nobody to say it to.
         sys.stderr.close()
         return 1
+    except Exception:
+        # A fault nobody foresaw: its message may quote what the agent sent, so the traceback goes
+        # out as inert as everything else the CLI prints (Python's own would write it raw).
+        sys.stderr.write(visible(traceback.format_exc()))
+        return 1
+    finally:
+        logger.removeHandler(log_handler)

@@ -18,12 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from .._version import __version__
 from ..client import AgentClient
+from ..core.session import RunResult
 from ..errors import AguiError, ResumeRefused, StoreError
-from ..session import RunResult
 from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
 from .converse import AnswerPolicy, Conversation, UsageProblem
@@ -39,6 +37,7 @@ from .render import (
     render_summary,
     usage_text,
 )
+from .terminal import SafeConsole, json_text
 
 __all__ = ["build_parser", "run_cli"]
 
@@ -136,7 +135,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         return verify_command(out, args.file, as_json=as_json)
     except (UsageProblem, Unreadable, StoreError) as exc:
         out.end_line()
-        print(f"agui {args.command}: {exc}", file=sys.stderr)
+        PlainOutput(sys.stderr).line(f"agui {args.command}: {exc}")  # (it may quote a file or a stored thread)
         return 2
     except ResumeRefused as exc:
         render_error(out, exc)
@@ -183,7 +182,7 @@ def _asker(out: Output, plain: bool) -> ConsoleAsker:
     if isinstance(out, RichOutput):
         return ConsoleAsker(out.console, piped=piped)
     # Questions go where the person sees them: stdout on a terminal, stderr when stdout is piped.
-    return ConsoleAsker(Console(stderr=not _isatty(sys.stdout), no_color=plain, highlight=False), piped=piped)
+    return ConsoleAsker(SafeConsole(stderr=not _isatty(sys.stdout), no_color=plain), piped=piped)
 
 
 def _demo(args: argparse.Namespace, out: Output, plain: bool) -> int:
@@ -246,8 +245,7 @@ def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
             result = conversation.start(message, state=state, has_state=args.state is not None)
         outcome = result.outcome if result is not None else None
         if as_json:
-            print(json.dumps({**thread.state.to_wire(), "threadId": thread.id, "outcome": outcome},
-                             ensure_ascii=False))
+            print(json_text({**thread.state.to_wire(), "threadId": thread.id, "outcome": outcome}))
         else:
             _finish(out, conversation, result, thread, thread_file=args.thread_file)
         if conversation.stopped_at_interrupt:

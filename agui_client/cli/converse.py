@@ -15,15 +15,16 @@ from typing import IO, Any, Literal
 
 from attrs import frozen
 
-from .. import codec
+from ..core.session import RunResult
 from ..errors import ExpiredInterruptAnswered, InvalidResumePayload
 from ..interrupts import ResumeBuilder
-from ..session import RunResult
 from ..thread import Thread
 from ..types.base import JSON
 from ..types.run import Interrupt
+from ..wire import codec
 from . import forms
 from .render import EventRenderer, Output, render_interrupt, render_warnings
+from .terminal import json_text
 
 __all__ = ["AnswerPolicy", "Conversation", "UsageProblem"]
 
@@ -137,7 +138,7 @@ class Conversation:
             with self.thread.stream(message, **kwargs) as events:
                 for event in events:
                     if self.json_lines is not None:
-                        self.json_lines.write(json.dumps(codec.encode(event), ensure_ascii=False) + "\n")
+                        self.json_lines.write(json_text(codec.encode(event)) + "\n")
                         self.json_lines.flush()
                     else:
                         renderer.event(event)

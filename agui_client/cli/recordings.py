@@ -2,21 +2,23 @@
 
 ``replay`` folds the recording exactly as a live run would and shows where the thread ended up;
 the first protocol error stops it (exit 1), as it would stop a live run. ``verify`` reads the whole
-recording with ``RunSession(collect_errors=True)`` and lists every finding. Both exit 2 when the
-input cannot be read or holds no events at all.
+recording with ``RunSession(collect_errors=True)`` and lists every finding. Both read the recording
+block by block (never whole, so the per-event size limit holds for a file of any size), and exit 2
+when the input cannot be read or holds no events at all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO
 
 from rich.table import Table
 
-from ..errors import ProtocolError, StreamWarning
-from ..session import RunResult, RunSession, replay_events
+from ..core.session import RunResult, RunSession, replay_events
+from ..errors import LimitExceeded, ProtocolError, StreamWarning
 from .render import (
     Output,
     RichOutput,
@@ -27,62 +29,73 @@ from .render import (
     render_warnings,
     usage_text,
 )
+from .terminal import json_text
 
-__all__ = ["read_source", "replay_command", "verify_command", "Unreadable"]
+__all__ = ["open_source", "replay_command", "verify_command", "Unreadable"]
 
 
 class Unreadable(Exception):
     """The input cannot be read, or holds no AG-UI events (exit status 2)."""
 
 
-def read_source(path: str) -> bytes:
-    """The bytes of ``path`` (``-``: standard input).
+@contextlib.contextmanager
+def open_source(path: str) -> Iterator[BinaryIO]:
+    """``path`` open for binary reading (``-``: standard input), closed afterwards.
+
+    The caller reads it block by block (``replay_events`` does), so a recording is never held
+    whole: the per-event size limit trips on an endless line before the file is in memory.
 
     Raises:
-        Unreadable: the file cannot be read.
+        Unreadable: the file cannot be opened.
     """
     if path == "-":
-        return sys.stdin.buffer.read()
+        yield sys.stdin.buffer
+        return
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        handle = open(path, "rb")  # (closed by the with below, once the caller has read it)
     except OSError as exc:
         raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with handle:
+        yield handle
 
 
-def _fold(data: bytes, *, collect: bool) -> tuple[RunSession, RunResult]:
+def _fold(path: str, *, collect: bool) -> tuple[RunSession, RunResult]:
     session = RunSession(collect_errors=collect)
-    try:
-        for _ in replay_events(data, session):
-            pass
-    except ProtocolError:
-        if session.index == 0:
-            raise Unreadable("no AG-UI events found") from None
-        raise
-    if session.index == 0:
+    with open_source(path) as handle:
+        try:
+            for _ in replay_events(handle, session):
+                pass
+        except OSError as exc:
+            raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
+        except ProtocolError as exc:
+            # An event past the size limit is the recording's fault, reported as the library raised
+            # it, even when it is the first event (it is not a file without events).
+            if session.index == 0 and not isinstance(exc, LimitExceeded):
+                raise Unreadable("no AG-UI events found") from None
+            raise
+    if session.index == 0 and not any(isinstance(error, LimitExceeded) for error in session.errors):
         raise Unreadable("no AG-UI events found (expected an SSE capture or JSON lines)")
     return session, session.end()
 
 
 def replay_command(out: Output, path: str, *, as_json: bool) -> int:
     """Fold the recording and show the thread it leaves; the exit status."""
-    data = read_source(path)
     try:
-        session, result = _fold(data, collect=False)
+        session, result = _fold(path, collect=False)
     except ProtocolError as exc:
         if as_json:
             partial = exc.result
             report: dict[str, Any] = {"error": _finding(exc, "error")}
             if partial is not None:
                 report.update(_wire(partial))
-            print(json.dumps(report, ensure_ascii=False, indent=2))
+            print(json_text(report, indent=2))
         else:
             render_error(out, exc)
             out.line(f"the recording breaks the protocol at event #{exc.index}; "
                      f"`agui verify {path}` lists every finding", "red")
         return 1
     if as_json:
-        print(json.dumps(_wire(result), ensure_ascii=False, indent=2))
+        print(json_text(_wire(result), indent=2))
         return 0
     state = result.state
     out.line(f"{'stdin' if path == '-' else path}: {session.index} event(s), {len(result.run_ids)} run(s)", "dim")
@@ -120,15 +133,14 @@ def _finding(item: ProtocolError | StreamWarning, severity: str) -> dict[str, An
 
 def verify_command(out: Output, path: str, *, as_json: bool) -> int:
     """List every error and warning in the recording; the exit status (1 when there are errors)."""
-    data = read_source(path)
-    session, _ = _fold(data, collect=True)
+    session, _ = _fold(path, collect=True)
     findings = [_finding(e, "error") for e in session.errors] + [_finding(w, "warning") for w in session.warnings]
     findings.sort(key=lambda f: (f["index"] is None, f["index"] if f["index"] is not None else 0))
     errors = len(session.errors)
     warnings = len(session.warnings)
     if as_json:
-        print(json.dumps({"events": session.index, "errors": errors, "warnings": warnings, "findings": findings},
-                         ensure_ascii=False, indent=2))
+        print(json_text({"events": session.index, "errors": errors, "warnings": warnings, "findings": findings},
+                        indent=2))
         return 1 if errors else 0
     name = "stdin" if path == "-" else path
     _findings_view(out, findings)

@@ -2,7 +2,8 @@
 
 Two outputs share one renderer: :class:`RichOutput` (colours, a spinner, panels) on a terminal, and
 :class:`PlainOutput` (plain ASCII-marked lines, flushed as they are written) when stdout is not a
-terminal or with ``--plain``, so the same view reads well in scripts and CI logs.
+terminal or with ``--plain``, so the same view reads well in scripts and CI logs. Both write through
+:mod:`agui_client.cli.terminal`, so nothing an agent sent can act on the terminal.
 """
 
 from __future__ import annotations
@@ -16,18 +17,19 @@ from typing import IO, Any, TypeVar
 from rich.console import Console, Group, RenderableType
 from rich.json import JSON as RichJSON
 from rich.panel import Panel
-from rich.prompt import Confirm, Prompt
+from rich.prompt import Confirm, InvalidResponse, Prompt
 from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
+from ..core.fold import ThreadState, sum_usage
 from ..errors import AguiError, HTTPStatusError, ProtocolError, ResumeRefused, StreamWarning
-from ..fold import ThreadState, sum_usage
 from ..interrupts import parse_expires_at
 from ..types import events as ev
 from ..types import messages as msg
 from ..types.run import Interrupt, TokenUsage
 from . import forms
+from .terminal import SafeConsole, safe_text, visible
 
 __all__ = [
     "Output",
@@ -53,6 +55,7 @@ class Output:
 
     def __init__(self) -> None:
         self._mid_line = False
+        self._held_cr = False
 
     # -- what subclasses implement -------------------------------------------------------------------
 
@@ -76,7 +79,18 @@ class Output:
     # -- shared ---------------------------------------------------------------------------------------
 
     def inline(self, text: str, style: str = "") -> None:
-        """Write ``text`` where the cursor is (a token)."""
+        """Write ``text`` where the cursor is (a token).
+
+        A token's final CR waits for the next token: a CRLF split between two tokens is one line
+        end, where each token on its own would show a bare CR (``\\r``) and then a newline.
+        """
+        if self._held_cr:
+            self._held_cr = False
+            if not text.startswith("\n"):
+                text = "\r" + text
+        if text.endswith("\r"):
+            self._held_cr = True
+            text = text[:-1]
         if text:
             self._write(text, style)
             self._mid_line = not text.endswith("\n")
@@ -88,6 +102,10 @@ class Output:
 
     def end_line(self) -> None:
         """Finish the current line, if one is open."""
+        if self._held_cr:  # (a bare CR after all: shown)
+            self._held_cr = False
+            self._write("\r", "")
+            self._mid_line = True
         if self._mid_line:
             self._write("\n", "")
             self._mid_line = False
@@ -105,7 +123,7 @@ class PlainOutput(Output):
         self.stream = stream if stream is not None else sys.stdout
 
     def _write(self, text: str, style: str) -> None:
-        self.stream.write(text)
+        self.stream.write(visible(text))  # (the plain way out: nothing the agent sent acts on the terminal)
         self.stream.flush()
 
     def panel(self, title: str, lines: Sequence[str], *, style: str = "", body: RenderableType | None = None) -> None:
@@ -123,20 +141,20 @@ class RichOutput(Output):
 
     plain = False
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: SafeConsole) -> None:
         super().__init__()
         self.console = console
         self._status: Status | None = None
 
     def _write(self, text: str, style: str) -> None:
         self.stop_waiting()
-        self.console.print(Text(text, style=style), end="", soft_wrap=True, highlight=False)
+        self.console.print(safe_text(text, style), end="", soft_wrap=True)
 
     def panel(self, title: str, lines: Sequence[str], *, style: str = "", body: RenderableType | None = None) -> None:
         self.end_line()
         self.stop_waiting()
-        content: RenderableType = body if body is not None else Text("\n".join(lines))
-        self.console.print(Panel(content, title=Text(title, style=f"bold {style}".strip()),
+        content: RenderableType = body if body is not None else safe_text("\n".join(lines))
+        self.console.print(Panel(content, title=safe_text(title, f"bold {style}".strip()),
                                  title_align="left", border_style=style or "blue", expand=False))
 
     def json(self, value: Any, *, indent: str = "  ") -> None:
@@ -146,7 +164,7 @@ class RichOutput(Output):
 
     def start_waiting(self, message: str) -> None:
         self.stop_waiting()
-        self._status = self.console.status(Text(message, style="dim"), spinner="dots")
+        self._status = self.console.status(safe_text(message, "dim"), spinner="dots")
         self._status.start()
 
     def stop_waiting(self) -> None:
@@ -159,7 +177,7 @@ def make_output(*, plain: bool, stream: IO[str] | None = None) -> Output:
     """A plain output, or a rich one on ``stream`` (stdout by default)."""
     if plain:
         return PlainOutput(stream)
-    return RichOutput(Console(file=stream, highlight=False, soft_wrap=False))
+    return RichOutput(SafeConsole(file=stream, soft_wrap=False))
 
 
 _T = TypeVar("_T")
@@ -171,6 +189,20 @@ def _said(answer: object) -> str:
     return str(answer)
 
 
+def _say_invalid(console: Console, error: InvalidResponse) -> None:
+    # rich's own "please enter …" notes are markup strings (never the agent's text), and the CLI's
+    # console reads no markup: they are parsed here, where their origin is known.
+    message = error.message
+    console.print(Text.from_markup(message) if isinstance(message, str) else message)
+
+
+class _Ask(Prompt):
+    """rich's text and choice prompt, its notes styled on a console that reads no markup."""
+
+    def on_validate_error(self, value: str, error: InvalidResponse) -> None:
+        _say_invalid(self.console, error)
+
+
 class _YesNo(Confirm):
     """``[y/n]`` that also takes the words people type: ``yes``/``no`` in any case."""
 
@@ -179,6 +211,9 @@ class _YesNo(Confirm):
         if word in ("yes", "no"):
             return word == "yes"
         return super().process_response(value)
+
+    def on_validate_error(self, value: str, error: InvalidResponse) -> None:
+        _say_invalid(self.console, error)
 
 
 class ConsoleAsker:
@@ -190,29 +225,29 @@ class ConsoleAsker:
     (``EOFError``), with nothing sent.
     """
 
-    def __init__(self, console: Console, *, piped: bool = False) -> None:
+    def __init__(self, console: SafeConsole, *, piped: bool = False) -> None:
         self.console = console
         self.piped = piped
         self.ended = False
 
     def ask_bool(self, label: str, *, default: bool | None) -> bool:
-        prompt = Text(label, style="bold")
+        prompt = safe_text(label, "bold")
         if default is None:
             return self._ask(lambda: _YesNo.ask(prompt, console=self.console), None, prompt)
         return self._ask(lambda: _YesNo.ask(prompt, console=self.console, default=default), default, prompt)
 
     def ask_choice(self, label: str, choices: Sequence[str], *, default: str | None) -> str:
-        prompt = Text(label, style="bold")
+        prompt = safe_text(label, "bold")
         if default is None:
-            return self._ask(lambda: Prompt.ask(prompt, console=self.console, choices=list(choices)), None, prompt)
-        return self._ask(lambda: Prompt.ask(prompt, console=self.console, choices=list(choices), default=default),
+            return self._ask(lambda: _Ask.ask(prompt, console=self.console, choices=list(choices)), None, prompt)
+        return self._ask(lambda: _Ask.ask(prompt, console=self.console, choices=list(choices), default=default),
                          default, prompt)
 
     def ask_text(self, label: str, *, default: str | None) -> str:
-        prompt = Text(label, style="bold")
+        prompt = safe_text(label, "bold")
         if default is None:
-            return self._ask(lambda: Prompt.ask(prompt, console=self.console), "", prompt)
-        return self._ask(lambda: Prompt.ask(prompt, console=self.console, default=default), default, prompt)
+            return self._ask(lambda: _Ask.ask(prompt, console=self.console), "", prompt)
+        return self._ask(lambda: _Ask.ask(prompt, console=self.console, default=default), default, prompt)
 
     def _ask(self, ask: Callable[[], _T], at_end: _T | None, prompt: Text) -> _T:
         if not self.ended:
@@ -224,7 +259,7 @@ class ConsoleAsker:
                 self.ended = True
             else:
                 if self.piped:
-                    self.console.print(Text(_said(answer), style="dim"))
+                    self.console.print(safe_text(_said(answer), "dim"))
                 return answer
         else:
             self.console.print(prompt, end=" ")
@@ -232,11 +267,11 @@ class ConsoleAsker:
             raise EOFError  # (a question with no default: the conversation ends here)
         said = _said(at_end)
         note = f"{said} (input ended: the default)" if said else "(input ended: left out)"
-        self.console.print(Text(note, style="dim"))
+        self.console.print(safe_text(note, "dim"))
         return at_end
 
     def say(self, text: str) -> None:
-        self.console.print(Text(text, style="red"))
+        self.console.print(safe_text(text, "red"))
 
 
 
@@ -395,7 +430,7 @@ def _compact(value: Any) -> str:
 
 
 def _clip(text: str, limit: int = _MAX_INLINE) -> str:
-    text = text.replace("\n", " ")
+    text = text.replace("\r\n", "\n").replace("\n", " ")  # (one line; a CRLF is one line end, not a bare CR)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -1,0 +1,191 @@
+"""What the CLI writes to a terminal: text from the agent made inert, and shown for what it is.
+
+Every string an agent or a recording supplies (message text, tool names and arguments, reasoning,
+interrupt messages and schemas, state, error messages, the bodies quoted in errors) may carry
+characters a terminal obeys instead of showing: an escape sequence that retitles the window, writes
+the clipboard (OSC 52), clears the screen or asks the terminal to type a reply into stdin (a cursor
+position report), a DCS string, the 8-bit C1 forms of the same (U+009B is a whole CSI), or a BEL, a
+backspace or a bare carriage return that rewrites what is already on the line. Others mislead the
+reader without any terminal feature: bidi overrides and isolates reorder what is shown ("Trojan
+Source"), zero-width and tag characters hide text, U+2028/U+2029 break lines where some viewers see
+none.
+
+:func:`visible` replaces each such character with its escape as Python writes it (``\\x1b``,
+``\\x9b``, ``\\u202e``), in ASCII, so the person sees that something was there and what, and the
+terminal receives nothing it acts on. Newlines and tabs are kept; a CRLF becomes a newline. Which
+characters count is decided by their Unicode category, so the rule follows the interpreter's Unicode
+database instead of a list kept by hand:
+
+- ``Cc`` (C0 controls but tab and newline, DEL, the C1 controls U+0080–U+009F),
+- ``Cf`` (format characters: bidi embeddings, overrides, isolates and marks, zero-width space, word
+  joiner, BOM, soft hyphen, the invisible tag characters U+E0000–U+E007F …), except ZERO WIDTH
+  NON-JOINER and ZERO WIDTH JOINER, which emoji sequences and several scripts need to read right,
+- ``Zl`` and ``Zp`` (U+2028, U+2029), and ``Cs`` (a lone surrogate a JSON ``\\ud800`` can carry).
+
+The CLI applies it where its output leaves, so a renderer cannot forget it: ``PlainOutput``'s
+writes (``agui_client.cli.render``), :class:`SafeConsole` (the only rich console the CLI makes), the
+:class:`InertLogHandler` for the library's log records, and the traceback of an unforeseen fault.
+``--json`` output stays JSON: :func:`json_text` writes the same characters as JSON ``\\u`` escapes,
+which parse back to the same strings.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import re
+import sys
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.protocol import rich_cast
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Span, Text
+
+__all__ = ["visible", "json_text", "safe_text", "SafeConsole", "InertLogHandler"]
+
+#: Unicode categories of the characters a terminal obeys or a reader cannot see (see the module docstring).
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+#: Format characters kept: ZWNJ and ZWJ join emoji sequences and letters of Persian, Indic scripts ….
+_KEPT = frozenset("\u200c\u200d")
+#: Anything but printable ASCII, tab and newline: the only characters that need a closer look.
+_CANDIDATES = re.compile("[^\t\n\x20-\x7e]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _hidden(char: str) -> bool:
+    return unicodedata.category(char) in _HIDDEN_CATEGORIES and char not in _KEPT
+
+
+def _escape(char: str) -> str:
+    if char == "\r":
+        return "\\r"  # (as Python writes it: the one control people meet in text, from CRLF line ends)
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _shown(run: re.Match[str]) -> str:
+    return "".join(_escape(c) if _hidden(c) else c for c in run.group())
+
+
+def _json_shown(run: re.Match[str]) -> str:
+    return "".join(_json_escape(c) if _hidden(c) else c for c in run.group())
+
+
+def visible(text: str) -> str:
+    """``text`` with every character a terminal would obey, or a reader could not see, written as
+    its escape (``\\x1b``, ``\\x9b``, ``\\u202e``); newlines and tabs kept, CRLF made a newline.
+
+    A bare carriage return is shown (``\\r``): on a terminal it would send the cursor back over
+    the line already written.
+    """
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    if _CANDIDATES.search(text) is None:
+        return text
+    return _CANDIDATES.sub(_shown, text)
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, **options)`` with the characters :func:`visible`
+    neutralises written as JSON ``\\u`` escapes: other non-ASCII text stays readable, the value
+    parses back unchanged, and nothing in it acts on a terminal it is printed to.
+
+    (Without this, ``ensure_ascii=False`` writes DEL, the C1 controls and bidi characters raw: JSON
+    only requires U+0000–U+001F to be escaped.)
+    """
+    text = json.dumps(value, ensure_ascii=False, **options)
+    return _CANDIDATES.sub(_json_shown, text)
+
+
+def safe_text(text: str, style: str | Style = "") -> Text:
+    """A rich ``Text`` of ``text`` made :func:`visible`.
+
+    Build Text from agent strings with this rather than ``Text(...)``: rich itself silently drops
+    BEL, BS, VT, FF and CR from a ``Text``, so :class:`SafeConsole` would never see them to show them.
+    """
+    return Text(visible(text), style=style)
+
+
+def _visible_text(text: Text) -> Text:
+    """``text`` with its characters made :func:`visible`, styles kept (the same object when clean)."""
+    plain = text.plain
+    if _CANDIDATES.search(plain) is None:
+        return text
+    # Cut at every span edge, so each piece has one set of styles over its whole length and the
+    # (longer) shown form of a piece can carry them.
+    edges = sorted({edge for span in text.spans for edge in (span.start, span.end)} - {0, len(plain)})
+    result = text.blank_copy()
+    for piece in text.divide(edges):
+        shown = visible(piece.plain)
+        result.append_text(Text(shown, spans=[Span(0, len(shown), span.style) for span in piece.spans]))
+    return result
+
+
+class SafeConsole(Console):
+    """The CLI's rich console: nothing printed through it reaches the terminal able to act on it.
+
+    - markup, emoji codes and highlighting are off, so ``[bold red]``, ``[link=…]`` or ``:smile:``
+      in a string is shown as written;
+    - every string and ``Text`` rendered, at any depth of a panel, table or group, is made
+      :func:`visible` before it is laid out (so widths are measured on what is shown);
+    - every segment that comes out is checked once more, and hyperlink styles are dropped (the CLI
+      makes none, and an OSC 8 link carries its URL to the terminal), so a renderable that yields
+      segments of its own cannot bring a control character through.
+
+    rich's own cursor and style sequences (a spinner, colours) are control segments and styles,
+    which pass as they are.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        options.update(markup=False, emoji=False, highlight=False)
+        super().__init__(**options)
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        """As ``Console.render_str``, with markup, emoji and highlighting off and the text made visible."""
+        options.update(markup=False, emoji=False, highlight=False)
+        return super().render_str(visible(text), **options)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        """As ``Console.render``, with text made visible and no hyperlinks (see the class docstring)."""
+        renderable = rich_cast(renderable)
+        if isinstance(renderable, Text):
+            renderable = _visible_text(renderable)
+        for segment in super().render(renderable, options):
+            text, style, control = segment
+            if control is not None:
+                yield segment
+                continue
+            if style is not None and style.link:
+                style = style.update_link(None)
+            yield Segment(visible(text), style)
+
+
+class InertLogHandler(logging.Handler):
+    """Log records (WARNING and above) written to the current ``sys.stderr`` made :func:`visible`,
+    one a line, as Python's last-resort handler writes them when nothing else is configured."""
+
+    def __init__(self, level: int = logging.WARNING) -> None:
+        super().__init__(level)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write ``record``'s message, inert."""
+        try:
+            sys.stderr.write(visible(self.format(record)) + "\n")
+            sys.stderr.flush()
+        except Exception:
+            self.handleError(record)
