@@ -25,6 +25,7 @@ from attrs import frozen
 
 from . import codec
 from ._plain import PlainSnapshot
+from ._redact import redact_exception, redact_record
 from .chunks import ChunkExpander
 from .errors import LimitExceeded, ProtocolError, RunFailed, StreamEnded, StreamWarning
 from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
@@ -140,11 +141,15 @@ class RunSession:
             the errors and the warnings are the same either way. A new rule for one of those events
             must be reflected in its fused handler's guard (property tests in tests/core/test_fuzz.py
             compare both paths).
+        redact: applied to the error text the run reports (``RUN_ERROR`` and ``SUBAGENT_ERROR`` messages
+            and codes, as folded, stored and yielded; warnings; protocol errors' messages and
+            attributes), never to the conversation (messages, state, tool calls). The client passes
+            one that removes the request's credentials, which an agent may echo.
     """
 
     def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
                  max_depth: int = codec.DEFAULT_MAX_DEPTH, collect_errors: bool = False,
-                 events: bool = True) -> None:
+                 events: bool = True, redact: Callable[[str], str] | None = None) -> None:
         self.state = state if state is not None else ThreadState(
             thread_id=run_input.thread_id if run_input is not None else None)
         self.run_input = run_input
@@ -166,6 +171,7 @@ class RunSession:
         # Without callers for the events, the plain cases of the commonest events are folded straight
         # from their JSON (the same checks, no typed event): most of any stream.
         self._fuse = not events
+        self.redact = redact
 
     # -- feeding ------------------------------------------------------------------------------------
 
@@ -451,7 +457,7 @@ class RunSession:
             expanded = self._chunks.feed(event, index)
         except ProtocolError as exc:
             return self._fail(exc, index, _type_of(event))
-        if len(expanded) == 1 and expanded[0] is event and type(event) not in _OPENING:
+        if len(expanded) == 1 and expanded[0] is event and type(event) not in _GENERAL:
             try:
                 found = verifier.check(event, index)
             except ProtocolError as exc:
@@ -464,6 +470,8 @@ class RunSession:
             return expanded
         out: list[ev.Event | ev.UnknownEvent] = []
         for item in expanded:
+            if self.redact is not None and type(item) in _ERROR_EVENTS:
+                item = redact_record(item, self.redact, _ERROR_FIELDS)
             if type(item) is ev.RunStartedEvent:
                 self._on_run_started(item, index)
             elif type(item) is ev.RunErrorEvent and len(state.runs) == self._first_run_index:
@@ -556,6 +564,9 @@ class RunSession:
 
     def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:
         exc.locate(run_id=self._run_id, index=index, event_type=event_type)
+        if self.redact is not None:
+            # (a malformed event's excerpt, an id or a key the agent chose: all may echo the request)
+            redact_exception(exc, self.redact, keep=("result", "interrupts"))
         if self.collect_errors:
             # A result per collected error would cost the whole thread each time (a hostile stream can
             # hold an error per event): end() gives them all the final one.
@@ -597,6 +608,9 @@ class RunSession:
             # (a framing fault read before RUN_STARTED was folded: the response's run)
             first = runs[0].run_id
             warnings = tuple(w if w.run_id is not None else attrs.evolve(w, run_id=first) for w in warnings)
+        redact = self.redact
+        if redact is not None and warnings:
+            warnings = tuple(redact_record(w, redact, _WARNING_FIELDS) for w in warnings)
         return RunResult(
             thread_id=state.thread_id,
             run_id=run.run_id if run is not None else (self.run_input.run_id if self.run_input else None),
@@ -618,6 +632,12 @@ class RunSession:
 
 #: Events that may open a run of this session: folded on the general path, which records the run.
 _OPENING = frozenset({ev.RunStartedEvent, ev.RunErrorEvent})
+#: Events whose text is an error report: redacted (``redact``) before they are folded or handed out.
+_ERROR_EVENTS = frozenset({ev.RunErrorEvent, ev.SubagentErrorEvent})
+_ERROR_FIELDS = ("message", "code", "raw_event", "metadata")
+_WARNING_FIELDS = ("message", "pointer", "event_type")
+#: Events folded on the general path (the others, one event in and the same out, take the short one).
+_GENERAL = _OPENING | _ERROR_EVENTS
 
 #: The events a session whose events nobody reads may fold straight from their JSON.
 _FUSED: dict[str, Callable[[RunSession, dict[str, Any]], bool]] = {
