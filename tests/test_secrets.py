@@ -10,14 +10,18 @@ store keeps. A real loopback server echoes the request here, through both shells
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import json
 import logging
+import socket
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus
 
 import attrs
+import httpx
 import pytest
 
 import agui_client as ag
@@ -338,6 +342,42 @@ def test_a_connect_failure_names_the_url_without_its_userinfo_or_secret_query(dr
     assert caught.value.url == dead + "agent?token=[redacted]&v=2"
     case = Case(secrets=(PASSWORD, quote(PASSWORD, safe=""), QUERY_KEY))
     assert leaks(case, caught.value, caught.value.__cause__) == []
+
+
+@contextlib.contextmanager
+def garbling_server() -> Iterator[str]:
+    """A raw server answering one request with an illegal status line that quotes its Authorization
+    header: the HTTP parser's own error message then holds the credential."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def answer() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += connection.recv(65536)
+                lines = data.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]
+                auth = next(line.split(b": ", 1)[1] for line in lines if line.lower().startswith(b"authorization:"))
+                connection.sendall(b"HTTP/1.1 2xx " + auth + b"\r\n\r\n")
+
+        worker = threading.Thread(target=answer, daemon=True)
+        worker.start()
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/agent"
+        worker.join(10)
+
+
+def test_an_http_parser_error_quoting_the_request_keeps_the_credentials_out_cause_included(drive: Any) -> None:
+    with garbling_server() as url:
+        with drive.client(url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+            with pytest.raises(ag.TransportError) as caught:
+                client.thread().run("hi")
+
+    cause = caught.value.__cause__
+    assert isinstance(cause, httpx.RemoteProtocolError)
+    assert leaks(Case(secrets=(TOKEN,)), caught.value, cause) == []
+    assert MARK in str(caught.value) and MARK in str(cause)
 
 
 # --------------------------------------------------------------------------------------------------
