@@ -175,7 +175,7 @@ def redact_exception(exc: _E, redact: Callable[[str], str], *, keep: Iterable[st
     if isinstance(notes, list):
         notes[:] = [redact(n) if isinstance(n, str) else n for n in notes]
     kept = set(keep)
-    for name, value in list(vars(exc).items()):
+    for name, value in list(getattr(exc, "__dict__", {}).items()):
         if name in kept or name.startswith("__"):
             continue
         redacted = _redacted_item(value, redact)
