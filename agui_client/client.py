@@ -16,7 +16,7 @@ import email.utils
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ import attrs
 import httpx
 
 from . import codec
+from ._redact import Redactor, redact_exception
 from ._wire import encode_messages
 from .errors import (
     AuthenticationError,
@@ -76,6 +77,9 @@ class StreamHandle:
         # ``trace``) when the whole request is written: until then it has not. Any other transport
         # (an injected one, a mock) reports nothing, so the request counts as sent once handed over.
         self.sent = False
+        #: Removes the request's credentials from text the agent sent (set once the request is sent):
+        #: what the run reports goes through it.
+        self.redactor = Redactor()
 
     def trace(self, name: str, info: Mapping[str, Any]) -> None:
         """httpcore's ``trace`` extension: marks the request sent once it is written whole."""
@@ -129,41 +133,40 @@ def _excerpt_limit(response: httpx.Response) -> int:
     return ERROR_JSON_LIMIT if _is_json_media(_media_type(response.headers.get("content-type"))) else ERROR_BODY_LIMIT
 
 
-def _redacted(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "[redacted]")
-    return text
+def _excerpt_text(excerpt: bytes, limit: int, redactor: Redactor) -> str:
+    """An excerpt of the agent's answer as text for a message, its secrets replaced (cut off at ``limit``
+    bytes when read, so it may end with the start of one)."""
+    return redactor.text(excerpt.decode("utf-8", "replace"), cut=len(excerpt) >= limit)
 
 
-def _status_error(response: httpx.Response, excerpt: bytes, url: str) -> HTTPStatusError:
+def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: Redactor,
+                  not_followed: str) -> HTTPStatusError:
+    # Everything here comes from the agent, which may echo the request: it all goes through the
+    # request's redactor (whatever the status, not only a 401's), before any of it is cut shorter.
     content_type = response.headers.get("content-type")
-    text = excerpt.decode("utf-8", "replace")
+    limit = _excerpt_limit(response)
     payload: Any = None
     # (a JSON body is read further than the excerpt kept, so a long validation report still parses: B054)
     if _is_json_media(_media_type(content_type)) and len(excerpt) < ERROR_JSON_LIMIT:
         try:
-            payload = json.loads(text)
-        except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser goes)
+            payload = redactor.json(json.loads(excerpt.decode("utf-8", "replace")))
+        except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser (or redactor) goes)
             payload = None
-    text = text[:ERROR_BODY_LIMIT]
-    kind = HTTPStatusError
-    if response.status_code == 401:
-        # B055: no retry helps; and an agent that echoes the token must not put it in our message.
-        kind = AuthenticationError
-        secrets = [value for name, value in response.request.headers.items()
-                   if name.lower() in ("authorization", "proxy-authorization", "x-api-key", "api-key") and value]
-        secrets += [part for value in secrets for part in value.split()[1:] if len(part) >= 8]
-        text = _redacted(text, secrets)
-        payload = json.loads(_redacted(json.dumps(payload), secrets)) if payload is not None else None
-    reason = response.reason_phrase or ""
+    text = _excerpt_text(excerpt, limit, redactor)[:ERROR_BODY_LIMIT]
+    # B055: a 401 is typed, as no retry helps.
+    kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
+    reason = redactor.text(response.reason_phrase or "")
+    location = None
     if response.is_redirect:
-        reason += (" (redirects are followed only with follow_redirects=True, to the same origin, "
-                   f"at most {MAX_REDIRECTS} times)")
+        target = response.next_request
+        location = redactor.url(str(target.url) if target is not None else response.headers["location"])
+        reason += f" to {location} (not followed: {not_followed})"
     summary = text.strip().replace("\n", " ")[:200]
     return kind(
         f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),
         status_code=response.status_code, body=text, payload=payload,
-        retry_after=_retry_after(response.headers.get("retry-after")), content_type=content_type, url=url)
+        retry_after=_retry_after(response.headers.get("retry-after")),
+        content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location)
 
 
 def _request_body(run_input: RunAgentInput) -> bytes:
@@ -221,9 +224,10 @@ class _Framer:
         self._drain()
         self.frames += len(frames)
         if self.frames == 0 and self.media not in ("", _SSE) and self.head.strip():
+            head = _excerpt_text(bytes(self.head), ERROR_BODY_LIMIT, self.handle.redactor)
             raise ProtocolError(
-                f"the agent answered {self.media!r}, not an event stream: "
-                f"{bytes(self.head[:300]).decode('utf-8', 'replace')!r}", rule="TR-09")
+                f"the agent answered {self.handle.redactor.text(self.media)!r}, not an event stream: {head[:300]!r}",
+                rule="TR-09")
         return [f.data for f in frames]
 
     def _drain(self) -> None:
@@ -234,9 +238,9 @@ class _Framer:
         self.decoder.warnings.clear()
 
 
-def _undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str) -> TransportError:
+def _undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor) -> TransportError:
     coding = response.headers.get("content-encoding", "")
-    return TransportError(f"the response from {url} could not be decoded ({coding}): {exc}", url=url)
+    return TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"), url=url)
 
 
 def _unencoded(response: httpx.Response) -> bool:
@@ -249,21 +253,25 @@ def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle:
     media = _media_type(response.headers.get("content-type"))
     if media == _SSE:
         return media
+    redactor = handle.redactor
     if media in _REFUSED_TYPES:
+        head = _excerpt_text(excerpt(), ERROR_BODY_LIMIT, redactor)
         raise ProtocolError(
             f"the agent answered HTTP {response.status_code} with {_REFUSED_TYPES[media]} ({media}), not an event "
-            f"stream: {excerpt().decode('utf-8', 'replace')[:300]!r}", rule="TR-04")
+            f"stream: {head[:300]!r}", rule="TR-04")
     handle.warnings.append(StreamWarning(
-        code="AGUI505", message=f"content type {media or '(none)'!r} is not text/event-stream; reading it as SSE"))
+        code="AGUI505",
+        message=redactor.text(f"content type {media or '(none)'!r} is not text/event-stream; reading it as SSE")))
     return media
 
 
 class _ClientBase:
     def __init__(self, url: str, *, headers: Mapping[str, str] | None, timeout: float, idle_timeout: float,
                  max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
-                 clock: Callable[[], datetime] | None) -> None:
+                 clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str]) -> None:
         self.url = url
         self.headers = dict(headers or {})
+        self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
         self.timeout = timeout
         self.idle_timeout = idle_timeout
         self.max_event_bytes = max_event_bytes
@@ -276,36 +284,57 @@ class _ClientBase:
             store = MemoryStore()
         self.store: ThreadStore = store
 
+    def _redactor(self, *requests: httpx.Request) -> Redactor:
+        """What keeps the credentials of ``requests`` (the exchange so far) out of everything reported about it."""
+        return Redactor.of([item for request in requests for item in request.headers.multi_items()],
+                           [self.url, *(str(request.url) for request in requests)], marked=self.sensitive_headers)
+
     @contextmanager
-    def _sending(self) -> Iterator[None]:
+    def _sending(self, request: httpx.Request) -> Iterator[None]:
         # Sending, as both shells see it: httpx's errors become ours, saying whether the request left.
+        # The redactor is built from the request as it stands when the error comes (an httpx auth flow
+        # adds its header while sending), and cleans httpx's own message too, as it is kept as the cause.
         try:
             yield
-        except httpx.ConnectTimeout as exc:
-            raise ConnectTimeout(f"could not connect to {self.url} within {self.timeout}s", timeout=self.timeout,
-                                 url=self.url) from exc
-        except (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise TransportError(f"could not reach {self.url}: {_reason(exc)}", url=self.url,
-                                 request_sent=False) from exc
-        except httpx.TimeoutException as exc:
-            raise IdleTimeout(f"no answer from {self.url} within {self.idle_timeout}s", timeout=self.idle_timeout,
-                              url=self.url) from exc
-        except httpx.TransportError as exc:
-            raise TransportError(f"request to {self.url} failed: {_reason(exc)}", url=self.url) from exc
-        except httpx.RequestError as exc:  # anything else httpx raises about the exchange
-            raise TransportError(f"request to {self.url} failed: {exc!r}", url=self.url) from exc
+        except (httpx.RequestError, httpx.InvalidURL) as exc:  # (InvalidURL is no RequestError)
+            redactor = self._redactor(request)
+            redact_exception(exc, redactor)
+            raise self._send_error(exc, redactor) from exc
 
-    def _redirect(self, response: httpx.Response, first: httpx.Request) -> httpx.Request | None:
+    def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL, redactor: Redactor) -> TransportError:
+        url = redactor.url(self.url)
+        if isinstance(exc, httpx.ConnectTimeout):
+            return ConnectTimeout(f"could not connect to {url} within {self.timeout}s", timeout=self.timeout, url=url)
+        if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
+            return TransportError(f"could not reach {url}: {_reason(exc)}", url=url, request_sent=False)
+        if isinstance(exc, httpx.TimeoutException):
+            return IdleTimeout(f"no answer from {url} within {self.idle_timeout}s", timeout=self.idle_timeout, url=url)
+        if isinstance(exc, httpx.TransportError):
+            return TransportError(f"request to {url} failed: {_reason(exc)}", url=url)
+        return TransportError(f"request to {url} failed: {exc!r}", url=url)  # (anything else about the exchange)
+
+    def _redirect(self, response: httpx.Response, first: httpx.Request, redactor: Redactor) -> httpx.Request | None:
         """The request a redirect asks for, when it is to be followed (B065): only when enabled, and only
         to the same origin, since the caller's headers (credentials among them) go with it."""
         target = response.next_request
         if target is None or not self.follow_redirects:
             return None
-        if (target.url.scheme, target.url.host, target.url.port) != (first.url.scheme, first.url.host, first.url.port):
+        if not _same_origin(target, first):
             logger.warning("not following the redirect from %s to another origin (%s): the request carries the "
-                           "caller's headers", self.url, target.url.copy_with(query=None))
+                           "caller's headers", redactor.url(self.url),
+                           redactor.url(str(target.url.copy_with(query=None))))
             return None
         return target
+
+    def _not_followed(self, response: httpx.Response, first: httpx.Request) -> str:
+        """Why the redirect ``response`` ends the exchange, for its error."""
+        target = response.next_request
+        if not self.follow_redirects:
+            return ("redirects are followed only with follow_redirects=True, to the same origin, "
+                    f"at most {MAX_REDIRECTS} times")
+        if target is not None and not _same_origin(target, first):
+            return "it leads to another origin, and the request carries the caller's headers"
+        return f"{MAX_REDIRECTS} redirects were followed already"
 
     def _timeout(self) -> httpx.Timeout:
         # httpx's read timeout is the longest wait for the next bytes: exactly the idle timeout.
@@ -313,6 +342,10 @@ class _ClientBase:
 
     def _describe(self, run_input: RunAgentInput) -> str:
         return f"thread {run_input.thread_id!r} run {run_input.run_id!r}"
+
+
+def _same_origin(target: httpx.Request, first: httpx.Request) -> bool:
+    return (target.url.scheme, target.url.host, target.url.port) == (first.url.scheme, first.url.host, first.url.port)
 
 
 class AgentClient(_ClientBase):
@@ -334,15 +367,21 @@ class AgentClient(_ClientBase):
             default: a run is not idempotent; a hop to another origin is never followed, as the
             request carries your headers).
         clock: the time source for expiry judgements (UTC ``datetime``); the system clock by default.
+        sensitive_headers: names of more request headers (and URL query parameters) whose values are
+            secrets, beyond those the client knows (``Authorization``, ``Proxy-Authorization``,
+            ``Cookie``, and any name holding key, token, secret, auth, session, password, signature
+            …). Their values, as sent, are replaced by ``[redacted]`` wherever an error, a warning, a
+            log line or a stored record would repeat them (an agent may echo the request).
     """
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_CONNECT_TIMEOUT, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.Client | None = None, follow_redirects: bool = False,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = ()) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
-                         max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock)
+                         max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
+                         sensitive_headers=sensitive_headers)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.Client(
             timeout=self._timeout(), follow_redirects=follow_redirects)
@@ -400,23 +439,27 @@ class AgentClient(_ClientBase):
         """
         handle = handle if handle is not None else StreamHandle()
         body = body if body is not None else _request_body(run_input)
-        logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout(), extensions={"trace": handle.trace})
         handle.sent = not _traces(self.http)
-        with self._sending():
+        handle.redactor = redactor = self._redactor(request)
+        logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
+        with self._sending(request):
             response = self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (B066: a loop ends as the redirect it still is, refused below)
-                target = self._redirect(response, request)
+                target = self._redirect(response, request, redactor)
                 if target is None:
                     break
                 response.close()
                 response = self.http.send(target, stream=True, follow_redirects=False)
+            # Built again from the exchange as sent: an httpx auth flow adds its header while sending.
+            handle.redactor = redactor = self._redactor(request, response.request)
         try:
             if not response.is_success:
-                raise _status_error(response, self._excerpt(response), self.url)
+                raise _status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
+                                    self._not_followed(response, request))
             media = _check_media(response, lambda: self._excerpt(response), handle)
-            yield self._batches(response, _Framer(self.max_event_bytes, handle, media))
+            yield self._batches(response, _Framer(self.max_event_bytes, handle, media), redactor)
         finally:
             response.close()
 
@@ -432,18 +475,19 @@ class AgentClient(_ClientBase):
             pass
         return bytes(data[:limit])
 
-    def _batches(self, response: httpx.Response, framer: _Framer) -> Iterator[list[str | bytes]]:
+    def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor) -> Iterator[list[str | bytes]]:
+        url = redactor.url(self.url)
         try:
             for chunk in (response.iter_raw() if _unencoded(response) else response.iter_bytes()):
                 yield framer.feed(chunk)
         except httpx.ReadTimeout as exc:
-            raise IdleTimeout(f"no bytes from {self.url} for {self.idle_timeout}s", timeout=self.idle_timeout,
-                              url=self.url) from exc
+            raise IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
+                              url=url) from redact_exception(exc, redactor)
         except httpx.TransportError as exc:
             # The connection dropped: what arrived stands, and the session says the run did not end.
-            logger.debug("stream from %s ended by %r", self.url, exc)
+            logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
         except httpx.DecodingError as exc:
-            raise _undecodable(response, exc, self.url) from exc
+            raise _undecodable(response, exc, url, redactor) from redact_exception(exc, redactor)
         yield framer.close()
 
 
@@ -454,9 +498,10 @@ class AsyncAgentClient(_ClientBase):
                  timeout: float = DEFAULT_CONNECT_TIMEOUT, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.AsyncClient | None = None, follow_redirects: bool = False,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = ()) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
-                         max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock)
+                         max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
+                         sensitive_headers=sensitive_headers)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.AsyncClient(
             timeout=self._timeout(), follow_redirects=follow_redirects)
@@ -506,26 +551,29 @@ class AsyncAgentClient(_ClientBase):
         """:meth:`open`, yielding each read's payloads as one list (what ``AsyncThread.run()`` folds)."""
         handle = handle if handle is not None else StreamHandle()
         body = body if body is not None else _request_body(run_input)
-        logger.debug("POST %s (%s, %d bytes)", self.url, self._describe(run_input), len(body))
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout(), extensions={"trace": handle.atrace})
         handle.sent = not _traces(self.http)
-        with self._sending():
+        handle.redactor = redactor = self._redactor(request)
+        logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
+        with self._sending(request):
             response = await self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (as AgentClient)
-                target = self._redirect(response, request)
+                target = self._redirect(response, request, redactor)
                 if target is None:
                     break
                 await response.aclose()
                 response = await self.http.send(target, stream=True, follow_redirects=False)
+            handle.redactor = redactor = self._redactor(request, response.request)  # (as AgentClient)
         try:
             if not response.is_success:
-                raise _status_error(response, await self._excerpt(response), self.url)
+                raise _status_error(response, await self._excerpt(response), redactor.url(self.url), redactor,
+                                    self._not_followed(response, request))
             head = b""
             if _media_type(response.headers.get("content-type")) in _REFUSED_TYPES:
                 head = await self._excerpt(response)
             media = _check_media(response, lambda: head, handle)
-            yield self._batches(response, _Framer(self.max_event_bytes, handle, media))
+            yield self._batches(response, _Framer(self.max_event_bytes, handle, media), redactor)
         finally:
             await response.aclose()
 
@@ -541,17 +589,19 @@ class AsyncAgentClient(_ClientBase):
             pass
         return bytes(data[:limit])
 
-    async def _batches(self, response: httpx.Response, framer: _Framer) -> AsyncIterator[list[str | bytes]]:
+    async def _batches(self, response: httpx.Response, framer: _Framer,
+                       redactor: Redactor) -> AsyncIterator[list[str | bytes]]:
+        url = redactor.url(self.url)  # (as AgentClient._batches)
         try:
             async for chunk in (response.aiter_raw() if _unencoded(response) else response.aiter_bytes()):
                 yield framer.feed(chunk)
         except httpx.ReadTimeout as exc:
-            raise IdleTimeout(f"no bytes from {self.url} for {self.idle_timeout}s", timeout=self.idle_timeout,
-                              url=self.url) from exc
+            raise IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
+                              url=url) from redact_exception(exc, redactor)
         except httpx.TransportError as exc:
-            logger.debug("stream from %s ended by %r", self.url, exc)
+            logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
         except httpx.DecodingError as exc:
-            raise _undecodable(response, exc, self.url) from exc
+            raise _undecodable(response, exc, url, redactor) from redact_exception(exc, redactor)
         yield framer.close()
 
 

@@ -82,8 +82,12 @@ class AguiError(Exception):
 class TransportError(AguiError):
     """The HTTP exchange failed, or the response is not an AG-UI event stream.
 
+    What the client raises never repeats the request's credentials: the value of every sensitive
+    header it sent, a secret query parameter and the URL's userinfo are ``[redacted]`` in the message
+    and every attribute, even when the agent echoed them (see ``AgentClient(sensitive_headers=...)``).
+
     Attributes:
-        url: the agent URL, when known.
+        url: the agent URL, when known, for display: without its userinfo, sensitive query values redacted.
         request_sent: ``False`` when the request certainly never reached the agent (connect
             failure), ``True`` when it may have. A resume whose request may have reached the agent is
             never retried silently.
@@ -109,6 +113,8 @@ class HTTPStatusError(TransportError):
         payload: the body parsed as JSON when it was JSON, else ``None``.
         retry_after: seconds from a ``Retry-After`` header, when present and readable.
         content_type: the response's content type.
+        location: for a redirect that was not followed, where it pointed (absolute, redacted as ``url``
+            is); ``None`` otherwise.
     """
 
     def __init__(
@@ -121,6 +127,7 @@ class HTTPStatusError(TransportError):
         retry_after: float | None = None,
         content_type: str | None = None,
         url: str | None = None,
+        location: str | None = None,
     ) -> None:
         super().__init__(message, url=url, request_sent=True)
         self.status_code = status_code
@@ -128,12 +135,13 @@ class HTTPStatusError(TransportError):
         self.payload = payload
         self.retry_after = retry_after
         self.content_type = content_type
+        self.location = location
 
 
 class AuthenticationError(HTTPStatusError):
     """The agent answered 401: the credentials were refused (B055). Retrying the same request will not help.
 
-    The message and ``body`` never repeat the request's credentials, even when the agent echoed them.
+    Like every ``TransportError``, it never repeats the request's credentials, even when the agent echoed them.
     """
 
 

@@ -222,14 +222,16 @@ class _ThreadCore:
         return _Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
                      resuming=bool(entries), body=_body(run_input))
 
-    def _begin(self, plan: _Plan, *, quiet: bool = False) -> RunSession:
+    def _begin(self, plan: _Plan, handle: StreamHandle, *, quiet: bool = False) -> RunSession:
+        # The session reports the run's errors through the redactor of the request that was sent.
+        redact = handle.redactor.text if handle.redactor else None
         for message in plan.new_messages:
             self._state.add_message(message)
         if plan.replace_state:
             self._state.set_state(plan.state)
         # run() reads no events (quiet): their session reads plain events without making them, and the
         # thread may keep what the payloads it parsed hold (a STATE_SNAPSHOT's document) uncopied.
-        return RunSession(self._state, run_input=plan.run_input, events=not quiet)
+        return RunSession(self._state, run_input=plan.run_input, events=not quiet, redact=redact)
 
     def _fold_read(self, session: RunSession, handle: StreamHandle, payloads: list[Any]) -> None:
         # run()'s fold of one network read: a group of payloads at a time, no event made or yielded
@@ -559,7 +561,7 @@ class Thread(_ThreadCore):
             handle = StreamHandle()
             try:
                 with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
-                    session = self._begin(plan, quiet=True)
+                    session = self._begin(plan, handle, quiet=True)
                     saved = False
                     try:
                         for batch in batches:
@@ -601,7 +603,7 @@ class Thread(_ThreadCore):
             try:
                 with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
                     payloads = (payload for batch in batches for payload in batch)
-                    session = self._begin(plan)
+                    session = self._begin(plan, handle)
                     stream._events = self._events(session, payloads, handle, stream)
                     yield stream
             except AguiError as exc:
@@ -815,7 +817,7 @@ class AsyncThread(_ThreadCore):
             handle = StreamHandle()
             try:
                 async with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
-                    session = self._begin(plan, quiet=True)
+                    session = self._begin(plan, handle, quiet=True)
                     saved = False
                     try:
                         async for batch in batches:
@@ -849,7 +851,7 @@ class AsyncThread(_ThreadCore):
             try:
                 async with self.client._open_batches(plan.run_input, handle=handle, body=plan.body) as batches:
                     payloads = _flatten(batches)
-                    session = self._begin(plan)
+                    session = self._begin(plan, handle)
                     stream._events = self._events(session, payloads, handle, stream)
                     yield stream
             except AguiError as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
+import pytest
 
 from agui_client.testing import ScriptedAgent, Start
 from agui_client.types import RunErrorEvent
@@ -282,6 +283,41 @@ def test_run_that_ends_with_run_error_exits_1_and_shows_the_error(served: Callab
 
     assert failed.returncode == 1
     assert "RUN_ERROR" in failed.stdout and "the model is overloaded (code busy)" in failed.stdout
+
+
+def _echoing_credentials(status: int) -> Callable[..., Any]:
+    """An agent that repeats the request's credentials: in a 403 body, or in a stream's RUN_ERROR."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        request = json.loads((await receive())["body"])
+        headers = {name.decode(): value.decode() for name, value in scope["headers"]}
+        echoed = f"you sent {headers['authorization']} and key {headers['x-api-key']}"
+        ids = {"threadId": request["threadId"], "runId": request["runId"]}
+        body = echoed if status != 200 else _sse({"type": "RUN_STARTED", **ids},
+                                                 {"type": "RUN_ERROR", "message": echoed})
+        kind = b"text/plain" if status != 200 else b"text/event-stream"
+        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", kind)]})
+        await send({"type": "http.response.body", "body": body.encode()})
+    return app
+
+
+@pytest.mark.parametrize("status", [403, 200], ids=["403-body", "run-error"])
+def test_run_never_shows_the_credentials_an_agent_echoes(served: Callable[[Any], Any], status: int) -> None:
+    token, key = "sk-live-0f1e2d3c4b5a6978", "ak-77f0c1d2e3b4"
+    endpoint = served(_echoing_credentials(status))
+    env = {**ENV, "TERM": "xterm-256color"}
+    env.pop("NO_COLOR")
+
+    # (a terminal wide enough that no line is wrapped: a secret split over two lines would hide a leak)
+    child = pexpect.spawn(sys.executable, ["-m", "agui_client.cli", "run", endpoint.url, "-m", "hi",
+                                           "-H", f"Authorization: Bearer {token}", "-H", f"X-Api-Key: {key}"],
+                          env=env, encoding="utf-8", dimensions=(50, 400), timeout=30)
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = child.before
+
+    assert child.exitstatus == 1
+    assert token not in shown and key not in shown
+    assert "you sent [redacted] and key [redacted]" in shown
 
 
 def test_run_against_nothing_listening_exits_1() -> None:

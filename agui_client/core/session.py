@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 import attrs
 from attrs import frozen
 
+from .._redact import redact_exception, redact_record
 from ..errors import LimitExceeded, ProtocolError, RunFailed, StreamEnded, StreamWarning
 from ..interrupts import is_expired
 from ..types import events as ev
@@ -145,11 +146,15 @@ class RunSession:
             their JSON by a fast front-end that calls the same handlers (chunks, verifier, fold) the
             typed path reaches through an event object, and ``feed_payload`` returns no event for
             them; the thread, the errors and the warnings are the same either way.
+        redact: applied to the error text the run reports (``RUN_ERROR`` and ``SUBAGENT_ERROR`` messages
+            and codes, as folded, stored and yielded; warnings; protocol errors' messages and
+            attributes), never to the conversation (messages, state, tool calls). The client passes
+            one that removes the request's credentials, which an agent may echo.
     """
 
     def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
                  max_depth: int = DEFAULT_MAX_DEPTH, collect_errors: bool = False,
-                 events: bool = True) -> None:
+                 events: bool = True, redact: Callable[[str], str] | None = None) -> None:
         self.state = state if state is not None else ThreadState(
             thread_id=run_input.thread_id if run_input is not None else None)
         self.run_input = run_input
@@ -171,6 +176,7 @@ class RunSession:
         # Without callers for the events, what a payload parsed here holds is the fold's own (a state
         # snapshot is kept, not copied), and the front-end reads plain events without making them.
         self._events = events
+        self.redact = redact
 
     # -- feeding ------------------------------------------------------------------------------------
 
@@ -360,6 +366,8 @@ class RunSession:
             return self._fail(exc, index, _type_of(event))
         out: list[ev.Event | ev.UnknownEvent] = []
         for item in expanded:
+            if self.redact is not None and type(item) in _ERROR_EVENTS:
+                item = redact_record(item, self.redact, _ERROR_FIELDS)
             kind = _type_of(item)
             if type(item) is ev.RunStartedEvent:
                 self._on_run_started(item, index)
@@ -453,6 +461,9 @@ class RunSession:
 
     def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:
         exc.locate(run_id=self._run_id, index=index, event_type=event_type)
+        if self.redact is not None:
+            # (a malformed event's excerpt, an id or a key the agent chose: all may echo the request)
+            redact_exception(exc, self.redact, keep=("result", "interrupts"))
         if self.collect_errors:
             # A result per collected error would cost the whole thread each time (a hostile stream can
             # hold an error per event): end() gives them all the final one.
@@ -493,6 +504,9 @@ class RunSession:
             # (a framing fault read before RUN_STARTED was folded: the response's run)
             first = runs[0].run_id
             warnings = tuple(w if w.run_id is not None else attrs.evolve(w, run_id=first) for w in warnings)
+        redact = self.redact
+        if redact is not None and warnings:
+            warnings = tuple(redact_record(w, redact, _WARNING_FIELDS) for w in warnings)
         return RunResult(
             thread_id=state.thread_id,
             run_id=run.run_id if run is not None else (self.run_input.run_id if self.run_input else None),
@@ -510,6 +524,12 @@ class RunSession:
             events=self._index,
             run_ids=tuple(r.run_id for r in runs),
         )
+
+
+#: Events whose text is an error report: redacted (``redact``) before they are folded or handed out.
+_ERROR_EVENTS = frozenset({ev.RunErrorEvent, ev.SubagentErrorEvent})
+_ERROR_FIELDS = ("message", "code", "raw_event", "metadata")
+_WARNING_FIELDS = ("message", "pointer", "event_type")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,300 @@
+"""Keeping the caller's credentials out of everything the client reports about an exchange.
+
+An agent, or a proxy in front of it, may echo the request in what it answers: a 403 page listing
+the headers it got, a 502 page quoting the request line, a ``RUN_ERROR`` whose message repeats the
+``Authorization`` header. Whatever the client then reports (an error's message and attributes, a
+warning, a log line, the record a store keeps) would hand the credential to whoever reads it.
+
+A :class:`Redactor` is built from the request that was sent: the value of every sensitive header
+(and every sensitive query parameter and the userinfo of the URL), in the forms a server may echo
+it, is replaced by :data:`MARK` wherever it appears. Every path that turns agent-supplied text into
+something the caller sees goes through one, sync and async alike.
+
+Which names are sensitive: ``Authorization``, ``Proxy-Authorization``, ``Cookie``, and any name
+holding one of :data:`SENSITIVE_WORDS` (``X-Api-Key``, ``X-Auth-Token``, ``X-Session-Id``,
+``api_key`` …), plus the names a caller marks (``AgentClient(sensitive_headers=...)``). The
+forms a value is looked for in: the whole value, the credential after its scheme (``Bearer x`` → ``x``),
+a Basic credential's decoded ``user:password`` and password, each ``name=value`` part of a cookie or
+parameter list that is long enough to stand on its own, and each of those percent-encoded,
+JSON-escaped, HTML-escaped and as Python writes it in a ``repr``.
+
+Short values: a value shorter than :data:`MIN_ANYWHERE` characters is replaced only where it stands
+alone (not inside a longer word or number), so a two-letter key does not turn every word holding
+those letters into a mark; a longer one is replaced wherever it appears.
+
+Nothing here does I/O: the session (sans-IO) applies the same redactor to what it reports.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
+
+import attrs
+
+__all__ = ["MARK", "MIN_ANYWHERE", "SENSITIVE_WORDS", "Redactor", "is_sensitive", "redact_exception",
+           "redact_json", "redact_record"]
+
+#: What a secret is replaced with.
+MARK = "[redacted]"
+#: A secret shorter than this is replaced only where it stands alone (see the module's docstring).
+MIN_ANYWHERE = 8
+#: A header or query parameter whose (lower-cased) name contains one of these holds a secret.
+SENSITIVE_WORDS = ("auth", "key", "token", "secret", "session", "password", "passwd", "passphrase", "signature",
+                   "credential", "cookie", "csrf", "xsrf", "jwt", "bearer", "private")
+# Names too short to search for inside other names, sensitive only as the whole name.
+_SENSITIVE_NAMES = frozenset({"sig", "pwd", "pass", "sid"})
+# A cut text may end with the start of a secret; this much of one at its very end is replaced too.
+_TAIL = 4
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def is_sensitive(name: str, marked: Iterable[str] = ()) -> bool:
+    """Whether a header or query parameter called ``name`` holds a secret (``marked``: lower-cased extra names)."""
+    lowered = name.strip().lower()
+    return lowered in _SENSITIVE_NAMES or lowered in marked or any(word in lowered for word in SENSITIVE_WORDS)
+
+
+class Redactor:
+    """Replaces the secrets of one exchange in text; calling it is :meth:`text`.
+
+    Build it with :meth:`of`; an empty one (no secrets) hands every text back unchanged, at no cost.
+    """
+
+    def __init__(self, secrets: Iterable[str] = (), *, marked: Iterable[str] = ()) -> None:
+        # Longest first, so a whole value is replaced before the credential inside it.
+        self.secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+        self.marked = frozenset(marked)
+        self._pattern: re.Pattern[str] | None = None
+        self._needles: tuple[str, ...] = ()
+        self._prefixes: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, headers: Iterable[tuple[str, str]] = (), urls: Iterable[str] = (), *,
+           marked: Iterable[str] = ()) -> Redactor:
+        """The redactor for a request: its headers (name, value pairs) and the URLs it went to.
+
+        ``marked`` names more headers (and query parameters) whose values are secrets.
+        """
+        names = frozenset(name.strip().lower() for name in marked)
+        found: list[str] = []
+        for name, value in headers:
+            if is_sensitive(name, names):
+                found += _header_secrets(value)
+        for url in urls:
+            found += _url_secrets(url, names)
+        return cls(found, marked=names)
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+    def __call__(self, text: str) -> str:
+        return self.text(text)
+
+    def text(self, text: str, *, cut: bool = False) -> str:
+        """``text`` with every secret replaced by :data:`MARK`.
+
+        ``cut``: the text is an excerpt cut off at its end, which may end with the start of a secret:
+        that start is replaced too.
+        """
+        if not self.secrets or not text:
+            return text
+        if self._pattern is None:
+            self._pattern = _compile(self.secrets)
+            needles = {form.lower() for secret in self.secrets for form in _forms(secret)}
+            # (a needle holding another is found whenever that one is: only the others are looked for)
+            self._needles = tuple(n for n in needles if not any(o in n for o in needles if o != n))
+        # (a plain search first: most texts hold no secret, and the pattern is slower to run over them)
+        lowered = text.lower()
+        for needle in self._needles:
+            if needle in lowered:
+                text = self._pattern.sub(MARK, text)
+                break
+        return self._cut_tail(text) if cut else text
+
+    def url(self, url: str) -> str:
+        """``url`` for display: no userinfo, sensitive query (and fragment) values replaced, then :meth:`text`."""
+        try:
+            parts = urlsplit(url)
+        except ValueError:  # (not a URL one can take apart: redacted as text)
+            return self.text(url)
+        netloc = parts.netloc.rpartition("@")[2]
+        shown = urlunsplit((parts.scheme, netloc, parts.path, self._pairs(parts.query),
+                            self._pairs(parts.fragment)))
+        return self.text(shown)
+
+    def json(self, value: Any) -> Any:
+        """A parsed JSON value with every string (keys too) redacted; the same value when nothing is secret."""
+        return redact_json(value, self.text) if self.secrets else value
+
+    def _pairs(self, text: str) -> str:
+        if not text:
+            return text
+        out = []
+        for item in text.split("&"):
+            name, eq, value = item.partition("=")
+            out.append(f"{name}={MARK}" if eq and value and is_sensitive(unquote_plus(name), self.marked) else item)
+        return "&".join(out)
+
+    def _cut_tail(self, text: str) -> str:
+        if self._prefixes is None:
+            self._prefixes = tuple(form for secret in self.secrets for form in _forms(secret) if len(form) > _TAIL)
+        for form in self._prefixes:
+            for size in range(len(form) - 1, _TAIL - 1, -1):
+                if text.endswith(form[:size]):
+                    return text[:-size] + MARK
+        return text
+
+
+def redact_json(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` (parsed JSON) with ``redact`` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {redact(k) if isinstance(k, str) else k: redact_json(v, redact) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_json(v, redact) for v in value]
+    return value
+
+
+def redact_exception(exc: _E, redact: Callable[[str], str], *, keep: Iterable[str] = ()) -> _E:
+    """Redact, in place, what ``exc`` says: its arguments, its notes, and every text attribute.
+
+    Attributes holding text (or tuples and lists of text, or JSON) are redacted; others (a result, a
+    request) are left to their owners, as are the attributes named in ``keep``. Returns ``exc``.
+    """
+    exc.args = tuple(_redacted_item(arg, redact) for arg in exc.args)
+    notes = getattr(exc, "__notes__", None)
+    if isinstance(notes, list):
+        notes[:] = [redact(n) if isinstance(n, str) else n for n in notes]
+    kept = set(keep)
+    for name, value in list(getattr(exc, "__dict__", {}).items()):
+        if name in kept or name.startswith("__"):
+            continue
+        redacted = _redacted_item(value, redact)
+        if redacted is not value:
+            setattr(exc, name, redacted)
+    return exc
+
+
+def redact_record(record: Any, redact: Callable[[str], str], fields: Iterable[str]) -> Any:
+    """A frozen attrs ``record`` with ``redact`` applied to its text (or JSON) ``fields``; ``record`` when unchanged."""
+    changes = {}
+    for name in fields:
+        value = getattr(record, name)
+        if value is None:
+            continue
+        redacted = redact(value) if type(value) is str else _redacted_item(value, redact)
+        if redacted != value:
+            changes[name] = redacted
+    return attrs.evolve(record, **changes) if changes else record
+
+
+def _redacted_item(value: Any, redact: Callable[[str], str]) -> Any:
+    # Text, and containers of plain JSON, are redacted; anything else is returned as it is.
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, (dict, list, tuple)) and _plain(value):
+        redacted = redact_json(value, redact)
+        return tuple(redacted) if isinstance(value, tuple) else redacted
+    return value
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    # Only JSON-like containers (bounded in depth) are rebuilt: a tuple of typed records (interrupts)
+    # is not turned into a list of them.
+    if depth > 64:
+        return False
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v, depth + 1) for v in value)
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _header_secrets(value: str) -> list[str]:
+    # The forms a header value's secret takes (before encoding): the whole value, the credential after
+    # its scheme, a Basic credential decoded, and the values of a cookie or parameter list.
+    value = value.strip()
+    found = [value]
+    scheme, space, rest = value.partition(" ")
+    rest = rest.strip()
+    if space and rest and scheme.isascii() and scheme.replace("-", "").isalnum():
+        found.append(rest)
+        if scheme.lower() == "basic":
+            found += _basic(rest)
+    for part in re.split(r"[;,]", rest if space else value):
+        _name, eq, item = part.strip().partition("=")
+        item = item.strip().strip('"')
+        # (a long-enough part stands on its own; a short one, ``theme=dark``, is ordinary text)
+        if eq and len(item) >= MIN_ANYWHERE:
+            found.append(item)
+    return found
+
+
+def _basic(credential: str) -> list[str]:
+    try:
+        decoded = base64.b64decode(credential, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return []
+    user, colon, password = decoded.partition(":")
+    found = [decoded]
+    if colon:
+        found.append(password)
+        if len(user) >= MIN_ANYWHERE:  # (a user name alone is a secret only when long: an API key as user)
+            found.append(user)
+    return found
+
+
+def _url_secrets(url: str, marked: frozenset[str]) -> list[str]:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found: list[str] = []
+    userinfo, at, _host = parts.netloc.rpartition("@")
+    if at and userinfo:
+        user, colon, password = userinfo.partition(":")
+        found += [userinfo, unquote(userinfo)]
+        if colon and password:
+            found += [password, unquote(password)]
+        if len(user) >= MIN_ANYWHERE:
+            found += [user, unquote(user)]
+    for text in (parts.query, parts.fragment):
+        for item in text.split("&") if text else ():
+            name, eq, value = item.partition("=")
+            if eq and value and is_sensitive(unquote_plus(name), marked):
+                found += [value, unquote_plus(value)]
+    return found
+
+
+def _forms(secret: str) -> list[str]:
+    """``secret`` as a server may echo it: as it is, percent-encoded, JSON- and HTML-escaped, in a repr."""
+    forms = [secret, quote(secret, safe=""), quote(secret), quote_plus(secret),
+             json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+             html.escape(secret), html.escape(secret, quote=False),
+             secret.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
+             .replace("'", "&#39;"),
+             repr(secret)[1:-1]]
+    return list(dict.fromkeys(forms))
+
+
+def _compile(secrets: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives: list[tuple[int, str]] = []
+    for secret in secrets:
+        for form in _forms(secret):
+            piece = re.escape(form)
+            if "%" in form:
+                piece = f"(?i:{piece})"  # (percent-encoding's hex digits come in either case)
+            if len(secret) < MIN_ANYWHERE:
+                piece = f"(?<![0-9A-Za-z]){piece}(?![0-9A-Za-z])"
+            alternatives.append((len(form), piece))
+    alternatives.sort(key=lambda item: item[0], reverse=True)
+    return re.compile("|".join(piece for _size, piece in dict.fromkeys(alternatives)))

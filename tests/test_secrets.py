@@ -1,0 +1,474 @@
+"""The caller's credentials never come back out of the client, however an agent echoes them.
+
+An agent (or a proxy in front of it) that lists the request's headers and URL in its answer — a 403
+JSON body, a 500 text, a 502 HTML page, a 200 page that is not an event stream, a ``RUN_ERROR`` or a
+``SUBAGENT_ERROR`` in a good stream — must not put them into what the client reports: an error's
+message, ``repr`` and attributes, its notes, the run's result and warnings, the log, or the record the
+store keeps. A real loopback server echoes the request here, through both shells.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import html
+import json
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import parse_qsl, quote, quote_plus
+
+import attrs
+import httpx
+import pytest
+
+import agui_client as ag
+from agui_client.client import MAX_REDIRECTS
+from agui_client.testing import serve
+
+MARK = "[redacted]"
+
+TOKEN = 'sk-live/4f9a+Zq="8c"&K2<x>'  # (characters each encoding writes differently)
+API_KEY = "ak_9c1d/2e+7f=0a"
+SESSION = "s3ss10n-7b6a/51f0+cd"
+QUERY_KEY = "qk-1f2e3d4c5b6a"
+USER = "alice"
+PASSWORD = "pa55/w0rd+&long"
+TENANT = "tenant-secret-77aa01"
+AUTH_FLOW_PASSWORD = "fl0w-pass/9876+x"
+
+
+@attrs.frozen
+class Case:
+    """How the caller sends its secrets, and which ones must not come back."""
+
+    secrets: tuple[str, ...]
+    headers: dict[str, str] = attrs.field(factory=dict)
+    query: str = ""
+    userinfo: str = ""
+    client: dict[str, Any] = attrs.field(factory=dict)
+    auth: tuple[str, str] | None = None
+
+
+CASES = {
+    "headers-and-query": Case(
+        secrets=(f"Bearer {TOKEN}", TOKEN, API_KEY, SESSION, QUERY_KEY),
+        headers={"Authorization": f"Bearer {TOKEN}", "X-Api-Key": API_KEY, "Cookie": f"theme=dark; session={SESSION}"},
+        query=f"?api_key={quote(QUERY_KEY)}&lang=en"),
+    "userinfo": Case(  # (httpx sends the URL's user and password as Basic auth)
+        secrets=(PASSWORD, f"{USER}:{PASSWORD}", base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()),
+        userinfo=f"{USER}:{quote(PASSWORD, safe='')}@"),
+    "marked-header": Case(secrets=(TENANT,), headers={"X-Tenant": TENANT},
+                          client={"sensitive_headers": ["x-tenant"]}),
+    "auth-flow": Case(  # (an httpx auth flow adds its header while sending)
+        secrets=(AUTH_FLOW_PASSWORD, base64.b64encode(f"{USER}:{AUTH_FLOW_PASSWORD}".encode()).decode()),
+        auth=(USER, AUTH_FLOW_PASSWORD)),
+}
+
+
+def forms(secret: str) -> set[str]:
+    """``secret`` as an echo may write it: as it is, percent-encoded, JSON- and HTML-escaped."""
+    return {secret, quote(secret, safe=""), quote_plus(secret), json.dumps(secret)[1:-1], html.escape(secret)}
+
+
+def echo_text(scope: dict[str, Any]) -> str:
+    """The request as a chatty proxy echoes it: every header and the URL, in every encoding."""
+    headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in scope["headers"]]
+    # (first the credentials it refused, so that the message's short summary holds one too)
+    lines = ["refused: " + " ".join(v for n, v in headers if n in ("authorization", "x-api-key", "x-tenant"))]
+    for name, value in headers:
+        scheme, _, credential = value.partition(" ")
+        lines += [f"{name}: {value}", json.dumps({name: value}), quote(value, safe=""), quote_plus(value),
+                  html.escape(value), f"credential={credential}"]
+        if scheme.lower() == "basic":
+            decoded = base64.b64decode(credential).decode()
+            lines += [f"basic user:password={decoded}", f"password={decoded.partition(':')[2]}"]
+    query = scope["query_string"].decode("latin-1")
+    lines += [f"url: {scope['path']}?{query}", *(f"{k}={v}" for k, v in parse_qsl(query))]
+    return "\n".join(lines)
+
+
+def echoing(status: int, content_type: str, *, as_json: bool = False) -> Callable[..., Any]:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        echoed = echo_text(scope)
+        body = json.dumps({"detail": "forbidden", "request": echoed}) if as_json else echoed
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", content_type.encode())]})
+        await send({"type": "http.response.body", "body": body.encode()})
+    return app
+
+
+def echoing_stream() -> Callable[..., Any]:
+    """A good event stream whose warnings, subagent error and run error repeat the request."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        request = json.loads((await receive())["body"])
+        echoed = echo_text(scope)
+        ids = {"threadId": request["threadId"], "runId": request["runId"]}
+        events: list[dict[str, Any]] = [
+            {"type": "RUN_STARTED", **ids, echoed: 1},  # (an unknown field named by the echo: a warning)
+            {"type": "SUBAGENT_STARTED", "subagentRunId": "sub-1", "name": "helper"},
+            {"type": "SUBAGENT_ERROR", "subagentRunId": "sub-1", "message": echoed, "code": echoed},
+            {"type": "RUN_ERROR", "message": echoed, "code": "denied", "rawEvent": {"request": echoed}},
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body",
+                    "body": b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)})
+    return app
+
+
+def strings(value: Any, depth: int = 0) -> Iterator[str]:
+    """Every text reachable in ``value``: an exception's message, repr, notes and attributes, records' fields
+    (a thread's state aside: it holds the conversation)."""
+    if depth > 6:
+        return
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, BaseException):
+        yield str(value)
+        yield repr(value)
+        yield from getattr(value, "__notes__", [])
+        for item in vars(value).values():
+            yield from strings(item, depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from strings(key, depth + 1)
+            yield from strings(item, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from strings(item, depth + 1)
+    elif attrs.has(type(value)):
+        yield repr(value)
+        for field in attrs.fields(type(value)):
+            if field.name != "state":
+                yield from strings(getattr(value, field.name), depth + 1)
+
+
+def leaks(case: Case, *sources: Any) -> list[str]:
+    found = []
+    for text in (t for source in sources for t in strings(source)):
+        found += [form for secret in case.secrets for form in forms(secret) if form in text]
+    return found
+
+
+def client_for(drive: Any, url: str, case: Case) -> Any:
+    kwargs = dict(case.client)
+    if case.auth is not None:
+        kwargs["http_client"] = drive.http_client(auth=case.auth)
+    return drive.client(url.replace("http://", f"http://{case.userinfo}") + case.query,
+                        headers=case.headers, **kwargs)
+
+
+def stored(client: Any, thread_id: str) -> Any:
+    record = client.store.load(thread_id)
+    return None if record is None else json.loads(json.dumps(record.data))
+
+
+@pytest.fixture
+def logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    with caplog.at_level(logging.DEBUG, logger="agui_client"):
+        yield caplog
+
+
+def logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [record.getMessage() for record in caplog.records] + [caplog.text]
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+@pytest.mark.parametrize(("status", "content_type", "as_json"), [
+    (403, "application/json", True), (500, "text/plain", False), (502, "text/html; charset=utf-8", False)],
+    ids=["403-json", "500-text", "502-html"])
+def test_an_error_status_that_echoes_the_request_never_repeats_its_credentials(
+    drive: Any, served: Any, logs: pytest.LogCaptureFixture, case: Case, status: int, content_type: str, as_json: bool
+) -> None:
+    endpoint = served(echoing(status, content_type, as_json=as_json))
+
+    with client_for(drive, endpoint.url, case) as client:
+        thread = client.thread()
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            thread.run("hi")
+        record = stored(client, thread.id)
+
+    error = caught.value
+    assert error.status_code == status
+    assert leaks(case, error, record, logged(logs)) == []
+    # (the echo did arrive, and was redacted: the test cannot pass because nothing was echoed)
+    assert MARK in error.body and MARK in str(error)
+    if as_json:
+        assert error.payload["detail"] == "forbidden" and MARK in error.payload["request"]
+    assert error.url is not None and "@" not in error.url
+    if case.query:
+        assert error.url.endswith("?api_key=[redacted]&lang=en")
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+@pytest.mark.parametrize("content_type", ["text/html", "text/plain"])
+def test_a_200_page_that_is_not_an_event_stream_never_repeats_the_credentials(
+    drive: Any, served: Any, logs: pytest.LogCaptureFixture, case: Case, content_type: str
+) -> None:
+    # text/html is refused as it arrives (TR-04); text/plain is read as SSE, and refused at its end (TR-09).
+    endpoint = served(echoing(200, content_type))
+
+    with client_for(drive, endpoint.url, case) as client:
+        thread = client.thread()
+        with pytest.raises(ag.ProtocolError) as caught:
+            thread.run("hi")
+        record = stored(client, thread.id)
+
+    assert caught.value.rule == ("TR-04" if content_type == "text/html" else "TR-09")
+    assert leaks(case, caught.value, record, logged(logs)) == []
+    assert MARK in str(caught.value)
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_a_run_error_that_echoes_the_request_never_repeats_the_credentials(
+    drive: Any, served: Any, logs: pytest.LogCaptureFixture, case: Case
+) -> None:
+    endpoint = served(echoing_stream())
+
+    with client_for(drive, endpoint.url, case) as client:
+        thread = client.thread()
+        result = thread.run("hi")
+        with pytest.raises(ag.RunFailed) as caught:
+            result.raise_for_outcome()
+        record = stored(client, thread.id)
+        with thread.stream("again") as stream:
+            events = list(stream)
+        streamed = stream.result
+
+    assert result.outcome == "error" and result.error is not None
+    subagent = thread.state.subagents["sub-1"]
+    assert leaks(case, result, caught.value, record, subagent, events, streamed, logged(logs)) == []
+    # (each place was reached by the echo, and redacted)
+    assert MARK in result.error.message and MARK in str(caught.value)
+    assert subagent.error is not None and MARK in subagent.error.message
+    assert MARK in record["subagents"]["sub-1"]["error"]["message"]
+    assert any(w.code == "UK-03" and MARK in w.message for w in result.warnings)
+    assert [MARK in e.message for e in events if isinstance(e, (ag.RunErrorEvent, ag.SubagentErrorEvent))] == [
+        True, True]
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_a_malformed_event_that_echoes_the_request_is_a_protocol_error_without_the_credentials(
+    drive: Any, served: Any, case: Case
+) -> None:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        request = json.loads((await receive())["body"])
+        started = {"type": "RUN_STARTED", "threadId": request["threadId"], "runId": request["runId"]}
+        key = json.dumps(echo_text(scope))
+        bad = f'{{"type": "CUSTOM", "name": "x", "value": 1, {key}: 1, {key}: 2}}'  # (a key given twice)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body",
+                    "body": b"data: " + json.dumps(started).encode() + b"\n\ndata: " + bad.encode() + b"\n\n"})
+
+    endpoint = served(app)
+
+    with client_for(drive, endpoint.url, case) as client:
+        with pytest.raises(ag.DecodeError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.index == 1 and caught.value.result is not None
+    assert leaks(case, caught.value) == []
+    assert MARK in str(caught.value) and MARK in (caught.value.data or "")
+
+
+def test_a_short_secret_is_redacted_only_where_it_stands_alone(drive: Any, served: Any) -> None:
+    # A secret under eight characters would, replaced everywhere, eat ordinary words and numbers.
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"key abc123 refused; see abc1234, xabc123, abc123."})
+
+    endpoint = served(app)
+
+    with drive.client(endpoint.url, headers={"X-Api-Key": "abc123"}) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.body == "key [redacted] refused; see abc1234, xabc123, [redacted]."
+
+
+def test_a_secret_cut_by_the_excerpt_leaves_no_start_of_itself(drive: Any, served: Any) -> None:
+    # The body is kept as a bounded excerpt: a secret that straddles its end must not leave its first half.
+    filler = "x" * (ag.client.ERROR_BODY_LIMIT - 20) + " "
+    body = (filler + TOKEN).encode()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": body})
+
+    endpoint = served(app)
+
+    with drive.client(endpoint.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.body.endswith(" " + MARK)
+    assert TOKEN[:5] not in caught.value.body
+
+
+def test_the_conversation_is_left_as_the_agent_wrote_it(drive: Any, served: Any) -> None:
+    # Redaction reaches what the client reports, not the conversation: a message is the agent's words,
+    # kept and sent back on the next run as they were.
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        request = json.loads((await receive())["body"])
+        ids = {"threadId": request["threadId"], "runId": request["runId"]}
+        events = [{"type": "RUN_STARTED", **ids},
+                  {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+                  {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": f"your key is {API_KEY}"},
+                  {"type": "TEXT_MESSAGE_END", "messageId": "m1"}, {"type": "RUN_FINISHED", **ids}]
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body",
+                    "body": b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)})
+
+    endpoint = served(app)
+
+    with drive.client(endpoint.url, headers={"X-Api-Key": API_KEY}) as client:
+        result = client.thread().run("hi")
+
+    assert result.text == f"your key is {API_KEY}"
+
+
+def test_a_connect_failure_names_the_url_without_its_userinfo_or_secret_query(drive: Any) -> None:
+    with serve(echoing(200, "text/plain")) as server:
+        dead = server.url  # (stopped at the end of the block: nothing listens on its port afterwards)
+    url = dead.replace("http://", f"http://{USER}:{quote(PASSWORD, safe='')}@") + f"agent?token={QUERY_KEY}&v=2"
+
+    with drive.client(url) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.request_sent is False
+    assert caught.value.url == dead + "agent?token=[redacted]&v=2"
+    case = Case(secrets=(PASSWORD, quote(PASSWORD, safe=""), QUERY_KEY))
+    assert leaks(case, caught.value, caught.value.__cause__) == []
+
+
+@contextlib.contextmanager
+def garbling_server() -> Iterator[str]:
+    """A raw server answering one request with an illegal status line that quotes its Authorization
+    header: the HTTP parser's own error message then holds the credential."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def answer() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += connection.recv(65536)
+                lines = data.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]
+                auth = next(line.split(b": ", 1)[1] for line in lines if line.lower().startswith(b"authorization:"))
+                connection.sendall(b"HTTP/1.1 2xx " + auth + b"\r\n\r\n")
+
+        worker = threading.Thread(target=answer, daemon=True)
+        worker.start()
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/agent"
+        worker.join(10)
+
+
+def test_an_http_parser_error_quoting_the_request_keeps_the_credentials_out_cause_included(drive: Any) -> None:
+    with garbling_server() as url:
+        with drive.client(url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+            with pytest.raises(ag.TransportError) as caught:
+                client.thread().run("hi")
+
+    cause = caught.value.__cause__
+    assert isinstance(cause, httpx.RemoteProtocolError)
+    assert leaks(Case(secrets=(TOKEN,)), caught.value, cause) == []
+    assert MARK in str(caught.value) and MARK in str(cause)
+
+
+# --------------------------------------------------------------------------------------------------
+# A redirect that is not followed says where it pointed
+# --------------------------------------------------------------------------------------------------
+
+
+def redirecting(status: int, location: Callable[[Any], str]) -> Callable[..., Any]:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"location", location(scope).encode()), (b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+    return app
+
+
+def test_a_redirect_not_followed_carries_its_location(drive: Any, served: Any) -> None:
+    endpoint = served(redirecting(302, lambda scope: "/login?next=%2Fagent"))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    origin = endpoint.url.split("/agent-")[0]
+    assert caught.value.status_code == 302
+    assert caught.value.location == f"{origin}/login?next=%2Fagent"
+    assert caught.value.location in str(caught.value) and "follow_redirects" in str(caught.value)
+
+
+def test_a_redirect_location_that_echoes_a_secret_is_redacted(drive: Any, served: Any) -> None:
+    # The agent hands the caller's key back in the URL it redirects to, and a credential of its own.
+    endpoint = served(redirecting(307, lambda scope: f"http://bob:hunter2-hunter2@127.0.0.1:1/next?sig={API_KEY}"
+                                                     f"&from={dict(scope['headers'])[b'x-api-key'].decode()}&page=2"))
+
+    with drive.client(endpoint.url, headers={"X-Api-Key": API_KEY}) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    location = caught.value.location
+    assert location == f"http://127.0.0.1:1/next?sig={MARK}&from={MARK}&page=2"
+    assert location in str(caught.value)
+    assert leaks(Case(secrets=(API_KEY, "hunter2-hunter2")), caught.value) == []
+
+
+def test_a_redirect_to_another_origin_says_where_and_why_it_was_not_followed(drive: Any, served: Any) -> None:
+    with serve(echoing(200, "text/plain")) as elsewhere:
+        endpoint = served(redirecting(307, lambda scope: f"{elsewhere}moved"))
+        with drive.client(endpoint.url, follow_redirects=True) as client:
+            with pytest.raises(ag.HTTPStatusError) as caught:
+                client.thread().run("hi")
+
+    assert caught.value.location == f"{elsewhere}moved"
+    assert "another origin" in str(caught.value) and caught.value.location in str(caught.value)
+
+
+def test_a_redirect_loop_says_where_its_last_hop_pointed(drive: Any, served: Any) -> None:
+    endpoint = served(redirecting(308, lambda scope: scope["path"]))
+
+    with drive.client(endpoint.url, follow_redirects=True) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.location == endpoint.url
+    assert f"{MAX_REDIRECTS} redirects" in str(caught.value)
+
+
+def test_a_redirect_followed_to_an_error_has_no_location(drive: Any, served: Any) -> None:
+    target = served(echoing(500, "text/plain"))
+    endpoint = served(redirecting(307, lambda scope: target.url))
+
+    with drive.client(endpoint.url, follow_redirects=True) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.status_code == 500 and caught.value.location is None
+
+
+def test_an_http_status_error_can_be_built_without_a_location() -> None:
+    # (the attribute is new: code that builds the error itself keeps working)
+    error = ag.HTTPStatusError("HTTP 500", status_code=500)
+
+    assert error.location is None and isinstance(error, ag.TransportError)
+
+
+def test_the_redactor_is_what_the_stream_handle_reports_with(drive: Any, served: Any) -> None:
+    endpoint = served(echoing_stream())
+
+    with drive.client(endpoint.url, headers={"X-Api-Key": API_KEY}) as client:
+        handle = ag.client.StreamHandle()
+        run_input = ag.RunAgentInput(thread_id="t", run_id="r", messages=(), state={}, tools=(), context=(),
+                                     forwarded_props={})
+        with client.open(run_input, handle=handle) as payloads:
+            list(payloads)
+
+    assert handle.redactor.text(f"echo {API_KEY}") == f"echo {MARK}"
