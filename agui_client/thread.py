@@ -90,8 +90,12 @@ class _ThreadCore:
         self.tool_handlers: dict[str, ToolHandler] = dict(tool_handlers or {})
         self._state = ThreadState(thread_id=thread_id)
         self._version: int | None = None
-        self._take(store.load(thread_id))
         self._owner = f"{uuid.uuid4()}"
+        #: The version a claim of this object would have made when the store failed while writing it
+        #: (the claim may have landed, its reply lost); ``None`` when no claim is in doubt.
+        self._unsure: int | None = None
+        self._creates_claimed = _creates_claimed(store)
+        self._take(store.load(thread_id))
         self._running = 0  # (runs of this object in flight: its tool loop's own runs nest in the loop)
         self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
 
@@ -129,6 +133,11 @@ class _ThreadCore:
             self._state = state
             self._state.thread_id = self.id
             self._version = stored.version
+            if stored.claim is not None and stored.claim == self._owner and stored.version == self._unsure:
+                # This object's own claim whose reply was lost: nothing was sent under it. The thread
+                # keeps the version it claimed from, so its next run's claim is recognised by the store
+                # as this owner's (ThreadStore.claim) instead of refused as held.
+                self._version = stored.version - 1 if stored.version else None
 
     @property
     def state(self) -> ThreadState:
@@ -137,7 +146,8 @@ class _ThreadCore:
 
     @property
     def version(self) -> int | None:
-        """The version of the thread in the store (``None`` before the first save)."""
+        """The version of the thread in the store (``None`` before it was stored; 0 while the first run
+        holds the record its claim created)."""
         return self._version
 
     @property
@@ -279,6 +289,44 @@ class _ThreadCore:
         logger.warning("tool handler %r raised %r for call %s; the agent is told the call failed",
                        call.function.name, exc, call.id)
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
+
+    def _claim_args(self) -> dict[str, Any]:
+        # A thread the store does not hold yet is claimed by creating its record (claimed, with the
+        # thread as it is before the run): of writers racing on a new thread id, one creates it, and
+        # only that one sends. Called just before each claim's write, which settles any claim in
+        # doubt: were the doubt kept, a reload() after this claim (held, say, after a resume that may
+        # have reached the agent) would pass it off as a lost one and the resume would go out again.
+        self._unsure = None
+        if self._version is None:
+            return {"expected_version": None, "owner": self._owner, "data": self._state.dump()}
+        return {"expected_version": self._version, "owner": self._owner}
+
+    def _claim_lost(self, exc: StoreError, base: int | None) -> None:
+        # The store failed during the claim: nothing was sent, but the claim may have landed with its
+        # reply lost. The thread keeps the version it claimed from, so this object's next run claims
+        # it again and the store recognises its own claim; a process that gives up here leaves it held.
+        self._unsure = 0 if base is None else base + 1
+        logger.warning("thread %s: the store failed while claiming it (%s); nothing was sent, but the claim may be "
+                       "held at version %s (owner %s): running this thread object again takes it up; if this "
+                       "process stops here, release it with release_claim(force=True)", self.id, exc, self._unsure,
+                       self._owner)
+        if hasattr(exc, "add_note"):
+            exc.add_note(f"nothing was sent; the claim may be held at version {self._unsure} (owner {self._owner}): "
+                         "run this thread object again (it recognises its own claim), or release_claim(force=True)")
+
+
+def _creates_claimed(store: Any) -> bool:
+    """Whether the store's ``claim`` can create a thread it does not hold (it takes ``data``).
+
+    The stores here can. A third-party store written for the earlier protocol (``claim`` without
+    ``data``) cannot: a new thread is then created by a save and claimed next (two writes; still one
+    sender, since only a claim lets a run send).
+    """
+    try:
+        parameters = inspect.signature(store.claim).parameters.values()
+    except (TypeError, ValueError):  # (no signature to read: take it for the current protocol)
+        return True
+    return any(p.name == "data" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _discard(awaitable: Any) -> None:
@@ -658,26 +706,37 @@ class Thread(_ThreadCore):
         self._warnings_into(session, handle)
         return session.result()
 
-    def _claim(self, plan: _Plan) -> int | None:
-        # Every run of a stored thread claims it at the version it was built from before anything is
-        # sent: a writer whose copy is stale (another process ran on it since) or who races another
-        # (two replicas answering one tool call) is refused here, not after the agent acted twice. A
-        # thread the store does not hold yet is created by its first save, which fails if another
-        # writer created it meanwhile; a resume always claims (creating the record first). A claim taken
-        # before the tool handlers ran (run_until_done) is this run's.
+    def _claim(self, plan: _Plan) -> int:
+        # Every run claims the thread before anything is sent: at the version it was built from (a
+        # writer whose copy is stale, because another process ran on it since, or who races another,
+        # two replicas answering one tool call, is refused here, not after the agent acted twice), or,
+        # for a thread the store does not hold yet, by creating its record claimed (two replicas
+        # sending the first turn of one new thread id). A claim taken before the tool handlers ran
+        # (run_until_done) is this run's.
         if self._preclaimed is not None:
             claimed, self._preclaimed = self._preclaimed, None
             return claimed
-        if self._version is None:
-            if not plan.resuming:
-                return None
-            self._write(self._store.save, self.id, self._state.dump(), expected_version=None)
+        self._create_unclaimed()
         before = self._version
         try:
-            return self._write(self._store.claim, self.id, expected_version=before, owner=self._owner)
+            return self._claim_now()
         except KeyboardInterrupt:
             if self._version != before:  # claimed, and interrupted before anything was sent: let go
                 self._abandon(self._version, plan, None)
+            raise
+
+    def _create_unclaimed(self) -> None:
+        # (a store of the earlier protocol, whose claim cannot create: see _creates_claimed)
+        if self._version is None and not self._creates_claimed:
+            self._write(self._store.save, self.id, self._state.dump(), expected_version=None)
+
+    def _claim_now(self) -> int:
+        base = self._version
+        arguments = self._claim_args()
+        try:
+            return self._write(self._store.claim, self.id, **arguments)
+        except StoreError as exc:
+            self._claim_lost(exc, base)
             raise
 
     def _write(self, call: Callable[..., int], /, *args: Any, **kwargs: Any) -> int:
@@ -768,10 +827,10 @@ class Thread(_ThreadCore):
 
     def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> None:
         # Claimed first: a replica answering the same calls is refused before a handler runs twice.
+        self._create_unclaimed()
         before = self._version
         try:
-            if before is not None:
-                self._preclaimed = self._write(self._store.claim, self.id, expected_version=before, owner=self._owner)
+            self._preclaimed = self._claim_now()
             for call in calls:
                 try:
                     output = self._invoke(call)
@@ -783,7 +842,7 @@ class Thread(_ThreadCore):
                     continue
                 self.add_tool_result(call.id, output)
         except BaseException:
-            if self._preclaimed is None and before is not None and self._version != before:
+            if self._preclaimed is None and self._version != before:
                 self._preclaimed = self._version  # (the claim landed as the interruption came)
             self._drop_preclaim()
             raise
@@ -934,21 +993,33 @@ class AsyncThread(_ThreadCore):
             raise
         return self._version
 
-    async def _claim(self, plan: _Plan) -> int | None:
-        # (as Thread._claim: every run of a stored thread, before anything is sent)
+    async def _claim(self, plan: _Plan) -> int:
+        # (as Thread._claim: every run, before anything is sent)
         if self._preclaimed is not None:
             claimed, self._preclaimed = self._preclaimed, None
             return claimed
-        if self._version is None:
-            if not plan.resuming:
-                return None
-            await self._write(self._store.save, self.id, self._state.dump(), expected_version=None)
+        await self._create_unclaimed()
         before = self._version
         try:
-            return await self._write(self._store.claim, self.id, expected_version=before, owner=self._owner)
+            return await self._claim_now()
         except asyncio.CancelledError:
             if self._version != before:  # claimed, and cancelled before anything was sent: let go
                 await self._abandon(self._version, plan, None)
+            raise
+
+    async def _create_unclaimed(self) -> None:
+        # (as Thread._create_unclaimed)
+        if self._version is None and not self._creates_claimed:
+            await self._write(self._store.save, self.id, self._state.dump(), expected_version=None)
+
+    async def _claim_now(self) -> int:
+        # (as Thread._claim_now)
+        base = self._version
+        arguments = self._claim_args()
+        try:
+            return await self._write(self._store.claim, self.id, **arguments)
+        except StoreError as exc:
+            self._claim_lost(exc, base)
             raise
 
     async def _save(self, session: RunSession) -> None:
@@ -1020,11 +1091,10 @@ class AsyncThread(_ThreadCore):
 
     async def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> None:
         # (as Thread._answer_tools; a handler may be a coroutine function, awaited here)
+        await self._create_unclaimed()
         before = self._version
         try:
-            if before is not None:
-                self._preclaimed = await self._write(self._store.claim, self.id, expected_version=before,
-                                                     owner=self._owner)
+            self._preclaimed = await self._claim_now()
             for call in calls:
                 try:
                     output = self._invoke(call)
@@ -1035,7 +1105,7 @@ class AsyncThread(_ThreadCore):
                     continue
                 self.add_tool_result(call.id, output)
         except BaseException:
-            if self._preclaimed is None and before is not None and self._version != before:
+            if self._preclaimed is None and self._version != before:
                 self._preclaimed = self._version  # (as Thread._answer_tools)
             await self._drop_preclaim()
             raise

@@ -1449,10 +1449,11 @@ def test_a_run_cancelled_while_its_claim_is_written_gives_it_back_and_sends_noth
     writing = threading.Event()
 
     class SlowClaims(MemoryStore):
-        def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
-            writing.set()
-            time.sleep(0.3)
-            return super().claim(thread_id, expected_version=expected_version, owner=owner)
+        def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None) -> int:
+            if expected_version is not None:  # (the attempt's claim, not the first run's creating one)
+                writing.set()
+                time.sleep(0.3)
+            return super().claim(thread_id, expected_version=expected_version, owner=owner, data=data)
 
     store = SlowClaims()
 
@@ -1702,8 +1703,8 @@ def test_ctrl_c_during_a_store_write_waits_for_it_and_keeps_the_thread_consisten
     class Interrupted(MemoryStore):
         armed = False
 
-        def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
-            version = super().claim(thread_id, expected_version=expected_version, owner=owner)
+        def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None) -> int:
+            version = super().claim(thread_id, expected_version=expected_version, owner=owner, data=data)
             self._ctrl_c("claim")
             return version
 
@@ -1849,8 +1850,8 @@ def test_ctrl_c_while_the_tool_loop_claims_gives_the_claim_back(served: Any) -> 
     class Interrupted(MemoryStore):
         armed = False
 
-        def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
-            version = super().claim(thread_id, expected_version=expected_version, owner=owner)
+        def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None) -> int:
+            version = super().claim(thread_id, expected_version=expected_version, owner=owner, data=data)
             if self.armed:
                 self.armed = False
                 signal.raise_signal(signal.SIGINT)
