@@ -329,6 +329,17 @@ def _creates_claimed(store: Any) -> bool:
     return any(p.name == "data" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
+def _unsaved(exc: ConcurrentResume | StoreError, session: RunSession) -> None:
+    """The run's own save failed after the agent answered: the error says so, and carries the run.
+
+    Told only that another writer got there first, or that the store failed, a caller would take it
+    for a refusal before anything was sent, and its retry would send the turn again.
+    """
+    exc.result = session.result()
+    exc.agent_answered = True
+    exc.args = (f"the agent answered run {session.run_id}, but saving the thread failed: {exc}", *exc.args[1:])
+
+
 def _discard(awaitable: Any) -> None:
     close = getattr(awaitable, "close", None)
     if close is not None:
@@ -748,17 +759,19 @@ class Thread(_ThreadCore):
     def _save(self, session: RunSession) -> None:
         try:
             self._write(self._store.save, self.id, self._state.dump(share_state=True), expected_version=self._version)
-        except ConcurrentResume as exc:
-            exc.result = session.result()
+        except (ConcurrentResume, StoreError) as exc:
+            _unsaved(exc, session)
             raise
 
     def _after_failure(self, exc: AguiError, claimed: int | None, plan: _Plan) -> None:
         if claimed is None or self._version != claimed or getattr(exc, "thread_saved", False):
             return  # (no claim, or the run's save already ended it)
+        if isinstance(exc, ConcurrentResume):
+            return  # (the store refused the run's save: the record moved on or vanished, and the claim with it)
         if plan.resuming and _reached_agent(exc):
             _claim_note(exc, self._owner, claimed)
             return
-        self._release_own(claimed)
+        self._let_go(claimed)  # (a release that fails too is logged: the run's own error is the one to see)
 
     def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle | None) -> None:
         if claimed is None or self._version != claimed:
@@ -767,11 +780,13 @@ class Thread(_ThreadCore):
             self._let_go(claimed)
 
     def _let_go(self, claimed: int) -> None:
-        """Release this run's claim on the way out of an interruption, which is what the caller must see."""
+        """Release this run's claim on the way out of a failure or an interruption, which is what the
+        caller must see."""
         try:
             self._release_own(claimed)
         except Exception as exc:  # noqa: BLE001 - (logged instead)
-            logger.warning("thread %s: could not release its claim after the run was interrupted: %s", self.id, exc)
+            logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
+                           self.id, exc)
 
     def _release_own(self, claimed: int) -> None:
         # A run that is not a resume lets go of the thread when it fails or is left: sending the turn
@@ -1027,17 +1042,19 @@ class AsyncThread(_ThreadCore):
             # Serialised by the store before this run's generator resumes, so sharing the state is safe.
             await self._write(self._store.save, self.id, self._state.dump(share_state=True),
                               expected_version=self._version)
-        except ConcurrentResume as exc:
-            exc.result = session.result()
+        except (ConcurrentResume, StoreError) as exc:
+            _unsaved(exc, session)
             raise
 
     async def _after_failure(self, exc: AguiError, claimed: int | None, plan: _Plan) -> None:
         if claimed is None or self._version != claimed or getattr(exc, "thread_saved", False):
             return  # (as Thread._after_failure)
+        if isinstance(exc, ConcurrentResume):
+            return
         if plan.resuming and _reached_agent(exc):
             _claim_note(exc, self._owner, claimed)
             return
-        await self._release_own(claimed)
+        await self._let_go(claimed)
 
     async def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle | None) -> None:
         # (as Thread._abandon; a cancelled task lands here)
@@ -1050,7 +1067,8 @@ class AsyncThread(_ThreadCore):
         try:
             await self._release_own(claimed)
         except Exception as exc:  # noqa: BLE001 - (logged instead)
-            logger.warning("thread %s: could not release its claim after the run was interrupted: %s", self.id, exc)
+            logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
+                           self.id, exc)
 
     async def _release_own(self, claimed: int) -> None:
         # (as Thread._release_own)
