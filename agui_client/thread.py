@@ -2,7 +2,7 @@
 
 A thread owns a ``ThreadState`` and a place in the client's store. Each run: assemble the input from
 the thread (its messages without activities, its state, the resume entries), check the interrupt
-rules one last time, claim the thread when resuming, POST, loop the payloads into a ``RunSession``,
+rules one last time, claim the thread (a new one by creating its record), POST, loop the payloads into a ``RunSession``,
 and save the thread at the run's end — before the caller sees the result. Everything but the I/O is
 in ``_ThreadCore``, shared by both shells, so they differ only in ``await``.
 """
@@ -607,7 +607,11 @@ class Thread(_ThreadCore):
                 messages or a resume payload (``UnencodableResumePayload``); nothing was sent and the
                 thread was not claimed.
             ConcurrentResume: another writer ran or resumed this thread since it was loaded, or is running
-                it now; nothing was sent (``reload()`` catches up).
+                it now (a new thread: another writer created it first); nothing was sent (``reload()``
+                catches up). With ``agent_answered`` true it came from the save at the run's end instead
+                (the record moved on or vanished): the agent answered, and ``.result`` holds the run.
+            StoreError: the store failed. When claiming, nothing was sent (the claim may be held: this
+                object's next run takes it up); with ``agent_answered`` true, when saving the answered run.
             TransportError, HTTPStatusError, IdleTimeout: the exchange failed.
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
@@ -801,7 +805,8 @@ class Thread(_ThreadCore):
 
         Args:
             force: also release a claim held by another writer: the operator's way past a writer
-                that died mid-resume. Make sure it is gone: its request may have reached the agent.
+                that died holding one (claims never expire). Make sure it is gone: its request may have
+                reached the agent.
 
         Raises:
             ConcurrentResume: another writer holds the claim and ``force`` is false.
