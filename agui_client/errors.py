@@ -442,11 +442,19 @@ class UnencodableResumePayload(InvalidResumePayload, UnencodableValue):
 class ConcurrentResume(AguiError):
     """Another writer resumed or advanced this thread first (its stored version moved on).
 
+    Raised by a run's claim, before anything was sent; or, with ``agent_answered`` true, by the save
+    at the run's end, when the record moved on or vanished while the agent answered (a Redis restart
+    without persistence, an operator's delete): ``.result`` then holds the answered run, which is not
+    in the store, and sending the turn again is a second turn.
+
     Attributes:
         thread_id: the thread.
-        expected_version: the version this writer held.
+        expected_version: the version this writer held (0 for a thread it created).
         actual_version: the version found in the store, when known.
+        agent_answered: the agent answered this run; only saving it failed.
     """
+
+    agent_answered: bool = False
 
     def __init__(
         self, message: str, *, thread_id: str, expected_version: int, actual_version: int | None = None
@@ -516,7 +524,11 @@ class StoreError(AguiError):
 
     Attributes:
         thread_id: the thread concerned, when known.
+        agent_answered: true when raised by the save at a run's end: the agent answered the run
+            (``.result`` holds it), and only saving it failed.
     """
+
+    agent_answered: bool = False
 
     def __init__(self, message: str, *, thread_id: str | None = None) -> None:
         super().__init__(message)

@@ -2,7 +2,7 @@
 
 A thread owns a ``ThreadState`` and a place in the client's store. Each run: assemble the input from
 the thread (its messages without activities, its state, the resume entries), check the interrupt
-rules one last time, claim the thread when resuming, POST, loop the payloads into a ``RunSession``,
+rules one last time, claim the thread (a new one by creating its record), POST, loop the payloads into a ``RunSession``,
 and save the thread at the run's end — before the caller sees the result. Everything but the I/O is
 in ``_ThreadCore``, shared by both shells, so they differ only in ``await``.
 """
@@ -90,8 +90,12 @@ class _ThreadCore:
         self.tool_handlers: dict[str, ToolHandler] = dict(tool_handlers or {})
         self._state = ThreadState(thread_id=thread_id)
         self._version: int | None = None
-        self._take(store.load(thread_id))
         self._owner = f"{uuid.uuid4()}"
+        #: The version a claim of this object would have made when the store failed while writing it
+        #: (the claim may have landed, its reply lost); ``None`` when no claim is in doubt.
+        self._unsure: int | None = None
+        self._creates_claimed = _creates_claimed(store)
+        self._take(store.load(thread_id))
         self._running = 0  # (runs of this object in flight: its tool loop's own runs nest in the loop)
         self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
 
@@ -129,6 +133,11 @@ class _ThreadCore:
             self._state = state
             self._state.thread_id = self.id
             self._version = stored.version
+            if stored.claim is not None and stored.claim == self._owner and stored.version == self._unsure:
+                # This object's own claim whose reply was lost: nothing was sent under it. The thread
+                # keeps the version it claimed from, so its next run's claim is recognised by the store
+                # as this owner's (ThreadStore.claim) instead of refused as held.
+                self._version = stored.version - 1 if stored.version else None
 
     @property
     def state(self) -> ThreadState:
@@ -137,7 +146,8 @@ class _ThreadCore:
 
     @property
     def version(self) -> int | None:
-        """The version of the thread in the store (``None`` before the first save)."""
+        """The version of the thread in the store (``None`` before it was stored; 0 while the first run
+        holds the record its claim created)."""
         return self._version
 
     @property
@@ -279,6 +289,55 @@ class _ThreadCore:
         logger.warning("tool handler %r raised %r for call %s; the agent is told the call failed",
                        call.function.name, exc, call.id)
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
+
+    def _claim_args(self) -> dict[str, Any]:
+        # A thread the store does not hold yet is claimed by creating its record (claimed, with the
+        # thread as it is before the run): of writers racing on a new thread id, one creates it, and
+        # only that one sends. Called just before each claim's write, which settles any claim in
+        # doubt: were the doubt kept, a reload() after this claim (held, say, after a resume that may
+        # have reached the agent) would pass it off as a lost one and the resume would go out again.
+        self._unsure = None
+        if self._version is None:
+            return {"expected_version": None, "owner": self._owner, "data": self._state.dump()}
+        return {"expected_version": self._version, "owner": self._owner}
+
+    def _claim_lost(self, exc: StoreError, base: int | None) -> None:
+        # The store failed during the claim: nothing was sent, but the claim may have landed with its
+        # reply lost. The thread keeps the version it claimed from, so this object's next run claims
+        # it again and the store recognises its own claim; a process that gives up here leaves it held.
+        self._unsure = 0 if base is None else base + 1
+        logger.warning("thread %s: the store failed while claiming it (%s); nothing was sent, but the claim may be "
+                       "held at version %s (owner %s): running this thread object again takes it up; if this "
+                       "process stops here, release it with release_claim(force=True)", self.id, exc, self._unsure,
+                       self._owner)
+        if hasattr(exc, "add_note"):
+            exc.add_note(f"nothing was sent; the claim may be held at version {self._unsure} (owner {self._owner}): "
+                         "run this thread object again (it recognises its own claim), or release_claim(force=True)")
+
+
+def _creates_claimed(store: Any) -> bool:
+    """Whether the store's ``claim`` can create a thread it does not hold (it takes ``data``).
+
+    The stores here can. A third-party store written for the earlier protocol (``claim`` without
+    ``data``) cannot: a new thread is then created by a save and claimed next (two writes; still one
+    sender, since only a claim lets a run send).
+    """
+    try:
+        parameters = inspect.signature(store.claim).parameters.values()
+    except (TypeError, ValueError):  # (no signature to read: take it for the current protocol)
+        return True
+    return any(p.name == "data" or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def _unsaved(exc: ConcurrentResume | StoreError, session: RunSession) -> None:
+    """The run's own save failed after the agent answered: the error says so, and carries the run.
+
+    Told only that another writer got there first, or that the store failed, a caller would take it
+    for a refusal before anything was sent, and its retry would send the turn again.
+    """
+    exc.result = session.result()
+    exc.agent_answered = True
+    exc.args = (f"the agent answered run {session.run_id}, but saving the thread failed: {exc}", *exc.args[1:])
 
 
 def _discard(awaitable: Any) -> None:
@@ -548,7 +607,11 @@ class Thread(_ThreadCore):
                 messages or a resume payload (``UnencodableResumePayload``); nothing was sent and the
                 thread was not claimed.
             ConcurrentResume: another writer ran or resumed this thread since it was loaded, or is running
-                it now; nothing was sent (``reload()`` catches up).
+                it now (a new thread: another writer created it first); nothing was sent (``reload()``
+                catches up). With ``agent_answered`` true it came from the save at the run's end instead
+                (the record moved on or vanished): the agent answered, and ``.result`` holds the run.
+            StoreError: the store failed. When claiming, nothing was sent (the claim may be held: this
+                object's next run takes it up); with ``agent_answered`` true, when saving the answered run.
             TransportError, HTTPStatusError, IdleTimeout: the exchange failed.
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
@@ -654,26 +717,37 @@ class Thread(_ThreadCore):
         self._warnings_into(session, handle)
         return session.result()
 
-    def _claim(self, plan: _Plan) -> int | None:
-        # Every run of a stored thread claims it at the version it was built from before anything is
-        # sent: a writer whose copy is stale (another process ran on it since) or who races another
-        # (two replicas answering one tool call) is refused here, not after the agent acted twice. A
-        # thread the store does not hold yet is created by its first save, which fails if another
-        # writer created it meanwhile; a resume always claims (creating the record first). A claim taken
-        # before the tool handlers ran (run_until_done) is this run's.
+    def _claim(self, plan: _Plan) -> int:
+        # Every run claims the thread before anything is sent: at the version it was built from (a
+        # writer whose copy is stale, because another process ran on it since, or who races another,
+        # two replicas answering one tool call, is refused here, not after the agent acted twice), or,
+        # for a thread the store does not hold yet, by creating its record claimed (two replicas
+        # sending the first turn of one new thread id). A claim taken before the tool handlers ran
+        # (run_until_done) is this run's.
         if self._preclaimed is not None:
             claimed, self._preclaimed = self._preclaimed, None
             return claimed
-        if self._version is None:
-            if not plan.resuming:
-                return None
-            self._write(self._store.save, self.id, self._state.dump(), expected_version=None)
+        self._create_unclaimed()
         before = self._version
         try:
-            return self._write(self._store.claim, self.id, expected_version=before, owner=self._owner)
+            return self._claim_now()
         except KeyboardInterrupt:
             if self._version != before:  # claimed, and interrupted before anything was sent: let go
                 self._abandon(self._version, plan, None)
+            raise
+
+    def _create_unclaimed(self) -> None:
+        # (a store of the earlier protocol, whose claim cannot create: see _creates_claimed)
+        if self._version is None and not self._creates_claimed:
+            self._write(self._store.save, self.id, self._state.dump(), expected_version=None)
+
+    def _claim_now(self) -> int:
+        base = self._version
+        arguments = self._claim_args()
+        try:
+            return self._write(self._store.claim, self.id, **arguments)
+        except StoreError as exc:
+            self._claim_lost(exc, base)
             raise
 
     def _write(self, call: Callable[..., int], /, *args: Any, **kwargs: Any) -> int:
@@ -685,17 +759,19 @@ class Thread(_ThreadCore):
     def _save(self, session: RunSession) -> None:
         try:
             self._write(self._store.save, self.id, self._state.dump(share_state=True), expected_version=self._version)
-        except ConcurrentResume as exc:
-            exc.result = session.result()
+        except (ConcurrentResume, StoreError) as exc:
+            _unsaved(exc, session)
             raise
 
     def _after_failure(self, exc: AguiError, claimed: int | None, plan: _Plan) -> None:
         if claimed is None or self._version != claimed or getattr(exc, "thread_saved", False):
             return  # (no claim, or the run's save already ended it)
+        if isinstance(exc, ConcurrentResume):
+            return  # (the store refused the run's save: the record moved on or vanished, and the claim with it)
         if plan.resuming and _reached_agent(exc):
             _claim_note(exc, self._owner, claimed)
             return
-        self._release_own(claimed)
+        self._let_go(claimed)  # (a release that fails too is logged: the run's own error is the one to see)
 
     def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle | None) -> None:
         if claimed is None or self._version != claimed:
@@ -704,11 +780,13 @@ class Thread(_ThreadCore):
             self._let_go(claimed)
 
     def _let_go(self, claimed: int) -> None:
-        """Release this run's claim on the way out of an interruption, which is what the caller must see."""
+        """Release this run's claim on the way out of a failure or an interruption, which is what the
+        caller must see."""
         try:
             self._release_own(claimed)
         except Exception as exc:  # noqa: BLE001 - (logged instead)
-            logger.warning("thread %s: could not release its claim after the run was interrupted: %s", self.id, exc)
+            logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
+                           self.id, exc)
 
     def _release_own(self, claimed: int) -> None:
         # A run that is not a resume lets go of the thread when it fails or is left: sending the turn
@@ -723,7 +801,8 @@ class Thread(_ThreadCore):
 
         Args:
             force: also release a claim held by another writer: the operator's way past a writer
-                that died mid-resume. Make sure it is gone: its request may have reached the agent.
+                that died holding one (claims never expire). Make sure it is gone: its request may have
+                reached the agent.
 
         Raises:
             ConcurrentResume: another writer holds the claim and ``force`` is false.
@@ -764,10 +843,10 @@ class Thread(_ThreadCore):
 
     def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> None:
         # Claimed first: a replica answering the same calls is refused before a handler runs twice.
+        self._create_unclaimed()
         before = self._version
         try:
-            if before is not None:
-                self._preclaimed = self._write(self._store.claim, self.id, expected_version=before, owner=self._owner)
+            self._preclaimed = self._claim_now()
             for call in calls:
                 try:
                     output = self._invoke(call)
@@ -779,7 +858,7 @@ class Thread(_ThreadCore):
                     continue
                 self.add_tool_result(call.id, output)
         except BaseException:
-            if self._preclaimed is None and before is not None and self._version != before:
+            if self._preclaimed is None and self._version != before:
                 self._preclaimed = self._version  # (the claim landed as the interruption came)
             self._drop_preclaim()
             raise
@@ -926,21 +1005,33 @@ class AsyncThread(_ThreadCore):
             raise
         return self._version
 
-    async def _claim(self, plan: _Plan) -> int | None:
-        # (as Thread._claim: every run of a stored thread, before anything is sent)
+    async def _claim(self, plan: _Plan) -> int:
+        # (as Thread._claim: every run, before anything is sent)
         if self._preclaimed is not None:
             claimed, self._preclaimed = self._preclaimed, None
             return claimed
-        if self._version is None:
-            if not plan.resuming:
-                return None
-            await self._write(self._store.save, self.id, self._state.dump(), expected_version=None)
+        await self._create_unclaimed()
         before = self._version
         try:
-            return await self._write(self._store.claim, self.id, expected_version=before, owner=self._owner)
+            return await self._claim_now()
         except asyncio.CancelledError:
             if self._version != before:  # claimed, and cancelled before anything was sent: let go
                 await self._abandon(self._version, plan, None)
+            raise
+
+    async def _create_unclaimed(self) -> None:
+        # (as Thread._create_unclaimed)
+        if self._version is None and not self._creates_claimed:
+            await self._write(self._store.save, self.id, self._state.dump(), expected_version=None)
+
+    async def _claim_now(self) -> int:
+        # (as Thread._claim_now)
+        base = self._version
+        arguments = self._claim_args()
+        try:
+            return await self._write(self._store.claim, self.id, **arguments)
+        except StoreError as exc:
+            self._claim_lost(exc, base)
             raise
 
     async def _save(self, session: RunSession) -> None:
@@ -948,17 +1039,19 @@ class AsyncThread(_ThreadCore):
             # Serialised by the store before this run's generator resumes, so sharing the state is safe.
             await self._write(self._store.save, self.id, self._state.dump(share_state=True),
                               expected_version=self._version)
-        except ConcurrentResume as exc:
-            exc.result = session.result()
+        except (ConcurrentResume, StoreError) as exc:
+            _unsaved(exc, session)
             raise
 
     async def _after_failure(self, exc: AguiError, claimed: int | None, plan: _Plan) -> None:
         if claimed is None or self._version != claimed or getattr(exc, "thread_saved", False):
             return  # (as Thread._after_failure)
+        if isinstance(exc, ConcurrentResume):
+            return
         if plan.resuming and _reached_agent(exc):
             _claim_note(exc, self._owner, claimed)
             return
-        await self._release_own(claimed)
+        await self._let_go(claimed)
 
     async def _abandon(self, claimed: int | None, plan: _Plan, handle: StreamHandle | None) -> None:
         # (as Thread._abandon; a cancelled task lands here)
@@ -971,7 +1064,8 @@ class AsyncThread(_ThreadCore):
         try:
             await self._release_own(claimed)
         except Exception as exc:  # noqa: BLE001 - (logged instead)
-            logger.warning("thread %s: could not release its claim after the run was interrupted: %s", self.id, exc)
+            logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
+                           self.id, exc)
 
     async def _release_own(self, claimed: int) -> None:
         # (as Thread._release_own)
@@ -1012,11 +1106,10 @@ class AsyncThread(_ThreadCore):
 
     async def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> None:
         # (as Thread._answer_tools; a handler may be a coroutine function, awaited here)
+        await self._create_unclaimed()
         before = self._version
         try:
-            if before is not None:
-                self._preclaimed = await self._write(self._store.claim, self.id, expected_version=before,
-                                                     owner=self._owner)
+            self._preclaimed = await self._claim_now()
             for call in calls:
                 try:
                     output = self._invoke(call)
@@ -1027,7 +1120,7 @@ class AsyncThread(_ThreadCore):
                     continue
                 self.add_tool_result(call.id, output)
         except BaseException:
-            if self._preclaimed is None and before is not None and self._version != before:
+            if self._preclaimed is None and self._version != before:
                 self._preclaimed = self._version  # (as Thread._answer_tools)
             await self._drop_preclaim()
             raise

@@ -1458,10 +1458,11 @@ def test_a_run_cancelled_while_its_claim_is_written_gives_it_back_and_sends_noth
     writing = threading.Event()
 
     class SlowClaims(MemoryStore):
-        def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
-            writing.set()
-            time.sleep(0.3)
-            return super().claim(thread_id, expected_version=expected_version, owner=owner)
+        def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None) -> int:
+            if expected_version is not None:  # (the attempt's claim, not the first run's creating one)
+                writing.set()
+                time.sleep(0.3)
+            return super().claim(thread_id, expected_version=expected_version, owner=owner, data=data)
 
     store = SlowClaims()
 
@@ -1629,6 +1630,73 @@ def test_a_turn_interrupted_in_a_stream_is_not_replaced_by_a_store_error_at_rele
                for r in caplog.records)
 
 
+class _GoesDown(MemoryStore):
+    """A store that fails (``StoreError``) on every write once ``down`` is set: Redis gone mid-run."""
+
+    down = False
+
+    def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+        self._fail(thread_id)
+        return super().save(thread_id, data, expected_version=expected_version)
+
+    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+        self._fail(thread_id)
+        return super().release(thread_id, claimed_version=claimed_version, owner=owner)
+
+    def _fail(self, thread_id: str) -> None:
+        if self.down:
+            raise ag.StoreError("the store is down", thread_id=thread_id)
+
+
+@pytest.mark.parametrize("how", ["run", "stream"])
+@pytest.mark.parametrize("fault", ["vanished", "down"])
+@pytest.mark.parametrize("turn", ["first", "later", "resume"])
+def test_a_save_that_fails_after_the_agent_answered_is_the_error_seen_and_carries_the_run(
+    drive: Any, served: Any, how: str, fault: str, turn: str
+) -> None:
+    # While the agent answers, the record vanishes (an operator's delete, a Redis restart without
+    # persistence) or the store goes down: the run's save fails, and so would the release of its
+    # claim. The caller sees the save's error, marked as answered, carrying the answered run; never
+    # the release's, which would read as a refusal before anything was sent.
+    store = _GoesDown()
+
+    def answering(run_input: Any) -> list[Any]:
+        if fault == "vanished":
+            store.delete(run_input.thread_id)
+        else:
+            store.down = True
+        return [Start(), *text_message("a1", "the answer"), Finish()]
+
+    earlier = {"first": [], "later": [_finishing(None)], "resume": [[Start(), interrupted("ask-1")]]}[turn]
+    endpoint = served(ScriptedAgent([*earlier, answering]))
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        if earlier:
+            thread.run("hello")
+        attempt: dict[str, Any] = ({"resume": thread.resume_builder().answer("ask-1", "go")} if turn == "resume"
+                                   else {"message": "the question"})
+        with pytest.raises((ag.ConcurrentResume, ag.StoreError)) as caught:
+            if how == "run":
+                thread.run(**attempt)
+            else:
+                with thread.stream(**attempt) as events:
+                    list(events)
+    store.down = False
+    stored = store.load(thread.id)
+
+    error = caught.value
+    assert type(error) is (ag.ConcurrentResume if fault == "vanished" else ag.StoreError)
+    assert error.agent_answered is True
+    assert error.result is not None and error.result.outcome == "success" and error.result.text == "the answer"
+    assert error.result.run_id == endpoint.agent.requests[-1].run_id
+    assert endpoint.agent.request_count == len(earlier) + 1
+    if fault == "vanished":
+        assert stored is None
+    else:  # (not saved, and the claim could not be given back either)
+        assert stored is not None and stored.claim is not None
+
+
 def test_async_tool_handlers_are_awaited_by_the_async_thread_and_refused_by_the_sync_one(served: Any) -> None:
     endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
 
@@ -1711,8 +1779,8 @@ def test_ctrl_c_during_a_store_write_waits_for_it_and_keeps_the_thread_consisten
     class Interrupted(MemoryStore):
         armed = False
 
-        def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
-            version = super().claim(thread_id, expected_version=expected_version, owner=owner)
+        def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None) -> int:
+            version = super().claim(thread_id, expected_version=expected_version, owner=owner, data=data)
             self._ctrl_c("claim")
             return version
 
@@ -1858,8 +1926,8 @@ def test_ctrl_c_while_the_tool_loop_claims_gives_the_claim_back(served: Any) -> 
     class Interrupted(MemoryStore):
         armed = False
 
-        def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
-            version = super().claim(thread_id, expected_version=expected_version, owner=owner)
+        def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None) -> int:
+            version = super().claim(thread_id, expected_version=expected_version, owner=owner, data=data)
             if self.armed:
                 self.armed = False
                 signal.raise_signal(signal.SIGINT)

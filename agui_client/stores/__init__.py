@@ -6,11 +6,14 @@ is a compare-and-set on that version:
 
 * ``save(thread_id, data, expected_version=v)`` writes only if the stored version is still ``v``
   (``None`` creates the thread at version 1) and returns the new version.
-* ``claim(thread_id, expected_version=v, owner=token)`` marks a resume as in flight *before* any
+* ``claim(thread_id, expected_version=v, owner=token)`` marks a run as in flight *before* any
   request goes out. Of two writers that loaded the same version, only one can claim it; the other
   gets :class:`~agui_client.errors.ConcurrentResume` and sends nothing. The claim holder saves the
   run's result with the version ``claim`` returned (which clears the claim), or, when its request
-  never reached the agent, gives the claim back with ``release``.
+  never reached the agent, gives the claim back with ``release``. ``expected_version=None`` (with
+  ``data``) claims a thread the store does not hold yet by creating its record, claimed, at version
+  0: of writers racing on a new thread id, one creates it and sends. A claim is recognised by its
+  owner, so a claim sent again after its reply was lost finds itself instead of being refused.
 * Anything else that fails (the backend, an unreadable record, a closed store) raises
   :class:`~agui_client.errors.StoreError`.
 

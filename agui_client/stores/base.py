@@ -38,10 +38,11 @@ class StoredThread:
     Attributes:
         thread_id: the thread.
         version: increases by one on every successful write (``save``, ``claim``, ``release``); the
-            first save creates version 1.
+            first save creates version 1. A record at version 0 was created by a claim (the first run
+            of a new thread, in flight) and never saved.
         data: the thread's ``ThreadState.dump()`` output, JSON-ready; a fresh dict on every load,
             so the caller may keep or change it.
-        claim: the owner token of an in-flight resume, or ``None`` when nobody holds one.
+        claim: the owner token of an in-flight run, or ``None`` when nobody holds one.
         format: the record format it was written in (``STORE_FORMAT_VERSION`` at the time).
     """
 
@@ -74,11 +75,23 @@ class ThreadStore(Protocol):
         """
         ...
 
-    def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
-        """Mark a resume as in flight before any request goes out; return the new version.
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
+              data: Mapping[str, Any] | None = None) -> int:
+        """Mark a run as in flight before any request goes out; return the new version.
 
         Succeeds only if the stored version is ``expected_version`` and nobody holds a claim; the
         data is unchanged, the version goes up by one and the claim records ``owner``.
+
+        ``expected_version=None`` claims a thread the store does not hold yet: it creates the record
+        with ``data`` (required then, refused otherwise), claimed by ``owner``, at version 0, and
+        fails if the record exists, so of writers racing on a new thread id exactly one may send.
+        The holder's first save then makes version 1, as a creating save would.
+
+        A claim is recognised by its owner: when the record already holds the claim this call would
+        make (version ``expected_version + 1``, or 0 for a create, claimed by ``owner``), it returns
+        that version and writes nothing. That is the owner's own earlier claim whose reply was lost;
+        it sent nothing under it (it never learnt it held it), so taking it now sends once. A
+        claim the owner knows it holds (the record at ``expected_version``) stays refused.
         """
         ...
 
@@ -122,11 +135,13 @@ def check_write(
         thread_id: the thread.
         head: the record as stored now, or ``None`` when there is none.
         operation: ``"save"``, ``"claim"`` or ``"release"``.
-        expected_version: the version the writer holds (``None`` only for a save that creates).
+        expected_version: the version the writer holds (``None`` for a save or a claim that creates).
         owner: the claim owner (``claim`` and ``release``).
 
     Returns:
-        The head to store (the data is the caller's business: ``save`` replaces it, the others keep it).
+        The head to store (the data is the caller's business: ``save`` replaces it, a creating
+        ``claim`` writes it, the others keep it). It is ``head`` itself when a claim finds its owner's
+        own claim already stored (see :meth:`ThreadStore.claim`): the store then writes nothing.
 
     Raises:
         ConcurrentResume: the stored version is not the expected one, the thread exists already (a
@@ -134,15 +149,20 @@ def check_write(
             is 0 for a create; ``actual_version`` is ``None`` when there is no record.
         StoreError: the record was written by a newer release (it is never overwritten).
     """
-    if operation == "save" and expected_version is None:
-        if head is not None:
-            raise ConcurrentResume(
-                f"thread {thread_id!r} already exists (version {head.version}); load it and save with its version",
-                thread_id=thread_id, expected_version=0, actual_version=head.version,
-            )
-        return Head(version=1, claim=None, format=STORE_FORMAT_VERSION)
     if expected_version is None:
-        raise ValueError(f"{operation} needs the version the writer holds")
+        if operation == "release":
+            raise ValueError(f"{operation} needs the version the writer holds")
+        if head is None:
+            if operation == "save":
+                return Head(version=1, claim=None, format=STORE_FORMAT_VERSION)
+            return Head(version=0, claim=owner, format=STORE_FORMAT_VERSION)
+        if operation == "claim" and _own_claim(head, 0, owner):
+            return head
+        held = "" if head.claim is None else f", claimed by {head.claim!r}"
+        raise ConcurrentResume(
+            f"thread {thread_id!r} already exists (version {head.version}{held}); load it and run it from its version",
+            thread_id=thread_id, expected_version=0, actual_version=head.version,
+        )
     if head is None:
         raise ConcurrentResume(
             f"thread {thread_id!r} is not in the store (another writer deleted it, or it was never saved)",
@@ -150,6 +170,8 @@ def check_write(
         )
     if head.format > STORE_FORMAT_VERSION:
         raise _newer_format(thread_id, head.format)
+    if operation == "claim" and _own_claim(head, expected_version + 1, owner):
+        return head
     if head.version != expected_version:
         raise ConcurrentResume(
             f"thread {thread_id!r} is at version {head.version}, not {expected_version}: "
@@ -173,6 +195,13 @@ def check_write(
             thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
         )
     return Head(version=new_version, claim=None, format=head.format)
+
+
+def _own_claim(head: Head, claimed_version: int, owner: str | None) -> bool:
+    # The record holds exactly the claim this owner asks for: its own earlier claim, whose reply it
+    # never got. Only one version on from the one the writer holds, so a claim the writer knows it
+    # holds (kept after a resume that may have reached the agent) is never taken a second time.
+    return owner is not None and head.claim == owner and head.version == claimed_version
 
 
 # --------------------------------------------------------------------------------------------------
@@ -199,6 +228,19 @@ def _check_owner(owner: str) -> None:
     # The stores spell "no claim" as NULL / an absent field; an empty owner would read back as none.
     if not isinstance(owner, str) or not owner:
         raise ValueError("a claim owner must be a non-empty string")
+
+
+def _creation_data(thread_id: str, expected_version: int | None, data: Mapping[str, Any] | None) -> str | bytes | None:
+    """The encoded ``data`` of a claim that creates its record (``expected_version=None``); ``None`` for
+    a claim of a stored version, which keeps the record's data."""
+    if expected_version is None:
+        if data is None:
+            raise ValueError(f"thread {thread_id!r}: a claim that creates the thread needs its data")
+        return _encode_data(thread_id, data)
+    if data is not None:
+        raise ValueError(f"thread {thread_id!r}: a claim of version {expected_version} keeps the stored data; "
+                         "data is only for a claim that creates the thread")
+    return None
 
 
 def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:

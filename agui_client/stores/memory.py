@@ -8,7 +8,16 @@ from typing import Any
 
 from attrs import frozen
 
-from .base import Head, Operation, StoredThread, _check_owner, _closed, _decode_record, _encode_data
+from .base import (
+    Head,
+    Operation,
+    StoredThread,
+    _check_owner,
+    _closed,
+    _creation_data,
+    _decode_record,
+    _encode_data,
+)
 from .base import _StoreBase as _Base
 from .base import check_write as _check_write
 
@@ -24,7 +33,7 @@ class _Record:
     text: str | bytes
 
 
-#: Records this large or larger are kept as orjson wrote them (see ``MemoryStore.save``).
+#: Records this large or larger are kept as orjson wrote them (see ``_kept``).
 _EXACT_COPY_BELOW = 256 * 1024
 
 
@@ -67,29 +76,32 @@ class MemoryStore(_Base):
             ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create).
             StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
         """
-        text = _encode_data(thread_id, data)
-        if isinstance(text, bytes) and len(text) < _EXACT_COPY_BELOW:
-            # orjson hands back its whole output buffer, up to twice the JSON for a small record: a
-            # record kept for the life of the thread is worth an exact-size copy. A large one's buffer
-            # is within a fifth of its size (and the untouched tail is never resident), while the copy
-            # would cost a millisecond per 10 MB and double the save's peak memory for a moment.
-            text = bytes(memoryview(text))
+        text = _kept(_encode_data(thread_id, data))
         with self._lock:
             head = self._write_head(thread_id, "save", expected_version=expected_version, owner=None)
             self._records[thread_id] = _Record(head=head, text=text)
         return head.version
 
-    def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
-        """Claim the thread for a resume; see :meth:`ThreadStore.claim`.
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
+              data: Mapping[str, Any] | None = None) -> int:
+        """Claim the thread for a run (``expected_version=None``: create it claimed, with ``data``);
+        see :meth:`ThreadStore.claim`.
 
         Raises:
-            ConcurrentResume: the version moved on, or somebody holds a claim.
-            StoreError: the store is closed, or the record is of a newer format.
+            ConcurrentResume: the version moved on, somebody holds a claim, or (a create) the thread exists.
+            StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
         """
         _check_owner(owner)
+        created = _creation_data(thread_id, expected_version, data)
+        text = None if created is None else _kept(created)
         with self._lock:
+            record = self._records.get(thread_id)
             head = self._write_head(thread_id, "claim", expected_version=expected_version, owner=owner)
-            self._records[thread_id] = _Record(head=head, text=self._records[thread_id].text)
+            if record is None:
+                assert text is not None  # (only a create passes check_write without a record)
+                self._records[thread_id] = _Record(head=head, text=text)
+            elif head != record.head:  # (equal: the owner's own claim, recognised; nothing to write)
+                self._records[thread_id] = _Record(head=head, text=record.text)
         return head.version
 
     def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
@@ -131,3 +143,13 @@ class MemoryStore(_Base):
         record = self._records.get(thread_id)
         return _check_write(thread_id, None if record is None else record.head, operation,
                             expected_version=expected_version, owner=owner)
+
+
+def _kept(text: str | bytes) -> str | bytes:
+    if isinstance(text, bytes) and len(text) < _EXACT_COPY_BELOW:
+        # orjson hands back its whole output buffer, up to twice the JSON for a small record: a
+        # record kept for the life of the thread is worth an exact-size copy. A large one's buffer
+        # is within a fifth of its size (and the untouched tail is never resident), while the copy
+        # would cost a millisecond per 10 MB and double the save's peak memory for a moment.
+        return bytes(memoryview(text))
+    return text

@@ -27,6 +27,7 @@ from .base import (
     StoredThread,
     _check_owner,
     _closed,
+    _creation_data,
     _decode_record,
     _encode_data,
 )
@@ -40,7 +41,9 @@ __all__ = ["RedisStore"]
 
 # KEYS[1]: the thread's hash. ARGV: operation, expected version ("" for a create), owner, data, format.
 # Returns {1, new version}, or {0, version (-1 when absent), claim, format} when refused: the Python
-# side then runs check_write on that head to raise the same error the other stores raise.
+# side then runs check_write on that head to raise the same error the other stores raise. A claim that
+# finds the very claim it asks for (its owner's, one version on; version 0 for a create) answers that
+# version and writes nothing, as check_write recognises it.
 _SCRIPT = """
 local key = KEYS[1]
 local op, expected, owner, data, ours = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
@@ -49,12 +52,22 @@ local version = head[1] and tonumber(head[1])
 local claim = head[2] or ''
 local format = tonumber(head[3] or '1')
 local function refused() return {0, version or -1, claim, format} end
-if op == 'save' and expected == '' then
-  if version then return refused() end
-  redis.call('HSET', key, 'version', 1, 'data', data, 'claim', '', 'format', ours)
-  return {1, 1}
+if expected == '' and op ~= 'release' then
+  if version then
+    if op == 'claim' and version == 0 and claim == owner then return {1, 0} end
+    return refused()
+  end
+  if op == 'save' then
+    redis.call('HSET', key, 'version', 1, 'data', data, 'claim', '', 'format', ours)
+    return {1, 1}
+  end
+  redis.call('HSET', key, 'version', 0, 'data', data, 'claim', owner, 'format', ours)
+  return {1, 0}
 end
-if not version or version ~= tonumber(expected) or format > ours then return refused() end
+expected = tonumber(expected)
+if not version or not expected or format > ours then return refused() end
+if op == 'claim' and claim ~= '' and claim == owner and version == expected + 1 then return {1, version} end
+if version ~= expected then return refused() end
 if op == 'save' then
   redis.call('HSET', key, 'version', version + 1, 'data', data, 'claim', '', 'format', ours)
 elseif op == 'claim' then
@@ -98,6 +111,8 @@ class RedisStore(_Base):
         if isinstance(url_or_client, redis.asyncio.Redis):
             raise TypeError("RedisStore needs a synchronous redis.Redis client; async code calls it in a worker thread")
         self._redis_error: type[Exception] = redis.RedisError
+        # What a dropped connection raises: the command may have run, its reply is lost.
+        self._connection_lost: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError)
         self._owns_client = isinstance(url_or_client, str)
         self._client: _redis.Redis = (
             redis.Redis.from_url(url_or_client) if isinstance(url_or_client, str) else url_or_client
@@ -138,15 +153,23 @@ class RedisStore(_Base):
         text = _encode_data(thread_id, data)
         return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text)
 
-    def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
-        """Claim the thread for a resume; see :meth:`ThreadStore.claim`.
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
+              data: Mapping[str, Any] | None = None) -> int:
+        """Claim the thread for a run (``expected_version=None``: create it claimed, with ``data``);
+        see :meth:`ThreadStore.claim`.
+
+        A claim whose reply is lost (the connection dropped after Redis ran the script) is sent once
+        more on a fresh connection: the claim is recognised by its owner, so the second attempt either
+        lands or finds the first one, and never claims twice.
 
         Raises:
-            ConcurrentResume: the version moved on, or somebody holds a claim.
-            StoreError: Redis failed, the store is closed, or the record is of a newer format.
+            ConcurrentResume: the version moved on, somebody holds a claim, or (a create) the thread exists.
+            StoreError: the data is not JSON-ready, Redis failed (twice, for a lost connection), the store
+                is closed, or the record is of a newer format.
         """
         _check_owner(owner)
-        return self._write(thread_id, "claim", expected_version=expected_version, owner=owner, text=None)
+        return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
+                           text=_creation_data(thread_id, expected_version, data))
 
     def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
         """Undo a claim; see :meth:`ThreadStore.release`.
@@ -186,8 +209,14 @@ class RedisStore(_Base):
     ) -> int:
         args: list[str | bytes] = [operation, "" if expected_version is None else str(expected_version),
                                    owner or "", text or "", str(STORE_FORMAT_VERSION)]
+        keys = [self._key(thread_id)]
         with self._calls(thread_id):
-            reply = self._script(keys=[self._key(thread_id)], args=args)
+            try:
+                reply = self._script(keys=keys, args=args)
+            except self._connection_lost:
+                if operation != "claim":
+                    raise  # (a save or a release sent again would be refused by its own landing)
+                reply = self._script(keys=keys, args=args)
         if int(reply[0]) == 1:
             return int(reply[1])
         version, claim, format = int(reply[1]), _text(reply[2]), int(reply[3])

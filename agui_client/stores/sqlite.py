@@ -26,7 +26,17 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..errors import StoreError
-from .base import Head, Operation, StoredThread, _check_owner, _closed, _decode_record, _encode_data, checked_head
+from .base import (
+    Head,
+    Operation,
+    StoredThread,
+    _check_owner,
+    _closed,
+    _creation_data,
+    _decode_record,
+    _encode_data,
+    checked_head,
+)
 from .base import _StoreBase as _Base
 from .base import check_write as _check_write
 
@@ -118,20 +128,23 @@ class SqliteStore(_Base):
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
-        encoded = _encode_data(thread_id, data)
-        # Stored as TEXT whatever the encoder gave, so the column reads the same to any SQLite tool.
-        text = encoded.decode("utf-8") if isinstance(encoded, bytes) else encoded
-        return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text)
+        return self._write(thread_id, "save", expected_version=expected_version, owner=None,
+                           text=_as_text(_encode_data(thread_id, data)))
 
-    def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
-        """Claim the thread for a resume; see :meth:`ThreadStore.claim`.
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
+              data: Mapping[str, Any] | None = None) -> int:
+        """Claim the thread for a run (``expected_version=None``: create it claimed, with ``data``);
+        see :meth:`ThreadStore.claim`.
 
         Raises:
-            ConcurrentResume: the version moved on, or somebody holds a claim.
-            StoreError: the database failed, the store is closed, or the record is of a newer format.
+            ConcurrentResume: the version moved on, somebody holds a claim, or (a create) the thread exists.
+            StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
+                record is of a newer format.
         """
         _check_owner(owner)
-        return self._write(thread_id, "claim", expected_version=expected_version, owner=owner, text=None)
+        created = _creation_data(thread_id, expected_version, data)
+        return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
+                           text=None if created is None else _as_text(created))
 
     def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
         """Undo a claim; see :meth:`ThreadStore.release`.
@@ -172,8 +185,10 @@ class SqliteStore(_Base):
             ).fetchone()
             head = None if row is None else checked_head(thread_id, row[0], row[1], row[2])
             new = _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner)
+            if new == head:
+                return new  # (the owner's own claim, recognised: nothing to write)
             if head is None:
-                assert text is not None  # only a creating save finds no record and passes check_write
+                assert text is not None  # only a create (a save or a claim) finds no record and passes check_write
                 conn.execute(
                     "INSERT INTO agui_threads (thread_id, version, data, claim, format) VALUES (?, ?, ?, ?, ?)",
                     (thread_id, new.version, text, new.claim, new.format),
@@ -256,3 +271,8 @@ class SqliteStore(_Base):
                 self._idle.append(conn)
                 return
         conn.close()
+
+
+def _as_text(encoded: str | bytes) -> str:
+    # Stored as TEXT whatever the encoder gave, so the column reads the same to any SQLite tool.
+    return encoded.decode("utf-8") if isinstance(encoded, bytes) else encoded

@@ -21,6 +21,12 @@ would fail only when saving, after the agent had acted: the request count catche
 Threads race ``THREAD_ROUNDS`` times per store; separate processes (``multiprocessing`` with
 ``spawn``, so nothing of this process's threads or sockets is inherited) race ``PROCESS_ROUNDS``
 times per durable store, the same worker processes serving every round.
+
+The first turn of a new thread races the same way: every writer loads a thread id the store does not
+hold yet and sends a message. Its claim is the record's creation, so exactly one request reaches the
+agent there too, and every other writer gets ``ConcurrentResume`` (expected version 0) having sent
+nothing; the store holds the winner's thread at version 1 (a store of the earlier protocol, whose
+claim cannot create, at version 3: created, claimed, saved).
 """
 
 from __future__ import annotations
@@ -132,6 +138,42 @@ def attempt(client: AgentClient, thread_id: str, run_id: str, ready: Callable[[]
     return Report(won=True, outcome=result.outcome, result=result.result)
 
 
+def first_turn(client: AgentClient, thread_id: str, run_id: str, ready: Callable[[], object]) -> Report:
+    """Load a thread id nobody holds yet, wait for the others (``ready``), then send its first turn."""
+    thread = client.thread(thread_id)
+    assert thread.version is None
+    ready()
+    try:
+        result = thread.run(f"{run_id} says hello", run_id=run_id)
+    except ConcurrentResume as exc:
+        return Report(won=False, thread_id=exc.thread_id, expected=exc.expected_version, actual=exc.actual_version)
+    return Report(won=True, outcome=result.outcome, result=[i.id for i in result.interrupts])
+
+
+def check_first_round(agent: ScriptedAgent, store: ThreadStore, *, thread_id: str, before: int,
+                      reports: dict[str, Report], saved_at: int = 1) -> None:
+    """Exactly one writer sent the new thread's first turn; every other one lost before sending."""
+    winners = [run_id for run_id, report in reports.items() if report.won]
+    assert len(winners) == 1, f"{len(winners)} writers sent the first turn of thread {thread_id!r}: {winners}"
+    (winner,) = winners
+    assert (reports[winner].outcome, reports[winner].result) == ("interrupt", ["interrupt-1", "interrupt-2"])
+
+    sent = agent.requests[before:]
+    assert [r.run_id for r in sent] == [winner], "a losing writer's first turn reached the agent"
+    assert [getattr(m, "content", None) for m in sent[0].messages] == [f"{winner} says hello"]
+
+    for run_id, report in reports.items():
+        if run_id != winner:
+            assert (report.thread_id, report.expected) == (thread_id, 0)
+            assert report.actual is not None
+
+    stored = store.load(thread_id)
+    assert stored is not None
+    assert (stored.version, stored.claim) == (saved_at, None)
+    assert [i.id for i in ThreadState.load(stored.data).open_interrupts] == ["interrupt-1", "interrupt-2"]
+    assert stored.data["lastRunId"] == winner
+
+
 def check_round(agent: ScriptedAgent, store: ThreadStore, *, thread_id: str, version: int, before: int,
                 reports: dict[str, Report]) -> None:
     """Exactly one writer sent (and won); every other one lost before sending; the store holds the winner's thread."""
@@ -193,13 +235,62 @@ def test_racing_threads_send_exactly_one_resume(kind: str, served_agent: tuple[S
             store.close()
 
 
+class EarlierProtocolStore:
+    """A third-party store written for the protocol before creating claims: ``claim`` takes no ``data``."""
+
+    def __init__(self) -> None:
+        self._inner = MemoryStore()
+
+    def load(self, thread_id: str) -> Any:
+        return self._inner.load(thread_id)
+
+    def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+        return self._inner.save(thread_id, data, expected_version=expected_version)
+
+    def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
+        return self._inner.claim(thread_id, expected_version=expected_version, owner=owner)
+
+    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+        return self._inner.release(thread_id, claimed_version=claimed_version, owner=owner)
+
+    def delete(self, thread_id: str) -> None:
+        self._inner.delete(thread_id)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "earlier-protocol"])
+def test_racing_threads_send_exactly_one_first_turn(kind: str, served_agent: tuple[ScriptedAgent, str]) -> None:
+    agent, url = served_agent
+    store: Any = MemoryStore() if kind == "memory" else EarlierProtocolStore()
+    clients = [AgentClient(url, store=store, headers=FRESH) for _ in range(WRITERS)]
+    try:
+        with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+            for round_ in range(THREAD_ROUNDS):
+                thread_id = f"first-{kind}-{round_}-{uuid.uuid4().hex}"
+                before = agent.request_count
+                barrier = threading.Barrier(WRITERS)
+                release = functools.partial(barrier.wait, WATCHDOG)
+                futures = {run_id: pool.submit(first_turn, clients[i], thread_id, run_id, release)
+                           for i, run_id in enumerate(f"{thread_id}-writer-{i}" for i in range(WRITERS))}
+                reports = {run_id: future.result() for run_id, future in futures.items()}
+                check_first_round(agent, store, thread_id=thread_id, before=before, reports=reports,
+                                  saved_at=1 if kind == "memory" else 3)
+    finally:
+        for client in clients:
+            client.close()
+        store.close()
+
+
 # --------------------------------------------------------------------------------------------------
 # Processes
 # --------------------------------------------------------------------------------------------------
 
 
 def race_worker(url: str, index: int, barrier: Any, conn: Connection) -> None:
-    """One racing process: for each ``(store spec, thread id)`` received, race the others to answer.
+    """One racing process: for each ``(store spec, thread id, what)`` received, race the others to
+    answer the thread's interrupts (``what == "resume"``) or to send a new thread's first turn (``"first"``).
 
     Sends back a :class:`Report` (or the traceback text of anything unexpected); ``None`` ends it.
     Spawned, so it imports this module afresh and inherits none of the test process's threads. It
@@ -208,13 +299,14 @@ def race_worker(url: str, index: int, barrier: Any, conn: Connection) -> None:
     clients: dict[str, AgentClient] = {}
     try:
         while (job := conn.recv()) is not None:
-            spec, thread_id = job
+            spec, thread_id, what = job
             key = repr(sorted(spec.items()))
             if key not in clients:
                 clients[key] = AgentClient(url, store=open_spec(spec), headers=FRESH)
+            play = first_turn if what == "first" else attempt
             try:
-                report: Report | str = attempt(clients[key], thread_id, f"{thread_id}-process-{index}",
-                                               functools.partial(barrier.wait, WATCHDOG))
+                report: Report | str = play(clients[key], thread_id, f"{thread_id}-process-{index}",
+                                            functools.partial(barrier.wait, WATCHDOG))
             except BaseException:  # noqa: BLE001 - handed to the test, which fails with it
                 report = traceback.format_exc()
             conn.send(report)
@@ -266,13 +358,33 @@ def test_racing_processes_send_exactly_one_resume(kind: str, served_agent: tuple
             thread_id = f"race-{kind}-processes-{round_}-{uuid.uuid4().hex}"
             version = interrupted_thread(setup_client, thread_id)
             before = agent.request_count
-            for pipe in race_processes:
-                pipe.send((spec, thread_id))
-            replies = [pipe.recv() for pipe in race_processes]
-            errors = [reply for reply in replies if isinstance(reply, str)]
-            assert not errors, "\n".join(errors)
-            reports = {f"{thread_id}-process-{i}": reply for i, reply in enumerate(replies)}
+            reports = race(race_processes, spec, thread_id, "resume")
             check_round(agent, setup, thread_id=thread_id, version=version, before=before, reports=reports)
+
+
+def race(race_processes: list[Connection], spec: dict[str, str], thread_id: str, what: str) -> dict[str, Report]:
+    """Have every worker process race on ``thread_id``; returns each one's report by its run id."""
+    for pipe in race_processes:
+        pipe.send((spec, thread_id, what))
+    replies = [pipe.recv() for pipe in race_processes]
+    errors = [reply for reply in replies if isinstance(reply, str)]
+    assert not errors, "\n".join(errors)
+    return {f"{thread_id}-process-{i}": reply for i, reply in enumerate(replies)}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_racing_processes_send_exactly_one_first_turn(kind: str, served_agent: tuple[ScriptedAgent, str],
+                                                      race_processes: list[Connection],
+                                                      request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    agent, _ = served_agent
+    spec = store_spec(kind, request, tmp_path)
+    with open_spec(spec) as setup:
+        for round_ in range(PROCESS_ROUNDS):
+            thread_id = f"first-{kind}-processes-{round_}-{uuid.uuid4().hex}"
+            assert setup.load(thread_id) is None
+            before = agent.request_count
+            reports = race(race_processes, spec, thread_id, "first")
+            check_first_round(agent, setup, thread_id=thread_id, before=before, reports=reports)
 
 
 def test_an_operator_can_release_the_claim_of_a_writer_that_died(tmp_path) -> None:  # type: ignore[no-untyped-def]

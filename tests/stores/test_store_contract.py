@@ -374,6 +374,86 @@ def test_claim_of_a_thread_that_is_not_stored_is_refused(store: ThreadStore) -> 
     assert store.load("t") is None
 
 
+def test_a_claim_without_a_version_creates_the_thread_claimed_at_version_0(store: ThreadStore) -> None:
+    created = store.claim("t", expected_version=None, owner="a", data=small(1))
+
+    claimed = store.load("t")
+    saved = store.save("t", small(2), expected_version=created)
+    stored = store.load("t")
+    assert (created, claimed) == (0, StoredThread(thread_id="t", version=0, data=small(1), claim="a",
+                                                  format=STORE_FORMAT_VERSION))
+    assert (saved, stored) == (1, StoredThread(thread_id="t", version=1, data=small(2), claim=None,
+                                               format=STORE_FORMAT_VERSION))
+
+
+def test_a_creating_claim_of_a_thread_that_exists_is_refused_and_changes_nothing(store: ThreadStore) -> None:
+    store.save("saved", small(1), expected_version=None)
+    store.claim("claimed", expected_version=None, owner="a", data=small(1))
+
+    with pytest.raises(ConcurrentResume) as saved:
+        store.claim("saved", expected_version=None, owner="b", data=small(2))
+    with pytest.raises(ConcurrentResume) as claimed:
+        store.claim("claimed", expected_version=None, owner="b", data=small(2))
+    with pytest.raises(ConcurrentResume) as created:
+        store.save("claimed", small(2), expected_version=None)
+
+    assert [(c.value.thread_id, c.value.expected_version, c.value.actual_version) for c in (saved, claimed, created)] \
+        == [("saved", 0, 1), ("claimed", 0, 0), ("claimed", 0, 0)]
+    assert store.load("saved") == StoredThread(thread_id="saved", version=1, data=small(1), claim=None,
+                                               format=STORE_FORMAT_VERSION)
+    assert store.load("claimed") == StoredThread(thread_id="claimed", version=0, data=small(1), claim="a",
+                                                 format=STORE_FORMAT_VERSION)
+
+
+def test_releasing_a_creating_claim_leaves_the_thread_at_version_1_unclaimed(store: ThreadStore) -> None:
+    store.claim("t", expected_version=None, owner="a", data=small(1))
+
+    released = store.release("t", claimed_version=0, owner="a")
+
+    assert (released, store.load("t")) == (1, StoredThread(thread_id="t", version=1, data=small(1), claim=None,
+                                                           format=STORE_FORMAT_VERSION))
+    assert store.claim("t", expected_version=1, owner="b") == 2
+
+
+def test_a_claim_sent_again_by_its_owner_is_recognised_and_writes_nothing(store: ThreadStore) -> None:
+    # The owner's claim landed but its reply was lost: sent again, it finds itself (the same version
+    # back, nothing written) instead of being refused. Nobody else's claim is recognised, and a claim
+    # the owner knows it holds (asked for from the version it made) stays refused.
+    store.save("t", small(1), expected_version=None)
+    store.claim("t", expected_version=1, owner="a")
+    store.claim("new", expected_version=None, owner="a", data=small(1))
+
+    again = store.claim("t", expected_version=1, owner="a")
+    created_again = store.claim("new", expected_version=None, owner="a", data=small(2))
+    with pytest.raises(ConcurrentResume) as other:
+        store.claim("t", expected_version=1, owner="b")
+    with pytest.raises(ConcurrentResume) as held:
+        store.claim("t", expected_version=2, owner="a")
+
+    assert (again, created_again) == (2, 0)
+    assert store.load("t") == StoredThread(thread_id="t", version=2, data=small(1), claim="a",
+                                           format=STORE_FORMAT_VERSION)
+    assert store.load("new") == StoredThread(thread_id="new", version=0, data=small(1), claim="a",
+                                             format=STORE_FORMAT_VERSION)
+    assert [(c.value.expected_version, c.value.actual_version) for c in (other, held)] == [(1, 2), (2, 2)]
+    assert store.save("t", small(3), expected_version=again) == 3
+
+
+def test_a_claim_takes_data_exactly_when_it_creates_the_thread(store: ThreadStore) -> None:
+    store.save("t", small(1), expected_version=None)
+
+    with pytest.raises(ValueError):
+        store.claim("new", expected_version=None, owner="a")
+    with pytest.raises(ValueError):
+        store.claim("t", expected_version=1, owner="a", data=small(2))
+    with pytest.raises(StoreError):
+        store.claim("new", expected_version=None, owner="a", data={"bad": {1, 2}})
+
+    assert store.load("new") is None
+    assert store.load("t") == StoredThread(thread_id="t", version=1, data=small(1), claim=None,
+                                           format=STORE_FORMAT_VERSION)
+
+
 def test_release_makes_the_thread_claimable_again(store: ThreadStore) -> None:
     store.save("t", small(1), expected_version=None)
     claimed = store.claim("t", expected_version=1, owner="a")
@@ -488,6 +568,33 @@ def test_racing_claims_of_one_version_admit_exactly_one(store: ThreadStore) -> N
             stored = store.load(thread_id)
             assert stored is not None
             assert (stored.version, stored.claim, stored.data) == (2, f"w{winners[0]}", small(n))
+
+
+@pytest.mark.usefixtures("eager_thread_switching")
+def test_racing_creating_claims_of_one_new_thread_admit_exactly_one(store: ThreadStore) -> None:
+    """16 threads claim a thread id nobody holds at once, 50 times over: one creates it each time."""
+    workers, rounds = 16, 50
+    barrier = threading.Barrier(workers)
+
+    def contend(thread_id: str, worker: int) -> tuple[str, int | None]:
+        barrier.wait(timeout=60)  # (a watchdog, not a timing)
+        try:
+            store.claim(thread_id, expected_version=None, owner=f"w{worker}", data=small(worker))
+        except ConcurrentResume as exc:
+            return "lost", exc.actual_version
+        return "won", None
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for n in range(rounds):
+            thread_id = f"new-{n}"
+            results = list(pool.map(contend, [thread_id] * workers, range(workers)))
+
+            winners = [w for w, (outcome, _) in enumerate(results) if outcome == "won"]
+            assert len(winners) == 1, f"round {n}: {len(winners)} creating claims succeeded"
+            assert {actual for outcome, actual in results if outcome == "lost"} == {0}
+            stored = store.load(thread_id)
+            assert stored is not None
+            assert (stored.version, stored.claim, stored.data) == (0, f"w{winners[0]}", small(winners[0]))
 
 
 @pytest.mark.usefixtures("eager_thread_switching")
@@ -754,9 +861,10 @@ def test_a_durable_thread_survives_into_a_second_store_object(durable_backend: B
 # --------------------------------------------------------------------------------------------------
 
 
-def test_check_write_refuses_without_a_version_for_anything_but_a_create() -> None:
+def test_check_write_refuses_a_release_without_a_version() -> None:
+    # (a save or a claim without one creates the thread)
     with pytest.raises(ValueError):
-        check_write("t", Head(version=1, claim=None, format=1), "claim", expected_version=None, owner="a")
+        check_write("t", Head(version=1, claim="a", format=1), "release", expected_version=None, owner="a")
 
 
 def test_sqlite_store_uses_wal_and_refuses_an_in_memory_database(tmp_path: Path) -> None:

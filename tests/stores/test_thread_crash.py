@@ -14,7 +14,8 @@ and is killed with SIGKILL at a moment drawn from a seeded RNG, one of:
 * ``gate``: while the agent holds the response at a ``Wait`` half-way through the stream.
 
 Then a fresh store object loads the thread. It must hold either the previous version (claimed, when
-the kill came after the claim and before the save) or exactly the thread a complete run makes: the
+the kill came after the claim and before the save; for the first run, nothing, or the record its claim
+created: version 0, claimed, the empty thread) or exactly the thread a complete run makes: the
 previous one with the run's request and all of the run's events folded in, rebuilt here with
 ``replay`` from the request the agent received. Never anything between. When the killed process had
 printed ``reported``, the thread's open interrupts are exactly the ones it printed; a kill while the
@@ -145,22 +146,21 @@ def play(helper: subprocess.Popen[str], stdout: IO[str], job: dict[str, Any], mo
 def check_after_kill(stored: StoredThread | None, previous: StoredThread | None, *, thread_id: str, run_id: str,
                      reported: list[str] | None, sent: list[RunAgentInput]) -> str:
     """The thread is the previous version or the complete new one; returns which (``previous``/``new``)."""
-    # Every run of a stored thread claims it before sending (a resume or not); a new thread's first run
-    # creates it with its one save.
-    claims = previous is not None
-    if stored is None or (previous is not None and stored.data == previous.data):
+    # Every run claims the thread before sending (a resume or not): a stored one at its version, a new
+    # one by creating its record claimed, at version 0, holding the thread as it was before the run.
+    before = previous.data if previous is not None else ThreadState(thread_id=thread_id).dump()
+    if stored is None or stored.data == before:
         assert reported is None, f"run {run_id} reported {reported}, but the store holds the previous thread"
         if stored is None:
             assert previous is None, "the thread vanished"
         else:
-            assert previous is not None
             # Untouched, or claimed before the request and killed before the save.
-            allowed = [(previous.version, False)] + ([(previous.version + 1, True)] if claims else [])
+            allowed = [(0, True)] if previous is None else [(previous.version, False), (previous.version + 1, True)]
             assert (stored.version, stored.claim is not None) in allowed
         return "previous"
     assert len(sent) == 1, f"the store moved on, but the agent received {len(sent)} request(s) for run {run_id}"
     assert stored.claim is None
-    assert stored.version == (1 if previous is None else previous.version + (2 if claims else 1))
+    assert stored.version == (1 if previous is None else previous.version + 2)
     assert stored.data == complete_run(previous, thread_id, sent[0]), f"torn thread at version {stored.version}"
     thread = ThreadState.load(stored.data)
     if reported is not None:
