@@ -11,7 +11,6 @@ from __future__ import annotations
 # define them: a star import of the agui_client.types package, whose list is a sum of theirs, left them
 # invisible to mypy (`from agui_client import Interrupt` failed; CI type-checks tests/typing/user_script.py).
 from . import errors as _errors
-from . import types as _types
 from ._version import __version__
 from .client import AgentClient, AsyncAgentClient
 from .core.fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, parsed_arguments
@@ -19,12 +18,13 @@ from .core.session import RunResult, RunSession, replay
 from .errors import *  # noqa: F403
 from .interrupts import ResumeBuilder, check_resume, is_expired, parse_expires_at
 from .thread import AsyncRunStream, AsyncThread, RunStream, Thread
-from .types.base import *  # noqa: F403
-from .types.capabilities import *  # noqa: F403
-from .types.events import *  # noqa: F403
-from .types.messages import *  # noqa: F403
-from .types.run import *  # noqa: F403
+from .wire import types as _types
 from .wire.codec import decode_event, encode
+from .wire.types.base import *  # noqa: F403
+from .wire.types.capabilities import *  # noqa: F403
+from .wire.types.events import *  # noqa: F403
+from .wire.types.messages import *  # noqa: F403
+from .wire.types.run import *  # noqa: F403
 
 __all__ = [
     "__version__",

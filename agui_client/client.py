@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import httpx
 
-from . import codec
 from ._redact import Redactor, redact_exception
-from ._wire import encode_messages
+from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     AuthenticationError,
     ConnectTimeout,
@@ -36,9 +35,10 @@ from .errors import (
     StreamWarning,
     TransportError,
 )
-from .session import DEFAULT_MAX_EVENT_BYTES
-from .sse import SSEDecoder
-from .types.run import PROTOCOL_VERSION, RunAgentInput
+from .wire import codec
+from .wire.jsonio import dump_json
+from .wire.sse import SSEDecoder
+from .wire.types.run import PROTOCOL_VERSION, RunAgentInput
 
 if TYPE_CHECKING:
     from .stores import ThreadStore
@@ -173,11 +173,11 @@ def _request_body(run_input: RunAgentInput) -> bytes:
     if run_input.protocol_version is None:
         run_input = attrs.evolve(run_input, protocol_version=PROTOCOL_VERSION)
     if not run_input.messages:
-        return codec.dump_json(codec.encode(run_input))
+        return dump_json(codec.encode(run_input))
     # Every run sends the whole thread: its messages are built directly, the converter's output.
     wire = codec.encode(attrs.evolve(run_input, messages=()))
-    wire["messages"] = encode_messages(run_input.messages)
-    return codec.dump_json(wire)
+    wire["messages"] = codec.encode_messages(run_input.messages)
+    return dump_json(wire)
 
 
 def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:

@@ -27,7 +27,6 @@ from dateutil.parser import isoparse
 from jsonschema.validators import validator_for
 from typing_extensions import Self
 
-from .codec import _warn, json_problem
 from .errors import (
     DuplicateResumeEntry,
     ExpiredInterruptAnswered,
@@ -40,8 +39,10 @@ from .errors import (
     UnencodableResumePayload,
     UnknownInterrupt,
 )
-from .types.base import JSON, Metadata
-from .types.run import Interrupt, ResumeEntry
+from .wire.jsonio import json_problem
+from .wire.sink import warn as _warn
+from .wire.types.base import JSON, Metadata
+from .wire.types.run import Interrupt, ResumeEntry
 
 __all__ = ["Clock", "is_expired", "parse_expires_at", "check_resume", "ResumeBuilder", "PROBLEM_KINDS"]
 
@@ -199,7 +200,7 @@ def is_expired(interrupt: Interrupt, now: Clock = None) -> bool:
     ``expiresAt`` is read by :func:`parse_expires_at`. An interrupt without one never expires. A value
     that is not a date never expires either (IR-18) and gives one warning naming the interrupt; so
     does a date-time without a zone, which is read as UTC (B246). Warnings go to the active
-    :func:`agui_client.codec.collect_warnings` sink (once per interrupt id and value), or else through
+    :func:`agui_client.wire.sink.collect_warnings` sink (once per interrupt id and value), or else through
     :mod:`warnings` as :class:`~agui_client.errors.AguiWarning` (whose default filter shows each
     distinct message once per calling location).
 
@@ -369,7 +370,7 @@ def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeE
     is checked as ``null``, and an interrupt without a schema accepts anything. Every status must be
     ``resolved`` or ``cancelled`` (B270). With no open interrupts, any entry answers nothing (B269);
     an empty list with nothing open is an ordinary run and passes. Every payload and metadata must be
-    JSON (see :func:`agui_client.codec.json_problem`).
+    JSON (see :func:`agui_client.wire.jsonio.json_problem`).
 
     Plain entries carry no record of the thread or run they were made for, so they are matched to
     the open interrupts by id alone; interrupt ids are unique only within a run. A builder from

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import attrs
 
-from . import codec
+from .core.fold import ThreadState, parsed_arguments
+from .core.session import RunResult, RunSession
 from .errors import (
     AguiError,
     ConcurrentResume,
@@ -37,13 +38,13 @@ from .errors import (
     TransportError,
     UnencodableValue,
 )
-from .fold import ThreadState, parsed_arguments
 from .interrupts import ResumeBuilder, _warn_absent_payloads, check_resume
-from .session import RunResult, RunSession
-from .types import events as ev
-from .types import messages as msg
-from .types.base import JSON
-from .types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, Tool
+from .wire import codec
+from .wire.jsonio import json_problem
+from .wire.types import events as ev
+from .wire.types import messages as msg
+from .wire.types.base import JSON
+from .wire.types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, Tool
 
 if TYPE_CHECKING:
     from .client import AgentClient, AsyncAgentClient, StreamHandle
@@ -355,7 +356,7 @@ def _unencodable(text: str) -> bool:
 
 
 def _refuse_unencodable(field: str, value: Any, what: str, *, prefix: str = "") -> None:
-    found = codec.json_problem(value)
+    found = json_problem(value)
     if found is not None:
         _refuse(field, what, prefix + found[0], found[1])
 
@@ -384,7 +385,7 @@ def _body(run_input: RunAgentInput) -> bytes:
         # A value the checks above do not reach (a message added to the thread by hand, say): still a
         # typed refusal before the claim, located when the converter's output shows where.
         try:
-            found = codec.json_problem(codec.encode(run_input))
+            found = json_problem(codec.encode(run_input))
         except (TypeError, ValueError):
             found = None
         pointer, reason = found if found is not None else ("", str(exc))

@@ -19,9 +19,9 @@ from ..core.session import RunResult
 from ..errors import ExpiredInterruptAnswered, InvalidResumePayload
 from ..interrupts import ResumeBuilder
 from ..thread import Thread
-from ..types.base import JSON
-from ..types.run import Interrupt
 from ..wire import codec
+from ..wire.types.base import JSON
+from ..wire.types.run import Interrupt
 from . import forms
 from .render import EventRenderer, Output, render_interrupt, render_warnings
 from .terminal import json_text

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import jsonschema
 
-from ..types.base import JSON
+from ..wire.types.base import JSON
 
 __all__ = ["Asker", "Field", "fields", "describe", "yes_payload", "ask_payload", "field_errors"]
 

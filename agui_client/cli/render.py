@@ -25,9 +25,9 @@ from rich.text import Text
 from ..core.fold import ThreadState, sum_usage
 from ..errors import AguiError, HTTPStatusError, ProtocolError, ResumeRefused, StreamWarning
 from ..interrupts import parse_expires_at
-from ..types import events as ev
-from ..types import messages as msg
-from ..types.run import Interrupt, TokenUsage
+from ..wire.types import events as ev
+from ..wire.types import messages as msg
+from ..wire.types.run import Interrupt, TokenUsage
 from . import forms
 from .terminal import SafeConsole, safe_text, visible
 

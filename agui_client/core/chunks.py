@@ -51,9 +51,9 @@ from attrs import define
 from typing_extensions import assert_never
 
 from ..errors import SequenceError
-from ..types import events as ev
-from ..types.base import Metadata
-from ..types.messages import TextMessageRole
+from ..wire.types import events as ev
+from ..wire.types.base import Metadata
+from ..wire.types.messages import TextMessageRole
 
 __all__ = ["ChunkExpander"]
 

@@ -15,7 +15,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
-from ..types import messages as msg
+from ..wire.types import messages as msg
 
 __all__ = ["Roster", "Owner"]
 

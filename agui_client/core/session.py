@@ -27,14 +27,14 @@ from attrs import frozen
 from .._redact import redact_exception, redact_record
 from ..errors import LimitExceeded, ProtocolError, RunFailed, StreamEnded, StreamWarning
 from ..interrupts import is_expired
-from ..types import events as ev
-from ..types import messages as msg
-from ..types import run as rn
-from ..types.base import JSON
 from ..wire import codec
 from ..wire.jsonio import DEFAULT_MAX_DEPTH, SLICED_MIN, parse_batch, parse_json, read_slices
 from ..wire.sink import WarningSink
 from ..wire.sse import SSEDecoder
+from ..wire.types import events as ev
+from ..wire.types import messages as msg
+from ..wire.types import run as rn
+from ..wire.types.base import JSON
 from .chunks import ChunkExpander
 from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
 from .roster import Roster

@@ -49,8 +49,8 @@ from attrs import define, field, frozen
 from typing_extensions import assert_never
 
 from ..errors import SequenceError, StreamEnded, StreamWarning
-from ..types import events as ev
-from ..types.run import (
+from ..wire.types import events as ev
+from ..wire.types.run import (
     PROTOCOL_VERSION,
     Interrupt,
     RunFinishedCancelledOutcome,

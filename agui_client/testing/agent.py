@@ -36,8 +36,11 @@ import attrs
 from attrs import field, frozen
 
 from ..errors import ProtocolError
-from ..types.base import JSON
-from ..types.events import (
+from ..wire.codec import decode, decode_value, encode
+from ..wire.jsonio import dump_json, parse_json
+from ..wire.sink import collect_warnings
+from ..wire.types.base import JSON
+from ..wire.types.events import (
     EVENT_TYPES,
     CustomEvent,
     Event,
@@ -46,7 +49,7 @@ from ..types.events import (
     RunStartedEvent,
     UnknownEvent,
 )
-from ..types.run import (
+from ..wire.types.run import (
     PROTOCOL_VERSION,
     Interrupt,
     ResumeEntry,
@@ -55,9 +58,6 @@ from ..types.run import (
     RunFinishedOutcome,
     TokenUsage,
 )
-from ..wire.codec import decode, decode_value, encode
-from ..wire.jsonio import dump_json, parse_json
-from ..wire.sink import collect_warnings
 from . import scenarios
 from .scenarios import ANSWER_SCHEMA
 

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from ..types.base import JSON
-from ..types.events import (
+from ..wire.jsonio import dump_json
+from ..wire.types.base import JSON
+from ..wire.types.events import (
     ActivityDeltaEvent,
     ActivitySnapshotEvent,
     Event,
@@ -37,8 +38,8 @@ from ..types.events import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from ..types.messages import TextMessageRole, ToolMessage, UserMessage
-from ..types.run import (
+from ..wire.types.messages import TextMessageRole, ToolMessage, UserMessage
+from ..wire.types.run import (
     PROTOCOL_VERSION,
     Interrupt,
     RunAgentInput,
@@ -47,7 +48,6 @@ from ..types.run import (
     RunFinishedSuccessOutcome,
     TokenUsage,
 )
-from ..wire.jsonio import dump_json
 
 __all__ = [
     "ANSWER_SCHEMA",

@@ -1,12 +1,12 @@
-"""AG-UI 1.0 wire types: frozen attrs classes with snake_case attributes.
+"""The AG-UI 1.0 wire types: the public path of :mod:`agui_client.wire.types`.
 
-They know nothing of JSON: ``agui_client.codec`` maps them to and from the camelCase wire.
+Every name here (and in ``agui_client.types.events``, ``.messages``, ``.run``, ``.capabilities``,
+``.base``) is the class defined in ``agui_client.wire.types``; the names are also importable from
+``agui_client`` itself.
 """
 
 from __future__ import annotations
 
-# Each submodule's ``__all__`` is the list of its public names; this package re-exports them all (mypy
-# reads the ``+=`` lines below as the static list it needs for re-exports).
 from . import base, capabilities, events, messages, run
 from .base import *  # noqa: F403
 from .capabilities import *  # noqa: F403

@@ -1,13 +1,6 @@
-"""Shared aliases for the wire types."""
+"""The public path of :mod:`agui_client.wire.types.base`."""
 
 from __future__ import annotations
 
-from typing import Any
-
-__all__ = ["JSON", "Metadata"]
-
-#: Free-form JSON carried verbatim (state, payloads, results, rawEvent …).
-JSON = Any
-
-#: Envelope metadata: a JSON object whose values are any JSON (``null`` included).
-Metadata = dict[str, Any]
+from ..wire.types.base import *  # noqa: F403
+from ..wire.types.base import __all__ as __all__

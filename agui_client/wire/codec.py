@@ -30,10 +30,6 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ..errors import DecodeError
-from ..types import events as ev
-from ..types import messages as msg
-from ..types import run as rn
-from ..types.events import EVENT_TYPES, Event, UnknownEvent
 from . import derive
 from .jsonio import (
     DEFAULT_MAX_DEPTH,
@@ -47,6 +43,10 @@ from .jsonio import (
     read_slices,
 )
 from .sink import DROP_WARNINGS, WarningSink, collect_warnings, warn
+from .types import events as ev
+from .types import messages as msg
+from .types import run as rn
+from .types.events import EVENT_TYPES, Event, UnknownEvent
 
 __all__ = [
     "decode_event",

@@ -26,11 +26,11 @@ import attrs
 from typing_extensions import assert_never
 
 from ...errors import ProtocolError, StreamWarning
-from ...types import events as ev
-from ...types import messages as msg
-from ...types import run as rn
-from ...types.base import JSON
 from ...wire.jsonio import parse_json
+from ...wire.types import events as ev
+from ...wire.types import messages as msg
+from ...wire.types import run as rn
+from ...wire.types.base import JSON
 from ..roster import Roster
 from .document import EMPTY_STATE, StateDocument
 from .entries import Entry

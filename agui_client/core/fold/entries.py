@@ -17,9 +17,9 @@ from typing import Any
 import attrs
 
 from ...errors import StreamWarning
-from ...types import messages as msg
 from ...wire import codec
 from ...wire.jsonio import plain_json
+from ...wire.types import messages as msg
 
 __all__ = [
     "Call",

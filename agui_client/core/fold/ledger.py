@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import attrs
 
 from ...errors import StreamWarning
-from ...types import messages as msg
-from ...types import run as rn
-from ...types.base import JSON
+from ...wire.types import messages as msg
+from ...wire.types import run as rn
+from ...wire.types.base import JSON
 from .document import StateDocument
 from .entries import Entry
 from .log import MessageLog

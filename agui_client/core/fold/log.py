@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ...errors import StreamWarning
-from ...types import messages as msg
+from ...wire.types import messages as msg
 from .entries import Call, Entry, Held, new_entry, role_of, type_held, whole, wire_entry
 from .records import RunRecord, note_added, note_removed
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ...types import messages as msg
-from ...types import run as rn
 from ...wire import codec
 from ...wire.jsonio import PlainDict, PlainList, copy_json
+from ...wire.types import messages as msg
+from ...wire.types import run as rn
 from ..roster import Roster
 from .entries import Entry
 from .log import MessageLog

@@ -8,8 +8,8 @@ from typing import Literal
 import attrs
 from attrs import frozen
 
-from ...types import run as rn
-from ...types.base import JSON
+from ...wire.types import run as rn
+from ...wire.types.base import JSON
 
 __all__ = ["Outcome", "RunErrorInfo", "StepRecord", "SubagentRecord", "RunRecord", "note_added", "note_removed",
            "sum_usage"]
