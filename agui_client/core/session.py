@@ -240,7 +240,7 @@ class RunSession:
 
     def _feed_parsed(self, value: Any, index: int) -> list[ev.Event | ev.UnknownEvent]:
         # A payload parsed here: read by the front-end when nobody wants its event, else decoded.
-        if not self._events and self._failed is None and type(value) is dict and not self._chunks._lanes:
+        if not self._events and self._failed is None and type(value) is dict and self._chunks.idle:
             try:
                 front = _FRONT.get(value.get("type"))  # type: ignore[arg-type]
             except TypeError:  # an unhashable "type" (an array, an object): decoding says what is wrong
@@ -625,6 +625,58 @@ def _tool_result(session: RunSession, index: int, message_id: str, tool_call_id:
         session._add_warnings(found, index, "TOOL_CALL_RESULT")
 
 
+def _reasoning_start(session: RunSession, index: int, message_id: str, role: str = "reasoning",
+                     subagent_run_id: str | None = None, timestamp: int | None = None, raw_event: JSON = None,
+                     metadata: Any = None) -> None:
+    session._chunks.explicit_start("reasoning", message_id, subagent_run_id, timestamp)
+    session._verifier.reasoning_message_start(index, message_id, subagent_run_id)
+    found = session.state.streams.text_start(message_id, "reasoning", None, subagent_run_id, metadata)
+    if found:
+        session._add_warnings(found, index, "REASONING_MESSAGE_START")
+
+
+def _reasoning_end(session: RunSession, index: int, message_id: str, subagent_run_id: str | None = None,
+                   timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._chunks.explicit_end("reasoning", message_id, subagent_run_id, timestamp)
+    session._verifier.reasoning_message_end(index, message_id, subagent_run_id)
+    found = session.state.streams.text_end(message_id, metadata)
+    if found:
+        session._add_warnings(found, index, "REASONING_MESSAGE_END")
+
+
+def _span_start(session: RunSession, index: int, message_id: str, subagent_run_id: str | None = None,
+                timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._verifier.reasoning_start(index, message_id, subagent_run_id)  # (a span holds no state of its own)
+
+
+def _span_end(session: RunSession, index: int, message_id: str, subagent_run_id: str | None = None,
+              timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._verifier.reasoning_end(index, message_id, subagent_run_id)
+
+
+def _state_snapshot(session: RunSession, index: int, snapshot: JSON, subagent_run_id: str | None = None,
+                    timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._verifier.passive(index, "STATE_SNAPSHOT")
+    session.state.document.snapshot(snapshot, True)
+
+
+def _custom(session: RunSession, index: int, name: str, value: JSON, subagent_run_id: str | None = None,
+            timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._verifier.passive(index, "CUSTOM")  # (it carries no state of its own)
+
+
+def _step_started(session: RunSession, index: int, step_name: str, subagent_run_id: str | None = None,
+                  timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._verifier.step_started(index, step_name, subagent_run_id)
+    session.state.ledger.step_started(step_name, subagent_run_id)
+
+
+def _step_finished(session: RunSession, index: int, step_name: str, subagent_run_id: str | None = None,
+                   timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
+    session._verifier.step_finished(index, step_name, subagent_run_id)
+    session.state.ledger.step_finished(step_name, subagent_run_id)
+
+
 def _state_delta(session: RunSession, index: int, delta: list[Any], subagent_run_id: str | None = None,
                  timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
     session._verifier.passive(index, "STATE_DELTA")
@@ -661,6 +713,14 @@ def _fronts() -> dict[str, Any]:
         (ev.ToolCallEndEvent, _tool_end, None),
         (ev.ToolCallResultEvent, _tool_result, None),
         (ev.StateDeltaEvent, _state_delta, None),
+        (ev.ReasoningMessageStartEvent, _reasoning_start, None),
+        (ev.ReasoningMessageEndEvent, _reasoning_end, None),
+        (ev.ReasoningStartEvent, _span_start, None),
+        (ev.ReasoningEndEvent, _span_end, None),
+        (ev.StateSnapshotEvent, _state_snapshot, None),
+        (ev.CustomEvent, _custom, None),
+        (ev.StepStartedEvent, _step_started, None),
+        (ev.StepFinishedEvent, _step_finished, None),
         (ev.MessagesSnapshotEvent, _messages_snapshot, {"messages": _held}),
     ]
     table = {}
