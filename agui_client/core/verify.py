@@ -170,273 +170,20 @@ class _Run:
     answered: set[str] = field(factory=set)  # tool call ids with a TOOL_CALL_RESULT in this run
 
 
-class RunVerifier:
-    """Checks one response's events against the AG-UI run sequence rules.
+class _IdRules:
+    """The id rules of a run, one handler per event kind that opens, continues or closes an entity.
 
-    Feed every event (after chunk expansion) to :meth:`check`, then call :meth:`end` when the
-    stream ends. Each event kind's rules are one handler with the event's fields as arguments
-    (``text_start``, ``tool_args``, ``run_finished`` …), which :meth:`check` calls and a caller that
-    reads events from their JSON may call directly.
-
-    Args:
-        known_tool_call_ids: tells whether a tool call id exists in the thread's history, so a
-            ``TOOL_CALL_RESULT`` answering a call of an earlier run is not unknown (TC-10).
-        known_message_ids: tells whether a message id exists in the thread's history, so reusing
-            it is reported (B149).
+    Part of :class:`RunVerifier`, which holds the state these read: the phase, the run scope and the
+    stream-wide id records. Each handler first takes the phase step the table gives every event that is
+    not a run-lifecycle event, then applies its kind's rules; a refusal leaves the state unchanged.
     """
 
-    def __init__(
-        self,
-        *,
-        known_tool_call_ids: Callable[[str], bool] | None = None,
-        known_message_ids: Callable[[str], bool] | None = None,
-    ) -> None:
-        self._known_tool_call_ids = known_tool_call_ids
-        self._known_message_ids = known_message_ids
-        self._phase: Phase = "idle"
-        self._run = _Run(number=0)
-        # id -> number of the last run that used it, across the whole stream (for B149, TC-05, TC-10).
-        self._message_run: dict[str, int] = {}
-        self._tool_call_run: dict[str, int] = {}
-
-    # -- public state -------------------------------------------------------------------------
-
-    @property
-    def phase(self) -> Phase:
-        """Where the stream stands: ``idle``, ``running``, ``finished``, ``errored`` or ``late-error``."""
-        return self._phase
-
-    @property
-    def run_id(self) -> str | None:
-        """The current (or last) run's id; ``None`` before any ``RUN_STARTED``."""
-        return self._run.run_id
-
-    @property
-    def thread_id(self) -> str | None:
-        """The current (or last) run's thread id; ``None`` before any ``RUN_STARTED``."""
-        return self._run.thread_id
-
-    @property
-    def terminated(self) -> bool:
-        """Whether the last run ended with ``RUN_FINISHED`` or ``RUN_ERROR``."""
-        return self._phase in _TERMINATED
-
-    @property
-    def running(self) -> bool:
-        """Whether a run is open."""
-        return self._phase == "running"
-
-    @property
-    def open_message_ids(self) -> Set[str]:
-        """Text messages of the current run still open (a live view, replaced when a run starts)."""
-        return self._run.messages.keys()
-
-    @property
-    def open_tool_call_ids(self) -> Set[str]:
-        """Tool calls of the current run whose arguments are still streaming (a live view)."""
-        return self._run.tool_calls.keys()
-
-    @property
-    def open_reasoning_message_ids(self) -> Set[str]:
-        """Reasoning messages of the current run still open (a live view)."""
-        return self._run.reasoning_messages.keys()
-
-    @property
-    def active_subagent_ids(self) -> Set[str]:
-        """Subagents of the current run started and not yet finished (a live view)."""
-        return self._run.subagents.keys()
-
-    @property
-    def open_entities(self) -> tuple[str, ...]:
-        """Everything of the current run left open, labelled for a person (``"message 'm1'"`` …)."""
-        run = self._run
-        return (
-            *(f"message {i!r}" for i in run.messages),
-            *(f"tool call {i!r}" for i in run.tool_calls),
-            *(f"reasoning message {i!r}" for i in run.reasoning_messages),
-            *(f"reasoning span {i!r}" for i in run.reasoning_spans),
-            *(f"step {name!r}" + ("" if owner is None else f" of subagent {owner!r}") for owner, name in run.steps),
-            *(f"subagent {i!r}" for i in run.subagents),
-        )
-
-    # -- the typed entry ------------------------------------------------------------------------
-
-    def check(self, event: ev.Event | ev.UnknownEvent, index: int) -> list[StreamWarning]:
-        """Check the next event and advance the state: the event's handler, called with its fields.
-
-        Args:
-            event: the event, after chunk expansion.
-            index: its 0-based index in the stream.
-
-        Returns:
-            Warnings about contradictions the client tolerates (empty for most events).
-
-        Raises:
-            SequenceError: the event breaks a sequence rule; the verifier's state is unchanged.
-            TypeError: a ``*_CHUNK`` event was not expanded first.
-        """
-        match event:
-            case ev.TextMessageContentEvent():
-                return self.text_content(index, event.message_id, event.subagent_run_id)
-            case ev.ToolCallArgsEvent():
-                return self.tool_args(index, event.tool_call_id, event.subagent_run_id)
-            case ev.ReasoningMessageContentEvent():
-                return self.reasoning_content(index, event.message_id, event.subagent_run_id)
-            case ev.TextMessageStartEvent():
-                return self.text_start(index, event.message_id, event.subagent_run_id)
-            case ev.TextMessageEndEvent():
-                return self.text_end(index, event.message_id, event.subagent_run_id)
-            case ev.ToolCallStartEvent():
-                return self.tool_start(index, event.tool_call_id, event.parent_message_id, event.subagent_run_id)
-            case ev.ToolCallEndEvent():
-                return self.tool_end(index, event.tool_call_id, event.subagent_run_id)
-            case ev.ToolCallResultEvent():
-                return self.tool_result(index, event.message_id, event.tool_call_id, event.subagent_run_id)
-            case ev.StateSnapshotEvent() | ev.StateDeltaEvent() | ev.CustomEvent() | ev.RawEvent():
-                return self.passive(index, event.TYPE)
-            case ev.MessagesSnapshotEvent():
-                return self.messages_snapshot(index, Roster.of(event.messages))
-            case ev.RunStartedEvent():
-                roster = Roster.of(event.input.messages, first_wins=True) if event.input is not None else None
-                return self.run_started(index, event.run_id, event.thread_id, roster, event.protocol_version)
-            case ev.RunFinishedEvent():
-                return self.run_finished(index, event.thread_id, event.run_id, event.outcome)
-            case ev.RunErrorEvent():
-                return self.run_error(index)
-            case ev.ReasoningStartEvent():
-                return self.reasoning_start(index, event.message_id, event.subagent_run_id)
-            case ev.ReasoningMessageStartEvent():
-                return self.reasoning_message_start(index, event.message_id, event.subagent_run_id)
-            case ev.ReasoningMessageEndEvent():
-                return self.reasoning_message_end(index, event.message_id, event.subagent_run_id)
-            case ev.ReasoningEndEvent():
-                return self.reasoning_end(index, event.message_id, event.subagent_run_id)
-            case ev.ReasoningEncryptedValueEvent():
-                return self.encrypted_value(index, event.subtype, event.entity_id, event.subagent_run_id)
-            case ev.StepStartedEvent():
-                return self.step_started(index, event.step_name, event.subagent_run_id)
-            case ev.StepFinishedEvent():
-                return self.step_finished(index, event.step_name, event.subagent_run_id)
-            case ev.SubagentStartedEvent():
-                return self.subagent_started(index, event.subagent_run_id, event.parent_subagent_run_id)
-            case ev.SubagentFinishedEvent():
-                return self.subagent_finished(index, event.subagent_run_id, event.outcome)
-            case ev.SubagentErrorEvent():
-                return self.subagent_error(index, event.subagent_run_id)
-            case ev.ActivitySnapshotEvent():
-                return self.activity_snapshot(index, event.message_id, event.subagent_run_id, event.replace)
-            case ev.ActivityDeltaEvent():
-                return self.activity_delta(index, event.message_id, event.subagent_run_id)
-            case ev.UnknownEvent():
-                return []
-            case ev.TextMessageChunkEvent() | ev.ToolCallChunkEvent() | ev.ReasoningMessageChunkEvent():
-                raise TypeError(f"{event.TYPE} must be expanded with ChunkExpander before verification")
-            case _:
-                assert_never(event)
-
-    def end(self, index: int) -> None:
-        """The stream ended (cleanly or not).
-
-        Args:
-            index: the index the next event would have had.
-
-        Raises:
-            StreamEnded: a run is still open, or no run ever started (LC-04); ``open_entities``
-                lists what was left open.
-        """
-        if self._phase == "running":
-            raise StreamEnded("the stream ended without RUN_FINISHED or RUN_ERROR", open_entities=self.open_entities,
-                              run_id=self._run.run_id, index=index, rule="LC-04/AGUI003")
-        if self._phase == "idle":
-            raise StreamEnded("the stream ended without RUN_FINISHED or RUN_ERROR (no run started)",
-                              index=index, rule="LC-04/AGUI003")
-
-    # -- the phase table ------------------------------------------------------------------------
-
-    def _other(self, index: int, kind: str) -> None:
-        """The phase step of an event that is not a run-lifecycle event, in a phase that it does not keep
-        (the handlers test ``_KEEPS`` first: most events arrive while a run is running)."""
-        target = TRANSITIONS[self._phase].other
-        if isinstance(target, Violation):
-            raise self._error(target.message, kind, index, rule=target.rule)
-        self._phase = target  # (no phase of today's table lands here: every other step keeps or refuses)
-
-    def _lifecycle(self, index: int, kind: str, column: str) -> Phase:
-        """The phase a run-lifecycle event leads to (``column``: its table column), or its violation raised."""
-        target: Phase | Violation = getattr(TRANSITIONS[self._phase], column)
-        if isinstance(target, Violation):
-            raise self._error(target.message, kind, index, rule=target.rule)
-        return target
-
-    # -- the handlers: run lifecycle --------------------------------------------------------------
-
-    def run_started(self, index: int, run_id: str, thread_id: str, echoed: Roster | None,
-                    protocol_version: str | None) -> list[StreamWarning]:
-        """RUN_STARTED: a fresh run scope; the input's messages it echoes go on record (as history)."""
-        target = self._lifecycle(index, "RUN_STARTED", "run_started")
-        self._run = _Run(number=self._run.number + 1, run_id=run_id, thread_id=thread_id)
-        if echoed is not None:
-            self._seed(echoed, authoritative=False)
-        self._phase = target
-        if protocol_version is not None:
-            return self._protocol_version(protocol_version, index)
-        return []
-
-    def run_finished(self, index: int, thread_id: str, run_id: str,
-                     outcome: RunFinishedOutcome | None) -> list[StreamWarning]:
-        """RUN_FINISHED: nothing may be left open; the outcome's ids must be consistent."""
-        kind = "RUN_FINISHED"
-        target = self._lifecycle(index, kind, "run_finished")
-        run = self._run
-        for open_ids, label, rule in (
-            (run.steps, "steps", "ST-02/AGUI007"),
-            (run.messages, "text messages", "TX-04/AGUI103"),
-            (run.reasoning_messages, "reasoning messages", "RS-05/AGUI402"),
-            (run.reasoning_spans, "reasoning spans", "RS-05/AGUI402"),
-            (run.tool_calls, "tool calls", "TC-04/AGUI203"),
-            (run.subagents, "subagents", "SA-04/AGUI604"),
-        ):
-            if open_ids:
-                names = ", ".join(repr(k[1] if isinstance(k, tuple) else k) for k in open_ids)
-                raise self._error(f"RUN_FINISHED while {label} are still open: {names}", kind, index, rule=rule)
-        warnings = []
-        if run.thread_id is not None and thread_id != run.thread_id:
-            warnings.append(self._warning(f"threadId {thread_id!r} differs from RUN_STARTED's "
-                                          f"{run.thread_id!r}", kind, index, code="LC-07/AGUI008",
-                                          pointer="/threadId"))
-        if run.run_id is not None and run_id != run.run_id:
-            warnings.append(self._warning(f"runId {run_id!r} differs from RUN_STARTED's {run.run_id!r}", kind,
-                                          index, code="LC-07/AGUI008", pointer="/runId"))
-        match outcome:
-            case RunFinishedInterruptOutcome():
-                warnings.extend(self._interrupts(outcome.interrupts, index))
-            case None | RunFinishedSuccessOutcome():
-                if run.suspended:
-                    warnings.append(self._warning(
-                        f"subagents {', '.join(map(repr, run.suspended))} finished suspended, yet the run "
-                        "finished as a success", kind, index, code="SA-15", pointer="/outcome"))
-                if outcome is not None and outcome.pending_tool_call_ids:
-                    warnings.extend(self._pending_tool_calls(outcome.pending_tool_call_ids, index))
-            case RunFinishedCancelledOutcome():
-                pass
-            case _:
-                assert_never(outcome)
-        self._phase = target
-        return warnings
-
-    def run_error(self, index: int) -> list[StreamWarning]:
-        """RUN_ERROR: ends the run as it stands (what is open is debris of the failure, ST-05)."""
-        self._phase = self._lifecycle(index, "RUN_ERROR", "run_error")
-        return []
-
-    def passive(self, index: int, kind: str) -> list[StreamWarning]:
-        """STATE_SNAPSHOT, STATE_DELTA, CUSTOM, RAW: attribution on these is provenance, not ownership
-        (SP-14), so only the phase is checked."""
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        return []
-
-    # -- the handlers: text, reasoning, tool calls ------------------------------------------------
+    _phase: Phase
+    _run: _Run
+    _message_run: dict[str, int]
+    _tool_call_run: dict[str, int]
+    _known_tool_call_ids: Callable[[str], bool] | None
+    _known_message_ids: Callable[[str], bool] | None
 
     def text_start(self, index: int, message_id: str, owner: _Owner) -> list[StreamWarning]:
         """TEXT_MESSAGE_START: opens a message (a reused id is reported, TX-05)."""
@@ -690,15 +437,6 @@ class RunVerifier:
                         rule="AC-08/AGUI606")
         return []
 
-    def messages_snapshot(self, index: int, roster: Roster) -> list[StreamWarning]:
-        """MESSAGES_SNAPSHOT: the snapshot restates the conversation, so its owners replace the recorded ones."""
-        if self._phase not in _KEEPS:
-            self._other(index, "MESSAGES_SNAPSHOT")
-        self._seed(roster, authoritative=True)
-        return []
-
-    # -- helpers ------------------------------------------------------------------------------
-
     def _continue(self, open_ids: dict[str, _Owner], entity_id: str, tag: _Owner, kind: str, index: int, *,
                   what: str, rule: str, pointer: str) -> None:
         if self._phase not in _KEEPS:
@@ -737,6 +475,300 @@ class RunVerifier:
             self._agree(tag, owner, kind, index, what=what, entity_id=message_id)
         open_ids[message_id] = owner
         run.reasoning_owner[message_id] = owner
+
+    # -- the phase step, and what a refusal says
+
+    def _other(self, index: int, kind: str) -> None:
+        """The phase step of an event that is not a run-lifecycle event, in a phase that it does not keep
+        (the handlers test ``_KEEPS`` first: most events arrive while a run is running)."""
+        target = TRANSITIONS[self._phase].other
+        if isinstance(target, Violation):
+            raise self._error(target.message, kind, index, rule=target.rule)
+        self._phase = target  # (no phase of today's table lands here: every other step keeps or refuses)
+
+    def _tool_call_known(self, call_id: str) -> bool:
+        return call_id in self._tool_call_run or (
+            self._known_tool_call_ids is not None and self._known_tool_call_ids(call_id))
+
+    def _error(self, message: str, kind: str, index: int, *, rule: str, pointer: str | None = None) -> SequenceError:
+        return SequenceError(message, run_id=self._run.run_id, index=index, event_type=kind, pointer=pointer,
+                             rule=rule)
+
+    def _warning(self, message: str, kind: str, index: int, *, code: str, pointer: str | None) -> StreamWarning:
+        return StreamWarning(code=code, message=message, index=index, event_type=kind, pointer=pointer,
+                             run_id=self._run.run_id)
+
+
+
+
+class RunVerifier(_IdRules):
+    """Checks one response's events against the AG-UI run sequence rules.
+
+    Feed every event (after chunk expansion) to :meth:`check`, then call :meth:`end` when the
+    stream ends. Each event kind's rules are one handler with the event's fields as arguments
+    (``text_start``, ``tool_args``, ``run_finished`` …), which :meth:`check` calls and a caller that
+    reads events from their JSON may call directly.
+
+    Args:
+        known_tool_call_ids: tells whether a tool call id exists in the thread's history, so a
+            ``TOOL_CALL_RESULT`` answering a call of an earlier run is not unknown (TC-10).
+        known_message_ids: tells whether a message id exists in the thread's history, so reusing
+            it is reported (B149).
+    """
+
+    def __init__(
+        self,
+        *,
+        known_tool_call_ids: Callable[[str], bool] | None = None,
+        known_message_ids: Callable[[str], bool] | None = None,
+    ) -> None:
+        self._known_tool_call_ids = known_tool_call_ids
+        self._known_message_ids = known_message_ids
+        self._phase: Phase = "idle"
+        self._run = _Run(number=0)
+        # id -> number of the last run that used it, across the whole stream (for B149, TC-05, TC-10).
+        self._message_run: dict[str, int] = {}
+        self._tool_call_run: dict[str, int] = {}
+
+    # -- public state -------------------------------------------------------------------------
+
+    @property
+    def phase(self) -> Phase:
+        """Where the stream stands: ``idle``, ``running``, ``finished``, ``errored`` or ``late-error``."""
+        return self._phase
+
+    @property
+    def run_id(self) -> str | None:
+        """The current (or last) run's id; ``None`` before any ``RUN_STARTED``."""
+        return self._run.run_id
+
+    @property
+    def thread_id(self) -> str | None:
+        """The current (or last) run's thread id; ``None`` before any ``RUN_STARTED``."""
+        return self._run.thread_id
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the last run ended with ``RUN_FINISHED`` or ``RUN_ERROR``."""
+        return self._phase in _TERMINATED
+
+    @property
+    def running(self) -> bool:
+        """Whether a run is open."""
+        return self._phase == "running"
+
+    @property
+    def open_message_ids(self) -> Set[str]:
+        """Text messages of the current run still open (a live view, replaced when a run starts)."""
+        return self._run.messages.keys()
+
+    @property
+    def open_tool_call_ids(self) -> Set[str]:
+        """Tool calls of the current run whose arguments are still streaming (a live view)."""
+        return self._run.tool_calls.keys()
+
+    @property
+    def open_reasoning_message_ids(self) -> Set[str]:
+        """Reasoning messages of the current run still open (a live view)."""
+        return self._run.reasoning_messages.keys()
+
+    @property
+    def active_subagent_ids(self) -> Set[str]:
+        """Subagents of the current run started and not yet finished (a live view)."""
+        return self._run.subagents.keys()
+
+    @property
+    def open_entities(self) -> tuple[str, ...]:
+        """Everything of the current run left open, labelled for a person (``"message 'm1'"`` …)."""
+        run = self._run
+        return (
+            *(f"message {i!r}" for i in run.messages),
+            *(f"tool call {i!r}" for i in run.tool_calls),
+            *(f"reasoning message {i!r}" for i in run.reasoning_messages),
+            *(f"reasoning span {i!r}" for i in run.reasoning_spans),
+            *(f"step {name!r}" + ("" if owner is None else f" of subagent {owner!r}") for owner, name in run.steps),
+            *(f"subagent {i!r}" for i in run.subagents),
+        )
+
+    # -- the typed entry ------------------------------------------------------------------------
+
+    def check(self, event: ev.Event | ev.UnknownEvent, index: int) -> list[StreamWarning]:
+        """Check the next event and advance the state: the event's handler, called with its fields.
+
+        Args:
+            event: the event, after chunk expansion.
+            index: its 0-based index in the stream.
+
+        Returns:
+            Warnings about contradictions the client tolerates (empty for most events).
+
+        Raises:
+            SequenceError: the event breaks a sequence rule; the verifier's state is unchanged.
+            TypeError: a ``*_CHUNK`` event was not expanded first.
+        """
+        match event:
+            case ev.TextMessageContentEvent():
+                return self.text_content(index, event.message_id, event.subagent_run_id)
+            case ev.ToolCallArgsEvent():
+                return self.tool_args(index, event.tool_call_id, event.subagent_run_id)
+            case ev.ReasoningMessageContentEvent():
+                return self.reasoning_content(index, event.message_id, event.subagent_run_id)
+            case ev.TextMessageStartEvent():
+                return self.text_start(index, event.message_id, event.subagent_run_id)
+            case ev.TextMessageEndEvent():
+                return self.text_end(index, event.message_id, event.subagent_run_id)
+            case ev.ToolCallStartEvent():
+                return self.tool_start(index, event.tool_call_id, event.parent_message_id, event.subagent_run_id)
+            case ev.ToolCallEndEvent():
+                return self.tool_end(index, event.tool_call_id, event.subagent_run_id)
+            case ev.ToolCallResultEvent():
+                return self.tool_result(index, event.message_id, event.tool_call_id, event.subagent_run_id)
+            case ev.StateSnapshotEvent() | ev.StateDeltaEvent() | ev.CustomEvent() | ev.RawEvent():
+                return self.passive(index, event.TYPE)
+            case ev.MessagesSnapshotEvent():
+                return self.messages_snapshot(index, Roster.of(event.messages))
+            case ev.RunStartedEvent():
+                roster = Roster.of(event.input.messages, first_wins=True) if event.input is not None else None
+                return self.run_started(index, event.run_id, event.thread_id, roster, event.protocol_version)
+            case ev.RunFinishedEvent():
+                return self.run_finished(index, event.thread_id, event.run_id, event.outcome)
+            case ev.RunErrorEvent():
+                return self.run_error(index)
+            case ev.ReasoningStartEvent():
+                return self.reasoning_start(index, event.message_id, event.subagent_run_id)
+            case ev.ReasoningMessageStartEvent():
+                return self.reasoning_message_start(index, event.message_id, event.subagent_run_id)
+            case ev.ReasoningMessageEndEvent():
+                return self.reasoning_message_end(index, event.message_id, event.subagent_run_id)
+            case ev.ReasoningEndEvent():
+                return self.reasoning_end(index, event.message_id, event.subagent_run_id)
+            case ev.ReasoningEncryptedValueEvent():
+                return self.encrypted_value(index, event.subtype, event.entity_id, event.subagent_run_id)
+            case ev.StepStartedEvent():
+                return self.step_started(index, event.step_name, event.subagent_run_id)
+            case ev.StepFinishedEvent():
+                return self.step_finished(index, event.step_name, event.subagent_run_id)
+            case ev.SubagentStartedEvent():
+                return self.subagent_started(index, event.subagent_run_id, event.parent_subagent_run_id)
+            case ev.SubagentFinishedEvent():
+                return self.subagent_finished(index, event.subagent_run_id, event.outcome)
+            case ev.SubagentErrorEvent():
+                return self.subagent_error(index, event.subagent_run_id)
+            case ev.ActivitySnapshotEvent():
+                return self.activity_snapshot(index, event.message_id, event.subagent_run_id, event.replace)
+            case ev.ActivityDeltaEvent():
+                return self.activity_delta(index, event.message_id, event.subagent_run_id)
+            case ev.UnknownEvent():
+                return []
+            case ev.TextMessageChunkEvent() | ev.ToolCallChunkEvent() | ev.ReasoningMessageChunkEvent():
+                raise TypeError(f"{event.TYPE} must be expanded with ChunkExpander before verification")
+            case _:
+                assert_never(event)
+
+    def end(self, index: int) -> None:
+        """The stream ended (cleanly or not).
+
+        Args:
+            index: the index the next event would have had.
+
+        Raises:
+            StreamEnded: a run is still open, or no run ever started (LC-04); ``open_entities``
+                lists what was left open.
+        """
+        if self._phase == "running":
+            raise StreamEnded("the stream ended without RUN_FINISHED or RUN_ERROR", open_entities=self.open_entities,
+                              run_id=self._run.run_id, index=index, rule="LC-04/AGUI003")
+        if self._phase == "idle":
+            raise StreamEnded("the stream ended without RUN_FINISHED or RUN_ERROR (no run started)",
+                              index=index, rule="LC-04/AGUI003")
+
+    # -- the phase table ------------------------------------------------------------------------
+
+    def _lifecycle(self, index: int, kind: str, column: str) -> Phase:
+        """The phase a run-lifecycle event leads to (``column``: its table column), or its violation raised."""
+        target: Phase | Violation = getattr(TRANSITIONS[self._phase], column)
+        if isinstance(target, Violation):
+            raise self._error(target.message, kind, index, rule=target.rule)
+        return target
+
+    # -- the handlers: run lifecycle --------------------------------------------------------------
+
+    def run_started(self, index: int, run_id: str, thread_id: str, echoed: Roster | None,
+                    protocol_version: str | None) -> list[StreamWarning]:
+        """RUN_STARTED: a fresh run scope; the input's messages it echoes go on record (as history)."""
+        target = self._lifecycle(index, "RUN_STARTED", "run_started")
+        self._run = _Run(number=self._run.number + 1, run_id=run_id, thread_id=thread_id)
+        if echoed is not None:
+            self._seed(echoed, authoritative=False)
+        self._phase = target
+        if protocol_version is not None:
+            return self._protocol_version(protocol_version, index)
+        return []
+
+    def run_finished(self, index: int, thread_id: str, run_id: str,
+                     outcome: RunFinishedOutcome | None) -> list[StreamWarning]:
+        """RUN_FINISHED: nothing may be left open; the outcome's ids must be consistent."""
+        kind = "RUN_FINISHED"
+        target = self._lifecycle(index, kind, "run_finished")
+        run = self._run
+        for open_ids, label, rule in (
+            (run.steps, "steps", "ST-02/AGUI007"),
+            (run.messages, "text messages", "TX-04/AGUI103"),
+            (run.reasoning_messages, "reasoning messages", "RS-05/AGUI402"),
+            (run.reasoning_spans, "reasoning spans", "RS-05/AGUI402"),
+            (run.tool_calls, "tool calls", "TC-04/AGUI203"),
+            (run.subagents, "subagents", "SA-04/AGUI604"),
+        ):
+            if open_ids:
+                names = ", ".join(repr(k[1] if isinstance(k, tuple) else k) for k in open_ids)
+                raise self._error(f"RUN_FINISHED while {label} are still open: {names}", kind, index, rule=rule)
+        warnings = []
+        if run.thread_id is not None and thread_id != run.thread_id:
+            warnings.append(self._warning(f"threadId {thread_id!r} differs from RUN_STARTED's "
+                                          f"{run.thread_id!r}", kind, index, code="LC-07/AGUI008",
+                                          pointer="/threadId"))
+        if run.run_id is not None and run_id != run.run_id:
+            warnings.append(self._warning(f"runId {run_id!r} differs from RUN_STARTED's {run.run_id!r}", kind,
+                                          index, code="LC-07/AGUI008", pointer="/runId"))
+        match outcome:
+            case RunFinishedInterruptOutcome():
+                warnings.extend(self._interrupts(outcome.interrupts, index))
+            case None | RunFinishedSuccessOutcome():
+                if run.suspended:
+                    warnings.append(self._warning(
+                        f"subagents {', '.join(map(repr, run.suspended))} finished suspended, yet the run "
+                        "finished as a success", kind, index, code="SA-15", pointer="/outcome"))
+                if outcome is not None and outcome.pending_tool_call_ids:
+                    warnings.extend(self._pending_tool_calls(outcome.pending_tool_call_ids, index))
+            case RunFinishedCancelledOutcome():
+                pass
+            case _:
+                assert_never(outcome)
+        self._phase = target
+        return warnings
+
+    def run_error(self, index: int) -> list[StreamWarning]:
+        """RUN_ERROR: ends the run as it stands (what is open is debris of the failure, ST-05)."""
+        self._phase = self._lifecycle(index, "RUN_ERROR", "run_error")
+        return []
+
+    def passive(self, index: int, kind: str) -> list[StreamWarning]:
+        """STATE_SNAPSHOT, STATE_DELTA, CUSTOM, RAW: attribution on these is provenance, not ownership
+        (SP-14), so only the phase is checked."""
+        if self._phase not in _KEEPS:
+            self._other(index, kind)
+        return []
+
+    # -- the handlers: snapshots (the id rules are in _IdRules) -------------------------------
+
+    def messages_snapshot(self, index: int, roster: Roster) -> list[StreamWarning]:
+        """MESSAGES_SNAPSHOT: the snapshot restates the conversation, so its owners replace the recorded ones."""
+        if self._phase not in _KEEPS:
+            self._other(index, "MESSAGES_SNAPSHOT")
+        self._seed(roster, authoritative=True)
+        return []
+
+    # -- helpers ------------------------------------------------------------------------------
 
     def _seed(self, roster: Roster, *, authoritative: bool) -> None:
         # Replayed history (a snapshot, the input echo) puts ids on record that later events may
@@ -812,10 +844,6 @@ class RunVerifier:
                                               code="TC-18", pointer=f"/outcome/pendingToolCallIds/{n}"))
         return warnings
 
-    def _tool_call_known(self, call_id: str) -> bool:
-        return call_id in self._tool_call_run or (
-            self._known_tool_call_ids is not None and self._known_tool_call_ids(call_id))
-
     def _protocol_version(self, declared: str, index: int) -> list[StreamWarning]:
         # PV-03: a declaration outside the MAJOR.MINOR grammar is handled like a newer one: proceed,
         # and warn. PV-04: an older one is a downgrade to notice quietly.
@@ -828,15 +856,6 @@ class RunVerifier:
             return []
         return [self._warning(message + "; proceeding", "RUN_STARTED", index, code="PV-03/B293",
                               pointer="/protocolVersion")]
-
-    def _error(self, message: str, kind: str, index: int, *, rule: str, pointer: str | None = None) -> SequenceError:
-        return SequenceError(message, run_id=self._run.run_id, index=index, event_type=kind, pointer=pointer,
-                             rule=rule)
-
-    def _warning(self, message: str, kind: str, index: int, *, code: str, pointer: str | None) -> StreamWarning:
-        return StreamWarning(code=code, message=message, index=index, event_type=kind, pointer=pointer,
-                             run_id=self._run.run_id)
-
 
 def _seeded(runs: dict[str, int], ids: Mapping[str, Any]) -> None:
     """Put ``ids`` on record as history (``_SEEDED``) where no run of the stream used them yet, in order."""
