@@ -38,12 +38,14 @@ Everything here is sans-IO: nothing reads a clock, the budget counts work.
 from __future__ import annotations
 
 import re
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from fractions import Fraction
 from functools import cache
-from typing import Any, Final
+from types import FrameType
+from typing import Any, Final, TypeVar
 
 import jsonschema
 import jsonschema_specifications
@@ -87,6 +89,12 @@ _MAX_PATTERN: Final = 16_384
 _RE2_MAX_MEM: Final = 8 << 20
 # Compiled patterns kept per check (each may hold up to _RE2_MAX_MEM).
 _REGEX_CACHE: Final = 16
+# Applying a subschema inside another takes up to six Python frames (keyword, descend, reference …):
+# checking stops at the nesting that fits under the interpreter's recursion limit, with room to spare,
+# rather than meet RecursionError in whatever code happens to be running (the Rust maps under
+# referencing turn it into a panic that is not even an Exception).
+_FRAMES_PER_NESTING: Final = 6
+_STACK_MARGIN: Final = 100
 # Resolving a reference (joining URIs, looking through the registry) costs about five ordinary steps.
 _REFERENCES: Final = ("$ref", "$dynamicRef", "$recursiveRef")
 _REFERENCE_COST: Final = 5
@@ -155,7 +163,8 @@ class _Regex:
 class _Check:
     """One check's state: the budget, where each schema object sits, the patterns compiled so far."""
 
-    __slots__ = ("steps", "limit", "judging", "pointers", "dialects", "weights", "unchecked", "regexes", "where")
+    __slots__ = ("steps", "limit", "judging", "pointers", "dialects", "weights", "unchecked", "regexes", "where",
+                 "depth", "max_depth")
 
     def __init__(self, pointers: dict[int, str], dialects: dict[int, str]) -> None:
         self.steps = 0
@@ -170,6 +179,17 @@ class _Check:
         self.regexes: OrderedDict[str, _Regex | str | None] = OrderedDict()
         # The schema pointer of the innermost keyword being evaluated when checking stopped.
         self.where: str | None = None
+        # Schema applications in progress, one inside the other, and how many fit on the stack.
+        self.depth = 0
+        self.max_depth = max(8, (sys.getrecursionlimit() - _stack_depth() - _STACK_MARGIN) // _FRAMES_PER_NESTING)
+
+    def enter(self) -> None:
+        """One more schema application inside the others; call ``self.depth -= 1`` when it ends."""
+        self.depth += 1
+        if self.depth > self.max_depth:
+            raise _Stop("too-deep", f"checking nests schemas more than {self.max_depth} deep (a reference that "
+                                    "loops back on itself without consuming the answer, or an answer nested "
+                                    "too deeply)")
 
     def charge(self, steps: int) -> None:
         self.steps += steps
@@ -216,6 +236,14 @@ def _active() -> _Check:
     if check is None:  # (the guarded validators are private to this module and always run inside check())
         raise RuntimeError("a guarded validator ran outside a check")
     return check
+
+
+def _stack_depth() -> int:
+    frame: FrameType | None = sys._getframe()
+    depth = 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
 
 
 def _escape(key: str) -> str:
@@ -562,6 +590,24 @@ def _references(validator: Any, schema: dict[str, Any]) -> Iterator[tuple[Any, A
             yield _resolved(validator, ref)
 
 
+_Walked = TypeVar("_Walked")
+
+
+def _nested(walk: Callable[[Any, Any, Any], _Walked]) -> Callable[[Any, Any, Any], _Walked]:
+    """``walk`` counted as one schema application inside the others (see :meth:`_Check.enter`)."""
+
+    def nested(validator: Any, instance: Any, schema: Any) -> _Walked:
+        check = _active()
+        try:
+            check.enter()
+            return walk(validator, instance, schema)
+        finally:
+            check.depth -= 1
+
+    return nested
+
+
+@_nested
 def _evaluated_keys(validator: Any, instance: dict[str, Any], schema: Any) -> set[str]:
     """The keys of ``instance`` that ``schema`` (and the subschemas that apply to it) evaluate."""
     if not isinstance(schema, dict):
@@ -584,6 +630,7 @@ def _evaluated_keys(validator: Any, instance: dict[str, Any], schema: Any) -> se
     return keys
 
 
+@_nested
 def _evaluated_items(validator: Any, instance: list[Any], schema: Any) -> set[int]:
     """The indexes of ``instance`` that ``schema`` (and the subschemas that apply to it) evaluate."""
     if not isinstance(schema, dict):
@@ -721,6 +768,7 @@ def _charged(keyword: str, function: Callable[..., Any]) -> Callable[..., Iterat
         check = _active()
         check.charge(cost)
         try:
+            check.enter()
             errors = function(validator, value, instance, schema)
             for error in errors or ():
                 check.charge(1 + len(error.message) // 64)
@@ -729,6 +777,8 @@ def _charged(keyword: str, function: Callable[..., Any]) -> Callable[..., Iterat
             if check.where is None:
                 check.where = check.pointer(instance) if check.judging else check.pointer(schema, keyword)
             raise
+        finally:
+            check.depth -= 1
 
     return keyword_function
 
@@ -973,6 +1023,13 @@ def check(schema: Any, instance: Any) -> Verdict:
     except RecursionError:
         fault = _fault("too-deep", "", "checking it recursed past Python's limit (a reference that loops back on "
                                        "itself without consuming the answer, or an answer nested too deeply)")
+    except BaseException as exc:
+        # The nesting guard keeps the stack below the limit; a check started from a stack already near
+        # it may still meet the limit inside referencing's Rust maps, which panic instead of raising.
+        if type(exc).__name__ != "PanicException":
+            raise
+        fault = _fault("too-deep", "", "checking it reached Python's recursion limit (the caller's stack was "
+                                       "already deep)")
     finally:
         _ACTIVE.reset(token)
     return Verdict([], fault, check.unchecked.items())

@@ -378,7 +378,8 @@ class SchemaFault:
             value JSON cannot), ``invalid`` (fails its draft's metaschema: a bad ``type``, a regex
             that is no regex, a ``$schema`` that is not a string), ``too-large`` (more than 20,000
             JSON values or 1,000,000 characters), ``too-deep`` (nested more than 64 levels, or
-            checking recursed past Python's limit), ``over-budget`` (checking needs more work than
+            checking would nest schemas deeper than the stack allows: a ``$ref`` loop, an answer
+            nested too deeply), ``over-budget`` (checking needs more work than
             allowed), ``unresolvable`` (a ``$ref`` that does not resolve within the schema: remote and
             file references are never fetched), ``embedded-dialect`` (a subschema names its own
             ``$schema``).

@@ -8,6 +8,7 @@ generous timeout and asserts what the check decided, never how long it took.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +213,13 @@ def test_a_file_reference_is_never_read(tmp_path: Path) -> None:
         assert (refusal.code, refusal.pointer, refusal.keyword) == ("unresolvable", "/$ref", "$ref")
 
 
+def test_formats_are_annotations_so_no_format_checker_runs_on_an_answer() -> None:
+    # (Some checkers are slow or reach out, such as idn-hostname or uri with rfc3987 installed.)
+    schema = {"type": "object", "properties": {name: {"format": name} for name in (
+        "idn-hostname", "uri", "email", "date-time", "regex", "iri-reference")}}
+    assert judged(schema, {name: "(not one" for name in schema["properties"]}) is None
+
+
 def test_a_reference_to_a_draft_metaschema_resolves_locally() -> None:
     schema = {"$ref": "https://json-schema.org/draft/2020-12/schema"}
     assert judged(schema, {"type": "string"}) is None
@@ -267,8 +275,6 @@ def test_a_large_ordinary_answer_fits_the_budget() -> None:
     ("schema", "code", "pointer"),
     [
         pytest.param(nested(100, {"type": "string"}), "too-deep", "/a" * 65, id="nested-past-the-cap"),
-        pytest.param({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
-                     "too-deep", "", id="reference-cycle"),
         pytest.param({"enum": list(range(30_000))}, "too-large", "", id="many-values"),
         pytest.param({"description": "x" * 2_000_000}, "too-large", "", id="much-text"),
         pytest.param({"enum": [{1, 2}]}, "not-a-schema", "/enum/0", id="not-json"),
@@ -278,6 +284,34 @@ def test_a_schema_too_large_or_too_deep_is_refused_never_a_recursion_error(schem
                                                                           pointer: str) -> None:
     refusal = unusable(schema)
     assert (refusal.code, refusal.pointer) == (code, pointer)
+
+
+@pytest.mark.parametrize(
+    ("schema", "payload"),
+    [
+        pytest.param({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, 1,
+                     id="reference-cycle"),
+        pytest.param({"$ref": "#", "unevaluatedProperties": False}, {"a": 1}, id="cycle-in-unevaluated-properties"),
+        pytest.param({"properties": {"a": {"$ref": "#"}}}, nested(400, "x"), id="answer-nested-too-deep"),
+    ],
+)
+def test_nesting_past_what_the_stack_allows_is_refused_never_a_recursion_error(schema: Any, payload: Any) -> None:
+    refusal = unusable(schema, payload)
+    assert refusal.code == "too-deep" and refusal.keyword in ("$ref", "unevaluatedProperties")
+
+
+def test_a_check_started_near_the_recursion_limit_still_ends_in_a_fault() -> None:
+    frame: Any = sys._getframe()
+    depth = 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+
+    def dive(levels: int) -> ResumeRefused | None:
+        return dive(levels - 1) if levels else judged({"$ref": "#", "unevaluatedProperties": False}, {"a": 1})
+
+    for room in (200, 60, 25):
+        refusal = dive(sys.getrecursionlimit() - depth - room)
+        assert isinstance(refusal, UnusableResponseSchema) and refusal.code == "too-deep"
 
 
 def test_a_deeply_nested_schema_is_refused_before_judging_the_schema_itself() -> None:
