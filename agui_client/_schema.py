@@ -260,6 +260,7 @@ _WS: Final = r"\t\n\x{B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{2
 _DOT: Final = r"[^\n\r\x{2028}\x{2029}]"
 _EVERYTHING: Final = r"\x{0}-\x{10FFFF}"
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
+_DIGITS: Final = frozenset("0123456789")
 _QUANTIFIERS: Final = frozenset("*+?{")
 _PROPERTY_PREFIXES: Final = ("General_Category=", "gc=", "Script=", "sc=")
 
@@ -288,7 +289,7 @@ def _translate_escape(p: str, i: int, in_class: bool) -> tuple[str, int]:
     if c == "S":
         # Inside a class RE2's own \S (ASCII whitespace) stands in: a negated set cannot nest there.
         return (r"\S" if in_class else f"[^{_WS}]"), i + 2
-    if c == "0" and not p[i + 2:i + 3].isdigit():
+    if c == "0" and p[i + 2:i + 3] not in _DIGITS:
         return r"\x{0}", i + 2
     if c in "123456789" or c == "0" or (c == "k" and p[i + 2:i + 3] == "<"):
         raise _Unsupported("it uses a backreference, which needs a backtracking engine")

@@ -407,7 +407,7 @@ class UnusableResponseSchema(InvalidResumePayload):
     not a valid JSON Schema, or checking against it would cost more than the bounds allow. Answering
     differently rarely helps; the interrupt can still be abandoned.
 
-    Attributes:
+    Attributes (``None`` only when made by hand without faults):
         interrupt_id: the first such interrupt.
         code: the first fault's :attr:`SchemaFault.code`.
         pointer: the first fault's :attr:`SchemaFault.pointer` (inside the schema).
@@ -426,12 +426,12 @@ class UnusableResponseSchema(InvalidResumePayload):
         faults: Mapping[str, Sequence[SchemaFault]] | None = None,
     ) -> None:
         super().__init__(message, ids=ids, problems=problems, errors=errors, faults=faults)
-        first = next(fault for found in self.faults.values() for fault in found)
-        self.interrupt_id = first.interrupt_id
-        self.code = first.code
-        self.pointer = first.pointer
-        self.keyword = first.keyword
-        self.reason = first.reason
+        first = next((fault for found in self.faults.values() for fault in found), None)
+        self.interrupt_id: str | None = first.interrupt_id if first is not None else None
+        self.code: str | None = first.code if first is not None else None
+        self.pointer: str | None = first.pointer if first is not None else None
+        self.keyword: str | None = first.keyword if first is not None else None
+        self.reason: str | None = first.reason if first is not None else None
 
 
 class InvalidResumeEntry(ResumeRefused):
