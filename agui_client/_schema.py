@@ -56,6 +56,7 @@ import referencing.jsonschema
 from jsonschema.exceptions import ValidationError
 from jsonschema.validators import validator_for
 
+from .codec import _escape
 from .errors import SchemaFault
 
 __all__ = ["SCHEMA_FAULTS", "MAX_SCHEMA_VALUES", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_TEXT", "CHECK_BUDGET",
@@ -244,10 +245,6 @@ def _stack_depth() -> int:
     while frame is not None:
         frame, depth = frame.f_back, depth + 1
     return depth
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1037,6 +1034,7 @@ def check(schema: Any, instance: Any) -> Verdict:
 
 
 def _pointer(path: Iterable[object]) -> str:
+    """The JSON pointer of a jsonschema error path."""
     return "".join("/" + _escape(str(part)) for part in path)
 
 

@@ -232,10 +232,6 @@ def _shorten(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 1] + "…"
 
 
-def _pointer(path: Iterable[object]) -> str:
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
-
-
 def _schema_errors(interrupt_id: str, schema: Any, payload: JSON) -> tuple[list[str], list[SchemaFault]]:
     """Readable reasons ``payload`` fails ``schema``, and the faults that kept ``schema`` from judging it.
 
@@ -254,7 +250,7 @@ def _schema_errors(interrupt_id: str, schema: Any, payload: JSON) -> tuple[list[
     found = sorted(verdict.errors, key=lambda e: (list(map(str, e.absolute_path)), e.message))
     messages = []
     for error in found[:_MAX_MESSAGES]:
-        where = _pointer(error.absolute_path)
+        where = _schema._pointer(error.absolute_path)
         text = f"at {where}: {error.message}" if where else error.message
         messages.append(_shorten(text if payload is not None else f"no payload given, but {text}"))
     if len(found) > _MAX_MESSAGES:

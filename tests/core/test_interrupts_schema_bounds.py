@@ -260,6 +260,11 @@ def test_a_schema_that_multiplies_its_work_is_refused_over_budget(schema: Any, p
     assert refusal.code == "over-budget"
 
 
+def test_judging_a_schema_with_too_many_subschemas_is_refused_over_budget() -> None:
+    refusal = unusable({"properties": {f"p{n}": {} for n in range(6000)}}, {})
+    assert refusal.code == "over-budget" and refusal.pointer.startswith("/properties/p")
+
+
 def test_the_budget_names_where_checking_stopped() -> None:
     refusal = unusable(doubling(30, {"type": "string"}))
     assert refusal.pointer.startswith("/$defs/d") and refusal.keyword in ("$ref", "allOf")
