@@ -99,6 +99,8 @@ _STACK_MARGIN: Final = 100
 # Resolving a reference (joining URIs, looking through the registry) costs about five ordinary steps.
 _REFERENCES: Final = ("$ref", "$dynamicRef", "$recursiveRef")
 _REFERENCE_COST: Final = 5
+# Keywords whose whole value jsonschema may walk each time the object holding them is applied.
+_WALKED_WHOLE: Final = frozenset({"const", "enum", "required", "dependentRequired", "dependencies"})
 # Keywords whose values are data, never evaluated as a schema by a keyword: an object under them may
 # hold a "$schema" member without being a subschema.
 _DATA_KEYWORDS: Final = frozenset({"const", "enum", "default", "examples"})
@@ -560,6 +562,7 @@ def _additional_properties(validator: Any, additional: Any, instance: Any, schem
     if not validator.is_type(instance, "object"):
         return
     check = _active()
+    check.charge(1 + len(instance))  # every key of the answer is looked up, at every application
     extras = [key for key in instance if not _claimed(check, schema, key)]
     if validator.is_type(additional, "object"):
         for key in extras:
@@ -800,9 +803,9 @@ def _applicable(rule: Callable[[Any], Iterable[tuple[str, Any]]]) -> Callable[[A
 
 def _weight(schema: dict[str, Any]) -> int:
     # What jsonschema does with one schema object, apart from what it charges itself: it walks the
-    # object's members (known keywords or not), a keyword walks its value (enum, required,
-    # properties …), and const and enum compare whole values.
-    return 1 + len(schema) + sum(_size(value, deep=key in ("const", "enum")) for key, value in schema.items())
+    # object's members (known keywords or not), a keyword walks its value (properties, required …),
+    # const and enum compare whole values, and dependentRequired walks each of its lists.
+    return 1 + len(schema) + sum(_size(value, deep=key in _WALKED_WHOLE) for key, value in schema.items())
 
 
 def _size(value: Any, *, deep: bool) -> int:

@@ -231,6 +231,9 @@ def test_a_reference_to_a_draft_metaschema_resolves_locally() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+NAMES = [f"x{n}" for n in range(9000)]
+
+
 def nested(levels: int, leaf: Any) -> Any:
     for _ in range(levels):
         leaf = {"a": leaf}
@@ -253,6 +256,10 @@ def nested(levels: int, leaf: Any) -> Any:
                       "unevaluatedProperties": False, "$ref": "#/$defs/d39"}, {"a": 1, "b": 1},
                      id="doubling-inside-unevaluated-properties"),
         pytest.param({"anyOf": [{"type": "integer"}] * 1000}, "y" * 100_000, id="errors-quoting-a-large-answer"),
+        pytest.param(doubling(24, {"dependentRequired": {"a": NAMES}}), {"a": 1} | dict.fromkeys(NAMES, 1),
+                     id="doubling-into-a-long-list"),
+        pytest.param(doubling(24, {"properties": {"a": {}}, "additionalProperties": False}), dict.fromkeys(NAMES, 1),
+                     id="doubling-over-a-large-answer"),
     ],
 )
 def test_a_schema_that_multiplies_its_work_is_refused_over_budget(schema: Any, payload: Any) -> None:
