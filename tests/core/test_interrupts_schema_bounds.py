@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agui_client.cli.forms import field_errors
-from agui_client.codec import collect_warnings
+from agui_client.wire.sink import collect_warnings
 from agui_client.errors import (
     InvalidResumePayload,
     ResumeRefused,
