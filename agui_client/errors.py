@@ -18,7 +18,8 @@
     │   ├── UnknownInterrupt
     │   ├── DuplicateResumeEntry
     │   ├── InvalidResumePayload
-    │   │   └── UnencodableResumePayload   a payload or metadata JSON cannot hold (also an UnencodableValue)
+    │   │   ├── UnencodableResumePayload   a payload or metadata JSON cannot hold (also an UnencodableValue)
+    │   │   └── UnusableResponseSchema     an interrupt's responseSchema cannot judge the answer (SchemaFault)
     │   ├── InvalidResumeEntry         an entry's status is not resolved/cancelled (or its id is not a string)
     │   ├── NothingToResume
     │   └── MisdirectedResume          a builder made for another thread, or for an earlier interrupted run
@@ -64,6 +65,8 @@ __all__ = [
     "MisdirectedResume",
     "UnencodableValue",
     "UnencodableResumePayload",
+    "UnusableResponseSchema",
+    "SchemaFault",
     "ConcurrentResume",
     "ThreadBusy",
     "AguiWarning",
@@ -295,6 +298,8 @@ class ResumeRefused(AguiError, ValueError):
         errors: for each id whose payload failed its ``responseSchema`` (or whose schema is itself
             invalid), the readable jsonschema messages; on every subclass, so payload problems are
             not lost when another kind gives the exception its class.
+        faults: for each id whose ``responseSchema`` could not judge the payload at all, the
+            :class:`SchemaFault` s (also described in ``errors``); on every subclass too.
     """
 
     kind = "refused"
@@ -306,11 +311,13 @@ class ResumeRefused(AguiError, ValueError):
         ids: Iterable[str] = (),
         problems: Mapping[str, Sequence[str]] | None = None,
         errors: Mapping[str, Sequence[str]] | None = None,
+        faults: Mapping[str, Sequence[SchemaFault]] | None = None,
     ) -> None:
         super().__init__(message)
         self.ids = tuple(ids)
         self.problems: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (problems or {}).items()}
         self.errors: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (errors or {}).items()}
+        self.faults: dict[str, tuple[SchemaFault, ...]] = {k: tuple(v) for k, v in (faults or {}).items()}
 
 
 class UncoveredInterrupts(ResumeRefused):
@@ -353,8 +360,78 @@ class InvalidResumePayload(ResumeRefused):
         ids: Iterable[str] = (),
         problems: Mapping[str, Sequence[str]] | None = None,
         errors: Mapping[str, Sequence[str]] | None = None,
+        faults: Mapping[str, Sequence[SchemaFault]] | None = None,
     ) -> None:
-        super().__init__(message, ids=ids, problems=problems, errors=errors)
+        super().__init__(message, ids=ids, problems=problems, errors=errors, faults=faults)
+
+
+@frozen(kw_only=True)
+class SchemaFault:
+    """Why an interrupt's ``responseSchema`` cannot judge an answer: checking it stopped, nothing was sent.
+
+    The schema comes from the agent; checking an answer against it is bounded (in size, nesting,
+    work and regex engine) and never reaches the network or a file, so a schema that would need more
+    is refused with one of these rather than hang or crash the caller.
+
+    Attributes:
+        code: a stable identifier: ``not-a-schema`` (neither an object nor a boolean, or holding a
+            value JSON cannot), ``invalid`` (fails its draft's metaschema: a bad ``type``, a regex
+            that is no regex, a ``$schema`` that is not a string), ``too-large`` (more than 20,000
+            JSON values or 1,000,000 characters), ``too-deep`` (nested more than 64 levels, or
+            checking would nest schemas deeper than the stack allows: a ``$ref`` loop, an answer
+            nested too deeply), ``over-budget`` (checking needs more work than
+            allowed), ``unresolvable`` (a ``$ref`` that does not resolve within the schema: remote and
+            file references are never fetched), ``embedded-dialect`` (a subschema names its own
+            ``$schema``).
+        interrupt_id: the interrupt whose schema it is (``None`` outside a resume check).
+        pointer: the JSON pointer, inside the schema, of what stopped the check (``"/properties/a/$ref"``;
+            ``""`` for the schema as a whole, or where the place is not known).
+        keyword: the last member of ``pointer`` (often the keyword concerned), or ``None``.
+        reason: what is wrong, for a person.
+    """
+
+    code: str
+    reason: str
+    pointer: str = ""
+    keyword: str | None = None
+    interrupt_id: str | None = None
+
+    def __str__(self) -> str:
+        return f"[{self.code}] at {self.pointer or '/'}: {self.reason}"
+
+
+class UnusableResponseSchema(InvalidResumePayload):
+    """An interrupt's ``responseSchema`` cannot judge the answer given to it; nothing was sent.
+
+    Raised where :class:`InvalidResumePayload` would be, when a schema could not judge at all: it is
+    not a valid JSON Schema, or checking against it would cost more than the bounds allow. Answering
+    differently rarely helps; the interrupt can still be abandoned.
+
+    Attributes (``None`` only when made by hand without faults):
+        interrupt_id: the first such interrupt.
+        code: the first fault's :attr:`SchemaFault.code`.
+        pointer: the first fault's :attr:`SchemaFault.pointer` (inside the schema).
+        keyword: the first fault's :attr:`SchemaFault.keyword`.
+        reason: the first fault's :attr:`SchemaFault.reason`.
+        faults: every fault, by interrupt id (as on every :class:`ResumeRefused`).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        ids: Iterable[str] = (),
+        problems: Mapping[str, Sequence[str]] | None = None,
+        errors: Mapping[str, Sequence[str]] | None = None,
+        faults: Mapping[str, Sequence[SchemaFault]] | None = None,
+    ) -> None:
+        super().__init__(message, ids=ids, problems=problems, errors=errors, faults=faults)
+        first = next((fault for found in self.faults.values() for fault in found), None)
+        self.interrupt_id: str | None = first.interrupt_id if first is not None else None
+        self.code: str | None = first.code if first is not None else None
+        self.pointer: str | None = first.pointer if first is not None else None
+        self.keyword: str | None = first.keyword if first is not None else None
+        self.reason: str | None = first.reason if first is not None else None
 
 
 class InvalidResumeEntry(ResumeRefused):

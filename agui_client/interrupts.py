@@ -21,12 +21,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final, TypeAlias
 
-import jsonschema
-import referencing.exceptions
+import attrs
 from dateutil.parser import isoparse
-from jsonschema.validators import validator_for
 from typing_extensions import Self
 
+from . import _schema
 from .errors import (
     DuplicateResumeEntry,
     ExpiredInterruptAnswered,
@@ -35,16 +34,19 @@ from .errors import (
     MisdirectedResume,
     NothingToResume,
     ResumeRefused,
+    SchemaFault,
     UncoveredInterrupts,
     UnencodableResumePayload,
     UnknownInterrupt,
+    UnusableResponseSchema,
 )
 from .wire.jsonio import json_problem
 from .wire.sink import warn as _warn
 from .wire.types.base import JSON, Metadata
 from .wire.types.run import Interrupt, ResumeEntry
 
-__all__ = ["Clock", "is_expired", "parse_expires_at", "check_resume", "ResumeBuilder", "PROBLEM_KINDS"]
+__all__ = ["Clock", "is_expired", "parse_expires_at", "check_resume", "ResumeBuilder", "PROBLEM_KINDS",
+           "SCHEMA_FAULTS"]
 
 #: What ``now=`` accepts: a datetime (naive means UTC), a callable returning one, or ``None`` for the
 #: current UTC time.
@@ -52,6 +54,9 @@ Clock: TypeAlias = datetime | Callable[[], datetime] | None
 
 #: The kinds of :attr:`ResumeRefused.problems`, in the order that picks the exception's class.
 PROBLEM_KINDS: Final = ("nothing", "uncovered", "expired", "unknown", "duplicate", "invalid", "invalid-entry")
+
+#: The codes of :class:`~agui_client.errors.SchemaFault`: why a ``responseSchema`` could not judge an answer.
+SCHEMA_FAULTS: Final = _schema.SCHEMA_FAULTS
 
 _REFUSALS: Final[dict[str, type[ResumeRefused]]] = {
     "nothing": NothingToResume,
@@ -228,44 +233,34 @@ def _shorten(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 1] + "…"
 
 
-def _pointer(path: Iterable[object]) -> str:
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+def _schema_errors(interrupt_id: str, schema: Any, payload: JSON) -> tuple[list[str], list[SchemaFault]]:
+    """Readable reasons ``payload`` fails ``schema``, and the faults that kept ``schema`` from judging it.
 
-
-def _schema_errors(schema: Any, payload: JSON) -> list[str]:
-    """Readable reasons ``payload`` fails ``schema``; an unusable schema is a reason too, never a crash."""
-    if not isinstance(schema, (dict, bool)):
-        return [f"responseSchema is not a JSON Schema (an object or a boolean), got {type(schema).__name__}"]
-    if isinstance(schema, dict) and "$schema" in schema and not isinstance(schema["$schema"], str):
-        return ["responseSchema is invalid: $schema must be a string"]
-    # The stubs say Mapping; jsonschema also takes the boolean schemas let through above.
-    usable: Any = schema
-    # A schema naming an unknown $schema is read with the newest draft (the explicit default also
-    # keeps jsonschema from warning about it).
-    cls = validator_for(usable, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(usable)
-    except jsonschema.SchemaError as exc:
-        return [_shorten(f"responseSchema is invalid: {exc.message}")]
-    # Without a registry, references are never fetched: a remote $ref is reported, not retrieved.
-    messages: list[str] = []
-    try:
-        found = sorted(cls(usable).iter_errors(payload), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    except referencing.exceptions.Unresolvable as exc:
-        return [_shorten(f"responseSchema is unusable: cannot resolve a reference ({exc})")]
-    except RecursionError:
-        return ["responseSchema is unusable: its references never reach a definition"]
+    The schema is the agent's: checking is bounded and never fetches anything (see
+    :mod:`agui_client._schema`), and an unusable schema is a fault, never a hang or a crash. A pattern
+    the linear-time engine cannot run is not checked, with an IR-30 warning naming where it is.
+    """
+    verdict = _schema.check(schema, payload)
+    for pointer, why in verdict.unchecked:
+        _warn("IR-30", f"interrupt {interrupt_id!r}: the responseSchema pattern at {pointer} is not checked: {why}",
+              pointer=f"/responseSchema{pointer}", once=("responseSchema", interrupt_id, pointer))
+    if verdict.fault is not None:
+        fault = attrs.evolve(verdict.fault, interrupt_id=interrupt_id)
+        where = f" at {fault.pointer}" if fault.pointer else ""
+        return [_shorten(f"responseSchema cannot be used ({fault.code}{where}): {fault.reason}")], [fault]
+    found = sorted(verdict.errors, key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    messages = []
     for error in found[:_MAX_MESSAGES]:
-        where = _pointer(error.absolute_path)
+        where = _schema._pointer(error.absolute_path)
         text = f"at {where}: {error.message}" if where else error.message
         messages.append(_shorten(text if payload is not None else f"no payload given, but {text}"))
     if len(found) > _MAX_MESSAGES:
         messages.append(f"… and {len(found) - _MAX_MESSAGES} more")
-    return messages
+    return messages, []
 
 
 def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors: Mapping[str, Sequence[str]],
-             ) -> ResumeRefused:
+             faults: Mapping[str, Sequence[SchemaFault]]) -> ResumeRefused:
     kind = next(k for k in PROBLEM_KINDS if problems[k])
     offending = {i for ids in problems.values() for i in ids}
     ids = [i for i in order if i in offending]
@@ -287,8 +282,11 @@ def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors
     if problems["invalid-entry"]:
         parts.append(f"entries for {list(problems['invalid-entry'])} are malformed (status must be "
                      "'resolved' or 'cancelled', the id a string)")
-    return _REFUSALS[kind]("resume refused, nothing was sent: " + "; ".join(parts), ids=ids,
-                           problems=problems, errors=errors)
+    # A schema that could not judge is its own class of the "invalid" kind: answering differently
+    # rarely helps, abandoning does.
+    refused = UnusableResponseSchema if kind == "invalid" and faults else _REFUSALS[kind]
+    return refused("resume refused, nothing was sent: " + "; ".join(parts), ids=ids, problems=problems,
+                   errors=errors, faults=faults)
 
 
 def _entry_key(entry: ResumeEntry) -> str:
@@ -333,6 +331,7 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
     order = [*raised, *unknown]
     problems: dict[str, list[str]] = {kind: [] for kind in PROBLEM_KINDS}
     errors: dict[str, list[str]] = {}
+    faults: dict[str, list[SchemaFault]] = {}
     if not raised and pending_unknown:
         # The caller vouches for the entries (a rehydrated thread whose open interrupts are unknown):
         # with nothing held to compare them to, no entry is unknown.
@@ -351,12 +350,16 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
         for entry in answers:
             for interrupt in copies:
                 if interrupt.response_schema is not None:
-                    errors.setdefault(key, []).extend(_schema_errors(interrupt.response_schema, entry.payload))
+                    messages, found = _schema_errors(key, interrupt.response_schema, entry.payload)
+                    errors.setdefault(key, []).extend(messages)
+                    if found:
+                        faults.setdefault(key, []).extend(found)
         if errors.get(key):
             problems["invalid"].append(key)
     if not any(problems.values()):
         return None
-    return _refusal({k: tuple(v) for k, v in problems.items()}, order, {k: tuple(v) for k, v in errors.items() if v})
+    return _refusal({k: tuple(v) for k, v in problems.items()}, order, {k: tuple(v) for k, v in errors.items() if v},
+                    {k: tuple(v) for k, v in faults.items()})
 
 
 def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeEntry], *, now: Clock = None,
@@ -367,7 +370,11 @@ def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeE
     once, and nothing else (IR-10). A ``resolved`` entry must not answer an interrupt that is
     expired at ``now`` (IR-19); a ``cancelled`` one may, and is how a thread moves past it (IR-20).
     A ``resolved`` payload must satisfy the interrupt's ``responseSchema`` (IR-30); a missing payload
-    is checked as ``null``, and an interrupt without a schema accepts anything. Every status must be
+    is checked as ``null``, and an interrupt without a schema accepts anything. The schema comes from
+    the agent, so checking against it is bounded in size, nesting and work, runs every pattern on a
+    linear-time engine (one it cannot run is not checked: an IR-30 warning says where) and never
+    fetches a reference; a schema that cannot judge within those bounds refuses the answer with a
+    :class:`~agui_client.errors.SchemaFault` (see :data:`SCHEMA_FAULTS`). Every status must be
     ``resolved`` or ``cancelled`` (B270). With no open interrupts, any entry answers nothing (B269);
     an empty list with nothing open is an ordinary run and passes. Every payload and metadata must be
     JSON (see :func:`agui_client.wire.jsonio.json_problem`).
@@ -390,7 +397,9 @@ def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeE
     Raises:
         ResumeRefused: the subclass of the first kind found in the order of :data:`PROBLEM_KINDS`,
             with ``.problems`` holding every kind (each a tuple of ids, possibly empty), ``.ids``
-            every offending id, and ``.errors`` the schema messages by id.
+            every offending id, ``.errors`` the schema messages by id and ``.faults`` the schemas
+            that could not judge. When the kind is ``invalid`` and a schema could not judge, the
+            class is :class:`~agui_client.errors.UnusableResponseSchema` (an ``InvalidResumePayload``).
         UnencodableResumePayload: a payload or metadata is not JSON (checked first, raised alone).
         TypeError: ``entries`` holds something other than :class:`ResumeEntry`.
     """

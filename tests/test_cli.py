@@ -276,6 +276,40 @@ def test_run_abandons_an_expired_interrupt_instead_of_answering_it(served: Calla
     assert "the request was abandoned" in done.stdout
 
 
+def test_run_yes_with_a_backtracking_pattern_and_default_is_refused_at_once(served: Callable[[Any], Any]) -> None:
+    # The agent's own default fails its own pattern, one Python's re takes minutes to reject.
+    schema = {"type": "object", "required": ["code"], "properties": {
+        "code": {"type": "string", "pattern": "^(a+)+$", "default": "a" * 34 + "!"}}}
+    endpoint = served(ScriptedAgent.interrupts(1, response_schema=schema))
+
+    done = agui("run", endpoint.url, "-m", "hi", "--yes")
+
+    assert done.returncode == 2, done.stderr
+    assert "answer refused" in done.stdout and "does not match" in done.stdout
+    assert endpoint.agent.request_count == 1
+
+
+def test_run_shows_a_schema_that_cannot_judge_any_answer_instead_of_asking_again(
+        served: Callable[[Any], Any]) -> None:
+    schema = {"type": "object", "required": ["ticket"], "properties": {
+        "ticket": {"type": "string", "description": "The ticket to close", "$ref": "#/$defs/missing"}}}
+    endpoint = served(ScriptedAgent.interrupts(1, response_schema=schema))
+    env = {**ENV, "TERM": "xterm-256color"}
+    child = pexpect.spawn(sys.executable, ["-m", "agui_client.cli", "run", endpoint.url, "-m", "hi"], env=env,
+                          encoding="utf-8", dimensions=(50, 160), timeout=30)
+    try:
+        child.expect(r"ticket \(The ticket to close\)")
+        child.sendline("T-1")
+        child.expect(r"answer refused \(UnusableResponseSchema\)")
+        child.expect("unresolvable")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 2
+    assert "not accepted" not in (child.before or "")
+    assert endpoint.agent.request_count == 1
+
+
 def test_run_that_ends_with_run_error_exits_1_and_shows_the_error(served: Callable[[Any], Any]) -> None:
     endpoint = served(ScriptedAgent([[Start(), RunErrorEvent(message="the model is overloaded", code="busy")]]))
 

@@ -16,7 +16,7 @@ from typing import IO, Any, Literal
 from attrs import frozen
 
 from ..core.session import RunResult
-from ..errors import ExpiredInterruptAnswered, InvalidResumePayload
+from ..errors import ExpiredInterruptAnswered, InvalidResumePayload, UnusableResponseSchema
 from ..interrupts import ResumeBuilder
 from ..thread import Thread
 from ..wire import codec
@@ -203,6 +203,8 @@ class Conversation:
                 ResumeBuilder((interrupt,)).answer(interrupt.id, payload).build()
             except ExpiredInterruptAnswered:
                 return _EXPIRED
+            except UnusableResponseSchema:
+                raise  # the schema cannot judge any answer: asking again would not help
             except InvalidResumePayload as exc:
                 for problem in exc.errors.get(interrupt.id, (str(exc),)):
                     self.asker.say(f"not accepted: {problem}")

@@ -18,8 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-import jsonschema
-
+from .. import _schema
 from ..wire.types.base import JSON
 
 __all__ = ["Asker", "Field", "fields", "describe", "yes_payload", "ask_payload", "field_errors"]
@@ -151,13 +150,15 @@ def ask_payload(schema: Mapping[str, Any] | None, asker: Asker) -> JSON:
 
 
 def field_errors(schema: Mapping[str, Any], value: Any) -> list[str]:
-    """Readable reasons ``value`` fails ``schema`` (empty when it passes)."""
-    try:
-        validator_class = jsonschema.validators.validator_for(schema)
-        validator = validator_class(schema)
-        return [error.message for error in validator.iter_errors(value)]
-    except (jsonschema.SchemaError, TypeError, ValueError):
-        return []  # a schema the form cannot check; the resume builder judges the whole payload
+    """Readable reasons ``value`` fails ``schema`` (empty when it passes).
+
+    The schema is the agent's: it is checked with the same bounds as a resume (no backtracking
+    regex, no fetched reference, a step budget), so a hostile one cannot hang the prompt.
+    """
+    verdict = _schema.check(schema, value)
+    # A schema the form cannot use (or a part of one, whose references point outside it) judges
+    # nothing here: the resume builder judges the whole payload, and says why.
+    return [error.message for error in verdict.errors]
 
 
 # --------------------------------------------------------------------------------------------------

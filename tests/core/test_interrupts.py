@@ -24,6 +24,7 @@ from agui_client.errors import (
     UnencodableResumePayload,
     UnencodableValue,
     UnknownInterrupt,
+    UnusableResponseSchema,
 )
 from agui_client.interrupts import PROBLEM_KINDS, ResumeBuilder, check_resume
 from agui_client.types.run import Interrupt, ResumeEntry
@@ -348,22 +349,25 @@ def test_schema_errors_are_bounded_for_huge_payloads() -> None:
 
 
 @pytest.mark.parametrize(
-    "schema",
+    ("schema", "code", "pointer"),
     [
-        pytest.param({"type": "no-such-type"}, id="bad-type"),
-        pytest.param({"pattern": "("}, id="bad-regex"),
-        pytest.param({"$ref": "#/definitions/missing"}, id="dangling-ref"),
-        pytest.param({"$ref": "http://127.0.0.1:9/schema.json"}, id="remote-ref-not-fetched"),
-        pytest.param({"$ref": "#"}, id="self-ref-loop"),
-        pytest.param({"$schema": 7}, id="schema-uri-not-a-string"),
-        pytest.param(["not", "a", "schema"], id="not-an-object"),
+        pytest.param({"type": "no-such-type"}, "invalid", "/type", id="bad-type"),
+        pytest.param({"pattern": "("}, "invalid", "/pattern", id="bad-regex"),
+        pytest.param({"$ref": "#/definitions/missing"}, "unresolvable", "/$ref", id="dangling-ref"),
+        pytest.param({"$ref": "http://127.0.0.1:9/schema.json"}, "unresolvable", "/$ref", id="remote-ref-not-fetched"),
+        pytest.param({"$ref": "#"}, "too-deep", "/$ref", id="self-ref-loop"),
+        pytest.param({"$schema": 7}, "invalid", "/$schema", id="schema-uri-not-a-string"),
+        pytest.param(["not", "a", "schema"], "not-a-schema", "", id="not-an-object"),
     ],
 )
-def test_an_invalid_schema_is_reported_as_an_invalid_payload_never_a_crash(schema: Any) -> None:
+def test_an_invalid_schema_is_reported_as_an_unusable_schema_never_a_crash(schema: Any, code: str,
+                                                                           pointer: str) -> None:
     error = refusal([ask("i1", schema=schema)], [resolved("i1", {"approved": True})])
-    assert type(error) is InvalidResumePayload
-    assert error.ids == ("i1",)
+    assert type(error) is UnusableResponseSchema and isinstance(error, InvalidResumePayload)
+    assert error.ids == ("i1",) and error.problems["invalid"] == ("i1",)
     assert len(error.errors["i1"]) == 1
+    assert (error.interrupt_id, error.code, error.pointer) == ("i1", code, pointer)
+    assert error.faults["i1"][0].code == code
 
 
 def test_a_schema_without_dialect_is_read_as_draft_2020_12() -> None:

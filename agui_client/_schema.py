@@ -1,0 +1,1045 @@
+"""Checking a value against a server's JSON Schema at a bounded cost, with no network and no files.
+
+An interrupt's ``responseSchema`` comes from the agent, so it is hostile input to the code that checks
+the user's answer against it. jsonschema, used as it comes, lets such a schema:
+
+* **hang the caller on a regex.** ``pattern``, ``patternProperties`` (also inside
+  ``additionalProperties`` and ``unevaluatedProperties``) and ``format: "regex"`` run on Python's
+  ``re``, which backtracks: ``^(a+)+$`` against 34 characters takes minutes. Here every pattern runs
+  on RE2 (google-re2), whose time is linear in the text. RE2 has no lookaround and no
+  backreferences: lookaheads that open an anchored pattern (``^(?=.*\\d).{8,}$``, the usual password
+  rule) are split into separate RE2 checks, which is exact; any other pattern RE2 cannot run is not
+  checked, and the caller is told where (an ``IR-30`` warning), because refusing it would leave the
+  interrupt unanswerable and checking is optional in AG-UI 1.0. The ECMA-262 syntax RE2 spells
+  differently (``\\uXXXX``, ``\\u{…}``, ``\\cX``, ``[]``, ``[^]``) and ECMA-262's ``.`` and ``\\s``
+  are translated, so patterns mean what JSON Schema says (Python's ``re`` lets ``$`` match before a
+  final newline; RE2 and ECMA-262 do not).
+* **reach the network or the disk.** jsonschema's default registry fetches any ``$ref`` it cannot
+  resolve locally with ``urlopen``: ``http://…`` and ``file:///…`` alike. Here the registry holds the
+  schema and the drafts' own metaschemas and retrieves nothing: such a reference is unresolvable.
+* **cost unbounded time or memory** by amplification (``$ref`` fan-out that doubles per level, the
+  same subschema reached through ``allOf`` at every level of a nested answer, thousands of
+  ``anyOf`` branches each quoting a large answer in its error), by ``uniqueItems`` (quadratic on
+  objects), by ``multipleOf`` on extreme numbers (``OverflowError``), or by size and nesting
+  (``RecursionError``). Here every schema object applied to a value, every keyword call and every
+  error message is charged to a step budget, and the keywords with costs of their own are
+  implemented here with bounded ones; the schema's size and nesting are capped before anything runs.
+* **switch itself to an unguarded validator**: a subschema naming its own ``$schema`` makes
+  jsonschema evaluate it with that draft's stock validator, outside every guard above; it is refused.
+
+What cannot be checked within these bounds is a :class:`~agui_client.errors.SchemaFault` (its
+``code`` is one of :data:`SCHEMA_FAULTS`), never a hang or an escaping ``RecursionError``. Only
+``format: "regex"`` is asserted while the schema itself is judged; formats are annotations when an
+answer is checked (as in draft 2020-12), so no format checker ever runs on an answer.
+
+Everything here is sans-IO: nothing reads a clock, the budget counts work.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
+from fractions import Fraction
+from functools import cache
+from types import FrameType
+from typing import Any, Final, TypeVar
+
+import jsonschema
+import jsonschema_specifications
+import re2
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+from jsonschema.exceptions import ValidationError
+from jsonschema.validators import validator_for
+
+from .errors import SchemaFault
+from .wire.jsonio import escape as _escape
+
+__all__ = ["SCHEMA_FAULTS", "MAX_SCHEMA_VALUES", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_TEXT", "CHECK_BUDGET",
+           "STEPS_PER_VALUE", "JUDGE_BUDGET", "Verdict", "check"]
+
+#: The codes of :class:`~agui_client.errors.SchemaFault`, each a reason a schema cannot judge a value.
+SCHEMA_FAULTS: Final = ("not-a-schema", "invalid", "too-large", "too-deep", "over-budget", "unresolvable",
+                        "embedded-dialect")
+
+#: A schema may hold this many JSON values (objects, arrays, strings, numbers … each count one).
+MAX_SCHEMA_VALUES: Final = 20_000
+#: … nested this deep (a subschema under ``properties`` is two levels down) …
+MAX_SCHEMA_DEPTH: Final = 64
+#: … and this many characters of text, keys included.
+MAX_SCHEMA_TEXT: Final = 1_000_000
+#: Steps allowed for checking a value against a schema, plus :data:`STEPS_PER_VALUE` for every JSON
+#: value in it (so a large ordinary answer still fits). A step is about one schema object applied to
+#: one value (weighted by the object's size), one keyword call, 64 characters of error message or of
+#: text a pattern reads: the budget is under a second of work on a small machine (measured on two
+#: cores: 0.7 to 1.5 million steps a second).
+CHECK_BUDGET: Final = 500_000
+STEPS_PER_VALUE: Final = 20
+#: Steps allowed for judging the schema itself against its draft's metaschema: about 440 for each
+#: subschema (2020-12), so some 4,500 subschemas, in about a second.
+JUDGE_BUDGET: Final = 2_000_000
+
+# Patterns longer than this are not compiled (RE2 would mostly refuse them, and Python's compiler,
+# asked only whether they are valid, is not to be fed megabytes): they are not checked.
+_MAX_PATTERN: Final = 16_384
+# RE2's own default; a pattern needing more memory is reported by RE2 and is not checked.
+_RE2_MAX_MEM: Final = 8 << 20
+# Compiled patterns kept per check (each may hold up to _RE2_MAX_MEM).
+_REGEX_CACHE: Final = 16
+# Applying a subschema inside another takes up to six Python frames (keyword, descend, reference …):
+# checking stops at the nesting that fits under the interpreter's recursion limit, with room to spare,
+# rather than meet RecursionError in whatever code happens to be running (the Rust maps under
+# referencing turn it into a panic that is not even an Exception).
+_FRAMES_PER_NESTING: Final = 6
+_STACK_MARGIN: Final = 100
+# Resolving a reference (joining URIs, looking through the registry) costs about five ordinary steps.
+_REFERENCES: Final = ("$ref", "$dynamicRef", "$recursiveRef")
+_REFERENCE_COST: Final = 5
+# Keywords whose whole value jsonschema may walk each time the object holding them is applied.
+_WALKED_WHOLE: Final = frozenset({"const", "enum", "required", "dependentRequired", "dependencies"})
+# Keywords whose values are data, never evaluated as a schema by a keyword: an object under them may
+# hold a "$schema" member without being a subschema.
+_DATA_KEYWORDS: Final = frozenset({"const", "enum", "default", "examples"})
+
+
+class Verdict:
+    """What checking a value against a schema found.
+
+    Attributes:
+        errors: the value's validation errors (empty when it passes, or when ``fault`` is set).
+        fault: why the schema cannot judge the value at all (``interrupt_id`` left ``None``).
+        unchecked: ``(pointer, reason)`` for every pattern that was not run, in the order met.
+    """
+
+    __slots__ = ("errors", "fault", "unchecked")
+
+    def __init__(self, errors: list[ValidationError], fault: SchemaFault | None,
+                 unchecked: Iterable[tuple[str, str]]) -> None:
+        self.errors = errors
+        self.fault = fault
+        self.unchecked = tuple(unchecked)
+
+
+# --------------------------------------------------------------------------------------------------
+# The running check: budget, pointers, compiled patterns
+# --------------------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """Checking cannot go on: the budget ran out, or the schema does something refused."""
+
+    def __init__(self, code: str, reason: str, pointer: str | None = None) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+        self.pointer = pointer
+
+
+class _Regex:
+    """A pattern as RE2 runs it: checks at the start (split-off lookaheads), then the pattern."""
+
+    __slots__ = ("_heads", "_main", "_weight")
+
+    def __init__(self, heads: list[tuple[bool, Any]], main: Any) -> None:
+        self._heads = heads
+        self._main = main
+        size = main.programsize + sum(rx.programsize for _, rx in heads)
+        # RE2's time is linear in the text, with a factor that grows with the compiled program.
+        self._weight = size + 1024
+
+    def search(self, text: str, check: _Check) -> bool | None:
+        """Whether the pattern matches anywhere in ``text``; ``None`` when RE2 cannot read the text."""
+        check.charge(1 + len(text) * self._weight // 65536)
+        try:
+            for positive, head in self._heads:
+                if (head.search(text) is not None) != positive:
+                    return False
+            return self._main.search(text) is not None
+        except UnicodeError:  # a lone surrogate (typed at a terminal): UTF-8 cannot carry it
+            return None
+
+
+class _Check:
+    """One check's state: the budget, where each schema object sits, the patterns compiled so far."""
+
+    __slots__ = ("steps", "limit", "judging", "pointers", "dialects", "weights", "unchecked", "regexes", "where",
+                 "depth", "max_depth")
+
+    def __init__(self, pointers: dict[int, str], dialects: dict[int, str]) -> None:
+        self.steps = 0
+        self.limit = JUDGE_BUDGET
+        # True while the schema itself is judged: it is then the value, and pointers name its parts.
+        self.judging = False
+        self.pointers = pointers
+        # The objects below the root that name a draft jsonschema knows (by id), with their pointers.
+        self.dialects = dialects
+        self.weights: dict[int, int] = {}
+        self.unchecked: dict[str, str] = {}
+        self.regexes: OrderedDict[str, _Regex | str | None] = OrderedDict()
+        # The schema pointer of the innermost keyword being evaluated when checking stopped.
+        self.where: str | None = None
+        # Schema applications in progress, one inside the other, and how many fit on the stack.
+        self.depth = 0
+        self.max_depth = max(8, (sys.getrecursionlimit() - _stack_depth() - _STACK_MARGIN) // _FRAMES_PER_NESTING)
+
+    def enter(self) -> None:
+        """One more schema application inside the others; call ``self.depth -= 1`` when it ends."""
+        self.depth += 1
+        if self.depth > self.max_depth:
+            raise _Stop("too-deep", f"checking nests schemas more than {self.max_depth} deep (a reference that "
+                                    "loops back on itself without consuming the answer, or an answer nested "
+                                    "too deeply)")
+
+    def charge(self, steps: int) -> None:
+        self.steps += steps
+        if self.steps > self.limit:
+            if self.judging:
+                raise _Stop("over-budget", f"judging the schema itself needs more than {self.limit:,} steps (it "
+                                           "holds too many subschemas)")
+            raise _Stop("over-budget", f"checking needs more than {self.limit:,} steps (a schema that multiplies "
+                                       "its own work, or an answer too large for it)")
+
+    def pointer(self, node: object, *keys: str) -> str:
+        base = self.pointers.get(id(node), "")
+        return base + "".join("/" + _escape(key) for key in keys)
+
+    def regex(self, pattern: str) -> _Regex | str | None:
+        """The compiled pattern; a reason it cannot run (str); ``None`` when it is not a regex at all."""
+        if pattern in self.regexes:
+            self.regexes.move_to_end(pattern)
+            return self.regexes[pattern]
+        self.charge(1 + len(pattern) // 16)
+        compiled = _compile(pattern)
+        self.regexes[pattern] = compiled
+        if len(self.regexes) > _REGEX_CACHE:
+            self.regexes.popitem(last=False)
+        return compiled
+
+    def matches(self, pattern: str, text: str, pointer: str) -> bool | None:
+        """Whether ``pattern`` matches ``text``; ``None`` (and a note) when it cannot be run."""
+        compiled = self.regex(pattern)
+        if isinstance(compiled, _Regex):
+            found = compiled.search(text, self)
+            if found is not None:
+                return found
+            compiled = "the text holds a lone surrogate, which RE2 cannot read"
+        self.unchecked.setdefault(pointer, compiled or "it is not a valid regular expression")
+        return None
+
+
+_ACTIVE: ContextVar[_Check | None] = ContextVar("agui_schema_check", default=None)
+
+
+def _active() -> _Check:
+    check = _ACTIVE.get()
+    if check is None:  # (the guarded validators are private to this module and always run inside check())
+        raise RuntimeError("a guarded validator ran outside a check")
+    return check
+
+
+def _stack_depth() -> int:
+    frame: FrameType | None = sys._getframe()
+    depth = 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+# --------------------------------------------------------------------------------------------------
+# Patterns: ECMA-262 as RE2 reads it
+# --------------------------------------------------------------------------------------------------
+
+# ECMA-262's WhiteSpace and LineTerminator, which its \s matches (RE2's \s is ASCII only).
+_WS: Final = r"\t\n\x{B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}"
+# ECMA-262's "." stops at every line terminator; RE2's at "\n" only.
+_DOT: Final = r"[^\n\r\x{2028}\x{2029}]"
+_EVERYTHING: Final = r"\x{0}-\x{10FFFF}"
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
+_DIGITS: Final = frozenset("0123456789")
+_QUANTIFIERS: Final = frozenset("*+?{")
+_PROPERTY_PREFIXES: Final = ("General_Category=", "gc=", "Script=", "sc=")
+
+
+class _Unsupported(Exception):
+    """A construct RE2 cannot run (or this translation does not know): the pattern is not checked."""
+
+
+def _hex(text: str) -> int | None:
+    return int(text, 16) if text and all(c in _HEX for c in text) else None
+
+
+def _translate_escape(p: str, i: int, in_class: bool) -> tuple[str, int]:
+    """The RE2 spelling of the escape at ``p[i]`` (a backslash), and the index after it."""
+    if i + 1 >= len(p):
+        raise _Unsupported("it ends with a lone backslash")
+    c = p[i + 1]
+    if c in "dDwWtnrfv":
+        return "\\" + c, i + 2
+    if c == "b":
+        return (r"\x{8}" if in_class else r"\b"), i + 2
+    if c == "B" and not in_class:
+        return r"\B", i + 2
+    if c == "s":
+        return (_WS if in_class else f"[{_WS}]"), i + 2
+    if c == "S":
+        # Inside a class RE2's own \S (ASCII whitespace) stands in: a negated set cannot nest there.
+        return (r"\S" if in_class else f"[^{_WS}]"), i + 2
+    if c == "0" and p[i + 2:i + 3] not in _DIGITS:
+        return r"\x{0}", i + 2
+    if c in "123456789" or c == "0" or (c == "k" and p[i + 2:i + 3] == "<"):
+        raise _Unsupported("it uses a backreference, which needs a backtracking engine")
+    if c == "x":
+        value = _hex(p[i + 2:i + 4])
+        if value is None or len(p[i + 2:i + 4]) < 2:
+            raise _Unsupported(r"\x is not followed by two hex digits")
+        return rf"\x{{{value:X}}}", i + 4
+    if c == "u":
+        return _translate_unicode_escape(p, i)
+    if c == "c":
+        letter = p[i + 2:i + 3]
+        if not (letter.isascii() and letter.isalpha()):
+            raise _Unsupported(r"\c is not followed by a letter")
+        return rf"\x{{{ord(letter) % 32:X}}}", i + 3
+    if c in "pP":
+        end = p.find("}", i + 2)
+        if p[i + 2:i + 3] != "{" or end < 0:
+            raise _Unsupported(rf"\{c} is not followed by {{name}}")
+        name = p[i + 3:end]
+        for prefix in _PROPERTY_PREFIXES:
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+        return rf"\{c}{{{name}}}", end + 1
+    if c.isascii() and c.isalnum():
+        raise _Unsupported(f"it uses the escape \\{c}, which ECMA-262 does not define")
+    # An identity escape: ASCII punctuation keeps its backslash, anything else stands for itself.
+    return ("\\" + c if c.isascii() else c), i + 2
+
+
+def _translate_unicode_escape(p: str, i: int) -> tuple[str, int]:
+    if p[i + 2:i + 3] == "{":
+        end = p.find("}", i + 3)
+        value = _hex(p[i + 3:end]) if end > 0 else None
+        if value is None or value > 0x10FFFF:
+            raise _Unsupported(r"\u{…} does not name a code point")
+        after = end + 1
+    else:
+        value = _hex(p[i + 2:i + 6]) if len(p[i + 2:i + 6]) == 4 else None
+        if value is None:
+            raise _Unsupported(r"\u is not followed by four hex digits")
+        after = i + 6
+        low = _hex(p[after + 2:after + 6]) if p[after:after + 2] == "\\u" and len(p[after + 2:after + 6]) == 4 else None
+        if 0xD800 <= value <= 0xDBFF and low is not None and 0xDC00 <= low <= 0xDFFF:
+            # A surrogate pair written as two escapes is one code point (ECMA-262's u mode).
+            value = 0x10000 + ((value - 0xD800) << 10) + (low - 0xDC00)
+            after += 6
+    if 0xD800 <= value <= 0xDFFF:
+        raise _Unsupported("it names a lone surrogate, which no JSON string sent can hold")
+    return rf"\x{{{value:X}}}", after
+
+
+def _translate_class(p: str, i: int) -> tuple[str, int]:
+    """The RE2 spelling of the character class opening at ``p[i]``, and the index after it."""
+    j = i + 1
+    negated = p[j:j + 1] == "^"
+    j += negated
+    if p[j:j + 1] == "]":
+        # ECMA-262's [] matches nothing and [^] any character; RE2 would read "]" as a member.
+        return (f"[{_EVERYTHING}]" if negated else f"[^{_EVERYTHING}]"), j + 1
+    out = ["[^" if negated else "["]
+    while j < len(p) and p[j] != "]":
+        if p[j] == "\\":
+            text, j = _translate_escape(p, j, in_class=True)
+            out.append(text)
+        else:
+            # "[" is an ordinary member in ECMA-262; RE2 would read "[:" as a POSIX class.
+            out.append("\\[" if p[j] == "[" else p[j])
+            j += 1
+    if j >= len(p):
+        raise _Unsupported("a character class is not closed")
+    out.append("]")
+    return "".join(out), j + 1
+
+
+# Tokens: ("text", re2 text), ("open", text), ("look", "=" or "!"), ("close", ")"), ("alt", "|"), ("caret", "^").
+_Token = tuple[str, str]
+
+
+def _tokens(p: str) -> list[_Token]:
+    out: list[_Token] = []
+    i = 0
+    while i < len(p):
+        c = p[i]
+        if c == "\\":
+            text, i = _translate_escape(p, i, in_class=False)
+            out.append(("text", text))
+        elif c == "[":
+            text, i = _translate_class(p, i)
+            out.append(("text", text))
+        elif c == "(":
+            if p.startswith(("(?<=", "(?<!"), i):
+                raise _Unsupported("it uses a lookbehind, which needs a backtracking engine")
+            if p.startswith(("(?=", "(?!"), i):
+                out.append(("look", p[i + 2]))
+                i += 3
+            else:
+                out.append(("open", "("))
+                i += 1
+        elif c == ")":
+            out.append(("close", ")"))
+            i += 1
+        elif c == "|":
+            out.append(("alt", "|"))
+            i += 1
+        elif c == "^":
+            out.append(("caret", "^"))
+            i += 1
+        elif c == ".":
+            out.append(("text", _DOT))
+            i += 1
+        else:
+            out.append(("text", c))
+            i += 1
+    return out
+
+
+def _closing(tokens: list[_Token], start: int) -> int:
+    """The index of the ``close`` token matching the group opened at ``tokens[start]``."""
+    depth = 0
+    for n in range(start, len(tokens)):
+        kind = tokens[n][0]
+        if kind in ("open", "look"):
+            depth += 1
+        elif kind == "close":
+            depth -= 1
+            if depth == 0:
+                return n
+    raise _Unsupported("a group is not closed")
+
+
+def _render(tokens: list[_Token]) -> str:
+    if any(kind == "look" for kind, _ in tokens):
+        raise _Unsupported("it uses a lookahead other than at the start of an anchored pattern, which needs a "
+                           "backtracking engine")
+    return "".join(text for _, text in tokens)
+
+
+def _plan(pattern: str) -> tuple[list[tuple[bool, str]], str]:
+    """RE2 sources for ``pattern``: lookaheads split off its anchored start, then the rest.
+
+    ``^(?=A)(?!B)C`` matches a text exactly when ``^(?:A)`` does, ``^(?:B)`` does not and ``^C`` does:
+    the lookaheads are tried at the one position ``^`` allows, and consume nothing.
+    """
+    tokens = _tokens(pattern)
+    heads: list[tuple[bool, str]] = []
+    # With a top-level "|", the "^" and the lookaheads belong to the first alternative only.
+    if tokens[:1] == [("caret", "^")] and not _top_level_alternation(tokens):
+        n = 1
+        while n < len(tokens) and tokens[n][0] == "look":
+            end = _closing(tokens, n)
+            if end + 1 < len(tokens) and tokens[end + 1][1][:1] in _QUANTIFIERS and tokens[end + 1][0] == "text":
+                break  # a quantified lookahead (Annex B): left in place, so not run
+            heads.append((tokens[n][1] == "=", "^(?:" + _render(tokens[n + 1:end]) + ")"))
+            n = end + 1
+        tokens = [tokens[0], *tokens[n:]]
+    return heads, _render(tokens)
+
+
+def _top_level_alternation(tokens: list[_Token]) -> bool:
+    depth = 0
+    for kind, _ in tokens:
+        if kind in ("open", "look"):
+            depth += 1
+        elif kind == "close":
+            depth -= 1
+        elif kind == "alt" and depth == 0:
+            return True
+    return False
+
+
+def _re2_options() -> Any:
+    options = re2.Options()
+    options.max_mem = _RE2_MAX_MEM
+    options.log_errors = False  # RE2 would print every refused pattern on stderr
+    # Only whether it matches is asked: tracking groups costs time in their number (thousands of
+    # nested groups made one search of one character take seconds).
+    options.never_capture = True
+    return options
+
+
+_OPTIONS: Final = _re2_options()
+
+
+def _python_accepts(pattern: str) -> bool:
+    # Only ever asked whether a pattern RE2 cannot run is a regex at all; compiling is linear in the
+    # pattern's length (it is matching that backtracks), and nothing is matched with it.
+    try:
+        re.compile(pattern)
+    except (re.error, OverflowError, RecursionError, ValueError):
+        return False
+    return True
+
+
+def _compile(pattern: str) -> _Regex | str | None:
+    """``pattern`` for RE2; else why it cannot run (a str), or ``None`` when it is no regex at all."""
+    if len(pattern) > _MAX_PATTERN:
+        return f"it is longer than {_MAX_PATTERN:,} characters"
+    try:
+        heads, main = _plan(pattern)
+        return _Regex([(positive, re2.compile(source, _OPTIONS)) for positive, source in heads],
+                      re2.compile(main, _OPTIONS))
+    except _Unsupported as exc:
+        reason = str(exc)
+    except re2.error as exc:
+        reason = f"RE2 cannot run it ({_re2_message(exc)})"
+    except UnicodeError:
+        reason = "it holds a lone surrogate, which RE2 cannot read"
+    # ECMA-262 syntax Python's re does not know (\u{…}, \p{…}, (?<name>…)) compiled above; what RE2
+    # cannot run is a regex when Python's re reads it.
+    return reason if _python_accepts(pattern) else None
+
+
+def _re2_message(exc: Exception) -> str:
+    detail = exc.args[0] if exc.args else exc
+    return detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
+
+
+def _is_regex(instance: object) -> bool:
+    """The ``regex`` format, while a schema is judged: a pattern that is no regex makes it invalid."""
+    if not isinstance(instance, str):
+        return True
+    return _active().regex(instance) is not None
+
+
+_FORMATS: Final = jsonschema.FormatChecker(formats=())
+_FORMATS.checks("regex")(_is_regex)
+
+
+# --------------------------------------------------------------------------------------------------
+# Guarded keywords
+# --------------------------------------------------------------------------------------------------
+
+
+def _is_valid(errors: Iterable[ValidationError]) -> bool:
+    return next(iter(errors), None) is None
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "string") or not isinstance(pattern, str):
+        return
+    check = _active()
+    if check.matches(pattern, instance, check.pointer(schema, "pattern")) is False:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object") or not isinstance(patterns, dict):
+        return
+    check = _active()
+    for pattern, subschema in patterns.items():
+        where = check.pointer(schema, "patternProperties", pattern)
+        for key, value in instance.items():
+            # A pattern that cannot run applies to no key: the check is lenient, never wrong by refusing.
+            if check.matches(pattern, key, where):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _claimed(check: _Check, schema: Any, key: str) -> bool:
+    """Whether ``properties`` or a ``patternProperties`` pattern covers ``key`` (one that cannot run does)."""
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and key in properties:
+        return True
+    patterns = schema.get("patternProperties")
+    if not isinstance(patterns, dict):
+        return False
+    return any(check.matches(p, key, check.pointer(schema, "patternProperties", p)) is not False for p in patterns)
+
+
+def _additional_properties(validator: Any, additional: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    check = _active()
+    check.charge(1 + len(instance))  # every key of the answer is looked up, at every application
+    extras = [key for key in instance if not _claimed(check, schema, key)]
+    if validator.is_type(additional, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], additional, path=key)
+    elif additional is False and extras:
+        yield ValidationError(f"Additional properties are not allowed ({_listed(sorted(extras))} unexpected)")
+
+
+def _listed(keys: list[str]) -> str:
+    return ", ".join(map(repr, keys)) + (" was" if len(keys) == 1 else " were")
+
+
+def _resolved(validator: Any, ref: str) -> tuple[Any, Any]:
+    # The lookup jsonschema's own reference keywords make (its resolver attribute is private).
+    _active().charge(_REFERENCE_COST)
+    found = validator._resolver.lookup(ref)
+    return validator.evolve(schema=found.contents, _resolver=found.resolver), found.contents
+
+
+def _references(validator: Any, schema: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
+    # $recursiveRef (2019-09) and $dynamicRef (2020-12) are followed to their static target, as
+    # jsonschema's own annotation walk does.
+    for keyword in _REFERENCES:
+        ref = schema.get(keyword)
+        if isinstance(ref, str):
+            yield _resolved(validator, ref)
+
+
+_Walked = TypeVar("_Walked")
+
+
+def _nested(walk: Callable[[Any, Any, Any], _Walked]) -> Callable[[Any, Any, Any], _Walked]:
+    """``walk`` counted as one schema application inside the others (see :meth:`_Check.enter`)."""
+
+    def nested(validator: Any, instance: Any, schema: Any) -> _Walked:
+        check = _active()
+        try:
+            check.enter()
+            return walk(validator, instance, schema)
+        finally:
+            check.depth -= 1
+
+    return nested
+
+
+@_nested
+def _evaluated_keys(validator: Any, instance: dict[str, Any], schema: Any) -> set[str]:
+    """The keys of ``instance`` that ``schema`` (and the subschemas that apply to it) evaluate."""
+    if not isinstance(schema, dict):
+        return set()
+    check = _active()
+    check.charge(1 + len(schema) + len(instance))
+    keys: set[str] = set()
+    for evolved, target in _references(validator, schema):
+        keys |= _evaluated_keys(evolved, instance, target)
+    keys |= {key for key in instance if _claimed(check, schema, key)}
+    for keyword in ("additionalProperties", "unevaluatedProperties"):
+        if keyword in schema:
+            keys |= {key for key, value in instance.items() if _is_valid(validator.descend(value, schema[keyword]))}
+    dependent = schema.get("dependentSchemas")
+    if isinstance(dependent, dict):
+        for key, subschema in dependent.items():
+            if key in instance:
+                keys |= _evaluated_keys(validator, instance, subschema)
+    keys |= _from_applicators(validator, instance, schema, _evaluated_keys)
+    return keys
+
+
+@_nested
+def _evaluated_items(validator: Any, instance: list[Any], schema: Any) -> set[int]:
+    """The indexes of ``instance`` that ``schema`` (and the subschemas that apply to it) evaluate."""
+    if not isinstance(schema, dict):
+        return set()
+    _active().charge(1 + len(schema) + len(instance))
+    everything = set(range(len(instance)))
+    items = schema.get("items")
+    if "items" in schema and (not isinstance(items, list) or "additionalItems" in schema):
+        return everything  # (an array "items" is draft 2019-09's prefixItems)
+    indexes: set[int] = set(range(len(items))) if isinstance(items, list) else set()
+    prefix = schema.get("prefixItems")
+    if isinstance(prefix, list):
+        indexes |= set(range(len(prefix)))
+    for evolved, target in _references(validator, schema):
+        indexes |= _evaluated_items(evolved, instance, target)
+    for keyword in ("contains", "unevaluatedItems"):
+        if keyword in schema:
+            indexes |= {n for n, item in enumerate(instance) if _is_valid(validator.descend(item, schema[keyword]))}
+    indexes |= _from_applicators(validator, instance, schema, _evaluated_items)
+    return indexes & everything
+
+
+def _from_applicators(validator: Any, instance: Any, schema: dict[str, Any],
+                      walk: Callable[[Any, Any, Any], set[Any]]) -> set[Any]:
+    """What the subschemas of allOf/anyOf/oneOf and if/then/else that ``instance`` satisfies evaluate."""
+    found: set[Any] = set()
+    for keyword in ("allOf", "anyOf", "oneOf"):
+        subschemas = schema.get(keyword)
+        for subschema in subschemas if isinstance(subschemas, list) else ():
+            if _is_valid(validator.descend(instance, subschema)):
+                found |= walk(validator, instance, subschema)
+    if "if" in schema:
+        if _is_valid(validator.descend(instance, schema["if"])):
+            found |= walk(validator, instance, schema["if"])
+            if "then" in schema:
+                found |= walk(validator, instance, schema["then"])
+        elif "else" in schema:
+            found |= walk(validator, instance, schema["else"])
+    return found
+
+
+def _unevaluated_properties(validator: Any, unevaluated: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    evaluated = _evaluated_keys(validator, instance, schema)
+    failed = [key for key in instance
+              if key not in evaluated and not _is_valid(validator.descend(instance[key], unevaluated, path=key))]
+    if failed and unevaluated is False:
+        yield ValidationError(f"Unevaluated properties are not allowed ({_listed(sorted(failed))} unexpected)")
+    elif failed:
+        yield ValidationError(f"Unevaluated properties are not valid under the given schema ({_listed(failed)} "
+                              "unevaluated and invalid)")
+
+
+def _unevaluated_items(validator: Any, unevaluated: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "array"):
+        return
+    evaluated = _evaluated_items(validator, instance, schema)
+    failed = [item for n, item in enumerate(instance)
+              if n not in evaluated and not _is_valid(validator.descend(item, unevaluated, path=n))]
+    if failed:
+        yield ValidationError(f"Unevaluated items are not allowed ({', '.join(map(repr, failed))} "
+                              f"{'was' if len(failed) == 1 else 'were'} unexpected)")
+
+
+def _exact(number: Any) -> Fraction:
+    # A float's shortest repr is the decimal the JSON text wrote (for any text a double can hold):
+    # judged on it, 0.3 is a multiple of 0.1, as JSON Schema's decimal numbers mean.
+    return Fraction(number) if isinstance(number, int) else Fraction(repr(number))
+
+
+def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "number") or isinstance(divisor, bool) or \
+            not isinstance(divisor, (int, float)):
+        return
+    # Exact arithmetic on numbers this size costs about the square of their length.
+    bits = sum(value.bit_length() for value in (instance, divisor) if isinstance(value, int))
+    _active().charge(1 + (bits // 4096) ** 2)
+    try:
+        whole = (_exact(instance) / _exact(divisor)).denominator == 1
+    except (ValueError, ZeroDivisionError, OverflowError):  # NaN or infinity (Python values, not JSON)
+        whole = False
+    if not whole:
+        yield ValidationError(f"{instance!r} is not a multiple of {divisor}")
+
+
+def _canonical(value: Any, check: _Check) -> Any:
+    """A hashable stand-in equal for exactly the values JSON Schema calls equal (1 and 1.0, not true)."""
+    if isinstance(value, bool) or value is None:
+        return ("literal", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if isinstance(value, str):
+        return ("string", value)
+    if isinstance(value, dict):
+        check.charge(1 + len(value))
+        return ("object", frozenset((key, _canonical(item, check)) for key, item in value.items()))
+    if isinstance(value, (list, tuple)):
+        check.charge(1 + len(value))
+        return ("array", tuple(_canonical(item, check) for item in value))
+    return ("other", id(value))
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if unique is not True or not validator.is_type(instance, "array"):
+        return
+    check = _active()
+    seen: set[Any] = set()
+    for item in instance:
+        key = _canonical(item, check)
+        if key in seen:
+            yield ValidationError(f"{instance!r} has non-unique elements")
+            return
+        seen.add(key)
+
+
+_GUARDED: Final[dict[str, Callable[..., Iterator[ValidationError]]]] = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+    "unevaluatedProperties": _unevaluated_properties,
+    "unevaluatedItems": _unevaluated_items,
+    "multipleOf": _multiple_of,
+    "divisibleBy": _multiple_of,  # draft 3's name
+    "uniqueItems": _unique_items,
+}
+
+
+def _charged(keyword: str, function: Callable[..., Any]) -> Callable[..., Iterator[ValidationError]]:
+    """``function`` with every call and every error message it yields charged to the budget."""
+
+    cost = _REFERENCE_COST if keyword in _REFERENCES else 1
+
+    def keyword_function(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        check = _active()
+        check.charge(cost)
+        try:
+            check.enter()
+            errors = function(validator, value, instance, schema)
+            for error in errors or ():
+                check.charge(1 + len(error.message) // 64)
+                yield error
+        except (_Stop, referencing.exceptions.Unresolvable):
+            if check.where is None:
+                check.where = check.pointer(instance) if check.judging else check.pointer(schema, keyword)
+            raise
+        finally:
+            check.depth -= 1
+
+    return keyword_function
+
+
+def _applicable(rule: Callable[[Any], Iterable[tuple[str, Any]]]) -> Callable[[Any], Iterable[tuple[str, Any]]]:
+    """The dialect's rule for which keywords of a schema object apply, charging each object applied."""
+
+    def applicable(schema: Any) -> Iterable[tuple[str, Any]]:
+        check = _ACTIVE.get()
+        if check is not None and isinstance(schema, dict):
+            weight = check.weights.get(id(schema))
+            if weight is None:
+                weight = check.weights[id(schema)] = _weight(schema)
+            check.charge(weight)
+            if check.dialects:
+                _refuse_embedded_dialect(check, schema)
+        return rule(schema)
+
+    return applicable
+
+
+def _weight(schema: dict[str, Any]) -> int:
+    # What jsonschema does with one schema object, apart from what it charges itself: it walks the
+    # object's members (known keywords or not), a keyword walks its value (properties, required …),
+    # const and enum compare whole values, and dependentRequired walks each of its lists.
+    return 1 + len(schema) + sum(_size(value, deep=key in _WALKED_WHOLE) for key, value in schema.items())
+
+
+def _size(value: Any, *, deep: bool) -> int:
+    if not isinstance(value, (dict, list, tuple)):
+        return 0
+    if not deep:
+        return len(value)
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        total += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return total
+
+
+def _names_a_dialect(node: dict[str, Any]) -> bool:
+    dialect = node.get("$schema")
+    return isinstance(dialect, str) and validator_for(node, default=None) is not None  # type: ignore[arg-type]
+
+
+def _refuse_embedded_dialect(check: _Check, schema: dict[str, Any]) -> None:
+    """Refuse a subschema (or a subschema about to be evaluated) that names a draft of its own.
+
+    jsonschema evaluates such a subschema with that draft's stock validator, which has none of the
+    guards here. A subschema is evaluated either through ``descend``, which calls this first, or by a
+    keyword of an object this saw (``not``, ``if``, ``contains``, ``oneOf``), so its members are looked
+    at too; values of data keywords (``const``, ``default`` …) are not subschemas. The objects naming a
+    draft were found by :func:`_survey`; the root is evaluated without its ``$schema`` (see
+    :func:`check`), and the metaschemas without theirs.
+    """
+    dialects = check.dialects
+    where = dialects.get(id(schema))
+    for key, value in schema.items():
+        if where is not None:
+            break
+        if key in _DATA_KEYWORDS:
+            continue
+        where = dialects.get(id(value))
+        if where is None and isinstance(value, list):
+            where = next((dialects[id(item)] for item in value if id(item) in dialects), None)
+    if where is not None:
+        raise _Stop("embedded-dialect", "a subschema names its own $schema; only the root's is honoured (its "
+                                        "own draft would be checked without these bounds)", where)
+
+
+# --------------------------------------------------------------------------------------------------
+# The guarded validators and their registry
+# --------------------------------------------------------------------------------------------------
+
+
+class _Dialect:
+    """A draft's guarded validator class, with the resolver base that holds the metaschemas."""
+
+    __slots__ = ("validator", "meta", "registry", "specification")
+
+    def __init__(self, validator: type[Any], meta: _Dialect | None, registry: referencing.Registry[Any],
+                 specification: referencing.Specification[Any]) -> None:
+        self.validator = validator
+        self.meta = meta
+        self.registry = registry
+        self.specification = specification
+
+    def make(self, schema: Any) -> Any:
+        """A validator for ``schema`` whose references resolve in the schema and the metaschemas only."""
+        resource = self.specification.create_resource(schema)
+        uri = resource.id() or ""
+        # Crawled once here, so every later anchor lookup finds the anchors without walking again.
+        registry = self.registry.with_resource(uri, resource).crawl()
+        return self.validator(schema, _resolver=registry.resolver(base_uri=uri))
+
+    def judge(self) -> Any:
+        """A validator for this draft's metaschema (as held in the registry, without its ``$schema``)."""
+        uri = (self.validator.ID_OF(self.validator.META_SCHEMA) or "").rstrip("#")
+        return self.validator(self.registry.contents(uri), format_checker=_FORMATS,
+                              _resolver=self.registry.resolver(base_uri=uri))
+
+
+@cache
+def _metaschemas() -> referencing.Registry[Any]:
+    """The drafts' metaschemas, each without its "$schema" member.
+
+    The 2019-09 and 2020-12 metaschemas are made of vocabulary metaschemas, each naming its draft; kept
+    as they are, jsonschema would judge a schema with the stock validators (unguarded) as soon as it
+    reached one. Without the member they are judged by the referring guarded validator, which is the
+    same draft. Nothing is ever retrieved: the registry's default retrieval refuses every URI.
+    """
+    resources = []
+    for uri in jsonschema_specifications.REGISTRY:
+        contents = jsonschema_specifications.REGISTRY.contents(uri)
+        specification = referencing.jsonschema.specification_with(contents["$schema"])
+        bare = {key: value for key, value in contents.items() if key != "$schema"}
+        resources.append((uri, specification.create_resource(bare)))
+    return referencing.Registry().with_resources(resources).crawl()
+
+
+@cache
+def _dialect(stock: type[Any]) -> _Dialect:
+    """The guarded twin of one of jsonschema's draft validators (never registered with jsonschema)."""
+    validators = {keyword: _charged(keyword, _GUARDED.get(keyword, function))
+                  for keyword, function in stock.VALIDATORS.items()}
+    dialect_id = stock.ID_OF(stock.META_SCHEMA)
+    guarded = jsonschema.validators.create(
+        meta_schema=stock.META_SCHEMA, validators=validators, type_checker=stock.TYPE_CHECKER,
+        format_checker=_FORMATS, id_of=stock.ID_OF,
+        # Drafts up to 7 ignore the siblings of $ref; the stock class keeps that rule privately.
+        applicable_validators=_applicable(stock._APPLICABLE_VALIDATORS))
+    specification = referencing.jsonschema.specification_with(dialect_id or "urn:unknown-dialect",
+                                                              default=referencing.Specification.OPAQUE)
+    meta_stock = validator_for(stock.META_SCHEMA, default=stock)
+    meta = None if meta_stock is stock else _dialect(meta_stock)
+    return _Dialect(guarded, meta, _metaschemas(), specification)
+
+
+# --------------------------------------------------------------------------------------------------
+# check()
+# --------------------------------------------------------------------------------------------------
+
+
+def _survey(schema: Any, pointers: dict[int, str], dialects: dict[int, str]) -> SchemaFault | None:
+    """Size, nesting and JSON-ness of ``schema``, walked without recursion.
+
+    Records each object's pointer, and the objects below the root that name a known draft.
+    """
+    values = text = 0
+    stack: list[tuple[Any, str, int]] = [(schema, "", 0)]
+    while stack:
+        node, pointer, depth = stack.pop()
+        values += 1
+        if values > MAX_SCHEMA_VALUES:
+            return _fault("too-large", "", f"it holds more than {MAX_SCHEMA_VALUES:,} JSON values")
+        if depth > MAX_SCHEMA_DEPTH:
+            return _fault("too-deep", pointer, f"it is nested more than {MAX_SCHEMA_DEPTH} levels deep")
+        if isinstance(node, dict):
+            pointers.setdefault(id(node), pointer)
+            if depth and _names_a_dialect(node):
+                dialects.setdefault(id(node), pointer)
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    return _fault("not-a-schema", pointer, f"key {key!r} is not a string")
+                text += len(key)
+                stack.append((value, f"{pointer}/{_escape(key)}", depth + 1))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((value, f"{pointer}/{n}", depth + 1) for n, value in enumerate(node))
+        elif isinstance(node, str):
+            text += len(node)
+        elif not (node is None or isinstance(node, (bool, int, float))):
+            return _fault("not-a-schema", pointer, f"a value of type {type(node).__name__} is not JSON")
+        if text > MAX_SCHEMA_TEXT:
+            return _fault("too-large", "", f"it holds more than {MAX_SCHEMA_TEXT:,} characters of text")
+    return None
+
+
+def _fault(code: str, pointer: str, reason: str) -> SchemaFault:
+    keyword = pointer.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~") if pointer else None
+    return SchemaFault(code=code, pointer=pointer, keyword=keyword, reason=reason)
+
+
+def _count(value: Any, limit: int) -> int:
+    total, stack = 0, [value]
+    while stack and total < limit:
+        item = stack.pop()
+        total += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return total
+
+
+def check(schema: Any, instance: Any) -> Verdict:
+    """Check ``instance`` against ``schema`` (first judging the schema itself), at a bounded cost.
+
+    The draft is the one ``$schema`` names, else 2020-12 (also for a ``$schema`` jsonschema does not
+    know). References resolve within the schema and the drafts' metaschemas only.
+
+    Returns:
+        The errors, or the fault that kept the schema from judging, and the patterns not checked.
+    """
+    if not isinstance(schema, (dict, bool)):
+        return Verdict([], _fault("not-a-schema", "", "it is neither an object nor a boolean, but "
+                                                      f"{type(schema).__name__}"), ())
+    pointers: dict[int, str] = {}
+    dialects: dict[int, str] = {}
+    problem = _survey(schema, pointers, dialects)
+    if problem is not None:
+        return Verdict([], problem, ())
+    if isinstance(schema, dict) and "$schema" in schema and not isinstance(schema["$schema"], str):
+        return Verdict([], _fault("invalid", "/$schema", "$schema must be a string"), ())
+    # (The explicit default also keeps jsonschema from warning about a $schema it does not know.)
+    dialect = _dialect(validator_for(schema, default=jsonschema.Draft202012Validator))
+    if isinstance(schema, dict) and "$schema" in schema:
+        # Evaluated without it: jsonschema re-reads "$schema" whenever it re-enters an object (a "$ref"
+        # to "#"), and would switch to the draft's stock, unguarded, validator.
+        schema = {key: value for key, value in schema.items() if key != "$schema"}
+        pointers[id(schema)] = ""
+    check = _Check(pointers, dialects)
+    token = _ACTIVE.set(check)
+    try:
+        check.judging = True
+        invalid = next(iter((dialect.meta or dialect).judge().iter_errors(schema)), None)
+        if invalid is not None:
+            return Verdict([], _fault("invalid", _pointer(invalid.absolute_path), _shorten_reason(invalid.message)),
+                           check.unchecked.items())
+        check.judging, check.where = False, None
+        check.steps, check.limit = 0, CHECK_BUDGET + STEPS_PER_VALUE * _count(instance, CHECK_BUDGET)
+        return Verdict(list(dialect.make(schema).iter_errors(instance)), None, check.unchecked.items())
+    except _Stop as stop:
+        fault = _fault(stop.code, stop.pointer if stop.pointer is not None else check.where or "", stop.reason)
+    except referencing.exceptions.Unresolvable as exc:
+        ref = getattr(exc, "ref", "?")
+        fault = _fault("unresolvable", check.where or "", f"the reference {ref!r} does not resolve within the schema "
+                                                          "(remote and file references are never fetched)")
+    except RecursionError:
+        fault = _fault("too-deep", "", "checking it recursed past Python's limit (a reference that loops back on "
+                                       "itself without consuming the answer, or an answer nested too deeply)")
+    except BaseException as exc:
+        # The nesting guard keeps the stack below the limit; a check started from a stack already near
+        # it may still meet the limit inside referencing's Rust maps, which panic instead of raising.
+        if type(exc).__name__ != "PanicException":
+            raise
+        fault = _fault("too-deep", "", "checking it reached Python's recursion limit (the caller's stack was "
+                                       "already deep)")
+    finally:
+        _ACTIVE.reset(token)
+    return Verdict([], fault, check.unchecked.items())
+
+
+def _pointer(path: Iterable[object]) -> str:
+    """The JSON pointer of a jsonschema error path."""
+    return "".join("/" + _escape(str(part)) for part in path)
+
+
+def _shorten_reason(text: str, limit: int = 240) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
