@@ -14,9 +14,9 @@ from . import errors as _errors
 from ._version import __version__
 from .client import AgentClient, AsyncAgentClient
 from .core.fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, parsed_arguments
+from .core.interrupts import ResumeBuilder, check_resume, is_expired, parse_expires_at
 from .core.session import RunResult, RunSession, replay
 from .errors import *  # noqa: F403
-from .interrupts import ResumeBuilder, check_resume, is_expired, parse_expires_at
 from .thread import AsyncRunStream, AsyncThread, RunStream, Thread
 from .wire import types as _types
 from .wire.codec import decode_event, encode

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import httpx
 
-from ._redact import Redactor, redact_exception
+from .core.redact import Redactor, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     AuthenticationError,

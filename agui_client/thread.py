@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 import attrs
 
 from .core.fold import ThreadState, parsed_arguments
+from .core.interrupts import ResumeBuilder, _warn_absent_payloads, check_resume
 from .core.session import RunResult, RunSession
 from .errors import (
     AguiError,
@@ -38,7 +39,6 @@ from .errors import (
     TransportError,
     UnencodableValue,
 )
-from .interrupts import ResumeBuilder, _warn_absent_payloads, check_resume
 from .wire import codec
 from .wire.jsonio import json_problem
 from .wire.types import events as ev

@@ -19,7 +19,7 @@ import pytest
 
 from agui_client import ProtocolError, ResumeRefused, ThreadState, encode, replay
 from agui_client.wire.codec import decode
-from agui_client.interrupts import check_resume
+from agui_client.core.interrupts import check_resume
 from agui_client.types import Interrupt, Message, ResumeEntry, TokenUsage
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -15,9 +15,9 @@ from typing import IO, Any, Literal
 
 from attrs import frozen
 
+from ..core.interrupts import ResumeBuilder
 from ..core.session import RunResult
 from ..errors import ExpiredInterruptAnswered, InvalidResumePayload, UnusableResponseSchema
-from ..interrupts import ResumeBuilder
 from ..thread import Thread
 from ..wire import codec
 from ..wire.types.base import JSON

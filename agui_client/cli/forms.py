@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from .. import _schema
+from ..core import schema as _schema
 from ..wire.types.base import JSON
 
 __all__ = ["Asker", "Field", "fields", "describe", "yes_payload", "ask_payload", "field_errors"]

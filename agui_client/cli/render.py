@@ -23,8 +23,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.fold import ThreadState, sum_usage
+from ..core.interrupts import parse_expires_at
 from ..errors import AguiError, HTTPStatusError, ProtocolError, ResumeRefused, StreamWarning
-from ..interrupts import parse_expires_at
 from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt, TokenUsage

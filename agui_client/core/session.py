@@ -24,9 +24,7 @@ from typing import Any, Literal, cast
 import attrs
 from attrs import frozen
 
-from .._redact import redact_exception, redact_record
 from ..errors import LimitExceeded, ProtocolError, RunFailed, StreamEnded, StreamWarning
-from ..interrupts import is_expired
 from ..wire import codec
 from ..wire.jsonio import DEFAULT_MAX_DEPTH, SLICED_MIN, parse_batch, parse_json, read_slices
 from ..wire.sink import WarningSink
@@ -37,6 +35,8 @@ from ..wire.types import run as rn
 from ..wire.types.base import JSON
 from .chunks import ChunkExpander
 from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
+from .interrupts import is_expired
+from .redact import redact_exception, redact_record
 from .roster import Roster
 from .verify import RunVerifier
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agui_client.wire.sink import collect_warnings
 from agui_client.errors import AguiWarning
-from agui_client.interrupts import is_expired, parse_expires_at
+from agui_client.core.interrupts import is_expired, parse_expires_at
 from agui_client.types.run import Interrupt
 
 __all__: list[str] = []

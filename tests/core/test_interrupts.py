@@ -26,7 +26,7 @@ from agui_client.errors import (
     UnknownInterrupt,
     UnusableResponseSchema,
 )
-from agui_client.interrupts import PROBLEM_KINDS, ResumeBuilder, check_resume
+from agui_client.core.interrupts import PROBLEM_KINDS, ResumeBuilder, check_resume
 from agui_client.types.run import Interrupt, ResumeEntry
 
 __all__: list[str] = []

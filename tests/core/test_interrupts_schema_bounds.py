@@ -23,7 +23,7 @@ from agui_client.errors import (
     UncoveredInterrupts,
     UnusableResponseSchema,
 )
-from agui_client.interrupts import SCHEMA_FAULTS, ResumeBuilder, check_resume
+from agui_client.core.interrupts import SCHEMA_FAULTS, ResumeBuilder, check_resume
 from agui_client.testing import ScriptedAgent
 from agui_client.types.run import Interrupt, ResumeEntry
 

@@ -22,7 +22,7 @@ from agui_client.errors import (
     UncoveredInterrupts,
     UnknownInterrupt,
 )
-from agui_client.interrupts import ResumeBuilder, check_resume, is_expired
+from agui_client.core.interrupts import ResumeBuilder, check_resume, is_expired
 from agui_client.types.events import RunFinishedEvent
 from agui_client.types.run import (
     Interrupt,

@@ -25,8 +25,7 @@ import attrs
 from dateutil.parser import isoparse
 from typing_extensions import Self
 
-from . import _schema
-from .errors import (
+from ..errors import (
     DuplicateResumeEntry,
     ExpiredInterruptAnswered,
     InvalidResumeEntry,
@@ -40,10 +39,11 @@ from .errors import (
     UnknownInterrupt,
     UnusableResponseSchema,
 )
-from .wire.jsonio import json_problem
-from .wire.sink import warn as _warn
-from .wire.types.base import JSON, Metadata
-from .wire.types.run import Interrupt, ResumeEntry
+from ..wire.jsonio import json_problem
+from ..wire.sink import warn as _warn
+from ..wire.types.base import JSON, Metadata
+from ..wire.types.run import Interrupt, ResumeEntry
+from . import schema as _schema
 
 __all__ = ["Clock", "is_expired", "parse_expires_at", "check_resume", "ResumeBuilder", "PROBLEM_KINDS",
            "SCHEMA_FAULTS"]
@@ -237,7 +237,7 @@ def _schema_errors(interrupt_id: str, schema: Any, payload: JSON) -> tuple[list[
     """Readable reasons ``payload`` fails ``schema``, and the faults that kept ``schema`` from judging it.
 
     The schema is the agent's: checking is bounded and never fetches anything (see
-    :mod:`agui_client._schema`), and an unusable schema is a fault, never a hang or a crash. A pattern
+    :mod:`agui_client.core.schema`), and an unusable schema is a fault, never a hang or a crash. A pattern
     the linear-time engine cannot run is not checked, with an IR-30 warning naming where it is.
     """
     verdict = _schema.check(schema, payload)

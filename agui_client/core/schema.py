@@ -56,8 +56,8 @@ import referencing.jsonschema
 from jsonschema.exceptions import ValidationError
 from jsonschema.validators import validator_for
 
-from .errors import SchemaFault
-from .wire.jsonio import escape as _escape
+from ..errors import SchemaFault
+from ..wire.jsonio import escape as _escape
 
 __all__ = ["SCHEMA_FAULTS", "MAX_SCHEMA_VALUES", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_TEXT", "CHECK_BUDGET",
            "STEPS_PER_VALUE", "JUDGE_BUDGET", "Verdict", "check"]
