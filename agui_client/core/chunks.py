@@ -107,17 +107,15 @@ class ChunkExpander:
 
     def __init__(self) -> None:
         self._lanes: dict[_Owner, _Lane] = {}
+        #: Whether no chunk lane is open (every event other than a chunk then passes through unchanged);
+        #: kept as lanes open and close, since it is asked for every event.
+        self.idle = True
         self._holders: dict[tuple[_Kind, str], _Owner] = {}
         self._lanes_of_kind: dict[_Kind, dict[_Owner, None]] = {"text": {}, "tool": {}, "reasoning": {}}
         # Ids opened by explicit *_START events and not yet ended, for TX-14.
         self._explicit: dict[_Kind, set[str]] = {"text": set(), "tool": set(), "reasoning": set()}
         self._in_run = False
         self._run_id: str | None = None
-
-    @property
-    def idle(self) -> bool:
-        """Whether no chunk lane is open (every event other than a chunk passes through unchanged)."""
-        return not self._lanes
 
     def feed(self, event: ev.Event | ev.UnknownEvent, index: int | None = None) -> list[ev.Event | ev.UnknownEvent]:
         """Expand one event.
@@ -255,6 +253,7 @@ class ChunkExpander:
         """
         if self._in_run:
             self._lanes.clear()
+            self.idle = True
             self._holders.clear()
             for owners in self._lanes_of_kind.values():
                 owners.clear()
@@ -385,6 +384,7 @@ class ChunkExpander:
             case _:
                 assert_never(chunk)
         self._lanes[owner] = lane
+        self.idle = False
         self._holders[(kind, entity_id)] = owner
         self._lanes_of_kind[kind][owner] = None
         return lane
@@ -463,6 +463,7 @@ class ChunkExpander:
 
     def _drop_lane(self, owner: _Owner) -> _Lane | None:
         lane = self._lanes.pop(owner, None)
+        self.idle = not self._lanes
         if lane is not None:
             del self._holders[(lane.kind, lane.entity_id)]
             del self._lanes_of_kind[lane.kind][owner]

@@ -177,6 +177,12 @@ class RunSession:
         # snapshot is kept, not copied), and the front-end reads plain events without making them.
         self._events = events
         self.redact = redact
+        # Whether the front-end may read the next payload: nobody reads the events, and no error stopped
+        # the session (kept as a flag: it is asked for every payload).
+        self._front = not events
+        # The fold's parts, which the front-end's routes call (a thread keeps its parts for its life).
+        self._streams = self.state.streams
+        self._document = self.state.document
 
     # -- feeding ------------------------------------------------------------------------------------
 
@@ -202,21 +208,23 @@ class RunSession:
         Raises:
             ProtocolError: the payload is malformed or out of sequence (located, with ``.result``).
         """
-        index = self._index
-        self._index += 1
         if len(data) >= SLICED_MIN:  # a large snapshot, read slice by slice
-            if not self._events and self._failed is None:
-                done = self._front_large(data, index)
-                if done is not None:
-                    return done
+            if self._front:
+                value = self._read_large(data)
+                if value is not None:
+                    return self._feed_parsed((value,))
             large = codec.decode_large(data, self.max_depth)
             if large is not None:
+                index = self._index
+                self._index += 1
                 return self._fold(large, index, adopt=not self._events)
         try:
             value = parse_json(data, max_depth=self.max_depth)
         except ProtocolError as exc:
+            index = self._index
+            self._index += 1
             return self._fail(exc, index, None)
-        return self._feed_parsed(value, index)
+        return self._feed_parsed((value,))
 
     def fold_read(self, payloads: list[Any]) -> None:
         """Fold a network read's payloads (or a block's lines), for a caller that reads no events.
@@ -225,7 +233,6 @@ class RunSession:
         (``parse_batch``), else its payloads go to :meth:`feed_payload` one by one. Groups are small so
         that the parsed values of a whole read are never held at once.
         """
-        feed = self._feed_parsed
         for start in range(0, len(payloads), _GROUP):
             group = payloads[start:start + _GROUP] if len(payloads) > _GROUP else payloads
             values = parse_batch(group, max_depth=self.max_depth)
@@ -233,32 +240,40 @@ class RunSession:
                 for payload in group:
                     self.feed_payload(payload)
                 continue
-            for value in values:
-                index = self._index
-                self._index = index + 1
-                feed(value, index)
+            self._feed_parsed(values)
 
-    def _feed_parsed(self, value: Any, index: int) -> list[ev.Event | ev.UnknownEvent]:
-        # A payload parsed here: read by the front-end when nobody wants its event, else decoded.
-        if not self._events and self._failed is None and type(value) is dict and self._chunks.idle:
-            try:
-                front = _FRONT.get(value.get("type"))  # type: ignore[arg-type]
-            except TypeError:  # an unhashable "type" (an array, an object): decoding says what is wrong
-                front = None
-            if front is not None:
+    def _feed_parsed(self, values: Iterable[Any]) -> list[ev.Event | ev.UnknownEvent]:
+        """Payloads parsed here, each the next event: read by the front-end when nobody wants their events
+        (and no chunk lane is open), else decoded; returns the events (for a caller that wants them)."""
+        out: list[ev.Event | ev.UnknownEvent] = []
+        front_for = _FRONT.get
+        for value in values:
+            index = self._index
+            self._index = index + 1
+            if self._front and type(value) is dict and self._chunks.idle and self._verifier.running:
                 try:
-                    (front.shapes.get(tuple(value)) or front)(value, self, index)
-                except codec.Fallback:
-                    pass
-                except ProtocolError as exc:
-                    return self._fail(exc, index, value["type"])
-                else:
-                    return []
-        return self._feed_value(value, index, adopt=not self._events)
+                    front = front_for(value.get("type"))  # type: ignore[arg-type]
+                except TypeError:  # an unhashable "type" (an array, an object): decoding says what is wrong
+                    front = None
+                if front is not None:
+                    try:
+                        (front.shapes.get(tuple(value)) or front)(value, self, index)
+                    except codec.Fallback:
+                        pass
+                    except ProtocolError as exc:
+                        self._fail(exc, index, value["type"])
+                        continue
+                    else:
+                        continue
+            folded = self._feed_value(value, index, adopt=not self._events)
+            if self._events:
+                out += folded
+        return out
 
-    def _front_large(self, data: str | bytes, index: int) -> list[ev.Event | ev.UnknownEvent] | None:
+    def _read_large(self, data: str | bytes) -> dict[str, Any] | None:
         """A large MESSAGES_SNAPSHOT whose messages a fold may hold as JSON, read slice by slice (its
-        roster gathered while each slice is fresh in memory); ``None`` when it is not read that way."""
+        roster gathered while each slice is fresh in memory, in place of its messages); ``None`` when it
+        is not read that way."""
         roster = Roster(wire=True)
 
         def gather(items: list[Any]) -> None:
@@ -274,7 +289,7 @@ class RunSession:
             return None
         value = read[1]
         value["messages"] = roster
-        return self._feed_parsed(value, index)
+        return value
 
     def feed_event(self, event: ev.Event | ev.UnknownEvent | Mapping[str, Any]) -> list[ev.Event | ev.UnknownEvent]:
         """Fold one already-decoded event (or a wire mapping); returns the events it produced."""
@@ -472,6 +487,7 @@ class RunSession:
         self.mark_cut()
         exc.result = self.result()
         self._failed = exc
+        self._front = False
         raise exc
 
     def _take_warnings(self, index: int, event: Any) -> None:
@@ -541,16 +557,17 @@ _WARNING_FIELDS = ("message", "pointer", "event_type")
 # the shape exactly as the decoder's fast path does (anything else is decoded, and the checked path
 # decides) and hands the fields to a route, which calls the handlers the typed path reaches through
 # ``ChunkExpander.feed``, ``RunVerifier.check`` and ``ThreadState.apply``: the same handlers, with the
-# same fields, in the same order. No rule is written here. The front-end runs only while no chunk
-# lane is open: then the expander passes every event unchanged and does nothing but record the ids a
-# START opens explicitly (an END forgets them), so only those two reach it (``explicit_start``,
-# ``explicit_end``), the others having nothing to close.
+# same fields, in the same order. No rule is written here. The front-end runs only while a run is
+# running and no chunk lane is open. Then the verifier's phase step keeps every event (so the passive
+# kinds, whose only rule it is, do not reach ``RunVerifier.passive``), and the expander passes every
+# event unchanged and does nothing but record the ids a START opens explicitly (an END forgets them), so
+# only those two reach it (``explicit_start``, ``explicit_end``), the others having nothing to close.
 
 
 def _text_content(session: RunSession, index: int, message_id: str, delta: str, subagent_run_id: str | None = None,
                   timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
     session._verifier.text_content(index, message_id, subagent_run_id)
-    found = session.state.streams.text_delta(message_id, delta, metadata)
+    found = session._streams.text_delta(message_id, delta, metadata)
     if found:
         session._add_warnings(found, index, "TEXT_MESSAGE_CONTENT")
 
@@ -559,7 +576,7 @@ def _reasoning_content(session: RunSession, index: int, message_id: str, delta: 
                        subagent_run_id: str | None = None, timestamp: int | None = None, raw_event: JSON = None,
                        metadata: Any = None) -> None:
     session._verifier.reasoning_content(index, message_id, subagent_run_id)
-    found = session.state.streams.text_delta(message_id, delta, metadata)
+    found = session._streams.text_delta(message_id, delta, metadata)
     if found:
         session._add_warnings(found, index, "REASONING_MESSAGE_CONTENT")
 
@@ -567,7 +584,7 @@ def _reasoning_content(session: RunSession, index: int, message_id: str, delta: 
 def _tool_args(session: RunSession, index: int, tool_call_id: str, delta: str, subagent_run_id: str | None = None,
                timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
     session._verifier.tool_args(index, tool_call_id, subagent_run_id)
-    found = session.state.streams.tool_args(tool_call_id, delta, metadata)
+    found = session._streams.tool_args(tool_call_id, delta, metadata)
     if found:
         session._add_warnings(found, index, "TOOL_CALL_ARGS")
 
@@ -579,7 +596,7 @@ def _text_start(session: RunSession, index: int, message_id: str, role: str | No
     checked = session._verifier.text_start(index, message_id, subagent_run_id)
     if checked:
         session._add_warnings(checked, index, "TEXT_MESSAGE_START")
-    found = session.state.streams.text_start(message_id, role or "assistant", name, subagent_run_id, metadata)
+    found = session._streams.text_start(message_id, role or "assistant", name, subagent_run_id, metadata)
     if found:
         session._add_warnings(found, index, "TEXT_MESSAGE_START")
 
@@ -588,7 +605,7 @@ def _text_end(session: RunSession, index: int, message_id: str, subagent_run_id:
               timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
     session._chunks.explicit_end("text", message_id, subagent_run_id, timestamp)
     session._verifier.text_end(index, message_id, subagent_run_id)
-    found = session.state.streams.text_end(message_id, metadata)
+    found = session._streams.text_end(message_id, metadata)
     if found:
         session._add_warnings(found, index, "TEXT_MESSAGE_END")
 
@@ -600,7 +617,7 @@ def _tool_start(session: RunSession, index: int, tool_call_id: str, tool_call_na
     checked = session._verifier.tool_start(index, tool_call_id, parent_message_id, subagent_run_id)
     if checked:
         session._add_warnings(checked, index, "TOOL_CALL_START")
-    found = session.state.streams.tool_start(tool_call_id, tool_call_name, parent_message_id, subagent_run_id, metadata)
+    found = session._streams.tool_start(tool_call_id, tool_call_name, parent_message_id, subagent_run_id, metadata)
     if found:
         session._add_warnings(found, index, "TOOL_CALL_START")
 
@@ -609,7 +626,7 @@ def _tool_end(session: RunSession, index: int, tool_call_id: str, subagent_run_i
               timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
     session._chunks.explicit_end("tool", tool_call_id, subagent_run_id, timestamp)
     session._verifier.tool_end(index, tool_call_id, subagent_run_id)
-    found = session.state.streams.tool_end(tool_call_id, metadata)
+    found = session._streams.tool_end(tool_call_id, metadata)
     if found:
         session._add_warnings(found, index, "TOOL_CALL_END")
 
@@ -620,7 +637,7 @@ def _tool_result(session: RunSession, index: int, message_id: str, tool_call_id:
     checked = session._verifier.tool_result(index, message_id, tool_call_id, subagent_run_id)
     if checked:
         session._add_warnings(checked, index, "TOOL_CALL_RESULT")
-    found = session.state.streams.tool_result(message_id, tool_call_id, content, subagent_run_id, metadata)
+    found = session._streams.tool_result(message_id, tool_call_id, content, subagent_run_id, metadata)
     if found:
         session._add_warnings(found, index, "TOOL_CALL_RESULT")
 
@@ -630,7 +647,7 @@ def _reasoning_start(session: RunSession, index: int, message_id: str, role: str
                      metadata: Any = None) -> None:
     session._chunks.explicit_start("reasoning", message_id, subagent_run_id, timestamp)
     session._verifier.reasoning_message_start(index, message_id, subagent_run_id)
-    found = session.state.streams.text_start(message_id, "reasoning", None, subagent_run_id, metadata)
+    found = session._streams.text_start(message_id, "reasoning", None, subagent_run_id, metadata)
     if found:
         session._add_warnings(found, index, "REASONING_MESSAGE_START")
 
@@ -639,7 +656,7 @@ def _reasoning_end(session: RunSession, index: int, message_id: str, subagent_ru
                    timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
     session._chunks.explicit_end("reasoning", message_id, subagent_run_id, timestamp)
     session._verifier.reasoning_message_end(index, message_id, subagent_run_id)
-    found = session.state.streams.text_end(message_id, metadata)
+    found = session._streams.text_end(message_id, metadata)
     if found:
         session._add_warnings(found, index, "REASONING_MESSAGE_END")
 
@@ -656,13 +673,12 @@ def _span_end(session: RunSession, index: int, message_id: str, subagent_run_id:
 
 def _state_snapshot(session: RunSession, index: int, snapshot: JSON, subagent_run_id: str | None = None,
                     timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._verifier.passive(index, "STATE_SNAPSHOT")
-    session.state.document.snapshot(snapshot, True)
+    session._document.snapshot(snapshot, True)
 
 
 def _custom(session: RunSession, index: int, name: str, value: JSON, subagent_run_id: str | None = None,
             timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._verifier.passive(index, "CUSTOM")  # (it carries no state of its own)
+    pass  # (a custom event carries no state of its own)
 
 
 def _step_started(session: RunSession, index: int, step_name: str, subagent_run_id: str | None = None,
@@ -679,8 +695,7 @@ def _step_finished(session: RunSession, index: int, step_name: str, subagent_run
 
 def _state_delta(session: RunSession, index: int, delta: list[Any], subagent_run_id: str | None = None,
                  timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._verifier.passive(index, "STATE_DELTA")
-    found = session.state.document.delta(delta, True)
+    found = session._document.delta(delta, True)
     if found:
         session._add_warnings(found, index, "STATE_DELTA")
 

@@ -485,6 +485,7 @@ class _IdRules:
         if isinstance(target, Violation):
             raise self._error(target.message, kind, index, rule=target.rule)
         self._phase = target  # (no phase of today's table lands here: every other step keeps or refuses)
+        self.running = target == "running"
 
     def _tool_call_known(self, call_id: str) -> bool:
         return call_id in self._tool_call_run or (
@@ -525,6 +526,8 @@ class RunVerifier(_IdRules):
         self._known_tool_call_ids = known_tool_call_ids
         self._known_message_ids = known_message_ids
         self._phase: Phase = "idle"
+        #: Whether a run is open (kept with the phase: it is asked for every payload a session reads).
+        self.running = False
         self._run = _Run(number=0)
         # id -> number of the last run that used it, across the whole stream (for B149, TC-05, TC-10).
         self._message_run: dict[str, int] = {}
@@ -551,11 +554,6 @@ class RunVerifier(_IdRules):
     def terminated(self) -> bool:
         """Whether the last run ended with ``RUN_FINISHED`` or ``RUN_ERROR``."""
         return self._phase in _TERMINATED
-
-    @property
-    def running(self) -> bool:
-        """Whether a run is open."""
-        return self._phase == "running"
 
     @property
     def open_message_ids(self) -> Set[str]:
@@ -701,6 +699,7 @@ class RunVerifier(_IdRules):
         if echoed is not None:
             self._seed(echoed, authoritative=False)
         self._phase = target
+        self.running = target == "running"
         if protocol_version is not None:
             return self._protocol_version(protocol_version, index)
         return []
@@ -745,11 +744,13 @@ class RunVerifier(_IdRules):
             case _:
                 assert_never(outcome)
         self._phase = target
+        self.running = target == "running"
         return warnings
 
     def run_error(self, index: int) -> list[StreamWarning]:
         """RUN_ERROR: ends the run as it stands (what is open is debris of the failure, ST-05)."""
         self._phase = self._lifecycle(index, "RUN_ERROR", "run_error")
+        self.running = self._phase == "running"
         return []
 
     def passive(self, index: int, kind: str) -> list[StreamWarning]:

@@ -146,18 +146,19 @@ _PATCH_OPS = {"add": ("value",), "remove": (), "replace": ("value",), "move": ("
 def _patch_check(field_name: str) -> Callable[[dict[str, Any], _Warn], None]:
     """The check of an event's JSON Patch member (``delta``, ``patch``): its shape (see ``_check_patch``)."""
 
-    def check(value: dict[str, Any], warn: _Warn) -> None:
-        patch = value.get(field_name, _ABSENT)
-        if patch is _ABSENT:
+    def check(value: dict[str, Any], warn: _Warn, _absent: Any = _ABSENT) -> None:
+        patch = value.get(field_name, _absent)
+        if patch is _absent:
             return
         if type(patch) is list:
-            # Most patches are a few plain add/replace/test/remove operations on pointers without escapes:
-            # one glance each shows the rules of _check_patch cannot refuse them (this runs per STATE_DELTA).
+            # Most patches are a few plain add/replace/test/remove operations: one glance each shows the
+            # rules of _check_patch cannot refuse them (this runs for every STATE_DELTA).
             for op in patch:
                 if type(op) is not dict:
                     break
                 name, path = op.get("op"), op.get("path")
-                if type(path) is not str or (path and (path[0] != "/" or "~" in path)):
+                if type(path) is not str or (path and (path[0] != "/" or (
+                        "~" in path and path.count("~") != path.count("~0") + path.count("~1")))):
                     break
                 if name == "replace" or name == "add" or name == "test":
                     if "value" not in op:

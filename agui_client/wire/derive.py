@@ -292,6 +292,26 @@ class Derived:
             shapes_of = {name: self._shapes.get(member, {}) for name, member in members.items()}.get
             empty: dict[tuple[str, ...], Callable[[Any], Any]] = {}
 
+            if validating:
+                def union_list_valid(value: Any) -> Any:
+                    if type(value) is not list:
+                        raise Fallback
+                    for element in value:
+                        if type(element) is not dict:
+                            raise Fallback
+                        name = element.get(tag)
+                        if type(name) is not str:
+                            raise Fallback
+                        built = shapes_of(name, empty).get(tuple(element))
+                        if built is None:
+                            member = get(name)
+                            if member is None:
+                                raise Fallback
+                            built = member
+                        built(element)
+                    return True
+                return union_list_valid
+
             def union_list(value: Any) -> Any:
                 if type(value) is not list:
                     raise Fallback
@@ -365,25 +385,39 @@ class Derived:
         shapes: dict[tuple[str, ...], Callable[..., Any]] = {}
         field_error = policy.field_error
 
-        def for_shape(shape: tuple[str, ...]) -> Callable[..., Any]:
-            if not needed <= set(shape) or not all(key in fields or key in tags for key in shape):
-                return _always_fallback  # the checked path says what is missing or unknown
-            namespace: dict[str, Any] = {"FB": Fallback, "cls": cls, "R": callee, "check": check, "bail": _bail,
-                                         "FE": field_error}
-            lines = ["def fast(v, S, I):" if mode == _ROUTE else "def fast(v):"]
+        def body(shape: tuple[str, ...], namespace: dict[str, Any], pad: str, p: str) -> tuple[list[str], list[Any]]:
+            # The lines that check (and read) object ``v`` of this shape: one shape's function, or one
+            # branch of a list validator that holds several (``p`` keeps their names apart).
+            namespace.update({"FB": Fallback, "bail": _bail, "FE": field_error, f"{p}check": check})
+            lines: list[str] = []
             given: list[tuple[str, str]] = []
             for i, key in enumerate(shape):
-                x = f"x{i}"
+                x = f"{p}x{i}"
                 if key in tags:
-                    lines.append(f"    if v[{key!r}] is None: raise FB")  # the checked path refuses a null tag
+                    # The checked path refuses a null tag. (A validated object is reached through its
+                    # union, which read the tag as a string, or holds a tag its class's check reads.)
+                    if mode != _VALIDATE:
+                        lines.append(f"{pad}if v[{key!r}] is None: raise FB")
                     continue
                 field = fields[key]
-                lines.append(f"    {x} = v[{key!r}]")
-                self._emit(lines, namespace, field, x, i, "    ", mode)
+                lines.append(f"{pad}{x} = v[{key!r}]")
+                self._emit(lines, namespace, field, x, i, pad, mode, p)
                 given.append((field.name, x))
             if check is not None:
-                lines += ["    try:", "        if check(v, bail) is not None: raise FB", "    except FE:",
-                          "        raise FB from None"]
+                lines += [f"{pad}try:", f"{pad}    if {p}check(v, bail) is not None: raise FB", f"{pad}except FE:",
+                          f"{pad}    raise FB from None"]
+            return lines, given
+
+        def plain_shape(shape: tuple[str, ...]) -> bool:
+            return needed <= set(shape) and all(key in fields or key in tags for key in shape)
+
+        def for_shape(shape: tuple[str, ...]) -> Callable[..., Any]:
+            if not plain_shape(shape):
+                return _always_fallback  # the checked path says what is missing or unknown
+            namespace: dict[str, Any] = {"cls": cls, "R": callee}
+            lines = ["def fast(v, S, I):" if mode == _ROUTE else "def fast(v):"]
+            checks, given = body(shape, namespace, "    ", "")
+            lines += checks
             lines += _finish(mode, namespace, setters, given, fields)
             exec("\n".join(lines), namespace)  # noqa: S102 - generated from the class's own fields
             built: Callable[..., Any] = namespace["fast"]
@@ -408,14 +442,15 @@ class Derived:
         return fast
 
     def _emit(self, lines: list[str], namespace: dict[str, Any], field: Field, x: str, i: int, pad: str,
-              mode: str) -> None:
-        """The generated lines that check (or read) field ``x``, the same in every reader."""
+              mode: str, p: str = "") -> None:
+        """The generated lines that check (or read) field ``x``, the same in every reader (``p`` prefixes the
+        names the lines put in ``namespace``, so that several shapes' lines can share one function)."""
         if field.kind == "any":
             if not field.required:
                 lines.append(f"{pad}if {x} is None: raise FB")
         elif field.kind == "check":
-            namespace[f"h{i}"] = field.helper
-            lines.append(f"{pad}if not ({field.check.format(x=x, h=f'h{i}')}): raise FB")
+            namespace[f"{p}h{i}"] = field.helper
+            lines.append(f"{pad}if not ({field.check.format(x=x, h=f'{p}h{i}')}): raise FB")
         elif field.kind == "list":
             lines.append(f"{pad}if type({x}) is not list: raise FB")
             if field.helper is not None:
@@ -424,21 +459,21 @@ class Derived:
             if mode == _BUILD:
                 lines.append(f"{pad}{x} = tuple({x})")
         elif field.kind == "content":  # a string as it is, else content parts (no call for the common string)
-            namespace[f"c{i}"] = field.helper
-            call = f"c{i}({x})" if mode == _VALIDATE else f"{x} = c{i}({x})"
+            namespace[f"{p}c{i}"] = field.helper
+            call = f"{p}c{i}({x})" if mode == _VALIDATE else f"{x} = {p}c{i}({x})"
             lines.append(f"{pad}if type({x}) is not str: {call}")
         elif field.helper in self._shapes:
             # A nested object (a tool call's function): its shape, if compiled, is read without a call
             # through the class's dispatch; anything else goes through it (which decides, or compiles).
-            namespace[f"c{i}"] = field.helper
-            namespace[f"k{i}"] = self._shapes[field.helper].get
+            namespace[f"{p}c{i}"] = field.helper
+            namespace[f"{p}k{i}"] = self._shapes[field.helper].get
             target = "_" if mode == _VALIDATE else x
             lines += [f"{pad}if type({x}) is not dict: raise FB",
-                      f"{pad}b{i} = k{i}(tuple({x}))",
-                      f"{pad}{target} = c{i}({x}) if b{i} is None else b{i}({x})"]
+                      f"{pad}{p}b{i} = {p}k{i}(tuple({x}))",
+                      f"{pad}{target} = {p}c{i}({x}) if {p}b{i} is None else {p}b{i}({x})"]
         else:
-            namespace[f"c{i}"] = field.helper
-            lines.append(f"{pad}{'_' if mode == _VALIDATE else x} = c{i}({x})")
+            namespace[f"{p}c{i}"] = field.helper
+            lines.append(f"{pad}{'_' if mode == _VALIDATE else x} = {p}c{i}({x})")
 
     def _generic(self, cls: type, fields: dict[str, Field], tags: dict[str, bool], check: Check | None, mode: str,
                  callee: Any) -> Callable[..., Any]:
