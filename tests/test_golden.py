@@ -52,6 +52,10 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                             "message is joined becomes U+FFFD, so the thread can be encoded and sent again"),
     "text-chunk-mixed-explicit": (frozenset({"ok", "messages"}), "TX-14: mixing chunk and explicit forms on one id "
                                   "is tolerated as content for the open message; the reference rejects it"),
+    "snapshot-calls-after-streamed-text": (frozenset({"pendingToolCallIds"}), "TC-17 with MS-01 (issue 17 item 13): "
+                                           "a call a snapshot adds to a message the run streamed into was made in "
+                                           "this run (ag-ui-langgraph names parallel calls only in its closing "
+                                           "snapshot); the reference counts TOOL_CALL_START only"),
     "state-delta-root-remove": (frozenset({"state"}), "B190: removing the whole document is refused (state unchanged, "
                                 "warning); the reference makes the state null"),
     "state-delta-unknown-op": (frozenset({"state"}), "SP-07 / AGUI303 (bad-inputs' verdict for a 1.0 consumer): "

@@ -139,6 +139,7 @@ def _pointer_ok(path: Any) -> bool:
         "~" not in path or path.count("~") == path.count("~0") + path.count("~1"))))
 
 
+_TAG_NAMES = frozenset({"type", "role"})
 _PATCH_OPS = {"add": ("value",), "remove": (), "replace": ("value",), "move": ("from",), "copy": ("from",),
               "test": ("value",)}
 
@@ -543,7 +544,8 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
     overrides = {a.name: override(rename=wire_name(a)) for a in fields}
     generated: Callable[[Any, Any], Any] = make_dict_structure_fn(
         cls, conv, _cattrs_forbid_extra_keys=False, **overrides)  # type: ignore[arg-type]
-    known = frozenset(wire_name(a) for a in fields) | ({"type", "role"} if tag_of(cls) else set())
+    names = frozenset(wire_name(a) for a in fields)
+    known = names | ({"type", "role"} if tag_of(cls) else set())
     tag = tag_of(cls)
     legacy = LEGACY_NULLS.get(cls, frozenset()) | _ALWAYS_LEGACY_NULL
     # A required free-form JSON field (STATE_SNAPSHOT.snapshot, CUSTOM.value, RAW.event) may be null:
@@ -559,7 +561,7 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
         if type(value) is not dict:
             raise FieldError(f"expected an object, got {describe(value)}")
         if None in value.values():
-            value = _drop_nulls(value, legacy, nullable, cls_name, known)
+            value = _drop_nulls(value, legacy, nullable, cls_name, names, is_event)
         if specific is not None:
             value = specific(value, warn) or value
         if not value.keys() <= known:
@@ -574,12 +576,17 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
 
 
 def _drop_nulls(value: dict[str, Any], legacy: frozenset[str], nullable: frozenset[str],
-                where: str, known: Any) -> dict[str, Any]:
+                where: str, names: frozenset[str], is_event: bool) -> dict[str, Any]:
     cleaned = {}
     for key, item in value.items():
-        # (a field this release does not know is ignored with a warning whatever its value, null
-        # included: UK-03 makes unknown members tolerated, never fatal)
-        if item is None and key not in nullable and key in known:
+        # (a member this class does not have is ignored with a warning whatever its value, null included:
+        # UK-03 makes unknown members tolerated, never fatal. That holds for the other kind's tag name
+        # too, ``role`` on an event or ``type`` on a message, which is otherwise ignored without a word.)
+        if item is None and key not in names and key in _TAG_NAMES:
+            warn("UK-03", f"unknown field {key!r} on {where} ignored", pointer="/" + escape(key),
+                 event_type=where if is_event else None, once=("field", where, key))
+            continue
+        if item is None and key not in nullable and key in names:
             if key in legacy:
                 warn("UK-06", f"legacy null {key!r} on {where} read as absent", pointer="/" + escape(key),
                       once=("null", where, key))

@@ -910,3 +910,34 @@ def test_an_integer_beyond_64_bits_is_read_exactly(parse_path: str, number: str)
     event = decode_event(f'{{"type":"STATE_SNAPSHOT","snapshot":{{"n":{number},"f":1.5}}}}'.encode())
     assert isinstance(event, ev.StateSnapshotEvent)
     assert event.snapshot["n"] == int(number) and type(event.snapshot["n"]) is int
+
+
+def _minimal(kind: str) -> dict[str, Any]:
+    """The smallest valid wire object of an event type (every required field)."""
+    for _, sample in corpus.event_samples():
+        if sample["type"] == kind:
+            return dict(sample)
+    raise AssertionError(f"no corpus sample of {kind}")
+
+
+@pytest.mark.parametrize("kind", sorted(k for k, cls in ev.EVENT_TYPES.items()
+                                        if "role" not in {a.name for a in attrs.fields(cls)}))
+def test_a_null_role_on_an_event_that_has_none_is_an_unknown_member_like_any_other(parse_path: str,
+                                                                                   kind: str) -> None:
+    """Hardening item 15: ``"role": null`` on an event without a role field is tolerated with the same
+    warning as any other unknown member set to null, never a DecodeError."""
+    sample = _minimal(kind)
+    with collect_warnings() as sink:
+        expected = decode_event(wire({**sample, "futureMember": None}))
+    other = [(w.code, w.pointer) for w in sink.items]
+    with collect_warnings() as sink:
+        event = decode_event(wire({**sample, "role": None}))
+    assert event == expected
+    assert [(w.code, w.pointer) for w in sink.items] == [(code, "/role") for code, _ in other] == [("UK-03", "/role")]
+
+
+def test_a_null_type_on_a_message_is_an_unknown_member_like_any_other(parse_path: str) -> None:
+    with collect_warnings() as sink:
+        message = codec.decode({"id": "u", "role": "user", "content": "x", "type": None}, msg.Message)
+    assert message == msg.UserMessage(id="u", content="x")
+    assert [(w.code, w.pointer) for w in sink.items] == [("UK-03", "/type")]

@@ -257,6 +257,44 @@ def test_unanswered_calls_of_restated_history_never_become_pending() -> None:
     assert thread.pending_tool_call_ids == ()
 
 
+def _one_final_message(shape: str) -> list[dict[str, Any]]:
+    # Three ways to the same final message: an assistant message with one call, no result for it.
+    text = {"id": "a1", "role": "assistant", "content": "x"}
+    with_call = {**text, "toolCalls": [_call("c1")]}
+    body: list[dict[str, Any]] = {
+        "one snapshot": [{"type": "MESSAGES_SNAPSHOT", "messages": [with_call]}],
+        "two snapshots": [{"type": "MESSAGES_SNAPSHOT", "messages": [text]},
+                          {"type": "MESSAGES_SNAPSHOT", "messages": [with_call]}],
+        "streamed, then a snapshot": [
+            {"type": "TEXT_MESSAGE_START", "messageId": "a1", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "a1", "delta": "x"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "a1"},
+            {"type": "MESSAGES_SNAPSHOT", "messages": [with_call]}],
+    }[shape]
+    return [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *body,
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+
+
+def test_a_message_only_snapshots_built_has_no_pending_calls_however_many_built_it() -> None:
+    # Issue 17 item 13 (TC-17): a call is pending when this run started it, by TOOL_CALL_START or on a
+    # message this run streamed into; how many snapshots built a message never changes the answer.
+    one = replay(_one_final_message("one snapshot"))
+    two = replay(_one_final_message("two snapshots"))
+
+    assert one.pending_tool_call_ids == two.pending_tool_call_ids == ()
+    assert one.state.messages == two.state.messages
+    assert two.state.pending_tool_call_ids == ()
+
+
+def test_a_call_a_snapshot_adds_to_a_message_the_run_streamed_text_into_is_pending() -> None:
+    # A deliberate difference from the reference (which only counts TOOL_CALL_START): the run streamed
+    # this message, so the calls its snapshot adds are this run's (the ag-ui-langgraph shape above,
+    # with the first part streamed as text); see tests/golden/INDEX.md.
+    result = replay(_one_final_message("streamed, then a snapshot"))
+
+    assert result.pending_tool_call_ids == ("c1",)
+
+
 RESULT_ID_CASES = {
     # A parentless TOOL_CALL_START: this client names the call's assistant message after the call, and
     # the producer names the result after the call too (the reference ends with two messages "c1").
@@ -894,3 +932,56 @@ def test_metadata_merged_event_by_event_never_changes_what_was_already_read(kind
     assert first == first_wire == {"k0": 0, "k1": 1}
     assert read() == wire() == {"k0": 0, "k1": 1, "k2": 2, "k3": 3}
     assert type(read()) is dict and type(wire()) is dict
+
+
+# -- nothing handed out changes afterwards (hardening item 11) -------------------------------------
+
+def _activity_run(run_id: str, *events: dict[str, Any]) -> bytes:
+    body = [{"type": "RUN_STARTED", "threadId": "t", "runId": run_id}, *events,
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id}]
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in body)
+
+
+_PLAN = {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "plan", "content": {"steps": [1]}}
+_ADD = {"type": "ACTIVITY_DELTA", "messageId": "a1", "activityType": "plan",
+        "patch": [{"op": "add", "path": "/steps/-", "value": 2}]}
+
+
+@pytest.mark.parametrize("between", [
+    pytest.param({"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "plan", "content": {"x": 1},
+                  "replace": False, "metadata": {"m": 1}}, id="kept-by-replace-false"),
+    pytest.param({"type": "ACTIVITY_DELTA", "messageId": "a1", "activityType": "plan",
+                  "patch": [{"op": "remove", "path": "/missing"}]}, id="after-a-failed-delta"),
+    pytest.param({"type": "ACTIVITY_DELTA", "messageId": "a1", "activityType": "plan",
+                  "patch": [{"op": "add", "path": "/seen", "value": True}]}, id="after-a-delta"),
+])
+def test_an_activity_delta_never_changes_what_was_handed_out(between: dict[str, Any]) -> None:
+    from agui_client import replay
+
+    thread = ThreadState()
+    first = replay(_activity_run("r1", _PLAN), state=thread)
+    held = thread.messages[-1]
+    shown = thread.to_wire()["messages"][-1]
+    earlier = first.new_messages[-1]
+    before = (json.dumps(held.content), json.dumps(shown), json.dumps(earlier.content))
+    replay(_activity_run("r2", between, _ADD), state=thread)
+    assert (json.dumps(held.content), json.dumps(shown), json.dumps(earlier.content)) == before
+    assert thread.messages[-1].content["steps"] == [1, 2]  # (the thread itself moved on)
+
+
+def test_an_activity_from_an_application_s_snapshot_event_is_not_patched_in_place() -> None:
+    from agui_client import RunSession
+    from agui_client.types import events as ev
+
+    content = {"steps": [1]}
+    snapshot = ev.MessagesSnapshotEvent(messages=(msg.ActivityMessage(id="a1", activity_type="plan",
+                                                                      content=content),))
+    session = RunSession()
+    session.feed_event(ev.RunStartedEvent(thread_id="t", run_id="r1"))
+    session.feed_event(snapshot)
+    session.feed_event(ev.ActivitySnapshotEvent(message_id="a1", activity_type="plan", content={"x": 1},
+                                                replace=False, metadata={"m": 1}))
+    session.feed_event(ev.ActivityDeltaEvent(message_id="a1", activity_type="plan",
+                                             patch=({"op": "add", "path": "/steps/-", "value": 2},)))
+    assert content == {"steps": [1]}  # the application's event is as it made it
+    assert session.state.messages[-1].content["steps"] == [1, 2]

@@ -259,6 +259,8 @@ class ThreadState:
     def mark_incomplete(self, message_ids: Iterable[str] = (), tool_call_ids: Iterable[str] = ()) -> None:
         """Flag messages and tool calls whose stream was cut (they are kept, never silently closed)."""
         self.log.mark_incomplete(message_ids, tool_call_ids)
+        if self.streams.reopened_empty:
+            self.streams.settle_reopened()
 
     # -- the fold --------------------------------------------------------------------------------
 
@@ -315,6 +317,8 @@ class ThreadState:
                 found = self.ledger.run_finished(event.usage, event.outcome, event.result)
             case ev.RunErrorEvent():
                 found = self.ledger.run_error(event.message, event.code, event.usage)
+                if streams.reopened_empty:
+                    streams.settle_reopened()
             case ev.StepStartedEvent():
                 found = self.ledger.step_started(event.step_name, event.subagent_run_id)
             case ev.StepFinishedEvent():

@@ -111,7 +111,8 @@ class Entry:
     changes an entry also clears ``frozen``, so a dict there is always the message as it stands.
     """
 
-    __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete", "source", "wire_of")
+    __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete", "source", "wire_of",
+                 "owned")
 
     def __init__(self, message_id: str, role: str) -> None:
         self.id = message_id
@@ -126,6 +127,9 @@ class Entry:
         # (typed message, the plain JSON it was decoded from): a save writes the JSON while ``frozen`` is
         # still that message (anything that changes the entry replaces ``frozen``, so no one clears it).
         self.wire_of: tuple[msg.Message, dict[str, Any]] | None = None
+        # Whether ``value`` (an activity's content) is the fold's own: made by it, and handed out to no one
+        # since. Only then may a patch change it in place (a message handed out holds the very dict).
+        self.owned = False
 
     @classmethod
     def of(cls, message: msg.Message) -> Entry:
@@ -155,6 +159,8 @@ class Entry:
                 self.calls = None if typed_calls is None else [Call.of(call) for call in typed_calls]
             self.complete = True
             return object.__getattribute__(self, name)
+        if name == "owned":
+            return False  # (never set: the value came with a message, held by whoever made it)
         raise AttributeError(name)
 
     def _typed(self, wire: dict[str, Any]) -> msg.Message:
@@ -260,6 +266,7 @@ class Entry:
             kwargs["content"] = self.text[0]
         elif self.role != "assistant":
             kwargs["content"] = self.value
+            self.owned = False  # (the message handed out holds it)
         if self.calls is not None:
             kwargs["tool_calls"] = tuple(c.freeze(warn) for c in self.calls)
         if self.role == "activity" and kwargs.get("content") is None:

@@ -94,7 +94,6 @@ class RunLedger:
             for message in echoed:
                 if message.id not in log.by_id:
                     log.insert(Entry.of(message))
-                    run.echoed.add(message.id)
             log.changed()
         return _NO_WARNINGS
 

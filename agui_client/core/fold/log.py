@@ -287,6 +287,8 @@ class MessageLog:
         run = self._runs[-1] if self._runs else None
         if run is not None:
             run.new_message_ids[:] = [new_id if i == old_id else i for i in run.new_message_ids]
+            if old_id in run.streamed:
+                run.streamed = {new_id if i == old_id else i: None for i in run.streamed}
             if not run.terminated:
                 note_removed(run, old_id)
                 note_added(run, new_id)

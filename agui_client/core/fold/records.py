@@ -95,7 +95,9 @@ class RunRecord:
     born: set[str] = attrs.Factory(set)
     removed_before: set[str] = attrs.Factory(set)
     new_message_ids: list[str] = attrs.Factory(list)
-    echoed: set[str] = attrs.Factory(set)  # of those, the ones RUN_STARTED's input echoed (history, LC-17)
+    # The messages the run streamed into (TEXT_MESSAGE_START on them, or a TOOL_CALL_START under them),
+    # in order: the only ones whose calls a snapshot may add as started (TC-17, issue 17 item 13).
+    streamed: dict[str, None] = attrs.Factory(dict)
     terminated: bool = False
     parent_run_id: str | None = None
     protocol_version: str | None = None

@@ -55,6 +55,7 @@ class Snapshots:
             entry = Entry(message_id, "activity")
             entry.attrs["activity_type"] = activity_type
             entry.value = foreign_copy(content)
+            entry.owned = True
             if owner is not None:
                 entry.attrs["subagent_run_id"] = owner
             if existing is None:
@@ -67,6 +68,7 @@ class Snapshots:
             if replacing:
                 existing.attrs["activity_type"] = activity_type
                 existing.value = foreign_copy(content)
+                existing.owned = True
                 if owner is not None:
                     existing.attrs["subagent_run_id"] = owner
                 else:
@@ -93,9 +95,10 @@ class Snapshots:
             entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
         content = entry.value if entry.value is not None else {}
         whole = [i for i, op in enumerate(patch) if type(op) is dict and op.get("path") == ""]
-        if entry.frozen is not None or whole:
-            # A message handed out (or taken from a snapshot event) holds this dict: patch a copy. So
-            # does a patch that replaces the whole content, which may leave something not an object.
+        if not entry.owned or whole:
+            # A message handed out (or the snapshot event it came with) may hold this dict: patch a copy,
+            # so that nothing handed out ever changes. So does a patch that replaces the whole content,
+            # which may leave something not an object.
             content = copy_json(content)
         try:
             patched = apply_patch(content, patch, copy_allowance=self._document.allowance)
@@ -108,6 +111,7 @@ class Snapshots:
             return (StreamWarning(code="AC-05" if exc.rule == "SP-06" else f"{exc.rule}/AGUI303",
                                   message=f"activity patch did not apply: {exc}", pointer=f"/patch/{exc.op_index}"),)
         entry.value = patched
+        entry.owned = True
         entry.attrs["activity_type"] = activity_type
         entry.touch()
         log.changed()
@@ -192,10 +196,11 @@ class Snapshots:
 
     def _note_snapshot_calls(self, run: RunRecord, restated: list[str], by_id: dict[str, Held],
                              calls: Mapping[str, Any]) -> None:
-        # TC-17 with MS-01: a snapshot that restates a message this run is streaming may hold calls
+        # TC-17 with MS-01: a snapshot that restates a message this run streamed into may hold calls
         # the stream never started (ag-ui-langgraph streams the first of several parallel calls and
         # names the rest only in its closing snapshot). They were made in this run, so they count as
-        # started; calls of history the snapshot restates never do, so no old call becomes pending.
+        # started. Calls on a message only snapshots built never do, however many snapshots built it
+        # (one final message, one answer: the reference's), nor do calls of restated history.
         known = self.log.calls
         for message_id in restated:
             held = by_id.get(message_id)
@@ -212,13 +217,10 @@ class Snapshots:
 
 
 def _restated_streamed(run: RunRecord | None, incoming: Mapping[str, Any]) -> list[str]:
-    """The messages this run added before a snapshot that the snapshot restates (none after its end)."""
-    if run is None or run.terminated or not run.new_message_ids:
+    """The messages this run streamed into before a snapshot that the snapshot restates (none after its end)."""
+    if run is None or run.terminated or not run.streamed:
         return []
-    echoed = run.echoed
-    if echoed:
-        return [message_id for message_id in run.new_message_ids if message_id in incoming and message_id not in echoed]
-    return [message_id for message_id in run.new_message_ids if message_id in incoming]
+    return [message_id for message_id in run.streamed if message_id in incoming]
 
 
 def _authoritative_activity_types(metadata: Mapping[str, Any] | None) -> Any:

@@ -62,6 +62,9 @@ class Streams:
                 entry.text = text_from(entry)
                 if not entry.text:
                     self.reopened_empty.add(entry.id)
+        runs = self._runs
+        if runs:
+            runs[-1].streamed[entry.id] = None
         if metadata is not None:
             entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
         entry.touch()
@@ -85,6 +88,18 @@ class Streams:
         entry.frozen = None
         log.changes += 1
         return NO_WARNINGS
+
+    def settle_reopened(self) -> None:
+        """The run ended (``RUN_ERROR``) or was cut with messages re-opened and still without text: they
+        keep no content, as when their END arrives with nothing in between (TX-05; the reference)."""
+        log = self.log
+        for message_id in self.reopened_empty:
+            entry = log.entry(message_id)
+            if entry is not None and not entry.text:
+                entry.text = None
+                entry.touch()
+                log.changed()
+        self.reopened_empty.clear()
 
     def text_end(self, message_id: str, metadata: Metadata | None) -> Sequence[StreamWarning]:
         """TEXT_MESSAGE_END / REASONING_MESSAGE_END: the message is whole (its text joined once)."""
@@ -138,6 +153,8 @@ class Streams:
         else:
             entry = self._parent_for(tool_call_id, parent_message_id, owner, warnings)
             call = log.attach_call(entry, Call(tool_call_id, name, complete=False))
+        if run is not None:
+            run.streamed[entry.id] = None
         if metadata is not None:
             call.metadata = merge_metadata(call.metadata, metadata)
         call.frozen = None
