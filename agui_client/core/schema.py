@@ -37,7 +37,6 @@ Everything here is sans-IO: nothing reads a clock, the budget counts work.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -49,7 +48,6 @@ from typing import Any, Final, TypeVar
 
 import jsonschema
 import jsonschema_specifications
-import re2
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
@@ -58,6 +56,7 @@ from jsonschema.validators import validator_for
 
 from ..errors import SchemaFault
 from ..wire.jsonio import escape as _escape
+from .regex import Regex, compile_pattern
 
 __all__ = ["SCHEMA_FAULTS", "MAX_SCHEMA_VALUES", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_TEXT", "CHECK_BUDGET",
            "STEPS_PER_VALUE", "JUDGE_BUDGET", "Verdict", "check"]
@@ -83,12 +82,7 @@ STEPS_PER_VALUE: Final = 20
 #: subschema (2020-12), so some 4,500 subschemas, in about a second.
 JUDGE_BUDGET: Final = 2_000_000
 
-# Patterns longer than this are not compiled (RE2 would mostly refuse them, and Python's compiler,
-# asked only whether they are valid, is not to be fed megabytes): they are not checked.
-_MAX_PATTERN: Final = 16_384
-# RE2's own default; a pattern needing more memory is reported by RE2 and is not checked.
-_RE2_MAX_MEM: Final = 8 << 20
-# Compiled patterns kept per check (each may hold up to _RE2_MAX_MEM).
+# Compiled patterns kept per check (each may hold up to RE2's memory limit, in .regex).
 _REGEX_CACHE: Final = 16
 # Applying a subschema inside another takes up to six Python frames (keyword, descend, reference …):
 # checking stops at the nesting that fits under the interpreter's recursion limit, with room to spare,
@@ -139,30 +133,6 @@ class _Stop(Exception):
         self.pointer = pointer
 
 
-class _Regex:
-    """A pattern as RE2 runs it: checks at the start (split-off lookaheads), then the pattern."""
-
-    __slots__ = ("_heads", "_main", "_weight")
-
-    def __init__(self, heads: list[tuple[bool, Any]], main: Any) -> None:
-        self._heads = heads
-        self._main = main
-        size = main.programsize + sum(rx.programsize for _, rx in heads)
-        # RE2's time is linear in the text, with a factor that grows with the compiled program.
-        self._weight = size + 1024
-
-    def search(self, text: str, check: _Check) -> bool | None:
-        """Whether the pattern matches anywhere in ``text``; ``None`` when RE2 cannot read the text."""
-        check.charge(1 + len(text) * self._weight // 65536)
-        try:
-            for positive, head in self._heads:
-                if (head.search(text) is not None) != positive:
-                    return False
-            return self._main.search(text) is not None
-        except UnicodeError:  # a lone surrogate (typed at a terminal): UTF-8 cannot carry it
-            return None
-
-
 class _Check:
     """One check's state: the budget, where each schema object sits, the patterns compiled so far."""
 
@@ -179,7 +149,7 @@ class _Check:
         self.dialects = dialects
         self.weights: dict[int, int] = {}
         self.unchecked: dict[str, str] = {}
-        self.regexes: OrderedDict[str, _Regex | str | None] = OrderedDict()
+        self.regexes: OrderedDict[str, Regex | str | None] = OrderedDict()
         # The schema pointer of the innermost keyword being evaluated when checking stopped.
         self.where: str | None = None
         # Schema applications in progress, one inside the other, and how many fit on the stack.
@@ -207,13 +177,13 @@ class _Check:
         base = self.pointers.get(id(node), "")
         return base + "".join("/" + _escape(key) for key in keys)
 
-    def regex(self, pattern: str) -> _Regex | str | None:
+    def regex(self, pattern: str) -> Regex | str | None:
         """The compiled pattern; a reason it cannot run (str); ``None`` when it is not a regex at all."""
         if pattern in self.regexes:
             self.regexes.move_to_end(pattern)
             return self.regexes[pattern]
         self.charge(1 + len(pattern) // 16)
-        compiled = _compile(pattern)
+        compiled = compile_pattern(pattern)
         self.regexes[pattern] = compiled
         if len(self.regexes) > _REGEX_CACHE:
             self.regexes.popitem(last=False)
@@ -222,8 +192,8 @@ class _Check:
     def matches(self, pattern: str, text: str, pointer: str) -> bool | None:
         """Whether ``pattern`` matches ``text``; ``None`` (and a note) when it cannot be run."""
         compiled = self.regex(pattern)
-        if isinstance(compiled, _Regex):
-            found = compiled.search(text, self)
+        if isinstance(compiled, Regex):
+            found = compiled.search(text, self.charge)
             if found is not None:
                 return found
             compiled = "the text holds a lone surrogate, which RE2 cannot read"
@@ -247,264 +217,6 @@ def _stack_depth() -> int:
     while frame is not None:
         frame, depth = frame.f_back, depth + 1
     return depth
-
-
-# --------------------------------------------------------------------------------------------------
-# Patterns: ECMA-262 as RE2 reads it
-# --------------------------------------------------------------------------------------------------
-
-# ECMA-262's WhiteSpace and LineTerminator, which its \s matches (RE2's \s is ASCII only).
-_WS: Final = r"\t\n\x{B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}"
-# ECMA-262's "." stops at every line terminator; RE2's at "\n" only.
-_DOT: Final = r"[^\n\r\x{2028}\x{2029}]"
-_EVERYTHING: Final = r"\x{0}-\x{10FFFF}"
-_HEX: Final = frozenset("0123456789abcdefABCDEF")
-_DIGITS: Final = frozenset("0123456789")
-_QUANTIFIERS: Final = frozenset("*+?{")
-_PROPERTY_PREFIXES: Final = ("General_Category=", "gc=", "Script=", "sc=")
-
-
-class _Unsupported(Exception):
-    """A construct RE2 cannot run (or this translation does not know): the pattern is not checked."""
-
-
-def _hex(text: str) -> int | None:
-    return int(text, 16) if text and all(c in _HEX for c in text) else None
-
-
-def _translate_escape(p: str, i: int, in_class: bool) -> tuple[str, int]:
-    """The RE2 spelling of the escape at ``p[i]`` (a backslash), and the index after it."""
-    if i + 1 >= len(p):
-        raise _Unsupported("it ends with a lone backslash")
-    c = p[i + 1]
-    if c in "dDwWtnrfv":
-        return "\\" + c, i + 2
-    if c == "b":
-        return (r"\x{8}" if in_class else r"\b"), i + 2
-    if c == "B" and not in_class:
-        return r"\B", i + 2
-    if c == "s":
-        return (_WS if in_class else f"[{_WS}]"), i + 2
-    if c == "S":
-        # Inside a class RE2's own \S (ASCII whitespace) stands in: a negated set cannot nest there.
-        return (r"\S" if in_class else f"[^{_WS}]"), i + 2
-    if c == "0" and p[i + 2:i + 3] not in _DIGITS:
-        return r"\x{0}", i + 2
-    if c in "123456789" or c == "0" or (c == "k" and p[i + 2:i + 3] == "<"):
-        raise _Unsupported("it uses a backreference, which needs a backtracking engine")
-    if c == "x":
-        value = _hex(p[i + 2:i + 4])
-        if value is None or len(p[i + 2:i + 4]) < 2:
-            raise _Unsupported(r"\x is not followed by two hex digits")
-        return rf"\x{{{value:X}}}", i + 4
-    if c == "u":
-        return _translate_unicode_escape(p, i)
-    if c == "c":
-        letter = p[i + 2:i + 3]
-        if not (letter.isascii() and letter.isalpha()):
-            raise _Unsupported(r"\c is not followed by a letter")
-        return rf"\x{{{ord(letter) % 32:X}}}", i + 3
-    if c in "pP":
-        end = p.find("}", i + 2)
-        if p[i + 2:i + 3] != "{" or end < 0:
-            raise _Unsupported(rf"\{c} is not followed by {{name}}")
-        name = p[i + 3:end]
-        for prefix in _PROPERTY_PREFIXES:
-            if name.startswith(prefix):
-                name = name[len(prefix):]
-        return rf"\{c}{{{name}}}", end + 1
-    if c.isascii() and c.isalnum():
-        raise _Unsupported(f"it uses the escape \\{c}, which ECMA-262 does not define")
-    # An identity escape: ASCII punctuation keeps its backslash, anything else stands for itself.
-    return ("\\" + c if c.isascii() else c), i + 2
-
-
-def _translate_unicode_escape(p: str, i: int) -> tuple[str, int]:
-    if p[i + 2:i + 3] == "{":
-        end = p.find("}", i + 3)
-        value = _hex(p[i + 3:end]) if end > 0 else None
-        if value is None or value > 0x10FFFF:
-            raise _Unsupported(r"\u{…} does not name a code point")
-        after = end + 1
-    else:
-        value = _hex(p[i + 2:i + 6]) if len(p[i + 2:i + 6]) == 4 else None
-        if value is None:
-            raise _Unsupported(r"\u is not followed by four hex digits")
-        after = i + 6
-        low = _hex(p[after + 2:after + 6]) if p[after:after + 2] == "\\u" and len(p[after + 2:after + 6]) == 4 else None
-        if 0xD800 <= value <= 0xDBFF and low is not None and 0xDC00 <= low <= 0xDFFF:
-            # A surrogate pair written as two escapes is one code point (ECMA-262's u mode).
-            value = 0x10000 + ((value - 0xD800) << 10) + (low - 0xDC00)
-            after += 6
-    if 0xD800 <= value <= 0xDFFF:
-        raise _Unsupported("it names a lone surrogate, which no JSON string sent can hold")
-    return rf"\x{{{value:X}}}", after
-
-
-def _translate_class(p: str, i: int) -> tuple[str, int]:
-    """The RE2 spelling of the character class opening at ``p[i]``, and the index after it."""
-    j = i + 1
-    negated = p[j:j + 1] == "^"
-    j += negated
-    if p[j:j + 1] == "]":
-        # ECMA-262's [] matches nothing and [^] any character; RE2 would read "]" as a member.
-        return (f"[{_EVERYTHING}]" if negated else f"[^{_EVERYTHING}]"), j + 1
-    out = ["[^" if negated else "["]
-    while j < len(p) and p[j] != "]":
-        if p[j] == "\\":
-            text, j = _translate_escape(p, j, in_class=True)
-            out.append(text)
-        else:
-            # "[" is an ordinary member in ECMA-262; RE2 would read "[:" as a POSIX class.
-            out.append("\\[" if p[j] == "[" else p[j])
-            j += 1
-    if j >= len(p):
-        raise _Unsupported("a character class is not closed")
-    out.append("]")
-    return "".join(out), j + 1
-
-
-# Tokens: ("text", re2 text), ("open", text), ("look", "=" or "!"), ("close", ")"), ("alt", "|"), ("caret", "^").
-_Token = tuple[str, str]
-
-
-def _tokens(p: str) -> list[_Token]:
-    out: list[_Token] = []
-    i = 0
-    while i < len(p):
-        c = p[i]
-        if c == "\\":
-            text, i = _translate_escape(p, i, in_class=False)
-            out.append(("text", text))
-        elif c == "[":
-            text, i = _translate_class(p, i)
-            out.append(("text", text))
-        elif c == "(":
-            if p.startswith(("(?<=", "(?<!"), i):
-                raise _Unsupported("it uses a lookbehind, which needs a backtracking engine")
-            if p.startswith(("(?=", "(?!"), i):
-                out.append(("look", p[i + 2]))
-                i += 3
-            else:
-                out.append(("open", "("))
-                i += 1
-        elif c == ")":
-            out.append(("close", ")"))
-            i += 1
-        elif c == "|":
-            out.append(("alt", "|"))
-            i += 1
-        elif c == "^":
-            out.append(("caret", "^"))
-            i += 1
-        elif c == ".":
-            out.append(("text", _DOT))
-            i += 1
-        else:
-            out.append(("text", c))
-            i += 1
-    return out
-
-
-def _closing(tokens: list[_Token], start: int) -> int:
-    """The index of the ``close`` token matching the group opened at ``tokens[start]``."""
-    depth = 0
-    for n in range(start, len(tokens)):
-        kind = tokens[n][0]
-        if kind in ("open", "look"):
-            depth += 1
-        elif kind == "close":
-            depth -= 1
-            if depth == 0:
-                return n
-    raise _Unsupported("a group is not closed")
-
-
-def _render(tokens: list[_Token]) -> str:
-    if any(kind == "look" for kind, _ in tokens):
-        raise _Unsupported("it uses a lookahead other than at the start of an anchored pattern, which needs a "
-                           "backtracking engine")
-    return "".join(text for _, text in tokens)
-
-
-def _plan(pattern: str) -> tuple[list[tuple[bool, str]], str]:
-    """RE2 sources for ``pattern``: lookaheads split off its anchored start, then the rest.
-
-    ``^(?=A)(?!B)C`` matches a text exactly when ``^(?:A)`` does, ``^(?:B)`` does not and ``^C`` does:
-    the lookaheads are tried at the one position ``^`` allows, and consume nothing.
-    """
-    tokens = _tokens(pattern)
-    heads: list[tuple[bool, str]] = []
-    # With a top-level "|", the "^" and the lookaheads belong to the first alternative only.
-    if tokens[:1] == [("caret", "^")] and not _top_level_alternation(tokens):
-        n = 1
-        while n < len(tokens) and tokens[n][0] == "look":
-            end = _closing(tokens, n)
-            if end + 1 < len(tokens) and tokens[end + 1][1][:1] in _QUANTIFIERS and tokens[end + 1][0] == "text":
-                break  # a quantified lookahead (Annex B): left in place, so not run
-            heads.append((tokens[n][1] == "=", "^(?:" + _render(tokens[n + 1:end]) + ")"))
-            n = end + 1
-        tokens = [tokens[0], *tokens[n:]]
-    return heads, _render(tokens)
-
-
-def _top_level_alternation(tokens: list[_Token]) -> bool:
-    depth = 0
-    for kind, _ in tokens:
-        if kind in ("open", "look"):
-            depth += 1
-        elif kind == "close":
-            depth -= 1
-        elif kind == "alt" and depth == 0:
-            return True
-    return False
-
-
-def _re2_options() -> Any:
-    options = re2.Options()
-    options.max_mem = _RE2_MAX_MEM
-    options.log_errors = False  # RE2 would print every refused pattern on stderr
-    # Only whether it matches is asked: tracking groups costs time in their number (thousands of
-    # nested groups made one search of one character take seconds).
-    options.never_capture = True
-    return options
-
-
-_OPTIONS: Final = _re2_options()
-
-
-def _python_accepts(pattern: str) -> bool:
-    # Only ever asked whether a pattern RE2 cannot run is a regex at all; compiling is linear in the
-    # pattern's length (it is matching that backtracks), and nothing is matched with it.
-    try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError, ValueError):
-        return False
-    return True
-
-
-def _compile(pattern: str) -> _Regex | str | None:
-    """``pattern`` for RE2; else why it cannot run (a str), or ``None`` when it is no regex at all."""
-    if len(pattern) > _MAX_PATTERN:
-        return f"it is longer than {_MAX_PATTERN:,} characters"
-    try:
-        heads, main = _plan(pattern)
-        return _Regex([(positive, re2.compile(source, _OPTIONS)) for positive, source in heads],
-                      re2.compile(main, _OPTIONS))
-    except _Unsupported as exc:
-        reason = str(exc)
-    except re2.error as exc:
-        reason = f"RE2 cannot run it ({_re2_message(exc)})"
-    except UnicodeError:
-        reason = "it holds a lone surrogate, which RE2 cannot read"
-    # ECMA-262 syntax Python's re does not know (\u{…}, \p{…}, (?<name>…)) compiled above; what RE2
-    # cannot run is a regex when Python's re reads it.
-    return reason if _python_accepts(pattern) else None
-
-
-def _re2_message(exc: Exception) -> str:
-    detail = exc.args[0] if exc.args else exc
-    return detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
 
 
 def _is_regex(instance: object) -> bool:
