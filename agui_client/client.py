@@ -21,9 +21,9 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import httpx
 
+from .core.exchange import StreamHandle, request_body
 from .core.redact import Redactor, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
@@ -35,14 +35,12 @@ from .errors import (
     StreamWarning,
     TransportError,
 )
-from .wire import codec
-from .wire.jsonio import dump_json
+from .thread import AsyncThread, Thread
 from .wire.sse import SSEDecoder
-from .wire.types.run import PROTOCOL_VERSION, RunAgentInput
+from .wire.types.run import RunAgentInput
 
 if TYPE_CHECKING:
     from .stores import ThreadStore
-    from .thread import AsyncThread, Thread
 
 __all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT"]
 
@@ -66,29 +64,6 @@ _REFUSED_TYPES = {
     "application/jsonl": "JSON lines",
     "application/vnd.ag-ui.event+proto": "protobuf frames (not offered by this client)",
 }
-
-
-class StreamHandle:
-    """What a stream yields besides payloads: the decoder's framing warnings, as they are found."""
-
-    def __init__(self) -> None:
-        self.warnings: list[StreamWarning] = []
-        # Whether the request may have reached the agent. httpx's own transports report (httpcore's
-        # ``trace``) when the whole request is written: until then it has not. Any other transport
-        # (an injected one, a mock) reports nothing, so the request counts as sent once handed over.
-        self.sent = False
-        #: Removes the request's credentials from text the agent sent (set once the request is sent):
-        #: what the run reports goes through it.
-        self.redactor = Redactor()
-
-    def trace(self, name: str, info: Mapping[str, Any]) -> None:
-        """httpcore's ``trace`` extension: marks the request sent once it is written whole."""
-        if name.endswith(".send_request_body.complete"):
-            self.sent = True
-
-    async def atrace(self, name: str, info: Mapping[str, Any]) -> None:
-        """:meth:`trace` for the async transport (httpcore awaits it)."""
-        self.trace(name, info)
 
 
 def _reason(exc: BaseException) -> str:
@@ -167,17 +142,6 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
         status_code=response.status_code, body=text, payload=payload,
         retry_after=_retry_after(response.headers.get("retry-after")),
         content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location)
-
-
-def _request_body(run_input: RunAgentInput) -> bytes:
-    if run_input.protocol_version is None:
-        run_input = attrs.evolve(run_input, protocol_version=PROTOCOL_VERSION)
-    if not run_input.messages:
-        return dump_json(codec.encode(run_input))
-    # Every run sends the whole thread: its messages are built directly, the converter's output.
-    wire = codec.encode(attrs.evolve(run_input, messages=()))
-    wire["messages"] = codec.encode_messages(run_input.messages)
-    return dump_json(wire)
 
 
 def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -402,8 +366,6 @@ class AgentClient(_ClientBase):
     def thread(self, thread_id: str | None = None, *, tool_handlers: Mapping[str, Callable[..., Any]] | None = None
                ) -> Thread:
         """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none)."""
-        from .thread import Thread
-
         return Thread(self, thread_id or str(uuid.uuid4()), tool_handlers=tool_handlers)
 
     def load_thread(self, thread_id: str | None = None, *,
@@ -438,7 +400,7 @@ class AgentClient(_ClientBase):
         ``body`` is ``run_input`` already encoded (a thread encodes it before claiming the thread).
         """
         handle = handle if handle is not None else StreamHandle()
-        body = body if body is not None else _request_body(run_input)
+        body = body if body is not None else request_body(run_input)
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout(), extensions={"trace": handle.trace})
         handle.sent = not _traces(self.http)
@@ -526,8 +488,6 @@ class AsyncAgentClient(_ClientBase):
         This reads the store in the calling thread: cheap for the in-memory store, a blocking call
         for SQLite or Redis. On an event loop, use :meth:`load_thread`.
         """
-        from .thread import AsyncThread
-
         return AsyncThread(self, thread_id or str(uuid.uuid4()), tool_handlers=tool_handlers)
 
     async def load_thread(self, thread_id: str | None = None, *,
@@ -550,7 +510,7 @@ class AsyncAgentClient(_ClientBase):
     ) -> AsyncIterator[AsyncIterator[list[str | bytes]]]:
         """:meth:`open`, yielding each read's payloads as one list (what ``AsyncThread.run()`` folds)."""
         handle = handle if handle is not None else StreamHandle()
-        body = body if body is not None else _request_body(run_input)
+        body = body if body is not None else request_body(run_input)
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout(), extensions={"trace": handle.atrace})
         handle.sent = not _traces(self.http)

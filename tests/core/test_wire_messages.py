@@ -86,7 +86,7 @@ def test_plain_json_trusts_a_plain_list() -> None:
 
 
 def test_a_request_body_is_the_converters_encoding_of_the_run_input() -> None:
-    from agui_client.client import _request_body
+    from agui_client.core.exchange import request_body as _request_body
     from agui_client.types.run import PROTOCOL_VERSION, RunAgentInput
 
     with_messages = RunAgentInput(thread_id="t", run_id="r", messages=tuple(_corpus()), state={"k": [1.5, None]},

@@ -1,0 +1,63 @@
+"""One HTTP exchange of a run, as both shells and the run protocol see it: the request body and the
+response handle.
+
+Sans-IO: the body is bytes made from a ``RunAgentInput``; the handle is a record the transport fills
+in (framing warnings, whether the request was written whole, the redactor made from the request as
+sent). ``client.py`` writes and reads the exchange; ``flow.py`` decides from the handle what a
+failure means for the thread's claim; neither imports the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..errors import StreamWarning
+from ..wire import codec
+from ..wire.jsonio import dump_json
+from ..wire.types.run import PROTOCOL_VERSION, RunAgentInput
+from .redact import Redactor
+
+__all__ = ["StreamHandle", "request_body"]
+
+
+class StreamHandle:
+    """What a stream yields besides payloads: the decoder's framing warnings, as they are found."""
+
+    def __init__(self) -> None:
+        self.warnings: list[StreamWarning] = []
+        # Whether the request may have reached the agent. httpx's own transports report (httpcore's
+        # ``trace``) when the whole request is written: until then it has not. Any other transport
+        # (an injected one, a mock) reports nothing, so the request counts as sent once handed over.
+        self.sent = False
+        #: Removes the request's credentials from text the agent sent (set once the request is sent):
+        #: what the run reports goes through it.
+        self.redactor = Redactor()
+
+    def trace(self, name: str, info: Mapping[str, Any]) -> None:
+        """httpcore's ``trace`` extension: marks the request sent once it is written whole."""
+        if name.endswith(".send_request_body.complete"):
+            self.sent = True
+
+    async def atrace(self, name: str, info: Mapping[str, Any]) -> None:
+        """:meth:`trace` for the async transport (httpcore awaits it)."""
+        self.trace(name, info)
+
+
+def request_body(run_input: RunAgentInput) -> bytes:
+    """The encoded request: ``run_input`` as JSON bytes, with the protocol version this client speaks.
+
+    Raises:
+        TypeError, ValueError, OverflowError: a value JSON cannot hold (the thread refuses those first,
+            naming where they are).
+    """
+    if run_input.protocol_version is None:
+        run_input = attrs.evolve(run_input, protocol_version=PROTOCOL_VERSION)
+    if not run_input.messages:
+        return dump_json(codec.encode(run_input))
+    # Every run sends the whole thread: its messages are built directly, the converter's output.
+    wire = codec.encode(attrs.evolve(run_input, messages=()))
+    wire["messages"] = codec.encode_messages(run_input.messages)
+    return dump_json(wire)

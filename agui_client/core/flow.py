@@ -1,0 +1,727 @@
+"""The run protocol, written once: claim, send, fold, save, release.
+
+This is the part that guarantees a thread's runs are neither lost nor sent twice, so it lives in one
+place. It is sans-IO: every step that needs the outside world is an *effect* the protocol yields and
+a shell carries out, sending back the answer or throwing in what the outside raised (the way h11
+hands a connection's events to its caller, or httpx's ``auth_flow`` yields requests):
+
+====================  ==============================================  ==================================
+effect                what the shell does                             what it sends back
+====================  ==============================================  ==================================
+``Write``             ``store.<op>(thread_id, **arguments)``          the version the store returns
+``Load``              ``store.load(thread_id)``                       the ``StoredThread`` or ``None``
+``Send``              POST the plan's body, open the response         nothing
+``RECEIVE``           read the next network read's payloads           a list of payloads; ``None`` at end
+``Close``             leave the response as ``with`` leaves it        nothing (what closing raised is
+                      (on ``error``, or normally)                     thrown in, replacing ``error``)
+``Hand``              give the caller a stream pumping ``receive``    whether it was read to its end
+                      and wait for the caller's block to end          (or the block's exception)
+a list of events      hand them to the caller, one by one             nothing
+``Invoke``            call a tool handler (awaiting it when async)    its output
+``Run``               run once more (the tool loop)                   the ``RunResult``
+====================  ==============================================  ==================================
+
+``Thread`` and ``AsyncThread`` are pumps of these generators: they differ only in how they carry an
+effect out (``await``, a store call in a worker thread, a write shielded from cancellation, a Ctrl-C
+held until a write has returned), never in what the protocol decides.
+
+The rules, each decided here once:
+
+* every run claims the thread before anything is sent, a new thread by creating its record claimed,
+  so of two writers racing on one thread exactly one sends;
+* a run is saved when its terminal event is folded, before the caller sees it;
+* a run that fails or is interrupted gives its claim back, unless it is a resume whose request may
+  have reached the agent: that one stays claimed until someone decides (``release_claim()``);
+* a failed save is the error the caller sees, and says the agent answered.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import json
+import logging
+import uuid
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import attrs
+
+from ..errors import (
+    AguiError,
+    ConcurrentResume,
+    HTTPStatusError,
+    ProtocolError,
+    ResumeRefused,
+    StoreError,
+    StreamWarning,
+    ThreadBusy,
+    TransportError,
+    UnencodableValue,
+)
+from ..wire import codec
+from ..wire.types import messages as msg
+from ..wire.types.base import JSON
+from ..wire.types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, Tool
+from .exchange import StreamHandle
+from .fold import ThreadState, parsed_arguments
+from .interrupts import ResumeBuilder, _warn_absent_payloads, check_resume
+from .plan import (
+    MessageInput,
+    Plan,
+    ToolHandler,
+    declare,
+    encode_input,
+    is_parts,
+    new_messages,
+    refuse_unencodable,
+    refuse_unencodable_item,
+    unencodable,
+)
+from .session import RunResult, RunSession
+
+if TYPE_CHECKING:
+    from ..stores.base import StoredThread
+
+__all__ = ["Conversation", "Flow", "Write", "Load", "Send", "RECEIVE", "Close", "Hand", "Invoke", "Run",
+           "ResumeInput"]
+
+#: What ``run(resume=...)`` accepts: a builder or the entries themselves.
+ResumeInput = ResumeBuilder | Sequence[ResumeEntry] | None
+
+T = TypeVar("T")
+#: A step of the protocol: yields effects, is sent their answers, returns its result.
+Flow = Generator[Any, Any, T]
+
+logger = logging.getLogger("agui_client")
+
+#: The thread object whose run (or tool loop) this thread or task is in: its own nested runs may go on.
+_RUNNING_HERE: contextvars.ContextVar[Any] = contextvars.ContextVar("agui_client_running_here", default=None)
+
+
+# -- the effects ---------------------------------------------------------------------------------------
+
+@attrs.frozen(slots=True)
+class Write:
+    """Write to the store: ``store.<op>(thread_id, **arguments)``; the answer is the version it returns,
+    which the shell also makes the conversation's ``_version`` (even when interrupted mid-write)."""
+
+    op: Literal["claim", "save", "release"]
+    arguments: Mapping[str, Any]
+
+
+@attrs.frozen(slots=True)
+class Load:
+    """Read the thread's record from the store; the answer is a ``StoredThread`` or ``None``."""
+
+
+@attrs.frozen(slots=True)
+class Send:
+    """POST the plan's body and open the response, reporting into ``handle``."""
+
+    plan: Plan
+    handle: StreamHandle
+
+
+class _Receive:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "RECEIVE"
+
+
+#: Read on: the answer is the next network read's payloads, or ``None`` when the response is over.
+RECEIVE = _Receive()
+
+
+@attrs.frozen(slots=True)
+class Close:
+    """Leave the response as a ``with`` block is left: on ``error``, or normally when it is ``None``."""
+
+    error: BaseException | None
+
+
+@attrs.frozen(slots=True)
+class Hand:
+    """Give the caller a stream of the run's events (the shell pumps ``receive`` as the caller reads)
+    and wait until the caller's block ends: the answer is whether the stream was read to its end, or
+    the block's exception is thrown in."""
+
+    receive: Flow[RunResult]
+
+
+@attrs.frozen(slots=True)
+class Invoke:
+    """Call the tool handler for ``call`` (and await what it returns, where the shell can)."""
+
+    call: msg.ToolCall
+
+
+@attrs.frozen(slots=True)
+class Run:
+    """Run the thread once more with ``message`` and ``arguments`` (the tool loop's next step)."""
+
+    message: MessageInput
+    arguments: Mapping[str, Any]
+
+
+# -- the conversation ----------------------------------------------------------------------------------
+
+class Conversation:
+    """One thread object's side of the protocol: the folded state, its standing in the store (the
+    version it holds, its owner token, a claim in doubt), and the protocol's steps as flows.
+
+    ``Thread`` and ``AsyncThread`` are conversations whose shells carry the effects out.
+    """
+
+    def __init__(self, store: Any, thread_id: str, clock: Callable[[], datetime] | None,
+                 tool_handlers: Mapping[str, ToolHandler] | None) -> None:
+        if not thread_id.isascii() and unencodable(thread_id):
+            # (a lone surrogate: no store could key it, and the agent would be sent another id)
+            raise UnencodableValue(f"nothing was sent: the thread id {thread_id!r} holds a lone surrogate",
+                                   field="threadId", pointer="", reason="a lone surrogate")
+        self.id = thread_id
+        self._store = store
+        self._clock = clock
+        self.tool_handlers: dict[str, ToolHandler] = dict(tool_handlers or {})
+        self._state = ThreadState(thread_id=thread_id)
+        self._version: int | None = None
+        self._owner = f"{uuid.uuid4()}"
+        #: The version a claim of this object would have made when the store failed while writing it
+        #: (the claim may have landed, its reply lost); ``None`` when no claim is in doubt.
+        self._unsure: int | None = None
+        self._creates_claimed = _creates_claimed(store)
+        self._running = 0  # (runs of this object in flight: its tool loop's own runs nest in the loop)
+        self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
+
+    # -- what the caller reads and adds ----------------------------------------------------------------
+
+    @property
+    def state(self) -> ThreadState:
+        """The thread's folded state (messages, shared state, open interrupts, usage …)."""
+        return self._state
+
+    @property
+    def version(self) -> int | None:
+        """The version of the thread in the store (``None`` before it was stored; 0 while the first run
+        holds the record its claim created)."""
+        return self._version
+
+    @property
+    def open_interrupts(self) -> tuple[Any, ...]:
+        """The interrupts waiting for an answer."""
+        return self._state.open_interrupts
+
+    def resume_builder(self, now: datetime | Callable[[], datetime] | None = None) -> ResumeBuilder:
+        """A builder bound to this thread, its interrupted run and its open interrupts.
+
+        ``run(resume=builder)`` refuses it (``MisdirectedResume``, nothing sent) on another thread, or
+        once this thread has been interrupted again: interrupt ids are unique only within a run, so a
+        kept builder must not answer a new question that reuses an id. ``now`` defaults to the
+        client's clock.
+        """
+        return ResumeBuilder(self._state.open_interrupts, now=now if now is not None else self._clock,
+                             thread_id=self.id, run_id=self._state.interrupted_run_id)
+
+    def add_message(self, message: msg.Message) -> None:
+        """Add a message to the thread; the next run carries it."""
+        self._state.add_message(message)
+
+    def add_tool_result(self, tool_call_id: str, content: str | Sequence[msg.ContentPart] | JSON, *,
+                        message_id: str | None = None, error: str | None = None) -> msg.ToolMessage:
+        """Answer a frontend tool call; the next run carries the tool message (TC-20).
+
+        Non-string content that is not a list of content parts is sent as JSON text.
+
+        Raises:
+            UnencodableValue: ``content`` is not JSON (a set, ``NaN``, a lone surrogate …); nothing
+                was added.
+        """
+        parts = is_parts(content)
+        refuse_unencodable("content", codec.encode(list(content)) if parts else content,
+                           f"the result for tool call {tool_call_id!r}")
+        if not isinstance(content, str) and not parts:
+            content = json.dumps(content, ensure_ascii=False)
+        return self._state.add_tool_result(tool_call_id, content, message_id=message_id or str(uuid.uuid4()),
+                                           error=error)
+
+    # -- one run at a time ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _exclusive(self, *, loop: bool = False) -> Iterator[None]:
+        # One run at a time per object: a second one, or a reload() in the middle, would interleave
+        # two histories or drop the run; the claim is per object, so it cannot arbitrate them. The
+        # tool loop (``loop``) holds it across its runs and handlers; its own runs, made in its
+        # thread or task, nest.
+        self._idle("start another run")
+        self._running += 1
+        token = _RUNNING_HERE.set(self) if loop else None
+        try:
+            yield
+        finally:
+            if token is not None:
+                _RUNNING_HERE.reset(token)
+            self._running -= 1
+
+    def _idle(self, doing: str) -> None:
+        if self._running and _RUNNING_HERE.get() is not self:
+            raise ThreadBusy(f"thread {self.id!r}: cannot {doing} while this object is running a run (one run at a "
+                             "time per Thread object; load another object for concurrent work)", thread_id=self.id)
+
+    def _take(self, stored: StoredThread | None) -> None:
+        # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
+        if stored is not None:
+            try:
+                state = ThreadState.load(stored.data, adopt=True)
+            except (AguiError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+                # A damaged or foreign record (or one of a newer data format): the store's error, naming
+                # the thread, whatever part of the rebuild found it.
+                raise StoreError(f"thread {self.id!r}: the stored record cannot be read: {exc}",
+                                 thread_id=self.id) from exc
+            self._state = state
+            self._state.thread_id = self.id
+            self._version = stored.version
+            if stored.claim is not None and stored.claim == self._owner and stored.version == self._unsure:
+                # This object's own claim whose reply was lost: nothing was sent under it. The thread
+                # keeps the version it claimed from, so its next run's claim is recognised by the store
+                # as this owner's (ThreadStore.claim) instead of refused as held.
+                self._version = stored.version - 1 if stored.version else None
+
+    # -- the plan --------------------------------------------------------------------------------------
+
+    def _plan(self, message: MessageInput, resume: ResumeInput, tools: Sequence[Tool] | None,
+              context: Sequence[Context] | None, forwarded_props: JSON, state: JSON,
+              run_id: str | None, pending_unknown: bool = False) -> Plan:
+        # Everything here runs before the thread is claimed and before any byte is sent: a refusal
+        # leaves the thread as it was.
+        new = new_messages(message)
+        open_interrupts = self._state.open_interrupts
+        if isinstance(resume, ResumeBuilder):
+            resume._check_target(self.id, self._state.interrupted_run_id, open_interrupts)
+            entries = resume.build(pending_unknown=pending_unknown)
+        else:
+            entries = tuple(resume or ())
+        # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14).
+        check_resume(open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown)
+        _warn_absent_payloads(entries)
+        if tools is None and self.tool_handlers:
+            tools = [declare(name, handler) for name, handler in self.tool_handlers.items()]
+        replace_state = state is not None  # None: keep the thread's state (send `set_state(None)` for null)
+        # What the caller hands this run is checked where it can be named; the thread's own history
+        # came from JSON or was checked when it was added.
+        if replace_state:
+            refuse_unencodable("state", state, "the state")
+        if forwarded_props is not None:
+            refuse_unencodable("forwardedProps", forwarded_props, "forwarded_props")
+        for field, items in (("context", context), ("tools", tools)):
+            for n, item in enumerate(items or ()):
+                refuse_unencodable_item(field, item, f"{field} item {n}", prefix=f"/{n}")
+        history = self._state.input_messages()
+        for n, item in enumerate(new):
+            refuse_unencodable_item("messages", item, "the new message", prefix=f"/{len(history) + n}")
+        run_input = RunAgentInput(
+            thread_id=self.id,
+            run_id=run_id or str(uuid.uuid4()),
+            messages=(*history, *new),
+            state=state if replace_state else self._state.state,
+            tools=tuple(tools) if tools is not None else (),
+            context=tuple(context) if context is not None else (),
+            forwarded_props=forwarded_props if forwarded_props is not None else {},
+            resume=entries or None,
+            protocol_version=PROTOCOL_VERSION,
+        )
+        return Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
+                    resuming=bool(entries), body=encode_input(run_input))
+
+    # -- a run -------------------------------------------------------------------------------------------
+
+    def _turn(self, plan: Plan, handle: StreamHandle, *, quiet: bool,
+              interrupted: type[BaseException]) -> Flow[RunResult | None]:
+        """One run: claim, send, fold (here, or by the caller reading a stream), save, and give the claim
+        back or keep it by the failure rule.
+
+        ``quiet``: nobody reads the events (``run()``): each read is folded at once and the run's result
+        returned. Otherwise the flow hands the caller a stream (``Hand``) and returns, once the caller's
+        block ended, the result so far when the stream was not read to its end (else ``None``: the stream
+        has it). ``interrupted`` is what an interruption from outside is in this shell (Ctrl-C, a
+        cancelled task): claimed as it came, the thread is let go at once.
+        """
+        claimed = yield from self._claim(plan, interrupted)
+        finished = True
+        result: RunResult | None = None
+        try:
+            yield Send(plan, handle)
+            try:
+                session = self._begin(plan, handle, quiet=quiet)
+                if quiet:
+                    result = yield from self._receive(session, handle, quiet=True)
+                else:
+                    finished = yield Hand(self._receive(session, handle, quiet=False))
+            except BaseException as exc:
+                yield Close(exc)
+                raise
+            yield Close(None)
+        except BaseException as exc:
+            yield from self._settle(claimed, plan, handle, exc)
+            raise
+        if quiet:
+            return result
+        if not plan.resuming and claimed is not None:
+            # Left before the end: not saved; a no-op once the run's save moved the version on.
+            yield from self._release(claimed)
+        return None if finished else self._current(session, handle)
+
+    def _receive(self, session: RunSession, handle: StreamHandle, *, quiet: bool) -> Flow[RunResult]:
+        """Fold the response read by read, save the thread once the run ended, and return the result."""
+        saved = False
+        try:
+            while (batch := (yield RECEIVE)) is not None:
+                if quiet:
+                    # A read's payloads at once, no event made (run() reads none, and a step per
+                    # payload cost a tenth of a chat stream's fold).
+                    self._warnings_into(session, handle)
+                    session.fold_read(batch)
+                    if not saved and session.terminated:
+                        # Saved once the read holding the terminal event is folded, not when the
+                        # producer gets round to closing the response.
+                        yield from self._save(session)
+                        saved = True
+                    continue
+                for payload in batch:
+                    self._warnings_into(session, handle)
+                    events = session.feed_payload(payload)
+                    if events:
+                        if not saved and session.terminated:
+                            yield from self._save(session)  # (before the terminal event reaches the caller)
+                            saved = True
+                        yield events
+        except AguiError as exc:
+            yield from self._fault(exc, session, handle, saved)
+        self._warnings_into(session, handle)
+        result = session.end()
+        if not saved:
+            yield from self._save(session)
+        return result
+
+    def _begin(self, plan: Plan, handle: StreamHandle, *, quiet: bool) -> RunSession:
+        # The session reports the run's errors through the redactor of the request that was sent.
+        redact = handle.redactor.text if handle.redactor else None
+        for message in plan.new_messages:
+            self._state.add_message(message)
+        if plan.replace_state:
+            self._state.set_state(plan.state)
+        # run() reads no events (quiet): their session reads plain events without making them, and the
+        # thread may keep what the payloads it parsed hold (a STATE_SNAPSHOT's document) uncopied.
+        return RunSession(self._state, run_input=plan.run_input, events=not quiet, redact=redact)
+
+    def _fault(self, exc: AguiError, session: RunSession, handle: StreamHandle, saved: bool) -> Flow[None]:
+        """A fault while reading the run: raised, located and carrying the run so far, unless the run
+        had already ended and been saved (then a warning, and the run stands)."""
+        if saved and _warned_after_the_end(exc, session):
+            return
+        self._stamp(exc, session, handle)
+        if not saved and _asked(exc):
+            yield from self._save(session)
+            _kept(exc)
+        raise exc
+
+    def _warnings_into(self, session: RunSession, handle: StreamHandle) -> None:
+        if handle.warnings:
+            # (found below the session: the run they belong to is the session's)
+            session.warnings.extend(w if w.run_id is not None else attrs.evolve(w, run_id=session.run_id)
+                                    for w in handle.warnings)
+            handle.warnings.clear()
+
+    def _stamp(self, exc: AguiError, session: RunSession, handle: StreamHandle) -> None:
+        # Faults found below the session (a framing or size-limit error, an idle timeout) still say
+        # where they happened and carry what was folded before them, like the session's own errors.
+        if isinstance(exc, ProtocolError):
+            exc.locate(run_id=session.run_id, index=session.index)
+        elif isinstance(exc, TransportError) and exc.index is None:
+            exc.run_id, exc.index = session.run_id, session.index
+        if exc.result is None:
+            session.mark_cut()  # (the session's own errors did; a transport fault is found here)
+            self._warnings_into(session, handle)
+            exc.result = session.result()
+
+    def _current(self, session: RunSession, handle: StreamHandle) -> RunResult:
+        self._warnings_into(session, handle)
+        return session.result()
+
+    # -- the store -----------------------------------------------------------------------------------
+
+    def _claim(self, plan: Plan, interrupted: type[BaseException]) -> Flow[int]:
+        # Every run claims the thread before anything is sent: at the version it was built from (a
+        # writer whose copy is stale, because another process ran on it since, or who races another,
+        # two replicas answering one tool call, is refused here, not after the agent acted twice), or,
+        # for a thread the store does not hold yet, by creating its record claimed (two replicas
+        # sending the first turn of one new thread id). A claim taken before the tool handlers ran
+        # (run_until_done) is this run's.
+        if self._preclaimed is not None:
+            claimed, self._preclaimed = self._preclaimed, None
+            return claimed
+        yield from self._create_unclaimed()
+        before = self._version
+        try:
+            return (yield from self._claim_now())
+        except interrupted as exc:
+            if self._version is not None and self._version != before:
+                # Claimed, and interrupted before anything was sent: let go.
+                yield from self._settle(self._version, plan, None, exc)
+            raise
+
+    def _create_unclaimed(self) -> Flow[None]:
+        # (a store of the earlier protocol, whose claim cannot create: see _creates_claimed)
+        if self._version is None and not self._creates_claimed:
+            yield Write("save", {"data": self._state.dump(), "expected_version": None})
+
+    def _claim_now(self) -> Flow[int]:
+        base = self._version
+        arguments = self._claim_args()
+        try:
+            version: int = yield Write("claim", arguments)
+        except StoreError as exc:
+            self._claim_lost(exc, base)
+            raise
+        return version
+
+    def _claim_args(self) -> dict[str, Any]:
+        # A thread the store does not hold yet is claimed by creating its record (claimed, with the
+        # thread as it is before the run): of writers racing on a new thread id, one creates it, and
+        # only that one sends. Called just before each claim's write, which settles any claim in
+        # doubt: were the doubt kept, a reload() after this claim (held, say, after a resume that may
+        # have reached the agent) would pass it off as a lost one and the resume would go out again.
+        self._unsure = None
+        if self._version is None:
+            return {"expected_version": None, "owner": self._owner, "data": self._state.dump()}
+        return {"expected_version": self._version, "owner": self._owner}
+
+    def _claim_lost(self, exc: StoreError, base: int | None) -> None:
+        # The store failed during the claim: nothing was sent, but the claim may have landed with its
+        # reply lost. The thread keeps the version it claimed from, so this object's next run claims
+        # it again and the store recognises its own claim; a process that gives up here leaves it held.
+        self._unsure = 0 if base is None else base + 1
+        logger.warning("thread %s: the store failed while claiming it (%s); nothing was sent, but the claim may be "
+                       "held at version %s (owner %s): running this thread object again takes it up; if this "
+                       "process stops here, release it with release_claim(force=True)", self.id, exc, self._unsure,
+                       self._owner)
+        if hasattr(exc, "add_note"):
+            exc.add_note(f"nothing was sent; the claim may be held at version {self._unsure} (owner {self._owner}): "
+                         "run this thread object again (it recognises its own claim), or release_claim(force=True)")
+
+    def _save(self, session: RunSession) -> Flow[None]:
+        try:
+            # Written by the store before the protocol goes on, so sharing the state is safe.
+            yield Write("save", {"data": self._state.dump(share_state=True), "expected_version": self._version})
+        except (ConcurrentResume, StoreError) as exc:
+            _unsaved(exc, session)
+            raise
+
+    def _settle(self, claimed: int | None, plan: Plan, handle: StreamHandle | None,
+                exc: BaseException) -> Flow[None]:
+        """After a run failed (``exc`` an ``AguiError``) or was interrupted from outside (Ctrl-C, a
+        cancelled task, the caller's own exception): give its claim back, unless the agent may have
+        acted on it (a resume whose request may have reached the agent stays claimed)."""
+        if claimed is None or self._version != claimed:
+            return  # (no claim, or the run's save already ended it)
+        if isinstance(exc, AguiError):
+            if getattr(exc, "thread_saved", False) or isinstance(exc, ConcurrentResume):
+                # (the save ended the claim; or the store refused the run's save: the record moved on or
+                # vanished, and the claim with it)
+                return
+            if plan.resuming and _reached_agent(exc):
+                _claim_note(exc, self._owner, claimed)
+                return
+        elif _keeps_claim(self.id, plan, handle, self._owner, claimed):
+            return
+        # (a release that fails too is logged: the run's own error is the one to see)
+        yield from self._release(claimed, logged=True)
+
+    def _release(self, claimed: int, *, logged: bool = False) -> Flow[None]:
+        """Give back this object's claim taken at ``claimed`` (nothing once a save moved the version on).
+
+        A run that is not a resume lets go of the thread when it fails or is left: sending the turn
+        again is the caller's ordinary retry, not a decision taken twice. ``logged``: on the way out of
+        a failure or an interruption, which is what the caller must see, a release that fails is
+        logged instead of raised.
+        """
+        if self._version != claimed:
+            return
+        try:
+            yield Write("release", {"claimed_version": claimed, "owner": self._owner})
+        except Exception as exc:
+            if not logged:
+                raise
+            logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
+                           self.id, exc)
+
+    def _release_claim(self, force: bool) -> Flow[None]:
+        self._idle("release the claim")
+        stored: StoredThread | None = yield Load()
+        if stored is not None and stored.claim is not None:
+            _refuse_foreign_claim(self.id, stored, self._owner, force)
+            yield Write("release", {"claimed_version": stored.version, "owner": stored.claim})
+
+    def _reload(self) -> Flow[None]:
+        self._idle("reload")
+        self._take((yield Load()))
+
+    # -- the tool loop -------------------------------------------------------------------------------
+
+    def _until_done(self, message: MessageInput, max_steps: int, arguments: Mapping[str, Any]) -> Flow[RunResult]:
+        held = self._held_calls()
+        if held is not None:
+            yield from self._answer_tools(held)
+        result = yield from self._run_claimed(message, arguments)
+        for _ in range(max_steps - 1):
+            calls = self._handled_calls(result.pending_tool_calls) if result.outcome == "success" else None
+            if calls is None:
+                break
+            yield from self._answer_tools(calls)
+            result = yield from self._run_claimed(None, {name: arguments.get(name) for name in
+                                                          ("tools", "context", "forwarded_props")})
+        return result
+
+    def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> Flow[None]:
+        # Claimed first: a replica answering the same calls is refused before a handler runs twice.
+        yield from self._create_unclaimed()
+        before = self._version
+        try:
+            self._preclaimed = yield from self._claim_now()
+            for call in calls:
+                try:
+                    output = yield Invoke(call)
+                except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the agent, as a tool would
+                    self._tool_failed(call, exc)
+                    continue
+                self.add_tool_result(call.id, output)
+        except BaseException:
+            if self._preclaimed is None and self._version != before:
+                self._preclaimed = self._version  # (the claim landed as the interruption came)
+            yield from self._drop_preclaim()
+            raise
+
+    def _run_claimed(self, message: MessageInput, arguments: Mapping[str, Any]) -> Flow[RunResult]:
+        try:
+            result: RunResult = yield Run(message, arguments)
+        finally:
+            yield from self._drop_preclaim()  # (a no-op once the run took the claim over)
+        return result
+
+    def _drop_preclaim(self) -> Flow[None]:
+        claimed, self._preclaimed = self._preclaimed, None
+        if claimed is not None:
+            yield from self._release(claimed, logged=True)
+
+    def _handled_calls(self, calls: Sequence[msg.ToolCall]) -> Sequence[msg.ToolCall] | None:
+        """``calls`` when there are some and every one has a handler, else ``None``."""
+        if not calls or any(c.function.name not in self.tool_handlers for c in calls):
+            return None
+        return calls
+
+    def _held_calls(self) -> Sequence[msg.ToolCall] | None:
+        # The calls the thread's last run left unanswered (here, or on another replica), if all handled.
+        state = self._state
+        calls = [state.tool_call(call_id) for call_id in state.pending_tool_call_ids]
+        return self._handled_calls([c for c in calls if c is not None])
+
+    def _invoke(self, call: msg.ToolCall) -> Any:
+        handler = self.tool_handlers[call.function.name]
+        arguments = parsed_arguments(call)
+        return handler(**arguments) if isinstance(arguments, dict) else handler(arguments)
+
+    def _tool_failed(self, call: msg.ToolCall, exc: Exception) -> None:
+        logger.warning("tool handler %r raised %r for call %s; the agent is told the call failed",
+                       call.function.name, exc, call.id)
+        self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
+
+
+def _creates_claimed(store: Any) -> bool:
+    """Whether the store's ``claim`` can create a thread it does not hold (it takes ``data``).
+
+    The stores here can. A third-party store written for the earlier protocol (``claim`` without
+    ``data``) cannot: a new thread is then created by a save and claimed next (two writes; still one
+    sender, since only a claim lets a run send).
+    """
+    try:
+        parameters = inspect.signature(store.claim).parameters.values()
+    except (TypeError, ValueError):  # (no signature to read: take it for the current protocol)
+        return True
+    return any(p.name == "data" or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def _unsaved(exc: ConcurrentResume | StoreError, session: RunSession) -> None:
+    """The run's own save failed after the agent answered: the error says so, and carries the run.
+
+    Told only that another writer got there first, or that the store failed, a caller would take it
+    for a refusal before anything was sent, and its retry would send the turn again.
+    """
+    exc.result = session.result()
+    exc.agent_answered = True
+    exc.args = (f"the agent answered run {session.run_id}, but saving the thread failed: {exc}", *exc.args[1:])
+
+
+def _asked(exc: AguiError) -> bool:
+    """The run ended with interrupts the session had to refuse but holds open (B232, B233, B238)."""
+    return bool(getattr(exc, "interrupts", None))
+
+
+def _kept(exc: AguiError) -> None:
+    # The agent stopped to ask, however badly it said so: the thread is saved with those interrupts
+    # open, so another process or replica cannot move past them either. The save ends a resume's
+    # claim (the agent answered it), so the failure handler leaves the store alone.
+    exc.thread_saved = True  # type: ignore[attr-defined]
+
+
+def _claim_note(exc: AguiError, owner: str, version: int | None) -> None:
+    # A resume whose request may have reached the agent is never retried silently: the thread stays
+    # claimed until someone decides (Thread.release_claim()).
+    exc.claim_held = True  # type: ignore[attr-defined]
+    if hasattr(exc, "add_note"):
+        exc.add_note(f"the resume may have reached the agent; the thread stays claimed at version {version} "
+                     f"(owner {owner}); call thread.release_claim() to try again deliberately")
+
+
+def _refuse_foreign_claim(thread_id: str, stored: StoredThread, owner: str, force: bool) -> None:
+    # Quietly doing nothing would let the caller believe the thread is free to run again.
+    if not force and stored.claim != owner:
+        raise ConcurrentResume(f"thread {thread_id!r} is claimed by another writer (owner {stored.claim}); "
+                               f"release_claim(force=True) takes it back once that writer is surely gone",
+                               thread_id=thread_id, expected_version=stored.version, actual_version=stored.version)
+
+
+def _warned_after_the_end(exc: AguiError, session: RunSession) -> bool:
+    """A transport fault after the run ended and was saved: the run stands, and the fault is a warning.
+
+    Raising would report a finished, saved run as failed, and the caller's ordinary retry would send
+    the turn twice. (The stream stays open after the end only for CL-02's one late RUN_ERROR.)
+    """
+    if not isinstance(exc, TransportError):
+        return False
+    session.warnings.append(StreamWarning(
+        code="TR-13", message=f"the response stayed open after the run ended, then failed: {exc} "
+                              "(the run's result stands, and was saved)", run_id=session.run_id, index=session.index))
+    return True
+
+
+def _keeps_claim(thread_id: str, plan: Plan, handle: StreamHandle | None, owner: str, version: int) -> bool:
+    """A run interrupted from outside (Ctrl-C, a cancelled task, the caller's own exception): whether
+    its claim stays held. Only a resume whose request was handed to httpx keeps it, as after a
+    failure: it may have reached the agent. Anything else lets go, as a failed run does."""
+    if not (plan.resuming and handle is not None and handle.sent):
+        return False
+    logger.warning("thread %s: the resume (run %s) was interrupted after its request went out; the thread stays "
+                   "claimed at version %s (owner %s): call thread.release_claim() to try again deliberately",
+                   thread_id, plan.run_input.run_id, version, owner)
+    return True
+
+
+def _reached_agent(exc: BaseException) -> bool:
+    if isinstance(exc, HTTPStatusError):
+        # A 4xx is the agent refusing the request: nothing was acted on, so the claim can go.
+        return not (400 <= exc.status_code < 500)
+    if isinstance(exc, TransportError):
+        return exc.request_sent
+    return not isinstance(exc, ResumeRefused)

@@ -1,0 +1,138 @@
+"""What a run will send, assembled and checked before the thread is claimed or a byte is sent.
+
+A ``Plan`` is the run's input, its encoded body and what the thread takes on when the run starts
+(the new messages, a replaced state). Everything the caller hands a run is checked here where it
+can be named (``UnencodableValue`` with the field and the JSON pointer): a refusal leaves the thread
+as it was. Sans-IO.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, cast
+
+import attrs
+
+from ..errors import UnencodableValue
+from ..wire import codec
+from ..wire.jsonio import json_problem
+from ..wire.types import messages as msg
+from ..wire.types.base import JSON
+from ..wire.types.run import RunAgentInput, Tool
+from .exchange import request_body
+
+__all__ = ["Plan", "MessageInput", "ToolHandler", "new_messages", "declare", "is_parts", "unencodable",
+           "refuse_unencodable", "refuse_unencodable_item", "encode_input"]
+
+#: What ``run()`` accepts as the new turn: text (a user message), a message, or several messages.
+MessageInput = str | msg.Message | Sequence[msg.Message] | None
+
+ToolHandler = Callable[..., Any]
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    """One run's input, made and checked before the thread is claimed."""
+
+    run_input: RunAgentInput
+    new_messages: tuple[msg.Message, ...]
+    state: JSON
+    replace_state: bool
+    resuming: bool
+    #: The encoded request, made before the thread is claimed so a value JSON cannot hold is refused first.
+    body: bytes
+
+
+def new_messages(message: MessageInput) -> tuple[msg.Message, ...]:
+    """The new turn as messages: text becomes a user message with a fresh id."""
+    if message is None:
+        return ()
+    if isinstance(message, str):
+        return (msg.UserMessage(id=str(uuid.uuid4()), content=message),)
+    if isinstance(message, Sequence):
+        return tuple(cast("Sequence[msg.Message]", message))
+    return (message,)
+
+
+def declare(name: str, handler: ToolHandler) -> Tool:
+    """A frontend tool declared from its handler: the docstring, and parameters read from the signature."""
+    description = inspect.getdoc(handler) or name
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return Tool(name=name, description=description, parameters=parameters)
+    types = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+    required = []
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        spec: dict[str, Any] = {}
+        annotation = param.annotation
+        if isinstance(annotation, str):
+            annotation = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}.get(
+                annotation, annotation)
+        if annotation in types:
+            spec["type"] = types[annotation]
+        parameters["properties"][param.name] = spec
+        if param.default is param.empty:
+            required.append(param.name)
+    if required:
+        parameters["required"] = required
+    return Tool(name=name, description=description, parameters=parameters)
+
+
+def is_parts(content: Any) -> bool:
+    """Whether ``content`` is a non-empty list of content parts (sent as parts, not as JSON text)."""
+    return isinstance(content, (list, tuple)) and all(
+        isinstance(p, (msg.TextPart, msg.ImagePart, msg.AudioPart, msg.VideoPart, msg.DocumentPart)) for p in content
+    ) and bool(content)
+
+
+def unencodable(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate, which UTF-8 (and so no store or agent) can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def refuse_unencodable(field: str, value: Any, what: str, *, prefix: str = "") -> None:
+    """Raise ``UnencodableValue`` when ``value`` is not JSON, naming ``field`` and the pointer."""
+    found = json_problem(value)
+    if found is not None:
+        _refuse(field, what, prefix + found[0], found[1])
+
+
+def refuse_unencodable_item(field: str, item: Any, what: str, *, prefix: str) -> None:
+    """:func:`refuse_unencodable` for a wire object, judged in its encoded form."""
+    # A wire object (a Context, a Tool, a message) is checked in its encoded form, where pointers are
+    # the wire's; one the converter cannot even encode is refused as a whole.
+    try:
+        encoded = codec.encode(item)
+    except (TypeError, ValueError) as exc:
+        _refuse(field, what, prefix, str(exc), cause=exc)
+    refuse_unencodable(field, encoded, what, prefix=prefix)
+
+
+def _refuse(field: str, what: str, pointer: str, reason: str, *, cause: Exception | None = None) -> NoReturn:
+    raise UnencodableValue(f"nothing was sent: {what} is not JSON at {pointer or '/'}: {reason}",
+                           field=field, pointer=pointer, reason=reason) from cause
+
+
+def encode_input(run_input: RunAgentInput) -> bytes:
+    """The request body, or ``UnencodableValue`` naming where the input is not JSON."""
+    try:
+        return request_body(run_input)
+    except (TypeError, ValueError, OverflowError) as exc:
+        # A value the checks above do not reach (a message added to the thread by hand, say): still a
+        # typed refusal before the claim, located when the converter's output shows where.
+        try:
+            found = json_problem(codec.encode(run_input))
+        except (TypeError, ValueError):
+            found = None
+        pointer, reason = found if found is not None else ("", str(exc))
+        _refuse("input", "the run input", pointer, reason, cause=exc)
