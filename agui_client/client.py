@@ -15,6 +15,7 @@ import asyncio
 import email.utils
 import json
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -32,6 +33,7 @@ from .errors import (
     HTTPStatusError,
     IdleTimeout,
     ProtocolError,
+    RunTimeout,
     StreamWarning,
     TransportError,
 )
@@ -229,11 +231,26 @@ def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle:
     return media
 
 
+class _Deadline:
+    """A run's overall deadline: ``limit`` seconds from the request, on the monotonic clock."""
+
+    __slots__ = ("limit", "_at")
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self._at = time.monotonic() + limit
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self._at
+
+
 class _ClientBase:
     def __init__(self, url: str, *, headers: Mapping[str, str] | None, timeout: float, idle_timeout: float,
                  max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
-                 clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str]) -> None:
+                 clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str],
+                 run_timeout: float | None) -> None:
         self.url = url
+        self.run_timeout = run_timeout
         self.headers = dict(headers or {})
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
         self.timeout = timeout
@@ -254,7 +271,7 @@ class _ClientBase:
                            [self.url, *(str(request.url) for request in requests)], marked=self.sensitive_headers)
 
     @contextmanager
-    def _sending(self, request: httpx.Request) -> Iterator[None]:
+    def _sending(self, request: httpx.Request, handle: StreamHandle, deadline: _Deadline | None) -> Iterator[None]:
         # Sending, as both shells see it: httpx's errors become ours, saying whether the request left.
         # The redactor is built from the request as it stands when the error comes (an httpx auth flow
         # adds its header while sending), and cleans httpx's own message too, as it is kept as the cause.
@@ -263,19 +280,28 @@ class _ClientBase:
         except (httpx.RequestError, httpx.InvalidURL) as exc:  # (InvalidURL is no RequestError)
             redactor = self._redactor(request)
             redact_exception(exc, redactor)
-            raise self._send_error(exc, redactor) from exc
+            if isinstance(exc, httpx.TimeoutException) and deadline is not None and deadline.passed():
+                raise self._overdue(deadline, redactor.url(self.url), sent=handle.sent) from exc
+            raise self._send_error(exc, redactor, handle.sent) from exc
 
-    def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL, redactor: Redactor) -> TransportError:
+    def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL, redactor: Redactor,
+                    written: bool) -> TransportError:
+        """Our error for httpx's ``exc`` while sending. ``written``: whether the request may have reached the
+        agent whole; httpx's own transports report the moment its body is written (``StreamHandle.trace``),
+        so a write that failed part-way (a reset after 1 KB of a large body) did not, and says so."""
         url = redactor.url(self.url)
         if isinstance(exc, httpx.ConnectTimeout):
             return ConnectTimeout(f"could not connect to {url} within {self.timeout}s", timeout=self.timeout, url=url)
         if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
             return TransportError(f"could not reach {url}: {_reason(exc)}", url=url, request_sent=False)
+        unsent = "" if written else " (the request was not written whole: it never reached the agent)"
         if isinstance(exc, httpx.TimeoutException):
-            return IdleTimeout(f"no answer from {url} within {self.idle_timeout}s", timeout=self.idle_timeout, url=url)
+            return IdleTimeout(f"no answer from {url} within {self.idle_timeout}s{unsent}", timeout=self.idle_timeout,
+                               url=url, request_sent=written)
         if isinstance(exc, httpx.TransportError):
-            return TransportError(f"request to {url} failed: {_reason(exc)}", url=url)
-        return TransportError(f"request to {url} failed: {exc!r}", url=url)  # (anything else about the exchange)
+            return TransportError(f"request to {url} failed: {_reason(exc)}{unsent}", url=url, request_sent=written)
+        # (anything else about the exchange)
+        return TransportError(f"request to {url} failed: {exc!r}{unsent}", url=url, request_sent=written)
 
     def _redirect(self, response: httpx.Response, first: httpx.Request, redactor: Redactor) -> httpx.Request | None:
         """The request a redirect asks for, when it is to be followed (B065): only when enabled, and only
@@ -300,9 +326,19 @@ class _ClientBase:
             return "it leads to another origin, and the request carries the caller's headers"
         return f"{MAX_REDIRECTS} redirects were followed already"
 
-    def _timeout(self) -> httpx.Timeout:
-        # httpx's read timeout is the longest wait for the next bytes: exactly the idle timeout.
-        return httpx.Timeout(self.timeout, read=self.idle_timeout, write=self.timeout, pool=self.timeout)
+    def _timeout(self, deadline: _Deadline | None = None) -> httpx.Timeout:
+        # httpx's read timeout is the longest wait for the next bytes: the idle timeout, and never
+        # longer than the run's whole deadline (httpx takes it once per response, not per read).
+        read = self.idle_timeout if deadline is None else min(self.idle_timeout, deadline.limit)
+        return httpx.Timeout(self.timeout, read=read, write=self.timeout, pool=self.timeout)
+
+    def _deadline(self, run_timeout: float | None) -> _Deadline | None:
+        limit = run_timeout if run_timeout is not None else self.run_timeout
+        return None if limit is None else _Deadline(limit)
+
+    def _overdue(self, deadline: _Deadline, url: str, *, sent: bool = True) -> RunTimeout:
+        return RunTimeout(f"the run at {url} went on past its run_timeout of {deadline.limit}s", timeout=deadline.limit,
+                          url=url, request_sent=sent)
 
     def _describe(self, run_input: RunAgentInput) -> str:
         return f"thread {run_input.thread_id!r} run {run_input.run_id!r}"
@@ -336,16 +372,21 @@ class AgentClient(_ClientBase):
             ``Cookie``, and any name holding key, token, secret, auth, session, password, signature
             …). Their values, as sent, are replaced by ``[redacted]`` wherever an error, a warning, a
             log line or a stored record would repeat them (an agent may echo the request).
+        run_timeout: the longest a run may take as a whole, in seconds from its request (``None``, the
+            default: no bound beyond ``idle_timeout`` between bytes). Past it the run fails with
+            ``RunTimeout``, as for any transport fault (a resume whose request was written stays
+            claimed). ``Thread.run(run_timeout=...)`` and ``stream(...)`` set it for one run.
     """
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_CONNECT_TIMEOUT, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.Client | None = None, follow_redirects: bool = False,
-                 clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = ()) -> None:
+                 clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
+                 run_timeout: float | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
-                         sensitive_headers=sensitive_headers)
+                         sensitive_headers=sensitive_headers, run_timeout=run_timeout)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.Client(
             timeout=self._timeout(), follow_redirects=follow_redirects)
@@ -376,7 +417,8 @@ class AgentClient(_ClientBase):
 
     @contextmanager
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-             headers: Mapping[str, str] | None = None) -> Iterator[Iterator[str | bytes]]:
+             headers: Mapping[str, str] | None = None,
+             run_timeout: float | None = None) -> Iterator[Iterator[str | bytes]]:
         """POST ``run_input`` and yield an iterator of SSE payloads, each as soon as its bytes arrive.
 
         The response is closed when the ``with`` block ends, however it ends.
@@ -386,27 +428,30 @@ class AgentClient(_ClientBase):
                 failed (a dropped stream ends the iterator; the session then reports ``StreamEnded``).
             HTTPStatusError: a non-2xx answer.
             IdleTimeout: no bytes for longer than ``idle_timeout``.
+            RunTimeout: the run went on past ``run_timeout`` (this call's, else the client's) seconds
+                from the request.
             ProtocolError: the answer is not an event stream.
         """
-        with self._open_batches(run_input, handle=handle, headers=headers) as batches:
+        with self._open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches:
             yield (payload for batch in batches for payload in batch)
 
     @contextmanager
     def _open_batches(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-                      headers: Mapping[str, str] | None = None,
-                      body: bytes | None = None) -> Iterator[Iterator[list[str | bytes]]]:
+                      headers: Mapping[str, str] | None = None, body: bytes | None = None,
+                      run_timeout: float | None = None) -> Iterator[Iterator[list[str | bytes]]]:
         """:meth:`open`, yielding each read's payloads as one list (what ``Thread.run()`` folds).
 
         ``body`` is ``run_input`` already encoded (a thread encodes it before claiming the thread).
         """
         handle = handle if handle is not None else StreamHandle()
         body = body if body is not None else request_body(run_input)
+        deadline = self._deadline(run_timeout)
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
-                                          timeout=self._timeout(), extensions={"trace": handle.trace})
+                                          timeout=self._timeout(deadline), extensions={"trace": handle.trace})
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request):
+        with self._sending(request, handle, deadline):
             response = self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (B066: a loop ends as the redirect it still is, refused below)
                 target = self._redirect(response, request, redactor)
@@ -417,11 +462,13 @@ class AgentClient(_ClientBase):
             # Built again from the exchange as sent: an httpx auth flow adds its header while sending.
             handle.redactor = redactor = self._redactor(request, response.request)
         try:
+            if deadline is not None and deadline.passed():  # (the answer's head itself came too late)
+                raise self._overdue(deadline, redactor.url(self.url))
             if not response.is_success:
                 raise _status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
             media = _check_media(response, lambda: self._excerpt(response), handle)
-            yield self._batches(response, _Framer(self.max_event_bytes, handle, media), redactor)
+            yield self._batches(response, _Framer(self.max_event_bytes, handle, media), redactor, deadline)
         finally:
             response.close()
 
@@ -437,12 +484,17 @@ class AgentClient(_ClientBase):
             pass
         return bytes(data[:limit])
 
-    def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor) -> Iterator[list[str | bytes]]:
+    def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
+                 deadline: _Deadline | None) -> Iterator[list[str | bytes]]:
         url = redactor.url(self.url)
         try:
             for chunk in (response.iter_raw() if _unencoded(response) else response.iter_bytes()):
                 yield framer.feed(chunk)
+                if deadline is not None and deadline.passed():
+                    raise self._overdue(deadline, url)
         except httpx.ReadTimeout as exc:
+            if deadline is not None and deadline.passed():
+                raise self._overdue(deadline, url) from redact_exception(exc, redactor)
             raise IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
                               url=url) from redact_exception(exc, redactor)
         except httpx.TransportError as exc:
@@ -460,10 +512,11 @@ class AsyncAgentClient(_ClientBase):
                  timeout: float = DEFAULT_CONNECT_TIMEOUT, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.AsyncClient | None = None, follow_redirects: bool = False,
-                 clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = ()) -> None:
+                 clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
+                 run_timeout: float | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
-                         sensitive_headers=sensitive_headers)
+                         sensitive_headers=sensitive_headers, run_timeout=run_timeout)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.AsyncClient(
             timeout=self._timeout(), follow_redirects=follow_redirects)
@@ -498,25 +551,27 @@ class AsyncAgentClient(_ClientBase):
 
     @asynccontextmanager
     async def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-                   headers: Mapping[str, str] | None = None) -> AsyncIterator[AsyncIterator[str | bytes]]:
+                   headers: Mapping[str, str] | None = None,
+                   run_timeout: float | None = None) -> AsyncIterator[AsyncIterator[str | bytes]]:
         """POST ``run_input`` and yield an async iterator of SSE payloads (see :meth:`AgentClient.open`)."""
-        async with self._open_batches(run_input, handle=handle, headers=headers) as batches:
+        async with self._open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches:
             yield _flatten(batches)
 
     @asynccontextmanager
     async def _open_batches(
         self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-        headers: Mapping[str, str] | None = None, body: bytes | None = None,
+        headers: Mapping[str, str] | None = None, body: bytes | None = None, run_timeout: float | None = None,
     ) -> AsyncIterator[AsyncIterator[list[str | bytes]]]:
         """:meth:`open`, yielding each read's payloads as one list (what ``AsyncThread.run()`` folds)."""
         handle = handle if handle is not None else StreamHandle()
         body = body if body is not None else request_body(run_input)
+        deadline = self._deadline(run_timeout)
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
-                                          timeout=self._timeout(), extensions={"trace": handle.atrace})
+                                          timeout=self._timeout(deadline), extensions={"trace": handle.atrace})
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request):
+        with self._sending(request, handle, deadline):
             response = await self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (as AgentClient)
                 target = self._redirect(response, request, redactor)
@@ -526,6 +581,8 @@ class AsyncAgentClient(_ClientBase):
                 response = await self.http.send(target, stream=True, follow_redirects=False)
             handle.redactor = redactor = self._redactor(request, response.request)  # (as AgentClient)
         try:
+            if deadline is not None and deadline.passed():  # (the answer's head itself came too late)
+                raise self._overdue(deadline, redactor.url(self.url))
             if not response.is_success:
                 raise _status_error(response, await self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
@@ -533,7 +590,7 @@ class AsyncAgentClient(_ClientBase):
             if _media_type(response.headers.get("content-type")) in _REFUSED_TYPES:
                 head = await self._excerpt(response)
             media = _check_media(response, lambda: head, handle)
-            yield self._batches(response, _Framer(self.max_event_bytes, handle, media), redactor)
+            yield self._batches(response, _Framer(self.max_event_bytes, handle, media), redactor, deadline)
         finally:
             await response.aclose()
 
@@ -549,13 +606,17 @@ class AsyncAgentClient(_ClientBase):
             pass
         return bytes(data[:limit])
 
-    async def _batches(self, response: httpx.Response, framer: _Framer,
-                       redactor: Redactor) -> AsyncIterator[list[str | bytes]]:
+    async def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
+                       deadline: _Deadline | None) -> AsyncIterator[list[str | bytes]]:
         url = redactor.url(self.url)  # (as AgentClient._batches)
         try:
             async for chunk in (response.aiter_raw() if _unencoded(response) else response.aiter_bytes()):
                 yield framer.feed(chunk)
+                if deadline is not None and deadline.passed():
+                    raise self._overdue(deadline, url)
         except httpx.ReadTimeout as exc:
+            if deadline is not None and deadline.passed():
+                raise self._overdue(deadline, url) from redact_exception(exc, redactor)
             raise IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
                               url=url) from redact_exception(exc, redactor)
         except httpx.TransportError as exc:

@@ -5,7 +5,8 @@
     AguiError
     ├── TransportError                 connect/read/write failed, or the response is not an event stream
     │   ├── HTTPStatusError            the agent answered with a non-2xx status
-    │   └── IdleTimeout                no bytes arrived for longer than the idle timeout
+    │   ├── IdleTimeout                no bytes arrived for longer than the idle timeout
+    │   └── RunTimeout                 the run went on past its overall deadline (``run_timeout``)
     ├── ProtocolError                  the server broke the AG-UI contract
     │   ├── DecodeError                a payload is not JSON, or a known event is malformed
     │   ├── SequenceError              an event is not allowed where it arrived (or the stream ended mid-run)
@@ -48,6 +49,7 @@ __all__ = [
     "AuthenticationError",
     "ConnectTimeout",
     "IdleTimeout",
+    "RunTimeout",
     "ProtocolError",
     "DecodeError",
     "SequenceError",
@@ -91,9 +93,10 @@ class TransportError(AguiError):
 
     Attributes:
         url: the agent URL, when known, for display: without its userinfo, sensitive query values redacted.
-        request_sent: ``False`` when the request certainly never reached the agent (connect
-            failure), ``True`` when it may have. A resume whose request may have reached the agent is
-            never retried silently.
+        request_sent: ``False`` when the request certainly never reached the agent whole (a connect
+            failure; or, on httpx's own transports, which report when the body is written, a write that
+            failed part-way), ``True`` when it may have. A resume whose request may have reached the
+            agent is never retried silently; one that never left gives its claim back.
     """
 
     #: For a fault during a run (an idle timeout, a dropped or undecodable body): the run, and the index
@@ -165,10 +168,29 @@ class IdleTimeout(TransportError):
 
     Attributes:
         timeout: the idle timeout in seconds.
+        request_sent: ``False`` when the time ran out while the request was still being written (it
+            never reached the agent whole).
     """
 
-    def __init__(self, message: str, *, timeout: float, url: str | None = None) -> None:
-        super().__init__(message, url=url, request_sent=True)
+    def __init__(self, message: str, *, timeout: float, url: str | None = None, request_sent: bool = True) -> None:
+        super().__init__(message, url=url, request_sent=request_sent)
+        self.timeout = timeout
+
+
+class RunTimeout(TransportError):
+    """The run was still going when its overall deadline passed (``run_timeout``).
+
+    The idle timeout bounds the gap between bytes; this bounds the run as a whole, so a server that
+    drips a byte just inside the idle timeout cannot hold the caller for ever. It fails the run as any
+    transport fault does: ``.result`` holds what was folded, a turn gives its claim back, and a resume
+    whose request was written stays claimed (it may have reached the agent).
+
+    Attributes:
+        timeout: the deadline, in seconds from the request.
+    """
+
+    def __init__(self, message: str, *, timeout: float, url: str | None = None, request_sent: bool = True) -> None:
+        super().__init__(message, url=url, request_sent=request_sent)
         self.timeout = timeout
 
 

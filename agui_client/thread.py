@@ -86,7 +86,8 @@ class Thread(Conversation):
 
     def run(self, message: MessageInput = None, *, resume: ResumeInput = None, tools: Sequence[Tool] | None = None,
             context: Sequence[Context] | None = None, forwarded_props: JSON = None, state: JSON = None,
-            run_id: str | None = None, pending_unknown: bool = False) -> RunResult:
+            run_id: str | None = None, pending_unknown: bool = False,
+            run_timeout: float | None = None) -> RunResult:
         """Send a run and fold it to the end.
 
         Args:
@@ -103,6 +104,8 @@ class Thread(Conversation):
                 (a thread rebuilt from elsewhere, whose interrupts were never recorded): send the
                 ``resume`` entries instead of refusing them as answering nothing (B269). When the
                 thread does hold open interrupts it changes nothing: entries must cover them.
+            run_timeout: this run's overall deadline in seconds from its request (the client's
+                ``run_timeout`` by default); past it the run fails with ``RunTimeout``.
 
         Returns:
             The ``RunResult``; a run that ended with ``RUN_ERROR`` has ``outcome == "error"``
@@ -122,11 +125,13 @@ class Thread(Conversation):
                 (the record moved on or vanished): the agent answered, and ``.result`` holds the run.
             StoreError: the store failed. When claiming, nothing was sent (the claim may be held: this
                 object's next run takes it up); with ``agent_answered`` true, when saving the answered run.
-            TransportError, HTTPStatusError, IdleTimeout: the exchange failed.
+            TransportError, HTTPStatusError, IdleTimeout, RunTimeout: the exchange failed, or took too
+                long (a turn gives the thread back; a resume whose request was written stays claimed).
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
         with self._exclusive():
-            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
+            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
+                              run_timeout)
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=KeyboardInterrupt)
             return cast(RunResult, self._drive(flow, _Exchange()))
 
@@ -134,7 +139,8 @@ class Thread(Conversation):
     def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
                tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
                forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,
-               pending_unknown: bool = False) -> Iterator[RunStream]:
+               pending_unknown: bool = False,
+            run_timeout: float | None = None) -> Iterator[RunStream]:
         """Send a run and yield a :class:`RunStream` of its events, each folded before it is yielded.
 
         Same arguments and errors as :meth:`run`. The thread is saved when the run ends, before the
@@ -143,7 +149,8 @@ class Thread(Conversation):
         claim stays held (its request reached the agent; see :meth:`release_claim`).
         """
         with self._exclusive():
-            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
+            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
+                              run_timeout)
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=KeyboardInterrupt)
             exchange = _Exchange()
             hand: Hand = self._drive(flow, exchange)
@@ -224,7 +231,8 @@ class Thread(Conversation):
         if kind is Send:
             plan = effect.plan
             exchange.batches = exchange.stack.enter_context(
-                self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body))
+                self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
+                                          run_timeout=plan.run_timeout))
             return None
         if kind is Close:
             error = effect.error
@@ -275,10 +283,12 @@ class AsyncThread(Conversation):
     async def run(self, message: MessageInput = None, *, resume: ResumeInput = None,
                   tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
                   forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,
-                  pending_unknown: bool = False) -> RunResult:
+                  pending_unknown: bool = False,
+            run_timeout: float | None = None) -> RunResult:
         """Send a run and fold it to the end (see :meth:`Thread.run`)."""
         with self._exclusive():
-            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
+            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
+                              run_timeout)
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=asyncio.CancelledError)
             return cast(RunResult, await self._drive(flow, _AsyncExchange()))
 
@@ -286,10 +296,12 @@ class AsyncThread(Conversation):
     async def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
                      tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
                      forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,
-                     pending_unknown: bool = False) -> AsyncIterator[AsyncRunStream]:
+                     pending_unknown: bool = False,
+            run_timeout: float | None = None) -> AsyncIterator[AsyncRunStream]:
         """Send a run and yield an :class:`AsyncRunStream` of its events (see :meth:`Thread.stream`)."""
         with self._exclusive():
-            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown)
+            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
+                              run_timeout)
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=asyncio.CancelledError)
             exchange = _AsyncExchange()
             hand: Hand = await self._drive(flow, exchange)
@@ -355,7 +367,8 @@ class AsyncThread(Conversation):
         if kind is Send:
             plan = effect.plan
             exchange.batches = await exchange.stack.enter_async_context(
-                self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body))
+                self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
+                                          run_timeout=plan.run_timeout))
             return None
         if kind is Close:
             error = effect.error

@@ -293,7 +293,7 @@ class Conversation:
 
     def _plan(self, message: MessageInput, resume: ResumeInput, tools: Sequence[Tool] | None,
               context: Sequence[Context] | None, forwarded_props: JSON, state: JSON,
-              run_id: str | None, pending_unknown: bool = False) -> Plan:
+              run_id: str | None, pending_unknown: bool = False, run_timeout: float | None = None) -> Plan:
         # Everything here runs before the thread is claimed and before any byte is sent: a refusal
         # leaves the thread as it was.
         new = new_messages(message)
@@ -333,7 +333,7 @@ class Conversation:
             protocol_version=PROTOCOL_VERSION,
         )
         return Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
-                    resuming=bool(entries), body=encode_input(run_input))
+                    resuming=bool(entries), body=encode_input(run_input), run_timeout=run_timeout)
 
     # -- a run -------------------------------------------------------------------------------------------
 
@@ -581,7 +581,8 @@ class Conversation:
                 break
             yield from self._answer_tools(calls)
             result = yield from self._run_claimed(None, {name: arguments.get(name) for name in
-                                                          ("tools", "context", "forwarded_props")})
+                                                          ("tools", "context", "forwarded_props",
+                                                                                   "run_timeout")})
         return result
 
     def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> Flow[None]:

@@ -43,6 +43,8 @@ class Plan:
     resuming: bool
     #: The encoded request, made before the thread is claimed so a value JSON cannot hold is refused first.
     body: bytes
+    #: This run's overall deadline in seconds (``None``: the client's).
+    run_timeout: float | None = None
 
 
 def new_messages(message: MessageInput) -> tuple[msg.Message, ...]:

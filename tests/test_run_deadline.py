@@ -1,0 +1,91 @@
+"""A run's overall deadline, ``run_timeout`` (hardening issue 17, item 5).
+
+The idle timeout bounds the silence between bytes; a server that drips a keep-alive comment just
+inside it would hold ``Thread.run()`` for ever. ``run_timeout`` (per client, or per call) bounds the run
+as a whole, with the failure rule of any transport fault. Every test runs through both shells; none
+measures time: a run that was not bounded would hang the test (the suite's timeout), and the error's
+type says which bound ended it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import agui_client as ag
+from agui_client.stores import MemoryStore
+from agui_client.testing import Finish, Gate, KeepAlive, Pause, ScriptedAgent, Start, Wait
+
+#: A response that never ends but is never idle: a comment every 20 ms, for about 4 s.
+DRIP = [KeepAlive(), Pause(0.02)] * 200
+
+
+def _interrupted(*ids: str) -> Finish:
+    return Finish(outcome=ag.RunFinishedInterruptOutcome(
+        interrupts=tuple(ag.Interrupt(id=i, reason="approval") for i in ids)))
+
+
+@pytest.mark.parametrize("where", ["client", "call"])
+def test_a_dripping_run_ends_at_its_deadline_and_gives_a_turns_claim_back(
+    drive: Any, served: Any, where: str
+) -> None:
+    endpoint = served(ScriptedAgent([[Start(), *DRIP], [Start(), Finish()]]))
+    store = MemoryStore()
+    on_client = {"run_timeout": 0.3} if where == "client" else {}
+    on_call = {"run_timeout": 0.3} if where == "call" else {}
+    with drive.client(endpoint.url, store=store, idle_timeout=10, **on_client) as client:
+        thread = client.thread()
+        with pytest.raises(ag.RunTimeout) as caught:
+            thread.run("hi", **on_call)
+        error = caught.value
+        assert isinstance(error, ag.TransportError) and error.timeout == 0.3
+        assert "run_timeout of 0.3s" in str(error)
+        # It says where, and carries what was folded, as any fault during a run does.
+        assert error.run_id is not None and error.index == 1
+        assert error.result is not None and error.result.outcome is None
+        stored = store.load(thread.id)
+        assert stored is not None and stored.claim is None  # a turn lets go: the retry is the caller's
+        assert thread.run("again").outcome == "success"
+
+
+def test_a_silent_run_ends_at_its_deadline_not_at_the_idle_timeout(drive: Any, served: Any, gate: Gate) -> None:
+    # The wait for the next bytes is never longer than the run's deadline: otherwise a silent server
+    # would hold the run for the idle timeout (60 s here) before the deadline was looked at.
+    endpoint = served(ScriptedAgent([[Start(), Wait(gate, timeout=60)]]))
+    with drive.client(endpoint.url, idle_timeout=60) as client:
+        with pytest.raises(ag.RunTimeout):
+            client.thread().run("hi", run_timeout=0.3)
+
+
+def test_a_resume_past_its_deadline_after_its_request_was_written_stays_claimed(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([[Start(), _interrupted("ask-1")], [Start(), *DRIP]]))
+    store = MemoryStore()
+    with drive.client(endpoint.url, store=store, idle_timeout=10) as client:
+        thread = client.thread()
+        thread.run("hi")
+        with pytest.raises(ag.RunTimeout) as caught:
+            thread.run(resume=thread.resume_builder().answer("ask-1", "go"), run_timeout=0.3)
+
+    assert caught.value.request_sent is True
+    assert getattr(caught.value, "claim_held", False) is True
+    stored = store.load(thread.id)
+    assert stored is not None and stored.claim is not None
+
+
+def test_a_stream_past_its_deadline_raises_while_it_is_read(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([[Start(), *DRIP]]))
+    seen = []
+    with drive.client(endpoint.url, idle_timeout=10, run_timeout=0.3) as client:
+        thread = client.thread()
+        with pytest.raises(ag.RunTimeout), thread.stream("hi") as events:
+            for event in events:
+                seen.append(type(event).__name__)
+    assert seen == ["RunStartedEvent"]
+
+
+def test_a_run_that_ends_in_time_is_untouched_by_its_deadline(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([[Start(), KeepAlive(), Finish()]]))
+    with drive.client(endpoint.url, run_timeout=30) as client:
+        result = client.thread().run("hi")
+    assert result.outcome == "success" and not result.warnings
