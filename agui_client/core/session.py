@@ -247,10 +247,11 @@ class RunSession:
         (and no chunk lane is open), else decoded; returns the events (for a caller that wants them)."""
         out: list[ev.Event | ev.UnknownEvent] = []
         front_for = _FRONT.get
+        chunks, verifier = self._chunks, self._verifier  # (a session keeps its parts for its life)
         for value in values:
             index = self._index
             self._index = index + 1
-            if self._front and type(value) is dict and self._chunks.idle and self._verifier.running:
+            if self._front and type(value) is dict and chunks.idle and verifier.running:
                 try:
                     front = front_for(value.get("type"))  # type: ignore[arg-type]
                 except TypeError:  # an unhashable "type" (an array, an object): decoding says what is wrong
