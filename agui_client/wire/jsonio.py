@@ -573,43 +573,54 @@ def json_problem(value: Any) -> tuple[str, str] | None:
         (``""`` for ``value`` itself) and what is wrong with it; or ``None``.
     """
     # Iterative, so a deep value cannot exhaust the stack; containers on the current path are
-    # tracked so a cycle is reported instead of walked forever.
+    # tracked so a cycle is reported instead of walked forever. The path is kept as segments and a
+    # pointer joined only for the value reported: building each value's pointer as the walk goes
+    # would cost the square of the depth (a 100,000-deep list took half a minute).
     on_path: set[int] = set()
-    stack: list[tuple[Any, str, bool]] = [(value, "", False)]
+    path: list[str] = []  # the escaped segments of the container being walked (the root has none)
+    stack: list[tuple[Any, str | None, bool]] = [(value, None, False)]
+
+    def at(segment: str | None) -> str:
+        return "".join("/" + part for part in (path if segment is None else [*path, segment]))
+
     while stack:
-        item, pointer, leaving = stack.pop()
+        item, segment, leaving = stack.pop()
         if leaving:
             on_path.discard(id(item))
+            if segment is not None:
+                path.pop()
             continue
         if item is None or isinstance(item, int):  # bool is an int
             continue
         if isinstance(item, str):
             reason = _string_problem(item)
             if reason is not None:
-                return pointer, reason
+                return at(segment), reason
             continue
         if isinstance(item, float):
             if item != item or item in _INFINITIES:
-                return pointer, f"{item!r} is not a JSON number"
+                return at(segment), f"{item!r} is not a JSON number"
             continue
         if not isinstance(item, (dict, list, tuple)):
-            return pointer, f"a value of type {type(item).__name__} is not JSON"
+            return at(segment), f"a value of type {type(item).__name__} is not JSON"
         if id(item) in on_path:
-            return pointer, "the value contains itself"
-        on_path.add(id(item))
-        stack.append((item, pointer, True))
-        children: list[tuple[Any, str, bool]] = []
+            return at(segment), "the value contains itself"
         if isinstance(item, dict):
-            for key, child in item.items():
+            for key in item:
                 if not isinstance(key, str):
-                    return pointer, f"key {key!r} is not a string (type {type(key).__name__}); JSON keys are strings"
+                    return at(segment), (f"key {key!r} is not a string (type {type(key).__name__}); "
+                                         "JSON keys are strings")
                 reason = _string_problem(key)
                 if reason is not None:
-                    return pointer, f"key {key!r}: {reason}"
-                children.append((child, f"{pointer}/{escape(key)}", False))
+                    return at(segment), f"key {key!r}: {reason}"
+        on_path.add(id(item))
+        stack.append((item, segment, True))
+        if segment is not None:
+            path.append(segment)
+        if isinstance(item, dict):
+            stack.extend(reversed([(child, escape(key), False) for key, child in item.items()]))
         else:
-            children = [(child, f"{pointer}/{n}", False) for n, child in enumerate(item)]
-        stack.extend(reversed(children))
+            stack.extend(reversed([(child, str(n), False) for n, child in enumerate(item)]))
     return None
 
 
