@@ -94,19 +94,26 @@ def _interrupted(*ids: str) -> Finish:
         interrupts=tuple(ag.Interrupt(id=i, reason="approval") for i in ids)))
 
 
+def _resumed_through(drive: Any, endpoint: Any, resetter: Resetter,
+                     store: MemoryStore) -> tuple[str, pytest.ExceptionInfo[ag.TransportError]]:
+    """A thread interrupted by the real agent, resumed with a large answer through ``resetter``."""
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("hi")
+        thread_id = thread.id
+    with drive.client(resetter.url, store=store) as reset:
+        thread = reset.thread(thread_id)
+        with pytest.raises(ag.TransportError) as caught:
+            thread.run(resume=thread.resume_builder().answer("ask-1", BIG))
+    return thread_id, caught
+
+
 def test_a_resume_whose_body_was_cut_off_says_it_was_not_sent_and_gives_the_thread_back(
     drive: Any, served: Any, resetter: Resetter
 ) -> None:
     endpoint = served(ScriptedAgent([[Start(), _interrupted("ask-1")], [Start(), Finish()]]))
     store = MemoryStore()
-    with drive.client(endpoint.url, store=store) as client:
-        thread = client.thread()
-        thread.run("hi")
-        thread_id = thread.id
-    with drive.client(resetter.url, store=store) as cut_off:
-        thread = cut_off.thread(thread_id)
-        with pytest.raises(ag.TransportError) as caught:
-            thread.run(resume=thread.resume_builder().answer("ask-1", BIG))
+    thread_id, caught = _resumed_through(drive, endpoint, resetter, store)
 
     assert resetter.connections == 1 and resetter.received == 1024  # (the body went no further)
     error = caught.value
@@ -130,14 +137,7 @@ def test_a_resume_written_whole_before_the_connection_was_reset_keeps_its_claim(
     # The other side of the rule: a body written whole may have been acted on, so the claim stays.
     endpoint = served(ScriptedAgent([[Start(), _interrupted("ask-1")]]))
     store = MemoryStore()
-    with drive.client(endpoint.url, store=store) as client:
-        thread = client.thread()
-        thread.run("hi")
-        thread_id = thread.id
-    with drive.client(whole_resetter.url, store=store) as reset:
-        thread = reset.thread(thread_id)
-        with pytest.raises(ag.TransportError) as caught:
-            thread.run(resume=thread.resume_builder().answer("ask-1", BIG))
+    thread_id, caught = _resumed_through(drive, endpoint, whole_resetter, store)
 
     assert whole_resetter.received > len(BIG)
     assert caught.value.request_sent is True and getattr(caught.value, "claim_held", False) is True

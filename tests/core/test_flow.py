@@ -121,38 +121,34 @@ def test_a_new_thread_is_claimed_sent_folded_saved_and_closed_in_that_order() ->
     assert [m["id"] for m in save.arguments["data"]["messages"]][-1] == "m1"
 
 
-def test_a_failed_turn_closes_the_response_then_gives_its_claim_back() -> None:
+def _cut_while_reading(resuming: bool) -> tuple[Pump, TransportError, pytest.ExceptionInfo[TransportError]]:
+    """A turn (or a resume) whose response is cut while it is read, pumped to its end."""
     conversation = Conversation(_Store(), "t1", None, None)
-    flow, _, _ = _turn(conversation)
+    flow, _, _ = _turn(conversation, resuming=resuming)
     cut = TransportError("connection reset", request_sent=True)
     answers = _reads()
 
     def answer(effect: Any) -> Any:
         return cut if effect is RECEIVE else answers(effect)
     pump = Pump(conversation, answer)
-
     with pytest.raises(TransportError) as caught:
         pump.drive(flow)
+    return pump, cut, caught
+
+
+def test_a_failed_turn_closes_the_response_then_gives_its_claim_back() -> None:
+    pump, cut, caught = _cut_while_reading(resuming=False)
 
     assert caught.value is cut
     assert pump.kinds() == ["write:claim", "send", "receive", "close", "write:release"]
     assert pump.effects[3] == Close(cut)
-    assert pump.effects[4].arguments == {"claimed_version": 0, "owner": conversation._owner}
+    assert pump.effects[4].arguments == {"claimed_version": 0, "owner": pump.conversation._owner}
 
 
 def test_a_resume_that_may_have_reached_the_agent_keeps_its_claim() -> None:
-    conversation = Conversation(_Store(), "t1", None, None)
-    flow, _, _ = _turn(conversation, resuming=True)
-    cut = TransportError("connection reset", request_sent=True)
-    answers = _reads()
+    pump, cut, caught = _cut_while_reading(resuming=True)
 
-    def answer(effect: Any) -> Any:
-        return cut if effect is RECEIVE else answers(effect)
-    pump = Pump(conversation, answer)
-
-    with pytest.raises(TransportError) as caught:
-        pump.drive(flow)
-
+    assert caught.value is cut
     assert pump.kinds() == ["write:claim", "send", "receive", "close"]  # no release
     assert getattr(caught.value, "claim_held", False) is True
 
