@@ -1,0 +1,53 @@
+"""The layers of ``docs/architecture.md``, checked from the imports themselves.
+
+``core/`` and ``wire/`` are sans-IO and import nothing above them; ``client.py`` and ``thread.py``, the two
+shells, do not import each other at run time (``thread.py`` names the clients for type checking only).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "agui_client"
+#: What may be imported from each sans-IO layer, besides the standard library and third parties.
+BELOW = {"core": ("core", "wire", "errors", "_version"), "wire": ("wire", "errors", "_version")}
+
+
+def _runtime_imports(path: Path) -> list[str]:
+    """The package modules ``path`` imports at run time (``if TYPE_CHECKING:`` blocks left out), as
+    paths from the package root (``core.flow``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for inner in node.body for child in ast.walk(inner))
+    here = path.relative_to(PACKAGE).with_suffix("").parts
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped or not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = list(here[:len(here) - node.level])
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            found.append(target)
+        elif node.module and node.module.startswith("agui_client"):
+            found.append(node.module.removeprefix("agui_client").lstrip("."))
+    return found
+
+
+@pytest.mark.parametrize("layer", sorted(BELOW))
+def test_a_sans_io_layer_imports_nothing_above_it(layer: str) -> None:
+    offending = {}
+    for path in sorted((PACKAGE / layer).rglob("*.py")):
+        above = [m for m in _runtime_imports(path) if m.split(".")[0] not in BELOW[layer]]
+        if above:
+            offending[str(path.relative_to(PACKAGE))] = above
+    assert offending == {}
+
+
+def test_the_two_shells_do_not_import_each_other_at_run_time() -> None:
+    assert [m for m in _runtime_imports(PACKAGE / "thread.py") if m == "client"] == []
+    assert "thread" in _runtime_imports(PACKAGE / "client.py")  # (one way only: the client makes threads)
