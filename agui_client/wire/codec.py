@@ -112,9 +112,16 @@ class FieldError(ValueError):
 # The policy: what the types cannot state
 # --------------------------------------------------------------------------------------------------
 
-#: Fields a 1.0 producer may still send as null from before the omission rule (UK-06): read as absent.
+#: Fields a 1.0 producer may still send as null from before the omission rule: read as absent, with
+#: a UK-06 warning. UK-06 names ``RUN_FINISHED.outcome``, ``RUN_FINISHED``/``SUBAGENT_FINISHED.result``,
+#: ``parentMessageId``, ``rawEvent`` and ``RUN_STARTED.input``'s optional fields. Read alike, beyond its
+#: list: ``usage`` (a usage the client cannot read costs only the usage, B282/B285, and null reports
+#: nothing, TU-05) and ``SUBAGENT_FINISHED.outcome`` (absent is success, SA-07, as an outcome the client
+#: cannot read already is, B223). A producer that writes unset optional fields as null (pydantic's
+#: default, which the Python SDK's models once used) writes them next to the listed ones.
 LEGACY_NULLS: dict[type, frozenset[str]] = {
     ev.RunFinishedEvent: frozenset({"outcome", "result", "rawEvent", "usage"}),
+    ev.RunErrorEvent: frozenset({"usage", "rawEvent"}),
     ev.ToolCallStartEvent: frozenset({"parentMessageId", "rawEvent"}),
     ev.ToolCallChunkEvent: frozenset({"parentMessageId", "rawEvent"}),
     ev.SubagentFinishedEvent: frozenset({"result", "outcome", "rawEvent"}),
