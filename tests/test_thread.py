@@ -184,20 +184,25 @@ def test_run_saves_the_thread_once_the_terminal_event_is_read_not_when_the_respo
     # process reading the store meanwhile must already find the finished run.
     endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "done"), Finish(), Wait(gate, timeout=20)]]))
 
-    with drive.client(endpoint.url) as client:
+    saved = threading.Event()
+
+    class Saves(MemoryStore):
+        def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+            version = super().save(thread_id, data, expected_version=expected_version)
+            saved.set()
+            return version
+
+    with drive.client(endpoint.url, store=Saves()) as client:
         thread = client.thread()
         outcome: list[Any] = []
         runner = threading.Thread(target=lambda: outcome.append(thread.run("hi")))
         runner.start()
         try:
             assert gate.wait_reached(timeout=10)
-            seen: list[str] = []
-            for _ in range(200):  # the client folds the read holding RUN_FINISHED; wait for its save
-                stored = client.store.load(thread.id)
-                seen = [m["id"] for m in stored.data["messages"]] if stored is not None else []
-                if "m1" in seen:
-                    break
-                time.sleep(0.05)
+            # the client folds the read holding RUN_FINISHED and saves: wait for that save, not for time
+            assert saved.wait(timeout=20)
+            stored = client.store.load(thread.id)
+            seen = [m["id"] for m in stored.data["messages"]] if stored is not None else []
             saved_while_held = not gate.is_open and "m1" in seen
         finally:
             gate.open()
@@ -1792,8 +1797,7 @@ def test_ctrl_c_during_a_store_write_waits_for_it_and_keeps_the_thread_consisten
         def _ctrl_c(self, where: str) -> None:
             if self.armed and where == during:
                 self.armed = False
-                signal.raise_signal(signal.SIGINT)
-                time.sleep(0.01)  # (the interrupt is due here, inside the store call)
+                signal.raise_signal(signal.SIGINT)  # (delivered before it returns: nothing to wait for)
 
     store = Interrupted()
     with ag.AgentClient(endpoint.url, store=store) as client:
@@ -1930,8 +1934,7 @@ def test_ctrl_c_while_the_tool_loop_claims_gives_the_claim_back(served: Any) -> 
             version = super().claim(thread_id, expected_version=expected_version, owner=owner, data=data)
             if self.armed:
                 self.armed = False
-                signal.raise_signal(signal.SIGINT)
-                time.sleep(0.01)
+                signal.raise_signal(signal.SIGINT)  # (delivered before it returns: nothing to wait for)
             return version
 
     store = Interrupted()
