@@ -17,12 +17,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "DEFAULT_RUN_COPY_ALLOWANCE", "parse_pointer"]
+__all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "DEFAULT_RUN_COPY_ALLOWANCE",
+           "DEFAULT_RESPONSE_COPY_ALLOWANCE", "parse_pointer"]
 
 #: JSON nodes a single patch may copy (``copy`` ops, and values added); past it the patch is refused (B194).
 DEFAULT_COPY_BUDGET = 1_000_000
-#: What the ``copy`` operations of one run's patches may add in all (see ``apply_patch``'s ``copy_allowance``).
+#: What the ``copy`` operations of one run's patches may cost in all (see ``apply_patch``'s ``copy_allowance``).
 DEFAULT_RUN_COPY_ALLOWANCE = 16 * 1024 * 1024
+#: What the ``copy`` operations of all the runs of one response may cost in all: a response that holds
+#: many runs gets no fresh allowance per run beyond this (four runs' worth, about four million members).
+DEFAULT_RESPONSE_COPY_ALLOWANCE = 4 * DEFAULT_RUN_COPY_ALLOWANCE
 
 
 class PatchFailed(Exception):
@@ -101,12 +105,23 @@ def _walk(document: Any, tokens: list[str]) -> Any:
     return node
 
 
-def _copy(value: Any, budget: list[int]) -> Any:
+def _copy(value: Any, budget: list[int], allowance: list[int] | None = None) -> Any:
+    """A copy of ``value``, charging each container's members to ``budget`` (this patch's nodes) and, when
+    given, to ``allowance`` (what copies may still cost: see ``apply_patch``) as the walk goes.
+
+    Each container is charged before its members are copied, so a walk stops as soon as what it would
+    cost passes either bound: refusing a copy costs no more than what was left to spend, however large
+    the value.
+    """
     # Level by level, not recursively: a value may be nested as deep as the decoder admits (512),
     # and the verdict must not depend on how deep the caller's stack already is.
     kind = type(value)
     if kind is not dict and kind is not list:
+        if allowance is not None:
+            _spend(allowance, _MEMBER_UNITS + (len(value) if kind is str else 0))
         return value
+    if allowance is not None:
+        _spend(allowance, _MEMBER_UNITS)
     root: Any = {} if kind is dict else []
     stack = [(value, root, 1)]
     while stack:
@@ -114,6 +129,10 @@ def _copy(value: Any, budget: list[int]) -> Any:
         budget[0] -= len(source)
         if budget[0] < 0:
             raise _Fail("patch exceeds its copy budget")
+        if allowance is not None:
+            # its members first, in constant time, so a huge container is refused before anything reads it
+            _spend(allowance, _MEMBER_UNITS * len(source))
+            _spend(allowance, _text(source))
         if depth > _MAX_VALUE_DEPTH:
             # (only a value built in Python gets here: the decoder refuses such JSON) a state this deep
             # could not be written to a store or sent again
@@ -135,27 +154,27 @@ def _copy(value: Any, budget: list[int]) -> Any:
     return root
 
 
+def _text(container: dict[str, Any] | list[Any]) -> int:
+    """The characters of a container's keys and of the strings among its members: what a store and the
+    next request write out once per copy."""
+    if type(container) is dict:
+        members: Any = container.values()
+        keys = sum(map(len, container))
+    else:
+        members, keys = container, 0
+    return keys + sum([len(item) for item in members if type(item) is str])
+
+
+def _spend(allowance: list[int], cost: int) -> None:
+    """Charge ``cost`` to the copy allowance; past it the copy is refused, having spent what it walked."""
+    allowance[0] -= cost
+    if allowance[0] < 0:
+        raise _Fail(f"copying this value would pass what copies may still cost ({max(0, allowance[0] + cost)} units "
+                    "were left): copy amplification")
+
+
 #: The deepest value a patch copies: the decoder's default nesting limit.
 _MAX_VALUE_DEPTH = 512
-
-
-def _size(value: Any) -> int:
-    """What a copied value costs the run's copy allowance: each member (an item, a key and its value)
-    as many units as it takes in memory beside its JSON (``_MEMBER_UNITS``), plus each string's length."""
-    total = 0
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is str:
-            total += len(node)
-        elif kind is dict:
-            stack.extend(node.values())
-            total += _MEMBER_UNITS * len(node) + sum(map(len, node))
-        elif kind is list:
-            stack.extend(node)
-            total += _MEMBER_UNITS * len(node)
-    return total + _MEMBER_UNITS
 
 
 #: A member's cost in copy-allowance units: a small dict entry or list item holds tens of bytes in
@@ -335,10 +354,13 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
     ``adopt_values=True`` inserts the patch's ``value`` members themselves instead of copies: for a
     patch nobody else holds (parsed for this call alone), so the document may own its values.
 
-    ``copy_allowance`` (a one-item list, spent in place) bounds what ``copy`` operations may add over
-    several patches (B194): each copy costs its size (its members, and the characters of its strings,
-    which a store and the next request write out again). A few bytes of patch must not grow a state
-    without end, a subtree at a time.
+    ``copy_allowance`` (a one-item list, spent in place) bounds what ``copy`` operations may cost over
+    several patches (B194): each copy costs its size (its members, and the characters of its keys and
+    strings, which a store and the next request write out again), charged a container at a time as it
+    is copied. A few bytes of patch must not grow a state without end, a subtree at a time, nor make
+    the client walk one again and again: a copy that would pass the allowance is refused as soon as
+    its walk reaches it, and what it walked stays spent, as do the copies of a patch undone for any
+    other reason (the work was done).
 
     Raises:
         PatchFailed: an operation did not apply (``op_index`` says which); the document is unchanged.
@@ -389,7 +411,6 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
     """``apply_patch`` from operation ``first`` on, every kind of operation; ``undo`` holds the earlier ones'."""
     doc = _Doc(document, budget if budget is not None else [copy_budget], undo)
     values_budget = budget
-    allowed = allowance[0] if allowance is not None else 0
     last = len(patch) - 1
     i = first
     try:
@@ -434,13 +455,7 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
                         raise _Fail("cannot move the whole document")
                     doc.add(tokens, doc.remove(from_tokens))
                 else:
-                    copied = _copy(_walk(doc.root, from_tokens), doc.budget)
-                    if allowance is not None:
-                        cost = _size(copied)
-                        if cost > allowance[0]:
-                            raise _Fail(f"copying {cost} units would pass what this run's patches may copy "
-                                        f"({allowance[0]} left): copy amplification")
-                        allowance[0] -= cost
+                    copied = _copy(_walk(doc.root, from_tokens), doc.budget, allowance)
                     doc.add(tokens, copied)
             else:
                 # SP-07 / AGUI303: a patch is applied whole or not at all, and an operation nobody
@@ -449,12 +464,8 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
                 raise _Fail(f"unknown patch op {name!r}: the whole patch is skipped", "SP-07")
     except _Fail as exc:
         doc.rollback()
-        if allowance is not None:
-            allowance[0] = allowed  # (a patch undone copied nothing)
         raise PatchFailed(str(exc), i, exc.rule) from None
     except RecursionError:
         doc.rollback()
-        if allowance is not None:
-            allowance[0] = allowed
         raise PatchFailed("value nested too deeply to copy", i) from None
     return doc.root

@@ -183,6 +183,8 @@ class RunSession:
         # The fold's parts, which the front-end's routes call (a thread keeps its parts for its life).
         self._streams = self.state.streams
         self._document = self.state.document
+        # What one response's patches may copy is bounded whatever number of runs it holds.
+        self._document.new_response()
 
     # -- feeding ------------------------------------------------------------------------------------
 
@@ -427,6 +429,7 @@ class RunSession:
         if self._ended:
             return self.result()
         self._ended = True
+        self._document.end_response()
         index = self._index
         if self._failed is not None and not self.collect_errors:
             raise self._failed

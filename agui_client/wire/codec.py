@@ -112,9 +112,16 @@ class FieldError(ValueError):
 # The policy: what the types cannot state
 # --------------------------------------------------------------------------------------------------
 
-#: Fields a 1.0 producer may still send as null from before the omission rule (UK-06): read as absent.
+#: Fields a 1.0 producer may still send as null from before the omission rule: read as absent, with
+#: a UK-06 warning. UK-06 names ``RUN_FINISHED.outcome``, ``RUN_FINISHED``/``SUBAGENT_FINISHED.result``,
+#: ``parentMessageId``, ``rawEvent`` and ``RUN_STARTED.input``'s optional fields. Read alike, beyond its
+#: list: ``usage`` (a usage the client cannot read costs only the usage, B282/B285, and null reports
+#: nothing, TU-05) and ``SUBAGENT_FINISHED.outcome`` (absent is success, SA-07, as an outcome the client
+#: cannot read already is, B223). A producer that writes unset optional fields as null (pydantic's
+#: default, which the Python SDK's models once used) writes them next to the listed ones.
 LEGACY_NULLS: dict[type, frozenset[str]] = {
     ev.RunFinishedEvent: frozenset({"outcome", "result", "rawEvent", "usage"}),
+    ev.RunErrorEvent: frozenset({"usage", "rawEvent"}),
     ev.ToolCallStartEvent: frozenset({"parentMessageId", "rawEvent"}),
     ev.ToolCallChunkEvent: frozenset({"parentMessageId", "rawEvent"}),
     ev.SubagentFinishedEvent: frozenset({"result", "outcome", "rawEvent"}),
@@ -267,8 +274,8 @@ def _check_run_usage(value: dict[str, Any], warn: _Warn) -> dict[str, Any] | Non
                  event_type=event_type)
             continue
         kept.append(entry)
-        for field_name, message in _usage_parts_faults(entry):
-            warn("TU-02/B287", message, pointer=f"/usage/{i}/{field_name}", event_type=event_type)
+        for code, field_name, message in _usage_contradictions(entry):
+            warn(code, message, pointer=f"/usage/{i}/{field_name}", event_type=event_type)
     return None if len(kept) == len(usage) else {**value, "usage": kept}
 
 
@@ -289,23 +296,30 @@ def _usage_entry_fault(entry: Any) -> tuple[str, str] | None:
 _USAGE_PARTS = (("reasoningTokens", "outputTokens"), ("cachedInputTokens", "inputTokens"))
 
 
-def _usage_parts_faults(entry: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Each part of a total that exceeds its total in a well-formed wire usage entry, as (its wire name,
-    a message); empty for a consistent entry.
+def _usage_contradictions(entry: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """What a well-formed wire usage entry says against itself, as (warning code, the wire name of the
+    field at fault, a message); empty for a consistent entry.
 
     Reasoning tokens are part of the output, cached and cache-write input tokens disjoint parts of the
-    input (TU-02). A part larger than its total contradicts the entry; it is reported (B287), never
-    added to anything: totals are summed from the totals alone.
+    input (TU-02): a part larger than its total is reported (B287), never added to anything, since
+    totals are summed from the totals alone. ``totalTokens`` is the sum of the input and output totals
+    (TU-03), which a consumer may read in its place: a different one is reported, and all three are
+    kept as the producer gave them (which one is wrong, the client cannot tell).
     """
     faults = []
     for part, total in _USAGE_PARTS:
         counted, whole = entry.get(part), entry.get(total)
         if counted is not None and whole is not None and counted > whole:
-            faults.append((part, f"{part} ({counted}) exceeds {total} ({whole}), of which it is a part"))
+            faults.append(("TU-02/B287", part, f"{part} ({counted}) exceeds {total} ({whole}), of which it is a part"))
     written, cached, whole = (entry.get(key) for key in ("cacheWriteInputTokens", "cachedInputTokens", "inputTokens"))
     if written is not None and whole is not None and written + (cached or 0) > whole:
-        faults.append(("cacheWriteInputTokens", f"cacheWriteInputTokens ({written}) and cachedInputTokens "
-                       f"({cached or 0}) exceed inputTokens ({whole}), of which they are disjoint parts"))
+        faults.append(("TU-02/B287", "cacheWriteInputTokens", f"cacheWriteInputTokens ({written}) and "
+                       f"cachedInputTokens ({cached or 0}) exceed inputTokens ({whole}), of which they are "
+                       "disjoint parts"))
+    stated, given, made = (entry.get(key) for key in ("totalTokens", "inputTokens", "outputTokens"))
+    if stated is not None and given is not None and made is not None and stated != given + made:
+        faults.append(("TU-03", "totalTokens", f"totalTokens ({stated}) is not inputTokens ({given}) + outputTokens "
+                       f"({made}) = {given + made}; all three are kept as reported"))
     return faults
 
 

@@ -357,6 +357,10 @@ TOLERATED = [
     pytest.param(wire({"type": "TOOL_CALL_CHUNK", "toolCallId": "c", "parentMessageId": None}),
                  {"type": "TOOL_CALL_CHUNK", "toolCallId": "c"},
                  [("UK-06", "/parentMessageId")], id="legacy-null-parent-message-id-on-chunk"),
+    # beyond UK-06's list: usage is telemetry (a usage the client cannot read costs only the usage) on
+    # both events that carry it, and a subagent's absent outcome is success (SA-07)
+    *(pytest.param(wire(_run_end(kind, usage=None)), _run_end(kind), [("UK-06", "/usage")],
+                   id=f"legacy-null-usage-on-{kind.lower()}") for kind in ("RUN_FINISHED", "RUN_ERROR")),
     pytest.param(wire({"type": "SUBAGENT_FINISHED", "subagentRunId": "s", "result": None, "outcome": None}),
                  {"type": "SUBAGENT_FINISHED", "subagentRunId": "s"},
                  [("UK-06", "/result"), ("UK-06", "/outcome")], id="legacy-null-subagent-result-and-outcome"),

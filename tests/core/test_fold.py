@@ -8,10 +8,10 @@ import datetime
 import json
 from typing import Any
 
-import jsonpatch
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from patch_oracle import reference_apply
 
 from agui_client import (
     AssistantMessage,
@@ -112,7 +112,7 @@ def valid_patches(draw: st.DrawFn, document: Any) -> list[dict[str, Any]]:
             op = {"op": "add", "path": path, "value": draw(leaf)}
         else:
             op = {"op": "replace", "path": path, "value": draw(documents)}
-        doc = jsonpatch.apply_patch(doc, [op])
+        doc = reference_apply(doc, [op])
         ops.append(op)
     return ops
 
@@ -136,7 +136,7 @@ def test_state_after_n_deltas_equals_the_patches_applied_to_a_plain_dict(data: s
     events: list[Any] = [START, StateSnapshotEvent(snapshot=snapshot)]
     for _ in range(data.draw(st.integers(1, 6))):
         patch = data.draw(valid_patches(expected))
-        expected = jsonpatch.apply_patch(expected, patch)
+        expected = reference_apply(expected, patch)
         events.append(StateDeltaEvent(delta=tuple(patch)))
     result = replay([*events, FINISH])
     assert json.dumps(result.state.state, sort_keys=True) == json.dumps(expected, sort_keys=True)

@@ -159,6 +159,31 @@ def test_parts_within_their_totals_are_quiet(fold: Any) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+# TU-03: totalTokens is the sum of the input and output totals
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["RUN_FINISHED", "RUN_ERROR"])
+def test_a_total_other_than_input_plus_output_is_warned_about_and_all_three_kept_as_given(fold: Any,
+                                                                                          kind: str) -> None:
+    odd = {"provider": "b", "inputTokens": 5, "outputTokens": 7, "totalTokens": 20}
+    end = _finish() if kind == "RUN_FINISHED" else {"type": "RUN_ERROR", "message": "overloaded"}
+    result = fold([START, {**end, "usage": [{"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, odd]}])
+    assert _warnings(result) == [("TU-03", 1, kind, "/usage/1/totalTokens", "r1")]
+    assert result.usage[1] == rn.TokenUsage(provider="b", input_tokens=5, output_tokens=7, total_tokens=20)
+    total = result.total_usage  # each total summed as reported, never one made from the others
+    assert (total.input_tokens, total.output_tokens, total.total_tokens) == (6, 8, 22)
+
+
+def test_a_total_that_is_the_sum_or_that_cannot_be_checked_is_quiet(fold: Any) -> None:
+    usage = [{"inputTokens": 5, "outputTokens": 7, "totalTokens": 12}, {"inputTokens": 5, "totalTokens": 9},
+             {"totalTokens": 3}]
+    result = fold([START, _finish(usage=usage)])
+    assert result.warnings == ()
+    assert result.total_usage.total_tokens == 24
+
+
+# --------------------------------------------------------------------------------------------------
 # B290: usage on RUN_FINISHED and again on the late RUN_ERROR
 # --------------------------------------------------------------------------------------------------
 

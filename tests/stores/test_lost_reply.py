@@ -69,6 +69,12 @@ class ClaimCutter:
             self._down = False
 
     def close(self) -> None:
+        # Closing a listening socket does not wake a thread blocked in accept() on Linux (it would wait
+        # out the join below): shutting it down does.
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # (not listening any more)
         self._listener.close()
         with self._lock:
             sockets, self._sockets = self._sockets, []

@@ -109,6 +109,29 @@ def test_a_resume_cancelled_after_its_request_went_out_keeps_the_thread_claimed(
     assert endpoint.agent.request_count == 2
 
 
+async def _cancel_once(coroutine: Any, reached: threading.Event, how: str, then: threading.Event) -> None:
+    """Cancel ``coroutine`` as soon as ``reached`` is set (once, as ``asyncio.wait_for`` does, or as a cancel
+    scope does: every later await is cancelled too), then set ``then``."""
+    if how == "wait_for":
+        task = asyncio.ensure_future(coroutine)
+        await asyncio.to_thread(reached.wait, 10)
+        task.cancel()
+        then.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return
+    with anyio.CancelScope() as scope:
+        async def cancel() -> None:
+            await anyio.to_thread.run_sync(reached.wait, 10)
+            scope.cancel()
+            then.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(cancel)
+            await coroutine
+    assert scope.cancelled_caught
+
+
 @pytest.mark.parametrize("how", ["wait_for", "cancel-scope"])
 @pytest.mark.parametrize("resuming", [False, True])
 def test_a_run_cancelled_while_its_claim_is_written_gives_it_back_and_sends_nothing(served: Any,
@@ -120,12 +143,13 @@ def test_a_run_cancelled_while_its_claim_is_written_gives_it_back_and_sends_noth
     endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")] if resuming else finishing(None),
                                      finishing(None)]))
     writing = threading.Event()
+    cancelled = threading.Event()
 
     class SlowClaims(MemoryStore):
         def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None) -> int:
             if expected_version is not None:  # (the attempt's claim, not the first run's creating one)
                 writing.set()
-                time.sleep(0.3)
+                assert cancelled.wait(10)  # the claim lands only once the run was cancelled
             return super().claim(thread_id, expected_version=expected_version, owner=owner, data=data)
 
     store = SlowClaims()
@@ -136,7 +160,7 @@ def test_a_run_cancelled_while_its_claim_is_written_gives_it_back_and_sends_noth
             await thread.run("hello")
             attempt = (thread.run(resume=thread.resume_builder().answer("ask-1", "go")) if resuming
                        else thread.run("again"))
-            await _cancel_after(attempt, 0.1, how)
+            await _cancel_once(attempt, writing, how, cancelled)
             stored = store.load(thread.id)
             assert stored is not None
             claim, version = stored.claim, stored.version
@@ -231,8 +255,7 @@ def test_ctrl_c_during_a_store_write_waits_for_it_and_keeps_the_thread_consisten
         def _ctrl_c(self, where: str) -> None:
             if self.armed and where == during:
                 self.armed = False
-                signal.raise_signal(signal.SIGINT)
-                time.sleep(0.01)  # (the interrupt is due here, inside the store call)
+                signal.raise_signal(signal.SIGINT)  # (delivered before it returns: nothing to wait for)
 
     store = Interrupted()
     with ag.AgentClient(endpoint.url, store=store) as client:

@@ -8,12 +8,12 @@ requests.
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
 
 import agui_client as ag
+from agui_client.stores import MemoryStore
 from agui_client.testing import (
     Finish,
     Gate,
@@ -141,20 +141,25 @@ def test_run_saves_the_thread_once_the_terminal_event_is_read_not_when_the_respo
     # process reading the store meanwhile must already find the finished run.
     endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "done"), Finish(), Wait(gate, timeout=20)]]))
 
-    with drive.client(endpoint.url) as client:
+    saved = threading.Event()
+
+    class Saves(MemoryStore):
+        def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+            version = super().save(thread_id, data, expected_version=expected_version)
+            saved.set()
+            return version
+
+    with drive.client(endpoint.url, store=Saves()) as client:
         thread = client.thread()
         outcome: list[Any] = []
         runner = threading.Thread(target=lambda: outcome.append(thread.run("hi")))
         runner.start()
         try:
             assert gate.wait_reached(timeout=10)
-            seen: list[str] = []
-            for _ in range(200):  # the client folds the read holding RUN_FINISHED; wait for its save
-                stored = client.store.load(thread.id)
-                seen = [m["id"] for m in stored.data["messages"]] if stored is not None else []
-                if "m1" in seen:
-                    break
-                time.sleep(0.05)
+            # the client folds the read holding RUN_FINISHED and saves: wait for that save, not for time
+            assert saved.wait(timeout=20)
+            stored = client.store.load(thread.id)
+            seen = [m["id"] for m in stored.data["messages"]] if stored is not None else []
             saved_while_held = not gate.is_open and "m1" in seen
         finally:
             gate.open()

@@ -14,7 +14,7 @@ from typing import Any
 from ...errors import StreamWarning
 from ...wire.jsonio import PlainDict, PlainList, copy_json, deep_copy, plain_json
 from ...wire.types.base import JSON
-from ..patch import DEFAULT_RUN_COPY_ALLOWANCE, PatchFailed, apply_patch
+from ..patch import DEFAULT_RESPONSE_COPY_ALLOWANCE, DEFAULT_RUN_COPY_ALLOWANCE, PatchFailed, apply_patch
 
 __all__ = ["StateDocument", "own_json", "foreign_copy", "EMPTY_STATE"]
 
@@ -56,7 +56,12 @@ def foreign_copy(value: Any, plain: bool | None = None) -> Any:
 
 
 class StateDocument:
-    """The shared state document, and the run's allowance for what patches may copy (B194).
+    """The shared state document, and the allowance for what patches may copy (B194).
+
+    A run's patches (state and activities) share one allowance, given afresh when the run starts. A
+    response (a :class:`~agui_client.core.session.RunSession`) bounds its runs together as well: each
+    run is given the run's allowance or what the response has left, whichever is less, so a response
+    of many runs cannot copy a fresh allowance's worth per run.
 
     Args:
         state: the state to start with (a copy is kept); ``{}`` by default, as the reference.
@@ -70,8 +75,10 @@ class StateDocument:
         self.plain = True
         self.in_sync = True
         self.changes = 0
-        #: What the ``copy`` operations of a run's patches (state and activities) may still add in all.
+        #: What the ``copy`` operations of a run's patches (state and activities) may still cost in all.
         self.allowance = [DEFAULT_RUN_COPY_ALLOWANCE]
+        self._granted = DEFAULT_RUN_COPY_ALLOWANCE  # what the running run was given
+        self._response_left: int | None = None  # what the response's runs may still copy; None: no response
         self._view: Any = None
         self._view_at = -1  # the change count ``_view`` was copied at
 
@@ -90,9 +97,24 @@ class StateDocument:
         self._view = None
         self.changes += 1
 
+    def new_response(self, allowance: int = DEFAULT_RESPONSE_COPY_ALLOWANCE) -> None:
+        """A response starts: what its runs may copy in all is ``allowance``."""
+        self._response_left = allowance
+        self._granted = self.allowance[0] = min(DEFAULT_RUN_COPY_ALLOWANCE, allowance)
+
+    def end_response(self) -> None:
+        """The response ended: runs folded without one are bounded each on its own again."""
+        self._response_left = None
+
     def new_run(self) -> None:
-        """A run starts: its patches get a fresh copy allowance."""
-        self.allowance[0] = DEFAULT_RUN_COPY_ALLOWANCE
+        """A run starts: its patches get a fresh copy allowance, within what the response has left."""
+        left = self._response_left
+        if left is not None:
+            # what the run before spent (a refused copy may overdraw: it spent what it walked)
+            left -= self._granted - self.allowance[0]
+            self._response_left = left
+        self._granted = self.allowance[0] = (DEFAULT_RUN_COPY_ALLOWANCE if left is None
+                                             else max(0, min(DEFAULT_RUN_COPY_ALLOWANCE, left)))
 
     def set(self, state: JSON) -> None:
         """Replace the document with a copy of ``state`` (``ValueError`` when it is not JSON)."""

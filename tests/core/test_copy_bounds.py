@@ -1,0 +1,100 @@
+"""What JSON Patch ``copy`` operations may cost the client: bounded work per refusal, bounded copies per response."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from typing import Any
+
+from agui_client import ThreadState, replay
+from agui_client.core.patch import DEFAULT_RESPONSE_COPY_ALLOWANCE, DEFAULT_RUN_COPY_ALLOWANCE
+from agui_client.core.session import RunSession
+
+
+def _payload(event: dict[str, Any]) -> bytes:
+    return json.dumps(event).encode()
+
+
+def _members(value: Any) -> int:
+    """How many members (list items, object entries) a JSON value holds, at every depth."""
+    count, stack = 0, [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            count += len(node)
+            stack.extend(node.values())
+        elif type(node) is list:
+            count += len(node)
+            stack.extend(node)
+    return count
+
+
+def test_refused_copies_walk_no_further_than_the_allowance_in_all() -> None:
+    # Ten 80-byte deltas each asked to copy a subtree four times the run's allowance. The walk used to
+    # copy and then measure the whole subtree before refusing it, once per delta (seconds of CPU
+    # each, on the caller's event loop). Work is counted here as memory the fold allocates while
+    # reading each delta (tracemalloc's peak), never as time: a copy walk allocates as it goes.
+    rows = 4096
+    big = [[0] * 1024 for _ in range(rows)]  # 4M members: 64 MiB of allowance units
+    session = RunSession(ThreadState(thread_id="t", state={"big": big}), events=False)
+    session.feed_payload(_payload({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}))
+    # What a copy within the allowance may allocate: a list slot for each member it may copy (16 units
+    # a member), with room for the lists' growth.
+    within_allowance = DEFAULT_RUN_COPY_ALLOWANCE // 16 * 8 * 3 // 2
+    peaks = []
+    tracemalloc.start()
+    try:
+        for i in range(10):
+            payload = _payload({"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/big", "path": f"/c{i}"}]})
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            session.feed_payload(payload)
+            peaks.append(tracemalloc.get_traced_memory()[1] - before)
+    finally:
+        tracemalloc.stop()
+    session.feed_payload(_payload({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}))
+    result = session.end()
+
+    assert [(w.code, w.index) for w in result.warnings] == [("SP-06/AGUI302", i) for i in range(1, 11)]
+    assert sorted(result.state.state) == ["big"]
+    # The whole subtree copied would be 4096 lists of 1024 slots (32 MiB), each time. The ten refusals
+    # together allocate less than one copy within the allowance may: each refused walk spent what it
+    # walked, and once the allowance is spent a refusal stops at the first container.
+    assert sum(peaks) < within_allowance < rows * 1024 * 8
+    assert max(peaks[-5:]) < 64 * 1024
+
+
+def test_a_response_of_many_runs_copies_no_more_than_the_response_allowance() -> None:
+    # Each run's patches get the run's allowance afresh, so a response of many runs used to copy a
+    # fresh 16 MiB's worth per run: the runs of one response now share a bound as well.
+    size = 2**17  # one copy costs 2 MiB of units: seven fit in a run's allowance
+    per_copy = 16 * (size + 1)
+    copies_per_run = DEFAULT_RUN_COPY_ALLOWANCE // per_copy
+    assert copies_per_run == 7
+    runs = 10
+    events: list[dict[str, Any]] = []
+    for r in range(runs):
+        events.append({"type": "RUN_STARTED", "threadId": "t", "runId": f"r{r}"})
+        if r == 0:
+            events.append({"type": "STATE_SNAPSHOT", "snapshot": {"a": [0] * size}})
+        events += [{"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": f"/r{r}c{c}"}]}
+                   for c in range(copies_per_run)]
+        events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": f"r{r}"})
+    response = b"\n".join(_payload(e) for e in events)
+
+    thread = ThreadState(thread_id="t")
+    result = replay(response, state=thread)
+
+    copied = DEFAULT_RESPONSE_COPY_ALLOWANCE // per_copy
+    assert copied < runs * copies_per_run
+    assert len(result.run_ids) == runs and result.outcome == "success"  # only the copies were refused
+    assert len(thread.state) == 1 + copied
+    assert [w.code for w in result.warnings] == ["SP-06/AGUI302"] * (runs * copies_per_run - copied)
+    # The documented bound on what one response's copies make the client hold.
+    assert _members(thread.state) <= size + DEFAULT_RESPONSE_COPY_ALLOWANCE // 16
+
+    # The next response starts afresh.
+    again = replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "next"},
+                    {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": "/next"}]},
+                    {"type": "RUN_FINISHED", "threadId": "t", "runId": "next"}], state=thread)
+    assert again.warnings == () and "next" in thread.state
