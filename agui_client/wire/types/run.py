@@ -6,6 +6,7 @@ from typing import ClassVar, Literal, Union
 
 from attrs import frozen
 
+from ..sink import warn as _warn
 from .base import JSON, Metadata
 from .messages import Message
 
@@ -53,12 +54,26 @@ class Context:
 
 @frozen(kw_only=True)
 class ResumeEntry:
-    """Answers (``resolved``) or abandons (``cancelled``) one interrupt of the run being continued."""
+    """Answers (``resolved``) or abandons (``cancelled``) one interrupt of the run being continued.
+
+    An abandoning entry answers nothing, so it holds no payload: one given a payload drops it, with an
+    ``IR-11`` warning naming the interrupt, and what is sent (or kept, or read back) has none.
+    """
 
     interrupt_id: str
     status: ResumeStatus
     payload: JSON = None
     metadata: Metadata | None = None
+
+    def __attrs_post_init__(self) -> None:
+        # Dropped here, where every entry is made (by hand, by a builder, by evolve, by the decoder),
+        # so no path can send an abandonment that seems to answer: an agent reading the payload of a
+        # cancelled entry would act on an answer the caller abandoned. (A status that is neither
+        # value is left alone: the resume check refuses the entry.)
+        if self.status == "cancelled" and self.payload is not None:
+            _warn("IR-11", f"the cancelled entry for interrupt {self.interrupt_id!r} carries a payload: dropped "
+                           "(abandoning answers nothing; answer with status 'resolved' to send it)")
+            object.__setattr__(self, "payload", None)
 
 
 @frozen(kw_only=True)
