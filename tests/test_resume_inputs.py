@@ -38,3 +38,60 @@ def test_a_cancelled_entry_given_a_payload_warns_and_is_sent_without_it(drive: A
     assert endpoint.received[-1].body["resume"] == [{"interruptId": "i1", "status": "cancelled",
                                                      "metadata": {"by": "ops"}}]
     assert result.outcome == "success"
+
+
+def two_runs(thread_id: str) -> ScriptedAgent:
+    """One response holding two runs: the request's run fails, then run ``r2`` starts and finishes."""
+    return ScriptedAgent([[
+        Start(),
+        ag.RunErrorEvent(message="overloaded, retrying"),
+        ag.RunStartedEvent(thread_id=thread_id, run_id="r2"),
+        ag.TextMessageStartEvent(message_id="m2"),
+        ag.TextMessageContentEvent(message_id="m2", delta="done on the second try"),
+        ag.TextMessageEndEvent(message_id="m2"),
+        ag.RunFinishedEvent(thread_id=thread_id, run_id="r2", result={"ok": True}),
+    ]], stateless=True)
+
+
+def test_a_second_run_in_one_response_is_read_as_the_run_and_warned_naming_it(drive: Any, served: Any) -> None:
+    endpoint = served(two_runs("t-two-runs"))
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread("t-two-runs").run("hello")
+
+    first = endpoint.agent.requests[0].run_id
+    # The result is the last run's.
+    assert (result.run_id, result.outcome, result.result, result.error) == ("r2", "success", {"ok": True}, None)
+    assert result.run_ids == (first, "r2")
+    assert result.text == "done on the second try"
+    [warning] = [w for w in result.warnings if w.code == "LC-06"]
+    assert (warning.run_id, warning.index, warning.event_type) == ("r2", 2, "RUN_STARTED")
+    assert "'r2'" in warning.message and repr(first) in warning.message and "RUN_ERROR" in warning.message
+
+
+def test_one_run_per_response_gives_no_such_warning(drive: Any, served: Any) -> None:
+    endpoint = served(ask_then_finish())
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        results = [thread.run("go"), thread.run(resume=[ag.ResumeEntry(interrupt_id="i1", status="cancelled")])]
+
+    assert [w for r in results for w in r.warnings if w.code == "LC-06"] == []
+
+
+RECORDING = b"".join(b"data: " + line + b"\n\n" for line in (
+    b'{"type":"RUN_STARTED","threadId":"t","runId":"r1"}',
+    b'{"type":"RUN_FINISHED","threadId":"t","runId":"r1"}',
+    b'{"type":"RUN_STARTED","threadId":"t","runId":"r2"}',
+    b'{"type":"RUN_FINISHED","threadId":"t","runId":"r2"}',
+))
+
+
+def test_a_recording_of_several_runs_replays_quietly_unless_it_answers_one_request() -> None:
+    # Without the request, a stream of runs is a recorded conversation (each run its own); with it, the
+    # stream is one response, which normally holds one run.
+    assert [w.code for w in ag.replay(RECORDING).warnings] == []
+    answered = ag.replay(RECORDING, run_input=ag.RunAgentInput(thread_id="t", run_id="r1"))
+    assert [(w.code, w.run_id, w.index) for w in answered.warnings] == [("LC-06", "r2", 2)]
+    assert "finished (success)" in answered.warnings[0].message
+    assert (answered.run_id, answered.run_ids) == ("r2", ("r1", "r2"))

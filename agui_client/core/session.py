@@ -397,6 +397,9 @@ class RunSession:
                 continue
             if found:
                 self._add_warnings(found, index, kind)
+            if type(item) is ev.RunStartedEvent and self.run_input is not None \
+                    and len(state.runs) > self._first_run_index:
+                self._another_run(item, index)
             folded = state.apply(item, adopt=adopt)
             if folded:
                 self._add_warnings(folded, index, kind)
@@ -416,6 +419,19 @@ class RunSession:
                 self._add_warnings([StreamWarning(
                     code="LC-08", message=f"RUN_STARTED runId {event.run_id!r} differs from the request's "
                     f"{expected.run_id!r}", pointer="/runId")], index, event.TYPE)
+
+    def _another_run(self, event: ev.RunStartedEvent, index: int) -> None:
+        # LC-06 lets a stream hold one run after another (a recording of a conversation), and the second
+        # is read as a run of its own. A response to one request normally holds one run, so there it is
+        # said: the result reports the last run, and the caller may be looking for the first.
+        runs = self.state.runs[self._first_run_index:]
+        before = runs[-1]
+        ended = "failed with RUN_ERROR" if before.outcome == "error" else (
+            f"finished ({before.outcome})" if before.outcome is not None else "ended")
+        self._add_warnings([StreamWarning(
+            code="LC-06", message=f"a second run in one response: run {event.run_id!r} (run {len(runs) + 1} of "
+            f"this response) started after run {before.run_id!r} {ended}; one request normally yields one run, "
+            f"and the result reports the last", pointer="/runId", run_id=event.run_id)], index, event.TYPE)
 
     def end(self) -> RunResult:
         """The stream ended: close open chunk lanes, check the run terminated, and return the result.
