@@ -95,3 +95,69 @@ def test_a_recording_of_several_runs_replays_quietly_unless_it_answers_one_reque
     assert [(w.code, w.run_id, w.index) for w in answered.warnings] == [("LC-06", "r2", 2)]
     assert "finished (success)" in answered.warnings[0].message
     assert (answered.run_id, answered.run_ids) == ("r2", ("r1", "r2"))
+
+
+def ask_with_state() -> ScriptedAgent:
+    """The first run leaves state and a reply, and raises interrupt ``i1``; the next finishes."""
+    asked = Finish(outcome=ag.RunFinishedInterruptOutcome(interrupts=(ag.Interrupt(id="i1", reason="approval"),)))
+    return ScriptedAgent([
+        [Start(), ag.StateSnapshotEvent(snapshot={"target": "staging"}),
+         ag.TextMessageStartEvent(message_id="a1"), ag.TextMessageContentEvent(message_id="a1", delta="Sure?"),
+         ag.TextMessageEndEvent(message_id="a1"), asked],
+        [Start(), Finish()],
+    ], stateless=True)
+
+
+def resume_by_hand(client: ag.AgentClient, thread: ag.Thread, run_input: ag.RunAgentInput) -> ag.RunResult:
+    """The path a caller with its own loop takes: its input, the thread's state, a session of its own."""
+    session = ag.RunSession(thread.state, run_input=run_input)
+    with client.open(run_input) as payloads:
+        for payload in payloads:
+            session.feed_payload(payload)
+    return session.end()
+
+
+CANCEL_I1 = (ag.ResumeEntry(interrupt_id="i1", status="cancelled"),)
+
+
+def test_a_resuming_input_built_without_the_threads_messages_and_state_is_warned(served: Any) -> None:
+    endpoint = served(ask_with_state())
+
+    with ag.AgentClient(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("delete the staging database")
+        bare = ag.RunAgentInput(thread_id=thread.id, run_id="resume-1", resume=CANCEL_I1)
+        result = resume_by_hand(client, thread, bare)
+
+    assert endpoint.received[-1].body["messages"] == []  # sent as built: the session warns, it does not send
+    warned = [(w.code, w.pointer, w.run_id) for w in result.warnings if w.code == "IR-21"]
+    assert warned == [("IR-21", "/messages", "resume-1"), ("IR-21", "/state", "resume-1")]
+    assert "none of the thread's 2 messages" in result.warnings[0].message
+    assert result.outcome == "success"
+
+
+def test_a_resuming_input_that_carries_them_is_not_warned(served: Any) -> None:
+    endpoint = served(ask_with_state())
+
+    with ag.AgentClient(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("delete the staging database")
+        carried = ag.RunAgentInput(thread_id=thread.id, run_id="resume-1", resume=CANCEL_I1,
+                                   messages=thread.state.input_messages(), state=thread.state.state)
+        by_hand = resume_by_hand(client, thread, carried)
+        second = client.thread()
+        second.run("delete the staging database")
+        by_thread = second.run(resume=list(CANCEL_I1))
+
+    assert [w for r in (by_hand, by_thread) for w in r.warnings if w.code == "IR-21"] == []
+
+
+def test_a_resuming_input_leaving_out_some_messages_names_the_first() -> None:
+    thread = ag.ThreadState(messages=[ag.UserMessage(id="u1", content="a"), ag.UserMessage(id="u2", content="b")],
+                            open_interrupts=[ag.Interrupt(id="i1", reason="approval")])
+    partial = ag.RunAgentInput(thread_id="t", run_id="r2", resume=CANCEL_I1, messages=(thread.input_messages()[1],))
+    [warning] = ag.RunSession(thread, run_input=partial).warnings
+    assert (warning.code, warning.pointer) == ("IR-21", "/messages")
+    assert "1 of the thread's 2 messages (first 'u1')" in warning.message
+    # Not resuming: an ordinary input is not judged here.
+    assert ag.RunSession(thread, run_input=ag.RunAgentInput(thread_id="t", run_id="r3")).warnings == []

@@ -183,6 +183,31 @@ class RunSession:
         # The fold's parts, which the front-end's routes call (a thread keeps its parts for its life).
         self._streams = self.state.streams
         self._document = self.state.document
+        if run_input is not None and run_input.resume:
+            self._check_continuity(run_input)
+
+    def _check_continuity(self, run_input: rn.RunAgentInput) -> None:
+        # A resuming run carries the accumulated messages and the state the interrupted run left behind,
+        # as any next run does (IR-21): the agent need keep nothing between runs, so one sent less
+        # continues from a conversation it no longer sees. ``Thread.run`` builds such an input; one built
+        # by hand may not. Warned, not refused: the session does not send, so by the time it is given the
+        # input it may already be on the wire, and an agent that keeps the thread itself may be sent less.
+        held = self.state.input_message_ids()
+        if held:
+            sent = {message.id for message in run_input.messages}
+            missing = [message_id for message_id in held if message_id not in sent]
+            if missing:
+                which = (f"none of the thread's {len(held)} messages" if len(missing) == len(held) else
+                         f"{len(missing)} of the thread's {len(held)} messages (first {missing[0]!r})")
+                self.warnings.append(StreamWarning(
+                    code="IR-21", message=f"the resuming input carries {which}: the agent continues the "
+                    "interrupted run without them (a resuming input carries the accumulated messages, as "
+                    "Thread.run sends them)", pointer="/messages", run_id=run_input.run_id))
+        if run_input.state in (None, {}) and self._document.value not in (None, {}):
+            self.warnings.append(StreamWarning(
+                code="IR-21", message="the resuming input carries no state while the thread holds the state "
+                "the interrupted run left: the agent continues without it (a resuming input carries it, as "
+                "Thread.run sends it)", pointer="/state", run_id=run_input.run_id))
 
     # -- feeding ------------------------------------------------------------------------------------
 
