@@ -67,7 +67,7 @@ from ..wire.types.base import JSON
 from ..wire.types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, Tool
 from .exchange import StreamHandle
 from .fold import ThreadState, parsed_arguments
-from .interrupts import ResumeBuilder, _warn_absent_payloads, check_resume
+from .interrupts import ResumeBuilder, _warn_absent_payloads, check_resume, without_abandoned_payloads
 from .plan import (
     MessageInput,
     Plan,
@@ -303,6 +303,7 @@ class Conversation:
             entries = resume.build(pending_unknown=pending_unknown)
         else:
             entries = tuple(resume or ())
+        entries = without_abandoned_payloads(entries)
         # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14).
         check_resume(open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown)
         _warn_absent_payloads(entries)

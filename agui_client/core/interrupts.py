@@ -97,13 +97,82 @@ _EARLIEST: Final = datetime.min.replace(tzinfo=timezone.utc)
 _LATEST: Final = datetime.max.replace(tzinfo=timezone.utc)
 
 
+# The other forms read are those a date means without guessing: HTTP's (RFC 9110 section 5.6.7: the
+# preferred IMF-fixdate, which JavaScript's toUTCString writes, and the obsolete RFC 850 and asctime
+# forms every HTTP recipient must read), the Internet Message Format's date-time that IMF-fixdate is a
+# profile of (RFC 5322 section 3.3: a numeric zone, the obsolete zone names, a two-digit year), and
+# JavaScript's toString form, the other form ECMA-262 requires the reference's parser to read back.
+# Names are read in any case, as the reference reads them; the parts are separated as the grammars say.
+_WEEKDAY = r"(?:mon|tue|wed|thu|fri|sat|sun)"
+_MONTH = r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+_CLOCK = r"(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})"
+_HTTP_FORMS = tuple(re.compile(form, re.IGNORECASE | re.ASCII) for form in (
+    # IMF-fixdate and RFC 5322: [Mon, ]01 Jun 2026 11:00[:00] GMT|+0200|EST …
+    rf"(?:{_WEEKDAY}, )?(?P<day>[0-9]{{1,2}}) {_MONTH} (?P<year>[0-9]{{4}}|[0-9]{{2}}) "
+    rf"{_CLOCK}(?::(?P<sec>[0-9]{{2}}))? (?P<zone>[+-][0-9]{{4}}|ut|gmt|z|[ecmp][sd]t)",
+    # RFC 850: Monday, 01-Jun-26 11:00:00 GMT (and the cookie form, Mon, 01-Jun-2026 11:00:00 GMT)
+    rf"(?:{_WEEKDAY}|monday|tuesday|wednesday|thursday|friday|saturday|sunday), (?P<day>[0-9]{{2}})-{_MONTH}-"
+    rf"(?P<year>[0-9]{{4}}|[0-9]{{2}}) {_CLOCK}:(?P<sec>[0-9]{{2}}) (?P<zone>gmt)",
+    # asctime: Mon Jun  1 11:00:00 2026 (no zone: an HTTP-date is always UTC; one space before a
+    # one-digit day is read too, as the reference reads it: the value is no less clear)
+    rf"{_WEEKDAY} {_MONTH} (?P<day>[0-9]{{2}}| ?[0-9]) {_CLOCK}:(?P<sec>[0-9]{{2}}) (?P<year>[0-9]{{4}})",
+    # JavaScript's toString: Mon Jun 01 2026 11:00:00 GMT+0200 (Central European Summer Time)
+    rf"{_WEEKDAY} {_MONTH} (?P<day>[0-9]{{2}}) (?P<year>[0-9]{{4}}) {_CLOCK}:(?P<sec>[0-9]{{2}}) "
+    r"gmt(?P<zone>[+-][0-9]{4})(?: \([^()]*\))?",
+))
+_MONTHS: Final = {name: n for n, name in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
+# RFC 5322's obsolete zone names (its military letters are left out: RFC 5322 itself says their sign was
+# never agreed on, and the reference does not read them).
+_ZONE_HOURS: Final = {"ut": 0, "gmt": 0, "z": 0, "est": -5, "edt": -4, "cst": -6, "cdt": -5, "mst": -7,
+                      "mdt": -6, "pst": -8, "pdt": -7}
+
+
+def _read_http(value: str) -> datetime | None:
+    """An HTTP-date, RFC 5322 date-time or JavaScript ``toString`` value as an aware UTC datetime, else ``None``."""
+    for form in _HTTP_FORMS:
+        match = form.fullmatch(value)
+        if match is not None:
+            break
+    else:
+        return None
+    year = int(match["year"])
+    if len(match["year"]) == 2:
+        # RFC 5322's obsolete two-digit year (and RFC 850's), with its fixed pivot, which is the
+        # reference's too: 00-49 are 2000-2049, 50-99 are 1950-1999. RFC 9110 would slide the pivot with
+        # the clock (a year more than 50 years ahead is the past century's); reading it here would need
+        # the clock inside the parser, and the two differ only for an expiry 24 years away or more.
+        year += 2000 if year < 50 else 1900
+    zone = (match.groupdict().get("zone") or "gmt").lower()
+    if zone in _ZONE_HOURS:
+        offset = timedelta(hours=_ZONE_HOURS[zone])
+    else:
+        hours, minutes = int(zone[1:3]), int(zone[3:])
+        if minutes > 59:
+            return None
+        offset = (1 if zone[0] == "+" else -1) * timedelta(hours=hours, minutes=minutes)
+    second = int(match["sec"] or 0)
+    if second > 60:
+        return None
+    # A leap second is the next second, as in the ISO form; the weekday is not checked against the
+    # date, as the reference does not check it.
+    extra = timedelta(seconds=1) if second == 60 else timedelta(0)
+    try:
+        local = datetime(year, _MONTHS[match["month"].lower()], int(match["day"]), int(match["hour"]),
+                         int(match["minute"]), min(second, 59))
+        return (local - offset + extra).replace(tzinfo=timezone.utc)
+    except (ValueError, OverflowError):
+        # An impossible date or time (31 Jun, 25:00), as for the ISO form; year 0000 is none either.
+        return None
+
+
 def _read(value: str) -> tuple[datetime | None, bool]:
     """``value`` as an aware UTC datetime (``None`` if unreadable), and whether it named no zone."""
     # Lowercase t/z are RFC 3339 and the reference accepts them; Python's parsers do not all do so.
     normal = value.upper()
     match = _ISO_FORM.fullmatch(normal)
     if match is None:
-        return None, False
+        return _read_http(value), False
     extra = timedelta(0)
     if match["sec"] == "60":
         # A leap second (B253): no Python parser accepts second 60, and the instant it names is the
@@ -160,12 +229,24 @@ def parse_expires_at(value: str) -> datetime | None:
     beyond microseconds are truncated; a leap second ``…:60`` is the next second; ``24:00:00`` is the
     next day's midnight.
 
+    Also read, as the reference reads them: HTTP's dates (RFC 9110), that is the ``Expires`` header's
+    ``Mon, 01 Jun 2026 11:00:00 GMT`` and its obsolete forms ``Monday, 01-Jun-26 11:00:00 GMT``
+    (RFC 850; also with a four-digit year, as cookies write it) and ``Mon Jun  1 11:00:00 2026``
+    (asctime, which is UTC: the reference reads it as host-local time); RFC 5322's date-time that
+    the first is a profile of (no weekday, ``1 Jun``, no seconds, a ``+0200`` zone, ``UT``,
+    ``EST``/``EDT``, ``CST``/``CDT``, ``MST``/``MDT``, ``PST``/``PDT``, a two-digit year: 00-49 are
+    2000-2049, 50-99 are 1950-1999); and JavaScript's ``Date.prototype.toString`` form
+    ``Mon Jun 01 2026 11:00:00 GMT+0200 (Central European Summer Time)``. Names may be in any case;
+    the weekday is not checked against the date (the reference does not check it).
+
     Args:
         value: the ``expiresAt`` string.
 
     Returns:
         The instant in UTC, or ``None`` when the value is not such a date: impossible dates
-        (``2026-02-30``), surrounding whitespace, ISO week dates, the empty string, anything else.
+        (``2026-02-30``, ``31 Jun 2026``), surrounding whitespace, ISO week dates, the empty string,
+        the forms only a JavaScript engine's own heuristics read (``2026/06/01``, ``June 1, 2026``),
+        anything else (README: "How `expiresAt` is read").
     """
     if not isinstance(value, str):
         return None
@@ -406,6 +487,23 @@ def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeE
     refusal = _find_problems(tuple(open_interrupts), tuple(entries), _clock(now), pending_unknown)
     if refusal is not None:
         raise refusal
+
+
+def without_abandoned_payloads(entries: Sequence[ResumeEntry]) -> tuple[ResumeEntry, ...]:
+    """``entries`` with the payload of each abandoning (``cancelled``) entry dropped, and an ``IR-11``
+    warning naming the interrupt.
+
+    Abandoning answers nothing: an agent reading the payload of a cancelled entry would act on an answer
+    the caller abandoned. The caller's own entry objects are left as they are; what is sent has none.
+    """
+    out = []
+    for entry in entries:
+        if entry.status == "cancelled" and entry.payload is not None:
+            _warn("IR-11", f"the cancelled entry for interrupt {_entry_key(entry)!r} carries a payload: dropped "
+                           "(abandoning answers nothing; answer with status 'resolved' to send it)")
+            entry = attrs.evolve(entry, payload=None)
+        out.append(entry)
+    return tuple(out)
 
 
 def _warn_absent_payloads(entries: Sequence[ResumeEntry]) -> None:

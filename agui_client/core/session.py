@@ -185,6 +185,31 @@ class RunSession:
         self._document = self.state.document
         # What one response's patches may copy is bounded whatever number of runs it holds.
         self._document.new_response()
+        if run_input is not None and run_input.resume:
+            self._check_continuity(run_input)
+
+    def _check_continuity(self, run_input: rn.RunAgentInput) -> None:
+        # A resuming run carries the accumulated messages and the state the interrupted run left behind,
+        # as any next run does (IR-21): the agent need keep nothing between runs, so one sent less
+        # continues from a conversation it no longer sees. ``Thread.run`` builds such an input; one built
+        # by hand may not. Warned, not refused: the session does not send, so by the time it is given the
+        # input it may already be on the wire, and an agent that keeps the thread itself may be sent less.
+        held = self.state.input_message_ids()
+        if held:
+            sent = {message.id for message in run_input.messages}
+            missing = [message_id for message_id in held if message_id not in sent]
+            if missing:
+                which = (f"none of the thread's {len(held)} messages" if len(missing) == len(held) else
+                         f"{len(missing)} of the thread's {len(held)} messages (first {missing[0]!r})")
+                self.warnings.append(StreamWarning(
+                    code="IR-21", message=f"the resuming input carries {which}: the agent continues the "
+                    "interrupted run without them (a resuming input carries the accumulated messages, as "
+                    "Thread.run sends them)", pointer="/messages", run_id=run_input.run_id))
+        if run_input.state in (None, {}) and self._document.value not in (None, {}):
+            self.warnings.append(StreamWarning(
+                code="IR-21", message="the resuming input carries no state while the thread holds the state "
+                "the interrupted run left: the agent continues without it (a resuming input carries it, as "
+                "Thread.run sends it)", pointer="/state", run_id=run_input.run_id))
 
     # -- feeding ------------------------------------------------------------------------------------
 
@@ -400,6 +425,9 @@ class RunSession:
                 continue
             if found:
                 self._add_warnings(found, index, kind)
+            if type(item) is ev.RunStartedEvent and self.run_input is not None \
+                    and len(state.runs) > self._first_run_index:
+                self._another_run(item, index)
             folded = state.apply(item, adopt=adopt)
             if folded:
                 self._add_warnings(folded, index, kind)
@@ -419,6 +447,19 @@ class RunSession:
                 self._add_warnings([StreamWarning(
                     code="LC-08", message=f"RUN_STARTED runId {event.run_id!r} differs from the request's "
                     f"{expected.run_id!r}", pointer="/runId")], index, event.TYPE)
+
+    def _another_run(self, event: ev.RunStartedEvent, index: int) -> None:
+        # LC-06 lets a stream hold one run after another (a recording of a conversation), and the second
+        # is read as a run of its own. A response to one request normally holds one run, so there it is
+        # said: the result reports the last run, and the caller may be looking for the first.
+        runs = self.state.runs[self._first_run_index:]
+        before = runs[-1]
+        ended = "failed with RUN_ERROR" if before.outcome == "error" else (
+            f"finished ({before.outcome})" if before.outcome is not None else "ended")
+        self._add_warnings([StreamWarning(
+            code="LC-06", message=f"a second run in one response: run {event.run_id!r} (run {len(runs) + 1} of "
+            f"this response) started after run {before.run_id!r} {ended}; one request normally yields one run, "
+            f"and the result reports the last", pointer="/runId", run_id=event.run_id)], index, event.TYPE)
 
     def end(self) -> RunResult:
         """The stream ended: close open chunk lanes, check the run terminated, and return the result.

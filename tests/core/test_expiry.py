@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agui_client.wire.sink import collect_warnings
-from agui_client.errors import AguiWarning
-from agui_client.core.interrupts import is_expired, parse_expires_at
-from agui_client.types.run import Interrupt
+from agui_client.errors import AguiWarning, ExpiredInterruptAnswered
+from agui_client.core.interrupts import check_resume, is_expired, parse_expires_at
+from agui_client.types.run import Interrupt, ResumeEntry
 
 __all__: list[str] = []
 
@@ -284,3 +284,107 @@ def test_no_string_crashes_the_judgement(value: str) -> None:
         verdict = is_expired(interrupt(value), NOW)
     instant = parse_expires_at(value)
     assert verdict is (instant is not None and instant <= NOW)
+
+
+# HTTP's dates (the Expires header's forms), RFC 5322's and JavaScript's toString form: value, instant, expired
+# at NOW. Each instant is the one the reference reads (checked under Node 20 with TZ=UTC), except where the
+# id says "differs" (README, "How `expiresAt` is read").
+HTTP_DATES = [
+    pytest.param("Mon, 01 Jun 2026 11:00:00 GMT", datetime(2026, 6, 1, 11, tzinfo=UTC), True, id="imf-fixdate"),
+    pytest.param("Tue, 01 Dec 2026 11:00:00 GMT", datetime(2026, 12, 1, 11, tzinfo=UTC), False,
+                 id="imf-fixdate-future"),
+    pytest.param("Monday, 01-Jun-26 11:00:00 GMT", datetime(2026, 6, 1, 11, tzinfo=UTC), True, id="rfc850"),
+    pytest.param("Tuesday, 01-Dec-26 11:00:00 GMT", datetime(2026, 12, 1, 11, tzinfo=UTC), False,
+                 id="rfc850-future"),
+    pytest.param("Monday, 01-Jun-50 11:00:00 GMT", datetime(1950, 6, 1, 11, tzinfo=UTC), True,
+                 id="rfc850-year-50-is-1950"),
+    pytest.param("Mon, 01-Jun-2026 11:00:00 GMT", datetime(2026, 6, 1, 11, tzinfo=UTC), True,
+                 id="cookie-four-digit-year"),
+    pytest.param("Mon Jun  1 11:00:00 2026", datetime(2026, 6, 1, 11, tzinfo=UTC), True, id="asctime-differs-utc"),
+    pytest.param("Tue Dec  1 11:00:00 2026", datetime(2026, 12, 1, 11, tzinfo=UTC), False,
+                 id="asctime-future-differs-utc"),
+    pytest.param("Mon Jun 1 11:00:00 2026", datetime(2026, 6, 1, 11, tzinfo=UTC), True, id="asctime-one-space"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 +0200", datetime(2026, 6, 1, 9, tzinfo=UTC), True, id="rfc5322-offset"),
+    pytest.param("Mon, 30 Nov 2026 01:00:00 +0200", datetime(2026, 11, 29, 23, tzinfo=UTC), True,
+                 id="rfc5322-offset-past-in-utc"),
+    pytest.param("Sun, 29 Nov 2026 20:00:00 -0500", datetime(2026, 11, 30, 1, tzinfo=UTC), False,
+                 id="rfc5322-negative-offset-future-in-utc"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 -0000", datetime(2026, 6, 1, 11, tzinfo=UTC), True, id="rfc5322-minus-0"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 EST", datetime(2026, 6, 1, 16, tzinfo=UTC), True, id="rfc5322-est"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 PDT", datetime(2026, 6, 1, 18, tzinfo=UTC), True, id="rfc5322-pdt"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 UT", datetime(2026, 6, 1, 11, tzinfo=UTC), True, id="rfc5322-ut"),
+    pytest.param("01 Jun 2026 11:00 GMT", datetime(2026, 6, 1, 11, tzinfo=UTC), True, id="rfc5322-no-weekday-seconds"),
+    pytest.param("Mon, 1 Jun 26 11:00:00 GMT", datetime(2026, 6, 1, 11, tzinfo=UTC), True,
+                 id="rfc5322-one-digit-day-two-digit-year"),
+    pytest.param("mon, 30 nov 2026 00:00:00 gmt", NOW, True, id="lowercase-equal-to-now"),
+    pytest.param("Mon, 30 Nov 2026 00:00:01 GMT", NOW + timedelta(seconds=1), False, id="a-second-after-now"),
+    pytest.param("Tue, 01 Jun 2026 11:00:00 GMT", datetime(2026, 6, 1, 11, tzinfo=UTC), True,
+                 id="weekday-not-checked"),
+    pytest.param("Mon, 01 Jun 2026 11:00:60 GMT", datetime(2026, 6, 1, 11, 1, tzinfo=UTC), True,
+                 id="leap-second-differs-next-second"),
+    pytest.param("Mon Jun 01 2026 11:00:00 GMT+0200 (Central European Summer Time)",
+                 datetime(2026, 6, 1, 9, tzinfo=UTC), True, id="javascript-tostring"),
+    pytest.param("Tue Dec 01 2026 11:00:00 GMT-0500", datetime(2026, 12, 1, 16, tzinfo=UTC), False,
+                 id="javascript-tostring-no-zone-name"),
+]
+
+
+@pytest.mark.parametrize(("value", "instant", "expired"), HTTP_DATES)
+def test_http_dates_name_their_utc_instant_and_expire_when_now_or_earlier(
+    value: str, instant: datetime, expired: bool
+) -> None:
+    # filterwarnings=error: a form read as a date gives no warning.
+    assert parse_expires_at(value) == instant
+    assert is_expired(interrupt(value), NOW) is expired
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata", "America/New_York"])
+def test_asctime_is_utc_wherever_the_host_is(zone: str) -> None:
+    # An HTTP-date is UTC by definition; the reference reads asctime as host-local time.
+    with host_zone(zone):
+        assert parse_expires_at("Mon Nov 30 00:00:00 2026") == NOW
+
+
+def test_an_expired_http_date_refuses_a_resolved_answer_and_lets_it_be_abandoned() -> None:
+    # The item-12 defect: read as no date, the interrupt never expired and its answer was sent.
+    asked = Interrupt(id="approve", reason="approval", expires_at="Mon, 01 Jun 2026 11:00:00 GMT")
+    with pytest.raises(ExpiredInterruptAnswered) as caught:
+        check_resume([asked], [ResumeEntry(interrupt_id="approve", status="resolved", payload=True)], now=NOW)
+    assert caught.value.ids == ("approve",)
+    check_resume([asked], [ResumeEntry(interrupt_id="approve", status="cancelled")], now=NOW)
+
+
+UNREADABLE_HTTP = [
+    pytest.param("Mon, 31 Jun 2026 11:00:00 GMT", id="jun-31-differs"),
+    pytest.param("Mon, 30 Feb 2026 11:00:00 GMT", id="feb-30-differs"),
+    pytest.param(" Mon, 01 Jun 2026 11:00:00 GMT", id="leading-space-differs"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 GMT ", id="trailing-space-differs"),
+    pytest.param("Mon,  01 Jun 2026 11:00:00 GMT", id="two-spaces-differs"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00", id="no-zone-differs"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 CET", id="zone-name-rfc5322-lacks"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 A", id="military-zone"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 +0260", id="offset-minutes-out-of-range-differs"),
+    pytest.param("Mon, 01 Jun 2026 24:00:00 GMT", id="hour-24-differs"),
+    pytest.param("Mon, 01 Jun 2026 11:00:61 GMT", id="second-61-differs"),
+    pytest.param("Mon, 01 Jun 126 11:00:00 GMT", id="three-digit-year-differs"),
+    pytest.param("Sat, 01 Jan 0000 00:00:00 GMT", id="year-0000-differs"),
+    pytest.param("Mun, 01 Jun 2026 11:00:00 GMT", id="no-such-weekday-differs"),
+    pytest.param("Mon, 01 Jux 2026 11:00:00 GMT", id="no-such-month"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 GMT+0200", id="gmt-and-offset-differs"),
+    pytest.param("Mon, ٠١ Jun 2026 11:00:00 GMT", id="non-ascii-digits-differs"),
+    pytest.param("Mon, 01 Jun 2026 11:00:00 ＧＭＴ", id="fullwidth-zone"),
+    pytest.param("ſun, 01 Jun 2026 11:00:00 GMT", id="long-s-is-not-s-differs"),
+    pytest.param("2026/06/01 11:00:00", id="slashes-differs"),
+    pytest.param("06/01/2026", id="us-date-differs"),
+    pytest.param("June 1, 2026", id="written-out-differs"),
+    pytest.param("1780311600", id="epoch-seconds"),
+]
+
+
+@pytest.mark.parametrize("value", UNREADABLE_HTTP)
+def test_other_forms_never_expire_and_warn_once_naming_the_interrupt(value: str) -> None:
+    assert parse_expires_at(value) is None
+    with collect_warnings() as sink:
+        assert is_expired(interrupt(value, id="ask-43"), datetime.max) is False
+    assert [w.code for w in sink.items] == ["IR-18"]
+    assert "ask-43" in sink.items[0].message

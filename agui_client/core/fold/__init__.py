@@ -209,6 +209,10 @@ class ThreadState:
         """The messages a next run's input carries: activity messages excluded (AC-06)."""
         return self.log.input_messages()
 
+    def input_message_ids(self) -> list[str]:
+        """The ids of :meth:`input_messages`, in order, without making the messages."""
+        return self.log.input_message_ids()
+
     def __iter__(self) -> Iterator[msg.Message]:
         return iter(self.messages)
 

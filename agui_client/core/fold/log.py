@@ -64,6 +64,14 @@ class MessageLog:
             self._view_at = self.changes
         return self._view
 
+    def input_message_ids(self) -> list[str]:
+        """The ids of the messages a next run's input carries (activity messages excluded), in order.
+
+        Read from what the log holds, JSON or entry: nothing is made.
+        """
+        return [held["id"] if type(held) is dict else held.id  # type: ignore[union-attr]
+                for held in self.entries if role_of(held) != "activity"]
+
     def messages_for(self, message_ids: Iterable[str]) -> tuple[msg.Message, ...]:
         """The messages with these ids (a run's new messages: all of a large snapshot's), frozen.
 

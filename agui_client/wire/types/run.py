@@ -53,7 +53,11 @@ class Context:
 
 @frozen(kw_only=True)
 class ResumeEntry:
-    """Answers (``resolved``) or abandons (``cancelled``) one interrupt of the run being continued."""
+    """Answers (``resolved``) or abandons (``cancelled``) one interrupt of the run being continued.
+
+    An abandoning entry answers nothing: a thread sends one given a payload without it, with an
+    ``IR-11`` warning naming the interrupt.
+    """
 
     interrupt_id: str
     status: ResumeStatus
