@@ -14,7 +14,7 @@ documents and patches.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "DEFAULT_RUN_COPY_ALLOWANCE",
@@ -345,7 +345,8 @@ def _change(parent: Any, key: str, name: str, value: Any, undo: list[_Undo] | No
 
 
 def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAULT_COPY_BUDGET,
-                adopt_values: bool = False, copy_allowance: list[int] | None = None) -> Any:
+                adopt_values: bool = False, copy_allowance: list[int] | None = None,
+                vet: Callable[[Sequence[Any]], None] | None = None) -> Any:
     """Apply an RFC 6902 patch to ``document`` in place, all or nothing; returns the new document.
 
     Use the returned value: an operation on the root (``""``) returns a new document. On failure
@@ -362,6 +363,12 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
     its walk reaches it, and what it walked stays spent, as do the copies of a patch undone for any
     other reason (the work was done).
 
+    ``vet`` is a check of the patch's shape that its caller has not run yet (the decoder's, for a patch
+    folded straight from its JSON). It runs once, before any operation but a plain add, replace or
+    remove below the root, and before a failure is reported: a patch applied wholly by those, which no
+    shape check refuses (each is an object naming a known operation on a valid pointer, with its
+    ``value``), never pays for it. What it raises propagates, the document unchanged.
+
     Raises:
         PatchFailed: an operation did not apply (``op_index`` says which); the document is unchanged.
     """
@@ -376,10 +383,14 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
                 try:
                     _simple_op(document, name, path, op, None if adopt_values else [copy_budget], None)
                 except _Fail as exc:
-                    raise PatchFailed(str(exc), 0, exc.rule) from None
+                    failed = PatchFailed(str(exc), 0, exc.rule)
                 except RecursionError:
-                    raise PatchFailed("value nested too deeply to copy", 0) from None
-                return document
+                    failed = PatchFailed("value nested too deeply to copy", 0)
+                else:
+                    return document
+                if vet is not None:  # (a failing operation changed nothing: the shape is judged first)
+                    vet(patch)
+                raise failed from None
     budget = None if adopt_values else [copy_budget]
     # The commonest operations (add, replace, remove below the root, no escapes) are applied here,
     # recording their undo entries (the last needs none: a failing operation changes nothing itself);
@@ -396,14 +407,30 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
                         and len(path) > 1 and path[0] == "/" and "~" not in path:
                     _simple_op(document, name, path, op, budget, undo if i < last else None)
                     continue
+            if vet is not None:
+                _vetted(vet, patch, document, undo)
+                vet = None
             return _apply_general(document, patch, i, undo, budget, copy_budget, copy_allowance)
     except _Fail as exc:
         _rollback(document, undo)
-        raise PatchFailed(str(exc), i, exc.rule) from None
+        failed = PatchFailed(str(exc), i, exc.rule)
     except RecursionError:
         _rollback(document, undo)
-        raise PatchFailed("value nested too deeply to copy", i) from None
-    return document
+        failed = PatchFailed("value nested too deeply to copy", i)
+    else:
+        return document
+    if vet is not None:
+        vet(patch)
+    raise failed from None
+
+
+def _vetted(vet: Callable[[Sequence[Any]], None], patch: Sequence[Any], document: Any, undo: list[_Undo]) -> None:
+    """``vet(patch)``, with the operations applied so far undone when it refuses the patch."""
+    try:
+        vet(patch)
+    except BaseException:
+        _rollback(document, undo)
+        raise
 
 
 def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_Undo], budget: list[int] | None,

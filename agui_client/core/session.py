@@ -740,7 +740,13 @@ def _step_finished(session: RunSession, index: int, step_name: str, subagent_run
 
 def _state_delta(session: RunSession, index: int, delta: list[Any], subagent_run_id: str | None = None,
                  timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    found = session._document.delta(delta, True)
+    # The decoder's check of the patch (codec.CHECKS) is asked of the applier, which runs it only for a
+    # patch that is not wholly plain add/replace/remove operations (which it cannot refuse) or that
+    # fails: a refused one steps back, the document unchanged, and the typed path says why.
+    try:
+        found = session._document.delta(delta, True, _VET_DELTA)
+    except codec.FieldError:
+        raise codec.Fallback from None
     if found:
         session._add_warnings(found, index, "STATE_DELTA")
 
@@ -760,6 +766,9 @@ def _held(items: Any) -> Roster:
     if not codec.held_messages(items):
         raise codec.Fallback
     return Roster.of_wire(items)
+
+
+_VET_DELTA = codec.patch_vet("delta")
 
 
 def _fronts() -> dict[str, Any]:
@@ -788,7 +797,7 @@ def _fronts() -> dict[str, Any]:
         # The reader passes the event's fields positionally, in the class's order: the route must name them so.
         parameters = list(inspect.signature(route).parameters)[2:]
         assert parameters == [a.name for a in attrs.fields(cls)], (route.__name__, parameters)
-        front = codec.front(cls, route, overrides)
+        front = codec.front(cls, route, overrides, vetted=route is _state_delta)
         if front is not None:
             table[cls.TYPE] = front
     return table

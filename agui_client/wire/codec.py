@@ -741,9 +741,18 @@ def constructor(cls: type) -> Callable[..., Any]:
 
 
 def front(cls: type, route: Callable[..., Any],
-          overrides: Mapping[str, Callable[[Any], Any]] | None = None) -> derive.Router | None:
+          overrides: Mapping[str, Callable[[Any], Any]] | None = None, *, vetted: bool = False) -> derive.Router | None:
     """A fast front-end reader for an event class (see :meth:`~agui_client.wire.derive.Derived.router`)."""
-    return _derived.router(cls, route, overrides)
+    return _derived.router(cls, route, overrides, vetted=vetted)
+
+
+def patch_vet(field_name: str) -> Callable[[Any], None]:
+    """The check of an event's JSON Patch member as a function of the patch alone, raising
+    :class:`FieldError` (the one rule of ``CHECKS``, for an applier that asks for it only when it must:
+    see :func:`~agui_client.core.patch.apply_patch`'s ``vet``)."""
+    def vet(patch: Any) -> None:
+        _check_patch(patch, field_name)
+    return vet
 
 
 def held_messages(items: Any) -> bool:

@@ -146,7 +146,7 @@ class Derived:
         return self._derive(t, _VALIDATE)
 
     def router(self, cls: type, route: Callable[..., Any],
-               overrides: Mapping[str, Callable[[Any], Any]] | None = None) -> Router | None:
+               overrides: Mapping[str, Callable[[Any], Any]] | None = None, *, vetted: bool = False) -> Router | None:
         """A front-end reader for ``cls``: ``front(value, session, index)`` calls
         ``route(session, index, *fields)`` with the values of a plain ``value`` as the event would hold
         them (every field of the class, in the class's order, an absent one as its default), or raises
@@ -157,11 +157,13 @@ class Derived:
             route: the function the values go to.
             overrides: per wire name, a reader to use instead of the field's own (a snapshot's messages
                 kept as JSON, a patch kept as the list it arrived as).
+            vetted: the route runs the class's check itself, when it needs its verdict (raising
+                :class:`Fallback` when the check refuses), so the reader does not.
         """
         fields = self._fields(cls, _ROUTE, overrides or {})
         if fields is None:
             return None
-        made = self._class(cls, fields, _ROUTE, route)
+        made = self._class(cls, fields, _ROUTE, route, vetted=vetted)
         assert isinstance(made, Router)
         return made
 
@@ -357,7 +359,7 @@ class Derived:
         return class_list
 
     def _class(self, cls: type, fields: dict[str, Field], mode: str,
-               route: Callable[..., Any] | None) -> Callable[..., Any]:
+               route: Callable[..., Any] | None, *, vetted: bool = False) -> Callable[..., Any]:
         """A reader specialised on the *shape* of the object (its keys, in order).
 
         Each shape seen gets its own generated function that reads exactly those keys and passes
@@ -366,7 +368,7 @@ class Derived:
         """
         policy = self.policy
         tag = policy.tag_of(cls)
-        check = policy.checks.get(cls)
+        check = None if vetted else policy.checks.get(cls)
         # Keys that are no field: the tag (any non-null value where a union dispatched on it, and the
         # class's check decides the rest), and for a tagged class the other tag name, which the checked
         # path ignores. A validated object holds its own tag and nothing else: its JSON is its wire form.

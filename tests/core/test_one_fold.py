@@ -29,6 +29,7 @@ from agui_client.core.fold.streams import Streams
 from agui_client.core.roster import Roster
 from agui_client.core.session import RunSession
 from agui_client.core.verify import RunVerifier
+from agui_client.wire.codec import Fallback
 
 #: The handlers of each part: every public method that is not a property or the typed entry itself.
 _HANDLED: dict[type, tuple[str, ...]] = {
@@ -81,8 +82,15 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
                     return _original(self, *args)  # (it has nothing to do then: see below)
                 bound = dict(zip(_parameters, args, strict=False))
                 bound.pop("adopt", None)  # (the front-end adopts what it parsed; so does the typed path here)
+                bound.pop("vet", None)  # (the decoder's check, which the typed path ran before the call)
                 calls.append((_name, {k: _plain(v) for k, v in bound.items()}))
-                return _original(self, *args)
+                try:
+                    return _original(self, *args)
+                except Fallback:
+                    # The front-end stepped back, the part unchanged (a patch the decoder's check, asked
+                    # only when needed, refuses): no call took effect, and the typed path goes on.
+                    calls.pop()
+                    raise
             monkeypatch.setattr(cls, name, spy)
     return calls
 

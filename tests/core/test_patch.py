@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from patch_oracle import reference_apply
 
 from agui_client.core.patch import PatchFailed, apply_patch
+from agui_client.wire.codec import FieldError, _check_patch
 
 
 def test_operations_apply_in_place_and_in_order() -> None:
@@ -189,3 +190,56 @@ def test_copies_spend_an_allowance_across_patches_and_an_undone_patch_keeps_it_s
                           {"op": "copy", "from": "/l", "path": "/c"}], copy_allowance=[10**9], copy_budget=15)
     apply_patch(doc, [{"op": "copy", "from": "/s", "path": "/e"}])  # no allowance given: unbounded across patches
     assert set(doc) == {"s", "a", "b", "e"}
+
+
+# --- the decoder's check asked only when needed (``vet``) ------------------------------------------
+
+def _vet_counting() -> tuple[list[int], Any]:
+    asked: list[int] = []
+
+    def vet(patch: Any) -> None:
+        asked.append(1)
+        _check_patch(patch, "delta")
+    return asked, vet
+
+
+def test_a_patch_of_plain_operations_never_asks_for_the_check() -> None:
+    asked, vet = _vet_counting()
+    document = {"a": 1, "b": [1]}
+    for patch in ([{"op": "replace", "path": "/a", "value": 2}],
+                  [{"op": "add", "path": "/b/-", "value": 3}, {"op": "remove", "path": "/a"}]):
+        document = apply_patch(document, patch, vet=vet)
+    assert document == {"b": [1, 3]} and asked == []
+
+
+@pytest.mark.parametrize("patch", [
+    [{"op": "add", "path": "/x", "value": 1}, {"op": "test", "path": "/x"}],  # (test without its value)
+    [{"op": "add", "path": "/x", "value": 1}, {"op": "move", "path": "/y", "from": "/a~2"}],
+    [{"op": "add", "path": "/x"}],  # (a plain operation that fails: judged before it is reported)
+    [{"op": "add", "path": "/x", "value": 1}, {"op": "copy", "path": "/y"}],
+])
+def test_a_patch_the_check_refuses_is_refused_by_it_with_the_document_unchanged(patch: list[Any]) -> None:
+    asked, vet = _vet_counting()
+    document = {"a": 1}
+    with pytest.raises(FieldError):
+        apply_patch(document, patch, vet=vet)
+    assert document == {"a": 1} and asked == [1]
+
+
+def test_a_failing_patch_the_check_accepts_fails_as_it_would_without_it() -> None:
+    asked, vet = _vet_counting()
+    document = {"a": 1}
+    with pytest.raises(PatchFailed) as caught:
+        apply_patch(document, [{"op": "add", "path": "/b", "value": 1}, {"op": "remove", "path": "/missing"}],
+                    vet=vet)
+    assert document == {"a": 1} and caught.value.op_index == 1 and asked == [1]
+
+
+@given(st.lists(st.fixed_dictionaries({"op": st.sampled_from(["add", "replace", "remove"]),
+                                        "path": st.text(min_size=1).map(lambda t: "/" + t)},
+                                       optional={"value": st.integers()}), min_size=1, max_size=4))
+def test_every_operation_the_applier_takes_as_plain_passes_the_check(ops: list[dict[str, Any]]) -> None:
+    # What lets a vetted patch of plain operations skip the check: the applier's plain test is stricter.
+    plain = [op for op in ops if "~" not in op["path"] and len(op["path"]) > 1
+             and (op["op"] == "remove" or "value" in op)]
+    _check_patch(plain, "delta")  # (raises if the rule were looser than the applier's)

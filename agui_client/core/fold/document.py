@@ -8,7 +8,7 @@ changes under it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import StreamWarning
@@ -139,11 +139,14 @@ class StateDocument:
         self.changed()
         return _NO_WARNINGS
 
-    def delta(self, ops: Sequence[Any], adopt: bool) -> Sequence[StreamWarning]:
+    def delta(self, ops: Sequence[Any], adopt: bool,
+              vet: Callable[[Sequence[Any]], None] | None = None) -> Sequence[StreamWarning]:
         """STATE_DELTA: the patch applied in place and atomically; one that does not apply changes
-        nothing and leaves the document out of sync with the producer's."""
+        nothing and leaves the document out of sync with the producer's. ``vet``: the decoder's check of
+        the patch's shape, when it was not run (see :func:`~agui_client.core.patch.apply_patch`); what
+        it raises propagates, the document unchanged."""
         try:
-            self.value = apply_patch(self.value, ops, adopt_values=adopt, copy_allowance=self.allowance)
+            self.value = apply_patch(self.value, ops, adopt_values=adopt, copy_allowance=self.allowance, vet=vet)
         except PatchFailed as exc:
             self.in_sync = False
             return (StreamWarning(code="SP-06/AGUI302" if exc.rule == "SP-06" else f"{exc.rule}/AGUI303",
