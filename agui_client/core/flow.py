@@ -602,17 +602,17 @@ class Conversation:
         except BaseException:
             if self._preclaimed is None and self._version != before:
                 self._preclaimed = self._version  # (the claim landed as the interruption came)
-            yield from self._drop_preclaim()
+            yield from self._release_preclaimed()
             raise
 
     def _run_claimed(self, message: MessageInput, arguments: Mapping[str, Any]) -> Flow[RunResult]:
         try:
             result: RunResult = yield Run(message, arguments)
         finally:
-            yield from self._drop_preclaim()  # (a no-op once the run took the claim over)
+            yield from self._release_preclaimed()  # (a no-op once the run took the claim over)
         return result
 
-    def _drop_preclaim(self) -> Flow[None]:
+    def _release_preclaimed(self) -> Flow[None]:
         claimed, self._preclaimed = self._preclaimed, None
         if claimed is not None:
             yield from self._release(claimed, logged=True)
