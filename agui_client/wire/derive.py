@@ -291,8 +291,17 @@ class Derived:
             # shapes within its budget.
             members, tag = union
             get = members.get
-            shapes_of = {name: self._shapes.get(member, {}) for name, member in members.items()}.get
-            empty: dict[tuple[str, ...], Callable[[Any], Any]] = {}
+            tables = {name: self._shapes.get(member, {}) for name, member in members.items()}
+
+            def dispatch(element: dict[str, Any]) -> Callable[[Any], Any]:
+                """The member's own reader for ``element`` (whose shape is not compiled yet, or whose tag is
+                missing, unknown or unhashable: then ``Fallback``). The loops below first try the compiled
+                shape with two subscriptions, as they run once per message of a snapshot."""
+                name = element.get(tag)
+                member = get(name) if type(name) is str else None
+                if member is None:
+                    raise Fallback
+                return member
 
             if validating:
                 def union_list_valid(value: Any) -> Any:
@@ -301,15 +310,10 @@ class Derived:
                     for element in value:
                         if type(element) is not dict:
                             raise Fallback
-                        name = element.get(tag)
-                        if type(name) is not str:
-                            raise Fallback
-                        built = shapes_of(name, empty).get(tuple(element))
-                        if built is None:
-                            member = get(name)
-                            if member is None:
-                                raise Fallback
-                            built = member
+                        try:
+                            built = tables[element[tag]][tuple(element)]
+                        except (KeyError, TypeError):
+                            built = dispatch(element)
                         built(element)
                     return True
                 return union_list_valid
@@ -322,15 +326,10 @@ class Derived:
                 for element in value:
                     if type(element) is not dict:
                         raise Fallback
-                    name = element.get(tag)
-                    if type(name) is not str:
-                        raise Fallback
-                    built = shapes_of(name, empty).get(tuple(element))
-                    if built is None:
-                        member = get(name)
-                        if member is None:
-                            raise Fallback
-                        built = member
+                    try:
+                        built = tables[element[tag]][tuple(element)]
+                    except (KeyError, TypeError):
+                        built = dispatch(element)
                     append(built(element))
                 return True if validating else tuple(out)
             return union_list
@@ -343,6 +342,22 @@ class Derived:
                 return True if validating else built
             return plain_list
         shape_of = shapes.get
+
+        if validating:
+            def class_list_valid(value: Any) -> Any:
+                # (as class_list below, keeping nothing)
+                if type(value) is not list:
+                    raise Fallback
+                for element in value:
+                    if type(element) is not dict:
+                        raise Fallback
+                    built = shape_of(tuple(element))
+                    if built is None:
+                        item(element)
+                    else:
+                        built(element)
+                return True
+            return class_list_valid
 
         def class_list(value: Any) -> Any:
             # A list of one class (an assistant's tool calls): a compiled shape is used directly.
