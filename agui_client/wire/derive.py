@@ -331,7 +331,7 @@ class Derived:
                     except (KeyError, TypeError):
                         built = dispatch(element)
                     append(built(element))
-                return True if validating else tuple(out)
+                return tuple(out)  # (validating returned union_list_valid above)
             return union_list
         shapes = self._shapes.get(item)
         if shapes is None:
@@ -370,7 +370,7 @@ class Derived:
                     raise Fallback
                 built = shape_of(tuple(element))
                 append(item(element) if built is None else built(element))
-            return True if validating else tuple(out)
+            return tuple(out)  # (validating returned class_list_valid above)
         return class_list
 
     def _class(self, cls: type, fields: dict[str, Field], mode: str,

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,23 +47,11 @@ class Recorder:
 
 @contextlib.contextmanager
 def serve(app: Any) -> Iterator[str]:
-    """Run ``app`` under uvicorn on 127.0.0.1 (a free port) in a thread; yield its base URL."""
-    import uvicorn
+    """Run ``app`` under uvicorn on 127.0.0.1 (a free port) in a thread; yield its base URL.
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
+    The package's own testing server, which waits on uvicorn's start-up instead of polling for it.
+    """
+    from agui_client.testing import serve as serve_app
+
+    with serve_app(app) as server:
+        yield server.url.rstrip("/")  # (the producers' routes are appended: "/agent")
