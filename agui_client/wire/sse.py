@@ -134,7 +134,173 @@ class SSEWarning:
     index: int = attrs.field(default=0, eq=False)  # (where it is, not what: not compared)
 
 
-class SSEDecoder:
+class _EventAssembler:
+    """The WHATWG line rules: complete lines in, events out.
+
+    It holds the event being accumulated (its data lines, name and retry, where it began), the last
+    id, the number and byte offset of the next line, the count of frames dispatched and the warnings.
+    Cutting reads into lines, and taking the canonical frames past the line rules, is
+    :class:`SSEDecoder`'s part.
+    """
+
+    def __init__(self, max_event_bytes: int) -> None:
+        self.warnings: list[SSEWarning] = []
+        self._max = max_event_bytes
+        self._dispatched = 0
+        self._closed = False
+        self._line = 1  # number of the next line to apply
+        self._offset = 0  # byte offset where that line begins
+        self._data: list[bytes] = []
+        self._event: str | None = None
+        self._retry: int | None = None
+        self._event_line = 0  # 0 while the event has no field line yet
+        self._event_offset = 0
+        self._event_bytes = 0
+        self._last_id: str | None = None
+
+    def _lines(self, lines: list[bytes], eols: Iterable[int], frames: list[SSEFrame]) -> None:
+        """Apply complete lines to the decoder (``eols``: each line's line-end length)."""
+        # The loop keeps its counters in locals and writes them back on the way out.
+        data = self._data
+        limit = self._max
+        lineno = self._line
+        offset = self._offset
+        event_line = self._event_line
+        event_bytes = self._event_bytes
+        for line, eol in zip(lines, eols):  # noqa: B905 - eols may be an endless repeat()
+            if not line:
+                if event_line:
+                    frame = self._dispatch(event_line)
+                    if frame is not None:
+                        frames.append(frame)
+                    event_line = event_bytes = 0
+            elif line[0] != 58:  # not a ":" comment
+                if not event_line:
+                    event_line = lineno
+                    self._event_offset = offset
+                event_bytes += len(line)
+                if event_bytes > limit:
+                    raise self._too_big(f"an SSE event grew past {limit} bytes")
+                if line.startswith(b"data: "):
+                    data.append(line[6:])
+                elif line.startswith(b"data:"):
+                    data.append(line[5:])
+                else:
+                    self._field(line, lineno, offset)
+            lineno += 1
+            offset += len(line) + eol
+        self._line = lineno
+        self._offset = offset
+        self._event_line = event_line
+        self._event_bytes = event_bytes
+
+    def _field(self, line: bytes, lineno: int, offset: int) -> None:
+        """Apply a field line other than ``data:`` (the hot loop handles those)."""
+        if line.startswith(_BOM):
+            message = "byte-order mark inside the stream (only a leading one is stripped); line ignored"
+            self._warn("BOM", message, lineno, offset)
+            return
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":  # a bare "data" line: a data field with an empty value
+            self._data.append(value)
+        elif name == b"event":
+            self._event = self._text(value, lineno, offset) or None
+        elif name == b"id":
+            if b"\0" not in value:  # WHATWG ignores such ids (B018)
+                self._last_id = self._text(value, lineno, offset)
+        elif name == b"retry":
+            # ASCII digits only: "-1" and "abc" are ignored (B019), and so is a number too long for int()
+            if value.isdigit() and len(value) <= 4000:
+                self._retry = int(value)
+        elif line.startswith(b"{"):
+            self._warn("AGUI501", "JSON-looking line without data: prefix", lineno, offset)
+        else:
+            self._warn("AGUI501", f"unknown SSE field {self._text(name, lineno, offset)!r}", lineno, offset)
+
+    def _dispatch(self, line: int) -> SSEFrame | None:
+        """Finish the pending event at a blank line; ``line`` is its first field line."""
+        data = self._data
+        offset = self._event_offset
+        raw = data[0] if len(data) == 1 else b"\n".join(data)
+        event = self._event
+        retry = self._retry
+        data.clear()
+        self._event = self._retry = None
+        if not raw:  # WHATWG: an empty data buffer dispatches nothing (B026)
+            return None
+        if raw[0] <= 32 and not raw.strip(_JSON_WHITESPACE):
+            self._warn("AGUI501", "blank data payload dropped (read as a keep-alive)", line, offset)
+            return None
+        text = self._text(raw, line, offset)  # (a warning about it names this frame's index)
+        self._dispatched += 1
+        return SSEFrame(
+            data=text,
+            event=event,
+            id=self._last_id,
+            retry=retry,
+            line=line,
+            offset=offset,
+        )
+
+    def _text(self, raw: bytes, line: int, offset: int) -> str:
+        """Decode UTF-8, replacing malformed bytes with U+FFFD and warning once."""
+        try:
+            return raw.decode()
+        except UnicodeDecodeError:
+            self._warn("UTF8", "malformed UTF-8 replaced by U+FFFD", line, offset)
+            return raw.decode(errors="replace")
+
+    def _reset_event(self) -> None:
+        """Forget the event being accumulated (its last id stays, as WHATWG keeps it)."""
+        self._data.clear()
+        self._event = self._retry = None
+        self._event_line = self._event_bytes = 0
+
+    def _pending_frame(self) -> list[SSEFrame]:
+        """The event still pending at the end of the stream, as ``SSEDecoder.close`` describes."""
+        if not self._event_line:
+            return []
+        line, offset = self._event_line, self._event_offset
+        raw = b"\n".join(self._data)
+        event, retry = self._event, self._retry
+        self._reset_event()
+        text = self._text(raw, line, offset)
+        try:
+            complete = isinstance(json.loads(text), dict)
+        except (ValueError, RecursionError):
+            complete = False
+        if not complete:
+            self._warn("AGUI501", "truncated frame discarded: the stream ended before its blank line", line, offset)
+            return []
+        message = "truncated frame: dispatched although the stream ended before its blank line"
+        self._warn("AGUI501", message, line, offset)
+        self._dispatched += 1
+        return [
+            SSEFrame(
+                data=text,
+                event=event,
+                id=self._last_id,
+                retry=retry,
+                line=line,
+                offset=offset,
+                truncated=True,
+            )
+        ]
+
+    def _warn(self, code: str, message: str, line: int, offset: int) -> None:
+        """Note a tolerated fault; it names the index the next frame dispatched has."""
+        self.warnings.append(SSEWarning(code=code, message=message, line=line, offset=offset, index=self._dispatched))
+
+    def _too_big(self, message: str) -> LimitExceeded:
+        """Drop the pending event and close: the stream cannot be resynchronised."""
+        self._reset_event()
+        self._closed = True
+        return LimitExceeded(message, limit=self._max, index=self._dispatched, rule="TR-11")
+
+
+class SSEDecoder(_EventAssembler):
     """Incremental SSE decoder: feed it bytes, get back the frames they complete.
 
     The decoder holds at most one event's field lines plus one unfinished line, and refuses to hold
@@ -157,11 +323,8 @@ class SSEDecoder:
         """
         if max_event_bytes < 1:
             raise ValueError(f"max_event_bytes must be positive, got {max_event_bytes}")
-        self.warnings: list[SSEWarning] = []
-        self._max = max_event_bytes
+        super().__init__(max_event_bytes)
         self._bytes_seen = 0
-        self._dispatched = 0
-        self._closed = False
         self._raw = False  # set by feed_payloads() for the duration of one feed()
         self._fault: LimitExceeded | None = None  # raised by the next call (see _defer)
         # Until three bytes (or a non-BOM prefix) arrive, a leading BOM may still be in flight.
@@ -170,19 +333,10 @@ class SSEDecoder:
         self._after_cr = False
         self._edge = True  # either of the two above: feed() takes the slow door
         # A line whose end has not arrived, as the pieces its reads brought (joined once, when it ends:
-        # growing one buffer would copy a large event's start again at every read).
+        # growing one buffer would copy a large event's start again at every read). It begins at the
+        # assembler's line number and byte offset.
         self._partial: list[bytes] = []
         self._partial_size = 0
-        self._line = 1  # number of the line that ``_partial`` begins
-        self._offset = 0  # byte offset where ``_partial`` begins
-        # The event being accumulated.
-        self._data: list[bytes] = []
-        self._event: str | None = None
-        self._retry: int | None = None
-        self._event_line = 0  # 0 while the event has no field line yet
-        self._event_offset = 0
-        self._event_bytes = 0
-        self._last_id: str | None = None
 
     @property
     def frames_dispatched(self) -> int:
@@ -353,49 +507,7 @@ class SSEDecoder:
         self._at_start = False
         if self._partial:
             self._lines([b"".join(self._take_partial())], (0,), [])
-        if not self._event_line:
-            return []
-        line, offset = self._event_line, self._event_offset
-        raw = b"\n".join(self._data)
-        event, retry = self._event, self._retry
-        self._reset_event()
-        text = self._text(raw, line, offset)
-        try:
-            complete = isinstance(json.loads(text), dict)
-        except (ValueError, RecursionError):
-            complete = False
-        if not complete:
-            self.warnings.append(
-                SSEWarning(
-                    code="AGUI501",
-                    message="truncated frame discarded: the stream ended before its blank line",
-                    line=line,
-                    offset=offset,
-                    index=self._dispatched,
-                )
-            )
-            return []
-        self.warnings.append(
-            SSEWarning(
-                code="AGUI501",
-                message="truncated frame: dispatched although the stream ended before its blank line",
-                line=line,
-                offset=offset,
-                index=self._dispatched,
-            )
-        )
-        self._dispatched += 1
-        return [
-            SSEFrame(
-                data=text,
-                event=event,
-                id=self._last_id,
-                retry=retry,
-                line=line,
-                offset=offset,
-                truncated=True,
-            )
-        ]
+        return self._pending_frame()
 
     def _edge_bytes(self, chunk: bytes) -> bytes:
         """Strip a leading BOM (even one split across reads) and an LF that completes a split CRLF."""
@@ -528,145 +640,9 @@ class SSEDecoder:
         if lines:
             self._lines(lines, repeat(eol), frames)
 
-    def _lines(self, lines: list[bytes], eols: Iterable[int], frames: list[SSEFrame]) -> None:
-        """Apply complete lines to the decoder (``eols``: each line's line-end length)."""
-        # The loop keeps its counters in locals and writes them back on the way out.
-        data = self._data
-        limit = self._max
-        lineno = self._line
-        offset = self._offset
-        event_line = self._event_line
-        event_bytes = self._event_bytes
-        for line, eol in zip(lines, eols):  # noqa: B905 - eols may be an endless repeat()
-            if not line:
-                if event_line:
-                    frame = self._dispatch(event_line)
-                    if frame is not None:
-                        frames.append(frame)
-                    event_line = event_bytes = 0
-            elif line[0] != 58:  # not a ":" comment
-                if not event_line:
-                    event_line = lineno
-                    self._event_offset = offset
-                event_bytes += len(line)
-                if event_bytes > limit:
-                    raise self._too_big(f"an SSE event grew past {limit} bytes")
-                if line.startswith(b"data: "):
-                    data.append(line[6:])
-                elif line.startswith(b"data:"):
-                    data.append(line[5:])
-                else:
-                    self._field(line, lineno, offset)
-            lineno += 1
-            offset += len(line) + eol
-        self._line = lineno
-        self._offset = offset
-        self._event_line = event_line
-        self._event_bytes = event_bytes
-
-    def _field(self, line: bytes, lineno: int, offset: int) -> None:
-        """Apply a field line other than ``data:`` (the hot loop handles those)."""
-        if line.startswith(_BOM):
-            self.warnings.append(
-                SSEWarning(
-                    code="BOM",
-                    message="byte-order mark inside the stream (only a leading one is stripped); line ignored",
-                    line=lineno,
-                    offset=offset,
-                    index=self._dispatched,
-                )
-            )
-            return
-        name, colon, value = line.partition(b":")
-        if colon and value[:1] == b" ":
-            value = value[1:]
-        if name == b"data":  # a bare "data" line: a data field with an empty value
-            self._data.append(value)
-        elif name == b"event":
-            self._event = self._text(value, lineno, offset) or None
-        elif name == b"id":
-            if b"\0" not in value:  # WHATWG ignores such ids (B018)
-                self._last_id = self._text(value, lineno, offset)
-        elif name == b"retry":
-            # ASCII digits only: "-1" and "abc" are ignored (B019), and so is a number too long for int()
-            if value.isdigit() and len(value) <= 4000:
-                self._retry = int(value)
-        elif line.startswith(b"{"):
-            self.warnings.append(
-                SSEWarning(
-                    code="AGUI501",
-                    message="JSON-looking line without data: prefix",
-                    line=lineno,
-                    offset=offset,
-                    index=self._dispatched,
-                )
-            )
-        else:
-            self.warnings.append(
-                SSEWarning(
-                    code="AGUI501",
-                    message=f"unknown SSE field {self._text(name, lineno, offset)!r}",
-                    line=lineno,
-                    offset=offset,
-                    index=self._dispatched,
-                )
-            )
-
-    def _dispatch(self, line: int) -> SSEFrame | None:
-        """Finish the pending event at a blank line; ``line`` is its first field line."""
-        data = self._data
-        offset = self._event_offset
-        raw = data[0] if len(data) == 1 else b"\n".join(data)
-        event = self._event
-        retry = self._retry
-        data.clear()
-        self._event = self._retry = None
-        if not raw:  # WHATWG: an empty data buffer dispatches nothing (B026)
-            return None
-        if raw[0] <= 32 and not raw.strip(_JSON_WHITESPACE):
-            self.warnings.append(
-                SSEWarning(
-                    code="AGUI501",
-                    message="blank data payload dropped (read as a keep-alive)",
-                    line=line,
-                    offset=offset,
-                    index=self._dispatched,
-                )
-            )
-            return None
-        text = self._text(raw, line, offset)  # (a warning about it names this frame's index)
-        self._dispatched += 1
-        return SSEFrame(
-            data=text,
-            event=event,
-            id=self._last_id,
-            retry=retry,
-            line=line,
-            offset=offset,
-        )
-
-    def _text(self, raw: bytes, line: int, offset: int) -> str:
-        """Decode UTF-8, replacing malformed bytes with U+FFFD and warning once."""
-        try:
-            return raw.decode()
-        except UnicodeDecodeError:
-            self.warnings.append(
-                SSEWarning(
-                    code="UTF8",
-                    message="malformed UTF-8 replaced by U+FFFD",
-                    line=line,
-                    offset=offset,
-                    index=self._dispatched,
-                )
-            )
-            return raw.decode(errors="replace")
-
     def _too_big(self, message: str) -> LimitExceeded:
-        """Drop what was buffered and close the decoder: the stream cannot be resynchronised."""
         self._take_partial()
-        self._reset_event()
-        self._closed = True
-        return LimitExceeded(message, limit=self._max, index=self._dispatched, rule="TR-11")
+        return super()._too_big(message)
 
     def _defer(self, fault: LimitExceeded, frames: list[SSEFrame]) -> None:
         """Raise ``fault`` now, or, when this read completed frames before it, on the next call.
@@ -682,12 +658,6 @@ class SSEDecoder:
         fault, self._fault = self._fault, None
         if fault is not None:
             raise fault
-
-    def _reset_event(self) -> None:
-        """Forget the event being accumulated (its last id stays, as WHATWG keeps it)."""
-        self._data.clear()
-        self._event = self._retry = None
-        self._event_line = self._event_bytes = 0
 
 
 def _is_utf8(data: bytes) -> bool:
