@@ -697,6 +697,7 @@ def _structure(value: Any, cls: Any, *, event_type: str | None = None) -> Any:
 
 #: The messages a fold may hold as their plain JSON: every role but activity, whose authority rules
 #: (which activity types a snapshot owns) read the typed message.
+_HELD_ROLES = ("user", "assistant", "tool", "reasoning", "system", "developer")
 HeldMessage = Union[msg.DeveloperMessage, msg.SystemMessage, msg.AssistantMessage, msg.UserMessage,  # noqa: UP007
                     msg.ToolMessage, msg.ReasoningMessage]
 
@@ -710,13 +711,16 @@ _derived = derive.Derived(derive.Policy(
         msg.ContentPart: (_PARTS, "type"),
         msg.PartSource: (_SOURCES, "type"),
         msg.Message: (_MESSAGES, "role"),
-        HeldMessage: ({role: cls for role, cls in _MESSAGES.items() if role != "activity"}, "role"),
+        # (a validator of a list tests the tags in the table's order: here, the roles a conversation
+        # holds most first)
+        HeldMessage: ({role: _MESSAGES[role] for role in _HELD_ROLES}, "role"),
         rn.RunFinishedOutcome: (_RUN_OUTCOMES, "type"),
         rn.SubagentFinishedOutcome: (_SUBAGENT_OUTCOMES, "type"),
     },
     max_int=MAX_SAFE_INT,
     encodable=frozenset(c for c in vars(msg).values()
                         if isinstance(c, type) and attrs.has(c) and c.__module__ == msg.__name__),
+    tag_checks=frozenset({msg.ToolCall}),  # (_check_tool_call: the type must be "function")
 ))
 
 

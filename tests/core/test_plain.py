@@ -165,6 +165,22 @@ def test_a_plain_message_decodes_silently_and_encodes_back_to_itself(value: dict
     assert encode(message) == value
 
 
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(plain_message, mangled(), message), max_size=4))
+def test_the_list_validator_accepts_what_each_messages_own_validator_accepts(values: list[dict[str, Any]]) -> None:
+    """A snapshot's list is checked by one generated function with every message's checks inline (for
+    speed); it is the same rule as each message class's own validator, read per shape."""
+    one = _codec._derived.validator(_codec.HeldMessage)
+    assert one is not None
+
+    def valid(value: Any) -> bool:
+        try:
+            return bool(one(value))
+        except _codec.Fallback:
+            return False
+    assert _codec.held_messages(values) == all(map(valid, values))
+
+
 @settings(max_examples=300, deadline=None)
 @given(plain_message)
 def test_every_well_formed_message_but_an_activity_is_plain(value: dict[str, Any]) -> None:
@@ -194,6 +210,8 @@ def test_the_shapes_real_snapshots_use_are_plain(snapshot_history: list[dict[str
     {"id": "a", "role": "user", "content": "x", "tool_call_id": "c"},  # a snake_case key (warned)
     {"id": "a", "role": "tool", "content": "x"},                 # a tool message without its call
     {"id": "a", "role": "assistant", "toolCalls": [{"id": "c", "type": "function", "function": {"name": "f"}}]},
+    {"id": "a", "role": "assistant",                             # a tool call of another type
+     "toolCalls": [{"id": "c", "type": "other", "function": {"name": "f", "arguments": ""}}]},
     {"role": "user", "content": "x"},                            # no id
     {"id": "a", "role": ["user"], "content": "x"},               # an unhashable role
 ])
