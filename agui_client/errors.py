@@ -71,6 +71,7 @@ __all__ = [
     "SchemaFault",
     "ConcurrentResume",
     "ThreadBusy",
+    "StreamNotFinished",
     "AguiWarning",
     "StreamWarning",
     "StoreError",
@@ -578,6 +579,25 @@ class ThreadBusy(AguiError):
     def __init__(self, message: str, *, thread_id: str) -> None:
         super().__init__(message)
         self.thread_id = thread_id
+
+
+class StreamNotFinished(AguiError, RuntimeError):
+    """A run stream's ``result`` was read before the stream ended (docs/streaming.md#streamnotfinished).
+
+    ``RunStream.result`` is a ``RunResult``, never ``None``: it exists once the events were read to
+    the end, or once the ``with`` block was left (then it says whether the run was cut short). Read
+    it after the block, or call ``get_final_result()``, which reads the rest of the stream first.
+    A stream whose run failed has no result: the error raised in the block carries it (``.result``).
+
+    Attributes:
+        run_id: the run the stream carries.
+        failed: the error the stream ended with, if it failed (its ``.result`` holds what was folded).
+    """
+
+    def __init__(self, message: str, *, run_id: str | None, failed: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.failed = failed
 
 
 class AguiWarning(UserWarning):

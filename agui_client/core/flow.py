@@ -372,7 +372,11 @@ class Conversation:
         if not plan.resuming and claimed is not None:
             # Left before the end: not saved; a no-op once the run's save moved the version on.
             yield from self._release(claimed)
-        return None if finished else self._current(session, handle)
+        if finished:
+            return None
+        if not session.terminated:
+            self._left_early(session, plan)
+        return self._current(session, handle)
 
     def _receive(self, session: RunSession, handle: StreamHandle, *, quiet: bool) -> Flow[RunResult]:
         """Fold the response read by read, save the thread once the run ended, and return the result."""
@@ -446,6 +450,21 @@ class Conversation:
             session.mark_cut()  # (the session's own errors did; a transport fault is found here)
             self._warnings_into(session, handle)
             exc.result = session.result()
+
+    def _left_early(self, session: RunSession, plan: Plan) -> None:
+        """The caller left the stream before the run's terminal event: the response was closed, and the
+        result says so (a ``TR-16`` warning), never a silent ``outcome=None``.
+
+        What was streamed is cut where it stopped, as after a dropped connection (messages kept as far
+        as they went, flagged incomplete; a cut tool call is never offered as pending).
+        """
+        session.mark_cut()
+        held = ("the resume's request reached the agent, so the thread stays claimed (release_claim() to "
+                "try again deliberately)" if plan.resuming else "the thread was given back")
+        session.warnings.append(StreamWarning(
+            code="TR-16", message=f"the stream was left after {session.index} events, before the run ended: the "
+                                  f"response was closed and the run is incomplete (not saved; {held})",
+            run_id=session.run_id or plan.run_input.run_id, index=session.index))
 
     def _current(self, session: RunSession, handle: StreamHandle) -> RunResult:
         self._warnings_into(session, handle)
