@@ -67,7 +67,13 @@ from ..wire.types.base import JSON
 from ..wire.types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, Tool
 from .exchange import StreamHandle
 from .fold import ThreadState, parsed_arguments
-from .interrupts import ResumeBuilder, _warn_absent_payloads, check_resume, without_abandoned_payloads
+from .interrupts import (
+    ResumeBuilder,
+    _warn_absent_payloads,
+    awaiting_answers,
+    check_resume,
+    without_abandoned_payloads,
+)
 from .plan import (
     MessageInput,
     Plan,
@@ -298,6 +304,10 @@ class Conversation:
         # leaves the thread as it was.
         new = new_messages(message)
         open_interrupts = self._state.open_interrupts
+        if open_interrupts and not resume:
+            # Not a resume that left some out: a run that would move past the questions. Said so, with
+            # the questions and the way to answer them (still an UncoveredInterrupts).
+            raise awaiting_answers(self.id, open_interrupts)
         if isinstance(resume, ResumeBuilder):
             resume._check_target(self.id, self._state.interrupted_run_id, open_interrupts)
             entries = resume.build(pending_unknown=pending_unknown)
