@@ -97,7 +97,9 @@ class RunStream:
         """Read the rest of the stream (each event still folded) and return the run's ``RunResult``.
 
         Raises:
-            whatever reading the rest raises (``ProtocolError``, ``TransportError`` …), as iterating does.
+            ProtocolError, TransportError: reading the rest failed, as iterating would (the error's
+                ``.result`` holds what was folded).
+            StreamNotFinished: the stream had already failed in this block.
         """
         if self._result is None:
             for _ in self._events:
