@@ -14,7 +14,7 @@ from . import errors as _errors
 from ._version import __version__
 from .client import AgentClient, AsyncAgentClient
 from .core.fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, parsed_arguments
-from .core.interrupts import ResumeBuilder, check_resume, is_expired, parse_expires_at
+from .core.interrupts import AnswerProblem, ResumeBuilder, check_answer, check_resume, is_expired, parse_expires_at
 from .core.session import RunResult, RunSession, replay
 from .errors import *  # noqa: F403
 from .thread import AsyncRunStream, AsyncThread, RunStream, Thread
@@ -46,6 +46,8 @@ __all__ = [
     "parsed_arguments",
     "ResumeBuilder",
     "check_resume",
+    "check_answer",
+    "AnswerProblem",
     "is_expired",
     "parse_expires_at",
 ]

@@ -15,6 +15,7 @@
     ├── RunFailed                      the run ended with RUN_ERROR (raised by ``RunResult.raise_for_outcome``)
     ├── ResumeRefused (ValueError)     the resume list breaks the coverage rules; nothing was sent
     │   ├── UncoveredInterrupts
+    │   │   └── AwaitingAnswers        a run without a resume while the thread waits for answers
     │   ├── ExpiredInterruptAnswered
     │   ├── UnknownInterrupt
     │   ├── DuplicateResumeEntry
@@ -41,6 +42,7 @@ from attrs import frozen
 
 if TYPE_CHECKING:
     from .core.session import RunResult
+    from .wire.types.run import Interrupt
 
 __all__ = [
     "AguiError",
@@ -58,6 +60,7 @@ __all__ = [
     "RunFailed",
     "ResumeRefused",
     "UncoveredInterrupts",
+    "AwaitingAnswers",
     "ExpiredInterruptAnswered",
     "UnknownInterrupt",
     "DuplicateResumeEntry",
@@ -71,6 +74,7 @@ __all__ = [
     "SchemaFault",
     "ConcurrentResume",
     "ThreadBusy",
+    "StreamNotFinished",
     "AguiWarning",
     "StreamWarning",
     "StoreError",
@@ -348,6 +352,26 @@ class UncoveredInterrupts(ResumeRefused):
     kind = "uncovered"
 
 
+class AwaitingAnswers(UncoveredInterrupts):
+    """A run was started without a resume while the thread waits for answers; nothing was sent.
+
+    The thread's last run stopped to ask: until every open interrupt is answered or abandoned (with
+    ``thread.resume_builder()`` and ``thread.run(resume=builder)``), a new message would move past
+    them. An :class:`UncoveredInterrupts`, so ``except UncoveredInterrupts`` still catches it; the
+    message names the interrupts and their prompts (docs/answers.md#awaitinganswers).
+
+    Attributes:
+        thread_id: the thread.
+        interrupts: the open interrupts, in the order raised (``.ids`` their ids).
+    """
+
+    def __init__(self, message: str, *, thread_id: str, interrupts: Sequence[Interrupt],
+                 problems: Mapping[str, Sequence[str]] | None = None) -> None:
+        super().__init__(message, ids=dict.fromkeys(i.id for i in interrupts), problems=problems)
+        self.thread_id = thread_id
+        self.interrupts = tuple(interrupts)
+
+
 class ExpiredInterruptAnswered(ResumeRefused):
     """A ``resolved`` entry answers an interrupt that has expired; abandon it instead."""
 
@@ -355,9 +379,19 @@ class ExpiredInterruptAnswered(ResumeRefused):
 
 
 class UnknownInterrupt(ResumeRefused):
-    """An entry names an id that is not an open interrupt of the thread."""
+    """An entry names an id that is not an open interrupt of the thread.
+
+    ``ResumeBuilder.answer`` and ``abandon`` raise it at once for such an id (nothing is recorded).
+
+    Attributes:
+        open_ids: the ids of the open interrupts, in the order raised (what could be answered).
+    """
 
     kind = "unknown"
+
+    def __init__(self, message: str, *, open_ids: Iterable[str] = (), **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.open_ids = tuple(open_ids)
 
 
 class DuplicateResumeEntry(ResumeRefused):
@@ -578,6 +612,25 @@ class ThreadBusy(AguiError):
     def __init__(self, message: str, *, thread_id: str) -> None:
         super().__init__(message)
         self.thread_id = thread_id
+
+
+class StreamNotFinished(AguiError, RuntimeError):
+    """A run stream's ``result`` was read before the stream ended (docs/streaming.md#streamnotfinished).
+
+    ``RunStream.result`` is a ``RunResult``, never ``None``: it exists once the events were read to
+    the end, or once the ``with`` block was left (then it says whether the run was cut short). Read
+    it after the block, or call ``get_final_result()``, which reads the rest of the stream first.
+    A stream whose run failed has no result: the error raised in the block carries it (``.result``).
+
+    Attributes:
+        run_id: the run the stream carries.
+        failed: the error the stream ended with, if it failed (its ``.result`` holds what was folded).
+    """
+
+    def __init__(self, message: str, *, run_id: str | None, failed: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.failed = failed
 
 
 class AguiWarning(UserWarning):

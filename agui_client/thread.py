@@ -14,15 +14,18 @@ import asyncio
 import inspect
 import signal
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from .core.exchange import StreamHandle
 from .core.flow import RECEIVE, Close, Conversation, Flow, Hand, Invoke, Load, ResumeInput, Run, Send, Write
+from .core.fold import ThreadState
 from .core.plan import MessageInput, ToolHandler
 from .core.session import RunResult
+from .errors import StreamNotFinished
 from .wire.types import events as ev
+from .wire.types import messages as msg
 from .wire.types.base import JSON
 from .wire.types.run import Context, RunAgentInput, Tool
 
@@ -35,29 +38,162 @@ __all__ = ["Thread", "AsyncThread", "RunStream", "AsyncRunStream", "MessageInput
 class RunStream:
     """The events of one run as they arrive, typed and already folded into the thread.
 
-    Iterate it for the events (``*_CHUNK`` shorthand arrives expanded); ``result`` is the
-    ``RunResult`` once the stream is exhausted. Leaving the ``with`` block early closes the response.
+    Iterate it for the events (``*_CHUNK`` shorthand arrives expanded), or read ``text_stream`` for the
+    main agent's text alone. ``result`` is the ``RunResult`` once the stream ended (or the ``with`` block
+    was left); ``get_final_result()`` reads the rest first. Leaving the ``with`` block early closes the
+    response, and the result says so (``outcome`` ``None`` and a ``TR-16`` warning: docs/streaming.md).
+
+    Example::
+
+        with thread.stream("Summarise the report") as stream:
+            for text in stream.text_stream:
+                print(text, end="", flush=True)
+        result = stream.result                 # a RunResult: the stream ended
+        print(result.outcome)
     """
 
-    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput) -> None:
+    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
+                 state: ThreadState | None = None) -> None:
         self._events = events
         self.run_input = run_input
-        self.result: RunResult | None = None
+        self._state = state
+        self._result: RunResult | None = None
+        self._failed: BaseException | None = None
 
     def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
         return self._events
 
+    @property
+    def result(self) -> RunResult:
+        """The run's ``RunResult``, once the stream ended or its ``with`` block was left.
+
+        Raises:
+            StreamNotFinished: the stream is still being read (or failed: the error raised in the
+                block carries what was folded).
+        """
+        if self._result is None:
+            raise _not_finished(self.run_input.run_id, self._failed)
+        return self._result
+
+    @property
+    def text_stream(self) -> Iterator[str]:
+        """The main agent's text as it streams: each ``TEXT_MESSAGE_CONTENT`` delta of an assistant
+        message that no subagent owns, as ``str``. Subagents' text: :meth:`text_deltas`.
+
+        It reads the same events as iterating the stream does (each event reaches one reader).
+        """
+        return self.text_deltas()
+
+    def text_deltas(self, *, subagents: bool = False) -> Iterator[str]:
+        """The assistant text deltas as they stream; ``subagents=True`` also yields subagents' text
+        (tell them apart by iterating the events: each carries ``subagent_run_id``)."""
+        pick = _TextPicker(self._state, subagents)
+        for event in self._events:
+            text = pick(event)
+            if text is not None:
+                yield text
+
+    def get_final_result(self) -> RunResult:
+        """Read the rest of the stream (each event still folded) and return the run's ``RunResult``.
+
+        Raises:
+            ProtocolError, TransportError: reading the rest failed, as iterating would (the error's
+                ``.result`` holds what was folded).
+            StreamNotFinished: the stream had already failed in this block.
+        """
+        if self._result is None:
+            for _ in self._events:
+                pass
+        return self.result
+
 
 class AsyncRunStream:
-    """The async twin of :class:`RunStream`."""
+    """The async twin of :class:`RunStream` (``async for``; ``await get_final_result()``)."""
 
-    def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput) -> None:
+    def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
+                 state: ThreadState | None = None) -> None:
         self._events = events
         self.run_input = run_input
-        self.result: RunResult | None = None
+        self._state = state
+        self._result: RunResult | None = None
+        self._failed: BaseException | None = None
 
     def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
         return self._events
+
+    @property
+    def result(self) -> RunResult:
+        """The run's ``RunResult``, once the stream ended (see :attr:`RunStream.result`)."""
+        if self._result is None:
+            raise _not_finished(self.run_input.run_id, self._failed)
+        return self._result
+
+    @property
+    def text_stream(self) -> AsyncIterator[str]:
+        """The main agent's text deltas as they stream (see :attr:`RunStream.text_stream`)."""
+        return self.text_deltas()
+
+    async def text_deltas(self, *, subagents: bool = False) -> AsyncIterator[str]:
+        """The assistant text deltas, subagents' too when asked (see :meth:`RunStream.text_deltas`)."""
+        pick = _TextPicker(self._state, subagents)
+        async for event in self._events:
+            text = pick(event)
+            if text is not None:
+                yield text
+
+    async def get_final_result(self) -> RunResult:
+        """Read the rest of the stream and return the run's ``RunResult`` (see :meth:`RunStream.get_final_result`)."""
+        if self._result is None:
+            async for _ in self._events:
+                pass
+        return self.result
+
+
+class _TextPicker:
+    """Which text deltas a text stream yields: assistant messages' (an absent role is assistant),
+    the main agent's only unless ``subagents``.
+
+    A message's owner and role are on its ``TEXT_MESSAGE_START``; a delta may leave its owner out. A
+    message whose start this reader did not see (the caller read it as an event) is looked up once in
+    the thread, which has folded it.
+    """
+
+    __slots__ = ("_state", "_subagents", "_wanted")
+
+    def __init__(self, state: ThreadState | None, subagents: bool) -> None:
+        self._state = state
+        self._subagents = subagents
+        self._wanted: dict[str, bool] = {}
+
+    def __call__(self, event: ev.Event | ev.UnknownEvent) -> str | None:
+        kind = type(event)
+        if kind is ev.TextMessageContentEvent:
+            assert isinstance(event, ev.TextMessageContentEvent)
+            wanted = self._wanted.get(event.message_id)
+            if wanted is None:
+                wanted = self._wanted[event.message_id] = self._held(event.message_id)
+            return event.delta if wanted and (self._subagents or event.subagent_run_id is None) else None
+        if kind is ev.TextMessageStartEvent:
+            assert isinstance(event, ev.TextMessageStartEvent)
+            self._wanted[event.message_id] = self._judge(event.role, event.subagent_run_id)
+        return None
+
+    def _judge(self, role: str | None, owner: str | None) -> bool:
+        return role in (None, "assistant") and (self._subagents or owner is None)
+
+    def _held(self, message_id: str) -> bool:
+        message = self._state.message(message_id) if self._state is not None else None
+        if not isinstance(message, msg.AssistantMessage):
+            return False  # (another role's text; a message the thread does not hold was refused by the verifier)
+        return self._subagents or message.subagent_run_id is None
+
+
+def _not_finished(run_id: str | None, failed: BaseException | None) -> StreamNotFinished:
+    if failed is not None:
+        return StreamNotFinished(f"run {run_id!r}: the stream failed ({type(failed).__name__}: {failed}), so it has no "
+                                 "result; the error's .result holds what was folded", run_id=run_id, failed=failed)
+    return StreamNotFinished(f"run {run_id!r}: the stream has not ended; read .result after the with block, or call "
+                             "get_final_result() to read the rest first", run_id=run_id)
 
 
 class _Exchange:
@@ -154,16 +290,19 @@ class Thread(Conversation):
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=KeyboardInterrupt)
             exchange = _Exchange()
             hand: Hand = self._drive(flow, exchange)
-            stream = RunStream(iter(()), plan.run_input)
-            stream._events = self._events(hand.receive, exchange, stream)
+            stream = RunStream(iter(()), plan.run_input, self._state)
+            events = stream._events = self._events(hand.receive, exchange, stream)
             try:
                 yield stream
             except BaseException as exc:
+                stream._failed = exc
                 self._drive(flow, exchange, error=exc)  # (the flow settles the claim and raises again)
                 raise
-            result = self._drive(flow, exchange, answer=stream.result is not None)
-            if stream.result is None:
-                stream.result = result
+            finally:
+                events.close()  # (read after the block, the stream is over: it yields nothing more)
+            result = self._drive(flow, exchange, answer=stream._result is not None)
+            if stream._result is None:
+                stream._result = result
 
     def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (you decided a retry is safe).
@@ -215,12 +354,12 @@ class Thread(Conversation):
                 answer, error = None, exc
 
     def _events(self, flow: Flow[RunResult], exchange: _Exchange,
-                stream: RunStream) -> Iterator[ev.Event | ev.UnknownEvent]:
+                stream: RunStream) -> Generator[ev.Event | ev.UnknownEvent, None, None]:
         item = self._drive(flow, exchange)
         while type(item) is list:
             yield from item
             item = self._drive(flow, exchange)
-        stream.result = item
+        stream._result = item
 
     def _carry(self, effect: Any, exchange: _Exchange) -> Any:
         kind = type(effect)
@@ -305,16 +444,19 @@ class AsyncThread(Conversation):
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=asyncio.CancelledError)
             exchange = _AsyncExchange()
             hand: Hand = await self._drive(flow, exchange)
-            stream = AsyncRunStream(_empty(), plan.run_input)
-            stream._events = self._events(hand.receive, exchange, stream)
+            stream = AsyncRunStream(_empty(), plan.run_input, self._state)
+            events = stream._events = self._events(hand.receive, exchange, stream)
             try:
                 yield stream
             except BaseException as exc:
+                stream._failed = exc
                 await self._drive(flow, exchange, error=exc)  # (as Thread.stream)
                 raise
-            result = await self._drive(flow, exchange, answer=stream.result is not None)
-            if stream.result is None:
-                stream.result = result
+            finally:
+                await events.aclose()  # (as Thread.stream)
+            result = await self._drive(flow, exchange, answer=stream._result is not None)
+            if stream._result is None:
+                stream._result = result
 
     async def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (see :meth:`Thread.release_claim`)."""
@@ -349,13 +491,13 @@ class AsyncThread(Conversation):
                 answer, error = None, exc
 
     async def _events(self, flow: Flow[RunResult], exchange: _AsyncExchange,
-                      stream: AsyncRunStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
+                      stream: AsyncRunStream) -> AsyncGenerator[ev.Event | ev.UnknownEvent, None]:
         item = await self._drive(flow, exchange)
         while type(item) is list:
             for event in item:
                 yield event
             item = await self._drive(flow, exchange)
-        stream.result = item
+        stream._result = item
 
     async def _carry(self, effect: Any, exchange: _AsyncExchange) -> Any:
         kind = type(effect)

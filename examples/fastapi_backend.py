@@ -146,12 +146,18 @@ async def answers(thread_id: str, body: AnswersRequest, request: Request) -> Res
     thread = await client.load_thread(thread_id)
     if thread.version is None:
         return JSONResponse({"error": "not_found", "threadId": thread_id}, status_code=404)
-    resume = thread.resume_builder()
-    for interrupt_id, payload in body.answers.items():
-        resume.answer(interrupt_id, payload)
-    for interrupt_id in body.abandon:
-        resume.abandon(interrupt_id)
+    given = [ag.ResumeEntry(interrupt_id=i, status="resolved", payload=p) for i, p in body.answers.items()]
+    given += [ag.ResumeEntry(interrupt_id=i, status="cancelled") for i in body.abandon]
     try:
+        # The request's answers judged all at once, so the 422 names every problem (a builder refuses an
+        # id that is not open as it is given); then the builder, bound to this thread's interrupted run.
+        ag.check_resume(thread.open_interrupts, given, now=client.clock)
+        resume = thread.resume_builder()
+        for entry in given:
+            if entry.status == "resolved":
+                resume.answer(entry.interrupt_id, entry.payload)
+            else:
+                resume.abandon(entry.interrupt_id)
         entries = resume.build()
     except ag.ResumeRefused as exc:
         return refused(exc)

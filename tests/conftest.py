@@ -44,8 +44,8 @@ class Blocking:
     """The async shell object ``target`` seen through the sync shell's interface.
 
     Coroutine methods are awaited on ``portal``'s loop; methods returning async context managers,
-    async iterators or other async shell objects come back wrapped the same way; plain attributes
-    (``thread.id``, ``stream.result`` …) pass through untouched.
+    async iterators or other async shell objects come back wrapped the same way, as does an async
+    iterator a property holds; other attributes (``thread.id``, ``stream.result`` …) pass through untouched.
     """
 
     def __init__(self, target: Any, portal: anyio.from_thread.BlockingPortal) -> None:
@@ -64,6 +64,8 @@ class Blocking:
             def called(*args: Any, **kwargs: Any) -> Any:
                 return _blocking(value(*args, **kwargs), self._portal)
             return called
+        if hasattr(value, "__aiter__") and not isinstance(value, type):
+            return Blocking(value, self._portal)  # (an async iterator a property hands out: stream.text_stream)
         return value
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ..core import schema as _schema
+from ..core.interrupts import check_answer
 from ..wire.types.base import JSON
 
 __all__ = ["Asker", "Field", "fields", "describe", "yes_payload", "ask_payload", "field_errors"]
@@ -155,10 +155,10 @@ def field_errors(schema: Mapping[str, Any], value: Any) -> list[str]:
     The schema is the agent's: it is checked with the same bounds as a resume (no backtracking
     regex, no fetched reference, a step budget), so a hostile one cannot hang the prompt.
     """
-    verdict = _schema.check(schema, value)
-    # A schema the form cannot use (or a part of one, whose references point outside it) judges
-    # nothing here: the resume builder judges the whole payload, and says why.
-    return [error.message for error in verdict.errors]
+    # The public check (agui_client.check_answer). A schema the form cannot use (or a part of one,
+    # whose references point outside it) judges nothing here: the resume builder judges the whole
+    # payload, and says why.
+    return [problem.message for problem in check_answer(schema, value) if problem.code == "invalid"]
 
 
 # --------------------------------------------------------------------------------------------------

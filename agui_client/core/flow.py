@@ -67,7 +67,13 @@ from ..wire.types.base import JSON
 from ..wire.types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, Tool
 from .exchange import StreamHandle
 from .fold import ThreadState, parsed_arguments
-from .interrupts import ResumeBuilder, _warn_absent_payloads, check_resume, without_abandoned_payloads
+from .interrupts import (
+    ResumeBuilder,
+    _warn_absent_payloads,
+    awaiting_answers,
+    check_resume,
+    without_abandoned_payloads,
+)
 from .plan import (
     MessageInput,
     Plan,
@@ -298,6 +304,10 @@ class Conversation:
         # leaves the thread as it was.
         new = new_messages(message)
         open_interrupts = self._state.open_interrupts
+        if open_interrupts and not resume:
+            # Not a resume that left some out: a run that would move past the questions. Said so, with
+            # the questions and the way to answer them (still an UncoveredInterrupts).
+            raise awaiting_answers(self.id, open_interrupts)
         if isinstance(resume, ResumeBuilder):
             resume._check_target(self.id, self._state.interrupted_run_id, open_interrupts)
             entries = resume.build(pending_unknown=pending_unknown)
@@ -372,7 +382,11 @@ class Conversation:
         if not plan.resuming and claimed is not None:
             # Left before the end: not saved; a no-op once the run's save moved the version on.
             yield from self._release(claimed)
-        return None if finished else self._current(session, handle)
+        if finished:
+            return None
+        if not session.terminated:
+            self._left_early(session, plan)
+        return self._current(session, handle)
 
     def _receive(self, session: RunSession, handle: StreamHandle, *, quiet: bool) -> Flow[RunResult]:
         """Fold the response read by read, save the thread once the run ended, and return the result."""
@@ -446,6 +460,21 @@ class Conversation:
             session.mark_cut()  # (the session's own errors did; a transport fault is found here)
             self._warnings_into(session, handle)
             exc.result = session.result()
+
+    def _left_early(self, session: RunSession, plan: Plan) -> None:
+        """The caller left the stream before the run's terminal event: the response was closed, and the
+        result says so (a ``TR-16`` warning), never a silent ``outcome=None``.
+
+        What was streamed is cut where it stopped, as after a dropped connection (messages kept as far
+        as they went, flagged incomplete; a cut tool call is never offered as pending).
+        """
+        session.mark_cut()
+        held = ("the resume's request reached the agent, so the thread stays claimed (release_claim() to "
+                "try again deliberately)" if plan.resuming else "the thread was given back")
+        session.warnings.append(StreamWarning(
+            code="TR-16", message=f"the stream was left after {session.index} events, before the run ended: the "
+                                  f"response was closed and the run is incomplete (not saved; {held})",
+            run_id=session.run_id or plan.run_input.run_id, index=session.index))
 
     def _current(self, session: RunSession, handle: StreamHandle) -> RunResult:
         self._warnings_into(session, handle)

@@ -26,6 +26,7 @@ from dateutil.parser import isoparse
 from typing_extensions import Self
 
 from ..errors import (
+    AwaitingAnswers,
     DuplicateResumeEntry,
     ExpiredInterruptAnswered,
     InvalidResumeEntry,
@@ -45,8 +46,8 @@ from ..wire.types.base import JSON, Metadata
 from ..wire.types.run import Interrupt, ResumeEntry
 from . import schema as _schema
 
-__all__ = ["Clock", "is_expired", "parse_expires_at", "check_resume", "ResumeBuilder", "PROBLEM_KINDS",
-           "SCHEMA_FAULTS"]
+__all__ = ["Clock", "is_expired", "parse_expires_at", "check_resume", "check_answer", "AnswerProblem",
+           "awaiting_answers", "ResumeBuilder", "PROBLEM_KINDS", "SCHEMA_FAULTS"]
 
 #: What ``now=`` accepts: a datetime (naive means UTC), a callable returning one, or ``None`` for the
 #: current UTC time.
@@ -341,7 +342,7 @@ def _schema_errors(interrupt_id: str, schema: Any, payload: JSON) -> tuple[list[
 
 
 def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors: Mapping[str, Sequence[str]],
-             faults: Mapping[str, Sequence[SchemaFault]]) -> ResumeRefused:
+             faults: Mapping[str, Sequence[SchemaFault]], open_ids: Sequence[str] = ()) -> ResumeRefused:
     kind = next(k for k in PROBLEM_KINDS if problems[k])
     offending = {i for ids in problems.values() for i in ids}
     ids = [i for i in order if i in offending]
@@ -354,7 +355,7 @@ def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors
     if problems["expired"]:
         parts.append(f"{list(problems['expired'])} expired and can only be abandoned")
     if problems["unknown"] and not problems["nothing"]:
-        parts.append(f"{list(problems['unknown'])} name no open interrupt")
+        parts.append(f"{list(problems['unknown'])} name no open interrupt (the open ones: {list(open_ids)})")
     if problems["duplicate"]:
         parts.append(f"{list(problems['duplicate'])} have more than one entry")
     if problems["invalid"]:
@@ -365,9 +366,11 @@ def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors
                      "'resolved' or 'cancelled', the id a string)")
     # A schema that could not judge is its own class of the "invalid" kind: answering differently
     # rarely helps, abandoning does.
+    message = "resume refused, nothing was sent: " + "; ".join(parts)
+    if kind == "unknown":
+        return UnknownInterrupt(message, ids=ids, problems=problems, errors=errors, faults=faults, open_ids=open_ids)
     refused = UnusableResponseSchema if kind == "invalid" and faults else _REFUSALS[kind]
-    return refused("resume refused, nothing was sent: " + "; ".join(parts), ids=ids, problems=problems,
-                   errors=errors, faults=faults)
+    return refused(message, ids=ids, problems=problems, errors=errors, faults=faults)
 
 
 def _entry_key(entry: ResumeEntry) -> str:
@@ -440,7 +443,7 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
     if not any(problems.values()):
         return None
     return _refusal({k: tuple(v) for k, v in problems.items()}, order, {k: tuple(v) for k, v in errors.items() if v},
-                    {k: tuple(v) for k, v in faults.items()})
+                    {k: tuple(v) for k, v in faults.items()}, tuple(raised))
 
 
 def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeEntry], *, now: Clock = None,
@@ -489,6 +492,96 @@ def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeE
         raise refusal
 
 
+@attrs.frozen(kw_only=True)
+class AnswerProblem:
+    """One reason an answer fails its interrupt's ``responseSchema`` (from :func:`check_answer`).
+
+    Attributes:
+        pointer: the JSON pointer, inside the answer, of the value at fault (``""``: the answer itself).
+        message: the reason, for a person (``-5 is less than the minimum of 0``).
+        code: ``"invalid"`` when the value fails the schema, ``"not-json"`` when it is not JSON (a set,
+            ``NaN``, a datetime …), or a :data:`SCHEMA_FAULTS` code when the schema cannot judge any
+            answer (then only abandoning the interrupt helps).
+        keyword: the schema keyword that failed (``"minimum"``, ``"required"``, ``"type"`` …), for ``invalid``.
+        schema_pointer: where in the schema the failing keyword (or the fault) is, when known.
+    """
+
+    pointer: str
+    message: str
+    code: str = "invalid"
+    keyword: str | None = None
+    schema_pointer: str | None = None
+
+
+def check_answer(interrupt: Interrupt | Mapping[str, Any], payload: JSON) -> list[AnswerProblem]:
+    """Check an answer against an interrupt's ``responseSchema`` before anything is recorded or sent.
+
+    The same check a resume runs (bounded, patterns on RE2, no reference fetched), for a form that
+    asks again on a bad answer: every problem, with the JSON pointer of the value at fault, in
+    document order. An interrupt without a schema accepts any JSON. A pattern the linear-time engine
+    cannot run is not checked (the resume's own check warns ``IR-30``). Expiry is not judged here:
+    ``ResumeBuilder.build()`` and the run judge it when the answer goes out.
+
+    Args:
+        interrupt: the interrupt answered, or a schema (a part of one, as a form checks field by field).
+        payload: the answer.
+
+    Returns:
+        The problems; an empty list when the answer passes.
+
+    Example::
+
+        problems = check_answer(interrupt, {"approved": True, "ttl_minutes": -5})
+        for problem in problems:
+            print(problem.pointer, problem.message)    # /ttl_minutes -5 is less than the minimum of 0
+    """
+    found = json_problem(payload)
+    if found is not None:
+        pointer, reason = found
+        return [AnswerProblem(pointer=pointer, message=f"not JSON: {reason}", code="not-json")]
+    schema = interrupt.response_schema if isinstance(interrupt, Interrupt) else interrupt
+    if schema is None:
+        return []
+    verdict = _schema.check(schema, payload)
+    if verdict.fault is not None:
+        fault = verdict.fault
+        where = f" at {fault.pointer}" if fault.pointer else ""
+        return [AnswerProblem(pointer="", code=fault.code, schema_pointer=fault.pointer,
+                              message=_shorten(f"the responseSchema cannot judge an answer ({fault.code}{where}): "
+                                               f"{fault.reason}"))]
+    ordered = sorted(verdict.errors, key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [AnswerProblem(pointer=_schema._pointer(e.absolute_path), message=_shorten(e.message),
+                          keyword=str(e.validator), schema_pointer=_schema._pointer(e.absolute_schema_path))
+            for e in ordered]
+
+
+def awaiting_answers(thread_id: str, open_interrupts: Sequence[Interrupt]) -> AwaitingAnswers:
+    """The refusal of a run sent without a resume while ``open_interrupts`` wait: it names each
+    interrupt and its prompt, and says how to answer them."""
+    first: dict[str, Interrupt] = {}
+    for interrupt in open_interrupts:
+        first.setdefault(interrupt.id, interrupt)  # (a repeated id is one question: IR-06)
+    interrupts = tuple(first.values())
+    count = len(interrupts)
+    listed = ", ".join(f"{i.id!r} ({_prompt(i)})" for i in interrupts)
+    example = interrupts[0].id
+    problems = {kind: tuple(i.id for i in interrupts) if kind == "uncovered" else () for kind in PROBLEM_KINDS}
+    return AwaitingAnswers(
+        f"nothing was sent: thread {thread_id!r} is waiting for {count} answer{'s' if count != 1 else ''} to the "
+        f"interrupt{'s' if count != 1 else ''} its last run raised: {listed}. Answer (or abandon) each, then "
+        f"run with them: builder = thread.resume_builder(); builder.answer({example!r}, payload) or "
+        f"builder.abandon({example!r}); thread.run(resume=builder)", thread_id=thread_id, interrupts=interrupts,
+        problems=problems)
+
+
+def _prompt(interrupt: Interrupt) -> str:
+    # The agent's words, shown inert (repr escapes control characters) and short.
+    text = interrupt.message or ""
+    if not text:
+        return f"reason {interrupt.reason!r}, no prompt"
+    return repr(text if len(text) <= 80 else text[:79] + "…")
+
+
 def without_abandoned_payloads(entries: Sequence[ResumeEntry]) -> tuple[ResumeEntry, ...]:
     """``entries`` with the payload of each abandoning (``cancelled``) entry dropped, and an ``IR-11``
     warning naming the interrupt.
@@ -525,9 +618,12 @@ def _same_interrupts(made_for: Sequence[Interrupt], held: Sequence[Interrupt]) -
 class ResumeBuilder:
     """Assembles the resume list for a thread's open interrupts, refusing an invalid one at ``build()``.
 
-    ``answer`` and ``abandon`` only record: a second entry for one id, or an id that is not open, is
-    kept and reported by ``build()``, never silently overwritten or dropped. A payload or metadata
-    JSON cannot hold is refused at once (:class:`~agui_client.errors.UnencodableResumePayload`).
+    ``answer`` and ``abandon`` refuse at once an id that is not one of the builder's open interrupts
+    (:class:`~agui_client.errors.UnknownInterrupt`, listing the open ids in ``.open_ids``), and a payload
+    or metadata JSON cannot hold (:class:`~agui_client.errors.UnencodableResumePayload`); a builder
+    holding no interrupts (``pending_unknown``) takes any id. A second entry for one id is kept and
+    reported by ``build()``, never silently overwritten or dropped. To check an answer against its
+    interrupt's ``responseSchema`` before recording it, see :func:`check_answer`.
 
     A builder from ``thread.resume_builder()`` is *bound*: it records the thread, the interrupted run
     and the exact interrupts it answers, and ``thread.run(resume=builder)`` refuses it
@@ -625,9 +721,12 @@ class ResumeBuilder:
             The builder, for chaining.
 
         Raises:
+            UnknownInterrupt: ``interrupt_id`` is not an open interrupt of the builder (``.open_ids``
+                lists those); nothing is recorded.
             UnencodableResumePayload: ``payload`` or ``metadata`` is not JSON (a set, bytes, a
                 datetime, ``NaN``, a lone surrogate …); nothing is recorded.
         """
+        self._refuse_unknown(interrupt_id)
         _check_json(interrupt_id, payload, metadata)
         self._entries.append(ResumeEntry(interrupt_id=interrupt_id, status="resolved", payload=payload,
                                          metadata=metadata))
@@ -644,11 +743,26 @@ class ResumeBuilder:
             The builder, for chaining.
 
         Raises:
+            UnknownInterrupt: ``interrupt_id`` is not an open interrupt of the builder; nothing is recorded.
             UnencodableResumePayload: ``metadata`` is not JSON; nothing is recorded.
         """
+        self._refuse_unknown(interrupt_id)
         _check_json(interrupt_id, None, metadata)
         self._entries.append(ResumeEntry(interrupt_id=interrupt_id, status="cancelled", metadata=metadata))
         return self
+
+    def _refuse_unknown(self, interrupt_id: str) -> None:
+        # Said when the id is given, not when the list is built or sent: the caller still knows then
+        # which answer it meant. (A non-string id is a malformed entry, reported by build().)
+        if not self._interrupts or not isinstance(interrupt_id, str):
+            return  # (no interrupts held: the agent's are unknown, see build(pending_unknown=True))
+        open_ids = tuple(dict.fromkeys(i.id for i in self._interrupts))
+        if interrupt_id in open_ids:
+            return
+        problems = {kind: (interrupt_id,) if kind == "unknown" else () for kind in PROBLEM_KINDS}
+        raise UnknownInterrupt(f"resume refused, nothing was recorded: {interrupt_id!r} is not an open interrupt; "
+                               f"the open ones are {list(open_ids)}", ids=(interrupt_id,), problems=problems,
+                               open_ids=open_ids)
 
     def build(self, *, pending_unknown: bool = False) -> tuple[ResumeEntry, ...]:
         """The resume list, in the order the interrupts were raised, after :func:`check_resume`.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -94,12 +95,40 @@ class Server(str):
         await anyio.to_thread.run_sync(self.stop)
 
 
+class _Paced:
+    """The app, giving the event loop a turn after each piece of a response body it sends.
+
+    uvicorn's ``send`` returns without waiting while the socket takes the bytes, so an app streaming
+    a long response never lets the loop run: a client that went away is not noticed (uvicorn learns
+    it in ``connection_lost``, a callback the loop must get round to), every later write fails, and
+    asyncio logs ``socket.send() raised exception.`` for each one past the fifth. With a turn after
+    each piece the disconnect lands at once: uvicorn drops what follows, and the app's ``receive``
+    reports ``http.disconnect``. A client leaving a stream early is ordinary, not an error to log.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def paced(message: Any) -> None:
+            await send(message)
+            if message.get("type") == "http.response.body" and message.get("more_body"):
+                await asyncio.sleep(0)
+
+        await self.app(scope, receive, paced)
+
+
 def serve(app: Any, *, host: str = "127.0.0.1", port: int = 0, graceful_timeout: int = 3,
           startup_timeout: float = 10.0) -> Server:
     """Start ``app`` under uvicorn in a background thread and return once it accepts connections.
 
     The socket is bound here, so ``port=0`` picks a free port that :attr:`Server.url` reports.
-    uvicorn runs with log level ``warning``, no access log, lifespan off, h11 and asyncio.
+    uvicorn runs with log level ``warning``, no access log, lifespan off, h11 and asyncio; a client
+    that leaves a response early is noticed at once and not logged.
 
     Args:
         app: an ASGI 3 application (a :class:`~agui_client.testing.ScriptedAgent`, a FastAPI app ...).
@@ -116,7 +145,11 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 0, graceful_timeout:
         OSError: the address cannot be bound.
         RuntimeError: the server failed to start.
     """
-    import uvicorn
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ImportError("agui_client.testing.serve() runs the app under uvicorn, which is not installed: "
+                          "pip install 'agui-client[testing]'", name="uvicorn") from exc
 
     class _Uvicorn(uvicorn.Server):
         def __init__(self, config: uvicorn.Config) -> None:
@@ -137,8 +170,8 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 0, graceful_timeout:
         sock.close()
         raise
     bound_port: int = sock.getsockname()[1]
-    config = uvicorn.Config(app, host=host, port=bound_port, log_level="warning", log_config=None, access_log=False,
-                            lifespan="off", interface="asgi3", http="h11", ws="none", loop="asyncio",
+    config = uvicorn.Config(_Paced(app), host=host, port=bound_port, log_level="warning", log_config=None,
+                            access_log=False, lifespan="off", interface="asgi3", http="h11", ws="none", loop="asyncio",
                             timeout_graceful_shutdown=graceful_timeout)
     server = _Uvicorn(config)
     errors: list[BaseException] = []

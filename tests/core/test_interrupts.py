@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -227,12 +228,24 @@ def test_answering_twice_is_recorded_not_overwritten() -> None:
     assert info.value.ids == ("i1",)
 
 
-def test_an_unknown_id_is_recorded_and_refused_at_build() -> None:
-    builder = ResumeBuilder([ask("i1")], now=NOW).answer("i1").abandon("zzz")
-    assert builder.entries[-1] == cancelled("zzz")
+@pytest.mark.parametrize("how", ["answer", "abandon"])
+def test_an_id_that_is_not_open_is_refused_at_once_listing_the_open_ones(how: str) -> None:
+    builder = ResumeBuilder([ask("i1"), ask("i2")], now=NOW).answer("i1")
     with pytest.raises(UnknownInterrupt) as info:
-        builder.build()
+        builder.answer("zzz", True) if how == "answer" else builder.abandon("zzz")
+
+    assert (info.value.ids, info.value.open_ids) == (("zzz",), ("i1", "i2"))
     assert info.value.problems["unknown"] == ("zzz",)
+    assert "'i1', 'i2'" in str(info.value) and "'zzz'" in str(info.value)
+    assert builder.entries == (resolved("i1"),)  # nothing recorded
+    assert builder.abandon("i2").build() == (resolved("i1"), cancelled("i2"))
+
+
+def test_an_unknown_id_in_a_plain_list_is_refused_naming_the_open_ones() -> None:
+    error = refusal([ask("i1")], [resolved("i1"), cancelled("zzz")])
+
+    assert type(error) is UnknownInterrupt
+    assert (error.ids, error.open_ids) == (("zzz",), ("i1",))
 
 
 def test_omission_is_never_abandonment_even_for_an_expired_interrupt() -> None:
@@ -455,11 +468,18 @@ def test_build_succeeds_exactly_when_the_list_covers_each_open_interrupt_once_va
             calls += [(id, first, {"ok": True}), (id, second, {"ok": False})]
     calls += [(id, "resolved", None) for id in unknown]
     calls = data.draw(st.permutations(calls))
+    open_ids = tuple(dict.fromkeys(i.id for i in interrupts))
     for id, status, payload in calls:
-        if status == "resolved":
-            builder.answer(id, payload)
+        record = functools.partial(builder.answer, id, payload) if status == "resolved" else functools.partial(
+            builder.abandon, id)
+        if interrupts and id not in by_id:
+            # An id that is not open is refused as it is given, naming the open ones; nothing is recorded.
+            with pytest.raises(UnknownInterrupt) as at_once:
+                record()
+            assert (at_once.value.ids, at_once.value.open_ids) == ((id,), open_ids)
         else:
-            builder.abandon(id)
+            record()
+    calls = [c for c in calls if not interrupts or c[0] in by_id]
 
     # The model, written independently of the implementation.
     for interrupt in interrupts:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from agui_client import (
     AgentClient,
+    AnswerProblem,
+    AwaitingAnswers,
+    StreamNotFinished,
+    check_answer,
     AsyncAgentClient,
     Interrupt,
     ResumeBuilder,
@@ -44,3 +48,21 @@ async def later(url: str, store: SqliteStore) -> str | None:
         thread = await client.load_thread("t")
         result = await thread.run("again")
         return result.outcome
+
+
+def problems(interrupt: Interrupt) -> list[str]:
+    found: list[AnswerProblem] = check_answer(interrupt, {"approved": True})
+    return [f"{p.pointer}: {p.message} ({p.code}, {p.keyword})" for p in found]
+
+
+def streamed(client: AgentClient) -> str:
+    thread = client.thread()
+    try:
+        with thread.stream("hi") as stream:
+            text = "".join(stream.text_stream) + "".join(stream.text_deltas(subagents=True))
+            final: RunResult = stream.get_final_result()
+    except AwaitingAnswers as waiting:
+        return f"{waiting.thread_id}: {[i.id for i in waiting.interrupts]}"
+    except StreamNotFinished as early:
+        return str(early.run_id)
+    return text + (final.outcome or "")

@@ -1,0 +1,73 @@
+"""What a plain ``pip install agui-client`` (no extras) gives: run with that install's Python.
+
+    python tests/plain_install.py                  # in a venv holding the package without extras (.ci/run)
+    python tests/plain_install.py --block-extras   # anywhere: the extras' modules made unimportable first
+
+It runs every README snippet whose install line names no extra (``# pip install agui-client``),
+checks that each prints something, and that ``agui_client.testing.serve()`` refuses with an
+``ImportError`` naming ``agui-client[testing]``. Plain Python only: the plain install has no pytest.
+Exits 1 with what failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+#: The modules the extras bring (cli, testing, redis, fast); the package must work without them.
+EXTRA_MODULES = ("uvicorn", "rich", "redis", "orjson", "fastapi", "starlette")
+PLAIN = "# pip install agui-client\n"
+
+
+def snippets() -> list[str]:
+    """The README's Python snippets, each as written."""
+    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+
+
+def plain_snippets() -> list[str]:
+    """The snippets whose install line names no extra."""
+    return [s for s in snippets() if s.startswith(PLAIN)]
+
+
+def main(argv: list[str]) -> int:
+    if "--block-extras" in argv:
+        for name in EXTRA_MODULES:
+            sys.modules[name] = None  # type: ignore[assignment]  # (import raises ImportError)
+    failures: list[str] = []
+    plain = plain_snippets()
+    if not plain:
+        failures.append("the README has no snippet that needs no extra")
+    for n, snippet in enumerate(plain):
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile(snippet, f"{README}:plain-snippet-{n}", "exec"), {"__name__": "__readme__"})
+        except Exception as exc:  # noqa: BLE001 - reported, with the snippet, as a failure
+            failures.append(f"snippet {n} failed: {type(exc).__name__}: {exc}\n{snippet}")
+            continue
+        if not out.getvalue().strip():
+            failures.append(f"snippet {n} printed nothing\n{snippet}")
+
+    from agui_client.testing import ScriptedAgent, serve
+
+    try:
+        server = serve(ScriptedAgent.demo())
+    except ImportError as exc:
+        if "agui-client[testing]" not in str(exc):
+            failures.append(f"serve() without uvicorn: the ImportError does not name the extra: {exc}")
+    else:
+        server.stop()
+        failures.append("serve() ran without uvicorn (is this a plain install?)")
+
+    for failure in failures:
+        print(failure, file=sys.stderr)
+    print(f"plain install: {len(plain)} snippet(s) run, serve() checked, {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
