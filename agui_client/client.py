@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .core.exchange import StreamHandle, request_body
-from .core.redact import Redactor, redact_exception
+from .core.redact import MARK, Redactor, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     AuthenticationError,
@@ -116,6 +116,40 @@ def _excerpt_text(excerpt: bytes, limit: int, redactor: Redactor) -> str:
     return redactor.text(excerpt.decode("utf-8", "replace"), cut=len(excerpt) >= limit)
 
 
+#: Response headers that describe the body as it came off the wire, not the excerpt an error holds.
+_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def _shown_headers(items: Iterable[tuple[str, str]], redactor: Redactor) -> list[tuple[str, str]]:
+    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats.
+    return [(name, MARK if is_sensitive(name, redactor.marked) else redactor.text(value)) for name, value in items]
+
+
+def _shown_request(request: httpx.Request, redactor: Redactor) -> httpx.Request:
+    """``request`` as an error hands it out (httpx's ``.request``): the same method, body and headers, the
+    value of every sensitive header and the URL's secrets replaced, so nothing reached through the error
+    repeats a credential."""
+    try:
+        content = request.content
+    except httpx.RequestNotRead:  # (a redirect's request, which httpx streams: its body is the first one's)
+        content = b""
+    return httpx.Request(request.method, redactor.url(str(request.url)),
+                         headers=_shown_headers(request.headers.multi_items(), redactor), content=content)
+
+
+def _shown_response(response: httpx.Response, excerpt: bytes, text: str, redactor: Redactor) -> httpx.Response:
+    """The answer as an ``HTTPStatusError`` hands it out (httpx's ``.response``): its status, its headers and
+    the bounded excerpt of its body, already read, the secrets the agent echoed replaced (``text`` is the
+    excerpt so redacted); its ``.request`` is the request as :func:`_shown_request` shows it."""
+    # (the excerpt's bytes as they came, unless redacting changed them; httpx decoded them already, so the
+    # headers that describe the wire form go)
+    content = excerpt if text == excerpt.decode("utf-8", "replace") else text.encode("utf-8")
+    headers = _shown_headers(((name, value) for name, value in response.headers.multi_items()
+                              if name.lower() not in _WIRE_HEADERS), redactor)
+    return httpx.Response(response.status_code, headers=headers, content=content,
+                          request=_shown_request(response.request, redactor))
+
+
 def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: Redactor,
                   not_followed: str) -> HTTPStatusError:
     # Everything here comes from the agent, which may echo the request: it all goes through the
@@ -129,7 +163,8 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
             payload = redactor.json(json.loads(excerpt.decode("utf-8", "replace")))
         except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser (or redactor) goes)
             payload = None
-    text = _excerpt_text(excerpt, limit, redactor)[:ERROR_BODY_LIMIT]
+    whole = _excerpt_text(excerpt, limit, redactor)
+    text = whole[:ERROR_BODY_LIMIT]
     # B055: a 401 is typed, as no retry helps.
     kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
     reason = redactor.text(response.reason_phrase or "")
@@ -139,11 +174,13 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
         location = redactor.url(str(target.url) if target is not None else response.headers["location"])
         reason += f" to {location} (not followed: {not_followed})"
     summary = text.strip().replace("\n", " ")[:200]
+    answer = _shown_response(response, excerpt, whole, redactor)
     return kind(
         f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),
         status_code=response.status_code, body=text, payload=payload,
         retry_after=_retry_after(response.headers.get("retry-after")),
-        content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location)
+        content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,
+        request=answer.request, response=answer)
 
 
 def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -206,7 +243,14 @@ class _Framer:
 
 def _undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor) -> TransportError:
     coding = response.headers.get("content-encoding", "")
-    return TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"), url=url)
+    return _about(TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"),
+                                 url=url), response.request, redactor)
+
+
+def _about(error: TransportError, request: httpx.Request, redactor: Redactor) -> TransportError:
+    """``error`` with httpx's ``.request`` set: ``request`` as :func:`_shown_request` shows it."""
+    error.request = _shown_request(request, redactor)
+    return error
 
 
 def _unencoded(response: httpx.Response) -> bool:
@@ -281,8 +325,10 @@ class _ClientBase:
             redactor = self._redactor(request)
             redact_exception(exc, redactor)
             if isinstance(exc, httpx.TimeoutException) and deadline is not None and deadline.passed():
-                raise self._overdue(deadline, redactor.url(self.url), sent=handle.sent) from exc
-            raise self._send_error(exc, redactor, handle.sent) from exc
+                error: TransportError = self._overdue(deadline, redactor.url(self.url), sent=handle.sent)
+            else:
+                error = self._send_error(exc, redactor, handle.sent)
+            raise _about(error, request, redactor) from exc
 
     def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL, redactor: Redactor,
                     written: bool) -> TransportError:
@@ -463,7 +509,7 @@ class AgentClient(_ClientBase):
             handle.redactor = redactor = self._redactor(request, response.request)
         try:
             if deadline is not None and deadline.passed():  # (the answer's head itself came too late)
-                raise self._overdue(deadline, redactor.url(self.url))
+                raise _about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
             if not response.is_success:
                 raise _status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
@@ -491,12 +537,15 @@ class AgentClient(_ClientBase):
             for chunk in (response.iter_raw() if _unencoded(response) else response.iter_bytes()):
                 yield framer.feed(chunk)
                 if deadline is not None and deadline.passed():
-                    raise self._overdue(deadline, url)
+                    raise _about(self._overdue(deadline, url), response.request, redactor)
+        except TransportError:
+            raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
         except httpx.ReadTimeout as exc:
             if deadline is not None and deadline.passed():
-                raise self._overdue(deadline, url) from redact_exception(exc, redactor)
-            raise IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
-                              url=url) from redact_exception(exc, redactor)
+                raise _about(self._overdue(deadline, url), response.request, redactor) from redact_exception(
+                    exc, redactor)
+            raise _about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
+                                     url=url), response.request, redactor) from redact_exception(exc, redactor)
         except httpx.TransportError as exc:
             # The connection dropped: what arrived stands, and the session says the run did not end.
             logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
@@ -582,7 +631,7 @@ class AsyncAgentClient(_ClientBase):
             handle.redactor = redactor = self._redactor(request, response.request)  # (as AgentClient)
         try:
             if deadline is not None and deadline.passed():  # (the answer's head itself came too late)
-                raise self._overdue(deadline, redactor.url(self.url))
+                raise _about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
             if not response.is_success:
                 raise _status_error(response, await self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
@@ -613,12 +662,15 @@ class AsyncAgentClient(_ClientBase):
             async for chunk in (response.aiter_raw() if _unencoded(response) else response.aiter_bytes()):
                 yield framer.feed(chunk)
                 if deadline is not None and deadline.passed():
-                    raise self._overdue(deadline, url)
+                    raise _about(self._overdue(deadline, url), response.request, redactor)
+        except TransportError:
+            raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
         except httpx.ReadTimeout as exc:
             if deadline is not None and deadline.passed():
-                raise self._overdue(deadline, url) from redact_exception(exc, redactor)
-            raise IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
-                              url=url) from redact_exception(exc, redactor)
+                raise _about(self._overdue(deadline, url), response.request, redactor) from redact_exception(
+                    exc, redactor)
+            raise _about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
+                                     url=url), response.request, redactor) from redact_exception(exc, redactor)
         except httpx.TransportError as exc:
             logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
         except httpx.DecodingError as exc:
