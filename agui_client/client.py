@@ -37,6 +37,7 @@ from .errors import (
     StreamWarning,
     TransportError,
 )
+from .telemetry import Telemetry, resolve
 from .thread import AsyncThread, Thread
 from .wire.sse import SSEDecoder
 from .wire.types.run import RunAgentInput
@@ -292,8 +293,10 @@ class _ClientBase:
     def __init__(self, url: str, *, headers: Mapping[str, str] | None, timeout: float, idle_timeout: float,
                  max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
                  clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str],
-                 run_timeout: float | None) -> None:
+                 run_timeout: float | None, telemetry: Telemetry | bool | None = None) -> None:
         self.url = url
+        #: Where runs report to OpenTelemetry (``None``: nowhere); see :class:`~agui_client.Telemetry`.
+        self.telemetry = resolve(telemetry)
         self.run_timeout = run_timeout
         self.headers = dict(headers or {})
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
@@ -422,6 +425,10 @@ class AgentClient(_ClientBase):
             default: no bound beyond ``idle_timeout`` between bytes). Past it the run fails with
             ``RunTimeout``, as for any transport fault (a resume whose request was written stays
             claimed). ``Thread.run(run_timeout=...)`` and ``stream(...)`` set it for one run.
+        telemetry: where runs report to OpenTelemetry. ``None`` (the default): the global providers when
+            ``opentelemetry-api`` is installed (nothing is recorded until the application configures an
+            SDK), else nowhere; a :class:`~agui_client.Telemetry` to choose the providers or to record
+            content; ``False``: nowhere. See ``docs/opentelemetry.md``.
     """
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
@@ -429,10 +436,10 @@ class AgentClient(_ClientBase):
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.Client | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
-                 run_timeout: float | None = None) -> None:
+                 run_timeout: float | None = None, telemetry: Telemetry | bool | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
-                         sensitive_headers=sensitive_headers, run_timeout=run_timeout)
+                         sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.Client(
             timeout=self._timeout(), follow_redirects=follow_redirects)
@@ -562,10 +569,10 @@ class AsyncAgentClient(_ClientBase):
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.AsyncClient | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
-                 run_timeout: float | None = None) -> None:
+                 run_timeout: float | None = None, telemetry: Telemetry | bool | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
-                         sensitive_headers=sensitive_headers, run_timeout=run_timeout)
+                         sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.AsyncClient(
             timeout=self._timeout(), follow_redirects=follow_redirects)

@@ -22,6 +22,7 @@ from .core.exchange import StreamHandle
 from .core.flow import RECEIVE, Close, Conversation, Flow, Hand, Invoke, Load, ResumeInput, Run, Send, Write
 from .core.plan import MessageInput, ToolHandler
 from .core.session import RunResult
+from .telemetry import UNWATCHED, watch_run
 from .wire.types import events as ev
 from .wire.types.base import JSON
 from .wire.types.run import Context, RunAgentInput, Tool
@@ -61,13 +62,14 @@ class AsyncRunStream:
 
 
 class _Exchange:
-    """The response a run has open, as a pump holds it between effects."""
+    """The response a run has open, as a pump holds it between effects (and the run's telemetry watch)."""
 
-    __slots__ = ("stack", "batches")
+    __slots__ = ("stack", "batches", "watch")
 
-    def __init__(self) -> None:
+    def __init__(self, watch: Any = UNWATCHED) -> None:
         self.stack = ExitStack()
         self.batches: Iterator[list[str | bytes]] = iter(())
+        self.watch = watch
 
 
 class Thread(Conversation):
@@ -129,11 +131,12 @@ class Thread(Conversation):
                 long (a turn gives the thread back; a resume whose request was written stays claimed).
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
-        with self._exclusive():
+        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout)
+            watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=KeyboardInterrupt)
-            return cast(RunResult, self._drive(flow, _Exchange()))
+            return watch.finished(cast(RunResult, self._drive(flow, _Exchange(watch))))
 
     @contextmanager
     def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
@@ -148,11 +151,12 @@ class Thread(Conversation):
         the response: what was folded stays in ``thread.state`` but is not saved, and a resume's
         claim stays held (its request reached the agent; see :meth:`release_claim`).
         """
-        with self._exclusive():
+        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout)
+            watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=KeyboardInterrupt)
-            exchange = _Exchange()
+            exchange = _Exchange(watch)
             hand: Hand = self._drive(flow, exchange)
             stream = RunStream(iter(()), plan.run_input)
             stream._events = self._events(hand.receive, exchange, stream)
@@ -164,6 +168,7 @@ class Thread(Conversation):
             result = self._drive(flow, exchange, answer=stream.result is not None)
             if stream.result is None:
                 stream.result = result
+            watch.finished(stream.result)
 
     def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (you decided a retry is safe).
@@ -230,9 +235,10 @@ class Thread(Conversation):
             return self._write(effect)
         if kind is Send:
             plan = effect.plan
-            exchange.batches = exchange.stack.enter_context(
-                self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
-                                          run_timeout=plan.run_timeout))
+            with exchange.watch.sending() as headers:  # (the trace context, when the client has telemetry)
+                exchange.batches = exchange.stack.enter_context(
+                    self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
+                                              run_timeout=plan.run_timeout, headers=headers))
             return None
         if kind is Close:
             error = effect.error
@@ -262,13 +268,14 @@ class Thread(Conversation):
 
 
 class _AsyncExchange:
-    """The response a run has open, as the async pump holds it between effects."""
+    """The response a run has open, as the async pump holds it between effects (and the run's telemetry watch)."""
 
-    __slots__ = ("stack", "batches")
+    __slots__ = ("stack", "batches", "watch")
 
-    def __init__(self) -> None:
+    def __init__(self, watch: Any = UNWATCHED) -> None:
         self.stack = AsyncExitStack()
         self.batches: AsyncIterator[list[str | bytes]] | None = None
+        self.watch = watch
 
 
 class AsyncThread(Conversation):
@@ -286,11 +293,12 @@ class AsyncThread(Conversation):
                   pending_unknown: bool = False,
             run_timeout: float | None = None) -> RunResult:
         """Send a run and fold it to the end (see :meth:`Thread.run`)."""
-        with self._exclusive():
+        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout)
+            watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=asyncio.CancelledError)
-            return cast(RunResult, await self._drive(flow, _AsyncExchange()))
+            return watch.finished(cast(RunResult, await self._drive(flow, _AsyncExchange(watch))))
 
     @asynccontextmanager
     async def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
@@ -299,11 +307,12 @@ class AsyncThread(Conversation):
                      pending_unknown: bool = False,
             run_timeout: float | None = None) -> AsyncIterator[AsyncRunStream]:
         """Send a run and yield an :class:`AsyncRunStream` of its events (see :meth:`Thread.stream`)."""
-        with self._exclusive():
+        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout)
+            watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=asyncio.CancelledError)
-            exchange = _AsyncExchange()
+            exchange = _AsyncExchange(watch)
             hand: Hand = await self._drive(flow, exchange)
             stream = AsyncRunStream(_empty(), plan.run_input)
             stream._events = self._events(hand.receive, exchange, stream)
@@ -315,6 +324,7 @@ class AsyncThread(Conversation):
             result = await self._drive(flow, exchange, answer=stream.result is not None)
             if stream.result is None:
                 stream.result = result
+            watch.finished(stream.result)
 
     async def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (see :meth:`Thread.release_claim`)."""
@@ -366,9 +376,10 @@ class AsyncThread(Conversation):
             return await self._write(effect)
         if kind is Send:
             plan = effect.plan
-            exchange.batches = await exchange.stack.enter_async_context(
-                self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
-                                          run_timeout=plan.run_timeout))
+            with exchange.watch.sending() as headers:  # (as Thread._carry)
+                exchange.batches = await exchange.stack.enter_async_context(
+                    self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
+                                              run_timeout=plan.run_timeout, headers=headers))
             return None
         if kind is Close:
             error = effect.error
