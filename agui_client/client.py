@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -400,6 +400,24 @@ def _same_origin(target: httpx.Request, first: httpx.Request) -> bool:
 class AgentClient(_ClientBase):
     """A synchronous AG-UI client bound to one agent URL.
 
+    Example::
+
+        from agui_client import AgentClient
+
+        with AgentClient(url, headers={"Authorization": "Bearer <token>"}) as client:
+            thread = client.thread()  # a new conversation, with a fresh id
+            result = thread.run("What's the weather in Paris?")
+            print(result.outcome, result.text)
+            thread_id = thread.id  # keep it: client.thread(thread_id) comes back to the thread
+            print(client.store.load(thread_id).version)  # saved in client.store (a MemoryStore by default)
+            again = client.thread(thread_id)  # loaded from the store, its messages and interrupts with it
+
+    Attributes:
+        url: the agent's endpoint.
+        store: where the threads are kept (the ``store`` argument, or a ``MemoryStore`` the client owns).
+        http: the ``httpx.Client`` the client sends with.
+        telemetry: where runs report to OpenTelemetry (a :class:`~agui_client.Telemetry`), or ``None``.
+
     Args:
         url: the agent's endpoint (runs are ``POST``ed there).
         headers: extra request headers (authentication …); merged into every request, never logged.
@@ -468,13 +486,23 @@ class AgentClient(_ClientBase):
         the store off the event loop)."""
         return self.thread(thread_id, tool_handlers=tool_handlers)
 
-    @contextmanager
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
              headers: Mapping[str, str] | None = None,
-             run_timeout: float | None = None) -> Iterator[Iterator[str | bytes]]:
-        """POST ``run_input`` and yield an iterator of SSE payloads, each as soon as its bytes arrive.
+             run_timeout: float | None = None) -> AbstractContextManager[Iterator[str | bytes]]:
+        """POST ``run_input``; a context manager giving an iterator of SSE payloads, each as soon as its bytes arrive.
 
-        The response is closed when the ``with`` block ends, however it ends.
+        The low-level exchange, for a relay or a recorder: the payloads are the events' JSON text, not
+        decoded, checked or folded (a :class:`Thread` does that). The response is closed when the
+        ``with`` block ends, however it ends.
+
+        Example::
+
+            from agui_client import RunAgentInput, UserMessage
+
+            run_input = RunAgentInput(thread_id="t-1", run_id="r-1", messages=(UserMessage(id="m-1", content="hi"),))
+            with client.open(run_input) as payloads:
+                for payload in payloads:  # one event's JSON text (str or bytes)
+                    print(payload)
 
         Raises:
             TransportError: the agent could not be reached (``request_sent=False``) or the connection
@@ -485,6 +513,11 @@ class AgentClient(_ClientBase):
                 from the request.
             ProtocolError: the answer is not an event stream.
         """
+        return self._payloads(run_input, handle=handle, headers=headers, run_timeout=run_timeout)
+
+    @contextmanager
+    def _payloads(self, run_input: RunAgentInput, *, handle: StreamHandle | None, headers: Mapping[str, str] | None,
+                  run_timeout: float | None) -> Iterator[Iterator[str | bytes]]:
         with self._open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches:
             yield (payload for batch in batches for payload in batch)
 
@@ -562,7 +595,24 @@ class AgentClient(_ClientBase):
 
 
 class AsyncAgentClient(_ClientBase):
-    """The asynchronous twin of :class:`AgentClient` (same parameters, ``await``/``async with``)."""
+    """The asynchronous twin of :class:`AgentClient` (same parameters and attributes, ``await``/``async with``).
+
+    Example::
+
+        import asyncio
+        from agui_client import AsyncAgentClient
+
+        async def main() -> None:
+            async with AsyncAgentClient(url) as client:
+                thread = await client.load_thread()  # (reads client.store off the event loop)
+                result = await thread.run("hello")
+                print(thread.id, result.outcome)
+                async with thread.stream("and now stream it") as stream:
+                    async for event in stream:
+                        print(event.TYPE)
+
+        asyncio.run(main())
+    """
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_CONNECT_TIMEOUT, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
@@ -605,11 +655,24 @@ class AsyncAgentClient(_ClientBase):
         event loop goes on serving while a long thread loads from SQLite or Redis."""
         return await asyncio.to_thread(self.thread, thread_id, tool_handlers=tool_handlers)
 
+    def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
+             headers: Mapping[str, str] | None = None,
+             run_timeout: float | None = None) -> AbstractAsyncContextManager[AsyncIterator[str | bytes]]:
+        """POST ``run_input``; an async context manager giving an async iterator of SSE payloads (see
+        :meth:`AgentClient.open`).
+
+        Example::
+
+            async with client.open(run_input) as payloads:
+                async for payload in payloads:
+                    print(payload)
+        """
+        return self._payloads(run_input, handle=handle, headers=headers, run_timeout=run_timeout)
+
     @asynccontextmanager
-    async def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-                   headers: Mapping[str, str] | None = None,
-                   run_timeout: float | None = None) -> AsyncIterator[AsyncIterator[str | bytes]]:
-        """POST ``run_input`` and yield an async iterator of SSE payloads (see :meth:`AgentClient.open`)."""
+    async def _payloads(self, run_input: RunAgentInput, *, handle: StreamHandle | None,
+                        headers: Mapping[str, str] | None,
+                        run_timeout: float | None) -> AsyncIterator[AsyncIterator[str | bytes]]:
         async with self._open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches:
             yield _flatten(batches)
 

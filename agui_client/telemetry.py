@@ -19,11 +19,12 @@ result; leaving its ``with`` block ends the span with the run's outcome or the e
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -55,10 +56,17 @@ class Telemetry:
     Example::
 
         from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
         from agui_client import AgentClient, Telemetry
 
-        provider = TracerProvider()  # (with the application's exporters)
-        client = AgentClient(url, telemetry=Telemetry(tracer_provider=provider))
+        exporter = InMemorySpanExporter()  # (an application exports to its collector instead)
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        with AgentClient(url, telemetry=Telemetry(tracer_provider=provider)) as client:
+            client.thread().run("hello")
+        span = exporter.get_finished_spans()[0]
+        print(span.name, span.attributes["agui.run.outcome"])  # agui.run success
 
     Args:
         tracer_provider: the tracer provider (the global one by default).
@@ -75,10 +83,14 @@ class Telemetry:
     def __init__(self, *, tracer_provider: TracerProvider | None = None,
                  meter_provider: MeterProvider | None = None, record_content: bool = False) -> None:
         try:
-            from opentelemetry import metrics, trace
+            from opentelemetry import context, metrics, propagate, trace
         except ImportError as exc:
             raise ImportError("agui_client's telemetry needs OpenTelemetry's API: "
                               "pip install 'agui-client[otel]' (opentelemetry-api)") from exc
+        # (the API's modules, looked up once: a run's watch uses them without an import statement each time)
+        self._trace: ModuleType = trace
+        self._context: ModuleType = context
+        self._propagate: ModuleType = propagate
         self.record_content = record_content
         self._tracer = trace.get_tracer(SCOPE, __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter(SCOPE, __version__, meter_provider=meter_provider)
@@ -187,25 +199,22 @@ class _Sending:
     """While the request is sent: the run's span is the current one (an instrumented HTTP client's span
     is its child), and ``__enter__`` gives the headers carrying its trace context."""
 
-    __slots__ = ("_context", "_token")
+    __slots__ = ("_telemetry", "_context", "_token")
 
-    def __init__(self, context: Any) -> None:
+    def __init__(self, telemetry: Telemetry, context: Any) -> None:
+        self._telemetry = telemetry
         self._context = context
         self._token: Any = None
 
     def __enter__(self) -> Mapping[str, str]:
-        from opentelemetry import context, propagate
-
         carrier: dict[str, str] = {}
-        propagate.inject(carrier, context=self._context)
-        self._token = context.attach(self._context)
+        self._telemetry._propagate.inject(carrier, context=self._context)
+        self._token = self._telemetry._context.attach(self._context)
         return carrier
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        from opentelemetry import context
-
-        context.detach(self._token)
+        self._telemetry._context.detach(self._token)
 
 
 class _RunWatch:
@@ -214,8 +223,7 @@ class _RunWatch:
     __slots__ = ("_telemetry", "_thread_id", "_span", "_started", "_result")
 
     def __init__(self, telemetry: Telemetry, client: Any, thread: Any, run_id: str | None, resuming: bool) -> None:
-        from opentelemetry.trace import Link, SpanKind
-
+        trace = telemetry._trace
         self._telemetry = telemetry
         self._thread_id: str = thread.id
         self._started = time.monotonic()
@@ -229,14 +237,10 @@ class _RunWatch:
             attributes["agui.run.resumes"] = interrupted
             earlier = telemetry._recall((thread.id, interrupted))
             if earlier is not None:
-                links.append(Link(earlier, {"agui.link": "resumes"}))
-        address = _server(getattr(client, "url", None))
-        if address is not None:
-            attributes["server.address"], port = address
-            if port is not None:
-                attributes["server.port"] = port
-        self._span: Span = telemetry._tracer.start_span("agui.run", kind=SpanKind.CLIENT, attributes=attributes,
-                                                         links=links)
+                links.append(trace.Link(earlier, {"agui.link": "resumes"}))
+        attributes.update(_server(getattr(client, "url", None)))
+        self._span: Span = telemetry._tracer.start_span("agui.run", kind=trace.SpanKind.CLIENT,
+                                                         attributes=attributes, links=links)
 
     def __enter__(self) -> _RunWatch:
         return self
@@ -255,11 +259,11 @@ class _RunWatch:
                     span.add_event("agui.run.input", {"agui.message.role": message.ROLE,
                                                       "agui.message.content": content})
 
-    def sending(self) -> _Sending:
+    def sending(self) -> _Sending | _NotSending:
         """The request is being sent: ``with watch.sending() as headers`` gives the trace headers."""
-        from opentelemetry.trace import set_span_in_context
-
-        return _Sending(set_span_in_context(self._span))
+        if not self._span.get_span_context().is_valid:
+            return NOT_SENDING  # (no SDK, and no trace around the call: no context to carry)
+        return _Sending(self._telemetry, self._telemetry._trace.set_span_in_context(self._span))
 
     def finished(self, result: RunResult) -> RunResult:
         """The run came to ``result`` (returned, for the caller's convenience)."""
@@ -268,8 +272,6 @@ class _RunWatch:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        from opentelemetry.trace import Status, StatusCode
-
         telemetry, span = self._telemetry, self._span
         result = self._result
         if result is None and exc is not None:
@@ -296,20 +298,29 @@ class _RunWatch:
                 _failure(span, exc, outcome, telemetry.record_content)
             elif outcome == "error":
                 span.set_attribute("error.type", "RUN_ERROR")
-                span.set_status(Status(StatusCode.ERROR, "the run ended with RUN_ERROR"))
+                _failed_status(span, "the run ended with RUN_ERROR")
         finally:
             span.end()
 
 
-def _server(url: str | None) -> tuple[str, int | None] | None:
-    """``server.address`` and ``server.port`` of the agent's URL (no userinfo, path or query)."""
-    if not url:
-        return None
+@functools.lru_cache(maxsize=64)
+def _server(url: str | None) -> dict[str, str | int]:
+    """``server.address`` and ``server.port`` of the agent's URL (never its userinfo, path or query)."""
     try:
-        parts = urlsplit(url)
-        return (parts.hostname, parts.port) if parts.hostname else None
+        parts = urlsplit(url or "")
+        host, port = parts.hostname, parts.port
     except ValueError:
-        return None
+        return {}
+    found: dict[str, str | int] = {"server.address": host} if host else {}
+    if host and port is not None:
+        found["server.port"] = port
+    return found
+
+
+def _failed_status(span: Span, description: str) -> None:
+    from opentelemetry.trace import Status, StatusCode  # (only for a failed run's span)
+
+    span.set_status(Status(StatusCode.ERROR, description))
 
 
 def _outcome(result: RunResult | None, exc: BaseException | None) -> str:
@@ -363,8 +374,6 @@ def _describe(span: Span, result: RunResult, record_content: bool) -> None:
 
 def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool) -> None:
     """The error that ended the run, as span attributes and events (its text only when asked for)."""
-    from opentelemetry.trace import Status, StatusCode
-
     name = type(exc).__name__
     if isinstance(exc, ResumeRefused):
         span.add_event("agui.resume.refused", {"agui.resume.refusal.kind": exc.kind,
@@ -386,4 +395,4 @@ def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool)
         span.record_exception(exc)
     rule = getattr(exc, "rule", None)
     description = str(exc) if record_content else name + (f" [{rule}]" if rule else "")
-    span.set_status(Status(StatusCode.ERROR, description))
+    _failed_status(span, description)

@@ -78,6 +78,21 @@ class Thread(Conversation):
     Get one from :meth:`AgentClient.thread`. ``run()`` returns the run's ``RunResult``; ``stream()``
     yields its events as they arrive. A thread with open interrupts refuses a run that does not
     resume them, before anything is sent.
+
+    Example::
+
+        thread = client.thread()  # a new conversation; client.thread(thread_id) loads a stored one
+        result = thread.run("hello")  # the whole run, folded
+        with thread.stream("tell me more") as stream:  # or its events as they arrive
+            for event in stream:
+                print(event.TYPE)
+        print(stream.result.outcome, len(thread.state.messages), thread.id)
+
+    Attributes:
+        id: the thread's id (keep it to come back: ``client.thread(id)`` loads it from the store).
+        client: the client that made it.
+        state: the folded state (messages, shared state, open interrupts, usage …).
+        tool_handlers: the frontend tools ``run_until_done()`` answers, by name.
     """
 
     def __init__(self, client: AgentClient, thread_id: str, *,
