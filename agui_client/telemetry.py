@@ -274,8 +274,10 @@ class _RunWatch:
                  traceback: TracebackType | None) -> None:
         telemetry, span = self._telemetry, self._span
         result = self._result
-        if result is None and exc is not None:
-            result = getattr(exc, "result", None)
+        if result is not None and result.outcome is not None:
+            exc = None  # (the run ended; what the caller's own code raised after that is not the run's)
+        elif exc is not None:
+            result = getattr(exc, "result", None) or result
         outcome = _outcome(result, exc)
         measured: dict[str, Any] = {"agui.run.outcome": outcome}
         if exc is not None and outcome in ("failed", "refused"):

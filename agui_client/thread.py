@@ -178,6 +178,8 @@ class Thread(Conversation):
             try:
                 yield stream
             except BaseException as exc:
+                if stream.result is not None:
+                    watch.finished(stream.result)  # (the run ended before the caller's block raised)
                 self._drive(flow, exchange, error=exc)  # (the flow settles the claim and raises again)
                 raise
             result = self._drive(flow, exchange, answer=stream.result is not None)
@@ -334,6 +336,8 @@ class AsyncThread(Conversation):
             try:
                 yield stream
             except BaseException as exc:
+                if stream.result is not None:
+                    watch.finished(stream.result)  # (as Thread.stream)
                 await self._drive(flow, exchange, error=exc)  # (as Thread.stream)
                 raise
             result = await self._drive(flow, exchange, answer=stream.result is not None)

@@ -152,6 +152,34 @@ def test_a_stream_left_early_is_abandoned(drive: Any, served: Any, otel: Recorde
     assert otel.points("agui.client.runs") == [({"agui.run.outcome": "abandoned"}, 1)]
 
 
+def test_a_stream_whose_block_raises_after_the_end_keeps_the_runs_outcome(
+        drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(chat())
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        with pytest.raises(KeyError), client.thread().stream("hi") as stream:
+            list(stream)
+            raise KeyError("the caller's own")
+
+    [span] = otel.runs()
+    assert span.attributes is not None and span.attributes["agui.run.outcome"] == "success"
+    assert span.status.status_code is StatusCode.UNSET
+
+
+def test_each_run_of_the_tool_loop_is_a_span(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "blue"})
+        result = thread.run_until_done("pick one")
+
+    spans = otel.runs()
+    assert result.outcome == "success" and len(spans) == len(endpoint.received) == 2
+    assert [dict(s.attributes or {})["agui.run.outcome"] for s in spans] == ["success", "success"]
+    assert [r.headers["traceparent"].split("-")[2] for r in endpoint.received] == \
+        [f"{s.context.span_id:016x}" for s in spans]
+
+
 def test_an_error_status_fails_the_span_with_its_type_and_status_code(drive: Any, served: Any, otel: Recorded) -> None:
     endpoint = served(ScriptedAgent([Respond(status=503, body={"detail": SECRET_TEXT})]))
 
