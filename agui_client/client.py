@@ -609,7 +609,7 @@ class AsyncAgentClient(_ClientBase):
                 print(thread.id, result.outcome)
                 async with thread.stream("and now stream it") as stream:
                     async for event in stream:
-                        print(event.TYPE)
+                        print(type(event).__name__)
 
         asyncio.run(main())
     """

@@ -85,7 +85,7 @@ class Thread(Conversation):
         result = thread.run("hello")  # the whole run, folded
         with thread.stream("tell me more") as stream:  # or its events as they arrive
             for event in stream:
-                print(event.TYPE)
+                print(type(event).__name__)
         print(stream.result.outcome, len(thread.state.messages), thread.id)
 
     Attributes:

@@ -90,7 +90,7 @@ async def _in_async_client(block: str, names: dict[str, Any]) -> None:
 
 
 def test_help_of_agent_client_shows_an_example_the_thread_id_and_the_store() -> None:
-    text = pydoc.render_doc(ag.AgentClient, renderer=pydoc.plaintext)
+    text = pydoc.plain(pydoc.render_doc(ag.AgentClient))
 
     assert "Example::" in text and "thread.id" in text and "client.store" in text
 

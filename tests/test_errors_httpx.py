@@ -81,7 +81,7 @@ def test_the_response_holds_the_bounded_excerpt_already_read(drive: Any, served:
 
     response = caught.value.response
     assert response.is_stream_consumed and response.text == "x" * ERROR_BODY_LIMIT
-    assert response.text == caught.value.body
+    assert isinstance(caught.value, ag.HTTPStatusError) and response.text == caught.value.body
 
 
 def test_a_compressed_error_body_reads_as_text(drive: Any, served: Any) -> None:
@@ -162,3 +162,18 @@ def test_an_error_built_by_hand_has_a_response_and_no_request() -> None:
     assert (error.response.status_code, error.response.text) == (500, "down")
     with pytest.raises(RuntimeError):  # (httpx's own answer for a request never set)
         error.request  # noqa: B018
+
+
+def test_the_request_loses_userinfo_marked_headers_and_secret_query_values(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=500, body="down")]))
+    url = endpoint.url.replace("http://", "http://alice:pa55-w0rd-long@") + f"?token={TOKEN}&lang=en"
+
+    with drive.client(url, headers={"X-Tenant": "tenant-secret-77"}, sensitive_headers=["x-tenant"]) as client:
+        with pytest.raises(httpx.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    request = caught.value.request
+    shown = f"{request.url} {request.headers.multi_items()!r}"
+    assert request.headers["x-tenant"] == MARK and request.headers["authorization"] == MARK  # (the Basic auth)
+    assert "pa55-w0rd-long" not in shown and "tenant-secret-77" not in shown and TOKEN not in shown
+    assert request.url.host == "127.0.0.1" and request.url.params["lang"] == "en"

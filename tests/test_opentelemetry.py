@@ -230,7 +230,8 @@ def test_a_refused_resume_is_a_span_event_with_its_kind_and_ids_and_a_refusal(
 
     first, refused = otel.runs()
     [event] = [e for e in refused.events if e.name == "agui.resume.refused"]
-    assert dict(event.attributes or {}) == {"agui.resume.refusal.kind": "uncovered", "error.type": "UncoveredInterrupts",
+    assert dict(event.attributes or {}) == {"agui.resume.refusal.kind": "uncovered",
+                                            "error.type": "UncoveredInterrupts",
                                             "agui.resume.refusal.interrupt_ids": ("interrupt-2",)}
     assert refused.attributes is not None and refused.attributes["agui.run.outcome"] == "refused"
     assert first.attributes is not None and first.attributes["agui.run.interrupts"] == 2
