@@ -17,6 +17,7 @@ from .core.fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, pa
 from .core.interrupts import AnswerProblem, ResumeBuilder, check_answer, check_resume, is_expired, parse_expires_at
 from .core.session import RunResult, RunSession, replay
 from .errors import *  # noqa: F403
+from .telemetry import Telemetry
 from .thread import AsyncRunStream, AsyncThread, RunStream, Thread
 from .wire import types as _types
 from .wire.codec import decode_event, encode
@@ -50,6 +51,7 @@ __all__ = [
     "AnswerProblem",
     "is_expired",
     "parse_expires_at",
+    "Telemetry",
 ]
 __all__ += _errors.__all__
 __all__ += _types.__all__

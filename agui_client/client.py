@@ -18,14 +18,14 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from .core.exchange import StreamHandle, request_body
-from .core.redact import Redactor, redact_exception
+from .core.redact import MARK, Redactor, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     AuthenticationError,
@@ -37,6 +37,7 @@ from .errors import (
     StreamWarning,
     TransportError,
 )
+from .telemetry import Telemetry, resolve
 from .thread import AsyncThread, Thread
 from .wire.sse import SSEDecoder
 from .wire.types.run import RunAgentInput
@@ -116,6 +117,40 @@ def _excerpt_text(excerpt: bytes, limit: int, redactor: Redactor) -> str:
     return redactor.text(excerpt.decode("utf-8", "replace"), cut=len(excerpt) >= limit)
 
 
+#: Response headers that describe the body as it came off the wire, not the excerpt an error holds.
+_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def _shown_headers(items: Iterable[tuple[str, str]], redactor: Redactor) -> list[tuple[str, str]]:
+    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats.
+    return [(name, MARK if is_sensitive(name, redactor.marked) else redactor.text(value)) for name, value in items]
+
+
+def _shown_request(request: httpx.Request, redactor: Redactor) -> httpx.Request:
+    """``request`` as an error hands it out (httpx's ``.request``): the same method, body and headers, the
+    value of every sensitive header and the URL's secrets replaced, so nothing reached through the error
+    repeats a credential."""
+    try:
+        content = request.content
+    except httpx.RequestNotRead:  # (a redirect's request, which httpx streams: its body is the first one's)
+        content = b""
+    return httpx.Request(request.method, redactor.url(str(request.url)),
+                         headers=_shown_headers(request.headers.multi_items(), redactor), content=content)
+
+
+def _shown_response(response: httpx.Response, excerpt: bytes, text: str, redactor: Redactor) -> httpx.Response:
+    """The answer as an ``HTTPStatusError`` hands it out (httpx's ``.response``): its status, its headers and
+    the bounded excerpt of its body, already read, the secrets the agent echoed replaced (``text`` is the
+    excerpt so redacted); its ``.request`` is the request as :func:`_shown_request` shows it."""
+    # (the excerpt's bytes as they came, unless redacting changed them; httpx decoded them already, so the
+    # headers that describe the wire form go)
+    content = excerpt if text == excerpt.decode("utf-8", "replace") else text.encode("utf-8")
+    headers = _shown_headers(((name, value) for name, value in response.headers.multi_items()
+                              if name.lower() not in _WIRE_HEADERS), redactor)
+    return httpx.Response(response.status_code, headers=headers, content=content,
+                          request=_shown_request(response.request, redactor))
+
+
 def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: Redactor,
                   not_followed: str) -> HTTPStatusError:
     # Everything here comes from the agent, which may echo the request: it all goes through the
@@ -129,7 +164,8 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
             payload = redactor.json(json.loads(excerpt.decode("utf-8", "replace")))
         except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser (or redactor) goes)
             payload = None
-    text = _excerpt_text(excerpt, limit, redactor)[:ERROR_BODY_LIMIT]
+    whole = _excerpt_text(excerpt, limit, redactor)
+    text = whole[:ERROR_BODY_LIMIT]
     # B055: a 401 is typed, as no retry helps.
     kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
     reason = redactor.text(response.reason_phrase or "")
@@ -139,11 +175,13 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
         location = redactor.url(str(target.url) if target is not None else response.headers["location"])
         reason += f" to {location} (not followed: {not_followed})"
     summary = text.strip().replace("\n", " ")[:200]
+    answer = _shown_response(response, excerpt, whole, redactor)
     return kind(
         f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),
         status_code=response.status_code, body=text, payload=payload,
         retry_after=_retry_after(response.headers.get("retry-after")),
-        content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location)
+        content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,
+        request=answer.request, response=answer)
 
 
 def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -206,7 +244,14 @@ class _Framer:
 
 def _undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor) -> TransportError:
     coding = response.headers.get("content-encoding", "")
-    return TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"), url=url)
+    return _about(TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"),
+                                 url=url), response.request, redactor)
+
+
+def _about(error: TransportError, request: httpx.Request, redactor: Redactor) -> TransportError:
+    """``error`` with httpx's ``.request`` set: ``request`` as :func:`_shown_request` shows it."""
+    error.request = _shown_request(request, redactor)
+    return error
 
 
 def _unencoded(response: httpx.Response) -> bool:
@@ -248,8 +293,10 @@ class _ClientBase:
     def __init__(self, url: str, *, headers: Mapping[str, str] | None, timeout: float, idle_timeout: float,
                  max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
                  clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str],
-                 run_timeout: float | None) -> None:
+                 run_timeout: float | None, telemetry: Telemetry | bool | None = None) -> None:
         self.url = url
+        #: Where runs report to OpenTelemetry (``None``: nowhere); see :class:`~agui_client.Telemetry`.
+        self.telemetry = resolve(telemetry)
         self.run_timeout = run_timeout
         self.headers = dict(headers or {})
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
@@ -281,8 +328,10 @@ class _ClientBase:
             redactor = self._redactor(request)
             redact_exception(exc, redactor)
             if isinstance(exc, httpx.TimeoutException) and deadline is not None and deadline.passed():
-                raise self._overdue(deadline, redactor.url(self.url), sent=handle.sent) from exc
-            raise self._send_error(exc, redactor, handle.sent) from exc
+                error: TransportError = self._overdue(deadline, redactor.url(self.url), sent=handle.sent)
+            else:
+                error = self._send_error(exc, redactor, handle.sent)
+            raise _about(error, request, redactor) from exc
 
     def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL, redactor: Redactor,
                     written: bool) -> TransportError:
@@ -351,6 +400,24 @@ def _same_origin(target: httpx.Request, first: httpx.Request) -> bool:
 class AgentClient(_ClientBase):
     """A synchronous AG-UI client bound to one agent URL.
 
+    Example::
+
+        from agui_client import AgentClient
+
+        with AgentClient(url, headers={"Authorization": "Bearer <token>"}) as client:
+            thread = client.thread()  # a new conversation, with a fresh id
+            result = thread.run("What's the weather in Paris?")
+            print(result.outcome, result.text)
+            thread_id = thread.id  # keep it: client.thread(thread_id) comes back to the thread
+            print(client.store.load(thread_id).version)  # saved in client.store (a MemoryStore by default)
+            again = client.thread(thread_id)  # loaded from the store, its messages and interrupts with it
+
+    Attributes:
+        url: the agent's endpoint.
+        store: where the threads are kept (the ``store`` argument, or a ``MemoryStore`` the client owns).
+        http: the ``httpx.Client`` the client sends with.
+        telemetry: where runs report to OpenTelemetry (a :class:`~agui_client.Telemetry`), or ``None``.
+
     Args:
         url: the agent's endpoint (runs are ``POST``ed there).
         headers: extra request headers (authentication …); merged into every request, never logged.
@@ -376,6 +443,10 @@ class AgentClient(_ClientBase):
             default: no bound beyond ``idle_timeout`` between bytes). Past it the run fails with
             ``RunTimeout``, as for any transport fault (a resume whose request was written stays
             claimed). ``Thread.run(run_timeout=...)`` and ``stream(...)`` set it for one run.
+        telemetry: where runs report to OpenTelemetry. ``None`` (the default): the global providers when
+            ``opentelemetry-api`` is installed (nothing is recorded until the application configures an
+            SDK), else nowhere; a :class:`~agui_client.Telemetry` to choose the providers or to record
+            content; ``False``: nowhere. See ``docs/opentelemetry.md``.
     """
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
@@ -383,10 +454,10 @@ class AgentClient(_ClientBase):
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.Client | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
-                 run_timeout: float | None = None) -> None:
+                 run_timeout: float | None = None, telemetry: Telemetry | bool | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
-                         sensitive_headers=sensitive_headers, run_timeout=run_timeout)
+                         sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.Client(
             timeout=self._timeout(), follow_redirects=follow_redirects)
@@ -415,13 +486,23 @@ class AgentClient(_ClientBase):
         the store off the event loop)."""
         return self.thread(thread_id, tool_handlers=tool_handlers)
 
-    @contextmanager
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
              headers: Mapping[str, str] | None = None,
-             run_timeout: float | None = None) -> Iterator[Iterator[str | bytes]]:
-        """POST ``run_input`` and yield an iterator of SSE payloads, each as soon as its bytes arrive.
+             run_timeout: float | None = None) -> AbstractContextManager[Iterator[str | bytes]]:
+        """POST ``run_input``; a context manager giving an iterator of SSE payloads, each as soon as its bytes arrive.
 
-        The response is closed when the ``with`` block ends, however it ends.
+        The low-level exchange, for a relay or a recorder: the payloads are the events' JSON text, not
+        decoded, checked or folded (a :class:`Thread` does that). The response is closed when the
+        ``with`` block ends, however it ends.
+
+        Example::
+
+            from agui_client import RunAgentInput, UserMessage
+
+            run_input = RunAgentInput(thread_id="t-1", run_id="r-1", messages=(UserMessage(id="m-1", content="hi"),))
+            with client.open(run_input) as payloads:
+                for payload in payloads:  # one event's JSON text (str or bytes)
+                    print(payload)
 
         Raises:
             TransportError: the agent could not be reached (``request_sent=False``) or the connection
@@ -432,6 +513,11 @@ class AgentClient(_ClientBase):
                 from the request.
             ProtocolError: the answer is not an event stream.
         """
+        return self._payloads(run_input, handle=handle, headers=headers, run_timeout=run_timeout)
+
+    @contextmanager
+    def _payloads(self, run_input: RunAgentInput, *, handle: StreamHandle | None, headers: Mapping[str, str] | None,
+                  run_timeout: float | None) -> Iterator[Iterator[str | bytes]]:
         with self._open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches:
             yield (payload for batch in batches for payload in batch)
 
@@ -463,7 +549,7 @@ class AgentClient(_ClientBase):
             handle.redactor = redactor = self._redactor(request, response.request)
         try:
             if deadline is not None and deadline.passed():  # (the answer's head itself came too late)
-                raise self._overdue(deadline, redactor.url(self.url))
+                raise _about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
             if not response.is_success:
                 raise _status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
@@ -491,12 +577,15 @@ class AgentClient(_ClientBase):
             for chunk in (response.iter_raw() if _unencoded(response) else response.iter_bytes()):
                 yield framer.feed(chunk)
                 if deadline is not None and deadline.passed():
-                    raise self._overdue(deadline, url)
+                    raise _about(self._overdue(deadline, url), response.request, redactor)
+        except TransportError:
+            raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
         except httpx.ReadTimeout as exc:
             if deadline is not None and deadline.passed():
-                raise self._overdue(deadline, url) from redact_exception(exc, redactor)
-            raise IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
-                              url=url) from redact_exception(exc, redactor)
+                raise _about(self._overdue(deadline, url), response.request, redactor) from redact_exception(
+                    exc, redactor)
+            raise _about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
+                                     url=url), response.request, redactor) from redact_exception(exc, redactor)
         except httpx.TransportError as exc:
             # The connection dropped: what arrived stands, and the session says the run did not end.
             logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
@@ -506,17 +595,34 @@ class AgentClient(_ClientBase):
 
 
 class AsyncAgentClient(_ClientBase):
-    """The asynchronous twin of :class:`AgentClient` (same parameters, ``await``/``async with``)."""
+    """The asynchronous twin of :class:`AgentClient` (same parameters and attributes, ``await``/``async with``).
+
+    Example::
+
+        import asyncio
+        from agui_client import AsyncAgentClient
+
+        async def main() -> None:
+            async with AsyncAgentClient(url) as client:
+                thread = await client.load_thread()  # (reads client.store off the event loop)
+                result = await thread.run("hello")
+                print(thread.id, result.outcome)
+                async with thread.stream("and now stream it") as stream:
+                    async for event in stream:
+                        print(type(event).__name__)
+
+        asyncio.run(main())
+    """
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_CONNECT_TIMEOUT, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.AsyncClient | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
-                 run_timeout: float | None = None) -> None:
+                 run_timeout: float | None = None, telemetry: Telemetry | bool | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
-                         sensitive_headers=sensitive_headers, run_timeout=run_timeout)
+                         sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.AsyncClient(
             timeout=self._timeout(), follow_redirects=follow_redirects)
@@ -549,11 +655,24 @@ class AsyncAgentClient(_ClientBase):
         event loop goes on serving while a long thread loads from SQLite or Redis."""
         return await asyncio.to_thread(self.thread, thread_id, tool_handlers=tool_handlers)
 
+    def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
+             headers: Mapping[str, str] | None = None,
+             run_timeout: float | None = None) -> AbstractAsyncContextManager[AsyncIterator[str | bytes]]:
+        """POST ``run_input``; an async context manager giving an async iterator of SSE payloads (see
+        :meth:`AgentClient.open`).
+
+        Example::
+
+            async with client.open(run_input) as payloads:
+                async for payload in payloads:
+                    print(payload)
+        """
+        return self._payloads(run_input, handle=handle, headers=headers, run_timeout=run_timeout)
+
     @asynccontextmanager
-    async def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-                   headers: Mapping[str, str] | None = None,
-                   run_timeout: float | None = None) -> AsyncIterator[AsyncIterator[str | bytes]]:
-        """POST ``run_input`` and yield an async iterator of SSE payloads (see :meth:`AgentClient.open`)."""
+    async def _payloads(self, run_input: RunAgentInput, *, handle: StreamHandle | None,
+                        headers: Mapping[str, str] | None,
+                        run_timeout: float | None) -> AsyncIterator[AsyncIterator[str | bytes]]:
         async with self._open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches:
             yield _flatten(batches)
 
@@ -582,7 +701,7 @@ class AsyncAgentClient(_ClientBase):
             handle.redactor = redactor = self._redactor(request, response.request)  # (as AgentClient)
         try:
             if deadline is not None and deadline.passed():  # (the answer's head itself came too late)
-                raise self._overdue(deadline, redactor.url(self.url))
+                raise _about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
             if not response.is_success:
                 raise _status_error(response, await self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
@@ -613,12 +732,15 @@ class AsyncAgentClient(_ClientBase):
             async for chunk in (response.aiter_raw() if _unencoded(response) else response.aiter_bytes()):
                 yield framer.feed(chunk)
                 if deadline is not None and deadline.passed():
-                    raise self._overdue(deadline, url)
+                    raise _about(self._overdue(deadline, url), response.request, redactor)
+        except TransportError:
+            raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
         except httpx.ReadTimeout as exc:
             if deadline is not None and deadline.passed():
-                raise self._overdue(deadline, url) from redact_exception(exc, redactor)
-            raise IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
-                              url=url) from redact_exception(exc, redactor)
+                raise _about(self._overdue(deadline, url), response.request, redactor) from redact_exception(
+                    exc, redactor)
+            raise _about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
+                                     url=url), response.request, redactor) from redact_exception(exc, redactor)
         except httpx.TransportError as exc:
             logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
         except httpx.DecodingError as exc:

@@ -3,10 +3,12 @@
 ::
 
     AguiError
-    ├── TransportError                 connect/read/write failed, or the response is not an event stream
-    │   ├── HTTPStatusError            the agent answered with a non-2xx status
-    │   ├── IdleTimeout                no bytes arrived for longer than the idle timeout
-    │   └── RunTimeout                 the run went on past its overall deadline (``run_timeout``)
+    ├── TransportError                 connect/read/write failed                 (also httpx.HTTPError)
+    │   ├── HTTPStatusError            the agent answered with a non-2xx status  (also httpx.HTTPStatusError)
+    │   │   └── AuthenticationError    the agent answered 401
+    │   ├── ConnectTimeout             no connection within the connect timeout  (also httpx.ConnectTimeout)
+    │   ├── IdleTimeout                no bytes arrived for longer than the idle timeout (also httpx.TimeoutException)
+    │   └── RunTimeout                 the run went on past its overall deadline (also httpx.TimeoutException)
     ├── ProtocolError                  the server broke the AG-UI contract
     │   ├── DecodeError                a payload is not JSON, or a known event is malformed
     │   ├── SequenceError              an event is not allowed where it arrived (or the stream ended mid-run)
@@ -38,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import httpx
 from attrs import frozen
 
 if TYPE_CHECKING:
@@ -88,8 +91,11 @@ class AguiError(Exception):
     result: RunResult | None = None
 
 
-class TransportError(AguiError):
-    """The HTTP exchange failed, or the response is not an AG-UI event stream.
+class TransportError(AguiError, httpx.HTTPError):
+    """The HTTP exchange failed.
+
+    Also an ``httpx.HTTPError`` (``except httpx.HTTPError`` catches it), with httpx's ``.request``:
+    the request as sent, its credentials replaced (see ``docs/errors-httpx.md`` for the whole mapping).
 
     What the client raises never repeats the request's credentials: the value of every sensitive
     header it sent, a secret query parameter and the URL's userinfo are ``[redacted]`` in the message
@@ -108,14 +114,28 @@ class TransportError(AguiError):
     run_id: str | None = None
     index: int | None = None
 
-    def __init__(self, message: str, *, url: str | None = None, request_sent: bool = True) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, url: str | None = None, request_sent: bool = True,
+                 request: httpx.Request | None = None) -> None:
+        # Exception's own constructor, not the next one along the method order: httpx's differ by class
+        # (HTTPStatusError's requires the response), and each of ours sets what httpx's would.
+        Exception.__init__(self, message)
+        self._request = request
         self.url = url
         self.request_sent = request_sent
 
 
-class HTTPStatusError(TransportError):
+class HTTPStatusError(TransportError, httpx.HTTPStatusError):
     """The agent answered with a non-2xx status.
+
+    Also an ``httpx.HTTPStatusError``: ``except httpx.HTTPStatusError`` catches it, and ``.request``
+    and ``.response`` are there as httpx sets them.
+
+    Example::
+
+        try:
+            thread.run("hello")
+        except httpx.HTTPStatusError as exc:  # (or agui_client.HTTPStatusError)
+            print(exc.response.status_code, exc.response.text)
 
     Attributes:
         status_code: the HTTP status.
@@ -125,6 +145,12 @@ class HTTPStatusError(TransportError):
         content_type: the response's content type.
         location: for a redirect that was not followed, where it pointed (absolute, redacted as ``url``
             is); ``None`` otherwise.
+        request: the request as sent (an ``httpx.Request``), with the value of every sensitive header
+            and the URL's secrets replaced by ``[redacted]``.
+        response: an ``httpx.Response`` holding the status, the response's headers and the bounded
+            excerpt of its body, already read (``.text``, ``.json()``, ``.headers`` work); secrets the
+            agent echoed are replaced, as in ``body``. Made from ``status_code`` and ``body`` when the
+            error was built by hand without one.
     """
 
     def __init__(
@@ -138,8 +164,12 @@ class HTTPStatusError(TransportError):
         content_type: str | None = None,
         url: str | None = None,
         location: str | None = None,
+        request: httpx.Request | None = None,
+        response: httpx.Response | None = None,
     ) -> None:
-        super().__init__(message, url=url, request_sent=True)
+        super().__init__(message, url=url, request_sent=True, request=request)
+        self.response = response if response is not None else httpx.Response(
+            status_code, content=body.encode("utf-8", "replace"), request=request)
         self.status_code = status_code
         self.body = body
         self.payload = payload
@@ -155,19 +185,20 @@ class AuthenticationError(HTTPStatusError):
     """
 
 
-class ConnectTimeout(TransportError):
+class ConnectTimeout(TransportError, httpx.ConnectTimeout):
     """The connection to the agent could not be made within the connect timeout (the request never left).
 
     Attributes:
         timeout: the connect timeout in seconds.
     """
 
-    def __init__(self, message: str, *, timeout: float, url: str | None = None) -> None:
-        super().__init__(message, url=url, request_sent=False)
+    def __init__(self, message: str, *, timeout: float, url: str | None = None,
+                 request: httpx.Request | None = None) -> None:
+        super().__init__(message, url=url, request_sent=False, request=request)
         self.timeout = timeout
 
 
-class IdleTimeout(TransportError):
+class IdleTimeout(TransportError, httpx.TimeoutException):
     """No bytes (not even a keep-alive comment) arrived for longer than the idle timeout.
 
     Attributes:
@@ -176,12 +207,13 @@ class IdleTimeout(TransportError):
             never reached the agent whole).
     """
 
-    def __init__(self, message: str, *, timeout: float, url: str | None = None, request_sent: bool = True) -> None:
-        super().__init__(message, url=url, request_sent=request_sent)
+    def __init__(self, message: str, *, timeout: float, url: str | None = None, request_sent: bool = True,
+                 request: httpx.Request | None = None) -> None:
+        super().__init__(message, url=url, request_sent=request_sent, request=request)
         self.timeout = timeout
 
 
-class RunTimeout(TransportError):
+class RunTimeout(TransportError, httpx.TimeoutException):
     """The run was still going when its overall deadline passed (``run_timeout``).
 
     The idle timeout bounds the gap between bytes; this bounds the run as a whole, so a server that
@@ -193,8 +225,9 @@ class RunTimeout(TransportError):
         timeout: the deadline, in seconds from the request.
     """
 
-    def __init__(self, message: str, *, timeout: float, url: str | None = None, request_sent: bool = True) -> None:
-        super().__init__(message, url=url, request_sent=request_sent)
+    def __init__(self, message: str, *, timeout: float, url: str | None = None, request_sent: bool = True,
+                 request: httpx.Request | None = None) -> None:
+        super().__init__(message, url=url, request_sent=request_sent, request=request)
         self.timeout = timeout
 
 

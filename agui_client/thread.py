@@ -24,6 +24,7 @@ from .core.fold import ThreadState
 from .core.plan import MessageInput, ToolHandler
 from .core.session import RunResult
 from .errors import StreamNotFinished
+from .telemetry import UNWATCHED, watch_run
 from .wire.types import events as ev
 from .wire.types import messages as msg
 from .wire.types.base import JSON
@@ -197,13 +198,14 @@ def _not_finished(run_id: str | None, failed: BaseException | None) -> StreamNot
 
 
 class _Exchange:
-    """The response a run has open, as a pump holds it between effects."""
+    """The response a run has open, as a pump holds it between effects (and the run's telemetry watch)."""
 
-    __slots__ = ("stack", "batches")
+    __slots__ = ("stack", "batches", "watch")
 
-    def __init__(self) -> None:
+    def __init__(self, watch: Any = UNWATCHED) -> None:
         self.stack = ExitStack()
         self.batches: Iterator[list[str | bytes]] = iter(())
+        self.watch = watch
 
 
 class Thread(Conversation):
@@ -212,6 +214,21 @@ class Thread(Conversation):
     Get one from :meth:`AgentClient.thread`. ``run()`` returns the run's ``RunResult``; ``stream()``
     yields its events as they arrive. A thread with open interrupts refuses a run that does not
     resume them, before anything is sent.
+
+    Example::
+
+        thread = client.thread()  # a new conversation; client.thread(thread_id) loads a stored one
+        result = thread.run("hello")  # the whole run, folded
+        with thread.stream("tell me more") as stream:  # or its events as they arrive
+            for event in stream:
+                print(type(event).__name__)
+        print(stream.result.outcome, len(thread.state.messages), thread.id)
+
+    Attributes:
+        id: the thread's id (keep it to come back: ``client.thread(id)`` loads it from the store).
+        client: the client that made it.
+        state: the folded state (messages, shared state, open interrupts, usage …).
+        tool_handlers: the frontend tools ``run_until_done()`` answers, by name.
     """
 
     def __init__(self, client: AgentClient, thread_id: str, *,
@@ -265,11 +282,12 @@ class Thread(Conversation):
                 long (a turn gives the thread back; a resume whose request was written stays claimed).
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
-        with self._exclusive():
+        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout)
+            watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=KeyboardInterrupt)
-            return cast(RunResult, self._drive(flow, _Exchange()))
+            return watch.finished(cast(RunResult, self._drive(flow, _Exchange(watch))))
 
     @contextmanager
     def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
@@ -284,11 +302,12 @@ class Thread(Conversation):
         the response: what was folded stays in ``thread.state`` but is not saved, and a resume's
         claim stays held (its request reached the agent; see :meth:`release_claim`).
         """
-        with self._exclusive():
+        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout)
+            watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=KeyboardInterrupt)
-            exchange = _Exchange()
+            exchange = _Exchange(watch)
             hand: Hand = self._drive(flow, exchange)
             stream = RunStream(iter(()), plan.run_input, self._state)
             events = stream._events = self._events(hand.receive, exchange, stream)
@@ -296,6 +315,8 @@ class Thread(Conversation):
                 yield stream
             except BaseException as exc:
                 stream._failed = exc
+                if stream._result is not None:
+                    watch.finished(stream._result)  # (the run ended before the caller's block raised)
                 self._drive(flow, exchange, error=exc)  # (the flow settles the claim and raises again)
                 raise
             finally:
@@ -303,6 +324,7 @@ class Thread(Conversation):
             result = self._drive(flow, exchange, answer=stream._result is not None)
             if stream._result is None:
                 stream._result = result
+            watch.finished(stream._result)
 
     def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (you decided a retry is safe).
@@ -369,9 +391,10 @@ class Thread(Conversation):
             return self._write(effect)
         if kind is Send:
             plan = effect.plan
-            exchange.batches = exchange.stack.enter_context(
-                self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
-                                          run_timeout=plan.run_timeout))
+            with exchange.watch.sending() as headers:  # (the trace context, when the client has telemetry)
+                exchange.batches = exchange.stack.enter_context(
+                    self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
+                                              run_timeout=plan.run_timeout, headers=headers))
             return None
         if kind is Close:
             error = effect.error
@@ -401,13 +424,14 @@ class Thread(Conversation):
 
 
 class _AsyncExchange:
-    """The response a run has open, as the async pump holds it between effects."""
+    """The response a run has open, as the async pump holds it between effects (and the run's telemetry watch)."""
 
-    __slots__ = ("stack", "batches")
+    __slots__ = ("stack", "batches", "watch")
 
-    def __init__(self) -> None:
+    def __init__(self, watch: Any = UNWATCHED) -> None:
         self.stack = AsyncExitStack()
         self.batches: AsyncIterator[list[str | bytes]] | None = None
+        self.watch = watch
 
 
 class AsyncThread(Conversation):
@@ -425,11 +449,12 @@ class AsyncThread(Conversation):
                   pending_unknown: bool = False,
             run_timeout: float | None = None) -> RunResult:
         """Send a run and fold it to the end (see :meth:`Thread.run`)."""
-        with self._exclusive():
+        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout)
+            watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=asyncio.CancelledError)
-            return cast(RunResult, await self._drive(flow, _AsyncExchange()))
+            return watch.finished(cast(RunResult, await self._drive(flow, _AsyncExchange(watch))))
 
     @asynccontextmanager
     async def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
@@ -438,11 +463,12 @@ class AsyncThread(Conversation):
                      pending_unknown: bool = False,
             run_timeout: float | None = None) -> AsyncIterator[AsyncRunStream]:
         """Send a run and yield an :class:`AsyncRunStream` of its events (see :meth:`Thread.stream`)."""
-        with self._exclusive():
+        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout)
+            watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=asyncio.CancelledError)
-            exchange = _AsyncExchange()
+            exchange = _AsyncExchange(watch)
             hand: Hand = await self._drive(flow, exchange)
             stream = AsyncRunStream(_empty(), plan.run_input, self._state)
             events = stream._events = self._events(hand.receive, exchange, stream)
@@ -450,6 +476,8 @@ class AsyncThread(Conversation):
                 yield stream
             except BaseException as exc:
                 stream._failed = exc
+                if stream._result is not None:
+                    watch.finished(stream._result)  # (as Thread.stream)
                 await self._drive(flow, exchange, error=exc)  # (as Thread.stream)
                 raise
             finally:
@@ -457,6 +485,7 @@ class AsyncThread(Conversation):
             result = await self._drive(flow, exchange, answer=stream._result is not None)
             if stream._result is None:
                 stream._result = result
+            watch.finished(stream._result)
 
     async def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (see :meth:`Thread.release_claim`)."""
@@ -508,9 +537,10 @@ class AsyncThread(Conversation):
             return await self._write(effect)
         if kind is Send:
             plan = effect.plan
-            exchange.batches = await exchange.stack.enter_async_context(
-                self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
-                                          run_timeout=plan.run_timeout))
+            with exchange.watch.sending() as headers:  # (as Thread._carry)
+                exchange.batches = await exchange.stack.enter_async_context(
+                    self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
+                                              run_timeout=plan.run_timeout, headers=headers))
             return None
         if kind is Close:
             error = effect.error

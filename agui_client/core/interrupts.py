@@ -631,7 +631,17 @@ class ResumeBuilder:
     interrupted again, even when the new interrupt reuses an id. One made directly, as below, is
     unbound: a run matches its entries to the open interrupts by id alone.
 
-    Example::
+    Example (the usual way: bound to the thread)::
+
+        result = thread.run("deploy to production")
+        if result.outcome == "interrupt":
+            builder = thread.resume_builder()  # the thread's open interrupts, its interrupted run
+            for interrupt in result.interrupts:
+                builder.answer(interrupt.id, {"answer": "yes"})  # or builder.abandon(interrupt.id)
+            print(builder.uncovered)  # () once every open interrupt has an entry
+            result = thread.run(resume=builder)  # refused before anything is sent if incomplete or stale
+
+    Example (unbound, checked by hand)::
 
         builder = ResumeBuilder(result.interrupts, now=clock)
         builder.answer("approve-1", {"approved": True}).abandon("upload-2")

@@ -54,6 +54,15 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 2**20
 class RunResult:
     """What one run (one response) came to.
 
+    Example::
+
+        result = thread.run("hello")
+        print(result.outcome)  # "success", "interrupt", "cancelled" or "error"
+        print(result.text)  # the text of the assistant messages this run added
+        print(result.total_usage.input_tokens, result.total_usage.output_tokens)  # None: not reported
+        print(result.events, [warning.code for warning in result.warnings])
+        result.raise_for_outcome()  # RunFailed when the run ended with RUN_ERROR
+
     Attributes:
         thread_id: the thread.
         run_id: the (last) run of the response.

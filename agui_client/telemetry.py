@@ -1,0 +1,400 @@
+"""OpenTelemetry for runs: a span per run, the trace context sent to the agent, a few metrics.
+
+The library uses OpenTelemetry's API only (the ``otel`` extra, ``opentelemetry-api``), imported when a
+client is made, never by ``import agui_client``. Without an SDK configured by the application the API
+hands out no-op tracers and meters, and nothing is recorded; without the API installed a client has no
+telemetry at all and the run pumps skip it (one call per run, none per event).
+
+What a run records is in ``docs/opentelemetry.md``: the ``agui.run`` span (thread and run ids, outcome,
+events, interrupts, warnings by code, token usage under the GenAI semantic-convention names), a link from
+a resume to the interrupted run's span, span events for a refused resume and a protocol error, the
+``traceparent`` header on the request, and the metrics ``agui.client.runs``, ``agui.client.run.duration``,
+``agui.client.events`` and ``agui.client.refusals``. No message text, argument, payload or header value
+is recorded unless the application asks for it (``Telemetry(record_content=True)``).
+
+The thread pumps (``thread.py``) call a :class:`_RunWatch` at four points of a run: made before the plan
+(so a refusal has its span), told the plan, asked for the headers when the request is sent, told the
+result; leaving its ``with`` block ends the span with the run's outcome or the error that ended it.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ._version import __version__
+from .errors import AguiError, ConcurrentResume, HTTPStatusError, ProtocolError, ResumeRefused, UnencodableValue
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import Span, SpanContext, TracerProvider
+
+    from .core.plan import Plan
+    from .core.session import RunResult
+
+__all__ = ["Telemetry"]
+
+#: The instrumentation scope's name: the tracer's and the meter's.
+SCOPE = "agui_client"
+#: How many interrupted runs' span contexts are kept for the links of their resumes.
+LINKS_KEPT = 4096
+
+
+class Telemetry:
+    """Where a client's runs report to OpenTelemetry, and how much they say.
+
+    A client reports to the global providers by default, as soon as ``opentelemetry-api`` is installed
+    (``pip install 'agui-client[otel]'``); nothing is recorded until the application configures an SDK.
+    Pass one of these to choose the providers or to record content; ``telemetry=False`` turns it off.
+
+    Example::
+
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from agui_client import AgentClient, Telemetry
+
+        exporter = InMemorySpanExporter()  # (an application exports to its collector instead)
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        with AgentClient(url, telemetry=Telemetry(tracer_provider=provider)) as client:
+            client.thread().run("hello")
+        span = exporter.get_finished_spans()[0]
+        print(span.name, span.attributes["agui.run.outcome"])  # agui.run success
+
+    Args:
+        tracer_provider: the tracer provider (the global one by default).
+        meter_provider: the meter provider (the global one by default).
+        record_content: also record what the run carried: the new messages' text, the assistant's
+            reply, the ``RUN_ERROR`` message and the text of the error that ended a run (with its
+            stack trace). Off by default: those may hold personal data or secrets an agent echoed.
+            Header values are never recorded.
+
+    Raises:
+        ImportError: ``opentelemetry-api`` is not installed.
+    """
+
+    def __init__(self, *, tracer_provider: TracerProvider | None = None,
+                 meter_provider: MeterProvider | None = None, record_content: bool = False) -> None:
+        try:
+            from opentelemetry import context, metrics, propagate, trace
+        except ImportError as exc:
+            raise ImportError("agui_client's telemetry needs OpenTelemetry's API: "
+                              "pip install 'agui-client[otel]' (opentelemetry-api)") from exc
+        # (the API's modules, looked up once: a run's watch uses them without an import statement each time)
+        self._trace: ModuleType = trace
+        self._context: ModuleType = context
+        self._propagate: ModuleType = propagate
+        self.record_content = record_content
+        self._tracer = trace.get_tracer(SCOPE, __version__, tracer_provider=tracer_provider)
+        meter = metrics.get_meter(SCOPE, __version__, meter_provider=meter_provider)
+        self._runs = meter.create_counter(
+            "agui.client.runs", unit="{run}", description="Runs, by outcome (agui.run.outcome).")
+        self._duration = meter.create_histogram(
+            "agui.client.run.duration", unit="s", description="How long runs took, from the call to the outcome.")
+        self._events = meter.create_counter(
+            "agui.client.events", unit="{event}", description="Events received from agents.")
+        self._refusals = meter.create_counter(
+            "agui.client.refusals", unit="{refusal}",
+            description="Runs refused before anything was sent (a resume that breaks the interrupt rules, "
+                        "a value JSON cannot hold, another writer's claim).")
+        # The span of each interrupted run, for the link from the run that resumes it; bounded, oldest out.
+        self._interrupted: OrderedDict[tuple[str, str], SpanContext] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _watch(self, client: Any, thread: Any, run_id: str | None, resuming: bool) -> _RunWatch:
+        return _RunWatch(self, client, thread, run_id, resuming)
+
+    def _remember(self, key: tuple[str, str], context: SpanContext) -> None:
+        with self._lock:
+            self._interrupted[key] = context
+            self._interrupted.move_to_end(key)
+            while len(self._interrupted) > LINKS_KEPT:
+                self._interrupted.popitem(last=False)
+
+    def _recall(self, key: tuple[str, str]) -> SpanContext | None:
+        with self._lock:
+            return self._interrupted.get(key)
+
+
+_DEFAULT: list[Telemetry | None] = []
+_DEFAULT_LOCK = threading.Lock()
+
+
+def resolve(telemetry: Telemetry | bool | None) -> Telemetry | None:
+    """What a client's ``telemetry`` argument comes to: ``None`` (the default) is the process's shared
+    :class:`Telemetry` on the global providers when ``opentelemetry-api`` is installed, else none; ``True``
+    is that one, and requires the API; ``False`` is none."""
+    if telemetry is False:
+        return None
+    if isinstance(telemetry, Telemetry):
+        return telemetry
+    with _DEFAULT_LOCK:
+        if not _DEFAULT:
+            # One for the process: clients made per request still link a resume to its interrupted run.
+            try:
+                _DEFAULT.append(Telemetry())
+            except ImportError:
+                _DEFAULT.append(None)
+        found = _DEFAULT[0]
+    if found is None and telemetry is True:
+        Telemetry()  # (raises the ImportError that names the extra)
+    return found
+
+
+def watch_run(client: Any, thread: Any, run_id: str | None, resume: object) -> _RunWatch | _Unwatched:
+    """The watch for one run of ``thread`` (a no-op one when the client has no telemetry)."""
+    telemetry: Telemetry | None = getattr(client, "telemetry", None)
+    if telemetry is None:
+        return UNWATCHED
+    return telemetry._watch(client, thread, run_id, resume is not None)
+
+
+class _Unwatched:
+    """The watch of a client without telemetry: every call does nothing."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> _Unwatched:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        return None
+
+    def planned(self, plan: Plan) -> None:
+        return None
+
+    def finished(self, result: RunResult) -> RunResult:
+        return result
+
+    def sending(self) -> _NotSending:
+        return NOT_SENDING
+
+
+class _NotSending:
+    """A request sent without telemetry: no headers of its own."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        return None
+
+
+UNWATCHED = _Unwatched()
+NOT_SENDING = _NotSending()
+
+
+class _Sending:
+    """While the request is sent: the run's span is the current one (an instrumented HTTP client's span
+    is its child), and ``__enter__`` gives the headers carrying its trace context."""
+
+    __slots__ = ("_telemetry", "_context", "_token")
+
+    def __init__(self, telemetry: Telemetry, context: Any) -> None:
+        self._telemetry = telemetry
+        self._context = context
+        self._token: Any = None
+
+    def __enter__(self) -> Mapping[str, str]:
+        carrier: dict[str, str] = {}
+        self._telemetry._propagate.inject(carrier, context=self._context)
+        self._token = self._telemetry._context.attach(self._context)
+        return carrier
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self._telemetry._context.detach(self._token)
+
+
+class _RunWatch:
+    """One run's span and measurements (see the module's docstring)."""
+
+    __slots__ = ("_telemetry", "_thread_id", "_span", "_started", "_result")
+
+    def __init__(self, telemetry: Telemetry, client: Any, thread: Any, run_id: str | None, resuming: bool) -> None:
+        trace = telemetry._trace
+        self._telemetry = telemetry
+        self._thread_id: str = thread.id
+        self._started = time.monotonic()
+        self._result: RunResult | None = None
+        attributes: dict[str, Any] = {"agui.thread.id": thread.id}
+        if run_id is not None:
+            attributes["agui.run.id"] = run_id
+        links = []
+        interrupted = thread.state.interrupted_run_id if resuming else None
+        if interrupted is not None:
+            attributes["agui.run.resumes"] = interrupted
+            earlier = telemetry._recall((thread.id, interrupted))
+            if earlier is not None:
+                links.append(trace.Link(earlier, {"agui.link": "resumes"}))
+        attributes.update(_server(getattr(client, "url", None)))
+        self._span: Span = telemetry._tracer.start_span("agui.run", kind=trace.SpanKind.CLIENT,
+                                                         attributes=attributes, links=links)
+
+    def __enter__(self) -> _RunWatch:
+        return self
+
+    def planned(self, plan: Plan) -> None:
+        """The run's input is made and checked: its run id is known."""
+        span = self._span
+        if not span.is_recording():
+            return
+        span.set_attribute("agui.run.id", plan.run_input.run_id)
+        span.set_attribute("agui.run.resuming", plan.resuming)
+        if self._telemetry.record_content:
+            for message in plan.new_messages:
+                content = getattr(message, "content", None)
+                if isinstance(content, str):
+                    span.add_event("agui.run.input", {"agui.message.role": message.ROLE,
+                                                      "agui.message.content": content})
+
+    def sending(self) -> _Sending | _NotSending:
+        """The request is being sent: ``with watch.sending() as headers`` gives the trace headers."""
+        if not self._span.get_span_context().is_valid:
+            return NOT_SENDING  # (no SDK, and no trace around the call: no context to carry)
+        return _Sending(self._telemetry, self._telemetry._trace.set_span_in_context(self._span))
+
+    def finished(self, result: RunResult) -> RunResult:
+        """The run came to ``result`` (returned, for the caller's convenience)."""
+        self._result = result
+        return result
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        telemetry, span = self._telemetry, self._span
+        result = self._result
+        if result is not None and result.outcome is not None:
+            exc = None  # (the run ended; what the caller's own code raised after that is not the run's)
+        elif exc is not None:
+            result = getattr(exc, "result", None) or result
+        outcome = _outcome(result, exc)
+        measured: dict[str, Any] = {"agui.run.outcome": outcome}
+        if exc is not None and outcome in ("failed", "refused"):
+            measured["error.type"] = type(exc).__name__
+        telemetry._runs.add(1, measured)
+        telemetry._duration.record(time.monotonic() - self._started, measured)
+        if result is not None and result.events:
+            telemetry._events.add(result.events)
+        if outcome == "refused" and exc is not None:
+            telemetry._refusals.add(1, {"agui.refusal.kind": _refusal_kind(exc)})
+        try:
+            if not span.is_recording():
+                return
+            span.set_attribute("agui.run.outcome", outcome)
+            if result is not None:
+                _describe(span, result, telemetry.record_content)
+                if outcome == "interrupt" and result.run_id is not None:
+                    telemetry._remember((self._thread_id, result.run_id), span.get_span_context())
+            if exc is not None:
+                _failure(span, exc, outcome, telemetry.record_content)
+            elif outcome == "error":
+                span.set_attribute("error.type", "RUN_ERROR")
+                _failed_status(span, "the run ended with RUN_ERROR")
+        finally:
+            span.end()
+
+
+@functools.lru_cache(maxsize=64)
+def _server(url: str | None) -> dict[str, str | int]:
+    """``server.address`` and ``server.port`` of the agent's URL (never its userinfo, path or query)."""
+    try:
+        parts = urlsplit(url or "")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return {}
+    found: dict[str, str | int] = {"server.address": host} if host else {}
+    if host and port is not None:
+        found["server.port"] = port
+    return found
+
+
+def _failed_status(span: Span, description: str) -> None:
+    from opentelemetry.trace import Status, StatusCode  # (only for a failed run's span)
+
+    span.set_status(Status(StatusCode.ERROR, description))
+
+
+def _outcome(result: RunResult | None, exc: BaseException | None) -> str:
+    """The run's outcome: the terminal event's, or ``refused`` (nothing was sent), ``failed`` (the
+    exchange, the agent or the store failed) or ``abandoned`` (left before its end: the caller's block
+    ended early or raised, Ctrl-C, a cancelled task)."""
+    if exc is None:
+        return result.outcome if result is not None and result.outcome is not None else "abandoned"
+    if isinstance(exc, (ResumeRefused, UnencodableValue)) or \
+            (isinstance(exc, ConcurrentResume) and not exc.agent_answered):
+        return "refused"
+    if isinstance(exc, AguiError):
+        return "failed"
+    return "abandoned"
+
+
+def _refusal_kind(exc: BaseException) -> str:
+    if isinstance(exc, ResumeRefused):
+        return exc.kind
+    return "unencodable" if isinstance(exc, UnencodableValue) else "concurrent"
+
+
+def _describe(span: Span, result: RunResult, record_content: bool) -> None:
+    """What a run came to, as span attributes: counts and ids, never content unless asked for."""
+    if result.run_id is not None:
+        span.set_attribute("agui.run.id", result.run_id)
+    span.set_attribute("agui.run.events", result.events)
+    span.set_attribute("agui.run.interrupts", len(result.interrupts))
+    if result.interrupts:
+        span.set_attribute("agui.run.interrupt_ids", [i.id for i in result.interrupts])
+    span.set_attribute("agui.run.warnings", len(result.warnings))
+    codes: dict[str, int] = {}
+    for warning in result.warnings:
+        codes[warning.code] = codes.get(warning.code, 0) + 1
+    for code, count in codes.items():
+        span.set_attribute(f"agui.run.warnings.{code}", count)
+    if result.usage:
+        usage = result.total_usage
+        if usage.input_tokens is not None:
+            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+        if usage.output_tokens is not None:
+            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+    if result.error is not None:
+        if result.error.code is not None:
+            span.set_attribute("agui.run.error.code", result.error.code)
+        if record_content:
+            span.set_attribute("agui.run.error.message", result.error.message)
+    if record_content and result.outcome is not None:
+        span.add_event("agui.run.output", {"agui.message.content": result.text})
+
+
+def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool) -> None:
+    """The error that ended the run, as span attributes and events (its text only when asked for)."""
+    name = type(exc).__name__
+    if isinstance(exc, ResumeRefused):
+        span.add_event("agui.resume.refused", {"agui.resume.refusal.kind": exc.kind,
+                                               "agui.resume.refusal.interrupt_ids": list(exc.ids),
+                                               "error.type": name})
+    if isinstance(exc, ProtocolError):
+        found: dict[str, Any] = {"error.type": name}
+        for key, value in (("agui.rule", exc.rule), ("agui.run.id", exc.run_id), ("agui.event.index", exc.index),
+                           ("agui.event.type", exc.event_type), ("agui.event.pointer", exc.pointer)):
+            if value is not None:
+                found[key] = value
+        span.add_event("agui.protocol_error", found)
+    if isinstance(exc, HTTPStatusError):
+        span.set_attribute("http.response.status_code", exc.status_code)
+    if outcome == "abandoned":
+        return
+    span.set_attribute("error.type", name)
+    if record_content:
+        span.record_exception(exc)
+    rule = getattr(exc, "rule", None)
+    description = str(exc) if record_content else name + (f" [{rule}]" if rule else "")
+    _failed_status(span, description)

@@ -1,0 +1,395 @@
+"""OpenTelemetry: a span per run, the trace context on the request, a few metrics, nothing secret.
+
+Every run here goes to a real ``ScriptedAgent`` on 127.0.0.1 through both shells (``drive``), reporting
+to the SDK's in-memory span exporter and metric reader. What the library does without the SDK, and
+without the API installed, runs in a fresh interpreter (the global providers can be set once only).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+import agui_client as ag
+from agui_client.testing import Finish, Respond, ScriptedAgent, Start, text_message
+from agui_client.types import TokenUsage
+
+TOKEN = "sk-live-5e6f7a8b9c0d"
+SECRET_TEXT = "my card number is 4111 1111 1111 1111"
+
+
+class Recorded:
+    """The SDK's in-memory exporter and reader behind one :class:`ag.Telemetry`."""
+
+    def __init__(self, *, record_content: bool = False) -> None:
+        self.exporter = InMemorySpanExporter()
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.reader = InMemoryMetricReader()
+        self.telemetry = ag.Telemetry(tracer_provider=tracer_provider,
+                                      meter_provider=MeterProvider(metric_readers=[self.reader]),
+                                      record_content=record_content)
+
+    def runs(self) -> list[ReadableSpan]:
+        return [span for span in self.exporter.get_finished_spans() if span.name == "agui.run"]
+
+    def points(self, name: str) -> list[tuple[dict[str, Any], Any]]:
+        """Each data point of metric ``name``: its attributes and its value (a histogram's count)."""
+        data = self.reader.get_metrics_data()
+        found = []
+        for resource in data.resource_metrics if data is not None else ():
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    if metric.name == name:
+                        for point in metric.data.data_points:
+                            value = point.count if hasattr(point, "count") else point.value
+                            found.append((dict(point.attributes or {}), value))
+        return found
+
+
+@pytest.fixture
+def otel() -> Iterator[Recorded]:
+    yield Recorded()
+
+
+def everything_recorded(span: ReadableSpan) -> str:
+    """Every attribute and event of ``span`` as one text (to look for what must not be there)."""
+    parts = [repr(dict(span.attributes or {})), str(span.status.description)]
+    parts += [f"{event.name} {dict(event.attributes or {})!r}" for event in span.events]
+    return "\n".join(parts)
+
+
+def chat(reply: str = "Hello there", usage: tuple[TokenUsage, ...] | None = None) -> ScriptedAgent:
+    return ScriptedAgent([[Start(), *text_message("m1", reply), {"type": "CUSTOM", "name": "x", "value": 1,
+                                                                 "unexpected": True}, Finish(usage=usage)]])
+
+
+def test_a_run_is_one_client_span_with_its_ids_outcome_events_warnings_and_usage(
+        drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(chat(usage=(TokenUsage(provider="a", input_tokens=12, output_tokens=5),
+                                  TokenUsage(provider="b", input_tokens=3))))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        thread = client.thread()
+        result = thread.run("hi")
+
+    [span] = otel.runs()
+    attributes = dict(span.attributes or {})
+    assert span.kind is SpanKind.CLIENT and span.status.status_code is StatusCode.UNSET
+    assert attributes["agui.thread.id"] == thread.id
+    assert attributes["agui.run.id"] == result.run_id
+    assert attributes["agui.run.outcome"] == "success"
+    assert attributes["agui.run.events"] == result.events > 0
+    assert attributes["agui.run.interrupts"] == 0
+    assert (attributes["gen_ai.usage.input_tokens"], attributes["gen_ai.usage.output_tokens"]) == (15, 5)
+    warned = Counter(w.code for w in result.warnings)
+    assert warned  # (the unexpected field is a warning: the test cannot pass on an empty count)
+    assert attributes["agui.run.warnings"] == len(result.warnings)
+    assert {code: attributes[f"agui.run.warnings.{code}"] for code in warned} == dict(warned)
+    assert attributes["server.address"] == "127.0.0.1"
+
+
+def test_the_request_carries_the_runs_trace_context(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(chat())
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        client.thread().run("hi")
+
+    [span] = otel.runs()
+    [request] = endpoint.received
+    version, trace_id, parent_id, flags = request.headers["traceparent"].split("-")
+    assert version == "00" and int(flags, 16) & 1  # (sampled)
+    assert int(trace_id, 16) == span.context.trace_id and int(parent_id, 16) == span.context.span_id
+
+
+def test_the_run_span_is_a_child_of_the_applications_current_span(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(chat())
+    tracer = otel.telemetry._tracer
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        with tracer.start_as_current_span("handle-request") as outer:
+            client.thread().run("hi")
+
+    [span] = otel.runs()
+    assert span.parent is not None and span.parent.span_id == outer.get_span_context().span_id
+    assert span.context.trace_id == outer.get_span_context().trace_id
+
+
+def test_a_streamed_run_is_recorded_when_the_stream_ends(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(chat())
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        with client.thread().stream("hi") as stream:
+            seen = sum(1 for _ in stream)
+
+    [span] = otel.runs()
+    assert span.attributes is not None
+    assert (span.attributes["agui.run.outcome"], span.attributes["agui.run.events"]) == ("success", seen)
+    assert "traceparent" in endpoint.received[0].headers
+
+
+def test_a_stream_left_early_is_abandoned(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(chat("one two three four five"))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        with client.thread().stream("hi") as stream:
+            next(iter(stream))
+
+    [span] = otel.runs()
+    assert span.attributes is not None and span.attributes["agui.run.outcome"] == "abandoned"
+    assert otel.points("agui.client.runs") == [({"agui.run.outcome": "abandoned"}, 1)]
+
+
+def test_a_stream_whose_block_raises_after_the_end_keeps_the_runs_outcome(
+        drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(chat())
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        with pytest.raises(KeyError), client.thread().stream("hi") as stream:
+            list(stream)
+            raise KeyError("the caller's own")
+
+    [span] = otel.runs()
+    assert span.attributes is not None and span.attributes["agui.run.outcome"] == "success"
+    assert span.status.status_code is StatusCode.UNSET
+
+
+def test_each_run_of_the_tool_loop_is_a_span(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "blue"})
+        result = thread.run_until_done("pick one")
+
+    spans = otel.runs()
+    assert result.outcome == "success" and len(spans) == len(endpoint.received) == 2
+    assert [dict(s.attributes or {})["agui.run.outcome"] for s in spans] == ["success", "success"]
+    assert [r.headers["traceparent"].split("-")[2] for r in endpoint.received] == \
+        [f"{s.context.span_id:016x}" for s in spans]
+
+
+def test_an_error_status_fails_the_span_with_its_type_and_status_code(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=503, body={"detail": SECRET_TEXT})]))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        with pytest.raises(ag.HTTPStatusError):
+            client.thread().run("hi")
+
+    [span] = otel.runs()
+    attributes = dict(span.attributes or {})
+    assert attributes["agui.run.outcome"] == "failed"
+    assert (attributes["error.type"], attributes["http.response.status_code"]) == ("HTTPStatusError", 503)
+    assert span.status.status_code is StatusCode.ERROR
+    assert SECRET_TEXT not in everything_recorded(span) and TOKEN not in everything_recorded(span)
+    assert otel.points("agui.client.runs") == [({"agui.run.outcome": "failed", "error.type": "HTTPStatusError"}, 1)]
+    assert [value for _, value in otel.points("agui.client.run.duration")] == [1]
+
+
+def test_a_protocol_error_is_a_span_event_saying_where(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(ScriptedAgent([[Start(), {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope",
+                                                "delta": SECRET_TEXT}]]))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        with pytest.raises(ag.ProtocolError) as caught:
+            client.thread().run("hi")
+
+    [span] = otel.runs()
+    [event] = [e for e in span.events if e.name == "agui.protocol_error"]
+    error = caught.value
+    assert dict(event.attributes or {}) == {
+        "error.type": type(error).__name__, "agui.rule": error.rule, "agui.run.id": error.run_id,
+        "agui.event.index": error.index, "agui.event.type": error.event_type,
+        **({"agui.event.pointer": error.pointer} if error.pointer is not None else {})}
+    assert error.rule is not None and error.index == 1
+    assert span.attributes is not None and span.attributes["agui.run.outcome"] == "failed"
+    assert error.result is not None and span.attributes["agui.run.events"] == error.result.events
+    assert SECRET_TEXT not in everything_recorded(span)
+
+
+def test_a_refused_resume_is_a_span_event_with_its_kind_and_ids_and_a_refusal(
+        drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(ScriptedAgent.interrupts(2))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        thread = client.thread()
+        thread.run("book it")
+        with pytest.raises(ag.UncoveredInterrupts):
+            thread.run(resume=thread.resume_builder().answer("interrupt-1", {"answer": "yes"}))
+
+    first, refused = otel.runs()
+    [event] = [e for e in refused.events if e.name == "agui.resume.refused"]
+    assert dict(event.attributes or {}) == {"agui.resume.refusal.kind": "uncovered",
+                                            "error.type": "UncoveredInterrupts",
+                                            "agui.resume.refusal.interrupt_ids": ("interrupt-2",)}
+    assert refused.attributes is not None and refused.attributes["agui.run.outcome"] == "refused"
+    assert first.attributes is not None and first.attributes["agui.run.interrupts"] == 2
+    assert first.attributes["agui.run.interrupt_ids"] == ("interrupt-1", "interrupt-2")
+    assert otel.points("agui.client.refusals") == [({"agui.refusal.kind": "uncovered"}, 1)]
+    assert len(endpoint.received) == 1  # (nothing sent)
+
+
+def test_a_resume_links_to_the_run_it_continues(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(ScriptedAgent.interrupts(1))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        thread = client.thread()
+        interrupted = thread.run("book it")
+        resumed = thread.run(resume=thread.resume_builder().answer("interrupt-1", {"answer": "yes"}))
+
+    first, second = otel.runs()
+    assert resumed.outcome == "success"
+    assert first.attributes is not None and first.attributes["agui.run.outcome"] == "interrupt"
+    assert second.attributes is not None and second.attributes["agui.run.resumes"] == interrupted.run_id
+    assert second.attributes["agui.run.resuming"] is True
+    [link] = second.links
+    assert (link.context.trace_id, link.context.span_id) == (first.context.trace_id, first.context.span_id)
+
+
+def test_a_resume_from_another_client_of_the_same_telemetry_links_too(served: Any, otel: Recorded) -> None:
+    # (a web backend making a client per request: the link map is the Telemetry's)
+    endpoint = served(ScriptedAgent.interrupts(1))
+    store = ag.AgentClient(endpoint.url).store
+    with ag.AgentClient(endpoint.url, store=store, telemetry=otel.telemetry) as client:
+        thread_id = client.thread().id
+        client.thread(thread_id).run("book it")
+    with ag.AgentClient(endpoint.url, store=store, telemetry=otel.telemetry) as client:
+        thread = client.thread(thread_id)
+        thread.run(resume=thread.resume_builder().answer("interrupt-1", {"answer": "yes"}))
+
+    first, second = otel.runs()
+    assert [link.context.span_id for link in second.links] == [first.context.span_id]
+
+
+def test_metrics_count_runs_by_outcome_and_the_events_received(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(chat())
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        results = [client.thread().run("hi") for _ in range(3)]
+
+    assert otel.points("agui.client.runs") == [({"agui.run.outcome": "success"}, 3)]
+    assert otel.points("agui.client.run.duration") == [({"agui.run.outcome": "success"}, 3)]
+    assert otel.points("agui.client.events") == [({}, sum(r.events for r in results))]
+
+
+def test_no_message_text_or_header_value_is_recorded_by_default(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(chat(reply=f"you said {SECRET_TEXT}"))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        client.thread().run(SECRET_TEXT)
+
+    [span] = otel.runs()
+    assert SECRET_TEXT not in everything_recorded(span) and TOKEN not in everything_recorded(span)
+    assert span.events == ()
+
+
+def test_record_content_adds_the_messages_text_but_never_a_header_value(drive: Any, served: Any) -> None:
+    otel = Recorded(record_content=True)
+    endpoint = served(chat(reply="the reply"))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        client.thread().run(SECRET_TEXT)
+
+    [span] = otel.runs()
+    events = {event.name: dict(event.attributes or {}) for event in span.events}
+    assert events["agui.run.input"] == {"agui.message.role": "user", "agui.message.content": SECRET_TEXT}
+    assert events["agui.run.output"] == {"agui.message.content": "the reply"}
+    assert TOKEN not in everything_recorded(span)
+
+
+def test_telemetry_false_records_nothing_and_sends_no_trace_context(drive: Any, served: Any) -> None:
+    endpoint = served(chat())
+
+    with drive.client(endpoint.url, telemetry=False) as client:
+        assert client.telemetry is None
+        client.thread().run("hi")
+
+    assert "traceparent" not in endpoint.received[0].headers
+
+
+def _run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
+
+
+def test_the_global_providers_are_used_by_default_and_nothing_happens_before_an_sdk_is_set() -> None:
+    completed = _run_python("""
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        import agui_client as ag
+        from agui_client.testing import ScriptedAgent, serve
+
+        agent = ScriptedAgent.chat()
+        seen = []
+
+        async def app(scope, receive, send):
+            if scope["type"] == "http":
+                seen.append(dict(scope["headers"]).get(b"traceparent"))
+            await agent(scope, receive, send)
+
+        with serve(app) as url, ag.AgentClient(url) as client:
+            client.thread().run("before")            # (the API alone: no-op)
+            exporter = InMemorySpanExporter()
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            trace.set_tracer_provider(provider)
+            client.thread().run("after")             # (the SDK set: the same client reports)
+        print([s.name for s in exporter.get_finished_spans()])
+        print([header is not None for header in seen])
+    """)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.splitlines() == ["['agui.run']", "[False, True]"]
+
+
+def test_without_opentelemetry_installed_a_client_runs_with_no_telemetry() -> None:
+    completed = _run_python("""
+        import sys
+        from importlib.abc import MetaPathFinder
+
+        class NotInstalled(MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "opentelemetry":
+                    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+                return None
+
+        sys.meta_path.insert(0, NotInstalled())
+        import agui_client as ag
+        from agui_client.testing import ScriptedAgent, serve
+
+        with serve(ScriptedAgent.chat()) as url, ag.AgentClient(url) as client:
+            print(client.telemetry, client.thread().run("hi").outcome)
+        for attempt in (lambda: ag.Telemetry(), lambda: ag.AgentClient(url, telemetry=True)):
+            try:
+                attempt()
+            except ImportError as exc:
+                print("ImportError:", exc)
+        print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+    """)
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert lines[0] == "None success"
+    assert lines[1:3] == ["ImportError: agui_client's telemetry needs OpenTelemetry's API: pip install "
+                          "'agui-client[otel]' (opentelemetry-api)"] * 2
+    assert lines[3] == "[]"
+
+
+def test_importing_the_package_imports_no_opentelemetry() -> None:
+    completed = _run_python("""
+        import sys
+        import agui_client
+        print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+    """)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "[]"
