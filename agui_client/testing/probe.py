@@ -49,7 +49,7 @@ from ..client import AsyncAgentClient
 from ..core import schema as _schema
 from ..core.exchange import StreamHandle
 from ..core.fold import ThreadState
-from ..core.interrupts import check_resume, parse_expires_at
+from ..core.interrupts import check_resume, is_expired, parse_expires_at
 from ..core.session import RunResult, RunSession
 from ..errors import (
     AguiError,
@@ -351,6 +351,11 @@ class _Observed:
         if self.run_error is not None:
             return False, f"RUN_ERROR: {self.run_error[1]}", self.run_error[0]
         if self.result is None or self.result.outcome is None:
+            if self.finished:
+                # A RUN_FINISHED the stream rules refused still ends the run (stream-rules reports it).
+                outcome = self.finished[-1][1].get("outcome")
+                kind = outcome.get("type") if isinstance(outcome, dict) else "success"
+                return True, f"ended {self.quote(kind)} (a RUN_FINISHED the stream rules refuse)", self.finished[-1][0]
             return False, "the stream ended before the run's terminal event", None
         return True, f"ended {self.result.outcome}", self.finished[-1][0] if self.finished else None
 
@@ -466,9 +471,14 @@ class _Driver:
             seen.finished.append((index, value))
 
     def answer_entries(self, interrupts: Sequence[Interrupt]) -> list[ResumeEntry]:
-        """One ``resolved`` entry per interrupt: the caller's answer for its id, else the schema's defaults."""
+        """One entry per interrupt: the caller's answer for its id, else the schema's defaults (``cancelled``
+        when it has expired)."""
         entries = []
         for interrupt in interrupts:
+            if is_expired(interrupt):
+                # Past its expiresAt it can no longer be answered, only abandoned (as `agui run --yes` does).
+                entries.append(ResumeEntry(interrupt_id=interrupt.id, status="cancelled"))
+                continue
             if interrupt.id in self.answers:
                 payload = self.answers[interrupt.id]
             elif "*" in self.answers:
