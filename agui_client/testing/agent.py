@@ -435,7 +435,7 @@ class ScriptedAgent:
     @classmethod
     def interrupts(cls, n: int = 2, *, reason: str = "input", expires_at: str | Sequence[str | None] | None = None,
                    response_schema: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = ANSWER_SCHEMA,
-                   on_uncovered: OnUncovered = "error") -> ScriptedAgent:
+                   on_uncovered: OnUncovered = "error", faults: Iterable[Fault] = ()) -> ScriptedAgent:
         """A new message gets a run ending with ``n`` interrupts ``interrupt-1`` ... ``interrupt-n``; the
         resume honours each answer.
 
@@ -446,6 +446,7 @@ class ScriptedAgent:
             response_schema: one schema for all, or one per interrupt (``None``: absent); by default
                 :data:`ANSWER_SCHEMA` (an object with a required string ``answer``).
             on_uncovered: see :data:`OnUncovered`.
+            faults: producer faults to play (see :data:`Fault`).
 
         The resume streams one text message per entry (``interrupt-1: answered {...}`` or
         ``interrupt-1: abandoned``) and succeeds with ``result`` ``{"answers": {id: payload},
@@ -453,7 +454,7 @@ class ScriptedAgent:
         """
         if n < 1:
             raise ValueError("an interrupt outcome carries at least one interrupt")
-        agent = cls(cycle=True, on_uncovered=on_uncovered)
+        agent = cls(cycle=True, on_uncovered=on_uncovered, faults=faults)
         agent._script = (scenarios.interrupts_step(agent.open_interrupts, n=n, reason=reason, expires_at=expires_at,
                                               response_schema=response_schema),)
         return agent

@@ -61,6 +61,7 @@ from ..errors import (
     TransportError,
 )
 from ..wire.jsonio import dump_json, parse_json
+from ..wire.sink import collect_warnings
 from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.base import JSON
@@ -475,7 +476,9 @@ class _Driver:
         when it has expired)."""
         entries = []
         for interrupt in interrupts:
-            if is_expired(interrupt):
+            with collect_warnings():  # (an unreadable expiresAt is the expires-at check's to report)
+                expired = is_expired(interrupt)
+            if expired:
                 # Past its expiresAt it can no longer be answered, only abandoned (as `agui run --yes` does).
                 entries.append(ResumeEntry(interrupt_id=interrupt.id, status="cancelled"))
                 continue
@@ -495,7 +498,8 @@ class _Driver:
             ProbeError: an answer the caller gave is refused by its interrupt's schema (a usage error).
         """
         try:
-            check_resume(thread.open_interrupts, entries)
+            with collect_warnings():  # (what it would warn of, the checks report)
+                check_resume(thread.open_interrupts, entries)
         except InvalidResumePayload as exc:
             if any(e.interrupt_id in self.answers or "*" in self.answers for e in entries):
                 raise ProbeError(f"an answer given is refused: {exc}", usage=True) from exc
