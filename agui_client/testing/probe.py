@@ -451,8 +451,9 @@ class _Driver:
         except ProtocolError as exc:  # not an event stream at all
             seen.rejected = f"{type(exc).__name__}: {exc}"
         seen.result = session.end()
-        seen.errors = list(session.errors)
-        seen.warnings = [*handle.warnings, *session.warnings]
+        if seen.rejected is None:  # (a rejected request has no stream to judge)
+            seen.errors = list(session.errors)
+            seen.warnings = [*handle.warnings, *session.warnings]
         if seen.result.outcome == "error" and seen.run_error is None and seen.result.error is not None:
             seen.run_error = (None, seen.quote(seen.result.error.message))
         # A result for a call is a TOOL_CALL_RESULT, or a tool message only a MESSAGES_SNAPSHOT carried.
