@@ -13,10 +13,12 @@ import pytest
 from agui_client.testing import (
     CHECKS,
     Finish,
+    Gate,
     ProbeError,
     ProbeReport,
     ScriptedAgent,
     Start,
+    Wait,
     probe,
 )
 from agui_client.types import Interrupt, RunAgentInput, RunErrorEvent, RunFinishedInterruptOutcome
@@ -325,6 +327,19 @@ def test_a_secret_header_the_agent_echoes_never_reaches_the_report() -> None:
     dumped = json.dumps(report.to_json()) + report.to_junit()
     assert "s3cret-value" not in dumped
     assert "refused" in dumped  # the message itself is kept, the credential taken out
+
+
+def test_an_app_that_never_finishes_its_response_is_cut_at_the_run_timeout(run_probe: Probe) -> None:
+    never = Gate()  # nobody opens it
+    agent = ScriptedAgent([[Start(), Wait(never, timeout=60)]], cycle=True)
+
+    report = run_probe(agent, run_timeout=0.5)
+
+    assert [(r.name, r.outcome, r.detail) for r in report.runs] == [
+        ("ask", "rejected", "no complete response within 0.5 s"),
+        ("ask-2", "rejected", "no complete response within 0.5 s"),
+        ("fresh-resume", "rejected", "no complete response within 0.5 s")]
+    assert report.check("fresh-thread-resume").verdict == "warn"
 
 
 def test_json_and_junit_carry_every_check_and_verdict() -> None:

@@ -57,6 +57,7 @@ from ..errors import (
     InvalidResumePayload,
     ProtocolError,
     ResumeRefused,
+    RunTimeout,
     StreamWarning,
     TransportError,
 )
@@ -434,14 +435,11 @@ class _Driver:
         handle = StreamHandle()
         session = RunSession(thread, run_input=run_input, collect_errors=True)
         try:
-            async with self.client.open(run_input, handle=handle, run_timeout=self.run_timeout) as payloads:
-                seen.redact = session.redact = handle.redactor.text
-                async for payload in payloads:
-                    index = session.index
-                    if _mentions(payload, "RUN_FINISHED"):
-                        self._keep_finished(seen, index, payload)
-                    for event in session.feed_payload(payload):
-                        _note(seen, index, event)
+            # (The client's run_timeout bounds a run over HTTP; httpx's ASGI transport runs the app to
+            # its end before handing the response over, so an app that never finishes is bounded here.)
+            await asyncio.wait_for(self._read(seen, session, handle), self.run_timeout)
+        except (asyncio.TimeoutError, RunTimeout):  # (whichever bound came first: the same fact)
+            seen.rejected = f"no complete response within {self.run_timeout:g} s"
         except HTTPStatusError as exc:
             seen.rejected = f"HTTP {exc.status_code}" + (f": {seen.quote(exc.body)}" if exc.body else "")
         except TransportError as exc:
@@ -461,6 +459,16 @@ class _Driver:
             if isinstance(held, msg.ToolMessage) and held.id not in before:
                 seen.results.setdefault(held.tool_call_id, None)
         return seen
+
+    async def _read(self, seen: _Observed, session: RunSession, handle: StreamHandle) -> None:
+        async with self.client.open(seen.run_input, handle=handle, run_timeout=self.run_timeout) as payloads:
+            seen.redact = session.redact = handle.redactor.text
+            async for payload in payloads:
+                index = session.index
+                if _mentions(payload, "RUN_FINISHED"):
+                    self._keep_finished(seen, index, payload)
+                for event in session.feed_payload(payload):
+                    _note(seen, index, event)
 
     @staticmethod
     def _keep_finished(seen: _Observed, index: int, payload: str | bytes) -> None:
