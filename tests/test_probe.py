@@ -342,6 +342,12 @@ def test_an_app_that_never_finishes_its_response_is_cut_at_the_run_timeout(run_p
     assert report.check("fresh-thread-resume").verdict == "warn"
 
 
+def test_an_unknown_fault_is_refused_naming_the_faults() -> None:
+    with pytest.raises(ValueError) as raised:
+        ScriptedAgent.approvals(1, faults=["drop-everything"])  # type: ignore[list-item]
+    assert "drop-everything" in str(raised.value) and "last-entry-only" in str(raised.value)
+
+
 def test_json_and_junit_carry_every_check_and_verdict() -> None:
     report = probe(ScriptedAgent.approvals(1, faults=["succeed-uncovered"]), prompt=PROMPT, defective=True)
 

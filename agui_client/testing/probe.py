@@ -350,16 +350,17 @@ class _Observed:
         """Whether the run went on (``success``, ``interrupt`` or ``cancelled``), what it did, and where."""
         if self.rejected is not None:
             return False, f"rejected: {self.rejected}", None
+        outcome = self.result.outcome if self.result is not None else None
+        if outcome is not None and outcome != "error":  # (a late RUN_ERROR after it leaves the outcome standing)
+            return True, f"ended {outcome}", self.finished[-1][0] if self.finished else None
         if self.run_error is not None:
             return False, f"RUN_ERROR: {self.run_error[1]}", self.run_error[0]
-        if self.result is None or self.result.outcome is None:
-            if self.finished:
-                # A RUN_FINISHED the stream rules refused still ends the run (stream-rules reports it).
-                outcome = self.finished[-1][1].get("outcome")
-                kind = outcome.get("type") if isinstance(outcome, dict) else "success"
-                return True, f"ended {self.quote(kind)} (a RUN_FINISHED the stream rules refuse)", self.finished[-1][0]
-            return False, "the stream ended before the run's terminal event", None
-        return True, f"ended {self.result.outcome}", self.finished[-1][0] if self.finished else None
+        if self.finished:
+            # A RUN_FINISHED the stream rules refused still ends the run (stream-rules reports it).
+            sent = self.finished[-1][1].get("outcome")
+            kind = sent.get("type") if isinstance(sent, dict) else "success"
+            return True, f"ended {self.quote(kind)} (a RUN_FINISHED the stream rules refuse)", self.finished[-1][0]
+        return False, "the stream ended before the run's terminal event", None
 
     def quote(self, value: Any) -> str:
         text = value if isinstance(value, str) else dump_json(value).decode("utf-8", "replace")
