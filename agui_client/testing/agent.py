@@ -315,7 +315,8 @@ class ScriptedAgent:
         stateless: keep no interrupts between runs (a conformant producer that has nothing to notice):
             steps see the input's resume list untouched and nothing is checked.
         faults: producer faults to play on purpose (see :data:`Fault`), for testing tools that judge
-            producers; none by default.
+            producers; none by default. The resume faults act on the agent's bookkeeping, so with
+            ``stateless=True`` only the outcome faults (``repeat-interrupt-id``, ``pause-as-*``) apply.
 
     Resume handling (unless ``stateless``): the interrupts a thread's last ``RUN_FINISHED`` raised
     stay open until a later ``RUN_FINISHED`` on the thread ends otherwise (a ``RUN_ERROR`` leaves
