@@ -224,6 +224,7 @@ def test_a_producer_honouring_only_the_last_entry_warns_approval_result(run_prob
     # dropped both.
     assert [e.run for e in found] == ["answer", "unknown-entry", "unknown-entry"]
     assert "-call-1 got no result in this run, which ended success" in found[0].detail
+    assert found[0].index == report.runs[1].events - 1  # the answer run's RUN_FINISHED
 
 
 def test_a_producer_failing_unknown_entries_warns_unknown_entry_and_fresh_thread_resume(run_probe: Probe) -> None:

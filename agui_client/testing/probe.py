@@ -793,12 +793,13 @@ def _check_approval(plan: _Plan) -> CheckResult:
     judged = 0
     evidence = []
     for run in (plan.answer, plan.unknown):
-        if run is None or not run.proceeded()[0]:
+        went_on, _, end = run.proceeded() if run is not None else (False, "", None)
+        if run is None or not went_on:
             continue
         for entry, call_id in _gated(plan, run):
             judged += 1
             if call_id not in run.results:
-                evidence.append(run.evidence(None, f"interrupt {run.quote(entry.interrupt_id)} approved "
+                evidence.append(run.evidence(end, f"interrupt {run.quote(entry.interrupt_id)} approved "
                                                    f"({run.quote(entry.payload)}); tool call {run.quote(call_id)} "
                                                    f"got no result in this run, which ended {run.outcome}"))
     if evidence:
