@@ -385,3 +385,13 @@ def test_probe_refuses_to_run_inside_an_event_loop_and_points_at_aprobe() -> Non
 
     report = asyncio.run(inside())
     assert report.check("answers-proceed").verdict == "pass"
+
+
+def test_probe_and_aprobe_take_the_same_parameters() -> None:
+    import inspect
+
+    from agui_client.testing import aprobe
+
+    assert inspect.signature(probe).parameters.keys() == inspect.signature(aprobe).parameters.keys()
+    assert [p.default for p in inspect.signature(probe).parameters.values()] == [
+        p.default for p in inspect.signature(aprobe).parameters.values()]
