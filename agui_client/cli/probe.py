@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from rich import box
@@ -81,10 +83,11 @@ def probe_command(out: Output, args: argparse.Namespace, *, headers: Mapping[str
     if args.timeout <= 0:
         raise UsageProblem("--timeout must be positive")
     if args.junit is not None:
-        try:
-            open(args.junit, "a").close()  # a path that cannot be written is a usage error, found before the runs
-        except OSError as exc:
-            raise UsageProblem(f"cannot write {args.junit}: {exc.strerror or exc}") from None
+        # A path that cannot be written is a usage error, found before the runs (and no empty file left).
+        target = Path(args.junit)
+        if not os.access(target.parent, os.W_OK) or target.is_dir() or (
+                target.exists() and not os.access(target, os.W_OK)):
+            raise UsageProblem(f"cannot write {args.junit}")
     if not args.defective:
         out.line("defective inputs: off (--defective also sends a resume leaving an interrupt uncovered and the "
                  "same resume twice, which a conforming consumer never sends)", "dim")
