@@ -1,4 +1,4 @@
-"""The ``agui`` command line: ``demo``, ``run``, ``replay`` and ``verify``.
+"""The ``agui`` command line: ``demo``, ``run``, ``replay``, ``verify`` and ``probe``.
 
 Exit statuses: 0 done (a run that stopped at an interrupt left open on purpose included), 1 the agent
 or the recording failed (``RUN_ERROR``, a protocol error, an unreachable agent, findings), 2 a usage
@@ -25,6 +25,7 @@ from ..errors import AguiError, ResumeRefused, StoreError
 from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
 from .converse import AnswerPolicy, Conversation, UsageProblem
+from .probe import add_probe_parser, probe_command
 from .recordings import Unreadable, replay_command, verify_command
 from .render import (
     ConsoleAsker,
@@ -51,6 +52,8 @@ examples:
   agui run http://localhost:8000/agent --thread-file t.db --resume --yes
   agui replay capture.sse            fold a recorded stream and show the thread it leaves
   agui verify capture.jsonl          list every protocol error and warning in a recording
+  agui probe http://localhost:8000/agent --prompt "Delete staging" --junit probe.xml
+                                     check the agent against the interrupt rules (for its CI)
 
 exit status: 0 done, 1 the agent or the recording failed, 2 usage or unreadable input, 130 Ctrl-C
 """
@@ -105,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("file", metavar="FILE", help="the recording (- for stdin)")
     verify.add_argument("--json", action="store_true", help="print the findings as JSON")
     verify.add_argument("--plain", action="store_true", help="plain, colourless output")
+    add_probe_parser(commands)
     return parser
 
 
@@ -132,6 +136,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             return _run(args, out, plain)
         if args.command == "replay":
             return replay_command(out, args.file, as_json=as_json)
+        if args.command == "probe":
+            return probe_command(out, args, headers=_headers(args.header))
         return verify_command(out, args.file, as_json=as_json)
     except (UsageProblem, Unreadable, StoreError) as exc:
         out.end_line()

@@ -28,13 +28,21 @@ An arbitrary script, one step per run on a thread::
     ])
 
 Async code uses the same server: ``async with serve(agent) as server:``.
+
+``probe(target, prompt=...)`` checks a producer (a URL, or an ASGI app in-process) against the
+interrupt rules and returns a ``ProbeReport`` (see ``docs/probe.md``)::
+
+    def test_my_agent_follows_the_interrupt_rules():
+        probe(app, prompt="Delete the staging environment").assert_conformant()
 """
 
 from __future__ import annotations
 
 from .agent import (
+    FAULTS,
     WARNING_EVENT,
     Disconnect,
+    Fault,
     Finish,
     Gate,
     Item,
@@ -49,7 +57,16 @@ from .agent import (
     Stream,
     Wait,
 )
-from .scenarios import ANSWER_SCHEMA, APPROVAL_SCHEMA, last_user_text, reasoning, text_message, tool_call
+from .probe import CHECKS, CheckResult, Evidence, ProbeError, ProbeReport, ProbeRun, aprobe, probe
+from .scenarios import (
+    ANSWER_SCHEMA,
+    APPROVAL_SCHEMA,
+    APPROVE_SCHEMA,
+    last_user_text,
+    reasoning,
+    text_message,
+    tool_call,
+)
 from .server import Server, serve
 
 __all__ = [
@@ -69,11 +86,22 @@ __all__ = [
     "Step",
     "StepResult",
     "OnUncovered",
+    "Fault",
+    "FAULTS",
     "WARNING_EVENT",
     "ANSWER_SCHEMA",
     "APPROVAL_SCHEMA",
+    "APPROVE_SCHEMA",
     "text_message",
     "reasoning",
     "tool_call",
     "last_user_text",
+    "probe",
+    "aprobe",
+    "ProbeReport",
+    "ProbeRun",
+    "CheckResult",
+    "Evidence",
+    "ProbeError",
+    "CHECKS",
 ]

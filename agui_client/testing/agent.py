@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -76,6 +76,8 @@ __all__ = [
     "StepResult",
     "Step",
     "OnUncovered",
+    "Fault",
+    "FAULTS",
     "WARNING_EVENT",
 ]
 
@@ -86,6 +88,32 @@ WARNING_EVENT = "agui.warning"
 #: stream opening with ``RUN_ERROR`` (code ``uncovered_interrupt``), or run what the covered entries
 #: permit and end with the interrupt outcome again, carrying the still-open interrupts.
 OnUncovered = Literal["error", "reinterrupt"]
+
+#: A producer fault the agent can play on purpose, for tools that check producers (``agui probe``):
+#:
+#: * ``succeed-uncovered``: a resume leaving an interrupt uncovered runs anyway and ends as the step ends it
+#:   (success), the uncovered interrupt silently dropped;
+#: * ``perform-uncovered``: the same, and an absent entry is taken as approval (``{"approved": true}``);
+#: * ``last-entry-only``: only the last resume entry is read; the interrupts the others answered are
+#:   dropped without a word (an approved action lost, the run still a success);
+#: * ``repeat-interrupt-id``: every interrupt of an interrupt outcome carries the first one's id;
+#: * ``pause-as-custom``: an interrupt outcome becomes a ``CUSTOM`` ``on_interrupt`` event carrying the
+#:   interrupts, then a plain success (the pre-1.0 way some adapters ask);
+#: * ``pause-as-tool-call``: an interrupt outcome becomes an unanswered ``confirm_action`` tool call and a
+#:   plain success;
+#: * ``fail-unknown-entry``: a resume entry naming no open interrupt fails the run (a stream opening with
+#:   ``RUN_ERROR``, code ``unknown_interrupt``) instead of being skipped;
+#: * ``repeat-action``: a resume entry naming no open interrupt is trusted and handed to the step (a
+#:   repeated resume repeats its action, in :meth:`ScriptedAgent.approvals`).
+Fault = Literal["succeed-uncovered", "perform-uncovered", "last-entry-only", "repeat-interrupt-id",
+                "pause-as-custom", "pause-as-tool-call", "fail-unknown-entry", "repeat-action"]
+
+#: Every :data:`Fault`.
+FAULTS: tuple[str, ...] = ("succeed-uncovered", "perform-uncovered", "last-entry-only", "repeat-interrupt-id",
+                           "pause-as-custom", "pause-as-tool-call", "fail-unknown-entry", "repeat-action")
+
+# The faults that let a run go on past an interrupt the resume left uncovered.
+_DROPS_UNCOVERED = frozenset({"succeed-uncovered", "perform-uncovered", "last-entry-only"})
 
 _SSE_TYPE = "text/event-stream"
 
@@ -286,6 +314,9 @@ class ScriptedAgent:
         on_uncovered: ``"error"`` or ``"reinterrupt"``, see :data:`OnUncovered`.
         stateless: keep no interrupts between runs (a conformant producer that has nothing to notice):
             steps see the input's resume list untouched and nothing is checked.
+        faults: producer faults to play on purpose (see :data:`Fault`), for testing tools that judge
+            producers; none by default. The resume faults act on the agent's bookkeeping, so with
+            ``stateless=True`` only the outcome faults (``repeat-interrupt-id``, ``pause-as-*``) apply.
 
     Resume handling (unless ``stateless``): the interrupts a thread's last ``RUN_FINISHED`` raised
     stay open until a later ``RUN_FINISHED`` on the thread ends otherwise (a ``RUN_ERROR`` leaves
@@ -296,9 +327,13 @@ class ScriptedAgent:
     """
 
     def __init__(self, script: Sequence[Step] = (), *, cycle: bool = False, on_uncovered: OnUncovered = "error",
-                 stateless: bool = False) -> None:
+                 stateless: bool = False, faults: Iterable[Fault] = ()) -> None:
         if on_uncovered not in ("error", "reinterrupt"):
             raise ValueError(f"on_uncovered must be 'error' or 'reinterrupt', not {on_uncovered!r}")
+        self.faults: frozenset[str] = frozenset(faults)
+        unknown = sorted(self.faults.difference(FAULTS))
+        if unknown:
+            raise ValueError(f"unknown fault(s) {unknown}; the faults are {', '.join(FAULTS)}")
         for step in script:
             if not callable(step):
                 _check_result(step)
@@ -401,7 +436,7 @@ class ScriptedAgent:
     @classmethod
     def interrupts(cls, n: int = 2, *, reason: str = "input", expires_at: str | Sequence[str | None] | None = None,
                    response_schema: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = ANSWER_SCHEMA,
-                   on_uncovered: OnUncovered = "error") -> ScriptedAgent:
+                   on_uncovered: OnUncovered = "error", faults: Iterable[Fault] = ()) -> ScriptedAgent:
         """A new message gets a run ending with ``n`` interrupts ``interrupt-1`` ... ``interrupt-n``; the
         resume honours each answer.
 
@@ -412,6 +447,7 @@ class ScriptedAgent:
             response_schema: one schema for all, or one per interrupt (``None``: absent); by default
                 :data:`ANSWER_SCHEMA` (an object with a required string ``answer``).
             on_uncovered: see :data:`OnUncovered`.
+            faults: producer faults to play (see :data:`Fault`).
 
         The resume streams one text message per entry (``interrupt-1: answered {...}`` or
         ``interrupt-1: abandoned``) and succeeds with ``result`` ``{"answers": {id: payload},
@@ -419,9 +455,28 @@ class ScriptedAgent:
         """
         if n < 1:
             raise ValueError("an interrupt outcome carries at least one interrupt")
-        agent = cls(cycle=True, on_uncovered=on_uncovered)
+        agent = cls(cycle=True, on_uncovered=on_uncovered, faults=faults)
         agent._script = (scenarios.interrupts_step(agent.open_interrupts, n=n, reason=reason, expires_at=expires_at,
                                               response_schema=response_schema),)
+        return agent
+
+    @classmethod
+    def approvals(cls, n: int = 1, *, tool_name: str = "delete_file", on_uncovered: OnUncovered = "error",
+                  stateless: bool = False, faults: Iterable[Fault] = ()) -> ScriptedAgent:
+        """A new message makes the agent call ``tool_name`` ``n`` times, each call gated on an approval.
+
+        Each interrupt is ``approve-<toolCallId>`` (reason ``tool_call``, the call's ``toolCallId``, a
+        ``responseSchema`` with a required boolean ``approved``); the calls are streamed in the same run.
+        The resume is read from the input alone, as a producer that keeps no checkpoint reads it: each
+        entry whose call the messages hold gets that call's ``TOOL_CALL_RESULT`` (``{"status": "done"}``,
+        ``"denied"`` or ``"cancelled"``), then the run succeeds. With ``stateless=False`` (the default)
+        the agent's own bookkeeping still applies first (unknown entries skipped, uncovered interrupts
+        refused per ``on_uncovered``); ``faults`` are played on top (see :data:`Fault`).
+        """
+        if n < 1:
+            raise ValueError("an interrupt outcome carries at least one interrupt")
+        agent = cls(cycle=True, on_uncovered=on_uncovered, stateless=stateless, faults=faults)
+        agent._script = (scenarios.approvals_step(n=n, tool_name=tool_name, repeat="repeat-action" in agent.faults),)
         return agent
 
     # ---- ASGI ------------------------------------------------------------------------------------
@@ -476,7 +531,18 @@ class ScriptedAgent:
             uncovered: tuple[Interrupt, ...] = ()
             if not self.stateless:
                 open_ = {i.id: i for i in self._open.get(thread, ())}
-                for entry in run_input.resume or ():
+                entries = run_input.resume or ()
+                if "last-entry-only" in self.faults:
+                    entries = entries[-1:]
+                for entry in entries:
+                    if entry.interrupt_id not in open_ and self.faults & {"fail-unknown-entry", "repeat-action"}:
+                        if "repeat-action" in self.faults:
+                            kept.append(entry)
+                            continue
+                        message = f"resume entry for unknown interrupt {entry.interrupt_id!r}"
+                        self._warnings.append(message)
+                        return _Plan(run_input=run_input,
+                                     reject=RunErrorEvent(message=message, code="unknown_interrupt"))
                     if entry.interrupt_id not in open_:
                         notices.append(f"resume entry for unknown interrupt {entry.interrupt_id!r} skipped: "
                                        f"run {run_input.run_id!r} does not continue an interrupt with that id")
@@ -487,6 +553,11 @@ class ScriptedAgent:
                 self._warnings += notices
                 covered = {k.interrupt_id for k in kept}
                 uncovered = tuple(i for i in open_.values() if i.id not in covered)
+                if uncovered and self.faults & _DROPS_UNCOVERED:
+                    if "perform-uncovered" in self.faults:
+                        kept += [ResumeEntry(interrupt_id=i.id, status="resolved", payload={"approved": True})
+                                 for i in uncovered]
+                    uncovered = ()  # the fault: nothing keeps them open
                 if uncovered and self.on_uncovered == "error":
                     ids = ", ".join(repr(i.id) for i in uncovered)
                     message = f"the resume list leaves interrupt(s) {ids} uncovered; they stay open"
@@ -524,6 +595,8 @@ class ScriptedAgent:
                     outcome = RunFinishedInterruptOutcome(interrupts=plan.still_open + raised)
                     items[i] = attrs.evolve(finished, outcome=outcome)
                     break
+        if self.faults:
+            items = _faulty_outcome(items, self.faults, plan.run_input)
         return items
 
     def _played(self, plan: _Plan) -> Callable[[Item], bytes]:
@@ -615,6 +688,31 @@ def _as_run_finished(item: Item, run_input: RunAgentInput) -> RunFinishedEvent |
             return None  # a deliberately malformed terminal: sent verbatim, nothing to track
         return event if isinstance(event, RunFinishedEvent) else None
     return None
+
+
+def _faulty_outcome(items: list[Item], faults: frozenset[str], run_input: RunAgentInput) -> list[Item]:
+    """The step's items with the output faults applied to its interrupt outcome (see :data:`Fault`)."""
+    for i in range(len(items) - 1, -1, -1):
+        finished = _as_run_finished(items[i], run_input)
+        if finished is None:
+            continue
+        if not isinstance(finished.outcome, RunFinishedInterruptOutcome):
+            return items
+        asked = finished.outcome.interrupts
+        if "repeat-interrupt-id" in faults:
+            first = asked[0].id
+            asked = tuple(attrs.evolve(x, id=first) for x in asked) if len(asked) > 1 else (asked[0], asked[0])
+            items[i] = attrs.evolve(finished, outcome=RunFinishedInterruptOutcome(interrupts=asked))
+        if "pause-as-custom" in faults:
+            value = dump_json([encode(x) for x in asked]).decode()
+            items[i:i + 1] = [CustomEvent(name="on_interrupt", value=value), attrs.evolve(finished, outcome=None)]
+        elif "pause-as-tool-call" in faults:
+            question = asked[0].message or "Shall I go on?"
+            items[i:i + 1] = [*scenarios.tool_call(f"{run_input.run_id}-confirm", "confirm_action",
+                                                   {"question": question}),
+                              attrs.evolve(finished, outcome=None)]
+        return items
+    return items
 
 
 def _encode_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:

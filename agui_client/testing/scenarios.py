@@ -38,7 +38,7 @@ from ..wire.types.events import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from ..wire.types.messages import TextMessageRole, ToolMessage, UserMessage
+from ..wire.types.messages import AssistantMessage, TextMessageRole, ToolMessage, UserMessage
 from ..wire.types.run import (
     PROTOCOL_VERSION,
     Interrupt,
@@ -60,6 +60,9 @@ __all__ = [
     "demo_step",
     "frontend_tool_step",
     "interrupts_step",
+    "approvals_step",
+    "APPROVE_SCHEMA",
+    "APPROVAL_PREFIX",
 ]
 
 #: The default ``responseSchema`` of ``ScriptedAgent.interrupts``: an object with a required string ``answer``.
@@ -83,6 +86,16 @@ APPROVAL_SCHEMA: dict[str, Any] = {
     },
     "required": ["approved"],
 }
+
+#: The ``responseSchema`` of ``ScriptedAgent.approvals``' interrupts: a required boolean ``approved``.
+APPROVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean", "description": "Run the call?"}},
+    "required": ["approved"],
+}
+
+#: ``ScriptedAgent.approvals`` names each interrupt after the call it gates: ``approve-<toolCallId>``.
+APPROVAL_PREFIX = "approve-"
 
 OpenInterrupts = Callable[[str], Sequence[Interrupt]]
 ScenarioStep = Callable[[RunAgentInput], list[Event]]
@@ -276,6 +289,49 @@ def interrupts_step(open_interrupts: OpenInterrupts, *, n: int, reason: str,
     def step(run_input: RunAgentInput) -> list[Event]:
         open_ = open_interrupts(run_input.thread_id)
         return resume(run_input, open_) if open_ else ask(run_input)
+    return step
+
+
+def approvals_step(*, n: int, tool_name: str, repeat: bool = False) -> ScenarioStep:
+    """A step gating ``n`` calls of ``tool_name`` on approval interrupts, judged from the input alone.
+
+    A new user message gets the calls and one interrupt per call; a resume list acts on each entry
+    whose call the messages hold (approved: the call's result; declined or abandoned: a result saying
+    so). A call that already has a result is left alone unless ``repeat`` (a fault).
+    """
+    def step(run_input: RunAgentInput) -> list[Event]:
+        p = run_input.run_id
+        calls = {call.id for m in run_input.messages if isinstance(m, AssistantMessage)
+                 for call in m.tool_calls or () if call.function.name == tool_name}
+        answered = {m.tool_call_id for m in run_input.messages if isinstance(m, ToolMessage)}
+        events: list[Event] = [_started(run_input)]
+        if run_input.resume:
+            done = []
+            for k, entry in enumerate(run_input.resume):
+                call_id = entry.interrupt_id[len(APPROVAL_PREFIX):]
+                if not entry.interrupt_id.startswith(APPROVAL_PREFIX) or call_id not in calls or (
+                        call_id in answered and not repeat):
+                    continue
+                payload = entry.payload if isinstance(entry.payload, Mapping) else {}
+                verdict = "cancelled" if entry.status == "cancelled" else (
+                    "done" if payload.get("approved") is True else "denied")
+                done.append(f"{call_id}: {verdict}")
+                events.append(ToolCallResultEvent(message_id=f"{p}-result-{k}", tool_call_id=call_id, role="tool",
+                                                  content=dump_json({"status": verdict}).decode()))
+            events += text_message(f"{p}-text", "; ".join(done) or "Nothing to do.")
+            return [*events, _finished(run_input)]
+        last = run_input.messages[-1] if run_input.messages else None
+        if not isinstance(last, UserMessage):
+            return [*events, *text_message(f"{p}-text", "Nothing to do."), _finished(run_input)]
+        events += text_message(f"{p}-text", f"I need your approval for {n} call(s) of {tool_name}.")
+        asked = []
+        for k in range(n):
+            call_id = f"{p}-call-{k + 1}"
+            events += tool_call(call_id, tool_name, {"path": f"/tmp/file-{k + 1}"}, parent_message_id=f"{p}-text")
+            asked.append(Interrupt(id=APPROVAL_PREFIX + call_id, reason="tool_call", tool_call_id=call_id,
+                                   message=f"Run {tool_name} on /tmp/file-{k + 1}?",
+                                   response_schema=copy.deepcopy(APPROVE_SCHEMA)))
+        return [*events, _finished(run_input, outcome=RunFinishedInterruptOutcome(interrupts=tuple(asked)))]
     return step
 
 

@@ -196,6 +196,52 @@ def _snapshot_ids(events: list[dict[str, Any]]) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------------
+# agui probe (issue 19): the interrupt rules judged by the probe; NOTES.md records these reports
+# --------------------------------------------------------------------------------------------------
+
+#: The probe's verdicts on each endpoint (NOTES.md, "agui probe"), check by check, in report order.
+PROBE_VERDICTS = {
+    # Shipped defaults: the pause is a CUSTOM on_interrupt plus a success with the gated call
+    # unanswered, so no interrupt outcome exists for the resume checks to use.
+    "/default": {"stream-rules": "pass", "pause-as-success": "warn", "interrupt-count": "n/a",
+                 "interrupt-ids-unique": "n/a", "response-schema": "n/a", "tool-call-id": "n/a",
+                 "subagent-run-id": "n/a", "expires-at": "n/a", "answers-proceed": "n/a", "approval-result": "n/a",
+                 "unknown-entry": "n/a", "fresh-thread-resume": "warn", "uncovered-resume": "n/a",
+                 "repeated-resume": "n/a"},
+    "/v1": {"stream-rules": "pass", "pause-as-success": "pass", "interrupt-count": "pass",
+            "interrupt-ids-unique": "pass", "response-schema": "pass", "tool-call-id": "pass",
+            "subagent-run-id": "n/a", "expires-at": "n/a", "answers-proceed": "pass", "approval-result": "pass",
+            "unknown-entry": "pass", "fresh-thread-resume": "warn", "uncovered-resume": "pass",
+            "repeated-resume": "pass"},
+}
+
+
+@pytest.mark.parametrize("path", ["/default", "/v1"])
+def test_probe_verdicts(producer: Producer, path: str) -> None:
+    from agui_client.testing import probe
+
+    before = len(producer.deleted)
+    report = probe(producer.endpoint(path), prompt="please delete /srv/x", defective=True)
+
+    assert {c.id: c.verdict for c in report.checks} == PROBE_VERDICTS[path]
+    assert report.failures == ()
+    # A resume list on a new thread takes the adapter's resume path: the prompt never reaches the graph,
+    # whose model node then fails on an empty message list.
+    fresh = report.check("fresh-thread-resume").evidence[0].detail
+    assert fresh.startswith("RUN_ERROR: list index out of range")
+    if path == "/default":
+        pause = "\n".join(e.detail for e in report.check("pause-as-success").evidence)
+        assert "CUSTOM event on_interrupt" in pause and "(delete_file) left unanswered" in pause
+        assert producer.deleted[before:] == []
+    else:
+        assert report.check("uncovered-resume").reason == "interrupted again with the uncovered interrupt"
+        # Only the answer run deleted: the unknown-entry run's two entries reached the graph as the
+        # adapter's resume map, which the approve node reads as a rejection. Its tool message still
+        # came, so the approval-result heuristic passes; the side effect shows what happened.
+        assert producer.deleted[before:] == ["/srv/x"]
+
+
+# --------------------------------------------------------------------------------------------------
 # chat
 # --------------------------------------------------------------------------------------------------
 

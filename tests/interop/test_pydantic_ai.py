@@ -72,6 +72,8 @@ def _script(messages: list[Any]) -> list[Any]:
         return [TextPart("Let me increment."), call("increment", {"by": 2})]
     if "colour" in prompt:
         return [call("pick_color", {"palette": "warm"})]
+    if "delete both" in prompt:  # two approval-gated calls in one response (agui probe, issue 19)
+        return [call("delete_file", {"path": "/srv/x"}), call("delete_file", {"path": "/srv/y"})]
     if "delete" in prompt:
         return [call("delete_file", {"path": "/srv/x"})]
     return ["THINK:The user greets me.", TextPart("Hello there")]
@@ -154,6 +156,49 @@ def client(producer: Producer) -> Iterator[AgentClient]:
 
 def _types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in events]
+
+
+# --------------------------------------------------------------------------------------------------
+# agui probe (issue 19): the interrupt rules judged by the probe; NOTES.md records these reports
+# --------------------------------------------------------------------------------------------------
+
+#: The probe's verdicts (NOTES.md, "agui probe"), check by check, in report order.
+PROBE_AGENT = {"stream-rules": "pass", "pause-as-success": "pass", "interrupt-count": "pass",
+               "interrupt-ids-unique": "pass", "response-schema": "pass", "tool-call-id": "pass",
+               "subagent-run-id": "n/a", "expires-at": "n/a", "answers-proceed": "pass", "approval-result": "pass",
+               "unknown-entry": "warn", "fresh-thread-resume": "warn", "uncovered-resume": "pass",
+               "repeated-resume": "pass"}
+#: ``ag_ui_version="0.1.10"``: approvals end as success with the gated call unanswered.
+PROBE_LEGACY = {**{check: "n/a" for check in PROBE_AGENT}, "stream-rules": "pass", "pause-as-success": "warn",
+                "fresh-thread-resume": "warn"}
+
+
+@pytest.mark.parametrize(("path", "prompt", "verdicts", "deleted"), [
+    ("/agent", "please delete /srv/x", PROBE_AGENT, ["/srv/x"]),
+    ("/agent", "please delete both /srv/x and /srv/y", PROBE_AGENT, ["/srv/x", "/srv/y"]),
+    ("/legacy", "please delete /srv/x", PROBE_LEGACY, []),
+])
+def test_probe_verdicts(producer: Producer, path: str, prompt: str, verdicts: dict[str, str],
+                        deleted: list[str]) -> None:
+    from agui_client.testing import probe
+
+    before = len(producer.deleted)
+    report = probe(producer.endpoint(path), prompt=prompt, defective=True)
+
+    assert {c.id: c.verdict for c in report.checks} == verdicts
+    assert report.failures == ()
+    assert producer.deleted[before:] == deleted  # the answer runs only: nothing repeated, nothing uncovered
+    runs = {r.name: r for r in report.runs}
+    # An entry naming an interrupt it did not raise fails the run instead of being skipped (a SHOULD).
+    assert "does not start with the expected 'int-' prefix" in (runs["fresh-resume"].detail or "")
+    if path == "/agent":
+        assert "does not start with the expected 'int-' prefix" in (runs["unknown-entry"].detail or "")
+        # The uncovered resume is refused by the transport (an exception in the adapter), which conforms.
+        assert (runs["uncovered"].outcome, runs["uncovered"].detail) == ("rejected", "HTTP 500: Internal Server Error")
+        assert runs["repeat"].outcome == "error"
+    else:
+        pause = "\n".join(e.detail for e in report.check("pause-as-success").evidence)
+        assert "(delete_file) left unanswered (named pending)" in pause
 
 
 # --------------------------------------------------------------------------------------------------

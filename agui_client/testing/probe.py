@@ -1,0 +1,970 @@
+"""``probe(target, prompt=...)``: run a fixed plan against an AG-UI producer and judge it by the interrupt rules.
+
+The interrupts page gives producers rules of their own (an interrupted run is never reported as
+success, interrupt ids are unique, an unrecognised resume entry is skipped, an uncovered interrupt is
+never taken as answered or abandoned). ``probe`` drives a producer through a fixed plan of runs, each
+plan step on a fresh thread, and reports one :class:`CheckResult` per rule: the rule in a sentence,
+its level (``MUST``, ``SHOULD`` or ``heuristic``), the verdict (``pass``, ``fail``, ``warn`` or
+``n/a``) and the evidence (the plan run, the event index, the values seen). See ``docs/probe.md``.
+
+In a producer's own test suite, in-process (an ASGI app is driven through httpx's ASGI transport)::
+
+    from agui_client.testing import probe
+
+    def test_my_agent_follows_the_interrupt_rules():
+        report = probe(app, prompt="Delete the staging environment")
+        report.assert_conformant()
+
+The plan (``name``: thread, what is sent):
+
+* ``ask``: thread 1, the prompt. ``answer``: thread 1, every interrupt answered (``answers`` by id,
+  else the schema's defaults, as ``agui run --yes`` answers).
+* ``ask-2``: thread 2, the prompt. ``unknown-entry``: thread 2, the same answers plus, last, an entry
+  for an interrupt nobody raised.
+* ``fresh-resume``: thread 3, the prompt with a resume list naming an interrupt nobody raised.
+* With ``defective=True`` only (inputs a conforming consumer never sends): ``repeat``: thread 1 again,
+  the ``answer`` run's entries sent a second time; ``ask-3``/``uncovered``: thread 4, the prompt, then a
+  resume list that leaves one interrupt uncovered.
+
+Conforming inputs pass the library's own resume check before they leave; the defective ones are
+built here as raw ``RunAgentInput`` values (the library's send paths refuse them) and posted with
+:meth:`AsyncAgentClient.open`, the transport every run uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+from xml.sax.saxutils import quoteattr
+
+import attrs
+import httpx
+from attrs import frozen
+
+from ..cli.forms import yes_payload
+from ..client import AsyncAgentClient
+from ..core import schema as _schema
+from ..core.exchange import StreamHandle
+from ..core.fold import ThreadState
+from ..core.interrupts import check_resume, is_expired, parse_expires_at
+from ..core.session import RunResult, RunSession
+from ..errors import (
+    AguiError,
+    HTTPStatusError,
+    InvalidResumePayload,
+    ProtocolError,
+    ResumeRefused,
+    RunTimeout,
+    StreamWarning,
+    TransportError,
+)
+from ..wire.jsonio import dump_json, parse_json
+from ..wire.sink import collect_warnings
+from ..wire.types import events as ev
+from ..wire.types import messages as msg
+from ..wire.types.base import JSON
+from ..wire.types.run import PROTOCOL_VERSION, Interrupt, ResumeEntry, RunAgentInput
+
+__all__ = ["probe", "aprobe", "ProbeReport", "CheckResult", "Evidence", "ProbeRun", "ProbeError", "CHECKS",
+           "Level", "Verdict"]
+
+Level = Literal["MUST", "SHOULD", "heuristic"]
+Verdict = Literal["pass", "fail", "warn", "n/a"]
+
+#: Seconds one run of the plan may take, from its request to its last byte.
+DEFAULT_RUN_TIMEOUT = 120.0
+
+#: The id the probe's made-up resume entries name (with a random suffix): an interrupt nobody raised.
+NEVER_RAISED = "agui-probe-never-raised"
+
+# Evidence quotes what the producer sent; a long value is cut so a report stays readable.
+_QUOTE_LIMIT = 160
+
+# A CUSTOM event whose name says it asks something (LangGraph's and CrewAI's ``on_interrupt``, an
+# approval or confirmation request): in a run that ended as success, the question went unanswered.
+_ASKING = re.compile(r"interrupt|approv|confirm|permission|consent|human|input|question|ask", re.IGNORECASE)
+
+
+class ProbeError(AguiError):
+    """The probe could not run its plan (the target is unreachable, or an answer given is unusable).
+
+    Attributes:
+        usage: whether the caller's input is at fault (an ``answers`` payload the schema refuses);
+            ``agui probe`` exits 2 for every ``ProbeError``.
+    """
+
+    def __init__(self, message: str, *, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+# --------------------------------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class Evidence:
+    """What a check saw: the plan run, the event index in that run's response, and the values."""
+
+    run: str | None
+    index: int | None
+    detail: str
+
+    def __str__(self) -> str:
+        where = self.run or "plan"
+        if self.index is not None:
+            where += f" #{self.index}"
+        return f"{where}: {self.detail}"
+
+
+@frozen(kw_only=True)
+class CheckResult:
+    """One rule judged against the producer.
+
+    Attributes:
+        id: the check's stable identifier (a section of ``docs/probe.md``).
+        rule: the rule, in one sentence.
+        level: ``MUST`` (a failure fails the probe), ``SHOULD`` or ``heuristic`` (they warn).
+        verdict: ``pass``, ``fail``, ``warn`` or ``n/a``.
+        reason: why this verdict (for ``n/a``: why the check did not apply).
+        evidence: where and what the check saw.
+    """
+
+    id: str
+    rule: str
+    level: Level
+    verdict: Verdict
+    reason: str
+    evidence: tuple[Evidence, ...] = ()
+
+
+@frozen(kw_only=True)
+class ProbeRun:
+    """One request of the plan and what came of it.
+
+    Attributes:
+        name: the plan's name for it (``ask``, ``answer``, ``unknown-entry`` ...).
+        thread_id: the thread it ran on (one fresh thread per plan part).
+        run_id: the ``runId`` sent.
+        sent: what the request carried, in words.
+        outcome: ``success``, ``interrupt``, ``cancelled``, ``error`` (``RUN_ERROR``), ``rejected``
+            (an HTTP error status, or not an event stream) or ``None`` (the stream ended mid-run).
+        detail: the rejection or the ``RUN_ERROR``, in words (``None`` otherwise).
+        events: how many events the response held.
+        interrupts: the ids of the interrupts the run ended with.
+    """
+
+    name: str
+    thread_id: str
+    run_id: str
+    sent: str
+    outcome: str | None
+    detail: str | None = None
+    events: int = 0
+    interrupts: tuple[str, ...] = ()
+
+
+@frozen(kw_only=True)
+class ProbeReport:
+    """Every check of a probe, and the runs they judged.
+
+    Attributes:
+        target: the URL probed (or the ASGI app's name).
+        prompt: the user message that starts each plan part.
+        defective: whether the defective inputs were sent (``defective=True``).
+        runs: the plan's requests, in order.
+        checks: one result per check of :data:`CHECKS`, in that order.
+    """
+
+    target: str
+    prompt: str
+    defective: bool
+    runs: tuple[ProbeRun, ...]
+    checks: tuple[CheckResult, ...]
+
+    def check(self, check_id: str) -> CheckResult:
+        """The result of the check ``check_id``.
+
+        Raises:
+            KeyError: no check has that id.
+        """
+        for result in self.checks:
+            if result.id == check_id:
+                return result
+        raise KeyError(check_id)
+
+    @property
+    def failures(self) -> tuple[CheckResult, ...]:
+        """The checks that failed (only ``MUST`` checks fail)."""
+        return tuple(c for c in self.checks if c.verdict == "fail")
+
+    @property
+    def warnings(self) -> tuple[CheckResult, ...]:
+        """The checks that warned (``SHOULD`` and heuristic checks that did not pass, and doubtful passes)."""
+        return tuple(c for c in self.checks if c.verdict == "warn")
+
+    def exit_status(self, *, strict: bool = False) -> int:
+        """``agui probe``'s exit status: 1 when a ``MUST`` check failed (or, ``strict``, any warned), else 0."""
+        return 1 if self.failures or (strict and self.warnings) else 0
+
+    def assert_conformant(self, *, strict: bool = False) -> None:
+        """Raise ``AssertionError`` listing what failed (and, ``strict``, what warned); for a pytest test.
+
+        Example::
+
+            probe(app, prompt="Delete the staging environment").assert_conformant()
+        """
+        bad = self.failures + (self.warnings if strict else ())
+        if bad:
+            lines = [f"{self.target}: {len(bad)} check(s) did not pass"]
+            for result in bad:
+                lines.append(f"- {result.id} [{result.level}] {result.verdict}: {result.reason}")
+                lines += [f"    {item}" for item in result.evidence[:5]]
+            raise AssertionError("\n".join(lines))
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data (what ``agui probe --json`` prints)."""
+        return {
+            "target": self.target, "prompt": self.prompt, "defective": self.defective,
+            "failures": len(self.failures), "warnings": len(self.warnings),
+            "runs": [attrs.asdict(run, recurse=True) for run in self.runs],
+            "checks": [{"id": c.id, "rule": c.rule, "level": c.level, "verdict": c.verdict, "reason": c.reason,
+                        "evidence": [attrs.asdict(e) for e in c.evidence]} for c in self.checks],
+        }
+
+    def to_junit(self, *, strict: bool = False) -> str:
+        """The report as JUnit XML: one test case per check; ``fail`` is a failure, ``n/a`` is skipped,
+        ``warn`` passes with the warning in its output (a failure when ``strict``)."""
+        failed = sum(1 for c in self.checks if c.verdict == "fail" or (strict and c.verdict == "warn"))
+        skipped = sum(1 for c in self.checks if c.verdict == "n/a")
+        cases = []
+        for c in self.checks:
+            text = "\n".join([c.reason, *(str(e) for e in c.evidence)])
+            name = quoteattr(_xml_text(f"{c.id} [{c.level}]"))
+            body = ""
+            if c.verdict == "fail" or (strict and c.verdict == "warn"):
+                body = (f"<failure message={quoteattr(_xml_text(c.reason))} type={quoteattr(c.verdict)}>"
+                        f"{_xml_escape(text)}</failure>")
+            elif c.verdict == "n/a":
+                body = f"<skipped message={quoteattr(_xml_text(c.reason))}/>"
+            if c.verdict == "warn":
+                body += f"<system-out>{_xml_escape('warning: ' + text)}</system-out>"
+            cases.append(f'  <testcase classname="agui.probe" name={name}>{body}</testcase>')
+        head = (f'<testsuite name="agui probe" tests="{len(self.checks)}" failures="{failed}" errors="0" '
+                f'skipped="{skipped}">')
+        props = (f'  <properties><property name="target" value={quoteattr(_xml_text(self.target))}/>'
+                 f'<property name="defective" value="{str(self.defective).lower()}"/></properties>')
+        return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', head, props, *cases, "</testsuite>", ""])
+
+
+# XML 1.0 cannot hold most C0 controls even escaped; an agent's text may carry them.
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _xml_text(text: str) -> str:
+    return _XML_BAD.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _xml_escape(text: str) -> str:
+    return _xml_text(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# --------------------------------------------------------------------------------------------------
+# The checks
+# --------------------------------------------------------------------------------------------------
+
+
+#: Every check, in report order: ``(id, rule, level)``; ``docs/probe.md`` has a section per id.
+CHECKS: tuple[tuple[str, str, Level], ...] = (
+    ("stream-rules", "Every response of the plan is a well-formed AG-UI 1.0 event stream (what `agui verify` "
+                     "checks).", "MUST"),
+    ("pause-as-success", "A run that stopped to ask ends with the interrupt outcome, not with success and the "
+                         "question in a CUSTOM event or an unanswered tool call.", "heuristic"),
+    ("interrupt-count", "An interrupt outcome carries at least one interrupt.", "MUST"),
+    ("interrupt-ids-unique", "Each interrupt's id is unique within its run.", "MUST"),
+    ("response-schema", "An interrupt's responseSchema is a JSON Schema a consumer can check an answer "
+                        "against.", "SHOULD"),
+    ("tool-call-id", "An interrupt's toolCallId names a tool call the thread holds.", "SHOULD"),
+    ("subagent-run-id", "An interrupt's subagentRunId names a subagent the run started.", "SHOULD"),
+    ("expires-at", "An interrupt's expiresAt is a date a consumer can read (conventionally ISO 8601).",
+     "heuristic"),
+    ("answers-proceed", "A resume that answers every interrupt is taken as the answers the run stopped for: the "
+                        "run proceeds.", "MUST"),
+    ("approval-result", "An approved interrupt naming a toolCallId is followed, in the resuming run, by a result "
+                        "for that call.", "heuristic"),
+    ("unknown-entry", "A resume entry naming an interrupt the producer never raised is skipped: the run "
+                      "proceeds without it.", "SHOULD"),
+    ("fresh-thread-resume", "A resume list on a run that continues nothing is unrecognised entries: the run "
+                            "proceeds.", "SHOULD"),
+    ("uncovered-resume", "A resume that leaves an interrupt uncovered never ends as success and never performs "
+                         "the uncovered action (rejecting the input, or interrupting again, both conform).",
+     "MUST"),
+    ("repeated-resume", "The same resume sent a second time does not perform the approved action again.",
+     "SHOULD"),
+)
+
+_DEFECTIVE_OFF = ("not run: --defective is off by default (it sends inputs a conforming consumer never sends; "
+                  "pass defective=True / --defective to run it)")
+
+
+# --------------------------------------------------------------------------------------------------
+# One response, observed
+# --------------------------------------------------------------------------------------------------
+
+
+@attrs.define
+class _Observed:
+    """What one request of the plan came to, with the positions the checks quote."""
+
+    name: str
+    run_input: RunAgentInput
+    sent: str
+    entries: tuple[ResumeEntry, ...] = ()
+    rejected: str | None = None
+    result: RunResult | None = None
+    errors: list[ProtocolError] = attrs.Factory(list)
+    warnings: list[StreamWarning] = attrs.Factory(list)
+    finished: list[tuple[int, dict[str, Any]]] = attrs.Factory(list)   # raw RUN_FINISHED payloads
+    customs: list[tuple[int, str]] = attrs.Factory(list)               # (index, name)
+    started_calls: dict[str, tuple[int, str]] = attrs.Factory(dict)    # call id -> (index, tool name)
+    results: dict[str, int | None] = attrs.Factory(dict)               # call id -> index of its result
+    subagents: set[str] = attrs.Factory(set)
+    run_error: tuple[int | None, str] | None = None
+    redact: Callable[[str], str] = str
+
+    @property
+    def outcome(self) -> str | None:
+        if self.rejected is not None:
+            return "rejected"
+        return self.result.outcome if self.result is not None else None
+
+    @property
+    def interrupt_ids(self) -> tuple[str, ...]:
+        return tuple(i.id for i in self.result.interrupts) if self.result is not None else ()
+
+    def proceeded(self) -> tuple[bool, str, int | None]:
+        """Whether the run went on (``success``, ``interrupt`` or ``cancelled``), what it did, and where."""
+        if self.rejected is not None:
+            return False, f"rejected: {self.rejected}", None
+        outcome = self.result.outcome if self.result is not None else None
+        if outcome is not None and outcome != "error":  # (a late RUN_ERROR after it leaves the outcome standing)
+            return True, f"ended {outcome}", self.finished[-1][0] if self.finished else None
+        if self.run_error is not None:
+            return False, f"RUN_ERROR: {self.run_error[1]}", self.run_error[0]
+        if self.finished:
+            # A RUN_FINISHED the stream rules refused still ends the run (stream-rules reports it).
+            sent = self.finished[-1][1].get("outcome")
+            kind = sent.get("type") if isinstance(sent, dict) else "success"
+            return True, f"ended {self.quote(kind)} (a RUN_FINISHED the stream rules refuse)", self.finished[-1][0]
+        return False, "the stream ended before the run's terminal event", None
+
+    def quote(self, value: Any) -> str:
+        text = value if isinstance(value, str) else dump_json(value).decode("utf-8", "replace")
+        return _short(self.redact(text))
+
+    def evidence(self, index: int | None, detail: str) -> Evidence:
+        return Evidence(run=self.name, index=index, detail=detail)
+
+    def run(self) -> ProbeRun:
+        detail = self.rejected if self.rejected is not None else (self.run_error[1] if self.run_error else None)
+        return ProbeRun(name=self.name, thread_id=self.run_input.thread_id, run_id=self.run_input.run_id,
+                        sent=self.sent, outcome=self.outcome, detail=detail,
+                        events=self.result.events if self.result is not None else 0, interrupts=self.interrupt_ids)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _QUOTE_LIMIT else text[:_QUOTE_LIMIT] + "..."
+
+
+def _mentions(payload: str | bytes, word: str) -> bool:
+    return (word.encode() in payload) if isinstance(payload, bytes) else (word in payload)
+
+
+def _note(seen: _Observed, index: int, event: ev.Event | ev.UnknownEvent) -> None:
+    if isinstance(event, ev.CustomEvent):
+        seen.customs.append((index, event.name))
+    elif isinstance(event, ev.ToolCallStartEvent):
+        seen.started_calls.setdefault(event.tool_call_id, (index, event.tool_call_name))
+    elif isinstance(event, ev.ToolCallResultEvent):
+        seen.results.setdefault(event.tool_call_id, index)
+    elif isinstance(event, ev.SubagentStartedEvent):
+        seen.subagents.add(event.subagent_run_id)
+    elif isinstance(event, ev.RunErrorEvent) and seen.run_error is None:
+        code = f" (code {seen.quote(event.code)})" if event.code else ""
+        seen.run_error = (index, seen.quote(event.message) + code)
+
+
+# --------------------------------------------------------------------------------------------------
+# The driver
+# --------------------------------------------------------------------------------------------------
+
+
+class _Driver:
+    """Sends the plan's inputs and folds each response with ``RunSession(collect_errors=True)``."""
+
+    def __init__(self, client: AsyncAgentClient, prompt: str, answers: Mapping[str, JSON],
+                 run_timeout: float) -> None:
+        self.client = client
+        self.prompt = prompt
+        self.answers = answers
+        self.run_timeout = run_timeout
+        self.observed: list[_Observed] = []
+
+    @staticmethod
+    def new_thread() -> ThreadState:
+        return ThreadState(thread_id=f"agui-probe-{uuid.uuid4()}")
+
+    async def send(self, name: str, thread: ThreadState, *, sent: str, prompt: bool = False,
+                   resume: Sequence[ResumeEntry] | None = None) -> _Observed:
+        """One request on ``thread`` (the thread's messages and state, as any next run carries them)."""
+        new = (msg.UserMessage(id=str(uuid.uuid4()), content=self.prompt),) if prompt else ()
+        assert thread.thread_id is not None
+        run_input = RunAgentInput(
+            thread_id=thread.thread_id, run_id=str(uuid.uuid4()), messages=(*thread.input_messages(), *new),
+            state=thread.state, tools=(), context=(), forwarded_props={},
+            resume=tuple(resume) if resume is not None else None, protocol_version=PROTOCOL_VERSION)
+        for message in new:
+            thread.add_message(message)
+        seen = _Observed(name=name, run_input=run_input, sent=sent, entries=tuple(resume or ()))
+        self.observed.append(seen)
+        before = {m.id for m in thread.messages}
+        handle = StreamHandle()
+        session = RunSession(thread, run_input=run_input, collect_errors=True)
+        try:
+            # (The client's run_timeout bounds a run over HTTP; httpx's ASGI transport runs the app to
+            # its end before handing the response over, so an app that never finishes is bounded here.)
+            await asyncio.wait_for(self._read(seen, session, handle), self.run_timeout)
+        except (asyncio.TimeoutError, RunTimeout):  # (whichever bound came first: the same fact)
+            seen.rejected = f"no complete response within {self.run_timeout:g} s"
+        except HTTPStatusError as exc:
+            seen.rejected = f"HTTP {exc.status_code}" + (f": {seen.quote(exc.body)}" if exc.body else "")
+        except TransportError as exc:
+            if len(self.observed) == 1 and not exc.request_sent:
+                raise ProbeError(f"the target could not be reached: {exc}") from exc
+            seen.rejected = f"{type(exc).__name__}: {exc}"
+        except ProtocolError as exc:  # not an event stream at all
+            seen.rejected = f"{type(exc).__name__}: {exc}"
+        seen.result = session.end()
+        if seen.rejected is None:  # (a rejected request has no stream to judge)
+            seen.errors = list(session.errors)
+            seen.warnings = [*handle.warnings, *session.warnings]
+        if seen.result.outcome == "error" and seen.run_error is None and seen.result.error is not None:
+            seen.run_error = (None, seen.quote(seen.result.error.message))
+        # A result for a call is a TOOL_CALL_RESULT, or a tool message only a MESSAGES_SNAPSHOT carried.
+        for held in thread.messages:
+            if isinstance(held, msg.ToolMessage) and held.id not in before:
+                seen.results.setdefault(held.tool_call_id, None)
+        return seen
+
+    async def _read(self, seen: _Observed, session: RunSession, handle: StreamHandle) -> None:
+        async with self.client.open(seen.run_input, handle=handle, run_timeout=self.run_timeout) as payloads:
+            seen.redact = session.redact = handle.redactor.text
+            async for payload in payloads:
+                index = session.index
+                if _mentions(payload, "RUN_FINISHED"):
+                    self._keep_finished(seen, index, payload)
+                for event in session.feed_payload(payload):
+                    _note(seen, index, event)
+
+    @staticmethod
+    def _keep_finished(seen: _Observed, index: int, payload: str | bytes) -> None:
+        # Kept raw: the shape checks judge what was sent, also when the codec refused it.
+        try:
+            value = parse_json(payload)
+        except ProtocolError:
+            return  # (the session reports it)
+        if isinstance(value, dict) and value.get("type") == "RUN_FINISHED":
+            seen.finished.append((index, value))
+
+    def answer_entries(self, interrupts: Sequence[Interrupt]) -> list[ResumeEntry]:
+        """One entry per interrupt: the caller's answer for its id, else the schema's defaults (``cancelled``
+        when it has expired)."""
+        entries = []
+        for interrupt in interrupts:
+            with collect_warnings():  # (an unreadable expiresAt is the expires-at check's to report)
+                expired = is_expired(interrupt)
+            if expired:
+                # Past its expiresAt it can no longer be answered, only abandoned (as `agui run --yes` does).
+                entries.append(ResumeEntry(interrupt_id=interrupt.id, status="cancelled"))
+                continue
+            if interrupt.id in self.answers:
+                payload = self.answers[interrupt.id]
+            elif "*" in self.answers:
+                payload = self.answers["*"]
+            else:
+                payload = yes_payload(interrupt.response_schema)
+            entries.append(ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=payload))
+        return entries
+
+    def refusal(self, thread: ThreadState, entries: Sequence[ResumeEntry]) -> str | None:
+        """``None`` when the library's own resume rules accept ``entries``, else why they refuse them.
+
+        Raises:
+            ProbeError: an answer the caller gave is refused by its interrupt's schema (a usage error).
+        """
+        try:
+            with collect_warnings():  # (what it would warn of, the checks report)
+                check_resume(thread.open_interrupts, entries)
+        except InvalidResumePayload as exc:
+            if any(e.interrupt_id in self.answers or "*" in self.answers for e in entries):
+                raise ProbeError(f"an answer given is refused: {exc}", usage=True) from exc
+            return f"{type(exc).__name__}: {exc}"
+        except ResumeRefused as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+
+def _never_raised() -> ResumeEntry:
+    return ResumeEntry(interrupt_id=f"{NEVER_RAISED}-{uuid.uuid4().hex[:12]}", status="resolved",
+                       payload={"approved": True})
+
+
+def _entries_text(entries: Sequence[ResumeEntry]) -> str:
+    return ", ".join(f"{e.interrupt_id}={e.status}" for e in entries) or "none"
+
+
+def _approved(entry: ResumeEntry) -> bool:
+    # An answer approves unless it says otherwise: `false`, or an object whose `approved` is not true.
+    if entry.status != "resolved" or entry.payload is False:
+        return False
+    return not (isinstance(entry.payload, Mapping) and "approved" in entry.payload
+                and entry.payload["approved"] is not True)
+
+
+# --------------------------------------------------------------------------------------------------
+# The plan
+# --------------------------------------------------------------------------------------------------
+
+
+@attrs.define
+class _Plan:
+    """The observed runs, by the part of the plan they belong to."""
+
+    ask: _Observed | None = None
+    answer: _Observed | None = None
+    answer_refused: str | None = None
+    repeat: _Observed | None = None
+    ask_2: _Observed | None = None
+    unknown: _Observed | None = None
+    unknown_refused: str | None = None
+    fresh: _Observed | None = None
+    ask_3: _Observed | None = None
+    uncovered: _Observed | None = None
+    left_open: Interrupt | None = None
+
+
+async def _run_plan(driver: _Driver, *, defective: bool) -> _Plan:
+    plan = _Plan()
+    thread = driver.new_thread()
+    plan.ask = await driver.send("ask", thread, sent="the prompt", prompt=True)
+    if thread.open_interrupts:
+        entries = driver.answer_entries(thread.open_interrupts)
+        plan.answer_refused = driver.refusal(thread, entries)
+        if plan.answer_refused is None:
+            plan.answer = await driver.send("answer", thread, resume=entries,
+                                            sent=f"resume answering every interrupt: {_entries_text(entries)}")
+            if defective and plan.answer.outcome == "success":
+                plan.repeat = await driver.send("repeat", thread, resume=entries,
+                                                sent=f"the same resume again: {_entries_text(entries)}")
+
+    thread = driver.new_thread()
+    plan.ask_2 = await driver.send("ask-2", thread, sent="the prompt", prompt=True)
+    if thread.open_interrupts:
+        entries = driver.answer_entries(thread.open_interrupts)
+        plan.unknown_refused = driver.refusal(thread, entries)
+        if plan.unknown_refused is None:
+            entries.append(_never_raised())  # last: a producer that reads only the last entry drops the others
+            plan.unknown = await driver.send("unknown-entry", thread, resume=entries,
+                                             sent=f"every interrupt answered, plus: {_entries_text(entries)}")
+
+    thread = driver.new_thread()
+    extra = [_never_raised()]
+    plan.fresh = await driver.send("fresh-resume", thread, prompt=True, resume=extra,
+                                   sent=f"the prompt on a new thread, with resume: {_entries_text(extra)}")
+
+    if defective:
+        thread = driver.new_thread()
+        plan.ask_3 = await driver.send("ask-3", thread, sent="the prompt", prompt=True)
+        raised = thread.open_interrupts
+        if raised:
+            # Leave out an interrupt gated on a tool call when there is one: then even a producer that
+            # keeps nothing between runs can tell from the messages that it is still open.
+            plan.left_open = next((i for i in raised if i.tool_call_id is not None), raised[0])
+            entries = [e for e in driver.answer_entries(raised) if e.interrupt_id != plan.left_open.id]
+            plan.uncovered = await driver.send(
+                "uncovered", thread, resume=entries,
+                sent=f"resume leaving {plan.left_open.id!r} uncovered: {_entries_text(entries)}")
+    return plan
+
+
+# --------------------------------------------------------------------------------------------------
+# Judging
+# --------------------------------------------------------------------------------------------------
+
+_RULES: dict[str, tuple[str, Level]] = {check_id: (rule, level) for check_id, rule, level in CHECKS}
+
+
+def _verdict(check_id: str, verdict: Verdict, reason: str, evidence: Sequence[Evidence] = ()) -> CheckResult:
+    rule, level = _RULES[check_id]
+    return CheckResult(id=check_id, rule=rule, level=level, verdict=verdict, reason=reason, evidence=tuple(evidence))
+
+
+def _broken(check_id: str, reason: str, evidence: Sequence[Evidence]) -> CheckResult:
+    """A rule broken: ``fail`` for a MUST, ``warn`` for a SHOULD or a heuristic."""
+    return _verdict(check_id, "fail" if _RULES[check_id][1] == "MUST" else "warn", reason, evidence)
+
+
+def _raw_interrupts(seen: Sequence[_Observed]) -> list[tuple[_Observed, int, list[Any]]]:
+    """Every interrupt outcome sent, raw: (run, event index, its ``interrupts`` value as sent)."""
+    found = []
+    for item in seen:
+        for index, finished in item.finished:
+            outcome = finished.get("outcome")
+            if isinstance(outcome, dict) and outcome.get("type") == "interrupt":
+                interrupts = outcome.get("interrupts")
+                found.append((item, index, interrupts if isinstance(interrupts, list) else []))
+    return found
+
+
+def _each_interrupt(seen: Sequence[_Observed], key: str) -> list[tuple[_Observed, int, str, Any]]:
+    """(run, event index, interrupt id, value) for every interrupt sent carrying ``key``."""
+    return [(item, index, str(i.get("id")), i[key]) for item, index, interrupts in _raw_interrupts(seen)
+            for i in interrupts if isinstance(i, dict) and key in i]
+
+
+def _check_stream(seen: Sequence[_Observed]) -> CheckResult:
+    errors = [s.evidence(e.index, f"{e.event_type or '-'} [{e.rule or type(e).__name__}] {s.quote(e.detail)}")
+              for s in seen for e in s.errors]
+    warnings = [s.evidence(w.index, f"{w.event_type or '-'} [{w.code}] {s.quote(w.message)}")
+                for s in seen for w in s.warnings]
+    streams = sum(1 for s in seen if s.rejected is None)
+    if errors:
+        return _verdict("stream-rules", "fail", f"{len(errors)} protocol error(s) in {streams} response(s)",
+                        errors + warnings)
+    if warnings:
+        return _verdict("stream-rules", "warn", f"no protocol error, {len(warnings)} warning(s)", warnings)
+    return _verdict("stream-rules", "pass", f"{streams} response(s), no protocol error or warning")
+
+
+def _check_pause(seen: Sequence[_Observed]) -> CheckResult:
+    evidence = []
+    successes = [s for s in seen if s.outcome == "success"]
+    for s in successes:
+        assert s.result is not None
+        for index, name in s.customs:
+            if _ASKING.search(name):
+                evidence.append(s.evidence(index, f"CUSTOM event {s.quote(name)!s} in a run that ended as success"))
+        pending = set(s.result.pending_tool_call_ids)
+        for call_id, (index, name) in s.started_calls.items():
+            if call_id not in s.results:
+                named = " (named pending)" if call_id in pending else ""
+                evidence.append(s.evidence(index, f"tool call {s.quote(call_id)} ({s.quote(name)}) left "
+                                                  f"unanswered{named} in a run that ended as success; the probe "
+                                                  "offers no frontend tools"))
+    if evidence:
+        return _broken("pause-as-success", "a run ended as success while asking something", evidence)
+    if not successes:
+        return _verdict("pause-as-success", "pass", "no run ended as success")
+    return _verdict("pause-as-success", "pass", f"{len(successes)} run(s) ended as success with nothing left asked")
+
+
+def _check_count(seen: Sequence[_Observed]) -> CheckResult:
+    outcomes = _raw_interrupts(seen)
+    if not outcomes:
+        return _verdict("interrupt-count", "n/a", "no run ended with the interrupt outcome")
+    empty = [s.evidence(index, "an interrupt outcome with no interrupts") for s, index, items in outcomes
+             if not items]
+    if empty:
+        return _broken("interrupt-count", "an interrupt outcome carried nothing to answer", empty)
+    return _verdict("interrupt-count", "pass", f"{len(outcomes)} interrupt outcome(s), each with interrupts")
+
+
+def _check_unique(seen: Sequence[_Observed]) -> CheckResult:
+    outcomes = [o for o in _raw_interrupts(seen) if o[2]]
+    if not outcomes:
+        return _verdict("interrupt-ids-unique", "n/a", "no interrupt was raised")
+    evidence = []
+    for s, index, items in outcomes:
+        ids = [i.get("id") if isinstance(i, dict) else None for i in items]
+        repeated = sorted({s.quote(i) for i in ids if ids.count(i) > 1 and i is not None})
+        if repeated:
+            evidence.append(s.evidence(index, f"interrupt id(s) {', '.join(repeated)} appear more than once"))
+    if evidence:
+        return _broken("interrupt-ids-unique", "an interrupt id repeats within a run", evidence)
+    return _verdict("interrupt-ids-unique", "pass", f"{len(outcomes)} interrupt outcome(s), ids unique")
+
+
+def _check_schema(seen: Sequence[_Observed]) -> CheckResult:
+    found = _each_interrupt(seen, "responseSchema")
+    if not found:
+        return _verdict("response-schema", "n/a", "no interrupt carried a responseSchema")
+    evidence = []
+    for s, index, interrupt_id, value in found:
+        fault = _schema.check(value, None).fault
+        if fault is not None:
+            where = f" at {fault.pointer}" if fault.pointer else ""
+            evidence.append(s.evidence(index, f"interrupt {s.quote(interrupt_id)}: {fault.code}{where}: "
+                                              f"{s.quote(fault.reason)}"))
+    if evidence:
+        return _broken("response-schema", "a responseSchema cannot judge an answer", evidence)
+    return _verdict("response-schema", "pass", f"{len(found)} responseSchema(s), each a usable JSON Schema")
+
+
+def _check_tool_call_id(seen: Sequence[_Observed]) -> CheckResult:
+    found = _each_interrupt(seen, "toolCallId")
+    if not found:
+        return _verdict("tool-call-id", "n/a", "no interrupt carried a toolCallId")
+    evidence = []
+    for s, index, interrupt_id, value in found:
+        assert s.result is not None
+        if not isinstance(value, str) or not s.result.state.has_tool_call(value):
+            evidence.append(s.evidence(index, f"interrupt {s.quote(interrupt_id)} names tool call "
+                                              f"{s.quote(value)}, which the thread does not hold"))
+    if evidence:
+        return _broken("tool-call-id", "a toolCallId names no tool call", evidence)
+    return _verdict("tool-call-id", "pass", f"{len(found)} toolCallId(s), each naming a call of the thread")
+
+
+def _check_subagent(seen: Sequence[_Observed]) -> CheckResult:
+    found = _each_interrupt(seen, "subagentRunId")
+    if not found:
+        return _verdict("subagent-run-id", "n/a", "no interrupt carried a subagentRunId")
+    evidence = []
+    for s, index, interrupt_id, value in found:
+        assert s.result is not None
+        if not isinstance(value, str) or (value not in s.subagents and value not in s.result.state.subagents):
+            evidence.append(s.evidence(index, f"interrupt {s.quote(interrupt_id)} names subagent "
+                                              f"{s.quote(value)}, never started"))
+    if evidence:
+        return _broken("subagent-run-id", "a subagentRunId names no subagent", evidence)
+    return _verdict("subagent-run-id", "pass", f"{len(found)} subagentRunId(s), each naming a subagent")
+
+
+def _check_expires(seen: Sequence[_Observed]) -> CheckResult:
+    found = [f for f in _each_interrupt(seen, "expiresAt") if f[3] is not None]
+    if not found:
+        return _verdict("expires-at", "n/a", "no interrupt carried an expiresAt")
+    evidence = [s.evidence(index, f"interrupt {s.quote(interrupt_id)}: expiresAt {s.quote(value)} is not a "
+                                  "readable date")
+                for s, index, interrupt_id, value in found
+                if not isinstance(value, str) or parse_expires_at(value) is None]
+    if evidence:
+        return _broken("expires-at", "an expiresAt cannot be read as a date", evidence)
+    return _verdict("expires-at", "pass", f"{len(found)} expiresAt value(s), each a readable date")
+
+
+def _no_interrupt(check_id: str, ask: _Observed | None) -> CheckResult:
+    outcome = ask.outcome if ask is not None else None
+    return _verdict(check_id, "n/a", f"the prompt raised no interrupt ({ask.name if ask else 'ask'} ended "
+                                     f"{outcome}); use a prompt that makes the agent stop to ask")
+
+
+def _check_answers(plan: _Plan) -> CheckResult:
+    ask, answer = plan.ask, plan.answer
+    if plan.answer_refused is not None:
+        return _verdict("answers-proceed", "n/a", f"no conforming resume could be built: {plan.answer_refused}")
+    if answer is None or ask is None:
+        return _no_interrupt("answers-proceed", ask)
+    went_on, what, index = answer.proceeded()
+    if not went_on:
+        return _broken("answers-proceed", "a complete resume did not proceed",
+                       [answer.evidence(index, f"{what}; sent {answer.sent}")])
+    again = sorted(set(answer.interrupt_ids) & {e.interrupt_id for e in answer.entries})
+    if again:
+        return _broken("answers-proceed", "the run stopped again for the interrupts it was answered for",
+                       [answer.evidence(index, f"interrupted again with {', '.join(map(answer.quote, again))}")])
+    return _verdict("answers-proceed", "pass", f"the resume {what}", [answer.evidence(index, answer.sent)])
+
+
+def _gated(plan: _Plan, run: _Observed) -> list[tuple[ResumeEntry, str]]:
+    """(entry, tool call id) for every approving entry of ``run`` whose interrupt names a tool call."""
+    raised = {i.id: i for source in (plan.ask, plan.ask_2) if source is not None and source.result is not None
+              for i in source.result.interrupts}
+    return [(e, raised[e.interrupt_id].tool_call_id or "") for e in run.entries
+            if e.interrupt_id in raised and raised[e.interrupt_id].tool_call_id is not None and _approved(e)]
+
+
+def _check_approval(plan: _Plan) -> CheckResult:
+    judged = 0
+    evidence = []
+    for run in (plan.answer, plan.unknown):
+        went_on, _, end = run.proceeded() if run is not None else (False, "", None)
+        if run is None or not went_on:
+            continue
+        for entry, call_id in _gated(plan, run):
+            judged += 1
+            if call_id not in run.results:
+                evidence.append(run.evidence(end, f"interrupt {run.quote(entry.interrupt_id)} approved "
+                                                   f"({run.quote(entry.payload)}); tool call {run.quote(call_id)} "
+                                                   f"got no result in this run, which ended {run.outcome}"))
+    if evidence:
+        return _broken("approval-result", "an approved action was not performed", evidence)
+    if not judged:
+        reason = ("no approved interrupt named a toolCallId in a run that proceeded"
+                  if plan.ask is not None and plan.ask.interrupt_ids else "the prompt raised no interrupt")
+        return _verdict("approval-result", "n/a", reason)
+    return _verdict("approval-result", "pass", f"{judged} approved tool call(s), each followed by its result")
+
+
+def _check_unknown(plan: _Plan) -> CheckResult:
+    if plan.unknown_refused is not None:
+        return _verdict("unknown-entry", "n/a", f"no conforming resume could be built: {plan.unknown_refused}")
+    run = plan.unknown
+    if run is None:
+        return _no_interrupt("unknown-entry", plan.ask_2)
+    went_on, what, index = run.proceeded()
+    if not went_on:
+        return _broken("unknown-entry", "an entry for an interrupt never raised failed the run",
+                       [run.evidence(index, f"{what}; sent {run.sent}")])
+    return _verdict("unknown-entry", "pass", f"the run {what}", [run.evidence(index, run.sent)])
+
+
+def _check_fresh(plan: _Plan) -> CheckResult:
+    run = plan.fresh
+    assert run is not None
+    went_on, what, index = run.proceeded()
+    if not went_on:
+        return _broken("fresh-thread-resume", "a resume list on a fresh thread failed the run",
+                       [run.evidence(index, f"{what}; sent {run.sent}")])
+    return _verdict("fresh-thread-resume", "pass", f"the run {what}", [run.evidence(index, run.sent)])
+
+
+def _check_uncovered(plan: _Plan, defective: bool) -> CheckResult:
+    if not defective:
+        return _verdict("uncovered-resume", "n/a", _DEFECTIVE_OFF)
+    run, left = plan.uncovered, plan.left_open
+    if run is None or left is None:
+        return _no_interrupt("uncovered-resume", plan.ask_3)
+    call = left.tool_call_id
+    if call is not None and call in run.results:
+        return _verdict("uncovered-resume", "fail", "the uncovered action was performed", [run.evidence(
+            run.results[call], f"a result for tool call {run.quote(call)}, gated by uncovered interrupt "
+                               f"{run.quote(left.id)}")])
+    went_on, what, index = run.proceeded()
+    if run.outcome == "success":
+        detail = [run.evidence(index, f"ended as success with interrupt {run.quote(left.id)} uncovered")]
+        if call is not None:
+            return _verdict("uncovered-resume", "fail", "the run ended as success with an interrupt the producer "
+                            "can tell is open (its tool call has neither a result nor an entry)", detail)
+        return _verdict("uncovered-resume", "warn", "the run ended as success with an interrupt uncovered; a "
+                        "producer that keeps the interrupted run's checkpoint MUST NOT, one that keeps nothing "
+                        "cannot tell (no tool call names it)", detail)
+    if run.outcome == "interrupt":
+        if left.id in run.interrupt_ids:
+            return _verdict("uncovered-resume", "pass", "interrupted again with the uncovered interrupt",
+                            [run.evidence(index, f"interrupts {', '.join(map(run.quote, run.interrupt_ids))}")])
+        return _verdict("uncovered-resume", "warn", "interrupted again, but not with the uncovered interrupt",
+                        [run.evidence(index, f"interrupts {', '.join(map(run.quote, run.interrupt_ids))}; "
+                                             f"{run.quote(left.id)} is not among them")])
+    if run.outcome == "cancelled":
+        return _verdict("uncovered-resume", "warn", "the run ended cancelled: nobody asked for that",
+                        [run.evidence(index, what)])
+    return _verdict("uncovered-resume", "pass", "the input was rejected" if not went_on else f"the run {what}",
+                    [run.evidence(index, what)])
+
+
+def _check_repeated(plan: _Plan, defective: bool) -> CheckResult:
+    if not defective:
+        return _verdict("repeated-resume", "n/a", _DEFECTIVE_OFF)
+    run = plan.repeat
+    if run is None:
+        if plan.answer is None:
+            return _no_interrupt("repeated-resume", plan.ask)
+        return _verdict("repeated-resume", "n/a", f"the answer run ended {plan.answer.outcome}, not success: there "
+                                                  "is no finished resume to repeat")
+    gated = _gated(plan, run)
+    if not gated:
+        return _verdict("repeated-resume", "n/a", "no approved interrupt named a toolCallId: no action to count")
+    evidence = [run.evidence(run.results[call], f"a second result for tool call {run.quote(call)} (interrupt "
+                                                f"{run.quote(entry.interrupt_id)})")
+                for entry, call in gated if call in run.results]
+    if evidence:
+        return _broken("repeated-resume", "the repeated resume performed the action again", evidence)
+    return _verdict("repeated-resume", "pass", f"the repeated resume {run.proceeded()[1]}, no action repeated",
+                    [run.evidence(None, run.sent)])
+
+
+def _judge(plan: _Plan, seen: Sequence[_Observed], defective: bool) -> tuple[CheckResult, ...]:
+    return (
+        _check_stream(seen), _check_pause(seen), _check_count(seen), _check_unique(seen), _check_schema(seen),
+        _check_tool_call_id(seen), _check_subagent(seen), _check_expires(seen), _check_answers(plan),
+        _check_approval(plan), _check_unknown(plan), _check_fresh(plan), _check_uncovered(plan, defective),
+        _check_repeated(plan, defective),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------------------------
+
+
+async def aprobe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None = None,
+                 defective: bool = False, headers: Mapping[str, str] | None = None, path: str = "/",
+                 run_timeout: float = DEFAULT_RUN_TIMEOUT) -> ProbeReport:
+    """:func:`probe` for async code (the same arguments); see there."""
+    if isinstance(target, str):
+        client = AsyncAgentClient(target, headers=headers, run_timeout=run_timeout)
+        described = _described_url(target)
+    else:
+        # In-process: httpx's ASGI transport (it hands over the response once the app has finished it,
+        # which is all the probe needs). An exception in the app becomes a 500, as a server would send.
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=target, raise_app_exceptions=False))
+        client = AsyncAgentClient(f"http://asgi-app{path if path.startswith('/') else '/' + path}",
+                                  headers=headers, http_client=http, run_timeout=run_timeout)
+        described = f"ASGI app {type(target).__name__} {path}"
+    driver = _Driver(client, prompt, dict(answers or {}), run_timeout)
+    try:
+        async with client:
+            plan = await _run_plan(driver, defective=defective)
+    finally:
+        if not isinstance(target, str):
+            await http.aclose()
+    return ProbeReport(target=described, prompt=prompt, defective=defective,
+                       runs=tuple(s.run() for s in driver.observed),
+                       checks=_judge(plan, driver.observed, defective))
+
+
+def probe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None = None, defective: bool = False,
+          headers: Mapping[str, str] | None = None, path: str = "/",
+          run_timeout: float = DEFAULT_RUN_TIMEOUT) -> ProbeReport:
+    """Run the probe's plan against ``target`` and judge every check; see ``docs/probe.md``.
+
+    Args:
+        target: the agent's URL, or an ASGI app driven in-process (a FastAPI/Starlette app, a
+            :class:`~agui_client.testing.ScriptedAgent`).
+        prompt: the user message that makes the agent stop to ask (each plan part starts with it).
+        answers: payloads by interrupt id (``"*"``: for every interrupt without its own); an interrupt
+            without one is answered with its schema's defaults, as ``agui run --yes`` answers.
+        defective: also send the two inputs a conforming consumer never sends (a resume leaving an
+            interrupt uncovered, the same resume twice); off by default.
+        headers: request headers (credentials are redacted from everything the report quotes).
+        path: the path the ASGI app serves the agent on (ignored for a URL).
+        run_timeout: seconds each run may take.
+
+    Returns:
+        The :class:`ProbeReport`; ``report.assert_conformant()`` fails a test when a MUST check failed.
+
+    Raises:
+        ProbeError: the target could not be reached, or an answer given is refused by its schema.
+        RuntimeError: called from a running event loop (use ``await aprobe(...)`` there).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(aprobe(target, prompt=prompt, answers=answers, defective=defective, headers=headers,
+                                  path=path, run_timeout=run_timeout))
+    raise RuntimeError("probe() was called from a running event loop: use `await aprobe(...)` there")
+
+
+def _described_url(url: str) -> str:
+    # The report names the target without credentials: no user info, no query string.
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return "(an invalid URL)"
+    return str(parsed.copy_with(userinfo=b"", query=None, fragment=None))

@@ -1,0 +1,127 @@
+"""``agui probe``: the report as a table, JSON and JUnit XML, and the exit statuses, against a served agent."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pexpect
+
+from agui_client.testing import ScriptedAgent
+
+AGUI = [sys.executable, "-m", "agui_client.cli"]
+ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
+ENV.pop("FORCE_COLOR", None)
+PROMPT = "Delete the temporary files"
+
+
+def agui(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                          env=ENV, check=False)
+
+
+def test_a_conforming_agent_exits_0_and_the_table_lists_every_check(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.approvals(2))
+
+    done = agui("probe", endpoint.url, "--prompt", PROMPT)
+
+    assert done.returncode == 0, done.stderr
+    for check_id in ("stream-rules", "pause-as-success", "answers-proceed", "approval-result", "uncovered-resume"):
+        assert check_id in done.stdout
+    assert "defective inputs: off" in done.stdout
+    assert "0 MUST check(s) failed, 0 warning(s)" in done.stdout
+    assert len(endpoint.received) == 5
+
+
+def test_a_must_failure_exits_1(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.approvals(1, faults=["succeed-uncovered"]))
+
+    done = agui("probe", endpoint.url, "--prompt", PROMPT, "--defective")
+
+    assert done.returncode == 1, done.stderr
+    assert "1 MUST check(s) failed" in done.stdout
+    assert "defective inputs: off" not in done.stdout
+
+
+def test_warnings_exit_0_unless_strict(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.approvals(1, faults=["fail-unknown-entry"]))
+
+    lenient = agui("probe", endpoint.url, "--prompt", PROMPT)
+    strict = agui("probe", endpoint.url, "--prompt", PROMPT, "--strict")
+
+    assert lenient.returncode == 0 and "2 warning(s)" in lenient.stdout
+    assert strict.returncode == 1 and "(--strict: warnings fail)" in strict.stdout
+
+
+def test_json_prints_the_report_on_stdout_and_junit_writes_the_file(served: Callable[[Any], Any],
+                                                                    tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.approvals(2, faults=["last-entry-only"]))
+    junit = tmp_path / "probe.xml"
+
+    done = agui("probe", endpoint.url, "--prompt", PROMPT, "--json", "--junit", str(junit))
+
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert {c["id"]: c["verdict"] for c in report["checks"]}["approval-result"] == "warn"
+    assert "defective inputs: off" in done.stderr  # people's notes go to stderr in JSON mode
+    suite = ET.parse(junit).getroot()
+    assert suite.get("failures") == "0"
+    warned = [case for case in suite if case.get("name") == "approval-result [heuristic]"]
+    assert "warning: an approved action was not performed" in (warned[0].findtext("system-out") or "")
+
+
+def test_answer_options_reach_the_resume(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.interrupts(2))
+
+    done = agui("probe", endpoint.url, "--prompt", PROMPT, "--answer", 'interrupt-2={"answer": "two"}',
+                "--answer", '{"answer": "any"}')
+
+    assert done.returncode == 0, done.stderr
+    assert [e["payload"] for e in endpoint.received[1].body["resume"]] == [{"answer": "any"}, {"answer": "two"}]
+
+
+def test_usage_errors_exit_2(served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.approvals(1))
+
+    no_prompt = agui("probe", endpoint.url)
+    bad_answer = agui("probe", endpoint.url, "--prompt", PROMPT, "--answer", "x=not json")
+    refused = agui("probe", endpoint.url, "--prompt", PROMPT, "--answer", '{"approved": "yes"}')
+    unreachable = agui("probe", "http://127.0.0.1:9/", "--prompt", PROMPT)
+    unwritable = agui("probe", endpoint.url, "--prompt", PROMPT, "--junit", str(tmp_path / "no" / "such.xml"))
+
+    assert [r.returncode for r in (no_prompt, bad_answer, refused, unreachable, unwritable)] == [2, 2, 2, 2, 2]
+    assert "--answer for 'x' is not JSON" in bad_answer.stderr
+    assert "an answer given is refused" in refused.stderr
+    assert "could not be reached" in unreachable.stderr
+    assert "cannot write" in unwritable.stderr
+
+
+def test_the_table_on_a_terminal_shows_agent_text_inert(served: Callable[[Any], Any]) -> None:
+    # An interrupt id with an escape sequence: the rich table on a real terminal shows it escaped.
+    from agui_client.testing import Finish, Start
+    from agui_client.types import Interrupt, RunFinishedInterruptOutcome
+
+    interrupt = Interrupt(id="q\x1b[2J", reason="input", expires_at="never\x1b]0;pwned\x07")
+    agent = ScriptedAgent([[Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)))],
+                           [Start(), Finish()]], cycle=True)
+    endpoint = served(agent)
+
+    child = pexpect.spawn(AGUI[0], [*AGUI[1:], "probe", endpoint.url, "--prompt", PROMPT], env=ENV,
+                          encoding="utf-8", timeout=60, dimensions=(60, 200))
+    child.logfile_read = seen = io.StringIO()
+    child.expect("expires-at")
+    child.expect(r"MUST check\(s\) failed")
+    child.expect(pexpect.EOF)
+    child.close()
+
+    shown = seen.getvalue()
+    assert child.exitstatus == 0  # (an unreadable expiresAt is a warning)
+    assert "\x1b]0;" not in shown and "\x1b[2J" not in shown and "\x07" not in shown
+    assert "\\x1b]0;pwned\\x07" in shown and "q\\x1b[2J" in shown

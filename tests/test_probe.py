@@ -1,0 +1,397 @@
+"""agui_client.testing.probe: every check passes on a conforming agent and fails (or warns) on the
+ScriptedAgent fault it looks for, both in-process (httpx's ASGI transport) and over loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agui_client.testing import (
+    CHECKS,
+    Finish,
+    Gate,
+    ProbeError,
+    ProbeReport,
+    ScriptedAgent,
+    Start,
+    Wait,
+    probe,
+)
+from agui_client.types import Interrupt, RunAgentInput, RunErrorEvent, RunFinishedInterruptOutcome
+
+PROMPT = "Delete the temporary files"
+
+Probe = Callable[..., ProbeReport]
+
+
+@pytest.fixture(params=["asgi", "http"])
+def run_probe(request: pytest.FixtureRequest, served: Callable[[Any], Any]) -> Probe:
+    """``run_probe(agent, **options)``: the probe against ``agent``, in-process or over loopback HTTP."""
+    def go(agent: Any, **options: Any) -> ProbeReport:
+        target = agent if request.param == "asgi" else served(agent).url
+        return probe(target, prompt=PROMPT, **options)
+    return go
+
+
+def verdicts(report: ProbeReport) -> dict[str, str]:
+    return {c.id: c.verdict for c in report.checks}
+
+
+def evidence_text(report: ProbeReport, check_id: str) -> str:
+    return "\n".join(str(e) for e in report.check(check_id).evidence)
+
+
+def asking(interrupt: Interrupt) -> Callable[[RunAgentInput], list[Any]]:
+    """A two-step script's first step: raise ``interrupt``."""
+    return lambda run_input: [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)))]
+
+
+# --------------------------------------------------------------------------------------------------
+# A conforming producer
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_conforming_agent_passes_every_check_that_applies(run_probe: Probe) -> None:
+    agent = ScriptedAgent.approvals(2)
+
+    report = run_probe(agent, defective=True)
+
+    assert verdicts(report) == {
+        "stream-rules": "pass", "pause-as-success": "pass", "interrupt-count": "pass",
+        "interrupt-ids-unique": "pass", "response-schema": "pass", "tool-call-id": "pass",
+        "subagent-run-id": "n/a", "expires-at": "n/a", "answers-proceed": "pass", "approval-result": "pass",
+        "unknown-entry": "pass", "fresh-thread-resume": "pass", "uncovered-resume": "pass",
+        "repeated-resume": "pass",
+    }
+    assert report.exit_status(strict=True) == 0
+    report.assert_conformant(strict=True)
+    assert [r.name for r in report.runs] == ["ask", "answer", "repeat", "ask-2", "unknown-entry", "fresh-resume",
+                                             "ask-3", "uncovered"]
+    assert len({r.thread_id for r in report.runs}) == 4  # a fresh thread per plan part
+
+
+def test_every_check_is_reported_once_in_order_with_its_rule_and_level(run_probe: Probe) -> None:
+    report = run_probe(ScriptedAgent.demo())
+
+    assert [(c.id, c.rule, c.level) for c in report.checks] == list(CHECKS)
+    assert report.check("expires-at").verdict == "pass"  # the demo's expiresAt is ISO 8601
+    assert report.check("tool-call-id").verdict == "pass"
+
+
+def test_without_defective_the_two_defective_inputs_are_not_sent_and_say_so(run_probe: Probe) -> None:
+    agent = ScriptedAgent.approvals(1)
+
+    report = run_probe(agent)
+
+    for check_id in ("uncovered-resume", "repeated-resume"):
+        result = report.check(check_id)
+        assert result.verdict == "n/a" and "--defective is off by default" in result.reason
+    assert agent.request_count == 5
+    assert all(r.name not in ("repeat", "uncovered") for r in report.runs)
+    # Nothing the probe sent on its own was something the agent had to skip (the one unknown entry aside).
+    assert len(agent.warnings) == 2 and all("unknown interrupt 'agui-probe-never-raised-" in w
+                                            for w in agent.warnings)
+
+
+def test_an_agent_that_ends_up_re_interrupting_an_uncovered_interrupt_passes(run_probe: Probe) -> None:
+    report = run_probe(ScriptedAgent.approvals(2, on_uncovered="reinterrupt"), defective=True)
+
+    result = report.check("uncovered-resume")
+    assert result.verdict == "pass" and result.reason == "interrupted again with the uncovered interrupt"
+
+
+def test_a_rejected_uncovered_resume_passes_and_shows_the_rejection(run_probe: Probe) -> None:
+    report = run_probe(ScriptedAgent.approvals(1), defective=True)
+
+    result = report.check("uncovered-resume")
+    assert result.verdict == "pass" and result.reason == "the input was rejected"
+    assert "code uncovered_interrupt" in evidence_text(report, "uncovered-resume")
+
+
+# --------------------------------------------------------------------------------------------------
+# Each check, failing
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_broken_stream_fails_stream_rules_with_run_index_and_rule(run_probe: Probe) -> None:
+    agent = ScriptedAgent([[Start(), {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nowhere", "delta": "hi"},
+                            Finish()]], cycle=True)
+
+    report = run_probe(agent)
+
+    assert report.check("stream-rules").verdict == "fail"
+    first = report.check("stream-rules").evidence[0]
+    assert (first.run, first.index) == ("ask", 1) and "TEXT_MESSAGE_CONTENT" in first.detail
+    assert report.exit_status() == 1
+    with pytest.raises(AssertionError) as raised:
+        report.assert_conformant()
+    assert "stream-rules [MUST] fail" in str(raised.value)
+
+
+@pytest.mark.parametrize(("fault", "seen"), [("pause-as-custom", "CUSTOM event on_interrupt"),
+                                              ("pause-as-tool-call", "(confirm_action) left unanswered")])
+def test_a_pause_reported_as_success_warns_naming_what_it_saw(run_probe: Probe, fault: Any, seen: str) -> None:
+    report = run_probe(ScriptedAgent.approvals(1, faults=[fault]))
+
+    assert report.check("pause-as-success").verdict == "warn"
+    assert seen in evidence_text(report, "pause-as-success")
+    assert report.check("answers-proceed").verdict == "n/a"  # nothing was raised the 1.0 way
+    assert "the prompt raised no interrupt (ask ended success)" in report.check("answers-proceed").reason
+    report.assert_conformant()  # a heuristic warns ...
+    assert report.exit_status() == 0
+    with pytest.raises(AssertionError):
+        report.assert_conformant(strict=True)  # ... and fails only when warnings count
+
+
+def test_an_interrupt_outcome_with_no_interrupts_fails_interrupt_count(run_probe: Probe) -> None:
+    def ask(run_input: RunAgentInput) -> list[Any]:
+        return [Start(), {"type": "RUN_FINISHED", "threadId": run_input.thread_id, "runId": run_input.run_id,
+                          "outcome": {"type": "interrupt", "interrupts": []}}]
+
+    report = run_probe(ScriptedAgent([ask], cycle=True))
+
+    assert report.check("interrupt-count").verdict == "fail"
+    assert evidence_text(report, "interrupt-count").startswith("ask #1: an interrupt outcome with no interrupts")
+    assert report.exit_status() == 1
+
+
+def test_a_repeated_interrupt_id_fails_interrupt_ids_unique(run_probe: Probe) -> None:
+    report = run_probe(ScriptedAgent.approvals(2, faults=["repeat-interrupt-id"]))
+
+    assert report.check("interrupt-ids-unique").verdict == "fail"
+    assert "appear more than once" in evidence_text(report, "interrupt-ids-unique")
+    assert report.check("stream-rules").verdict == "fail"  # the verifier refuses it too (IR-06)
+    assert "[IR-06]" in evidence_text(report, "stream-rules")
+
+
+def test_a_response_schema_that_is_no_schema_warns(run_probe: Probe) -> None:
+    report = run_probe(ScriptedAgent.interrupts(1, response_schema={"type": "nonsense"}))
+
+    assert report.check("response-schema").verdict == "warn"
+    assert "interrupt interrupt-1: invalid" in evidence_text(report, "response-schema")
+    # No conforming answer can be built for it, so the resume checks say why they did not run.
+    assert report.check("answers-proceed").verdict == "n/a"
+    assert "UnusableResponseSchema" in report.check("answers-proceed").reason
+
+
+@pytest.mark.parametrize(("field", "check_id"), [("tool_call_id", "tool-call-id"),
+                                                 ("subagent_run_id", "subagent-run-id")])
+def test_an_interrupt_naming_what_the_run_never_had_warns(run_probe: Probe, field: str, check_id: str) -> None:
+    interrupt = Interrupt(id="q", reason="input", **{field: "ghost"})
+    agent = ScriptedAgent([asking(interrupt), [Start(), Finish()]], cycle=True)
+
+    report = run_probe(agent)
+
+    assert report.check(check_id).verdict == "warn"
+    assert "interrupt q names" in evidence_text(report, check_id) and "ghost" in evidence_text(report, check_id)
+
+
+def test_an_unreadable_expires_at_warns(run_probe: Probe) -> None:
+    report = run_probe(ScriptedAgent.interrupts(1, expires_at="next tuesday"))
+
+    assert report.check("expires-at").verdict == "warn"
+    assert "expiresAt next tuesday is not a readable date" in evidence_text(report, "expires-at")
+
+
+def test_a_resume_that_fails_the_run_fails_answers_proceed(run_probe: Probe) -> None:
+    agent = ScriptedAgent([asking(Interrupt(id="q", reason="input")),
+                           [Start(), RunErrorEvent(message="cannot resume", code="broken")]], cycle=True)
+
+    report = run_probe(agent)
+
+    assert report.check("answers-proceed").verdict == "fail"
+    assert "RUN_ERROR: cannot resume (code broken)" in evidence_text(report, "answers-proceed")
+
+
+def test_an_answer_run_that_asks_the_same_again_fails_answers_proceed(run_probe: Probe) -> None:
+    interrupt = Interrupt(id="q", reason="input")
+    report = run_probe(ScriptedAgent([asking(interrupt)], cycle=True))
+
+    assert report.check("answers-proceed").verdict == "fail"
+    assert report.check("answers-proceed").reason == "the run stopped again for the interrupts it was answered for"
+
+
+def test_a_producer_honouring_only_the_last_entry_warns_approval_result(run_probe: Probe) -> None:
+    report = run_probe(ScriptedAgent.approvals(2, faults=["last-entry-only"]))
+
+    assert report.check("approval-result").verdict == "warn"
+    found = report.check("approval-result").evidence
+    # The answer run dropped the first of two approvals; the unknown-entry run (the made-up entry last)
+    # dropped both.
+    assert [e.run for e in found] == ["answer", "unknown-entry", "unknown-entry"]
+    assert "-call-1 got no result in this run, which ended success" in found[0].detail
+    assert found[0].index == report.runs[1].events - 1  # the answer run's RUN_FINISHED
+
+
+def test_a_producer_failing_unknown_entries_warns_unknown_entry_and_fresh_thread_resume(run_probe: Probe) -> None:
+    report = run_probe(ScriptedAgent.approvals(1, faults=["fail-unknown-entry"]))
+
+    assert report.check("unknown-entry").verdict == "warn"
+    assert report.check("fresh-thread-resume").verdict == "warn"
+    assert "code unknown_interrupt" in evidence_text(report, "unknown-entry")
+    assert report.exit_status() == 0 and report.exit_status(strict=True) == 1
+
+
+@pytest.mark.parametrize("fault", ["succeed-uncovered", "perform-uncovered"])
+def test_a_producer_going_past_an_uncovered_interrupt_fails_uncovered_resume(run_probe: Probe, fault: Any) -> None:
+    report = run_probe(ScriptedAgent.approvals(1, faults=[fault]), defective=True)
+
+    result = report.check("uncovered-resume")
+    assert result.verdict == "fail"
+    if fault == "perform-uncovered":
+        assert result.reason == "the uncovered action was performed"
+        assert "a result for tool call" in evidence_text(report, "uncovered-resume")
+    else:
+        assert "ended as success with interrupt" in evidence_text(report, "uncovered-resume")
+    assert report.exit_status() == 1
+
+
+def test_a_producer_keeping_nothing_that_drops_a_gated_call_fails_uncovered_resume(run_probe: Probe) -> None:
+    # Stateless, it cannot remember the interrupt, but the messages carry the gated call with neither a
+    # result nor an entry: it can tell, and finishing as success drops what nobody abandoned.
+    report = run_probe(ScriptedAgent.approvals(1, stateless=True), defective=True)
+
+    assert report.check("uncovered-resume").verdict == "fail"
+
+
+def test_success_past_an_uncovered_interrupt_no_call_names_only_warns(run_probe: Probe) -> None:
+    report = run_probe(ScriptedAgent.interrupts(2, faults=["succeed-uncovered"]), defective=True)
+
+    result = report.check("uncovered-resume")
+    assert result.verdict == "warn" and "one that keeps nothing cannot tell" in result.reason
+
+
+def test_a_repeated_resume_that_repeats_the_action_warns(run_probe: Probe) -> None:
+    report = run_probe(ScriptedAgent.approvals(1, faults=["repeat-action"]), defective=True)
+
+    assert report.check("repeated-resume").verdict == "warn"
+    assert evidence_text(report, "repeated-resume").startswith("repeat #1: a second result for tool call")
+
+
+# --------------------------------------------------------------------------------------------------
+# Answers, reports, failures to run
+# --------------------------------------------------------------------------------------------------
+
+
+def test_answers_by_id_or_for_all_are_what_the_resume_carries(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.interrupts(2))
+
+    report = probe(endpoint.url, prompt=PROMPT, answers={"interrupt-1": {"answer": "one"}, "*": {"answer": "all"}})
+
+    assert report.check("answers-proceed").verdict == "pass"
+    answer = endpoint.received[1].body
+    assert answer["resume"] == [
+        {"interruptId": "interrupt-1", "status": "resolved", "payload": {"answer": "one"}},
+        {"interruptId": "interrupt-2", "status": "resolved", "payload": {"answer": "all"}},
+    ]
+    # A resume carries the thread as it stands: the prompt, then what the interrupted run added.
+    assert answer["messages"][0] == endpoint.received[0].body["messages"][0]
+    assert [m["role"] for m in answer["messages"]] == ["user", "assistant"]
+
+
+def test_a_declined_approval_is_not_expected_to_produce_a_result() -> None:
+    report = probe(ScriptedAgent.approvals(1), prompt=PROMPT, answers={"*": {"approved": False}})
+
+    assert report.check("approval-result").verdict == "n/a"
+
+
+def test_an_answer_the_schema_refuses_is_a_usage_error_before_the_resume() -> None:
+    agent = ScriptedAgent.approvals(1)
+
+    with pytest.raises(ProbeError) as raised:
+        probe(agent, prompt=PROMPT, answers={"*": {"approved": "yes"}})
+
+    assert raised.value.usage
+    assert agent.request_count == 1  # the ask run only: nothing refused was sent
+
+
+def test_an_unreachable_target_raises_probe_error() -> None:
+    with pytest.raises(ProbeError) as raised:
+        probe("http://127.0.0.1:9/", prompt=PROMPT)
+    assert "could not be reached" in str(raised.value)
+
+
+def test_a_secret_header_the_agent_echoes_never_reaches_the_report() -> None:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        token = dict(scope["headers"]).get(b"authorization", b"").decode()
+        body = json.dumps({"type": "RUN_ERROR", "message": f"refused {token}", "code": "auth"})
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": f"data: {body}\n\n".encode()})
+
+    report = probe(app, prompt=PROMPT, headers={"Authorization": "Bearer s3cret-value"})
+
+    dumped = json.dumps(report.to_json()) + report.to_junit()
+    assert "s3cret-value" not in dumped
+    assert "refused" in dumped  # the message itself is kept, the credential taken out
+
+
+def test_an_app_that_never_finishes_its_response_is_cut_at_the_run_timeout(run_probe: Probe) -> None:
+    never = Gate()  # nobody opens it
+    agent = ScriptedAgent([[Start(), Wait(never, timeout=60)]], cycle=True)
+
+    report = run_probe(agent, run_timeout=0.5)
+
+    assert [(r.name, r.outcome, r.detail) for r in report.runs] == [
+        ("ask", "rejected", "no complete response within 0.5 s"),
+        ("ask-2", "rejected", "no complete response within 0.5 s"),
+        ("fresh-resume", "rejected", "no complete response within 0.5 s")]
+    assert report.check("fresh-thread-resume").verdict == "warn"
+
+
+def test_an_unknown_fault_is_refused_naming_the_faults() -> None:
+    with pytest.raises(ValueError) as raised:
+        ScriptedAgent.approvals(1, faults=["drop-everything"])  # type: ignore[list-item]
+    assert "drop-everything" in str(raised.value) and "last-entry-only" in str(raised.value)
+
+
+def test_json_and_junit_carry_every_check_and_verdict() -> None:
+    report = probe(ScriptedAgent.approvals(1, faults=["succeed-uncovered"]), prompt=PROMPT, defective=True)
+
+    data = json.loads(json.dumps(report.to_json()))
+    assert [c["id"] for c in data["checks"]] == [c[0] for c in CHECKS]
+    assert data["failures"] == 1 and data["defective"] is True
+    suite = ET.fromstring(report.to_junit())
+    assert suite.get("tests") == str(len(CHECKS)) and suite.get("failures") == "1"
+    failed = [case.get("name") for case in suite if case.find("failure") is not None]
+    assert failed == ["uncovered-resume [MUST]"]
+    skipped = {case.get("name") for case in suite if case.find("skipped") is not None}
+    assert skipped == {"subagent-run-id [SHOULD]", "expires-at [heuristic]"}
+
+
+def test_junit_strict_turns_warnings_into_failures_and_keeps_xml_valid_with_control_characters() -> None:
+    report = probe(ScriptedAgent.interrupts(1, expires_at="soon\x1b[31m\x07"), prompt=PROMPT)
+
+    suite = ET.fromstring(report.to_junit(strict=True))
+    failed = [case.get("name") for case in suite if case.find("failure") is not None]
+    assert failed == ["expires-at [heuristic]"]
+    assert "\x1b" not in report.to_junit(strict=True)
+
+
+def test_probe_refuses_to_run_inside_an_event_loop_and_points_at_aprobe() -> None:
+    import asyncio
+
+    from agui_client.testing import aprobe
+
+    async def inside() -> ProbeReport:
+        with pytest.raises(RuntimeError) as raised:
+            probe(ScriptedAgent.approvals(1), prompt=PROMPT)
+        assert "await aprobe" in str(raised.value)
+        return await aprobe(ScriptedAgent.approvals(1), prompt=PROMPT)
+
+    report = asyncio.run(inside())
+    assert report.check("answers-proceed").verdict == "pass"
+
+
+def test_probe_and_aprobe_take_the_same_parameters() -> None:
+    import inspect
+
+    from agui_client.testing import aprobe
+
+    assert inspect.signature(probe).parameters.keys() == inspect.signature(aprobe).parameters.keys()
+    assert [p.default for p in inspect.signature(probe).parameters.values()] == [
+        p.default for p in inspect.signature(aprobe).parameters.values()]
