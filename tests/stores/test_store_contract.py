@@ -1,4 +1,4 @@
-"""The thread-store contract, run against every store: MemoryStore, SqliteStore, RedisStore.
+"""The thread-store contract, run against every store: MemoryStore, SqliteStore, RedisStore, PostgresStore.
 
 Each store must give the same answers: the same versions, the same errors with the same attributes.
 Redis runs twice, with a bytes client and with a ``decode_responses=True`` client.
@@ -30,6 +30,7 @@ from agui_client.core.fold import ThreadState
 from agui_client.stores import (
     STORE_FORMAT_VERSION,
     MemoryStore,
+    PostgresStore,
     RedisStore,
     SqliteStore,
     StoredThread,
@@ -48,8 +49,8 @@ from agui_client.types import (
 
 __all__: list[str] = []
 
-KINDS = ["memory", "sqlite", "redis", "redis-decoded"]
-DURABLE_KINDS = ["sqlite", "redis", "redis-decoded"]
+KINDS = ["memory", "sqlite", "redis", "redis-decoded", "postgres"]
+DURABLE_KINDS = ["sqlite", "redis", "redis-decoded", "postgres"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -65,6 +66,7 @@ class Backend:
     reopen: Callable[[], ThreadStore]
     raw_format: Callable[[str], int]
     set_raw: Callable[[str, str, Any], None]
+    cleanup: Callable[[], None] = lambda: None
 
 
 def _memory_backend() -> Backend:
@@ -112,6 +114,32 @@ def _redis_backend(url: str, client: redis.Redis, *, decoded: bool) -> Backend:
                    set_raw=set_raw)
 
 
+def _postgres_backend(dsn: str) -> Backend:
+    import psycopg
+    from psycopg import sql
+
+    # A fresh table per test keeps tests apart on the one session server (dropped at the end).
+    table = f"agui_test_{uuid.uuid4().hex}"
+
+    def raw(query: sql.Composable, params: tuple[Any, ...]) -> Any:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            cursor = conn.execute(query, params)
+            return cursor.fetchone() if cursor.description else None
+
+    def set_raw(thread_id: str, field: str, value: Any) -> None:
+        raw(sql.SQL("UPDATE {} SET {} = %s WHERE thread_id = %s").format(sql.Identifier(table), sql.Identifier(field)),
+            (value, thread_id))
+
+    return Backend(
+        store=PostgresStore(dsn, table=table),
+        reopen=lambda: PostgresStore(dsn, table=table),
+        raw_format=lambda tid: raw(sql.SQL("SELECT format FROM {} WHERE thread_id = %s").format(sql.Identifier(table)),
+                                   (tid,))[0],
+        set_raw=set_raw,
+        cleanup=lambda: raw(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)), ()),
+    )
+
+
 @pytest.fixture
 def raw_redis(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
     url: str = request.getfixturevalue("redis_url")
@@ -124,6 +152,9 @@ def _backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Itera
         backend = _memory_backend()
     elif kind == "sqlite":
         backend = _sqlite_backend(tmp_path / "threads.db")
+    elif kind == "postgres":
+        # Only the PostgreSQL cases ask for the server, so a missing PostgreSQL fails just those.
+        backend = _postgres_backend(request.getfixturevalue("postgres_dsn"))
     else:
         # Only the Redis cases ask for the server, so a missing redis-server fails just those.
         client: redis.Redis = request.getfixturevalue("raw_redis")
@@ -143,6 +174,7 @@ def _backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Itera
             store.close()
             if isinstance(store, RedisStore) and not store._owns_client:
                 store._client.close()
+        backend.cleanup()
 
 
 @pytest.fixture(params=KINDS)
@@ -831,7 +863,7 @@ def test_a_closed_store_refuses_every_call(backend: Backend) -> None:
 
 def test_a_store_is_a_context_manager_that_closes_itself(backend: Backend) -> None:
     store = backend.reopen()
-    assert isinstance(store, (MemoryStore, SqliteStore, RedisStore))
+    assert isinstance(store, (MemoryStore, SqliteStore, RedisStore, PostgresStore))
 
     with store as entered:
         entered.save("t", small(1), expected_version=None)
