@@ -294,7 +294,10 @@ class PostgresStore(_Base):
             conn = self._idle.pop() if self._idle else None
         try:
             if conn is None:
-                conn = self._psycopg.connect(self._dsn, autocommit=True,
+                # No server-side prepared statements: each statement is a primary-key lookup that
+                # plans in microseconds, and a pooler between replicas and the server (PgBouncer in
+                # transaction mode) may hand the next statement to a connection that never saw it.
+                conn = self._psycopg.connect(self._dsn, autocommit=True, prepare_threshold=None,
                                              connect_timeout=_seconds(self._connect_timeout))
             yield conn
         except self._psycopg.Error as exc:

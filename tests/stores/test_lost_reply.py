@@ -45,10 +45,9 @@ class Wire(NamedTuple):
 #: Redis: the script's first argument is the operation, as a RESP bulk string; an array is the
 #: script's answer (a "-" error, NOSCRIPT say, means it never ran).
 REDIS_WIRE = Wire(claim=lambda data: b"$5\r\nclaim\r\n" in data, answered=lambda data: data.startswith(b"*"))
-#: PostgreSQL: the statement's text travels in its Parse message (a store's connection prepares a
-#: statement only after five uses, and these tests use the cut connection less): the claim's
-#: conditional UPDATE, or the INSERT of a thread's first write, which on the cut connection is always
-#: the first turn's claim. ReadyForQuery ("Z", length 5) ends the answer, after the commit.
+#: PostgreSQL: the statement's text travels in its Parse message every time (the store prepares no
+#: statements): the claim's conditional UPDATE, or the INSERT of a thread's first write, which on the
+#: cut connection is always the first turn's claim. ReadyForQuery ("Z", length 5) ends the answer, after the commit.
 POSTGRES_WIRE = Wire(claim=lambda data: b"version + 1, claim = $" in data or b"INSERT INTO" in data,
                      answered=lambda data: b"Z\x00\x00\x00\x05" in data)
 

@@ -973,6 +973,134 @@ def test_redis_store_refuses_an_asyncio_client(redis_url: str) -> None:
         RedisStore(client)
 
 
+@pytest.fixture
+def pg_table(postgres_dsn: str) -> Iterator[str]:
+    """A fresh table name on the session's PostgreSQL server, dropped afterwards."""
+    import psycopg
+    from psycopg import sql
+
+    table = f"agui_test_{uuid.uuid4().hex}"
+    yield table
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+
+
+def _pg(dsn: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cursor = conn.execute(query.encode(), params)  # (bytes: a test's own SQL, with its table name in it)
+        return cursor.fetchall() if cursor.description else []
+
+
+def test_postgres_store_keeps_a_thread_in_one_row_of_its_table(postgres_dsn: str, pg_table: str) -> None:
+    with PostgresStore(postgres_dsn, table=pg_table) as store:
+        store.save("t", small(1), expected_version=None)
+        store.claim("t", expected_version=1, owner="replica-a")
+
+    rows = _pg(postgres_dsn, f"SELECT thread_id, version, data, claim, format FROM {pg_table}")
+    columns = _pg(postgres_dsn, "SELECT column_name, data_type FROM information_schema.columns"
+                                " WHERE table_name = %s ORDER BY ordinal_position", pg_table)
+    comment = _pg(postgres_dsn, "SELECT obj_description(%s::regclass, 'pg_class')", pg_table)
+
+    assert [(tid, version, claim, format) for tid, version, _, claim, format in rows] == [("t", 2, "replica-a", 1)]
+    assert json.loads(rows[0][2]) == small(1)
+    assert columns == [("thread_id", "text"), ("version", "bigint"), ("data", "text"), ("claim", "text"),
+                       ("format", "integer")]
+    assert comment == [("agui-client thread store, layout 1",)]
+
+
+def test_postgres_store_reads_an_empty_claim_as_none_and_claims_over_it(postgres_dsn: str, pg_table: str) -> None:
+    # A row written by another tool: an empty owner holds nothing (as Redis and SQLite read it), and
+    # the claim's conditional UPDATE must agree with that reading.
+    with PostgresStore(postgres_dsn, table=pg_table) as store:
+        store.save("t", small(1), expected_version=None)
+        _pg(postgres_dsn, f"UPDATE {pg_table} SET claim = ''")
+        loaded = store.load("t")
+        version = store.claim("t", expected_version=1, owner="a")
+        stored = store.load("t")
+
+    assert loaded is not None and loaded.claim is None
+    assert stored is not None and (version, stored.version, stored.claim) == (2, 2, "a")
+
+
+def test_postgres_store_refuses_a_newer_table_layout(postgres_dsn: str, pg_table: str) -> None:
+    PostgresStore(postgres_dsn, table=pg_table).close()
+    _pg(postgres_dsn, f"COMMENT ON TABLE {pg_table} IS 'agui-client thread store, layout 2'")
+
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(postgres_dsn, table=pg_table)
+
+    assert "layout 2" in str(caught.value)
+
+
+def test_postgres_store_takes_a_schema_qualified_table_and_refuses_other_names(postgres_dsn: str) -> None:
+    schema = f"agui_schema_{uuid.uuid4().hex}"
+    _pg(postgres_dsn, f"CREATE SCHEMA {schema}")
+    try:
+        with PostgresStore(postgres_dsn, table=f"{schema}.threads") as store:
+            store.save("t", small(1), expected_version=None)
+        rows = _pg(postgres_dsn, f"SELECT thread_id, version FROM {schema}.threads")
+    finally:
+        _pg(postgres_dsn, f"DROP SCHEMA {schema} CASCADE")
+
+    assert rows == [("t", 1)]
+    for bad in ("", "a.b.c", "a.", ".b"):
+        with pytest.raises(ValueError):
+            PostgresStore(postgres_dsn, table=bad)
+
+
+def test_postgres_stores_opened_at_once_on_a_new_table_all_open(postgres_dsn: str, pg_table: str) -> None:
+    # Eight replicas starting together race to create the table; the catalog would refuse all but
+    # one CREATE TABLE with a unique violation, unless they are lined up.
+    workers = 8
+    barrier = threading.Barrier(workers)
+
+    def open_one(worker: int) -> int:
+        barrier.wait(timeout=60)  # (a watchdog, not a timing)
+        with PostgresStore(postgres_dsn, table=pg_table) as store:
+            try:
+                return store.save(f"t{worker}", small(worker), expected_version=None)
+            except ConcurrentResume:
+                return -1
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        versions = list(pool.map(open_one, range(workers)))
+
+    assert versions == [1] * workers
+    assert _pg(postgres_dsn, f"SELECT count(*) FROM {pg_table}") == [(workers,)]
+
+
+def test_postgres_store_reports_an_unreachable_server_without_its_password(closed_port: int) -> None:
+    import psycopg
+
+    dsn = f"postgresql://agui:s3cret-word@127.0.0.1:{closed_port}/threads"
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(dsn, connect_timeout=5)
+
+    assert f"127.0.0.1:{closed_port}/threads" in str(caught.value)
+    assert isinstance(caught.value.__cause__, psycopg.OperationalError)
+    assert "s3cret-word" not in str(caught.value) and "s3cret-word" not in repr(caught.value)
+
+
+def test_the_stores_import_without_the_postgres_extra() -> None:
+    # A None entry in sys.modules makes `import psycopg` fail as if the package were not installed.
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "import agui_client, agui_client.stores\n"
+        "from agui_client.stores import MemoryStore, PostgresStore\n"
+        "MemoryStore().close()\n"
+        "try:\n"
+        "    PostgresStore('host=127.0.0.1 port=1')\n"
+        "except ImportError as exc:\n"
+        "    print('ImportError:', exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "ImportError: PostgresStore needs the postgres extra: pip install 'agui-client[postgres]'\n"
+
+
 def test_the_stores_import_without_the_redis_extra() -> None:
     # A None entry in sys.modules makes `import redis` fail as if the package were not installed.
     code = (
