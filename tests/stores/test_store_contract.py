@@ -10,6 +10,7 @@ import dataclasses
 import datetime
 import enum
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -1081,6 +1082,19 @@ def test_postgres_store_reports_an_unreachable_server_without_its_password(close
     assert f"127.0.0.1:{closed_port}/threads" in str(caught.value)
     assert isinstance(caught.value.__cause__, psycopg.OperationalError)
     assert "s3cret-word" not in str(caught.value) and "s3cret-word" not in repr(caught.value)
+
+
+def test_the_stores_page_postgres_example_runs_as_written(postgres_dsn: str, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).parent.parent.parent / "docs" / "stores.md").read_text()
+    snippets = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    monkeypatch.setenv("DATABASE_URL", postgres_dsn)
+
+    for snippet in snippets:
+        exec(compile(snippet, "docs/stores.md", "exec"), {"__name__": "__docs__"})
+
+    assert len(snippets) == 1 and "PostgresStore" in snippets[0]
+    assert capsys.readouterr().out == "1\n"
 
 
 def test_the_stores_import_without_the_postgres_extra() -> None:
