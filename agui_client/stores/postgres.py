@@ -34,6 +34,7 @@ without the ``postgres`` extra.
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -161,8 +162,13 @@ class PostgresStore(_Base):
             StoreError: PostgreSQL failed, the store is closed, or the record is unreadable or of a
                 newer format.
         """
-        with self._connection(thread_id) as conn:
-            row = conn.execute(self._sql["load"], (thread_id,)).fetchone()
+        try:
+            with self._connection(thread_id) as conn:
+                row = conn.execute(self._sql["load"], (thread_id,)).fetchone()
+        except _ConnectionLost:
+            # A read changes nothing: read again on a fresh connection.
+            with self._connection(thread_id, fresh=True) as conn:
+                row = conn.execute(self._sql["load"], (thread_id,)).fetchone()
         if row is None:
             return None
         version, text, claim, format = row
@@ -214,8 +220,13 @@ class PostgresStore(_Base):
         Raises:
             StoreError: PostgreSQL failed, or the store is closed.
         """
-        with self._connection(thread_id) as conn:
-            conn.execute(self._sql["delete"], (thread_id,))
+        try:
+            with self._connection(thread_id) as conn:
+                conn.execute(self._sql["delete"], (thread_id,))
+        except _ConnectionLost:
+            # Deleting twice deletes once: delete again on a fresh connection.
+            with self._connection(thread_id, fresh=True) as conn:
+                conn.execute(self._sql["delete"], (thread_id,))
 
     def close(self) -> None:
         """Close the store's connections; later calls raise ``StoreError``. Closing twice is fine."""
@@ -234,11 +245,12 @@ class PostgresStore(_Base):
         except _ConnectionLost:
             if operation != "claim":
                 raise  # (a save or a release sent again would be refused by its own landing)
-            return self._write_once(thread_id, operation, expected_version=expected_version, owner=owner, text=text)
+            return self._write_once(thread_id, operation, expected_version=expected_version, owner=owner, text=text,
+                                    fresh=True)
 
     def _write_once(self, thread_id: str, operation: Operation, *, expected_version: int | None,
-                    owner: str | None, text: str | None) -> int:
-        with self._connection(thread_id) as conn:
+                    owner: str | None, text: str | None, fresh: bool = False) -> int:
+        with self._connection(thread_id, fresh=fresh) as conn:
             for _attempt in range(_ATTEMPTS):
                 if expected_version is None:
                     # The first write of a thread: its row's insert is the compare-and-set.
@@ -286,12 +298,14 @@ class PostgresStore(_Base):
                              f"reads ({_LAYOUT}); upgrade agui-client")
 
     @contextmanager
-    def _connection(self, thread_id: str | None = None) -> Iterator[psycopg.Connection[Any]]:
-        """A connection for one operation; ``psycopg.Error`` leaves as ``StoreError``."""
-        with self._lock:
-            if self._closed:
-                raise _closed(thread_id)
-            conn = self._idle.pop() if self._idle else None
+    def _connection(self, thread_id: str | None = None, *, fresh: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for one operation (``fresh``: a new one, never an idle one); ``psycopg.Error``
+        leaves as ``StoreError``, or ``_ConnectionLost`` when the connection broke under it."""
+        conn = None if fresh else self._take_idle(thread_id)
+        if fresh:
+            with self._lock:
+                if self._closed:
+                    raise _closed(thread_id)
         try:
             if conn is None:
                 # No server-side prepared statements: each statement is a primary-key lookup that
@@ -310,6 +324,22 @@ class PostgresStore(_Base):
             if conn is not None:
                 self._give_back(conn)
 
+    def _take_idle(self, thread_id: str | None) -> psycopg.Connection[Any] | None:
+        """An idle connection that still looks alive, or ``None``."""
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise _closed(thread_id)
+                if not self._idle:
+                    return None
+                conn = self._idle.pop()
+            if not conn.closed and not conn.broken and not _has_input(conn):
+                return conn
+            # An idle connection has nothing to read unless the server ended it (a restart, a
+            # terminated backend, an idle timeout): its notice and end of stream are waiting. Using
+            # it would fail the call, and a save on it could not be sent again.
+            conn.close()
+
     def _give_back(self, conn: psycopg.Connection[Any]) -> None:
         # A lost race (ConcurrentResume) leaves a healthy connection; a broken one, or one left inside
         # a transaction by an error, is closed.
@@ -324,6 +354,19 @@ class PostgresStore(_Base):
 
 class _ConnectionLost(StoreError):
     """The connection broke during a call: the statement may have run, its reply is lost."""
+
+
+def _has_input(conn: psycopg.Connection[Any]) -> bool:
+    # poll() where there is one: select() refuses descriptors past FD_SETSIZE, common in a busy server.
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(conn.fileno(), select.POLLIN)
+            return bool(poller.poll(0))
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _describe(dsn: str, table: str) -> str:

@@ -1072,6 +1072,26 @@ def test_postgres_stores_opened_at_once_on_a_new_table_all_open(postgres_dsn: st
     assert _pg(postgres_dsn, f"SELECT count(*) FROM {pg_table}") == [(workers,)]
 
 
+@pytest.mark.parametrize("write", ["save", "claim", "release"])
+def test_postgres_store_drops_idle_connections_the_server_ended(postgres_dsn: str, pg_table: str, write: str) -> None:
+    # A database restart (or a terminated backend, or a pooler's idle timeout) ends the store's idle
+    # connections. The next call must not fail on one: a save sent on a dead connection could not be
+    # sent again (its own landing would refuse it), so the store leaves such connections behind.
+    name = f"agui-test-{uuid.uuid4().hex[:12]}"
+    with PostgresStore(f"{postgres_dsn} application_name={name}", table=pg_table) as store:
+        store.save("t", small(1), expected_version=None)
+        store.claim("t", expected_version=1, owner="a")
+        ended = _pg(postgres_dsn, "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity"
+                                  " WHERE application_name = %s", name)
+        version = {"save": lambda: store.save("t", small(2), expected_version=2),
+                   "claim": lambda: store.claim("t", expected_version=1, owner="a"),  # (its own claim, recognised)
+                   "release": lambda: store.release("t", claimed_version=2, owner="a")}[write]()
+        stored = store.load("t")
+
+    assert ended == [(True,)]
+    assert stored is not None and stored.version == version == (2 if write == "claim" else 3)
+
+
 def test_postgres_store_reports_an_unreachable_server_without_its_password(closed_port: int) -> None:
     import psycopg
 
