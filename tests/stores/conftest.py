@@ -108,7 +108,8 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 # PostgreSQL
 # --------------------------------------------------------------------------------------------------
 
-POSTGRES_INSTALL_HINT = "install it: `apt-get install -y postgresql` (Debian/Ubuntu) or `brew install postgresql` (macOS)"
+POSTGRES_INSTALL_HINT = ("install it: `apt-get install -y postgresql` (Debian/Ubuntu) "
+                         "or `brew install postgresql` (macOS)")
 POSTGRES_DSN_VARIABLE = "AGUI_TEST_POSTGRES_DSN"
 
 

@@ -1,8 +1,8 @@
 """The writer the crash test kills: saves one interrupted thread over and over, with growing data.
 
 Run as ``python crash_writer.py '<json config>'``; the config names the store (``kind``: ``sqlite``,
-``redis`` or ``postgres``; ``target``: the file, URL or DSN; ``prefix`` or ``table``), the ``thread_id``, an ``owner`` token and a
-``seed``, and optionally ``kill_after`` and ``kill_delay``: once it has reported ``kill_after``
+``redis`` or ``postgres``; ``target``: the file, URL or DSN; ``prefix`` or ``table``), the
+``thread_id``, an ``owner`` token and a ``seed``, and optionally ``kill_after`` and ``kill_delay``: once it has reported ``kill_after``
 writes, it arms a timer that SIGKILLs this very process ``kill_delay`` seconds after the next
 ``begin``, so the kill lands at a chosen offset into a save rather than wherever the reader's
 reaction time puts it. It prints, one line each, flushed:
