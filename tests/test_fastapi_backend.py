@@ -2,8 +2,9 @@
 
 Two replicas of the example run as separate single-worker uvicorn processes on two ports, sharing
 one real redis-server (and, a second time, one table of a real PostgreSQL server), against a
-``ScriptedAgent`` served by this test (which counts what it receives). A thread started on one replica is answered on the other, so "the answer arrives on
-another replica" is shown deterministically rather than left to a load balancer. Answers that are
+``ScriptedAgent`` served by this test (which counts what it receives). A thread started on one
+replica is answered on the other, so "the answer arrives on another replica" is shown
+deterministically rather than left to a load balancer. Answers that are
 incomplete, schema-invalid, unknown, expired or already given are refused with a 422 naming the
 ids, and the agent receives nothing; an answer racing one in flight gets a 409. The documented
 ``uvicorn examples.fastapi_backend:app --workers 2`` command is run once as well.

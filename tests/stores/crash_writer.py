@@ -2,10 +2,10 @@
 
 Run as ``python crash_writer.py '<json config>'``; the config names the store (``kind``: ``sqlite``,
 ``redis`` or ``postgres``; ``target``: the file, URL or DSN; ``prefix`` or ``table``), the
-``thread_id``, an ``owner`` token and a ``seed``, and optionally ``kill_after`` and ``kill_delay``: once it has reported ``kill_after``
-writes, it arms a timer that SIGKILLs this very process ``kill_delay`` seconds after the next
-``begin``, so the kill lands at a chosen offset into a save rather than wherever the reader's
-reaction time puts it. It prints, one line each, flushed:
+``thread_id``, an ``owner`` token and a ``seed``, and optionally ``kill_after`` and ``kill_delay``:
+once it has reported ``kill_after`` writes, it arms a timer that SIGKILLs this very process
+``kill_delay`` seconds after the next ``begin``, so the kill lands at a chosen offset into a save
+rather than wherever the reader's reaction time puts it. It prints, one line each, flushed:
 
 * ``begin <seq>`` just before calling ``save`` for the thread's ``seq``-th state;
 * ``saved <version>`` after any write (save, claim, release) returned: that version must be durable.
