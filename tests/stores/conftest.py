@@ -185,8 +185,8 @@ def postgres_dsn() -> Iterator[str]:
                     f"(or set {POSTGRES_DSN_VARIABLE}); {POSTGRES_INSTALL_HINT}", pytrace=False)
     user = _server_user()
     # Not under pytest's own temporary folder: as root that is private to root, and the server's
-    # user could not reach its cluster.
-    folder = Path(tempfile.mkdtemp(prefix="agui-postgres-"))
+    # user could not reach its cluster (nor under a TMPDIR root may have made private: /tmp then).
+    folder = Path(tempfile.mkdtemp(prefix="agui-postgres-", dir=None if user is None else "/tmp"))
     data = folder / "data"
     data.mkdir(mode=0o700)
     if user is not None:
