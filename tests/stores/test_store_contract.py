@@ -11,6 +11,7 @@ import datetime
 import enum
 import json
 import re
+import select
 import sqlite3
 import subprocess
 import sys
@@ -1083,6 +1084,9 @@ def test_postgres_store_drops_idle_connections_the_server_ended(postgres_dsn: st
         store.claim("t", expected_version=1, owner="a")
         ended = _pg(postgres_dsn, "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity"
                                   " WHERE application_name = %s", name)
+        # The server's goodbye reaches the idle connection's socket (a watchdog, not a timing).
+        idle = store._idle[0].fileno()
+        assert select.select([idle], [], [], 30)[0] == [idle]
         version = {"save": lambda: store.save("t", small(2), expected_version=2),
                    "claim": lambda: store.claim("t", expected_version=1, owner="a"),  # (its own claim, recognised)
                    "release": lambda: store.release("t", claimed_version=2, owner="a")}[write]()
