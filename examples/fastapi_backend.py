@@ -1,4 +1,4 @@
-"""A FastAPI backend for a browser chat: relays each turn to an AG-UI agent, threads kept in Redis.
+"""A FastAPI backend for a browser chat: relays each turn to an AG-UI agent, threads kept in Redis or PostgreSQL.
 
 The browser posts a message and reads the agent's events as server-sent events. When the agent
 stops to ask (an interrupt), the answer arrives later in another request, perhaps on another
@@ -29,7 +29,9 @@ Configuration (environment variables; ``python examples/fastapi_backend.py --hel
                   ScriptedAgent.demo() on 127.0.0.1 (see below for several workers)
     REDIS_URL     keep threads in Redis (RedisStore), shared by every worker and replica
     REDIS_PREFIX  the Redis key prefix (default "agui:thread:")
-    THREADS_DB    without REDIS_URL: a SQLite file (default "threads.db"), shared by the workers of one host
+    DATABASE_URL  without REDIS_URL: keep threads in PostgreSQL (PostgresStore), shared by every worker and replica
+    THREADS_TABLE the PostgreSQL table (default "agui_threads")
+    THREADS_DB    without either: a SQLite file (default "threads.db"), shared by the workers of one host
 
 Run it with two workers sharing Redis (from the repository root)::
 
@@ -73,7 +75,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 import agui_client as ag
-from agui_client.stores import RedisStore, SqliteStore, ThreadStore
+from agui_client.stores import PostgresStore, RedisStore, SqliteStore, ThreadStore
 from agui_client.types import ResumeEntry
 
 __all__ = ["app", "ChatRequest", "AnswersRequest", "open_store", "main"]
@@ -97,10 +99,14 @@ class AnswersRequest(BaseModel):
 
 
 def open_store() -> ThreadStore:
-    """The store the environment names: Redis when ``REDIS_URL`` is set, else a SQLite file."""
+    """The store the environment names: Redis when ``REDIS_URL`` is set, else PostgreSQL when
+    ``DATABASE_URL`` is, else a SQLite file."""
     redis_url = os.environ.get("REDIS_URL")
     if redis_url:
         return RedisStore(redis_url, prefix=os.environ.get("REDIS_PREFIX", "agui:thread:"))
+    database_url = os.environ.get("DATABASE_URL")
+    if database_url:
+        return PostgresStore(database_url, table=os.environ.get("THREADS_TABLE", "agui_threads"))
     return SqliteStore(os.environ.get("THREADS_DB", "threads.db"))
 
 
@@ -304,9 +310,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--agent-url", help="the agent's endpoint (AGENT_URL; default: a bundled demo agent)")
     parser.add_argument("--redis-url", help="keep threads in Redis (REDIS_URL)")
-    parser.add_argument("--db", help="keep threads in this SQLite file (THREADS_DB; used without Redis)")
+    parser.add_argument("--database-url", help="keep threads in PostgreSQL (DATABASE_URL; used without Redis)")
+    parser.add_argument("--db", help="keep threads in this SQLite file (THREADS_DB; used without either)")
     args = parser.parse_args(argv)
-    for name, value in (("AGENT_URL", args.agent_url), ("REDIS_URL", args.redis_url), ("THREADS_DB", args.db)):
+    for name, value in (("AGENT_URL", args.agent_url), ("REDIS_URL", args.redis_url),
+                        ("DATABASE_URL", args.database_url), ("THREADS_DB", args.db)):
         if value:
             os.environ[name] = value
 

@@ -1,9 +1,10 @@
 """The FastAPI backend example (``examples/fastapi_backend.py``), run for real.
 
 Two replicas of the example run as separate single-worker uvicorn processes on two ports, sharing
-one real redis-server, against a ``ScriptedAgent`` served by this test (which counts what it
-receives). A thread started on one replica is answered on the other, so "the answer arrives on
-another replica" is shown deterministically rather than left to a load balancer. Answers that are
+one real redis-server (and, a second time, one table of a real PostgreSQL server), against a
+``ScriptedAgent`` served by this test (which counts what it receives). A thread started on one
+replica is answered on the other, so "the answer arrives on another replica" is shown
+deterministically rather than left to a load balancer. Answers that are
 incomplete, schema-invalid, unknown, expired or already given are refused with a 422 naming the
 ids, and the agent receives nothing; an answer racing one in flight gets a 409. The documented
 ``uvicorn examples.fastapi_backend:app --workers 2`` command is run once as well.
@@ -51,6 +52,7 @@ def _stores_conftest() -> ModuleType:
 
 _stores = _stores_conftest()
 redis_url = _stores.redis_url
+postgres_dsn = _stores.postgres_dsn
 
 
 # --------------------------------------------------------------------------------------------------
@@ -132,10 +134,20 @@ def replica_env(agent_url: str, redis: str) -> dict[str, str]:
     return {**os.environ, "AGENT_URL": agent_url, "REDIS_URL": redis, "REDIS_PREFIX": prefix}
 
 
-@pytest.fixture(scope="module")
-def replicas(backend_agent: tuple[BackendAgent, str], redis_url: str) -> Iterator[tuple[str, str]]:
-    """Two single-worker replicas of the example sharing one Redis store."""
-    env = replica_env(backend_agent[1], redis_url)
+def postgres_replica_env(agent_url: str, dsn: str) -> dict[str, str]:
+    env = {**os.environ, "AGENT_URL": agent_url, "DATABASE_URL": dsn,
+           "THREADS_TABLE": f"agui_example_{uuid.uuid4().hex}"}
+    env.pop("REDIS_URL", None)
+    return env
+
+
+@pytest.fixture(scope="module", params=["redis", "postgres"])
+def replicas(backend_agent: tuple[BackendAgent, str], request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """Two single-worker replicas of the example sharing one Redis store, or one PostgreSQL table."""
+    if request.param == "redis":
+        env = replica_env(backend_agent[1], request.getfixturevalue("redis_url"))
+    else:
+        env = postgres_replica_env(backend_agent[1], request.getfixturevalue("postgres_dsn"))
     started: list[Replica] = []
     try:
         started.append(Replica(env))

@@ -17,16 +17,18 @@ is a compare-and-set on that version:
 * Anything else that fails (the backend, an unreadable record, a closed store) raises
   :class:`~agui_client.errors.StoreError`.
 
-Three stores follow the same rules (one contract test suite runs against all of them):
+Four stores follow the same rules (one contract test suite runs against all of them):
 
 * :class:`MemoryStore`: a dict in this process (the default; lost on exit).
 * :class:`SqliteStore`: one SQLite file; WAL, ``synchronous=FULL``, one transaction per write.
 * :class:`RedisStore`: Redis, shared between replicas; each write one atomic Lua script.
+* :class:`PostgresStore`: a PostgreSQL table, shared between replicas; each write one conditional
+  ``UPDATE`` (or, for a thread's first write, one ``INSERT``) on the thread's row.
 
 Every record carries a format number (``STORE_FORMAT_VERSION``) so later releases can read old
 records, and an older release refuses to read or overwrite a newer one.
 
-The protocol is synchronous, on purpose. A SQLite write and a Redis round trip take well under a
+The protocol is synchronous, on purpose. A SQLite write and a Redis or PostgreSQL round trip take well under a
 millisecond to a few (one fsync), next to agent runs that take seconds, so the async shells simply call
 the store in a worker thread (``await asyncio.to_thread(store.claim, ...)``). One protocol keeps the
 compare-and-set rules in one place (:func:`~agui_client.stores.base.check_write`) instead of a sync and
@@ -38,7 +40,9 @@ from __future__ import annotations
 
 from .base import STORE_FORMAT_VERSION, StoredThread, ThreadStore
 from .memory import MemoryStore
+from .postgres import PostgresStore
 from .redis import RedisStore
 from .sqlite import SqliteStore
 
-__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "MemoryStore", "SqliteStore", "RedisStore"]
+__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "MemoryStore", "SqliteStore", "RedisStore",
+           "PostgresStore"]

@@ -1,11 +1,11 @@
 """The writer the crash test kills: saves one interrupted thread over and over, with growing data.
 
-Run as ``python crash_writer.py '<json config>'``; the config names the store (``kind``: ``sqlite``
-or ``redis``; ``target``: the file or URL; ``prefix``), the ``thread_id``, an ``owner`` token and a
-``seed``, and optionally ``kill_after`` and ``kill_delay``: once it has reported ``kill_after``
-writes, it arms a timer that SIGKILLs this very process ``kill_delay`` seconds after the next
-``begin``, so the kill lands at a chosen offset into a save rather than wherever the reader's
-reaction time puts it. It prints, one line each, flushed:
+Run as ``python crash_writer.py '<json config>'``; the config names the store (``kind``: ``sqlite``,
+``redis`` or ``postgres``; ``target``: the file, URL or DSN; ``prefix`` or ``table``), the
+``thread_id``, an ``owner`` token and a ``seed``, and optionally ``kill_after`` and ``kill_delay``:
+once it has reported ``kill_after`` writes, it arms a timer that SIGKILLs this very process
+``kill_delay`` seconds after the next ``begin``, so the kill lands at a chosen offset into a save
+rather than wherever the reader's reaction time puts it. It prints, one line each, flushed:
 
 * ``begin <seq>`` just before calling ``save`` for the thread's ``seq``-th state;
 * ``saved <version>`` after any write (save, claim, release) returned: that version must be durable.
@@ -28,7 +28,7 @@ import threading
 from typing import Any
 
 from agui_client.core.fold import ThreadState
-from agui_client.stores import RedisStore, SqliteStore
+from agui_client.stores import PostgresStore, RedisStore, SqliteStore
 from agui_client.types import AssistantMessage, Interrupt, UserMessage
 
 __all__ = ["thread_data", "checksum", "open_store", "main", "WINDOW"]
@@ -69,10 +69,12 @@ def thread_data(seq: int, *, thread_id: str, expected_version: int) -> dict[str,
     return data
 
 
-def open_store(config: dict[str, Any]) -> SqliteStore | RedisStore:
+def open_store(config: dict[str, Any]) -> SqliteStore | RedisStore | PostgresStore:
     """The store a config names."""
     if config["kind"] == "sqlite":
         return SqliteStore(config["target"])
+    if config["kind"] == "postgres":
+        return PostgresStore(config["target"], table=config["table"])
     return RedisStore(config["target"], prefix=config["prefix"])
 
 

@@ -96,15 +96,17 @@ def check_whole_and_durable(stored: StoredThread | None, *, reported: int, owner
 
 # Twenty fresh interpreters per store; a generous watchdog for a loaded machine, not a timing.
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["sqlite", "redis", "postgres"])
 def test_a_killed_writer_leaves_a_whole_durable_thread(kind: str, request: pytest.FixtureRequest,
                                                         tmp_path: Path) -> None:
     if kind == "sqlite":
         target = str(tmp_path / "crash.db")
+    elif kind == "postgres":
+        target = request.getfixturevalue("postgres_dsn")
     else:
         target = request.getfixturevalue("redis_url")
     config: dict[str, Any] = {"kind": kind, "target": target, "prefix": f"agui:crash:{uuid.uuid4().hex}:",
-                              "thread_id": THREAD_ID}
+                              "table": f"agui_crash_{uuid.uuid4().hex}", "thread_id": THREAD_ID}
     rng = random.Random(f"crash-{kind}")
     reported = 0
     owners: set[str] = set()

@@ -1,18 +1,19 @@
-"""A claim whose reply is lost: Redis ran it, the connection dropped before the answer came back.
+"""A claim whose reply is lost: the server ran it, the connection dropped before the answer came back.
 
-A small TCP proxy on 127.0.0.1 stands between the client and the session's real redis-server. It
-forwards everything, except that, when told to, it lets a claim (the store's script called with the
-``claim`` operation) reach Redis and run, throws its reply away and cuts the client's connection, as
-a network fault would. Redis then holds the claim, under the writer's owner token, while the writer
-never learnt it holds it, so it sent nothing.
+A small TCP proxy on 127.0.0.1 stands between the client and the session's real redis-server (or
+PostgreSQL server). It forwards everything, except that, when told to, it lets a claim (the store's
+script called with the ``claim`` operation; the claim's ``UPDATE``, or the ``INSERT`` of a new
+thread's row) reach the server and run to its commit, throws the reply away and cuts the client's
+connection, as a network fault would. The server then holds the claim, under the writer's owner token,
+while the writer never learnt it holds it, so it sent nothing.
 
 * Cut once: the store sends the claim again on a fresh connection, the claim is recognised as its
   owner's, and the run goes on as if nothing happened (one request reaches the agent).
-* Cut, and Redis unreachable for a while: the run fails with ``StoreError`` (nothing sent) and the
-  record stays claimed. Another writer is refused (``ConcurrentResume``); once Redis is back, the
+* Cut, and the server unreachable for a while: the run fails with ``StoreError`` (nothing sent) and
+  the record stays claimed. Another writer is refused (``ConcurrentResume``); once it is back, the
   writer's own next run (directly, or after ``reload()``) takes its claim up and sends, once.
 
-Both shells run every case (``drive``).
+Both shells run every case (``drive``), against both stores.
 """
 
 from __future__ import annotations
@@ -20,31 +21,48 @@ from __future__ import annotations
 import socket
 import threading
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 import agui_client as ag
-from agui_client.stores import RedisStore
+from agui_client.stores import PostgresStore, RedisStore, ThreadStore
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start
 
 __all__: list[str] = []
 
-#: How a claim looks on the wire: the script's first argument, as a RESP bulk string.
-CLAIM = b"$5\r\nclaim\r\n"
+class Wire(NamedTuple):
+    """How a claim and its answer look on one server's wire."""
+
+    #: Does this chunk from the client carry a claim?
+    claim: Callable[[bytes], bool]
+    #: Does this chunk from the server hold the end of the claim's answer (so it ran, and committed)?
+    answered: Callable[[bytes], bool]
+
+
+#: Redis: the script's first argument is the operation, as a RESP bulk string; an array is the
+#: script's answer (a "-" error, NOSCRIPT say, means it never ran).
+REDIS_WIRE = Wire(claim=lambda data: b"$5\r\nclaim\r\n" in data, answered=lambda data: data.startswith(b"*"))
+#: PostgreSQL: the statement's text travels in its Parse message every time (the store prepares no
+#: statements): the claim's conditional UPDATE, or the INSERT of a thread's first write, which on the
+#: cut connection is always the first turn's claim. ReadyForQuery ("Z", length 5) ends the answer, after the commit.
+POSTGRES_WIRE = Wire(claim=lambda data: b"version + 1, claim = $" in data or b"INSERT INTO" in data,
+                     answered=lambda data: b"Z\x00\x00\x00\x05" in data)
 
 
 class ClaimCutter:
-    """A TCP proxy in front of redis-server that can lose the reply to a claim.
+    """A TCP proxy in front of a store's server that can lose the reply to a claim.
 
-    ``cut_next_claim(then_down=...)``: the next claim reaches Redis and runs; its reply is dropped and
-    the client's connection closed (``cuts`` counts them). With ``then_down`` every connection is
+    ``cut_next_claim(then_down=...)``: the next claim reaches the server and runs; its reply is dropped
+    and the client's connection closed (``cuts`` counts them). With ``then_down`` every connection is
     closed as soon as it is accepted from then on, until :meth:`bring_up`.
     """
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, wire: Wire) -> None:
         self._target = ("127.0.0.1", target_port)
+        self._wire = wire
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
@@ -55,10 +73,6 @@ class ClaimCutter:
         self._sockets: list[socket.socket] = []
         self._threads = [threading.Thread(target=self._accept, daemon=True)]
         self._threads[0].start()
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
 
     def cut_next_claim(self, *, then_down: bool = False) -> None:
         with self._lock:
@@ -106,7 +120,7 @@ class ClaimCutter:
     def _upstream(self, client: socket.socket, server: socket.socket, doomed: threading.Event) -> None:
         try:
             while data := client.recv(65536):
-                if CLAIM in data:
+                if self._wire.claim(data):
                     with self._lock:
                         if self._armed:
                             self._armed = False
@@ -119,8 +133,7 @@ class ClaimCutter:
     def _downstream(self, server: socket.socket, client: socket.socket, doomed: threading.Event) -> None:
         try:
             while data := server.recv(65536):
-                # An array is the script's answer (a "-" error, NOSCRIPT say, means it never ran).
-                if doomed.is_set() and data.startswith(b"*"):
+                if doomed.is_set() and self._wire.answered(data):
                     with self._lock:
                         self.cuts += 1
                         self._down = self._then_down
@@ -140,11 +153,34 @@ def _shut(*sockets: socket.socket) -> None:
         sock.close()
 
 
-@pytest.fixture
-def cutter(redis_url: str) -> Iterator[ClaimCutter]:
-    proxy = ClaimCutter(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+class Stores(NamedTuple):
+    """Two ways to one store: ``direct()`` to the server, ``cut()`` through the cutter."""
+
+    direct: Callable[[], ThreadStore]
+    cut: Callable[[], ThreadStore]
+    cutter: ClaimCutter
+
+
+@pytest.fixture(params=["redis", "postgres"])
+def stores(request: pytest.FixtureRequest) -> Iterator[Stores]:
+    if request.param == "redis":
+        url: str = request.getfixturevalue("redis_url")
+        proxy = ClaimCutter(int(url.rsplit(":", 1)[1].split("/")[0]), REDIS_WIRE)
+        prefix = f"agui:cut:{uuid.uuid4().hex}:"
+        made = Stores(direct=lambda: RedisStore(url, prefix=prefix),
+                      cut=lambda: RedisStore(f"redis://127.0.0.1:{proxy.port}/0", prefix=prefix), cutter=proxy)
+    else:
+        dsn: str = request.getfixturevalue("postgres_dsn")
+        params = conninfo_to_dict(dsn)
+        proxy = ClaimCutter(int(params.get("port") or 5432), POSTGRES_WIRE)
+        table = f"agui_cut_{uuid.uuid4().hex}"
+        cut_dsn = make_conninfo(dsn, host="127.0.0.1", port=str(proxy.port))
+        # The table exists before the cut store opens, so its opening (which may create it) sends no INSERT.
+        PostgresStore(dsn, table=table).close()
+        made = Stores(direct=lambda: PostgresStore(dsn, table=table),
+                      cut=lambda: PostgresStore(cut_dsn, table=table), cutter=proxy)
     try:
-        yield proxy
+        yield made
     finally:
         proxy.close()
 
@@ -162,12 +198,12 @@ def _attempt(thread: Any, turn: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("turn", ["first", "resume"])
 def test_a_claim_whose_reply_was_lost_once_is_sent_again_and_recognised(
-    drive: Any, served: Any, redis_url: str, cutter: ClaimCutter, turn: str
+    drive: Any, served: Any, stores: Stores, turn: str
 ) -> None:
     endpoint = served(_agent(turn))
-    prefix, thread_id = f"agui:cut:{uuid.uuid4().hex}:", "t"
+    thread_id, cutter = "t", stores.cutter
 
-    with RedisStore(redis_url, prefix=prefix) as direct, RedisStore(cutter.url, prefix=prefix) as cut_store, \
+    with stores.direct() as direct, stores.cut() as cut_store, \
             drive.client(endpoint.url, store=direct) as setup, drive.client(endpoint.url, store=cut_store) as client:
         if turn == "resume":
             setup.thread(thread_id).run("hello")
@@ -185,12 +221,12 @@ def test_a_claim_whose_reply_was_lost_once_is_sent_again_and_recognised(
 @pytest.mark.parametrize("then", ["run again", "reload and run"])
 @pytest.mark.parametrize("turn", ["first", "resume"])
 def test_a_claim_whose_reply_was_lost_is_taken_up_by_its_owner_and_refused_to_others(
-    drive: Any, served: Any, redis_url: str, cutter: ClaimCutter, turn: str, then: str
+    drive: Any, served: Any, stores: Stores, turn: str, then: str
 ) -> None:
     endpoint = served(_agent(turn))
-    prefix, thread_id = f"agui:cut:{uuid.uuid4().hex}:", "t"
+    thread_id, cutter = "t", stores.cutter
 
-    with RedisStore(redis_url, prefix=prefix) as direct, RedisStore(cutter.url, prefix=prefix) as cut_store, \
+    with stores.direct() as direct, stores.cut() as cut_store, \
             drive.client(endpoint.url, store=direct) as elsewhere, \
             drive.client(endpoint.url, store=cut_store) as client:
         if turn == "resume":
@@ -224,15 +260,15 @@ def test_a_claim_whose_reply_was_lost_is_taken_up_by_its_owner_and_refused_to_ot
 
 
 def test_a_claim_taken_up_and_then_held_after_a_resume_is_not_taken_again_after_reload(
-    drive: Any, served: Any, redis_url: str, cutter: ClaimCutter
+    drive: Any, served: Any, stores: Stores
 ) -> None:
     # Once the owner took its lost claim up and sent under it, the claim is one it knows it holds: a
     # resume that may have reached the agent keeps it, and a reload() must not pass it off as lost.
     asks = Finish(outcome=ag.RunFinishedInterruptOutcome(interrupts=(ag.Interrupt(id="ask-1", reason="approval"),)))
     endpoint = served(ScriptedAgent([[Start(), asks], Respond(status=503, body="busy"), [Start(), Finish()]]))
-    prefix, thread_id = f"agui:cut:{uuid.uuid4().hex}:", "t"
+    thread_id, cutter = "t", stores.cutter
 
-    with RedisStore(redis_url, prefix=prefix) as direct, RedisStore(cutter.url, prefix=prefix) as cut_store, \
+    with stores.direct() as direct, stores.cut() as cut_store, \
             drive.client(endpoint.url, store=direct) as elsewhere, \
             drive.client(endpoint.url, store=cut_store) as client:
         elsewhere.thread(thread_id).run("hello")

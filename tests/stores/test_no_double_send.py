@@ -3,8 +3,8 @@
 DESIGN, "The interrupt life cycle", step 5: two writers that race to resume the same interrupts
 cannot both send. Each round here makes a fresh interrupted thread with a real first run against a
 served ``ScriptedAgent`` (which counts what it receives), then ``WRITERS`` writers, each with its own
-``AgentClient`` and its own store object (one ``SqliteStore`` file, one Redis server; the memory store
-can only be shared, so it is one object), load that thread, build a resume answering its open
+``AgentClient`` and its own store object (one ``SqliteStore`` file, one Redis server, one PostgreSQL
+table; the memory store can only be shared, so it is one object), load that thread, build a resume answering its open
 interrupts, wait at a barrier that lets them all go at once, and call ``thread.run(resume=...)``.
 
 Whatever the interleaving, the round must end with:
@@ -46,7 +46,7 @@ import pytest
 
 from agui_client import AgentClient, ConcurrentResume
 from agui_client.core.fold import ThreadState
-from agui_client.stores import MemoryStore, RedisStore, SqliteStore, ThreadStore
+from agui_client.stores import MemoryStore, PostgresStore, RedisStore, SqliteStore, ThreadStore
 from agui_client.testing import ScriptedAgent, serve
 
 __all__: list[str] = []
@@ -80,6 +80,9 @@ def store_spec(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> dic
     """What a writer (or a worker process) needs to open its own store object on the shared store."""
     if kind == "sqlite":
         return {"kind": "sqlite", "target": str(tmp_path / "race.db")}
+    if kind == "postgres":
+        return {"kind": "postgres", "target": request.getfixturevalue("postgres_dsn"),
+                "table": f"agui_race_{uuid.uuid4().hex}"}
     return {"kind": "redis", "target": request.getfixturevalue("redis_url"),
             "prefix": f"agui:race:{uuid.uuid4().hex}:"}
 
@@ -93,9 +96,11 @@ def store_opener(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> C
     return lambda: open_spec(spec)
 
 
-def open_spec(spec: dict[str, str]) -> SqliteStore | RedisStore:
+def open_spec(spec: dict[str, str]) -> SqliteStore | RedisStore | PostgresStore:
     if spec["kind"] == "sqlite":
         return SqliteStore(spec["target"])
+    if spec["kind"] == "postgres":
+        return PostgresStore(spec["target"], table=spec["table"])
     return RedisStore(spec["target"], prefix=spec["prefix"])
 
 
@@ -207,7 +212,7 @@ def check_round(agent: ScriptedAgent, store: ThreadStore, *, thread_id: str, ver
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis", "postgres"])
 def test_racing_threads_send_exactly_one_resume(kind: str, served_agent: tuple[ScriptedAgent, str],
                                                 request: pytest.FixtureRequest, tmp_path: Path) -> None:
     agent, url = served_agent
@@ -347,7 +352,7 @@ def race_processes(served_agent: tuple[ScriptedAgent, str]) -> Iterator[list[Con
     assert [w.exitcode for w in workers] == [0] * WRITERS
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["sqlite", "redis", "postgres"])
 def test_racing_processes_send_exactly_one_resume(kind: str, served_agent: tuple[ScriptedAgent, str],
                                                   race_processes: list[Connection], request: pytest.FixtureRequest,
                                                   tmp_path: Path) -> None:
@@ -372,7 +377,7 @@ def race(race_processes: list[Connection], spec: dict[str, str], thread_id: str,
     return {f"{thread_id}-process-{i}": reply for i, reply in enumerate(replies)}
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["sqlite", "redis", "postgres"])
 def test_racing_processes_send_exactly_one_first_turn(kind: str, served_agent: tuple[ScriptedAgent, str],
                                                       race_processes: list[Connection],
                                                       request: pytest.FixtureRequest, tmp_path: Path) -> None:

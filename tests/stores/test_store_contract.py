@@ -1,4 +1,4 @@
-"""The thread-store contract, run against every store: MemoryStore, SqliteStore, RedisStore.
+"""The thread-store contract, run against every store: MemoryStore, SqliteStore, RedisStore, PostgresStore.
 
 Each store must give the same answers: the same versions, the same errors with the same attributes.
 Redis runs twice, with a bytes client and with a ``decode_responses=True`` client.
@@ -10,6 +10,8 @@ import dataclasses
 import datetime
 import enum
 import json
+import re
+import select
 import sqlite3
 import subprocess
 import sys
@@ -30,6 +32,7 @@ from agui_client.core.fold import ThreadState
 from agui_client.stores import (
     STORE_FORMAT_VERSION,
     MemoryStore,
+    PostgresStore,
     RedisStore,
     SqliteStore,
     StoredThread,
@@ -48,8 +51,8 @@ from agui_client.types import (
 
 __all__: list[str] = []
 
-KINDS = ["memory", "sqlite", "redis", "redis-decoded"]
-DURABLE_KINDS = ["sqlite", "redis", "redis-decoded"]
+KINDS = ["memory", "sqlite", "redis", "redis-decoded", "postgres"]
+DURABLE_KINDS = ["sqlite", "redis", "redis-decoded", "postgres"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -65,6 +68,7 @@ class Backend:
     reopen: Callable[[], ThreadStore]
     raw_format: Callable[[str], int]
     set_raw: Callable[[str, str, Any], None]
+    cleanup: Callable[[], None] = lambda: None
 
 
 def _memory_backend() -> Backend:
@@ -112,6 +116,32 @@ def _redis_backend(url: str, client: redis.Redis, *, decoded: bool) -> Backend:
                    set_raw=set_raw)
 
 
+def _postgres_backend(dsn: str) -> Backend:
+    import psycopg
+    from psycopg import sql
+
+    # A fresh table per test keeps tests apart on the one session server (dropped at the end).
+    table = f"agui_test_{uuid.uuid4().hex}"
+
+    def raw(query: sql.Composable, params: tuple[Any, ...]) -> Any:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            cursor = conn.execute(query, params)
+            return cursor.fetchone() if cursor.description else None
+
+    def set_raw(thread_id: str, field: str, value: Any) -> None:
+        raw(sql.SQL("UPDATE {} SET {} = %s WHERE thread_id = %s").format(sql.Identifier(table), sql.Identifier(field)),
+            (value, thread_id))
+
+    return Backend(
+        store=PostgresStore(dsn, table=table),
+        reopen=lambda: PostgresStore(dsn, table=table),
+        raw_format=lambda tid: raw(sql.SQL("SELECT format FROM {} WHERE thread_id = %s").format(sql.Identifier(table)),
+                                   (tid,))[0],
+        set_raw=set_raw,
+        cleanup=lambda: raw(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)), ()),
+    )
+
+
 @pytest.fixture
 def raw_redis(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
     url: str = request.getfixturevalue("redis_url")
@@ -124,6 +154,9 @@ def _backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Itera
         backend = _memory_backend()
     elif kind == "sqlite":
         backend = _sqlite_backend(tmp_path / "threads.db")
+    elif kind == "postgres":
+        # Only the PostgreSQL cases ask for the server, so a missing PostgreSQL fails just those.
+        backend = _postgres_backend(request.getfixturevalue("postgres_dsn"))
     else:
         # Only the Redis cases ask for the server, so a missing redis-server fails just those.
         client: redis.Redis = request.getfixturevalue("raw_redis")
@@ -143,6 +176,7 @@ def _backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Itera
             store.close()
             if isinstance(store, RedisStore) and not store._owns_client:
                 store._client.close()
+        backend.cleanup()
 
 
 @pytest.fixture(params=KINDS)
@@ -831,7 +865,7 @@ def test_a_closed_store_refuses_every_call(backend: Backend) -> None:
 
 def test_a_store_is_a_context_manager_that_closes_itself(backend: Backend) -> None:
     store = backend.reopen()
-    assert isinstance(store, (MemoryStore, SqliteStore, RedisStore))
+    assert isinstance(store, (MemoryStore, SqliteStore, RedisStore, PostgresStore))
 
     with store as entered:
         entered.save("t", small(1), expected_version=None)
@@ -939,6 +973,170 @@ def test_redis_store_refuses_an_asyncio_client(redis_url: str) -> None:
     client: Any = redis.asyncio.Redis.from_url(redis_url)
     with pytest.raises(TypeError):
         RedisStore(client)
+
+
+@pytest.fixture
+def pg_table(postgres_dsn: str) -> Iterator[str]:
+    """A fresh table name on the session's PostgreSQL server, dropped afterwards."""
+    import psycopg
+    from psycopg import sql
+
+    table = f"agui_test_{uuid.uuid4().hex}"
+    yield table
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+
+
+def _pg(dsn: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cursor = conn.execute(query.encode(), params)  # (bytes: a test's own SQL, with its table name in it)
+        return cursor.fetchall() if cursor.description else []
+
+
+def test_postgres_store_keeps_a_thread_in_one_row_of_its_table(postgres_dsn: str, pg_table: str) -> None:
+    with PostgresStore(postgres_dsn, table=pg_table) as store:
+        store.save("t", small(1), expected_version=None)
+        store.claim("t", expected_version=1, owner="replica-a")
+
+    rows = _pg(postgres_dsn, f"SELECT thread_id, version, data, claim, format FROM {pg_table}")
+    columns = _pg(postgres_dsn, "SELECT column_name, data_type FROM information_schema.columns"
+                                " WHERE table_name = %s ORDER BY ordinal_position", pg_table)
+    comment = _pg(postgres_dsn, "SELECT obj_description(%s::regclass, 'pg_class')", pg_table)
+
+    assert [(tid, version, claim, format) for tid, version, _, claim, format in rows] == [("t", 2, "replica-a", 1)]
+    assert json.loads(rows[0][2]) == small(1)
+    assert columns == [("thread_id", "text"), ("version", "bigint"), ("data", "text"), ("claim", "text"),
+                       ("format", "integer")]
+    assert comment == [("agui-client thread store, layout 1",)]
+
+
+def test_postgres_store_reads_an_empty_claim_as_none_and_claims_over_it(postgres_dsn: str, pg_table: str) -> None:
+    # A row written by another tool: an empty owner holds nothing (as Redis and SQLite read it), and
+    # the claim's conditional UPDATE must agree with that reading.
+    with PostgresStore(postgres_dsn, table=pg_table) as store:
+        store.save("t", small(1), expected_version=None)
+        _pg(postgres_dsn, f"UPDATE {pg_table} SET claim = ''")
+        loaded = store.load("t")
+        version = store.claim("t", expected_version=1, owner="a")
+        stored = store.load("t")
+
+    assert loaded is not None and loaded.claim is None
+    assert stored is not None and (version, stored.version, stored.claim) == (2, 2, "a")
+
+
+def test_postgres_store_refuses_a_newer_table_layout(postgres_dsn: str, pg_table: str) -> None:
+    PostgresStore(postgres_dsn, table=pg_table).close()
+    _pg(postgres_dsn, f"COMMENT ON TABLE {pg_table} IS 'agui-client thread store, layout 2'")
+
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(postgres_dsn, table=pg_table)
+
+    assert "layout 2" in str(caught.value)
+
+
+def test_postgres_store_takes_a_schema_qualified_table_and_refuses_other_names(postgres_dsn: str) -> None:
+    schema = f"agui_schema_{uuid.uuid4().hex}"
+    _pg(postgres_dsn, f"CREATE SCHEMA {schema}")
+    try:
+        with PostgresStore(postgres_dsn, table=f"{schema}.threads") as store:
+            store.save("t", small(1), expected_version=None)
+        rows = _pg(postgres_dsn, f"SELECT thread_id, version FROM {schema}.threads")
+    finally:
+        _pg(postgres_dsn, f"DROP SCHEMA {schema} CASCADE")
+
+    assert rows == [("t", 1)]
+    for bad in ("", "a.b.c", "a.", ".b"):
+        with pytest.raises(ValueError):
+            PostgresStore(postgres_dsn, table=bad)
+
+
+def test_postgres_stores_opened_at_once_on_a_new_table_all_open(postgres_dsn: str, pg_table: str) -> None:
+    # Eight replicas starting together race to create the table; the catalog would refuse all but
+    # one CREATE TABLE with a unique violation, unless they are lined up.
+    workers = 8
+    barrier = threading.Barrier(workers)
+
+    def open_one(worker: int) -> int:
+        barrier.wait(timeout=60)  # (a watchdog, not a timing)
+        with PostgresStore(postgres_dsn, table=pg_table) as store:
+            try:
+                return store.save(f"t{worker}", small(worker), expected_version=None)
+            except ConcurrentResume:
+                return -1
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        versions = list(pool.map(open_one, range(workers)))
+
+    assert versions == [1] * workers
+    assert _pg(postgres_dsn, f"SELECT count(*) FROM {pg_table}") == [(workers,)]
+
+
+@pytest.mark.parametrize("write", ["save", "claim", "release"])
+def test_postgres_store_drops_idle_connections_the_server_ended(postgres_dsn: str, pg_table: str, write: str) -> None:
+    # A database restart (or a terminated backend, or a pooler's idle timeout) ends the store's idle
+    # connections. The next call must not fail on one: a save sent on a dead connection could not be
+    # sent again (its own landing would refuse it), so the store leaves such connections behind.
+    name = f"agui-test-{uuid.uuid4().hex[:12]}"
+    with PostgresStore(f"{postgres_dsn} application_name={name}", table=pg_table) as store:
+        store.save("t", small(1), expected_version=None)
+        store.claim("t", expected_version=1, owner="a")
+        ended = _pg(postgres_dsn, "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity"
+                                  " WHERE application_name = %s", name)
+        # The server's goodbye reaches the idle connection's socket (a watchdog, not a timing).
+        idle = store._idle[0].fileno()
+        assert select.select([idle], [], [], 30)[0] == [idle]
+        version = {"save": lambda: store.save("t", small(2), expected_version=2),
+                   "claim": lambda: store.claim("t", expected_version=1, owner="a"),  # (its own claim, recognised)
+                   "release": lambda: store.release("t", claimed_version=2, owner="a")}[write]()
+        stored = store.load("t")
+
+    assert ended == [(True,)]
+    assert stored is not None and stored.version == version == (2 if write == "claim" else 3)
+
+
+def test_postgres_store_reports_an_unreachable_server_without_its_password(closed_port: int) -> None:
+    import psycopg
+
+    dsn = f"postgresql://agui:s3cret-word@127.0.0.1:{closed_port}/threads"
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(dsn, connect_timeout=5)
+
+    assert f"127.0.0.1:{closed_port}/threads" in str(caught.value)
+    assert isinstance(caught.value.__cause__, psycopg.OperationalError)
+    assert "s3cret-word" not in str(caught.value) and "s3cret-word" not in repr(caught.value)
+
+
+def test_the_stores_page_postgres_example_runs_as_written(postgres_dsn: str, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).parent.parent.parent / "docs" / "stores.md").read_text()
+    snippets = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    monkeypatch.setenv("DATABASE_URL", postgres_dsn)
+
+    for snippet in snippets:
+        exec(compile(snippet, "docs/stores.md", "exec"), {"__name__": "__docs__"})
+
+    assert len(snippets) == 1 and "PostgresStore" in snippets[0]
+    assert capsys.readouterr().out == "1\n"
+
+
+def test_the_stores_import_without_the_postgres_extra() -> None:
+    # A None entry in sys.modules makes `import psycopg` fail as if the package were not installed.
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "import agui_client, agui_client.stores\n"
+        "from agui_client.stores import MemoryStore, PostgresStore\n"
+        "MemoryStore().close()\n"
+        "try:\n"
+        "    PostgresStore('host=127.0.0.1 port=1')\n"
+        "except ImportError as exc:\n"
+        "    print('ImportError:', exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "ImportError: PostgresStore needs the postgres extra: pip install 'agui-client[postgres]'\n"
 
 
 def test_the_stores_import_without_the_redis_extra() -> None:

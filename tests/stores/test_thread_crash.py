@@ -170,13 +170,20 @@ def check_after_kill(stored: StoredThread | None, previous: StoredThread | None,
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["sqlite", "redis", "postgres"])
 def test_a_run_killed_anywhere_leaves_the_previous_or_the_complete_thread(
         kind: str, crash_agent: tuple[CrashAgent, str], request: pytest.FixtureRequest, tmp_path: Path) -> None:
     crash, url = crash_agent
     thread_id = f"crash-{kind}-{uuid.uuid4().hex}"
-    store_job: dict[str, Any] = {"kind": "sqlite", "target": str(tmp_path / "threads.db")} if kind == "sqlite" else {
-        "kind": "redis", "target": request.getfixturevalue("redis_url"), "prefix": f"agui:crash:{uuid.uuid4().hex}:"}
+    store_job: dict[str, Any]
+    if kind == "sqlite":
+        store_job = {"kind": "sqlite", "target": str(tmp_path / "threads.db")}
+    elif kind == "postgres":
+        store_job = {"kind": "postgres", "target": request.getfixturevalue("postgres_dsn"),
+                     "table": f"agui_crash_{uuid.uuid4().hex}"}
+    else:
+        store_job = {"kind": "redis", "target": request.getfixturevalue("redis_url"),
+                     "prefix": f"agui:crash:{uuid.uuid4().hex}:"}
     rng = random.Random(f"thread-crash-{kind}")
     modes = [MODES[k % len(MODES)] for k in range(KILLS)]
     rng.shuffle(modes)

@@ -3,7 +3,8 @@
 Run as ``python thread_crash_writer.py``. It imports everything once, then reads one JSON job per
 line on stdin and forks a child per job (so a kill costs a fork, not an interpreter start; the
 parent stays single-threaded and opens nothing before forking). The child opens its own store
-(``kind``: ``sqlite`` or ``redis``; ``target``: the file or URL; ``prefix``) and ``AgentClient`` for
+(``kind``: ``sqlite``, ``redis`` or ``postgres``; ``target``: the file, URL or DSN; ``prefix`` or
+``table``) and ``AgentClient`` for
 the agent at ``url``, loads ``thread_id`` and runs it once more with ``run_id``: a resume answering
 every open interrupt when the thread has some, else the new message ``message``. It prints, one
 line each, with a single ``write`` (so a kill never mixes two lines):
@@ -29,7 +30,7 @@ import traceback
 from typing import Any
 
 from agui_client import AgentClient
-from agui_client.stores import RedisStore, SqliteStore
+from agui_client.stores import PostgresStore, RedisStore, SqliteStore
 
 __all__ = ["open_store", "child", "main", "FRESH"]
 
@@ -37,10 +38,12 @@ __all__ = ["open_store", "child", "main", "FRESH"]
 FRESH = {"Connection": "close"}
 
 
-def open_store(job: dict[str, Any]) -> SqliteStore | RedisStore:
+def open_store(job: dict[str, Any]) -> SqliteStore | RedisStore | PostgresStore:
     """The store a job names."""
     if job["kind"] == "sqlite":
         return SqliteStore(job["target"])
+    if job["kind"] == "postgres":
+        return PostgresStore(job["target"], table=job["table"])
     return RedisStore(job["target"], prefix=job["prefix"])
 
 
