@@ -28,6 +28,11 @@ An arbitrary script, one step per run on a thread::
     ])
 
 Async code uses the same server: ``async with serve(agent) as server:``.
+
+Recordings: ``RecordingTransport`` (``AsyncRecordingTransport``) keeps every exchange an httpx
+client makes in a folder, as ``agui run --record DIR`` does, and ``RecordedAgent(DIR)`` serves such a
+folder back, refusing (HTTP 409, then ``RecordingMismatch`` at ``check()``) a request that does not
+match the recorded one. See docs/recordings.md.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ from .agent import (
     Stream,
     Wait,
 )
+from .recorded import MISMATCH_CODE, RecordedAgent, RecordingMismatch
+from .recording import AsyncRecordingTransport, RecordingTransport
 from .scenarios import ANSWER_SCHEMA, APPROVAL_SCHEMA, last_user_text, reasoning, text_message, tool_call
 from .server import Server, serve
 
@@ -76,4 +83,9 @@ __all__ = [
     "reasoning",
     "tool_call",
     "last_user_text",
+    "RecordingTransport",
+    "AsyncRecordingTransport",
+    "RecordedAgent",
+    "RecordingMismatch",
+    "MISMATCH_CODE",
 ]
