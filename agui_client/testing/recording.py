@@ -138,18 +138,21 @@ class _BodyFile:
         inflate = self._inflate
         if inflate is None:
             handle.write(chunk)
-            return
-        try:
-            data = inflate.decompress(chunk, _INFLATE_STEP)
-            while True:
-                handle.write(data)
-                if not inflate.unconsumed_tail:
-                    break
-                data = inflate.decompress(inflate.unconsumed_tail, _INFLATE_STEP)
-        except zlib.error:
-            # A body that is not what its header says: the rest is kept as it came rather than lost.
-            self._inflate = None
-            handle.write(chunk)
+        else:
+            try:
+                data = inflate.decompress(chunk, _INFLATE_STEP)
+                while True:
+                    handle.write(data)
+                    if not inflate.unconsumed_tail:
+                        break
+                    data = inflate.decompress(inflate.unconsumed_tail, _INFLATE_STEP)
+            except zlib.error:
+                # A body that is not what its header says: the rest is kept as it came rather than lost.
+                self._inflate = None
+                handle.write(chunk)
+        # On disk as it arrives (one write per network read): a run cut short, or a process killed,
+        # still leaves everything that came.
+        handle.flush()
 
     def close(self) -> None:
         handle, self._handle = self._handle, None
