@@ -166,8 +166,18 @@ def test_serve_runs_a_recording_for_a_second_client_and_refuses_a_mismatch(
     assert len(said(recorded["messages"])) >= 2
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def test_serve_demo_prints_its_url_and_serves_the_demo_agent() -> None:
-    child, url = _spawn_serve("demo")
+    port = _free_port()
+    child, url = _spawn_serve("demo", "--port", str(port))
+    assert url == f"http://127.0.0.1:{port}/"
     try:
         with AgentClient(url) as client:
             result = client.thread().run("delete staging")
@@ -178,6 +188,14 @@ def test_serve_demo_prints_its_url_and_serves_the_demo_agent() -> None:
 
     assert result.outcome == "interrupt" and result.interrupts[0].reason == "approval"
     assert child.exitstatus == 0
+
+
+def test_the_fastapi_example_says_how_to_start_an_agent_for_its_agent_url() -> None:
+    readme = (Path(__file__).parent.parent / "examples" / "README.md").read_text()
+
+    started = re.search(r"agui serve demo --port (\d+)", readme)
+    assert started is not None
+    assert f"AGENT_URL=http://127.0.0.1:{started.group(1)}/" in readme
 
 
 # --------------------------------------------------------------------------------------------------

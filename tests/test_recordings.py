@@ -228,3 +228,15 @@ def test_a_folder_that_is_not_a_recording_is_refused_by_name(tmp_path: Path) -> 
     (tmp_path / "01.request.json").write_text('{"threadId": "t", "runId": "r", "messages": []}')
     with pytest.raises(ValueError, match="01.sse is missing"):
         RecordedAgent(tmp_path)
+
+
+def test_a_request_that_got_no_answer_leaves_no_exchange(drive: Any, tmp_path: Path) -> None:
+    from agui_client import TransportError
+
+    recorder = _transport(drive, tmp_path)
+    http = drive.http_client(recorder)
+
+    with drive.client("http://127.0.0.1:9/agent", http_client=http) as client, pytest.raises(TransportError):
+        client.thread().run("hi")
+
+    assert list(tmp_path.iterdir()) == [] and recorder.files == []

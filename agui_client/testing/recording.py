@@ -6,11 +6,12 @@ grows a digit past ``99``):
 * ``NN.request.json``: the request body exactly as sent (the ``RunAgentInput``);
 * ``NN.response.json``: the answer's status and content type (``{"status": 200, "contentType":
   "text/event-stream"}``);
-* ``NN.sse``: the response body, written as it streams through (decompressed when the agent sent
+* ``NN.sse``: the response body, written (and flushed) as it streams through (decompressed when the agent sent
   it gzip- or deflate-encoded, so the file is the event stream the client read).
 
 Headers are never written, in either direction (they carry credentials), nor is the URL (a query
-may carry a token). ``agui replay DIR`` folds such a folder into the thread it recorded, and
+may carry a token). A request that got no answer at all (the agent unreachable) leaves no file.
+``agui replay DIR`` folds such a folder into the thread it recorded, and
 :class:`~agui_client.testing.RecordedAgent` serves it back to a client under test.
 
 ``RecordingTransport`` wraps any ``httpx.BaseTransport`` (httpx's own by default)::
@@ -31,6 +32,7 @@ then ``--resume``) leave one recording of the whole thread.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -107,6 +109,16 @@ class _Recorder:
             handle.write(body)
         self.files.append(Path(f"{stem}.request.json"))
         return str(stem)
+
+    def unreserve(self, stem: str | None) -> None:
+        """No answer came (the agent was unreachable, the connection failed): no exchange to keep."""
+        if stem is None:
+            return
+        path = Path(f"{stem}.request.json")
+        with contextlib.suppress(OSError):
+            path.unlink()
+        with contextlib.suppress(ValueError):
+            self.files.remove(path)
 
     def response(self, stem: str, response: httpx.Response) -> _BodyFile:
         encoding = response.headers.get("content-encoding", "").strip().lower()
@@ -252,7 +264,11 @@ class RecordingTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through ``inner``, recording the exchange while recording is on."""
         stem = self._recorder.reserve(request.read()) if self._recorder.directory is not None else None
-        response = self.inner.handle_request(request)
+        try:
+            response = self.inner.handle_request(request)
+        except BaseException:
+            self._recorder.unreserve(stem)
+            raise
         if stem is None:
             return response
         assert isinstance(response.stream, httpx.SyncByteStream)
@@ -265,7 +281,11 @@ class RecordingTransport(httpx.BaseTransport):
 
 
 class AsyncRecordingTransport(httpx.AsyncBaseTransport):
-    """:class:`RecordingTransport` for ``httpx.AsyncClient`` (wrapping an ``httpx.AsyncBaseTransport``)."""
+    """:class:`RecordingTransport` for ``httpx.AsyncClient`` (wrapping an ``httpx.AsyncBaseTransport``).
+
+    The files are written from the event loop: one small write per request and per read of the
+    response, the same as the sync transport's.
+    """
 
     _passes_through = True
 
@@ -295,7 +315,11 @@ class AsyncRecordingTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through ``inner``, recording the exchange while recording is on."""
         stem = self._recorder.reserve(await request.aread()) if self._recorder.directory is not None else None
-        response = await self.inner.handle_async_request(request)
+        try:
+            response = await self.inner.handle_async_request(request)
+        except BaseException:
+            self._recorder.unreserve(stem)
+            raise
         if stem is None:
             return response
         assert isinstance(response.stream, httpx.AsyncByteStream)
