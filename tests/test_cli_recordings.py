@@ -330,3 +330,39 @@ def test_verify_places_a_finding_at_the_end_of_the_file(tmp_path: Path) -> None:
 
     assert [(f["rule"], f["line"], f["offset"]) for f in report["findings"]] == [
         ("LC-04/AGUI003", None, len(capture.read_bytes()))]
+
+
+def test_a_command_can_hold_a_stopped_recorder_and_start_it_mid_session(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    # What `agui chat`'s /record builds on: the shared options' client over a recorder started later.
+    import argparse
+    import contextlib
+
+    from agui_client.cli.options import open_client
+    from agui_client.testing import RecordingTransport
+
+    endpoint = served(ScriptedAgent.chat("hello"))
+    recorder = RecordingTransport()
+    args = argparse.Namespace(header=["X-Key: k-never-written"], timeout=None, idle_timeout=5.0, record=None)
+    with contextlib.ExitStack() as stack:
+        thread = open_client(stack, endpoint.url, args, recorder=recorder).thread()
+        thread.run("not recorded")
+        recorder.start(tmp_path)
+        thread.run("recorded")
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["01.request.json", "01.response.json", "01.sse"]
+    assert json.loads((tmp_path / "01.request.json").read_text())["messages"][-1]["content"] == "recorded"
+    assert endpoint.received[1].headers["x-key"] == "k-never-written"
+    assert b"k-never-written" not in b"".join(p.read_bytes() for p in tmp_path.iterdir())
+
+
+def test_replay_of_a_folder_names_the_exchange_that_breaks_the_protocol(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    assert agui("run", endpoint.url, "-m", "delete staging", "--yes", "--record", str(tmp_path)).returncode == 0
+    (tmp_path / "02.sse").write_text(_sse({"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "boo"}))
+
+    broken = agui("replay", str(tmp_path))
+
+    assert broken.returncode == 1
+    assert "the recording breaks the protocol in 02.sse at event #0" in broken.stdout

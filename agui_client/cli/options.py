@@ -70,19 +70,26 @@ def parse_headers(values: Sequence[str]) -> dict[str, str]:
 
 
 def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace, *,
-                store: ThreadStore | None = None) -> AgentClient:
-    """An ``AgentClient`` for ``url`` with the options in ``args``, closed with ``stack``."""
+                store: ThreadStore | None = None, recorder: RecordingTransport | None = None) -> AgentClient:
+    """An ``AgentClient`` for ``url`` with the options in ``args``, closed with ``stack``.
+
+    ``recorder``: the transport to send through (a command that starts and stops recording while it
+    runs, as ``chat``'s ``/record`` does, passes a stopped one); ``--record DIR`` starts it at DIR. Without
+    it, a recorder is made only for ``--record``.
+    """
     headers = parse_headers(getattr(args, "header", None) or ())
     run_timeout: float | None = getattr(args, "timeout", None)
     idle = getattr(args, "idle_timeout", None) or DEFAULT_IDLE_TIMEOUT
     connect = min(DEFAULT_CONNECT_TIMEOUT, run_timeout) if run_timeout is not None else DEFAULT_CONNECT_TIMEOUT
     http: httpx.Client | None = None
     record = getattr(args, "record", None)
-    if record is not None:
-        try:
-            transport = RecordingTransport(record)
-        except OSError as exc:
-            raise UsageProblem(f"cannot record into {record}: {exc.strerror or exc}") from exc
+    if record is not None or recorder is not None:
+        transport = recorder if recorder is not None else RecordingTransport()
+        if record is not None:
+            try:
+                transport.start(record)
+            except OSError as exc:
+                raise UsageProblem(f"cannot record into {record}: {exc.strerror or exc}") from exc
         http = stack.enter_context(httpx.Client(transport=transport))
     return stack.enter_context(AgentClient(url, headers=headers, store=store, http_client=http, timeout=connect,
                                            idle_timeout=idle, run_timeout=run_timeout))
