@@ -12,7 +12,9 @@ report of a refused ``RUN_FINISHED``.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +25,18 @@ import pytest
 
 from agui_client import AgentClient, HTTPStatusError
 from agui_client.testing import ANSWER_SCHEMA, Gate, ScriptedAgent, Start, Wait
-from tests.test_cli import ENV, agui
+
+AGUI = [sys.executable, "-m", "agui_client.cli"]
+#: Plain output (no terminal), UTF-8 whatever the locale.
+ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
+ENV.pop("FORCE_COLOR", None)
+
+
+def agui(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run ``agui ARGS`` with stdin not a terminal."""
+    return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=timeout, env=ENV, check=False)
+
 
 APPROVE = '{"approved": true, "environment": "staging", "ttl_minutes": 60}'
 
