@@ -78,9 +78,18 @@ def _reason(exc: BaseException) -> str:
 def _traces(http: httpx.Client | httpx.AsyncClient) -> bool:
     """Every transport ``http`` may use is httpx's own, which reports the request's progress (``trace``)."""
     # (httpx keeps its transports in private attributes; if they move, the answer is "no": the cautious one)
-    transports = [getattr(http, "_transport", None), *getattr(http, "_mounts", {None: object()}).values()]
+    transports = [_unwrapped(getattr(http, "_transport", None)),
+                  *(_unwrapped(t) for t in getattr(http, "_mounts", {None: object()}).values())]
     return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport) for t in transports) \
         and transports[0] is not None
+
+
+def _unwrapped(transport: Any) -> Any:
+    """The transport that really sends: a recording one (``agui_client.testing.RecordingTransport``)
+    hands every request, its ``trace`` extension included, to its ``inner`` one unchanged."""
+    while getattr(type(transport), "_passes_through", False):
+        transport = transport.inner
+    return transport
 
 
 def _media_type(value: str | None) -> str:

@@ -266,7 +266,7 @@ def test_run_json_prints_events_as_json_lines_then_the_final_thread(served: Call
 def test_run_abandons_an_expired_interrupt_instead_of_answering_it(served: Callable[[Any], Any]) -> None:
     endpoint = served(ScriptedAgent.demo(expires_in=-60))
 
-    done = agui("run", endpoint.url, "-m", "delete staging", "--yes")
+    done = agui("run", endpoint.url, "-m", "delete staging", "--yes", "--abandon-expired")
 
     assert done.returncode == 0, done.stderr
     assert "(expired)" in done.stdout
@@ -456,22 +456,27 @@ def test_replay_and_verify_exit_2_on_unreadable_input(tmp_path: Path) -> None:
     assert empty_stdin.returncode == 2
 
 
-def test_verify_lists_every_finding_with_index_type_and_rule(tmp_path: Path) -> None:
+def test_verify_lists_every_finding_with_index_line_offset_type_and_rule(tmp_path: Path) -> None:
     capture = tmp_path / "broken.jsonl"
     capture.write_text(BROKEN)
+    starts = [0]
+    for line in BROKEN.encode().splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
 
     shown = agui("verify", str(capture))
     as_json = agui("verify", "--json", str(capture))
 
     assert shown.returncode == 1
     lines = shown.stdout.splitlines()
-    assert "error: event #1 TEXT_MESSAGE_CONTENT [TX-02/AGUI101] no open text message 'ghost'" in lines
-    assert any(line.startswith("warning: event #2 SOMETHING_NEW [UK-02]") for line in lines)
-    assert any(line.startswith("error: event #6 TOOL_CALL_END [TC-02") for line in lines)
+    assert (f"error: event #1 (line 2, byte {starts[1]}) TEXT_MESSAGE_CONTENT [TX-02/AGUI101] "
+            "no open text message 'ghost'") in lines
+    assert any(line.startswith(f"warning: event #2 (line 3, byte {starts[2]}) SOMETHING_NEW [UK-02]") for line in lines)
+    assert any(line.startswith(f"error: event #6 (line 7, byte {starts[6]}) TOOL_CALL_END [TC-02") for line in lines)
     assert "8 event(s), 2 error(s), 1 warning(s)" in shown.stdout
     report = json.loads(as_json.stdout)
     assert as_json.returncode == 1
-    assert [(f["severity"], f["index"]) for f in report["findings"]] == [("error", 1), ("warning", 2), ("error", 6)]
+    assert [(f["severity"], f["index"], f["line"], f["offset"]) for f in report["findings"]] == [
+        ("error", 1, 2, starts[1]), ("warning", 2, 3, starts[2]), ("error", 6, 7, starts[6])]
 
 
 def test_verify_exits_0_on_a_clean_recording_and_on_warnings_alone(tmp_path: Path) -> None:

@@ -107,7 +107,8 @@ def test_every_exported_exception_is_an_agui_error() -> None:
 
 
 @pytest.mark.parametrize(("module", "names"), [
-    ("agui_client.testing", ["ScriptedAgent", "serve", "probe", "aprobe", "ProbeReport"]),
+    ("agui_client.testing", ["ScriptedAgent", "serve", "probe", "aprobe", "ProbeReport", "RecordingTransport",
+                             "AsyncRecordingTransport", "RecordedAgent", "RecordingMismatch"]),
     ("agui_client.stores", ["MemoryStore", "SqliteStore", "RedisStore", "PostgresStore"]),
 ])
 def test_subpackages_export_the_names_design_fixes(module: str, names: list[str]) -> None:

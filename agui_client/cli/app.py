@@ -1,4 +1,4 @@
-"""The ``agui`` command line: ``demo``, ``run``, ``replay``, ``verify`` and ``probe``.
+"""The ``agui`` command line: ``demo``, ``run``, ``replay``, ``verify``, ``serve`` and ``probe``.
 
 Exit statuses: 0 done (a run that stopped at an interrupt left open on purpose included), 1 the agent
 or the recording failed (``RUN_ERROR``, a protocol error, an unreachable agent, findings), 2 a usage
@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..client import AgentClient
 from ..core.session import RunResult
 from ..errors import AguiError, ResumeRefused, StoreError
 from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
 from .converse import AnswerPolicy, Conversation, UsageProblem
+from .options import add_connection_options, open_client, parse_headers
 from .probe import add_probe_parser, probe_command
-from .recordings import Unreadable, replay_command, verify_command
+from .recordings import THREAD_LINE_KIND, Unreadable, replay_command, verify_command
 from .render import (
     ConsoleAsker,
     Output,
@@ -50,10 +50,12 @@ examples:
   agui demo --yes                    the same, approving with the schema's defaults
   agui run http://localhost:8000/agent -m "hi" --thread-file t.db
   agui run http://localhost:8000/agent --thread-file t.db --resume --yes
-  agui replay capture.sse            fold a recorded stream and show the thread it leaves
+  agui run URL -m "hi" --record rec/ keep the request and the response of each run in rec/
+  agui replay rec/                   fold a recording (a folder, or one .sse/.jsonl file) into its thread
   agui verify capture.jsonl          list every protocol error and warning in a recording
   agui probe http://localhost:8000/agent --prompt "Delete staging" --junit probe.xml
                                      check the agent against the interrupt rules (for its CI)
+  agui serve rec/ --port 9000        serve a recording back as an agent (agui serve demo: the demo agent)
 
 exit status: 0 done, 1 the agent or the recording failed, 2 usage or unreadable input, 130 Ctrl-C
 """
@@ -73,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--url", help="talk to an already running demo agent instead of starting one")
     demo.add_argument("-m", "--message", default=DEMO_MESSAGE, help="the first user message")
     _answer_options(demo)
+    add_connection_options(demo, headers=False)
     demo.add_argument("--plain", action="store_true", help="plain, colourless output (default when not a terminal)")
 
     run = commands.add_parser("run", help="talk to any AG-UI endpoint",
@@ -81,45 +84,66 @@ def build_parser() -> argparse.ArgumentParser:
                                           "SQLite file, so a later `--resume` continues it from another shell.")
     run.add_argument("url", metavar="URL", help="the agent's endpoint")
     run.add_argument("-m", "--message", help="the user message to send")
-    run.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
-                     help="a request header (repeatable)")
+    add_connection_options(run)
     run.add_argument("--thread-file", metavar="FILE", help="keep the thread in this SQLite file")
     run.add_argument("--thread-id", metavar="ID",
                      help="the thread id (default: the only thread in --thread-file, else a new one)")
     run.add_argument("--state", metavar="JSON", help="the shared state to send (replaces the thread's)")
     run.add_argument("--resume", action="store_true", help="answer the thread's open interrupts and continue")
     run.add_argument("--json", action="store_true",
-                     help="print the events as JSON lines, then the thread's final wire form")
+                     help="print the events as JSON lines, then one line with the thread's final wire form, "
+                          f'marked {{"kind": "{THREAD_LINE_KIND}", ...}} (agui replay skips it)')
     _answer_options(run)
     run.add_argument("--plain", action="store_true", help="plain, colourless output (default when not a terminal)")
 
-    replay = commands.add_parser("replay", help="fold a recorded stream and show the thread it leaves",
-                                 description="Read an SSE capture or JSON lines (FILE, or - for stdin), fold it as a "
-                                             "live run would, and show the messages, state, outcome and open "
-                                             "interrupts. Exit 1 when the recording breaks the protocol.")
-    replay.add_argument("file", metavar="FILE", help="the recording (- for stdin)")
+    replay = commands.add_parser("replay", help="fold a recording and show the thread it leaves",
+                                 description="Read a recording folder (--record DIR: every run of the thread, each "
+                                             "request's messages and state with its response), or one SSE "
+                                             "capture or JSON lines file (FILE, or - for stdin; the `agui run "
+                                             "--json` output included), fold it as a live run would, and show the "
+                                             "messages, state, outcome and open interrupts. Exit 1 when the "
+                                             "recording breaks the protocol.")
+    replay.add_argument("file", metavar="DIR|FILE", help="the recording folder or file (- for stdin)")
     replay.add_argument("--json", action="store_true", help="print ThreadState.to_wire() plus the outcome as JSON")
     replay.add_argument("--plain", action="store_true", help="plain, colourless output")
 
     verify = commands.add_parser("verify", help="list every protocol error and warning in a recording",
                                  description="Run the verifier over a whole recording and list every finding with "
-                                             "its event index, type and rule. Exit 0 when there are no errors "
-                                             "(warnings allowed), 1 with errors, 2 when the input is unreadable.")
+                                             "its event index, the line and byte offset of the event in the file, "
+                                             "its type and rule. Exit 0 when there are no errors (warnings "
+                                             "allowed), 1 with errors, 2 when the input is unreadable.")
     verify.add_argument("file", metavar="FILE", help="the recording (- for stdin)")
     verify.add_argument("--json", action="store_true", help="print the findings as JSON")
     verify.add_argument("--plain", action="store_true", help="plain, colourless output")
     add_probe_parser(commands)
+
+    served = commands.add_parser("serve", help="serve the demo agent or a recording on 127.0.0.1",
+                                 description="Run the bundled demo agent (demo) or a recording folder (DIR, as "
+                                             "--record writes it: each request answered with the recorded "
+                                             "response, in order; a request that does not match the recording "
+                                             "gets HTTP 409 naming the difference) on 127.0.0.1, print its URL, "
+                                             "and serve until Ctrl-C.")
+    served.add_argument("what", nargs="?", default="demo", metavar="demo|DIR",
+                        help="the demo agent (default) or a recording folder")
+    served.add_argument("--port", type=int, default=0, help="the port (default: any free one)")
     return parser
 
 
 def _answer_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--answer", metavar="JSON", help="answer every interrupt with this JSON payload")
+    group.add_argument("--answer", metavar="[ID=]JSON", action="append",
+                       help="answer interrupt ID with this JSON payload (repeatable); a bare JSON answers every "
+                            "interrupt no ID=JSON names")
     group.add_argument("-y", "--yes", action="store_true",
-                       help="answer with the schema's defaults and approved: true")
+                       help="answer with the schema's defaults, approved: true, and true for a required boolean "
+                            "(a constant or a one-value enum as it is); a required field of any other kind "
+                            "without a default is refused (exit 2, nothing sent): give it with --answer ID=JSON")
     group.add_argument("--abandon", action="store_true", help="abandon the interrupts instead of answering")
     group.add_argument("--ask", action="store_true",
                        help="put the questions even when stdin is not a terminal (answers piped in, one per line)")
+    parser.add_argument("--abandon-expired", action="store_true",
+                        help="with --yes or --answer, abandon an interrupt that has expired (saying so) instead "
+                             "of stopping with exit status 1")
 
 
 def run_cli(argv: Sequence[str] | None = None) -> int:
@@ -137,7 +161,9 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         if args.command == "replay":
             return replay_command(out, args.file, as_json=as_json)
         if args.command == "probe":
-            return probe_command(out, args, headers=_headers(args.header))
+            return probe_command(out, args, headers=parse_headers(args.header or ()))
+        if args.command == "serve":
+            return _serve(args, out)
         return verify_command(out, args.file, as_json=as_json)
     except (UsageProblem, Unreadable, StoreError) as exc:
         out.end_line()
@@ -168,12 +194,39 @@ def _isatty(stream: Any) -> bool:
 
 def _policy(args: argparse.Namespace, *, can_ask: bool, fallback: AnswerPolicy) -> AnswerPolicy:
     if args.answer is not None:
-        return AnswerPolicy(mode="answer", payload=_json_argument("--answer", args.answer))
+        return _answers_policy(args.answer, abandon_expired=args.abandon_expired)
     if args.yes:
-        return AnswerPolicy(mode="yes")
+        return AnswerPolicy(mode="yes", abandon_expired=args.abandon_expired)
     if args.abandon:
         return AnswerPolicy(mode="abandon")
     return AnswerPolicy(mode="ask") if can_ask else fallback
+
+
+def _answers_policy(values: Sequence[str], *, abandon_expired: bool) -> AnswerPolicy:
+    """``--answer`` values: ``ID=JSON`` per interrupt, and at most one bare ``JSON`` for the rest.
+
+    A value that is JSON as a whole is a bare answer (``{"a=b": 1}`` included); otherwise it is split
+    at its first ``=``.
+    """
+    answers: dict[str, Any] = {}
+    bare: list[Any] = []
+    for text in values:
+        try:
+            bare.append(json.loads(text))
+            continue
+        except ValueError:
+            pass
+        interrupt_id, sep, payload = text.partition("=")
+        if not sep or not interrupt_id.strip():
+            _json_argument("--answer", text)  # (not JSON and not ID=JSON: say why as JSON)
+        interrupt_id = interrupt_id.strip()
+        if interrupt_id in answers:
+            raise UsageProblem(f"--answer names interrupt {interrupt_id} twice")
+        answers[interrupt_id] = _json_argument(f"--answer {interrupt_id}=", payload)
+    if len(bare) > 1:
+        raise UsageProblem("--answer JSON (without ID=) is given more than once; name the interrupts: --answer ID=JSON")
+    return AnswerPolicy(mode="answer", payload=bare[0] if bare else None, has_payload=bool(bare), answers=answers,
+                        abandon_expired=abandon_expired)
 
 
 def _json_argument(option: str, text: str) -> Any:
@@ -203,18 +256,17 @@ def _demo(args: argparse.Namespace, out: Output, plain: bool) -> int:
             server = stack.enter_context(serve(ScriptedAgent.demo()))
             url = server.url
             out.line(f"demo agent (agui_client.testing.ScriptedAgent.demo) listening on {url}", "dim")
-        client = stack.enter_context(AgentClient(url))
+        client = open_client(stack, url, args)
         thread = client.thread()
         conversation = Conversation(thread, out, policy=policy, asker=_asker(out, plain))
         out.line(f"you: {args.message}", "bold green")
         result = conversation.start(args.message)
         _finish(out, conversation, result, thread)
-        return 1 if result.outcome == "error" else 0
+        return _status(out, conversation, result.outcome, args)
 
 
 def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
     as_json = bool(args.json)
-    headers = _headers(args.header)
     state = _json_argument("--state", args.state) if args.state is not None else None
     if args.resume and args.thread_file is None:
         raise UsageProblem("--resume needs --thread-file (the thread whose interrupts to answer)")
@@ -230,7 +282,7 @@ def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
         if args.thread_file is not None:
             store = stack.enter_context(SqliteStore(args.thread_file))
         thread_id, is_new = _thread_id(args, store)
-        client = stack.enter_context(AgentClient(args.url, headers=headers, store=store))
+        client = open_client(stack, args.url, args, store=store)
         thread = client.thread(thread_id)
         if args.thread_file is not None:
             out.line(f"thread {thread.id} ({'new, ' if is_new else ''}kept in {args.thread_file})", "dim")
@@ -251,22 +303,58 @@ def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
             result = conversation.start(message, state=state, has_state=args.state is not None)
         outcome = result.outcome if result is not None else None
         if as_json:
-            print(json_text({**thread.state.to_wire(), "threadId": thread.id, "outcome": outcome}))
+            # Marked as what it is (first key), so `agui replay` of this output skips it.
+            print(json_text({"kind": THREAD_LINE_KIND, **thread.state.to_wire(), "threadId": thread.id,
+                             "outcome": outcome}))
         else:
             _finish(out, conversation, result, thread, thread_file=args.thread_file)
         if conversation.stopped_at_interrupt:
             _how_to_continue(out, args, thread)
-        return 1 if outcome == "error" else 0
+        return _status(out, conversation, outcome, args)
 
 
-def _headers(values: Sequence[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for value in values:
-        name, sep, rest = value.partition(":")
-        if not sep or not name.strip():
-            raise UsageProblem(f"-H expects 'Name: value', got {value!r}")
-        headers[name.strip()] = rest.strip()
-    return headers
+def _status(out: Output, conversation: Conversation, outcome: str | None, args: argparse.Namespace) -> int:
+    """The exit status, after saying what the command could not do as asked."""
+    unused = conversation.unused_answers()
+    if unused:
+        out.line(f"--answer named interrupt(s) {', '.join(unused)} that were not open: not used", "yellow")
+    if conversation.failure is not None:
+        out.line(f"agui {args.command}: {conversation.failure}", "bold red")
+        return 1
+    return 1 if outcome == "error" else 0
+
+
+def _serve(args: argparse.Namespace, out: Output) -> int:
+    from ..testing import RecordedAgent, ScriptedAgent, serve
+
+    app: Any
+    if args.what == "demo":
+        app, what = ScriptedAgent.demo(), "the demo agent (agui_client.testing.ScriptedAgent.demo)"
+    else:
+        try:
+            app = RecordedAgent(args.what)
+        except ValueError as exc:
+            raise Unreadable(str(exc)) from None
+        what = f"the recording {args.what} ({len(app)} exchange(s), in order; thread {app.thread_id})"
+    if not 0 <= args.port <= 65535:
+        raise UsageProblem(f"--port {args.port} is not a port number")
+    try:
+        server = serve(app, port=args.port)
+    except OSError as exc:
+        raise UsageProblem(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    with server:
+        out.line(f"serving {what} at {server.url}", "bold")
+        out.line("Ctrl-C stops", "dim")
+        out.end_line()
+        sys.stdout.flush()
+        try:
+            while server.running:
+                server.thread.join(1.0)  # (in steps: Ctrl-C reaches the main thread between them)
+        except KeyboardInterrupt:
+            out.line("stopped", "dim")
+    if isinstance(app, RecordedAgent) and app.mismatches:
+        out.line(f"{len(app.mismatches)} request(s) did not match the recording and were refused (409)", "yellow")
+    return 0
 
 
 def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> tuple[str, bool]:
@@ -320,7 +408,7 @@ def _how_to_continue(out: Output, args: argparse.Namespace, thread: Thread) -> N
         return
     out.line("to answer later: " + " ".join(_quote(part) for part in (
         "agui", "run", args.url, "--thread-file", args.thread_file, "--thread-id", thread.id,
-        "--resume", "--yes")) + "   (or --answer JSON / --abandon)", "yellow")
+        "--resume", "--yes")) + "   (or --answer [ID=]JSON / --abandon)", "yellow")
 
 
 def _quote(text: str) -> str:

@@ -3,16 +3,19 @@
 One :class:`Conversation` drives a :class:`~agui_client.Thread`: it streams a run into the view (or
 as JSON lines), and while the run stops on interrupts it shows them, gets the answers the
 :class:`AnswerPolicy` says (asked through a form built from each ``responseSchema``, the schema's
-defaults for ``--yes``, a given JSON, or abandonment) and resumes with
-``thread.resume_builder()``. Expired interrupts cannot be answered, so they are abandoned, saying so.
+defaults for ``--yes``, a given JSON per interrupt or for all, or abandonment) and resumes with
+``thread.resume_builder()``. Expired interrupts cannot be answered: when the person is asked, or
+under ``--abandon``/``--abandon-expired``, they are abandoned, saying so; under ``--yes`` or
+``--answer`` the command stops instead (``failure``), as abandoning is not what it was asked to do.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, Any, Literal
 
+import attrs
 from attrs import frozen
 
 from ..core.interrupts import ResumeBuilder
@@ -46,13 +49,20 @@ class AnswerPolicy:
 
     Attributes:
         mode: ``ask`` (a form per interrupt), ``yes`` (defaults and ``approved: true``), ``answer``
-            (``payload`` for every interrupt), ``abandon``, or ``stop`` (leave them open).
-        payload: the answer for ``answer`` mode.
+            (``answers[id]``, else ``payload``), ``abandon``, or ``stop`` (leave them open).
+        payload: the answer for ``answer`` mode to every interrupt ``answers`` does not name
+            (``has_payload``: one was given; ``None`` is a JSON answer too).
+        answers: per interrupt id, its answer (``--answer ID=JSON``).
+        abandon_expired: under ``yes`` and ``answer``, abandon an expired interrupt (saying so)
+            instead of stopping with a failure.
         note: said once before the first answer (why this mode was chosen).
     """
 
     mode: Mode
     payload: JSON = None
+    has_payload: bool = True
+    answers: Mapping[str, JSON] = attrs.field(factory=dict)
+    abandon_expired: bool = False
     note: str | None = None
 
 
@@ -76,6 +86,10 @@ class Conversation:
         self.json_lines = json_lines
         self.runs: list[RunResult] = []
         self.stopped_at_interrupt = False
+        #: Why the conversation stopped short of what was asked (exit status 1), e.g. an interrupt
+        #: that expired under ``--yes``; ``None`` when it did not.
+        self.failure: str | None = None
+        self.used_answers: set[str] = set()
         self._noted = False
 
     def start(self, message: str | None, *, state: JSON = None, has_state: bool = False) -> RunResult:
@@ -165,6 +179,14 @@ class Conversation:
             return None
         builder = self.thread.resume_builder()
         expired = set(builder.expired)
+        if expired and policy.mode in ("yes", "answer") and not policy.abandon_expired:
+            # Asked to answer, not to abandon: an expired interrupt stops the command, nothing sent.
+            ids = ", ".join(i.id for i in interrupts if i.id in expired)
+            self.failure = (f"interrupt(s) {ids} expired and cannot be answered; nothing was sent "
+                            "(--abandon-expired abandons them and answers the rest)")
+            return None
+        if policy.mode == "answer":
+            self._check_answers(interrupts, expired)
         for interrupt in interrupts:
             if interrupt.id in expired:
                 self.out.line(f"interrupt {interrupt.id} has expired and cannot be answered: abandoning it", "yellow")
@@ -187,11 +209,33 @@ class Conversation:
                               "bold")
         return builder
 
+    def _check_answers(self, interrupts: Sequence[Interrupt], expired: set[str]) -> None:
+        policy = self.policy
+        if policy.has_payload:
+            return
+        missing = [i.id for i in interrupts if i.id not in expired and i.id not in policy.answers]
+        if missing:
+            raise UsageProblem(f"no --answer for interrupt(s) {', '.join(missing)} (open: "
+                               f"{', '.join(i.id for i in interrupts)}); give --answer ID=JSON for each, "
+                               "or a bare --answer JSON for the rest; nothing was sent")
+
+    def unused_answers(self) -> list[str]:
+        """The ids ``--answer ID=JSON`` named that no open interrupt had."""
+        return [i for i in self.policy.answers if i not in self.used_answers]
+
     def _payload(self, interrupt: Interrupt) -> Any:
         policy = self.policy
         if policy.mode == "yes":
+            unfilled = forms.yes_unfilled(interrupt.response_schema)
+            if unfilled:
+                raise UsageProblem(
+                    f"--yes does not invent answers: interrupt {interrupt.id} requires {', '.join(unfilled)} "
+                    f"with no default; give them with --answer {interrupt.id}=JSON; nothing was sent")
             return forms.yes_payload(interrupt.response_schema)
         if policy.mode == "answer":
+            if interrupt.id in policy.answers:
+                self.used_answers.add(interrupt.id)
+                return policy.answers[interrupt.id]
             return policy.payload
         assert self.asker is not None, "ask mode needs an asker"
         for attempt in range(MAX_ATTEMPTS):

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from ..core.interrupts import check_answer
 from ..wire.types.base import JSON
 
-__all__ = ["Asker", "Field", "fields", "describe", "yes_payload", "ask_payload", "field_errors"]
+__all__ = ["Asker", "Field", "fields", "describe", "yes_payload", "yes_unfilled", "ask_payload", "field_errors"]
 
 #: What ``--yes`` sends, and what the JSON prompt offers, when an interrupt carries no schema.
 NO_SCHEMA_ANSWER: dict[str, Any] = {"approved": True}
@@ -130,6 +130,28 @@ def yes_payload(schema: Mapping[str, Any] | None) -> JSON:
         elif field.required:
             payload[field.name] = _filler(field.schema)
     return payload
+
+
+def yes_unfilled(schema: Mapping[str, Any] | None) -> list[str]:
+    """The required fields ``--yes`` refuses to invent a value for (empty: ``yes_payload`` may be sent).
+
+    ``--yes`` takes the schema's defaults, and without one it fills only what a "yes" decides: a
+    boolean (``true``), a constant, an enum of one value. A required text, number, choice among several,
+    list or object without a default is the person's to give (``--answer ID=JSON``): a made-up ticket
+    number or the first of several environments is not an approval.
+    """
+    if not isinstance(schema, Mapping) or not schema:
+        return []
+    form = fields(schema)
+    if form is None:
+        return [] if "default" in schema or _decided(schema) else ["(the answer)"]
+    return [f.name for f in form if f.required and not f.has_default and not _decided(f.schema)
+            and not (f.name == "approved" and f.kind in ("boolean", "json"))]
+
+
+def _decided(schema: Mapping[str, Any]) -> bool:
+    kind = _kind(schema)
+    return kind in ("const", "boolean") or (kind == "enum" and len(schema["enum"]) == 1)
 
 
 def ask_payload(schema: Mapping[str, Any] | None, asker: Asker) -> JSON:

@@ -1,24 +1,43 @@
 """``agui replay`` and ``agui verify``: a recorded response (SSE capture or JSONL) read back.
 
 ``replay`` folds the recording exactly as a live run would and shows where the thread ended up;
-the first protocol error stops it (exit 1), as it would stop a live run. ``verify`` reads the whole
-recording with ``RunSession(collect_errors=True)`` and lists every finding. Both read the recording
-block by block (never whole, so the per-event size limit holds for a file of any size), and exit 2
-when the input cannot be read or holds no events at all.
+the first protocol error stops it (exit 1), as it would stop a live run. A recording folder
+(``--record DIR``) is folded exchange by exchange into the thread it recorded: each request's new
+messages and state first, as the live thread took them on, then its response. ``verify`` reads the
+whole recording with ``RunSession(collect_errors=True)`` and lists every finding, with the line and
+byte offset of the event it concerns. Both read the recording block by block (never whole, so the
+per-event size limit holds for a file of any size), and exit 2 when the input cannot be read or
+holds no events at all.
+
+The last line of ``agui run --json`` is the thread's wire form, not an event: it is marked
+``{"kind": "agui.thread", ...}`` and both commands skip it (and the unmarked form older versions
+wrote: an object without ``type`` holding ``messages``, ``openInterrupts``, ``threadId`` and
+``outcome``), so that output replays as it is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
+import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from rich.table import Table
 
-from ..core.session import RunResult, RunSession, replay_events
-from ..errors import LimitExceeded, ProtocolError, StreamWarning
+from ..core.fold import ThreadState
+from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunResult, RunSession, _detect, _sse_warnings, replay_events
+from ..errors import LimitExceeded, ProtocolError, StreamEnded, StreamWarning
+from ..testing.recording import recorded_exchanges
+from ..wire import codec
+from ..wire.jsonio import parse_json
+from ..wire.sink import collect_warnings
+from ..wire.sse import SSEDecoder
+from ..wire.types.run import RunAgentInput
 from .render import (
     Output,
     RichOutput,
@@ -31,11 +50,47 @@ from .render import (
 )
 from .terminal import json_text
 
-__all__ = ["open_source", "replay_command", "verify_command", "Unreadable"]
+__all__ = ["open_source", "replay_command", "verify_command", "Unreadable", "THREAD_LINE_KIND"]
+
+#: The ``kind`` marking the thread line ``agui run --json`` ends with.
+THREAD_LINE_KIND = "agui.thread"
+
+_THREAD_LINE = re.compile(rb'\s*\{\s*"kind"\s*:\s*"agui\.thread"')
+_LEGACY_THREAD_LINE = re.compile(rb'\s*\{\s*"messages"\s*:')
+_LEGACY_KEYS = frozenset({"messages", "openInterrupts", "threadId", "outcome"})
 
 
 class Unreadable(Exception):
     """The input cannot be read, or holds no AG-UI events (exit status 2)."""
+
+
+def _is_thread_line(data: str | bytes) -> bool:
+    """Whether a payload is the thread line of ``agui run --json`` (a summary, not an event)."""
+    head = data[:64].encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data[:64])
+    marked = _THREAD_LINE.match(head) is not None
+    if not marked and _LEGACY_THREAD_LINE.match(head) is None:
+        return False
+    try:
+        with collect_warnings():
+            value = parse_json(data)
+    except ProtocolError:
+        return False
+    if not isinstance(value, dict) or "type" in value:
+        return False
+    return marked or _LEGACY_KEYS <= value.keys()
+
+
+class _Session(RunSession):
+    """A session that skips the thread line of ``agui run --json`` (counted in ``thread_lines``)."""
+
+    thread_lines = 0
+
+    def feed_payload(self, data: str | bytes) -> list[Any]:
+        if data[:1] in ("{", b"{") or data[:1].isspace():
+            if _is_thread_line(data):
+                self.thread_lines += 1
+                return []
+        return super().feed_payload(data)
 
 
 @contextlib.contextmanager
@@ -60,7 +115,7 @@ def open_source(path: str) -> Iterator[BinaryIO]:
 
 
 def _fold(path: str, *, collect: bool) -> tuple[RunSession, RunResult]:
-    session = RunSession(collect_errors=collect)
+    session = _Session(collect_errors=collect)
     with open_source(path) as handle:
         try:
             for _ in replay_events(handle, session):
@@ -79,7 +134,9 @@ def _fold(path: str, *, collect: bool) -> tuple[RunSession, RunResult]:
 
 
 def replay_command(out: Output, path: str, *, as_json: bool) -> int:
-    """Fold the recording and show the thread it leaves; the exit status."""
+    """Fold the recording (a folder, or one file) and show the thread it leaves; the exit status."""
+    if path != "-" and os.path.isdir(path):
+        return _replay_folder(out, path, as_json=as_json)
     try:
         session, result = _fold(path, collect=False)
     except ProtocolError as exc:
@@ -97,8 +154,15 @@ def replay_command(out: Output, path: str, *, as_json: bool) -> int:
     if as_json:
         print(json_text(_wire(result), indent=2))
         return 0
-    state = result.state
     out.line(f"{'stdin' if path == '-' else path}: {session.index} event(s), {len(result.run_ids)} run(s)", "dim")
+    if isinstance(session, _Session) and session.thread_lines:
+        out.line("the thread line `agui run --json` ends with was skipped (a summary, not an event)", "dim")
+    _show_thread(out, result)
+    return 0
+
+
+def _show_thread(out: Output, result: RunResult) -> None:
+    state = result.state
     out.line("messages:", "bold")
     render_messages(out, state)
     rows = [("thread", str(result.thread_id)), ("run", str(result.run_id)), ("outcome", str(result.outcome))]
@@ -114,7 +178,105 @@ def replay_command(out: Output, path: str, *, as_json: bool) -> int:
     for interrupt in state.open_interrupts:
         render_interrupt(out, interrupt, state)
     render_warnings(out, result.warnings)
+
+
+# --------------------------------------------------------------------------------------------------
+# a recording folder
+# --------------------------------------------------------------------------------------------------
+
+
+def _read_request(path: Path) -> RunAgentInput:
+    try:
+        with collect_warnings():
+            return codec.decode(parse_json(path.read_bytes()), RunAgentInput)
+    except OSError as exc:
+        raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ProtocolError as exc:
+        raise Unreadable(f"{path} is not a RunAgentInput: {exc}") from None
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    meta: dict[str, Any] = {"status": 200, "contentType": "text/event-stream"}
+    if path.is_file():
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise Unreadable(f"{path} is not readable JSON: {exc}") from None
+        if isinstance(found, dict):
+            meta.update(found)
+    return meta
+
+
+def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
+    try:
+        exchanges = recorded_exchanges(path)
+    except OSError as exc:
+        raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not exchanges:
+        raise Unreadable(f"{path} holds no recorded exchange (NN.request.json, as --record writes)")
+    threads: dict[str, ThreadState] = {}
+    notes: list[str] = []
+    result: RunResult | None = None
+    events = runs = 0
+    for _, request in exchanges:
+        name = request.name.split(".", 1)[0]
+        stem = request.parent / name
+        run_input = _read_request(request)
+        meta = _read_meta(Path(f"{stem}.response.json"))
+        status, media = meta.get("status"), str(meta.get("contentType") or "").split(";")[0].strip().lower()
+        if not (isinstance(status, int) and 200 <= status < 300 and media == "text/event-stream"):
+            notes.append(f"{name}: HTTP {status} {media or '(no content type)'}: not a run, skipped")
+            continue
+        if meta.get("contentEncoding"):
+            raise Unreadable(f"{stem}.sse is {meta['contentEncoding']}-encoded as it came; decode it first")
+        state = threads.get(run_input.thread_id)
+        if state is None:
+            state = threads[run_input.thread_id] = ThreadState(thread_id=run_input.thread_id)
+        # What the live thread took on when it sent the request: its new messages, a replaced state.
+        for message in run_input.messages:
+            if not state.has_message(message.id):
+                state.add_message(message)
+        if run_input.state != state.state:
+            state.set_state(run_input.state)
+        session = _Session(state, run_input=run_input)
+        sse = f"{stem}.sse"
+        try:
+            with open_source(sse) as handle:
+                try:
+                    for _ in replay_events(handle, session):
+                        pass
+                except OSError as exc:
+                    raise Unreadable(f"cannot read {sse}: {exc.strerror or exc}") from exc
+            result = session.end()
+        except ProtocolError as exc:
+            return _broken(out, exc, f"{name}.sse", as_json=as_json)
+        events += session.index
+        runs += len(result.run_ids)
+    if result is None:
+        raise Unreadable(f"{path} holds no run: " + "; ".join(notes))
+    if as_json:
+        print(json_text({**_wire(result), "events": events, "exchanges": len(exchanges)}, indent=2))
+        return 0
+    out.line(f"{path}: {len(exchanges)} exchange(s), {events} event(s), {runs} run(s)", "dim")
+    for note in notes:
+        out.line(note, "yellow")
+    if len(threads) > 1:
+        out.line(f"the recording holds {len(threads)} threads; shown: the last one ({result.thread_id})", "yellow")
+    _show_thread(out, result)
     return 0
+
+
+def _broken(out: Output, exc: ProtocolError, where: str, *, as_json: bool) -> int:
+    if as_json:
+        report: dict[str, Any] = {"error": {**_finding(exc, "error"), "file": where}}
+        if exc.result is not None:
+            report.update(_wire(exc.result))
+        print(json_text(report, indent=2))
+    else:
+        render_error(out, exc)
+        out.line(f"the recording breaks the protocol in {where} at event #{exc.index}; "
+                 f"`agui verify` of that file lists every finding", "red")
+    return 1
 
 
 def _wire(result: RunResult) -> dict[str, Any]:
@@ -131,12 +293,115 @@ def _finding(item: ProtocolError | StreamWarning, severity: str) -> dict[str, An
             "message": item.message, "runId": item.run_id, "pointer": item.pointer}
 
 
+#: Bytes read at a time by ``verify``.
+_BLOCK = 32 * 1024
+
+
+class _Located:
+    """Where each event of a recording starts: its 1-based line and byte offset, by event index."""
+
+    def __init__(self) -> None:
+        self.at: dict[int, tuple[int, int]] = {}
+        self.size = 0
+
+    def of(self, index: int | None) -> tuple[int | None, int]:
+        found = self.at.get(index) if index is not None else None
+        return found if found is not None else (None, self.size)
+
+
+def _fold_located(path: str) -> tuple[_Session, _Located]:
+    """``_fold(path, collect=True)``, keeping where each event starts in the file."""
+    session = _Session(collect_errors=True)
+    located = _Located()
+    limit = DEFAULT_MAX_EVENT_BYTES
+    with open_source(path) as handle:
+        try:
+            blocks = iter(lambda: bytes(handle.read(_BLOCK)), b"")
+            first = next(blocks, b"")
+            if _detect(first) == "jsonl":
+                _jsonl_located(itertools.chain((first,), blocks), session, located, limit)
+            else:
+                _sse_located(itertools.chain((first,), blocks), session, located, limit)
+        except OSError as exc:
+            raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if session.index == 0 and not any(isinstance(error, LimitExceeded) for error in session.errors):
+        raise Unreadable("no AG-UI events found (expected an SSE capture or JSON lines)")
+    session.end()
+    return session, located
+
+
+def _sse_located(blocks: Iterator[bytes], session: _Session, located: _Located, limit: int) -> None:
+    decoder = SSEDecoder(max_event_bytes=limit)
+    try:
+        for block in blocks:
+            located.size += len(block)
+            for frame in decoder.feed(block):
+                located.at[session.index] = (frame.line, frame.offset)
+                session.feed_payload(frame.data)
+            _sse_warnings(decoder, session)
+        for frame in decoder.close():
+            located.at[session.index] = (frame.line, frame.offset)
+            session.feed_payload(frame.data)
+    except LimitExceeded as exc:
+        session._fail(exc, session.index, None)
+    _sse_warnings(decoder, session)
+
+
+def _jsonl_located(blocks: Iterator[bytes], session: _Session, located: _Located, limit: int) -> None:
+    pieces: list[bytes] = []
+    held = 0
+    line_number, start = 1, 0  # the line being read: its number and where it starts
+
+    def take(line: bytes) -> None:
+        nonlocal line_number, start
+        if line and not line.isspace():
+            located.at[session.index] = (line_number, start)
+            session.feed_payload(line)
+        line_number += 1
+        start += len(line) + 1
+
+    for block in blocks:
+        located.size += len(block)
+        at = 0
+        while True:
+            end = block.find(b"\n", at)
+            if end < 0:
+                held += len(block) - at
+                if held > limit:
+                    session._fail(LimitExceeded(f"a JSONL line grew past {limit} bytes (line {line_number}, "
+                                                f"byte {start})", limit=limit, rule="TR-11"), session.index, None)
+                    return
+                pieces.append(block[at:])
+                break
+            if pieces:
+                pieces.append(block[at:end])
+                line = b"".join(pieces)
+                pieces, held = [], 0
+            else:
+                line = block[at:end]
+            take(line)
+            at = end + 1
+    if pieces:
+        take(b"".join(pieces))
+
+
+def _after_refused_terminal(errors: Sequence[ProtocolError]) -> list[ProtocolError]:
+    """The errors without the "stream ended without RUN_FINISHED" that only repeats a refused terminal event."""
+    refused = {e.run_id for e in errors if e.event_type in ("RUN_FINISHED", "RUN_ERROR")}
+    return [e for e in errors if not (isinstance(e, StreamEnded) and e.run_id in refused)]
+
+
 def verify_command(out: Output, path: str, *, as_json: bool) -> int:
     """List every error and warning in the recording; the exit status (1 when there are errors)."""
-    session, _ = _fold(path, collect=True)
-    findings = [_finding(e, "error") for e in session.errors] + [_finding(w, "warning") for w in session.warnings]
+    if path != "-" and os.path.isdir(path):
+        raise Unreadable(f"{path} is a folder: verify one of its NN.sse files")
+    session, located = _fold_located(path)
+    errors_found = _after_refused_terminal(session.errors)
+    findings = [_finding(e, "error") for e in errors_found] + [_finding(w, "warning") for w in session.warnings]
+    for finding in findings:
+        finding["line"], finding["offset"] = located.of(finding["index"])
     findings.sort(key=lambda f: (f["index"] is None, f["index"] if f["index"] is not None else 0))
-    errors = len(session.errors)
+    errors = len(errors_found)
     warnings = len(session.warnings)
     if as_json:
         print(json_text({"events": session.index, "errors": errors, "warnings": warnings, "findings": findings},
@@ -157,19 +422,27 @@ def _findings_view(out: Output, findings: Sequence[dict[str, Any]]) -> None:
         return
     if isinstance(out, RichOutput):
         table = Table(show_edge=False, header_style="bold")
-        for column in ("", "event", "type", "rule", "finding"):
+        for column in ("", "event", "at", "type", "rule", "finding"):
             table.add_column(column)
         for f in findings:
             style = "red" if f["severity"] == "error" else "yellow"
-            table.add_row(f["severity"], _index(f), f["eventType"] or "-", f["rule"] or "-", f["message"], style=style)
+            table.add_row(f["severity"], _index(f), _position(f), f["eventType"] or "-", f["rule"] or "-",
+                          f["message"], style=style)
         out.console.print(table)
         return
     for f in findings:
-        out.line(f"{f['severity']}: {_where(f)} {f['eventType'] or '-'} [{f['rule'] or '-'}] {f['message']}")
+        out.line(f"{f['severity']}: {_where(f)} ({_position(f)}) {f['eventType'] or '-'} [{f['rule'] or '-'}] "
+                 f"{f['message']}")
 
 
 def _index(finding: dict[str, Any]) -> str:
     return f"#{finding['index']}" if finding["index"] is not None else "end"
+
+
+def _position(finding: dict[str, Any]) -> str:
+    if finding.get("line") is None:
+        return f"end, byte {finding.get('offset', 0)}"
+    return f"line {finding['line']}, byte {finding['offset']}"
 
 
 def _where(finding: dict[str, Any]) -> str:

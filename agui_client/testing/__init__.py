@@ -34,6 +34,10 @@ interrupt rules and returns a ``ProbeReport`` (see ``docs/probe.md``)::
 
     def test_my_agent_follows_the_interrupt_rules():
         probe(app, prompt="Delete the staging environment").assert_conformant()
+Recordings: ``RecordingTransport`` (``AsyncRecordingTransport``) keeps every exchange an httpx
+client makes in a folder, as ``agui run --record DIR`` does, and ``RecordedAgent(DIR)`` serves such a
+folder back, refusing (HTTP 409, then ``RecordingMismatch`` at ``check()``) a request that does not
+match the recorded one. See docs/recordings.md.
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ from .agent import (
     Wait,
 )
 from .probe import CHECKS, CheckResult, Evidence, ProbeError, ProbeReport, ProbeRun, aprobe, probe
+from .recorded import MISMATCH_CODE, RecordedAgent, RecordingMismatch
+from .recording import AsyncRecordingTransport, RecordingTransport
 from .scenarios import (
     ANSWER_SCHEMA,
     APPROVAL_SCHEMA,
@@ -104,4 +110,9 @@ __all__ = [
     "Evidence",
     "ProbeError",
     "CHECKS",
+    "RecordingTransport",
+    "AsyncRecordingTransport",
+    "RecordedAgent",
+    "RecordingMismatch",
+    "MISMATCH_CODE",
 ]

@@ -1,0 +1,95 @@
+"""The connection options every talking command shares (``run``, ``demo``, ``chat``), and the client
+they make: ``-H/--header``, ``--timeout``, ``--idle-timeout`` and ``--record DIR``.
+
+``--timeout`` bounds each run as a whole (the client's ``run_timeout``, and the connect timeout when
+that is shorter); ``--idle-timeout`` bounds the silence between bytes (keep-alive comments count).
+Header values are sent and never printed: the client redacts them from whatever it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+from collections.abc import Sequence
+
+import httpx
+
+from ..client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, AgentClient
+from ..stores import ThreadStore
+from ..testing.recording import RecordingTransport
+from .converse import UsageProblem
+
+__all__ = ["add_connection_options", "add_record_option", "parse_headers", "open_client"]
+
+
+def add_record_option(parser: argparse.ArgumentParser) -> None:
+    """``--record DIR``."""
+    parser.add_argument("--record", metavar="DIR",
+                        help="keep each run's request body and response (NN.request.json, NN.response.json, "
+                             "NN.sse) in DIR, continuing its numbering; header values are never written")
+
+
+def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = True) -> None:
+    """``-H/--header``, ``--timeout``, ``--idle-timeout`` and ``--record``."""
+    if headers:
+        parser.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
+                            help="a request header (repeatable); values are sent, never printed")
+    parser.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                        help="the longest one run may take, from its request to its last event (default: no limit)")
+    parser.add_argument("--idle-timeout", type=_seconds, metavar="SECONDS", default=DEFAULT_IDLE_TIMEOUT,
+                        help=f"the longest silence between bytes (default {DEFAULT_IDLE_TIMEOUT:g})")
+    add_record_option(parser)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
+    return value
+
+
+def parse_headers(values: Sequence[str]) -> dict[str, str]:
+    """``['Name: value', ...]`` as a mapping.
+
+    Raises:
+        UsageProblem: a value is not ``Name: value`` (the value itself is not quoted back).
+    """
+    headers: dict[str, str] = {}
+    for value in values:
+        name, sep, rest = value.partition(":")
+        if not sep or not name.strip():
+            # (the text is not quoted back: a header given without its colon may be a credential)
+            raise UsageProblem("-H expects 'Name: value', " + ("got text without a colon" if not sep
+                                                              else "got an empty name"))
+        headers[name.strip()] = rest.strip()
+    return headers
+
+
+def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace, *,
+                store: ThreadStore | None = None, recorder: RecordingTransport | None = None) -> AgentClient:
+    """An ``AgentClient`` for ``url`` with the options in ``args``, closed with ``stack``.
+
+    ``recorder``: the transport to send through (a command that starts and stops recording while it
+    runs, as ``chat``'s ``/record`` does, passes a stopped one); ``--record DIR`` starts it at DIR. Without
+    it, a recorder is made only for ``--record``.
+    """
+    headers = parse_headers(getattr(args, "header", None) or ())
+    run_timeout: float | None = getattr(args, "timeout", None)
+    idle = getattr(args, "idle_timeout", None) or DEFAULT_IDLE_TIMEOUT
+    connect = min(DEFAULT_CONNECT_TIMEOUT, run_timeout) if run_timeout is not None else DEFAULT_CONNECT_TIMEOUT
+    http: httpx.Client | None = None
+    record = getattr(args, "record", None)
+    if record is not None or recorder is not None:
+        transport = recorder if recorder is not None else RecordingTransport()
+        if record is not None:
+            try:
+                transport.start(record)
+            except OSError as exc:
+                raise UsageProblem(f"cannot record into {record}: {exc.strerror or exc}") from exc
+        http = stack.enter_context(httpx.Client(transport=transport))
+    return stack.enter_context(AgentClient(url, headers=headers, store=store, http_client=http, timeout=connect,
+                                           idle_timeout=idle, run_timeout=run_timeout))

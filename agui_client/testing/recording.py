@@ -1,0 +1,331 @@
+"""Recordings: every exchange an httpx client makes, kept on disk as it happens.
+
+A recording is a folder of numbered exchanges, in request order (``NN`` is ``01``, ``02`` ... and
+grows a digit past ``99``):
+
+* ``NN.request.json``: the request body exactly as sent (the ``RunAgentInput``);
+* ``NN.response.json``: the answer's status and content type (``{"status": 200, "contentType":
+  "text/event-stream"}``);
+* ``NN.sse``: the response body, written (and flushed) as it streams through (decompressed when the agent sent
+  it gzip- or deflate-encoded, so the file is the event stream the client read).
+
+Headers are never written, in either direction (they carry credentials), nor is the URL (a query
+may carry a token). A request that got no answer at all (the agent unreachable) leaves no file.
+``agui replay DIR`` folds such a folder into the thread it recorded, and
+:class:`~agui_client.testing.RecordedAgent` serves it back to a client under test.
+
+``RecordingTransport`` wraps any ``httpx.BaseTransport`` (httpx's own by default)::
+
+    import httpx
+    from agui_client import AgentClient
+    from agui_client.testing import RecordingTransport
+
+    recorder = RecordingTransport("recordings/delete-staging")
+    with httpx.Client(transport=recorder) as http, AgentClient(url, http_client=http) as client:
+        client.thread().run("Delete the staging environment")
+
+It can also start and stop mid-session (``recorder.start(DIR)`` / ``recorder.stop()``), as
+``agui chat``'s ``/record`` does. A folder that already holds exchanges is continued after its last
+number, so two processes working one thread in turn (``agui run --thread-file ... --record DIR``,
+then ``--resume``) leave one recording of the whole thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import threading
+import zlib
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+__all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME"]
+
+#: The name of one exchange's request file: ``01.request.json`` (its number and the rest).
+EXCHANGE_NAME = re.compile(r"^(\d{2,})\.request\.json$")
+
+#: Decompressed bytes produced per step at most, so a small compressed chunk cannot swell in memory.
+_INFLATE_STEP = 64 * 1024
+
+
+def recorded_exchanges(directory: str | os.PathLike[str]) -> list[tuple[int, Path]]:
+    """The exchanges a recording folder holds: ``(number, request file)`` in request order."""
+    found: list[tuple[int, Path]] = []
+    for entry in Path(directory).iterdir():
+        match = EXCHANGE_NAME.match(entry.name)
+        if match is not None:
+            found.append((int(match.group(1)), entry))
+    found.sort()
+    return found
+
+
+class _Recorder:
+    """Where the next exchange goes, shared by the sync and async transports."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None) -> None:
+        self._lock = threading.Lock()
+        self._directory: Path | None = None
+        self.files: list[Path] = []
+        if directory is not None:
+            self.start(directory)
+
+    @property
+    def directory(self) -> Path | None:
+        return self._directory
+
+    def start(self, directory: str | os.PathLike[str]) -> None:
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            self._directory = path
+
+    def stop(self) -> None:
+        with self._lock:
+            self._directory = None
+
+    def reserve(self, body: bytes) -> str | None:
+        """Write ``body`` as the next exchange's request; its stem (``dir/NN``), or ``None`` when stopped."""
+        with self._lock:
+            directory = self._directory
+            if directory is None:
+                return None
+            taken = recorded_exchanges(directory)
+            number = taken[-1][0] + 1 if taken else 1
+            while True:
+                stem = directory / f"{number:02d}"
+                try:
+                    # O_EXCL: another process recording into the same folder never shares a number.
+                    fd = os.open(f"{stem}.request.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    number += 1
+                    continue
+                break
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(body)
+        self.files.append(Path(f"{stem}.request.json"))
+        return str(stem)
+
+    def unreserve(self, stem: str | None) -> None:
+        """No answer came (the agent was unreachable, the connection failed): no exchange to keep."""
+        if stem is None:
+            return
+        path = Path(f"{stem}.request.json")
+        with contextlib.suppress(OSError):
+            path.unlink()
+        with contextlib.suppress(ValueError):
+            self.files.remove(path)
+
+    def response(self, stem: str, response: httpx.Response) -> _BodyFile:
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        meta: dict[str, object] = {"status": response.status_code,
+                                   "contentType": response.headers.get("content-type", "")}
+        if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
+            # An encoding this module does not undo is kept as it came, and said.
+            meta["contentEncoding"] = encoding
+        Path(f"{stem}.response.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
+        self.files += [Path(f"{stem}.response.json"), Path(f"{stem}.sse")]
+        return _BodyFile(open(f"{stem}.sse", "wb"), encoding)  # (closed with the response)
+
+
+class _BodyFile:
+    """The response body on its way to ``NN.sse``: each chunk written as it passes, decompressed."""
+
+    def __init__(self, handle: IO[bytes], encoding: str) -> None:
+        self._handle: IO[bytes] | None = handle
+        self._inflate: zlib._Decompress | None = None
+        if encoding in ("gzip", "x-gzip"):
+            self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self._inflate = zlib.decompressobj()
+
+    def write(self, chunk: bytes) -> None:
+        handle = self._handle
+        if handle is None or not chunk:
+            return
+        inflate = self._inflate
+        if inflate is None:
+            handle.write(chunk)
+        else:
+            try:
+                data = inflate.decompress(chunk, _INFLATE_STEP)
+                while True:
+                    handle.write(data)
+                    if not inflate.unconsumed_tail:
+                        break
+                    data = inflate.decompress(inflate.unconsumed_tail, _INFLATE_STEP)
+            except zlib.error:
+                # A body that is not what its header says: the rest is kept as it came rather than lost.
+                self._inflate = None
+                handle.write(chunk)
+        # On disk as it arrives (one write per network read): a run cut short, or a process killed,
+        # still leaves everything that came.
+        handle.flush()
+
+    def close(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        try:
+            if self._inflate is not None:
+                try:
+                    handle.write(self._inflate.flush())
+                except zlib.error:
+                    pass
+        finally:
+            handle.close()
+
+
+class _RecordedStream(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, body: _BodyFile) -> None:
+        self._inner = inner
+        self._body = body
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            self._body.write(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._body.close()
+
+
+class _AsyncRecordedStream(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.AsyncByteStream, body: _BodyFile) -> None:
+        self._inner = inner
+        self._body = body
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._body.write(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._body.close()
+
+
+def _wrapped(response: httpx.Response, stream: httpx.SyncByteStream | httpx.AsyncByteStream,
+             request: httpx.Request) -> httpx.Response:
+    return httpx.Response(status_code=response.status_code, headers=response.headers, stream=stream,
+                          extensions=response.extensions, request=request)
+
+
+class RecordingTransport(httpx.BaseTransport):
+    """An httpx transport that keeps every exchange in a recording folder (see the module docstring).
+
+    Args:
+        directory: the folder to record into (created if missing); ``None`` starts stopped.
+        inner: the transport that really sends (``httpx.HTTPTransport()`` by default); closed with this one.
+
+    Requests pass to ``inner`` unchanged, and responses come back unchanged: recording adds a file
+    write per chunk, nothing else. Safe to share between threads.
+
+    Attributes:
+        inner: the wrapped transport.
+        files: every file written so far, in order.
+    """
+
+    #: The client may rely on the inner transport's progress reports (the request's ``trace``).
+    _passes_through = True
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None,
+                 inner: httpx.BaseTransport | None = None) -> None:
+        self.inner = inner if inner is not None else httpx.HTTPTransport()
+        self._recorder = _Recorder(directory)
+
+    @property
+    def directory(self) -> Path | None:
+        """The folder being recorded into; ``None`` while stopped."""
+        return self._recorder.directory
+
+    @property
+    def files(self) -> list[Path]:
+        """The files written so far, in order."""
+        return list(self._recorder.files)
+
+    def start(self, directory: str | os.PathLike[str]) -> None:
+        """Record the next exchanges into ``directory`` (created if missing; continued after its last number)."""
+        self._recorder.start(directory)
+
+    def stop(self) -> None:
+        """Record nothing more; a response still streaming goes on into its file until it ends."""
+        self._recorder.stop()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` through ``inner``, recording the exchange while recording is on."""
+        stem = self._recorder.reserve(request.read()) if self._recorder.directory is not None else None
+        try:
+            response = self.inner.handle_request(request)
+        except BaseException:
+            self._recorder.unreserve(stem)
+            raise
+        if stem is None:
+            return response
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        return _wrapped(response, _RecordedStream(response.stream, self._recorder.response(stem, response)),
+                        request)
+
+    def close(self) -> None:
+        """Close the inner transport."""
+        self.inner.close()
+
+
+class AsyncRecordingTransport(httpx.AsyncBaseTransport):
+    """:class:`RecordingTransport` for ``httpx.AsyncClient`` (wrapping an ``httpx.AsyncBaseTransport``).
+
+    The files are written from the event loop: one small write per request and per read of the
+    response, the same as the sync transport's.
+    """
+
+    _passes_through = True
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None,
+                 inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
+        self._recorder = _Recorder(directory)
+
+    @property
+    def directory(self) -> Path | None:
+        """The folder being recorded into; ``None`` while stopped."""
+        return self._recorder.directory
+
+    @property
+    def files(self) -> list[Path]:
+        """The files written so far, in order."""
+        return list(self._recorder.files)
+
+    def start(self, directory: str | os.PathLike[str]) -> None:
+        """Record the next exchanges into ``directory`` (created if missing; continued after its last number)."""
+        self._recorder.start(directory)
+
+    def stop(self) -> None:
+        """Record nothing more; a response still streaming goes on into its file until it ends."""
+        self._recorder.stop()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` through ``inner``, recording the exchange while recording is on."""
+        stem = self._recorder.reserve(await request.aread()) if self._recorder.directory is not None else None
+        try:
+            response = await self.inner.handle_async_request(request)
+        except BaseException:
+            self._recorder.unreserve(stem)
+            raise
+        if stem is None:
+            return response
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return _wrapped(response, _AsyncRecordedStream(response.stream, self._recorder.response(stem, response)),
+                        request)
+
+    async def aclose(self) -> None:
+        """Close the inner transport."""
+        await self.inner.aclose()

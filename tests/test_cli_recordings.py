@@ -1,0 +1,381 @@
+"""The ``agui`` command's recordings and connection flags (issue 18, items 2 and 5), run as real
+subprocesses against real servers on 127.0.0.1.
+
+``--record DIR`` on ``run`` and ``demo``; ``agui replay DIR`` folding a recording into the thread
+the live run left (``to_wire()`` equal); ``agui replay`` of ``agui run --json`` output; ``agui serve``
+of the demo agent and of a recording (driven through a pseudo-terminal, Ctrl-C stops it);
+``--timeout``, ``--idle-timeout``, ``-H``; ``--answer ID=JSON``; ``--yes`` on an expired interrupt and
+on a required field without a default; ``agui verify``'s line and byte offsets and its single
+report of a refused ``RUN_FINISHED``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from agui_client import AgentClient, HTTPStatusError
+from agui_client.testing import ANSWER_SCHEMA, Gate, ScriptedAgent, Start, Wait
+
+AGUI = [sys.executable, "-m", "agui_client.cli"]
+#: Plain output (no terminal), UTF-8 whatever the locale.
+ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
+ENV.pop("FORCE_COLOR", None)
+
+
+def agui(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run ``agui ARGS`` with stdin not a terminal."""
+    return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=timeout, env=ENV, check=False)
+
+
+APPROVE = '{"approved": true, "environment": "staging", "ttl_minutes": 60}'
+
+
+def _thread_line(stdout: str) -> dict[str, Any]:
+    last = json.loads(stdout.splitlines()[-1])
+    assert last["kind"] == "agui.thread"
+    return last
+
+
+def _wire(thread: dict[str, Any]) -> dict[str, Any]:
+    return {key: thread[key] for key in ("messages", "state", "openInterrupts")}
+
+
+# --------------------------------------------------------------------------------------------------
+# --record and agui replay DIR
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_recording_replays_to_the_thread_the_live_run_left(served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    rec = tmp_path / "rec"
+
+    live = agui("run", endpoint.url, "-m", "delete staging", "--yes", "--json", "--record", str(rec),
+                "-H", "Authorization: Bearer sk-never-written")
+    replayed = agui("replay", "--json", str(rec))
+    shown = agui("replay", str(rec))
+
+    assert live.returncode == 0, live.stderr
+    assert sorted(p.name for p in rec.iterdir()) == [
+        "01.request.json", "01.response.json", "01.sse", "02.request.json", "02.response.json", "02.sse"]
+    assert not any(b"sk-never-written" in p.read_bytes() for p in rec.iterdir())
+    assert replayed.returncode == 0, replayed.stderr
+    thread, folded = _thread_line(live.stdout), json.loads(replayed.stdout)
+    assert _wire(folded) == _wire(thread)  # the user's messages included: they came from the requests
+    assert folded["messages"][0]["content"] == "delete staging"
+    assert folded["outcome"] == "success" and folded["exchanges"] == 2
+    assert shown.returncode == 0, shown.stderr
+    assert "2 exchange(s)" in shown.stdout and "2 run(s)" in shown.stdout
+    assert "user: delete staging" in shown.stdout
+    assert "Done: the staging environment is deleted." in shown.stdout
+
+
+def test_two_processes_on_one_thread_file_leave_one_recording_of_the_whole_thread(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    db, rec = str(tmp_path / "t.db"), str(tmp_path / "rec")
+
+    first = agui("run", endpoint.url, "-m", "delete qa", "--thread-file", db, "--record", rec)
+    second = agui("run", endpoint.url, "--thread-file", db, "--resume", "--yes", "--record", rec, "--json")
+    replayed = agui("replay", "--json", rec)
+
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert (tmp_path / "rec" / "02.sse").is_file()
+    assert _wire(json.loads(replayed.stdout)) == _wire(_thread_line(second.stdout))
+
+
+def test_demo_record_keeps_the_conversation_with_the_bundled_agent(tmp_path: Path) -> None:
+    done = agui("demo", "--yes", "--record", str(tmp_path))
+    shown = agui("replay", str(tmp_path))
+
+    assert done.returncode == 0, done.stderr
+    assert shown.returncode == 0, shown.stderr
+    assert "Done: the staging environment is deleted." in shown.stdout
+    assert "Please delete the staging environment" in shown.stdout
+
+
+def test_replay_of_run_json_output_skips_the_thread_line(served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    live = agui("run", endpoint.url, "-m", "delete staging", "--yes", "--json")
+    capture = tmp_path / "rec.jsonl"
+    capture.write_text(live.stdout)
+    # The unmarked line older versions wrote is recognised too.
+    legacy = tmp_path / "legacy.jsonl"
+    thread = _thread_line(live.stdout)
+    del thread["kind"]
+    legacy.write_text("".join(live.stdout.splitlines(keepends=True)[:-1]) + json.dumps(thread) + "\n")
+
+    shown = agui("replay", str(capture))
+    old = agui("replay", "--json", str(legacy))
+    verified = agui("verify", str(capture))
+
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "thread line `agui run --json` ends with was skipped" in shown.stdout
+    assert "outcome: success" in shown.stdout
+    assert old.returncode == 0, old.stdout
+    assert json.loads(old.stdout)["state"] == thread["state"]
+    assert verified.returncode == 0 and "0 error(s)" in verified.stdout
+
+
+def test_replay_of_a_folder_that_is_not_a_recording_exits_2(tmp_path: Path) -> None:
+    empty = agui("replay", str(tmp_path))
+
+    assert empty.returncode == 2 and "holds no recorded exchange" in empty.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# agui serve
+# --------------------------------------------------------------------------------------------------
+
+
+def _spawn_serve(*args: str) -> tuple[pexpect.spawn, str]:
+    child = pexpect.spawn(sys.executable, ["-m", "agui_client.cli", "serve", *args], env=ENV, encoding="utf-8",
+                          dimensions=(50, 200), timeout=30)
+    child.expect(r"at (http://127\.0\.0\.1:\d+/)")
+    return child, child.match.group(1)
+
+
+def test_serve_runs_a_recording_for_a_second_client_and_refuses_a_mismatch(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    rec = tmp_path / "rec"
+    live = agui("run", endpoint.url, "-m", "delete staging", "--yes", "--json", "--record", str(rec))
+    recorded = _thread_line(live.stdout)
+
+    child, url = _spawn_serve(str(rec))
+    try:
+        child.expect("Ctrl-C stops")
+        with AgentClient(url) as client:
+            with pytest.raises(HTTPStatusError) as refused:
+                client.thread("another-thread").run("delete staging")
+            thread = client.thread(recorded["threadId"])
+            first = thread.run("delete staging")
+            done = thread.run(resume=thread.resume_builder().answer(first.interrupts[0].id, json.loads(APPROVE)))
+        child.expect("request refused \\(409\\)")
+        child.sendintr()
+        child.expect("stopped")
+        child.expect("1 request\\(s\\) did not match the recording")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    assert child.exitstatus == 0
+    assert refused.value.status_code == 409 and "thread id 'another-thread'" in refused.value.payload["detail"]
+    assert done.outcome == "success"
+    assert thread.state.state == recorded["state"]
+    def said(messages: list[dict[str, Any]]) -> list[str]:
+        return [m["content"] for m in messages if m["role"] == "assistant" and m.get("content")]
+    assert said(thread.state.to_wire()["messages"]) == said(recorded["messages"])
+    assert len(said(recorded["messages"])) >= 2
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_serve_demo_prints_its_url_and_serves_the_demo_agent() -> None:
+    port = _free_port()
+    child, url = _spawn_serve("demo", "--port", str(port))
+    assert url == f"http://127.0.0.1:{port}/"
+    try:
+        with AgentClient(url) as client:
+            result = client.thread().run("delete staging")
+        child.sendintr()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    assert result.outcome == "interrupt" and result.interrupts[0].reason == "approval"
+    assert child.exitstatus == 0
+
+
+def test_the_fastapi_example_says_how_to_start_an_agent_for_its_agent_url() -> None:
+    readme = (Path(__file__).parent.parent / "examples" / "README.md").read_text()
+
+    started = re.search(r"agui serve demo --port (\d+)", readme)
+    assert started is not None
+    assert f"AGENT_URL=http://127.0.0.1:{started.group(1)}/" in readme
+
+
+# --------------------------------------------------------------------------------------------------
+# --timeout, --idle-timeout, -H
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("flag", "said"), [("--timeout", "went on past its run_timeout of 1.0s"),
+                                            ("--idle-timeout", "for 1.0s")])
+def test_a_silent_agent_is_given_up_on_after_the_timeout_given(
+        served: Callable[[Any], Any], flag: str, said: str) -> None:
+    gate = Gate()
+    endpoint = served(ScriptedAgent([[Start(), Wait(gate, timeout=60)]]))
+    try:
+        failed = agui("run", endpoint.url, "-m", "hi", flag, "1")
+    finally:
+        gate.open()
+
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert said in failed.stdout
+
+
+def test_timeouts_and_headers_given_wrong_are_usage_problems_and_no_value_is_echoed() -> None:
+    bad_timeout = agui("run", "http://127.0.0.1:9/", "-m", "hi", "--timeout", "-1")
+    no_colon = agui("run", "http://127.0.0.1:9/", "-m", "hi", "-H", "Bearer sk-typed-without-a-colon")
+
+    assert bad_timeout.returncode == 2 and "positive number of seconds" in bad_timeout.stderr
+    assert no_colon.returncode == 2 and "-H expects 'Name: value'" in no_colon.stderr
+    assert "sk-typed-without-a-colon" not in no_colon.stdout + no_colon.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# --answer ID=JSON, --yes
+# --------------------------------------------------------------------------------------------------
+
+
+def test_answer_per_interrupt_and_a_bare_answer_for_the_rest(served: Callable[[Any], Any]) -> None:
+    each = served(ScriptedAgent.interrupts(3))
+    done = agui("run", each.url, "-m", "hi", "--answer", 'interrupt-1={"answer": "one"}',
+                "--answer", 'interrupt-3={"answer": "three"}', "--answer", '{"answer": "rest"}',
+                "--answer", 'interrupt-9={"answer": "nine"}')
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    resume = {e["interruptId"]: e["payload"] for e in each.received[1].body["resume"]}
+    assert resume == {"interrupt-1": {"answer": "one"}, "interrupt-2": {"answer": "rest"},
+                      "interrupt-3": {"answer": "three"}}
+    assert "--answer named interrupt(s) interrupt-9 that were not open: not used" in done.stdout
+
+
+def test_answer_without_one_for_an_open_interrupt_sends_nothing(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.interrupts(2))
+    done = agui("run", endpoint.url, "-m", "hi", "--answer", 'interrupt-1={"answer": "one"}')
+    twice = agui("run", endpoint.url, "-m", "hi", "--answer", "{}", "--answer", "[]")
+
+    assert done.returncode == 2
+    assert "no --answer for interrupt(s) interrupt-2 (open: interrupt-1, interrupt-2)" in done.stderr
+    assert endpoint.agent.request_count == 1  # the first run only: no resume was sent
+    assert twice.returncode == 2 and "more than once" in twice.stderr
+
+
+@pytest.mark.parametrize("flags", [["--yes"], ["--answer", APPROVE]], ids=["yes", "answer"])
+def test_an_expired_interrupt_under_yes_or_answer_exits_1_and_sends_nothing(
+        served: Callable[[Any], Any], flags: list[str]) -> None:
+    endpoint = served(ScriptedAgent.demo(expires_in=-60))
+
+    done = agui("run", endpoint.url, "-m", "delete staging", *flags)
+
+    assert done.returncode == 1
+    assert re.search(r"interrupt\(s\) \S+ expired and cannot be answered; nothing was sent "
+                     r"\(--abandon-expired abandons them", done.stdout)
+    assert endpoint.agent.request_count == 1
+    assert "abandoning it" not in done.stdout
+
+
+def test_yes_refuses_to_invent_a_required_value_without_a_default(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.interrupts(1, response_schema=ANSWER_SCHEMA))
+
+    done = agui("run", endpoint.url, "-m", "hi", "--yes")
+
+    assert done.returncode == 2
+    assert ("--yes does not invent answers: interrupt interrupt-1 requires answer with no default; "
+            "give them with --answer interrupt-1=JSON") in done.stderr
+    assert endpoint.agent.request_count == 1
+
+
+def test_what_yes_fills_and_what_it_leaves_to_a_person() -> None:
+    from agui_client.cli.forms import yes_unfilled
+    from agui_client.testing import APPROVAL_SCHEMA
+
+    assert yes_unfilled(APPROVAL_SCHEMA) == []
+    assert yes_unfilled(ANSWER_SCHEMA) == ["answer"]
+    assert yes_unfilled(None) == []
+    assert yes_unfilled({"type": "object", "required": ["ok", "k", "one", "n", "env"], "properties": {
+        "ok": {"type": "boolean"}, "k": {"const": 7}, "one": {"enum": ["only"]}, "n": {"type": "integer"},
+        "env": {"enum": ["a", "b"]}}}) == ["n", "env"]
+    assert yes_unfilled({"type": "string"}) == ["(the answer)"]
+    assert yes_unfilled({"type": "string", "default": "x"}) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# agui verify
+# --------------------------------------------------------------------------------------------------
+
+
+def _sse(*events: dict[str, Any]) -> str:
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+
+
+def test_verify_reports_a_refused_run_finished_once_with_its_line_and_byte_offset(tmp_path: Path) -> None:
+    started = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
+    capture = tmp_path / "open.sse"
+    capture.write_text(_sse(started, {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+                            {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}))
+    third = capture.read_text().index('data: {"type": "RUN_FINISHED"')
+
+    shown = agui("verify", str(capture))
+    report = json.loads(agui("verify", "--json", str(capture)).stdout)
+
+    assert shown.returncode == 1
+    assert f"error: event #2 (line 5, byte {third}) RUN_FINISHED [TX-04/AGUI103]" in shown.stdout
+    assert "ended without" not in shown.stdout
+    assert "1 error(s)" in shown.stdout
+    assert [(f["index"], f["line"], f["offset"], f["rule"]) for f in report["findings"]] == [
+        (2, 5, third, "TX-04/AGUI103")]
+
+
+def test_verify_places_a_finding_at_the_end_of_the_file(tmp_path: Path) -> None:
+    capture = tmp_path / "cut.sse"
+    capture.write_text(_sse({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}))
+
+    report = json.loads(agui("verify", "--json", str(capture)).stdout)
+
+    assert [(f["rule"], f["line"], f["offset"]) for f in report["findings"]] == [
+        ("LC-04/AGUI003", None, len(capture.read_bytes()))]
+
+
+def test_a_command_can_hold_a_stopped_recorder_and_start_it_mid_session(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    # What `agui chat`'s /record builds on: the shared options' client over a recorder started later.
+    import argparse
+    import contextlib
+
+    from agui_client.cli.options import open_client
+    from agui_client.testing import RecordingTransport
+
+    endpoint = served(ScriptedAgent.chat("hello"))
+    recorder = RecordingTransport()
+    args = argparse.Namespace(header=["X-Key: k-never-written"], timeout=None, idle_timeout=5.0, record=None)
+    with contextlib.ExitStack() as stack:
+        thread = open_client(stack, endpoint.url, args, recorder=recorder).thread()
+        thread.run("not recorded")
+        recorder.start(tmp_path)
+        thread.run("recorded")
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["01.request.json", "01.response.json", "01.sse"]
+    assert json.loads((tmp_path / "01.request.json").read_text())["messages"][-1]["content"] == "recorded"
+    assert endpoint.received[1].headers["x-key"] == "k-never-written"
+    assert b"k-never-written" not in b"".join(p.read_bytes() for p in tmp_path.iterdir())
+
+
+def test_replay_of_a_folder_names_the_exchange_that_breaks_the_protocol(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    assert agui("run", endpoint.url, "-m", "delete staging", "--yes", "--record", str(tmp_path)).returncode == 0
+    (tmp_path / "02.sse").write_text(_sse({"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "boo"}))
+
+    broken = agui("replay", str(tmp_path))
+
+    assert broken.returncode == 1
+    assert "the recording breaks the protocol in 02.sse at event #0" in broken.stdout

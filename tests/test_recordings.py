@@ -1,0 +1,242 @@
+"""Recordings as a library: ``RecordingTransport`` (sync and async) writes each exchange as it streams,
+never a header value; ``RecordedAgent`` serves a recording back to a second client and refuses (409,
+then ``RecordingMismatch``) a request that does not match it.
+
+Against real servers on 127.0.0.1 (the session's ``served`` router, or ``serve``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agui_client import AgentClient, HTTPStatusError
+from agui_client.testing import (
+    MISMATCH_CODE,
+    AsyncRecordingTransport,
+    Finish,
+    Gate,
+    RecordedAgent,
+    RecordingMismatch,
+    RecordingTransport,
+    ScriptedAgent,
+    Start,
+    Wait,
+    serve,
+    text_message,
+)
+from agui_client.types import TextMessageEndEvent, UserMessage
+
+SECRET = "sk-live-5ecr3t-0000"
+
+
+def _transport(drive: Any, directory: Path | None) -> RecordingTransport | AsyncRecordingTransport:
+    return RecordingTransport(directory) if drive.kind == "sync" else AsyncRecordingTransport(directory)
+
+
+def _approve(thread: Any) -> Any:
+    first = thread.run("Delete the staging environment")
+    assert first.outcome == "interrupt"
+    return thread.run(resume=thread.resume_builder().answer(first.interrupts[0].id, {"approved": True}))
+
+
+def test_each_exchange_is_kept_in_request_order_and_no_header_value_is_written(
+        drive: Any, served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    recorder = _transport(drive, tmp_path / "rec")
+    http = drive.http_client(recorder)
+
+    with drive.client(endpoint.url, http_client=http, headers={"Authorization": f"Bearer {SECRET}"}) as client:
+        done = _approve(client.thread())
+
+    assert done.outcome == "success"
+    names = sorted(p.name for p in (tmp_path / "rec").iterdir())
+    assert names == ["01.request.json", "01.response.json", "01.sse", "02.request.json", "02.response.json",
+                     "02.sse"]
+    assert [p.name for p in recorder.files] == names
+    for n, received in enumerate(endpoint.received, start=1):
+        # The request body exactly as the agent received it; the status and type of the answer.
+        assert json.loads((tmp_path / "rec" / f"0{n}.request.json").read_bytes()) == received.body
+        assert json.loads((tmp_path / "rec" / f"0{n}.response.json").read_text()) == {
+            "status": 200, "contentType": "text/event-stream"}
+    first = (tmp_path / "rec" / "01.sse").read_text()
+    second = (tmp_path / "rec" / "02.sse").read_text()
+    assert first.startswith("data: {") and '"outcome":{"type":"interrupt"' in first
+    events = [json.loads(line[len("data: "):]) for line in second.splitlines() if line.startswith("data: ")]
+    assert "".join(e.get("delta", "") for e in events if e["type"] == "TEXT_MESSAGE_CONTENT") == done.text
+    for path in (tmp_path / "rec").iterdir():
+        assert SECRET.encode() not in path.read_bytes()
+        assert b"Bearer" not in path.read_bytes()
+
+
+def test_the_response_is_written_as_it_streams_through(served: Callable[[Any], Any], tmp_path: Path) -> None:
+    gate = Gate()
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "before the gate"), Wait(gate),
+                                      *text_message("m2", "after the gate"), Finish()]]))
+    recorder = RecordingTransport(tmp_path)
+
+    with httpx.Client(transport=recorder) as http, AgentClient(endpoint.url, http_client=http) as client:
+        thread = client.thread()
+        with thread.stream("hi") as events:
+            for event in events:
+                if isinstance(event, TextMessageEndEvent) and event.message_id == "m1":
+                    # Held at the gate: what came before is on disk already, what comes after is not.
+                    kept = (tmp_path / "01.sse").read_text()
+                    gate.open()
+        result = events.result
+
+    assert result is not None and result.outcome == "success"
+    assert '"messageId":"m1"' in kept and "RUN_STARTED" in kept and "RUN_FINISHED" not in kept and "m2" not in kept
+    assert "RUN_FINISHED" in (tmp_path / "01.sse").read_text()
+
+
+def test_recording_starts_and_stops_mid_session_and_a_folder_is_continued(
+        drive: Any, served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.chat("hello"))
+    recorder = _transport(drive, None)
+    http = drive.http_client(recorder)
+
+    with drive.client(endpoint.url, http_client=http) as client:
+        thread = client.thread()
+        thread.run("one")  # not recorded
+        recorder.start(tmp_path / "rec")
+        assert recorder.directory == tmp_path / "rec"
+        thread.run("two")
+        recorder.stop()
+        thread.run("three")  # not recorded
+        recorder.start(tmp_path / "rec")  # continued after its last number
+        thread.run("four")
+
+    recorded = [json.loads((tmp_path / "rec" / f"{n}.request.json").read_bytes()) for n in ("01", "02")]
+    assert [r["messages"][-1]["content"] for r in recorded] == ["two", "four"]
+    assert not (tmp_path / "rec" / "03.request.json").exists()
+    assert recorder.directory == tmp_path / "rec"
+
+
+def test_a_gzip_encoded_response_is_kept_as_the_event_stream_the_client_read(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    async def gzipped(scope: Any, receive: Any, send: Any) -> None:
+        request = json.loads((await receive())["body"])
+        ids = {"threadId": request["threadId"], "runId": request["runId"]}
+        body = "".join(f"data: {json.dumps(e)}\n\n" for e in (
+            {"type": "RUN_STARTED", **ids}, {"type": "RUN_FINISHED", **ids})).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]})
+        await send({"type": "http.response.body", "body": gzip.compress(body)})
+
+    endpoint = served(gzipped)
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+            AgentClient(endpoint.url, http_client=http) as client:
+        result = client.thread().run("hi")
+
+    assert result.outcome == "success"
+    assert (tmp_path / "01.sse").read_bytes().startswith(b'data: {"type": "RUN_STARTED"')
+
+
+def test_an_error_answer_is_recorded_with_its_status(served: Callable[[Any], Any], tmp_path: Path) -> None:
+    from agui_client.testing import Respond
+
+    endpoint = served(ScriptedAgent([Respond(status=503, body={"detail": "busy"})]))
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+            AgentClient(endpoint.url, http_client=http) as client, pytest.raises(HTTPStatusError):
+        client.thread().run("hi")
+
+    assert json.loads((tmp_path / "01.response.json").read_text()) == {"status": 503,
+                                                                        "contentType": "application/json"}
+    assert json.loads((tmp_path / "01.sse").read_bytes()) == {"detail": "busy"}
+
+
+# --------------------------------------------------------------------------------------------------
+# RecordedAgent
+# --------------------------------------------------------------------------------------------------
+
+
+def _record_demo(directory: Path) -> dict[str, Any]:
+    """Record the demo's approval flow into ``directory``; what the live client saw."""
+    with serve(ScriptedAgent.demo()) as url, httpx.Client(transport=RecordingTransport(directory)) as http, \
+            AgentClient(url, http_client=http) as client:
+        thread = client.thread()
+        done = _approve(thread)
+        return {"thread": thread.id, "outcome": done.outcome, "text": done.text, "state": thread.state.state,
+                "messages": len(thread.state.messages)}
+
+
+def test_a_recorded_agent_gives_a_second_client_the_same_results(tmp_path: Path) -> None:
+    live = _record_demo(tmp_path)
+
+    with RecordedAgent(tmp_path) as agent, serve(agent) as url, AgentClient(url) as client:
+        assert agent.thread_id == live["thread"] and len(agent) == 2
+        thread = client.thread(agent.thread_id)
+        first = thread.run("Delete the staging environment")
+        assert first.outcome == "interrupt"
+        assert first.run_id is not None  # the run the client sent, not the recorded one
+        done = thread.run(resume=thread.resume_builder().answer(first.interrupts[0].id, {"approved": True}))
+        assert agent.played == 2
+
+    assert {"thread": thread.id, "outcome": done.outcome, "text": done.text, "state": thread.state.state,
+            "messages": len(thread.state.messages)} == live
+    assert done.warnings == ()
+
+
+@pytest.mark.parametrize("differs", ["thread", "messages", "resume"])
+def test_a_request_that_does_not_match_is_refused_with_409_and_fails_the_test(tmp_path: Path, differs: str) -> None:
+    live = _record_demo(tmp_path)
+    agent = RecordedAgent(tmp_path)
+
+    with serve(agent) as url, AgentClient(url) as client:
+        thread = client.thread(live["thread"] if differs != "thread" else "another-thread")
+        if differs == "resume":
+            first = thread.run("Delete the staging environment")
+            with pytest.raises(HTTPStatusError) as refused:
+                thread.run(resume=thread.resume_builder().answer(first.interrupts[0].id, {"approved": False}))
+        else:
+            with pytest.raises(HTTPStatusError) as refused:
+                thread.run([UserMessage(id="u1", content="Delete the staging environment"),
+                            UserMessage(id="u2", content="and more")] if differs == "messages" else "hi")
+        error = refused.value
+
+    assert error.status_code == 409
+    assert error.payload["code"] == MISMATCH_CODE
+    expected = {"thread": "thread id 'another-thread', recorded", "messages": "2 message(s), recorded 1",
+                "resume": '"approved": false}}], recorded'}[differs]
+    assert expected in error.payload["detail"]
+    with pytest.raises(RecordingMismatch) as failed:
+        agent.check()
+    assert expected in str(failed.value)
+    assert len(agent.mismatches) == 1
+
+
+def test_a_recording_left_unplayed_fails_at_the_end_of_the_with_block(tmp_path: Path) -> None:
+    live = _record_demo(tmp_path)
+
+    with pytest.raises(RecordingMismatch, match=r"1 recorded exchange\(s\) never requested: 02"):
+        with RecordedAgent(tmp_path) as agent, serve(agent) as url, AgentClient(url) as client:
+            client.thread(live["thread"]).run("Delete the staging environment")
+
+    agent.check(complete=False)  # what was requested matched
+
+
+def test_a_folder_that_is_not_a_recording_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="holds no recorded exchange"):
+        RecordedAgent(tmp_path)
+    (tmp_path / "01.request.json").write_text('{"threadId": "t", "runId": "r", "messages": []}')
+    with pytest.raises(ValueError, match="01.sse is missing"):
+        RecordedAgent(tmp_path)
+
+
+def test_a_request_that_got_no_answer_leaves_no_exchange(drive: Any, tmp_path: Path) -> None:
+    from agui_client import TransportError
+
+    recorder = _transport(drive, tmp_path)
+    http = drive.http_client(recorder)
+
+    with drive.client("http://127.0.0.1:9/agent", http_client=http) as client, pytest.raises(TransportError):
+        client.thread().run("hi")
+
+    assert list(tmp_path.iterdir()) == [] and recorder.files == []
