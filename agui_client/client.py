@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .core.exchange import StreamHandle, request_body
+from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
 from .core.redact import Redactor, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
@@ -248,7 +249,11 @@ class _ClientBase:
     def __init__(self, url: str, *, headers: Mapping[str, str] | None, timeout: float, idle_timeout: float,
                  max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
                  clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str],
-                 run_timeout: float | None) -> None:
+                 run_timeout: float | None, legacy_interrupts: LegacyInterrupts | None) -> None:
+        if legacy_interrupts is not None and legacy_interrupts not in LEGACY_BRIDGES:
+            raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
+                             f"not {legacy_interrupts!r}")
+        self.legacy_interrupts: LegacyInterrupts | None = legacy_interrupts
         self.url = url
         self.run_timeout = run_timeout
         self.headers = dict(headers or {})
@@ -376,6 +381,13 @@ class AgentClient(_ClientBase):
             default: no bound beyond ``idle_timeout`` between bytes). Past it the run fails with
             ``RunTimeout``, as for any transport fault (a resume whose request was written stays
             claimed). ``Thread.run(run_timeout=...)`` and ``stream(...)`` set it for one run.
+        legacy_interrupts: ``"langgraph"`` bridges LangGraph's pre-1.0 interrupts: a run that ends as
+            success after ``CUSTOM on_interrupt`` events reads as the interrupt outcome
+            (``RunResult.bridged`` says so), its interrupts are held open and answered with
+            ``resume_builder()`` as any, and the answers travel in ``forwardedProps.command.resume``,
+            where that producer reads them, never also as a resume list. ``None`` (the default): such
+            a run stays a success, with a ``LEGACY-CUSTOM-INTERRUPT`` warning. See
+            docs/legacy-interrupts.md.
     """
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
@@ -383,10 +395,11 @@ class AgentClient(_ClientBase):
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.Client | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
-                 run_timeout: float | None = None) -> None:
+                 run_timeout: float | None = None, legacy_interrupts: LegacyInterrupts | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
-                         sensitive_headers=sensitive_headers, run_timeout=run_timeout)
+                         sensitive_headers=sensitive_headers, run_timeout=run_timeout,
+                         legacy_interrupts=legacy_interrupts)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.Client(
             timeout=self._timeout(), follow_redirects=follow_redirects)
@@ -513,10 +526,11 @@ class AsyncAgentClient(_ClientBase):
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.AsyncClient | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
-                 run_timeout: float | None = None) -> None:
+                 run_timeout: float | None = None, legacy_interrupts: LegacyInterrupts | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
-                         sensitive_headers=sensitive_headers, run_timeout=run_timeout)
+                         sensitive_headers=sensitive_headers, run_timeout=run_timeout,
+                         legacy_interrupts=legacy_interrupts)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.AsyncClient(
             timeout=self._timeout(), follow_redirects=follow_redirects)

@@ -6,13 +6,15 @@ updates graph state, frontend tools that end the run, and an approval node that 
 ``interrupt()``. It is served by ``add_langgraph_fastapi_endpoint`` twice on one FastAPI app:
 
 * ``/default`` - ``LangGraphAgent`` as shipped: RAW passthrough on, ``emit_interrupt_outcome=False``;
-* ``/v1``      - the same graph with ``emit_interrupt_outcome=True`` (the AG-UI 1.0 interrupt outcome).
+* ``/v1``      - the same graph with ``emit_interrupt_outcome=True`` (the AG-UI 1.0 interrupt outcome);
+* ``/lean``    - the defaults with ``emit_raw_events=False`` (for the legacy bridge's tests).
 
 Everything on the client side goes through the public API. Third-party packages are imported inside
 the fixture, so the main dev environment can collect this file and deselect it
 (``-m "not interop"``); ``.ci/interop.sh`` runs it in ``.venv-interop``. See NOTES.md.
 """
 
+import contextlib
 import json
 import re
 import uuid
@@ -98,6 +100,13 @@ def _reply(state: dict[str, Any]) -> Any:
 
 @pytest.fixture(scope="module")
 def producer() -> Iterator[Producer]:
+    with running_producer() as running:
+        yield running
+
+
+@contextlib.contextmanager
+def running_producer() -> Iterator[Producer]:
+    """The producer on 127.0.0.1 (also used by ``record_legacy.py``)."""
     from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
     from fastapi import FastAPI
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -165,6 +174,9 @@ def producer() -> Iterator[Producer]:
     app = FastAPI()
     add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="default", graph=graph), "/default")
     add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="v1", graph=graph, emit_interrupt_outcome=True), "/v1")
+    # The shipped defaults without the RAW passthrough: the CUSTOM on_interrupt then carries no rawEvent
+    # (so no LangGraph interrupt id), the legacy bridge's other case.
+    add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="lean", graph=graph, emit_raw_events=False), "/lean")
     recorder = Recorder(app)
     with serve(recorder) as url:
         yield Producer(url, recorder, deleted)
