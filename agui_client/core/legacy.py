@@ -124,9 +124,9 @@ def bridge(asks: Sequence[tuple[JSON, JSON, str | None]], run_id: str,
                 parsed = parse_json(value, check_duplicates=False)
             except ProtocolError:
                 parsed = value  # (the adapter sends a text payload as it is, unquoted)
-        native = raw.get("id") if isinstance(raw, dict) else None
-        has_native = isinstance(native, str) and bool(native)
-        interrupt_id = native if has_native else f"{run_id}:{ON_INTERRUPT}:{n}"
+        found = raw.get("id") if isinstance(raw, dict) else None
+        native = found if isinstance(found, str) and found else None
+        interrupt_id = native if native is not None else f"{run_id}:{ON_INTERRUPT}:{n}"
         if interrupt_id in out:
             continue
         fields = parsed if isinstance(parsed, dict) else {}
@@ -139,7 +139,7 @@ def bridge(asks: Sequence[tuple[JSON, JSON, str | None]], run_id: str,
             tool_call_id=_read(fields, "toolCallId", "tool_call_id", str),
             response_schema=_read(fields, "responseSchema", "response_schema", dict),
             expires_at=_read(fields, "expiresAt", "expires_at", str),
-            metadata={"langgraph": {"raw": parsed, "id": native if has_native else None}},
+            metadata={"langgraph": {"raw": parsed, "id": native}},
             subagent_run_id=owner if owner is not None and owner in subagents else None,
         )
     return tuple(out.values())
@@ -204,7 +204,8 @@ def forward_resume(via: str, forwarded_props: JSON, entries: Sequence[ResumeEntr
             raise ResumeRefused(
                 f"nothing was sent: interrupts {missing} carry no LangGraph id (the producer sent no rawEvent), so "
                 "LangGraph cannot match several answers to them, and every open interrupt is answered in one run: "
-                "configure the producer to send its raw events or the interrupt outcome", ids=missing, problems={"legacy-channel": missing})
+                "configure the producer to send its raw events or the interrupt outcome",
+                ids=missing, problems={"legacy-channel": missing})
         value = {native[e.interrupt_id]: _answer(e) for e in entries}
     return {**props, "command": {**command, "resume": value}}
 
