@@ -129,7 +129,8 @@ def test_a_bridged_interrupt_is_answered_or_abandoned_in_the_producers_channel(
         assert interrupt.reason == "tool_approval" and interrupt.message == "Delete /srv/x?"
         assert interrupt.tool_call_id == gated_call(case)
         assert interrupt.response_schema == APPROVAL_SCHEMA
-        assert interrupt.metadata is not None and interrupt.metadata["langgraph"]["raw"]["toolCallId"] == gated_call(case)
+        assert interrupt.metadata is not None
+        assert interrupt.metadata["langgraph"]["raw"]["toolCallId"] == gated_call(case)
         assert thread.open_interrupts == first.interrupts and thread.state.open_interrupts_via == "langgraph"
 
         builder = thread.resume_builder()
