@@ -112,8 +112,10 @@ def test_answered_or_unnamed_like_a_confirmation_calls_are_not_warned() -> None:
                           {"type": "TOOL_CALL_RESULT", "messageId": "m1", "toolCallId": "c1", "content": "ok"},
                           finished()])
     frontend = both_ways([started(), *call("c1", "pick_color"), finished()])
-    assert answered.warnings == () and frontend.warnings == ()
-    assert frontend.pending_tool_call_ids == ("c1",)
+    # A 1.0 producer that names its pending calls hands them over as frontend calls on purpose.
+    named = both_ways([started(), *call("c1", "confirm_choice"), finished(type="success", pendingToolCallIds=["c1"])])
+    assert answered.warnings == () and frontend.warnings == () and named.warnings == ()
+    assert frontend.pending_tool_call_ids == ("c1",) and named.pending_tool_call_ids == ("c1",)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -141,15 +141,18 @@ class RunLedger:
                 self.pending = run.pending_tool_call_ids
                 self.open_interrupts = ()
                 self.interrupted_run_id = None
-                if run.legacy_asked or run.pending_tool_call_ids:
-                    return self._asked_before_1_0(run)
+                # (calls the outcome names, a 1.0 field, are handed over as frontend calls on purpose:
+                # only calls derived from the stream are asked about)
+                derived = () if outcome is not None and outcome.pending_tool_call_ids else run.pending_tool_call_ids
+                if run.legacy_asked or derived:
+                    return self._asked_before_1_0(run, derived)
         return _NO_WARNINGS
 
-    def _asked_before_1_0(self, run: RunRecord) -> Sequence[StreamWarning]:
+    def _asked_before_1_0(self, run: RunRecord, derived: Sequence[str]) -> Sequence[StreamWarning]:
         # Looked for once, at a success's end: the on_interrupt events the CUSTOM handler counted and
         # the names of the calls left pending (the run's own handful).
         names = []
-        for call_id in run.pending_tool_call_ids:
+        for call_id in derived:
             call = self.log.tool_call(call_id)
             if call is not None:
                 names.append((call_id, call.function.name))
