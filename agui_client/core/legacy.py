@@ -95,13 +95,19 @@ def notice(asked: int, pending_names: Sequence[tuple[str, str]]) -> list[StreamW
             "with legacy_interrupts='langgraph'", pointer="/outcome"))
     confirming = [(i, n) for i, n in pending_names if looks_like_confirmation(n)]
     if confirming:
-        calls = ", ".join(f"{n!r} ({i!r})" for i, n in confirming[:5]) + (" …" if len(confirming) > 5 else "")
+        # (names and ids are the agent's: shortened, and shown by repr, which escapes control characters)
+        calls = ", ".join(f"{_short(n)!r} ({_short(i)!r})" for i, n in confirming[:5]) + (
+            " …" if len(confirming) > 5 else "")
         found.append(StreamWarning(
             code=TOOL_ASKED, message=f"the run ended as success with unanswered tool call(s) named like a "
             f"confirmation: {calls}. If the agent is waiting for a person, it asked the pre-1.0 way: answer the "
             "call with thread.add_tool_result() and run again, or configure the producer to send the interrupt "
             "outcome", pointer="/outcome"))
     return found
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def bridge(asks: Sequence[tuple[JSON, JSON, str | None]], run_id: str,

@@ -107,6 +107,13 @@ def test_a_success_leaving_a_confirmation_call_unanswered_is_warned() -> None:
     assert result.outcome == "success" and result.pending_tool_call_ids == ("c1", "c2")
 
 
+def test_the_confirmation_warning_quotes_names_short_and_escaped() -> None:
+    name = "confirm_\x1b[31m" + "x" * 5000
+    (warning,) = both_ways([started(), *call("c1", name), finished()]).warnings
+    assert "\x1b" not in warning.message and len(warning.message) < 600
+    assert repr(name[:80] + "…") in warning.message
+
+
 def test_answered_or_unnamed_like_a_confirmation_calls_are_not_warned() -> None:
     answered = both_ways([started(), *call("c1", "confirm_delete"),
                           {"type": "TOOL_CALL_RESULT", "messageId": "m1", "toolCallId": "c1", "content": "ok"},
