@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .core.exchange import StreamHandle, request_body
+from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
 from .core.redact import MARK, Redactor, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
@@ -302,7 +303,12 @@ class _ClientBase:
     def __init__(self, url: str, *, headers: Mapping[str, str] | None, timeout: float, idle_timeout: float,
                  max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
                  clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str],
-                 run_timeout: float | None, telemetry: Telemetry | bool | None = None) -> None:
+                 run_timeout: float | None, telemetry: Telemetry | bool | None = None,
+                 legacy_interrupts: LegacyInterrupts | None = None) -> None:
+        if legacy_interrupts is not None and legacy_interrupts not in LEGACY_BRIDGES:
+            raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
+                             f"not {legacy_interrupts!r}")
+        self.legacy_interrupts: LegacyInterrupts | None = legacy_interrupts
         self.url = url
         #: Where runs report to OpenTelemetry (``None``: nowhere); see :class:`~agui_client.Telemetry`.
         self.telemetry = resolve(telemetry)
@@ -456,6 +462,13 @@ class AgentClient(_ClientBase):
             ``opentelemetry-api`` is installed (nothing is recorded until the application configures an
             SDK), else nowhere; a :class:`~agui_client.Telemetry` to choose the providers or to record
             content; ``False``: nowhere. See ``docs/opentelemetry.md``.
+        legacy_interrupts: ``"langgraph"`` bridges LangGraph's pre-1.0 interrupts: a run that ends as
+            success after ``CUSTOM on_interrupt`` events reads as the interrupt outcome
+            (``RunResult.bridged`` says so), its interrupts are held open and answered with
+            ``resume_builder()`` as any, and the answers travel in ``forwardedProps.command.resume``,
+            where that producer reads them, never also as a resume list. ``None`` (the default): such
+            a run stays a success, with a ``LEGACY-CUSTOM-INTERRUPT`` warning. See
+            docs/legacy-interrupts.md.
     """
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
@@ -463,10 +476,12 @@ class AgentClient(_ClientBase):
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.Client | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
-                 run_timeout: float | None = None, telemetry: Telemetry | bool | None = None) -> None:
+                 run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
+                 legacy_interrupts: LegacyInterrupts | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
-                         sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry)
+                         sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
+                         legacy_interrupts=legacy_interrupts)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.Client(
             timeout=self._timeout(), follow_redirects=follow_redirects)
@@ -628,10 +643,12 @@ class AsyncAgentClient(_ClientBase):
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, store: ThreadStore | None = None,
                  http_client: httpx.AsyncClient | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
-                 run_timeout: float | None = None, telemetry: Telemetry | bool | None = None) -> None:
+                 run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
+                 legacy_interrupts: LegacyInterrupts | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
-                         sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry)
+                         sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
+                         legacy_interrupts=legacy_interrupts)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else httpx.AsyncClient(
             timeout=self._timeout(), follow_redirects=follow_redirects)

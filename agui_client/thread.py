@@ -233,7 +233,7 @@ class Thread(Conversation):
 
     def __init__(self, client: AgentClient, thread_id: str, *,
                  tool_handlers: Mapping[str, ToolHandler] | None = None) -> None:
-        super().__init__(client.store, thread_id, client.clock, tool_handlers)
+        super().__init__(client.store, thread_id, client.clock, tool_handlers, client.legacy_interrupts)
         self.client = client
         self._take(self._store.load(thread_id))
 
@@ -439,7 +439,7 @@ class AsyncThread(Conversation):
 
     def __init__(self, client: AsyncAgentClient, thread_id: str, *,
                  tool_handlers: Mapping[str, ToolHandler] | None = None) -> None:
-        super().__init__(client.store, thread_id, client.clock, tool_handlers)
+        super().__init__(client.store, thread_id, client.clock, tool_handlers, client.legacy_interrupts)
         self.client = client
         self._take(self._store.load(thread_id))
 

@@ -74,6 +74,7 @@ from .interrupts import (
     check_resume,
     without_abandoned_payloads,
 )
+from .legacy import forward_resume
 from .plan import (
     MessageInput,
     Plan,
@@ -183,7 +184,7 @@ class Conversation:
     """
 
     def __init__(self, store: Any, thread_id: str, clock: Callable[[], datetime] | None,
-                 tool_handlers: Mapping[str, ToolHandler] | None) -> None:
+                 tool_handlers: Mapping[str, ToolHandler] | None, legacy_interrupts: str | None = None) -> None:
         if not thread_id.isascii() and unencodable(thread_id):
             # (a lone surrogate: no store could key it, and the agent would be sent another id)
             raise UnencodableValue(f"nothing was sent: the thread id {thread_id!r} holds a lone surrogate",
@@ -192,7 +193,8 @@ class Conversation:
         self._store = store
         self._clock = clock
         self.tool_handlers: dict[str, ToolHandler] = dict(tool_handlers or {})
-        self._state = ThreadState(thread_id=thread_id)
+        self._legacy = legacy_interrupts
+        self._state = ThreadState(thread_id=thread_id, legacy_interrupts=legacy_interrupts)
         self._version: int | None = None
         self._owner = f"{uuid.uuid4()}"
         #: The version a claim of this object would have made when the store failed while writing it
@@ -288,6 +290,7 @@ class Conversation:
                                  thread_id=self.id) from exc
             self._state = state
             self._state.thread_id = self.id
+            self._state.legacy_interrupts = self._legacy
             self._version = stored.version
             if stored.claim is not None and stored.claim == self._owner and stored.version == self._unsure:
                 # This object's own claim whose reply was lost: nothing was sent under it. The thread
@@ -316,7 +319,15 @@ class Conversation:
         entries = without_abandoned_payloads(entries)
         # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14).
         check_resume(open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown)
-        _warn_absent_payloads(entries)
+        sent = entries
+        via = self._state.open_interrupts_via
+        if via is not None and entries:
+            # Interrupts the legacy bridge read: the answers go where that producer reads them, and
+            # only there (a resume list as well would be two answers to one question).
+            forwarded_props = forward_resume(via, forwarded_props, entries, open_interrupts)
+            sent = ()
+        else:
+            _warn_absent_payloads(entries)
         if tools is None and self.tool_handlers:
             tools = [declare(name, handler) for name, handler in self.tool_handlers.items()]
         replace_state = state is not None  # None: keep the thread's state (send `set_state(None)` for null)
@@ -340,7 +351,7 @@ class Conversation:
             tools=tuple(tools) if tools is not None else (),
             context=tuple(context) if context is not None else (),
             forwarded_props=forwarded_props if forwarded_props is not None else {},
-            resume=entries or None,
+            resume=sent or None,
             protocol_version=PROTOCOL_VERSION,
         )
         return Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,

@@ -80,6 +80,9 @@ class RunResult:
         steps: the steps the run went through.
         events: how many events the response carried.
         run_ids: every run the response held, in order (a recorded multi-run stream).
+        bridged: ``"langgraph"`` when the legacy bridge read the run's interrupts: the wire said
+            success (a bare ``RUN_FINISHED`` after ``CUSTOM on_interrupt``), and ``outcome`` is
+            ``"interrupt"``, as the producer in 1.0 mode would have said (docs/legacy-interrupts.md).
     """
 
     thread_id: str | None
@@ -97,6 +100,7 @@ class RunResult:
     steps: tuple[StepRecord, ...] = ()
     events: int = 0
     run_ids: tuple[str, ...] = ()
+    bridged: str | None = None
 
     @property
     def messages(self) -> tuple[msg.Message, ...]:
@@ -593,6 +597,7 @@ class RunSession:
             steps=tuple(run.steps) if run is not None else (),
             events=self._index,
             run_ids=tuple(r.run_id for r in runs),
+            bridged=run.bridged if run is not None else None,
         )
 
 
@@ -732,7 +737,7 @@ def _state_snapshot(session: RunSession, index: int, snapshot: JSON, subagent_ru
 
 def _custom(session: RunSession, index: int, name: str, value: JSON, subagent_run_id: str | None = None,
             timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    pass  # (a custom event carries no state of its own)
+    session.state.ledger.custom(name, value, subagent_run_id, raw_event)  # (no state of its own; see legacy.py)
 
 
 def _step_started(session: RunSession, index: int, step_name: str, subagent_run_id: str | None = None,

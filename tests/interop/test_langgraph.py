@@ -6,13 +6,15 @@ updates graph state, frontend tools that end the run, and an approval node that 
 ``interrupt()``. It is served by ``add_langgraph_fastapi_endpoint`` twice on one FastAPI app:
 
 * ``/default`` - ``LangGraphAgent`` as shipped: RAW passthrough on, ``emit_interrupt_outcome=False``;
-* ``/v1``      - the same graph with ``emit_interrupt_outcome=True`` (the AG-UI 1.0 interrupt outcome).
+* ``/v1``      - the same graph with ``emit_interrupt_outcome=True`` (the AG-UI 1.0 interrupt outcome);
+* ``/lean``    - the defaults with ``emit_raw_events=False`` (for the legacy bridge's tests).
 
 Everything on the client side goes through the public API. Third-party packages are imported inside
 the fixture, so the main dev environment can collect this file and deselect it
 (``-m "not interop"``); ``.ci/interop.sh`` runs it in ``.venv-interop``. See NOTES.md.
 """
 
+import contextlib
 import json
 import re
 import uuid
@@ -27,6 +29,7 @@ from agui_client import (
     AssistantMessage,
     AsyncAgentClient,
     CustomEvent,
+    InvalidResumePayload,
     NothingToResume,
     RawEvent,
     ResumeEntry,
@@ -98,6 +101,13 @@ def _reply(state: dict[str, Any]) -> Any:
 
 @pytest.fixture(scope="module")
 def producer() -> Iterator[Producer]:
+    with running_producer() as running:
+        yield running
+
+
+@contextlib.contextmanager
+def running_producer() -> Iterator[Producer]:
+    """The producer on 127.0.0.1 (also used by ``record_legacy.py``)."""
     from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
     from fastapi import FastAPI
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -165,6 +175,9 @@ def producer() -> Iterator[Producer]:
     app = FastAPI()
     add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="default", graph=graph), "/default")
     add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="v1", graph=graph, emit_interrupt_outcome=True), "/v1")
+    # The shipped defaults without the RAW passthrough: the CUSTOM on_interrupt then carries no rawEvent
+    # (so no LangGraph interrupt id), the legacy bridge's other case.
+    add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="lean", graph=graph, emit_raw_events=False), "/lean")
     recorder = Recorder(app)
     with serve(recorder) as url:
         yield Producer(url, recorder, deleted)
@@ -478,7 +491,9 @@ def test_default_interrupt_reads_as_success_with_a_pending_call(producer: Produc
     # the gated call derived as pending (TC-17), no interrupt to answer. The interrupt only shows as
     # a CUSTOM event whose value is the interrupt() payload as a JSON string.
     assert producer.recorder.events()[-1].keys() == {"type", "threadId", "runId"}
-    assert result.outcome == "success" and result.interrupts == () and result.warnings == ()
+    assert result.outcome == "success" and result.interrupts == ()
+    # The one thing the client adds: a warning that the agent asked the pre-1.0 way (docs/legacy-interrupts.md).
+    assert [w.code for w in result.warnings] == ["LEGACY-CUSTOM-INTERRUPT"]
     assert thread.state.open_interrupts == ()
     (call,) = result.pending_tool_calls
     assert call.function.name == "delete_file"
@@ -498,6 +513,7 @@ def test_default_interrupt_reads_as_success_with_a_pending_call(producer: Produc
     again = thread.run()
     assert _types(producer.recorder.events()) == ["RUN_STARTED", "CUSTOM", "RUN_FINISHED"]
     assert again.outcome == "success" and again.pending_tool_call_ids == () and again.new_messages == ()
+    assert [w.code for w in again.warnings] == ["LEGACY-CUSTOM-INTERRUPT"]
     assert producer.deleted[before:] == []
 
 
@@ -515,3 +531,74 @@ def test_default_interrupt_resumed_through_forwarded_props(producer: Producer, d
     assert "resume" not in sent and sent["forwardedProps"] == {"command": {"resume": {"approved": True}}}
     (tool,) = [m for m in thread.state.messages if isinstance(m, ToolMessage)]
     assert tool.tool_call_id == first.pending_tool_call_ids[0] and tool.content == "deleted /srv/x"
+
+
+# --------------------------------------------------------------------------------------------------
+# interrupt(): as shipped, through the client's legacy bridge (legacy_interrupts="langgraph")
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("decision", "tool_said", "executed"), [
+    ("approve", "deleted /srv/x", True),
+    ("reject", "rejected: not today", False),
+    ("abandon", "cancelled", False),
+])
+def test_legacy_interrupt_bridged(producer: Producer, decision: str, tool_said: str, executed: bool) -> None:
+    before = len(producer.deleted)
+    with AgentClient(producer.endpoint("/default"), legacy_interrupts="langgraph") as client:
+        thread = client.thread()
+        first = thread.run("delete the file")
+
+        wire = producer.recorder.events()
+        assert wire[-1].keys() == {"type", "threadId", "runId"}  # success on the wire
+        (legacy,) = [e for e in wire if e["type"] == "CUSTOM"]
+        assert first.outcome == "interrupt" and first.bridged == "langgraph" and first.warnings == ()
+        (interrupt,) = first.interrupts
+        (call,) = _calls(thread.state.messages)
+        assert interrupt.id == legacy["rawEvent"]["id"] and re.fullmatch(r"[0-9a-f]{32}", interrupt.id)
+        assert interrupt.reason == "tool_approval" and interrupt.message == "Delete /srv/x?"
+        assert interrupt.tool_call_id == call.id and interrupt.response_schema == APPROVAL_SCHEMA
+        assert first.pending_tool_call_ids == () and thread.open_interrupts == first.interrupts
+
+        # The resume rules apply unchanged: an incomplete or invalid answer is refused before sending.
+        sent_before = len(producer.recorder.exchanges)
+        with pytest.raises(UncoveredInterrupts):
+            thread.run("never mind")
+        with pytest.raises(InvalidResumePayload):
+            thread.run(resume=thread.resume_builder().answer(interrupt.id, {"approved": "yes"}))
+        assert len(producer.recorder.exchanges) == sent_before
+        assert producer.deleted[before:] == []
+
+        builder = thread.resume_builder()
+        if decision == "approve":
+            builder.answer(interrupt.id, {"approved": True})
+        elif decision == "reject":
+            builder.answer(interrupt.id, {"approved": False, "reason": "not today"})
+        else:
+            builder.abandon(interrupt.id)
+        second = thread.run(resume=builder)
+
+    sent = producer.recorder.request()
+    assert "resume" not in sent  # the answers travel in the producer's channel only
+    resume = sent["forwardedProps"]["command"]["resume"]
+    assert resume == (builder.entries[0].payload if decision != "abandon"
+                      else {"__agui_cancelled__": True, "interrupt_id": interrupt.id})
+    assert second.outcome == "success" and second.warnings == () and thread.open_interrupts == ()
+    assert second.text == f"tool said: {tool_said}"
+    assert producer.deleted[before:] == (["/srv/x"] if executed else [])
+    (tool,) = [m for m in thread.state.messages if isinstance(m, ToolMessage)]
+    assert tool.tool_call_id == call.id and tool.content == tool_said
+
+
+@pytest.mark.anyio
+async def test_legacy_interrupt_bridged_without_raw_events_async(producer: Producer) -> None:
+    before = len(producer.deleted)
+    async with AsyncAgentClient(producer.endpoint("/lean"), legacy_interrupts="langgraph") as client:
+        thread = client.thread()
+        first = await thread.run("delete the file")
+        assert "rawEvent" not in [e for e in producer.recorder.events() if e["type"] == "CUSTOM"][0]
+        (interrupt,) = first.interrupts
+        assert first.outcome == "interrupt" and interrupt.id == f"{first.run_id}:on_interrupt:0"
+        second = await thread.run(resume=thread.resume_builder().answer(interrupt.id, {"approved": True}))
+    assert producer.recorder.request()["forwardedProps"] == {"command": {"resume": {"approved": True}}}
+    assert second.outcome == "success" and second.text == "tool said: deleted /srv/x"
+    assert producer.deleted[before:] == ["/srv/x"]

@@ -31,6 +31,7 @@ from ...wire.types import events as ev
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.types.base import JSON
+from .. import legacy
 from ..roster import Roster
 from .document import EMPTY_STATE, StateDocument
 from .entries import Entry
@@ -67,6 +68,8 @@ class ThreadState:
         thread_id: the thread's id, when known.
         open_interrupts: interrupts still waiting for an answer (a thread brought back from elsewhere).
         interrupted_run_id: the run that raised them.
+        legacy_interrupts: ``"langgraph"`` to bridge LangGraph's pre-1.0 interrupts (a ``CUSTOM``
+            ``on_interrupt`` event, then success) into interrupts (docs/legacy-interrupts.md).
 
     Attributes:
         log, streams, document, snapshots, ledger: the parts (see the module docstring); the handlers
@@ -82,7 +85,7 @@ class ThreadState:
 
     def __init__(self, *, messages: Iterable[msg.Message] = (), state: JSON = EMPTY_STATE,
                  thread_id: str | None = None, open_interrupts: Iterable[rn.Interrupt] = (),
-                 interrupted_run_id: str | None = None) -> None:
+                 interrupted_run_id: str | None = None, legacy_interrupts: str | None = None) -> None:
         self.warnings: list[StreamWarning] = []
         runs: list[RunRecord] = []
         self.document = StateDocument(state)
@@ -92,6 +95,7 @@ class ThreadState:
         self.snapshots = Snapshots(self.log, runs, self.document)
         self.ledger.thread_id = thread_id
         self.ledger.hold_interrupts(tuple(open_interrupts), interrupted_run_id)
+        self.legacy_interrupts = legacy_interrupts
         for message in messages:
             self.log.insert(Entry.of(message))
         self._unchanged = 0  # the change count ``version`` counts from
@@ -139,6 +143,23 @@ class ThreadState:
     def open_interrupts(self) -> tuple[rn.Interrupt, ...]:
         """The interrupts of the most recent interrupted run that nothing has answered yet."""
         return self.ledger.open_interrupts
+
+    @property
+    def legacy_interrupts(self) -> str | None:
+        """The legacy bridge in force for runs folded from now on (``"langgraph"``), or ``None``."""
+        return self.ledger.legacy
+
+    @legacy_interrupts.setter
+    def legacy_interrupts(self, value: str | None) -> None:
+        if value is not None and value not in legacy.LEGACY_BRIDGES:
+            raise ValueError(f"legacy_interrupts must be one of {list(legacy.LEGACY_BRIDGES)} or None, not {value!r}")
+        self.ledger.legacy = value
+
+    @property
+    def open_interrupts_via(self) -> str | None:
+        """``"langgraph"`` when the legacy bridge read :attr:`open_interrupts` (their answers travel in
+        that producer's channel, ``forwardedProps.command.resume``); ``None`` otherwise."""
+        return self.ledger.open_via
 
     @property
     def interrupted_run_id(self) -> str | None:
@@ -335,8 +356,9 @@ class ThreadState:
                 found = self.ledger.subagent_finished(event.subagent_run_id, event.outcome, event.result)
             case ev.SubagentErrorEvent():
                 found = self.ledger.subagent_error(event.subagent_run_id, event.message, event.code)
-            case (ev.RawEvent() | ev.CustomEvent() | ev.ReasoningStartEvent() | ev.ReasoningEndEvent()
-                  | ev.UnknownEvent()):
+            case ev.CustomEvent():
+                found = self.ledger.custom(event.name, event.value, event.subagent_run_id, event.raw_event)
+            case ev.RawEvent() | ev.ReasoningStartEvent() | ev.ReasoningEndEvent() | ev.UnknownEvent():
                 return NO_WARNINGS  # they carry no state of their own (UK-08)
             case ev.TextMessageChunkEvent() | ev.ToolCallChunkEvent() | ev.ReasoningMessageChunkEvent():
                 raise TypeError(f"{event.TYPE} must be expanded by agui_client.core.chunks before it is folded")
@@ -383,8 +405,10 @@ class ThreadState:
         return load(cls, data, adopt=adopt)
 
     def copy(self) -> ThreadState:
-        """An independent copy (through the dump form)."""
-        return ThreadState.load(self.dump())
+        """An independent copy (through the dump form; the legacy bridge in force, too)."""
+        copied = ThreadState.load(self.dump())
+        copied.legacy_interrupts = self.legacy_interrupts
+        return copied
 
 
 def parsed_arguments(call: msg.ToolCall) -> JSON:

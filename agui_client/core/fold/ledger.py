@@ -16,6 +16,7 @@ from ...errors import StreamWarning
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.types.base import JSON
+from .. import legacy
 from .document import StateDocument
 from .entries import Entry
 from .log import MessageLog
@@ -45,6 +46,11 @@ class RunLedger:
         self.usage: dict[str, tuple[rn.TokenUsage, ...]] = {}
         self.subagents: dict[str, SubagentRecord] = {}
         self.pending: tuple[str, ...] = ()
+        #: The legacy bridge in force (``"langgraph"``), set by the thread's owner; ``None``: none.
+        self.legacy: str | None = None
+        #: How the open interrupts were asked: ``"langgraph"`` when the bridge read them (their answers
+        #: then travel in its channel), ``None`` for the interrupt outcome.
+        self.open_via: str | None = None
 
     @property
     def last_run(self) -> RunRecord | None:
@@ -63,11 +69,13 @@ class RunLedger:
         """Hold interrupts open that arrived in a run the session had to reject (B233, B238)."""
         self.open_interrupts = tuple(interrupts)
         self.interrupted_run_id = run_id
+        self.open_via = None
 
     def clear_open_interrupts(self) -> None:
         """Forget the open interrupts (after a resume was sent and its run moved the thread on)."""
         self.open_interrupts = ()
         self.interrupted_run_id = None
+        self.open_via = None
 
     def open_rejected_run(self, run_id: str | None) -> None:
         """Record a run the producer refused before starting it (a response opening with RUN_ERROR).
@@ -107,6 +115,14 @@ class RunLedger:
         if usage is not None:
             run.usage = usage
             self.usage[run.run_id] = usage
+        self.open_via = None
+        if run.legacy_asks and self.legacy is not None and not isinstance(
+                outcome, (rn.RunFinishedInterruptOutcome, rn.RunFinishedCancelledOutcome)):
+            # The bridge (opt-in): a success that carried on_interrupt events is read as the interrupt
+            # outcome the producer would send in 1.0 mode, and its interrupts are held open as any.
+            asked = legacy.bridge(run.legacy_asks, run.run_id, self.subagents)
+            outcome = rn.RunFinishedInterruptOutcome(interrupts=asked)
+            run.bridged = self.open_via = self.legacy
         match outcome:
             case rn.RunFinishedInterruptOutcome():
                 run.outcome = "interrupt"
@@ -125,6 +141,33 @@ class RunLedger:
                 self.pending = run.pending_tool_call_ids
                 self.open_interrupts = ()
                 self.interrupted_run_id = None
+                # (calls the outcome names, a 1.0 field, are handed over as frontend calls on purpose:
+                # only calls derived from the stream are asked about)
+                derived = () if outcome is not None and outcome.pending_tool_call_ids else run.pending_tool_call_ids
+                if run.legacy_asked or derived:
+                    return self._asked_before_1_0(run, derived)
+        return _NO_WARNINGS
+
+    def _asked_before_1_0(self, run: RunRecord, derived: Sequence[str]) -> Sequence[StreamWarning]:
+        # Looked for once, at a success's end: the on_interrupt events the CUSTOM handler counted and
+        # the names of the calls left pending (the run's own handful).
+        names = []
+        for call_id in derived:
+            call = self.log.tool_call(call_id)
+            if call is not None:
+                names.append((call_id, call.function.name))
+        return legacy.notice(run.legacy_asked, names) or _NO_WARNINGS
+
+    def custom(self, name: str, value: JSON, subagent_run_id: str | None, raw_event: JSON) -> Sequence[StreamWarning]:
+        """CUSTOM: carries no state of its own (UK-08); a pre-1.0 ``on_interrupt`` is noted for the run's end."""
+        if name == legacy.ON_INTERRUPT:
+            run = self.last_run
+            if run is not None and not run.terminated:
+                run.legacy_asked += 1
+                if run.legacy_asks is None:
+                    run.legacy_asks = []
+                if len(run.legacy_asks) < legacy.MAX_ASKS:
+                    run.legacy_asks.append((value, raw_event, subagent_run_id))
         return _NO_WARNINGS
 
     def _pending_for(self, run: RunRecord, outcome: rn.RunFinishedSuccessOutcome | None) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from ...wire import codec
 from ...wire.jsonio import PlainDict, PlainList, copy_json
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
+from ..legacy import LEGACY_BRIDGES
 from ..roster import Roster
 from .entries import Entry
 from .log import MessageLog
@@ -44,7 +45,7 @@ def dump(thread: ThreadState, *, share_state: bool = False) -> dict[str, Any]:
     """Everything a store needs to bring the thread back (see ``ThreadState.dump``)."""
     ledger = thread.ledger
     last = ledger.last_run
-    return {
+    data = {
         "format": STATE_FORMAT_VERSION,
         "threadId": thread.thread_id,
         # Built directly, and marked as checked plain JSON for a save that serialises at once.
@@ -59,6 +60,11 @@ def dump(thread: ThreadState, *, share_state: bool = False) -> dict[str, Any]:
         "lastRunId": last.run_id if last else None,
         "subagents": {k: _dump_subagent(v) for k, v in ledger.subagents.items()},
     }
+    if ledger.open_via is not None:
+        # (only then: a record without it reads as before, and an older release reading this one sends
+        # the answers as a resume list, which ag-ui-langgraph reads too)
+        data["openInterruptsVia"] = ledger.open_via
+    return data
 
 
 def wire_messages(log: MessageLog, checked: bool) -> list[Any]:
@@ -133,6 +139,10 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> Thr
     thread.document.in_sync = bool(data.get("stateInSync", True))
     ledger.open_interrupts = codec.decode(data.get("openInterrupts", []), tuple[rn.Interrupt, ...])
     ledger.interrupted_run_id = data.get("interruptedRunId")
+    via = data.get("openInterruptsVia")
+    if via is not None and (via not in LEGACY_BRIDGES or not ledger.open_interrupts):
+        raise ValueError(f"openInterruptsVia {via!r} names no legacy bridge of this release, or no interrupt is open")
+    ledger.open_via = via
     ledger.pending = tuple(data.get("pendingToolCallIds", ()))
     ledger.usage = {k: codec.decode(v, tuple[rn.TokenUsage, ...]) for k, v in data.get("usageByRun", {}).items()}
     for key, value in data.get("subagents", {}).items():
@@ -142,6 +152,7 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> Thr
     if last_run is not None:
         run = RunRecord(run_id=last_run, thread_id=thread.thread_id or "", outcome=last_outcome, terminated=True)
         run.interrupts = ledger.open_interrupts if last_outcome == "interrupt" else ()
+        run.bridged = via if last_outcome == "interrupt" else None
         ledger.runs.append(run)
     thread.settled()  # (however the messages went in: a loaded thread has not changed yet)
     return thread

@@ -101,6 +101,12 @@ class RunRecord:
     terminated: bool = False
     parent_run_id: str | None = None
     protocol_version: str | None = None
+    # The run's CUSTOM on_interrupt events, as (value, rawEvent, subagentRunId), the first
+    # ``legacy.MAX_ASKS`` of them (``None`` until one arrives), and how many there were.
+    legacy_asks: list[tuple[JSON, JSON, str | None]] | None = None
+    legacy_asked: int = 0
+    #: The legacy bridge that read this run's interrupts (its wire outcome was success), if any.
+    bridged: str | None = None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,271 @@
+"""The legacy bridge through the public API, against recorded ag-ui-langgraph streams served on 127.0.0.1.
+
+``tests/data/legacy/`` holds what the real producer (the interop graph, ``tests/interop``) sent for an
+interrupted run and its resume, recorded by ``tests/interop/record_legacy.py``: answered (approved,
+rejected), abandoned (cancelled), and the ``lean`` endpoint (no ``rawEvent``, so no LangGraph id).
+A ``ScriptedAgent`` plays run ``n`` of a case from ``<case>-n.sse`` (the recorded thread and run ids
+replaced by the request's); ``<case>.requests.json`` is what the client sent the real producer, so
+the body sent here is compared with it. Every test body runs through both shells (``drive``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agui_client as ag
+from agui_client.core.legacy import CUSTOM_ASKED
+from agui_client.stores import SqliteStore
+from agui_client.testing import ScriptedAgent
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "legacy"
+UTC = timezone.utc
+
+APPROVAL_SCHEMA = {"type": "object", "required": ["approved"],
+                   "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}}}
+
+
+def recorded(name: str, run_input: Any) -> bytes:
+    """The recording ``name``, its thread and run ids made the request's."""
+    text = (DATA / name).read_text(encoding="utf-8")
+    first = json.loads(text.split("\n", 1)[0][len("data:"):])
+    return text.replace(first["threadId"], run_input.thread_id).replace(first["runId"], run_input.run_id).encode()
+
+
+def requests_of(case: str) -> list[dict[str, Any]]:
+    """What the client sent the real producer in the recorded case."""
+    loaded: list[dict[str, Any]] = json.loads((DATA / f"{case}.requests.json").read_text(encoding="utf-8"))
+    return loaded
+
+
+def producer(case: str) -> ScriptedAgent:
+    """Plays the recorded case: run 1 raises the interrupt, run 2 answers the resume."""
+    return ScriptedAgent([lambda run_input: recorded(f"{case}-1.sse", run_input),
+                          lambda run_input: recorded(f"{case}-2.sse", run_input)], stateless=True)
+
+
+def first_turn(case: str) -> ag.UserMessage:
+    """The recorded user turn (its id is the one the recorded snapshots name)."""
+    sent = requests_of(case)[0]["messages"][0]
+    return ag.UserMessage(id=sent["id"], content=sent["content"])
+
+
+def native_id(case: str) -> str:
+    """LangGraph's interrupt id, as the recorded CUSTOM event's rawEvent carries it."""
+    for line in (DATA / f"{case}-1.sse").read_text(encoding="utf-8").splitlines():
+        if line.startswith("data:") and '"on_interrupt"' in line:
+            found: str = json.loads(line[5:])["rawEvent"]["id"]
+            return found
+    raise AssertionError(f"no on_interrupt in {case}-1.sse")
+
+
+def last_event(name: str) -> dict[str, Any]:
+    """The last event of a recording."""
+    lines = [line for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.startswith("data:")]
+    found: dict[str, Any] = json.loads(lines[-1][5:])
+    return found
+
+
+def gated_call(case: str) -> str:
+    """The tool call the recorded interrupt gates."""
+    for line in (DATA / f"{case}-1.sse").read_text(encoding="utf-8").splitlines():
+        if line.startswith("data:") and '"TOOL_CALL_START"' in line:
+            found: str = json.loads(line[5:])["toolCallId"]
+            return found
+    raise AssertionError(f"no tool call in {case}-1.sse")
+
+
+# --------------------------------------------------------------------------------------------------
+# without the bridge: a warning, nothing else
+# --------------------------------------------------------------------------------------------------
+
+def test_without_the_bridge_a_legacy_pause_is_a_success_with_a_warning(drive: Any, served: Any) -> None:
+    endpoint = served(producer("approved"))
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        result = thread.run(first_turn("approved"))
+
+        assert result.outcome == "success" and result.interrupts == () and result.bridged is None
+        (warning,) = result.warnings
+        assert warning.code == CUSTOM_ASKED
+        assert warning.event_type == "RUN_FINISHED" and warning.index == result.events - 1
+        assert warning.run_id == result.run_id
+        assert "emit_interrupt_outcome=True" in warning.message and "legacy_interrupts='langgraph'" in warning.message
+        # Nothing else changes: the gated call is pending, nothing is open, a resume list is refused.
+        assert result.pending_tool_call_ids == (gated_call("approved"),)
+        assert thread.open_interrupts == () and thread.state.open_interrupts_via is None
+        with pytest.raises(ag.NothingToResume):
+            thread.run(resume=[ag.ResumeEntry(interrupt_id=native_id("approved"), status="cancelled")])
+    assert len(endpoint.received) == 1
+
+
+# --------------------------------------------------------------------------------------------------
+# with the bridge: raised, answered, abandoned
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("case", "answer", "tool_said"), [
+    ("approved", {"approved": True}, "deleted /srv/x"),
+    ("rejected", {"approved": False, "reason": "not today"}, "rejected: not today"),
+    ("cancelled", None, "cancelled"),
+])
+def test_a_bridged_interrupt_is_answered_or_abandoned_in_the_producers_channel(
+        drive: Any, served: Any, case: str, answer: Any, tool_said: str) -> None:
+    endpoint = served(producer(case))
+    with drive.client(endpoint.url, legacy_interrupts="langgraph") as client:
+        thread = client.thread()
+        first = thread.run(first_turn(case))
+
+        # The wire said success (a bare RUN_FINISHED); the bridge reports the interrupt outcome.
+        assert last_event(f"{case}-1.sse").keys() == {"type", "threadId", "runId"}  # a bare RUN_FINISHED
+        assert first.outcome == "interrupt" and first.bridged == "langgraph" and first.warnings == ()
+        assert first.pending_tool_call_ids == ()  # (none on the interrupt outcome)
+        (interrupt,) = first.interrupts
+        assert interrupt.id == native_id(case)  # LangGraph's own id, from the event's rawEvent
+        assert interrupt.reason == "tool_approval" and interrupt.message == "Delete /srv/x?"
+        assert interrupt.tool_call_id == gated_call(case)
+        assert interrupt.response_schema == APPROVAL_SCHEMA
+        assert interrupt.metadata is not None
+        assert interrupt.metadata["langgraph"]["raw"]["toolCallId"] == gated_call(case)
+        assert thread.open_interrupts == first.interrupts and thread.state.open_interrupts_via == "langgraph"
+
+        builder = thread.resume_builder()
+        if answer is None:
+            builder.abandon(interrupt.id)
+        else:
+            builder.answer(interrupt.id, answer)
+        second = thread.run(resume=builder)
+
+    sent = endpoint.received[1].body
+    assert "resume" not in sent  # never in both channels
+    assert sent["forwardedProps"] == requests_of(case)[1]["forwardedProps"]  # what the real producer was sent
+    expected = answer if answer is not None else {"__agui_cancelled__": True, "interrupt_id": interrupt.id}
+    assert sent["forwardedProps"] == {"command": {"resume": expected}}
+    assert second.outcome == "success" and second.bridged is None and second.warnings == ()
+    assert thread.open_interrupts == () and thread.state.open_interrupts_via is None
+    assert second.text == f"tool said: {tool_said}"
+    (tool,) = [m for m in thread.state.messages if isinstance(m, ag.ToolMessage)]
+    assert tool.tool_call_id == gated_call(case) and tool.content == tool_said
+
+
+def test_without_a_raw_event_the_bridge_names_the_interrupt_after_the_run(drive: Any, served: Any) -> None:
+    endpoint = served(producer("lean"))
+    with drive.client(endpoint.url, legacy_interrupts="langgraph") as client:
+        thread = client.thread()
+        first = thread.run(first_turn("lean"))
+        (interrupt,) = first.interrupts
+        assert interrupt.id == f"{first.run_id}:on_interrupt:0"
+        assert interrupt.metadata is not None and interrupt.metadata["langgraph"]["id"] is None
+        assert interrupt.response_schema == APPROVAL_SCHEMA
+        second = thread.run(resume=thread.resume_builder().answer(interrupt.id, {"approved": True}))
+
+    assert endpoint.received[1].body["forwardedProps"] == {"command": {"resume": {"approved": True}}}
+    assert "resume" not in endpoint.received[1].body
+    assert second.outcome == "success" and second.text == "tool said: deleted /srv/x"
+
+
+# --------------------------------------------------------------------------------------------------
+# the resume rules, unchanged: refused before anything is sent
+# --------------------------------------------------------------------------------------------------
+
+def test_an_incomplete_answer_is_refused_before_anything_is_sent(drive: Any, served: Any) -> None:
+    endpoint = served(producer("approved"))
+    with drive.client(endpoint.url, legacy_interrupts="langgraph") as client:
+        thread = client.thread()
+        (interrupt,) = thread.run(first_turn("approved")).interrupts
+
+        with pytest.raises(ag.UncoveredInterrupts) as uncovered:
+            thread.run("never mind")
+        assert uncovered.value.ids == (interrupt.id,)
+        with pytest.raises(ag.UncoveredInterrupts):
+            thread.run(resume=[])  # an empty list covers nothing either
+        with pytest.raises(ag.InvalidResumePayload) as invalid:
+            thread.run(resume=thread.resume_builder().answer(interrupt.id, {"approved": "yes"}))
+        assert invalid.value.ids == (interrupt.id,)
+        with pytest.raises(ag.UnknownInterrupt):
+            thread.run(resume=[ag.ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"approved": True}),
+                               ag.ResumeEntry(interrupt_id="another", status="cancelled")])
+        with pytest.raises(ag.ResumeRefused) as both:
+            # The caller's own command.resume next to the bridge's: one answer, one channel.
+            thread.run(resume=thread.resume_builder().answer(interrupt.id, {"approved": True}),
+                       forwarded_props={"command": {"resume": {"approved": True}}})
+        assert both.value.problems == {"legacy-channel": (interrupt.id,)}
+
+        assert len(endpoint.received) == 1
+        assert thread.open_interrupts == (interrupt,)
+        # The caller's other forwarded props travel next to the answer.
+        thread.run(resume=thread.resume_builder().answer(interrupt.id, {"approved": True}),
+                   forwarded_props={"streamSubgraphs": False, "command": {"goto": None}})
+    assert endpoint.received[1].body["forwardedProps"] == {
+        "streamSubgraphs": False, "command": {"goto": None, "resume": {"approved": True}}}
+
+
+def on_interrupt(value: Any, **extra: Any) -> Callable[[Any], list[dict[str, Any]]]:
+    """A legacy pause with the given on_interrupt value (sent as JSON text, as the adapter sends it)."""
+    def step(run_input: Any) -> list[dict[str, Any]]:
+        ids = {"threadId": run_input.thread_id, "runId": run_input.run_id}
+        return [{"type": "RUN_STARTED", **ids},
+                {"type": "CUSTOM", "name": "on_interrupt", "value": json.dumps(value), **extra},
+                {"type": "RUN_FINISHED", **ids}]
+    return step
+
+
+def test_an_expired_bridged_interrupt_can_only_be_abandoned(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([on_interrupt({"message": "Still there?", "expiresAt": "2026-01-01T00:00:00Z"},
+                                                  rawEvent={"id": "lg-1"})], cycle=True, stateless=True))
+    later = datetime(2026, 6, 1, tzinfo=UTC)
+    with drive.client(endpoint.url, legacy_interrupts="langgraph", clock=lambda: later) as client:
+        thread = client.thread()
+        (interrupt,) = thread.run("hi").interrupts
+        assert interrupt.expires_at == "2026-01-01T00:00:00Z" and interrupt.message == "Still there?"
+        with pytest.raises(ag.ExpiredInterruptAnswered):
+            thread.run(resume=[ag.ResumeEntry(interrupt_id="lg-1", status="resolved", payload="yes")])
+        assert len(endpoint.received) == 1
+        thread.run(resume=thread.resume_builder().abandon("lg-1"))
+    assert endpoint.received[1].body["forwardedProps"] == {
+        "command": {"resume": {"__agui_cancelled__": True, "interrupt_id": "lg-1"}}}
+
+
+def test_the_legacy_channel_cannot_carry_a_null_answer(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([on_interrupt("Go ahead?")], cycle=True, stateless=True))
+    with drive.client(endpoint.url, legacy_interrupts="langgraph") as client:
+        thread = client.thread()
+        (interrupt,) = thread.run("hi").interrupts
+        assert interrupt.message == "Go ahead?" and interrupt.response_schema is None
+        with pytest.raises(ag.InvalidResumePayload) as refused:
+            thread.run(resume=thread.resume_builder().answer(interrupt.id))  # no payload: LangGraph would ask again
+        assert refused.value.ids == (interrupt.id,) and interrupt.id in refused.value.errors
+        assert len(endpoint.received) == 1
+        # A text answer goes as JSON text: the adapter parses text that is JSON ("true" would become true).
+        thread.run(resume=thread.resume_builder().answer(interrupt.id, "true"))
+    assert endpoint.received[1].body["forwardedProps"] == {"command": {"resume": '"true"'}}
+
+
+# --------------------------------------------------------------------------------------------------
+# a store round trip
+# --------------------------------------------------------------------------------------------------
+
+def test_bridged_interrupts_survive_a_store_round_trip(drive: Any, served: Any, tmp_path: Path) -> None:
+    endpoint = served(producer("rejected"))
+    with drive.client(endpoint.url, legacy_interrupts="langgraph", store=SqliteStore(tmp_path / "t.db")) as client:
+        thread = client.thread()
+        first = thread.run(first_turn("rejected"))
+        thread_id = thread.id
+
+    # Another process, even one without the bridge, resumes through the channel the interrupts came from.
+    with drive.client(endpoint.url, store=SqliteStore(tmp_path / "t.db")) as other:
+        again = other.load_thread(thread_id)
+        assert again.open_interrupts == first.interrupts
+        assert again.state.open_interrupts_via == "langgraph"
+        (interrupt,) = again.open_interrupts
+        with pytest.raises(ag.UncoveredInterrupts):
+            again.run("never mind")
+        second = again.run(resume=again.resume_builder().answer(interrupt.id, {"approved": False,
+                                                                                "reason": "not today"}))
+    assert endpoint.received[1].body["forwardedProps"] == requests_of("rejected")[1]["forwardedProps"]
+    assert "resume" not in endpoint.received[1].body
+    assert second.outcome == "success" and second.text == "tool said: rejected: not today"
