@@ -1,4 +1,4 @@
-"""The ``agui`` command line: ``demo``, ``run``, ``replay`` and ``verify``.
+"""The ``agui`` command line: ``demo``, ``chat``, ``run``, ``replay`` and ``verify``.
 
 Exit statuses: 0 done (a run that stopped at an interrupt left open on purpose included), 1 the agent
 or the recording failed (``RUN_ERROR``, a protocol error, an unreachable agent, findings), 2 a usage
@@ -24,6 +24,7 @@ from ..core.session import RunResult
 from ..errors import AguiError, ResumeRefused, StoreError
 from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
+from . import chat
 from .converse import AnswerPolicy, Conversation, UsageProblem
 from .recordings import Unreadable, replay_command, verify_command
 from .render import (
@@ -47,6 +48,7 @@ _EPILOG = """\
 examples:
   agui demo                          talk to the bundled demo agent and answer its approval
   agui demo --yes                    the same, approving with the schema's defaults
+  agui chat                          a multi-turn chat with the bundled demo agent (or: agui chat URL)
   agui run http://localhost:8000/agent -m "hi" --thread-file t.db
   agui run http://localhost:8000/agent --thread-file t.db --resume --yes
   agui replay capture.sse            fold a recorded stream and show the thread it leaves
@@ -105,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("file", metavar="FILE", help="the recording (- for stdin)")
     verify.add_argument("--json", action="store_true", help="print the findings as JSON")
     verify.add_argument("--plain", action="store_true", help="plain, colourless output")
+
+    chat.add_parser(commands)
     return parser
 
 
@@ -130,6 +134,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             return _demo(args, out, plain)
         if args.command == "run":
             return _run(args, out, plain)
+        if args.command == "chat":
+            return chat.chat_command(args, out)
         if args.command == "replay":
             return replay_command(out, args.file, as_json=as_json)
         return verify_command(out, args.file, as_json=as_json)
