@@ -593,9 +593,8 @@ class ChatView:
             for row in rows[:TABLE_ROWS]:
                 self.out.line("    " + ", ".join(f"{c}: {_cell(row.get(c))}" for c in shown_columns if c in row))
         else:
-            self.out.end_line()
-            table = Table(title=safe_text(title.strip(), "green"), title_justify="left", box=box.SIMPLE_HEAD,
-                          caption=safe_text(f"{hidden} more column(s) not shown", "dim") if hidden else None)
+            self.out.line(title + (f" ({hidden} more column(s) not shown)" if hidden else ""), "green")
+            table = Table(box=box.SIMPLE_HEAD)
             for column in shown_columns:
                 table.add_column(safe_text(column, "bold"))
             for row in rows[:TABLE_ROWS]:
