@@ -181,13 +181,14 @@ def test_ctrl_d_and_ctrl_c_at_the_prompt_leave() -> None:
 # A scripted agent served here: Ctrl-C mid-turn, Markdown, tables
 # --------------------------------------------------------------------------------------------------
 
+MARKDOWN = "# Hosts\n\nHere is **what I found**:\n\n- alpha\n- beta\n\n```\ncode line\n\nstill code\n```\n"
 HOSTS = [{"host": "alpha", "cpu": 2, "zone": "eu-1"}, {"host": "beta", "cpu": 8}]
 
 
 def _slow_agent(gate: Gate) -> ScriptedAgent:
     return ScriptedAgent([
         [Start(), *reasoning("r0", "I should list the hosts first."),
-         *text_message("m0", "# Hosts\n\nHere is **what I found**:\n\n- alpha\n- beta\n\n```\ncode line\n\nstill code\n```\n"),
+         *text_message("m0", MARKDOWN),
          *tool_call("c0", "list_hosts", {"region": "eu"}, result=json.dumps(HOSTS)),
          SubagentStartedEvent(subagent_run_id="s0", name="checker"),
          *text_message("m1", "All hosts answer.", subagent_run_id="s0"),
@@ -266,7 +267,8 @@ def test_agent_strings_reach_the_terminal_inert(served: Callable[[Any], Any]) ->
     interrupt = Interrupt(id="i1", reason=HOSTILE, message=HOSTILE, response_schema=schema)
     endpoint = served(ScriptedAgent([
         [Start(), StateSnapshotEvent(snapshot={HOSTILE: HOSTILE}), *reasoning("r1", HOSTILE),
-         *text_message("m1", HOSTILE), *tool_call("c1", HOSTILE, {"k": HOSTILE}, result=json.dumps([{HOSTILE: HOSTILE}])),
+         *text_message("m1", HOSTILE),
+         *tool_call("c1", HOSTILE, {"k": HOSTILE}, result=json.dumps([{HOSTILE: HOSTILE}])),
          Finish(outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)))],
         [Start(), RunErrorEvent(message=HOSTILE, code=HOSTILE)],
     ]))
