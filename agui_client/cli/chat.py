@@ -26,7 +26,7 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -204,14 +204,12 @@ class Chat:
         url: the agent's URL, for the banner and the transcript.
         recorder: the transport that ``/record`` starts and stops.
         thread_file: the SQLite file the threads are kept in, if any (for messages only).
-        read_line: reads one line after the prompt (``EOFError`` at the end of input); by default
-            the console's input on a terminal, stdin's next line (shown after the prompt) otherwise.
         asker: asks the interrupt forms (a :class:`~agui_client.cli.render.ConsoleAsker` by default).
     """
 
     def __init__(self, client: AgentClient, thread: Thread, out: Output, *, url: str,
                  recorder: RecordingTransport | None = None, thread_file: str | None = None,
-                 read_line: Callable[[], str] | None = None, asker: forms.Asker | None = None) -> None:
+                 asker: forms.Asker | None = None) -> None:
         self.client = client
         self.thread = thread
         self.out = out
@@ -221,9 +219,7 @@ class Chat:
         piped = not _isatty(sys.stdin)
         console = out.console if isinstance(out, RichOutput) else SafeConsole(no_color=True)
         self.asker: forms.Asker = asker if asker is not None else ConsoleAsker(console, piped=piped)
-        self._console = console
         self._piped = piped
-        self._read_line = read_line if read_line is not None else self._prompt
         #: Answers given to interrupts, by the number of messages the thread held then (for /export).
         self.answers: list[tuple[int, str]] = []
 
@@ -237,7 +233,7 @@ class Chat:
                 self.out.line(f"the agent is waiting for {len(self.thread.open_interrupts)} answer(s): press Enter "
                               "to answer, or type a message to abandon the question(s) and send it", "yellow")
             try:
-                line = self._read_line()
+                line = self._prompt()
             except (EOFError, KeyboardInterrupt):
                 self.out.line()
                 self.out.line("bye", "dim")
@@ -272,16 +268,19 @@ class Chat:
         if isinstance(out, RichOutput):
             out.stop_waiting()
             line = out.console.input(Text("you: ", style="bold green"))
-        else:
-            out.inline("you: ", "bold green")
-            out._mid_line = False  # (the person's Enter ends the line)
-            sys.stdout.flush()
-            line = sys.stdin.readline()
-            if not line:
-                raise EOFError
+            if self._piped:
+                # Read from a pipe, nothing echoed it: shown once, where a terminal would have.
+                out.console.print(safe_text(line))
+            return line
+        out.inline("you: ", "bold green")
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
         if self._piped:
-            # Read from a pipe nothing echoed it: show it once, where a terminal would have.
-            self._console.print(safe_text(line.rstrip("\n")))
+            out.inline(line.rstrip("\n"))  # (as above)
+            out.end_line()
+        else:
+            out.ended_by_input()
         return line
 
     # -- slash commands ---------------------------------------------------------------------------------
@@ -654,13 +653,14 @@ class _MarkdownWriter(_Writer):
             self._scanned -= cut
             self._stop_live()
             self._print(block)
-        if self._tail.strip():
-            if self._live is None:
-                self._label()
-                self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
-                                  redirect_stdout=False, redirect_stderr=False, vertical_overflow="ellipsis")
-                self._live.start()
-            self._live.update(_markdown(self._tail))
+        if self._live is None and self._tail.strip():
+            self._label()
+            # The tail is parsed when the screen is refreshed (12 times a second at most), not per
+            # token: a long paragraph would otherwise be parsed again for every word.
+            self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
+                              redirect_stdout=False, redirect_stderr=False, vertical_overflow="ellipsis",
+                              get_renderable=lambda: _markdown(self._tail))
+            self._live.start()
 
     def close(self) -> None:
         self._stop_live()
@@ -732,10 +732,13 @@ class _Thinking:
             self.out.end_line()
             self.out.stop_waiting()
             self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
-                              redirect_stdout=False, redirect_stderr=False, vertical_overflow="crop")
+                              redirect_stdout=False, redirect_stderr=False, vertical_overflow="crop",
+                              get_renderable=self._shown)
             self._live.start()
+
+    def _shown(self) -> Text:
         lines = "".join(self._text).splitlines()[-THINKING_LINES:]
-        self._live.update(safe_text("thinking: " + "\n".join(lines), "dim italic"))
+        return safe_text("thinking: " + "\n".join(lines), "dim italic")
 
     def ended(self) -> None:
         if self.finished is None:
