@@ -31,7 +31,7 @@ from agui_client.cli.chat import ChatView, _MarkdownWriter, transcript
 from agui_client.cli.render import PlainOutput
 from agui_client.cli.terminal import SafeConsole
 from agui_client.stores import SqliteStore
-from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, reasoning, text_message, tool_call
+from agui_client.testing import ANSWER_SCHEMA, Finish, Gate, ScriptedAgent, Start, Wait, reasoning, text_message, tool_call
 from agui_client.testing.recording import RecordingTransport
 from agui_client.types import (
     RunErrorEvent,
@@ -247,6 +247,58 @@ def test_ctrl_c_mid_turn_cancels_it_and_the_next_turn_works(served: Callable[[An
         stored = store.load(thread_id)
     assert stored is not None and stored.claim is None
     assert [m["content"] for m in stored.data["messages"]] == ["again", "Second answer."]
+
+
+def _asking(interrupt_id: str) -> Finish:
+    return Finish(outcome=RunFinishedInterruptOutcome(interrupts=(Interrupt(
+        id=interrupt_id, reason="input", message="Which colour?", response_schema=ANSWER_SCHEMA),)))
+
+
+def test_ctrl_c_in_a_resume_or_a_form_leaves_the_interrupt_open_to_answer_or_abandon(
+        served: Callable[[Any], Any], gate: Gate) -> None:
+    endpoint = served(ScriptedAgent([
+        [Start(), *text_message("a", "I need an answer."), _asking("i1")],
+        [Start(), *text_message("b", "Working on it"), Wait(gate), Finish()],  # the resume, cut by Ctrl-C
+        [Start(), *text_message("c", "Answered again."), Finish()],
+        [Start(), *text_message("d", "Another question."), _asking("i2")],
+        [Start(), *text_message("e", "Fine, dropped."), Finish()],
+    ]))
+    child, screen = _spawn(endpoint.url)
+    try:
+        _say(child, "hi")
+        child.expect(r"answer \(Your answer\)")
+        child.sendline("blue")
+        child.expect("Working on it")
+        child.sendintr()  # while the resume streams: its request reached the agent
+        child.expect(r"turn cancelled \(Ctrl-C\): the agent may have acted on your answers")
+        child.expect(r"the agent is waiting for 1 answer\(s\): press Enter to answer")
+        _say(child, "")  # Enter: the form again
+        child.expect(r"answer \(Your answer\)")
+        child.sendline("green")
+        child.expect("Answered again.")
+        _say(child, "next")
+        child.expect(r"answer \(Your answer\)")
+        child.sendintr()  # in the form: nothing was sent
+        child.expect(r"turn cancelled \(Ctrl-C\)(?!:)")
+        child.expect("the agent is waiting for 1 answer")
+        _say(child, "never mind")  # a message: the question is abandoned, the message sent with it
+        child.expect("abandoned interrupt i2 \\(a new message was sent instead\\)")
+        child.expect("Fine, dropped.")
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    assert child.exitstatus == 0
+    bodies = [r.body for r in endpoint.received]
+    assert len(bodies) == 5
+    assert bodies[1]["resume"] == [{"interruptId": "i1", "status": "resolved", "payload": {"answer": "blue"}}]
+    assert bodies[2]["resume"] == [{"interruptId": "i1", "status": "resolved", "payload": {"answer": "green"}}]
+    assert bodies[4]["resume"] == [{"interruptId": "i2", "status": "cancelled"}]
+    assert bodies[4]["messages"][-1]["content"] == "never mind"
+    text = _text(screen)
+    assert "Traceback" not in text
+    assert text.count("(cancelled; usage not reported)") == 2 and "(success; usage not reported)" in text
 
 
 def test_a_second_chat_goes_on_with_the_thread_in_the_file(served: Callable[[Any], Any], tmp_path: Path) -> None:

@@ -370,13 +370,18 @@ class Chat:
                 raise _Cancelled from None
         except _Cancelled:
             self.out.line()
-            self.out.line("turn cancelled (Ctrl-C)" + (": the agent may have acted on your answers" if resuming
-                                                       else ""), "yellow")
+            self.out.line("turn cancelled (Ctrl-C)" + (
+                ": the agent may have acted on your answers; the chat lets go of the thread so that they can be "
+                "given again" if resuming else ""), "yellow")
             self._restore()
+            self._usage(runs, "cancelled")
+            return runs
         except AguiError as exc:
             render_error(self.out, exc)
             self._restore()
-        self._usage(runs)
+            self._usage(runs, "failed")
+            return runs
+        self._usage(runs, runs[-1].outcome if runs else None)
         return runs
 
     def _restore(self) -> None:
@@ -413,11 +418,14 @@ class Chat:
                      + ", ".join(c.function.name for c in result.pending_tool_calls), "yellow")
         return result
 
-    def _usage(self, runs: list[RunResult]) -> None:
+    def _usage(self, runs: list[RunResult], outcome: str | None) -> None:
+        """The turn's end: how it ended, and the tokens its complete runs reported."""
         if not runs:
+            if outcome is not None:
+                self.out.line(f"({outcome})", "dim")
             return
-        outcome = runs[-1].outcome
-        self.out.line(f"({outcome}; {usage_text((u for r in runs for u in r.usage), runs=len(runs))})", "dim")
+        usage = usage_text((u for r in runs for u in r.usage), runs=len(runs))
+        self.out.line(f"({outcome}; {'usage ' + usage if usage.startswith('not') else usage})", "dim")
 
     # -- interrupts -----------------------------------------------------------------------------------
 
