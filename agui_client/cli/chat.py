@@ -29,13 +29,12 @@ import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from rich import box
 from rich.console import RenderableType
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
@@ -45,7 +44,6 @@ from ..core.interrupts import ResumeBuilder
 from ..core.session import RunResult
 from ..errors import AguiError, ExpiredInterruptAnswered, InvalidResumePayload
 from ..stores import SqliteStore, ThreadStore
-from ..testing.recording import RecordingTransport
 from ..thread import Thread
 from ..wire.types import events as ev
 from ..wire.types import messages as msg
@@ -64,6 +62,9 @@ from .render import (
     usage_text,
 )
 from .terminal import SafeConsole, safe_text, visible
+
+if TYPE_CHECKING:
+    from ..testing.recording import RecordingTransport
 
 __all__ = ["COMMANDS", "add_parser", "chat_command", "Chat", "ChatView", "transcript"]
 
@@ -149,6 +150,8 @@ def chat_command(args: argparse.Namespace, out: Output) -> int:
 
             url = stack.enter_context(serve(ScriptedAgent.demo())).url
             out.line(f"demo agent (agui_client.testing.ScriptedAgent.demo) listening on {url}", "dim")
+        from ..testing.recording import RecordingTransport  # (the testing kit: imported when used)
+
         recorder = RecordingTransport()
         if args.record is not None:
             _start_recording(recorder, args.record)
@@ -505,10 +508,10 @@ class ChatView:
         match event:
             case ev.RunStartedEvent() | ev.RunFinishedEvent() | ev.ReasoningEndEvent():
                 return  # (the turn's end line says how it ended)
-            case ev.TextMessageStartEvent(message_id=mid, subagent_run_id=sub):
-                self._write_to(mid, sub)
+            case ev.TextMessageStartEvent(message_id=mid, role=role, subagent_run_id=sub):
+                self._write_to(mid, sub, role)
             case ev.TextMessageContentEvent(message_id=mid, delta=delta, subagent_run_id=sub):
-                self._write_to(mid, sub).feed(delta)
+                self._write_to(mid, sub, None).feed(delta)
             case ev.TextMessageEndEvent(message_id=mid):
                 if self._writer_id == mid:
                     self._end_text()
@@ -559,11 +562,14 @@ class ChatView:
     def _who(self, subagent: str | None) -> str:
         return f"[{self._subagents.get(subagent, subagent)}] " if subagent else ""
 
-    def _write_to(self, message_id: str, subagent: str | None) -> _Writer:
+    def _write_to(self, message_id: str, subagent: str | None, role: str | None) -> _Writer:
         if self._writer is not None and self._writer_id == message_id:
             return self._writer
         self._settle()
-        label = f"[{self._subagents.get(subagent, subagent)}]" if subagent else "agent:"
+        if subagent:
+            label = f"[{self._subagents.get(subagent, subagent)}]"
+        else:
+            label = "agent:" if role in (None, "assistant") else f"{role}:"
         self._writer = _MarkdownWriter(self.console, label) if self.console is not None \
             else _PlainWriter(self.out, label)
         self._writer_id = message_id
@@ -666,7 +672,7 @@ class _MarkdownWriter(_Writer):
             # The tail is parsed when the screen is refreshed (12 times a second at most), not per
             # token: a long paragraph would otherwise be parsed again for every word.
             self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
-                              redirect_stdout=False, redirect_stderr=False, vertical_overflow="ellipsis",
+                              vertical_overflow="ellipsis",
                               get_renderable=lambda: _markdown(self._tail))
             self._live.start()
 
@@ -740,7 +746,7 @@ class _Thinking:
             self.out.end_line()
             self.out.stop_waiting()
             self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
-                              redirect_stdout=False, redirect_stderr=False, vertical_overflow="crop",
+                              vertical_overflow="crop",
                               get_renderable=self._shown)
             self._live.start()
 
@@ -762,6 +768,9 @@ class _Thinking:
 
 
 def _markdown(text: str) -> RenderableType:
+    # (imported here: markdown-it and pygments would add their import time to every agui command)
+    from rich.markdown import Markdown
+
     # Made visible before parsing, so a control character is shown, not measured or obeyed; links
     # are shown with their address instead of as terminal hyperlinks.
     return Markdown(visible(text), hyperlinks=False)
