@@ -193,10 +193,6 @@ def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-class _Cancelled(Exception):
-    """A turn cancelled by Ctrl-C (the KeyboardInterrupt, caught where the turn can be put right)."""
-
-
 class Chat:
     """The chat loop: prompt, slash commands, turns (streamed, interrupts answered), cancellation.
 
@@ -358,20 +354,17 @@ class Chat:
         runs: list[RunResult] = []
         resuming = False
         try:
-            try:
-                builder: ResumeBuilder | None = None
-                if self.thread.open_interrupts:
-                    builder = self._answers() if message is None else self._abandon_all()
-                resuming = builder is not None
-                result = self._stream(message, builder, runs)
-                while result.outcome == "interrupt" and self.thread.open_interrupts:
-                    resuming = False
-                    builder = self._answers()
-                    resuming = True
-                    result = self._stream(None, builder, runs)
-            except KeyboardInterrupt:
-                raise _Cancelled from None
-        except _Cancelled:
+            builder: ResumeBuilder | None = None
+            if self.thread.open_interrupts:
+                builder = self._answers() if message is None else self._abandon_all()
+            resuming = builder is not None
+            result = self._stream(message, builder, runs)
+            while result.outcome == "interrupt" and self.thread.open_interrupts:
+                resuming = False
+                builder = self._answers()
+                resuming = True
+                result = self._stream(None, builder, runs)
+        except KeyboardInterrupt:
             self.out.line()
             self.out.line("turn cancelled (Ctrl-C)" + (
                 ": the agent may have acted on your answers; the chat lets go of the thread so that they can be "
