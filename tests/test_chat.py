@@ -255,7 +255,7 @@ def _asking(interrupt_id: str) -> Finish:
 
 
 def test_ctrl_c_in_a_resume_or_a_form_leaves_the_interrupt_open_to_answer_or_abandon(
-        served: Callable[[Any], Any], gate: Gate) -> None:
+        served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent([
         [Start(), *text_message("a", "I need an answer."), _asking("i1")],
         [Start(), *text_message("b", "Working on it"), Wait(gate), Finish()],  # the resume, cut by Ctrl-C
@@ -284,6 +284,8 @@ def test_ctrl_c_in_a_resume_or_a_form_leaves_the_interrupt_open_to_answer_or_aba
         _say(child, "never mind")  # a message: the question is abandoned, the message sent with it
         child.expect("abandoned interrupt i2 \\(a new message was sent instead\\)")
         child.expect("Fine, dropped.")
+        _say(child, f"/export {tmp_path / 'chat.md'}")
+        child.expect("exported")
         _say(child, "/quit")
         child.expect(pexpect.EOF)
     finally:
@@ -299,6 +301,10 @@ def test_ctrl_c_in_a_resume_or_a_form_leaves_the_interrupt_open_to_answer_or_aba
     text = _text(screen)
     assert "Traceback" not in text
     assert text.count("(cancelled; usage not reported)") == 2 and "(success; usage not reported)" in text
+    written = (tmp_path / "chat.md").read_text()
+    # Only the answer whose run completed is in the transcript, after the question it answered.
+    assert '> answer to input: {"answer": "green"}' in written and "blue" not in written
+    assert written.index("I need an answer.") < written.index('"green"') < written.index("Answered again.")
 
 
 def test_a_second_chat_goes_on_with_the_thread_in_the_file(served: Callable[[Any], Any], tmp_path: Path) -> None:

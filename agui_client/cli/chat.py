@@ -353,27 +353,32 @@ class Chat:
         """
         runs: list[RunResult] = []
         resuming = False
+        answered = len(self.answers)
         try:
             builder: ResumeBuilder | None = None
             if self.thread.open_interrupts:
                 builder = self._answers() if message is None else self._abandon_all()
             resuming = builder is not None
             result = self._stream(message, builder, runs)
+            answered = len(self.answers)  # (given in a run that completed: kept)
             while result.outcome == "interrupt" and self.thread.open_interrupts:
                 resuming = False
                 builder = self._answers()
                 resuming = True
                 result = self._stream(None, builder, runs)
+                answered = len(self.answers)
         except KeyboardInterrupt:
             self.out.line()
             self.out.line("turn cancelled (Ctrl-C)" + (
                 ": the agent may have acted on your answers; the chat lets go of the thread so that they can be "
                 "given again" if resuming else ""), "yellow")
+            del self.answers[answered:]  # (their run did not complete: the transcript keeps none of them)
             self._restore()
             self._usage(runs, "cancelled")
             return runs
         except AguiError as exc:
             render_error(self.out, exc)
+            del self.answers[answered:]
             self._restore()
             self._usage(runs, "failed")
             return runs
@@ -390,7 +395,6 @@ class Chat:
             render_error(self.out, exc)
             return
         after = len(self.thread.state.messages)
-        self.answers = [(at, text) for at, text in self.answers if at <= after]
         dropped = f"; the unfinished turn ({before - after} message(s)) was not kept" if before > after else ""
         self.out.line(f"the thread is as saved after its last complete run{dropped}", "dim")
 
@@ -465,6 +469,8 @@ class Chat:
             except InvalidResumePayload as exc:
                 for problem in exc.errors.get(interrupt.id, (str(exc),)):
                     self.asker.say(f"not accepted: {problem}")
+                if getattr(self.asker, "ended", False):
+                    raise EOFError from None  # (piped answers ran out: asking again would ask nobody, forever)
                 self.out.line("once more:", "bold")
                 continue
             return payload
