@@ -472,6 +472,27 @@ def test_plain_view_shows_tokens_reasoning_folded_and_tables_as_rows() -> None:
         "  -> rows returned 2 row(s)", "    host: alpha, cpu: 2, zone: eu-1", "    host: beta, cpu: 8"]
 
 
+def test_interleaved_text_reasoning_and_tool_calls_on_a_terminal_keep_one_live_display_at_a_time() -> None:
+    # rich refuses a second live display while one runs: every change of lane must end the last one.
+    from agui_client.cli.render import RichOutput
+    from agui_client.types import ReasoningMessageContentEvent, StateDeltaEvent, ToolCallArgsEvent
+
+    sink = io.StringIO()
+    out = RichOutput(SafeConsole(file=sink, force_terminal=True, width=100, color_system=None))
+    view = ChatView(out)
+    out.start_waiting("waiting for the agent...")
+    text, thinking, call = text_message("m", "one two"), reasoning("r", "hmm yes"), tool_call("c", "f", {"a": 1})
+    for event in [text[0], text[1], *thinking[:3], call[0], text[2], ToolCallArgsEvent(tool_call_id="c", delta="{}"),
+                  ReasoningMessageContentEvent(message_id="r", delta=" more"), *call[2:],
+                  StateDeltaEvent(delta=({"op": "add", "path": "/x", "value": 1},)), text[3], *thinking[3:]]:
+        view.event(event)
+    view.close()
+
+    shown = ESCAPES.sub("", sink.getvalue())
+    assert shown.count("thought for") == 3 and "⚙ f {}" in shown and "state: 1 op on /x" in shown
+    assert "one" in shown and "two" in shown
+
+
 def test_the_transcript_makes_agent_strings_inert_and_fences_what_they_hold(served: Callable[[Any], Any]) -> None:
     endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "ok \x1b]0;T\x07"),
                                       *tool_call("c1", "t", {}, result="a ```` b"), Finish()]]))
