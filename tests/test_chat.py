@@ -356,17 +356,22 @@ def _piped(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-def test_piped_lines_are_turns_and_the_end_of_input_leaves(served: Callable[[Any], Any]) -> None:
+def test_piped_lines_are_turns_and_the_end_of_input_leaves(served: Callable[[Any], Any], tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent.chat("Hello! How can I help you today?"))
+    records = tmp_path / "rec"
 
     done = _piped("chat", endpoint.url, "-H", "Authorization: Bearer sekrit-123", "--idle-timeout", "5",
-                  stdin="hi\n/help\n//slash first\n")
+                  stdin=f"hi\n/help\n/record {records}\n//slash first\n/record off\nlast\n")
 
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "you: hi\nagent: Hello! How can I help you today?\n" in out  # shown once, as typed
     assert "/export FILE.md" in out and "/record DIR" in out
     assert endpoint.received[1].body["messages"][-1]["content"] == "/slash first"
+    assert f"recording each request into {records}" in out and f"stopped recording into {records}" in out
+    assert sorted(p.name for p in records.iterdir()) == ["01.request.json", "01.sse"]  # (only while recording)
+    assert json.loads((records / "01.request.json").read_text())["messages"][-1]["content"] == "/slash first"
+    assert "sekrit" not in (records / "01.request.json").read_text()
     assert endpoint.received[0].headers["authorization"] == "Bearer sekrit-123"
     assert "sekrit" not in out + done.stderr
     assert "\x1b" not in out

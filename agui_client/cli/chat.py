@@ -162,7 +162,8 @@ def chat_command(args: argparse.Namespace, out: Output) -> int:
         client = stack.enter_context(AgentClient(url, headers=headers, timeout=args.timeout,
                                                  idle_timeout=args.idle_timeout, store=store, http_client=http))
         thread = client.thread(_thread_id(args, store))
-        chat = Chat(client, thread, out, url=url, recorder=recorder, thread_file=args.thread_file)
+        chat = Chat(client, thread, out, url=url, recorder=recorder, recording=args.record,
+                    thread_file=args.thread_file)
         return chat.loop()
     raise AssertionError("unreachable")  # (for mypy: the with block returns)
 
@@ -202,18 +203,20 @@ class Chat:
         out: the view (rich on a terminal, plain otherwise).
         url: the agent's URL, for the banner and the transcript.
         recorder: the transport that ``/record`` starts and stops.
+        recording: the folder ``recorder`` is recording into already, if any.
         thread_file: the SQLite file the threads are kept in, if any (for messages only).
         asker: asks the interrupt forms (a :class:`~agui_client.cli.render.ConsoleAsker` by default).
     """
 
     def __init__(self, client: AgentClient, thread: Thread, out: Output, *, url: str,
-                 recorder: RecordingTransport | None = None, thread_file: str | None = None,
-                 asker: forms.Asker | None = None) -> None:
+                 recorder: RecordingTransport | None = None, recording: str | None = None,
+                 thread_file: str | None = None, asker: forms.Asker | None = None) -> None:
         self.client = client
         self.thread = thread
         self.out = out
         self.url = url
         self.recorder = recorder
+        self.recording = recording
         self.thread_file = thread_file
         piped = not _isatty(sys.stdin)
         console = out.console if isinstance(out, RichOutput) else SafeConsole(no_color=True)
@@ -257,8 +260,8 @@ class Chat:
         kept = f", kept in {self.thread_file}" if self.thread_file else ""
         told = f"; {len(thread.state.messages)} message(s) so far (/messages)" if thread.state.messages else ""
         self.out.line(f"chat with {self.url} - thread {thread.id}{kept}{told}", "dim")
-        if self.recorder is not None and self.recorder.directory is not None:
-            self.out.line(f"recording into {self.recorder.directory}", "dim")
+        if self.recording is not None:
+            self.out.line(f"recording into {self.recording}", "dim")
         self.out.line("type a message; /help lists the commands; Ctrl-C cancels a turn; Ctrl-D leaves", "dim")
 
     def _prompt(self) -> str:
@@ -331,8 +334,8 @@ class Chat:
         if recorder is None:
             self.out.line("recording is not available here", "yellow")
         elif argument in ("", "off", "stop"):
-            where = recorder.directory
             recorder.stop()
+            where, self.recording = self.recording, None
             self.out.line(f"stopped recording into {where}" if where else "not recording (/record DIR starts)", "bold")
         else:
             try:
@@ -340,6 +343,7 @@ class Chat:
             except OSError as exc:
                 self.out.line(f"cannot record into {argument}: {exc.strerror or exc}", "red")
                 return
+            self.recording = argument
             self.out.line(f"recording each request into {argument} (NN.request.json, NN.sse)", "bold")
 
     # -- a turn ---------------------------------------------------------------------------------------
