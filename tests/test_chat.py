@@ -318,6 +318,17 @@ def test_a_second_chat_goes_on_with_the_thread_in_the_file(served: Callable[[Any
     assert "1 message(s) so far" not in second.stdout and "2 message(s) so far (/messages)" in second.stdout
     assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["one", "you said one", "two"]
 
+    third = _piped("chat", endpoint.url, "--thread-file", thread_file, stdin="/new\nthree\n")
+    ambiguous = _piped("chat", endpoint.url, "--thread-file", thread_file, stdin="")
+    new_id = re.search(r"new thread ([0-9a-f-]{36})", third.stdout)
+    assert new_id is not None
+    chosen = _piped("chat", endpoint.url, "--thread-file", thread_file, "--thread", new_id.group(1), stdin="four\n")
+
+    assert ambiguous.returncode == 2 and "holds 2 threads; pick one with --thread" in ambiguous.stderr
+    assert new_id.group(1) in ambiguous.stderr
+    assert chosen.returncode == 0, chosen.stderr
+    assert [m["content"] for m in endpoint.received[-1].body["messages"]] == ["three", "you said three", "four"]
+
 
 def test_agent_strings_reach_the_terminal_inert(served: Callable[[Any], Any]) -> None:
     schema = {"type": "object", "required": ["approved"],

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sqlite3
 import sys
 import time
 import uuid
@@ -180,13 +181,22 @@ def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> str:
         return str(args.thread_id)
     if store is None:
         return str(uuid.uuid4())
-    from .app import _stored_thread_ids  # (app imports this module: imported when used)
-
-    ids = _stored_thread_ids(args.thread_file)
+    ids = _thread_ids(args.thread_file)
     if len(ids) > 1:
         raise UsageProblem(f"{args.thread_file} holds {len(ids)} threads; pick one with --thread: "
                            + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
     return ids[0] if ids else str(uuid.uuid4())
+
+
+def _thread_ids(path: str) -> list[str]:
+    # The store's table layout is documented in agui_client.stores.sqlite; a read-only look lists the ids.
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+        try:
+            rows = conn.execute("SELECT thread_id FROM agui_threads ORDER BY thread_id").fetchall()
+        except sqlite3.Error as exc:
+            raise UsageProblem(f"cannot list the threads in {path}: {exc}") from exc
+    return [str(row[0]) for row in rows]
 
 
 # --------------------------------------------------------------------------------------------------
