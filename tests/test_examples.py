@@ -65,6 +65,18 @@ def test_chat_tui_once_with_yes_answers_the_interrupt_and_ends() -> None:
     assert "(success;" in out
 
 
+def test_chat_tui_asks_again_after_an_answer_the_schema_refuses() -> None:
+    # ttl_minutes = -3 breaks the schema's minimum: said, and the form asked again (no traceback).
+    done = subprocess.run([sys.executable, str(EXAMPLES / "chat_tui.py"), "--once", "Delete the staging environment"],
+                          input="y\n\n\n-3\ny\nqa\n\n30\n", capture_output=True, text=True, env=ENV, timeout=30,
+                          check=False)
+
+    assert done.returncode == 0, done.stderr
+    assert "not accepted: at /ttl_minutes: -3 is less than the minimum of 0" in done.stdout
+    assert 'answer: {"approved": true, "environment": "qa", "ttl_minutes": 30}' in done.stdout
+    assert "Done: the qa environment is deleted. A backup is kept for 30 minutes." in done.stdout
+
+
 def test_frontend_tools_answers_the_call_with_the_python_handler() -> None:
     out = example("frontend_tools.py", "--choice", "green").stdout
 

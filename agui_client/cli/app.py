@@ -1,4 +1,4 @@
-"""The ``agui`` command line: ``demo``, ``run``, ``replay``, ``verify``, ``serve`` and ``probe``.
+"""The ``agui`` command line: ``demo``, ``chat``, ``run``, ``replay``, ``verify``, ``serve`` and ``probe``.
 
 Exit statuses: 0 done (a run that stopped at an interrupt left open on purpose included), 1 the agent
 or the recording failed (``RUN_ERROR``, a protocol error, an unreachable agent, findings), 2 a usage
@@ -23,6 +23,7 @@ from ..core.session import RunResult
 from ..errors import AguiError, ResumeRefused, StoreError
 from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
+from . import chat
 from .converse import AnswerPolicy, Conversation, UsageProblem
 from .options import add_connection_options, open_client, parse_headers
 from .probe import add_probe_parser, probe_command
@@ -48,6 +49,7 @@ _EPILOG = """\
 examples:
   agui demo                          talk to the bundled demo agent and answer its approval
   agui demo --yes                    the same, approving with the schema's defaults
+  agui chat                          a multi-turn chat with the bundled demo agent (or: agui chat URL)
   agui run http://localhost:8000/agent -m "hi" --thread-file t.db
   agui run http://localhost:8000/agent --thread-file t.db --resume --yes
   agui run URL -m "hi" --record rec/ keep the request and the response of each run in rec/
@@ -126,6 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     served.add_argument("what", nargs="?", default="demo", metavar="demo|DIR",
                         help="the demo agent (default) or a recording folder")
     served.add_argument("--port", type=int, default=0, help="the port (default: any free one)")
+
+    chat.add_parser(commands)
     return parser
 
 
@@ -158,6 +162,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             return _demo(args, out, plain)
         if args.command == "run":
             return _run(args, out, plain)
+        if args.command == "chat":
+            return chat.chat_command(args, out)
         if args.command == "replay":
             return replay_command(out, args.file, as_json=as_json)
         if args.command == "probe":

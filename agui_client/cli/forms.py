@@ -21,7 +21,8 @@ from typing import Any, Protocol
 from ..core.interrupts import check_answer
 from ..wire.types.base import JSON
 
-__all__ = ["Asker", "Field", "fields", "describe", "yes_payload", "yes_unfilled", "ask_payload", "field_errors"]
+__all__ = ["Asker", "Field", "fields", "gate_field", "describe", "yes_payload", "yes_unfilled", "ask_payload",
+           "field_errors"]
 
 #: What ``--yes`` sends, and what the JSON prompt offers, when an interrupt carries no schema.
 NO_SCHEMA_ANSWER: dict[str, Any] = {"approved": True}
@@ -154,8 +155,20 @@ def _decided(schema: Mapping[str, Any]) -> bool:
     return kind in ("const", "boolean") or (kind == "enum" and len(schema["enum"]) == 1)
 
 
-def ask_payload(schema: Mapping[str, Any] | None, asker: Asker) -> JSON:
-    """Ask for an answer to ``schema``, field by field; every value is checked against its schema."""
+def gate_field(schema: Mapping[str, Any] | None) -> Field | None:
+    """The yes/no question a form can open with: the schema's first required boolean field
+    (``approved`` in an approval), or ``None`` when it has none."""
+    form = fields(schema)
+    return next((f for f in form if f.required and f.kind == "boolean"), None) if form is not None else None
+
+
+def ask_payload(schema: Mapping[str, Any] | None, asker: Asker, *, gate: bool = False) -> JSON:
+    """Ask for an answer to ``schema``, field by field; every value is checked against its schema.
+
+    With ``gate``, the :func:`gate_field` is asked first; a "no" that the schema accepts on its own
+    (no other required field) is the whole answer, and the rest of the form is not asked (a refusal
+    needs no details). A "yes", or a "no" the schema needs more for, goes on with the other fields.
+    """
     form = fields(schema)
     if form is None:
         whole = schema if isinstance(schema, Mapping) and schema else None
@@ -164,7 +177,14 @@ def ask_payload(schema: Mapping[str, Any] | None, asker: Asker) -> JSON:
         default = None if whole is not None else json.dumps(NO_SCHEMA_ANSWER)
         return _ask_json(Field("answer (JSON)", whole or {}, True), asker, default)
     payload: dict[str, Any] = {}
+    opening = gate_field(schema) if gate else None
+    if opening is not None:
+        payload[opening.name] = _ask_value(opening, asker)
+        if payload[opening.name] is False and schema is not None and not field_errors(schema, payload):
+            return payload
     for field in form:
+        if opening is not None and field.name == opening.name:
+            continue
         value = _ask_value(field, asker)
         if value is not _OMIT:
             payload[field.name] = value

@@ -110,6 +110,11 @@ class Output:
             self._write("\n", "")
             self._mid_line = False
 
+    def ended_by_input(self) -> None:
+        """The open line was ended by the person's Enter (a terminal echoes it): nothing to finish."""
+        self._mid_line = False
+        self._held_cr = False
+
     def mark(self, rich: str, plain: str) -> str:
         """The marker for this output: ``rich`` on a terminal, ``plain`` (ASCII) otherwise."""
         return plain if self.plain else rich

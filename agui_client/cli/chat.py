@@ -1,0 +1,899 @@
+"""``agui chat [URL]``: a multi-turn terminal chat with any AG-UI agent (the bundled demo by default).
+
+Each turn streams into the terminal: the answer rendered as Markdown as it arrives (finished blocks
+printed once, only the unfinished tail redrawn in place, so a long message costs what it is long),
+reasoning shown dimmed and folded to one line ("thought for N s") once the answer starts, tool calls
+with their arguments and results (a JSON array of objects as a table), subagents labelled, state
+changes and activities in one line each, and the turn's token usage at its end. When the agent stops
+to ask, each interrupt's ``responseSchema`` becomes a form (checked field by field and as a whole, and
+asked again after an answer it refuses; a required yes/no field opens it, and a "no" the schema
+accepts on its own skips the rest).
+
+Ctrl-C during a turn cancels the turn: the response is closed and the thread goes back to what was
+saved after its last complete run, so the next turn sends a consistent history. Ctrl-C or Ctrl-D at
+the prompt leaves. The slash commands are listed in :data:`COMMANDS`.
+
+Everything the agent sends reaches the terminal through :mod:`agui_client.cli.terminal` (the console
+is a :class:`~agui_client.cli.terminal.SafeConsole`, plain output is made visible), and so does a
+transcript written by ``/export``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sqlite3
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from rich import box
+from rich.console import RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from ..client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, AgentClient
+from ..core.fold import ThreadState
+from ..core.interrupts import ResumeBuilder
+from ..core.session import RunResult
+from ..errors import AguiError, ExpiredInterruptAnswered, InvalidResumePayload
+from ..stores import SqliteStore, ThreadStore
+from ..thread import Thread
+from ..wire.types import events as ev
+from ..wire.types import messages as msg
+from ..wire.types.run import Interrupt
+from . import forms
+from .converse import UsageProblem
+from .render import (
+    ConsoleAsker,
+    EventRenderer,
+    Output,
+    RichOutput,
+    render_error,
+    render_interrupt,
+    render_messages,
+    render_warnings,
+    usage_text,
+)
+from .terminal import SafeConsole, safe_text, visible
+
+if TYPE_CHECKING:
+    from ..testing.recording import RecordingTransport
+
+__all__ = ["COMMANDS", "add_parser", "chat_command", "Chat", "ChatView", "transcript"]
+
+#: The slash commands, as ``/help`` lists them.
+COMMANDS: dict[str, str] = {
+    "/help": "this list",
+    "/new": "start a new thread (the current one stays in --thread-file)",
+    "/state": "show the thread's shared state",
+    "/messages": "show the thread's messages",
+    "/export FILE.md": "write the conversation as a Markdown transcript",
+    "/record DIR": "keep each later request and response in DIR (NN.request.json, NN.sse); /record off stops",
+    "/quit": "leave (so do Ctrl-D and Ctrl-C at the prompt)",
+}
+
+_DESCRIPTION = """\
+A multi-turn chat in the terminal. Without URL, the bundled demo agent (ScriptedAgent.demo) is
+started on 127.0.0.1. Answers are rendered as Markdown as they stream; interrupts are answered in a
+form built from their responseSchema. Ctrl-C during a turn cancels the turn; Ctrl-C or Ctrl-D at the
+prompt leaves. Type /help in the chat for its commands."""
+
+#: Rows and columns of a JSON array of objects shown as a table; the rest is counted, not shown.
+TABLE_ROWS = 20
+TABLE_COLUMNS = 8
+#: The longest tool result parsed to look for a table (a larger one is shown clipped, as text).
+TABLE_MAX_CHARS = 256 * 1024
+#: Lines of the reasoning kept on screen while it streams (it is folded to one line afterwards).
+THINKING_LINES = 4
+
+
+def add_parser(commands: Any) -> None:
+    """Add the ``chat`` subcommand to the ``agui`` parser's subcommands."""
+    chat = commands.add_parser("chat", help="a multi-turn chat in the terminal (the bundled demo agent by default)",
+                               description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    chat.add_argument("url", nargs="?", metavar="URL", help="the agent's endpoint (default: the bundled demo agent)")
+    chat.add_argument("--thread-file", metavar="FILE", help="keep the thread in this SQLite file (and go on with it)")
+    chat.add_argument("--thread", "--thread-id", dest="thread_id", metavar="ID",
+                      help="the thread id (default: the only thread in --thread-file, else a new one)")
+    chat.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
+                      help="a request header (repeatable; values are never shown)")
+    chat.add_argument("--timeout", type=_seconds, default=DEFAULT_CONNECT_TIMEOUT, metavar="SECONDS",
+                      help=f"connect timeout (default {DEFAULT_CONNECT_TIMEOUT:g})")
+    chat.add_argument("--idle-timeout", type=_seconds, default=DEFAULT_IDLE_TIMEOUT, metavar="SECONDS",
+                      help=f"the longest silence in a response before a turn fails (default {DEFAULT_IDLE_TIMEOUT:g})")
+    chat.add_argument("--record", metavar="DIR", help="keep each request and response in DIR (NN.request.json, NN.sse)")
+    chat.add_argument("--plain", action="store_true", help="plain, colourless output (default when not a terminal)")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"a number of seconds above 0 is needed, not {text!r}")
+    return value
+
+
+def _headers(values: Sequence[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, sep, rest = value.partition(":")
+        if not sep or not name.strip():
+            # (only the name is quoted: what follows the colon may be a credential)
+            raise UsageProblem(f"-H expects 'Name: value', got a value without a colon ({len(value)} characters)")
+        headers[name.strip()] = rest.strip()
+    return headers
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def chat_command(args: argparse.Namespace, out: Output) -> int:
+    """Run ``agui chat`` with parsed ``args``; returns the exit status (0 when the person leaves)."""
+    headers = _headers(args.header)
+    with contextlib.ExitStack() as stack:
+        url = args.url
+        if url is None:
+            from ..testing import ScriptedAgent, serve
+
+            url = stack.enter_context(serve(ScriptedAgent.demo())).url
+            out.line(f"demo agent (agui_client.testing.ScriptedAgent.demo) listening on {url}", "dim")
+        from ..testing.recording import RecordingTransport  # (the testing kit: imported when used)
+
+        recorder = RecordingTransport()
+        if args.record is not None:
+            _start_recording(recorder, args.record)
+        http = stack.enter_context(httpx.Client(transport=recorder))
+        store: ThreadStore | None = None
+        if args.thread_file is not None:
+            store = stack.enter_context(SqliteStore(args.thread_file))
+        client = stack.enter_context(AgentClient(url, headers=headers, timeout=args.timeout,
+                                                 idle_timeout=args.idle_timeout, store=store, http_client=http))
+        thread = client.thread(_thread_id(args, store))
+        chat = Chat(client, thread, out, url=url, recorder=recorder, recording=args.record,
+                    thread_file=args.thread_file)
+        return chat.loop()
+    raise AssertionError("unreachable")  # (for mypy: the with block returns)
+
+
+def _start_recording(recorder: RecordingTransport, directory: str) -> None:
+    try:
+        recorder.start(directory)
+    except OSError as exc:
+        raise UsageProblem(f"cannot record into {directory}: {exc.strerror or exc}") from None
+
+
+def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> str:
+    if args.thread_id is not None:
+        return str(args.thread_id)
+    if store is None:
+        return str(uuid.uuid4())
+    ids = _thread_ids(args.thread_file)
+    if len(ids) > 1:
+        raise UsageProblem(f"{args.thread_file} holds {len(ids)} threads; pick one with --thread: "
+                           + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
+    return ids[0] if ids else str(uuid.uuid4())
+
+
+def _thread_ids(path: str) -> list[str]:
+    # The store's table layout is documented in agui_client.stores.sqlite; a read-only look lists the ids.
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+        try:
+            rows = conn.execute("SELECT thread_id FROM agui_threads ORDER BY thread_id").fetchall()
+        except sqlite3.Error as exc:
+            raise UsageProblem(f"cannot list the threads in {path}: {exc}") from exc
+    return [str(row[0]) for row in rows]
+
+
+# --------------------------------------------------------------------------------------------------
+# The conversation
+# --------------------------------------------------------------------------------------------------
+
+
+class Chat:
+    """The chat loop: prompt, slash commands, turns (streamed, interrupts answered), cancellation.
+
+    Args:
+        client: the client (its store keeps the threads).
+        thread: the thread to go on with.
+        out: the view (rich on a terminal, plain otherwise).
+        url: the agent's URL, for the banner and the transcript.
+        recorder: the transport that ``/record`` starts and stops.
+        recording: the folder ``recorder`` is recording into already, if any.
+        thread_file: the SQLite file the threads are kept in, if any (for messages only).
+        asker: asks the interrupt forms (a :class:`~agui_client.cli.render.ConsoleAsker` by default).
+    """
+
+    def __init__(self, client: AgentClient, thread: Thread, out: Output, *, url: str,
+                 recorder: RecordingTransport | None = None, recording: str | None = None,
+                 thread_file: str | None = None, asker: forms.Asker | None = None) -> None:
+        self.client = client
+        self.thread = thread
+        self.out = out
+        self.url = url
+        self.recorder = recorder
+        self.recording = recording
+        self.thread_file = thread_file
+        piped = not _isatty(sys.stdin)
+        console = out.console if isinstance(out, RichOutput) else SafeConsole(no_color=True)
+        self.asker: forms.Asker = asker if asker is not None else ConsoleAsker(console, piped=piped)
+        self._piped = piped
+        #: Answers given to interrupts, by the number of messages the thread held then (for /export).
+        self.answers: list[tuple[int, str]] = []
+
+    # -- the loop ---------------------------------------------------------------------------------------
+
+    def loop(self) -> int:
+        """Chat until the person leaves; returns 0."""
+        self._banner()
+        while True:
+            if self.thread.open_interrupts:
+                self.out.line(f"the agent is waiting for {len(self.thread.open_interrupts)} answer(s): press Enter "
+                              "to answer, or type a message to abandon the question(s) and send it", "yellow")
+            try:
+                line = self._prompt()
+            except (EOFError, KeyboardInterrupt):
+                self.out.line()
+                self.out.line("bye", "dim")
+                return 0
+            text = line.strip()
+            if text.startswith("/") and not text.startswith("//"):
+                if not self.command(text):
+                    return 0
+                continue
+            if text.startswith("//"):
+                text = text[1:]  # (a message that starts with a slash)
+            if not text and not self.thread.open_interrupts:
+                continue
+            try:
+                self.turn(text or None)
+            except EOFError:
+                self.out.line("input ended: nothing more was sent", "dim")
+                return 0
+
+    def _banner(self) -> None:
+        thread = self.thread
+        kept = f", kept in {self.thread_file}" if self.thread_file else ""
+        told = f"; {len(thread.state.messages)} message(s) so far (/messages)" if thread.state.messages else ""
+        self.out.line(f"chat with {self.url} - thread {thread.id}{kept}{told}", "dim")
+        if self.recording is not None:
+            self.out.line(f"recording into {self.recording}", "dim")
+        self.out.line("type a message; /help lists the commands; Ctrl-C cancels a turn; Ctrl-D leaves", "dim")
+
+    def _prompt(self) -> str:
+        out = self.out
+        out.end_line()
+        if isinstance(out, RichOutput):
+            out.stop_waiting()
+            line = out.console.input(Text("you: ", style="bold green"))
+            if self._piped:
+                # Read from a pipe, nothing echoed it: shown once, where a terminal would have.
+                out.console.print(safe_text(line))
+            return line
+        out.inline("you: ", "bold green")
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        if self._piped:
+            out.inline(line.rstrip("\n"))  # (as above)
+            out.end_line()
+        else:
+            out.ended_by_input()
+        return line
+
+    # -- slash commands ---------------------------------------------------------------------------------
+
+    def command(self, text: str) -> bool:
+        """Carry out a slash command; ``False`` when it is ``/quit``."""
+        name, _, rest = text.partition(" ")
+        argument = rest.strip()
+        out = self.out
+        if name in ("/quit", "/exit", "/q"):
+            out.line("bye", "dim")
+            return False
+        if name == "/help":
+            width = max(len(key) for key in COMMANDS)
+            for key, meaning in COMMANDS.items():
+                out.line(f"  {key.ljust(width)}  {meaning}")
+            out.line("  a message that starts with / is sent with //", "dim")
+        elif name == "/new":
+            self.thread = self.client.thread()
+            self.answers = []
+            out.line(f"new thread {self.thread.id}", "bold")
+        elif name == "/state":
+            out.json(self.thread.state.state)
+        elif name == "/messages":
+            render_messages(out, self.thread.state)
+        elif name == "/export":
+            self._export(argument)
+        elif name == "/record":
+            self._record(argument)
+        else:
+            out.line(f"unknown command {name}: /help lists them", "yellow")
+        return True
+
+    def _export(self, argument: str) -> None:
+        if not argument:
+            self.out.line("/export needs a file name: /export chat.md", "yellow")
+            return
+        path = Path(argument).expanduser()
+        text = transcript(self.thread.state, url=self.url, thread_id=self.thread.id, answers=self.answers)
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            self.out.line(f"cannot write {argument}: {exc.strerror or exc}", "red")
+            return
+        self.out.line(f"exported {len(self.thread.state.messages)} message(s) to {path}", "bold")
+
+    def _record(self, argument: str) -> None:
+        recorder = self.recorder
+        if recorder is None:
+            self.out.line("recording is not available here", "yellow")
+        elif argument in ("", "off", "stop"):
+            recorder.stop()
+            where, self.recording = self.recording, None
+            self.out.line(f"stopped recording into {where}" if where else "not recording (/record DIR starts)", "bold")
+        else:
+            try:
+                recorder.start(argument)
+            except OSError as exc:
+                self.out.line(f"cannot record into {argument}: {exc.strerror or exc}", "red")
+                return
+            self.recording = argument
+            self.out.line(f"recording each request into {argument} (NN.request.json, NN.sse)", "bold")
+
+    # -- a turn ---------------------------------------------------------------------------------------
+
+    def turn(self, message: str | None) -> list[RunResult]:
+        """Send ``message`` (``None``: answer the open interrupts) and go on until the agent is done.
+
+        Open interrupts are answered first when ``message`` is ``None``, abandoned (and said so)
+        when a message is sent. Returns the turn's runs. Ctrl-C cancels the turn (see the module
+        docstring); an error is shown, and the thread put back as for a cancellation.
+        """
+        runs: list[RunResult] = []
+        resuming = False
+        answered = len(self.answers)
+        try:
+            builder: ResumeBuilder | None = None
+            if self.thread.open_interrupts:
+                builder = self._answers() if message is None else self._abandon_all()
+            resuming = builder is not None
+            result = self._stream(message, builder, runs)
+            answered = len(self.answers)  # (given in a run that completed: kept)
+            while result.outcome == "interrupt" and self.thread.open_interrupts:
+                resuming = False
+                builder = self._answers()
+                resuming = True
+                result = self._stream(None, builder, runs)
+                answered = len(self.answers)
+        except KeyboardInterrupt:
+            self.out.line()
+            self.out.line("turn cancelled (Ctrl-C)" + (
+                ": the agent may have acted on your answers; the chat lets go of the thread so that they can be "
+                "given again" if resuming else ""), "yellow")
+            del self.answers[answered:]  # (their run did not complete: the transcript keeps none of them)
+            self._restore()
+            self._usage(runs, "cancelled")
+            return runs
+        except AguiError as exc:
+            render_error(self.out, exc)
+            del self.answers[answered:]
+            self._restore()
+            self._usage(runs, "failed")
+            return runs
+        self._usage(runs, runs[-1].outcome if runs else None)
+        return runs
+
+    def _restore(self) -> None:
+        """Put the thread back to what its store holds: the thread after its last complete run."""
+        before = len(self.thread.state.messages)
+        try:
+            self.thread.release_claim()  # (a resume cut after its request went out keeps its claim)
+            self.thread.reload()
+        except AguiError as exc:
+            render_error(self.out, exc)
+            return
+        after = len(self.thread.state.messages)
+        dropped = f"; the unfinished turn ({before - after} message(s)) was not kept" if before > after else ""
+        self.out.line(f"the thread is as saved after its last complete run{dropped}", "dim")
+
+    def _stream(self, message: str | None, resume: ResumeBuilder | None, runs: list[RunResult]) -> RunResult:
+        out = self.out
+        view = ChatView(out, self.thread.state)
+        out.start_waiting("waiting for the agent...")
+        try:
+            with self.thread.stream(message, resume=resume) as events:
+                for event in events:
+                    view.event(event)
+            result = events.result
+        finally:
+            out.stop_waiting()
+            view.close()
+        assert result is not None
+        runs.append(result)
+        render_warnings(out, result.warnings)
+        if result.pending_tool_call_ids:
+            out.line("the agent left frontend tool call(s) for the application (the chat does not run them): "
+                     + ", ".join(c.function.name for c in result.pending_tool_calls), "yellow")
+        return result
+
+    def _usage(self, runs: list[RunResult], outcome: str | None) -> None:
+        """The turn's end: how it ended, and the tokens its complete runs reported."""
+        if not runs:
+            if outcome is not None:
+                self.out.line(f"({outcome})", "dim")
+            return
+        usage = usage_text((u for r in runs for u in r.usage), runs=len(runs))
+        self.out.line(f"({outcome}; {'usage ' + usage if usage.startswith('not') else usage})", "dim")
+
+    # -- interrupts -----------------------------------------------------------------------------------
+
+    def _abandon_all(self) -> ResumeBuilder:
+        builder = self.thread.resume_builder()
+        for interrupt in self.thread.open_interrupts:
+            builder.abandon(interrupt.id)
+            self.out.line(f"abandoned interrupt {interrupt.id} (a new message was sent instead)", "yellow")
+        return builder
+
+    def _answers(self) -> ResumeBuilder:
+        builder = self.thread.resume_builder()
+        expired = set(builder.expired)
+        for interrupt in self.thread.open_interrupts:
+            render_interrupt(self.out, interrupt, self.thread.state)
+            if interrupt.id in expired:
+                self.out.line(f"interrupt {interrupt.id} has expired and cannot be answered: abandoning it", "yellow")
+                builder.abandon(interrupt.id)
+                continue
+            payload = self._ask(interrupt)
+            if payload is _EXPIRED:
+                self.out.line(f"interrupt {interrupt.id} expired while you answered: abandoning it", "yellow")
+                builder.abandon(interrupt.id)
+                continue
+            builder.answer(interrupt.id, payload)
+            said = json.dumps(payload, ensure_ascii=False)
+            self.out.line(f"answer to {interrupt.id}: {said}", "bold")
+            self.answers.append((len(self.thread.state.messages), f"answer to {interrupt.reason}: {said}"))
+        return builder
+
+    def _ask(self, interrupt: Interrupt) -> Any:
+        """The person's answer, asked until the schema accepts it (Ctrl-C gives up, with the turn)."""
+        self.out.line(f"Your answer to {interrupt.id} (empty input takes the default shown):", "bold")
+        while True:
+            payload = forms.ask_payload(interrupt.response_schema, self.asker, gate=True)
+            try:
+                # Judged on its own: the other open interrupts are not answered yet.
+                ResumeBuilder((interrupt,)).answer(interrupt.id, payload).build()
+            except ExpiredInterruptAnswered:
+                return _EXPIRED
+            except InvalidResumePayload as exc:
+                for problem in exc.errors.get(interrupt.id, (str(exc),)):
+                    self.asker.say(f"not accepted: {problem}")
+                if getattr(self.asker, "ended", False):
+                    raise EOFError from None  # (piped answers ran out: asking again would ask nobody, forever)
+                self.out.line("once more:", "bold")
+                continue
+            return payload
+
+
+_EXPIRED: Any = object()
+
+
+# --------------------------------------------------------------------------------------------------
+# The view of a turn
+# --------------------------------------------------------------------------------------------------
+
+
+class ChatView:
+    """Shows one run's events in the chat (see the module docstring); ``close()`` when it ends.
+
+    Text, reasoning and tool calls are drawn here; the one-line events (state, activities, steps,
+    subagents, custom events, errors) by the CLI's :class:`~agui_client.cli.render.EventRenderer`.
+    """
+
+    def __init__(self, out: Output, state: ThreadState | None = None) -> None:
+        self.out = out
+        self.console: SafeConsole | None = out.console if isinstance(out, RichOutput) else None
+        self.lines = EventRenderer(out, state)
+        self.state = state
+        self._subagents: dict[str, str] = {}
+        self._writer: _Writer | None = None
+        self._writer_id: str | None = None
+        self._thinking: _Thinking | None = None
+        self._calls: dict[str, tuple[str, list[str], str | None]] = {}
+
+    def event(self, event: ev.Event | ev.UnknownEvent) -> None:
+        """Show one event."""
+        match event:
+            case ev.RunStartedEvent() | ev.RunFinishedEvent() | ev.ReasoningEndEvent():
+                return  # (the turn's end line says how it ended)
+            case ev.TextMessageStartEvent(message_id=mid, role=role, subagent_run_id=sub):
+                self._write_to(mid, sub, role)
+            case ev.TextMessageContentEvent(message_id=mid, delta=delta, subagent_run_id=sub):
+                self._write_to(mid, sub, None).feed(delta)
+            case ev.TextMessageEndEvent(message_id=mid):
+                if self._writer_id == mid:
+                    self._end_text()
+            case ev.ReasoningStartEvent() | ev.ReasoningMessageStartEvent():
+                self._end_text()
+                if self._thinking is None:
+                    self._thinking = _Thinking(self.out, self.console)
+            case ev.ReasoningMessageContentEvent(delta=delta):
+                if self._thinking is None:
+                    self._end_text()
+                    self._thinking = _Thinking(self.out, self.console)
+                self._thinking.feed(delta)
+            case ev.ReasoningMessageEndEvent():
+                if self._thinking is not None:
+                    self._thinking.ended()
+            case ev.ToolCallStartEvent(tool_call_id=cid, tool_call_name=name, subagent_run_id=sub):
+                self._settle()
+                self._calls[cid] = (name, [], sub)
+                self.out.start_waiting(f"{name}(...)")
+            case ev.ToolCallArgsEvent(tool_call_id=cid, delta=delta):
+                if cid in self._calls:
+                    self._calls[cid][1].append(delta)
+            case ev.ToolCallEndEvent(tool_call_id=cid):
+                self.out.stop_waiting()
+                if cid in self._calls:
+                    name, parts, sub = self._calls[cid]
+                    self.out.line(f"{self._who(sub)}{self.out.mark('⚙', 'tool:')} {name} "
+                                  f"{_clip(''.join(parts) or '{}', 300)}", "bold yellow")
+            case ev.ToolCallResultEvent(tool_call_id=cid, content=content):
+                self._settle()
+                self._result(cid, content if isinstance(content, str) else _parts_text(content))
+            case ev.SubagentStartedEvent(subagent_run_id=sub, name=name):
+                self._subagents[sub] = name
+                self._settle()
+                self.lines.event(event)
+            case _:
+                self._settle()
+                self.lines.event(event)
+
+    def close(self) -> None:
+        """Finish what is open (a message the stream cut off stays as far as it came)."""
+        self._settle()
+        self.out.stop_waiting()
+        self.out.end_line()
+
+    # -- internals ------------------------------------------------------------------------------------
+
+    def _who(self, subagent: str | None) -> str:
+        return f"[{self._subagents.get(subagent, subagent)}] " if subagent else ""
+
+    def _write_to(self, message_id: str, subagent: str | None, role: str | None) -> _Writer:
+        if self._writer is not None and self._writer_id == message_id:
+            return self._writer
+        self._settle()
+        if subagent:
+            label = f"[{self._subagents.get(subagent, subagent)}]"
+        else:
+            label = "agent:" if role in (None, "assistant") else f"{role}:"
+        self._writer = _MarkdownWriter(self.console, label) if self.console is not None \
+            else _PlainWriter(self.out, label)
+        self._writer_id = message_id
+        return self._writer
+
+    def _end_text(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            self._writer_id = None
+
+    def _settle(self) -> None:
+        """Something else begins: the reasoning folds, the message being written ends its line."""
+        if self._thinking is not None:
+            self._thinking.fold()
+            self._thinking = None
+        self._end_text()
+        self.out.stop_waiting()
+
+    def _result(self, call_id: str, content: str) -> None:
+        known = self._calls.get(call_id)
+        name = known[0] if known is not None else _tool_name(self.state, call_id)
+        arrow = self.out.mark("↳", "->")
+        rows = _object_rows(content)
+        if rows is None:
+            self.out.line(f"  {arrow} {name} returned {_clip(content, 300)}", "green")
+            return
+        title = f"  {arrow} {name} returned {len(rows)} row(s)"
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+        shown_columns = columns[:TABLE_COLUMNS]
+        hidden = len(columns) - len(shown_columns)
+        if self.console is None:
+            self.out.line(title + (f" ({hidden} more column(s) not shown)" if hidden else ""), "green")
+            for row in rows[:TABLE_ROWS]:
+                self.out.line("    " + ", ".join(f"{c}: {_cell(row.get(c))}" for c in shown_columns if c in row))
+        else:
+            self.out.line(title + (f" ({hidden} more column(s) not shown)" if hidden else ""), "green")
+            table = Table(box=box.SIMPLE_HEAD)
+            for column in shown_columns:
+                table.add_column(safe_text(column, "bold"))
+            for row in rows[:TABLE_ROWS]:
+                table.add_row(*(safe_text(_cell(row.get(c)) if c in row else "") for c in shown_columns))
+            self.console.print(table)
+        if len(rows) > TABLE_ROWS:
+            self.out.line(f"    ... and {len(rows) - TABLE_ROWS} more row(s)", "dim")
+
+
+class _Writer:
+    """Where one text message goes as it streams."""
+
+    def feed(self, delta: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class _PlainWriter(_Writer):
+    """Plain output: the label, then the tokens as they come, as text."""
+
+    def __init__(self, out: Output, label: str) -> None:
+        self.out = out
+        out.end_line()
+        out.inline(label + " ", "bold cyan")
+
+    def feed(self, delta: str) -> None:
+        self.out.inline(delta)
+
+    def close(self) -> None:
+        self.out.end_line()
+
+
+class _MarkdownWriter(_Writer):
+    """A message rendered as Markdown while it streams.
+
+    Blocks are cut at blank lines outside a fenced code block: a finished block is printed once and
+    never drawn again; only the unfinished tail is redrawn in place (a transient ``Live``), so the
+    work per token is bounded by the tail, not the message. The tail's lines are scanned once each.
+    """
+
+    def __init__(self, console: SafeConsole, label: str) -> None:
+        self.console = console
+        self.label = label
+        self._labelled = False
+        self._tail = ""
+        self._scanned = 0  # (the tail before this offset is made of complete lines already looked at)
+        self._fence: str | None = None  # (the fence marker of the code block the scan is in)
+        self._live: Live | None = None
+
+    def feed(self, delta: str) -> None:
+        self._tail += delta
+        cut = self._scan()
+        if cut:
+            block, self._tail = self._tail[:cut], self._tail[cut:]
+            self._scanned -= cut
+            self._stop_live()
+            self._print(block)
+        if self._live is None and self._tail.strip():
+            self._label()
+            # The tail is parsed when the screen is refreshed (12 times a second at most), not per
+            # token: a long paragraph would otherwise be parsed again for every word.
+            self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
+                              vertical_overflow="ellipsis",
+                              get_renderable=lambda: _markdown(self._tail))
+            self._live.start()
+
+    def close(self) -> None:
+        self._stop_live()
+        if self._tail.strip():
+            self._print(self._tail)
+        elif not self._labelled:
+            self._label()
+        self._tail = ""
+        self._scanned = 0
+
+    def _scan(self) -> int:
+        """The end of the last finished block in the tail (0: none yet)."""
+        cut = 0
+        tail = self._tail
+        while True:
+            end = tail.find("\n", self._scanned)
+            if end < 0:
+                return cut
+            line = tail[self._scanned:end].strip()
+            self._scanned = end + 1
+            if self._fence is not None:
+                if line.startswith(self._fence) and not line.strip(self._fence[0]):
+                    self._fence = None  # (a closing fence: as long as the opening one or longer, alone)
+            elif line.startswith(("```", "~~~")):
+                self._fence = line[: len(line) - len(line.lstrip(line[0]))]
+            elif not line:
+                cut = self._scanned
+
+    def _label(self) -> None:
+        if not self._labelled:
+            self._labelled = True
+            self.console.print(safe_text(self.label, "bold cyan"))
+
+    def _print(self, block: str) -> None:
+        self._label()
+        self.console.print(_markdown(block))
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.stop()
+
+
+class _Thinking:
+    """Reasoning shown dimmed while it streams (its last lines, redrawn), folded to one line after."""
+
+    def __init__(self, out: Output, console: SafeConsole | None) -> None:
+        self.out = out
+        self.console = console
+        self.started = time.monotonic()
+        self.finished: float | None = None
+        self._text: list[str] = []
+        self._size = 0
+        self._live: Live | None = None
+        if console is None:
+            out.end_line()
+            out.inline("thinking: ", "dim italic")
+
+    def feed(self, delta: str) -> None:
+        if self.console is None:
+            self.out.inline(delta, "dim italic")
+            return
+        self._text.append(delta)
+        self._size += len(delta)
+        if self._size > 4096:  # (only the last lines are shown: keep what they need)
+            joined = "".join(self._text)[-2048:]
+            self._text, self._size = [joined], len(joined)
+        if self._live is None:
+            self.out.end_line()
+            self.out.stop_waiting()
+            self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
+                              vertical_overflow="crop",
+                              get_renderable=self._shown)
+            self._live.start()
+
+    def _shown(self) -> Text:
+        lines = "".join(self._text).splitlines()[-THINKING_LINES:]
+        return safe_text("thinking: " + "\n".join(lines), "dim italic")
+
+    def ended(self) -> None:
+        if self.finished is None:
+            self.finished = time.monotonic()
+
+    def fold(self) -> None:
+        seconds = (self.finished if self.finished is not None else time.monotonic()) - self.started
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.stop()
+        self.out.end_line()
+        self.out.line(f"thought for {seconds:.0f} s", "dim italic")
+
+
+def _markdown(text: str) -> RenderableType:
+    # (imported here: markdown-it and pygments would add their import time to every agui command)
+    from rich.markdown import Markdown
+
+    # Made visible before parsing, so a control character is shown, not measured or obeyed; links
+    # are shown with their address instead of as terminal hyperlinks.
+    return Markdown(visible(text), hyperlinks=False)
+
+
+def _object_rows(content: str) -> list[dict[str, Any]] | None:
+    """``content`` as a JSON array of objects, else ``None``."""
+    stripped = content.strip()
+    if not stripped.startswith("[") or len(stripped) > TABLE_MAX_CHARS:
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(row, dict) for row in value):
+        return None
+    return value
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return _clip(text, 60)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.replace("\r\n", "\n").replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _parts_text(content: Sequence[Any]) -> str:
+    return " ".join(getattr(part, "text", f"<{getattr(part, 'TYPE', 'part')}>") for part in content)
+
+
+def _tool_name(state: ThreadState | None, call_id: str) -> str:
+    call = state.tool_call(call_id) if state is not None else None
+    return call.function.name if call is not None else call_id
+
+
+# --------------------------------------------------------------------------------------------------
+# /export
+# --------------------------------------------------------------------------------------------------
+
+
+def transcript(state: ThreadState, *, url: str, thread_id: str, answers: Sequence[tuple[int, str]] = (),
+               now: datetime | None = None) -> str:
+    """The thread as a Markdown transcript: each message under its speaker, tool calls and results,
+    reasoning in a folded ``<details>``, the answers given to interrupts, and the shared state.
+
+    ``answers`` are ``(position, text)`` pairs: ``text`` goes after the first ``position`` messages.
+    Every string from the agent is made :func:`~agui_client.cli.terminal.visible`, so printing the
+    file to a terminal is as safe as the chat itself.
+    """
+    when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%SZ")
+    parts = ["# agui chat transcript", "", f"- agent: {visible(url)}", f"- thread: {visible(thread_id)}",
+             f"- exported: {when}", ""]
+    notes = sorted(answers)
+    index = 0
+    names = {sub: record.name for sub, record in state.subagents.items()}
+    for position, message in enumerate(state.messages):
+        while index < len(notes) and notes[index][0] <= position:
+            parts += [f"> {visible(notes[index][1])}", ""]
+            index += 1
+        parts += list(_message_markdown(message, state, names))
+    for _, text in notes[index:]:
+        parts += [f"> {visible(text)}", ""]
+    if not state.messages:
+        parts += ["_(no messages)_", ""]
+    parts += ["## State", "", *_fenced(json.dumps(state.state, indent=2, ensure_ascii=False, default=str), "json"),
+              ""]
+    return "\n".join(parts)
+
+
+def _message_markdown(message: msg.Message, state: ThreadState, names: dict[str, str]) -> Iterator[str]:
+    match message:
+        case msg.UserMessage(content=content):
+            yield from ("## You", "", visible(_text(content)), "")
+        case msg.SystemMessage(content=content) | msg.DeveloperMessage(content=content):
+            yield from (f"## {message.ROLE}", "", visible(_text(content)), "")
+        case msg.AssistantMessage(content=content, tool_calls=calls, subagent_run_id=sub):
+            yield from (f"## {visible(names.get(sub, sub))} (subagent)" if sub else "## Agent", "")
+            if content:
+                yield from (visible(content), "")
+            for call in calls or ():
+                yield f"- tool call `{visible(call.function.name)}`"
+                yield from ("", *_fenced(visible(call.function.arguments or "{}"), "json"), "")
+        case msg.ToolMessage(content=content, tool_call_id=cid, error=error):
+            name = _tool_name(state, cid)
+            yield f"- `{visible(name)}` " + ("failed: " + visible(error) if error else "returned:")
+            if not error:
+                yield from ("", *_fenced(visible(_text(content))), "")
+            else:
+                yield ""
+        case msg.ReasoningMessage(content=content):
+            yield from ("<details><summary>reasoning</summary>", "", visible(content), "", "</details>", "")
+        case msg.ActivityMessage(activity_type=kind, content=content):
+            yield from (f"- activity {visible(kind)}: `{visible(json.dumps(content, ensure_ascii=False))}`", "")
+        case _:
+            yield from (f"- {visible(type(message).__name__)}", "")
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else _parts_text(content)
+
+
+def _fenced(text: str, language: str = "") -> list[str]:
+    # A fence longer than any run of backticks inside, so the content cannot close it.
+    run = 0
+    longest = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return [fence + language, text, fence]
