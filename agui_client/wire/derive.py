@@ -33,7 +33,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import attrs
 
-__all__ = ["Fallback", "Policy", "Derived", "Field", "Router"]
+__all__ = ["Fallback", "Policy", "Derived", "Field", "Router", "Writers"]
 
 Warn = Callable[..., None]
 Check = Callable[[dict[str, Any], Warn], "dict[str, Any] | None"]  # (a string: evaluated lazily)
@@ -134,9 +134,12 @@ class Derived:
         self._validators: dict[Any, Callable[[Any], Any] | None] = {}
         self._validated_types: dict[Callable[[Any], Any], Any] = {}  # a validator -> the type it validates
         self._shapes: dict[Callable[[Any], Any], dict[tuple[str, ...], Callable[[Any], Any]]] = {}
-        self._encoders: dict[type, Callable[[Any], dict[str, Any]]] = {}
-        self._constructors: dict[type, Callable[..., Any]] = {}
         self._unions: dict[Callable[[Any], Any], tuple[dict[str, Callable[[Any], Any]], str]] = {}
+        self._inline = _InlineLists(self)
+        writers = Writers(policy)
+        #: ``encoder(cls)`` and ``constructor(cls)``: see :class:`Writers`.
+        self.encoder = writers.encoder
+        self.constructor = writers.constructor
 
     # -- readers and validators ----------------------------------------------------------------
 
@@ -291,7 +294,7 @@ class Derived:
             return None
         validating = mode == _VALIDATE
         if validating:
-            inline = self._list_valid(item_type)
+            inline = self._inline.list_valid(item_type)
             if inline is not None:
                 return inline
         union = self._unions.get(item)
@@ -382,113 +385,6 @@ class Derived:
                 append(item(element) if built is None else built(element))
             return tuple(out)  # (validating returned class_list_valid above)
         return class_list
-
-    def _list_valid(self, item_type: Any) -> Callable[[Any], Any] | None:
-        """A validator of a list of a class or of a tagged union's members (a snapshot's messages, a
-        message's tool calls), as one generated function, or ``None`` when a member cannot be inlined.
-
-        A snapshot holds thousands of small objects, so what costs is the work per object around the
-        checks: a call, the shape's key tuple, its lookup. Here each object's checks are written inline,
-        nested objects and lists of them included, and a class's optional fields are probed only when
-        the object holds more keys than the class needs (most hold exactly those). It accepts what the
-        classes' own validators accept: every key the encoder writes and the tag (equal to the class's
-        own), each of its type, nothing unknown, and the class's check.
-        """
-        namespace: dict[str, Any] = {"FB": Fallback, "bail": _bail, "FE": self.policy.field_error, "M": _ABSENT}
-        lines = ["def valid(value):", "    if type(value) is not list: raise FB", "    try:"]
-        if not self._inline_items(item_type, "value", "        ", "", lines, namespace, 0):
-            return None
-        lines += ["    except (KeyError, TypeError):", "        raise FB from None",  # a key absent, an unhashable tag
-                  "    return True"]
-        exec("\n".join(lines), namespace)  # noqa: S102 - generated from the classes' own fields
-        valid: Callable[[Any], Any] = namespace["valid"]
-        return valid
-
-    def _inline_items(self, item_type: Any, seq: str, pad: str, p: str, lines: list[str],
-                      namespace: dict[str, Any], depth: int) -> bool:
-        """The lines that check each object of list ``seq`` (a list already) inline; ``False`` when they
-        cannot be written (a class whose fields are not all readable fast)."""
-        lines.append(f"{pad}for {p}v in {seq}:")
-        return self._inline_value(item_type, f"{p}v", pad + "    ", p, lines, namespace, depth)
-
-    def _inline_value(self, t: Any, v: str, pad: str, p: str, lines: list[str], namespace: dict[str, Any],
-                      depth: int) -> bool:
-        """The lines that check ``v`` as a ``t`` (a class or a tagged union) inline, or ``False``."""
-        lines.append(f"{pad}if type({v}) is not dict: raise FB")
-        union = self.policy.unions.get(t) if _hashable(t) else None
-        if union is None:
-            return isinstance(t, type) and self._inline_object(t, v, pad, f"{p}c_", lines, namespace, depth,
-                                                               tag_known=False)
-        table, tag = union
-        lines.append(f"{pad}{p}t = {v}[{tag!r}]")
-        for j, (name, cls) in enumerate(table.items()):  # (in the table's order: the policy's choice)
-            lines.append(f"{pad}{'elif' if j else 'if'} {p}t == {name!r}:")
-            if not self._inline_object(cls, v, pad + "    ", f"{p}m{j}_", lines, namespace, depth, tag_known=True):
-                return False
-        lines += [f"{pad}else:", f"{pad}    raise FB"]  # another tag, or not a string
-        return True
-
-    def _inline_object(self, cls: type, v: str, pad: str, p: str, lines: list[str], namespace: dict[str, Any],
-                       depth: int, *, tag_known: bool) -> bool:
-        """The lines that check object ``v`` (a dict already) as a ``cls`` inline (see :meth:`_list_valid`)."""
-        fields = self._fields(cls, _VALIDATE, {})
-        if fields is None:
-            return False
-        tag = self.policy.tag_of(cls)
-        needed = 0
-        if tag is not None and tag[0] not in fields:
-            needed += 1
-            if not tag_known:
-                lines.append(f"{pad}if {v}[{tag[0]!r}] != {tag[1]!r}: raise FB")
-        optional: list[tuple[int, str, Field]] = []
-        for i, (key, field) in enumerate(fields.items()):
-            if field.required or field.written:
-                needed += 1
-                lines.append(f"{pad}{p}x{i} = {v}[{key!r}]")  # (a KeyError: absent)
-                self._emit_inline(lines, namespace, field, f"{p}x{i}", i, pad, p, depth)
-            else:
-                optional.append((i, key, field))
-        if optional:
-            # Probed in the class's order, and no further once every key is accounted for.
-            lines += [f"{pad}{p}l = len({v})", f"{pad}if {p}l != {needed}:", f"{pad}    {p}n = {needed}"]
-            inner = pad + "    "
-            for k, (i, key, field) in enumerate(optional):
-                if k:
-                    lines.append(f"{inner}if {p}n != {p}l:")
-                    inner += "    "
-                lines += [f"{inner}{p}x{i} = {v}.get({key!r}, M)", f"{inner}if {p}x{i} is not M:",
-                          f"{inner}    {p}n += 1"]
-                self._emit_inline(lines, namespace, field, f"{p}x{i}", i, inner + "    ", p, depth)
-            lines.append(f"{inner}if {p}n != {p}l: raise FB")  # an unknown key
-        else:
-            lines.append(f"{pad}if len({v}) != {needed}: raise FB")
-        check = self.policy.checks.get(cls)
-        if check is not None and not (cls in self.policy.tag_checks and tag is not None):
-            namespace[f"{p}check"] = check
-            lines += [f"{pad}try:", f"{pad}    if {p}check({v}, bail) is not None: raise FB", f"{pad}except FE:",
-                      f"{pad}    raise FB from None"]
-        return True
-
-    def _emit_inline(self, lines: list[str], namespace: dict[str, Any], field: Field, x: str, i: int, pad: str,
-                     p: str, depth: int) -> None:
-        """:meth:`_emit` for a validator, with a nested object or list of objects checked inline."""
-        target = self._validated_types.get(field.helper) if field.kind in ("call", "content") else None
-        if target is not None and depth < 4:
-            inner: list[str] = []
-            inner_pad = pad
-            if field.kind == "content":  # a string as it is, else a list of parts
-                inner.append(f"{pad}if type({x}) is not str:")
-                inner_pad += "    "
-            q = f"{p}{i}_"
-            if _is_tuple(target):
-                inner.append(f"{inner_pad}if type({x}) is not list: raise FB")
-                written = self._inline_items(get_args(target)[0], x, inner_pad, q, inner, namespace, depth + 1)
-            else:
-                written = self._inline_value(target, x, inner_pad, q, inner, namespace, depth + 1)
-            if written:
-                lines += inner
-                return
-        self._emit(lines, namespace, field, x, i, pad, _VALIDATE, p)
 
     def _class(self, cls: type, fields: dict[str, Field], mode: str,
                route: Callable[..., Any] | None, *, vetted: bool = False) -> Callable[..., Any]:
@@ -653,7 +549,130 @@ class Derived:
         built: Callable[..., Any] = namespace["fast"]
         return built
 
-    # -- encoders --------------------------------------------------------------------------------
+
+class _InlineLists:
+    """The validators of lists of objects a :class:`Derived` writes as one function each (see
+    :meth:`list_valid`): its field readings, with the per-object work around them written out."""
+
+    def __init__(self, derived: Derived) -> None:
+        self._derived = derived
+        self.policy = derived.policy
+
+    def list_valid(self, item_type: Any) -> Callable[[Any], Any] | None:
+        """A validator of a list of a class or of a tagged union's members (a snapshot's messages, a
+        message's tool calls), as one generated function, or ``None`` when a member cannot be inlined.
+
+        A snapshot holds thousands of small objects, so what costs is the work per object around the
+        checks: a call, the shape's key tuple, its lookup. Here each object's checks are written inline,
+        nested objects and lists of them included, and a class's optional fields are probed only when
+        the object holds more keys than the class needs (most hold exactly those). It accepts what the
+        classes' own validators accept: every key the encoder writes and the tag (equal to the class's
+        own), each of its type, nothing unknown, and the class's check.
+        """
+        namespace: dict[str, Any] = {"FB": Fallback, "bail": _bail, "FE": self.policy.field_error, "M": _ABSENT}
+        lines = ["def valid(value):", "    if type(value) is not list: raise FB", "    try:"]
+        if not self._inline_items(item_type, "value", "        ", "", lines, namespace, 0):
+            return None
+        lines += ["    except (KeyError, TypeError):", "        raise FB from None",  # a key absent, an unhashable tag
+                  "    return True"]
+        exec("\n".join(lines), namespace)  # noqa: S102 - generated from the classes' own fields
+        valid: Callable[[Any], Any] = namespace["valid"]
+        return valid
+
+    def _inline_items(self, item_type: Any, seq: str, pad: str, p: str, lines: list[str],
+                      namespace: dict[str, Any], depth: int) -> bool:
+        """The lines that check each object of list ``seq`` (a list already) inline; ``False`` when they
+        cannot be written (a class whose fields are not all readable fast)."""
+        lines.append(f"{pad}for {p}v in {seq}:")
+        return self._inline_value(item_type, f"{p}v", pad + "    ", p, lines, namespace, depth)
+
+    def _inline_value(self, t: Any, v: str, pad: str, p: str, lines: list[str], namespace: dict[str, Any],
+                      depth: int) -> bool:
+        """The lines that check ``v`` as a ``t`` (a class or a tagged union) inline, or ``False``."""
+        lines.append(f"{pad}if type({v}) is not dict: raise FB")
+        union = self.policy.unions.get(t) if _hashable(t) else None
+        if union is None:
+            return isinstance(t, type) and self._inline_object(t, v, pad, f"{p}c_", lines, namespace, depth,
+                                                               tag_known=False)
+        table, tag = union
+        lines.append(f"{pad}{p}t = {v}[{tag!r}]")
+        for j, (name, cls) in enumerate(table.items()):  # (in the table's order: the policy's choice)
+            lines.append(f"{pad}{'elif' if j else 'if'} {p}t == {name!r}:")
+            if not self._inline_object(cls, v, pad + "    ", f"{p}m{j}_", lines, namespace, depth, tag_known=True):
+                return False
+        lines += [f"{pad}else:", f"{pad}    raise FB"]  # another tag, or not a string
+        return True
+
+    def _inline_object(self, cls: type, v: str, pad: str, p: str, lines: list[str], namespace: dict[str, Any],
+                       depth: int, *, tag_known: bool) -> bool:
+        """The lines that check object ``v`` (a dict already) as a ``cls`` inline (see :meth:`_list_valid`)."""
+        fields = self._derived._fields(cls, _VALIDATE, {})
+        if fields is None:
+            return False
+        tag = self.policy.tag_of(cls)
+        needed = 0
+        if tag is not None and tag[0] not in fields:
+            needed += 1
+            if not tag_known:
+                lines.append(f"{pad}if {v}[{tag[0]!r}] != {tag[1]!r}: raise FB")
+        optional: list[tuple[int, str, Field]] = []
+        for i, (key, field) in enumerate(fields.items()):
+            if field.required or field.written:
+                needed += 1
+                lines.append(f"{pad}{p}x{i} = {v}[{key!r}]")  # (a KeyError: absent)
+                self._emit_inline(lines, namespace, field, f"{p}x{i}", i, pad, p, depth)
+            else:
+                optional.append((i, key, field))
+        if optional:
+            # Probed in the class's order, and no further once every key is accounted for.
+            lines += [f"{pad}{p}l = len({v})", f"{pad}if {p}l != {needed}:", f"{pad}    {p}n = {needed}"]
+            inner = pad + "    "
+            for k, (i, key, field) in enumerate(optional):
+                if k:
+                    lines.append(f"{inner}if {p}n != {p}l:")
+                    inner += "    "
+                lines += [f"{inner}{p}x{i} = {v}.get({key!r}, M)", f"{inner}if {p}x{i} is not M:",
+                          f"{inner}    {p}n += 1"]
+                self._emit_inline(lines, namespace, field, f"{p}x{i}", i, inner + "    ", p, depth)
+            lines.append(f"{inner}if {p}n != {p}l: raise FB")  # an unknown key
+        else:
+            lines.append(f"{pad}if len({v}) != {needed}: raise FB")
+        check = self.policy.checks.get(cls)
+        if check is not None and not (cls in self.policy.tag_checks and tag is not None):
+            namespace[f"{p}check"] = check
+            lines += [f"{pad}try:", f"{pad}    if {p}check({v}, bail) is not None: raise FB", f"{pad}except FE:",
+                      f"{pad}    raise FB from None"]
+        return True
+
+    def _emit_inline(self, lines: list[str], namespace: dict[str, Any], field: Field, x: str, i: int, pad: str,
+                     p: str, depth: int) -> None:
+        """:meth:`_emit` for a validator, with a nested object or list of objects checked inline."""
+        target = self._derived._validated_types.get(field.helper) if field.kind in ("call", "content") else None
+        if target is not None and depth < 4:
+            inner: list[str] = []
+            inner_pad = pad
+            if field.kind == "content":  # a string as it is, else a list of parts
+                inner.append(f"{pad}if type({x}) is not str:")
+                inner_pad += "    "
+            q = f"{p}{i}_"
+            if _is_tuple(target):
+                inner.append(f"{inner_pad}if type({x}) is not list: raise FB")
+                written = self._inline_items(get_args(target)[0], x, inner_pad, q, inner, namespace, depth + 1)
+            else:
+                written = self._inline_value(target, x, inner_pad, q, inner, namespace, depth + 1)
+            if written:
+                lines += inner
+                return
+        self._derived._emit(lines, namespace, field, x, i, pad, _VALIDATE, p)
+
+
+class Writers:
+    """The encoders and slot-filling constructors derived from the wire classes under one :class:`Policy`."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._encoders: dict[type, Callable[[Any], dict[str, Any]]] = {}
+        self._constructors: dict[type, Callable[..., Any]] = {}
 
     def encoder(self, cls: type) -> Callable[[Any], dict[str, Any]]:
         """``encode(obj) -> dict`` for one wire class; raises :class:`Fallback` for a value it cannot
@@ -700,8 +719,6 @@ class Derived:
         if cls not in self.policy.encodable:
             raise Fallback  # (a subclass, or not a wire class: the converter decides)
         return self.encoder(cls)(value)
-
-    # -- constructors ------------------------------------------------------------------------------
 
     def constructor(self, cls: type) -> Callable[..., Any]:
         """A constructor equivalent to ``cls(**kwargs)`` for a frozen slotted attrs class, or ``cls``."""
