@@ -176,7 +176,130 @@ class Run:
 
 # -- the conversation ----------------------------------------------------------------------------------
 
-class Conversation:
+class _Standing:
+    """A thread object's standing in the store (the version it holds, its owner token, a claim in
+    doubt, a claim its tool loop took early), and the flows that claim, save and give the thread back.
+    """
+
+    id: str
+    _state: ThreadState
+
+    def __init__(self, store: Any) -> None:
+        self._version: int | None = None
+        self._owner = f"{uuid.uuid4()}"
+        #: The version a claim of this object would have made when the store failed while writing it
+        #: (the claim may have landed, its reply lost); ``None`` when no claim is in doubt.
+        self._unsure: int | None = None
+        self._creates_claimed = _creates_claimed(store)
+        self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
+
+    def _claim(self, plan: Plan, interrupted: type[BaseException]) -> Flow[int]:
+        # Every run claims the thread before anything is sent: at the version it was built from (a
+        # writer whose copy is stale, because another process ran on it since, or who races another,
+        # two replicas answering one tool call, is refused here, not after the agent acted twice), or,
+        # for a thread the store does not hold yet, by creating its record claimed (two replicas
+        # sending the first turn of one new thread id). A claim taken before the tool handlers ran
+        # (run_until_done) is this run's.
+        if self._preclaimed is not None:
+            claimed, self._preclaimed = self._preclaimed, None
+            return claimed
+        yield from self._create_unclaimed()
+        before = self._version
+        try:
+            return (yield from self._claim_now())
+        except interrupted as exc:
+            if self._version is not None and self._version != before:
+                # Claimed, and interrupted before anything was sent: let go.
+                yield from self._settle(self._version, plan, None, exc)
+            raise
+
+    def _create_unclaimed(self) -> Flow[None]:
+        # (a store of the earlier protocol, whose claim cannot create: see _creates_claimed)
+        if self._version is None and not self._creates_claimed:
+            yield Write("save", {"data": self._state.dump(), "expected_version": None})
+
+    def _claim_now(self) -> Flow[int]:
+        base = self._version
+        arguments = self._claim_args()
+        try:
+            version: int = yield Write("claim", arguments)
+        except StoreError as exc:
+            self._claim_lost(exc, base)
+            raise
+        return version
+
+    def _claim_args(self) -> dict[str, Any]:
+        # A thread the store does not hold yet is claimed by creating its record (claimed, with the
+        # thread as it is before the run): of writers racing on a new thread id, one creates it, and
+        # only that one sends. Called just before each claim's write, which settles any claim in
+        # doubt: were the doubt kept, a reload() after this claim (held, say, after a resume that may
+        # have reached the agent) would pass it off as a lost one and the resume would go out again.
+        self._unsure = None
+        if self._version is None:
+            return {"expected_version": None, "owner": self._owner, "data": self._state.dump()}
+        return {"expected_version": self._version, "owner": self._owner}
+
+    def _claim_lost(self, exc: StoreError, base: int | None) -> None:
+        # The store failed during the claim: nothing was sent, but the claim may have landed with its
+        # reply lost. The thread keeps the version it claimed from, so this object's next run claims
+        # it again and the store recognises its own claim; a process that gives up here leaves it held.
+        self._unsure = 0 if base is None else base + 1
+        logger.warning("thread %s: the store failed while claiming it (%s); nothing was sent, but the claim may be "
+                       "held at version %s (owner %s): running this thread object again takes it up; if this "
+                       "process stops here, release it with release_claim(force=True)", self.id, exc, self._unsure,
+                       self._owner)
+        if hasattr(exc, "add_note"):
+            exc.add_note(f"nothing was sent; the claim may be held at version {self._unsure} (owner {self._owner}): "
+                         "run this thread object again (it recognises its own claim), or release_claim(force=True)")
+
+    def _save(self, session: RunSession) -> Flow[None]:
+        try:
+            # Written by the store before the protocol goes on, so sharing the state is safe.
+            yield Write("save", {"data": self._state.dump(share_state=True), "expected_version": self._version})
+        except (ConcurrentResume, StoreError) as exc:
+            _unsaved(exc, session)
+            raise
+
+    def _settle(self, claimed: int | None, plan: Plan, handle: StreamHandle | None,
+                exc: BaseException) -> Flow[None]:
+        """After a run failed (``exc`` an ``AguiError``) or was interrupted from outside (Ctrl-C, a
+        cancelled task, the caller's own exception): give its claim back, unless the agent may have
+        acted on it (a resume whose request may have reached the agent stays claimed)."""
+        if claimed is None or self._version != claimed:
+            return  # (no claim, or the run's save already ended it)
+        if isinstance(exc, AguiError):
+            if getattr(exc, "thread_saved", False) or isinstance(exc, ConcurrentResume):
+                # (the save ended the claim; or the store refused the run's save: the record moved on or
+                # vanished, and the claim with it)
+                return
+            if plan.resuming and _reached_agent(exc):
+                _claim_note(exc, self._owner, claimed)
+                return
+        elif _keeps_claim(self.id, plan, handle, self._owner, claimed):
+            return
+        # (a release that fails too is logged: the run's own error is the one to see)
+        yield from self._release(claimed, logged=True)
+
+    def _release(self, claimed: int, *, logged: bool = False) -> Flow[None]:
+        """Give back this object's claim taken at ``claimed`` (nothing once a save moved the version on).
+
+        A run that is not a resume lets go of the thread when it fails or is left: sending the turn
+        again is the caller's ordinary retry, not a decision taken twice. ``logged``: on the way out of
+        a failure or an interruption, which is what the caller must see, a release that fails is
+        logged instead of raised.
+        """
+        if self._version != claimed:
+            return
+        try:
+            yield Write("release", {"claimed_version": claimed, "owner": self._owner})
+        except Exception as exc:
+            if not logged:
+                raise
+            logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
+                           self.id, exc)
+
+
+class Conversation(_Standing):
     """One thread object's side of the protocol: the folded state, its standing in the store (the
     version it holds, its owner token, a claim in doubt), and the protocol's steps as flows.
 
@@ -195,14 +318,8 @@ class Conversation:
         self.tool_handlers: dict[str, ToolHandler] = dict(tool_handlers or {})
         self._legacy = legacy_interrupts
         self._state = ThreadState(thread_id=thread_id, legacy_interrupts=legacy_interrupts)
-        self._version: int | None = None
-        self._owner = f"{uuid.uuid4()}"
-        #: The version a claim of this object would have made when the store failed while writing it
-        #: (the claim may have landed, its reply lost); ``None`` when no claim is in doubt.
-        self._unsure: int | None = None
-        self._creates_claimed = _creates_claimed(store)
+        super().__init__(store)
         self._running = 0  # (runs of this object in flight: its tool loop's own runs nest in the loop)
-        self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
 
     # -- what the caller reads and adds ----------------------------------------------------------------
 
@@ -492,111 +609,6 @@ class Conversation:
         return session.result()
 
     # -- the store -----------------------------------------------------------------------------------
-
-    def _claim(self, plan: Plan, interrupted: type[BaseException]) -> Flow[int]:
-        # Every run claims the thread before anything is sent: at the version it was built from (a
-        # writer whose copy is stale, because another process ran on it since, or who races another,
-        # two replicas answering one tool call, is refused here, not after the agent acted twice), or,
-        # for a thread the store does not hold yet, by creating its record claimed (two replicas
-        # sending the first turn of one new thread id). A claim taken before the tool handlers ran
-        # (run_until_done) is this run's.
-        if self._preclaimed is not None:
-            claimed, self._preclaimed = self._preclaimed, None
-            return claimed
-        yield from self._create_unclaimed()
-        before = self._version
-        try:
-            return (yield from self._claim_now())
-        except interrupted as exc:
-            if self._version is not None and self._version != before:
-                # Claimed, and interrupted before anything was sent: let go.
-                yield from self._settle(self._version, plan, None, exc)
-            raise
-
-    def _create_unclaimed(self) -> Flow[None]:
-        # (a store of the earlier protocol, whose claim cannot create: see _creates_claimed)
-        if self._version is None and not self._creates_claimed:
-            yield Write("save", {"data": self._state.dump(), "expected_version": None})
-
-    def _claim_now(self) -> Flow[int]:
-        base = self._version
-        arguments = self._claim_args()
-        try:
-            version: int = yield Write("claim", arguments)
-        except StoreError as exc:
-            self._claim_lost(exc, base)
-            raise
-        return version
-
-    def _claim_args(self) -> dict[str, Any]:
-        # A thread the store does not hold yet is claimed by creating its record (claimed, with the
-        # thread as it is before the run): of writers racing on a new thread id, one creates it, and
-        # only that one sends. Called just before each claim's write, which settles any claim in
-        # doubt: were the doubt kept, a reload() after this claim (held, say, after a resume that may
-        # have reached the agent) would pass it off as a lost one and the resume would go out again.
-        self._unsure = None
-        if self._version is None:
-            return {"expected_version": None, "owner": self._owner, "data": self._state.dump()}
-        return {"expected_version": self._version, "owner": self._owner}
-
-    def _claim_lost(self, exc: StoreError, base: int | None) -> None:
-        # The store failed during the claim: nothing was sent, but the claim may have landed with its
-        # reply lost. The thread keeps the version it claimed from, so this object's next run claims
-        # it again and the store recognises its own claim; a process that gives up here leaves it held.
-        self._unsure = 0 if base is None else base + 1
-        logger.warning("thread %s: the store failed while claiming it (%s); nothing was sent, but the claim may be "
-                       "held at version %s (owner %s): running this thread object again takes it up; if this "
-                       "process stops here, release it with release_claim(force=True)", self.id, exc, self._unsure,
-                       self._owner)
-        if hasattr(exc, "add_note"):
-            exc.add_note(f"nothing was sent; the claim may be held at version {self._unsure} (owner {self._owner}): "
-                         "run this thread object again (it recognises its own claim), or release_claim(force=True)")
-
-    def _save(self, session: RunSession) -> Flow[None]:
-        try:
-            # Written by the store before the protocol goes on, so sharing the state is safe.
-            yield Write("save", {"data": self._state.dump(share_state=True), "expected_version": self._version})
-        except (ConcurrentResume, StoreError) as exc:
-            _unsaved(exc, session)
-            raise
-
-    def _settle(self, claimed: int | None, plan: Plan, handle: StreamHandle | None,
-                exc: BaseException) -> Flow[None]:
-        """After a run failed (``exc`` an ``AguiError``) or was interrupted from outside (Ctrl-C, a
-        cancelled task, the caller's own exception): give its claim back, unless the agent may have
-        acted on it (a resume whose request may have reached the agent stays claimed)."""
-        if claimed is None or self._version != claimed:
-            return  # (no claim, or the run's save already ended it)
-        if isinstance(exc, AguiError):
-            if getattr(exc, "thread_saved", False) or isinstance(exc, ConcurrentResume):
-                # (the save ended the claim; or the store refused the run's save: the record moved on or
-                # vanished, and the claim with it)
-                return
-            if plan.resuming and _reached_agent(exc):
-                _claim_note(exc, self._owner, claimed)
-                return
-        elif _keeps_claim(self.id, plan, handle, self._owner, claimed):
-            return
-        # (a release that fails too is logged: the run's own error is the one to see)
-        yield from self._release(claimed, logged=True)
-
-    def _release(self, claimed: int, *, logged: bool = False) -> Flow[None]:
-        """Give back this object's claim taken at ``claimed`` (nothing once a save moved the version on).
-
-        A run that is not a resume lets go of the thread when it fails or is left: sending the turn
-        again is the caller's ordinary retry, not a decision taken twice. ``logged``: on the way out of
-        a failure or an interruption, which is what the caller must see, a release that fails is
-        logged instead of raised.
-        """
-        if self._version != claimed:
-            return
-        try:
-            yield Write("release", {"claimed_version": claimed, "owner": self._owner})
-        except Exception as exc:
-            if not logged:
-                raise
-            logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
-                           self.id, exc)
 
     def _release_claim(self, force: bool) -> Flow[None]:
         self._idle("release the claim")
