@@ -16,6 +16,7 @@ import email.utils
 import json
 import logging
 import time
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from ._pool import SHARD_SIZE, ShardedTransport
 from .core.exchange import StreamHandle, request_body
 from .core.redact import Redactor, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
@@ -78,7 +80,8 @@ def _traces(http: httpx.Client | httpx.AsyncClient) -> bool:
     """Every transport ``http`` may use is httpx's own, which reports the request's progress (``trace``)."""
     # (httpx keeps its transports in private attributes; if they move, the answer is "no": the cautious one)
     transports = [getattr(http, "_transport", None), *getattr(http, "_mounts", {None: object()}).values()]
-    return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport) for t in transports) \
+    return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport, ShardedTransport)
+               for t in transports) \
         and transports[0] is not None
 
 
@@ -518,8 +521,7 @@ class AsyncAgentClient(_ClientBase):
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout)
         self._owns_client = http_client is None
-        self.http = http_client if http_client is not None else httpx.AsyncClient(
-            timeout=self._timeout(), follow_redirects=follow_redirects)
+        self.http = http_client if http_client is not None else _async_http(self._timeout(), follow_redirects)
 
     async def __aenter__(self) -> AsyncAgentClient:
         return self
@@ -624,6 +626,20 @@ class AsyncAgentClient(_ClientBase):
         except httpx.DecodingError as exc:
             raise _undecodable(response, exc, url, redactor) from redact_exception(exc, redactor)
         yield framer.close()
+
+
+def _async_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.AsyncClient:
+    """The async client's own ``httpx.AsyncClient``: runs held open by the hundred on one event loop.
+
+    Its pool is split in shards (``_pool.ShardedTransport``) and has no cap on connections (an SSE run
+    holds one for as long as it lasts; a cap makes the runs past it wait, then fail with a pool
+    timeout). When the environment names a proxy, httpx's own transport is kept, as a transport of
+    ours would turn httpx's proxies from the environment off; it is given the same limits.
+    """
+    if urllib.request.getproxies():
+        return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
+            max_connections=None, max_keepalive_connections=SHARD_SIZE))
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport())
 
 
 async def _flatten(batches: AsyncIterator[list[str | bytes]]) -> AsyncIterator[str | bytes]:

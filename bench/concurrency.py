@@ -18,9 +18,10 @@ process run, interleaved, for the hand-written stack (``bench/handwritten.py``):
   open the same way (httpx's own share);
 * the **sync** client (``AgentClient``, a thread per run) at N = 10 and 100, in both modes.
 
-Every stack gets an ``httpx`` client whose pool admits every run (``--pool``): httpx's default (100
-connections, 20 kept alive) would make runs past the 100th queue for a connection, and close 80 a
-wave; ``--pool default`` measures that.
+``agui_client`` uses the ``httpx`` client it makes itself (``--agui-http sized`` gives it the
+others'); the hand-written stack and the sync client get one whose pool admits every run
+(``--pool``): httpx's default (100 connections, 20 kept alive) would make runs past the 100th queue
+for a connection, and close 80 a wave; ``--pool default`` measures that.
 """
 
 from __future__ import annotations
@@ -134,12 +135,13 @@ def _limits(pool: str, n: int) -> httpx.Limits:
 class Stacks:
     """One long-lived client per stack (as an application keeps one), its pool sized for ``n`` runs."""
 
-    def __init__(self, server: Server, pool: str, n: int) -> None:
+    def __init__(self, server: Server, pool: str, n: int, agui_http: str = "own") -> None:
         self.server = server
         limits = _limits(pool, n)
         self.hand_http = httpx.AsyncClient(limits=limits, timeout=60.0)
-        self.agui = AsyncAgentClient(server.url("full"), http_client=httpx.AsyncClient(limits=limits, timeout=60.0),
-                                     idle_timeout=60.0)
+        # agui_client with its own httpx client (the library's default), unless --agui-http sized.
+        http = httpx.AsyncClient(limits=limits, timeout=60.0) if agui_http == "sized" else None
+        self.agui = AsyncAgentClient(server.url("full"), http_client=http, timeout=60.0, idle_timeout=60.0)
         self.serial = 0
 
     def ids(self, n: int) -> list[tuple[str, str]]:
@@ -148,7 +150,7 @@ class Stacks:
 
     async def aclose(self) -> None:
         await self.hand_http.aclose()
-        await self.agui.http.aclose()
+        await self.agui.http.aclose()  # (closing twice is fine)
         await self.agui.close()
 
 
@@ -219,7 +221,7 @@ def _sync_runs(server: Server, pool: str, n: int, mode: str, delays: array[int],
     """``AgentClient`` with a thread per run."""
     lock = threading.Lock()
     clock = time.monotonic_ns
-    with AgentClient(server.url(mode), http_client=httpx.Client(limits=_limits(pool, n), timeout=60.0),
+    with AgentClient(server.url(mode), http_client=httpx.Client(limits=_limits(pool, n), timeout=60.0), timeout=60.0,
                      idle_timeout=60.0) as client:
 
         def one(i: int) -> int:
@@ -307,11 +309,12 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-async def _idle(server: Server, stack: str, n: int, pool: str) -> tuple[float, float]:
+async def _idle(server: Server, stack: str, n: int, pool: str, agui_http: str) -> tuple[float, float]:
     """Open ``n`` runs, wait until each has its first event, and measure what they hold, per run."""
     gc.collect()
     http = httpx.AsyncClient(limits=_limits(pool, n), timeout=60.0)
-    agui = AsyncAgentClient(server.url("idle"), http_client=http, idle_timeout=60.0)
+    agui = AsyncAgentClient(server.url("idle"), timeout=60.0, idle_timeout=60.0,
+                            http_client=http if agui_http == "sized" else None)
     url = server.url("idle")
     opened = 0
     all_open = asyncio.Event()
@@ -358,6 +361,7 @@ async def _idle(server: Server, stack: str, n: int, pool: str) -> tuple[float, f
         release.set()
         await asyncio.gather(*tasks, return_exceptions=True)
         await agui.close()
+        await agui.http.aclose()
         await http.aclose()
     return traced, rss
 
@@ -376,7 +380,7 @@ async def run_suite(a: argparse.Namespace, log: Callable[[str], None]) -> dict[s
     full_body = b"".join(_frame(e) for e in chat_events(a.scale))
     try:
         largest = max(a.n)
-        stacks = Stacks(server, a.pool, largest)
+        stacks = Stacks(server, a.pool, largest, a.agui_http)
         # Warm-up: every stack once, so imports, pools and caches are built before anything is timed.
         await _agui_full(stacks, 2)
         await _hand_full(stacks, 2)
@@ -420,7 +424,7 @@ async def run_suite(a: argparse.Namespace, log: Callable[[str], None]) -> dict[s
                     log(f"  {mode:<5} N={n:<4} {SYNC:<13} {_fmt_rate(row(mode, n, SYNC))}")
             if not a.no_idle:
                 for stack in (HTTPX, HAND, AGUI):
-                    traced, rss = await _idle(server, stack, a.idle_n, a.pool)
+                    traced, rss = await _idle(server, stack, a.idle_n, a.pool, a.agui_http)
                     r = row("idle", a.idle_n, stack)
                     r.traced_per_run.append(traced)
                     r.rss_per_run.append(rss)
@@ -549,6 +553,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--replay-cpu", type=float, default=0.5, help="CPU seconds of replay per repetition")
     ap.add_argument("--pool", choices=("sized", "default"), default="sized",
                     help="httpx pool: one connection per run (sized) or httpx's default limits")
+    ap.add_argument("--agui-http", choices=("own", "sized"), default="own",
+                    help="agui_client's httpx client: its own (the default), or one sized like the others'")
     ap.add_argument("--no-paced", action="store_true")
     ap.add_argument("--no-idle", action="store_true")
     ap.add_argument("--smoke", action="store_true",

@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import io
 import json
+import os
 import random
 import sys
 import time
@@ -153,7 +154,8 @@ async def serve(scale: float, paced: int, rate: float) -> None:
     sys.stdout.flush()
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes our stdin
-    listener.close()
+    sys.stdout.flush()
+    os._exit(0)  # (at once: connections a client kept alive need no goodbye)
 
 
 def main(argv: list[str] | None = None) -> int:
