@@ -88,7 +88,7 @@ class Row:
     @property
     def rate(self) -> float | None:
         """Events per CPU-second: the median over repetitions."""
-        rates = [e / c for e, c in zip(self.events, self.cpu_s) if c > 0]
+        rates = [e / c for e, c in zip(self.events, self.cpu_s, strict=True) if c > 0]
         return statistics.median(rates) if rates else None
 
 
@@ -163,7 +163,7 @@ async def _agui_full(stacks: Stacks, n: int) -> int:
         result = await client.thread(tid).run(run_id=rid)
         if result.outcome != "success" or result.warnings:
             raise RuntimeError(f"agui_client run {rid}: {result.outcome} {result.warnings[:3]}")
-        return result.events_folded if hasattr(result, "events_folded") else stacks.server.full_events
+        return result.events
 
     return sum(await asyncio.gather(*(one(t, r) for t, r in stacks.ids(n))))
 
@@ -229,7 +229,7 @@ def _sync_runs(server: Server, pool: str, n: int, mode: str, delays: array[int],
             if mode == "full":
                 result = thread.run(run_id=f"sr{serial}-{i}")
                 assert result.outcome == "success" and not result.warnings, result
-                return server.full_events
+                return result.events
             count, mine = 0, array("q")
             with thread.stream(run_id=f"sr{serial}-{i}") as stream:
                 for event in stream:
@@ -489,7 +489,7 @@ def table(results: dict[str, Any], markdown: bool) -> str:
     text += f"\n\nsingle-stream replay (same bytes, same process): {_k(replay_rate)} events per CPU-second\n"
     idle = [r for r in results["rows"] if r["mode"] == "idle"]
     if idle:
-        text += "\nmemory per open idle run (N = %d): " % idle[0]["n"] + ", ".join(
+        text += f"\nmemory per open idle run (N = {idle[0]['n']}): " + ", ".join(
             f"{r['stack']} {_med(r['traced_per_run']) / 1024:.1f} KiB traced / {_med(r['rss_per_run']) / 1024:.1f} "
             f"KiB RSS" for r in idle) + "\n"
     return text
@@ -505,7 +505,7 @@ def _grid(lines: list[list[str]], markdown: bool) -> str:
         out += ["| " + " | ".join(cells) + " |" for cells in lines[1:]]
         return "\n".join(out)
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)) for line in lines)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines)
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
