@@ -1,4 +1,4 @@
-"""The async client's connection pool: httpx's, split into shards of a few dozen connections.
+"""The clients' connection pools: httpx's, split into shards of a few dozen connections.
 
 httpx's pool (httpcore's) looks at every connection it holds each time a request arrives and each
 time a response closes, and for each idle one counts all the others: with N runs streaming at
@@ -10,16 +10,20 @@ O(``SHARD_SIZE``) and the runs' connections are still kept alive for the next ru
 There is also no cap on the number of connections, where httpx's default is 100: an SSE run holds
 its connection for as long as it lasts, so a 101st run would wait for a whole run to end, and fail
 with a pool timeout after ``timeout`` seconds.
+
+``ShardedTransport`` serves ``AsyncAgentClient`` (runs on one event loop), ``ShardedSyncTransport``
+``AgentClient`` (a thread per run).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 
-__all__ = ["ShardedTransport", "SHARD_SIZE"]
+__all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE"]
 
 #: Open runs per shard (and connections each shard keeps alive between runs).
 SHARD_SIZE = 32
@@ -28,7 +32,7 @@ SHARD_SIZE = 32
 class _Shard:
     __slots__ = ("transport", "open")
 
-    def __init__(self, transport: httpx.AsyncHTTPTransport) -> None:
+    def __init__(self, transport: httpx.AsyncHTTPTransport | httpx.HTTPTransport) -> None:
         self.transport = transport
         self.open = 0
 
@@ -78,6 +82,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         shard = self._shard()
         shard.open += 1
         try:
+            assert isinstance(shard.transport, httpx.AsyncHTTPTransport)
             response = await shard.transport.handle_async_request(request)
         except BaseException:
             shard.open -= 1
@@ -89,4 +94,69 @@ class ShardedTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         shards, self._shards = self._shards, []
         for shard in shards:
+            assert isinstance(shard.transport, httpx.AsyncHTTPTransport)
             await shard.transport.aclose()
+
+
+class _CountedSync(httpx.SyncByteStream):
+    """:class:`_Counted` for the sync transport (the count under the transport's lock)."""
+
+    __slots__ = ("_stream", "_shard", "_lock")
+
+    def __init__(self, stream: httpx.SyncByteStream, shard: _Shard, lock: threading.Lock) -> None:
+        self._stream = stream
+        self._shard: _Shard | None = shard
+        self._lock = lock
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._stream.__iter__()
+
+    def close(self) -> None:
+        with self._lock:
+            shard, self._shard = self._shard, None
+            if shard is not None:
+                shard.open -= 1
+        self._stream.close()
+
+
+class ShardedSyncTransport(httpx.BaseTransport):
+    """:class:`ShardedTransport` for ``httpx.Client`` (a thread per run), safe across threads."""
+
+    def __init__(self, shard_size: int = SHARD_SIZE, **options: Any) -> None:
+        self.shard_size = shard_size
+        self._options = options
+        self._shards: list[_Shard] = []
+        self._lock = threading.Lock()
+
+    def _take(self) -> _Shard:
+        with self._lock:
+            for shard in self._shards:
+                if shard.open < self.shard_size:
+                    break
+            else:
+                shard = _Shard(httpx.HTTPTransport(
+                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=self.shard_size),
+                    **self._options))
+                self._shards.append(shard)
+            shard.open += 1
+            return shard
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        shard = self._take()
+        try:
+            assert isinstance(shard.transport, httpx.HTTPTransport)
+            response = shard.transport.handle_request(request)
+        except BaseException:
+            with self._lock:
+                shard.open -= 1
+            raise
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        response.stream = _CountedSync(response.stream, shard, self._lock)
+        return response
+
+    def close(self) -> None:
+        with self._lock:
+            shards, self._shards = self._shards, []
+        for shard in shards:
+            assert isinstance(shard.transport, httpx.HTTPTransport)
+            shard.transport.close()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ._pool import SHARD_SIZE, ShardedTransport
+from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
 from .core.exchange import StreamHandle, request_body
 from .core.redact import Redactor, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
@@ -80,8 +80,8 @@ def _traces(http: httpx.Client | httpx.AsyncClient) -> bool:
     """Every transport ``http`` may use is httpx's own, which reports the request's progress (``trace``)."""
     # (httpx keeps its transports in private attributes; if they move, the answer is "no": the cautious one)
     transports = [getattr(http, "_transport", None), *getattr(http, "_mounts", {None: object()}).values()]
-    return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport, ShardedTransport)
-               for t in transports) \
+    return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport, ShardedTransport,
+                                        ShardedSyncTransport) for t in transports) \
         and transports[0] is not None
 
 
@@ -391,8 +391,7 @@ class AgentClient(_ClientBase):
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout)
         self._owns_client = http_client is None
-        self.http = http_client if http_client is not None else httpx.Client(
-            timeout=self._timeout(), follow_redirects=follow_redirects)
+        self.http = http_client if http_client is not None else _sync_http(self._timeout(), follow_redirects)
 
     def __enter__(self) -> AgentClient:
         return self
@@ -640,6 +639,14 @@ def _async_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.AsyncCl
         return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
             max_connections=None, max_keepalive_connections=SHARD_SIZE))
     return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport())
+
+
+def _sync_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.Client:
+    """The sync client's own ``httpx.Client``: as :func:`_async_http`, for a thread per run."""
+    if urllib.request.getproxies():
+        return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
+            max_connections=None, max_keepalive_connections=SHARD_SIZE))
+    return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport())
 
 
 async def _flatten(batches: AsyncIterator[list[str | bytes]]) -> AsyncIterator[str | bytes]:

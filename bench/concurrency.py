@@ -217,12 +217,13 @@ async def _hand_paced(stacks: Stacks, n: int, delays: array[int]) -> int:
     return sum(await asyncio.gather(*(one(t, r) for t, r in stacks.ids(n))))
 
 
-def _sync_runs(server: Server, pool: str, n: int, mode: str, delays: array[int], serial: int) -> int:
+def _sync_runs(server: Server, pool: str, n: int, mode: str, delays: array[int], serial: int,
+               agui_http: str) -> int:
     """``AgentClient`` with a thread per run."""
     lock = threading.Lock()
     clock = time.monotonic_ns
-    with AgentClient(server.url(mode), http_client=httpx.Client(limits=_limits(pool, n), timeout=60.0), timeout=60.0,
-                     idle_timeout=60.0) as client:
+    http = httpx.Client(limits=_limits(pool, n), timeout=60.0) if agui_http == "sized" else None
+    with AgentClient(server.url(mode), http_client=http, timeout=60.0, idle_timeout=60.0) as client:
 
         def one(i: int) -> int:
             thread = client.thread(f"s{serial}-{i}")
@@ -419,7 +420,7 @@ async def run_suite(a: argparse.Namespace, log: Callable[[str], None]) -> dict[s
                     serial = rep * 1000 + n
                     _timed_sync(row(mode, n, SYNC),
                                 lambda mode=mode, n=n, delays=delays, serial=serial: _sync_runs(
-                                    server, a.pool, n, mode, delays, serial),
+                                    server, a.pool, n, mode, delays, serial, a.agui_http),
                                 delays if mode == "paced" else None)
                     log(f"  {mode:<5} N={n:<4} {SYNC:<13} {_fmt_rate(row(mode, n, SYNC))}")
             if not a.no_idle:

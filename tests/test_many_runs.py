@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 import agui_client as ag
-from agui_client._pool import SHARD_SIZE, ShardedTransport
+from agui_client._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
 from agui_client.stores import MemoryStore
 from agui_client.testing import serve
 from agui_client.thread import _calls_on_loop
@@ -116,12 +116,16 @@ def test_with_a_proxy_in_the_environment_httpx_own_transport_is_kept(monkeypatch
     client = ag.AsyncAgentClient("http://agent.invalid/run")
     assert type(client.http._transport) is httpx.AsyncHTTPTransport
     asyncio.run(client.close())
+    with ag.AgentClient("http://agent.invalid/run") as sync:
+        assert type(sync.http._transport) is httpx.HTTPTransport
     monkeypatch.delenv("HTTP_PROXY")
     for name in ("http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     client = ag.AsyncAgentClient("http://agent.invalid/run")
     assert type(client.http._transport) is ShardedTransport
     asyncio.run(client.close())
+    with ag.AgentClient("http://agent.invalid/run") as sync:
+        assert type(sync.http._transport) is ShardedSyncTransport
 
 
 def test_only_an_in_memory_store_of_its_own_calls_is_called_on_the_loop() -> None:
@@ -190,3 +194,33 @@ async def _finishing(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
     await send({"type": "http.response.body", "body": b"".join(b"data: " + json.dumps(f).encode() + b"\n\n"
                                                                for f in frames)})
+
+
+def test_the_sync_client_spreads_a_thread_per_run_over_shards() -> None:
+    runs = SHARD_SIZE + 8
+    all_open = threading.Barrier(runs + 1)
+    release = threading.Event()
+    opened: list[str] = []
+    with serve(_held_open) as server, ag.AgentClient(f"http://127.0.0.1:{server.port}/agent") as client:
+        transport = client.http._transport
+        assert isinstance(transport, ShardedSyncTransport)
+
+        def one(i: int) -> None:
+            with client.thread(f"t{i}").stream(run_id=f"r{i}") as stream:
+                for event in stream:
+                    opened.append(event.run_id)  # type: ignore[union-attr]
+                    all_open.wait(60)  # (a guard against a hang, not a timing)
+                    release.wait(60)
+                    return
+
+        workers = [threading.Thread(target=one, args=(i,)) for i in range(runs)]
+        for worker in workers:
+            worker.start()
+        all_open.wait(60)
+        held = [shard.open for shard in transport._shards]
+        release.set()
+        for worker in workers:
+            worker.join(60)
+        after = [shard.open for shard in transport._shards]
+    assert sorted(opened) == sorted(f"r{i}" for i in range(runs))
+    assert held == [SHARD_SIZE, 8] and after == [0, 0]
