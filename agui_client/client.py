@@ -365,7 +365,11 @@ class AgentClient(_ClientBase):
         store: where threads are kept between runs (``MemoryStore`` by default).
         http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
             Its own timeout does not apply to runs: ``timeout`` and ``idle_timeout`` are set on every
-            request, so a client built without one cannot leave a run waiting forever.
+            request, so a client built without one cannot leave a run waiting forever. Without one, the
+            client makes its own, for many runs at once: no cap on connections (a run holds one to its
+            end; httpx's default cap of 100 would make the 101st wait, then fail) and its pool split in
+            shards of 32 runs (httpx's pool visits all its connections on every request and close).
+            A client you pass is used as it is: size its ``limits`` for the runs you hold open.
         follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
             default: a run is not idempotent; a hop to another origin is never followed, as the
             request carries your headers).
