@@ -16,6 +16,7 @@ import email.utils
 import json
 import logging
 import time
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
 from .core.redact import MARK, Redactor, is_sensitive, redact_exception
@@ -81,7 +83,8 @@ def _traces(http: httpx.Client | httpx.AsyncClient) -> bool:
     # (httpx keeps its transports in private attributes; if they move, the answer is "no": the cautious one)
     transports = [_unwrapped(getattr(http, "_transport", None)),
                   *(_unwrapped(t) for t in getattr(http, "_mounts", {None: object()}).values())]
-    return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport) for t in transports) \
+    return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport, ShardedTransport,
+                                        ShardedSyncTransport) for t in transports) \
         and transports[0] is not None
 
 
@@ -444,7 +447,11 @@ class AgentClient(_ClientBase):
         store: where threads are kept between runs (``MemoryStore`` by default).
         http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
             Its own timeout does not apply to runs: ``timeout`` and ``idle_timeout`` are set on every
-            request, so a client built without one cannot leave a run waiting forever.
+            request, so a client built without one cannot leave a run waiting forever. Without one, the
+            client makes its own, for many runs at once: no cap on connections (a run holds one to its
+            end; httpx's default cap of 100 would make the 101st wait, then fail) and its pool split in
+            shards of 32 runs (httpx's pool visits all its connections on every request and close).
+            A client you pass is used as it is: size its ``limits`` for the runs you hold open.
         follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
             default: a run is not idempotent; a hop to another origin is never followed, as the
             request carries your headers).
@@ -483,8 +490,7 @@ class AgentClient(_ClientBase):
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
                          legacy_interrupts=legacy_interrupts)
         self._owns_client = http_client is None
-        self.http = http_client if http_client is not None else httpx.Client(
-            timeout=self._timeout(), follow_redirects=follow_redirects)
+        self.http = http_client if http_client is not None else _sync_http(self._timeout(), follow_redirects)
 
     def __enter__(self) -> AgentClient:
         return self
@@ -650,8 +656,7 @@ class AsyncAgentClient(_ClientBase):
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
                          legacy_interrupts=legacy_interrupts)
         self._owns_client = http_client is None
-        self.http = http_client if http_client is not None else httpx.AsyncClient(
-            timeout=self._timeout(), follow_redirects=follow_redirects)
+        self.http = http_client if http_client is not None else _async_http(self._timeout(), follow_redirects)
 
     async def __aenter__(self) -> AsyncAgentClient:
         return self
@@ -772,6 +777,28 @@ class AsyncAgentClient(_ClientBase):
         except httpx.DecodingError as exc:
             raise _undecodable(response, exc, url, redactor) from redact_exception(exc, redactor)
         yield framer.close()
+
+
+def _async_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.AsyncClient:
+    """The async client's own ``httpx.AsyncClient``: runs held open by the hundred on one event loop.
+
+    Its pool is split in shards (``_pool.ShardedTransport``) and has no cap on connections (an SSE run
+    holds one for as long as it lasts; a cap makes the runs past it wait, then fail with a pool
+    timeout). When the environment names a proxy, httpx's own transport is kept, as a transport of
+    ours would turn httpx's proxies from the environment off; it is given the same limits.
+    """
+    if urllib.request.getproxies():
+        return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
+            max_connections=None, max_keepalive_connections=SHARD_SIZE))
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport())
+
+
+def _sync_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.Client:
+    """The sync client's own ``httpx.Client``: as :func:`_async_http`, for a thread per run."""
+    if urllib.request.getproxies():
+        return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
+            max_connections=None, max_keepalive_connections=SHARD_SIZE))
+    return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport())
 
 
 async def _flatten(batches: AsyncIterator[list[str | bytes]]) -> AsyncIterator[str | bytes]:

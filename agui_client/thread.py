@@ -441,6 +441,7 @@ class AsyncThread(Conversation):
                  tool_handlers: Mapping[str, ToolHandler] | None = None) -> None:
         super().__init__(client.store, thread_id, client.clock, tool_handlers, client.legacy_interrupts)
         self.client = client
+        self._on_loop = _calls_on_loop(client.store)
         self._take(self._store.load(thread_id))
 
     async def run(self, message: MessageInput = None, *, resume: ResumeInput = None,
@@ -550,6 +551,8 @@ class AsyncThread(Conversation):
                 await exchange.stack.__aexit__(type(error), error, error.__traceback__)
             return None
         if kind is Load:
+            if self._on_loop:
+                return self._store.load(self.id)
             return await asyncio.to_thread(self._store.load, self.id)
         if kind is Invoke:
             output = self._invoke(effect.call)
@@ -561,6 +564,11 @@ class AsyncThread(Conversation):
     async def _write(self, effect: Write) -> int:
         """Run a store write in a worker thread and keep ``_version`` the store's, even when cancelled."""
         call = getattr(self._store, effect.op)
+        if self._on_loop:
+            # (an in-memory store: a worker thread would cost more than the call, and a cancellation
+            # cannot come in the middle of a call that never awaits)
+            self._version = call(self.id, **effect.arguments)
+            return self._version
         landed: list[int] = []
         finished = threading.Event()
 
@@ -586,6 +594,21 @@ class AsyncThread(Conversation):
                 self._version = landed[0]
             raise
         return self._version
+
+
+def _calls_on_loop(store: Any) -> bool:
+    """Whether the async thread calls ``store`` on the event loop rather than in a worker thread: a
+    ``MemoryStore`` whose reads and writes are its own (a dict and a lock held for dict operations).
+
+    Handing such a call to a worker thread cost more than the call (a thread's wake-up and the GIL
+    passed back and forth, twice a run: measured by ``python -m bench.concurrency``); a subclass that
+    overrides any of them may wait on something, and keeps the worker thread.
+    """
+    from .stores.memory import MemoryStore
+
+    kind = type(store)
+    return isinstance(store, MemoryStore) and all(
+        getattr(kind, name) is getattr(MemoryStore, name) for name in ("load", "save", "claim", "release"))
 
 
 async def _empty() -> AsyncIterator[ev.Event | ev.UnknownEvent]:

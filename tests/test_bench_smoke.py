@@ -104,3 +104,30 @@ def test_the_scaling_probe_folds_every_shape_at_both_sizes(tmp_path: Path) -> No
     assert [r["shape"] for r in rows] == ["many runs", "results for one message", "nested steps", "pending calls",
                                           "snapshot per run"]
     assert all(r["bytes"][1] > 3 * r["bytes"][0] and min(r["seconds"]) > 0 for r in rows)
+
+
+def test_the_concurrency_benchmark_runs_every_stack_and_mode(tmp_path: Path) -> None:
+    # ``python -m bench.concurrency --smoke``: a few runs at once, each stack and mode (no timing asserted).
+    out = tmp_path / "concurrency.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.concurrency", "--smoke", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    results = json.loads(out.read_text())
+    rows = {(r["mode"], r["n"], r["stack"]): r for r in results["rows"]}
+    assert all(r["error"] is None for r in rows.values()), [r for r in rows.values() if r["error"]]
+    full_events, paced_events = results["config"]["full_events"], results["config"]["paced_events"]
+    for n in (1, 3):
+        for stack in ("agui_client", "hand-written"):
+            full, paced = rows[("full", n, stack)], rows[("paced", n, stack)]
+            # every run was read to its end, by both stacks, and folded (a fold error is an error above)
+            assert full["events"] == [n * full_events] and full["cpu_s"][0] > 0
+            assert paced["events"] == [n * paced_events]
+            assert 0 <= paced["p50_ms"][0] <= paced["p99_ms"][0] <= paced["max_ms"][0]
+    for mode in ("full", "paced"):
+        assert rows[(mode, 2, "agui_client sync")]["events"][0] > 0
+    idle = {r["stack"]: r for r in results["rows"] if r["mode"] == "idle"}
+    assert set(idle) == {"httpx alone", "hand-written", "agui_client"}
+    assert all(r["traced_per_run"][0] > 0 for r in idle.values())
+    assert rows[("replay", 1, "agui_client")]["rate"] > 0
+    assert any("beyond httpx" in t["target"] for t in results["targets"])
+    assert "x hand-written" in proc.stdout  # the table was printed

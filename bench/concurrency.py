@@ -1,0 +1,589 @@
+"""Many runs at once on one event loop: ``python -m bench.concurrency`` (see bench/README.md).
+
+A web backend holds tens or hundreds of runs open on one asyncio loop; what it pays is CPU per event
+across all of them, and the delay each event suffers before the caller sees it. This measures both
+against a server in another process (``bench/loadserver.py``), for ``agui_client`` and, in the same
+process run, interleaved, for the hand-written stack (``bench/handwritten.py``):
+
+* **full speed**: N concurrent runs of the ``gen.py`` chat stream (2,024 events at the default
+  scale), written as fast as the socket takes them; events per CPU-second of this process
+  (``time.process_time``, every thread of it), against ``agui_client.replay`` of the same bytes in
+  this process (the single-stream ceiling);
+* **paced**: N concurrent runs, each 50 events per second of a few characters (a model's pace);
+  p50/p99 of the delay from the moment the server handed an event's bytes to its socket (stamped in
+  the event's ``timestamp`` field, microseconds of CLOCK_MONOTONIC, which both processes share) to
+  the moment ``thread.stream()`` yields it;
+* **memory per open run**: N runs held open after their first event, ``tracemalloc``'s traced memory
+  (and the RSS) less what it was before they opened, per run; beside it a bare ``httpx`` stream held
+  open the same way (httpx's own share);
+* the **sync** client (``AgentClient``, a thread per run) at N = 10 and 100, in both modes.
+
+``agui_client`` uses the ``httpx`` client it makes itself (``--agui-http sized`` gives it the
+others'); the hand-written stack and the sync client get one whose pool admits every run
+(``--pool``): httpx's default (100 connections, 20 kept alive) would make runs past the 100th queue
+for a connection, and close 80 a wave; ``--pool default`` measures that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from array import array
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from agui_client import AgentClient, AsyncAgentClient, replay  # noqa: E402
+from agui_client.stores import MemoryStore  # noqa: E402
+
+from .handwritten import HandwrittenThread  # noqa: E402
+from .loadserver import _frame, chat_events  # noqa: E402
+
+DEFAULT_JSON = Path(tempfile.gettempdir()) / "agui_bench_concurrency.json"
+AGUI, HAND, SYNC, HTTPX = "agui_client", "hand-written", "agui_client sync", "httpx alone"
+
+# The targets of issue 21.
+TARGET_VS_HAND = 3.0      # full speed, N = 100 and 500: >= 3x the hand-written stack's events per CPU-second
+TARGET_VS_REPLAY = 0.8    # ... and >= 0.8x the single-stream replay's
+TARGET_P99_MS = 5.0       # paced, N = 100: p99 added delay <= 5 ms
+TARGET_IDLE_KIB = 64.0    # memory per open idle run <= 64 KiB beyond httpx's own
+
+
+@dataclass
+class Row:
+    mode: str            # "full", "paced", "idle", "replay"
+    n: int
+    stack: str
+    events: list[int] = field(default_factory=list)       # events per repetition
+    cpu_s: list[float] = field(default_factory=list)      # client process CPU per repetition
+    wall_s: list[float] = field(default_factory=list)
+    p50_ms: list[float] = field(default_factory=list)     # paced: per repetition
+    p99_ms: list[float] = field(default_factory=list)
+    max_ms: list[float] = field(default_factory=list)
+    traced_per_run: list[float] = field(default_factory=list)  # idle: bytes
+    rss_per_run: list[float] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def rate(self) -> float | None:
+        """Events per CPU-second: the median over repetitions."""
+        rates = [e / c for e, c in zip(self.events, self.cpu_s, strict=True) if c > 0]
+        return statistics.median(rates) if rates else None
+
+
+# --------------------------------------------------------------------------------------------------
+# the server
+# --------------------------------------------------------------------------------------------------
+
+class Server:
+    """``bench.loadserver`` in a child process; closing its stdin stops it."""
+
+    def __init__(self, scale: float, paced_events: int) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bench.loadserver", "--scale", str(scale), "--paced-events", str(paced_events)],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.process.stdout is not None
+        info = json.loads(self.process.stdout.readline())
+        self.port: int = info["port"]
+        self.full_events: int = info["full_events"]
+        self.paced_events: int = info["paced_events"]
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{path}"
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+# --------------------------------------------------------------------------------------------------
+# the stacks
+# --------------------------------------------------------------------------------------------------
+
+def _limits(pool: str, n: int) -> httpx.Limits:
+    if pool == "default":
+        return httpx.Limits(max_connections=100, max_keepalive_connections=20)
+    return httpx.Limits(max_connections=max(n, 1), max_keepalive_connections=max(n, 1))
+
+
+class Stacks:
+    """One long-lived client per stack (as an application keeps one), its pool sized for ``n`` runs."""
+
+    def __init__(self, server: Server, pool: str, n: int, agui_http: str = "own") -> None:
+        self.server = server
+        limits = _limits(pool, n)
+        self.hand_http = httpx.AsyncClient(limits=limits, timeout=60.0)
+        # agui_client with its own httpx client (the library's default), unless --agui-http sized.
+        http = httpx.AsyncClient(limits=limits, timeout=60.0) if agui_http == "sized" else None
+        self.agui = AsyncAgentClient(server.url("full"), http_client=http, timeout=60.0, idle_timeout=60.0)
+        self.serial = 0
+
+    def ids(self, n: int) -> list[tuple[str, str]]:
+        self.serial += 1
+        return [(f"t{self.serial}-{i}", f"r{self.serial}-{i}") for i in range(n)]
+
+    async def aclose(self) -> None:
+        await self.hand_http.aclose()
+        await self.agui.http.aclose()  # (closing twice is fine)
+        await self.agui.close()
+
+
+async def _agui_full(stacks: Stacks, n: int) -> int:
+    client = stacks.agui
+    client.store = MemoryStore()  # (a fresh store: the threads start empty, and it does not grow)
+    client.url = stacks.server.url("full")
+
+    async def one(tid: str, rid: str) -> int:
+        result = await client.thread(tid).run(run_id=rid)
+        if result.outcome != "success" or result.warnings:
+            raise RuntimeError(f"agui_client run {rid}: {result.outcome} {result.warnings[:3]}")
+        return result.events
+
+    return sum(await asyncio.gather(*(one(t, r) for t, r in stacks.ids(n))))
+
+
+async def _hand_full(stacks: Stacks, n: int) -> int:
+    url = stacks.server.url("full")
+
+    async def one(tid: str, rid: str) -> int:
+        thread = HandwrittenThread(tid)
+        count = await thread.run(stacks.hand_http, url, rid)
+        if thread.status != "finished":
+            raise RuntimeError(f"hand-written run {rid}: {thread.status}")
+        return count
+
+    return sum(await asyncio.gather(*(one(t, r) for t, r in stacks.ids(n))))
+
+
+async def _agui_paced(stacks: Stacks, n: int, delays: array[int]) -> int:
+    client = stacks.agui
+    client.store = MemoryStore()
+    client.url = stacks.server.url("paced")
+    clock = time.monotonic_ns
+
+    async def one(tid: str, rid: str) -> int:
+        count = 0
+        async with client.thread(tid).stream(run_id=rid) as stream:
+            async for event in stream:
+                stamp = event.timestamp
+                if stamp is not None:
+                    delays.append(clock() // 1000 - stamp)
+                count += 1
+        assert stream.result is not None and stream.result.outcome == "success", stream.result
+        return count
+
+    return sum(await asyncio.gather(*(one(t, r) for t, r in stacks.ids(n))))
+
+
+async def _hand_paced(stacks: Stacks, n: int, delays: array[int]) -> int:
+    url = stacks.server.url("paced")
+    clock = time.monotonic_ns
+
+    async def one(tid: str, rid: str) -> int:
+        count = 0
+        async for event in HandwrittenThread(tid).stream(stacks.hand_http, url, rid):
+            stamp = event.timestamp
+            if stamp is not None:
+                delays.append(clock() // 1000 - stamp)
+            count += 1
+        return count
+
+    return sum(await asyncio.gather(*(one(t, r) for t, r in stacks.ids(n))))
+
+
+def _sync_runs(server: Server, pool: str, n: int, mode: str, delays: array[int], serial: int,
+               agui_http: str) -> int:
+    """``AgentClient`` with a thread per run."""
+    lock = threading.Lock()
+    clock = time.monotonic_ns
+    http = httpx.Client(limits=_limits(pool, n), timeout=60.0) if agui_http == "sized" else None
+    with AgentClient(server.url(mode), http_client=http, timeout=60.0, idle_timeout=60.0) as client:
+
+        def one(i: int) -> int:
+            thread = client.thread(f"s{serial}-{i}")
+            if mode == "full":
+                result = thread.run(run_id=f"sr{serial}-{i}")
+                assert result.outcome == "success" and not result.warnings, result
+                return result.events
+            count, mine = 0, array("q")
+            with thread.stream(run_id=f"sr{serial}-{i}") as stream:
+                for event in stream:
+                    if event.timestamp is not None:
+                        mine.append(clock() // 1000 - event.timestamp)
+                    count += 1
+            with lock:
+                delays.extend(mine)
+            return count
+
+        try:
+            with ThreadPoolExecutor(n) as pool_:
+                return sum(pool_.map(one, range(n)))
+        finally:
+            client.http.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# measuring
+# --------------------------------------------------------------------------------------------------
+
+def _percentile(sorted_values: list[int], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    k = min(len(sorted_values) - 1, max(0, math.ceil(q * len(sorted_values)) - 1))
+    return float(sorted_values[k])
+
+
+def _record(row: Row, events: int, cpu: float, wall: float, delays: array[int] | None) -> None:
+    row.events.append(events)
+    row.cpu_s.append(cpu)
+    row.wall_s.append(wall)
+    if delays is not None:
+        ordered = sorted(delays)
+        row.p50_ms.append(_percentile(ordered, 0.50) / 1000)
+        row.p99_ms.append(_percentile(ordered, 0.99) / 1000)
+        row.max_ms.append(ordered[-1] / 1000 if ordered else float("nan"))
+
+
+async def _timed(row: Row, make: Callable[[], Coroutine[Any, Any, int]], delays: array[int] | None) -> None:
+    gc.collect()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    try:
+        events = await make()
+    except Exception as exc:  # noqa: BLE001 - the row says so, the suite goes on
+        row.error = f"{type(exc).__name__}: {exc}"[:500]
+        return
+    _record(row, events, time.process_time() - cpu0, time.perf_counter() - wall0, delays)
+
+
+def _timed_sync(row: Row, make: Callable[[], int], delays: array[int] | None) -> None:
+    gc.collect()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    try:
+        events = make()
+    except Exception as exc:  # noqa: BLE001
+        row.error = f"{type(exc).__name__}: {exc}"[:500]
+        return
+    _record(row, events, time.process_time() - cpu0, time.perf_counter() - wall0, delays)
+
+
+def _replay_rate(body: bytes, events: int, min_cpu: float) -> tuple[int, float]:
+    gc.collect()
+    done, cpu0 = 0, time.process_time()
+    while True:
+        result = replay(body)
+        done += events
+        cpu = time.process_time() - cpu0
+        if cpu >= min_cpu:
+            break
+    assert result.outcome == "success" and not result.warnings
+    return done, cpu
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+async def _idle(server: Server, stack: str, n: int, pool: str, agui_http: str) -> tuple[float, float]:
+    """Open ``n`` runs, wait until each has its first event, and measure what they hold, per run."""
+    gc.collect()
+    http = httpx.AsyncClient(limits=_limits(pool, n), timeout=60.0)
+    agui = AsyncAgentClient(server.url("idle"), timeout=60.0, idle_timeout=60.0,
+                            http_client=http if agui_http == "sized" else None)
+    url = server.url("idle")
+    opened = 0
+    all_open = asyncio.Event()
+    release = asyncio.Event()
+
+    def arrived() -> None:
+        nonlocal opened
+        opened += 1
+        if opened == n:
+            all_open.set()
+
+    async def one(i: int) -> None:
+        if stack == HTTPX:
+            async with http.stream("POST", url, json={"threadId": f"i{i}", "runId": f"ir{i}"}) as response:
+                async for _ in response.aiter_raw():
+                    arrived()
+                    await release.wait()
+                    return
+        elif stack == HAND:
+            async for _ in HandwrittenThread(f"i{i}").stream(http, url, f"ir{i}"):
+                arrived()
+                await release.wait()
+                return
+        else:
+            async with agui.thread(f"i{i}").stream(run_id=f"ir{i}") as stream:
+                async for _ in stream:
+                    arrived()
+                    await release.wait()
+                    return
+
+    # One connection first, so the client's lazily built parts (the pool, the SSL context) are not charged.
+    await asyncio.sleep(0)
+    tracemalloc.start()
+    rss0 = _rss()
+    base = tracemalloc.get_traced_memory()[0]
+    tasks = [asyncio.create_task(one(i)) for i in range(n)]
+    try:
+        await asyncio.wait_for(all_open.wait(), 60)
+        gc.collect()
+        traced = (tracemalloc.get_traced_memory()[0] - base) / n
+        rss = (_rss() - rss0) / n
+    finally:
+        tracemalloc.stop()
+        release.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await agui.close()
+        await agui.http.aclose()
+        await http.aclose()
+    return traced, rss
+
+
+# --------------------------------------------------------------------------------------------------
+# the suite
+# --------------------------------------------------------------------------------------------------
+
+async def run_suite(a: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
+    server = Server(a.scale, a.paced_events)
+    rows: dict[tuple[str, int, str], Row] = {}
+
+    def row(mode: str, n: int, stack: str) -> Row:
+        return rows.setdefault((mode, n, stack), Row(mode, n, stack))
+
+    full_body = b"".join(_frame(e) for e in chat_events(a.scale))
+    try:
+        largest = max(a.n)
+        stacks = Stacks(server, a.pool, largest, a.agui_http)
+        # Warm-up: every stack once, so imports, pools and caches are built before anything is timed.
+        await _agui_full(stacks, 2)
+        await _hand_full(stacks, 2)
+        replay(full_body)
+        for rep in range(a.reps):
+            log(f"repetition {rep + 1}/{a.reps}")
+            first, second = ((AGUI, HAND) if rep % 2 == 0 else (HAND, AGUI))
+            # The single-stream ceiling, in the same process and repetition.
+            done, cpu = _replay_rate(full_body, server.full_events, a.replay_cpu)
+            _record(row("replay", 1, AGUI), done, cpu, cpu, None)
+            for n in a.n:
+                waves = max(1, math.ceil(a.min_events / (n * server.full_events)))
+                for stack in (first, second):
+                    make = _agui_full if stack == AGUI else _hand_full
+
+                    async def full(make: Any = make, n: int = n, waves: int = waves) -> int:
+                        return sum([await make(stacks, n) for _ in range(waves)])
+
+                    await _timed(row("full", n, stack), full, None)
+                    log(f"  full  N={n:<4} {stack:<13} {_fmt_rate(row('full', n, stack))}")
+            if not a.no_paced:
+                for n in a.paced_n:
+                    for stack in (first, second):
+                        delays: array[int] = array("q")
+                        make_p = _agui_paced if stack == AGUI else _hand_paced
+
+                        async def paced(make_p: Any = make_p, n: int = n, delays: array[int] = delays) -> int:
+                            return await make_p(stacks, n, delays)
+
+                        await _timed(row("paced", n, stack), paced, delays)
+                        r = row("paced", n, stack)
+                        log(f"  paced N={n:<4} {stack:<13} p50 {_last(r.p50_ms)} p99 {_last(r.p99_ms)} ms")
+            for n in a.sync_n:
+                for mode in ("full",) + (() if a.no_paced else ("paced",)):
+                    delays = array("q")
+                    serial = rep * 1000 + n
+                    _timed_sync(row(mode, n, SYNC),
+                                lambda mode=mode, n=n, delays=delays, serial=serial: _sync_runs(
+                                    server, a.pool, n, mode, delays, serial, a.agui_http),
+                                delays if mode == "paced" else None)
+                    log(f"  {mode:<5} N={n:<4} {SYNC:<13} {_fmt_rate(row(mode, n, SYNC))}")
+            if not a.no_idle:
+                for stack in (HTTPX, HAND, AGUI):
+                    traced, rss = await _idle(server, stack, a.idle_n, a.pool, a.agui_http)
+                    r = row("idle", a.idle_n, stack)
+                    r.traced_per_run.append(traced)
+                    r.rss_per_run.append(rss)
+                    log(f"  idle  N={a.idle_n:<4} {stack:<13} {traced / 1024:.1f} KiB traced per run")
+        await stacks.aclose()
+    finally:
+        server.close()
+    out = [asdict(r) | {"rate": r.rate} for r in rows.values()]
+    return {"rows": out, "config": vars(a) | {"full_events": server.full_events,
+                                              "paced_events": server.paced_events},
+            "machine": _machine()}
+
+
+def _last(values: list[float]) -> str:
+    return f"{values[-1]:.2f}" if values else "-"
+
+
+def _fmt_rate(r: Row) -> str:
+    if r.error:
+        return f"ERROR {r.error}"
+    return f"{r.events[-1] / r.cpu_s[-1] / 1000:.0f}k ev/cpu-s ({r.wall_s[-1]:.2f} s wall)" if r.cpu_s else "-"
+
+
+def _machine() -> dict[str, Any]:
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (float("nan"),) * 3
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
+            "httpx": httpx.__version__, "loadavg": load}
+
+
+def _med(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def table(results: dict[str, Any], markdown: bool) -> str:
+    rows = {(r["mode"], r["n"], r["stack"]): r for r in results["rows"]}
+
+    def rate(r: dict[str, Any] | None) -> float | None:
+        return None if r is None or r["error"] else r["rate"]
+
+    replay_rate = rate(rows.get(("replay", 1, AGUI)))
+    lines: list[list[str]] = [["mode", "N", "agui_client ev/CPU-s", "hand-written ev/CPU-s", "x hand-written",
+                               "x replay", "p50 / p99 ms (agui)", "p50 / p99 ms (hand)", "sync ev/CPU-s",
+                               "sync p50 / p99 ms"]]
+    for mode in ("full", "paced"):
+        for n in sorted({k[1] for k in rows if k[0] == mode}):
+            ours, hand, sync = rows.get((mode, n, AGUI)), rows.get((mode, n, HAND)), rows.get((mode, n, SYNC))
+            o, h, s = rate(ours), rate(hand), rate(sync)
+
+            def lat(r: dict[str, Any] | None) -> str:
+                if r is None or r["error"] or not r["p99_ms"]:
+                    return "-" if r is None or not r["error"] else "ERROR"
+                return f"{_med(r['p50_ms']):.2f} / {_med(r['p99_ms']):.2f}"
+
+            lines.append([mode, str(n), _k(o) if ours else "-", _k(h) if hand else "-",
+                          f"{o / h:.2f}x" if o and h else "-",
+                          f"{o / replay_rate:.2f}x" if o and replay_rate and mode == "full" else "-",
+                          lat(ours), lat(hand), _k(s) if sync else "-", lat(sync) if mode == "paced" else "-"])
+    text = _grid(lines, markdown)
+    text += f"\n\nsingle-stream replay (same bytes, same process): {_k(replay_rate)} events per CPU-second\n"
+    idle = [r for r in results["rows"] if r["mode"] == "idle"]
+    if idle:
+        text += f"\nmemory per open idle run (N = {idle[0]['n']}): " + ", ".join(
+            f"{r['stack']} {_med(r['traced_per_run']) / 1024:.1f} KiB traced / {_med(r['rss_per_run']) / 1024:.1f} "
+            f"KiB RSS" for r in idle) + "\n"
+    return text
+
+
+def _k(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1000:.0f}k"
+
+
+def _grid(lines: list[list[str]], markdown: bool) -> str:
+    if markdown:
+        out = ["| " + " | ".join(lines[0]) + " |", "| " + " | ".join("---" for _ in lines[0]) + " |"]
+        out += ["| " + " | ".join(cells) + " |" for cells in lines[1:]]
+        return "\n".join(out)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines)
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = {(r["mode"], r["n"], r["stack"]): r for r in results["rows"]}
+    out: list[dict[str, Any]] = []
+    replay_row = rows.get(("replay", 1, AGUI))
+    replay_rate = replay_row["rate"] if replay_row else None
+    for n in (100, 500):
+        ours, hand = rows.get(("full", n, AGUI)), rows.get(("full", n, HAND))
+        if ours and hand and ours["rate"] and hand["rate"]:
+            value = ours["rate"] / hand["rate"]
+            out.append({"target": f"full speed N={n}: >= {TARGET_VS_HAND}x hand-written", "value": value,
+                        "met": value >= TARGET_VS_HAND})
+        if ours and ours["rate"] and replay_rate:
+            value = ours["rate"] / replay_rate
+            out.append({"target": f"full speed N={n}: >= {TARGET_VS_REPLAY}x single-stream replay", "value": value,
+                        "met": value >= TARGET_VS_REPLAY})
+    paced = rows.get(("paced", 100, AGUI))
+    if paced and paced["p99_ms"]:
+        value = statistics.median(paced["p99_ms"])
+        out.append({"target": f"paced N=100: p99 added delay <= {TARGET_P99_MS} ms", "value": value,
+                    "met": value <= TARGET_P99_MS})
+    idle = {r["stack"]: r for r in results["rows"] if r["mode"] == "idle"}
+    if AGUI in idle and HTTPX in idle:
+        value = (statistics.median(idle[AGUI]["traced_per_run"]) - statistics.median(idle[HTTPX]["traced_per_run"])) \
+            / 1024
+        out.append({"target": f"idle open run: <= {TARGET_IDLE_KIB} KiB beyond httpx's own", "value": value,
+                    "met": value <= TARGET_IDLE_KIB})
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m bench.concurrency", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
+    ap.add_argument("--n", type=ints, default=[1, 10, 100, 500], help="concurrent runs, full speed (1,10,100,500)")
+    ap.add_argument("--paced-n", type=ints, default=[1, 10, 100, 500], help="concurrent runs, paced")
+    ap.add_argument("--sync-n", type=ints, default=[10, 100], help="the sync client, a thread per run")
+    ap.add_argument("--idle-n", type=int, default=100, help="open idle runs for the memory measure")
+    ap.add_argument("--scale", type=float, default=0.01, help="gen.py chat scale of a full-speed run (0.01)")
+    ap.add_argument("--paced-events", type=int, default=250, help="events of a paced run (250: 5 s at 50/s)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--min-events", type=int, default=60_000,
+                    help="full speed: runs are repeated in waves until at least this many events are timed")
+    ap.add_argument("--replay-cpu", type=float, default=0.5, help="CPU seconds of replay per repetition")
+    ap.add_argument("--pool", choices=("sized", "default"), default="sized",
+                    help="httpx pool: one connection per run (sized) or httpx's default limits")
+    ap.add_argument("--agui-http", choices=("own", "sized"), default="own",
+                    help="agui_client's httpx client: its own (the default), or one sized like the others'")
+    ap.add_argument("--no-paced", action="store_true")
+    ap.add_argument("--no-idle", action="store_true")
+    ap.add_argument("--smoke", action="store_true",
+                    help="seconds: N = 1,3; paced runs of 12 events; 1 repetition; small idle N")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    a = ap.parse_args(argv)
+    if a.smoke:
+        a.n, a.paced_n, a.sync_n, a.idle_n = [1, 3], [1, 3], [2], 3
+        a.paced_events, a.reps, a.min_events, a.replay_cpu = 12, 1, 1, 0.01
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    results = asyncio.run(run_suite(a, log))
+    results["targets"] = targets(results)
+    print(table(results, a.markdown))
+    for t in results["targets"]:
+        print(f"{'met    ' if t['met'] else 'NOT MET'}  {t['target']}: {t['value']:.2f}")
+    a.json.write_text(json.dumps(results, indent=1, default=str))
+    print(f"\nJSON: {a.json}")
+    return 1 if any(r["error"] for r in results["rows"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Many runs at once on one event loop (issue 21): the async client's pool, and where store calls run.
+
+``python -m bench.concurrency`` measures the speed; these prove the behaviour that speed rests on:
+more runs open at once than httpx's default pool admits (100), spread over pool shards that give
+their places back, and an in-memory store called on the loop while any other store (or a
+``MemoryStore`` subclass that overrides a call) keeps its worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import httpx
+import pytest
+
+import agui_client as ag
+from agui_client._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
+from agui_client.stores import MemoryStore
+from agui_client.testing import serve
+from agui_client.thread import _calls_on_loop
+
+OPEN_AT_ONCE = 110  # past httpx's default cap of 100 connections
+
+
+async def _held_open(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Answers a run with RUN_STARTED (its own ids), then holds the response open until the client leaves."""
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    sent = json.loads(body)
+    started = {"type": "RUN_STARTED", "threadId": sent["threadId"], "runId": sent["runId"]}
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    await send({"type": "http.response.body", "body": b"data: " + json.dumps(started).encode() + b"\n\n",
+                "more_body": True})
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def test_more_runs_than_httpx_default_pool_admits_stream_at_once_over_shards() -> None:
+    with serve(_held_open) as server:
+        url = f"http://127.0.0.1:{server.port}/agent"
+
+        async def main() -> tuple[list[int], list[int], list[str]]:
+            async with ag.AsyncAgentClient(url) as client:
+                transport = client.http._transport
+                assert isinstance(transport, ShardedTransport)
+                opened: list[str] = []
+                all_open, release = asyncio.Event(), asyncio.Event()
+
+                async def one(i: int) -> None:
+                    async with client.thread(f"t{i}").stream(run_id=f"r{i}") as stream:
+                        async for event in stream:
+                            opened.append(event.run_id)  # type: ignore[union-attr]
+                            if len(opened) == OPEN_AT_ONCE:
+                                all_open.set()
+                            await release.wait()
+                            return
+
+                tasks = [asyncio.create_task(one(i)) for i in range(OPEN_AT_ONCE)]
+                # (a guard against a hang, not a timing: with a cap of 100 the 101st run never starts)
+                await asyncio.wait_for(all_open.wait(), 60)
+                held = [shard.open for shard in transport._shards]
+                release.set()
+                await asyncio.gather(*tasks)
+                after = [shard.open for shard in transport._shards]
+                return held, after, opened
+
+        held, after, opened = asyncio.run(main())
+    assert sorted(opened) == sorted(f"r{i}" for i in range(OPEN_AT_ONCE))
+    # Filled in order, SHARD_SIZE runs a shard; every place given back when the responses closed.
+    full, rest = divmod(OPEN_AT_ONCE, SHARD_SIZE)
+    assert held == [SHARD_SIZE] * full + [rest]
+    assert after == [0] * len(held)
+
+
+def test_a_few_runs_share_the_first_shard_and_its_kept_alive_connection() -> None:
+    with serve(_held_open) as server:
+        url = f"http://127.0.0.1:{server.port}/agent"
+
+        async def main() -> tuple[int, set[Any]]:
+            transport = ShardedTransport()
+            peers: set[Any] = set()
+
+            def track(name: str, info: dict[str, Any]) -> None:
+                if name == "connection.connect_tcp.complete":
+                    peers.add(info["return_value"].get_extra_info("socket").getsockname())
+
+            async def trace(name: str, info: dict[str, Any]) -> None:
+                track(name, info)
+
+            async with httpx.AsyncClient(transport=transport) as http:
+                for i in range(3):  # one after the other: one connection, kept alive
+                    async with http.stream("POST", url, json={"threadId": "t", "runId": f"r{i}"},
+                                           extensions={"trace": trace}) as response:
+                        async for _ in response.aiter_raw():
+                            break
+                return len(transport._shards), peers
+
+        shards, peers = asyncio.run(main())
+    assert shards == 1
+    # (a response left before its end cannot be reused: each run here opens one connection of the one shard)
+    assert len(peers) == 3
+
+
+def test_with_a_proxy_in_the_environment_httpx_own_transport_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A transport of ours would turn off the proxies httpx reads from the environment.
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    client = ag.AsyncAgentClient("http://agent.invalid/run")
+    assert type(client.http._transport) is httpx.AsyncHTTPTransport
+    asyncio.run(client.close())
+    with ag.AgentClient("http://agent.invalid/run") as sync:
+        assert type(sync.http._transport) is httpx.HTTPTransport
+    monkeypatch.delenv("HTTP_PROXY")
+    for name in ("http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    client = ag.AsyncAgentClient("http://agent.invalid/run")
+    assert type(client.http._transport) is ShardedTransport
+    asyncio.run(client.close())
+    with ag.AgentClient("http://agent.invalid/run") as sync:
+        assert type(sync.http._transport) is ShardedSyncTransport
+
+
+def test_only_an_in_memory_store_of_its_own_calls_is_called_on_the_loop() -> None:
+    class Subclass(MemoryStore):
+        pass
+
+    class Overrides(MemoryStore):
+        def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+            return super().save(thread_id, data, expected_version=expected_version)
+
+    assert _calls_on_loop(MemoryStore()) and _calls_on_loop(Subclass())
+    assert not _calls_on_loop(Overrides())
+    assert not _calls_on_loop(object())
+
+
+@pytest.mark.parametrize("store_kind", ["memory", "overriding"])
+def test_store_writes_run_on_the_loop_for_memory_and_in_a_worker_otherwise(
+        store_kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, int]] = []
+
+    class Overrides(MemoryStore):
+        def claim(self, thread_id: str, **kwargs: Any) -> int:
+            return super().claim(thread_id, **kwargs)
+
+    if store_kind == "memory":
+        store: MemoryStore = MemoryStore()
+        target: type[MemoryStore] = MemoryStore
+    else:
+        store, target = Overrides(), Overrides
+    for name in ("save", "claim"):
+        original = getattr(MemoryStore, name)
+
+        def recorded(self: MemoryStore, thread_id: str, *args: Any, _name: str = name, _original: Any = original,
+                     **kwargs: Any) -> int:
+            calls.append((_name, threading.get_ident()))
+            return int(_original(self, thread_id, *args, **kwargs))
+
+        monkeypatch.setattr(MemoryStore, name, recorded)
+
+    with serve(_finishing) as server:
+        async def main() -> int:
+            async with ag.AsyncAgentClient(f"http://127.0.0.1:{server.port}/agent", store=store) as client:
+                result = await client.thread("t1").run("hi", run_id="r1")
+                assert result.outcome == "success"
+                return threading.get_ident()
+
+        loop_thread = asyncio.run(main())
+    assert target is not None and [name for name, _ in calls] == ["claim", "save"]
+    on_loop = [ident == loop_thread for _, ident in calls]
+    assert on_loop == ([True, True] if store_kind == "memory" else [False, False])
+    assert store.load("t1") is not None and store.load("t1").version == 1  # type: ignore[union-attr]
+
+
+async def _finishing(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    sent = json.loads(body)
+    ids = {"threadId": sent["threadId"], "runId": sent["runId"]}
+    frames = [{"type": "RUN_STARTED", **ids}, {"type": "RUN_FINISHED", **ids}]
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    await send({"type": "http.response.body", "body": b"".join(b"data: " + json.dumps(f).encode() + b"\n\n"
+                                                               for f in frames)})
+
+
+def test_the_sync_client_spreads_a_thread_per_run_over_shards() -> None:
+    runs = SHARD_SIZE + 8
+    all_open = threading.Barrier(runs + 1)
+    release = threading.Event()
+    opened: list[str] = []
+    with serve(_held_open) as server, ag.AgentClient(f"http://127.0.0.1:{server.port}/agent") as client:
+        transport = client.http._transport
+        assert isinstance(transport, ShardedSyncTransport)
+
+        def one(i: int) -> None:
+            with client.thread(f"t{i}").stream(run_id=f"r{i}") as stream:
+                for event in stream:
+                    opened.append(event.run_id)  # type: ignore[union-attr]
+                    all_open.wait(60)  # (a guard against a hang, not a timing)
+                    release.wait(60)
+                    return
+
+        workers = [threading.Thread(target=one, args=(i,)) for i in range(runs)]
+        for worker in workers:
+            worker.start()
+        all_open.wait(60)
+        held = [shard.open for shard in transport._shards]
+        release.set()
+        for worker in workers:
+            worker.join(60)
+        after = [shard.open for shard in transport._shards]
+    assert sorted(opened) == sorted(f"r{i}" for i in range(runs))
+    assert held == [SHARD_SIZE, 8] and after == [0, 0]
