@@ -394,7 +394,25 @@ def test_usage_problems_exit_2_without_showing_header_values() -> None:
 
     assert header.returncode == 2 and "-H expects 'Name: value'" in header.stderr
     assert "sekrit" not in header.stdout + header.stderr
-    assert timeout.returncode == 2 and "above 0" in timeout.stderr
+    assert timeout.returncode == 2 and "give a positive number of seconds" in timeout.stderr
+
+
+def test_timeout_bounds_each_run_as_on_run_and_demo(served: Callable[[Any], Any], gate: Gate) -> None:
+    # --timeout is shared with run, demo and probe (cli/options.py): the longest one run may take, not
+    # a connect timeout. An agent that goes silent mid-run fails that turn; the chat goes on.
+    endpoint = served(ScriptedAgent([
+        [Start(), *text_message("a", "Let me think"), Wait(gate), Finish()],
+        [Start(), *text_message("b", "Back again."), Finish()],
+    ]))
+
+    done = _piped("chat", endpoint.url, "--timeout", "1", stdin="hi\nagain\n")
+
+    assert done.returncode == 0, done.stderr
+    assert "RunTimeout" in done.stdout and "past its run_timeout of 1.0s" in done.stdout
+    assert "agent: Back again." in done.stdout  # (the next turn ran, on the thread as it was)
+    assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["again"]
+    help_text = _piped("chat", "--help", stdin="").stdout
+    assert "the longest one run may take" in " ".join(help_text.split())
 
 
 def test_a_failed_turn_is_shown_and_the_chat_goes_on() -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import sqlite3
 import sys
 import time
 import uuid
@@ -32,14 +31,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from rich import box
 from rich.console import RenderableType
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ..client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, AgentClient
+from ..client import AgentClient
 from ..core.fold import ThreadState
 from ..core.interrupts import ResumeBuilder
 from ..core.session import RunResult
@@ -51,6 +49,7 @@ from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt
 from . import forms
 from .converse import UsageProblem
+from .options import add_connection_options, open_client, parse_headers, stored_thread_ids
 from .render import (
     ConsoleAsker,
     EventRenderer,
@@ -103,35 +102,8 @@ def add_parser(commands: Any) -> None:
     chat.add_argument("--thread-file", metavar="FILE", help="keep the thread in this SQLite file (and go on with it)")
     chat.add_argument("--thread", "--thread-id", dest="thread_id", metavar="ID",
                       help="the thread id (default: the only thread in --thread-file, else a new one)")
-    chat.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
-                      help="a request header (repeatable; values are never shown)")
-    chat.add_argument("--timeout", type=_seconds, default=DEFAULT_CONNECT_TIMEOUT, metavar="SECONDS",
-                      help=f"connect timeout (default {DEFAULT_CONNECT_TIMEOUT:g})")
-    chat.add_argument("--idle-timeout", type=_seconds, default=DEFAULT_IDLE_TIMEOUT, metavar="SECONDS",
-                      help=f"the longest silence in a response before a turn fails (default {DEFAULT_IDLE_TIMEOUT:g})")
-    chat.add_argument("--record", metavar="DIR", help="keep each request and response in DIR (NN.request.json, NN.sse)")
+    add_connection_options(chat)
     chat.add_argument("--plain", action="store_true", help="plain, colourless output (default when not a terminal)")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"a number of seconds above 0 is needed, not {text!r}")
-    return value
-
-
-def _headers(values: Sequence[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for value in values:
-        name, sep, rest = value.partition(":")
-        if not sep or not name.strip():
-            # (only the name is quoted: what follows the colon may be a credential)
-            raise UsageProblem(f"-H expects 'Name: value', got a value without a colon ({len(value)} characters)")
-        headers[name.strip()] = rest.strip()
-    return headers
 
 
 def _isatty(stream: Any) -> bool:
@@ -143,7 +115,7 @@ def _isatty(stream: Any) -> bool:
 
 def chat_command(args: argparse.Namespace, out: Output) -> int:
     """Run ``agui chat`` with parsed ``args``; returns the exit status (0 when the person leaves)."""
-    headers = _headers(args.header)
+    parse_headers(args.header)  # (a bad -H is a usage problem before the demo agent starts)
     with contextlib.ExitStack() as stack:
         url = args.url
         if url is None:
@@ -153,15 +125,12 @@ def chat_command(args: argparse.Namespace, out: Output) -> int:
             out.line(f"demo agent (agui_client.testing.ScriptedAgent.demo) listening on {url}", "dim")
         from ..testing.recording import RecordingTransport  # (the testing kit: imported when used)
 
-        recorder = RecordingTransport()
-        if args.record is not None:
-            _start_recording(recorder, args.record)
-        http = stack.enter_context(httpx.Client(transport=recorder))
         store: ThreadStore | None = None
         if args.thread_file is not None:
             store = stack.enter_context(SqliteStore(args.thread_file))
-        client = stack.enter_context(AgentClient(url, headers=headers, timeout=args.timeout,
-                                                 idle_timeout=args.idle_timeout, store=store, http_client=http))
+        # Always through a recorder, stopped unless --record started it: /record starts it later.
+        recorder = RecordingTransport()
+        client = open_client(stack, url, args, store=store, recorder=recorder)
         thread = client.thread(_thread_id(args, store))
         chat = Chat(client, thread, out, url=url, recorder=recorder, recording=args.record,
                     thread_file=args.thread_file)
@@ -169,34 +138,16 @@ def chat_command(args: argparse.Namespace, out: Output) -> int:
     raise AssertionError("unreachable")  # (for mypy: the with block returns)
 
 
-def _start_recording(recorder: RecordingTransport, directory: str) -> None:
-    try:
-        recorder.start(directory)
-    except OSError as exc:
-        raise UsageProblem(f"cannot record into {directory}: {exc.strerror or exc}") from None
-
-
 def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> str:
     if args.thread_id is not None:
         return str(args.thread_id)
     if store is None:
         return str(uuid.uuid4())
-    ids = _thread_ids(args.thread_file)
+    ids = stored_thread_ids(args.thread_file)
     if len(ids) > 1:
         raise UsageProblem(f"{args.thread_file} holds {len(ids)} threads; pick one with --thread: "
                            + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
     return ids[0] if ids else str(uuid.uuid4())
-
-
-def _thread_ids(path: str) -> list[str]:
-    # The store's table layout is documented in agui_client.stores.sqlite; a read-only look lists the ids.
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-        try:
-            rows = conn.execute("SELECT thread_id FROM agui_threads ORDER BY thread_id").fetchall()
-        except sqlite3.Error as exc:
-            raise UsageProblem(f"cannot list the threads in {path}: {exc}") from exc
-    return [str(row[0]) for row in rows]
 
 
 # --------------------------------------------------------------------------------------------------
