@@ -223,6 +223,7 @@ def test_ctrl_c_mid_turn_cancels_it_and_the_next_turn_works(served: Callable[[An
 
     assert child.exitstatus == 0
     assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))  # the response was closed
+    assert "TR-16" not in _text(screen) and "warning" not in _text(screen)  # (the cancellation, said once)
     assert not gate.is_open
     text = _text(screen)
     # Markdown as it streams: rendered, not raw; a blank line inside a code block does not cut it.
@@ -300,6 +301,9 @@ def test_ctrl_c_in_a_resume_or_a_form_leaves_the_interrupt_open_to_answer_or_aba
     assert bodies[4]["messages"][-1]["content"] == "never mind"
     text = _text(screen)
     assert "Traceback" not in text
+    # The cut resume is the streaming API's incomplete run (TR-16), said once in the chat's words: no
+    # warning code, no log line telling the person to call release_claim() (the chat lets go itself).
+    assert "TR-16" not in text and "release_claim" not in text and "stays claimed" not in text
     assert text.count("(cancelled; usage not reported)") == 2 and "(success; usage not reported)" in text
     written = (tmp_path / "chat.md").read_text()
     # Only the answer whose run completed is in the transcript, after the question it answered.
@@ -491,6 +495,23 @@ def test_markdown_blocks_are_printed_once_and_a_code_block_is_never_cut() -> Non
     assert shown.count("First para.") == 1 and shown.count("x = 1") == 1 and shown.count("Last line") == 1
     assert re.search(r"x = 1\s*\n\s*\n\s*y = 2", shown)
     assert "**" not in shown and "```" not in shown and shown.startswith("agent:\n")
+
+
+def test_a_redrawn_tail_leaves_room_for_the_terminals_ctrl_c_echo() -> None:
+    # A tail drawn to the last column leaves the cursor there; the terminal's "^C" echo then wraps,
+    # and the next redraw started a line too low, leaving a second copy of the tail on the screen.
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=40, force_terminal=True, color_system=None)
+    writer = _MarkdownWriter(console, "agent:")
+    writer.feed("A paragraph that streams and is still going on, past one line")
+    if writer._live is not None:
+        writer._live.refresh()
+    drawn = ESCAPES.sub("", sink.getvalue()).replace("\x1b[?25l", "").replace("\x1b[?25h", "")
+    writer.close()
+
+    lines = [line for line in drawn.split("\n") if line.strip() and line != "agent:"]
+    assert lines and max(len(line) for line in lines) <= 40 - 2
+    assert "past one line" in ESCAPES.sub("", sink.getvalue())
 
 
 def test_plain_view_shows_tokens_reasoning_folded_and_tables_as_rows() -> None:

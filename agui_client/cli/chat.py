@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import RenderableType
+from rich.constrain import Constrain
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -367,15 +368,24 @@ class Chat:
         out = self.out
         view = ChatView(out, self.thread.state)
         out.start_waiting("waiting for the agent...")
+        cancelled = False
         try:
             with self.thread.stream(message, resume=resume) as events:
-                for event in events:
-                    view.event(event)
+                try:
+                    for event in events:
+                        view.event(event)
+                except KeyboardInterrupt:
+                    # Ctrl-C while the run streams leaves the stream as a `break` would: the response is
+                    # closed and the result is the streaming API's incomplete run (outcome None, a TR-16
+                    # warning), not an interruption the library reports on its own (it would log that a
+                    # resume keeps its claim; the chat says so in its words and lets go, in turn()).
+                    cancelled = True
             result = events.result
         finally:
             out.stop_waiting()
             view.close()
-        assert result is not None
+        if cancelled:
+            raise KeyboardInterrupt  # (the turn is cancelled: its TR-16 warning is this, said once, in turn())
         runs.append(result)
         render_warnings(out, result.warnings)
         if result.pending_tool_call_ids:
@@ -637,7 +647,7 @@ class _MarkdownWriter(_Writer):
             # token: a long paragraph would otherwise be parsed again for every word.
             self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
                               vertical_overflow="ellipsis",
-                              get_renderable=lambda: _markdown(self._tail))
+                              get_renderable=lambda: _live_width(self.console, _markdown(self._tail)))
             self._live.start()
 
     def close(self) -> None:
@@ -711,7 +721,7 @@ class _Thinking:
             self.out.stop_waiting()
             self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
                               vertical_overflow="crop",
-                              get_renderable=self._shown)
+                              get_renderable=lambda: _live_width(self.console, self._shown()))
             self._live.start()
 
     def _shown(self) -> Text:
@@ -729,6 +739,21 @@ class _Thinking:
             live.stop()
         self.out.end_line()
         self.out.line(f"thought for {seconds:.0f} s", "dim italic")
+
+
+#: Columns a redrawn tail leaves free at its right: the terminal echoes Ctrl-C there as ``^C``.
+LIVE_MARGIN = 2
+
+
+def _live_width(console: SafeConsole | None, renderable: RenderableType) -> RenderableType:
+    """``renderable`` drawn :data:`LIVE_MARGIN` columns narrower than the terminal.
+
+    A live display leaves the cursor at the end of its last line, which Markdown pads to the full
+    width; the ``^C`` the terminal echoes there would wrap to a new line the display does not know
+    of, and its next redraw (or its erasing) would start one line too low, leaving a copy of the tail.
+    """
+    width = console.width if console is not None else 80
+    return Constrain(renderable, width=max(10, width - LIVE_MARGIN))
 
 
 def _markdown(text: str) -> RenderableType:
