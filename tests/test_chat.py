@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import pexpect
+import pytest
 from test_cli_terminal import HOSTILE, assert_inert
 
 from agui_client import AgentClient
@@ -31,7 +32,20 @@ from agui_client.cli.chat import ChatView, _MarkdownWriter, transcript
 from agui_client.cli.render import PlainOutput
 from agui_client.cli.terminal import SafeConsole
 from agui_client.stores import SqliteStore
-from agui_client.testing import ANSWER_SCHEMA, Finish, Gate, ScriptedAgent, Start, Wait, reasoning, text_message, tool_call
+from agui_client.testing import (
+    ANSWER_SCHEMA,
+    Finish,
+    Gate,
+    RecordedAgent,
+    ScriptedAgent,
+    Start,
+    Wait,
+    reasoning,
+    serve,
+    text_message,
+    tool_call,
+)
+from agui_client.testing.recorded import RecordingMismatch
 from agui_client.testing.recording import RecordingTransport
 from agui_client.types import (
     RunErrorEvent,
@@ -161,6 +175,79 @@ def test_three_turns_with_the_demo_agent_forms_export_and_new(tmp_path: Path) ->
     assert bodies[3]["resume"][0]["payload"] == {"approved": False}
     assert not (records / "07.request.json").exists()
     assert '"type":"RUN_FINISHED"' in (records / "02.sse").read_text().replace(" ", "")
+
+
+def _delete_staging_then_refuse_preview(child: pexpect.spawn, ttl: str) -> None:
+    """Two turns with the demo agent: approve with a backup time of ``ttl``, then refuse."""
+    _say(child, "Please delete the staging environment")
+    child.expect(r"\[y/n\]")
+    child.sendline("y")
+    child.expect(r"environment .*\(staging\)")
+    child.sendline("")
+    child.expect("comment")
+    child.sendline("")
+    child.expect(r"ttl_minutes .*\(60\)")
+    child.sendline(ttl)
+
+
+def test_a_chat_recorded_against_the_demo_agent_replays_through_a_recorded_agent(tmp_path: Path) -> None:
+    records = tmp_path / "rec"
+    thread_id = "0b7e5c1e-2f4a-4d8e-9a51-3c6f0d2b7a10"  # (a recording answers its own thread only)
+
+    def chat(*args: str, ttl: str) -> str:
+        child, screen = _spawn(*args, "--thread", thread_id)
+        try:
+            _delete_staging_then_refuse_preview(child, ttl)
+            if ttl == "30":
+                child.expect("A backup is kept for 30 minutes.")
+                _say(child, "Now the preview environment")
+                child.expect(r"\[y/n\]")
+                child.sendline("n")
+                child.expect("OK, I did not delete anything: the deletion was not approved.")
+            else:
+                child.expect(r"HTTP 409")
+                child.expect(r"the thread is as saved after its last complete run")
+                child.expect(r"the agent is waiting for 1 answer\(s\)")
+                _say(child, "/messages")  # (the chat goes on: the thread as the recording left it)
+                child.expect("Staging can go. I need your approval before I delete it.")
+            _say(child, "/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        assert child.exitstatus == 0
+        return _text(screen)
+
+    recorded = chat("--record", str(records), ttl="30")  # against the bundled demo agent
+    assert sorted(p.name for p in records.iterdir() if p.name.endswith(".request.json")) == [
+        "01.request.json", "02.request.json", "03.request.json", "04.request.json"]
+
+    with RecordedAgent(records) as agent, serve(agent) as server:
+        assert agent.thread_id == thread_id
+        replayed = chat(server.url, ttl="30")
+        agent.check()  # every request matched, and the whole recording was played
+        assert agent.played == 4 and not agent.mismatches
+
+    def turns(text: str) -> list[str]:
+        """What the person saw of the two turns, the prompts and answers included (ids and times apart)."""
+        body = text[text.index("you: Please delete"):text.index("you: /quit")]
+        return [line for line in body.splitlines() if line.strip() and not re.search(r"expires at|thought for", line)]
+
+    assert turns(replayed) == turns(recorded)
+    assert "Done: the staging environment is deleted. A backup is kept for 30 minutes." in replayed
+
+    # Another answer than the recorded one: the recording refuses it (409, naming the difference),
+    # the chat shows a failed turn and goes on, and the test would fail at check().
+    refusing = RecordedAgent(records)
+    with serve(refusing) as server:
+        mismatched = chat(server.url, ttl="45")
+    assert len(refusing.mismatches) == 1 and '"ttl_minutes": 45' in refusing.mismatches[0]
+    with pytest.raises(RecordingMismatch, match="recorded as 02.request.json"):
+        refusing.check(complete=False)
+    assert "Traceback" not in mismatched
+    # The 409 is readable in the chat: the agent's explanation whole, as text, the recorded answer included.
+    assert 'resume entries [{"interruptId"' in mismatched and '"ttl_minutes": 30}}] (code recording_mismatch)' in \
+        " ".join(line.strip("│ ") for line in mismatched.splitlines()).replace("  ", " ")
+    assert '\\"' not in mismatched
 
 
 def test_ctrl_d_and_ctrl_c_at_the_prompt_leave() -> None:
@@ -512,6 +599,26 @@ def test_a_redrawn_tail_leaves_room_for_the_terminals_ctrl_c_echo() -> None:
     lines = [line for line in drawn.split("\n") if line.strip() and line != "agent:"]
     assert lines and max(len(line) for line in lines) <= 40 - 2
     assert "past one line" in ESCAPES.sub("", sink.getvalue())
+
+
+def test_an_http_error_shows_the_agents_explanation_whole_and_as_text() -> None:
+    from agui_client.cli.render import render_error
+    from agui_client.errors import HTTPStatusError
+
+    detail = "request 2 differs: " + "x" * 300 + ' "quoted" \x1b[31m end'
+    body = json.dumps({"detail": detail, "code": "recording_mismatch"})
+    error = HTTPStatusError(f"HTTP 409 Conflict from POST http://127.0.0.1:9/: {body[:200]}", status_code=409,
+                            body=body, payload=json.loads(body))
+    plain = HTTPStatusError("HTTP 502 Bad Gateway from POST http://127.0.0.1:9/: upstream down", status_code=502,
+                            body="upstream down")
+    sink = io.StringIO()
+    render_error(PlainOutput(sink), error)
+    render_error(PlainOutput(sink), plain)
+
+    shown = sink.getvalue().splitlines()
+    assert shown[1] == "  HTTP 409 Conflict from POST http://127.0.0.1:9/"
+    assert shown[2] == '  request 2 differs: ' + "x" * 300 + ' "quoted" \\x1b[31m end (code recording_mismatch)'
+    assert shown[4] == "  HTTP 502 Bad Gateway from POST http://127.0.0.1:9/: upstream down"  # (no JSON: as it was)
 
 
 def test_plain_view_shows_tokens_reasoning_folded_and_tables_as_rows() -> None:

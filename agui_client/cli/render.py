@@ -538,6 +538,26 @@ def render_warnings(out: Output, warnings: Sequence[StreamWarning], limit: int =
         out.line(f"... and {len(warnings) - limit} more warning(s)", "yellow")
 
 
+#: The longest explanation from an error body shown (the body itself is a bounded excerpt).
+ERROR_DETAIL_CHARS = 2000
+
+
+def _error_detail(payload: Any) -> str | None:
+    """The explanation in a JSON error body: ``detail`` (FastAPI, a recording's 409), ``message`` or
+    ``error.message``, with ``code`` when there is one; ``None`` when there is none as text."""
+    if not isinstance(payload, dict):
+        return None
+    error = payload.get("error")
+    found = next((value for value in (payload.get("detail"), payload.get("message"),
+                                      error.get("message") if isinstance(error, dict) else error)
+                  if isinstance(value, str) and value.strip()), None)
+    if found is None:
+        return None
+    code = payload.get("code")
+    text = found if len(found) <= ERROR_DETAIL_CHARS else found[:ERROR_DETAIL_CHARS - 3] + "..."
+    return text + (f" (code {code})" if isinstance(code, str | int) and not isinstance(code, bool) else "")
+
+
 def render_error(out: Output, exc: BaseException) -> None:
     """An error in a panel, saying where: event index, type and rule for a protocol error."""
     if isinstance(exc, ProtocolError):
@@ -547,7 +567,16 @@ def render_error(out: Output, exc: BaseException) -> None:
         lines = [", ".join(p for p in where if p), exc.detail]
         out.panel(f"protocol error ({type(exc).__name__})", [line for line in lines if line], style="red")
     elif isinstance(exc, HTTPStatusError):
-        lines = [str(exc)]
+        detail = _error_detail(exc.payload)
+        if detail is None:
+            lines = [str(exc)]
+        else:
+            # The agent's own explanation, whole and as text: the message's one-line excerpt of the
+            # JSON body cuts it at 200 characters, quotes escaped (a recording's 409 names the difference
+            # after the request it quotes).
+            message = str(exc)
+            quoted = message.rfind(": " + exc.body.strip().replace("\n", " ")[:20]) if exc.body.strip() else -1
+            lines = [message[:quoted] if quoted > 0 else message, detail]
         if exc.retry_after is not None:
             lines.append(f"retry after {exc.retry_after:g} s")
         out.panel(f"HTTP {exc.status_code}", lines, style="red")
