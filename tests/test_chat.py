@@ -18,6 +18,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,9 @@ def test_three_turns_with_the_demo_agent_forms_export_and_new(tmp_path: Path) ->
     assert "activity progress: 2 ops on /label, /percent" in text
     assert '{"approved": true, "environment": "staging", "ttl_minutes": 30}' in text
     assert '{"approved": false}' in text
+    # One question open: its long id is in the panel, not repeated on the lines around the form.
+    assert text.count("Your answer (empty input takes the default shown):") == 3
+    assert 'answer: {"approved": false}' in text and "-approval: {" not in text
     assert '{"approved": true, "environment": "qa", "comment": "cleanup", "ttl_minutes": 60}' in text
     assert len(re.findall(r"\(success; \d+ tokens \(.*\) over 2 runs\)", text)) == 3
     # What the person typed is on the screen once: the terminal's echo, never a second copy.
@@ -619,6 +623,25 @@ def test_an_http_error_shows_the_agents_explanation_whole_and_as_text() -> None:
     assert shown[1] == "  HTTP 409 Conflict from POST http://127.0.0.1:9/"
     assert shown[2] == '  request 2 differs: ' + "x" * 300 + ' "quoted" \\x1b[31m end (code recording_mismatch)'
     assert shown[4] == "  HTTP 502 Bad Gateway from POST http://127.0.0.1:9/: upstream down"  # (no JSON: as it was)
+
+
+def test_the_interrupt_panel_wraps_under_its_columns_at_80_columns() -> None:
+    from agui_client.cli.render import RichOutput, render_interrupt
+    from agui_client.testing import APPROVAL_SCHEMA
+
+    interrupt = Interrupt(id="80d134ad-ddd3-4c79-9455-812ed697023b-approval", reason="approval",
+                          message="Delete the staging environment? This cannot be undone, and nobody can bring "
+                                  "it back after the purge.", response_schema=APPROVAL_SCHEMA,
+                          expires_at="2030-01-01T00:00:00Z")
+    sink = io.StringIO()
+    render_interrupt(RichOutput(SafeConsole(file=sink, width=80, color_system=None)), interrupt, None,
+                     now=datetime(2029, 12, 29, 21, 30, tzinfo=timezone.utc))
+
+    shown = sink.getvalue().splitlines()
+    # Each wrapped line continues under its own column, never under the labels.
+    assert any(re.fullmatch(r"│ {13}nobody can bring it back after the purge\. +│", line) for line in shown)
+    assert any(re.fullmatch(r"│ {16}to delete +│", line) for line in shown)
+    assert any("expires at: 2030-01-01T00:00:00Z (in 2 d 2 h)" in line for line in shown)
 
 
 def test_plain_view_shows_tokens_reasoning_folded_and_tables_as_rows() -> None:

@@ -427,13 +427,16 @@ class Chat:
                 continue
             builder.answer(interrupt.id, payload)
             said = json.dumps(payload, ensure_ascii=False)
-            self.out.line(f"answer to {interrupt.id}: {said}", "bold")
+            which = f" to {interrupt.id}" if len(self.thread.open_interrupts) > 1 else ""
+            self.out.line(f"answer{which}: {said}", "bold")
             self.answers.append((len(self.thread.state.messages), f"answer to {interrupt.reason}: {said}"))
         return builder
 
     def _ask(self, interrupt: Interrupt) -> Any:
         """The person's answer, asked until the schema accepts it (Ctrl-C gives up, with the turn)."""
-        self.out.line(f"Your answer to {interrupt.id} (empty input takes the default shown):", "bold")
+        # (the id is in the panel above; named here only when several questions are open at once)
+        which = f" to {interrupt.id}" if len(self.thread.open_interrupts) > 1 else ""
+        self.out.line(f"Your answer{which} (empty input takes the default shown):", "bold")
         while True:
             payload = forms.ask_payload(interrupt.response_schema, self.asker, gate=True)
             try:

@@ -463,36 +463,55 @@ def _ops(patch: Iterable[Any]) -> str:
 
 def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | None,
                      now: datetime | None = None) -> None:
-    """Show an interrupt: its reason, message, tool call, expiry and the answer its schema asks for."""
-    lines = [f"id: {interrupt.id}"]
+    """Show an interrupt: its reason, message, tool call, expiry and the answer its schema asks for.
+
+    On a terminal the items are two columns, so a long message or field description wraps under its
+    own text, not under the labels.
+    """
+    items: list[tuple[str, str]] = [("id:", interrupt.id)]
     if interrupt.message:
-        lines.append(f"message: {interrupt.message}")
+        items.append(("message:", interrupt.message))
     if interrupt.tool_call_id is not None:
         call = state.tool_call(interrupt.tool_call_id) if state is not None else None
         if call is not None:
-            lines.append(f"tool call: {call.function.name} {_clip(call.function.arguments or '{}')}")
+            items.append(("tool call:", f"{call.function.name} {_clip(call.function.arguments or '{}')}"))
         else:
-            lines.append(f"tool call: {interrupt.tool_call_id}")
+            items.append(("tool call:", interrupt.tool_call_id))
     if interrupt.subagent_run_id is not None:
-        lines.append(f"subagent: {interrupt.subagent_run_id}")
+        items.append(("subagent:", interrupt.subagent_run_id))
     if interrupt.expires_at is not None:
-        lines.append(f"expires at: {interrupt.expires_at}{_until(interrupt.expires_at, now)}")
+        items.append(("expires at:", f"{interrupt.expires_at}{_until(interrupt.expires_at, now)}"))
     schema = interrupt.response_schema
     form = forms.fields(schema)
+    rows: list[tuple[str, str]] = []
     if schema is None:
-        lines.append("answer: any JSON (no responseSchema)")
+        items.append(("answer:", "any JSON (no responseSchema)"))
     elif form is None:
-        lines.append(f"answer schema: {_clip(_compact(schema))}")
+        items.append(("answer schema:", _clip(_compact(schema))))
     else:
         title = schema.get("title")
-        lines.append("answer" + (f" ({title})" if isinstance(title, str) else "") + ":")
-        width = max(len(f.name) for f in form)
+        heading = "answer" + (f" ({title})" if isinstance(title, str) else "") + ":"
         for field in form:
-            text = f"  {field.name.ljust(width)}  {forms.describe(field)}"
-            if field.description:
-                text += f"  - {field.description}"
-            lines.append(text)
-    out.panel(f"interrupt: {interrupt.reason}", lines, style="yellow")
+            rows.append((field.name, forms.describe(field) + (f"  - {field.description}" if field.description else "")))
+    lines = [f"{label} {value}" for label, value in items]
+    body: RenderableType | None = None
+    if rows:
+        width = max(len(name) for name, _ in rows)
+        lines += [heading, *(f"  {name.ljust(width)}  {text}" for name, text in rows)]
+        body = Group(_grid(items, 0), safe_text(heading), _grid(rows, 2))
+    else:
+        body = _grid(items, 0)
+    out.panel(f"interrupt: {interrupt.reason}", lines, style="yellow", body=body)
+
+
+def _grid(rows: Sequence[tuple[str, str]], indent: int) -> Table:
+    """Two columns, the second wrapping under itself."""
+    grid = Table.grid(padding=(0, 2 if indent else 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, text in rows:
+        grid.add_row(safe_text(" " * indent + label), safe_text(text))
+    return grid
 
 
 def _until(expires_at: str, now: datetime | None) -> str:
@@ -504,6 +523,12 @@ def _until(expires_at: str, now: datetime | None) -> str:
     if seconds <= 0:
         return " (expired)"
     minutes, rest = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f" (in {days} d {hours} h)"
+    if hours:
+        return f" (in {hours} h {minutes} min)"
     return f" (in {minutes} min {rest} s)" if minutes else f" (in {rest} s)"
 
 
