@@ -76,7 +76,8 @@ COMMANDS: dict[str, str] = {
     "/state": "show the thread's shared state",
     "/messages": "show the thread's messages",
     "/export FILE.md": "write the conversation as a Markdown transcript",
-    "/record DIR": "keep each later request and response in DIR (NN.request.json, NN.sse); /record off stops",
+    "/record DIR": "keep each later request and response in DIR (NN.request.json, NN.response.json, NN.sse); "
+                   "/record off stops",
     "/quit": "leave (so do Ctrl-D and Ctrl-C at the prompt)",
 }
 
@@ -306,7 +307,7 @@ class Chat:
                 self.out.line(f"cannot record into {argument}: {exc.strerror or exc}", "red")
                 return
             self.recording = argument
-            self.out.line(f"recording each request into {argument} (NN.request.json, NN.sse)", "bold")
+            self.out.line(f"recording each request into {argument} (NN.request.json, NN.response.json, NN.sse)", "bold")
 
     # -- a turn ---------------------------------------------------------------------------------------
 
