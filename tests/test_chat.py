@@ -18,11 +18,13 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pexpect
+import pytest
 from test_cli_terminal import HOSTILE, assert_inert
 
 from agui_client import AgentClient
@@ -31,7 +33,20 @@ from agui_client.cli.chat import ChatView, _MarkdownWriter, transcript
 from agui_client.cli.render import PlainOutput
 from agui_client.cli.terminal import SafeConsole
 from agui_client.stores import SqliteStore
-from agui_client.testing import ANSWER_SCHEMA, Finish, Gate, ScriptedAgent, Start, Wait, reasoning, text_message, tool_call
+from agui_client.testing import (
+    ANSWER_SCHEMA,
+    Finish,
+    Gate,
+    RecordedAgent,
+    ScriptedAgent,
+    Start,
+    Wait,
+    reasoning,
+    serve,
+    text_message,
+    tool_call,
+)
+from agui_client.testing.recorded import RecordingMismatch
 from agui_client.testing.recording import RecordingTransport
 from agui_client.types import (
     RunErrorEvent,
@@ -136,6 +151,9 @@ def test_three_turns_with_the_demo_agent_forms_export_and_new(tmp_path: Path) ->
     assert "activity progress: 2 ops on /label, /percent" in text
     assert '{"approved": true, "environment": "staging", "ttl_minutes": 30}' in text
     assert '{"approved": false}' in text
+    # One question open: its long id is in the panel, not repeated on the lines around the form.
+    assert text.count("Your answer (empty input takes the default shown):") == 3
+    assert 'answer: {"approved": false}' in text and "-approval: {" not in text
     assert '{"approved": true, "environment": "qa", "comment": "cleanup", "ttl_minutes": 60}' in text
     assert len(re.findall(r"\(success; \d+ tokens \(.*\) over 2 runs\)", text)) == 3
     # What the person typed is on the screen once: the terminal's echo, never a second copy.
@@ -161,6 +179,79 @@ def test_three_turns_with_the_demo_agent_forms_export_and_new(tmp_path: Path) ->
     assert bodies[3]["resume"][0]["payload"] == {"approved": False}
     assert not (records / "07.request.json").exists()
     assert '"type":"RUN_FINISHED"' in (records / "02.sse").read_text().replace(" ", "")
+
+
+def _delete_staging_then_refuse_preview(child: pexpect.spawn, ttl: str) -> None:
+    """Two turns with the demo agent: approve with a backup time of ``ttl``, then refuse."""
+    _say(child, "Please delete the staging environment")
+    child.expect(r"\[y/n\]")
+    child.sendline("y")
+    child.expect(r"environment .*\(staging\)")
+    child.sendline("")
+    child.expect("comment")
+    child.sendline("")
+    child.expect(r"ttl_minutes .*\(60\)")
+    child.sendline(ttl)
+
+
+def test_a_chat_recorded_against_the_demo_agent_replays_through_a_recorded_agent(tmp_path: Path) -> None:
+    records = tmp_path / "rec"
+    thread_id = "0b7e5c1e-2f4a-4d8e-9a51-3c6f0d2b7a10"  # (a recording answers its own thread only)
+
+    def chat(*args: str, ttl: str) -> str:
+        child, screen = _spawn(*args, "--thread", thread_id)
+        try:
+            _delete_staging_then_refuse_preview(child, ttl)
+            if ttl == "30":
+                child.expect("A backup is kept for 30 minutes.")
+                _say(child, "Now the preview environment")
+                child.expect(r"\[y/n\]")
+                child.sendline("n")
+                child.expect("OK, I did not delete anything: the deletion was not approved.")
+            else:
+                child.expect(r"HTTP 409")
+                child.expect(r"the thread is as saved after its last complete run")
+                child.expect(r"the agent is waiting for 1 answer\(s\)")
+                _say(child, "/messages")  # (the chat goes on: the thread as the recording left it)
+                child.expect("Staging can go. I need your approval before I delete it.")
+            _say(child, "/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        assert child.exitstatus == 0
+        return _text(screen)
+
+    recorded = chat("--record", str(records), ttl="30")  # against the bundled demo agent
+    assert sorted(p.name for p in records.iterdir() if p.name.endswith(".request.json")) == [
+        "01.request.json", "02.request.json", "03.request.json", "04.request.json"]
+
+    with RecordedAgent(records) as agent, serve(agent) as server:
+        assert agent.thread_id == thread_id
+        replayed = chat(server.url, ttl="30")
+        agent.check()  # every request matched, and the whole recording was played
+        assert agent.played == 4 and not agent.mismatches
+
+    def turns(text: str) -> list[str]:
+        """What the person saw of the two turns, the prompts and answers included (ids and times apart)."""
+        body = text[text.index("you: Please delete"):text.index("you: /quit")]
+        return [line for line in body.splitlines() if line.strip() and not re.search(r"expires at|thought for", line)]
+
+    assert turns(replayed) == turns(recorded)
+    assert "Done: the staging environment is deleted. A backup is kept for 30 minutes." in replayed
+
+    # Another answer than the recorded one: the recording refuses it (409, naming the difference),
+    # the chat shows a failed turn and goes on, and the test would fail at check().
+    refusing = RecordedAgent(records)
+    with serve(refusing) as server:
+        mismatched = chat(server.url, ttl="45")
+    assert len(refusing.mismatches) == 1 and '"ttl_minutes": 45' in refusing.mismatches[0]
+    with pytest.raises(RecordingMismatch, match="recorded as 02.request.json"):
+        refusing.check(complete=False)
+    assert "Traceback" not in mismatched
+    # The 409 is readable in the chat: the agent's explanation whole, as text, the recorded answer included.
+    assert 'resume entries [{"interruptId"' in mismatched and '"ttl_minutes": 30}}] (code recording_mismatch)' in \
+        " ".join(line.strip("│ ") for line in mismatched.splitlines()).replace("  ", " ")
+    assert '\\"' not in mismatched
 
 
 def test_ctrl_d_and_ctrl_c_at_the_prompt_leave() -> None:
@@ -223,6 +314,7 @@ def test_ctrl_c_mid_turn_cancels_it_and_the_next_turn_works(served: Callable[[An
 
     assert child.exitstatus == 0
     assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))  # the response was closed
+    assert "TR-16" not in _text(screen) and "warning" not in _text(screen)  # (the cancellation, said once)
     assert not gate.is_open
     text = _text(screen)
     # Markdown as it streams: rendered, not raw; a blank line inside a code block does not cut it.
@@ -300,6 +392,9 @@ def test_ctrl_c_in_a_resume_or_a_form_leaves_the_interrupt_open_to_answer_or_aba
     assert bodies[4]["messages"][-1]["content"] == "never mind"
     text = _text(screen)
     assert "Traceback" not in text
+    # The cut resume is the streaming API's incomplete run (TR-16), said once in the chat's words: no
+    # warning code, no log line telling the person to call release_claim() (the chat lets go itself).
+    assert "TR-16" not in text and "release_claim" not in text and "stays claimed" not in text
     assert text.count("(cancelled; usage not reported)") == 2 and "(success; usage not reported)" in text
     written = (tmp_path / "chat.md").read_text()
     # Only the answer whose run completed is in the transcript, after the question it answered.
@@ -394,7 +489,25 @@ def test_usage_problems_exit_2_without_showing_header_values() -> None:
 
     assert header.returncode == 2 and "-H expects 'Name: value'" in header.stderr
     assert "sekrit" not in header.stdout + header.stderr
-    assert timeout.returncode == 2 and "above 0" in timeout.stderr
+    assert timeout.returncode == 2 and "give a positive number of seconds" in timeout.stderr
+
+
+def test_timeout_bounds_each_run_as_on_run_and_demo(served: Callable[[Any], Any], gate: Gate) -> None:
+    # --timeout is shared with run, demo and probe (cli/options.py): the longest one run may take, not
+    # a connect timeout. An agent that goes silent mid-run fails that turn; the chat goes on.
+    endpoint = served(ScriptedAgent([
+        [Start(), *text_message("a", "Let me think"), Wait(gate), Finish()],
+        [Start(), *text_message("b", "Back again."), Finish()],
+    ]))
+
+    done = _piped("chat", endpoint.url, "--timeout", "1", stdin="hi\nagain\n")
+
+    assert done.returncode == 0, done.stderr
+    assert "RunTimeout" in done.stdout and "past its run_timeout of 1.0s" in done.stdout
+    assert "agent: Back again." in done.stdout  # (the next turn ran, on the thread as it was)
+    assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["again"]
+    help_text = _piped("chat", "--help", stdin="").stdout
+    assert "the longest one run may take" in " ".join(help_text.split())
 
 
 def test_a_failed_turn_is_shown_and_the_chat_goes_on() -> None:
@@ -473,6 +586,62 @@ def test_markdown_blocks_are_printed_once_and_a_code_block_is_never_cut() -> Non
     assert shown.count("First para.") == 1 and shown.count("x = 1") == 1 and shown.count("Last line") == 1
     assert re.search(r"x = 1\s*\n\s*\n\s*y = 2", shown)
     assert "**" not in shown and "```" not in shown and shown.startswith("agent:\n")
+
+
+def test_a_redrawn_tail_leaves_room_for_the_terminals_ctrl_c_echo() -> None:
+    # A tail drawn to the last column leaves the cursor there; the terminal's "^C" echo then wraps,
+    # and the next redraw started a line too low, leaving a second copy of the tail on the screen.
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=40, force_terminal=True, color_system=None)
+    writer = _MarkdownWriter(console, "agent:")
+    writer.feed("A paragraph that streams and is still going on, past one line")
+    if writer._live is not None:
+        writer._live.refresh()
+    drawn = ESCAPES.sub("", sink.getvalue()).replace("\x1b[?25l", "").replace("\x1b[?25h", "")
+    writer.close()
+
+    lines = [line for line in drawn.split("\n") if line.strip() and line != "agent:"]
+    assert lines and max(len(line) for line in lines) <= 40 - 2
+    assert "past one line" in ESCAPES.sub("", sink.getvalue())
+
+
+def test_an_http_error_shows_the_agents_explanation_whole_and_as_text() -> None:
+    from agui_client.cli.render import render_error
+    from agui_client.errors import HTTPStatusError
+
+    detail = "request 2 differs: " + "x" * 300 + ' "quoted" \x1b[31m end'
+    body = json.dumps({"detail": detail, "code": "recording_mismatch"})
+    error = HTTPStatusError(f"HTTP 409 Conflict from POST http://127.0.0.1:9/: {body[:200]}", status_code=409,
+                            body=body, payload=json.loads(body))
+    plain = HTTPStatusError("HTTP 502 Bad Gateway from POST http://127.0.0.1:9/: upstream down", status_code=502,
+                            body="upstream down")
+    sink = io.StringIO()
+    render_error(PlainOutput(sink), error)
+    render_error(PlainOutput(sink), plain)
+
+    shown = sink.getvalue().splitlines()
+    assert shown[1] == "  HTTP 409 Conflict from POST http://127.0.0.1:9/"
+    assert shown[2] == '  request 2 differs: ' + "x" * 300 + ' "quoted" \\x1b[31m end (code recording_mismatch)'
+    assert shown[4] == "  HTTP 502 Bad Gateway from POST http://127.0.0.1:9/: upstream down"  # (no JSON: as it was)
+
+
+def test_the_interrupt_panel_wraps_under_its_columns_at_80_columns() -> None:
+    from agui_client.cli.render import RichOutput, render_interrupt
+    from agui_client.testing import APPROVAL_SCHEMA
+
+    interrupt = Interrupt(id="80d134ad-ddd3-4c79-9455-812ed697023b-approval", reason="approval",
+                          message="Delete the staging environment? This cannot be undone, and nobody can bring "
+                                  "it back after the purge.", response_schema=APPROVAL_SCHEMA,
+                          expires_at="2030-01-01T00:00:00Z")
+    sink = io.StringIO()
+    render_interrupt(RichOutput(SafeConsole(file=sink, width=80, color_system=None)), interrupt, None,
+                     now=datetime(2029, 12, 29, 21, 30, tzinfo=timezone.utc))
+
+    shown = sink.getvalue().splitlines()
+    # Each wrapped line continues under its own column, never under the labels.
+    assert any(re.fullmatch(r"│ {13}nobody can bring it back after the purge\. +│", line) for line in shown)
+    assert any(re.fullmatch(r"│ {16}to delete +│", line) for line in shown)
+    assert any("expires at: 2030-01-01T00:00:00Z (in 2 d 2 h)" in line for line in shown)
 
 
 def test_plain_view_shows_tokens_reasoning_folded_and_tables_as_rows() -> None:

@@ -11,11 +11,9 @@ import argparse
 import contextlib
 import json
 import shlex
-import sqlite3
 import sys
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from .._version import __version__
@@ -25,7 +23,7 @@ from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
 from . import chat
 from .converse import AnswerPolicy, Conversation, UsageProblem
-from .options import add_connection_options, open_client, parse_headers
+from .options import add_connection_options, open_client, parse_headers, stored_thread_ids
 from .probe import add_probe_parser, probe_command
 from .recordings import THREAD_LINE_KIND, Unreadable, replay_command, verify_command
 from .render import (
@@ -369,7 +367,7 @@ def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> tuple[str
         return args.thread_id, not known
     if store is None:
         return str(uuid.uuid4()), True
-    ids = _stored_thread_ids(args.thread_file)
+    ids = stored_thread_ids(args.thread_file)
     if len(ids) == 1:
         return ids[0], False
     if len(ids) > 1:
@@ -378,17 +376,6 @@ def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> tuple[str
     if args.resume:
         raise UsageProblem(f"{args.thread_file} holds no thread to resume")
     return str(uuid.uuid4()), True
-
-
-def _stored_thread_ids(path: str) -> list[str]:
-    # The store's table layout is documented in agui_client.stores.sqlite; a read-only look lists the ids.
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-        try:
-            rows = conn.execute("SELECT thread_id FROM agui_threads ORDER BY thread_id").fetchall()
-        except sqlite3.Error as exc:
-            raise UsageProblem(f"cannot list the threads in {path}: {exc}") from exc
-    return [str(row[0]) for row in rows]
 
 
 def _finish(out: Output, conversation: Conversation, result: RunResult | None, thread: Thread,

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import sqlite3
 import sys
 import time
 import uuid
@@ -32,14 +31,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from rich import box
 from rich.console import RenderableType
+from rich.constrain import Constrain
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ..client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, AgentClient
+from ..client import AgentClient
 from ..core.fold import ThreadState
 from ..core.interrupts import ResumeBuilder
 from ..core.session import RunResult
@@ -51,6 +50,7 @@ from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt
 from . import forms
 from .converse import UsageProblem
+from .options import add_connection_options, open_client, parse_headers, stored_thread_ids
 from .render import (
     ConsoleAsker,
     EventRenderer,
@@ -76,7 +76,8 @@ COMMANDS: dict[str, str] = {
     "/state": "show the thread's shared state",
     "/messages": "show the thread's messages",
     "/export FILE.md": "write the conversation as a Markdown transcript",
-    "/record DIR": "keep each later request and response in DIR (NN.request.json, NN.sse); /record off stops",
+    "/record DIR": "keep each later request and response in DIR (NN.request.json, NN.response.json, NN.sse); "
+                   "/record off stops",
     "/quit": "leave (so do Ctrl-D and Ctrl-C at the prompt)",
 }
 
@@ -103,35 +104,8 @@ def add_parser(commands: Any) -> None:
     chat.add_argument("--thread-file", metavar="FILE", help="keep the thread in this SQLite file (and go on with it)")
     chat.add_argument("--thread", "--thread-id", dest="thread_id", metavar="ID",
                       help="the thread id (default: the only thread in --thread-file, else a new one)")
-    chat.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
-                      help="a request header (repeatable; values are never shown)")
-    chat.add_argument("--timeout", type=_seconds, default=DEFAULT_CONNECT_TIMEOUT, metavar="SECONDS",
-                      help=f"connect timeout (default {DEFAULT_CONNECT_TIMEOUT:g})")
-    chat.add_argument("--idle-timeout", type=_seconds, default=DEFAULT_IDLE_TIMEOUT, metavar="SECONDS",
-                      help=f"the longest silence in a response before a turn fails (default {DEFAULT_IDLE_TIMEOUT:g})")
-    chat.add_argument("--record", metavar="DIR", help="keep each request and response in DIR (NN.request.json, NN.sse)")
+    add_connection_options(chat)
     chat.add_argument("--plain", action="store_true", help="plain, colourless output (default when not a terminal)")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"a number of seconds above 0 is needed, not {text!r}")
-    return value
-
-
-def _headers(values: Sequence[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for value in values:
-        name, sep, rest = value.partition(":")
-        if not sep or not name.strip():
-            # (only the name is quoted: what follows the colon may be a credential)
-            raise UsageProblem(f"-H expects 'Name: value', got a value without a colon ({len(value)} characters)")
-        headers[name.strip()] = rest.strip()
-    return headers
 
 
 def _isatty(stream: Any) -> bool:
@@ -143,7 +117,7 @@ def _isatty(stream: Any) -> bool:
 
 def chat_command(args: argparse.Namespace, out: Output) -> int:
     """Run ``agui chat`` with parsed ``args``; returns the exit status (0 when the person leaves)."""
-    headers = _headers(args.header)
+    parse_headers(args.header)  # (a bad -H is a usage problem before the demo agent starts)
     with contextlib.ExitStack() as stack:
         url = args.url
         if url is None:
@@ -153,15 +127,12 @@ def chat_command(args: argparse.Namespace, out: Output) -> int:
             out.line(f"demo agent (agui_client.testing.ScriptedAgent.demo) listening on {url}", "dim")
         from ..testing.recording import RecordingTransport  # (the testing kit: imported when used)
 
-        recorder = RecordingTransport()
-        if args.record is not None:
-            _start_recording(recorder, args.record)
-        http = stack.enter_context(httpx.Client(transport=recorder))
         store: ThreadStore | None = None
         if args.thread_file is not None:
             store = stack.enter_context(SqliteStore(args.thread_file))
-        client = stack.enter_context(AgentClient(url, headers=headers, timeout=args.timeout,
-                                                 idle_timeout=args.idle_timeout, store=store, http_client=http))
+        # Always through a recorder, stopped unless --record started it: /record starts it later.
+        recorder = RecordingTransport()
+        client = open_client(stack, url, args, store=store, recorder=recorder)
         thread = client.thread(_thread_id(args, store))
         chat = Chat(client, thread, out, url=url, recorder=recorder, recording=args.record,
                     thread_file=args.thread_file)
@@ -169,34 +140,16 @@ def chat_command(args: argparse.Namespace, out: Output) -> int:
     raise AssertionError("unreachable")  # (for mypy: the with block returns)
 
 
-def _start_recording(recorder: RecordingTransport, directory: str) -> None:
-    try:
-        recorder.start(directory)
-    except OSError as exc:
-        raise UsageProblem(f"cannot record into {directory}: {exc.strerror or exc}") from None
-
-
 def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> str:
     if args.thread_id is not None:
         return str(args.thread_id)
     if store is None:
         return str(uuid.uuid4())
-    ids = _thread_ids(args.thread_file)
+    ids = stored_thread_ids(args.thread_file)
     if len(ids) > 1:
         raise UsageProblem(f"{args.thread_file} holds {len(ids)} threads; pick one with --thread: "
                            + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
     return ids[0] if ids else str(uuid.uuid4())
-
-
-def _thread_ids(path: str) -> list[str]:
-    # The store's table layout is documented in agui_client.stores.sqlite; a read-only look lists the ids.
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-        try:
-            rows = conn.execute("SELECT thread_id FROM agui_threads ORDER BY thread_id").fetchall()
-        except sqlite3.Error as exc:
-            raise UsageProblem(f"cannot list the threads in {path}: {exc}") from exc
-    return [str(row[0]) for row in rows]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -354,7 +307,7 @@ class Chat:
                 self.out.line(f"cannot record into {argument}: {exc.strerror or exc}", "red")
                 return
             self.recording = argument
-            self.out.line(f"recording each request into {argument} (NN.request.json, NN.sse)", "bold")
+            self.out.line(f"recording each request into {argument} (NN.request.json, NN.response.json, NN.sse)", "bold")
 
     # -- a turn ---------------------------------------------------------------------------------------
 
@@ -416,15 +369,24 @@ class Chat:
         out = self.out
         view = ChatView(out, self.thread.state)
         out.start_waiting("waiting for the agent...")
+        cancelled = False
         try:
             with self.thread.stream(message, resume=resume) as events:
-                for event in events:
-                    view.event(event)
+                try:
+                    for event in events:
+                        view.event(event)
+                except KeyboardInterrupt:
+                    # Ctrl-C while the run streams leaves the stream as a `break` would: the response is
+                    # closed and the result is the streaming API's incomplete run (outcome None, a TR-16
+                    # warning), not an interruption the library reports on its own (it would log that a
+                    # resume keeps its claim; the chat says so in its words and lets go, in turn()).
+                    cancelled = True
             result = events.result
         finally:
             out.stop_waiting()
             view.close()
-        assert result is not None
+        if cancelled:
+            raise KeyboardInterrupt  # (the turn is cancelled: its TR-16 warning is this, said once, in turn())
         runs.append(result)
         render_warnings(out, result.warnings)
         if result.pending_tool_call_ids:
@@ -466,13 +428,16 @@ class Chat:
                 continue
             builder.answer(interrupt.id, payload)
             said = json.dumps(payload, ensure_ascii=False)
-            self.out.line(f"answer to {interrupt.id}: {said}", "bold")
+            which = f" to {interrupt.id}" if len(self.thread.open_interrupts) > 1 else ""
+            self.out.line(f"answer{which}: {said}", "bold")
             self.answers.append((len(self.thread.state.messages), f"answer to {interrupt.reason}: {said}"))
         return builder
 
     def _ask(self, interrupt: Interrupt) -> Any:
         """The person's answer, asked until the schema accepts it (Ctrl-C gives up, with the turn)."""
-        self.out.line(f"Your answer to {interrupt.id} (empty input takes the default shown):", "bold")
+        # (the id is in the panel above; named here only when several questions are open at once)
+        which = f" to {interrupt.id}" if len(self.thread.open_interrupts) > 1 else ""
+        self.out.line(f"Your answer{which} (empty input takes the default shown):", "bold")
         while True:
             payload = forms.ask_payload(interrupt.response_schema, self.asker, gate=True)
             try:
@@ -686,7 +651,7 @@ class _MarkdownWriter(_Writer):
             # token: a long paragraph would otherwise be parsed again for every word.
             self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
                               vertical_overflow="ellipsis",
-                              get_renderable=lambda: _markdown(self._tail))
+                              get_renderable=lambda: _live_width(self.console, _markdown(self._tail)))
             self._live.start()
 
     def close(self) -> None:
@@ -760,7 +725,7 @@ class _Thinking:
             self.out.stop_waiting()
             self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
                               vertical_overflow="crop",
-                              get_renderable=self._shown)
+                              get_renderable=lambda: _live_width(self.console, self._shown()))
             self._live.start()
 
     def _shown(self) -> Text:
@@ -778,6 +743,21 @@ class _Thinking:
             live.stop()
         self.out.end_line()
         self.out.line(f"thought for {seconds:.0f} s", "dim italic")
+
+
+#: Columns a redrawn tail leaves free at its right: the terminal echoes Ctrl-C there as ``^C``.
+LIVE_MARGIN = 2
+
+
+def _live_width(console: SafeConsole | None, renderable: RenderableType) -> RenderableType:
+    """``renderable`` drawn :data:`LIVE_MARGIN` columns narrower than the terminal.
+
+    A live display leaves the cursor at the end of its last line, which Markdown pads to the full
+    width; the ``^C`` the terminal echoes there would wrap to a new line the display does not know
+    of, and its next redraw (or its erasing) would start one line too low, leaving a copy of the tail.
+    """
+    width = console.width if console is not None else 80
+    return Constrain(renderable, width=max(10, width - LIVE_MARGIN))
 
 
 def _markdown(text: str) -> RenderableType:

@@ -1,5 +1,7 @@
-"""The connection options every talking command shares (``run``, ``demo``, ``chat``), and the client
-they make: ``-H/--header``, ``--timeout``, ``--idle-timeout`` and ``--record DIR``.
+"""The connection options every talking command shares (``run``, ``demo``, ``chat``; ``probe`` takes
+``-H`` and ``--timeout`` with the same meaning), and the client they make: ``-H/--header``,
+``--timeout``, ``--idle-timeout`` and ``--record DIR``; and :func:`stored_thread_ids`, the threads a
+``--thread-file`` holds.
 
 ``--timeout`` bounds each run as a whole (the client's ``run_timeout``, and the connect timeout when
 that is shorter); ``--idle-timeout`` bounds the silence between bytes (keep-alive comments count).
@@ -11,7 +13,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 
 import httpx
 
@@ -20,7 +24,8 @@ from ..stores import ThreadStore
 from ..testing.recording import RecordingTransport
 from .converse import UsageProblem
 
-__all__ = ["add_connection_options", "add_record_option", "parse_headers", "open_client"]
+__all__ = ["add_connection_options", "add_record_option", "parse_headers", "open_client", "seconds",
+           "stored_thread_ids"]
 
 
 def add_record_option(parser: argparse.ArgumentParser) -> None:
@@ -35,14 +40,15 @@ def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = T
     if headers:
         parser.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
                             help="a request header (repeatable); values are sent, never printed")
-    parser.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+    parser.add_argument("--timeout", type=seconds, metavar="SECONDS",
                         help="the longest one run may take, from its request to its last event (default: no limit)")
-    parser.add_argument("--idle-timeout", type=_seconds, metavar="SECONDS", default=DEFAULT_IDLE_TIMEOUT,
+    parser.add_argument("--idle-timeout", type=seconds, metavar="SECONDS", default=DEFAULT_IDLE_TIMEOUT,
                         help=f"the longest silence between bytes (default {DEFAULT_IDLE_TIMEOUT:g})")
     add_record_option(parser)
 
 
-def _seconds(text: str) -> float:
+def seconds(text: str) -> float:
+    """An argparse ``type``: a positive, finite number of seconds."""
     try:
         value = float(text)
     except ValueError:
@@ -93,3 +99,20 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
         http = stack.enter_context(httpx.Client(transport=transport))
     return stack.enter_context(AgentClient(url, headers=headers, store=store, http_client=http, timeout=connect,
                                            idle_timeout=idle, run_timeout=run_timeout))
+
+
+def stored_thread_ids(path: str) -> list[str]:
+    """The ids of the threads a ``--thread-file`` (a :class:`~agui_client.stores.SqliteStore` file) holds,
+    sorted.
+
+    Raises:
+        UsageProblem: the file cannot be read as a thread file.
+    """
+    # The store's table layout is documented in agui_client.stores.sqlite; a read-only look lists the ids.
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            rows = conn.execute("SELECT thread_id FROM agui_threads ORDER BY thread_id").fetchall()
+    except sqlite3.Error as exc:
+        raise UsageProblem(f"cannot list the threads in {path}: {exc}") from exc
+    return [str(row[0]) for row in rows]

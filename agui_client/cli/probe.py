@@ -19,6 +19,7 @@ from rich.table import Table
 
 from ..testing.probe import DEFAULT_RUN_TIMEOUT, ProbeError, ProbeReport, probe
 from .converse import UsageProblem
+from .options import seconds
 from .render import Output, PlainOutput, RichOutput
 from .terminal import SafeConsole, json_text, safe_text
 
@@ -46,9 +47,11 @@ def add_probe_parser(commands: Any) -> None:
                              "the same resume twice); off by default")
     parser.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
     parser.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
-                        help="a request header (repeatable)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_RUN_TIMEOUT, metavar="SECONDS",
-                        help=f"how long one run may take (default {DEFAULT_RUN_TIMEOUT:g})")
+                        help="a request header (repeatable); values are sent, never printed")
+    # (the same meaning as on run, demo and chat: one run, from its request to its last event)
+    parser.add_argument("--timeout", type=seconds, default=DEFAULT_RUN_TIMEOUT, metavar="SECONDS",
+                        help=f"the longest one run may take, from its request to its last event "
+                             f"(default {DEFAULT_RUN_TIMEOUT:g})")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--junit", metavar="FILE", help="also write the report as JUnit XML to FILE")
     parser.add_argument("--plain", action="store_true", help="plain, colourless output")

@@ -463,36 +463,55 @@ def _ops(patch: Iterable[Any]) -> str:
 
 def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | None,
                      now: datetime | None = None) -> None:
-    """Show an interrupt: its reason, message, tool call, expiry and the answer its schema asks for."""
-    lines = [f"id: {interrupt.id}"]
+    """Show an interrupt: its reason, message, tool call, expiry and the answer its schema asks for.
+
+    On a terminal the items are two columns, so a long message or field description wraps under its
+    own text, not under the labels.
+    """
+    items: list[tuple[str, str]] = [("id:", interrupt.id)]
     if interrupt.message:
-        lines.append(f"message: {interrupt.message}")
+        items.append(("message:", interrupt.message))
     if interrupt.tool_call_id is not None:
         call = state.tool_call(interrupt.tool_call_id) if state is not None else None
         if call is not None:
-            lines.append(f"tool call: {call.function.name} {_clip(call.function.arguments or '{}')}")
+            items.append(("tool call:", f"{call.function.name} {_clip(call.function.arguments or '{}')}"))
         else:
-            lines.append(f"tool call: {interrupt.tool_call_id}")
+            items.append(("tool call:", interrupt.tool_call_id))
     if interrupt.subagent_run_id is not None:
-        lines.append(f"subagent: {interrupt.subagent_run_id}")
+        items.append(("subagent:", interrupt.subagent_run_id))
     if interrupt.expires_at is not None:
-        lines.append(f"expires at: {interrupt.expires_at}{_until(interrupt.expires_at, now)}")
+        items.append(("expires at:", f"{interrupt.expires_at}{_until(interrupt.expires_at, now)}"))
     schema = interrupt.response_schema
     form = forms.fields(schema)
+    rows: list[tuple[str, str]] = []
     if schema is None:
-        lines.append("answer: any JSON (no responseSchema)")
+        items.append(("answer:", "any JSON (no responseSchema)"))
     elif form is None:
-        lines.append(f"answer schema: {_clip(_compact(schema))}")
+        items.append(("answer schema:", _clip(_compact(schema))))
     else:
         title = schema.get("title")
-        lines.append("answer" + (f" ({title})" if isinstance(title, str) else "") + ":")
-        width = max(len(f.name) for f in form)
+        heading = "answer" + (f" ({title})" if isinstance(title, str) else "") + ":"
         for field in form:
-            text = f"  {field.name.ljust(width)}  {forms.describe(field)}"
-            if field.description:
-                text += f"  - {field.description}"
-            lines.append(text)
-    out.panel(f"interrupt: {interrupt.reason}", lines, style="yellow")
+            rows.append((field.name, forms.describe(field) + (f"  - {field.description}" if field.description else "")))
+    lines = [f"{label} {value}" for label, value in items]
+    body: RenderableType | None = None
+    if rows:
+        width = max(len(name) for name, _ in rows)
+        lines += [heading, *(f"  {name.ljust(width)}  {text}" for name, text in rows)]
+        body = Group(_grid(items, 0), safe_text(heading), _grid(rows, 2))
+    else:
+        body = _grid(items, 0)
+    out.panel(f"interrupt: {interrupt.reason}", lines, style="yellow", body=body)
+
+
+def _grid(rows: Sequence[tuple[str, str]], indent: int) -> Table:
+    """Two columns, the second wrapping under itself."""
+    grid = Table.grid(padding=(0, 2 if indent else 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, text in rows:
+        grid.add_row(safe_text(" " * indent + label), safe_text(text))
+    return grid
 
 
 def _until(expires_at: str, now: datetime | None) -> str:
@@ -504,6 +523,12 @@ def _until(expires_at: str, now: datetime | None) -> str:
     if seconds <= 0:
         return " (expired)"
     minutes, rest = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f" (in {days} d {hours} h)"
+    if hours:
+        return f" (in {hours} h {minutes} min)"
     return f" (in {minutes} min {rest} s)" if minutes else f" (in {rest} s)"
 
 
@@ -538,6 +563,26 @@ def render_warnings(out: Output, warnings: Sequence[StreamWarning], limit: int =
         out.line(f"... and {len(warnings) - limit} more warning(s)", "yellow")
 
 
+#: The longest explanation from an error body shown (the body itself is a bounded excerpt).
+ERROR_DETAIL_CHARS = 2000
+
+
+def _error_detail(payload: Any) -> str | None:
+    """The explanation in a JSON error body: ``detail`` (FastAPI, a recording's 409), ``message`` or
+    ``error.message``, with ``code`` when there is one; ``None`` when there is none as text."""
+    if not isinstance(payload, dict):
+        return None
+    error = payload.get("error")
+    found = next((value for value in (payload.get("detail"), payload.get("message"),
+                                      error.get("message") if isinstance(error, dict) else error)
+                  if isinstance(value, str) and value.strip()), None)
+    if found is None:
+        return None
+    code = payload.get("code")
+    text = found if len(found) <= ERROR_DETAIL_CHARS else found[:ERROR_DETAIL_CHARS - 3] + "..."
+    return text + (f" (code {code})" if isinstance(code, str | int) and not isinstance(code, bool) else "")
+
+
 def render_error(out: Output, exc: BaseException) -> None:
     """An error in a panel, saying where: event index, type and rule for a protocol error."""
     if isinstance(exc, ProtocolError):
@@ -547,7 +592,16 @@ def render_error(out: Output, exc: BaseException) -> None:
         lines = [", ".join(p for p in where if p), exc.detail]
         out.panel(f"protocol error ({type(exc).__name__})", [line for line in lines if line], style="red")
     elif isinstance(exc, HTTPStatusError):
-        lines = [str(exc)]
+        detail = _error_detail(exc.payload)
+        if detail is None:
+            lines = [str(exc)]
+        else:
+            # The agent's own explanation, whole and as text: the message's one-line excerpt of the
+            # JSON body cuts it at 200 characters, quotes escaped (a recording's 409 names the difference
+            # after the request it quotes).
+            message = str(exc)
+            quoted = message.rfind(": " + exc.body.strip().replace("\n", " ")[:20]) if exc.body.strip() else -1
+            lines = [message[:quoted] if quoted > 0 else message, detail]
         if exc.retry_after is not None:
             lines.append(f"retry after {exc.retry_after:g} s")
         out.panel(f"HTTP {exc.status_code}", lines, style="red")
