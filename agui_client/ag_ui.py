@@ -2,7 +2,8 @@
 
 :func:`to_ag_ui` turns any agui_client wire object (an event, a message, ``RunAgentInput``, ``Interrupt``,
 ``ResumeEntry``, and what they contain: tool calls, content parts and their sources, outcomes, token usage,
-tools, context; and ``AgentCapabilities`` with its parts) into the ``ag_ui.core`` model of the same name; :func:`from_ag_ui` turns such a model back.
+tools, context; and ``AgentCapabilities`` with its parts) into the ``ag_ui.core`` model of the same name;
+:func:`from_ag_ui` turns such a model back.
 
 Both go through the wire JSON, the one form the two sides agree on by definition: ``to_ag_ui`` validates
 :func:`~agui_client.wire.codec.encode`'s output with the model, ``from_ag_ui`` decodes the model's
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import functools
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 
@@ -41,6 +42,7 @@ from .wire.types import messages as msg
 from .wire.types import run as rn
 
 if TYPE_CHECKING:
+    from ag_ui.core import BaseEvent
     from pydantic import BaseModel
 
 __all__ = ["to_ag_ui", "from_ag_ui"]
@@ -82,6 +84,14 @@ def _wire_for(mro: tuple[type, ...]) -> type | None:
         if cls is not None and getattr(official, base.__name__, None) is base:
             return cls
     return None
+
+
+@overload
+def to_ag_ui(obj: ev.Event) -> BaseEvent: ...
+
+
+@overload
+def to_ag_ui(obj: object) -> BaseModel: ...
 
 
 def to_ag_ui(obj: object) -> BaseModel:
