@@ -112,9 +112,10 @@ def to_ag_ui(obj: object) -> BaseModel:
 
     Example::
 
-        >>> from agui_client import Interrupt
-        >>> to_ag_ui(Interrupt(id="i1", reason="approval", tool_call_id="c1"))
-        Interrupt(id='i1', reason='approval', message=None, tool_call_id='c1', ...)
+        from agui_client import Interrupt
+
+        model = to_ag_ui(Interrupt(id="i1", reason="approval", tool_call_id="c1"))
+        assert type(model).__module__.startswith("ag_ui") and model.tool_call_id == "c1"
     """
     if isinstance(obj, ev.UnknownEvent):
         raise ValueError(f"an UnknownEvent ({obj.type!r}) has no ag_ui.core model: ag_ui.core defines only "
@@ -142,9 +143,11 @@ def from_ag_ui(model: BaseModel) -> Any:
 
     Example::
 
-        >>> from ag_ui.core import ToolCallStartEvent
-        >>> from_ag_ui(ToolCallStartEvent(tool_call_id="c1", tool_call_name="search"))
-        ToolCallStartEvent(tool_call_id='c1', tool_call_name='search', ...)
+        from ag_ui.core import ToolCallStartEvent
+        from agui_client import ToolCallStartEvent as Start
+
+        event = from_ag_ui(ToolCallStartEvent(tool_call_id="c1", tool_call_name="search"))
+        assert event == Start(tool_call_id="c1", tool_call_name="search")
     """
     cls = _wire_for(model.__class__.__mro__)
     if cls is None:

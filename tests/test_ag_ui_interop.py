@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -299,6 +300,16 @@ class Foreign(BaseModel):
     """A pydantic model that is not one of ``ag_ui.core``'s."""
 
     type: str
+
+
+def test_the_docstring_examples_run_as_written() -> None:
+    import agui_client.ag_ui as module
+
+    blocks = [textwrap.dedent(block) for obj in (module, to_ag_ui, from_ag_ui)
+              for block in re.findall(r"Example::\n\n((?:    .*\n|\n)+)", obj.__doc__ or "")]
+    assert len(blocks) == 3
+    for block in blocks:
+        exec(block, {"to_ag_ui": to_ag_ui, "from_ag_ui": from_ag_ui})  # (each asserts what it shows)
 
 
 def _run_plain(code: str) -> subprocess.CompletedProcess[str]:
