@@ -1,0 +1,94 @@
+"""A FastAPI relay: runs a thread with agui_client and re-emits its events to a browser with the official
+``ag_ui.encoder.EventEncoder``.
+
+The browser (say, a page using the official ``@ag-ui/client`` to read the stream) sees exactly the AG-UI
+events the agent sent, encoded by the protocol's own Python SDK; the relay in between keeps the thread
+(its messages, state and open interrupts) with agui_client, which checks every event and refuses a
+resume that does not answer the open interrupts before anything reaches the agent. The events cross
+with :func:`agui_client.ag_ui.to_ag_ui`; the resume entries the browser sends, written as the official
+``ResumeEntry`` model, cross back with :func:`agui_client.ag_ui.from_ag_ui`.
+
+Endpoint::
+
+    POST /threads/{thread_id}/runs   {"message"?: str, "resume"?: [{"interruptId", "status", "payload"?}]}
+        -> 200 text/event-stream (EventEncoder's content type): one frame per AG-UI event; a run that
+           cannot start or fails mid-stream ends with a RUN_ERROR whose code names the agui_client error
+
+Run it (from the repository root; without ``AGENT_URL`` it serves the bundled demo agent)::
+
+    pip install 'agui-client[ag-ui,testing]' fastapi uvicorn
+    uvicorn examples.ag_ui_relay:app --port 8000
+    curl -N localhost:8000/threads/t1/runs -H 'content-type: application/json' \\
+         -d '{"message": "Delete the staging environment"}'
+    # ... data: {"type":"RUN_FINISHED",...,"outcome":{"type":"interrupt","interrupts":[{"id":"<id>",...}]}}
+    curl -N localhost:8000/threads/t1/runs -H 'content-type: application/json' \\
+         -d '{"resume": [{"interruptId": "<id>", "status": "resolved", "payload": {"approved": true}}]}'
+
+One process keeps its threads in memory; ``examples/fastapi_backend.py`` shows threads shared by several
+workers through Redis or PostgreSQL, and runs that outlive the browser's connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+
+from ag_ui.core import ResumeEntry as OfficialResumeEntry
+from ag_ui.core import RunErrorEvent as OfficialRunErrorEvent
+from ag_ui.encoder import EventEncoder
+from fastapi import FastAPI, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
+
+import agui_client as ag
+from agui_client.ag_ui import from_ag_ui, to_ag_ui
+
+__all__ = ["app", "RunRequest"]
+
+
+class RunRequest(BaseModel):
+    """A turn: a new message, or answers to the thread's open interrupts (the official model's JSON)."""
+
+    message: str | None = None
+    resume: list[OfficialResumeEntry] | None = None
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """One client per process (its threads kept in memory), closed at shutdown."""
+    async with contextlib.AsyncExitStack() as stack:
+        agent_url = os.environ.get("AGENT_URL")
+        if not agent_url:
+            from agui_client.testing import ScriptedAgent, serve
+
+            agent_url = (await stack.enter_async_context(serve(ScriptedAgent.demo()))).url
+        app.state.client = await stack.enter_async_context(ag.AsyncAgentClient(agent_url))
+        yield
+
+
+app = FastAPI(title="agui_client ag-ui relay example", lifespan=lifespan)
+
+
+@app.post("/threads/{thread_id}/runs", response_model=None)
+async def run(thread_id: str, body: RunRequest, request: Request) -> StreamingResponse:
+    """Run the thread (a new message, or the browser's answers) and stream its events as the SDK encodes them."""
+    client: ag.AsyncAgentClient = request.app.state.client
+    thread = await client.load_thread(thread_id)
+    resume = [from_ag_ui(entry) for entry in body.resume] if body.resume else None
+    encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))
+
+    async def frames() -> AsyncIterator[str]:
+        try:
+            async with thread.stream(body.message, resume=resume) as events:
+                async for event in events:
+                    if isinstance(event, ag.UnknownEvent):
+                        continue  # (a type AG-UI 1.0 does not define: ag_ui.core has no model for it)
+                    yield encoder.encode(to_ag_ui(event))
+        except ag.AguiError as exc:
+            # Refused before sending (an unanswered interrupt, say) or failed mid-stream: the browser's
+            # client reads a RUN_ERROR, named by the agui_client error.
+            yield encoder.encode(OfficialRunErrorEvent(message=str(exc), code=type(exc).__name__))
+
+    return StreamingResponse(frames(), media_type=encoder.get_content_type(),
+                             headers={"cache-control": "no-cache", "x-accel-buffering": "no"})

@@ -1,0 +1,191 @@
+"""The ag-ui relay example (``examples/ag_ui_relay.py``), run for real.
+
+The relay runs under uvicorn in a process of its own against a ``ScriptedAgent`` served on 127.0.0.1 by
+this test. What it sends the browser is read the way a browser-side consumer reads it (each SSE frame
+validated by the official ``ag_ui.core`` models) and must be the very events the agent sent; the resume
+the browser writes as the official ``ResumeEntry`` JSON reaches the agent as the client's resume list.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import pytest
+from ag_ui import core as official
+from pydantic import TypeAdapter
+
+from agui_client import decode_event
+from agui_client.ag_ui import from_ag_ui
+from agui_client.testing import Finish, ScriptedAgent, Start
+from agui_client.types import (
+    ActivitySnapshotEvent,
+    CustomEvent,
+    Event,
+    RunAgentInput,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    TokenUsage,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+#: A watchdog for a process or a response that never comes, never a timing.
+WATCHDOG = 60.0
+EVENTS: TypeAdapter[Any] = TypeAdapter(official.Event)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _drain(stream: IO[str]) -> None:
+    for _ in stream:
+        pass
+
+
+@pytest.fixture
+def relay(served: Callable[[Any], Any]) -> Iterator[Callable[[Any], str]]:
+    """``relay(agent)``: the example under uvicorn, relaying to ``agent``; returns the relay's URL."""
+    processes: list[tuple[subprocess.Popen[str], threading.Thread]] = []
+
+    def start(agent: Any) -> str:
+        env = {**os.environ, "AGENT_URL": served(agent).url}
+        log: list[str] = []
+        for _attempt in range(5):
+            port = _free_port()
+            process = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "examples.ag_ui_relay:app", "--host", "127.0.0.1",
+                 "--port", str(port)],
+                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                text=True)
+            assert process.stderr is not None
+            # uvicorn says when the app is ready; waiting on its log needs no polling or sleeps.
+            for line in process.stderr:
+                log.append(line)
+                if "Application startup complete" in line:
+                    drain = threading.Thread(target=_drain, args=(process.stderr,), daemon=True)
+                    drain.start()
+                    processes.append((process, drain))
+                    return f"http://127.0.0.1:{port}"
+            process.wait()
+            process.stderr.close()
+        pytest.fail("the relay did not start:\n" + "".join(log[-30:]), pytrace=False)
+
+    yield start
+    for process, drain in processes:
+        process.terminate()
+        process.wait(WATCHDOG)
+        drain.join(WATCHDOG)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def browser_events(response: httpx.Response) -> list[Any]:
+    """What a browser-side consumer reads: each frame's JSON validated by the official models."""
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    frames = [block[len("data: "):] for block in response.text.split("\n\n") if block.startswith("data: ")]
+    assert len(frames) == response.text.count("\n\n")  # (nothing but data frames)
+    models = [EVENTS.validate_json(frame) for frame in frames]
+    # The client's own decoder reads the same frames as the same events.
+    assert [from_ag_ui(model) for model in models] == [decode_event(frame) for frame in frames]
+    return models
+
+
+class Recorded:
+    """A step playing one of every kind of streamed event, with fixed ids, remembering what it played."""
+
+    def __init__(self) -> None:
+        self.played: list[list[Event]] = []
+
+    def step(self, run_input: RunAgentInput) -> list[Any]:
+        body: list[Event] = [
+            StepStartedEvent(step_name="plan", timestamp=1),
+            TextMessageStartEvent(message_id="m1", role="assistant"),
+            TextMessageContentEvent(message_id="m1", delta="Héllo, "),
+            TextMessageContentEvent(message_id="m1", delta="wörld"),
+            TextMessageEndEvent(message_id="m1"),
+            ToolCallStartEvent(tool_call_id="c1", tool_call_name="search", parent_message_id="m1"),
+            ToolCallArgsEvent(tool_call_id="c1", delta='{"q": "x"}'),
+            ToolCallEndEvent(tool_call_id="c1"),
+            ToolCallResultEvent(message_id="t1", tool_call_id="c1", content="found", role="tool"),
+            StateSnapshotEvent(snapshot={"n": 1, "tags": ["a"]}),
+            StateDeltaEvent(delta=({"op": "replace", "path": "/n", "value": 2},)),
+            ActivitySnapshotEvent(message_id="a1", activity_type="progress", content={"done": 1}),
+            CustomEvent(name="note", value=None, metadata={"k": "v"}),
+            StepFinishedEvent(step_name="plan"),
+        ]
+        finished = Finish(outcome=RunFinishedSuccessOutcome(), result={"ok": True},
+                          usage=(TokenUsage(model="m", input_tokens=3, output_tokens=4, total_tokens=7),))
+        self.played.append(body)
+        return [Start(), *body, finished]
+
+
+def test_the_browser_reads_the_very_events_the_agent_sent(relay: Callable[[Any], str]) -> None:
+    recorded = Recorded()
+    agent = ScriptedAgent([recorded.step], cycle=True)
+    url = relay(agent)
+
+    with httpx.Client(timeout=WATCHDOG) as http:
+        models = browser_events(http.post(f"{url}/threads/t1/runs", json={"message": "hi"}))
+
+    events = [from_ag_ui(model) for model in models]
+    run_input = agent.requests[0]
+    assert isinstance(events[0], RunStartedEvent)
+    assert (events[0].thread_id, events[0].run_id, events[0].protocol_version) == ("t1", run_input.run_id, "1.0")
+    assert events[1:-1] == recorded.played[0]
+    finished = events[-1]
+    assert (finished.run_id, finished.result, finished.usage) == (
+        run_input.run_id, {"ok": True}, (TokenUsage(model="m", input_tokens=3, output_tokens=4, total_tokens=7),))
+    assert isinstance(models[-1], official.RunFinishedEvent)
+    assert isinstance(models[-1].outcome, official.RunFinishedSuccessOutcome)
+
+
+def test_the_browser_answers_an_interrupt_with_the_official_resume_entry(relay: Callable[[Any], str]) -> None:
+    agent = ScriptedAgent.demo()
+    url = relay(agent)
+
+    with httpx.Client(timeout=WATCHDOG) as http:
+        first = browser_events(http.post(f"{url}/threads/t2/runs", json={"message": "Delete the staging environment"}))
+        assert isinstance(first[-1], official.RunFinishedEvent)
+        assert isinstance(first[-1].outcome, official.RunFinishedInterruptOutcome)
+        (interrupt,) = first[-1].outcome.interrupts
+        # An answer that leaves the interrupt uncovered is refused by the relay's client: nothing is sent.
+        refused = browser_events(http.post(f"{url}/threads/t2/runs", json={"message": "and another"}))
+        entry = {"interruptId": interrupt.id, "status": "resolved", "payload": {"approved": True}}
+        second = browser_events(http.post(f"{url}/threads/t2/runs", json={"resume": [entry]}))
+
+    assert [type(model).__name__ for model in refused] == ["RunErrorEvent"]
+    assert refused[0].code == "AwaitingAnswers" and interrupt.id in refused[0].message
+    assert agent.request_count == 2  # (the refused turn never reached the agent)
+    resume = agent.requests[1].resume
+    assert resume is not None and [(e.interrupt_id, e.status, e.payload) for e in resume] == [
+        (interrupt.id, "resolved", {"approved": True})]
+    assert isinstance(second[0], official.RunStartedEvent)
+    assert isinstance(second[-1], official.RunFinishedEvent)
+    assert second[-1].outcome is None or second[-1].outcome.type == "success"  # (absent means success)
+    assert any(isinstance(m, official.ToolCallResultEvent) and m.tool_call_id == interrupt.tool_call_id
+               for m in second)
+    assert json.loads(second[-1].model_dump_json(by_alias=True))["threadId"] == "t2"
