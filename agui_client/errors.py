@@ -179,7 +179,7 @@ class HTTPStatusError(TransportError, httpx.HTTPStatusError):
 
 
 class AuthenticationError(HTTPStatusError):
-    """The agent answered 401: the credentials were refused (B055). Retrying the same request will not help.
+    """The agent answered 401: the credentials were refused. Retrying the same request will not help.
 
     Like every ``TransportError``, it never repeats the request's credentials, even when the agent echoed them.
     """
@@ -524,7 +524,7 @@ class UnusableResponseSchema(InvalidResumePayload):
 
 
 class InvalidResumeEntry(ResumeRefused):
-    """An entry is malformed: its ``status`` is not ``resolved``/``cancelled`` (B270), or its id is no string."""
+    """An entry is malformed: its ``status`` is not ``resolved``/``cancelled`` (IR-11), or its id is no string."""
 
     kind = "invalid-entry"
 
@@ -540,7 +540,7 @@ class MisdirectedResume(ResumeRefused):
 
     Interrupt ids are unique only within a run, so an id match proves nothing: a builder made by
     ``thread.resume_builder()`` records the thread, the interrupted run and the exact interrupts it
-    answers, and a run refuses it when any of them differs (B275, IR-10). Raised on its own, before the
+    answers, and a run refuses it when any of them differs (IR-10). Raised on its own, before the
     list itself is checked.
 
     Attributes:

@@ -514,7 +514,7 @@ class RunVerifier(_IdRules):
         known_tool_call_ids: tells whether a tool call id exists in the thread's history, so a
             ``TOOL_CALL_RESULT`` answering a call of an earlier run is not unknown (TC-10).
         known_message_ids: tells whether a message id exists in the thread's history, so reusing
-            it is reported (B149).
+            it is reported (TX-05, TC-05).
     """
 
     def __init__(
@@ -529,7 +529,7 @@ class RunVerifier(_IdRules):
         #: Whether a run is open (kept with the phase: it is asked for every payload a session reads).
         self.running = False
         self._run = _Run(number=0)
-        # id -> number of the last run that used it, across the whole stream (for B149, TC-05, TC-10).
+        # id -> number of the last run that used it, across the whole stream (for TX-05, TC-05, TC-10).
         self._message_run: dict[str, int] = {}
         self._tool_call_run: dict[str, int] = {}
 
@@ -855,7 +855,7 @@ class RunVerifier(_IdRules):
             message = f"protocolVersion {declared!r} is newer than {PROTOCOL_VERSION}, the version this client speaks"
         else:
             return []
-        return [self._warning(message + "; proceeding", "RUN_STARTED", index, code="PV-03/B293",
+        return [self._warning(message + "; proceeding", "RUN_STARTED", index, code="PV-03",
                               pointer="/protocolVersion")]
 
 def _seeded(runs: dict[str, int], ids: Mapping[str, Any]) -> None:
