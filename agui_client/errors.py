@@ -240,7 +240,8 @@ class ProtocolError(AguiError):
             index the frame would have had).
         event_type: the offending event's ``type``, when known.
         pointer: JSON pointer of the offending field (``/outcome/interrupts/1/id``), when known.
-        rule: the rule id (``LC-01``, ``TX-02`` …) or validator code (``AGUI101``) that was broken.
+        rule: the code of the rule that was broken (``LC-01/AGUI001``, ``TC-03`` …); each has a section in
+            ``docs/codes.md``.
         detail: the message without the location prefix.
     """
 
@@ -675,7 +676,8 @@ class StreamWarning:
     """A structured warning found while reading a run: something tolerated, dropped or repaired.
 
     Attributes:
-        code: the rule id or validator code (``AGUI501``, ``UK-03``, ``SP-06`` …).
+        code: a stable code (``AGUI501``, ``UK-03``, ``SP-06/AGUI302`` …); each has a section in ``docs/codes.md``
+            (what it means, a stream that triggers it, what to do).
         message: what happened, for a person.
         index: the 0-based event index, when known.
         event_type: the event's ``type``, when known.
