@@ -24,9 +24,10 @@ disagrees, and a tag need not name a started subagent (SA-12). Ids are unique pe
 message and a tool call may share one (UK-16).
 
 Breaches the protocol forbids raise :class:`~agui_client.errors.SequenceError` naming the rule
-(``rules.md`` id and, where the validator has one, its code: ``"TX-02/AGUI101"``), the run, the
-event index and type. Contradictions a client survives come back from :meth:`RunVerifier.check` as
-:class:`~agui_client.errors.StreamWarning` values. The verdicts follow ``spec/bad-inputs.md``.
+(its code: the rule id and, where ag-ui-validate's catalogue has one, its number: ``"TX-02/AGUI101"``;
+``docs/codes.md`` has a section per code, ``docs/rules.md`` states each rule), the run, the event index
+and type. Contradictions a client survives come back from :meth:`RunVerifier.check` as
+:class:`~agui_client.errors.StreamWarning` values.
 
 Each event kind has one handler, with the event's fields as plain arguments (``text_start(index,
 message_id, owner)``): :meth:`RunVerifier.check` matches a typed event onto its handler, and the

@@ -841,11 +841,11 @@ def test_a_subclass_of_a_json_type_is_refused_by_name() -> None:
 
 
 def test_data_to_send_with_lone_surrogates_is_written_with_replacement_characters(parse_path: str) -> None:
-    # B093's class outside streamed text (state, ids, keys, tool results): the request must be UTF-8.
+    # UTF16-SURROGATE's class outside streamed text (state, ids, keys, tool results): the request must be UTF-8.
     # Halves side by side are one character again; a lone half is U+FFFD, not "?" (which could make two
     # different keys one), and the caller hears of it.
     value = {"state": {"k\udc00": "x\ud800y", "pair": "\ud83d" + "\ude00"}, "id": "a\ud800"}
-    with pytest.warns(AguiWarning, match="U\\+FFFD"):
+    with pytest.warns(AguiWarning, match=r"^\[UTF16-SURROGATE\] .*U\+FFFD"):
         written = jsonio.dump_json(value)
     assert json.loads(written) == {"state": {"k\ufffd": "x\ufffdy", "pair": "\U0001f600"}, "id": "a\ufffd"}
 
