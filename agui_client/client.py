@@ -171,7 +171,7 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
     content_type = response.headers.get("content-type")
     limit = _excerpt_limit(response)
     payload: Any = None
-    # (a JSON body is read further than the excerpt kept, so a long validation report still parses: B054)
+    # (a JSON body is read further than the excerpt kept, so a long validation report still parses)
     if _is_json_media(_media_type(content_type)) and len(excerpt) < ERROR_JSON_LIMIT:
         try:
             payload = redactor.json(json.loads(excerpt.decode("utf-8", "replace")))
@@ -179,7 +179,7 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
             payload = None
     whole = _excerpt_text(excerpt, limit, redactor)
     text = whole[:ERROR_BODY_LIMIT]
-    # B055: a 401 is typed, as no retry helps.
+    # A 401 is typed, as no retry helps.
     kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
     reason = redactor.text(response.reason_phrase or "")
     location = None
@@ -371,7 +371,7 @@ class _ClientBase:
         return TransportError(f"request to {url} failed: {exc!r}{unsent}", url=url, request_sent=written)
 
     def _redirect(self, response: httpx.Response, first: httpx.Request, redactor: Redactor) -> httpx.Request | None:
-        """The request a redirect asks for, when it is to be followed (B065): only when enabled, and only
+        """The request a redirect asks for, when it is to be followed: only when enabled, and only
         to the same origin, since the caller's headers (credentials among them) go with it."""
         target = response.next_request
         if target is None or not self.follow_redirects:
@@ -569,7 +569,7 @@ class AgentClient(_ClientBase):
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
         with self._sending(request, handle, deadline):
             response = self.http.send(request, stream=True, follow_redirects=False)
-            for _ in range(MAX_REDIRECTS):  # (B066: a loop ends as the redirect it still is, refused below)
+            for _ in range(MAX_REDIRECTS):  # (a loop ends as the redirect it still is, refused below)
                 target = self._redirect(response, request, redactor)
                 if target is None:
                     break

@@ -179,7 +179,7 @@ class HTTPStatusError(TransportError, httpx.HTTPStatusError):
 
 
 class AuthenticationError(HTTPStatusError):
-    """The agent answered 401: the credentials were refused (B055). Retrying the same request will not help.
+    """The agent answered 401: the credentials were refused. Retrying the same request will not help.
 
     Like every ``TransportError``, it never repeats the request's credentials, even when the agent echoed them.
     """
@@ -240,7 +240,8 @@ class ProtocolError(AguiError):
             index the frame would have had).
         event_type: the offending event's ``type``, when known.
         pointer: JSON pointer of the offending field (``/outcome/interrupts/1/id``), when known.
-        rule: the rule id (``LC-01``, ``TX-02`` …) or validator code (``AGUI101``) that was broken.
+        rule: the code of the rule that was broken (``LC-01/AGUI001``, ``TC-03`` …); each has a section in
+            ``docs/codes.md``.
         detail: the message without the location prefix.
     """
 
@@ -524,7 +525,7 @@ class UnusableResponseSchema(InvalidResumePayload):
 
 
 class InvalidResumeEntry(ResumeRefused):
-    """An entry is malformed: its ``status`` is not ``resolved``/``cancelled`` (B270), or its id is no string."""
+    """An entry is malformed: its ``status`` is not ``resolved``/``cancelled`` (IR-11), or its id is no string."""
 
     kind = "invalid-entry"
 
@@ -540,7 +541,7 @@ class MisdirectedResume(ResumeRefused):
 
     Interrupt ids are unique only within a run, so an id match proves nothing: a builder made by
     ``thread.resume_builder()`` records the thread, the interrupted run and the exact interrupts it
-    answers, and a run refuses it when any of them differs (B275, IR-10). Raised on its own, before the
+    answers, and a run refuses it when any of them differs (IR-10). Raised on its own, before the
     list itself is checked.
 
     Attributes:
@@ -675,7 +676,8 @@ class StreamWarning:
     """A structured warning found while reading a run: something tolerated, dropped or repaired.
 
     Attributes:
-        code: the rule id or validator code (``AGUI501``, ``UK-03``, ``SP-06`` …).
+        code: a stable code (``AGUI501``, ``UK-03``, ``SP-06/AGUI302`` …); each has a section in ``docs/codes.md``
+            (what it means, a stream that triggers it, what to do).
         message: what happened, for a person.
         index: the 0-based event index, when known.
         event_type: the event's ``type``, when known.

@@ -255,7 +255,7 @@ class Thread(Conversation):
             run_id: the run's id (a fresh uuid by default).
             pending_unknown: the thread holds no open interrupts but the agent may be waiting on some
                 (a thread rebuilt from elsewhere, whose interrupts were never recorded): send the
-                ``resume`` entries instead of refusing them as answering nothing (B269). When the
+                ``resume`` entries instead of refusing them as answering nothing (IR-26). When the
                 thread does hold open interrupts it changes nothing: entries must cover them.
             run_timeout: this run's overall deadline in seconds from its request (the client's
                 ``run_timeout`` by default); past it the run fails with ``RunTimeout``.

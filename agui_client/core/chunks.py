@@ -30,7 +30,7 @@ other's, as the reference client does (``chunks/transform.ts``).
   synthesized END takes the time of the event that closed the lane.
 
 The stream's last lanes are not closed by :meth:`ChunkExpander.close` while a run is open: a stream
-cut off mid-run leaves its messages unterminated (LC-04, B075), so the verifier can list them and the
+cut off mid-run leaves its messages unterminated (LC-04), so the verifier can list them and the
 fold can flag them incomplete instead of treating truncated text or arguments as whole.
 
 Everything else passes through unchanged and in order. Work per event is O(1): the lanes are found

@@ -718,7 +718,7 @@ def _unsaved(exc: ConcurrentResume | StoreError, session: RunSession) -> None:
 
 
 def _asked(exc: AguiError) -> bool:
-    """The run ended with interrupts the session had to refuse but holds open (B232, B233, B238)."""
+    """The run ended with interrupts the session had to refuse but holds open (IR-27)."""
     return bool(getattr(exc, "interrupts", None))
 
 

@@ -176,7 +176,7 @@ def _read(value: str) -> tuple[datetime | None, bool]:
         return _read_http(value), False
     extra = timedelta(0)
     if match["sec"] == "60":
-        # A leap second (B253): no Python parser accepts second 60, and the instant it names is the
+        # A leap second: no Python parser accepts second 60, and the instant it names is the
         # one just before the next second, so read it as that next second.
         normal = normal[: match.start("sec")] + "59" + normal[match.end("sec"):]
         extra = timedelta(seconds=1)
@@ -192,8 +192,8 @@ def _read(value: str) -> tuple[datetime | None, bool]:
     stand_in = f"{year:04d}" if 1 <= year <= 9999 else ("2000" if _leap(year) else "2001")
     normal = stand_in + normal[len(year_text):]
     try:
-        # isoparse truncates fractions beyond microseconds (B257) and rolls 24:00:00 to the next
-        # day's midnight (B258); it refuses impossible dates such as 2026-02-30 (B259).
+        # isoparse truncates fractions beyond microseconds and rolls 24:00:00 to the next
+        # day's midnight; it refuses impossible dates such as 2026-02-30.
         parsed = isoparse(normal)
     except (ValueError, OverflowError):
         return None, False
@@ -286,7 +286,7 @@ def is_expired(interrupt: Interrupt, now: Clock = None) -> bool:
 
     ``expiresAt`` is read by :func:`parse_expires_at`. An interrupt without one never expires. A value
     that is not a date never expires either (IR-18) and gives one warning naming the interrupt; so
-    does a date-time without a zone, which is read as UTC (B246). Warnings go to the active
+    does a date-time without a zone, which is read as UTC (IR-17). Warnings go to the active
     :func:`agui_client.wire.sink.collect_warnings` sink (once per interrupt id and value), or else through
     :mod:`warnings` as :class:`~agui_client.errors.AguiWarning` (whose default filter shows each
     distinct message once per calling location).
@@ -459,7 +459,7 @@ def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeE
     linear-time engine (one it cannot run is not checked: an IR-30 warning says where) and never
     fetches a reference; a schema that cannot judge within those bounds refuses the answer with a
     :class:`~agui_client.errors.SchemaFault` (see :data:`SCHEMA_FAULTS`). Every status must be
-    ``resolved`` or ``cancelled`` (B270). With no open interrupts, any entry answers nothing (B269);
+    ``resolved`` or ``cancelled`` (IR-11). With no open interrupts, any entry answers nothing (IR-26);
     an empty list with nothing open is an ordinary run and passes. Every payload and metadata must be
     JSON (see :func:`agui_client.wire.jsonio.json_problem`).
 
@@ -600,7 +600,7 @@ def without_abandoned_payloads(entries: Sequence[ResumeEntry]) -> tuple[ResumeEn
 
 
 def _warn_absent_payloads(entries: Sequence[ResumeEntry]) -> None:
-    """Warn that ``resolved`` entries without a payload go out without one (B273)."""
+    """Warn that ``resolved`` entries without a payload go out without one (IR-11)."""
     ids = [_entry_key(e) for e in entries if e.status == "resolved" and e.payload is None]
     if ids:
         # Both SDKs leave a null payload out of the wire entry, so an agent cannot tell "answered with
@@ -679,7 +679,7 @@ class ResumeBuilder:
         return self._run_id
 
     def _check_target(self, thread_id: str, run_id: str | None, open_interrupts: Sequence[Interrupt]) -> None:
-        """Refuse a bound builder used on another thread, or on interrupts it was not made for (B275)."""
+        """Refuse a bound builder used on another thread, or on interrupts it was not made for (IR-10)."""
         if self._thread_id is None:
             return
         if self._thread_id != thread_id:
@@ -723,7 +723,7 @@ class ResumeBuilder:
         Args:
             interrupt_id: the interrupt answered.
             payload: the answer (any JSON). ``None`` means no payload: it is left out of the wire
-                entry, as ``null`` is (B273), and is allowed only when the schema accepts ``null``;
+                entry, as ``null`` is (IR-11), and is allowed only when the schema accepts ``null``;
                 a run sending it warns that the agent cannot tell null from absent.
             metadata: envelope information about the answer (signatures, routing), not the answer.
 

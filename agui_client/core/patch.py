@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "DEFAULT_RUN_COPY_ALLOWANCE",
            "DEFAULT_RESPONSE_COPY_ALLOWANCE", "parse_pointer"]
 
-#: JSON nodes a single patch may copy (``copy`` ops, and values added); past it the patch is refused (B194).
+#: JSON nodes a single patch may copy (``copy`` ops, and values added); past it the patch is refused (SP-06).
 DEFAULT_COPY_BUDGET = 1_000_000
 #: What the ``copy`` operations of one run's patches may cost in all (see ``apply_patch``'s ``copy_allowance``).
 DEFAULT_RUN_COPY_ALLOWANCE = 16 * 1024 * 1024
@@ -356,7 +356,7 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
     patch nobody else holds (parsed for this call alone), so the document may own its values.
 
     ``copy_allowance`` (a one-item list, spent in place) bounds what ``copy`` operations may cost over
-    several patches (B194): each copy costs its size (its members, and the characters of its keys and
+    several patches (SP-06): each copy costs its size (its members, and the characters of its keys and
     strings, which a store and the next request write out again), charged a container at a time as it
     is copied. A few bytes of patch must not grow a state without end, a subtree at a time, nor make
     the client walk one again and again: a copy that would pass the allowance is refused as soon as

@@ -339,7 +339,7 @@ class RunSession:
         if isinstance(event, Mapping):
             return self._feed_value(dict(event), index, adopt=False)
         if type(event) is ev.RunFinishedEvent or type(event) is ev.RunErrorEvent:
-            # Built in Python, its usage never met the decoder's checks (B282, B287): checked here, once a run.
+            # Built in Python, its usage never met the decoder's checks (TU-02, TU-04): checked here, once a run.
             event = codec.checked_usage(event, self._sink)
             if self._sink.items:
                 self._take_warnings(index, event)
@@ -364,7 +364,7 @@ class RunSession:
             self._take_warnings(index, event)
         return self._fold(event, index, adopt=adopt)
     def _hold_interrupts(self, raw: dict[str, Any], exc: ProtocolError) -> None:
-        # B233/B238: a RUN_FINISHED too malformed to accept may still name interrupts (a success outcome
+        # IR-27: a RUN_FINISHED too malformed to accept may still name interrupts (a success outcome
         # carrying them, a boolean responseSchema). Losing them would let the next run skip what the
         # agent asked, so whatever can be read of them is held open, and the error carries them.
         outcome = raw.get("outcome")
@@ -428,7 +428,7 @@ class RunSession:
             if type(item) is ev.RunStartedEvent:
                 self._on_run_started(item, index)
             elif type(item) is ev.RunErrorEvent and len(state.runs) == self._first_run_index:
-                # LC-02 / B281: this response opened with RUN_ERROR, the producer refusing the input.
+                # LC-02: this response opened with RUN_ERROR, the producer refusing the input.
                 # It is a run of its own that failed, never a late error of the thread's last run.
                 state.open_rejected_run(self.run_input.run_id if self.run_input is not None else None)
             try:
@@ -451,7 +451,7 @@ class RunSession:
         self._run_id = event.run_id
         expected = self.run_input
         if expected is not None and len(self.state.runs) == self._first_run_index:
-            # LC-08 / B143: recommended, not mandated, so a warning exposing both.
+            # LC-08: recommended, not mandated, so a warning exposing both.
             if event.thread_id != expected.thread_id:
                 self._add_warnings([StreamWarning(
                     code="LC-08", message=f"RUN_STARTED threadId {event.thread_id!r} differs from the request's "
@@ -509,7 +509,7 @@ class RunSession:
         """The run stops here (an error, a dropped connection): flag what is still open as incomplete.
 
         The messages and tool calls being streamed are kept as far as they went, never silently
-        closed, and a cut tool call is never offered as pending (B073-B075, B147, B159).
+        closed, and a cut tool call is never offered as pending (LC-04).
         """
         verifier = self._verifier
         messages = [*verifier.open_message_ids, *verifier.open_reasoning_message_ids]
@@ -518,10 +518,10 @@ class RunSession:
 
     def _refuse(self, exc: ProtocolError, index: int,
                 event: ev.Event | ev.UnknownEvent) -> list[ev.Event | ev.UnknownEvent]:
-        # B232 and its class: an interrupt outcome the sequence rules refuse (a repeated interrupt id, a
+        # IR-06 and its class: an interrupt outcome the sequence rules refuse (a repeated interrupt id, a
         # message left open) still says the agent stopped to ask. Dropping its interrupts would let the
         # next run move past them, so they are held open and the error carries them, as for a
-        # RUN_FINISHED too malformed to decode (B233).
+        # RUN_FINISHED too malformed to decode (IR-27).
         if type(event) is ev.RunFinishedEvent and type(event.outcome) is rn.RunFinishedInterruptOutcome:
             asked = event.outcome.interrupts
             # (one per id, the first: an answer names an id, so a repeated one is one question to cover)
@@ -986,7 +986,7 @@ def _sse_warnings(decoder: SSEDecoder, session: RunSession) -> None:
 def _detect(data: bytes) -> Literal["sse", "jsonl"]:
     # JSONL starts with a JSON object and holds no line starting "data:" (a raw line break cannot be
     # inside a JSON string); anything else is SSE, such as a capture whose first line is an unprefixed
-    # JSON object, which the SSE reading warns about (B001) instead of folding it as an event.
+    # JSON object, which the SSE reading warns about (TR-07) instead of folding it as an event.
     head = data[:4096].lstrip(b"\xef\xbb\xbf").lstrip()
     return "jsonl" if head.startswith(b"{") and _SSE_DATA_LINE.search(head) is None else "sse"
 

@@ -24,9 +24,10 @@ disagrees, and a tag need not name a started subagent (SA-12). Ids are unique pe
 message and a tool call may share one (UK-16).
 
 Breaches the protocol forbids raise :class:`~agui_client.errors.SequenceError` naming the rule
-(``rules.md`` id and, where the validator has one, its code: ``"TX-02/AGUI101"``), the run, the
-event index and type. Contradictions a client survives come back from :meth:`RunVerifier.check` as
-:class:`~agui_client.errors.StreamWarning` values. The verdicts follow ``spec/bad-inputs.md``.
+(its code: the rule id and, where ag-ui-validate's catalogue has one, its number: ``"TX-02/AGUI101"``;
+``docs/codes.md`` has a section per code, ``docs/rules.md`` states each rule), the run, the event index
+and type. Contradictions a client survives come back from :meth:`RunVerifier.check` as
+:class:`~agui_client.errors.StreamWarning` values.
 
 Each event kind has one handler, with the event's fields as plain arguments (``text_start(index,
 message_id, owner)``): :meth:`RunVerifier.check` matches a typed event onto its handler, and the
@@ -514,7 +515,7 @@ class RunVerifier(_IdRules):
         known_tool_call_ids: tells whether a tool call id exists in the thread's history, so a
             ``TOOL_CALL_RESULT`` answering a call of an earlier run is not unknown (TC-10).
         known_message_ids: tells whether a message id exists in the thread's history, so reusing
-            it is reported (B149).
+            it is reported (TX-05, TC-05).
     """
 
     def __init__(
@@ -529,7 +530,7 @@ class RunVerifier(_IdRules):
         #: Whether a run is open (kept with the phase: it is asked for every payload a session reads).
         self.running = False
         self._run = _Run(number=0)
-        # id -> number of the last run that used it, across the whole stream (for B149, TC-05, TC-10).
+        # id -> number of the last run that used it, across the whole stream (for TX-05, TC-05, TC-10).
         self._message_run: dict[str, int] = {}
         self._tool_call_run: dict[str, int] = {}
 
@@ -855,7 +856,7 @@ class RunVerifier(_IdRules):
             message = f"protocolVersion {declared!r} is newer than {PROTOCOL_VERSION}, the version this client speaks"
         else:
             return []
-        return [self._warning(message + "; proceeding", "RUN_STARTED", index, code="PV-03/B293",
+        return [self._warning(message + "; proceeding", "RUN_STARTED", index, code="PV-03",
                               pointer="/protocolVersion")]
 
 def _seeded(runs: dict[str, int], ids: Mapping[str, Any]) -> None:

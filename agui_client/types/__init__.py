@@ -7,7 +7,12 @@ Every name here (and in ``agui_client.types.events``, ``.messages``, ``.run``, `
 
 from __future__ import annotations
 
-from . import base, capabilities, events, messages, run
+# The sums name the defining modules, whose lists are literal: the documentation build reads them statically.
+from ..wire.types import base as _base
+from ..wire.types import capabilities as _capabilities
+from ..wire.types import events as _events
+from ..wire.types import messages as _messages
+from ..wire.types import run as _run
 from .base import *  # noqa: F403
 from .capabilities import *  # noqa: F403
 from .events import *  # noqa: F403
@@ -15,8 +20,8 @@ from .messages import *  # noqa: F403
 from .run import *  # noqa: F403
 
 __all__: list[str] = []
-__all__ += base.__all__
-__all__ += messages.__all__
-__all__ += run.__all__
-__all__ += events.__all__
-__all__ += capabilities.__all__
+__all__ += _base.__all__
+__all__ += _messages.__all__
+__all__ += _run.__all__
+__all__ += _events.__all__
+__all__ += _capabilities.__all__

@@ -115,9 +115,9 @@ class FieldError(ValueError):
 #: Fields a 1.0 producer may still send as null from before the omission rule: read as absent, with
 #: a UK-06 warning. UK-06 names ``RUN_FINISHED.outcome``, ``RUN_FINISHED``/``SUBAGENT_FINISHED.result``,
 #: ``parentMessageId``, ``rawEvent`` and ``RUN_STARTED.input``'s optional fields. Read alike, beyond its
-#: list: ``usage`` (a usage the client cannot read costs only the usage, B282/B285, and null reports
+#: list: ``usage`` (a usage the client cannot read costs only the usage, TU-01/TU-04, and null reports
 #: nothing, TU-05) and ``SUBAGENT_FINISHED.outcome`` (absent is success, SA-07, as an outcome the client
-#: cannot read already is, B223). A producer that writes unset optional fields as null (pydantic's
+#: cannot read already is). A producer that writes unset optional fields as null (pydantic's
 #: default, which the Python SDK's models once used) writes them next to the listed ones.
 LEGACY_NULLS: dict[type, frozenset[str]] = {
     ev.RunFinishedEvent: frozenset({"outcome", "result", "rawEvent", "usage"}),
@@ -251,7 +251,7 @@ def _check_usage(value: dict[str, Any], warn: _Warn) -> None:
 
 
 def _check_run_usage(value: dict[str, Any], warn: _Warn) -> dict[str, Any] | None:
-    """B282/B283/B285, a deliberate deviation from the reference (which fails the run): token usage is
+    """TU-01 and TU-04, a deliberate deviation from the reference (which fails the run): token usage is
     telemetry and must not cost a RUN_FINISHED its outcome and interrupts, nor a RUN_ERROR its failure.
     A ``usage`` that is not an array is dropped whole, an entry the schema refuses is dropped alone,
     each with a warning at its pointer; the rest of the event is read as usual.
@@ -262,7 +262,7 @@ def _check_run_usage(value: dict[str, Any], warn: _Warn) -> dict[str, Any] | Non
     kind = value.get("type")
     event_type = kind if type(kind) is str else None
     if type(usage) is not list:
-        warn("TU-01/B285", f"usage must be an array of entries, got {describe(usage)}: dropped", pointer="/usage",
+        warn("TU-01", f"usage must be an array of entries, got {describe(usage)}: dropped", pointer="/usage",
              event_type=event_type)
         return {key: item for key, item in value.items() if key != "usage"}
     kept: list[Any] = []
@@ -270,7 +270,7 @@ def _check_run_usage(value: dict[str, Any], warn: _Warn) -> dict[str, Any] | Non
         fault = _usage_entry_fault(entry)
         if fault is not None:
             pointer, message = fault
-            warn("TU-04/B282", f"usage entry dropped: {message}", pointer=f"/usage/{i}{pointer}",
+            warn("TU-04", f"usage entry dropped: {message}", pointer=f"/usage/{i}{pointer}",
                  event_type=event_type)
             continue
         kept.append(entry)
@@ -301,7 +301,7 @@ def _usage_contradictions(entry: Mapping[str, Any]) -> list[tuple[str, str, str]
     field at fault, a message); empty for a consistent entry.
 
     Reasoning tokens are part of the output, cached and cache-write input tokens disjoint parts of the
-    input (TU-02): a part larger than its total is reported (B287), never added to anything, since
+    input (TU-02): a part larger than its total is reported (TU-02), never added to anything, since
     totals are summed from the totals alone. ``totalTokens`` is the sum of the input and output totals
     (TU-03), which a consumer may read in its place: a different one is reported, and all three are
     kept as the producer gave them (which one is wrong, the client cannot tell).
@@ -310,10 +310,10 @@ def _usage_contradictions(entry: Mapping[str, Any]) -> list[tuple[str, str, str]
     for part, total in _USAGE_PARTS:
         counted, whole = entry.get(part), entry.get(total)
         if counted is not None and whole is not None and counted > whole:
-            faults.append(("TU-02/B287", part, f"{part} ({counted}) exceeds {total} ({whole}), of which it is a part"))
+            faults.append(("TU-02", part, f"{part} ({counted}) exceeds {total} ({whole}), of which it is a part"))
     written, cached, whole = (entry.get(key) for key in ("cacheWriteInputTokens", "cachedInputTokens", "inputTokens"))
     if written is not None and whole is not None and written + (cached or 0) > whole:
-        faults.append(("TU-02/B287", "cacheWriteInputTokens", f"cacheWriteInputTokens ({written}) and "
+        faults.append(("TU-02", "cacheWriteInputTokens", f"cacheWriteInputTokens ({written}) and "
                        f"cachedInputTokens ({cached or 0}) exceed inputTokens ({whole}), of which they are "
                        "disjoint parts"))
     stated, given, made = (entry.get(key) for key in ("totalTokens", "inputTokens", "outputTokens"))

@@ -542,7 +542,8 @@ def dump_json(value: Any) -> bytes:
     # Lone UTF-16 halves (a producer that slices strings by code unit) cannot be written as UTF-8.
     # Halves that are next to each other are one character again; the others become U+FFFD (the
     # "replace" error handler would write "?", and could make two different ids or keys one).
-    warnings.warn(AguiWarning("lone UTF-16 surrogates in data to send were written as U+FFFD"), stacklevel=2)
+    warnings.warn(AguiWarning("[UTF16-SURROGATE] lone UTF-16 surrogates in data to send were written as U+FFFD"),
+                  stacklevel=2)
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
 
 

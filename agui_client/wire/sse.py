@@ -208,10 +208,10 @@ class _EventAssembler:
         elif name == b"event":
             self._event = self._text(value, lineno, offset) or None
         elif name == b"id":
-            if b"\0" not in value:  # WHATWG ignores such ids (B018)
+            if b"\0" not in value:  # WHATWG ignores such ids
                 self._last_id = self._text(value, lineno, offset)
         elif name == b"retry":
-            # ASCII digits only: "-1" and "abc" are ignored (B019), and so is a number too long for int()
+            # ASCII digits only: "-1" and "abc" are ignored, and so is a number too long for int()
             if value.isdigit() and len(value) <= 4000:
                 self._retry = int(value)
         elif line.startswith(b"{"):
@@ -228,7 +228,7 @@ class _EventAssembler:
         retry = self._retry
         data.clear()
         self._event = self._retry = None
-        if not raw:  # WHATWG: an empty data buffer dispatches nothing (B026)
+        if not raw:  # WHATWG: an empty data buffer dispatches nothing
             return None
         if raw[0] <= 32 and not raw.strip(_JSON_WHITESPACE):
             self._warn("AGUI501", "blank data payload dropped (read as a keep-alive)", line, offset)
@@ -491,8 +491,8 @@ class SSEDecoder(_EventAssembler):
 
         A line without its end is read as a line. If an event is then still pending (its blank line
         never came) and its data is a complete JSON object, it is returned with ``truncated=True``
-        and an AGUI501 warning, as the reference client does (B030); any other pending event is
-        discarded with an AGUI501 warning (B031). Calling ``close()`` again returns nothing.
+        and an AGUI501 warning, as the reference client does (TR-08); any other pending event is
+        discarded with an AGUI501 warning (TR-08). Calling ``close()`` again returns nothing.
 
         Returns:
             The truncated frame, or nothing.
@@ -514,7 +514,7 @@ class SSEDecoder(_EventAssembler):
         if self._at_start:
             head = b"".join((*self._take_partial(), chunk))
             if len(head) < 3 and _BOM.startswith(head):
-                self._partial = [head]  # may still become a BOM (B021)
+                self._partial = [head]  # may still become a BOM
                 self._partial_size = len(head)
                 return b""
             self._at_start = False
@@ -534,7 +534,7 @@ class SSEDecoder(_EventAssembler):
         """Keep the start of a line whose end has not arrived, within the size limit."""
         if not tail:
             return
-        # Checked before buffering, so an endless line costs at most the limit (B033).
+        # Checked before buffering, so an endless line costs at most the limit (TR-11).
         if self._event_bytes + self._partial_size + len(tail) > self._max:
             raise self._too_big(f"an SSE line grew past {self._max} bytes without a line end")
         self._partial.append(tail)
@@ -545,7 +545,7 @@ class SSEDecoder(_EventAssembler):
         parts = _LINE_END.split(chunk)
         lines = parts[0::2]
         seps = parts[1::2]
-        # A CR closing the read may be the first half of a CRLF split across reads (B007).
+        # A CR closing the read may be the first half of a CRLF split across reads (TR-06).
         self._after_cr = self._edge = not lines[-1] and seps[-1] == b"\r"
         tail = lines.pop()
         if self._partial:

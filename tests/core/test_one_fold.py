@@ -158,7 +158,7 @@ def test_the_front_end_calls_the_handlers_the_typed_path_calls(monkeypatch: pyte
         "Streams.text_delta", "Streams.tool_args", "Streams.text_start", "Streams.text_end", "Streams.tool_start",
         "Streams.tool_end", "Streams.tool_result", "StateDocument.delta", "Snapshots.messages_snapshot",
         "RunVerifier.text_content", "ChunkExpander.explicit_start"}
-    assert {code for code, *_ in front[2]} >= {"TC-06/AGUI204", "SP-06/AGUI302", "SP-07/AGUI303", "B205",
+    assert {code for code, *_ in front[2]} >= {"TC-06/AGUI204", "SP-06/AGUI302", "SP-07/AGUI303", "MS-01",
                                                "TX-05/AGUI104"}
     assert front[3], "the event after RUN_FINISHED is refused"
 

@@ -377,7 +377,7 @@ def test_a_large_snapshot_that_is_not_all_plain_folds_as_the_typed_event(
 
     fused, typed = fold(False), fold(True)
     assert fused == typed
-    assert (odd == "repeated id") == any(code == "B205" for code, _ in typed[1])
+    assert (odd == "repeated id") == any(code == "MS-01" for code, _ in typed[1])
     assert (odd == "null name") == bool(typed[2])  # a null where a value or nothing belongs is refused
 
 

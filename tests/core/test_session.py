@@ -260,7 +260,7 @@ def test_dropped_deltas_and_repeated_ids_name_the_field_they_concern() -> None:
               FINISH]
     result = replay(events)
     assert [(w.code, w.index, w.pointer) for w in result.warnings] == [
-        ("AC-04", 1, "/messageId"), ("B205", 2, "/messages/1/id")]
+        ("AC-04", 1, "/messageId"), ("MS-01", 2, "/messages/1/id")]
 
 
 def test_a_warning_inside_an_outcome_names_the_event_not_the_outcome() -> None:

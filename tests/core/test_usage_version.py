@@ -3,7 +3,7 @@
 A usage fault costs only the usage, never the run's outcome, result, pending tool calls, interrupts or
 failure (B282/B283/B285, a deliberate deviation from the reference); a part exceeding its total, and a
 late RUN_ERROR's own usage, are warned about and never added to a total (B287, B290); a declared
-protocol version that is newer or uninterpretable is warned about once (PV-03/B293), an older or
+protocol version that is newer or uninterpretable is warned about once (PV-03), an older or
 absent one read quietly (PV-04/B294).
 """
 
@@ -86,11 +86,11 @@ def _warnings(result: RunResult) -> list[tuple[str, int | None, str | None, str 
 # --------------------------------------------------------------------------------------------------
 
 BAD_USAGE = [
-    pytest.param([{"inputTokens": -1}], [], "TU-04/B282", "/usage/0/inputTokens", id="B282-negative"),
-    pytest.param([GOOD, {"outputTokens": -2}], [GOOD], "TU-04/B282", "/usage/1/outputTokens", id="B282-rest-kept"),
-    pytest.param([{"inputTokens": 2**53 + 1}], [], "TU-04/B282", "/usage/0/inputTokens", id="B283-unsafe-integer"),
-    pytest.param({}, None, "TU-01/B285", "/usage", id="B285-object"),
-    pytest.param([{"inputTokens": "5"}, GOOD], [GOOD], "TU-04/B282", "/usage/0/inputTokens", id="string-count"),
+    pytest.param([{"inputTokens": -1}], [], "TU-04", "/usage/0/inputTokens", id="B282-negative"),
+    pytest.param([GOOD, {"outputTokens": -2}], [GOOD], "TU-04", "/usage/1/outputTokens", id="B282-rest-kept"),
+    pytest.param([{"inputTokens": 2**53 + 1}], [], "TU-04", "/usage/0/inputTokens", id="B283-unsafe-integer"),
+    pytest.param({}, None, "TU-01", "/usage", id="B285-object"),
+    pytest.param([{"inputTokens": "5"}, GOOD], [GOOD], "TU-04", "/usage/0/inputTokens", id="string-count"),
 ]
 
 
@@ -119,14 +119,14 @@ def test_a_bad_usage_on_run_error_keeps_the_failure(fold: Any) -> None:
     assert result.outcome == "error"
     assert result.error is not None and (result.error.message, result.error.code) == ("overloaded", "503")
     assert result.usage == result.error.usage == (rn.TokenUsage(provider="openai", model="m", input_tokens=5),)
-    assert _warnings(result) == [("TU-04/B282", 1, "RUN_ERROR", "/usage/0/inputTokens", "r1")]
+    assert _warnings(result) == [("TU-04", 1, "RUN_ERROR", "/usage/0/inputTokens", "r1")]
 
 
 def test_a_usage_that_is_not_a_list_on_run_error_keeps_the_failure(fold: Any) -> None:
     result = fold([START, {"type": "RUN_ERROR", "message": "overloaded", "usage": {"inputTokens": 1}}])
     assert result.error is not None and result.error.message == "overloaded"
     assert result.usage == ()
-    assert _warnings(result) == [("TU-01/B285", 1, "RUN_ERROR", "/usage", "r1")]
+    assert _warnings(result) == [("TU-01", 1, "RUN_ERROR", "/usage", "r1")]
 
 
 def test_a_good_usage_is_read_quietly(fold: Any) -> None:
@@ -144,8 +144,8 @@ def test_a_good_usage_is_read_quietly(fold: Any) -> None:
 def test_parts_exceeding_their_totals_are_warned_about_and_never_added_to_the_totals(fold: Any) -> None:
     odd = {"inputTokens": 5, "cachedInputTokens": 9, "outputTokens": 5, "reasoningTokens": 9, "totalTokens": 10}
     result = fold([START, _finish(usage=[{"inputTokens": 1, "outputTokens": 1}, odd])])
-    assert _warnings(result) == [("TU-02/B287", 1, "RUN_FINISHED", "/usage/1/reasoningTokens", "r1"),
-                                 ("TU-02/B287", 1, "RUN_FINISHED", "/usage/1/cachedInputTokens", "r1")]
+    assert _warnings(result) == [("TU-02", 1, "RUN_FINISHED", "/usage/1/reasoningTokens", "r1"),
+                                 ("TU-02", 1, "RUN_FINISHED", "/usage/1/cachedInputTokens", "r1")]
     total = result.total_usage
     assert (total.input_tokens, total.output_tokens, total.total_tokens) == (6, 6, 10)
     assert (total.reasoning_tokens, total.cached_input_tokens) == (9, 9)  # parts summed as parts, kept as reported
@@ -199,7 +199,7 @@ def test_a_late_errors_usage_is_kept_apart_with_a_warning_and_never_added(fold: 
     assert result.late_error.usage == (rn.TokenUsage(provider="a", input_tokens=7),)
     assert result.total_usage.input_tokens == result.state.total_usage.input_tokens == 10
     assert dict(result.state.usage_by_run) == {"r1": finished}
-    assert _warnings(result) == [("TU-07/B290", 2, "RUN_ERROR", "/usage", "r1")]
+    assert _warnings(result) == [("TU-07", 2, "RUN_ERROR", "/usage", "r1")]
 
 
 def test_a_late_error_without_usage_is_not_warned_about(fold: Any) -> None:
@@ -229,7 +229,7 @@ def test_a_thread_with_a_failed_subagent_is_stored_as_before() -> None:
 def test_a_newer_or_uninterpretable_protocol_version_is_read_with_one_warning(fold: Any, declared: str) -> None:
     result = fold([{**START, "protocolVersion": declared}, _finish()])
     assert result.outcome == "success"
-    assert _warnings(result) == [("PV-03/B293", 0, "RUN_STARTED", "/protocolVersion", "r1")]
+    assert _warnings(result) == [("PV-03", 0, "RUN_STARTED", "/protocolVersion", "r1")]
 
 
 @pytest.mark.parametrize("declared", [None, "1.0", "0.9", "0.10", "0.0",
@@ -253,7 +253,7 @@ def test_each_run_of_a_recording_is_judged_on_its_own_declaration() -> None:
     second = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r2", "protocolVersion": "2.0"}
     result = replay([{**START, "protocolVersion": "1.0"}, _finish(), second,
                      {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r2"}])
-    assert _warnings(result) == [("PV-03/B293", 2, "RUN_STARTED", "/protocolVersion", "r2")]
+    assert _warnings(result) == [("PV-03", 2, "RUN_STARTED", "/protocolVersion", "r2")]
 
 
 def test_a_typed_run_finished_fed_to_a_session_has_its_usage_checked() -> None:
@@ -263,4 +263,4 @@ def test_a_typed_run_finished_fed_to_a_session_has_its_usage_checked() -> None:
     session.feed_event(ev.RunFinishedEvent(thread_id="t1", run_id="r1", usage=(rn.TokenUsage(input_tokens=-1),)))
     result = session.end()
     assert result.usage == ()
-    assert _warnings(result) == [("TU-04/B282", 1, "RUN_FINISHED", "/usage/0/inputTokens", "r1")]
+    assert _warnings(result) == [("TU-04", 1, "RUN_FINISHED", "/usage/0/inputTokens", "r1")]

@@ -270,7 +270,7 @@ class ThreadState:
         self.document.set(state)
 
     def hold_interrupts(self, interrupts: Sequence[rn.Interrupt], run_id: str | None) -> None:
-        """Hold interrupts open that arrived in a run the session had to reject (B233, B238)."""
+        """Hold interrupts open that arrived in a run the session had to reject (IR-27)."""
         self.ledger.hold_interrupts(interrupts, run_id)
 
     def clear_open_interrupts(self) -> None:

@@ -56,7 +56,7 @@ def foreign_copy(value: Any, plain: bool | None = None) -> Any:
 
 
 class StateDocument:
-    """The shared state document, and the allowance for what patches may copy (B194).
+    """The shared state document, and the allowance for what patches may copy (SP-06).
 
     A run's patches (state and activities) share one allowance, given afresh when the run starts. A
     response (a :class:`~agui_client.core.session.RunSession`) bounds its runs together as well: each

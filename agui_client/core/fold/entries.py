@@ -363,7 +363,7 @@ def _join_text(parts: list[str], warn: list[StreamWarning] | None, entity: str) 
     if _SURROGATE.search(fixed) is not None or "\ufffd" in fixed and "\ufffd" not in text:
         fixed = fixed.encode("utf-8", "replace").decode("utf-8")
         if warn is not None:
-            warn.append(StreamWarning(code="B093",
+            warn.append(StreamWarning(code="UTF16-SURROGATE",
                                       message=f"unpaired UTF-16 surrogate in {entity!r} replaced by U+FFFD"))
     return fixed
 

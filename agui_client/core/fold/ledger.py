@@ -66,7 +66,7 @@ class RunLedger:
         return tuple(c for c in pending if c not in answered)
 
     def hold_interrupts(self, interrupts: Sequence[rn.Interrupt], run_id: str | None) -> None:
-        """Hold interrupts open that arrived in a run the session had to reject (B233, B238)."""
+        """Hold interrupts open that arrived in a run the session had to reject (IR-27)."""
         self.open_interrupts = tuple(interrupts)
         self.interrupted_run_id = run_id
         self.open_via = None
@@ -80,7 +80,7 @@ class RunLedger:
     def open_rejected_run(self, run_id: str | None) -> None:
         """Record a run the producer refused before starting it (a response opening with RUN_ERROR).
 
-        LC-02 / B281: the RUN_ERROR that follows is that run's failure, not a late error of the thread's
+        LC-02: the RUN_ERROR that follows is that run's failure, not a late error of the thread's
         previous run; what the thread holds open (interrupts, pending calls) stays as it was.
         """
         self.runs.append(RunRecord(run_id=run_id or "", thread_id=self.thread_id or ""))
@@ -175,7 +175,7 @@ class RunLedger:
         if named:
             # TC-18: a non-empty list is the list (duplicates dropped, order kept).
             return tuple(dict.fromkeys(named))
-        # TC-17: derived from the stream; a call cut mid-arguments is never offered (B075).
+        # TC-17: derived from the stream; a call cut mid-arguments is never offered (LC-04).
         # (a call a snapshot named may have its result in a snapshot too: asked only of those)
         answered_here, cut = run.answered_tool_calls, self.log.incomplete
         unanswered = [c for c in run.started_tool_calls if c not in answered_here and c not in cut]
@@ -208,9 +208,9 @@ class RunLedger:
             run.late_error = RunErrorInfo(message=message, code=code, late=True, usage=entries)
             if not entries:
                 return _NO_WARNINGS
-            # B290: whether this repeats the finished run's usage or adds to it is unspecified; both are
+            # TU-07: whether this repeats the finished run's usage or adds to it is unspecified; both are
             # kept as reported and neither is silently added to the other.
-            return (StreamWarning(code="TU-07/B290", message="the late RUN_ERROR reports usage of its own: kept on "
+            return (StreamWarning(code="TU-07", message="the late RUN_ERROR reports usage of its own: kept on "
                                   "late_error.usage, not added to the run's usage or the thread's totals (its scope "
                                   "is unspecified)", pointer="/usage"),)
         run.terminated = True

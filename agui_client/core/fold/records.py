@@ -30,7 +30,7 @@ class RunErrorInfo:
         code: its code, if it gave one.
         late: whether it surfaced after the run had finished (CL-02).
         usage: the token usage it reported. A late error's is kept here only: the spec does not say
-            whether it repeats the finished run's or adds to it, so it is never added to a total (B290).
+            whether it repeats the finished run's or adds to it, so it is never added to a total (TU-07).
     """
 
     message: str

@@ -122,7 +122,7 @@ class Snapshots:
     def messages_snapshot(self, roster: Roster, metadata: Metadata | None) -> Sequence[StreamWarning]:
         """MESSAGES_SNAPSHOT: the producer's complete list, merged (the last of a repeated id wins, at the
         place of the first, as a dict keeps it)."""
-        warnings = [StreamWarning(code="B205", message=f"snapshot repeats message id {key!r}; the last wins",
+        warnings = [StreamWarning(code="MS-01", message=f"snapshot repeats message id {key!r}; the last wins",
                                   pointer=f"/messages/{position}/id") for position, key in roster.repeats]
         self._merge(roster.by_id, roster.roles, _authoritative_activity_types(metadata))
         return warnings

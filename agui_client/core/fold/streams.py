@@ -55,7 +55,7 @@ class Streams:
         if entry is None:
             entry = log.open_message(message_id, role, name=name, subagent_run_id=owner)
         else:
-            # B149 / TX-05: the reference re-opens a known id and appends to its content: a tool
+            # TX-05: the reference re-opens a known id and appends to its content: a tool
             # message's text too; a message that had no content keeps none unless text arrives.
             entry.complete = False
             if entry.text is None:
@@ -146,7 +146,7 @@ class Streams:
             if call.complete and earlier:
                 # A call of an earlier run comes again with its arguments (ag-ui-langgraph re-sends a call
                 # interrupted in an earlier run on resume): they replace the old ones, which stand if none
-                # arrive before the END. (Within one run the reference appends: B161, TC-05.)
+                # arrive before the END. (Within one run the reference appends: TC-05.)
                 self.replayed_args[call.id] = call.args
                 call.args = []
             call.complete = False
