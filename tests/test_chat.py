@@ -483,6 +483,39 @@ def test_piped_lines_are_turns_and_the_end_of_input_leaves(served: Callable[[Any
     assert "\x1b" not in out
 
 
+def test_credentials_in_the_url_reach_neither_the_screen_nor_the_transcript(served: Callable[[Any], Any],
+                                                                              tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.chat("Hello."))
+    host = endpoint.url.split("://", 1)[1]
+    url = f"http://alice:pw-SECRET@{host}?token=tok-SECRET&page=2"
+    exported = tmp_path / "t.md"
+
+    done = _piped("chat", url, stdin=f"hi\n/export {exported}\n")
+
+    assert done.returncode == 0, done.stderr
+    assert "agent: Hello." in done.stdout  # (the turn went out: the URL was used as given)
+    assert "SECRET" not in done.stdout + done.stderr
+    assert f"chat with http://{host}" in done.stdout and "page=2" in done.stdout
+    transcript_text = exported.read_text()
+    assert "SECRET" not in transcript_text and f"http://{host}" in transcript_text
+
+
+def test_an_endless_paragraph_is_redrawn_from_its_last_characters_only() -> None:
+    # A block that never ends (one paragraph, or a code fence left open) is redrawn while it streams:
+    # only its last LIVE_CHARS characters are, and it is printed whole, once, when the message ends.
+    from agui_client.cli.chat import LIVE_CHARS
+
+    for opening in ("", "```\n"):
+        writer, sink = _writer()
+        writer.feed(opening)
+        for i in range(20_000):
+            writer.feed(f"w{i} ")
+        shown = writer._shown()
+        assert len(shown) == LIVE_CHARS and shown.endswith("w19999 ")
+        writer.close()
+        assert sink.getvalue().count("w0 ") == 1 and "w19999" in sink.getvalue()
+
+
 def test_usage_problems_exit_2_without_showing_header_values() -> None:
     header = _piped("chat", "http://127.0.0.1:9/", "-H", "sekrit-no-colon", stdin="")
     timeout = _piped("chat", "http://127.0.0.1:9/", "--timeout", "0", stdin="")

@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ from rich.text import Text
 from ..client import AgentClient
 from ..core.fold import ThreadState
 from ..core.interrupts import ResumeBuilder
+from ..core.redact import Redactor
 from ..core.session import RunResult
 from ..errors import AguiError, ExpiredInterruptAnswered, InvalidResumePayload
 from ..stores import SqliteStore, ThreadStore
@@ -177,7 +179,7 @@ class Chat:
         self.client = client
         self.thread = thread
         self.out = out
-        self.url = url
+        self.url = Redactor.of([], [url]).url(url)  # (for the screen and transcripts: no credentials)
         self.recorder = recorder
         self.recording = recording
         self.thread_file = thread_file
@@ -624,62 +626,82 @@ class _MarkdownWriter(_Writer):
     """A message rendered as Markdown while it streams.
 
     Blocks are cut at blank lines outside a fenced code block: a finished block is printed once and
-    never drawn again; only the unfinished tail is redrawn in place (a transient ``Live``), so the
-    work per token is bounded by the tail, not the message. The tail's lines are scanned once each.
+    never drawn again; only the unfinished tail is redrawn in place (a transient ``Live``). The tail is
+    kept as its lines and the pieces of its last line (never one string grown per token, which would
+    copy it again for every word), each line is looked at once, and the redraw shows only the tail's
+    last :data:`LIVE_CHARS` characters: a message that never leaves a block (one endless paragraph, a
+    code fence left open) costs what it is long, not its square, and the whole of it is printed once
+    when it ends.
     """
 
     def __init__(self, console: SafeConsole, label: str) -> None:
         self.console = console
         self.label = label
         self._labelled = False
-        self._tail = ""
-        self._scanned = 0  # (the tail before this offset is made of complete lines already looked at)
-        self._fence: str | None = None  # (the fence marker of the code block the scan is in)
+        self._lines: list[str] = []  # the tail's complete lines, each with its line end
+        self._partial: list[str] = []  # the pieces of its last line, whose end has not come
+        self._text = False  # whether the tail holds anything but white space
+        self._fence: str | None = None  # (the fence marker of the code block the tail is in)
         self._live: Live | None = None
 
     def feed(self, delta: str) -> None:
-        self._tail += delta
-        cut = self._scan()
-        if cut:
-            block, self._tail = self._tail[:cut], self._tail[cut:]
-            self._scanned -= cut
-            self._stop_live()
-            self._print(block)
-        if self._live is None and self._tail.strip():
+        *ended, rest = delta.split("\n")
+        if ended:
+            ended[0] = "".join((*self._partial, ended[0]))
+            self._partial = []
+            for line in ended:
+                self._lines.append(line + "\n")
+                self._text = self._text or bool(line.strip())
+                if self._ends_block(line):
+                    block = "".join(self._lines)
+                    self._lines = []
+                    self._stop_live()
+                    if self._text:
+                        self._print(block)
+                    self._text = False
+        if rest:
+            self._partial.append(rest)
+            self._text = self._text or bool(rest.strip())
+        if self._live is None and self._text:
             self._label()
             # The tail is parsed when the screen is refreshed (12 times a second at most), not per
             # token: a long paragraph would otherwise be parsed again for every word.
             self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
                               vertical_overflow="ellipsis",
-                              get_renderable=lambda: _live_width(self.console, _markdown(self._tail)))
+                              get_renderable=lambda: _live_width(self.console, _markdown(self._shown())))
             self._live.start()
 
     def close(self) -> None:
         self._stop_live()
-        if self._tail.strip():
-            self._print(self._tail)
+        tail = "".join((*self._lines, *self._partial))
+        if tail.strip():
+            self._print(tail)
         elif not self._labelled:
             self._label()
-        self._tail = ""
-        self._scanned = 0
+        self._lines, self._partial, self._text = [], [], False
 
-    def _scan(self) -> int:
-        """The end of the last finished block in the tail (0: none yet)."""
-        cut = 0
-        tail = self._tail
-        while True:
-            end = tail.find("\n", self._scanned)
-            if end < 0:
-                return cut
-            line = tail[self._scanned:end].strip()
-            self._scanned = end + 1
-            if self._fence is not None:
-                if line.startswith(self._fence) and not line.strip(self._fence[0]):
-                    self._fence = None  # (a closing fence: as long as the opening one or longer, alone)
-            elif line.startswith(("```", "~~~")):
-                self._fence = line[: len(line) - len(line.lstrip(line[0]))]
-            elif not line:
-                cut = self._scanned
+    def _ends_block(self, line: str) -> bool:
+        """Whether ``line`` (just completed) is a blank line outside a code block, following the fences."""
+        line = line.strip()
+        if self._fence is not None:
+            if line.startswith(self._fence) and not line.strip(self._fence[0]):
+                self._fence = None  # (a closing fence: as long as the opening one or longer, alone)
+        elif line.startswith(("```", "~~~")):
+            self._fence = line[: len(line) - len(line.lstrip(line[0]))]
+        elif not line:
+            return True
+        return False
+
+    def _shown(self) -> str:
+        """The tail's last :data:`LIVE_CHARS` characters, joined from the pieces that hold them."""
+        taken: list[str] = []
+        size = 0
+        for piece in chain(reversed(self._partial), reversed(self._lines)):
+            taken.append(piece)
+            size += len(piece)
+            if size >= LIVE_CHARS:
+                break
+        return "".join(reversed(taken))[-LIVE_CHARS:]
 
     def _label(self) -> None:
         if not self._labelled:
@@ -694,6 +716,10 @@ class _MarkdownWriter(_Writer):
         if self._live is not None:
             live, self._live = self._live, None
             live.stop()
+
+
+#: The most of an unfinished block the live view redraws (a terminal shows less).
+LIVE_CHARS = 8192
 
 
 class _Thinking:
