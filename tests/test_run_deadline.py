@@ -76,7 +76,8 @@ def test_a_resume_past_its_deadline_after_its_request_was_written_stays_claimed(
 def test_a_stream_past_its_deadline_raises_while_it_is_read(drive: Any, served: Any) -> None:
     endpoint = served(ScriptedAgent([[Start(), *DRIP]]))
     seen = []
-    with drive.client(endpoint.url, idle_timeout=10, run_timeout=0.3) as client:
+    # (a deadline long enough for RUN_STARTED to arrive on a busy machine, short of the 4 s drip)
+    with drive.client(endpoint.url, idle_timeout=10, run_timeout=2.0) as client:
         thread = client.thread()
         with pytest.raises(ag.RunTimeout), thread.stream("hi") as events:
             for event in events:
