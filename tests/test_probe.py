@@ -1,5 +1,5 @@
-"""agui_client.testing.probe: every check passes on a conforming agent and fails (or warns) on the
-ScriptedAgent fault it looks for, both in-process (httpx's ASGI transport) and over loopback HTTP."""
+"""agui_client.testing.probing (probe, aprobe): every check passes on a conforming agent and fails (or
+warns) on the ScriptedAgent fault it looks for, both in-process (httpx's ASGI transport) and over loopback HTTP."""
 
 from __future__ import annotations
 
@@ -434,3 +434,15 @@ def test_probe_and_aprobe_take_the_same_parameters() -> None:
     assert inspect.signature(probe).parameters.keys() == inspect.signature(aprobe).parameters.keys()
     assert [p.default for p in inspect.signature(probe).parameters.values()] == [
         p.default for p in inspect.signature(aprobe).parameters.values()]
+
+
+def test_the_probe_module_and_the_probe_function_are_both_reachable() -> None:
+    import importlib
+    import types
+
+    import agui_client.testing as testing
+
+    module = importlib.import_module("agui_client.testing.probing")
+    assert isinstance(module, types.ModuleType)
+    assert module.probe is probe is testing.probe and callable(testing.probe)
+    assert module.DEFAULT_MAX_RESPONSE_BYTES == 64 * 1024 * 1024

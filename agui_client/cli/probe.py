@@ -17,7 +17,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from ..testing.probe import DEFAULT_RUN_TIMEOUT, ProbeError, ProbeReport, probe
+from ..testing.probing import DEFAULT_RUN_TIMEOUT, ProbeError, ProbeReport, probe
 from .converse import UsageProblem
 from .render import Output, PlainOutput, RichOutput
 from .terminal import SafeConsole, json_text, safe_text
