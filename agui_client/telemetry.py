@@ -20,10 +20,11 @@ result; leaving its ``with`` block ends the span with the run's outcome or the e
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -44,6 +45,10 @@ __all__ = ["Telemetry"]
 SCOPE = "agui_client"
 #: How many interrupted runs' span contexts are kept for the links of their resumes.
 LINKS_KEPT = 4096
+#: A span's list of ids the agent chose (interrupt ids) holds at most this many (the first ones).
+IDS_KEPT = 32
+#: A string the agent chose (an id, an error code) is cut to this many characters on a span, with "…".
+TEXT_KEPT = 128
 
 
 class Telemetry:
@@ -352,7 +357,7 @@ def _describe(span: Span, result: RunResult, record_content: bool) -> None:
     span.set_attribute("agui.run.events", result.events)
     span.set_attribute("agui.run.interrupts", len(result.interrupts))
     if result.interrupts:
-        span.set_attribute("agui.run.interrupt_ids", [i.id for i in result.interrupts])
+        span.set_attribute("agui.run.interrupt_ids", _ids(i.id for i in result.interrupts))
     span.set_attribute("agui.run.warnings", len(result.warnings))
     codes: dict[str, int] = {}
     for warning in result.warnings:
@@ -367,11 +372,20 @@ def _describe(span: Span, result: RunResult, record_content: bool) -> None:
             span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
     if result.error is not None:
         if result.error.code is not None:
-            span.set_attribute("agui.run.error.code", result.error.code)
+            span.set_attribute("agui.run.error.code", _cut(result.error.code))
         if record_content:
             span.set_attribute("agui.run.error.message", result.error.message)
     if record_content and result.outcome is not None:
         span.add_event("agui.run.output", {"agui.message.content": result.text})
+
+
+def _cut(text: str) -> str:
+    # (a server's string of any length would make every span that carries it as large)
+    return text if len(text) <= TEXT_KEPT else text[:TEXT_KEPT - 1] + "…"
+
+
+def _ids(ids: Iterable[str]) -> list[str]:
+    return [_cut(i) for i in itertools.islice(ids, IDS_KEPT)]
 
 
 def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool) -> None:
@@ -379,7 +393,7 @@ def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool)
     name = type(exc).__name__
     if isinstance(exc, ResumeRefused):
         span.add_event("agui.resume.refused", {"agui.resume.refusal.kind": exc.kind,
-                                               "agui.resume.refusal.interrupt_ids": list(exc.ids),
+                                               "agui.resume.refusal.interrupt_ids": _ids(exc.ids),
                                                "error.type": name})
     if isinstance(exc, ProtocolError):
         found: dict[str, Any] = {"error.type": name}

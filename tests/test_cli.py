@@ -233,6 +233,22 @@ def test_run_keeps_the_interrupt_in_the_thread_file_and_a_second_process_resumes
     assert again.returncode == 2 and "no open interrupts" in again.stderr
 
 
+def test_run_hint_to_answer_later_names_the_url_without_its_credentials(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    scheme, _, rest = endpoint.url.partition("://")
+    url = f"{scheme}://robot:pa55word-xyz@{rest}?token=tok-98765&v=2"
+    db = str(tmp_path / "t.db")
+
+    first = agui("run", url, "-m", "Remove the qa environment", "--thread-file", db)
+
+    assert first.returncode == 0, first.stderr
+    hint = next(line for line in first.stdout.splitlines() if "to answer later" in line)
+    assert f"{scheme}://{rest}?token=[redacted]&v=2" in hint
+    for secret in ("robot", "pa55word-xyz", "tok-98765"):
+        assert secret not in first.stdout + first.stderr
+
+
 def test_run_refuses_a_new_message_while_the_thread_waits_on_an_interrupt(
         served: Callable[[Any], Any], tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent.demo())

@@ -180,6 +180,28 @@ def test_each_run_of_the_tool_loop_is_a_span(drive: Any, served: Any, otel: Reco
         [f"{s.context.span_id:016x}" for s in spans]
 
 
+def test_the_agents_ids_and_codes_on_a_span_are_capped_in_number_and_length(
+        drive: Any, served: Any, otel: Recorded) -> None:
+    from agui_client.types import Interrupt, RunErrorEvent, RunFinishedInterruptOutcome
+
+    asked = tuple(Interrupt(id=f"{n:03d}-" + "i" * 300, reason="input") for n in range(40))
+    asking = served(ScriptedAgent([[Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=asked))]]))
+    failing = served(ScriptedAgent([[Start(), RunErrorEvent(message="no", code="c" * 5000)]]))
+
+    for endpoint in (asking, failing):
+        with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+            client.thread().run("hi")
+
+    by_outcome = {attributes["agui.run.outcome"]: attributes
+                  for attributes in (dict(span.attributes or {}) for span in otel.runs())}
+    first, second = by_outcome["interrupt"], by_outcome["error"]
+    ids = first["agui.run.interrupt_ids"]
+    assert first["agui.run.interrupts"] == 40  # the count stays whole
+    assert len(ids) == 32 and [i[:3] for i in ids] == [f"{n:03d}" for n in range(32)]
+    assert all(len(i) == 128 and i.endswith("…") for i in ids)
+    assert second["agui.run.error.code"] == "c" * 127 + "…"
+
+
 def test_an_error_status_fails_the_span_with_its_type_and_status_code(drive: Any, served: Any, otel: Recorded) -> None:
     endpoint = served(ScriptedAgent([Respond(status=503, body={"detail": SECRET_TEXT})]))
 

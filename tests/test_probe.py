@@ -1,5 +1,5 @@
-"""agui_client.testing.probe: every check passes on a conforming agent and fails (or warns) on the
-ScriptedAgent fault it looks for, both in-process (httpx's ASGI transport) and over loopback HTTP."""
+"""agui_client.testing.probing (probe, aprobe): every check passes on a conforming agent and fails (or
+warns) on the ScriptedAgent fault it looks for, both in-process (httpx's ASGI transport) and over loopback HTTP."""
 
 from __future__ import annotations
 
@@ -130,6 +130,45 @@ def test_a_broken_stream_fails_stream_rules_with_run_index_and_rule(run_probe: P
     with pytest.raises(AssertionError) as raised:
         report.assert_conformant()
     assert "stream-rules [MUST] fail" in str(raised.value)
+
+
+def test_a_stream_with_a_fault_per_event_keeps_the_first_hundred_errors_and_counts_the_rest(
+        run_probe: Probe) -> None:
+    faults = [{"type": "TEXT_MESSAGE_CONTENT", "messageId": f"nowhere-{i}", "delta": "x"} for i in range(250)]
+    finishes = [Finish() for _ in range(130)]
+    agent = ScriptedAgent([[Start(), *faults, *finishes]], cycle=True)
+
+    report = run_probe(agent)
+
+    result = report.check("stream-rules")
+    assert result.verdict == "fail"
+    ask = [e for e in result.evidence if e.run == "ask"]
+    kept = [e for e in ask if e.index is not None]
+    assert len(kept) == 100
+    assert [e.index for e in kept] == list(range(1, 101))  # the first ones
+    notes = [e.detail for e in ask if e.index is None]
+    # 250 faulty events and 129 repeated RUN_FINISHED: 379 errors, 100 kept.
+    assert "and 279 more protocol error(s), counted, not kept (the first 100 are)" in notes
+    assert "and 30 more RUN_FINISHED event(s), counted, not judged (the first 99 and the last are)" in notes
+    streams = sum(1 for run in report.runs if run.outcome != "rejected")
+    assert result.reason == f"{379 * streams} protocol error(s) in {streams} response(s)"  # the dropped counted
+
+
+def test_an_asgi_app_whose_response_grows_past_the_bound_stops_the_probe() -> None:
+    sent = []
+
+    async def endless(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        chunk = b'data: {"type": "CUSTOM", "name": "filler", "value": "' + b"x" * 1000 + b'"}\n\n'
+        for _ in range(2048):  # about 2 MiB
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            sent.append(len(chunk))
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    with pytest.raises(ProbeError, match=r"grew past max_response_bytes \(65536 bytes\)"):
+        probe(endless, prompt=PROMPT, max_response_bytes=64 * 1024)
+    assert sum(sent) <= 64 * 1024  # the app was stopped at the bound, not run to its end
 
 
 @pytest.mark.parametrize(("fault", "seen"), [("pause-as-custom", "CUSTOM event on_interrupt"),
@@ -395,3 +434,15 @@ def test_probe_and_aprobe_take_the_same_parameters() -> None:
     assert inspect.signature(probe).parameters.keys() == inspect.signature(aprobe).parameters.keys()
     assert [p.default for p in inspect.signature(probe).parameters.values()] == [
         p.default for p in inspect.signature(aprobe).parameters.values()]
+
+
+def test_the_probe_module_and_the_probe_function_are_both_reachable() -> None:
+    import importlib
+    import types
+
+    import agui_client.testing as testing
+
+    module = importlib.import_module("agui_client.testing.probing")
+    assert isinstance(module, types.ModuleType)
+    assert module.probe is probe is testing.probe and callable(testing.probe)
+    assert module.DEFAULT_MAX_RESPONSE_BYTES == 64 * 1024 * 1024

@@ -240,3 +240,41 @@ def test_a_request_that_got_no_answer_leaves_no_exchange(drive: Any, tmp_path: P
         client.thread().run("hi")
 
     assert list(tmp_path.iterdir()) == [] and recorder.files == []
+
+
+def test_a_recorded_body_without_line_breaks_is_served_block_by_block(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from agui_client.testing import recorded
+
+    monkeypatch.setattr(recorded, "_MAX_LINE", 100_000, raising=False)
+    request = {"threadId": "t1", "runId": "r-old", "messages": [], "state": {}, "tools": [], "context": [],
+               "forwardedProps": {}}
+    (tmp_path / "01.request.json").write_text(json.dumps(request))
+    started = b'data: {"type": "RUN_STARTED", "threadId": "t1", "runId": "r-old"}\n\n'
+    endless = b'data: {"type": "CUSTOM", "name": "big", "value": "' + b"y" * 600_000  # no line break
+    (tmp_path / "01.sse").write_bytes(started + endless)
+    bodies: list[bytes] = []
+
+    async def ask() -> None:
+        sent = json.dumps({**request, "runId": "r-new"}).encode()
+        received = iter([{"type": "http.request", "body": sent, "more_body": False}])
+
+        async def receive() -> dict[str, Any]:
+            return next(received, {"type": "http.disconnect"})
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                bodies.append(message["body"])
+
+        scope = {"type": "http", "method": "POST", "path": "/", "headers": [(b"content-type", b"application/json")],
+                 "query_string": b""}
+        await RecordedAgent(tmp_path)(scope, receive, send)
+
+    asyncio.run(ask())
+
+    assert b"".join(bodies) == started.replace(b'"r-old"', b'"r-new"') + endless
+    # never the whole long line at once: the blocks read, up to the line bound
+    assert max(len(body) for body in bodies) <= 100_000 + recorded._SEND_BLOCK
+    assert len(bodies) > 3

@@ -472,3 +472,11 @@ def test_the_redactor_is_what_the_stream_handle_reports_with(drive: Any, served:
             list(payloads)
 
     assert handle.redactor.text(f"echo {API_KEY}") == f"echo {MARK}"
+
+
+def test_displayed_url_drops_the_userinfo_and_masks_secret_query_values() -> None:
+    from agui_client.core.redact import displayed_url
+
+    shown = displayed_url("https://bob:hunter2-pw@agent.test:8443/run?api_key=k-1234567&v=2&sig=abc#t")
+    assert shown == "https://agent.test:8443/run?api_key=[redacted]&v=2&sig=[redacted]#t"
+    assert displayed_url("https://agent.test/run?team=blue", marked=["team"]) == "https://agent.test/run?team=[redacted]"

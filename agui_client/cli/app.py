@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._version import __version__
+from ..core.redact import displayed_url
 from ..core.session import RunResult
 from ..errors import AguiError, ResumeRefused, StoreError
 from ..stores import SqliteStore, ThreadStore
@@ -400,7 +401,7 @@ def _how_to_continue(out: Output, args: argparse.Namespace, thread: Thread) -> N
         out.line("the thread lived in this process only; run with --thread-file FILE to answer it later", "yellow")
         return
     out.line("to answer later: " + " ".join(_quote(part) for part in (
-        "agui", "run", args.url, "--thread-file", args.thread_file, "--thread-id", thread.id,
+        "agui", "run", displayed_url(args.url), "--thread-file", args.thread_file, "--thread-id", thread.id,
         "--resume", "--yes")) + "   (or --answer [ID=]JSON / --abandon)", "yellow")
 
 

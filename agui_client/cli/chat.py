@@ -42,7 +42,7 @@ from rich.text import Text
 from ..client import AgentClient
 from ..core.fold import ThreadState
 from ..core.interrupts import ResumeBuilder
-from ..core.redact import Redactor
+from ..core.redact import displayed_url
 from ..core.session import RunResult
 from ..errors import AguiError, ExpiredInterruptAnswered, InvalidResumePayload
 from ..stores import SqliteStore, ThreadStore
@@ -179,7 +179,7 @@ class Chat:
         self.client = client
         self.thread = thread
         self.out = out
-        self.url = Redactor.of([], [url]).url(url)  # (for the screen and transcripts: no credentials)
+        self.url = displayed_url(url)  # (for the screen and transcripts: no credentials)
         self.recorder = recorder
         self.recording = recording
         self.thread_file = thread_file

@@ -17,7 +17,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from ..testing.probe import DEFAULT_RUN_TIMEOUT, ProbeError, ProbeReport, probe
+from ..testing.probing import DEFAULT_RUN_TIMEOUT, ProbeError, ProbeReport, probe
 from .converse import UsageProblem
 from .options import seconds
 from .render import Output, PlainOutput, RichOutput

@@ -38,8 +38,8 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, url
 
 import attrs
 
-__all__ = ["MARK", "MIN_ANYWHERE", "SENSITIVE_WORDS", "Redactor", "is_sensitive", "redact_exception",
-           "redact_json", "redact_record"]
+__all__ = ["MARK", "MIN_ANYWHERE", "SENSITIVE_WORDS", "Redactor", "displayed_url", "is_sensitive",
+           "redact_exception", "redact_json", "redact_record"]
 
 #: What a secret is replaced with.
 MARK = "[redacted]"
@@ -151,6 +151,18 @@ class Redactor:
                 if text.endswith(form[:size]):
                     return text[:-size] + MARK
         return text
+
+
+def displayed_url(url: str, *, marked: Iterable[str] = ()) -> str:
+    """``url`` fit to show a person: no userinfo, each sensitive query (or fragment) value replaced by :data:`MARK`.
+
+    ``marked`` names more query parameters that hold secrets. For hints and reports that name an
+    agent's URL (``agui run``'s "to answer later" line, the probe's report)::
+
+        >>> displayed_url("https://bob:pw@agent.example/run?token=abc&v=2")
+        'https://agent.example/run?token=[redacted]&v=2'
+    """
+    return Redactor.of(urls=[url], marked=marked).url(url)
 
 
 def redact_json(value: Any, redact: Callable[[str], str]) -> Any:

@@ -154,6 +154,9 @@ class RunSession:
         collect_errors: keep going after a protocol error (the faulty event is not applied) and
             record it in ``errors`` instead of raising (each gets the final ``RunResult`` as ``.result``
             when ``end()`` is called); for verifiers and linters.
+        max_errors: with ``collect_errors``, keep at most this many errors (the first ones) and count
+            the rest in ``errors_dropped``, so a hostile stream with a fault per event cannot grow the
+            list without end; ``None`` (the default) keeps every one.
         events: whether the caller wants the events back. With ``False`` (``replay()`` and
             ``Thread.run()`` use it) the commonest events in their plain shape are read straight from
             their JSON by a fast front-end that calls the same handlers (chunks, verifier, fold) the
@@ -167,13 +170,17 @@ class RunSession:
 
     def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
                  max_depth: int = DEFAULT_MAX_DEPTH, collect_errors: bool = False,
-                 events: bool = True, redact: Callable[[str], str] | None = None) -> None:
+                 events: bool = True, redact: Callable[[str], str] | None = None,
+                 max_errors: int | None = None) -> None:
         self.state = state if state is not None else ThreadState(
             thread_id=run_input.thread_id if run_input is not None else None)
         self.run_input = run_input
         self.max_depth = max_depth
         self.collect_errors = collect_errors
         self.errors: list[ProtocolError] = []
+        self.max_errors = max_errors
+        #: Errors collected past ``max_errors``: counted, not kept.
+        self.errors_dropped = 0
         self.warnings: list[StreamWarning] = []
         self._sink = WarningSink()
         self._chunks = ChunkExpander()
@@ -540,7 +547,10 @@ class RunSession:
         if self.collect_errors:
             # A result per collected error would cost the whole thread each time (a hostile stream can
             # hold an error per event): end() gives them all the final one.
-            self.errors.append(exc)
+            if self.max_errors is not None and len(self.errors) >= self.max_errors:
+                self.errors_dropped += 1
+            else:
+                self.errors.append(exc)
             return []
         self.mark_cut()
         exc.result = self.result()

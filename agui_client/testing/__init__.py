@@ -61,7 +61,7 @@ from .agent import (
     Stream,
     Wait,
 )
-from .probe import CHECKS, CheckResult, Evidence, ProbeError, ProbeReport, ProbeRun, aprobe, probe
+from .probing import CHECKS, CheckResult, Evidence, ProbeError, ProbeReport, ProbeRun, aprobe, probe
 from .recorded import MISMATCH_CODE, RecordedAgent, RecordingMismatch
 from .recording import AsyncRecordingTransport, RecordingTransport
 from .scenarios import (

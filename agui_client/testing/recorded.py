@@ -43,6 +43,7 @@ from ..errors import ProtocolError
 from ..wire.codec import decode, encode
 from ..wire.jsonio import parse_json
 from ..wire.sink import collect_warnings
+from ..wire.sse import DEFAULT_MAX_EVENT_BYTES
 from ..wire.types.run import RunAgentInput
 from .agent import Receive, Respond, Scope, Send, _lifespan, _read_body, _respond
 from .recording import recorded_exchanges
@@ -54,8 +55,12 @@ logger = logging.getLogger("agui_client.testing")
 #: The ``code`` of a 409 body refusing a request that does not match the recording.
 MISMATCH_CODE = "recording_mismatch"
 
-#: Bytes sent per body message while streaming a recorded response.
+#: Bytes read from a recorded response (and sent per body message) at a time.
 _SEND_BLOCK = 64 * 1024
+#: A line of a recorded response held whole (for the run id's replacement) up to this many bytes: a
+#: longer one (a body with no line break) is sent on as it comes, block by block, so a recording is
+#: never held whole. The client's own per-event limit is as large, so it would refuse such a line anyway.
+_MAX_LINE = DEFAULT_MAX_EVENT_BYTES
 
 
 class RecordingMismatch(AssertionError):
@@ -241,18 +246,28 @@ async def _play(send: Send, exchange: _Exchange, run_id: str) -> None:
         headers.append((b"content-encoding", exchange.content_encoding.encode("latin-1")))
     await send({"type": "http.response.start", "status": exchange.status, "headers": headers})
     # The run id the recording carries becomes the request's: a run id is a quoted JSON string in the
-    # stream, replaced whole, line by line (a line is never split across two sends).
+    # stream, replaced whole, in whole lines: the file is read block by block and the part of a line
+    # after a block's last line break waits for the next block (up to _MAX_LINE bytes of it).
     old = json.dumps(exchange.run_input.run_id).encode()
     new = json.dumps(run_id).encode()
-    pending: list[bytes] = []
+    replace = old != new and exchange.content_encoding is None
+    held: list[bytes] = []  # (the start of a line, block by block: joined once, when it is sent)
     size = 0
     with open(exchange.body, "rb") as handle:
-        for line in handle:
-            if old != new and exchange.content_encoding is None:
-                line = line.replace(old, new)
-            pending.append(line)
-            size += len(line)
-            if size >= _SEND_BLOCK:
-                await send({"type": "http.response.body", "body": b"".join(pending), "more_body": True})
-                pending, size = [], 0
-    await send({"type": "http.response.body", "body": b"".join(pending), "more_body": False})
+        while block := handle.read(_SEND_BLOCK):
+            cut = max(block.rfind(b"\n"), block.rfind(b"\r")) + 1
+            if cut:
+                ready = b"".join([*held, block[:cut]])
+                held, size = [block[cut:]], len(block) - cut
+            elif size + len(block) > _MAX_LINE:  # (a line past the bound goes on as it is)
+                ready = b"".join([*held, block])
+                held, size = [], 0
+            else:
+                held.append(block)
+                size += len(block)
+                continue
+            await send({"type": "http.response.body", "body": ready.replace(old, new) if replace else ready,
+                        "more_body": True})
+    rest = b"".join(held)
+    await send({"type": "http.response.body", "body": rest.replace(old, new) if replace else rest,
+                "more_body": False})

@@ -87,6 +87,17 @@ def test_collect_errors_goes_on_past_faults_without_applying_them() -> None:
     assert result.outcome == "success" and result.text == "hello"
 
 
+def test_max_errors_keeps_the_first_errors_and_counts_the_rest() -> None:
+    session = RunSession(collect_errors=True, max_errors=3)
+    ghosts = [{"type": "TEXT_MESSAGE_END", "messageId": f"ghost-{i}"} for i in range(10)]
+    for event in [START, *ghosts, *TEXT, FINISH]:
+        session.feed_event(event)
+    result = session.end()
+    assert [e.index for e in session.errors] == [1, 2, 3]
+    assert session.errors_dropped == 7
+    assert result.outcome == "success" and result.text == "hello"
+
+
 def test_warnings_name_the_event_index_and_run() -> None:
     result = replay([START, {"type": "AGUI_PING"}, *TEXT, FINISH])
     [warning] = [w for w in result.warnings if w.code == "UK-02"]

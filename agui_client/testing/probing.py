@@ -50,6 +50,7 @@ from ..core import schema as _schema
 from ..core.exchange import StreamHandle
 from ..core.fold import ThreadState
 from ..core.interrupts import check_resume, is_expired, parse_expires_at
+from ..core.redact import displayed_url
 from ..core.session import RunResult, RunSession
 from ..errors import (
     AguiError,
@@ -79,6 +80,14 @@ DEFAULT_RUN_TIMEOUT = 120.0
 
 #: The id the probe's made-up resume entries name (with a random suffix): an interrupt nobody raised.
 NEVER_RAISED = "agui-probe-never-raised"
+
+#: Bytes an in-process (ASGI) target's response may hold: httpx's ASGI transport keeps the whole
+#: body in memory until the app is done, so the probe ends a run whose body grows past this.
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+
+# Per run, the protocol errors and the raw RUN_FINISHED events kept for the checks: a hostile stream
+# may hold one per event; the first ones are kept (and the last RUN_FINISHED), the rest counted.
+_KEPT_PER_RUN = 100
 
 # Evidence quotes what the producer sent; a long value is cut so a report stays readable.
 _QUOTE_LIMIT = 160
@@ -329,6 +338,8 @@ class _Observed:
     errors: list[ProtocolError] = attrs.Factory(list)
     warnings: list[StreamWarning] = attrs.Factory(list)
     finished: list[tuple[int, dict[str, Any]]] = attrs.Factory(list)   # raw RUN_FINISHED payloads
+    errors_dropped: int = 0                                            # past _KEPT_PER_RUN: counted
+    finished_dropped: int = 0
     customs: list[tuple[int, str]] = attrs.Factory(list)               # (index, name)
     started_calls: dict[str, tuple[int, str]] = attrs.Factory(dict)    # call id -> (index, tool name)
     results: dict[str, int | None] = attrs.Factory(dict)               # call id -> index of its result
@@ -404,15 +415,47 @@ def _note(seen: _Observed, index: int, event: ev.Event | ev.UnknownEvent) -> Non
 # --------------------------------------------------------------------------------------------------
 
 
+class _BoundedApp:
+    """An ASGI app whose response bodies may hold at most ``limit`` bytes.
+
+    httpx's ASGI transport keeps a response's whole body until the app is done with it: past the
+    limit, the app's next ``send`` raises (which ends it) and nothing more is kept; ``exceeded`` says so.
+    """
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+        self.exceeded = False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        self.exceeded = False
+        held = 0
+
+        async def bounded(message: Any) -> None:
+            nonlocal held
+            if message.get("type") == "http.response.body":
+                held += len(message.get("body", b""))
+                if held > self.limit or self.exceeded:
+                    self.exceeded = True
+                    raise ProbeError(f"the response grew past max_response_bytes ({self.limit} bytes)")
+            await send(message)
+
+        await self.app(scope, receive, bounded)
+
+
 class _Driver:
     """Sends the plan's inputs and folds each response with ``RunSession(collect_errors=True)``."""
 
     def __init__(self, client: AsyncAgentClient, prompt: str, answers: Mapping[str, JSON],
-                 run_timeout: float) -> None:
+                 run_timeout: float, bounded: _BoundedApp | None = None) -> None:
         self.client = client
         self.prompt = prompt
         self.answers = answers
         self.run_timeout = run_timeout
+        self.bounded = bounded
         self.observed: list[_Observed] = []
 
     @staticmethod
@@ -434,7 +477,7 @@ class _Driver:
         self.observed.append(seen)
         before = {m.id for m in thread.messages}
         handle = StreamHandle()
-        session = RunSession(thread, run_input=run_input, collect_errors=True)
+        session = RunSession(thread, run_input=run_input, collect_errors=True, max_errors=_KEPT_PER_RUN)
         try:
             # (The client's run_timeout bounds a run over HTTP; httpx's ASGI transport runs the app to
             # its end before handing the response over, so an app that never finishes is bounded here.)
@@ -449,9 +492,13 @@ class _Driver:
             seen.rejected = f"{type(exc).__name__}: {exc}"
         except ProtocolError as exc:  # not an event stream at all
             seen.rejected = f"{type(exc).__name__}: {exc}"
+        if self.bounded is not None and self.bounded.exceeded:
+            raise ProbeError(f"the ASGI app's response to the {name} request grew past max_response_bytes "
+                             f"({self.bounded.limit} bytes): the probe stops there")
         seen.result = session.end()
         if seen.rejected is None:  # (a rejected request has no stream to judge)
             seen.errors = list(session.errors)
+            seen.errors_dropped = session.errors_dropped
             seen.warnings = [*handle.warnings, *session.warnings]
         if seen.result.outcome == "error" and seen.run_error is None and seen.result.error is not None:
             seen.run_error = (None, seen.quote(seen.result.error.message))
@@ -479,7 +526,11 @@ class _Driver:
         except ProtocolError:
             return  # (the session reports it)
         if isinstance(value, dict) and value.get("type") == "RUN_FINISHED":
-            seen.finished.append((index, value))
+            if len(seen.finished) < _KEPT_PER_RUN:
+                seen.finished.append((index, value))
+            else:  # (the first ones are kept, and the last: the run's outcome is judged by it)
+                seen.finished[-1] = (index, value)
+                seen.finished_dropped += 1
 
     def answer_entries(self, interrupts: Sequence[Interrupt]) -> list[ResumeEntry]:
         """One entry per interrupt: the caller's answer for its id, else the schema's defaults (``cancelled``
@@ -643,9 +694,14 @@ def _check_stream(seen: Sequence[_Observed]) -> CheckResult:
     warnings = [s.evidence(w.index, f"{w.event_type or '-'} [{w.code}] {s.quote(w.message)}")
                 for s in seen for w in s.warnings]
     streams = sum(1 for s in seen if s.rejected is None)
+    more = [s.evidence(None, f"and {s.errors_dropped} more protocol error(s), counted, not kept (the first "
+                             f"{_KEPT_PER_RUN} are)") for s in seen if s.errors_dropped]
+    more += [s.evidence(None, f"and {s.finished_dropped} more RUN_FINISHED event(s), counted, not judged (the "
+                              f"first {_KEPT_PER_RUN - 1} and the last are)") for s in seen if s.finished_dropped]
     if errors:
-        return _verdict("stream-rules", "fail", f"{len(errors)} protocol error(s) in {streams} response(s)",
-                        errors + warnings)
+        total = len(errors) + sum(s.errors_dropped for s in seen)
+        return _verdict("stream-rules", "fail", f"{total} protocol error(s) in {streams} response(s)",
+                        errors + more + warnings)
     if warnings:
         return _verdict("stream-rules", "warn", f"no protocol error, {len(warnings)} warning(s)", warnings)
     return _verdict("stream-rules", "pass", f"{streams} response(s), no protocol error or warning")
@@ -905,19 +961,23 @@ def _judge(plan: _Plan, seen: Sequence[_Observed], defective: bool) -> tuple[Che
 
 async def aprobe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None = None,
                  defective: bool = False, headers: Mapping[str, str] | None = None, path: str = "/",
-                 run_timeout: float = DEFAULT_RUN_TIMEOUT) -> ProbeReport:
+                 run_timeout: float = DEFAULT_RUN_TIMEOUT,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> ProbeReport:
     """:func:`probe` for async code (the same arguments); see there."""
+    bounded = None
     if isinstance(target, str):
         client = AsyncAgentClient(target, headers=headers, run_timeout=run_timeout)
-        described = _described_url(target)
+        described = displayed_url(target)
     else:
         # In-process: httpx's ASGI transport (it hands over the response once the app has finished it,
         # which is all the probe needs). An exception in the app becomes a 500, as a server would send.
-        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=target, raise_app_exceptions=False))
+        # httpx keeps the whole body in memory: the app is bounded to max_response_bytes.
+        bounded = _BoundedApp(target, max_response_bytes)
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=bounded, raise_app_exceptions=False))
         client = AsyncAgentClient(f"http://asgi-app{path if path.startswith('/') else '/' + path}",
                                   headers=headers, http_client=http, run_timeout=run_timeout)
         described = f"ASGI app {type(target).__name__} {path}"
-    driver = _Driver(client, prompt, dict(answers or {}), run_timeout)
+    driver = _Driver(client, prompt, dict(answers or {}), run_timeout, bounded)
     try:
         async with client:
             plan = await _run_plan(driver, defective=defective)
@@ -931,7 +991,8 @@ async def aprobe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] 
 
 def probe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None = None, defective: bool = False,
           headers: Mapping[str, str] | None = None, path: str = "/",
-          run_timeout: float = DEFAULT_RUN_TIMEOUT) -> ProbeReport:
+          run_timeout: float = DEFAULT_RUN_TIMEOUT,
+          max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> ProbeReport:
     """Run the probe's plan against ``target`` and judge every check; see ``docs/probe.md``.
 
     Args:
@@ -945,26 +1006,21 @@ def probe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None 
         headers: request headers (credentials are redacted from everything the report quotes).
         path: the path the ASGI app serves the agent on (ignored for a URL).
         run_timeout: seconds each run may take.
+        max_response_bytes: for an ASGI app, the bytes one response's body may hold (httpx's ASGI
+            transport keeps the whole body in memory until the app is done): past it the probe stops
+            with a :class:`ProbeError`. A URL target's stream is read as it comes, bounded per event.
 
     Returns:
         The :class:`ProbeReport`; ``report.assert_conformant()`` fails a test when a MUST check failed.
 
     Raises:
-        ProbeError: the target could not be reached, or an answer given is refused by its schema.
+        ProbeError: the target could not be reached, an answer given is refused by its schema, or an
+            ASGI app's response grew past ``max_response_bytes``.
         RuntimeError: called from a running event loop (use ``await aprobe(...)`` there).
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(aprobe(target, prompt=prompt, answers=answers, defective=defective, headers=headers,
-                                  path=path, run_timeout=run_timeout))
+                                  path=path, run_timeout=run_timeout, max_response_bytes=max_response_bytes))
     raise RuntimeError("probe() was called from a running event loop: use `await aprobe(...)` there")
-
-
-def _described_url(url: str) -> str:
-    # The report names the target without credentials: no user info, no query string.
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
-        return "(an invalid URL)"
-    return str(parsed.copy_with(userinfo=b"", query=None, fragment=None))
