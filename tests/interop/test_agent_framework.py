@@ -137,6 +137,15 @@ def test_approval_interrupt_approved(producer: Producer, client: AgentClient) ->
     assert interrupt.reason == "tool_call" and interrupt.message == "Approve running delete_file?"
     assert interrupt.tool_call_id is not None and interrupt.response_schema is not None
     assert producer.deleted[before:] == []  # nothing runs before the answer
+    # Next to the interrupt the adapter still sends its pre-1.0 form of the question, a
+    # `confirm_changes` tool call naming the gated one. The interrupt outcome carries no
+    # pendingToolCallIds, so it is not offered as pending, and nothing here answers it.
+    assert asked.pending_tool_call_ids == () and asked.warnings == ()
+    (asking,) = [m for m in thread.state.messages if isinstance(m, AssistantMessage) and m.tool_calls]
+    gated, confirm = asking.tool_calls
+    assert (gated.id, gated.function.name) == (interrupt.tool_call_id, "delete_file")
+    assert confirm.function.name == "confirm_changes"
+    assert json.loads(confirm.function.arguments)["function_call_id"] == interrupt.tool_call_id
 
     done = thread.run(resume=thread.resume_builder().answer(interrupt.id, {"approved": True}).build())
     assert done.outcome == "success" and done.error is None, done.error
@@ -145,6 +154,7 @@ def test_approval_interrupt_approved(producer: Producer, client: AgentClient) ->
     assert [m.tool_call_id for m in results] == [interrupt.tool_call_id]
     assert "deleted /srv/x" in results[0].content
     assert done.text == "tool said: deleted /srv/x"
+    assert done.warnings == () and done.pending_tool_call_ids == ()
 
 
 # --------------------------------------------------------------------------------------------------
