@@ -178,6 +178,8 @@ def test_a_pause_reported_as_success_warns_naming_what_it_saw(run_probe: Probe, 
 
     assert report.check("pause-as-success").verdict == "warn"
     assert seen in evidence_text(report, "pause-as-success")
+    # (the fold's LEGACY-* warning says the same: judged here, not again as a stream-rule warning)
+    assert report.check("stream-rules").verdict == "pass", evidence_text(report, "stream-rules")
     assert report.check("answers-proceed").verdict == "n/a"  # nothing was raised the 1.0 way
     assert "the prompt raised no interrupt (ask ended success)" in report.check("answers-proceed").reason
     report.assert_conformant()  # a heuristic warns ...

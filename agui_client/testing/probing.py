@@ -46,6 +46,7 @@ from attrs import frozen
 
 from ..cli.forms import yes_payload
 from ..client import AsyncAgentClient
+from ..core import legacy
 from ..core import schema as _schema
 from ..core.exchange import StreamHandle
 from ..core.fold import ThreadState
@@ -688,11 +689,16 @@ def _each_interrupt(seen: Sequence[_Observed], key: str) -> list[tuple[_Observed
             for i in interrupts if isinstance(i, dict) and key in i]
 
 
+#: Warnings about a question asked the pre-1.0 way: no stream rule is broken (ignoring CUSTOM is
+#: conformant); what they say is the pause-as-success check's to judge, from the events themselves.
+_JUDGED_BY_PAUSE = frozenset({legacy.CUSTOM_ASKED, legacy.TOOL_ASKED})
+
+
 def _check_stream(seen: Sequence[_Observed]) -> CheckResult:
     errors = [s.evidence(e.index, f"{e.event_type or '-'} [{e.rule or type(e).__name__}] {s.quote(e.detail)}")
               for s in seen for e in s.errors]
     warnings = [s.evidence(w.index, f"{w.event_type or '-'} [{w.code}] {s.quote(w.message)}")
-                for s in seen for w in s.warnings]
+                for s in seen for w in s.warnings if w.code not in _JUDGED_BY_PAUSE]
     streams = sum(1 for s in seen if s.rejected is None)
     more = [s.evidence(None, f"and {s.errors_dropped} more protocol error(s), counted, not kept (the first "
                              f"{_KEPT_PER_RUN} are)") for s in seen if s.errors_dropped]
