@@ -234,15 +234,7 @@ class _EventAssembler:
             self._warn("AGUI501", "blank data payload dropped (read as a keep-alive)", line, offset)
             return None
         text = self._text(raw, line, offset)  # (a warning about it names this frame's index)
-        self._dispatched += 1
-        return SSEFrame(
-            data=text,
-            event=event,
-            id=self._last_id,
-            retry=retry,
-            line=line,
-            offset=offset,
-        )
+        return self._frame(text, event, retry, line, offset, truncated=False)
 
     def _text(self, raw: bytes, line: int, offset: int) -> str:
         """Decode UTF-8, replacing malformed bytes with U+FFFD and warning once."""
@@ -276,18 +268,14 @@ class _EventAssembler:
             return []
         message = "truncated frame: dispatched although the stream ended before its blank line"
         self._warn("AGUI501", message, line, offset)
+        return [self._frame(text, event, retry, line, offset, truncated=True)]
+
+    def _frame(self, text: str, event: str | None, retry: int | None, line: int, offset: int, *,
+               truncated: bool) -> SSEFrame:
+        """Dispatch a frame of the line-by-line path (it carries the last id seen)."""
         self._dispatched += 1
-        return [
-            SSEFrame(
-                data=text,
-                event=event,
-                id=self._last_id,
-                retry=retry,
-                line=line,
-                offset=offset,
-                truncated=True,
-            )
-        ]
+        return SSEFrame(data=text, event=event, id=self._last_id, retry=retry, line=line, offset=offset,
+                        truncated=truncated)
 
     def _warn(self, code: str, message: str, line: int, offset: int) -> None:
         """Note a tolerated fault; it names the index the next frame dispatched has."""
