@@ -15,7 +15,8 @@ from ._version import __version__
 from .client import AgentClient, AsyncAgentClient
 from .core.fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, parsed_arguments
 from .core.interrupts import AnswerProblem, ResumeBuilder, check_answer, check_resume, is_expired, parse_expires_at
-from .core.session import RunResult, RunSession, replay
+from .core.replaying import replay
+from .core.session import RunResult, RunSession
 from .errors import *  # noqa: F403
 from .telemetry import Telemetry
 from .thread import AsyncRunStream, AsyncThread, RunStream, Thread

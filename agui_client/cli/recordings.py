@@ -30,7 +30,8 @@ from typing import Any, BinaryIO
 from rich.table import Table
 
 from ..core.fold import ThreadState
-from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunResult, RunSession, _detect, _sse_warnings, replay_events
+from ..core.replaying import detect_format, replay_events, sse_warnings
+from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunResult, RunSession
 from ..errors import LimitExceeded, ProtocolError, StreamEnded, StreamWarning
 from ..testing.recording import recorded_exchanges
 from ..wire import codec
@@ -318,7 +319,7 @@ def _fold_located(path: str) -> tuple[_Session, _Located]:
         try:
             blocks = iter(lambda: bytes(handle.read(_BLOCK)), b"")
             first = next(blocks, b"")
-            if _detect(first) == "jsonl":
+            if detect_format(first) == "jsonl":
                 _jsonl_located(itertools.chain((first,), blocks), session, located, limit)
             else:
                 _sse_located(itertools.chain((first,), blocks), session, located, limit)
@@ -338,13 +339,13 @@ def _sse_located(blocks: Iterator[bytes], session: _Session, located: _Located, 
             for frame in decoder.feed(block):
                 located.at[session.index] = (frame.line, frame.offset)
                 session.feed_payload(frame.data)
-            _sse_warnings(decoder, session)
+            sse_warnings(decoder, session)
         for frame in decoder.close():
             located.at[session.index] = (frame.line, frame.offset)
             session.feed_payload(frame.data)
     except LimitExceeded as exc:
         session._fail(exc, session.index, None)
-    _sse_warnings(decoder, session)
+    sse_warnings(decoder, session)
 
 
 def _jsonl_located(blocks: Iterator[bytes], session: _Session, located: _Located, limit: int) -> None:

@@ -37,12 +37,10 @@ import asyncio
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
-from xml.sax.saxutils import quoteattr
+from typing import Any
 
 import attrs
 import httpx
-from attrs import frozen
 
 from ..cli.forms import yes_payload
 from ..client import AsyncAgentClient
@@ -69,12 +67,10 @@ from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.base import JSON
 from ..wire.types.run import PROTOCOL_VERSION, Interrupt, ResumeEntry, RunAgentInput
+from .probe_report import CheckResult, Evidence, Level, ProbeReport, ProbeRun, Verdict
 
 __all__ = ["probe", "aprobe", "ProbeReport", "CheckResult", "Evidence", "ProbeRun", "ProbeError", "CHECKS",
            "Level", "Verdict"]
-
-Level = Literal["MUST", "SHOULD", "heuristic"]
-Verdict = Literal["pass", "fail", "warn", "n/a"]
 
 #: Seconds one run of the plan may take, from its request to its last byte.
 DEFAULT_RUN_TIMEOUT = 120.0
@@ -109,178 +105,6 @@ class ProbeError(AguiError):
     def __init__(self, message: str, *, usage: bool = False) -> None:
         super().__init__(message)
         self.usage = usage
-
-
-# --------------------------------------------------------------------------------------------------
-# The report
-# --------------------------------------------------------------------------------------------------
-
-
-@frozen(kw_only=True)
-class Evidence:
-    """What a check saw: the plan run, the event index in that run's response, and the values."""
-
-    run: str | None
-    index: int | None
-    detail: str
-
-    def __str__(self) -> str:
-        where = self.run or "plan"
-        if self.index is not None:
-            where += f" #{self.index}"
-        return f"{where}: {self.detail}"
-
-
-@frozen(kw_only=True)
-class CheckResult:
-    """One rule judged against the producer.
-
-    Attributes:
-        id: the check's stable identifier (a section of ``docs/probe.md``).
-        rule: the rule, in one sentence.
-        level: ``MUST`` (a failure fails the probe), ``SHOULD`` or ``heuristic`` (they warn).
-        verdict: ``pass``, ``fail``, ``warn`` or ``n/a``.
-        reason: why this verdict (for ``n/a``: why the check did not apply).
-        evidence: where and what the check saw.
-    """
-
-    id: str
-    rule: str
-    level: Level
-    verdict: Verdict
-    reason: str
-    evidence: tuple[Evidence, ...] = ()
-
-
-@frozen(kw_only=True)
-class ProbeRun:
-    """One request of the plan and what came of it.
-
-    Attributes:
-        name: the plan's name for it (``ask``, ``answer``, ``unknown-entry`` ...).
-        thread_id: the thread it ran on (one fresh thread per plan part).
-        run_id: the ``runId`` sent.
-        sent: what the request carried, in words.
-        outcome: ``success``, ``interrupt``, ``cancelled``, ``error`` (``RUN_ERROR``), ``rejected``
-            (an HTTP error status, or not an event stream) or ``None`` (the stream ended mid-run).
-        detail: the rejection or the ``RUN_ERROR``, in words (``None`` otherwise).
-        events: how many events the response held.
-        interrupts: the ids of the interrupts the run ended with.
-    """
-
-    name: str
-    thread_id: str
-    run_id: str
-    sent: str
-    outcome: str | None
-    detail: str | None = None
-    events: int = 0
-    interrupts: tuple[str, ...] = ()
-
-
-@frozen(kw_only=True)
-class ProbeReport:
-    """Every check of a probe, and the runs they judged.
-
-    Attributes:
-        target: the URL probed (or the ASGI app's name).
-        prompt: the user message that starts each plan part.
-        defective: whether the defective inputs were sent (``defective=True``).
-        runs: the plan's requests, in order.
-        checks: one result per check of :data:`CHECKS`, in that order.
-    """
-
-    target: str
-    prompt: str
-    defective: bool
-    runs: tuple[ProbeRun, ...]
-    checks: tuple[CheckResult, ...]
-
-    def check(self, check_id: str) -> CheckResult:
-        """The result of the check ``check_id``.
-
-        Raises:
-            KeyError: no check has that id.
-        """
-        for result in self.checks:
-            if result.id == check_id:
-                return result
-        raise KeyError(check_id)
-
-    @property
-    def failures(self) -> tuple[CheckResult, ...]:
-        """The checks that failed (only ``MUST`` checks fail)."""
-        return tuple(c for c in self.checks if c.verdict == "fail")
-
-    @property
-    def warnings(self) -> tuple[CheckResult, ...]:
-        """The checks that warned (``SHOULD`` and heuristic checks that did not pass, and doubtful passes)."""
-        return tuple(c for c in self.checks if c.verdict == "warn")
-
-    def exit_status(self, *, strict: bool = False) -> int:
-        """``agui probe``'s exit status: 1 when a ``MUST`` check failed (or, ``strict``, any warned), else 0."""
-        return 1 if self.failures or (strict and self.warnings) else 0
-
-    def assert_conformant(self, *, strict: bool = False) -> None:
-        """Raise ``AssertionError`` listing what failed (and, ``strict``, what warned); for a pytest test.
-
-        Example::
-
-            probe(app, prompt="Delete the staging environment").assert_conformant()
-        """
-        bad = self.failures + (self.warnings if strict else ())
-        if bad:
-            lines = [f"{self.target}: {len(bad)} check(s) did not pass"]
-            for result in bad:
-                lines.append(f"- {result.id} [{result.level}] {result.verdict}: {result.reason}")
-                lines += [f"    {item}" for item in result.evidence[:5]]
-            raise AssertionError("\n".join(lines))
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as JSON-ready data (what ``agui probe --json`` prints)."""
-        return {
-            "target": self.target, "prompt": self.prompt, "defective": self.defective,
-            "failures": len(self.failures), "warnings": len(self.warnings),
-            "runs": [attrs.asdict(run, recurse=True) for run in self.runs],
-            "checks": [{"id": c.id, "rule": c.rule, "level": c.level, "verdict": c.verdict, "reason": c.reason,
-                        "evidence": [attrs.asdict(e) for e in c.evidence]} for c in self.checks],
-        }
-
-    def to_junit(self, *, strict: bool = False) -> str:
-        """The report as JUnit XML: one test case per check; ``fail`` is a failure, ``n/a`` is skipped,
-        ``warn`` passes with the warning in its output (a failure when ``strict``)."""
-        failed = sum(1 for c in self.checks if c.verdict == "fail" or (strict and c.verdict == "warn"))
-        skipped = sum(1 for c in self.checks if c.verdict == "n/a")
-        cases = []
-        for c in self.checks:
-            text = "\n".join([c.reason, *(str(e) for e in c.evidence)])
-            name = quoteattr(_xml_text(f"{c.id} [{c.level}]"))
-            body = ""
-            if c.verdict == "fail" or (strict and c.verdict == "warn"):
-                body = (f"<failure message={quoteattr(_xml_text(c.reason))} type={quoteattr(c.verdict)}>"
-                        f"{_xml_escape(text)}</failure>")
-            elif c.verdict == "n/a":
-                body = f"<skipped message={quoteattr(_xml_text(c.reason))}/>"
-            if c.verdict == "warn":
-                body += f"<system-out>{_xml_escape('warning: ' + text)}</system-out>"
-            cases.append(f'  <testcase classname="agui.probe" name={name}>{body}</testcase>')
-        head = (f'<testsuite name="agui probe" tests="{len(self.checks)}" failures="{failed}" errors="0" '
-                f'skipped="{skipped}">')
-        props = (f'  <properties><property name="target" value={quoteattr(_xml_text(self.target))}/>'
-                 f'<property name="defective" value="{str(self.defective).lower()}"/></properties>')
-        return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', head, props, *cases, "</testsuite>", ""])
-
-
-# XML 1.0 cannot hold most C0 controls even escaped; an agent's text may carry them.
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
-
-
-def _xml_text(text: str) -> str:
-    return _XML_BAD.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def _xml_escape(text: str) -> str:
-    return _xml_text(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -761,63 +585,66 @@ def _check_unique(seen: Sequence[_Observed]) -> CheckResult:
     return _verdict("interrupt-ids-unique", "pass", f"{len(outcomes)} interrupt outcome(s), ids unique")
 
 
-def _check_schema(seen: Sequence[_Observed]) -> CheckResult:
-    found = _each_interrupt(seen, "responseSchema")
+def _check_field(seen: Sequence[_Observed], check_id: str, key: str, fault: Callable[[_Observed, Any], str | None], *,
+                 absent: str, broken: str, passed: str, skip_null: bool = False) -> CheckResult:
+    """One interrupt field judged on every interrupt that carries it: ``fault(run, value)`` says what is
+    wrong with it, after "interrupt ID" (``None``: nothing); ``passed`` takes the number judged."""
+    found = [f for f in _each_interrupt(seen, key) if not (skip_null and f[3] is None)]
     if not found:
-        return _verdict("response-schema", "n/a", "no interrupt carried a responseSchema")
+        return _verdict(check_id, "n/a", absent)
     evidence = []
     for s, index, interrupt_id, value in found:
-        fault = _schema.check(value, None).fault
-        if fault is not None:
-            where = f" at {fault.pointer}" if fault.pointer else ""
-            evidence.append(s.evidence(index, f"interrupt {s.quote(interrupt_id)}: {fault.code}{where}: "
-                                              f"{s.quote(fault.reason)}"))
+        said = fault(s, value)
+        if said is not None:
+            evidence.append(s.evidence(index, f"interrupt {s.quote(interrupt_id)}{said}"))
     if evidence:
-        return _broken("response-schema", "a responseSchema cannot judge an answer", evidence)
-    return _verdict("response-schema", "pass", f"{len(found)} responseSchema(s), each a usable JSON Schema")
+        return _broken(check_id, broken, evidence)
+    return _verdict(check_id, "pass", passed.format(len(found)))
 
 
-def _check_tool_call_id(seen: Sequence[_Observed]) -> CheckResult:
-    found = _each_interrupt(seen, "toolCallId")
-    if not found:
-        return _verdict("tool-call-id", "n/a", "no interrupt carried a toolCallId")
-    evidence = []
-    for s, index, interrupt_id, value in found:
-        assert s.result is not None
-        if not isinstance(value, str) or not s.result.state.has_tool_call(value):
-            evidence.append(s.evidence(index, f"interrupt {s.quote(interrupt_id)} names tool call "
-                                              f"{s.quote(value)}, which the thread does not hold"))
-    if evidence:
-        return _broken("tool-call-id", "a toolCallId names no tool call", evidence)
-    return _verdict("tool-call-id", "pass", f"{len(found)} toolCallId(s), each naming a call of the thread")
+def _schema_fault(s: _Observed, value: Any) -> str | None:
+    fault = _schema.check(value, None).fault
+    if fault is None:
+        return None
+    where = f" at {fault.pointer}" if fault.pointer else ""
+    return f": {fault.code}{where}: {s.quote(fault.reason)}"
 
 
-def _check_subagent(seen: Sequence[_Observed]) -> CheckResult:
-    found = _each_interrupt(seen, "subagentRunId")
-    if not found:
-        return _verdict("subagent-run-id", "n/a", "no interrupt carried a subagentRunId")
-    evidence = []
-    for s, index, interrupt_id, value in found:
-        assert s.result is not None
-        if not isinstance(value, str) or (value not in s.subagents and value not in s.result.state.subagents):
-            evidence.append(s.evidence(index, f"interrupt {s.quote(interrupt_id)} names subagent "
-                                              f"{s.quote(value)}, never started"))
-    if evidence:
-        return _broken("subagent-run-id", "a subagentRunId names no subagent", evidence)
-    return _verdict("subagent-run-id", "pass", f"{len(found)} subagentRunId(s), each naming a subagent")
+def _tool_call_fault(s: _Observed, value: Any) -> str | None:
+    assert s.result is not None
+    if isinstance(value, str) and s.result.state.has_tool_call(value):
+        return None
+    return f" names tool call {s.quote(value)}, which the thread does not hold"
 
 
-def _check_expires(seen: Sequence[_Observed]) -> CheckResult:
-    found = [f for f in _each_interrupt(seen, "expiresAt") if f[3] is not None]
-    if not found:
-        return _verdict("expires-at", "n/a", "no interrupt carried an expiresAt")
-    evidence = [s.evidence(index, f"interrupt {s.quote(interrupt_id)}: expiresAt {s.quote(value)} is not a "
-                                  "readable date")
-                for s, index, interrupt_id, value in found
-                if not isinstance(value, str) or parse_expires_at(value) is None]
-    if evidence:
-        return _broken("expires-at", "an expiresAt cannot be read as a date", evidence)
-    return _verdict("expires-at", "pass", f"{len(found)} expiresAt value(s), each a readable date")
+def _subagent_fault(s: _Observed, value: Any) -> str | None:
+    assert s.result is not None
+    if isinstance(value, str) and (value in s.subagents or value in s.result.state.subagents):
+        return None
+    return f" names subagent {s.quote(value)}, never started"
+
+
+def _expires_fault(s: _Observed, value: Any) -> str | None:
+    if isinstance(value, str) and parse_expires_at(value) is not None:
+        return None
+    return f": expiresAt {s.quote(value)} is not a readable date"
+
+
+def _check_interrupt_fields(seen: Sequence[_Observed]) -> list[CheckResult]:
+    return [
+        _check_field(seen, "response-schema", "responseSchema", _schema_fault,
+                     absent="no interrupt carried a responseSchema", broken="a responseSchema cannot judge an answer",
+                     passed="{} responseSchema(s), each a usable JSON Schema"),
+        _check_field(seen, "tool-call-id", "toolCallId", _tool_call_fault,
+                     absent="no interrupt carried a toolCallId", broken="a toolCallId names no tool call",
+                     passed="{} toolCallId(s), each naming a call of the thread"),
+        _check_field(seen, "subagent-run-id", "subagentRunId", _subagent_fault,
+                     absent="no interrupt carried a subagentRunId", broken="a subagentRunId names no subagent",
+                     passed="{} subagentRunId(s), each naming a subagent"),
+        _check_field(seen, "expires-at", "expiresAt", _expires_fault, skip_null=True,
+                     absent="no interrupt carried an expiresAt", broken="an expiresAt cannot be read as a date",
+                     passed="{} expiresAt value(s), each a readable date"),
+    ]
 
 
 def _no_interrupt(check_id: str, ask: _Observed | None) -> CheckResult:
@@ -953,8 +780,8 @@ def _check_repeated(plan: _Plan, defective: bool) -> CheckResult:
 
 def _judge(plan: _Plan, seen: Sequence[_Observed], defective: bool) -> tuple[CheckResult, ...]:
     return (
-        _check_stream(seen), _check_pause(seen), _check_count(seen), _check_unique(seen), _check_schema(seen),
-        _check_tool_call_id(seen), _check_subagent(seen), _check_expires(seen), _check_answers(plan),
+        _check_stream(seen), _check_pause(seen), _check_count(seen), _check_unique(seen),
+        *_check_interrupt_fields(seen), _check_answers(plan),
         _check_approval(plan), _check_unknown(plan), _check_fresh(plan), _check_uncovered(plan, defective),
         _check_repeated(plan, defective),
     )

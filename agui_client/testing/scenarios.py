@@ -327,9 +327,9 @@ def approvals_step(*, n: int, tool_name: str, repeat: bool = False) -> ScenarioS
         asked = []
         for k in range(n):
             call_id = f"{p}-call-{k + 1}"
-            events += tool_call(call_id, tool_name, {"path": f"/tmp/file-{k + 1}"}, parent_message_id=f"{p}-text")
+            events += tool_call(call_id, tool_name, {"path": f"scratch/file-{k + 1}"}, parent_message_id=f"{p}-text")
             asked.append(Interrupt(id=APPROVAL_PREFIX + call_id, reason="tool_call", tool_call_id=call_id,
-                                   message=f"Run {tool_name} on /tmp/file-{k + 1}?",
+                                   message=f"Run {tool_name} on scratch/file-{k + 1}?",
                                    response_schema=copy.deepcopy(APPROVE_SCHEMA)))
         return [*events, _finished(run_input, outcome=RunFinishedInterruptOutcome(interrupts=tuple(asked)))]
     return step

@@ -312,12 +312,12 @@ def test_replay_reads_a_file_named_by_a_string(tmp_path: Path) -> None:
 @pytest.mark.parametrize("block", [1, 2, 3, 7, 64, 4096])
 def test_jsonl_lines_longer_than_a_read_block_are_read_whole(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A line spanning many blocks (a large snapshot) is kept in pieces until its end arrives."""
-    from agui_client.core import session as session_module
+    from agui_client.core import replaying
 
     long_text = "x" * 300
     events = [START, {**TEXT[0]}, {**TEXT[1], "delta": long_text}, *TEXT[2:], FINISH]
     data = b"\n" + _jsonl(events).replace(b"\n", b"\n \n\n", 2) + b"  \n"
-    monkeypatch.setattr(session_module, "_REPLAY_BLOCK", block)
+    monkeypatch.setattr(replaying, "_REPLAY_BLOCK", block)
     result = replay(data, format="jsonl")
     assert result.text == long_text + "lo"
     assert result.events == len(events)
@@ -331,9 +331,9 @@ def test_a_jsonl_line_longer_than_the_event_limit_is_refused_wherever_the_blocks
 ) -> None:
     """(The limit bounds what is buffered while waiting for a line's end, as before.)"""
     from agui_client import LimitExceeded
-    from agui_client.core import session as session_module
+    from agui_client.core import replaying
 
-    monkeypatch.setattr(session_module, "_REPLAY_BLOCK", block)
+    monkeypatch.setattr(replaying, "_REPLAY_BLOCK", block)
     events = [START, TEXT[0], {**TEXT[1], "delta": "y" * 500}, *TEXT[2:], FINISH]
     with pytest.raises(LimitExceeded) as caught:
         replay(_jsonl(events), format="jsonl", max_event_bytes=300)
