@@ -483,23 +483,11 @@ class ScriptedAgent:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI 3 entry point."""
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+        accepted = await accept_run(scope, receive, send)
+        if accepted is None:
             return
-        if scope["type"] != "http":
-            return
-        if scope["method"] != "POST":
-            await _respond(send, Respond(status=405, body={"detail": "an AG-UI agent answers POST only"},
-                                         headers={"allow": "POST"}))
-            return
-        body = await _read_body(receive)
-        try:
-            with collect_warnings() as sink:
-                run_input = decode(parse_json(body), RunAgentInput)
-        except ProtocolError as exc:
-            await _respond(send, Respond(status=400, body={"detail": f"not a RunAgentInput: {exc}"}))
-            return
-        plan = self._plan(run_input, [f"request: {w.message}" for w in sink.items])
+        run_input, warned = accepted
+        plan = self._plan(run_input, [f"request: {message}" for message in warned])
         if plan.reject is not None:
             await self._stream(send, receive, Stream(items=[plan.reject]), plan)
             return
@@ -511,7 +499,7 @@ class ScriptedAgent:
                 step = await step
         result = _check_result(step)
         if isinstance(result, Respond):
-            await _respond(send, result)
+            await respond(send, result)
             return
         stream = Stream(items=[result]) if isinstance(result, bytes) else (
             result if isinstance(result, Stream) else Stream(items=result))
@@ -723,7 +711,7 @@ async def _body(send: Send, data: bytes) -> None:
     await send({"type": "http.response.body", "body": data, "more_body": True})
 
 
-async def _respond(send: Send, reply: Respond) -> None:
+async def respond(send: Send, reply: Respond) -> None:
     body = reply.body
     if isinstance(body, bytes):
         data, content_type = body, "application/octet-stream"
@@ -762,6 +750,30 @@ async def _race(work: Awaitable[None], gone: asyncio.Future[None], timeout: floa
         return True
     task.cancel()
     return False
+
+
+async def accept_run(scope: Scope, receive: Receive, send: Send) -> tuple[RunAgentInput, list[str]] | None:
+    """What an AG-UI endpoint does before it answers (the scripted and the recorded agent alike):
+    lifespan events, POST only (405 otherwise), the body read as a ``RunAgentInput`` (400 when it is
+    not one). Returns the input and the decoder's warnings about it, or ``None`` when this call has
+    already answered."""
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+        return None
+    if scope["type"] != "http":
+        return None
+    if scope["method"] != "POST":
+        await respond(send, Respond(status=405, body={"detail": "an AG-UI agent answers POST only"},
+                                    headers={"allow": "POST"}))
+        return None
+    body = await _read_body(receive)
+    try:
+        with collect_warnings() as sink:
+            run_input = decode(parse_json(body), RunAgentInput)
+    except ProtocolError as exc:
+        await respond(send, Respond(status=400, body={"detail": f"not a RunAgentInput: {exc}"}))
+        return None
+    return run_input, [w.message for w in sink.items]
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -45,7 +45,7 @@ from ..wire.jsonio import parse_json
 from ..wire.sink import collect_warnings
 from ..wire.sse import DEFAULT_MAX_EVENT_BYTES
 from ..wire.types.run import RunAgentInput
-from .agent import Receive, Respond, Scope, Send, _lifespan, _read_body, _respond
+from .agent import Receive, Respond, Scope, Send, accept_run, respond
 from .recording import recorded_exchanges
 
 __all__ = ["RecordedAgent", "RecordingMismatch", "MISMATCH_CODE"]
@@ -159,22 +159,10 @@ class RecordedAgent:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI 3 entry point."""
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+        accepted = await accept_run(scope, receive, send)
+        if accepted is None:
             return
-        if scope["type"] != "http":
-            return
-        if scope["method"] != "POST":
-            await _respond(send, Respond(status=405, body={"detail": "an AG-UI agent answers POST only"},
-                                         headers={"allow": "POST"}))
-            return
-        body = await _read_body(receive)
-        try:
-            with collect_warnings():
-                run_input = decode(parse_json(body), RunAgentInput)
-        except ProtocolError as exc:
-            await _respond(send, Respond(status=400, body={"detail": f"not a RunAgentInput: {exc}"}))
-            return
+        run_input = accepted[0]
         problem: str | None
         with self._lock:
             position = self._next
@@ -189,7 +177,7 @@ class RecordedAgent:
                 self.mismatches.append(problem)
         if problem is not None:
             logger.warning("%s: request refused (409): %s", self.directory, problem)
-            await _respond(send, Respond(status=409, body={"detail": problem, "code": MISMATCH_CODE}))
+            await respond(send, Respond(status=409, body={"detail": problem, "code": MISMATCH_CODE}))
             return
         await _play(send, self._exchanges[position], run_input.run_id)
 
