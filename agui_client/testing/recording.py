@@ -220,7 +220,31 @@ def _wrapped(response: httpx.Response, stream: httpx.SyncByteStream | httpx.Asyn
                           extensions=response.extensions, request=request)
 
 
-class RecordingTransport(httpx.BaseTransport):
+class _Controls:
+    """What the sync and the async recording transports share: the recorder, started and stopped."""
+
+    _recorder: _Recorder
+
+    @property
+    def directory(self) -> Path | None:
+        """The folder being recorded into; ``None`` while stopped."""
+        return self._recorder.directory
+
+    @property
+    def files(self) -> list[Path]:
+        """The files written so far, in order."""
+        return list(self._recorder.files)
+
+    def start(self, directory: str | os.PathLike[str]) -> None:
+        """Record the next exchanges into ``directory`` (created if missing; continued after its last number)."""
+        self._recorder.start(directory)
+
+    def stop(self) -> None:
+        """Record nothing more; a response still streaming goes on into its file until it ends."""
+        self._recorder.stop()
+
+
+class RecordingTransport(_Controls, httpx.BaseTransport):
     """An httpx transport that keeps every exchange in a recording folder (see the module docstring).
 
     Args:
@@ -243,24 +267,6 @@ class RecordingTransport(httpx.BaseTransport):
         self.inner = inner if inner is not None else httpx.HTTPTransport()
         self._recorder = _Recorder(directory)
 
-    @property
-    def directory(self) -> Path | None:
-        """The folder being recorded into; ``None`` while stopped."""
-        return self._recorder.directory
-
-    @property
-    def files(self) -> list[Path]:
-        """The files written so far, in order."""
-        return list(self._recorder.files)
-
-    def start(self, directory: str | os.PathLike[str]) -> None:
-        """Record the next exchanges into ``directory`` (created if missing; continued after its last number)."""
-        self._recorder.start(directory)
-
-    def stop(self) -> None:
-        """Record nothing more; a response still streaming goes on into its file until it ends."""
-        self._recorder.stop()
-
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through ``inner``, recording the exchange while recording is on."""
         stem = self._recorder.reserve(request.read()) if self._recorder.directory is not None else None
@@ -280,7 +286,7 @@ class RecordingTransport(httpx.BaseTransport):
         self.inner.close()
 
 
-class AsyncRecordingTransport(httpx.AsyncBaseTransport):
+class AsyncRecordingTransport(_Controls, httpx.AsyncBaseTransport):
     """:class:`RecordingTransport` for ``httpx.AsyncClient`` (wrapping an ``httpx.AsyncBaseTransport``).
 
     The files are written from the event loop: one small write per request and per read of the
@@ -293,24 +299,6 @@ class AsyncRecordingTransport(httpx.AsyncBaseTransport):
                  inner: httpx.AsyncBaseTransport | None = None) -> None:
         self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
         self._recorder = _Recorder(directory)
-
-    @property
-    def directory(self) -> Path | None:
-        """The folder being recorded into; ``None`` while stopped."""
-        return self._recorder.directory
-
-    @property
-    def files(self) -> list[Path]:
-        """The files written so far, in order."""
-        return list(self._recorder.files)
-
-    def start(self, directory: str | os.PathLike[str]) -> None:
-        """Record the next exchanges into ``directory`` (created if missing; continued after its last number)."""
-        self._recorder.start(directory)
-
-    def stop(self) -> None:
-        """Record nothing more; a response still streaming goes on into its file until it ends."""
-        self._recorder.stop()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through ``inner``, recording the exchange while recording is on."""
