@@ -14,6 +14,11 @@ is a compare-and-set on that version:
   ``data``) claims a thread the store does not hold yet by creating its record, claimed, at version
   0: of writers racing on a new thread id, one creates it and sends. A claim is recognised by its
   owner, so a claim sent again after its reply was lost finds itself instead of being refused.
+* ``append(thread_id, changes, expected_version=v)`` is a save of one run's changes (what
+  ``ThreadState.changes()`` returns) instead of the whole thread: the same compare-and-set, but the
+  bytes written are what the run changed, so a thread's thousandth run saves as fast as its tenth.
+  ``load`` still returns the whole thread; each store folds the appended changes into one record
+  now and then (``Compaction``), never changing the version or what ``load`` returns.
 * Anything else that fails (the backend, an unreadable record, a closed store) raises
   :class:`~agui_client.errors.StoreError`.
 
@@ -38,11 +43,12 @@ is a context manager that closes it.
 
 from __future__ import annotations
 
-from .base import STORE_FORMAT_VERSION, StoredThread, ThreadStore
+from .base import STORE_FORMAT_VERSION, Compaction, IncrementalStore, StoredThread, ThreadStore, apply_changes
 from .memory import MemoryStore
 from .postgres import PostgresStore
 from .redis import RedisStore
 from .sqlite import SqliteStore
 
-__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "MemoryStore", "SqliteStore", "RedisStore",
+__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "Compaction", "apply_changes",
+           "MemoryStore", "SqliteStore", "RedisStore",
            "PostgresStore"]

@@ -10,7 +10,7 @@ attributes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -20,13 +20,20 @@ from typing_extensions import Self
 from ..errors import ConcurrentResume, StoreError
 from ..wire.jsonio import dump_record, load_record
 
-__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "Head", "check_write"]
+__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "Head", "check_write",
+           "apply_changes", "Compaction"]
 
-#: Version of the record layout a store writes (version, data, claim, format). A store refuses to
-#: read or overwrite a record with a higher number, so an older release never garbles a newer one's.
-STORE_FORMAT_VERSION = 1
+#: Version of the record layout a store writes. A store refuses to read or overwrite a record with a
+#: higher number, so an older release never garbles a newer one's.
+#:
+#: * 1: version, data, claim, format: the whole thread, rewritten by every save.
+#: * 2: the same, plus the changes appended since ``data`` was written (``IncrementalStore.append``),
+#:   each one run's :func:`apply_changes` input; a compaction folds them into ``data``. A format-1
+#:   record is a format-2 record without changes, so it loads as it is (the migration on load), and
+#:   its next write stores it as format 2.
+STORE_FORMAT_VERSION = 2
 
-Operation = Literal["save", "claim", "release"]
+Operation = Literal["save", "claim", "release", "append"]
 
 
 @frozen(kw_only=True)
@@ -42,6 +49,8 @@ class StoredThread:
             so the caller may keep or change it.
         claim: the owner token of an in-flight run, or ``None`` when nobody holds one.
         format: the record format it was written in (``STORE_FORMAT_VERSION`` at the time).
+        changes: how many appended changes ``data`` was rebuilt from (0 for a record written whole, or
+            just compacted); the data is the same either way.
     """
 
     thread_id: str
@@ -49,6 +58,7 @@ class StoredThread:
     data: dict[str, Any]
     claim: str | None
     format: int
+    changes: int = 0
 
 
 @runtime_checkable
@@ -110,6 +120,51 @@ class ThreadStore(Protocol):
         ...
 
 
+@runtime_checkable
+class IncrementalStore(ThreadStore, Protocol):
+    """A store that can add one run's changes to a thread's record instead of rewriting all of it.
+
+    Every store here is one. A run's save then writes what the run changed (its messages, the small
+    fields, the usage and subagents it touched; see :func:`apply_changes`), so a long thread's saves
+    cost what a short one's do; ``load`` hands out the whole thread as before, and the store folds
+    the changes into one record now and then (a *compaction*, see :class:`Compaction`), which never
+    changes the version or what ``load`` returns.
+    """
+
+    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int) -> int:
+        """Add ``changes`` to the thread's record if nobody wrote since ``expected_version``; return the
+        new version.
+
+        The same compare-and-set as :meth:`ThreadStore.save` (the version goes up by one, any claim is
+        cleared), for a record that exists: ``load`` then returns ``apply_changes(data, [changes])``.
+        """
+        ...
+
+
+@frozen(kw_only=True)
+class Compaction:
+    """When a store folds a record's appended changes into its data (after the append that crosses it).
+
+    Attributes:
+        min_bytes: changes smaller than this in all are never folded (a short thread keeps them).
+        ratio: fold once the changes' bytes reach this share of the data's bytes: the data is then
+            rewritten once for every as many bytes appended as it holds, so a save's cost stays what
+            the run changed on average, and a load reads at most ``1 + ratio`` times the thread.
+        max_changes: fold once there are this many, whatever their size (each costs a load a decode).
+    """
+
+    min_bytes: int = 64 * 1024
+    ratio: float = 1.0
+    max_changes: int = 1024
+
+    def due(self, data_bytes: int, change_bytes: int, changes: int) -> bool:
+        """Whether a record of ``data_bytes`` with ``changes`` appended changes of ``change_bytes`` in
+        all should be folded now."""
+        if changes >= self.max_changes:
+            return True
+        return change_bytes >= self.min_bytes and change_bytes >= self.ratio * data_bytes
+
+
 @frozen(kw_only=True)
 class Head:
     """The part of a stored record the compare-and-set rules look at."""
@@ -132,7 +187,8 @@ def check_write(
     Args:
         thread_id: the thread.
         head: the record as stored now, or ``None`` when there is none.
-        operation: ``"save"``, ``"claim"`` or ``"release"``.
+        operation: ``"save"``, ``"append"`` (a save of a run's changes, to a record that exists),
+            ``"claim"`` or ``"release"``.
         expected_version: the version the writer holds (``None`` for a save or a claim that creates).
         owner: the claim owner (``claim`` and ``release``).
 
@@ -148,7 +204,7 @@ def check_write(
         StoreError: the record was written by a newer release (it is never overwritten).
     """
     if expected_version is None:
-        if operation == "release":
+        if operation in ("release", "append"):
             raise ValueError(f"{operation} needs the version the writer holds")
         if head is None:
             if operation == "save":
@@ -177,7 +233,7 @@ def check_write(
             thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
         )
     new_version = head.version + 1
-    if operation == "save":
+    if operation in ("save", "append"):
         return Head(version=new_version, claim=None, format=STORE_FORMAT_VERSION)
     if operation == "claim":
         if head.claim is not None:
@@ -200,6 +256,66 @@ def _own_claim(head: Head, claimed_version: int, owner: str | None) -> bool:
     # never got. Only one version on from the one the writer holds, so a claim the writer knows it
     # holds (kept after a resume that may have reached the agent) is never taken a second time.
     return owner is not None and head.claim == owner and head.version == claimed_version
+
+
+def apply_changes(data: dict[str, Any], changes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Fold appended changes into a thread's data (``ThreadState.dump()`` output), in place, in order.
+
+    One change (``ThreadState.changes()`` output, one run's save) is a JSON object whose keys are all
+    optional:
+
+    ``messagesFrom`` and ``messages``
+        the message list keeps its first ``messagesFrom`` messages and goes on with ``messages``
+        (``messagesFrom`` is the old length when the run only appended);
+    ``set``
+        top-level fields replaced whole (``state``, ``openInterrupts``, ``lastRunId`` …);
+    ``unset``
+        top-level fields removed;
+    ``merge``
+        per mapping field (``usageByRun``, ``subagents``), the entries added or replaced.
+
+    Returns:
+        ``data``.
+
+    Raises:
+        ValueError: a change is not of this shape, or keeps more messages than there are (a damaged
+            record; the stores raise ``StoreError`` naming the thread).
+
+    Example::
+
+        >>> apply_changes({"messages": [1, 2, 3], "state": {}},
+        ...               [{"messagesFrom": 2, "messages": [4], "set": {"state": {"n": 1}}}])
+        {'messages': [1, 2, 4], 'state': {'n': 1}}
+    """
+    for change in changes:
+        if not isinstance(change, Mapping):
+            raise ValueError(f"a stored change is a JSON object, not {type(change).__name__}")
+        if "messagesFrom" in change:
+            keep, more = change["messagesFrom"], change.get("messages")
+            messages = data.setdefault("messages", [])
+            if (type(keep) is not int or not isinstance(more, list) or not isinstance(messages, list)
+                    or not 0 <= keep <= len(messages)):
+                raise ValueError(f"a stored change keeps {keep!r} messages of {_length(messages)}")
+            del messages[keep:]
+            messages.extend(more)
+        replaced = change.get("set", {})
+        removed = change.get("unset", [])
+        merged = change.get("merge", {})
+        if not isinstance(replaced, dict) or not isinstance(removed, list) or not isinstance(merged, dict):
+            raise ValueError("a stored change's set, unset or merge is of the wrong type")
+        data.update(replaced)
+        for key in removed:
+            data.pop(key, None)
+        for key, entries in merged.items():
+            target = data.setdefault(key, {})
+            if not isinstance(target, dict) or not isinstance(entries, dict):
+                raise ValueError(f"a stored change merges into {key!r}, which is not a JSON object")
+            target.update(entries)
+    return data
+
+
+def _length(value: Any) -> str:
+    return str(len(value)) if isinstance(value, list) else "none"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -259,8 +375,9 @@ def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
 
 
 def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str | None,
-                   format: int) -> StoredThread:
-    """A ``StoredThread`` from a record's parts, refusing newer formats and unreadable data."""
+                   format: int, changes: Sequence[str | bytes] = ()) -> StoredThread:
+    """A ``StoredThread`` from a record's parts (its data and the changes appended since, in order),
+    refusing newer formats and unreadable data."""
     head = checked_head(thread_id, version, claim, format)
     version, claim, format = head.version, head.claim, head.format
     if format > STORE_FORMAT_VERSION:
@@ -271,7 +388,14 @@ def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: st
         raise StoreError(f"thread {thread_id!r}: stored data is not JSON: {exc}", thread_id=thread_id) from exc
     if not isinstance(data, dict):
         raise StoreError(f"thread {thread_id!r}: stored data is not a JSON object", thread_id=thread_id)
-    return StoredThread(thread_id=thread_id, version=version, data=data, claim=claim, format=format)
+    if changes:
+        try:
+            apply_changes(data, [load_record(change) for change in changes])
+        except (ValueError, RecursionError) as exc:
+            raise StoreError(f"thread {thread_id!r}: a stored change cannot be read: {exc}",
+                             thread_id=thread_id) from exc
+    return StoredThread(thread_id=thread_id, version=version, data=data, claim=claim, format=format,
+                        changes=len(changes))
 
 
 def checked_head(thread_id: str, version: Any, claim: Any, format: Any) -> Head:
@@ -281,6 +405,18 @@ def checked_head(thread_id: str, version: Any, claim: Any, format: Any) -> Head:
         raise StoreError(f"thread {thread_id!r}: the stored record's version, format or claim is damaged "
                          f"({version!r}, {format!r}, {claim!r})", thread_id=thread_id)
     return Head(version=version, claim=claim or None, format=format)
+
+
+def _encode_changes(thread_id: str, changes: Mapping[str, Any]) -> str | bytes:
+    """JSON for one appended change (as :func:`_encode_data` writes data)."""
+    return _encode_data(thread_id, changes)
+
+
+def _compacted(thread_id: str, text: str | bytes, changes: Sequence[str | bytes]) -> str | bytes:
+    """The record's data with its changes folded in, as one JSON document (a compaction)."""
+    stored = _decode_record(thread_id, version=0, text=text, claim=None, format=STORE_FORMAT_VERSION,
+                            changes=changes)
+    return _encode_data(thread_id, stored.data)
 
 
 def _newer_format(thread_id: str, format: int) -> StoreError:

@@ -6,16 +6,20 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from .base import (
+    Compaction,
     Head,
     Operation,
     StoredThread,
     _check_owner,
     _closed,
+    _compacted,
     _creation_data,
     _decode_record,
+    _encode_changes,
     _encode_data,
 )
 from .base import _StoreBase as _Base
@@ -31,6 +35,9 @@ class _Record:
     # not hold (not JSON-ready) fails here too, so moving to SQLite or Redis changes nothing. Kept in
     # the form the encoder gave (UTF-8 bytes or text): a conversion would cost a second copy.
     text: str | bytes
+    # The runs' changes appended since ``text`` was written (format 2), and their bytes in all.
+    changes: tuple[str | bytes, ...] = ()
+    change_bytes: int = 0
 
 
 #: Records this large or larger are kept as orjson wrote them (see ``_kept``).
@@ -41,7 +48,11 @@ class MemoryStore(_Base):
     """Threads kept in this process's memory; lost when it exits.
 
     Safe to share between threads (one lock guards every operation). Follows the same rules as the
-    durable stores, so code tested against it behaves the same against them.
+    durable stores, so code tested against it behaves the same against them, including the
+    incremental record (:meth:`append`, folded by ``compaction``).
+
+    Args:
+        compaction: when appended changes are folded into the record (the default: :class:`Compaction`).
 
     Example::
 
@@ -49,7 +60,8 @@ class MemoryStore(_Base):
             version = store.save("t1", state.dump(), expected_version=None)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, compaction: Compaction | None = None) -> None:
+        self.compaction = compaction or Compaction()
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}
         self._closed = False
@@ -67,7 +79,8 @@ class MemoryStore(_Base):
         if record is None:
             return None
         head = record.head
-        return _decode_record(thread_id, version=head.version, text=record.text, claim=head.claim, format=head.format)
+        return _decode_record(thread_id, version=head.version, text=record.text, claim=head.claim, format=head.format,
+                              changes=record.changes)
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
         """Compare-and-set the thread's data; see :meth:`ThreadStore.save`.
@@ -80,6 +93,26 @@ class MemoryStore(_Base):
         with self._lock:
             head = self._write_head(thread_id, "save", expected_version=expected_version, owner=None)
             self._records[thread_id] = _Record(head=head, text=text)
+        return head.version
+
+    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int) -> int:
+        """Compare-and-set one run's changes onto the thread's record; see :meth:`IncrementalStore.append`.
+
+        Raises:
+            ConcurrentResume: the stored version is not ``expected_version``, or the thread is gone.
+            StoreError: the changes are not JSON-ready, the store is closed, or the record is of a newer format.
+        """
+        text = _kept(_encode_changes(thread_id, changes))
+        with self._lock:
+            head = self._write_head(thread_id, "append", expected_version=expected_version, owner=None)
+            record = self._records[thread_id]
+            kept = (*record.changes, text)
+            size = record.change_bytes + len(text)
+            if self.compaction.due(len(record.text), size, len(kept)):
+                # Folded at once, under the lock: nobody sees the record between the two.
+                self._records[thread_id] = _Record(head=head, text=_kept(_compacted(thread_id, record.text, kept)))
+            else:
+                self._records[thread_id] = _Record(head=head, text=record.text, changes=kept, change_bytes=size)
         return head.version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
@@ -101,7 +134,7 @@ class MemoryStore(_Base):
                 assert text is not None  # (only a create passes check_write without a record)
                 self._records[thread_id] = _Record(head=head, text=text)
             elif head != record.head:  # (equal: the owner's own claim, recognised; nothing to write)
-                self._records[thread_id] = _Record(head=head, text=record.text)
+                self._records[thread_id] = attrs.evolve(record, head=head)
         return head.version
 
     def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
@@ -114,7 +147,7 @@ class MemoryStore(_Base):
         _check_owner(owner)
         with self._lock:
             head = self._write_head(thread_id, "release", expected_version=claimed_version, owner=owner)
-            self._records[thread_id] = _Record(head=head, text=self._records[thread_id].text)
+            self._records[thread_id] = attrs.evolve(self._records[thread_id], head=head)
         return head.version
 
     def delete(self, thread_id: str) -> None:

@@ -666,7 +666,7 @@ def test_the_record_format_is_stored_with_the_record(backend: Backend) -> None:
     stored = backend.store.load("t")
 
     assert stored is not None
-    assert stored.format == STORE_FORMAT_VERSION == 1
+    assert stored.format == STORE_FORMAT_VERSION == 2
     assert backend.raw_format("t") == STORE_FORMAT_VERSION
 
 
@@ -946,7 +946,7 @@ def test_redis_store_keeps_a_thread_under_its_prefix(redis_url: str, raw_redis: 
 
     fields: dict[Any, Any] = raw_redis.hgetall(prefix + "t")
 
-    assert fields == {b"version": b"1", b"data": fields[b"data"], b"claim": b"", b"format": b"1"}
+    assert fields == {b"version": b"1", b"data": fields[b"data"], b"claim": b"", b"format": b"2"}
     assert json.loads(fields[b"data"]) == small(1)
 
 
@@ -1005,7 +1005,7 @@ def test_postgres_store_keeps_a_thread_in_one_row_of_its_table(postgres_dsn: str
                                 " WHERE table_name = %s ORDER BY ordinal_position", pg_table)
     comment = _pg(postgres_dsn, "SELECT obj_description(%s::regclass, 'pg_class')", pg_table)
 
-    assert [(tid, version, claim, format) for tid, version, _, claim, format in rows] == [("t", 2, "replica-a", 1)]
+    assert [(tid, version, claim, format) for tid, version, _, claim, format in rows] == [("t", 2, "replica-a", STORE_FORMAT_VERSION)]
     assert json.loads(rows[0][2]) == small(1)
     assert columns == [("thread_id", "text"), ("version", "bigint"), ("data", "text"), ("claim", "text"),
                        ("format", "integer")]
