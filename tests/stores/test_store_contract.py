@@ -27,8 +27,8 @@ import pytest
 import redis
 from attrs import frozen
 
-from agui_client.errors import AguiError, ConcurrentResume, StoreError
 from agui_client.core.fold import ThreadState
+from agui_client.errors import AguiError, ConcurrentResume, StoreError
 from agui_client.stores import (
     STORE_FORMAT_VERSION,
     MemoryStore,
@@ -38,7 +38,7 @@ from agui_client.stores import (
     StoredThread,
     ThreadStore,
 )
-from agui_client.stores.base import Head, check_write
+from agui_client.stores.base import Compaction, Head, check_write
 from agui_client.types import (
     AssistantMessage,
     FunctionCall,
@@ -69,6 +69,8 @@ class Backend:
     raw_format: Callable[[str], int]
     set_raw: Callable[[str, str, Any], None]
     cleanup: Callable[[], None] = lambda: None
+    #: Another store on the same records that folds appended changes by ``compaction`` (issue 21).
+    compacting: Callable[[Compaction], ThreadStore] | None = None
 
 
 def _memory_backend() -> Backend:
@@ -81,8 +83,13 @@ def _memory_backend() -> Backend:
         else:
             store._records[thread_id] = attrs.evolve(record, head=attrs.evolve(record.head, **{field: value}))
 
+    def compacting(compaction: Compaction) -> ThreadStore:
+        # (one process's memory: the same records, folded by another policy)
+        store.compaction = compaction
+        return store
+
     return Backend(store=store, reopen=lambda: store, raw_format=lambda tid: store._records[tid].head.format,
-                   set_raw=set_raw)
+                   set_raw=set_raw, compacting=compacting)
 
 
 def _sqlite_backend(path: Path) -> Backend:
@@ -169,8 +176,16 @@ def _backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Itera
         opened.append(store)
         return store
 
+    def tracked_compacting(compaction: Compaction) -> ThreadStore:
+        assert backend.compacting is not None
+        store = backend.compacting(compaction)
+        if store not in opened:
+            opened.append(store)
+        return store
+
     try:
-        yield attrs.evolve(backend, reopen=tracked_reopen)
+        yield attrs.evolve(backend, reopen=tracked_reopen,
+                           compacting=None if backend.compacting is None else tracked_compacting)
     finally:
         for store in opened:
             store.close()
@@ -1005,7 +1020,8 @@ def test_postgres_store_keeps_a_thread_in_one_row_of_its_table(postgres_dsn: str
                                 " WHERE table_name = %s ORDER BY ordinal_position", pg_table)
     comment = _pg(postgres_dsn, "SELECT obj_description(%s::regclass, 'pg_class')", pg_table)
 
-    assert [(tid, version, claim, format) for tid, version, _, claim, format in rows] == [("t", 2, "replica-a", STORE_FORMAT_VERSION)]
+    assert [(tid, version, claim, format) for tid, version, _, claim, format in rows] == [
+        ("t", 2, "replica-a", STORE_FORMAT_VERSION)]
     assert json.loads(rows[0][2]) == small(1)
     assert columns == [("thread_id", "text"), ("version", "bigint"), ("data", "text"), ("claim", "text"),
                        ("format", "integer")]
