@@ -131,3 +131,22 @@ def test_the_concurrency_benchmark_runs_every_stack_and_mode(tmp_path: Path) -> 
     assert rows[("replay", 1, "agui_client")]["rate"] > 0
     assert any("beyond httpx" in t["target"] for t in results["targets"])
     assert "x hand-written" in proc.stdout  # the table was printed
+
+
+def test_the_save_benchmark_runs_and_sizes_every_save(tmp_path: Path) -> None:
+    # python -m bench.saves: one thread run many times, whole-thread saves against appended changes.
+    # Sizes only (bytes are not timings): a whole-thread save grows with the thread.
+    out = tmp_path / "saves.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.saves", "--runs", "30", "--marks", "3,30", "--stores", "memory,sqlite",
+         "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = {(r["store"], r["mode"]): r for r in json.loads(out.read_text())}
+    assert set(results) == {(s, m) for s in ("memory", "sqlite") for m in ("full", "incremental")}
+    for (store, mode), result in results.items():
+        first, last = result["windows"]
+        assert (first["runs"], last["runs"]) == (3, 30)
+        assert first["save_median_us"] > 0 and last["run_median_us"] > 0
+        if mode == "full":
+            assert last["operations"] == {"save": 10}
+            assert last["bytes_per_save"] > 5 * first["bytes_per_save"], (store, first, last)
