@@ -9,6 +9,7 @@ as it was. Sans-IO.
 from __future__ import annotations
 
 import inspect
+import typing
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, cast
@@ -54,8 +55,20 @@ def new_messages(message: MessageInput) -> tuple[msg.Message, ...]:
     if isinstance(message, str):
         return (msg.UserMessage(id=str(uuid.uuid4()), content=message),)
     if isinstance(message, Sequence):
-        return tuple(cast("Sequence[msg.Message]", message))
+        messages = tuple(cast("Sequence[msg.Message]", message))
+        for index, item in enumerate(messages):
+            if not isinstance(item, _MESSAGE_CLASSES):
+                # (before anything is claimed or sent: the agent would refuse the run's input with a 400)
+                hint = "; pass one string as the turn's text" if isinstance(item, str) else ""
+                raise TypeError(f"nothing was sent: message[{index}] is a {type(item).__name__}, not a Message "
+                                f"(UserMessage, AssistantMessage, ...){hint}")
+        return messages
+    if not isinstance(message, _MESSAGE_CLASSES):
+        raise TypeError(f"nothing was sent: the message is a {type(message).__name__}, not a str or a Message")
     return (message,)
+
+
+_MESSAGE_CLASSES = typing.get_args(msg.Message)
 
 
 def declare(name: str, handler: ToolHandler) -> Tool:

@@ -52,6 +52,22 @@ def test_a_run_posts_json_asking_for_an_event_stream_with_the_callers_headers(dr
     assert received.headers["x-tenant"] == "acme"
 
 
+@pytest.mark.parametrize("message", [["first", "second"], [ag.UserMessage(id="u1", content="ok"), {"role": "user"}], 7])
+def test_a_turn_that_is_not_text_or_messages_is_refused_before_anything_is_sent(
+        drive: Any, served: Any, message: Any) -> None:
+    endpoint = served(ScriptedAgent.chat())
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        with pytest.raises(TypeError) as caught:
+            thread.run(message)
+        after = client.store.load(thread.id)
+
+    assert str(caught.value).startswith("nothing was sent:")
+    assert endpoint.received == []
+    assert after is None  # (not even claimed: the thread is as it was)
+
+
 def test_a_run_sends_a_complete_run_agent_input_declaring_protocol_1_0(drive: Any, served: Any) -> None:
     endpoint = served(ScriptedAgent.chat())
 
