@@ -400,7 +400,7 @@ def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool)
         for key, value in (("agui.rule", exc.rule), ("agui.run.id", exc.run_id), ("agui.event.index", exc.index),
                            ("agui.event.type", exc.event_type), ("agui.event.pointer", exc.pointer)):
             if value is not None:
-                found[key] = value
+                found[key] = _cut(value) if isinstance(value, str) else value  # (the agent chose these)
         span.add_event("agui.protocol_error", found)
     if isinstance(exc, HTTPStatusError):
         span.set_attribute("http.response.status_code", exc.status_code)

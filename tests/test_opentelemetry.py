@@ -240,6 +240,23 @@ def test_a_protocol_error_is_a_span_event_saying_where(drive: Any, served: Any, 
     assert SECRET_TEXT not in everything_recorded(span)
 
 
+def test_a_protocol_error_events_strings_are_cut_like_every_other_string_the_agent_chose(
+        drive: Any, served: Any, otel: Recorded) -> None:
+    long_id = "r" * 5000  # (the agent echoes the run id: a span must not grow with it)
+    endpoint = served(ScriptedAgent([[Start(), {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "x"}]]))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        with pytest.raises(ag.ProtocolError) as caught:
+            client.thread().run("hi", run_id=long_id)
+
+    [span] = otel.runs()
+    [event] = [e for e in span.events if e.name == "agui.protocol_error"]
+    attributes = dict(event.attributes or {})
+    assert caught.value.run_id == long_id
+    assert attributes["agui.run.id"] == "r" * 127 + "…"
+    assert all(len(v) <= 128 for v in attributes.values() if isinstance(v, str))
+
+
 def test_a_refused_resume_is_a_span_event_with_its_kind_and_ids_and_a_refusal(
         drive: Any, served: Any, otel: Recorded) -> None:
     endpoint = served(ScriptedAgent.interrupts(2))
