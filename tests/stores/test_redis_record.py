@@ -58,7 +58,7 @@ class Recorder:
         self.client = client
         self.calls: list[tuple[Any, ...]] = []
         self.after: Callable[[tuple[Any, ...]], None] | None = None
-        inner = client.execute_command
+        inner: Callable[..., Any] = client.execute_command
 
         def execute_command(*args: Any, **options: Any) -> Any:
             self.calls.append(args)
@@ -104,10 +104,10 @@ def test_a_record_the_previous_release_wrote_loads_appends_and_compacts(
         loaded = store.load("t")
         first = store.append("t", change(1), expected_version=4)
         between = store.load("t")
-        raw_between = client.hgetall(prefix + "t")
+        raw_between: dict[Any, Any] = client.hgetall(prefix + "t")
         second = store.append("t", change(2), expected_version=5)
         after = store.load("t")
-    raw_after = client.hgetall(prefix + "t")
+    raw_after: dict[Any, Any] = client.hgetall(prefix + "t")
 
     assert loaded is not None and (loaded.version, loaded.format, loaded.data, loaded.changes) == (4, 1, data, 0)
     assert (first, second) == (5, 6)
@@ -132,7 +132,7 @@ def test_a_save_drops_the_appended_changes(redis_url: str, client: redis.Redis, 
         store.save("t", small(9), expected_version=4)
         stored = store.load("t")
 
-    fields = client.hgetall(prefix + "t")
+    fields: dict[Any, Any] = client.hgetall(prefix + "t")
     assert stored is not None and (stored.version, stored.data, stored.changes) == (5, small(9), 0)
     assert not [field for field in fields if field.startswith(b"c:")]
     assert fields[b"changes"] == b"0"
@@ -141,8 +141,9 @@ def test_a_save_drops_the_appended_changes(redis_url: str, client: redis.Redis, 
 def test_a_compaction_that_finds_a_newer_append_leaves_it_alone(redis_url: str, prefix: str) -> None:
     # Between the compaction's read and its write, another replica appends: the fold would drop that
     # append, so the compaction is skipped and the next one folds everything.
-    with redis.Redis.from_url(redis_url) as client, RedisStore(client, prefix=prefix, compaction=EVERY_SECOND) as store, \
-            RedisStore(redis_url, prefix=prefix, compaction=NEVER) as other:
+    with (redis.Redis.from_url(redis_url) as client,
+          RedisStore(client, prefix=prefix, compaction=EVERY_SECOND) as store,
+          RedisStore(redis_url, prefix=prefix, compaction=NEVER) as other):
         store.save("t", small(1), expected_version=None)
         store.append("t", change(1), expected_version=1)
         recorder = Recorder(client)
@@ -164,8 +165,9 @@ def test_a_compaction_that_finds_a_newer_append_leaves_it_alone(redis_url: str, 
 def test_a_compaction_never_writes_into_a_thread_created_again_meanwhile(redis_url: str, prefix: str) -> None:
     # The thread is deleted and made again, up to the very version and change count the compaction
     # read: only the record's creation token tells the two apart.
-    with redis.Redis.from_url(redis_url) as client, RedisStore(client, prefix=prefix, compaction=EVERY_SECOND) as store, \
-            RedisStore(redis_url, prefix=prefix, compaction=NEVER) as other:
+    with (redis.Redis.from_url(redis_url) as client,
+          RedisStore(client, prefix=prefix, compaction=EVERY_SECOND) as store,
+          RedisStore(redis_url, prefix=prefix, compaction=NEVER) as other):
         store.save("t", small(1), expected_version=None)
         store.append("t", change(1), expected_version=1)
         recorder = Recorder(client)
@@ -200,10 +202,10 @@ def test_a_compaction_that_fails_does_not_fail_the_append(
                 raise redis.ConnectionError("the connection dropped")
             return inner(*args, **options)
 
-        client.execute_command = broken  # type: ignore[method-assign]
+        client.execute_command = broken
         with caplog.at_level("DEBUG", logger="agui_client.stores"):
             version = store.append("t", change(2), expected_version=2)
-        client.execute_command = inner  # type: ignore[method-assign]
+        client.execute_command = inner
         stored = store.load("t")
 
     assert version == 3
@@ -226,10 +228,10 @@ def test_an_append_whose_reply_is_lost_is_not_sent_again(redis_url: str, prefix:
                 raise redis.ConnectionError("the reply was lost")
             return reply
 
-        client.execute_command = lose_reply  # type: ignore[method-assign]
+        client.execute_command = lose_reply
         with pytest.raises(StoreError) as caught:
             store.append("t", change(1), expected_version=1)
-        client.execute_command = inner  # type: ignore[method-assign]
+        client.execute_command = inner
         stored = store.load("t")
         with pytest.raises(ConcurrentResume):
             store.append("t", change(1), expected_version=1)
