@@ -1,10 +1,38 @@
 """``RedisStore``: threads in Redis, shared by every replica of an application.
 
-Each thread is one hash at ``<prefix><thread_id>`` with the fields ``version``, ``data`` (the JSON
-text of ``ThreadState.dump()``), ``claim`` (the owner token; empty when nobody holds one) and
-``format``. Every write is one Lua script run (``EVALSHA``, falling back to ``EVAL``), so Redis does
-the compare-and-set atomically; the script changes the hash with a single ``HSET``, so even a script
-stopped half-way by an error writes all of a record or none of it. Reads are one ``HGETALL``.
+Each thread is one hash at ``<prefix><thread_id>``, so a delete is one ``DEL`` and every write lands
+on one key. Its fields (record format 2):
+
+``version``, ``claim``, ``format``
+    the head: the version, the owner token of an in-flight run (empty when nobody holds one), and
+    the record format;
+``data``
+    the JSON text of ``ThreadState.dump()`` as last written whole (a save, a thread's creation, or a
+    compaction);
+``c:1`` … ``c:<n>`` and ``changes`` (*n*)
+    the runs' changes appended since (:meth:`RedisStore.append`), each the JSON text of one
+    :func:`~agui_client.stores.apply_changes` input, folded onto ``data`` in numeric order on load;
+``change_bytes``, ``data_bytes``
+    the sizes the :class:`~agui_client.stores.Compaction` policy weighs, kept by the writes so no
+    write has to measure the record;
+``record``
+    a random token written when the thread is created, so a compaction never writes into a thread
+    deleted and created again under the same id meanwhile.
+
+Every write is one Lua script run (``EVALSHA``, falling back to ``EVAL``), so Redis does the
+compare-and-set atomically. An append sends only its change: the script adds one ``c:<n>`` field and
+updates the head and the counters (``HSET`` of a new field, whatever the size of ``data``); a claim
+or a release changes the head alone. Reads are one ``HGETALL``, one consistent snapshot of data and
+changes. A compaction (after an append that makes ``compaction.due(...)`` true) reads the record,
+folds the changes into new ``data`` in this process, and runs a second script that writes it, drops
+the ``c:*`` fields and resets the counters only if the version, the change count and the creation
+token are still what it read, so a racing writer is never lost (a compaction that loses the race is
+skipped). Neither script can stop half-way: every check comes before the first write, and Redis
+refuses a script over its memory limit only before that first write.
+
+A record of format 1 (``version``, ``data``, ``claim``, ``format`` only, as earlier releases wrote
+it) is a format-2 record without changes: it loads as it is, and its next save or append stores it
+as format 2 (a claim or a release keeps its format, as in the other stores).
 
 How durable a save is past a Redis restart is Redis's configuration (``appendonly yes`` with
 ``appendfsync always`` for the strongest promise); the store promises that no reader ever sees half a
@@ -15,20 +43,27 @@ write, and that no two writers both advance a thread from the same version.
 
 from __future__ import annotations
 
+import logging
+import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from attrs import frozen
+
 from ..errors import StoreError
 from .base import (
     STORE_FORMAT_VERSION,
+    Compaction,
     Head,
     Operation,
     StoredThread,
     _check_owner,
     _closed,
+    _compacted,
     _creation_data,
     _decode_record,
+    _encode_changes,
     _encode_data,
 )
 from .base import _StoreBase as _Base
@@ -39,29 +74,54 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisStore"]
 
-# KEYS[1]: the thread's hash. ARGV: operation, expected version ("" for a create), owner, data, format.
-# Returns {1, new version}, or {0, version (-1 when absent), claim, format} when refused: the Python
-# side then runs check_write on that head to raise the same error the other stores raise. A claim that
-# finds the very claim it asks for (its owner's, one version on; version 0 for a create) answers that
-# version and writes nothing, as check_write recognises it.
-_SCRIPT = """
+logger = logging.getLogger("agui_client.stores")
+
+# Drops the fields c:1 .. c:n (HDEL in slices: Lua's unpack takes a bounded number of values).
+_DROP_CHANGES = """
+local function drop_changes(key, n)
+  local first = 1
+  while first <= n do
+    local fields = {}
+    for i = first, math.min(n, first + 499) do fields[#fields + 1] = 'c:' .. i end
+    redis.call('HDEL', key, unpack(fields))
+    first = first + 500
+  end
+end
+"""
+
+# KEYS[1]: the thread's hash. ARGV: operation, expected version ("" for a create), owner, text (the data
+# of a save or a create, the change of an append), format, creation token.
+# Returns {1, new version} ({1, new version, data bytes, change bytes, changes} for an append), or
+# {0, version (-1 when absent), claim, format} when refused: the Python side then runs check_write on
+# that head to raise the same error the other stores raise. A claim that finds the very claim it asks
+# for (its owner's, one version on; version 0 for a create) answers that version and writes nothing,
+# as check_write recognises it. Every check comes before the first write.
+_SCRIPT = _DROP_CHANGES + """
 local key = KEYS[1]
-local op, expected, owner, data, ours = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local head = redis.call('HMGET', key, 'version', 'claim', 'format')
+local op, expected, owner, text, ours, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local head = redis.call('HMGET', key, 'version', 'claim', 'format', 'changes', 'change_bytes', 'data_bytes')
 local version = head[1] and tonumber(head[1])
 local claim = head[2] or ''
 local format = tonumber(head[3] or '1')
+local changes = tonumber(head[4] or '0') or 0
 local function refused() return {0, version or -1, claim, format} end
-if expected == '' and op ~= 'release' then
+local function whole(new_version, new_claim)
+  -- A save or a creation: the data written whole, the changes appended before it gone.
+  if changes > 0 then drop_changes(key, changes) end
+  redis.call('HSET', key, 'version', new_version, 'data', text, 'claim', new_claim, 'format', ours,
+             'changes', 0, 'change_bytes', 0, 'data_bytes', #text)
+  if token ~= '' then redis.call('HSET', key, 'record', token) end
+end
+if expected == '' and op ~= 'release' and op ~= 'append' then
   if version then
     if op == 'claim' and version == 0 and claim == owner then return {1, 0} end
     return refused()
   end
   if op == 'save' then
-    redis.call('HSET', key, 'version', 1, 'data', data, 'claim', '', 'format', ours)
+    whole(1, '')
     return {1, 1}
   end
-  redis.call('HSET', key, 'version', 0, 'data', data, 'claim', owner, 'format', ours)
+  whole(0, owner)
   return {1, 0}
 end
 expected = tonumber(expected)
@@ -69,7 +129,15 @@ if not version or not expected or format > ours then return refused() end
 if op == 'claim' and claim ~= '' and claim == owner and version == expected + 1 then return {1, version} end
 if version ~= expected then return refused() end
 if op == 'save' then
-  redis.call('HSET', key, 'version', version + 1, 'data', data, 'claim', '', 'format', ours)
+  whole(version + 1, '')
+elseif op == 'append' then
+  local n = changes + 1
+  -- A format-1 record has no data_bytes yet: HSTRLEN measures the field without reading it out.
+  local data_bytes = tonumber(head[6] or '') or redis.call('HSTRLEN', key, 'data')
+  local change_bytes = tonumber(head[5] or '0') + #text
+  redis.call('HSET', key, 'version', version + 1, 'claim', '', 'format', ours, 'c:' .. n, text,
+             'changes', n, 'change_bytes', change_bytes, 'data_bytes', data_bytes)
+  return {1, version + 1, data_bytes, change_bytes, n}
 elseif op == 'claim' then
   if claim ~= '' then return refused() end
   redis.call('HSET', key, 'version', version + 1, 'claim', owner)
@@ -82,6 +150,22 @@ end
 return {1, version + 1}
 """
 
+# KEYS[1]: the thread's hash. ARGV: the version, change count and creation token the compaction read,
+# the folded data, the format this release writes. Writes the data and drops the changes only if the
+# record has not moved since it was read (1), else leaves it alone (0). The version and the claim stay.
+_COMPACT = _DROP_CHANGES + """
+local key = KEYS[1]
+local version, changes, token, text, ours = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
+local head = redis.call('HMGET', key, 'version', 'changes', 'record', 'format')
+if not head[1] or tonumber(head[1]) ~= version or tonumber(head[2] or '0') ~= changes
+    or (head[3] or '') ~= token or tonumber(head[4] or '1') > ours or changes < 1 then
+  return 0
+end
+drop_changes(key, changes)
+redis.call('HSET', key, 'data', text, 'changes', 0, 'change_bytes', 0, 'data_bytes', #text)
+return 1
+"""
+
 
 class RedisStore(_Base):
     """Threads in Redis, for applications whose replicas share threads.
@@ -91,6 +175,8 @@ class RedisStore(_Base):
             synchronous ``redis.Redis`` client (the caller keeps ownership; ``close()`` leaves it
             open). Clients with or without ``decode_responses`` both work.
         prefix: prepended to the thread id to make the key.
+        compaction: when appended changes are folded into the record's data (the default:
+            :class:`~agui_client.stores.Compaction`).
 
     Raises:
         ImportError: the ``redis`` extra is not installed.
@@ -102,7 +188,8 @@ class RedisStore(_Base):
             version = store.claim("t1", expected_version=3, owner=token)
     """
 
-    def __init__(self, url_or_client: str | _redis.Redis, *, prefix: str = "agui:thread:") -> None:
+    def __init__(self, url_or_client: str | _redis.Redis, *, prefix: str = "agui:thread:",
+                 compaction: Compaction | None = None) -> None:
         try:
             import redis
             import redis.asyncio
@@ -110,6 +197,7 @@ class RedisStore(_Base):
             raise ImportError("RedisStore needs the redis extra: pip install 'agui-client[redis]'") from exc
         if isinstance(url_or_client, redis.asyncio.Redis):
             raise TypeError("RedisStore needs a synchronous redis.Redis client; async code calls it in a worker thread")
+        self.compaction = compaction or Compaction()
         self._redis_error: type[Exception] = redis.RedisError
         # What a dropped connection raises: the command may have run, its reply is lost.
         self._connection_lost: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError)
@@ -119,31 +207,26 @@ class RedisStore(_Base):
         )
         self._prefix = prefix
         self._script = self._client.register_script(_SCRIPT)
+        self._compact_script = self._client.register_script(_COMPACT)
         self._closed = False
 
     def load(self, thread_id: str) -> StoredThread | None:
-        """The stored thread, or ``None`` when there is none.
+        """The stored thread: its data with the changes appended since folded in, or ``None`` when there
+        is none.
 
         Raises:
             StoreError: Redis failed, the store is closed, or the record is unreadable or of a newer format.
         """
-        with self._calls(thread_id):
-            fields: Mapping[Any, Any] = self._client.hgetall(self._key(thread_id))
-        if not fields:
+        record = self._read(thread_id)
+        if record is None:
             return None
-        record = {_text(k): v for k, v in fields.items()}
-        try:
-            version = int(record["version"])
-            text = _text(record["data"])
-            claim = _text(record.get("claim", b"")) or None
-            format = int(record.get("format", STORE_FORMAT_VERSION))
-        except (KeyError, ValueError, UnicodeDecodeError) as exc:
-            raise StoreError(f"thread {thread_id!r}: key {self._key(thread_id)!r} is not a thread record ({exc!r})",
-                             thread_id=thread_id) from exc
-        return _decode_record(thread_id, version=version, text=text, claim=claim, format=format)
+        return _decode_record(thread_id, version=record.version, text=record.text, claim=record.claim,
+                              format=record.format, changes=record.changes)
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
         """Compare-and-set the thread's data; see :meth:`ThreadStore.save`.
+
+        The data is written whole and the changes appended before it are dropped.
 
         Raises:
             ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create).
@@ -151,7 +234,31 @@ class RedisStore(_Base):
                 of a newer format.
         """
         text = _encode_data(thread_id, data)
-        return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text)
+        return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text)[0]
+
+    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int) -> int:
+        """Compare-and-set one run's changes onto the thread's record; see :meth:`IncrementalStore.append`.
+
+        Sends and stores the changes alone (one new hash field), whatever the size of the thread. When
+        the record's changes are then due for a compaction (``self.compaction``), folds them into its
+        data; a compaction that fails or finds the record moved on is skipped (logged at debug level),
+        since the append has landed.
+
+        Raises:
+            ConcurrentResume: the stored version is not ``expected_version``, or the thread is gone.
+            StoreError: the changes are not JSON-ready, Redis failed, the store is closed, or the record
+                is of a newer format.
+        """
+        text = _encode_changes(thread_id, changes)
+        version, data_bytes, change_bytes, count = self._write(thread_id, "append", expected_version=expected_version,
+                                                               owner=None, text=text)
+        if self.compaction.due(data_bytes, change_bytes, count):
+            try:
+                self._compact(thread_id)
+            except StoreError as exc:
+                logger.debug("RedisStore: the compaction of thread %r after version %d was skipped: %s",
+                             thread_id, version, exc)
+        return version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
               data: Mapping[str, Any] | None = None) -> int:
@@ -169,7 +276,7 @@ class RedisStore(_Base):
         """
         _check_owner(owner)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
-                           text=_creation_data(thread_id, expected_version, data))
+                           text=_creation_data(thread_id, expected_version, data))[0]
 
     def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
         """Undo a claim; see :meth:`ThreadStore.release`.
@@ -179,7 +286,7 @@ class RedisStore(_Base):
             StoreError: Redis failed, the store is closed, or the record is of a newer format.
         """
         _check_owner(owner)
-        return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None)
+        return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None)[0]
 
     def delete(self, thread_id: str) -> None:
         """Forget the thread (nothing happens when there is none).
@@ -203,22 +310,62 @@ class RedisStore(_Base):
     def _key(self, thread_id: str) -> str:
         return self._prefix + thread_id
 
+    def _read(self, thread_id: str) -> _Record | None:
+        """The record's fields, from one ``HGETALL`` (one consistent snapshot)."""
+        with self._calls(thread_id):
+            fields: Mapping[Any, Any] = self._client.hgetall(self._key(thread_id))
+        if not fields:
+            return None
+        record = {_text(k): v for k, v in fields.items()}
+        try:
+            count = int(record.get("changes", 0))
+            return _Record(
+                version=int(record["version"]),
+                text=_text(record["data"]),
+                claim=_text(record.get("claim", b"")) or None,
+                format=int(record.get("format", STORE_FORMAT_VERSION)),
+                changes=[record[f"c:{n}"] for n in range(1, count + 1)],
+                token=_text(record.get("record", b"")),
+            )
+        except (KeyError, ValueError, UnicodeDecodeError) as exc:
+            raise StoreError(f"thread {thread_id!r}: key {self._key(thread_id)!r} is not a thread record ({exc!r})",
+                             thread_id=thread_id) from exc
+
+    def _compact(self, thread_id: str) -> None:
+        """Fold the record's changes into its data, unless the record moves on meanwhile."""
+        record = self._read(thread_id)
+        if record is None or not record.changes or record.format > STORE_FORMAT_VERSION:
+            return
+        text = _compacted(thread_id, record.text, record.changes)
+        with self._calls(thread_id):
+            done = self._compact_script(
+                keys=[self._key(thread_id)],
+                args=[str(record.version), str(len(record.changes)), record.token, text, str(STORE_FORMAT_VERSION)],
+            )
+        if not int(done):
+            logger.debug("RedisStore: thread %r moved on from version %d; its compaction was skipped",
+                         thread_id, record.version)
+
     def _write(
         self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None,
         text: str | bytes | None,
-    ) -> int:
+    ) -> tuple[int, int, int, int]:
+        """Run the write script; returns the new version, then (an append) the data's bytes, the
+        changes' bytes and their count (zeros for the other writes)."""
+        token = secrets.token_hex(8) if expected_version is None else ""
         args: list[str | bytes] = [operation, "" if expected_version is None else str(expected_version),
-                                   owner or "", text or "", str(STORE_FORMAT_VERSION)]
+                                   owner or "", text or "", str(STORE_FORMAT_VERSION), token]
         keys = [self._key(thread_id)]
         with self._calls(thread_id):
             try:
                 reply = self._script(keys=keys, args=args)
             except self._connection_lost:
                 if operation != "claim":
-                    raise  # (a save or a release sent again would be refused by its own landing)
+                    raise  # (a save, an append or a release sent again would be refused by its own landing)
                 reply = self._script(keys=keys, args=args)
         if int(reply[0]) == 1:
-            return int(reply[1])
+            sizes = [int(value) for value in reply[2:5]] or [0, 0, 0]
+            return int(reply[1]), sizes[0], sizes[1], sizes[2]
         version, claim, format = int(reply[1]), _text(reply[2]), int(reply[3])
         head = None if version < 0 else Head(version=version, claim=claim or None, format=format)
         _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner)
@@ -235,6 +382,18 @@ class RedisStore(_Base):
             yield
         except self._redis_error as exc:
             raise StoreError(f"Redis store failed for thread {thread_id!r}: {exc}", thread_id=thread_id) from exc
+
+
+@frozen(kw_only=True)
+class _Record:
+    """A thread's hash as one ``HGETALL`` read it."""
+
+    version: int
+    text: str
+    claim: str | None
+    format: int
+    changes: list[str | bytes]
+    token: str
 
 
 def _text(value: Any) -> str:

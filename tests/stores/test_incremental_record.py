@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from test_store_contract import Backend, _backend, small
+from test_store_contract import raw_redis  # noqa: F401 (the fixture the Redis backends use)
 
 from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import STORE_FORMAT_VERSION, Compaction, IncrementalStore, apply_changes
@@ -25,7 +26,7 @@ from agui_client.stores import STORE_FORMAT_VERSION, Compaction, IncrementalStor
 __all__: list[str] = []
 
 #: The stores with ``append``; each store's branch adds its kind here as it gains one.
-INCREMENTAL_KINDS = ["memory"]
+INCREMENTAL_KINDS = ["memory", "redis", "redis-decoded"]
 #: Fold after every third change, whatever its size.
 EVERY_THIRD = Compaction(min_bytes=1 << 40, ratio=1e9, max_changes=3)
 #: Never fold (within a test).

@@ -111,16 +111,16 @@ def _redis_backend(url: str, client: redis.Redis, *, decoded: bool) -> Backend:
     # A fresh prefix per test keeps tests apart on the one session server.
     prefix = f"agui:test:{uuid.uuid4().hex}:"
 
-    def make() -> ThreadStore:
+    def make(compaction: Compaction | None = None) -> ThreadStore:
         if decoded:
-            return RedisStore(redis.Redis.from_url(url, decode_responses=True), prefix=prefix)
-        return RedisStore(url, prefix=prefix)
+            return RedisStore(redis.Redis.from_url(url, decode_responses=True), prefix=prefix, compaction=compaction)
+        return RedisStore(url, prefix=prefix, compaction=compaction)
 
     def set_raw(thread_id: str, field: str, value: Any) -> None:
         client.hset(prefix + thread_id, field, value)
 
     return Backend(store=make(), reopen=make, raw_format=lambda tid: int(client.hget(prefix + tid, "format") or -1),
-                   set_raw=set_raw)
+                   set_raw=set_raw, compacting=make)
 
 
 def _postgres_backend(dsn: str) -> Backend:
@@ -959,10 +959,20 @@ def test_redis_store_keeps_a_thread_under_its_prefix(redis_url: str, raw_redis: 
     with RedisStore(redis_url, prefix=prefix) as store:
         store.save("t", small(1), expected_version=None)
 
-    fields: dict[Any, Any] = raw_redis.hgetall(prefix + "t")
+        saved: dict[Any, Any] = raw_redis.hgetall(prefix + "t")
+        store.append("t", {"set": {"lastRunId": "r2"}}, expected_version=1)
+        appended: dict[Any, Any] = raw_redis.hgetall(prefix + "t")
 
-    assert fields == {b"version": b"1", b"data": fields[b"data"], b"claim": b"", b"format": b"2"}
-    assert json.loads(fields[b"data"]) == small(1)
+    size = str(len(saved[b"data"])).encode()
+    assert raw_redis.keys(prefix + "*") == [(prefix + "t").encode()]
+    assert saved == {b"version": b"1", b"data": saved[b"data"], b"claim": b"", b"format": b"2", b"changes": b"0",
+                     b"change_bytes": b"0", b"data_bytes": size, b"record": saved[b"record"]}
+    assert json.loads(saved[b"data"]) == small(1)
+    assert len(saved[b"record"]) == 16
+    # An append adds its change as one field and leaves the data as it was.
+    change = b'{"set":{"lastRunId":"r2"}}'
+    assert appended == {**saved, b"version": b"2", b"changes": b"1", b"c:1": change,
+                        b"change_bytes": str(len(change)).encode()}
 
 
 def test_redis_store_leaves_a_client_it_was_given_open(redis_url: str) -> None:

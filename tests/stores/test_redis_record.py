@@ -1,0 +1,254 @@
+"""RedisStore's incremental record (issue 21): one hash per thread, the changes as ``c:<n>`` fields.
+
+What the shared contract (``test_incremental_record.py``) cannot see from outside the store: what an
+append and a claim send to Redis (the change alone, whatever the size of the thread), a record written
+by the previous release as it wrote it, and a compaction that finds the record moved on (a racing
+append, a thread deleted and created again) or fails, which must never lose a write or fail the append.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+from test_store_contract import small
+
+from agui_client.errors import ConcurrentResume, StoreError
+from agui_client.stores import STORE_FORMAT_VERSION, Compaction, RedisStore, apply_changes
+
+__all__: list[str] = []
+
+#: Fold after every second change, whatever its size.
+EVERY_SECOND = Compaction(min_bytes=1 << 40, ratio=1e9, max_changes=2)
+NEVER = Compaction(min_bytes=1 << 40, ratio=1e9, max_changes=1 << 30)
+
+
+def change(n: int) -> dict[str, Any]:
+    return {"messagesFrom": n, "messages": [{"id": f"a{n}", "role": "assistant", "content": f"answer {n}"}],
+            "set": {"lastRunId": f"run-{n}"}}
+
+
+def big(n: int) -> dict[str, Any]:
+    """A thread of ``n`` messages of about 1 KiB each."""
+    data = small(0)
+    data["messages"] = [{"id": f"m{i}", "role": "user", "content": "x" * 1000} for i in range(n)]
+    return data
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"agui:test:{uuid.uuid4().hex}:"
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    with redis.Redis.from_url(redis_url) as made:
+        yield made
+
+
+class Recorder:
+    """Wraps a client's ``execute_command``: records every command sent, and can act around one."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self.calls: list[tuple[Any, ...]] = []
+        self.after: Callable[[tuple[Any, ...]], None] | None = None
+        inner: Callable[..., Any] = client.execute_command
+
+        def execute_command(*args: Any, **options: Any) -> Any:
+            self.calls.append(args)
+            reply = inner(*args, **options)
+            if self.after is not None:
+                self.after(args)
+            return reply
+
+        client.execute_command = execute_command  # type: ignore[method-assign]
+
+    def sent_bytes(self) -> int:
+        return sum(len(arg) if isinstance(arg, (bytes, str)) else len(str(arg)) for call in self.calls for arg in call)
+
+
+def test_an_append_and_a_claim_send_the_same_bytes_whatever_the_size_of_the_thread(
+    redis_url: str, prefix: str
+) -> None:
+    sent: dict[int, list[int]] = {}
+    for size, thread_id in ((1, "short"), (300, "longy")):
+        with redis.Redis.from_url(redis_url) as client, RedisStore(client, prefix=prefix, compaction=NEVER) as store:
+            store.save(thread_id, big(size), expected_version=None)
+            store.append(thread_id, change(1), expected_version=1)  # (the script is loaded now)
+            recorder = Recorder(client)
+            store.append(thread_id, change(1), expected_version=2)
+            appended = recorder.sent_bytes()
+            recorder.calls.clear()
+            claimed = store.claim(thread_id, expected_version=3, owner="replica-a")
+            store.release(thread_id, claimed_version=claimed, owner="replica-a")
+            sent[size] = [appended, recorder.sent_bytes()]
+
+    # 300 KiB of thread or 1 KiB: the same command, the same bytes (the script's hash, the key, the change).
+    assert sent[300] == sent[1]
+    assert sent[300][0] < 400
+
+
+def test_a_record_the_previous_release_wrote_loads_appends_and_compacts(
+    redis_url: str, client: redis.Redis, prefix: str
+) -> None:
+    # The hash exactly as the release before the incremental record wrote it (record format 1).
+    data = small(1)
+    client.hset(prefix + "t", mapping={"version": 4, "data": json.dumps(data), "claim": "", "format": 1})
+    with RedisStore(redis_url, prefix=prefix, compaction=EVERY_SECOND) as store:
+        loaded = store.load("t")
+        first = store.append("t", change(1), expected_version=4)
+        between = store.load("t")
+        raw_between: dict[Any, Any] = client.hgetall(prefix + "t")
+        second = store.append("t", change(2), expected_version=5)
+        after = store.load("t")
+    raw_after: dict[Any, Any] = client.hgetall(prefix + "t")
+
+    assert loaded is not None and (loaded.version, loaded.format, loaded.data, loaded.changes) == (4, 1, data, 0)
+    assert (first, second) == (5, 6)
+    assert between is not None and (between.format, between.changes) == (STORE_FORMAT_VERSION, 1)
+    # The data field is untouched by the append; its size is measured on the server for the policy.
+    assert raw_between[b"data"] == json.dumps(data).encode()
+    assert raw_between[b"data_bytes"] == str(len(json.dumps(data))).encode()
+    assert b"record" not in raw_between
+    # The second append made two changes: folded into the data, the counters reset.
+    expected = apply_changes(copy.deepcopy(data), [change(1), change(2)])
+    assert after is not None and (after.version, after.changes, after.data) == (6, 0, expected)
+    assert json.loads(raw_after[b"data"]) == expected
+    assert (raw_after[b"changes"], raw_after[b"change_bytes"]) == (b"0", b"0")
+    assert not [field for field in raw_after if field.startswith(b"c:")]
+
+
+def test_a_save_drops_the_appended_changes(redis_url: str, client: redis.Redis, prefix: str) -> None:
+    with RedisStore(redis_url, prefix=prefix, compaction=NEVER) as store:
+        store.save("t", small(1), expected_version=None)
+        for n in range(1, 4):
+            store.append("t", change(n), expected_version=n)
+        store.save("t", small(9), expected_version=4)
+        stored = store.load("t")
+
+    fields: dict[Any, Any] = client.hgetall(prefix + "t")
+    assert stored is not None and (stored.version, stored.data, stored.changes) == (5, small(9), 0)
+    assert not [field for field in fields if field.startswith(b"c:")]
+    assert fields[b"changes"] == b"0"
+
+
+def test_a_compaction_that_finds_a_newer_append_leaves_it_alone(redis_url: str, prefix: str) -> None:
+    # Between the compaction's read and its write, another replica appends: the fold would drop that
+    # append, so the compaction is skipped and the next one folds everything.
+    with (redis.Redis.from_url(redis_url) as client,
+          RedisStore(client, prefix=prefix, compaction=EVERY_SECOND) as store,
+          RedisStore(redis_url, prefix=prefix, compaction=NEVER) as other):
+        store.save("t", small(1), expected_version=None)
+        store.append("t", change(1), expected_version=1)
+        recorder = Recorder(client)
+
+        def race(args: tuple[Any, ...]) -> None:
+            if args[0] == "HGETALL":
+                recorder.after = None
+                other.append("t", change(3), expected_version=3)
+
+        recorder.after = race
+        version = store.append("t", change(2), expected_version=2)
+        raced = store.load("t")
+
+    expected = apply_changes(small(1), [change(1), change(2), change(3)])
+    assert version == 3
+    assert raced is not None and (raced.version, raced.changes, raced.data) == (4, 3, expected)
+
+
+def test_a_compaction_never_writes_into_a_thread_created_again_meanwhile(redis_url: str, prefix: str) -> None:
+    # The thread is deleted and made again, up to the very version and change count the compaction
+    # read: only the record's creation token tells the two apart.
+    with (redis.Redis.from_url(redis_url) as client,
+          RedisStore(client, prefix=prefix, compaction=EVERY_SECOND) as store,
+          RedisStore(redis_url, prefix=prefix, compaction=NEVER) as other):
+        store.save("t", small(1), expected_version=None)
+        store.append("t", change(1), expected_version=1)
+        recorder = Recorder(client)
+
+        def recreate(args: tuple[Any, ...]) -> None:
+            if args[0] == "HGETALL":
+                recorder.after = None
+                other.delete("t")
+                other.save("t", small(5), expected_version=None)
+                other.append("t", {**change(7), "messagesFrom": 1}, expected_version=1)
+                other.append("t", {**change(8), "messagesFrom": 2}, expected_version=2)
+
+        recorder.after = recreate
+        store.append("t", change(2), expected_version=2)
+        stored = store.load("t")
+
+    assert stored is not None
+    again = apply_changes(small(5), [{**change(7), "messagesFrom": 1}, {**change(8), "messagesFrom": 2}])
+    assert (stored.version, stored.changes, stored.data) == (3, 2, again)
+
+
+def test_a_compaction_that_fails_does_not_fail_the_append(
+    redis_url: str, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with redis.Redis.from_url(redis_url) as client, RedisStore(client, prefix=prefix, compaction=EVERY_SECOND) as store:
+        store.save("t", small(1), expected_version=None)
+        store.append("t", change(1), expected_version=1)
+        inner = client.execute_command
+
+        def broken(*args: Any, **options: Any) -> Any:
+            if args[0] == "HGETALL":
+                raise redis.ConnectionError("the connection dropped")
+            return inner(*args, **options)
+
+        client.execute_command = broken
+        with caplog.at_level("DEBUG", logger="agui_client.stores"):
+            version = store.append("t", change(2), expected_version=2)
+        client.execute_command = inner
+        stored = store.load("t")
+
+    assert version == 3
+    assert stored is not None and (stored.version, stored.changes) == (3, 2)
+    assert stored.data == apply_changes(small(1), [change(1), change(2)])
+    assert any("compaction" in record.getMessage() and "'t'" in record.getMessage() for record in caplog.records)
+
+
+def test_an_append_whose_reply_is_lost_is_not_sent_again(redis_url: str, prefix: str) -> None:
+    # The script ran; its reply never came back. Sent again it would be refused by its own landing.
+    with redis.Redis.from_url(redis_url) as client, RedisStore(client, prefix=prefix, compaction=NEVER) as store:
+        store.save("t", small(1), expected_version=None)
+        inner = client.execute_command
+        sent: list[Any] = []
+
+        def lose_reply(*args: Any, **options: Any) -> Any:
+            reply = inner(*args, **options)
+            if args[0] == "EVALSHA":
+                sent.append(args)
+                raise redis.ConnectionError("the reply was lost")
+            return reply
+
+        client.execute_command = lose_reply
+        with pytest.raises(StoreError) as caught:
+            store.append("t", change(1), expected_version=1)
+        client.execute_command = inner
+        stored = store.load("t")
+        with pytest.raises(ConcurrentResume):
+            store.append("t", change(1), expected_version=1)
+
+    assert caught.value.thread_id == "t" and isinstance(caught.value.__cause__, redis.ConnectionError)
+    assert len(sent) == 1
+    assert stored is not None and (stored.version, stored.changes) == (2, 1)
+
+
+def test_a_record_with_a_missing_change_field_is_refused(redis_url: str, client: redis.Redis, prefix: str) -> None:
+    with RedisStore(redis_url, prefix=prefix, compaction=NEVER) as store:
+        store.save("t", small(1), expected_version=None)
+        store.append("t", change(1), expected_version=1)
+        store.append("t", change(2), expected_version=2)
+        client.hdel(prefix + "t", "c:1")
+        with pytest.raises(StoreError) as caught:
+            store.load("t")
+
+    assert caught.value.thread_id == "t"
+    assert "c:1" in str(caught.value)
