@@ -202,8 +202,8 @@ class PostgresStore(_Base):
         dsn: a libpq connection string, ``"host=db dbname=app user=app"`` or
             ``"postgresql://app@db/app"``. The password, if it holds one, never appears in an error.
         table: the thread table (``"name"`` or ``"schema.name"``); created on first use, with its primary
-            key, and its change table (``name_changes``; a name that would pass PostgreSQL's 63 bytes
-            is cut and given a hash of the whole name instead).
+            key, and its change table (``name_changes``; when that would pass PostgreSQL's 63 bytes,
+            the name cut short, a hash of it and ``_changes``).
         connect_timeout: seconds a new connection may take before the call fails with ``StoreError``.
         compaction: when appended changes are folded into the thread's data (the default:
             :class:`~agui_client.stores.base.Compaction`).
@@ -396,8 +396,10 @@ class PostgresStore(_Base):
                         return new_version, None
                 else:
                     params = {"thread_id": thread_id, "expected": expected_version, "owner": owner, "data": text,
-                              "ours": STORE_FORMAT_VERSION,
-                              "size": 0 if text is None else len(text.encode("utf-8"))}
+                              "ours": STORE_FORMAT_VERSION}
+                    if operation == "append":
+                        assert text is not None  # (an append always carries its change)
+                        params["size"] = len(text.encode("utf-8"))
                     cursor = conn.execute(self._sql[operation], params)
                     if cursor.rowcount == 1:
                         if operation == "append":

@@ -1087,6 +1087,56 @@ def test_postgres_store_names_the_change_table_of_a_long_table_name_within_63_by
     assert sum(name.endswith("_changes") for (name,) in names) == 2
 
 
+def test_postgres_store_skips_a_compaction_a_writer_got_in_before(postgres_dsn: str, pg_table: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # Between the compaction's load and its folding update another replica claims the thread: the
+    # fold would be built from the record before the claim, so it must not land.
+    store = PostgresStore(postgres_dsn, table=pg_table, compaction=Compaction(min_bytes=0, ratio=0.0, max_changes=1))
+    other = PostgresStore(postgres_dsn, table=pg_table)
+    try:
+        other.save("t", small(1), expected_version=None)
+        load_row = store._load_row
+
+        def load_then_claim(thread_id: str) -> Any:
+            row = load_row(thread_id)
+            other.claim(thread_id, expected_version=2, owner="replica-b")
+            return row
+
+        monkeypatch.setattr(store, "_load_row", load_then_claim)
+        version = store.append("t", {"set": {"state": {"n": 1}}}, expected_version=1)
+        monkeypatch.undo()
+        stored = store.load("t")
+    finally:
+        store.close()
+        other.close()
+
+    assert version == 2
+    assert stored is not None and (stored.version, stored.claim, stored.changes) == (3, "replica-b", 1)
+    assert stored.data == {**small(1), "state": {"n": 1}}
+
+
+def test_postgres_store_append_succeeds_when_its_compaction_fails(postgres_dsn: str, pg_table: str,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    with PostgresStore(postgres_dsn, table=pg_table, compaction=Compaction(min_bytes=0, ratio=0.0)) as store:
+        store.save("t", small(1), expected_version=None)
+        # The server refuses the fold's deletion of change rows (a trigger here; a role that lost its
+        # DELETE grant alike): the folding statement fails as a whole, the head's update with it.
+        _pg(postgres_dsn, f"CREATE FUNCTION {pg_table}_refuse() RETURNS trigger LANGUAGE plpgsql AS"
+                          " $$ BEGIN RAISE EXCEPTION 'no deleting here'; END $$")
+        _pg(postgres_dsn, f"CREATE TRIGGER refuse BEFORE DELETE ON {pg_table}_changes"
+                          f" FOR EACH ROW EXECUTE FUNCTION {pg_table}_refuse()")
+        with caplog.at_level("DEBUG", logger="agui_client.stores.postgres"):
+            version = store.append("t", {"set": {"state": {"n": 1}}}, expected_version=1)
+        stored = store.load("t")
+
+    assert version == 2
+    assert stored is not None and (stored.version, stored.changes) == (2, 1)
+    assert stored.data == {**small(1), "state": {"n": 1}}
+    assert any("compaction of thread 't' skipped" in record.getMessage() and "no deleting here" in record.getMessage()
+               for record in caplog.records)
+    _pg(postgres_dsn, f"DROP FUNCTION {pg_table}_refuse() CASCADE")
+
+
 # The thread table as the release before the change table made it (layout 1), verbatim.
 _LAYOUT_1_CREATE = """
 CREATE TABLE {table} (
