@@ -11,6 +11,9 @@ and the thread must take the next claim, release and append as usual.
 The store's statements run in autocommit, so which of the two a kill leaves is known for each step:
 before the first statement, the append has not happened; after it, it has; and the compaction,
 whether it ran or not, never shows in what a load returns (only in how many changes it folds).
+
+A last case loses an append's reply (a proxy lets it commit and cuts the connection before the answer):
+the store must not send it again.
 """
 
 from __future__ import annotations
@@ -110,3 +113,36 @@ def test_an_append_killed_at_any_statement_leaves_the_thread_before_or_after_it(
         # Folded only once the folding update's reply came back (or the writer finished).
         folded = [kill_at for kill_at, _, changes in outcomes if changes == 0]
         assert folded == ([3, 4] if when == "after" else [4])
+
+
+def test_an_append_whose_reply_was_lost_is_not_sent_again(postgres_dsn: str, table: str) -> None:
+    # The append reaches the server and commits; its reply is lost with the connection. Sent again it
+    # would be refused by its own landing, so the store reports the lost connection (StoreError) and
+    # the writer finds its change, once, when it loads the thread.
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    from test_lost_reply import ClaimCutter, Wire
+
+    from agui_client.errors import ConcurrentResume, StoreError
+
+    appends = Wire(claim=lambda data: b"INSERT INTO" in data and b"_changes" in data,
+                   answered=lambda data: b"Z\x00\x00\x00\x05" in data)
+    cutter = ClaimCutter(int(conninfo_to_dict(postgres_dsn).get("port") or 5432), appends)
+    try:
+        with PostgresStore(postgres_dsn, table=table) as direct:
+            direct.save(THREAD_ID, {"messages": [{"id": "u0", "role": "user", "content": "hi"}]},
+                        expected_version=None)
+            with PostgresStore(make_conninfo(postgres_dsn, host="127.0.0.1", port=str(cutter.port)),
+                               table=table) as cut:
+                cutter.cut_next_claim()
+                with pytest.raises(StoreError) as caught:
+                    cut.append(THREAD_ID, change(1), expected_version=1)
+                stored = cut.load(THREAD_ID)
+            with pytest.raises(ConcurrentResume):
+                direct.append(THREAD_ID, change(1), expected_version=1)
+    finally:
+        cutter.close()
+
+    assert cutter.cuts == 1
+    assert not isinstance(caught.value, ConcurrentResume) and caught.value.thread_id == THREAD_ID
+    assert stored is not None and (stored.version, stored.changes) == (2, 1)
+    assert [m["id"] for m in stored.data["messages"]] == ["u0", "a1"]
