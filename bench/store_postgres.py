@@ -15,6 +15,7 @@ numbers for a run go in the change's report. The tables it makes are dropped at 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -46,6 +47,10 @@ def _thread(runs: int) -> dict[str, Any]:
 def _change(n: int, messages: int) -> dict[str, Any]:
     return {"messagesFrom": messages, "messages": _run(n), "set": {"state": {"turn": n}, "lastRunId": f"run-{n}"},
             "merge": {"usageByRun": {f"run-{n}": [{"inputTokens": n}]}}}
+
+
+def _json_bytes(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")).encode())
 
 
 def _wal(dsn: str) -> int:
@@ -84,9 +89,9 @@ def measure(dsn: str, runs: int, appends: int, pairs: int, compaction: Compactio
         loaded = store.load("bench")
         assert loaded is not None and len(loaded.data["messages"]) == messages
         return {"append_median": statistics.median(times), "append_mean": statistics.fmean(times),
-                "append_wal": append_wal, "change_bytes": len(str(_change(runs, messages))),
+                "append_wal": append_wal, "change_bytes": _json_bytes(_change(runs, messages)),
                 "pair_median": statistics.median(pair_times), "pair_wal": pair_wal,
-                "data_kib": len(str(data)) / 1024}
+                "data_kib": _json_bytes(data) / 1024}
     finally:
         import psycopg
         from psycopg import sql
@@ -106,13 +111,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.dsn:
         ap.error("give --dsn (or set AGUI_TEST_POSTGRES_DSN)")
-    print(f"{'runs':>6} {'data KiB':>9} {'append ms (median/mean)':>24} {'WAL B/append':>13} "
+    print(f"{'runs':>6} {'data KiB':>9} {'append ms (median/mean)':>24} {'change B':>9} {'WAL B/append':>13} "
           f"{'claim+release ms':>17} {'WAL B/pair':>11}")
     for label, compaction in (("", NEVER), (" (default compaction)", Compaction())):
         for runs in args.runs:
             r = measure(args.dsn, runs, args.appends, args.pairs, compaction)
             print(f"{runs:>6} {r['data_kib']:>9.0f} {r['append_median'] * 1e3:>11.3f} / {r['append_mean'] * 1e3:<10.3f}"
-                  f" {r['append_wal']:>13.0f} {r['pair_median'] * 1e3:>17.3f} {r['pair_wal']:>11.0f}{label}")
+                  f" {r['change_bytes']:>9} {r['append_wal']:>13.0f} {r['pair_median'] * 1e3:>17.3f}"
+                  f" {r['pair_wal']:>11.0f}{label}")
     return 0
 
 

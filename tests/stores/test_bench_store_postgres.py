@@ -21,5 +21,5 @@ def test_the_postgres_store_bench_runs_and_reports_every_size(postgres_dsn: str)
     rows = [line.split() for line in lines]
     assert [row[0] for row in rows] == ["2", "5", "2", "5"]
     assert [line.endswith("(default compaction)") for line in lines] == [False, False, True, True]
-    # WAL bytes per append: the server wrote something for each append.
-    assert all(float(row[5]) > 0 for row in rows)
+    # The change's bytes, and the WAL bytes per append: the server wrote something for each append.
+    assert all(int(row[5]) > 0 and float(row[6]) > 0 for row in rows)
