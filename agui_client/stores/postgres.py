@@ -41,8 +41,9 @@ PostgreSQL's row lock on the head does the compare-and-set:
 An append writes the change and a new version of the head row, never the data: PostgreSQL's
 ``UPDATE`` writes a new row version, but a ``data`` large enough to matter lives out of line (TOAST)
 and an unchanged out-of-line value is kept by its pointer, not copied; only a small one (about 2 KiB
-or less once compressed) sits in the row and is copied with it. A claim and a release are the same kind of head update, so neither
-rewrites the thread either. A load reads the head and its changes in one statement, one snapshot.
+or less once compressed) sits in the row and is copied with it. A claim and a release are the same
+kind of head update, so neither rewrites the thread either. A load reads the head and its changes in
+one statement, one snapshot.
 
 Now and then (the store's :class:`~agui_client.stores.base.Compaction` policy, checked after each
 append) the appender folds the changes into the data: it loads the thread, then writes the folded data
