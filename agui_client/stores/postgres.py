@@ -1,24 +1,56 @@
 """``PostgresStore``: threads in a PostgreSQL table, shared by every replica that reaches the database.
 
-Layout: one table (``agui_threads`` unless named otherwise) with a row per thread::
+Layout 2: two tables. The thread table (``agui_threads`` unless named otherwise) holds a row per
+thread, its *head*::
 
-    thread_id TEXT PRIMARY KEY, version BIGINT, data TEXT, claim TEXT, format INTEGER
+    thread_id TEXT PRIMARY KEY, version BIGINT, data TEXT, claim TEXT, format INTEGER,
+    data_version BIGINT, changes INTEGER, change_bytes BIGINT
+
+and the change table (the same name with ``_changes`` after it, in the same schema) a row per run's
+change appended since the data was written (:meth:`PostgresStore.append`)::
+
+    thread_id TEXT, seq BIGINT, body TEXT, PRIMARY KEY (thread_id, seq)
 
 ``data`` is the JSON text of ``ThreadState.dump()``, exactly as the SQLite store keeps it (``TEXT``
 rather than ``jsonb``: ``jsonb`` would reorder keys and drop duplicates, and the record would no longer
 be the one the other stores hold). ``claim`` is the owner token of an in-flight run, ``NULL`` when
-nobody holds one. The table's comment numbers its layout (``agui-client thread store, layout 1``) so
-a later release can migrate it and this one refuses a newer layout.
+nobody holds one. A change's ``seq`` is the version its append created, and ``data_version`` the
+version whose thread ``data`` holds whole: the thread is ``data`` with the changes of ``seq`` above
+``data_version`` (and up to ``version``) folded in, in order. ``changes`` and ``change_bytes`` count
+those changes, for the compaction policy; the data's size is ``octet_length(data)``, which PostgreSQL
+reads from the value's header without fetching it. The thread table's comment numbers its layout
+(``agui-client thread store, layout 2``) so a later release can migrate it and this one refuses a
+newer layout. A layout-1 table (one row per thread, no change table) is migrated when a store opens
+it: the three columns are added with their defaults (a catalog change, no row is rewritten) and the
+change table is created, in one transaction under the advisory lock that lines up the stores opening
+it at once.
 
 Every write is one statement in its own transaction (the connection is in autocommit mode), so
-PostgreSQL's row lock does the compare-and-set:
+PostgreSQL's row lock on the head does the compare-and-set:
 
 * a write to a stored version is a conditional ``UPDATE ... WHERE thread_id = $1 AND version = $2``
-  (plus, for a claim, "nobody holds one"; for a release, "the owner holds it"; for every write, "the
-  record is of a format this release reads"). Two writers updating the same row queue on its lock,
-  and the second re-checks the condition against the first one's result, so exactly one advances it;
+  of the head (plus, for a claim, "nobody holds one"; for a release, "the owner holds it"; for every
+  write, "the record is of a format this release reads"). Two writers updating the same row queue on
+  its lock, and the second re-checks the condition against the first one's result, so exactly one
+  advances it. An append is that ``UPDATE`` and the ``INSERT`` of its change row in one statement
+  (``WITH head AS (UPDATE ... RETURNING ...) INSERT ... SELECT ... FROM head``): the change row is
+  written only when the head moved, and both commit together;
 * the first write of a thread (a creating save, or the first turn's claim) is the ``INSERT ... ON
   CONFLICT (thread_id) DO NOTHING`` of its row: of writers racing on a new thread id, one inserts.
+
+An append writes the change and a new version of the head row, never the data: PostgreSQL's
+``UPDATE`` writes a new row version, but a ``data`` large enough to matter lives out of line (TOAST)
+and an unchanged out-of-line value is kept by its pointer, not copied; only a small one (about 2 KiB
+or less once compressed) sits in the row and is copied with it. A claim and a release are the same
+kind of head update, so neither rewrites the thread either. A load reads the head and its changes in
+one statement, one snapshot.
+
+Now and then (the store's :class:`~agui_client.stores.base.Compaction` policy, checked after each
+append) the appender folds the changes into the data: it loads the thread, then writes the folded data
+in one statement that sets ``data_version`` to the version, zeroes the counters and deletes the folded
+change rows, on condition that the version and the change count are still the ones it loaded. A
+writer that got in between wins and the compaction is skipped; the version, the claim and what a load
+returns never change.
 
 When a write touches no row, the store reads the row and hands it to
 :func:`~agui_client.stores.base.check_write`, which raises the error every store raises (or, for a
@@ -26,7 +58,8 @@ claim whose owner's own earlier claim is already there, recognises it).
 
 A write returns once PostgreSQL has committed it; how durable a commit is past a crash of the
 server is the server's configuration (``synchronous_commit``, ``fsync``; the defaults flush the WAL
-at every commit). A killed client leaves the previous version or the next one, never half a write.
+at every commit). A killed client leaves the previous version or the next one, never half a write,
+and a compaction cut short leaves the changes unfolded.
 
 ``psycopg`` (version 3) is imported when a ``PostgresStore`` is made, so ``agui_client`` imports
 without the ``postgres`` extra.
@@ -34,6 +67,8 @@ without the ``postgres`` extra.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import select
 import threading
 from collections.abc import Iterator, Mapping
@@ -43,12 +78,15 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StoreError
 from .base import (
     STORE_FORMAT_VERSION,
+    Compaction,
     Operation,
     StoredThread,
     _check_owner,
     _closed,
+    _compacted,
     _creation_data,
     _decode_record,
+    _encode_changes,
     _encode_data,
     checked_head,
 )
@@ -61,14 +99,23 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresStore"]
 
+_log = logging.getLogger(__name__)
+
 #: The table layout this release creates and reads, kept in the table's comment.
-_LAYOUT = 1
+#:
+#: * 1: the thread table alone (thread_id, version, data, claim, format).
+#: * 2: the thread table gains data_version, changes, change_bytes, and the change table holds the
+#:   changes appended since the data was written.
+_LAYOUT = 2
 _COMMENT = "agui-client thread store, layout {}"
 #: Idle connections kept for reuse; more are opened when more threads write at once, then closed.
 _MAX_IDLE = 8
 #: Rounds of "the write touched no row, yet the row read afterwards would allow it" before giving up:
 #: only a delete and a re-create between the two statements does that, and it cannot go on for long.
 _ATTEMPTS = 3
+#: PostgreSQL keeps the first 63 bytes of a name (NAMEDATALEN - 1) and drops the rest.
+_NAME_BYTES = 63
+_CHANGES_SUFFIX = "_changes"
 
 _CREATE = """
 CREATE TABLE {table} (
@@ -76,19 +123,63 @@ CREATE TABLE {table} (
     version BIGINT NOT NULL,
     data TEXT NOT NULL,
     claim TEXT,
-    format INTEGER NOT NULL
+    format INTEGER NOT NULL,
+    data_version BIGINT NOT NULL DEFAULT 0,
+    changes INTEGER NOT NULL DEFAULT 0,
+    change_bytes BIGINT NOT NULL DEFAULT 0
 )
 """
-_INSERT = ("INSERT INTO {table} (thread_id, version, data, claim, format) VALUES (%s, %s, %s, %s, %s)"
+# Layout 1 to 2: the columns a layout-1 row lacks, with defaults that describe it (its data is the
+# whole thread, nothing appended); a constant default is a catalog entry, no row is rewritten.
+_MIGRATE = [
+    "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS data_version BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS changes INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS change_bytes BIGINT NOT NULL DEFAULT 0",
+]
+_CREATE_CHANGES = """
+CREATE TABLE IF NOT EXISTS {changes} (
+    thread_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+)
+"""
+_INSERT = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_version) VALUES (%s, %s, %s, %s, %s, %s)"
            " ON CONFLICT (thread_id) DO NOTHING")
 _HEAD = "SELECT version, claim, format FROM {table} WHERE thread_id = %s"
-_LOAD = "SELECT version, data, claim, format FROM {table} WHERE thread_id = %s"
-_DELETE = "DELETE FROM {table} WHERE thread_id = %s"
+# The head and the changes the thread is made of, in one statement: one snapshot, never a torn read.
+# Only the changes above data_version (those below were folded, or dropped by a save) and up to the
+# version (a row left past it by anything else is not part of this thread), and none for a record
+# that an earlier release wrote whole (format 1: its data is the thread).
+_LOAD = ("SELECT version, data, claim, format, changes, ARRAY(SELECT body FROM {changes} AS c"
+         " WHERE c.thread_id = h.thread_id AND h.format >= 2 AND c.seq > h.data_version AND c.seq <= h.version"
+         " ORDER BY c.seq) FROM {table} AS h WHERE thread_id = %s")
+# Forgetting a thread forgets its changes; any row the statement's snapshot missed lies past the
+# version of a thread created again under the id, so it is never read (see _LOAD) and is overwritten.
+_DELETE = ("WITH head AS (DELETE FROM {table} WHERE thread_id = %(thread_id)s)"
+           " DELETE FROM {changes} WHERE thread_id = %(thread_id)s")
 # The conditional updates: each mirrors check_write's rule for its operation. A stored empty owner
-# (a row written by another tool) holds no claim, as checked_head reads it.
+# (a row written by another tool) holds no claim, as checked_head reads it. A statement answers one
+# row when it wrote (the head) and none when its condition refused it.
 _UPDATES: dict[Operation, str] = {
-    "save": ("UPDATE {table} SET version = version + 1, data = %(data)s, claim = NULL, format = %(ours)s"
-             " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"),
+    # The whole thread again: the changes are dropped with it (those above the new data_version, none).
+    "save": ("WITH head AS (UPDATE {table} SET version = version + 1, data = %(data)s, claim = NULL,"
+             " format = %(ours)s, data_version = version + 1, changes = 0, change_bytes = 0"
+             " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s RETURNING version),"
+             " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
+             " SELECT version FROM head"),
+    # One change: the head moves (the data stays where it is) and the change row is added. A record
+    # an earlier release wrote whole (format 1) starts its changes at its current version. A row
+    # already at the new seq can only be left over from a deleted thread of the same id: replaced.
+    "append": ("WITH head AS (UPDATE {table} SET version = version + 1, claim = NULL, format = %(ours)s,"
+               " data_version = CASE WHEN format < 2 THEN version ELSE data_version END,"
+               " changes = CASE WHEN format < 2 THEN 0 ELSE changes END + 1,"
+               " change_bytes = CASE WHEN format < 2 THEN 0 ELSE change_bytes END + %(size)s"
+               " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
+               " RETURNING version, changes, change_bytes, octet_length(data) AS data_bytes),"
+               " added AS (INSERT INTO {changes} (thread_id, seq, body) SELECT %(thread_id)s, version, %(data)s"
+               " FROM head ON CONFLICT (thread_id, seq) DO UPDATE SET body = EXCLUDED.body)"
+               " SELECT version, changes, change_bytes, data_bytes FROM head"),
     "claim": ("UPDATE {table} SET version = version + 1, claim = %(owner)s"
               " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
               " AND (claim IS NULL OR claim = '')"),
@@ -96,6 +187,13 @@ _UPDATES: dict[Operation, str] = {
                 " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
                 " AND claim = %(owner)s"),
 }
+# A compaction: the folded data replaces data and changes at once, if nobody wrote since the load it
+# was built from (same version, same change count); the version and the claim stay as they are.
+_COMPACT = ("WITH head AS (UPDATE {table} SET data = %(data)s, data_version = version, changes = 0, change_bytes = 0"
+            " WHERE thread_id = %(thread_id)s AND version = %(version)s AND changes = %(changes)s"
+            " AND format = %(ours)s RETURNING version),"
+            " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
+            " SELECT version FROM head")
 
 
 class PostgresStore(_Base):
@@ -104,15 +202,20 @@ class PostgresStore(_Base):
     Args:
         dsn: a libpq connection string, ``"host=db dbname=app user=app"`` or
             ``"postgresql://app@db/app"``. The password, if it holds one, never appears in an error.
-        table: the table (``"name"`` or ``"schema.name"``); created on first use, with its primary key.
+        table: the thread table (``"name"`` or ``"schema.name"``); created on first use, with its primary
+            key, and its change table (``name_changes``; when that would pass PostgreSQL's 63 bytes,
+            the name cut short, a hash of it and ``_changes``).
         connect_timeout: seconds a new connection may take before the call fails with ``StoreError``.
+        compaction: when appended changes are folded into the thread's data (the default:
+            :class:`~agui_client.stores.base.Compaction`).
 
-    The role needs ``SELECT``, ``INSERT``, ``UPDATE`` and ``DELETE`` on the table, and ``CREATE`` on
-    the schema only while the table does not exist yet.
+    The role needs ``SELECT``, ``INSERT``, ``UPDATE`` and ``DELETE`` on both tables, and ``CREATE`` on
+    the schema while they do not exist yet (or ownership of a layout-1 table, to migrate it).
 
     Raises:
         ImportError: the ``postgres`` extra (psycopg 3) is not installed.
-        StoreError: the server cannot be reached, the table cannot be created, or it holds a newer layout.
+        StoreError: the server cannot be reached, the tables cannot be created or migrated, or the
+            table holds a newer layout.
 
     Example::
 
@@ -120,7 +223,8 @@ class PostgresStore(_Base):
             version = store.claim("t1", expected_version=3, owner=token)
     """
 
-    def __init__(self, dsn: str, *, table: str = "agui_threads", connect_timeout: float = 10.0) -> None:
+    def __init__(self, dsn: str, *, table: str = "agui_threads", connect_timeout: float = 10.0,
+                 compaction: Compaction | None = None) -> None:
         try:
             import psycopg
             from psycopg import sql
@@ -129,15 +233,19 @@ class PostgresStore(_Base):
         parts = table.split(".")
         if not table or len(parts) > 2 or not all(parts):
             raise ValueError(f"PostgresStore needs a table name or schema.name, not {table!r}")
+        self.compaction = compaction or Compaction()
         self._psycopg = psycopg
         self._dsn = dsn
         self._connect_timeout = connect_timeout
         self._where = _describe(dsn, table)
         identifier = sql.Identifier(*parts)
+        changes = sql.Identifier(*parts[:-1], _changes_name(parts[-1]))
         self._sql: dict[str, sql.Composed] = {
-            name: sql.SQL(text).format(table=identifier)
+            name: sql.SQL(text).format(table=identifier, changes=changes)
             for name, text in [("insert", _INSERT), ("head", _HEAD), ("load", _LOAD), ("delete", _DELETE),
-                               ("create", _CREATE), *_UPDATES.items()]
+                               ("create", _CREATE), ("create_changes", _CREATE_CHANGES), ("compact", _COMPACT),
+                               *_UPDATES.items(),
+                               *((f"migrate{i}", text) for i, text in enumerate(_MIGRATE))]
         }
         self._identifier = identifier
         self._lock = threading.Lock()
@@ -162,17 +270,11 @@ class PostgresStore(_Base):
             StoreError: PostgreSQL failed, the store is closed, or the record is unreadable or of a
                 newer format.
         """
-        try:
-            with self._connection(thread_id) as conn:
-                row = conn.execute(self._sql["load"], (thread_id,)).fetchone()
-        except _ConnectionLost:
-            # A read changes nothing: read again on a fresh connection.
-            with self._connection(thread_id, fresh=True) as conn:
-                row = conn.execute(self._sql["load"], (thread_id,)).fetchone()
+        row = self._load_row(thread_id)
         if row is None:
             return None
-        version, text, claim, format = row
-        return _decode_record(thread_id, version=version, text=text, claim=claim, format=format)
+        version, text, claim, format, _count, changes = row
+        return _decode_record(thread_id, version=version, text=text, claim=claim, format=format, changes=changes)
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
         """Compare-and-set the thread's data; see :meth:`ThreadStore.save`.
@@ -184,6 +286,29 @@ class PostgresStore(_Base):
         """
         text = _as_text(_encode_data(thread_id, data))
         return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text)
+
+    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int) -> int:
+        """Compare-and-set one run's changes onto the thread; see :meth:`IncrementalStore.append`.
+
+        One statement moves the head and adds the change row; the data is not written. When the
+        store's ``compaction`` says so, the changes are then folded into the data (a failure there is
+        logged at debug level and leaves them unfolded: the append has landed). Like a save, an append
+        whose reply is lost is not sent again: its own landing would refuse it.
+
+        Raises:
+            ConcurrentResume: the stored version is not ``expected_version``, or the thread is gone.
+            StoreError: the changes are not JSON-ready, PostgreSQL failed, the store is closed, or the
+                record is of a newer format.
+        """
+        text = _as_text(_encode_changes(thread_id, changes))
+        version, counts = self._write_counted(thread_id, "append", expected_version=expected_version, owner=None,
+                                              text=text)
+        if counts is not None and self.compaction.due(*counts):
+            try:
+                self._compact(thread_id)
+            except StoreError as exc:
+                _log.debug("compaction of thread %r skipped: %s", thread_id, exc)
+        return version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
               data: Mapping[str, Any] | None = None) -> int:
@@ -220,13 +345,14 @@ class PostgresStore(_Base):
         Raises:
             StoreError: PostgreSQL failed, or the store is closed.
         """
+        params = {"thread_id": thread_id}
         try:
             with self._connection(thread_id) as conn:
-                conn.execute(self._sql["delete"], (thread_id,))
+                conn.execute(self._sql["delete"], params)
         except _ConnectionLost:
             # Deleting twice deletes once: delete again on a fresh connection.
             with self._connection(thread_id, fresh=True) as conn:
-                conn.execute(self._sql["delete"], (thread_id,))
+                conn.execute(self._sql["delete"], params)
 
     def close(self) -> None:
         """Close the store's connections; later calls raise ``StoreError``. Closing twice is fine."""
@@ -240,16 +366,23 @@ class PostgresStore(_Base):
 
     def _write(self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None,
                text: str | None) -> int:
+        return self._write_counted(thread_id, operation, expected_version=expected_version, owner=owner, text=text)[0]
+
+    def _write_counted(self, thread_id: str, operation: Operation, *, expected_version: int | None,
+                       owner: str | None, text: str | None) -> tuple[int, tuple[int, int, int] | None]:
+        """The new version, and for an append that landed the record's data bytes, change bytes and
+        change count (what the compaction policy weighs)."""
         try:
             return self._write_once(thread_id, operation, expected_version=expected_version, owner=owner, text=text)
         except _ConnectionLost:
             if operation != "claim":
-                raise  # (a save or a release sent again would be refused by its own landing)
+                raise  # (a save, an append or a release sent again would be refused by its own landing)
             return self._write_once(thread_id, operation, expected_version=expected_version, owner=owner, text=text,
                                     fresh=True)
 
     def _write_once(self, thread_id: str, operation: Operation, *, expected_version: int | None,
-                    owner: str | None, text: str | None, fresh: bool = False) -> int:
+                    owner: str | None, text: str | None, fresh: bool = False
+                    ) -> tuple[int, tuple[int, int, int] | None]:
         with self._connection(thread_id, fresh=fresh) as conn:
             for _attempt in range(_ATTEMPTS):
                 if expected_version is None:
@@ -258,44 +391,85 @@ class PostgresStore(_Base):
                     new_version = 1 if operation == "save" else 0
                     inserted = conn.execute(self._sql["insert"], (
                         thread_id, new_version, text, owner if operation == "claim" else None, STORE_FORMAT_VERSION,
+                        new_version,
                     )).rowcount
                     if inserted == 1:
-                        return new_version
+                        return new_version, None
                 else:
                     params = {"thread_id": thread_id, "expected": expected_version, "owner": owner, "data": text,
                               "ours": STORE_FORMAT_VERSION}
-                    if conn.execute(self._sql[operation], params).rowcount == 1:
-                        return expected_version + 1
+                    if operation == "append":
+                        assert text is not None  # (an append always carries its change)
+                        params["size"] = len(text.encode("utf-8"))
+                    cursor = conn.execute(self._sql[operation], params)
+                    if cursor.rowcount == 1:
+                        if operation == "append":
+                            _version, changes, change_bytes, data_bytes = cursor.fetchone() or (0, 0, 0, 0)
+                            return expected_version + 1, (data_bytes, change_bytes, changes)
+                        return expected_version + 1, None
                 # Refused: the rules, applied to the row as it is now, name the error (or recognise
                 # the owner's own claim, stored by an earlier attempt whose reply was lost).
                 row = conn.execute(self._sql["head"], (thread_id,)).fetchone()
                 head = None if row is None else checked_head(thread_id, *row)
                 new = _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner)
                 if head is not None and new == head:
-                    return head.version
+                    return head.version, None
                 # The row changed between the two statements (deleted and written again) into one
                 # the write is allowed on: try it again.
         raise StoreError(f"thread {thread_id!r} kept changing under a {operation} in {self._where}; try again",
                          thread_id=thread_id)
 
+    def _load_row(self, thread_id: str) -> tuple[Any, ...] | None:
+        """The head (version, data, claim, format, change count) and the changes to fold, in one snapshot."""
+        try:
+            with self._connection(thread_id) as conn:
+                return conn.execute(self._sql["load"], (thread_id,)).fetchone()
+        except _ConnectionLost:
+            # A read changes nothing: read again on a fresh connection.
+            with self._connection(thread_id, fresh=True) as conn:
+                return conn.execute(self._sql["load"], (thread_id,)).fetchone()
+
+    def _compact(self, thread_id: str) -> bool:
+        """Fold the thread's changes into its data, unless a writer got there first; whether it did."""
+        row = self._load_row(thread_id)
+        if row is None:
+            return False
+        version, text, _claim, format, count, changes = row
+        if format != STORE_FORMAT_VERSION or not changes:
+            return False
+        folded = _as_text(_compacted(thread_id, text, changes))
+        params = {"thread_id": thread_id, "version": version, "changes": count, "data": folded,
+                  "ours": STORE_FORMAT_VERSION}
+        with self._connection(thread_id) as conn:
+            # (no second attempt on a lost connection: the next append's compaction will do)
+            return conn.execute(self._sql["compact"], params).rowcount == 1
+
     def _create_table(self, conn: psycopg.Connection[Any]) -> None:
         name = self._identifier.as_string(conn)
+        sql = self._psycopg.sql
         with conn.transaction():
-            # Two processes creating the same table at once would collide on the catalog's unique
-            # index; a transaction-scoped advisory lock on the table's name lines them up.
+            # Two processes creating (or migrating) the same table at once would collide on the
+            # catalog's unique index; a transaction-scoped advisory lock on the table's name lines them up.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"agui_client store {name}",))
             exists = conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()
             if exists is None or exists[0] is None:
                 conn.execute(self._sql["create"])
-                conn.execute(self._psycopg.sql.SQL("COMMENT ON TABLE {} IS {}").format(
-                    self._identifier, self._psycopg.sql.Literal(_COMMENT.format(_LAYOUT))))
-                return
-            row = conn.execute("SELECT obj_description(to_regclass(%s), 'pg_class')", (name,)).fetchone()
-        comment = "" if row is None or row[0] is None else str(row[0])
-        layout = _layout(comment)
-        if layout is not None and layout > _LAYOUT:
-            raise StoreError(f"PostgreSQL store {self._where}: table layout {layout} is newer than this release "
-                             f"reads ({_LAYOUT}); upgrade agui-client")
+                layout = None
+            else:
+                row = conn.execute("SELECT obj_description(to_regclass(%s), 'pg_class')", (name,)).fetchone()
+                comment = "" if row is None or row[0] is None else str(row[0])
+                # A table another tool made (no such comment) is read as layout 1.
+                layout = _layout(comment) or 1
+                if layout > _LAYOUT:
+                    raise StoreError(f"PostgreSQL store {self._where}: table layout {layout} is newer than this "
+                                     f"release reads ({_LAYOUT}); upgrade agui-client")
+                if layout == _LAYOUT:
+                    return
+                for i in range(len(_MIGRATE)):
+                    conn.execute(self._sql[f"migrate{i}"])
+            conn.execute(self._sql["create_changes"])
+            conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
+                self._identifier, sql.Literal(_COMMENT.format(_LAYOUT))))
 
     @contextmanager
     def _connection(self, thread_id: str | None = None, *, fresh: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -385,11 +559,31 @@ def _describe(dsn: str, table: str) -> str:
 
 def _layout(comment: str) -> int | None:
     # The layout number closes the comment this store writes; a table another tool made (no such
-    # comment) is read as layout 1, its columns are what the statements need or they fail.
+    # comment) is read as layout 1 and migrated: its columns are what the statements need or they fail.
     prefix = _COMMENT.format("")
     if comment.startswith(prefix) and comment[len(prefix):].isdigit():
         return int(comment[len(prefix):])
     return None
+
+
+def _changes_name(table: str) -> str:
+    """The change table's name for the thread table ``table`` (no schema): ``table_changes``, or, when
+    that would pass PostgreSQL's 63 bytes, the table's name cut short, a hash of it and ``_changes``
+    (so two long names that share their start still get two change tables)."""
+    # PostgreSQL itself cuts the thread table's name at 63 bytes (on a character boundary): hashing
+    # what it keeps makes the long and the cut spelling of one table name the same change table.
+    kept = _clip(table, _NAME_BYTES)
+    name = kept + _CHANGES_SUFFIX
+    if len(name.encode("utf-8")) <= _NAME_BYTES:
+        return name
+    digest = hashlib.sha256(kept.encode("utf-8")).hexdigest()[:8]
+    tail = f"_{digest}{_CHANGES_SUFFIX}"
+    return _clip(kept, _NAME_BYTES - len(tail)) + tail
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, never inside a character."""
+    return text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
 
 
 def _seconds(timeout: float) -> int:
