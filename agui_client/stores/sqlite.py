@@ -307,8 +307,12 @@ class SqliteStore(_Base):
             elif operation == "save":
                 assert text is not None
                 after = _StoredHead(head=new, changes=0, change_bytes=0, data_bytes=size)
-                conn.execute("INSERT OR REPLACE INTO agui_thread_parts (thread_id, seq, body) VALUES (?, 0, ?)",
-                             (thread_id, text))
+                # An UPDATE rather than a REPLACE: SQLite then writes only the pages whose bytes changed
+                # when the new data is as long as the old.
+                replaced = conn.execute("UPDATE agui_thread_parts SET body = ? WHERE thread_id = ? AND seq = 0",
+                                        (text, thread_id))
+                if replaced.rowcount != 1:
+                    raise _damaged(thread_id, "its data is missing")
                 if stored.changes:
                     conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ? AND seq > 0", (thread_id,))
             else:  # a claim or a release: the head row only
@@ -463,5 +467,8 @@ def _check_parts(thread_id: str, changes: Any, seqs: list[Any]) -> None:
     """The parts a head promises, data (0) then changes ``1 .. changes``, are the parts stored."""
     if type(changes) is not int or seqs != list(range(changes + 1)):
         found = "none" if seqs == [None] else f"{len(seqs)}"
-        raise StoreError(f"thread {thread_id!r}: the stored record is damaged: its head counts {changes!r} "
-                         f"changes after its data, but {found} parts are stored", thread_id=thread_id)
+        raise _damaged(thread_id, f"its head counts {changes!r} changes after its data, but {found} parts are stored")
+
+
+def _damaged(thread_id: str, why: str) -> StoreError:
+    return StoreError(f"thread {thread_id!r}: the stored record is damaged: {why}", thread_id=thread_id)

@@ -75,8 +75,9 @@ def store(path: Path) -> Iterator[SqliteStore]:
 def test_claims_releases_and_appends_write_a_few_pages_of_a_large_thread(path: Path, store: SqliteStore) -> None:
     store.save("t", big(1), expected_version=None)
     store.append("t", run_change(1), expected_version=1)
+    longer = big(2, (1 << 20) + 4096)  # (a save of data as long as the old is written in place, page by page)
 
-    save = wal_frames_of(path, lambda: store.save("t", big(2), expected_version=2))
+    save = wal_frames_of(path, lambda: store.save("t", longer, expected_version=2))
     claim = wal_frames_of(path, lambda: store.claim("t", expected_version=3, owner="replica-a"))
     release = wal_frames_of(path, lambda: store.release("t", claimed_version=4, owner="replica-a"))
     append = wal_frames_of(path, lambda: store.append("t", run_change(2), expected_version=5))
@@ -88,7 +89,7 @@ def test_claims_releases_and_appends_write_a_few_pages_of_a_large_thread(path: P
     assert append <= 8
     stored = store.load("t")
     assert stored is not None
-    assert stored.data == apply_changes(big(2), [run_change(2)])
+    assert stored.data == apply_changes(longer, [run_change(2)])
 
 
 def test_a_record_is_a_head_row_and_its_parts(path: Path, store: SqliteStore) -> None:
