@@ -225,3 +225,39 @@ def test_parts_that_do_not_match_their_head_are_a_store_error(path: Path, store:
 
     assert missing_change.value.thread_id == missing_data.value.thread_id == "t"
     assert "damaged" in str(missing_change.value) and "none" in str(missing_data.value)
+
+
+def test_loads_racing_appends_and_compactions_see_whole_versions(path: Path) -> None:
+    # A load is one statement over the head and the parts: never the head of one write with the
+    # parts of another, whether the write was an append or a fold.
+    with SqliteStore(path, compaction=EVERY_THIRD) as writer, SqliteStore(path, compaction=NEVER) as reader:
+        models = {1: small(1)}
+        writer.save("t", small(1), expected_version=None)
+        for version in range(1, 31):
+            models[version + 1] = apply_changes(copy.deepcopy(models[version]),
+                                                [{**run_change(version), "messagesFrom": version}])
+        done = threading.Event()
+        seen: list[tuple[int, int, bool]] = []  # (version, changes, data as the model of that version)
+
+        def read_once() -> None:
+            stored = reader.load("t")
+            assert stored is not None
+            seen.append((stored.version, stored.changes, stored.data == models[stored.version]))
+
+        def read() -> None:
+            while not done.is_set():
+                read_once()
+
+        loader = threading.Thread(target=read)
+        loader.start()
+        try:
+            for version in range(1, 31):
+                writer.append("t", {**run_change(version), "messagesFrom": version}, expected_version=version)
+        finally:
+            done.set()
+            loader.join()
+        read_once()  # (after the last write, whatever the thread got to see)
+
+    assert seen[-1] == (31, 0, True)
+    assert all(whole for _, _, whole in seen), [entry for entry in seen if not entry[2]]
+    assert [version for version, _, _ in seen] == sorted(version for version, _, _ in seen)
