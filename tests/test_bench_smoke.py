@@ -150,3 +150,20 @@ def test_the_save_benchmark_runs_and_sizes_every_save(tmp_path: Path) -> None:
         if mode == "full":
             assert last["operations"] == {"save": 10}
             assert last["bytes_per_save"] > 5 * first["bytes_per_save"], (store, first, last)
+
+
+def test_the_sqlite_append_benchmark_reports_every_measure_at_every_size() -> None:
+    # ``python -m bench.sqlite_append``: a SqliteStore's append, claim+release, save and load (no timing asserted).
+    proc = subprocess.run([sys.executable, "-m", "bench.sqlite_append", "--runs", "10", "100", "--reps", "3"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {(int(runs), name): (float(ms), float(cpu), float(nbytes))
+            for runs, name, ms, cpu, nbytes in (line.split() for line in proc.stdout.splitlines()[1:])}
+    measures = ("append", "append~", "claim+release", "save", "load")
+    assert sorted(rows) == sorted((runs, name) for runs in (10, 100) for name in measures)
+    assert all(ms > 0 for ms, _, _ in rows.values())
+    # What is written, not how fast: a claim+release and an append write the same few pages at 10
+    # runs as at 100, while a save writes the thread.
+    assert rows[(10, "claim+release")][2] == rows[(100, "claim+release")][2] > 0
+    assert rows[(100, "append")][2] <= rows[(10, "append")][2] * 2
+    assert rows[(100, "save")][2] > 3 * rows[(10, "save")][2]

@@ -1,8 +1,39 @@
 """``SqliteStore``: threads in one SQLite file (durable, embedded, shared by the processes of one host).
 
-Layout: one table ``agui_threads(thread_id TEXT PRIMARY KEY, version INTEGER, data TEXT, claim TEXT,
-format INTEGER)``; ``data`` is the JSON text of ``ThreadState.dump()``. ``PRAGMA user_version`` numbers
-the table layout so a later release can migrate it.
+Layout 2 (``PRAGMA user_version = 2``): a thread is one small *head* row and its *parts*::
+
+    agui_threads(thread_id TEXT PRIMARY KEY, version INTEGER, claim TEXT, format INTEGER,
+                 changes INTEGER, change_bytes INTEGER, data_bytes INTEGER)
+    agui_thread_parts(thread_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (thread_id, seq))
+
+Part ``seq = 0`` holds the record's data (the JSON text of ``ThreadState.dump()``); parts ``1 ..
+changes`` hold the changes appended since, one run's :func:`~agui_client.stores.apply_changes`
+input each, in order. ``change_bytes`` and ``data_bytes`` are their sizes in UTF-8 bytes, so the
+compaction policy is decided from the head alone. The head holds nothing large on purpose: SQLite
+rewrites a whole row on ``UPDATE``, a large column's overflow pages included, so a claim, a release
+or an append that bumps the version rewrites a few dozen bytes whatever the thread's size.
+
+* ``load`` is one ``SELECT`` joining the head and its parts: one statement reads one committed
+  snapshot, so a load never sees a head from one write and parts from another.
+* ``append`` is one transaction: it inserts the change as the next part and updates the head
+  (version + 1, claim cleared, ``changes`` + 1), under the same compare-and-set as a save. It writes
+  the change, one head row and their index entries: what the run changed, not the thread.
+* ``save`` rewrites part 0, drops the change parts and resets the head's counts.
+* ``claim`` and ``release`` update the head row only.
+* A *compaction* (when ``compaction.due(...)`` after an append) is one more transaction: it reads
+  the head and the parts, folds the changes into the data, replaces part 0, deletes the change parts
+  and zeroes the head's counts without touching its version or claim, only if the head still has the
+  version and change count the append left (a write that came in between wins, and the compaction
+  is skipped until the next append). It holds the write lock while it folds: it is rare (the policy
+  folds once per as many bytes appended as the thread holds), and it keeps the one rule of this
+  module: every write is one ``BEGIN IMMEDIATE`` transaction that sees the latest head.
+
+Layout 1 (one row per thread with its ``data`` in the row, as earlier releases wrote it) is
+migrated when a store opens the file: one ``BEGIN IMMEDIATE`` transaction moves every row's data
+into part 0, rebuilds the head table and sets ``user_version = 2``. Two processes opening a layout-1
+file at once queue on the write lock, and the second finds layout 2. A process of an older release
+that still has the file open then fails its next call with ``StoreError`` (no such column): upgrade
+every process sharing a file together. A file with a newer layout is refused.
 
 Durability and atomicity:
 
@@ -18,6 +49,7 @@ Durability and atomicity:
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -25,15 +57,20 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from attrs import frozen
+
 from ..errors import StoreError
 from .base import (
+    Compaction,
     Head,
     Operation,
     StoredThread,
     _check_owner,
     _closed,
+    _compacted,
     _creation_data,
     _decode_record,
+    _encode_changes,
     _encode_data,
     checked_head,
 )
@@ -44,20 +81,51 @@ __all__ = ["SqliteStore"]
 
 _T = TypeVar("_T")
 
+logger = logging.getLogger("agui_client")
+
 #: ``PRAGMA user_version`` of the table layout this release creates and reads.
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
 #: Idle connections kept for reuse; more are opened when more threads write at once, then closed.
 _MAX_IDLE = 8
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS agui_threads (
+# The head rows: no large column, so updating one rewrites a few dozen bytes (see the module docstring).
+_HEADS = """
+CREATE TABLE agui_threads (
     thread_id TEXT PRIMARY KEY NOT NULL,
     version INTEGER NOT NULL,
-    data TEXT NOT NULL,
     claim TEXT,
-    format INTEGER NOT NULL
+    format INTEGER NOT NULL,
+    changes INTEGER NOT NULL DEFAULT 0,
+    change_bytes INTEGER NOT NULL DEFAULT 0,
+    data_bytes INTEGER NOT NULL DEFAULT 0
 )
 """
+# A rowid table (not WITHOUT ROWID): its rows may be megabytes, and a rowid table keeps a large body
+# in the row's own overflow pages while the primary key's index stays small.
+_PARTS = """
+CREATE TABLE agui_thread_parts (
+    thread_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+)
+"""
+_SELECT_HEAD = "SELECT version, claim, format, changes, change_bytes, data_bytes FROM agui_threads WHERE thread_id = ?"
+# One statement, one snapshot: the head and every part as one committed write left them.
+_SELECT_RECORD = (
+    "SELECT h.version, h.claim, h.format, h.changes, p.seq, p.body FROM agui_threads AS h"
+    " LEFT JOIN agui_thread_parts AS p ON p.thread_id = h.thread_id WHERE h.thread_id = ? ORDER BY p.seq"
+)
+
+
+@frozen(kw_only=True)
+class _StoredHead:
+    """A head row: the compare-and-set head plus the sizes the compaction policy reads."""
+
+    head: Head
+    changes: int
+    change_bytes: int
+    data_bytes: int
 
 
 class SqliteStore(_Base):
@@ -67,6 +135,7 @@ class SqliteStore(_Base):
         path: the database file (created when missing). ``":memory:"`` is refused: each
             connection would see its own empty database; use ``MemoryStore``.
         timeout: seconds a write waits for another writer's lock before failing with ``StoreError``.
+        compaction: when appended changes are folded into the record (the default: :class:`Compaction`).
 
     Raises:
         StoreError: the file cannot be opened, is not a database, cannot use WAL mode, or holds a
@@ -78,11 +147,13 @@ class SqliteStore(_Base):
             stored = store.load("t1")
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0,
+                 compaction: Compaction | None = None) -> None:
         self._path = os.fspath(path)
         if self._path in ("", ":memory:") or self._path.startswith("file:"):
             raise ValueError(f"SqliteStore needs a database file path, not {self._path!r} (use MemoryStore)")
         self._timeout = timeout
+        self.compaction = compaction or Compaction()
         self._lock = threading.Lock()
         # A small pool instead of one connection per call or per thread: closing a WAL database's
         # last connection checkpoints and removes the log (an extra fsync per call), and connections
@@ -104,21 +175,20 @@ class SqliteStore(_Base):
     # -- the protocol --------------------------------------------------------------------------------
 
     def load(self, thread_id: str) -> StoredThread | None:
-        """The stored thread, or ``None`` when there is none.
+        """The stored thread: its data with the appended changes folded in, or ``None`` when there is none.
 
         Raises:
             StoreError: the database failed, the store is closed, or the record is unreadable or of a
                 newer format.
         """
         with self._connection(thread_id) as conn:
-            # One statement outside a transaction reads one committed snapshot.
-            row = conn.execute(
-                "SELECT version, data, claim, format FROM agui_threads WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-        if row is None:
+            rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
+        if not rows:
             return None
-        version, text, claim, format = row
-        return _decode_record(thread_id, version=version, text=text, claim=claim, format=format)
+        version, claim, format, changes = rows[0][:4]
+        _check_parts(thread_id, changes, [row[4] for row in rows])
+        return _decode_record(thread_id, version=version, text=rows[0][5], claim=claim, format=format,
+                              changes=[row[5] for row in rows[1:]])
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
         """Compare-and-set the thread's data; see :meth:`ThreadStore.save`.
@@ -128,8 +198,31 @@ class SqliteStore(_Base):
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
+        encoded = _encode_data(thread_id, data)
         return self._write(thread_id, "save", expected_version=expected_version, owner=None,
-                           text=_as_text(_encode_data(thread_id, data)))
+                           text=_as_text(encoded), size=len(encoded)).head.version
+
+    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int) -> int:
+        """Compare-and-set one run's changes onto the thread's record; see :meth:`IncrementalStore.append`.
+
+        Writes the change and the head row, not the thread. When the record's changes are then due for
+        folding (``compaction``), a second transaction folds them; if that fails, the append stands
+        (it is logged at debug level and tried again after the next append).
+
+        Raises:
+            ConcurrentResume: the stored version is not ``expected_version``, or the thread is gone.
+            StoreError: the changes are not JSON-ready, the database failed, the store is closed, or the
+                record is of a newer format.
+        """
+        encoded = _encode_changes(thread_id, changes)
+        written = self._write(thread_id, "append", expected_version=expected_version, owner=None,
+                              text=_as_text(encoded), size=len(encoded))
+        if self.compaction.due(written.data_bytes, written.change_bytes, written.changes):
+            try:
+                self._compact(thread_id, written)
+            except Exception as exc:  # (the append landed: the run's save succeeded whatever this does)
+                logger.debug("SQLite store %s: thread %r not compacted: %s", self._path, thread_id, exc)
+        return written.head.version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
               data: Mapping[str, Any] | None = None) -> int:
@@ -144,7 +237,8 @@ class SqliteStore(_Base):
         _check_owner(owner)
         created = _creation_data(thread_id, expected_version, data)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
-                           text=None if created is None else _as_text(created))
+                           text=None if created is None else _as_text(created),
+                           size=0 if created is None else len(created)).head.version
 
     def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
         """Undo a claim; see :meth:`ThreadStore.release`.
@@ -154,7 +248,8 @@ class SqliteStore(_Base):
             StoreError: the database failed, the store is closed, or the record is of a newer format.
         """
         _check_owner(owner)
-        return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None)
+        return self._write(thread_id, "release", expected_version=claimed_version, owner=owner,
+                           text=None, size=0).head.version
 
     def delete(self, thread_id: str) -> None:
         """Forget the thread (nothing happens when there is none).
@@ -162,8 +257,12 @@ class SqliteStore(_Base):
         Raises:
             StoreError: the database failed, or the store is closed.
         """
+        def delete(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ?", (thread_id,))
+            conn.execute("DELETE FROM agui_threads WHERE thread_id = ?", (thread_id,))
+
         with self._connection(thread_id) as conn:
-            self._transaction(conn, lambda c: c.execute("DELETE FROM agui_threads WHERE thread_id = ?", (thread_id,)))
+            self._transaction(conn, delete)
 
     def close(self) -> None:
         """Close the store's connections; later calls raise ``StoreError``. Closing twice is fine."""
@@ -177,36 +276,92 @@ class SqliteStore(_Base):
 
     def _write(
         self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None,
-        text: str | None,
-    ) -> int:
-        def write(conn: sqlite3.Connection) -> Head:
-            row = conn.execute(
-                "SELECT version, claim, format FROM agui_threads WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-            head = None if row is None else checked_head(thread_id, row[0], row[1], row[2])
-            new = _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner)
-            if new == head:
-                return new  # (the owner's own claim, recognised: nothing to write)
-            if head is None:
+        text: str | None, size: int,
+    ) -> _StoredHead:
+        """One compare-and-set write in one transaction; returns the head row as it now stands.
+
+        ``text`` is the new data (a save, a creating claim) or the change (an append), ``size`` its bytes.
+        """
+        def write(conn: sqlite3.Connection) -> _StoredHead:
+            row = conn.execute(_SELECT_HEAD, (thread_id,)).fetchone()
+            stored = None if row is None else _stored_head(thread_id, row)
+            new = _check_write(thread_id, None if stored is None else stored.head, operation,
+                               expected_version=expected_version, owner=owner)
+            if stored is None:
                 assert text is not None  # only a create (a save or a claim) finds no record and passes check_write
                 conn.execute(
-                    "INSERT INTO agui_threads (thread_id, version, data, claim, format) VALUES (?, ?, ?, ?, ?)",
-                    (thread_id, new.version, text, new.claim, new.format),
+                    "INSERT INTO agui_threads (thread_id, version, claim, format, data_bytes) VALUES (?, ?, ?, ?, ?)",
+                    (thread_id, new.version, new.claim, new.format, size),
                 )
-                return new
+                conn.execute("INSERT OR REPLACE INTO agui_thread_parts (thread_id, seq, body) VALUES (?, 0, ?)",
+                             (thread_id, text))
+                return _StoredHead(head=new, changes=0, change_bytes=0, data_bytes=size)
+            if new == stored.head:
+                return stored  # (the owner's own claim, recognised: nothing to write)
+            if operation == "append":
+                assert text is not None
+                after = _StoredHead(head=new, changes=stored.changes + 1, change_bytes=stored.change_bytes + size,
+                                    data_bytes=stored.data_bytes)
+                conn.execute("INSERT INTO agui_thread_parts (thread_id, seq, body) VALUES (?, ?, ?)",
+                             (thread_id, after.changes, text))
+            elif operation == "save":
+                assert text is not None
+                after = _StoredHead(head=new, changes=0, change_bytes=0, data_bytes=size)
+                # An UPDATE rather than a REPLACE: SQLite then writes only the pages whose bytes changed
+                # when the new data is as long as the old.
+                replaced = conn.execute("UPDATE agui_thread_parts SET body = ? WHERE thread_id = ? AND seq = 0",
+                                        (text, thread_id))
+                if replaced.rowcount != 1:
+                    raise _damaged(thread_id, "its data is missing")
+                if stored.changes:
+                    conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ? AND seq > 0", (thread_id,))
+            else:  # a claim or a release: the head row only
+                after = _StoredHead(head=new, changes=stored.changes, change_bytes=stored.change_bytes,
+                                    data_bytes=stored.data_bytes)
             # BEGIN IMMEDIATE already holds the write lock, so the head cannot have moved; the
             # version condition makes the compare-and-set hold even if that ever stops being true.
             cursor = conn.execute(
-                "UPDATE agui_threads SET version = ?, claim = ?, format = ?, data = coalesce(?, data)"
-                " WHERE thread_id = ? AND version = ?",
-                (new.version, new.claim, new.format, text, thread_id, head.version),
+                "UPDATE agui_threads SET version = ?, claim = ?, format = ?, changes = ?, change_bytes = ?,"
+                " data_bytes = ? WHERE thread_id = ? AND version = ?",
+                (new.version, new.claim, new.format, after.changes, after.change_bytes, after.data_bytes,
+                 thread_id, stored.head.version),
             )
             if cursor.rowcount != 1:
                 raise StoreError(f"thread {thread_id!r} changed while this writer held the lock", thread_id=thread_id)
-            return new
+            return after
 
         with self._connection(thread_id) as conn:
-            return self._transaction(conn, write).version
+            return self._transaction(conn, write)
+
+    def _compact(self, thread_id: str, appended: _StoredHead) -> bool:
+        """Fold the record's changes into its data if it is still as the append ``appended`` left it.
+
+        Returns whether it folded (``False``: another write came in between, and wins).
+        """
+        def compact(conn: sqlite3.Connection) -> bool:
+            rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
+            if not rows:
+                return False
+            version, _, _, changes = rows[0][:4]
+            if (version, changes) != (appended.head.version, appended.changes):
+                return False
+            _check_parts(thread_id, changes, [row[4] for row in rows])
+            folded = _compacted(thread_id, rows[0][5], [row[5] for row in rows[1:]])
+            conn.execute("UPDATE agui_thread_parts SET body = ? WHERE thread_id = ? AND seq = 0",
+                         (_as_text(folded), thread_id))
+            conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ? AND seq > 0", (thread_id,))
+            # The version and the claim stay: a compaction changes how the record is kept, not what it holds.
+            cursor = conn.execute(
+                "UPDATE agui_threads SET changes = 0, change_bytes = 0, data_bytes = ?"
+                " WHERE thread_id = ? AND version = ? AND changes = ?",
+                (len(folded), thread_id, version, changes),
+            )
+            if cursor.rowcount != 1:
+                raise StoreError(f"thread {thread_id!r} changed while this writer held the lock", thread_id=thread_id)
+            return True
+
+        with self._connection(thread_id) as conn:
+            return self._transaction(conn, compact)
 
     def _transaction(self, conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``body(conn)`` in one ``BEGIN IMMEDIATE`` transaction; roll back on any exception."""
@@ -222,15 +377,22 @@ class SqliteStore(_Base):
         return result
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
+        # Inside BEGIN IMMEDIATE: of processes opening the file at once, one creates or migrates the
+        # tables and the others then find the current layout.
         (layout,) = conn.execute("PRAGMA user_version").fetchone()
         if layout > _SCHEMA_VERSION:
             raise StoreError(
                 f"SQLite store {self._path}: table layout {layout} is newer than this release reads "
                 f"({_SCHEMA_VERSION}); upgrade agui-client"
             )
-        if layout < _SCHEMA_VERSION:
-            conn.execute(_SCHEMA)
-            conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+        if layout == _SCHEMA_VERSION:
+            return
+        if layout == 0:
+            conn.execute(_HEADS)
+            conn.execute(_PARTS)
+        else:
+            _migrate_from_layout_1(conn)
+        conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
     @contextmanager
     def _connection(self, thread_id: str | None = None) -> Iterator[sqlite3.Connection]:
@@ -276,3 +438,37 @@ class SqliteStore(_Base):
 def _as_text(encoded: str | bytes) -> str:
     # Stored as TEXT whatever the encoder gave, so the column reads the same to any SQLite tool.
     return encoded.decode("utf-8") if isinstance(encoded, bytes) else encoded
+
+
+def _migrate_from_layout_1(conn: sqlite3.Connection) -> None:
+    """Layout 1 (``agui_threads`` rows holding their ``data``) to layout 2, in the caller's transaction:
+    each row's data becomes its part 0, and the head table is rebuilt without the data column."""
+    conn.execute(_PARTS)
+    conn.execute("INSERT INTO agui_thread_parts (thread_id, seq, body) SELECT thread_id, 0, data FROM agui_threads")
+    conn.execute(_HEADS.replace("agui_threads", "agui_threads_layout2"))
+    conn.execute(
+        "INSERT INTO agui_threads_layout2 (thread_id, version, claim, format, changes, change_bytes, data_bytes)"
+        " SELECT thread_id, version, claim, format, 0, 0, length(CAST(data AS BLOB)) FROM agui_threads"
+    )
+    conn.execute("DROP TABLE agui_threads")
+    conn.execute("ALTER TABLE agui_threads_layout2 RENAME TO agui_threads")
+
+
+def _stored_head(thread_id: str, row: tuple[Any, ...]) -> _StoredHead:
+    version, claim, format, changes, change_bytes, data_bytes = row
+    head = checked_head(thread_id, version, claim, format)
+    if not all(type(n) is int and n >= 0 for n in (changes, change_bytes, data_bytes)):
+        raise StoreError(f"thread {thread_id!r}: the stored record's change counts are damaged "
+                         f"({changes!r}, {change_bytes!r}, {data_bytes!r})", thread_id=thread_id)
+    return _StoredHead(head=head, changes=changes, change_bytes=change_bytes, data_bytes=data_bytes)
+
+
+def _check_parts(thread_id: str, changes: Any, seqs: list[Any]) -> None:
+    """The parts a head promises, data (0) then changes ``1 .. changes``, are the parts stored."""
+    if type(changes) is not int or seqs != list(range(changes + 1)):
+        found = "none" if seqs == [None] else f"{len(seqs)}"
+        raise _damaged(thread_id, f"its head counts {changes!r} changes after its data, but {found} parts are stored")
+
+
+def _damaged(thread_id: str, why: str) -> StoreError:
+    return StoreError(f"thread {thread_id!r}: the stored record is damaged: {why}", thread_id=thread_id)

@@ -26,7 +26,7 @@ from agui_client.stores import STORE_FORMAT_VERSION, Compaction, IncrementalStor
 __all__: list[str] = []
 
 #: The stores with ``append``; each store's branch adds its kind here as it gains one.
-INCREMENTAL_KINDS = ["memory", "redis", "redis-decoded", "postgres"]
+INCREMENTAL_KINDS = ["memory", "sqlite", "redis", "redis-decoded", "postgres"]
 #: Fold after every third change, whatever its size.
 EVERY_THIRD = Compaction(min_bytes=1 << 40, ratio=1e9, max_changes=3)
 #: Never fold (within a test).

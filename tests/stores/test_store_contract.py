@@ -100,11 +100,19 @@ def _sqlite_backend(path: Path) -> Backend:
         conn.close()
         return row
 
+    def set_raw(thread_id: str, field: str, value: Any) -> None:
+        # (layout 2: the data is the thread's part 0, the rest is in its head row)
+        if field == "data":
+            raw("UPDATE agui_thread_parts SET body = ? WHERE thread_id = ? AND seq = 0", (value, thread_id))
+        else:
+            raw(f"UPDATE agui_threads SET {field} = ? WHERE thread_id = ?", (value, thread_id))
+
     return Backend(
         store=SqliteStore(path),
         reopen=lambda: SqliteStore(path),
         raw_format=lambda tid: raw("SELECT format FROM agui_threads WHERE thread_id = ?", (tid,))[0],
-        set_raw=lambda tid, field, value: raw(f"UPDATE agui_threads SET {field} = ? WHERE thread_id = ?", (value, tid)),
+        set_raw=set_raw,
+        compacting=lambda compaction: SqliteStore(path, compaction=compaction),
     )
 
 
@@ -939,12 +947,14 @@ def test_sqlite_store_refuses_a_newer_table_layout(tmp_path: Path) -> None:
     SqliteStore(path).close()
     conn = sqlite3.connect(path)
     try:
-        conn.execute("PRAGMA user_version = 2")
+        conn.execute("PRAGMA user_version = 3")
     finally:
         conn.close()
 
-    with pytest.raises(StoreError):
+    with pytest.raises(StoreError) as caught:
         SqliteStore(path)
+
+    assert "table layout 3" in str(caught.value)
 
 
 def test_sqlite_store_reports_a_file_that_is_not_a_database(tmp_path: Path) -> None:

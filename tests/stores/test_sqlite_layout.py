@@ -1,0 +1,263 @@
+"""SqliteStore's table layout 2: small head rows plus the thread's parts (its data, then its changes).
+
+What the shared contract tests cannot see: a claim, a release or an append writes a few pages of the
+file whatever the thread's size (counted as WAL frames); a layout-1 file, made with the SQL the
+earlier release ran, is migrated when a store opens it (also by several stores opening it at once)
+and then loads, appends and compacts; a compaction that finds the record moved is skipped, and one
+that fails leaves its append standing; parts that do not match their head are a StoreError.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_incremental_record import run_change
+from test_store_contract import small
+
+from agui_client.core.fold import ThreadState
+from agui_client.errors import StoreError
+from agui_client.stores import STORE_FORMAT_VERSION, Compaction, SqliteStore, apply_changes
+from agui_client.types import UserMessage
+
+__all__: list[str] = []
+
+NEVER = Compaction(min_bytes=1 << 40, ratio=1e9, max_changes=1 << 30)
+EVERY_THIRD = Compaction(min_bytes=1 << 40, ratio=1e9, max_changes=3)
+
+
+def big(n: int, size: int = 1 << 20) -> dict[str, Any]:
+    """A thread of about ``size`` bytes: many messages, as a long conversation has."""
+    messages = [UserMessage(id=f"u{i}", content=f"{i:06d}" + "x" * 1000) for i in range(size // 1024)]
+    return ThreadState(messages=messages, thread_id="t", state={"n": n}).dump()
+
+
+def query(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def wal_frames_of(path: Path, write: Any) -> int:
+    """How many pages ``write()`` put into the write-ahead log (emptied first)."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        assert busy == 0
+        write()
+        _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return int(frames)
+
+
+def after_one(n: int) -> dict[str, Any]:
+    """A run's changes to a thread of one message."""
+    return {**run_change(n), "messagesFrom": 1}
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "threads.db"
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[SqliteStore]:
+    with SqliteStore(path, compaction=NEVER) as opened:
+        yield opened
+
+
+def test_claims_releases_and_appends_write_a_few_pages_of_a_large_thread(path: Path, store: SqliteStore) -> None:
+    store.save("t", big(1), expected_version=None)
+    store.append("t", run_change(1), expected_version=1)
+    longer = big(2, (1 << 20) + 4096)  # (a save of data as long as the old is written in place, page by page)
+
+    save = wal_frames_of(path, lambda: store.save("t", longer, expected_version=2))
+    claim = wal_frames_of(path, lambda: store.claim("t", expected_version=3, owner="replica-a"))
+    release = wal_frames_of(path, lambda: store.release("t", claimed_version=4, owner="replica-a"))
+    append = wal_frames_of(path, lambda: store.append("t", run_change(2), expected_version=5))
+
+    # The thread is a megabyte, 256 pages of 4 KiB: a save writes them all; the others write the
+    # head row's page, an index page or two, and the change's page.
+    assert save > 256
+    assert claim <= 4 and release <= 4
+    assert append <= 8
+    stored = store.load("t")
+    assert stored is not None
+    assert stored.data == apply_changes(longer, [run_change(2)])
+
+
+def test_a_record_is_a_head_row_and_its_parts(path: Path, store: SqliteStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    store.append("t", run_change(1), expected_version=1)
+    store.append("t", run_change(2), expected_version=2)
+
+    heads = query(path, "SELECT thread_id, version, claim, format, changes FROM agui_threads")
+    parts = query(path, "SELECT thread_id, seq FROM agui_thread_parts ORDER BY seq")
+    columns = [row[1] for row in query(path, "PRAGMA table_info(agui_threads)")]
+
+    assert heads == [("t", 3, None, STORE_FORMAT_VERSION, 2)]
+    assert parts == [("t", 0), ("t", 1), ("t", 2)]
+    assert "data" not in columns
+    assert query(path, "PRAGMA user_version") == [(2,)]
+
+    store.delete("t")
+
+    assert query(path, "SELECT count(*) FROM agui_thread_parts") == [(0,)]
+    assert query(path, "SELECT count(*) FROM agui_threads") == [(0,)]
+
+
+def make_layout_1(path: Path, rows: list[tuple[str, int, dict[str, Any], str | None]]) -> None:
+    """A file as the earlier release wrote it: its CREATE TABLE, user_version 1, format-1 rows."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("CREATE TABLE IF NOT EXISTS agui_threads (thread_id TEXT PRIMARY KEY NOT NULL,"
+                     " version INTEGER NOT NULL, data TEXT NOT NULL, claim TEXT, format INTEGER NOT NULL)")
+        conn.execute("PRAGMA user_version = 1")
+        for thread_id, version, data, claim in rows:
+            conn.execute("INSERT INTO agui_threads (thread_id, version, data, claim, format) VALUES (?, ?, ?, ?, 1)",
+                         (thread_id, version, _json(data), claim))
+        conn.execute("COMMIT")
+
+
+def _json(data: dict[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_a_layout_1_file_is_migrated_on_open_and_then_loads_appends_and_compacts(path: Path) -> None:
+    thread = ThreadState(messages=[UserMessage(id="u1", content="caf\u00e9 \U0001f600")], thread_id="a").dump()
+    make_layout_1(path, [("a", 4, thread, None), ("b", 2, small(2), "replica-b")])
+
+    with SqliteStore(path, compaction=EVERY_THIRD) as store:
+        a, b = store.load("a"), store.load("b")
+        assert a is not None and b is not None
+        assert (a.version, a.format, a.claim, a.data) == (4, 1, None, thread)
+        assert (b.version, b.format, b.claim, b.data) == (2, 1, "replica-b", small(2))
+        sizes = query(path, "SELECT thread_id, data_bytes FROM agui_threads ORDER BY thread_id")
+        assert sizes == [("a", len(_json(thread).encode())), ("b", len(_json(small(2)).encode()))]
+
+        expected = copy.deepcopy(thread)
+        for n in range(4, 7):
+            change = {**run_change(n), "messagesFrom": len(expected["messages"])}
+            store.append("a", change, expected_version=n)
+            apply_changes(expected, [change])
+        released = store.release("b", claimed_version=2, owner="replica-b")
+        a, b = store.load("a"), store.load("b")
+
+    assert a is not None and (a.version, a.format, a.changes, a.data) == (7, STORE_FORMAT_VERSION, 0, expected)
+    assert released == 3
+    assert b is not None and (b.version, b.format, b.claim, b.data) == (3, 1, None, small(2))
+    assert query(path, "SELECT thread_id, seq FROM agui_thread_parts ORDER BY thread_id, seq") == [("a", 0), ("b", 0)]
+    assert query(path, "PRAGMA user_version") == [(2,)]
+
+
+def test_stores_opening_a_layout_1_file_at_once_migrate_it_once(path: Path) -> None:
+    make_layout_1(path, [(f"t{i}", i + 1, small(i), None) for i in range(20)])
+    workers = 6
+    barrier = threading.Barrier(workers)
+
+    def open_one(worker: int) -> int:
+        barrier.wait(timeout=60)  # (a watchdog, not a timing)
+        with SqliteStore(path) as store:
+            return store.append(f"t{worker}", after_one(worker), expected_version=worker + 1)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        versions = list(pool.map(open_one, range(workers)))
+
+    assert versions == [i + 2 for i in range(workers)]
+    assert query(path, "SELECT count(*) FROM agui_thread_parts WHERE seq = 0") == [(20,)]
+    with SqliteStore(path) as store:
+        for i in range(20):
+            stored = store.load(f"t{i}")
+            expected = small(i) if i >= workers else apply_changes(small(i), [after_one(i)])
+            assert stored is not None and stored.data == expected
+
+
+def test_a_compaction_that_finds_the_record_moved_is_skipped(store: SqliteStore) -> None:
+    # The append's own compaction is a second transaction; a claim may land in between.
+    store.save("t", small(1), expected_version=None)
+    store.append("t", run_change(1), expected_version=1)
+    written = store._write("t", "append", expected_version=2, owner=None, text=_json(run_change(2)), size=10)
+    store.claim("t", expected_version=3, owner="replica-a")
+
+    folded = store._compact("t", written)
+
+    stored = store.load("t")
+    assert folded is False
+    assert stored is not None and (stored.version, stored.claim, stored.changes) == (4, "replica-a", 2)
+    assert stored.data == apply_changes(small(1), [run_change(1), run_change(2)])
+
+
+def test_a_compaction_that_fails_leaves_its_append_standing(path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with SqliteStore(path, compaction=EVERY_THIRD) as store:
+        store.save("t", small(1), expected_version=None)
+        store.append("t", run_change(1), expected_version=1)
+        store.append("t", run_change(2), expected_version=2)
+        query(path, "UPDATE agui_thread_parts SET body = '[1, 2' WHERE thread_id = 't' AND seq = 1")
+
+        with caplog.at_level(logging.DEBUG, logger="agui_client"):
+            version = store.append("t", run_change(3), expected_version=3)
+
+        assert version == 4
+        assert query(path, "SELECT version, changes FROM agui_threads") == [(4, 3)]
+        assert "not compacted" in caplog.text and "'t'" in caplog.text
+        with pytest.raises(StoreError) as caught:
+            store.load("t")
+        assert caught.value.thread_id == "t"
+
+
+def test_parts_that_do_not_match_their_head_are_a_store_error(path: Path, store: SqliteStore) -> None:
+    store.save("t", small(1), expected_version=None)
+    store.append("t", run_change(1), expected_version=1)
+    query(path, "DELETE FROM agui_thread_parts WHERE seq = 1")
+
+    with pytest.raises(StoreError) as missing_change:
+        store.load("t")
+    query(path, "DELETE FROM agui_thread_parts")
+    with pytest.raises(StoreError) as missing_data:
+        store.load("t")
+
+    assert missing_change.value.thread_id == missing_data.value.thread_id == "t"
+    assert "damaged" in str(missing_change.value) and "none" in str(missing_data.value)
+
+
+def test_loads_racing_appends_and_compactions_see_whole_versions(path: Path) -> None:
+    # A load is one statement over the head and the parts: never the head of one write with the
+    # parts of another, whether the write was an append or a fold.
+    with SqliteStore(path, compaction=EVERY_THIRD) as writer, SqliteStore(path, compaction=NEVER) as reader:
+        models = {1: small(1)}
+        writer.save("t", small(1), expected_version=None)
+        for version in range(1, 31):
+            models[version + 1] = apply_changes(copy.deepcopy(models[version]),
+                                                [{**run_change(version), "messagesFrom": version}])
+        done = threading.Event()
+        seen: list[tuple[int, int, bool]] = []  # (version, changes, data as the model of that version)
+
+        def read_once() -> None:
+            stored = reader.load("t")
+            assert stored is not None
+            seen.append((stored.version, stored.changes, stored.data == models[stored.version]))
+
+        def read() -> None:
+            while not done.is_set():
+                read_once()
+
+        loader = threading.Thread(target=read)
+        loader.start()
+        try:
+            for version in range(1, 31):
+                writer.append("t", {**run_change(version), "messagesFrom": version}, expected_version=version)
+        finally:
+            done.set()
+            loader.join()
+        read_once()  # (after the last write, whatever the thread got to see)
+
+    assert seen[-1] == (31, 0, True)
+    assert all(whole for _, _, whole in seen), [entry for entry in seen if not entry[2]]
+    assert [version for version, _, _ in seen] == sorted(version for version, _, _ in seen)

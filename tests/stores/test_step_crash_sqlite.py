@@ -1,0 +1,105 @@
+"""A SqliteStore writer SIGKILLed at every statement of an append, and of the compaction it triggers.
+
+``step_crash_writer_sqlite.py`` appends one known change to a thread that holds a record's data and
+two changes, and SIGKILLs itself just before SQLite runs statement K, or just after the call that
+ran it returned (K counted by the connection's trace callback). The test runs K = 1, 2, ... until
+the writer finishes without reaching K. After every kill a fresh store opens the file and finds:
+
+* the thread is exactly the data before the append or after it (a model built with
+  ``apply_changes``), at the version that goes with it: never torn, never half-folded;
+* ``load`` succeeds (the head and the parts agree);
+* once a kill leaves the append in place, every later K does too, and once a kill leaves the
+  changes folded, every later K does too (the steps only move forward);
+* the thread goes on: a claim and a next append land, and load returns the model with them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from step_crash_writer_sqlite import policy
+from test_incremental_record import run_change
+from test_store_contract import small
+
+from agui_client.stores import SqliteStore, apply_changes
+
+__all__: list[str] = []
+
+WRITER = Path(__file__).with_name("step_crash_writer_sqlite.py")
+THREAD_ID = "step-thread"
+#: The two changes the record holds before the append; the append's change is the third.
+EARLIER = [run_change(1), run_change(2)]
+CHANGE = run_change(3)
+#: More statements than an append and a compaction take together: the loop must end before this.
+MAX_STEPS = 40
+
+
+def prepare(path: Path) -> dict[str, Any]:
+    """A record of data plus two appended changes (version 3); returns the data it loads as."""
+    with SqliteStore(path, compaction=policy(False)) as store:
+        store.save(THREAD_ID, small(1), expected_version=None)
+        for version, change in enumerate(EARLIER, start=1):
+            store.append(THREAD_ID, change, expected_version=version)
+    return apply_changes(small(1), copy.deepcopy(EARLIER))
+
+
+def run_writer(path: Path, *, kill_at: int, when: str, compact: bool) -> tuple[int, list[str]]:
+    config = {"path": str(path), "thread_id": THREAD_ID, "change": CHANGE, "compact": compact,
+              "kill_at": kill_at, "when": when}
+    done = subprocess.run([sys.executable, str(WRITER), json.dumps(config)], capture_output=True, text=True,
+                          timeout=120, cwd=WRITER.parent)
+    assert done.returncode in (0, -9), done.stderr
+    return done.returncode, done.stdout.splitlines()
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("compact", [False, True], ids=["append", "append+compaction"])
+def test_a_writer_killed_at_any_statement_leaves_the_thread_before_or_after(
+    tmp_path: Path, when: str, compact: bool
+) -> None:
+    outcomes: list[tuple[int, int]] = []  # (append landed, changes folded) per kill
+    for kill_at in range(1, MAX_STEPS):
+        path = tmp_path / f"threads-{kill_at}.db"
+        before = prepare(path)
+        after = apply_changes(copy.deepcopy(before), [copy.deepcopy(CHANGE)])
+
+        returncode, lines = run_writer(path, kill_at=kill_at, when=when, compact=compact)
+
+        with SqliteStore(path, compaction=policy(False)) as store:
+            stored = store.load(THREAD_ID)
+            assert stored is not None, f"K={kill_at}"
+            landed = stored.version == 4
+            assert (stored.version, stored.data) in ((3, before), (4, after)), f"K={kill_at}: {lines[-1:]}"
+            assert stored.claim is None
+            assert stored.changes == (3 if landed else 2) or (compact and landed and stored.changes == 0)
+            outcomes.append((int(landed), int(stored.changes == 0)))
+
+            claimed = store.claim(THREAD_ID, expected_version=stored.version, owner="next")
+            nxt = {**run_change(9), "messagesFrom": len(stored.data["messages"])}
+            version = store.append(THREAD_ID, nxt, expected_version=claimed)
+            again = store.load(THREAD_ID)
+            assert again is not None and (again.version, again.claim) == (stored.version + 2, None)
+            assert again.data == apply_changes(copy.deepcopy(stored.data), [nxt]) and version == again.version
+
+        if returncode == 0:
+            break
+        assert lines[-1] == f"step {kill_at} " + lines[-1].split(" ", 2)[2], f"K={kill_at}: killed elsewhere"
+    else:
+        pytest.fail(f"the writer never finished within {MAX_STEPS} statements")
+
+    # The last run finished: it reached no kill, and its statements are the whole append.
+    steps = [line.split(" ", 2)[2].split()[0] for line in lines if line.startswith("step ")]
+    assert lines[-1] == "done 4" and len(outcomes) == len(steps) + 1
+    append = ["BEGIN", "SELECT", "INSERT", "UPDATE", "COMMIT"]  # (the head, the change part, the head)
+    compaction = ["BEGIN", "SELECT", "UPDATE", "DELETE", "UPDATE", "COMMIT"]  # (read, part 0, the changes, the head)
+    assert steps == append + (compaction if compact else [])
+    # The steps only move forward: the append lands at its COMMIT, the fold at the compaction's.
+    assert outcomes == sorted(outcomes)
+    assert outcomes[-1] == (1, int(compact))
+    assert (0, 0) in outcomes and (1, 0) in outcomes  # (with a compaction: killed between its transactions)
