@@ -209,6 +209,8 @@ class MessageLog:
         if entry is self.hot:
             return
         self.hot = entry
+        if not self.low:
+            return  # (everything is rewritten: a thread never marked, say)
         covered = self._covered
         if entry in covered:
             return
