@@ -29,7 +29,8 @@ The rules, each decided here once:
 
 * every run claims the thread before anything is sent, a new thread by creating its record claimed,
   so of two writers racing on one thread exactly one sends;
-* a run is saved when its terminal event is folded, before the caller sees it;
+* a run is saved when its terminal event is folded, before the caller sees it: as its changes
+  (``append``) when the store can take them and its record holds the thread as last written, else whole;
 * a run that fails or is interrupted gives its claim back, unless it is a resume whose request may
   have reached the agent: that one stays claimed until someone decides (``release_claim()``);
 * a failed save is the error the caller sees, and says the agent answered.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from agui_client import AguiError, ThreadState, replay
 from agui_client.core.session import RunSession
 from agui_client.stores import MemoryStore
 from agui_client.stores.base import apply_changes
-from agui_client.types import Interrupt, ToolMessage, UserMessage
+from agui_client.types import Interrupt, UserMessage
 from agui_client.wire.codec import decode
 from agui_client.wire.types.messages import Message
 
@@ -364,3 +365,11 @@ def test_the_mark_moves_only_when_asked() -> None:
     assert state.changes() == state.changes()
     state.mark()
     assert set(state.changes()) == {"set"}
+
+
+def test_the_stores_page_example_of_changes_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    page = (ROOT / "docs" / "stores.md").read_text()
+    snippets = [s for s in re.findall(r"```py\n(.*?)```", page, flags=re.S) if "changes()" in s]
+    assert len(snippets) == 1
+    exec(compile(snippets[0], "docs/stores.md", "exec"), {"__name__": "__docs__"})
+    assert capsys.readouterr().out == "[{'id': 'm1', 'role': 'assistant', 'content': 'Hello'}]\nTrue\n"
