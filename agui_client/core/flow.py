@@ -108,10 +108,11 @@ logger = logging.getLogger("agui_client")
 #: The thread object whose run (or tool loop) this thread or task is in: its own nested runs may go on.
 _RUNNING_HERE: contextvars.ContextVar[Any] = contextvars.ContextVar("agui_client_running_here", default=None)
 
-#: Check every appended change against the whole thread: a thread object then keeps a copy of what the
-#: store holds, and a save that appends asserts ``apply_changes(copy, [changes]) == dump()`` (the tests
-#: turn it on, so every run of the suite on a store checks its saves; it costs a dump per save).
-_VERIFY_CHANGES = False
+#: Check every appended change against the whole thread: set to ``stores.base.apply_changes`` (handed in:
+#: the sans-IO core imports no store), a thread object keeps a copy of what the store holds, and a save
+#: that appends asserts ``apply_changes(copy, [changes]) == dump()``. The tests set it, so every run of
+#: the suite on a store checks its saves (it costs a dump and a JSON copy per save).
+_VERIFY_CHANGES: Callable[[dict[str, Any], list[Any]], dict[str, Any]] | None = None
 
 
 # -- the effects ---------------------------------------------------------------------------------------
@@ -282,8 +283,8 @@ class _Standing:
             if self._in_step and self._appends and self._version is not None:
                 # The record holds the state as marked: the run's changes are what it lacks.
                 changes = state.changes()
-                if _VERIFY_CHANGES:
-                    self._verify(changes)
+                if _VERIFY_CHANGES is not None:
+                    self._verify(_VERIFY_CHANGES, changes)
                 state.mark()
                 self._in_step = False
                 yield Write("append", {"changes": changes, "expected_version": self._version})
@@ -301,17 +302,16 @@ class _Standing:
         # the write returns, the record's data is unknown (a failed write leaves the next save whole).
         self._state.mark()
         self._in_step = False
-        if _VERIFY_CHANGES:
+        if _VERIFY_CHANGES is not None:
             self._held = _json_copy(data)
 
-    def _verify(self, changes: Mapping[str, Any]) -> None:
+    def _verify(self, apply_changes: Callable[[dict[str, Any], list[Any]], dict[str, Any]],
+                changes: Mapping[str, Any]) -> None:
         # (_VERIFY_CHANGES) What the store will hold after the append is what a whole save would write.
         whole, change = _json_copy(self._state.dump()), _json_copy(changes)
         if whole is None or change is None or self._held is None:
             self._held = None  # (not JSON: the store refuses it; the next save is whole)
             return
-        from ..stores.base import apply_changes
-
         rebuilt = apply_changes(self._held, [change])
         if rebuilt != whole:
             differ = sorted(k for k in rebuilt.keys() | whole.keys() if rebuilt.get(k) != whole.get(k))
@@ -457,7 +457,7 @@ class Conversation(_Standing):
     def _take(self, stored: StoredThread | None) -> None:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
         if stored is not None:
-            held = _json_copy(stored.data) if _VERIFY_CHANGES else None  # (before the thread holds it)
+            held = _json_copy(stored.data) if _VERIFY_CHANGES is not None else None  # (before the thread holds it)
             try:
                 state = ThreadState.load(stored.data, adopt=True)
             except (AguiError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
