@@ -406,8 +406,9 @@ class ThreadState:
         For the data ``D`` a store held at the mark, ``apply_changes(D, [state.changes()])`` equals
         ``state.dump()`` (as JSON). It costs what changed, not the thread's length: the messages from
         the first one that changed (``messagesFrom``) on, the small top-level fields, the state only when
-        the document changed, and the usage and subagents written since (``merge``). Of a thread never
-        marked it is the whole thread, to apply to an empty record ``{}``.
+        the document changed, and the usage and subagents written since (``merge``). (While frontend tool
+        calls are pending, their results are looked for among all messages, as ``dump()`` does.) Of a
+        thread never marked it is the whole thread, to apply to an empty record ``{}``.
 
         As ``dump(share_state=True)``, the result holds the thread's own message dicts and state: write
         it at once, and never change it.
