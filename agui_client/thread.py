@@ -608,7 +608,7 @@ def _calls_on_loop(store: Any) -> bool:
 
     kind = type(store)
     return isinstance(store, MemoryStore) and all(
-        getattr(kind, name) is getattr(MemoryStore, name) for name in ("load", "save", "claim", "release"))
+        getattr(kind, name) is getattr(MemoryStore, name) for name in ("load", "save", "append", "claim", "release"))
 
 
 async def _empty() -> AsyncIterator[ev.Event | ev.UnknownEvent]:

@@ -155,7 +155,7 @@ def test_store_writes_run_on_the_loop_for_memory_and_in_a_worker_otherwise(
         target: type[MemoryStore] = MemoryStore
     else:
         store, target = Overrides(), Overrides
-    for name in ("save", "claim"):
+    for name in ("save", "append", "claim"):
         original = getattr(MemoryStore, name)
 
         def recorded(self: MemoryStore, thread_id: str, *args: Any, _name: str = name, _original: Any = original,
@@ -173,7 +173,8 @@ def test_store_writes_run_on_the_loop_for_memory_and_in_a_worker_otherwise(
                 return threading.get_ident()
 
         loop_thread = asyncio.run(main())
-    assert target is not None and [name for name, _ in calls] == ["claim", "save"]
+    # (the claim created the record: the run's save appends its changes to it)
+    assert target is not None and [name for name, _ in calls] == ["claim", "append"]
     on_loop = [ident == loop_thread for _, ident in calls]
     assert on_loop == ([True, True] if store_kind == "memory" else [False, False])
     assert store.load("t1") is not None and store.load("t1").version == 1  # type: ignore[union-attr]

@@ -29,7 +29,8 @@ The rules, each decided here once:
 
 * every run claims the thread before anything is sent, a new thread by creating its record claimed,
   so of two writers racing on one thread exactly one sends;
-* a run is saved when its terminal event is folded, before the caller sees it;
+* a run is saved when its terminal event is folded, before the caller sees it: as its changes
+  (``append``) when the store can take them and its record holds the thread as last written, else whole;
 * a run that fails or is interrupted gives its claim back, unless it is a resume whose request may
   have reached the agent: that one stays claimed until someone decides (``release_claim()``);
 * a failed save is the error the caller sees, and says the agent answered.
@@ -107,6 +108,12 @@ logger = logging.getLogger("agui_client")
 #: The thread object whose run (or tool loop) this thread or task is in: its own nested runs may go on.
 _RUNNING_HERE: contextvars.ContextVar[Any] = contextvars.ContextVar("agui_client_running_here", default=None)
 
+#: Check every appended change against the whole thread: set to ``stores.base.apply_changes`` (handed in:
+#: the sans-IO core imports no store), a thread object keeps a copy of what the store holds, and a save
+#: that appends asserts ``apply_changes(copy, [changes]) == dump()``. The tests set it, so every run of
+#: the suite on a store checks its saves (it costs a dump and a JSON copy per save).
+_VERIFY_CHANGES: Callable[[dict[str, Any], list[Any]], dict[str, Any]] | None = None
+
 
 # -- the effects ---------------------------------------------------------------------------------------
 
@@ -115,7 +122,7 @@ class Write:
     """Write to the store: ``store.<op>(thread_id, **arguments)``; the answer is the version it returns,
     which the shell also makes the conversation's ``_version`` (even when interrupted mid-write)."""
 
-    op: Literal["claim", "save", "release"]
+    op: Literal["claim", "save", "append", "release"]
     arguments: Mapping[str, Any]
 
 
@@ -192,6 +199,13 @@ class _Standing:
         self._unsure: int | None = None
         self._creates_claimed = _creates_claimed(store)
         self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
+        # Whether a save may write only the run's changes (``append``): the store has the method, and
+        # the record's data is what the state was last marked at (a load, a save, an append, a claim
+        # that created the record; claims and releases leave the data as it is). Off while a write of
+        # data is in flight or after one failed: the next save is then whole.
+        self._appends = callable(getattr(store, "append", None))
+        self._in_step = False
+        self._held: Any = None  # (_VERIFY_CHANGES: a copy of the record's data)
 
     def _claim(self, plan: Plan, interrupted: type[BaseException]) -> Flow[int]:
         # Every run claims the thread before anything is sent: at the version it was built from (a
@@ -216,16 +230,26 @@ class _Standing:
     def _create_unclaimed(self) -> Flow[None]:
         # (a store of the earlier protocol, whose claim cannot create: see _creates_claimed)
         if self._version is None and not self._creates_claimed:
-            yield Write("save", {"data": self._state.dump(), "expected_version": None})
+            data = self._state.dump()
+            self._marked(data)
+            yield Write("save", {"data": data, "expected_version": None})
+            self._in_step = True
 
     def _claim_now(self) -> Flow[int]:
         base = self._version
+        # (a create after a claim in doubt may find that claim's record, made from the thread as it
+        # was then: its data is not this state's, so the run's save writes it whole)
+        doubted = self._unsure is not None
         arguments = self._claim_args()
+        if "data" in arguments:
+            self._marked(arguments["data"])
         try:
             version: int = yield Write("claim", arguments)
         except StoreError as exc:
             self._claim_lost(exc, base)
             raise
+        if "data" in arguments and not doubted:
+            self._in_step = True
         return version
 
     def _claim_args(self) -> dict[str, Any]:
@@ -253,12 +277,47 @@ class _Standing:
                          "run this thread object again (it recognises its own claim), or release_claim(force=True)")
 
     def _save(self, session: RunSession) -> Flow[None]:
+        state = self._state
         try:
             # Written by the store before the protocol goes on, so sharing the state is safe.
-            yield Write("save", {"data": self._state.dump(share_state=True), "expected_version": self._version})
+            if self._in_step and self._appends and self._version is not None:
+                # The record holds the state as marked: the run's changes are what it lacks.
+                changes = state.changes()
+                if _VERIFY_CHANGES is not None:
+                    self._verify(_VERIFY_CHANGES, changes)
+                state.mark()
+                self._in_step = False
+                yield Write("append", {"changes": changes, "expected_version": self._version})
+            else:
+                data = state.dump(share_state=True)
+                self._marked(data)
+                yield Write("save", {"data": data, "expected_version": self._version})
+            self._in_step = True
         except (ConcurrentResume, StoreError) as exc:
             _unsaved(exc, session)
             raise
+
+    def _marked(self, data: Mapping[str, Any]) -> None:
+        # The state as dumped into ``data`` is about to be written whole: changes count from here. Until
+        # the write returns, the record's data is unknown (a failed write leaves the next save whole).
+        self._state.mark()
+        self._in_step = False
+        if _VERIFY_CHANGES is not None:
+            self._held = _json_copy(data)
+
+    def _verify(self, apply_changes: Callable[[dict[str, Any], list[Any]], dict[str, Any]],
+                changes: Mapping[str, Any]) -> None:
+        # (_VERIFY_CHANGES) What the store will hold after the append is what a whole save would write.
+        whole, change = _json_copy(self._state.dump()), _json_copy(changes)
+        if whole is None or change is None or self._held is None:
+            self._held = None  # (not JSON: the store refuses it; the next save is whole)
+            return
+        rebuilt = apply_changes(self._held, [change])
+        if rebuilt != whole:
+            differ = sorted(k for k in rebuilt.keys() | whole.keys() if rebuilt.get(k) != whole.get(k))
+            raise AssertionError(f"thread {self.id!r}: the appended changes rebuild another thread than dump() "
+                                 f"(fields {differ}); change: {change!r}")
+        self._held = whole
 
     def _settle(self, claimed: int | None, plan: Plan, handle: StreamHandle | None,
                 exc: BaseException) -> Flow[None]:
@@ -398,6 +457,7 @@ class Conversation(_Standing):
     def _take(self, stored: StoredThread | None) -> None:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
         if stored is not None:
+            held = _json_copy(stored.data) if _VERIFY_CHANGES is not None else None  # (before the thread holds it)
             try:
                 state = ThreadState.load(stored.data, adopt=True)
             except (AguiError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
@@ -409,6 +469,7 @@ class Conversation(_Standing):
             self._state.thread_id = self.id
             self._state.legacy_interrupts = self._legacy
             self._version = stored.version
+            self._in_step, self._held = True, held  # (loaded: marked at the record's data)
             if stored.claim is not None and stored.claim == self._owner and stored.version == self._unsure:
                 # This object's own claim whose reply was lost: nothing was sent under it. The thread
                 # keeps the version it claimed from, so its next run's claim is recognised by the store
@@ -704,6 +765,14 @@ def _creates_claimed(store: Any) -> bool:
     except (TypeError, ValueError):  # (no signature to read: take it for the current protocol)
         return True
     return any(p.name == "data" or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of ``value`` through JSON text (``None`` when it is not JSON), for ``_VERIFY_CHANGES``."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError):
+        return None
 
 
 def _unsaved(exc: ConcurrentResume | StoreError, session: RunSession) -> None:

@@ -37,6 +37,10 @@ class _GoesDown(MemoryStore):
         self._fail(thread_id)
         return super().save(thread_id, data, expected_version=expected_version)
 
+    def append(self, thread_id: str, changes: Any, *, expected_version: int) -> int:
+        self._fail(thread_id)
+        return super().append(thread_id, changes, expected_version=expected_version)
+
     def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
         self._fail(thread_id)
         return super().release(thread_id, claimed_version=claimed_version, owner=owner)

@@ -251,6 +251,11 @@ def test_ctrl_c_during_a_store_write_waits_for_it_and_keeps_the_thread_consisten
             self._ctrl_c("save")
             return version
 
+        def append(self, thread_id: str, changes: Any, *, expected_version: int) -> int:
+            version = super().append(thread_id, changes, expected_version=expected_version)
+            self._ctrl_c("save")  # (a run's save, written as its changes)
+            return version
+
         def _ctrl_c(self, where: str) -> None:
             if self.armed and where == during:
                 self.armed = False
@@ -311,13 +316,20 @@ def test_a_second_ctrl_c_is_not_held_by_a_store_write_that_hangs(served: Any) ->
         armed = False
 
         def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+            self._hang()
+            return super().save(thread_id, data, expected_version=expected_version)
+
+        def append(self, thread_id: str, changes: Any, *, expected_version: int) -> int:
+            self._hang()  # (a run's save, written as its changes)
+            return super().append(thread_id, changes, expected_version=expected_version)
+
+        def _hang(self) -> None:
             if self.armed:
                 self.armed = False
                 signal.raise_signal(signal.SIGINT)  # held: the write goes on ...
                 signal.raise_signal(signal.SIGINT)  # ... until the person presses again
                 threading.Event().wait(5)  # (the hanging write: a gate nobody opens; never reached)
                 returned.append(True)
-            return super().save(thread_id, data, expected_version=expected_version)
 
     store = Hanging()
     with ag.AgentClient(endpoint.url, store=store) as client:

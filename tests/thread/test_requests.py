@@ -165,6 +165,11 @@ def test_run_saves_the_thread_once_the_terminal_event_is_read_not_when_the_respo
             saved.set()
             return version
 
+        def append(self, thread_id: str, changes: Any, *, expected_version: int) -> int:
+            version = super().append(thread_id, changes, expected_version=expected_version)
+            saved.set()
+            return version
+
     with drive.client(endpoint.url, store=Saves()) as client:
         thread = client.thread()
         outcome: list[Any] = []

@@ -37,7 +37,7 @@ from .document import EMPTY_STATE, StateDocument
 from .entries import Entry
 from .ledger import RunLedger
 from .log import MessageLog
-from .persist import STATE_FORMAT_VERSION, dump, load, to_wire
+from .persist import STATE_FORMAT_VERSION, Mark, changes, dump, load, to_wire
 from .records import Outcome, RunErrorInfo, RunRecord, StepRecord, SubagentRecord, sum_usage
 from .snapshots import Snapshots
 from .streams import NO_WARNINGS, Streams
@@ -99,10 +99,22 @@ class ThreadState:
         for message in messages:
             self.log.insert(Entry.of(message))
         self._unchanged = 0  # the change count ``version`` counts from
+        self._mark = Mark()  # (never marked: the first change writes everything)
 
     def settled(self) -> None:
         """Count from here: ``version`` reads 0 (a thread just loaded has not changed yet)."""
         self._unchanged = self.log.changes + self.document.changes
+
+    def mark(self) -> None:
+        """The thread as it stands is what the store holds now: :meth:`changes` counts from here.
+
+        Call it once what :meth:`dump` or :meth:`changes` returned is written (a thread's runs do, after
+        every save). ``load`` marks the thread it makes (the record it was loaded from); a new
+        ``ThreadState`` is unmarked: its first change rebuilds it from an empty record.
+        """
+        self.log.mark()
+        self.ledger.mark()
+        self._mark = Mark(document=self.document.changes, via=self.ledger.open_via is not None, maps=False)
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -387,6 +399,29 @@ class ThreadState:
                 dicts are the thread's own (it keeps them for the next save), never copies.
         """
         return dump(self, share_state=share_state)
+
+    def changes(self) -> dict[str, Any]:
+        """What changed since :meth:`mark`, as one change a store appends (``IncrementalStore.append``).
+
+        For the data ``D`` a store held at the mark, ``apply_changes(D, [state.changes()])`` equals
+        ``state.dump()`` (as JSON). It costs what changed, not the thread's length: the messages from
+        the first one that changed (``messagesFrom``) on, the small top-level fields, the state only when
+        the document changed, and the usage and subagents written since (``merge``). (While frontend tool
+        calls are pending, their results are looked for among all messages, as ``dump()`` does.) Of a
+        thread never marked it is the whole thread, to apply to an empty record ``{}``.
+
+        As ``dump(share_state=True)``, the result holds the thread's own message dicts and state: write
+        it at once, and never change it.
+
+        Example::
+
+            stored = store.load(thread_id)
+            state = ThreadState.load(stored.data, adopt=True)   # marked: counts from the record
+            replay(recording, state=state)                      # a run folded in
+            version = store.append(thread_id, state.changes(), expected_version=stored.version)
+            state.mark()                                        # the next change counts from here
+        """
+        return changes(self)
 
     @classmethod
     def load(cls, data: Mapping[str, Any], *, adopt: bool = False) -> ThreadState:

@@ -51,6 +51,15 @@ class RunLedger:
         #: How the open interrupts were asked: ``"langgraph"`` when the bridge read them (their answers
         #: then travel in its channel), ``None`` for the interrupt outcome.
         self.open_via: str | None = None
+        #: The runs whose usage and the subagents whose records were written since the mark (what the
+        #: next save of the changes merges: ``ThreadState.changes``); every one, for a thread never marked.
+        self.usage_touched: set[str] = set()
+        self.subagents_touched: set[str] = set()
+
+    def mark(self) -> None:
+        """What the ledger holds is what the store holds: count the usage and subagents written from here."""
+        self.usage_touched.clear()
+        self.subagents_touched.clear()
 
     @property
     def last_run(self) -> RunRecord | None:
@@ -115,6 +124,7 @@ class RunLedger:
         if usage is not None:
             run.usage = usage
             self.usage[run.run_id] = usage
+            self.usage_touched.add(run.run_id)
         self.open_via = None
         if run.legacy_asks and self.legacy is not None and not isinstance(
                 outcome, (rn.RunFinishedInterruptOutcome, rn.RunFinishedCancelledOutcome)):
@@ -193,6 +203,7 @@ class RunLedger:
             if record is not None and interrupt.id not in record.interrupt_ids:
                 self.subagents[record.subagent_run_id] = attrs.evolve(
                     record, interrupt_ids=(*record.interrupt_ids, interrupt.id))
+                self.subagents_touched.add(record.subagent_run_id)
 
     def run_error(self, message: str, code: str | None,
                   usage: tuple[rn.TokenUsage, ...] | None) -> Sequence[StreamWarning]:
@@ -219,6 +230,7 @@ class RunLedger:
         if usage is not None:
             run.usage = usage
             self.usage[run.run_id] = usage
+            self.usage_touched.add(run.run_id)
         return _NO_WARNINGS
 
     def step_started(self, step_name: str, owner: str | None) -> Sequence[StreamWarning]:
@@ -253,6 +265,7 @@ class RunLedger:
             subagent_run_id=subagent_run_id, name=name, run_id=run.run_id if run else None, description=description,
             parent_subagent_run_id=parent_subagent_run_id, parent_tool_call_id=parent_tool_call_id,
             parent_message_id=parent_message_id)
+        self.subagents_touched.add(subagent_run_id)
         return _NO_WARNINGS
 
     def subagent_finished(self, subagent_run_id: str, outcome: rn.SubagentFinishedOutcome | None,
@@ -261,6 +274,7 @@ class RunLedger:
         record = self.subagents.get(subagent_run_id)
         if record is None:
             return _NO_WARNINGS
+        self.subagents_touched.add(subagent_run_id)
         if isinstance(outcome, rn.SubagentFinishedSuspendedOutcome):
             ids = tuple(outcome.interrupt_ids or ())
             self.subagents[subagent_run_id] = attrs.evolve(
@@ -276,4 +290,5 @@ class RunLedger:
         if record is not None:
             self.subagents[subagent_run_id] = attrs.evolve(
                 record, status="error", error=RunErrorInfo(message=message, code=code))
+            self.subagents_touched.add(subagent_run_id)
         return _NO_WARNINGS

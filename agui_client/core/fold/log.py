@@ -49,6 +49,17 @@ class MessageLog:
         # the next result for that message goes after it without walking the results before it.
         # Cleared by anything but an append that moves entries.
         self._tool_hint: tuple[Held, int, Entry] | None = None
+        # What a save of the changes since the mark (``ThreadState.changes``) rewrites: the list keeps its
+        # first ``low`` messages as they were at the mark (the same objects, unchanged), and held
+        # ``marked_len`` then (-1: nothing marked, the whole list is new). An append leaves ``low`` as it
+        # is; whatever inserts, replaces or removes lowers it to its position, and an entry changed in
+        # place lowers it to the entry's (``touch``). A change needs no walk of the list: the entries
+        # ``touch`` found at or after ``low`` since the mark are ``_covered`` (they stay there, whatever
+        # moves), and ``hot``, the last one touched, costs a streamed delta one identity check.
+        self.low = 0
+        self.marked_len = -1
+        self.hot: Entry | None = None
+        self._covered: set[Entry] = set()
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -176,6 +187,49 @@ class MessageLog:
 
     # -- writing -------------------------------------------------------------------------------
 
+    def mark(self) -> None:
+        """The list as it stands is what the store holds: changes are counted from here."""
+        self.low = self.marked_len = len(self.entries)
+        self.hot = None
+        self._covered.clear()
+
+    def touch(self, entry: Entry) -> None:
+        """``entry`` changes in place: the message handed out is built again, and the next save of the
+        changes rewrites it (see :meth:`dirty`)."""
+        entry.frozen = None
+        self.dirty(entry)
+
+    def dirty(self, entry: Entry) -> None:
+        """The next save of the changes rewrites ``entry`` (and what follows it): something of it changed
+        in place, or may have.
+
+        Searched from the end (a run changes the messages near it) and only as far as ``low``: an
+        entry found there is rewritten anyway; one older than every change since the mark lowers it.
+        """
+        if entry is self.hot:
+            return
+        self.hot = entry
+        if not self.low:
+            return  # (everything is rewritten: a thread never marked, say)
+        covered = self._covered
+        if entry in covered:
+            return
+        covered.add(entry)
+        entries = self.entries
+        low = self.low
+        for i in range(len(entries) - 1, low - 1, -1):
+            if entries[i] is entry:
+                return
+        for i in range(low - 1, -1, -1):
+            if entries[i] is entry:
+                self.low = i
+                return
+
+    def moved(self, position: int) -> None:
+        """The list changed at ``position`` (an entry put in or taken out there, not appended)."""
+        if position < self.low:
+            self.low = position
+
     def changed(self) -> None:
         """Something changed: the messages handed out are built again when next asked for (the view is
         kept with the count of changes it was built at; a handler may move ``changes`` itself)."""
@@ -222,6 +276,7 @@ class MessageLog:
         position = self.position(old)
         self.unindex(old)  # (which forgets the tool hint: the entry may change role)
         self.entries[position] = new
+        self.moved(position)
         self.index(new)
 
     def position(self, entry: Entry) -> int:
@@ -273,6 +328,7 @@ class MessageLog:
             self.insert(entry)
         else:
             entries.insert(position, entry)
+            self.moved(position)
             if self.index(entry):
                 self._runs[-1].new_message_ids.append(entry.id)
         self._tool_hint = (owner, position, entry)
@@ -290,7 +346,7 @@ class MessageLog:
         old_id = entry.id
         del self.by_id[old_id]
         entry.id = new_id
-        entry.touch()
+        self.touch(entry)
         self.by_id[new_id] = entry
         run = self._runs[-1] if self._runs else None
         if run is not None:
@@ -304,6 +360,14 @@ class MessageLog:
     def take(self, entries: list[Held], by_id: dict[str, Held], calls: dict[str, tuple[Entry, Call] | Held],
              lazy: bool) -> None:
         """Hold a whole new list (a snapshot merged): its entries, their indexes, whether JSON is among them."""
+        # The next save of the changes keeps what the new list starts with unchanged (the same objects:
+        # a snapshot that restates a thread keeps the messages it does not change).
+        old = self.entries
+        limit = min(self.low, len(entries))
+        same = 0
+        while same < limit and entries[same] is old[same]:
+            same += 1
+        self.low = same
         self.entries = entries
         self.by_id = by_id
         self.calls = calls
@@ -318,6 +382,7 @@ class MessageLog:
         for message_id in message_ids:
             entry = self.entry(message_id)
             if entry is not None:
+                self.dirty(entry)
                 entry.complete = False
                 self.incomplete.add(message_id)
                 if entry.text is not None:
@@ -325,6 +390,7 @@ class MessageLog:
         for call_id in tool_call_ids:
             found = self.call(call_id)
             if found is not None:
+                self.dirty(found[0])
                 call = found[1]
                 call.complete = False
                 self.incomplete.add(call_id)

@@ -26,7 +26,7 @@ from .records import RunErrorInfo, RunRecord, SubagentRecord
 if TYPE_CHECKING:
     from . import ThreadState
 
-__all__ = ["STATE_FORMAT_VERSION", "dump", "load", "to_wire", "wire_messages"]
+__all__ = ["STATE_FORMAT_VERSION", "dump", "changes", "load", "to_wire", "wire_messages"]
 
 #: Version of the ``dump()`` / ``load()`` layout (stores keep it so later releases can read them).
 STATE_FORMAT_VERSION = 1
@@ -67,8 +67,54 @@ def dump(thread: ThreadState, *, share_state: bool = False) -> dict[str, Any]:
     return data
 
 
-def wire_messages(log: MessageLog, checked: bool) -> list[Any]:
-    """The log's messages in wire form (a :class:`PlainList` of the log's own dicts when ``checked``)."""
+def changes(thread: ThreadState) -> dict[str, Any]:
+    """What changed since the thread's mark, as one change of ``apply_changes`` (see ``ThreadState.changes``).
+
+    Built from what the parts noted since the mark, never from a walk of the thread: the messages from
+    the log's ``low`` on, the small fields, the state only if the document changed, the usage and
+    subagents written. A thread never marked is new: its change rebuilds it from an empty record.
+    """
+    ledger = thread.ledger
+    log = thread.log
+    last = ledger.last_run
+    out: dict[str, Any] = {}
+    low = log.low
+    if low < len(log.entries) or low != log.marked_len:
+        out["messagesFrom"] = low
+        out["messages"] = wire_messages(log, True, low)
+    replaced: dict[str, Any] = {
+        "format": STATE_FORMAT_VERSION,
+        "threadId": thread.thread_id,
+        "stateInSync": thread.document.in_sync,
+        "openInterrupts": codec.encode(ledger.open_interrupts),
+        "interruptedRunId": ledger.interrupted_run_id,
+        "pendingToolCallIds": list(ledger.pending_tool_call_ids()),
+        "lastOutcome": last.outcome if last else None,
+        "lastRunId": last.run_id if last else None,
+    }
+    mark = thread._mark
+    if thread.document.changes != mark.document:
+        replaced["state"] = thread.document.shared()
+    if ledger.open_via is not None:
+        replaced["openInterruptsVia"] = ledger.open_via
+    elif mark.via:
+        out["unset"] = ["openInterruptsVia"]
+    out["set"] = replaced
+    merged: dict[str, Any] = {}
+    if ledger.usage_touched or mark.maps:
+        usage = ledger.usage
+        merged["usageByRun"] = {run_id: codec.encode(usage[run_id]) for run_id in ledger.usage_touched}
+    if ledger.subagents_touched or mark.maps:
+        subagents = ledger.subagents
+        merged["subagents"] = {k: _dump_subagent(subagents[k]) for k in ledger.subagents_touched}
+    if merged:
+        out["merge"] = merged
+    return out
+
+
+def wire_messages(log: MessageLog, checked: bool, start: int = 0) -> list[Any]:
+    """The log's messages in wire form (a :class:`PlainList` of the log's own dicts when ``checked``), from
+    position ``start`` on."""
     # A message held as plain JSON (a snapshot's) goes out as it is for a save that writes it at
     # once, else as a copy; a message still being streamed into an entry is encoded from the
     # entry; the others (frozen already: messages read before) go through the wire encoders.
@@ -76,7 +122,7 @@ def wire_messages(log: MessageLog, checked: bool) -> list[Any]:
     out: list[Any] = []
     append = out.append
     frozen: list[int] = []  # where typed messages wait for the wire encoders
-    for entry in log.entries:
+    for entry in (log.entries[start:] if start else log.entries):
         if type(entry) is dict:
             append(entry if checked else copy_json(entry))
             continue
@@ -155,7 +201,30 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> Thr
         run.bridged = via if last_outcome == "interrupt" else None
         ledger.runs.append(run)
     thread.settled()  # (however the messages went in: a loaded thread has not changed yet)
+    # What the store holds is ``data``: the thread's changes are counted from it. What ``dump()`` writes
+    # and ``data`` lacks (an older or a foreign record) is written by the first change.
+    thread.mark()
+    if "messages" not in data:
+        thread.log.low, thread.log.marked_len = 0, -1
+    thread._mark = Mark(document=-1 if "state" not in data else thread.document.changes,
+                        via=via is not None, maps="usageByRun" not in data or "subagents" not in data)
     return thread
+
+
+@attrs.frozen
+class Mark:
+    """What a thread's changes are counted from (besides what the log and the ledger note).
+
+    Attributes:
+        document: the state document's change count at the mark (-1: the state is written).
+        via: whether the marked record holds ``openInterruptsVia`` (a change then unsets it, if cleared).
+        maps: whether a change writes ``usageByRun`` and ``subagents`` even when nothing was added (the
+            record has none: a thread never marked).
+    """
+
+    document: int = -1
+    via: bool = False
+    maps: bool = True
 
 
 def _dump_subagent(record: SubagentRecord) -> dict[str, Any]:

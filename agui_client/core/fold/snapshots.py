@@ -76,7 +76,7 @@ class Snapshots:
         if target is not None and metadata is not None:
             target.attrs["metadata"] = merge_metadata(target.attrs.get("metadata"), metadata)
         if target is not None:
-            target.touch()
+            log.touch(target)
             log.changed()
         return _NO_WARNINGS
 
@@ -106,14 +106,14 @@ class Snapshots:
                 # AC-01: an activity's content is an object; anything else could not even be loaded again.
                 raise PatchFailed(f"the content would become {describe(patched)}, not an object", whole[-1])
         except PatchFailed as exc:
-            entry.touch()
+            log.touch(entry)
             log.changed()
             return (StreamWarning(code="AC-05" if exc.rule == "SP-06" else f"{exc.rule}/AGUI303",
                                   message=f"activity patch did not apply: {exc}", pointer=f"/patch/{exc.op_index}"),)
         entry.value = patched
         entry.owned = True
         entry.attrs["activity_type"] = activity_type
-        entry.touch()
+        log.touch(entry)
         log.changed()
         return _NO_WARNINGS
 

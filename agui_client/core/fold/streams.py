@@ -67,7 +67,7 @@ class Streams:
             runs[-1].streamed[entry.id] = None
         if metadata is not None:
             entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
-        entry.touch()
+        log.touch(entry)  # (a re-opened message may be older than the last save)
         log.changed()
         return NO_WARNINGS
 
@@ -86,6 +86,8 @@ class Streams:
         if metadata is not None:
             entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
         entry.frozen = None
+        if entry is not log.hot:  # (the message a stream writes into was touched by its start)
+            log.dirty(entry)
         log.changes += 1
         return NO_WARNINGS
 
@@ -97,7 +99,7 @@ class Streams:
             entry = log.entry(message_id)
             if entry is not None and not entry.text:
                 entry.text = None
-                entry.touch()
+                log.touch(entry)
                 log.changed()
         self.reopened_empty.clear()
 
@@ -107,20 +109,22 @@ class Streams:
         entry = log.entry(message_id)
         if entry is None or entry.role == "activity":
             return (_warning("TX-10", f"no text message {message_id!r} to close", pointer="/messageId"),)
+        if entry is not log.hot:
+            log.dirty(entry)
         entry.complete = True
         log.incomplete.discard(entry.id)
         if self.reopened_empty and entry.id in self.reopened_empty:
             self.reopened_empty.discard(entry.id)
             if not entry.text:
                 entry.text = None  # (re-opened and closed with nothing in between: still no content)
-                entry.touch()
+                log.touch(entry)
         if entry.text is not None:
             # Joined once, when the message is whole: thousands of small deltas would otherwise be
             # held as separate strings until someone reads the messages.
             entry.text = whole(entry.text, log.warnings, entry.id)
         if metadata is not None:
             entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
-            entry.touch()
+            log.touch(entry)
             log.changed()
         return NO_WARNINGS
 
@@ -158,7 +162,7 @@ class Streams:
         if metadata is not None:
             call.metadata = merge_metadata(call.metadata, metadata)
         call.frozen = None
-        entry.touch()
+        log.touch(entry)  # (the parent named may be a message older than the last save)
         log.changed()
         return warnings
 
@@ -197,6 +201,8 @@ class Streams:
             call.metadata = merge_metadata(call.metadata, metadata)
         call.frozen = None
         entry.frozen = None
+        if entry is not log.hot:
+            log.dirty(entry)
         log.changes += 1
         return NO_WARNINGS
 
@@ -208,6 +214,8 @@ class Streams:
         if found is None:
             return (_warning("TC-02", f"no tool call {tool_call_id!r} to close", pointer="/toolCallId"),)
         entry, call = found
+        if entry is not log.hot:
+            log.dirty(entry)
         call.complete = True
         log.incomplete.discard(call.id)
         if self.replayed_args:
@@ -220,7 +228,7 @@ class Streams:
         if metadata is not None:
             call.metadata = merge_metadata(call.metadata, metadata)
             call.frozen = None
-            entry.touch()
+            log.touch(entry)
             log.changed()
         if call.args and not is_json(call.args[0]):
             # TC-06: the protocol does not validate arguments; keep them raw, but say so (AGUI204).
@@ -290,14 +298,14 @@ class Streams:
             if found is not None:
                 found[1].encrypted_value = value
                 found[1].frozen = None
-                found[0].touch()
+                log.touch(found[0])
                 log.changed()
                 return NO_WARNINGS
         else:
             entry = log.entry(entity_id)
             if entry is not None and entry.role != "activity":
                 entry.attrs["encrypted_value"] = value
-                entry.touch()
+                log.touch(entry)
                 log.changed()
                 return NO_WARNINGS
         return (_warning("RS-08", f"no {subtype} {entity_id!r} for the encrypted value; nothing stored"),)

@@ -1,0 +1,204 @@
+"""A run's save appends what the run changed (``IncrementalStore.append``) instead of rewriting the thread.
+
+Every test body runs through both shells (``drive``) against a real ``ScriptedAgent`` on 127.0.0.1. The
+store records which writes it was asked for; what it holds is compared with the thread's whole dump.
+(The suite also checks every append against the dump as it is written: ``tests/conftest.py`` turns on
+``flow._VERIFY_CHANGES``.)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from threadkit import finishing
+
+import agui_client as ag
+from agui_client.stores import MemoryStore, StoredThread
+from agui_client.testing import ScriptedAgent
+
+
+def _json(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+class Recording(MemoryStore):
+    """A memory store that notes each write it is asked for, and can fail the next append."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+        self.fail_append = False
+
+    def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+        self.ops.append("save")
+        return super().save(thread_id, data, expected_version=expected_version)
+
+    def append(self, thread_id: str, changes: Any, *, expected_version: int) -> int:
+        self.ops.append("append")
+        if self.fail_append:
+            self.fail_append = False
+            raise ag.StoreError("the store is down", thread_id=thread_id)
+        return super().append(thread_id, changes, expected_version=expected_version)
+
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None) -> int:
+        self.ops.append("claim" if expected_version is not None else "create")
+        return super().claim(thread_id, expected_version=expected_version, owner=owner, data=data)
+
+    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+        self.ops.append("release")
+        return super().release(thread_id, claimed_version=claimed_version, owner=owner)
+
+
+class WholeOnly:
+    """A third-party store of the protocol without ``append``: every save rewrites the thread."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+        self.saves = 0
+
+    def load(self, thread_id: str) -> StoredThread | None:
+        return self.inner.load(thread_id)
+
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
+        self.saves += 1
+        return self.inner.save(thread_id, data, expected_version=expected_version)
+
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
+              data: Mapping[str, Any] | None = None) -> int:
+        return self.inner.claim(thread_id, expected_version=expected_version, owner=owner, data=data)
+
+    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+        return self.inner.release(thread_id, claimed_version=claimed_version, owner=owner)
+
+    def delete(self, thread_id: str) -> None:
+        self.inner.delete(thread_id)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _stored(store: Any, thread: Any) -> StoredThread:
+    stored = store.load(thread.id)
+    assert stored is not None
+    return stored
+
+
+def test_a_threads_runs_append_their_changes_and_the_record_is_the_whole_thread(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat("fine, thanks"))
+    store = Recording()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        for n in range(5):
+            assert thread.run(f"question {n}").outcome == "success"
+        stored = _stored(store, thread)
+
+    # The first turn created the record with its claim; every run's save then appended its changes.
+    assert store.ops == ["create", "append", *["claim", "append"] * 4]
+    assert stored.changes == 5 and stored.version == thread.version
+    assert stored.data == _json(thread.state.dump())
+    assert len(stored.data["messages"]) == 10
+
+
+def test_a_thread_loaded_by_another_object_appends_to_the_record_it_loaded(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat("fine, thanks"))
+    store = Recording()
+
+    with drive.client(endpoint.url, store=store) as client:
+        first = client.thread()
+        first.run("hello")
+        again = client.thread(first.id)  # (a later request of a server: the thread loaded from the store)
+        store.ops.clear()
+        again.run("and again")
+        stored = _stored(store, again)
+        first.reload()
+        store.ops.clear()
+        first.run("a third time")
+        after = _stored(store, first)
+
+    assert store.ops == ["claim", "append"]
+    assert stored.data == _json(again.state.dump())
+    assert after.data == _json(first.state.dump()) and len(after.data["messages"]) == 6
+
+
+def test_a_failed_append_makes_the_next_save_whole(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat("fine, thanks"))
+    store = Recording()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("one")
+        store.fail_append = True
+        with pytest.raises(ag.StoreError) as caught:
+            thread.run("two")
+        assert caught.value.agent_answered is True
+        store.ops.clear()
+        thread.run("three")  # (the thread still holds run two; the record does not)
+        whole = _stored(store, thread)
+        thread.run("four")
+        stored = _stored(store, thread)
+
+    assert store.ops == ["claim", "save", "claim", "append"]
+    assert whole.changes == 0 and [m["content"] for m in whole.data["messages"] if m["role"] == "user"] == [
+        "one", "two", "three"]
+    assert stored.changes == 1 and stored.data == _json(thread.state.dump())
+
+
+def test_a_store_without_append_gets_whole_saves(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat("fine, thanks"))
+    store = WholeOnly()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        for n in range(3):
+            thread.run(f"question {n}")
+        loaded = client.thread(thread.id)
+        loaded.run("from another object")
+        stored = _stored(store, loaded)
+
+    assert store.saves == 4
+    assert stored.changes == 0 and stored.data == _json(loaded.state.dump())
+    assert len(stored.data["messages"]) == 8
+
+
+def test_a_resume_and_a_tool_loop_append_what_they_changed(drive: Any, served: Any) -> None:
+    store = Recording()
+    asking = served(ScriptedAgent.interrupts(1))
+    tools = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    with drive.client(asking.url, store=store) as client:
+        thread = client.thread()
+        assert thread.run("delete it").outcome == "interrupt"
+        builder = thread.resume_builder()
+        for interrupt in thread.open_interrupts:
+            builder.answer(interrupt.id, {"answer": "yes"})
+        assert thread.run(resume=builder).outcome == "success"
+        asked = _stored(store, thread)
+    with drive.client(tools.url, store=store) as client:
+        looping = client.thread(tool_handlers={"confirm_choice": lambda question: "blue"})
+        assert looping.run_until_done("pick a colour").outcome == "success"
+        looped = _stored(store, looping)
+
+    assert "save" not in store.ops
+    assert asked.data == _json(thread.state.dump()) and asked.data["openInterrupts"] == []
+    assert looped.data == _json(looping.state.dump()) and looped.data["pendingToolCallIds"] == []
+    assert [m["role"] for m in looped.data["messages"]].count("tool") == 1
+
+
+def test_an_interrupted_run_appends_its_open_interrupts(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([finishing(None), finishing(
+        {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]})], stateless=True))
+    store = Recording()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("hello")
+        thread.run("again")
+        stored = _stored(store, thread)
+
+    assert store.ops[-1] == "append"
+    assert stored.data["openInterrupts"] == [{"id": "i1", "reason": "approval"}]
+    assert stored.data == _json(thread.state.dump())
