@@ -173,8 +173,8 @@ def test_store_writes_run_on_the_loop_for_memory_and_in_a_worker_otherwise(
                 return threading.get_ident()
 
         loop_thread = asyncio.run(main())
-    # (the claim created the record: the run's save appends its changes to it)
-    assert target is not None and [name for name, _ in calls] == ["claim", "append"]
+    # (the claim created the record: the first run's save writes it whole)
+    assert target is not None and [name for name, _ in calls] == ["claim", "save"]
     on_loop = [ident == loop_thread for _, ident in calls]
     assert on_loop == ([True, True] if store_kind == "memory" else [False, False])
     assert store.load("t1") is not None and store.load("t1").version == 1  # type: ignore[union-attr]

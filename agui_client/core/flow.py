@@ -30,7 +30,8 @@ The rules, each decided here once:
 * every run claims the thread before anything is sent, a new thread by creating its record claimed,
   so of two writers racing on one thread exactly one sends;
 * a run is saved when its terminal event is folded, before the caller sees it: as its changes
-  (``append``) when the store can take them and its record holds the thread as last written, else whole;
+  (``append``) when the store can take them and its record holds the thread as last written, else
+  whole (a new thread's first run too: its changes are all of it);
 * a run that fails or is interrupted gives its claim back, unless it is a resume whose request may
   have reached the agent: that one stays claimed until someone decides (``release_claim()``);
 * a failed save is the error the caller sees, and says the agent answered.
@@ -237,9 +238,6 @@ class _Standing:
 
     def _claim_now(self) -> Flow[int]:
         base = self._version
-        # (a create after a claim in doubt may find that claim's record, made from the thread as it
-        # was then: its data is not this state's, so the run's save writes it whole)
-        doubted = self._unsure is not None
         arguments = self._claim_args()
         if "data" in arguments:
             self._marked(arguments["data"])
@@ -248,8 +246,11 @@ class _Standing:
         except StoreError as exc:
             self._claim_lost(exc, base)
             raise
-        if "data" in arguments and not doubted:
-            self._in_step = True
+        # The first run's save after the claim that created the record is whole, though the record
+        # holds the state as marked: the record holds the thread before its first run (empty, nearly
+        # always), so the run's changes are the whole thread anyway, and appending them to so small
+        # a record would make the store fold them into it at once (Compaction): a second encoding
+        # and a decoding of the whole run. The runs after it append.
         return version
 
     def _claim_args(self) -> dict[str, Any]:

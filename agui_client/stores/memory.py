@@ -35,8 +35,13 @@ class _Record:
     # not hold (not JSON-ready) fails here too, so moving to SQLite or Redis changes nothing. Kept in
     # the form the encoder gave (UTF-8 bytes or text): a conversion would cost a second copy.
     text: str | bytes
-    # The runs' changes appended since ``text`` was written (format 2), and their bytes in all.
-    changes: tuple[str | bytes, ...] = ()
+    # The runs' changes appended since ``text`` was written (format 2): the first ``count`` of
+    # ``changes``, and their bytes in all. The list is only ever appended to, and the records of one
+    # thread share it until a save or a compaction starts a new one: an append then costs the same
+    # at the thousandth change as at the first, and an older record (a load in progress) still reads
+    # its own ``count``.
+    changes: list[str | bytes] = attrs.field(factory=list)
+    count: int = 0
     change_bytes: int = 0
 
 
@@ -80,7 +85,7 @@ class MemoryStore(_Base):
             return None
         head = record.head
         return _decode_record(thread_id, version=head.version, text=record.text, claim=head.claim, format=head.format,
-                              changes=record.changes)
+                              changes=record.changes[:record.count])
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
         """Compare-and-set the thread's data; see :meth:`ThreadStore.save`.
@@ -106,13 +111,17 @@ class MemoryStore(_Base):
         with self._lock:
             head = self._write_head(thread_id, "append", expected_version=expected_version, owner=None)
             record = self._records[thread_id]
-            kept = (*record.changes, text)
+            kept = record.changes
+            if len(kept) != record.count:  # (never: only the latest record is appended to; kept safe)
+                kept = kept[:record.count]
+            kept.append(text)
             size = record.change_bytes + len(text)
             if self.compaction.due(len(record.text), size, len(kept)):
                 # Folded at once, under the lock: nobody sees the record between the two.
                 self._records[thread_id] = _Record(head=head, text=_kept(_compacted(thread_id, record.text, kept)))
             else:
-                self._records[thread_id] = _Record(head=head, text=record.text, changes=kept, change_bytes=size)
+                self._records[thread_id] = _Record(head=head, text=record.text, changes=kept, count=len(kept),
+                                                   change_bytes=size)
         return head.version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
