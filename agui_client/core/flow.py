@@ -281,7 +281,7 @@ class _Standing:
         state = self._state
         try:
             # Written by the store before the protocol goes on, so sharing the state is safe.
-            if self._in_step and self._appends and self._version is not None:
+            if self._in_step and self._appends and self._version is not None and not state.restates_messages():
                 # The record holds the state as marked: the run's changes are what it lacks.
                 changes = state.changes()
                 if _VERIFY_CHANGES is not None:

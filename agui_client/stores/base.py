@@ -149,7 +149,8 @@ class Compaction:
         min_bytes: changes smaller than this in all are never folded (a short thread keeps them).
         ratio: fold once the changes' bytes reach this share of the data's bytes: the data is then
             rewritten once for every as many bytes appended as it holds, so a save's cost stays what
-            the run changed on average, and a load reads at most ``1 + ratio`` times the thread.
+            the run changed on average, and a load reads at most ``1 + ratio`` times the thread (once
+            the changes pass ``min_bytes``, and unless a fold failed or was skipped).
         max_changes: fold once there are this many, whatever their size (each costs a load a decode).
     """
 
@@ -301,7 +302,8 @@ def apply_changes(data: dict[str, Any], changes: Iterable[Mapping[str, Any]]) ->
         replaced = change.get("set", {})
         removed = change.get("unset", [])
         merged = change.get("merge", {})
-        if not isinstance(replaced, dict) or not isinstance(removed, list) or not isinstance(merged, dict):
+        if (not isinstance(replaced, dict) or not isinstance(merged, dict) or not isinstance(removed, list)
+                or not all(type(key) is str for key in removed)):
             raise ValueError("a stored change's set, unset or merge is of the wrong type")
         data.update(replaced)
         for key in removed:
@@ -391,7 +393,7 @@ def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: st
     if changes:
         try:
             apply_changes(data, [load_record(change) for change in changes])
-        except (ValueError, RecursionError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             raise StoreError(f"thread {thread_id!r}: a stored change cannot be read: {exc}",
                              thread_id=thread_id) from exc
     return StoredThread(thread_id=thread_id, version=version, data=data, claim=claim, format=format,

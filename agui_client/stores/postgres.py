@@ -46,11 +46,10 @@ kind of head update, so neither rewrites the thread either. A load reads the hea
 one statement, one snapshot.
 
 Now and then (the store's :class:`~agui_client.stores.base.Compaction` policy, checked after each
-append) the appender folds the changes into the data: it loads the thread, then writes the folded data
-in one statement that sets ``data_version`` to the version, zeroes the counters and deletes the folded
-change rows, on condition that the version and the change count are still the ones it loaded. A
-writer that got in between wins and the compaction is skipped; the version, the claim and what a load
-returns never change.
+append) the appender folds the changes into the data, in one transaction: it locks the thread's row
+(``SELECT ... FOR UPDATE``), loads the thread as it stands, and writes the folded data in one statement
+that sets ``data_version`` to the version, zeroes the counters and deletes the folded change rows. The
+thread's other writers wait for the fold; the version, the claim and what a load returns never change.
 
 When a write touches no row, the store reads the row and hands it to
 :func:`~agui_client.stores.base.check_write`, which raises the error every store raises (or, for a
@@ -154,10 +153,15 @@ _HEAD = "SELECT version, claim, format FROM {table} WHERE thread_id = %s"
 _LOAD = ("SELECT version, data, claim, format, changes, ARRAY(SELECT body FROM {changes} AS c"
          " WHERE c.thread_id = h.thread_id AND h.format >= 2 AND c.seq > h.data_version AND c.seq <= h.version"
          " ORDER BY c.seq) FROM {table} AS h WHERE thread_id = %s")
-# Forgetting a thread forgets its changes; any row the statement's snapshot missed lies past the
-# version of a thread created again under the id, so it is never read (see _LOAD) and is overwritten.
-_DELETE = ("WITH head AS (DELETE FROM {table} WHERE thread_id = %(thread_id)s)"
-           " DELETE FROM {changes} WHERE thread_id = %(thread_id)s")
+# Forgetting a thread forgets its changes: two statements in one transaction, the head first. Its
+# delete waits out an append in flight (the head row's lock) and the second statement, with a
+# snapshot of its own, then sees that append's change row too; a single statement's one snapshot
+# would leave it behind, to be read into a thread created again under the id.
+_DELETE_HEAD = "DELETE FROM {table} WHERE thread_id = %(thread_id)s"
+_DELETE_CHANGES = "DELETE FROM {changes} WHERE thread_id = %(thread_id)s"
+# A compaction holds the thread's row while it reads and folds it (SELECT ... FOR UPDATE): what it
+# folds is the thread as it stands, whatever was deleted or created under its id before.
+_LOCK = "SELECT version FROM {table} WHERE thread_id = %s FOR UPDATE"
 # The conditional updates: each mirrors check_write's rule for its operation. A stored empty owner
 # (a row written by another tool) holds no claim, as checked_head reads it. A statement answers one
 # row when it wrote (the head) and none when its condition refused it.
@@ -242,7 +246,8 @@ class PostgresStore(_Base):
         changes = sql.Identifier(*parts[:-1], _changes_name(parts[-1]))
         self._sql: dict[str, sql.Composed] = {
             name: sql.SQL(text).format(table=identifier, changes=changes)
-            for name, text in [("insert", _INSERT), ("head", _HEAD), ("load", _LOAD), ("delete", _DELETE),
+            for name, text in [("insert", _INSERT), ("head", _HEAD), ("load", _LOAD), ("delete_head", _DELETE_HEAD),
+                               ("delete_changes", _DELETE_CHANGES), ("lock", _LOCK),
                                ("create", _CREATE), ("create_changes", _CREATE_CHANGES), ("compact", _COMPACT),
                                *_UPDATES.items(),
                                *((f"migrate{i}", text) for i, text in enumerate(_MIGRATE))]
@@ -273,7 +278,8 @@ class PostgresStore(_Base):
         row = self._load_row(thread_id)
         if row is None:
             return None
-        version, text, claim, format, _count, changes = row
+        version, text, claim, format, count, changes = row
+        _check_count(thread_id, format, count, changes)
         return _decode_record(thread_id, version=version, text=text, claim=claim, format=format, changes=changes)
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
@@ -306,7 +312,7 @@ class PostgresStore(_Base):
         if counts is not None and self.compaction.due(*counts):
             try:
                 self._compact(thread_id)
-            except StoreError as exc:
+            except Exception as exc:  # noqa: BLE001 - the append has landed: a fold that fails waits for the next one
                 _log.debug("compaction of thread %r skipped: %s", thread_id, exc)
         return version
 
@@ -345,14 +351,19 @@ class PostgresStore(_Base):
         Raises:
             StoreError: PostgreSQL failed, or the store is closed.
         """
-        params = {"thread_id": thread_id}
         try:
             with self._connection(thread_id) as conn:
-                conn.execute(self._sql["delete"], params)
+                self._delete(conn, thread_id)
         except _ConnectionLost:
             # Deleting twice deletes once: delete again on a fresh connection.
             with self._connection(thread_id, fresh=True) as conn:
-                conn.execute(self._sql["delete"], params)
+                self._delete(conn, thread_id)
+
+    def _delete(self, conn: psycopg.Connection[Any], thread_id: str) -> None:
+        params = {"thread_id": thread_id}
+        with conn.transaction():
+            conn.execute(self._sql["delete_head"], params)
+            conn.execute(self._sql["delete_changes"], params)
 
     def close(self) -> None:
         """Close the store's connections; later calls raise ``StoreError``. Closing twice is fine."""
@@ -430,18 +441,27 @@ class PostgresStore(_Base):
                 return conn.execute(self._sql["load"], (thread_id,)).fetchone()
 
     def _compact(self, thread_id: str) -> bool:
-        """Fold the thread's changes into its data, unless a writer got there first; whether it did."""
-        row = self._load_row(thread_id)
-        if row is None:
-            return False
-        version, text, _claim, format, count, changes = row
-        if format != STORE_FORMAT_VERSION or not changes:
-            return False
-        folded = _as_text(_compacted(thread_id, text, changes))
-        params = {"thread_id": thread_id, "version": version, "changes": count, "data": folded,
-                  "ours": STORE_FORMAT_VERSION}
-        with self._connection(thread_id) as conn:
-            # (no second attempt on a lost connection: the next append's compaction will do)
+        """Fold the thread's changes into its data; whether it did (not when the thread is gone, or has
+        no changes to fold).
+
+        One transaction that locks the thread's row first, then reads and folds the thread as it stands
+        and writes it: no writer moves the thread in between, and a thread deleted and created again
+        under its id since the append is folded as the new thread it is. The fold holds the row, so the
+        thread's other writers wait for it (rarely: once per as many bytes appended as the thread holds).
+        """
+        # (no second attempt on a lost connection: the next append's compaction will do)
+        with self._connection(thread_id) as conn, conn.transaction():
+            if conn.execute(self._sql["lock"], (thread_id,)).fetchone() is None:
+                return False
+            row = conn.execute(self._sql["load"], (thread_id,)).fetchone()
+            assert row is not None  # (the row is locked: it is there)
+            version, text, _claim, format, count, changes = row
+            if format != STORE_FORMAT_VERSION or not changes:
+                return False
+            _check_count(thread_id, format, count, changes)
+            folded = _as_text(_compacted(thread_id, text, changes))
+            params = {"thread_id": thread_id, "version": version, "changes": count, "data": folded,
+                      "ours": STORE_FORMAT_VERSION}
             return conn.execute(self._sql["compact"], params).rowcount == 1
 
     def _create_table(self, conn: psycopg.Connection[Any]) -> None:
@@ -524,6 +544,13 @@ class PostgresStore(_Base):
                 self._idle.append(conn)
                 return
         conn.close()
+
+
+def _check_count(thread_id: str, format: int, count: int, changes: list[str]) -> None:
+    # A change row missing (or one too many) would fold another thread than the one written: refused.
+    if format >= 2 and len(changes) != count:
+        raise StoreError(f"thread {thread_id!r}: the record counts {count} changes, the change table holds "
+                         f"{len(changes)} of them", thread_id=thread_id)
 
 
 class _ConnectionLost(StoreError):

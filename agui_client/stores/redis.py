@@ -255,7 +255,7 @@ class RedisStore(_Base):
         if self.compaction.due(data_bytes, change_bytes, count):
             try:
                 self._compact(thread_id)
-            except StoreError as exc:
+            except Exception as exc:  # noqa: BLE001 - the append has landed: a fold that fails waits for the next one
                 logger.debug("RedisStore: the compaction of thread %r after version %d was skipped: %s",
                              thread_id, version, exc)
         return version
@@ -319,6 +319,8 @@ class RedisStore(_Base):
         record = {_text(k): v for k, v in fields.items()}
         try:
             count = int(record.get("changes", 0))
+            if count < 0:
+                raise ValueError(f"changes = {count}")
             return _Record(
                 version=int(record["version"]),
                 text=_text(record["data"]),

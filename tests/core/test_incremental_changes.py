@@ -328,8 +328,12 @@ def test_a_snapshot_restating_the_thread_keeps_what_it_does_not_change() -> None
         {"type": "MESSAGES_SNAPSHOT", "messages": restated},
         {"type": "RUN_FINISHED", "threadId": "t", "runId": "snap"})]
     _fold(thread.state, snapshot)
+    # The snapshot's messages are new objects: the change restates the thread from its first message
+    # (a thread's runs then save it whole: ThreadState.restates_messages), and is still right.
+    assert thread.state.restates_messages()
     change = thread.save()
-    assert change["messagesFrom"] <= 4 and len(thread.state) == 5
+    assert change["messagesFrom"] == 0 and len(change["messages"]) == len(thread.state) == 5
+    assert not thread.state.restates_messages()
 
 
 def test_usage_and_subagents_merge_only_what_the_run_wrote() -> None:

@@ -300,3 +300,18 @@ def test_random_writes_match_a_model_of_the_record(inc: Backend, seed: int) -> N
         stored = store.load("t")
         assert stored is not None
         assert (stored.version, stored.data) == (version, model), f"seed {seed} step {step}"
+
+
+@pytest.mark.parametrize("damaged", [{"unset": [[1]]}, {"messagesFrom": 5, "messages": []}, {"merge": {"state": 1}},
+                                     {"set": [1]}])
+def test_a_change_that_cannot_be_folded_is_a_store_error_naming_the_thread(inc: Backend, damaged: Any) -> None:
+    # (a foreign writer's, or a damaged one: JSON, but not a change this release can fold)
+    store = _store(inc)
+    store.save("t", small(1), expected_version=None)
+    store.append("t", damaged, expected_version=1)
+
+    with pytest.raises(StoreError) as caught:
+        store.load("t")
+
+    assert caught.value.thread_id == "t"
+    assert "a stored change cannot be read" in str(caught.value)

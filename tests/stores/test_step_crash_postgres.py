@@ -3,14 +3,15 @@
 ``step_crash_writer_postgres.py`` appends one run's change to a thread that already holds some, and
 SIGKILLs itself at statement K (just before it is sent, or just after its reply), for K = 1, 2, ...
 until a writer finishes its append without reaching K. Twice: for an append alone (one statement),
-and for an append that triggers a compaction (the append, the load of the thread, the folding
-update). After every kill a fresh store must load the thread as exactly the data before the append
+and for an append that triggers a compaction (the append, then one transaction: the lock of the
+thread's row, the load of the thread, the folding update; a kill after the update's reply lands
+before the transaction's commit, so the fold is lost with it). After every kill a fresh store must load the thread as exactly the data before the append
 or exactly the data after it (built here with ``apply_changes``), at the version that goes with it;
 and the thread must take the next claim, release and append as usual.
 
-The store's statements run in autocommit, so which of the two a kill leaves is known for each step:
-before the first statement, the append has not happened; after it, it has; and the compaction,
-whether it ran or not, never shows in what a load returns (only in how many changes it folds).
+The append is one autocommitted statement, so which of the two a kill leaves is known for each step:
+before it, the append has not happened; after it, it has; and the compaction, whether it committed or
+not, never shows in what a load returns (only in how many changes it folds).
 
 A last case loses an append's reply (a proxy lets it commit and cuts the connection before the answer):
 the store must not send it again.
@@ -104,15 +105,17 @@ def test_an_append_killed_at_any_statement_leaves_the_thread_before_or_after_it(
         if steps is not None:
             break
 
-    # The append is one statement; its compaction two more (the load it folds, the folding update).
-    assert steps == (3 if compact else 1)
+    # The append is one statement; its compaction three more, in one transaction (the row's lock, the
+    # load it folds, the folding update).
+    assert steps == (4 if compact else 1)
     landed = [outcome for _, outcome, _ in outcomes[:-1]]
     assert landed == (["after"] * steps if when == "after" else ["before"] + ["after"] * (steps - 1))
     assert outcomes[-1][1] == "after"
     if compact:
-        # Folded only once the folding update's reply came back (or the writer finished).
+        # Folded only once the transaction committed: when the writer finished (a kill even after the
+        # folding update's reply lands before the commit, and the fold rolls back).
         folded = [kill_at for kill_at, _, changes in outcomes if changes == 0]
-        assert folded == ([3, 4] if when == "after" else [4])
+        assert folded == [5]
 
 
 def test_an_append_whose_reply_was_lost_is_not_sent_again(postgres_dsn: str, table: str) -> None:

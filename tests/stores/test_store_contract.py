@@ -1125,32 +1125,55 @@ def test_postgres_store_names_the_change_table_of_a_long_table_name_within_63_by
     assert sum(name.endswith("_changes") for (name,) in names) == 2
 
 
-def test_postgres_store_skips_a_compaction_a_writer_got_in_before(postgres_dsn: str, pg_table: str,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    # Between the compaction's load and its folding update another replica claims the thread: the
-    # fold would be built from the record before the claim, so it must not land.
+def test_postgres_store_compaction_holds_the_thread_while_it_folds(postgres_dsn: str, pg_table: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # While the compaction folds, another replica claims the thread: the claim waits for the fold's
+    # transaction (it holds the thread's row) and lands after it, on the folded record; the fold is
+    # built from the thread as it stands under the lock, never from an earlier read.
+    import agui_client.stores.postgres as pg_module
+
     store = PostgresStore(postgres_dsn, table=pg_table, compaction=Compaction(min_bytes=0, ratio=0.0, max_changes=1))
     other = PostgresStore(postgres_dsn, table=pg_table)
+    claimed: list[int] = []
+    waited: list[bool] = []
+    fold = pg_module._compacted
+
+    def fold_while_claimed(thread_id: str, text: str | bytes, changes: Any) -> str | bytes:
+        claimer = threading.Thread(target=lambda: claimed.append(
+            other.claim(thread_id, expected_version=2, owner="replica-b")))
+        claimer.start()
+        waited.append(_a_backend_waits_on_a_lock(postgres_dsn))
+        fold_result = fold(thread_id, text, changes)
+        waited.append(not claimed)  # (still waiting: the row is held until the fold commits)
+        monkeypatch.setattr(store, "_claimer", claimer, raising=False)
+        return fold_result
+
     try:
         other.save("t", small(1), expected_version=None)
-        load_row = store._load_row
-
-        def load_then_claim(thread_id: str) -> Any:
-            row = load_row(thread_id)
-            other.claim(thread_id, expected_version=2, owner="replica-b")
-            return row
-
-        monkeypatch.setattr(store, "_load_row", load_then_claim)
+        monkeypatch.setattr(pg_module, "_compacted", fold_while_claimed)
         version = store.append("t", {"set": {"state": {"n": 1}}}, expected_version=1)
+        store._claimer.join()  # type: ignore[attr-defined]
         monkeypatch.undo()
         stored = store.load("t")
     finally:
         store.close()
         other.close()
 
-    assert version == 2
-    assert stored is not None and (stored.version, stored.claim, stored.changes) == (3, "replica-b", 1)
+    assert version == 2 and claimed == [3] and waited == [True, True]
+    assert stored is not None and (stored.version, stored.claim, stored.changes) == (3, "replica-b", 0)
     assert stored.data == {**small(1), "state": {"n": 1}}
+
+
+def _a_backend_waits_on_a_lock(dsn: str) -> bool:
+    """Whether another session is waiting on a lock, polled until one is (a bounded number of reads)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for _ in range(5000):
+            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").fetchone()
+            if row is not None and row[0] > 0:
+                return True
+    return False
 
 
 def test_postgres_store_append_succeeds_when_its_compaction_fails(postgres_dsn: str, pg_table: str,
@@ -1412,3 +1435,47 @@ def test_integers_beyond_64_bits_load_back_exact(store: ThreadStore) -> None:
     assert stored is not None
     assert stored.data["state"] == data["state"]
     assert type(stored.data["state"]["big"]) is int and stored.data["state"]["big"] == 2**70
+
+
+def test_postgres_store_delete_takes_the_change_of_an_append_it_waited_for(postgres_dsn: str, pg_table: str) -> None:
+    # An append in flight holds the thread's row; the delete waits for it, and must then delete the
+    # change row that append wrote too, or a thread created again under the id (and moved to that
+    # version by claims and releases, which write no change row) would read it as its own.
+    import psycopg
+
+    with PostgresStore(postgres_dsn, table=pg_table) as store:
+        store.save("t", small(1), expected_version=None)
+        store.append("t", {"set": {"owner": "old"}}, expected_version=1)
+        with psycopg.connect(postgres_dsn) as appending:  # (a transaction left open: the append in flight)
+            appending.execute(store._sql["append"], {
+                "thread_id": "t", "expected": 2, "owner": None, "data": '{"set": {"owner": "OLD"}}',
+                "ours": STORE_FORMAT_VERSION, "size": 25})
+            deleting = threading.Thread(target=store.delete, args=("t",))
+            deleting.start()
+            assert _a_backend_waits_on_a_lock(postgres_dsn)
+            appending.commit()
+        deleting.join()
+        left = _pg(postgres_dsn, f'SELECT count(*) FROM "{pg_table}_changes"')
+        store.save("t", small(2), expected_version=None)
+        version = 1
+        while version < 3:  # (to the version the deleted thread's last change row had)
+            version = store.release("t", claimed_version=store.claim("t", expected_version=version, owner="o"),
+                                    owner="o")
+        stored = store.load("t")
+
+    assert left == [(0,)]
+    assert stored is not None and stored.data == small(2) and "owner" not in stored.data
+
+
+def test_postgres_store_refuses_a_thread_whose_change_rows_are_missing(postgres_dsn: str, pg_table: str) -> None:
+    with PostgresStore(postgres_dsn, table=pg_table) as store:
+        store.save("t", small(1), expected_version=None)
+        store.append("t", {"set": {"state": {"n": 1}}}, expected_version=1)
+        store.append("t", {"set": {"state": {"n": 2}}}, expected_version=2)
+        _pg(postgres_dsn, f'DELETE FROM "{pg_table}_changes" WHERE seq = 3')
+
+        with pytest.raises(StoreError) as caught:
+            store.load("t")
+
+    assert caught.value.thread_id == "t"
+    assert "counts 2 changes" in str(caught.value)

@@ -18,6 +18,7 @@ from threadkit import finishing
 import agui_client as ag
 from agui_client.stores import MemoryStore, StoredThread
 from agui_client.testing import ScriptedAgent
+from agui_client.wire import codec
 
 
 def _json(value: Any) -> Any:
@@ -206,3 +207,28 @@ def test_an_interrupted_run_appends_its_open_interrupts(drive: Any, served: Any)
     assert store.ops[-1] == "append"
     assert stored.data["openInterrupts"] == [{"id": "i1", "reason": "approval"}]
     assert stored.data == _json(thread.state.dump())
+
+
+def test_a_run_whose_snapshot_restates_the_thread_saves_it_whole(drive: Any, served: Any) -> None:
+    # An agent that sends MESSAGES_SNAPSHOT with the whole thread on every run (its messages new
+    # objects, equal or not): the run's changes restate every message, so the save writes the thread
+    # whole, which costs no more and leaves the store nothing to fold.
+    def restating(run_input: Any) -> list[dict[str, Any]]:
+        ids = {"threadId": run_input.thread_id, "runId": run_input.run_id}
+        history = codec.encode(run_input.messages)
+        answer = {"id": f"a-{run_input.run_id}", "role": "assistant", "content": "noted"}
+        return [{"type": "RUN_STARTED", **ids}, {"type": "MESSAGES_SNAPSHOT", "messages": [*history, answer]},
+                {"type": "RUN_FINISHED", **ids}]
+
+    endpoint = served(ScriptedAgent([restating] * 3, stateless=True))
+    store = Recording()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        for n in range(3):
+            assert thread.run(f"question {n}").outcome == "success"
+        stored = _stored(store, thread)
+
+    assert store.ops == ["create", "save", "claim", "save", "claim", "save"]
+    assert stored.changes == 0 and stored.data == _json(thread.state.dump())
+    assert [m["role"] for m in stored.data["messages"]] == ["user", "assistant"] * 3

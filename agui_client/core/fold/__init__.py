@@ -400,6 +400,16 @@ class ThreadState:
         """
         return dump(self, share_state=share_state)
 
+    def restates_messages(self) -> bool:
+        """Whether :meth:`changes` holds every message of a thread that held some at the mark.
+
+        A ``MESSAGES_SNAPSHOT`` that restates the thread does that (its messages are new objects, equal
+        or not to the ones held); writing the thread whole then costs no more than appending it, and
+        leaves the store no change to fold. A thread's runs save whole when this is true.
+        """
+        log = self.log
+        return log.marked_len > 0 and log.low == 0
+
     def changes(self) -> dict[str, Any]:
         """What changed since :meth:`mark`, as one change a store appends (``IncrementalStore.append``).
 
