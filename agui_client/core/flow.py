@@ -204,7 +204,7 @@ class _Standing:
         # the record's data is what the state was last marked at (a load, a save, an append, a claim
         # that created the record; claims and releases leave the data as it is). Off while a write of
         # data is in flight or after one failed: the next save is then whole.
-        self._appends = callable(getattr(store, "append", None))
+        self._appends = _appends(store)
         self._in_step = False
         self._held: Any = None  # (_VERIFY_CHANGES: a copy of the record's data)
 
@@ -752,6 +752,23 @@ class Conversation(_Standing):
         logger.warning("tool handler %r raised %r for call %s; the agent is told the call failed",
                        call.function.name, exc, call.id)
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
+
+
+def _appends(store: Any) -> bool:
+    """Whether a run's save may go to the store's ``append``: it has one, of the store object itself or
+    of a class at least as derived as the one whose ``save`` it has.
+
+    A subclass that overrides ``save`` alone (to audit or mirror every save) inherited ``append`` from
+    a store that knew nothing of that ``save``: it keeps getting every save, whole, as before ``append``
+    existed. So does a proxy that forwards calls through ``__getattr__`` (no ``append`` of its own).
+    """
+    if not callable(getattr(store, "append", None)):
+        return False
+    if "append" in getattr(store, "__dict__", {}):
+        return True
+    owners = {name: next((c for c in type(store).__mro__ if name in c.__dict__), None) for name in ("append", "save")}
+    append_owner, save_owner = owners["append"], owners["save"]
+    return append_owner is not None and (save_owner is None or issubclass(append_owner, save_owner))
 
 
 def _creates_claimed(store: Any) -> bool:

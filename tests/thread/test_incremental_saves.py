@@ -232,3 +232,30 @@ def test_a_run_whose_snapshot_restates_the_thread_saves_it_whole(drive: Any, ser
     assert store.ops == ["create", "save", "claim", "save", "claim", "save"]
     assert stored.changes == 0 and stored.data == _json(thread.state.dump())
     assert [m["role"] for m in stored.data["messages"]] == ["user", "assistant"] * 3
+
+
+class AuditedSaves(MemoryStore):
+    """An application's store that overrides ``save`` alone, to see every save (it knows no ``append``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved: list[int | None] = []
+
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
+        self.saved.append(expected_version)
+        return super().save(thread_id, data, expected_version=expected_version)
+
+
+def test_a_store_that_overrides_save_alone_keeps_getting_every_save(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat("fine"))
+    store = AuditedSaves()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        for n in range(3):
+            thread.run(f"question {n}")
+        stored = _stored(store, thread)
+
+    # (each run's save, whole: the append it inherited would have passed its save by)
+    assert store.saved == [0, 2, 4]
+    assert stored.changes == 0 and stored.data == _json(thread.state.dump())
