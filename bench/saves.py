@@ -1,6 +1,6 @@
 """What a run's save costs on a long thread: ``python -m bench.saves`` (see bench/README.md).
 
-One thread, run N times in a row (N = 1,000 by default) through ``AgentClient`` against an in-process
+Threads of 10, 100 and 1,000 runs (``--marks``), run through ``AgentClient`` against an in-process
 agent (``httpx.MockTransport``: no socket, so the numbers are the client's and the store's own). Each
 run is a short chat turn: the user's message, an assistant answer of 40 deltas, a state snapshot of a
 fixed size, token usage; the thread's record grows by about 0.5 KiB a run.
@@ -11,13 +11,14 @@ For each store, in two modes, in one process:
   whole thread, as every release before the incremental record did;
 * **incremental**: the store itself: a run's save appends what the run changed.
 
-It reports, for the runs around the 10th, 100th and 1,000th (a window of 10 runs ending there): the
-bytes each save wrote (the JSON handed to the store, measured outside the timed call), the median
-and mean time of the store call, the mean of every save from the first run on (compactions
-amortised), and the median time of the whole ``run()``; then the ratio of the 1,000th window to the
-10th (target: flat within 20 %). The window's mean includes any compaction that landed in it; the
-median shows the ordinary save. The whole ``run()`` is not flat by design: every run sends the
-thread's messages to the agent (``RunAgentInput.messages``).
+Each thread is grown to its size, then sampled: ``--samples`` more runs on each (20 by default), the
+threads taken in turn so that what disturbs the machine falls on every size alike. It reports per
+size the bytes each sampled save wrote (the JSON handed to the store, measured outside the timed
+call), the median and mean time of the store call, the mean of every save of the largest thread up
+to that size (compactions amortised), and the median time of the whole ``run()``; then the ratio of
+the largest size to the smallest (target: flat within 20 %). The mean includes any compaction that
+landed among the samples; the median shows the ordinary save. The whole ``run()`` is not flat by
+design: every run sends the thread's messages to the agent (``RunAgentInput.messages``).
 
 Stores: ``memory`` and ``sqlite`` always; ``redis`` with ``--redis URL``; ``postgres`` with
 ``--postgres DSN``.
@@ -133,37 +134,50 @@ class Result:
 
 
 def measure(make_store: Callable[[], ThreadStore], *, incremental: bool, runs: int, marks: list[int],
-            window: int = 10) -> list[Window]:
-    """Run one thread ``runs`` times; the figures of the ``window`` runs ending at each of ``marks``."""
+            samples: int = 20) -> list[Window]:
+    """One thread per mark, grown to that many runs; then ``samples`` more runs on each, taken in turn.
+
+    The sampled runs of the threads alternate (10, 100, 1,000, 10, 100, ...), so what disturbs the
+    machine meanwhile falls on every size alike; a thread grows by ``samples`` runs while it is
+    sampled. The mean of all saves so far is the largest thread's, over its growth from its first run.
+    """
     store = _Timed(make_store(), incremental=incremental)
-    run_times: list[float] = []
+    chosen = [mark for mark in marks if mark <= runs]
     with AgentClient("http://agent.invalid/run", store=store,
                      http_client=httpx.Client(transport=httpx.MockTransport(_agent))) as client:
-        thread = client.thread(f"bench-{uuid.uuid4().hex}")
-        for n in range(runs):
-            start = time.perf_counter()
-            thread.run(f"question {n}: what next?", run_id=f"r{n}")
-            run_times.append(time.perf_counter() - start)
+        threads = {mark: client.thread(f"bench-{mark}-{uuid.uuid4().hex}") for mark in chosen}
+        growth: dict[int, list[tuple[str, float, int]]] = {}
+        for mark, thread in threads.items():
+            before = len(store.writes)
+            for n in range(mark):
+                thread.run(f"question {n}: what next?", run_id=f"r{n}")
+            growth[mark] = [w for w in store.writes[before:] if w[0] in ("save", "append")]
+        sampled: dict[int, list[tuple[str, float, int]]] = {mark: [] for mark in chosen}
+        run_times: dict[int, list[float]] = {mark: [] for mark in chosen}
+        for n in range(samples):
+            for mark, thread in threads.items():
+                before = len(store.writes)
+                start = time.perf_counter()
+                thread.run(f"one more {n}", run_id=f"s{n}")
+                run_times[mark].append(time.perf_counter() - start)
+                sampled[mark] += [w for w in store.writes[before:] if w[0] in ("save", "append")]
     store.close()
-    saves = [w for w in store.writes if w[0] in ("save", "append")]
-    # (the first turn's record is created by its claim; every run then saves once)
-    assert len(saves) == runs, (len(saves), runs)
+    largest = growth[chosen[-1]]
     out = []
-    for mark in marks:
-        if mark > runs:
-            continue
-        chosen = saves[max(0, mark - window):mark]
-        times = [t for _, t, _ in chosen]
+    for mark in chosen:
+        saves = sampled[mark]
+        assert len(saves) == samples, (len(saves), samples)  # (every run saves once)
+        times = [t for _, t, _ in saves]
         operations: dict[str, int] = {}
-        for op, _, _ in chosen:
+        for op, _, _ in saves:
             operations[op] = operations.get(op, 0) + 1
         out.append(Window(
             runs=mark,
-            bytes_per_save=statistics.mean(b for _, _, b in chosen),
+            bytes_per_save=statistics.median(b for _, _, b in saves),
             save_median_us=statistics.median(times) * 1e6,
             save_mean_us=statistics.mean(times) * 1e6,
-            save_mean_all_us=statistics.mean(t for _, t, _ in saves[:mark]) * 1e6,
-            run_median_us=statistics.median(run_times[max(0, mark - window):mark]) * 1e6,
+            save_mean_all_us=statistics.mean(t for _, t, _ in largest[:mark]) * 1e6,
+            run_median_us=statistics.median(run_times[mark]) * 1e6,
             operations=operations,
         ))
     return out
@@ -187,8 +201,9 @@ def _stores(args: argparse.Namespace, directory: Path) -> dict[str, Callable[[],
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.saves", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=1000, help="runs on the one thread (default 1,000)")
-    parser.add_argument("--marks", default="10,100,1000", help="where the windows end (default 10,100,1000)")
+    parser.add_argument("--runs", type=int, default=1000, help="the largest thread's runs (default 1,000)")
+    parser.add_argument("--samples", type=int, default=20, help="runs sampled on each thread, in turn (default 20)")
+    parser.add_argument("--marks", default="10,100,1000", help="the threads' sizes in runs (default 10,100,1000)")
     parser.add_argument("--stores", default="", help="comma-separated subset of memory,sqlite,redis,postgres")
     parser.add_argument("--modes", default="full,incremental")
     parser.add_argument("--redis", help="a redis:// URL (adds the redis store)")
@@ -203,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in chosen:
             for mode in args.modes.split(","):
                 try:
-                    windows = measure(stores[name], incremental=mode == "incremental", runs=args.runs, marks=marks)
+                    windows = measure(stores[name], incremental=mode == "incremental", runs=args.runs, marks=marks,
+                                      samples=args.samples)
                     results.append(Result(store=name, mode=mode, windows=windows))
                 except Exception as exc:  # noqa: BLE001 - reported in the table; the other stores go on
                     results.append(Result(store=name, mode=mode, windows=[], error=f"{type(exc).__name__}: {exc}"))

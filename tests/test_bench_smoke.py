@@ -134,22 +134,26 @@ def test_the_concurrency_benchmark_runs_every_stack_and_mode(tmp_path: Path) -> 
 
 
 def test_the_save_benchmark_runs_and_sizes_every_save(tmp_path: Path) -> None:
-    # python -m bench.saves: one thread run many times, whole-thread saves against appended changes.
-    # Sizes only (bytes are not timings): a whole-thread save grows with the thread.
+    # python -m bench.saves: threads of two sizes, whole-thread saves against appended changes.
+    # Sizes only (bytes are not timings): a whole-thread save grows with the thread, an append does not.
     out = tmp_path / "saves.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.saves", "--runs", "30", "--marks", "3,30", "--stores", "memory,sqlite",
-         "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+        [sys.executable, "-m", "bench.saves", "--runs", "30", "--marks", "3,30", "--samples", "4",
+         "--stores", "memory,sqlite", "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = {(r["store"], r["mode"]): r for r in json.loads(out.read_text())}
     assert set(results) == {(s, m) for s in ("memory", "sqlite") for m in ("full", "incremental")}
     for (store, mode), result in results.items():
-        first, last = result["windows"]
-        assert (first["runs"], last["runs"]) == (3, 30)
-        assert first["save_median_us"] > 0 and last["run_median_us"] > 0
+        small, large = result["windows"]
+        assert (small["runs"], large["runs"]) == (3, 30)
+        assert small["save_median_us"] > 0 and large["run_median_us"] > 0
         if mode == "full":
-            assert last["operations"] == {"save": 10}
-            assert last["bytes_per_save"] > 5 * first["bytes_per_save"], (store, first, last)
+            assert large["operations"] == {"save": 4}
+            assert large["bytes_per_save"] > 5 * small["bytes_per_save"], (store, small, large)
+        else:
+            assert large["operations"] == {"append": 4}
+            assert large["bytes_per_save"] < 1.2 * small["bytes_per_save"], (store, small, large)
 
 
 def test_the_sqlite_append_benchmark_reports_every_measure_at_every_size() -> None:
