@@ -46,9 +46,12 @@ class Wire(NamedTuple):
 #: script's answer (a "-" error, NOSCRIPT say, means it never ran).
 REDIS_WIRE = Wire(claim=lambda data: b"$5\r\nclaim\r\n" in data, answered=lambda data: data.startswith(b"*"))
 #: PostgreSQL: the statement's text travels in its Parse message every time (the store prepares no
-#: statements): the claim's conditional UPDATE, or the INSERT of a thread's first write, which on the
-#: cut connection is always the first turn's claim. ReadyForQuery ("Z", length 5) ends the answer, after the commit.
-POSTGRES_WIRE = Wire(claim=lambda data: b"version + 1, claim = $" in data or b"INSERT INTO" in data,
+#: statements): the claim's conditional UPDATE (``claim = $n``: an append's sets ``claim = NULL``), or
+#: the INSERT of a thread's first write (its ``ON CONFLICT (thread_id) DO NOTHING``: an append's insert
+#: of its change row names another conflict), which on the cut connection is always the first turn's
+#: claim. ReadyForQuery ("Z", length 5) ends the answer, after the commit.
+POSTGRES_WIRE = Wire(claim=lambda data: b"version + 1, claim = $" in data
+                     or b"ON CONFLICT (thread_id) DO NOTHING" in data,
                      answered=lambda data: b"Z\x00\x00\x00\x05" in data)
 
 
