@@ -138,9 +138,9 @@ def test_a_save_drops_the_appended_changes(redis_url: str, client: redis.Redis, 
     assert fields[b"changes"] == b"0"
 
 
-def test_a_compaction_that_finds_a_newer_append_leaves_it_alone(redis_url: str, prefix: str) -> None:
-    # Between the compaction's read and its write, another replica appends: the fold would drop that
-    # append, so the compaction is skipped and the next one folds everything.
+def _meddle_while_folding(redis_url: str, prefix: str, meddle: Callable[[RedisStore], None]) -> tuple[int, Any]:
+    """A thread saved and appended to once; the next append's compaction reads it, and ``meddle`` runs
+    (another replica's writes) before the compaction writes. The append's version and the thread after."""
     with (redis.Redis.from_url(redis_url) as client,
           RedisStore(client, prefix=prefix, compaction=EVERY_SECOND) as store,
           RedisStore(redis_url, prefix=prefix, compaction=NEVER) as other):
@@ -148,14 +148,23 @@ def test_a_compaction_that_finds_a_newer_append_leaves_it_alone(redis_url: str, 
         store.append("t", change(1), expected_version=1)
         recorder = Recorder(client)
 
-        def race(args: tuple[Any, ...]) -> None:
-            if args[0] == "HGETALL":
+        def after(args: tuple[Any, ...]) -> None:
+            if args[0] == "HGETALL":  # (the compaction's read)
                 recorder.after = None
-                other.append("t", change(3), expected_version=3)
+                meddle(other)
 
-        recorder.after = race
+        recorder.after = after
         version = store.append("t", change(2), expected_version=2)
-        raced = store.load("t")
+        return version, store.load("t")
+
+
+def test_a_compaction_that_finds_a_newer_append_leaves_it_alone(redis_url: str, prefix: str) -> None:
+    # Between the compaction's read and its write, another replica appends: the fold would drop that
+    # append, so the compaction is skipped and the next one folds everything.
+    def append(other: RedisStore) -> None:
+        other.append("t", change(3), expected_version=3)
+
+    version, raced = _meddle_while_folding(redis_url, prefix, append)
 
     expected = apply_changes(small(1), [change(1), change(2), change(3)])
     assert version == 3
@@ -165,24 +174,13 @@ def test_a_compaction_that_finds_a_newer_append_leaves_it_alone(redis_url: str, 
 def test_a_compaction_never_writes_into_a_thread_created_again_meanwhile(redis_url: str, prefix: str) -> None:
     # The thread is deleted and made again, up to the very version and change count the compaction
     # read: only the record's creation token tells the two apart.
-    with (redis.Redis.from_url(redis_url) as client,
-          RedisStore(client, prefix=prefix, compaction=EVERY_SECOND) as store,
-          RedisStore(redis_url, prefix=prefix, compaction=NEVER) as other):
-        store.save("t", small(1), expected_version=None)
-        store.append("t", change(1), expected_version=1)
-        recorder = Recorder(client)
+    def recreate(other: RedisStore) -> None:
+        other.delete("t")
+        other.save("t", small(5), expected_version=None)
+        other.append("t", {**change(7), "messagesFrom": 1}, expected_version=1)
+        other.append("t", {**change(8), "messagesFrom": 2}, expected_version=2)
 
-        def recreate(args: tuple[Any, ...]) -> None:
-            if args[0] == "HGETALL":
-                recorder.after = None
-                other.delete("t")
-                other.save("t", small(5), expected_version=None)
-                other.append("t", {**change(7), "messagesFrom": 1}, expected_version=1)
-                other.append("t", {**change(8), "messagesFrom": 2}, expected_version=2)
-
-        recorder.after = recreate
-        store.append("t", change(2), expected_version=2)
-        stored = store.load("t")
+    _version, stored = _meddle_while_folding(redis_url, prefix, recreate)
 
     assert stored is not None
     again = apply_changes(small(5), [{**change(7), "messagesFrom": 1}, {**change(8), "messagesFrom": 2}])
