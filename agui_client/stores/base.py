@@ -10,7 +10,8 @@ attributes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -22,6 +23,8 @@ from ..wire.jsonio import dump_record, load_record
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "Head", "check_write",
            "apply_changes", "Compaction"]
+
+_log = logging.getLogger("agui_client.stores")
 
 #: Version of the record layout a store writes. A store refuses to read or overwrite a record with a
 #: higher number, so an older release never garbles a newer one's.
@@ -409,9 +412,26 @@ def checked_head(thread_id: str, version: Any, claim: Any, format: Any) -> Head:
     return Head(version=version, claim=claim or None, format=format)
 
 
-def _encode_changes(thread_id: str, changes: Mapping[str, Any]) -> str | bytes:
-    """JSON for one appended change (as :func:`_encode_data` writes data)."""
-    return _encode_data(thread_id, changes)
+def _fold_when_due(where: str, thread_id: str, compaction: Compaction, counts: tuple[int, int, int] | None,
+                   fold: Callable[[], object]) -> None:
+    """After an append landed: fold the thread's changes into its data when ``compaction`` says so
+    (``counts``: the data's bytes, the changes' bytes, how many; ``None``: nothing to judge).
+
+    A fold that fails leaves the changes appended, logged at debug level (``where`` names the store):
+    the run's save has succeeded whatever the fold does, and the next append tries again.
+    """
+    if counts is None or not compaction.due(*counts):
+        return
+    try:
+        fold()
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        _log.debug("%s: compaction of thread %r skipped (not compacted until a later append): %s", where,
+                   thread_id, exc)
+
+
+def _as_text(encoded: str | bytes) -> str:
+    """A record's JSON as text, whatever the encoder gave (for a TEXT column, read the same by every tool)."""
+    return encoded.decode("utf-8") if isinstance(encoded, bytes) else encoded
 
 
 def _compacted(thread_id: str, text: str | bytes, changes: Sequence[str | bytes]) -> str | bytes:

@@ -19,7 +19,6 @@ from .base import (
     _compacted,
     _creation_data,
     _decode_record,
-    _encode_changes,
     _encode_data,
 )
 from .base import _StoreBase as _Base
@@ -107,7 +106,7 @@ class MemoryStore(_Base):
             ConcurrentResume: the stored version is not ``expected_version``, or the thread is gone.
             StoreError: the changes are not JSON-ready, the store is closed, or the record is of a newer format.
         """
-        text = _kept(_encode_changes(thread_id, changes))
+        text = _kept(_encode_data(thread_id, changes))
         with self._lock:
             head = self._write_head(thread_id, "append", expected_version=expected_version, owner=None)
             record = self._records[thread_id]

@@ -67,7 +67,6 @@ without the ``postgres`` extra.
 from __future__ import annotations
 
 import hashlib
-import logging
 import select
 import threading
 from collections.abc import Iterator, Mapping
@@ -80,13 +79,14 @@ from .base import (
     Compaction,
     Operation,
     StoredThread,
+    _as_text,
     _check_owner,
     _closed,
     _compacted,
     _creation_data,
     _decode_record,
-    _encode_changes,
     _encode_data,
+    _fold_when_due,
     checked_head,
 )
 from .base import _StoreBase as _Base
@@ -98,7 +98,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresStore"]
 
-_log = logging.getLogger(__name__)
 
 #: The table layout this release creates and reads, kept in the table's comment.
 #:
@@ -306,14 +305,11 @@ class PostgresStore(_Base):
             StoreError: the changes are not JSON-ready, PostgreSQL failed, the store is closed, or the
                 record is of a newer format.
         """
-        text = _as_text(_encode_changes(thread_id, changes))
+        text = _as_text(_encode_data(thread_id, changes))
         version, counts = self._write_counted(thread_id, "append", expected_version=expected_version, owner=None,
                                               text=text)
-        if counts is not None and self.compaction.due(*counts):
-            try:
-                self._compact(thread_id)
-            except Exception as exc:  # noqa: BLE001 - the append has landed: a fold that fails waits for the next one
-                _log.debug("compaction of thread %r skipped: %s", thread_id, exc)
+        _fold_when_due(f"PostgreSQL store {self._where}", thread_id, self.compaction, counts,
+                       lambda: self._compact(thread_id))
         return version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
@@ -623,7 +619,3 @@ def _first_line(exc: BaseException) -> str:
     # the rest is hints and context.
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
-
-def _as_text(encoded: str | bytes) -> str:
-    # Stored as TEXT whatever the encoder gave, so the column reads the same to psql and to any tool.
-    return encoded.decode("utf-8") if isinstance(encoded, bytes) else encoded

@@ -63,8 +63,8 @@ from .base import (
     _compacted,
     _creation_data,
     _decode_record,
-    _encode_changes,
     _encode_data,
+    _fold_when_due,
 )
 from .base import _StoreBase as _Base
 from .base import check_write as _check_write
@@ -249,15 +249,11 @@ class RedisStore(_Base):
             StoreError: the changes are not JSON-ready, Redis failed, the store is closed, or the record
                 is of a newer format.
         """
-        text = _encode_changes(thread_id, changes)
+        text = _encode_data(thread_id, changes)
         version, data_bytes, change_bytes, count = self._write(thread_id, "append", expected_version=expected_version,
                                                                owner=None, text=text)
-        if self.compaction.due(data_bytes, change_bytes, count):
-            try:
-                self._compact(thread_id)
-            except Exception as exc:  # noqa: BLE001 - the append has landed: a fold that fails waits for the next one
-                logger.debug("RedisStore: the compaction of thread %r after version %d was skipped: %s",
-                             thread_id, version, exc)
+        _fold_when_due("Redis store", thread_id, self.compaction, (data_bytes, change_bytes, count),
+                       lambda: self._compact(thread_id))
         return version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,

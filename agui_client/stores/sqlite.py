@@ -49,7 +49,6 @@ Durability and atomicity:
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 import threading
@@ -65,13 +64,14 @@ from .base import (
     Head,
     Operation,
     StoredThread,
+    _as_text,
     _check_owner,
     _closed,
     _compacted,
     _creation_data,
     _decode_record,
-    _encode_changes,
     _encode_data,
+    _fold_when_due,
     checked_head,
 )
 from .base import _StoreBase as _Base
@@ -80,8 +80,6 @@ from .base import check_write as _check_write
 __all__ = ["SqliteStore"]
 
 _T = TypeVar("_T")
-
-logger = logging.getLogger("agui_client")
 
 #: ``PRAGMA user_version`` of the table layout this release creates and reads.
 _SCHEMA_VERSION = 2
@@ -214,14 +212,12 @@ class SqliteStore(_Base):
             StoreError: the changes are not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
-        encoded = _encode_changes(thread_id, changes)
+        encoded = _encode_data(thread_id, changes)
         written = self._write(thread_id, "append", expected_version=expected_version, owner=None,
                               text=_as_text(encoded), size=len(encoded))
-        if self.compaction.due(written.data_bytes, written.change_bytes, written.changes):
-            try:
-                self._compact(thread_id, written)
-            except Exception as exc:  # (the append landed: the run's save succeeded whatever this does)
-                logger.debug("SQLite store %s: thread %r not compacted: %s", self._path, thread_id, exc)
+        _fold_when_due(f"SQLite store {self._path}", thread_id, self.compaction,
+                       (written.data_bytes, written.change_bytes, written.changes),
+                       lambda: self._compact(thread_id, written))
         return written.head.version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
@@ -434,10 +430,6 @@ class SqliteStore(_Base):
                 return
         conn.close()
 
-
-def _as_text(encoded: str | bytes) -> str:
-    # Stored as TEXT whatever the encoder gave, so the column reads the same to any SQLite tool.
-    return encoded.decode("utf-8") if isinstance(encoded, bytes) else encoded
 
 
 def _migrate_from_layout_1(conn: sqlite3.Connection) -> None:

@@ -1186,7 +1186,7 @@ def test_postgres_store_append_succeeds_when_its_compaction_fails(postgres_dsn: 
                           " $$ BEGIN RAISE EXCEPTION 'no deleting here'; END $$")
         _pg(postgres_dsn, f"CREATE TRIGGER refuse BEFORE DELETE ON {pg_table}_changes"
                           f" FOR EACH ROW EXECUTE FUNCTION {pg_table}_refuse()")
-        with caplog.at_level("DEBUG", logger="agui_client.stores.postgres"):
+        with caplog.at_level("DEBUG", logger="agui_client.stores"):
             version = store.append("t", {"set": {"state": {"n": 1}}}, expected_version=1)
         stored = store.load("t")
 
