@@ -20,6 +20,7 @@ from .base import (
     _creation_data,
     _decode_record,
     _encode_data,
+    _fold_when_due,
 )
 from .base import _StoreBase as _Base
 from .base import check_write as _check_write
@@ -110,18 +111,24 @@ class MemoryStore(_Base):
         with self._lock:
             head = self._write_head(thread_id, "append", expected_version=expected_version, owner=None)
             record = self._records[thread_id]
-            kept = record.changes
-            if len(kept) != record.count:  # (never: only the latest record is appended to; kept safe)
-                kept = kept[:record.count]
-            kept.append(text)
-            size = record.change_bytes + len(text)
-            if self.compaction.due(len(record.text), size, len(kept)):
-                # Folded at once, under the lock: nobody sees the record between the two.
-                self._records[thread_id] = _Record(head=head, text=_kept(_compacted(thread_id, record.text, kept)))
-            else:
-                self._records[thread_id] = _Record(head=head, text=record.text, changes=kept, count=len(kept),
-                                                   change_bytes=size)
+            # (the list is the latest record's: its count is its length, as nothing between this
+            # append and the record's replacement can fail)
+            record.changes.append(text)
+            appended = _Record(head=head, text=record.text, changes=record.changes, count=record.count + 1,
+                               change_bytes=record.change_bytes + len(text))
+            self._records[thread_id] = appended
+        _fold_when_due("MemoryStore", thread_id, self.compaction,
+                       (len(appended.text), appended.change_bytes, appended.count),
+                       lambda: self._fold(thread_id, appended))
         return head.version
+
+    def _fold(self, thread_id: str, appended: _Record) -> None:
+        # Folded outside the lock (a large thread takes milliseconds), and kept only if nobody wrote
+        # since: the record is still the very one the append stored.
+        folded = _kept(_compacted(thread_id, appended.text, appended.changes[:appended.count]))
+        with self._lock:
+            if self._records.get(thread_id) is appended:
+                self._records[thread_id] = _Record(head=appended.head, text=folded)
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
               data: Mapping[str, Any] | None = None) -> int:
