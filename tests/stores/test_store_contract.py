@@ -1136,23 +1136,23 @@ def test_postgres_store_compaction_holds_the_thread_while_it_folds(postgres_dsn:
     other = PostgresStore(postgres_dsn, table=pg_table)
     claimed: list[int] = []
     waited: list[bool] = []
+    claimers: list[threading.Thread] = []
     fold = pg_module._compacted
 
     def fold_while_claimed(thread_id: str, text: str | bytes, changes: Any) -> str | bytes:
-        claimer = threading.Thread(target=lambda: claimed.append(
-            other.claim(thread_id, expected_version=2, owner="replica-b")))
-        claimer.start()
+        claimers.append(threading.Thread(target=lambda: claimed.append(
+            other.claim(thread_id, expected_version=2, owner="replica-b"))))
+        claimers[0].start()
         waited.append(_a_backend_waits_on_a_lock(postgres_dsn))
         fold_result = fold(thread_id, text, changes)
         waited.append(not claimed)  # (still waiting: the row is held until the fold commits)
-        monkeypatch.setattr(store, "_claimer", claimer, raising=False)
         return fold_result
 
     try:
         other.save("t", small(1), expected_version=None)
         monkeypatch.setattr(pg_module, "_compacted", fold_while_claimed)
         version = store.append("t", {"set": {"state": {"n": 1}}}, expected_version=1)
-        store._claimer.join()  # type: ignore[attr-defined]
+        claimers[0].join()
         monkeypatch.undo()
         stored = store.load("t")
     finally:
