@@ -205,6 +205,11 @@ class _Standing:
         # that created the record; claims and releases leave the data as it is). Off while a write of
         # data is in flight or after one failed: the next save is then whole.
         self._appends = _appends(store)
+        #: The id of the record this object read or created (``StoredThread.record_id``), named by its
+        #: writes so that a thread deleted and created again up to the version it holds is refused as
+        #: another writer's, not appended to. Only the store methods that take it get it.
+        self._record_id: str | None = None
+        self._names_records = _takes_record_id(store)
         self._in_step = False
         self._held: Any = None  # (_VERIFY_CHANGES: a copy of the record's data)
 
@@ -233,7 +238,7 @@ class _Standing:
         if self._version is None and not self._creates_claimed:
             data = self._state.dump()
             self._marked(data)
-            yield Write("save", {"data": data, "expected_version": None})
+            yield self._store_write("save", {"data": data, "expected_version": None})
             self._in_step = True
 
     def _claim_now(self) -> Flow[int]:
@@ -242,7 +247,7 @@ class _Standing:
         if "data" in arguments:
             self._marked(arguments["data"])
         try:
-            version: int = yield Write("claim", arguments)
+            version: int = yield self._store_write("claim", arguments)
         except StoreError as exc:
             self._claim_lost(exc, base)
             raise
@@ -288,15 +293,26 @@ class _Standing:
                     self._verify(_VERIFY_CHANGES, changes)
                 state.mark()
                 self._in_step = False
-                yield Write("append", {"changes": changes, "expected_version": self._version})
+                yield self._store_write("append", {"changes": changes, "expected_version": self._version})
             else:
                 data = state.dump(share_state=True)
                 self._marked(data)
-                yield Write("save", {"data": data, "expected_version": self._version})
+                yield self._store_write("save", {"data": data, "expected_version": self._version})
             self._in_step = True
         except (ConcurrentResume, StoreError) as exc:
             _unsaved(exc, session)
             raise
+
+    def _store_write(self, op: Literal["claim", "save", "append", "release"], arguments: dict[str, Any]) -> Write:
+        # The record id goes to every write of a store method that takes it: a create names the id it
+        # mints (kept while the create is in doubt, so the retry of a claim whose reply was lost is
+        # recognised as this object's), every other write the id of the record it read or created.
+        if op in self._names_records:
+            if arguments.get("expected_version", 0) is None and self._record_id is None:
+                self._record_id = uuid.uuid4().hex
+            if self._record_id is not None:
+                arguments["record_id"] = self._record_id
+        return Write(op, arguments)
 
     def _marked(self, data: Mapping[str, Any]) -> None:
         # The state as dumped into ``data`` is about to be written whole: changes count from here. Until
@@ -351,7 +367,7 @@ class _Standing:
         if self._version != claimed:
             return
         try:
-            yield Write("release", {"claimed_version": claimed, "owner": self._owner})
+            yield self._store_write("release", {"claimed_version": claimed, "owner": self._owner})
         except Exception as exc:
             if not logged:
                 raise
@@ -470,6 +486,7 @@ class Conversation(_Standing):
             self._state.thread_id = self.id
             self._state.legacy_interrupts = self._legacy
             self._version = stored.version
+            self._record_id = stored.record_id
             self._in_step, self._held = True, held  # (loaded: marked at the record's data)
             if stored.claim is not None and stored.claim == self._owner and stored.version == self._unsure:
                 # This object's own claim whose reply was lost: nothing was sent under it. The thread
@@ -677,7 +694,10 @@ class Conversation(_Standing):
         stored: StoredThread | None = yield Load()
         if stored is not None and stored.claim is not None:
             _refuse_foreign_claim(self.id, stored, self._owner, force)
-            yield Write("release", {"claimed_version": stored.version, "owner": stored.claim})
+            arguments = {"claimed_version": stored.version, "owner": stored.claim}
+            if "release" in self._names_records and stored.record_id is not None:
+                arguments["record_id"] = stored.record_id  # (the record it read, not one made since)
+            yield Write("release", arguments)
 
     def _reload(self) -> Flow[None]:
         self._idle("reload")
@@ -769,6 +789,20 @@ def _appends(store: Any) -> bool:
     owners = {name: next((c for c in type(store).__mro__ if name in c.__dict__), None) for name in ("append", "save")}
     append_owner, save_owner = owners["append"], owners["save"]
     return append_owner is not None and (save_owner is None or issubclass(append_owner, save_owner))
+
+
+def _takes_record_id(store: Any) -> frozenset[str]:
+    """The write methods of ``store`` that take ``record_id`` (the stores here: all four). A store written
+    for the earlier protocol, or a subclass whose override leaves the parameter out, gets none there."""
+    names = set()
+    for name in ("save", "claim", "append", "release"):
+        try:
+            parameters = inspect.signature(getattr(store, name)).parameters.values()
+        except (AttributeError, TypeError, ValueError):
+            continue
+        if any(p.name == "record_id" or p.kind is p.VAR_KEYWORD for p in parameters):
+            names.add(name)
+    return frozenset(names)
 
 
 def _creates_claimed(store: Any) -> bool:

@@ -11,6 +11,7 @@ attributes.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -22,7 +23,7 @@ from ..errors import ConcurrentResume, StoreError
 from ..wire.jsonio import dump_record, load_record
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "Head", "check_write",
-           "apply_changes", "Compaction"]
+           "apply_changes", "Compaction", "new_record_id"]
 
 _log = logging.getLogger("agui_client.stores")
 
@@ -54,6 +55,9 @@ class StoredThread:
         format: the record format it was written in (``STORE_FORMAT_VERSION`` at the time).
         changes: how many appended changes ``data`` was rebuilt from (0 for a record written whole, or
             just compacted); the data is the same either way.
+        record_id: the id the record got when it was created (see :meth:`ThreadStore.save`); a thread
+            deleted and created again under the same id has another one. ``None`` for a record made by
+            a release that kept none.
     """
 
     thread_id: str
@@ -62,6 +66,7 @@ class StoredThread:
     claim: str | None
     format: int
     changes: int = 0
+    record_id: str | None = None
 
 
 @runtime_checkable
@@ -72,30 +77,38 @@ class ThreadStore(Protocol):
     :class:`~agui_client.errors.ConcurrentResume` when the stored version has moved on, so two
     writers can never both advance a thread from the same version. Other failures raise
     :class:`~agui_client.errors.StoreError`. Implementations are safe to share between threads.
+
+    **Record ids.** A record gets an id when it is created (the creating ``save`` or ``claim``'s
+    ``record_id``, or a random one), and keeps it until it is deleted. A write that names a
+    ``record_id`` is refused (``ConcurrentResume``) unless the record still has that id, so a writer
+    holding a thread that was deleted and created again since, and written up to the very version it
+    holds, does not mistake the new thread for its own. ``record_id=None`` checks nothing (the
+    earlier protocol; a store written for it, without the parameter, still works).
     """
 
     def load(self, thread_id: str) -> StoredThread | None:
         """The stored thread, or ``None`` when there is none."""
         ...
 
-    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
+             record_id: str | None = None) -> int:
         """Write the thread's data if nobody wrote since ``expected_version``; return the new version.
 
-        ``expected_version=None`` creates the thread (version 1) and fails if it exists already.
-        A successful save clears any claim.
+        ``expected_version=None`` creates the thread (version 1, with ``record_id`` as its record id,
+        or a random one) and fails if it exists already. A successful save clears any claim.
         """
         ...
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
-              data: Mapping[str, Any] | None = None) -> int:
+              data: Mapping[str, Any] | None = None, record_id: str | None = None) -> int:
         """Mark a run as in flight before any request goes out; return the new version.
 
         Succeeds only if the stored version is ``expected_version`` and nobody holds a claim; the
         data is unchanged, the version goes up by one and the claim records ``owner``.
 
         ``expected_version=None`` claims a thread the store does not hold yet: it creates the record
-        with ``data`` (required then, refused otherwise), claimed by ``owner``, at version 0, and
-        fails if the record exists, so of writers racing on a new thread id exactly one may send.
+        with ``data`` (required then, refused otherwise) and ``record_id``, claimed by ``owner``, at
+        version 0, and fails if the record exists, so of writers racing on a new thread id exactly one may send.
         The holder's first save then makes version 1, as a creating save would.
 
         A claim is recognised by its owner: when the record already holds the claim this call would
@@ -106,7 +119,7 @@ class ThreadStore(Protocol):
         """
         ...
 
-    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+    def release(self, thread_id: str, *, claimed_version: int, owner: str, record_id: str | None = None) -> int:
         """Undo a claim whose request never reached the agent; return the new version.
 
         Succeeds only if the stored version is still ``claimed_version`` (what ``claim`` returned)
@@ -134,12 +147,15 @@ class IncrementalStore(ThreadStore, Protocol):
     changes the version or what ``load`` returns.
     """
 
-    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int) -> int:
+    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int,
+               record_id: str | None = None) -> int:
         """Add ``changes`` to the thread's record if nobody wrote since ``expected_version``; return the
         new version.
 
         The same compare-and-set as :meth:`ThreadStore.save` (the version goes up by one, any claim is
         cleared), for a record that exists: ``load`` then returns ``apply_changes(data, [changes])``.
+        Name the ``record_id`` the writer read or created: changes appended onto another record (one
+        deleted and created again up to the same version) would mix two threads.
         """
         ...
 
@@ -176,6 +192,17 @@ class Head:
     version: int
     claim: str | None
     format: int
+    record_id: str | None = None
+
+
+def new_record_id() -> str:
+    """A fresh random record id (what a store gives a record created without one)."""
+    return secrets.token_hex(12)
+
+
+def _check_record_id(record_id: str | None) -> None:
+    if record_id is not None and (type(record_id) is not str or not 0 < len(record_id) <= 128):
+        raise ValueError("a record id is a string of 1 to 128 characters")
 
 
 def check_write(
@@ -185,6 +212,7 @@ def check_write(
     *,
     expected_version: int | None,
     owner: str | None = None,
+    record_id: str | None = None,
 ) -> Head:
     """Apply the compare-and-set rules to one requested write.
 
@@ -195,6 +223,8 @@ def check_write(
             ``"claim"`` or ``"release"``.
         expected_version: the version the writer holds (``None`` for a save or a claim that creates).
         owner: the claim owner (``claim`` and ``release``).
+        record_id: a create's record id (``None``: a random one); for a write to a stored record, the
+            record id it must have (``None``: any).
 
     Returns:
         The head to store (the data is the caller's business: ``save`` replaces it, a creating
@@ -204,17 +234,20 @@ def check_write(
     Raises:
         ConcurrentResume: the stored version is not the expected one, the thread exists already (a
             create) or is gone, or the claim is not in the state the operation needs. ``expected_version``
-            is 0 for a create; ``actual_version`` is ``None`` when there is no record.
+            is 0 for a create; ``actual_version`` is ``None`` when there is no record. Also when the
+            record's id is not ``record_id`` (the thread was deleted and created again).
         StoreError: the record was written by a newer release (it is never overwritten).
     """
+    _check_record_id(record_id)
     if expected_version is None:
         if operation in ("release", "append"):
             raise ValueError(f"{operation} needs the version the writer holds")
         if head is None:
+            created = record_id or new_record_id()
             if operation == "save":
-                return Head(version=1, claim=None, format=STORE_FORMAT_VERSION)
-            return Head(version=0, claim=owner, format=STORE_FORMAT_VERSION)
-        if operation == "claim" and _own_claim(head, 0, owner):
+                return Head(version=1, claim=None, format=STORE_FORMAT_VERSION, record_id=created)
+            return Head(version=0, claim=owner, format=STORE_FORMAT_VERSION, record_id=created)
+        if operation == "claim" and _own_claim(head, 0, owner) and record_id in (None, head.record_id):
             return head
         held = "" if head.claim is None else f", claimed by {head.claim!r}"
         raise ConcurrentResume(
@@ -228,6 +261,12 @@ def check_write(
         )
     if head.format > STORE_FORMAT_VERSION:
         raise _newer_format(thread_id, head.format)
+    if record_id is not None and head.record_id != record_id:
+        raise ConcurrentResume(
+            f"thread {thread_id!r} was deleted and created again since this writer read it (its record is "
+            f"another one, at version {head.version}); load it again",
+            thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
+        )
     if operation == "claim" and _own_claim(head, expected_version + 1, owner):
         return head
     if head.version != expected_version:
@@ -238,21 +277,21 @@ def check_write(
         )
     new_version = head.version + 1
     if operation in ("save", "append"):
-        return Head(version=new_version, claim=None, format=STORE_FORMAT_VERSION)
+        return Head(version=new_version, claim=None, format=STORE_FORMAT_VERSION, record_id=head.record_id)
     if operation == "claim":
         if head.claim is not None:
             raise ConcurrentResume(
                 f"thread {thread_id!r} is already claimed by {head.claim!r} at version {head.version}",
                 thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
             )
-        return Head(version=new_version, claim=owner, format=head.format)
+        return Head(version=new_version, claim=owner, format=head.format, record_id=head.record_id)
     if head.claim != owner:
         held = "nobody" if head.claim is None else repr(head.claim)
         raise ConcurrentResume(
             f"thread {thread_id!r} at version {head.version} is claimed by {held}, not {owner!r}",
             thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
         )
-    return Head(version=new_version, claim=None, format=head.format)
+    return Head(version=new_version, claim=None, format=head.format, record_id=head.record_id)
 
 
 def _own_claim(head: Head, claimed_version: int, owner: str | None) -> bool:
@@ -380,7 +419,7 @@ def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
 
 
 def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str | None,
-                   format: int, changes: Sequence[str | bytes] = ()) -> StoredThread:
+                   format: int, changes: Sequence[str | bytes] = (), record_id: str | None = None) -> StoredThread:
     """A ``StoredThread`` from a record's parts (its data and the changes appended since, in order),
     refusing newer formats and unreadable data."""
     head = checked_head(thread_id, version, claim, format)
@@ -399,8 +438,10 @@ def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: st
         except (ValueError, TypeError, RecursionError) as exc:
             raise StoreError(f"thread {thread_id!r}: a stored change cannot be read: {exc}",
                              thread_id=thread_id) from exc
+    if record_id is not None and type(record_id) is not str:
+        raise StoreError(f"thread {thread_id!r}: the stored record id is damaged ({record_id!r})", thread_id=thread_id)
     return StoredThread(thread_id=thread_id, version=version, data=data, claim=claim, format=format,
-                        changes=len(changes))
+                        changes=len(changes), record_id=record_id or None)
 
 
 def checked_head(thread_id: str, version: Any, claim: Any, format: Any) -> Head:

@@ -85,31 +85,37 @@ class MemoryStore(_Base):
             return None
         head = record.head
         return _decode_record(thread_id, version=head.version, text=record.text, claim=head.claim, format=head.format,
-                              changes=record.changes[:record.count])
+                              changes=record.changes[:record.count], record_id=head.record_id)
 
-    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
+             record_id: str | None = None) -> int:
         """Compare-and-set the thread's data; see :meth:`ThreadStore.save`.
 
         Raises:
-            ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create).
+            ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create),
+                or the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
         """
         text = _kept(_encode_data(thread_id, data))
         with self._lock:
-            head = self._write_head(thread_id, "save", expected_version=expected_version, owner=None)
+            head = self._write_head(thread_id, "save", expected_version=expected_version, owner=None,
+                                    record_id=record_id)
             self._records[thread_id] = _Record(head=head, text=text)
         return head.version
 
-    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int) -> int:
+    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int,
+               record_id: str | None = None) -> int:
         """Compare-and-set one run's changes onto the thread's record; see :meth:`IncrementalStore.append`.
 
         Raises:
-            ConcurrentResume: the stored version is not ``expected_version``, or the thread is gone.
+            ConcurrentResume: the stored version is not ``expected_version``, the thread is gone, or the
+                record's id is not ``record_id``.
             StoreError: the changes are not JSON-ready, the store is closed, or the record is of a newer format.
         """
         text = _kept(_encode_data(thread_id, changes))
         with self._lock:
-            head = self._write_head(thread_id, "append", expected_version=expected_version, owner=None)
+            head = self._write_head(thread_id, "append", expected_version=expected_version, owner=None,
+                                    record_id=record_id)
             record = self._records[thread_id]
             # (the list is the latest record's: its count is its length, as nothing between this
             # append and the record's replacement can fail)
@@ -131,12 +137,13 @@ class MemoryStore(_Base):
                 self._records[thread_id] = _Record(head=appended.head, text=folded)
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
-              data: Mapping[str, Any] | None = None) -> int:
+              data: Mapping[str, Any] | None = None, record_id: str | None = None) -> int:
         """Claim the thread for a run (``expected_version=None``: create it claimed, with ``data``);
         see :meth:`ThreadStore.claim`.
 
         Raises:
-            ConcurrentResume: the version moved on, somebody holds a claim, or (a create) the thread exists.
+            ConcurrentResume: the version moved on, somebody holds a claim, (a create) the thread exists, or
+                the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
         """
         _check_owner(owner)
@@ -144,7 +151,8 @@ class MemoryStore(_Base):
         text = None if created is None else _kept(created)
         with self._lock:
             record = self._records.get(thread_id)
-            head = self._write_head(thread_id, "claim", expected_version=expected_version, owner=owner)
+            head = self._write_head(thread_id, "claim", expected_version=expected_version, owner=owner,
+                                    record_id=record_id)
             if record is None:
                 assert text is not None  # (only a create passes check_write without a record)
                 self._records[thread_id] = _Record(head=head, text=text)
@@ -152,16 +160,18 @@ class MemoryStore(_Base):
                 self._records[thread_id] = attrs.evolve(record, head=head)
         return head.version
 
-    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+    def release(self, thread_id: str, *, claimed_version: int, owner: str, record_id: str | None = None) -> int:
         """Undo a claim; see :meth:`ThreadStore.release`.
 
         Raises:
-            ConcurrentResume: the version moved on, or ``owner`` does not hold the claim.
+            ConcurrentResume: the version moved on, ``owner`` does not hold the claim, or the record's id
+                is not ``record_id``.
             StoreError: the store is closed, or the record is of a newer format.
         """
         _check_owner(owner)
         with self._lock:
-            head = self._write_head(thread_id, "release", expected_version=claimed_version, owner=owner)
+            head = self._write_head(thread_id, "release", expected_version=claimed_version, owner=owner,
+                                    record_id=record_id)
             self._records[thread_id] = attrs.evolve(self._records[thread_id], head=head)
         return head.version
 
@@ -183,14 +193,15 @@ class MemoryStore(_Base):
             self._records.clear()
 
     def _write_head(
-        self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None
+        self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None,
+        record_id: str | None,
     ) -> Head:
         # Called with the lock held.
         if self._closed:
             raise _closed(thread_id)
         record = self._records.get(thread_id)
         return _check_write(thread_id, None if record is None else record.head, operation,
-                            expected_version=expected_version, owner=owner)
+                            expected_version=expected_version, owner=owner, record_id=record_id)
 
 
 def _kept(text: str | bytes) -> str | bytes:

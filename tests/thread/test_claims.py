@@ -71,6 +71,31 @@ def test_a_stale_copy_of_a_thread_is_refused_before_it_sends_anything(drive: Any
     assert [i.id for i in stale.open_interrupts] == ["i1"]
 
 
+def test_a_copy_of_a_thread_deleted_and_made_again_at_its_version_is_refused(drive: Any, served: Any) -> None:
+    # The version alone cannot tell: the thread made again under the same id is at version 1 as the
+    # copy is. Its claim names the record it read (StoredThread.record_id), so it is refused before
+    # it sends the old thread's history; the appended save would have mixed the two threads' records.
+    endpoint = served(ScriptedAgent.chat("noted"))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        old = client.thread()
+        old.run("the old thread")
+        store.delete(old.id)
+        new = client.thread(old.id)
+        new.run("the new thread")
+        assert (old.version, new.version) == (1, 1)
+        with pytest.raises(ag.ConcurrentResume, match="deleted and created again"):
+            old.run("stale")
+        sent = endpoint.agent.request_count
+        old.reload()
+
+    stored = store.load(new.id)
+    assert sent == 2
+    assert stored is not None and [m["content"] for m in stored.data["messages"]][0] == "the new thread"
+    assert old.state.messages == new.state.messages
+
+
 def test_two_replicas_answering_one_tool_call_send_it_once(drive: Any, served: Any) -> None:
     endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
 
