@@ -14,8 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_store_contract import KINDS, Backend, _backend, small
-from test_store_contract import raw_redis  # noqa: F401 (the fixture the Redis backends use)
+from test_store_contract import (
+    KINDS,
+    Backend,
+    _backend,
+    raw_redis,  # noqa: F401 (the fixture the Redis backends use)
+    small,
+)
 
 from agui_client.errors import ConcurrentResume
 from agui_client.stores import ThreadStore

@@ -577,7 +577,8 @@ def test_save_by_the_claim_holder_clears_the_claim(store: ThreadStore) -> None:
     saved = store.save("t", small(2), expected_version=claimed)
 
     stored = store.load("t")
-    assert _plain(stored) == StoredThread(thread_id="t", version=saved, data=small(2), claim=None, format=STORE_FORMAT_VERSION)
+    assert _plain(stored) == StoredThread(thread_id="t", version=saved, data=small(2), claim=None,
+                                          format=STORE_FORMAT_VERSION)
     assert saved == 3
     assert store.claim("t", expected_version=3, owner="b") == 4
 

@@ -1,4 +1,5 @@
-"""Claims across writers and replicas: stale copies, racing replicas, a run that lets go, a save that fails, one run at a time.
+"""Claims across writers and replicas: stale copies, racing replicas, a run that lets go, a save that fails,
+one run at a time.
 
 Every test body runs through both shells (``drive``: sync and async) against a real ``ScriptedAgent``
 served by uvicorn on 127.0.0.1; the agent records what it received, so "nothing was sent" is a count of
