@@ -43,12 +43,20 @@ is a context manager that closes it.
 
 from __future__ import annotations
 
-from .base import STORE_FORMAT_VERSION, Compaction, IncrementalStore, StoredThread, ThreadStore, apply_changes
+from .base import (
+    STORE_FORMAT_VERSION,
+    Compaction,
+    IncrementalStore,
+    StoredThread,
+    ThreadStore,
+    apply_changes,
+    new_record_id,
+)
 from .memory import MemoryStore
 from .postgres import PostgresStore
 from .redis import RedisStore
 from .sqlite import SqliteStore
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "Compaction", "apply_changes",
-           "MemoryStore", "SqliteStore", "RedisStore",
+           "new_record_id", "MemoryStore", "SqliteStore", "RedisStore",
            "PostgresStore"]
