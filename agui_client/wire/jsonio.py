@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +52,7 @@ __all__ = [
     "load_record",
     "json_problem",
     "plain_json",
+    "has_surrogate",
     "PlainList",
     "PlainDict",
     "copy_json",
@@ -666,6 +668,32 @@ class PlainList(list):  # type: ignore[type-arg]
 
 class PlainDict(dict):  # type: ignore[type-arg]
     """A dict of wire values already known to be plain JSON (a shallow copy; see :class:`PlainList`)."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a UTF-16 surrogate (half of a character, which UTF-8 cannot encode).
+
+    An ASCII string cannot (``isascii`` reads a flag the string keeps). Otherwise orjson, which refuses
+    to write a surrogate and scans with SIMD, answers ten to thirty times faster than a regular
+    expression reading every character (1 ms against 13 for 2.4 MB); without orjson, the expression.
+
+    Example::
+
+        >>> has_surrogate("caf\u00e9"), has_surrogate("half \ud83d")
+        (False, True)
+    """
+    if text.isascii():
+        return False
+    if _orjson is None:
+        return _SURROGATE.search(text) is not None
+    try:
+        _orjson.dumps(text)
+    except TypeError:  # (orjson.JSONEncodeError: "surrogates not allowed")
+        return True
+    return False
 
 
 def plain_json(value: Any) -> bool:

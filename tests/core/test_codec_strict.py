@@ -945,3 +945,17 @@ def test_a_null_type_on_a_message_is_an_unknown_member_like_any_other(parse_path
         message = codec.decode({"id": "u", "role": "user", "content": "x", "type": None}, msg.Message)
     assert message == msg.UserMessage(id="u", content="x")
     assert [(w.code, w.pointer) for w in sink.items] == [("UK-03", "/type")]
+
+
+@pytest.mark.parametrize("text, holds", [
+    ("plain ascii", False),
+    ("caf\u00e9 \u4e16 \U0001f600", False),
+    ("a lone half \ud83d", True),
+    ("\ude00 a low half first", True),
+    ("a pair written as halves \ud83d\ude00", True),
+    ("", False),
+])
+def test_has_surrogate_answers_the_same_with_orjson_and_without(parse_path: str, text: str, holds: bool) -> None:
+    # (orjson answers by refusing to write the text, the standard library with a regular expression)
+    assert jsonio.has_surrogate(text) is holds
+    assert jsonio.has_surrogate("x" * 100_000 + text) is holds

@@ -10,7 +10,6 @@ cached until the entry changes, so a caller's copy never changes under it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,7 +17,7 @@ import attrs
 
 from ...errors import StreamWarning
 from ...wire import codec
-from ...wire.jsonio import plain_json
+from ...wire.jsonio import has_surrogate, plain_json
 from ...wire.types import messages as msg
 
 __all__ = [
@@ -37,7 +36,6 @@ __all__ = [
     "ROLE_CLASSES",
 ]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Call:
@@ -84,7 +82,7 @@ class Call:
 
     def freeze(self, warn: list[StreamWarning] | None) -> msg.ToolCall:
         if self.frozen is None:
-            if len(self.args) > 1 or (self.args and not self.args[0].isascii() and _SURROGATE.search(self.args[0])):
+            if len(self.args) > 1 or (self.args and has_surrogate(self.args[0])):
                 self.args = [_join_text(self.args, warn, self.id)]
             self.frozen = _new_tool_call(
                 id=self.id,
@@ -261,7 +259,7 @@ class Entry:
         if self.text is not None:
             if len(self.text) != 1:
                 self.text = [_join_text(self.text, warn, self.id)]
-            elif not self.text[0].isascii() and _SURROGATE.search(self.text[0]):
+            elif has_surrogate(self.text[0]):
                 self.text = [_join_text(self.text, warn, self.id)]
             kwargs["content"] = self.text[0]
         elif self.role != "assistant":
@@ -348,19 +346,19 @@ def whole(parts: list[str], warn: list[StreamWarning] | None, entity: str) -> li
     Called when a message or a tool call's arguments end (or their stream is cut), so that a repair's
     warning belongs to the run that streamed the text, not to whoever reads the thread next.
     """
-    if len(parts) == 1 and (parts[0].isascii() or _SURROGATE.search(parts[0]) is None):
-        return parts  # (an ASCII text holds no surrogate: one C pass instead of a regex scan)
+    if len(parts) == 1 and not has_surrogate(parts[0]):
+        return parts
     return [_join_text(parts, warn, entity)] if parts else parts
 
 
 def _join_text(parts: list[str], warn: list[StreamWarning] | None, entity: str) -> str:
     text = "".join(parts)
-    if _SURROGATE.search(text) is None:
+    if not has_surrogate(text):
         return text
     # UTF-16 producers split a character into two deltas, one half each: rejoin the pairs, and
     # replace halves still unpaired so the thread can always be encoded and sent again.
     fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    if _SURROGATE.search(fixed) is not None or "\ufffd" in fixed and "\ufffd" not in text:
+    if has_surrogate(fixed) or "\ufffd" in fixed and "\ufffd" not in text:
         fixed = fixed.encode("utf-8", "replace").decode("utf-8")
         if warn is not None:
             warn.append(StreamWarning(code="UTF16-SURROGATE",
