@@ -44,6 +44,7 @@ import inspect
 import json
 import logging
 import uuid
+import weakref
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -198,18 +199,19 @@ class _Standing:
         #: The version a claim of this object would have made when the store failed while writing it
         #: (the claim may have landed, its reply lost); ``None`` when no claim is in doubt.
         self._unsure: int | None = None
-        self._creates_claimed = _creates_claimed(store)
+        traits = _traits(store)
+        self._creates_claimed = traits.creates_claimed
         self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
         # Whether a save may write only the run's changes (``append``): the store has the method, and
         # the record's data is what the state was last marked at (a load, a save, an append, a claim
         # that created the record; claims and releases leave the data as it is). Off while a write of
         # data is in flight or after one failed: the next save is then whole.
-        self._appends = _appends(store)
+        self._appends = traits.appends
         #: The id of the record this object read or created (``StoredThread.record_id``), named by its
         #: writes so that a thread deleted and created again up to the version it holds is refused as
         #: another writer's, not appended to. Only the store methods that take it get it.
         self._record_id: str | None = None
-        self._names_records = _takes_record_id(store)
+        self._names_records = traits.names_records
         self._in_step = False
         self._held: Any = None  # (_VERIFY_CHANGES: a copy of the record's data)
 
@@ -772,6 +774,40 @@ class Conversation(_Standing):
         logger.warning("tool handler %r raised %r for call %s; the agent is told the call failed",
                        call.function.name, exc, call.id)
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
+
+
+@attrs.frozen(slots=True)
+class _Traits:
+    """What a store's methods can take, read from their signatures."""
+
+    appends: bool
+    creates_claimed: bool
+    names_records: frozenset[str]
+
+
+_STORE_METHODS = ("load", "save", "claim", "append", "release")
+#: Traits per store class, with the methods they were read from: reading four signatures costs tens
+#: of microseconds, and a web backend makes a thread object per request. Read again when a method of
+#: the class was replaced since (a patched class), and never cached for a store whose methods are
+#: attributes of the object itself.
+_TRAITS: weakref.WeakKeyDictionary[type, tuple[tuple[Any, ...], _Traits]] = weakref.WeakKeyDictionary()
+
+
+def _traits(store: Any) -> _Traits:
+    kind = type(store)
+    per_class = not any(name in getattr(store, "__dict__", {}) for name in _STORE_METHODS)
+    methods = tuple(getattr(kind, name, None) for name in _STORE_METHODS)
+    cached = _TRAITS.get(kind) if per_class else None
+    if cached is not None and cached[0] == methods:
+        return cached[1]
+    traits = _Traits(appends=_appends(store), creates_claimed=_creates_claimed(store),
+                     names_records=_takes_record_id(store))
+    if per_class:
+        try:
+            _TRAITS[kind] = (methods, traits)
+        except TypeError:  # (a class that takes no weak reference: read every time)
+            pass
+    return traits
 
 
 def _appends(store: Any) -> bool:

@@ -259,3 +259,28 @@ def test_a_store_that_overrides_save_alone_keeps_getting_every_save(drive: Any, 
     # (each run's save, whole: the append it inherited would have passed its save by)
     assert store.saved == [0, 2, 4]
     assert stored.changes == 0 and stored.data == _json(thread.state.dump())
+
+
+def test_a_store_class_changed_after_a_thread_object_was_made_is_read_again(
+        drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a store's methods take is read once per class (a thread object per request would otherwise
+    # read four signatures each time), and again when a method of the class was replaced since.
+    endpoint = served(ScriptedAgent.chat("noted"))
+
+    class Audited(MemoryStore):
+        pass
+
+    seen: list[int | None] = []
+
+    def save(self: MemoryStore, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+        seen.append(expected_version)  # (the earlier protocol: no record_id)
+        return MemoryStore.save(self, thread_id, data, expected_version=expected_version)
+
+    with drive.client(endpoint.url, store=Audited()) as client:
+        client.thread().run("before")
+        monkeypatch.setattr(Audited, "save", save)
+        after = client.thread()
+        after.run("after")
+        after.run("and again")
+
+    assert seen == [0, 2]  # (save overridden alone: whole saves, as for any such subclass)
