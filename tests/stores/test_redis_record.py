@@ -250,3 +250,86 @@ def test_a_record_with_a_missing_change_field_is_refused(redis_url: str, client:
 
     assert caught.value.thread_id == "t"
     assert "c:1" in str(caught.value)
+
+
+@pytest.mark.parametrize("stored_id", [None, b""])
+def test_a_record_without_an_id_loads_and_works_for_writers_that_name_none(
+    redis_url: str, client: redis.Redis, prefix: str, stored_id: bytes | None
+) -> None:
+    # A hash an earlier release wrote: no ``record`` field (format 1), or an empty one, is no id.
+    fields: dict[str, Any] = {"version": 4, "data": json.dumps(small(1)), "claim": "", "format": 1}
+    if stored_id is not None:
+        fields["record"] = stored_id
+    client.hset(prefix + "t", mapping=fields)
+    with RedisStore(redis_url, prefix=prefix, compaction=NEVER) as store:
+        loaded = store.load("t")
+        with pytest.raises(ConcurrentResume, match="deleted and created again") as refused:
+            store.append("t", change(1), expected_version=4, record_id="some-record")
+        untouched: dict[Any, Any] = client.hgetall(prefix + "t")
+        appended = store.append("t", change(1), expected_version=4)
+        claimed = store.claim("t", expected_version=appended, owner="a")
+        released = store.release("t", claimed_version=claimed, owner="a")
+        saved = store.save("t", small(2), expected_version=released)
+        after = store.load("t")
+    raw_after: dict[Any, Any] = client.hgetall(prefix + "t")
+
+    assert loaded is not None and (loaded.version, loaded.record_id) == (4, None)
+    assert (refused.value.expected_version, refused.value.actual_version) == (4, 4)
+    assert untouched == {key.encode(): str(value).encode() if isinstance(value, int) else
+                         value if isinstance(value, bytes) else value.encode() for key, value in fields.items()}
+    assert (appended, claimed, released, saved) == (5, 6, 7, 8)
+    # The writes keep the record as it was, without an id: none is made up for it.
+    assert after is not None and (after.version, after.data, after.record_id) == (8, small(2), None)
+    assert raw_after.get(b"record", b"") == b""
+
+
+def test_a_stale_write_is_refused_by_the_one_script_that_would_have_written(
+    redis_url: str, client: redis.Redis, prefix: str
+) -> None:
+    # The record id is checked with the version, in the append's one script: no extra read, and a
+    # refused append leaves the hash exactly as it was.
+    with RedisStore(client, prefix=prefix, compaction=NEVER) as store:
+        store.save("t", small(1), expected_version=None, record_id="old")
+        store.delete("t")
+        store.save("t", small(2), expected_version=None, record_id="new")
+        store.append("t", change(1), expected_version=1, record_id="new")  # (the script is loaded now)
+        before: dict[Any, Any] = client.hgetall(prefix + "t")
+        recorder = Recorder(client)
+        with pytest.raises(ConcurrentResume, match="deleted and created again"):
+            store.append("t", change(2), expected_version=2, record_id="old")
+        sent = [call[0] for call in recorder.calls]
+        recorder.calls.clear()
+        assert store.append("t", change(2), expected_version=2, record_id="new") == 3
+
+    assert sent == ["EVALSHA"]
+    assert [call[0] for call in recorder.calls] == ["EVALSHA"]
+    assert before[b"record"] == b"new" and client.hgetall(prefix + "t")[b"record"] == b"new"
+    assert client.hget(prefix + "t", "version") == b"3"
+
+
+@pytest.mark.parametrize("record_id", [None, "mine"])
+def test_a_creating_claim_whose_reply_is_lost_is_sent_again_with_the_same_record_id(
+    redis_url: str, prefix: str, record_id: str | None
+) -> None:
+    with redis.Redis.from_url(redis_url) as client, RedisStore(client, prefix=prefix, compaction=NEVER) as store:
+        store.claim("warm", expected_version=None, owner="a", data=small(0))  # (the script is loaded now)
+        inner = client.execute_command
+        sent: list[Any] = []
+
+        def lose_first_reply(*args: Any, **options: Any) -> Any:
+            reply = inner(*args, **options)
+            if args[0] == "EVALSHA":
+                sent.append(args)
+                if len(sent) == 1:
+                    raise redis.ConnectionError("the reply was lost")
+            return reply
+
+        client.execute_command = lose_first_reply
+        version = store.claim("t", expected_version=None, owner="a", data=small(1), record_id=record_id)
+        client.execute_command = inner
+        stored = store.load("t")
+
+    # Sent twice, word for word: the second finds the first one's claim, of its own record, and takes it.
+    assert version == 0 and len(sent) == 2 and sent[0] == sent[1]
+    assert stored is not None and (stored.version, stored.claim, stored.data) == (0, "a", small(1))
+    assert stored.record_id == (record_id or sent[0][-2]) and stored.record_id is not None
