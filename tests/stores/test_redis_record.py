@@ -3,7 +3,9 @@
 What the shared contract (``test_incremental_record.py``) cannot see from outside the store: what an
 append and a claim send to Redis (the change alone, whatever the size of the thread), a record written
 by the previous release as it wrote it, and a compaction that finds the record moved on (a racing
-append, a thread deleted and created again) or fails, which must never lose a write or fail the append.
+append, a thread deleted and created again) or fails, which must never lose a write or fail the append;
+and the record id in the hash's ``record`` field: checked in the write's one script, absent from an
+earlier release's record, sent again unchanged with a creating claim whose reply was lost.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import pytest
 import redis
 from test_store_contract import small
 
+import agui_client as ag
 from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import STORE_FORMAT_VERSION, Compaction, RedisStore, apply_changes
+from agui_client.testing import ScriptedAgent
 
 __all__: list[str] = []
 
@@ -333,3 +337,28 @@ def test_a_creating_claim_whose_reply_is_lost_is_sent_again_with_the_same_record
     assert version == 0 and len(sent) == 2 and sent[0] == sent[1]
     assert stored is not None and (stored.version, stored.claim, stored.data) == (0, "a", small(1))
     assert stored.record_id == (record_id or sent[0][-2]) and stored.record_id is not None
+
+
+def test_a_thread_copy_is_refused_by_a_redis_thread_deleted_and_made_again_at_its_version(
+    redis_url: str, prefix: str, drive: Any, served: Any
+) -> None:
+    # Through the run protocol (both shells): the copy's claim names the record it created, so the
+    # thread made again under its id, at the same version, refuses it before anything is sent.
+    endpoint = served(ScriptedAgent.chat("noted"))
+    with RedisStore(redis_url, prefix=prefix) as store:
+        with drive.client(endpoint.url, store=store) as agent_client:
+            old = agent_client.thread()
+            old.run("the old thread")
+            first = store.load(old.id)
+            store.delete(old.id)
+            new = agent_client.thread(old.id)
+            new.run("the new thread")
+            assert (old.version, new.version) == (1, 1)
+            with pytest.raises(ag.ConcurrentResume, match="deleted and created again"):
+                old.run("stale")
+            sent = endpoint.agent.request_count
+        stored = store.load(new.id)
+
+    assert sent == 2
+    assert first is not None and stored is not None and first.record_id != stored.record_id
+    assert stored.version == 1 and [m["content"] for m in stored.data["messages"]][0] == "the new thread"
