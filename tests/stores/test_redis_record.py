@@ -261,10 +261,12 @@ def test_a_record_without_an_id_loads_and_works_for_writers_that_name_none(
     redis_url: str, client: redis.Redis, prefix: str, stored_id: bytes | None
 ) -> None:
     # A hash an earlier release wrote: no ``record`` field (format 1), or an empty one, is no id.
-    fields: dict[str, Any] = {"version": 4, "data": json.dumps(small(1)), "claim": "", "format": 1}
+    fields: dict[bytes, bytes] = {b"version": b"4", b"data": json.dumps(small(1)).encode(), b"claim": b"",
+                                  b"format": b"1"}
     if stored_id is not None:
-        fields["record"] = stored_id
-    client.hset(prefix + "t", mapping=fields)
+        fields[b"record"] = stored_id
+    for field, value in fields.items():
+        client.hset(prefix + "t", field, value)
     with RedisStore(redis_url, prefix=prefix, compaction=NEVER) as store:
         loaded = store.load("t")
         with pytest.raises(ConcurrentResume, match="deleted and created again") as refused:
@@ -279,8 +281,7 @@ def test_a_record_without_an_id_loads_and_works_for_writers_that_name_none(
 
     assert loaded is not None and (loaded.version, loaded.record_id) == (4, None)
     assert (refused.value.expected_version, refused.value.actual_version) == (4, 4)
-    assert untouched == {key.encode(): str(value).encode() if isinstance(value, int) else
-                         value if isinstance(value, bytes) else value.encode() for key, value in fields.items()}
+    assert untouched == fields
     assert (appended, claimed, released, saved) == (5, 6, 7, 8)
     # The writes keep the record as it was, without an id: none is made up for it.
     assert after is not None and (after.version, after.data, after.record_id) == (8, small(2), None)
