@@ -16,8 +16,12 @@ on one key. Its fields (record format 2):
     the sizes the :class:`~agui_client.stores.Compaction` policy weighs, kept by the writes so no
     write has to measure the record;
 ``record``
-    a random token written when the thread is created, so a compaction never writes into a thread
-    deleted and created again under the same id meanwhile.
+    the record id (:attr:`~agui_client.stores.StoredThread.record_id`), written when the thread is
+    created (the creating write's ``record_id``, or a fresh :func:`~agui_client.stores.new_record_id`)
+    and never changed until the hash is deleted. A write that names a ``record_id`` is refused unless
+    this field holds it, checked in the same script as the version; a compaction checks it too, so
+    neither ever writes into a thread deleted and created again under the same id meanwhile. An
+    empty or absent field (a record an earlier release wrote) is no id.
 
 Every write is one Lua script run (``EVALSHA``, falling back to ``EVAL``), so Redis does the
 compare-and-set atomically. An append sends only its change: the script adds one ``c:<n>`` field and
@@ -26,13 +30,14 @@ or a release changes the head alone. Reads are one ``HGETALL``, one consistent s
 changes. A compaction (after an append that makes ``compaction.due(...)`` true) reads the record,
 folds the changes into new ``data`` in this process, and runs a second script that writes it, drops
 the ``c:*`` fields and resets the counters only if the version, the change count and the creation
-token are still what it read, so a racing writer is never lost (a compaction that loses the race is
+record id are still what it read, so a racing writer is never lost (a compaction that loses the race is
 skipped). Neither script can stop half-way: every check comes before the first write, and Redis
 refuses a script over its memory limit only before that first write.
 
 A record of format 1 (``version``, ``data``, ``claim``, ``format`` only, as earlier releases wrote
 it) is a format-2 record without changes: it loads as it is, and its next save or append stores it
-as format 2 (a claim or a release keeps its format, as in the other stores).
+as format 2 (a claim or a release keeps its format, as in the other stores). It has no record id, and
+keeps none: writers that name none write it as before, a writer that names one is refused.
 
 How durable a save is past a Redis restart is Redis's configuration (``appendonly yes`` with
 ``appendfsync always`` for the strongest promise); the store promises that no reader ever sees half a
@@ -44,7 +49,6 @@ write, and that no two writers both advance a thread from the same version.
 from __future__ import annotations
 
 import logging
-import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -59,12 +63,14 @@ from .base import (
     Operation,
     StoredThread,
     _check_owner,
+    _check_record_id,
     _closed,
     _compacted,
     _creation_data,
     _decode_record,
     _encode_data,
     _fold_when_due,
+    new_record_id,
 )
 from .base import _StoreBase as _Base
 from .base import check_write as _check_write
@@ -90,31 +96,36 @@ end
 """
 
 # KEYS[1]: the thread's hash. ARGV: operation, expected version ("" for a create), owner, text (the data
-# of a save or a create, the change of an append), format, creation token.
+# of a save or a create, the change of an append), format, the record id a create stores ("" for the
+# other writes), the record id the writer names ("": none, nothing checked).
 # Returns {1, new version} ({1, new version, data bytes, change bytes, changes} for an append), or
-# {0, version (-1 when absent), claim, format} when refused: the Python side then runs check_write on
-# that head to raise the same error the other stores raise. A claim that finds the very claim it asks
-# for (its owner's, one version on; version 0 for a create) answers that version and writes nothing,
-# as check_write recognises it. Every check comes before the first write.
+# {0, version (-1 when absent), claim, format, record id} when refused: the Python side then runs
+# check_write on that head to raise the same error the other stores raise. A claim that finds the very
+# claim it asks for (its owner's, one version on; version 0 for a create; of the record it names, if it
+# names one) answers that version and writes nothing, as check_write recognises it. Every check comes
+# before the first write.
 _SCRIPT = _DROP_CHANGES + """
 local key = KEYS[1]
-local op, expected, owner, text, ours, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local head = redis.call('HMGET', key, 'version', 'claim', 'format', 'changes', 'change_bytes', 'data_bytes')
+local op, expected, owner, text, ours = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local created, named = ARGV[6], ARGV[7]
+local head = redis.call('HMGET', key, 'version', 'claim', 'format', 'changes', 'change_bytes', 'data_bytes',
+                        'record')
 local version = head[1] and tonumber(head[1])
 local claim = head[2] or ''
 local format = tonumber(head[3] or '1')
 local changes = tonumber(head[4] or '0') or 0
-local function refused() return {0, version or -1, claim, format} end
+local record = head[7] or ''
+local function refused() return {0, version or -1, claim, format, record} end
 local function whole(new_version, new_claim)
   -- A save or a creation: the data written whole, the changes appended before it gone.
   if changes > 0 then drop_changes(key, changes) end
   redis.call('HSET', key, 'version', new_version, 'data', text, 'claim', new_claim, 'format', ours,
              'changes', 0, 'change_bytes', 0, 'data_bytes', #text)
-  if token ~= '' then redis.call('HSET', key, 'record', token) end
+  if created ~= '' then redis.call('HSET', key, 'record', created) end
 end
 if expected == '' and op ~= 'release' and op ~= 'append' then
   if version then
-    if op == 'claim' and version == 0 and claim == owner then return {1, 0} end
+    if op == 'claim' and version == 0 and claim == owner and (named == '' or named == record) then return {1, 0} end
     return refused()
   end
   if op == 'save' then
@@ -126,6 +137,8 @@ if expected == '' and op ~= 'release' and op ~= 'append' then
 end
 expected = tonumber(expected)
 if not version or not expected or format > ours then return refused() end
+-- (another record under this id: the one the writer held was deleted and created again)
+if named ~= '' and named ~= record then return refused() end
 if op == 'claim' and claim ~= '' and claim == owner and version == expected + 1 then return {1, version} end
 if version ~= expected then return refused() end
 if op == 'save' then
@@ -150,7 +163,7 @@ end
 return {1, version + 1}
 """
 
-# KEYS[1]: the thread's hash. ARGV: the version, change count and creation token the compaction read,
+# KEYS[1]: the thread's hash. ARGV: the version, change count and record id the compaction read ('' for none),
 # the folded data, the format this release writes. Writes the data and drops the changes only if the
 # record has not moved since it was read (1), else leaves it alone (0). The version and the claim stay.
 _COMPACT = _DROP_CHANGES + """
@@ -221,22 +234,27 @@ class RedisStore(_Base):
         if record is None:
             return None
         return _decode_record(thread_id, version=record.version, text=record.text, claim=record.claim,
-                              format=record.format, changes=record.changes)
+                              format=record.format, changes=record.changes, record_id=record.record_id)
 
-    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
+             record_id: str | None = None) -> int:
         """Compare-and-set the thread's data; see :meth:`ThreadStore.save`.
 
         The data is written whole and the changes appended before it are dropped.
 
         Raises:
-            ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create).
+            ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create),
+                or the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, Redis failed, the store is closed, or the record is
                 of a newer format.
         """
+        _check_record_id(record_id)
         text = _encode_data(thread_id, data)
-        return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text)[0]
+        return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text,
+                           record_id=record_id)[0]
 
-    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int) -> int:
+    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int,
+               record_id: str | None = None) -> int:
         """Compare-and-set one run's changes onto the thread's record; see :meth:`IncrementalStore.append`.
 
         Sends and stores the changes alone (one new hash field), whatever the size of the thread. When
@@ -245,44 +263,51 @@ class RedisStore(_Base):
         since the append has landed.
 
         Raises:
-            ConcurrentResume: the stored version is not ``expected_version``, or the thread is gone.
+            ConcurrentResume: the stored version is not ``expected_version``, the thread is gone, or the
+                record's id is not ``record_id``.
             StoreError: the changes are not JSON-ready, Redis failed, the store is closed, or the record
                 is of a newer format.
         """
+        _check_record_id(record_id)
         text = _encode_data(thread_id, changes)
         version, data_bytes, change_bytes, count = self._write(thread_id, "append", expected_version=expected_version,
-                                                               owner=None, text=text)
+                                                               owner=None, text=text, record_id=record_id)
         _fold_when_due("Redis store", thread_id, self.compaction, (data_bytes, change_bytes, count),
                        lambda: self._compact(thread_id))
         return version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
-              data: Mapping[str, Any] | None = None) -> int:
+              data: Mapping[str, Any] | None = None, record_id: str | None = None) -> int:
         """Claim the thread for a run (``expected_version=None``: create it claimed, with ``data``);
         see :meth:`ThreadStore.claim`.
 
         A claim whose reply is lost (the connection dropped after Redis ran the script) is sent once
         more on a fresh connection: the claim is recognised by its owner, so the second attempt either
-        lands or finds the first one, and never claims twice.
+        lands or finds the first one, and never claims twice (a create sends the same record id again).
 
         Raises:
-            ConcurrentResume: the version moved on, somebody holds a claim, or (a create) the thread exists.
+            ConcurrentResume: the version moved on, somebody holds a claim, (a create) the thread exists, or
+                the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, Redis failed (twice, for a lost connection), the store
                 is closed, or the record is of a newer format.
         """
         _check_owner(owner)
+        _check_record_id(record_id)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
-                           text=_creation_data(thread_id, expected_version, data))[0]
+                           text=_creation_data(thread_id, expected_version, data), record_id=record_id)[0]
 
-    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+    def release(self, thread_id: str, *, claimed_version: int, owner: str, record_id: str | None = None) -> int:
         """Undo a claim; see :meth:`ThreadStore.release`.
 
         Raises:
-            ConcurrentResume: the version moved on, or ``owner`` does not hold the claim.
+            ConcurrentResume: the version moved on, ``owner`` does not hold the claim, or the record's id
+                is not ``record_id``.
             StoreError: Redis failed, the store is closed, or the record is of a newer format.
         """
         _check_owner(owner)
-        return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None)[0]
+        _check_record_id(record_id)
+        return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None,
+                           record_id=record_id)[0]
 
     def delete(self, thread_id: str) -> None:
         """Forget the thread (nothing happens when there is none).
@@ -323,7 +348,7 @@ class RedisStore(_Base):
                 claim=_text(record.get("claim", b"")) or None,
                 format=int(record.get("format", STORE_FORMAT_VERSION)),
                 changes=[record[f"c:{n}"] for n in range(1, count + 1)],
-                token=_text(record.get("record", b"")),
+                record_id=_text(record.get("record", b"")) or None,
             )
         except (KeyError, ValueError, UnicodeDecodeError) as exc:
             raise StoreError(f"thread {thread_id!r}: key {self._key(thread_id)!r} is not a thread record ({exc!r})",
@@ -338,7 +363,8 @@ class RedisStore(_Base):
         with self._calls(thread_id):
             done = self._compact_script(
                 keys=[self._key(thread_id)],
-                args=[str(record.version), str(len(record.changes)), record.token, text, str(STORE_FORMAT_VERSION)],
+                args=[str(record.version), str(len(record.changes)), record.record_id or "", text,
+                      str(STORE_FORMAT_VERSION)],
             )
         if not int(done):
             logger.debug("RedisStore: thread %r moved on from version %d; its compaction was skipped",
@@ -346,13 +372,15 @@ class RedisStore(_Base):
 
     def _write(
         self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None,
-        text: str | bytes | None,
+        text: str | bytes | None, record_id: str | None,
     ) -> tuple[int, int, int, int]:
         """Run the write script; returns the new version, then (an append) the data's bytes, the
         changes' bytes and their count (zeros for the other writes)."""
-        token = secrets.token_hex(8) if expected_version is None else ""
+        # A create stores the id it is given or a fresh one (the same one if a lost claim is sent again,
+        # as args is made once); only an id the caller named is checked against a stored record.
+        created = (record_id or new_record_id()) if expected_version is None else ""
         args: list[str | bytes] = [operation, "" if expected_version is None else str(expected_version),
-                                   owner or "", text or "", str(STORE_FORMAT_VERSION), token]
+                                   owner or "", text or "", str(STORE_FORMAT_VERSION), created, record_id or ""]
         keys = [self._key(thread_id)]
         with self._calls(thread_id):
             try:
@@ -364,9 +392,11 @@ class RedisStore(_Base):
         if int(reply[0]) == 1:
             sizes = [int(value) for value in reply[2:5]] or [0, 0, 0]
             return int(reply[1]), sizes[0], sizes[1], sizes[2]
-        version, claim, format = int(reply[1]), _text(reply[2]), int(reply[3])
-        head = None if version < 0 else Head(version=version, claim=claim or None, format=format)
-        _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner)
+        version, claim, format, stored_id = int(reply[1]), _text(reply[2]), int(reply[3]), _text(reply[4])
+        head = None if version < 0 else Head(version=version, claim=claim or None, format=format,
+                                             record_id=stored_id or None)
+        _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner,
+                     record_id=record_id)
         # The script and check_write disagree: a bug, never a silent success.
         raise StoreError(f"thread {thread_id!r}: Redis refused the {operation} for no known reason (head {head})",
                          thread_id=thread_id)
@@ -391,7 +421,7 @@ class _Record:
     claim: str | None
     format: int
     changes: list[str | bytes]
-    token: str
+    record_id: str | None
 
 
 def _text(value: Any) -> str:

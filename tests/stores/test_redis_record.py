@@ -3,7 +3,9 @@
 What the shared contract (``test_incremental_record.py``) cannot see from outside the store: what an
 append and a claim send to Redis (the change alone, whatever the size of the thread), a record written
 by the previous release as it wrote it, and a compaction that finds the record moved on (a racing
-append, a thread deleted and created again) or fails, which must never lose a write or fail the append.
+append, a thread deleted and created again) or fails, which must never lose a write or fail the append;
+and the record id in the hash's ``record`` field: checked in the write's one script, absent from an
+earlier release's record, sent again unchanged with a creating claim whose reply was lost.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import pytest
 import redis
 from test_store_contract import small
 
+import agui_client as ag
 from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import STORE_FORMAT_VERSION, Compaction, RedisStore, apply_changes
+from agui_client.testing import ScriptedAgent
 
 __all__: list[str] = []
 
@@ -250,3 +254,112 @@ def test_a_record_with_a_missing_change_field_is_refused(redis_url: str, client:
 
     assert caught.value.thread_id == "t"
     assert "c:1" in str(caught.value)
+
+
+@pytest.mark.parametrize("stored_id", [None, b""])
+def test_a_record_without_an_id_loads_and_works_for_writers_that_name_none(
+    redis_url: str, client: redis.Redis, prefix: str, stored_id: bytes | None
+) -> None:
+    # A hash an earlier release wrote: no ``record`` field (format 1), or an empty one, is no id.
+    fields: dict[bytes, bytes] = {b"version": b"4", b"data": json.dumps(small(1)).encode(), b"claim": b"",
+                                  b"format": b"1"}
+    if stored_id is not None:
+        fields[b"record"] = stored_id
+    for field, value in fields.items():
+        client.hset(prefix + "t", field, value)
+    with RedisStore(redis_url, prefix=prefix, compaction=NEVER) as store:
+        loaded = store.load("t")
+        with pytest.raises(ConcurrentResume, match="deleted and created again") as refused:
+            store.append("t", change(1), expected_version=4, record_id="some-record")
+        untouched: dict[Any, Any] = client.hgetall(prefix + "t")
+        appended = store.append("t", change(1), expected_version=4)
+        claimed = store.claim("t", expected_version=appended, owner="a")
+        released = store.release("t", claimed_version=claimed, owner="a")
+        saved = store.save("t", small(2), expected_version=released)
+        after = store.load("t")
+    raw_after: dict[Any, Any] = client.hgetall(prefix + "t")
+
+    assert loaded is not None and (loaded.version, loaded.record_id) == (4, None)
+    assert (refused.value.expected_version, refused.value.actual_version) == (4, 4)
+    assert untouched == fields
+    assert (appended, claimed, released, saved) == (5, 6, 7, 8)
+    # The writes keep the record as it was, without an id: none is made up for it.
+    assert after is not None and (after.version, after.data, after.record_id) == (8, small(2), None)
+    assert raw_after.get(b"record", b"") == b""
+
+
+def test_a_stale_write_is_refused_by_the_one_script_that_would_have_written(
+    redis_url: str, client: redis.Redis, prefix: str
+) -> None:
+    # The record id is checked with the version, in the append's one script: no extra read, and a
+    # refused append leaves the hash exactly as it was.
+    with RedisStore(client, prefix=prefix, compaction=NEVER) as store:
+        store.save("t", small(1), expected_version=None, record_id="old")
+        store.delete("t")
+        store.save("t", small(2), expected_version=None, record_id="new")
+        store.append("t", change(1), expected_version=1, record_id="new")  # (the script is loaded now)
+        before: dict[Any, Any] = client.hgetall(prefix + "t")
+        recorder = Recorder(client)
+        with pytest.raises(ConcurrentResume, match="deleted and created again"):
+            store.append("t", change(2), expected_version=2, record_id="old")
+        sent = [call[0] for call in recorder.calls]
+        recorder.calls.clear()
+        assert store.append("t", change(2), expected_version=2, record_id="new") == 3
+
+    assert sent == ["EVALSHA"]
+    assert [call[0] for call in recorder.calls] == ["EVALSHA"]
+    assert before[b"record"] == b"new" and client.hgetall(prefix + "t")[b"record"] == b"new"
+    assert client.hget(prefix + "t", "version") == b"3"
+
+
+@pytest.mark.parametrize("record_id", [None, "mine"])
+def test_a_creating_claim_whose_reply_is_lost_is_sent_again_with_the_same_record_id(
+    redis_url: str, prefix: str, record_id: str | None
+) -> None:
+    with redis.Redis.from_url(redis_url) as client, RedisStore(client, prefix=prefix, compaction=NEVER) as store:
+        store.claim("warm", expected_version=None, owner="a", data=small(0))  # (the script is loaded now)
+        inner = client.execute_command
+        sent: list[Any] = []
+
+        def lose_first_reply(*args: Any, **options: Any) -> Any:
+            reply = inner(*args, **options)
+            if args[0] == "EVALSHA":
+                sent.append(args)
+                if len(sent) == 1:
+                    raise redis.ConnectionError("the reply was lost")
+            return reply
+
+        client.execute_command = lose_first_reply
+        version = store.claim("t", expected_version=None, owner="a", data=small(1), record_id=record_id)
+        client.execute_command = inner
+        stored = store.load("t")
+
+    # Sent twice, word for word: the second finds the first one's claim, of its own record, and takes it.
+    assert version == 0 and len(sent) == 2 and sent[0] == sent[1]
+    assert stored is not None and (stored.version, stored.claim, stored.data) == (0, "a", small(1))
+    assert stored.record_id == (record_id or sent[0][-2]) and stored.record_id is not None
+
+
+def test_a_thread_copy_is_refused_by_a_redis_thread_deleted_and_made_again_at_its_version(
+    redis_url: str, prefix: str, drive: Any, served: Any
+) -> None:
+    # Through the run protocol (both shells): the copy's claim names the record it created, so the
+    # thread made again under its id, at the same version, refuses it before anything is sent.
+    endpoint = served(ScriptedAgent.chat("noted"))
+    with RedisStore(redis_url, prefix=prefix) as store:
+        with drive.client(endpoint.url, store=store) as agent_client:
+            old = agent_client.thread()
+            old.run("the old thread")
+            first = store.load(old.id)
+            store.delete(old.id)
+            new = agent_client.thread(old.id)
+            new.run("the new thread")
+            assert (old.version, new.version) == (1, 1)
+            with pytest.raises(ag.ConcurrentResume, match="deleted and created again"):
+                old.run("stale")
+            sent = endpoint.agent.request_count
+        stored = store.load(new.id)
+
+    assert sent == 2
+    assert first is not None and stored is not None and first.record_id != stored.record_id
+    assert stored.version == 1 and [m["content"] for m in stored.data["messages"]][0] == "the new thread"

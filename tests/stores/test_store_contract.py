@@ -979,6 +979,7 @@ def test_redis_store_keeps_a_thread_under_its_prefix(redis_url: str, raw_redis: 
         store.save("t", small(1), expected_version=None)
 
         saved: dict[Any, Any] = raw_redis.hgetall(prefix + "t")
+        stored = store.load("t")
         store.append("t", {"set": {"lastRunId": "r2"}}, expected_version=1)
         appended: dict[Any, Any] = raw_redis.hgetall(prefix + "t")
 
@@ -987,7 +988,9 @@ def test_redis_store_keeps_a_thread_under_its_prefix(redis_url: str, raw_redis: 
     assert saved == {b"version": b"1", b"data": saved[b"data"], b"claim": b"", b"format": b"2", b"changes": b"0",
                      b"change_bytes": b"0", b"data_bytes": size, b"record": saved[b"record"]}
     assert json.loads(saved[b"data"]) == small(1)
-    assert len(saved[b"record"]) == 16
+    # The record id, a fresh one as no record_id was given, is what load hands out.
+    assert stored is not None and stored.record_id is not None and len(stored.record_id) == 24
+    assert saved[b"record"] == stored.record_id.encode()
     # An append adds its change as one field and leaves the data as it was.
     change = b'{"set":{"lastRunId":"r2"}}'
     assert appended == {**saved, b"version": b"2", b"changes": b"1", b"c:1": change,
