@@ -1,15 +1,18 @@
 """``SqliteStore``: threads in one SQLite file (durable, embedded, shared by the processes of one host).
 
-Layout 2 (``PRAGMA user_version = 2``): a thread is one small *head* row and its *parts*::
+Layout 3 (``PRAGMA user_version = 3``): a thread is one small *head* row and its *parts*::
 
     agui_threads(thread_id TEXT PRIMARY KEY, version INTEGER, claim TEXT, format INTEGER,
-                 changes INTEGER, change_bytes INTEGER, data_bytes INTEGER)
+                 changes INTEGER, change_bytes INTEGER, data_bytes INTEGER, record_id TEXT)
     agui_thread_parts(thread_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (thread_id, seq))
 
 Part ``seq = 0`` holds the record's data (the JSON text of ``ThreadState.dump()``); parts ``1 ..
 changes`` hold the changes appended since, one run's :func:`~agui_client.stores.apply_changes`
 input each, in order. ``change_bytes`` and ``data_bytes`` are their sizes in UTF-8 bytes, so the
-compaction policy is decided from the head alone. The head holds nothing large on purpose: SQLite
+compaction policy is decided from the head alone. ``record_id`` is the id the record got when it was
+created (see :class:`~agui_client.stores.ThreadStore`): every write keeps it, and a write that names
+one is refused unless it matches, in the same transaction as the version's compare-and-set; it is
+``NULL`` for a record an earlier release created. The head holds nothing large on purpose: SQLite
 rewrites a whole row on ``UPDATE``, a large column's overflow pages included, so a claim, a release
 or an append that bumps the version rewrites a few dozen bytes whatever the thread's size.
 
@@ -28,12 +31,18 @@ or an append that bumps the version rewrites a few dozen bytes whatever the thre
   folds once per as many bytes appended as the thread holds), and it keeps the one rule of this
   module: every write is one ``BEGIN IMMEDIATE`` transaction that sees the latest head.
 
-Layout 1 (one row per thread with its ``data`` in the row, as earlier releases wrote it) is
-migrated when a store opens the file: one ``BEGIN IMMEDIATE`` transaction moves every row's data
-into part 0, rebuilds the head table and sets ``user_version = 2``. Two processes opening a layout-1
-file at once queue on the write lock, and the second finds layout 2. A process of an older release
-that still has the file open then fails its next call with ``StoreError`` (no such column): upgrade
-every process sharing a file together. A file with a newer layout is refused.
+Older layouts are migrated when a store opens the file, in one ``BEGIN IMMEDIATE`` transaction
+that ends by setting ``user_version = 3``; two processes opening an older file at once queue on the
+write lock, and the second finds layout 3. A file with a newer layout is refused.
+
+* Layout 2 (the same without ``record_id``): the column is added (``ALTER TABLE ... ADD COLUMN``, a
+  change of the schema only, whatever the file's size). The records it held keep no id (``NULL``:
+  ``StoredThread.record_id`` is ``None``, and only writes that name no id pass); the records created
+  from then on get one. A process of the previous release that still has the file open keeps
+  working, but the records it creates have no id: upgrade every process sharing a file together.
+* Layout 1 (one row per thread with its ``data`` in the row): every row's data moves into part 0
+  and the head table is rebuilt, with ``record_id`` ``NULL``. A process of that release that still
+  has the file open then fails its next call with ``StoreError`` (no such column).
 
 Durability and atomicity:
 
@@ -56,6 +65,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import attrs
 from attrs import frozen
 
 from ..errors import StoreError
@@ -82,7 +92,7 @@ __all__ = ["SqliteStore"]
 _T = TypeVar("_T")
 
 #: ``PRAGMA user_version`` of the table layout this release creates and reads.
-_SCHEMA_VERSION = 2
+_SCHEMA_VERSION = 3
 #: Idle connections kept for reuse; more are opened when more threads write at once, then closed.
 _MAX_IDLE = 8
 
@@ -95,7 +105,8 @@ CREATE TABLE agui_threads (
     format INTEGER NOT NULL,
     changes INTEGER NOT NULL DEFAULT 0,
     change_bytes INTEGER NOT NULL DEFAULT 0,
-    data_bytes INTEGER NOT NULL DEFAULT 0
+    data_bytes INTEGER NOT NULL DEFAULT 0,
+    record_id TEXT
 )
 """
 # A rowid table (not WITHOUT ROWID): its rows may be megabytes, and a rowid table keeps a large body
@@ -108,10 +119,11 @@ CREATE TABLE agui_thread_parts (
     PRIMARY KEY (thread_id, seq)
 )
 """
-_SELECT_HEAD = "SELECT version, claim, format, changes, change_bytes, data_bytes FROM agui_threads WHERE thread_id = ?"
+_SELECT_HEAD = ("SELECT version, claim, format, changes, change_bytes, data_bytes, record_id FROM agui_threads"
+                " WHERE thread_id = ?")
 # One statement, one snapshot: the head and every part as one committed write left them.
 _SELECT_RECORD = (
-    "SELECT h.version, h.claim, h.format, h.changes, p.seq, p.body FROM agui_threads AS h"
+    "SELECT h.version, h.claim, h.format, h.changes, h.record_id, p.seq, p.body FROM agui_threads AS h"
     " LEFT JOIN agui_thread_parts AS p ON p.thread_id = h.thread_id WHERE h.thread_id = ? ORDER BY p.seq"
 )
 
@@ -124,6 +136,8 @@ class _StoredHead:
     changes: int
     change_bytes: int
     data_bytes: int
+    #: The row's ``record_id`` exactly as stored (``head.record_id`` reads an empty one as none).
+    record_id: str | None = None
 
 
 class SqliteStore(_Base):
@@ -183,24 +197,27 @@ class SqliteStore(_Base):
             rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
         if not rows:
             return None
-        version, claim, format, changes = rows[0][:4]
-        _check_parts(thread_id, changes, [row[4] for row in rows])
-        return _decode_record(thread_id, version=version, text=rows[0][5], claim=claim, format=format,
-                              changes=[row[5] for row in rows[1:]])
+        version, claim, format, changes, record_id = rows[0][:5]
+        _check_parts(thread_id, changes, [row[5] for row in rows])
+        return _decode_record(thread_id, version=version, text=rows[0][6], claim=claim, format=format,
+                              changes=[row[6] for row in rows[1:]], record_id=record_id)
 
-    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
+             record_id: str | None = None) -> int:
         """Compare-and-set the thread's data; see :meth:`ThreadStore.save`.
 
         Raises:
-            ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create).
+            ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create),
+                or the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
         encoded = _encode_data(thread_id, data)
         return self._write(thread_id, "save", expected_version=expected_version, owner=None,
-                           text=_as_text(encoded), size=len(encoded)).head.version
+                           record_id=record_id, text=_as_text(encoded), size=len(encoded)).head.version
 
-    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int) -> int:
+    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int,
+               record_id: str | None = None) -> int:
         """Compare-and-set one run's changes onto the thread's record; see :meth:`IncrementalStore.append`.
 
         Writes the change and the head row, not the thread. When the record's changes are then due for
@@ -208,44 +225,47 @@ class SqliteStore(_Base):
         (it is logged at debug level and tried again after the next append).
 
         Raises:
-            ConcurrentResume: the stored version is not ``expected_version``, or the thread is gone.
+            ConcurrentResume: the stored version is not ``expected_version``, the thread is gone, or the
+                record's id is not ``record_id``.
             StoreError: the changes are not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
         encoded = _encode_data(thread_id, changes)
         written = self._write(thread_id, "append", expected_version=expected_version, owner=None,
-                              text=_as_text(encoded), size=len(encoded))
+                              record_id=record_id, text=_as_text(encoded), size=len(encoded))
         _fold_when_due(f"SQLite store {self._path}", thread_id, self.compaction,
                        (written.data_bytes, written.change_bytes, written.changes),
                        lambda: self._compact(thread_id, written))
         return written.head.version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
-              data: Mapping[str, Any] | None = None) -> int:
+              data: Mapping[str, Any] | None = None, record_id: str | None = None) -> int:
         """Claim the thread for a run (``expected_version=None``: create it claimed, with ``data``);
         see :meth:`ThreadStore.claim`.
 
         Raises:
-            ConcurrentResume: the version moved on, somebody holds a claim, or (a create) the thread exists.
+            ConcurrentResume: the version moved on, somebody holds a claim, (a create) the thread exists, or
+                the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
         _check_owner(owner)
         created = _creation_data(thread_id, expected_version, data)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
-                           text=None if created is None else _as_text(created),
+                           record_id=record_id, text=None if created is None else _as_text(created),
                            size=0 if created is None else len(created)).head.version
 
-    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+    def release(self, thread_id: str, *, claimed_version: int, owner: str, record_id: str | None = None) -> int:
         """Undo a claim; see :meth:`ThreadStore.release`.
 
         Raises:
-            ConcurrentResume: the version moved on, or ``owner`` does not hold the claim.
+            ConcurrentResume: the version moved on, ``owner`` does not hold the claim, or the record's id
+                is not ``record_id``.
             StoreError: the database failed, the store is closed, or the record is of a newer format.
         """
         _check_owner(owner)
         return self._write(thread_id, "release", expected_version=claimed_version, owner=owner,
-                           text=None, size=0).head.version
+                           record_id=record_id, text=None, size=0).head.version
 
     def delete(self, thread_id: str) -> None:
         """Forget the thread (nothing happens when there is none).
@@ -272,37 +292,39 @@ class SqliteStore(_Base):
 
     def _write(
         self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None,
-        text: str | None, size: int,
+        text: str | None, size: int, record_id: str | None = None,
     ) -> _StoredHead:
         """One compare-and-set write in one transaction; returns the head row as it now stands.
 
-        ``text`` is the new data (a save, a creating claim) or the change (an append), ``size`` its bytes.
+        ``text`` is the new data (a save, a creating claim) or the change (an append), ``size`` its bytes;
+        ``record_id`` the id a create gives the record, or the one a write to it requires (``None``: any).
         """
         def write(conn: sqlite3.Connection) -> _StoredHead:
             row = conn.execute(_SELECT_HEAD, (thread_id,)).fetchone()
             stored = None if row is None else _stored_head(thread_id, row)
             new = _check_write(thread_id, None if stored is None else stored.head, operation,
-                               expected_version=expected_version, owner=owner)
+                               expected_version=expected_version, owner=owner, record_id=record_id)
             if stored is None:
                 assert text is not None  # only a create (a save or a claim) finds no record and passes check_write
                 conn.execute(
-                    "INSERT INTO agui_threads (thread_id, version, claim, format, data_bytes) VALUES (?, ?, ?, ?, ?)",
-                    (thread_id, new.version, new.claim, new.format, size),
+                    "INSERT INTO agui_threads (thread_id, version, claim, format, data_bytes, record_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (thread_id, new.version, new.claim, new.format, size, new.record_id),
                 )
                 conn.execute("INSERT OR REPLACE INTO agui_thread_parts (thread_id, seq, body) VALUES (?, 0, ?)",
                              (thread_id, text))
-                return _StoredHead(head=new, changes=0, change_bytes=0, data_bytes=size)
+                return _StoredHead(head=new, changes=0, change_bytes=0, data_bytes=size, record_id=new.record_id)
             if new == stored.head:
                 return stored  # (the owner's own claim, recognised: nothing to write)
             if operation == "append":
                 assert text is not None
-                after = _StoredHead(head=new, changes=stored.changes + 1, change_bytes=stored.change_bytes + size,
-                                    data_bytes=stored.data_bytes)
+                after = attrs.evolve(stored, head=new, changes=stored.changes + 1,
+                                     change_bytes=stored.change_bytes + size)
                 conn.execute("INSERT INTO agui_thread_parts (thread_id, seq, body) VALUES (?, ?, ?)",
                              (thread_id, after.changes, text))
             elif operation == "save":
                 assert text is not None
-                after = _StoredHead(head=new, changes=0, change_bytes=0, data_bytes=size)
+                after = attrs.evolve(stored, head=new, changes=0, change_bytes=0, data_bytes=size)
                 # An UPDATE rather than a REPLACE: SQLite then writes only the pages whose bytes changed
                 # when the new data is as long as the old.
                 replaced = conn.execute("UPDATE agui_thread_parts SET body = ? WHERE thread_id = ? AND seq = 0",
@@ -312,15 +334,15 @@ class SqliteStore(_Base):
                 if stored.changes:
                     conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ? AND seq > 0", (thread_id,))
             else:  # a claim or a release: the head row only
-                after = _StoredHead(head=new, changes=stored.changes, change_bytes=stored.change_bytes,
-                                    data_bytes=stored.data_bytes)
+                after = attrs.evolve(stored, head=new)
             # BEGIN IMMEDIATE already holds the write lock, so the head cannot have moved; the
-            # version condition makes the compare-and-set hold even if that ever stops being true.
+            # version and record id conditions make the compare-and-set hold even if that ever stops
+            # being true. The record id is not set: every write but a create keeps it.
             cursor = conn.execute(
                 "UPDATE agui_threads SET version = ?, claim = ?, format = ?, changes = ?, change_bytes = ?,"
-                " data_bytes = ? WHERE thread_id = ? AND version = ?",
+                " data_bytes = ? WHERE thread_id = ? AND version = ? AND record_id IS ?",
                 (new.version, new.claim, new.format, after.changes, after.change_bytes, after.data_bytes,
-                 thread_id, stored.head.version),
+                 thread_id, stored.head.version, stored.record_id),
             )
             if cursor.rowcount != 1:
                 raise StoreError(f"thread {thread_id!r} changed while this writer held the lock", thread_id=thread_id)
@@ -338,19 +360,21 @@ class SqliteStore(_Base):
             rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
             if not rows:
                 return False
-            version, _, _, changes = rows[0][:4]
-            if (version, changes) != (appended.head.version, appended.changes):
+            version, _, _, changes, record_id = rows[0][:5]
+            # (the record id too: a thread deleted and made again up to the same version and count is
+            # another record, whose changes its own next append will fold)
+            if (version, changes, record_id) != (appended.head.version, appended.changes, appended.record_id):
                 return False
-            _check_parts(thread_id, changes, [row[4] for row in rows])
-            folded = _compacted(thread_id, rows[0][5], [row[5] for row in rows[1:]])
+            _check_parts(thread_id, changes, [row[5] for row in rows])
+            folded = _compacted(thread_id, rows[0][6], [row[6] for row in rows[1:]])
             conn.execute("UPDATE agui_thread_parts SET body = ? WHERE thread_id = ? AND seq = 0",
                          (_as_text(folded), thread_id))
             conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ? AND seq > 0", (thread_id,))
             # The version and the claim stay: a compaction changes how the record is kept, not what it holds.
             cursor = conn.execute(
                 "UPDATE agui_threads SET changes = 0, change_bytes = 0, data_bytes = ?"
-                " WHERE thread_id = ? AND version = ? AND changes = ?",
-                (len(folded), thread_id, version, changes),
+                " WHERE thread_id = ? AND version = ? AND changes = ? AND record_id IS ?",
+                (len(folded), thread_id, version, changes, record_id),
             )
             if cursor.rowcount != 1:
                 raise StoreError(f"thread {thread_id!r} changed while this writer held the lock", thread_id=thread_id)
@@ -386,8 +410,11 @@ class SqliteStore(_Base):
         if layout == 0:
             conn.execute(_HEADS)
             conn.execute(_PARTS)
+        elif layout == 1:
+            _migrate_from_layout_1(conn)  # (straight to layout 3: its head table has the record_id column)
         else:
-            _migrate_from_layout_1(conn)
+            # Layout 2: a change of the schema only; the records already stored keep no id (NULL).
+            conn.execute("ALTER TABLE agui_threads ADD COLUMN record_id TEXT")
         conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
     @contextmanager
@@ -433,26 +460,31 @@ class SqliteStore(_Base):
 
 
 def _migrate_from_layout_1(conn: sqlite3.Connection) -> None:
-    """Layout 1 (``agui_threads`` rows holding their ``data``) to layout 2, in the caller's transaction:
-    each row's data becomes its part 0, and the head table is rebuilt without the data column."""
+    """Layout 1 (``agui_threads`` rows holding their ``data``) to the current layout, in the caller's
+    transaction: each row's data becomes its part 0, and the head table is rebuilt without the data
+    column (the records keep no record id: ``NULL``)."""
     conn.execute(_PARTS)
     conn.execute("INSERT INTO agui_thread_parts (thread_id, seq, body) SELECT thread_id, 0, data FROM agui_threads")
-    conn.execute(_HEADS.replace("agui_threads", "agui_threads_layout2"))
+    conn.execute(_HEADS.replace("agui_threads", "agui_threads_migrated"))
     conn.execute(
-        "INSERT INTO agui_threads_layout2 (thread_id, version, claim, format, changes, change_bytes, data_bytes)"
+        "INSERT INTO agui_threads_migrated (thread_id, version, claim, format, changes, change_bytes, data_bytes)"
         " SELECT thread_id, version, claim, format, 0, 0, length(CAST(data AS BLOB)) FROM agui_threads"
     )
     conn.execute("DROP TABLE agui_threads")
-    conn.execute("ALTER TABLE agui_threads_layout2 RENAME TO agui_threads")
+    conn.execute("ALTER TABLE agui_threads_migrated RENAME TO agui_threads")
 
 
 def _stored_head(thread_id: str, row: tuple[Any, ...]) -> _StoredHead:
-    version, claim, format, changes, change_bytes, data_bytes = row
+    version, claim, format, changes, change_bytes, data_bytes, record_id = row
     head = checked_head(thread_id, version, claim, format)
     if not all(type(n) is int and n >= 0 for n in (changes, change_bytes, data_bytes)):
         raise StoreError(f"thread {thread_id!r}: the stored record's change counts are damaged "
                          f"({changes!r}, {change_bytes!r}, {data_bytes!r})", thread_id=thread_id)
-    return _StoredHead(head=head, changes=changes, change_bytes=change_bytes, data_bytes=data_bytes)
+    if not (record_id is None or type(record_id) is str):
+        raise StoreError(f"thread {thread_id!r}: the stored record id is damaged ({record_id!r})", thread_id=thread_id)
+    # (an empty id is none, as a load reads it; the row's own value is kept for the UPDATE's condition)
+    return _StoredHead(head=attrs.evolve(head, record_id=record_id or None), changes=changes,
+                       change_bytes=change_bytes, data_bytes=data_bytes, record_id=record_id)
 
 
 def _check_parts(thread_id: str, changes: Any, seqs: list[Any]) -> None:

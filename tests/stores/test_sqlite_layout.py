@@ -1,10 +1,12 @@
-"""SqliteStore's table layout 2: small head rows plus the thread's parts (its data, then its changes).
+"""SqliteStore's table layout 3: small head rows (with the record id) plus the thread's parts (its data,
+then its changes).
 
 What the shared contract tests cannot see: a claim, a release or an append writes a few pages of the
-file whatever the thread's size (counted as WAL frames); a layout-1 file, made with the SQL the
-earlier release ran, is migrated when a store opens it (also by several stores opening it at once)
-and then loads, appends and compacts; a compaction that finds the record moved is skipped, and one
-that fails leaves its append standing; parts that do not match their head are a StoreError.
+file whatever the thread's size (counted as WAL frames); a layout-1 or layout-2 file, made with the
+SQL the earlier releases ran, is migrated when a store opens it (also by several stores opening it at
+once) and then loads, appends and compacts, its records without an id and new ones with one; a
+compaction that finds the record moved (or made again) is skipped, and one that fails leaves its append
+standing; parts that do not match their head, or a record id that is not text, are a StoreError.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from test_incremental_record import run_change
 from test_store_contract import small
 
 from agui_client.core.fold import ThreadState
-from agui_client.errors import StoreError
+from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import STORE_FORMAT_VERSION, Compaction, SqliteStore, apply_changes
 from agui_client.types import UserMessage
 
@@ -93,18 +95,18 @@ def test_claims_releases_and_appends_write_a_few_pages_of_a_large_thread(path: P
 
 
 def test_a_record_is_a_head_row_and_its_parts(path: Path, store: SqliteStore) -> None:
-    store.save("t", small(1), expected_version=None)
-    store.append("t", run_change(1), expected_version=1)
+    store.save("t", small(1), expected_version=None, record_id="rec-1")
+    store.append("t", run_change(1), expected_version=1, record_id="rec-1")
     store.append("t", run_change(2), expected_version=2)
 
-    heads = query(path, "SELECT thread_id, version, claim, format, changes FROM agui_threads")
+    heads = query(path, "SELECT thread_id, version, claim, format, changes, record_id FROM agui_threads")
     parts = query(path, "SELECT thread_id, seq FROM agui_thread_parts ORDER BY seq")
     columns = [row[1] for row in query(path, "PRAGMA table_info(agui_threads)")]
 
-    assert heads == [("t", 3, None, STORE_FORMAT_VERSION, 2)]
+    assert heads == [("t", 3, None, STORE_FORMAT_VERSION, 2, "rec-1")]
     assert parts == [("t", 0), ("t", 1), ("t", 2)]
     assert "data" not in columns
-    assert query(path, "PRAGMA user_version") == [(2,)]
+    assert query(path, "PRAGMA user_version") == [(3,)]
 
     store.delete("t")
 
@@ -153,8 +155,9 @@ def test_a_layout_1_file_is_migrated_on_open_and_then_loads_appends_and_compacts
     assert a is not None and (a.version, a.format, a.changes, a.data) == (7, STORE_FORMAT_VERSION, 0, expected)
     assert released == 3
     assert b is not None and (b.version, b.format, b.claim, b.data) == (3, 1, None, small(2))
+    assert (a.record_id, b.record_id) == (None, None)  # (the earlier release kept none)
     assert query(path, "SELECT thread_id, seq FROM agui_thread_parts ORDER BY thread_id, seq") == [("a", 0), ("b", 0)]
-    assert query(path, "PRAGMA user_version") == [(2,)]
+    assert query(path, "PRAGMA user_version") == [(3,)]
 
 
 def test_stores_opening_a_layout_1_file_at_once_migrate_it_once(path: Path) -> None:
@@ -261,3 +264,142 @@ def test_loads_racing_appends_and_compactions_see_whole_versions(path: Path) -> 
     assert seen[-1] == (31, 0, True)
     assert all(whole for _, _, whole in seen), [entry for entry in seen if not entry[2]]
     assert [version for version, _, _ in seen] == sorted(version for version, _, _ in seen)
+
+
+def make_layout_2(path: Path, heads: list[tuple[str, int, str | None, int]],
+                  parts: list[tuple[str, int, dict[str, Any]]]) -> None:
+    """A file as the previous release wrote it: its CREATE TABLEs, user_version 2, and rows (``heads``:
+    thread id, version, claim, changes; ``parts``: thread id, seq, body)."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("CREATE TABLE agui_threads (thread_id TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL,"
+                     " claim TEXT, format INTEGER NOT NULL, changes INTEGER NOT NULL DEFAULT 0,"
+                     " change_bytes INTEGER NOT NULL DEFAULT 0, data_bytes INTEGER NOT NULL DEFAULT 0)")
+        conn.execute("CREATE TABLE agui_thread_parts (thread_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+                     " body TEXT NOT NULL, PRIMARY KEY (thread_id, seq))")
+        conn.execute("PRAGMA user_version = 2")
+        sizes: dict[tuple[str, bool], int] = {}
+        for thread_id, seq, body in parts:
+            text = _json(body)
+            conn.execute("INSERT INTO agui_thread_parts (thread_id, seq, body) VALUES (?, ?, ?)",
+                         (thread_id, seq, text))
+            key = (thread_id, seq > 0)
+            sizes[key] = sizes.get(key, 0) + len(text.encode())
+        for thread_id, version, claim, changes in heads:
+            conn.execute("INSERT INTO agui_threads (thread_id, version, claim, format, changes, change_bytes,"
+                         " data_bytes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (thread_id, version, claim, STORE_FORMAT_VERSION, changes, sizes.get((thread_id, True), 0),
+                          sizes[(thread_id, False)]))
+        conn.execute("COMMIT")
+
+
+def test_a_layout_2_file_gets_record_ids_on_open_and_its_records_keep_working_without_one(path: Path) -> None:
+    make_layout_2(path, [("a", 3, None, 1), ("b", 2, "replica-b", 0)],
+                  [("a", 0, small(1)), ("a", 1, after_one(1)), ("b", 0, small(2))])
+
+    with SqliteStore(path, compaction=NEVER) as store:
+        a, b = store.load("a"), store.load("b")
+        assert a is not None and b is not None
+        assert (a.version, a.changes, a.record_id, a.data) == (3, 1, None, apply_changes(small(1), [after_one(1)]))
+        assert (b.version, b.claim, b.record_id, b.data) == (2, "replica-b", None, small(2))
+
+        # (a writer naming an id holds another record than this one, which has none: refused, nothing written)
+        with pytest.raises(ConcurrentResume, match="deleted and created again"):
+            store.append("a", after_one(2), expected_version=3, record_id="some-record")
+        assert store.load("a") == a
+        # (the writers of the previous release, and any that name no id, go on as before)
+        assert store.append("a", {**run_change(2), "messagesFrom": 2}, expected_version=3) == 4
+        assert store.release("b", claimed_version=2, owner="replica-b") == 3
+        store.save("c", small(3), expected_version=None)
+        store.claim("d", expected_version=None, owner="replica-d", data=small(4), record_id="rec-d")
+        a, c, d = store.load("a"), store.load("c"), store.load("d")
+
+    assert a is not None and (a.version, a.changes, a.record_id) == (4, 2, None)
+    assert c is not None and isinstance(c.record_id, str) and len(c.record_id) >= 16
+    assert d is not None and d.record_id == "rec-d"
+    assert query(path, "SELECT thread_id, record_id FROM agui_threads WHERE record_id IS NULL ORDER BY thread_id") \
+        == [("a", None), ("b", None)]
+    assert query(path, "SELECT thread_id, seq FROM agui_thread_parts ORDER BY thread_id, seq") \
+        == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("c", 0), ("d", 0)]
+    assert query(path, "PRAGMA user_version") == [(3,)]
+
+
+def test_stores_opening_a_layout_2_file_at_once_migrate_it_once(path: Path) -> None:
+    # A second ALTER TABLE ... ADD COLUMN would fail (duplicate column): every store opening at once
+    # must find the layout the first one left.
+    make_layout_2(path, [(f"t{i}", i + 1, None, 0) for i in range(20)], [(f"t{i}", 0, small(i)) for i in range(20)])
+    workers = 6
+    barrier = threading.Barrier(workers)
+
+    def open_one(worker: int) -> tuple[int, int]:
+        barrier.wait(timeout=60)  # (a watchdog, not a timing)
+        with SqliteStore(path) as store:
+            appended = store.append(f"t{worker}", after_one(worker), expected_version=worker + 1)
+            return appended, store.save(f"new{worker}", small(worker), expected_version=None, record_id=f"r{worker}")
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(open_one, range(workers)))
+
+    assert results == [(i + 2, 1) for i in range(workers)]
+    columns = [row[1] for row in query(path, "PRAGMA table_info(agui_threads)")]
+    assert columns.count("record_id") == 1
+    assert query(path, "SELECT thread_id, record_id FROM agui_threads WHERE record_id IS NOT NULL ORDER BY thread_id") \
+        == [(f"new{i}", f"r{i}") for i in range(workers)]
+    with SqliteStore(path) as store:
+        for i in range(20):
+            stored = store.load(f"t{i}")
+            expected = small(i) if i >= workers else apply_changes(small(i), [after_one(i)])
+            assert stored is not None and stored.data == expected and stored.record_id is None
+
+
+def test_a_record_made_by_the_previous_release_after_the_migration_has_no_id(path: Path) -> None:
+    # A process of the previous release that still has the file open creates rows with its own SQL,
+    # which names no record_id: the row is NULL there, and loads and takes id-less writes as any
+    # record of that release.
+    with SqliteStore(path, compaction=NEVER) as store:
+        with closing(sqlite3.connect(path, isolation_level=None)) as old:
+            old.execute("BEGIN IMMEDIATE")
+            old.execute("INSERT INTO agui_threads (thread_id, version, claim, format, data_bytes)"
+                        " VALUES (?, ?, ?, ?, ?)", ("t", 1, None, STORE_FORMAT_VERSION, len(_json(small(1)))))
+            old.execute("INSERT OR REPLACE INTO agui_thread_parts (thread_id, seq, body) VALUES (?, 0, ?)",
+                        ("t", _json(small(1))))
+            old.execute("COMMIT")
+
+        stored = store.load("t")
+        assert stored is not None and (stored.version, stored.record_id, stored.data) == (1, None, small(1))
+        assert store.append("t", after_one(1), expected_version=1) == 2
+        with pytest.raises(ConcurrentResume, match="deleted and created again"):
+            store.claim("t", expected_version=2, owner="a", record_id="0123456789abcdef")
+
+
+def test_a_record_id_that_is_not_text_is_a_store_error(path: Path, store: SqliteStore) -> None:
+    # (a row written by another tool: the id is refused as damaged, never compared as if it were one)
+    store.save("t", small(1), expected_version=None, record_id="rec")
+    query(path, "UPDATE agui_threads SET record_id = X'00ff' WHERE thread_id = 't'")  # (a BLOB: TEXT affinity keeps it)
+
+    with pytest.raises(StoreError, match="record id is damaged") as on_load:
+        store.load("t")
+    with pytest.raises(StoreError, match="record id is damaged") as on_claim:
+        store.claim("t", expected_version=1, owner="a")
+
+    assert on_load.value.thread_id == on_claim.value.thread_id == "t"
+    assert query(path, "SELECT version, claim FROM agui_threads") == [(1, None)]
+
+
+def test_a_compaction_that_finds_the_thread_made_again_is_skipped(store: SqliteStore) -> None:
+    # Deleted and made again between an append and its compaction, up to the same version and change
+    # count: another record, whose changes are not the append's to fold.
+    store.save("t", small(1), expected_version=None, record_id="old")
+    written = store._write("t", "append", expected_version=1, owner=None, record_id="old",
+                           text=_json(after_one(1)), size=10)
+    store.delete("t")
+    store.save("t", small(5), expected_version=None, record_id="new")
+    store.append("t", after_one(5), expected_version=1, record_id="new")
+
+    folded = store._compact("t", written)
+
+    stored = store.load("t")
+    assert folded is False
+    assert stored is not None and (stored.version, stored.changes, stored.record_id) == (2, 1, "new")
+    assert stored.data == apply_changes(small(5), [after_one(5)])

@@ -953,14 +953,14 @@ def test_sqlite_store_refuses_a_newer_table_layout(tmp_path: Path) -> None:
     SqliteStore(path).close()
     conn = sqlite3.connect(path)
     try:
-        conn.execute("PRAGMA user_version = 3")
+        conn.execute("PRAGMA user_version = 4")
     finally:
         conn.close()
 
     with pytest.raises(StoreError) as caught:
         SqliteStore(path)
 
-    assert "table layout 3" in str(caught.value)
+    assert "table layout 4" in str(caught.value)
 
 
 def test_sqlite_store_reports_a_file_that_is_not_a_database(tmp_path: Path) -> None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 from threadkit import finishing, interrupted
 
 import agui_client as ag
-from agui_client.stores import MemoryStore
+from agui_client.stores import MemoryStore, SqliteStore
 from agui_client.testing import (
     Finish,
     Gate,
@@ -95,6 +96,32 @@ def test_a_copy_of_a_thread_deleted_and_made_again_at_its_version_is_refused(dri
     assert sent == 2
     assert stored is not None and [m["content"] for m in stored.data["messages"]][0] == "the new thread"
     assert old.state.messages == new.state.messages
+
+
+def test_a_copy_of_a_sqlite_thread_another_process_deleted_and_made_again_is_refused(
+    drive: Any, served: Any, tmp_path: Path,
+) -> None:
+    # The same through two SqliteStore objects on one file (two processes of one host): the record id
+    # the copy read lives in the file's head row, and its claim is refused there.
+    endpoint = served(ScriptedAgent.chat("noted"))
+    path = tmp_path / "threads.db"
+
+    with SqliteStore(path) as mine, SqliteStore(path) as theirs:
+        with drive.client(endpoint.url, store=mine) as client, drive.client(endpoint.url, store=theirs) as other:
+            old = client.thread()
+            old.run("the old thread")
+            theirs.delete(old.id)
+            new = other.thread(old.id)
+            new.run("the new thread")
+            assert (old.version, new.version) == (1, 1)
+            with pytest.raises(ag.ConcurrentResume, match="deleted and created again"):
+                old.run("stale")
+            sent = endpoint.agent.request_count
+        stored = mine.load(old.id)
+
+    assert sent == 2
+    assert stored is not None and stored.version == 1 and isinstance(stored.record_id, str)
+    assert [m["content"] for m in stored.data["messages"]][0] == "the new thread"
 
 
 def test_two_replicas_answering_one_tool_call_send_it_once(drive: Any, served: Any) -> None:
