@@ -1,10 +1,10 @@
 """``PostgresStore``: threads in a PostgreSQL table, shared by every replica that reaches the database.
 
-Layout 2: two tables. The thread table (``agui_threads`` unless named otherwise) holds a row per
+Layout 3: two tables. The thread table (``agui_threads`` unless named otherwise) holds a row per
 thread, its *head*::
 
     thread_id TEXT PRIMARY KEY, version BIGINT, data TEXT, claim TEXT, format INTEGER,
-    data_version BIGINT, changes INTEGER, change_bytes BIGINT
+    data_version BIGINT, changes INTEGER, change_bytes BIGINT, record_id TEXT
 
 and the change table (the same name with ``_changes`` after it, in the same schema) a row per run's
 change appended since the data was written (:meth:`PostgresStore.append`)::
@@ -18,19 +18,23 @@ nobody holds one. A change's ``seq`` is the version its append created, and ``da
 version whose thread ``data`` holds whole: the thread is ``data`` with the changes of ``seq`` above
 ``data_version`` (and up to ``version``) folded in, in order. ``changes`` and ``change_bytes`` count
 those changes, for the compaction policy; the data's size is ``octet_length(data)``, which PostgreSQL
-reads from the value's header without fetching it. The thread table's comment numbers its layout
-(``agui-client thread store, layout 2``) so a later release can migrate it and this one refuses a
-newer layout. A layout-1 table (one row per thread, no change table) is migrated when a store opens
-it: the three columns are added with their defaults (a catalog change, no row is rewritten) and the
-change table is created, in one transaction under the advisory lock that lines up the stores opening
-it at once.
+reads from the value's header without fetching it. ``record_id`` is the id the record got when its
+row was inserted (see ``ThreadStore``'s record ids); no update changes it, and ``NULL`` is a record an
+earlier layout made. The thread table's comment numbers its layout
+(``agui-client thread store, layout 3``) so a later release can migrate it and this one refuses a
+newer layout. A layout-1 table (one row per thread, no change table) or a layout-2 one (no
+``record_id``) is migrated when a store opens it: the missing columns are added (with their
+defaults, or ``NULL``: a catalog change, no row is rewritten) and the change table is created, in one
+transaction under the advisory lock that lines up the stores opening it at once.
 
 Every write is one statement in its own transaction (the connection is in autocommit mode), so
 PostgreSQL's row lock on the head does the compare-and-set:
 
 * a write to a stored version is a conditional ``UPDATE ... WHERE thread_id = $1 AND version = $2``
   of the head (plus, for a claim, "nobody holds one"; for a release, "the owner holds it"; for every
-  write, "the record is of a format this release reads"). Two writers updating the same row queue on
+  write, "the record is of a format this release reads"; for a writer that names a record id,
+  "the record has that id", so a thread deleted and created again up to the same version refuses it
+  in the same statement). Two writers updating the same row queue on
   its lock, and the second re-checks the condition against the first one's result, so exactly one
   advances it. An append is that ``UPDATE`` and the ``INSERT`` of its change row in one statement
   (``WITH head AS (UPDATE ... RETURNING ...) INSERT ... SELECT ... FROM head``): the change row is
