@@ -1,10 +1,10 @@
 """``PostgresStore``: threads in a PostgreSQL table, shared by every replica that reaches the database.
 
-Layout 2: two tables. The thread table (``agui_threads`` unless named otherwise) holds a row per
+Layout 3: two tables. The thread table (``agui_threads`` unless named otherwise) holds a row per
 thread, its *head*::
 
     thread_id TEXT PRIMARY KEY, version BIGINT, data TEXT, claim TEXT, format INTEGER,
-    data_version BIGINT, changes INTEGER, change_bytes BIGINT
+    data_version BIGINT, changes INTEGER, change_bytes BIGINT, record_id TEXT
 
 and the change table (the same name with ``_changes`` after it, in the same schema) a row per run's
 change appended since the data was written (:meth:`PostgresStore.append`)::
@@ -18,19 +18,23 @@ nobody holds one. A change's ``seq`` is the version its append created, and ``da
 version whose thread ``data`` holds whole: the thread is ``data`` with the changes of ``seq`` above
 ``data_version`` (and up to ``version``) folded in, in order. ``changes`` and ``change_bytes`` count
 those changes, for the compaction policy; the data's size is ``octet_length(data)``, which PostgreSQL
-reads from the value's header without fetching it. The thread table's comment numbers its layout
-(``agui-client thread store, layout 2``) so a later release can migrate it and this one refuses a
-newer layout. A layout-1 table (one row per thread, no change table) is migrated when a store opens
-it: the three columns are added with their defaults (a catalog change, no row is rewritten) and the
-change table is created, in one transaction under the advisory lock that lines up the stores opening
-it at once.
+reads from the value's header without fetching it. ``record_id`` is the id the record got when its
+row was inserted (see ``ThreadStore``'s record ids); no update changes it, and ``NULL`` is a record an
+earlier layout made. The thread table's comment numbers its layout
+(``agui-client thread store, layout 3``) so a later release can migrate it and this one refuses a
+newer layout. A layout-1 table (one row per thread, no change table) or a layout-2 one (no
+``record_id``) is migrated when a store opens it: the missing columns are added (with their
+defaults, or ``NULL``: a catalog change, no row is rewritten) and the change table is created, in one
+transaction under the advisory lock that lines up the stores opening it at once.
 
 Every write is one statement in its own transaction (the connection is in autocommit mode), so
 PostgreSQL's row lock on the head does the compare-and-set:
 
 * a write to a stored version is a conditional ``UPDATE ... WHERE thread_id = $1 AND version = $2``
   of the head (plus, for a claim, "nobody holds one"; for a release, "the owner holds it"; for every
-  write, "the record is of a format this release reads"). Two writers updating the same row queue on
+  write, "the record is of a format this release reads"; for a writer that names a record id,
+  "the record has that id", so a thread deleted and created again up to the same version refuses it
+  in the same statement). Two writers updating the same row queue on
   its lock, and the second re-checks the condition against the first one's result, so exactly one
   advances it. An append is that ``UPDATE`` and the ``INSERT`` of its change row in one statement
   (``WITH head AS (UPDATE ... RETURNING ...) INSERT ... SELECT ... FROM head``): the change row is
@@ -73,14 +77,18 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from ..errors import StoreError
 from .base import (
     STORE_FORMAT_VERSION,
     Compaction,
+    Head,
     Operation,
     StoredThread,
     _as_text,
     _check_owner,
+    _check_record_id,
     _closed,
     _compacted,
     _creation_data,
@@ -88,6 +96,7 @@ from .base import (
     _encode_data,
     _fold_when_due,
     checked_head,
+    new_record_id,
 )
 from .base import _StoreBase as _Base
 from .base import check_write as _check_write
@@ -104,7 +113,8 @@ __all__ = ["PostgresStore"]
 #: * 1: the thread table alone (thread_id, version, data, claim, format).
 #: * 2: the thread table gains data_version, changes, change_bytes, and the change table holds the
 #:   changes appended since the data was written.
-_LAYOUT = 2
+#: * 3: the thread table gains record_id, the id the record got when it was created.
+_LAYOUT = 3
 _COMMENT = "agui-client thread store, layout {}"
 #: Idle connections kept for reuse; more are opened when more threads write at once, then closed.
 _MAX_IDLE = 8
@@ -124,7 +134,8 @@ CREATE TABLE {table} (
     format INTEGER NOT NULL,
     data_version BIGINT NOT NULL DEFAULT 0,
     changes INTEGER NOT NULL DEFAULT 0,
-    change_bytes BIGINT NOT NULL DEFAULT 0
+    change_bytes BIGINT NOT NULL DEFAULT 0,
+    record_id TEXT
 )
 """
 # Layout 1 to 2: the columns a layout-1 row lacks, with defaults that describe it (its data is the
@@ -133,6 +144,8 @@ _MIGRATE = [
     "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS data_version BIGINT NOT NULL DEFAULT 0",
     "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS changes INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS change_bytes BIGINT NOT NULL DEFAULT 0",
+    # Layout 2 to 3: a record an earlier release made has no id (NULL, no default: nothing rewritten).
+    "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS record_id TEXT",
 ]
 _CREATE_CHANGES = """
 CREATE TABLE IF NOT EXISTS {changes} (
@@ -142,14 +155,14 @@ CREATE TABLE IF NOT EXISTS {changes} (
     PRIMARY KEY (thread_id, seq)
 )
 """
-_INSERT = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_version) VALUES (%s, %s, %s, %s, %s, %s)"
-           " ON CONFLICT (thread_id) DO NOTHING")
-_HEAD = "SELECT version, claim, format FROM {table} WHERE thread_id = %s"
+_INSERT = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_version, record_id)"
+           " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING")
+_HEAD = "SELECT version, claim, format, record_id FROM {table} WHERE thread_id = %s"
 # The head and the changes the thread is made of, in one statement: one snapshot, never a torn read.
 # Only the changes above data_version (those below were folded, or dropped by a save) and up to the
 # version (a row left past it by anything else is not part of this thread), and none for a record
 # that an earlier release wrote whole (format 1: its data is the thread).
-_LOAD = ("SELECT version, data, claim, format, changes, ARRAY(SELECT body FROM {changes} AS c"
+_LOAD = ("SELECT version, data, claim, format, changes, record_id, ARRAY(SELECT body FROM {changes} AS c"
          " WHERE c.thread_id = h.thread_id AND h.format >= 2 AND c.seq > h.data_version AND c.seq <= h.version"
          " ORDER BY c.seq) FROM {table} AS h WHERE thread_id = %s")
 # Forgetting a thread forgets its changes: two statements in one transaction, the head first. Its
@@ -163,12 +176,15 @@ _DELETE_CHANGES = "DELETE FROM {changes} WHERE thread_id = %(thread_id)s"
 _LOCK = "SELECT version FROM {table} WHERE thread_id = %s FOR UPDATE"
 # The conditional updates: each mirrors check_write's rule for its operation. A stored empty owner
 # (a row written by another tool) holds no claim, as checked_head reads it. A statement answers one
-# row when it wrote (the head) and none when its condition refused it.
+# row when it wrote (the head) and none when its condition refused it. ``{record}`` is where a writer
+# that names a record id adds "the record has that id" (_RECORD); a record without one (NULL, made by
+# an earlier release) has no id a writer could name, so it refuses that writer, as check_write does.
 _UPDATES: dict[Operation, str] = {
     # The whole thread again: the changes are dropped with it (those above the new data_version, none).
     "save": ("WITH head AS (UPDATE {table} SET version = version + 1, data = %(data)s, claim = NULL,"
              " format = %(ours)s, data_version = version + 1, changes = 0, change_bytes = 0"
-             " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s RETURNING version),"
+             " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s{record}"
+             " RETURNING version),"
              " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
              " SELECT version FROM head"),
     # One change: the head moves (the data stays where it is) and the change row is added. A record
@@ -178,17 +194,17 @@ _UPDATES: dict[Operation, str] = {
                " data_version = CASE WHEN format < 2 THEN version ELSE data_version END,"
                " changes = CASE WHEN format < 2 THEN 0 ELSE changes END + 1,"
                " change_bytes = CASE WHEN format < 2 THEN 0 ELSE change_bytes END + %(size)s"
-               " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
+               " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s{record}"
                " RETURNING version, changes, change_bytes, octet_length(data) AS data_bytes),"
                " added AS (INSERT INTO {changes} (thread_id, seq, body) SELECT %(thread_id)s, version, %(data)s"
                " FROM head ON CONFLICT (thread_id, seq) DO UPDATE SET body = EXCLUDED.body)"
                " SELECT version, changes, change_bytes, data_bytes FROM head"),
     "claim": ("UPDATE {table} SET version = version + 1, claim = %(owner)s"
               " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
-              " AND (claim IS NULL OR claim = '')"),
+              " AND (claim IS NULL OR claim = ''){record}"),
     "release": ("UPDATE {table} SET version = version + 1, claim = NULL"
                 " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
-                " AND claim = %(owner)s"),
+                " AND claim = %(owner)s{record}"),
 }
 # A compaction: the folded data replaces data and changes at once, if nobody wrote since the load it
 # was built from (same version, same change count); the version and the claim stay as they are.
@@ -197,6 +213,7 @@ _COMPACT = ("WITH head AS (UPDATE {table} SET data = %(data)s, data_version = ve
             " AND format = %(ours)s RETURNING version),"
             " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
             " SELECT version FROM head")
+_RECORD = " AND record_id = %(record_id)s"
 
 
 class PostgresStore(_Base):
@@ -248,9 +265,12 @@ class PostgresStore(_Base):
             for name, text in [("insert", _INSERT), ("head", _HEAD), ("load", _LOAD), ("delete_head", _DELETE_HEAD),
                                ("delete_changes", _DELETE_CHANGES), ("lock", _LOCK),
                                ("create", _CREATE), ("create_changes", _CREATE_CHANGES), ("compact", _COMPACT),
-                               *_UPDATES.items(),
                                *((f"migrate{i}", text) for i, text in enumerate(_MIGRATE))]
         }
+        # Each conditional update twice: as is (the writer names no record id), and with _RECORD.
+        for operation, text in _UPDATES.items():
+            for key, record in ((operation, ""), (f"{operation} record", _RECORD)):
+                self._sql[key] = sql.SQL(text).format(table=identifier, changes=changes, record=sql.SQL(record))
         self._identifier = identifier
         self._lock = threading.Lock()
         # A small pool, as the SQLite store keeps: a connection is a server process, too dear to open
@@ -277,22 +297,27 @@ class PostgresStore(_Base):
         row = self._load_row(thread_id)
         if row is None:
             return None
-        version, text, claim, format, count, changes = row
+        version, text, claim, format, count, record_id, changes = row
         _check_count(thread_id, format, count, changes)
-        return _decode_record(thread_id, version=version, text=text, claim=claim, format=format, changes=changes)
+        return _decode_record(thread_id, version=version, text=text, claim=claim, format=format, changes=changes,
+                              record_id=record_id)
 
-    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
+             record_id: str | None = None) -> int:
         """Compare-and-set the thread's data; see :meth:`ThreadStore.save`.
 
         Raises:
-            ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create).
+            ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create),
+                or the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, PostgreSQL failed, the store is closed, or the
                 record is of a newer format.
         """
         text = _as_text(_encode_data(thread_id, data))
-        return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text)
+        return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text,
+                           record_id=record_id)
 
-    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int) -> int:
+    def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int,
+               record_id: str | None = None) -> int:
         """Compare-and-set one run's changes onto the thread; see :meth:`IncrementalStore.append`.
 
         One statement moves the head and adds the change row; the data is not written. When the
@@ -301,19 +326,20 @@ class PostgresStore(_Base):
         whose reply is lost is not sent again: its own landing would refuse it.
 
         Raises:
-            ConcurrentResume: the stored version is not ``expected_version``, or the thread is gone.
+            ConcurrentResume: the stored version is not ``expected_version``, the thread is gone, or the
+                record's id is not ``record_id``.
             StoreError: the changes are not JSON-ready, PostgreSQL failed, the store is closed, or the
                 record is of a newer format.
         """
         text = _as_text(_encode_data(thread_id, changes))
         version, counts = self._write_counted(thread_id, "append", expected_version=expected_version, owner=None,
-                                              text=text)
+                                              text=text, record_id=record_id)
         _fold_when_due(f"PostgreSQL store {self._where}", thread_id, self.compaction, counts,
                        lambda: self._compact(thread_id))
         return version
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
-              data: Mapping[str, Any] | None = None) -> int:
+              data: Mapping[str, Any] | None = None, record_id: str | None = None) -> int:
         """Claim the thread for a run (``expected_version=None``: create it claimed, with ``data``);
         see :meth:`ThreadStore.claim`.
 
@@ -322,24 +348,27 @@ class PostgresStore(_Base):
         lands or finds the first one, and never claims twice.
 
         Raises:
-            ConcurrentResume: the version moved on, somebody holds a claim, or (a create) the thread exists.
+            ConcurrentResume: the version moved on, somebody holds a claim, (a create) the thread exists, or
+                the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, PostgreSQL failed (twice, for a broken connection),
                 the store is closed, or the record is of a newer format.
         """
         _check_owner(owner)
         created = _creation_data(thread_id, expected_version, data)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
-                           text=None if created is None else _as_text(created))
+                           text=None if created is None else _as_text(created), record_id=record_id)
 
-    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+    def release(self, thread_id: str, *, claimed_version: int, owner: str, record_id: str | None = None) -> int:
         """Undo a claim; see :meth:`ThreadStore.release`.
 
         Raises:
-            ConcurrentResume: the version moved on, or ``owner`` does not hold the claim.
+            ConcurrentResume: the version moved on, ``owner`` does not hold the claim, or the record's id
+                is not ``record_id``.
             StoreError: PostgreSQL failed, the store is closed, or the record is of a newer format.
         """
         _check_owner(owner)
-        return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None)
+        return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None,
+                           record_id=record_id)
 
     def delete(self, thread_id: str) -> None:
         """Forget the thread (nothing happens when there is none).
@@ -372,23 +401,27 @@ class PostgresStore(_Base):
     # -- internals -------------------------------------------------------------------------------------
 
     def _write(self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None,
-               text: str | None) -> int:
-        return self._write_counted(thread_id, operation, expected_version=expected_version, owner=owner, text=text)[0]
+               text: str | None, record_id: str | None) -> int:
+        return self._write_counted(thread_id, operation, expected_version=expected_version, owner=owner, text=text,
+                                   record_id=record_id)[0]
 
     def _write_counted(self, thread_id: str, operation: Operation, *, expected_version: int | None,
-                       owner: str | None, text: str | None) -> tuple[int, tuple[int, int, int] | None]:
+                       owner: str | None, text: str | None, record_id: str | None
+                       ) -> tuple[int, tuple[int, int, int] | None]:
         """The new version, and for an append that landed the record's data bytes, change bytes and
         change count (what the compaction policy weighs)."""
+        _check_record_id(record_id)  # (refused before anything is sent)
         try:
-            return self._write_once(thread_id, operation, expected_version=expected_version, owner=owner, text=text)
+            return self._write_once(thread_id, operation, expected_version=expected_version, owner=owner, text=text,
+                                    record_id=record_id)
         except _ConnectionLost:
             if operation != "claim":
                 raise  # (a save, an append or a release sent again would be refused by its own landing)
             return self._write_once(thread_id, operation, expected_version=expected_version, owner=owner, text=text,
-                                    fresh=True)
+                                    record_id=record_id, fresh=True)
 
     def _write_once(self, thread_id: str, operation: Operation, *, expected_version: int | None,
-                    owner: str | None, text: str | None, fresh: bool = False
+                    owner: str | None, text: str | None, record_id: str | None, fresh: bool = False
                     ) -> tuple[int, tuple[int, int, int] | None]:
         with self._connection(thread_id, fresh=fresh) as conn:
             for _attempt in range(_ATTEMPTS):
@@ -398,17 +431,18 @@ class PostgresStore(_Base):
                     new_version = 1 if operation == "save" else 0
                     inserted = conn.execute(self._sql["insert"], (
                         thread_id, new_version, text, owner if operation == "claim" else None, STORE_FORMAT_VERSION,
-                        new_version,
+                        new_version, record_id or new_record_id(),
                     )).rowcount
                     if inserted == 1:
                         return new_version, None
                 else:
                     params = {"thread_id": thread_id, "expected": expected_version, "owner": owner, "data": text,
-                              "ours": STORE_FORMAT_VERSION}
+                              "ours": STORE_FORMAT_VERSION, "record_id": record_id}
                     if operation == "append":
                         assert text is not None  # (an append always carries its change)
                         params["size"] = len(text.encode("utf-8"))
-                    cursor = conn.execute(self._sql[operation], params)
+                    statement = self._sql[operation if record_id is None else f"{operation} record"]
+                    cursor = conn.execute(statement, params)
                     if cursor.rowcount == 1:
                         if operation == "append":
                             _version, changes, change_bytes, data_bytes = cursor.fetchone() or (0, 0, 0, 0)
@@ -417,8 +451,9 @@ class PostgresStore(_Base):
                 # Refused: the rules, applied to the row as it is now, name the error (or recognise
                 # the owner's own claim, stored by an earlier attempt whose reply was lost).
                 row = conn.execute(self._sql["head"], (thread_id,)).fetchone()
-                head = None if row is None else checked_head(thread_id, *row)
-                new = _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner)
+                head = None if row is None else _head(thread_id, *row)
+                new = _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner,
+                                   record_id=record_id)
                 if head is not None and new == head:
                     return head.version, None
                 # The row changed between the two statements (deleted and written again) into one
@@ -451,7 +486,7 @@ class PostgresStore(_Base):
                 return False
             row = conn.execute(self._sql["load"], (thread_id,)).fetchone()
             assert row is not None  # (the row is locked: it is there)
-            version, text, _claim, format, count, changes = row
+            version, text, _claim, format, count, _record_id, changes = row
             if format != STORE_FORMAT_VERSION or not changes:
                 return False
             _check_count(thread_id, format, count, changes)
@@ -540,6 +575,12 @@ class PostgresStore(_Base):
                 self._idle.append(conn)
                 return
         conn.close()
+
+
+def _head(thread_id: str, version: Any, claim: Any, format: Any, record_id: str | None) -> Head:
+    """The head as the row holds it, with its record id (an empty one, written by another tool, is none,
+    as a load reads it)."""
+    return attrs.evolve(checked_head(thread_id, version, claim, format), record_id=record_id or None)
 
 
 def _check_count(thread_id: str, format: int, count: int, changes: list[str]) -> None:

@@ -1047,9 +1047,11 @@ def test_postgres_store_keeps_a_thread_in_one_row_of_its_table(postgres_dsn: str
     with PostgresStore(postgres_dsn, table=pg_table) as store:
         store.save("t", small(1), expected_version=None)
         store.claim("t", expected_version=1, owner="replica-a")
+        loaded = store.load("t")
 
     rows = _pg(postgres_dsn, f"SELECT thread_id, version, data, claim, format, data_version, changes, change_bytes"
                              f" FROM {pg_table}")
+    record_ids = _pg(postgres_dsn, f"SELECT record_id FROM {pg_table}")
     columns = _pg(postgres_dsn, "SELECT column_name, data_type FROM information_schema.columns"
                                 " WHERE table_name = %s ORDER BY ordinal_position", pg_table)
     change_columns = _pg(postgres_dsn, "SELECT column_name, data_type FROM information_schema.columns"
@@ -1062,9 +1064,10 @@ def test_postgres_store_keeps_a_thread_in_one_row_of_its_table(postgres_dsn: str
     assert json.loads(rows[0][2]) == small(1)
     assert columns == [("thread_id", "text"), ("version", "bigint"), ("data", "text"), ("claim", "text"),
                        ("format", "integer"), ("data_version", "bigint"), ("changes", "integer"),
-                       ("change_bytes", "bigint")]
+                       ("change_bytes", "bigint"), ("record_id", "text")]
     assert change_columns == [("thread_id", "text"), ("seq", "bigint"), ("body", "text")]
-    assert comment == [("agui-client thread store, layout 2",)]
+    assert comment == [("agui-client thread store, layout 3",)]
+    assert loaded is not None and loaded.record_id is not None and record_ids == [(loaded.record_id,)]
 
 
 def test_postgres_store_appends_a_change_row_and_leaves_the_data_alone(postgres_dsn: str, pg_table: str) -> None:
@@ -1219,6 +1222,75 @@ CREATE TABLE {table} (
 """
 
 
+# The thread and change tables as the release before record ids made them (layout 2), verbatim.
+_LAYOUT_2_CREATE = """
+CREATE TABLE {table} (
+    thread_id TEXT PRIMARY KEY NOT NULL,
+    version BIGINT NOT NULL,
+    data TEXT NOT NULL,
+    claim TEXT,
+    format INTEGER NOT NULL,
+    data_version BIGINT NOT NULL DEFAULT 0,
+    changes INTEGER NOT NULL DEFAULT 0,
+    change_bytes BIGINT NOT NULL DEFAULT 0
+)
+"""
+_LAYOUT_2_CREATE_CHANGES = """
+CREATE TABLE IF NOT EXISTS {table}_changes (
+    thread_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+)
+"""
+
+
+def _older_table(dsn: str, table: str, layout: int) -> None:
+    """The thread table (and for layout 2 the change table) as the release of that layout made it."""
+    if layout == 1:
+        _pg(dsn, _LAYOUT_1_CREATE.format(table=table))
+    else:
+        _pg(dsn, _LAYOUT_2_CREATE.format(table=table))
+        _pg(dsn, _LAYOUT_2_CREATE_CHANGES.format(table=table))
+    _pg(dsn, f"COMMENT ON TABLE {table} IS 'agui-client thread store, layout {layout}'")
+
+
+def test_postgres_store_migrates_a_layout_2_table_and_gives_new_records_ids(postgres_dsn: str, pg_table: str) -> None:
+    _older_table(postgres_dsn, pg_table, 2)
+    # A thread the layout-2 release saved at version 1 and appended one change to (version 2).
+    change = {"set": {"state": {"n": 2}}}
+    _pg(postgres_dsn, f"INSERT INTO {pg_table} (thread_id, version, data, claim, format, data_version, changes,"
+                      f" change_bytes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        "old", 2, json.dumps(small(1)), None, STORE_FORMAT_VERSION, 1, 1, len(json.dumps(change)))
+    _pg(postgres_dsn, f"INSERT INTO {pg_table}_changes (thread_id, seq, body) VALUES (%s, %s, %s)",
+        "old", 2, json.dumps(change))
+
+    with PostgresStore(postgres_dsn, table=pg_table) as store:
+        loaded = store.load("old")
+        with pytest.raises(ConcurrentResume, match="deleted and created again"):
+            # (a writer naming an id: the record an earlier release made has none, so it is not its record)
+            store.append("old", {"set": {"lastRunId": "r"}}, expected_version=2, record_id="some-record")
+        appended = store.append("old", {"set": {"lastRunId": "r"}}, expected_version=2)
+        claimed = store.claim("old", expected_version=3, owner="a")
+        old = store.load("old")
+        store.save("new", small(5), expected_version=None)
+        new = store.load("new")
+        assert new is not None and new.record_id is not None
+        with pytest.raises(ConcurrentResume, match="deleted and created again"):
+            store.save("new", small(6), expected_version=1, record_id="another-record")
+        saved = store.save("new", small(6), expected_version=1, record_id=new.record_id)
+    comment = _pg(postgres_dsn, "SELECT obj_description(%s::regclass, 'pg_class')", pg_table)
+    rows = _pg(postgres_dsn, f"SELECT thread_id, version, record_id FROM {pg_table} ORDER BY thread_id")
+
+    assert loaded is not None and (loaded.version, loaded.record_id, loaded.changes) == (2, None, 1)
+    assert loaded.data == {**small(1), "state": {"n": 2}}
+    assert (appended, claimed) == (3, 4)
+    assert old is not None and (old.record_id, old.claim, old.data["lastRunId"]) == (None, "a", "r")
+    assert saved == 2
+    assert comment == [("agui-client thread store, layout 3",)]
+    assert rows == [("new", 2, new.record_id), ("old", 4, None)]
+
+
 def test_postgres_store_migrates_a_layout_1_table_and_appends_and_compacts_on_it(postgres_dsn: str,
                                                                                    pg_table: str) -> None:
     _pg(postgres_dsn, _LAYOUT_1_CREATE.format(table=pg_table))
@@ -1253,16 +1325,18 @@ def test_postgres_store_migrates_a_layout_1_table_and_appends_and_compacts_on_it
     apply_changes(model, [second])
     assert compacted is not None and (compacted.version, compacted.changes, compacted.data) == (6, 0, model)
     assert released == 3
-    assert comment == [("agui-client thread store, layout 2",)]
+    assert comment == [("agui-client thread store, layout 3",)]
     assert rows == [("held", 3, 1, 0, 0), ("t", 6, STORE_FORMAT_VERSION, 6, 0)]
+    assert (loaded.record_id, held.record_id, compacted.record_id) == (None, None, None)
     assert left == [(0,)]
 
 
-def test_postgres_stores_opened_at_once_on_a_layout_1_table_migrate_it_once(postgres_dsn: str, pg_table: str) -> None:
-    _pg(postgres_dsn, _LAYOUT_1_CREATE.format(table=pg_table))
-    _pg(postgres_dsn, f"COMMENT ON TABLE {pg_table} IS 'agui-client thread store, layout 1'")
+@pytest.mark.parametrize("layout", [1, 2])
+def test_postgres_stores_opened_at_once_on_an_older_table_migrate_it_once(postgres_dsn: str, pg_table: str,
+                                                                          layout: int) -> None:
+    _older_table(postgres_dsn, pg_table, layout)
     _pg(postgres_dsn, f"INSERT INTO {pg_table} (thread_id, version, data, claim, format) VALUES (%s, %s, %s, %s, %s)",
-        "t", 1, json.dumps(small(1)), None, 1)
+        "t", 1, json.dumps(small(1)), None, layout)
     workers = 6
     barrier = threading.Barrier(workers)
 
@@ -1284,8 +1358,10 @@ def test_postgres_stores_opened_at_once_on_a_layout_1_table_migrate_it_once(post
 
     with PostgresStore(postgres_dsn, table=pg_table) as store:
         stored = store.load("t")
+    comment = _pg(postgres_dsn, "SELECT obj_description(%s::regclass, 'pg_class')", pg_table)
     assert versions == list(range(2, 2 + workers))
     assert stored is not None and set(stored.data["usageByRun"]) == {f"w{n}" for n in range(workers)}
+    assert stored.record_id is None and comment == [("agui-client thread store, layout 3",)]
 
 
 def test_postgres_store_reads_an_empty_claim_as_none_and_claims_over_it(postgres_dsn: str, pg_table: str) -> None:
@@ -1304,12 +1380,12 @@ def test_postgres_store_reads_an_empty_claim_as_none_and_claims_over_it(postgres
 
 def test_postgres_store_refuses_a_newer_table_layout(postgres_dsn: str, pg_table: str) -> None:
     PostgresStore(postgres_dsn, table=pg_table).close()
-    _pg(postgres_dsn, f"COMMENT ON TABLE {pg_table} IS 'agui-client thread store, layout 3'")
+    _pg(postgres_dsn, f"COMMENT ON TABLE {pg_table} IS 'agui-client thread store, layout 4'")
 
     with pytest.raises(StoreError) as caught:
         PostgresStore(postgres_dsn, table=pg_table)
 
-    assert "layout 3" in str(caught.value)
+    assert "layout 4" in str(caught.value)
 
 
 def test_postgres_store_takes_a_schema_qualified_table_and_refuses_other_names(postgres_dsn: str) -> None:
