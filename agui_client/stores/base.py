@@ -55,7 +55,7 @@ class StoredThread:
         format: the record format it was written in (``STORE_FORMAT_VERSION`` at the time).
         changes: how many appended changes ``data`` was rebuilt from (0 for a record written whole, or
             just compacted); the data is the same either way.
-        record_id: the id the record got when it was created (see :meth:`ThreadStore.save`); a thread
+        record_id: the id the record got when it was created (see :class:`IncrementalStore`); a thread
             deleted and created again under the same id has another one. ``None`` for a record made by
             a release that kept none.
     """
@@ -78,37 +78,32 @@ class ThreadStore(Protocol):
     writers can never both advance a thread from the same version. Other failures raise
     :class:`~agui_client.errors.StoreError`. Implementations are safe to share between threads.
 
-    **Record ids.** A record gets an id when it is created (the creating ``save`` or ``claim``'s
-    ``record_id``, or a random one), and keeps it until it is deleted. A write that names a
-    ``record_id`` is refused (``ConcurrentResume``) unless the record still has that id, so a writer
-    holding a thread that was deleted and created again since, and written up to the very version it
-    holds, does not mistake the new thread for its own. ``record_id=None`` checks nothing (the
-    earlier protocol; a store written for it, without the parameter, still works).
+    Record ids are an extension of this protocol (see :class:`IncrementalStore`): a store written
+    without them still works, and a thread object passes ``record_id`` only to methods that take it.
     """
 
     def load(self, thread_id: str) -> StoredThread | None:
         """The stored thread, or ``None`` when there is none."""
         ...
 
-    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
-             record_id: str | None = None) -> int:
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
         """Write the thread's data if nobody wrote since ``expected_version``; return the new version.
 
-        ``expected_version=None`` creates the thread (version 1, with ``record_id`` as its record id,
-        or a random one) and fails if it exists already. A successful save clears any claim.
+        ``expected_version=None`` creates the thread (version 1) and fails if it exists already.
+        A successful save clears any claim.
         """
         ...
 
     def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
-              data: Mapping[str, Any] | None = None, record_id: str | None = None) -> int:
+              data: Mapping[str, Any] | None = None) -> int:
         """Mark a run as in flight before any request goes out; return the new version.
 
         Succeeds only if the stored version is ``expected_version`` and nobody holds a claim; the
         data is unchanged, the version goes up by one and the claim records ``owner``.
 
         ``expected_version=None`` claims a thread the store does not hold yet: it creates the record
-        with ``data`` (required then, refused otherwise) and ``record_id``, claimed by ``owner``, at
-        version 0, and fails if the record exists, so of writers racing on a new thread id exactly one may send.
+        with ``data`` (required then, refused otherwise), claimed by ``owner``, at version 0, and
+        fails if the record exists, so of writers racing on a new thread id exactly one may send.
         The holder's first save then makes version 1, as a creating save would.
 
         A claim is recognised by its owner: when the record already holds the claim this call would
@@ -119,7 +114,7 @@ class ThreadStore(Protocol):
         """
         ...
 
-    def release(self, thread_id: str, *, claimed_version: int, owner: str, record_id: str | None = None) -> int:
+    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
         """Undo a claim whose request never reached the agent; return the new version.
 
         Succeeds only if the stored version is still ``claimed_version`` (what ``claim`` returned)
@@ -145,7 +140,30 @@ class IncrementalStore(ThreadStore, Protocol):
     cost what a short one's do; ``load`` hands out the whole thread as before, and the store folds
     the changes into one record now and then (a *compaction*, see :class:`Compaction`), which never
     changes the version or what ``load`` returns.
+
+    **Record ids.** Such a store also gives every record an id when it is created (the creating
+    ``save`` or ``claim``'s ``record_id``, or :func:`new_record_id`), keeps it until the record is
+    deleted, and hands it out as ``StoredThread.record_id``. A write that names a ``record_id`` is
+    refused (``ConcurrentResume``) unless the record still has that id, so a writer holding a thread
+    that was deleted and created again since, and written up to the very version it holds, does not
+    mistake the new thread for its own (its claim would send the old thread's history, its append
+    would mix two threads). ``record_id=None`` checks nothing. :func:`check_write` applies the rule.
     """
+
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
+             record_id: str | None = None) -> int:
+        """:meth:`ThreadStore.save`; a create's record gets ``record_id`` (or a random one)."""
+        ...
+
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
+              data: Mapping[str, Any] | None = None, record_id: str | None = None) -> int:
+        """:meth:`ThreadStore.claim`; a create's record gets ``record_id`` (or a random one), and a
+        create sent again is recognised as the owner's only with the same ``record_id``."""
+        ...
+
+    def release(self, thread_id: str, *, claimed_version: int, owner: str, record_id: str | None = None) -> int:
+        """:meth:`ThreadStore.release`, refused when the record's id is not a named ``record_id``."""
+        ...
 
     def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int,
                record_id: str | None = None) -> int:

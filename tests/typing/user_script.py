@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from agui_client import (
     AgentClient,
     AnswerProblem,
@@ -17,7 +20,7 @@ from agui_client import (
     ToolCallStartEvent,
     UncoveredInterrupts,
 )
-from agui_client.stores import SqliteStore
+from agui_client.stores import STORE_FORMAT_VERSION, SqliteStore, StoredThread, ThreadStore
 
 
 def answer_all(client: AgentClient, thread_id: str) -> RunResult:
@@ -66,3 +69,37 @@ def streamed(client: AgentClient) -> str:
     except StreamNotFinished as early:
         return str(early.run_id)
     return text + (final.outcome or "")
+
+
+class DictStore:
+    """A user's own store, written for the protocol without record ids: it still type-checks as one."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, StoredThread] = {}
+
+    def load(self, thread_id: str) -> StoredThread | None:
+        return self.records.get(thread_id)
+
+    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
+        version = (expected_version or 0) + 1
+        self.records[thread_id] = StoredThread(thread_id=thread_id, version=version, data=dict(data), claim=None,
+                                               format=STORE_FORMAT_VERSION)
+        return version
+
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
+              data: Mapping[str, Any] | None = None) -> int:
+        return 0 if expected_version is None else expected_version + 1
+
+    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+        return claimed_version + 1
+
+    def delete(self, thread_id: str) -> None:
+        self.records.pop(thread_id, None)
+
+    def close(self) -> None:
+        self.records.clear()
+
+
+def own_store(url: str) -> AgentClient:
+    store: ThreadStore = DictStore()
+    return AgentClient(url, store=store)
