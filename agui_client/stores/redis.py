@@ -346,7 +346,7 @@ class RedisStore(_Base):
                 version=int(record["version"]),
                 text=_text(record["data"]),
                 claim=_text(record.get("claim", b"")) or None,
-                format=int(record.get("format", STORE_FORMAT_VERSION)),
+                format=int(record.get("format", 1)),  # (as the write script reads it: the first format)
                 changes=[record[f"c:{n}"] for n in range(1, count + 1)],
                 record_id=_text(record.get("record", b"")) or None,
             )

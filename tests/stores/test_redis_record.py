@@ -363,3 +363,20 @@ def test_a_thread_copy_is_refused_by_a_redis_thread_deleted_and_made_again_at_it
     assert sent == 2
     assert first is not None and stored is not None and first.record_id != stored.record_id
     assert stored.version == 1 and [m["content"] for m in stored.data["messages"]][0] == "the new thread"
+
+
+def test_a_record_without_a_format_field_is_format_1_to_the_script_and_to_load(
+    redis_url: str, client: redis.Redis, prefix: str
+) -> None:
+    # (a record another tool wrote without the field: the write script reads it as format 1, and so
+    # does a load; they used to disagree, a load saying 2)
+    client.hset(prefix + "t", mapping={"version": 1, "data": json.dumps({"messages": []}), "claim": ""})
+    with RedisStore(redis_url, prefix=prefix, compaction=NEVER) as store:
+        loaded = store.load("t")
+        store.claim("t", expected_version=1, owner="a")  # (a claim keeps the record's format)
+        claimed = store.load("t")
+        store.save("t", {"messages": []}, expected_version=2)
+        saved = store.load("t")
+
+    assert loaded is not None and claimed is not None and saved is not None
+    assert (loaded.format, claimed.format, saved.format) == (1, 1, STORE_FORMAT_VERSION)
