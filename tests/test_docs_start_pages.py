@@ -1,0 +1,48 @@
+"""The getting-started pages' Python runs as written (docs/start/), against the bundled ScriptedAgent.
+
+The web backend page's snippet needs Redis and an agent: it runs in tests/stores/test_web_backend_page.py,
+against the session's redis-server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+START = Path(__file__).parent.parent / "docs" / "start"
+
+
+def snippets(page: str) -> list[str]:
+    """The page's ```python blocks, in order."""
+    return re.findall(r"```python\n(.*?)```", (START / page).read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_the_script_page_runs_a_conversation_with_an_interrupt_and_its_resume() -> None:
+    (snippet,) = snippets("script.md")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(snippet, str(START / "script.md"), "exec"), {"__name__": "__docs__"})
+
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "interrupt"  # (what the page's comment says it prints)
+    assert "approved" in lines[1]
+    assert lines[2].startswith("success - ")
+
+
+def test_the_tests_page_test_passes_and_fails_when_the_agent_says_something_else() -> None:
+    (snippet,) = snippets("tests.md")
+    names: dict[str, Any] = {"__name__": "__docs__"}
+    exec(compile(snippet, str(START / "tests.md"), "exec"), names)
+    names["test_my_code_reads_the_answer"]()  # (passes as written)
+
+    changed: dict[str, Any] = {"__name__": "__docs__"}
+    exec(compile(snippet.replace('"m1", "Hello!"', '"m1", "Goodbye!"'), str(START / "tests.md"), "exec"), changed)
+    try:
+        changed["test_my_code_reads_the_answer"]()
+    except AssertionError:
+        pass
+    else:
+        raise AssertionError("the page's test passed against an agent that answers otherwise")
