@@ -238,6 +238,7 @@ class _Standing:
     def _create_unclaimed(self) -> Flow[None]:
         # (a store of the earlier protocol, whose claim cannot create: see _creates_claimed)
         if self._version is None and not self._creates_claimed:
+            self._record_id = None  # (a new record: a new id)
             data = self._state.dump()
             self._marked(data)
             yield self._store_write("save", {"data": data, "expected_version": None})
@@ -266,6 +267,11 @@ class _Standing:
         # only that one sends. Called just before each claim's write, which settles any claim in
         # doubt: were the doubt kept, a reload() after this claim (held, say, after a resume that may
         # have reached the agent) would pass it off as a lost one and the resume would go out again.
+        if self._version is None and self._unsure != 0:
+            # A new record gets a new id; only the create in doubt, sent again, keeps its own (so the
+            # store recognises it). An id kept from an earlier create would let a thread made again
+            # pass for that one with whoever still holds it.
+            self._record_id = None
         self._unsure = None
         if self._version is None:
             return {"expected_version": None, "owner": self._owner, "data": self._state.dump()}
@@ -307,8 +313,7 @@ class _Standing:
 
     def _store_write(self, op: Literal["claim", "save", "append", "release"], arguments: dict[str, Any]) -> Write:
         # The record id goes to every write of a store method that takes it: a create names the id it
-        # mints (kept while the create is in doubt, so the retry of a claim whose reply was lost is
-        # recognised as this object's), every other write the id of the record it read or created.
+        # mints (see _claim_args), every other write the id of the record it read or created.
         if op in self._names_records:
             if arguments.get("expected_version", 0) is None and self._record_id is None:
                 self._record_id = uuid.uuid4().hex
@@ -475,7 +480,10 @@ class Conversation(_Standing):
 
     def _take(self, stored: StoredThread | None) -> None:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
-        if stored is not None:
+        if stored is None:
+            # No record holds a claim in doubt any more: the next create is a new record, with a new id.
+            self._unsure = None
+        else:
             held = _json_copy(stored.data) if _VERIFY_CHANGES is not None else None  # (before the thread holds it)
             try:
                 state = ThreadState.load(stored.data, adopt=True)
@@ -696,6 +704,14 @@ class Conversation(_Standing):
         stored: StoredThread | None = yield Load()
         if stored is not None and stored.claim is not None:
             _refuse_foreign_claim(self.id, stored, self._owner, force)
+            held = self._version
+            if held is None or stored.version not in (held, held + 1) or (
+                    self._record_id is not None and stored.record_id != self._record_id):
+                # This object does not hold the record whose claim it lets go (it never loaded it,
+                # or another writer ran since): it takes the record first, since after the release
+                # it holds the version the release makes. Else its next run would claim that version
+                # with its own, older, history and save it over the thread.
+                self._take(stored)
             arguments = {"claimed_version": stored.version, "owner": stored.claim}
             if "release" in self._names_records and stored.record_id is not None:
                 arguments["record_id"] = stored.record_id  # (the record it read, not one made since)
@@ -785,7 +801,7 @@ class _Traits:
     names_records: frozenset[str]
 
 
-_STORE_METHODS = ("load", "save", "claim", "append", "release")
+_STORE_METHODS = ("load", "save", "claim", "release", "append")  # (the first four every store has)
 #: Traits per store class, with the methods they were read from: reading four signatures costs tens
 #: of microseconds, and a web backend makes a thread object per request. Read again when a method of
 #: the class was replaced since (a patched class), and never cached for a store whose methods are
@@ -795,8 +811,10 @@ _TRAITS: weakref.WeakKeyDictionary[type, tuple[tuple[Any, ...], _Traits]] = weak
 
 def _traits(store: Any) -> _Traits:
     kind = type(store)
-    per_class = not any(name in getattr(store, "__dict__", {}) for name in _STORE_METHODS)
     methods = tuple(getattr(kind, name, None) for name in _STORE_METHODS)
+    # (a proxy that forwards through __getattr__ has its methods on no class: each object its own)
+    per_class = (None not in methods[:4] and getattr(kind, "__getattr__", None) is None
+                 and not any(name in getattr(store, "__dict__", {}) for name in _STORE_METHODS))
     cached = _TRAITS.get(kind) if per_class else None
     if cached is not None and cached[0] == methods:
         return cached[1]
@@ -836,7 +854,9 @@ def _takes_record_id(store: Any) -> frozenset[str]:
             parameters = inspect.signature(getattr(store, name)).parameters.values()
         except (AttributeError, TypeError, ValueError):
             continue
-        if any(p.name == "record_id" or p.kind is p.VAR_KEYWORD for p in parameters):
+        # (only a parameter of that name: a method that takes **options may well drop it, and the
+        # object would then take a record's random id for the one it named)
+        if any(p.name == "record_id" and p.kind is not p.VAR_KEYWORD for p in parameters):
             names.add(name)
     return frozenset(names)
 

@@ -19,7 +19,7 @@ version whose thread ``data`` holds whole: the thread is ``data`` with the chang
 ``data_version`` (and up to ``version``) folded in, in order. ``changes`` and ``change_bytes`` count
 those changes, for the compaction policy; the data's size is ``octet_length(data)``, which PostgreSQL
 reads from the value's header without fetching it. ``record_id`` is the id the record got when its
-row was inserted (see ``ThreadStore``'s record ids); no update changes it, and ``NULL`` is a record an
+row was inserted (see ``IncrementalStore``'s record ids); no update changes it, and ``NULL`` is a record an
 earlier layout made. The thread table's comment numbers its layout
 (``agui-client thread store, layout 3``) so a later release can migrate it and this one refuses a
 newer layout. A layout-1 table (one row per thread, no change table) or a layout-2 one (no

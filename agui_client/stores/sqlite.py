@@ -10,7 +10,7 @@ Part ``seq = 0`` holds the record's data (the JSON text of ``ThreadState.dump()`
 changes`` hold the changes appended since, one run's :func:`~agui_client.stores.apply_changes`
 input each, in order. ``change_bytes`` and ``data_bytes`` are their sizes in UTF-8 bytes, so the
 compaction policy is decided from the head alone. ``record_id`` is the id the record got when it was
-created (see :class:`~agui_client.stores.ThreadStore`): every write keeps it, and a write that names
+created (see :class:`~agui_client.stores.IncrementalStore`): every write keeps it, and a write that names
 one is refused unless it matches, in the same transaction as the version's compare-and-set; it is
 ``NULL`` for a record an earlier release created. The head holds nothing large on purpose: SQLite
 rewrites a whole row on ``UPDATE``, a large column's overflow pages included, so a claim, a release

@@ -124,6 +124,148 @@ def test_a_copy_of_a_sqlite_thread_another_process_deleted_and_made_again_is_ref
     assert [m["content"] for m in stored.data["messages"]][0] == "the new thread"
 
 
+class _LosesOneReply(MemoryStore):
+    """A memory store whose next claim lands and then fails as if its reply were lost."""
+
+    lose_next_claim = False
+
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None,
+              record_id: str | None = None) -> int:
+        version = super().claim(thread_id, expected_version=expected_version, owner=owner, data=data,
+                                record_id=record_id)
+        if self.lose_next_claim:
+            self.lose_next_claim = False
+            raise ag.StoreError("the connection dropped before the reply", thread_id=thread_id)
+        return version
+
+
+def test_a_create_in_doubt_whose_record_was_deleted_makes_its_new_record_with_a_new_id(
+        drive: Any, served: Any) -> None:
+    # The id of a create whose reply was lost is kept for the create sent again (the store recognises
+    # it as the same owner's), but not once the record is known gone: a new record with the old id
+    # would pass for the old one with whoever still holds it.
+    endpoint = served(ScriptedAgent.chat("noted"))
+    store = _LosesOneReply()
+
+    with drive.client(endpoint.url, store=store) as client:
+        doubtful = client.thread()
+        store.lose_next_claim = True
+        with pytest.raises(ag.StoreError):
+            doubtful.run("lost")
+        holder = client.thread(doubtful.id)
+        holder.release_claim(force=True)
+        old = store.load(holder.id)
+        store.delete(holder.id)
+        doubtful.reload()
+        doubtful.run("a new thread")
+        new = store.load(doubtful.id)
+        with pytest.raises(ag.ConcurrentResume, match="deleted and created again"):
+            holder.run("stale")
+
+    assert old is not None and new is not None and (old.version, new.version) == (1, 1)
+    assert new.record_id != old.record_id
+    assert endpoint.agent.request_count == 1
+
+
+def test_release_claim_by_an_object_that_never_loaded_the_thread_takes_it_first(drive: Any, served: Any) -> None:
+    # The object was made before another writer created the thread (so it holds no record), and that
+    # writer died holding a claim: letting the claim go leaves the object at the version the release
+    # makes, so it must hold that record's history too, or its next run would send its own (none)
+    # and save it over the thread.
+    endpoint = served(ScriptedAgent.chat("noted"))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        early = client.thread()
+        writer = client.thread(early.id)
+        writer.run("first")
+        writer.run("second")
+        dead = store.load(early.id)
+        assert dead is not None
+        store.claim(early.id, expected_version=dead.version, owner="a replica that died")
+        early.release_claim(force=True)
+        early.run("third")
+
+    sent = endpoint.agent.requests[-1]
+    assert [m.content for m in sent.messages] == ["first", "noted", "second", "noted", "third"]
+    stored = store.load(early.id)
+    assert stored is not None and len(stored.data["messages"]) == 6
+
+
+class _Forwarding:
+    """A store proxy that forwards every call through ``__getattr__`` (audit, metrics)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _EarlierProtocol:
+    """A store of the earlier protocol: its claim cannot create, and nothing takes a record id."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+
+    def load(self, thread_id: str) -> Any:
+        return self.inner.load(thread_id)
+
+    def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
+        return self.inner.save(thread_id, data, expected_version=expected_version)
+
+    def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
+        return self.inner.claim(thread_id, expected_version=expected_version, owner=owner)
+
+    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+        return self.inner.release(thread_id, claimed_version=claimed_version, owner=owner)
+
+    def delete(self, thread_id: str) -> None:
+        self.inner.delete(thread_id)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _DropsOptions(MemoryStore):
+    """A subclass whose claim takes ``**options`` and passes none of them on."""
+
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None,
+              **options: Any) -> int:
+        return super().claim(thread_id, expected_version=expected_version, owner=owner, data=data)
+
+
+@pytest.mark.parametrize("first, second", [("memory", "earlier"), ("earlier", "memory")])
+def test_proxies_of_different_stores_are_each_read_for_what_they_take(
+        drive: Any, served: Any, first: str, second: str) -> None:
+    endpoint = served(ScriptedAgent.chat("noted"))
+    made = {"memory": MemoryStore, "earlier": _EarlierProtocol}
+
+    for kind in (first, second):
+        inner = made[kind]()
+        with drive.client(endpoint.url, store=_Forwarding(inner)) as client:
+            thread = client.thread()
+            thread.run("hello")
+            thread.run("again")
+        stored = inner.load(thread.id)
+        # (a MemoryStore appends the second run; the earlier protocol's store is saved whole, and its
+        # new thread was created by a save before its claim)
+        assert stored is not None and stored.version == (3 if kind == "memory" else 5), kind
+
+
+def test_a_subclass_whose_claim_takes_options_it_drops_still_runs(drive: Any, served: Any) -> None:
+    # A record id is named only to a method with a parameter of that name: **options might drop it,
+    # and the thread would take the store's random id for the one it named (its save then refused).
+    endpoint = served(ScriptedAgent.chat("noted"))
+
+    with drive.client(endpoint.url, store=_DropsOptions()) as client:
+        thread = client.thread()
+        first = thread.run("hello")
+        second = thread.run("again")
+
+    assert (first.outcome, second.outcome, thread.version) == ("success", "success", 3)
+
+
 def test_two_replicas_answering_one_tool_call_send_it_once(drive: Any, served: Any) -> None:
     endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
 
