@@ -171,3 +171,16 @@ def test_the_sqlite_append_benchmark_reports_every_measure_at_every_size() -> No
     assert rows[(10, "claim+release")][2] == rows[(100, "claim+release")][2] > 0
     assert rows[(100, "append")][2] <= rows[(10, "append")][2] * 2
     assert rows[(100, "save")][2] > 3 * rows[(10, "save")][2]
+
+
+def test_the_http_gap_breakdown_reports_every_kind_and_measure() -> None:
+    # (python -m bench.httpgap: where the HTTP path's time goes beyond replay; no timing asserted)
+    proc = subprocess.run([sys.executable, "-m", "bench.httpgap", "--tiny", "--growth", "0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    header, *rows = proc.stdout.strip().splitlines()
+    for name in ("replay", "http", "http, no store", "httpx alone", "dump", "encode", "http / replay"):
+        assert name in header
+    assert [row.split()[0] for row in rows] == list(KINDS)
+    for row in rows:
+        assert row.count(" ms") == 7 and row.split()[-3].endswith("x"), row
