@@ -392,7 +392,11 @@ class RedisStore(_Base):
         if int(reply[0]) == 1:
             sizes = [int(value) for value in reply[2:5]] or [0, 0, 0]
             return int(reply[1]), sizes[0], sizes[1], sizes[2]
-        version, claim, format, stored_id = int(reply[1]), _text(reply[2]), int(reply[3]), _text(reply[4])
+        try:
+            version, claim, format, stored_id = int(reply[1]), _text(reply[2]), int(reply[3]), _text(reply[4])
+        except (ValueError, UnicodeDecodeError) as exc:  # (a damaged record's head, read back by the script)
+            raise StoreError(f"thread {thread_id!r}: key {self._key(thread_id)!r} is not a thread record ({exc!r})",
+                             thread_id=thread_id) from exc
         head = None if version < 0 else Head(version=version, claim=claim or None, format=format,
                                              record_id=stored_id or None)
         _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner,
@@ -410,6 +414,9 @@ class RedisStore(_Base):
             yield
         except self._redis_error as exc:
             raise StoreError(f"Redis store failed for thread {thread_id!r}: {exc}", thread_id=thread_id) from exc
+        except UnicodeDecodeError as exc:  # (a client with decode_responses=True, reading a hash that is not text)
+            raise StoreError(f"thread {thread_id!r}: Redis answered with bytes that are not UTF-8 (a damaged or "
+                             f"foreign record): {exc}", thread_id=thread_id) from exc
 
 
 @frozen(kw_only=True)

@@ -380,3 +380,22 @@ def test_a_record_without_a_format_field_is_format_1_to_the_script_and_to_load(
 
     assert loaded is not None and claimed is not None and saved is not None
     assert (loaded.format, claimed.format, saved.format) == (1, 1, STORE_FORMAT_VERSION)
+
+
+@pytest.mark.parametrize("decoded", [False, True])
+def test_a_record_whose_fields_are_not_utf8_is_a_store_error_on_load_and_on_a_refused_write(
+    redis_url: str, client: redis.Redis, prefix: str, decoded: bool
+) -> None:
+    # (a hash another tool wrote with binary fields: every way of reading it back names the thread)
+    client.hset(prefix + "t", mapping={"version": 3, "data": "{}", "claim": b"\xff\xfe", "format": 2,
+                                       "record": b"\xff\xfe"})
+    reader = redis.Redis.from_url(redis_url, decode_responses=decoded)
+    with RedisStore(reader, prefix=prefix, compaction=NEVER) as store:
+        with pytest.raises(StoreError) as loading:
+            store.load("t")
+        with pytest.raises(StoreError) as writing:
+            store.save("t", {"messages": []}, expected_version=1, record_id="mine")
+    reader.close()
+
+    assert loading.value.thread_id == writing.value.thread_id == "t"
+    assert client.hget(prefix + "t", "version") == b"3"
