@@ -161,6 +161,15 @@ def watch_run(client: Any, thread: Any, run_id: str | None, resume: object) -> _
     return telemetry._watch(client, thread, run_id, resume is not None)
 
 
+def watch_loop(client: Any, thread: Any, max_steps: int) -> _LoopWatch | _Unwatched:
+    """The watch of one ``run_until_done`` on ``thread``: a span its runs' spans are children of (a no-op
+    one when the client has no telemetry)."""
+    telemetry: Telemetry | None = getattr(client, "telemetry", None)
+    if telemetry is None:
+        return UNWATCHED
+    return _LoopWatch(telemetry, thread, max_steps)
+
+
 class _Unwatched:
     """The watch of a client without telemetry: every call does nothing."""
 
@@ -311,6 +320,52 @@ class _RunWatch:
 
 
 @functools.lru_cache(maxsize=64)
+class _LoopWatch:
+    """One tool loop's span (``agui.tool_loop``), current while the loop runs so that each run's span is
+    its child: a trace then shows the runs and the handlers between them as one piece of work."""
+
+    __slots__ = ("_telemetry", "_span", "_token", "_result")
+
+    def __init__(self, telemetry: Telemetry, thread: Any, max_steps: int) -> None:
+        self._telemetry = telemetry
+        self._result: RunResult | None = None
+        self._span: Span = telemetry._tracer.start_span(
+            "agui.tool_loop", kind=telemetry._trace.SpanKind.INTERNAL,
+            attributes={"agui.thread.id": thread.id, "agui.tool_loop.max_steps": max_steps})
+        self._token: Any = None
+
+    def __enter__(self) -> _LoopWatch:
+        self._token = self._telemetry._context.attach(self._telemetry._trace.set_span_in_context(self._span))
+        return self
+
+    def finished(self, result: RunResult) -> RunResult:
+        """The loop's last run ended with ``result``."""
+        self._result = result
+        return result
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        span, result = self._span, self._result
+        try:
+            self._telemetry._context.detach(self._token)
+            if not span.is_recording():
+                return
+            if result is not None:
+                exc = None  # (the loop ended; what the caller raised after that is not the loop's)
+            else:
+                result = getattr(exc, "result", None)
+            outcome = _outcome(result, exc)
+            span.set_attribute("agui.tool_loop.outcome", outcome)
+            if exc is not None and outcome in ("failed", "refused"):
+                span.set_attribute("error.type", type(exc).__name__)
+                _failed_status(span, f"the tool loop ended with {type(exc).__name__}")
+            elif outcome == "error":
+                span.set_attribute("error.type", "RUN_ERROR")
+                _failed_status(span, "the tool loop's last run ended with RUN_ERROR")
+        finally:
+            span.end()
+
+
 def _server(url: str | None) -> dict[str, str | int]:
     """``server.address`` and ``server.port`` of the agent's URL (never its userinfo, path or query)."""
     try:

@@ -24,7 +24,7 @@ from .core.fold import ThreadState
 from .core.plan import MessageInput, ToolHandler
 from .core.session import RunResult
 from .errors import StreamNotFinished
-from .telemetry import UNWATCHED, watch_run
+from .telemetry import UNWATCHED, watch_loop, watch_run
 from .wire.types import events as ev
 from .wire.types import messages as msg
 from .wire.types.base import JSON
@@ -354,8 +354,9 @@ class Thread(Conversation):
         second gets ``ConcurrentResume``). Stops at an interrupt (for the application to answer), an
         error, a call with no handler, or after ``max_steps`` runs.
         """
-        with self._exclusive(loop=True):
-            return cast(RunResult, self._drive(self._until_done(message, max_steps, kwargs), _Exchange()))
+        with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:
+            return watch.finished(cast(RunResult, self._drive(self._until_done(message, max_steps, kwargs),
+                                                              _Exchange())))
 
     # -- the pump --------------------------------------------------------------------------------------
 
@@ -501,8 +502,9 @@ class AsyncThread(Conversation):
 
         ``async def`` handlers are awaited.
         """
-        with self._exclusive(loop=True):
-            return cast(RunResult, await self._drive(self._until_done(message, max_steps, kwargs), _AsyncExchange()))
+        with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:
+            return watch.finished(cast(RunResult, await self._drive(self._until_done(message, max_steps, kwargs),
+                                                                    _AsyncExchange())))
 
     # -- the pump (as Thread's, awaiting) ---------------------------------------------------------------
 

@@ -180,6 +180,47 @@ def test_each_run_of_the_tool_loop_is_a_span(drive: Any, served: Any, otel: Reco
         [f"{s.context.span_id:016x}" for s in spans]
 
 
+def test_the_tool_loops_runs_are_children_of_one_loop_span(drive: Any, served: Any, otel: Recorded) -> None:
+    # (a trace shows the loop's runs, and the handlers' own spans between them, as one piece of work)
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+    tracer = otel.telemetry._tracer
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        def handler(question: str) -> str:
+            with tracer.start_as_current_span("the handler's own work"):
+                return "blue"
+        thread = client.thread(tool_handlers={"confirm_choice": handler})
+        with tracer.start_as_current_span("the application's request") as outer:
+            thread.run_until_done("pick one", max_steps=5)
+        after = thread.run("and now")  # (outside the loop: no loop span around it)
+
+    finished = otel.exporter.get_finished_spans()
+    (loop,) = [s for s in finished if s.name == "agui.tool_loop"]
+    (own,) = [s for s in finished if s.name == "the handler's own work"]
+    runs = otel.runs()
+    assert after.outcome == "success" and len(runs) == 3
+    assert loop.parent is not None and loop.parent.span_id == outer.get_span_context().span_id
+    assert [r.parent.span_id if r.parent else None for r in runs[:2]] == [loop.context.span_id] * 2
+    assert own.parent is not None and own.parent.span_id == loop.context.span_id
+    assert runs[2].parent is None
+    assert dict(loop.attributes or {}) == {"agui.thread.id": thread.id, "agui.tool_loop.max_steps": 5,
+                                           "agui.tool_loop.outcome": "success"}
+
+
+def test_a_tool_loop_that_fails_fails_its_span(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=500, body="down")]))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "blue"})
+        with pytest.raises(ag.HTTPStatusError):
+            thread.run_until_done("pick one")
+
+    (loop,) = [s for s in otel.exporter.get_finished_spans() if s.name == "agui.tool_loop"]
+    attributes = dict(loop.attributes or {})
+    assert (attributes["agui.tool_loop.outcome"], attributes["error.type"]) == ("failed", "HTTPStatusError")
+    assert loop.status.status_code is StatusCode.ERROR
+
+
 def test_the_agents_ids_and_codes_on_a_span_are_capped_in_number_and_length(
         drive: Any, served: Any, otel: Recorded) -> None:
     from agui_client.types import Interrupt, RunErrorEvent, RunFinishedInterruptOutcome
