@@ -504,6 +504,9 @@ class AnswerProblem:
             answer (then only abandoning the interrupt helps).
         keyword: the schema keyword that failed (``"minimum"``, ``"required"``, ``"type"`` …), for ``invalid``.
         schema_pointer: where in the schema the failing keyword (or the fault) is, when known.
+        missing: for a property the answer lacks (``required``, ``dependentRequired``), its name: the
+            problem's ``pointer`` is the object that lacks it (JSON Schema's convention), and a form
+            marks the field ``pointer + "/" + missing`` (escaped as a JSON pointer token).
     """
 
     pointer: str
@@ -511,6 +514,7 @@ class AnswerProblem:
     code: str = "invalid"
     keyword: str | None = None
     schema_pointer: str | None = None
+    missing: str | None = None
 
 
 def check_answer(interrupt: Interrupt | Mapping[str, Any], payload: JSON) -> list[AnswerProblem]:
@@ -551,8 +555,29 @@ def check_answer(interrupt: Interrupt | Mapping[str, Any], payload: JSON) -> lis
                                                f"{fault.reason}"))]
     ordered = sorted(verdict.errors, key=lambda e: (list(map(str, e.absolute_path)), e.message))
     return [AnswerProblem(pointer=_schema._pointer(e.absolute_path), message=_shorten(e.message),
-                          keyword=str(e.validator), schema_pointer=_schema._pointer(e.absolute_schema_path))
+                          keyword=str(e.validator), schema_pointer=_schema._pointer(e.absolute_schema_path),
+                          missing=_missing(e))
             for e in ordered]
+
+
+def _missing(error: Any) -> str | None:
+    # The validator says which property is missing in its message alone ("'name' is a required
+    # property"): the property is the one of the keyword's names the object lacks that the message
+    # names exactly (never parsed out of the message, which would take an agent's text for a name).
+    keyword = str(error.validator)
+    if keyword not in ("required", "dependentRequired", "dependencies") or not isinstance(error.instance, dict):
+        return None
+    named = error.validator_value
+    said: list[tuple[Any, str]] = []  # (a name, the message that would say it is missing)
+    if keyword == "required" and isinstance(named, list):
+        said = [(name, f"{name!r} is a required property") for name in named]
+    elif keyword != "required" and isinstance(named, dict):
+        said = [(name, f"{name!r} is a dependency of {key!r}")
+                for key, names in named.items() if isinstance(names, list) for name in names]
+    for name, message in said:
+        if isinstance(name, str) and name not in error.instance and error.message == message:
+            return name
+    return None
 
 
 def awaiting_answers(thread_id: str, open_interrupts: Sequence[Interrupt]) -> AwaitingAnswers:

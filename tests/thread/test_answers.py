@@ -29,9 +29,27 @@ def test_check_answer_names_each_problem_with_its_pointer(drive: Any, served: An
         ("/approved", "type", "invalid"), ("/environment", "enum", "invalid"), ("/ttl_minutes", "minimum", "invalid")]
     assert wrong[2].message == "-3 is less than the minimum of 0"
     assert wrong[2].schema_pointer == "/properties/ttl_minutes/minimum"
-    assert [(p.pointer, p.keyword) for p in missing] == [("", "required")]
+    assert [(p.pointer, p.keyword, p.missing) for p in missing] == [("", "required", "approved")]
     assert "'approved' is a required property" in missing[0].message
+    assert [p.missing for p in wrong] == [None, None, None]
     assert [(p.pointer, p.code) for p in not_json] == [("/comment", "not-json")]
+
+
+@pytest.mark.parametrize("schema, answer, expected", [
+    ({"type": "object", "properties": {"who": {"type": "object", "required": ["name", "a/b~c"]}}},
+     {"who": {"name": "x"}}, [("/who", "required", "a/b~c")]),
+    ({"dependentRequired": {"card": ["expiry", "cvc"]}}, {"card": "4111", "cvc": "1"},
+     [("", "dependentRequired", "expiry")]),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "dependencies": {"card": ["expiry"]}},
+     {"card": "4111"}, [("", "dependencies", "expiry")]),
+    ({"required": ["it's"]}, {}, [("", "required", "it's")]),
+])
+def test_check_answer_names_the_property_an_answer_lacks(schema: dict[str, Any], answer: Any,
+                                                         expected: list[tuple[str, str, str]]) -> None:
+    # (JSON Schema puts a missing property's problem at the object that lacks it; a form needs the field)
+    problems = ag.check_answer(schema, answer)
+
+    assert [(p.pointer, p.keyword, p.missing) for p in problems] == expected
 
 
 def test_check_answer_reports_a_schema_that_cannot_judge_and_accepts_anything_without_one() -> None:
