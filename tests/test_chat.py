@@ -142,7 +142,7 @@ def test_three_turns_with_the_demo_agent_forms_export_and_new(tmp_path: Path) ->
     text = _text(screen)
     # The stream, as a person sees it: reasoning folded, tool calls with arguments and results,
     # the subagent labelled, state and activity changes in a line each, usage per turn.
-    assert re.search(r"thought for \d+ s", text)
+    assert re.search(r"thought for (\d+ s|less than a second)", text)
     assert "The user wants an environment removed" in text  # (shown while it streamed)
     assert '⚙ list_environments {"include":"all"}' in text
     assert '↳ list_environments returned ["staging","preview","production"]' in text
@@ -324,7 +324,7 @@ def test_ctrl_c_mid_turn_cancels_it_and_the_next_turn_works(served: Callable[[An
     assert re.search(r"code line\s*\n\s*\n\s*still code", text)
     assert "```" not in text
     # Reasoning folded, the tool call with its arguments, its result as a table, the subagent labelled.
-    assert re.search(r"thought for \d+ s", text)
+    assert re.search(r"thought for (\d+ s|less than a second)", text)
     assert '⚙ list_hosts {"region":"eu"}' in text
     assert "↳ list_hosts returned 2 row(s)" in text
     assert re.search(r"host\s+cpu\s+zone", text) and re.search(r"alpha\s+2\s+eu-1", text)
@@ -686,8 +686,26 @@ def test_plain_view_shows_tokens_reasoning_folded_and_tables_as_rows() -> None:
     view.close()
 
     assert sink.getvalue().splitlines() == [
-        "thinking: hmm", "thought for 0 s", "agent: Hi **there**", "tool: rows {}",
+        "thinking: hmm", "thought for less than a second", "agent: Hi **there**", "tool: rows {}",
         "  -> rows returned 2 row(s)", "    host: alpha, cpu: 2, zone: eu-1", "    host: beta, cpu: 8"]
+
+
+@pytest.mark.parametrize("took, said", [(0.2, "thought for less than a second"), (3.4, "thought for 3 s"),
+                                        (61.0, "thought for 61 s")])
+def test_folded_reasoning_says_how_long_it_took(monkeypatch: pytest.MonkeyPatch, took: float, said: str) -> None:
+    from types import SimpleNamespace
+
+    import agui_client.cli.chat as chat_module
+
+    ticks = iter([100.0, 100.0 + took])  # (the reasoning's start, then its end)
+    monkeypatch.setattr(chat_module, "time", SimpleNamespace(monotonic=lambda: next(ticks)))
+    sink = io.StringIO()
+    view = ChatView(PlainOutput(sink))
+    for event in [*reasoning("r", "hmm"), *text_message("m", "done")]:
+        view.event(event)
+    view.close()
+
+    assert sink.getvalue().splitlines()[:2] == ["thinking: hmm", said]
 
 
 def test_interleaved_text_reasoning_and_tool_calls_on_a_terminal_keep_one_live_display_at_a_time() -> None:

@@ -768,7 +768,9 @@ class _Thinking:
             live, self._live = self._live, None
             live.stop()
         self.out.end_line()
-        self.out.line(f"thought for {seconds:.0f} s", "dim italic")
+        # (rounded, a quick thought read "thought for 0 s")
+        said = "less than a second" if seconds < 0.5 else f"{seconds:.0f} s"
+        self.out.line(f"thought for {said}", "dim italic")
 
 
 #: Columns a redrawn tail leaves free at its right: the terminal echoes Ctrl-C there as ``^C``.
