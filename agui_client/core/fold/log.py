@@ -157,8 +157,9 @@ class MessageLog:
         assert isinstance(found, Entry)
         calls = found.calls or ()
         owned = {call.id for call in calls if self.calls.get(call.id) is found}
-        for call in calls:  # (a repeated id: the last call holding it, as an eager index has it)
+        for call in calls:  # (a repeated id: the first call holding it, as an eager index has it)
             if call.id in owned:
+                owned.discard(call.id)
                 self.calls[call.id] = (found, call)
         made = self.calls.get(call_id)
         return made if type(made) is tuple else None
@@ -247,8 +248,9 @@ class MessageLog:
         fresh = entry.id not in by_id
         by_id[entry.id] = entry
         if entry.calls:
+            calls = self.calls
             for call in entry.calls:
-                self.calls[call.id] = (entry, call)
+                calls.setdefault(call.id, (entry, call))  # (the first holder)
         runs = self._runs
         run = runs[-1] if runs else None
         if run is None or run.terminated:
@@ -398,6 +400,12 @@ class MessageLog:
                     call.args = whole(call.args, self.warnings, call_id)
 
 
+# A tool call id that two calls hold (a producer's fault: UK-16) names the *first* of them in the order
+# of the message list, as the reference client's lookups (the first match) have it: a result is placed
+# after that message, and arguments and an encrypted value go to that call. So every place that indexes
+# calls keeps the first holder (``setdefault``, in list order): "the first holder" below.
+
+
 def hold(messages: Iterable[Any], entries: list[Held], by_id: dict[str, Held],
          calls: dict[str, tuple[Entry, Call] | Held]) -> bool:
     """Append and index whole messages (all of a large snapshot's) in one pass; ``True`` when some are
@@ -416,7 +424,7 @@ def hold(messages: Iterable[Any], entries: list[Held], by_id: dict[str, Held],
             lazy = True
             if "toolCalls" in message:
                 for wire_call in message["toolCalls"]:
-                    calls[wire_call["id"]] = message
+                    calls.setdefault(wire_call["id"], message)  # (the first holder)
             append(message)
             by_id[message["id"]] = message
             continue
@@ -432,7 +440,7 @@ def hold(messages: Iterable[Any], entries: list[Held], by_id: dict[str, Held],
         else:
             entry.calls = made = [call_of(call) for call in tool_calls]
             for call in made:
-                calls[call.id] = (entry, call)
+                calls.setdefault(call.id, (entry, call))  # (the first holder)
         append(entry)
         by_id[message_id] = entry
     return lazy

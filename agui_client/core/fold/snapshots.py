@@ -167,7 +167,7 @@ class Snapshots:
                 by_id[entry.id] = entry
                 if entry.calls:
                     for call in entry.calls:
-                        calls[call.id] = (entry, call)
+                        calls.setdefault(call.id, (entry, call))  # (the first holder: see fold/log.py)
         held_ids = by_id.keys()  # (read below before ``hold`` grows it with the fresh messages)
         runs = self._runs
         run = runs[-1] if runs else None
