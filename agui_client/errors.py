@@ -525,7 +525,8 @@ class UnusableResponseSchema(InvalidResumePayload):
 
 
 class InvalidResumeEntry(ResumeRefused):
-    """An entry is malformed: its ``status`` is not ``resolved``/``cancelled`` (IR-11), or its id is no string."""
+    """An entry is malformed: its ``status`` is not ``resolved``/``cancelled`` (IR-11), its id is no string,
+    or its ``metadata`` is not an object (the schema's ``ResumeEntry``)."""
 
     kind = "invalid-entry"
 

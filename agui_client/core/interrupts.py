@@ -363,7 +363,7 @@ def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors
             f"{i!r}: {', '.join(errors[i])}" for i in problems["invalid"]))
     if problems["invalid-entry"]:
         parts.append(f"entries for {list(problems['invalid-entry'])} are malformed (status must be "
-                     "'resolved' or 'cancelled', the id a string)")
+                     "'resolved' or 'cancelled', the id a string, metadata absent or an object)")
     # A schema that could not judge is its own class of the "invalid" kind: answering differently
     # rarely helps, abandoning does.
     message = "resume refused, nothing was sent: " + "; ".join(parts)
@@ -406,7 +406,10 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
         # and a schema cannot judge it.
         _check_json(key, entry.payload, entry.metadata)
         named.setdefault(key, []).append(entry)
-        bad = not isinstance(entry.interrupt_id, str) or entry.status not in _STATUSES
+        # (metadata is a JSON object in the schema: another value is refused here, as the agent would
+        # refuse the whole input after it was sent)
+        bad = (not isinstance(entry.interrupt_id, str) or entry.status not in _STATUSES
+               or not (entry.metadata is None or isinstance(entry.metadata, Mapping)))
         if bad and key not in malformed:
             malformed.append(key)
 

@@ -120,6 +120,20 @@ def test_an_entry_whose_id_is_not_a_string_is_refused() -> None:
     assert error.problems["unknown"] == ("7",)
 
 
+@pytest.mark.parametrize("metadata", ["ops", [1], 3, True])
+def test_an_entry_whose_metadata_is_not_an_object_is_refused_before_sending(metadata: object) -> None:
+    # (the schema's ResumeEntry.metadata is an object: the reference refuses such an input before it
+    # leaves, and an agent refuses the whole input after; found by a differential run)
+    entry = ResumeEntry(interrupt_id="i1", status="resolved", payload={"ok": True},
+                        metadata=metadata)  # type: ignore[arg-type]
+    error = refusal([ask("i1")], [entry])
+    assert type(error) is InvalidResumeEntry
+    assert error.problems["invalid-entry"] == ("i1",)
+    assert "metadata absent or an object" in str(error)
+    check_resume([ask("i1")], [ResumeEntry(interrupt_id="i1", status="resolved", payload={"ok": True},
+                                           metadata={"by": "ops"})], now=NOW)
+
+
 def test_b271_a_resolved_entry_for_an_expired_interrupt_is_refused() -> None:
     builder = ResumeBuilder([ask("i1", expires_at=PAST)], now=NOW).answer("i1", {"ok": True})
     with pytest.raises(ExpiredInterruptAnswered) as info:
