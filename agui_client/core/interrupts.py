@@ -219,9 +219,11 @@ def parse_expires_at(value: str) -> datetime | None:
 
     Accepted forms are those the reference's date parser reads as ISO 8601: ``YYYY``, ``YYYY-MM``,
     ``YYYY-MM-DD``, optionally followed by ``T`` (or a space) and ``HH:MM``, ``HH:MM:SS`` or
-    ``HH:MM:SS.fraction``, and a zone ``Z``, ``±HH:MM``, ``±HHMM`` or ``±HH``. ``t`` and ``z`` may be
-    lowercase. The year is four digits or ECMAScript's expanded ``±YYYYYY`` (``+002026``; ``-000000``
-    is refused, as ECMAScript does). A year Python cannot hold (0 and earlier, or after 9999) reads as
+    ``HH:MM:SS.fraction``, and a zone ``Z``, ``±HH:MM`` or ``±HHMM``; and two ISO 8601 forms the
+    reference reads as no date (never expiring), read here as the instant they name: a zone ``±HH``
+    and a comma before the fraction (``11:00:00,5``). ``t`` and ``z`` may be lowercase. The year is
+    four digits or ECMAScript's expanded ``±YYYYYY`` (``+002026``; ``-000000`` is refused, as
+    ECMAScript does). A year Python cannot hold (0 and earlier, or after 9999) reads as
     the earliest or latest instant Python can hold, which keeps the verdict against any real now:
     a year before 1 has expired, one after 9999 has not. Beyond ECMAScript's own range (years before
     -271821 or after 275760) the value is not a date, as for the reference. A value without a zone

@@ -38,8 +38,18 @@ CANCEL_THEN_RESOLVE = ("[cancelled, resolved] for an expired id answers it (IR-1
 LEAP_SECOND = ("a leap second is read as the next second (B253), so the date is past; the reference's parser "
                "calls it Invalid Date and it never expires")
 
+OUR_READING = ("the judging consumer's own reading of expiresAt decides (interrupts-1.0: 'an interrupt the "
+               "consumer judges expired can no longer be answered'): we read {form} as the instant it names, "
+               "which is past; the reference's Date parser gives Invalid Date, which never expires")
+SCHEMA_CHECKED = ("a resolved payload is checked against the interrupt's responseSchema before sending (IR-30's "
+                  "optional check, always on here: B274 'PRE when enabled'); the reference does not check")
+
 #: Cases we refuse and the reference sends, with the reason.
 DELIBERATE: dict[str, str] = {
+    "expires-offset-hours-only": OUR_READING.format(form="a '+05' offset (hours only)"),
+    "expires-comma-fraction": OUR_READING.format(form="a comma before the fraction of a second (ISO 8601)"),
+    "resume-payload-fails-schema": SCHEMA_CHECKED,
+    "resume-payload-absent-schema-requires-it": SCHEMA_CHECKED,
     "no-pending-with-resume": NOTHING_OPEN,
     "resume-duplicate-conflicting": DUPLICATE,
     "resume-duplicate-id": DUPLICATE,
@@ -53,6 +63,9 @@ DELIBERATE: dict[str, str] = {
 REFERENCE_ONLY: dict[str, str] = {
     "expires-feb-30": ("2026-02-30 is no date (B259): it never expires, with a warning; the reference rolls it "
                        "over to 2 March and calls it expired"),
+    "expires-sub-millisecond": ("00:00:00.0005Z is half a millisecond after a now of 00:00:00Z: we read the "
+                                "fraction to the microsecond, so it has not expired; the reference cuts it to "
+                                "the millisecond, reads exactly now, and calls it expired"),
 }
 
 #: Cases whose ``expiresAt`` we judge differently from the reference's isInterruptExpired.
@@ -60,6 +73,9 @@ EXPIRY_READ_DIFFERENTLY: dict[str, str] = {
     "expires-leap-second": LEAP_SECOND,
     "expires-leap-second-cancelled": LEAP_SECOND,
     "expires-feb-30": REFERENCE_ONLY["expires-feb-30"],
+    "expires-offset-hours-only": DELIBERATE["expires-offset-hours-only"],
+    "expires-comma-fraction": DELIBERATE["expires-comma-fraction"],
+    "expires-sub-millisecond": REFERENCE_ONLY["expires-sub-millisecond"],
 }
 
 
