@@ -287,12 +287,7 @@ class _RunWatch:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
         telemetry, span = self._telemetry, self._span
-        result = self._result
-        if result is not None and result.outcome is not None:
-            exc = None  # (the run ended; what the caller's own code raised after that is not the run's)
-        elif exc is not None:
-            result = getattr(exc, "result", None) or result
-        outcome = _outcome(result, exc)
+        result, exc, outcome = _ending(self._result, exc)
         measured: dict[str, Any] = {"agui.run.outcome": outcome}
         if exc is not None and outcome in ("failed", "refused"):
             measured["error.type"] = type(exc).__name__
@@ -319,7 +314,6 @@ class _RunWatch:
             span.end()
 
 
-@functools.lru_cache(maxsize=64)
 class _LoopWatch:
     """One tool loop's span (``agui.tool_loop``), current while the loop runs so that each run's span is
     its child: a trace then shows the runs and the handlers between them as one piece of work."""
@@ -345,16 +339,12 @@ class _LoopWatch:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        span, result = self._span, self._result
+        span = self._span
         try:
             self._telemetry._context.detach(self._token)
             if not span.is_recording():
                 return
-            if result is not None:
-                exc = None  # (the loop ended; what the caller raised after that is not the loop's)
-            else:
-                result = getattr(exc, "result", None)
-            outcome = _outcome(result, exc)
+            _result, exc, outcome = _ending(self._result, exc)
             span.set_attribute("agui.tool_loop.outcome", outcome)
             if exc is not None and outcome in ("failed", "refused"):
                 span.set_attribute("error.type", type(exc).__name__)
@@ -366,6 +356,7 @@ class _LoopWatch:
             span.end()
 
 
+@functools.lru_cache(maxsize=64)
 def _server(url: str | None) -> dict[str, str | int]:
     """``server.address`` and ``server.port`` of the agent's URL (never its userinfo, path or query)."""
     try:
@@ -383,6 +374,17 @@ def _failed_status(span: Span, description: str) -> None:
     from opentelemetry.trace import Status, StatusCode  # (only for a failed run's span)
 
     span.set_status(Status(StatusCode.ERROR, description))
+
+
+def _ending(result: RunResult | None, exc: BaseException | None) -> tuple[RunResult | None, BaseException | None, str]:
+    """How a watched call ended: its result (the one it returned, else the one its error carries), the
+    error that ended it (none once it returned: what the caller's own code raised after that is not
+    the call's), and the outcome."""
+    if result is not None and result.outcome is not None:
+        exc = None
+    elif exc is not None:
+        result = getattr(exc, "result", None) or result
+    return result, exc, _outcome(result, exc)
 
 
 def _outcome(result: RunResult | None, exc: BaseException | None) -> str:

@@ -207,6 +207,21 @@ def test_the_tool_loops_runs_are_children_of_one_loop_span(drive: Any, served: A
                                            "agui.tool_loop.outcome": "success"}
 
 
+def test_each_tool_loop_of_one_thread_is_its_own_span(drive: Any, served: Any, otel: Recorded) -> None:
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "blue"})
+        thread.run_until_done("pick one")
+        thread.run_until_done("pick another")
+
+    loops = [s for s in otel.exporter.get_finished_spans() if s.name == "agui.tool_loop"]
+    runs = otel.runs()
+    assert len(loops) == 2 and loops[0].context.span_id != loops[1].context.span_id
+    assert [r.parent.span_id if r.parent else None for r in runs] == \
+        [loops[0].context.span_id] * 2 + [loops[1].context.span_id] * 2
+
+
 def test_a_tool_loop_that_fails_fails_its_span(drive: Any, served: Any, otel: Recorded) -> None:
     endpoint = served(ScriptedAgent([Respond(status=500, body="down")]))
 
