@@ -24,15 +24,52 @@ from test_store_contract import (
 
 from agui_client.errors import ConcurrentResume
 from agui_client.stores import ThreadStore
+from agui_client.testing import ScriptedAgent
 
 __all__: list[str] = []
 
 
 @pytest.fixture(params=KINDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ThreadStore]:
-    backend: Backend
-    for backend in _backend(request.param, request, tmp_path):
-        yield backend.store
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    yield from _backend(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def store(backend: Backend) -> ThreadStore:
+    return backend.store
+
+
+def test_a_thread_object_holding_a_thread_made_again_is_refused_before_it_sends(
+        backend: Backend, drive: Any, served: Any) -> None:
+    # Through the run protocol (both shells), every store: another store object on the same records
+    # (another process) deletes the thread and makes it again up to the version the old object holds.
+    # The version alone cannot tell: the old object's claim names the record it created, so it is
+    # refused before it sends the old thread's history, and nothing is written, not even a claim
+    # (its save would have appended onto the new thread's record).
+    endpoint = served(ScriptedAgent.chat("noted"))
+    store, other_store = backend.store, backend.reopen()
+
+    with drive.client(endpoint.url, store=store) as client, drive.client(endpoint.url, store=other_store) as other:
+        old = client.thread()
+        old.run("the old thread")
+        first = store.load(old.id)
+        other_store.delete(old.id)
+        new = other.thread(old.id)
+        new.run("the new thread")
+        assert (old.version, new.version) == (1, 1)
+        before = store.load(old.id)
+        with pytest.raises(ConcurrentResume, match="deleted and created again"):
+            old.run("stale")
+        sent = endpoint.agent.request_count
+        after = store.load(old.id)
+        old.reload()
+
+    assert sent == 2
+    assert first is not None and after is not None and first.record_id != after.record_id
+    assert isinstance(after.record_id, str) and after == before
+    assert (after.version, after.claim) == (1, None)
+    assert [m["content"] for m in after.data["messages"]][0] == "the new thread"
+    assert old.state.messages == new.state.messages
 
 
 def _recreated(store: ThreadStore, old: str, new: str) -> None:

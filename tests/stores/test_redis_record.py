@@ -20,10 +20,8 @@ import pytest
 import redis
 from test_store_contract import small
 
-import agui_client as ag
 from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import STORE_FORMAT_VERSION, Compaction, RedisStore, apply_changes
-from agui_client.testing import ScriptedAgent
 
 __all__: list[str] = []
 
@@ -338,31 +336,6 @@ def test_a_creating_claim_whose_reply_is_lost_is_sent_again_with_the_same_record
     assert version == 0 and len(sent) == 2 and sent[0] == sent[1]
     assert stored is not None and (stored.version, stored.claim, stored.data) == (0, "a", small(1))
     assert stored.record_id == (record_id or sent[0][-2]) and stored.record_id is not None
-
-
-def test_a_thread_copy_is_refused_by_a_redis_thread_deleted_and_made_again_at_its_version(
-    redis_url: str, prefix: str, drive: Any, served: Any
-) -> None:
-    # Through the run protocol (both shells): the copy's claim names the record it created, so the
-    # thread made again under its id, at the same version, refuses it before anything is sent.
-    endpoint = served(ScriptedAgent.chat("noted"))
-    with RedisStore(redis_url, prefix=prefix) as store:
-        with drive.client(endpoint.url, store=store) as agent_client:
-            old = agent_client.thread()
-            old.run("the old thread")
-            first = store.load(old.id)
-            store.delete(old.id)
-            new = agent_client.thread(old.id)
-            new.run("the new thread")
-            assert (old.version, new.version) == (1, 1)
-            with pytest.raises(ag.ConcurrentResume, match="deleted and created again"):
-                old.run("stale")
-            sent = endpoint.agent.request_count
-        stored = store.load(new.id)
-
-    assert sent == 2
-    assert first is not None and stored is not None and first.record_id != stored.record_id
-    assert stored.version == 1 and [m["content"] for m in stored.data["messages"]][0] == "the new thread"
 
 
 def test_a_record_without_a_format_field_is_format_1_to_the_script_and_to_load(

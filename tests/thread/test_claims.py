@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
 from threadkit import finishing, interrupted
 
 import agui_client as ag
-from agui_client.stores import MemoryStore, SqliteStore
+from agui_client.stores import MemoryStore
 from agui_client.testing import (
     Finish,
     Gate,
@@ -71,57 +70,6 @@ def test_a_stale_copy_of_a_thread_is_refused_before_it_sends_anything(drive: Any
 
     assert sent == 2
     assert [i.id for i in stale.open_interrupts] == ["i1"]
-
-
-def test_a_copy_of_a_thread_deleted_and_made_again_at_its_version_is_refused(drive: Any, served: Any) -> None:
-    # The version alone cannot tell: the thread made again under the same id is at version 1 as the
-    # copy is. Its claim names the record it read (StoredThread.record_id), so it is refused before
-    # it sends the old thread's history; the appended save would have mixed the two threads' records.
-    endpoint = served(ScriptedAgent.chat("noted"))
-    store = MemoryStore()
-
-    with drive.client(endpoint.url, store=store) as client:
-        old = client.thread()
-        old.run("the old thread")
-        store.delete(old.id)
-        new = client.thread(old.id)
-        new.run("the new thread")
-        assert (old.version, new.version) == (1, 1)
-        with pytest.raises(ag.ConcurrentResume, match="deleted and created again"):
-            old.run("stale")
-        sent = endpoint.agent.request_count
-        old.reload()
-
-    stored = store.load(new.id)
-    assert sent == 2
-    assert stored is not None and [m["content"] for m in stored.data["messages"]][0] == "the new thread"
-    assert old.state.messages == new.state.messages
-
-
-def test_a_copy_of_a_sqlite_thread_another_process_deleted_and_made_again_is_refused(
-    drive: Any, served: Any, tmp_path: Path,
-) -> None:
-    # The same through two SqliteStore objects on one file (two processes of one host): the record id
-    # the copy read lives in the file's head row, and its claim is refused there.
-    endpoint = served(ScriptedAgent.chat("noted"))
-    path = tmp_path / "threads.db"
-
-    with SqliteStore(path) as mine, SqliteStore(path) as theirs:
-        with drive.client(endpoint.url, store=mine) as client, drive.client(endpoint.url, store=theirs) as other:
-            old = client.thread()
-            old.run("the old thread")
-            theirs.delete(old.id)
-            new = other.thread(old.id)
-            new.run("the new thread")
-            assert (old.version, new.version) == (1, 1)
-            with pytest.raises(ag.ConcurrentResume, match="deleted and created again"):
-                old.run("stale")
-            sent = endpoint.agent.request_count
-        stored = mine.load(old.id)
-
-    assert sent == 2
-    assert stored is not None and stored.version == 1 and isinstance(stored.record_id, str)
-    assert [m["content"] for m in stored.data["messages"]][0] == "the new thread"
 
 
 class _LosesOneReply(MemoryStore):
