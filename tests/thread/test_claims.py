@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 import pytest
-from threadkit import finishing, interrupted
+from threadkit import WholeOnly, finishing, interrupted
 
 import agui_client as ag
 from agui_client.stores import MemoryStore
@@ -150,29 +150,11 @@ class _Forwarding:
         return getattr(self.inner, name)
 
 
-class _EarlierProtocol:
-    """A store of the earlier protocol: its claim cannot create, and nothing takes a record id."""
+class _EarlierProtocol(WholeOnly):
+    """A store of the earlier protocol: its claim cannot create either, and nothing takes a record id."""
 
-    def __init__(self) -> None:
-        self.inner = MemoryStore()
-
-    def load(self, thread_id: str) -> Any:
-        return self.inner.load(thread_id)
-
-    def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
-        return self.inner.save(thread_id, data, expected_version=expected_version)
-
-    def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:
+    def claim(self, thread_id: str, *, expected_version: int, owner: str) -> int:  # type: ignore[override]
         return self.inner.claim(thread_id, expected_version=expected_version, owner=owner)
-
-    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
-        return self.inner.release(thread_id, claimed_version=claimed_version, owner=owner)
-
-    def delete(self, thread_id: str) -> None:
-        self.inner.delete(thread_id)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class _DropsOptions(MemoryStore):
