@@ -440,7 +440,7 @@ def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: st
                    format: int, changes: Sequence[str | bytes] = (), record_id: str | None = None) -> StoredThread:
     """A ``StoredThread`` from a record's parts (its data and the changes appended since, in order),
     refusing newer formats and unreadable data."""
-    head = checked_head(thread_id, version, claim, format)
+    head = checked_head(thread_id, version, claim, format, record_id)
     version, claim, format = head.version, head.claim, head.format
     if format > STORE_FORMAT_VERSION:
         raise _newer_format(thread_id, format)
@@ -456,19 +456,20 @@ def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: st
         except (ValueError, TypeError, RecursionError) as exc:
             raise StoreError(f"thread {thread_id!r}: a stored change cannot be read: {exc}",
                              thread_id=thread_id) from exc
-    if record_id is not None and type(record_id) is not str:
-        raise StoreError(f"thread {thread_id!r}: the stored record id is damaged ({record_id!r})", thread_id=thread_id)
     return StoredThread(thread_id=thread_id, version=version, data=data, claim=claim, format=format,
-                        changes=len(changes), record_id=record_id or None)
+                        changes=len(changes), record_id=head.record_id)
 
 
-def checked_head(thread_id: str, version: Any, claim: Any, format: Any) -> Head:
+def checked_head(thread_id: str, version: Any, claim: Any, format: Any, record_id: Any = None) -> Head:
     """A record's head as a backend stored it, refused (``StoreError``) when a foreign or damaged record
-    holds something else than integers and a claim owner; an empty owner is no claim."""
+    holds something else than integers, a claim owner and a record id; an empty owner is no claim, an
+    empty record id no id."""
     if type(version) is not int or type(format) is not int or not (claim is None or type(claim) is str):
         raise StoreError(f"thread {thread_id!r}: the stored record's version, format or claim is damaged "
                          f"({version!r}, {format!r}, {claim!r})", thread_id=thread_id)
-    return Head(version=version, claim=claim or None, format=format)
+    if not (record_id is None or type(record_id) is str):
+        raise StoreError(f"thread {thread_id!r}: the stored record id is damaged ({record_id!r})", thread_id=thread_id)
+    return Head(version=version, claim=claim or None, format=format, record_id=record_id or None)
 
 
 def _fold_when_due(where: str, thread_id: str, compaction: Compaction, counts: tuple[int, int, int] | None,

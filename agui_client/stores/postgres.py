@@ -77,13 +77,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from ..errors import StoreError
 from .base import (
     STORE_FORMAT_VERSION,
     Compaction,
-    Head,
     Operation,
     StoredThread,
     _as_text,
@@ -96,7 +93,6 @@ from .base import (
     _encode_data,
     _fold_when_due,
     checked_head,
-    new_record_id,
 )
 from .base import _StoreBase as _Base
 from .base import check_write as _check_write
@@ -193,7 +189,7 @@ _UPDATES: dict[Operation, str] = {
     "append": ("WITH head AS (UPDATE {table} SET version = version + 1, claim = NULL, format = %(ours)s,"
                " data_version = CASE WHEN format < 2 THEN version ELSE data_version END,"
                " changes = CASE WHEN format < 2 THEN 0 ELSE changes END + 1,"
-               " change_bytes = CASE WHEN format < 2 THEN 0 ELSE change_bytes END + %(size)s"
+               " change_bytes = CASE WHEN format < 2 THEN 0 ELSE change_bytes END + octet_length(%(data)s)"
                " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s{record}"
                " RETURNING version, changes, change_bytes, octet_length(data) AS data_bytes),"
                " added AS (INSERT INTO {changes} (thread_id, seq, body) SELECT %(thread_id)s, version, %(data)s"
@@ -213,7 +209,7 @@ _COMPACT = ("WITH head AS (UPDATE {table} SET data = %(data)s, data_version = ve
             " AND format = %(ours)s RETURNING version),"
             " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
             " SELECT version FROM head")
-_RECORD = " AND record_id = %(record_id)s"
+_RECORD = " AND (%(record_id)s::text IS NULL OR record_id = %(record_id)s)"
 
 
 class PostgresStore(_Base):
@@ -267,10 +263,8 @@ class PostgresStore(_Base):
                                ("create", _CREATE), ("create_changes", _CREATE_CHANGES), ("compact", _COMPACT),
                                *((f"migrate{i}", text) for i, text in enumerate(_MIGRATE))]
         }
-        # Each conditional update twice: as is (the writer names no record id), and with _RECORD.
         for operation, text in _UPDATES.items():
-            for key, record in ((operation, ""), (f"{operation} record", _RECORD)):
-                self._sql[key] = sql.SQL(text).format(table=identifier, changes=changes, record=sql.SQL(record))
+            self._sql[operation] = sql.SQL(text).format(table=identifier, changes=changes, record=sql.SQL(_RECORD))
         self._identifier = identifier
         self._lock = threading.Lock()
         # A small pool, as the SQLite store keeps: a connection is a server process, too dear to open
@@ -428,21 +422,17 @@ class PostgresStore(_Base):
                 if expected_version is None:
                     # The first write of a thread: its row's insert is the compare-and-set.
                     assert text is not None  # (a create always carries its data)
-                    new_version = 1 if operation == "save" else 0
+                    new = _check_write(thread_id, None, operation, expected_version=None, owner=owner,
+                                       record_id=record_id)
                     inserted = conn.execute(self._sql["insert"], (
-                        thread_id, new_version, text, owner if operation == "claim" else None, STORE_FORMAT_VERSION,
-                        new_version, record_id or new_record_id(),
+                        thread_id, new.version, text, new.claim, new.format, new.version, new.record_id,
                     )).rowcount
                     if inserted == 1:
-                        return new_version, None
+                        return new.version, None
                 else:
                     params = {"thread_id": thread_id, "expected": expected_version, "owner": owner, "data": text,
                               "ours": STORE_FORMAT_VERSION, "record_id": record_id}
-                    if operation == "append":
-                        assert text is not None  # (an append always carries its change)
-                        params["size"] = len(text.encode("utf-8"))
-                    statement = self._sql[operation if record_id is None else f"{operation} record"]
-                    cursor = conn.execute(statement, params)
+                    cursor = conn.execute(self._sql[operation], params)
                     if cursor.rowcount == 1:
                         if operation == "append":
                             _version, changes, change_bytes, data_bytes = cursor.fetchone() or (0, 0, 0, 0)
@@ -451,7 +441,7 @@ class PostgresStore(_Base):
                 # Refused: the rules, applied to the row as it is now, name the error (or recognise
                 # the owner's own claim, stored by an earlier attempt whose reply was lost).
                 row = conn.execute(self._sql["head"], (thread_id,)).fetchone()
-                head = None if row is None else _head(thread_id, *row)
+                head = None if row is None else checked_head(thread_id, *row)
                 new = _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner,
                                    record_id=record_id)
                 if head is not None and new == head:
@@ -575,12 +565,6 @@ class PostgresStore(_Base):
                 self._idle.append(conn)
                 return
         conn.close()
-
-
-def _head(thread_id: str, version: Any, claim: Any, format: Any, record_id: str | None) -> Head:
-    """The head as the row holds it, with its record id (an empty one, written by another tool, is none,
-    as a load reads it)."""
-    return attrs.evolve(checked_head(thread_id, version, claim, format), record_id=record_id or None)
 
 
 def _check_count(thread_id: str, format: int, count: int, changes: list[str]) -> None:

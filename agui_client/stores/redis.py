@@ -48,7 +48,6 @@ write, and that no two writers both advance a thread from the same version.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -59,7 +58,6 @@ from ..errors import StoreError
 from .base import (
     STORE_FORMAT_VERSION,
     Compaction,
-    Head,
     Operation,
     StoredThread,
     _check_owner,
@@ -70,6 +68,7 @@ from .base import (
     _decode_record,
     _encode_data,
     _fold_when_due,
+    checked_head,
     new_record_id,
 )
 from .base import _StoreBase as _Base
@@ -79,8 +78,6 @@ if TYPE_CHECKING:
     import redis as _redis
 
 __all__ = ["RedisStore"]
-
-logger = logging.getLogger("agui_client.stores")
 
 # Drops the fields c:1 .. c:n (HDEL in slices: Lua's unpack takes a bounded number of values).
 _DROP_CHANGES = """
@@ -248,7 +245,6 @@ class RedisStore(_Base):
             StoreError: the data is not JSON-ready, Redis failed, the store is closed, or the record is
                 of a newer format.
         """
-        _check_record_id(record_id)
         text = _encode_data(thread_id, data)
         return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text,
                            record_id=record_id)[0]
@@ -268,11 +264,10 @@ class RedisStore(_Base):
             StoreError: the changes are not JSON-ready, Redis failed, the store is closed, or the record
                 is of a newer format.
         """
-        _check_record_id(record_id)
         text = _encode_data(thread_id, changes)
-        version, data_bytes, change_bytes, count = self._write(thread_id, "append", expected_version=expected_version,
-                                                               owner=None, text=text, record_id=record_id)
-        _fold_when_due("Redis store", thread_id, self.compaction, (data_bytes, change_bytes, count),
+        version, counts = self._write(thread_id, "append", expected_version=expected_version, owner=None, text=text,
+                                      record_id=record_id)
+        _fold_when_due("Redis store", thread_id, self.compaction, counts,
                        lambda: self._compact(thread_id))
         return version
 
@@ -292,7 +287,6 @@ class RedisStore(_Base):
                 is closed, or the record is of a newer format.
         """
         _check_owner(owner)
-        _check_record_id(record_id)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
                            text=_creation_data(thread_id, expected_version, data), record_id=record_id)[0]
 
@@ -305,7 +299,6 @@ class RedisStore(_Base):
             StoreError: Redis failed, the store is closed, or the record is of a newer format.
         """
         _check_owner(owner)
-        _check_record_id(record_id)
         return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None,
                            record_id=record_id)[0]
 
@@ -354,11 +347,11 @@ class RedisStore(_Base):
             raise StoreError(f"thread {thread_id!r}: key {self._key(thread_id)!r} is not a thread record ({exc!r})",
                              thread_id=thread_id) from exc
 
-    def _compact(self, thread_id: str) -> None:
+    def _compact(self, thread_id: str) -> bool:
         """Fold the record's changes into its data, unless the record moves on meanwhile."""
         record = self._read(thread_id)
         if record is None or not record.changes or record.format > STORE_FORMAT_VERSION:
-            return
+            return False
         text = _compacted(thread_id, record.text, record.changes)
         with self._calls(thread_id):
             done = self._compact_script(
@@ -366,18 +359,17 @@ class RedisStore(_Base):
                 args=[str(record.version), str(len(record.changes)), record.record_id or "", text,
                       str(STORE_FORMAT_VERSION)],
             )
-        if not int(done):
-            logger.debug("RedisStore: thread %r moved on from version %d; its compaction was skipped",
-                         thread_id, record.version)
+        return int(done) == 1
 
     def _write(
         self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None,
         text: str | bytes | None, record_id: str | None,
-    ) -> tuple[int, int, int, int]:
+    ) -> tuple[int, tuple[int, int, int] | None]:
         """Run the write script; returns the new version, then (an append) the data's bytes, the
-        changes' bytes and their count (zeros for the other writes)."""
+        changes' bytes and their count (``None`` for the other writes)."""
         # A create stores the id it is given or a fresh one (the same one if a lost claim is sent again,
         # as args is made once); only an id the caller named is checked against a stored record.
+        _check_record_id(record_id)
         created = (record_id or new_record_id()) if expected_version is None else ""
         args: list[str | bytes] = [operation, "" if expected_version is None else str(expected_version),
                                    owner or "", text or "", str(STORE_FORMAT_VERSION), created, record_id or ""]
@@ -390,15 +382,14 @@ class RedisStore(_Base):
                     raise  # (a save, an append or a release sent again would be refused by its own landing)
                 reply = self._script(keys=keys, args=args)
         if int(reply[0]) == 1:
-            sizes = [int(value) for value in reply[2:5]] or [0, 0, 0]
-            return int(reply[1]), sizes[0], sizes[1], sizes[2]
+            counts = tuple(int(value) for value in reply[2:5])
+            return int(reply[1]), (counts[0], counts[1], counts[2]) if counts else None
         try:
             version, claim, format, stored_id = int(reply[1]), _text(reply[2]), int(reply[3]), _text(reply[4])
         except (ValueError, UnicodeDecodeError) as exc:  # (a damaged record's head, read back by the script)
             raise StoreError(f"thread {thread_id!r}: key {self._key(thread_id)!r} is not a thread record ({exc!r})",
                              thread_id=thread_id) from exc
-        head = None if version < 0 else Head(version=version, claim=claim or None, format=format,
-                                             record_id=stored_id or None)
+        head = None if version < 0 else checked_head(thread_id, version, claim, format, stored_id)
         _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner,
                      record_id=record_id)
         # The script and check_write disagree: a bug, never a silent success.

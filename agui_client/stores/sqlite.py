@@ -197,10 +197,9 @@ class SqliteStore(_Base):
             rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
         if not rows:
             return None
-        version, claim, format, changes, record_id = rows[0][:5]
-        _check_parts(thread_id, changes, [row[5] for row in rows])
-        return _decode_record(thread_id, version=version, text=rows[0][6], claim=claim, format=format,
-                              changes=[row[6] for row in rows[1:]], record_id=record_id)
+        (version, claim, format, _, record_id), text, changes = _record(thread_id, rows)
+        return _decode_record(thread_id, version=version, text=text, claim=claim, format=format,
+                              changes=changes, record_id=record_id)
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
              record_id: str | None = None) -> int:
@@ -360,13 +359,12 @@ class SqliteStore(_Base):
             rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
             if not rows:
                 return False
-            version, _, _, changes, record_id = rows[0][:5]
+            (version, _, _, changes, record_id), text, parts = _record(thread_id, rows)
             # (the record id too: a thread deleted and made again up to the same version and count is
             # another record, whose changes its own next append will fold)
             if (version, changes, record_id) != (appended.head.version, appended.changes, appended.record_id):
                 return False
-            _check_parts(thread_id, changes, [row[5] for row in rows])
-            folded = _compacted(thread_id, rows[0][6], [row[6] for row in rows[1:]])
+            folded = _compacted(thread_id, text, parts)
             conn.execute("UPDATE agui_thread_parts SET body = ? WHERE thread_id = ? AND seq = 0",
                          (_as_text(folded), thread_id))
             conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ? AND seq > 0", (thread_id,))
@@ -476,15 +474,19 @@ def _migrate_from_layout_1(conn: sqlite3.Connection) -> None:
 
 def _stored_head(thread_id: str, row: tuple[Any, ...]) -> _StoredHead:
     version, claim, format, changes, change_bytes, data_bytes, record_id = row
-    head = checked_head(thread_id, version, claim, format)
+    head = checked_head(thread_id, version, claim, format, record_id)
     if not all(type(n) is int and n >= 0 for n in (changes, change_bytes, data_bytes)):
         raise StoreError(f"thread {thread_id!r}: the stored record's change counts are damaged "
                          f"({changes!r}, {change_bytes!r}, {data_bytes!r})", thread_id=thread_id)
-    if not (record_id is None or type(record_id) is str):
-        raise StoreError(f"thread {thread_id!r}: the stored record id is damaged ({record_id!r})", thread_id=thread_id)
-    # (an empty id is none, as a load reads it; the row's own value is kept for the UPDATE's condition)
-    return _StoredHead(head=attrs.evolve(head, record_id=record_id or None), changes=changes,
+    # (the row's own value is kept for the UPDATE's condition)
+    return _StoredHead(head=head, changes=changes,
                        change_bytes=change_bytes, data_bytes=data_bytes, record_id=record_id)
+
+
+def _record(thread_id: str, rows: list[tuple[Any, ...]]) -> tuple[tuple[Any, ...], str, list[str]]:
+    """A ``_SELECT_RECORD`` answer as its head columns, its data and its changes, checked against each other."""
+    _check_parts(thread_id, rows[0][3], [row[5] for row in rows])
+    return rows[0][:5], rows[0][6], [row[6] for row in rows[1:]]
 
 
 def _check_parts(thread_id: str, changes: Any, seqs: list[Any]) -> None:

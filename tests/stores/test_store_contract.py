@@ -1534,7 +1534,7 @@ def test_postgres_store_delete_takes_the_change_of_an_append_it_waited_for(postg
         with psycopg.connect(postgres_dsn) as appending:  # (a transaction left open: the append in flight)
             appending.execute(store._sql["append"], {
                 "thread_id": "t", "expected": 2, "owner": None, "data": '{"set": {"owner": "OLD"}}',
-                "ours": STORE_FORMAT_VERSION, "size": 25})
+                "ours": STORE_FORMAT_VERSION, "record_id": None})
             deleting = threading.Thread(target=store.delete, args=("t",))
             deleting.start()
             assert _a_backend_waits_on_a_lock(postgres_dsn)
