@@ -199,19 +199,17 @@ class _Standing:
         #: The version a claim of this object would have made when the store failed while writing it
         #: (the claim may have landed, its reply lost); ``None`` when no claim is in doubt.
         self._unsure: int | None = None
-        traits = _traits(store)
-        self._creates_claimed = traits.creates_claimed
+        #: What the store's methods take (``append``, a creating claim's data, record ids).
+        self._traits = _traits(store)
         self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
-        # Whether a save may write only the run's changes (``append``): the store has the method, and
-        # the record's data is what the state was last marked at (a load, a save, an append, a claim
-        # that created the record; claims and releases leave the data as it is). Off while a write of
-        # data is in flight or after one failed: the next save is then whole.
-        self._appends = traits.appends
         #: The id of the record this object read or created (``StoredThread.record_id``), named by its
         #: writes so that a thread deleted and created again up to the version it holds is refused as
         #: another writer's, not appended to. Only the store methods that take it get it.
         self._record_id: str | None = None
-        self._names_records = traits.names_records
+        # Whether a save may write only the run's changes (``append``, when the store has it): the
+        # record's data is what the state was last marked at (a load, a save, an append, a claim that
+        # created the record; claims and releases leave the data as it is). Off while a write of data
+        # is in flight or after one failed: the next save is then whole.
         self._in_step = False
         self._held: Any = None  # (_VERIFY_CHANGES: a copy of the record's data)
 
@@ -237,7 +235,7 @@ class _Standing:
 
     def _create_unclaimed(self) -> Flow[None]:
         # (a store of the earlier protocol, whose claim cannot create: see _creates_claimed)
-        if self._version is None and not self._creates_claimed:
+        if self._version is None and not self._traits.creates_claimed:
             self._record_id = None  # (a new record: a new id)
             data = self._state.dump()
             self._marked(data)
@@ -294,7 +292,7 @@ class _Standing:
         state = self._state
         try:
             # Written by the store before the protocol goes on, so sharing the state is safe.
-            if self._in_step and self._appends and self._version is not None and not state.restates_messages():
+            if self._in_step and self._traits.appends and self._version is not None and not state.restates_messages():
                 # The record holds the state as marked: the run's changes are what it lacks.
                 changes = state.changes()
                 if _VERIFY_CHANGES is not None:
@@ -314,7 +312,7 @@ class _Standing:
     def _store_write(self, op: Literal["claim", "save", "append", "release"], arguments: dict[str, Any]) -> Write:
         # The record id goes to every write of a store method that takes it: a create names the id it
         # mints (see _claim_args), every other write the id of the record it read or created.
-        if op in self._names_records:
+        if op in self._traits.names_records:
             if arguments.get("expected_version", 0) is None and self._record_id is None:
                 self._record_id = uuid.uuid4().hex
             if self._record_id is not None:
@@ -713,7 +711,7 @@ class Conversation(_Standing):
                 # with its own, older, history and save it over the thread.
                 self._take(stored)
             arguments = {"claimed_version": stored.version, "owner": stored.claim}
-            if "release" in self._names_records and stored.record_id is not None:
+            if "release" in self._traits.names_records and stored.record_id is not None:
                 arguments["record_id"] = stored.record_id  # (the record it read, not one made since)
             yield Write("release", arguments)
 
