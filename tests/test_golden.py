@@ -99,6 +99,16 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "tool-result-message-id-collides": (frozenset({"messages"}), "TC-09 with UK-16: a tool result whose messageId "
                                         "names another message gets 'm1.c1' (one id per message, with a "
                                         "warning); the reference makes a second message 'm1'"),
+    # Found by the reference differential (python -m tools.differential --oracle, hostile variants).
+    "tool-result-resent-same-id": (frozenset({"messages"}), "UK-16/TC-09: a result sent again for the same call "
+                                   "under the same messageId is the same message: it replaces the first where it "
+                                   "stands (one message per id, as B205 for snapshots); the reference appends a "
+                                   "second message 't1'"),
+    "tool-result-named-after-parentless-call": (frozenset({"messages"}), "TC-08/TC-09 with UK-16: the assistant "
+                                                "message of a parentless call is keyed by the call id by this "
+                                                "client; a result whose messageId is that id keeps it and the "
+                                                "assistant message becomes 'c1.assistant' (one id per message, "
+                                                "with a warning); the reference makes two messages 'c1'"),
 }
 
 
@@ -164,19 +174,30 @@ def _minted_ids(theirs: Any, ours: Any, mapping: dict[str, str]) -> Any:
     return theirs
 
 
-def _compare(name: str, ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+def mismatches(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``COMPARED`` fields where our fold (``fold_like_oracle``) and the reference's output differ.
+
+    Field -> ``{"ours": ..., "reference": ...}`` (the reference's minted ids replaced by ours). Also
+    used by ``python -m tools.differential --oracle`` on streams that are not golden.
+    """
     theirs = _minted_ids(theirs, ours, {})
-    allowed, _why = DIFFERENCES.get(name, (frozenset(), ""))
-    mismatched = set()
+    found: dict[str, dict[str, Any]] = {}
     for key in COMPARED:
         if key == "outcome" and not theirs.get("ok", True):
             continue  # the reference reports no outcome for a run it rejected mid-way
         if key in ("outcome", "pendingToolCallIds", "result") and not ours["ok"]:
             continue
         if ours.get(key) != theirs.get(key):
-            mismatched.add(key)
+            found[key] = {"ours": ours.get(key), "reference": theirs.get(key)}
+    return found
+
+
+def _compare(name: str, ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    allowed, _why = DIFFERENCES.get(name, (frozenset(), ""))
+    found = mismatches(ours, theirs)
+    mismatched = set(found)
     unexpected = mismatched - allowed
-    assert not unexpected, {k: {"ours": ours.get(k), "reference": theirs.get(k)} for k in sorted(unexpected)}
+    assert not unexpected, {k: found[k] for k in sorted(unexpected)}
     # A listed difference must still be a difference: stale entries hide regressions.
     stale = allowed - mismatched
     assert not stale, f"{name}: listed differences no longer differ: {sorted(stale)}"

@@ -9,6 +9,7 @@ and stores its answers; it never interprets them.
     python tests/golden/make_golden.py --oracle "$TMPDIR"/agui-oracle
     python tests/golden/make_golden.py --oracle DIR --fixtures .../ag_ui_validate/spec/fixtures
     python tests/golden/make_golden.py --oracle DIR --only streams,resume --check
+    python tests/golden/make_golden.py --oracle DIR --only streams --name NAME   # one new stream
 
 Sections (``--only``, comma separated; default all):
 
@@ -229,6 +230,8 @@ def main() -> int:
     ap.add_argument("--only", default="streams,validate,gen,resume", help="sections to (re)generate")
     ap.add_argument("--jobs", type=int, default=max(2, (os.cpu_count() or 2)), help="parallel oracle runs")
     ap.add_argument("--check", action="store_true", help="compare with the stored files, write nothing")
+    ap.add_argument("--name", action="append", default=[], metavar="NAME",
+                    help="streams section: only streams/NAME.jsonl (repeatable; orphans are then not looked for)")
     args = ap.parse_args()
 
     sections = {s.strip() for s in args.only.split(",") if s.strip()}
@@ -244,6 +247,11 @@ def main() -> int:
     expected_targets: dict[str, set[Path]] = {}
     if "streams" in sections:
         streams = sorted((HERE / "streams").glob("*.jsonl"))
+        if args.name:
+            streams = [s for s in streams if s.name[: -len(".jsonl")] in args.name]
+            missing = set(args.name) - {s.name[: -len(".jsonl")] for s in streams}
+            if missing:
+                ap.error(f"no such stream: {', '.join(sorted(missing))}")
         for s in streams:
             work.append((f"streams/{s.name}", lambda s=s: job_stream(oracle, s)))
         expected_targets["streams"] = {s.with_name(s.name[:-6] + ".expected.json") for s in streams}
@@ -280,7 +288,7 @@ def main() -> int:
 
     # Stored expectations whose source is gone.
     orphans = []
-    if "streams" in expected_targets:
+    if "streams" in expected_targets and not args.name:
         orphans += [p for p in (HERE / "streams").glob("*.expected.json") if p not in expected_targets["streams"]]
     if "validate" in expected_targets:
         orphans += [p for p in (HERE / "validate").glob("*/*.expected.json") if p not in expected_targets["validate"]]

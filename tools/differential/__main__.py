@@ -3,6 +3,9 @@
 Usage::
 
     python -m tools.differential --base REF [--head REF] [--count N] [--seed S] [--show K]
+    python -m tools.differential --oracle DIR [PATH ...] [--gen KIND:SEED:SCALE ...] [--mutate N] [--seed S]
+
+The second form compares agui_client with the *reference* client instead (``reference.py``).
 
 ``--base`` (and ``--head``; default: the working tree) name git revisions; each is exported to a
 temporary folder (``git archive``) and folded there by ``tools/differential/worker.py`` in its own
@@ -69,12 +72,32 @@ def _differences(a: Any, b: Any, path: str = "") -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.differential", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", required=True, help="the git revision to compare against")
+    parser.add_argument("--base", help="the git revision to compare against")
     parser.add_argument("--head", help="a git revision (default: the working tree)")
     parser.add_argument("--count", type=int, default=3000, help="random cases (default 3000; plus gen and golden)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--show", type=int, default=10, help="differences printed (default 10)")
+    mode = parser.add_argument_group("against the reference client (instead of --base)")
+    mode.add_argument("--oracle", help="the oracle folder (fold.mjs, with `npm ci` done): compare with the reference")
+    mode.add_argument("paths", nargs="*", metavar="PATH", help="streams (.jsonl, .sse) or folders of them")
+    mode.add_argument("--gen", action="append", default=[], metavar="KIND:SEED:SCALE",
+                      help="also a bench/gen.py stream (repeatable)")
+    mode.add_argument("--mutate", type=int, default=0, metavar="N",
+                      help="also N hostile variants of every .jsonl stream (tools/differential/hostile.py; --seed)")
+    mode.add_argument("--sse-every", type=int, default=0, metavar="K",
+                      help="write every K-th variant SSE-framed (the oracle's HTTP path)")
+    mode.add_argument("--corpus", help="write generated streams here and keep them (without --oracle: only write)")
+    mode.add_argument("--skip-sources", action="store_true", help="compare only what --gen/--mutate made")
+    mode.add_argument("--save", help="write both folds of every stream that is not SAME here")
+    mode.add_argument("--node", default="node", help="the node executable")
+    mode.add_argument("--quiet", action="store_true", help="print only the streams that are not SAME")
     args = parser.parse_args(argv)
+    if args.oracle or args.corpus:
+        from .reference import run
+
+        return run(args)
+    if not args.base:
+        parser.error("--base (two versions of agui_client) or --oracle (against the reference) is required")
     with tempfile.TemporaryDirectory(prefix="agui-differential-") as tmp:
         folder = Path(tmp)
         source = folder / "cases.jsonl"

@@ -1,0 +1,160 @@
+"""The reference differential (``python -m tools.differential --oracle``) without node.
+
+The mode itself needs node and the installed oracle, so it is not part of the test run; these tests
+keep the rest of it from rotting: the judging and reporting on two prepared folds (the golden tests'
+own comparison and ``DIFFERENCES``), how streams and their starting threads are found, and the
+hostile variants (deterministic for a seed, each one foldable by our client).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_golden
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+try:
+    from tools.differential import hostile, reference
+    from tools.differential.__main__ import main
+finally:
+    sys.path.remove(str(ROOT))
+
+GOLDEN = ROOT / "tests" / "golden" / "streams"
+
+
+def _fold(messages: list[Any], ok: bool = True, outcome: str | None = "success") -> dict[str, Any]:
+    return {"ok": ok, "error": None if ok else "refused", "messages": messages, "state": {}, "pendingInterrupts": [],
+            "outcome": outcome, "pendingToolCallIds": [], "result": None}
+
+
+def _stream(name: str) -> reference.Stream:
+    return reference.Stream(name, Path(f"{name}.jsonl"))
+
+
+def test_the_comparison_is_the_golden_tests_own() -> None:
+    assert reference.golden() is sys.modules["test_golden"]
+    assert reference.golden().mismatches is test_golden.mismatches
+
+
+def test_equal_folds_are_same_and_a_differing_field_is_reported_by_pointer() -> None:
+    text = [{"id": "m1", "role": "assistant", "content": "hi"}]
+    same = reference.judge(_stream("s"), _fold(text), _fold(text))
+    assert same.status == "SAME" and not same.failed
+    assert reference.report(same) == ["SAME   s  reference: ok success | ours: ok success"]
+
+    other = [{"id": "m1", "role": "assistant", "content": "ho"}]
+    diff = reference.judge(_stream("s"), _fold(text), _fold(other))
+    assert diff.status == "DIFF" and diff.failed
+    assert list(diff.fields) == ["messages"]
+    lines = reference.report(diff)
+    assert lines[0].endswith("[messages]")
+    assert "ours != reference at /messages/0/content: 'hi' != 'ho'" in lines[1]
+
+
+def test_minted_ids_of_the_reference_are_not_differences() -> None:
+    ours = _fold([{"id": "b7c1", "role": "reasoning", "content": "x"}])
+    theirs = _fold([{"id": "<uuid:1>", "role": "reasoning", "content": "x"}])
+    assert reference.judge(_stream("s"), ours, theirs).status == "SAME"
+
+
+def test_a_documented_difference_is_known_and_a_gone_one_is_stale() -> None:
+    name = "usage-object"  # DIFFERENCES: acceptance differs
+    assert test_golden.DIFFERENCES[name][0] == frozenset({"ok"})
+    ours, theirs = _fold([]), _fold([], ok=False, outcome=None)
+    known = reference.judge(_stream(name), ours, theirs)
+    assert known.status == "KNOWN" and not known.failed
+    stale = reference.judge(_stream(name), ours, ours)
+    assert stale.status == "STALE" and stale.failed
+    assert "documented differences gone: ['ok']" in reference.report(stale)[1]
+    # A field the entry does not name still fails the stream.
+    worse = reference.judge(_stream(name), _fold([{"id": "m", "role": "user", "content": "x"}]), theirs)
+    assert worse.status == "DIFF" and list(worse.fields) == ["messages"]
+
+
+def test_a_variant_keeps_the_difference_of_the_stream_it_came_from() -> None:
+    ours, theirs = _fold([]), _fold([], ok=False, outcome=None)
+    assert reference.judge(_stream("usage-object~m3.1"), ours, theirs).status == "KNOWN"
+    assert reference.judge(_stream("usage-object~m3.1"), ours, ours).status == "SAME"  # (not stale)
+    assert reference.judge(_stream("run-minimal-no-outcome~m3.1"), ours, theirs).status == "DIFF"
+
+
+def test_the_summary_counts_every_status() -> None:
+    text = [{"id": "m1", "role": "user", "content": "x"}]
+    verdicts = [reference.judge(_stream("a"), _fold(text), _fold(text)),
+                reference.judge(_stream("b"), _fold(text), _fold([])),
+                reference.Verdict(_stream("c"), "CRASH", detail="boom")]
+    assert reference.summary(verdicts) == "3 streams: 1 same, 1 diff, 1 crash"
+    assert reference.report(verdicts[2]) == ["CRASH  c", "    boom"]
+
+
+def test_streams_are_found_with_their_starting_thread_and_label(tmp_path: Path) -> None:
+    for name in ("a.jsonl", "a.input.json", "a.expected.json", "b.sse", "b.input.json", "c.jsonl", "notes.md"):
+        (tmp_path / name).write_text("{}\n")
+    (tmp_path / "MANIFEST.tsv").write_text("c.jsonl\tmade by hand\n")
+    found = reference.collect([tmp_path])
+    assert [(s.name, s.path.name, s.input and s.input.name, s.label) for s in found] == [
+        ("a", "a.jsonl", "a.input.json", ""), ("b.sse", "b.sse", "b.input.json", ""),
+        ("c", "c.jsonl", None, "made by hand")]
+    with pytest.raises(SystemExit):
+        reference.collect([tmp_path / "notes.md"])
+
+
+def test_quiet_points_exclude_open_messages_and_calls() -> None:
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+              {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+              {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+              {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+              {"type": "TOOL_CALL_END", "toolCallId": "c"},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    assert hostile.quiet_points(events) == [1, 3, 5]
+
+
+def _source(name: str) -> tuple[list[Any], dict[str, Any] | None]:
+    events = hostile.parse_lines((GOLDEN / f"{name}.jsonl").read_text(encoding="utf-8"))
+    inp = GOLDEN / f"{name}.input.json"
+    return events, json.loads(inp.read_text()) if inp.exists() else None
+
+
+def test_variants_are_deterministic_for_a_seed() -> None:
+    events, inp = _source("multi-run-interrupt-then-resume")
+    one = hostile.variants(events, inp, 4, 6, "x")
+    two = hostile.variants(events, inp, 4, 6, "x")
+    assert [(v.label, v.events, v.input) for v in one] == [(v.label, v.events, v.input) for v in two]
+    other = hostile.variants(events, inp, 5, 6, "x")
+    assert [v.events for v in one] != [v.events for v in other]
+    assert all(v.events != events or v.input != inp for v in one)
+
+
+def test_every_mutation_applies_somewhere() -> None:
+    import random
+
+    sources = [_source(n) for n in ("multi-run-interrupt-then-resume", "activity-snapshot-and-delta", "multi-run",
+                                    "run-finished-pending-absent", "snapshot-calls-after-streamed-text")]
+    applied = set()
+    for name, mutation in hostile.MUTATIONS.items():
+        for k in range(40):
+            events, inp = sources[k % len(sources)]
+            if mutation(random.Random(k), list(events), inp) is not None:
+                applied.add(name)
+                break
+    assert applied == set(hostile.MUTATIONS)
+
+
+def test_a_written_corpus_folds_with_our_client(tmp_path: Path) -> None:
+    """``--corpus`` without ``--oracle`` writes the streams; each one folds (or is refused) without a crash."""
+    sources = [str(GOLDEN / f"{n}.jsonl") for n in ("multi-run-interrupt-then-resume", "tool-call-empty-parent-id")]
+    status = main(["--corpus", str(tmp_path), "--gen", "mixed:3:0.002", "--mutate", "4", "--seed", "9",
+                   "--sse-every", "3", *sources])
+    assert status == 0
+    written = reference.collect([tmp_path])
+    assert len(written) == 1 + 3 * 4
+    assert sum(s.path.suffix == ".sse" for s in written) == 4
+    assert all(s.label for s in written)
+    for stream in written:
+        out = reference.run_ours(stream)
+        assert set(reference.golden().COMPARED) <= set(out)

@@ -1,0 +1,339 @@
+"""The reference differential: fold streams with the reference client and with agui_client, compare.
+
+``python -m tools.differential --oracle DIR [PATH ...] [--gen KIND:SEED:SCALE ...] [--mutate N]``
+
+Each stream (``NAME.jsonl`` with an optional ``NAME.input.json``; ``NAME.sse`` goes through the
+oracle's HTTP/SSE path) is folded by the reference (@ag-ui/client 1.0.0 through the shared oracle
+``fold.mjs``, run exactly as ``tests/golden/make_golden.py`` runs it) and by ``fold_like_oracle``, and
+compared with the golden tests' own comparison (``tests/test_golden.py``: ``mismatches``,
+``DIFFERENCES``). One line per stream; exit status 1 when a stream differs in a way ``DIFFERENCES``
+does not document for it (or a documented difference is gone, or either side failed to fold).
+
+Node runs one stream at a time, on purpose (the reference's fold is quadratic, the machine shared).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import hostile
+
+ROOT = Path(__file__).resolve().parents[2]
+GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed")
+DERIVED = "~m"  # a variant of NAME is NAME~mSEED.N
+
+
+def _load(name: str, path: Path) -> Any:
+    """Import a module of the test tree by path (tests/ is not a package)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def golden() -> Any:
+    """``tests/test_golden.py``: ``fold_like_oracle``, ``mismatches``, ``DIFFERENCES`` (one comparison for both)."""
+    return _load("test_golden", ROOT / "tests" / "test_golden.py")
+
+
+def make_golden() -> Any:
+    """``tests/golden/make_golden.py``: how the oracle is run and its output normalised."""
+    return _load("make_golden", ROOT / "tests" / "golden" / "make_golden.py")
+
+
+@dataclass
+class Stream:
+    """One stream to compare: its name, its file, its starting thread (``NAME.input.json``), what made it."""
+
+    name: str
+    path: Path
+    input: Path | None = None
+    label: str = ""
+
+
+@dataclass
+class Verdict:
+    """How one stream came out: ``status`` is SAME, KNOWN (documented), DIFF, STALE, CRASH or ORACLE."""
+
+    stream: Stream
+    status: str
+    fields: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ours: dict[str, Any] = field(default_factory=dict)
+    reference: dict[str, Any] = field(default_factory=dict)
+    detail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status not in ("SAME", "KNOWN")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Streams
+
+
+def stream_of(path: Path, label: str = "") -> Stream:
+    """The stream in ``path`` with its ``NAME.input.json`` when there is one."""
+    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
+    inp = path.with_name(f"{stem}.input.json")
+    return Stream(stem if path.suffix == ".jsonl" else path.name, path, inp if inp.exists() else None, label)
+
+
+def collect(paths: Iterable[Path]) -> list[Stream]:
+    """Every ``.jsonl``/``.sse`` stream named, or directly inside a named folder, in name order."""
+    out: list[Stream] = []
+    for path in paths:
+        if path.is_dir():
+            labels = _manifest(path)
+            found = sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".sse") and p.is_file())
+            out += [stream_of(p, labels.get(p.name, "")) for p in found]
+        elif path.suffix in (".jsonl", ".sse"):
+            out.append(stream_of(path, _manifest(path.parent).get(path.name, "")))
+        else:
+            raise SystemExit(f"{path}: not a .jsonl or .sse stream, nor a folder of them")
+    return out
+
+
+def _manifest(folder: Path) -> dict[str, str]:
+    """``MANIFEST.tsv`` of a generated corpus: file name -> what made it."""
+    path = folder / "MANIFEST.tsv"
+    if not path.exists():
+        return {}
+    return dict(line.split("\t", 1) for line in path.read_text(encoding="utf-8").splitlines() if "\t" in line)
+
+
+def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, seed: int,
+             sse_every: int = 0) -> list[Stream]:
+    """Write the gen.py streams ``gen`` names (``KIND:SEED:SCALE``) and ``mutate`` variants of every source.
+
+    Variants are derived from the given streams and the generated ones (not from ``.sse`` files);
+    with ``sse_every`` K, every K-th variant is written SSE-framed, so it takes the oracle's HTTP path.
+    A ``MANIFEST.tsv`` records what made each file. Returns the streams written.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[Stream] = []
+    for spec in gen:
+        kind, gseed, scale = _gen_spec(spec)
+        name = f"gen-{kind}-s{gseed}-x{scale}"
+        target = folder / f"{name}.jsonl"
+        subprocess.run([sys.executable, str(ROOT / "bench" / "gen.py"), kind, "--seed", str(gseed), "--scale", scale,
+                        "-o", str(target)], check=True, capture_output=True)
+        written.append(Stream(name, target, None, f"gen.py {kind} --seed {gseed} --scale {scale}"))
+    bases = [s for s in [*sources, *written] if s.path.suffix == ".jsonl"]
+    count = 0
+    for base in bases if mutate else []:
+        events = hostile.parse_lines(base.path.read_text(encoding="utf-8"))
+        inp = json.loads(base.input.read_text(encoding="utf-8")) if base.input else None
+        for n, variant in enumerate(hostile.variants(events, inp, seed, mutate, base.name)):
+            count += 1
+            name = f"{base.name}{DERIVED}{seed}.{n}"
+            sse = bool(sse_every) and count % sse_every == 0
+            target = folder / (f"{name}.sse" if sse else f"{name}.jsonl")
+            text = hostile.dump_lines(variant.events)
+            if sse:
+                text = "".join(f"data: {line}\n\n" for line in text.splitlines())
+            target.write_text(text, encoding="utf-8")
+            inp_path = None
+            if variant.input is not None:
+                inp_path = folder / f"{name}.input.json"
+                inp_path.write_text(json.dumps(variant.input, ensure_ascii=False, indent=1), encoding="utf-8")
+            written.append(Stream(target.name if sse else name, target, inp_path, f"{base.name}: {variant.label}"))
+    with open(folder / "MANIFEST.tsv", "a", encoding="utf-8") as manifest:
+        for s in written:
+            manifest.write(f"{s.path.name}\t{s.label}\n")
+    return written
+
+
+def _gen_spec(spec: str) -> tuple[str, int, str]:
+    parts = spec.split(":")
+    if len(parts) != 3 or parts[0] not in GEN_KINDS:
+        raise SystemExit(f"--gen {spec}: want KIND:SEED:SCALE with KIND one of {', '.join(GEN_KINDS)}")
+    float(parts[2])
+    return parts[0], int(parts[1]), parts[2]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Folding both ways, comparing
+
+
+def run_reference(oracle: Any, stream: Stream) -> dict[str, Any]:
+    """The reference's verdict, normalised as the golden files are (minted ids as ``<uuid:N>``)."""
+    mg = make_golden()
+    args: list[str] = []
+    if stream.path.suffix == ".sse":
+        args += ["--via", "http", "--format", "sse"]
+    if stream.input is not None:
+        args += ["--input", str(stream.input)]
+    out = oracle.run(*args, str(stream.path))
+    oracle.check_versions(out)
+    source = stream.path.read_text(encoding="utf-8", errors="surrogateescape")
+    if stream.input is not None:
+        source += stream.input.read_text(encoding="utf-8")
+    normalised: dict[str, Any] = mg.normalise_minted_ids(mg.trim(out), source)
+    return normalised
+
+
+def run_ours(stream: Stream) -> dict[str, Any]:
+    """Our fold, as the golden tests fold (``fold_like_oracle``)."""
+    seed = json.loads(stream.input.read_text(encoding="utf-8")) if stream.input is not None else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fold's warnings are not compared (their wording is ours alone)
+        result: dict[str, Any] = golden().fold_like_oracle(stream.path, seed)
+    return result
+
+
+def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Verdict:
+    """Compare the two folds as ``tests/test_golden.py`` does; ``DIFFERENCES`` applies by stream name."""
+    g = golden()
+    found = g.mismatches(ours, reference)
+    allowed, why = g.DIFFERENCES.get(stream.name, (frozenset(), ""))
+    derived_from = stream.name.split(DERIVED, 1)[0]
+    inherited = not allowed and derived_from != stream.name and derived_from in g.DIFFERENCES
+    if inherited:
+        # A variant of a golden stream keeps that stream's documented difference (a mutation may also
+        # take it away: not a stale entry, then).
+        allowed, why = g.DIFFERENCES[derived_from]
+        why = f"as {derived_from}: {why}"
+    if stream.path.suffix == ".sse" and not reference.get("ok") and not ours.get("ok"):
+        # On the HTTP path the reference's error overtakes its queued fold, so a rejected stream leaves
+        # nothing of what preceded it (the oracle's README; golden: payload-not-json, B071): only the
+        # verdict can be compared.
+        partial = {"messages", "state", "pendingInterrupts"}
+        allowed = allowed | (partial & set(found))
+        why = why or "HTTP path: the reference keeps nothing of a stream it rejects (B071, payload-not-json)"
+        inherited = True
+    unexpected = set(found) - allowed
+    if unexpected:
+        return Verdict(stream, "DIFF", {k: found[k] for k in sorted(unexpected)}, ours, reference)
+    stale = allowed - set(found)
+    if stale and not inherited:
+        return Verdict(stream, "STALE", {}, ours, reference, f"documented differences gone: {sorted(stale)}")
+    if found:
+        return Verdict(stream, "KNOWN", found, ours, reference, why)
+    return Verdict(stream, "SAME", {}, ours, reference)
+
+
+def compare(oracle: Any, stream: Stream) -> Verdict:
+    """Fold ``stream`` both ways and judge; a failure of either fold is a verdict too."""
+    mg = make_golden()
+    try:
+        reference = run_reference(oracle, stream)
+    except mg.OracleFailure as exc:
+        return Verdict(stream, "ORACLE", detail=str(exc)[:500])
+    try:
+        ours = run_ours(stream)
+    except Exception as exc:  # noqa: BLE001 - a crash of our client is the finding itself
+        return Verdict(stream, "CRASH", reference=reference, detail=f"{type(exc).__name__}: {exc}"[:500])
+    return judge(stream, ours, reference)
+
+
+def differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two JSON values differ, as ``/pointer: a != b`` lines (``a`` and ``b`` abbreviated)."""
+    if type(a) is not type(b) and not (isinstance(a, (int, float)) and isinstance(b, (int, float))
+                                       and not isinstance(a, bool) and not isinstance(b, bool)):
+        return [f"{path or '/'}: {a!r:.300} != {b!r:.300}"]
+    if isinstance(a, dict):
+        out = []
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                out.append(f"{path}/{key}: only in {'the second' if key in b else 'the first'}")
+            else:
+                out += differences(a[key], b[key], f"{path}/{key}")
+        return out
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return [f"{path or '/'}: {len(a)} items != {len(b)} items: {a!r:.300} != {b!r:.300}"]
+        return [d for x, y, i in zip(a, b, range(len(a)), strict=True) for d in differences(x, y, f"{path}/{i}")]
+    return [] if a == b else [f"{path or '/'}: {a!r:.300} != {b!r:.300}"]
+
+
+def report(verdict: Verdict, limit: int = 6) -> list[str]:
+    """The line for one stream, then (when it failed) the differing fields, ours first."""
+    ref, ours = verdict.reference, verdict.ours
+    head = f"{verdict.status:<6} {verdict.stream.name}"
+    if ref:
+        head += f"  reference: {'ok' if ref.get('ok') else 'rejected'} {ref.get('outcome') or ''}".rstrip()
+    if ours:
+        head += f" | ours: {'ok' if ours.get('ok') else 'rejected'} {ours.get('outcome') or ''}".rstrip()
+    if verdict.fields:
+        head += f"  [{', '.join(verdict.fields)}]"
+    if verdict.stream.label:
+        head += f"  ({verdict.stream.label})"
+    lines = [head]
+    if verdict.status == "KNOWN":
+        return lines
+    if verdict.detail:
+        lines.append(f"    {verdict.detail}")
+    for key, pair in verdict.fields.items():
+        found = differences(pair["ours"], pair["reference"], f"/{key}")
+        lines += [f"    ours != reference at {line}" for line in found[:limit]]
+        if len(found) > limit:
+            lines.append(f"    ... {len(found) - limit} more under /{key}")
+    for side, out in (("reference", ref), ("ours", ours)):
+        if verdict.failed and out.get("error"):
+            lines.append(f"    {side} error: {' '.join(str(out['error']).split())[:200]}")
+    return lines
+
+
+def summary(verdicts: list[Verdict]) -> str:
+    """One line: how many streams, how many of each status."""
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v.status] = counts.get(v.status, 0) + 1
+    order = ("SAME", "KNOWN", "DIFF", "STALE", "CRASH", "ORACLE")
+    return f"{len(verdicts)} streams: " + ", ".join(f"{counts[s]} {s.lower()}" for s in order if s in counts)
+
+
+def _save(folder: Path, verdict: Verdict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for side, out in (("ours", verdict.ours), ("reference", verdict.reference)):
+        (folder / f"{verdict.stream.name}.{side}.json").write_text(
+            json.dumps(out, indent=1, ensure_ascii=True, default=str), encoding="utf-8")
+
+
+def run(args: Any) -> int:
+    """The ``--oracle`` / ``--corpus`` mode of ``python -m tools.differential`` (arguments parsed there)."""
+    sources = collect(Path(p) for p in args.paths)
+    temporary = None
+    if args.gen or args.mutate:
+        if args.corpus:
+            folder = Path(args.corpus)
+        else:
+            temporary = tempfile.mkdtemp(prefix="agui-reference-")
+            folder = Path(temporary)
+        made = generate(folder, sources, args.gen, args.mutate, args.seed, args.sse_every)
+        print(f"{len(made)} streams written to {folder}", file=sys.stderr)
+    else:
+        made = []
+    try:
+        if not args.oracle:
+            return 0
+        streams = made if args.skip_sources else [*sources, *made]
+        oracle = make_golden().Oracle(Path(args.oracle).resolve(), args.node)
+        verdicts = []
+        for stream in streams:
+            verdict = compare(oracle, stream)
+            verdicts.append(verdict)
+            if verdict.status != "SAME" or not args.quiet:
+                print("\n".join(report(verdict)), flush=True)
+            if args.save and verdict.status != "SAME":
+                _save(Path(args.save), verdict)
+        print(summary(verdicts))
+        return 1 if any(v.failed for v in verdicts) else 0
+    finally:
+        if temporary:
+            shutil.rmtree(temporary, ignore_errors=True)
+
