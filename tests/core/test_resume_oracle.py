@@ -66,6 +66,9 @@ REFERENCE_ONLY: dict[str, str] = {
     "expires-sub-millisecond": ("00:00:00.0005Z is half a millisecond after a now of 00:00:00Z: we read the "
                                 "fraction to the microsecond, so it has not expired; the reference cuts it to "
                                 "the millisecond, reads exactly now, and calls it expired"),
+    "expires-bare-number": ("'0' is no date (docs/expires-at.md: forms only a JavaScript engine's heuristics "
+                            "read): it never expires, with a warning; V8 reads a short number as a year or a "
+                            "month in host-local time ('0' is 2000-01-01) and calls it expired"),
 }
 
 #: Cases whose ``expiresAt`` we judge differently from the reference's isInterruptExpired.
@@ -76,6 +79,7 @@ EXPIRY_READ_DIFFERENTLY: dict[str, str] = {
     "expires-offset-hours-only": DELIBERATE["expires-offset-hours-only"],
     "expires-comma-fraction": DELIBERATE["expires-comma-fraction"],
     "expires-sub-millisecond": REFERENCE_ONLY["expires-sub-millisecond"],
+    "expires-bare-number": REFERENCE_ONLY["expires-bare-number"],
 }
 
 

@@ -9,7 +9,7 @@ and stores its answers; it never interprets them.
     python tests/golden/make_golden.py --oracle "$TMPDIR"/agui-oracle
     python tests/golden/make_golden.py --oracle DIR --fixtures .../ag_ui_validate/spec/fixtures
     python tests/golden/make_golden.py --oracle DIR --only streams,resume --check
-    python tests/golden/make_golden.py --oracle DIR --only streams --name NAME   # one new stream
+    python tests/golden/make_golden.py --oracle DIR --only streams,resume --name NAME   # one new case
 
 Sections (``--only``, comma separated; default all):
 
@@ -231,13 +231,20 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=max(2, (os.cpu_count() or 2)), help="parallel oracle runs")
     ap.add_argument("--check", action="store_true", help="compare with the stored files, write nothing")
     ap.add_argument("--name", action="append", default=[], metavar="NAME",
-                    help="streams section: only streams/NAME.jsonl (repeatable; orphans are then not looked for)")
+                    help="only streams/NAME.jsonl and resume/NAME.json (repeatable; orphans are then not looked for)")
     args = ap.parse_args()
 
     sections = {s.strip() for s in args.only.split(",") if s.strip()}
     unknown = sections - {"streams", "validate", "gen", "resume"}
     if unknown:
         ap.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+
+    if args.name:
+        known = {p.name[: -len(".jsonl")] for p in (HERE / "streams").glob("*.jsonl")}
+        known |= {p.stem for p in (HERE / "resume").glob("*.json")}
+        missing = set(args.name) - known
+        if missing:
+            ap.error(f"no such stream or resume case: {', '.join(sorted(missing))}")
 
     oracle = Oracle(Path(args.oracle).resolve(), args.node)
     tmpdir = tempfile.TemporaryDirectory(prefix="agui-golden-")
@@ -249,9 +256,6 @@ def main() -> int:
         streams = sorted((HERE / "streams").glob("*.jsonl"))
         if args.name:
             streams = [s for s in streams if s.name[: -len(".jsonl")] in args.name]
-            missing = set(args.name) - {s.name[: -len(".jsonl")] for s in streams}
-            if missing:
-                ap.error(f"no such stream: {', '.join(sorted(missing))}")
         for s in streams:
             work.append((f"streams/{s.name}", lambda s=s: job_stream(oracle, s)))
         expected_targets["streams"] = {s.with_name(s.name[:-6] + ".expected.json") for s in streams}
@@ -265,6 +269,8 @@ def main() -> int:
             work.append((f"gen/{kind}", lambda k=kind: job_gen(oracle, k, tmp)))
     if "resume" in sections:
         for c in sorted((HERE / "resume").glob("*.json")):
+            if args.name and c.stem not in args.name:
+                continue
             work.append((f"resume/{c.name}", lambda c=c: job_resume(oracle, c, tmp)))
 
     failures, changed, written = [], [], 0

@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                       help="also a bench/gen.py stream (repeatable)")
     mode.add_argument("--mutate", type=int, default=0, metavar="N",
                       help="also N hostile variants of every .jsonl stream (tools/differential/hostile.py; --seed)")
+    mode.add_argument("--mutations", metavar="M,M", help="draw only these mutations (names: see hostile.MUTATIONS)")
     mode.add_argument("--sse-every", type=int, default=0, metavar="K",
                       help="write every K-th variant SSE-framed (the oracle's HTTP path)")
     mode.add_argument("--corpus", help="write generated streams here and keep them (without --oracle: only write)")

@@ -397,11 +397,14 @@ def m_snapshot(rng: random.Random, events: list[Event], inp: dict[str, Any] | No
 def m_activity(rng: random.Random, events: list[Event], inp: dict[str, Any] | None) -> Result:
     """An ACTIVITY_SNAPSHOT written over another message (text, tool result, user, reasoning, call holder)."""
     points = quiet_points(events)
-    found = entities(events, inp)
-    kinds = [k for k in ("text", "result", "user", "reasoning", "holder", "activity", "tool") if found[k]]
-    if not points or not kinds:
+    if not points:
         return None
     at = rng.choice(points)
+    # (messages that exist at that point: a later result taking an activity's id is a documented collision)
+    found = entities(events[:at], inp)
+    kinds = [k for k in ("text", "result", "user", "reasoning", "holder", "activity", "tool") if found[k]]
+    if not kinds:
+        return None
     kind = rng.choice(kinds)
     target = rng.choice(found[kind])
     snapshot: dict[str, Any] = {"type": "ACTIVITY_SNAPSHOT", "messageId": target, "activityType": rng.choice(
@@ -576,15 +579,22 @@ MUTATIONS: dict[str, Callable[[random.Random, list[Event], dict[str, Any] | None
 
 
 def variants(events: list[Event], seed_input: dict[str, Any] | None, seed: int, count: int,
-             name: str = "") -> list[Variant]:
-    """``count`` variants of ``events``, each one to three mutations; the same arguments give the same variants."""
+             name: str = "", only: list[str] | None = None) -> list[Variant]:
+    """``count`` variants of ``events``, each one to three mutations; the same arguments give the same variants.
+
+    ``only`` limits the mutations drawn to those named (keys of ``MUTATIONS``).
+    """
+    kinds = sorted(only or MUTATIONS)
+    unknown = set(kinds) - set(MUTATIONS)
+    if unknown:
+        raise ValueError(f"no such mutation: {', '.join(sorted(unknown))} (known: {', '.join(sorted(MUTATIONS))})")
     out: list[Variant] = []
     for n in range(count):
         rng = random.Random(f"{seed}:{name}:{n}")
         current, inp, labels = list(events), seed_input, []
         for _ in range(rng.choice([1, 1, 2, 3])):
             for _attempt in range(6):
-                done = MUTATIONS[rng.choice(sorted(MUTATIONS))](rng, current, inp)
+                done = MUTATIONS[rng.choice(kinds)](rng, current, inp)
                 if done is not None:
                     label, current, inp = done
                     labels.append(label)

@@ -116,7 +116,7 @@ def _manifest(folder: Path) -> dict[str, str]:
 
 
 def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, seed: int,
-             sse_every: int = 0) -> list[Stream]:
+             sse_every: int = 0, only: list[str] | None = None) -> list[Stream]:
     """Write the gen.py streams ``gen`` names (``KIND:SEED:SCALE``) and ``mutate`` variants of every source.
 
     Variants are derived from the given streams and the generated ones (not from ``.sse`` files);
@@ -137,7 +137,7 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
     for base in bases if mutate else []:
         events = hostile.parse_lines(base.path.read_text(encoding="utf-8"))
         inp = json.loads(base.input.read_text(encoding="utf-8")) if base.input else None
-        for n, variant in enumerate(hostile.variants(events, inp, seed, mutate, base.name)):
+        for n, variant in enumerate(hostile.variants(events, inp, seed, mutate, base.name, only)):
             count += 1
             name = f"{base.name}{DERIVED}{seed}.{n}"
             sse = bool(sse_every) and count % sse_every == 0
@@ -314,7 +314,11 @@ def run(args: Any) -> int:
         else:
             temporary = tempfile.mkdtemp(prefix="agui-reference-")
             folder = Path(temporary)
-        made = generate(folder, sources, args.gen, args.mutate, args.seed, args.sse_every)
+        only = [m for m in args.mutations.split(",") if m] if args.mutations else None
+        try:
+            made = generate(folder, sources, args.gen, args.mutate, args.seed, args.sse_every, only)
+        except ValueError as exc:
+            raise SystemExit(f"--mutations: {exc}") from exc
         print(f"{len(made)} streams written to {folder}", file=sys.stderr)
     else:
         made = []
