@@ -109,6 +109,11 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                                 "client; a result whose messageId is that id keeps it and the "
                                                 "assistant message becomes 'c1.assistant' (one id per message, "
                                                 "with a warning); the reference makes two messages 'c1'"),
+    "tool-call-restarted-after-snapshot": (frozenset({"messages"}), "TC-22/TC-05 as tool-call-restarted-from-history: "
+                                           "a call this run did not start (a snapshot restated it) started again "
+                                           "with its ARGS gets them replaced (ag-ui-langgraph restates the history, "
+                                           "then re-sends the interrupted call); the reference appends "
+                                           "('{\"a\":1}{\"a\":1}', not JSON)"),
 }
 
 
