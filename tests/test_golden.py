@@ -81,6 +81,9 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "runs-cancelled-after-success-result": (frozenset({"result"}), "B137/LC-11/LC-12: the result is the last run's "
                                             "(a cancelled run produced nothing); the reference keeps reporting "
                                             "the earlier run's"),
+    "runs-interrupt-after-success-result": (frozenset({"result"}), "LC-12 as runs-cancelled-after-success-result: "
+                                            "the result is the last run's, and an interrupted run returned none; "
+                                            "the reference keeps reporting the earlier run's"),
     "state-delta-add-leading-zero-index": (frozenset({"state"}), "SP-11/B182: an array index with a leading zero "
                                            "is not applied (warning); the reference's patch library adds at 1"),
     "state-snapshot-integer-beyond-double": (frozenset({"state"}), "TU-04's range is for usage only: state is any "

@@ -170,8 +170,8 @@ def _rename(value: Any, old: Any, new: Any) -> Any:
     return value
 
 
-def _folded_messages(prefix: list[Event], seed_input: dict[str, Any] | None) -> list[Any]:
-    """The messages our client holds after ``prefix`` (wire form); a snapshot restates them."""
+def _folded(prefix: list[Event], seed_input: dict[str, Any] | None) -> tuple[list[Any], Any]:
+    """The messages (wire form) and the state our client holds after ``prefix``."""
     from agui_client import ProtocolError, ThreadState, encode, replay
     from agui_client.types import Message
     from agui_client.wire.codec import decode
@@ -184,9 +184,26 @@ def _folded_messages(prefix: list[Event], seed_input: dict[str, Any] | None) -> 
     except ProtocolError:
         pass  # a prefix usually ends mid-run; what was folded is what a snapshot there restates
     except Exception:  # noqa: BLE001 - a crash is the differential's finding, not the generator's
-        return []
+        return [], None
     wire = encode(thread.messages)
-    return list(wire) if isinstance(wire, list) else []
+    return (list(wire) if isinstance(wire, list) else []), copy.deepcopy(thread.state)
+
+
+def _folded_messages(prefix: list[Event], seed_input: dict[str, Any] | None) -> list[Any]:
+    """The messages our client holds after ``prefix`` (wire form); a snapshot restates them."""
+    return _folded(prefix, seed_input)[0]
+
+
+def _pointers(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Every JSON Pointer into ``value`` with what it names (the root first)."""
+    out = [(prefix, value)]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _pointers(v, f"{prefix}/{str(k).replace('~', '~0').replace('/', '~1')}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _pointers(v, f"{prefix}/{i}")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -571,10 +588,89 @@ def m_echo_input(rng: random.Random, events: list[Event], inp: dict[str, Any] | 
     return f"echo-input-{how}", out, inp
 
 
+def m_patch(rng: random.Random, events: list[Event], inp: dict[str, Any] | None) -> Result:
+    """A STATE_DELTA where nothing is open, with JSON Patch operations on the state held there.
+
+    Operations that apply (add at ``-`` and at an index, move and copy between places, test then remove,
+    replace of the root or of a leaf), with keys that need escaping, and now and then one that does
+    not apply (the whole patch is then refused by both, or not: that is what is compared).
+    """
+    points = quiet_points(events)
+    if not points:
+        return None
+    at = rng.choice(points)
+    state = _folded(events[:at], inp)[1]
+    if not isinstance(state, (dict, list)) or rng.random() < 0.2:
+        state = {"a": [1, 2, {"b": None}], "~k/": {"": 0}, "n": -0.0}
+        added: list[Event] = [{"type": "STATE_SNAPSHOT", "snapshot": state}]
+    else:
+        added = []
+    paths = _pointers(state)
+    containers = [(p, v) for p, v in paths if isinstance(v, (dict, list))]
+    leaves = [p for p, v in paths if p and not isinstance(v, (dict, list))]
+    ops: list[dict[str, Any]] = []
+    for _ in range(rng.randint(1, 4)):
+        where, value = rng.choice(containers)
+        new = rng.choice([0, "", None, [], {}, {"x": [1]}, rng.choice(UNICODE), rng.choice(NUMBERS)])
+        how = rng.choice(["add", "add-index", "remove", "replace", "move", "copy", "test", "replace-root"])
+        if how == "add":
+            key = "-" if isinstance(value, list) else rng.choice(["new", "", "~", "a/b", "😀"])
+            ops.append({"op": "add", "path": f"{where}/{key.replace('~', '~0').replace('/', '~1')}" if key != "-"
+                        else f"{where}/-", "value": new})
+        elif how == "add-index" and isinstance(value, list):
+            ops.append({"op": "add", "path": f"{where}/{rng.randint(0, len(value))}", "value": new})
+        elif how in ("remove", "replace") and leaves:
+            op: dict[str, Any] = {"op": how, "path": rng.choice(leaves)}
+            if how == "replace":
+                op["value"] = new
+            ops.append(op)
+        elif how in ("move", "copy") and leaves:
+            source = rng.choice(leaves)
+            ops.append({"op": how, "from": source, "path": f"{where}/{'-' if isinstance(value, list) else 'moved'}"})
+        elif how == "test" and leaves:
+            leaf = rng.choice(leaves)
+            ops += [{"op": "test", "path": leaf, "value": dict(paths)[leaf]}, {"op": "remove", "path": leaf}]
+        elif how == "replace-root":
+            ops.append({"op": "replace", "path": "", "value": {"root": new}})
+        # (each op is drawn against the state before the patch: a later one may name what an earlier
+        # one moved; both clients must then agree on refusing it)
+    if not ops:
+        return None
+    added.append({"type": "STATE_DELTA", "delta": ops})
+    return f"patch-{len(ops)}", events[:at] + added + events[at:], inp
+
+
+def m_reasoning(rng: random.Random, events: list[Event], inp: dict[str, Any] | None) -> Result:
+    """A reasoning span inserted where nothing is open, explicit or in chunks, perhaps encrypted."""
+    points = quiet_points(events)
+    if not points:
+        return None
+    at = rng.choice(points)
+    rid = f"rsn{at}"
+    mid = rng.choice([rid, f"{rid}m"])
+    deltas = [rng.choice(["think", "", rng.choice(UNICODE)]) for _ in range(rng.randint(1, 3))]
+    span: list[Event] = [{"type": "REASONING_START", "messageId": rid}]
+    if rng.random() < 0.5:
+        span.append({"type": "REASONING_MESSAGE_START", "messageId": mid, "role": "reasoning"})
+        span += [{"type": "REASONING_MESSAGE_CONTENT", "messageId": mid, "delta": d} for d in deltas]
+        span.append({"type": "REASONING_MESSAGE_END", "messageId": mid})
+        how = "explicit"
+    else:
+        span.append({"type": "REASONING_MESSAGE_CHUNK", "messageId": mid, "delta": deltas[0]})
+        span += [{"type": "REASONING_MESSAGE_CHUNK", "delta": d} for d in deltas[1:]]
+        how = "chunks"
+    if rng.random() < 0.4:
+        span.append({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": mid, "encryptedValue": "e"})
+        how += "-encrypted"
+    span.append({"type": "REASONING_END", "messageId": rid})
+    return f"reasoning-{how}", events[:at] + span + events[at:], inp
+
+
 MUTATIONS: dict[str, Callable[[random.Random, list[Event], dict[str, Any] | None], Result]] = {
     "reorder": m_reorder, "rename": m_rename, "empty": m_empty, "unicode": m_unicode, "numbers": m_numbers,
     "snapshot": m_snapshot, "activity": m_activity, "tool-result": m_tool_result, "interrupt": m_interrupt,
-    "split-run": m_split_run, "chunkify": m_chunkify, "echo-input": m_echo_input,
+    "split-run": m_split_run, "chunkify": m_chunkify, "echo-input": m_echo_input, "patch": m_patch,
+    "reasoning": m_reasoning,
 }
 
 

@@ -100,6 +100,8 @@ def collect(paths: Iterable[Path]) -> list[Stream]:
             labels = _manifest(path)
             found = sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".sse") and p.is_file())
             out += [stream_of(p, labels.get(p.name, "")) for p in found]
+        elif not path.exists():
+            raise SystemExit(f"{path}: no such file or folder")
         elif path.suffix in (".jsonl", ".sse"):
             out.append(stream_of(path, _manifest(path.parent).get(path.name, "")))
         else:
