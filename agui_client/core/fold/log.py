@@ -297,14 +297,14 @@ class MessageLog:
         """Index ``call_id`` at the first message in the list that holds it (or not at all)."""
         calls = self.calls
         for held in self.entries:
-            if type(held) is dict:
+            if isinstance(held, dict):
                 if any(wire_call["id"] == call_id for wire_call in held.get("toolCalls") or ()):
                     calls[call_id] = held
                     return
                 continue
-            for call in held.calls or ():  # type: ignore[union-attr]
+            for call in held.calls or ():
                 if call.id == call_id:
-                    calls[call_id] = (held, call)  # type: ignore[assignment]
+                    calls[call_id] = (held, call)
                     return
         calls.pop(call_id, None)
 
