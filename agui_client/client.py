@@ -18,10 +18,10 @@ import logging
 import time
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 
@@ -302,6 +302,10 @@ class _Deadline:
         return time.monotonic() >= self._at
 
 
+#: How many redactors a client keeps (see ``_ClientBase._redactor``).
+_REDACTORS_KEPT: Final = 16
+
+
 class _ClientBase:
     def __init__(self, url: str, *, headers: Mapping[str, str] | None, timeout: float, idle_timeout: float,
                  max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
@@ -323,6 +327,7 @@ class _ClientBase:
         self.max_event_bytes = max_event_bytes
         self.follow_redirects = follow_redirects
         self.clock = clock
+        self._redactors: dict[Hashable, Redactor] = {}
         self._owns_store = store is None
         if store is None:
             from .stores import MemoryStore
@@ -332,8 +337,20 @@ class _ClientBase:
 
     def _redactor(self, *requests: httpx.Request) -> Redactor:
         """What keeps the credentials of ``requests`` (the exchange so far) out of everything reported about it."""
-        return Redactor.of([item for request in requests for item in request.headers.multi_items()],
-                           [self.url, *(str(request.url) for request in requests)], marked=self.sensitive_headers)
+        # Kept per client, keyed on everything it is made of: a run builds one before sending and one
+        # after (about 15 and 30 us, and its pattern is compiled again when first used), though nearly
+        # every run of a client sends the same headers to the same URL.
+        urls = (self.url, *(str(request.url) for request in requests))
+        key = (tuple(item for request in requests for item in request.headers.raw), urls, self.sensitive_headers)
+        cache = self._redactors
+        redactor = cache.get(key)
+        if redactor is None:
+            redactor = Redactor.of([item for request in requests for item in request.headers.multi_items()],
+                                   urls, marked=self.sensitive_headers)
+            if len(cache) >= _REDACTORS_KEPT:
+                cache.clear()  # (headers that change with every run: a token per request, say)
+            cache[key] = redactor
+        return redactor
 
     @contextmanager
     def _sending(self, request: httpx.Request, handle: StreamHandle, deadline: _Deadline | None) -> Iterator[None]:

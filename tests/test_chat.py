@@ -232,9 +232,11 @@ def test_a_chat_recorded_against_the_demo_agent_replays_through_a_recorded_agent
         assert agent.played == 4 and not agent.mismatches
 
     def turns(text: str) -> list[str]:
-        """What the person saw of the two turns, the prompts and answers included (ids and times apart)."""
+        """What the person saw of the two turns, the prompts and answers included (ids and times apart;
+        and the spinner, which the terminal log holds once per frame it drew, however many that was)."""
         body = text[text.index("you: Please delete"):text.index("you: /quit")]
-        return [line for line in body.splitlines() if line.strip() and not re.search(r"expires at|thought for", line)]
+        return [line for line in body.splitlines()
+                if line.strip() and not re.search(r"expires at|thought for|waiting for the agent", line)]
 
     assert turns(replayed) == turns(recorded)
     assert "Done: the staging environment is deleted. A backup is kept for 30 minutes." in replayed

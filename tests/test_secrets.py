@@ -474,6 +474,37 @@ def test_the_redactor_is_what_the_stream_handle_reports_with(drive: Any, served:
     assert handle.redactor.text(f"echo {API_KEY}") == f"echo {MARK}"
 
 
+class _RotatingToken(httpx.Auth):
+    """An auth flow that sends a new token with every request, as one that refreshes it might."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def auth_flow(self, request: httpx.Request) -> Iterator[httpx.Request]:
+        token = f"rot-{len(self.sent) + 1}-{'9f8e7d6c' * 2}"
+        self.sent.append(token)
+        request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+
+def test_each_run_redacts_the_credentials_it_sent_when_they_change_from_run_to_run(
+    drive: Any, served: Any, logs: pytest.LogCaptureFixture
+) -> None:
+    # A client keeps the redactors it built (one per set of headers and URLs): a run whose headers
+    # differ from the last run's must get its own, never the last run's.
+    endpoint = served(echoing_stream())
+    auth = _RotatingToken()
+
+    with drive.client(endpoint.url, http_client=drive.http_client(auth=auth)) as client:
+        thread = client.thread()
+        results = [thread.run("hi"), thread.run("again"), thread.run("and again")]
+
+    assert len(set(auth.sent)) == 3
+    for result, token in zip(results, auth.sent, strict=True):
+        assert result.error is not None and MARK in result.error.message
+        assert leaks(Case(secrets=(token,)), result, logged(logs)) == []
+
+
 def test_displayed_url_drops_the_userinfo_and_masks_secret_query_values() -> None:
     from agui_client.core.redact import displayed_url
 

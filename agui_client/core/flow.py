@@ -223,6 +223,14 @@ class _Standing:
         if self._preclaimed is not None:
             claimed, self._preclaimed = self._preclaimed, None
             return claimed
+        if self._version is None and self._unsure == 0:
+            # A create in doubt is sent again with its own record id only while its record may stand
+            # (the store then knows it for this owner's). Once the record is gone (deleted by another
+            # writer after the create landed, or never made), the create makes a new record, which gets
+            # a new id: with the old one, an object that read the old record would pass for its holder.
+            # One read, only after a create failed.
+            if (yield Load()) is None:
+                self._unsure = None
         yield from self._create_unclaimed()
         before = self._version
         try:

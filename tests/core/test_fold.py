@@ -31,6 +31,7 @@ from agui_client import (
 from agui_client.wire.codec import decode
 from agui_client.types import ToolCallArgsEvent, ToolCallEndEvent, ToolCallStartEvent
 from agui_client.types import messages as msg
+from agui_client.types.messages import FunctionCall, ToolCall
 
 START = RunStartedEvent(thread_id="t", run_id="r")
 FINISH = RunFinishedEvent(thread_id="t", run_id="r")
@@ -365,6 +366,50 @@ def test_a_result_sent_again_under_its_id_replaces_it_where_it_stands() -> None:
                      {"type": "TOOL_CALL_RESULT", "toolCallId": "c", "messageId": "t", "content": "again"}, FINISH])
     assert [(m["id"], m.get("content")) for m in encode(result.messages)] == [("a", None), ("t", "again")]
     assert result.warnings == ()
+
+
+def _holding(message_id: str, name: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "assistant",
+            "toolCalls": [{"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}]}
+
+
+@pytest.mark.parametrize("form", ["events", "jsonl"])
+def test_a_call_id_whose_first_holder_is_replaced_names_the_next_holder(form: str) -> None:
+    # UK-16: two messages hold call c1, and the index names the first ("a"). An activity snapshot
+    # replacing "a" used to drop c1 from the index although "b" still holds it, so c1's result went to
+    # the end of the list; the reference client (a first-match lookup) puts it after "b".
+    # (golden: tool-call-id-twice-first-holder-replaced)
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+              {"type": "MESSAGES_SNAPSHOT", "messages": [
+                  _holding("a", "f"), {"id": "u0", "role": "user", "content": "x"},
+                  _holding("b", "g"), {"id": "u", "role": "user", "content": "hi"}]},
+              {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "plan", "content": {"k": 1}},
+              {"type": "TOOL_CALL_RESULT", "messageId": "t1", "toolCallId": "c1", "content": "ok"},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    source: Any = events if form == "events" else "\n".join(json.dumps(e) for e in events).encode()
+
+    result = replay(source)
+
+    assert [m["id"] for m in encode(result.messages)] == ["a", "u0", "b", "t1", "u"]
+
+
+def test_a_message_put_before_a_call_s_holder_becomes_its_first_holder_and_leaving_hands_it_back() -> None:
+    # The application replaces messages by id (add_message). The index follows the list's order:
+    # c1 names the first message that holds it, whichever was written last.
+    state = replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                    {"type": "MESSAGES_SNAPSHOT", "messages": [
+                        {"id": "a", "role": "assistant", "content": "no calls"},
+                        {"id": "u0", "role": "user", "content": "x"},
+                        _holding("b", "g"), {"id": "u", "role": "user", "content": "hi"}]},
+                    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]).state
+    state.add_message(AssistantMessage(id="a", tool_calls=(
+        ToolCall(id="c1", function=FunctionCall(name="f", arguments="{}")),)))
+    state.add_tool_result("c1", "first", message_id="t1")
+    assert [m.id for m in state.messages] == ["a", "t1", "u0", "b", "u"]
+
+    state.add_message(AssistantMessage(id="a", content="calls taken back"))
+    state.add_tool_result("c1", "second", message_id="t2")
+    assert [m.id for m in state.messages] == ["a", "t1", "u0", "b", "t2", "u"]
 
 
 def _frames_deep(frames: int, work: Any) -> Any:

@@ -276,10 +276,37 @@ class MessageLog:
     def replace(self, old: Entry, new: Entry) -> None:
         """Put ``new`` where ``old`` stands."""
         position = self.position(old)
+        calls = self.calls
+        # The call ids ``old`` was the first holder of: another message may hold one too (UK-16).
+        lost = [call.id for call in old.calls if _holder(calls.get(call.id)) is old] if old.calls else ()
         self.unindex(old)  # (which forgets the tool hint: the entry may change role)
         self.entries[position] = new
         self.moved(position)
         self.index(new)
+        # The index keeps the first holder in list order, and a replacement is not an append: an id
+        # ``old`` held and ``new`` does not may name a later message now, and an id ``new`` holds that
+        # another message already held names whichever of the two stands first. Both are looked up
+        # again; with no repeated id (the usual case) nothing is walked for the first.
+        again = [call_id for call_id in lost if call_id not in calls]
+        if new.calls:
+            again += [call.id for call in new.calls if _holder(calls.get(call.id)) is not new]
+        for call_id in again:
+            self._first_holder(call_id)
+
+    def _first_holder(self, call_id: str) -> None:
+        """Index ``call_id`` at the first message in the list that holds it (or not at all)."""
+        calls = self.calls
+        for held in self.entries:
+            if isinstance(held, dict):
+                if any(wire_call["id"] == call_id for wire_call in held.get("toolCalls") or ()):
+                    calls[call_id] = held
+                    return
+                continue
+            for call in held.calls or ():
+                if call.id == call_id:
+                    calls[call_id] = (held, call)
+                    return
+        calls.pop(call_id, None)
 
     def position(self, entry: Entry) -> int:
         """Where ``entry`` stands (searched from the end, where a stream's entries nearly always are)."""
@@ -398,6 +425,11 @@ class MessageLog:
                 self.incomplete.add(call_id)
                 if call.args:
                     call.args = whole(call.args, self.warnings, call_id)
+
+
+def _holder(found: tuple[Entry, Call] | Held | None) -> Held | None:
+    """The message a call index value names."""
+    return found[0] if type(found) is tuple else found  # type: ignore[return-value]
 
 
 # A tool call id that two calls hold (a producer's fault: UK-16) names the *first* of them in the order
