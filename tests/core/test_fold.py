@@ -241,6 +241,29 @@ def test_a_call_a_snapshot_names_with_its_result_is_not_pending() -> None:
     assert result.pending_tool_call_ids == ("c1",)
 
 
+def test_a_started_call_is_answered_by_a_result_event_even_after_its_message_was_replaced() -> None:
+    # TC-17: a call this run started by TOOL_CALL_START is answered by a TOOL_CALL_RESULT, never by a
+    # snapshot's tool message (the reference's rule too). An activity taking its message's id before a
+    # snapshot restates the message, call and result does not make it a call the snapshot first named
+    # (golden stream tool-call-restated-after-activity; found by the reference differential).
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+              {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "pick", "parentMessageId": "a1"},
+              {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+              {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "plan", "content": {"s": 1}},
+              {"type": "MESSAGES_SNAPSHOT", "messages": [
+                  {"id": "a1", "role": "assistant", "toolCalls": [_call("c1")]},
+                  {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "done"}]},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    without_activity = [e for e in events if e["type"] != "ACTIVITY_SNAPSHOT"]
+
+    result, plain = replay(events), replay(without_activity)
+
+    assert result.pending_tool_call_ids == plain.pending_tool_call_ids == ("c1",)
+    assert encode(result.state.messages) == encode(plain.state.messages)
+    # (the thread's own list leaves out calls its messages answer: the snapshot's t1, in both)
+    assert result.state.pending_tool_call_ids == plain.state.pending_tool_call_ids == ()
+
+
 def test_unanswered_calls_of_restated_history_never_become_pending() -> None:
     # Calls of messages the run did not stream (history, held or not before) stay what they were:
     # offering them would run a frontend tool for a call nobody made in this run.

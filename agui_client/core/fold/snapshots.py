@@ -200,8 +200,11 @@ class Snapshots:
         # the stream never started (ag-ui-langgraph streams the first of several parallel calls and
         # names the rest only in its closing snapshot). They were made in this run, so they count as
         # started. Calls on a message only snapshots built never do, however many snapshots built it
-        # (one final message, one answer: the reference's), nor do calls of restated history.
+        # (one final message, one answer: the reference's), nor do calls of restated history. A call
+        # the stream started stays one, answered by result events only, even when the thread lost it
+        # before the snapshot (an activity took its message's id).
         known = self.log.calls
+        started = run.started_tool_calls
         for message_id in restated:
             held = by_id.get(message_id)
             if held is None:
@@ -211,7 +214,7 @@ class Snapshots:
             else:
                 ids = [call.id for call in held.calls or ()]  # type: ignore[union-attr]
             for call_id in ids:
-                if call_id not in known and call_id in calls:
+                if call_id not in known and call_id not in started and call_id in calls:
                     run.started_tool_calls[call_id] = None
                     run.snapshot_tool_calls.add(call_id)
 
