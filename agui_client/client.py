@@ -18,6 +18,7 @@ import logging
 import time
 import urllib.request
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timezone
@@ -105,7 +106,9 @@ def _retry_after(value: str | None) -> float | None:
         return None
     value = value.strip()
     if value.isdigit():
-        return float(value)
+        # delay-seconds are ASCII digits ("²" and "٣" are digits to Python); a number too long for a float is
+        # no delay anyone meant
+        return float(value) if value.isascii() and len(value) <= 300 else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -134,9 +137,13 @@ def _excerpt_text(excerpt: bytes, limit: int, redactor: Redactor) -> str:
 _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
-def _shown_headers(items: Iterable[tuple[str, str]], redactor: Redactor) -> list[tuple[str, str]]:
-    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats.
-    return [(name, MARK if is_sensitive(name, redactor.marked) else redactor.text(value)) for name, value in items]
+def _shown_headers(items: Iterable[tuple[str, str]], redactor: Redactor, encoding: str) -> list[tuple[bytes, bytes]]:
+    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats. The
+    # values go back as bytes in the encoding httpx read them with: an agent may send bytes outside ASCII
+    # (latin-1 "obs-text", UTF-8), which httpx would refuse to encode again as ASCII.
+    return [(name.encode(encoding, "replace"),
+             (MARK if is_sensitive(name, redactor.marked) else redactor.text(value)).encode(encoding, "replace"))
+            for name, value in items]
 
 
 def _shown_request(request: httpx.Request, redactor: Redactor) -> httpx.Request:
@@ -148,7 +155,8 @@ def _shown_request(request: httpx.Request, redactor: Redactor) -> httpx.Request:
     except httpx.RequestNotRead:  # (a redirect's request, which httpx streams: its body is the first one's)
         content = b""
     return httpx.Request(request.method, redactor.url(str(request.url)),
-                         headers=_shown_headers(request.headers.multi_items(), redactor), content=content)
+                         headers=_shown_headers(request.headers.multi_items(), redactor, request.headers.encoding),
+                         content=content)
 
 
 def _shown_response(response: httpx.Response, excerpt: bytes, text: str, redactor: Redactor) -> httpx.Response:
@@ -159,7 +167,7 @@ def _shown_response(response: httpx.Response, excerpt: bytes, text: str, redacto
     # headers that describe the wire form go)
     content = excerpt if text == excerpt.decode("utf-8", "replace") else text.encode("utf-8")
     headers = _shown_headers(((name, value) for name, value in response.headers.multi_items()
-                              if name.lower() not in _WIRE_HEADERS), redactor)
+                              if name.lower() not in _WIRE_HEADERS), redactor, response.headers.encoding)
     return httpx.Response(response.status_code, headers=headers, content=content,
                           request=_shown_request(response.request, redactor))
 
@@ -214,6 +222,10 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[s
             headers[name] = value
     headers["Content-Type"] = "application/json"
     headers["Accept"] = ", ".join(accept)
+    if not any(name.lower() == "accept-encoding" for name in headers):
+        # Only the codings the clients undo in bounded steps (httpx would also offer br and zstd when
+        # their packages are installed); see _Inflater.
+        headers["Accept-Encoding"] = "gzip, deflate"
     return headers
 
 
@@ -267,10 +279,83 @@ def _about(error: TransportError, request: httpx.Request, redactor: Redactor) ->
     return error
 
 
-def _unencoded(response: httpx.Response) -> bool:
-    # A body without a content coding is read as it comes off the connection: httpx's decoding layer
-    # would only hand each chunk through (measured: 0.5-0.8 ms of a 2-7 MB stream's reading).
-    return response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity")
+#: The most bytes one step of undoing a content coding makes from a read (see :class:`_Inflater`).
+INFLATE_STEP = 64 * 1024
+#: The content codings the clients undo (one of them, once), and zlib's window bits for each.
+_CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+class _Inflater:
+    """A gzip or deflate body undone ``INFLATE_STEP`` bytes at a time, whatever one read inflates to.
+
+    httpx's own decoders inflate each read whole: 64 KiB of gzip may hold 64 MiB, and a body coded
+    twice (``gzip, gzip``) a gigabyte per read, all in memory before the event-size limit could look at
+    it. Here the pieces go to the SSE decoder one at a time, so that limit (``max_event_bytes``) holds
+    for the decoded stream, and only a single coding is read: each coding multiplies what a byte on
+    the wire may become (about a thousandfold for deflate).
+    """
+
+    __slots__ = ("_inflate", "_wbits", "_started")
+
+    def __init__(self, coding: str) -> None:
+        self._wbits = _CODINGS[coding]
+        self._inflate = zlib.decompressobj(self._wbits)
+        self._started = False
+
+    @staticmethod
+    def of(response: httpx.Response) -> _Inflater | None:
+        """The inflater ``response``'s body needs (``None``: none).
+
+        Raises:
+            ProtocolError: a content coding other than one gzip or deflate (``CONTENT-CODING``).
+        """
+        value = response.headers.get("content-encoding", "")
+        codings = [c for c in (part.strip().lower() for part in value.split(",")) if c and c != "identity"]
+        if not codings:
+            return None
+        if len(codings) == 1 and codings[0] in _CODINGS:
+            return _Inflater(codings[0])
+        raise ProtocolError(
+            f"the response's content coding {value[:100]!r} is not read: agui_client undoes one gzip or deflate "
+            "coding, in bounded steps (a stacked or other coding could inflate past any limit)", rule="CONTENT-CODING")
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """The decoded bytes of ``chunk``, in pieces of at most ``INFLATE_STEP`` bytes.
+
+        Raises:
+            httpx.DecodingError: the body is not what its header says.
+        """
+        try:
+            piece = self._inflate.decompress(chunk, INFLATE_STEP)
+        except zlib.error as exc:
+            if self._started or self._wbits != zlib.MAX_WBITS:
+                raise httpx.DecodingError(str(exc)) from exc
+            # "deflate" is sent raw by some servers, without its zlib header (as httpx also reads it)
+            self._wbits = -zlib.MAX_WBITS
+            self._inflate = zlib.decompressobj(self._wbits)
+            return self.feed(chunk)
+        self._started = True
+        return self._rest(piece)
+
+    def _rest(self, piece: bytes) -> Iterator[bytes]:
+        inflate = self._inflate
+        while True:
+            if piece:
+                yield piece
+            # (more input to read, or a full piece: zlib may hold more output)
+            if not inflate.unconsumed_tail and len(piece) < INFLATE_STEP:
+                return
+            try:
+                piece = inflate.decompress(inflate.unconsumed_tail, INFLATE_STEP)
+            except zlib.error as exc:
+                raise httpx.DecodingError(str(exc)) from exc
+
+    def flush(self) -> bytes:
+        """What the decoder still holds at the end of the body (at most its window)."""
+        try:
+            return self._inflate.flush()
+        except zlib.error as exc:
+            raise httpx.DecodingError(str(exc)) from exc
 
 
 def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: StreamHandle) -> str:
@@ -592,10 +677,17 @@ class AgentClient(_ClientBase):
         data = bytearray()
         limit = _excerpt_limit(response)
         try:
-            for chunk in response.iter_bytes():
-                data += chunk
-                if len(data) >= limit:
-                    break
+            inflater = _Inflater.of(response)
+        except ProtocolError:  # (an error's body in a coding not undone: its bytes as they came)
+            inflater = None
+        try:
+            for chunk in response.iter_raw():
+                for piece in (chunk,) if inflater is None else inflater.feed(chunk):
+                    data += piece
+                    if len(data) >= limit:
+                        return bytes(data[:limit])
+            if inflater is not None:
+                data += inflater.flush()
         except httpx.HTTPError:
             pass
         return bytes(data[:limit])
@@ -603,11 +695,18 @@ class AgentClient(_ClientBase):
     def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                  deadline: _Deadline | None) -> Iterator[list[str | bytes]]:
         url = redactor.url(self.url)
+        inflater = _Inflater.of(response)
         try:
-            for chunk in (response.iter_raw() if _unencoded(response) else response.iter_bytes()):
-                yield framer.feed(chunk)
+            for chunk in response.iter_raw():
+                if inflater is None:
+                    yield framer.feed(chunk)
+                else:
+                    for piece in inflater.feed(chunk):
+                        yield framer.feed(piece)
                 if deadline is not None and deadline.passed():
                     raise _about(self._overdue(deadline, url), response.request, redactor)
+            if inflater is not None:
+                yield framer.feed(inflater.flush())
         except TransportError:
             raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
         except httpx.ReadTimeout as exc:
@@ -748,10 +847,17 @@ class AsyncAgentClient(_ClientBase):
         data = bytearray()
         limit = _excerpt_limit(response)
         try:
-            async for chunk in response.aiter_bytes():
-                data += chunk
-                if len(data) >= limit:
-                    break
+            inflater = _Inflater.of(response)
+        except ProtocolError:  # (as AgentClient._excerpt)
+            inflater = None
+        try:
+            async for chunk in response.aiter_raw():
+                for piece in (chunk,) if inflater is None else inflater.feed(chunk):
+                    data += piece
+                    if len(data) >= limit:
+                        return bytes(data[:limit])
+            if inflater is not None:
+                data += inflater.flush()
         except httpx.HTTPError:
             pass
         return bytes(data[:limit])
@@ -759,11 +865,18 @@ class AsyncAgentClient(_ClientBase):
     async def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                        deadline: _Deadline | None) -> AsyncIterator[list[str | bytes]]:
         url = redactor.url(self.url)  # (as AgentClient._batches)
+        inflater = _Inflater.of(response)
         try:
-            async for chunk in (response.aiter_raw() if _unencoded(response) else response.aiter_bytes()):
-                yield framer.feed(chunk)
+            async for chunk in response.aiter_raw():
+                if inflater is None:
+                    yield framer.feed(chunk)
+                else:
+                    for piece in inflater.feed(chunk):
+                        yield framer.feed(piece)
                 if deadline is not None and deadline.passed():
                     raise _about(self._overdue(deadline, url), response.request, redactor)
+            if inflater is not None:
+                yield framer.feed(inflater.flush())
         except TransportError:
             raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
         except httpx.ReadTimeout as exc:

@@ -1,0 +1,146 @@
+"""A hostile agent's answers the client survives, found by attacking it on loopback (the attack audit).
+
+Each test plays one attack through a real server (uvicorn on 127.0.0.1) and both shells, and checks
+the typed error, what was kept, and that the attack did not cost what it aimed at (memory, the
+process's stack, the exception type a caller catches).
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+import zlib
+from typing import Any
+
+import httpx
+import pytest
+
+import agui_client as ag
+
+START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+FINISH = b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
+
+
+def _gzip(data: bytes, wbits: int = 31) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    return packer.compress(data) + packer.flush()
+
+
+def _answer(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> Any:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+    return app
+
+
+# --------------------------------------------------------------------------------------------------
+# Content codings: a few kilobytes on the wire, gigabytes once inflated
+# --------------------------------------------------------------------------------------------------
+
+#: 256 MiB of one comment line, gzip-coded: about 250 KiB on the wire.
+BOMB = _gzip(START + b":" + b"x" * (256 * 2**20) + b"\n")
+
+
+def test_a_gzip_bomb_is_inflated_a_bounded_piece_at_a_time_and_refused_at_the_line_limit(
+        drive: Any, served: Any) -> None:
+    # httpx inflated each 64 KiB read whole (64 MiB at once), before the event-size limit could look.
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")], BOMB))
+
+    tracemalloc.start()
+    try:
+        with drive.client(endpoint.url, max_event_bytes=2**20) as client:
+            thread = client.thread("t")
+            with pytest.raises(ag.LimitExceeded) as caught:
+                thread.run("hi", run_id="r")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert caught.value.rule == "TR-11" and caught.value.run_id == "r"
+    assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MiB held while reading a 1 MiB-limited stream"
+
+
+@pytest.mark.parametrize("coding", [b"gzip, gzip", b"gzip,deflate", b"br", b"zstd", b"compress"])
+def test_a_stacked_or_unknown_content_coding_is_refused_with_its_code(drive: Any, served: Any, coding: bytes) -> None:
+    # Two layers of gzip turned 2 KB on the wire into a gigabyte in one read; an unknown coding was read
+    # as if it were none (garbage framed as SSE).
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream"), (b"content-encoding", coding)],
+                              _gzip(_gzip(START + FINISH))))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.ProtocolError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.rule == "CONTENT-CODING"
+    assert coding.decode() in str(caught.value)
+
+
+def test_raw_deflate_and_identity_are_read(drive: Any, served: Any) -> None:
+    raw = served(_answer(200, [(b"content-type", b"text/event-stream"), (b"content-encoding", b"deflate")],
+                         _gzip(START + FINISH, wbits=-15)))
+    identity = served(_answer(200, [(b"content-type", b"text/event-stream"), (b"content-encoding", b"identity")],
+                              START + FINISH))
+
+    for endpoint in (raw, identity):
+        with drive.client(endpoint.url) as client:
+            assert client.thread("t").run("hi", run_id="r").outcome == "success"
+
+
+def test_only_the_codings_read_in_bounded_steps_are_offered(drive: Any, served: Any) -> None:
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream")], START + FINISH))
+    offered = served(_answer(200, [(b"content-type", b"text/event-stream")], START + FINISH))
+
+    with drive.client(endpoint.url) as client:
+        client.thread("t").run("hi", run_id="r")
+    with drive.client(offered.url, headers={"Accept-Encoding": "identity"}) as client:
+        client.thread("t").run("hi", run_id="r")
+
+    assert endpoint.received[0].headers["accept-encoding"] == "gzip, deflate"
+    assert offered.received[0].headers["accept-encoding"] == "identity"  # (the caller's choice stands)
+
+
+def test_an_error_body_bomb_is_read_only_to_its_excerpt(drive: Any, served: Any) -> None:
+    endpoint = served(_answer(502, [(b"content-type", b"text/plain"), (b"content-encoding", b"gzip")], BOMB))
+
+    tracemalloc.start()
+    try:
+        with drive.client(endpoint.url) as client:
+            with pytest.raises(ag.HTTPStatusError) as caught:
+                client.thread().run("hi")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert caught.value.status_code == 502 and caught.value.body.startswith("data: ")
+    assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MiB held to quote a 2 KiB excerpt"
+
+
+# --------------------------------------------------------------------------------------------------
+# Header values outside ASCII on an error status
+# --------------------------------------------------------------------------------------------------
+
+
+def test_an_error_status_with_header_bytes_outside_ascii_is_an_http_status_error(drive: Any, served: Any) -> None:
+    # Building the error's response again encoded the headers as ASCII: UnicodeEncodeError escaped.
+    endpoint = served(_answer(503, [(b"content-type", b"text/plain; charset=\x9b"), (b"x-note", b"caf\xe9"),
+                                    (b"retry-after", b"\xb2")], b"busy"))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    error = caught.value
+    assert error.status_code == 503 and error.body == "busy"
+    raw = dict(error.response.headers.raw)
+    assert (raw[b"x-note"], raw[b"retry-after"]) == (b"caf\xe9", b"\xb2")
+    assert error.retry_after is None  # ("²" is a digit to Python, not a delay-seconds)
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("7", 7.0), ("\u0663", None), ("1" * 400, None)])
+def test_retry_after_is_ascii_delay_seconds(drive: Any, served: Any, value: str, seconds: float | None) -> None:
+    endpoint = served(_answer(429, [(b"retry-after", value.encode())], b"slow down"))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(httpx.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert isinstance(caught.value, ag.HTTPStatusError) and caught.value.retry_after == seconds
