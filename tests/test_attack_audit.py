@@ -15,6 +15,9 @@ import httpx
 import pytest
 
 import agui_client as ag
+from agui_client.core.patch import MAX_DEPTH
+from agui_client.testing import Finish, ScriptedAgent, Start
+from agui_client.types import StateDeltaEvent, StateSnapshotEvent
 
 START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
 FINISH = b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
@@ -144,3 +147,64 @@ def test_retry_after_is_ascii_delay_seconds(drive: Any, served: Any, value: str,
             client.thread().run("hi")
 
     assert isinstance(caught.value, ag.HTTPStatusError) and caught.value.retry_after == seconds
+
+
+# --------------------------------------------------------------------------------------------------
+# State nested deeper, a few bytes at a time
+# --------------------------------------------------------------------------------------------------
+
+
+def _depth(value: Any) -> int:
+    """Levels of containers (``{}`` is 1, ``{"a": []}`` 2), as the decoder's limit counts them."""
+    depth, level = 0, [value]
+    while level := [node for node in level if isinstance(node, (dict, list))]:
+        depth += 1
+        level = [child for node in level for child in (node.values() if isinstance(node, dict) else node)]
+    return depth
+
+
+#: Three operations that put the subtree at /a one level further down: 130 bytes an event.
+SINK = StateDeltaEvent(delta=[{"op": "add", "path": "/t", "value": {}}, {"op": "move", "from": "/a", "path": "/t/a"},
+                              {"op": "move", "from": "/t", "path": "/a"}])
+
+
+def test_moves_that_sink_the_state_a_level_per_event_stop_at_the_depth_limit(drive: Any, served: Any) -> None:
+    # Each event was accepted: 3,000 of them nested the state 3,000 deep, and the save after the run
+    # raised RecursionError out of json (the run lost, the thread unable to save or send again).
+    agent = ScriptedAgent([[Start(), StateSnapshotEvent(snapshot={"a": {"leaf": 1}}), *[SINK] * 600, Finish()],
+                           [Start(), Finish()]])
+    endpoint = served(agent)
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        result = thread.run("hi")
+        again = thread.run("and again")
+
+    assert result.outcome == "success" and again.outcome == "success"
+    refused = [w for w in result.warnings if w.code == "SP-06/AGUI302"]
+    assert len(refused) == 600 - (MAX_DEPTH - 2) and refused[0].pointer == "/delta/1"
+    assert "nest deeper than" in refused[0].message
+    assert _depth(result.state.state) == MAX_DEPTH  # (as deep as allowed, and no deeper)
+    assert _depth(agent.requests[1].state) == MAX_DEPTH  # (saved, and sent again)
+
+
+def test_a_deep_value_added_at_a_deep_path_is_refused_keeping_the_state(drive: Any, served: Any) -> None:
+    def nested(levels: int) -> Any:
+        value: Any = {}
+        for _ in range(levels - 1):
+            value = {"k": value}
+        return value
+
+    path = "/k" * 400
+    agent = ScriptedAgent([[Start(), StateSnapshotEvent(snapshot=nested(450)),
+                            StateDeltaEvent(delta=[{"op": "add", "path": f"{path}/x", "value": nested(300)}]),
+                            StateDeltaEvent(delta=[{"op": "add", "path": f"{path}/y", "value": nested(100)}]),
+                            Finish()]])
+    endpoint = served(agent)
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread().run("hi")
+
+    assert [w.code for w in result.warnings if w.code.startswith("SP-")] == ["SP-06/AGUI302"]
+    assert [w.index for w in result.warnings if w.code == "SP-06/AGUI302"] == [2]
+    assert _depth(result.state.state) == 401 + 100  # (the second, within the limit, applied)
