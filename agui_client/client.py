@@ -29,7 +29,7 @@ import httpx
 from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
-from .core.redact import MARK, Redactor, is_sensitive, redact_exception
+from .core.redact import MARK, Redactor, displayed_url, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     AuthenticationError,
@@ -374,6 +374,30 @@ def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle:
     return media
 
 
+class _HttpxLogFilter(logging.Filter):
+    """httpx logs every request at INFO with its whole URL (``HTTP Request: POST https://bob:pw@…?token=…``),
+    so an application that turns INFO logging on writes the URL's credentials to its logs. This filter, on
+    httpx's logger, shows that URL as :func:`~agui_client.core.redact.displayed_url` does: no userinfo, the
+    value of each sensitive query parameter replaced. Other records pass unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL) \
+                and str(record.msg).startswith("HTTP Request:") and (args[1].userinfo or args[1].query):
+            record.args = (args[0], displayed_url(str(args[1])), *args[2:])
+        return True
+
+
+_HTTPX_LOG_FILTER = _HttpxLogFilter()
+
+
+def _filter_httpx_log() -> None:
+    """Put :class:`_HttpxLogFilter` on httpx's logger (once, whichever client comes first)."""
+    httpx_logger = logging.getLogger("httpx")
+    if _HTTPX_LOG_FILTER not in httpx_logger.filters:
+        httpx_logger.addFilter(_HTTPX_LOG_FILTER)
+
+
 class _Deadline:
     """A run's overall deadline: ``limit`` seconds from the request, on the monotonic clock."""
 
@@ -397,6 +421,7 @@ class _ClientBase:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
         self.legacy_interrupts: LegacyInterrupts | None = legacy_interrupts
+        _filter_httpx_log()
         self.url = url
         #: Where runs report to OpenTelemetry (``None``: nowhere); see :class:`~agui_client.Telemetry`.
         self.telemetry = resolve(telemetry)

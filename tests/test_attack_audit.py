@@ -7,6 +7,7 @@ process's stack, the exception type a caller catches).
 
 from __future__ import annotations
 
+import logging
 import tracemalloc
 import zlib
 from typing import Any
@@ -208,3 +209,23 @@ def test_a_deep_value_added_at_a_deep_path_is_refused_keeping_the_state(drive: A
     assert [w.code for w in result.warnings if w.code.startswith("SP-")] == ["SP-06/AGUI302"]
     assert [w.index for w in result.warnings if w.code == "SP-06/AGUI302"] == [2]
     assert _depth(result.state.state) == 401 + 100  # (the second, within the limit, applied)
+
+
+# --------------------------------------------------------------------------------------------------
+# httpx's own request log
+# --------------------------------------------------------------------------------------------------
+
+
+def test_httpx_request_log_line_carries_no_url_credentials(drive: Any, served: Any,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    # httpx logs "HTTP Request: POST <url>" at INFO, userinfo and query token included: an application
+    # logging at INFO wrote them to its logs.
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream")], START + FINISH))
+    url = endpoint.url.replace("http://", "http://bob:hunter2pw@") + "?token=QTOKEN123456&v=2"
+
+    with caplog.at_level(logging.INFO, logger="httpx"), drive.client(url) as client:
+        assert client.thread("t").run("hi", run_id="r").outcome == "success"
+
+    lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
+    assert any(line.startswith("HTTP Request: POST ") and "token=[redacted]&v=2" in line for line in lines), lines
+    assert not [line for line in lines if "hunter2pw" in line or "QTOKEN123456" in line or "bob" in line]
