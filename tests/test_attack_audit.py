@@ -19,6 +19,7 @@ import agui_client as ag
 from agui_client.core.patch import MAX_DEPTH
 from agui_client.testing import Finish, ScriptedAgent, Start
 from agui_client.types import StateDeltaEvent, StateSnapshotEvent
+from agui_client.wire.sink import WARNINGS_PER_CODE
 
 START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
 FINISH = b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
@@ -229,3 +230,31 @@ def test_httpx_request_log_line_carries_no_url_credentials(drive: Any, served: A
     lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
     assert any(line.startswith("HTTP Request: POST ") and "token=[redacted]&v=2" in line for line in lines), lines
     assert not [line for line in lines if "hunter2pw" in line or "QTOKEN123456" in line or "bob" in line]
+
+
+# --------------------------------------------------------------------------------------------------
+# Warnings: a stream of two-byte faults
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("unit", "code"), [
+    (lambda i: b"x\n", "AGUI501"),  # an unknown SSE field, two bytes a warning
+    (lambda i: b"\xef\xbb\xbf\n", "BOM"),
+    (lambda i: b'data: {"type":"X%d"}\n\n' % i, "UK-02"),  # a new unknown type each time
+    (lambda i: b'data: {"type":"STATE_DELTA","delta":[{"op":"remove","path":"/m"}]}\n\n', "SP-06/AGUI302"),
+], ids=["sse-field", "bom", "unknown-types", "patch"])
+def test_a_flood_of_one_fault_keeps_a_bounded_number_of_warnings(drive: Any, served: Any, unit: Any,
+                                                                 code: str) -> None:
+    # Every one was kept: 4 MB of "x\n" lines held 2 million warnings (450 MB).
+    repeats = WARNINGS_PER_CODE * 5
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream")],
+                              START + b"".join(unit(i) for i in range(repeats)) + FINISH))
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success"
+    kept = [w for w in result.warnings if w.code == code]
+    assert len(kept) == WARNINGS_PER_CODE
+    assert kept[-1].message.endswith(f"({WARNINGS_PER_CODE} warnings with code {code}: further ones are not kept)")
+    assert not kept[-2].message.endswith("not kept)")
