@@ -7,9 +7,11 @@ process's stack, the exception type a caller catches).
 
 from __future__ import annotations
 
+import json
 import logging
 import tracemalloc
 import zlib
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,7 +19,7 @@ import pytest
 
 import agui_client as ag
 from agui_client.core.patch import MAX_DEPTH
-from agui_client.testing import Finish, ScriptedAgent, Start
+from agui_client.testing import Finish, RecordingTransport, ScriptedAgent, Start
 from agui_client.types import StateDeltaEvent, StateSnapshotEvent
 from agui_client.wire.sink import WARNINGS_PER_CODE
 
@@ -258,3 +260,55 @@ def test_a_flood_of_one_fault_keeps_a_bounded_number_of_warnings(drive: Any, ser
     assert len(kept) == WARNINGS_PER_CODE
     assert kept[-1].message.endswith(f"({WARNINGS_PER_CODE} warnings with code {code}: further ones are not kept)")
     assert not kept[-2].message.endswith("not kept)")
+
+
+# --------------------------------------------------------------------------------------------------
+# Recordings: the agent repeating a credential
+# --------------------------------------------------------------------------------------------------
+
+TOKEN = "sk-live-7f3a9b2c1d0e"
+
+
+@pytest.mark.parametrize("coding", [None, b"gzip"])
+def test_a_credential_the_agent_echoes_is_not_written_to_the_recording(tmp_path: Path, served: Any,
+                                                                       coding: bytes | None) -> None:
+    # The errors and the result were redacted, but NN.sse kept the agent's answer as it came: the bearer
+    # token and the URL's key in a RUN_ERROR, on disk in a folder made to be committed as a test fixture.
+    async def echo(scope: Any, receive: Any, send: Any) -> None:
+        headers = dict(scope["headers"])
+        said = f"refused {headers[b'authorization'].decode()} for key={scope['query_string'].decode()[4:]}"
+        body = START + b"data: " + json.dumps({"type": "RUN_ERROR", "message": said}).encode() + b"\n\n"
+        if coding is not None:
+            body = _gzip(body)
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), *([(b"content-encoding", coding)] if coding else [])]})
+        for at in range(0, len(body), 7):  # (the token cut across several reads)
+            await send({"type": "http.response.body", "body": body[at:at + 7], "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    endpoint = served(echo)
+    recorder = RecordingTransport(tmp_path)
+    with httpx.Client(transport=recorder) as http, \
+            ag.AgentClient(f"{endpoint.url}?key=QKEY4d5e6f7a8b", http_client=http,
+                           headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.error is not None and "[redacted]" in result.error.message
+    written = b"".join(path.read_bytes() for path in tmp_path.iterdir())
+    assert TOKEN.encode() not in written and b"QKEY4d5e6f7a8b" not in written
+    replayed = ag.replay(tmp_path / "01.sse")
+    assert replayed.error is not None
+    assert replayed.error.message == "refused [redacted] for key=[redacted]"
+
+
+def test_a_credential_cut_between_any_two_reads_is_still_replaced() -> None:
+    from agui_client.core.redact import Redactor
+    from agui_client.testing.recording import _Scrub
+
+    redactor = Redactor.of([("Authorization", f"Bearer {TOKEN}")])
+    body = f'data: {{"type":"RUN_ERROR","message":"bad {TOKEN}, {json.dumps(TOKEN)[1:-1]}!"}}\n\n'.encode()
+    for size in (1, 2, 3, 5, len(TOKEN) - 1, len(TOKEN), 64):
+        scrub = _Scrub(redactor)
+        written = b"".join(scrub(body[at:at + size]) for at in range(0, len(body), size)) + scrub.rest()
+        assert written == redactor.text(body.decode()).encode(), size
+        assert TOKEN.encode() not in written
