@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
+from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
 from .core.redact import MARK, Redactor, displayed_url, is_sensitive, redact_exception
@@ -401,14 +402,15 @@ def _filter_httpx_log() -> None:
 class _Deadline:
     """A run's overall deadline: ``limit`` seconds from the request, on the monotonic clock."""
 
-    __slots__ = ("limit", "_at")
+    __slots__ = ("limit", "at")
 
     def __init__(self, limit: float) -> None:
         self.limit = limit
-        self._at = time.monotonic() + limit
+        #: The monotonic time it passes.
+        self.at = time.monotonic() + limit
 
     def passed(self) -> bool:
-        return time.monotonic() >= self._at
+        return time.monotonic() >= self.at
 
 
 class _ClientBase:
@@ -677,7 +679,7 @@ class AgentClient(_ClientBase):
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request, handle, deadline):
+        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None):
             response = self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (a loop ends as the redirect it still is, refused below)
                 target = self._redirect(response, request, redactor)
@@ -845,7 +847,7 @@ class AsyncAgentClient(_ClientBase):
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request, handle, deadline):
+        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None):
             response = await self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (as AgentClient)
                 target = self._redirect(response, request, redactor)

@@ -7,10 +7,13 @@ process's stack, the exception type a caller catches).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import threading
 import tracemalloc
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -312,3 +315,76 @@ def test_a_credential_cut_between_any_two_reads_is_still_replaced() -> None:
         written = b"".join(scrub(body[at:at + size]) for at in range(0, len(body), size)) + scrub.rest()
         assert written == redactor.text(body.decode()).encode(), size
         assert TOKEN.encode() not in written
+
+
+# --------------------------------------------------------------------------------------------------
+# run_timeout while the answer's head is awaited
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def early_hints() -> Iterator[tuple[str, list[str], threading.Event]]:
+    """A raw HTTP server that answers with ``103 Early Hints`` ten times a second for twenty seconds, then
+    a run. When the exchange is over it notes how (``"left"``: the client hung up first; ``"answered"``)
+    and sets the event."""
+    what: list[str] = []
+    over = threading.Event()
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    port: list[int] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        try:
+            for _ in range(200):
+                writer.write(b"HTTP/1.1 103 Early Hints\r\nlink: </style.css>\r\n\r\n")
+                await writer.drain()
+                try:
+                    if await asyncio.wait_for(reader.read(1 << 16), 0.1) == b"":
+                        what.append("left")
+                        return
+                except asyncio.TimeoutError:
+                    pass
+            body = START + FINISH
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n%s"
+                         % (len(body), body))
+            await writer.drain()
+            what.append("answered")
+        except ConnectionError:
+            what.append("left")
+        finally:
+            writer.close()
+            over.set()
+
+    stop: list[asyncio.Event] = []
+
+    async def main() -> None:
+        stop.append(asyncio.Event())
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port.append(server.sockets[0].getsockname()[1])
+        ready.set()
+        async with server:
+            await stop[0].wait()
+
+    thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
+    thread.start()
+    ready.wait()
+    yield f"http://127.0.0.1:{port[0]}/", what, over
+    over.wait(30)  # (the exchange ends within its twenty seconds whatever the client did)
+    loop.call_soon_threadsafe(stop[0].set)
+    thread.join(10)
+    loop.close()
+
+
+def test_run_timeout_holds_while_informational_responses_keep_coming(
+        drive: Any, early_hints: tuple[str, list[str], threading.Event]) -> None:
+    # Each 103 reset httpx's read timeout, and the deadline was looked at only once the head came: the
+    # client waited out the agent's twenty seconds (or for ever) past a run_timeout of one.
+    url, what, over = early_hints
+
+    with drive.client(url, run_timeout=1.0) as client:
+        with pytest.raises(ag.RunTimeout):
+            client.thread().run("hi")
+
+    assert over.wait(30)
+    assert what == ["left"]  # (the client hung up while 103s were still coming)
