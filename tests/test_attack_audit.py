@@ -22,6 +22,7 @@ import pytest
 
 import agui_client as ag
 from agui_client.core.patch import MAX_DEPTH
+from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, RecordingTransport, ScriptedAgent, Start
 from agui_client.types import StateDeltaEvent, StateSnapshotEvent
 from agui_client.wire.sink import WARNINGS_PER_CODE
@@ -388,3 +389,13 @@ def test_run_timeout_holds_while_informational_responses_keep_coming(
 
     assert over.wait(30)
     assert what == ["left"]  # (the client hung up while 103s were still coming)
+
+
+def test_a_record_nested_past_what_json_writes_is_a_store_error() -> None:
+    # (state a caller set by hand: a server's patches stop at MAX_DEPTH) RecursionError escaped the save.
+    deep: Any = {}
+    for _ in range(5000):
+        deep = {"a": deep}
+
+    with pytest.raises(ag.StoreError, match="not JSON-ready"):
+        MemoryStore().save("t", {"state": deep}, expected_version=None)
