@@ -399,3 +399,16 @@ def test_a_record_nested_past_what_json_writes_is_a_store_error() -> None:
 
     with pytest.raises(ag.StoreError, match="not JSON-ready"):
         MemoryStore().save("t", {"state": deep}, expected_version=None)
+
+
+def test_an_error_about_what_is_left_open_names_ten_ids_and_counts_the_rest(drive: Any, served: Any) -> None:
+    # It listed every one: 200,000 open steps made a 2 MB error message (one line on the terminal).
+    steps = b"".join(b'data: {"type":"STEP_STARTED","stepName":"s%d%s"}\n\n' % (i, b"x" * 300) for i in range(20_000))
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream")], START + steps + FINISH))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.SequenceError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.rule == "ST-02/AGUI007" and caught.value.index == 20_001
+    assert str(caught.value).endswith(" and 19990 more") and len(str(caught.value)) < 2000
