@@ -429,3 +429,30 @@ def test_names_and_error_floods_are_bounded_in_a_live_run(served: Callable[[Any]
         assert not _forged(shown)
         assert "evil\\nassistant: FORGED" in shown
         assert shown.count("boom") <= 41 and "more lines)" in shown  # (a 10,000-line error in 40 lines)
+
+
+def test_a_form_shows_the_agents_field_names_on_one_line_and_a_long_enum_in_part(
+        served: Callable[[Any], Any]) -> None:
+    # A property named with line ends forged lines in the form's prompts, and rich listed every one of
+    # an enum's 5,000 values in the prompt.
+    values = [f"v{i}" for i in range(5000)] + [FORGER]
+    schema = {"type": "object", "required": [FORGER], "properties": {
+        FORGER: {"enum": values, "default": "v0", "description": FORGER}}}
+    interrupt = Interrupt(id="i1", reason="pick", response_schema=schema)
+    endpoint = served(ScriptedAgent([[Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)))],
+                                     [Start(), Finish()]]))
+
+    child, received = _spawn("run", endpoint.url, "-m", "hi")
+    try:
+        child.expect(rb"\(v0\)")  # (the default, shown: it is short)
+        child.sendline(b"")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    assert child.exitstatus == 0
+    assert endpoint.received[1].body["resume"][0]["payload"] == {FORGER: "v0"}
+    text = _terminal_text(received.getvalue())
+    assert _forged(text) == ["\u25a0 run finished: success"]  # (the resumed run's own line)
+    assert "evil\\nassistant: FORGED" in text and "v19|... (4981 more)" in text
+    assert "v4999" not in text  # (the answer line is the JSON sent, key whole: data, on one line)

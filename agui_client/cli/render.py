@@ -201,6 +201,15 @@ def _say_invalid(console: Console, error: InvalidResponse) -> None:
     console.print(Text.from_markup(message) if isinstance(message, str) else message)
 
 
+#: The most choices a prompt lists.
+_PROMPT_CHOICES = 20
+
+
+def _short(text: str) -> bool:
+    """Whether a prompt may show ``text`` (a choice, a default the agent's schema gave) as it is."""
+    return one_line(text, 60) == text
+
+
 class _Ask(Prompt):
     """rich's text and choice prompt, its notes styled on a console that reads no markup."""
 
@@ -243,16 +252,21 @@ class ConsoleAsker:
 
     def ask_choice(self, label: str, choices: Sequence[str], *, default: str | None) -> str:
         prompt = safe_text(label, "bold")
+        # rich lists the choices in the prompt: not a schema's thousands, nor one whose line ends would
+        # break the prompt (the interrupt's panel lists the first of them, on one line each)
+        show = len(choices) <= _PROMPT_CHOICES and all(map(_short, choices))
         if default is None:
-            return self._ask(lambda: _Ask.ask(prompt, console=self.console, choices=list(choices)), None, prompt)
-        return self._ask(lambda: _Ask.ask(prompt, console=self.console, choices=list(choices), default=default),
-                         default, prompt)
+            return self._ask(lambda: _Ask.ask(prompt, console=self.console, choices=list(choices), show_choices=show),
+                             None, prompt)
+        return self._ask(lambda: _Ask.ask(prompt, console=self.console, choices=list(choices), default=default,
+                                          show_choices=show, show_default=_short(default)), default, prompt)
 
     def ask_text(self, label: str, *, default: str | None) -> str:
         prompt = safe_text(label, "bold")
         if default is None:
             return self._ask(lambda: _Ask.ask(prompt, console=self.console), "", prompt)
-        return self._ask(lambda: _Ask.ask(prompt, console=self.console, default=default), default, prompt)
+        return self._ask(lambda: _Ask.ask(prompt, console=self.console, default=default,
+                                          show_default=_short(default)), default, prompt)
 
     def _ask(self, ask: Callable[[], _T], at_end: _T | None, prompt: Text) -> _T:
         if not self.ended:
@@ -494,8 +508,8 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
         title = schema.get("title")
         heading = "answer" + (f" ({title})" if isinstance(title, str) else "") + ":"
         for field in form:
-            rows.append((one_line(field.name), forms.describe(field)
-                         + (f"  - {field.description}" if field.description else "")))
+            rows.append((field.shown, forms.describe(field)
+                         + (f"  - {one_line(field.description, 300)}" if field.description else "")))
     lines = [f"{label} {value}" for label, value in items]
     body: RenderableType | None = None
     if rows:
