@@ -412,3 +412,15 @@ def test_an_error_about_what_is_left_open_names_ten_ids_and_counts_the_rest(driv
 
     assert caught.value.rule == "ST-02/AGUI007" and caught.value.index == 20_001
     assert str(caught.value).endswith(" and 19990 more") and len(str(caught.value)) < 2000
+
+
+def test_an_unreadable_expires_at_is_quoted_cut_short_in_its_warning() -> None:
+    # The whole value was quoted: an expiresAt of a megabyte made a warning line of a megabyte.
+    from agui_client.core.interrupts import is_expired
+    from agui_client.types.run import Interrupt
+
+    with pytest.warns(ag.AguiWarning, match=r"\[IR-18\]") as caught:
+        assert not is_expired(Interrupt(id="i" * 5000, reason="r", expires_at="9" * 100_000))
+
+    message = str(caught[0].message)
+    assert len(message) < 400 and "is not a date; it never expires" in message

@@ -273,11 +273,12 @@ def _judge_expiry(interrupt: Interrupt, current: datetime) -> bool:
         return False
     instant, naive = _read(value) if isinstance(value, str) else (None, False)
     if instant is None:
-        _warn("IR-18", f"interrupt {interrupt.id!r}: expiresAt {value!r} is not a date; it never expires",
-              once=("expiresAt", str(interrupt.id), repr(value)))
+        # (the agent's strings quoted cut short: a warning line is no place for a megabyte of expiresAt)
+        _warn("IR-18", f"interrupt {_quoted(interrupt.id)}: expiresAt {_quoted(value)} is not a date; it never "
+              "expires", once=("expiresAt", str(interrupt.id), repr(value)))
         return False
     if naive:
-        _warn("IR-17", f"interrupt {interrupt.id!r}: expiresAt {value!r} names no zone; read as UTC "
+        _warn("IR-17", f"interrupt {_quoted(interrupt.id)}: expiresAt {_quoted(value)} names no zone; read as UTC "
                        "(the reference reads it as host-local time)",
               once=("expiresAt", str(interrupt.id), repr(value)))
     return instant <= current
@@ -310,6 +311,12 @@ def is_expired(interrupt: Interrupt, now: Clock = None) -> bool:
 
 _MAX_MESSAGES = 10
 _MAX_MESSAGE_CHARS = 300
+
+
+def _quoted(value: object) -> str:
+    """``repr(value)`` for a message, cut at 100 characters."""
+    text = repr(value)
+    return text if len(text) <= 100 else text[:96] + "...'"
 
 
 def _shorten(text: str) -> str:
