@@ -25,6 +25,7 @@ from agui_client.core.patch import MAX_DEPTH
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, RecordingTransport, ScriptedAgent, Start
 from agui_client.types import StateDeltaEvent, StateSnapshotEvent
+from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
 from agui_client.wire.sink import WARNINGS_PER_CODE
 
 START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
@@ -424,3 +425,24 @@ def test_an_unreadable_expires_at_is_quoted_cut_short_in_its_warning() -> None:
 
     message = str(caught[0].message)
     assert len(message) < 400 and "is not a date; it never expires" in message
+
+
+def test_a_refused_resume_lists_ten_interrupts_and_counts_the_rest(drive: Any, served: Any) -> None:
+    # Every id was listed: 5,000 open interrupts made refusals of hundreds of kilobytes.
+    interrupts = tuple(Interrupt(id=f"i{n}", reason="approval", message="ok?") for n in range(5000))
+    endpoint = served(ScriptedAgent([[Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=interrupts))]]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        assert thread.run("hi").outcome == "interrupt"
+        with pytest.raises(ag.AwaitingAnswers) as waiting:
+            thread.run("next")
+        builder = thread.resume_builder()
+        builder.answer("i0", {"approved": True})
+        with pytest.raises(ag.UncoveredInterrupts) as uncovered:
+            thread.run(resume=builder)
+
+    assert len(str(waiting.value)) < 2000 and " and 4990 more" in str(waiting.value)
+    assert len(str(uncovered.value)) < 2000 and "'i10', ...] (4989 more)" in str(uncovered.value)
+    assert len(uncovered.value.problems["uncovered"]) == 4999  # (the error still holds them all)
+    assert len(endpoint.received) == 1  # (nothing sent)
