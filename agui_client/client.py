@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from ._inert import visible
 from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
 from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
@@ -196,7 +197,8 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
         target = response.next_request
         location = redactor.url(str(target.url) if target is not None else response.headers["location"])
         reason += f" to {location} (not followed: {not_followed})"
-    summary = text.strip().replace("\n", " ")[:200]
+    # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
+    summary = visible(text.strip().replace("\n", " ")[:200])
     answer = _shown_response(response, excerpt, whole, redactor)
     return kind(
         f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),

@@ -23,8 +23,8 @@ import pytest
 import agui_client as ag
 from agui_client.core.patch import MAX_DEPTH
 from agui_client.stores import MemoryStore
-from agui_client.testing import Finish, RecordingTransport, ScriptedAgent, Start
-from agui_client.types import StateDeltaEvent, StateSnapshotEvent
+from agui_client.testing import Finish, RecordingTransport, Respond, ScriptedAgent, Start
+from agui_client.types import RunErrorEvent, StateDeltaEvent, StateSnapshotEvent
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
 from agui_client.wire.sink import WARNINGS_PER_CODE
 
@@ -446,3 +446,31 @@ def test_a_refused_resume_lists_ten_interrupts_and_counts_the_rest(drive: Any, s
     assert len(str(uncovered.value)) < 2000 and "'i10', ...] (4989 more)" in str(uncovered.value)
     assert len(uncovered.value.problems["uncovered"]) == 4999  # (the error still holds them all)
     assert len(endpoint.received) == 1  # (nothing sent)
+
+
+# --------------------------------------------------------------------------------------------------
+# The agent's words in an exception's message (a traceback prints it to a terminal)
+# --------------------------------------------------------------------------------------------------
+
+HOSTILE = "\x1b]0;PWNED\x07|\x9b2J|\u202eevil|\rover"
+
+
+def test_the_agents_words_quoted_in_an_exception_message_are_inert(drive: Any, served: Any) -> None:
+    # An HTTP error's excerpt and a RUN_ERROR's message went into str(exc) as they came: a script that
+    # let the exception end it printed the agent's escape sequences to its terminal.
+    endpoint = served(ScriptedAgent([Respond(status=500, body=HOSTILE),
+                                     [Start(), RunErrorEvent(message=HOSTILE, code="E1")]]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        with pytest.raises(ag.HTTPStatusError) as status:
+            thread.run("hi")
+        result = thread.run("again")
+    with pytest.raises(ag.RunFailed) as failed:
+        result.raise_for_outcome()
+
+    for error, kept in ((status.value, status.value.body), (failed.value, failed.value.message)):
+        message = str(error)
+        assert not [c for c in message if c in "\x1b\x07\x9b\u202e\r"], message
+        assert "\\x1b]0;PWNED\\x07|\\x9b2J|\\u202eevil|\\rover" in message
+        assert kept == HOSTILE  # (the attribute keeps the agent's words as they came)
