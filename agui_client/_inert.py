@@ -18,7 +18,7 @@ import functools
 import re
 import unicodedata
 
-__all__ = ["visible", "hidden", "escape", "CANDIDATES"]
+__all__ = ["visible", "one_line", "some_lines", "hidden", "escape", "CANDIDATES"]
 
 #: Unicode categories of the characters a terminal obeys or a reader cannot see.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -60,3 +60,33 @@ def visible(text: str) -> str:
     if CANDIDATES.search(text) is None:
         return text
     return CANDIDATES.sub(_shown, text)
+
+
+#: The longest name, id or type shown whole (the rest is cut, with ``...``).
+NAME_CHARS = 120
+#: The most lines of an agent's error message shown (the rest is counted, not shown).
+MESSAGE_LINES = 40
+
+
+def one_line(text: str, limit: int = NAME_CHARS) -> str:
+    """A name, id or type the agent chose (a tool name, a run id, an activity type, an interrupt's
+    reason …), as it is shown: on one line, its line ends written as ``\\n``, and at most ``limit``
+    characters.
+
+    A name with a line end in it would otherwise start a line of the agent's choosing on the terminal,
+    one that reads like the CLI's own (``assistant: approved``, ``run finished: success``); and a name of
+    a megabyte would fill the screen. (What is left is made :func:`visible` where the output leaves.)
+    """
+    if "\n" in text or "\r" in text:
+        text = text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def some_lines(text: str, limit: int = MESSAGE_LINES) -> str:
+    """An agent's free text that is not the conversation (an error message), cut after ``limit`` lines
+    with a note of how many more there were: a RUN_ERROR of a hundred thousand lines is shown in
+    forty, not scrolled past."""
+    if text.count("\n") < limit:
+        return text
+    lines = text.split("\n")
+    return "\n".join(lines[:limit]) + f"\n... ({len(lines) - limit} more lines)"

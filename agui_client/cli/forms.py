@@ -18,9 +18,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from .._inert import one_line  # (not .terminal: forms serve agui_client.testing, which runs without rich)
 from ..core.interrupts import check_answer
 from ..wire.types.base import JSON
-from .terminal import one_line
 
 __all__ = ["Asker", "Field", "fields", "gate_field", "describe", "yes_payload", "yes_unfilled", "ask_payload",
            "field_errors"]
