@@ -13,17 +13,146 @@ with a pool timeout after ``timeout`` seconds.
 
 ``ShardedTransport`` serves ``AsyncAgentClient`` (runs on one event loop), ``ShardedSyncTransport``
 ``AgentClient`` (a thread per run).
+
+Their connections also keep a run's overall deadline (``run_timeout``) while the answer's head is
+awaited: httpx's read timeout bounds each read, not the head, so an agent sending ``103 Early Hints``
+every second, or its head a byte at a time, held a client past its deadline for as long as it liked.
+The client sets the deadline (:func:`deadline`) around its send; each read, write and connect of the
+shards' connections then waits no longer than what is left of it.
 """
 
 from __future__ import annotations
 
+import ssl
 import threading
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
+import httpcore
 import httpx
 
-__all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE"]
+__all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE", "deadline"]
+
+#: The monotonic time the current run's send must be over by (``None``: no deadline), per thread or task.
+_DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", default=None)
+#: Past the deadline a wait still lasts this long: a socket given no time at all would not time out, it
+#: would fail as a non-blocking read (and the time left must be seen as gone when it fires).
+_LAST_WAIT = 0.005
+
+
+@contextmanager
+def deadline(at: float | None) -> Iterator[None]:
+    """Bound every wait of the shards' connections, in this thread or task, by the monotonic time ``at``."""
+    token = _DEADLINE.set(at)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _bounded(timeout: float | None) -> float | None:
+    at = _DEADLINE.get()
+    if at is None:
+        return timeout
+    left = max(at - time.monotonic(), 0.0) + _LAST_WAIT
+    return left if timeout is None else min(timeout, left)
+
+
+class _Stream(httpcore.NetworkStream):
+    """A connection whose every wait is :func:`_bounded`."""
+
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _bounded(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _bounded(timeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _Stream(self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _Backend(httpcore.NetworkBackend):
+    """httpcore's network backend, its connections :class:`_Stream`."""
+
+    def __init__(self, backend: httpcore.NetworkBackend) -> None:
+        self._backend = backend
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return _Stream(self._backend.connect_tcp(host, port, _bounded(timeout), local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return _Stream(self._backend.connect_unix_socket(path, _bounded(timeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+class _AsyncStream(httpcore.AsyncNetworkStream):
+    """:class:`_Stream` for the async transport."""
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
+        self._stream = stream
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._stream.read(max_bytes, _bounded(timeout))
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._stream.write(buffer, _bounded(timeout))
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+        return _AsyncStream(await self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _AsyncBackend(httpcore.AsyncNetworkBackend):
+    """:class:`_Backend` for the async transport."""
+
+    def __init__(self, backend: httpcore.AsyncNetworkBackend) -> None:
+        self._backend = backend
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
+        return _AsyncStream(await self._backend.connect_tcp(host, port, _bounded(timeout), local_address,
+                                                            socket_options))
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
+        return _AsyncStream(await self._backend.connect_unix_socket(path, _bounded(timeout), socket_options))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._backend.sleep(seconds)
+
+
+def _bound(transport: httpx.HTTPTransport | httpx.AsyncHTTPTransport) -> None:
+    """Give ``transport``'s pool the bounded backend (httpx has no parameter for it: its pool's attribute
+    is set; if httpx ever keeps it elsewhere, the transport works as httpx's own, without the bound)."""
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, httpcore.NetworkBackend):
+        pool._network_backend = _Backend(backend)  # type: ignore[union-attr]
+    elif isinstance(backend, httpcore.AsyncNetworkBackend):
+        pool._network_backend = _AsyncBackend(backend)  # type: ignore[union-attr]
 
 #: Open runs per shard (and connections each shard keeps alive between runs).
 SHARD_SIZE = 32
@@ -75,6 +204,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
                 return shard
         shard = _Shard(httpx.AsyncHTTPTransport(
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=self.shard_size), **self._options))
+        _bound(shard.transport)
         self._shards.append(shard)
         return shard
 
@@ -137,6 +267,7 @@ class ShardedSyncTransport(httpx.BaseTransport):
                 shard = _Shard(httpx.HTTPTransport(
                     limits=httpx.Limits(max_connections=None, max_keepalive_connections=self.shard_size),
                     **self._options))
+                _bound(shard.transport)
                 self._shards.append(shard)
             shard.open += 1
             return shard

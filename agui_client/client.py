@@ -18,6 +18,7 @@ import logging
 import time
 import urllib.request
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timezone
@@ -25,10 +26,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 
+from ._inert import visible
 from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
+from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
-from .core.redact import MARK, Redactor, is_sensitive, redact_exception
+from .core.redact import MARK, Redactor, displayed_url, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     AuthenticationError,
@@ -105,7 +108,9 @@ def _retry_after(value: str | None) -> float | None:
         return None
     value = value.strip()
     if value.isdigit():
-        return float(value)
+        # delay-seconds are ASCII digits ("²" and "٣" are digits to Python); a number too long for a float is
+        # no delay anyone meant
+        return float(value) if value.isascii() and len(value) <= 300 else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -134,9 +139,13 @@ def _excerpt_text(excerpt: bytes, limit: int, redactor: Redactor) -> str:
 _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
-def _shown_headers(items: Iterable[tuple[str, str]], redactor: Redactor) -> list[tuple[str, str]]:
-    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats.
-    return [(name, MARK if is_sensitive(name, redactor.marked) else redactor.text(value)) for name, value in items]
+def _shown_headers(items: Iterable[tuple[str, str]], redactor: Redactor, encoding: str) -> list[tuple[bytes, bytes]]:
+    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats. The
+    # values go back as bytes in the encoding httpx read them with: an agent may send bytes outside ASCII
+    # (latin-1 "obs-text", UTF-8), which httpx would refuse to encode again as ASCII.
+    return [(name.encode(encoding, "replace"),
+             (MARK if is_sensitive(name, redactor.marked) else redactor.text(value)).encode(encoding, "replace"))
+            for name, value in items]
 
 
 def _shown_request(request: httpx.Request, redactor: Redactor) -> httpx.Request:
@@ -148,7 +157,8 @@ def _shown_request(request: httpx.Request, redactor: Redactor) -> httpx.Request:
     except httpx.RequestNotRead:  # (a redirect's request, which httpx streams: its body is the first one's)
         content = b""
     return httpx.Request(request.method, redactor.url(str(request.url)),
-                         headers=_shown_headers(request.headers.multi_items(), redactor), content=content)
+                         headers=_shown_headers(request.headers.multi_items(), redactor, request.headers.encoding),
+                         content=content)
 
 
 def _shown_response(response: httpx.Response, excerpt: bytes, text: str, redactor: Redactor) -> httpx.Response:
@@ -159,7 +169,7 @@ def _shown_response(response: httpx.Response, excerpt: bytes, text: str, redacto
     # headers that describe the wire form go)
     content = excerpt if text == excerpt.decode("utf-8", "replace") else text.encode("utf-8")
     headers = _shown_headers(((name, value) for name, value in response.headers.multi_items()
-                              if name.lower() not in _WIRE_HEADERS), redactor)
+                              if name.lower() not in _WIRE_HEADERS), redactor, response.headers.encoding)
     return httpx.Response(response.status_code, headers=headers, content=content,
                           request=_shown_request(response.request, redactor))
 
@@ -187,7 +197,8 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
         target = response.next_request
         location = redactor.url(str(target.url) if target is not None else response.headers["location"])
         reason += f" to {location} (not followed: {not_followed})"
-    summary = text.strip().replace("\n", " ")[:200]
+    # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
+    summary = visible(text.strip().replace("\n", " ")[:200])
     answer = _shown_response(response, excerpt, whole, redactor)
     return kind(
         f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),
@@ -214,6 +225,10 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[s
             headers[name] = value
     headers["Content-Type"] = "application/json"
     headers["Accept"] = ", ".join(accept)
+    if not any(name.lower() == "accept-encoding" for name in headers):
+        # Only the codings the clients undo in bounded steps (httpx would also offer br and zstd when
+        # their packages are installed); see _Inflater.
+        headers["Accept-Encoding"] = "gzip, deflate"
     return headers
 
 
@@ -267,10 +282,83 @@ def _about(error: TransportError, request: httpx.Request, redactor: Redactor) ->
     return error
 
 
-def _unencoded(response: httpx.Response) -> bool:
-    # A body without a content coding is read as it comes off the connection: httpx's decoding layer
-    # would only hand each chunk through (measured: 0.5-0.8 ms of a 2-7 MB stream's reading).
-    return response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity")
+#: The most bytes one step of undoing a content coding makes from a read (see :class:`_Inflater`).
+INFLATE_STEP = 64 * 1024
+#: The content codings the clients undo (one of them, once), and zlib's window bits for each.
+_CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+class _Inflater:
+    """A gzip or deflate body undone ``INFLATE_STEP`` bytes at a time, whatever one read inflates to.
+
+    httpx's own decoders inflate each read whole: 64 KiB of gzip may hold 64 MiB, and a body coded
+    twice (``gzip, gzip``) a gigabyte per read, all in memory before the event-size limit could look at
+    it. Here the pieces go to the SSE decoder one at a time, so that limit (``max_event_bytes``) holds
+    for the decoded stream, and only a single coding is read: each coding multiplies what a byte on
+    the wire may become (about a thousandfold for deflate).
+    """
+
+    __slots__ = ("_inflate", "_wbits", "_started")
+
+    def __init__(self, coding: str) -> None:
+        self._wbits = _CODINGS[coding]
+        self._inflate = zlib.decompressobj(self._wbits)
+        self._started = False
+
+    @staticmethod
+    def of(response: httpx.Response) -> _Inflater | None:
+        """The inflater ``response``'s body needs (``None``: none).
+
+        Raises:
+            ProtocolError: a content coding other than one gzip or deflate (``CONTENT-CODING``).
+        """
+        value = response.headers.get("content-encoding", "")
+        codings = [c for c in (part.strip().lower() for part in value.split(",")) if c and c != "identity"]
+        if not codings:
+            return None
+        if len(codings) == 1 and codings[0] in _CODINGS:
+            return _Inflater(codings[0])
+        raise ProtocolError(
+            f"the response's content coding {value[:100]!r} is not read: agui_client undoes one gzip or deflate "
+            "coding, in bounded steps (a stacked or other coding could inflate past any limit)", rule="CONTENT-CODING")
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """The decoded bytes of ``chunk``, in pieces of at most ``INFLATE_STEP`` bytes.
+
+        Raises:
+            httpx.DecodingError: the body is not what its header says.
+        """
+        try:
+            piece = self._inflate.decompress(chunk, INFLATE_STEP)
+        except zlib.error as exc:
+            if self._started or self._wbits != zlib.MAX_WBITS:
+                raise httpx.DecodingError(str(exc)) from exc
+            # "deflate" is sent raw by some servers, without its zlib header (as httpx also reads it)
+            self._wbits = -zlib.MAX_WBITS
+            self._inflate = zlib.decompressobj(self._wbits)
+            return self.feed(chunk)
+        self._started = True
+        return self._rest(piece)
+
+    def _rest(self, piece: bytes) -> Iterator[bytes]:
+        inflate = self._inflate
+        while True:
+            if piece:
+                yield piece
+            # (more input to read, or a full piece: zlib may hold more output)
+            if not inflate.unconsumed_tail and len(piece) < INFLATE_STEP:
+                return
+            try:
+                piece = inflate.decompress(inflate.unconsumed_tail, INFLATE_STEP)
+            except zlib.error as exc:
+                raise httpx.DecodingError(str(exc)) from exc
+
+    def flush(self) -> bytes:
+        """What the decoder still holds at the end of the body (at most its window)."""
+        try:
+            return self._inflate.flush()
+        except zlib.error as exc:
+            raise httpx.DecodingError(str(exc)) from exc
 
 
 def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: StreamHandle) -> str:
@@ -289,17 +377,42 @@ def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle:
     return media
 
 
+class _HttpxLogFilter(logging.Filter):
+    """httpx logs every request at INFO with its whole URL (``HTTP Request: POST https://bob:pw@…?token=…``),
+    so an application that turns INFO logging on writes the URL's credentials to its logs. This filter, on
+    httpx's logger, shows that URL as :func:`~agui_client.core.redact.displayed_url` does: no userinfo, the
+    value of each sensitive query parameter replaced. Other records pass unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL) \
+                and str(record.msg).startswith("HTTP Request:") and (args[1].userinfo or args[1].query):
+            record.args = (args[0], displayed_url(str(args[1])), *args[2:])
+        return True
+
+
+_HTTPX_LOG_FILTER = _HttpxLogFilter()
+
+
+def _filter_httpx_log() -> None:
+    """Put :class:`_HttpxLogFilter` on httpx's logger (once, whichever client comes first)."""
+    httpx_logger = logging.getLogger("httpx")
+    if _HTTPX_LOG_FILTER not in httpx_logger.filters:
+        httpx_logger.addFilter(_HTTPX_LOG_FILTER)
+
+
 class _Deadline:
     """A run's overall deadline: ``limit`` seconds from the request, on the monotonic clock."""
 
-    __slots__ = ("limit", "_at")
+    __slots__ = ("limit", "at")
 
     def __init__(self, limit: float) -> None:
         self.limit = limit
-        self._at = time.monotonic() + limit
+        #: The monotonic time it passes.
+        self.at = time.monotonic() + limit
 
     def passed(self) -> bool:
-        return time.monotonic() >= self._at
+        return time.monotonic() >= self.at
 
 
 #: How many redactors a client keeps (see ``_ClientBase._redactor``).
@@ -316,6 +429,7 @@ class _ClientBase:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
         self.legacy_interrupts: LegacyInterrupts | None = legacy_interrupts
+        _filter_httpx_log()
         self.url = url
         #: Where runs report to OpenTelemetry (``None``: nowhere); see :class:`~agui_client.Telemetry`.
         self.telemetry = resolve(telemetry)
@@ -584,7 +698,7 @@ class AgentClient(_ClientBase):
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request, handle, deadline):
+        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None):
             response = self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (a loop ends as the redirect it still is, refused below)
                 target = self._redirect(response, request, redactor)
@@ -609,10 +723,17 @@ class AgentClient(_ClientBase):
         data = bytearray()
         limit = _excerpt_limit(response)
         try:
-            for chunk in response.iter_bytes():
-                data += chunk
-                if len(data) >= limit:
-                    break
+            inflater = _Inflater.of(response)
+        except ProtocolError:  # (an error's body in a coding not undone: its bytes as they came)
+            inflater = None
+        try:
+            for chunk in response.iter_raw():
+                for piece in (chunk,) if inflater is None else inflater.feed(chunk):
+                    data += piece
+                    if len(data) >= limit:
+                        return bytes(data[:limit])
+            if inflater is not None:
+                data += inflater.flush()
         except httpx.HTTPError:
             pass
         return bytes(data[:limit])
@@ -620,11 +741,18 @@ class AgentClient(_ClientBase):
     def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                  deadline: _Deadline | None) -> Iterator[list[str | bytes]]:
         url = redactor.url(self.url)
+        inflater = _Inflater.of(response)
         try:
-            for chunk in (response.iter_raw() if _unencoded(response) else response.iter_bytes()):
-                yield framer.feed(chunk)
+            for chunk in response.iter_raw():
+                if inflater is None:
+                    yield framer.feed(chunk)
+                else:
+                    for piece in inflater.feed(chunk):
+                        yield framer.feed(piece)
                 if deadline is not None and deadline.passed():
                     raise _about(self._overdue(deadline, url), response.request, redactor)
+            if inflater is not None:
+                yield framer.feed(inflater.flush())
         except TransportError:
             raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
         except httpx.ReadTimeout as exc:
@@ -738,7 +866,7 @@ class AsyncAgentClient(_ClientBase):
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request, handle, deadline):
+        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None):
             response = await self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (as AgentClient)
                 target = self._redirect(response, request, redactor)
@@ -765,10 +893,17 @@ class AsyncAgentClient(_ClientBase):
         data = bytearray()
         limit = _excerpt_limit(response)
         try:
-            async for chunk in response.aiter_bytes():
-                data += chunk
-                if len(data) >= limit:
-                    break
+            inflater = _Inflater.of(response)
+        except ProtocolError:  # (as AgentClient._excerpt)
+            inflater = None
+        try:
+            async for chunk in response.aiter_raw():
+                for piece in (chunk,) if inflater is None else inflater.feed(chunk):
+                    data += piece
+                    if len(data) >= limit:
+                        return bytes(data[:limit])
+            if inflater is not None:
+                data += inflater.flush()
         except httpx.HTTPError:
             pass
         return bytes(data[:limit])
@@ -776,11 +911,18 @@ class AsyncAgentClient(_ClientBase):
     async def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                        deadline: _Deadline | None) -> AsyncIterator[list[str | bytes]]:
         url = redactor.url(self.url)  # (as AgentClient._batches)
+        inflater = _Inflater.of(response)
         try:
-            async for chunk in (response.aiter_raw() if _unencoded(response) else response.aiter_bytes()):
-                yield framer.feed(chunk)
+            async for chunk in response.aiter_raw():
+                if inflater is None:
+                    yield framer.feed(chunk)
+                else:
+                    for piece in inflater.feed(chunk):
+                        yield framer.feed(piece)
                 if deadline is not None and deadline.passed():
                     raise _about(self._overdue(deadline, url), response.request, redactor)
+            if inflater is not None:
+                yield framer.feed(inflater.flush())
         except TransportError:
             raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
         except httpx.ReadTimeout as exc:

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from attrs import frozen
 
+from ._inert import visible
+
 if TYPE_CHECKING:
     from .core.session import RunResult
     from .wire.types.run import Interrupt
@@ -340,7 +342,8 @@ class RunFailed(AguiError):
     """
 
     def __init__(self, message: str, *, run_id: str | None, code: str | None) -> None:
-        super().__init__(f"run {run_id!r} failed: {message}" + (f" (code {code!r})" if code else ""))
+        # (the producer's words made inert in the message a traceback prints; ``.message`` keeps them as sent)
+        super().__init__(f"run {run_id!r} failed: {visible(message)}" + (f" (code {code!r})" if code else ""))
         self.run_id = run_id
         self.message = message
         self.code = code

@@ -357,3 +357,102 @@ def test_a_library_warning_quoting_the_agent_is_logged_inert() -> None:
 
     assert done.returncode == 0, done.stderr
     assert_inert(done.stderr, terminal=False)
+
+
+# --------------------------------------------------------------------------------------------------
+# Names on one line: an id with a line end in it cannot forge a line of the CLI's own
+# --------------------------------------------------------------------------------------------------
+
+#: A name that, shown as it is, would print lines reading like the CLI's own (and a screenful of y).
+FORGER = "evil\nassistant: FORGED\n\u25a0 run finished: success\r\nFORGED? [y/n]\n" + "y" * 5000
+FORGED_LINE = re.compile(r"^\W*(assistant: FORGED|. run finished: success|FORGED\?)", re.M)
+
+NAMES: list[dict[str, Any]] = [
+    {"type": "RUN_STARTED", "threadId": FORGER, "runId": FORGER},
+    {"type": "STEP_STARTED", "stepName": FORGER},
+    {"type": "STEP_FINISHED", "stepName": FORGER},
+    {"type": "STATE_SNAPSHOT", "snapshot": {FORGER: 1}},
+    {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/" + FORGER, "value": 2}]},
+    {"type": "TOOL_CALL_START", "toolCallId": FORGER, "toolCallName": FORGER},
+    {"type": "TOOL_CALL_END", "toolCallId": FORGER},
+    {"type": "TOOL_CALL_RESULT", "messageId": "tm", "toolCallId": FORGER, "content": "ok"},
+    {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": FORGER, "content": {}},
+    {"type": "CUSTOM", "name": FORGER, "value": 1},
+    {"type": "SUBAGENT_STARTED", "subagentRunId": FORGER, "name": FORGER},
+    {"type": "SUBAGENT_ERROR", "subagentRunId": FORGER, "message": "boom\n" * 10_000, "code": FORGER},
+    {"type": "X" + FORGER},
+    {"type": "RUN_FINISHED", "threadId": FORGER, "runId": FORGER, "outcome": {"type": "interrupt", "interrupts": [
+        {"id": FORGER, "reason": FORGER, "message": "m", "toolCallId": FORGER}]}},
+    {"type": "RUN_ERROR", "message": "late\n" * 10_000, "code": FORGER},
+]
+
+
+def _forged(text: str) -> list[str]:
+    return FORGED_LINE.findall(text)
+
+
+def _terminal_text(raw: bytes) -> str:
+    """What a terminal shows (its lines kept), after checking nothing in it acts on the terminal."""
+    text = RICH_OWN.sub("", raw.decode("utf-8").replace("\r\n", "\n"))
+    found = FORBIDDEN.search(text)
+    assert found is None, f"{found.group()!r} reached the terminal"
+    return text
+
+
+def test_names_with_line_ends_are_shown_on_one_line_in_replay_and_verify(tmp_path: Path) -> None:
+    # Tool names, ids, types, step and activity names were printed as they came: a line end in one
+    # printed lines of the agent's choosing, reading like the CLI's own.
+    path = _write(tmp_path / "names.jsonl", NAMES)
+
+    status, raw = _on_terminal("replay", path)
+    replayed = _piped("replay", path)
+    verified = _piped("verify", path)
+
+    assert status == 0 and replayed.returncode == 0 and verified.returncode == 0
+    for text in (_terminal_text(raw), replayed.stdout.decode("utf-8"), verified.stdout.decode("utf-8")):
+        assert not _forged(text)
+        assert "evil\\nassistant: FORGED" in text  # (shown, on its line)
+        # (a name is cut, not a screenful; the state's JSON, which is data, is shown whole)
+        assert all(len(line) < 1200 for line in text.splitlines() if '"evil' not in line)
+
+
+def test_names_and_error_floods_are_bounded_in_a_live_run(served: Callable[[Any], Any]) -> None:
+    body = "".join(f"data: {json.dumps(event)}\n\n" for event in NAMES).encode()
+    endpoint = served(ScriptedAgent([Respond(status=200, body=body, content_type="text/event-stream")]))
+
+    done = _piped("run", endpoint.url, "-m", "hi", "--yes")
+    status, raw = _on_terminal("run", endpoint.url, "-m", "hi", "--yes")
+
+    text = done.stdout.decode("utf-8") + done.stderr.decode("utf-8")
+    assert done.returncode != 0 or "interrupt" in text
+    for shown in (text, _terminal_text(raw)):
+        assert not _forged(shown)
+        assert "evil\\nassistant: FORGED" in shown
+        assert shown.count("boom") <= 41 and "more lines)" in shown  # (a 10,000-line error in 40 lines)
+
+
+def test_a_form_shows_the_agents_field_names_on_one_line_and_a_long_enum_in_part(
+        served: Callable[[Any], Any]) -> None:
+    # A property named with line ends forged lines in the form's prompts, and rich listed every one of
+    # an enum's 5,000 values in the prompt.
+    values = [f"v{i}" for i in range(5000)] + [FORGER]
+    schema = {"type": "object", "required": [FORGER], "properties": {
+        FORGER: {"enum": values, "default": "v0", "description": FORGER}}}
+    interrupt = Interrupt(id="i1", reason="pick", response_schema=schema)
+    endpoint = served(ScriptedAgent([[Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)))],
+                                     [Start(), Finish()]]))
+
+    child, received = _spawn("run", endpoint.url, "-m", "hi")
+    try:
+        child.expect(rb"\(v0\)")  # (the default, shown: it is short)
+        child.sendline(b"")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    assert child.exitstatus == 0
+    assert endpoint.received[1].body["resume"][0]["payload"] == {FORGER: "v0"}
+    text = _terminal_text(received.getvalue())
+    assert _forged(text) == ["\u25a0 run finished: success"]  # (the resumed run's own line)
+    assert "evil\\nassistant: FORGED" in text and "v19|... (4981 more)" in text
+    assert "v4999" not in text  # (the answer line is the JSON sent, key whole: data, on one line)

@@ -38,7 +38,7 @@ from .render import (
     render_summary,
     usage_text,
 )
-from .terminal import SafeConsole, json_text
+from .terminal import SafeConsole, json_text, one_line, some_lines
 
 __all__ = ["build_parser", "run_cli"]
 
@@ -387,11 +387,12 @@ def _finish(out: Output, conversation: Conversation, result: RunResult | None, t
     rows = [("thread", thread.id + (f" (in {thread_file})" if thread_file else "")),
             ("outcome", str(result.outcome) if result is not None else "nothing sent")]
     if result is not None and result.error is not None:
-        rows.append(("error", result.error.message + (f" (code {result.error.code})" if result.error.code else "")))
+        rows.append(("error", some_lines(result.error.message)
+                     + (f" (code {one_line(result.error.code)})" if result.error.code else "")))
     if final is not None:
         rows.append(("final message", final))
     if state.open_interrupts:
-        rows.append(("open interrupts", ", ".join(i.id for i in state.open_interrupts)))
+        rows.append(("open interrupts", ", ".join(one_line(i.id) for i in state.open_interrupts)))
     rows.append(("usage", usage_text((u for r in runs for u in r.usage), runs=len(runs))))
     render_summary(out, "summary", rows, state.state)
 

@@ -64,7 +64,7 @@ from .render import (
     render_warnings,
     usage_text,
 )
-from .terminal import SafeConsole, safe_text, visible
+from .terminal import SafeConsole, one_line, safe_text, visible
 
 if TYPE_CHECKING:
     from ..testing.recording import RecordingTransport
@@ -393,7 +393,7 @@ class Chat:
         render_warnings(out, result.warnings)
         if result.pending_tool_call_ids:
             out.line("the agent left frontend tool call(s) for the application (the chat does not run them): "
-                     + ", ".join(c.function.name for c in result.pending_tool_calls), "yellow")
+                     + ", ".join(one_line(c.function.name) for c in result.pending_tool_calls), "yellow")
         return result
 
     def _usage(self, runs: list[RunResult], outcome: str | None) -> None:
@@ -411,7 +411,7 @@ class Chat:
         builder = self.thread.resume_builder()
         for interrupt in self.thread.open_interrupts:
             builder.abandon(interrupt.id)
-            self.out.line(f"abandoned interrupt {interrupt.id} (a new message was sent instead)", "yellow")
+            self.out.line(f"abandoned interrupt {one_line(interrupt.id)} (a new message was sent instead)", "yellow")
         return builder
 
     def _answers(self) -> ResumeBuilder:
@@ -420,17 +420,18 @@ class Chat:
         for interrupt in self.thread.open_interrupts:
             render_interrupt(self.out, interrupt, self.thread.state)
             if interrupt.id in expired:
-                self.out.line(f"interrupt {interrupt.id} has expired and cannot be answered: abandoning it", "yellow")
+                self.out.line(f"interrupt {one_line(interrupt.id)} has expired and cannot be answered: abandoning it",
+                              "yellow")
                 builder.abandon(interrupt.id)
                 continue
             payload = self._ask(interrupt)
             if payload is _EXPIRED:
-                self.out.line(f"interrupt {interrupt.id} expired while you answered: abandoning it", "yellow")
+                self.out.line(f"interrupt {one_line(interrupt.id)} expired while you answered: abandoning it", "yellow")
                 builder.abandon(interrupt.id)
                 continue
             builder.answer(interrupt.id, payload)
             said = json.dumps(payload, ensure_ascii=False)
-            which = f" to {interrupt.id}" if len(self.thread.open_interrupts) > 1 else ""
+            which = f" to {one_line(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
             self.out.line(f"answer{which}: {said}", "bold")
             self.answers.append((len(self.thread.state.messages), f"answer to {interrupt.reason}: {said}"))
         return builder
@@ -438,7 +439,7 @@ class Chat:
     def _ask(self, interrupt: Interrupt) -> Any:
         """The person's answer, asked until the schema accepts it (Ctrl-C gives up, with the turn)."""
         # (the id is in the panel above; named here only when several questions are open at once)
-        which = f" to {interrupt.id}" if len(self.thread.open_interrupts) > 1 else ""
+        which = f" to {one_line(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
         self.out.line(f"Your answer{which} (empty input takes the default shown):", "bold")
         while True:
             payload = forms.ask_payload(interrupt.response_schema, self.asker, gate=True)
@@ -509,8 +510,8 @@ class ChatView:
                     self._thinking.ended()
             case ev.ToolCallStartEvent(tool_call_id=cid, tool_call_name=name, subagent_run_id=sub):
                 self._settle()
-                self._calls[cid] = (name, [], sub)
-                self.out.start_waiting(f"{name}(...)")
+                self._calls[cid] = (one_line(name), [], sub)
+                self.out.start_waiting(f"{one_line(name)}(...)")
             case ev.ToolCallArgsEvent(tool_call_id=cid, delta=delta):
                 if cid in self._calls:
                     self._calls[cid][1].append(delta)
@@ -540,14 +541,14 @@ class ChatView:
     # -- internals ------------------------------------------------------------------------------------
 
     def _who(self, subagent: str | None) -> str:
-        return f"[{self._subagents.get(subagent, subagent)}] " if subagent else ""
+        return f"[{one_line(self._subagents.get(subagent, subagent))}] " if subagent else ""
 
     def _write_to(self, message_id: str, subagent: str | None, role: str | None) -> _Writer:
         if self._writer is not None and self._writer_id == message_id:
             return self._writer
         self._settle()
         if subagent:
-            label = f"[{self._subagents.get(subagent, subagent)}]"
+            label = f"[{one_line(self._subagents.get(subagent, subagent))}]"
         else:
             label = "agent:" if role in (None, "assistant") else f"{role}:"
         self._writer = _MarkdownWriter(self.console, label) if self.console is not None \
@@ -571,7 +572,7 @@ class ChatView:
 
     def _result(self, call_id: str, content: str) -> None:
         known = self._calls.get(call_id)
-        name = known[0] if known is not None else _tool_name(self.state, call_id)
+        name = known[0] if known is not None else one_line(_tool_name(self.state, call_id))
         arrow = self.out.mark("↳", "->")
         rows = _object_rows(content)
         if rows is None:

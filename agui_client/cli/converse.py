@@ -27,7 +27,7 @@ from ..wire.types.base import JSON
 from ..wire.types.run import Interrupt
 from . import forms
 from .render import EventRenderer, Output, render_interrupt, render_warnings
-from .terminal import json_text
+from .terminal import json_text, one_line
 
 __all__ = ["AnswerPolicy", "Conversation", "UsageProblem"]
 
@@ -164,9 +164,11 @@ class Conversation:
         self.runs.append(result)
         render_warnings(out, result.warnings)
         if result.pending_tool_call_ids:
-            calls = ", ".join(f"{c.function.name}({c.function.arguments})" for c in result.pending_tool_calls)
+            calls = ", ".join(f"{one_line(c.function.name)}({one_line(c.function.arguments or '', 300)})"
+                              for c in result.pending_tool_calls)
             out.line(f"the agent left frontend tool call(s) for the application: "
-                     f"{calls or ', '.join(result.pending_tool_call_ids)} (the CLI does not run frontend tools)",
+                     f"{calls or ', '.join(map(one_line, result.pending_tool_call_ids))} "
+                     "(the CLI does not run frontend tools)",
                      "yellow")
         return result
 
@@ -189,24 +191,25 @@ class Conversation:
             self._check_answers(interrupts, expired)
         for interrupt in interrupts:
             if interrupt.id in expired:
-                self.out.line(f"interrupt {interrupt.id} has expired and cannot be answered: abandoning it", "yellow")
+                self.out.line(f"interrupt {one_line(interrupt.id)} has expired and cannot be answered: abandoning it",
+                              "yellow")
                 builder.abandon(interrupt.id)
                 continue
             if policy.mode == "abandon":
                 builder.abandon(interrupt.id)
-                self.out.line(f"abandoned interrupt {interrupt.id}", "bold")
+                self.out.line(f"abandoned interrupt {one_line(interrupt.id)}", "bold")
                 continue
             payload = self._payload(interrupt)
             if payload is _EXPIRED:
-                self.out.line(f"interrupt {interrupt.id} expired while you answered: abandoning it", "yellow")
+                self.out.line(f"interrupt {one_line(interrupt.id)} expired while you answered: abandoning it", "yellow")
                 builder.abandon(interrupt.id)
                 continue
             builder.answer(interrupt.id, payload)
         builder.build()  # refuses an incomplete or invalid list here, with every offending id
         for entry in builder.entries:
             if entry.status == "resolved":
-                self.out.line(f"answer to {entry.interrupt_id}: {json.dumps(entry.payload, ensure_ascii=False)}",
-                              "bold")
+                said = json.dumps(entry.payload, ensure_ascii=False)
+                self.out.line(f"answer to {one_line(entry.interrupt_id)}: {said}", "bold")
         return builder
 
     def _check_answers(self, interrupts: Sequence[Interrupt], expired: set[str]) -> None:

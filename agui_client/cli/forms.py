@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from .._inert import one_line  # (not .terminal: forms serve agui_client.testing, which runs without rich)
 from ..core.interrupts import check_answer
 from ..wire.types.base import JSON
 
@@ -69,6 +70,11 @@ class Field:
         return "default" in self.schema
 
     @property
+    def shown(self) -> str:
+        """The name as a label shows it (on one line, cut: the agent chose it; see ``one_line``)."""
+        return one_line(self.name, 60)
+
+    @property
     def description(self) -> str:
         """The description (else the title) the schema gives, for the label."""
         for key in ("description", "title"):
@@ -91,12 +97,18 @@ def fields(schema: Mapping[str, Any] | None) -> list[Field] | None:
             for name, prop in properties.items()]
 
 
+#: The values of an enum a description lists (a schema may hold thousands).
+_LISTED_VALUES = 20
+
+
 def describe(field: Field) -> str:
     """A short type description: ``boolean, required``, ``one of a|b|c; default a``, ``integer >= 0``."""
     schema = field.schema
     kind = field.kind
     if kind == "enum":
-        text = "one of " + "|".join(_show(v) for v in schema.get("enum", ()))
+        values = schema.get("enum", ())
+        text = "one of " + "|".join(one_line(_show(v), 60) for v in values[:_LISTED_VALUES]) \
+            + (f"|... ({len(values) - _LISTED_VALUES} more)" if len(values) > _LISTED_VALUES else "")
     elif kind == "const":
         text = f"always {_show(schema.get('const'))}"
     else:
@@ -257,7 +269,7 @@ def _filler(schema: Mapping[str, Any]) -> JSON:
 
 
 def _label(field: Field) -> str:
-    return f"{field.name} ({field.description})" if field.description else field.name
+    return f"{field.shown} ({one_line(field.description, 300)})" if field.description else field.shown
 
 
 def _ask_value(field: Field, asker: Asker) -> Any:
@@ -284,7 +296,7 @@ def _ask_scalar(field: Field, asker: Asker, default: Any) -> Any:
         if text == "" and shown is None:
             if not field.required:
                 return _OMIT
-            asker.say(f"{field.name} is required")
+            asker.say(f"{field.shown} is required")
             if getattr(asker, "ended", False):
                 raise EOFError  # (piped answers ran out: nobody is left to give one)
             continue
@@ -292,11 +304,11 @@ def _ask_scalar(field: Field, asker: Asker, default: Any) -> Any:
         if field.kind in ("integer", "number"):
             value = _number(text, integer=field.kind == "integer")
             if value is None:
-                asker.say(f"{field.name} must be {'an integer' if field.kind == 'integer' else 'a number'}")
+                asker.say(f"{field.shown} must be {'an integer' if field.kind == 'integer' else 'a number'}")
                 continue
         problems = field_errors(field.schema, value)
         if problems:
-            asker.say(f"{field.name}: {problems[0]}")
+            asker.say(f"{field.shown}: {problems[0]}")
             continue
         return value
 
@@ -331,7 +343,7 @@ def _ask_json(field: Field, asker: Asker, default: str | None) -> Any:
         if text == "" and default is None:
             if not field.required:
                 return _OMIT
-            asker.say(f"{field.name} is required")
+            asker.say(f"{field.shown} is required")
             if getattr(asker, "ended", False):
                 raise EOFError  # (piped answers ran out: nobody is left to give one)
             continue
@@ -342,6 +354,6 @@ def _ask_json(field: Field, asker: Asker, default: str | None) -> Any:
             continue
         problems = field_errors(field.schema, value) if field.schema else []
         if problems:
-            asker.say(f"{field.name}: {problems[0]}")
+            asker.say(f"{field.shown}: {problems[0]}")
             continue
         return value

@@ -49,7 +49,7 @@ from .render import (
     render_warnings,
     usage_text,
 )
-from .terminal import json_text
+from .terminal import json_text, one_line, some_lines
 
 __all__ = ["open_source", "replay_command", "verify_command", "Unreadable", "THREAD_LINE_KIND"]
 
@@ -166,11 +166,13 @@ def _show_thread(out: Output, result: RunResult) -> None:
     state = result.state
     out.line("messages:", "bold")
     render_messages(out, state)
-    rows = [("thread", str(result.thread_id)), ("run", str(result.run_id)), ("outcome", str(result.outcome))]
+    rows = [("thread", one_line(str(result.thread_id))), ("run", one_line(str(result.run_id))),
+            ("outcome", str(result.outcome))]
     if result.error is not None:
-        rows.append(("error", result.error.message + (f" (code {result.error.code})" if result.error.code else "")))
+        rows.append(("error", some_lines(result.error.message)
+                     + (f" (code {one_line(result.error.code)})" if result.error.code else "")))
     if result.pending_tool_call_ids:
-        rows.append(("pending tool calls", ", ".join(result.pending_tool_call_ids)))
+        rows.append(("pending tool calls", ", ".join(map(one_line, result.pending_tool_call_ids))))
     if result.result is not None:
         rows.append(("result", json.dumps(result.result, ensure_ascii=False)))
     rows.append(("usage", usage_text(result.usage)))
@@ -262,7 +264,8 @@ def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
     for note in notes:
         out.line(note, "yellow")
     if len(threads) > 1:
-        out.line(f"the recording holds {len(threads)} threads; shown: the last one ({result.thread_id})", "yellow")
+        out.line(f"the recording holds {len(threads)} threads; shown: the last one ({one_line(str(result.thread_id))})",
+                 "yellow")
     _show_thread(out, result)
     return 0
 
@@ -427,13 +430,13 @@ def _findings_view(out: Output, findings: Sequence[dict[str, Any]]) -> None:
             table.add_column(column)
         for f in findings:
             style = "red" if f["severity"] == "error" else "yellow"
-            table.add_row(f["severity"], _index(f), _position(f), f["eventType"] or "-", f["rule"] or "-",
-                          f["message"], style=style)
+            table.add_row(f["severity"], _index(f), _position(f), one_line(f["eventType"] or "-"), f["rule"] or "-",
+                          one_line(f["message"], 1000), style=style)
         out.console.print(table)
         return
     for f in findings:
-        out.line(f"{f['severity']}: {_where(f)} ({_position(f)}) {f['eventType'] or '-'} [{f['rule'] or '-'}] "
-                 f"{f['message']}")
+        out.line(f"{f['severity']}: {_where(f)} ({_position(f)}) {one_line(f['eventType'] or '-')} "
+                 f"[{f['rule'] or '-'}] {one_line(f['message'], 1000)}")
 
 
 def _index(finding: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt, TokenUsage
 from . import forms
-from .terminal import SafeConsole, safe_text, visible
+from .terminal import SafeConsole, one_line, safe_text, some_lines, visible
 
 __all__ = [
     "Output",
@@ -201,6 +201,15 @@ def _say_invalid(console: Console, error: InvalidResponse) -> None:
     console.print(Text.from_markup(message) if isinstance(message, str) else message)
 
 
+#: The most choices a prompt lists.
+_PROMPT_CHOICES = 20
+
+
+def _short(text: str) -> bool:
+    """Whether a prompt may show ``text`` (a choice, a default the agent's schema gave) as it is."""
+    return one_line(text, 60) == text
+
+
 class _Ask(Prompt):
     """rich's text and choice prompt, its notes styled on a console that reads no markup."""
 
@@ -243,16 +252,21 @@ class ConsoleAsker:
 
     def ask_choice(self, label: str, choices: Sequence[str], *, default: str | None) -> str:
         prompt = safe_text(label, "bold")
+        # rich lists the choices in the prompt: not a schema's thousands, nor one whose line ends would
+        # break the prompt (the interrupt's panel lists the first of them, on one line each)
+        show = len(choices) <= _PROMPT_CHOICES and all(map(_short, choices))
         if default is None:
-            return self._ask(lambda: _Ask.ask(prompt, console=self.console, choices=list(choices)), None, prompt)
-        return self._ask(lambda: _Ask.ask(prompt, console=self.console, choices=list(choices), default=default),
-                         default, prompt)
+            return self._ask(lambda: _Ask.ask(prompt, console=self.console, choices=list(choices), show_choices=show),
+                             None, prompt)
+        return self._ask(lambda: _Ask.ask(prompt, console=self.console, choices=list(choices), default=default,
+                                          show_choices=show, show_default=_short(default)), default, prompt)
 
     def ask_text(self, label: str, *, default: str | None) -> str:
         prompt = safe_text(label, "bold")
         if default is None:
             return self._ask(lambda: _Ask.ask(prompt, console=self.console), "", prompt)
-        return self._ask(lambda: _Ask.ask(prompt, console=self.console, default=default), default, prompt)
+        return self._ask(lambda: _Ask.ask(prompt, console=self.console, default=default,
+                                          show_default=_short(default)), default, prompt)
 
     def _ask(self, ask: Callable[[], _T], at_end: _T | None, prompt: Text) -> _T:
         if not self.ended:
@@ -307,7 +321,7 @@ class EventRenderer:
         out = self.out
         match event:
             case ev.RunStartedEvent(run_id=run_id):
-                out.line(f"{out.mark('▶', '>')} run {run_id} started", "dim")
+                out.line(f"{out.mark('▶', '>')} run {one_line(run_id)} started", "dim")
             case ev.TextMessageStartEvent(message_id=mid, role=role, subagent_run_id=sub):
                 self._open(("text", mid), self._speaker(role, sub), "bold cyan")
             case ev.TextMessageContentEvent(message_id=mid, delta=delta, subagent_run_id=sub):
@@ -323,15 +337,15 @@ class EventRenderer:
             case ev.ReasoningMessageEndEvent(message_id=mid):
                 self._close(("reasoning", mid))
             case ev.ReasoningEncryptedValueEvent(subtype=subtype, entity_id=entity):
-                out.line(f"(encrypted reasoning for {subtype} {entity})", "dim")
+                out.line(f"(encrypted reasoning for {one_line(subtype)} {one_line(entity)})", "dim")
             case ev.ReasoningStartEvent() | ev.ReasoningEndEvent():
                 pass
             case ev.ToolCallStartEvent(tool_call_id=cid, tool_call_name=name, subagent_run_id=sub):
-                self._tool_names[cid] = name
-                who = f"[{self._subagents.get(sub, sub)}] " if sub else ""
+                self._tool_names[cid] = name = one_line(name)
+                who = f"[{one_line(self._subagents.get(sub, sub))}] " if sub else ""
                 self._open(("tool", cid), f"{who}{out.mark('⚙', 'tool:')} {name} ", "bold yellow")
             case ev.ToolCallArgsEvent(tool_call_id=cid, delta=delta):
-                self._continue(("tool", cid), f"{out.mark('⚙', 'tool:')} {self._tool_names.get(cid, cid)} ",
+                self._continue(("tool", cid), f"{out.mark('⚙', 'tool:')} {self._tool_names.get(cid) or one_line(cid)} ",
                                "bold yellow")
                 out.inline(delta, "yellow")
             case ev.ToolCallEndEvent(tool_call_id=cid):
@@ -351,45 +365,47 @@ class EventRenderer:
                 out.line(f"messages: snapshot of {len(messages)} message(s)", "magenta")
             case ev.ActivitySnapshotEvent(activity_type=kind, content=content):
                 self._break()
-                out.line(f"activity {kind}: {_clip(_compact(content), 100)}", "blue")
+                out.line(f"activity {one_line(kind)}: {_clip(_compact(content), 100)}", "blue")
             case ev.ActivityDeltaEvent(activity_type=kind, patch=patch):
                 self._break()
-                out.line(f"activity {kind}: {_ops(patch)}", "blue")
+                out.line(f"activity {one_line(kind)}: {_ops(patch)}", "blue")
             case ev.StepStartedEvent(step_name=name):
                 self._break()
-                out.line(f"step {name} started", "dim")
+                out.line(f"step {one_line(name)} started", "dim")
             case ev.StepFinishedEvent(step_name=name):
                 self._break()
-                out.line(f"step {name} finished", "dim")
+                out.line(f"step {one_line(name)} finished", "dim")
             case ev.SubagentStartedEvent(subagent_run_id=sub, name=name, description=description):
                 self._subagents[sub] = name
                 self._break()
-                out.line(f"subagent {name} started" + (f": {description}" if description else ""), "blue")
+                out.line(f"subagent {one_line(name)} started" + (f": {_clip(description, 300)}" if description else ""),
+                         "blue")
             case ev.SubagentFinishedEvent(subagent_run_id=sub, result=result, outcome=outcome):
                 self._break()
                 status = getattr(outcome, "TYPE", "success")
                 shown = f" {_clip(_compact(result), 100)}" if result is not None else ""
-                out.line(f"subagent {self._subagents.get(sub, sub)} finished ({status}){shown}", "blue")
+                out.line(f"subagent {one_line(self._subagents.get(sub, sub))} finished ({status}){shown}", "blue")
             case ev.SubagentErrorEvent(subagent_run_id=sub, message=message, code=code):
                 self._break()
-                out.line(f"subagent {self._subagents.get(sub, sub)} failed: {message}"
-                         + (f" (code {code})" if code else ""), "red")
+                out.line(f"subagent {one_line(self._subagents.get(sub, sub))} failed: {some_lines(message)}"
+                         + (f" (code {one_line(code)})" if code else ""), "red")
             case ev.CustomEvent(name=name, value=value):
                 self._break()
-                out.line(f"custom {name}: {_clip(_compact(value), 100)}", "dim")
+                out.line(f"custom {one_line(name)}: {_clip(_compact(value), 100)}", "dim")
             case ev.RawEvent(source=source):
                 self._break()
-                out.line(f"raw event{f' from {source}' if source else ''}", "dim")
+                out.line(f"raw event{f' from {one_line(source)}' if source else ''}", "dim")
             case ev.RunFinishedEvent(outcome=outcome):
                 self._break()
                 kind = getattr(outcome, "TYPE", "success")
                 out.line(f"{out.mark('■', '=')} run finished: {kind}", "bold green" if kind == "success" else "bold")
             case ev.RunErrorEvent(message=message, code=code):
                 self._break()
-                out.panel("RUN_ERROR", [message + (f" (code {code})" if code else "")], style="red")
+                out.panel("RUN_ERROR", [some_lines(message) + (f" (code {one_line(code)})" if code else "")],
+                          style="red")
             case ev.UnknownEvent(type=kind):
                 self._break()
-                out.line(f"unknown event {kind} (ignored)", "dim")
+                out.line(f"unknown event {one_line(kind)} (ignored)", "dim")
             case _:
                 self._break()
                 out.line(f"{type(event).__name__}", "dim")
@@ -398,11 +414,11 @@ class EventRenderer:
         if call_id in self._tool_names:
             return self._tool_names[call_id]
         call = self.state.tool_call(call_id) if self.state is not None else None
-        return call.function.name if call is not None else call_id
+        return one_line(call.function.name if call is not None else call_id)
 
     def _speaker(self, role: str | None, subagent: str | None) -> str:
         if subagent:
-            return f"[{self._subagents.get(subagent, subagent)}] "
+            return f"[{one_line(self._subagents.get(subagent, subagent))}] "
         return f"{role or 'assistant'}: "
 
     def _open(self, lane: tuple[str, str], prefix: str, style: str) -> None:
@@ -442,7 +458,7 @@ def _clip(text: str, limit: int = _MAX_INLINE) -> str:
 def _shape(value: Any) -> str:
     if isinstance(value, Mapping):
         keys = list(value)
-        shown = ", ".join(str(k) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
+        shown = ", ".join(one_line(str(k), 60) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
         return f"({len(keys)} key(s): {shown})" if keys else "(empty object)"
     if isinstance(value, list):
         return f"(list of {len(value)})"
@@ -452,7 +468,7 @@ def _shape(value: Any) -> str:
 def _ops(patch: Iterable[Any]) -> str:
     ops = list(patch)
     paths = list(dict.fromkeys(str(op.get("path", "?")) for op in ops if isinstance(op, Mapping)))
-    shown = ", ".join(paths[:5]) + (", ..." if len(paths) > 5 else "")
+    shown = ", ".join(one_line(path, 60) for path in paths[:5]) + (", ..." if len(paths) > 5 else "")
     return f"{len(ops)} op{'s' if len(ops) != 1 else ''} on {shown}" if paths else f"{len(ops)} ops"
 
 
@@ -468,19 +484,19 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
     On a terminal the items are two columns, so a long message or field description wraps under its
     own text, not under the labels.
     """
-    items: list[tuple[str, str]] = [("id:", interrupt.id)]
+    items: list[tuple[str, str]] = [("id:", one_line(interrupt.id))]
     if interrupt.message:
         items.append(("message:", interrupt.message))
     if interrupt.tool_call_id is not None:
         call = state.tool_call(interrupt.tool_call_id) if state is not None else None
         if call is not None:
-            items.append(("tool call:", f"{call.function.name} {_clip(call.function.arguments or '{}')}"))
+            items.append(("tool call:", f"{one_line(call.function.name)} {_clip(call.function.arguments or '{}')}"))
         else:
-            items.append(("tool call:", interrupt.tool_call_id))
+            items.append(("tool call:", one_line(interrupt.tool_call_id)))
     if interrupt.subagent_run_id is not None:
-        items.append(("subagent:", interrupt.subagent_run_id))
+        items.append(("subagent:", one_line(interrupt.subagent_run_id)))
     if interrupt.expires_at is not None:
-        items.append(("expires at:", f"{interrupt.expires_at}{_until(interrupt.expires_at, now)}"))
+        items.append(("expires at:", f"{one_line(interrupt.expires_at)}{_until(interrupt.expires_at, now)}"))
     schema = interrupt.response_schema
     form = forms.fields(schema)
     rows: list[tuple[str, str]] = []
@@ -492,7 +508,8 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
         title = schema.get("title")
         heading = "answer" + (f" ({title})" if isinstance(title, str) else "") + ":"
         for field in form:
-            rows.append((field.name, forms.describe(field) + (f"  - {field.description}" if field.description else "")))
+            rows.append((field.shown, forms.describe(field)
+                         + (f"  - {one_line(field.description, 300)}" if field.description else "")))
     lines = [f"{label} {value}" for label, value in items]
     body: RenderableType | None = None
     if rows:
@@ -501,7 +518,7 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
         body = Group(_grid(items, 0), safe_text(heading), _grid(rows, 2))
     else:
         body = _grid(items, 0)
-    out.panel(f"interrupt: {interrupt.reason}", lines, style="yellow", body=body)
+    out.panel(f"interrupt: {one_line(interrupt.reason)}", lines, style="yellow", body=body)
 
 
 def _grid(rows: Sequence[tuple[str, str]], indent: int) -> Table:
@@ -558,7 +575,7 @@ def last_assistant_text(state: ThreadState) -> str | None:
 def render_warnings(out: Output, warnings: Sequence[StreamWarning], limit: int = 5) -> None:
     """Show the first warnings of a run."""
     for warning in warnings[:limit]:
-        out.line(f"warning: {warning}", "yellow")
+        out.line(f"warning: {one_line(str(warning), 1000)}", "yellow")
     if len(warnings) > limit:
         out.line(f"... and {len(warnings) - limit} more warning(s)", "yellow")
 
@@ -586,10 +603,11 @@ def _error_detail(payload: Any) -> str | None:
 def render_error(out: Output, exc: BaseException) -> None:
     """An error in a panel, saying where: event index, type and rule for a protocol error."""
     if isinstance(exc, ProtocolError):
-        where = [f"event #{exc.index}" if exc.index is not None else None, exc.event_type,
-                 f"rule {exc.rule}" if exc.rule else None, f"at {exc.pointer}" if exc.pointer else None,
-                 f"run {exc.run_id}" if exc.run_id else None]
-        lines = [", ".join(p for p in where if p), exc.detail]
+        where = [f"event #{exc.index}" if exc.index is not None else None,
+                 one_line(exc.event_type) if exc.event_type else None,
+                 f"rule {exc.rule}" if exc.rule else None, f"at {one_line(exc.pointer)}" if exc.pointer else None,
+                 f"run {one_line(exc.run_id)}" if exc.run_id else None]
+        lines = [", ".join(p for p in where if p), some_lines(exc.detail)]
         out.panel(f"protocol error ({type(exc).__name__})", [line for line in lines if line], style="red")
     elif isinstance(exc, HTTPStatusError):
         detail = _error_detail(exc.payload)
@@ -611,7 +629,7 @@ def render_error(out: Output, exc: BaseException) -> None:
                   for problem in problems if problem not in lines[0]]
         out.panel(f"answer refused ({type(exc).__name__})", lines, style="red")
     elif isinstance(exc, AguiError):
-        out.panel(type(exc).__name__, [str(exc)], style="red")
+        out.panel(type(exc).__name__, [some_lines(str(exc))], style="red")
     else:
         out.panel("error", [f"{type(exc).__name__}: {exc}"], style="red")
 
@@ -627,21 +645,21 @@ def render_messages(out: Output, state: ThreadState) -> None:
                 out.line(f"{message.ROLE}: {_content_text(content)}", "bold")
             case msg.AssistantMessage(content=content, tool_calls=calls, subagent_run_id=sub):
                 record = state.subagents.get(sub) if sub else None
-                who = f"[{record.name if record is not None else sub}]" if sub else "assistant:"
+                who = f"[{one_line(record.name if record is not None else sub)}]" if sub else "assistant:"
                 if content:
                     out.line(f"{who} {content}", "cyan")
                 for call in calls or ():
-                    out.line(f"  {out.mark('⚙', 'tool:')} {call.function.name} "
+                    out.line(f"  {out.mark('⚙', 'tool:')} {one_line(call.function.name)} "
                              f"{_clip(call.function.arguments or '{}')}", "yellow")
             case msg.ToolMessage(content=content, tool_call_id=cid, error=error):
                 answered = state.tool_call(cid)
-                name = answered.function.name if answered is not None else cid
-                text = f"failed: {error}" if error else f"returned {_clip(_content_text(content))}"
+                name = one_line(answered.function.name if answered is not None else cid)
+                text = f"failed: {_clip(error)}" if error else f"returned {_clip(_content_text(content))}"
                 out.line(f"  {out.mark('↳', '->')} {name} {text}", "green")
             case msg.ReasoningMessage(content=content):
                 out.line(f"thinking: {_clip(content, 300)}", "dim italic")
             case msg.ActivityMessage(activity_type=kind, content=content):
-                out.line(f"activity {kind}: {_clip(_compact(content), 100)}", "blue")
+                out.line(f"activity {one_line(kind)}: {_clip(_compact(content), 100)}", "blue")
             case _:
                 out.line(repr(message), "dim")
 

@@ -31,12 +31,10 @@ which parse back to the same strings.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
 import sys
-import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -46,28 +44,11 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
 
-__all__ = ["visible", "json_text", "safe_text", "SafeConsole", "InertLogHandler"]
+from .._inert import CANDIDATES as _CANDIDATES
+from .._inert import hidden as _hidden
+from .._inert import one_line, some_lines, visible
 
-#: Unicode categories of the characters a terminal obeys or a reader cannot see (see the module docstring).
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-#: Format characters kept: ZWNJ and ZWJ join emoji sequences and letters of Persian, Indic scripts ….
-_KEPT = frozenset("\u200c\u200d")
-#: Anything but printable ASCII, tab and newline: the only characters that need a closer look.
-_CANDIDATES = re.compile("[^\t\n\x20-\x7e]+")
-
-
-@functools.lru_cache(maxsize=4096)
-def _hidden(char: str) -> bool:
-    return unicodedata.category(char) in _HIDDEN_CATEGORIES and char not in _KEPT
-
-
-def _escape(char: str) -> str:
-    if char == "\r":
-        return "\\r"  # (as Python writes it: the one control people meet in text, from CRLF line ends)
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+__all__ = ["visible", "one_line", "some_lines", "json_text", "safe_text", "SafeConsole", "InertLogHandler"]
 
 
 def _json_escape(char: str) -> str:
@@ -78,26 +59,8 @@ def _json_escape(char: str) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
-def _shown(run: re.Match[str]) -> str:
-    return "".join(_escape(c) if _hidden(c) else c for c in run.group())
-
-
 def _json_shown(run: re.Match[str]) -> str:
     return "".join(_json_escape(c) if _hidden(c) else c for c in run.group())
-
-
-def visible(text: str) -> str:
-    """``text`` with every character a terminal would obey, or a reader could not see, written as
-    its escape (``\\x1b``, ``\\x9b``, ``\\u202e``); newlines and tabs kept, CRLF made a newline.
-
-    A bare carriage return is shown (``\\r``): on a terminal it would send the cursor back over
-    the line already written.
-    """
-    if "\r\n" in text:
-        text = text.replace("\r\n", "\n")
-    if _CANDIDATES.search(text) is None:
-        return text
-    return _CANDIDATES.sub(_shown, text)
 
 
 def json_text(value: Any, **options: Any) -> str:

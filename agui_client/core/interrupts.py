@@ -273,11 +273,12 @@ def _judge_expiry(interrupt: Interrupt, current: datetime) -> bool:
         return False
     instant, naive = _read(value) if isinstance(value, str) else (None, False)
     if instant is None:
-        _warn("IR-18", f"interrupt {interrupt.id!r}: expiresAt {value!r} is not a date; it never expires",
-              once=("expiresAt", str(interrupt.id), repr(value)))
+        # (the agent's strings quoted cut short: a warning line is no place for a megabyte of expiresAt)
+        _warn("IR-18", f"interrupt {_quoted(interrupt.id)}: expiresAt {_quoted(value)} is not a date; it never "
+              "expires", once=("expiresAt", str(interrupt.id), repr(value)))
         return False
     if naive:
-        _warn("IR-17", f"interrupt {interrupt.id!r}: expiresAt {value!r} names no zone; read as UTC "
+        _warn("IR-17", f"interrupt {_quoted(interrupt.id)}: expiresAt {_quoted(value)} names no zone; read as UTC "
                        "(the reference reads it as host-local time)",
               once=("expiresAt", str(interrupt.id), repr(value)))
     return instant <= current
@@ -310,6 +311,22 @@ def is_expired(interrupt: Interrupt, now: Clock = None) -> bool:
 
 _MAX_MESSAGES = 10
 _MAX_MESSAGE_CHARS = 300
+
+
+#: How many interrupt ids a refusal lists (the rest are counted; ``.problems`` holds them all).
+_LISTED = 10
+
+
+def _listed(ids: Sequence[str]) -> str:
+    """``ids`` as a list is written (``['i1', 'i2']``), its first :data:`_LISTED` only, each :func:`_quoted`."""
+    more = len(ids) - _LISTED
+    return "[" + ", ".join(map(_quoted, ids[:_LISTED])) + (f", ...] ({more} more)" if more > 0 else "]")
+
+
+def _quoted(value: object) -> str:
+    """``repr(value)`` for a message, cut at 100 characters."""
+    text = repr(value)
+    return text if len(text) <= 100 else text[:96] + "...'"
 
 
 def _shorten(text: str) -> str:
@@ -350,21 +367,22 @@ def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors
     ids = [i for i in order if i in offending]
     parts = []
     if problems["nothing"]:
-        parts.append(f"the thread has no open interrupts, so {list(problems['nothing'])} answer nothing")
+        parts.append(f"the thread has no open interrupts, so {_listed(problems['nothing'])} answer nothing")
     if problems["uncovered"]:
-        parts.append(f"no entry for {list(problems['uncovered'])} (omission is not abandonment: answer or "
+        parts.append(f"no entry for {_listed(problems['uncovered'])} (omission is not abandonment: answer or "
                      "abandon each)")
     if problems["expired"]:
-        parts.append(f"{list(problems['expired'])} expired and can only be abandoned")
+        parts.append(f"{_listed(problems['expired'])} expired and can only be abandoned")
     if problems["unknown"] and not problems["nothing"]:
-        parts.append(f"{list(problems['unknown'])} name no open interrupt (the open ones: {list(open_ids)})")
+        parts.append(f"{_listed(problems['unknown'])} name no open interrupt (the open ones: {_listed(open_ids)})")
     if problems["duplicate"]:
-        parts.append(f"{list(problems['duplicate'])} have more than one entry")
+        parts.append(f"{_listed(problems['duplicate'])} have more than one entry")
     if problems["invalid"]:
         parts.append("payloads fail their responseSchema: " + "; ".join(
-            f"{i!r}: {', '.join(errors[i])}" for i in problems["invalid"]))
+            f"{_quoted(i)}: {', '.join(errors[i])}" for i in problems["invalid"][:_LISTED])
+            + (f"; and {len(problems['invalid']) - _LISTED} more" if len(problems["invalid"]) > _LISTED else ""))
     if problems["invalid-entry"]:
-        parts.append(f"entries for {list(problems['invalid-entry'])} are malformed (status must be "
+        parts.append(f"entries for {_listed(problems['invalid-entry'])} are malformed (status must be "
                      "'resolved' or 'cancelled', the id a string, metadata absent or an object)")
     # A schema that could not judge is its own class of the "invalid" kind: answering differently
     # rarely helps, abandoning does.
@@ -593,7 +611,8 @@ def awaiting_answers(thread_id: str, open_interrupts: Sequence[Interrupt]) -> Aw
         first.setdefault(interrupt.id, interrupt)  # (a repeated id is one question: IR-06)
     interrupts = tuple(first.values())
     count = len(interrupts)
-    listed = ", ".join(f"{i.id!r} ({_prompt(i)})" for i in interrupts)
+    listed = ", ".join(f"{_quoted(i.id)} ({_prompt(i)})" for i in interrupts[:_LISTED]) \
+        + (f" and {count - _LISTED} more" if count > _LISTED else "")
     example = interrupts[0].id
     problems = {kind: tuple(i.id for i in interrupts) if kind == "uncovered" else () for kind in PROBLEM_KINDS}
     return AwaitingAnswers(

@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..wire.jsonio import DEFAULT_MAX_DEPTH
+
 __all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "DEFAULT_RUN_COPY_ALLOWANCE",
-           "DEFAULT_RESPONSE_COPY_ALLOWANCE", "parse_pointer"]
+           "DEFAULT_RESPONSE_COPY_ALLOWANCE", "MAX_DEPTH", "parse_pointer"]
 
 #: JSON nodes a single patch may copy (``copy`` ops, and values added); past it the patch is refused (SP-06).
 DEFAULT_COPY_BUDGET = 1_000_000
@@ -105,9 +107,10 @@ def _walk(document: Any, tokens: list[str]) -> Any:
     return node
 
 
-def _copy(value: Any, budget: list[int], allowance: list[int] | None = None) -> Any:
+def _copy(value: Any, budget: list[int], allowance: list[int] | None = None, room: int = DEFAULT_MAX_DEPTH) -> Any:
     """A copy of ``value``, charging each container's members to ``budget`` (this patch's nodes) and, when
-    given, to ``allowance`` (what copies may still cost: see ``apply_patch``) as the walk goes.
+    given, to ``allowance`` (what copies may still cost: see ``apply_patch``) as the walk goes; refused
+    when it nests deeper than ``room`` levels (what is left under the place it goes: see ``MAX_DEPTH``).
 
     Each container is charged before its members are copied, so a walk stops as soon as what it would
     cost passes either bound: refusing a copy costs no more than what was left to spend, however large
@@ -133,10 +136,9 @@ def _copy(value: Any, budget: list[int], allowance: list[int] | None = None) -> 
             # its members first, in constant time, so a huge container is refused before anything reads it
             _spend(allowance, _MEMBER_UNITS * len(source))
             _spend(allowance, _text(source))
-        if depth > _MAX_VALUE_DEPTH:
-            # (only a value built in Python gets here: the decoder refuses such JSON) a state this deep
-            # could not be written to a store or sent again
-            raise _Fail("value nested too deeply to copy")
+        if depth > room:
+            # a state this deep could not be written to a store or sent again
+            raise _Fail(_too_deep(room))
         if type(source) is dict:
             for key, item in source.items():
                 if type(item) is dict or type(item) is list:
@@ -173,8 +175,41 @@ def _spend(allowance: list[int], cost: int) -> None:
                     "were left): copy amplification")
 
 
-#: The deepest value a patch copies: the decoder's default nesting limit.
-_MAX_VALUE_DEPTH = 512
+#: The deepest a patched document may become: as deep as a STATE_SNAPSHOT can carry it (the decoder's
+#: nesting limit, less the event around it). A patch that would nest it deeper is refused (SP-06), as
+#: the state would then fail every later save and request: ``json`` recurses once per level, and
+#: ``move`` operations of a few bytes each can sink a subtree one level per event without end.
+MAX_DEPTH = DEFAULT_MAX_DEPTH - 1
+#: How deep a value that came parsed with its patch operation can be (event, ``delta``, operation:
+#: three levels of the decoder's limit). A value put at most this many levels down needs no look.
+_SHALLOW = MAX_DEPTH - (DEFAULT_MAX_DEPTH - 3)
+
+
+def _too_deep(room: int) -> str:
+    return f"the document would nest deeper than {MAX_DEPTH} levels (this place leaves {max(room, 0)})"
+
+
+def _check_depth(value: Any, room: int, allowance: list[int] | None = None) -> None:
+    """Refuse ``value`` when it nests containers deeper than ``room`` levels; when given, the walk's
+    members are charged to ``allowance`` (a ``move`` of a large subtree, level after level, must not make
+    the client walk it again and again for free)."""
+    if type(value) is not dict and type(value) is not list:
+        return
+    level: list[Any] = [value]
+    depth = 1
+    while level:
+        if depth > room:
+            raise _Fail(_too_deep(room))
+        deeper: list[Any] = []
+        add = deeper.append
+        for node in level:
+            if allowance is not None:
+                _spend(allowance, _MEMBER_UNITS * len(node))
+            for child in node.values() if type(node) is dict else node:
+                if type(child) is dict or type(child) is list:
+                    add(child)
+        level = deeper
+        depth += 1
 
 
 #: A member's cost in copy-allowance units: a small dict entry or list item holds tens of bytes in
@@ -252,12 +287,19 @@ def _rollback(root: Any, undo: list[_Undo]) -> Any:
     return root
 
 
-def _value(op: dict[str, Any], budget: list[int] | None) -> Any:
+def _value(op: dict[str, Any], budget: list[int] | None, depth: int) -> Any:
+    """``op``'s value, to be put ``depth`` levels down (a copy unless ``budget`` is ``None``)."""
     if "value" not in op:
         raise _Fail(f"{op.get('op')!r} operation needs a 'value'")
     value = op["value"]
+    if type(value) is not dict and type(value) is not list:
+        return value
     # The patch's values are the event's: copy containers so the state never shares them.
-    return _copy(value, budget) if budget is not None and type(value) in (dict, list) else value
+    if budget is not None:
+        return _copy(value, budget, None, MAX_DEPTH - depth)
+    if depth > _SHALLOW:
+        _check_depth(value, MAX_DEPTH - depth)
+    return value
 
 
 # Undo entries, as tuples (no closure per change): (action, container, key, old).
@@ -290,8 +332,11 @@ def _simple_op(document: Any, name: str, path: str, op: dict[str, Any], budget: 
         if "value" not in op:
             raise _Fail(f"{name!r} operation needs a 'value'")
         value = op["value"]
-        if budget is not None and type(value) in (dict, list):
-            value = _copy(value, budget)
+        if type(value) is dict or type(value) is list:
+            if budget is not None:
+                value = _copy(value, budget, None, MAX_DEPTH - len(tokens) - 1)
+            elif len(tokens) >= _SHALLOW:  # (put len(tokens) + 1 levels down)
+                _check_depth(value, MAX_DEPTH - len(tokens) - 1)
         if type(parent) is dict and (name == "add" or key in parent):
             # _change's commonest case (set a member), inlined: this runs for nearly every operation
             if undo is not None:
@@ -457,9 +502,9 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
             doc.record = record
             tokens = parse_pointer(path)
             if name == "add":
-                doc.add(tokens, _value(op, values_budget))
+                doc.add(tokens, _value(op, values_budget, len(tokens)))
             elif name == "replace":
-                doc.replace(tokens, _value(op, values_budget))
+                doc.replace(tokens, _value(op, values_budget, len(tokens)))
             elif name == "remove":
                 doc.remove(tokens)
             elif name == "test":
@@ -480,9 +525,12 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
                         raise _Fail("cannot move a value into its own child")
                     if not from_tokens:
                         raise _Fail("cannot move the whole document")
-                    doc.add(tokens, doc.remove(from_tokens))
+                    moved = doc.remove(from_tokens)
+                    if len(tokens) > len(from_tokens):  # (only a move down can nest the document deeper)
+                        _check_depth(moved, MAX_DEPTH - len(tokens), allowance)
+                    doc.add(tokens, moved)
                 else:
-                    copied = _copy(_walk(doc.root, from_tokens), doc.budget, allowance)
+                    copied = _copy(_walk(doc.root, from_tokens), doc.budget, allowance, MAX_DEPTH - len(tokens))
                     doc.add(tokens, copied)
             else:
                 # SP-07 / AGUI303: a patch is applied whole or not at all, and an operation nobody

@@ -95,6 +95,12 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self.secrets)
 
+    @property
+    def longest(self) -> int:
+        """The length of the longest form of a secret it replaces (0 without secrets): what a text redacted
+        as it streams must hold back at its end, as a secret may be cut between two pieces."""
+        return max((len(form) for secret in self.secrets for form in _forms(secret)), default=0)
+
     def __call__(self, text: str) -> str:
         return self.text(text)
 

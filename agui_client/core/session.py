@@ -23,7 +23,7 @@ from attrs import frozen
 from ..errors import ProtocolError, RunFailed, StreamEnded, StreamWarning
 from ..wire import codec
 from ..wire.jsonio import DEFAULT_MAX_DEPTH, SLICED_MIN, parse_batch, parse_json, read_slices
-from ..wire.sink import WarningSink
+from ..wire.sink import WARNINGS_PER_CODE, WarningSink
 from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types import run as rn
@@ -35,7 +35,7 @@ from .redact import redact_exception, redact_record
 from .roster import Roster
 from .verify import RunVerifier
 
-__all__ = ["RunSession", "RunResult", "DEFAULT_MAX_EVENT_BYTES"]
+__all__ = ["RunSession", "RunResult", "DEFAULT_MAX_EVENT_BYTES", "WARNINGS_PER_CODE", "WarningList"]
 
 #: Payloads parsed together (``RunSession.fold_read``): enough to spread the per-call cost, few
 #: enough that their parsed values stay a small part of any thread.
@@ -43,6 +43,40 @@ _GROUP = 64
 
 #: Default limit on one event's size in bytes.
 DEFAULT_MAX_EVENT_BYTES = 16 * 2**20
+
+class WarningList(list[StreamWarning]):
+    """A response's warnings: at most :data:`WARNINGS_PER_CODE` of each code are kept, the last of them
+    saying so; the others are counted (:attr:`dropped`), not kept."""
+
+    def __init__(self, items: Iterable[StreamWarning] = ()) -> None:
+        super().__init__()
+        self._counts: dict[str, int] = {}
+        #: Warnings not kept, past the bound of their code.
+        self.dropped = 0
+        self.extend(items)
+
+    def append(self, warning: StreamWarning, /) -> None:
+        """Keep ``warning``, unless its code already has its share."""
+        count = self._counts.get(warning.code, 0) + 1
+        self._counts[warning.code] = count
+        if count < WARNINGS_PER_CODE:
+            super().append(warning)
+        elif count == WARNINGS_PER_CODE:
+            note = f" ({WARNINGS_PER_CODE} warnings with code {warning.code}: further ones are not kept)"
+            # (the SSE decoder bounds its own warnings the same way, and says so already)
+            super().append(warning if warning.message.endswith(note) else
+                           attrs.evolve(warning, message=warning.message + note))
+        else:
+            self.dropped += 1
+
+    def extend(self, warnings: Iterable[StreamWarning], /) -> None:
+        """:meth:`append` each of ``warnings``."""
+        for warning in warnings:
+            self.append(warning)
+
+    def __iadd__(self, warnings: Iterable[StreamWarning], /) -> WarningList:  # type: ignore[override,misc]
+        self.extend(warnings)
+        return self
 
 
 @frozen(kw_only=True)
@@ -176,7 +210,7 @@ class RunSession:
         self.max_errors = max_errors
         #: Errors collected past ``max_errors``: counted, not kept.
         self.errors_dropped = 0
-        self.warnings: list[StreamWarning] = []
+        self.warnings: list[StreamWarning] = WarningList()
         self._sink = WarningSink()
         self._chunks = ChunkExpander()
         self._verifier = RunVerifier(known_tool_call_ids=self.state.has_tool_call,

@@ -42,7 +42,7 @@ The verifier expects chunks already expanded (:class:`~agui_client.core.chunks.C
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -720,7 +720,7 @@ class RunVerifier(_IdRules):
             (run.subagents, "subagents", "SA-04/AGUI604"),
         ):
             if open_ids:
-                names = ", ".join(repr(k[1] if isinstance(k, tuple) else k) for k in open_ids)
+                names = _some(k[1] if isinstance(k, tuple) else k for k in open_ids)
                 raise self._error(f"RUN_FINISHED while {label} are still open: {names}", kind, index, rule=rule)
         warnings = []
         if run.thread_id is not None and thread_id != run.thread_id:
@@ -736,7 +736,7 @@ class RunVerifier(_IdRules):
             case None | RunFinishedSuccessOutcome():
                 if run.suspended:
                     warnings.append(self._warning(
-                        f"subagents {', '.join(map(repr, run.suspended))} finished suspended, yet the run "
+                        f"subagents {_some(run.suspended)} finished suspended, yet the run "
                         "finished as a success", kind, index, code="SA-15", pointer="/outcome"))
                 if outcome is not None and outcome.pending_tool_call_ids:
                     warnings.extend(self._pending_tool_calls(outcome.pending_tool_call_ids, index))
@@ -871,3 +871,14 @@ def _seeded(runs: dict[str, int], ids: Mapping[str, Any]) -> None:
 def _owner_label(owner: _Owner) -> str:
     return "the parent agent" if owner is None else f"subagent {owner!r}"
 
+
+#: How many ids a message lists, and how much of each (a stream may leave a hundred thousand open).
+_LISTED, _ID_CHARS = 10, 100
+
+
+def _some(ids: Iterable[Any]) -> str:
+    """The first :data:`_LISTED` of ``ids``, each as ``repr`` cut at :data:`_ID_CHARS`, and how many more."""
+    listed = list(ids)
+    shown = [repr(i) if len(repr(i)) <= _ID_CHARS else repr(i)[:_ID_CHARS - 4] + "...'" for i in listed[:_LISTED]]
+    more = len(listed) - _LISTED
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")

@@ -432,7 +432,7 @@ def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
     record = data if type(data) is dict else dict(data)
     try:
         return dump_record(record)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # (RecursionError: nested deeper than json goes)
         raise StoreError(f"thread {thread_id!r}: data is not JSON-ready: {exc}", thread_id=thread_id) from exc
 
 

@@ -10,7 +10,9 @@ grows a digit past ``99``):
   it gzip- or deflate-encoded, so the file is the event stream the client read).
 
 Headers are never written, in either direction (they carry credentials), nor is the URL (a query
-may carry a token). A request that got no answer at all (the agent unreachable) leaves no file.
+may carry a token). A credential of the request that the agent repeats in its answer (an error that
+quotes the ``Authorization`` header) is written as ``[redacted]``, as in the client's errors. A
+request that got no answer at all (the agent unreachable) leaves no file.
 ``agui replay DIR`` folds such a folder into the thread it recorded, and
 :class:`~agui_client.testing.RecordedAgent` serves it back to a client under test.
 
@@ -43,6 +45,8 @@ from pathlib import Path
 from typing import IO
 
 import httpx
+
+from ..core.redact import Redactor
 
 __all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME"]
 
@@ -120,22 +124,54 @@ class _Recorder:
         with contextlib.suppress(ValueError):
             self.files.remove(path)
 
-    def response(self, stem: str, response: httpx.Response) -> _BodyFile:
+    def response(self, stem: str, response: httpx.Response, request: httpx.Request) -> _BodyFile:
         encoding = response.headers.get("content-encoding", "").strip().lower()
+        redactor = Redactor.of(request.headers.multi_items(), [str(request.url)])
         meta: dict[str, object] = {"status": response.status_code,
-                                   "contentType": response.headers.get("content-type", "")}
+                                   "contentType": redactor.text(response.headers.get("content-type", ""))}
         if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
             # An encoding this module does not undo is kept as it came, and said.
             meta["contentEncoding"] = encoding
         Path(f"{stem}.response.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
         self.files += [Path(f"{stem}.response.json"), Path(f"{stem}.sse")]
-        return _BodyFile(open(f"{stem}.sse", "wb"), encoding)  # (closed with the response)
+        return _BodyFile(open(f"{stem}.sse", "wb"), encoding, _Scrub(redactor))  # (closed with the response)
+
+
+class _Scrub:
+    """The response body's bytes with the request's credentials replaced, as they pass to the file.
+
+    The bytes are read as latin-1 (one character a byte, so nothing is lost and ASCII secrets match
+    whatever the body's encoding), and the last ``longest - 1`` of them are held back until more come,
+    as a secret may be cut between two reads. Without secrets it hands the bytes on as they are.
+    """
+
+    __slots__ = ("_redactor", "_keep", "_held")
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._keep = max(redactor.longest - 1, 0)
+        self._held = b""
+
+    def __call__(self, data: bytes) -> bytes:
+        if not self._redactor:
+            return data
+        text = self._redactor.text((self._held + data).decode("latin-1")).encode("latin-1")
+        cut = len(text) - self._keep
+        self._held = text[max(cut, 0):]
+        return text[:cut] if cut > 0 else b""
+
+    def rest(self) -> bytes:
+        """What is held back, at the end of the body."""
+        held, self._held = self._held, b""
+        return held
 
 
 class _BodyFile:
-    """The response body on its way to ``NN.sse``: each chunk written as it passes, decompressed."""
+    """The response body on its way to ``NN.sse``: each chunk written as it passes, decompressed and
+    without the request's credentials."""
 
-    def __init__(self, handle: IO[bytes], encoding: str) -> None:
+    def __init__(self, handle: IO[bytes], encoding: str, scrub: _Scrub) -> None:
+        self._scrub = scrub
         self._handle: IO[bytes] | None = handle
         self._inflate: zlib._Decompress | None = None
         if encoding in ("gzip", "x-gzip"):
@@ -148,20 +184,21 @@ class _BodyFile:
         if handle is None or not chunk:
             return
         inflate = self._inflate
+        scrub = self._scrub
         if inflate is None:
-            handle.write(chunk)
+            handle.write(scrub(chunk))
         else:
             try:
                 data = inflate.decompress(chunk, _INFLATE_STEP)
                 while True:
-                    handle.write(data)
+                    handle.write(scrub(data))
                     if not inflate.unconsumed_tail:
                         break
                     data = inflate.decompress(inflate.unconsumed_tail, _INFLATE_STEP)
             except zlib.error:
                 # A body that is not what its header says: the rest is kept as it came rather than lost.
                 self._inflate = None
-                handle.write(chunk)
+                handle.write(scrub(chunk))
         # On disk as it arrives (one write per network read): a run cut short, or a process killed,
         # still leaves everything that came.
         handle.flush()
@@ -173,9 +210,10 @@ class _BodyFile:
         try:
             if self._inflate is not None:
                 try:
-                    handle.write(self._inflate.flush())
+                    handle.write(self._scrub(self._inflate.flush()))
                 except zlib.error:
                     pass
+            handle.write(self._scrub.rest())
         finally:
             handle.close()
 
@@ -278,8 +316,8 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
         if stem is None:
             return response
         assert isinstance(response.stream, httpx.SyncByteStream)
-        return _wrapped(response, _RecordedStream(response.stream, self._recorder.response(stem, response)),
-                        request)
+        body = self._recorder.response(stem, response, request)
+        return _wrapped(response, _RecordedStream(response.stream, body), request)
 
     def close(self) -> None:
         """Close the inner transport."""
@@ -311,8 +349,8 @@ class AsyncRecordingTransport(_Controls, httpx.AsyncBaseTransport):
         if stem is None:
             return response
         assert isinstance(response.stream, httpx.AsyncByteStream)
-        return _wrapped(response, _AsyncRecordedStream(response.stream, self._recorder.response(stem, response)),
-                        request)
+        body = self._recorder.response(stem, response, request)
+        return _wrapped(response, _AsyncRecordedStream(response.stream, body), request)
 
     async def aclose(self) -> None:
         """Close the inner transport."""

@@ -15,10 +15,14 @@ from contextvars import ContextVar
 
 from ..errors import AguiWarning, StreamWarning
 
-__all__ = ["WarningSink", "collect_warnings", "warn", "DROP_WARNINGS"]
+__all__ = ["WarningSink", "collect_warnings", "warn", "DROP_WARNINGS", "WARNINGS_PER_CODE"]
 
 #: How many times a warning about something dropped is given per response (``WarningSink.warn``).
 DROP_WARNINGS = 100
+#: How many warnings of one code a response keeps (``RunSession.warnings``, and the SSE decoder's own).
+#: A stream can repeat one fault endlessly at a few bytes each (an unknown SSE field line is two), and
+#: each warning costs a couple of hundred bytes: 4 MB of ``x\n`` lines held 2 million warnings, 450 MB.
+WARNINGS_PER_CODE = 1000
 
 
 class WarningSink:

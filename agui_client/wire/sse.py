@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 
 from ..errors import LimitExceeded
+from .sink import WARNINGS_PER_CODE
 
 __all__ = ["SSEFrame", "SSEWarning", "SSEDecoder", "iter_frames", "DEFAULT_MAX_EVENT_BYTES"]
 
@@ -145,6 +146,9 @@ class _EventAssembler:
 
     def __init__(self, max_event_bytes: int) -> None:
         self.warnings: list[SSEWarning] = []
+        #: Warnings past ``WARNINGS_PER_CODE`` of their code: counted, not kept.
+        self.warnings_dropped = 0
+        self._warned: dict[str, int] = {}
         self._max = max_event_bytes
         self._dispatched = 0
         self._closed = False
@@ -278,7 +282,16 @@ class _EventAssembler:
                         truncated=truncated)
 
     def _warn(self, code: str, message: str, line: int, offset: int) -> None:
-        """Note a tolerated fault; it names the index the next frame dispatched has."""
+        """Note a tolerated fault; it names the index the next frame dispatched has. Past
+        ``WARNINGS_PER_CODE`` of one code, faults are counted (``warnings_dropped``), not noted: a stream of
+        two-byte faults must not cost a warning object each."""
+        count = self._warned.get(code, 0) + 1
+        self._warned[code] = count
+        if count > WARNINGS_PER_CODE:
+            self.warnings_dropped += 1
+            return
+        if count == WARNINGS_PER_CODE:
+            message += f" ({WARNINGS_PER_CODE} warnings with code {code}: further ones are not kept)"
         self.warnings.append(SSEWarning(code=code, message=message, line=line, offset=offset, index=self._dispatched))
 
     def _too_big(self, message: str) -> LimitExceeded:
