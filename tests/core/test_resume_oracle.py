@@ -69,6 +69,13 @@ REFERENCE_ONLY: dict[str, str] = {
     "expires-bare-number": ("'0' is no date (docs/expires-at.md: forms only a JavaScript engine's heuristics "
                             "read): it never expires, with a warning; V8 reads a short number as a year or a "
                             "month in host-local time ('0' is 2000-01-01) and calls it expired"),
+    "expires-short-number": ("'12' is no date, as '0' (expires-bare-number): V8 reads 2001-12-01 in host-local "
+                             "time and calls it expired"),
+    "expires-date-with-z": ("'2026-11-29Z' is no ISO 8601 form (a zone belongs to a time): it never expires, "
+                            "with a warning; V8's fallback parser reads UTC midnight and calls it expired"),
+    "expires-utc-word": ("'2026-11-29 23:59:59 UTC' is neither ISO 8601 nor RFC 5322 ('UTC' is a zone name "
+                         "in neither): it never expires, with a warning; V8's fallback parser reads that instant "
+                         "and calls it expired"),
 }
 
 #: Cases whose ``expiresAt`` we judge differently from the reference's isInterruptExpired.
@@ -80,6 +87,9 @@ EXPIRY_READ_DIFFERENTLY: dict[str, str] = {
     "expires-comma-fraction": DELIBERATE["expires-comma-fraction"],
     "expires-sub-millisecond": REFERENCE_ONLY["expires-sub-millisecond"],
     "expires-bare-number": REFERENCE_ONLY["expires-bare-number"],
+    "expires-short-number": REFERENCE_ONLY["expires-short-number"],
+    "expires-date-with-z": REFERENCE_ONLY["expires-date-with-z"],
+    "expires-utc-word": REFERENCE_ONLY["expires-utc-word"],
 }
 
 
