@@ -328,6 +328,11 @@ class _Inflater:
         Raises:
             httpx.DecodingError: the body is not what its header says.
         """
+        if self._inflate.eof:
+            # Bytes after the end of the coded body are not read (nor were they by httpx's decoders). zlib
+            # would keep them all in ``unused_data``, copying what it kept at every read: a body that goes
+            # on uncoded after a few bytes of gzip would fill memory, in quadratic time.
+            return iter(())
         try:
             piece = self._inflate.decompress(chunk, INFLATE_STEP)
         except zlib.error as exc:

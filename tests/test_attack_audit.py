@@ -481,3 +481,56 @@ def test_the_agents_words_quoted_in_an_exception_message_are_inert(drive: Any, s
         assert not [c for c in message if c in "\x1b\x07\x9b\u202e\r"], message
         assert "\\x1b]0;PWNED\\x07|\\x9b2J|\\u202eevil|\\rover" in message
         assert kept == HOSTILE  # (the attribute keeps the agent's words as they came)
+
+
+# --------------------------------------------------------------------------------------------------
+# Review: bytes after the end of a coded body
+# --------------------------------------------------------------------------------------------------
+
+
+def _coded_then_plain(coding: bytes, after: int) -> Any:
+    """An agent answering a whole run gzip- or deflate-coded, then ``after`` bytes more, not coded."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"content-encoding", coding)]})
+        await send({"type": "http.response.body", "body": _gzip(START + FINISH, 31 if coding == b"gzip" else 15),
+                    "more_body": True})
+        block = b":" * 2**16
+        for _ in range(after // len(block)):
+            await send({"type": "http.response.body", "body": block, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return app
+
+
+@pytest.mark.parametrize("coding", [b"gzip", b"deflate"])
+def test_bytes_after_the_end_of_a_coded_body_are_not_kept(drive: Any, served: Any, coding: bytes) -> None:
+    # zlib keeps what follows the end of its stream in ``unused_data``, copying it all again at every
+    # read: 16 MiB sent uncoded after 60 bytes of gzip were all held (and copied some 256 times).
+    endpoint = served(_coded_then_plain(coding, 16 * 2**20))
+
+    tracemalloc.start()
+    try:
+        with drive.client(endpoint.url) as client:
+            result = client.thread("t").run("hi", run_id="r")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert result.outcome == "success"
+    assert peak < 4 * 2**20, f"{peak / 2**20:.0f} MiB held for bytes after the end of the body"
+
+
+def test_a_recording_keeps_nothing_after_the_end_of_a_coded_body(tmp_path: Path, served: Any) -> None:
+    endpoint = served(_coded_then_plain(b"gzip", 4 * 2**20))
+
+    tracemalloc.start()
+    try:
+        with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+                ag.AgentClient(endpoint.url, http_client=http) as client:
+            assert client.thread("t").run("hi", run_id="r").outcome == "success"
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert (tmp_path / "01.sse").read_bytes() == START + FINISH  # (the stream the client read)
+    assert peak < 4 * 2**20, f"{peak / 2**20:.0f} MiB held for bytes after the end of the body"
