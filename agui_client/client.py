@@ -422,6 +422,8 @@ class _Deadline:
 
 #: How many redactors a client keeps (see ``_ClientBase._redactor``).
 _REDACTORS_KEPT: Final = 16
+#: How many header names a client remembers the sensitivity of (see ``_ClientBase._redactor``).
+_NAMES_KEPT: Final = 256
 
 
 class _ClientBase:
@@ -447,6 +449,9 @@ class _ClientBase:
         self.follow_redirects = follow_redirects
         self.clock = clock
         self._redactors: dict[Hashable, Redactor] = {}
+        #: Whether each header name sent holds a secret (``_redactor``'s key is the sensitive headers).
+        self._sensitive_names: dict[bytes, bool] = {}
+        self._names_marked = self.sensitive_headers  # (the marked names ``_sensitive_names`` holds for)
         self._owns_store = store is None
         if store is None:
             from .stores import MemoryStore
@@ -458,14 +463,29 @@ class _ClientBase:
         """What keeps the credentials of ``requests`` (the exchange so far) out of everything reported about it."""
         # Kept per client, keyed on everything it is made of: a run builds one before sending and one
         # after (about 15 and 30 us, and its pattern is compiled again when first used), though nearly
-        # every run of a client sends the same headers to the same URL.
+        # every run of a client sends the same credentials to the same URL. Only the sensitive headers
+        # make it, and only they are the key: the others change from run to run (Content-Length, as the
+        # thread a run sends grows), which would make every run's key a new one.
+        marked = self.sensitive_headers
+        sensitive = self._sensitive_names
+        if len(sensitive) >= _NAMES_KEPT or self._names_marked is not marked:
+            sensitive.clear()
+            self._names_marked = marked
+        made_of = []
+        for request in requests:
+            for name, value in request.headers.raw:
+                found = sensitive.get(name)
+                if found is None:
+                    found = sensitive[name] = is_sensitive(name.decode("latin-1"), marked)
+                if found:
+                    made_of.append((name, value))
         urls = (self.url, *(str(request.url) for request in requests))
-        key = (tuple(item for request in requests for item in request.headers.raw), urls, self.sensitive_headers)
+        key = (tuple(made_of), urls, marked)
         cache = self._redactors
         redactor = cache.get(key)
         if redactor is None:
             redactor = Redactor.of([item for request in requests for item in request.headers.multi_items()],
-                                   urls, marked=self.sensitive_headers)
+                                   urls, marked=marked)
             if len(cache) >= _REDACTORS_KEPT:
                 cache.clear()  # (headers that change with every run: a token per request, say)
             cache[key] = redactor
