@@ -15,6 +15,7 @@ import asyncio
 import email.utils
 import json
 import logging
+import threading
 import time
 import urllib.request
 import uuid
@@ -386,21 +387,36 @@ class _HttpxLogFilter(logging.Filter):
     """httpx logs every request at INFO with its whole URL (``HTTP Request: POST https://bob:pw@…?token=…``),
     so an application that turns INFO logging on writes the URL's credentials to its logs. This filter, on
     httpx's logger, shows that URL as :func:`~agui_client.core.redact.displayed_url` does: no userinfo, the
-    value of each sensitive query parameter replaced. Other records pass unchanged."""
+    value of each sensitive query parameter replaced, the names any client marked (``sensitive_headers``)
+    among them (a log record does not say which client sent it). Other records pass unchanged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: The names clients marked sensitive, all of them.
+        self.marked: frozenset[str] = frozenset()
+        self._lock = threading.Lock()
+
+    def mark(self, names: frozenset[str]) -> None:
+        """Hide the values of query parameters called ``names`` too."""
+        if not names <= self.marked:
+            with self._lock:  # (clients made at once in several threads must not lose each other's names)
+                self.marked = self.marked | names
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         if isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL) \
                 and str(record.msg).startswith("HTTP Request:") and (args[1].userinfo or args[1].query):
-            record.args = (args[0], displayed_url(str(args[1])), *args[2:])
+            record.args = (args[0], displayed_url(str(args[1]), marked=self.marked), *args[2:])
         return True
 
 
 _HTTPX_LOG_FILTER = _HttpxLogFilter()
 
 
-def _filter_httpx_log() -> None:
-    """Put :class:`_HttpxLogFilter` on httpx's logger (once, whichever client comes first)."""
+def _filter_httpx_log(marked: frozenset[str]) -> None:
+    """Put :class:`_HttpxLogFilter` on httpx's logger (once, whichever client comes first), hiding ``marked``
+    query parameters too."""
+    _HTTPX_LOG_FILTER.mark(marked)
     httpx_logger = logging.getLogger("httpx")
     if _HTTPX_LOG_FILTER not in httpx_logger.filters:
         httpx_logger.addFilter(_HTTPX_LOG_FILTER)
@@ -436,13 +452,13 @@ class _ClientBase:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
         self.legacy_interrupts: LegacyInterrupts | None = legacy_interrupts
-        _filter_httpx_log()
         self.url = url
         #: Where runs report to OpenTelemetry (``None``: nowhere); see :class:`~agui_client.Telemetry`.
         self.telemetry = resolve(telemetry)
         self.run_timeout = run_timeout
         self.headers = dict(headers or {})
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
+        _filter_httpx_log(self.sensitive_headers)
         self.timeout = timeout
         self.idle_timeout = idle_timeout
         self.max_event_bytes = max_event_bytes

@@ -246,6 +246,21 @@ def test_httpx_request_log_line_carries_no_url_credentials(drive: Any, served: A
     assert not [line for line in lines if "hunter2pw" in line or "QTOKEN123456" in line or "bob" in line]
 
 
+def test_httpx_request_log_line_hides_the_query_values_a_client_marks_sensitive(
+        drive: Any, served: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # The filter showed the URL with the default sensitive names only: a parameter the caller marked
+    # (``sensitive_headers``), which the client's own errors and logs redact, reached httpx's log line.
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream")], START + FINISH))
+
+    with caplog.at_level(logging.INFO, logger="httpx"), \
+            drive.client(endpoint.url + "?tenant=TENANT7a6b5c4d&v=2", sensitive_headers=["Tenant"]) as client:
+        assert client.thread("t").run("hi", run_id="r").outcome == "success"
+
+    lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
+    assert any(line.startswith("HTTP Request: POST ") and "tenant=[redacted]&v=2" in line for line in lines), lines
+    assert not [line for line in lines if "TENANT7a6b5c4d" in line]
+
+
 # --------------------------------------------------------------------------------------------------
 # Warnings: a stream of two-byte faults
 # --------------------------------------------------------------------------------------------------
