@@ -15,6 +15,7 @@ import asyncio
 import email.utils
 import json
 import logging
+import threading
 import time
 import urllib.request
 import uuid
@@ -328,6 +329,11 @@ class _Inflater:
         Raises:
             httpx.DecodingError: the body is not what its header says.
         """
+        if self._inflate.eof:
+            # Bytes after the end of the coded body are not read (nor were they by httpx's decoders). zlib
+            # would keep them all in ``unused_data``, copying what it kept at every read: a body that goes
+            # on uncoded after a few bytes of gzip would fill memory, in quadratic time.
+            return iter(())
         try:
             piece = self._inflate.decompress(chunk, INFLATE_STEP)
         except zlib.error as exc:
@@ -381,21 +387,36 @@ class _HttpxLogFilter(logging.Filter):
     """httpx logs every request at INFO with its whole URL (``HTTP Request: POST https://bob:pw@…?token=…``),
     so an application that turns INFO logging on writes the URL's credentials to its logs. This filter, on
     httpx's logger, shows that URL as :func:`~agui_client.core.redact.displayed_url` does: no userinfo, the
-    value of each sensitive query parameter replaced. Other records pass unchanged."""
+    value of each sensitive query parameter replaced, the names any client marked (``sensitive_headers``)
+    among them (a log record does not say which client sent it). Other records pass unchanged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: The names clients marked sensitive, all of them.
+        self.marked: frozenset[str] = frozenset()
+        self._lock = threading.Lock()
+
+    def mark(self, names: frozenset[str]) -> None:
+        """Hide the values of query parameters called ``names`` too."""
+        if not names <= self.marked:
+            with self._lock:  # (clients made at once in several threads must not lose each other's names)
+                self.marked = self.marked | names
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         if isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL) \
                 and str(record.msg).startswith("HTTP Request:") and (args[1].userinfo or args[1].query):
-            record.args = (args[0], displayed_url(str(args[1])), *args[2:])
+            record.args = (args[0], displayed_url(str(args[1]), marked=self.marked), *args[2:])
         return True
 
 
 _HTTPX_LOG_FILTER = _HttpxLogFilter()
 
 
-def _filter_httpx_log() -> None:
-    """Put :class:`_HttpxLogFilter` on httpx's logger (once, whichever client comes first)."""
+def _filter_httpx_log(marked: frozenset[str]) -> None:
+    """Put :class:`_HttpxLogFilter` on httpx's logger (once, whichever client comes first), hiding ``marked``
+    query parameters too."""
+    _HTTPX_LOG_FILTER.mark(marked)
     httpx_logger = logging.getLogger("httpx")
     if _HTTPX_LOG_FILTER not in httpx_logger.filters:
         httpx_logger.addFilter(_HTTPX_LOG_FILTER)
@@ -417,6 +438,8 @@ class _Deadline:
 
 #: How many redactors a client keeps (see ``_ClientBase._redactor``).
 _REDACTORS_KEPT: Final = 16
+#: How many header names a client remembers the sensitivity of (see ``_ClientBase._redactor``).
+_NAMES_KEPT: Final = 256
 
 
 class _ClientBase:
@@ -429,19 +452,22 @@ class _ClientBase:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
         self.legacy_interrupts: LegacyInterrupts | None = legacy_interrupts
-        _filter_httpx_log()
         self.url = url
         #: Where runs report to OpenTelemetry (``None``: nowhere); see :class:`~agui_client.Telemetry`.
         self.telemetry = resolve(telemetry)
         self.run_timeout = run_timeout
         self.headers = dict(headers or {})
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
+        _filter_httpx_log(self.sensitive_headers)
         self.timeout = timeout
         self.idle_timeout = idle_timeout
         self.max_event_bytes = max_event_bytes
         self.follow_redirects = follow_redirects
         self.clock = clock
         self._redactors: dict[Hashable, Redactor] = {}
+        #: Whether each header name sent holds a secret (``_redactor``'s key is the sensitive headers).
+        self._sensitive_names: dict[bytes, bool] = {}
+        self._names_marked = self.sensitive_headers  # (the marked names ``_sensitive_names`` holds for)
         self._owns_store = store is None
         if store is None:
             from .stores import MemoryStore
@@ -453,14 +479,29 @@ class _ClientBase:
         """What keeps the credentials of ``requests`` (the exchange so far) out of everything reported about it."""
         # Kept per client, keyed on everything it is made of: a run builds one before sending and one
         # after (about 15 and 30 us, and its pattern is compiled again when first used), though nearly
-        # every run of a client sends the same headers to the same URL.
+        # every run of a client sends the same credentials to the same URL. Only the sensitive headers
+        # make it, and only they are the key: the others change from run to run (Content-Length, as the
+        # thread a run sends grows), which would make every run's key a new one.
+        marked = self.sensitive_headers
+        sensitive = self._sensitive_names
+        if len(sensitive) >= _NAMES_KEPT or self._names_marked is not marked:
+            sensitive.clear()
+            self._names_marked = marked
+        made_of = []
+        for request in requests:
+            for name, value in request.headers.raw:
+                found = sensitive.get(name)
+                if found is None:
+                    found = sensitive[name] = is_sensitive(name.decode("latin-1"), marked)
+                if found:
+                    made_of.append((name, value))
         urls = (self.url, *(str(request.url) for request in requests))
-        key = (tuple(item for request in requests for item in request.headers.raw), urls, self.sensitive_headers)
+        key = (tuple(made_of), urls, marked)
         cache = self._redactors
         redactor = cache.get(key)
         if redactor is None:
             redactor = Redactor.of([item for request in requests for item in request.headers.multi_items()],
-                                   urls, marked=self.sensitive_headers)
+                                   urls, marked=marked)
             if len(cache) >= _REDACTORS_KEPT:
                 cache.clear()  # (headers that change with every run: a token per request, say)
             cache[key] = redactor

@@ -246,6 +246,21 @@ def test_httpx_request_log_line_carries_no_url_credentials(drive: Any, served: A
     assert not [line for line in lines if "hunter2pw" in line or "QTOKEN123456" in line or "bob" in line]
 
 
+def test_httpx_request_log_line_hides_the_query_values_a_client_marks_sensitive(
+        drive: Any, served: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # The filter showed the URL with the default sensitive names only: a parameter the caller marked
+    # (``sensitive_headers``), which the client's own errors and logs redact, reached httpx's log line.
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream")], START + FINISH))
+
+    with caplog.at_level(logging.INFO, logger="httpx"), \
+            drive.client(endpoint.url + "?tenant=TENANT7a6b5c4d&v=2", sensitive_headers=["Tenant"]) as client:
+        assert client.thread("t").run("hi", run_id="r").outcome == "success"
+
+    lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
+    assert any(line.startswith("HTTP Request: POST ") and "tenant=[redacted]&v=2" in line for line in lines), lines
+    assert not [line for line in lines if "TENANT7a6b5c4d" in line]
+
+
 # --------------------------------------------------------------------------------------------------
 # Warnings: a stream of two-byte faults
 # --------------------------------------------------------------------------------------------------
@@ -271,6 +286,7 @@ def test_a_flood_of_one_fault_keeps_a_bounded_number_of_warnings(drive: Any, ser
     kept = [w for w in result.warnings if w.code == code]
     assert len(kept) == WARNINGS_PER_CODE
     assert kept[-1].message.endswith(f"({WARNINGS_PER_CODE} warnings with code {code}: further ones are not kept)")
+    assert kept[-1].message.count("further ones are not kept") == 1  # (said once, though two bounds meet there)
     assert not kept[-2].message.endswith("not kept)")
 
 
@@ -481,3 +497,56 @@ def test_the_agents_words_quoted_in_an_exception_message_are_inert(drive: Any, s
         assert not [c for c in message if c in "\x1b\x07\x9b\u202e\r"], message
         assert "\\x1b]0;PWNED\\x07|\\x9b2J|\\u202eevil|\\rover" in message
         assert kept == HOSTILE  # (the attribute keeps the agent's words as they came)
+
+
+# --------------------------------------------------------------------------------------------------
+# Review: bytes after the end of a coded body
+# --------------------------------------------------------------------------------------------------
+
+
+def _coded_then_plain(coding: bytes, after: int) -> Any:
+    """An agent answering a whole run gzip- or deflate-coded, then ``after`` bytes more, not coded."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"content-encoding", coding)]})
+        await send({"type": "http.response.body", "body": _gzip(START + FINISH, 31 if coding == b"gzip" else 15),
+                    "more_body": True})
+        block = b":" * 2**16
+        for _ in range(after // len(block)):
+            await send({"type": "http.response.body", "body": block, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return app
+
+
+@pytest.mark.parametrize("coding", [b"gzip", b"deflate"])
+def test_bytes_after_the_end_of_a_coded_body_are_not_kept(drive: Any, served: Any, coding: bytes) -> None:
+    # zlib keeps what follows the end of its stream in ``unused_data``, copying it all again at every
+    # read: 16 MiB sent uncoded after 60 bytes of gzip were all held (and copied some 256 times).
+    endpoint = served(_coded_then_plain(coding, 16 * 2**20))
+
+    tracemalloc.start()
+    try:
+        with drive.client(endpoint.url) as client:
+            result = client.thread("t").run("hi", run_id="r")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert result.outcome == "success"
+    assert peak < 4 * 2**20, f"{peak / 2**20:.0f} MiB held for bytes after the end of the body"
+
+
+def test_a_recording_keeps_nothing_after_the_end_of_a_coded_body(tmp_path: Path, served: Any) -> None:
+    endpoint = served(_coded_then_plain(b"gzip", 4 * 2**20))
+
+    tracemalloc.start()
+    try:
+        with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+                ag.AgentClient(endpoint.url, http_client=http) as client:
+            assert client.thread("t").run("hi", run_id="r").outcome == "success"
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert (tmp_path / "01.sse").read_bytes() == START + FINISH  # (the stream the client read)
+    assert peak < 4 * 2**20, f"{peak / 2**20:.0f} MiB held for bytes after the end of the body"

@@ -505,6 +505,35 @@ def test_each_run_redacts_the_credentials_it_sent_when_they_change_from_run_to_r
         assert leaks(Case(secrets=(token,)), result, logged(logs)) == []
 
 
+def test_a_threads_runs_share_one_redactor_though_each_sends_a_longer_body(
+    drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch, logs: pytest.LogCaptureFixture
+) -> None:
+    # A client keeps the redactors it built, keyed on what they are made of. Every run of a thread
+    # sends the whole thread, so its Content-Length grows from run to run: keyed on every header, the
+    # kept redactor was never found again and each run built its two anew.
+    from agui_client.core.redact import Redactor
+
+    built: list[Any] = []
+    of = Redactor.of
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        built.append(args)
+        return of(*args, **kwargs)
+
+    monkeypatch.setattr(Redactor, "of", counted)
+    endpoint = served(echoing_stream())
+
+    with drive.client(endpoint.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        thread = client.thread()
+        results = [thread.run("hi"), thread.run("again, longer"), thread.run("and again, longer still")]
+
+    assert len({request.headers["content-length"] for request in endpoint.received}) == 3
+    assert len(built) == 2  # (the first run's: before sending, and from the exchange as sent)
+    for result in results:
+        assert result.error is not None and MARK in result.error.message
+        assert leaks(Case(secrets=(TOKEN,)), result, logged(logs)) == []
+
+
 def test_displayed_url_drops_the_userinfo_and_masks_secret_query_values() -> None:
     from agui_client.core.redact import displayed_url
 

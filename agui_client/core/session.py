@@ -63,9 +63,7 @@ class WarningList(list[StreamWarning]):
             super().append(warning)
         elif count == WARNINGS_PER_CODE:
             note = f" ({WARNINGS_PER_CODE} warnings with code {warning.code}: further ones are not kept)"
-            # (the SSE decoder bounds its own warnings the same way, and says so already)
-            super().append(warning if warning.message.endswith(note) else
-                           attrs.evolve(warning, message=warning.message + note))
+            super().append(attrs.evolve(warning, message=warning.message + note))
         else:
             self.dropped += 1
 

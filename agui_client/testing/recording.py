@@ -185,6 +185,8 @@ class _BodyFile:
             return
         inflate = self._inflate
         scrub = self._scrub
+        if inflate is not None and inflate.eof:
+            return  # (bytes after the end of the coded body: the client does not read them, see client._Inflater)
         if inflate is None:
             handle.write(scrub(chunk))
         else:

@@ -284,14 +284,13 @@ class _EventAssembler:
     def _warn(self, code: str, message: str, line: int, offset: int) -> None:
         """Note a tolerated fault; it names the index the next frame dispatched has. Past
         ``WARNINGS_PER_CODE`` of one code, faults are counted (``warnings_dropped``), not noted: a stream of
-        two-byte faults must not cost a warning object each."""
+        two-byte faults must not cost a warning object each. (The run's warnings, a ``WarningList``, keep
+        as many and say so in the last one kept.)"""
         count = self._warned.get(code, 0) + 1
         self._warned[code] = count
         if count > WARNINGS_PER_CODE:
             self.warnings_dropped += 1
             return
-        if count == WARNINGS_PER_CODE:
-            message += f" ({WARNINGS_PER_CODE} warnings with code {code}: further ones are not kept)"
         self.warnings.append(SSEWarning(code=code, message=message, line=line, offset=offset, index=self._dispatched))
 
     def _too_big(self, message: str) -> LimitExceeded:

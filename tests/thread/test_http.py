@@ -7,9 +7,11 @@ requests.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import socket
+import threading
 import zlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -21,6 +23,7 @@ from threadkit import UTC
 
 import agui_client as ag
 from agui_client.client import MAX_REDIRECTS
+from agui_client.types import TextMessageContentEvent
 from agui_client.testing import (
     Finish,
     KeepAlive,
@@ -242,6 +245,43 @@ def test_a_compressed_event_stream_is_decoded_before_it_is_framed(drive: Any, se
     assert result.outcome == "success"
     assert result.text == "compressed but whole "
     assert [w.code for w in result.warnings] == []
+
+
+def test_a_compressed_event_stream_is_yielded_event_by_event_as_its_pieces_arrive(drive: Any, served: Any) -> None:
+    # The client undoes the coding itself: each flushed piece must reach the caller when it comes, not
+    # when the body ends. The agent holds the rest of the run until the caller has seen the first text.
+    seen = threading.Event()
+    held: list[bool] = []
+
+    async def compressing(scope: Any, receive: Any, send: Any) -> None:
+        packer = zlib.compressobj(wbits=31)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]})
+        await send({"type": "http.response.body", "more_body": True, "body": packer.compress(
+            b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+            b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
+            b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"first"}\n\n') +
+            packer.flush(zlib.Z_SYNC_FLUSH)})
+        # (a fail-safe bound: a client that buffered would see the first text only after it)
+        held.append(await asyncio.get_running_loop().run_in_executor(None, seen.wait, 30))
+        await send({"type": "http.response.body", "more_body": False, "body": packer.compress(
+            b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n'
+            b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n') + packer.flush()})
+
+    endpoint = served(compressing)
+
+    try:
+        with drive.client(endpoint.url) as client:
+            with client.thread("t").stream("hi", run_id="r") as events:
+                for event in events:
+                    if isinstance(event, TextMessageContentEvent):
+                        seen.set()
+            result = events.result
+    finally:
+        seen.set()  # (an agent still holding is let go)
+
+    assert held == [True]  # (the caller saw the first text while the agent held the rest)
+    assert result.outcome == "success" and result.text == "first"
 
 
 def test_a_body_that_stops_decoding_mid_run_is_a_transport_error_keeping_what_was_folded(
