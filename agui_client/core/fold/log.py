@@ -13,6 +13,7 @@ share the log's list of runs.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -39,6 +40,10 @@ class MessageLog:
         # call id -> (the message holding it, the call); or just the message (its entry or its JSON),
         # for a snapshot's message whose calls are made when first looked up (``call``).
         self.calls: dict[str, tuple[Entry, Call] | Held] = {}
+        #: Call ids two messages have held at once (a producer's fault, UK-16): only these are looked up
+        #: again when the message the index names is replaced (``replace``). Never pruned: an id in it
+        #: costs that look-up, nothing else.
+        self.shared: set[str] = set()
         self.incomplete: set[str] = set()  # messages and tool calls whose stream was cut
         self.changes = 0
         self.warnings = warnings
@@ -250,7 +255,10 @@ class MessageLog:
         if entry.calls:
             calls = self.calls
             for call in entry.calls:
-                calls.setdefault(call.id, (entry, call))  # (the first holder)
+                pair = (entry, call)
+                found = calls.setdefault(call.id, pair)  # (the first holder)
+                if found is not pair and holder_of(found) is not entry:
+                    self.shared.add(call.id)
         runs = self._runs
         run = runs[-1] if runs else None
         if run is None or run.terminated:
@@ -278,25 +286,30 @@ class MessageLog:
         position = self.position(old)
         calls = self.calls
         # The call ids ``old`` was the first holder of: another message may hold one too (UK-16).
-        lost = [call.id for call in old.calls if _holder(calls.get(call.id)) is old] if old.calls else ()
+        lost = [call.id for call in old.calls if holder_of(calls.get(call.id)) is old] if old.calls else ()
         self.unindex(old)  # (which forgets the tool hint: the entry may change role)
         self.entries[position] = new
         self.moved(position)
         self.index(new)
         # The index keeps the first holder in list order, and a replacement is not an append: an id
-        # ``old`` held and ``new`` does not may name a later message now, and an id ``new`` holds that
-        # another message already held names whichever of the two stands first. Both are looked up
-        # again; with no repeated id (the usual case) nothing is walked for the first.
-        again = [call_id for call_id in lost if call_id not in calls]
+        # ``old`` held and ``new`` does not may name a later message now (only one another message has
+        # held: ``shared``; none before ``old``, which was the first), and an id ``new`` holds that
+        # another message already held names whichever of the two stands first. Neither walks the list
+        # unless a producer repeated a call id: an agent replacing message after message must not make
+        # each replacement read the whole thread.
+        shared = self.shared
+        for call_id in lost:
+            if call_id not in calls and call_id in shared:
+                self._first_holder(call_id, position + 1)
         if new.calls:
-            again += [call.id for call in new.calls if _holder(calls.get(call.id)) is not new]
-        for call_id in again:
-            self._first_holder(call_id)
+            for call in new.calls:
+                if holder_of(calls.get(call.id)) is not new:
+                    self._first_holder(call.id, 0)
 
-    def _first_holder(self, call_id: str) -> None:
-        """Index ``call_id`` at the first message in the list that holds it (or not at all)."""
+    def _first_holder(self, call_id: str, start: int) -> None:
+        """Index ``call_id`` at the first message from ``start`` on that holds it (or not at all)."""
         calls = self.calls
-        for held in self.entries:
+        for held in itertools.islice(self.entries, start, None):
             if isinstance(held, dict):
                 if any(wire_call["id"] == call_id for wire_call in held.get("toolCalls") or ()):
                     calls[call_id] = held
@@ -427,7 +440,7 @@ class MessageLog:
                     call.args = whole(call.args, self.warnings, call_id)
 
 
-def _holder(found: tuple[Entry, Call] | Held | None) -> Held | None:
+def holder_of(found: tuple[Entry, Call] | Held | None) -> Held | None:
     """The message a call index value names."""
     return found[0] if type(found) is tuple else found  # type: ignore[return-value]
 
@@ -439,7 +452,7 @@ def _holder(found: tuple[Entry, Call] | Held | None) -> Held | None:
 
 
 def hold(messages: Iterable[Any], entries: list[Held], by_id: dict[str, Held],
-         calls: dict[str, tuple[Entry, Call] | Held]) -> bool:
+         calls: dict[str, tuple[Entry, Call] | Held], shared: set[str]) -> bool:
     """Append and index whole messages (all of a large snapshot's) in one pass; ``True`` when some are
     held as their JSON.
 
@@ -456,7 +469,8 @@ def hold(messages: Iterable[Any], entries: list[Held], by_id: dict[str, Held],
             lazy = True
             if "toolCalls" in message:
                 for wire_call in message["toolCalls"]:
-                    calls.setdefault(wire_call["id"], message)  # (the first holder)
+                    if calls.setdefault(wire_call["id"], message) is not message:  # (the first holder)
+                        shared.add(wire_call["id"])
             append(message)
             by_id[message["id"]] = message
             continue
@@ -472,7 +486,10 @@ def hold(messages: Iterable[Any], entries: list[Held], by_id: dict[str, Held],
         else:
             entry.calls = made = [call_of(call) for call in tool_calls]
             for call in made:
-                calls.setdefault(call.id, (entry, call))  # (the first holder)
+                pair = (entry, call)
+                found = calls.setdefault(call.id, pair)  # (the first holder)
+                if found is not pair and holder_of(found) is not entry:
+                    shared.add(call.id)
         append(entry)
         by_id[message_id] = entry
     return lazy

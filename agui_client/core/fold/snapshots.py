@@ -18,7 +18,7 @@ from ..patch import PatchFailed, apply_patch
 from ..roster import Roster
 from .document import StateDocument, foreign_copy
 from .entries import Call, Entry, Held, merge_metadata
-from .log import MessageLog, hold
+from .log import MessageLog, hold, holder_of
 from .records import RunRecord, note_removed
 
 __all__ = ["Snapshots"]
@@ -146,13 +146,14 @@ class Snapshots:
         kept: list[Held] = []
         by_id: dict[str, Held] = {}
         calls: dict[str, tuple[Entry, Call] | Held] = {}
+        shared = log.shared  # (call ids held twice: see MessageLog.replace)
         lazy = False
         for held in log.entries:
             if type(held) is dict:
                 # A message held as JSON (never an activity; no calls if a reasoning message).
                 replacement = incoming.get(held["id"])
                 if replacement is not None:
-                    lazy = hold((replacement,), kept, by_id, calls) or lazy
+                    lazy = hold((replacement,), kept, by_id, calls, shared) or lazy
                 elif held["role"] == "reasoning" and not has_reasoning:
                     kept.append(held)
                     by_id[held["id"]] = held
@@ -161,13 +162,16 @@ class Snapshots:
             entry: Entry = held  # type: ignore[assignment]
             replacement = incoming.get(entry.id)
             if replacement is not None:
-                lazy = hold((replacement,), kept, by_id, calls) or lazy
+                lazy = hold((replacement,), kept, by_id, calls, shared) or lazy
             elif keep_local(entry):
                 kept.append(entry)
                 by_id[entry.id] = entry
                 if entry.calls:
                     for call in entry.calls:
-                        calls.setdefault(call.id, (entry, call))  # (the first holder: see fold/log.py)
+                        pair = (entry, call)
+                        found = calls.setdefault(call.id, pair)  # (the first holder)
+                        if found is not pair and holder_of(found) is not entry:
+                            shared.add(call.id)
         held_ids = by_id.keys()  # (read below before ``hold`` grows it with the fresh messages)
         runs = self._runs
         run = runs[-1] if runs else None
@@ -189,7 +193,7 @@ class Snapshots:
                 added = fresh_ids
             run.born.update(added)
             run.new_message_ids.extend(added)
-        lazy = hold(fresh, kept, by_id, calls) or lazy
+        lazy = hold(fresh, kept, by_id, calls, shared) or lazy
         if restated and run is not None:
             self._note_snapshot_calls(run, restated, by_id, calls)
         log.take(kept, by_id, calls, lazy)
