@@ -103,3 +103,21 @@ def test_a_limit_tripped_after_some_events_is_reported_at_its_event(tmp_path: Pa
     assert done.returncode == 1
     report = json.loads(done.stdout)
     assert (report["error"]["error"], report["error"]["index"], report["runId"]) == ("LimitExceeded", 1, "r1")
+
+
+def test_verify_counts_every_warning_of_a_flood_though_it_keeps_a_bounded_number(tmp_path: Path) -> None:
+    # A response keeps at most WARNINGS_PER_CODE warnings of a code (the SSE decoder counts the rest);
+    # the count verify gives is of all of them, so a flood is not reported as a thousand.
+    from agui_client.wire.sink import WARNINGS_PER_CODE
+
+    capture = tmp_path / "flood.sse"
+    lines = 3 * WARNINGS_PER_CODE
+    capture.write_bytes(b'data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}\n\n' + b"x\n" * lines +
+                        b'\ndata: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}\n\n')
+
+    done, _ = _agui(tmp_path, "verify", "--json", str(capture))
+
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr
+    assert report["warnings"] == lines
+    assert len(report["findings"]) == WARNINGS_PER_CODE

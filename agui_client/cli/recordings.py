@@ -307,6 +307,8 @@ class _Located:
     def __init__(self) -> None:
         self.at: dict[int, tuple[int, int]] = {}
         self.size = 0
+        #: Framing warnings the SSE decoder counted and did not keep (past its bound for their code).
+        self.dropped = 0
 
     def of(self, index: int | None) -> tuple[int | None, int]:
         found = self.at.get(index) if index is not None else None
@@ -349,6 +351,7 @@ def _sse_located(blocks: Iterator[bytes], session: _Session, located: _Located, 
     except LimitExceeded as exc:
         session._fail(exc, session.index, None)
     sse_warnings(decoder, session)
+    located.dropped = decoder.warnings_dropped
 
 
 def _jsonl_located(blocks: Iterator[bytes], session: _Session, located: _Located, limit: int) -> None:
@@ -406,7 +409,8 @@ def verify_command(out: Output, path: str, *, as_json: bool) -> int:
         finding["line"], finding["offset"] = located.of(finding["index"])
     findings.sort(key=lambda f: (f["index"] is None, f["index"] if f["index"] is not None else 0))
     errors = len(errors_found)
-    warnings = len(session.warnings)
+    # (a flood of one fault keeps a bounded number of its warnings: the count says how many there were)
+    warnings = len(session.warnings) + getattr(session.warnings, "dropped", 0) + located.dropped
     if as_json:
         print(json_text({"events": session.index, "errors": errors, "warnings": warnings, "findings": findings},
                         indent=2))
