@@ -367,6 +367,38 @@ class _Inflater:
             raise httpx.DecodingError(str(exc)) from exc
 
 
+class _Excerpt:
+    """The start of an error's body, as both clients read it: at most its limit (``_excerpt_limit``),
+    decoded when it has one gzip or deflate coding, else as it came (a coding not undone is no reason to
+    lose the error)."""
+
+    __slots__ = ("_data", "_limit", "_inflater")
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._data = bytearray()
+        self._limit = _excerpt_limit(response)
+        try:
+            self._inflater = _Inflater.of(response)
+        except ProtocolError:
+            self._inflater = None
+
+    def add(self, chunk: bytes) -> bool:
+        """Take one read of the body; ``True`` once the excerpt holds all it keeps."""
+        for piece in (chunk,) if self._inflater is None else self._inflater.feed(chunk):
+            self._data += piece
+            if len(self._data) >= self._limit:
+                return True
+        return False
+
+    def end(self) -> None:
+        """The body ended: what the decoder still holds."""
+        if self._inflater is not None:
+            self._data += self._inflater.flush()
+
+    def taken(self) -> bytes:
+        return bytes(self._data[:self._limit])
+
+
 def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: StreamHandle) -> str:
     media = _media_type(response.headers.get("content-type"))
     if media == _SSE:
@@ -761,23 +793,16 @@ class AgentClient(_ClientBase):
             response.close()
 
     def _excerpt(self, response: httpx.Response) -> bytes:
-        data = bytearray()
-        limit = _excerpt_limit(response)
-        try:
-            inflater = _Inflater.of(response)
-        except ProtocolError:  # (an error's body in a coding not undone: its bytes as they came)
-            inflater = None
+        excerpt = _Excerpt(response)
         try:
             for chunk in response.iter_raw():
-                for piece in (chunk,) if inflater is None else inflater.feed(chunk):
-                    data += piece
-                    if len(data) >= limit:
-                        return bytes(data[:limit])
-            if inflater is not None:
-                data += inflater.flush()
+                if excerpt.add(chunk):
+                    break
+            else:
+                excerpt.end()
         except httpx.HTTPError:
             pass
-        return bytes(data[:limit])
+        return excerpt.taken()
 
     def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                  deadline: _Deadline | None) -> Iterator[list[str | bytes]]:
@@ -931,23 +956,16 @@ class AsyncAgentClient(_ClientBase):
             await response.aclose()
 
     async def _excerpt(self, response: httpx.Response) -> bytes:
-        data = bytearray()
-        limit = _excerpt_limit(response)
-        try:
-            inflater = _Inflater.of(response)
-        except ProtocolError:  # (as AgentClient._excerpt)
-            inflater = None
+        excerpt = _Excerpt(response)  # (as AgentClient._excerpt)
         try:
             async for chunk in response.aiter_raw():
-                for piece in (chunk,) if inflater is None else inflater.feed(chunk):
-                    data += piece
-                    if len(data) >= limit:
-                        return bytes(data[:limit])
-            if inflater is not None:
-                data += inflater.flush()
+                if excerpt.add(chunk):
+                    break
+            else:
+                excerpt.end()
         except httpx.HTTPError:
             pass
-        return bytes(data[:limit])
+        return excerpt.taken()
 
     async def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                        deadline: _Deadline | None) -> AsyncIterator[list[str | bytes]]:
