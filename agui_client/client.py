@@ -19,7 +19,6 @@ import threading
 import time
 import urllib.request
 import uuid
-import zlib
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timezone
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import httpx
 
 from ._inert import visible
+from ._inflate import Inflater
 from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
 from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
@@ -228,7 +228,7 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[s
     headers["Accept"] = ", ".join(accept)
     if not any(name.lower() == "accept-encoding" for name in headers):
         # Only the codings the clients undo in bounded steps (httpx would also offer br and zstd when
-        # their packages are installed); see _Inflater.
+        # their packages are installed); see agui_client/_inflate.py.
         headers["Accept-Encoding"] = "gzip, deflate"
     return headers
 
@@ -283,90 +283,6 @@ def _about(error: TransportError, request: httpx.Request, redactor: Redactor) ->
     return error
 
 
-#: The most bytes one step of undoing a content coding makes from a read (see :class:`_Inflater`).
-INFLATE_STEP = 64 * 1024
-#: The content codings the clients undo (one of them, once), and zlib's window bits for each.
-_CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
-
-
-class _Inflater:
-    """A gzip or deflate body undone ``INFLATE_STEP`` bytes at a time, whatever one read inflates to.
-
-    httpx's own decoders inflate each read whole: 64 KiB of gzip may hold 64 MiB, and a body coded
-    twice (``gzip, gzip``) a gigabyte per read, all in memory before the event-size limit could look at
-    it. Here the pieces go to the SSE decoder one at a time, so that limit (``max_event_bytes``) holds
-    for the decoded stream, and only a single coding is read: each coding multiplies what a byte on
-    the wire may become (about a thousandfold for deflate).
-    """
-
-    __slots__ = ("_inflate", "_wbits", "_started")
-
-    def __init__(self, coding: str) -> None:
-        self._wbits = _CODINGS[coding]
-        self._inflate = zlib.decompressobj(self._wbits)
-        self._started = False
-
-    @staticmethod
-    def of(response: httpx.Response) -> _Inflater | None:
-        """The inflater ``response``'s body needs (``None``: none).
-
-        Raises:
-            ProtocolError: a content coding other than one gzip or deflate (``CONTENT-CODING``).
-        """
-        value = response.headers.get("content-encoding", "")
-        codings = [c for c in (part.strip().lower() for part in value.split(",")) if c and c != "identity"]
-        if not codings:
-            return None
-        if len(codings) == 1 and codings[0] in _CODINGS:
-            return _Inflater(codings[0])
-        raise ProtocolError(
-            f"the response's content coding {value[:100]!r} is not read: agui_client undoes one gzip or deflate "
-            "coding, in bounded steps (a stacked or other coding could inflate past any limit)", rule="CONTENT-CODING")
-
-    def feed(self, chunk: bytes) -> Iterator[bytes]:
-        """The decoded bytes of ``chunk``, in pieces of at most ``INFLATE_STEP`` bytes.
-
-        Raises:
-            httpx.DecodingError: the body is not what its header says.
-        """
-        if self._inflate.eof:
-            # Bytes after the end of the coded body are not read (nor were they by httpx's decoders). zlib
-            # would keep them all in ``unused_data``, copying what it kept at every read: a body that goes
-            # on uncoded after a few bytes of gzip would fill memory, in quadratic time.
-            return iter(())
-        try:
-            piece = self._inflate.decompress(chunk, INFLATE_STEP)
-        except zlib.error as exc:
-            if self._started or self._wbits != zlib.MAX_WBITS:
-                raise httpx.DecodingError(str(exc)) from exc
-            # "deflate" is sent raw by some servers, without its zlib header (as httpx also reads it)
-            self._wbits = -zlib.MAX_WBITS
-            self._inflate = zlib.decompressobj(self._wbits)
-            return self.feed(chunk)
-        self._started = True
-        return self._rest(piece)
-
-    def _rest(self, piece: bytes) -> Iterator[bytes]:
-        inflate = self._inflate
-        while True:
-            if piece:
-                yield piece
-            # (more input to read, or a full piece: zlib may hold more output)
-            if not inflate.unconsumed_tail and len(piece) < INFLATE_STEP:
-                return
-            try:
-                piece = inflate.decompress(inflate.unconsumed_tail, INFLATE_STEP)
-            except zlib.error as exc:
-                raise httpx.DecodingError(str(exc)) from exc
-
-    def flush(self) -> bytes:
-        """What the decoder still holds at the end of the body (at most its window)."""
-        try:
-            return self._inflate.flush()
-        except zlib.error as exc:
-            raise httpx.DecodingError(str(exc)) from exc
-
-
 class _Excerpt:
     """The start of an error's body, as both clients read it: at most its limit (``_excerpt_limit``),
     decoded when it has one gzip or deflate coding, else as it came (a coding not undone is no reason to
@@ -378,7 +294,7 @@ class _Excerpt:
         self._data = bytearray()
         self._limit = _excerpt_limit(response)
         try:
-            self._inflater = _Inflater.of(response)
+            self._inflater = Inflater.of(response)
         except ProtocolError:
             self._inflater = None
 
@@ -807,7 +723,7 @@ class AgentClient(_ClientBase):
     def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                  deadline: _Deadline | None) -> Iterator[list[str | bytes]]:
         url = redactor.url(self.url)
-        inflater = _Inflater.of(response)
+        inflater = Inflater.of(response)
         try:
             for chunk in response.iter_raw():
                 if inflater is None:
@@ -970,7 +886,7 @@ class AsyncAgentClient(_ClientBase):
     async def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                        deadline: _Deadline | None) -> AsyncIterator[list[str | bytes]]:
         url = redactor.url(self.url)  # (as AgentClient._batches)
-        inflater = _Inflater.of(response)
+        inflater = Inflater.of(response)
         try:
             async for chunk in response.aiter_raw():
                 if inflater is None:

@@ -39,22 +39,19 @@ import json
 import os
 import re
 import threading
-import zlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import IO
 
 import httpx
 
+from .._inflate import CODINGS, Inflater
 from ..core.redact import Redactor
 
 __all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME"]
 
 #: The name of one exchange's request file: ``01.request.json`` (its number and the rest).
 EXCHANGE_NAME = re.compile(r"^(\d{2,})\.request\.json$")
-
-#: Decompressed bytes produced per step at most, so a small compressed chunk cannot swell in memory.
-_INFLATE_STEP = 64 * 1024
 
 
 def recorded_exchanges(directory: str | os.PathLike[str]) -> list[tuple[int, Path]]:
@@ -173,11 +170,8 @@ class _BodyFile:
     def __init__(self, handle: IO[bytes], encoding: str, scrub: _Scrub) -> None:
         self._scrub = scrub
         self._handle: IO[bytes] | None = handle
-        self._inflate: zlib._Decompress | None = None
-        if encoding in ("gzip", "x-gzip"):
-            self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif encoding == "deflate":
-            self._inflate = zlib.decompressobj()
+        # (the clients' own decoder: a recording keeps what they read)
+        self._inflate: Inflater | None = Inflater(encoding) if encoding in CODINGS else None
 
     def write(self, chunk: bytes) -> None:
         handle = self._handle
@@ -185,19 +179,13 @@ class _BodyFile:
             return
         inflate = self._inflate
         scrub = self._scrub
-        if inflate is not None and inflate.eof:
-            return  # (bytes after the end of the coded body: the client does not read them, see client._Inflater)
         if inflate is None:
             handle.write(scrub(chunk))
         else:
             try:
-                data = inflate.decompress(chunk, _INFLATE_STEP)
-                while True:
-                    handle.write(scrub(data))
-                    if not inflate.unconsumed_tail:
-                        break
-                    data = inflate.decompress(inflate.unconsumed_tail, _INFLATE_STEP)
-            except zlib.error:
+                for piece in inflate.feed(chunk):
+                    handle.write(scrub(piece))
+            except httpx.DecodingError:
                 # A body that is not what its header says: the rest is kept as it came rather than lost.
                 self._inflate = None
                 handle.write(scrub(chunk))
@@ -213,7 +201,7 @@ class _BodyFile:
             if self._inflate is not None:
                 try:
                     handle.write(self._scrub(self._inflate.flush()))
-                except zlib.error:
+                except httpx.DecodingError:
                     pass
             handle.write(self._scrub.rest())
         finally:

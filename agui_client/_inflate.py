@@ -1,0 +1,99 @@
+"""A response body's content coding undone in bounded steps: what the clients read, and what a
+recording keeps (``agui_client.testing.RecordingTransport``), through one decoder.
+
+httpx's own decoders inflate each read whole, before any limit of the client can look at the result.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+
+import httpx
+
+from .errors import ProtocolError
+
+__all__ = ["INFLATE_STEP", "CODINGS", "Inflater"]
+
+#: The most bytes one step of undoing a content coding makes from a read (see :class:`Inflater`).
+INFLATE_STEP = 64 * 1024
+#: The content codings the clients undo (one of them, once), and zlib's window bits for each.
+CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+class Inflater:
+    """A gzip or deflate body undone ``INFLATE_STEP`` bytes at a time, whatever one read inflates to.
+
+    httpx's own decoders inflate each read whole: 64 KiB of gzip may hold 64 MiB, and a body coded
+    twice (``gzip, gzip``) a gigabyte per read, all in memory before the event-size limit could look at
+    it. Here the pieces go to the SSE decoder one at a time, so that limit (``max_event_bytes``) holds
+    for the decoded stream, and only a single coding is read: each coding multiplies what a byte on
+    the wire may become (about a thousandfold for deflate).
+    """
+
+    __slots__ = ("_inflate", "_wbits", "_started")
+
+    def __init__(self, coding: str) -> None:
+        self._wbits = CODINGS[coding]
+        self._inflate = zlib.decompressobj(self._wbits)
+        self._started = False
+
+    @staticmethod
+    def of(response: httpx.Response) -> Inflater | None:
+        """The inflater ``response``'s body needs (``None``: none).
+
+        Raises:
+            ProtocolError: a content coding other than one gzip or deflate (``CONTENT-CODING``).
+        """
+        value = response.headers.get("content-encoding", "")
+        codings = [c for c in (part.strip().lower() for part in value.split(",")) if c and c != "identity"]
+        if not codings:
+            return None
+        if len(codings) == 1 and codings[0] in CODINGS:
+            return Inflater(codings[0])
+        raise ProtocolError(
+            f"the response's content coding {value[:100]!r} is not read: agui_client undoes one gzip or deflate "
+            "coding, in bounded steps (a stacked or other coding could inflate past any limit)", rule="CONTENT-CODING")
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """The decoded bytes of ``chunk``, in pieces of at most ``INFLATE_STEP`` bytes.
+
+        Raises:
+            httpx.DecodingError: the body is not what its header says.
+        """
+        if self._inflate.eof:
+            # Bytes after the end of the coded body are not read (nor were they by httpx's decoders). zlib
+            # would keep them all in ``unused_data``, copying what it kept at every read: a body that goes
+            # on uncoded after a few bytes of gzip would fill memory, in quadratic time.
+            return iter(())
+        try:
+            piece = self._inflate.decompress(chunk, INFLATE_STEP)
+        except zlib.error as exc:
+            if self._started or self._wbits != zlib.MAX_WBITS:
+                raise httpx.DecodingError(str(exc)) from exc
+            # "deflate" is sent raw by some servers, without its zlib header (as httpx also reads it)
+            self._wbits = -zlib.MAX_WBITS
+            self._inflate = zlib.decompressobj(self._wbits)
+            return self.feed(chunk)
+        self._started = True
+        return self._rest(piece)
+
+    def _rest(self, piece: bytes) -> Iterator[bytes]:
+        inflate = self._inflate
+        while True:
+            if piece:
+                yield piece
+            # (more input to read, or a full piece: zlib may hold more output)
+            if not inflate.unconsumed_tail and len(piece) < INFLATE_STEP:
+                return
+            try:
+                piece = inflate.decompress(inflate.unconsumed_tail, INFLATE_STEP)
+            except zlib.error as exc:
+                raise httpx.DecodingError(str(exc)) from exc
+
+    def flush(self) -> bytes:
+        """What the decoder still holds at the end of the body (at most its window)."""
+        try:
+            return self._inflate.flush()
+        except zlib.error as exc:
+            raise httpx.DecodingError(str(exc)) from exc
