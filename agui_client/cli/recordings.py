@@ -410,7 +410,7 @@ def verify_command(out: Output, path: str, *, as_json: bool) -> int:
     findings.sort(key=lambda f: (f["index"] is None, f["index"] if f["index"] is not None else 0))
     errors = len(errors_found)
     # (a flood of one fault keeps a bounded number of its warnings: the count says how many there were)
-    warnings = len(session.warnings) + getattr(session.warnings, "dropped", 0) + located.dropped
+    warnings = len(session.warnings) + session.warnings.dropped + located.dropped
     if as_json:
         print(json_text({"events": session.index, "errors": errors, "warnings": warnings, "findings": findings},
                         indent=2))

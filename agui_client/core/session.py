@@ -208,7 +208,7 @@ class RunSession:
         self.max_errors = max_errors
         #: Errors collected past ``max_errors``: counted, not kept.
         self.errors_dropped = 0
-        self.warnings: list[StreamWarning] = WarningList()
+        self.warnings: WarningList = WarningList()
         self._sink = WarningSink()
         self._chunks = ChunkExpander()
         self._verifier = RunVerifier(known_tool_call_ids=self.state.has_tool_call,
