@@ -190,7 +190,8 @@ class _BodyFile:
                 self._inflate = None
                 handle.write(scrub(chunk))
         # On disk as it arrives (one write per network read): a run cut short, or a process killed,
-        # still leaves everything that came.
+        # still leaves everything that came, but for the last few bytes the scrubber holds back (as
+        # many as its longest secret, less one: a secret may be split between two reads).
         handle.flush()
 
     def close(self) -> None:
