@@ -61,7 +61,7 @@ from .render import (
     render_error,
     render_interrupt,
     render_messages,
-    render_warnings,
+    render_run_end,
     usage_text,
 )
 from .terminal import SafeConsole, one_line, safe_text, visible
@@ -390,10 +390,7 @@ class Chat:
         if cancelled:
             raise KeyboardInterrupt  # (the turn is cancelled: its TR-16 warning is this, said once, in turn())
         runs.append(result)
-        render_warnings(out, result.warnings)
-        if result.pending_tool_call_ids:
-            out.line("the agent left frontend tool call(s) for the application (the chat does not run them): "
-                     + ", ".join(one_line(c.function.name) for c in result.pending_tool_calls), "yellow")
+        render_run_end(out, result, "the chat")
         return result
 
     def _usage(self, runs: list[RunResult], outcome: str | None) -> None:

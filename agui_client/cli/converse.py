@@ -26,7 +26,7 @@ from ..wire import codec
 from ..wire.types.base import JSON
 from ..wire.types.run import Interrupt
 from . import forms
-from .render import EventRenderer, Output, render_interrupt, render_warnings
+from .render import EventRenderer, Output, render_interrupt, render_run_end
 from .terminal import json_text, one_line
 
 __all__ = ["AnswerPolicy", "Conversation", "UsageProblem"]
@@ -162,14 +162,7 @@ class Conversation:
             renderer.close()
         assert result is not None
         self.runs.append(result)
-        render_warnings(out, result.warnings)
-        if result.pending_tool_call_ids:
-            calls = ", ".join(f"{one_line(c.function.name)}({one_line(c.function.arguments or '', 300)})"
-                              for c in result.pending_tool_calls)
-            out.line(f"the agent left frontend tool call(s) for the application: "
-                     f"{calls or ', '.join(map(one_line, result.pending_tool_call_ids))} "
-                     "(the CLI does not run frontend tools)",
-                     "yellow")
+        render_run_end(out, result, "the CLI")
         return result
 
     def _answers(self, interrupts: Sequence[Interrupt]) -> ResumeBuilder | None:

@@ -1,7 +1,7 @@
 """The connection options every talking command shares (``run``, ``demo``, ``chat``; ``probe`` takes
 ``-H`` and ``--timeout`` with the same meaning), and the client they make: ``-H/--header``,
-``--timeout``, ``--idle-timeout`` and ``--record DIR``; and :func:`stored_thread_ids`, the threads a
-``--thread-file`` holds.
+``--timeout``, ``--idle-timeout``, ``--legacy-interrupts`` and ``--record DIR``; and
+:func:`stored_thread_ids`, the threads a ``--thread-file`` holds.
 
 ``--timeout`` bounds each run as a whole (the client's ``run_timeout``, and the connect timeout when
 that is shorter); ``--idle-timeout`` bounds the silence between bytes (keep-alive comments count).
@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 
 from ..client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, AgentClient
+from ..core.legacy import LEGACY_BRIDGES
 from ..stores import ThreadStore
 from ..testing.recording import RecordingTransport
 from .converse import UsageProblem
@@ -36,7 +37,7 @@ def add_record_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = True) -> None:
-    """``-H/--header``, ``--timeout``, ``--idle-timeout`` and ``--record``."""
+    """``-H/--header``, ``--timeout``, ``--idle-timeout``, ``--legacy-interrupts`` and ``--record``."""
     if headers:
         parser.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
                             help="a request header (repeatable); values are sent, never printed")
@@ -44,6 +45,9 @@ def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = T
                         help="the longest one run may take, from its request to its last event (default: no limit)")
     parser.add_argument("--idle-timeout", type=seconds, metavar="SECONDS", default=DEFAULT_IDLE_TIMEOUT,
                         help=f"the longest silence between bytes (default {DEFAULT_IDLE_TIMEOUT:g})")
+    parser.add_argument("--legacy-interrupts", choices=LEGACY_BRIDGES, metavar="PRODUCER",
+                        help="read a pre-1.0 producer's interrupts as 1.0 ones and answer them where it reads "
+                             f"answers ({', '.join(LEGACY_BRIDGES)}; see docs/legacy-interrupts.md)")
     add_record_option(parser)
 
 
@@ -98,7 +102,8 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
                 raise UsageProblem(f"cannot record into {record}: {exc.strerror or exc}") from exc
         http = stack.enter_context(httpx.Client(transport=transport))
     return stack.enter_context(AgentClient(url, headers=headers, store=store, http_client=http, timeout=connect,
-                                           idle_timeout=idle, run_timeout=run_timeout))
+                                           idle_timeout=idle, run_timeout=run_timeout,
+                                           legacy_interrupts=getattr(args, "legacy_interrupts", None)))
 
 
 def stored_thread_ids(path: str) -> list[str]:

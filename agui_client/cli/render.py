@@ -24,6 +24,7 @@ from rich.text import Text
 
 from ..core.fold import ThreadState, sum_usage
 from ..core.interrupts import parse_expires_at
+from ..core.session import RunResult
 from ..errors import AguiError, HTTPStatusError, ProtocolError, ResumeRefused, StreamWarning
 from ..wire.types import events as ev
 from ..wire.types import messages as msg
@@ -41,6 +42,7 @@ __all__ = [
     "render_interrupt",
     "render_error",
     "render_warnings",
+    "render_run_end",
     "render_messages",
     "render_summary",
     "usage_text",
@@ -578,6 +580,21 @@ def render_warnings(out: Output, warnings: Sequence[StreamWarning], limit: int =
         out.line(f"warning: {one_line(str(warning), 1000)}", "yellow")
     if len(warnings) > limit:
         out.line(f"... and {len(warnings) - limit} more warning(s)", "yellow")
+
+
+def render_run_end(out: Output, result: RunResult, runner: str) -> None:
+    """What a run's events did not show: its first warnings, a run the legacy bridge read as an
+    interrupt, and the frontend tool calls left for the application (``runner`` does not run them)."""
+    render_warnings(out, result.warnings)
+    if result.bridged:
+        out.line(f"the run ended as success after the producer asked with CUSTOM events: read as an interrupt "
+                 f"(--legacy-interrupts {result.bridged})", "yellow")
+    if result.pending_tool_call_ids:
+        calls = ", ".join(f"{one_line(c.function.name)}({one_line(c.function.arguments or '', 300)})"
+                          for c in result.pending_tool_calls)
+        out.line(f"the agent left frontend tool call(s) for the application: "
+                 f"{calls or ', '.join(map(one_line, result.pending_tool_call_ids))} ({runner} does not run them)",
+                 "yellow")
 
 
 #: The longest explanation from an error body shown (the body itself is a bounded excerpt).

@@ -269,3 +269,57 @@ def test_bridged_interrupts_survive_a_store_round_trip(drive: Any, served: Any, 
     assert endpoint.received[1].body["forwardedProps"] == requests_of("rejected")[1]["forwardedProps"]
     assert "resume" not in endpoint.received[1].body
     assert second.outcome == "success" and second.text == "tool said: rejected: not today"
+
+
+# --------------------------------------------------------------------------------------------------
+# the CLI's --legacy-interrupts
+# --------------------------------------------------------------------------------------------------
+
+def _agui(*args: str) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "agui_client.cli", *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+
+
+@pytest.mark.parametrize("later", [False, True], ids=["one-process", "resumed-by-a-second-process"])
+def test_agui_run_with_legacy_interrupts_answers_in_the_producers_channel(served: Any, tmp_path: Path,
+                                                                          later: bool) -> None:
+    endpoint = served(producer("approved"))
+    if later:
+        # The first process leaves the bridged interrupt open in the thread file; the second, without
+        # the flag, answers it where the producer reads answers: the record says which bridge read it.
+        db = str(tmp_path / "threads.db")
+        first = _agui("run", endpoint.url, "-m", "delete the file", "--legacy-interrupts", "langgraph",
+                      "--thread-file", db)
+        assert first.returncode == 0, first.stderr
+        assert "read as an interrupt (--legacy-interrupts langgraph)" in first.stdout
+        assert "leaving the interrupt(s) open" in first.stdout and len(endpoint.received) == 1
+        done = _agui("run", endpoint.url, "--thread-file", db, "--resume", "--answer", '{"approved": true}')
+    else:
+        done = _agui("run", endpoint.url, "-m", "delete the file", "--legacy-interrupts", "langgraph",
+                     "--answer", '{"approved": true}')
+        assert "read as an interrupt (--legacy-interrupts langgraph)" in done.stdout
+
+    assert done.returncode == 0, done.stderr
+    assert len(endpoint.received) == 2
+    resumed = endpoint.received[1].body
+    assert resumed["forwardedProps"] == requests_of("approved")[1]["forwardedProps"] == {
+        "command": {"resume": {"approved": True}}}
+    assert "resume" not in resumed
+    assert "deleted /srv/x" in done.stdout
+
+
+def test_agui_run_without_the_flag_says_how_to_bridge_and_sends_nothing_more(served: Any) -> None:
+    endpoint = served(producer("approved"))
+    done = _agui("run", endpoint.url, "-m", "delete the file", "--answer", '{"approved": true}')
+
+    assert done.returncode == 0, done.stderr
+    assert CUSTOM_ASKED in done.stdout + done.stderr
+    assert "read as an interrupt" not in done.stdout
+    assert len(endpoint.received) == 1
+    refused = _agui("run", endpoint.url, "--legacy-interrupts", "nonsense", "-m", "x")
+    assert refused.returncode == 2 and "invalid choice: 'nonsense'" in refused.stderr
