@@ -345,6 +345,50 @@ def test_verify_places_a_finding_at_the_end_of_the_file(tmp_path: Path) -> None:
         ("LC-04/AGUI003", None, len(capture.read_bytes()))]
 
 
+def test_verify_of_a_recording_folder_judges_each_run_in_the_thread_it_continued(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    assert agui("run", endpoint.url, "-m", "delete staging", "--yes", "--record", str(tmp_path)).returncode == 0
+
+    clean = agui("verify", str(tmp_path))
+    summary = json.loads(agui("verify", "--json", str(tmp_path)).stdout)
+
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert f"{tmp_path}: 2 exchange(s)" in clean.stdout and "0 error(s), 0 warning(s) - clean" in clean.stdout
+    assert (summary["exchanges"], summary["runs"], summary["errors"], summary["findings"]) == (2, 2, 0, [])
+    assert summary["events"] > 4
+
+    # The resume's response: its RUN_STARTED names another run than its request (a warning only a
+    # run read with its request can give), then a delta for a message nobody started (an error).
+    resumed = json.loads((tmp_path / "02.request.json").read_text())
+    (tmp_path / "02.sse").write_text(_sse(
+        {"type": "RUN_STARTED", "threadId": resumed["threadId"], "runId": "someone-else"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "boo"},
+        {"type": "RUN_FINISHED", "threadId": resumed["threadId"], "runId": "someone-else"}))
+
+    broken = agui("verify", "--plain", str(tmp_path))
+    report = json.loads(agui("verify", "--json", str(tmp_path)).stdout)
+
+    assert broken.returncode == 1
+    assert {(f["file"], f["index"], f["rule"], f["severity"]) for f in report["findings"]} >= {
+        ("02.sse", 0, "LC-08", "warning")}
+    assert [f["file"] for f in report["findings"]] == ["02.sse"] * len(report["findings"])
+    error = next(f for f in report["findings"] if f["severity"] == "error")
+    assert (error["index"], error["eventType"], error["line"]) == (1, "TEXT_MESSAGE_CONTENT", 3)
+    assert "error: 02.sse event #1 (line 3, byte" in broken.stdout
+    assert "2 exchange(s)" in broken.stdout and f"{report['errors']} error(s)" in broken.stdout
+
+
+def test_verify_of_a_folder_without_a_run_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "01.request.json").write_text(json.dumps({"threadId": "t", "runId": "r", "messages": []}))
+    (tmp_path / "01.response.json").write_text(json.dumps({"status": 503, "contentType": "application/json"}))
+
+    refused = agui("verify", str(tmp_path))
+
+    assert refused.returncode == 2
+    assert "holds no run: 01: HTTP 503 application/json: not a run, skipped" in refused.stderr
+
+
 def test_a_command_can_hold_a_stopped_recorder_and_start_it_mid_session(
         served: Callable[[Any], Any], tmp_path: Path) -> None:
     # What `agui chat`'s /record builds on: the shared options' client over a recorder started later.

@@ -113,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                                              "its event index, the line and byte offset of the event in the file, "
                                              "its type and rule. Exit 0 when there are no errors (warnings "
                                              "allowed), 1 with errors, 2 when the input is unreadable.")
-    verify.add_argument("file", metavar="FILE", help="the recording (- for stdin)")
+    verify.add_argument("file", metavar="DIR|FILE",
+                        help="the recording folder (--record DIR: each run verified in the thread it continued) "
+                             "or file (- for stdin)")
     verify.add_argument("--json", action="store_true", help="print the findings as JSON")
     verify.add_argument("--plain", action="store_true", help="plain, colourless output")
     add_probe_parser(commands)

@@ -210,39 +210,57 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
+class _Folder:
+    """A recording folder read exchange by exchange: for each recorded run, the thread as the live one
+    stood when it sent the request (its new messages and a replaced state taken on), and the run's
+    input. Exchanges that are not runs (an error status, another media type) are noted and skipped."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self.exchanges = recorded_exchanges(path)
+        except OSError as exc:
+            raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
+        if not self.exchanges:
+            raise Unreadable(f"{path} holds no recorded exchange (NN.request.json, as --record writes)")
+        self.path = path
+        self.threads: dict[str, ThreadState] = {}
+        self.notes: list[str] = []
+
+    def runs(self) -> Iterator[tuple[str, str, ThreadState, RunAgentInput]]:
+        """``(name, response, thread, run_input)`` a recorded run, in order (``response``: the path
+        of its ``NN.sse``)."""
+        for _, request in self.exchanges:
+            name = request.name.split(".", 1)[0]
+            stem = request.parent / name
+            run_input = _read_request(request)
+            meta = _read_meta(Path(f"{stem}.response.json"))
+            status, media = meta.get("status"), str(meta.get("contentType") or "").split(";")[0].strip().lower()
+            if not (isinstance(status, int) and 200 <= status < 300 and media == "text/event-stream"):
+                self.notes.append(f"{name}: HTTP {status} {media or '(no content type)'}: not a run, skipped")
+                continue
+            if meta.get("contentEncoding"):
+                raise Unreadable(f"{stem}.sse is {meta['contentEncoding']}-encoded as it came; decode it first")
+            state = self.threads.get(run_input.thread_id)
+            if state is None:
+                state = self.threads[run_input.thread_id] = ThreadState(thread_id=run_input.thread_id)
+            # What the live thread took on when it sent the request: its new messages, a replaced state.
+            for message in run_input.messages:
+                if not state.has_message(message.id):
+                    state.add_message(message)
+            if run_input.state != state.state:
+                state.set_state(run_input.state)
+            yield name, f"{stem}.sse", state, run_input
+
+    def no_run(self) -> Unreadable:
+        return Unreadable(f"{self.path} holds no run: " + "; ".join(self.notes))
+
+
 def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
-    try:
-        exchanges = recorded_exchanges(path)
-    except OSError as exc:
-        raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if not exchanges:
-        raise Unreadable(f"{path} holds no recorded exchange (NN.request.json, as --record writes)")
-    threads: dict[str, ThreadState] = {}
-    notes: list[str] = []
+    folder = _Folder(path)
     result: RunResult | None = None
     events = runs = 0
-    for _, request in exchanges:
-        name = request.name.split(".", 1)[0]
-        stem = request.parent / name
-        run_input = _read_request(request)
-        meta = _read_meta(Path(f"{stem}.response.json"))
-        status, media = meta.get("status"), str(meta.get("contentType") or "").split(";")[0].strip().lower()
-        if not (isinstance(status, int) and 200 <= status < 300 and media == "text/event-stream"):
-            notes.append(f"{name}: HTTP {status} {media or '(no content type)'}: not a run, skipped")
-            continue
-        if meta.get("contentEncoding"):
-            raise Unreadable(f"{stem}.sse is {meta['contentEncoding']}-encoded as it came; decode it first")
-        state = threads.get(run_input.thread_id)
-        if state is None:
-            state = threads[run_input.thread_id] = ThreadState(thread_id=run_input.thread_id)
-        # What the live thread took on when it sent the request: its new messages, a replaced state.
-        for message in run_input.messages:
-            if not state.has_message(message.id):
-                state.add_message(message)
-        if run_input.state != state.state:
-            state.set_state(run_input.state)
+    for name, sse, state, run_input in folder.runs():
         session = _Session(state, run_input=run_input)
-        sse = f"{stem}.sse"
         try:
             with open_source(sse) as handle:
                 try:
@@ -256,16 +274,16 @@ def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
         events += session.index
         runs += len(result.run_ids)
     if result is None:
-        raise Unreadable(f"{path} holds no run: " + "; ".join(notes))
+        raise folder.no_run()
     if as_json:
-        print(json_text({**_wire(result), "events": events, "exchanges": len(exchanges)}, indent=2))
+        print(json_text({**_wire(result), "events": events, "exchanges": len(folder.exchanges)}, indent=2))
         return 0
-    out.line(f"{path}: {len(exchanges)} exchange(s), {events} event(s), {runs} run(s)", "dim")
-    for note in notes:
+    out.line(f"{path}: {len(folder.exchanges)} exchange(s), {events} event(s), {runs} run(s)", "dim")
+    for note in folder.notes:
         out.line(note, "yellow")
-    if len(threads) > 1:
-        out.line(f"the recording holds {len(threads)} threads; shown: the last one ({one_line(str(result.thread_id))})",
-                 "yellow")
+    if len(folder.threads) > 1:
+        out.line(f"the recording holds {len(folder.threads)} threads; shown: the last one "
+                 f"({one_line(str(result.thread_id))})", "yellow")
     _show_thread(out, result)
     return 0
 
@@ -315,9 +333,13 @@ class _Located:
         return found if found is not None else (None, self.size)
 
 
-def _fold_located(path: str) -> tuple[_Session, _Located]:
-    """``_fold(path, collect=True)``, keeping where each event starts in the file."""
-    session = _Session(collect_errors=True)
+def _fold_located(path: str, session: _Session | None = None) -> tuple[_Session, _Located]:
+    """``_fold(path, collect=True)``, keeping where each event starts in the file; ``session``: one
+    that continues a recorded thread (a folder's run, whose response may hold no event at all: the
+    session's end says so as a finding)."""
+    alone = session is None
+    if session is None:
+        session = _Session(collect_errors=True)
     located = _Located()
     limit = DEFAULT_MAX_EVENT_BYTES
     with open_source(path) as handle:
@@ -330,7 +352,7 @@ def _fold_located(path: str) -> tuple[_Session, _Located]:
                 _sse_located(itertools.chain((first,), blocks), session, located, limit)
         except OSError as exc:
             raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if session.index == 0 and not any(isinstance(error, LimitExceeded) for error in session.errors):
+    if alone and session.index == 0 and not any(isinstance(error, LimitExceeded) for error in session.errors):
         raise Unreadable("no AG-UI events found (expected an SSE capture or JSON lines)")
     session.end()
     return session, located
@@ -398,31 +420,60 @@ def _after_refused_terminal(errors: Sequence[ProtocolError]) -> list[ProtocolErr
     return [e for e in errors if not (isinstance(e, StreamEnded) and e.run_id in refused)]
 
 
-def verify_command(out: Output, path: str, *, as_json: bool) -> int:
-    """List every error and warning in the recording; the exit status (1 when there are errors)."""
-    if path != "-" and os.path.isdir(path):
-        raise Unreadable(f"{path} is a folder: verify one of its NN.sse files")
-    session, located = _fold_located(path)
+def _located_findings(session: _Session, located: _Located) -> tuple[list[dict[str, Any]], int, int]:
+    """The findings of a folded recording, each with its line and offset, in event order; the number
+    of errors, and of warnings (a flood of one fault keeps a bounded number: the count says how many
+    there were)."""
     errors_found = _after_refused_terminal(session.errors)
     findings = [_finding(e, "error") for e in errors_found] + [_finding(w, "warning") for w in session.warnings]
     for finding in findings:
         finding["line"], finding["offset"] = located.of(finding["index"])
     findings.sort(key=lambda f: (f["index"] is None, f["index"] if f["index"] is not None else 0))
-    errors = len(errors_found)
-    # (a flood of one fault keeps a bounded number of its warnings: the count says how many there were)
-    warnings = len(session.warnings) + session.warnings.dropped + located.dropped
+    return findings, len(errors_found), len(session.warnings) + session.warnings.dropped + located.dropped
+
+
+def verify_command(out: Output, path: str, *, as_json: bool) -> int:
+    """List every error and warning in the recording (a file, or a ``--record`` folder, each run in
+    the thread it continued); the exit status (1 when there are errors)."""
+    if path != "-" and os.path.isdir(path):
+        findings, summary = _verify_folder(path)
+    else:
+        session, located = _fold_located(path)
+        findings, errors, warnings = _located_findings(session, located)
+        summary = {"events": session.index, "errors": errors, "warnings": warnings}
+    errors = summary["errors"]
     if as_json:
-        print(json_text({"events": session.index, "errors": errors, "warnings": warnings, "findings": findings},
-                        indent=2))
+        print(json_text({**summary, "findings": findings}, indent=2))
         return 1 if errors else 0
     name = "stdin" if path == "-" else path
     _findings_view(out, findings)
-    verdict = f"{name}: {session.index} event(s), {errors} error(s), {warnings} warning(s)"
+    counted = f"{summary['exchanges']} exchange(s), " if "exchanges" in summary else ""
+    verdict = f"{name}: {counted}{summary['events']} event(s), {errors} error(s), {summary['warnings']} warning(s)"
     if errors:
         out.line(verdict, "bold red")
     else:
-        out.line(verdict + (" - clean" if not warnings else " - no errors"), "bold green")
+        out.line(verdict + (" - clean" if not summary["warnings"] else " - no errors"), "bold green")
     return 1 if errors else 0
+
+
+def _verify_folder(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    # Each run is verified in the thread it continued, as replay folds it (a resume is judged against
+    # the interrupts the run before left open); a run's errors do not stop the next from being read.
+    folder = _Folder(path)
+    findings: list[dict[str, Any]] = []
+    events = errors = warnings = runs = 0
+    for name, sse, state, run_input in folder.runs():
+        session, located = _fold_located(sse, _Session(state, run_input=run_input, collect_errors=True))
+        found, run_errors, run_warnings = _located_findings(session, located)
+        findings.extend({"file": f"{name}.sse", **finding} for finding in found)
+        events += session.index
+        errors += run_errors
+        warnings += run_warnings
+        runs += 1
+    if not runs:
+        raise folder.no_run()
+    return findings, {"exchanges": len(folder.exchanges), "runs": runs, "skipped": folder.notes, "events": events,
+                      "errors": errors, "warnings": warnings}
 
 
 def _findings_view(out: Output, findings: Sequence[dict[str, Any]]) -> None:
@@ -430,12 +481,14 @@ def _findings_view(out: Output, findings: Sequence[dict[str, Any]]) -> None:
         return
     if isinstance(out, RichOutput):
         table = Table(show_edge=False, header_style="bold")
-        for column in ("", "event", "at", "type", "rule", "finding"):
+        files = any("file" in f for f in findings)
+        for column in ("", *(("file",) if files else ()), "event", "at", "type", "rule", "finding"):
             table.add_column(column)
         for f in findings:
             style = "red" if f["severity"] == "error" else "yellow"
-            table.add_row(f["severity"], _index(f), _position(f), one_line(f["eventType"] or "-"), f["rule"] or "-",
-                          one_line(f["message"], 1000), style=style)
+            table.add_row(f["severity"], *((f.get("file", ""),) if files else ()), _index(f), _position(f),
+                          one_line(f["eventType"] or "-"), f["rule"] or "-", one_line(f["message"], 1000),
+                          style=style)
         out.console.print(table)
         return
     for f in findings:
@@ -454,4 +507,5 @@ def _position(finding: dict[str, Any]) -> str:
 
 
 def _where(finding: dict[str, Any]) -> str:
-    return f"event #{finding['index']}" if finding["index"] is not None else "at the end"
+    where = f"event #{finding['index']}" if finding["index"] is not None else "at the end"
+    return f"{finding['file']} {where}" if "file" in finding else where
