@@ -50,10 +50,12 @@ kind of head update, so neither rewrites the thread either. A load reads the hea
 one statement, one snapshot.
 
 Now and then (the store's :class:`~agui_client.stores.base.Compaction` policy, checked after each
-append) the appender folds the changes into the data, in one transaction: it locks the thread's row
-(``SELECT ... FOR UPDATE``), loads the thread as it stands, and writes the folded data in one statement
-that sets ``data_version`` to the version, zeroes the counters and deletes the folded change rows. The
-thread's other writers wait for the fold; the version, the claim and what a load returns never change.
+append) the appender folds the changes into the data: it loads the thread (one statement) and folds it
+with no lock held, then writes the folded data in one conditional statement that sets
+``data_version`` to the version, zeroes the counters and deletes the folded change rows, only if the
+row still has the version, change count and record id it folded (a write in between wins, and a later
+append folds). The thread's other writers never wait for the fold; the version, the claim and what a
+load returns never change.
 
 When a write touches no row, the store reads the row and hands it to
 :func:`~agui_client.stores.base.check_write`, which raises the error every store raises (or, for a
@@ -167,9 +169,6 @@ _LOAD = ("SELECT version, data, claim, format, changes, record_id, ARRAY(SELECT 
 # would leave it behind, to be read into a thread created again under the id.
 _DELETE_HEAD = "DELETE FROM {table} WHERE thread_id = %(thread_id)s"
 _DELETE_CHANGES = "DELETE FROM {changes} WHERE thread_id = %(thread_id)s"
-# A compaction holds the thread's row while it reads and folds it (SELECT ... FOR UPDATE): what it
-# folds is the thread as it stands, whatever was deleted or created under its id before.
-_LOCK = "SELECT version FROM {table} WHERE thread_id = %s FOR UPDATE"
 # The conditional updates: each mirrors check_write's rule for its operation. A stored empty owner
 # (a row written by another tool) holds no claim, as checked_head reads it. A statement answers one
 # row when it wrote (the head) and none when its condition refused it. ``{record}`` is where a writer
@@ -203,10 +202,11 @@ _UPDATES: dict[Operation, str] = {
                 " AND claim = %(owner)s{record}"),
 }
 # A compaction: the folded data replaces data and changes at once, if nobody wrote since the load it
-# was built from (same version, same change count); the version and the claim stay as they are.
+# was built from (same version, same change count, same record: a thread deleted and created again
+# up to that version and count is another record); the version and the claim stay as they are.
 _COMPACT = ("WITH head AS (UPDATE {table} SET data = %(data)s, data_version = version, changes = 0, change_bytes = 0"
             " WHERE thread_id = %(thread_id)s AND version = %(version)s AND changes = %(changes)s"
-            " AND format = %(ours)s RETURNING version),"
+            " AND format = %(ours)s AND record_id IS NOT DISTINCT FROM %(record_id)s::text RETURNING version),"
             " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
             " SELECT version FROM head")
 _RECORD = " AND (%(record_id)s::text IS NULL OR record_id = %(record_id)s)"
@@ -259,7 +259,7 @@ class PostgresStore(_Base):
         self._sql: dict[str, sql.Composed] = {
             name: sql.SQL(text).format(table=identifier, changes=changes)
             for name, text in [("insert", _INSERT), ("head", _HEAD), ("load", _LOAD), ("delete_head", _DELETE_HEAD),
-                               ("delete_changes", _DELETE_CHANGES), ("lock", _LOCK),
+                               ("delete_changes", _DELETE_CHANGES),
                                ("create", _CREATE), ("create_changes", _CREATE_CHANGES), ("compact", _COMPACT),
                                *((f"migrate{i}", text) for i, text in enumerate(_MIGRATE))]
         }
@@ -462,27 +462,27 @@ class PostgresStore(_Base):
                 return conn.execute(self._sql["load"], (thread_id,)).fetchone()
 
     def _compact(self, thread_id: str) -> bool:
-        """Fold the thread's changes into its data; whether it did (not when the thread is gone, or has
-        no changes to fold).
+        """Fold the thread's changes into its data; whether it did (not when the thread is gone, has no
+        changes to fold, or was written between the read and the write).
 
-        One transaction that locks the thread's row first, then reads and folds the thread as it stands
-        and writes it: no writer moves the thread in between, and a thread deleted and created again
-        under its id since the append is folded as the new thread it is. The fold holds the row, so the
-        thread's other writers wait for it (rarely: once per as many bytes appended as the thread holds).
+        The thread is read (one statement, one snapshot) and folded with no lock held, so its other
+        writers do not wait while a big thread is decoded, folded and encoded again; the write is one
+        conditional statement that lands only if the row still has the version, change count and
+        record id that were folded (an append moves the first two, a save the version, a delete and a
+        create the record id). A write in between wins, and the next append's compaction folds.
         """
+        row = self._load_row(thread_id)
+        if row is None:
+            return False
+        version, text, _claim, format, count, record_id, changes = row
+        if format != STORE_FORMAT_VERSION or not changes:
+            return False
+        _check_count(thread_id, format, count, changes)
+        folded = _as_text(_compacted(thread_id, text, changes))
+        params = {"thread_id": thread_id, "version": version, "changes": count, "data": folded,
+                  "ours": STORE_FORMAT_VERSION, "record_id": record_id}
         # (no second attempt on a lost connection: the next append's compaction will do)
         with self._connection(thread_id) as conn, conn.transaction():
-            if conn.execute(self._sql["lock"], (thread_id,)).fetchone() is None:
-                return False
-            row = conn.execute(self._sql["load"], (thread_id,)).fetchone()
-            assert row is not None  # (the row is locked: it is there)
-            version, text, _claim, format, count, _record_id, changes = row
-            if format != STORE_FORMAT_VERSION or not changes:
-                return False
-            _check_count(thread_id, format, count, changes)
-            folded = _as_text(_compacted(thread_id, text, changes))
-            params = {"thread_id": thread_id, "version": version, "changes": count, "data": folded,
-                      "ours": STORE_FORMAT_VERSION}
             return conn.execute(self._sql["compact"], params).rowcount == 1
 
     def _create_table(self, conn: psycopg.Connection[Any]) -> None:

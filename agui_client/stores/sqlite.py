@@ -23,13 +23,14 @@ or an append that bumps the version rewrites a few dozen bytes whatever the thre
   the change, one head row and their index entries: what the run changed, not the thread.
 * ``save`` rewrites part 0, drops the change parts and resets the head's counts.
 * ``claim`` and ``release`` update the head row only.
-* A *compaction* (when ``compaction.due(...)`` after an append) is one more transaction: it reads
-  the head and the parts, folds the changes into the data, replaces part 0, deletes the change parts
-  and zeroes the head's counts without touching its version or claim, only if the head still has the
-  version and change count the append left (a write that came in between wins, and the compaction
-  is skipped until the next append). It holds the write lock while it folds: it is rare (the policy
-  folds once per as many bytes appended as the thread holds), and it keeps the one rule of this
-  module: every write is one ``BEGIN IMMEDIATE`` transaction that sees the latest head.
+* A *compaction* (when ``compaction.due(...)`` after an append) reads the head and the parts (one
+  statement, no lock) and folds the changes into the data with no lock held, then writes in one
+  more ``BEGIN IMMEDIATE`` transaction: it zeroes the head's counts without touching its version or
+  claim, replaces part 0 and deletes the change parts, only if the head still has the version,
+  change count and record id that were folded (a write that came in between wins, and the
+  compaction is skipped until the next append). Every write is still one ``BEGIN IMMEDIATE``
+  transaction that checks the latest head; the fold, which can take a while on a big thread, no
+  longer holds the file's write lock.
 
 Older layouts are migrated when a store opens the file, in one ``BEGIN IMMEDIATE`` transaction
 that ends by setting ``user_version = 3``; two processes opening an older file at once queue on the
@@ -355,31 +356,40 @@ class SqliteStore(_Base):
 
         Returns whether it folded (``False``: another write came in between, and wins).
         """
-        def compact(conn: sqlite3.Connection) -> bool:
+        # The record is read and folded with no lock held (one statement, one snapshot; WAL readers do
+        # not hold writers up): a SQLite write lock is the whole file's, and every other thread of the
+        # file would wait while a big thread is decoded, folded and encoded again. The write then
+        # checks, under the lock, that the head is still the one folded; a write in between wins.
+        with self._connection(thread_id) as conn:
             rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
-            if not rows:
-                return False
-            (version, _, _, changes, record_id), text, parts = _record(thread_id, rows)
-            # (the record id too: a thread deleted and made again up to the same version and count is
-            # another record, whose changes its own next append will fold)
-            if (version, changes, record_id) != (appended.head.version, appended.changes, appended.record_id):
-                return False
-            folded = _compacted(thread_id, text, parts)
-            conn.execute("UPDATE agui_thread_parts SET body = ? WHERE thread_id = ? AND seq = 0",
-                         (_as_text(folded), thread_id))
-            conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ? AND seq > 0", (thread_id,))
-            # The version and the claim stay: a compaction changes how the record is kept, not what it holds.
+        if not rows:
+            return False
+        (version, _, _, changes, record_id), text, parts = _record(thread_id, rows)
+        # (the record id too: a thread deleted and made again up to the same version and count is
+        # another record, whose changes its own next append will fold)
+        if (version, changes, record_id) != (appended.head.version, appended.changes, appended.record_id):
+            return False
+        folded = _as_text(_compacted(thread_id, text, parts))
+
+        def write(conn: sqlite3.Connection) -> bool:
+            # The version, the change count and the record id say the parts are the ones folded: an
+            # append moves the first two, a save resets the count and moves the version, a delete and
+            # a create give another record id.
             cursor = conn.execute(
                 "UPDATE agui_threads SET changes = 0, change_bytes = 0, data_bytes = ?"
                 " WHERE thread_id = ? AND version = ? AND changes = ? AND record_id IS ?",
                 (len(folded), thread_id, version, changes, record_id),
             )
             if cursor.rowcount != 1:
-                raise StoreError(f"thread {thread_id!r} changed while this writer held the lock", thread_id=thread_id)
+                return False
+            # The version and the claim stay: a compaction changes how the record is kept, not what it holds.
+            conn.execute("UPDATE agui_thread_parts SET body = ? WHERE thread_id = ? AND seq = 0",
+                         (folded, thread_id))
+            conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ? AND seq > 0", (thread_id,))
             return True
 
         with self._connection(thread_id) as conn:
-            return self._transaction(conn, compact)
+            return self._transaction(conn, write)
 
     def _transaction(self, conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``body(conn)`` in one ``BEGIN IMMEDIATE`` transaction; roll back on any exception."""

@@ -315,3 +315,60 @@ def test_a_change_that_cannot_be_folded_is_a_store_error_naming_the_thread(inc: 
 
     assert caught.value.thread_id == "t"
     assert "a stored change cannot be read" in str(caught.value)
+
+
+def test_a_compaction_folds_without_a_lock_and_a_write_meanwhile_wins(
+        inc: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fold (decode, apply, encode: long on a big thread) holds no lock: another writer's append to
+    # the very thread lands while it runs (before, it waited for the fold: SQLite's lock is the whole
+    # file's). The compaction then finds the thread moved on and folds nothing; nothing is lost.
+    import importlib
+
+    store = _store(inc, EVERY_THIRD)
+    module = importlib.import_module(type(store).__module__)
+    other = _store_again(inc)
+    fold = module._compacted
+    meanwhile: list[object] = []
+    started: list[bool] = []
+
+    def folding(thread_id: str, text: Any, changes: Any) -> Any:
+        # (once: the append meanwhile may fold too, when its store is this one, as MemoryStore's is)
+        if not started:
+            started.append(True)
+            landed = threading.Event()
+
+            def append() -> None:
+                try:
+                    meanwhile.append(other.append("t", run_change(4), expected_version=4))
+                except Exception as exc:  # noqa: BLE001 (reported below)
+                    meanwhile.append(exc)
+                landed.set()
+
+            threading.Thread(target=append, daemon=True).start()
+            if not landed.wait(20):
+                meanwhile.append("the append waited for the fold")
+        return fold(thread_id, text, changes)
+
+    monkeypatch.setattr(module, "_compacted", folding)
+    store.save("t", small(1), expected_version=None)
+    expected = small(1)
+    for n in range(1, 4):
+        store.append("t", run_change(n), expected_version=n)
+        apply_changes(expected, [run_change(n)])
+    apply_changes(expected, [run_change(4)])
+    stored = store.load("t")
+
+    assert meanwhile[:1] == [5]
+    assert stored is not None
+    # (a fold that wrote over the append meanwhile would have lost its change)
+    assert (stored.version, stored.data) == (5, expected)
+    # Unfolded: the stale fold was skipped (a MemoryStore's other writer is this store, which folded
+    # after its own append).
+    assert stored.changes == (0 if other is store else 4)
+    # The next append's compaction folds the four and the fifth.
+    monkeypatch.setattr(module, "_compacted", fold)
+    store.append("t", run_change(5), expected_version=5)
+    folded = store.load("t")
+    assert folded is not None
+    assert (folded.version, folded.data) == (6, apply_changes(expected, [run_change(5)]))
+    assert folded.changes == (1 if other is store else 0)

@@ -3,9 +3,9 @@
 ``step_crash_writer_postgres.py`` appends one run's change to a thread that already holds some, and
 SIGKILLs itself at statement K (just before it is sent, or just after its reply), for K = 1, 2, ...
 until a writer finishes its append without reaching K. Twice: for an append alone (one statement),
-and for an append that triggers a compaction (the append, then one transaction: the lock of the
-thread's row, the load of the thread, the folding update; a kill after the update's reply lands
-before the transaction's commit, so the fold is lost with it). After every kill a fresh store must load the thread as exactly the data before the append
+and for an append that triggers a compaction (the append, then the load of the thread, folded with no
+lock held, then one transaction of the conditional folding update; a kill after the update's reply
+lands before the transaction's commit, so the fold is lost with it). After every kill a fresh store must load the thread as exactly the data before the append
 or exactly the data after it (built here with ``apply_changes``), at the version that goes with it;
 and the thread must take the next claim, release and append as usual.
 
@@ -105,9 +105,9 @@ def test_an_append_killed_at_any_statement_leaves_the_thread_before_or_after_it(
         if steps is not None:
             break
 
-    # The append is one statement; its compaction three more, in one transaction (the row's lock, the
-    # load it folds, the folding update).
-    assert steps == (4 if compact else 1)
+    # The append is one statement; its compaction two more: the load it folds (no lock held while it
+    # folds) and the folding update, conditional on the version, change count and record id loaded.
+    assert steps == (3 if compact else 1)
     landed = [outcome for _, outcome, _ in outcomes[:-1]]
     assert landed == (["after"] * steps if when == "after" else ["before"] + ["after"] * (steps - 1))
     assert outcomes[-1][1] == "after"
@@ -115,7 +115,7 @@ def test_an_append_killed_at_any_statement_leaves_the_thread_before_or_after_it(
         # Folded only once the transaction committed: when the writer finished (a kill even after the
         # folding update's reply lands before the commit, and the fold rolls back).
         folded = [kill_at for kill_at, _, changes in outcomes if changes == 0]
-        assert folded == [5]
+        assert folded == [steps + 1]
 
 
 def test_an_append_whose_reply_was_lost_is_not_sent_again(postgres_dsn: str, table: str) -> None:

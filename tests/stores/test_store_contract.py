@@ -1137,42 +1137,41 @@ def test_postgres_store_names_the_change_table_of_a_long_table_name_within_63_by
     assert sum(name.endswith("_changes") for (name,) in names) == 2
 
 
-def test_postgres_store_compaction_holds_the_thread_while_it_folds(postgres_dsn: str, pg_table: str,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    # While the compaction folds, another replica claims the thread: the claim waits for the fold's
-    # transaction (it holds the thread's row) and lands after it, on the folded record; the fold is
-    # built from the thread as it stands under the lock, never from an earlier read.
+def test_postgres_store_compaction_does_not_hold_the_thread_while_it_folds(postgres_dsn: str, pg_table: str,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # While the compaction folds, another replica claims the thread: the claim lands at once (the fold
+    # holds no lock), and the fold, built from a version the claim moved on from, is not written.
     import agui_client.stores.postgres as pg_module
 
     store = PostgresStore(postgres_dsn, table=pg_table, compaction=Compaction(min_bytes=0, ratio=0.0, max_changes=1))
     other = PostgresStore(postgres_dsn, table=pg_table)
     claimed: list[int] = []
-    waited: list[bool] = []
-    claimers: list[threading.Thread] = []
+    landed_during_fold: list[bool] = []
     fold = pg_module._compacted
 
     def fold_while_claimed(thread_id: str, text: str | bytes, changes: Any) -> str | bytes:
-        claimers.append(threading.Thread(target=lambda: claimed.append(
-            other.claim(thread_id, expected_version=2, owner="replica-b"))))
-        claimers[0].start()
-        waited.append(_a_backend_waits_on_a_lock(postgres_dsn))
-        fold_result = fold(thread_id, text, changes)
-        waited.append(not claimed)  # (still waiting: the row is held until the fold commits)
-        return fold_result
+        done = threading.Event()
+
+        def claim() -> None:
+            claimed.append(other.claim(thread_id, expected_version=2, owner="replica-b"))
+            done.set()
+
+        threading.Thread(target=claim, daemon=True).start()
+        landed_during_fold.append(done.wait(20))
+        return fold(thread_id, text, changes)
 
     try:
         other.save("t", small(1), expected_version=None)
         monkeypatch.setattr(pg_module, "_compacted", fold_while_claimed)
         version = store.append("t", {"set": {"state": {"n": 1}}}, expected_version=1)
-        claimers[0].join()
         monkeypatch.undo()
         stored = store.load("t")
     finally:
         store.close()
         other.close()
 
-    assert version == 2 and claimed == [3] and waited == [True, True]
-    assert stored is not None and (stored.version, stored.claim, stored.changes) == (3, "replica-b", 0)
+    assert version == 2 and claimed == [3] and landed_during_fold == [True]
+    assert stored is not None and (stored.version, stored.claim, stored.changes) == (3, "replica-b", 1)
     assert stored.data == {**small(1), "state": {"n": 1}}
 
 
