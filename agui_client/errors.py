@@ -446,17 +446,6 @@ class InvalidResumePayload(ResumeRefused):
 
     kind = "invalid"
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        ids: Iterable[str] = (),
-        problems: Mapping[str, Sequence[str]] | None = None,
-        errors: Mapping[str, Sequence[str]] | None = None,
-        faults: Mapping[str, Sequence[SchemaFault]] | None = None,
-    ) -> None:
-        super().__init__(message, ids=ids, problems=problems, errors=errors, faults=faults)
-
 
 @frozen(kw_only=True)
 class SchemaFault:
