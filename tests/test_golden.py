@@ -121,6 +121,23 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                            "with its ARGS gets them replaced (ag-ui-langgraph restates the history, "
                                            "then re-sends the interrupted call); the reference appends "
                                            "('{\"a\":1}{\"a\":1}', not JSON)"),
+    # Producer shapes (tools/differential/producers.py): ag-ui-langgraph re-emits a call its model did not
+    # stream when the tool ends, naming the ToolMessage's id as the call's parent and as the result's id.
+    "tool-call-parent-is-result-id": (frozenset({"messages"}), "TC-08/TC-09 with UK-16, the ag-ui-langgraph "
+                                      "shape: the call's parentMessageId names no message yet, so its "
+                                      "assistant message gets that id; the result named the same is kept as "
+                                      "'tm1.c1' (one id per message, with a warning, as for "
+                                      "tool-result-message-id-collides); the reference makes two messages 'tm1'"),
+    "tool-call-parent-is-result-id-closing-snapshot": (frozenset({"messages"}), "as tool-call-parent-is-result-id, "
+                                                       "then the closing MESSAGES_SNAPSHOT ag-ui-langgraph sends "
+                                                       "(tm1 the tool message, the call on ai1): one tool message "
+                                                       "'tm1'; the reference replaces both of its 'tm1' messages by "
+                                                       "the snapshot's and keeps the result twice"),
+    "tool-call-parent-is-call-id": (frozenset({"messages"}), "TC-08/TC-09 with UK-16, ag-ui-langgraph when the "
+                                    "ToolMessage has no id: the call names its own id as parent and the result "
+                                    "takes it too; as tool-result-named-after-parentless-call the result keeps 'c1' "
+                                    "and the assistant message becomes 'c1.assistant'; the reference makes two "
+                                    "messages 'c1'"),
 }
 
 

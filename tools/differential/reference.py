@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import hostile
+from . import hostile, producers
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed")
+GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed", "producers")
 DERIVED = "~m"  # a variant of NAME is NAME~mSEED.N
 
 
@@ -129,6 +129,17 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
     written: list[Stream] = []
     for spec in gen:
         kind, gseed, scale = _gen_spec(spec)
+        if kind == "producers":
+            # producers.py: SCALE variants of every producer shape (not bench/gen.py)
+            for pname, events, inp in producers.streams(gseed, max(1, int(float(scale)))):
+                target = folder / f"{pname}.jsonl"
+                target.write_text(hostile.dump_lines(events), encoding="utf-8")
+                inp_path = None
+                if inp is not None:
+                    inp_path = folder / f"{pname}.input.json"
+                    inp_path.write_text(json.dumps(inp, ensure_ascii=False, indent=1), encoding="utf-8")
+                written.append(Stream(pname, target, inp_path, f"producers.py --seed {gseed}"))
+            continue
         name = f"gen-{kind}-s{gseed}-x{scale}"
         target = folder / f"{name}.jsonl"
         subprocess.run([sys.executable, str(ROOT / "bench" / "gen.py"), kind, "--seed", str(gseed), "--scale", scale,
@@ -209,6 +220,11 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
         # take it away: not a stale entry, then).
         allowed, why = g.DIFFERENCES[derived_from]
         why = f"as {derived_from}: {why}"
+    elif not allowed and producers.documented(stream.name) in g.DIFFERENCES:
+        # A producer shape made to meet a documented difference (producers.DOCUMENTED), and its variants.
+        documented = str(producers.documented(stream.name))
+        allowed, why = g.DIFFERENCES[documented]
+        why, inherited = f"as {documented} (producer shape): {why}", True
     if stream.path.suffix == ".sse" and not reference.get("ok") and not ours.get("ok"):
         # On the HTTP path the reference's error overtakes its queued fold, so a rejected stream leaves
         # nothing of what preceded it (the oracle's README; golden: payload-not-json, B071): only the
