@@ -126,7 +126,7 @@ def lg_pinned_text_across_tool(p: _P) -> Stream:
 
 
 def lg_tool_end_reemit(p: _P) -> Stream:
-    """A tool the model did not stream: START/ARGS/END with the tool message's id as parent, then the result under that id."""
+    """A call the model did not stream: START/ARGS/END with the tool message's id as parent, the result under it."""
     run, m1, c1, tm = p.id("run"), p.id("msg"), p.id("call"), p.id("tool")
     parent = tm if p.rng.random() < 0.6 else c1  # without a ToolMessage id, the call id stands for both
     ev = [p.started(run), *p.text(m1, "Looking it up."), *p.call(c1, "search", {"q": "ag-ui"}, parent),
@@ -191,7 +191,8 @@ def lg_reasoning(p: _P) -> Stream:
     ev += [p.ev("REASONING_MESSAGE_CONTENT", messageId=rid, delta=d) for d in p.cut("The user wants a summary.")]
     ev += [p.ev("REASONING_MESSAGE_END", messageId=rid)]
     if p.rng.random() < 0.7:
-        ev.append(p.ev("REASONING_ENCRYPTED_VALUE", subtype="message", entityId=rid, encryptedValue="gAAAA" + p.id("e")))
+        ev.append(p.ev("REASONING_ENCRYPTED_VALUE", subtype="message", entityId=rid,
+                       encryptedValue="gAAAA" + p.id("e")))
     ev += [p.ev("REASONING_END", messageId=rid), *p.text(m1, "Here is the summary."), p.finished(run)]
     return ev, None
 
@@ -255,7 +256,8 @@ def crewai_chunk_messages(p: _P) -> Stream:
 def adk_long_running(p: _P) -> Stream:
     """Text, then parentless long-running calls left for the client, state deltas, a plain RUN_FINISHED."""
     run, m1, c1, c2 = p.id("run"), p.id("msg"), p.id("call"), p.id("call")
-    ev = [p.started(run), p.ev("STATE_SNAPSHOT", snapshot={"items": [], "status": "new"}), *p.text(m1, "Please confirm."),
+    ev = [p.started(run), p.ev("STATE_SNAPSHOT", snapshot={"items": [], "status": "new"}),
+          *p.text(m1, "Please confirm."),
           *p.call(c1, "confirm_changes", {"changes": ["a"]}, None)]
     if p.rng.random() < 0.5:
         ev.append(p.ev("REASONING_ENCRYPTED_VALUE", subtype="tool-call", entityId=c1, encryptedValue="sig" + p.id("s")))
@@ -387,7 +389,8 @@ def predictive_state(p: _P) -> Stream:
     """PredictState CUSTOM, a call whose arguments stream while STATE_DELTAs mirror them, then STATE_SNAPSHOT."""
     run, m1, c1 = p.id("run"), p.id("msg"), p.id("call")
     ev = [p.started(run), p.ev("STATE_SNAPSHOT", snapshot={"document": ""}),
-          p.ev("CUSTOM", name="PredictState", value=[{"state_key": "document", "tool": "write", "tool_argument": "doc"}]),
+          p.ev("CUSTOM", name="PredictState",
+               value=[{"state_key": "document", "tool": "write", "tool_argument": "doc"}]),
           p.ev("TOOL_CALL_START", toolCallId=c1, toolCallName="write", parentMessageId=m1)]
     doc, sent = "Once upon a time", ""
     for piece in p.cut(json.dumps({"doc": doc})):
@@ -417,9 +420,10 @@ def runs_in_one_stream(p: _P) -> Stream:
 def lg_closing_snapshot_rich(p: _P) -> Stream:
     """A closing snapshot as a checkpoint converts: multimodal user parts, reasoning with an encrypted value and no
     text, an assistant with a name and calls, a failed tool result (``error``), content-part results."""
-    run, u1, rs, a1, c1, c2, t1, t2, m2 = (p.id("run"), p.id("user"), p.id("rs"), p.id("ai"), p.id("call"), p.id("call"),
-                                          p.id("tool"), p.id("tool"), p.id("ai"))
-    image = {"type": "image", "source": {"type": "url", "value": "https://example.invalid/a.png", "mimeType": "image/png"}}
+    run, u1, rs, a1, m2 = p.id("run"), p.id("user"), p.id("rs"), p.id("ai"), p.id("ai")
+    c1, c2, t1, t2 = p.id("call"), p.id("call"), p.id("tool"), p.id("tool")
+    image = {"type": "image",
+             "source": {"type": "url", "value": "https://example.invalid/a.png", "mimeType": "image/png"}}
     doc = {"type": "document", "source": {"type": "data", "value": "aGVsbG8=", "mimeType": "application/pdf"}}
     user = {"id": u1, "role": "user", "content": [{"type": "text", "text": "What is in these?"}, image, doc]}
     parts = [{"type": "text", "text": "a cat"}, {"type": "image", "source": {"type": "file", "value": "file-1",
@@ -620,12 +624,45 @@ def documented(name: str) -> str | None:
     return DOCUMENTED.get(shape)
 
 
-def streams(seed: int, count: int, only: list[str] | None = None) -> Iterator[tuple[str, list[Event], dict[str, Any] | None]]:
-    """``count`` variants of every shape (or of those ``only`` names): ``(name, events, starting thread)``."""
+# How producers frame events on the wire (every one valid SSE): the Python SDK's encoder (``data: JSON`` and a
+# blank line), sse_starlette's default CRLF separator, keep-alive comments (ag-ui-adk sends ``: ping`` every 15 s),
+# ``event:``/``id:`` fields, a ``retry:`` field first, a payload cut over several ``data:`` lines, no space after
+# the colon.
+FRAMINGS = ("lf", "crlf", "ping", "fields", "retry", "multiline", "nospace")
+
+
+def frame(events: list[Event], style: str) -> str:
+    """``events`` as an SSE body framed in ``style`` (one of ``FRAMINGS``)."""
+    lines = [json.dumps(e, ensure_ascii=False) for e in events]
+    if style == "crlf":
+        return "".join(f"data: {line}\r\n\r\n" for line in lines)
+    if style == "ping":
+        return "".join(f"data: {line}\n\n" + (": ping\n\n" if i % 3 == 0 else "") for i, line in enumerate(lines))
+    if style == "fields":
+        return "".join(f"event: message\nid: {i}\ndata: {line}\n\n" for i, line in enumerate(lines))
+    if style == "retry":
+        return "retry: 15000\n\n" + "".join(f"data: {line}\n\n" for line in lines)
+    if style == "multiline":
+        return "".join("data: " + line.replace(', "', ',\ndata: "') + "\n\n" for line in lines)
+    if style == "nospace":
+        return "".join(f"data:{line}\n\n" for line in lines)
+    return "".join(f"data: {line}\n\n" for line in lines)
+
+
+def streams(seed: int, count: int, only: list[str] | None = None,
+            sse_every: int = 0) -> Iterator[tuple[str, list[Event], dict[str, Any] | None, str | None]]:
+    """``count`` variants of every shape (or of those ``only`` names): ``(name, events, starting thread, framing)``.
+
+    With ``sse_every`` K, every K-th variant of a shape is to be written SSE-framed (``framing`` one of
+    ``FRAMINGS``, drawn with the variant), so it takes the oracle's HTTP path; otherwise ``framing`` is None.
+    """
     for shape, build in SHAPES.items():
         if only and shape not in only:
             continue
         for n in range(count):
             rng = random.Random(f"{seed}:{shape}:{n}")
             events, inp = build(_P(rng))
-            yield f"p-{shape}-s{seed}.{n}", events, inp
+            framing = None
+            if sse_every and n % sse_every == sse_every - 1:
+                framing = random.Random(f"{seed}:{shape}:{n}:framing").choice(FRAMINGS)
+            yield f"p-{shape}-s{seed}.{n}", events, inp, framing
