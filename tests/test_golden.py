@@ -81,6 +81,10 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "runs-cancelled-after-success-result": (frozenset({"result"}), "B137/LC-11/LC-12: the result is the last run's "
                                             "(a cancelled run produced nothing); the reference keeps reporting "
                                             "the earlier run's"),
+    "runs-error-after-success-result": (frozenset({"result"}), "LC-12 as runs-cancelled-after-success-result: the "
+                                        "result is the last run's, and a run that failed returned none (a "
+                                        "producer's second run on one connection erroring); the reference keeps "
+                                        "reporting the earlier run's"),
     "interrupt-outcome-message-open": (frozenset({"pendingInterrupts"}), "IR-27 with TX-04: both refuse a "
                                        "RUN_FINISHED while a message is open; its interrupt outcome still says the "
                                        "agent stopped to ask, so we hold i1 open (as for interrupt-duplicate-ids); "
