@@ -571,6 +571,126 @@ def runs_pending_carried(p: _P) -> Stream:
     return ev, None
 
 
+def a2a_activities_then_snapshot(p: _P) -> Stream:
+    """A2UI surfaces as activities (replace:false, then patches), then a closing snapshot that holds no activity,
+    another type's, or says which types it is authoritative for."""
+    run, a1, a2, m1 = p.id("run"), p.id("surface"), p.id("surface"), p.id("msg")
+    ev = [p.started(run)]
+    for aid in (a1, a2):
+        ev += [p.ev("ACTIVITY_SNAPSHOT", messageId=aid, activityType="a2ui-surface", content={"operations": []},
+                    replace=False),
+               p.ev("ACTIVITY_DELTA", messageId=aid, activityType="a2ui-surface",
+                    patch=[{"op": "add", "path": "/operations/-", "value": {"beginRendering": {"root": "r"}}}])]
+    ev += p.text(m1, "Rendered two surfaces.")
+    snapshot: list[dict[str, Any]] = [{"id": m1, "role": "assistant", "content": "Rendered two surfaces."}]
+    event: Event = {}
+    kind = p.rng.choice(["none", "other-type", "authoritative-other", "authoritative-null", "restated"])
+    if kind == "other-type":
+        snapshot.append({"id": p.id("act"), "role": "activity", "activityType": "progress", "content": {"pct": 100}})
+    elif kind == "authoritative-other":
+        event["metadata"] = {"@ag-ui/client": {"authoritativeActivityTypes": ["progress"]}}
+    elif kind == "authoritative-null":
+        event["metadata"] = {"@ag-ui/client": {"authoritativeActivityTypes": None}}
+    elif kind == "restated":
+        snapshot.insert(0, {"id": a1, "role": "activity", "activityType": "a2ui-surface",
+                            "content": {"operations": ["restated"]}})
+    ev += [p.ev("MESSAGES_SNAPSHOT", messages=snapshot, **event), p.finished(run)]
+    return ev, None
+
+
+def lg_reasoning_snapshot_other_ids(p: _P) -> Stream:
+    """Reasoning streamed under one id; the closing snapshot restates it under the content block's id."""
+    run, rs, ai, m1 = p.id("run"), p.id("rs"), p.id("ai"), p.id("msg")
+    ev = [p.started(run), p.ev("REASONING_START", messageId=rs),
+          p.ev("REASONING_MESSAGE_START", messageId=rs, role="reasoning"),
+          *[p.ev("REASONING_MESSAGE_CONTENT", messageId=rs, delta=d) for d in p.cut("Weighing options.")],
+          p.ev("REASONING_MESSAGE_END", messageId=rs), p.ev("REASONING_END", messageId=rs), *p.text(m1, "Option B.")]
+    block_id = p.rng.choice([f"{ai}-reasoning-0", rs])
+    snapshot = [{"id": block_id, "role": "reasoning", "content": "Weighing options."},
+                {"id": m1, "role": "assistant", "content": "Option B."}]
+    if p.rng.random() < 0.4:
+        snapshot = snapshot[1:]  # the checkpoint kept no reasoning block
+    ev += [p.ev("MESSAGES_SNAPSHOT", messages=snapshot), p.finished(run)]
+    return ev, None
+
+
+def lg_raw_passthrough(p: _P) -> Stream:
+    """ag-ui-langgraph re-emits every LangChain event as RAW alongside the typed ones."""
+    run, m1, c1 = p.id("run"), p.id("msg"), p.id("call")
+    typed = [*p.text(m1, "Raw and typed."), *p.call(c1, "f", {"a": 1}, m1)]
+    ev = [p.started(run)]
+    for e in typed:
+        ev.append(e)
+        if p.rng.random() < 0.6:
+            ev.append(p.ev("RAW", event={"event": "on_chat_model_stream", "data": {"chunk": {"content": "x"}}},
+                           source="langgraph"))
+    ev.append(p.finished(run))
+    return ev, None
+
+
+def parallel_calls_interleaved(p: _P) -> Stream:
+    """Parallel tool calls whose arguments stream interleaved (explicit events), results in another order."""
+    run, m1, c1, c2, c3 = p.id("run"), p.id("msg"), p.id("call"), p.id("call"), p.id("call")
+    calls = [(c1, "weather", {"city": "Oslo"}), (c2, "weather", {"city": "Lima"}), (c3, "time", {"tz": "UTC"})]
+    ev = [p.started(run), *p.text(m1, "Three lookups.")]
+    ev += [p.ev("TOOL_CALL_START", toolCallId=c, toolCallName=n, parentMessageId=m1) for c, n, _ in calls]
+    pieces = {c: p.cut(json.dumps(a)) for c, _, a in calls}
+    while any(pieces.values()):
+        c = p.rng.choice([k for k, v in pieces.items() if v])
+        ev.append(p.ev("TOOL_CALL_ARGS", toolCallId=c, delta=pieces[c].pop(0)))
+    order = [c1, c2, c3]
+    p.rng.shuffle(order)
+    ev += [p.ev("TOOL_CALL_END", toolCallId=c) for c in order]
+    p.rng.shuffle(order)
+    ev += [p.result(c, p.id("tool"), f"r-{c}") for c in order[:2]]
+    ev.append(p.finished(run))
+    return ev, None
+
+
+def parallel_tool_chunks_interleaved(p: _P) -> Stream:
+    """Tool call chunks of two calls interleaved, each chunk naming its call (a LiteLLM-style bridge)."""
+    run, m1, c1, c2 = p.id("run"), p.id("msg"), p.id("call"), p.id("call")
+    ev = [p.started(run)]
+    ev += [p.ev("TEXT_MESSAGE_CHUNK", messageId=m1, role="assistant", delta=d) for d in p.cut("Two at once.")]
+    a, b = p.cut(json.dumps({"x": 1})), p.cut(json.dumps({"y": 2}))
+    named: set[str] = set()
+    while a or b:
+        cid, pieces, name = (c1, a, "fa") if a and (not b or p.rng.random() < 0.5) else (c2, b, "fb")
+        ev.append(p.ev("TOOL_CALL_CHUNK", toolCallId=cid, toolCallName=None if cid in named else name,
+                       parentMessageId=m1, delta=pieces.pop(0)))
+        named.add(cid)
+    ev.append(p.finished(run))
+    return ev, None
+
+
+def parallel_text_chunks_interleaved(p: _P) -> Stream:
+    """Two branches of a graph streaming text chunks into two messages at once (no subagent tags)."""
+    run, m1, m2 = p.id("run"), p.id("msg"), p.id("msg")
+    a, b = p.cut("Branch one says hi."), p.cut("Branch two says bye.")
+    ev = [p.started(run)]
+    while a or b:
+        mid, pieces = (m1, a) if a and (not b or p.rng.random() < 0.5) else (m2, b)
+        ev.append(p.ev("TEXT_MESSAGE_CHUNK", messageId=mid, role="assistant", delta=pieces.pop(0)))
+    ev.append(p.finished(run))
+    return ev, None
+
+
+def state_paths_with_escapes(p: _P) -> Stream:
+    """A coding agent's state keyed by file paths: deltas with ~1 and ~0 escapes, move and copy, array appends."""
+    run, m1 = p.id("run"), p.id("msg")
+    ev = [p.started(run), p.ev("STATE_SNAPSHOT", snapshot={"files": {"src/app.py": "v1", "a~b": "t"}, "log": []}),
+          p.ev("STATE_DELTA", delta=[{"op": "replace", "path": "/files/src~1app.py", "value": "v2"},
+                                     {"op": "add", "path": "/log/-", "value": "edit app"}]),
+          p.ev("STATE_DELTA", delta=[{"op": "copy", "from": "/files/src~1app.py", "path": "/files/src~1app.bak"},
+                                     {"op": "move", "from": "/files/a~0b", "path": "/files/a~1b"},
+                                     {"op": "add", "path": "/log/0", "value": "first"}]),
+          *p.text(m1, "Edited."), p.finished(run)]
+    if p.rng.random() < 0.5:
+        ev.insert(-1, p.ev("STATE_DELTA", delta=[{"op": "remove", "path": "/files/src~1app.bak"},
+                                                 {"op": "test", "path": "/log/1", "value": "edit app"}]))
+    return ev, None
+
+
 SHAPES: dict[str, Callable[[_P], Stream]] = {
     "lg-pinned-text-across-tool": lg_pinned_text_across_tool,
     "lg-tool-end-reemit": lg_tool_end_reemit,
@@ -603,6 +723,13 @@ SHAPES: dict[str, Callable[[_P], Stream]] = {
     "subagent-suspended": subagent_suspended,
     "subagents-interleaved-chunks": subagents_interleaved_chunks,
     "runs-pending-carried": runs_pending_carried,
+    "a2a-activities-then-snapshot": a2a_activities_then_snapshot,
+    "lg-reasoning-snapshot-other-ids": lg_reasoning_snapshot_other_ids,
+    "lg-raw-passthrough": lg_raw_passthrough,
+    "parallel-calls-interleaved": parallel_calls_interleaved,
+    "parallel-tool-chunks-interleaved": parallel_tool_chunks_interleaved,
+    "parallel-text-chunks-interleaved": parallel_text_chunks_interleaved,
+    "state-paths-with-escapes": state_paths_with_escapes,
 }
 
 
