@@ -169,7 +169,9 @@ def test_producer_shapes_are_deterministic_for_a_seed_and_fold_as_their_producer
     for name, events, inp, framing in one:
         assert framing is None
         out = test_golden.fold_like_oracle(hostile.dump_lines(events).encode(), inp or {})
-        assert out["ok"], (name, out["error"])
+        if not out["ok"]:  # (a chunk bridge that names an interleaved call once: refused by both clients)
+            assert "interleaved" in name and "TC-21" in out["error"], (name, out["error"])
+            continue
         # the shapes that end with RUN_ERROR end with no outcome; every other run ends as its producer meant
         assert out["outcome"] in ({None} if "error-mid" in name else {"success", "interrupt", "cancelled"}), name
 
@@ -208,4 +210,5 @@ def test_producer_streams_are_written_with_their_framing_and_starting_thread(tmp
                                                                    "snapshot-omits-streaming-text",
                                                                    "adk-delta-on-input-state") for n in (0, 1)}
     for stream in written:
-        assert reference.run_ours(stream)["ok"], stream.name
+        out = reference.run_ours(stream)
+        assert out["ok"] or "TC-21" in out["error"], stream.name

@@ -648,17 +648,25 @@ def parallel_calls_interleaved(p: _P) -> Stream:
 
 
 def parallel_tool_chunks_interleaved(p: _P) -> Stream:
-    """Tool call chunks of two calls interleaved, each chunk naming its call (a LiteLLM-style bridge)."""
+    """Tool call chunks of two calls interleaved, each chunk naming its call id (a LiteLLM-style bridge).
+
+    A chunk of another call closes the open one (both clients), so a bridge that interleaves names the call
+    again on each chunk that switches back (``named``: every chunk); one that names only a call's first chunk
+    makes a stream both clients refuse (TC-21), drawn too, less often.
+    """
     run, m1, c1, c2 = p.id("run"), p.id("msg"), p.id("call"), p.id("call")
     ev = [p.started(run)]
     ev += [p.ev("TEXT_MESSAGE_CHUNK", messageId=m1, role="assistant", delta=d) for d in p.cut("Two at once.")]
     a, b = p.cut(json.dumps({"x": 1})), p.cut(json.dumps({"y": 2}))
-    named: set[str] = set()
+    every = p.rng.random() < 0.7
+    last = None
     while a or b:
         cid, pieces, name = (c1, a, "fa") if a and (not b or p.rng.random() < 0.5) else (c2, b, "fb")
-        ev.append(p.ev("TOOL_CALL_CHUNK", toolCallId=cid, toolCallName=None if cid in named else name,
-                       parentMessageId=m1, delta=pieces.pop(0)))
-        named.add(cid)
+        first = not any(e.get("toolCallId") == cid for e in ev)
+        named = first or (every and cid != last)
+        ev.append(p.ev("TOOL_CALL_CHUNK", toolCallId=cid, toolCallName=name if named else None, parentMessageId=m1,
+                       delta=pieces.pop(0)))
+        last = cid
     ev.append(p.finished(run))
     return ev, None
 
