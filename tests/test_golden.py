@@ -172,6 +172,7 @@ def fold_like_oracle(stream: Path | bytes, seed: dict[str, Any]) -> dict[str, An
         result = exc.result
         out = {"ok": False, "error": str(exc)}
     out.update({
+        "newMessageIds": list(result.new_message_ids),
         "messages": encode(thread.messages),
         "state": thread.state,
         "pendingInterrupts": encode(thread.open_interrupts),
@@ -241,6 +242,24 @@ def test_stream_folds_like_the_reference(name: str) -> None:
     expected = json.loads((GOLDEN / "streams" / f"{name}.expected.json").read_text())
     ours = fold_like_oracle(GOLDEN / "streams" / f"{name}.jsonl", _load_input(name))
     _compare(name, ours, expected)
+
+
+def _reports_new_messages(name: str) -> bool:
+    # The reference reports new messages only for a run it accepted (runAgent() resolved).
+    expected = json.loads((GOLDEN / "streams" / f"{name}.expected.json").read_text())
+    return bool(expected["ok"]) and "newMessages" in expected
+
+
+@pytest.mark.parametrize("name", [n for n in STREAMS if "messages" not in DIFFERENCES.get(n, (frozenset(), ""))[0]
+                                  and _reports_new_messages(n)])
+def test_the_new_messages_are_the_references(name: str) -> None:
+    """The run's new messages are the ones the reference's ``runAgent()`` reports: those the thread holds at
+    the end that it did not hold at the start. (Compared as sets: ours are in the order the run added them,
+    the reference's in the thread's order.) Streams whose messages differ by design are left out."""
+    expected = json.loads((GOLDEN / "streams" / f"{name}.expected.json").read_text())
+    ours = fold_like_oracle(GOLDEN / "streams" / f"{name}.jsonl", _load_input(name))
+    theirs = _minted_ids([m["id"] for m in expected["newMessages"]], ours["newMessageIds"], {})
+    assert sorted(ours["newMessageIds"]) == sorted(theirs)
 
 
 # stream -> the warnings we give, as (code, event index, pointer): where INDEX.md asks for a warning (or for

@@ -609,7 +609,12 @@ class RunSession:
         new_ids: list[str] = []
         for r in runs:
             new_ids.extend(r.new_message_ids)
-        new_message_ids = tuple(dict.fromkeys(new_ids))
+        # A message the run added that a later MESSAGES_SNAPSHOT dropped (ag-ui-langgraph's closing
+        # snapshot holds the answer it streamed under another id) is not in the thread: not one of the
+        # run's new messages, as for the reference (``new_messages`` already skipped it). Once per
+        # result, a lookup per new id.
+        has = state.has_message
+        new_message_ids = tuple(i for i in dict.fromkeys(new_ids) if has(i))
         warnings = tuple(self.warnings) + tuple(state.warnings)
         if runs and any(w.run_id is None for w in warnings):
             # (a framing fault read before RUN_STARTED was folded: the response's run)

@@ -922,6 +922,31 @@ def test_a_snapshot_adds_to_the_runs_new_messages_only_ids_neither_held_nor_ther
     assert sorted(m.id for m in thread.messages) == ["a1", "m0", "u2"]
 
 
+@pytest.mark.parametrize("runs", [1, 2])
+def test_a_message_the_run_added_and_a_snapshot_dropped_is_not_one_of_its_new_messages(runs: int) -> None:
+    """ag-ui-langgraph streams its answer under one id and its closing snapshot holds it under the AIMessage's
+    (golden messages-snapshot-drops-streamed-message): the run's new messages are those the thread holds,
+    as the reference's ``newMessages`` (``new_message_ids`` used to keep the streamed id). With two runs in
+    the response, the snapshot of the second drops what the first streamed."""
+    head = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+            {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "21 degrees"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "m1"}]
+    if runs == 2:
+        head += [{"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+                 {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"}]
+    tail = [{"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u1", "role": "user", "content": "weather?"},
+                                                       {"id": "ai1", "role": "assistant", "content": "21 degrees"}]},
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": f"r{runs}"}]
+    thread = ThreadState(messages=[msg.UserMessage(id="u1", content="weather?")])
+
+    result = replay([*head, *tail], state=thread)
+
+    assert [m.id for m in thread.messages] == ["u1", "ai1"]
+    assert result.new_message_ids == ("ai1",)
+    assert [m.id for m in result.new_messages] == ["ai1"]
+
+
 def test_a_save_marks_a_state_it_parsed_itself_as_checked_and_no_other() -> None:
     """The store skips its plain-JSON walk only for state the thread parsed or validated itself."""
     from agui_client import StateDeltaEvent, replay
