@@ -229,6 +229,14 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
     g = golden()
     found = g.mismatches(ours, reference)
     allowed, why = g.DIFFERENCES.get(stream.name, (frozenset(), ""))
+    if ours.get("ok") and reference.get("ok") and "newMessages" in reference and "newMessageIds" in ours \
+            and "messages" not in found:
+        # The run's new messages, as sets (ours in the order the run added them, the reference's in the
+        # thread's), as tests/test_golden.py compares them; only where the messages agree (a difference in
+        # the messages is one in the new messages too).
+        theirs = g._minted_ids([m["id"] for m in reference["newMessages"]], ours["newMessageIds"], {})
+        if sorted(theirs) != sorted(ours["newMessageIds"]):
+            found["newMessages"] = {"ours": ours["newMessageIds"], "reference": theirs}
     derived_from = stream.name.split(DERIVED, 1)[0]
     inherited = not allowed and derived_from != stream.name and derived_from in g.DIFFERENCES
     if inherited:
