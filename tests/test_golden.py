@@ -262,6 +262,18 @@ def test_the_new_messages_are_the_references(name: str) -> None:
     assert sorted(ours["newMessageIds"]) == sorted(theirs)
 
 
+def test_the_new_messages_are_in_the_order_the_run_added_them() -> None:
+    """A deliberate difference in order only (golden new-messages-order-subagent-result): a tool result goes
+    after its call's message, before the subagent's message streamed in between; our new messages keep the
+    order the run added them in (what was said when), the reference lists them in the thread's order."""
+    name = "new-messages-order-subagent-result"
+    expected = json.loads((GOLDEN / "streams" / f"{name}.expected.json").read_text())
+    ours = fold_like_oracle(GOLDEN / "streams" / f"{name}.jsonl", {})
+    assert [m["id"] for m in ours["messages"]] == [m["id"] for m in expected["messages"]] == ["m1", "t1", "sm1"]
+    assert [m["id"] for m in expected["newMessages"]] == ["m1", "t1", "sm1"]
+    assert ours["newMessageIds"] == ["m1", "sm1", "t1"]
+
+
 # stream -> the warnings we give, as (code, event index, pointer): where INDEX.md asks for a warning (or for
 # none), its presence is compared, never its wording.
 WARNINGS: dict[str, list[tuple[str, int, str]]] = {

@@ -101,7 +101,10 @@ class RunResult:
         error: the ``RUN_ERROR`` that ended the run, if it failed.
         late_error: a ``RUN_ERROR`` that surfaced after the run had finished (CL-02); the outcome stands.
         usage: token usage this run reported (only its own: usage does not carry across runs).
-        new_message_ids: the ids of the messages the run added to the thread, in order.
+        new_message_ids: the ids of the messages the run added to the thread and that it still holds (a
+            later ``MESSAGES_SNAPSHOT`` may drop one), in the order the run added them. (The reference
+            client lists its new messages in the thread's order: a tool result placed after its call's
+            message comes before messages added since.)
         state: the thread after the run (live: it changes as later runs are folded into it).
         warnings: everything tolerated, dropped or repaired while reading the run.
         steps: the steps the run went through.
