@@ -214,7 +214,12 @@ def lg_regenerate_snapshot(p: _P) -> Stream:
 
 
 def crewai_chunks(p: _P) -> Stream:
-    """Text and tool chunks, state snapshots between chunks of one message, a result, a terminal snapshot."""
+    """Text and tool chunks, state snapshots between chunks of one message, a result, a terminal snapshot.
+
+    A state snapshot between two chunks of one *call* closes the call's chunk stream (TC-21: any other
+    event does), so the next chunk, which names no tool, is refused as a call's first chunk: by both
+    clients. crewai's side channel can emit that order; drawn too.
+    """
     run, m1, c1, tm = p.id("run"), p.id("msg"), p.id("call"), p.id("tool")
     args = json.dumps({"topic": "bees"})
     text = "Researching bees"
