@@ -81,6 +81,10 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "runs-cancelled-after-success-result": (frozenset({"result"}), "B137/LC-11/LC-12: the result is the last run's "
                                             "(a cancelled run produced nothing); the reference keeps reporting "
                                             "the earlier run's"),
+    "runs-error-after-success-result": (frozenset({"result"}), "LC-12 as runs-cancelled-after-success-result: the "
+                                        "result is the last run's, and a run that failed returned none (a "
+                                        "producer's second run on one connection erroring); the reference keeps "
+                                        "reporting the earlier run's"),
     "interrupt-outcome-message-open": (frozenset({"pendingInterrupts"}), "IR-27 with TX-04: both refuse a "
                                        "RUN_FINISHED while a message is open; its interrupt outcome still says the "
                                        "agent stopped to ask, so we hold i1 open (as for interrupt-duplicate-ids); "
@@ -121,6 +125,23 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                            "with its ARGS gets them replaced (ag-ui-langgraph restates the history, "
                                            "then re-sends the interrupted call); the reference appends "
                                            "('{\"a\":1}{\"a\":1}', not JSON)"),
+    # Producer shapes (tools/differential/producers.py): ag-ui-langgraph re-emits a call its model did not
+    # stream when the tool ends, naming the ToolMessage's id as the call's parent and as the result's id.
+    "tool-call-parent-is-result-id": (frozenset({"messages"}), "TC-08/TC-09 with UK-16, the ag-ui-langgraph "
+                                      "shape: the call's parentMessageId names no message yet, so its "
+                                      "assistant message gets that id; the result named the same is kept as "
+                                      "'tm1.c1' (one id per message, with a warning, as for "
+                                      "tool-result-message-id-collides); the reference makes two messages 'tm1'"),
+    "tool-call-parent-is-result-id-closing-snapshot": (frozenset({"messages"}), "as tool-call-parent-is-result-id, "
+                                                       "then the closing MESSAGES_SNAPSHOT ag-ui-langgraph sends "
+                                                       "(tm1 the tool message, the call on ai1): one tool message "
+                                                       "'tm1'; the reference replaces both of its 'tm1' messages by "
+                                                       "the snapshot's and keeps the result twice"),
+    "tool-call-parent-is-call-id": (frozenset({"messages"}), "TC-08/TC-09 with UK-16, ag-ui-langgraph when the "
+                                    "ToolMessage has no id: the call names its own id as parent and the result "
+                                    "takes it too; as tool-result-named-after-parentless-call the result keeps 'c1' "
+                                    "and the assistant message becomes 'c1.assistant'; the reference makes two "
+                                    "messages 'c1'"),
 }
 
 
@@ -151,6 +172,7 @@ def fold_like_oracle(stream: Path | bytes, seed: dict[str, Any]) -> dict[str, An
         result = exc.result
         out = {"ok": False, "error": str(exc)}
     out.update({
+        "newMessageIds": list(result.new_message_ids),
         "messages": encode(thread.messages),
         "state": thread.state,
         "pendingInterrupts": encode(thread.open_interrupts),
@@ -220,6 +242,36 @@ def test_stream_folds_like_the_reference(name: str) -> None:
     expected = json.loads((GOLDEN / "streams" / f"{name}.expected.json").read_text())
     ours = fold_like_oracle(GOLDEN / "streams" / f"{name}.jsonl", _load_input(name))
     _compare(name, ours, expected)
+
+
+def _reports_new_messages(name: str) -> bool:
+    # The reference reports new messages only for a run it accepted (runAgent() resolved).
+    expected = json.loads((GOLDEN / "streams" / f"{name}.expected.json").read_text())
+    return bool(expected["ok"]) and "newMessages" in expected
+
+
+@pytest.mark.parametrize("name", [n for n in STREAMS if "messages" not in DIFFERENCES.get(n, (frozenset(), ""))[0]
+                                  and _reports_new_messages(n)])
+def test_the_new_messages_are_the_references(name: str) -> None:
+    """The run's new messages are the ones the reference's ``runAgent()`` reports: those the thread holds at
+    the end that it did not hold at the start. (Compared as sets: ours are in the order the run added them,
+    the reference's in the thread's order.) Streams whose messages differ by design are left out."""
+    expected = json.loads((GOLDEN / "streams" / f"{name}.expected.json").read_text())
+    ours = fold_like_oracle(GOLDEN / "streams" / f"{name}.jsonl", _load_input(name))
+    theirs = _minted_ids([m["id"] for m in expected["newMessages"]], ours["newMessageIds"], {})
+    assert sorted(ours["newMessageIds"]) == sorted(theirs)
+
+
+def test_the_new_messages_are_in_the_order_the_run_added_them() -> None:
+    """A deliberate difference in order only (golden new-messages-order-subagent-result): a tool result goes
+    after its call's message, before the subagent's message streamed in between; our new messages keep the
+    order the run added them in (what was said when), the reference lists them in the thread's order."""
+    name = "new-messages-order-subagent-result"
+    expected = json.loads((GOLDEN / "streams" / f"{name}.expected.json").read_text())
+    ours = fold_like_oracle(GOLDEN / "streams" / f"{name}.jsonl", {})
+    assert [m["id"] for m in ours["messages"]] == [m["id"] for m in expected["messages"]] == ["m1", "t1", "sm1"]
+    assert [m["id"] for m in expected["newMessages"]] == ["m1", "t1", "sm1"]
+    assert ours["newMessageIds"] == ["m1", "sm1", "t1"]
 
 
 # stream -> the warnings we give, as (code, event index, pointer): where INDEX.md asks for a warning (or for

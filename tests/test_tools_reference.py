@@ -19,7 +19,7 @@ import test_golden
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 try:
-    from tools.differential import hostile, reference
+    from tools.differential import hostile, producers, reference
     from tools.differential.__main__ import main
 finally:
     sys.path.remove(str(ROOT))
@@ -158,3 +158,57 @@ def test_a_written_corpus_folds_with_our_client(tmp_path: Path) -> None:
     for stream in written:
         out = reference.run_ours(stream)
         assert set(reference.golden().COMPARED) <= set(out)
+
+
+def test_producer_shapes_are_deterministic_for_a_seed_and_fold_as_their_producers_meant() -> None:
+    """Every producer shape is a stream both clients accept: our client folds each one to its end."""
+    one = list(producers.streams(7, 2))
+    assert one == list(producers.streams(7, 2))
+    assert [e for _, e, _, _ in one] != [e for _, e, _, _ in producers.streams(8, 2)]
+    assert {name.rsplit("-s7.", 1)[0] for name, *_ in one} == {f"p-{shape}" for shape in producers.SHAPES}
+    for name, events, inp, framing in one:
+        assert framing is None
+        out = test_golden.fold_like_oracle(hostile.dump_lines(events).encode(), inp or {})
+        if not out["ok"]:  # (a call's chunks cut by another event or call, the next unnamed: refused by both)
+            assert ("interleaved" in name or "crewai-chunks" in name) and "TC-21" in out["error"], (name, out["error"])
+            continue
+        # the shapes that end with RUN_ERROR end with no outcome; every other run ends as its producer meant
+        assert out["outcome"] in ({None} if "error-mid" in name else {"success", "interrupt", "cancelled"}), name
+
+
+@pytest.mark.parametrize("style", producers.FRAMINGS)
+def test_every_producer_framing_is_the_same_stream_to_our_client(style: str) -> None:
+    """The SSE framings producers use (CRLF, keep-alive comments, fields, payloads over several lines) fold alike."""
+    [(_, events, inp, _)] = [s for s in producers.streams(3, 1) if s[0].startswith("p-crewai-chunks-")]
+    framed = producers.frame(events, style)
+    assert ("\r\n" in framed) == (style == "crlf")
+    as_lines = test_golden.fold_like_oracle(hostile.dump_lines(events).encode(), inp or {})
+    assert test_golden.fold_like_oracle(framed.encode(), inp or {}) == as_lines
+
+
+def test_a_producer_shape_made_to_meet_a_documented_difference_is_judged_as_that_golden_stream() -> None:
+    for shape, golden_name in producers.DOCUMENTED.items():
+        assert shape in producers.SHAPES and golden_name in test_golden.DIFFERENCES
+    assert producers.documented("p-runs-in-one-stream-s3.1~m4.2") == "runs-cancelled-after-success-result"
+    assert producers.documented("p-lg-reasoning-s3.1") is None and producers.documented("multi-run") is None
+    ours, theirs = _fold([], outcome="cancelled"), _fold([], outcome="cancelled")
+    ours["result"], theirs["result"] = None, {"n": 2}
+    assert reference.judge(_stream("p-runs-in-one-stream-s3.1"), ours, theirs).status == "KNOWN"
+    assert reference.judge(_stream("p-runs-in-one-stream-s3.1"), ours, ours).status == "SAME"  # (not stale)
+    assert reference.judge(_stream("p-lg-reasoning-s3.1"), ours, theirs).status == "DIFF"
+
+
+def test_producer_streams_are_written_with_their_framing_and_starting_thread(tmp_path: Path) -> None:
+    status = main(["--corpus", str(tmp_path), "--gen", "producers:2:2", "--sse-every", "2", "--skip-sources"])
+    assert status == 0
+    written = reference.collect([tmp_path])
+    assert len(written) == 2 * len(producers.SHAPES)
+    assert sum(s.path.suffix == ".sse" for s in written) == len(producers.SHAPES)
+    assert {s.name for s in written if s.input} == {
+        f"p-{shape}-s2.{n}" + (".sse" if n else "") for shape in ("lg-regenerate-snapshot", "lg-closing-snapshot-rich",
+                                                                   "snapshot-omits-streaming-call",
+                                                                   "snapshot-omits-streaming-text",
+                                                                   "adk-delta-on-input-state") for n in (0, 1)}
+    for stream in written:
+        out = reference.run_ours(stream)
+        assert out["ok"] or "TC-21" in out["error"], stream.name

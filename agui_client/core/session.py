@@ -101,7 +101,10 @@ class RunResult:
         error: the ``RUN_ERROR`` that ended the run, if it failed.
         late_error: a ``RUN_ERROR`` that surfaced after the run had finished (CL-02); the outcome stands.
         usage: token usage this run reported (only its own: usage does not carry across runs).
-        new_message_ids: the ids of the messages the run added to the thread, in order.
+        new_message_ids: the ids of the messages the run added to the thread and that it still holds (a
+            later ``MESSAGES_SNAPSHOT`` may drop one), in the order the run added them. (The reference
+            client lists its new messages in the thread's order: a tool result placed after its call's
+            message comes before messages added since.)
         state: the thread after the run (live: it changes as later runs are folded into it).
         warnings: everything tolerated, dropped or repaired while reading the run.
         steps: the steps the run went through.
@@ -609,7 +612,12 @@ class RunSession:
         new_ids: list[str] = []
         for r in runs:
             new_ids.extend(r.new_message_ids)
-        new_message_ids = tuple(dict.fromkeys(new_ids))
+        # A message the run added that a later MESSAGES_SNAPSHOT dropped (ag-ui-langgraph's closing
+        # snapshot holds the answer it streamed under another id) is not in the thread: not one of the
+        # run's new messages, as for the reference (``new_messages`` already skipped it). Once per
+        # result, a lookup per new id.
+        has = state.has_message
+        new_message_ids = tuple(i for i in dict.fromkeys(new_ids) if has(i))
         warnings = tuple(self.warnings) + tuple(state.warnings)
         if runs and any(w.run_id is None for w in warnings):
             # (a framing fault read before RUN_STARTED was folded: the response's run)

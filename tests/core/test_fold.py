@@ -339,6 +339,21 @@ RESULT_ID_CASES = {
                               [{"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "t", "content": "one"},
                                {"type": "TOOL_CALL_RESULT", "toolCallId": "c2", "messageId": "t", "content": "two"}],
                               [("a", "assistant", None), ("t", "tool", "one"), ("t.c2", "tool", "two")]),
+    # ag-ui-langgraph re-emits a call its model did not stream when the tool ends, naming the ToolMessage's
+    # id as the call's parent and as the result's (golden tool-call-parent-is-result-id): the message the
+    # call's parent created keeps the producer's id, the result gets another.
+    "the-call's-parent-named-after-the-result": (
+        [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f", "parentMessageId": "tm1"},
+         {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+         {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "tm1", "content": "ok"}],
+        [("tm1", "assistant", None), ("tm1.c1", "tool", "ok")]),
+    # ... and when the ToolMessage has no id, the call id stands for both (golden tool-call-parent-is-call-id):
+    # as for a parentless call, the assistant message is the one renamed.
+    "the-call's-own-id-as-its-parent": (
+        [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f", "parentMessageId": "c1"},
+         {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+         {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "c1", "content": "ok"}],
+        [("c1.assistant", "assistant", None), ("c1", "tool", "ok")]),
 }
 
 
@@ -358,6 +373,24 @@ def test_a_tool_result_never_replaces_another_message_that_has_its_id(case: str,
     assert [(w.code, w.pointer, w.index) for w in result.warnings] == [("TC-09", "/messageId", len(events) - 2)]
     assert result.pending_tool_call_ids == ()
     assert sorted(result.new_message_ids) == sorted(m[0] for m in expected)
+
+
+def test_the_rename_warning_says_why_the_assistant_message_had_the_call_id() -> None:
+    # The warning used to say only that the call's TOOL_CALL_START "named no parent", also when it named
+    # the call's own id as its parent (ag-ui-langgraph, a ToolMessage without id).
+    def warning(start: dict[str, Any]) -> str:
+        result = replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, start,
+                         {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+                         {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "c1", "content": "ok"},
+                         {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}])
+        [found] = [w for w in result.warnings if w.code == "TC-09"]
+        return found.message
+
+    parented = warning({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f", "parentMessageId": "c1"})
+    parentless = warning({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"})
+
+    assert parented == parentless  # one rule, one message, for both ways the message came by the call's id
+    assert "the call's own id as parent" in parented and "'c1.assistant'" in parented
 
 
 @pytest.mark.parametrize("form", ["events", "jsonl"])
@@ -887,6 +920,31 @@ def test_a_snapshot_adds_to_the_runs_new_messages_only_ids_neither_held_nor_ther
     run = thread.last_run
     assert run is not None and run.new_message_ids == ["a1", "u2"]
     assert sorted(m.id for m in thread.messages) == ["a1", "m0", "u2"]
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_a_message_the_run_added_and_a_snapshot_dropped_is_not_one_of_its_new_messages(runs: int) -> None:
+    """ag-ui-langgraph streams its answer under one id and its closing snapshot holds it under the AIMessage's
+    (golden messages-snapshot-drops-streamed-message): the run's new messages are those the thread holds,
+    as the reference's ``newMessages`` (``new_message_ids`` used to keep the streamed id). With two runs in
+    the response, the snapshot of the second drops what the first streamed."""
+    head = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+            {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "21 degrees"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "m1"}]
+    if runs == 2:
+        head += [{"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+                 {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"}]
+    tail = [{"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u1", "role": "user", "content": "weather?"},
+                                                       {"id": "ai1", "role": "assistant", "content": "21 degrees"}]},
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": f"r{runs}"}]
+    thread = ThreadState(messages=[msg.UserMessage(id="u1", content="weather?")])
+
+    result = replay([*head, *tail], state=thread)
+
+    assert [m.id for m in thread.messages] == ["u1", "ai1"]
+    assert result.new_message_ids == ("ai1",)
+    assert [m.id for m in result.new_messages] == ["ai1"]
 
 
 def test_a_save_marks_a_state_it_parsed_itself_as_checked_and_no_other() -> None:

@@ -270,14 +270,16 @@ class Streams:
         log = self.log
         taken = entry.id
         if existing.role == "assistant" and existing.calls and any(c.id == taken for c in existing.calls):
-            # The assistant message was named after its call by this client (TOOL_CALL_START had no
-            # parentMessageId), and the producer names the result after the call too: the name we
-            # chose gives way, the producer's stays.
+            # The assistant message is named after its call: by this client (TOOL_CALL_START had no
+            # parentMessageId), or by the producer naming the call's own id as its parent (ag-ui-langgraph,
+            # for a ToolMessage without id); the result is named after the call too. The result's name
+            # stays, the assistant message's gives way (one message per id).
             log.rename(existing, log.free_id(f"{taken}.assistant"))
             log.place_tool_message(entry, tool_call_id)
-            return _warning("TC-09", f"tool result {taken!r} takes the id this client gave the assistant message of "
-                                     f"call {tool_call_id!r} (its TOOL_CALL_START named no parent); that message is "
-                                     f"now {existing.id!r}", pointer="/messageId")
+            return _warning("TC-09", f"tool result {taken!r} takes the id of the assistant message of call "
+                                     f"{tool_call_id!r}, named after the call (its TOOL_CALL_START named no parent, "
+                                     f"or the call's own id as parent); that message is now {existing.id!r}",
+                            pointer="/messageId")
         entry.id = log.free_id(f"{taken}.{tool_call_id}")
         log.place_tool_message(entry, tool_call_id)
         return _warning("TC-09", f"tool result messageId {taken!r} already names a {existing.role} message; the "
