@@ -28,17 +28,20 @@ import httpx
 
 from ._inert import visible
 from ._inflate import Inflater
+from ._logs import HttpcoreLogFilter, filter_httpcore_log
+from ._logs import exchange as logged_exchange
 from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
 from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
-from .core.redact import MARK, Redactor, displayed_url, is_sensitive, redact_exception
+from .core.redact import MARK, SENSITIVE_EXTENSION, Redactor, displayed_url, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     AuthenticationError,
     ConnectTimeout,
     HTTPStatusError,
     IdleTimeout,
+    LimitExceeded,
     ProtocolError,
     RunTimeout,
     StreamWarning,
@@ -52,7 +55,8 @@ from .wire.types.run import RunAgentInput
 if TYPE_CHECKING:
     from .stores import ThreadStore
 
-__all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT"]
+__all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT",
+           "DEFAULT_MAX_RUN_BYTES"]
 
 logger = logging.getLogger("agui_client")
 
@@ -60,6 +64,8 @@ logger = logging.getLogger("agui_client")
 DEFAULT_IDLE_TIMEOUT = 60.0
 #: Longest wait for the connection to the agent, in seconds.
 DEFAULT_CONNECT_TIMEOUT = 10.0
+#: The most bytes of body (decoded) one run's response may bring, by default: 256 MiB.
+DEFAULT_MAX_RUN_BYTES = 256 * 2**20
 #: How much of an error response's body is kept (bytes).
 ERROR_BODY_LIMIT = 2048
 #: How much of a JSON error body is read to parse it (``HTTPStatusError.payload``); ``body`` keeps the excerpt.
@@ -233,17 +239,34 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[s
     return headers
 
 
-class _Framer:
-    """Turns response chunks into SSE payloads; shared by both shells."""
+#: ``max_run_bytes=None``: no bound (a budget no response reaches).
+_UNBOUNDED = 1 << 62
 
-    def __init__(self, max_event_bytes: int, handle: StreamHandle, media: str) -> None:
+
+class _Framer:
+    """Turns response chunks into SSE payloads; shared by both shells.
+
+    It also keeps the run's budget of body bytes (``max_run_bytes``): an agent streaming small valid
+    events for ever (a text delta, an element added to an array in state) would grow the fold without
+    bound, each event within ``max_event_bytes``. It is counted per read, not per event (a read holds
+    many events), and before the read is framed, so the run stops with what it folded so far.
+    """
+
+    def __init__(self, max_event_bytes: int, handle: StreamHandle, media: str,
+                 max_run_bytes: int | None = None, run_id: str | None = None) -> None:
         self.decoder = SSEDecoder(max_event_bytes=max_event_bytes)
         self.handle = handle
         self.media = media
         self.frames = 0
         self.head = bytearray()
+        self.max_run_bytes = max_run_bytes
+        self.left = _UNBOUNDED if max_run_bytes is None else max_run_bytes
+        self.run_id = run_id
 
     def feed(self, chunk: bytes) -> list[str | bytes]:
+        self.left -= len(chunk)
+        if self.left < 0:
+            raise self._too_long()
         if len(self.head) < ERROR_BODY_LIMIT:
             self.head += chunk[: ERROR_BODY_LIMIT - len(self.head)]
         payloads = self.decoder.feed_payloads(chunk)
@@ -262,6 +285,13 @@ class _Framer:
                 f"the agent answered {self.handle.redactor.text(self.media)!r}, not an event stream: {head[:300]!r}",
                 rule="TR-09")
         return [f.data for f in frames]
+
+    def _too_long(self) -> LimitExceeded:
+        self.left = -1  # (and stays spent: a caller reading on gets the same refusal)
+        return LimitExceeded(
+            f"the run's response went past max_run_bytes ({self.max_run_bytes} bytes of body, decoded); what "
+            "came before is kept, the rest is not read", limit=self.max_run_bytes or 0, run_id=self.run_id,
+            rule="RUN-BYTES")
 
     def _drain(self) -> None:
         for warning in self.decoder.warnings:
@@ -359,15 +389,18 @@ class _HttpxLogFilter(logging.Filter):
 
 
 _HTTPX_LOG_FILTER = _HttpxLogFilter()
+#: httpcore's DEBUG trace, redacted (``_logs``): the names the clients marked are those of httpx's filter.
+_HTTPCORE_LOG_FILTER = HttpcoreLogFilter(lambda: _HTTPX_LOG_FILTER.marked)
 
 
 def _filter_httpx_log(marked: frozenset[str]) -> None:
     """Put :class:`_HttpxLogFilter` on httpx's logger (once, whichever client comes first), hiding ``marked``
-    query parameters too."""
+    query parameters too, and the filter of httpcore's trace on its loggers (see ``agui_client._logs``)."""
     _HTTPX_LOG_FILTER.mark(marked)
     httpx_logger = logging.getLogger("httpx")
     if _HTTPX_LOG_FILTER not in httpx_logger.filters:
         httpx_logger.addFilter(_HTTPX_LOG_FILTER)
+    filter_httpcore_log(_HTTPCORE_LOG_FILTER)
 
 
 class _Deadline:
@@ -395,7 +428,10 @@ class _ClientBase:
                  max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
                  clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str],
                  run_timeout: float | None, telemetry: Telemetry | bool | None = None,
-                 legacy_interrupts: LegacyInterrupts | None = None) -> None:
+                 legacy_interrupts: LegacyInterrupts | None = None,
+                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
+        if max_run_bytes is not None and max_run_bytes < 1:
+            raise ValueError(f"max_run_bytes must be positive or None, got {max_run_bytes}")
         if legacy_interrupts is not None and legacy_interrupts not in LEGACY_BRIDGES:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
@@ -410,6 +446,8 @@ class _ClientBase:
         self.timeout = timeout
         self.idle_timeout = idle_timeout
         self.max_event_bytes = max_event_bytes
+        #: The most bytes of body (decoded) a run's response may bring (``None``: no bound); read when a run starts.
+        self.max_run_bytes = max_run_bytes
         self.follow_redirects = follow_redirects
         self.clock = clock
         self._redactors: dict[Hashable, Redactor] = {}
@@ -515,9 +553,14 @@ class _ClientBase:
 
     def _timeout(self, deadline: _Deadline | None = None) -> httpx.Timeout:
         # httpx's read timeout is the longest wait for the next bytes: the idle timeout, and never
-        # longer than the run's whole deadline (httpx takes it once per response, not per read).
-        read = self.idle_timeout if deadline is None else min(self.idle_timeout, deadline.limit)
-        return httpx.Timeout(self.timeout, read=read, write=self.timeout, pool=self.timeout)
+        # longer than the run's whole deadline (httpx takes it once per response, not per read). The
+        # waits for a connection of the pool, for the connection itself and for each write are never
+        # longer than the deadline either: an ``http_client`` whose pool is full (its ``limits`` held by
+        # other runs) kept a run waiting ``timeout`` seconds past a shorter ``run_timeout``.
+        if deadline is None:
+            return httpx.Timeout(self.timeout, read=self.idle_timeout, write=self.timeout, pool=self.timeout)
+        bound = min(self.timeout, deadline.limit)
+        return httpx.Timeout(bound, read=min(self.idle_timeout, deadline.limit), write=bound, pool=bound)
 
     def _deadline(self, run_timeout: float | None) -> _Deadline | None:
         limit = run_timeout if run_timeout is not None else self.run_timeout
@@ -564,6 +607,11 @@ class AgentClient(_ClientBase):
             reset it.
         max_event_bytes: the largest event accepted; a larger one raises ``LimitExceeded`` before it
             is buffered whole.
+        max_run_bytes: the most bytes of body (after a gzip or deflate coding is undone) one run's
+            response may bring, ``DEFAULT_MAX_RUN_BYTES`` (256 MiB) by default, ``None`` for no bound.
+            Past it the run fails with ``LimitExceeded`` (code ``RUN-BYTES``; ``.result`` holds what
+            was folded): small events streamed for ever would otherwise grow the thread without end.
+            Read when each run starts (set ``client.max_run_bytes`` to change it for the next runs).
         store: where threads are kept between runs (``MemoryStore`` by default).
         http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
             Its own timeout does not apply to runs: ``timeout`` and ``idle_timeout`` are set on every
@@ -604,11 +652,12 @@ class AgentClient(_ClientBase):
                  http_client: httpx.Client | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
-                 legacy_interrupts: LegacyInterrupts | None = None) -> None:
+                 legacy_interrupts: LegacyInterrupts | None = None,
+                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
-                         legacy_interrupts=legacy_interrupts)
+                         legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else _sync_http(self._timeout(), follow_redirects)
 
@@ -683,11 +732,13 @@ class AgentClient(_ClientBase):
         body = body if body is not None else request_body(run_input)
         deadline = self._deadline(run_timeout)
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
-                                          timeout=self._timeout(deadline), extensions={"trace": handle.trace})
+                                          timeout=self._timeout(deadline), extensions={"trace": handle.trace,
+                                                                      SENSITIVE_EXTENSION: self.sensitive_headers})
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None):
+        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None), \
+                logged_exchange(redactor):
             response = self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (a loop ends as the redirect it still is, refused below)
                 target = self._redirect(response, request, redactor)
@@ -704,7 +755,8 @@ class AgentClient(_ClientBase):
                 raise _status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
             media = _check_media(response, lambda: self._excerpt(response), handle)
-            yield self._batches(response, _Framer(self.max_event_bytes, handle, media), redactor, deadline)
+            framer = _Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
+            yield self._batches(response, framer, redactor, deadline)
         finally:
             response.close()
 
@@ -777,11 +829,12 @@ class AsyncAgentClient(_ClientBase):
                  http_client: httpx.AsyncClient | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
-                 legacy_interrupts: LegacyInterrupts | None = None) -> None:
+                 legacy_interrupts: LegacyInterrupts | None = None,
+                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
-                         legacy_interrupts=legacy_interrupts)
+                         legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else _async_http(self._timeout(), follow_redirects)
 
@@ -844,11 +897,13 @@ class AsyncAgentClient(_ClientBase):
         body = body if body is not None else request_body(run_input)
         deadline = self._deadline(run_timeout)
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
-                                          timeout=self._timeout(deadline), extensions={"trace": handle.atrace})
+                                          timeout=self._timeout(deadline), extensions={"trace": handle.atrace,
+                                                                      SENSITIVE_EXTENSION: self.sensitive_headers})
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None):
+        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None), \
+                logged_exchange(redactor):
             response = await self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (as AgentClient)
                 target = self._redirect(response, request, redactor)
@@ -867,7 +922,8 @@ class AsyncAgentClient(_ClientBase):
             if _media_type(response.headers.get("content-type")) in _REFUSED_TYPES:
                 head = await self._excerpt(response)
             media = _check_media(response, lambda: head, handle)
-            yield self._batches(response, _Framer(self.max_event_bytes, handle, media), redactor, deadline)
+            framer = _Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
+            yield self._batches(response, framer, redactor, deadline)
         finally:
             await response.aclose()
 

@@ -1,0 +1,315 @@
+"""The second attack audit: a hostile agent against the clients' transport and I/O (issue 21).
+
+Each test plays one attack from a real server on 127.0.0.1 (uvicorn, or a raw asyncio server where the
+attack is below what an ASGI app can say) through both shells, and checks the typed error, what was
+kept, and that the attack did not get what it aimed at: the client's memory or time, or a secret into
+a log line, an error or a recording.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import zlib
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import agui_client as ag
+from agui_client.testing import AsyncRecordingTransport, RecordingTransport
+from agui_client.types import RunAgentInput, UserMessage
+
+START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+FINISH = b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
+SSE = [(b"content-type", b"text/event-stream")]
+
+
+def _answer(status: int, headers: list[tuple[bytes, bytes]], *chunks: bytes) -> Any:
+    """An ASGI agent answering every request with ``chunks``, each sent on its own."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        for chunk in chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return app
+
+
+# --------------------------------------------------------------------------------------------------
+# raw: a hostile HTTP/1.1 server speaking bytes, for what an ASGI app cannot say
+# --------------------------------------------------------------------------------------------------
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+class Raw:
+    """Raw asyncio servers on 127.0.0.1, each on a loop in a thread of its own; closed at teardown.
+
+    A handler gets each connection; ``done`` is set when a handler returns (or fails), and ``notes``
+    collects what handlers append (what they saw or sent)."""
+
+    def __init__(self) -> None:
+        self.notes: list[Any] = []
+        self.done = threading.Event()
+        self._stops: list[Callable[[], None]] = []
+
+    def serve(self, handler: Handler) -> str:
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        port: list[int] = []
+        stop = asyncio.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await handler(reader, writer)
+            except (ConnectionError, asyncio.IncompleteReadError):
+                self.notes.append("client left")
+            finally:
+                writer.close()
+                self.done.set()
+
+        async def main() -> None:
+            server = await asyncio.start_server(connection, "127.0.0.1", 0)
+            port.append(server.sockets[0].getsockname()[1])
+            ready.set()
+            async with server:
+                await stop.wait()
+
+        thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
+        thread.start()
+        ready.wait(10)
+
+        def close() -> None:
+            loop.call_soon_threadsafe(stop.set)
+            thread.join(10)
+            loop.close()
+
+        self._stops.append(close)
+        return f"http://127.0.0.1:{port[0]}/agent"
+
+    def close(self) -> None:
+        for stop in self._stops:
+            stop()
+
+
+@pytest.fixture
+def raw() -> Iterator[Raw]:
+    servers = Raw()
+    yield servers
+    servers.close()
+
+
+async def _request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """A request's head and body (by its Content-Length), as it came."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    return head, await reader.readexactly(length)
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. A run of small valid events that never ends
+# --------------------------------------------------------------------------------------------------
+
+DELTA = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"' + b"x" * 200 + b'"}\n\n'
+#: What the endless agent sends at most (so a client without the bound still ends the test).
+ENDLESS_CAP = 48 * 2**20
+
+
+def test_a_run_of_small_events_without_end_stops_at_max_run_bytes(drive: Any, raw: Raw) -> None:
+    # Each delta was well within max_event_bytes, and the run had no bound but run_timeout (None by
+    # default): the message grew for as long as the agent went on.
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n" + START
+                     + b'data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}\n\n')
+        sent = 0
+        block = DELTA * 300
+        while sent < ENDLESS_CAP:
+            writer.write(block)
+            await writer.drain()
+            sent += len(block)
+        raw.notes.append("all sent")
+
+    url = raw.serve(endless)
+    with drive.client(url, max_run_bytes=2**20) as client:
+        thread = client.thread("t")
+        with pytest.raises(ag.LimitExceeded) as caught:
+            thread.run("hi", run_id="r")
+
+    error = caught.value
+    assert (error.rule, error.run_id, error.limit) == ("RUN-BYTES", "r", 2**20)
+    assert "max_run_bytes" in str(error) and "'r'" in str(error)
+    assert error.result is not None  # (what came before the limit is folded and kept)
+    text = error.result.messages[-1].content
+    assert 2**20 - 128 * 1024 < len(text) // 200 * len(DELTA) <= 2**20  # (the deltas folded: all but a read)
+    assert raw.done.wait(30) and "all sent" not in raw.notes  # (the client hung up)
+
+
+@pytest.mark.parametrize("coding", [None, b"gzip"])
+def test_max_run_bytes_counts_the_decoded_body_to_the_byte(drive: Any, served: Any, coding: bytes | None) -> None:
+    body = START + DELTA.replace(b"TEXT_MESSAGE_CONTENT", b"X_UNKNOWN") * 50 + FINISH
+    wire = body if coding is None else zlib.compress(body, 9, wbits=31)
+    headers = SSE + ([(b"content-encoding", coding)] if coding else [])
+    endpoint = served(_answer(200, headers, *(wire[at:at + 997] for at in range(0, len(wire), 997))))
+
+    with drive.client(endpoint.url, max_run_bytes=len(body)) as client:
+        assert client.thread("t").run("hi", run_id="r").outcome == "success"
+    with drive.client(endpoint.url, max_run_bytes=len(body) - 1) as client:
+        with pytest.raises(ag.LimitExceeded) as caught:
+            client.thread("t").run("hi", run_id="r")
+    with drive.client(endpoint.url, max_run_bytes=None) as client:
+        assert client.thread("t").run("hi", run_id="r").outcome == "success"
+
+    assert caught.value.rule == "RUN-BYTES" and caught.value.limit == len(body) - 1
+
+
+def test_max_run_bytes_has_a_generous_default_and_refuses_nonsense() -> None:
+    from agui_client.client import DEFAULT_MAX_RUN_BYTES
+
+    assert DEFAULT_MAX_RUN_BYTES == 256 * 2**20
+    with ag.AgentClient("http://127.0.0.1:9/") as client:
+        assert client.max_run_bytes == DEFAULT_MAX_RUN_BYTES
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="max_run_bytes"):
+            ag.AsyncAgentClient("http://127.0.0.1:9/", max_run_bytes=bad)
+
+
+def test_open_names_the_run_when_its_response_outgrows_max_run_bytes(drive: Any, served: Any) -> None:
+    endpoint = served(_answer(200, SSE, START, DELTA * 20, FINISH))
+    run_input = RunAgentInput(thread_id="t", run_id="r-open", messages=(UserMessage(id="u", content="hi"),))
+
+    with drive.client(endpoint.url, max_run_bytes=len(START) + 100) as client:
+        with pytest.raises(ag.LimitExceeded) as caught, client.open(run_input) as payloads:
+            seen = list(payloads)
+
+    assert caught.value.rule == "RUN-BYTES" and caught.value.run_id == "r-open"
+    assert "seen" not in locals() or not seen
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. httpcore's DEBUG trace of the answer's head
+# --------------------------------------------------------------------------------------------------
+
+TOKEN = "sk-live-9c8b7a6d5e4f"
+
+
+def test_httpcore_debug_trace_shows_no_secret_of_the_answers_head(drive: Any, served: Any,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    # httpcore logs the response head as it came at DEBUG: a session cookie the agent set, and the
+    # bearer token or a marked header the agent echoed back in headers of its own, reached the logs.
+    async def echo(scope: Any, receive: Any, send: Any) -> None:
+        got = dict(scope["headers"])
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            *SSE, (b"set-cookie", b"sid=COOKIE-1a2b3c4d5e6f; HttpOnly"), (b"x-seen", got[b"authorization"]),
+            (b"x-tenant", got[b"x-tenant"]), (b"x-plain", b"visible-value")]})
+        await send({"type": "http.response.body", "body": START + FINISH})
+
+    endpoint = served(echo)
+    with caplog.at_level(logging.DEBUG, logger="httpcore"), \
+            drive.client(endpoint.url, headers={"Authorization": f"Bearer {TOKEN}", "X-Tenant": "TENANT-77aa88bb"},
+                         sensitive_headers=["X-Tenant"]) as client:
+        assert client.thread("t").run("hi", run_id="r").outcome == "success"
+
+    lines = [record.getMessage() for record in caplog.records if record.name.startswith("httpcore")]
+    head = [line for line in lines if line.startswith("receive_response_headers.complete")]
+    assert head and "visible-value" in head[0] and "[redacted]" in head[0], lines
+    leaked = [line for line in lines if any(secret in line for secret in (TOKEN, "COOKIE-1a2b3c4d5e6f",
+                                                                           "TENANT-77aa88bb"))]
+    assert not leaked
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. run_timeout while waiting for a connection of a full pool
+# --------------------------------------------------------------------------------------------------
+
+
+def test_run_timeout_bounds_the_wait_for_a_connection_of_a_full_pool(drive: Any, served: Any, gate: Any) -> None:
+    # The pool timeout was the client's timeout whatever the run's deadline: with a caller's http_client
+    # of one connection held by another run, a run with run_timeout=0.5 waited the pool's 300 s (the
+    # test's own timeout fails it first).
+    from agui_client.testing import ScriptedAgent, Start, Wait
+
+    endpoint = served(ScriptedAgent([[Start(), Wait(gate)]]))
+    http = drive.http_client(limits=httpx.Limits(max_connections=1))
+    run_input = RunAgentInput(thread_id="held", run_id="held", messages=(UserMessage(id="u", content="hi"),))
+
+    with drive.client(endpoint.url, http_client=http, timeout=300) as client:
+        with client.open(run_input):  # (holds the pool's one connection)
+            with pytest.raises(ag.RunTimeout) as caught:
+                client.thread("t").run("hi", run_id="r", run_timeout=0.5)
+        gate.open()
+
+    assert caught.value.request_sent is False and caught.value.timeout == 0.5
+    assert isinstance(caught.value.__cause__, httpx.PoolTimeout)
+    assert len(endpoint.received) == 1  # (the second run never left)
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. Recordings: names a client marked, secrets outside ASCII
+# --------------------------------------------------------------------------------------------------
+
+
+def _recorder(drive: Any, directory: Path, **options: Any) -> Any:
+    return RecordingTransport(directory, **options) if drive.kind == "sync" else AsyncRecordingTransport(
+        directory, **options)
+
+
+def test_a_recording_redacts_the_names_a_client_marked_and_secrets_outside_ascii(
+        drive: Any, served: Any, tmp_path: Path) -> None:
+    # The recorder redacted the default sensitive names only, matching ASCII: a header the client marked
+    # (``sensitive_headers``) and a key outside ASCII, echoed by the agent, were written to NN.sse.
+    async def echo(scope: Any, receive: Any, send: Any) -> None:
+        got = dict(scope["headers"])
+        from urllib.parse import unquote
+        key = unquote(scope["query_string"].decode()[4:])
+        said = f"tenant {got[b'x-tenant'].decode()} key {key}"
+        body = START + b"data: " + json.dumps({"type": "RUN_ERROR", "message": said}, ensure_ascii=False).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": SSE})
+        await send({"type": "http.response.body", "body": body + b"\n\n"})
+
+    endpoint = served(echo)
+    http = drive.http_client(transport=_recorder(drive, tmp_path))
+    with drive.client(f"{endpoint.url}?key=p%C3%A4ssw%C3%B6rt-5d6e7f", http_client=http,
+                      headers={"X-Tenant": "TENANT-3c4d5e6f"}, sensitive_headers=["x-tenant"]) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.error is not None and result.error.message == "tenant [redacted] key [redacted]"
+    written = (tmp_path / "01.sse").read_bytes()
+    assert b"TENANT-3c4d5e6f" not in written and "pässwört-5d6e7f".encode() not in written
+    assert ag.replay(tmp_path / "01.sse").error.message == "tenant [redacted] key [redacted]"  # type: ignore[union-attr]
+
+
+def test_a_recording_transport_takes_names_of_its_own(served: Any, tmp_path: Path) -> None:
+    async def echo(scope: Any, receive: Any, send: Any) -> None:
+        said = f"got {dict(scope['headers'])[b'x-tenant'].decode()}"
+        await send({"type": "http.response.start", "status": 200, "headers": SSE})
+        await send({"type": "http.response.body", "body": b"data: " + json.dumps({"message": said}).encode()
+                    + b"\n\n"})
+
+    endpoint = served(echo)
+    with httpx.Client(transport=RecordingTransport(tmp_path, sensitive_headers=["X-Tenant"])) as http:
+        http.post(endpoint.url, headers={"X-Tenant": "TENANT-0a1b2c3d"}, json={}).read()
+
+    assert (tmp_path / "01.sse").read_bytes() == b'data: {"message": "got [redacted]"}\n\n'
+
+
+# --------------------------------------------------------------------------------------------------
+# 5. Raw deflate whose first read is one byte
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wbits", [-15, 15], ids=["raw", "zlib"])
+def test_deflate_whose_first_read_is_one_byte_is_read(drive: Any, served: Any, wbits: int) -> None:
+    # zlib took the lone first byte of a raw deflate body as the start of a zlib header and refused the
+    # second: the run failed as undecodable.
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    wire = packer.compress(START + FINISH) + packer.flush()
+    endpoint = served(_answer(200, [*SSE, (b"content-encoding", b"deflate")], wire[:1], wire[1:2], wire[2:]))
+
+    with drive.client(endpoint.url) as client:
+        assert client.thread("t").run("hi", run_id="r").outcome == "success"
