@@ -1,4 +1,8 @@
-"""httpcore's DEBUG trace without the secrets an exchange carries.
+"""httpx's and httpcore's log lines without the secrets an exchange carries.
+
+httpx logs every request at INFO with its whole URL (``HTTP Request: POST https://bob:pw@…?token=…``),
+so an application that turns INFO logging on wrote the URL's credentials to its logs: a filter on httpx's
+logger (:class:`HttpxLogFilter`) shows that URL as ``displayed_url`` does.
 
 httpcore, under httpx, logs each step of an exchange at DEBUG when its loggers are on (``httpcore.http11``,
 ``httpcore.connection`` …), the response's head among them as it came::
@@ -22,13 +26,16 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from .core.redact import MARK, Redactor, is_sensitive
+import httpx
 
-__all__ = ["HTTPCORE_LOGGERS", "HttpcoreLogFilter", "exchange", "filter_httpcore_log"]
+from .core.redact import MARK, Redactor, displayed_url, is_sensitive
+
+__all__ = ["HTTPCORE_LOGGERS", "HttpxLogFilter", "HttpcoreLogFilter", "exchange", "filter_http_logs"]
 
 #: httpcore's loggers (a filter on a parent logger does not see its children's lines).
 HTTPCORE_LOGGERS = ("httpcore.connection", "httpcore.http11", "httpcore.http2", "httpcore.proxy", "httpcore.socks")
@@ -54,7 +61,8 @@ def exchange(redactor: Redactor) -> Iterator[None]:
 
 
 class HttpcoreLogFilter(logging.Filter):
-    """See the module's docstring; ``marked`` gives the names the clients marked sensitive, all of them."""
+    """On httpcore's loggers (see the module's docstring); ``marked`` gives the names the clients marked
+    sensitive, all of them."""
 
     def __init__(self, marked: Callable[[], frozenset[str]]) -> None:
         super().__init__()
@@ -79,9 +87,41 @@ class HttpcoreLogFilter(logging.Filter):
         return f"(b{match['q1']}{match['name']}{match['q1']}, b'{MARK}')"
 
 
-def filter_httpcore_log(log_filter: logging.Filter) -> None:
-    """Put ``log_filter`` on httpcore's loggers (once each; every client made calls it)."""
-    for name in HTTPCORE_LOGGERS:
+class HttpxLogFilter(logging.Filter):
+    """On httpx's logger: its request line's URL shown as :func:`~agui_client.core.redact.displayed_url`
+    does: no userinfo, the value of each sensitive query parameter replaced, the names any client marked
+    (``sensitive_headers``) among them (a log record does not say which client sent it). Other records
+    pass unchanged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: The names clients marked sensitive, all of them.
+        self.marked: frozenset[str] = frozenset()
+        self._lock = threading.Lock()
+
+    def mark(self, names: frozenset[str]) -> None:
+        """Hide the values of query parameters called ``names`` too."""
+        if not names <= self.marked:
+            with self._lock:  # (clients made at once in several threads must not lose each other's names)
+                self.marked = self.marked | names
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL) \
+                and str(record.msg).startswith("HTTP Request:") and (args[1].userinfo or args[1].query):
+            record.args = (args[0], displayed_url(str(args[1]), marked=self.marked), *args[2:])
+        return True
+
+
+_HTTPX_FILTER = HttpxLogFilter()
+_HTTPCORE_FILTER = HttpcoreLogFilter(lambda: _HTTPX_FILTER.marked)
+
+
+def filter_http_logs(marked: frozenset[str]) -> None:
+    """Put the filters on httpx's and httpcore's loggers (once, whichever client comes first), hiding the
+    values of ``marked`` names too (every client made calls it with the names it marked)."""
+    _HTTPX_FILTER.mark(marked)
+    for name, log_filter in (("httpx", _HTTPX_FILTER), *((name, _HTTPCORE_FILTER) for name in HTTPCORE_LOGGERS)):
         logger = logging.getLogger(name)
         if log_filter not in logger.filters:
             logger.addFilter(log_filter)

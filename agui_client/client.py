@@ -12,10 +12,10 @@ redirects followed, and the response closed whatever way the caller leaves the s
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import json
 import logging
-import threading
 import time
 import urllib.request
 import uuid
@@ -23,18 +23,19 @@ from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterato
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
 from ._inert import visible
 from ._inflate import Inflater
-from ._logs import HttpcoreLogFilter, filter_httpcore_log
 from ._logs import exchange as logged_exchange
+from ._logs import filter_http_logs
 from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
 from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
-from .core.redact import MARK, SENSITIVE_EXTENSION, Redactor, displayed_url, is_sensitive, redact_exception
+from .core.redact import MARK, SENSITIVE_EXTENSION, Redactor, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     AuthenticationError,
@@ -198,7 +199,8 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
     text = whole[:ERROR_BODY_LIMIT]
     # A 401 is typed, as no retry helps.
     kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
-    reason = redactor.text(response.reason_phrase or "")
+    # (the reason phrase may hold bytes 0x80-0x9f, which HTTP allows and a terminal obeys as C1 controls)
+    reason = visible(redactor.text(response.reason_phrase or ""))
     location = None
     if response.is_redirect:
         target = response.next_request
@@ -361,48 +363,6 @@ def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle:
     return media
 
 
-class _HttpxLogFilter(logging.Filter):
-    """httpx logs every request at INFO with its whole URL (``HTTP Request: POST https://bob:pw@…?token=…``),
-    so an application that turns INFO logging on writes the URL's credentials to its logs. This filter, on
-    httpx's logger, shows that URL as :func:`~agui_client.core.redact.displayed_url` does: no userinfo, the
-    value of each sensitive query parameter replaced, the names any client marked (``sensitive_headers``)
-    among them (a log record does not say which client sent it). Other records pass unchanged."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        #: The names clients marked sensitive, all of them.
-        self.marked: frozenset[str] = frozenset()
-        self._lock = threading.Lock()
-
-    def mark(self, names: frozenset[str]) -> None:
-        """Hide the values of query parameters called ``names`` too."""
-        if not names <= self.marked:
-            with self._lock:  # (clients made at once in several threads must not lose each other's names)
-                self.marked = self.marked | names
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL) \
-                and str(record.msg).startswith("HTTP Request:") and (args[1].userinfo or args[1].query):
-            record.args = (args[0], displayed_url(str(args[1]), marked=self.marked), *args[2:])
-        return True
-
-
-_HTTPX_LOG_FILTER = _HttpxLogFilter()
-#: httpcore's DEBUG trace, redacted (``_logs``): the names the clients marked are those of httpx's filter.
-_HTTPCORE_LOG_FILTER = HttpcoreLogFilter(lambda: _HTTPX_LOG_FILTER.marked)
-
-
-def _filter_httpx_log(marked: frozenset[str]) -> None:
-    """Put :class:`_HttpxLogFilter` on httpx's logger (once, whichever client comes first), hiding ``marked``
-    query parameters too, and the filter of httpcore's trace on its loggers (see ``agui_client._logs``)."""
-    _HTTPX_LOG_FILTER.mark(marked)
-    httpx_logger = logging.getLogger("httpx")
-    if _HTTPX_LOG_FILTER not in httpx_logger.filters:
-        httpx_logger.addFilter(_HTTPX_LOG_FILTER)
-    filter_httpcore_log(_HTTPCORE_LOG_FILTER)
-
-
 class _Deadline:
     """A run's overall deadline: ``limit`` seconds from the request, on the monotonic clock."""
 
@@ -442,7 +402,8 @@ class _ClientBase:
         self.run_timeout = run_timeout
         self.headers = dict(headers or {})
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
-        _filter_httpx_log(self.sensitive_headers)
+        filter_http_logs(self.sensitive_headers)
+        self._proxy_headers = _proxy_credentials()
         self.timeout = timeout
         self.idle_timeout = idle_timeout
         self.max_event_bytes = max_event_bytes
@@ -486,7 +447,8 @@ class _ClientBase:
         cache = self._redactors
         redactor = cache.get(key)
         if redactor is None:
-            redactor = Redactor.of([item for request in requests for item in request.headers.multi_items()],
+            redactor = Redactor.of([*self._proxy_headers,
+                                    *(item for request in requests for item in request.headers.multi_items())],
                                    urls, marked=marked)
             if len(cache) >= _REDACTORS_KEPT:
                 cache.clear()  # (headers that change with every run: a token per request, say)
@@ -520,6 +482,13 @@ class _ClientBase:
         if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
             return TransportError(f"could not reach {url}: {_reason(exc)}", url=url, request_sent=False)
         unsent = "" if written else " (the request was not written whole: it never reached the agent)"
+        if isinstance(exc, httpx.WriteTimeout):
+            # (an agent that takes none of a large request: the wait is the write timeout, not the idle one)
+            return IdleTimeout(f"the agent at {url} took none of the request for {self.timeout}s{unsent}",
+                               timeout=self.timeout, url=url, request_sent=written)
+        if isinstance(exc, httpx.PoolTimeout):
+            return IdleTimeout(f"no connection to {url} came free in the pool within {self.timeout}s{unsent}",
+                               timeout=self.timeout, url=url, request_sent=written)
         if isinstance(exc, httpx.TimeoutException):
             return IdleTimeout(f"no answer from {url} within {self.idle_timeout}s{unsent}", timeout=self.idle_timeout,
                                url=url, request_sent=written)
@@ -572,6 +541,24 @@ class _ClientBase:
 
     def _describe(self, run_input: RunAgentInput) -> str:
         return f"thread {run_input.thread_id!r} run {run_input.run_id!r}"
+
+
+def _proxy_credentials() -> tuple[tuple[str, str], ...]:
+    """The ``Proxy-Authorization`` httpx sends to each proxy the environment names with a user and password
+    (``HTTP_PROXY=http://user:pw@proxy``). It is no header of the request, so a redactor built from the request
+    would not know it: a proxy (or what it forwards to) echoing it in an answer got it into an error or a
+    result. Read when a client is made, as httpx reads the environment when its client is made."""
+    found: list[tuple[str, str]] = []
+    for value in urllib.request.getproxies().values():
+        try:
+            parts = urlsplit(value if "://" in value else f"http://{value}")
+            user, password = parts.username, parts.password
+        except ValueError:
+            continue
+        if user or password:
+            pair = f"{unquote(user or '')}:{unquote(password or '')}".encode()
+            found.append(("Proxy-Authorization", f"Basic {base64.b64encode(pair).decode('ascii')}"))
+    return tuple(found)
 
 
 def _same_origin(target: httpx.Request, first: httpx.Request) -> bool:

@@ -63,7 +63,12 @@ class Raw:
         port: list[int] = []
         stop = asyncio.Event()
 
+        tasks: set[asyncio.Task[None]] = set()
+
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            tasks.add(task)
             try:
                 await handler(reader, writer)
             except (ConnectionError, asyncio.IncompleteReadError):
@@ -71,6 +76,7 @@ class Raw:
             finally:
                 writer.close()
                 self.done.set()
+                tasks.discard(task)
 
         async def main() -> None:
             server = await asyncio.start_server(connection, "127.0.0.1", 0)
@@ -78,6 +84,9 @@ class Raw:
             ready.set()
             async with server:
                 await stop.wait()
+            for task in list(tasks):  # (a handler still waiting: ended here, not destroyed with the loop)
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
         thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
         thread.start()
@@ -313,3 +322,219 @@ def test_deflate_whose_first_read_is_one_byte_is_read(drive: Any, served: Any, w
 
     with drive.client(endpoint.url) as client:
         assert client.thread("t").run("hi", run_id="r").outcome == "success"
+
+
+# --------------------------------------------------------------------------------------------------
+# New attacks on the transport: the held ones (each a behaviour kept, checked through both shells)
+# --------------------------------------------------------------------------------------------------
+
+
+def _replies(*writes: bytes, close: bool = True) -> Handler:
+    """A handler that reads the request and writes ``writes``, each on its own (then hangs up)."""
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        for data in writes:
+            writer.write(data)
+            await writer.drain()
+        if not close:
+            await reader.read()  # (until the client hangs up)
+    return handler
+
+
+def _head(*headers: bytes, status: bytes = b"200 OK") -> bytes:
+    return b"HTTP/1.1 " + status + b"\r\n" + b"".join(h + b"\r\n" for h in headers) + b"\r\n"
+
+
+def test_a_same_origin_redirect_loop_stops_after_max_redirects(drive: Any, raw: Raw) -> None:
+    hops: list[int] = []
+
+    async def loop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        hops.append(1)
+        writer.write(_head(b"location: /agent?hop=%d" % len(hops), b"content-length: 0", b"connection: close",
+                           status=b"307 Temporary Redirect"))
+        await writer.drain()
+
+    url = raw.serve(loop)
+    with drive.client(url, follow_redirects=True) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.status_code == 307 and "10 redirects were followed already" in str(caught.value)
+    assert len(hops) == 11
+
+
+@pytest.mark.parametrize("body", [
+    # SSE fields an agent controls: a retry of 5,000 digits (past int()'s default), ids holding NUL or 100 KB
+    START + b"retry: " + b"9" * 5000 + b"\nid: a\0b\nid: " + b"i" * 100_000 + b"\n\n" + FINISH,
+    # a BOM and CR-only line ends in the middle of the stream, a byte a read
+    START + b"\xef\xbb\xbf\n" + FINISH.replace(b"\n", b"\r"),
+    # HTTP/1.1 chunk extensions
+    b"chunked",
+], ids=["retry-id", "bom-cr", "chunk-extensions"])
+def test_hostile_but_bounded_framing_is_read(drive: Any, raw: Raw, body: bytes) -> None:
+    if body == b"chunked":
+        payload = START + FINISH
+        url = raw.serve(_replies(_head(b"content-type: text/event-stream", b"transfer-encoding: chunked"),
+                                 b"%x;ext=1;q=\"a b\"\r\n%s\r\n0;last\r\nx-trailer-token: T0K3N\r\n\r\n"
+                                 % (len(payload), payload)))
+    else:
+        url = raw.serve(_replies(_head(b"content-type: text/event-stream", b"connection: close"),
+                                 *(body[at:at + 1] for at in range(len(body)))))
+
+    with drive.client(url) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success"
+    assert [w.code for w in result.warnings] == (["BOM"] if b"\xef\xbb\xbf" in body else [])
+
+
+def test_content_length_shorter_than_the_body_reads_only_what_it_declares(drive: Any, raw: Raw) -> None:
+    forged = b'data: {"type":"RUN_ERROR","message":"forged"}\n\n'
+    url = raw.serve(_replies(_head(b"content-type: text/event-stream", b"content-length: %d" % len(START + FINISH)),
+                             START + FINISH + forged))
+
+    with drive.client(url) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success" and result.error is None
+
+
+@pytest.mark.parametrize("writes", [
+    (_head(b"content-type: text/event-stream", b"content-length: 100000"), START),  # longer than sent
+    (_head(b"content-type: text/event-stream"), START + b'data: {"type":"TEXT_MESSAGE_START","messageId":"m"'),
+    (_head(b"content-type: text/event-stream", b"content-length: 5000"),),  # nothing after the head
+    (_head(b"content-type: text/event-stream", b"transfer-encoding: chunked"),
+     b"%x\r\n%s\r\n" % (len(START), START), b"5;" + b"e" * 300_000 + b"\r\n"),  # an endless chunk extension
+], ids=["content-length-longer", "mid-event", "closed-after-head", "chunk-extension-without-end"])
+def test_a_response_cut_short_is_stream_ended_with_what_came(drive: Any, raw: Raw, writes: tuple[bytes, ...]) -> None:
+    url = raw.serve(_replies(*writes))
+
+    with drive.client(url) as client:
+        with pytest.raises(ag.StreamEnded) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.result is not None
+    assert isinstance(caught.value.result.messages[-1], UserMessage)  # (the cut event was not folded)
+
+
+def test_a_huge_html_page_is_refused_after_its_excerpt(drive: Any, raw: Raw) -> None:
+    async def page(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(_head(b"content-type: text/html", b"content-length: %d" % (100 * 2**20)) + b"<html>")
+        for _ in range(100):
+            writer.write(b"<p>" + b"x" * (2**20 - 3))
+            await writer.drain()
+        raw.notes.append("all sent")
+
+    url = raw.serve(page)
+    with drive.client(url) as client:
+        with pytest.raises(ag.ProtocolError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.rule == "TR-04" and "<html>" in str(caught.value)
+    assert raw.done.wait(30) and "all sent" not in raw.notes
+
+
+def test_an_endless_response_head_is_a_transport_error(drive: Any, raw: Raw) -> None:
+    async def head(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\n")
+        for n in range(100_000):
+            writer.write(b"x-h%d: %s\r\n" % (n, b"v" * 100))
+            await writer.drain()
+        raw.notes.append("all sent")
+
+    url = raw.serve(head)
+    with drive.client(url) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.request_sent
+    assert raw.done.wait(30) and "all sent" not in raw.notes
+
+
+# --------------------------------------------------------------------------------------------------
+# New attacks on the transport: the fixed ones
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [b"500 \x9b2J\x9b31mall fine", b"500 \x1b[2Jall fine"], ids=["c1", "esc"])
+def test_a_reason_phrase_with_terminal_controls_stays_out_of_the_error_message(drive: Any, raw: Raw,
+                                                                              status: bytes) -> None:
+    # HTTP allows bytes 0x80-0xff in a reason phrase (0x9b is a terminal's CSI): httpx drops what is not
+    # ASCII, h11 refuses a C0 control, and the client makes the phrase inert besides.
+    url = raw.serve(_replies(_head(b"content-length: 0", status=status)))
+
+    with drive.client(url) as client:
+        with pytest.raises(ag.TransportError if b"\x1b" in status else ag.HTTPStatusError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    shown = str(caught.value)
+    assert "\x9b" not in shown and "\x1b" not in shown, shown
+
+
+def test_an_agent_that_takes_none_of_a_large_request_is_a_write_timeout(drive: Any, raw: Raw) -> None:
+    # The error said "no answer within idle_timeout (60s)", the wrong wait: it was the write timeout.
+    release = threading.Event()
+
+    async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")  # (the head, and not a byte of the body)
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 60)
+
+    url = raw.serve(deaf)
+    try:
+        with drive.client(url, timeout=0.5) as client:
+            with pytest.raises(ag.IdleTimeout) as caught:
+                client.thread("t").run("hi", run_id="r", state={"blob": "x" * 64 * 2**20})
+    finally:
+        release.set()
+
+    error = caught.value
+    assert isinstance(error.__cause__, httpx.WriteTimeout)
+    assert error.request_sent is False and error.timeout == 0.5
+    assert "took none of the request for 0.5s" in str(error) and "never reached the agent" in str(error)
+
+
+PROXY_PASSWORD = "pr0xy-Pa55-4e5f6a7b"
+
+
+def test_a_proxy_from_the_environment_echoing_its_credential_gets_it_into_nothing(
+        drive: Any, raw: Raw, monkeypatch: pytest.MonkeyPatch) -> None:
+    # httpx sends Proxy-Authorization (from HTTP_PROXY's userinfo) to the proxy; it is no header of the
+    # request, so the redactor did not know it: a proxy echoing it put it into the error and the result.
+    import base64
+
+    seen: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head, _body = await _request(reader)
+        seen.append(head)
+        credential = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"proxy-authorization:"))
+        said = f"proxy got {credential.decode()} ({base64.b64decode(credential.split()[1]).decode()})"
+        if b"/agent-502" in head.split(b"\r\n")[0]:
+            writer.write(_head(b"content-type: text/plain", b"content-length: %d" % len(said),
+                               status=b"502 Bad Gateway") + said.encode())
+        else:
+            body = START + b"data: " + json.dumps({"type": "RUN_ERROR", "message": said}).encode() + b"\n\n"
+            writer.write(_head(b"content-type: text/event-stream", b"content-length: %d" % len(body)) + body)
+        await writer.drain()
+
+    port = raw.serve(proxy).split(":")[2].split("/")[0]
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://squid:{PROXY_PASSWORD}@127.0.0.1:{port}")
+
+    with drive.client("http://agent.invalid/agent") as client:
+        result = client.thread("t").run("hi", run_id="r")
+    with drive.client("http://agent.invalid/agent-502") as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert len(seen) == 2 and all(b"proxy-authorization" in head.lower() for head in seen)  # (through the proxy)
+    assert result.error is not None and result.error.message == "proxy got [redacted] ([redacted])"
+    error = caught.value
+    shown = [str(error), error.body, error.response.text, repr(error.response.headers)]
+    assert not [text for text in shown if PROXY_PASSWORD in text or "cHIweHk" in text], shown
+    assert error.body == "proxy got [redacted] ([redacted])"
