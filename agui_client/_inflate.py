@@ -57,6 +57,12 @@ class Inflater:
             f"the response's content coding {value[:100]!r} is not read: agui_client undoes one gzip or deflate "
             "coding, in bounded steps (a stacked or other coding could inflate past any limit)", rule="CONTENT-CODING")
 
+    @property
+    def done(self) -> bool:
+        """The coded body has ended: a reader stops there. What follows (a body going on uncoded, a second
+        gzip member) is not read, so an agent cannot keep a run reading bytes that decode to nothing."""
+        return self._inflate.eof
+
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         """The decoded bytes of ``chunk``, in pieces of at most ``INFLATE_STEP`` bytes.
 

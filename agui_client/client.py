@@ -262,7 +262,7 @@ class _Framer:
         self.frames = 0
         self.head = bytearray()
         self.max_run_bytes = max_run_bytes
-        self.left = _UNBOUNDED if max_run_bytes is None else max_run_bytes
+        self.left = self.left_sent = _UNBOUNDED if max_run_bytes is None else max_run_bytes
         self.run_id = run_id
 
     def feed(self, chunk: bytes) -> list[str | bytes]:
@@ -288,10 +288,17 @@ class _Framer:
                 rule="TR-09")
         return [f.data for f in frames]
 
+    def sent(self, size: int) -> None:
+        """A read of a coded body, ``size`` bytes as sent: charged to a budget of its own, as a coded body may
+        bring bytes that decode to nothing (an endless gzip header) and are not counted by :meth:`feed`."""
+        self.left_sent -= size
+        if self.left_sent < 0:
+            raise self._too_long()
+
     def _too_long(self) -> LimitExceeded:
-        self.left = -1  # (and stays spent: a caller reading on gets the same refusal)
+        self.left = self.left_sent = -1  # (and stays spent: a caller reading on gets the same refusal)
         return LimitExceeded(
-            f"the run's response went past max_run_bytes ({self.max_run_bytes} bytes of body, decoded); what "
+            f"the run's response went past max_run_bytes ({self.max_run_bytes} bytes of body); what "
             "came before is kept, the rest is not read", limit=self.max_run_bytes or 0, run_id=self.run_id,
             rule="RUN-BYTES")
 
@@ -768,8 +775,11 @@ class AgentClient(_ClientBase):
                 if inflater is None:
                     yield framer.feed(chunk)
                 else:
+                    framer.sent(len(chunk))
                     for piece in inflater.feed(chunk):
                         yield framer.feed(piece)
+                    if inflater.done:
+                        break  # (what follows a coded body is not read: see Inflater.done)
                 if deadline is not None and deadline.passed():
                     raise _about(self._overdue(deadline, url), response.request, redactor)
             if inflater is not None:
@@ -935,8 +945,11 @@ class AsyncAgentClient(_ClientBase):
                 if inflater is None:
                     yield framer.feed(chunk)
                 else:
+                    framer.sent(len(chunk))
                     for piece in inflater.feed(chunk):
                         yield framer.feed(piece)
+                    if inflater.done:
+                        break  # (what follows a coded body is not read: see Inflater.done)
                 if deadline is not None and deadline.passed():
                     raise _about(self._overdue(deadline, url), response.request, redactor)
             if inflater is not None:

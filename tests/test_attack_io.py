@@ -538,3 +538,49 @@ def test_a_proxy_from_the_environment_echoing_its_credential_gets_it_into_nothin
     shown = [str(error), error.body, error.response.text, repr(error.response.headers)]
     assert not [text for text in shown if PROXY_PASSWORD in text or "cHIweHk" in text], shown
     assert error.body == "proxy got [redacted] ([redacted])"
+
+
+def _flood(head: bytes, first: bytes, unit: bytes) -> Callable[[Raw], Handler]:
+    """A handler sending ``head`` and ``first``, then ``unit`` until ``ENDLESS_CAP`` bytes or the client leaves."""
+    def make(raw: Raw) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await _request(reader)
+            writer.write(head + first)
+            sent = 0
+            while sent < ENDLESS_CAP:
+                writer.write(unit)
+                await writer.drain()
+                sent += len(unit)
+            raw.notes.append("all sent")
+        return handler
+    return make
+
+
+GZIP_HEAD = _head(b"content-type: text/event-stream", b"content-encoding: gzip", b"connection: close")
+
+
+def test_bytes_after_the_end_of_a_coded_body_are_not_read_at_all(drive: Any, raw: Raw) -> None:
+    # They were not kept (the first round), but the client went on reading them for as long as the
+    # agent sent them: a run that decodes nothing more, bounded by nothing (run_timeout is off by default).
+    url = raw.serve(_flood(GZIP_HEAD, zlib.compress(START, 9, wbits=31), b"x" * 65536)(raw))
+
+    with drive.client(url) as client:
+        with pytest.raises(ag.StreamEnded) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.result is not None and caught.value.result.run_id == "r"
+    assert raw.done.wait(30) and "all sent" not in raw.notes
+
+
+def test_a_coded_body_that_decodes_to_nothing_is_charged_to_max_run_bytes(drive: Any, raw: Raw) -> None:
+    # A gzip header whose file name never ends decodes to nothing: max_run_bytes, counting the decoded
+    # body, never saw it, and the client read it for as long as the agent sent it.
+    header = b"\x1f\x8b\x08\x08\0\0\0\0\0\xff"  # (FLG.FNAME: a NUL-terminated name follows)
+    url = raw.serve(_flood(GZIP_HEAD, header, b"n" * 65536)(raw))
+
+    with drive.client(url, max_run_bytes=2**20) as client:
+        with pytest.raises(ag.LimitExceeded) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.rule == "RUN-BYTES" and caught.value.limit == 2**20
+    assert raw.done.wait(30) and "all sent" not in raw.notes
