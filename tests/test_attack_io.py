@@ -584,3 +584,40 @@ def test_a_coded_body_that_decodes_to_nothing_is_charged_to_max_run_bytes(drive:
 
     assert caught.value.rule == "RUN-BYTES" and caught.value.limit == 2**20
     assert raw.done.wait(30) and "all sent" not in raw.notes
+
+
+def _one_byte_chunks(body: bytes) -> Handler:
+    """An agent sending ``body`` as HTTP/1.1 chunks of one byte each (each read by the client on its own,
+    however TCP packs them)."""
+    return _replies(_head(b"content-type: text/event-stream", b"transfer-encoding: chunked"),
+                    b"".join(b"1\r\n%s\r\n" % body[at:at + 1] for at in range(len(body))) + b"0\r\n\r\n")
+
+
+def test_one_byte_reads_cost_work_in_proportion_to_the_bytes(drive: Any, raw: Raw) -> None:
+    # A stream of one-byte reads: every read costs the same few calls, so twice the bytes cost about
+    # twice the calls (a buffer scanned or copied whole at every read would make it four times).
+    import sys
+
+    def calls(size: int) -> int:
+        body = (START + b'data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}\n\n'
+                + b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"' + b"x" * size + b'"}\r\r'
+                + b'data: {"type":"TEXT_MESSAGE_END","messageId":"m"}\n\n' + b": " + b"c" * size + b"\n" + FINISH)
+        url = raw.serve(_one_byte_chunks(body))
+        count = [0]
+
+        def counter(frame: Any, event: str, arg: Any) -> None:
+            count[0] += 1
+
+        with drive.client(url) as client:
+            thread = client.thread("t")
+            on = (lambda f: drive._portal.call(sys.setprofile, f)) if drive.kind == "async" else sys.setprofile
+            on(counter)
+            try:
+                result = thread.run("hi", run_id="r")
+            finally:
+                on(None)
+        assert result.outcome == "success" and result.text == "x" * size
+        return count[0]
+
+    small, large = calls(3000), calls(6000)
+    assert large < 2.5 * small, (small, large)
