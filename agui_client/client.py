@@ -83,9 +83,20 @@ _REFUSED_TYPES = {
 }
 
 
+#: The most characters of words an error message quotes from httpx or the agent's head (a reason phrase,
+#: an h11 complaint quoting a header line): the head may be 100 KB, and every line of a log as long.
+QUOTED_CHARS = 500
+
+
+def _quoted(text: str) -> str:
+    if len(text) <= QUOTED_CHARS:
+        return text
+    return f"{text[:QUOTED_CHARS]}... ({len(text) - QUOTED_CHARS} more characters)"
+
+
 def _reason(exc: BaseException) -> str:
     """What went wrong, for a message: httpx's text, or its type when that is empty (a closed client)."""
-    text = str(exc)
+    text = _quoted(str(exc))
     return f"{type(exc).__name__}: {text}" if text else f"{type(exc).__name__} (no detail from httpx)"
 
 
@@ -200,7 +211,7 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
     # A 401 is typed, as no retry helps.
     kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
     # (the reason phrase may hold bytes 0x80-0x9f, which HTTP allows and a terminal obeys as C1 controls)
-    reason = visible(redactor.text(response.reason_phrase or ""))
+    reason = _quoted(visible(redactor.text(response.reason_phrase or "")))
     location = None
     if response.is_redirect:
         target = response.next_request
@@ -471,7 +482,8 @@ class _ClientBase:
             yield
         except (httpx.RequestError, httpx.InvalidURL) as exc:  # (InvalidURL is no RequestError)
             redactor = self._redactor(request)
-            redact_exception(exc, redactor)
+            # (httpx's words are kept as the cause, which a traceback prints: redacted, and cut as ours are)
+            redact_exception(exc, lambda text: _quoted(redactor.text(text)))
             if isinstance(exc, httpx.TimeoutException) and deadline is not None and deadline.passed():
                 error: TransportError = self._overdue(deadline, redactor.url(self.url), sent=handle.sent)
             else:

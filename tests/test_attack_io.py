@@ -621,3 +621,36 @@ def test_one_byte_reads_cost_work_in_proportion_to_the_bytes(drive: Any, raw: Ra
 
     small, large = calls(3000), calls(6000)
     assert large < 2.5 * small, (small, large)
+
+
+@pytest.mark.parametrize("head", [
+    _head(b"content-length: 0", status=b"500 " + b"r" * 90_000),  # a reason phrase of 90 KB
+    b"HTTP/1.1 200 OK\r\n" + b"x" * 90_000 + b"\r\n\r\n",  # a header line h11 refuses, and quotes whole
+], ids=["reason-phrase", "bad-header-line"])
+def test_an_error_quotes_at_most_a_bounded_part_of_a_huge_head(drive: Any, raw: Raw, head: bytes) -> None:
+    # Each went whole into str(error) (90 KB on one line), and httpx's own message, kept as the cause
+    # a traceback prints, as well.
+    url = raw.serve(_replies(head))
+
+    with drive.client(url) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    error = caught.value
+    assert len(str(error)) < 1000 and "more characters)" in str(error)
+    assert error.__cause__ is None or len(str(error.__cause__)) < 1000
+
+
+@pytest.mark.parametrize("head", [
+    b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n" + b"junk" * 1000,
+    b"data: " + START,  # no status line at all (HTTP/0.9 style)
+    b"HTTP/1.1 2000 OK\r\n\r\n",
+], ids=["unasked-upgrade", "no-status-line", "bad-status"])
+def test_an_answer_that_is_no_http_response_is_a_transport_error(drive: Any, raw: Raw, head: bytes) -> None:
+    url = raw.serve(_replies(head, close=False))
+
+    with drive.client(url) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert not isinstance(caught.value, ag.HTTPStatusError) and "RemoteProtocolError" in str(caught.value)
