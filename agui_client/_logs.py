@@ -2,7 +2,8 @@
 
 httpx logs every request at INFO with its whole URL (``HTTP Request: POST https://bob:pw@…?token=…``),
 so an application that turns INFO logging on wrote the URL's credentials to its logs: a filter on httpx's
-logger (:class:`HttpxLogFilter`) shows that URL as ``displayed_url`` does.
+logger (:class:`HttpxLogFilter`) shows that URL as ``displayed_url`` does, and the answer's reason phrase,
+which closes the line, without the run's credentials and at most ``QUOTED_CHARS`` long.
 
 httpcore, under httpx, logs each step of an exchange at DEBUG when its loggers are on (``httpcore.http11``,
 ``httpcore.connection`` …), the response's head among them as it came::
@@ -33,6 +34,7 @@ from contextvars import ContextVar
 
 import httpx
 
+from ._inert import quoted
 from .core.redact import MARK, Redactor, displayed_url, is_sensitive
 
 __all__ = ["HTTPCORE_LOGGERS", "HttpxLogFilter", "HttpcoreLogFilter", "exchange", "filter_http_logs"]
@@ -107,9 +109,20 @@ class HttpxLogFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
-        if isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL) \
-                and str(record.msg).startswith("HTTP Request:") and (args[1].userinfo or args[1].query):
-            record.args = (args[0], displayed_url(str(args[1]), marked=self.marked), *args[2:])
+        if not (isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL)
+                and str(record.msg).startswith("HTTP Request:")):
+            return True
+        if args[1].userinfo or args[1].query:
+            args = (args[0], displayed_url(str(args[1]), marked=self.marked), *args[2:])
+        if len(args) == 5 and isinstance(args[4], str) and args[4]:
+            # The answer's reason phrase, as the agent wrote it: it may repeat a credential of the request
+            # (the line is written while the run's request is sent, so its redactor is known), or be as
+            # long as a head may be.
+            redactor = _EXCHANGE.get()
+            reason = quoted(redactor.text(args[4]) if redactor is not None else args[4])
+            if reason != args[4]:
+                args = (*args[:4], reason)
+        record.args = args
         return True
 
 

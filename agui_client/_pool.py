@@ -23,6 +23,7 @@ shards' connections then waits no longer than what is left of it.
 
 from __future__ import annotations
 
+import http.cookiejar
 import ssl
 import threading
 import time
@@ -34,7 +35,7 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE", "deadline"]
+__all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE", "deadline", "BoundedCookieJar", "COOKIES_KEPT"]
 
 #: The monotonic time the current run's send must be over by (``None``: no deadline), per thread or task.
 _DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", default=None)
@@ -291,3 +292,23 @@ class ShardedSyncTransport(httpx.BaseTransport):
         for shard in shards:
             assert isinstance(shard.transport, httpx.HTTPTransport)
             shard.transport.close()
+
+
+#: The most cookies the clients' own httpx clients keep: RFC 6265's least a user agent should keep per domain.
+COOKIES_KEPT = 50
+
+
+class BoundedCookieJar(http.cookiejar.CookieJar):
+    """The cookie jar of the httpx client a client makes for itself: at most ``COOKIES_KEPT`` cookies.
+
+    httpx keeps every cookie an answer sets, and sends them all with every later request: an agent
+    setting a thousand new cookies per run (its head may be 100 KB) grew a long-lived client's memory,
+    and every request's ``Cookie`` header, without bound. A cookie the jar already holds (its domain,
+    path and name) is still replaced or removed; a new one past the bound is not kept.
+    """
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        with self._cookies_lock:  # type: ignore[attr-defined]  # (CookieJar's own lock, re-entrant)
+            held = self._cookies.get(cookie.domain, {}).get(cookie.path, {})  # type: ignore[attr-defined]
+            if cookie.name in held or len(self) < COOKIES_KEPT:
+                super().set_cookie(cookie)

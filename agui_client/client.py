@@ -27,11 +27,11 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from ._inert import visible
+from ._inert import quoted, visible
 from ._inflate import Inflater
 from ._logs import exchange as logged_exchange
 from ._logs import filter_http_logs
-from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
+from ._pool import SHARD_SIZE, BoundedCookieJar, ShardedSyncTransport, ShardedTransport
 from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
@@ -83,20 +83,9 @@ _REFUSED_TYPES = {
 }
 
 
-#: The most characters of words an error message quotes from httpx or the agent's head (a reason phrase,
-#: an h11 complaint quoting a header line): the head may be 100 KB, and every line of a log as long.
-QUOTED_CHARS = 500
-
-
-def _quoted(text: str) -> str:
-    if len(text) <= QUOTED_CHARS:
-        return text
-    return f"{text[:QUOTED_CHARS]}... ({len(text) - QUOTED_CHARS} more characters)"
-
-
 def _reason(exc: BaseException) -> str:
     """What went wrong, for a message: httpx's text, or its type when that is empty (a closed client)."""
-    text = _quoted(str(exc))
+    text = quoted(str(exc))
     return f"{type(exc).__name__}: {text}" if text else f"{type(exc).__name__} (no detail from httpx)"
 
 
@@ -211,7 +200,7 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
     # A 401 is typed, as no retry helps.
     kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
     # (the reason phrase may hold bytes 0x80-0x9f, which HTTP allows and a terminal obeys as C1 controls)
-    reason = _quoted(visible(redactor.text(response.reason_phrase or "")))
+    reason = quoted(visible(redactor.text(response.reason_phrase or "")))
     location = None
     if response.is_redirect:
         target = response.next_request
@@ -483,7 +472,7 @@ class _ClientBase:
         except (httpx.RequestError, httpx.InvalidURL) as exc:  # (InvalidURL is no RequestError)
             redactor = self._redactor(request)
             # (httpx's words are kept as the cause, which a traceback prints: redacted, and cut as ours are)
-            redact_exception(exc, lambda text: _quoted(redactor.text(text)))
+            redact_exception(exc, lambda text: quoted(redactor.text(text)))
             if isinstance(exc, httpx.TimeoutException) and deadline is not None and deadline.passed():
                 error: TransportError = self._overdue(deadline, redactor.url(self.url), sent=handle.sent)
             else:
@@ -987,20 +976,23 @@ def _async_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.AsyncCl
     Its pool is split in shards (``_pool.ShardedTransport``) and has no cap on connections (an SSE run
     holds one for as long as it lasts; a cap makes the runs past it wait, then fail with a pool
     timeout). When the environment names a proxy, httpx's own transport is kept, as a transport of
-    ours would turn httpx's proxies from the environment off; it is given the same limits.
+    ours would turn httpx's proxies from the environment off; it is given the same limits. Its cookie jar
+    keeps at most ``_pool.COOKIES_KEPT`` cookies (an agent could otherwise grow it without bound).
     """
     if urllib.request.getproxies():
         return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
-            max_connections=None, max_keepalive_connections=SHARD_SIZE))
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport())
+            max_connections=None, max_keepalive_connections=SHARD_SIZE), cookies=BoundedCookieJar())
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport(),
+                             cookies=BoundedCookieJar())
 
 
 def _sync_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.Client:
     """The sync client's own ``httpx.Client``: as :func:`_async_http`, for a thread per run."""
     if urllib.request.getproxies():
         return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
-            max_connections=None, max_keepalive_connections=SHARD_SIZE))
-    return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport())
+            max_connections=None, max_keepalive_connections=SHARD_SIZE), cookies=BoundedCookieJar())
+    return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport(),
+                        cookies=BoundedCookieJar())
 
 
 async def _flatten(batches: AsyncIterator[list[str | bytes]]) -> AsyncIterator[str | bytes]:

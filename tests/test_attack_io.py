@@ -654,3 +654,53 @@ def test_an_answer_that_is_no_http_response_is_a_transport_error(drive: Any, raw
             client.thread("t").run("hi", run_id="r")
 
     assert not isinstance(caught.value, ag.HTTPStatusError) and "RemoteProtocolError" in str(caught.value)
+
+
+def test_httpx_request_log_line_shows_no_credential_the_reason_phrase_repeats(
+        drive: Any, raw: Raw, caplog: pytest.LogCaptureFixture) -> None:
+    # httpx's INFO line ends with the answer's reason phrase as the agent wrote it: "401 Bearer <token>
+    # refused" wrote the token to the logs of any application logging at INFO.
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head, _body = await _request(reader)
+        token = next(line.split(b" ")[-1] for line in head.split(b"\r\n") if line.lower().startswith(b"authorization"))
+        writer.write(_head(b"content-length: 0", status=b"401 Bearer " + token + b" refused " + b"r" * 5000))
+        await writer.drain()
+
+    url = raw.serve(echo)
+    with caplog.at_level(logging.INFO, logger="httpx"), \
+            drive.client(url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        with pytest.raises(ag.AuthenticationError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
+    assert lines and all("401 [redacted] refused r" in line and len(line) < 1000 for line in lines), lines
+    assert TOKEN not in str(caught.value)
+
+
+def test_a_flood_of_new_cookies_keeps_a_bounded_jar(drive: Any, raw: Raw) -> None:
+    # httpx kept every cookie an answer set and sent them all with every later request: 60 new cookies
+    # a run grew a long-lived client's jar, and each request's Cookie header, without bound.
+    from agui_client._pool import COOKIES_KEPT
+
+    cookie_headers: list[bytes] = []
+
+    async def sets(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head, _body = await _request(reader)
+        cookie_headers.append(next((line for line in head.split(b"\r\n") if line.lower().startswith(b"cookie:")), b""))
+        run = len(cookie_headers)
+        cookies = [b"set-cookie: c%d_%d=v; Path=/" % (run, n) for n in range(60)]
+        keep = [b"set-cookie: sticky=run%d; Path=/" % run]  # (an existing cookie is still replaced)
+        writer.write(_head(b"content-type: text/event-stream", b"content-length: %d" % len(START + FINISH),
+                           b"connection: close", *keep, *cookies) + START + FINISH)
+        await writer.drain()
+
+    url = raw.serve(sets)
+    with drive.client(url) as client:
+        thread = client.thread("t")
+        for n in range(4):
+            assert thread.run(f"turn {n}").outcome == "success"
+        jar = client.http.cookies.jar
+
+    assert len(jar) == COOKIES_KEPT
+    assert {c.value for c in jar if c.name == "sticky"} == {"run4"}
+    assert cookie_headers[-1].count(b"=") == COOKIES_KEPT
