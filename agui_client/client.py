@@ -262,15 +262,17 @@ class _Framer:
         self.frames = 0
         self.head = bytearray()
         self.max_run_bytes = max_run_bytes
+        #: What is left of the run's budget of body bytes.
         self.left = self.left_sent = _UNBOUNDED if max_run_bytes is None else max_run_bytes
+        #: Below this, a read needs a closer look (:meth:`_watched`): always while the head is kept, then
+        #: only once the budget is spent. (One comparison a read does both.)
+        self.watch = _UNBOUNDED << 1
         self.run_id = run_id
 
     def feed(self, chunk: bytes) -> list[str | bytes]:
-        self.left -= len(chunk)
-        if self.left < 0:
-            raise self._too_long()
-        if len(self.head) < ERROR_BODY_LIMIT:
-            self.head += chunk[: ERROR_BODY_LIMIT - len(self.head)]
+        left = self.left = self.left - len(chunk)
+        if left < self.watch:
+            self._watched(chunk)
         payloads = self.decoder.feed_payloads(chunk)
         if self.decoder.warnings:
             self._drain()
@@ -287,6 +289,13 @@ class _Framer:
                 f"the agent answered {self.handle.redactor.text(self.media)!r}, not an event stream: {head[:300]!r}",
                 rule="TR-09")
         return [f.data for f in frames]
+
+    def _watched(self, chunk: bytes) -> None:
+        if self.left < 0:
+            raise self._too_long()
+        self.head += chunk[: ERROR_BODY_LIMIT - len(self.head)]
+        if len(self.head) >= ERROR_BODY_LIMIT:
+            self.watch = 0
 
     def sent(self, size: int) -> None:
         """A read of a coded body, ``size`` bytes as sent: charged to a budget of its own, as a coded body may
@@ -602,8 +611,9 @@ class AgentClient(_ClientBase):
             reset it.
         max_event_bytes: the largest event accepted; a larger one raises ``LimitExceeded`` before it
             is buffered whole.
-        max_run_bytes: the most bytes of body (after a gzip or deflate coding is undone) one run's
-            response may bring, ``DEFAULT_MAX_RUN_BYTES`` (256 MiB) by default, ``None`` for no bound.
+        max_run_bytes: the most bytes of body (after a gzip or deflate coding is undone, and of such a
+            coded body as sent too) one run's response may bring, ``DEFAULT_MAX_RUN_BYTES`` (256 MiB)
+            by default, ``None`` for no bound.
             Past it the run fails with ``LimitExceeded`` (code ``RUN-BYTES``; ``.result`` holds what
             was folded): small events streamed for ever would otherwise grow the thread without end.
             Read when each run starts (set ``client.max_run_bytes`` to change it for the next runs).
@@ -706,6 +716,8 @@ class AgentClient(_ClientBase):
             RunTimeout: the run went on past ``run_timeout`` (this call's, else the client's) seconds
                 from the request.
             ProtocolError: the answer is not an event stream.
+            LimitExceeded: an event outgrew ``max_event_bytes``, or the response ``max_run_bytes``
+                (``RUN-BYTES``, naming ``run_input``'s run).
         """
         return self._payloads(run_input, handle=handle, headers=headers, run_timeout=run_timeout)
 
