@@ -31,7 +31,7 @@ from ._inert import quoted, visible
 from ._inflate import Inflater
 from ._logs import exchange as logged_exchange
 from ._logs import filter_http_logs
-from ._pool import SHARD_SIZE, BoundedCookieJar, ShardedSyncTransport, ShardedTransport
+from ._pool import SHARD_SIZE, BoundedCookieJar, HeadTooLong, ShardedSyncTransport, ShardedTransport
 from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
@@ -472,12 +472,18 @@ class _ClientBase:
         return redactor
 
     @contextmanager
-    def _sending(self, request: httpx.Request, handle: StreamHandle, deadline: _Deadline | None) -> Iterator[None]:
+    def _sending(self, request: httpx.Request, handle: StreamHandle, deadline: _Deadline | None,
+                 run_id: str | None = None) -> Iterator[None]:
         # Sending, as both shells see it: httpx's errors become ours, saying whether the request left.
         # The redactor is built from the request as it stands when the error comes (an httpx auth flow
         # adds its header while sending), and cleans httpx's own message too, as it is kept as the cause.
         try:
             yield
+        except HeadTooLong:
+            raise LimitExceeded(
+                f"the answer's head (with the informational answers before it) went past max_run_bytes "
+                f"({self.max_run_bytes} bytes) before the body began", limit=self.max_run_bytes or 0, run_id=run_id,
+                rule="RUN-BYTES") from None
         except (httpx.RequestError, httpx.InvalidURL) as exc:  # (InvalidURL is no RequestError)
             redactor = self._redactor(request)
             # (httpx's words are kept as the cause, which a traceback prints: redacted, and cut as ours are)
@@ -744,7 +750,8 @@ class AgentClient(_ClientBase):
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None), \
+        with self._sending(request, handle, deadline, run_input.run_id), \
+                send_deadline(deadline.at if deadline else None, self.max_run_bytes), \
                 logged_exchange(redactor):
             response = self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (a loop ends as the redirect it still is, refused below)
@@ -912,7 +919,8 @@ class AsyncAgentClient(_ClientBase):
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None), \
+        with self._sending(request, handle, deadline, run_input.run_id), \
+                send_deadline(deadline.at if deadline else None, self.max_run_bytes), \
                 logged_exchange(redactor):
             response = await self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (as AgentClient)

@@ -704,3 +704,30 @@ def test_a_flood_of_new_cookies_keeps_a_bounded_jar(drive: Any, raw: Raw) -> Non
     assert len(jar) == COOKIES_KEPT
     assert {c.value for c in jar if c.name == "sticky"} == {"run4"}
     assert cookie_headers[-1].count(b"=") == COOKIES_KEPT
+
+
+def test_informational_answers_without_end_are_charged_to_max_run_bytes(drive: Any, raw: Raw) -> None:
+    # httpcore reads past every 103 Early Hints to the head: with no run_timeout (the default) an agent
+    # sending them as fast as it could kept the client reading for ever, none of it counted as body.
+    hint = b"HTTP/1.1 103 Early Hints\r\nlink: </" + b"s" * 4000 + b">\r\n\r\n"
+
+    async def hints(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        sent = 0
+        while sent < ENDLESS_CAP:
+            writer.write(hint * 16)
+            await writer.drain()
+            sent += len(hint) * 16
+        writer.write(_head(b"content-type: text/event-stream", b"content-length: %d" % len(START + FINISH))
+                     + START + FINISH)
+        await writer.drain()
+        raw.notes.append("all sent")
+
+    url = raw.serve(hints)
+    with drive.client(url, max_run_bytes=2**20) as client:
+        with pytest.raises(ag.LimitExceeded) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    error = caught.value
+    assert (error.rule, error.run_id, error.limit) == ("RUN-BYTES", "r", 2**20) and "head" in str(error)
+    assert raw.done.wait(30) and "all sent" not in raw.notes
