@@ -731,3 +731,18 @@ def test_informational_answers_without_end_are_charged_to_max_run_bytes(drive: A
     error = caught.value
     assert (error.rule, error.run_id, error.limit) == ("RUN-BYTES", "r", 2**20) and "head" in str(error)
     assert raw.done.wait(30) and "all sent" not in raw.notes
+
+
+def test_comments_without_end_after_the_run_finished_end_at_max_run_bytes_and_the_run_stands(
+        drive: Any, raw: Raw) -> None:
+    # The client reads a response to its end (it may hold another run); an agent keeping it open with
+    # comments after RUN_FINISHED, as fast as it can, is stopped by max_run_bytes, and the run stands.
+    url = raw.serve(_flood(_head(b"content-type: text/event-stream", b"connection: close"), START + FINISH,
+                           b":" + b"k" * 1000 + b"\n")(raw))
+
+    with drive.client(url, max_run_bytes=2**20) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success" and [w.code for w in result.warnings] == ["TR-13"]
+    assert "RUN-BYTES" in result.warnings[0].message or "max_run_bytes" in result.warnings[0].message
+    assert raw.done.wait(30) and "all sent" not in raw.notes
