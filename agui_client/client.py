@@ -205,7 +205,7 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
     if response.is_redirect:
         target = response.next_request
         location = redactor.url(str(target.url) if target is not None else response.headers["location"])
-        reason += f" to {location} (not followed: {not_followed})"
+        reason += f" to {quoted(location)} (not followed: {not_followed})"  # (``.location`` keeps it whole)
     # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
     summary = visible(text.strip().replace("\n", " ")[:200])
     answer = _shown_response(response, excerpt, whole, redactor)
@@ -286,7 +286,8 @@ class _Framer:
         if self.frames == 0 and self.media not in ("", _SSE) and self.head.strip():
             head = _excerpt_text(bytes(self.head), ERROR_BODY_LIMIT, self.handle.redactor)
             raise ProtocolError(
-                f"the agent answered {self.handle.redactor.text(self.media)!r}, not an event stream: {head[:300]!r}",
+                f"the agent answered {quoted(self.handle.redactor.text(self.media))!r}, not an event stream: "
+                f"{head[:300]!r}",
                 rule="TR-09")
         return [f.data for f in frames]
 
@@ -320,7 +321,7 @@ class _Framer:
 
 
 def _undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor) -> TransportError:
-    coding = response.headers.get("content-encoding", "")
+    coding = quoted(response.headers.get("content-encoding", ""))  # ("gzip, identity, identity, …" is read as gzip)
     return _about(TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"),
                                  url=url), response.request, redactor)
 
@@ -375,7 +376,8 @@ def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle:
             f"stream: {head[:300]!r}", rule="TR-04")
     handle.warnings.append(StreamWarning(
         code="AGUI505",
-        message=redactor.text(f"content type {media or '(none)'!r} is not text/event-stream; reading it as SSE")))
+        message=redactor.text(f"content type {quoted(media) or '(none)'!r} is not text/event-stream; reading it as "
+                              "SSE")))
     return media
 
 
@@ -529,7 +531,7 @@ class _ClientBase:
         if not _same_origin(target, first):
             logger.warning("not following the redirect from %s to another origin (%s): the request carries the "
                            "caller's headers", redactor.url(self.url),
-                           redactor.url(str(target.url.copy_with(query=None))))
+                           quoted(redactor.url(str(target.url.copy_with(query=None)))))
             return None
         return target
 

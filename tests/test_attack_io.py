@@ -746,3 +746,23 @@ def test_comments_without_end_after_the_run_finished_end_at_max_run_bytes_and_th
     assert result.outcome == "success" and [w.code for w in result.warnings] == ["TR-13"]
     assert "RUN-BYTES" in result.warnings[0].message or "max_run_bytes" in result.warnings[0].message
     assert raw.done.wait(30) and "all sent" not in raw.notes
+
+
+@pytest.mark.parametrize("writes", [
+    (_head(b"location: /" + b"p" * 60_000, b"content-length: 0", status=b"307 Temporary Redirect"),),  # (httpx: <64K)
+    (_head(b"content-type: text/x-" + b"t" * 90_000, b"content-length: 5", b"connection: close") + b"hello",),
+    (_head(b"content-type: text/event-stream", b"content-encoding: gzip" + b", identity" * 9000,
+           b"content-length: 9") + b"not gzip!",),
+], ids=["location", "content-type", "content-encoding"])
+def test_a_huge_header_is_quoted_cut_short(drive: Any, raw: Raw, writes: tuple[bytes, ...]) -> None:
+    # The header's value went whole into the error's message (and a warning's): 90 KB on one line.
+    url = raw.serve(_replies(*writes))
+
+    with drive.client(url) as client:
+        with pytest.raises(ag.AguiError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    error = caught.value
+    assert len(str(error)) < 1500 and "more characters)" in str(error), str(error)[:300]
+    kept = error.result.warnings if getattr(error, "result", None) is not None else []
+    assert all(len(w.message) < 1500 for w in kept)
