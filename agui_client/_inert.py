@@ -18,7 +18,7 @@ import functools
 import re
 import unicodedata
 
-__all__ = ["visible", "one_line", "some_lines", "hidden", "escape", "CANDIDATES"]
+__all__ = ["visible", "one_line", "some_lines", "hidden", "escape", "quoted", "CANDIDATES", "QUOTED_CHARS"]
 
 #: Unicode categories of the characters a terminal obeys or a reader cannot see.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -60,6 +60,18 @@ def visible(text: str) -> str:
     if CANDIDATES.search(text) is None:
         return text
     return CANDIDATES.sub(_shown, text)
+
+
+#: The most characters of words an error message or a log line quotes from httpx or the agent's head (a
+#: reason phrase, an h11 complaint quoting a header line): a head may be 100 KB, and a line of a log as long.
+QUOTED_CHARS = 500
+
+
+def quoted(text: str) -> str:
+    """``text`` cut at ``QUOTED_CHARS`` characters, with a count of the rest."""
+    if len(text) <= QUOTED_CHARS:
+        return text
+    return f"{text[:QUOTED_CHARS]}... ({len(text) - QUOTED_CHARS} more characters)"
 
 
 #: The longest name, id or type shown whole (the rest is cut, with ``...``).

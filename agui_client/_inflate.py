@@ -31,12 +31,14 @@ class Inflater:
     the wire may become (about a thousandfold for deflate).
     """
 
-    __slots__ = ("_inflate", "_wbits", "_started")
+    __slots__ = ("_inflate", "_wbits", "_started", "_head")
 
     def __init__(self, coding: str) -> None:
         self._wbits = CODINGS[coding]
         self._inflate = zlib.decompressobj(self._wbits)
         self._started = False
+        #: The first byte of a deflate body that came alone (see :meth:`feed`).
+        self._head = b""
 
     @staticmethod
     def of(response: httpx.Response) -> Inflater | None:
@@ -55,6 +57,12 @@ class Inflater:
             f"the response's content coding {value[:100]!r} is not read: agui_client undoes one gzip or deflate "
             "coding, in bounded steps (a stacked or other coding could inflate past any limit)", rule="CONTENT-CODING")
 
+    @property
+    def done(self) -> bool:
+        """The coded body has ended: a reader stops there. What follows (a body going on uncoded, a second
+        gzip member) is not read, so an agent cannot keep a run reading bytes that decode to nothing."""
+        return self._inflate.eof
+
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         """The decoded bytes of ``chunk``, in pieces of at most ``INFLATE_STEP`` bytes.
 
@@ -66,6 +74,13 @@ class Inflater:
             # would keep them all in ``unused_data``, copying what it kept at every read: a body that goes
             # on uncoded after a few bytes of gzip would fill memory, in quadratic time.
             return iter(())
+        if not self._started and self._wbits == zlib.MAX_WBITS:
+            # Whether "deflate" comes with its zlib header or raw is told by its first two bytes: zlib
+            # takes a lone first byte without a word, then refuses the second one, too late to switch.
+            chunk, self._head = self._head + chunk, b""
+            if len(chunk) < 2:
+                self._head = chunk
+                return iter(())
         try:
             piece = self._inflate.decompress(chunk, INFLATE_STEP)
         except zlib.error as exc:
@@ -93,6 +108,9 @@ class Inflater:
 
     def flush(self) -> bytes:
         """What the decoder still holds at the end of the body (at most its window)."""
+        if self._head:  # (a body of one byte)
+            head, self._head = self._head, b""
+            return b"".join(self.feed(head)) + self.flush()
         try:
             return self._inflate.flush()
         except zlib.error as exc:

@@ -18,11 +18,14 @@ Their connections also keep a run's overall deadline (``run_timeout``) while the
 awaited: httpx's read timeout bounds each read, not the head, so an agent sending ``103 Early Hints``
 every second, or its head a byte at a time, held a client past its deadline for as long as it liked.
 The client sets the deadline (:func:`deadline`) around its send; each read, write and connect of the
-shards' connections then waits no longer than what is left of it.
+shards' connections then waits no longer than what is left of it. What those reads bring before the
+head is complete is charged to the run's ``max_run_bytes`` as well: without a deadline (the default),
+``103``s without end would keep the send reading for ever.
 """
 
 from __future__ import annotations
 
+import http.cookiejar
 import ssl
 import threading
 import time
@@ -34,7 +37,8 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE", "deadline"]
+__all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE", "deadline", "HeadTooLong", "BoundedCookieJar",
+           "COOKIES_KEPT"]
 
 #: The monotonic time the current run's send must be over by (``None``: no deadline), per thread or task.
 _DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", default=None)
@@ -43,14 +47,40 @@ _DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", de
 _LAST_WAIT = 0.005
 
 
+#: What is left of the current send's budget of bytes read (one list for all its reads), per thread or task.
+_HEAD_BYTES: ContextVar[list[int] | None] = ContextVar("agui_client_head_bytes", default=None)
+
+
+#: The most bytes httpcore reads at once (``READ_NUM_BYTES``).
+_READ_SIZE = 64 * 1024
+
+
+class HeadTooLong(Exception):
+    """The answer's head (with any informational answers before it) went past the send's budget of bytes."""
+
+
 @contextmanager
-def deadline(at: float | None) -> Iterator[None]:
-    """Bound every wait of the shards' connections, in this thread or task, by the monotonic time ``at``."""
+def deadline(at: float | None, head_bytes: int | None = None) -> Iterator[None]:
+    """Bound every wait of the shards' connections, in this thread or task, by the monotonic time ``at``,
+    and what they read by ``head_bytes`` (:class:`HeadTooLong` past it): the send reads the answer's head,
+    and an agent sending ``103 Early Hints`` without end would keep it reading for ever."""
     token = _DEADLINE.set(at)
+    # (the read that completes the head may hold the start of the body too: one read more is allowed)
+    budget = _HEAD_BYTES.set(None if head_bytes is None else [head_bytes + _READ_SIZE])
     try:
         yield
     finally:
+        _HEAD_BYTES.reset(budget)
         _DEADLINE.reset(token)
+
+
+def _charged(data: bytes) -> bytes:
+    budget = _HEAD_BYTES.get()
+    if budget is not None:
+        budget[0] -= len(data)
+        if budget[0] < 0:
+            raise HeadTooLong()
+    return data
 
 
 def _bounded(timeout: float | None) -> float | None:
@@ -68,7 +98,7 @@ class _Stream(httpcore.NetworkStream):
         self._stream = stream
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _bounded(timeout))
+        return _charged(self._stream.read(max_bytes, _bounded(timeout)))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._stream.write(buffer, _bounded(timeout))
@@ -109,7 +139,7 @@ class _AsyncStream(httpcore.AsyncNetworkStream):
         self._stream = stream
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return await self._stream.read(max_bytes, _bounded(timeout))
+        return _charged(await self._stream.read(max_bytes, _bounded(timeout)))
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         await self._stream.write(buffer, _bounded(timeout))
@@ -291,3 +321,23 @@ class ShardedSyncTransport(httpx.BaseTransport):
         for shard in shards:
             assert isinstance(shard.transport, httpx.HTTPTransport)
             shard.transport.close()
+
+
+#: The most cookies the clients' own httpx clients keep: RFC 6265's least a user agent should keep per domain.
+COOKIES_KEPT = 50
+
+
+class BoundedCookieJar(http.cookiejar.CookieJar):
+    """The cookie jar of the httpx client a client makes for itself: at most ``COOKIES_KEPT`` cookies.
+
+    httpx keeps every cookie an answer sets, and sends them all with every later request: an agent
+    setting a thousand new cookies per run (its head may be 100 KB) grew a long-lived client's memory,
+    and every request's ``Cookie`` header, without bound. A cookie the jar already holds (its domain,
+    path and name) is still replaced or removed; a new one past the bound is not kept.
+    """
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        with self._cookies_lock:  # type: ignore[attr-defined]  # (CookieJar's own lock, re-entrant)
+            held = self._cookies.get(cookie.domain, {}).get(cookie.path, {})  # type: ignore[attr-defined]
+            if cookie.name in held or len(self) < COOKIES_KEPT:
+                super().set_cookie(cookie)

@@ -12,10 +12,10 @@ redirects followed, and the response closed whatever way the caller leaves the s
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import json
 import logging
-import threading
 import time
 import urllib.request
 import uuid
@@ -23,22 +23,26 @@ from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterato
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from ._inert import visible
+from ._inert import quoted, visible
 from ._inflate import Inflater
-from ._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
+from ._logs import exchange as logged_exchange
+from ._logs import filter_http_logs
+from ._pool import SHARD_SIZE, BoundedCookieJar, HeadTooLong, ShardedSyncTransport, ShardedTransport
 from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
-from .core.redact import MARK, Redactor, displayed_url, is_sensitive, redact_exception
+from .core.redact import MARK, SENSITIVE_EXTENSION, Redactor, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     AuthenticationError,
     ConnectTimeout,
     HTTPStatusError,
     IdleTimeout,
+    LimitExceeded,
     ProtocolError,
     RunTimeout,
     StreamWarning,
@@ -52,7 +56,8 @@ from .wire.types.run import RunAgentInput
 if TYPE_CHECKING:
     from .stores import ThreadStore
 
-__all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT"]
+__all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT",
+           "DEFAULT_MAX_RUN_BYTES"]
 
 logger = logging.getLogger("agui_client")
 
@@ -60,6 +65,8 @@ logger = logging.getLogger("agui_client")
 DEFAULT_IDLE_TIMEOUT = 60.0
 #: Longest wait for the connection to the agent, in seconds.
 DEFAULT_CONNECT_TIMEOUT = 10.0
+#: The most bytes of body (decoded) one run's response may bring, by default: 256 MiB.
+DEFAULT_MAX_RUN_BYTES = 256 * 2**20
 #: How much of an error response's body is kept (bytes).
 ERROR_BODY_LIMIT = 2048
 #: How much of a JSON error body is read to parse it (``HTTPStatusError.payload``); ``body`` keeps the excerpt.
@@ -78,7 +85,7 @@ _REFUSED_TYPES = {
 
 def _reason(exc: BaseException) -> str:
     """What went wrong, for a message: httpx's text, or its type when that is empty (a closed client)."""
-    text = str(exc)
+    text = quoted(str(exc))
     return f"{type(exc).__name__}: {text}" if text else f"{type(exc).__name__} (no detail from httpx)"
 
 
@@ -192,12 +199,13 @@ def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: 
     text = whole[:ERROR_BODY_LIMIT]
     # A 401 is typed, as no retry helps.
     kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
-    reason = redactor.text(response.reason_phrase or "")
+    # (the reason phrase may hold bytes 0x80-0x9f, which HTTP allows and a terminal obeys as C1 controls)
+    reason = quoted(visible(redactor.text(response.reason_phrase or "")))
     location = None
     if response.is_redirect:
         target = response.next_request
         location = redactor.url(str(target.url) if target is not None else response.headers["location"])
-        reason += f" to {location} (not followed: {not_followed})"
+        reason += f" to {quoted(location)} (not followed: {not_followed})"  # (``.location`` keeps it whole)
     # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
     summary = visible(text.strip().replace("\n", " ")[:200])
     answer = _shown_response(response, excerpt, whole, redactor)
@@ -233,19 +241,38 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[s
     return headers
 
 
-class _Framer:
-    """Turns response chunks into SSE payloads; shared by both shells."""
+#: ``max_run_bytes=None``: no bound (a budget no response reaches).
+_UNBOUNDED = 1 << 62
 
-    def __init__(self, max_event_bytes: int, handle: StreamHandle, media: str) -> None:
+
+class _Framer:
+    """Turns response chunks into SSE payloads; shared by both shells.
+
+    It also keeps the run's budget of body bytes (``max_run_bytes``): an agent streaming small valid
+    events for ever (a text delta, an element added to an array in state) would grow the fold without
+    bound, each event within ``max_event_bytes``. It is counted per read, not per event (a read holds
+    many events), and before the read is framed, so the run stops with what it folded so far.
+    """
+
+    def __init__(self, max_event_bytes: int, handle: StreamHandle, media: str,
+                 max_run_bytes: int | None = None, run_id: str | None = None) -> None:
         self.decoder = SSEDecoder(max_event_bytes=max_event_bytes)
         self.handle = handle
         self.media = media
         self.frames = 0
         self.head = bytearray()
+        self.max_run_bytes = max_run_bytes
+        #: What is left of the run's budget of body bytes.
+        self.left = self.left_sent = _UNBOUNDED if max_run_bytes is None else max_run_bytes
+        #: Below this, a read needs a closer look (:meth:`_watched`): always while the head is kept, then
+        #: only once the budget is spent. (One comparison a read does both.)
+        self.watch = _UNBOUNDED << 1
+        self.run_id = run_id
 
     def feed(self, chunk: bytes) -> list[str | bytes]:
-        if len(self.head) < ERROR_BODY_LIMIT:
-            self.head += chunk[: ERROR_BODY_LIMIT - len(self.head)]
+        left = self.left = self.left - len(chunk)
+        if left < self.watch:
+            self._watched(chunk)
         payloads = self.decoder.feed_payloads(chunk)
         if self.decoder.warnings:
             self._drain()
@@ -259,9 +286,31 @@ class _Framer:
         if self.frames == 0 and self.media not in ("", _SSE) and self.head.strip():
             head = _excerpt_text(bytes(self.head), ERROR_BODY_LIMIT, self.handle.redactor)
             raise ProtocolError(
-                f"the agent answered {self.handle.redactor.text(self.media)!r}, not an event stream: {head[:300]!r}",
+                f"the agent answered {quoted(self.handle.redactor.text(self.media))!r}, not an event stream: "
+                f"{head[:300]!r}",
                 rule="TR-09")
         return [f.data for f in frames]
+
+    def _watched(self, chunk: bytes) -> None:
+        if self.left < 0:
+            raise self._too_long()
+        self.head += chunk[: ERROR_BODY_LIMIT - len(self.head)]
+        if len(self.head) >= ERROR_BODY_LIMIT:
+            self.watch = 0
+
+    def sent(self, size: int) -> None:
+        """A read of a coded body, ``size`` bytes as sent: charged to a budget of its own, as a coded body may
+        bring bytes that decode to nothing (an endless gzip header) and are not counted by :meth:`feed`."""
+        self.left_sent -= size
+        if self.left_sent < 0:
+            raise self._too_long()
+
+    def _too_long(self) -> LimitExceeded:
+        self.left = self.left_sent = -1  # (and stays spent: a caller reading on gets the same refusal)
+        return LimitExceeded(
+            f"the run's response went past max_run_bytes ({self.max_run_bytes} bytes of body); what "
+            "came before is kept, the rest is not read", limit=self.max_run_bytes or 0, run_id=self.run_id,
+            rule="RUN-BYTES")
 
     def _drain(self) -> None:
         for warning in self.decoder.warnings:
@@ -272,7 +321,7 @@ class _Framer:
 
 
 def _undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor) -> TransportError:
-    coding = response.headers.get("content-encoding", "")
+    coding = quoted(response.headers.get("content-encoding", ""))  # ("gzip, identity, identity, …" is read as gzip)
     return _about(TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"),
                                  url=url), response.request, redactor)
 
@@ -327,47 +376,9 @@ def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle:
             f"stream: {head[:300]!r}", rule="TR-04")
     handle.warnings.append(StreamWarning(
         code="AGUI505",
-        message=redactor.text(f"content type {media or '(none)'!r} is not text/event-stream; reading it as SSE")))
+        message=redactor.text(f"content type {quoted(media) or '(none)'!r} is not text/event-stream; reading it as "
+                              "SSE")))
     return media
-
-
-class _HttpxLogFilter(logging.Filter):
-    """httpx logs every request at INFO with its whole URL (``HTTP Request: POST https://bob:pw@…?token=…``),
-    so an application that turns INFO logging on writes the URL's credentials to its logs. This filter, on
-    httpx's logger, shows that URL as :func:`~agui_client.core.redact.displayed_url` does: no userinfo, the
-    value of each sensitive query parameter replaced, the names any client marked (``sensitive_headers``)
-    among them (a log record does not say which client sent it). Other records pass unchanged."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        #: The names clients marked sensitive, all of them.
-        self.marked: frozenset[str] = frozenset()
-        self._lock = threading.Lock()
-
-    def mark(self, names: frozenset[str]) -> None:
-        """Hide the values of query parameters called ``names`` too."""
-        if not names <= self.marked:
-            with self._lock:  # (clients made at once in several threads must not lose each other's names)
-                self.marked = self.marked | names
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL) \
-                and str(record.msg).startswith("HTTP Request:") and (args[1].userinfo or args[1].query):
-            record.args = (args[0], displayed_url(str(args[1]), marked=self.marked), *args[2:])
-        return True
-
-
-_HTTPX_LOG_FILTER = _HttpxLogFilter()
-
-
-def _filter_httpx_log(marked: frozenset[str]) -> None:
-    """Put :class:`_HttpxLogFilter` on httpx's logger (once, whichever client comes first), hiding ``marked``
-    query parameters too."""
-    _HTTPX_LOG_FILTER.mark(marked)
-    httpx_logger = logging.getLogger("httpx")
-    if _HTTPX_LOG_FILTER not in httpx_logger.filters:
-        httpx_logger.addFilter(_HTTPX_LOG_FILTER)
 
 
 class _Deadline:
@@ -395,7 +406,10 @@ class _ClientBase:
                  max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
                  clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str],
                  run_timeout: float | None, telemetry: Telemetry | bool | None = None,
-                 legacy_interrupts: LegacyInterrupts | None = None) -> None:
+                 legacy_interrupts: LegacyInterrupts | None = None,
+                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
+        if max_run_bytes is not None and max_run_bytes < 1:
+            raise ValueError(f"max_run_bytes must be positive or None, got {max_run_bytes}")
         if legacy_interrupts is not None and legacy_interrupts not in LEGACY_BRIDGES:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
@@ -406,10 +420,13 @@ class _ClientBase:
         self.run_timeout = run_timeout
         self.headers = dict(headers or {})
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
-        _filter_httpx_log(self.sensitive_headers)
+        filter_http_logs(self.sensitive_headers)
+        self._proxy_headers = _proxy_credentials()
         self.timeout = timeout
         self.idle_timeout = idle_timeout
         self.max_event_bytes = max_event_bytes
+        #: The most bytes of body (decoded) a run's response may bring (``None``: no bound); read when a run starts.
+        self.max_run_bytes = max_run_bytes
         self.follow_redirects = follow_redirects
         self.clock = clock
         self._redactors: dict[Hashable, Redactor] = {}
@@ -448,7 +465,8 @@ class _ClientBase:
         cache = self._redactors
         redactor = cache.get(key)
         if redactor is None:
-            redactor = Redactor.of([item for request in requests for item in request.headers.multi_items()],
+            redactor = Redactor.of([*self._proxy_headers,
+                                    *(item for request in requests for item in request.headers.multi_items())],
                                    urls, marked=marked)
             if len(cache) >= _REDACTORS_KEPT:
                 cache.clear()  # (headers that change with every run: a token per request, say)
@@ -456,15 +474,22 @@ class _ClientBase:
         return redactor
 
     @contextmanager
-    def _sending(self, request: httpx.Request, handle: StreamHandle, deadline: _Deadline | None) -> Iterator[None]:
+    def _sending(self, request: httpx.Request, handle: StreamHandle, deadline: _Deadline | None,
+                 run_id: str | None = None) -> Iterator[None]:
         # Sending, as both shells see it: httpx's errors become ours, saying whether the request left.
         # The redactor is built from the request as it stands when the error comes (an httpx auth flow
         # adds its header while sending), and cleans httpx's own message too, as it is kept as the cause.
         try:
             yield
+        except HeadTooLong:
+            raise LimitExceeded(
+                f"the answer's head (with the informational answers before it) went past max_run_bytes "
+                f"({self.max_run_bytes} bytes) before the body began", limit=self.max_run_bytes or 0, run_id=run_id,
+                rule="RUN-BYTES") from None
         except (httpx.RequestError, httpx.InvalidURL) as exc:  # (InvalidURL is no RequestError)
             redactor = self._redactor(request)
-            redact_exception(exc, redactor)
+            # (httpx's words are kept as the cause, which a traceback prints: redacted, and cut as ours are)
+            redact_exception(exc, lambda text: quoted(redactor.text(text)))
             if isinstance(exc, httpx.TimeoutException) and deadline is not None and deadline.passed():
                 error: TransportError = self._overdue(deadline, redactor.url(self.url), sent=handle.sent)
             else:
@@ -482,6 +507,13 @@ class _ClientBase:
         if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
             return TransportError(f"could not reach {url}: {_reason(exc)}", url=url, request_sent=False)
         unsent = "" if written else " (the request was not written whole: it never reached the agent)"
+        if isinstance(exc, httpx.WriteTimeout):
+            # (an agent that takes none of a large request: the wait is the write timeout, not the idle one)
+            return IdleTimeout(f"the agent at {url} took none of the request for {self.timeout}s{unsent}",
+                               timeout=self.timeout, url=url, request_sent=written)
+        if isinstance(exc, httpx.PoolTimeout):
+            return IdleTimeout(f"no connection to {url} came free in the pool within {self.timeout}s{unsent}",
+                               timeout=self.timeout, url=url, request_sent=written)
         if isinstance(exc, httpx.TimeoutException):
             return IdleTimeout(f"no answer from {url} within {self.idle_timeout}s{unsent}", timeout=self.idle_timeout,
                                url=url, request_sent=written)
@@ -499,7 +531,7 @@ class _ClientBase:
         if not _same_origin(target, first):
             logger.warning("not following the redirect from %s to another origin (%s): the request carries the "
                            "caller's headers", redactor.url(self.url),
-                           redactor.url(str(target.url.copy_with(query=None))))
+                           quoted(redactor.url(str(target.url.copy_with(query=None)))))
             return None
         return target
 
@@ -515,9 +547,14 @@ class _ClientBase:
 
     def _timeout(self, deadline: _Deadline | None = None) -> httpx.Timeout:
         # httpx's read timeout is the longest wait for the next bytes: the idle timeout, and never
-        # longer than the run's whole deadline (httpx takes it once per response, not per read).
-        read = self.idle_timeout if deadline is None else min(self.idle_timeout, deadline.limit)
-        return httpx.Timeout(self.timeout, read=read, write=self.timeout, pool=self.timeout)
+        # longer than the run's whole deadline (httpx takes it once per response, not per read). The
+        # waits for a connection of the pool, for the connection itself and for each write are never
+        # longer than the deadline either: an ``http_client`` whose pool is full (its ``limits`` held by
+        # other runs) kept a run waiting ``timeout`` seconds past a shorter ``run_timeout``.
+        if deadline is None:
+            return httpx.Timeout(self.timeout, read=self.idle_timeout, write=self.timeout, pool=self.timeout)
+        bound = min(self.timeout, deadline.limit)
+        return httpx.Timeout(bound, read=min(self.idle_timeout, deadline.limit), write=bound, pool=bound)
 
     def _deadline(self, run_timeout: float | None) -> _Deadline | None:
         limit = run_timeout if run_timeout is not None else self.run_timeout
@@ -529,6 +566,24 @@ class _ClientBase:
 
     def _describe(self, run_input: RunAgentInput) -> str:
         return f"thread {run_input.thread_id!r} run {run_input.run_id!r}"
+
+
+def _proxy_credentials() -> tuple[tuple[str, str], ...]:
+    """The ``Proxy-Authorization`` httpx sends to each proxy the environment names with a user and password
+    (``HTTP_PROXY=http://user:pw@proxy``). It is no header of the request, so a redactor built from the request
+    would not know it: a proxy (or what it forwards to) echoing it in an answer got it into an error or a
+    result. Read when a client is made, as httpx reads the environment when its client is made."""
+    found: list[tuple[str, str]] = []
+    for value in urllib.request.getproxies().values():
+        try:
+            parts = urlsplit(value if "://" in value else f"http://{value}")
+            user, password = parts.username, parts.password
+        except ValueError:
+            continue
+        if user or password:
+            pair = f"{unquote(user or '')}:{unquote(password or '')}".encode()
+            found.append(("Proxy-Authorization", f"Basic {base64.b64encode(pair).decode('ascii')}"))
+    return tuple(found)
 
 
 def _same_origin(target: httpx.Request, first: httpx.Request) -> bool:
@@ -564,6 +619,12 @@ class AgentClient(_ClientBase):
             reset it.
         max_event_bytes: the largest event accepted; a larger one raises ``LimitExceeded`` before it
             is buffered whole.
+        max_run_bytes: the most bytes of body (after a gzip or deflate coding is undone, and of such a
+            coded body as sent too) one run's response may bring, ``DEFAULT_MAX_RUN_BYTES`` (256 MiB)
+            by default, ``None`` for no bound.
+            Past it the run fails with ``LimitExceeded`` (code ``RUN-BYTES``; ``.result`` holds what
+            was folded): small events streamed for ever would otherwise grow the thread without end.
+            Read when each run starts (set ``client.max_run_bytes`` to change it for the next runs).
         store: where threads are kept between runs (``MemoryStore`` by default).
         http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
             Its own timeout does not apply to runs: ``timeout`` and ``idle_timeout`` are set on every
@@ -571,7 +632,8 @@ class AgentClient(_ClientBase):
             client makes its own, for many runs at once: no cap on connections (a run holds one to its
             end; httpx's default cap of 100 would make the 101st wait, then fail) and its pool split in
             shards of 32 runs (httpx's pool visits all its connections on every request and close).
-            A client you pass is used as it is: size its ``limits`` for the runs you hold open.
+            A client you pass is used as it is: size its ``limits`` for the runs you hold open. The
+            client's own keeps at most 50 cookies (an agent could otherwise grow its jar without end).
         follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
             default: a run is not idempotent; a hop to another origin is never followed, as the
             request carries your headers).
@@ -604,11 +666,12 @@ class AgentClient(_ClientBase):
                  http_client: httpx.Client | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
-                 legacy_interrupts: LegacyInterrupts | None = None) -> None:
+                 legacy_interrupts: LegacyInterrupts | None = None,
+                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
-                         legacy_interrupts=legacy_interrupts)
+                         legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else _sync_http(self._timeout(), follow_redirects)
 
@@ -662,6 +725,8 @@ class AgentClient(_ClientBase):
             RunTimeout: the run went on past ``run_timeout`` (this call's, else the client's) seconds
                 from the request.
             ProtocolError: the answer is not an event stream.
+            LimitExceeded: an event outgrew ``max_event_bytes``, or the response ``max_run_bytes``
+                (``RUN-BYTES``, naming ``run_input``'s run).
         """
         return self._payloads(run_input, handle=handle, headers=headers, run_timeout=run_timeout)
 
@@ -683,11 +748,14 @@ class AgentClient(_ClientBase):
         body = body if body is not None else request_body(run_input)
         deadline = self._deadline(run_timeout)
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
-                                          timeout=self._timeout(deadline), extensions={"trace": handle.trace})
+                                          timeout=self._timeout(deadline), extensions={"trace": handle.trace,
+                                                                      SENSITIVE_EXTENSION: self.sensitive_headers})
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None):
+        with self._sending(request, handle, deadline, run_input.run_id), \
+                send_deadline(deadline.at if deadline else None, self.max_run_bytes), \
+                logged_exchange(redactor):
             response = self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (a loop ends as the redirect it still is, refused below)
                 target = self._redirect(response, request, redactor)
@@ -704,7 +772,8 @@ class AgentClient(_ClientBase):
                 raise _status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
             media = _check_media(response, lambda: self._excerpt(response), handle)
-            yield self._batches(response, _Framer(self.max_event_bytes, handle, media), redactor, deadline)
+            framer = _Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
+            yield self._batches(response, framer, redactor, deadline)
         finally:
             response.close()
 
@@ -729,8 +798,11 @@ class AgentClient(_ClientBase):
                 if inflater is None:
                     yield framer.feed(chunk)
                 else:
+                    framer.sent(len(chunk))
                     for piece in inflater.feed(chunk):
                         yield framer.feed(piece)
+                    if inflater.done:
+                        break  # (what follows a coded body is not read: see Inflater.done)
                 if deadline is not None and deadline.passed():
                     raise _about(self._overdue(deadline, url), response.request, redactor)
             if inflater is not None:
@@ -777,11 +849,12 @@ class AsyncAgentClient(_ClientBase):
                  http_client: httpx.AsyncClient | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
-                 legacy_interrupts: LegacyInterrupts | None = None) -> None:
+                 legacy_interrupts: LegacyInterrupts | None = None,
+                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
-                         legacy_interrupts=legacy_interrupts)
+                         legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else _async_http(self._timeout(), follow_redirects)
 
@@ -844,11 +917,14 @@ class AsyncAgentClient(_ClientBase):
         body = body if body is not None else request_body(run_input)
         deadline = self._deadline(run_timeout)
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
-                                          timeout=self._timeout(deadline), extensions={"trace": handle.atrace})
+                                          timeout=self._timeout(deadline), extensions={"trace": handle.atrace,
+                                                                      SENSITIVE_EXTENSION: self.sensitive_headers})
         handle.sent = not _traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
-        with self._sending(request, handle, deadline), send_deadline(deadline.at if deadline else None):
+        with self._sending(request, handle, deadline, run_input.run_id), \
+                send_deadline(deadline.at if deadline else None, self.max_run_bytes), \
+                logged_exchange(redactor):
             response = await self.http.send(request, stream=True, follow_redirects=False)
             for _ in range(MAX_REDIRECTS):  # (as AgentClient)
                 target = self._redirect(response, request, redactor)
@@ -867,7 +943,8 @@ class AsyncAgentClient(_ClientBase):
             if _media_type(response.headers.get("content-type")) in _REFUSED_TYPES:
                 head = await self._excerpt(response)
             media = _check_media(response, lambda: head, handle)
-            yield self._batches(response, _Framer(self.max_event_bytes, handle, media), redactor, deadline)
+            framer = _Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
+            yield self._batches(response, framer, redactor, deadline)
         finally:
             await response.aclose()
 
@@ -892,8 +969,11 @@ class AsyncAgentClient(_ClientBase):
                 if inflater is None:
                     yield framer.feed(chunk)
                 else:
+                    framer.sent(len(chunk))
                     for piece in inflater.feed(chunk):
                         yield framer.feed(piece)
+                    if inflater.done:
+                        break  # (what follows a coded body is not read: see Inflater.done)
                 if deadline is not None and deadline.passed():
                     raise _about(self._overdue(deadline, url), response.request, redactor)
             if inflater is not None:
@@ -919,20 +999,23 @@ def _async_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.AsyncCl
     Its pool is split in shards (``_pool.ShardedTransport``) and has no cap on connections (an SSE run
     holds one for as long as it lasts; a cap makes the runs past it wait, then fail with a pool
     timeout). When the environment names a proxy, httpx's own transport is kept, as a transport of
-    ours would turn httpx's proxies from the environment off; it is given the same limits.
+    ours would turn httpx's proxies from the environment off; it is given the same limits. Its cookie jar
+    keeps at most ``_pool.COOKIES_KEPT`` cookies (an agent could otherwise grow it without bound).
     """
     if urllib.request.getproxies():
         return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
-            max_connections=None, max_keepalive_connections=SHARD_SIZE))
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport())
+            max_connections=None, max_keepalive_connections=SHARD_SIZE), cookies=BoundedCookieJar())
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport(),
+                             cookies=BoundedCookieJar())
 
 
 def _sync_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.Client:
     """The sync client's own ``httpx.Client``: as :func:`_async_http`, for a thread per run."""
     if urllib.request.getproxies():
         return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
-            max_connections=None, max_keepalive_connections=SHARD_SIZE))
-    return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport())
+            max_connections=None, max_keepalive_connections=SHARD_SIZE), cookies=BoundedCookieJar())
+    return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport(),
+                        cookies=BoundedCookieJar())
 
 
 async def _flatten(batches: AsyncIterator[list[str | bytes]]) -> AsyncIterator[str | bytes]:

@@ -56,6 +56,7 @@ from ..errors import (
     AguiError,
     ConcurrentResume,
     HTTPStatusError,
+    LimitExceeded,
     ProtocolError,
     ResumeRefused,
     StoreError,
@@ -933,9 +934,11 @@ def _warned_after_the_end(exc: AguiError, session: RunSession) -> bool:
     """A transport fault after the run ended and was saved: the run stands, and the fault is a warning.
 
     Raising would report a finished, saved run as failed, and the caller's ordinary retry would send
-    the turn twice. (The stream stays open after the end only for CL-02's one late RUN_ERROR.)
+    the turn twice. (The stream stays open after the end only for CL-02's one late RUN_ERROR.) The
+    response outgrowing ``max_run_bytes`` after the end (``RUN-BYTES``: comments without end, say) is
+    such a fault too: the client stops reading a stream that goes on.
     """
-    if not isinstance(exc, TransportError):
+    if not (isinstance(exc, TransportError) or (isinstance(exc, LimitExceeded) and exc.rule == "RUN-BYTES")):
         return False
     session.warnings.append(StreamWarning(
         code="TR-13", message=f"the response stayed open after the run ended, then failed: {exc} "

@@ -38,8 +38,8 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, url
 
 import attrs
 
-__all__ = ["MARK", "MIN_ANYWHERE", "SENSITIVE_WORDS", "Redactor", "displayed_url", "is_sensitive",
-           "redact_exception", "redact_json", "redact_record"]
+__all__ = ["MARK", "MIN_ANYWHERE", "SENSITIVE_WORDS", "SENSITIVE_EXTENSION", "Redactor", "displayed_url",
+           "is_sensitive", "redact_exception", "redact_json", "redact_record"]
 
 #: What a secret is replaced with.
 MARK = "[redacted]"
@@ -48,6 +48,9 @@ MIN_ANYWHERE = 8
 #: A header or query parameter whose (lower-cased) name contains one of these holds a secret.
 SENSITIVE_WORDS = ("auth", "key", "token", "secret", "session", "password", "passwd", "passphrase", "signature",
                    "credential", "cookie", "csrf", "xsrf", "jwt", "bearer", "private")
+#: The request extension under which a client hands a transport the names it marked sensitive (a frozenset of
+#: lower-cased names): a recording transport redacts what it writes with them too.
+SENSITIVE_EXTENSION = "agui_client.sensitive_headers"
 # Names too short to search for inside other names, sensitive only as the whole name.
 _SENSITIVE_NAMES = frozenset({"sig", "pwd", "pass", "sid"})
 # A cut text may end with the start of a secret; this much of one at its very end is replaced too.

@@ -39,14 +39,14 @@ import json
 import os
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 import httpx
 
 from .._inflate import CODINGS, Inflater
-from ..core.redact import Redactor
+from ..core.redact import SENSITIVE_EXTENSION, Redactor
 
 __all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME"]
 
@@ -68,8 +68,9 @@ def recorded_exchanges(directory: str | os.PathLike[str]) -> list[tuple[int, Pat
 class _Recorder:
     """Where the next exchange goes, shared by the sync and async transports."""
 
-    def __init__(self, directory: str | os.PathLike[str] | None) -> None:
+    def __init__(self, directory: str | os.PathLike[str] | None, sensitive_headers: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
+        self.marked = frozenset(name.strip().lower() for name in sensitive_headers)
         self._directory: Path | None = None
         self.files: list[Path] = []
         if directory is not None:
@@ -123,7 +124,9 @@ class _Recorder:
 
     def response(self, stem: str, response: httpx.Response, request: httpx.Request) -> _BodyFile:
         encoding = response.headers.get("content-encoding", "").strip().lower()
-        redactor = Redactor.of(request.headers.multi_items(), [str(request.url)])
+        # (the names this transport was given, and those the client that sent the request marked)
+        marked = self.marked | frozenset(request.extensions.get(SENSITIVE_EXTENSION, ()))
+        redactor = Redactor.of(request.headers.multi_items(), [str(request.url)], marked=marked)
         meta: dict[str, object] = {"status": response.status_code,
                                    "contentType": redactor.text(response.headers.get("content-type", ""))}
         if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
@@ -138,13 +141,18 @@ class _Scrub:
     """The response body's bytes with the request's credentials replaced, as they pass to the file.
 
     The bytes are read as latin-1 (one character a byte, so nothing is lost and ASCII secrets match
-    whatever the body's encoding), and the last ``longest - 1`` of them are held back until more come,
-    as a secret may be cut between two reads. Without secrets it hands the bytes on as they are.
+    whatever the body's encoding; a secret outside ASCII is also looked for as its UTF-8 bytes read so),
+    and the last ``longest - 1`` of them are held back until more come, as a secret may be cut between
+    two reads. Without secrets it hands the bytes on as they are.
     """
 
     __slots__ = ("_redactor", "_keep", "_held")
 
     def __init__(self, redactor: Redactor) -> None:
+        wide = [secret.encode("utf-8", "surrogatepass").decode("latin-1") for secret in redactor.secrets
+                if not secret.isascii()]
+        if wide:  # (a key in the URL's query outside ASCII, say, echoed in a UTF-8 body)
+            redactor = Redactor([*redactor.secrets, *wide], marked=redactor.marked)
         self._redactor = redactor
         self._keep = max(redactor.longest - 1, 0)
         self._held = b""
@@ -279,6 +287,9 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
     Args:
         directory: the folder to record into (created if missing); ``None`` starts stopped.
         inner: the transport that really sends (``httpx.HTTPTransport()`` by default); closed with this one.
+        sensitive_headers: names of more request headers (and URL query parameters) whose values are
+            secrets, as ``AgentClient(sensitive_headers=...)``; a request sent by an ``AgentClient``
+            also brings the names that client marked.
 
     Requests pass to ``inner`` unchanged, and responses come back unchanged: recording adds a file
     write per chunk, nothing else. Safe to share between threads.
@@ -292,9 +303,9 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
     _passes_through = True
 
     def __init__(self, directory: str | os.PathLike[str] | None = None,
-                 inner: httpx.BaseTransport | None = None) -> None:
+                 inner: httpx.BaseTransport | None = None, *, sensitive_headers: Iterable[str] = ()) -> None:
         self.inner = inner if inner is not None else httpx.HTTPTransport()
-        self._recorder = _Recorder(directory)
+        self._recorder = _Recorder(directory, sensitive_headers)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through ``inner``, recording the exchange while recording is on."""
@@ -325,9 +336,9 @@ class AsyncRecordingTransport(_Controls, httpx.AsyncBaseTransport):
     _passes_through = True
 
     def __init__(self, directory: str | os.PathLike[str] | None = None,
-                 inner: httpx.AsyncBaseTransport | None = None) -> None:
+                 inner: httpx.AsyncBaseTransport | None = None, *, sensitive_headers: Iterable[str] = ()) -> None:
         self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
-        self._recorder = _Recorder(directory)
+        self._recorder = _Recorder(directory, sensitive_headers)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through ``inner``, recording the exchange while recording is on."""

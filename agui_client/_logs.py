@@ -1,0 +1,140 @@
+"""httpx's and httpcore's log lines without the secrets an exchange carries.
+
+httpx logs every request at INFO with its whole URL (``HTTP Request: POST https://bob:pw@…?token=…``),
+so an application that turns INFO logging on wrote the URL's credentials to its logs: a filter on httpx's
+logger (:class:`HttpxLogFilter`) shows that URL as ``displayed_url`` does, and the answer's reason phrase,
+which closes the line, without the run's credentials and at most ``QUOTED_CHARS`` long.
+
+httpcore, under httpx, logs each step of an exchange at DEBUG when its loggers are on (``httpcore.http11``,
+``httpcore.connection`` …), the response's head among them as it came::
+
+    receive_response_headers.complete return_value=(b'HTTP/1.1', 200, b'OK', [(b'set-cookie', b'sid=…'), …])
+
+so an application debugging its HTTP wrote the session cookie an agent set, or a credential of the
+request that the agent echoed in a header, to its logs. A filter on those loggers (put there by the
+first client made, as for httpx's own request line) replaces, in every line:
+
+* the value of each header whose name is sensitive (``core.redact.is_sensitive``: ``Set-Cookie``,
+  ``WWW-Authenticate``, any name holding token, key, session …, and the names any client of the
+  process marked with ``sensitive_headers``);
+* the credentials of the exchange being sent in this thread or task (its redactor, set by the client
+  around its send with :func:`exchange`), wherever they appear.
+
+Nothing is done while those loggers are off: httpcore makes no line then, so the filter never runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+import httpx
+
+from ._inert import quoted
+from .core.redact import MARK, Redactor, displayed_url, is_sensitive
+
+__all__ = ["HTTPCORE_LOGGERS", "HttpxLogFilter", "HttpcoreLogFilter", "exchange", "filter_http_logs"]
+
+#: httpcore's loggers (a filter on a parent logger does not see its children's lines).
+HTTPCORE_LOGGERS = ("httpcore.connection", "httpcore.http11", "httpcore.http2", "httpcore.proxy", "httpcore.socks")
+
+#: The redactor of the exchange this thread or task is sending (``None``: none of ours).
+_EXCHANGE: ContextVar[Redactor | None] = ContextVar("agui_client_log_redactor", default=None)
+
+# One header as httpcore writes it: ``(b'name', b'value')`` (a value holding a quote is written between
+# the other quotes, its own backslashes and quotes escaped). An escape and any other character are told
+# apart by their first one, so a hostile value cannot make the search backtrack.
+_HEADER = re.compile(r"""\(b(?P<q1>['"])(?P<name>[^'"\\]*)(?P=q1), """
+                     r"""b(?P<q2>['"])(?P<value>(?:\\.|(?!(?P=q2))[^\\])*)(?P=q2)\)""")
+
+
+@contextmanager
+def exchange(redactor: Redactor) -> Iterator[None]:
+    """Have httpcore's lines in this thread or task, until the block ends, redacted by ``redactor`` too."""
+    token = _EXCHANGE.set(redactor)
+    try:
+        yield
+    finally:
+        _EXCHANGE.reset(token)
+
+
+class HttpcoreLogFilter(logging.Filter):
+    """On httpcore's loggers (see the module's docstring); ``marked`` gives the names the clients marked
+    sensitive, all of them."""
+
+    def __init__(self, marked: Callable[[], frozenset[str]]) -> None:
+        super().__init__()
+        self._marked = marked
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # (a record whose arguments do not fit its format: logging reports it itself)
+            return True
+        shown = _HEADER.sub(self._header, text) if "(b" in text else text
+        redactor = _EXCHANGE.get()
+        if redactor is not None:
+            shown = redactor.text(shown)
+        if shown != text:
+            record.msg, record.args = shown, None
+        return True
+
+    def _header(self, match: re.Match[str]) -> str:
+        if not is_sensitive(match["name"], self._marked()):
+            return match[0]
+        return f"(b{match['q1']}{match['name']}{match['q1']}, b'{MARK}')"
+
+
+class HttpxLogFilter(logging.Filter):
+    """On httpx's logger: its request line's URL shown as :func:`~agui_client.core.redact.displayed_url`
+    does: no userinfo, the value of each sensitive query parameter replaced, the names any client marked
+    (``sensitive_headers``) among them (a log record does not say which client sent it). Other records
+    pass unchanged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: The names clients marked sensitive, all of them.
+        self.marked: frozenset[str] = frozenset()
+        self._lock = threading.Lock()
+
+    def mark(self, names: frozenset[str]) -> None:
+        """Hide the values of query parameters called ``names`` too."""
+        if not names <= self.marked:
+            with self._lock:  # (clients made at once in several threads must not lose each other's names)
+                self.marked = self.marked | names
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if not (isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL)
+                and str(record.msg).startswith("HTTP Request:")):
+            return True
+        if args[1].userinfo or args[1].query:
+            args = (args[0], displayed_url(str(args[1]), marked=self.marked), *args[2:])
+        if len(args) == 5 and isinstance(args[4], str) and args[4]:
+            # The answer's reason phrase, as the agent wrote it: it may repeat a credential of the request
+            # (the line is written while the run's request is sent, so its redactor is known), or be as
+            # long as a head may be.
+            redactor = _EXCHANGE.get()
+            reason = quoted(redactor.text(args[4]) if redactor is not None else args[4])
+            if reason != args[4]:
+                args = (*args[:4], reason)
+        record.args = args
+        return True
+
+
+_HTTPX_FILTER = HttpxLogFilter()
+_HTTPCORE_FILTER = HttpcoreLogFilter(lambda: _HTTPX_FILTER.marked)
+
+
+def filter_http_logs(marked: frozenset[str]) -> None:
+    """Put the filters on httpx's and httpcore's loggers (once, whichever client comes first), hiding the
+    values of ``marked`` names too (every client made calls it with the names it marked)."""
+    _HTTPX_FILTER.mark(marked)
+    for name, log_filter in (("httpx", _HTTPX_FILTER), *((name, _HTTPCORE_FILTER) for name in HTTPCORE_LOGGERS)):
+        logger = logging.getLogger(name)
+        if log_filter not in logger.filters:
+            logger.addFilter(log_filter)
