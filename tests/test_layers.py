@@ -51,3 +51,31 @@ def test_a_sans_io_layer_imports_nothing_above_it(layer: str) -> None:
 def test_the_two_shells_do_not_import_each_other_at_run_time() -> None:
     assert [m for m in _runtime_imports(PACKAGE / "thread.py") if m == "client"] == []
     assert "thread" in _runtime_imports(PACKAGE / "client.py")  # (one way only: the client makes threads)
+
+
+def test_the_cli_starts_without_the_testing_kits_server_and_agent() -> None:
+    # `agui chat` and `agui run` never serve anything unless asked (`--demo`); the kit's package is
+    # imported a name at a time, so reading a recording or building the probe's parser does not pull
+    # in the scripted agent, its scenarios or the server.
+    import subprocess
+    import sys
+
+    code = ("import sys, agui_client.cli.app, agui_client.testing as kit; kit.RecordingTransport; "
+            "print(sorted(m for m in sys.modules if m.startswith('agui_client.testing.')))")
+    loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    for module in ("agent", "scenarios", "server", "recorded"):
+        assert f"agui_client.testing.{module}'" not in loaded, loaded
+    assert "agui_client.testing.recording'" in loaded, loaded
+
+
+def test_every_name_of_the_testing_kit_is_found_where_it_lives() -> None:
+    import importlib
+
+    import agui_client.testing as kit
+
+    assert sorted(kit.__all__) == sorted(kit._HOMES)
+    for name, home in kit._HOMES.items():
+        assert getattr(kit, name) is getattr(importlib.import_module(f"agui_client.testing.{home}"), name)
+    assert set(kit.__all__) <= set(dir(kit))
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        kit.Nothing  # noqa: B018

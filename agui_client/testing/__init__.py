@@ -42,38 +42,84 @@ match the recorded one. See docs/recordings.md.
 
 from __future__ import annotations
 
-from .agent import (
-    FAULTS,
-    WARNING_EVENT,
-    Disconnect,
-    Fault,
-    Finish,
-    Gate,
-    Item,
-    KeepAlive,
-    OnUncovered,
-    Pause,
-    Respond,
-    ScriptedAgent,
-    Start,
-    Step,
-    StepResult,
-    Stream,
-    Wait,
-)
-from .probing import CHECKS, CheckResult, Evidence, ProbeError, ProbeReport, ProbeRun, aprobe, probe
-from .recorded import MISMATCH_CODE, RecordedAgent, RecordingMismatch
-from .recording import AsyncRecordingTransport, RecordingTransport
-from .scenarios import (
-    ANSWER_SCHEMA,
-    APPROVAL_SCHEMA,
-    APPROVE_SCHEMA,
-    last_user_text,
-    reasoning,
-    text_message,
-    tool_call,
-)
-from .server import Server, serve
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .agent import (
+        FAULTS,
+        WARNING_EVENT,
+        Disconnect,
+        Fault,
+        Finish,
+        Gate,
+        Item,
+        KeepAlive,
+        OnUncovered,
+        Pause,
+        Respond,
+        ScriptedAgent,
+        Start,
+        Step,
+        StepResult,
+        Stream,
+        Wait,
+    )
+    from .probing import CHECKS, CheckResult, Evidence, ProbeError, ProbeReport, ProbeRun, aprobe, probe
+    from .recorded import MISMATCH_CODE, RecordedAgent, RecordingMismatch
+    from .recording import AsyncRecordingTransport, RecordingTransport
+    from .scenarios import (
+        ANSWER_SCHEMA,
+        APPROVAL_SCHEMA,
+        APPROVE_SCHEMA,
+        last_user_text,
+        reasoning,
+        text_message,
+        tool_call,
+    )
+    from .server import Server, serve
+
+_HOMES = {
+    "FAULTS": "agent",
+    "WARNING_EVENT": "agent",
+    "Disconnect": "agent",
+    "Fault": "agent",
+    "Finish": "agent",
+    "Gate": "agent",
+    "Item": "agent",
+    "KeepAlive": "agent",
+    "OnUncovered": "agent",
+    "Pause": "agent",
+    "Respond": "agent",
+    "ScriptedAgent": "agent",
+    "Start": "agent",
+    "Step": "agent",
+    "StepResult": "agent",
+    "Stream": "agent",
+    "Wait": "agent",
+    "CHECKS": "probing",
+    "CheckResult": "probing",
+    "Evidence": "probing",
+    "ProbeError": "probing",
+    "ProbeReport": "probing",
+    "ProbeRun": "probing",
+    "aprobe": "probing",
+    "probe": "probing",
+    "MISMATCH_CODE": "recorded",
+    "RecordedAgent": "recorded",
+    "RecordingMismatch": "recorded",
+    "AsyncRecordingTransport": "recording",
+    "RecordingTransport": "recording",
+    "ANSWER_SCHEMA": "scenarios",
+    "APPROVAL_SCHEMA": "scenarios",
+    "APPROVE_SCHEMA": "scenarios",
+    "last_user_text": "scenarios",
+    "reasoning": "scenarios",
+    "text_message": "scenarios",
+    "tool_call": "scenarios",
+    "Server": "server",
+    "serve": "server",
+}
 
 __all__ = [
     "ScriptedAgent",
@@ -116,3 +162,19 @@ __all__ = [
     "RecordingMismatch",
     "MISMATCH_CODE",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The kit is imported a name at a time, when first asked for: the CLI reads recordings and probes
+    # with a module or two of it, and importing every one (uvicorn's app, the probe, the scenarios)
+    # at `agui` start cost about 30 ms that `agui chat` never used.
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
