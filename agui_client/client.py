@@ -13,21 +13,28 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import email.utils
-import json
 import logging
 import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from ._inert import quoted, visible
+from ._answers import (
+    ERROR_BODY_LIMIT,
+    Excerpt,
+    about,
+    excerpt_text,
+    media_type,
+    status_error,
+    undecodable,
+)
+from ._inert import quoted
 from ._inflate import Inflater
 from ._logs import exchange as logged_exchange
 from ._logs import filter_http_logs
@@ -35,12 +42,10 @@ from ._pool import SHARD_SIZE, BoundedCookieJar, HeadTooLong, ShardedSyncTranspo
 from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
-from .core.redact import MARK, SENSITIVE_EXTENSION, Redactor, is_sensitive, redact_exception
+from .core.redact import SENSITIVE_EXTENSION, Redactor, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
-    AuthenticationError,
     ConnectTimeout,
-    HTTPStatusError,
     IdleTimeout,
     LimitExceeded,
     ProtocolError,
@@ -67,10 +72,6 @@ DEFAULT_IDLE_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 #: The most bytes of body (decoded) one run's response may bring, by default: 256 MiB.
 DEFAULT_MAX_RUN_BYTES = 256 * 2**20
-#: How much of an error response's body is kept (bytes).
-ERROR_BODY_LIMIT = 2048
-#: How much of a JSON error body is read to parse it (``HTTPStatusError.payload``); ``body`` keeps the excerpt.
-ERROR_JSON_LIMIT = 64 * 1024
 #: Redirects followed at most (with ``follow_redirects=True``, same origin only).
 MAX_REDIRECTS = 10
 
@@ -107,116 +108,6 @@ def _unwrapped(transport: Any) -> Any:
     return transport
 
 
-def _media_type(value: str | None) -> str:
-    return (value or "").split(";", 1)[0].strip().lower()
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        # delay-seconds are ASCII digits ("²" and "٣" are digits to Python); a number too long for a float is
-        # no delay anyone meant
-        return float(value) if value.isascii() and len(value) <= 300 else None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-
-
-def _is_json_media(media: str) -> bool:
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
-
-
-def _excerpt_limit(response: httpx.Response) -> int:
-    # (a JSON error body is read further than the excerpt kept, so a long validation report parses)
-    return ERROR_JSON_LIMIT if _is_json_media(_media_type(response.headers.get("content-type"))) else ERROR_BODY_LIMIT
-
-
-def _excerpt_text(excerpt: bytes, limit: int, redactor: Redactor) -> str:
-    """An excerpt of the agent's answer as text for a message, its secrets replaced (cut off at ``limit``
-    bytes when read, so it may end with the start of one)."""
-    return redactor.text(excerpt.decode("utf-8", "replace"), cut=len(excerpt) >= limit)
-
-
-#: Response headers that describe the body as it came off the wire, not the excerpt an error holds.
-_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
-
-
-def _shown_headers(items: Iterable[tuple[str, str]], redactor: Redactor, encoding: str) -> list[tuple[bytes, bytes]]:
-    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats. The
-    # values go back as bytes in the encoding httpx read them with: an agent may send bytes outside ASCII
-    # (latin-1 "obs-text", UTF-8), which httpx would refuse to encode again as ASCII.
-    return [(name.encode(encoding, "replace"),
-             (MARK if is_sensitive(name, redactor.marked) else redactor.text(value)).encode(encoding, "replace"))
-            for name, value in items]
-
-
-def _shown_request(request: httpx.Request, redactor: Redactor) -> httpx.Request:
-    """``request`` as an error hands it out (httpx's ``.request``): the same method, body and headers, the
-    value of every sensitive header and the URL's secrets replaced, so nothing reached through the error
-    repeats a credential."""
-    try:
-        content = request.content
-    except httpx.RequestNotRead:  # (a redirect's request, which httpx streams: its body is the first one's)
-        content = b""
-    return httpx.Request(request.method, redactor.url(str(request.url)),
-                         headers=_shown_headers(request.headers.multi_items(), redactor, request.headers.encoding),
-                         content=content)
-
-
-def _shown_response(response: httpx.Response, excerpt: bytes, text: str, redactor: Redactor) -> httpx.Response:
-    """The answer as an ``HTTPStatusError`` hands it out (httpx's ``.response``): its status, its headers and
-    the bounded excerpt of its body, already read, the secrets the agent echoed replaced (``text`` is the
-    excerpt so redacted); its ``.request`` is the request as :func:`_shown_request` shows it."""
-    # (the excerpt's bytes as they came, unless redacting changed them; httpx decoded them already, so the
-    # headers that describe the wire form go)
-    content = excerpt if text == excerpt.decode("utf-8", "replace") else text.encode("utf-8")
-    headers = _shown_headers(((name, value) for name, value in response.headers.multi_items()
-                              if name.lower() not in _WIRE_HEADERS), redactor, response.headers.encoding)
-    return httpx.Response(response.status_code, headers=headers, content=content,
-                          request=_shown_request(response.request, redactor))
-
-
-def _status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: Redactor,
-                  not_followed: str) -> HTTPStatusError:
-    # Everything here comes from the agent, which may echo the request: it all goes through the
-    # request's redactor (whatever the status, not only a 401's), before any of it is cut shorter.
-    content_type = response.headers.get("content-type")
-    limit = _excerpt_limit(response)
-    payload: Any = None
-    # (a JSON body is read further than the excerpt kept, so a long validation report still parses)
-    if _is_json_media(_media_type(content_type)) and len(excerpt) < ERROR_JSON_LIMIT:
-        try:
-            payload = redactor.json(json.loads(excerpt.decode("utf-8", "replace")))
-        except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser (or redactor) goes)
-            payload = None
-    whole = _excerpt_text(excerpt, limit, redactor)
-    text = whole[:ERROR_BODY_LIMIT]
-    # A 401 is typed, as no retry helps.
-    kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
-    # (the reason phrase may hold bytes 0x80-0x9f, which HTTP allows and a terminal obeys as C1 controls)
-    reason = quoted(visible(redactor.text(response.reason_phrase or "")))
-    location = None
-    if response.is_redirect:
-        target = response.next_request
-        location = redactor.url(str(target.url) if target is not None else response.headers["location"])
-        reason += f" to {quoted(location)} (not followed: {not_followed})"  # (``.location`` keeps it whole)
-    # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
-    summary = visible(text.strip().replace("\n", " ")[:200])
-    answer = _shown_response(response, excerpt, whole, redactor)
-    return kind(
-        f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),
-        status_code=response.status_code, body=text, payload=payload,
-        retry_after=_retry_after(response.headers.get("retry-after")),
-        content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,
-        request=answer.request, response=answer)
-
-
 def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
     """The caller's headers with ours merged in, never silently dropping theirs."""
     headers: dict[str, str] = {}
@@ -225,9 +116,9 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[s
         lowered = name.lower()
         if lowered == "accept":
             # The answer must be an event stream; the caller's types stay, after ours.
-            accept += [t.strip() for t in value.split(",") if t.strip() and _media_type(t) != _SSE]
+            accept += [t.strip() for t in value.split(",") if t.strip() and media_type(t) != _SSE]
         elif lowered == "content-type":
-            if _media_type(value) != "application/json":
+            if media_type(value) != "application/json":
                 logger.warning("header %s: %r replaced by application/json (the body is a JSON RunAgentInput)",
                                name, value)
         else:
@@ -284,7 +175,7 @@ class _Framer:
         self._drain()
         self.frames += len(frames)
         if self.frames == 0 and self.media not in ("", _SSE) and self.head.strip():
-            head = _excerpt_text(bytes(self.head), ERROR_BODY_LIMIT, self.handle.redactor)
+            head = excerpt_text(bytes(self.head), ERROR_BODY_LIMIT, self.handle.redactor)
             raise ProtocolError(
                 f"the agent answered {quoted(self.handle.redactor.text(self.media))!r}, not an event stream: "
                 f"{head[:300]!r}",
@@ -320,57 +211,13 @@ class _Framer:
         self.decoder.warnings.clear()
 
 
-def _undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor) -> TransportError:
-    coding = quoted(response.headers.get("content-encoding", ""))  # ("gzip, identity, identity, …" is read as gzip)
-    return _about(TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"),
-                                 url=url), response.request, redactor)
-
-
-def _about(error: TransportError, request: httpx.Request, redactor: Redactor) -> TransportError:
-    """``error`` with httpx's ``.request`` set: ``request`` as :func:`_shown_request` shows it."""
-    error.request = _shown_request(request, redactor)
-    return error
-
-
-class _Excerpt:
-    """The start of an error's body, as both clients read it: at most its limit (``_excerpt_limit``),
-    decoded when it has one gzip or deflate coding, else as it came (a coding not undone is no reason to
-    lose the error)."""
-
-    __slots__ = ("_data", "_limit", "_inflater")
-
-    def __init__(self, response: httpx.Response) -> None:
-        self._data = bytearray()
-        self._limit = _excerpt_limit(response)
-        try:
-            self._inflater = Inflater.of(response)
-        except ProtocolError:
-            self._inflater = None
-
-    def add(self, chunk: bytes) -> bool:
-        """Take one read of the body; ``True`` once the excerpt holds all it keeps."""
-        for piece in (chunk,) if self._inflater is None else self._inflater.feed(chunk):
-            self._data += piece
-            if len(self._data) >= self._limit:
-                return True
-        return False
-
-    def end(self) -> None:
-        """The body ended: what the decoder still holds."""
-        if self._inflater is not None:
-            self._data += self._inflater.flush()
-
-    def taken(self) -> bytes:
-        return bytes(self._data[:self._limit])
-
-
 def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: StreamHandle) -> str:
-    media = _media_type(response.headers.get("content-type"))
+    media = media_type(response.headers.get("content-type"))
     if media == _SSE:
         return media
     redactor = handle.redactor
     if media in _REFUSED_TYPES:
-        head = _excerpt_text(excerpt(), ERROR_BODY_LIMIT, redactor)
+        head = excerpt_text(excerpt(), ERROR_BODY_LIMIT, redactor)
         raise ProtocolError(
             f"the agent answered HTTP {response.status_code} with {_REFUSED_TYPES[media]} ({media}), not an event "
             f"stream: {head[:300]!r}", rule="TR-04")
@@ -379,6 +226,17 @@ def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle:
         message=redactor.text(f"content type {quoted(media) or '(none)'!r} is not text/event-stream; reading it as "
                               "SSE")))
     return media
+
+
+def _framed(chunk: bytes, framer: _Framer, inflater: Inflater | None) -> Iterator[list[str | bytes]]:
+    """The payload batches of one network read: one, or one per piece a coded read inflates to (each
+    handed over as it is inflated, so events are not held back behind the rest of the read)."""
+    if inflater is None:
+        yield framer.feed(chunk)
+        return
+    framer.sent(len(chunk))
+    for piece in inflater.feed(chunk):
+        yield framer.feed(piece)
 
 
 class _Deadline:
@@ -494,7 +352,7 @@ class _ClientBase:
                 error: TransportError = self._overdue(deadline, redactor.url(self.url), sent=handle.sent)
             else:
                 error = self._send_error(exc, redactor, handle.sent)
-            raise _about(error, request, redactor) from exc
+            raise about(error, request, redactor) from exc
 
     def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL, redactor: Redactor,
                     written: bool) -> TransportError:
@@ -559,6 +417,31 @@ class _ClientBase:
     def _deadline(self, run_timeout: float | None) -> _Deadline | None:
         limit = run_timeout if run_timeout is not None else self.run_timeout
         return None if limit is None else _Deadline(limit)
+
+    @contextmanager
+    def _reading(self, response: httpx.Response, redactor: Redactor, deadline: _Deadline | None) -> Iterator[None]:
+        # Reading the body, as both shells see it: httpx's errors become ours. A dropped connection
+        # is not one: what arrived stands, and the session says the run did not end.
+        url = redactor.url(self.url)
+        try:
+            yield
+        except TransportError:
+            raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
+        except httpx.ReadTimeout as exc:
+            if deadline is not None and deadline.passed():
+                raise about(self._overdue(deadline, url), response.request, redactor) from redact_exception(
+                    exc, redactor)
+            raise about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
+                                     url=url), response.request, redactor) from redact_exception(exc, redactor)
+        except httpx.TransportError as exc:
+            logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
+        except httpx.DecodingError as exc:
+            raise undecodable(response, exc, url, redactor) from redact_exception(exc, redactor)
+
+    def _in_time(self, deadline: _Deadline | None, response: httpx.Response, redactor: Redactor) -> None:
+        """Raise ``RunTimeout`` when the run's deadline has passed (checked after each read)."""
+        if deadline is not None and deadline.passed():
+            raise about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
 
     def _overdue(self, deadline: _Deadline, url: str, *, sent: bool = True) -> RunTimeout:
         return RunTimeout(f"the run at {url} went on past its run_timeout of {deadline.limit}s", timeout=deadline.limit,
@@ -767,9 +650,9 @@ class AgentClient(_ClientBase):
             handle.redactor = redactor = self._redactor(request, response.request)
         try:
             if deadline is not None and deadline.passed():  # (the answer's head itself came too late)
-                raise _about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
+                raise about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
             if not response.is_success:
-                raise _status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
+                raise status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
             media = _check_media(response, lambda: self._excerpt(response), handle)
             framer = _Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
@@ -778,7 +661,7 @@ class AgentClient(_ClientBase):
             response.close()
 
     def _excerpt(self, response: httpx.Response) -> bytes:
-        excerpt = _Excerpt(response)
+        excerpt = Excerpt(response)
         try:
             for chunk in response.iter_raw():
                 if excerpt.add(chunk):
@@ -791,35 +674,15 @@ class AgentClient(_ClientBase):
 
     def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                  deadline: _Deadline | None) -> Iterator[list[str | bytes]]:
-        url = redactor.url(self.url)
         inflater = Inflater.of(response)
-        try:
+        with self._reading(response, redactor, deadline):
             for chunk in response.iter_raw():
-                if inflater is None:
-                    yield framer.feed(chunk)
-                else:
-                    framer.sent(len(chunk))
-                    for piece in inflater.feed(chunk):
-                        yield framer.feed(piece)
-                    if inflater.done:
-                        break  # (what follows a coded body is not read: see Inflater.done)
-                if deadline is not None and deadline.passed():
-                    raise _about(self._overdue(deadline, url), response.request, redactor)
+                yield from _framed(chunk, framer, inflater)
+                if inflater is not None and inflater.done:
+                    break  # (what follows a coded body is not read: see Inflater.done)
+                self._in_time(deadline, response, redactor)
             if inflater is not None:
                 yield framer.feed(inflater.flush())
-        except TransportError:
-            raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
-        except httpx.ReadTimeout as exc:
-            if deadline is not None and deadline.passed():
-                raise _about(self._overdue(deadline, url), response.request, redactor) from redact_exception(
-                    exc, redactor)
-            raise _about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
-                                     url=url), response.request, redactor) from redact_exception(exc, redactor)
-        except httpx.TransportError as exc:
-            # The connection dropped: what arrived stands, and the session says the run did not end.
-            logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
-        except httpx.DecodingError as exc:
-            raise _undecodable(response, exc, url, redactor) from redact_exception(exc, redactor)
         yield framer.close()
 
 
@@ -935,12 +798,12 @@ class AsyncAgentClient(_ClientBase):
             handle.redactor = redactor = self._redactor(request, response.request)  # (as AgentClient)
         try:
             if deadline is not None and deadline.passed():  # (the answer's head itself came too late)
-                raise _about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
+                raise about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
             if not response.is_success:
-                raise _status_error(response, await self._excerpt(response), redactor.url(self.url), redactor,
+                raise status_error(response, await self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
             head = b""
-            if _media_type(response.headers.get("content-type")) in _REFUSED_TYPES:
+            if media_type(response.headers.get("content-type")) in _REFUSED_TYPES:
                 head = await self._excerpt(response)
             media = _check_media(response, lambda: head, handle)
             framer = _Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
@@ -949,7 +812,7 @@ class AsyncAgentClient(_ClientBase):
             await response.aclose()
 
     async def _excerpt(self, response: httpx.Response) -> bytes:
-        excerpt = _Excerpt(response)  # (as AgentClient._excerpt)
+        excerpt = Excerpt(response)  # (as AgentClient._excerpt)
         try:
             async for chunk in response.aiter_raw():
                 if excerpt.add(chunk):
@@ -962,34 +825,16 @@ class AsyncAgentClient(_ClientBase):
 
     async def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                        deadline: _Deadline | None) -> AsyncIterator[list[str | bytes]]:
-        url = redactor.url(self.url)  # (as AgentClient._batches)
-        inflater = Inflater.of(response)
-        try:
+        inflater = Inflater.of(response)  # (as AgentClient._batches)
+        with self._reading(response, redactor, deadline):
             async for chunk in response.aiter_raw():
-                if inflater is None:
-                    yield framer.feed(chunk)
-                else:
-                    framer.sent(len(chunk))
-                    for piece in inflater.feed(chunk):
-                        yield framer.feed(piece)
-                    if inflater.done:
-                        break  # (what follows a coded body is not read: see Inflater.done)
-                if deadline is not None and deadline.passed():
-                    raise _about(self._overdue(deadline, url), response.request, redactor)
+                for batch in _framed(chunk, framer, inflater):
+                    yield batch
+                if inflater is not None and inflater.done:
+                    break
+                self._in_time(deadline, response, redactor)
             if inflater is not None:
                 yield framer.feed(inflater.flush())
-        except TransportError:
-            raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
-        except httpx.ReadTimeout as exc:
-            if deadline is not None and deadline.passed():
-                raise _about(self._overdue(deadline, url), response.request, redactor) from redact_exception(
-                    exc, redactor)
-            raise _about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
-                                     url=url), response.request, redactor) from redact_exception(exc, redactor)
-        except httpx.TransportError as exc:
-            logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
-        except httpx.DecodingError as exc:
-            raise _undecodable(response, exc, url, redactor) from redact_exception(exc, redactor)
         yield framer.close()
 
 

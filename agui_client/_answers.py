@@ -1,0 +1,184 @@
+"""An agent's answer that is not a run, as the error the caller gets.
+
+An error status becomes an ``HTTPStatusError`` (``AuthenticationError`` for a 401) holding a bounded
+excerpt of the body (decoded when it has one gzip or deflate coding), the JSON payload when there is
+one, ``Retry-After`` read as seconds, and httpx's ``.request`` and ``.response`` as they may be shown:
+everything the agent sent goes through the request's redactor first, as an agent may echo the
+request's credentials, and its words are made inert where a message quotes them. Both clients read
+the excerpt with one :class:`Excerpt`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+
+from ._inert import quoted, visible
+from ._inflate import Inflater
+from .core.redact import MARK, Redactor, is_sensitive
+from .errors import AuthenticationError, HTTPStatusError, ProtocolError, TransportError
+
+__all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "excerpt_text", "media_type",
+           "status_error", "undecodable"]
+
+#: How much of an error response's body is kept (bytes).
+ERROR_BODY_LIMIT = 2048
+#: How much of a JSON error body is read to parse it (``HTTPStatusError.payload``); ``body`` keeps the excerpt.
+ERROR_JSON_LIMIT = 64 * 1024
+def media_type(value: str | None) -> str:
+    return (value or "").split(";", 1)[0].strip().lower()
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        # delay-seconds are ASCII digits ("²" and "٣" are digits to Python); a number too long for a float is
+        # no delay anyone meant
+        return float(value) if value.isascii() and len(value) <= 300 else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def _is_json_media(media: str) -> bool:
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _excerpt_limit(response: httpx.Response) -> int:
+    # (a JSON error body is read further than the excerpt kept, so a long validation report parses)
+    return ERROR_JSON_LIMIT if _is_json_media(media_type(response.headers.get("content-type"))) else ERROR_BODY_LIMIT
+
+
+def excerpt_text(excerpt: bytes, limit: int, redactor: Redactor) -> str:
+    """An excerpt of the agent's answer as text for a message, its secrets replaced (cut off at ``limit``
+    bytes when read, so it may end with the start of one)."""
+    return redactor.text(excerpt.decode("utf-8", "replace"), cut=len(excerpt) >= limit)
+
+
+#: Response headers that describe the body as it came off the wire, not the excerpt an error holds.
+_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def _shown_headers(items: Iterable[tuple[str, str]], redactor: Redactor, encoding: str) -> list[tuple[bytes, bytes]]:
+    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats. The
+    # values go back as bytes in the encoding httpx read them with: an agent may send bytes outside ASCII
+    # (latin-1 "obs-text", UTF-8), which httpx would refuse to encode again as ASCII.
+    return [(name.encode(encoding, "replace"),
+             (MARK if is_sensitive(name, redactor.marked) else redactor.text(value)).encode(encoding, "replace"))
+            for name, value in items]
+
+
+def _shown_request(request: httpx.Request, redactor: Redactor) -> httpx.Request:
+    """``request`` as an error hands it out (httpx's ``.request``): the same method, body and headers, the
+    value of every sensitive header and the URL's secrets replaced, so nothing reached through the error
+    repeats a credential."""
+    try:
+        content = request.content
+    except httpx.RequestNotRead:  # (a redirect's request, which httpx streams: its body is the first one's)
+        content = b""
+    return httpx.Request(request.method, redactor.url(str(request.url)),
+                         headers=_shown_headers(request.headers.multi_items(), redactor, request.headers.encoding),
+                         content=content)
+
+
+def _shown_response(response: httpx.Response, excerpt: bytes, text: str, redactor: Redactor) -> httpx.Response:
+    """The answer as an ``HTTPStatusError`` hands it out (httpx's ``.response``): its status, its headers and
+    the bounded excerpt of its body, already read, the secrets the agent echoed replaced (``text`` is the
+    excerpt so redacted); its ``.request`` is the request as :func:`_shown_request` shows it."""
+    # (the excerpt's bytes as they came, unless redacting changed them; httpx decoded them already, so the
+    # headers that describe the wire form go)
+    content = excerpt if text == excerpt.decode("utf-8", "replace") else text.encode("utf-8")
+    headers = _shown_headers(((name, value) for name, value in response.headers.multi_items()
+                              if name.lower() not in _WIRE_HEADERS), redactor, response.headers.encoding)
+    return httpx.Response(response.status_code, headers=headers, content=content,
+                          request=_shown_request(response.request, redactor))
+
+
+def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: Redactor,
+                  not_followed: str) -> HTTPStatusError:
+    # Everything here comes from the agent, which may echo the request: it all goes through the
+    # request's redactor (whatever the status, not only a 401's), before any of it is cut shorter.
+    content_type = response.headers.get("content-type")
+    limit = _excerpt_limit(response)
+    payload: Any = None
+    # (a JSON body is read further than the excerpt kept, so a long validation report still parses)
+    if _is_json_media(media_type(content_type)) and len(excerpt) < ERROR_JSON_LIMIT:
+        try:
+            payload = redactor.json(json.loads(excerpt.decode("utf-8", "replace")))
+        except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser (or redactor) goes)
+            payload = None
+    whole = excerpt_text(excerpt, limit, redactor)
+    text = whole[:ERROR_BODY_LIMIT]
+    # A 401 is typed, as no retry helps.
+    kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
+    # (the reason phrase may hold bytes 0x80-0x9f, which HTTP allows and a terminal obeys as C1 controls)
+    reason = quoted(visible(redactor.text(response.reason_phrase or "")))
+    location = None
+    if response.is_redirect:
+        target = response.next_request
+        location = redactor.url(str(target.url) if target is not None else response.headers["location"])
+        reason += f" to {quoted(location)} (not followed: {not_followed})"  # (``.location`` keeps it whole)
+    # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
+    summary = visible(text.strip().replace("\n", " ")[:200])
+    answer = _shown_response(response, excerpt, whole, redactor)
+    return kind(
+        f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),
+        status_code=response.status_code, body=text, payload=payload,
+        retry_after=_retry_after(response.headers.get("retry-after")),
+        content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,
+        request=answer.request, response=answer)
+
+
+def undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor) -> TransportError:
+    coding = quoted(response.headers.get("content-encoding", ""))  # ("gzip, identity, identity, …" is read as gzip)
+    return about(TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"),
+                                 url=url), response.request, redactor)
+
+
+def about(error: TransportError, request: httpx.Request, redactor: Redactor) -> TransportError:
+    """``error`` with httpx's ``.request`` set: ``request`` as :func:`_shown_request` shows it."""
+    error.request = _shown_request(request, redactor)
+    return error
+
+
+class Excerpt:
+    """The start of an error's body, as both clients read it: at most its limit (``_excerpt_limit``),
+    decoded when it has one gzip or deflate coding, else as it came (a coding not undone is no reason to
+    lose the error)."""
+
+    __slots__ = ("_data", "_limit", "_inflater")
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._data = bytearray()
+        self._limit = _excerpt_limit(response)
+        try:
+            self._inflater = Inflater.of(response)
+        except ProtocolError:
+            self._inflater = None
+
+    def add(self, chunk: bytes) -> bool:
+        """Take one read of the body; ``True`` once the excerpt holds all it keeps."""
+        for piece in (chunk,) if self._inflater is None else self._inflater.feed(chunk):
+            self._data += piece
+            if len(self._data) >= self._limit:
+                return True
+        return False
+
+    def end(self) -> None:
+        """The body ended: what the decoder still holds."""
+        if self._inflater is not None:
+            self._data += self._inflater.flush()
+
+    def taken(self) -> bytes:
+        return bytes(self._data[:self._limit])
