@@ -697,7 +697,7 @@ class ResumeBuilder:
         entries = builder.build()  # raises ResumeRefused naming every offending id
     """
 
-    __slots__ = ("_interrupts", "_now", "_entries", "_thread_id", "_run_id")
+    __slots__ = ("_interrupts", "_open_ids", "_now", "_entries", "_thread_id", "_run_id")
 
     def __init__(self, interrupts: Iterable[Interrupt], *, now: Clock = None, thread_id: str | None = None,
                  run_id: str | None = None) -> None:
@@ -712,6 +712,9 @@ class ResumeBuilder:
             run_id: the run that raised ``interrupts`` (checked only when ``thread_id`` is given).
         """
         self._interrupts = tuple(interrupts)
+        # The open ids once, in raise order: answering n interrupts one by one looks each id up here
+        # (it read them all again per answer, n² for a run that raised thousands).
+        self._open_ids = dict.fromkeys(i.id for i in self._interrupts)
         self._now = now
         self._entries: list[ResumeEntry] = []
         self._thread_id = thread_id
@@ -815,13 +818,13 @@ class ResumeBuilder:
         # which answer it meant. (A non-string id is a malformed entry, reported by build().)
         if not self._interrupts or not isinstance(interrupt_id, str):
             return  # (no interrupts held: the agent's are unknown, see build(pending_unknown=True))
-        open_ids = tuple(dict.fromkeys(i.id for i in self._interrupts))
-        if interrupt_id in open_ids:
+        if interrupt_id in self._open_ids:
             return
+        open_ids = tuple(self._open_ids)
         problems = {kind: (interrupt_id,) if kind == "unknown" else () for kind in PROBLEM_KINDS}
-        raise UnknownInterrupt(f"resume refused, nothing was recorded: {interrupt_id!r} is not an open interrupt; "
-                               f"the open ones are {list(open_ids)}", ids=(interrupt_id,), problems=problems,
-                               open_ids=open_ids)
+        raise UnknownInterrupt(f"resume refused, nothing was recorded: {_quoted(interrupt_id)} is not an open "
+                               f"interrupt; the open ones are {_listed(open_ids)}", ids=(interrupt_id,),
+                               problems=problems, open_ids=open_ids)
 
     def build(self, *, pending_unknown: bool = False) -> tuple[ResumeEntry, ...]:
         """The resume list, in the order the interrupts were raised, after :func:`check_resume`.
