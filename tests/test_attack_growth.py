@@ -7,11 +7,17 @@ the work is counted (a hash counted on an id, a structure's size) or memory meas
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
+from agui_client.core.fold import ThreadState
 from agui_client.core.interrupts import ResumeBuilder
 from agui_client.errors import UnknownInterrupt
 from agui_client.types.run import Interrupt
+from agui_client.wire.codec import decode_event
 
 
 class _CountedId(str):
@@ -44,3 +50,149 @@ def test_an_unknown_answer_lists_ten_open_interrupts_and_counts_the_rest() -> No
     assert "(4990 more)" in str(caught.value)
     assert len(str(caught.value)) < 2000
     assert len(caught.value.open_ids) == 5000
+
+
+class _CountedList(list):  # type: ignore[type-arg]
+    """A message log's list that counts the entries read from it (by index or by iteration)."""
+
+    def __init__(self, items: Any) -> None:
+        super().__init__(items)
+        self.reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        self.reads += 1
+        return super().__getitem__(index)
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in super().__iter__():
+            self.reads += 1
+            yield item
+
+
+def _fold_counting(first: list[dict[str, Any]], then: list[dict[str, Any]]) -> tuple[ThreadState, int]:
+    """Fold ``first``, then count the log's reads while ``then`` is folded (each event through the fold)."""
+    state = ThreadState()
+    for event in first:
+        state.apply(decode_event(event))
+    counted = state.log.entries = _CountedList(state.log.entries)
+    for event in then:
+        state.apply(decode_event(event))
+    assert state.log.entries is counted  # (nothing replaced the list: every read was counted)
+    return state, counted.reads
+
+
+def _calling(i: int, call_id: str) -> dict[str, Any]:
+    return {"id": f"m{i}", "role": "assistant",
+            "toolCalls": [{"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+
+
+START_EVENT = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+
+
+@pytest.mark.parametrize("order", ["forward", "backward"])
+def test_replacing_message_after_message_of_a_long_thread_reads_each_a_bounded_number_of_times(order: str) -> None:
+    # Each replacement searched the list from the end for the message it replaces: an agent replacing
+    # every message of a snapshot with an activity took n² steps (32,000 events: 3.3 s).
+    n = 2000
+    ids = range(n) if order == "forward" else range(n - 1, -1, -1)
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": f"m{i}", "role": "assistant", "content": "x"}
+                                                          for i in range(n)]}
+    state, reads = _fold_counting([START_EVENT, snapshot], [
+        {"type": "ACTIVITY_SNAPSHOT", "messageId": f"m{i}", "activityType": "p", "content": {"i": i}} for i in ids])
+    assert reads <= 100 * n
+    assert [m.id for m in state.messages] == [f"m{i}" for i in range(n)]
+    assert all(m.ROLE == "activity" for m in state.messages)
+
+
+def test_replacing_the_holders_of_a_shared_call_id_one_by_one_reads_each_a_bounded_number_of_times() -> None:
+    # The next holder of a call id was looked for from the replaced message on through islice, which
+    # steps through every message before it: n² for n holders replaced in order.
+    n = 2000
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [_calling(i, "c") for i in range(n)]}
+    state, reads = _fold_counting([START_EVENT, snapshot], [
+        {"type": "ACTIVITY_SNAPSHOT", "messageId": f"m{i}", "activityType": "p", "content": {}} for i in range(n - 1)])
+    assert reads <= 100 * n
+    # (the last holder is the first holder now: a result goes after it)
+    state.apply(decode_event({"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c", "content": "r"}))
+    assert [m.id for m in state.messages][-2:] == [f"m{n - 1}", "t"]
+
+
+@pytest.mark.parametrize("order", ["in order", "shuffled"])
+def test_answering_a_snapshots_calls_one_by_one_reads_far_less_than_the_square(order: str) -> None:
+    # Each result searched the list from the end for the message holding its call: n² steps for a
+    # snapshot's n calls (32,000 events: 4.4 s). In order each is found next to the last one; in any
+    # order through the map of places, remade every √n tool messages put in the middle.
+    n = 2000
+    ids = list(range(n))
+    if order == "shuffled":
+        random.Random(7).shuffle(ids)
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [_calling(i, f"c{i}") for i in range(n)]}
+    state, reads = _fold_counting([START_EVENT, snapshot], [
+        {"type": "TOOL_CALL_RESULT", "messageId": f"t{i}", "toolCallId": f"c{i}", "content": "r"} for i in ids])
+    assert reads <= (300 if order == "shuffled" else 100) * n  # (before: 2,000,000 and more)
+    assert [m.id for m in state.messages] == [x for i in range(n) for x in (f"m{i}", f"t{i}")]
+
+
+class _CountedDict(dict):  # type: ignore[type-arg]
+    """A message log's id index that counts the ids looked for in it."""
+
+    def __init__(self, items: Any) -> None:
+        super().__init__(items)
+        self.asked = 0
+
+    def __contains__(self, key: object) -> bool:
+        self.asked += 1
+        return super().__contains__(key)
+
+
+def test_results_all_named_after_one_message_look_up_a_bounded_number_of_ids() -> None:
+    # Each result whose messageId names another message is kept as `u.c`, `u.c.2`, `u.c.3` ...: the
+    # next free name was counted from 2 each time (16,000 events: 40 s).
+    n = 2000
+    state = ThreadState()
+    for event in [START_EVENT, {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u", "role": "user", "content": "hi"}]},
+                  {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+                  {"type": "TOOL_CALL_END", "toolCallId": "c"}]:
+        state.apply(decode_event(event))
+    counted = state.log.by_id = _CountedDict(state.log.by_id)
+    for _ in range(n):
+        state.apply(decode_event({"type": "TOOL_CALL_RESULT", "messageId": "u", "toolCallId": "c", "content": "r"}))
+    assert state.log.by_id is counted
+    assert counted.asked <= 20 * n
+    assert [m.id for m in state.messages][-2:] == [f"u.c.{n - 1}", f"u.c.{n}"]
+
+
+def test_a_name_let_go_is_handed_out_again_first() -> None:
+    # (free_id remembers where it stopped, and goes back for a name a replaced message let go)
+    state = ThreadState()
+    for event in [START_EVENT, {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u", "role": "user", "content": "hi"}]},
+                  {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+                  {"type": "TOOL_CALL_END", "toolCallId": "c"}]:
+        state.apply(decode_event(event))
+    for _ in range(4):
+        state.apply(decode_event({"type": "TOOL_CALL_RESULT", "messageId": "u", "toolCallId": "c", "content": "r"}))
+    assert [m.id for m in state.messages][-4:] == ["u.c", "u.c.2", "u.c.3", "u.c.4"]
+    state.apply(decode_event({"type": "ACTIVITY_SNAPSHOT", "messageId": "u.c.2", "activityType": "p", "content": {}}))
+    state.log.unindex(state.log.entry("u.c.2"))  # (the name let go, as a replaced message's is)
+    state.apply(decode_event({"type": "TOOL_CALL_RESULT", "messageId": "u", "toolCallId": "c", "content": "r"}))
+    assert "u.c.2" in [m.id for m in state.messages if m.ROLE == "tool"]
+
+
+def test_results_named_after_their_parentless_calls_rename_in_bounded_reads() -> None:
+    # Each such result renames the call's message `cN.assistant` (TC-09), and each rename rewrote the
+    # whole list of the run's new messages, and the set of messages it streamed into (16,000 events: 2 s).
+    n = 1000
+    state = ThreadState()
+    state.apply(decode_event(START_EVENT))
+    run = state.log._runs[-1]
+    counted = run.new_message_ids = _CountedList([])
+    for i in range(n):
+        state.apply(decode_event({"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": "f"}))
+    for i in range(n):
+        state.apply(decode_event({"type": "TOOL_CALL_END", "toolCallId": f"c{i}"}))
+        state.apply(decode_event({"type": "TOOL_CALL_RESULT", "messageId": f"c{i}", "toolCallId": f"c{i}",
+                                  "content": "r"}))
+    assert run.new_message_ids is counted
+    assert counted.reads <= 20 * n
+    assert list(counted)[:3] == ["c0.assistant", "c1.assistant", "c2.assistant"]
+    assert [m.id for m in state.messages][:4] == ["c0.assistant", "c0", "c1.assistant", "c1"]

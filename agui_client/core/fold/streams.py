@@ -64,7 +64,7 @@ class Streams:
                     self.reopened_empty.add(entry.id)
         runs = self._runs
         if runs:
-            runs[-1].streamed[entry.id] = None
+            runs[-1].streamed[entry] = None
         if metadata is not None:
             entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
         log.touch(entry)  # (a re-opened message may be older than the last save)
@@ -158,7 +158,7 @@ class Streams:
             entry = self._parent_for(tool_call_id, parent_message_id, owner, warnings)
             call = log.attach_call(entry, Call(tool_call_id, name, complete=False))
         if run is not None:
-            run.streamed[entry.id] = None
+            run.streamed[entry] = None
         if metadata is not None:
             call.metadata = merge_metadata(call.metadata, metadata)
         call.frozen = None
