@@ -7,17 +7,20 @@ the work is counted (a hash counted on an id, a structure's size) or memory meas
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from agui_client import replay
 from agui_client.core.fold import ThreadState
 from agui_client.core.interrupts import ResumeBuilder
 from agui_client.errors import UnknownInterrupt
 from agui_client.types.run import Interrupt
 from agui_client.wire.codec import decode_event
+from agui_client.wire.sink import WARNINGS_PER_CODE
 
 
 class _CountedId(str):
@@ -196,3 +199,42 @@ def test_results_named_after_their_parentless_calls_rename_in_bounded_reads() ->
     assert counted.reads <= 20 * n
     assert list(counted)[:3] == ["c0.assistant", "c1.assistant", "c2.assistant"]
     assert [m.id for m in state.messages][:4] == ["c0.assistant", "c0", "c1.assistant", "c1"]
+
+
+def _sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def _repaired(run_id: str, count: int) -> bytes:
+    # ``count`` messages, each with half a UTF-16 pair: one repair warning each (UTF16-SURROGATE).
+    body = []
+    for i in range(count):
+        body += [{"type": "TEXT_MESSAGE_START", "messageId": f"{run_id}-{i}", "role": "assistant"},
+                 {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"{run_id}-{i}", "delta": "\ud800"},
+                 {"type": "TEXT_MESSAGE_END", "messageId": f"{run_id}-{i}"}]
+    return _sse({"type": "RUN_STARTED", "threadId": "t", "runId": run_id}, *body,
+                {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id})
+
+
+def test_a_runs_result_reports_its_own_repairs_not_the_threads_earlier_ones() -> None:
+    # The thread's repair warnings were never let go: each later run's result reported every earlier
+    # run's again (as its own run's), so a thread of k runs held and copied k runs' worth per result.
+    state = ThreadState()
+    first = replay(_repaired("r1", 3), state=state)
+    second = replay(_repaired("r2", 0), state=state)
+    third = replay(_repaired("r3", 1), state=state)
+    assert [w.code for w in first.warnings] == ["UTF16-SURROGATE"] * 3
+    assert second.warnings == ()
+    assert [(w.code, w.run_id) for w in third.warnings] == [("UTF16-SURROGATE", "r3")]
+    assert len(state.warnings) == 1
+
+
+def test_a_flood_of_repairs_keeps_a_bounded_number_of_warnings() -> None:
+    # A repair per message (a few dozen bytes each) kept a warning each, past the per-code bound every
+    # other warning of a response obeys.
+    n = WARNINGS_PER_CODE + 500
+    result = replay(_repaired("r1", n))
+    assert len(result.warnings) == WARNINGS_PER_CODE
+    assert len(result.state.warnings) == WARNINGS_PER_CODE
+    assert "further ones are not kept" in result.warnings[-1].message
+    assert result.state.warnings.dropped == 500  # type: ignore[attr-defined]
