@@ -17,10 +17,12 @@ import pytest
 from agui_client import replay
 from agui_client.core.fold import ThreadState
 from agui_client.core.interrupts import ResumeBuilder
-from agui_client.errors import UnknownInterrupt
+from agui_client.errors import DecodeError, LimitExceeded, UnknownInterrupt
 from agui_client.types.run import Interrupt
+from agui_client.wire import jsonio
 from agui_client.wire.codec import decode_event
 from agui_client.wire.sink import WARNINGS_PER_CODE
+from agui_client.wire.sse import SSEDecoder
 
 
 class _CountedId(str):
@@ -238,3 +240,75 @@ def test_a_flood_of_repairs_keeps_a_bounded_number_of_warnings() -> None:
     assert len(result.state.warnings) == WARNINGS_PER_CODE
     assert "further ones are not kept" in result.warnings[-1].message
     assert result.state.warnings.dropped == 500  # type: ignore[attr-defined]
+
+
+class _WritesCounted:
+    """orjson, with the most members of one list or object it was asked to write at once recorded."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.loads = real.loads
+        self.JSONDecodeError = real.JSONDecodeError
+        self.most = 0
+
+    def dumps(self, value: Any) -> bytes:
+        stack = [value]
+        while stack:
+            node = stack.pop()
+            if type(node) is list or type(node) is dict:
+                self.most = max(self.most, len(node))
+                stack.extend(node.values() if type(node) is dict else node)
+        return self.real.dumps(value)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def writes(monkeypatch: pytest.MonkeyPatch) -> _WritesCounted:
+    real = jsonio._orjson
+    if real is None:
+        pytest.fail("orjson is a dependency")
+    counted = _WritesCounted(real)
+    monkeypatch.setattr(jsonio, "_orjson", counted)
+    return counted
+
+
+@pytest.mark.parametrize("spacing", [b",", b", "])
+def test_a_payload_of_many_small_members_is_written_back_a_slice_at_a_time(writes: _WritesCounted,
+                                                                          spacing: bytes) -> None:
+    # The proof that orjson read a payload exactly writes it back; orjson reserves ~160 bytes for each
+    # member of what it writes, so `[1,1,1,...]` written whole took 83 times its length (16 MiB: 1.4 GB).
+    n = 200_000
+    payload = b'{"type":"CUSTOM","name":"x","value":[' + spacing.join([b"1"] * n) + b'],"o":{' \
+        + spacing.join(b'"k%d":[%d]' % (i, i) for i in range(n // 10)) + b"}}"
+    value = jsonio.parse_json(payload)
+    assert value["value"] == [1] * n and len(value["o"]) == n // 10 and value["o"]["k7"] == [7]
+    assert 0 < writes.most <= 1024
+
+
+def test_a_dense_payload_is_still_checked_for_what_orjson_cannot_prove() -> None:
+    members = b",".join([b"1"] * 100_000)
+    with pytest.raises(DecodeError, match="duplicated key 'type'"):
+        jsonio.parse_json(b'{"type":"CUSTOM","name":"x","type":"RAW","value":[' + members + b"]}")
+    big = jsonio.parse_json(b'{"type":"CUSTOM","name":"x","value":[' + members + b",123456789012345678901234]}")
+    assert big["value"][-1] == 123456789012345678901234
+    deep = b"[" * 400 + b"]" * 400
+    assert len(jsonio.parse_json(b'{"type":"CUSTOM","name":"x","value":[' + members + b"," + deep + b"]}")) == 3
+    with pytest.raises(LimitExceeded):
+        jsonio.parse_json(b'{"type":"CUSTOM","name":"x","value":[' + members + b"," + b"[" * 600 + b"]" * 600 + b"]}")
+
+
+def test_an_event_of_many_short_data_lines_is_held_joined_as_it_grows() -> None:
+    # Each data line was a Python object until the blank line ended the event: an event cut into
+    # 7-byte lines held about six times its size in objects (15 times with the reads' own lines).
+    n = 200_000
+    stream = b'data:{"type":"CUSTOM","name":"x","value":[\n' + b"data:1,\n" * n + b"data:1]}\n"
+    decoder = SSEDecoder()
+    frames = []
+    most = 0
+    for at in range(0, len(stream), 65536):
+        frames += decoder.feed(stream[at:at + 65536])
+        most = max(most, len(decoder._data))
+    assert frames == []
+    assert most < 20_000  # (before: 200,002, one per line)
+    frames += decoder.feed(b"\n")
+    assert len(frames) == 1
+    assert json.loads(frames[0].data)["value"] == [1] * (n + 1)
