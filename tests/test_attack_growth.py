@@ -16,12 +16,13 @@ import pytest
 
 from agui_client import replay
 from agui_client.core.fold import ThreadState
+from agui_client.core import schema as schema_module
 from agui_client.core.interrupts import ResumeBuilder
-from agui_client.errors import DecodeError, LimitExceeded, UnknownInterrupt
+from agui_client.errors import DecodeError, InvalidResumePayload, LimitExceeded, UnknownInterrupt
 from agui_client.types.run import Interrupt
 from agui_client.wire import jsonio
 from agui_client.wire.codec import decode_event
-from agui_client.wire.sink import WARNINGS_PER_CODE
+from agui_client.wire.sink import WARNINGS_PER_CODE, collect_warnings
 from agui_client.wire.sse import SSEDecoder
 
 
@@ -312,3 +313,32 @@ def test_an_event_of_many_short_data_lines_is_held_joined_as_it_grows() -> None:
     frames += decoder.feed(b"\n")
     assert len(frames) == 1
     assert json.loads(frames[0].data)["value"] == [1] * (n + 1)
+
+
+def test_answers_to_interrupts_sharing_a_schema_judge_that_schema_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each answer's check judged its interrupt's responseSchema against the draft's metaschema again
+    # (~0.8 ms), twice per resume: 8,000 interrupts sharing one schema took 13 s to resume.
+    judged = []
+    judge = schema_module._Dialect.judge
+
+    def counted(self: Any) -> Any:
+        judged.append(1)
+        return judge(self)
+
+    monkeypatch.setattr(schema_module._Dialect, "judge", counted)
+    monkeypatch.setattr(schema_module, "_JUDGED", {}, raising=False)
+    shared = {"type": "object", "properties": {"ok": {"type": "boolean"}, "why": {"type": "string", "pattern": "(a)\\1"}},
+              "required": ["ok"]}
+    interrupts = [Interrupt(id=f"i{k}", reason="r", response_schema=dict(shared)) for k in range(300)]
+    builder = ResumeBuilder(interrupts)
+    for interrupt in interrupts:
+        builder.answer(interrupt.id, {"ok": True, "why": "aa"})
+    with collect_warnings() as warned:
+        assert len(builder.build()) == 300
+    assert len(judged) == 1
+    # (the pattern RE2 cannot run is still said, as when the schema was judged each time)
+    assert sum(w.code == "IR-30" for w in warned.items) == 300
+    other = Interrupt(id="x", reason="r", response_schema={"type": "object", "required": ["ok"], "properties": {}})
+    with pytest.raises(InvalidResumePayload):
+        ResumeBuilder([other]).answer("x", {}).build()
+    assert len(judged) == 2
