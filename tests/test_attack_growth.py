@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from agui_client import replay
+from agui_client.core import schema as schema_module
 from agui_client.core.fold import ThreadState
 from agui_client.core.fold import entries as entries_module
-from agui_client.core import schema as schema_module
 from agui_client.core.interrupts import ResumeBuilder
 from agui_client.errors import DecodeError, InvalidResumePayload, LimitExceeded, UnknownInterrupt
 from agui_client.types.run import Interrupt
@@ -93,7 +93,7 @@ def _calling(i: int, call_id: str) -> dict[str, Any]:
             "toolCalls": [{"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
 
 
-START_EVENT = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+START_EVENT: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 
 
 @pytest.mark.parametrize("order", ["forward", "backward"])
@@ -152,14 +152,17 @@ class _CountedDict(dict):  # type: ignore[type-arg]
         return super().__contains__(key)
 
 
+_ONE_USER_MESSAGE_AND_A_CALL: list[dict[str, Any]] = [
+    START_EVENT, {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u", "role": "user", "content": "hi"}]},
+    {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"}, {"type": "TOOL_CALL_END", "toolCallId": "c"}]
+
+
 def test_results_all_named_after_one_message_look_up_a_bounded_number_of_ids() -> None:
     # Each result whose messageId names another message is kept as `u.c`, `u.c.2`, `u.c.3` ...: the
     # next free name was counted from 2 each time (16,000 events: 40 s).
     n = 2000
     state = ThreadState()
-    for event in [START_EVENT, {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u", "role": "user", "content": "hi"}]},
-                  {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
-                  {"type": "TOOL_CALL_END", "toolCallId": "c"}]:
+    for event in _ONE_USER_MESSAGE_AND_A_CALL:
         state.apply(decode_event(event))
     counted = state.log.by_id = _CountedDict(state.log.by_id)
     for _ in range(n):
@@ -172,15 +175,15 @@ def test_results_all_named_after_one_message_look_up_a_bounded_number_of_ids() -
 def test_a_name_let_go_is_handed_out_again_first() -> None:
     # (free_id remembers where it stopped, and goes back for a name a replaced message let go)
     state = ThreadState()
-    for event in [START_EVENT, {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u", "role": "user", "content": "hi"}]},
-                  {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
-                  {"type": "TOOL_CALL_END", "toolCallId": "c"}]:
+    for event in _ONE_USER_MESSAGE_AND_A_CALL:
         state.apply(decode_event(event))
     for _ in range(4):
         state.apply(decode_event({"type": "TOOL_CALL_RESULT", "messageId": "u", "toolCallId": "c", "content": "r"}))
     assert [m.id for m in state.messages][-4:] == ["u.c", "u.c.2", "u.c.3", "u.c.4"]
     state.apply(decode_event({"type": "ACTIVITY_SNAPSHOT", "messageId": "u.c.2", "activityType": "p", "content": {}}))
-    state.log.unindex(state.log.entry("u.c.2"))  # (the name let go, as a replaced message's is)
+    let_go = state.log.entry("u.c.2")
+    assert let_go is not None
+    state.log.unindex(let_go)  # (the name let go, as a replaced message's is)
     state.apply(decode_event({"type": "TOOL_CALL_RESULT", "messageId": "u", "toolCallId": "c", "content": "r"}))
     assert "u.c.2" in [m.id for m in state.messages if m.ROLE == "tool"]
 
@@ -328,8 +331,8 @@ def test_answers_to_interrupts_sharing_a_schema_judge_that_schema_once(monkeypat
 
     monkeypatch.setattr(schema_module._Dialect, "judge", counted)
     monkeypatch.setattr(schema_module, "_JUDGED", {}, raising=False)
-    shared = {"type": "object", "properties": {"ok": {"type": "boolean"}, "why": {"type": "string", "pattern": "(a)\\1"}},
-              "required": ["ok"]}
+    shared = {"type": "object", "required": ["ok"],
+              "properties": {"ok": {"type": "boolean"}, "why": {"type": "string", "pattern": "(a)\\1"}}}
     interrupts = [Interrupt(id=f"i{k}", reason="r", response_schema=dict(shared)) for k in range(300)]
     builder = ResumeBuilder(interrupts)
     for interrupt in interrupts:
