@@ -37,6 +37,7 @@ Everything here is sans-IO: nothing reads a clock, the budget counts work.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -709,6 +710,7 @@ def check(schema: Any, instance: Any) -> Verdict:
         return Verdict([], problem, ())
     if isinstance(schema, dict) and "$schema" in schema and not isinstance(schema["$schema"], str):
         return Verdict([], _fault("invalid", "/$schema", "$schema must be a string"), ())
+    key = _judged_key(schema)
     # (The explicit default also keeps jsonschema from warning about a $schema it does not know.)
     dialect = _dialect(validator_for(schema, default=jsonschema.Draft202012Validator))
     if isinstance(schema, dict) and "$schema" in schema:
@@ -719,11 +721,19 @@ def check(schema: Any, instance: Any) -> Verdict:
     check = _Check(pointers, dialects)
     token = _ACTIVE.set(check)
     try:
-        check.judging = True
-        invalid = next(iter((dialect.meta or dialect).judge().iter_errors(schema)), None)
-        if invalid is not None:
-            return Verdict([], _fault("invalid", _pointer(invalid.absolute_path), _shorten_reason(invalid.message)),
-                           check.unchecked.items())
+        judged = _JUDGED.get(key) if key is not None else None
+        if judged is None:
+            check.judging = True
+            invalid = next(iter((dialect.meta or dialect).judge().iter_errors(schema)), None)
+            if invalid is not None:
+                return Verdict([], _fault("invalid", _pointer(invalid.absolute_path),
+                                          _shorten_reason(invalid.message)), check.unchecked.items())
+            if key is not None:
+                if len(_JUDGED) >= _JUDGED_MAX:
+                    _JUDGED.clear()
+                _JUDGED[key] = tuple(check.unchecked.items())
+        else:
+            check.unchecked.update(judged)
         check.judging, check.where = False, None
         check.steps, check.limit = 0, CHECK_BUDGET + STEPS_PER_VALUE * _count(instance, CHECK_BUDGET)
         return Verdict(list(dialect.make(schema).iter_errors(instance)), None, check.unchecked.items())
@@ -746,6 +756,23 @@ def check(schema: Any, instance: Any) -> Verdict:
     finally:
         _ACTIVE.reset(token)
     return Verdict([], fault, check.unchecked.items())
+
+
+#: Schemas judged sound (against their draft's metaschema) by their exact text, with the patterns that
+#: judging could not check: answering thousands of interrupts that share one schema judged it once per
+#: answer (about 0.8 ms each, twice per resume). Only a sound verdict is kept (a fault may depend on the
+#: caller's stack); all are let go when ``_JUDGED_MAX`` are held.
+_JUDGED: dict[str, tuple[tuple[str, str], ...]] = {}
+_JUDGED_MAX = 256
+
+
+def _judged_key(schema: Any) -> str | None:
+    """``schema``'s exact text (its keys in their order), the key of :data:`_JUDGED`; ``None`` when it
+    has no such text (a number JSON text cannot hold)."""
+    try:
+        return json.dumps(schema, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _pointer(path: Iterable[object]) -> str:

@@ -23,7 +23,7 @@ from attrs import frozen
 from ..errors import ProtocolError, RunFailed, StreamEnded, StreamWarning
 from ..wire import codec
 from ..wire.jsonio import DEFAULT_MAX_DEPTH, SLICED_MIN, parse_batch, parse_json, read_slices
-from ..wire.sink import WARNINGS_PER_CODE, WarningSink
+from ..wire.sink import WARNINGS_PER_CODE, WarningList, WarningSink
 from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types import run as rn
@@ -43,39 +43,6 @@ _GROUP = 64
 
 #: Default limit on one event's size in bytes.
 DEFAULT_MAX_EVENT_BYTES = 16 * 2**20
-
-class WarningList(list[StreamWarning]):
-    """A response's warnings: at most :data:`WARNINGS_PER_CODE` of each code are kept, the last of them
-    saying so; the others are counted (:attr:`dropped`), not kept."""
-
-    def __init__(self, items: Iterable[StreamWarning] = ()) -> None:
-        super().__init__()
-        self._counts: dict[str, int] = {}
-        #: Warnings not kept, past the bound of their code.
-        self.dropped = 0
-        self.extend(items)
-
-    def append(self, warning: StreamWarning, /) -> None:
-        """Keep ``warning``, unless its code already has its share."""
-        count = self._counts.get(warning.code, 0) + 1
-        self._counts[warning.code] = count
-        if count < WARNINGS_PER_CODE:
-            super().append(warning)
-        elif count == WARNINGS_PER_CODE:
-            note = f" ({WARNINGS_PER_CODE} warnings with code {warning.code}: further ones are not kept)"
-            super().append(attrs.evolve(warning, message=warning.message + note))
-        else:
-            self.dropped += 1
-
-    def extend(self, warnings: Iterable[StreamWarning], /) -> None:
-        """:meth:`append` each of ``warnings``."""
-        for warning in warnings:
-            self.append(warning)
-
-    def __iadd__(self, warnings: Iterable[StreamWarning], /) -> WarningList:  # type: ignore[override,misc]
-        self.extend(warnings)
-        return self
-
 
 @frozen(kw_only=True)
 class RunResult:
@@ -212,6 +179,9 @@ class RunSession:
         #: Errors collected past ``max_errors``: counted, not kept.
         self.errors_dropped = 0
         self.warnings: WarningList = WarningList()
+        # The thread's repairs are this response's from here on: a long-lived thread's list held every
+        # run's, and each result reported them all again, as its own.
+        self.state.warnings.clear()
         self._sink = WarningSink()
         self._chunks = ChunkExpander()
         self._verifier = RunVerifier(known_tool_call_ids=self.state.has_tool_call,

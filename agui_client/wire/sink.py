@@ -9,13 +9,15 @@ unreadable ``expiresAt``). They report them with :func:`warn` to the active :cla
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+import attrs
+
 from ..errors import AguiWarning, StreamWarning
 
-__all__ = ["WarningSink", "collect_warnings", "warn", "DROP_WARNINGS", "WARNINGS_PER_CODE"]
+__all__ = ["WarningSink", "WarningList", "collect_warnings", "warn", "DROP_WARNINGS", "WARNINGS_PER_CODE"]
 
 #: How many times a warning about something dropped is given per response (``WarningSink.warn``).
 DROP_WARNINGS = 100
@@ -23,6 +25,47 @@ DROP_WARNINGS = 100
 #: A stream can repeat one fault endlessly at a few bytes each (an unknown SSE field line is two), and
 #: each warning costs a couple of hundred bytes: 4 MB of ``x\n`` lines held 2 million warnings, 450 MB.
 WARNINGS_PER_CODE = 1000
+
+
+class WarningList(list[StreamWarning]):
+    """A response's warnings: at most :data:`WARNINGS_PER_CODE` of each code are kept, the last of them
+    saying so; the others are counted (:attr:`dropped`), not kept.
+
+    (``RunSession.warnings``, and a thread's repairs, ``ThreadState.warnings``.)"""
+
+    def __init__(self, items: Iterable[StreamWarning] = ()) -> None:
+        super().__init__()
+        self._counts: dict[str, int] = {}
+        #: Warnings not kept, past the bound of their code.
+        self.dropped = 0
+        self.extend(items)
+
+    def append(self, warning: StreamWarning, /) -> None:
+        """Keep ``warning``, unless its code already has its share."""
+        count = self._counts.get(warning.code, 0) + 1
+        self._counts[warning.code] = count
+        if count < WARNINGS_PER_CODE:
+            super().append(warning)
+        elif count == WARNINGS_PER_CODE:
+            note = f" ({WARNINGS_PER_CODE} warnings with code {warning.code}: further ones are not kept)"
+            super().append(attrs.evolve(warning, message=warning.message + note))
+        else:
+            self.dropped += 1
+
+    def extend(self, warnings: Iterable[StreamWarning], /) -> None:
+        """:meth:`append` each of ``warnings``."""
+        for warning in warnings:
+            self.append(warning)
+
+    def clear(self) -> None:
+        """Forget every warning, and the counts: the bound holds again from nothing."""
+        super().clear()
+        self._counts.clear()
+        self.dropped = 0
+
+    def __iadd__(self, warnings: Iterable[StreamWarning], /) -> WarningList:  # type: ignore[override,misc]
+        self.extend(warnings)
+        return self
 
 
 class WarningSink:

@@ -43,6 +43,9 @@ _BOM = b"\xef\xbb\xbf"
 # A capture group keeps the separators, whose lengths keep byte offsets exact.
 _LINE_END = re.compile(rb"(\r\n|\r|\n)")
 _JSON_WHITESPACE = b" \t\r\n"
+#: An event's data lines are joined into one item each time it grows by this many bytes (see
+#: ``_EventAssembler._join_lines``).
+_JOIN_EVERY = 64 * 1024
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -160,6 +163,11 @@ class _EventAssembler:
         self._event_line = 0  # 0 while the event has no field line yet
         self._event_offset = 0
         self._event_bytes = 0
+        # Many short data lines are a Python object each until the event is joined (a 7-byte line held
+        # ~45 bytes): past each ``_JOIN_EVERY`` bytes of an event, the lines since the last such point
+        # are joined into one (``_join_lines``), so an event holds about its own size however it is cut.
+        self._join_at = _JOIN_EVERY
+        self._joined = 0  # the leading items of ``_data`` that are such joins
         self._last_id: str | None = None
 
     def _lines(self, lines: list[bytes], eols: Iterable[int], frames: list[SSEFrame]) -> None:
@@ -171,6 +179,9 @@ class _EventAssembler:
         offset = self._offset
         event_line = self._event_line
         event_bytes = self._event_bytes
+        # (one comparison a line, as before: past ``bound`` the event is too big, or its lines are joined)
+        first = min(limit, _JOIN_EVERY)
+        bound = min(limit, self._join_at)
         for line, eol in zip(lines, eols):  # noqa: B905 - eols may be an endless repeat()
             if not line:
                 if event_line:
@@ -178,13 +189,18 @@ class _EventAssembler:
                     if frame is not None:
                         frames.append(frame)
                     event_line = event_bytes = 0
+                    if bound > first:
+                        bound = first
             elif line[0] != 58:  # not a ":" comment
                 if not event_line:
                     event_line = lineno
                     self._event_offset = offset
                 event_bytes += len(line)
-                if event_bytes > limit:
-                    raise self._too_big(f"an SSE event grew past {limit} bytes")
+                if event_bytes > bound:
+                    if event_bytes > limit:
+                        raise self._too_big(f"an SSE event grew past {limit} bytes")
+                    self._join_lines(event_bytes)
+                    bound = min(limit, self._join_at)
                 if line.startswith(b"data: "):
                     data.append(line[6:])
                 elif line.startswith(b"data:"):
@@ -197,6 +213,15 @@ class _EventAssembler:
         self._offset = offset
         self._event_line = event_line
         self._event_bytes = event_bytes
+
+    def _join_lines(self, event_bytes: int) -> None:
+        """Join the data lines read since the last join into one item (the event has ``event_bytes``)."""
+        data = self._data
+        joined = self._joined
+        if len(data) - joined > 1:
+            data[joined:] = [b"\n".join(data[joined:])]
+        self._joined = len(data)
+        self._join_at = event_bytes + _JOIN_EVERY
 
     def _field(self, line: bytes, lineno: int, offset: int) -> None:
         """Apply a field line other than ``data:`` (the hot loop handles those)."""
@@ -231,6 +256,9 @@ class _EventAssembler:
         event = self._event
         retry = self._retry
         data.clear()
+        if self._join_at != _JOIN_EVERY:
+            self._joined = 0
+            self._join_at = _JOIN_EVERY
         self._event = self._retry = None
         if not raw:  # WHATWG: an empty data buffer dispatches nothing
             return None
@@ -251,6 +279,8 @@ class _EventAssembler:
     def _reset_event(self) -> None:
         """Forget the event being accumulated (its last id stays, as WHATWG keeps it)."""
         self._data.clear()
+        self._joined = 0
+        self._join_at = _JOIN_EVERY
         self._event = self._retry = None
         self._event_line = self._event_bytes = 0
 

@@ -27,6 +27,7 @@ from typing_extensions import assert_never
 
 from ...errors import ProtocolError, StreamWarning
 from ...wire.jsonio import parse_json
+from ...wire.sink import WarningList
 from ...wire.types import events as ev
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
@@ -86,7 +87,7 @@ class ThreadState:
     def __init__(self, *, messages: Iterable[msg.Message] = (), state: JSON = EMPTY_STATE,
                  thread_id: str | None = None, open_interrupts: Iterable[rn.Interrupt] = (),
                  interrupted_run_id: str | None = None, legacy_interrupts: str | None = None) -> None:
-        self.warnings: list[StreamWarning] = []
+        self.warnings: list[StreamWarning] = WarningList()  # (bounded per code, as a response's)
         runs: list[RunRecord] = []
         self.document = StateDocument(state)
         self.log = MessageLog(runs, self.warnings)

@@ -351,6 +351,26 @@ def whole(parts: list[str], warn: list[StreamWarning] | None, entity: str) -> li
     return [_join_text(parts, warn, entity)] if parts else parts
 
 
+def settle(parts: list[str], settled: int, warn: list[StreamWarning] | None, entity: str, *,
+           replaced: bool) -> list[str]:
+    """:func:`whole` for parts whose first ``settled`` are whole already (joined and repaired when the
+    message last ended): only the parts after them are joined and repaired.
+
+    A message re-opened (TX-05) and ended again would otherwise copy and scan all of its text at each
+    end. The parts are kept few: each more than twice as long as the next, a shorter one joined to the
+    one before it, so each character is copied a logarithmic number of times. ``replaced``: the whole
+    parts hold a U+FFFD, which keeps a repair from being told apart, as for :func:`whole` of the text.
+    """
+    if len(parts) <= settled:
+        return parts
+    out = parts[:settled]
+    out.append(_join_text(parts[settled:], None if replaced else warn, entity))
+    while len(out) > 1 and len(out[-2]) <= 2 * len(out[-1]):
+        last = out.pop()
+        out[-1] += last
+    return out
+
+
 def _join_text(parts: list[str], warn: list[StreamWarning] | None, entity: str) -> str:
     text = "".join(parts)
     if not has_surrogate(text):

@@ -13,7 +13,7 @@ share the log's list of runs.
 
 from __future__ import annotations
 
-import itertools
+import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -23,6 +23,9 @@ from .entries import Call, Entry, Held, new_entry, role_of, type_held, whole, wi
 from .records import RunRecord, note_added, note_removed
 
 __all__ = ["MessageLog"]
+
+#: How many entries from the end a search reads before it asks the map of places (``MessageLog.find``).
+_NEAR = 32
 
 
 class MessageLog:
@@ -65,6 +68,20 @@ class MessageLog:
         self.marked_len = -1
         self.hot: Entry | None = None
         self._covered: set[Entry] = set()
+        # Where entries stood (``_place``), made only when a search from the end would go far: an agent
+        # replacing, answering or touching message after message of a long thread must not make each
+        # event walk it. Each entry is where it was put or later (a tool message put in the middle
+        # moves those after it: ``_shifted`` counts such puts since the map was made, and the map is
+        # made again past a bound); appended entries are added from ``_known`` on when first looked for.
+        self._where: dict[Entry, int] | None = None
+        self._known = 0
+        self._shifted = 0
+        self._last = 0
+        # ``free_id``: for an id asked for, the number to try first (those before it were taken).
+        self._suffixes: dict[str, int] = {}
+        # ``rename``: the run whose ``new_message_ids`` are indexed, where each id stands in it, and
+        # how much of the list the index has read.
+        self._places: tuple[RunRecord, dict[str, list[int]], int] | None = None
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -129,6 +146,7 @@ class MessageLog:
         if not self.lazy:
             return
         self.lazy = False
+        self._where = None  # (the JSON it held becomes entries the map does not know)
         entries = self.entries
         by_id = self.by_id
         made: dict[int, Entry] = {}
@@ -221,15 +239,9 @@ class MessageLog:
         if entry in covered:
             return
         covered.add(entry)
-        entries = self.entries
-        low = self.low
-        for i in range(len(entries) - 1, low - 1, -1):
-            if entries[i] is entry:
-                return
-        for i in range(low - 1, -1, -1):
-            if entries[i] is entry:
-                self.low = i
-                return
+        position = self.find(entry)
+        if 0 <= position < self.low:
+            self.low = position
 
     def moved(self, position: int) -> None:
         """The list changed at ``position`` (an entry put in or taken out there, not appended)."""
@@ -272,6 +284,7 @@ class MessageLog:
         self._tool_hint = None
         if self.by_id.get(entry.id) is entry:
             del self.by_id[entry.id]
+            self._freed(entry.id)
             run = self._runs[-1] if self._runs else None
             if run is not None and not run.terminated:
                 note_removed(run, entry.id)
@@ -289,6 +302,9 @@ class MessageLog:
         lost = [call.id for call in old.calls if holder_of(calls.get(call.id)) is old] if old.calls else ()
         self.unindex(old)  # (which forgets the tool hint: the entry may change role)
         self.entries[position] = new
+        where = self._where
+        if where is not None and where.pop(old, None) is not None:
+            where[new] = position
         self.moved(position)
         self.index(new)
         # The index keeps the first holder in list order, and a replacement is not an append: an id
@@ -309,7 +325,9 @@ class MessageLog:
     def _first_holder(self, call_id: str, start: int) -> None:
         """Index ``call_id`` at the first message from ``start`` on that holds it (or not at all)."""
         calls = self.calls
-        for held in itertools.islice(self.entries, start, None):
+        entries = self.entries
+        for i in range(start, len(entries)):  # (not islice, which would step through the first ``start``)
+            held = entries[i]
             if isinstance(held, dict):
                 if any(wire_call["id"] == call_id for wire_call in held.get("toolCalls") or ()):
                     calls[call_id] = held
@@ -322,12 +340,52 @@ class MessageLog:
         calls.pop(call_id, None)
 
     def position(self, entry: Entry) -> int:
-        """Where ``entry`` stands (searched from the end, where a stream's entries nearly always are)."""
+        """Where ``entry`` stands."""
+        position = self.find(entry)
+        if position < 0:
+            raise LookupError(entry.id)
+        return position
+
+    def find(self, entry: Entry) -> int:
+        """Where ``entry`` stands, or -1 when the list does not hold it.
+
+        Searched from the end first, where a stream's entries nearly always are; further back, through
+        the map of where entries stood (``_where``), so that finding any entry costs a bounded number of
+        steps, not a walk of the thread.
+        """
         entries = self.entries
-        for i in range(len(entries) - 1, -1, -1):
+        end = len(entries)
+        for i in range(end - 1, max(end - _NEAR, 0) - 1, -1):
             if entries[i] is entry:
                 return i
-        raise LookupError(entry.id)
+        last = self._last  # (then just after the last one found far back: answers to a snapshot's calls, in order)
+        for i in range(last, min(last + _NEAR, end)):
+            if entries[i] is entry:
+                self._last = i
+                return i
+        where = self._where
+        if where is None or self._shifted > max(_NEAR, math.isqrt(end)):
+            # (made again once tool messages put in the middle make a stale place a long search:
+            # at most the square root of the list, so answering n calls costs n·√n steps, not n²)
+            where = self._where = {}
+            self._known = self._shifted = 0
+        known = self._known
+        if known < end and entry not in where:
+            for i in range(known, end):  # (what was appended since, or all of it for a new map)
+                held = entries[i]
+                if type(held) is not dict:
+                    where[held] = i  # type: ignore[index]
+            self._known = end
+        stood = where.get(entry)
+        if stood is not None:
+            for i in range(stood, min(stood + self._shifted + 1, end)):
+                if entries[i] is entry:
+                    self._last = i
+                    return i
+        for i in range(end - 1, -1, -1):  # (never expected: every entry is in the map, at or before its place)
+            if entries[i] is entry:
+                return i
+        return -1
 
     def open_message(self, message_id: str, role: str, *, name: str | None = None,
                      subagent_run_id: str | None = None) -> Entry:
@@ -371,33 +429,75 @@ class MessageLog:
         else:
             entries.insert(position, entry)
             self.moved(position)
+            where = self._where
+            if where is not None and position < self._known:
+                where[entry] = position
+                self._known += 1
+                self._shifted += 1
             if self.index(entry):
                 self._runs[-1].new_message_ids.append(entry.id)
         self._tool_hint = (owner, position, entry)
 
     def free_id(self, wanted: str) -> str:
-        """``wanted``, or ``wanted.2``, ``wanted.3`` … whichever no message holds."""
-        found, n = wanted, 1
-        while found in self.by_id:
+        """``wanted``, or ``wanted.2``, ``wanted.3`` … whichever no message holds (the first)."""
+        by_id = self.by_id
+        if wanted not in by_id:
+            return wanted
+        # Counted on from where the last search for ``wanted`` stopped (every number before it was
+        # taken then; ``_freed`` lowers it when one is let go): an agent naming result after result
+        # after one message made each search count through all the earlier ones.
+        n = self._suffixes.get(wanted, 2)
+        found = f"{wanted}.{n}"
+        while found in by_id:
             n += 1
             found = f"{wanted}.{n}"
+        self._suffixes[wanted] = n
         return found
+
+    def _freed(self, message_id: str) -> None:
+        """``message_id`` no longer names a message: ``free_id`` may hand it out again."""
+        suffixes = self._suffixes
+        if suffixes:
+            wanted, _, number = message_id.rpartition(".")
+            if wanted in suffixes and number.isascii() and number.isdigit() and len(number) < 19 \
+                    and int(number) < suffixes[wanted]:
+                suffixes[wanted] = int(number)
 
     def rename(self, entry: Entry, new_id: str) -> None:
         """Give a message another id (everywhere the log and the running run name it)."""
         old_id = entry.id
         del self.by_id[old_id]
+        self._freed(old_id)
         entry.id = new_id
         self.touch(entry)
         self.by_id[new_id] = entry
         run = self._runs[-1] if self._runs else None
         if run is not None:
-            run.new_message_ids[:] = [new_id if i == old_id else i for i in run.new_message_ids]
-            if old_id in run.streamed:
-                run.streamed = {new_id if i == old_id else i: None for i in run.streamed}
+            self._rename_new(run, old_id, new_id)  # (``run.streamed`` holds the entry: renamed with it)
             if not run.terminated:
                 note_removed(run, old_id)
                 note_added(run, new_id)
+
+    def _rename_new(self, run: RunRecord, old_id: str, new_id: str) -> None:
+        """Write ``new_id`` wherever the run's ``new_message_ids`` says ``old_id``.
+
+        Through an index of where each id stands in that list (made at the first rename, extended with
+        what was appended since: the list only grows at its end), so a run renaming message after
+        message does not read the whole list each time.
+        """
+        ids = run.new_message_ids
+        places = self._places
+        if places is None or places[0] is not run:
+            places = self._places = (run, {}, 0)
+        _, at, known = places
+        for i in range(known, len(ids)):
+            at.setdefault(ids[i], []).append(i)
+        self._places = (run, at, len(ids))
+        moved = at.pop(old_id, None)
+        if moved:
+            for i in moved:
+                ids[i] = new_id
+            at.setdefault(new_id, []).extend(moved)
 
     def take(self, entries: list[Held], by_id: dict[str, Held], calls: dict[str, tuple[Entry, Call] | Held],
              lazy: bool) -> None:
@@ -415,6 +515,8 @@ class MessageLog:
         self.calls = calls
         self.lazy = lazy
         self._tool_hint = None
+        self._where = None
+        self._suffixes.clear()  # (ids may have been let go: counted again from the start)
         self.changed()
 
     def mark_incomplete(self, message_ids: Iterable[str] = (), tool_call_ids: Iterable[str] = ()) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 from attrs import frozen
@@ -96,8 +96,10 @@ class RunRecord:
     removed_before: set[str] = attrs.Factory(set)
     new_message_ids: list[str] = attrs.Factory(list)
     # The messages the run streamed into (TEXT_MESSAGE_START on them, or a TOOL_CALL_START under them),
-    # in order: the only ones whose calls a snapshot may add as started (TC-17, issue 17 item 13).
-    streamed: dict[str, None] = attrs.Factory(dict)
+    # in order: the only ones whose calls a snapshot may add as started (TC-17, issue 17 item 13). Held
+    # as their entries (``Entry``), whose ids are read when a snapshot comes: a message renamed
+    # (``MessageLog.rename``) keeps its place without the dict being built again.
+    streamed: dict[Any, None] = attrs.Factory(dict)
     terminated: bool = False
     parent_run_id: str | None = None
     protocol_version: str | None = None

@@ -227,7 +227,7 @@ def _restated_streamed(run: RunRecord | None, incoming: Mapping[str, Any]) -> li
     """The messages this run streamed into before a snapshot that the snapshot restates (none after its end)."""
     if run is None or run.terminated or not run.streamed:
         return []
-    return [message_id for message_id in run.streamed if message_id in incoming]
+    return list(dict.fromkeys(entry.id for entry in run.streamed if entry.id in incoming))
 
 
 def _authoritative_activity_types(metadata: Mapping[str, Any] | None) -> Any:

@@ -14,7 +14,7 @@ from ...errors import StreamWarning
 from ...wire.jsonio import is_json
 from ...wire.types import messages as msg
 from ...wire.types.base import Metadata
-from .entries import Call, Entry, OwnMetadata, merge_metadata, text_from, whole
+from .entries import Call, Entry, OwnMetadata, merge_metadata, settle, text_from, whole
 from .log import MessageLog
 from .records import RunRecord
 
@@ -25,6 +25,12 @@ NO_WARNINGS: tuple[StreamWarning, ...] = ()
 
 def _warning(code: str, message: str, *, pointer: str | None = None) -> StreamWarning:
     return StreamWarning(code=code, message=message, pointer=pointer)
+
+
+#: Texts at least this long are remembered at their message's end (``Streams._settled``), at most
+#: ``_SETTLED_MAX`` of them: shorter ones cost little to join again.
+_SETTLED_MIN = 64 * 1024
+_SETTLED_MAX = 64
 
 
 class Streams:
@@ -41,6 +47,12 @@ class Streams:
         self._runs = runs
         self.reopened_empty: set[str] = set()  # messages without content re-opened (TX-05), not yet closed
         self.replayed_args: dict[str, list[str]] = {}  # a replayed call's arguments before its START (TC-22)
+        # Long texts as their message's end left them (the list, and how many of its parts are whole):
+        # if the message is re-opened, its next end joins only what came after (``settle``). Kept only
+        # while the list is the message's own, unchanged but for appended parts (a read that joins the
+        # text makes a new list, and the record no longer applies).
+        # (and whether those parts hold a U+FFFD: see ``settle``)
+        self._settled: dict[Entry, tuple[list[str], int, bool]] = {}
 
     # -- text and reasoning messages ---------------------------------------------------------------
 
@@ -64,7 +76,7 @@ class Streams:
                     self.reopened_empty.add(entry.id)
         runs = self._runs
         if runs:
-            runs[-1].streamed[entry.id] = None
+            runs[-1].streamed[entry] = None
         if metadata is not None:
             entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
         log.touch(entry)  # (a re-opened message may be older than the last save)
@@ -118,10 +130,25 @@ class Streams:
             if not entry.text:
                 entry.text = None  # (re-opened and closed with nothing in between: still no content)
                 log.touch(entry)
-        if entry.text is not None:
+        text = entry.text
+        if text is not None:
             # Joined once, when the message is whole: thousands of small deltas would otherwise be
             # held as separate strings until someone reads the messages.
-            entry.text = whole(entry.text, log.warnings, entry.id)
+            settled = self._settled.pop(entry, None) if self._settled else None
+            if settled is not None and settled[0] is text and len(text) >= settled[1]:
+                count, replaced = settled[1], settled[2]
+                if len(text) > count:  # (the new text ends up in the last part, joined or not)
+                    text = entry.text = settle(text, count, log.warnings, entry.id, replaced=replaced)
+                    replaced = replaced or "\ufffd" in text[-1]
+            else:
+                text = entry.text = whole(text, log.warnings, entry.id)
+                replaced = None
+            if text and len(text[0]) >= _SETTLED_MIN:
+                if len(self._settled) >= _SETTLED_MAX:
+                    self._settled.clear()
+                if replaced is None:
+                    replaced = any("\ufffd" in part for part in text)
+                self._settled[entry] = (text, len(text), replaced)
         if metadata is not None:
             entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
             log.touch(entry)
@@ -158,7 +185,7 @@ class Streams:
             entry = self._parent_for(tool_call_id, parent_message_id, owner, warnings)
             call = log.attach_call(entry, Call(tool_call_id, name, complete=False))
         if run is not None:
-            run.streamed[entry.id] = None
+            run.streamed[entry] = None
         if metadata is not None:
             call.metadata = merge_metadata(call.metadata, metadata)
         call.frozen = None
