@@ -345,6 +345,26 @@ def test_verify_places_a_finding_at_the_end_of_the_file(tmp_path: Path) -> None:
         ("LC-04/AGUI003", None, len(capture.read_bytes()))]
 
 
+def test_verify_lists_the_repairs_replay_reports(tmp_path: Path) -> None:
+    # A lone UTF-16 half in a text delta is repaired when the text is joined (no event index): replay()
+    # reports it, and so does verify, at the end of the file.
+    capture = tmp_path / "half.sse"
+    capture.write_text(_sse({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+                            {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+                            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "a\ud83d"},
+                            {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+                            {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}))
+    from agui_client import replay
+
+    assert [w.code for w in replay(capture).warnings] == ["UTF16-SURROGATE"]
+    shown = agui("verify", "--plain", str(capture))
+    report = json.loads(agui("verify", "--json", str(capture)).stdout)
+
+    assert shown.returncode == 0 and "0 error(s), 1 warning(s) - no errors" in shown.stdout
+    assert [(f["rule"], f["index"], f["line"]) for f in report["findings"]] == [("UTF16-SURROGATE", None, None)]
+    assert "warning: at the end" in shown.stdout and "[UTF16-SURROGATE]" in shown.stdout
+
+
 def test_verify_of_a_recording_folder_judges_each_run_in_the_thread_it_continued(
         served: Callable[[Any], Any], tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent.demo())

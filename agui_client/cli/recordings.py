@@ -333,7 +333,7 @@ class _Located:
         return found if found is not None else (None, self.size)
 
 
-def _fold_located(path: str, session: _Session | None = None) -> tuple[_Session, _Located]:
+def _fold_located(path: str, session: _Session | None = None) -> tuple[_Session, _Located, RunResult]:
     """``_fold(path, collect=True)``, keeping where each event starts in the file; ``session``: one
     that continues a recorded thread (a folder's run, whose response may hold no event at all: the
     session's end says so as a finding)."""
@@ -354,8 +354,7 @@ def _fold_located(path: str, session: _Session | None = None) -> tuple[_Session,
             raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
     if alone and session.index == 0 and not any(isinstance(error, LimitExceeded) for error in session.errors):
         raise Unreadable("no AG-UI events found (expected an SSE capture or JSON lines)")
-    session.end()
-    return session, located
+    return session, located, session.end()
 
 
 def _sse_located(blocks: Iterator[bytes], session: _Session, located: _Located, limit: int) -> None:
@@ -420,16 +419,21 @@ def _after_refused_terminal(errors: Sequence[ProtocolError]) -> list[ProtocolErr
     return [e for e in errors if not (isinstance(e, StreamEnded) and e.run_id in refused)]
 
 
-def _located_findings(session: _Session, located: _Located) -> tuple[list[dict[str, Any]], int, int]:
+def _located_findings(session: _Session, located: _Located, result: RunResult) -> tuple[list[dict[str, Any]], int, int]:
     """The findings of a folded recording, each with its line and offset, in event order; the number
     of errors, and of warnings (a flood of one fault keeps a bounded number: the count says how many
-    there were)."""
+    there were).
+
+    The warnings are the result's, as ``replay()`` reports them: the session's, and the thread's
+    repairs (``UTF16-SURROGATE``: text joined when it is read, so no event index: "at the end").
+    """
     errors_found = _after_refused_terminal(session.errors)
-    findings = [_finding(e, "error") for e in errors_found] + [_finding(w, "warning") for w in session.warnings]
+    findings = [_finding(e, "error") for e in errors_found] + [_finding(w, "warning") for w in result.warnings]
     for finding in findings:
         finding["line"], finding["offset"] = located.of(finding["index"])
     findings.sort(key=lambda f: (f["index"] is None, f["index"] if f["index"] is not None else 0))
-    return findings, len(errors_found), len(session.warnings) + session.warnings.dropped + located.dropped
+    dropped = session.warnings.dropped + session.state.warnings.dropped + located.dropped
+    return findings, len(errors_found), len(result.warnings) + dropped
 
 
 def verify_command(out: Output, path: str, *, as_json: bool) -> int:
@@ -438,8 +442,8 @@ def verify_command(out: Output, path: str, *, as_json: bool) -> int:
     if path != "-" and os.path.isdir(path):
         findings, summary = _verify_folder(path)
     else:
-        session, located = _fold_located(path)
-        findings, errors, warnings = _located_findings(session, located)
+        session, located, result = _fold_located(path)
+        findings, errors, warnings = _located_findings(session, located, result)
         summary = {"events": session.index, "errors": errors, "warnings": warnings}
     errors = summary["errors"]
     if as_json:
@@ -463,8 +467,8 @@ def _verify_folder(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     findings: list[dict[str, Any]] = []
     events = errors = warnings = runs = 0
     for name, sse, state, run_input in folder.runs():
-        session, located = _fold_located(sse, _Session(state, run_input=run_input, collect_errors=True))
-        found, run_errors, run_warnings = _located_findings(session, located)
+        session, located, result = _fold_located(sse, _Session(state, run_input=run_input, collect_errors=True))
+        found, run_errors, run_warnings = _located_findings(session, located, result)
         findings.extend({"file": f"{name}.sse", **finding} for finding in found)
         events += session.index
         errors += run_errors

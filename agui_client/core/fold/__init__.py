@@ -87,7 +87,7 @@ class ThreadState:
     def __init__(self, *, messages: Iterable[msg.Message] = (), state: JSON = EMPTY_STATE,
                  thread_id: str | None = None, open_interrupts: Iterable[rn.Interrupt] = (),
                  interrupted_run_id: str | None = None, legacy_interrupts: str | None = None) -> None:
-        self.warnings: list[StreamWarning] = WarningList()  # (bounded per code, as a response's)
+        self.warnings = WarningList()  # (bounded per code, as a response's)
         runs: list[RunRecord] = []
         self.document = StateDocument(state)
         self.log = MessageLog(runs, self.warnings)
