@@ -378,3 +378,21 @@ def test_a_long_message_re_opened_again_and_again_joins_only_what_each_re_openin
     assert text == expected
     # (a repair is said as before: once, while the message holds a replacement character already)
     assert [w.code for w in result.warnings].count("UTF16-SURROGATE") == 1
+
+
+def test_a_large_payload_is_judged_dense_from_a_sample_wherever_its_members_are_packed() -> None:
+    # The sample (256 random windows) decides for a large text; the whole is counted only when the
+    # sample is dense enough. A fifth of the text packed as tightly as JSON allows, anywhere in it, is
+    # enough to need slicing, and is found (a miss is about once in 10^8); long strings are not dense.
+    from agui_client.wire import jsonio
+
+    size = 4 * jsonio._SAMPLED_FROM
+    sparse = b'{"a":"' + b"x" * size + b'"}'
+    assert not jsonio._dense(sparse) and not jsonio._dense(sparse.decode())
+    packed = b"1," * (size // 8)  # (a quarter of the text, in one run)
+    for at in (0, size // 3, size - len(packed)):
+        text = b'{"a":"' + b"x" * at + b'","b":[' + packed + b'1],"c":"' + b"x" * (size - at - len(packed)) + b'"}'
+        assert jsonio._dense(text), at
+    spread = b"[" + b",".join([b"123456789"] * (size // 10)) + b"]"  # (a comma every 10 bytes, everywhere)
+    assert jsonio._dense(spread)
+    assert not jsonio._dense(b"[" + b",".join([b"1234567890123"] * (size // 14)) + b"]")

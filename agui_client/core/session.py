@@ -585,9 +585,10 @@ class RunSession:
         # A message the run added that a later MESSAGES_SNAPSHOT dropped (ag-ui-langgraph's closing
         # snapshot holds the answer it streamed under another id) is not in the thread: not one of the
         # run's new messages, as for the reference (``new_messages`` already skipped it). Once per
-        # result, a lookup per new id.
-        has = state.has_message
-        new_message_ids = tuple(i for i in dict.fromkeys(new_ids) if has(i))
+        # result: one subset test of the ids (in C), and a lookup per id only when one is gone.
+        unique = dict.fromkeys(new_ids)
+        held = state.log.by_id
+        new_message_ids = tuple(unique) if unique.keys() <= held.keys() else tuple(i for i in unique if i in held)
         warnings = tuple(self.warnings) + tuple(state.warnings)
         if runs and any(w.run_id is None for w in warnings):
             # (a framing fault read before RUN_STARTED was folded: the response's run)
