@@ -378,3 +378,35 @@ def test_a_long_message_re_opened_again_and_again_joins_only_what_each_re_openin
     assert text == expected
     # (a repair is said as before: once, while the message holds a replacement character already)
     assert [w.code for w in result.warnings].count("UTF16-SURROGATE") == 1
+
+
+def test_a_thread_does_not_keep_the_text_of_streamed_messages_a_snapshot_dropped() -> None:
+    # (review of the twelfth round) A run's record held the entries it streamed into (they were ids
+    # before), and the thread keeps every run's record: each message a closing MESSAGES_SNAPSHOT
+    # restated under another id (ag-ui-langgraph's habit) stayed in memory, text and all, for as long
+    # as the thread object lived. After the run, its streamed messages are needed by nothing.
+    import tracemalloc
+
+    text = "x" * (1 << 20)
+
+    def turn(n: int) -> bytes:
+        events = [{"type": "RUN_STARTED", "threadId": "t", "runId": f"r{n}"},
+                  {"type": "TEXT_MESSAGE_START", "messageId": f"s{n}", "role": "assistant"},
+                  {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"s{n}", "delta": text},
+                  {"type": "TEXT_MESSAGE_END", "messageId": f"s{n}"},
+                  {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": f"ai{n}", "role": "assistant", "content": "ok"}]},
+                  {"type": "RUN_FINISHED", "threadId": "t", "runId": f"r{n}"}]
+        return "".join(json.dumps(event) + "\n" for event in events).encode()
+
+    thread = ThreadState()
+    tracemalloc.start()
+    try:
+        for n in range(12):
+            replay(turn(n), state=thread, format="jsonl")
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert [m.id for m in thread.messages] == ["ai11"]
+    # (12 MiB were streamed, and dropped; one run's text may still be in flight, not twelve)
+    assert held < 4 * len(text)
