@@ -108,8 +108,11 @@ class Inflater:
 
     def flush(self) -> bytes:
         """What the decoder still holds at the end of the body (at most its window)."""
-        if self._head:  # (a body of one byte)
+        if self._head:
+            # A body of one byte: no second byte will tell the kind, so it is fed as it is (marked
+            # started, or ``feed`` would hold it back again, and this would go round for ever).
             head, self._head = self._head, b""
+            self._started = True
             return b"".join(self.feed(head)) + self.flush()
         try:
             return self._inflate.flush()

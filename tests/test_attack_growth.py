@@ -396,3 +396,35 @@ def test_a_large_payload_is_judged_dense_from_a_sample_wherever_its_members_are_
     spread = b"[" + b",".join([b"123456789"] * (size // 10)) + b"]"  # (a comma every 10 bytes, everywhere)
     assert jsonio._dense(spread)
     assert not jsonio._dense(b"[" + b",".join([b"1234567890123"] * (size // 14)) + b"]")
+
+
+def test_a_thread_does_not_keep_the_text_of_streamed_messages_a_snapshot_dropped() -> None:
+    # (review of the twelfth round) A run's record held the entries it streamed into (they were ids
+    # before), and the thread keeps every run's record: each message a closing MESSAGES_SNAPSHOT
+    # restated under another id (ag-ui-langgraph's habit) stayed in memory, text and all, for as long
+    # as the thread object lived. After the run, its streamed messages are needed by nothing.
+    import tracemalloc
+
+    text = "x" * (1 << 20)
+
+    def turn(n: int) -> bytes:
+        events = [{"type": "RUN_STARTED", "threadId": "t", "runId": f"r{n}"},
+                  {"type": "TEXT_MESSAGE_START", "messageId": f"s{n}", "role": "assistant"},
+                  {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"s{n}", "delta": text},
+                  {"type": "TEXT_MESSAGE_END", "messageId": f"s{n}"},
+                  {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": f"ai{n}", "role": "assistant", "content": "ok"}]},
+                  {"type": "RUN_FINISHED", "threadId": "t", "runId": f"r{n}"}]
+        return "".join(json.dumps(event) + "\n" for event in events).encode()
+
+    thread = ThreadState()
+    tracemalloc.start()
+    try:
+        for n in range(12):
+            replay(turn(n), state=thread, format="jsonl")
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert [m.id for m in thread.messages] == ["ai11"]
+    # (12 MiB were streamed, and dropped; one run's text may still be in flight, not twelve)
+    assert held < 4 * len(text)

@@ -326,6 +326,27 @@ def test_deflate_whose_first_read_is_one_byte_is_read(drive: Any, served: Any, w
         assert client.thread("t").run("hi", run_id="r").outcome == "success"
 
 
+@pytest.mark.parametrize("body", [b"\x78", b"\x03"], ids=["zlib-first-byte", "raw-first-byte"])
+def test_a_deflate_body_of_one_byte_ends_as_stream_ended(drive: Any, served: Any, body: bytes) -> None:
+    # (review of the twelfth round) The first byte of a deflate body is held until the second tells
+    # zlib from raw deflate; a body of one byte left it held at the end, and the flush that fed it went
+    # round for ever: a RecursionError, no error of ours, out of the run.
+    endpoint = served(_answer(200, [*SSE, (b"content-encoding", b"deflate")], body))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.StreamEnded):
+            client.thread("t").run("hi", run_id="r")
+
+
+def test_a_recorded_deflate_body_of_one_byte_is_kept(served: Any, tmp_path: Path) -> None:
+    # The recording transport inflates through the same decoder, at the body's close.
+    endpoint = served(_answer(200, [*SSE, (b"content-encoding", b"deflate")], b"\x78"))
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http:
+        assert http.post(endpoint.url, json={}).status_code == 200
+
+    assert (tmp_path / "01.sse").read_bytes() == b""
+
+
 # --------------------------------------------------------------------------------------------------
 # New attacks on the transport: the held ones (each a behaviour kept, checked through both shells)
 # --------------------------------------------------------------------------------------------------

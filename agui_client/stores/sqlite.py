@@ -369,7 +369,8 @@ class SqliteStore(_Base):
         # another record, whose changes its own next append will fold)
         if (version, changes, record_id) != (appended.head.version, appended.changes, appended.record_id):
             return False
-        folded = _as_text(_compacted(thread_id, text, parts))
+        encoded = _compacted(thread_id, text, parts)
+        folded = _as_text(encoded)
 
         def write(conn: sqlite3.Connection) -> bool:
             # The version, the change count and the record id say the parts are the ones folded: an
@@ -378,7 +379,8 @@ class SqliteStore(_Base):
             cursor = conn.execute(
                 "UPDATE agui_threads SET changes = 0, change_bytes = 0, data_bytes = ?"
                 " WHERE thread_id = ? AND version = ? AND changes = ? AND record_id IS ?",
-                (len(folded), thread_id, version, changes, record_id),
+                # (UTF-8 bytes, as every write counts them: the encoder gives bytes, or ASCII text)
+                (len(encoded), thread_id, version, changes, record_id),
             )
             if cursor.rowcount != 1:
                 return False

@@ -403,3 +403,19 @@ def test_a_compaction_that_finds_the_thread_made_again_is_skipped(store: SqliteS
     assert folded is False
     assert stored is not None and (stored.version, stored.changes, stored.record_id) == (2, 1, "new")
     assert stored.data == apply_changes(small(5), [after_one(5)])
+
+
+def test_a_compaction_records_the_folded_data_in_utf8_bytes(path: Path) -> None:
+    # data_bytes is what the compaction policy weighs the changes against, in UTF-8 bytes as every
+    # other write records it; a compaction counted the folded text's characters instead, so a thread
+    # outside ASCII looked smaller than it is and was folded sooner (review of the twelfth round).
+    with SqliteStore(path, compaction=EVERY_THIRD) as store:
+        store.save("t", small(1), expected_version=None)
+        for n in range(1, 4):  # (the third append folds; run_change's text holds "café 😀")
+            store.append("t", run_change(n), expected_version=n)
+        stored = store.load("t")
+
+    assert stored is not None and stored.changes == 0
+    [(body,)] = query(path, "SELECT body FROM agui_thread_parts WHERE thread_id = 't' AND seq = 0")
+    assert len(body.encode()) > len(body)  # (the folded data holds non-ASCII text)
+    assert query(path, "SELECT data_bytes FROM agui_threads WHERE thread_id = 't'") == [(len(body.encode()),)]

@@ -348,6 +348,7 @@ class ThreadState:
             case ev.ReasoningEncryptedValueEvent():
                 found = streams.encrypted_value(event.subtype, event.entity_id, event.encrypted_value)
             case ev.RunStartedEvent():
+                streams.new_run()
                 found = self.ledger.run_started(event.run_id, event.thread_id, event.parent_run_id,
                                                 event.protocol_version,
                                                 event.input.messages if event.input is not None else ())

@@ -92,7 +92,20 @@ class RunLedger:
         LC-02: the RUN_ERROR that follows is that run's failure, not a late error of the thread's
         previous run; what the thread holds open (interrupts, pending calls) stays as it was.
         """
+        self._forget_streamed()
         self.runs.append(RunRecord(run_id=run_id or "", thread_id=self.thread_id or ""))
+
+    def _forget_streamed(self) -> None:
+        """Let the last run's record go of the messages it streamed into, as another run starts.
+
+        Only the running run reads them (a snapshot it meets, TC-17), and they are held as the entries
+        themselves: a record the thread keeps would otherwise keep each one, text and all, after a later
+        ``MESSAGES_SNAPSHOT`` dropped it from the thread (a closing snapshot restating the streamed answer
+        under another id, as ag-ui-langgraph sends, did so at every run).
+        """
+        runs = self.runs
+        if runs and runs[-1].streamed:
+            runs[-1].streamed.clear()
 
     # -- the handlers -----------------------------------------------------------------------------
 
@@ -103,6 +116,7 @@ class RunLedger:
         if self.thread_id is None:
             self.thread_id = thread_id
         self.document.new_run()
+        self._forget_streamed()
         run = RunRecord(run_id=run_id, thread_id=thread_id, parent_run_id=parent_run_id,
                         protocol_version=protocol_version)
         self.runs.append(run)

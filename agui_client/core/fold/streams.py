@@ -103,6 +103,17 @@ class Streams:
         log.changes += 1
         return NO_WARNINGS
 
+    def new_run(self) -> None:
+        """A run starts: the long texts the last run's message ends left are let go (``_settled``).
+
+        They are a help for a message re-opened again and again within a run; kept on, they held the
+        text of messages a later ``MESSAGES_SNAPSHOT`` dropped from the thread, for as long as the
+        thread object lived (a closing snapshot restating the streamed answer under another id, as
+        ag-ui-langgraph sends, did so at every run).
+        """
+        if self._settled:
+            self._settled.clear()
+
     def settle_reopened(self) -> None:
         """The run ended (``RUN_ERROR``) or was cut with messages re-opened and still without text: they
         keep no content, as when their END arrives with nothing in between (TX-05; the reference)."""
