@@ -266,8 +266,6 @@ class _ClientBase:
                  run_timeout: float | None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None,
                  max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
-        if max_run_bytes is not None and max_run_bytes < 1:
-            raise ValueError(f"max_run_bytes must be positive or None, got {max_run_bytes}")
         if legacy_interrupts is not None and legacy_interrupts not in LEGACY_BRIDGES:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
@@ -283,8 +281,7 @@ class _ClientBase:
         self.timeout = timeout
         self.idle_timeout = idle_timeout
         self.max_event_bytes = max_event_bytes
-        #: The most bytes of body (decoded) a run's response may bring (``None``: no bound); read when a run starts.
-        self.max_run_bytes = max_run_bytes
+        self.max_run_bytes = max_run_bytes  # (checked by the property's setter)
         self.follow_redirects = follow_redirects
         self.clock = clock
         self._redactors: dict[Hashable, Redactor] = {}
@@ -413,6 +410,24 @@ class _ClientBase:
             return httpx.Timeout(self.timeout, read=self.idle_timeout, write=self.timeout, pool=self.timeout)
         bound = min(self.timeout, deadline.limit)
         return httpx.Timeout(bound, read=min(self.idle_timeout, deadline.limit), write=bound, pool=bound)
+
+    @property
+    def max_run_bytes(self) -> int | None:
+        """The most bytes of body (decoded) a run's response may bring (``None``: no bound); read when a
+        run starts, so setting it changes the next runs.
+
+        Raises:
+            ValueError: (setting) neither a positive ``int`` nor ``None``.
+        """
+        return self._max_run_bytes
+
+    @max_run_bytes.setter
+    def max_run_bytes(self, value: int | None) -> None:
+        # (checked here, not at the first read: a zero would fail every run with RUN-BYTES, a float
+        # with a TypeError from inside the read loop)
+        if value is not None and (type(value) is not int or value < 1):
+            raise ValueError(f"max_run_bytes must be a positive int or None, got {value!r}")
+        self._max_run_bytes = value
 
     def _deadline(self, run_timeout: float | None) -> _Deadline | None:
         limit = run_timeout if run_timeout is not None else self.run_timeout

@@ -186,6 +186,14 @@ def test_max_run_bytes_has_a_generous_default_and_refuses_nonsense() -> None:
     for bad in (0, -1):
         with pytest.raises(ValueError, match="max_run_bytes"):
             ag.AsyncAgentClient("http://127.0.0.1:9/", max_run_bytes=bad)
+    # Set between runs, it is checked as when the client is made (not at the next run's first read).
+    with ag.AgentClient("http://127.0.0.1:9/") as client:
+        for bad in (0, -5, 1.5, "1024", True):
+            with pytest.raises(ValueError, match="max_run_bytes"):
+                client.max_run_bytes = bad  # type: ignore[assignment]
+        client.max_run_bytes = None
+        client.max_run_bytes = 4096
+        assert client.max_run_bytes == 4096
 
 
 def test_open_names_the_run_when_its_response_outgrows_max_run_bytes(drive: Any, served: Any) -> None:

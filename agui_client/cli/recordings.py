@@ -236,7 +236,8 @@ class _Folder:
             meta = _read_meta(Path(f"{stem}.response.json"))
             status, media = meta.get("status"), str(meta.get("contentType") or "").split(";")[0].strip().lower()
             if not (isinstance(status, int) and 200 <= status < 300 and media == "text/event-stream"):
-                self.notes.append(f"{name}: HTTP {status} {media or '(no content type)'}: not a run, skipped")
+                self.notes.append(f"{name}: HTTP {one_line(str(status), 20)} {one_line(media) or '(no content type)'}: "
+                                  "not a run, skipped")
                 continue
             if meta.get("contentEncoding"):
                 raise Unreadable(f"{stem}.sse is {meta['contentEncoding']}-encoded as it came; decode it first")

@@ -459,8 +459,9 @@ class MessageLog:
         suffixes = self._suffixes
         if suffixes:
             wanted, _, number = message_id.rpartition(".")
+            # (``free_id`` counts from 2: ``x.1`` or ``x.0`` let go is no number it hands out)
             if wanted in suffixes and number.isascii() and number.isdigit() and len(number) < 19 \
-                    and int(number) < suffixes[wanted]:
+                    and 2 <= int(number) < suffixes[wanted]:
                 suffixes[wanted] = int(number)
 
     def rename(self, entry: Entry, new_id: str) -> None:
