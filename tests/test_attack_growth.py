@@ -384,18 +384,18 @@ def test_a_large_payload_is_judged_dense_from_a_sample_wherever_its_members_are_
     # The sample (256 random windows) decides for a large text; the whole is counted only when the
     # sample is dense enough. A fifth of the text packed as tightly as JSON allows, anywhere in it, is
     # enough to need slicing, and is found (a miss is about once in 10^8); long strings are not dense.
-    from agui_client.wire import jsonio
+    from agui_client.wire import writeback
 
-    size = 4 * jsonio._SAMPLED_FROM
+    size = 4 * writeback._SAMPLED_FROM
     sparse = b'{"a":"' + b"x" * size + b'"}'
-    assert not jsonio._dense(sparse) and not jsonio._dense(sparse.decode())
+    assert not writeback.dense(sparse) and not writeback.dense(sparse.decode())
     packed = b"1," * (size // 8)  # (a quarter of the text, in one run)
     for at in (0, size // 3, size - len(packed)):
         text = b'{"a":"' + b"x" * at + b'","b":[' + packed + b'1],"c":"' + b"x" * (size - at - len(packed)) + b'"}'
-        assert jsonio._dense(text), at
+        assert writeback.dense(text), at
     spread = b"[" + b",".join([b"123456789"] * (size // 10)) + b"]"  # (a comma every 10 bytes, everywhere)
-    assert jsonio._dense(spread)
-    assert not jsonio._dense(b"[" + b",".join([b"1234567890123"] * (size // 14)) + b"]")
+    assert writeback.dense(spread)
+    assert not writeback.dense(b"[" + b",".join([b"1234567890123"] * (size // 14)) + b"]")
 
 
 def test_a_thread_does_not_keep_the_text_of_streamed_messages_a_snapshot_dropped() -> None:

@@ -156,7 +156,7 @@ def lg_interrupt_legacy(p: _P) -> Stream:
 def lg_interrupt_outcome_pending_call(p: _P) -> Stream:
     """A call left unanswered, closing snapshots restating it, and the structured interrupt outcome naming it."""
     run, m1, c1, iid = p.id("run"), p.id("msg"), p.id("call"), p.id("int")
-    args = {"action": "delete", "path": "/tmp/x"}
+    args = {"action": "delete", "path": "notes/x.txt"}
     snapshot = [{"id": m1, "role": "assistant", "content": "", "toolCalls": [_call_entry(c1, "delete_file", args)]}]
     interrupt: dict[str, Any] = {"id": iid, "reason": "tool_call", "toolCallId": c1, "message": "Approve deletion?"}
     if p.rng.random() < 0.5:
