@@ -19,7 +19,7 @@ from agui_client.core import schema as schema_module
 from agui_client.core.fold import ThreadState
 from agui_client.core.fold import entries as entries_module
 from agui_client.core.interrupts import ResumeBuilder
-from agui_client.errors import DecodeError, InvalidResumePayload, LimitExceeded, UnknownInterrupt
+from agui_client.errors import DecodeError, InvalidResumePayload, LimitExceeded, StreamEnded, UnknownInterrupt
 from agui_client.types.run import Interrupt
 from agui_client.wire import jsonio
 from agui_client.wire.codec import decode_event
@@ -428,3 +428,77 @@ def test_a_thread_does_not_keep_the_text_of_streamed_messages_a_snapshot_dropped
     assert [m.id for m in thread.messages] == ["ai11"]
     # (12 MiB were streamed, and dropped; one run's text may still be in flight, not twelve)
     assert held < 4 * len(text)
+
+
+def _restarted_call(size: int, times: int, delta: str) -> list[dict[str, Any]]:
+    # One call of ``size`` characters of arguments, then started and ended again ``times`` times in
+    # the same run, each time with ``delta`` more (TC-05: the reference appends the new arguments).
+    body: list[dict[str, Any]] = [
+        {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": '{"a": "' + "x" * size + '"}'},
+        {"type": "TOOL_CALL_END", "toolCallId": "c"}]
+    for _ in range(times):
+        body += [{"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+                 {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": delta},
+                 {"type": "TOOL_CALL_END", "toolCallId": "c"}]
+    return body
+
+
+@pytest.fixture
+def judged_args(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    # The length of every text the fold judged as tool-call arguments (TC-06).
+    from agui_client.core.fold import streams as streams_module
+    judged: list[int] = []
+    is_json = streams_module.is_json
+
+    def counted(text: str) -> bool:
+        judged.append(len(text))
+        return is_json(text)
+
+    monkeypatch.setattr(streams_module, "is_json", counted)
+    return judged
+
+
+@pytest.mark.parametrize("end", ["RUN_FINISHED", "RUN_ERROR", "cut"])
+def test_a_call_restarted_again_and_again_in_its_run_is_judged_once_more_when_the_run_ends(
+        judged_args: list[int], end: str) -> None:
+    # Each end of a restarted call (TC-05) joined and judged all its arguments again: 1 MB restarted
+    # 2,000 times took 8.9 s. Its arguments are now judged once at the first end, and once more, on all
+    # of them, when the run ends; the TC-06 warning then names the event that ended the run.
+    size, times = 200_000, 400
+    closing = ([{"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}] if end == "RUN_FINISHED" else
+               [{"type": "RUN_ERROR", "message": "stopped"}] if end == "RUN_ERROR" else [])
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *_restarted_call(size, times, "y"), *closing]
+    if end == "cut":
+        with pytest.raises(StreamEnded) as cut:
+            replay(_sse(*events))
+        result = cut.value.result
+    else:
+        result = replay(_sse(*events))
+    assert judged_args == [size + 9, size + 9 + times]  # (before: 401 judgements of the whole)
+    call = result.state.messages[-1].tool_calls[0]  # type: ignore[union-attr]
+    assert call.function.arguments == '{"a": "' + "x" * size + '"}' + "y" * times
+    tc06 = [w for w in result.warnings if w.code == "TC-06/AGUI204"]
+    assert len(tc06) == 1 and "'c'" in tc06[0].message
+    if end != "cut":
+        assert (tc06[0].index, tc06[0].event_type) == (len(events) - 1, end)
+    assert tc06[0].run_id == "r"
+
+
+def test_a_restarted_call_whose_arguments_end_as_json_is_not_warned(judged_args: list[int]) -> None:
+    # The verdict is on all the arguments: a restart that completes the JSON the first part left open
+    # is no fault, whatever the first end thought of the part.
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+              {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+              {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": '{"a": '},
+              {"type": "TOOL_CALL_END", "toolCallId": "c"},
+              {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+              {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "1}"},
+              {"type": "TOOL_CALL_END", "toolCallId": "c"},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    result = replay(_sse(*events))
+    assert [w.code for w in result.warnings] == ["TC-06/AGUI204", "TC-05/AGUI205"]
+    assert result.warnings[0].index == 3  # (the first end's verdict, on what it had)
+    assert len(judged_args) == 2
+    call = result.state.messages[-1].tool_calls[0]  # type: ignore[union-attr]
+    assert call.function.arguments == '{"a": 1}'

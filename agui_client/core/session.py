@@ -520,7 +520,8 @@ class RunSession:
         """
         verifier = self._verifier
         messages = [*verifier.open_message_ids, *verifier.open_reasoning_message_ids]
-        if messages or verifier.open_tool_call_ids:
+        # (calls restarted after their end, TC-05, are judged at the run's end: a cut is one)
+        if messages or verifier.open_tool_call_ids or self._streams.restarted:
             self.state.mark_incomplete(messages, verifier.open_tool_call_ids)
 
     def _refuse(self, exc: ProtocolError, index: int,

@@ -297,8 +297,11 @@ class ThreadState:
     def mark_incomplete(self, message_ids: Iterable[str] = (), tool_call_ids: Iterable[str] = ()) -> None:
         """Flag messages and tool calls whose stream was cut (they are kept, never silently closed)."""
         self.log.mark_incomplete(message_ids, tool_call_ids)
-        if self.streams.reopened_empty:
-            self.streams.settle_reopened()
+        streams = self.streams
+        if streams.reopened_empty:
+            streams.settle_reopened()
+        if streams.restarted:
+            self.warnings.extend(streams.judge_restarted())
 
     # -- the fold --------------------------------------------------------------------------------
 
@@ -348,16 +351,22 @@ class ThreadState:
             case ev.ReasoningEncryptedValueEvent():
                 found = streams.encrypted_value(event.subtype, event.entity_id, event.encrypted_value)
             case ev.RunStartedEvent():
+                if streams.restarted:  # (the run before was never seen to end)
+                    self.warnings.extend(streams.judge_restarted())
                 streams.new_run()
                 found = self.ledger.run_started(event.run_id, event.thread_id, event.parent_run_id,
                                                 event.protocol_version,
                                                 event.input.messages if event.input is not None else ())
             case ev.RunFinishedEvent():
                 found = self.ledger.run_finished(event.usage, event.outcome, event.result)
+                if streams.restarted:
+                    found = [*streams.judge_restarted(), *found]
             case ev.RunErrorEvent():
                 found = self.ledger.run_error(event.message, event.code, event.usage)
                 if streams.reopened_empty:
                     streams.settle_reopened()
+                if streams.restarted:
+                    found = [*streams.judge_restarted(), *found]
             case ev.StepStartedEvent():
                 found = self.ledger.step_started(event.step_name, event.subagent_run_id)
             case ev.StepFinishedEvent():

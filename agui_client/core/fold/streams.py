@@ -53,6 +53,11 @@ class Streams:
         # text makes a new list, and the record no longer applies).
         # (and whether those parts hold a U+FFFD: see ``settle``)
         self._settled: dict[Entry, tuple[list[str], int, bool]] = {}
+        # Calls the running run ended, started again and ended again (TC-05: the reference appends the
+        # new arguments to the old). Their arguments are joined and judged once, when the run ends, not
+        # at each end: a call of 1 MB restarted 2,000 times was judged 2,000 times over (8.9 s), for a
+        # verdict that only the last end's text decides. By id: a snapshot may drop the call meanwhile.
+        self.restarted: dict[str, None] = {}
 
     # -- text and reasoning messages ---------------------------------------------------------------
 
@@ -182,6 +187,8 @@ class Streams:
         if found is not None:
             # TC-22: a START replayed for a call already held is idempotent; a new name wins, with a warning.
             entry, call = found
+            if call.complete and not earlier:
+                self.restarted[call.id] = None
             if call.name != name:
                 warnings.append(_warning("TC-22", f"tool call {call.id!r} renamed from {call.name!r} to {name!r}"))
                 call.name = name
@@ -260,18 +267,35 @@ class Streams:
             before = self.replayed_args.pop(call.id, None)
             if before is not None and not call.args:
                 call.args = before
-        if call.args:
-            # Joined once, now that the arguments are complete (a repaired UTF-16 half stays JSON).
-            call.args = whole(call.args, log.warnings, call.id)
         if metadata is not None:
             call.metadata = merge_metadata(call.metadata, metadata)
             call.frozen = None
             log.touch(entry)
             log.changed()
+        if self.restarted and call.id in self.restarted:
+            return NO_WARNINGS  # (joined and judged when the run ends: ``judge_restarted``)
+        return self._judge(call)
+
+    def _judge(self, call: Call) -> Sequence[StreamWarning]:
+        if call.args:
+            # Joined once, now that the arguments are complete (a repaired UTF-16 half stays JSON).
+            call.args = whole(call.args, self.log.warnings, call.id)
         if call.args and not is_json(call.args[0]):
             # TC-06: the protocol does not validate arguments; keep them raw, but say so (AGUI204).
             return (_warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not JSON (kept as sent)"),)
         return NO_WARNINGS
+
+    def judge_restarted(self) -> Sequence[StreamWarning]:
+        """The run ended (or was cut, or another began): the calls it restarted after their end (TC-05)
+        are joined and judged now, once each, on all their arguments (TC-06)."""
+        log = self.log
+        warnings: list[StreamWarning] = []
+        for call_id in self.restarted:
+            found = log.call(call_id)
+            if found is not None and found[1].complete:  # (a call still open is flagged as cut instead)
+                warnings.extend(self._judge(found[1]))
+        self.restarted.clear()
+        return warnings
 
     def tool_result(self, message_id: str, tool_call_id: str, content: str | Sequence[msg.ContentPart],
                     owner: str | None, metadata: Metadata | None) -> Sequence[StreamWarning]:
