@@ -878,6 +878,31 @@ def _sync_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.Client:
                         cookies=BoundedCookieJar())
 
 
+def own_transport(url: str) -> httpx.BaseTransport:
+    """The transport :func:`_sync_http` would send ``url``'s runs through, for a caller that wraps it (the
+    CLI's recorder) and still wants what the client's own connections keep: the run's deadline and the
+    head's byte budget (``_pool``). httpx reads the environment's proxies only for a client made without
+    a transport, so the proxy it would use for ``url`` is given here (and then httpx's own pool, as
+    :func:`_sync_http` keeps it)."""
+    proxy = _environment_proxy(url)
+    if proxy is not None:
+        return httpx.HTTPTransport(proxy=proxy, limits=httpx.Limits(max_connections=None,
+                                                                     max_keepalive_connections=SHARD_SIZE))
+    return ShardedSyncTransport()
+
+
+def _environment_proxy(url: str) -> str | None:
+    # As httpx reads them: the scheme's own proxy, else ALL_PROXY; none for a host NO_PROXY names.
+    proxies = urllib.request.getproxies()
+    if not proxies:
+        return None
+    parts = urlsplit(url)
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if proxy is None or (parts.hostname and urllib.request.proxy_bypass(parts.hostname)):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
 async def _flatten(batches: AsyncIterator[list[str | bytes]]) -> AsyncIterator[str | bytes]:
     async for batch in batches:
         for payload in batch:

@@ -797,3 +797,121 @@ def test_a_huge_header_is_quoted_cut_short(drive: Any, raw: Raw, writes: tuple[b
     assert len(str(error)) < 1500 and "more characters)" in str(error), str(error)[:300]
     kept = error.result.warnings if getattr(error, "result", None) is not None else []
     assert all(len(w.message) < 1500 for w in kept)
+
+
+# --------------------------------------------------------------------------------------------------
+# The CLI's recording client keeps the client's own transport
+# --------------------------------------------------------------------------------------------------
+
+
+def _endless_hints(raw: Raw) -> Handler:
+    hint = b"HTTP/1.1 103 Early Hints\r\nlink: </" + b"s" * 4000 + b">\r\n\r\n"
+
+    async def hints(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        sent = 0
+        while sent < ENDLESS_CAP:
+            writer.write(hint * 16)
+            await writer.drain()
+            sent += len(hint) * 16
+        writer.write(_head(b"content-type: text/event-stream", b"content-length: %d" % len(START + FINISH))
+                     + START + FINISH)
+        await writer.drain()
+        raw.notes.append("all sent")
+    return hints
+
+
+@pytest.mark.parametrize("record", [False, True])
+def test_agui_run_bounds_the_answers_head_with_or_without_record(raw: Raw, tmp_path: Path, record: bool) -> None:
+    # `agui run --record` (and `agui chat`, always behind a recorder) sent through httpx's plain
+    # transport: the head's byte budget, the run's deadline while the head is awaited and the bounded
+    # cookie jar of the client's own transport were gone, and endless 103s were read to the end.
+    import subprocess
+    import sys
+
+    url = raw.serve(_endless_hints(raw))
+    extra = ["--record", str(tmp_path / "rec")] if record else []
+    done = subprocess.run([sys.executable, "-m", "agui_client.cli", "run", url, "-m", "hi", "--max-run-bytes", "1M",
+                           *extra], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+                          check=False)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "RUN-BYTES" in done.stdout and "max_run_bytes (1048576 bytes)" in done.stdout
+    assert raw.done.wait(30) and "all sent" not in raw.notes
+
+
+def test_the_cli_clients_cookie_jar_is_bounded_behind_a_recorder(raw: Raw, tmp_path: Path) -> None:
+    import argparse
+    import contextlib
+
+    from agui_client._pool import COOKIES_KEPT
+    from agui_client.cli.options import add_connection_options, open_client
+
+    async def sets(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        cookies = [b"set-cookie: c%d=v; Path=/" % n for n in range(COOKIES_KEPT + 30)]
+        writer.write(_head(b"content-type: text/event-stream", b"content-length: %d" % len(START + FINISH),
+                           b"connection: close", *cookies) + START + FINISH)
+        await writer.drain()
+
+    url = raw.serve(sets)
+    parser = argparse.ArgumentParser()
+    add_connection_options(parser)
+    args = parser.parse_args(["--record", str(tmp_path / "rec")])
+    with contextlib.ExitStack() as stack:
+        client = open_client(stack, url, args)
+        assert client.thread("t").run("hi").outcome == "success"
+        assert len(client.http.cookies.jar) == COOKIES_KEPT
+    assert sorted(p.name for p in (tmp_path / "rec").iterdir())[:2] == ["01.request.json", "01.response.json"]
+
+
+@pytest.mark.parametrize(("given", "meant"), [("1048576", 2**20), ("64K", 64 * 2**10), ("512m", 512 * 2**20),
+                                               ("2GiB", 2 * 2**30), ("none", None), ("None", None)])
+def test_max_run_bytes_sizes(given: str, meant: int | None) -> None:
+    from agui_client.cli.options import byte_count
+
+    assert byte_count(given) == meant
+
+
+@pytest.mark.parametrize("given", ["0", "-5", "1.5M", "12T", "K", "lots", ""])
+def test_max_run_bytes_refuses_what_is_no_size(given: str) -> None:
+    import argparse
+
+    from agui_client.cli.options import byte_count
+
+    with pytest.raises(argparse.ArgumentTypeError, match="positive number of bytes"):
+        byte_count(given)
+
+
+@pytest.mark.parametrize("bypass", [False, True])
+def test_agui_run_record_goes_through_the_environments_proxy(raw: Raw, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             bypass: bool) -> None:
+    # A client given a transport is not given the environment's proxies by httpx: the recording CLI
+    # client went to the agent directly. Its transport is now given the proxy httpx would have used,
+    # and none for a host NO_PROXY names.
+    heads: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head, _body = await _request(reader)
+        heads.append(head.split(b"\r\n")[0])
+        writer.write(_head(b"content-type: text/event-stream", b"content-length: %d" % len(START + FINISH))
+                     + START + FINISH)
+        await writer.drain()
+
+    from agui_client.client import own_transport
+
+    port = raw.serve(proxy).split(":")[2].split("/")[0]
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    if bypass:
+        monkeypatch.setenv("NO_PROXY", "agent.invalid")
+    with httpx.Client(transport=RecordingTransport(tmp_path / "rec", inner=own_transport("http://agent.invalid/a"))
+                      ) as http, ag.AgentClient("http://agent.invalid/a", http_client=http) as client:
+        if bypass:
+            with pytest.raises(ag.TransportError):
+                client.thread("t").run("hi")
+        else:
+            assert client.thread("t").run("hi").outcome == "success"
+
+    assert heads == ([] if bypass else [b"POST http://agent.invalid/a HTTP/1.1"])

@@ -52,7 +52,7 @@ from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt
 from . import forms
 from .converse import UsageProblem
-from .options import add_connection_options, open_client, parse_headers, stored_thread_ids
+from .options import add_connection_options, open_client, parse_headers, recorder_for, stored_thread_ids
 from .render import (
     ConsoleAsker,
     EventRenderer,
@@ -127,13 +127,12 @@ def chat_command(args: argparse.Namespace, out: Output) -> int:
 
             url = stack.enter_context(serve(ScriptedAgent.demo())).url
             out.line(f"demo agent (agui_client.testing.ScriptedAgent.demo) listening on {url}", "dim")
-        from ..testing.recording import RecordingTransport  # (the testing kit: imported when used)
 
         store: ThreadStore | None = None
         if args.thread_file is not None:
             store = stack.enter_context(SqliteStore(args.thread_file))
         # Always through a recorder, stopped unless --record started it: /record starts it later.
-        recorder = RecordingTransport()
+        recorder = recorder_for(url)
         client = open_client(stack, url, args, store=store, recorder=recorder)
         thread = client.thread(_thread_id(args, store))
         chat = Chat(client, thread, out, url=url, recorder=recorder, recording=args.record,

@@ -1,10 +1,13 @@
 """The connection options every talking command shares (``run``, ``demo``, ``chat``; ``probe`` takes
 ``-H`` and ``--timeout`` with the same meaning), and the client they make: ``-H/--header``,
-``--timeout``, ``--idle-timeout``, ``--legacy-interrupts`` and ``--record DIR``; and
-:func:`stored_thread_ids`, the threads a ``--thread-file`` holds.
+``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--legacy-interrupts`` and ``--record DIR``;
+and :func:`stored_thread_ids`, the threads a ``--thread-file`` holds.
 
 ``--timeout`` bounds each run as a whole (the client's ``run_timeout``, and the connect timeout when
-that is shorter); ``--idle-timeout`` bounds the silence between bytes (keep-alive comments count).
+that is shorter); ``--idle-timeout`` bounds the silence between bytes (keep-alive comments count);
+``--max-run-bytes`` bounds what one run's response may bring (the client's ``max_run_bytes``).
+A recording client sends through the client's own transport, inside the recorder: the run's deadline,
+the budget of the answer's head and the bounded cookie jar hold with ``--record`` as without it.
 Header values are sent and never printed: the client redacts them from whatever it reports.
 """
 
@@ -19,14 +22,18 @@ from pathlib import Path
 
 import httpx
 
-from ..client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, AgentClient
+from .._pool import BoundedCookieJar
+from ..client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RUN_BYTES, AgentClient, own_transport
 from ..core.legacy import LEGACY_BRIDGES
 from ..stores import ThreadStore
 from ..testing.recording import RecordingTransport
 from .converse import UsageProblem
 
-__all__ = ["add_connection_options", "add_record_option", "parse_headers", "open_client", "seconds",
-           "stored_thread_ids"]
+__all__ = ["add_connection_options", "add_record_option", "parse_headers", "open_client", "recorder_for",
+           "seconds", "byte_count", "stored_thread_ids"]
+
+#: ``--max-run-bytes`` suffixes (powers of 1,024, as the library's own sizes are given).
+_UNITS = {"": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30}
 
 
 def add_record_option(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +44,8 @@ def add_record_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = True) -> None:
-    """``-H/--header``, ``--timeout``, ``--idle-timeout``, ``--legacy-interrupts`` and ``--record``."""
+    """``-H/--header``, ``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--legacy-interrupts`` and
+    ``--record``."""
     if headers:
         parser.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
                             help="a request header (repeatable); values are sent, never printed")
@@ -45,6 +53,9 @@ def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = T
                         help="the longest one run may take, from its request to its last event (default: no limit)")
     parser.add_argument("--idle-timeout", type=seconds, metavar="SECONDS", default=DEFAULT_IDLE_TIMEOUT,
                         help=f"the longest silence between bytes (default {DEFAULT_IDLE_TIMEOUT:g})")
+    parser.add_argument("--max-run-bytes", type=byte_count, metavar="SIZE", default=DEFAULT_MAX_RUN_BYTES,
+                        help="the most bytes one run's response may bring, as 1048576, 64K, 512M or 2G, or none "
+                             f"(default {DEFAULT_MAX_RUN_BYTES // 2**20}M)")
     parser.add_argument("--legacy-interrupts", choices=LEGACY_BRIDGES, metavar="PRODUCER",
                         help="read a pre-1.0 producer's interrupts as 1.0 ones and answer them where it reads "
                              f"answers ({', '.join(LEGACY_BRIDGES)}; see docs/legacy-interrupts.md)")
@@ -60,6 +71,25 @@ def seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
     return value
+
+
+def byte_count(text: str) -> int | None:
+    """An argparse ``type``: a positive number of bytes, with an optional K, M or G (powers of 1,024), or
+    ``none`` for no bound."""
+    cleaned = text.strip().lower()
+    if cleaned == "none":
+        return None
+    digits = cleaned.rstrip("kmgib")
+    unit = _UNITS.get(cleaned[len(digits):].strip())
+    if unit is None or not digits.strip().isdecimal() or int(digits) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of bytes (as 1048576, 64K, 512M, "
+                                         "2G) or none")
+    return int(digits) * unit
+
+
+def recorder_for(url: str) -> RecordingTransport:
+    """A stopped recorder around the transport the client would send ``url``'s runs through itself."""
+    return RecordingTransport(inner=own_transport(url))
 
 
 def parse_headers(values: Sequence[str]) -> dict[str, str]:
@@ -94,15 +124,17 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
     http: httpx.Client | None = None
     record = getattr(args, "record", None)
     if record is not None or recorder is not None:
-        transport = recorder if recorder is not None else RecordingTransport()
+        transport = recorder if recorder is not None else recorder_for(url)
         if record is not None:
             try:
                 transport.start(record)
             except OSError as exc:
                 raise UsageProblem(f"cannot record into {record}: {exc.strerror or exc}") from exc
-        http = stack.enter_context(httpx.Client(transport=transport))
+        # (the jar as the client's own keeps it: an agent could otherwise grow it without bound)
+        http = stack.enter_context(httpx.Client(transport=transport, cookies=BoundedCookieJar()))
     return stack.enter_context(AgentClient(url, headers=headers, store=store, http_client=http, timeout=connect,
                                            idle_timeout=idle, run_timeout=run_timeout,
+                                           max_run_bytes=getattr(args, "max_run_bytes", DEFAULT_MAX_RUN_BYTES),
                                            legacy_interrupts=getattr(args, "legacy_interrupts", None)))
 
 
