@@ -915,3 +915,19 @@ def test_agui_run_record_goes_through_the_environments_proxy(raw: Raw, tmp_path:
             assert client.thread("t").run("hi").outcome == "success"
 
     assert heads == ([] if bypass else [b"POST http://agent.invalid/a HTTP/1.1"])
+
+
+def test_a_recording_transport_keeps_the_bound_on_the_answers_head(drive: Any, raw: Raw, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # RecordingTransport sent through httpx's plain transport by default: a client recording its runs
+    # (docs/recordings.md) lost the head's byte budget and read endless 103s to the end.
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    url = raw.serve(_endless_hints(raw))
+    http = drive.http_client(transport=_recorder(drive, tmp_path))
+    with drive.client(url, http_client=http, max_run_bytes=2**20) as client:
+        with pytest.raises(ag.LimitExceeded) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert (caught.value.rule, caught.value.run_id) == ("RUN-BYTES", "r") and "head" in str(caught.value)
+    assert raw.done.wait(30) and "all sent" not in raw.notes

@@ -39,6 +39,7 @@ import json
 import os
 import re
 import threading
+import urllib.request
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import IO
@@ -46,6 +47,7 @@ from typing import IO
 import httpx
 
 from .._inflate import CODINGS, Inflater
+from .._pool import ShardedSyncTransport, ShardedTransport
 from ..core.redact import SENSITIVE_EXTENSION, Redactor
 
 __all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME"]
@@ -286,7 +288,11 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
 
     Args:
         directory: the folder to record into (created if missing); ``None`` starts stopped.
-        inner: the transport that really sends (``httpx.HTTPTransport()`` by default); closed with this one.
+        inner: the transport that really sends; closed with this one. By default the pool an
+            ``AgentClient`` makes for itself, so that the run's deadline and the bound on the answer's
+            head hold through the recorder as without it (``httpx.HTTPTransport()`` when the
+            environment names a proxy: httpx reads the environment's proxies only for a client made
+            without a transport, so pass ``inner=httpx.HTTPTransport(proxy=...)`` to record through one).
         sensitive_headers: names of more request headers (and URL query parameters) whose values are
             secrets, as ``AgentClient(sensitive_headers=...)``; a request sent by an ``AgentClient``
             also brings the names that client marked.
@@ -304,7 +310,9 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
 
     def __init__(self, directory: str | os.PathLike[str] | None = None,
                  inner: httpx.BaseTransport | None = None, *, sensitive_headers: Iterable[str] = ()) -> None:
-        self.inner = inner if inner is not None else httpx.HTTPTransport()
+        if inner is None:
+            inner = httpx.HTTPTransport() if urllib.request.getproxies() else ShardedSyncTransport()
+        self.inner = inner
         self._recorder = _Recorder(directory, sensitive_headers)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -337,7 +345,9 @@ class AsyncRecordingTransport(_Controls, httpx.AsyncBaseTransport):
 
     def __init__(self, directory: str | os.PathLike[str] | None = None,
                  inner: httpx.AsyncBaseTransport | None = None, *, sensitive_headers: Iterable[str] = ()) -> None:
-        self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
+        if inner is None:
+            inner = httpx.AsyncHTTPTransport() if urllib.request.getproxies() else ShardedTransport()
+        self.inner = inner
         self._recorder = _Recorder(directory, sensitive_headers)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

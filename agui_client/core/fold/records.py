@@ -94,6 +94,10 @@ class RunRecord:
     # added by the run, ``removed_before`` were there at its start and are gone.
     born: set[str] = attrs.Factory(set)
     removed_before: set[str] = attrs.Factory(set)
+    # The ids the run added, in the order it added them, as it added them: a message a later
+    # ``MESSAGES_SNAPSHOT`` dropped keeps its id here (the list only grows at its end, which
+    # ``MessageLog.rename``'s index relies on). ``RunResult.new_message_ids`` is the view a caller
+    # reads: only the ids the thread still holds.
     new_message_ids: list[str] = attrs.Factory(list)
     # The messages the run streamed into (TEXT_MESSAGE_START on them, or a TOOL_CALL_START under them),
     # in order: the only ones whose calls a snapshot may add as started (TC-17, issue 17 item 13). Held
