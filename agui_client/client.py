@@ -531,7 +531,9 @@ class AgentClient(_ClientBase):
             end; httpx's default cap of 100 would make the 101st wait, then fail) and its pool split in
             shards of 32 runs (httpx's pool visits all its connections on every request and close).
             A client you pass is used as it is: size its ``limits`` for the runs you hold open. The
-            client's own keeps at most 50 cookies (an agent could otherwise grow its jar without end).
+            client's own keeps at most 50 cookies (an agent could otherwise grow its jar without end),
+            and its connections hold the run's deadline and ``max_run_bytes`` while the answer's head
+            is read (endless ``103 Early Hints``); a client you pass holds them only for the body.
         follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
             default: a run is not idempotent; a hop to another origin is never followed, as the
             request carries your headers).
