@@ -737,9 +737,8 @@ def test_a_flood_of_new_cookies_keeps_a_bounded_jar(drive: Any, raw: Raw) -> Non
     assert cookie_headers[-1].count(b"=") == COOKIES_KEPT
 
 
-def test_informational_answers_without_end_are_charged_to_max_run_bytes(drive: Any, raw: Raw) -> None:
-    # httpcore reads past every 103 Early Hints to the head: with no run_timeout (the default) an agent
-    # sending them as fast as it could kept the client reading for ever, none of it counted as body.
+def _endless_hints(raw: Raw) -> Handler:
+    """An agent answering with ``103 Early Hints`` until ``ENDLESS_CAP`` bytes, then a whole run."""
     hint = b"HTTP/1.1 103 Early Hints\r\nlink: </" + b"s" * 4000 + b">\r\n\r\n"
 
     async def hints(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -753,8 +752,13 @@ def test_informational_answers_without_end_are_charged_to_max_run_bytes(drive: A
                      + START + FINISH)
         await writer.drain()
         raw.notes.append("all sent")
+    return hints
 
-    url = raw.serve(hints)
+
+def test_informational_answers_without_end_are_charged_to_max_run_bytes(drive: Any, raw: Raw) -> None:
+    # httpcore reads past every 103 Early Hints to the head: with no run_timeout (the default) an agent
+    # sending them as fast as it could kept the client reading for ever, none of it counted as body.
+    url = raw.serve(_endless_hints(raw))
     with drive.client(url, max_run_bytes=2**20) as client:
         with pytest.raises(ag.LimitExceeded) as caught:
             client.thread("t").run("hi", run_id="r")
@@ -803,22 +807,6 @@ def test_a_huge_header_is_quoted_cut_short(drive: Any, raw: Raw, writes: tuple[b
 # The CLI's recording client keeps the client's own transport
 # --------------------------------------------------------------------------------------------------
 
-
-def _endless_hints(raw: Raw) -> Handler:
-    hint = b"HTTP/1.1 103 Early Hints\r\nlink: </" + b"s" * 4000 + b">\r\n\r\n"
-
-    async def hints(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)
-        sent = 0
-        while sent < ENDLESS_CAP:
-            writer.write(hint * 16)
-            await writer.drain()
-            sent += len(hint) * 16
-        writer.write(_head(b"content-type: text/event-stream", b"content-length: %d" % len(START + FINISH))
-                     + START + FINISH)
-        await writer.drain()
-        raw.notes.append("all sent")
-    return hints
 
 
 @pytest.mark.parametrize("record", [False, True])
