@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import hostile, producers
+from . import families, hostile, producers
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed", "producers")
+GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed", "producers", "families")
 DERIVED = "~m"  # a variant of NAME is NAME~mSEED.N
 
 
@@ -129,10 +129,11 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
     written: list[Stream] = []
     for spec in gen:
         kind, gseed, scale = _gen_spec(spec)
-        if kind == "producers":
-            # producers.py: SCALE variants of every producer shape (not bench/gen.py)
-            for pname, events, inp, framing in producers.streams(gseed, max(1, int(float(scale))),
-                                                                 sse_every=sse_every):
+        if kind in ("producers", "families"):
+            # producers.py / families.py: SCALE variants of every shape or family (not bench/gen.py)
+            made = (producers.streams(gseed, max(1, int(float(scale))), sse_every=sse_every) if kind == "producers"
+                    else families.streams(gseed, max(1, int(float(scale)))))
+            for pname, events, inp, framing in made:
                 target = folder / (f"{pname}.sse" if framing else f"{pname}.jsonl")
                 with open(target, "w", encoding="utf-8", newline="") as out:  # (CRLF framing kept as written)
                     out.write(producers.frame(events, framing) if framing else hostile.dump_lines(events))
@@ -140,7 +141,7 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
                 if inp is not None:
                     inp_path = folder / f"{pname}.input.json"
                     inp_path.write_text(json.dumps(inp, ensure_ascii=False, indent=1), encoding="utf-8")
-                label = f"producers.py --seed {gseed}" + (f", SSE framed {framing}" if framing else "")
+                label = f"{kind}.py --seed {gseed}" + (f", SSE framed {framing}" if framing else "")
                 written.append(Stream(target.name if framing else pname, target, inp_path, label))
             continue
         name = f"gen-{kind}-s{gseed}-x{scale}"
