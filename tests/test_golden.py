@@ -175,6 +175,9 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                                "a double is no JSON value either side can write back; the "
                                                "payload is refused (AGUI502) and the run fails, state as it "
                                                "was; the reference reads Infinity and writes it as null"),
+    "tool-call-args-surrogate-lone": (frozenset({"messages"}), "B093 as text-surrogate-lone: a half of a "
+                                      "surrogate pair still unpaired when the call's arguments end becomes U+FFFD "
+                                      "(the arguments must be sent again as UTF-8); the reference keeps it"),
     "activity-delta-move-target-after-removal": (frozenset({"messages"}), "AC-03 with RFC 6902 4.4, as "
                                                  "state-delta-move-target-after-removal: the activity's "
                                                  "content is patched; the reference refuses the patch"),

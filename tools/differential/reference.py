@@ -245,9 +245,10 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
         # take it away: not a stale entry, then).
         allowed, why = g.DIFFERENCES[derived_from]
         why = f"as {derived_from}: {why}"
-    elif not allowed and producers.documented(stream.name) in g.DIFFERENCES:
-        # A producer shape made to meet a documented difference (producers.DOCUMENTED), and its variants.
-        documented = str(producers.documented(stream.name))
+    elif not allowed and (producers.documented(stream.name) or families.documented(stream.name)) in g.DIFFERENCES:
+        # A producer shape or family made to meet a documented difference (producers.DOCUMENTED,
+        # families.DOCUMENTED), and its variants.
+        documented = str(producers.documented(stream.name) or families.documented(stream.name))
         allowed, why = g.DIFFERENCES[documented]
         why, inherited = f"as {documented} (producer shape): {why}", True
     if stream.path.suffix == ".sse" and not reference.get("ok") and not ours.get("ok"):
