@@ -178,6 +178,16 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "tool-call-args-surrogate-lone": (frozenset({"messages"}), "B093 as text-surrogate-lone: a half of a "
                                       "surrogate pair still unpaired when the call's arguments end becomes U+FFFD "
                                       "(the arguments must be sent again as UTF-8); the reference keeps it"),
+    "activity-delta-root-not-object": (frozenset({"messages"}), "AC-05 with the schema's ActivityMessage.content "
+                                       "(an object): a patch that makes the content an array does not apply "
+                                       "(warning); the reference applies it"),
+    "text-chunk-then-explicit-end": (frozenset({"ok"}), "TX-14 as text-chunk-mixed-explicit: an explicit END for "
+                                     "a message its chunks opened closes it; the reference closes the chunk's "
+                                     "message first and then refuses the END"),
+    "tool-chunk-then-explicit-args": (frozenset({"ok", "messages", "pendingToolCallIds"}), "TX-14 applied to "
+                                      "calls (TC-21): explicit ARGS for a call its chunks opened are that call's; "
+                                      "the reference closes the call first and then refuses the ARGS (its "
+                                      "arguments stay '{')"),
     "activity-delta-move-target-after-removal": (frozenset({"messages"}), "AC-03 with RFC 6902 4.4, as "
                                                  "state-delta-move-target-after-removal: the activity's "
                                                  "content is patched; the reference refuses the patch"),
