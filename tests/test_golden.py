@@ -188,6 +188,18 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                       "calls (TC-21): explicit ARGS for a call its chunks opened are that call's; "
                                       "the reference closes the call first and then refuses the ARGS (its "
                                       "arguments stay '{')"),
+    "timestamp-integral-float": (frozenset({"ok", "messages"}), "UK-09/UK-05: timestamp is an integer and no "
+                                 "value is coerced, so 1780000000000.0 is refused as a number (the run fails); the "
+                                 "reference reads JSON numbers as JavaScript does and accepts it"),
+    "event-duplicated-key": (frozenset({"ok", "messages"}), "TR-09: an event object repeating a key is ambiguous "
+                             "and refused (the run fails, the text folded before kept); the reference takes the "
+                             "last value"),
+    "reasoning-surrogate-lone": (frozenset({"messages"}), "B093 as text-surrogate-lone, for a reasoning message: "
+                                 "the lone half becomes U+FFFD when the message ends; the reference keeps it"),
+    "text-surrogate-split-across-reopen": (frozenset({"messages"}), "B093 with TX-05: the high half left alone at "
+                                           "the message's END is repaired there (the thread may be sent between "
+                                           "END and a re-opening), so the low half the re-opened message brings "
+                                           "is alone too: two U+FFFD; the reference joins them into one character"),
     "activity-delta-move-target-after-removal": (frozenset({"messages"}), "AC-03 with RFC 6902 4.4, as "
                                                  "state-delta-move-target-after-removal: the activity's "
                                                  "content is patched; the reference refuses the patch"),
