@@ -668,7 +668,11 @@ def _fold(events: list[Event], seed: dict[str, Any]) -> dict[str, Any]:
 
 
 def chain(seed: int, n: int) -> list[tuple[str, list[Event], dict[str, Any]]]:
-    """Three to five steps of one thread, each a request: ``(name, events, starting thread)``."""
+    """Three to five steps of one thread, each a request: ``(name, events, starting thread)``.
+
+    A step is a short run drawn here (a reply, a frontend call, an interrupt, a snapshot, reasoning, a failure)
+    or, now and then, a whole family's stream, started from what our client held after the step before.
+    """
     rng = random.Random(f"{seed}:chain:{n}")
     p = _P(rng)
     held: dict[str, Any] = {"messages": [], "state": {}, "pendingInterrupts": [], "pendingCalls": []}
@@ -684,6 +688,13 @@ def chain(seed: int, n: int) -> list[tuple[str, list[Event], dict[str, Any]]]:
             inp["pendingInterrupts"] = held["pendingInterrupts"]
             inp["resume"] = [{"interruptId": i["id"], "status": rng.choice(["resolved", "cancelled"])}
                              for i in held["pendingInterrupts"]]
+        if k and rng.random() < 0.4:
+            # a step that is a whole family's stream (the same thread), from what the steps before left
+            family = rng.choice(sorted(SHAPES))
+            body, _ = SHAPES[family](p)
+            out.append((f"f-chain-s{seed}.{n}-k{k}", body, inp))
+            held = _fold(body, inp)
+            continue
         ev: list[Event] = [p.started(run)]
         if rng.random() < 0.4:
             ev[0]["input"] = {"threadId": p.thread, "runId": run, "messages": messages, "state": held["state"],

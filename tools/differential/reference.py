@@ -140,7 +140,7 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
                 inp_path = None
                 if inp is not None:
                     inp_path = folder / f"{pname}.input.json"
-                    inp_path.write_text(json.dumps(inp, ensure_ascii=False, indent=1), encoding="utf-8")
+                    inp_path.write_text(_input_text(inp), encoding="utf-8")
                 label = f"{kind}.py --seed {gseed}" + (f", SSE framed {framing}" if framing else "")
                 written.append(Stream(target.name if framing else pname, target, inp_path, label))
             continue
@@ -166,12 +166,18 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
             inp_path = None
             if variant.input is not None:
                 inp_path = folder / f"{name}.input.json"
-                inp_path.write_text(json.dumps(variant.input, ensure_ascii=False, indent=1), encoding="utf-8")
+                inp_path.write_text(_input_text(variant.input), encoding="utf-8")
             written.append(Stream(target.name if sse else name, target, inp_path, f"{base.name}: {variant.label}"))
     with open(folder / "MANIFEST.tsv", "a", encoding="utf-8") as manifest:
         for s in written:
             manifest.write(f"{s.path.name}\t{s.label}\n")
     return written
+
+
+def _input_text(inp: dict[str, Any]) -> str:
+    """A starting thread as JSON text (a lone UTF-16 half, which UTF-8 cannot carry, kept as its escape)."""
+    text = json.dumps(inp, ensure_ascii=False, indent=1)
+    return json.dumps(inp, indent=1) if any("\ud800" <= ch <= "\udfff" for ch in text) else text
 
 
 def _gen_spec(spec: str) -> tuple[str, int, str]:
