@@ -49,8 +49,8 @@ def _esc(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _resolves(doc: Any, pointer: str) -> bool:
-    """Whether ``pointer`` names a container in ``doc``."""
+def _resolves(doc: Any, pointer: str, kind: type = object) -> bool:
+    """Whether ``pointer`` names a container (of ``kind``) in ``doc``."""
     node = doc
     for raw in pointer.split("/")[1:] if pointer else []:
         token = raw.replace("~1", "/").replace("~0", "~")
@@ -60,7 +60,7 @@ def _resolves(doc: Any, pointer: str) -> bool:
             node = node[int(token)]
         else:
             return False
-    return isinstance(node, (dict, list))
+    return isinstance(node, (dict, list)) and isinstance(node, kind)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -159,10 +159,10 @@ class _Model:
         if before is not None:
             # Left out, as documented differences: a target below the source by its tokens (RFC 6902 forbids
             # it even where the removal shifted another element there; golden state-delta-move-into-shifted-
-            # sibling) and a target whose parent does not resolve in the document *before* the removal (the
-            # reference checks it there; state-delta-move-target-after-removal).
+            # sibling) and a target whose parent is not a container of its kind in the document *before* the
+            # removal (the reference checks it there; state-delta-move-target-after-removal).
             targets = [(tp, tc) for tp, tc in targets
-                       if not (tp + "/").startswith(path + "/") and _resolves(before, tp)]
+                       if not (tp + "/").startswith(path + "/") and _resolves(before, tp, type(tc))]
             if not targets:
                 self.doc = before
                 return None
