@@ -22,8 +22,14 @@ edges of one given stream. Neither writes, drawn afresh per variant:
 - ``snapshot-rewrites``: a ``MESSAGES_SNAPSHOT`` restating what streamed with results moved, dropped,
   arguments and roles changed, then more streaming into restated ids;
 - ``unicode-edges`` / ``number-edges``: astral characters cut between deltas, lone surrogates, NUL,
-  noncharacters in every string slot; big integers, ``-0``, ``1e400``, tiny and huge doubles in every
-  value slot (written as JSON text, so ``1e400`` reaches both parsers as written).
+  noncharacters in string slots; ``-0``, ``1E-400``, tiny and huge doubles, integral doubles in value
+  slots, big integers and ``1e400`` in a call's arguments (all written as JSON text, so both parsers read
+  them as written).
+
+The documented differences a family would meet at every turn are left out of it (where, says the code:
+big integers and overflowing numbers in value slots, lone halves in arguments, the move targets the
+reference's patch library checks before the removal); ``DOCUMENTED`` names the golden stream a family
+is judged as when its runs' results may differ as documented.
 
 ``streams(seed, count)`` yields ``(name, events, input, None)`` as ``producers.streams`` does; the same
 arguments give the same bytes. Standard library, plus ``agui_client`` for the ``chain`` family (to know
