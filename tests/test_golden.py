@@ -142,6 +142,67 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                     "takes it too; as tool-result-named-after-parentless-call the result keeps 'c1' "
                                     "and the assistant message becomes 'c1.assistant'; the reference makes two "
                                     "messages 'c1'"),
+    # Found by the reference differential's thirteenth round (tools/differential/families.py): the reference's
+    # JSON Patch library (fast-json-patch 3.1.1) departs from RFC 6902/6901 where we follow it (SP-06, SP-11).
+    "interrupt-outcome-reasoning-open": (frozenset({"pendingInterrupts"}), "RS-05 with IR-27, as "
+                                         "interrupt-outcome-message-open: both refuse a RUN_FINISHED while a "
+                                         "reasoning span is open; its interrupt outcome still says the agent "
+                                         "stopped to ask, so we hold i1 open; the reference leaves nothing "
+                                         "pending"),
+    "state-delta-index-past-end": (frozenset({"state"}), "SP-11/RFC 6902 4.1: a move or copy whose target index "
+                                   "is past the array's end (after the move's removal) does not apply "
+                                   "(warning); the reference adds the value at the end"),
+    "state-delta-empty-array-index": (frozenset({"state"}), "SP-11/RFC 6901: \"\" is no array index, so add "
+                                      "/a/ on an array does not apply (warning); the reference reads it as 0 and "
+                                      "inserts at the front"),
+    "state-delta-inherited-member-names": (frozenset({"state"}), "SP-06: replace or remove of a member the "
+                                           "object does not have fails (warning), whatever its name; the "
+                                           "reference finds toString and valueOf on every JavaScript object, "
+                                           "so it adds the first and lets the patch with the second apply"),
+    "state-delta-move-target-after-removal": (frozenset({"state"}), "RFC 6902 4.4: a move is a remove then an "
+                                              "add, so its target is read after the removal; the reference "
+                                              "checks the target's parent in the document before it and "
+                                              "refuses the patch (warning)"),
+    "state-delta-move-into-shifted-sibling": (frozenset({"state"}), "RFC 6902 4.4: a location whose pointer is "
+                                              "a proper prefix of the target's cannot be moved there (/a/1 "
+                                              "into /a/1/moved), even where the removal shifted another "
+                                              "element to /a/1; the reference applies it"),
+    "state-delta-test-has-own-property": (frozenset({"state"}), "SP-06: the test compares equal JSON, so the "
+                                          "patch applies; the reference's comparison calls the value's "
+                                          "hasOwnProperty member, which is a number here, and refuses the "
+                                          "patch"),
+    "state-snapshot-number-overflows-double": (frozenset({"ok", "state"}), "B090/TR-09: a number that overflows "
+                                               "a double is no JSON value either side can write back; the "
+                                               "payload is refused (AGUI502) and the run fails, state as it "
+                                               "was; the reference reads Infinity and writes it as null"),
+    "tool-call-args-surrogate-lone": (frozenset({"messages"}), "B093 as text-surrogate-lone: a half of a "
+                                      "surrogate pair still unpaired when the call's arguments end becomes U+FFFD "
+                                      "(the arguments must be sent again as UTF-8); the reference keeps it"),
+    "activity-delta-root-not-object": (frozenset({"messages"}), "AC-05 with the schema's ActivityMessage.content "
+                                       "(an object): a patch that makes the content an array does not apply "
+                                       "(warning); the reference applies it"),
+    "text-chunk-then-explicit-end": (frozenset({"ok"}), "TX-14 as text-chunk-mixed-explicit: an explicit END for "
+                                     "a message its chunks opened closes it; the reference closes the chunk's "
+                                     "message first and then refuses the END"),
+    "tool-chunk-then-explicit-args": (frozenset({"ok", "messages", "pendingToolCallIds"}), "TX-14 applied to "
+                                      "calls (TC-21): explicit ARGS for a call its chunks opened are that call's; "
+                                      "the reference closes the call first and then refuses the ARGS (its "
+                                      "arguments stay '{')"),
+    "timestamp-integral-float": (frozenset({"ok", "messages"}), "UK-09/UK-05: timestamp is an integer and no "
+                                 "value is coerced, so 1780000000000.0 is refused as a number (the run fails); the "
+                                 "reference reads JSON numbers as JavaScript does and accepts it"),
+    "event-duplicated-key": (frozenset({"ok", "messages"}), "TR-09: an event object repeating a key is ambiguous "
+                             "and refused (the run fails, the text folded before kept); the reference takes the "
+                             "last value"),
+    "reasoning-surrogate-lone": (frozenset({"messages"}), "B093 as text-surrogate-lone, for a reasoning message: "
+                                 "the lone half becomes U+FFFD when the message ends; the reference keeps it"),
+    "text-surrogate-split-across-reopen": (frozenset({"messages"}), "B093 with TX-05: the high half left alone at "
+                                           "the message's END is repaired there (the thread may be sent between "
+                                           "END and a re-opening), so the low half the re-opened message brings "
+                                           "is alone too: two U+FFFD; the reference joins them into one character"),
+    "activity-delta-move-target-after-removal": (frozenset({"messages"}), "AC-03 with RFC 6902 4.4, as "
+                                                 "state-delta-move-target-after-removal: the activity's "
+                                                 "content is patched; the reference refuses the patch"),
 }
 
 

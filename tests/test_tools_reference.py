@@ -19,7 +19,7 @@ import test_golden
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 try:
-    from tools.differential import hostile, producers, reference
+    from tools.differential import families, hostile, producers, reference
     from tools.differential.__main__ import main
 finally:
     sys.path.remove(str(ROOT))
@@ -212,3 +212,68 @@ def test_producer_streams_are_written_with_their_framing_and_starting_thread(tmp
     for stream in written:
         out = reference.run_ours(stream)
         assert out["ok"] or "TC-21" in out["error"], stream.name
+
+
+def test_the_families_are_deterministic_for_a_seed_and_our_client_folds_each_to_its_end() -> None:
+    """Every family (tools/differential/families.py) is a stream our client accepts, the same for a seed."""
+    one = list(families.streams(5, 2))
+    assert one == list(families.streams(5, 2))
+    assert [e for _, e, _, _ in one] != [e for _, e, _, _ in families.streams(6, 2)]
+    made = {name.split("-s5.", 1)[0] for name, *_ in one}
+    assert made == {f"f-{shape}" for shape in families.SHAPES} | {"f-chain"}
+    outcomes = set()
+    for name, events, inp, framing in one:
+        assert framing is None
+        out = test_golden.fold_like_oracle(hostile.dump_lines(events).encode("utf-8", "surrogatepass"), inp or {})
+        if not out["ok"]:  # (a subagent's step finished untagged: refused by both, ST-04)
+            assert name.startswith("f-subagent-tree") and "ST-04" in out["error"], (name, out["error"])
+            continue
+        outcomes.add(out["outcome"])
+    assert {"success", "interrupt"} <= outcomes
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_patch_model_draws_patches_that_apply_as_it_says(seed: int) -> None:
+    """A patch ``_Model`` draws applies to its document and gives the model's; one drawn to fail does not apply."""
+    import copy
+    import random
+
+    from agui_client.core.patch import PatchFailed, apply_patch
+
+    rng = random.Random(seed)
+    model = families._Model(rng, {"rows": [[1, 2], [3]], "a/b": {"~": [0]}, "": [], "log": []})
+    for _ in range(8):
+        before = copy.deepcopy(model.doc)
+        fail = rng.random() < 0.3
+        patch = model.patch(rng.randint(1, 12), fail=fail)
+        if fail:
+            with pytest.raises(PatchFailed):
+                apply_patch(copy.deepcopy(before), patch)
+            assert model.doc == before
+        else:
+            assert apply_patch(copy.deepcopy(before), patch) == model.doc
+
+
+def test_a_chain_step_starts_from_what_the_step_before_left() -> None:
+    """Each step of a thread across requests starts from our fold of the one before: its messages, state and
+    open interrupts, with a resume covering every one of them."""
+    steps = families.chain(11, 0)
+    assert len(steps) >= 3 and [n for n, *_ in steps] == [f"f-chain-s11.0-k{k}" for k in range(len(steps))]
+    for (_, events, inp), (_, _, after) in zip(steps, steps[1:]):
+        held = families._fold(events, inp)
+        assert after["state"] == held["state"]
+        assert [m["id"] for m in after["messages"]][:len(held["messages"])] == [m["id"] for m in held["messages"]]
+        pending = [i["id"] for i in held["pendingInterrupts"]]
+        assert [i["id"] for i in after.get("pendingInterrupts", [])] == pending
+        assert [e["interruptId"] for e in after.get("resume", [])] == pending
+
+
+def test_a_family_that_may_meet_a_documented_difference_is_judged_as_that_golden_stream() -> None:
+    for family, golden_name in families.DOCUMENTED.items():
+        assert family in families.SHAPES and golden_name in test_golden.DIFFERENCES
+    assert families.documented("f-runs-thread-s3.5") == "runs-interrupt-after-success-result"
+    assert families.documented("f-unicode-edges-s3.5") is None and families.documented("p-runs-thread-s1.0") is None
+    ours = _fold([], outcome="interrupt") | {"result": None}
+    theirs = _fold([], outcome="interrupt") | {"result": 0}
+    assert reference.judge(_stream("f-runs-thread-s3.5"), ours, theirs).status == "KNOWN"
+    assert reference.judge(_stream("f-chunks-everywhere-s3.5"), ours, theirs).status == "DIFF"

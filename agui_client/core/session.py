@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -29,7 +29,7 @@ from ..wire.types import messages as msg
 from ..wire.types import run as rn
 from ..wire.types.base import JSON
 from .chunks import ChunkExpander
-from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
+from .fold import Outcome, RunErrorInfo, RunRecord, StepRecord, ThreadState, sum_usage
 from .interrupts import is_expired
 from .redact import redact_exception, redact_record
 from .roster import Roster
@@ -583,6 +583,8 @@ class RunSession:
         new_ids: list[str] = []
         for r in runs:
             new_ids.extend(r.new_message_ids)
+        if len(runs) > 1:
+            new_ids = _not_held_before(runs, new_ids)
         # A message the run added that a later MESSAGES_SNAPSHOT dropped (ag-ui-langgraph's closing
         # snapshot holds the answer it streamed under another id) is not in the thread: not one of the
         # run's new messages, as for the reference (``new_messages`` already skipped it). Once per
@@ -622,6 +624,25 @@ class RunSession:
 _ERROR_EVENTS = frozenset({ev.RunErrorEvent, ev.SubagentErrorEvent})
 _ERROR_FIELDS = ("message", "code", "raw_event", "metadata")
 _WARNING_FIELDS = ("message", "pointer", "event_type")
+
+
+def _not_held_before(runs: Sequence[RunRecord], new_ids: list[str]) -> list[str]:
+    """``new_ids`` less those the thread held when the response began.
+
+    Each run counts as new what it did not find at its own start. An id the thread held before the
+    response, dropped by one run's ``MESSAGES_SNAPSHOT`` and brought back by a later run's, is one a later
+    run did not find: it is no message the response added (the reference's ``newMessages`` are the ids
+    held at the end that were not held before the response). Such an id is one a run found at its start
+    and removed (``removed_before``) that no earlier run added. Once per result, and only for a response of
+    several runs.
+    """
+    before: set[str] = set()
+    born: set[str] = set()
+    for run in runs:
+        if run.removed_before:
+            before.update(run.removed_before - born)
+        born.update(run.born)
+    return [i for i in new_ids if i not in before] if before else new_ids
 
 
 # --------------------------------------------------------------------------------------------------

@@ -947,6 +947,34 @@ def test_a_message_the_run_added_and_a_snapshot_dropped_is_not_one_of_its_new_me
     assert [m.id for m in result.new_messages] == ["ai1"]
 
 
+@pytest.mark.parametrize("middle", [0, 1])
+def test_a_message_held_before_the_response_dropped_by_one_run_and_restored_by_another_is_not_new(middle: int) -> None:
+    """Several runs in one response (golden runs-snapshot-restores-earlier-message, found by the reference
+    differential): r1's snapshot drops the user's u1, r2 (after ``middle`` runs between) restores it. Each
+    run counts what it did not find at its start, so u1 was counted new to the response; it was held before
+    it, so it is not (the reference's ``newMessages``). A message r1 added, that r2 drops and r3 restores, is
+    new to the response and stays so."""
+    def run(rid: str, *body: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"type": "RUN_STARTED", "threadId": "t", "runId": rid}, *body,
+                {"type": "RUN_FINISHED", "threadId": "t", "runId": rid}]
+
+    user = {"id": "u1", "role": "user", "content": "hello"}
+    a1 = {"id": "a1", "role": "assistant", "content": "first"}
+    events = run("r1", {"type": "MESSAGES_SNAPSHOT", "messages": [a1]})
+    for n in range(middle):
+        events += run(f"m{n}", {"type": "TEXT_MESSAGE_START", "messageId": f"x{n}", "role": "assistant"},
+                      {"type": "TEXT_MESSAGE_END", "messageId": f"x{n}"})
+    events += run("r2", {"type": "MESSAGES_SNAPSHOT", "messages": [user]})
+    events += run("r3", {"type": "MESSAGES_SNAPSHOT", "messages": [user, a1]})
+    thread = ThreadState(messages=[msg.UserMessage(id="u1", content="hello")])
+
+    result = replay(events, state=thread)
+
+    assert [m.id for m in thread.messages] == ["u1", "a1"]
+    assert result.new_message_ids == ("a1",)
+    assert [m.id for m in result.new_messages] == ["a1"]
+
+
 def test_a_save_marks_a_state_it_parsed_itself_as_checked_and_no_other() -> None:
     """The store skips its plain-JSON walk only for state the thread parsed or validated itself."""
     from agui_client import StateDeltaEvent, replay

@@ -546,6 +546,9 @@ def test_a_snapshot_read_slice_by_slice_folds_as_the_typed_event(evs: list[dict[
           "delta": "a"}, {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
           {"type": "TEXT_MESSAGE_START", "messageId": "m1"}, {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1",
           "delta": "b"}, {"type": "TEXT_MESSAGE_END", "messageId": "m1"}], 3, False)
+@example([{"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "m1", "role": "assistant"}]},
+          {"type": "TEXT_MESSAGE_START", "messageId": "m1"},
+          {"type": "TOOL_CALL_RESULT", "messageId": "t3", "toolCallId": "c1", "content": "late"}], 2, False)
 def test_a_save_between_events_changes_no_later_save(evs: list[dict[str, Any]], cut: int, events: bool) -> None:
     """A save keeps what it built for each finished message (the next save reuses it); a message that
     changes afterwards (re-opened, answered, encrypted, replaced by a snapshot) is built again: the last
@@ -579,3 +582,23 @@ def test_a_runs_new_messages_leave_a_stored_threads_json_as_it_is(snapshot_histo
     assert [(m.id, m.content) for m in result.new_messages] == [("new", "hello")]
     assert sum(type(held) is dict for held in state.log.entries) == len(snapshot_history)
     assert encode(state.messages[:-1]) == snapshot_history  # (and all are read as they were)
+
+
+@pytest.mark.parametrize("events", [False, True])
+def test_a_save_while_a_message_without_content_is_reopened_leaves_it_without_content(events: bool) -> None:
+    """Found by the hypothesis test above: a snapshot's m1 without content, re-opened (TX-05) and cut before
+    any text. A save in between built its wire form: that marked the entry whole (reading the tool calls of
+    an entry held as JSON said so) and turned its text from no fragment into one empty fragment, so the cut
+    no longer took the content away again and m1 kept ``"content": ""``; without the save it keeps none."""
+    stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+              {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "m1", "role": "assistant"}]},
+              {"type": "TEXT_MESSAGE_START", "messageId": "m1"}]
+    session = RunSession(collect_errors=True, events=events)
+    for event in stream:
+        session.feed_payload(json.dumps(event).encode())
+    saved = session.state.dump(share_state=True)
+    assert saved["messages"] == [{"id": "m1", "role": "assistant", "content": ""}]  # (open: no text yet)
+    session.feed_payload(json.dumps({"type": "TOOL_CALL_RESULT", "messageId": "t3", "toolCallId": "c1",
+                                     "content": "late"}).encode())
+    session.end()
+    assert session.state.dump(share_state=True)["messages"][0] == {"id": "m1", "role": "assistant"}

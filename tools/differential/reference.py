@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import hostile, producers
+from . import families, hostile, producers
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed", "producers")
+GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed", "producers", "families")
 DERIVED = "~m"  # a variant of NAME is NAME~mSEED.N
 
 
@@ -129,18 +129,19 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
     written: list[Stream] = []
     for spec in gen:
         kind, gseed, scale = _gen_spec(spec)
-        if kind == "producers":
-            # producers.py: SCALE variants of every producer shape (not bench/gen.py)
-            for pname, events, inp, framing in producers.streams(gseed, max(1, int(float(scale))),
-                                                                 sse_every=sse_every):
+        if kind in ("producers", "families"):
+            # producers.py / families.py: SCALE variants of every shape or family (not bench/gen.py)
+            made = (producers.streams(gseed, max(1, int(float(scale))), sse_every=sse_every) if kind == "producers"
+                    else families.streams(gseed, max(1, int(float(scale)))))
+            for pname, events, inp, framing in made:
                 target = folder / (f"{pname}.sse" if framing else f"{pname}.jsonl")
                 with open(target, "w", encoding="utf-8", newline="") as out:  # (CRLF framing kept as written)
                     out.write(producers.frame(events, framing) if framing else hostile.dump_lines(events))
                 inp_path = None
                 if inp is not None:
                     inp_path = folder / f"{pname}.input.json"
-                    inp_path.write_text(json.dumps(inp, ensure_ascii=False, indent=1), encoding="utf-8")
-                label = f"producers.py --seed {gseed}" + (f", SSE framed {framing}" if framing else "")
+                    inp_path.write_text(_input_text(inp), encoding="utf-8")
+                label = f"{kind}.py --seed {gseed}" + (f", SSE framed {framing}" if framing else "")
                 written.append(Stream(target.name if framing else pname, target, inp_path, label))
             continue
         name = f"gen-{kind}-s{gseed}-x{scale}"
@@ -165,12 +166,18 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
             inp_path = None
             if variant.input is not None:
                 inp_path = folder / f"{name}.input.json"
-                inp_path.write_text(json.dumps(variant.input, ensure_ascii=False, indent=1), encoding="utf-8")
+                inp_path.write_text(_input_text(variant.input), encoding="utf-8")
             written.append(Stream(target.name if sse else name, target, inp_path, f"{base.name}: {variant.label}"))
     with open(folder / "MANIFEST.tsv", "a", encoding="utf-8") as manifest:
         for s in written:
             manifest.write(f"{s.path.name}\t{s.label}\n")
     return written
+
+
+def _input_text(inp: dict[str, Any]) -> str:
+    """A starting thread as JSON text (a lone UTF-16 half, which UTF-8 cannot carry, kept as its escape)."""
+    text = json.dumps(inp, ensure_ascii=False, indent=1)
+    return json.dumps(inp, indent=1) if any("\ud800" <= ch <= "\udfff" for ch in text) else text
 
 
 def _gen_spec(spec: str) -> tuple[str, int, str]:
@@ -244,9 +251,10 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
         # take it away: not a stale entry, then).
         allowed, why = g.DIFFERENCES[derived_from]
         why = f"as {derived_from}: {why}"
-    elif not allowed and producers.documented(stream.name) in g.DIFFERENCES:
-        # A producer shape made to meet a documented difference (producers.DOCUMENTED), and its variants.
-        documented = str(producers.documented(stream.name))
+    elif not allowed and (producers.documented(stream.name) or families.documented(stream.name)) in g.DIFFERENCES:
+        # A producer shape or family made to meet a documented difference (producers.DOCUMENTED,
+        # families.DOCUMENTED), and its variants.
+        documented = str(producers.documented(stream.name) or families.documented(stream.name))
         allowed, why = g.DIFFERENCES[documented]
         why, inherited = f"as {documented} (producer shape): {why}", True
     if stream.path.suffix == ".sse" and not reference.get("ok") and not ours.get("ok"):

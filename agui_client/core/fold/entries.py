@@ -149,13 +149,16 @@ class Entry:
             return object.__getattribute__(self, name)
         if name in _WIRE_SLOTS and self.source is not None:  # (never set for a typed entry: its own)
             source = self.source
-            if type(source) is dict:
-                calls = source.get("toolCalls")
-                self.calls = None if calls is None else [Call.of_wire(call) for call in calls]
-            else:  # typed since (type_held), its calls not asked for before
-                typed_calls: tuple[msg.ToolCall, ...] | None = getattr(source, "tool_calls", None)
-                self.calls = None if typed_calls is None else [Call.of(call) for call in typed_calls]
-            self.complete = True
+            if name == "calls" or "calls" not in _set_slots(self):
+                if type(source) is dict:
+                    calls = source.get("toolCalls")
+                    self.calls = None if calls is None else [Call.of_wire(call) for call in calls]
+                else:  # typed since (type_held), its calls not asked for before
+                    typed_calls: tuple[msg.ToolCall, ...] | None = getattr(source, "tool_calls", None)
+                    self.calls = None if typed_calls is None else [Call.of(call) for call in typed_calls]
+            if "complete" not in _set_slots(self):
+                # (a message re-opened since, TX-05, said it is not: its calls asked for later keep that)
+                self.complete = True
             return object.__getattribute__(self, name)
         if name == "owned":
             return False  # (never set: the value came with a message, held by whoever made it)
@@ -221,9 +224,14 @@ class Entry:
         text = self.text
         out: dict[str, Any]
         if text is not None:
-            if len(text) != 1 or not text[0].isascii():  # (one ASCII part is whole already)
-                text = self.text = whole(text, warn, self.id) if text else [""]
-            out = {"id": self.id, "role": role, "content": text[0]}
+            if not text:
+                # (no fragment yet: left as it is, so a message re-opened and never written into still
+                # keeps no content when its run ends, TX-05, whether or not it was saved meanwhile)
+                out = {"id": self.id, "role": role, "content": ""}
+            else:
+                if len(text) != 1 or not text[0].isascii():  # (one ASCII part is whole already)
+                    text = self.text = whole(text, warn, self.id)
+                out = {"id": self.id, "role": role, "content": text[0]}
         elif role == "assistant":
             out = {"id": self.id, "role": role}
         else:
@@ -257,11 +265,14 @@ class Entry:
         if "metadata" in kwargs:
             kwargs["metadata"] = shown(kwargs["metadata"])
         if self.text is not None:
-            if len(self.text) != 1:
-                self.text = [_join_text(self.text, warn, self.id)]
-            elif has_surrogate(self.text[0]):
-                self.text = [_join_text(self.text, warn, self.id)]
-            kwargs["content"] = self.text[0]
+            if not self.text:
+                kwargs["content"] = ""  # (left empty, as in wire())
+            else:
+                if len(self.text) != 1:
+                    self.text = [_join_text(self.text, warn, self.id)]
+                elif has_surrogate(self.text[0]):
+                    self.text = [_join_text(self.text, warn, self.id)]
+                kwargs["content"] = self.text[0]
         elif self.role != "assistant":
             kwargs["content"] = self.value
             self.owned = False  # (the message handed out holds it)
@@ -321,6 +332,18 @@ def type_held(entries: Iterable[Entry]) -> None:
 _OTHER_FIELDS: dict[type, tuple[str, ...]] = {}
 _LAZY_SLOTS = frozenset({"text", "value", "attrs"})
 _WIRE_SLOTS = frozenset({"calls", "complete"})
+
+
+def _set_slots(entry: Entry) -> set[str]:
+    """The ``_WIRE_SLOTS`` of ``entry`` already set (read without reaching ``__getattr__``)."""
+    out = set()
+    for name in _WIRE_SLOTS:
+        try:
+            object.__getattribute__(entry, name)
+        except AttributeError:
+            continue
+        out.add(name)
+    return out
 new_entry = object.__new__
 
 ROLE_CLASSES: dict[str, Any] = {
