@@ -133,7 +133,16 @@ def yes_payload(schema: Mapping[str, Any] | None) -> JSON:
         return dict(NO_SCHEMA_ANSWER)
     form = fields(schema)
     if form is None:
-        return schema["default"] if "default" in schema else _filler(schema)
+        return schema["default"] if "default" in schema else _filler(schema, 0)
+    return _filled(form, 0)
+
+
+#: How deep ``yes_payload`` fills required objects inside objects; deeper ones are given as ``{}``.
+#: (The schema is the agent's: its nesting must not become the depth of the client's recursion.)
+_FILL_DEPTH = 32
+
+
+def _filled(form: list[Field], depth: int) -> dict[str, Any]:
     payload: dict[str, Any] = {}
     for field in form:
         if field.has_default:
@@ -141,7 +150,7 @@ def yes_payload(schema: Mapping[str, Any] | None) -> JSON:
         elif field.name == "approved" and field.kind in ("boolean", "json"):
             payload[field.name] = True
         elif field.required:
-            payload[field.name] = _filler(field.schema)
+            payload[field.name] = _filler(field.schema, depth + 1)
     return payload
 
 
@@ -244,7 +253,7 @@ def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _filler(schema: Mapping[str, Any]) -> JSON:
+def _filler(schema: Mapping[str, Any], depth: int) -> JSON:
     kind = _kind(schema)
     if kind == "const":
         return schema["const"]
@@ -264,7 +273,10 @@ def _filler(schema: Mapping[str, Any]) -> JSON:
     if declared == "array":
         return []
     if declared == "object" or isinstance(schema.get("properties"), Mapping):
-        return yes_payload(schema)
+        # An object without properties to fill (``{"type": "object"}``) is the empty object: filling it
+        # as a form would find no form and come back here, without end.
+        form = fields(schema) if depth < _FILL_DEPTH else None
+        return _filled(form, depth) if form is not None else {}
     return None
 
 
