@@ -12,11 +12,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import agui_client as ag
 from agui_client.cli import forms
 from agui_client.testing import ScriptedAgent
 
@@ -76,3 +79,99 @@ def test_agui_probe_answers_an_interrupt_whose_schema_is_a_bare_object(served: A
     resumes = [r for r in endpoint.agent.requests if r.resume]
     assert any(entry.payload == {} for r in resumes for entry in r.resume)  # (the schema's own answer)
     assert report["checks"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Secrets: ids and headers the agent chose, echoing the caller's credential
+# --------------------------------------------------------------------------------------------------
+
+TOKEN = "sk-live-7f3a9c1e5b2d4f60"
+HEADERS = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def _echoing(shape: str) -> Any:
+    """An agent that puts the request's bearer token where ``shape`` says."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = json.loads(body)
+        token = dict(scope["headers"])[b"authorization"].decode().partition(" ")[2]
+        thread_id = request["threadId"]
+        headers = [(b"content-type", b"text/event-stream")]
+        if shape == "content-coding":
+            headers.append((b"content-encoding", f"x-{token}".encode()))
+        run_id = token if shape == "run-id" else request["runId"]
+        events: list[dict[str, Any]] = [
+            {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id},
+            {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": f"your key is {token}"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+        ]
+        if shape == "interrupt-id":
+            events.append({"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id, "outcome": {
+                "type": "interrupt", "interrupts": [{"id": f"ask-{token}", "reason": "input"}]}})
+        else:
+            events.append({"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id})
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body",
+                    "body": b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)})
+    return app
+
+
+def test_a_warning_naming_a_run_id_that_echoes_the_credential_is_redacted(drive: Any, served: Any) -> None:
+    # RUN_STARTED naming another run than the request's (LC-08) is warned of, under the run id the
+    # agent wrote: the warning's message was redacted, its run id (which str() starts with) was not.
+    endpoint = served(_echoing("run-id"))
+    with drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        result = client.thread().run("hi")
+
+    assert [w.code for w in result.warnings] == ["LC-08"]
+    assert TOKEN not in repr(result.warnings) and TOKEN not in str(result.warnings[0])
+    assert result.warnings[0].run_id == "[redacted]"
+
+
+def test_a_content_coding_that_echoes_the_credential_is_refused_without_it(drive: Any, served: Any) -> None:
+    endpoint = served(_echoing("content-coding"))
+    with drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.ProtocolError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.rule == "CONTENT-CODING"
+    assert TOKEN not in str(caught.value) and TOKEN not in repr(caught.value.args)
+    assert "[redacted]" in str(caught.value)
+
+
+@pytest.mark.parametrize("shape", ["run-id", "interrupt-id"])
+@pytest.mark.parametrize("record_content", [False, True])
+def test_a_span_keeps_no_credential_the_agent_echoed_in_an_id_or_its_reply(
+        drive: Any, served: Any, shape: str, record_content: bool) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry = ag.Telemetry(tracer_provider=provider, record_content=record_content)
+    endpoint = served(_echoing(shape))
+    with drive.client(endpoint.url, headers=HEADERS, telemetry=telemetry) as client:
+        thread = client.thread()
+        result = thread.run("hi")
+        if shape == "interrupt-id":
+            assert TOKEN in result.interrupts[0].id  # (the conversation keeps the agent's words)
+            with pytest.raises(ag.ResumeRefused):
+                thread.run("next")  # (a refused resume's span names the interrupts it left open)
+            thread.run(resume=thread.resume_builder().abandon(result.interrupts[0].id))
+
+    spans = exporter.get_finished_spans()
+    assert len([s for s in spans if s.name == "agui.run"]) == (3 if shape == "interrupt-id" else 1)
+    for span in spans:
+        recorded = [repr(dict(span.attributes or {})), str(span.status.description)]
+        recorded += [f"{event.name} {dict(event.attributes or {})!r}" for event in span.events]
+        assert TOKEN not in "\n".join(recorded), span.name
+    first = spans[0]
+    if shape == "run-id":
+        assert (first.attributes or {})["agui.run.id"] == "[redacted]"
+    else:
+        assert (first.attributes or {})["agui.run.interrupt_ids"] == ("ask-[redacted]",)
+        assert (spans[-1].attributes or {})["agui.run.resumes"] == first.attributes["agui.run.id"]  # type: ignore[index]

@@ -621,7 +621,7 @@ class RunSession:
 #: Events whose text is an error report: redacted (``redact``) before they are folded or handed out.
 _ERROR_EVENTS = frozenset({ev.RunErrorEvent, ev.SubagentErrorEvent})
 _ERROR_FIELDS = ("message", "code", "raw_event", "metadata")
-_WARNING_FIELDS = ("message", "pointer", "event_type")
+_WARNING_FIELDS = ("message", "pointer", "event_type", "run_id")
 
 
 # --------------------------------------------------------------------------------------------------
