@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -175,3 +176,80 @@ def test_a_span_keeps_no_credential_the_agent_echoed_in_an_id_or_its_reply(
     else:
         assert (first.attributes or {})["agui.run.interrupt_ids"] == ("ask-[redacted]",)
         assert (spans[-1].attributes or {})["agui.run.resumes"] == first.attributes["agui.run.id"]  # type: ignore[index]
+
+
+# --------------------------------------------------------------------------------------------------
+# A hostile recording folder: agui replay, verify and serve
+# --------------------------------------------------------------------------------------------------
+
+REQUEST = {"threadId": "t", "runId": "r", "messages": [], "state": {}, "tools": [], "context": [],
+           "forwardedProps": {}}
+RESPONSE = ('data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+            'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n')
+
+
+def _folder(path: Path) -> Path:
+    path.mkdir()
+    (path / "01.request.json").write_text(json.dumps(REQUEST))
+    (path / "01.sse").write_text(RESPONSE)
+    return path
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX feature")
+@pytest.mark.parametrize("command", ["replay", "verify", "serve"])
+@pytest.mark.parametrize("hostile", ["request-fifo", "response-fifo", "request-device", "meta-deep", "meta-huge",
+                                     "meta-list"])
+def test_a_hostile_file_in_a_recording_folder_is_unreadable_input_not_a_hang(
+        tmp_path: Path, command: str, hostile: str) -> None:
+    # A FIFO blocked the open until another process wrote to it (every command hung), a link to a
+    # device was read without end, and a status file nested deeper than json reads escaped as a
+    # RecursionError traceback. Each is now a usage error naming the file, exit 2, at once.
+    folder = _folder(tmp_path / "rec")
+    if hostile == "request-fifo":
+        _fifo(folder / "02.request.json")
+        named = "02.request.json"
+    elif hostile == "response-fifo":
+        (folder / "01.sse").unlink()
+        _fifo(folder / "01.sse")
+        named = "01.sse"
+    elif hostile == "request-device":
+        (folder / "02.request.json").symlink_to("/dev/zero")
+        named = "02.request.json"
+    elif hostile == "meta-deep":
+        (folder / "01.response.json").write_text("[" * 30000)
+        named = "01.response.json"
+    elif hostile == "meta-huge":
+        (folder / "01.response.json").write_text(json.dumps({"status": 200, "pad": "x" * 200_000}))
+        named = "01.response.json"
+    else:
+        (folder / "01.response.json").write_text("[1, 2]")
+        named = "01.response.json"
+    if command == "serve" and hostile == "response-fifo":
+        named = "01.sse is missing"  # (serve looks for a regular file, and says so)
+
+    done = agui(command, str(folder), timeout=60)
+
+    if hostile == "meta-list" and command != "serve":
+        assert done.returncode == 0, done.stderr  # (replay and verify read a status that is no object as none)
+        return
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert named in done.stderr
+    assert done.stderr.startswith(f"agui {command}: ")
+
+
+def test_a_recording_folder_of_regular_files_still_replays_verifies_and_serves(tmp_path: Path,
+                                                                              drive: Any) -> None:
+    folder = _folder(tmp_path / "rec")
+    (folder / "01.response.json").write_text(json.dumps({"status": 200, "contentType": "text/event-stream"}))
+
+    assert agui("replay", str(folder)).returncode == 0
+    assert agui("verify", str(folder)).returncode == 0
+    from agui_client.testing import RecordedAgent, serve
+
+    with serve(RecordedAgent(folder)) as url, drive.client(url, telemetry=False) as client:
+        assert client.thread("t").run(run_id="r").outcome == "success"
