@@ -885,7 +885,8 @@ def _message_markdown(message: msg.Message, state: ThreadState, names: dict[str,
         case msg.ReasoningMessage(content=content):
             yield from ("<details><summary>reasoning</summary>", "", visible(content), "", "</details>", "")
         case msg.ActivityMessage(activity_type=kind, content=content):
-            yield from (f"- activity {visible(one_line(kind))}: `{visible(json.dumps(content, ensure_ascii=False))}`", "")
+            shown = visible(json.dumps(content, ensure_ascii=False))
+            yield from (f"- activity {visible(one_line(kind))}: `{shown}`", "")
         case _:
             yield from (f"- {visible(type(message).__name__)}", "")
 
