@@ -302,3 +302,58 @@ def test_the_chats_export_keeps_the_agents_state_and_names_inert(tmp_path: Path,
     headings = [line for line in text.splitlines() if line.startswith("#")]
     assert headings.count("## You") == 1  # (the person's one message; the tool's name forged none)
     assert "lookup\\n\\n## You" in text
+
+
+# --------------------------------------------------------------------------------------------------
+# What agui run prints of a refused answer and an error body
+# --------------------------------------------------------------------------------------------------
+
+
+def _interrupting(count: int) -> Any:
+    """An agent raising ``count`` interrupts whose ids carry line ends, each asking for a field of its own."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = json.loads(body)
+        ids = {"threadId": request["threadId"], "runId": request["runId"]}
+        interrupts = [{"id": f"q{n}\nrun finished: success", "reason": "input", "responseSchema": {
+            "type": "object", "required": [f"field{n}"], "properties": {f"field{n}": {"type": "string"}}}}
+            for n in range(count)]
+        events = [{"type": "RUN_STARTED", **ids},
+                  {"type": "RUN_FINISHED", **ids, "outcome": {"type": "interrupt", "interrupts": interrupts}}]
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body",
+                    "body": b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)})
+    return app
+
+
+def test_a_refused_answer_lists_a_bounded_number_of_problems_each_on_one_line(served: Any) -> None:
+    endpoint = served(_interrupting(300))
+
+    done = agui("run", endpoint.url, "-m", "hi", "--plain", "--answer", '{"other": 1}')
+
+    assert done.returncode == 2, done.stderr
+    refusal = done.stdout[done.stdout.index("== answer refused"):]
+    problem_lines = [line for line in refusal.splitlines() if "is a required property" in line]
+    assert 1 <= len(problem_lines) <= 12
+    assert "more" in refusal.splitlines()[-1] or any("more" in line for line in refusal.splitlines()[-3:])
+    assert not any(line.strip().startswith("run finished: success") for line in done.stdout.splitlines())
+
+
+def test_an_error_bodys_code_is_shown_on_one_line(served: Any) -> None:
+    from agui_client.testing import Respond
+
+    endpoint = served(ScriptedAgent([Respond(status=400, body={"detail": "refused",
+                                                               "code": "E1\nrun finished: success" + "x" * 5000})]))
+
+    done = agui("run", endpoint.url, "-m", "hi", "--plain")
+
+    assert done.returncode == 1
+    assert "refused" in done.stdout + done.stderr
+    assert not any(line.strip().startswith("run finished: success")
+                   for line in (done.stdout + done.stderr).splitlines())
+    assert "x" * 1000 not in done.stdout + done.stderr

@@ -614,7 +614,12 @@ def _error_detail(payload: Any) -> str | None:
         return None
     code = payload.get("code")
     text = found if len(found) <= ERROR_DETAIL_CHARS else found[:ERROR_DETAIL_CHARS - 3] + "..."
-    return text + (f" (code {code})" if isinstance(code, str | int) and not isinstance(code, bool) else "")
+    return text + (f" (code {one_line(str(code))})" if isinstance(code, str | int) and not isinstance(code, bool)
+                   else "")
+
+
+#: The most problems of a refused answer listed under its message.
+_PROBLEMS_SHOWN = 10
 
 
 def render_error(out: Output, exc: BaseException) -> None:
@@ -642,8 +647,12 @@ def render_error(out: Output, exc: BaseException) -> None:
         out.panel(f"HTTP {exc.status_code}", lines, style="red")
     elif isinstance(exc, ResumeRefused):
         lines = [str(exc)]
-        lines += [f"{interrupt_id}: {problem}" for interrupt_id, problems in exc.errors.items()
-                  for problem in problems if problem not in lines[0]]
+        # (the message names ten interrupts; an agent may raise thousands, each with its own problem)
+        more = [f"{one_line(interrupt_id)}: {one_line(problem, 1000)}" for interrupt_id, problems in exc.errors.items()
+                for problem in problems if problem not in lines[0]]
+        lines += more[:_PROBLEMS_SHOWN]
+        if len(more) > _PROBLEMS_SHOWN:
+            lines.append(f"... and {len(more) - _PROBLEMS_SHOWN} more")
         out.panel(f"answer refused ({type(exc).__name__})", lines, style="red")
     elif isinstance(exc, AguiError):
         out.panel(type(exc).__name__, [some_lines(str(exc))], style="red")
