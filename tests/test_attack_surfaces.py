@@ -357,3 +357,29 @@ def test_an_error_bodys_code_is_shown_on_one_line(served: Any) -> None:
     assert not any(line.strip().startswith("run finished: success")
                    for line in (done.stdout + done.stderr).splitlines())
     assert "x" * 1000 not in done.stdout + done.stderr
+
+
+def test_a_stored_thread_id_with_line_ends_is_shown_on_one_line(tmp_path: Path, served: Any) -> None:
+    # A thread file is input too (copied, shared, edited): its thread id was printed as it was stored,
+    # in the run's heading, the summary and the list of threads to pick from.
+    from agui_client.core.fold import ThreadState
+    from agui_client.stores import SqliteStore
+
+    forged = "t1\nFORGED-LINE approved"
+    path = tmp_path / "threads.db"
+    with SqliteStore(path) as store:
+        store.save(forged, ThreadState(thread_id=forged).dump(), expected_version=None)
+    endpoint = served(ScriptedAgent.chat("hello"))
+
+    one = agui("run", endpoint.url, "-m", "hi", "--plain", "--thread-file", str(path))
+    with SqliteStore(path) as store:
+        store.save("t2\nFORGED-LINE too", ThreadState(thread_id="t2").dump(), expected_version=None)
+    several = agui("run", endpoint.url, "-m", "hi", "--plain", "--thread-file", str(path))
+
+    assert one.returncode == 0, one.stderr
+    assert several.returncode == 2
+    for done in (one, several):
+        shown = (done.stdout + done.stderr).splitlines()
+        assert not any(line.lstrip().startswith("FORGED-LINE") for line in shown), shown
+    assert "t1\\nFORGED-LINE approved" in one.stdout
+    assert "t2\\nFORGED-LINE too" in several.stderr

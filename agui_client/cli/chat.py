@@ -223,7 +223,7 @@ class Chat:
         thread = self.thread
         kept = f", kept in {self.thread_file}" if self.thread_file else ""
         told = f"; {len(thread.state.messages)} message(s) so far (/messages)" if thread.state.messages else ""
-        self.out.line(f"chat with {self.url} - thread {thread.id}{kept}{told}", "dim")
+        self.out.line(f"chat with {self.url} - thread {one_line(thread.id)}{kept}{told}", "dim")
         if self.recording is not None:
             self.out.line(f"recording into {self.recording}", "dim")
         self.out.line("type a message; /help lists the commands; Ctrl-C cancels a turn; Ctrl-D leaves", "dim")
@@ -267,7 +267,7 @@ class Chat:
         elif name == "/new":
             self.thread = self.client.thread()
             self.answers = []
-            out.line(f"new thread {self.thread.id}", "bold")
+            out.line(f"new thread {one_line(self.thread.id)}", "bold")
         elif name == "/state":
             out.json(self.thread.state.state)
         elif name == "/messages":
@@ -842,7 +842,7 @@ def transcript(state: ThreadState, *, url: str, thread_id: str, answers: Sequenc
     file to a terminal is as safe as the chat itself.
     """
     when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%SZ")
-    parts = ["# agui chat transcript", "", f"- agent: {visible(url)}", f"- thread: {visible(thread_id)}",
+    parts = ["# agui chat transcript", "", f"- agent: {visible(url)}", f"- thread: {visible(one_line(thread_id))}",
              f"- exported: {when}", ""]
     notes = sorted(answers)
     index = 0

@@ -108,8 +108,8 @@ class Conversation:
         """
         interrupts = self.thread.open_interrupts
         if not interrupts:
-            raise UsageProblem(f"thread {self.thread.id} has no open interrupts to resume")
-        self.out.line(f"thread {self.thread.id} is waiting on {len(interrupts)} interrupt(s)", "bold")
+            raise UsageProblem(f"thread {one_line(self.thread.id)} has no open interrupts to resume")
+        self.out.line(f"thread {one_line(self.thread.id)} is waiting on {len(interrupts)} interrupt(s)", "bold")
         self._show(interrupts)
         builder = self._answers(interrupts)
         if builder is None:
