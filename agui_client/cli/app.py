@@ -294,7 +294,8 @@ def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
         if args.thread_file is not None:
             out.line(f"thread {one_line(thread.id)} ({'new, ' if is_new else ''}kept in {args.thread_file})", "dim")
         if thread.open_interrupts and not args.resume:
-            raise UsageProblem(f"thread {one_line(thread.id)} is waiting on {len(thread.open_interrupts)} interrupt(s); "
+            waiting = len(thread.open_interrupts)
+            raise UsageProblem(f"thread {one_line(thread.id)} is waiting on {waiting} interrupt(s); "
                                "add --resume (with --answer JSON, --yes or --abandon) to answer them")
         message = args.message
         if message is None and not args.resume and can_ask:
