@@ -383,3 +383,20 @@ def test_a_stored_thread_id_with_line_ends_is_shown_on_one_line(tmp_path: Path, 
         assert not any(line.lstrip().startswith("FORGED-LINE") for line in shown), shown
     assert "t1\\nFORGED-LINE approved" in one.stdout
     assert "t2\\nFORGED-LINE too" in several.stderr
+
+
+def test_a_probe_report_keeps_no_credential_the_agent_echoed_as_an_interrupt_id(served: Any, tmp_path: Path) -> None:
+    # The report quoted the agent's text through the request's redactor, but said in its own words
+    # which interrupts each run ended with and which the resumes answered: the ids as the agent wrote
+    # them, in the JSON, the table and the JUnit file a CI keeps.
+    endpoint = served(_echoing("interrupt-id"))
+    junit = tmp_path / "probe.xml"
+
+    as_json = agui("probe", endpoint.url, "--prompt", "go", "-H", f"Authorization: Bearer {TOKEN}", "--json",
+                   "--junit", str(junit))
+    table = agui("probe", endpoint.url, "--prompt", "go", "-H", f"Authorization: Bearer {TOKEN}", "--plain")
+
+    report = json.loads(as_json.stdout)
+    assert report["runs"][0]["interrupts"] == ["ask-[redacted]"]
+    for text in (as_json.stdout, as_json.stderr, junit.read_text(), table.stdout, table.stderr):
+        assert TOKEN not in text
