@@ -9,6 +9,7 @@ round").
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -400,3 +401,26 @@ def test_a_probe_report_keeps_no_credential_the_agent_echoed_as_an_interrupt_id(
     assert report["runs"][0]["interrupts"] == ["ask-[redacted]"]
     for text in (as_json.stdout, as_json.stderr, junit.read_text(), table.stdout, table.stderr):
         assert TOKEN not in text
+
+
+def test_a_failed_tool_handlers_log_line_quotes_the_agents_call_id_inert(
+        drive: Any, served: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # The warning that a handler raised named the call as the agent wrote its id: an application
+    # logging to a terminal (logging.basicConfig) received the agent's escape sequences.
+    call_id = "c1\x1b]0;PWNED\x07\x9b2J\u202e"
+    endpoint = served(ScriptedAgent([[Start(), *tool_call(call_id, "lookup", {"q": 1}), Finish()],
+                                     [Start(), *text_message("m1", "sorry"), Finish()]]))
+
+    def lookup(q: int) -> str:
+        raise RuntimeError("backend down")
+
+    with caplog.at_level(logging.WARNING, logger="agui_client"), \
+            drive.client(endpoint.url, telemetry=False) as client:
+        thread = client.thread(tool_handlers={"lookup": lookup})
+        result = thread.run_until_done("hi")
+
+    assert result.outcome == "success"
+    lines = [logging.Formatter().format(record) for record in caplog.records if "tool handler" in record.getMessage()]
+    assert lines
+    assert not FORBIDDEN.search("\n".join(lines))
+    assert "\\x1b]0;PWNED\\x07" in lines[0]
