@@ -424,3 +424,30 @@ def test_a_failed_tool_handlers_log_line_quotes_the_agents_call_id_inert(
     assert lines
     assert not FORBIDDEN.search("\n".join(lines))
     assert "\\x1b]0;PWNED\\x07" in lines[0]
+
+
+def _malformed() -> Any:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        token = dict(scope["headers"])[b"authorization"].partition(b" ")[2]
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b'data: {"type": "RUN_STARTED", ' + token + b"\n\n"})
+    return app
+
+
+def test_a_malformed_event_leaves_no_unredacted_payload_in_the_errors_chain(drive: Any, served: Any) -> None:
+    # The DecodeError is raised `from None`, which hides the JSONDecodeError from a traceback but keeps
+    # it as __context__, its .doc the whole payload as the agent sent it (the credential included).
+    endpoint = served(_malformed())
+    with drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.ProtocolError) as caught:
+            client.thread().run("hi")
+
+    chain: list[BaseException] = []
+    error: BaseException | None = caught.value
+    while error is not None and error not in chain:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    for link in chain:
+        assert TOKEN not in repr(link) + repr(vars(link)), type(link).__name__
