@@ -451,3 +451,21 @@ def test_a_malformed_event_leaves_no_unredacted_payload_in_the_errors_chain(driv
         error = error.__cause__ or error.__context__
     for link in chain:
         assert TOKEN not in repr(link) + repr(vars(link)), type(link).__name__
+
+
+@pytest.mark.parametrize("answer", [["--yes"], ["--answer", "q0\nFORGED-LINE x={\"field0\": \"a\"}"]])
+def test_what_agui_run_cannot_answer_lists_ten_ids_each_on_one_line(served: Any, answer: list[str]) -> None:
+    # `--yes` without a default to take, or `--answer` naming some interrupts only, is refused naming the
+    # interrupts: all of them, as the agent wrote their ids (3,000 of them made one line of 100 KB, and
+    # an id's line end started a line of the agent's choosing).
+    endpoint = served(_interrupting(3000))
+
+    done = agui("run", endpoint.url, "-m", "hi", "--plain", *answer)
+
+    assert done.returncode == 2, done.stderr
+    refusal = [line for line in done.stderr.splitlines() if line.startswith("agui run: ")]
+    assert len(refusal) == 1 and len(refusal[0]) < 3000, refusal
+    if answer != ["--yes"]:  # (--yes stops at the first interrupt it cannot fill)
+        assert "and 2990 more" in refusal[0]
+    assert not any(line.lstrip().startswith(("run finished: success", "FORGED-LINE"))
+                   for line in (done.stdout + done.stderr).splitlines())
