@@ -469,3 +469,24 @@ def test_what_agui_run_cannot_answer_lists_ten_ids_each_on_one_line(served: Any,
         assert "and 2990 more" in refusal[0]
     assert not any(line.lstrip().startswith(("run finished: success", "FORGED-LINE"))
                    for line in (done.stdout + done.stderr).splitlines())
+
+
+def test_an_interrupts_form_shows_the_schemas_title_constants_defaults_and_bounds_cut_short(served: Any) -> None:
+    # The form's heading quoted the schema's title whole, and each field's constant, default and bounds
+    # were written out whole: a title of a line end and 200 KB started a line of the agent's choosing and
+    # filled the screen.
+    big = "\nFORGED-LINE " + "y" * 200_000
+    schema = {"type": "object", "title": big, "properties": {
+        "mode": {"const": {"k": big}},
+        "note": {"type": "string", "default": big},
+        "count": {"type": "integer", "minimum": int("7" * 4000)},
+    }}
+    endpoint = served(ScriptedAgent.interrupts(1, response_schema=schema))
+
+    done = agui("run", endpoint.url, "-m", "hi", "--plain")
+
+    assert done.returncode == 0, done.stderr
+    shown = done.stdout + done.stderr
+    assert "interrupt-1" in shown and "mode" in shown and "count" in shown
+    assert not any(line.lstrip().startswith("FORGED-LINE") for line in shown.splitlines())
+    assert "y" * 500 not in shown and "7" * 500 not in shown

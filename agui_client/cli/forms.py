@@ -110,10 +110,10 @@ def describe(field: Field) -> str:
         text = "one of " + "|".join(one_line(_show(v), 60) for v in values[:_LISTED_VALUES]) \
             + (f"|... ({len(values) - _LISTED_VALUES} more)" if len(values) > _LISTED_VALUES else "")
     elif kind == "const":
-        text = f"always {_show(schema.get('const'))}"
+        text = f"always {one_line(_show(schema.get('const')), 60)}"
     else:
         text = kind if kind != "json" else _json_kind(schema)
-        bounds = [f"{op} {schema[key]}" for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"),
+        bounds = [f"{op} {one_line(str(schema[key]), 60)}" for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"),
                                                          ("maximum", "<="), ("exclusiveMaximum", "<"))
                   if isinstance(schema.get(key), (int, float))]
         if bounds:
@@ -122,7 +122,7 @@ def describe(field: Field) -> str:
     if field.required:
         notes.append("required")
     if field.has_default:
-        notes.append(f"default {_show(schema['default'])}")
+        notes.append(f"default {one_line(_show(schema['default']), 60)}")
     return "; ".join(notes)
 
 

@@ -508,7 +508,7 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
         items.append(("answer schema:", _clip(_compact(schema))))
     else:
         title = schema.get("title")
-        heading = "answer" + (f" ({title})" if isinstance(title, str) else "") + ":"
+        heading = "answer" + (f" ({one_line(title)})" if isinstance(title, str) else "") + ":"
         for field in form:
             rows.append((field.shown, forms.describe(field)
                          + (f"  - {one_line(field.description, 300)}" if field.description else "")))
