@@ -490,3 +490,26 @@ def test_an_interrupts_form_shows_the_schemas_title_constants_defaults_and_bound
     assert "interrupt-1" in shown and "mode" in shown and "count" in shown
     assert not any(line.lstrip().startswith("FORGED-LINE") for line in shown.splitlines())
     assert "y" * 500 not in shown and "7" * 500 not in shown
+
+
+@pytest.mark.parametrize("pattern", ["[[a]](?=b)", "(?=a)[[:alpha:]]", "[" * 10_000, "[a--b](?=x)"])
+def test_a_pattern_python_warns_about_is_judged_without_a_warning(pattern: str) -> None:
+    # A pattern RE2 cannot run is compiled by Python only to tell an invalid regex from an unrunnable
+    # one; Python warns of some syntax (a nested set, a set difference). Where warnings are errors (as
+    # in this suite), that warning escaped check_answer() and the resume builder as a FutureWarning.
+    import warnings
+
+    from agui_client import ResumeBuilder, check_answer
+    from agui_client.types.run import Interrupt
+
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": pattern}}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        warnings.simplefilter("ignore", ag.AguiWarning)  # (IR-30: the pattern is not checked, and says so)
+        problems = check_answer(schema, {"code": "ab"})
+        try:
+            ResumeBuilder((Interrupt(id="i1", reason="input", response_schema=schema),)).answer(
+                "i1", {"code": "ab"}).build()
+        except ag.InvalidResumePayload as exc:
+            assert exc.ids == ("i1",)
+    assert all(problem.code in ("invalid",) for problem in problems)
