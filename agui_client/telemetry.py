@@ -252,7 +252,8 @@ class _RunWatch:
         interrupted = thread.state.interrupted_run_id if resuming else None
         self._resumes = interrupted
         if interrupted is not None:
-            attributes["agui.run.resumes"] = interrupted
+            # (agui.run.resumes is set when the span ends, redacted: an id the agent chose in an earlier
+            # run, which a span processor would otherwise see as it was when the span starts)
             earlier = telemetry._recall((thread.id, interrupted))
             if earlier is not None:
                 links.append(trace.Link(earlier, {"agui.link": "resumes"}))
@@ -310,7 +311,7 @@ class _RunWatch:
             redact = self._redact()
             if self._resumes is not None:
                 # (an id the agent chose, in an earlier run: it may echo this request's credential)
-                span.set_attribute("agui.run.resumes", redact(self._resumes))
+                span.set_attribute("agui.run.resumes", _cut(redact(str(self._resumes))))
             if result is not None:
                 _describe(span, result, telemetry.record_content, redact)
                 if outcome == "interrupt" and result.run_id is not None:

@@ -513,3 +513,15 @@ def test_a_pattern_python_warns_about_is_judged_without_a_warning(pattern: str) 
         except ag.InvalidResumePayload as exc:
             assert exc.ids == ("i1",)
     assert all(problem.code in ("invalid",) for problem in problems)
+
+
+def test_the_frontend_calls_a_run_leaves_are_listed_ten_and_a_count(served: Any) -> None:
+    # `agui run` does not run frontend tools; it said which calls it left, all of them on one line.
+    calls = [event for n in range(500) for event in tool_call(f"c{n}", f"pick{n}", {"n": n})]
+    endpoint = served(ScriptedAgent([[Start(), *calls, Finish()]]))
+
+    done = agui("run", endpoint.url, "-m", "hi", "--plain")
+
+    assert done.returncode == 0, done.stderr
+    left = [line for line in done.stdout.splitlines() if "left frontend tool call(s)" in line]
+    assert len(left) == 1 and "and 490 more" in left[0] and "pick9(" in left[0] and "pick10(" not in left[0]

@@ -590,10 +590,13 @@ def render_run_end(out: Output, result: RunResult, runner: str) -> None:
         out.line(f"the run ended as success after the producer asked with CUSTOM events: read as an interrupt "
                  f"(--legacy-interrupts {result.bridged})", "yellow")
     if result.pending_tool_call_ids:
-        calls = ", ".join(f"{one_line(c.function.name)}({one_line(c.function.arguments or '', 300)})"
-                          for c in result.pending_tool_calls)
-        out.line(f"the agent left frontend tool call(s) for the application: "
-                 f"{calls or ', '.join(map(one_line, result.pending_tool_call_ids))} ({runner} does not run them)",
+        pending = result.pending_tool_calls
+        shown = [f"{one_line(c.function.name)}({one_line(c.function.arguments or '', 300)})"
+                 for c in pending[:_PROBLEMS_SHOWN]]
+        shown = shown or [one_line(i) for i in result.pending_tool_call_ids[:_PROBLEMS_SHOWN]]
+        more = max(len(pending), len(result.pending_tool_call_ids)) - len(shown)
+        calls = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+        out.line(f"the agent left frontend tool call(s) for the application: {calls} ({runner} does not run them)",
                  "yellow")
 
 
