@@ -228,6 +228,15 @@ def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle:
     return media
 
 
+def _inflater(response: httpx.Response, redactor: Redactor) -> Inflater | None:
+    """``Inflater.of(response)``, its refusal redacted: it quotes the ``Content-Encoding`` header, which
+    is the agent's to write (an echoed credential included)."""
+    try:
+        return Inflater.of(response)
+    except ProtocolError as exc:
+        raise redact_exception(exc, redactor.text) from None
+
+
 def _framed(chunk: bytes, framer: _Framer, inflater: Inflater | None) -> Iterator[list[str | bytes]]:
     """The payload batches of one network read: one, or one per piece a coded read inflates to (each
     handed over as it is inflated, so events are not held back behind the rest of the read)."""
@@ -294,6 +303,11 @@ class _ClientBase:
 
             store = MemoryStore()
         self.store: ThreadStore = store
+
+    def _unsent_redactor(self) -> Redactor:
+        """The redactor of a request this client would send (for what is reported about a run refused
+        before anything was sent: the ids it names came from the agent in earlier runs)."""
+        return self._redactor(httpx.Request("POST", self.url, headers=_headers(self.headers, None)))
 
     def _redactor(self, *requests: httpx.Request) -> Redactor:
         """What keeps the credentials of ``requests`` (the exchange so far) out of everything reported about it."""
@@ -691,7 +705,7 @@ class AgentClient(_ClientBase):
 
     def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                  deadline: _Deadline | None) -> Iterator[list[str | bytes]]:
-        inflater = Inflater.of(response)
+        inflater = _inflater(response, redactor)
         with self._reading(response, redactor, deadline):
             for chunk in response.iter_raw():
                 yield from _framed(chunk, framer, inflater)
@@ -842,7 +856,7 @@ class AsyncAgentClient(_ClientBase):
 
     async def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
                        deadline: _Deadline | None) -> AsyncIterator[list[str | bytes]]:
-        inflater = Inflater.of(response)  # (as AgentClient._batches)
+        inflater = _inflater(response, redactor)  # (as AgentClient._batches)
         with self._reading(response, redactor, deadline):
             async for chunk in response.aiter_raw():
                 for batch in _framed(chunk, framer, inflater):

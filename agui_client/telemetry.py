@@ -24,7 +24,7 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -188,7 +188,7 @@ class _Unwatched:
     def finished(self, result: RunResult) -> RunResult:
         return result
 
-    def sending(self) -> _NotSending:
+    def sending(self, handle: Any = None) -> _NotSending:
         return NOT_SENDING
 
 
@@ -234,21 +234,26 @@ class _Sending:
 class _RunWatch:
     """One run's span and measurements (see the module's docstring)."""
 
-    __slots__ = ("_telemetry", "_thread_id", "_span", "_started", "_result")
+    __slots__ = ("_telemetry", "_client", "_thread_id", "_span", "_started", "_result", "_handle", "_resumes")
 
     def __init__(self, telemetry: Telemetry, client: Any, thread: Any, run_id: str | None, resuming: bool) -> None:
         trace = telemetry._trace
         self._telemetry = telemetry
+        self._client = client
         self._thread_id: str = thread.id
         self._started = time.monotonic()
         self._result: RunResult | None = None
+        #: The sent request's stream handle: its redactor cleans what the agent chose before the span keeps it.
+        self._handle: Any = None
         attributes: dict[str, Any] = {"agui.thread.id": thread.id}
         if run_id is not None:
             attributes["agui.run.id"] = run_id
         links = []
         interrupted = thread.state.interrupted_run_id if resuming else None
+        self._resumes = interrupted
         if interrupted is not None:
-            attributes["agui.run.resumes"] = interrupted
+            # (agui.run.resumes is set when the span ends, redacted: an id the agent chose in an earlier
+            # run, which a span processor would otherwise see as it was when the span starts)
             earlier = telemetry._recall((thread.id, interrupted))
             if earlier is not None:
                 links.append(trace.Link(earlier, {"agui.link": "resumes"}))
@@ -273,8 +278,10 @@ class _RunWatch:
                     span.add_event("agui.run.input", {"agui.message.role": message.ROLE,
                                                       "agui.message.content": content})
 
-    def sending(self) -> _Sending | _NotSending:
-        """The request is being sent: ``with watch.sending() as headers`` gives the trace headers."""
+    def sending(self, handle: Any = None) -> _Sending | _NotSending:
+        """The request is being sent: ``with watch.sending(handle) as headers`` gives the trace headers;
+        ``handle`` (the run's ``StreamHandle``) brings the redactor of the request as it was sent."""
+        self._handle = handle
         if not self._span.get_span_context().is_valid:
             return NOT_SENDING  # (no SDK, and no trace around the call: no context to carry)
         return _Sending(self._telemetry, self._telemetry._trace.set_span_in_context(self._span))
@@ -301,17 +308,34 @@ class _RunWatch:
             if not span.is_recording():
                 return
             span.set_attribute("agui.run.outcome", outcome)
+            redact = self._redact()
+            if self._resumes is not None:
+                # (an id the agent chose, in an earlier run: it may echo this request's credential)
+                span.set_attribute("agui.run.resumes", _cut(redact(str(self._resumes))))
             if result is not None:
-                _describe(span, result, telemetry.record_content)
+                _describe(span, result, telemetry.record_content, redact)
                 if outcome == "interrupt" and result.run_id is not None:
                     telemetry._remember((self._thread_id, result.run_id), span.get_span_context())
             if exc is not None:
-                _failure(span, exc, outcome, telemetry.record_content)
+                _failure(span, exc, outcome, telemetry.record_content, redact)
             elif outcome == "error":
                 span.set_attribute("error.type", "RUN_ERROR")
                 _failed_status(span, "the run ended with RUN_ERROR")
         finally:
             span.end()
+
+
+    def _redact(self) -> Callable[[str], str]:
+        """The redactor of the request as it was sent; for a run refused before sending, the one of a
+        request the client would send (the ids a refusal names came from the agent earlier)."""
+        redactor = getattr(self._handle, "redactor", None)
+        if redactor is None:
+            unsent = getattr(self._client, "_unsent_redactor", None)
+            try:
+                redactor = unsent() if unsent is not None else None
+            except Exception:  # (a client that cannot even build a request: the run's error says why)
+                redactor = None
+        return redactor.text if redactor is not None else _same
 
 
 class _LoopWatch:
@@ -407,14 +431,23 @@ def _refusal_kind(exc: BaseException) -> str:
     return "unencodable" if isinstance(exc, UnencodableValue) else "concurrent"
 
 
-def _describe(span: Span, result: RunResult, record_content: bool) -> None:
-    """What a run came to, as span attributes: counts and ids, never content unless asked for."""
+def _same(text: str) -> str:
+    return text
+
+
+def _describe(span: Span, result: RunResult, record_content: bool, redact: Callable[[str], str]) -> None:
+    """What a run came to, as span attributes: counts and ids, never content unless asked for.
+
+    The ids and text the agent chose pass through ``redact`` (the request's redactor): an agent
+    echoing the caller's credential as its run id, an interrupt id or its reply must not get it into
+    a span, which goes to a collector the agent's answer never should.
+    """
     if result.run_id is not None:
-        span.set_attribute("agui.run.id", result.run_id)
+        span.set_attribute("agui.run.id", _cut(redact(result.run_id)))
     span.set_attribute("agui.run.events", result.events)
     span.set_attribute("agui.run.interrupts", len(result.interrupts))
     if result.interrupts:
-        span.set_attribute("agui.run.interrupt_ids", _ids(i.id for i in result.interrupts))
+        span.set_attribute("agui.run.interrupt_ids", _ids(redact(i.id) for i in result.interrupts))
     span.set_attribute("agui.run.warnings", len(result.warnings))
     codes: dict[str, int] = {}
     for warning in result.warnings:
@@ -433,7 +466,7 @@ def _describe(span: Span, result: RunResult, record_content: bool) -> None:
         if record_content:
             span.set_attribute("agui.run.error.message", result.error.message)
     if record_content and result.outcome is not None:
-        span.add_event("agui.run.output", {"agui.message.content": result.text})
+        span.add_event("agui.run.output", {"agui.message.content": redact(result.text)})
 
 
 def _cut(text: str) -> str:
@@ -445,12 +478,13 @@ def _ids(ids: Iterable[str]) -> list[str]:
     return [_cut(i) for i in itertools.islice(ids, IDS_KEPT)]
 
 
-def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool) -> None:
+def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool,
+             redact: Callable[[str], str] = lambda text: text) -> None:
     """The error that ended the run, as span attributes and events (its text only when asked for)."""
     name = type(exc).__name__
     if isinstance(exc, ResumeRefused):
         span.add_event("agui.resume.refused", {"agui.resume.refusal.kind": exc.kind,
-                                               "agui.resume.refusal.interrupt_ids": _ids(exc.ids),
+                                               "agui.resume.refusal.interrupt_ids": _ids(map(redact, exc.ids)),
                                                "error.type": name})
     if isinstance(exc, ProtocolError):
         found: dict[str, Any] = {"error.type": name}
@@ -465,7 +499,12 @@ def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool)
         return
     span.set_attribute("error.type", name)
     if record_content:
-        span.record_exception(exc)
+        # (the error's text may quote ids the agent chose before this run: a refusal names its interrupts)
+        import traceback
+
+        stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        span.record_exception(exc, attributes={"exception.message": redact(str(exc)),
+                                               "exception.stacktrace": redact(stack)})
     rule = getattr(exc, "rule", None)
-    description = str(exc) if record_content else name + (f" [{rule}]" if rule else "")
+    description = redact(str(exc)) if record_content else name + (f" [{rule}]" if rule else "")
     _failed_status(span, description)

@@ -392,7 +392,7 @@ class Thread(Conversation):
             return self._write(effect)
         if kind is Send:
             plan = effect.plan
-            with exchange.watch.sending() as headers:  # (the trace context, when the client has telemetry)
+            with exchange.watch.sending(effect.handle) as headers:  # (the trace context, when the client has telemetry)
                 exchange.batches = exchange.stack.enter_context(
                     self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
                                               run_timeout=plan.run_timeout, headers=headers))
@@ -540,7 +540,7 @@ class AsyncThread(Conversation):
             return await self._write(effect)
         if kind is Send:
             plan = effect.plan
-            with exchange.watch.sending() as headers:  # (as Thread._carry)
+            with exchange.watch.sending(effect.handle) as headers:  # (as Thread._carry)
                 exchange.batches = await exchange.stack.enter_async_context(
                     self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
                                               run_timeout=plan.run_timeout, headers=headers))

@@ -292,9 +292,10 @@ def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
         client = open_client(stack, args.url, args, store=store)
         thread = client.thread(thread_id)
         if args.thread_file is not None:
-            out.line(f"thread {thread.id} ({'new, ' if is_new else ''}kept in {args.thread_file})", "dim")
+            out.line(f"thread {one_line(thread.id)} ({'new, ' if is_new else ''}kept in {args.thread_file})", "dim")
         if thread.open_interrupts and not args.resume:
-            raise UsageProblem(f"thread {thread.id} is waiting on {len(thread.open_interrupts)} interrupt(s); "
+            waiting = len(thread.open_interrupts)
+            raise UsageProblem(f"thread {one_line(thread.id)} is waiting on {waiting} interrupt(s); "
                                "add --resume (with --answer JSON, --yes or --abandon) to answer them")
         message = args.message
         if message is None and not args.resume and can_ask:
@@ -342,7 +343,7 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
             app = RecordedAgent(args.what)
         except ValueError as exc:
             raise Unreadable(str(exc)) from None
-        what = f"the recording {args.what} ({len(app)} exchange(s), in order; thread {app.thread_id})"
+        what = f"the recording {args.what} ({len(app)} exchange(s), in order; thread {one_line(app.thread_id)})"
     if not 0 <= args.port <= 65535:
         raise UsageProblem(f"--port {args.port} is not a port number")
     try:
@@ -375,7 +376,7 @@ def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> tuple[str
         return ids[0], False
     if len(ids) > 1:
         raise UsageProblem(f"{args.thread_file} holds {len(ids)} threads; pick one with --thread-id: "
-                           + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
+                           + ", ".join(map(one_line, ids[:10])) + (" ..." if len(ids) > 10 else ""))
     if args.resume:
         raise UsageProblem(f"{args.thread_file} holds no thread to resume")
     return str(uuid.uuid4()), True
@@ -386,7 +387,7 @@ def _finish(out: Output, conversation: Conversation, result: RunResult | None, t
     state = thread.state
     final = last_assistant_text(state)
     runs = conversation.runs
-    rows = [("thread", thread.id + (f" (in {thread_file})" if thread_file else "")),
+    rows = [("thread", one_line(thread.id) + (f" (in {thread_file})" if thread_file else "")),
             ("outcome", str(result.outcome) if result is not None else "nothing sent")]
     if result is not None and result.error is not None:
         rows.append(("error", some_lines(result.error.message)

@@ -64,7 +64,7 @@ from .render import (
     render_run_end,
     usage_text,
 )
-from .terminal import SafeConsole, one_line, safe_text, visible
+from .terminal import SafeConsole, json_text, one_line, safe_text, visible
 
 if TYPE_CHECKING:
     from ..testing.recording import RecordingTransport
@@ -223,7 +223,7 @@ class Chat:
         thread = self.thread
         kept = f", kept in {self.thread_file}" if self.thread_file else ""
         told = f"; {len(thread.state.messages)} message(s) so far (/messages)" if thread.state.messages else ""
-        self.out.line(f"chat with {self.url} - thread {thread.id}{kept}{told}", "dim")
+        self.out.line(f"chat with {self.url} - thread {one_line(thread.id)}{kept}{told}", "dim")
         if self.recording is not None:
             self.out.line(f"recording into {self.recording}", "dim")
         self.out.line("type a message; /help lists the commands; Ctrl-C cancels a turn; Ctrl-D leaves", "dim")
@@ -267,7 +267,7 @@ class Chat:
         elif name == "/new":
             self.thread = self.client.thread()
             self.answers = []
-            out.line(f"new thread {self.thread.id}", "bold")
+            out.line(f"new thread {one_line(self.thread.id)}", "bold")
         elif name == "/state":
             out.json(self.thread.state.state)
         elif name == "/messages":
@@ -842,7 +842,7 @@ def transcript(state: ThreadState, *, url: str, thread_id: str, answers: Sequenc
     file to a terminal is as safe as the chat itself.
     """
     when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%SZ")
-    parts = ["# agui chat transcript", "", f"- agent: {visible(url)}", f"- thread: {visible(thread_id)}",
+    parts = ["# agui chat transcript", "", f"- agent: {visible(url)}", f"- thread: {visible(one_line(thread_id))}",
              f"- exported: {when}", ""]
     notes = sorted(answers)
     index = 0
@@ -856,8 +856,9 @@ def transcript(state: ThreadState, *, url: str, thread_id: str, answers: Sequenc
         parts += [f"> {visible(text)}", ""]
     if not state.messages:
         parts += ["_(no messages)_", ""]
-    parts += ["## State", "", *_fenced(json.dumps(state.state, indent=2, ensure_ascii=False, default=str), "json"),
-              ""]
+    # (json_text, not json.dumps: ensure_ascii=False would write the C1 controls and bidi characters
+    # of the agent's state raw, which JSON only escapes below U+0020)
+    parts += ["## State", "", *_fenced(json_text(state.state, indent=2, default=str), "json"), ""]
     return "\n".join(parts)
 
 
@@ -868,15 +869,15 @@ def _message_markdown(message: msg.Message, state: ThreadState, names: dict[str,
         case msg.SystemMessage(content=content) | msg.DeveloperMessage(content=content):
             yield from (f"## {message.ROLE}", "", visible(_text(content)), "")
         case msg.AssistantMessage(content=content, tool_calls=calls, subagent_run_id=sub):
-            yield from (f"## {visible(names.get(sub, sub))} (subagent)" if sub else "## Agent", "")
+            yield from (f"## {visible(one_line(names.get(sub, sub)))} (subagent)" if sub else "## Agent", "")
             if content:
                 yield from (visible(content), "")
             for call in calls or ():
-                yield f"- tool call `{visible(call.function.name)}`"
+                yield f"- tool call `{visible(one_line(call.function.name))}`"
                 yield from ("", *_fenced(visible(call.function.arguments or "{}"), "json"), "")
         case msg.ToolMessage(content=content, tool_call_id=cid, error=error):
             name = _tool_name(state, cid)
-            yield f"- `{visible(name)}` " + ("failed: " + visible(error) if error else "returned:")
+            yield f"- `{visible(one_line(name))}` " + ("failed: " + visible(error) if error else "returned:")
             if not error:
                 yield from ("", *_fenced(visible(_text(content))), "")
             else:
@@ -884,7 +885,8 @@ def _message_markdown(message: msg.Message, state: ThreadState, names: dict[str,
         case msg.ReasoningMessage(content=content):
             yield from ("<details><summary>reasoning</summary>", "", visible(content), "", "</details>", "")
         case msg.ActivityMessage(activity_type=kind, content=content):
-            yield from (f"- activity {visible(kind)}: `{visible(json.dumps(content, ensure_ascii=False))}`", "")
+            shown = visible(json.dumps(content, ensure_ascii=False))
+            yield from (f"- activity {visible(one_line(kind))}: `{shown}`", "")
         case _:
             yield from (f"- {visible(type(message).__name__)}", "")
 

@@ -12,7 +12,7 @@ under ``--abandon``/``--abandon-expired``, they are abandoned, saying so; under 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any, Literal
 
 import attrs
@@ -108,8 +108,8 @@ class Conversation:
         """
         interrupts = self.thread.open_interrupts
         if not interrupts:
-            raise UsageProblem(f"thread {self.thread.id} has no open interrupts to resume")
-        self.out.line(f"thread {self.thread.id} is waiting on {len(interrupts)} interrupt(s)", "bold")
+            raise UsageProblem(f"thread {one_line(self.thread.id)} has no open interrupts to resume")
+        self.out.line(f"thread {one_line(self.thread.id)} is waiting on {len(interrupts)} interrupt(s)", "bold")
         self._show(interrupts)
         builder = self._answers(interrupts)
         if builder is None:
@@ -176,7 +176,7 @@ class Conversation:
         expired = set(builder.expired)
         if expired and policy.mode in ("yes", "answer") and not policy.abandon_expired:
             # Asked to answer, not to abandon: an expired interrupt stops the command, nothing sent.
-            ids = ", ".join(i.id for i in interrupts if i.id in expired)
+            ids = _listed(i.id for i in interrupts if i.id in expired)
             self.failure = (f"interrupt(s) {ids} expired and cannot be answered; nothing was sent "
                             "(--abandon-expired abandons them and answers the rest)")
             return None
@@ -211,8 +211,8 @@ class Conversation:
             return
         missing = [i.id for i in interrupts if i.id not in expired and i.id not in policy.answers]
         if missing:
-            raise UsageProblem(f"no --answer for interrupt(s) {', '.join(missing)} (open: "
-                               f"{', '.join(i.id for i in interrupts)}); give --answer ID=JSON for each, "
+            raise UsageProblem(f"no --answer for interrupt(s) {_listed(missing)} (open: "
+                               f"{_listed(i.id for i in interrupts)}); give --answer ID=JSON for each, "
                                "or a bare --answer JSON for the rest; nothing was sent")
 
     def unused_answers(self) -> list[str]:
@@ -225,8 +225,8 @@ class Conversation:
             unfilled = forms.yes_unfilled(interrupt.response_schema)
             if unfilled:
                 raise UsageProblem(
-                    f"--yes does not invent answers: interrupt {interrupt.id} requires {', '.join(unfilled)} "
-                    f"with no default; give them with --answer {interrupt.id}=JSON; nothing was sent")
+                    f"--yes does not invent answers: interrupt {one_line(interrupt.id)} requires {_listed(unfilled)} "
+                    f"with no default; give them with --answer {one_line(interrupt.id)}=JSON; nothing was sent")
             return forms.yes_payload(interrupt.response_schema)
         if policy.mode == "answer":
             if interrupt.id in policy.answers:
@@ -236,7 +236,7 @@ class Conversation:
         assert self.asker is not None, "ask mode needs an asker"
         for attempt in range(MAX_ATTEMPTS):
             if attempt == 0:
-                self.out.line(f"Your answer to {interrupt.id} (empty input takes the default shown):", "bold")
+                self.out.line(f"Your answer to {one_line(interrupt.id)} (empty input takes the default shown):", "bold")
             payload = forms.ask_payload(interrupt.response_schema, self.asker)
             try:
                 # Judged on its own: the other open interrupts are not answered yet.
@@ -250,7 +250,18 @@ class Conversation:
                     self.asker.say(f"not accepted: {problem}")
                 continue
             return payload
-        raise UsageProblem(f"no valid answer to interrupt {interrupt.id} after {MAX_ATTEMPTS} attempts")
+        raise UsageProblem(f"no valid answer to interrupt {one_line(interrupt.id)} after {MAX_ATTEMPTS} attempts")
 
 
 _EXPIRED: Any = object()
+
+#: The most ids (or field names) a line of the CLI lists; the rest are counted.
+LISTED = 10
+
+
+def _listed(names: Iterable[str]) -> str:
+    """Names the agent chose (interrupt ids, field names), as a line lists them: each on one line, the
+    first :data:`LISTED`, and a count of the rest (an agent may raise thousands)."""
+    names = list(names)
+    shown = ", ".join(one_line(name) for name in names[:LISTED])
+    return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")

@@ -110,10 +110,10 @@ def describe(field: Field) -> str:
         text = "one of " + "|".join(one_line(_show(v), 60) for v in values[:_LISTED_VALUES]) \
             + (f"|... ({len(values) - _LISTED_VALUES} more)" if len(values) > _LISTED_VALUES else "")
     elif kind == "const":
-        text = f"always {_show(schema.get('const'))}"
+        text = f"always {one_line(_show(schema.get('const')), 60)}"
     else:
         text = kind if kind != "json" else _json_kind(schema)
-        bounds = [f"{op} {schema[key]}" for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"),
+        bounds = [f"{op} {one_line(str(schema[key]), 60)}" for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"),
                                                          ("maximum", "<="), ("exclusiveMaximum", "<"))
                   if isinstance(schema.get(key), (int, float))]
         if bounds:
@@ -122,7 +122,7 @@ def describe(field: Field) -> str:
     if field.required:
         notes.append("required")
     if field.has_default:
-        notes.append(f"default {_show(schema['default'])}")
+        notes.append(f"default {one_line(_show(schema['default']), 60)}")
     return "; ".join(notes)
 
 
@@ -133,7 +133,16 @@ def yes_payload(schema: Mapping[str, Any] | None) -> JSON:
         return dict(NO_SCHEMA_ANSWER)
     form = fields(schema)
     if form is None:
-        return schema["default"] if "default" in schema else _filler(schema)
+        return schema["default"] if "default" in schema else _filler(schema, 0)
+    return _filled(form, 0)
+
+
+#: How deep ``yes_payload`` fills required objects inside objects; deeper ones are given as ``{}``.
+#: (The schema is the agent's: its nesting must not become the depth of the client's recursion.)
+_FILL_DEPTH = 32
+
+
+def _filled(form: list[Field], depth: int) -> dict[str, Any]:
     payload: dict[str, Any] = {}
     for field in form:
         if field.has_default:
@@ -141,7 +150,7 @@ def yes_payload(schema: Mapping[str, Any] | None) -> JSON:
         elif field.name == "approved" and field.kind in ("boolean", "json"):
             payload[field.name] = True
         elif field.required:
-            payload[field.name] = _filler(field.schema)
+            payload[field.name] = _filler(field.schema, depth + 1)
     return payload
 
 
@@ -244,7 +253,7 @@ def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _filler(schema: Mapping[str, Any]) -> JSON:
+def _filler(schema: Mapping[str, Any], depth: int) -> JSON:
     kind = _kind(schema)
     if kind == "const":
         return schema["const"]
@@ -264,7 +273,10 @@ def _filler(schema: Mapping[str, Any]) -> JSON:
     if declared == "array":
         return []
     if declared == "object" or isinstance(schema.get("properties"), Mapping):
-        return yes_payload(schema)
+        # An object without properties to fill (``{"type": "object"}``) is the empty object: filling it
+        # as a form would find no form and come back here, without end.
+        form = fields(schema) if depth < _FILL_DEPTH else None
+        return _filled(form, depth) if form is not None else {}
     return None
 
 

@@ -33,7 +33,7 @@ from ..core.fold import ThreadState
 from ..core.replaying import detect_format, replay_events, sse_warnings
 from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunResult, RunSession
 from ..errors import LimitExceeded, ProtocolError, StreamEnded, StreamWarning
-from ..testing.recording import recorded_exchanges
+from ..testing.recording import META_FILE_BYTES, REQUEST_FILE_BYTES, open_recorded, read_recorded, recorded_exchanges
 from ..wire import codec
 from ..wire.jsonio import parse_json
 from ..wire.sink import collect_warnings
@@ -95,11 +95,14 @@ class _Session(RunSession):
 
 
 @contextlib.contextmanager
-def open_source(path: str) -> Iterator[BinaryIO]:
+def open_source(path: str, *, in_folder: bool = False) -> Iterator[BinaryIO]:
     """``path`` open for binary reading (``-``: standard input), closed afterwards.
 
     The caller reads it block by block (``replay_events`` does), so a recording is never held
     whole: the per-event size limit trips on an endless line before the file is in memory.
+    With ``in_folder`` (a response of a recording folder) only a regular file is read: a FIFO
+    there would block the open, a link to a device would never end (``open_recorded``). A path
+    the person names may be a FIFO (``<(gunzip -c rec.sse.gz)``).
 
     Raises:
         Unreadable: the file cannot be opened.
@@ -108,9 +111,12 @@ def open_source(path: str) -> Iterator[BinaryIO]:
         yield sys.stdin.buffer
         return
     try:
-        handle = open(path, "rb")  # (closed by the with below, once the caller has read it)
+        # (closed by the with below, once the caller has read it)
+        handle = open_recorded(path) if in_folder else open(path, "rb")
     except OSError as exc:
         raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise Unreadable(f"cannot read {exc}") from None
     with handle:
         yield handle
 
@@ -191,9 +197,11 @@ def _show_thread(out: Output, result: RunResult) -> None:
 def _read_request(path: Path) -> RunAgentInput:
     try:
         with collect_warnings():
-            return codec.decode(parse_json(path.read_bytes()), RunAgentInput)
+            return codec.decode(parse_json(read_recorded(path, REQUEST_FILE_BYTES)), RunAgentInput)
     except OSError as exc:
         raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise Unreadable(f"cannot read {exc}") from None
     except ProtocolError as exc:
         raise Unreadable(f"{path} is not a RunAgentInput: {exc}") from None
 
@@ -202,8 +210,8 @@ def _read_meta(path: Path) -> dict[str, Any]:
     meta: dict[str, Any] = {"status": 200, "contentType": "text/event-stream"}
     if path.is_file():
         try:
-            found = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            found = json.loads(read_recorded(path, META_FILE_BYTES).decode("utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:
             raise Unreadable(f"{path} is not readable JSON: {exc}") from None
         if isinstance(found, dict):
             meta.update(found)
@@ -240,7 +248,8 @@ class _Folder:
                                   "not a run, skipped")
                 continue
             if meta.get("contentEncoding"):
-                raise Unreadable(f"{stem}.sse is {meta['contentEncoding']}-encoded as it came; decode it first")
+                raise Unreadable(f"{stem}.sse is {one_line(str(meta['contentEncoding']), 40)}-encoded as it came; "
+                                 "decode it first")
             state = self.threads.get(run_input.thread_id)
             if state is None:
                 state = self.threads[run_input.thread_id] = ThreadState(thread_id=run_input.thread_id)
@@ -263,7 +272,7 @@ def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
     for name, sse, state, run_input in folder.runs():
         session = _Session(state, run_input=run_input)
         try:
-            with open_source(sse) as handle:
+            with open_source(sse, in_folder=True) as handle:
                 try:
                     for _ in replay_events(handle, session):
                         pass
@@ -343,7 +352,7 @@ def _fold_located(path: str, session: _Session | None = None) -> tuple[_Session,
         session = _Session(collect_errors=True)
     located = _Located()
     limit = DEFAULT_MAX_EVENT_BYTES
-    with open_source(path) as handle:
+    with open_source(path, in_folder=not alone) as handle:
         try:
             blocks = iter(lambda: bytes(handle.read(_BLOCK)), b"")
             first = next(blocks, b"")

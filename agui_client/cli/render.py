@@ -508,7 +508,7 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
         items.append(("answer schema:", _clip(_compact(schema))))
     else:
         title = schema.get("title")
-        heading = "answer" + (f" ({title})" if isinstance(title, str) else "") + ":"
+        heading = "answer" + (f" ({one_line(title)})" if isinstance(title, str) else "") + ":"
         for field in form:
             rows.append((field.shown, forms.describe(field)
                          + (f"  - {one_line(field.description, 300)}" if field.description else "")))
@@ -590,10 +590,13 @@ def render_run_end(out: Output, result: RunResult, runner: str) -> None:
         out.line(f"the run ended as success after the producer asked with CUSTOM events: read as an interrupt "
                  f"(--legacy-interrupts {result.bridged})", "yellow")
     if result.pending_tool_call_ids:
-        calls = ", ".join(f"{one_line(c.function.name)}({one_line(c.function.arguments or '', 300)})"
-                          for c in result.pending_tool_calls)
-        out.line(f"the agent left frontend tool call(s) for the application: "
-                 f"{calls or ', '.join(map(one_line, result.pending_tool_call_ids))} ({runner} does not run them)",
+        pending = result.pending_tool_calls
+        shown = [f"{one_line(c.function.name)}({one_line(c.function.arguments or '', 300)})"
+                 for c in pending[:_PROBLEMS_SHOWN]]
+        shown = shown or [one_line(i) for i in result.pending_tool_call_ids[:_PROBLEMS_SHOWN]]
+        more = max(len(pending), len(result.pending_tool_call_ids)) - len(shown)
+        calls = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+        out.line(f"the agent left frontend tool call(s) for the application: {calls} ({runner} does not run them)",
                  "yellow")
 
 
@@ -614,7 +617,12 @@ def _error_detail(payload: Any) -> str | None:
         return None
     code = payload.get("code")
     text = found if len(found) <= ERROR_DETAIL_CHARS else found[:ERROR_DETAIL_CHARS - 3] + "..."
-    return text + (f" (code {code})" if isinstance(code, str | int) and not isinstance(code, bool) else "")
+    return text + (f" (code {one_line(str(code))})" if isinstance(code, str | int) and not isinstance(code, bool)
+                   else "")
+
+
+#: The most problems of a refused answer listed under its message.
+_PROBLEMS_SHOWN = 10
 
 
 def render_error(out: Output, exc: BaseException) -> None:
@@ -642,8 +650,12 @@ def render_error(out: Output, exc: BaseException) -> None:
         out.panel(f"HTTP {exc.status_code}", lines, style="red")
     elif isinstance(exc, ResumeRefused):
         lines = [str(exc)]
-        lines += [f"{interrupt_id}: {problem}" for interrupt_id, problems in exc.errors.items()
-                  for problem in problems if problem not in lines[0]]
+        # (the message names ten interrupts; an agent may raise thousands, each with its own problem)
+        more = [f"{one_line(interrupt_id)}: {one_line(problem, 1000)}" for interrupt_id, problems in exc.errors.items()
+                for problem in problems if problem not in lines[0]]
+        lines += more[:_PROBLEMS_SHOWN]
+        if len(more) > _PROBLEMS_SHOWN:
+            lines.append(f"... and {len(more) - _PROBLEMS_SHOWN} more")
         out.panel(f"answer refused ({type(exc).__name__})", lines, style="red")
     elif isinstance(exc, AguiError):
         out.panel(type(exc).__name__, [some_lines(str(exc))], style="red")

@@ -794,7 +794,9 @@ class Conversation(_Standing):
         return handler(**arguments) if isinstance(arguments, dict) else handler(arguments)
 
     def _tool_failed(self, call: msg.ToolCall, exc: Exception) -> None:
-        logger.warning("tool handler %r raised %r for call %s; the agent is told the call failed",
+        # (%r for what the agent chose: a call id is written to the application's log, and a terminal,
+        # as it came: an escape sequence in it would act there)
+        logger.warning("tool handler %r raised %r for call %r; the agent is told the call failed",
                        call.function.name, exc, call.id)
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
 

@@ -18,6 +18,7 @@ Sans-IO, like the rest of ``core``.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -282,8 +283,13 @@ _OPTIONS: Final = _re2_options()
 def _python_accepts(pattern: str) -> bool:
     # Only ever asked whether a pattern RE2 cannot run is a regex at all; compiling is linear in the
     # pattern's length (it is matching that backtracks), and nothing is matched with it.
+    # Python warns of syntax whose meaning it will change (``[[a]]``, ``[a--b]``): the agent's pattern
+    # must not become a warning on the application's stderr, nor, where warnings are errors (a test
+    # suite's ``-W error``), an untyped FutureWarning out of check_answer().
     try:
-        re.compile(pattern)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            re.compile(pattern)
     except (re.error, OverflowError, RecursionError, ValueError):
         return False
     return True

@@ -542,6 +542,11 @@ class RunSession:
 
     def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:
         exc.locate(run_id=self._run_id, index=index, event_type=event_type)
+        if exc.__suppress_context__:
+            # Raised ``from None``: the parser's own error is not shown, yet it stays reachable as the
+            # context, holding the whole payload (a ``JSONDecodeError``'s ``.doc``: up to the event
+            # limit, unredacted, and kept as long as the error is).
+            exc.__context__ = None
         if self.redact is not None:
             # (a malformed event's excerpt, an id or a key the agent chose: all may echo the request)
             redact_exception(exc, self.redact, keep=("result", "interrupts"))
@@ -623,7 +628,7 @@ class RunSession:
 #: Events whose text is an error report: redacted (``redact``) before they are folded or handed out.
 _ERROR_EVENTS = frozenset({ev.RunErrorEvent, ev.SubagentErrorEvent})
 _ERROR_FIELDS = ("message", "code", "raw_event", "metadata")
-_WARNING_FIELDS = ("message", "pointer", "event_type")
+_WARNING_FIELDS = ("message", "pointer", "event_type", "run_id")
 
 
 def _not_held_before(runs: Sequence[RunRecord], new_ids: list[str]) -> list[str]:

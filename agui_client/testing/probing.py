@@ -817,9 +817,25 @@ async def aprobe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] 
     finally:
         if not isinstance(target, str):
             await http.aclose()
-    return ProbeReport(target=described, prompt=prompt, defective=defective,
-                       runs=tuple(s.run() for s in driver.observed),
-                       checks=_judge(plan, driver.observed, defective))
+    report = ProbeReport(target=described, prompt=prompt, defective=defective,
+                         runs=tuple(s.run() for s in driver.observed),
+                         checks=_judge(plan, driver.observed, defective))
+    return _redacted(report, client._unsent_redactor().text)
+
+
+def _redacted(report: ProbeReport, redact: Callable[[str], str]) -> ProbeReport:
+    """``report`` with the request's credentials replaced wherever the agent could have echoed them.
+
+    The quotes of the agent's text are redacted as they are made; what the report says in its own words
+    also names what the agent chose (its interrupt ids, in the runs and in the resumes described), and a
+    probe report is a CI artifact: an agent echoing the ``Authorization`` header as an interrupt id
+    must not get it there.
+    """
+    runs = tuple(attrs.evolve(run, sent=redact(run.sent), detail=None if run.detail is None else redact(run.detail),
+                              interrupts=tuple(map(redact, run.interrupts))) for run in report.runs)
+    checks = tuple(attrs.evolve(check, reason=redact(check.reason), evidence=tuple(
+        attrs.evolve(item, detail=redact(item.detail)) for item in check.evidence)) for check in report.checks)
+    return attrs.evolve(report, runs=runs, checks=checks)
 
 
 def probe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None = None, defective: bool = False,

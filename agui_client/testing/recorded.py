@@ -46,7 +46,7 @@ from ..wire.sink import collect_warnings
 from ..wire.sse import DEFAULT_MAX_EVENT_BYTES
 from ..wire.types.run import RunAgentInput
 from .agent import Receive, Respond, Scope, Send, accept_run, respond
-from .recording import recorded_exchanges
+from .recording import META_FILE_BYTES, REQUEST_FILE_BYTES, read_recorded, recorded_exchanges
 
 __all__ = ["RecordedAgent", "RecordingMismatch", "MISMATCH_CODE"]
 
@@ -187,8 +187,8 @@ def _load(number: int, request: Path) -> _Exchange:
     stem = request.parent / name
     try:
         with collect_warnings():
-            run_input = decode(parse_json(request.read_bytes()), RunAgentInput)
-    except (OSError, ProtocolError) as exc:
+            run_input = decode(parse_json(read_recorded(request, REQUEST_FILE_BYTES)), RunAgentInput)
+    except (OSError, ValueError, ProtocolError) as exc:
         raise ValueError(f"{request} is not a readable RunAgentInput: {exc}") from exc
     body = Path(f"{stem}.sse")
     if not body.is_file():
@@ -197,9 +197,12 @@ def _load(number: int, request: Path) -> _Exchange:
     meta_path = Path(f"{stem}.response.json")
     if meta_path.is_file():
         try:
-            meta.update(json.loads(meta_path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
+            found = json.loads(read_recorded(meta_path, META_FILE_BYTES).decode("utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:
             raise ValueError(f"{meta_path} is not readable JSON: {exc}") from exc
+        if not isinstance(found, dict):
+            raise ValueError(f"{meta_path} is not a JSON object")
+        meta.update(found)
     status = meta.get("status")
     if not isinstance(status, int) or not 100 <= status <= 599:
         raise ValueError(f"{meta_path}: status {status!r} is not an HTTP status")

@@ -38,11 +38,12 @@ import contextlib
 import json
 import os
 import re
+import stat
 import threading
 import urllib.request
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 import httpx
 
@@ -50,10 +51,53 @@ from .._inflate import CODINGS, Inflater
 from .._pool import ShardedSyncTransport, ShardedTransport
 from ..core.redact import SENSITIVE_EXTENSION, Redactor
 
-__all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME"]
+__all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME", "open_recorded",
+           "read_recorded", "REQUEST_FILE_BYTES", "META_FILE_BYTES"]
 
 #: The name of one exchange's request file: ``01.request.json`` (its number and the rest).
 EXCHANGE_NAME = re.compile(r"^(\d{2,})\.request\.json$")
+
+
+#: The most bytes of a recorded request (``NN.request.json``) read: the whole thread as it was sent, so
+#: large, but a folder is the reader's input, and one file of it must not take all its memory.
+REQUEST_FILE_BYTES = 256 * 1024 * 1024
+#: The most bytes of a recorded response's status and content type (``NN.response.json``).
+META_FILE_BYTES = 64 * 1024
+
+
+def open_recorded(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path``, a file of a recording folder, open for binary reading: a regular file only.
+
+    A folder may come from anyone: a name that is a FIFO (or a link to one) would block the open
+    until some other process wrote to it, and a link to ``/dev/zero`` or ``/dev/urandom`` would never
+    end. The file is opened without blocking and looked at before anything is read.
+
+    Raises:
+        OSError: it cannot be opened.
+        ValueError: it is not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path}: not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_recorded(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of ``path``, a file of a recording folder (see :func:`open_recorded`), at most ``limit``.
+
+    Raises:
+        OSError: it cannot be read.
+        ValueError: it is not a regular file, or holds more than ``limit`` bytes.
+    """
+    with open_recorded(path) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: larger than {limit} bytes")
+    return data
 
 
 def recorded_exchanges(directory: str | os.PathLike[str]) -> list[tuple[int, Path]]:

@@ -745,6 +745,8 @@ def test_integers_beyond_64_bits_come_back_exact(store: ThreadStore) -> None:
 @pytest.mark.parametrize(("field", "value"), [
     ("messages", 5), ("messages", [{"id": 1}]), ("openInterrupts", [5]), ("usageByRun", []),
     ("subagents", {"s": 5}), ("pendingToolCallIds", 5), ("format", 99), ("state", float("nan")),
+    # (attack audit, third round: ids of another JSON type loaded, and failed later where compared or sent)
+    ("interruptedRunId", 5), ("lastRunId", ["r"]), ("lastOutcome", {}), ("threadId", 7), ("pendingToolCallIds", [5]),
 ])
 def test_a_damaged_record_is_a_store_error_naming_the_thread_when_a_thread_is_built(
     backend: Backend, field: str, value: Any

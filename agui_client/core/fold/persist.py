@@ -161,6 +161,11 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> Thr
     version = data.get("format", 1)
     if not isinstance(version, int) or version > STATE_FORMAT_VERSION:
         raise ValueError(f"thread state format {version!r} is newer than this release reads")
+    for key in ("threadId", "interruptedRunId", "lastRunId", "lastOutcome"):
+        # (a record edited by hand or by another tool: an id of another JSON type would pass for one,
+        # and fail later, untyped, where the thread compares or sends it)
+        if not isinstance(data.get(key), str | None):
+            raise ValueError(f"{key} must be a string or null, not {type(data.get(key)).__name__}")
     state = data.get("state")
     # (dump(share_state=True)'s state is the dumping thread's own, marked: always copied)
     adopt_state = adopt and type(state) not in (PlainDict, PlainList)
@@ -190,6 +195,8 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> Thr
         raise ValueError(f"openInterruptsVia {via!r} names no legacy bridge of this release, or no interrupt is open")
     ledger.open_via = via
     ledger.pending = tuple(data.get("pendingToolCallIds", ()))
+    if not all(isinstance(call_id, str) for call_id in ledger.pending):
+        raise ValueError("pendingToolCallIds must hold strings")
     ledger.usage = {k: codec.decode(v, tuple[rn.TokenUsage, ...]) for k, v in data.get("usageByRun", {}).items()}
     for key, value in data.get("subagents", {}).items():
         ledger.subagents[key] = _load_subagent(value)
