@@ -65,7 +65,7 @@ import pytest
 from attrs import define, field
 
 from agui_client import AgentClient
-from agui_client.testing import Gate, Item, ScriptedAgent, Wait, serve, text_message
+from agui_client.testing import Disconnect, Gate, Item, ScriptedAgent, Wait, serve, text_message
 from agui_client.types import (
     Interrupt,
     RunAgentInput,
@@ -139,6 +139,8 @@ class ChaosAgent:
         how = self.kills.get(run_id)
         if how == "request":
             self._kill(run_id)
+        elif how == "cut":
+            events.insert(len(events) // 2, Disconnect())
         elif how == "stream":
             gate = Gate()
             events.insert(len(events) // 2, Wait(gate, timeout=WATCHDOG))
@@ -194,6 +196,11 @@ class Job:
         return any(w[-1] in ("load", "claim") for w in self.words("die"))
 
     @property
+    def cut(self) -> bool:
+        """Whether the agent cut its response (planned) and its run failed for it, the replica alive."""
+        return self.kill == {"agent": "cut"} and bool(self.words("failed")) and not self.killed
+
+    @property
     def killed(self) -> bool:
         return self.code == -signal.SIGKILL
 
@@ -236,8 +243,12 @@ class Replica:
                 job.pid = int(rest[0])
                 self._agent.started(job.run_id, job.pid)
             elif job.kill is not None and job.kill.get("line") == len(job.lines) and job.pid is not None:
-                # The child is reaped only after it exits, which it reports after this line: still ours.
-                os.kill(job.pid, signal.SIGKILL)
+                # The zygote reports a child's end only after reaping it, and forks the next one only
+                # after that: a pid seen here is this job's child, alive or already gone.
+                try:
+                    os.kill(job.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass  # (it ended before the line was read: the kill came too late, its report says so)
 
     def close(self) -> int:
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -259,7 +270,7 @@ def kill_plan(rng: random.Random) -> dict[str, Any] | None:
         return {"line": rng.randint(2, 14)}
     if draw < 0.86:
         return {"delay": rng.uniform(0, MAX_DELAY)}
-    return {"agent": rng.choice(["request", "stream"])}
+    return {"agent": rng.choice(["request", "stream", "cut"])}
 
 
 def store_spec(kind: str, seed: int, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
@@ -331,14 +342,19 @@ def stuck(replicas: list[Replica], ended: Queue[int], where: str) -> None:
     """Fail with what the replicas that never ended their turn printed, and where their threads stood
     (each is sent SIGABRT, on which it dumps its stacks to its stderr file)."""
     hung = [r for r in replicas if r.job is not None and r.job.code is None and r.job.pid is not None]
+    aborted = 0
     for replica in hung:
         assert replica.job is not None and replica.job.pid is not None
-        os.kill(replica.job.pid, signal.SIGABRT)
-    for _ in hung:
+        try:
+            os.kill(replica.job.pid, signal.SIGABRT)
+            aborted += 1
+        except ProcessLookupError:
+            pass  # (gone, yet its end never reported: the failure below shows what it printed)
+    for _ in range(aborted):
         ended.get(timeout=WATCHDOG)
     pytest.fail(f"{where}: replicas did not end their turns:\n" + "\n".join(
-        f"{r.job.run_id if r.job else None}: {r.job.lines if r.job else None}\n{r.stderr.read_text()[-4000:]}"
-        for r in hung))
+        f"{r.job.run_id if r.job else None} (replica process: {r.process.poll()}; plan {r.job.kill if r.job else None}):"
+        f" {r.job.lines if r.job else None}\n{r.stderr.read_text()[-4000:]}" for r in hung))
 
 
 def operate(played: Played, spec: dict[str, Any], live: list[str], fresh: Iterator[int], seed: int) -> None:
@@ -349,9 +365,12 @@ def operate(played: Played, spec: dict[str, Any], live: list[str], fresh: Iterat
             if stored is None or stored.claim is None:
                 continue
             owner = next((job for job in played.jobs.values() if stored.claim in job.owners), None)
-            if owner is None or not owner.killed:
+            # A replica that died holds its claim; so does a live one whose resume failed after its
+            # request went out (the agent cut the response): the agent may have acted on the answers.
+            if owner is None or not (owner.killed or (owner.cut and owner.kind == "resume")):
                 played.violations.append(f"thread {thread_id} is claimed by {stored.claim!r} after the round, not "
-                                         f"by a replica that died ({owner.run_id if owner else 'no replica'})")
+                                         f"by a replica that died ({owner.run_id if owner else 'no replica'}: "
+                                         f"{owner.lines if owner else ''})")
                 continue
             client.thread(thread_id).release_claim(force=True)
             after = store.load(thread_id)
@@ -420,8 +439,8 @@ def check(played: Played, requests: list[RunAgentInput], spec: dict[str, Any]) -
         elif asked:
             bad(f"run {run_id} sent a message past run {before}'s open interrupt")
     for job in played.jobs.values():
-        for word in ("failed",):
-            for words in job.words(word):
+        for words in job.words("failed"):
+            if not (job.cut and words[1] in ("StreamEnded:", "TransportError:", "ProtocolError:")):
                 bad(f"run {job.run_id} failed: {' '.join(words[1:])}")
         if job.words("refused") and job.run_id in runs:
             bad(f"run {job.run_id} was refused, yet its request reached the agent")
@@ -466,7 +485,9 @@ def check(played: Played, requests: list[RunAgentInput], spec: dict[str, Any]) -
                 if run_id in chain:
                     continue
                 job = played.jobs[run_id]
-                if run_id not in played.released:
+                if job.cut and job.kind == "message":
+                    pass  # (its replica gave the thread back when the response was cut: an ordinary retry)
+                elif run_id not in played.released:
                     bad(f"thread {thread_id}: run {run_id} reached the agent but is not in the thread, and its "
                         f"replica held no claim the operator let go (lines: {job.lines})")
                 elif job.kind == "resume" and played.retired.get(thread_id) != run_id:
