@@ -19,12 +19,16 @@ child prints, one line per ``os.write`` (so a kill never mixes two lines):
 * ``done <run_id> <outcome> <version>`` when ``run`` returned (the run is saved);
 * ``refused <run_id>`` when ``run`` raised ``ConcurrentResume`` (another writer holds or moved the thread);
 * ``failed <run_id> <error>: <message>`` for anything else;
-* ``die <how>`` just before it kills itself.
+* ``die <how>`` just before it kills itself;
+* ``held <where>`` / ``going <where>`` when it stops at the job's ``hold`` point, and goes on.
 
 A job's ``kill`` makes the child SIGKILL itself: ``{"op": n, "when": "before"|"after"}`` at the
 ``n``-th store call, or ``{"delay": seconds}`` that long after ``sending`` (landing anywhere in the
 claim, the request, the stream, the save or a compaction). Kills from outside (the test, on reading a
-line; the agent, on receiving the request) need nothing here. The parent reports ``exit <returncode>``
+line; the agent, on receiving the request) need nothing here. A job's ``hold`` stops the child at the
+``n``-th store call (``{"op": n}``) or between a compaction's read and its write (``{"fold": true}``)
+until the test sends it SIGUSR2, once every other replica of the round has ended its turn: the
+other replicas' whole turns then come in between. The parent reports ``exit <returncode>``
 (negative: the signal) for every child it reaped, and ends at the end of its input.
 """
 
@@ -74,10 +78,28 @@ def die(how: str) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _reported(store: Any, kill: dict[str, Any] | None) -> None:
+def hold(where: str) -> None:
+    """Stop here until the test sends SIGUSR2 (blocked since the child started, so never lost)."""
+    say("held", where)
+    signal.sigwait({signal.SIGUSR2})
+    say("going", where)
+
+
+def _reported(store: Any, kill: dict[str, Any] | None, held: dict[str, Any] | None) -> None:
     """Wrap the store object's calls (on the object: its class stays the store's, so the thread object
-    sees the same methods and signatures) to report each and to die at the job's chosen one."""
+    sees the same methods and signatures) to report each, to die at the job's chosen one, or to stop
+    at it until the test says so (``held``: ``{"op": n}``, or ``{"fold": True}`` between a compaction's
+    read and its write)."""
     count = 0
+    module = sys.modules[type(store).__module__]
+    fold = module._compacted
+
+    def compacted(*args: Any) -> Any:
+        if held is not None and held.get("fold"):
+            hold("fold")
+        return fold(*args)
+
+    module._compacted = compacted
 
     def wrap(name: str, method: Any) -> Any:
         @functools.wraps(method)
@@ -86,6 +108,8 @@ def _reported(store: Any, kill: dict[str, Any] | None) -> None:
             count += 1
             n = count
             say("op", n, name, "begin", kwargs.get("owner", ""))
+            if held is not None and held.get("op") == n:
+                hold(f"op {n} {name}")
             if kill is not None and kill.get("op") == n and kill["when"] == "before":
                 die(f"before op {n} {name}")
             try:
@@ -107,13 +131,14 @@ def _reported(store: Any, kill: dict[str, Any] | None) -> None:
 
 def child(job: dict[str, Any]) -> None:
     """Run the job's turn and report how it went."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})  # (see hold)
     say("pid", os.getpid())
     # A replica that hangs is sent SIGABRT by the test: it then writes where every thread stood.
     faulthandler.enable(all_threads=True)
     kill: dict[str, Any] | None = job.get("kill")
     compaction = Compaction(**job["compaction"])
     with open_store(job, compaction) as store:
-        _reported(store, kill)
+        _reported(store, kill, job.get("hold"))
         with AgentClient(job["url"], store=store, headers=FRESH) as client:
             run_id = job["run_id"]
             thread = client.thread(job["thread_id"])

@@ -40,7 +40,8 @@ The CI version is small (a few seeds per store). Run it long with more seeds, fr
 
     AGUI_CHAOS_SEEDS=200 AGUI_CHAOS_FIRST_SEED=1000 .venv/bin/python -m pytest tests/stores/test_chaos.py -q
 
-(``AGUI_CHAOS_ROUNDS`` sets the rounds per seed; ``-k sqlite`` one store). A failure names its store
+(``AGUI_CHAOS_ROUNDS``, ``AGUI_CHAOS_WORKERS`` and ``AGUI_CHAOS_THREADS`` set the rounds per seed, the
+replicas and the shared threads; ``-k sqlite`` runs one store). A failure names its store
 and seed; the same seed replays the same plan (the timings, and so the interleavings, vary).
 """
 
@@ -80,8 +81,8 @@ __all__: list[str] = []
 SEEDS = int(os.environ.get("AGUI_CHAOS_SEEDS", "2"))
 FIRST_SEED = int(os.environ.get("AGUI_CHAOS_FIRST_SEED", "0"))
 ROUNDS = int(os.environ.get("AGUI_CHAOS_ROUNDS", "8"))
-WORKERS = 3
-THREADS = 2
+WORKERS = int(os.environ.get("AGUI_CHAOS_WORKERS", "3"))
+THREADS = int(os.environ.get("AGUI_CHAOS_THREADS", "2"))
 #: A watchdog for a replica or a gate that never answers, never a timing.
 WATCHDOG = 60.0
 #: The longest self-kill delay after a run starts (a turn takes some 20 to 60 ms here).
@@ -208,7 +209,7 @@ class Job:
 class Replica:
     """A ``chaos_worker.py`` process: hands it one job at a time, reads its reports, kills on a line."""
 
-    def __init__(self, index: int, ended: Queue[int], agent: ChaosAgent, stderr: Path) -> None:
+    def __init__(self, index: int, ended: Queue[tuple[str, int]], agent: ChaosAgent, stderr: Path) -> None:
         self.index = index
         self._ended = ended
         self._agent = agent
@@ -224,7 +225,8 @@ class Replica:
         self.job = job
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps({**spec, "run_id": job.run_id, "thread_id": job.thread_id,
-                                             "kill": job.kill if job.kill and "line" not in job.kill else None,
+                                             "kill": job.kill if job.kill and ("op" in job.kill or "delay" in job.kill)
+                                             else None, "hold": (job.kill or {}).get("hold"),
                                              "compaction": spec["compaction"][self.index]}) + "\n")
         self.process.stdin.flush()
 
@@ -236,9 +238,11 @@ class Replica:
             word, *rest = line.split() or [""]
             if word == "exit":
                 job.code = int(rest[0])
-                self._ended.put(self.index)
+                self._ended.put(("ended", self.index))
                 continue
             job.lines.append(line)
+            if word == "held":
+                self._ended.put(("held", self.index))
             if word == "pid":
                 job.pid = int(rest[0])
                 self._agent.started(job.run_id, job.pid)
@@ -262,8 +266,10 @@ class Replica:
 def kill_plan(rng: random.Random) -> dict[str, Any] | None:
     """How (and whether) a turn's replica dies."""
     draw = rng.random()
-    if draw < 0.35:
+    if draw < 0.25:
         return None
+    if draw < 0.35:
+        return {"hold": {"op": rng.randint(1, 5)} if rng.random() < 0.6 else {"fold": True}}
     if draw < 0.60:
         return {"op": rng.randint(1, 5), "when": rng.choice(["before", "after"])}
     if draw < 0.72:
@@ -307,7 +313,7 @@ def play(kind: str, seed: int, spec: dict[str, Any], tmp_path: Path) -> tuple[Pl
     live = [f"s{seed}-t{i}" for i in range(THREADS)]
     played.threads.extend(live)
     fresh = iter(range(THREADS, 1 << 30))
-    ended: Queue[int] = Queue()
+    ended: Queue[tuple[str, int]] = Queue()
     with serve(chaos.agent) as server:
         spec = {**spec, "url": server.url}
         replicas = [Replica(i, ended, chaos, tmp_path / f"replica-{seed}-{i}.err") for i in range(WORKERS)]
@@ -325,11 +331,24 @@ def play(kind: str, seed: int, spec: dict[str, Any], tmp_path: Path) -> tuple[Pl
                         chaos.kills[job.run_id] = job.kill["agent"]
                     played.kills[next(iter(job.kill)) if job.kill else "none"] += 1
                     replica.start(job, spec)
-                for _ in replicas:
+                running, held = {r.index for r in replicas}, set()
+                while running:
+                    if held and held == running:
+                        # Every other replica has ended its turn: the held ones go on.
+                        for index in held:
+                            pid = replicas[index].job.pid  # type: ignore[union-attr]
+                            assert pid is not None
+                            os.kill(pid, signal.SIGUSR2)
+                        held.clear()
                     try:
-                        ended.get(timeout=WATCHDOG)
+                        what, index = ended.get(timeout=WATCHDOG)
                     except Empty:
                         stuck(replicas, ended, f"{kind} seed {seed}")
+                    if what == "held":
+                        held.add(index)
+                    else:
+                        running.discard(index)
+                        held.discard(index)
                 operate(played, spec, live, fresh, seed)
         finally:
             codes = [replica.close() for replica in replicas]
@@ -338,7 +357,7 @@ def play(kind: str, seed: int, spec: dict[str, Any], tmp_path: Path) -> tuple[Pl
     return played, chaos.agent.requests
 
 
-def stuck(replicas: list[Replica], ended: Queue[int], where: str) -> None:
+def stuck(replicas: list[Replica], ended: Queue[tuple[str, int]], where: str) -> None:
     """Fail with what the replicas that never ended their turn printed, and where their threads stood
     (each is sent SIGABRT, on which it dumps its stacks to its stderr file)."""
     hung = [r for r in replicas if r.job is not None and r.job.code is None and r.job.pid is not None]
@@ -350,8 +369,8 @@ def stuck(replicas: list[Replica], ended: Queue[int], where: str) -> None:
             aborted += 1
         except ProcessLookupError:
             pass  # (gone, yet its end never reported: the failure below shows what it printed)
-    for _ in range(aborted):
-        ended.get(timeout=WATCHDOG)
+    while aborted:
+        aborted -= ended.get(timeout=WATCHDOG)[0] == "ended"
     pytest.fail(f"{where}: replicas did not end their turns:\n" + "\n".join(
         f"{r.job.run_id if r.job else None} (replica process: {r.process.poll()}; plan {r.job.kill if r.job else None}):"
         f" {r.job.lines if r.job else None}\n{r.stderr.read_text()[-4000:]}" for r in hung))
@@ -444,7 +463,10 @@ def check(played: Played, requests: list[RunAgentInput], spec: dict[str, Any]) -
                 bad(f"run {job.run_id} failed: {' '.join(words[1:])}")
         if job.words("refused") and job.run_id in runs:
             bad(f"run {job.run_id} was refused, yet its request reached the agent")
-        counts["compactions"] += sum(1 for w in job.words("op") if w[1] == "_compact" and w[2] == "end")
+        folds = [w[3] for w in job.words("op") if w[1] == "_compact" and w[2] == "end"]
+        counts["compactions"] += folds.count("True")
+        counts["compactions-skipped"] += folds.count("False")
+        counts["held"] += bool(job.words("held"))
         counts["saved"] += job.saved
         counts["refused"] += bool(job.words("refused"))
         counts["killed"] += job.killed
