@@ -147,8 +147,8 @@ class ChaosAgent:
             events.insert(len(events) // 2, Wait(gate, timeout=WATCHDOG))
 
             def kill_at_gate() -> None:
-                gate.wait_reached(WATCHDOG)
-                self._kill(run_id)
+                if gate.wait_reached(WATCHDOG):  # (else the replica is gone, and its pid may be another's)
+                    self._kill(run_id)
                 gate.open()
 
             threading.Thread(target=kill_at_gate, daemon=True).start()
@@ -285,7 +285,8 @@ def store_spec(kind: str, seed: int, request: pytest.FixtureRequest, tmp_path: P
     if kind == "postgres":
         return {"kind": "postgres", "target": request.getfixturevalue("postgres_dsn"),
                 "table": f"agui_chaos_{uuid.uuid4().hex}"}
-    return {"kind": "redis", "target": request.getfixturevalue("redis_url"), "prefix": f"agui:chaos:{uuid.uuid4().hex}:"}
+    return {"kind": "redis", "target": request.getfixturevalue("redis_url"),
+            "prefix": f"agui:chaos:{uuid.uuid4().hex}:"}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -372,8 +373,9 @@ def stuck(replicas: list[Replica], ended: Queue[tuple[str, int]], where: str) ->
     while aborted:
         aborted -= ended.get(timeout=WATCHDOG)[0] == "ended"
     pytest.fail(f"{where}: replicas did not end their turns:\n" + "\n".join(
-        f"{r.job.run_id if r.job else None} (replica process: {r.process.poll()}; plan {r.job.kill if r.job else None}):"
-        f" {r.job.lines if r.job else None}\n{r.stderr.read_text()[-4000:]}" for r in hung))
+        f"{r.job.run_id if r.job else None} (replica process: {r.process.poll()}; "
+        f"plan {r.job.kill if r.job else None}): {r.job.lines if r.job else None}\n{r.stderr.read_text()[-4000:]}"
+        for r in hung))
 
 
 def operate(played: Played, spec: dict[str, Any], live: list[str], fresh: Iterator[int], seed: int) -> None:
