@@ -15,13 +15,18 @@ never on sleeps: before or after its n-th store call (the replica kills itself: 
 claim, an append, a save, a compaction), when the test reads its n-th report line, a seeded few
 milliseconds after it started its run (anywhere: in a statement, between a request and its reply),
 when the agent receives its request, or half-way through the agent's response (at a gate). A killed
-replica's next turn is a fresh process (a restart).
+replica's next turn is a fresh process (a restart). Or the agent cuts the response half-way (the
+replica lives, its run fails, and a resume keeps its claim, as documented). Or the replica is held, on
+a signal, at its n-th store call or between a compaction's read and its write, until every other
+replica of the round has taken its turn: whole turns of the others come in between (a stale claim, a
+claim held while the others are refused, a fold of a thread that moved on).
 
 Between rounds an operator does what the stores page documents for a claim whose writer died:
 ``thread.release_claim(force=True)``, once it knows whether the agent acted. A dead message turn is
 let go (the turn is the caller's to send again); a dead resume is let go and the thread goes on only
-when the replica died in its claim, before anything could be sent. Otherwise the agent may have acted
-on the answers, so the thread is released and retired (a fresh thread takes its place).
+when the replica died in its claim, before anything could be sent. Otherwise (and for a resume whose
+response was cut) the agent may have acted on the answers, so the thread is released and retired (a
+fresh thread takes its place).
 
 After the last round the server is stopped (so every request a killed replica got out is in the
 agent's log) and every thread is checked against the log and the store:
