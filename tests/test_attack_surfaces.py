@@ -116,6 +116,10 @@ def _echoing(shape: str) -> Any:
             {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": f"your key is {token}"},
             {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
         ]
+        if shape == "call-id" and not any(m.get("role") == "tool" for m in request["messages"]):
+            events += [{"type": "TOOL_CALL_START", "toolCallId": f"call-{token}", "toolCallName": "lookup"},
+                       {"type": "TOOL_CALL_ARGS", "toolCallId": f"call-{token}", "delta": json.dumps({"q": token})},
+                       {"type": "TOOL_CALL_END", "toolCallId": f"call-{token}"}]
         if shape == "interrupt-id":
             events.append({"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id, "outcome": {
                 "type": "interrupt", "interrupts": [{"id": f"ask-{token}", "reason": "input"}]}})
@@ -424,6 +428,26 @@ def test_a_failed_tool_handlers_log_line_quotes_the_agents_call_id_inert(
     assert lines
     assert not FORBIDDEN.search("\n".join(lines))
     assert "\\x1b]0;PWNED\\x07" in lines[0]
+
+
+def test_a_failed_tool_handlers_log_line_keeps_no_credential_the_agent_echoed(
+        drive: Any, served: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # The line names the agent's call id and the handler's error, which may quote the arguments: an agent
+    # echoing the request's token as both put it into the application's log (the span's ids and the
+    # warnings' run ids were redacted; the log line was not).
+    endpoint = served(_echoing("call-id"))
+
+    def lookup(q: str) -> str:
+        raise RuntimeError(f"no record for {q}")
+
+    with caplog.at_level(logging.WARNING, logger="agui_client"), \
+            drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        result = client.thread(tool_handlers={"lookup": lookup}).run_until_done("hi")
+
+    assert result.outcome == "success"
+    lines = [record.getMessage() for record in caplog.records if "tool handler" in record.getMessage()]
+    assert len(lines) == 1 and "'call-[redacted]'" in lines[0] and "no record for [redacted]" in lines[0], lines
+    assert TOKEN not in "\n".join(lines)
 
 
 def _malformed() -> Any:
