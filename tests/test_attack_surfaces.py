@@ -210,7 +210,7 @@ def _fifo(path: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX feature")
 @pytest.mark.parametrize("command", ["replay", "verify", "serve"])
 @pytest.mark.parametrize("hostile", ["request-fifo", "response-fifo", "request-device", "meta-deep", "meta-huge",
-                                     "meta-list"])
+                                     "meta-list", "meta-fifo", "meta-device"])
 def test_a_hostile_file_in_a_recording_folder_is_unreadable_input_not_a_hang(
         tmp_path: Path, command: str, hostile: str) -> None:
     # A FIFO blocked the open until another process wrote to it (every command hung), a link to a
@@ -229,6 +229,11 @@ def test_a_hostile_file_in_a_recording_folder_is_unreadable_input_not_a_hang(
         named = "02.request.json"
     elif hostile == "meta-deep":
         (folder / "01.response.json").write_text("[" * 30000)
+        named = "01.response.json"
+    elif hostile in ("meta-fifo", "meta-device"):
+        # (was taken for a folder without the status file: replayed and served as 200, unlike the docs)
+        meta = folder / "01.response.json"
+        _fifo(meta) if hostile == "meta-fifo" else meta.symlink_to("/dev/zero")
         named = "01.response.json"
     elif hostile == "meta-huge":
         (folder / "01.response.json").write_text(json.dumps({"status": 200, "pad": "x" * 200_000}))

@@ -208,7 +208,9 @@ def _read_request(path: Path) -> RunAgentInput:
 
 def _read_meta(path: Path) -> dict[str, Any]:
     meta: dict[str, Any] = {"status": 200, "contentType": "text/event-stream"}
-    if path.is_file():
+    # (exists, not is_file: a FIFO or a link to a device there is refused by read_recorded, not taken
+    # for a folder without the file)
+    if path.exists():
         try:
             found = json.loads(read_recorded(path, META_FILE_BYTES).decode("utf-8"))
         except (OSError, ValueError, RecursionError) as exc:
