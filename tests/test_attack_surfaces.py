@@ -554,3 +554,26 @@ def test_the_frontend_calls_a_run_leaves_are_listed_ten_and_a_count(served: Any)
     assert done.returncode == 0, done.stderr
     left = [line for line in done.stdout.splitlines() if "left frontend tool call(s)" in line]
     assert len(left) == 1 and "and 490 more" in left[0] and "pick9(" in left[0] and "pick10(" not in left[0]
+
+
+def test_the_summaries_list_ten_open_interrupts_and_pending_calls_and_a_count(served: Any, tmp_path: Path) -> None:
+    # `agui run`'s summary listed every open interrupt id on one line, and `agui replay`'s every pending
+    # tool call id: what the round bounded where a refusal or a run's end names them (3,000 made a line of
+    # 100 KB) was still whole there.
+    endpoint = served(_interrupting(300))
+    done = agui("run", endpoint.url, "-m", "hi", "--plain")
+    assert done.returncode == 0, done.stderr
+    row = [line for line in done.stdout.splitlines() if line.lstrip().startswith("open interrupts")]
+    assert len(row) == 1 and "and 290 more" in row[0] and "q9\\n" in row[0] and "q10\\n" not in row[0], row
+
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    for n in range(300):
+        events += [{"type": "TOOL_CALL_START", "toolCallId": f"c{n}", "toolCallName": "pick"},
+                   {"type": "TOOL_CALL_END", "toolCallId": f"c{n}"}]
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    stream = tmp_path / "calls.jsonl"
+    stream.write_text("".join(json.dumps(e) + "\n" for e in events))
+    done = agui("replay", str(stream), "--plain")
+    assert done.returncode == 0, done.stderr
+    row = [line for line in done.stdout.splitlines() if line.lstrip().startswith("pending tool calls")]
+    assert len(row) == 1 and row[0].endswith(", c8, c9 and 290 more") and "c10" not in row[0], row
