@@ -502,3 +502,37 @@ def test_a_restarted_call_whose_arguments_end_as_json_is_not_warned(judged_args:
     assert len(judged_args) == 2
     call = result.state.messages[-1].tool_calls[0]  # type: ignore[union-attr]
     assert call.function.arguments == '{"a": 1}'
+
+
+@pytest.mark.parametrize("end", ["RUN_FINISHED", "cut"])
+def test_the_repairs_and_verdicts_of_a_later_run_in_a_response_name_that_run(end: str) -> None:
+    # What the thread finds below the session (a lone UTF-16 half repaired at a message's end, a restarted
+    # call judged at a cut) names no run; the result gave every such warning the response's first run,
+    # so a second run's repairs, and the verdict on a call it restarted and was cut after, named r1.
+    def half(message_id: str) -> list[dict[str, Any]]:
+        return [{"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": "a\ud800"},
+                {"type": "TEXT_MESSAGE_END", "messageId": message_id}]
+
+    restarted = [{"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+                 {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "{"},
+                 {"type": "TOOL_CALL_END", "toolCallId": "c"},
+                 {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+                 {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "x"},
+                 {"type": "TOOL_CALL_END", "toolCallId": "c"}]
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *half("m1"),
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+              {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"}, *half("m2"), *restarted]
+    if end == "cut":
+        with pytest.raises(StreamEnded) as cut:
+            replay(_sse(*events))
+        result = cut.value.result
+    else:
+        result = replay(_sse(*events, {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"}))
+    repairs = [(w.run_id, w.message) for w in result.warnings if w.code == "UTF16-SURROGATE"]
+    assert [(run_id, "'m1'" in text, "'m2'" in text) for run_id, text in repairs] == [
+        ("r1", True, False), ("r2", False, True)]
+    verdicts = [w for w in result.warnings if w.code == "TC-06/AGUI204"]
+    # (the first end's verdict, then the one on all the arguments when the run ended)
+    assert [w.run_id for w in verdicts] == ["r2", "r2"]
+    assert verdicts[-1].event_type == (None if end == "cut" else "RUN_FINISHED")

@@ -905,12 +905,19 @@ def test_agui_run_record_goes_through_the_environments_proxy(raw: Raw, tmp_path:
     assert heads == ([] if bypass else [b"POST http://agent.invalid/a HTTP/1.1"])
 
 
+@pytest.mark.parametrize("proxy", [False, True])
 def test_a_recording_transport_keeps_the_bound_on_the_answers_head(drive: Any, raw: Raw, tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                   monkeypatch: pytest.MonkeyPatch, proxy: bool) -> None:
     # RecordingTransport sent through httpx's plain transport by default: a client recording its runs
-    # (docs/recordings.md) lost the head's byte budget and read endless 103s to the end.
-    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+    # (docs/recordings.md) lost the head's byte budget and read endless 103s to the end. It still did
+    # whenever the environment named a proxy, which that transport does not use either (a proxy for
+    # other hosts, NO_PROXY naming this one, as on many a developer's machine).
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
+                 "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
+    if proxy:
+        monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     url = raw.serve(_endless_hints(raw))
     http = drive.http_client(transport=_recorder(drive, tmp_path))
     with drive.client(url, http_client=http, max_run_bytes=2**20) as client:

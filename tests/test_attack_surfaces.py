@@ -116,6 +116,10 @@ def _echoing(shape: str) -> Any:
             {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": f"your key is {token}"},
             {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
         ]
+        if shape == "call-id" and not any(m.get("role") == "tool" for m in request["messages"]):
+            events += [{"type": "TOOL_CALL_START", "toolCallId": f"call-{token}", "toolCallName": "lookup"},
+                       {"type": "TOOL_CALL_ARGS", "toolCallId": f"call-{token}", "delta": json.dumps({"q": token})},
+                       {"type": "TOOL_CALL_END", "toolCallId": f"call-{token}"}]
         if shape == "interrupt-id":
             events.append({"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id, "outcome": {
                 "type": "interrupt", "interrupts": [{"id": f"ask-{token}", "reason": "input"}]}})
@@ -206,7 +210,7 @@ def _fifo(path: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX feature")
 @pytest.mark.parametrize("command", ["replay", "verify", "serve"])
 @pytest.mark.parametrize("hostile", ["request-fifo", "response-fifo", "request-device", "meta-deep", "meta-huge",
-                                     "meta-list"])
+                                     "meta-list", "meta-fifo", "meta-device"])
 def test_a_hostile_file_in_a_recording_folder_is_unreadable_input_not_a_hang(
         tmp_path: Path, command: str, hostile: str) -> None:
     # A FIFO blocked the open until another process wrote to it (every command hung), a link to a
@@ -225,6 +229,11 @@ def test_a_hostile_file_in_a_recording_folder_is_unreadable_input_not_a_hang(
         named = "02.request.json"
     elif hostile == "meta-deep":
         (folder / "01.response.json").write_text("[" * 30000)
+        named = "01.response.json"
+    elif hostile in ("meta-fifo", "meta-device"):
+        # (was taken for a folder without the status file: replayed and served as 200, unlike the docs)
+        meta = folder / "01.response.json"
+        _fifo(meta) if hostile == "meta-fifo" else meta.symlink_to("/dev/zero")
         named = "01.response.json"
     elif hostile == "meta-huge":
         (folder / "01.response.json").write_text(json.dumps({"status": 200, "pad": "x" * 200_000}))
@@ -426,6 +435,26 @@ def test_a_failed_tool_handlers_log_line_quotes_the_agents_call_id_inert(
     assert "\\x1b]0;PWNED\\x07" in lines[0]
 
 
+def test_a_failed_tool_handlers_log_line_keeps_no_credential_the_agent_echoed(
+        drive: Any, served: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # The line names the agent's call id and the handler's error, which may quote the arguments: an agent
+    # echoing the request's token as both put it into the application's log (the span's ids and the
+    # warnings' run ids were redacted; the log line was not).
+    endpoint = served(_echoing("call-id"))
+
+    def lookup(q: str) -> str:
+        raise RuntimeError(f"no record for {q}")
+
+    with caplog.at_level(logging.WARNING, logger="agui_client"), \
+            drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        result = client.thread(tool_handlers={"lookup": lookup}).run_until_done("hi")
+
+    assert result.outcome == "success"
+    lines = [record.getMessage() for record in caplog.records if "tool handler" in record.getMessage()]
+    assert len(lines) == 1 and "'call-[redacted]'" in lines[0] and "no record for [redacted]" in lines[0], lines
+    assert TOKEN not in "\n".join(lines)
+
+
 def _malformed() -> Any:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         while (await receive()).get("more_body"):
@@ -525,3 +554,26 @@ def test_the_frontend_calls_a_run_leaves_are_listed_ten_and_a_count(served: Any)
     assert done.returncode == 0, done.stderr
     left = [line for line in done.stdout.splitlines() if "left frontend tool call(s)" in line]
     assert len(left) == 1 and "and 490 more" in left[0] and "pick9(" in left[0] and "pick10(" not in left[0]
+
+
+def test_the_summaries_list_ten_open_interrupts_and_pending_calls_and_a_count(served: Any, tmp_path: Path) -> None:
+    # `agui run`'s summary listed every open interrupt id on one line, and `agui replay`'s every pending
+    # tool call id: what the round bounded where a refusal or a run's end names them (3,000 made a line of
+    # 100 KB) was still whole there.
+    endpoint = served(_interrupting(300))
+    done = agui("run", endpoint.url, "-m", "hi", "--plain")
+    assert done.returncode == 0, done.stderr
+    row = [line for line in done.stdout.splitlines() if line.lstrip().startswith("open interrupts")]
+    assert len(row) == 1 and "and 290 more" in row[0] and "q9\\n" in row[0] and "q10\\n" not in row[0], row
+
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    for n in range(300):
+        events += [{"type": "TOOL_CALL_START", "toolCallId": f"c{n}", "toolCallName": "pick"},
+                   {"type": "TOOL_CALL_END", "toolCallId": f"c{n}"}]
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    stream = tmp_path / "calls.jsonl"
+    stream.write_text("".join(json.dumps(e) + "\n" for e in events))
+    done = agui("replay", str(stream), "--plain")
+    assert done.returncode == 0, done.stderr
+    row = [line for line in done.stdout.splitlines() if line.lstrip().startswith("pending tool calls")]
+    assert len(row) == 1 and row[0].endswith(", c8, c9 and 290 more") and "c10" not in row[0], row

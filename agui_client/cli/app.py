@@ -38,7 +38,7 @@ from .render import (
     render_summary,
     usage_text,
 )
-from .terminal import SafeConsole, json_text, one_line, some_lines
+from .terminal import SafeConsole, json_text, listed, one_line, some_lines
 
 __all__ = ["build_parser", "run_cli"]
 
@@ -395,7 +395,7 @@ def _finish(out: Output, conversation: Conversation, result: RunResult | None, t
     if final is not None:
         rows.append(("final message", final))
     if state.open_interrupts:
-        rows.append(("open interrupts", ", ".join(one_line(i.id) for i in state.open_interrupts)))
+        rows.append(("open interrupts", listed(i.id for i in state.open_interrupts)))
     rows.append(("usage", usage_text((u for r in runs for u in r.usage), runs=len(runs))))
     render_summary(out, "summary", rows, state.state)
 

@@ -12,7 +12,7 @@ under ``--abandon``/``--abandon-expired``, they are abandoned, saying so; under 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, Any, Literal
 
 import attrs
@@ -27,7 +27,7 @@ from ..wire.types.base import JSON
 from ..wire.types.run import Interrupt
 from . import forms
 from .render import EventRenderer, Output, render_interrupt, render_run_end
-from .terminal import json_text, one_line
+from .terminal import json_text, listed, one_line
 
 __all__ = ["AnswerPolicy", "Conversation", "UsageProblem"]
 
@@ -176,7 +176,7 @@ class Conversation:
         expired = set(builder.expired)
         if expired and policy.mode in ("yes", "answer") and not policy.abandon_expired:
             # Asked to answer, not to abandon: an expired interrupt stops the command, nothing sent.
-            ids = _listed(i.id for i in interrupts if i.id in expired)
+            ids = listed(i.id for i in interrupts if i.id in expired)
             self.failure = (f"interrupt(s) {ids} expired and cannot be answered; nothing was sent "
                             "(--abandon-expired abandons them and answers the rest)")
             return None
@@ -211,8 +211,8 @@ class Conversation:
             return
         missing = [i.id for i in interrupts if i.id not in expired and i.id not in policy.answers]
         if missing:
-            raise UsageProblem(f"no --answer for interrupt(s) {_listed(missing)} (open: "
-                               f"{_listed(i.id for i in interrupts)}); give --answer ID=JSON for each, "
+            raise UsageProblem(f"no --answer for interrupt(s) {listed(missing)} (open: "
+                               f"{listed(i.id for i in interrupts)}); give --answer ID=JSON for each, "
                                "or a bare --answer JSON for the rest; nothing was sent")
 
     def unused_answers(self) -> list[str]:
@@ -225,7 +225,7 @@ class Conversation:
             unfilled = forms.yes_unfilled(interrupt.response_schema)
             if unfilled:
                 raise UsageProblem(
-                    f"--yes does not invent answers: interrupt {one_line(interrupt.id)} requires {_listed(unfilled)} "
+                    f"--yes does not invent answers: interrupt {one_line(interrupt.id)} requires {listed(unfilled)} "
                     f"with no default; give them with --answer {one_line(interrupt.id)}=JSON; nothing was sent")
             return forms.yes_payload(interrupt.response_schema)
         if policy.mode == "answer":
@@ -254,14 +254,3 @@ class Conversation:
 
 
 _EXPIRED: Any = object()
-
-#: The most ids (or field names) a line of the CLI lists; the rest are counted.
-LISTED = 10
-
-
-def _listed(names: Iterable[str]) -> str:
-    """Names the agent chose (interrupt ids, field names), as a line lists them: each on one line, the
-    first :data:`LISTED`, and a count of the rest (an agent may raise thousands)."""
-    names = list(names)
-    shown = ", ".join(one_line(name) for name in names[:LISTED])
-    return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")

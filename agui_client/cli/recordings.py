@@ -49,7 +49,7 @@ from .render import (
     render_warnings,
     usage_text,
 )
-from .terminal import json_text, one_line, some_lines
+from .terminal import json_text, listed, one_line, some_lines
 
 __all__ = ["open_source", "replay_command", "verify_command", "Unreadable", "THREAD_LINE_KIND"]
 
@@ -178,7 +178,7 @@ def _show_thread(out: Output, result: RunResult) -> None:
         rows.append(("error", some_lines(result.error.message)
                      + (f" (code {one_line(result.error.code)})" if result.error.code else "")))
     if result.pending_tool_call_ids:
-        rows.append(("pending tool calls", ", ".join(map(one_line, result.pending_tool_call_ids))))
+        rows.append(("pending tool calls", listed(result.pending_tool_call_ids)))
     if result.result is not None:
         rows.append(("result", json.dumps(result.result, ensure_ascii=False)))
     rows.append(("usage", usage_text(result.usage)))
@@ -208,7 +208,9 @@ def _read_request(path: Path) -> RunAgentInput:
 
 def _read_meta(path: Path) -> dict[str, Any]:
     meta: dict[str, Any] = {"status": 200, "contentType": "text/event-stream"}
-    if path.is_file():
+    # (exists, not is_file: a FIFO or a link to a device there is refused by read_recorded, not taken
+    # for a folder without the file)
+    if path.exists():
         try:
             found = json.loads(read_recorded(path, META_FILE_BYTES).decode("utf-8"))
         except (OSError, ValueError, RecursionError) as exc:

@@ -48,7 +48,7 @@ from .._inert import CANDIDATES as _CANDIDATES
 from .._inert import hidden as _hidden
 from .._inert import one_line, some_lines, visible
 
-__all__ = ["visible", "one_line", "some_lines", "json_text", "safe_text", "SafeConsole", "InertLogHandler"]
+__all__ = ["visible", "one_line", "some_lines", "listed", "json_text", "safe_text", "SafeConsole", "InertLogHandler"]
 
 
 def _json_escape(char: str) -> str:
@@ -152,3 +152,19 @@ class InertLogHandler(logging.Handler):
             sys.stderr.flush()
         except Exception:
             self.handleError(record)
+
+
+#: The most ids (or names) a line of the CLI lists; the rest are counted.
+LISTED = 10
+
+
+def listed(names: Iterable[str], limit: int = LISTED) -> str:
+    """Names the agent chose (interrupt ids, call ids, field names) as one line lists them: each on one
+    line, the first ``limit``, and a count of the rest (an agent may raise thousands).
+
+    >>> listed(["a", "b\\nc"], 1)
+    'a and 1 more'
+    """
+    names = list(names)
+    shown = ", ".join(one_line(name) for name in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")

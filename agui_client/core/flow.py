@@ -410,6 +410,9 @@ class Conversation(_Standing):
         self._state = ThreadState(thread_id=thread_id, legacy_interrupts=legacy_interrupts)
         super().__init__(store)
         self._running = 0  # (runs of this object in flight: its tool loop's own runs nest in the loop)
+        # The last run's redactor (its request's credentials): a log line naming what the agent chose
+        # (a call id echoing the token) passes through it.
+        self._redact: Callable[[str], str] | None = None
 
     # -- what the caller reads and adds ----------------------------------------------------------------
 
@@ -647,6 +650,7 @@ class Conversation(_Standing):
     def _begin(self, plan: Plan, handle: StreamHandle, *, quiet: bool) -> RunSession:
         # The session reports the run's errors through the redactor of the request that was sent.
         redact = handle.redactor.text if handle.redactor else None
+        self._redact = redact
         for message in plan.new_messages:
             self._state.add_message(message)
         if plan.replace_state:
@@ -796,8 +800,12 @@ class Conversation(_Standing):
     def _tool_failed(self, call: msg.ToolCall, exc: Exception) -> None:
         # (%r for what the agent chose: a call id is written to the application's log, and a terminal,
         # as it came: an escape sequence in it would act there)
-        logger.warning("tool handler %r raised %r for call %r; the agent is told the call failed",
-                       call.function.name, exc, call.id)
+        # (and through the run's redactor: an agent echoing the request's token as its call id, or into the
+        # arguments a handler's error quotes, must not get it into the application's log)
+        redact = self._redact
+        logger.warning("tool handler %r raised %s for call %r; the agent is told the call failed",
+                       call.function.name, redact(repr(exc)) if redact else repr(exc),
+                       redact(call.id) if redact else call.id)
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
 
 

@@ -188,6 +188,9 @@ class RunSession:
                                      known_message_ids=self.state.has_message)
         self._index = 0
         self._run_id: str | None = None
+        # How many of the thread's own warnings (``state.warnings``: repairs found below the session,
+        # such as a UTF-16 half or a restarted call judged at a cut, which name no run) were given theirs.
+        self._owned = 0
         self._first_run_index = len(self.state.runs)
         self._ended = False
         self._failed: ProtocolError | None = None
@@ -455,6 +458,8 @@ class RunSession:
         return out
 
     def _on_run_started(self, event: ev.RunStartedEvent, index: int) -> None:
+        if self._run_id is not None:
+            self._own_warnings()  # (what the thread found so far is the ending run's)
         self._run_id = event.run_id
         expected = self.run_input
         if expected is not None and len(self.state.runs) == self._first_run_index:
@@ -564,6 +569,16 @@ class RunSession:
         self._front = False
         raise exc
 
+    def _own_warnings(self) -> None:
+        # The thread's repairs name no run; those found since the last call are the current run's (once
+        # per run and per result, each warning once: not per event).
+        found = self.state.warnings
+        run_id = self._run_id
+        for i in range(self._owned, len(found)):
+            if found[i].run_id is None:
+                found[i] = attrs.evolve(found[i], run_id=run_id)
+        self._owned = len(found)
+
     def _take_warnings(self, index: int, event: Any) -> None:
         items = self._sink.items
         self._sink.items = []
@@ -597,6 +612,8 @@ class RunSession:
         unique = dict.fromkeys(new_ids)
         held = state.log.by_id
         new_message_ids = tuple(unique) if unique.keys() <= held.keys() else tuple(i for i in unique if i in held)
+        if self._run_id is not None and len(state.warnings) > self._owned:
+            self._own_warnings()
         warnings = tuple(self.warnings) + tuple(state.warnings)
         if runs and any(w.run_id is None for w in warnings):
             # (a framing fault read before RUN_STARTED was folded: the response's run)

@@ -195,7 +195,7 @@ def _load(number: int, request: Path) -> _Exchange:
         raise ValueError(f"{request} has no recorded response ({body.name} is missing)")
     meta: dict[str, Any] = {"status": 200, "contentType": "text/event-stream"}
     meta_path = Path(f"{stem}.response.json")
-    if meta_path.is_file():
+    if meta_path.exists():  # (a FIFO or a device there is refused by read_recorded, not read as no file)
         try:
             found = json.loads(read_recorded(meta_path, META_FILE_BYTES).decode("utf-8"))
         except (OSError, ValueError, RecursionError) as exc:

@@ -40,7 +40,6 @@ import os
 import re
 import stat
 import threading
-import urllib.request
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -334,9 +333,9 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
         directory: the folder to record into (created if missing); ``None`` starts stopped.
         inner: the transport that really sends; closed with this one. By default the pool an
             ``AgentClient`` makes for itself, so that the run's deadline and the bound on the answer's
-            head hold through the recorder as without it (``httpx.HTTPTransport()`` when the
-            environment names a proxy: httpx reads the environment's proxies only for a client made
-            without a transport, so pass ``inner=httpx.HTTPTransport(proxy=...)`` to record through one).
+            head hold through the recorder as without it. httpx reads the environment's proxies only
+            for a client made without a transport: pass ``inner=httpx.HTTPTransport(proxy=...)`` to
+            record through one.
         sensitive_headers: names of more request headers (and URL query parameters) whose values are
             secrets, as ``AgentClient(sensitive_headers=...)``; a request sent by an ``AgentClient``
             also brings the names that client marked.
@@ -354,9 +353,9 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
 
     def __init__(self, directory: str | os.PathLike[str] | None = None,
                  inner: httpx.BaseTransport | None = None, *, sensitive_headers: Iterable[str] = ()) -> None:
-        if inner is None:
-            inner = httpx.HTTPTransport() if urllib.request.getproxies() else ShardedSyncTransport()
-        self.inner = inner
+        # (whether or not the environment names a proxy: httpx gives it only to a client made without a
+        # transport, so httpx's plain transport would not use it either, and would lose the bounds)
+        self.inner = inner if inner is not None else ShardedSyncTransport()
         self._recorder = _Recorder(directory, sensitive_headers)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -389,9 +388,7 @@ class AsyncRecordingTransport(_Controls, httpx.AsyncBaseTransport):
 
     def __init__(self, directory: str | os.PathLike[str] | None = None,
                  inner: httpx.AsyncBaseTransport | None = None, *, sensitive_headers: Iterable[str] = ()) -> None:
-        if inner is None:
-            inner = httpx.AsyncHTTPTransport() if urllib.request.getproxies() else ShardedTransport()
-        self.inner = inner
+        self.inner = inner if inner is not None else ShardedTransport()  # (as RecordingTransport's)
         self._recorder = _Recorder(directory, sensitive_headers)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
