@@ -886,7 +886,10 @@ def test_agui_run_record_goes_through_the_environments_proxy(raw: Raw, tmp_path:
                      + START + FINISH)
         await writer.drain()
 
-    from agui_client.client import own_transport
+    import argparse
+    import contextlib
+
+    from agui_client.cli.options import add_connection_options, open_client
 
     port = raw.serve(proxy).split(":")[2].split("/")[0]
     for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
@@ -894,8 +897,10 @@ def test_agui_run_record_goes_through_the_environments_proxy(raw: Raw, tmp_path:
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
     if bypass:
         monkeypatch.setenv("NO_PROXY", "agent.invalid")
-    with httpx.Client(transport=RecordingTransport(tmp_path / "rec", inner=own_transport("http://agent.invalid/a"))
-                      ) as http, ag.AgentClient("http://agent.invalid/a", http_client=http) as client:
+    parser = argparse.ArgumentParser()
+    add_connection_options(parser)
+    with contextlib.ExitStack() as stack:  # (the CLI's own wiring: --record through recorder_for)
+        client = open_client(stack, "http://agent.invalid/a", parser.parse_args(["--record", str(tmp_path / "rec")]))
         if bypass:
             with pytest.raises(ag.TransportError):
                 client.thread("t").run("hi")
@@ -906,8 +911,8 @@ def test_agui_run_record_goes_through_the_environments_proxy(raw: Raw, tmp_path:
 
 
 @pytest.mark.parametrize("proxy", [False, True])
-def test_a_recording_transport_keeps_the_bound_on_the_answers_head(drive: Any, raw: Raw, tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch, proxy: bool) -> None:
+def test_a_recording_transport_keeps_the_bound_on_the_answers_head(
+        drive: Any, raw: Raw, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proxy: bool) -> None:
     # RecordingTransport sent through httpx's plain transport by default: a client recording its runs
     # (docs/recordings.md) lost the head's byte budget and read endless 103s to the end. It still did
     # whenever the environment named a proxy, which that transport does not use either (a proxy for
