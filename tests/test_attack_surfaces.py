@@ -94,16 +94,20 @@ TOKEN = "sk-live-7f3a9c1e5b2d4f60"
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 
 
+async def _request_json(receive: Any) -> Any:
+    """The JSON body of the request an ASGI agent is answering."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return json.loads(body)
+
+
 def _echoing(shape: str) -> Any:
     """An agent that puts the request's bearer token where ``shape`` says."""
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = json.loads(body)
+        request = await _request_json(receive)
         token = dict(scope["headers"])[b"authorization"].decode().partition(" ")[2]
         thread_id = request["threadId"]
         headers = [(b"content-type", b"text/event-stream")]
@@ -322,13 +326,7 @@ def test_the_chats_export_keeps_the_agents_state_and_names_inert(tmp_path: Path,
 def _interrupting(count: int) -> Any:
     """An agent raising ``count`` interrupts whose ids carry line ends, each asking for a field of its own."""
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = json.loads(body)
+        request = await _request_json(receive)
         ids = {"threadId": request["threadId"], "runId": request["runId"]}
         interrupts = [{"id": f"q{n}\nrun finished: success", "reason": "input", "responseSchema": {
             "type": "object", "required": [f"field{n}"], "properties": {f"field{n}": {"type": "string"}}}}

@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import faulthandler
 import functools
-import json
 import os
 import signal
 import sys
 import threading
-import traceback
 from typing import Any
+
+from thread_crash_writer import fork_jobs, say
 
 from agui_client import AgentClient, ConcurrentResume
 from agui_client.core import flow
@@ -67,10 +67,6 @@ def open_store(job: dict[str, Any], compaction: Compaction | None = None) -> Sql
     if job["kind"] == "postgres":
         return PostgresStore(job["target"], table=job["table"], compaction=compaction)
     return RedisStore(job["target"], prefix=job["prefix"], compaction=compaction)
-
-
-def say(*words: object) -> None:
-    os.write(1, (" ".join(str(w) for w in words) + "\n").encode())
 
 
 def die(how: str) -> None:
@@ -167,19 +163,7 @@ def child(job: dict[str, Any]) -> None:
 
 def main() -> None:
     """Fork a child per job line on stdin; report how each one ended."""
-    for line in sys.stdin:
-        job = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                child(job)
-            except BaseException:  # noqa: BLE001 - reported, then the child leaves without cleanup
-                os.write(2, traceback.format_exc().encode())
-                code = 1
-            os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        say("exit", os.waitstatus_to_exitcode(status))
+    fork_jobs(child)
 
 
 if __name__ == "__main__":
