@@ -587,7 +587,7 @@ class AgentClient(_ClientBase):
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
                          legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes)
         self._owns_client = http_client is None
-        self.http = http_client if http_client is not None else _sync_http(self._timeout(), follow_redirects)
+        self.http = http_client if http_client is not None else _sync_http(self._timeout(), follow_redirects, url)
 
     def __enter__(self) -> AgentClient:
         return self
@@ -750,7 +750,7 @@ class AsyncAgentClient(_ClientBase):
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
                          legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes)
         self._owns_client = http_client is None
-        self.http = http_client if http_client is not None else _async_http(self._timeout(), follow_redirects)
+        self.http = http_client if http_client is not None else _async_http(self._timeout(), follow_redirects, url)
 
     async def __aenter__(self) -> AsyncAgentClient:
         return self
@@ -869,25 +869,27 @@ class AsyncAgentClient(_ClientBase):
         yield framer.close()
 
 
-def _async_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.AsyncClient:
+def _async_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.AsyncClient:
     """The async client's own ``httpx.AsyncClient``: runs held open by the hundred on one event loop.
 
     Its pool is split in shards (``_pool.ShardedTransport``) and has no cap on connections (an SSE run
     holds one for as long as it lasts; a cap makes the runs past it wait, then fail with a pool
-    timeout). When the environment names a proxy, httpx's own transport is kept, as a transport of
-    ours would turn httpx's proxies from the environment off; it is given the same limits. Its cookie jar
+    timeout). When the environment names a proxy for ``url`` (the agent's: redirects are followed to
+    the same origin only), httpx's own transport is kept, as a transport of ours would turn httpx's
+    proxies from the environment off; it is given the same limits. A host ``NO_PROXY`` names keeps
+    the shards, and with them the bounds on the answer's head (``_pool``). Its cookie jar
     keeps at most ``_pool.COOKIES_KEPT`` cookies (an agent could otherwise grow it without bound).
     """
-    if urllib.request.getproxies():
+    if _environment_proxy(url) is not None:
         return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
             max_connections=None, max_keepalive_connections=SHARD_SIZE), cookies=BoundedCookieJar())
     return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport(),
                              cookies=BoundedCookieJar())
 
 
-def _sync_http(timeout: httpx.Timeout, follow_redirects: bool) -> httpx.Client:
+def _sync_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.Client:
     """The sync client's own ``httpx.Client``: as :func:`_async_http`, for a thread per run."""
-    if urllib.request.getproxies():
+    if _environment_proxy(url) is not None:
         return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
             max_connections=None, max_keepalive_connections=SHARD_SIZE), cookies=BoundedCookieJar())
     return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport(),

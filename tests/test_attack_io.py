@@ -755,9 +755,20 @@ def _endless_hints(raw: Raw) -> Handler:
     return hints
 
 
-def test_informational_answers_without_end_are_charged_to_max_run_bytes(drive: Any, raw: Raw) -> None:
+@pytest.mark.parametrize("proxied", [False, True])
+def test_informational_answers_without_end_are_charged_to_max_run_bytes(drive: Any, raw: Raw, proxied: bool,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # httpcore reads past every 103 Early Hints to the head: with no run_timeout (the default) an agent
     # sending them as fast as it could kept the client reading for ever, none of it counted as body.
+    # ``proxied``: the environment names a proxy, and NO_PROXY the agent's host. The client's own httpx
+    # client left its pool, and the bound, whenever any proxy was named; it now does so only for a URL
+    # the proxy serves.
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
+                 "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    if proxied:
+        monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     url = raw.serve(_endless_hints(raw))
     with drive.client(url, max_run_bytes=2**20) as client:
         with pytest.raises(ag.LimitExceeded) as caught:
