@@ -869,6 +869,10 @@ class AsyncAgentClient(_ClientBase):
         yield framer.close()
 
 
+#: The limits of httpx's own pool where a proxy serves the agent (the shards' per shard, for one pool).
+_PROXIED_LIMITS: Final = httpx.Limits(max_connections=None, max_keepalive_connections=SHARD_SIZE)
+
+
 def _async_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.AsyncClient:
     """The async client's own ``httpx.AsyncClient``: runs held open by the hundred on one event loop.
 
@@ -881,8 +885,8 @@ def _async_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> htt
     keeps at most ``_pool.COOKIES_KEPT`` cookies (an agent could otherwise grow it without bound).
     """
     if _environment_proxy(url) is not None:
-        return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
-            max_connections=None, max_keepalive_connections=SHARD_SIZE), cookies=BoundedCookieJar())
+        return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=_PROXIED_LIMITS,
+                                 cookies=BoundedCookieJar())
     return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport(),
                              cookies=BoundedCookieJar())
 
@@ -890,8 +894,8 @@ def _async_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> htt
 def _sync_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.Client:
     """The sync client's own ``httpx.Client``: as :func:`_async_http`, for a thread per run."""
     if _environment_proxy(url) is not None:
-        return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=httpx.Limits(
-            max_connections=None, max_keepalive_connections=SHARD_SIZE), cookies=BoundedCookieJar())
+        return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=_PROXIED_LIMITS,
+                            cookies=BoundedCookieJar())
     return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport(),
                         cookies=BoundedCookieJar())
 
@@ -904,8 +908,7 @@ def own_transport(url: str) -> httpx.BaseTransport:
     :func:`_sync_http` keeps it)."""
     proxy = _environment_proxy(url)
     if proxy is not None:
-        return httpx.HTTPTransport(proxy=proxy, limits=httpx.Limits(max_connections=None,
-                                                                     max_keepalive_connections=SHARD_SIZE))
+        return httpx.HTTPTransport(proxy=proxy, limits=_PROXIED_LIMITS)
     return ShardedSyncTransport()
 
 

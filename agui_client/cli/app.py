@@ -375,8 +375,7 @@ def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> tuple[str
     if len(ids) == 1:
         return ids[0], False
     if len(ids) > 1:
-        raise UsageProblem(f"{args.thread_file} holds {len(ids)} threads; pick one with --thread-id: "
-                           + ", ".join(map(one_line, ids[:10])) + (" ..." if len(ids) > 10 else ""))
+        raise UsageProblem(f"{args.thread_file} holds {len(ids)} threads; pick one with --thread-id: {listed(ids)}")
     if args.resume:
         raise UsageProblem(f"{args.thread_file} holds no thread to resume")
     return str(uuid.uuid4()), True

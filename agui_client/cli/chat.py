@@ -64,7 +64,7 @@ from .render import (
     render_run_end,
     usage_text,
 )
-from .terminal import SafeConsole, json_text, one_line, safe_text, visible
+from .terminal import SafeConsole, json_text, listed, one_line, safe_text, visible
 
 if TYPE_CHECKING:
     from ..testing.recording import RecordingTransport
@@ -148,8 +148,7 @@ def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> str:
         return str(uuid.uuid4())
     ids = stored_thread_ids(args.thread_file)
     if len(ids) > 1:
-        raise UsageProblem(f"{args.thread_file} holds {len(ids)} threads; pick one with --thread: "
-                           + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
+        raise UsageProblem(f"{args.thread_file} holds {len(ids)} threads; pick one with --thread: {listed(ids)}")
     return ids[0] if ids else str(uuid.uuid4())
 
 

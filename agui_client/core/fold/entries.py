@@ -148,16 +148,17 @@ class Entry:
             self._thaw(self.source)
             return object.__getattribute__(self, name)
         if name in _WIRE_SLOTS and self.source is not None:  # (never set for a typed entry: its own)
+            # Both are made when either is first asked for; the other, if set since, is kept (a message
+            # re-opened, TX-05, said it is not complete: its calls asked for later keep that).
             source = self.source
-            if name == "calls" or "calls" not in _set_slots(self):
+            if name == "calls" or not _is_set(self, "calls"):
                 if type(source) is dict:
                     calls = source.get("toolCalls")
                     self.calls = None if calls is None else [Call.of_wire(call) for call in calls]
                 else:  # typed since (type_held), its calls not asked for before
                     typed_calls: tuple[msg.ToolCall, ...] | None = getattr(source, "tool_calls", None)
                     self.calls = None if typed_calls is None else [Call.of(call) for call in typed_calls]
-            if "complete" not in _set_slots(self):
-                # (a message re-opened since, TX-05, said it is not: its calls asked for later keep that)
+            if name == "complete" or not _is_set(self, "complete"):
                 self.complete = True
             return object.__getattribute__(self, name)
         if name == "owned":
@@ -334,16 +335,13 @@ _LAZY_SLOTS = frozenset({"text", "value", "attrs"})
 _WIRE_SLOTS = frozenset({"calls", "complete"})
 
 
-def _set_slots(entry: Entry) -> set[str]:
-    """The ``_WIRE_SLOTS`` of ``entry`` already set (read without reaching ``__getattr__``)."""
-    out = set()
-    for name in _WIRE_SLOTS:
-        try:
-            object.__getattribute__(entry, name)
-        except AttributeError:
-            continue
-        out.add(name)
-    return out
+def _is_set(entry: Entry, name: str) -> bool:
+    """Whether the slot ``name`` of ``entry`` is set (asked without reaching ``__getattr__``)."""
+    try:
+        object.__getattribute__(entry, name)
+    except AttributeError:
+        return False
+    return True
 new_entry = object.__new__
 
 ROLE_CLASSES: dict[str, Any] = {
