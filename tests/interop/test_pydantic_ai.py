@@ -187,7 +187,9 @@ def test_probe_verdicts(producer: Producer, path: str, prompt: str, verdicts: di
 
     assert {c.id: c.verdict for c in report.checks} == verdicts
     assert report.failures == ()
-    assert producer.deleted[before:] == deleted  # the answer runs only: nothing repeated, nothing uncovered
+    # The answer runs only: nothing repeated, nothing uncovered. (In any order: pydantic-ai runs a
+    # turn's approved tool calls at once, so two deletions may finish either way round.)
+    assert sorted(producer.deleted[before:]) == sorted(deleted)
     runs = {r.name: r for r in report.runs}
     # An entry naming an interrupt it did not raise fails the run instead of being skipped (a SHOULD).
     assert "does not start with the expected 'int-' prefix" in (runs["fresh-resume"].detail or "")
