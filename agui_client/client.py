@@ -12,16 +12,13 @@ redirects followed, and the response closed whatever way the caller leaves the s
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import time
-import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import unquote, urlsplit
 
 import httpx
 
@@ -40,6 +37,7 @@ from ._logs import exchange as logged_exchange
 from ._logs import filter_http_logs
 from ._pool import SHARD_SIZE, BoundedCookieJar, HeadTooLong, ShardedSyncTransport, ShardedTransport
 from ._pool import deadline as send_deadline
+from ._proxies import environment_proxy, proxy_credentials
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
 from .core.redact import SENSITIVE_EXTENSION, Redactor, is_sensitive, redact_exception
@@ -286,7 +284,7 @@ class _ClientBase:
         self.headers = dict(headers or {})
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
         filter_http_logs(self.sensitive_headers)
-        self._proxy_headers = _proxy_credentials()
+        self._proxy_headers = proxy_credentials()
         self.timeout = timeout
         self.idle_timeout = idle_timeout
         self.max_event_bytes = max_event_bytes
@@ -478,24 +476,6 @@ class _ClientBase:
 
     def _describe(self, run_input: RunAgentInput) -> str:
         return f"thread {run_input.thread_id!r} run {run_input.run_id!r}"
-
-
-def _proxy_credentials() -> tuple[tuple[str, str], ...]:
-    """The ``Proxy-Authorization`` httpx sends to each proxy the environment names with a user and password
-    (``HTTP_PROXY=http://user:pw@proxy``). It is no header of the request, so a redactor built from the request
-    would not know it: a proxy (or what it forwards to) echoing it in an answer got it into an error or a
-    result. Read when a client is made, as httpx reads the environment when its client is made."""
-    found: list[tuple[str, str]] = []
-    for value in urllib.request.getproxies().values():
-        try:
-            parts = urlsplit(value if "://" in value else f"http://{value}")
-            user, password = parts.username, parts.password
-        except ValueError:
-            continue
-        if user or password:
-            pair = f"{unquote(user or '')}:{unquote(password or '')}".encode()
-            found.append(("Proxy-Authorization", f"Basic {base64.b64encode(pair).decode('ascii')}"))
-    return tuple(found)
 
 
 def _same_origin(target: httpx.Request, first: httpx.Request) -> bool:
@@ -884,7 +864,7 @@ def _async_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> htt
     the shards, and with them the bounds on the answer's head (``_pool``). Its cookie jar
     keeps at most ``_pool.COOKIES_KEPT`` cookies (an agent could otherwise grow it without bound).
     """
-    if _environment_proxy(url) is not None:
+    if environment_proxy(url) is not None:
         return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=_PROXIED_LIMITS,
                                  cookies=BoundedCookieJar())
     return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport(),
@@ -893,7 +873,7 @@ def _async_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> htt
 
 def _sync_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.Client:
     """The sync client's own ``httpx.Client``: as :func:`_async_http`, for a thread per run."""
-    if _environment_proxy(url) is not None:
+    if environment_proxy(url) is not None:
         return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=_PROXIED_LIMITS,
                             cookies=BoundedCookieJar())
     return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport(),
@@ -906,22 +886,10 @@ def own_transport(url: str) -> httpx.BaseTransport:
     head's byte budget (``_pool``). httpx reads the environment's proxies only for a client made without
     a transport, so the proxy it would use for ``url`` is given here (and then httpx's own pool, as
     :func:`_sync_http` keeps it)."""
-    proxy = _environment_proxy(url)
+    proxy = environment_proxy(url)
     if proxy is not None:
         return httpx.HTTPTransport(proxy=proxy, limits=_PROXIED_LIMITS)
     return ShardedSyncTransport()
-
-
-def _environment_proxy(url: str) -> str | None:
-    # As httpx reads them: the scheme's own proxy, else ALL_PROXY; none for a host NO_PROXY names.
-    proxies = urllib.request.getproxies()
-    if not proxies:
-        return None
-    parts = urlsplit(url)
-    proxy = proxies.get(parts.scheme) or proxies.get("all")
-    if proxy is None or (parts.hostname and urllib.request.proxy_bypass(parts.hostname)):
-        return None
-    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 async def _flatten(batches: AsyncIterator[list[str | bytes]]) -> AsyncIterator[str | bytes]:
