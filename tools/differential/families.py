@@ -647,7 +647,10 @@ def documented(name: str) -> str | None:
     """The golden stream whose documented difference the family stream ``name`` may show."""
     if not name.startswith("f-"):
         return None
-    return DOCUMENTED.get(name[2:].split("~", 1)[0].rsplit("-s", 1)[0])
+    base = name[2:].split("~", 1)[0]
+    if base.startswith("chain-"):  # (a chain's step that is a whole family's stream ends with its family's name)
+        return next((DOCUMENTED[family] for family in DOCUMENTED if base.endswith(f"-{family}")), None)
+    return DOCUMENTED.get(base.rsplit("-s", 1)[0])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -698,7 +701,8 @@ def chain(seed: int, n: int) -> list[tuple[str, list[Event], dict[str, Any]]]:
             # a step that is a whole family's stream (the same thread), from what the steps before left
             family = rng.choice(sorted(SHAPES))
             body, _ = SHAPES[family](p)
-            out.append((f"f-chain-s{seed}.{n}-k{k}", body, inp))
+            # (named after the family too, so that its documented difference applies: ``documented``)
+            out.append((f"f-chain-s{seed}.{n}-k{k}-{family}", body, inp))
             held = _fold(body, inp)
             continue
         ev: list[Event] = [p.started(run)]
