@@ -42,7 +42,7 @@ from ._pool import SHARD_SIZE, BoundedCookieJar, HeadTooLong, ShardedSyncTranspo
 from ._pool import deadline as send_deadline
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
-from .core.redact import SENSITIVE_EXTENSION, Redactor, is_sensitive, redact_exception
+from .core.redact import SENSITIVE_EXTENSION, Redactor, displayed_url, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     ConnectTimeout,
@@ -303,6 +303,20 @@ class _ClientBase:
 
             store = MemoryStore()
         self.store: ThreadStore = store
+        self._closed = False
+
+    def __repr__(self) -> str:
+        # The URL as a person may see it (no userinfo, no secret query value) and never a header.
+        url = displayed_url(self.url, marked=self.sensitive_headers)
+        closed = " closed" if self._closed else ""
+        return f"<{type(self).__name__} url={url!r} store={type(self.store).__name__}{closed}>"
+
+    def _check_open(self) -> None:
+        # A closed client has closed the store it made: without this, a new thread would fail with the
+        # store's "the store is closed", which names nothing the caller did.
+        if self._closed:
+            raise RuntimeError(f"this {type(self).__name__} is closed: make a new one, or use it inside its "
+                               f"`{'async ' if isinstance(self, AsyncAgentClient) else ''}with` block")
 
     def _unsent_redactor(self) -> Redactor:
         """The redactor of a request this client would send (for what is reported about a run refused
@@ -596,7 +610,12 @@ class AgentClient(_ClientBase):
         self.close()
 
     def close(self) -> None:
-        """Close the HTTP client and the store, each only when this client created it."""
+        """Close the HTTP client and the store, each only when this client created it.
+
+        A closed client makes no more threads (``thread()`` raises ``RuntimeError``, as httpx's
+        closed client does for a request).
+        """
+        self._closed = True
         if self._owns_client:
             self.http.close()
         if self._owns_store:
@@ -604,7 +623,20 @@ class AgentClient(_ClientBase):
 
     def thread(self, thread_id: str | None = None, *, tool_handlers: Mapping[str, Callable[..., Any]] | None = None
                ) -> Thread:
-        """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none)."""
+        """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none).
+
+        Args:
+            thread_id: the thread to load (or start under this id); ``None`` for a new one with a fresh id.
+            tool_handlers: the frontend tools :meth:`Thread.run_until_done` answers, by name, each
+                called with the call's arguments as keywords. A run without ``tools=`` offers them to
+                the agent: the handler's docstring is the description, its parameters (and their
+                ``str``/``int``/``float``/``bool``/``list``/``dict`` annotations) the JSON schema.
+
+        Raises:
+            RuntimeError: the client is closed.
+            StoreError: the store could not be read.
+        """
+        self._check_open()
         return Thread(self, thread_id or str(uuid.uuid4()), tool_handlers=tool_handlers)
 
     def load_thread(self, thread_id: str | None = None, *,
@@ -759,7 +791,8 @@ class AsyncAgentClient(_ClientBase):
         await self.close()
 
     async def close(self) -> None:
-        """Close the HTTP client and the store, each only when this client created it."""
+        """Close the HTTP client and the store, each only when this client made it (see :meth:`AgentClient.close`)."""
+        self._closed = True
         if self._owns_client:
             await self.http.aclose()
         if self._owns_store:
@@ -770,8 +803,10 @@ class AsyncAgentClient(_ClientBase):
         """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none).
 
         This reads the store in the calling thread: cheap for the in-memory store, a blocking call
-        for SQLite or Redis. On an event loop, use :meth:`load_thread`.
+        for SQLite or Redis. On an event loop, use :meth:`load_thread`. Arguments and errors as
+        :meth:`AgentClient.thread`.
         """
+        self._check_open()
         return AsyncThread(self, thread_id or str(uuid.uuid4()), tool_handlers=tool_handlers)
 
     async def load_thread(self, thread_id: str | None = None, *,

@@ -64,6 +64,9 @@ class RunStream:
     def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
         return self._events
 
+    def __repr__(self) -> str:
+        return _stream_repr(self)
+
     @property
     def result(self) -> RunResult:
         """The run's ``RunResult``, once the stream ended or its ``with`` block was left.
@@ -121,6 +124,9 @@ class AsyncRunStream:
 
     def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
         return self._events
+
+    def __repr__(self) -> str:
+        return _stream_repr(self)
 
     @property
     def result(self) -> RunResult:
@@ -187,6 +193,18 @@ class _TextPicker:
         if not isinstance(message, msg.AssistantMessage):
             return False  # (another role's text; a message the thread does not hold was refused by the verifier)
         return self._subagents or message.subagent_run_id is None
+
+
+def _stream_repr(stream: RunStream | AsyncRunStream) -> str:
+    """Which run a stream reads, and whether it is still being read, ended (with what) or failed."""
+    if stream._result is not None:
+        where = f"ended outcome={stream._result.outcome!r}"
+    elif stream._failed is not None:
+        where = f"failed ({type(stream._failed).__name__})"
+    else:
+        where = "streaming"
+    return (f"<{type(stream).__name__} thread_id={stream.run_input.thread_id!r} run_id={stream.run_input.run_id!r} "
+            f"{where}>")
 
 
 def _not_finished(run_id: str | None, failed: BaseException | None) -> StreamNotFinished:

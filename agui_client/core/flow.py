@@ -73,6 +73,7 @@ from .exchange import StreamHandle
 from .fold import ThreadState, parsed_arguments
 from .interrupts import (
     ResumeBuilder,
+    _listed,
     _warn_absent_payloads,
     awaiting_answers,
     check_resume,
@@ -413,6 +414,13 @@ class Conversation(_Standing):
         # The last run's redactor (its request's credentials): a log line naming what the agent chose
         # (a call id echoing the token) passes through it.
         self._redact: Callable[[str], str] | None = None
+
+    def __repr__(self) -> str:
+        # What a person printing a thread wants to know: which one, where it stands in the store, and
+        # whether it waits for answers. Counts only: the messages are the agent's text, unbounded.
+        state = self._state
+        return (f"<{type(self).__name__} id={self.id!r} version={self._version!r} "
+                f"messages={len(state.messages)} open_interrupts={_listed([i.id for i in state.open_interrupts])}>")
 
     # -- what the caller reads and adds ----------------------------------------------------------------
 

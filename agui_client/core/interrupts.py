@@ -747,6 +747,14 @@ class ResumeBuilder:
                                 "thread.resume_builder())", ids=ids, builder_thread_id=self._thread_id,
                                 builder_run_id=self._run_id, thread_id=thread_id, interrupted_run_id=run_id)
 
+    def __repr__(self) -> str:
+        # Ids only, never the payloads: an answer may hold what a person typed, of any size.
+        answered = [_entry_key(e) for e in self._entries if e.status == "resolved"]
+        abandoned = [_entry_key(e) for e in self._entries if e.status != "resolved"]
+        bound = "unbound" if self._thread_id is None else f"thread_id={self._thread_id!r} run_id={self._run_id!r}"
+        return (f"<ResumeBuilder {bound} answered={_listed(answered)} abandoned={_listed(abandoned)} "
+                f"uncovered={_listed(self.uncovered)}>")
+
     @property
     def interrupts(self) -> tuple[Interrupt, ...]:
         """The open interrupts, in the order they were raised."""

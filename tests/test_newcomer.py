@@ -1,0 +1,136 @@
+"""What a newcomer meets first: the objects they print, a client used after it was closed, the CLI's
+spelling of the thread option.
+
+Every object a user holds in a script (the client, a thread, a stream, a resume builder) prints as
+what it is about, never as ``<... object at 0x...>``, and never with a credential. Against the bundled
+ScriptedAgent on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import agui_client as ag
+from agui_client.stores import SqliteStore
+from agui_client.testing import ScriptedAgent, serve
+
+AGUI = [sys.executable, "-m", "agui_client.cli"]
+
+
+def test_a_client_prints_its_agent_url_without_credentials_and_its_store() -> None:
+    client = ag.AgentClient("https://bob:pa55word@agent.example/run?token=tok-123&v=2", headers={"X-Api-Key": "k-9"},
+                            sensitive_headers=["v"])
+
+    shown = repr(client)
+    client.close()
+
+    assert shown == "<AgentClient url='https://agent.example/run?token=[redacted]&v=[redacted]' store=MemoryStore>"
+    assert repr(client).endswith(" closed>")
+
+
+def test_an_async_client_prints_the_same_way(tmp_path: Any) -> None:
+    async def main() -> tuple[str, str]:
+        async with ag.AsyncAgentClient("http://127.0.0.1:9/agent", store=SqliteStore(tmp_path / "t.db")) as client:
+            opened = repr(client)
+        return opened, repr(client)
+
+    opened, closed = asyncio.run(main())
+
+    assert opened == "<AsyncAgentClient url='http://127.0.0.1:9/agent' store=SqliteStore>"
+    assert closed == "<AsyncAgentClient url='http://127.0.0.1:9/agent' store=SqliteStore closed>"
+
+
+def test_a_thread_a_stream_and_a_builder_print_where_the_conversation_stands() -> None:
+    with serve(ScriptedAgent.interrupts(2)) as server, ag.AgentClient(server.url) as client:
+        thread = client.thread("ticket-1")
+        assert repr(thread) == "<Thread id='ticket-1' version=None messages=0 open_interrupts=[]>"
+
+        with thread.stream("Plan the trip", run_id="r1") as stream:
+            assert repr(stream) == "<RunStream thread_id='ticket-1' run_id='r1' streaming>"
+            result = stream.get_final_result()
+        assert repr(stream) == "<RunStream thread_id='ticket-1' run_id='r1' ended outcome='interrupt'>"
+        first, second = (i.id for i in result.interrupts)
+        assert repr(thread) == (f"<Thread id='ticket-1' version={thread.version} "
+                                f"messages={len(thread.state.messages)} open_interrupts={[first, second]!r}>")
+
+        builder = thread.resume_builder().answer(first, {"answer": "yes"})
+        assert repr(builder) == (f"<ResumeBuilder thread_id='ticket-1' run_id='r1' answered={[first]!r} "
+                                 f"abandoned=[] uncovered={[second]!r}>")
+        builder.abandon(second)
+        assert "answered=" in repr(builder) and f"abandoned={[second]!r} uncovered=[]>" in repr(builder)
+        assert "yes" not in repr(builder)  # (the payloads are never shown)
+
+
+def test_a_builder_made_by_hand_prints_as_unbound() -> None:
+    interrupts = [ag.Interrupt(id=f"i{n}", reason="input") for n in range(12)]
+
+    builder = ag.ResumeBuilder(interrupts).answer("i0", {"x": 1})
+
+    assert repr(builder).startswith("<ResumeBuilder unbound answered=['i0'] abandoned=[] uncovered=['i1', ")
+    assert repr(builder).endswith(", ...] (1 more)>")  # (a long list is cut, as a refusal's is)
+
+
+def test_a_failed_stream_prints_as_failed() -> None:
+    with serve(ScriptedAgent([[ag.RunStartedEvent(thread_id="t", run_id="r")]])) as server, \
+            ag.AgentClient(server.url) as client:
+        thread = client.thread("t")
+        with pytest.raises(ag.StreamEnded):
+            with thread.stream("hi", run_id="r") as stream:
+                stream.get_final_result()
+
+    assert repr(stream) == "<RunStream thread_id='t' run_id='r' failed (StreamEnded)>"
+
+
+def test_an_async_thread_and_stream_print_as_the_sync_ones_do() -> None:
+    async def main(url: str) -> list[str]:
+        async with ag.AsyncAgentClient(url) as client:
+            thread = await client.load_thread("t-async")
+            async with thread.stream("hi", run_id="r1") as stream:
+                await stream.get_final_result()
+            return [repr(thread), repr(stream)]
+
+    with serve(ScriptedAgent.chat()) as server:
+        thread_shown, stream_shown = asyncio.run(main(server.url))
+
+    assert thread_shown.startswith("<AsyncThread id='t-async' version=") and "open_interrupts=[]>" in thread_shown
+    assert stream_shown == "<AsyncRunStream thread_id='t-async' run_id='r1' ended outcome='success'>"
+
+
+def test_a_closed_client_says_it_is_closed_rather_than_that_its_store_is() -> None:
+    client = ag.AgentClient("http://127.0.0.1:9/agent")
+    client.close()
+
+    with pytest.raises(RuntimeError, match=r"this AgentClient is closed: make a new one, or use it inside its `with`"):
+        client.thread()
+    with pytest.raises(RuntimeError, match="this AgentClient is closed"):
+        client.load_thread("t1")
+
+
+def test_a_closed_async_client_says_so_too() -> None:
+    async def main() -> None:
+        async with ag.AsyncAgentClient("http://127.0.0.1:9/agent") as client:
+            pass
+        with pytest.raises(RuntimeError, match=r"this AsyncAgentClient is closed: .* its `async with` block"):
+            await client.load_thread()
+        with pytest.raises(RuntimeError, match="this AsyncAgentClient is closed"):
+            client.thread()
+
+    asyncio.run(main())
+
+
+def test_agui_run_takes_thread_as_agui_chat_does(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.chat())
+    env = {**os.environ, "NO_COLOR": "1"}
+
+    done = subprocess.run([*AGUI, "run", endpoint.url, "-m", "hi", "--thread", "my-thread"], capture_output=True,
+                          text=True, timeout=60, env=env, stdin=subprocess.DEVNULL, check=False)
+
+    assert done.returncode == 0, done.stderr
+    assert endpoint.received[0].body["threadId"] == "my-thread"
