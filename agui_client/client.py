@@ -540,7 +540,8 @@ class AgentClient(_ClientBase):
     Args:
         url: the agent's endpoint (runs are ``POST``ed there).
         headers: extra request headers (authentication …); merged into every request, never logged.
-        timeout: connect (and write) timeout in seconds.
+        timeout: connect (and write) timeout in seconds; not a bound on the run (httpx's ``timeout``
+            covers reads too): the silence between bytes is ``idle_timeout``, the whole run ``run_timeout``.
         idle_timeout: the longest silence between bytes before ``IdleTimeout``; keep-alive comments
             reset it.
         max_event_bytes: the largest event accepted; a larger one raises ``LimitExceeded`` before it

@@ -112,7 +112,16 @@ class RunStream:
 
 
 class AsyncRunStream:
-    """The async twin of :class:`RunStream` (``async for``; ``await get_final_result()``)."""
+    """The async twin of :class:`RunStream` (``async for``; ``await get_final_result()``).
+
+    Example::
+
+        thread = client.thread()
+        async with thread.stream("Summarise the report") as stream:  # entered, not awaited
+            async for text in stream.text_stream:
+                print(text, end="", flush=True)
+        print(stream.result.outcome)  # a RunResult: the stream ended
+    """
 
     def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
                  state: ThreadState | None = None) -> None:
@@ -454,7 +463,20 @@ class _AsyncExchange:
 
 
 class AsyncThread(Conversation):
-    """The async twin of :class:`Thread`: the same methods, with ``await`` and ``async with``."""
+    """The async twin of :class:`Thread`: the same methods and attributes, with ``await`` and ``async with``.
+
+    Get one with ``await client.load_thread(thread_id)`` on an event loop (the store is read in a
+    worker thread; ``client.thread()`` reads it where it is called).
+
+    Example::
+
+        thread = await client.load_thread()  # a new conversation; load_thread(thread_id) a stored one
+        result = await thread.run("hello")
+        async with thread.stream("tell me more") as stream:  # entered with async with, not awaited
+            async for event in stream:
+                print(type(event).__name__)
+        print(stream.result.outcome, len(thread.state.messages), thread.id)
+    """
 
     def __init__(self, client: AsyncAgentClient, thread_id: str, *,
                  tool_handlers: Mapping[str, ToolHandler] | None = None) -> None:
