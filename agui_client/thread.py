@@ -381,6 +381,7 @@ class Thread(Conversation):
         second gets ``ConcurrentResume``). Stops at an interrupt (for the application to answer), an
         error, a call with no handler, or after ``max_steps`` runs.
         """
+        _check_loop_keywords(kwargs)
         with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:
             return watch.finished(cast(RunResult, self._drive(self._until_done(message, max_steps, kwargs),
                                                               _Exchange())))
@@ -449,6 +450,21 @@ class Thread(Conversation):
         with _interrupt_deferred():
             self._version = call(self.id, **effect.arguments)
         return self._version
+
+
+#: The keywords ``run_until_done`` passes on to :meth:`Thread.run` (the same for the async shell).
+_RUN_KEYWORDS = tuple(name for name in inspect.signature(Thread.run).parameters if name not in ("self", "message"))
+
+
+def _check_loop_keywords(given: Mapping[str, Any]) -> None:
+    """Refuse, naming ``run_until_done``, a keyword ``run()`` does not take (else the error would name
+    ``Thread.run()``, a call the caller never made, and come after the thread's held calls were answered)."""
+    unknown = [name for name in given if name not in _RUN_KEYWORDS]
+    if unknown:
+        hint = (" (the handlers are the thread's: client.thread(tool_handlers=...))"
+                if "tool_handlers" in unknown else "")
+        raise TypeError(f"run_until_done() got unexpected keyword argument(s) {unknown}{hint}; it takes "
+                        f"message, max_steps and run()'s keywords: {', '.join(_RUN_KEYWORDS)}")
 
 
 class _AsyncExchange:
@@ -542,6 +558,7 @@ class AsyncThread(Conversation):
 
         ``async def`` handlers are awaited.
         """
+        _check_loop_keywords(kwargs)
         with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:
             return watch.finished(cast(RunResult, await self._drive(self._until_done(message, max_steps, kwargs),
                                                                     _AsyncExchange())))

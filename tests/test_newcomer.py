@@ -134,3 +134,33 @@ def test_agui_run_takes_thread_as_agui_chat_does(served: Callable[[Any], Any]) -
 
     assert done.returncode == 0, done.stderr
     assert endpoint.received[0].body["threadId"] == "my-thread"
+
+
+def test_run_until_done_names_itself_and_where_tool_handlers_go_for_a_keyword_run_does_not_take() -> None:
+    agent = ScriptedAgent.frontend_tool("confirm_choice")
+    with serve(agent) as server, ag.AgentClient(server.url) as client:
+        thread = client.thread()
+        with pytest.raises(TypeError, match=r"^run_until_done\(\) got unexpected keyword argument\(s\) "
+                                            r"\['tool_handlers'\] \(the handlers are the thread's: "
+                                            r"client.thread\(tool_handlers=...\)\); it takes message, max_steps "
+                                            r"and run\(\)'s keywords: resume, tools, .*run_timeout$"):
+            thread.run_until_done("Pick one", tool_handlers={"confirm_choice": lambda question: "a"})
+
+        # (nothing was sent; the keywords run() takes still pass through)
+        assert agent.request_count == 0
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "a"})
+        assert thread.run_until_done("Pick one", run_timeout=30, context=[]).outcome == "success"
+        assert agent.request_count == 2
+
+
+def test_the_async_run_until_done_refuses_the_same_way() -> None:
+    async def main(url: str) -> None:
+        async with ag.AsyncAgentClient(url) as client:
+            thread = await client.load_thread()
+            with pytest.raises(TypeError, match=r"^run_until_done\(\) got unexpected keyword argument\(s\) \['timeout'\];"):
+                await thread.run_until_done("hi", timeout=3)
+
+    agent = ScriptedAgent.chat()
+    with serve(agent) as server:
+        asyncio.run(main(server.url))
+    assert agent.request_count == 0
