@@ -157,7 +157,8 @@ def test_the_async_run_until_done_refuses_the_same_way() -> None:
     async def main(url: str) -> None:
         async with ag.AsyncAgentClient(url) as client:
             thread = await client.load_thread()
-            with pytest.raises(TypeError, match=r"^run_until_done\(\) got unexpected keyword argument\(s\) \['timeout'\];"):
+            with pytest.raises(TypeError,
+                               match=r"^run_until_done\(\) got unexpected keyword argument\(s\) \['timeout'\];"):
                 await thread.run_until_done("hi", timeout=3)
 
     agent = ScriptedAgent.chat()
