@@ -19,7 +19,7 @@ import pytest
 
 import agui_client as ag
 from agui_client.stores import SqliteStore
-from agui_client.testing import ScriptedAgent, serve
+from agui_client.testing import ScriptedAgent, serve, text_message
 
 AGUI = [sys.executable, "-m", "agui_client.cli"]
 
@@ -165,3 +165,14 @@ def test_the_async_run_until_done_refuses_the_same_way() -> None:
     with serve(agent) as server:
         asyncio.run(main(server.url))
     assert agent.request_count == 0
+
+
+def test_a_protocol_error_repr_says_where_as_its_str_does() -> None:
+    agent = ScriptedAgent([[ag.RunStartedEvent(thread_id="t", run_id="r"), *text_message("m1", "Hi")]])
+    with serve(agent) as server, ag.AgentClient(server.url) as client:
+        with pytest.raises(ag.StreamEnded) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert repr(caught.value) == ("StreamEnded(\"run 'r', event #4, [LC-04/AGUI003]: the stream ended without "
+                                  "RUN_FINISHED or RUN_ERROR\")")
+    assert caught.value.result is not None and caught.value.result.text == "Hi"
