@@ -176,3 +176,20 @@ def test_a_protocol_error_repr_says_where_as_its_str_does() -> None:
     assert repr(caught.value) == ("StreamEnded(\"run 'r', event #4, [LC-04/AGUI003]: the stream ended without "
                                   "RUN_FINISHED or RUN_ERROR\")")
     assert caught.value.result is not None and caught.value.result.text == "Hi"
+
+
+def test_a_builder_used_twice_is_refused_saying_its_interrupts_were_answered() -> None:
+    agent = ScriptedAgent.demo()
+    with serve(agent) as server, ag.AgentClient(server.url) as client:
+        thread = client.thread()
+        asked = thread.run("Delete the staging database", run_id="r1")
+        builder = thread.resume_builder().answer(asked.interrupts[0].id, {"approved": True})
+        assert thread.run(resume=builder).outcome == "success"
+
+        with pytest.raises(ag.MisdirectedResume) as caught:
+            thread.run(resume=builder)  # (kept, and sent again)
+
+    assert str(caught.value) == ("resume refused, nothing was sent: the builder was made for the interrupts of run "
+                                 "'r1', and the thread waits on none now (a later run answered or abandoned them) "
+                                 "(make a new one with thread.resume_builder())")
+    assert agent.request_count == 2
