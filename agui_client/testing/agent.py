@@ -305,7 +305,31 @@ class ScriptedAgent:
     """An AG-UI 1.0 agent that plays scripted runs, for tests and demos (an ASGI 3 app; asyncio).
 
     It answers ``POST`` on any path with a ``RunAgentInput`` body; a malformed body gets ``400``
-    with ``{"detail": ...}``, another method ``405``. See the module docstring for what a step is.
+    with ``{"detail": ...}``, another method ``405``.
+
+    A *step* is what one run plays: a list of items streamed in order (events or wire dicts,
+    :class:`Start` and :class:`Finish` for ``RUN_STARTED``/``RUN_FINISHED`` with the request's ids,
+    :class:`KeepAlive`, :class:`Wait`, :class:`Pause`, :class:`Disconnect`, raw ``bytes``); the whole
+    body as ``bytes``; a :class:`Stream` (items under a chosen status and headers); a :class:`Respond`
+    (a plain HTTP answer); or a callable taking the ``RunAgentInput`` and returning one of these.
+    Presets: :meth:`demo`, :meth:`chat`, :meth:`interrupts`, :meth:`approvals`, :meth:`frontend_tool`.
+
+    Example::
+
+        from agui_client import AgentClient, Interrupt, RunFinishedInterruptOutcome
+        from agui_client.testing import Finish, ScriptedAgent, Start, serve, text_message
+
+        def answered(run_input):  # a step made from the request: here, the resume it carries
+            (entry,) = run_input.resume
+            return [Start(), *text_message("m2", f"{entry.interrupt_id}: {entry.payload}"), Finish()]
+
+        asks = RunFinishedInterruptOutcome(interrupts=(Interrupt(id="ask-1", reason="input", message="Sure?"),))
+        agent = ScriptedAgent([[Start(), Finish(outcome=asks)], answered])
+        with serve(agent) as server, AgentClient(server.url) as client:
+            thread = client.thread()
+            asked = thread.run("Do it")  # run 0 of the thread plays script[0], run 1 script[1]
+            done = thread.run(resume=thread.resume_builder().answer("ask-1", {"sure": True}))
+            print(asked.outcome, "->", done.text)  # interrupt -> ask-1: {'sure': True}
 
     Args:
         script: the steps; run ``n`` on a thread plays ``script[n]``.
