@@ -193,3 +193,19 @@ def test_a_builder_used_twice_is_refused_saying_its_interrupts_were_answered() -
                                  "'r1', and the thread waits on none now (a later run answered or abandoned them) "
                                  "(make a new one with thread.resume_builder())")
     assert agent.request_count == 2
+
+
+def test_a_claim_lost_to_another_writer_says_nothing_was_sent_and_how_to_catch_up() -> None:
+    agent = ScriptedAgent.chat()
+    with serve(agent) as server, ag.AgentClient(server.url) as client:
+        first, second = client.thread("t"), client.thread("t")  # (two objects, as two replicas would hold)
+        first.run("hello")
+
+        with pytest.raises(ag.ConcurrentResume) as caught:
+            second.run("hello too")
+
+        assert str(caught.value).endswith(". Nothing was sent: thread.reload() catches up with the stored thread, "
+                                          "then run again")
+        assert agent.request_count == 1
+        second.reload()  # (and the advice holds)
+        assert second.run("hello too").outcome == "success"

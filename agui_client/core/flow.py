@@ -262,6 +262,13 @@ class _Standing:
         except StoreError as exc:
             self._claim_lost(exc, base)
             raise
+        except ConcurrentResume as exc:
+            # The store says what it found; the caller also needs to know that nothing went out and
+            # how to catch up (an HTTP handler shows this text as it is).
+            if exc.args and isinstance(exc.args[0], str):
+                exc.args = (f"{exc.args[0]}. Nothing was sent: thread.reload() catches up with the stored "
+                            "thread, then run again", *exc.args[1:])
+            raise
         # The first run's save after the claim that created the record is whole, though the record
         # holds the state as marked: the record holds the thread before its first run (empty, nearly
         # always), so the run's changes are the whole thread anyway, and appending them to so small
