@@ -19,7 +19,7 @@ import pytest
 
 import agui_client as ag
 from agui_client.stores import SqliteStore
-from agui_client.testing import ScriptedAgent, serve, text_message
+from agui_client.testing import Respond, ScriptedAgent, serve, text_message
 
 AGUI = [sys.executable, "-m", "agui_client.cli"]
 
@@ -209,3 +209,24 @@ def test_a_claim_lost_to_another_writer_says_nothing_was_sent_and_how_to_catch_u
         assert agent.request_count == 1
         second.reload()  # (and the advice holds)
         assert second.run("hello too").outcome == "success"
+
+
+@pytest.mark.parametrize("status", [404, 405])
+def test_a_404_or_405_asks_whether_the_url_is_the_agents_endpoint(served: Callable[[Any], Any], status: int) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=status, body={"detail": "Not Found"})]))
+
+    with ag.AgentClient(endpoint.url) as client, pytest.raises(ag.HTTPStatusError) as caught:
+        client.thread().run("hi")
+
+    assert str(caught.value).endswith(': {"detail":"Not Found"} (is this the agent\'s endpoint? AG-UI runs are '
+                                      "POSTed to the URL the agent serves them on)")
+    assert caught.value.body == '{"detail":"Not Found"}'  # (the attributes keep what the agent said, alone)
+
+
+def test_another_status_gets_no_such_hint(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=500, body="down")]))
+
+    with ag.AgentClient(endpoint.url) as client, pytest.raises(ag.HTTPStatusError) as caught:
+        client.thread().run("hi")
+
+    assert str(caught.value).endswith(" from POST " + endpoint.url + ": down")
