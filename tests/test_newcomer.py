@@ -9,17 +9,19 @@ ScriptedAgent on 127.0.0.1.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 
 import agui_client as ag
 from agui_client.stores import SqliteStore
-from agui_client.testing import Respond, ScriptedAgent, serve, text_message
+from agui_client.testing import Disconnect, Respond, ScriptedAgent, serve, text_message
 
 AGUI = [sys.executable, "-m", "agui_client.cli"]
 
@@ -230,3 +232,35 @@ def test_another_status_gets_no_such_hint(served: Callable[[Any], Any]) -> None:
         client.thread().run("hi")
 
     assert str(caught.value).endswith(" from POST " + endpoint.url + ": down")
+
+
+INCOMPLETE = "ASGI callable returned without completing response."
+
+
+def _cut_on_purpose() -> None:
+    agent = ScriptedAgent([[ag.RunStartedEvent(thread_id="t", run_id="r"), Disconnect()]])
+    with serve(agent) as server, ag.AgentClient(server.url) as client:
+        with pytest.raises(ag.StreamEnded):
+            client.thread("t").run("hi", run_id="r")
+
+
+def test_a_disconnect_step_cuts_the_stream_without_the_server_logging_an_error(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        _cut_on_purpose()
+
+    # (uvicorn logs before it closes the connection, so a record would be here by now)
+    assert [r.getMessage() for r in caplog.records if r.name == "uvicorn.error"] == []
+
+
+def test_another_app_that_leaves_a_response_incomplete_is_still_logged(caplog: pytest.LogCaptureFixture) -> None:
+    async def broken(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"half", "more_body": True})
+
+    _cut_on_purpose()  # (an agent has cut a response on purpose in this process: the filter is installed)
+    with caplog.at_level(logging.WARNING), serve(broken) as server:
+        with pytest.raises(httpx.RemoteProtocolError):
+            httpx.get(server.url)
+
+    assert INCOMPLETE in [r.getMessage() for r in caplog.records if r.name == "uvicorn.error"]

@@ -26,7 +26,9 @@ success while one of them is left uncovered (``on_uncovered``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from datetime import datetime
@@ -224,6 +226,25 @@ class KeepAlive:
 @frozen(kw_only=True)
 class Disconnect:
     """Cut the connection here, leaving the response body incomplete."""
+
+
+#: Set (in the request's task) when a :class:`Disconnect` cuts the response on purpose: the server's
+#: "returned without completing response" error is then what the script asked for, not a fault.
+_CUT_ON_PURPOSE: contextvars.ContextVar[bool] = contextvars.ContextVar("agui_testing_cut", default=False)
+
+
+class _DeliberateCut(logging.Filter):
+    """Drops uvicorn's error about an incomplete response for a response a script cut on purpose only
+    (any other app's, or this agent's for another reason, is still logged)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_CUT_ON_PURPOSE.get() and record.msg == "ASGI callable returned without completing response.")
+
+
+def _quiet_deliberate_cuts() -> None:
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _DeliberateCut) for f in logger.filters):
+        logger.addFilter(_DeliberateCut())
 
 
 Item = Event | UnknownEvent | Mapping[str, Any] | bytes | Start | Finish | Wait | Pause | KeepAlive | Disconnect
@@ -657,7 +678,9 @@ class ScriptedAgent:
                     await _race(asyncio.sleep(item.seconds), gone, None)
                 elif isinstance(item, Disconnect):
                     # Returning without the final body message makes the server close the connection
-                    # with the body incomplete.
+                    # with the body incomplete (and say so in its log, unless told it was on purpose).
+                    _CUT_ON_PURPOSE.set(True)
+                    _quiet_deliberate_cuts()
                     return
                 elif isinstance(item, KeepAlive):
                     await _body(send, b": " + item.comment.encode() + b"\n\n")
