@@ -120,3 +120,12 @@ def test_the_ag_ui_page_round_trips_an_event_through_the_official_models() -> No
     printed = run("ag-ui-interop.md", snippet)
 
     assert printed == 'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Hello"}\n\n'
+
+
+def test_the_threads_and_runs_page_folds_a_run_through_a_session_of_its_own() -> None:
+    (snippet,) = snippets("concepts/threads-and-runs.md")
+
+    printed = run("concepts/threads-and-runs.md", snippet)
+
+    assert printed.splitlines() == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+                                    "RUN_FINISHED", "success Hello! ['user', 'assistant']"]
