@@ -1,4 +1,4 @@
-"""The how-to pages' Python runs as written, with the names their prose leaves to the reader bound.
+"""The how-to and concept pages' Python runs as written, with the names their prose leaves to the reader bound.
 
 The README and the getting-started pages are complete programs (tests/test_readme.py,
 tests/test_docs_start_pages.py); the how-to pages hold fragments that use a ``thread``, an
