@@ -132,8 +132,11 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
     # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
     summary = visible(text.strip().replace("\n", " ")[:200])
     answer = _shown_response(response, excerpt, whole, redactor)
+    # (the commonest first mistake: the server's address, or a page of it, for the agent's endpoint)
+    hint = (" (is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on)"
+            if response.status_code in (404, 405) else "")
     return kind(
-        f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else ""),
+        f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else "") + hint,
         status_code=response.status_code, body=text, payload=payload,
         retry_after=_retry_after(response.headers.get("retry-after")),
         content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,

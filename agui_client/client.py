@@ -40,7 +40,7 @@ from ._pool import deadline as send_deadline
 from ._proxies import environment_proxy, proxy_credentials
 from .core.exchange import StreamHandle, request_body
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
-from .core.redact import SENSITIVE_EXTENSION, Redactor, is_sensitive, redact_exception
+from .core.redact import SENSITIVE_EXTENSION, Redactor, displayed_url, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .errors import (
     ConnectTimeout,
@@ -301,6 +301,20 @@ class _ClientBase:
 
             store = MemoryStore()
         self.store: ThreadStore = store
+        self._closed = False
+
+    def __repr__(self) -> str:
+        # The URL as a person may see it (no userinfo, no secret query value) and never a header.
+        url = displayed_url(self.url, marked=self.sensitive_headers)
+        closed = " closed" if self._closed else ""
+        return f"<{type(self).__name__} url={url!r} store={type(self.store).__name__}{closed}>"
+
+    def _check_open(self) -> None:
+        # A closed client has closed the store it made: without this, a new thread would fail with the
+        # store's "the store is closed", which names nothing the caller did.
+        if self._closed:
+            raise RuntimeError(f"this {type(self).__name__} is closed: make a new one, or use it inside its "
+                               f"`{'async ' if isinstance(self, AsyncAgentClient) else ''}with` block")
 
     def _unsent_redactor(self) -> Redactor:
         """The redactor of a request this client would send (for what is reported about a run refused
@@ -506,7 +520,8 @@ class AgentClient(_ClientBase):
     Args:
         url: the agent's endpoint (runs are ``POST``ed there).
         headers: extra request headers (authentication …); merged into every request, never logged.
-        timeout: connect (and write) timeout in seconds.
+        timeout: connect (and write) timeout in seconds; not a bound on the run (httpx's ``timeout``
+            covers reads too): the silence between bytes is ``idle_timeout``, the whole run ``run_timeout``.
         idle_timeout: the longest silence between bytes before ``IdleTimeout``; keep-alive comments
             reset it.
         max_event_bytes: the largest event accepted; a larger one raises ``LimitExceeded`` before it
@@ -576,7 +591,12 @@ class AgentClient(_ClientBase):
         self.close()
 
     def close(self) -> None:
-        """Close the HTTP client and the store, each only when this client created it."""
+        """Close the HTTP client and the store, each only when this client created it.
+
+        A closed client makes no more threads (``thread()`` raises ``RuntimeError``, as httpx's
+        closed client does for a request).
+        """
+        self._closed = True
         if self._owns_client:
             self.http.close()
         if self._owns_store:
@@ -584,7 +604,20 @@ class AgentClient(_ClientBase):
 
     def thread(self, thread_id: str | None = None, *, tool_handlers: Mapping[str, Callable[..., Any]] | None = None
                ) -> Thread:
-        """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none)."""
+        """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none).
+
+        Args:
+            thread_id: the thread to load (or start under this id); ``None`` for a new one with a fresh id.
+            tool_handlers: the frontend tools :meth:`Thread.run_until_done` answers, by name, each
+                called with the call's arguments as keywords. A run without ``tools=`` offers them to
+                the agent: the handler's docstring is the description, its parameters (and their
+                ``str``/``int``/``float``/``bool``/``list``/``dict`` annotations) the JSON schema.
+
+        Raises:
+            RuntimeError: the client is closed.
+            StoreError: the store could not be read.
+        """
+        self._check_open()
         return Thread(self, thread_id or str(uuid.uuid4()), tool_handlers=tool_handlers)
 
     def load_thread(self, thread_id: str | None = None, *,
@@ -739,7 +772,8 @@ class AsyncAgentClient(_ClientBase):
         await self.close()
 
     async def close(self) -> None:
-        """Close the HTTP client and the store, each only when this client created it."""
+        """Close the HTTP client and the store, each only when this client made it (see :meth:`AgentClient.close`)."""
+        self._closed = True
         if self._owns_client:
             await self.http.aclose()
         if self._owns_store:
@@ -750,8 +784,10 @@ class AsyncAgentClient(_ClientBase):
         """A conversation: a new one, or the stored thread ``thread_id`` (new if the store has none).
 
         This reads the store in the calling thread: cheap for the in-memory store, a blocking call
-        for SQLite or Redis. On an event loop, use :meth:`load_thread`.
+        for SQLite or Redis. On an event loop, use :meth:`load_thread`. Arguments and errors as
+        :meth:`AgentClient.thread`.
         """
+        self._check_open()
         return AsyncThread(self, thread_id or str(uuid.uuid4()), tool_handlers=tool_handlers)
 
     async def load_thread(self, thread_id: str | None = None, *,

@@ -291,6 +291,11 @@ class ProtocolError(AguiError):
             where.append(f"[{self.rule}]")
         return f"{', '.join(where)}: {self.detail}" if where else self.detail
 
+    def __repr__(self) -> str:
+        # With the location: a log line written with %r (or a test's report) must still say where. What
+        # str() is made of was redacted with the error, so this shows nothing str() would not.
+        return f"{type(self).__name__}({str(self)!r})"
+
 
 class DecodeError(ProtocolError):
     """A payload is not JSON, or a known event (or input) is malformed.

@@ -64,6 +64,9 @@ class RunStream:
     def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
         return self._events
 
+    def __repr__(self) -> str:
+        return _stream_repr(self)
+
     @property
     def result(self) -> RunResult:
         """The run's ``RunResult``, once the stream ended or its ``with`` block was left.
@@ -109,7 +112,16 @@ class RunStream:
 
 
 class AsyncRunStream:
-    """The async twin of :class:`RunStream` (``async for``; ``await get_final_result()``)."""
+    """The async twin of :class:`RunStream` (``async for``; ``await get_final_result()``).
+
+    Example::
+
+        thread = client.thread()
+        async with thread.stream("Summarise the report") as stream:  # entered, not awaited
+            async for text in stream.text_stream:
+                print(text, end="", flush=True)
+        print(stream.result.outcome)  # a RunResult: the stream ended
+    """
 
     def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
                  state: ThreadState | None = None) -> None:
@@ -121,6 +133,9 @@ class AsyncRunStream:
 
     def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
         return self._events
+
+    def __repr__(self) -> str:
+        return _stream_repr(self)
 
     @property
     def result(self) -> RunResult:
@@ -187,6 +202,18 @@ class _TextPicker:
         if not isinstance(message, msg.AssistantMessage):
             return False  # (another role's text; a message the thread does not hold was refused by the verifier)
         return self._subagents or message.subagent_run_id is None
+
+
+def _stream_repr(stream: RunStream | AsyncRunStream) -> str:
+    """Which run a stream reads, and whether it is still being read, ended (with what) or failed."""
+    if stream._result is not None:
+        where = f"ended outcome={stream._result.outcome!r}"
+    elif stream._failed is not None:
+        where = f"failed ({type(stream._failed).__name__})"
+    else:
+        where = "streaming"
+    return (f"<{type(stream).__name__} thread_id={stream.run_input.thread_id!r} run_id={stream.run_input.run_id!r} "
+            f"{where}>")
 
 
 def _not_finished(run_id: str | None, failed: BaseException | None) -> StreamNotFinished:
@@ -354,6 +381,7 @@ class Thread(Conversation):
         second gets ``ConcurrentResume``). Stops at an interrupt (for the application to answer), an
         error, a call with no handler, or after ``max_steps`` runs.
         """
+        _check_loop_keywords(kwargs)
         with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:
             return watch.finished(cast(RunResult, self._drive(self._until_done(message, max_steps, kwargs),
                                                               _Exchange())))
@@ -424,6 +452,21 @@ class Thread(Conversation):
         return self._version
 
 
+#: The keywords ``run_until_done`` passes on to :meth:`Thread.run` (the same for the async shell).
+_RUN_KEYWORDS = tuple(name for name in inspect.signature(Thread.run).parameters if name not in ("self", "message"))
+
+
+def _check_loop_keywords(given: Mapping[str, Any]) -> None:
+    """Refuse, naming ``run_until_done``, a keyword ``run()`` does not take (else the error would name
+    ``Thread.run()``, a call the caller never made, and come after the thread's held calls were answered)."""
+    unknown = [name for name in given if name not in _RUN_KEYWORDS]
+    if unknown:
+        hint = (" (the handlers are the thread's: client.thread(tool_handlers=...))"
+                if "tool_handlers" in unknown else "")
+        raise TypeError(f"run_until_done() got unexpected keyword argument(s) {unknown}{hint}; it takes "
+                        f"message, max_steps and run()'s keywords: {', '.join(_RUN_KEYWORDS)}")
+
+
 class _AsyncExchange:
     """The response a run has open, as the async pump holds it between effects (and the run's telemetry watch)."""
 
@@ -436,7 +479,20 @@ class _AsyncExchange:
 
 
 class AsyncThread(Conversation):
-    """The async twin of :class:`Thread`: the same methods, with ``await`` and ``async with``."""
+    """The async twin of :class:`Thread`: the same methods and attributes, with ``await`` and ``async with``.
+
+    Get one with ``await client.load_thread(thread_id)`` on an event loop (the store is read in a
+    worker thread; ``client.thread()`` reads it where it is called).
+
+    Example::
+
+        thread = await client.load_thread()  # a new conversation; load_thread(thread_id) a stored one
+        result = await thread.run("hello")
+        async with thread.stream("tell me more") as stream:  # entered with async with, not awaited
+            async for event in stream:
+                print(type(event).__name__)
+        print(stream.result.outcome, len(thread.state.messages), thread.id)
+    """
 
     def __init__(self, client: AsyncAgentClient, thread_id: str, *,
                  tool_handlers: Mapping[str, ToolHandler] | None = None) -> None:
@@ -502,6 +558,7 @@ class AsyncThread(Conversation):
 
         ``async def`` handlers are awaited.
         """
+        _check_loop_keywords(kwargs)
         with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:
             return watch.finished(cast(RunResult, await self._drive(self._until_done(message, max_steps, kwargs),
                                                                     _AsyncExchange())))

@@ -15,11 +15,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import unicodedata
 from typing import Any
 
 import agui_client as ag
 
 _SKIP = object()
+
+
+def shown(text: str) -> str:
+    """An agent's text made safe to print: what a terminal would obey or a reader cannot see (an escape
+    sequence, a bare CR, a bidi override, a zero-width character) is written as its escape (``\\x1b``)."""
+    return "".join(c if c in "\t\n" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Zl", "Zp")
+                   else ascii(c)[1:-1] for c in text)
 
 
 def stream_run(thread: ag.Thread, message: str | None, resume: ag.ResumeBuilder | None = None) -> ag.RunResult:
@@ -30,15 +38,14 @@ def stream_run(thread: ag.Thread, message: str | None, resume: ag.ResumeBuilder 
                 case ag.TextMessageStartEvent():
                     print("agent: ", end="", flush=True)
                 case ag.TextMessageContentEvent(delta=delta):
-                    print(delta, end="", flush=True)
+                    print(shown(delta), end="", flush=True)
                 case ag.TextMessageEndEvent():
                     print()
                 case ag.ToolCallStartEvent(tool_call_name=name):
-                    print(f"[tool] {name}")
+                    print(f"[tool] {shown(name)}")
                 case ag.RunErrorEvent(message=error):
-                    print(f"[run failed] {error}")
-    assert events.result is not None  # (set once the stream was read to its end)
-    return events.result
+                    print(f"[run failed] {shown(error)}")
+    return events.result  # (a RunResult: the stream was read to its end)
 
 
 def ask_field(name: str, prop: dict[str, Any], required: bool) -> Any:
@@ -47,13 +54,13 @@ def ask_field(name: str, prop: dict[str, Any], required: bool) -> Any:
     if "default" in prop:
         hint += f" (default {prop['default']})"
     while True:
-        text = input(f"{name}{hint}: ").strip()
+        text = input(shown(f"{name}{hint}: ")).strip()
         if not text:
             if "default" in prop:
                 return prop["default"]
             if not required:
                 return _SKIP
-            print(f"  {name} is required")
+            print(shown(f"  {name} is required"))
         elif prop.get("type") == "boolean":
             if text.lower() in ("y", "yes", "n", "no"):
                 return text.lower().startswith("y")
@@ -62,7 +69,7 @@ def ask_field(name: str, prop: dict[str, Any], required: bool) -> Any:
             try:
                 return int(text) if prop["type"] == "integer" else float(text)
             except ValueError:
-                print(f"  {name} must be a {prop['type']}")
+                print(shown(f"  {name} must be a {prop['type']}"))
         else:
             return text
 
@@ -84,13 +91,11 @@ def ask_answer(interrupt: ag.Interrupt) -> Any:
             except ValueError as exc:
                 print(f"  not JSON: {exc}")
                 continue
-        try:
-            ag.ResumeBuilder((interrupt,)).answer(interrupt.id, answer).build()  # checked, nothing sent
-        except ag.InvalidResumePayload as exc:
-            for problem in exc.errors.get(interrupt.id, [str(exc)]):
-                print(f"  not accepted: {problem}")
-            continue
-        return answer
+        problems = ag.check_answer(interrupt, answer)  # the check a resume runs; nothing recorded or sent
+        for problem in problems:
+            print(f"  not accepted: at {shown(problem.pointer or '/')}: {shown(problem.message)}")
+        if not problems:
+            return answer
 
 
 def default_answer(schema: dict[str, Any] | None) -> dict[str, Any]:
@@ -108,7 +113,7 @@ def chat_turn(thread: ag.Thread, message: str, *, yes: bool) -> ag.RunResult:
     while result.outcome == "interrupt":
         resume = thread.resume_builder()
         for interrupt in result.interrupts:
-            print(f"the agent asks ({interrupt.reason}): {interrupt.message or ''}")
+            print(f"the agent asks ({shown(interrupt.reason)}): {shown(interrupt.message or '')}")
             answer = default_answer(interrupt.response_schema) if yes else ask_answer(interrupt)
             print(f"answer: {json.dumps(answer)}")
             resume.answer(interrupt.id, answer)

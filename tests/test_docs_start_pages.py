@@ -46,3 +46,19 @@ def test_the_tests_page_test_passes_and_fails_when_the_agent_says_something_else
         pass
     else:
         raise AssertionError("the page's test passed against an agent that answers otherwise")
+
+
+def test_the_chat_app_page_streams_answers_an_interrupt_and_runs_a_frontend_tool() -> None:
+    (snippet,) = snippets("chat-app.md")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(snippet, str(START / "chat-app.md"), "exec"), {"__name__": "__docs__"})
+
+    lines = out.getvalue().splitlines()
+    # The demo: streamed up to its question, approved, streamed to the end.
+    assert lines[:3] == [lines[0], "Done: the staging environment is deleted. A backup is kept for 60 minutes.",
+                         "success"]
+    assert "I need your approval" in lines[0]
+    # The frontend tool: the handler's answer reached the agent, which quotes it in the next run.
+    assert lines[3:] == ["I need your input: let me ask confirm_choice in your app.",
+                         "Thanks! confirm_choice answered: yes, to 'Which option do you prefer?'", "success"]

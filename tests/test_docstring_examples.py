@@ -32,10 +32,17 @@ DOCUMENTED: list[tuple[str, Any, Any]] = [
     ("AsyncAgentClient", ag.AsyncAgentClient, ScriptedAgent.chat),
     ("AsyncAgentClient.open", ag.AsyncAgentClient.open, ScriptedAgent.chat),
     ("Thread", ag.Thread, ScriptedAgent.chat),
+    ("AsyncThread", ag.AsyncThread, ScriptedAgent.chat),
+    ("RunStream", ag.RunStream, ScriptedAgent.chat),
+    ("AsyncRunStream", ag.AsyncRunStream, ScriptedAgent.chat),
     ("RunResult", ag.RunResult, ScriptedAgent.chat),
     ("ResumeBuilder", ag.ResumeBuilder, lambda: ScriptedAgent.interrupts(1)),
     ("HTTPStatusError", ag.HTTPStatusError, lambda: ScriptedAgent([Respond(status=503, body="busy")], cycle=True)),
     ("Telemetry", ag.Telemetry, ScriptedAgent.chat),
+    ("ScriptedAgent", ScriptedAgent, ScriptedAgent.chat),
+    ("serve", serve, ScriptedAgent.chat),
+    ("replay", ag.replay, ScriptedAgent.chat),
+    ("encode", ag.encode, ScriptedAgent.chat),
 ]
 #: Blocks that are fragments by design (names from the surrounding prose).
 FRAGMENTS = ("Example (unbound, checked by hand)::",)
@@ -102,3 +109,16 @@ def test_open_is_annotated_as_the_context_manager_it_is() -> None:
     assert typing.get_origin(sync_hints["return"]) is contextlib.AbstractContextManager
     assert typing.get_origin(async_hints["return"]) is contextlib.AbstractAsyncContextManager
     assert typing.get_args(sync_hints["return"])[0] == Iterator[str | bytes]
+
+
+@pytest.mark.parametrize("obj", [ScriptedAgent, serve, ag.replay, ag.encode], ids=lambda o: o.__name__)
+def test_what_these_examples_say_they_print_is_what_they_print(obj: Any) -> None:
+    (block,) = examples(obj)
+    # The comment after the example's last print (or on the line below it) is what it prints.
+    said = re.findall(r"^ *print\(.*?# (.*)$|^ *# (.*)$", block, flags=re.M)[-1]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, obj.__name__, "exec"), {"__name__": "__example__"})
+
+    expected = (said[0] or said[1]).split(" (")[0]  # (what follows in parentheses is a remark)
+    assert out.getvalue().splitlines()[-1] == expected

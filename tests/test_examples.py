@@ -83,3 +83,17 @@ def test_frontend_tools_answers_the_call_with_the_python_handler() -> None:
     assert "[confirm_choice] the agent asks: Which option do you prefer?" in out
     assert "agent: Thanks! confirm_choice answered: green" in out
     assert "outcome: success" in out
+
+
+def test_chat_tui_shows_an_agents_control_characters_as_escapes_never_raw(served: Callable[[Any], Any]) -> None:
+    from agui_client.testing import Finish, Start, text_message, tool_call
+
+    script = [Start(), *text_message("m1", "clear\x1b[2J\rgone"), *tool_call("c1", "rm\u202etxt.exe", {}),
+              Finish()]
+    endpoint = served(ScriptedAgent([script]))
+
+    out = example("chat_tui.py", "--url", endpoint.url, "--once", "hi").stdout
+
+    assert "agent: clear\\x1b[2J\\rgone" in out
+    assert "[tool] rm\\u202etxt.exe" in out
+    assert "\x1b" not in out and "\r" not in out and "\u202e" not in out

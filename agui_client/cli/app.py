@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-m", "--message", help="the user message to send")
     add_connection_options(run)
     run.add_argument("--thread-file", metavar="FILE", help="keep the thread in this SQLite file")
-    run.add_argument("--thread-id", metavar="ID",
+    run.add_argument("--thread-id", "--thread", dest="thread_id", metavar="ID",  # (--thread: as agui chat spells it)
                      help="the thread id (default: the only thread in --thread-file, else a new one)")
     run.add_argument("--state", metavar="JSON", help="the shared state to send (replaces the thread's)")
     run.add_argument("--resume", action="store_true", help="answer the thread's open interrupts and continue")

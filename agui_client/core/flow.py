@@ -73,6 +73,7 @@ from .exchange import StreamHandle
 from .fold import ThreadState, parsed_arguments
 from .interrupts import (
     ResumeBuilder,
+    _listed,
     _warn_absent_payloads,
     awaiting_answers,
     check_resume,
@@ -261,6 +262,13 @@ class _Standing:
         except StoreError as exc:
             self._claim_lost(exc, base)
             raise
+        except ConcurrentResume as exc:
+            # The store says what it found; the caller also needs to know that nothing went out and
+            # how to catch up (an HTTP handler shows this text as it is).
+            if exc.args and isinstance(exc.args[0], str):
+                exc.args = (f"{exc.args[0]}. Nothing was sent: thread.reload() catches up with the stored "
+                            "thread, then run again", *exc.args[1:])
+            raise
         # The first run's save after the claim that created the record is whole, though the record
         # holds the state as marked: the record holds the thread before its first run (empty, nearly
         # always), so the run's changes are the whole thread anyway, and appending them to so small
@@ -413,6 +421,13 @@ class Conversation(_Standing):
         # The last run's redactor (its request's credentials): a log line naming what the agent chose
         # (a call id echoing the token) passes through it.
         self._redact: Callable[[str], str] | None = None
+
+    def __repr__(self) -> str:
+        # What a person printing a thread wants to know: which one, where it stands in the store, and
+        # whether it waits for answers. Counts only: the messages are the agent's text, unbounded.
+        state = self._state
+        return (f"<{type(self).__name__} id={self.id!r} version={self._version!r} "
+                f"messages={len(state.messages)} open_interrupts={_listed([i.id for i in state.open_interrupts])}>")
 
     # -- what the caller reads and adds ----------------------------------------------------------------
 

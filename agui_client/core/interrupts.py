@@ -735,17 +735,29 @@ class ResumeBuilder:
         if self._thread_id is None:
             return
         if self._thread_id != thread_id:
-            why = f"it was made for thread {self._thread_id!r}, not {thread_id!r}"
+            why = f"the builder was made for thread {self._thread_id!r}, not {thread_id!r}"
         elif self._run_id != run_id or not _same_interrupts(self._interrupts, open_interrupts):
-            why = (f"it was made for the interrupts of run {self._run_id!r}, and the thread now waits on those "
-                   f"of run {run_id!r}" if self._run_id != run_id else
-                   "the thread's open interrupts are no longer the ones it was made for")
+            made = f"the builder was made for the interrupts of run {self._run_id!r}"
+            if not open_interrupts:  # (a builder used twice, say: its run already answered them)
+                why = f"{made}, and the thread waits on none now (a later run answered or abandoned them)"
+            elif self._run_id != run_id:
+                why = f"{made}, and the thread now waits on those of run {run_id!r}"
+            else:
+                why = "the thread's open interrupts are no longer the ones the builder was made for"
         else:
             return
         ids = tuple(dict.fromkeys(_entry_key(e) for e in self._entries))
         raise MisdirectedResume(f"resume refused, nothing was sent: {why} (make a new one with "
                                 "thread.resume_builder())", ids=ids, builder_thread_id=self._thread_id,
                                 builder_run_id=self._run_id, thread_id=thread_id, interrupted_run_id=run_id)
+
+    def __repr__(self) -> str:
+        # Ids only, never the payloads: an answer may hold what a person typed, of any size.
+        answered = [_entry_key(e) for e in self._entries if e.status == "resolved"]
+        abandoned = [_entry_key(e) for e in self._entries if e.status != "resolved"]
+        bound = "unbound" if self._thread_id is None else f"thread_id={self._thread_id!r} run_id={self._run_id!r}"
+        return (f"<ResumeBuilder {bound} answered={_listed(answered)} abandoned={_listed(abandoned)} "
+                f"uncovered={_listed(self.uncovered)}>")
 
     @property
     def interrupts(self) -> tuple[Interrupt, ...]:

@@ -49,6 +49,17 @@ def replay(source: Source, *, state: ThreadState | None = None, now: datetime | 
 
     Raises:
         ProtocolError: the recording breaks the protocol; ``.result`` holds what was folded before.
+
+    Example::
+
+        from agui_client import replay
+
+        result = replay([  # wire mappings here; a recorded file: replay("rec/01.sse")
+            {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+            {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "Hello"},
+            {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
+        ])
+        print(result.outcome, result.text)  # success Hello
     """
     del now  # expiry is judged where a decision is made (ResumeBuilder, RunResult.expired_interrupts)
     # (events=False: payloads parsed here are seen by nobody else, so the fold may keep them uncopied;

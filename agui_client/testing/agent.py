@@ -26,7 +26,9 @@ success while one of them is left uncovered (``on_uncovered``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from datetime import datetime
@@ -226,6 +228,25 @@ class Disconnect:
     """Cut the connection here, leaving the response body incomplete."""
 
 
+#: Set (in the request's task) when a :class:`Disconnect` cuts the response on purpose: the server's
+#: "returned without completing response" error is then what the script asked for, not a fault.
+_CUT_ON_PURPOSE: contextvars.ContextVar[bool] = contextvars.ContextVar("agui_testing_cut", default=False)
+
+
+class _DeliberateCut(logging.Filter):
+    """Drops uvicorn's error about an incomplete response for a response a script cut on purpose only
+    (any other app's, or this agent's for another reason, is still logged)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_CUT_ON_PURPOSE.get() and record.msg == "ASGI callable returned without completing response.")
+
+
+def _quiet_deliberate_cuts() -> None:
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _DeliberateCut) for f in logger.filters):
+        logger.addFilter(_DeliberateCut())
+
+
 Item = Event | UnknownEvent | Mapping[str, Any] | bytes | Start | Finish | Wait | Pause | KeepAlive | Disconnect
 
 
@@ -305,7 +326,31 @@ class ScriptedAgent:
     """An AG-UI 1.0 agent that plays scripted runs, for tests and demos (an ASGI 3 app; asyncio).
 
     It answers ``POST`` on any path with a ``RunAgentInput`` body; a malformed body gets ``400``
-    with ``{"detail": ...}``, another method ``405``. See the module docstring for what a step is.
+    with ``{"detail": ...}``, another method ``405``.
+
+    A *step* is what one run plays: a list of items streamed in order (events or wire dicts,
+    :class:`Start` and :class:`Finish` for ``RUN_STARTED``/``RUN_FINISHED`` with the request's ids,
+    :class:`KeepAlive`, :class:`Wait`, :class:`Pause`, :class:`Disconnect`, raw ``bytes``); the whole
+    body as ``bytes``; a :class:`Stream` (items under a chosen status and headers); a :class:`Respond`
+    (a plain HTTP answer); or a callable taking the ``RunAgentInput`` and returning one of these.
+    Presets: :meth:`demo`, :meth:`chat`, :meth:`interrupts`, :meth:`approvals`, :meth:`frontend_tool`.
+
+    Example::
+
+        from agui_client import AgentClient, Interrupt, RunFinishedInterruptOutcome
+        from agui_client.testing import Finish, ScriptedAgent, Start, serve, text_message
+
+        def answered(run_input):  # a step made from the request: here, the resume it carries
+            (entry,) = run_input.resume
+            return [Start(), *text_message("m2", f"{entry.interrupt_id}: {entry.payload}"), Finish()]
+
+        asks = RunFinishedInterruptOutcome(interrupts=(Interrupt(id="ask-1", reason="input", message="Sure?"),))
+        agent = ScriptedAgent([[Start(), Finish(outcome=asks)], answered])
+        with serve(agent) as server, AgentClient(server.url) as client:
+            thread = client.thread()
+            asked = thread.run("Do it")  # run 0 of the thread plays script[0], run 1 script[1]
+            done = thread.run(resume=thread.resume_builder().answer("ask-1", {"sure": True}))
+            print(asked.outcome, "->", done.text)  # interrupt -> ask-1: {'sure': True}
 
     Args:
         script: the steps; run ``n`` on a thread plays ``script[n]``.
@@ -633,7 +678,9 @@ class ScriptedAgent:
                     await _race(asyncio.sleep(item.seconds), gone, None)
                 elif isinstance(item, Disconnect):
                     # Returning without the final body message makes the server close the connection
-                    # with the body incomplete.
+                    # with the body incomplete (and say so in its log, unless told it was on purpose).
+                    _CUT_ON_PURPOSE.set(True)
+                    _quiet_deliberate_cuts()
                     return
                 elif isinstance(item, KeepAlive):
                     await _body(send, b": " + item.comment.encode() + b"\n\n")

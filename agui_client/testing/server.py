@@ -144,6 +144,15 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 0, graceful_timeout:
         ImportError: uvicorn is not installed (``pip install 'agui-client[testing]'``).
         OSError: the address cannot be bound.
         RuntimeError: the server failed to start.
+
+    Example::
+
+        from agui_client import AgentClient
+        from agui_client.testing import ScriptedAgent, serve
+
+        with serve(ScriptedAgent.chat("Hi!")) as server:  # a free port of 127.0.0.1, stopped at the end
+            with AgentClient(server.url) as client:
+                print(client.thread().run("hello").text)  # Hi!
     """
     try:
         import uvicorn

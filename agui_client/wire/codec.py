@@ -967,5 +967,15 @@ def checked_usage(event: ev.RunFinishedEvent | ev.RunErrorEvent,
 
 
 def encode(obj: Any) -> Any:
-    """Any wire type (or a sequence of them) -> JSON-ready data: camelCase keys, absent fields left out."""
+    """Any wire type (or a sequence of them) -> JSON-ready data: camelCase keys, absent fields left out.
+
+    What a relay re-emits (``f"data: {json.dumps(encode(event))}\\n\\n"``); :func:`decode_event` reads it back.
+
+    Example::
+
+        from agui_client import TextMessageContentEvent, encode
+
+        print(encode(TextMessageContentEvent(message_id="m1", delta="Hi")))
+        # {'type': 'TEXT_MESSAGE_CONTENT', 'messageId': 'm1', 'delta': 'Hi'}
+    """
     return _converter.unstructure(obj)
