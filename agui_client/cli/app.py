@@ -38,7 +38,7 @@ from .render import (
     render_summary,
     usage_text,
 )
-from .terminal import SafeConsole, json_text, listed, one_line, some_lines
+from .terminal import SafeConsole, json_text, listed, named, some_lines
 
 __all__ = ["build_parser", "run_cli"]
 
@@ -292,10 +292,10 @@ def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
         client = open_client(stack, args.url, args, store=store)
         thread = client.thread(thread_id)
         if args.thread_file is not None:
-            out.line(f"thread {one_line(thread.id)} ({'new, ' if is_new else ''}kept in {args.thread_file})", "dim")
+            out.line(f"thread {named(thread.id)} ({'new, ' if is_new else ''}kept in {args.thread_file})", "dim")
         if thread.open_interrupts and not args.resume:
             waiting = len(thread.open_interrupts)
-            raise UsageProblem(f"thread {one_line(thread.id)} is waiting on {waiting} interrupt(s); "
+            raise UsageProblem(f"thread {named(thread.id)} is waiting on {waiting} interrupt(s); "
                                "add --resume (with --answer JSON, --yes or --abandon) to answer them")
         message = args.message
         if message is None and not args.resume and can_ask:
@@ -343,7 +343,7 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
             app = RecordedAgent(args.what)
         except ValueError as exc:
             raise Unreadable(str(exc)) from None
-        what = f"the recording {args.what} ({len(app)} exchange(s), in order; thread {one_line(app.thread_id)})"
+        what = f"the recording {args.what} ({len(app)} exchange(s), in order; thread {named(app.thread_id)})"
     if not 0 <= args.port <= 65535:
         raise UsageProblem(f"--port {args.port} is not a port number")
     try:
@@ -386,11 +386,11 @@ def _finish(out: Output, conversation: Conversation, result: RunResult | None, t
     state = thread.state
     final = last_assistant_text(state)
     runs = conversation.runs
-    rows = [("thread", one_line(thread.id) + (f" (in {thread_file})" if thread_file else "")),
+    rows = [("thread", named(thread.id) + (f" (in {thread_file})" if thread_file else "")),
             ("outcome", str(result.outcome) if result is not None else "nothing sent")]
     if result is not None and result.error is not None:
         rows.append(("error", some_lines(result.error.message)
-                     + (f" (code {one_line(result.error.code)})" if result.error.code else "")))
+                     + (f" (code {named(result.error.code)})" if result.error.code else "")))
     if final is not None:
         rows.append(("final message", final))
     if state.open_interrupts:

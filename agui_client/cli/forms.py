@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from .._inert import one_line  # (not .terminal: forms serve agui_client.testing, which runs without rich)
+from .._inert import named, one_line  # (not .terminal: forms serve agui_client.testing, which runs without rich)
 from ..core.interrupts import check_answer
 from ..wire.types.base import JSON
 
@@ -72,7 +72,7 @@ class Field:
     @property
     def shown(self) -> str:
         """The name as a label shows it (on one line, cut: the agent chose it; see ``one_line``)."""
-        return one_line(self.name, 60)
+        return named(self.name, 60)
 
     @property
     def description(self) -> str:

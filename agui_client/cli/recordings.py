@@ -49,7 +49,7 @@ from .render import (
     render_warnings,
     usage_text,
 )
-from .terminal import json_text, listed, one_line, some_lines
+from .terminal import json_text, listed, named, one_line, some_lines
 
 __all__ = ["open_source", "replay_command", "verify_command", "Unreadable", "THREAD_LINE_KIND"]
 
@@ -172,11 +172,11 @@ def _show_thread(out: Output, result: RunResult) -> None:
     state = result.state
     out.line("messages:", "bold")
     render_messages(out, state)
-    rows = [("thread", one_line(str(result.thread_id))), ("run", one_line(str(result.run_id))),
+    rows = [("thread", named(str(result.thread_id))), ("run", named(str(result.run_id))),
             ("outcome", str(result.outcome))]
     if result.error is not None:
         rows.append(("error", some_lines(result.error.message)
-                     + (f" (code {one_line(result.error.code)})" if result.error.code else "")))
+                     + (f" (code {named(result.error.code)})" if result.error.code else "")))
     if result.pending_tool_call_ids:
         rows.append(("pending tool calls", listed(result.pending_tool_call_ids)))
     if result.result is not None:
@@ -295,7 +295,7 @@ def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
         out.line(note, "yellow")
     if len(folder.threads) > 1:
         out.line(f"the recording holds {len(folder.threads)} threads; shown: the last one "
-                 f"({one_line(str(result.thread_id))})", "yellow")
+                 f"({named(str(result.thread_id))})", "yellow")
     _show_thread(out, result)
     return 0
 
@@ -503,12 +503,12 @@ def _findings_view(out: Output, findings: Sequence[dict[str, Any]]) -> None:
         for f in findings:
             style = "red" if f["severity"] == "error" else "yellow"
             table.add_row(f["severity"], *((f.get("file", ""),) if files else ()), _index(f), _position(f),
-                          one_line(f["eventType"] or "-"), f["rule"] or "-", one_line(f["message"], 1000),
+                          named(f["eventType"] or "-"), f["rule"] or "-", one_line(f["message"], 1000),
                           style=style)
         out.console.print(table)
         return
     for f in findings:
-        out.line(f"{f['severity']}: {_where(f)} ({_position(f)}) {one_line(f['eventType'] or '-')} "
+        out.line(f"{f['severity']}: {_where(f)} ({_position(f)}) {named(f['eventType'] or '-')} "
                  f"[{f['rule'] or '-'}] {one_line(f['message'], 1000)}")
 
 

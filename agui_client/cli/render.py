@@ -30,7 +30,7 @@ from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt, TokenUsage
 from . import forms
-from .terminal import SafeConsole, one_line, safe_text, some_lines, visible
+from .terminal import SafeConsole, named, one_line, safe_text, some_lines, visible
 
 __all__ = [
     "Output",
@@ -323,7 +323,7 @@ class EventRenderer:
         out = self.out
         match event:
             case ev.RunStartedEvent(run_id=run_id):
-                out.line(f"{out.mark('▶', '>')} run {one_line(run_id)} started", "dim")
+                out.line(f"{out.mark('▶', '>')} run {named(run_id)} started", "dim")
             case ev.TextMessageStartEvent(message_id=mid, role=role, subagent_run_id=sub):
                 self._open(("text", mid), self._speaker(role, sub), "bold cyan")
             case ev.TextMessageContentEvent(message_id=mid, delta=delta, subagent_run_id=sub):
@@ -339,15 +339,15 @@ class EventRenderer:
             case ev.ReasoningMessageEndEvent(message_id=mid):
                 self._close(("reasoning", mid))
             case ev.ReasoningEncryptedValueEvent(subtype=subtype, entity_id=entity):
-                out.line(f"(encrypted reasoning for {one_line(subtype)} {one_line(entity)})", "dim")
+                out.line(f"(encrypted reasoning for {named(subtype)} {named(entity)})", "dim")
             case ev.ReasoningStartEvent() | ev.ReasoningEndEvent():
                 pass
             case ev.ToolCallStartEvent(tool_call_id=cid, tool_call_name=name, subagent_run_id=sub):
-                self._tool_names[cid] = name = one_line(name)
-                who = f"[{one_line(self._subagents.get(sub, sub))}] " if sub else ""
+                self._tool_names[cid] = name = named(name)
+                who = f"[{named(self._subagents.get(sub, sub))}] " if sub else ""
                 self._open(("tool", cid), f"{who}{out.mark('⚙', 'tool:')} {name} ", "bold yellow")
             case ev.ToolCallArgsEvent(tool_call_id=cid, delta=delta):
-                self._continue(("tool", cid), f"{out.mark('⚙', 'tool:')} {self._tool_names.get(cid) or one_line(cid)} ",
+                self._continue(("tool", cid), f"{out.mark('⚙', 'tool:')} {self._tool_names.get(cid) or named(cid)} ",
                                "bold yellow")
                 out.inline(delta, "yellow")
             case ev.ToolCallEndEvent(tool_call_id=cid):
@@ -367,47 +367,47 @@ class EventRenderer:
                 out.line(f"messages: snapshot of {len(messages)} message(s)", "magenta")
             case ev.ActivitySnapshotEvent(activity_type=kind, content=content):
                 self._break()
-                out.line(f"activity {one_line(kind)}: {_clip(_compact(content), 100)}", "blue")
+                out.line(f"activity {named(kind)}: {_clip(_compact(content), 100)}", "blue")
             case ev.ActivityDeltaEvent(activity_type=kind, patch=patch):
                 self._break()
-                out.line(f"activity {one_line(kind)}: {_ops(patch)}", "blue")
+                out.line(f"activity {named(kind)}: {_ops(patch)}", "blue")
             case ev.StepStartedEvent(step_name=name):
                 self._break()
-                out.line(f"step {one_line(name)} started", "dim")
+                out.line(f"step {named(name)} started", "dim")
             case ev.StepFinishedEvent(step_name=name):
                 self._break()
-                out.line(f"step {one_line(name)} finished", "dim")
+                out.line(f"step {named(name)} finished", "dim")
             case ev.SubagentStartedEvent(subagent_run_id=sub, name=name, description=description):
                 self._subagents[sub] = name
                 self._break()
-                out.line(f"subagent {one_line(name)} started" + (f": {_clip(description, 300)}" if description else ""),
+                out.line(f"subagent {named(name)} started" + (f": {_clip(description, 300)}" if description else ""),
                          "blue")
             case ev.SubagentFinishedEvent(subagent_run_id=sub, result=result, outcome=outcome):
                 self._break()
                 status = getattr(outcome, "TYPE", "success")
                 shown = f" {_clip(_compact(result), 100)}" if result is not None else ""
-                out.line(f"subagent {one_line(self._subagents.get(sub, sub))} finished ({status}){shown}", "blue")
+                out.line(f"subagent {named(self._subagents.get(sub, sub))} finished ({status}){shown}", "blue")
             case ev.SubagentErrorEvent(subagent_run_id=sub, message=message, code=code):
                 self._break()
-                out.line(f"subagent {one_line(self._subagents.get(sub, sub))} failed: {some_lines(message)}"
-                         + (f" (code {one_line(code)})" if code else ""), "red")
+                out.line(f"subagent {named(self._subagents.get(sub, sub))} failed: {some_lines(message)}"
+                         + (f" (code {named(code)})" if code else ""), "red")
             case ev.CustomEvent(name=name, value=value):
                 self._break()
-                out.line(f"custom {one_line(name)}: {_clip(_compact(value), 100)}", "dim")
+                out.line(f"custom {named(name)}: {_clip(_compact(value), 100)}", "dim")
             case ev.RawEvent(source=source):
                 self._break()
-                out.line(f"raw event{f' from {one_line(source)}' if source else ''}", "dim")
+                out.line(f"raw event{f' from {named(source)}' if source else ''}", "dim")
             case ev.RunFinishedEvent(outcome=outcome):
                 self._break()
                 kind = getattr(outcome, "TYPE", "success")
                 out.line(f"{out.mark('■', '=')} run finished: {kind}", "bold green" if kind == "success" else "bold")
             case ev.RunErrorEvent(message=message, code=code):
                 self._break()
-                out.panel("RUN_ERROR", [some_lines(message) + (f" (code {one_line(code)})" if code else "")],
+                out.panel("RUN_ERROR", [some_lines(message) + (f" (code {named(code)})" if code else "")],
                           style="red")
             case ev.UnknownEvent(type=kind):
                 self._break()
-                out.line(f"unknown event {one_line(kind)} (ignored)", "dim")
+                out.line(f"unknown event {named(kind)} (ignored)", "dim")
             case _:
                 self._break()
                 out.line(f"{type(event).__name__}", "dim")
@@ -416,11 +416,11 @@ class EventRenderer:
         if call_id in self._tool_names:
             return self._tool_names[call_id]
         call = self.state.tool_call(call_id) if self.state is not None else None
-        return one_line(call.function.name if call is not None else call_id)
+        return named(call.function.name if call is not None else call_id)
 
     def _speaker(self, role: str | None, subagent: str | None) -> str:
         if subagent:
-            return f"[{one_line(self._subagents.get(subagent, subagent))}] "
+            return f"[{named(self._subagents.get(subagent, subagent))}] "
         return f"{role or 'assistant'}: "
 
     def _open(self, lane: tuple[str, str], prefix: str, style: str) -> None:
@@ -460,7 +460,7 @@ def _clip(text: str, limit: int = _MAX_INLINE) -> str:
 def _shape(value: Any) -> str:
     if isinstance(value, Mapping):
         keys = list(value)
-        shown = ", ".join(one_line(str(k), 60) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
+        shown = ", ".join(named(str(k), 60) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
         return f"({len(keys)} key(s): {shown})" if keys else "(empty object)"
     if isinstance(value, list):
         return f"(list of {len(value)})"
@@ -470,7 +470,7 @@ def _shape(value: Any) -> str:
 def _ops(patch: Iterable[Any]) -> str:
     ops = list(patch)
     paths = list(dict.fromkeys(str(op.get("path", "?")) for op in ops if isinstance(op, Mapping)))
-    shown = ", ".join(one_line(path, 60) for path in paths[:5]) + (", ..." if len(paths) > 5 else "")
+    shown = ", ".join(named(path, 60) for path in paths[:5]) + (", ..." if len(paths) > 5 else "")
     return f"{len(ops)} op{'s' if len(ops) != 1 else ''} on {shown}" if paths else f"{len(ops)} ops"
 
 
@@ -486,19 +486,19 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
     On a terminal the items are two columns, so a long message or field description wraps under its
     own text, not under the labels.
     """
-    items: list[tuple[str, str]] = [("id:", one_line(interrupt.id))]
+    items: list[tuple[str, str]] = [("id:", named(interrupt.id))]
     if interrupt.message:
         items.append(("message:", interrupt.message))
     if interrupt.tool_call_id is not None:
         call = state.tool_call(interrupt.tool_call_id) if state is not None else None
         if call is not None:
-            items.append(("tool call:", f"{one_line(call.function.name)} {_clip(call.function.arguments or '{}')}"))
+            items.append(("tool call:", f"{named(call.function.name)} {_clip(call.function.arguments or '{}')}"))
         else:
-            items.append(("tool call:", one_line(interrupt.tool_call_id)))
+            items.append(("tool call:", named(interrupt.tool_call_id)))
     if interrupt.subagent_run_id is not None:
-        items.append(("subagent:", one_line(interrupt.subagent_run_id)))
+        items.append(("subagent:", named(interrupt.subagent_run_id)))
     if interrupt.expires_at is not None:
-        items.append(("expires at:", f"{one_line(interrupt.expires_at)}{_until(interrupt.expires_at, now)}"))
+        items.append(("expires at:", f"{named(interrupt.expires_at)}{_until(interrupt.expires_at, now)}"))
     schema = interrupt.response_schema
     form = forms.fields(schema)
     rows: list[tuple[str, str]] = []
@@ -520,7 +520,7 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
         body = Group(_grid(items, 0), safe_text(heading), _grid(rows, 2))
     else:
         body = _grid(items, 0)
-    out.panel(f"interrupt: {one_line(interrupt.reason)}", lines, style="yellow", body=body)
+    out.panel(f"interrupt: {named(interrupt.reason)}", lines, style="yellow", body=body)
 
 
 def _grid(rows: Sequence[tuple[str, str]], indent: int) -> Table:
@@ -591,9 +591,9 @@ def render_run_end(out: Output, result: RunResult, runner: str) -> None:
                  f"(--legacy-interrupts {result.bridged})", "yellow")
     if result.pending_tool_call_ids:
         pending = result.pending_tool_calls
-        shown = [f"{one_line(c.function.name)}({one_line(c.function.arguments or '', 300)})"
+        shown = [f"{named(c.function.name)}({one_line(c.function.arguments or '', 300)})"
                  for c in pending[:_PROBLEMS_SHOWN]]
-        shown = shown or [one_line(i) for i in result.pending_tool_call_ids[:_PROBLEMS_SHOWN]]
+        shown = shown or [named(i) for i in result.pending_tool_call_ids[:_PROBLEMS_SHOWN]]
         more = max(len(pending), len(result.pending_tool_call_ids)) - len(shown)
         calls = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
         out.line(f"the agent left frontend tool call(s) for the application: {calls} ({runner} does not run them)",
@@ -617,7 +617,7 @@ def _error_detail(payload: Any) -> str | None:
         return None
     code = payload.get("code")
     text = found if len(found) <= ERROR_DETAIL_CHARS else found[:ERROR_DETAIL_CHARS - 3] + "..."
-    return text + (f" (code {one_line(str(code))})" if isinstance(code, str | int) and not isinstance(code, bool)
+    return text + (f" (code {named(str(code))})" if isinstance(code, str | int) and not isinstance(code, bool)
                    else "")
 
 
@@ -629,9 +629,9 @@ def render_error(out: Output, exc: BaseException) -> None:
     """An error in a panel, saying where: event index, type and rule for a protocol error."""
     if isinstance(exc, ProtocolError):
         where = [f"event #{exc.index}" if exc.index is not None else None,
-                 one_line(exc.event_type) if exc.event_type else None,
-                 f"rule {exc.rule}" if exc.rule else None, f"at {one_line(exc.pointer)}" if exc.pointer else None,
-                 f"run {one_line(exc.run_id)}" if exc.run_id else None]
+                 named(exc.event_type) if exc.event_type else None,
+                 f"rule {exc.rule}" if exc.rule else None, f"at {named(exc.pointer)}" if exc.pointer else None,
+                 f"run {named(exc.run_id)}" if exc.run_id else None]
         lines = [", ".join(p for p in where if p), some_lines(exc.detail)]
         out.panel(f"protocol error ({type(exc).__name__})", [line for line in lines if line], style="red")
     elif isinstance(exc, HTTPStatusError):
@@ -651,7 +651,7 @@ def render_error(out: Output, exc: BaseException) -> None:
     elif isinstance(exc, ResumeRefused):
         lines = [str(exc)]
         # (the message names ten interrupts; an agent may raise thousands, each with its own problem)
-        more = [f"{one_line(interrupt_id)}: {one_line(problem, 1000)}" for interrupt_id, problems in exc.errors.items()
+        more = [f"{named(interrupt_id)}: {one_line(problem, 1000)}" for interrupt_id, problems in exc.errors.items()
                 for problem in problems if problem not in lines[0]]
         lines += more[:_PROBLEMS_SHOWN]
         if len(more) > _PROBLEMS_SHOWN:
@@ -674,21 +674,21 @@ def render_messages(out: Output, state: ThreadState) -> None:
                 out.line(f"{message.ROLE}: {_content_text(content)}", "bold")
             case msg.AssistantMessage(content=content, tool_calls=calls, subagent_run_id=sub):
                 record = state.subagents.get(sub) if sub else None
-                who = f"[{one_line(record.name if record is not None else sub)}]" if sub else "assistant:"
+                who = f"[{named(record.name if record is not None else sub)}]" if sub else "assistant:"
                 if content:
                     out.line(f"{who} {content}", "cyan")
                 for call in calls or ():
-                    out.line(f"  {out.mark('⚙', 'tool:')} {one_line(call.function.name)} "
+                    out.line(f"  {out.mark('⚙', 'tool:')} {named(call.function.name)} "
                              f"{_clip(call.function.arguments or '{}')}", "yellow")
             case msg.ToolMessage(content=content, tool_call_id=cid, error=error):
                 answered = state.tool_call(cid)
-                name = one_line(answered.function.name if answered is not None else cid)
+                name = named(answered.function.name if answered is not None else cid)
                 text = f"failed: {_clip(error)}" if error else f"returned {_clip(_content_text(content))}"
                 out.line(f"  {out.mark('↳', '->')} {name} {text}", "green")
             case msg.ReasoningMessage(content=content):
                 out.line(f"thinking: {_clip(content, 300)}", "dim italic")
             case msg.ActivityMessage(activity_type=kind, content=content):
-                out.line(f"activity {one_line(kind)}: {_clip(_compact(content), 100)}", "blue")
+                out.line(f"activity {named(kind)}: {_clip(_compact(content), 100)}", "blue")
             case _:
                 out.line(repr(message), "dim")
 

@@ -45,10 +45,10 @@ from rich.style import Style
 from rich.text import Span, Text
 
 from .._inert import CANDIDATES as _CANDIDATES
-from .._inert import hidden as _hidden
-from .._inert import one_line, some_lines, visible
+from .._inert import named, one_line, prose_with, some_lines, visible
 
-__all__ = ["visible", "one_line", "some_lines", "listed", "json_text", "safe_text", "SafeConsole", "InertLogHandler"]
+__all__ = ["visible", "one_line", "named", "some_lines", "listed", "json_text", "safe_text", "SafeConsole",
+           "InertLogHandler"]
 
 
 def _json_escape(char: str) -> str:
@@ -59,8 +59,8 @@ def _json_escape(char: str) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
-def _json_shown(run: re.Match[str]) -> str:
-    return "".join(_json_escape(c) if _hidden(c) else c for c in run.group())
+def _json_shown(found: re.Match[str]) -> str:
+    return "".join(map(_json_escape, found.group()))
 
 
 def json_text(value: Any, **options: Any) -> str:
@@ -71,8 +71,7 @@ def json_text(value: Any, **options: Any) -> str:
     (Without this, ``ensure_ascii=False`` writes DEL, the C1 controls and bidi characters raw: JSON
     only requires U+0000–U+001F to be escaped.)
     """
-    text = json.dumps(value, ensure_ascii=False, **options)
-    return _CANDIDATES.sub(_json_shown, text)
+    return prose_with(json.dumps(value, ensure_ascii=False, **options), _json_shown)
 
 
 def safe_text(text: str, style: str | Style = "") -> Text:
@@ -159,12 +158,12 @@ LISTED = 10
 
 
 def listed(names: Iterable[str], limit: int = LISTED) -> str:
-    """Names the agent chose (interrupt ids, call ids, field names) as one line lists them: each on one
-    line, the first ``limit``, and a count of the rest (an agent may raise thousands).
+    """Names the agent chose (interrupt ids, call ids, field names) as one line lists them: each as
+    :func:`named` shows it, the first ``limit``, and a count of the rest (an agent may raise thousands).
 
     >>> listed(["a", "b\\nc"], 1)
     'a and 1 more'
     """
     names = list(names)
-    shown = ", ".join(one_line(name) for name in names[:limit])
+    shown = ", ".join(map(named, names[:limit]))
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
