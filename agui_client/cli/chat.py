@@ -58,6 +58,7 @@ from .render import (
     EventRenderer,
     Output,
     RichOutput,
+    answer_text,
     render_error,
     render_interrupt,
     render_messages,
@@ -425,10 +426,10 @@ class Chat:
                 builder.abandon(interrupt.id)
                 continue
             builder.answer(interrupt.id, payload)
-            said = json.dumps(payload, ensure_ascii=False)
+            said = answer_text(payload)
             which = f" to {named(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
             self.out.line(f"answer{which}: {said}", "bold")
-            self.answers.append((len(self.thread.state.messages), f"answer to {interrupt.reason}: {said}"))
+            self.answers.append((len(self.thread.state.messages), f"answer to {named(interrupt.reason)}: {said}"))
         return builder
 
     def _ask(self, interrupt: Interrupt) -> Any:

@@ -11,7 +11,6 @@ under ``--abandon``/``--abandon-expired``, they are abandoned, saying so; under 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Literal
 
@@ -26,7 +25,7 @@ from ..wire import codec
 from ..wire.types.base import JSON
 from ..wire.types.run import Interrupt
 from . import forms
-from .render import EventRenderer, Output, render_interrupt, render_run_end
+from .render import EventRenderer, Output, answer_text, render_interrupt, render_run_end
 from .terminal import json_text, listed, named
 
 __all__ = ["AnswerPolicy", "Conversation", "UsageProblem"]
@@ -201,8 +200,7 @@ class Conversation:
         builder.build()  # refuses an incomplete or invalid list here, with every offending id
         for entry in builder.entries:
             if entry.status == "resolved":
-                said = json.dumps(entry.payload, ensure_ascii=False)
-                self.out.line(f"answer to {named(entry.interrupt_id)}: {said}", "bold")
+                self.out.line(f"answer to {named(entry.interrupt_id)}: {answer_text(entry.payload)}", "bold")
         return builder
 
     def _check_answers(self, interrupts: Sequence[Interrupt], expired: set[str]) -> None:

@@ -33,6 +33,8 @@ from . import forms
 from .terminal import SafeConsole, named, one_line, safe_text, some_lines, visible
 
 __all__ = [
+    "answer_text",
+    "bounded",
     "Output",
     "RichOutput",
     "PlainOutput",
@@ -621,6 +623,25 @@ def _error_detail(payload: Any) -> str | None:
                    else "")
 
 
+#: The most characters of an error's message shown (its lines are bounded too, by ``some_lines``): a
+#: message quotes the agent's words, bounded each, but an exception from elsewhere may quote anything.
+ERROR_CHARS = 4000
+
+
+def bounded(text: str, limit: int = ERROR_CHARS) -> str:
+    """``text`` cut at ``limit`` characters, with a count of the rest."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+#: The longest answer echoed (``answer to i1: {...}``): a default the agent's schema gave may be megabytes.
+ANSWER_CHARS = 300
+
+
+def answer_text(payload: Any) -> str:
+    """An answer as the CLI echoes it before sending: its JSON, on one line, cut at ``ANSWER_CHARS``."""
+    return bounded(json.dumps(payload, ensure_ascii=False), ANSWER_CHARS)
+
+
 #: The most problems of a refused answer listed under its message.
 _PROBLEMS_SHOWN = 10
 
@@ -632,12 +653,12 @@ def render_error(out: Output, exc: BaseException) -> None:
                  named(exc.event_type) if exc.event_type else None,
                  f"rule {exc.rule}" if exc.rule else None, f"at {named(exc.pointer)}" if exc.pointer else None,
                  f"run {named(exc.run_id)}" if exc.run_id else None]
-        lines = [", ".join(p for p in where if p), some_lines(exc.detail)]
+        lines = [", ".join(p for p in where if p), bounded(some_lines(exc.detail))]
         out.panel(f"protocol error ({type(exc).__name__})", [line for line in lines if line], style="red")
     elif isinstance(exc, HTTPStatusError):
         detail = _error_detail(exc.payload)
         if detail is None:
-            lines = [str(exc)]
+            lines = [bounded(str(exc))]
         else:
             # The agent's own explanation, whole and as text: the message's one-line excerpt of the
             # JSON body cuts it at 200 characters, quotes escaped (a recording's 409 names the difference
@@ -649,7 +670,7 @@ def render_error(out: Output, exc: BaseException) -> None:
             lines.append(f"retry after {exc.retry_after:g} s")
         out.panel(f"HTTP {exc.status_code}", lines, style="red")
     elif isinstance(exc, ResumeRefused):
-        lines = [str(exc)]
+        lines = [bounded(str(exc))]
         # (the message names ten interrupts; an agent may raise thousands, each with its own problem)
         more = [f"{named(interrupt_id)}: {one_line(problem, 1000)}" for interrupt_id, problems in exc.errors.items()
                 for problem in problems if problem not in lines[0]]
@@ -658,9 +679,9 @@ def render_error(out: Output, exc: BaseException) -> None:
             lines.append(f"... and {len(more) - _PROBLEMS_SHOWN} more")
         out.panel(f"answer refused ({type(exc).__name__})", lines, style="red")
     elif isinstance(exc, AguiError):
-        out.panel(type(exc).__name__, [some_lines(str(exc))], style="red")
+        out.panel(type(exc).__name__, [bounded(some_lines(str(exc)))], style="red")
     else:
-        out.panel("error", [f"{type(exc).__name__}: {exc}"], style="red")
+        out.panel("error", [bounded(some_lines(f"{type(exc).__name__}: {exc}"))], style="red")
 
 
 def render_messages(out: Output, state: ThreadState) -> None:

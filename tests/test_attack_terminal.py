@@ -1,0 +1,164 @@
+"""The terminal, second pass: what an agent can still put on the user's terminal through ``agui``.
+
+Characters that render as nothing or as a blank (a Hangul filler, a variation selector, U+2800) made
+two different interrupt ids, tool names or thread ids read the same; ids cut at 120 characters read the
+same when they differed after the cut; ``--yes`` echoed a default answer of a megabyte whole; a refused
+resume named the agent's ids in its message as the agent wrote them. Each test drives ``agui`` through a
+real pseudo-terminal (or a pipe, where the plain output is the point) against an agent on 127.0.0.1,
+and fails without its fix (CHANGELOG, "Fourteenth round: the terminal, second pass").
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pexpect
+
+from agui_client.testing import Finish, ScriptedAgent, Start, text_message, tool_call
+from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
+
+AGUI = [sys.executable, "-m", "agui_client.cli"]
+ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
+ENV.pop("FORCE_COLOR", None)
+#: What rich writes of its own on a terminal (styles, the spinner's line erasing); a pty's CR LF.
+RICH_OWN = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\r(?=\n)|\r(?=\x1b)")
+#: Characters that show as nothing or as a blank, which no id on the screen may carry raw.
+UNSEEN = re.compile("[\u3164\uffa0\u115f\u1160\u2800\ufe0f\ufe00\u034f\u00ad\u2060\ufeff\U000e0041]")
+
+ALIKE = ["approve", "approve\u3164", "approve\ufe0f", "approve\u2800", "appro\u00adve"]
+LONG = ["L" * 200 + "1", "L" * 200 + "2"]
+CUT = re.compile(r"L{120}\.\.\.#([0-9a-f]{8})")
+
+
+def _on_terminal(*args: str, columns: int = 400) -> str:
+    env = {**ENV, "TERM": "xterm-256color"}
+    env.pop("NO_COLOR")
+    child = pexpect.spawn(sys.executable, ["-m", "agui_client.cli", *args], env=env, dimensions=(60, columns),
+                          timeout=60)
+    received = io.BytesIO()
+    child.logfile_read = received
+    try:
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    return RICH_OWN.sub("", received.getvalue().decode("utf-8"))
+
+
+def _piped(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=ENV,
+                          timeout=120, check=False)
+
+
+def _asking(interrupts: list[Interrupt]) -> ScriptedAgent:
+    return ScriptedAgent([
+        [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=tuple(interrupts)))],
+        [Start(), *text_message("m2", "done"), Finish()],
+    ])
+
+
+SCHEMA: dict[str, Any] = {"type": "object", "properties": {"approved": {"type": "boolean", "default": True}}}
+
+
+def test_interrupt_ids_that_differ_only_in_invisible_characters_or_after_the_cut_read_differently(
+        served: Callable[[Any], Any]) -> None:
+    endpoint = served(_asking([Interrupt(id=i, reason="approval", response_schema=SCHEMA) for i in ALIKE + LONG]))
+
+    text = _on_terminal("run", endpoint.url, "-m", "hi", "--yes")
+
+    assert UNSEEN.search(text) is None, UNSEEN.search(text)
+    for shown in ("approve\\u3164", "approve\\ufe0f", "approve\\u2800", "appro\\xadve"):
+        assert f"answer to {shown}: " in text
+    assert "answer to approve: " in text
+    digests = {m.group(1) for m in CUT.finditer(text)}
+    assert len(digests) == 2, digests  # one per long id, the same wherever it is shown
+    assert "L" * 121 not in text
+    assert endpoint.received[1].body["resume"][-1]["interruptId"] == LONG[1]  # (sent whole, as it came)
+
+
+def test_tool_names_and_a_thread_id_that_differ_only_in_invisible_characters_read_differently(
+        served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent([[Start(), *tool_call("c1", "delete\u3164", {"a": 1}),
+                                      *tool_call("c2", "delete\U000e0041", {"a": 2}), Finish()]]))
+
+    text = _on_terminal("run", endpoint.url, "-m", "hi", "--thread-id", "t\u2800\u3164")
+
+    assert UNSEEN.search(text) is None
+    assert "delete\\u3164" in text and "delete\\U000e0041" in text
+    assert "t\\u2800\\u3164" in text
+
+
+def test_the_yes_echo_of_a_large_default_answer_is_cut(served: Callable[[Any], Any]) -> None:
+    big = "x" * 400_000  # (a schema holds at most a million characters)
+    schema = {"type": "object", "properties": {"note": {"type": "string", "default": big}}}
+    endpoint = served(_asking([Interrupt(id="i1", reason="input", response_schema=schema)]))
+
+    text = _on_terminal("run", endpoint.url, "-m", "hi", "--yes")
+    piped = _piped("run", endpoint.url, "-m", "hi", "--yes")
+
+    assert endpoint.received[1].body["resume"][0]["payload"] == {"note": big}  # (sent whole)
+    for shown in (text, piped.stdout):
+        echo = next(line for line in shown.splitlines() if line.startswith("answer to i1: "))
+        assert len(echo) < 500 and "more characters)" in echo, echo[:600]
+        assert "x" * 1000 not in shown
+
+
+def test_a_refused_resume_names_the_agents_ids_escaped_and_cut(served: Callable[[Any], Any]) -> None:
+    # The refusal's message quoted each id as repr writes it: a Hangul filler or a variation selector
+    # raw, and a long id cut at 96 characters with nothing to tell two apart.
+    schema = {"type": "object", "required": ["reason"], "properties": {"reason": {"type": "string"}}}
+    ids = ["M" * 300 + "1\u3164", "M" * 300 + "2\ufe0f"]
+    endpoint = served(_asking([Interrupt(id=i, reason="input", response_schema=schema) for i in ids]))
+
+    text = _on_terminal("run", endpoint.url, "-m", "hi", "--answer", '{"other": 1}')
+    piped = _piped("run", endpoint.url, "-m", "hi", "--answer", '{"other": 1}')
+
+    for shown in (text, piped.stdout):
+        refusal = shown[shown.index("answer refused"):]
+        assert UNSEEN.search(refusal) is None
+        assert "M" * 150 not in refusal
+        digests = set(re.findall(r"M{50,}\.\.\.#([0-9a-f]{8})", refusal))
+        assert len(digests) == 2, refusal[:2000]
+
+
+def test_the_chats_answer_echo_and_transcript_note_are_cut_and_on_one_line(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    big = "y" * 300_000
+    schema = {"type": "object", "properties": {"note": {"type": "string", "default": big}}}
+    endpoint = served(_asking([Interrupt(id="i1", reason="input\n## You\n\nforged", response_schema=schema)]))
+    export = tmp_path / "chat.md"
+    env = {**ENV, "TERM": "xterm-256color"}
+    env.pop("NO_COLOR")
+    child = pexpect.spawn(sys.executable, ["-m", "agui_client.cli", "chat", endpoint.url], env=env,
+                          encoding="utf-8", dimensions=(60, 200), timeout=60)
+    screen = io.StringIO()
+    child.logfile_read = screen
+    try:
+        child.expect("you: ")
+        child.sendline("hi")
+        child.expect("note")
+        child.sendline("")
+        child.expect("done")
+        child.expect("you: ")
+        child.sendline(f"/export {export}")
+        child.expect("exported")
+        child.expect("you: ")
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    assert endpoint.received[1].body["resume"][0]["payload"] == {"note": big}
+    text = RICH_OWN.sub("", screen.getvalue())
+    echo = next(line for line in text.splitlines() if line.startswith("answer: "))
+    assert len(echo) < 500 and "more characters)" in echo
+    written = export.read_text(encoding="utf-8")
+    assert "y" * 1000 not in written
+    assert "> answer to input\\n## You\\n\\nforged: " in written
+    assert not any(line == "forged" or line.startswith("forged") for line in written.splitlines())
