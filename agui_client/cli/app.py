@@ -28,17 +28,19 @@ from .options import add_connection_options, open_client, parse_headers, stored_
 from .probe import add_probe_parser, probe_command
 from .recordings import THREAD_LINE_KIND, Unreadable, replay_command, verify_command
 from .render import (
+    ERROR_CHARS,
     ConsoleAsker,
     Output,
     PlainOutput,
     RichOutput,
+    bounded,
     last_assistant_text,
     make_output,
     render_error,
     render_summary,
     usage_text,
 )
-from .terminal import SafeConsole, json_text, listed, named, some_lines
+from .terminal import SafeConsole, json_text, listed, named, some_lines, visible
 
 __all__ = ["build_parser", "run_cli"]
 
@@ -62,9 +64,18 @@ exit status: 0 done, 1 the agent or the recording failed, 2 usage or unreadable 
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its usage, help and error messages written inert and bounded: an error quotes
+    the value given (``invalid choice: '…'``), which may have been pasted from what an agent wrote."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if message:
+            (file if file is not None else sys.stderr).write(visible(bounded(message, ERROR_CHARS)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``agui`` command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agui", description="A command line client for AG-UI 1.0 agents.", epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"agui {__version__}")
@@ -174,7 +185,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         return verify_command(out, args.file, as_json=as_json)
     except (UsageProblem, Unreadable, StoreError) as exc:
         out.end_line()
-        PlainOutput(sys.stderr).line(f"agui {args.command}: {exc}")  # (it may quote a file or a stored thread)
+        # (it may quote a file or a stored thread: bounded as an error panel is)
+        PlainOutput(sys.stderr).line(f"agui {args.command}: {bounded(some_lines(str(exc)))}")
         return 2
     except ResumeRefused as exc:
         render_error(out, exc)
@@ -403,11 +415,23 @@ def _how_to_continue(out: Output, args: argparse.Namespace, thread: Thread) -> N
     if args.thread_file is None:
         out.line("the thread lived in this process only; run with --thread-file FILE to answer it later", "yellow")
         return
-    out.line("to answer later: " + " ".join(_quote(part) for part in (
+    out.line("to answer later: " + " ".join(map(_quote, (
         "agui", "run", displayed_url(args.url), "--thread-file", args.thread_file, "--thread-id", thread.id,
-        "--resume", "--yes")) + "   (or --answer [ID=]JSON / --abandon)", "yellow")
+        "--resume", "--yes"))) + "   (or --answer [ID=]JSON / --abandon)", "yellow")
+
+
+#: The longest word the command to copy writes whole (a thread id past it is left for the reader to give).
+_SHELL_WORD_CHARS = 1000
 
 
 def _quote(text: str) -> str:
-    return shlex.quote(text)
+    """``text`` as a shell word to copy: as ``shlex.quote`` writes it when :func:`named` would show it as it
+    is; else in ``$'…'`` with the escapes ``named`` writes, which bash, zsh and ksh read back to the same
+    text (the terminal shows nothing hidden, and the command still names the exact thread)."""
+    shown = named(text, _SHELL_WORD_CHARS)
+    if shown == text:
+        return shlex.quote(text)
+    if len(shown) > _SHELL_WORD_CHARS:
+        return f"<the id, {len(text)} characters: agui run --json shows it>"
+    return "$'" + shown.replace("'", "\\'") + "'"
 

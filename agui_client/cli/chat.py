@@ -581,12 +581,13 @@ class ChatView:
         if self.console is None:
             self.out.line(title + (f" ({hidden} more column(s) not shown)" if hidden else ""), "green")
             for row in rows[:TABLE_ROWS]:
-                self.out.line("    " + ", ".join(f"{c}: {_cell(row.get(c))}" for c in shown_columns if c in row))
+                self.out.line("    " + ", ".join(f"{named(c, 60)}: {_cell(row.get(c))}"
+                                                for c in shown_columns if c in row))
         else:
             self.out.line(title + (f" ({hidden} more column(s) not shown)" if hidden else ""), "green")
             table = Table(box=box.SIMPLE_HEAD)
             for column in shown_columns:
-                table.add_column(safe_text(column, "bold"))
+                table.add_column(safe_text(named(column, 60), "bold"))
             for row in rows[:TABLE_ROWS]:
                 table.add_row(*(safe_text(_cell(row.get(c)) if c in row else "") for c in shown_columns))
             self.console.print(table)

@@ -40,8 +40,10 @@ from ..wire.sink import collect_warnings
 from ..wire.sse import SSEDecoder
 from ..wire.types.run import RunAgentInput
 from .render import (
+    ERROR_CHARS,
     Output,
     RichOutput,
+    bounded,
     render_error,
     render_interrupt,
     render_messages,
@@ -180,7 +182,7 @@ def _show_thread(out: Output, result: RunResult) -> None:
     if result.pending_tool_call_ids:
         rows.append(("pending tool calls", listed(result.pending_tool_call_ids)))
     if result.result is not None:
-        rows.append(("result", json.dumps(result.result, ensure_ascii=False)))
+        rows.append(("result", bounded(json.dumps(result.result, ensure_ascii=False), ERROR_CHARS)))
     rows.append(("usage", usage_text(result.usage)))
     rows.append(("open interrupts", str(len(state.open_interrupts))))
     render_summary(out, "replay", rows, state.state)
@@ -218,6 +220,10 @@ def _read_meta(path: Path) -> dict[str, Any]:
         if isinstance(found, dict):
             meta.update(found)
     return meta
+
+
+#: The most notes of skipped exchanges shown (a folder may hold thousands).
+_NOTES_SHOWN = 10
 
 
 class _Folder:
@@ -264,7 +270,9 @@ class _Folder:
             yield name, f"{stem}.sse", state, run_input
 
     def no_run(self) -> Unreadable:
-        return Unreadable(f"{self.path} holds no run: " + "; ".join(self.notes))
+        more = len(self.notes) - _NOTES_SHOWN
+        return Unreadable(f"{self.path} holds no run: " + "; ".join(self.notes[:_NOTES_SHOWN])
+                          + (f"; and {more} more" if more > 0 else ""))
 
 
 def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
@@ -291,8 +299,10 @@ def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
         print(json_text({**_wire(result), "events": events, "exchanges": len(folder.exchanges)}, indent=2))
         return 0
     out.line(f"{path}: {len(folder.exchanges)} exchange(s), {events} event(s), {runs} run(s)", "dim")
-    for note in folder.notes:
+    for note in folder.notes[:_NOTES_SHOWN]:
         out.line(note, "yellow")
+    if len(folder.notes) > _NOTES_SHOWN:
+        out.line(f"... and {len(folder.notes) - _NOTES_SHOWN} more exchange(s) that are not runs", "yellow")
     if len(folder.threads) > 1:
         out.line(f"the recording holds {len(folder.threads)} threads; shown: the last one "
                  f"({named(str(result.thread_id))})", "yellow")

@@ -35,6 +35,8 @@ from .terminal import SafeConsole, named, one_line, safe_text, some_lines, visib
 __all__ = [
     "answer_text",
     "bounded",
+    "json_lines",
+    "json_renderable",
     "Output",
     "RichOutput",
     "PlainOutput",
@@ -141,7 +143,7 @@ class PlainOutput(Output):
             self.line(f"  {text}" if text else "")
 
     def json(self, value: Any, *, indent: str = "  ") -> None:
-        for text in json.dumps(value, indent=2, ensure_ascii=False, default=str).splitlines():
+        for text in json_lines(value):
             self.line(indent + text)
 
 
@@ -169,7 +171,7 @@ class RichOutput(Output):
     def json(self, value: Any, *, indent: str = "  ") -> None:
         self.end_line()
         self.stop_waiting()
-        self.console.print(RichJSON.from_data(value, indent=2, default=str))
+        self.console.print(json_renderable(value))
 
     def start_waiting(self, message: str) -> None:
         self.stop_waiting()
@@ -180,6 +182,31 @@ class RichOutput(Output):
         if self._status is not None:
             status, self._status = self._status, None
             status.stop()
+
+
+#: The most lines of a JSON value (the shared state) shown, and the most characters of each: the agent's
+#: state may be megabytes, or one string of a megabyte (``--json`` and ``agui replay --json`` write it whole).
+JSON_LINES = 200
+JSON_LINE_CHARS = 2000
+
+
+def json_lines(value: Any) -> list[str]:
+    """``value`` as indented JSON lines, at most ``JSON_LINES`` of at most ``JSON_LINE_CHARS`` characters
+    each, and a line counting what was left out."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    lines = text.split("\n", JSON_LINES)
+    more = lines.pop().count("\n") + 1 if len(lines) > JSON_LINES else 0
+    shown = [bounded(line, JSON_LINE_CHARS) for line in lines]
+    return shown + ([f"... ({more} more lines)"] if more else [])
+
+
+def json_renderable(value: Any) -> RenderableType:
+    """``value`` as rich shows JSON (highlighted), or as the bounded lines of :func:`json_lines` when
+    it is longer than they show."""
+    lines = json_lines(value)
+    if len(lines) <= JSON_LINES and not any(len(line) > JSON_LINE_CHARS for line in lines):
+        return RichJSON.from_data(value, indent=2, default=str)
+    return safe_text("\n".join(lines))
 
 
 def make_output(*, plain: bool, stream: IO[str] | None = None) -> Output:
@@ -193,9 +220,10 @@ _T = TypeVar("_T")
 
 
 def _said(answer: object) -> str:
+    # (a default the agent's schema gave, taken as the answer: on one line, cut as the answer echo is)
     if isinstance(answer, bool):
         return "yes" if answer else "no"
-    return str(answer)
+    return bounded(one_line(str(answer), len(str(answer))), ANSWER_CHARS)
 
 
 def _say_invalid(console: Console, error: InvalidResponse) -> None:
@@ -210,8 +238,9 @@ _PROMPT_CHOICES = 20
 
 
 def _short(text: str) -> bool:
-    """Whether a prompt may show ``text`` (a choice, a default the agent's schema gave) as it is."""
-    return one_line(text, 60) == text
+    """Whether a prompt may show ``text`` (a choice, a default the agent's schema gave) as it is: short, on
+    one line, and nothing in it a name would escape (two choices must never read the same)."""
+    return named(text, 60) == text
 
 
 class _Ask(Prompt):
@@ -735,5 +764,5 @@ def render_summary(out: Output, title: str, rows: Sequence[tuple[str, str]], sta
         return
     parts: list[RenderableType] = [_table(rows)]
     if show_state:
-        parts += [Text("state:", style="bold"), RichJSON.from_data(state, indent=2, default=str)]
+        parts += [Text("state:", style="bold"), json_renderable(state)]
     out.panel(title, [], style="green", body=Group(*parts))

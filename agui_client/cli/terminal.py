@@ -139,7 +139,8 @@ class SafeConsole(Console):
 
 class InertLogHandler(logging.Handler):
     """Log records (WARNING and above) written to the current ``sys.stderr`` made :func:`visible`,
-    one a line, as Python's last-resort handler writes them when nothing else is configured."""
+    cut at ``LOG_CHARS`` characters, one a line, as Python's last-resort handler writes them when nothing
+    else is configured."""
 
     def __init__(self, level: int = logging.WARNING) -> None:
         super().__init__(level)
@@ -147,10 +148,19 @@ class InertLogHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         """Write ``record``'s message, inert."""
         try:
-            sys.stderr.write(visible(self.format(record)) + "\n")
+            sys.stderr.write(visible(_bounded(self.format(record))) + "\n")
             sys.stderr.flush()
         except Exception:
             self.handleError(record)
+
+
+#: The most characters of a log record written (the library bounds what it quotes; a record from
+#: elsewhere may quote anything).
+LOG_CHARS = 4000
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= LOG_CHARS else f"{text[:LOG_CHARS]}... ({len(text) - LOG_CHARS} more characters)"
 
 
 #: The most ids (or names) a line of the CLI lists; the rest are counted.
