@@ -334,3 +334,39 @@ def test_the_probes_table_names_a_bounded_number_of_answered_interrupts(
     done = _piped("probe", endpoint.url, "--prompt", "go", "--plain")
 
     assert "and 20 more" in done.stdout, done.stdout[-3000:]
+
+
+def test_a_run_error_and_an_interrupts_message_of_a_megabyte_on_one_line_are_cut(
+        served: Callable[[Any], Any]) -> None:
+    from agui_client.types import RunErrorEvent
+
+    endpoint = served(ScriptedAgent([
+        [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(
+            Interrupt(id="i1", reason="input", message="q" * 1_000_000, response_schema=SCHEMA),)))],
+        [Start(), RunErrorEvent(message="e" * 1_000_000)],
+    ]))
+
+    done = _piped("run", endpoint.url, "-m", "hi", "--yes")
+
+    assert done.returncode == 1
+    assert "q" * 1000 in done.stdout and "q" * 30_000 not in done.stdout
+    assert "e" * 1000 in done.stdout and "e" * 5000 not in done.stdout
+    assert len(done.stdout) < 100_000
+
+
+def test_a_line_end_in_the_agents_text_cannot_start_a_line_of_a_plain_panel(served: Callable[[Any], Any]) -> None:
+    from agui_client.types import RunErrorEvent
+
+    forged = "real question\n  id: other\n== summary ==\n  outcome: success"
+    endpoint = served(ScriptedAgent([
+        [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(
+            Interrupt(id="i1", reason="input", message=forged, response_schema=SCHEMA),)))],
+        [Start(), RunErrorEvent(message=forged)],
+    ]))
+
+    done = _piped("run", endpoint.url, "-m", "hi", "--yes")
+
+    lines = done.stdout.splitlines()
+    assert "  id: i1" in lines and "  id: other" not in lines
+    assert "== summary ==" in lines and lines.count("== summary ==") == 1
+    assert "      id: other" in lines  # (under the line it goes on from)

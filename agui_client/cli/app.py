@@ -401,7 +401,7 @@ def _finish(out: Output, conversation: Conversation, result: RunResult | None, t
     rows = [("thread", named(thread.id) + (f" (in {thread_file})" if thread_file else "")),
             ("outcome", str(result.outcome) if result is not None else "nothing sent")]
     if result is not None and result.error is not None:
-        rows.append(("error", some_lines(result.error.message)
+        rows.append(("error", bounded(some_lines(result.error.message))
                      + (f" (code {named(result.error.code)})" if result.error.code else "")))
     if final is not None:
         rows.append(("final message", final))

@@ -177,7 +177,7 @@ def _show_thread(out: Output, result: RunResult) -> None:
     rows = [("thread", named(str(result.thread_id))), ("run", named(str(result.run_id))),
             ("outcome", str(result.outcome))]
     if result.error is not None:
-        rows.append(("error", some_lines(result.error.message)
+        rows.append(("error", bounded(some_lines(result.error.message))
                      + (f" (code {named(result.error.code)})" if result.error.code else "")))
     if result.pending_tool_call_ids:
         rows.append(("pending tool calls", listed(result.pending_tool_call_ids)))

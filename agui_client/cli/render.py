@@ -140,7 +140,9 @@ class PlainOutput(Output):
     def panel(self, title: str, lines: Sequence[str], *, style: str = "", body: RenderableType | None = None) -> None:
         self.line(f"== {title} ==")
         for text in lines:
-            self.line(f"  {text}" if text else "")
+            # A line of the agent's text that goes on over several is indented under its first: a line end
+            # in it cannot start a line that reads as the panel's own ("  id: …") or a heading ("== …").
+            self.line(f"  {text}".replace("\n", "\n    ") if text else "")
 
     def json(self, value: Any, *, indent: str = "  ") -> None:
         for text in json_lines(value):
@@ -420,7 +422,7 @@ class EventRenderer:
                 out.line(f"subagent {named(self._subagents.get(sub, sub))} finished ({status}){shown}", "blue")
             case ev.SubagentErrorEvent(subagent_run_id=sub, message=message, code=code):
                 self._break()
-                out.line(f"subagent {named(self._subagents.get(sub, sub))} failed: {some_lines(message)}"
+                out.line(f"subagent {named(self._subagents.get(sub, sub))} failed: {bounded(some_lines(message))}"
                          + (f" (code {named(code)})" if code else ""), "red")
             case ev.CustomEvent(name=name, value=value):
                 self._break()
@@ -434,7 +436,7 @@ class EventRenderer:
                 out.line(f"{out.mark('■', '=')} run finished: {kind}", "bold green" if kind == "success" else "bold")
             case ev.RunErrorEvent(message=message, code=code):
                 self._break()
-                out.panel("RUN_ERROR", [some_lines(message) + (f" (code {named(code)})" if code else "")],
+                out.panel("RUN_ERROR", [bounded(some_lines(message)) + (f" (code {named(code)})" if code else "")],
                           style="red")
             case ev.UnknownEvent(type=kind):
                 self._break()
@@ -519,7 +521,8 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
     """
     items: list[tuple[str, str]] = [("id:", named(interrupt.id))]
     if interrupt.message:
-        items.append(("message:", interrupt.message))
+        # (the question, whole as a person would read it, up to a bound: a megabyte would fill the screen)
+        items.append(("message:", bounded(some_lines(interrupt.message, QUESTION_LINES), QUESTION_CHARS)))
     if interrupt.tool_call_id is not None:
         call = state.tool_call(interrupt.tool_call_id) if state is not None else None
         if call is not None:
@@ -662,6 +665,10 @@ def bounded(text: str, limit: int = ERROR_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
+#: The most lines and characters of an interrupt's message shown in its panel (``--json`` keeps it whole).
+QUESTION_LINES = 200
+QUESTION_CHARS = 20_000
+
 #: The longest answer echoed (``answer to i1: {...}``): a default the agent's schema gave may be megabytes.
 ANSWER_CHARS = 300
 
@@ -740,7 +747,7 @@ def render_messages(out: Output, state: ThreadState) -> None:
             case msg.ActivityMessage(activity_type=kind, content=content):
                 out.line(f"activity {named(kind)}: {_clip(_compact(content), 100)}", "blue")
             case _:
-                out.line(repr(message), "dim")
+                out.line(bounded(repr(message)), "dim")
 
 
 def _table(rows: Sequence[tuple[str, str]]) -> Table:
