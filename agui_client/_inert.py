@@ -6,7 +6,7 @@ zero-width and tag characters, line separators, letters that render as nothing).
 each as its escape, in ASCII (``\\x1b``, ``\\x9b``, ``\\u202e``), so the person sees that something
 was there and what.
 
-Which characters count (``docs/chat.md``, "What the terminal shows"):
+Which characters count (``docs/chat.md``, "Which characters are escaped"):
 
 - by Unicode category, so the rule follows the interpreter's Unicode database: ``Cc`` (but tab and
   newline), ``Cf``, ``Cs``, ``Zl`` and ``Zp``;

@@ -337,7 +337,7 @@ def _status(out: Output, conversation: Conversation, outcome: str | None, args: 
     """The exit status, after saying what the command could not do as asked."""
     unused = conversation.unused_answers()
     if unused:
-        out.line(f"--answer named interrupt(s) {', '.join(unused)} that were not open: not used", "yellow")
+        out.line(f"--answer named interrupt(s) {listed(unused)} that were not open: not used", "yellow")
     if conversation.failure is not None:
         out.line(f"agui {args.command}: {conversation.failure}", "bold red")
         return 1

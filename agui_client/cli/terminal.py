@@ -13,14 +13,16 @@ none.
 :func:`visible` replaces each such character with its escape as Python writes it (``\\x1b``,
 ``\\x9b``, ``\\u202e``), in ASCII, so the person sees that something was there and what, and the
 terminal receives nothing it acts on. Newlines and tabs are kept; a CRLF becomes a newline. Which
-characters count is decided by their Unicode category, so the rule follows the interpreter's Unicode
-database instead of a list kept by hand:
+characters count (``agui_client._inert`` holds the rule, ``docs/chat.md`` describes it): the Unicode
+categories ``Cc``, ``Cf``, ``Cs``, ``Zl`` and ``Zp``, read from the interpreter's Unicode database, and
+every ``Default_Ignorable_Code_Point`` (the Hangul fillers, the combining grapheme joiner …); ZERO WIDTH
+JOINER and NON-JOINER and the variation selectors are kept where they join (one, right after a visible
+character: emoji sequences, Persian and Indic scripts need them).
 
-- ``Cc`` (C0 controls but tab and newline, DEL, the C1 controls U+0080–U+009F),
-- ``Cf`` (format characters: bidi embeddings, overrides, isolates and marks, zero-width space, word
-  joiner, BOM, soft hyphen, the invisible tag characters U+E0000–U+E007F …), except ZERO WIDTH
-  NON-JOINER and ZERO WIDTH JOINER, which emoji sequences and several scripts need to read right,
-- ``Zl`` and ``Zp`` (U+2028, U+2029), and ``Cs`` (a lone surrogate a JSON ``\\ud800`` can carry).
+Names and ids (interrupt, call, run and thread ids, tool names …) are shown with :func:`named`: the
+same, plus every joiner, selector, space but U+0020 and blank symbol escaped and a backslash doubled,
+so that two that differ never read the same; one longer than 120 characters is cut and ends with a
+digest of the whole.
 
 The CLI applies it where its output leaves, so a renderer cannot forget it: ``PlainOutput``'s
 writes (``agui_client.cli.render``), :class:`SafeConsole` (the only rich console the CLI makes), the
