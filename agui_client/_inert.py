@@ -47,7 +47,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-__all__ = ["visible", "one_line", "named", "quoted_name", "some_lines", "hidden", "escape", "escape_all",
+__all__ = ["visible", "prose_with", "one_line", "named", "quoted_name", "some_lines", "hidden", "escape", "escape_all",
            "quoted", "CANDIDATES", "QUOTED_CHARS", "NAME_CHARS"]
 
 #: Unicode categories of the characters a terminal obeys or a reader cannot see.
@@ -63,10 +63,11 @@ _JOINERS = ((0x200C, 0x200D),)
 _SELECTORS = ((0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 #: Symbols that render as a blank, which only a name needs told apart (spaces are found by category).
 _BLANK_SYMBOLS = ((0x2800, 0x2800), (0x1D159, 0x1D159))
-#: The planes where characters of those categories are (0, 1 and 14; 2 and 3 hold ideographs only, 4–13
-#: nothing, 15 and 16 private use: a test reads them all to keep this true): the categories are read
-#: there once, the first time a text needs a closer look.
-_PLANES = ((0x0000, 0x1FFFF), (0xE0000, 0xEFFFF))
+#: Where characters of those categories are, outside U+E0000–U+E0FFF (ignorable as a whole, above): planes
+#: 0 and 1 (2 and 3 hold ideographs only, 4–13 nothing, 14 only that block, 15 and 16 private use; a test
+#: reads them all to keep this true). The categories are read there once, the first time a text needs a
+#: closer look.
+_PLANES = ((0x0000, 0x1FFFF),)
 #: Anything but printable ASCII, tab and newline: the only characters that need a closer look.
 CANDIDATES = re.compile("[^\t\n\x20-\x7e]+")
 
@@ -93,7 +94,7 @@ def _class(codes: set[int]) -> str:
 def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """What :func:`visible` escapes, what :func:`named` escapes, and what :func:`quoted_name` escapes
     in a ``repr``; built once, the first time a text is
-    not plain ASCII (reading the categories of three planes takes some 50 ms)."""
+    not plain ASCII (reading the categories of two planes takes some 40 ms)."""
     category = unicodedata.category
     by_category: set[int] = set()
     spaces: set[int] = set()
