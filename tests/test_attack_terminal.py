@@ -312,7 +312,7 @@ def test_a_tool_results_column_names_read_apart_in_the_chats_table(served: Calla
 
 def test_the_command_to_answer_later_names_an_unusual_thread_id_exactly_and_visibly(
         served: Callable[[Any], Any], tmp_path: Path) -> None:
-    thread_id = "t\u3164'x"
+    thread_id = "t\u3164\u00ad\\xad'x"
     endpoint = served(_asking([Interrupt(id="i1", reason="input", response_schema=SCHEMA)]))
 
     done = _piped("run", endpoint.url, "-m", "hi", "--thread-file", str(tmp_path / "t.db"), "--thread-id", thread_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import shlex
 import sys
 import uuid
@@ -433,5 +434,12 @@ def _quote(text: str) -> str:
         return shlex.quote(text)
     if len(shown) > _SHELL_WORD_CHARS:
         return f"<the id, {len(text)} characters: agui run --json shows it>"
+    # (a shell reads \xNN as a byte: U+0080-U+00FF are written \u00NN, which it reads as the character)
+    shown = _LATIN1_ESCAPE.sub(lambda found: found.group() if found.group(1) == "\\" else "\\u00" + found.group(1)[1:],
+                               shown)
     return "$'" + shown.replace("'", "\\'") + "'"
+
+
+#: A doubled backslash (kept as it is) or the escape of a character U+0080-U+00FF, in what ``named`` wrote.
+_LATIN1_ESCAPE = re.compile(r"\\(\\|x[89a-f][0-9a-f])")
 
