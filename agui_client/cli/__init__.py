@@ -25,7 +25,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(INSTALL_HINT, file=sys.stderr)
         return 2
     from .app import run_cli
-    from .terminal import InertLogHandler, visible
+    from .render import bounded
+    from .terminal import InertLogHandler, some_lines, visible
 
     for stream in (sys.stdout, sys.stderr):
         # A terminal that cannot show a character (PYTHONIOENCODING=ascii, an old console) gets a "?"
@@ -55,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception:
         # A fault nobody foresaw: its message may quote what the agent sent, so the traceback goes
         # out as inert as everything else the CLI prints (Python's own would write it raw).
-        sys.stderr.write(visible(traceback.format_exc()))
+        # Bounded too: the message (its last line) may quote a megabyte.
+        sys.stderr.write(visible(bounded(some_lines(traceback.format_exc(), 200), 20_000)) + "\n")
         return 1
     finally:
         logger.removeHandler(log_handler)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import shlex
 import sys
 import uuid
@@ -28,17 +29,19 @@ from .options import add_connection_options, open_client, parse_headers, stored_
 from .probe import add_probe_parser, probe_command
 from .recordings import THREAD_LINE_KIND, Unreadable, replay_command, verify_command
 from .render import (
+    ERROR_CHARS,
     ConsoleAsker,
     Output,
     PlainOutput,
     RichOutput,
+    bounded,
     last_assistant_text,
     make_output,
     render_error,
     render_summary,
     usage_text,
 )
-from .terminal import SafeConsole, json_text, listed, one_line, some_lines
+from .terminal import SafeConsole, json_text, listed, named, some_lines, visible
 
 __all__ = ["build_parser", "run_cli"]
 
@@ -62,9 +65,18 @@ exit status: 0 done, 1 the agent or the recording failed, 2 usage or unreadable 
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its usage, help and error messages written inert and bounded: an error quotes
+    the value given (``invalid choice: '…'``), which may have been pasted from what an agent wrote."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if message:
+            (file if file is not None else sys.stderr).write(visible(bounded(message, ERROR_CHARS)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``agui`` command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agui", description="A command line client for AG-UI 1.0 agents.", epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"agui {__version__}")
@@ -174,7 +186,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         return verify_command(out, args.file, as_json=as_json)
     except (UsageProblem, Unreadable, StoreError) as exc:
         out.end_line()
-        PlainOutput(sys.stderr).line(f"agui {args.command}: {exc}")  # (it may quote a file or a stored thread)
+        # (it may quote a file or a stored thread: bounded as an error panel is)
+        PlainOutput(sys.stderr).line(f"agui {args.command}: {bounded(some_lines(str(exc)))}")
         return 2
     except ResumeRefused as exc:
         render_error(out, exc)
@@ -292,10 +305,10 @@ def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
         client = open_client(stack, args.url, args, store=store)
         thread = client.thread(thread_id)
         if args.thread_file is not None:
-            out.line(f"thread {one_line(thread.id)} ({'new, ' if is_new else ''}kept in {args.thread_file})", "dim")
+            out.line(f"thread {named(thread.id)} ({'new, ' if is_new else ''}kept in {args.thread_file})", "dim")
         if thread.open_interrupts and not args.resume:
             waiting = len(thread.open_interrupts)
-            raise UsageProblem(f"thread {one_line(thread.id)} is waiting on {waiting} interrupt(s); "
+            raise UsageProblem(f"thread {named(thread.id)} is waiting on {waiting} interrupt(s); "
                                "add --resume (with --answer JSON, --yes or --abandon) to answer them")
         message = args.message
         if message is None and not args.resume and can_ask:
@@ -325,7 +338,7 @@ def _status(out: Output, conversation: Conversation, outcome: str | None, args: 
     """The exit status, after saying what the command could not do as asked."""
     unused = conversation.unused_answers()
     if unused:
-        out.line(f"--answer named interrupt(s) {', '.join(unused)} that were not open: not used", "yellow")
+        out.line(f"--answer named interrupt(s) {listed(unused)} that were not open: not used", "yellow")
     if conversation.failure is not None:
         out.line(f"agui {args.command}: {conversation.failure}", "bold red")
         return 1
@@ -343,7 +356,7 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
             app = RecordedAgent(args.what)
         except ValueError as exc:
             raise Unreadable(str(exc)) from None
-        what = f"the recording {args.what} ({len(app)} exchange(s), in order; thread {one_line(app.thread_id)})"
+        what = f"the recording {args.what} ({len(app)} exchange(s), in order; thread {named(app.thread_id)})"
     if not 0 <= args.port <= 65535:
         raise UsageProblem(f"--port {args.port} is not a port number")
     try:
@@ -386,11 +399,11 @@ def _finish(out: Output, conversation: Conversation, result: RunResult | None, t
     state = thread.state
     final = last_assistant_text(state)
     runs = conversation.runs
-    rows = [("thread", one_line(thread.id) + (f" (in {thread_file})" if thread_file else "")),
+    rows = [("thread", named(thread.id) + (f" (in {thread_file})" if thread_file else "")),
             ("outcome", str(result.outcome) if result is not None else "nothing sent")]
     if result is not None and result.error is not None:
-        rows.append(("error", some_lines(result.error.message)
-                     + (f" (code {one_line(result.error.code)})" if result.error.code else "")))
+        rows.append(("error", bounded(some_lines(result.error.message))
+                     + (f" (code {named(result.error.code)})" if result.error.code else "")))
     if final is not None:
         rows.append(("final message", final))
     if state.open_interrupts:
@@ -403,11 +416,30 @@ def _how_to_continue(out: Output, args: argparse.Namespace, thread: Thread) -> N
     if args.thread_file is None:
         out.line("the thread lived in this process only; run with --thread-file FILE to answer it later", "yellow")
         return
-    out.line("to answer later: " + " ".join(_quote(part) for part in (
+    out.line("to answer later: " + " ".join(map(_quote, (
         "agui", "run", displayed_url(args.url), "--thread-file", args.thread_file, "--thread-id", thread.id,
-        "--resume", "--yes")) + "   (or --answer [ID=]JSON / --abandon)", "yellow")
+        "--resume", "--yes"))) + "   (or --answer [ID=]JSON / --abandon)", "yellow")
+
+
+#: The longest word the command to copy writes whole (a thread id past it is left for the reader to give).
+_SHELL_WORD_CHARS = 1000
 
 
 def _quote(text: str) -> str:
-    return shlex.quote(text)
+    """``text`` as a shell word to copy: as ``shlex.quote`` writes it when :func:`named` would show it as it
+    is; else in ``$'…'`` with the escapes ``named`` writes, which bash, zsh and ksh read back to the same
+    text (the terminal shows nothing hidden, and the command still names the exact thread)."""
+    shown = named(text, _SHELL_WORD_CHARS)
+    if shown == text:
+        return shlex.quote(text)
+    if len(shown) > _SHELL_WORD_CHARS:
+        return f"<the id, {len(text)} characters: agui run --json shows it>"
+    # (a shell reads \xNN as a byte: U+0080-U+00FF are written \u00NN, which it reads as the character)
+    shown = _LATIN1_ESCAPE.sub(lambda found: found.group() if found.group(1) == "\\" else "\\u00" + found.group(1)[1:],
+                               shown)
+    return "$'" + shown.replace("'", "\\'") + "'"
+
+
+#: A doubled backslash (kept as it is) or the escape of a character U+0080-U+00FF, in what ``named`` wrote.
+_LATIN1_ESCAPE = re.compile(r"\\(\\|x[89a-f][0-9a-f])")
 

@@ -58,13 +58,14 @@ from .render import (
     EventRenderer,
     Output,
     RichOutput,
+    answer_text,
     render_error,
     render_interrupt,
     render_messages,
     render_run_end,
     usage_text,
 )
-from .terminal import SafeConsole, json_text, listed, one_line, safe_text, visible
+from .terminal import SafeConsole, json_text, listed, named, safe_text, visible
 
 if TYPE_CHECKING:
     from ..testing.recording import RecordingTransport
@@ -222,7 +223,7 @@ class Chat:
         thread = self.thread
         kept = f", kept in {self.thread_file}" if self.thread_file else ""
         told = f"; {len(thread.state.messages)} message(s) so far (/messages)" if thread.state.messages else ""
-        self.out.line(f"chat with {self.url} - thread {one_line(thread.id)}{kept}{told}", "dim")
+        self.out.line(f"chat with {self.url} - thread {named(thread.id)}{kept}{told}", "dim")
         if self.recording is not None:
             self.out.line(f"recording into {self.recording}", "dim")
         self.out.line("type a message; /help lists the commands; Ctrl-C cancels a turn; Ctrl-D leaves", "dim")
@@ -266,7 +267,7 @@ class Chat:
         elif name == "/new":
             self.thread = self.client.thread()
             self.answers = []
-            out.line(f"new thread {one_line(self.thread.id)}", "bold")
+            out.line(f"new thread {named(self.thread.id)}", "bold")
         elif name == "/state":
             out.json(self.thread.state.state)
         elif name == "/messages":
@@ -406,7 +407,7 @@ class Chat:
         builder = self.thread.resume_builder()
         for interrupt in self.thread.open_interrupts:
             builder.abandon(interrupt.id)
-            self.out.line(f"abandoned interrupt {one_line(interrupt.id)} (a new message was sent instead)", "yellow")
+            self.out.line(f"abandoned interrupt {named(interrupt.id)} (a new message was sent instead)", "yellow")
         return builder
 
     def _answers(self) -> ResumeBuilder:
@@ -415,26 +416,26 @@ class Chat:
         for interrupt in self.thread.open_interrupts:
             render_interrupt(self.out, interrupt, self.thread.state)
             if interrupt.id in expired:
-                self.out.line(f"interrupt {one_line(interrupt.id)} has expired and cannot be answered: abandoning it",
+                self.out.line(f"interrupt {named(interrupt.id)} has expired and cannot be answered: abandoning it",
                               "yellow")
                 builder.abandon(interrupt.id)
                 continue
             payload = self._ask(interrupt)
             if payload is _EXPIRED:
-                self.out.line(f"interrupt {one_line(interrupt.id)} expired while you answered: abandoning it", "yellow")
+                self.out.line(f"interrupt {named(interrupt.id)} expired while you answered: abandoning it", "yellow")
                 builder.abandon(interrupt.id)
                 continue
             builder.answer(interrupt.id, payload)
-            said = json.dumps(payload, ensure_ascii=False)
-            which = f" to {one_line(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
+            said = answer_text(payload)
+            which = f" to {named(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
             self.out.line(f"answer{which}: {said}", "bold")
-            self.answers.append((len(self.thread.state.messages), f"answer to {interrupt.reason}: {said}"))
+            self.answers.append((len(self.thread.state.messages), f"answer to {named(interrupt.reason)}: {said}"))
         return builder
 
     def _ask(self, interrupt: Interrupt) -> Any:
         """The person's answer, asked until the schema accepts it (Ctrl-C gives up, with the turn)."""
         # (the id is in the panel above; named here only when several questions are open at once)
-        which = f" to {one_line(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
+        which = f" to {named(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
         self.out.line(f"Your answer{which} (empty input takes the default shown):", "bold")
         while True:
             payload = forms.ask_payload(interrupt.response_schema, self.asker, gate=True)
@@ -505,8 +506,8 @@ class ChatView:
                     self._thinking.ended()
             case ev.ToolCallStartEvent(tool_call_id=cid, tool_call_name=name, subagent_run_id=sub):
                 self._settle()
-                self._calls[cid] = (one_line(name), [], sub)
-                self.out.start_waiting(f"{one_line(name)}(...)")
+                self._calls[cid] = (named(name), [], sub)
+                self.out.start_waiting(f"{named(name)}(...)")
             case ev.ToolCallArgsEvent(tool_call_id=cid, delta=delta):
                 if cid in self._calls:
                     self._calls[cid][1].append(delta)
@@ -536,14 +537,14 @@ class ChatView:
     # -- internals ------------------------------------------------------------------------------------
 
     def _who(self, subagent: str | None) -> str:
-        return f"[{one_line(self._subagents.get(subagent, subagent))}] " if subagent else ""
+        return f"[{named(self._subagents.get(subagent, subagent))}] " if subagent else ""
 
     def _write_to(self, message_id: str, subagent: str | None, role: str | None) -> _Writer:
         if self._writer is not None and self._writer_id == message_id:
             return self._writer
         self._settle()
         if subagent:
-            label = f"[{one_line(self._subagents.get(subagent, subagent))}]"
+            label = f"[{named(self._subagents.get(subagent, subagent))}]"
         else:
             label = "agent:" if role in (None, "assistant") else f"{role}:"
         self._writer = _MarkdownWriter(self.console, label) if self.console is not None \
@@ -567,7 +568,7 @@ class ChatView:
 
     def _result(self, call_id: str, content: str) -> None:
         known = self._calls.get(call_id)
-        name = known[0] if known is not None else one_line(_tool_name(self.state, call_id))
+        name = known[0] if known is not None else named(_tool_name(self.state, call_id))
         arrow = self.out.mark("↳", "->")
         rows = _object_rows(content)
         if rows is None:
@@ -580,12 +581,13 @@ class ChatView:
         if self.console is None:
             self.out.line(title + (f" ({hidden} more column(s) not shown)" if hidden else ""), "green")
             for row in rows[:TABLE_ROWS]:
-                self.out.line("    " + ", ".join(f"{c}: {_cell(row.get(c))}" for c in shown_columns if c in row))
+                self.out.line("    " + ", ".join(f"{named(c, 60)}: {_cell(row.get(c))}"
+                                                for c in shown_columns if c in row))
         else:
             self.out.line(title + (f" ({hidden} more column(s) not shown)" if hidden else ""), "green")
             table = Table(box=box.SIMPLE_HEAD)
             for column in shown_columns:
-                table.add_column(safe_text(column, "bold"))
+                table.add_column(safe_text(named(column, 60), "bold"))
             for row in rows[:TABLE_ROWS]:
                 table.add_row(*(safe_text(_cell(row.get(c)) if c in row else "") for c in shown_columns))
             self.console.print(table)
@@ -841,7 +843,7 @@ def transcript(state: ThreadState, *, url: str, thread_id: str, answers: Sequenc
     file to a terminal is as safe as the chat itself.
     """
     when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%SZ")
-    parts = ["# agui chat transcript", "", f"- agent: {visible(url)}", f"- thread: {visible(one_line(thread_id))}",
+    parts = ["# agui chat transcript", "", f"- agent: {visible(url)}", f"- thread: {visible(named(thread_id))}",
              f"- exported: {when}", ""]
     notes = sorted(answers)
     index = 0
@@ -868,15 +870,15 @@ def _message_markdown(message: msg.Message, state: ThreadState, names: dict[str,
         case msg.SystemMessage(content=content) | msg.DeveloperMessage(content=content):
             yield from (f"## {message.ROLE}", "", visible(_text(content)), "")
         case msg.AssistantMessage(content=content, tool_calls=calls, subagent_run_id=sub):
-            yield from (f"## {visible(one_line(names.get(sub, sub)))} (subagent)" if sub else "## Agent", "")
+            yield from (f"## {visible(named(names.get(sub, sub)))} (subagent)" if sub else "## Agent", "")
             if content:
                 yield from (visible(content), "")
             for call in calls or ():
-                yield f"- tool call `{visible(one_line(call.function.name))}`"
+                yield f"- tool call `{visible(named(call.function.name))}`"
                 yield from ("", *_fenced(visible(call.function.arguments or "{}"), "json"), "")
         case msg.ToolMessage(content=content, tool_call_id=cid, error=error):
             name = _tool_name(state, cid)
-            yield f"- `{visible(one_line(name))}` " + ("failed: " + visible(error) if error else "returned:")
+            yield f"- `{visible(named(name))}` " + ("failed: " + visible(error) if error else "returned:")
             if not error:
                 yield from ("", *_fenced(visible(_text(content))), "")
             else:
@@ -885,7 +887,7 @@ def _message_markdown(message: msg.Message, state: ThreadState, names: dict[str,
             yield from ("<details><summary>reasoning</summary>", "", visible(content), "", "</details>", "")
         case msg.ActivityMessage(activity_type=kind, content=content):
             shown = visible(json.dumps(content, ensure_ascii=False))
-            yield from (f"- activity {visible(one_line(kind))}: `{shown}`", "")
+            yield from (f"- activity {visible(named(kind))}: `{shown}`", "")
         case _:
             yield from (f"- {visible(type(message).__name__)}", "")
 

@@ -11,7 +11,6 @@ under ``--abandon``/``--abandon-expired``, they are abandoned, saying so; under 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Literal
 
@@ -26,8 +25,8 @@ from ..wire import codec
 from ..wire.types.base import JSON
 from ..wire.types.run import Interrupt
 from . import forms
-from .render import EventRenderer, Output, render_interrupt, render_run_end
-from .terminal import json_text, listed, one_line
+from .render import EventRenderer, Output, answer_text, render_interrupt, render_run_end
+from .terminal import json_text, listed, named
 
 __all__ = ["AnswerPolicy", "Conversation", "UsageProblem"]
 
@@ -108,8 +107,8 @@ class Conversation:
         """
         interrupts = self.thread.open_interrupts
         if not interrupts:
-            raise UsageProblem(f"thread {one_line(self.thread.id)} has no open interrupts to resume")
-        self.out.line(f"thread {one_line(self.thread.id)} is waiting on {len(interrupts)} interrupt(s)", "bold")
+            raise UsageProblem(f"thread {named(self.thread.id)} has no open interrupts to resume")
+        self.out.line(f"thread {named(self.thread.id)} is waiting on {len(interrupts)} interrupt(s)", "bold")
         self._show(interrupts)
         builder = self._answers(interrupts)
         if builder is None:
@@ -184,25 +183,24 @@ class Conversation:
             self._check_answers(interrupts, expired)
         for interrupt in interrupts:
             if interrupt.id in expired:
-                self.out.line(f"interrupt {one_line(interrupt.id)} has expired and cannot be answered: abandoning it",
+                self.out.line(f"interrupt {named(interrupt.id)} has expired and cannot be answered: abandoning it",
                               "yellow")
                 builder.abandon(interrupt.id)
                 continue
             if policy.mode == "abandon":
                 builder.abandon(interrupt.id)
-                self.out.line(f"abandoned interrupt {one_line(interrupt.id)}", "bold")
+                self.out.line(f"abandoned interrupt {named(interrupt.id)}", "bold")
                 continue
             payload = self._payload(interrupt)
             if payload is _EXPIRED:
-                self.out.line(f"interrupt {one_line(interrupt.id)} expired while you answered: abandoning it", "yellow")
+                self.out.line(f"interrupt {named(interrupt.id)} expired while you answered: abandoning it", "yellow")
                 builder.abandon(interrupt.id)
                 continue
             builder.answer(interrupt.id, payload)
         builder.build()  # refuses an incomplete or invalid list here, with every offending id
         for entry in builder.entries:
             if entry.status == "resolved":
-                said = json.dumps(entry.payload, ensure_ascii=False)
-                self.out.line(f"answer to {one_line(entry.interrupt_id)}: {said}", "bold")
+                self.out.line(f"answer to {named(entry.interrupt_id)}: {answer_text(entry.payload)}", "bold")
         return builder
 
     def _check_answers(self, interrupts: Sequence[Interrupt], expired: set[str]) -> None:
@@ -225,8 +223,8 @@ class Conversation:
             unfilled = forms.yes_unfilled(interrupt.response_schema)
             if unfilled:
                 raise UsageProblem(
-                    f"--yes does not invent answers: interrupt {one_line(interrupt.id)} requires {listed(unfilled)} "
-                    f"with no default; give them with --answer {one_line(interrupt.id)}=JSON; nothing was sent")
+                    f"--yes does not invent answers: interrupt {named(interrupt.id)} requires {listed(unfilled)} "
+                    f"with no default; give them with --answer {named(interrupt.id)}=JSON; nothing was sent")
             return forms.yes_payload(interrupt.response_schema)
         if policy.mode == "answer":
             if interrupt.id in policy.answers:
@@ -236,7 +234,7 @@ class Conversation:
         assert self.asker is not None, "ask mode needs an asker"
         for attempt in range(MAX_ATTEMPTS):
             if attempt == 0:
-                self.out.line(f"Your answer to {one_line(interrupt.id)} (empty input takes the default shown):", "bold")
+                self.out.line(f"Your answer to {named(interrupt.id)} (empty input takes the default shown):", "bold")
             payload = forms.ask_payload(interrupt.response_schema, self.asker)
             try:
                 # Judged on its own: the other open interrupts are not answered yet.
@@ -250,7 +248,7 @@ class Conversation:
                     self.asker.say(f"not accepted: {problem}")
                 continue
             return payload
-        raise UsageProblem(f"no valid answer to interrupt {one_line(interrupt.id)} after {MAX_ATTEMPTS} attempts")
+        raise UsageProblem(f"no valid answer to interrupt {named(interrupt.id)} after {MAX_ATTEMPTS} attempts")
 
 
 _EXPIRED: Any = object()

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from .._inert import one_line  # (not .terminal: forms serve agui_client.testing, which runs without rich)
+from .._inert import named, one_line  # (not .terminal: forms serve agui_client.testing, which runs without rich)
 from ..core.interrupts import check_answer
 from ..wire.types.base import JSON
 
@@ -71,8 +71,8 @@ class Field:
 
     @property
     def shown(self) -> str:
-        """The name as a label shows it (on one line, cut: the agent chose it; see ``one_line``)."""
-        return one_line(self.name, 60)
+        """The name as a label shows it (escaped and cut as a name: the agent chose it; see ``named``)."""
+        return named(self.name, 60)
 
     @property
     def description(self) -> str:
@@ -107,10 +107,11 @@ def describe(field: Field) -> str:
     kind = field.kind
     if kind == "enum":
         values = schema.get("enum", ())
-        text = "one of " + "|".join(one_line(_show(v), 60) for v in values[:_LISTED_VALUES]) \
+        # (as names: two values must never read the same, and the person picks one by what is shown)
+        text = "one of " + "|".join(named(_show(v), 60) for v in values[:_LISTED_VALUES]) \
             + (f"|... ({len(values) - _LISTED_VALUES} more)" if len(values) > _LISTED_VALUES else "")
     elif kind == "const":
-        text = f"always {one_line(_show(schema.get('const')), 60)}"
+        text = f"always {named(_show(schema.get('const')), 60)}"
     else:
         text = kind if kind != "json" else _json_kind(schema)
         bounds = [f"{op} {one_line(str(schema[key]), 60)}" for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"),

@@ -21,7 +21,7 @@ from ..testing.probing import DEFAULT_RUN_TIMEOUT, ProbeError, ProbeReport, prob
 from .converse import UsageProblem
 from .options import seconds
 from .render import Output, PlainOutput, RichOutput
-from .terminal import SafeConsole, json_text, safe_text
+from .terminal import SafeConsole, json_text, one_line, safe_text
 
 __all__ = ["add_probe_parser", "probe_command", "parse_answers"]
 
@@ -113,10 +113,14 @@ def probe_command(out: Output, args: argparse.Namespace, *, headers: Mapping[str
     return status
 
 
+#: The longest line of evidence (or of a run's detail) the table shows; --json and JUnit keep them whole.
+EVIDENCE_CHARS = 1000
+
+
 def _show(out: Output, report: ProbeReport) -> None:
     out.line(f"agui probe {report.target}: {len(report.runs)} run(s)", "bold")
     for run in report.runs:
-        detail = f" - {run.detail}" if run.detail else ""
+        detail = f" - {one_line(run.detail, EVIDENCE_CHARS)}" if run.detail else ""
         out.line(f"  {run.name}: {run.outcome}{detail}", "dim")
     plain = not isinstance(out, RichOutput)
     console = out.console if isinstance(out, RichOutput) else SafeConsole(
@@ -128,7 +132,7 @@ def _show(out: Output, report: ProbeReport) -> None:
         body = safe_text(check.rule + "\n")
         body.append(safe_text(check.reason, _STYLES[check.verdict]))
         for item in check.evidence[:6]:
-            body.append(safe_text("\n  " + str(item), "dim"))
+            body.append(safe_text("\n  " + one_line(str(item), EVIDENCE_CHARS), "dim"))
         if len(check.evidence) > 6:
             body.append(safe_text(f"\n  ... {len(check.evidence) - 6} more (--json lists all)", "dim"))
         table.add_row(check.id, check.level, safe_text(check.verdict, _STYLES[check.verdict]), body)

@@ -40,8 +40,10 @@ from ..wire.sink import collect_warnings
 from ..wire.sse import SSEDecoder
 from ..wire.types.run import RunAgentInput
 from .render import (
+    ERROR_CHARS,
     Output,
     RichOutput,
+    bounded,
     render_error,
     render_interrupt,
     render_messages,
@@ -49,7 +51,7 @@ from .render import (
     render_warnings,
     usage_text,
 )
-from .terminal import json_text, listed, one_line, some_lines
+from .terminal import json_text, listed, named, one_line, some_lines
 
 __all__ = ["open_source", "replay_command", "verify_command", "Unreadable", "THREAD_LINE_KIND"]
 
@@ -172,15 +174,15 @@ def _show_thread(out: Output, result: RunResult) -> None:
     state = result.state
     out.line("messages:", "bold")
     render_messages(out, state)
-    rows = [("thread", one_line(str(result.thread_id))), ("run", one_line(str(result.run_id))),
+    rows = [("thread", named(str(result.thread_id))), ("run", named(str(result.run_id))),
             ("outcome", str(result.outcome))]
     if result.error is not None:
-        rows.append(("error", some_lines(result.error.message)
-                     + (f" (code {one_line(result.error.code)})" if result.error.code else "")))
+        rows.append(("error", bounded(some_lines(result.error.message))
+                     + (f" (code {named(result.error.code)})" if result.error.code else "")))
     if result.pending_tool_call_ids:
         rows.append(("pending tool calls", listed(result.pending_tool_call_ids)))
     if result.result is not None:
-        rows.append(("result", json.dumps(result.result, ensure_ascii=False)))
+        rows.append(("result", bounded(json.dumps(result.result, ensure_ascii=False), ERROR_CHARS)))
     rows.append(("usage", usage_text(result.usage)))
     rows.append(("open interrupts", str(len(state.open_interrupts))))
     render_summary(out, "replay", rows, state.state)
@@ -218,6 +220,10 @@ def _read_meta(path: Path) -> dict[str, Any]:
         if isinstance(found, dict):
             meta.update(found)
     return meta
+
+
+#: The most notes of skipped exchanges shown (a folder may hold thousands).
+_NOTES_SHOWN = 10
 
 
 class _Folder:
@@ -264,7 +270,9 @@ class _Folder:
             yield name, f"{stem}.sse", state, run_input
 
     def no_run(self) -> Unreadable:
-        return Unreadable(f"{self.path} holds no run: " + "; ".join(self.notes))
+        more = len(self.notes) - _NOTES_SHOWN
+        return Unreadable(f"{self.path} holds no run: " + "; ".join(self.notes[:_NOTES_SHOWN])
+                          + (f"; and {more} more" if more > 0 else ""))
 
 
 def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
@@ -291,11 +299,13 @@ def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
         print(json_text({**_wire(result), "events": events, "exchanges": len(folder.exchanges)}, indent=2))
         return 0
     out.line(f"{path}: {len(folder.exchanges)} exchange(s), {events} event(s), {runs} run(s)", "dim")
-    for note in folder.notes:
+    for note in folder.notes[:_NOTES_SHOWN]:
         out.line(note, "yellow")
+    if len(folder.notes) > _NOTES_SHOWN:
+        out.line(f"... and {len(folder.notes) - _NOTES_SHOWN} more exchange(s) that are not runs", "yellow")
     if len(folder.threads) > 1:
         out.line(f"the recording holds {len(folder.threads)} threads; shown: the last one "
-                 f"({one_line(str(result.thread_id))})", "yellow")
+                 f"({named(str(result.thread_id))})", "yellow")
     _show_thread(out, result)
     return 0
 
@@ -503,12 +513,12 @@ def _findings_view(out: Output, findings: Sequence[dict[str, Any]]) -> None:
         for f in findings:
             style = "red" if f["severity"] == "error" else "yellow"
             table.add_row(f["severity"], *((f.get("file", ""),) if files else ()), _index(f), _position(f),
-                          one_line(f["eventType"] or "-"), f["rule"] or "-", one_line(f["message"], 1000),
+                          named(f["eventType"] or "-"), f["rule"] or "-", one_line(f["message"], 1000),
                           style=style)
         out.console.print(table)
         return
     for f in findings:
-        out.line(f"{f['severity']}: {_where(f)} ({_position(f)}) {one_line(f['eventType'] or '-')} "
+        out.line(f"{f['severity']}: {_where(f)} ({_position(f)}) {named(f['eventType'] or '-')} "
                  f"[{f['rule'] or '-'}] {one_line(f['message'], 1000)}")
 
 

@@ -30,9 +30,13 @@ from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt, TokenUsage
 from . import forms
-from .terminal import SafeConsole, one_line, safe_text, some_lines, visible
+from .terminal import SafeConsole, named, one_line, safe_text, some_lines, visible
 
 __all__ = [
+    "answer_text",
+    "bounded",
+    "json_lines",
+    "json_renderable",
     "Output",
     "RichOutput",
     "PlainOutput",
@@ -136,10 +140,12 @@ class PlainOutput(Output):
     def panel(self, title: str, lines: Sequence[str], *, style: str = "", body: RenderableType | None = None) -> None:
         self.line(f"== {title} ==")
         for text in lines:
-            self.line(f"  {text}" if text else "")
+            # A line of the agent's text that goes on over several is indented under its first: a line end
+            # in it cannot start a line that reads as the panel's own ("  id: …") or a heading ("== …").
+            self.line(f"  {text}".replace("\n", "\n    ") if text else "")
 
     def json(self, value: Any, *, indent: str = "  ") -> None:
-        for text in json.dumps(value, indent=2, ensure_ascii=False, default=str).splitlines():
+        for text in json_lines(value):
             self.line(indent + text)
 
 
@@ -167,7 +173,7 @@ class RichOutput(Output):
     def json(self, value: Any, *, indent: str = "  ") -> None:
         self.end_line()
         self.stop_waiting()
-        self.console.print(RichJSON.from_data(value, indent=2, default=str))
+        self.console.print(json_renderable(value))
 
     def start_waiting(self, message: str) -> None:
         self.stop_waiting()
@@ -178,6 +184,31 @@ class RichOutput(Output):
         if self._status is not None:
             status, self._status = self._status, None
             status.stop()
+
+
+#: The most lines of a JSON value (the shared state) shown, and the most characters of each: the agent's
+#: state may be megabytes, or one string of a megabyte (``--json`` and ``agui replay --json`` write it whole).
+JSON_LINES = 200
+JSON_LINE_CHARS = 2000
+
+
+def json_lines(value: Any) -> list[str]:
+    """``value`` as indented JSON lines, at most ``JSON_LINES`` of at most ``JSON_LINE_CHARS`` characters
+    each, and a line counting what was left out."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    lines = text.split("\n", JSON_LINES)
+    more = lines.pop().count("\n") + 1 if len(lines) > JSON_LINES else 0
+    shown = [bounded(line, JSON_LINE_CHARS) for line in lines]
+    return shown + ([f"... ({more} more lines)"] if more else [])
+
+
+def json_renderable(value: Any) -> RenderableType:
+    """``value`` as rich shows JSON (highlighted), or as the bounded lines of :func:`json_lines` when
+    it is longer than they show."""
+    lines = json_lines(value)
+    if len(lines) <= JSON_LINES and not any(len(line) > JSON_LINE_CHARS for line in lines):
+        return RichJSON.from_data(value, indent=2, default=str)
+    return safe_text("\n".join(lines))
 
 
 def make_output(*, plain: bool, stream: IO[str] | None = None) -> Output:
@@ -191,9 +222,10 @@ _T = TypeVar("_T")
 
 
 def _said(answer: object) -> str:
+    # (a default the agent's schema gave, taken as the answer: on one line, cut as the answer echo is)
     if isinstance(answer, bool):
         return "yes" if answer else "no"
-    return str(answer)
+    return bounded(one_line(str(answer), len(str(answer))), ANSWER_CHARS)
 
 
 def _say_invalid(console: Console, error: InvalidResponse) -> None:
@@ -208,8 +240,9 @@ _PROMPT_CHOICES = 20
 
 
 def _short(text: str) -> bool:
-    """Whether a prompt may show ``text`` (a choice, a default the agent's schema gave) as it is."""
-    return one_line(text, 60) == text
+    """Whether a prompt may show ``text`` (a choice, a default the agent's schema gave) as it is: short, on
+    one line, and nothing in it a name would escape (two choices must never read the same)."""
+    return named(text, 60) == text
 
 
 class _Ask(Prompt):
@@ -323,7 +356,7 @@ class EventRenderer:
         out = self.out
         match event:
             case ev.RunStartedEvent(run_id=run_id):
-                out.line(f"{out.mark('▶', '>')} run {one_line(run_id)} started", "dim")
+                out.line(f"{out.mark('▶', '>')} run {named(run_id)} started", "dim")
             case ev.TextMessageStartEvent(message_id=mid, role=role, subagent_run_id=sub):
                 self._open(("text", mid), self._speaker(role, sub), "bold cyan")
             case ev.TextMessageContentEvent(message_id=mid, delta=delta, subagent_run_id=sub):
@@ -339,15 +372,15 @@ class EventRenderer:
             case ev.ReasoningMessageEndEvent(message_id=mid):
                 self._close(("reasoning", mid))
             case ev.ReasoningEncryptedValueEvent(subtype=subtype, entity_id=entity):
-                out.line(f"(encrypted reasoning for {one_line(subtype)} {one_line(entity)})", "dim")
+                out.line(f"(encrypted reasoning for {named(subtype)} {named(entity)})", "dim")
             case ev.ReasoningStartEvent() | ev.ReasoningEndEvent():
                 pass
             case ev.ToolCallStartEvent(tool_call_id=cid, tool_call_name=name, subagent_run_id=sub):
-                self._tool_names[cid] = name = one_line(name)
-                who = f"[{one_line(self._subagents.get(sub, sub))}] " if sub else ""
+                self._tool_names[cid] = name = named(name)
+                who = f"[{named(self._subagents.get(sub, sub))}] " if sub else ""
                 self._open(("tool", cid), f"{who}{out.mark('⚙', 'tool:')} {name} ", "bold yellow")
             case ev.ToolCallArgsEvent(tool_call_id=cid, delta=delta):
-                self._continue(("tool", cid), f"{out.mark('⚙', 'tool:')} {self._tool_names.get(cid) or one_line(cid)} ",
+                self._continue(("tool", cid), f"{out.mark('⚙', 'tool:')} {self._tool_names.get(cid) or named(cid)} ",
                                "bold yellow")
                 out.inline(delta, "yellow")
             case ev.ToolCallEndEvent(tool_call_id=cid):
@@ -367,47 +400,47 @@ class EventRenderer:
                 out.line(f"messages: snapshot of {len(messages)} message(s)", "magenta")
             case ev.ActivitySnapshotEvent(activity_type=kind, content=content):
                 self._break()
-                out.line(f"activity {one_line(kind)}: {_clip(_compact(content), 100)}", "blue")
+                out.line(f"activity {named(kind)}: {_clip(_compact(content), 100)}", "blue")
             case ev.ActivityDeltaEvent(activity_type=kind, patch=patch):
                 self._break()
-                out.line(f"activity {one_line(kind)}: {_ops(patch)}", "blue")
+                out.line(f"activity {named(kind)}: {_ops(patch)}", "blue")
             case ev.StepStartedEvent(step_name=name):
                 self._break()
-                out.line(f"step {one_line(name)} started", "dim")
+                out.line(f"step {named(name)} started", "dim")
             case ev.StepFinishedEvent(step_name=name):
                 self._break()
-                out.line(f"step {one_line(name)} finished", "dim")
+                out.line(f"step {named(name)} finished", "dim")
             case ev.SubagentStartedEvent(subagent_run_id=sub, name=name, description=description):
                 self._subagents[sub] = name
                 self._break()
-                out.line(f"subagent {one_line(name)} started" + (f": {_clip(description, 300)}" if description else ""),
+                out.line(f"subagent {named(name)} started" + (f": {_clip(description, 300)}" if description else ""),
                          "blue")
             case ev.SubagentFinishedEvent(subagent_run_id=sub, result=result, outcome=outcome):
                 self._break()
                 status = getattr(outcome, "TYPE", "success")
                 shown = f" {_clip(_compact(result), 100)}" if result is not None else ""
-                out.line(f"subagent {one_line(self._subagents.get(sub, sub))} finished ({status}){shown}", "blue")
+                out.line(f"subagent {named(self._subagents.get(sub, sub))} finished ({status}){shown}", "blue")
             case ev.SubagentErrorEvent(subagent_run_id=sub, message=message, code=code):
                 self._break()
-                out.line(f"subagent {one_line(self._subagents.get(sub, sub))} failed: {some_lines(message)}"
-                         + (f" (code {one_line(code)})" if code else ""), "red")
+                out.line(f"subagent {named(self._subagents.get(sub, sub))} failed: {bounded(some_lines(message))}"
+                         + (f" (code {named(code)})" if code else ""), "red")
             case ev.CustomEvent(name=name, value=value):
                 self._break()
-                out.line(f"custom {one_line(name)}: {_clip(_compact(value), 100)}", "dim")
+                out.line(f"custom {named(name)}: {_clip(_compact(value), 100)}", "dim")
             case ev.RawEvent(source=source):
                 self._break()
-                out.line(f"raw event{f' from {one_line(source)}' if source else ''}", "dim")
+                out.line(f"raw event{f' from {named(source)}' if source else ''}", "dim")
             case ev.RunFinishedEvent(outcome=outcome):
                 self._break()
                 kind = getattr(outcome, "TYPE", "success")
                 out.line(f"{out.mark('■', '=')} run finished: {kind}", "bold green" if kind == "success" else "bold")
             case ev.RunErrorEvent(message=message, code=code):
                 self._break()
-                out.panel("RUN_ERROR", [some_lines(message) + (f" (code {one_line(code)})" if code else "")],
+                out.panel("RUN_ERROR", [bounded(some_lines(message)) + (f" (code {named(code)})" if code else "")],
                           style="red")
             case ev.UnknownEvent(type=kind):
                 self._break()
-                out.line(f"unknown event {one_line(kind)} (ignored)", "dim")
+                out.line(f"unknown event {named(kind)} (ignored)", "dim")
             case _:
                 self._break()
                 out.line(f"{type(event).__name__}", "dim")
@@ -416,11 +449,11 @@ class EventRenderer:
         if call_id in self._tool_names:
             return self._tool_names[call_id]
         call = self.state.tool_call(call_id) if self.state is not None else None
-        return one_line(call.function.name if call is not None else call_id)
+        return named(call.function.name if call is not None else call_id)
 
     def _speaker(self, role: str | None, subagent: str | None) -> str:
         if subagent:
-            return f"[{one_line(self._subagents.get(subagent, subagent))}] "
+            return f"[{named(self._subagents.get(subagent, subagent))}] "
         return f"{role or 'assistant'}: "
 
     def _open(self, lane: tuple[str, str], prefix: str, style: str) -> None:
@@ -460,7 +493,7 @@ def _clip(text: str, limit: int = _MAX_INLINE) -> str:
 def _shape(value: Any) -> str:
     if isinstance(value, Mapping):
         keys = list(value)
-        shown = ", ".join(one_line(str(k), 60) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
+        shown = ", ".join(named(str(k), 60) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
         return f"({len(keys)} key(s): {shown})" if keys else "(empty object)"
     if isinstance(value, list):
         return f"(list of {len(value)})"
@@ -470,7 +503,7 @@ def _shape(value: Any) -> str:
 def _ops(patch: Iterable[Any]) -> str:
     ops = list(patch)
     paths = list(dict.fromkeys(str(op.get("path", "?")) for op in ops if isinstance(op, Mapping)))
-    shown = ", ".join(one_line(path, 60) for path in paths[:5]) + (", ..." if len(paths) > 5 else "")
+    shown = ", ".join(named(path, 60) for path in paths[:5]) + (", ..." if len(paths) > 5 else "")
     return f"{len(ops)} op{'s' if len(ops) != 1 else ''} on {shown}" if paths else f"{len(ops)} ops"
 
 
@@ -486,19 +519,20 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
     On a terminal the items are two columns, so a long message or field description wraps under its
     own text, not under the labels.
     """
-    items: list[tuple[str, str]] = [("id:", one_line(interrupt.id))]
+    items: list[tuple[str, str]] = [("id:", named(interrupt.id))]
     if interrupt.message:
-        items.append(("message:", interrupt.message))
+        # (the question, whole as a person would read it, up to a bound: a megabyte would fill the screen)
+        items.append(("message:", bounded(some_lines(interrupt.message, QUESTION_LINES), QUESTION_CHARS)))
     if interrupt.tool_call_id is not None:
         call = state.tool_call(interrupt.tool_call_id) if state is not None else None
         if call is not None:
-            items.append(("tool call:", f"{one_line(call.function.name)} {_clip(call.function.arguments or '{}')}"))
+            items.append(("tool call:", f"{named(call.function.name)} {_clip(call.function.arguments or '{}')}"))
         else:
-            items.append(("tool call:", one_line(interrupt.tool_call_id)))
+            items.append(("tool call:", named(interrupt.tool_call_id)))
     if interrupt.subagent_run_id is not None:
-        items.append(("subagent:", one_line(interrupt.subagent_run_id)))
+        items.append(("subagent:", named(interrupt.subagent_run_id)))
     if interrupt.expires_at is not None:
-        items.append(("expires at:", f"{one_line(interrupt.expires_at)}{_until(interrupt.expires_at, now)}"))
+        items.append(("expires at:", f"{named(interrupt.expires_at)}{_until(interrupt.expires_at, now)}"))
     schema = interrupt.response_schema
     form = forms.fields(schema)
     rows: list[tuple[str, str]] = []
@@ -520,7 +554,7 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
         body = Group(_grid(items, 0), safe_text(heading), _grid(rows, 2))
     else:
         body = _grid(items, 0)
-    out.panel(f"interrupt: {one_line(interrupt.reason)}", lines, style="yellow", body=body)
+    out.panel(f"interrupt: {named(interrupt.reason)}", lines, style="yellow", body=body)
 
 
 def _grid(rows: Sequence[tuple[str, str]], indent: int) -> Table:
@@ -591,9 +625,9 @@ def render_run_end(out: Output, result: RunResult, runner: str) -> None:
                  f"(--legacy-interrupts {result.bridged})", "yellow")
     if result.pending_tool_call_ids:
         pending = result.pending_tool_calls
-        shown = [f"{one_line(c.function.name)}({one_line(c.function.arguments or '', 300)})"
+        shown = [f"{named(c.function.name)}({one_line(c.function.arguments or '', 300)})"
                  for c in pending[:_PROBLEMS_SHOWN]]
-        shown = shown or [one_line(i) for i in result.pending_tool_call_ids[:_PROBLEMS_SHOWN]]
+        shown = shown or [named(i) for i in result.pending_tool_call_ids[:_PROBLEMS_SHOWN]]
         more = max(len(pending), len(result.pending_tool_call_ids)) - len(shown)
         calls = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
         out.line(f"the agent left frontend tool call(s) for the application: {calls} ({runner} does not run them)",
@@ -617,8 +651,31 @@ def _error_detail(payload: Any) -> str | None:
         return None
     code = payload.get("code")
     text = found if len(found) <= ERROR_DETAIL_CHARS else found[:ERROR_DETAIL_CHARS - 3] + "..."
-    return text + (f" (code {one_line(str(code))})" if isinstance(code, str | int) and not isinstance(code, bool)
+    return text + (f" (code {named(str(code))})" if isinstance(code, str | int) and not isinstance(code, bool)
                    else "")
+
+
+#: The most characters of an error's message shown (its lines are bounded too, by ``some_lines``): a
+#: message quotes the agent's words, bounded each, but an exception from elsewhere may quote anything.
+ERROR_CHARS = 4000
+
+
+def bounded(text: str, limit: int = ERROR_CHARS) -> str:
+    """``text`` cut at ``limit`` characters, with a count of the rest."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+#: The most lines and characters of an interrupt's message shown in its panel (``--json`` keeps it whole).
+QUESTION_LINES = 200
+QUESTION_CHARS = 20_000
+
+#: The longest answer echoed (``answer to i1: {...}``): a default the agent's schema gave may be megabytes.
+ANSWER_CHARS = 300
+
+
+def answer_text(payload: Any) -> str:
+    """An answer as the CLI echoes it before sending: its JSON, on one line, cut at ``ANSWER_CHARS``."""
+    return bounded(json.dumps(payload, ensure_ascii=False), ANSWER_CHARS)
 
 
 #: The most problems of a refused answer listed under its message.
@@ -629,15 +686,15 @@ def render_error(out: Output, exc: BaseException) -> None:
     """An error in a panel, saying where: event index, type and rule for a protocol error."""
     if isinstance(exc, ProtocolError):
         where = [f"event #{exc.index}" if exc.index is not None else None,
-                 one_line(exc.event_type) if exc.event_type else None,
-                 f"rule {exc.rule}" if exc.rule else None, f"at {one_line(exc.pointer)}" if exc.pointer else None,
-                 f"run {one_line(exc.run_id)}" if exc.run_id else None]
-        lines = [", ".join(p for p in where if p), some_lines(exc.detail)]
+                 named(exc.event_type) if exc.event_type else None,
+                 f"rule {exc.rule}" if exc.rule else None, f"at {named(exc.pointer)}" if exc.pointer else None,
+                 f"run {named(exc.run_id)}" if exc.run_id else None]
+        lines = [", ".join(p for p in where if p), bounded(some_lines(exc.detail))]
         out.panel(f"protocol error ({type(exc).__name__})", [line for line in lines if line], style="red")
     elif isinstance(exc, HTTPStatusError):
         detail = _error_detail(exc.payload)
         if detail is None:
-            lines = [str(exc)]
+            lines = [bounded(str(exc))]
         else:
             # The agent's own explanation, whole and as text: the message's one-line excerpt of the
             # JSON body cuts it at 200 characters, quotes escaped (a recording's 409 names the difference
@@ -649,18 +706,18 @@ def render_error(out: Output, exc: BaseException) -> None:
             lines.append(f"retry after {exc.retry_after:g} s")
         out.panel(f"HTTP {exc.status_code}", lines, style="red")
     elif isinstance(exc, ResumeRefused):
-        lines = [str(exc)]
+        lines = [bounded(str(exc))]
         # (the message names ten interrupts; an agent may raise thousands, each with its own problem)
-        more = [f"{one_line(interrupt_id)}: {one_line(problem, 1000)}" for interrupt_id, problems in exc.errors.items()
+        more = [f"{named(interrupt_id)}: {one_line(problem, 1000)}" for interrupt_id, problems in exc.errors.items()
                 for problem in problems if problem not in lines[0]]
         lines += more[:_PROBLEMS_SHOWN]
         if len(more) > _PROBLEMS_SHOWN:
             lines.append(f"... and {len(more) - _PROBLEMS_SHOWN} more")
         out.panel(f"answer refused ({type(exc).__name__})", lines, style="red")
     elif isinstance(exc, AguiError):
-        out.panel(type(exc).__name__, [some_lines(str(exc))], style="red")
+        out.panel(type(exc).__name__, [bounded(some_lines(str(exc)))], style="red")
     else:
-        out.panel("error", [f"{type(exc).__name__}: {exc}"], style="red")
+        out.panel("error", [bounded(some_lines(f"{type(exc).__name__}: {exc}"))], style="red")
 
 
 def render_messages(out: Output, state: ThreadState) -> None:
@@ -674,23 +731,23 @@ def render_messages(out: Output, state: ThreadState) -> None:
                 out.line(f"{message.ROLE}: {_content_text(content)}", "bold")
             case msg.AssistantMessage(content=content, tool_calls=calls, subagent_run_id=sub):
                 record = state.subagents.get(sub) if sub else None
-                who = f"[{one_line(record.name if record is not None else sub)}]" if sub else "assistant:"
+                who = f"[{named(record.name if record is not None else sub)}]" if sub else "assistant:"
                 if content:
                     out.line(f"{who} {content}", "cyan")
                 for call in calls or ():
-                    out.line(f"  {out.mark('⚙', 'tool:')} {one_line(call.function.name)} "
+                    out.line(f"  {out.mark('⚙', 'tool:')} {named(call.function.name)} "
                              f"{_clip(call.function.arguments or '{}')}", "yellow")
             case msg.ToolMessage(content=content, tool_call_id=cid, error=error):
                 answered = state.tool_call(cid)
-                name = one_line(answered.function.name if answered is not None else cid)
+                name = named(answered.function.name if answered is not None else cid)
                 text = f"failed: {_clip(error)}" if error else f"returned {_clip(_content_text(content))}"
                 out.line(f"  {out.mark('↳', '->')} {name} {text}", "green")
             case msg.ReasoningMessage(content=content):
                 out.line(f"thinking: {_clip(content, 300)}", "dim italic")
             case msg.ActivityMessage(activity_type=kind, content=content):
-                out.line(f"activity {one_line(kind)}: {_clip(_compact(content), 100)}", "blue")
+                out.line(f"activity {named(kind)}: {_clip(_compact(content), 100)}", "blue")
             case _:
-                out.line(repr(message), "dim")
+                out.line(bounded(repr(message)), "dim")
 
 
 def _table(rows: Sequence[tuple[str, str]]) -> Table:
@@ -714,5 +771,5 @@ def render_summary(out: Output, title: str, rows: Sequence[tuple[str, str]], sta
         return
     parts: list[RenderableType] = [_table(rows)]
     if show_state:
-        parts += [Text("state:", style="bold"), RichJSON.from_data(state, indent=2, default=str)]
+        parts += [Text("state:", style="bold"), json_renderable(state)]
     out.panel(title, [], style="green", body=Group(*parts))

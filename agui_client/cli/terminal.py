@@ -13,14 +13,16 @@ none.
 :func:`visible` replaces each such character with its escape as Python writes it (``\\x1b``,
 ``\\x9b``, ``\\u202e``), in ASCII, so the person sees that something was there and what, and the
 terminal receives nothing it acts on. Newlines and tabs are kept; a CRLF becomes a newline. Which
-characters count is decided by their Unicode category, so the rule follows the interpreter's Unicode
-database instead of a list kept by hand:
+characters count (``agui_client._inert`` holds the rule, ``docs/chat.md`` describes it): the Unicode
+categories ``Cc``, ``Cf``, ``Cs``, ``Zl`` and ``Zp``, read from the interpreter's Unicode database, and
+every ``Default_Ignorable_Code_Point`` (the Hangul fillers, the combining grapheme joiner …); ZERO WIDTH
+JOINER and NON-JOINER and the variation selectors are kept where they join (one, right after a visible
+character: emoji sequences, Persian and Indic scripts need them).
 
-- ``Cc`` (C0 controls but tab and newline, DEL, the C1 controls U+0080–U+009F),
-- ``Cf`` (format characters: bidi embeddings, overrides, isolates and marks, zero-width space, word
-  joiner, BOM, soft hyphen, the invisible tag characters U+E0000–U+E007F …), except ZERO WIDTH
-  NON-JOINER and ZERO WIDTH JOINER, which emoji sequences and several scripts need to read right,
-- ``Zl`` and ``Zp`` (U+2028, U+2029), and ``Cs`` (a lone surrogate a JSON ``\\ud800`` can carry).
+Names and ids (interrupt, call, run and thread ids, tool names …) are shown with :func:`named`: the
+same, plus every joiner, selector, space but U+0020 and blank symbol escaped and a backslash doubled,
+so that two that differ never read the same; one longer than 120 characters is cut and ends with a
+digest of the whole.
 
 The CLI applies it where its output leaves, so a renderer cannot forget it: ``PlainOutput``'s
 writes (``agui_client.cli.render``), :class:`SafeConsole` (the only rich console the CLI makes), the
@@ -45,10 +47,10 @@ from rich.style import Style
 from rich.text import Span, Text
 
 from .._inert import CANDIDATES as _CANDIDATES
-from .._inert import hidden as _hidden
-from .._inert import one_line, some_lines, visible
+from .._inert import named, one_line, prose_with, some_lines, visible
 
-__all__ = ["visible", "one_line", "some_lines", "listed", "json_text", "safe_text", "SafeConsole", "InertLogHandler"]
+__all__ = ["visible", "one_line", "named", "some_lines", "listed", "json_text", "safe_text", "SafeConsole",
+           "InertLogHandler"]
 
 
 def _json_escape(char: str) -> str:
@@ -59,8 +61,8 @@ def _json_escape(char: str) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
-def _json_shown(run: re.Match[str]) -> str:
-    return "".join(_json_escape(c) if _hidden(c) else c for c in run.group())
+def _json_shown(found: re.Match[str]) -> str:
+    return "".join(map(_json_escape, found.group()))
 
 
 def json_text(value: Any, **options: Any) -> str:
@@ -71,8 +73,7 @@ def json_text(value: Any, **options: Any) -> str:
     (Without this, ``ensure_ascii=False`` writes DEL, the C1 controls and bidi characters raw: JSON
     only requires U+0000–U+001F to be escaped.)
     """
-    text = json.dumps(value, ensure_ascii=False, **options)
-    return _CANDIDATES.sub(_json_shown, text)
+    return prose_with(json.dumps(value, ensure_ascii=False, **options), _json_shown)
 
 
 def safe_text(text: str, style: str | Style = "") -> Text:
@@ -140,7 +141,8 @@ class SafeConsole(Console):
 
 class InertLogHandler(logging.Handler):
     """Log records (WARNING and above) written to the current ``sys.stderr`` made :func:`visible`,
-    one a line, as Python's last-resort handler writes them when nothing else is configured."""
+    cut at ``LOG_CHARS`` characters, one a line, as Python's last-resort handler writes them when nothing
+    else is configured."""
 
     def __init__(self, level: int = logging.WARNING) -> None:
         super().__init__(level)
@@ -148,10 +150,19 @@ class InertLogHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         """Write ``record``'s message, inert."""
         try:
-            sys.stderr.write(visible(self.format(record)) + "\n")
+            sys.stderr.write(visible(_bounded(self.format(record))) + "\n")
             sys.stderr.flush()
         except Exception:
             self.handleError(record)
+
+
+#: The most characters of a log record written (the library bounds what it quotes; a record from
+#: elsewhere may quote anything).
+LOG_CHARS = 4000
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= LOG_CHARS else f"{text[:LOG_CHARS]}... ({len(text) - LOG_CHARS} more characters)"
 
 
 #: The most ids (or names) a line of the CLI lists; the rest are counted.
@@ -159,12 +170,12 @@ LISTED = 10
 
 
 def listed(names: Iterable[str], limit: int = LISTED) -> str:
-    """Names the agent chose (interrupt ids, call ids, field names) as one line lists them: each on one
-    line, the first ``limit``, and a count of the rest (an agent may raise thousands).
+    """Names the agent chose (interrupt ids, call ids, field names) as one line lists them: each as
+    :func:`named` shows it, the first ``limit``, and a count of the rest (an agent may raise thousands).
 
     >>> listed(["a", "b\\nc"], 1)
     'a and 1 more'
     """
     names = list(names)
-    shown = ", ".join(one_line(name) for name in names[:limit])
+    shown = ", ".join(map(named, names[:limit]))
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")

@@ -25,6 +25,7 @@ import attrs
 from dateutil.parser import isoparse
 from typing_extensions import Self
 
+from .._inert import quoted_name
 from ..errors import (
     AwaitingAnswers,
     DuplicateResumeEntry,
@@ -324,9 +325,9 @@ def _listed(ids: Sequence[str]) -> str:
 
 
 def _quoted(value: object) -> str:
-    """``repr(value)`` for a message, cut at 100 characters."""
-    text = repr(value)
-    return text if len(text) <= 100 else text[:96] + "...'"
+    """``repr(value)`` for a message, what could hide in it escaped, cut at 100 characters with a digest
+    of the whole (:func:`agui_client._inert.quoted_name`: two ids never read the same)."""
+    return quoted_name(value)
 
 
 def _shorten(text: str) -> str:
@@ -343,7 +344,8 @@ def _schema_errors(interrupt_id: str, schema: Any, payload: JSON) -> tuple[list[
     """
     verdict = _schema.check(schema, payload)
     for pointer, why in verdict.unchecked:
-        _warn("IR-30", f"interrupt {interrupt_id!r}: the responseSchema pattern at {pointer} is not checked: {why}",
+        _warn("IR-30", f"interrupt {_quoted(interrupt_id)}: the responseSchema pattern at {pointer} is not checked: "
+                       f"{why}",
               pointer=f"/responseSchema{pointer}", once=("responseSchema", interrupt_id, pointer))
     if verdict.fault is not None:
         fault = attrs.evolve(verdict.fault, interrupt_id=interrupt_id)
@@ -404,7 +406,7 @@ def _check_json(interrupt_id: str, payload: JSON, metadata: Metadata | None) -> 
         if found is not None:
             pointer, reason = found
             raise UnencodableResumePayload(
-                f"resume refused, nothing was sent: the {field} for interrupt {interrupt_id!r} is not JSON at "
+                f"resume refused, nothing was sent: the {field} for interrupt {_quoted(interrupt_id)} is not JSON at "
                 f"{pointer or '/'}: {reason}", interrupt_id=interrupt_id, field=field, pointer=pointer, reason=reason)
 
 
@@ -616,10 +618,10 @@ def awaiting_answers(thread_id: str, open_interrupts: Sequence[Interrupt]) -> Aw
     example = interrupts[0].id
     problems = {kind: tuple(i.id for i in interrupts) if kind == "uncovered" else () for kind in PROBLEM_KINDS}
     return AwaitingAnswers(
-        f"nothing was sent: thread {thread_id!r} is waiting for {count} answer{'s' if count != 1 else ''} to the "
-        f"interrupt{'s' if count != 1 else ''} its last run raised: {listed}. Answer (or abandon) each, then "
-        f"run with them: builder = thread.resume_builder(); builder.answer({example!r}, payload) or "
-        f"builder.abandon({example!r}); thread.run(resume=builder)", thread_id=thread_id, interrupts=interrupts,
+        f"nothing was sent: thread {_quoted(thread_id)} is waiting for {count} answer{'s' if count != 1 else ''} "
+        f"to the interrupt{'s' if count != 1 else ''} its last run raised: {listed}. Answer (or abandon) each, then "
+        f"run with them: builder = thread.resume_builder(); builder.answer({_quoted(example)}, payload) or "
+        f"builder.abandon({_quoted(example)}); thread.run(resume=builder)", thread_id=thread_id, interrupts=interrupts,
         problems=problems)
 
 
@@ -627,7 +629,7 @@ def _prompt(interrupt: Interrupt) -> str:
     # The agent's words, shown inert (repr escapes control characters) and short.
     text = interrupt.message or ""
     if not text:
-        return f"reason {interrupt.reason!r}, no prompt"
+        return f"reason {_quoted(interrupt.reason)}, no prompt"
     return repr(text if len(text) <= 80 else text[:79] + "…")
 
 
@@ -641,7 +643,7 @@ def without_abandoned_payloads(entries: Sequence[ResumeEntry]) -> tuple[ResumeEn
     out = []
     for entry in entries:
         if entry.status == "cancelled" and entry.payload is not None:
-            _warn("IR-11", f"the cancelled entry for interrupt {_entry_key(entry)!r} carries a payload: dropped "
+            _warn("IR-11", f"the cancelled entry for interrupt {_quoted(_entry_key(entry))} carries a payload: dropped "
                            "(abandoning answers nothing; answer with status 'resolved' to send it)")
             entry = attrs.evolve(entry, payload=None)
         out.append(entry)
@@ -735,13 +737,13 @@ class ResumeBuilder:
         if self._thread_id is None:
             return
         if self._thread_id != thread_id:
-            why = f"the builder was made for thread {self._thread_id!r}, not {thread_id!r}"
+            why = f"the builder was made for thread {_quoted(self._thread_id)}, not {_quoted(thread_id)}"
         elif self._run_id != run_id or not _same_interrupts(self._interrupts, open_interrupts):
-            made = f"the builder was made for the interrupts of run {self._run_id!r}"
+            made = f"the builder was made for the interrupts of run {_quoted(self._run_id)}"
             if not open_interrupts:  # (a builder used twice, say: its run already answered them)
                 why = f"{made}, and the thread waits on none now (a later run answered or abandoned them)"
             elif self._run_id != run_id:
-                why = f"{made}, and the thread now waits on those of run {run_id!r}"
+                why = f"{made}, and the thread now waits on those of run {_quoted(run_id)}"
             else:
                 why = "the thread's open interrupts are no longer the ones the builder was made for"
         else:
@@ -755,7 +757,8 @@ class ResumeBuilder:
         # Ids only, never the payloads: an answer may hold what a person typed, of any size.
         answered = [_entry_key(e) for e in self._entries if e.status == "resolved"]
         abandoned = [_entry_key(e) for e in self._entries if e.status != "resolved"]
-        bound = "unbound" if self._thread_id is None else f"thread_id={self._thread_id!r} run_id={self._run_id!r}"
+        bound = ("unbound" if self._thread_id is None else
+                 f"thread_id={_quoted(self._thread_id)} run_id={_quoted(self._run_id)}")
         return (f"<ResumeBuilder {bound} answered={_listed(answered)} abandoned={_listed(abandoned)} "
                 f"uncovered={_listed(self.uncovered)}>")
 

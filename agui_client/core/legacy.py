@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from .._inert import quoted_name
 from ..errors import InvalidResumePayload, ProtocolError, ResumeRefused, StreamWarning
 from ..wire.jsonio import parse_json
 from ..wire.types.base import JSON
@@ -165,6 +166,13 @@ def _read(fields: Mapping[str, Any], camel: str, snake: str, kind: type) -> Any:
 CANCELLED_SENTINEL = "__agui_cancelled__"
 
 
+def _ids(ids: Sequence[str], limit: int = 10) -> str:
+    """The interrupt ids a refusal names, as a list is written, each as a message quotes an id (escaped,
+    cut with a digest: ``agui_client._inert.quoted_name``), the first ``limit`` only."""
+    more = f", ...] ({len(ids) - limit} more)" if len(ids) > limit else "]"
+    return "[" + ", ".join(map(quoted_name, ids[:limit])) + more
+
+
 def forward_resume(via: str, forwarded_props: JSON, entries: Sequence[ResumeEntry],
                    open_interrupts: Sequence[Interrupt]) -> dict[str, Any]:
     """``forwarded_props`` with the answers in ``command.resume``, as LangGraph's legacy channel reads them.
@@ -188,7 +196,7 @@ def forward_resume(via: str, forwarded_props: JSON, entries: Sequence[ResumeEntr
     if empty:
         reason = ("LangGraph's legacy channel reads a null answer as no answer and would ask again: answer with "
                   "a value (true, false, {} …) or abandon the interrupt")
-        raise InvalidResumePayload(f"nothing was sent: {reason} (interrupts {empty})", ids=empty,
+        raise InvalidResumePayload(f"nothing was sent: {reason} (interrupts {_ids(empty)})", ids=empty,
                                    problems={"invalid": empty}, errors={i: (reason,) for i in empty})
     props = {} if forwarded_props is None else forwarded_props
     if not isinstance(props, dict):
@@ -208,8 +216,8 @@ def forward_resume(via: str, forwarded_props: JSON, entries: Sequence[ResumeEntr
         missing = [i for i in ids if native.get(i) is None]
         if missing:
             raise ResumeRefused(
-                f"nothing was sent: interrupts {missing} carry no LangGraph id (the producer sent no rawEvent), so "
-                "LangGraph cannot match several answers to them, and every open interrupt is answered in one run: "
+                f"nothing was sent: interrupts {_ids(missing)} carry no LangGraph id (the producer sent no rawEvent), "
+                "so LangGraph cannot match several answers to them, and every open interrupt is answered in one run: "
                 "configure the producer to send its raw events or the interrupt outcome",
                 ids=missing, problems={"legacy-channel": missing})
         value = {native[e.interrupt_id]: _answer(e) for e in entries}

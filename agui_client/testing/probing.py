@@ -42,6 +42,7 @@ from typing import Any
 import attrs
 import httpx
 
+from .._inert import named
 from ..cli.forms import yes_payload
 from ..client import AsyncAgentClient
 from ..core import legacy
@@ -400,8 +401,16 @@ def _never_raised() -> ResumeEntry:
                        payload={"approved": True})
 
 
+#: The most resume entries a run's description names (an agent may raise thousands of interrupts).
+_ENTRIES_LISTED = 10
+
+
 def _entries_text(entries: Sequence[ResumeEntry]) -> str:
-    return ", ".join(f"{e.interrupt_id}={e.status}" for e in entries) or "none"
+    # Each id as the CLI shows one (escaped so two read apart, cut with a digest): the description goes
+    # to the report's table on a terminal, its JSON and its JUnit file.
+    shown = ", ".join(f"{named(e.interrupt_id)}={e.status}" for e in entries[:_ENTRIES_LISTED])
+    more = len(entries) - _ENTRIES_LISTED
+    return (shown + (f" and {more} more" if more > 0 else "")) or "none"
 
 
 def _approved(entry: ResumeEntry) -> bool:
@@ -474,7 +483,7 @@ async def _run_plan(driver: _Driver, *, defective: bool) -> _Plan:
             entries = [e for e in driver.answer_entries(raised) if e.interrupt_id != plan.left_open.id]
             plan.uncovered = await driver.send(
                 "uncovered", thread, resume=entries,
-                sent=f"resume leaving {plan.left_open.id!r} uncovered: {_entries_text(entries)}")
+                sent=f"resume leaving {named(plan.left_open.id)} uncovered: {_entries_text(entries)}")
     return plan
 
 
