@@ -187,3 +187,36 @@ def test_a_recording_transport_closes_its_files_and_sockets_with_the_client(serv
     gc.collect()
     assert sorted(p.name for p in (tmp_path / "sync").iterdir())[:3] == [
         "01.request.json", "01.response.json", "01.sse"]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_recording_that_cannot_be_written_still_gives_the_connection_back(served: Any, tmp_path: Path,
+                                                                            kind: str) -> None:
+    # The response's files are made once its head arrived: a folder where one cannot be made (here
+    # ``01.response.json`` is a directory) failed the run with the response left open, its connection
+    # held for good. The next run on a one-connection pool must go out.
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "one two"), Finish()]], cycle=True))
+    folder = tmp_path / "recording"
+    (folder / "01.response.json").mkdir(parents=True)
+    limits = httpx.Limits(max_connections=1)
+
+    if kind == "sync":
+        inner = httpx.HTTPTransport(limits=limits)
+        with httpx.Client(transport=RecordingTransport(folder, inner=inner)) as http, \
+                ag.AgentClient(endpoint.url, http_client=http, timeout=BOUND) as client:
+            with pytest.raises(OSError):
+                client.thread().run("hi")
+            assert len(inner._pool._requests) == 0
+            assert client.thread().run("again").outcome == "success"
+    else:
+        async def main() -> None:
+            inner = httpx.AsyncHTTPTransport(limits=limits)
+            async with httpx.AsyncClient(transport=AsyncRecordingTransport(folder, inner=inner)) as http, \
+                    ag.AsyncAgentClient(endpoint.url, http_client=http, timeout=BOUND) as client:
+                with pytest.raises(OSError):
+                    await client.thread().run("hi")
+                assert len(inner._pool._requests) == 0
+                assert (await client.thread().run("again")).outcome == "success"
+
+        asyncio.run(main())
+    assert (folder / "02.sse").exists()  # (the next exchange was recorded)
