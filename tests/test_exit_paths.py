@@ -104,8 +104,19 @@ ENDINGS: dict[str, tuple[Callable[[Any], Any], dict[str, Any], Any]] = {
 }
 
 
+def run_or_stream(thread: Any, how: str) -> Any:
+    """The turn's result through ``run()``, or through ``stream()`` read to its end."""
+    if how == "run":
+        return thread.run("hi")
+    with thread.stream("hi") as stream:
+        for _ in stream:
+            pass
+    return stream.result
+
+
+@pytest.mark.parametrize("how", ["run", "stream"])
 @pytest.mark.parametrize("ending", list(ENDINGS))
-def test_every_way_a_run_ends_gives_the_connection_back(drive: Any, served: Any, ending: str) -> None:
+def test_every_way_a_run_ends_gives_the_connection_back(drive: Any, served: Any, ending: str, how: str) -> None:
     step, options, expected = ENDINGS[ending]
     endpoint = served(agent(step))
     http = one_connection(drive)
@@ -113,13 +124,29 @@ def test_every_way_a_run_ends_gives_the_connection_back(drive: Any, served: Any,
     with drive.client(endpoint.url, http_client=http, store=store, timeout=POOL_WAIT, **options) as client:
         thread = client.thread()
         if isinstance(expected, str):
-            assert thread.run("hi").outcome == expected
+            assert run_or_stream(thread, how).outcome == expected
         else:
             with pytest.raises(expected):
-                thread.run("hi")
+                run_or_stream(thread, how)
         stored = store.load(thread.id)
         assert stored is None or stored.claim is None  # (a turn lets go of its thread, however it ended)
         check_pool_free(client, http, endpoint)
+
+
+@pytest.mark.parametrize("ending", list(ENDINGS))
+def test_the_clients_own_pool_counts_no_open_run_after_any_ending(drive: Any, served: Any, ending: str) -> None:
+    # The client's own pool is in shards, each counting the runs it holds open (a shard is picked by
+    # that count): a run that ended without giving its place back would count as open for good.
+    step, options, expected = ENDINGS[ending]
+    endpoint = served(agent(step))
+    with drive.client(endpoint.url, timeout=POOL_WAIT, **options) as client:
+        for how in ("run", "stream"):
+            try:
+                run_or_stream(client.thread(), how)
+            except ag.AguiError:
+                assert not isinstance(expected, str)
+        shards = client.http._transport._shards
+        assert shards and sum(shard.open for shard in shards) == 0
 
 
 @pytest.mark.parametrize("leave", ["break-at-event-3", "block-left-unread", "caller-raises-at-event-3",
