@@ -38,6 +38,7 @@ class Counted(SqliteStore):
         self.armed = False
         self.entered = threading.Event()
         self.go = threading.Event()
+        self.fails = False
         self._count = threading.Lock()
 
     def load(self, thread_id: str) -> StoredThread | None:
@@ -47,6 +48,8 @@ class Counted(SqliteStore):
             if self.armed:
                 self.entered.set()
                 assert self.go.wait(BOUND)
+                if self.fails:
+                    raise ag.StoreError("the store went away", thread_id=thread_id)
             return super().load(thread_id)
         finally:
             with self._count:
@@ -122,6 +125,38 @@ def test_a_cancelled_store_read_does_not_outlive_the_client(served: Any, tmp_pat
     finally:
         store.go.set()
         store.close()
+
+
+def test_a_cancelled_read_that_then_fails_still_ends_in_the_cancellation(
+    served: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The read is waited out; its own failure is not what the caller sees (it asked to stop), and is
+    # retrieved, so asyncio logs no "exception was never retrieved".
+    endpoint = served(ScriptedAgent.chat())
+    store = Counted(tmp_path / "threads.db")
+
+    async def main() -> None:
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            thread = await client.load_thread()
+            await thread.run("hi")
+            store.armed = store.fails = True
+            task = asyncio.create_task(thread.reload())
+            assert await asyncio.to_thread(store.entered.wait, BOUND)
+            task.cancel()
+            asyncio.get_running_loop().call_soon(store.go.set)
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(task, BOUND)
+            assert store.in_flight == 0
+            store.armed = False
+            assert (await thread.run("again")).outcome == "success"
+
+    try:
+        asyncio.run(main())
+        gc.collect()
+    finally:
+        store.go.set()
+        store.close()
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
 
 
 @pytest.mark.filterwarnings("error::ResourceWarning")

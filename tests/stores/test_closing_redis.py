@@ -32,4 +32,4 @@ def test_a_redis_store_made_from_a_url_closes_its_pool(served: Any, redis_url: s
         return store
 
     asyncio.run(main())
-    gc.collect()  # (an unclosed socket warns here, in the test, as an error)  # (an unclosed socket warns here, in the test, as an error)
+    gc.collect()  # (an unclosed socket warns here, in the test, as an error)
