@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -37,7 +38,7 @@ from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, last_u
 BOUND = 10.0
 
 POINTS = ["before-head", "after-head", "mid-body", "during-save", "during-tool-handler"]
-HOWS = ["task-cancel", "asyncio-timeout", "taskgroup-sibling"]
+HOWS = ["task-cancel", "asyncio-timeout", "taskgroup-sibling", "cancel-scope"]
 
 
 class Blocking(SqliteStore):
@@ -139,6 +140,24 @@ async def cancelled(work: Callable[[], Awaitable[Any]], reached: Callable[[], Aw
         with pytest.raises(TimeoutError) as timed_out:
             await asyncio.wait_for(task, BOUND)
         return timed_out.value
+
+    if how == "cancel-scope":  # (anyio's, as Starlette's and FastAPI's: every later await is cancelled too)
+        scopes_: list[anyio.CancelScope] = []
+
+        async def scoped() -> Any:
+            with anyio.CancelScope() as scope:
+                scopes_.append(scope)
+                await work()
+            raise asyncio.CancelledError  # (the scope took its cancellation back; said for the check)
+
+        task = asyncio.create_task(scoped())
+        await asyncio.wait_for(reached(), BOUND)
+        scopes_[0].cancel()
+        # (a wait in the run now blocks the loop until the store call ends: ``after`` from another thread)
+        threading.Thread(target=after).start()
+        with pytest.raises(asyncio.CancelledError) as scoped_out:
+            await asyncio.wait_for(task, BOUND)
+        return scoped_out.value
 
     async def sibling() -> None:
         await asyncio.wait_for(reached(), BOUND)
