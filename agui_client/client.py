@@ -11,7 +11,6 @@ redirects followed, and the response closed whatever way the caller leaves the s
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 import uuid
@@ -52,7 +51,7 @@ from .errors import (
     TransportError,
 )
 from .telemetry import Telemetry, resolve
-from .thread import AsyncThread, Thread
+from .thread import AsyncThread, Thread, _in_worker
 from .wire.sse import SSEDecoder
 from .wire.types.run import RunAgentInput
 
@@ -793,8 +792,9 @@ class AsyncAgentClient(_ClientBase):
     async def load_thread(self, thread_id: str | None = None, *,
                           tool_handlers: Mapping[str, Callable[..., Any]] | None = None) -> AsyncThread:
         """:meth:`thread`, with the store read (and the thread rebuilt) in a worker thread, so the
-        event loop goes on serving while a long thread loads from SQLite or Redis."""
-        return await asyncio.to_thread(self.thread, thread_id, tool_handlers=tool_handlers)
+        event loop goes on serving while a long thread loads from SQLite or Redis. Cancelled, it returns
+        once that read has ended (none outlives the caller)."""
+        return await _in_worker(self.thread, thread_id, tool_handlers=tool_handlers)
 
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
              headers: Mapping[str, str] | None = None,

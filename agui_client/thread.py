@@ -11,12 +11,13 @@ returned.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import signal
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .core.exchange import StreamHandle
 from .core.flow import RECEIVE, Close, Conversation, Flow, Hand, Invoke, Load, ResumeInput, Run, Send, Write
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from .client import AgentClient, AsyncAgentClient
 
 __all__ = ["Thread", "AsyncThread", "RunStream", "AsyncRunStream", "MessageInput", "ResumeInput"]
+
+T = TypeVar("T")
 
 
 class RunStream:
@@ -612,7 +615,7 @@ class AsyncThread(Conversation):
         if kind is Load:
             if self._on_loop:
                 return self._store.load(self.id)
-            return await asyncio.to_thread(self._store.load, self.id)
+            return await _in_worker(self._store.load, self.id)
         if kind is Invoke:
             output = self._invoke(effect.call)
             return await output if inspect.isawaitable(output) else output
@@ -653,6 +656,38 @@ class AsyncThread(Conversation):
                 self._version = landed[0]
             raise
         return self._version
+
+
+async def _in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``await asyncio.to_thread(call, ...)``, but a cancelled caller waits for the call to end.
+
+    A store read cannot be stopped once its worker thread runs it: left running, it outlived the
+    cancelled ``reload()`` or ``load_thread()``, and the ``async with`` of the client (and the store the
+    application closes next) around it. A cancellation is waited out on the loop (it goes on serving);
+    a cancel scope, which cancels that wait too, blocks for the rest of the call (a store read, bounded
+    by the store's own timeouts), as a cancelled write does.
+    """
+    finished = threading.Event()
+    context = contextvars.copy_context()  # (as asyncio.to_thread: the call sees the caller's context)
+
+    def work() -> T:
+        try:
+            return context.run(call, *args, **kwargs)
+        finally:
+            finished.set()
+
+    future = asyncio.get_running_loop().run_in_executor(None, work)
+    future.add_done_callback(_retrieved)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            finished.wait()
+        except Exception:  # noqa: BLE001, S110 - the read's own failure: the cancellation is what the caller sees
+            pass
+        raise
 
 
 def _calls_on_loop(store: Any) -> bool:

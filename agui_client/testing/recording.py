@@ -369,7 +369,11 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
         if stem is None:
             return response
         assert isinstance(response.stream, httpx.SyncByteStream)
-        body = self._recorder.response(stem, response, request)
+        try:
+            body = self._recorder.response(stem, response, request)
+        except BaseException:
+            response.close()  # (its files could not be made: the connection goes back, the error goes on)
+            raise
         return _wrapped(response, _RecordedStream(response.stream, body), request)
 
     def close(self) -> None:
@@ -402,7 +406,11 @@ class AsyncRecordingTransport(_Controls, httpx.AsyncBaseTransport):
         if stem is None:
             return response
         assert isinstance(response.stream, httpx.AsyncByteStream)
-        body = self._recorder.response(stem, response, request)
+        try:
+            body = self._recorder.response(stem, response, request)
+        except BaseException:
+            await response.aclose()  # (as RecordingTransport's)
+            raise
         return _wrapped(response, _AsyncRecordedStream(response.stream, body), request)
 
     async def aclose(self) -> None:
