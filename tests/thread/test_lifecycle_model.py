@@ -130,7 +130,7 @@ asks = st.lists(st.builds(Ask, id=st.sampled_from(IDS), offset=st.sampled_from(O
                           spelling=st.sampled_from(SPELLINGS), schema=st.booleans()),
                 min_size=1, max_size=3, unique_by=lambda a: a.id).map(tuple)
 responses = st.one_of(
-    st.sampled_from(["plain", "tool", "error", "rejected", "cancelled", "cut"]).map(Response),
+    st.sampled_from(["plain", "tool", "tool", "error", "rejected", "cancelled", "cut"]).map(Response),
     # (as likely as all the others together)
     st.builds(Response, kind=st.just("interrupt"), asks=asks, late=st.sampled_from([False, False, True])),
 )
@@ -195,7 +195,7 @@ class Open:
 class Said:
     """A message as the model holds it."""
 
-    id: str
+    id: str | None  # (None: an id the client made, a tool loop's answer)
     role: str
     calls: tuple[str, ...] = ()
     answers: str | None = None  # (a tool message: the call it answers)
@@ -221,7 +221,7 @@ class Model:
         return Model(list(self.messages), list(self.open), self.interrupted_run, list(self.pending),
                      set(self.incomplete), self.state)
 
-    def answer_call(self, call_id: str, message_id: str) -> None:
+    def answer_call(self, call_id: str, message_id: str | None) -> None:
         # TC-13: the tool message goes right after the assistant message that made the call, after
         # earlier results for it.
         at = next(n for n, m in enumerate(self.messages) if call_id in m.calls) + 1
@@ -271,15 +271,21 @@ class Shell:
     a blocking portal's loop) and the thread object it loaded."""
 
     def __init__(self, kind: str, url: str, store: Any, clock: Callable[[], datetime],
-                 portal: anyio.from_thread.BlockingPortal, thread_id: str) -> None:
+                 portal: anyio.from_thread.BlockingPortal, thread_id: str, handlers: dict[str, Any]) -> None:
         self.kind = kind
         self.portal = portal
         if kind == "sync":
             self.client: Any = ag.AgentClient(url, store=store, clock=clock)
-            self.thread: Any = self.client.thread(thread_id)
+            self.thread: Any = self.client.thread(thread_id, tool_handlers=handlers)
         else:
             self.client = portal.call(lambda: ag.AsyncAgentClient(url, store=store, clock=clock))
-            self.thread = portal.call(self.client.load_thread, thread_id)
+            self.thread = portal.call(lambda: self.client.load_thread(thread_id, tool_handlers=handlers))
+
+    def run_until_done(self, message: Any, **arguments: Any) -> tuple[ag.RunResult, list[Any]]:
+        """The tool loop, one run at most (the agent answers one request per step)."""
+        if self.kind == "sync":
+            return self.thread.run_until_done(message, max_steps=1, **arguments), []
+        return self.portal.call(lambda: self.thread.run_until_done(message, max_steps=1, **arguments)), []
 
     def close(self) -> None:
         if self.kind == "sync":
@@ -319,6 +325,11 @@ class Shell:
 RESUMES = ("all", "abandon-some", "leave-one", "unknown-id", "answer-expired", "break-schema", "twice")
 
 
+def same_ids(actual: list[str], model: list[str | None]) -> bool:
+    """The message ids, in order, as the model has them (``None``: any id, one the client made)."""
+    return len(actual) == len(model) and all(m is None or a == m for a, m in zip(actual, model, strict=True))
+
+
 def report(thread: Any) -> tuple[Any, ...]:
     """What the client says the thread holds (values that compare by content)."""
     state = thread.state
@@ -348,6 +359,8 @@ class Lifecycle(RuleBasedStateMachine):
         self.director.response = None
         self.director.now = datetime(2026, 11, 30, tzinfo=UTC)
         self.sent_before = self.agent.request_count
+        self.picked: list[Any] = []  # (the tool handler's calls: an action taken)
+        self.handlers = {"pick": lambda q: self.picked.append(q) or {"picked": q}}
 
     def teardown(self) -> None:
         if self.shell is not None:
@@ -365,7 +378,7 @@ class Lifecycle(RuleBasedStateMachine):
             self.store = SqliteStore(os.path.join(folder, "threads.db"))
         else:
             self.store = MemoryStore()
-        self.shell = Shell(shell, self.url, self.store, self.clock, self.portal, self.thread_id)
+        self.shell = Shell(shell, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
 
     def clock(self) -> datetime:
         return self.director.now
@@ -519,6 +532,30 @@ class Lifecycle(RuleBasedStateMachine):
         self.thread.add_tool_result(call, {"picked": 1}, message_id=message_id)
         self.model.answer_call(call, message_id)
 
+    @rule(response=responses, text=st.booleans(), cover=st.booleans())
+    def tool_loop(self, response: Response, text: bool, cover: bool) -> None:
+        """``run_until_done``: the calls the thread holds are answered by their handler, then one run goes
+        out; on a thread waiting for answers it must resume them (``cover``: abandon every one), or be
+        refused before any handler runs (an action) and before anything is sent."""
+        rid = self.next_run(response)
+        message = ag.UserMessage(id=f"{rid}-u", content="go on") if text else None
+        open_ = list(self.model.open)
+        entries = [(o.id, "cancelled", None) for o in open_] if open_ and cover else None
+        resume = [ag.ResumeEntry(interrupt_id=i, status=s) for i, s, _ in entries] if entries else None
+        picked = len(self.picked)
+        event(f"tool loop: {len(self.model.pending)} held, {'waiting' if open_ else 'free'}, cover={cover}")
+        if open_ and not cover:
+            self.refused(lambda: self.shell.run_until_done(message, run_id=rid),  # type: ignore[union-attr]
+                         ag.AwaitingAnswers, [o.id for o in open_])
+            assert len(self.picked) == picked, "a handler ran for a run the interrupt rules refuse"
+            return
+        held = list(self.model.pending)
+        for call in held:
+            self.model.answer_call(call, None)  # (the loop's tool message: an id the client makes)
+        new = [Said(message.id, "user")] if message is not None else []
+        self.send(rid, response, message, new, streamed=False, entries=entries, resume=resume, loop=True)
+        assert len(self.picked) == picked + len(held)
+
     @rule(seconds=st.sampled_from([1, 29, 30, 31, 600, 3600]))
     def advance_clock(self, seconds: int) -> None:
         self.director.now += timedelta(seconds=seconds)
@@ -530,7 +567,7 @@ class Lifecycle(RuleBasedStateMachine):
         before = report(self.thread)
         self.shell.close()
         self.shell = None
-        self.shell = Shell(shell, self.url, self.store, self.clock, self.portal, self.thread_id)
+        self.shell = Shell(shell, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
         # A run is saved when it ends; what a run that never ended folded (and a tool answer not yet sent)
         # lives in the object alone. Without any, the reloaded thread is the one before.
         if self.model == self.stored:
@@ -563,7 +600,7 @@ class Lifecycle(RuleBasedStateMachine):
         return self.shell.stream(message, **arguments) if streamed else self.shell.run(message, **arguments)
 
     def send(self, rid: str, response: Response, message: Any, new: list[Said], *, streamed: bool,
-             entries: list[tuple[str, str, Any]] | None, resume: Any = None) -> None:
+             entries: list[tuple[str, str, Any]] | None, resume: Any = None, loop: bool = False) -> None:
         """A run the model calls valid: sent once, as the model says, and folded as the model says."""
         sent = self.requests()
         history = [m.id for m in self.model.messages]
@@ -574,7 +611,9 @@ class Lifecycle(RuleBasedStateMachine):
         events: list[Any] = []
         failure: ag.AguiError | None = None
         try:
-            if streamed:
+            if loop:
+                result, events = self.shell.run_until_done(message, **arguments)  # type: ignore[union-attr]
+            elif streamed:
                 result, events = self.shell.stream(message, **arguments)  # type: ignore[union-attr]
             else:
                 result = self.shell.run(message, **arguments)  # type: ignore[union-attr]
@@ -584,7 +623,7 @@ class Lifecycle(RuleBasedStateMachine):
         request = self.agent.requests[-1]
         assert request.run_id == rid and request.thread_id == self.thread_id
         # IR-21: the thread's accumulated messages, then the new turn.
-        assert [m.id for m in request.messages] == history + [m.id for m in new]
+        assert same_ids([m.id for m in request.messages], history + [m.id for m in new])
         assert request.state == self.model.state
         if entries is None:
             assert not request.resume
@@ -634,8 +673,8 @@ class Lifecycle(RuleBasedStateMachine):
             return
         thread = self.thread
         state = thread.state
-        said = [(m.id, type(m).ROLE) for m in state.messages]
-        assert said == [(m.id, m.role) for m in self.model.messages]
+        assert [type(m).ROLE for m in state.messages] == [m.role for m in self.model.messages]
+        assert same_ids([m.id for m in state.messages], [m.id for m in self.model.messages])
         for message, model in zip(state.messages, self.model.messages, strict=True):
             if model.role == "assistant":
                 assert tuple(c.id for c in message.tool_calls or ()) == model.calls
