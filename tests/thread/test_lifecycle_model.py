@@ -14,7 +14,8 @@ resume built with a bound ``ResumeBuilder`` or handed as plain entries, covering
 leaving one uncovered, answering an unknown id, answering an expired one, abandoning some, answering
 with a value the schema refuses, answering one twice, or answering when nothing is open; a resume with a
 builder kept from earlier (refused once the thread was interrupted again); answering a pending tool
-call; moving the clock; reloading the thread from its store into a new client object, sync
+call, by hand or by the tool loop (``run_until_done``, whose handler must not run for a run the
+interrupt rules refuse); moving the clock; reloading the thread from its store into a new client object, sync
 ``AgentClient`` or ``AsyncAgentClient`` (the shell is part of the machine's state), on a ``MemoryStore``
 or an ``SqliteStore`` in a temporary directory.
 
