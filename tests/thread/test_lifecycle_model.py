@@ -34,7 +34,8 @@ step the machine checks:
 * what was handed out earlier (a ``RunResult``, a ``messages`` snapshot, the shared state, a streamed
   event, the open interrupts) never changes afterwards;
 * after any error the next correct step works (after a cut resume, once ``release_claim()`` was
-  called, as docs/concepts/stores-and-claims.md documents).
+  called, as docs/concepts/stores-and-claims.md documents: by the same object, or with ``force=True``
+  by a new one after a plain release was refused as another writer's claim).
 
 The default run is small, for CI. The long form (``AGUI_LIFECYCLE_EXAMPLES`` examples of up to
 ``AGUI_LIFECYCLE_STEPS`` steps each)::
@@ -322,11 +323,11 @@ class Shell:
             return stream.result, events
         return self.portal.call(read)
 
-    def release_claim(self) -> None:
+    def release_claim(self, *, force: bool = False) -> None:
         if self.kind == "sync":
-            self.thread.release_claim()
+            self.thread.release_claim(force=force)
         else:
-            self.portal.call(self.thread.release_claim)
+            self.portal.call(lambda: self.thread.release_claim(force=force))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -426,8 +427,9 @@ class Lifecycle(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self.model.open))
     @rule(how=st.sampled_from(RESUMES), form=st.sampled_from(["builder", "entries"]), pick=st.integers(0, 2),
-          response=responses, streamed=st.sampled_from(["run", "stream", "leave"]))
-    def resume(self, how: str, form: str, pick: int, response: Response, streamed: str) -> None:
+          response=responses, streamed=st.sampled_from(["run", "stream", "leave"]),
+          recover=st.sampled_from(["release", "another"]))
+    def resume(self, how: str, form: str, pick: int, response: Response, streamed: str, recover: str) -> None:
         """A resume answering the open interrupts, correctly or in one of the ways the spec forbids."""
         now = self.director.now
         open_ = list(self.model.open)
@@ -491,7 +493,7 @@ class Lifecycle(RuleBasedStateMachine):
         builder = resume_list()
         if form == "builder":
             self.builders.append((builder, self.model.interrupted_run, tuple(self.model.open)))
-        self.send(rid, response, None, [], streamed=streamed, entries=plan, resume=builder)
+        self.send(rid, response, None, [], streamed=streamed, entries=plan, resume=builder, recover=recover)
 
     @precondition(lambda self: not self.model.open)
     @rule(form=st.sampled_from(["builder", "entries"]), response=responses)
@@ -612,8 +614,26 @@ class Lifecycle(RuleBasedStateMachine):
             return self.shell.run(message, **arguments)
         return self.shell.stream(message, leave=streamed == "leave", **arguments)
 
+    def let_go(self, recover: str) -> None:
+        """The claim a resume that may have reached the agent kept, let go deliberately: by this object
+        (``release``), or by a new client object after this one is gone (``another``: its plain release is
+        refused, the claim being another writer's; ``force=True`` takes it back; docs/stores.md)."""
+        assert self.shell is not None
+        if recover == "release":
+            self.shell.release_claim()
+            return
+        kind = self.shell.kind
+        self.shell.close()
+        self.shell = None
+        self.shell = Shell(kind, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
+        self.model = self.stored.copy()  # (the cut run was not saved)
+        with pytest.raises(ag.ConcurrentResume):
+            self.shell.release_claim()
+        self.shell.release_claim(force=True)
+
     def send(self, rid: str, response: Response, message: Any, new: list[Said], *, streamed: str,
-             entries: list[tuple[str, str, Any]] | None, resume: Any = None, loop: bool = False) -> None:
+             entries: list[tuple[str, str, Any]] | None, resume: Any = None, loop: bool = False,
+             recover: str = "release") -> None:
         """A run the model calls valid: sent once, as the model says, and folded as the model says."""
         sent = self.requests()
         history = [m.id for m in self.model.messages]
@@ -653,7 +673,7 @@ class Lifecycle(RuleBasedStateMachine):
             assert result.outcome is None and "TR-16" in [w.code for w in result.warnings]
             assert [type(e).__name__ for e in events] == ["RunStartedEvent"]
             if entries is not None:
-                self.shell.release_claim()  # type: ignore[union-attr]
+                self.let_go(recover)
             self.keep(result, events)
             return
         self.model.played(response, rid, self.director.now)
@@ -664,7 +684,7 @@ class Lifecycle(RuleBasedStateMachine):
             # unknowingly (docs/concepts/stores-and-claims.md); letting go is the caller's deliberate step.
             assert bool(getattr(failure, "claim_held", False)) == (entries is not None)
             if entries is not None:
-                self.shell.release_claim()  # type: ignore[union-attr]
+                self.let_go(recover)
             self.keep(failure.result, events)
             return
         event(f"sent: {'resume' if entries is not None else 'turn'} -> {response.kind}")
