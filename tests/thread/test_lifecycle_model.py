@@ -5,7 +5,8 @@ thread's life through the real client, against a real agent on 127.0.0.1 (``Scri
 ``serve``) whose every response the machine chooses: a plain answer; the interrupt outcome carrying one
 to three interrupts (ids drawn from a small pool, so a later run reuses them; ``expiresAt`` in the past,
 now or the future of an injected clock, written in a few ISO 8601 spellings; with or without a
-``responseSchema``); a frontend tool call left pending (success with ``pendingToolCallIds``); a
+``responseSchema``; now and then the first one raised twice, IR-06, or a late ``RUN_ERROR`` after the
+close, CL-02); a frontend tool call left pending (success with ``pendingToolCallIds``); a
 ``RUN_ERROR`` after some text; a stream opening with ``RUN_ERROR`` (LC-02); the cancelled outcome; a
 response cut mid-stream.
 
@@ -127,6 +128,7 @@ class Response:
     kind: str
     asks: tuple[Ask, ...] = ()
     late: bool = False
+    repeat: bool = False  # (the first interrupt raised twice under its id: IR-06, a producer bug)
 
 
 asks = st.lists(st.builds(Ask, id=st.sampled_from(IDS), offset=st.sampled_from(OFFSETS),
@@ -135,7 +137,8 @@ asks = st.lists(st.builds(Ask, id=st.sampled_from(IDS), offset=st.sampled_from(O
 responses = st.one_of(
     st.sampled_from(["plain", "tool", "tool", "error", "rejected", "cancelled", "cut"]).map(Response),
     # (as likely as all the others together)
-    st.builds(Response, kind=st.just("interrupt"), asks=asks, late=st.sampled_from([False, False, True])),
+    st.builds(Response, kind=st.just("interrupt"), asks=asks, late=st.sampled_from([False, False, True]),
+              repeat=st.sampled_from([False, False, False, True])),
 )
 
 
@@ -171,6 +174,8 @@ class Director:
                                                                            a.spelling),
                          response_schema=ANSWER_SCHEMA if a.schema else None)
             for a in response.asks)
+        if response.repeat:
+            interrupts += interrupts[:1]
         late = [ev.RunErrorEvent(message="a failure after the close", code="late")] if response.late else []
         return [Start(), ev.StateSnapshotEvent(snapshot={"asked": [a.id for a in response.asks]}),
                 *text_message(f"{rid}-a", "A question"),
@@ -259,6 +264,7 @@ class Model:
         elif kind == "interrupt":
             # IR-27/B279: the new interrupts replace the open ones (not a union).
             # IR-18: a value that is not a date never expires.
+            # (an id raised twice, IR-06, is one question: the client holds the first, docs/codes.md#ir-06)
             self.open = [Open(a.id, None if a.offset is None or a.spelling == "garbled"
                               else now + timedelta(seconds=a.offset), a.schema) for a in response.asks]
             self.interrupted_run = rid
@@ -446,13 +452,13 @@ class Lifecycle(RuleBasedStateMachine):
             target = schemed[pick % len(schemed)]
         plan: list[tuple[str, str, Any]] = []  # (id, "resolved" | "cancelled", payload)
         for interrupt in open_:
-            if how == "leave-one" and interrupt is target:
+            if how == "leave-one" and interrupt.id == target.id:
                 continue
-            if interrupt.expired(now) and not (how == "answer-expired" and interrupt is target):
+            if interrupt.expired(now) and not (how == "answer-expired" and interrupt.id == target.id):
                 plan.append((interrupt.id, "cancelled", None))  # IR-20: an expired one can only be abandoned
-            elif how == "abandon-some" and (interrupt is target or pick == 2):
+            elif how == "abandon-some" and (interrupt.id == target.id or pick == 2):
                 plan.append((interrupt.id, "cancelled", None))
-            elif how == "break-schema" and interrupt is target:
+            elif how == "break-schema" and interrupt.id == target.id:
                 plan.append((interrupt.id, "resolved", {"answer": 5}))
             else:
                 plan.append((interrupt.id, "resolved", {"answer": f"yes to {interrupt.id}"}))
@@ -688,6 +694,14 @@ class Lifecycle(RuleBasedStateMachine):
             self.keep(failure.result, events)
             return
         event(f"sent: {'resume' if entries is not None else 'turn'} -> {response.kind}")
+        if response.repeat:
+            # IR-06, a producer bug: the run fails, but the agent stopped to ask, so its interrupts are held
+            # open, and saved, for the thread to answer or abandon (docs/codes.md#ir-06).
+            assert isinstance(failure, ag.SequenceError) and repr(response.asks[0].id) in str(failure), failure
+            assert failure.result is not None and getattr(failure, "thread_saved", False)
+            self.stored = self.model.copy()
+            self.keep(failure.result, events)
+            return
         assert failure is None, f"{response.kind}: {failure!r}"
         assert result is not None
         self.stored = self.model.copy()
