@@ -538,16 +538,7 @@ class Conversation(_Standing):
         # leaves the thread as it was.
         new = new_messages(message)
         open_interrupts = self._state.open_interrupts
-        if open_interrupts and not resume:
-            # Not a resume that left some out: a run that would move past the questions. Said so, with
-            # the questions and the way to answer them (still an UncoveredInterrupts).
-            raise awaiting_answers(self.id, open_interrupts)
-        if isinstance(resume, ResumeBuilder):
-            resume._check_target(self.id, self._state.interrupted_run_id, open_interrupts)
-            entries = resume.build(pending_unknown=pending_unknown)
-        else:
-            entries = tuple(resume or ())
-        entries = without_abandoned_payloads(entries)
+        entries = without_abandoned_payloads(self._resume_entries(resume, pending_unknown))
         # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14).
         check_resume(open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown)
         sent = entries
@@ -587,6 +578,27 @@ class Conversation(_Standing):
         )
         return Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
                     resuming=bool(entries), body=encode_input(run_input), run_timeout=run_timeout)
+
+    def _resume_entries(self, resume: ResumeInput, pending_unknown: bool) -> tuple[ResumeEntry, ...]:
+        """The entries ``resume`` gives, refused as the open interrupts require (before anything is sent)."""
+        open_interrupts = self._state.open_interrupts
+        if open_interrupts and not resume:
+            # Not a resume that left some out: a run that would move past the questions. Said so, with
+            # the questions and the way to answer them (still an UncoveredInterrupts).
+            raise awaiting_answers(self.id, open_interrupts)
+        if isinstance(resume, ResumeBuilder):
+            resume._check_target(self.id, self._state.interrupted_run_id, open_interrupts)
+            return resume.build(pending_unknown=pending_unknown)
+        return tuple(resume or ())
+
+    def _refuse_early(self, arguments: Mapping[str, Any]) -> None:
+        """The run's resume checks, judged before the tool loop runs a handler: a run they refuse must not
+        have had an action taken, or a tool answer added, on its behalf."""
+        resume, pending_unknown = arguments.get("resume"), bool(arguments.get("pending_unknown", False))
+        # (an abandoning entry's payload is dropped, as the run drops it; the run itself warns of it)
+        entries = [attrs.evolve(e, payload=None) if isinstance(e, ResumeEntry) and e.status == "cancelled" else e
+                   for e in self._resume_entries(resume, pending_unknown)]
+        check_resume(self._state.open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown)
 
     # -- a run -------------------------------------------------------------------------------------------
 
@@ -752,6 +764,7 @@ class Conversation(_Standing):
     def _until_done(self, message: MessageInput, max_steps: int, arguments: Mapping[str, Any]) -> Flow[RunResult]:
         held = self._held_calls()
         if held is not None:
+            self._refuse_early(arguments)
             yield from self._answer_tools(held)
         result = yield from self._run_claimed(message, arguments)
         for _ in range(max_steps - 1):

@@ -863,10 +863,11 @@ class ResumeBuilder:
             check_resume((), self._entries, now=self._now, pending_unknown=True)
             return tuple(self._entries)
         if not self._interrupts:
-            ids = tuple(dict.fromkeys(e.interrupt_id for e in self._entries))
-            problems = {kind: ids if kind in ("nothing", "unknown") else () for kind in PROBLEM_KINDS}
+            # Entries are refused as the run's egress check refuses them, naming each id (they answer
+            # nothing); a builder with none is refused too: there is nothing to resume.
+            check_resume((), self._entries, now=self._now)
             raise NothingToResume("resume refused, nothing was sent: the thread has no open interrupts",
-                                  ids=ids, problems=problems)
+                                  ids=(), problems={kind: () for kind in PROBLEM_KINDS})
         check_resume(self._interrupts, self._entries, now=self._now)
         rank = {interrupt_id: n for n, interrupt_id in enumerate(dict.fromkeys(i.id for i in self._interrupts))}
         return tuple(sorted(self._entries, key=lambda entry: rank[entry.interrupt_id]))

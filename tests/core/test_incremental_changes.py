@@ -362,6 +362,30 @@ def test_clearing_interrupts_a_legacy_bridge_read_unsets_how_they_were_asked() -
     assert apply_changes(copy.deepcopy(data), [_json(change)]) == _json(state.dump())
 
 
+def test_a_cut_message_keeps_its_flag_in_the_record_until_it_ends() -> None:
+    # A cut message is saved by a later run with its flag (``incompleteIds``); a run that re-opens and
+    # ends it clears the flag, and the change unsets the key.
+    data = {"format": 1, "threadId": "t", "messages": [{"id": "m1", "role": "assistant", "content": "Hel"}],
+            "state": {}, "usageByRun": {}, "subagents": {}, "openInterrupts": [], "lastOutcome": "success",
+            "lastRunId": "r1", "incompleteIds": ["m1"]}
+    state = ThreadState.load(copy.deepcopy(data), adopt=True)
+    assert state.incomplete_ids == {"m1"}
+    assert state.dump()["incompleteIds"] == ["m1"]
+    _fold(state, [json.dumps(e).encode() for e in (
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m1"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "lo"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"})])
+    assert state.incomplete_ids == frozenset()
+    change = state.changes()
+    assert change["unset"] == ["incompleteIds"]
+    assert "incompleteIds" not in state.dump()
+    assert apply_changes(copy.deepcopy(data), [_json(change)]) == _json(state.dump())
+    with pytest.raises(ValueError, match="incompleteIds"):
+        ThreadState.load({**data, "incompleteIds": "m1"})
+
+
 def test_the_mark_moves_only_when_asked() -> None:
     # changes() reads, it does not mark: a write that fails can be retried with the same change.
     state = ThreadState()

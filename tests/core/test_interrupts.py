@@ -98,6 +98,19 @@ def test_b269_building_with_no_open_interrupts_is_refused_even_without_entries()
     assert info.value.ids == ()
 
 
+def test_b269_building_entries_with_no_open_interrupts_names_them_as_check_resume_does() -> None:
+    # Found by the lifecycle machine (tests/thread/test_lifecycle_model.py): the builder's refusal
+    # carried the ids in .ids but its message named none, unlike check_resume's for the same list.
+    builder = ResumeBuilder([], now=NOW).answer("i1", "yes").abandon("i2")
+    with pytest.raises(NothingToResume) as info:
+        builder.build()
+    assert info.value.ids == ("i1", "i2")
+    assert "'i1'" in str(info.value) and "'i2'" in str(info.value)
+    with pytest.raises(NothingToResume) as direct:
+        check_resume([], builder.entries, now=NOW)
+    assert str(info.value) == str(direct.value)
+
+
 def test_no_open_interrupts_and_no_entries_is_an_ordinary_run() -> None:
     check_resume([], [], now=NOW)
 

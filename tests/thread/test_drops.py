@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import agui_client as ag
+from agui_client.stores import MemoryStore, SqliteStore
 from agui_client.testing import (
     Disconnect,
     Finish,
@@ -73,6 +74,39 @@ def test_a_tool_call_cut_mid_arguments_is_never_offered_as_pending(drive: Any, s
     assert result.pending_tool_call_ids == ()
     assert result.state.pending_tool_call_ids == ()
     assert result.state.incomplete_ids == {"c1"}
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_cut_message_stays_flagged_incomplete_once_a_later_run_saved_it(drive: Any, served: Any, store: str,
+                                                                          tmp_path: Any) -> None:
+    # Found by the lifecycle machine (tests/thread/test_lifecycle_model.py): the cut run is not saved, the
+    # next one saves the thread with the cut message in it, and the store lost its flag: loaded again, the
+    # half message read as complete (a cut message is kept flagged, never silently closed: LC-04). Both a
+    # whole save (the first run's) and an appended change (a later one's) are checked.
+    endpoint = served(ScriptedAgent([
+        [Start(), Finish()],
+        [Start(), ag.TextMessageStartEvent(message_id="m1"), ag.TextMessageContentEvent(message_id="m1", delta="Hel"),
+         ag.ToolCallStartEvent(tool_call_id="c1", tool_call_name="search", parent_message_id="m1"), Disconnect()],
+        [Start(), *text_message("m2", "Sorry, go on"), Finish()],
+        [Start(), ag.TextMessageStartEvent(message_id="m1"), ag.TextMessageContentEvent(message_id="m1", delta="lo"),
+         ag.TextMessageEndEvent(message_id="m1"), Finish()],
+    ]))
+    kept = MemoryStore() if store == "memory" else SqliteStore(tmp_path / "threads.db")
+
+    with drive.client(endpoint.url, store=kept) as client:
+        thread = client.thread()
+        thread.run("hi")
+        with pytest.raises(ag.StreamEnded):
+            thread.run("and then?")
+        thread.run("hello?")
+        assert thread.state.incomplete_ids == {"m1", "c1"}
+        again = client.thread(thread.id)
+        assert again.state.incomplete_ids == {"m1", "c1"}
+        assert again.state.messages == thread.state.messages
+        again.run("finish it")  # (TX-05: the message re-opened and ended; its call stays cut)
+        assert again.state.incomplete_ids == {"c1"}
+        assert client.thread(thread.id).state.incomplete_ids == {"c1"}
+    kept.close()
 
 
 def test_an_injected_http_client_without_timeouts_still_gets_the_idle_timeout(drive: Any, served: Any,

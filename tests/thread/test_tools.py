@@ -159,6 +159,48 @@ def test_run_until_done_answers_the_calls_a_thread_already_holds_before_it_sends
     assert sent["role"] == "tool" and sent["toolCallId"] == call_id
 
 
+@pytest.mark.parametrize("resume", ["none", "uncovered"])
+def test_run_until_done_on_a_thread_waiting_for_answers_is_refused_before_a_handler_runs(
+        drive: Any, served: Any, resume: str) -> None:
+    # A success left a frontend call pending, then a run stopped to ask. The tool loop must not run the
+    # handler (an action) and add its answer for a run the interrupt rules refuse anyway (IR-13, IR-14):
+    # the refusal comes first, and the thread is left as it was. Found by the lifecycle machine's tool loop.
+    endpoint = served(ScriptedAgent([
+        [Start(), *tool_call("c1", "confirm_choice", {"question": "Which?"}, parent_message_id="a1"),
+         Finish(outcome=ag.RunFinishedSuccessOutcome(pending_tool_call_ids=("c1",)))],
+        [Start(), interrupted("i1", "i2")],
+        [Start(), Finish()],
+    ], stateless=True))
+    asked: list[str] = []
+
+    def confirm_choice(question: str) -> str:
+        asked.append(question)
+        return "yes"
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": confirm_choice})
+        thread.run("choose")
+        thread.run("and also")
+        before = thread.state.messages
+        arguments = {} if resume == "none" else {"resume": [ag.ResumeEntry(interrupt_id="i1", status="cancelled")]}
+        with pytest.raises(ag.UncoveredInterrupts) as caught:
+            thread.run_until_done("go on", **arguments)
+        assert "i2" in caught.value.ids
+        assert asked == []
+        assert thread.state.messages == before
+        assert thread.state.pending_tool_call_ids == ("c1",)
+        assert endpoint.agent.request_count == 2
+        # The thread is usable: a covering resume answers the call first, then is sent.
+        builder = thread.resume_builder().abandon("i1").abandon("i2")
+        result = thread.run_until_done(resume=builder, max_steps=1)
+
+    assert asked == ["Which?"]
+    assert result.outcome == "success"
+    sent = endpoint.agent.requests[-1]
+    assert [e.interrupt_id for e in sent.resume or ()] == ["i1", "i2"]
+    assert [m.tool_call_id for m in sent.messages if isinstance(m, ag.ToolMessage)] == ["c1"]
+
+
 def test_two_replicas_running_the_tool_loop_run_the_handler_once(served: Any) -> None:
     # The thread is claimed before any handler runs: the second replica is refused (ConcurrentResume)
     # while the first one's handler is still running, before its own handler is called.

@@ -115,7 +115,8 @@ class ThreadState:
         """
         self.log.mark()
         self.ledger.mark()
-        self._mark = Mark(document=self.document.changes, via=self.ledger.open_via is not None, maps=False)
+        self._mark = Mark(document=self.document.changes, via=self.ledger.open_via is not None, maps=False,
+                          incomplete=bool(self.log.incomplete))
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -64,6 +64,10 @@ def dump(thread: ThreadState, *, share_state: bool = False) -> dict[str, Any]:
         # (only then: a record without it reads as before, and an older release reading this one sends
         # the answers as a resume list, which ag-ui-langgraph reads too)
         data["openInterruptsVia"] = ledger.open_via
+    if thread.log.incomplete:
+        # A cut run is not saved, but the next run's save holds what it streamed: the flags go with it,
+        # or the thread loaded again would take a half message for a whole one (LC-04). Only then, as above.
+        data["incompleteIds"] = sorted(thread.log.incomplete)
     return data
 
 
@@ -95,10 +99,17 @@ def changes(thread: ThreadState) -> dict[str, Any]:
     mark = thread._mark
     if thread.document.changes != mark.document:
         replaced["state"] = thread.document.shared()
+    unset = []
     if ledger.open_via is not None:
         replaced["openInterruptsVia"] = ledger.open_via
     elif mark.via:
-        out["unset"] = ["openInterruptsVia"]
+        unset.append("openInterruptsVia")
+    if log.incomplete:
+        replaced["incompleteIds"] = sorted(log.incomplete)
+    elif mark.incomplete:
+        unset.append("incompleteIds")
+    if unset:
+        out["unset"] = unset
     out["set"] = replaced
     merged: dict[str, Any] = {}
     if ledger.usage_touched or mark.maps:
@@ -194,6 +205,10 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> Thr
     if via is not None and (via not in LEGACY_BRIDGES or not ledger.open_interrupts):
         raise ValueError(f"openInterruptsVia {via!r} names no legacy bridge of this release, or no interrupt is open")
     ledger.open_via = via
+    incomplete = data.get("incompleteIds", [])
+    if not isinstance(incomplete, list) or not all(isinstance(i, str) for i in incomplete):
+        raise ValueError("incompleteIds must be a list of strings")
+    thread.log.incomplete.update(incomplete)
     ledger.pending = tuple(data.get("pendingToolCallIds", ()))
     if not all(isinstance(call_id, str) for call_id in ledger.pending):
         raise ValueError("pendingToolCallIds must hold strings")
@@ -214,7 +229,8 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> Thr
     if "messages" not in data:
         thread.log.low, thread.log.marked_len = 0, -1
     thread._mark = Mark(document=-1 if "state" not in data else thread.document.changes,
-                        via=via is not None, maps="usageByRun" not in data or "subagents" not in data)
+                        via=via is not None, maps="usageByRun" not in data or "subagents" not in data,
+                        incomplete=bool(incomplete))
     return thread
 
 
@@ -227,11 +243,13 @@ class Mark:
         via: whether the marked record holds ``openInterruptsVia`` (a change then unsets it, if cleared).
         maps: whether a change writes ``usageByRun`` and ``subagents`` even when nothing was added (the
             record has none: a thread never marked).
+        incomplete: whether the marked record holds ``incompleteIds`` (a change then unsets it, if none is left).
     """
 
     document: int = -1
     via: bool = False
     maps: bool = True
+    incomplete: bool = False
 
 
 def _dump_subagent(record: SubagentRecord) -> dict[str, Any]:
