@@ -477,7 +477,8 @@ def test_piped_lines_are_turns_and_the_end_of_input_leaves(served: Callable[[Any
     assert "/export FILE.md" in out and "/record DIR" in out
     assert endpoint.received[1].body["messages"][-1]["content"] == "/slash first"
     assert f"recording each request into {records}" in out and f"stopped recording into {records}" in out
-    assert sorted(p.name for p in records.iterdir()) == ["01.request.json", "01.response.json", "01.sse"]  # (only while recording)
+    # (only while recording)
+    assert sorted(p.name for p in records.iterdir()) == ["01.request.json", "01.response.json", "01.sse"]
     assert json.loads((records / "01.request.json").read_text())["messages"][-1]["content"] == "/slash first"
     assert "sekrit" not in (records / "01.request.json").read_text()
     assert endpoint.received[0].headers["authorization"] == "Bearer sekrit-123"

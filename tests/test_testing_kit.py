@@ -13,8 +13,6 @@ import httpx
 import pytest
 from ag_ui import core as official
 
-from agui_client.wire.codec import decode_event
-from agui_client.wire.sink import collect_warnings
 from agui_client.testing import (
     ANSWER_SCHEMA,
     APPROVAL_SCHEMA,
@@ -38,6 +36,8 @@ from agui_client.types import (
     TextMessageContentEvent,
     UserMessage,
 )
+from agui_client.wire.codec import decode_event
+from agui_client.wire.sink import collect_warnings
 
 Wire = dict[str, Any]
 

@@ -12,12 +12,12 @@ import attrs
 import corpus
 import pytest
 
-from agui_client.wire import codec
-from agui_client.wire.codec import constructor as builder
 from agui_client.types import capabilities as cap
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
 from agui_client.types import run as rn
+from agui_client.wire import codec
+from agui_client.wire.codec import constructor as builder
 
 
 def _walk(value: Any) -> list[Any]:

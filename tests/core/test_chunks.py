@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from agui_client.core.chunks import ChunkExpander
+from agui_client.core.verify import RunVerifier
 from agui_client.errors import SequenceError
 from agui_client.types.events import (
     ActivitySnapshotEvent,
@@ -36,7 +37,6 @@ from agui_client.types.events import (
     ToolCallStartEvent,
     UnknownEvent,
 )
-from agui_client.core.verify import RunVerifier
 
 RUN_STARTED = RunStartedEvent(thread_id="t1", run_id="r1")
 RUN_FINISHED = RunFinishedEvent(thread_id="t1", run_id="r1")

@@ -19,12 +19,12 @@ import pytest
 from ag_ui import core as official
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from agui_client.wire.codec import decode, decode_event, encode
-from agui_client.wire.sink import collect_warnings
 from agui_client.errors import DecodeError
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
 from agui_client.types import run as rn
+from agui_client.wire.codec import decode, decode_event, encode
+from agui_client.wire.sink import collect_warnings
 
 EVENT = TypeAdapter(official.Event)
 

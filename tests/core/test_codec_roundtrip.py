@@ -19,12 +19,12 @@ import attrs
 import corpus
 import pytest
 
-from agui_client.wire import codec, jsonio
-from agui_client.wire.codec import decode, decode_event, encode
 from agui_client.types import capabilities as cap
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
 from agui_client.types import run as rn
+from agui_client.wire import codec, jsonio
+from agui_client.wire.codec import decode, decode_event, encode
 
 GEN = Path(__file__).resolve().parents[2] / "bench" / "gen.py"
 KINDS = ("chat", "state", "tools", "snapshot", "mixed")

@@ -21,8 +21,8 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from agui_client.wire.codec import decode, decode_event, encode
 from agui_client.types.run import RunAgentInput
+from agui_client.wire.codec import decode, decode_event, encode
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "agui-1.0.schema.json"
 GEN = Path(__file__).resolve().parents[2] / "bench" / "gen.py"

@@ -16,12 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agui_client import replay
-from agui_client.wire import codec
-from agui_client.wire.codec import decode_event
-from agui_client.wire.sink import collect_warnings
 from agui_client.errors import ProtocolError
 from agui_client.types import events as ev
-from agui_client.wire import jsonio
+from agui_client.wire import codec, jsonio
+from agui_client.wire.codec import decode_event
+from agui_client.wire.sink import collect_warnings
 
 HEAD = codec.SNAPSHOT_HEAD
 

@@ -20,14 +20,14 @@ import attrs
 import corpus
 import pytest
 
-from agui_client.wire import codec, jsonio, derive
-from agui_client.wire.codec import decode_event, encode
-from agui_client.wire.jsonio import parse_json
-from agui_client.wire.sink import collect_warnings
 from agui_client.errors import AguiWarning, DecodeError, LimitExceeded, ProtocolError
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
 from agui_client.types import run as rn
+from agui_client.wire import codec, derive, jsonio
+from agui_client.wire.codec import decode_event, encode
+from agui_client.wire.jsonio import parse_json
+from agui_client.wire.sink import collect_warnings
 
 
 @pytest.fixture(params=["orjson", "stdlib"])

@@ -28,10 +28,10 @@ from agui_client import (
     encode,
     replay,
 )
-from agui_client.wire.codec import decode
 from agui_client.types import ToolCallArgsEvent, ToolCallEndEvent, ToolCallStartEvent
 from agui_client.types import messages as msg
 from agui_client.types.messages import FunctionCall, ToolCall
+from agui_client.wire.codec import decode
 
 START = RunStartedEvent(thread_id="t", run_id="r")
 FINISH = RunFinishedEvent(thread_id="t", run_id="r")
@@ -462,7 +462,8 @@ def test_replacing_the_holders_of_calls_no_other_message_held_never_walks_the_li
     monkeypatch.setattr(MessageLog, "_first_holder",
                         lambda self, call_id, start: walks.append(call_id) or looked_up(self, call_id, start))
     events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
-                                    {"type": "MESSAGES_SNAPSHOT", "messages": [_holding("h1", "f"), _holding("h2", "g")]}]
+                                    {"type": "MESSAGES_SNAPSHOT",
+                                     "messages": [_holding("h1", "f"), _holding("h2", "g")]}]
     for i in range(50):
         events += [{"type": "TOOL_CALL_START", "toolCallId": f"s{i}", "toolCallName": "f", "parentMessageId": f"m{i}"},
                    {"type": "TOOL_CALL_END", "toolCallId": f"s{i}"}]
@@ -685,7 +686,8 @@ def test_arguments_nested_deeper_than_a_parser_goes_are_kept_with_a_warning_not_
     # Tool arguments are free text (TC-06): 100,000 "[" is legal on the wire, and the parsers'
     # recursion must not escape replay() as a RecursionError (B094's class).
     result = replay([START, ToolCallStartEvent(tool_call_id="c", tool_call_name="f"),
-                     *(ToolCallArgsEvent(tool_call_id="c", delta=d) for d in deltas), ToolCallEndEvent(tool_call_id="c"),
+                     *(ToolCallArgsEvent(tool_call_id="c", delta=d) for d in deltas),
+                     ToolCallEndEvent(tool_call_id="c"),
                      FINISH])
     assert result.state.tool_call("c").function.arguments == "[" * 100_000  # type: ignore[union-attr]
     assert [w.code for w in result.warnings] == ["TC-06/AGUI204"]
@@ -978,9 +980,9 @@ def test_a_message_held_before_the_response_dropped_by_one_run_and_restored_by_a
 def test_a_save_marks_a_state_it_parsed_itself_as_checked_and_no_other() -> None:
     """The store skips its plain-JSON walk only for state the thread parsed or validated itself."""
     from agui_client import StateDeltaEvent, replay
-    from agui_client.wire.jsonio import PlainDict
     from agui_client.errors import StoreError
     from agui_client.stores import MemoryStore
+    from agui_client.wire.jsonio import PlainDict
 
     body = (b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
             b'data: {"type":"STATE_SNAPSHOT","snapshot":{"a":[1,2],"b":{"c":"d"}}}\n\n'
@@ -1010,9 +1012,9 @@ def test_a_hand_built_state_snapshot_is_copied_as_it_is_and_not_vouched_for() ->
     import math
 
     from agui_client import StateSnapshotEvent
-    from agui_client.wire.jsonio import PlainDict
     from agui_client.errors import StoreError
     from agui_client.stores import MemoryStore
+    from agui_client.wire.jsonio import PlainDict
 
     thread = ThreadState()
     snapshot = {"x": float("nan"), "nested": {"y": [1]}}
@@ -1080,7 +1082,8 @@ def test_text_streamed_into_a_message_a_snapshot_made_a_tool_message_extends_its
     # the next delta appends to it, as for every other role (it used to replace it: "b").
     events = [{"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
               {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
-              {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "m1", "role": "tool", "content": "U", "toolCallId": "c"}]},
+              {"type": "MESSAGES_SNAPSHOT",
+               "messages": [{"id": "m1", "role": "tool", "content": "U", "toolCallId": "c"}]},
               {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "b"},
               {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
               {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}]

@@ -318,8 +318,8 @@ _payload_pieces = st.one_of(
 @given(st.lists(_payload_pieces, max_size=12))
 def test_a_batch_is_read_exactly_as_its_payloads_one_by_one(payloads: list[bytes]) -> None:
     """``parse_batch`` returns what ``parse_json`` returns for each payload, or ``None``; never another reading."""
-    from agui_client.wire import codec, jsonio
     from agui_client.errors import ProtocolError
+    from agui_client.wire import jsonio
 
     batch = jsonio.parse_batch(payloads)
     if batch is None:

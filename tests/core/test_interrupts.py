@@ -11,8 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agui_client.wire.codec import decode, encode
-from agui_client.wire.sink import collect_warnings
+from agui_client.core.interrupts import PROBLEM_KINDS, ResumeBuilder, check_resume
 from agui_client.errors import (
     DuplicateResumeEntry,
     ExpiredInterruptAnswered,
@@ -27,8 +26,9 @@ from agui_client.errors import (
     UnknownInterrupt,
     UnusableResponseSchema,
 )
-from agui_client.core.interrupts import PROBLEM_KINDS, ResumeBuilder, check_resume
 from agui_client.types.run import Interrupt, ResumeEntry
+from agui_client.wire.codec import decode, encode
+from agui_client.wire.sink import collect_warnings
 
 __all__: list[str] = []
 

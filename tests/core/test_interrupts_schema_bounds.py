@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agui_client.cli.forms import field_errors
-from agui_client.wire.sink import collect_warnings
+from agui_client.core.interrupts import SCHEMA_FAULTS, ResumeBuilder, check_resume
 from agui_client.errors import (
     InvalidResumePayload,
     ResumeRefused,
@@ -23,9 +23,9 @@ from agui_client.errors import (
     UncoveredInterrupts,
     UnusableResponseSchema,
 )
-from agui_client.core.interrupts import SCHEMA_FAULTS, ResumeBuilder, check_resume
 from agui_client.testing import ScriptedAgent
 from agui_client.types.run import Interrupt, ResumeEntry
+from agui_client.wire.sink import collect_warnings
 
 __all__: list[str] = []
 

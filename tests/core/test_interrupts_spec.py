@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from agui_client.wire.codec import decode_event
-from agui_client.wire.sink import collect_warnings
+from agui_client.core.interrupts import ResumeBuilder, check_resume, is_expired
 from agui_client.errors import (
     DecodeError,
     ExpiredInterruptAnswered,
@@ -22,7 +21,6 @@ from agui_client.errors import (
     UncoveredInterrupts,
     UnknownInterrupt,
 )
-from agui_client.core.interrupts import ResumeBuilder, check_resume, is_expired
 from agui_client.types.events import RunFinishedEvent
 from agui_client.types.run import (
     Interrupt,
@@ -30,6 +28,8 @@ from agui_client.types.run import (
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
 )
+from agui_client.wire.codec import decode_event
+from agui_client.wire.sink import collect_warnings
 
 __all__: list[str] = []
 

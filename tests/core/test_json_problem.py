@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from agui_client.wire.jsonio import json_problem
-from agui_client.wire import jsonio
 
 __all__: list[str] = []
 

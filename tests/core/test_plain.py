@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agui_client import RunSession, ThreadState, encode, replay
-from agui_client.wire.codec import decode
-from agui_client.wire.sink import collect_warnings
-from agui_client.errors import AguiError
 from agui_client.core.fold.entries import Entry as _Entry
 from agui_client.core.fold.entries import wire_entry as _wire_entry
-from agui_client.wire import codec as _codec
+from agui_client.errors import AguiError
 from agui_client.types import messages as msg
+from agui_client.wire import codec as _codec
+from agui_client.wire.codec import decode
+from agui_client.wire.sink import collect_warnings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
+from agui_client.core.interrupts import check_resume, is_expired
+from agui_client.errors import ResumeRefused
+from agui_client.types.run import Interrupt, ResumeEntry
 from agui_client.wire.codec import decode
 from agui_client.wire.sink import collect_warnings
-from agui_client.errors import ResumeRefused
-from agui_client.core.interrupts import check_resume, is_expired
-from agui_client.types.run import Interrupt, ResumeEntry
 
 __all__: list[str] = []
 

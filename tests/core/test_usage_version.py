@@ -16,10 +16,10 @@ import attrs
 import pytest
 
 from agui_client import RunResult, RunSession, ThreadState, replay
-from agui_client.wire import codec, jsonio
-from agui_client.wire.codec import camel, decode_event
 from agui_client.types import events as ev
 from agui_client.types import run as rn
+from agui_client.wire import codec, jsonio
+from agui_client.wire.codec import camel, decode_event
 
 START = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
 CALL = [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "confirm"},

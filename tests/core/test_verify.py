@@ -10,8 +10,7 @@ import pytest
 from attrs import frozen
 
 from agui_client.core.chunks import ChunkExpander
-from agui_client.wire.codec import decode_event
-from agui_client.wire.sink import collect_warnings
+from agui_client.core.verify import TRANSITIONS, RunVerifier, Violation
 from agui_client.errors import DecodeError, LimitExceeded, SequenceError, StreamEnded, StreamWarning
 from agui_client.types.events import (
     ActivityDeltaEvent,
@@ -53,7 +52,8 @@ from agui_client.types.run import (
     RunFinishedSuccessOutcome,
     SubagentFinishedSuspendedOutcome,
 )
-from agui_client.core.verify import TRANSITIONS, RunVerifier, Violation
+from agui_client.wire.codec import decode_event
+from agui_client.wire.sink import collect_warnings
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable

@@ -13,6 +13,8 @@ from attrs import frozen
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agui_client.core.roster import Roster
+from agui_client.core.verify import _SEEDED, RunVerifier
 from agui_client.types.events import RunStartedEvent
 from agui_client.types.messages import (
     ActivityMessage,
@@ -24,8 +26,6 @@ from agui_client.types.messages import (
     ToolMessage,
     UserMessage,
 )
-from agui_client.core.roster import Roster
-from agui_client.core.verify import _SEEDED, RunVerifier
 
 
 @frozen(kw_only=True)

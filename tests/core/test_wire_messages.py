@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from corpus import ALL_MESSAGES
 
+from agui_client.core.fold import ThreadState
+from agui_client.errors import StoreError
+from agui_client.stores import MemoryStore
+from agui_client.types import messages as msg
 from agui_client.wire import codec, jsonio
 from agui_client.wire.codec import encode_messages
 from agui_client.wire.jsonio import PlainList, plain_json
-from agui_client.errors import StoreError
-from agui_client.core.fold import ThreadState
-from agui_client.stores import MemoryStore
-from agui_client.types import messages as msg
 
 __all__: list[str] = []
 

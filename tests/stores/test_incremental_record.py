@@ -17,8 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_store_contract import Backend, _backend, small
-from test_store_contract import raw_redis  # noqa: F401 (the fixture the Redis backends use)
+from test_store_contract import (
+    Backend,
+    _backend,
+    raw_redis,  # noqa: F401 (the fixture the Redis backends use)
+    small,
+)
 
 from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import STORE_FORMAT_VERSION, Compaction, IncrementalStore, apply_changes

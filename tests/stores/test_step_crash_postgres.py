@@ -5,7 +5,8 @@ SIGKILLs itself at statement K (just before it is sent, or just after its reply)
 until a writer finishes its append without reaching K. Twice: for an append alone (one statement),
 and for an append that triggers a compaction (the append, then the load of the thread, folded with no
 lock held, then one transaction of the conditional folding update; a kill after the update's reply
-lands before the transaction's commit, so the fold is lost with it). After every kill a fresh store must load the thread as exactly the data before the append
+lands before the transaction's commit, so the fold is lost with it). After every kill a fresh store must load
+the thread as exactly the data before the append
 or exactly the data after it (built here with ``apply_changes``), at the version that goes with it;
 and the thread must take the next claim, release and append as usual.
 

@@ -23,7 +23,6 @@ from threadkit import UTC
 
 import agui_client as ag
 from agui_client.client import MAX_REDIRECTS
-from agui_client.types import TextMessageContentEvent
 from agui_client.testing import (
     Finish,
     KeepAlive,
@@ -34,6 +33,7 @@ from agui_client.testing import (
     serve,
     text_message,
 )
+from agui_client.types import TextMessageContentEvent
 
 KiB = 2**10
 

@@ -1,4 +1,5 @@
-"""Runs interrupted from outside: Ctrl-C, a cancelled task (a web request whose client left), a store write under cancellation.
+"""Runs interrupted from outside: Ctrl-C, a cancelled task (a web request whose client left), a store write
+under cancellation.
 
 Every test body runs through both shells (``drive``: sync and async) against a real ``ScriptedAgent``
 served by uvicorn on 127.0.0.1; the agent records what it received, so "nothing was sent" is a count of

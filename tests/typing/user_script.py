@@ -8,17 +8,17 @@ from typing import Any
 from agui_client import (
     AgentClient,
     AnswerProblem,
-    AwaitingAnswers,
-    StreamNotFinished,
-    check_answer,
     AsyncAgentClient,
+    AwaitingAnswers,
     Interrupt,
     ResumeBuilder,
     RunFinishedEvent,
     RunResult,
+    StreamNotFinished,
     TextMessageContentEvent,
     ToolCallStartEvent,
     UncoveredInterrupts,
+    check_answer,
 )
 from agui_client.stores import STORE_FORMAT_VERSION, SqliteStore, StoredThread, ThreadStore
 
