@@ -8,6 +8,7 @@ hostile variants (deterministic for a seed, each one foldable by our client).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import sys
 from pathlib import Path
@@ -283,3 +284,50 @@ def test_a_family_that_may_meet_a_documented_difference_is_judged_as_that_golden
     theirs = _fold([], outcome="interrupt") | {"result": 0}
     assert reference.judge(_stream("f-runs-thread-s3.5"), ours, theirs).status == "KNOWN"
     assert reference.judge(_stream("f-chunks-everywhere-s3.5"), ours, theirs).status == "DIFF"
+
+
+def test_a_mutation_that_meets_a_documented_difference_names_the_golden_streams_that_document_it() -> None:
+    made: set[str] = set()
+    sources = [_source(n) for n in ("multi-run-interrupt-then-resume", "activity-snapshot-and-delta", "multi-run",
+                                    "tool-call-empty-parent-id", "snapshot-calls-after-streamed-text")]
+    for k in range(60):
+        events, inp = sources[k % len(sources)]
+        made.update(label for v in hostile.variants(events, inp, k, 8, "x") for label in v.label.split("+"))
+    for pattern, names in hostile.DOCUMENTED.items():
+        assert any(fnmatch.fnmatchcase(label, pattern) for label in made), pattern  # a label a mutation writes
+        assert names and all(name in test_golden.DIFFERENCES for name in names), pattern
+    assert hostile.documented(["numbers-args", "empty-id-text", "rename-tool-as-holder"]) == {
+        "empty-id-text": ("tool-call-empty-parent-id",),
+        "rename-tool-as-holder": hostile.DOCUMENTED["rename-tool-as-*"]}
+    assert hostile.documented(["empty-id-activity", "rename-activity-as-text", "split-run-x"]) == {}
+
+
+def _variant(name: str, label: str) -> reference.Stream:
+    return reference.Stream(name, Path(f"{name}.jsonl"), None, label)
+
+
+def test_a_variant_carrying_such_a_mutation_may_differ_in_that_golden_streams_fields_only() -> None:
+    # empty-id-text: the reference reads the parent id "" as absent (golden tool-call-empty-parent-id)
+    ours = _fold([{"id": "", "role": "assistant", "content": "a", "toolCalls": [{"id": "c1"}]}])
+    theirs = _fold([{"id": "", "role": "assistant", "content": "a"}, {"id": "c1", "role": "assistant",
+                                                                      "toolCalls": [{"id": "c1"}]}])
+    variant = _variant("f-reasoning-full-s3.1~m4.0", "f-reasoning-full-s3.1: numbers-args+empty-id-text")
+    known = reference.judge(variant, ours, theirs)
+    assert known.status == "KNOWN" and "empty-id-text as tool-call-empty-parent-id" in known.detail
+    assert reference.judge(variant, ours, ours).status == "SAME"  # (a mutation may not meet it: not stale)
+    # Another field that differs still fails the variant.
+    worse = reference.judge(variant, ours | {"state": {"a": 1}}, theirs)
+    assert worse.status == "DIFF" and list(worse.fields) == ["state"]
+    # Without the mutation in its label, or with no label, or for a stream that is no variant: DIFF.
+    for stream in (_variant("f-reasoning-full-s3.1~m4.0", "f-reasoning-full-s3.1: numbers-args"),
+                   _variant("f-reasoning-full-s3.1~m4.0", ""),
+                   _variant("f-reasoning-full-s3.1", "f-reasoning-full-s3.1: empty-id-text")):
+        assert reference.judge(stream, ours, theirs).status == "DIFF"
+    assert reference.mutations(variant) == ["numbers-args", "empty-id-text"]
+
+
+def test_a_corpus_read_back_keeps_the_mutations_its_variants_carry(tmp_path: Path) -> None:
+    source = GOLDEN / "tool-call-empty-parent-id.jsonl"
+    made = reference.generate(tmp_path, [reference.stream_of(source)], [], 3, 7, only=["empty", "split-run"])
+    again = {s.name: s for s in reference.collect([tmp_path])}
+    assert made and all(reference.mutations(again[s.name]) == s.label.split(": ", 1)[1].split("+") for s in made)

@@ -677,6 +677,50 @@ MUTATIONS: dict[str, Callable[[random.Random, list[Event], dict[str, Any] | None
 }
 
 
+# Mutations that meet a documented deliberate difference (``DIFFERENCES`` of tests/test_golden.py) wherever the
+# stream gives them the chance: the label a mutation writes (``fnmatch`` pattern) -> the golden streams that
+# document what it makes. The reference differential allows those streams' fields, and only those, on a
+# variant whose label carries the mutation (any other field that differs still fails it).
+_COLLIDES = ("tool-result-message-id-collides", "tool-call-parentless-id-collides",
+             "tool-result-named-after-parentless-call", "messages-snapshot-duplicate-ids")
+DOCUMENTED: dict[str, tuple[str, ...]] = {
+    # An entity's id made another's (the rename also reaches a snapshot that restates it): a result, a text
+    # or a reasoning message, a parentless call's message, sharing one id; a call given the id of a call in
+    # the history is that call started again.
+    "rename-result-as-*": _COLLIDES,
+    "rename-text-as-*": _COLLIDES,
+    "rename-reasoning-as-*": _COLLIDES,
+    "rename-tool-as-*": (*_COLLIDES, "tool-call-restarted-from-history"),
+    # The id "" for a text message its calls name as their parent: the reference reads "" as absent.
+    "empty-id-text": ("tool-call-empty-parent-id",),
+    # An emptied delta that carried one half of a character cut between deltas leaves the other alone.
+    "empty-delta": ("text-surrogate-lone", "reasoning-surrogate-lone", "tool-call-args-surrogate-lone"),
+    # A call on both sides of the split (a chunk lane named again, a START sent again) is a call of an
+    # earlier run started again.
+    "split-run": ("tool-call-restarted-from-history",),
+    "split-run-same-id": ("tool-call-restarted-from-history",),
+    # A result sent again under its messageId; two results for no call drawn at one point share ``tr{at}``.
+    "tool-result-again-same-id": ("tool-result-resent-same-id",),
+    "tool-result-unknown": ("tool-result-resent-same-id",),
+}
+
+
+def documented(labels: list[str]) -> dict[str, tuple[str, ...]]:
+    """The golden streams documenting what the mutations ``labels`` name may make: label -> streams (``DOCUMENTED``).
+
+    >>> documented(["numbers-args", "empty-id-text"])
+    {'empty-id-text': ('tool-call-empty-parent-id',)}
+    """
+    from fnmatch import fnmatchcase
+
+    out: dict[str, tuple[str, ...]] = {}
+    for label in labels:
+        found = [name for pattern, names in DOCUMENTED.items() if fnmatchcase(label, pattern) for name in names]
+        if found:
+            out[label] = tuple(dict.fromkeys(found))
+    return out
+
+
 def variants(events: list[Event], seed_input: dict[str, Any] | None, seed: int, count: int,
              name: str = "", only: list[str] | None = None) -> list[Variant]:
     """``count`` variants of ``events``, each one to three mutations; the same arguments give the same variants.

@@ -257,6 +257,18 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
         documented = str(producers.documented(stream.name) or families.documented(stream.name))
         allowed, why = g.DIFFERENCES[documented]
         why, inherited = f"as {documented} (producer shape): {why}", True
+    declared = hostile.documented(mutations(stream))
+    meets = {label: [d for d in names if d in g.DIFFERENCES and g.DIFFERENCES[d][0] & (set(found) - allowed)]
+             for label, names in declared.items()}
+    meets = {label: names for label, names in meets.items() if names}
+    if meets:
+        # A hostile mutation that meets a documented difference wherever the stream lets it (hostile.DOCUMENTED):
+        # the fields of the golden streams that document it, and no others, may differ (or not).
+        allowed = allowed | frozenset().union(*(g.DIFFERENCES[d][0] for names in meets.values() for d in names))
+        parts = [why] if why else []
+        parts += [f"{label} as {' or '.join(names)}" for label, names in meets.items()]
+        why = "; ".join(parts)
+        inherited = True
     if stream.path.suffix == ".sse" and not reference.get("ok") and not ours.get("ok"):
         # On the HTTP path the reference's error overtakes its queued fold, so a rejected stream leaves
         # nothing of what preceded it (the oracle's README; golden: payload-not-json, B071): only the
@@ -274,6 +286,13 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
     if found:
         return Verdict(stream, "KNOWN", found, ours, reference, why)
     return Verdict(stream, "SAME", {}, ours, reference)
+
+
+def mutations(stream: Stream) -> list[str]:
+    """The hostile mutations a variant (``NAME~mSEED.N``) carries, from its label (``BASE: m1+m2``); else none."""
+    if DERIVED not in stream.name or ": " not in stream.label:
+        return []
+    return stream.label.split(": ", 1)[1].split("+")
 
 
 def compare(oracle: Any, stream: Stream) -> Verdict:
