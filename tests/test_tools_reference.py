@@ -331,3 +331,30 @@ def test_a_corpus_read_back_keeps_the_mutations_its_variants_carry(tmp_path: Pat
     made = reference.generate(tmp_path, [reference.stream_of(source)], [], 3, 7, only=["empty", "split-run"])
     again = {s.name: s for s in reference.collect([tmp_path])}
     assert made and all(reference.mutations(again[s.name]) == s.label.split(": ", 1)[1].split("+") for s in made)
+
+
+def test_each_golden_stream_a_mutation_names_holds_the_situation_its_check_looks_for() -> None:
+    declared = {name for names in hostile.DOCUMENTED.values() for name in names}
+    assert declared == set(hostile.SIGNS)
+    for name, check in hostile.SIGNS.items():
+        assert check(*_source(name)), name
+    # ... and only such streams: none of these holds any of the situations.
+    for name in ("multi-run", "multi-run-interrupt-then-resume", "activity-snapshot-and-delta", "tool-result-history",
+                 "tool-call-parent-unknown", "tool-result-unknown-id", "snapshot-calls-after-streamed-text",
+                 "tool-chunk-parent-lane", "tool-result-before-end"):
+        assert not any(check(*_source(name)) for check in set(hostile.SIGNS.values())), name
+
+
+def test_a_variant_is_judged_by_the_situation_its_events_hold(tmp_path: Path) -> None:
+    ours = _fold([{"id": "", "role": "assistant", "content": "a", "toolCalls": [{"id": "c1"}]}])
+    theirs = _fold([{"id": "", "role": "assistant", "content": "a"}, {"id": "c1", "role": "assistant",
+                                                                      "toolCalls": [{"id": "c1"}]}])
+    events, _ = _source("tool-call-empty-parent-id")
+    holds = tmp_path / "f-x-s1.0~m2.0.jsonl"
+    holds.write_text(hostile.dump_lines(events))
+    lacks = tmp_path / "f-x-s1.0~m2.1.jsonl"
+    lacks.write_text(hostile.dump_lines([{**e, "parentMessageId": "m0"} if "parentMessageId" in e else e
+                                         for e in events]))
+    label = "f-x-s1.0: empty-id-text"
+    assert reference.judge(reference.Stream(holds.stem, holds, None, label), ours, theirs).status == "KNOWN"
+    assert reference.judge(reference.Stream(lacks.stem, lacks, None, label), ours, theirs).status == "DIFF"

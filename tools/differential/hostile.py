@@ -705,17 +705,146 @@ DOCUMENTED: dict[str, tuple[str, ...]] = {
 }
 
 
-def documented(labels: list[str]) -> dict[str, tuple[str, ...]]:
+# What each of those golden streams documents, as a check on a variant's events and starting thread: a
+# mutation only says it *may* meet the difference; the variant must also hold the situation the golden
+# stream pins (an id on two messages, a lone UTF-16 half, ...), or its fields are compared as usual.
+Check = Callable[[list[Event], dict[str, Any] | None], bool]
+
+
+def _calls_in(messages: Any) -> list[Any]:
+    return [c.get("id") for m in messages if isinstance(m, dict) for c in m.get("toolCalls") or []
+            if isinstance(c, dict)] if isinstance(messages, list) else []
+
+
+def has_empty_parent(events: list[Event], inp: dict[str, Any] | None) -> bool:
+    """A call names the message id "" as its parent (golden tool-call-empty-parent-id)."""
+    return any(_type(e) in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and e.get("parentMessageId") == "" for e in events)
+
+
+def has_lone_half(events: list[Event], inp: dict[str, Any] | None) -> bool:
+    """A delta holds a UTF-16 half (of a character cut between deltas, or alone): golden *-surrogate-lone."""
+    return any(isinstance(e, dict) and isinstance(e.get("delta"), str) and any("\ud800" <= ch <= "\udfff"
+                                                                            for ch in e["delta"]) for e in events)
+
+
+def has_call_started_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
+    """A call the thread held at a run's start (an earlier run's, the history's) started again in that run."""
+    held = set(_calls_in((inp or {}).get("messages")))
+    this_run: set[Any] = set()
+    for e in events:
+        t = _type(e)
+        if t == "RUN_STARTED":
+            held |= this_run
+            this_run = set()
+        elif t in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and "toolCallId" in e:
+            if e["toolCallId"] in held and e["toolCallId"] not in this_run:
+                return True
+            this_run.add(e["toolCallId"])
+        elif t == "MESSAGES_SNAPSHOT":
+            held |= set(_calls_in(e.get("messages")))
+    return False
+
+
+def has_result_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
+    """A tool result under the messageId of a result the thread holds (golden tool-result-resent-same-id)."""
+    def results(messages: Any) -> set[Any]:
+        return {m.get("id") for m in messages if isinstance(m, dict) and m.get("role") == "tool"} \
+            if isinstance(messages, list) else set()
+
+    seen = results((inp or {}).get("messages"))
+    for e in events:
+        if _type(e) == "TOOL_CALL_RESULT":
+            if e.get("messageId") in seen:
+                return True
+            seen.add(e.get("messageId"))
+        elif _type(e) == "MESSAGES_SNAPSHOT":
+            seen |= results(e.get("messages"))
+    return False
+
+
+# Which claims on one message id belong to one message: a text message and the calls made in it; a
+# parentless call's message (keyed by the call's id) and the calls naming it; an assistant message restated.
+_ONE_MESSAGE = (frozenset({"text", "holder", "assistant"}), frozenset({"parentless", "holder", "assistant"}))
+
+
+def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
+    """One id on two messages of different kinds, or twice in one snapshot (the id-collision golden streams)."""
+    claims: dict[Any, set[str]] = {}
+
+    def restate(messages: Any) -> bool:
+        claims.clear()
+        ids = [m.get("id") for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+        for m in messages if isinstance(messages, list) else []:
+            if isinstance(m, dict):
+                role = str(m.get("role"))
+                claims.setdefault(m.get("id"), set()).add({"tool": "result"}.get(role, role))
+        return len(ids) != len(set(ids)) or any(not _one(kinds) for kinds in claims.values())
+
+    def claim(key: Any, kind: str) -> bool:
+        kinds = claims.setdefault(key, set())
+        kinds.add(kind)
+        return not _one(kinds)
+
+    if restate((inp or {}).get("messages")):
+        return True
+    kind_of = {"TEXT_MESSAGE_START": "text", "TEXT_MESSAGE_CHUNK": "text", "REASONING_MESSAGE_START": "reasoning",
+               "REASONING_MESSAGE_CHUNK": "reasoning", "TOOL_CALL_RESULT": "result", "ACTIVITY_SNAPSHOT": "activity",
+               "ACTIVITY_DELTA": "activity"}
+    for e in events:
+        t = _type(e)
+        if t in kind_of and "messageId" in e:
+            shared = claim(e["messageId"], kind_of[t])
+        elif t in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and "toolCallId" in e:
+            parent = e.get("parentMessageId")
+            shared = claim(parent, "holder") if parent is not None else claim(e["toolCallId"], "parentless")
+        elif t == "MESSAGES_SNAPSHOT":
+            shared = restate(e.get("messages"))
+        else:
+            continue
+        if shared:
+            return True
+    return False
+
+
+def _one(kinds: set[str]) -> bool:
+    return len(kinds) == 1 or any(kinds <= group for group in _ONE_MESSAGE)
+
+
+SIGNS: dict[str, Check] = {
+    "tool-result-message-id-collides": has_shared_id, "tool-call-parentless-id-collides": has_shared_id,
+    "tool-result-named-after-parentless-call": has_shared_id, "messages-snapshot-duplicate-ids": has_shared_id,
+    "tool-call-restarted-from-history": has_call_started_again, "tool-call-empty-parent-id": has_empty_parent,
+    "text-surrogate-lone": has_lone_half, "reasoning-surrogate-lone": has_lone_half,
+    "tool-call-args-surrogate-lone": has_lone_half, "tool-result-resent-same-id": has_result_again,
+}
+
+
+def documented(labels: list[str], events: list[Event] | None = None,
+               inp: dict[str, Any] | None = None) -> dict[str, tuple[str, ...]]:
     """The golden streams documenting what the mutations ``labels`` name may make: label -> streams (``DOCUMENTED``).
+
+    Given the variant's ``events`` (and starting thread), only the streams whose situation it holds (``SIGNS``).
 
     >>> documented(["numbers-args", "empty-id-text"])
     {'empty-id-text': ('tool-call-empty-parent-id',)}
+    >>> documented(["empty-id-text"], [{"type": "TOOL_CALL_START", "toolCallId": "c", "parentMessageId": "m"}])
+    {}
     """
     from fnmatch import fnmatchcase
 
     out: dict[str, tuple[str, ...]] = {}
+    signs: dict[str, bool] = {}
+
+    def holds(name: str) -> bool:
+        if events is None or name not in SIGNS:
+            return True
+        if name not in signs:
+            signs[name] = SIGNS[name](events, inp)
+        return signs[name]
+
     for label in labels:
-        found = [name for pattern, names in DOCUMENTED.items() if fnmatchcase(label, pattern) for name in names]
+        found = [name for pattern, names in DOCUMENTED.items() if fnmatchcase(label, pattern) for name in names
+                 if holds(name)]
         if found:
             out[label] = tuple(dict.fromkeys(found))
     return out

@@ -257,7 +257,7 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
         documented = str(producers.documented(stream.name) or families.documented(stream.name))
         allowed, why = g.DIFFERENCES[documented]
         why, inherited = f"as {documented} (producer shape): {why}", True
-    declared = hostile.documented(mutations(stream))
+    declared = hostile.documented(mutations(stream), *_events(stream)) if mutations(stream) else {}
     meets = {label: [d for d in names if d in g.DIFFERENCES and g.DIFFERENCES[d][0] & (set(found) - allowed)]
              for label, names in declared.items()}
     meets = {label: names for label, names in meets.items() if names}
@@ -293,6 +293,18 @@ def mutations(stream: Stream) -> list[str]:
     if DERIVED not in stream.name or ": " not in stream.label:
         return []
     return stream.label.split(": ", 1)[1].split("+")
+
+
+def _events(stream: Stream) -> tuple[list[Any] | None, dict[str, Any] | None]:
+    """A variant's events and starting thread, as ``hostile`` writes them (``None``: the file is not there)."""
+    try:
+        text = stream.path.read_text(encoding="utf-8", errors="surrogateescape")
+        inp = json.loads(stream.input.read_text(encoding="utf-8")) if stream.input is not None else None
+    except (OSError, ValueError):
+        return None, None
+    if stream.path.suffix == ".sse":  # (a variant is written one ``data:`` line per event)
+        text = "\n".join(line[len("data:"):].strip() for line in text.splitlines() if line.startswith("data:"))
+    return hostile.parse_lines(text), inp
 
 
 def compare(oracle: Any, stream: Stream) -> Verdict:
