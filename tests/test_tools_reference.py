@@ -358,3 +358,15 @@ def test_a_variant_is_judged_by_the_situation_its_events_hold(tmp_path: Path) ->
     label = "f-x-s1.0: empty-id-text"
     assert reference.judge(reference.Stream(holds.stem, holds, None, label), ours, theirs).status == "KNOWN"
     assert reference.judge(reference.Stream(lacks.stem, lacks, None, label), ours, theirs).status == "DIFF"
+
+
+def test_a_result_id_taken_by_another_calls_result_is_a_collision_and_by_its_own_a_resend() -> None:
+    def results(*calls: str) -> list[Any]:
+        return [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                *({"type": "TOOL_CALL_RESULT", "messageId": "t1", "toolCallId": c, "content": "x"} for c in calls),
+                {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+
+    assert hostile.has_shared_id(results("c1", "c2"), None) and not hostile.has_result_again(results("c1", "c2"), None)
+    assert hostile.has_result_again(results("c1", "c1"), None) and not hostile.has_shared_id(results("c1", "c1"), None)
+    history = {"messages": [{"id": "t1", "role": "tool", "toolCallId": "c1", "content": "x"}]}
+    assert hostile.has_result_again(results("c1"), history) and hostile.has_shared_id(results("c2"), history)

@@ -746,17 +746,17 @@ def has_call_started_again(events: list[Event], inp: dict[str, Any] | None) -> b
 
 
 def has_result_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
-    """A tool result under the messageId of a result the thread holds (golden tool-result-resent-same-id)."""
+    """A call's result under the messageId of its result the thread holds (golden tool-result-resent-same-id)."""
     def results(messages: Any) -> set[Any]:
-        return {m.get("id") for m in messages if isinstance(m, dict) and m.get("role") == "tool"} \
-            if isinstance(messages, list) else set()
+        return {(m.get("id"), m.get("toolCallId")) for m in messages if isinstance(m, dict)
+                and m.get("role") == "tool"} if isinstance(messages, list) else set()
 
     seen = results((inp or {}).get("messages"))
     for e in events:
         if _type(e) == "TOOL_CALL_RESULT":
-            if e.get("messageId") in seen:
+            if (e.get("messageId"), e.get("toolCallId")) in seen:
                 return True
-            seen.add(e.get("messageId"))
+            seen.add((e.get("messageId"), e.get("toolCallId")))
         elif _type(e) == "MESSAGES_SNAPSHOT":
             seen |= results(e.get("messages"))
     return False
@@ -768,7 +768,7 @@ _ONE_MESSAGE = (frozenset({"text", "holder", "assistant"}), frozenset({"parentle
 
 
 def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
-    """One id on two messages of different kinds, or twice in one snapshot (the id-collision golden streams)."""
+    """One id on two messages (of two kinds, two calls' results), or twice in one snapshot (the id collisions)."""
     claims: dict[Any, set[str]] = {}
 
     def restate(messages: Any) -> bool:
@@ -777,7 +777,7 @@ def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
         for m in messages if isinstance(messages, list) else []:
             if isinstance(m, dict):
                 role = str(m.get("role"))
-                claims.setdefault(m.get("id"), set()).add({"tool": "result"}.get(role, role))
+                claims.setdefault(m.get("id"), set()).add(f"result:{m.get('toolCallId')}" if role == "tool" else role)
         return len(ids) != len(set(ids)) or any(not _one(kinds) for kinds in claims.values())
 
     def claim(key: Any, kind: str) -> bool:
@@ -788,11 +788,13 @@ def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
     if restate((inp or {}).get("messages")):
         return True
     kind_of = {"TEXT_MESSAGE_START": "text", "TEXT_MESSAGE_CHUNK": "text", "REASONING_MESSAGE_START": "reasoning",
-               "REASONING_MESSAGE_CHUNK": "reasoning", "TOOL_CALL_RESULT": "result", "ACTIVITY_SNAPSHOT": "activity",
+               "REASONING_MESSAGE_CHUNK": "reasoning", "ACTIVITY_SNAPSHOT": "activity",
                "ACTIVITY_DELTA": "activity"}
     for e in events:
         t = _type(e)
-        if t in kind_of and "messageId" in e:
+        if t == "TOOL_CALL_RESULT" and "messageId" in e:  # (one message per call: a result for another is not it)
+            shared = claim(e["messageId"], f"result:{e.get('toolCallId')}")
+        elif t in kind_of and "messageId" in e:
             shared = claim(e["messageId"], kind_of[t])
         elif t in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and "toolCallId" in e:
             parent = e.get("parentMessageId")
