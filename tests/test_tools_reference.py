@@ -302,16 +302,19 @@ def test_a_mutation_that_meets_a_documented_difference_names_the_golden_streams_
     assert hostile.documented(["empty-id-activity", "rename-activity-as-text", "split-run-x"]) == {}
 
 
-def _variant(name: str, label: str) -> reference.Stream:
-    return reference.Stream(name, Path(f"{name}.jsonl"), None, label)
+def _variant(folder: Path, name: str, label: str, events: list[Any] | None = None) -> reference.Stream:
+    """A variant's stream written to ``folder`` (by default golden tool-call-empty-parent-id's events)."""
+    path = folder / f"{name}.jsonl"
+    path.write_text(hostile.dump_lines(events if events is not None else _source("tool-call-empty-parent-id")[0]))
+    return reference.Stream(name, path, None, label)
 
 
-def test_a_variant_carrying_such_a_mutation_may_differ_in_that_golden_streams_fields_only() -> None:
+def test_a_variant_carrying_such_a_mutation_may_differ_in_that_golden_streams_fields_only(tmp_path: Path) -> None:
     # empty-id-text: the reference reads the parent id "" as absent (golden tool-call-empty-parent-id)
     ours = _fold([{"id": "", "role": "assistant", "content": "a", "toolCalls": [{"id": "c1"}]}])
     theirs = _fold([{"id": "", "role": "assistant", "content": "a"}, {"id": "c1", "role": "assistant",
                                                                       "toolCalls": [{"id": "c1"}]}])
-    variant = _variant("f-reasoning-full-s3.1~m4.0", "f-reasoning-full-s3.1: numbers-args+empty-id-text")
+    variant = _variant(tmp_path, "f-reasoning-full-s3.1~m4.0", "f-reasoning-full-s3.1: numbers-args+empty-id-text")
     known = reference.judge(variant, ours, theirs)
     assert known.status == "KNOWN" and "empty-id-text as tool-call-empty-parent-id" in known.detail
     assert reference.judge(variant, ours, ours).status == "SAME"  # (a mutation may not meet it: not stale)
@@ -319,10 +322,13 @@ def test_a_variant_carrying_such_a_mutation_may_differ_in_that_golden_streams_fi
     worse = reference.judge(variant, ours | {"state": {"a": 1}}, theirs)
     assert worse.status == "DIFF" and list(worse.fields) == ["state"]
     # Without the mutation in its label, or with no label, or for a stream that is no variant: DIFF.
-    for stream in (_variant("f-reasoning-full-s3.1~m4.0", "f-reasoning-full-s3.1: numbers-args"),
-                   _variant("f-reasoning-full-s3.1~m4.0", ""),
-                   _variant("f-reasoning-full-s3.1", "f-reasoning-full-s3.1: empty-id-text")):
+    for stream in (_variant(tmp_path, "f-reasoning-full-s3.1~m4.0", "f-reasoning-full-s3.1: numbers-args"),
+                   _variant(tmp_path, "f-reasoning-full-s3.1~m4.0", ""),
+                   _variant(tmp_path, "f-reasoning-full-s3.1", "f-reasoning-full-s3.1: empty-id-text")):
         assert reference.judge(stream, ours, theirs).status == "DIFF"
+    # Nor when the variant's events cannot be read (the situation cannot be checked).
+    variant.path.unlink()
+    assert reference.judge(variant, ours, theirs).status == "DIFF"
     assert reference.mutations(variant) == ["numbers-args", "empty-id-text"]
 
 
@@ -350,14 +356,14 @@ def test_a_variant_is_judged_by_the_situation_its_events_hold(tmp_path: Path) ->
     theirs = _fold([{"id": "", "role": "assistant", "content": "a"}, {"id": "c1", "role": "assistant",
                                                                       "toolCalls": [{"id": "c1"}]}])
     events, _ = _source("tool-call-empty-parent-id")
-    holds = tmp_path / "f-x-s1.0~m2.0.jsonl"
-    holds.write_text(hostile.dump_lines(events))
-    lacks = tmp_path / "f-x-s1.0~m2.1.jsonl"
-    lacks.write_text(hostile.dump_lines([{**e, "parentMessageId": "m0"} if "parentMessageId" in e else e
-                                         for e in events]))
+    other = [{**e, "parentMessageId": "m0"} if "parentMessageId" in e else e for e in events]
     label = "f-x-s1.0: empty-id-text"
-    assert reference.judge(reference.Stream(holds.stem, holds, None, label), ours, theirs).status == "KNOWN"
-    assert reference.judge(reference.Stream(lacks.stem, lacks, None, label), ours, theirs).status == "DIFF"
+    assert reference.judge(_variant(tmp_path, "f-x-s1.0~m2.0", label), ours, theirs).status == "KNOWN"
+    assert reference.judge(_variant(tmp_path, "f-x-s1.0~m2.1", label, other), ours, theirs).status == "DIFF"
+    # (an SSE-framed variant is read as its events)
+    framed = tmp_path / "f-x-s1.0~m2.2.sse"
+    framed.write_text("".join(f"data: {line}\n\n" for line in hostile.dump_lines(events).splitlines()))
+    assert reference.judge(reference.Stream(framed.name, framed, None, label), ours, theirs).status == "KNOWN"
 
 
 def test_a_result_id_taken_by_another_calls_result_is_a_collision_and_by_its_own_a_resend() -> None:
