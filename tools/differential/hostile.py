@@ -10,6 +10,11 @@ written over other messages, tool results for unknown or answered calls, interru
 them make a stream the protocol refuses (an id reused while its message is open); both clients must
 then refuse it alike.
 
+Some mutations meet a deliberate difference the golden tests document wherever the stream lets them
+(``DOCUMENTED``: two messages sharing an id, a parent id ``""``, a lone UTF-16 half, ...); ``SIGNS``
+checks a variant for the situation each such golden stream pins, so the differential allows that
+stream's fields only where the variant holds it.
+
 Everything is decided by a ``random.Random`` seeded with ``seed`` and the variant's number, so the
 same stream, seed and count give the same variants byte for byte. Standard library plus
 ``agui_client`` (to know which messages a snapshot may restate at a point of the stream).
