@@ -299,7 +299,7 @@ def test_a_mutation_that_meets_a_documented_difference_names_the_golden_streams_
     assert hostile.documented(["numbers-args", "empty-id-text", "rename-tool-as-holder"]) == {
         "empty-id-text": ("tool-call-empty-parent-id",),
         "rename-tool-as-holder": hostile.DOCUMENTED["rename-tool-as-*"]}
-    assert hostile.documented(["empty-id-activity", "rename-activity-as-text", "split-run-x"]) == {}
+    assert hostile.documented(["activity-over-text-replace-True", "rename-activity-as-text", "split-run-x"]) == {}
 
 
 def _variant(folder: Path, name: str, label: str, events: list[Any] | None = None) -> reference.Stream:

@@ -696,8 +696,9 @@ DOCUMENTED: dict[str, tuple[str, ...]] = {
     "rename-text-as-*": _COLLIDES,
     "rename-reasoning-as-*": _COLLIDES,
     "rename-tool-as-*": (*_COLLIDES, "tool-call-restarted-from-history"),
-    # The id "" for a text message its calls name as their parent: the reference reads "" as absent.
-    "empty-id-text": ("tool-call-empty-parent-id",),
+    # The id "" for a message calls name as their parent (a text's; an activity's written over a holder,
+    # the rename reaching the text and its calls): the reference reads "" as absent.
+    "empty-id-*": ("tool-call-empty-parent-id",),
     # An emptied delta that carried one half of a character cut between deltas leaves the other alone.
     "empty-delta": ("text-surrogate-lone", "reasoning-surrogate-lone", "tool-call-args-surrogate-lone"),
     # A call on both sides of the split (a chunk lane named again, a START sent again) is a call of an
