@@ -200,6 +200,13 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                            "the message's END is repaired there (the thread may be sent between "
                                            "END and a re-opening), so the low half the re-opened message brings "
                                            "is alone too: two U+FFFD; the reference joins them into one character"),
+    # Found by the reference differential's fourteenth round (hostile variants of family and producer streams).
+    "tool-call-parentless-id-collides-subagent": (frozenset({"messages"}), "SA-10/SA-12 with TC-08/UK-16, as "
+                                                  "tool-call-parentless-id-collides: a subagent's call is "
+                                                  "attributed, so its message 'x.assistant' is the subagent's; "
+                                                  "the reference's second message 'x' (its collision path) "
+                                                  "loses the subagentRunId it gives a call's message "
+                                                  "otherwise, as if the parent agent made the call"),
     "activity-delta-move-target-after-removal": (frozenset({"messages"}), "AC-03 with RFC 6902 4.4, as "
                                                  "state-delta-move-target-after-removal: the activity's "
                                                  "content is patched; the reference refuses the patch"),

@@ -8,6 +8,7 @@ hostile variants (deterministic for a seed, each one foldable by our client).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import sys
 from pathlib import Path
@@ -283,3 +284,95 @@ def test_a_family_that_may_meet_a_documented_difference_is_judged_as_that_golden
     theirs = _fold([], outcome="interrupt") | {"result": 0}
     assert reference.judge(_stream("f-runs-thread-s3.5"), ours, theirs).status == "KNOWN"
     assert reference.judge(_stream("f-chunks-everywhere-s3.5"), ours, theirs).status == "DIFF"
+
+
+def test_a_mutation_that_meets_a_documented_difference_names_the_golden_streams_that_document_it() -> None:
+    made: set[str] = set()
+    sources = [_source(n) for n in ("multi-run-interrupt-then-resume", "activity-snapshot-and-delta", "multi-run",
+                                    "tool-call-empty-parent-id", "snapshot-calls-after-streamed-text")]
+    for k in range(60):
+        events, inp = sources[k % len(sources)]
+        made.update(label for v in hostile.variants(events, inp, k, 8, "x") for label in v.label.split("+"))
+    for pattern, names in hostile.DOCUMENTED.items():
+        assert any(fnmatch.fnmatchcase(label, pattern) for label in made), pattern  # a label a mutation writes
+        assert names and all(name in test_golden.DIFFERENCES for name in names), pattern
+    assert hostile.documented(["numbers-args", "empty-id-text", "rename-tool-as-holder"]) == {
+        "empty-id-text": ("tool-call-empty-parent-id",),
+        "rename-tool-as-holder": hostile.DOCUMENTED["rename-tool-as-*"]}
+    assert hostile.documented(["activity-over-text-replace-True", "rename-activity-as-text", "split-run-x"]) == {}
+
+
+def _variant(folder: Path, name: str, label: str, events: list[Any] | None = None) -> reference.Stream:
+    """A variant's stream written to ``folder`` (by default golden tool-call-empty-parent-id's events)."""
+    path = folder / f"{name}.jsonl"
+    path.write_text(hostile.dump_lines(events if events is not None else _source("tool-call-empty-parent-id")[0]))
+    return reference.Stream(name, path, None, label)
+
+
+def test_a_variant_carrying_such_a_mutation_may_differ_in_that_golden_streams_fields_only(tmp_path: Path) -> None:
+    # empty-id-text: the reference reads the parent id "" as absent (golden tool-call-empty-parent-id)
+    ours = _fold([{"id": "", "role": "assistant", "content": "a", "toolCalls": [{"id": "c1"}]}])
+    theirs = _fold([{"id": "", "role": "assistant", "content": "a"}, {"id": "c1", "role": "assistant",
+                                                                      "toolCalls": [{"id": "c1"}]}])
+    variant = _variant(tmp_path, "f-reasoning-full-s3.1~m4.0", "f-reasoning-full-s3.1: numbers-args+empty-id-text")
+    known = reference.judge(variant, ours, theirs)
+    assert known.status == "KNOWN" and "empty-id-text as tool-call-empty-parent-id" in known.detail
+    assert reference.judge(variant, ours, ours).status == "SAME"  # (a mutation may not meet it: not stale)
+    # Another field that differs still fails the variant.
+    worse = reference.judge(variant, ours | {"state": {"a": 1}}, theirs)
+    assert worse.status == "DIFF" and list(worse.fields) == ["state"]
+    # Without the mutation in its label, or with no label, or for a stream that is no variant: DIFF.
+    for stream in (_variant(tmp_path, "f-reasoning-full-s3.1~m4.0", "f-reasoning-full-s3.1: numbers-args"),
+                   _variant(tmp_path, "f-reasoning-full-s3.1~m4.0", ""),
+                   _variant(tmp_path, "f-reasoning-full-s3.1", "f-reasoning-full-s3.1: empty-id-text")):
+        assert reference.judge(stream, ours, theirs).status == "DIFF"
+    # Nor when the variant's events cannot be read (the situation cannot be checked).
+    variant.path.unlink()
+    assert reference.judge(variant, ours, theirs).status == "DIFF"
+    assert reference.mutations(variant) == ["numbers-args", "empty-id-text"]
+
+
+def test_a_corpus_read_back_keeps_the_mutations_its_variants_carry(tmp_path: Path) -> None:
+    source = GOLDEN / "tool-call-empty-parent-id.jsonl"
+    made = reference.generate(tmp_path, [reference.stream_of(source)], [], 3, 7, only=["empty", "split-run"])
+    again = {s.name: s for s in reference.collect([tmp_path])}
+    assert made and all(reference.mutations(again[s.name]) == s.label.split(": ", 1)[1].split("+") for s in made)
+
+
+def test_each_golden_stream_a_mutation_names_holds_the_situation_its_check_looks_for() -> None:
+    declared = {name for names in hostile.DOCUMENTED.values() for name in names}
+    assert declared == set(hostile.SIGNS)
+    for name, check in hostile.SIGNS.items():
+        assert check(*_source(name)), name
+    # ... and only such streams: none of these holds any of the situations.
+    for name in ("multi-run", "multi-run-interrupt-then-resume", "activity-snapshot-and-delta", "tool-result-history",
+                 "tool-call-parent-unknown", "tool-result-unknown-id", "snapshot-calls-after-streamed-text",
+                 "tool-chunk-parent-lane", "tool-result-before-end"):
+        assert not any(check(*_source(name)) for check in set(hostile.SIGNS.values())), name
+
+
+def test_a_variant_is_judged_by_the_situation_its_events_hold(tmp_path: Path) -> None:
+    ours = _fold([{"id": "", "role": "assistant", "content": "a", "toolCalls": [{"id": "c1"}]}])
+    theirs = _fold([{"id": "", "role": "assistant", "content": "a"}, {"id": "c1", "role": "assistant",
+                                                                      "toolCalls": [{"id": "c1"}]}])
+    events, _ = _source("tool-call-empty-parent-id")
+    other = [{**e, "parentMessageId": "m0"} if "parentMessageId" in e else e for e in events]
+    label = "f-x-s1.0: empty-id-text"
+    assert reference.judge(_variant(tmp_path, "f-x-s1.0~m2.0", label), ours, theirs).status == "KNOWN"
+    assert reference.judge(_variant(tmp_path, "f-x-s1.0~m2.1", label, other), ours, theirs).status == "DIFF"
+    # (an SSE-framed variant is read as its events)
+    framed = tmp_path / "f-x-s1.0~m2.2.sse"
+    framed.write_text("".join(f"data: {line}\n\n" for line in hostile.dump_lines(events).splitlines()))
+    assert reference.judge(reference.Stream(framed.name, framed, None, label), ours, theirs).status == "KNOWN"
+
+
+def test_a_result_id_taken_by_another_calls_result_is_a_collision_and_by_its_own_a_resend() -> None:
+    def results(*calls: str) -> list[Any]:
+        return [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                *({"type": "TOOL_CALL_RESULT", "messageId": "t1", "toolCallId": c, "content": "x"} for c in calls),
+                {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+
+    assert hostile.has_shared_id(results("c1", "c2"), None) and not hostile.has_result_again(results("c1", "c2"), None)
+    assert hostile.has_result_again(results("c1", "c1"), None) and not hostile.has_shared_id(results("c1", "c1"), None)
+    history = {"messages": [{"id": "t1", "role": "tool", "toolCallId": "c1", "content": "x"}]}
+    assert hostile.has_result_again(results("c1"), history) and hostile.has_shared_id(results("c2"), history)

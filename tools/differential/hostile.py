@@ -10,6 +10,11 @@ written over other messages, tool results for unknown or answered calls, interru
 them make a stream the protocol refuses (an id reused while its message is open); both clients must
 then refuse it alike.
 
+Some mutations meet a deliberate difference the golden tests document wherever the stream lets them
+(``DOCUMENTED``: two messages sharing an id, a parent id ``""``, a lone UTF-16 half, ...); ``SIGNS``
+checks a variant for the situation each such golden stream pins, so the differential allows that
+stream's fields only where the variant holds it.
+
 Everything is decided by a ``random.Random`` seeded with ``seed`` and the variant's number, so the
 same stream, seed and count give the same variants byte for byte. Standard library plus
 ``agui_client`` (to know which messages a snapshot may restate at a point of the stream).
@@ -675,6 +680,182 @@ MUTATIONS: dict[str, Callable[[random.Random, list[Event], dict[str, Any] | None
     "split-run": m_split_run, "chunkify": m_chunkify, "echo-input": m_echo_input, "patch": m_patch,
     "reasoning": m_reasoning,
 }
+
+
+# Mutations that meet a documented deliberate difference (``DIFFERENCES`` of tests/test_golden.py) wherever the
+# stream gives them the chance: the label a mutation writes (``fnmatch`` pattern) -> the golden streams that
+# document what it makes. The reference differential allows those streams' fields, and only those, on a
+# variant whose label carries the mutation (any other field that differs still fails it).
+_COLLIDES = ("tool-result-message-id-collides", "tool-call-parentless-id-collides",
+             "tool-result-named-after-parentless-call", "messages-snapshot-duplicate-ids")
+DOCUMENTED: dict[str, tuple[str, ...]] = {
+    # An entity's id made another's (the rename also reaches a snapshot that restates it): a result, a text
+    # or a reasoning message, a parentless call's message, sharing one id; a call given the id of a call in
+    # the history is that call started again.
+    "rename-result-as-*": _COLLIDES,
+    "rename-text-as-*": _COLLIDES,
+    "rename-reasoning-as-*": _COLLIDES,
+    "rename-tool-as-*": (*_COLLIDES, "tool-call-restarted-from-history"),
+    # The id "" for a message calls name as their parent (a text's; an activity's written over a holder,
+    # the rename reaching the text and its calls): the reference reads "" as absent.
+    "empty-id-*": ("tool-call-empty-parent-id",),
+    # An emptied delta that carried one half of a character cut between deltas leaves the other alone.
+    "empty-delta": ("text-surrogate-lone", "reasoning-surrogate-lone", "tool-call-args-surrogate-lone"),
+    # A call on both sides of the split (a chunk lane named again, a START sent again) is a call of an
+    # earlier run started again.
+    "split-run": ("tool-call-restarted-from-history",),
+    "split-run-same-id": ("tool-call-restarted-from-history",),
+    # A result sent again under its messageId; two results for no call drawn at one point share ``tr{at}``.
+    "tool-result-again-same-id": ("tool-result-resent-same-id",),
+    "tool-result-unknown": ("tool-result-resent-same-id",),
+}
+
+
+# What each of those golden streams documents, as a check on a variant's events and starting thread: a
+# mutation only says it *may* meet the difference; the variant must also hold the situation the golden
+# stream pins (an id on two messages, a lone UTF-16 half, ...), or its fields are compared as usual.
+Check = Callable[[list[Event], dict[str, Any] | None], bool]
+
+
+def _calls_in(messages: Any) -> list[Any]:
+    return [c.get("id") for m in messages if isinstance(m, dict) for c in m.get("toolCalls") or []
+            if isinstance(c, dict)] if isinstance(messages, list) else []
+
+
+def has_empty_parent(events: list[Event], inp: dict[str, Any] | None) -> bool:
+    """A call names the message id "" as its parent (golden tool-call-empty-parent-id)."""
+    return any(_type(e) in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and e.get("parentMessageId") == "" for e in events)
+
+
+def has_lone_half(events: list[Event], inp: dict[str, Any] | None) -> bool:
+    """A delta holds a UTF-16 half (of a character cut between deltas, or alone): golden *-surrogate-lone."""
+    return any(isinstance(e, dict) and isinstance(e.get("delta"), str) and any("\ud800" <= ch <= "\udfff"
+                                                                            for ch in e["delta"]) for e in events)
+
+
+def has_call_started_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
+    """A call the thread held at a run's start (an earlier run's, the history's) started again in that run."""
+    held = set(_calls_in((inp or {}).get("messages")))
+    this_run: set[Any] = set()
+    for e in events:
+        t = _type(e)
+        if t == "RUN_STARTED":
+            held |= this_run
+            this_run = set()
+        elif t in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and "toolCallId" in e:
+            if e["toolCallId"] in held and e["toolCallId"] not in this_run:
+                return True
+            this_run.add(e["toolCallId"])
+        elif t == "MESSAGES_SNAPSHOT":
+            held |= set(_calls_in(e.get("messages")))
+    return False
+
+
+def has_result_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
+    """A call's result under the messageId of its result the thread holds (golden tool-result-resent-same-id)."""
+    def results(messages: Any) -> set[Any]:
+        return {(m.get("id"), m.get("toolCallId")) for m in messages if isinstance(m, dict)
+                and m.get("role") == "tool"} if isinstance(messages, list) else set()
+
+    seen = results((inp or {}).get("messages"))
+    for e in events:
+        if _type(e) == "TOOL_CALL_RESULT":
+            if (e.get("messageId"), e.get("toolCallId")) in seen:
+                return True
+            seen.add((e.get("messageId"), e.get("toolCallId")))
+        elif _type(e) == "MESSAGES_SNAPSHOT":
+            seen |= results(e.get("messages"))
+    return False
+
+
+# Which claims on one message id belong to one message: a text message and the calls made in it; a
+# parentless call's message (keyed by the call's id) and the calls naming it; an assistant message restated.
+_ONE_MESSAGE = (frozenset({"text", "holder", "assistant"}), frozenset({"parentless", "holder", "assistant"}))
+
+
+def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
+    """One id on two messages (of two kinds, two calls' results), or twice in one snapshot (the id collisions)."""
+    claims: dict[Any, set[str]] = {}
+
+    def restate(messages: Any) -> bool:
+        claims.clear()
+        ids = [m.get("id") for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+        for m in messages if isinstance(messages, list) else []:
+            if isinstance(m, dict):
+                role = str(m.get("role"))
+                claims.setdefault(m.get("id"), set()).add(f"result:{m.get('toolCallId')}" if role == "tool" else role)
+        return len(ids) != len(set(ids)) or any(not _one(kinds) for kinds in claims.values())
+
+    def claim(key: Any, kind: str) -> bool:
+        kinds = claims.setdefault(key, set())
+        kinds.add(kind)
+        return not _one(kinds)
+
+    if restate((inp or {}).get("messages")):
+        return True
+    kind_of = {"TEXT_MESSAGE_START": "text", "TEXT_MESSAGE_CHUNK": "text", "REASONING_MESSAGE_START": "reasoning",
+               "REASONING_MESSAGE_CHUNK": "reasoning", "ACTIVITY_SNAPSHOT": "activity",
+               "ACTIVITY_DELTA": "activity"}
+    for e in events:
+        t = _type(e)
+        if t == "TOOL_CALL_RESULT" and "messageId" in e:  # (one message per call: a result for another is not it)
+            shared = claim(e["messageId"], f"result:{e.get('toolCallId')}")
+        elif t in kind_of and "messageId" in e:
+            shared = claim(e["messageId"], kind_of[t])
+        elif t in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and "toolCallId" in e:
+            parent = e.get("parentMessageId")
+            shared = claim(parent, "holder") if parent is not None else claim(e["toolCallId"], "parentless")
+        elif t == "MESSAGES_SNAPSHOT":
+            shared = restate(e.get("messages"))
+        else:
+            continue
+        if shared:
+            return True
+    return False
+
+
+def _one(kinds: set[str]) -> bool:
+    return len(kinds) == 1 or any(kinds <= group for group in _ONE_MESSAGE)
+
+
+SIGNS: dict[str, Check] = {
+    "tool-result-message-id-collides": has_shared_id, "tool-call-parentless-id-collides": has_shared_id,
+    "tool-result-named-after-parentless-call": has_shared_id, "messages-snapshot-duplicate-ids": has_shared_id,
+    "tool-call-restarted-from-history": has_call_started_again, "tool-call-empty-parent-id": has_empty_parent,
+    "text-surrogate-lone": has_lone_half, "reasoning-surrogate-lone": has_lone_half,
+    "tool-call-args-surrogate-lone": has_lone_half, "tool-result-resent-same-id": has_result_again,
+}
+
+
+def documented(labels: list[str], events: list[Event] | None = None,
+               inp: dict[str, Any] | None = None) -> dict[str, tuple[str, ...]]:
+    """The golden streams documenting what the mutations ``labels`` name may make: label -> streams (``DOCUMENTED``).
+
+    Given the variant's ``events`` (and starting thread), only the streams whose situation it holds (``SIGNS``).
+
+    >>> documented(["numbers-args", "empty-id-text"])
+    {'empty-id-text': ('tool-call-empty-parent-id',)}
+    >>> documented(["empty-id-text"], [{"type": "TOOL_CALL_START", "toolCallId": "c", "parentMessageId": "m"}])
+    {}
+    """
+    from fnmatch import fnmatchcase
+
+    out: dict[str, tuple[str, ...]] = {}
+    signs: dict[str, bool] = {}
+
+    def holds(name: str) -> bool:
+        if events is None or name not in SIGNS:
+            return True
+        if name not in signs:
+            signs[name] = SIGNS[name](events, inp)
+        return signs[name]
+
+    for label in labels:
+        found = [name for pattern, names in DOCUMENTED.items() if fnmatchcase(label, pattern) for name in names
+                 if holds(name)]
+        if found:
+            out[label] = tuple(dict.fromkeys(found))
+    return out
 
 
 def variants(events: list[Event], seed_input: dict[str, Any] | None, seed: int, count: int,

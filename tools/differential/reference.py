@@ -257,6 +257,20 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
         documented = str(producers.documented(stream.name) or families.documented(stream.name))
         allowed, why = g.DIFFERENCES[documented]
         why, inherited = f"as {documented} (producer shape): {why}", True
+    events, inp = _events(stream) if mutations(stream) else (None, None)
+    # (without the variant's events the situation a golden stream pins cannot be checked: nothing is allowed)
+    declared = hostile.documented(mutations(stream), events, inp) if events is not None else {}
+    meets = {label: [d for d in names if d in g.DIFFERENCES and g.DIFFERENCES[d][0] & (set(found) - allowed)]
+             for label, names in declared.items()}
+    meets = {label: names for label, names in meets.items() if names}
+    if meets:
+        # A hostile mutation that meets a documented difference wherever the stream lets it (hostile.DOCUMENTED):
+        # the fields of the golden streams that document it, and no others, may differ (or not).
+        allowed = allowed | frozenset().union(*(g.DIFFERENCES[d][0] for names in meets.values() for d in names))
+        parts = [why] if why else []
+        parts += [f"{label} as {' or '.join(names)}" for label, names in meets.items()]
+        why = "; ".join(parts)
+        inherited = True
     if stream.path.suffix == ".sse" and not reference.get("ok") and not ours.get("ok"):
         # On the HTTP path the reference's error overtakes its queued fold, so a rejected stream leaves
         # nothing of what preceded it (the oracle's README; golden: payload-not-json, B071): only the
@@ -274,6 +288,25 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
     if found:
         return Verdict(stream, "KNOWN", found, ours, reference, why)
     return Verdict(stream, "SAME", {}, ours, reference)
+
+
+def mutations(stream: Stream) -> list[str]:
+    """The hostile mutations a variant (``NAME~mSEED.N``) carries, from its label (``BASE: m1+m2``); else none."""
+    if DERIVED not in stream.name or ": " not in stream.label:
+        return []
+    return stream.label.split(": ", 1)[1].split("+")
+
+
+def _events(stream: Stream) -> tuple[list[Any] | None, dict[str, Any] | None]:
+    """A variant's events and starting thread, as ``hostile`` writes them (``None``: the file is not there)."""
+    try:
+        text = stream.path.read_text(encoding="utf-8", errors="surrogateescape")
+        inp = json.loads(stream.input.read_text(encoding="utf-8")) if stream.input is not None else None
+    except (OSError, ValueError):
+        return None, None
+    if stream.path.suffix == ".sse":  # (a variant is written one ``data:`` line per event)
+        text = "\n".join(line[len("data:"):].strip() for line in text.splitlines() if line.startswith("data:"))
+    return hostile.parse_lines(text), inp
 
 
 def compare(oracle: Any, stream: Stream) -> Verdict:
