@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from agui_client import ProtocolError, ResumeRefused, ThreadState, encode, replay
-from agui_client.wire.codec import decode
 from agui_client.core.interrupts import check_resume
 from agui_client.types import Interrupt, Message, ResumeEntry, TokenUsage
+from agui_client.wire.codec import decode
 
 GOLDEN = Path(__file__).parent / "golden"
 STREAMS = sorted(p.stem for p in (GOLDEN / "streams").glob("*.jsonl"))

@@ -261,7 +261,7 @@ def test_a_chain_step_starts_from_what_the_step_before_left() -> None:
     steps = families.chain(11, 0)
     assert len(steps) >= 3
     assert all(n.startswith(f"f-chain-s11.0-k{k}") for k, (n, *_) in enumerate(steps))
-    for (_, events, inp), (_, _, after) in zip(steps, steps[1:]):
+    for (_, events, inp), (_, _, after) in zip(steps, steps[1:], strict=False):
         held = families._fold(events, inp)
         assert after["state"] == held["state"]
         assert [m["id"] for m in after["messages"]][:len(held["messages"])] == [m["id"] for m in held["messages"]]

@@ -66,7 +66,7 @@ def _differences(a: Any, b: Any, path: str = "") -> list[str]:
     if isinstance(a, list):
         if len(a) != len(b):
             return [f"{path}: {len(a)} items != {len(b)} items: {a!r:.300} != {b!r:.300}"]
-        return [d for x, y, i in zip(a, b, range(len(a))) for d in _differences(x, y, f"{path}/{i}")]
+        return [d for x, y, i in zip(a, b, range(len(a)), strict=True) for d in _differences(x, y, f"{path}/{i}")]
     return [] if a == b else [f"{path}: {a!r:.300} != {b!r:.300}"]
 
 

@@ -189,7 +189,8 @@ class _Talk:
         if kind == "chunks":
             mid = self.fresh("m")
             events = [{"type": "TEXT_MESSAGE_CHUNK", "messageId": mid, "delta": "a"}]
-            events += [{"type": "TEXT_MESSAGE_CHUNK", "delta": rng.choice(TEXTS[1:5])} for _ in range(rng.randint(0, 3))]
+            events += [{"type": "TEXT_MESSAGE_CHUNK", "delta": rng.choice(TEXTS[1:5])}
+                       for _ in range(rng.randint(0, 3))]
             if rng.random() < 0.5:
                 cid = self.fresh("c")
                 events.append({"type": "TOOL_CALL_CHUNK", "toolCallId": cid, "toolCallName": "f", "delta": "{"})
