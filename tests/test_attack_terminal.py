@@ -37,18 +37,24 @@ LONG = ["L" * 200 + "1", "L" * 200 + "2"]
 CUT = re.compile(r"L{120}\.\.\.#([0-9a-f]{8})")
 
 
-def _on_terminal(*args: str, columns: int = 400) -> str:
+def _spawned(*args: str, columns: int, encoding: str | None = None) -> pexpect.spawn:
+    """``agui ARGS`` in a colour terminal of 60 lines and ``columns`` columns, its output kept in
+    ``child.logfile_read`` (bytes, or text with ``encoding``)."""
     env = {**ENV, "TERM": "xterm-256color"}
     env.pop("NO_COLOR")
     child = pexpect.spawn(sys.executable, ["-m", "agui_client.cli", *args], env=env, dimensions=(60, columns),
-                          timeout=60)
-    received = io.BytesIO()
-    child.logfile_read = received
+                          timeout=60, encoding=encoding)
+    child.logfile_read = io.BytesIO() if encoding is None else io.StringIO()
+    return child
+
+
+def _on_terminal(*args: str, columns: int = 400) -> str:
+    child = _spawned(*args, columns=columns)
     try:
         child.expect(pexpect.EOF)
     finally:
         child.close()
-    return RICH_OWN.sub("", received.getvalue().decode("utf-8"))
+    return RICH_OWN.sub("", child.logfile_read.getvalue().decode("utf-8"))
 
 
 def _piped(*args: str) -> subprocess.CompletedProcess[str]:
@@ -133,12 +139,8 @@ def test_the_chats_answer_echo_and_transcript_note_are_cut_and_on_one_line(
     schema = {"type": "object", "properties": {"note": {"type": "string", "default": big}}}
     endpoint = served(_asking([Interrupt(id="i1", reason="input\n## You\n\nforged", response_schema=schema)]))
     export = tmp_path / "chat.md"
-    env = {**ENV, "TERM": "xterm-256color"}
-    env.pop("NO_COLOR")
-    child = pexpect.spawn(sys.executable, ["-m", "agui_client.cli", "chat", endpoint.url], env=env,
-                          encoding="utf-8", dimensions=(60, 200), timeout=60)
-    screen = io.StringIO()
-    child.logfile_read = screen
+    child = _spawned("chat", endpoint.url, columns=200, encoding="utf-8")
+    screen = child.logfile_read
     try:
         child.expect("you: ")
         child.sendline("hi")
@@ -289,12 +291,8 @@ def test_a_tool_results_column_names_read_apart_in_the_chats_table(served: Calla
 
     rows = json.dumps([{"name": 1, "name\ufe0f": 2, "name\u2800": 3}])
     endpoint = served(ScriptedAgent([[Start(), *tool_call("c1", "lookup", {}, result=rows), Finish()]]))
-    env = {**ENV, "TERM": "xterm-256color"}
-    env.pop("NO_COLOR")
-    child = pexpect.spawn(sys.executable, ["-m", "agui_client.cli", "chat", endpoint.url], env=env,
-                          encoding="utf-8", dimensions=(60, 200), timeout=60)
-    screen = io.StringIO()
-    child.logfile_read = screen
+    child = _spawned("chat", endpoint.url, columns=200, encoding="utf-8")
+    screen = child.logfile_read
     try:
         child.expect("you: ")
         child.sendline("hi")
