@@ -40,11 +40,9 @@ The rules, each decided here once:
 from __future__ import annotations
 
 import contextvars
-import inspect
 import json
 import logging
 import uuid
-import weakref
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -93,6 +91,7 @@ from .plan import (
     unencodable,
 )
 from .session import RunResult, RunSession
+from .store_traits import traits
 
 if TYPE_CHECKING:
     from ..stores.base import StoredThread
@@ -202,7 +201,7 @@ class _Standing:
         #: (the claim may have landed, its reply lost); ``None`` when no claim is in doubt.
         self._unsure: int | None = None
         #: What the store's methods take (``append``, a creating claim's data, record ids).
-        self._traits = _traits(store)
+        self._traits = traits(store)
         self._preclaimed: int | None = None  # (claimed by run_until_done before its handlers ran)
         #: The id of the record this object read or created (``StoredThread.record_id``), named by its
         #: writes so that a thread deleted and created again up to the version it holds is refused as
@@ -835,89 +834,6 @@ class Conversation(_Standing):
                        call.function.name, redact(repr(exc)) if redact else repr(exc),
                        redact(call.id) if redact else call.id)
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
-
-
-@attrs.frozen(slots=True)
-class _Traits:
-    """What a store's methods can take, read from their signatures."""
-
-    appends: bool
-    creates_claimed: bool
-    names_records: frozenset[str]
-
-
-_STORE_METHODS = ("load", "save", "claim", "release", "append")  # (the first four every store has)
-#: Traits per store class, with the methods they were read from: reading four signatures costs tens
-#: of microseconds, and a web backend makes a thread object per request. Read again when a method of
-#: the class was replaced since (a patched class), and never cached for a store whose methods are
-#: attributes of the object itself.
-_TRAITS: weakref.WeakKeyDictionary[type, tuple[tuple[Any, ...], _Traits]] = weakref.WeakKeyDictionary()
-
-
-def _traits(store: Any) -> _Traits:
-    kind = type(store)
-    methods = tuple(getattr(kind, name, None) for name in _STORE_METHODS)
-    # (a proxy that forwards through __getattr__ has its methods on no class: each object its own)
-    per_class = (None not in methods[:4] and getattr(kind, "__getattr__", None) is None
-                 and not any(name in getattr(store, "__dict__", {}) for name in _STORE_METHODS))
-    cached = _TRAITS.get(kind) if per_class else None
-    if cached is not None and cached[0] == methods:
-        return cached[1]
-    traits = _Traits(appends=_appends(store), creates_claimed=_creates_claimed(store),
-                     names_records=_takes_record_id(store))
-    if per_class:
-        try:
-            _TRAITS[kind] = (methods, traits)
-        except TypeError:  # (a class that takes no weak reference: read every time)
-            pass
-    return traits
-
-
-def _appends(store: Any) -> bool:
-    """Whether a run's save may go to the store's ``append``: it has one, of the store object itself or
-    of a class at least as derived as the one whose ``save`` it has.
-
-    A subclass that overrides ``save`` alone (to audit or mirror every save) inherited ``append`` from
-    a store that knew nothing of that ``save``: it keeps getting every save, whole, as before ``append``
-    existed. So does a proxy that forwards calls through ``__getattr__`` (no ``append`` of its own).
-    """
-    if not callable(getattr(store, "append", None)):
-        return False
-    if "append" in getattr(store, "__dict__", {}):
-        return True
-    owners = {name: next((c for c in type(store).__mro__ if name in c.__dict__), None) for name in ("append", "save")}
-    append_owner, save_owner = owners["append"], owners["save"]
-    return append_owner is not None and (save_owner is None or issubclass(append_owner, save_owner))
-
-
-def _takes_record_id(store: Any) -> frozenset[str]:
-    """The write methods of ``store`` that take ``record_id`` (the stores here: all four). A store written
-    for the earlier protocol, or a subclass whose override leaves the parameter out, gets none there."""
-    names = set()
-    for name in ("save", "claim", "append", "release"):
-        try:
-            parameters = inspect.signature(getattr(store, name)).parameters.values()
-        except (AttributeError, TypeError, ValueError):
-            continue
-        # (only a parameter of that name: a method that takes **options may well drop it, and the
-        # object would then take a record's random id for the one it named)
-        if any(p.name == "record_id" and p.kind is not p.VAR_KEYWORD for p in parameters):
-            names.add(name)
-    return frozenset(names)
-
-
-def _creates_claimed(store: Any) -> bool:
-    """Whether the store's ``claim`` can create a thread it does not hold (it takes ``data``).
-
-    The stores here can. A third-party store written for the earlier protocol (``claim`` without
-    ``data``) cannot: a new thread is then created by a save and claimed next (two writes; still one
-    sender, since only a claim lets a run send).
-    """
-    try:
-        parameters = inspect.signature(store.claim).parameters.values()
-    except (TypeError, ValueError):  # (no signature to read: take it for the current protocol)
-        return True
-    return any(p.name == "data" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _json_copy(value: Any) -> Any:
