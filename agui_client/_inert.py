@@ -22,8 +22,10 @@ Two kinds of text are shown, with two strengths of the rule:
 - prose (message text, reasoning, arguments, error messages; :func:`visible`): ZERO WIDTH JOINER and
   NON-JOINER and the variation selectors are kept where they do their work, right after a visible
   character (emoji ZWJ sequences such as a family, a heart's U+FE0F, an ideograph's variation, Persian
-  and Indic joins), one each: a second one in a row, or one after a space, a line end or the start,
-  changes nothing a reader sees and could only carry hidden text, so it is shown as its escape.
+  and Indic joins), one each: a second one in a row, or one after a space or a line end, changes
+  nothing a reader sees and could only carry hidden text, so it is shown as its escape. One at the
+  very start of a text is kept: a streamed token (a text delta) may continue the character the one
+  before it ended with, as an emoji sequence cut between two deltas does.
   Blank-looking characters (a no-break space, U+2800) stay: in prose they read as the blanks they are.
 - names and ids (interrupt, call, run and thread ids, tool, step and subagent names; :func:`named`):
   two of them must never look the same when they differ, so also every joiner and selector, every
@@ -47,8 +49,8 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-__all__ = ["visible", "prose_with", "one_line", "named", "quoted_name", "some_lines", "hidden", "escape", "escape_all",
-           "quoted", "CANDIDATES", "QUOTED_CHARS", "NAME_CHARS"]
+__all__ = ["visible", "visible_after", "prose_with", "one_line", "named", "quoted_name", "some_lines", "hidden",
+           "escape", "escape_all", "quoted", "CANDIDATES", "QUOTED_CHARS", "NAME_CHARS"]
 
 #: Unicode categories of the characters a terminal obeys or a reader cannot see.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -109,10 +111,12 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     joiners, selectors = _codes(_JOINERS), _codes(_SELECTORS)
     always = (by_category | _codes(_DEFAULT_IGNORABLE)) - {0x09, 0x0A} - joiners - selectors
     hidden_, joins, selects = _class(always), _class(joiners), _class(selectors)
-    # A selector is escaped unless the character before it is a visible one (not a space, not one
-    # escaped, not a joiner or another selector); a joiner unless the one before is visible or a selector.
-    prose = re.compile(f"[{hidden_}]+|[{selects}](?<![^\\s{hidden_}{joins}{selects}][{selects}])"
-                       f"|[{joins}](?<![^\\s{hidden_}{joins}][{joins}])")
+    # A selector is escaped when the character before it is not a visible one (a space, one escaped, a
+    # joiner or another selector); a joiner when the one before is neither visible nor a selector. One
+    # at the very start is kept: a token of a stream (a text delta) may continue the character the
+    # token before it ended with, as an emoji sequence cut between two deltas does.
+    prose = re.compile(f"[{hidden_}]+|(?<=[\\s{hidden_}{joins}{selects}])[{selects}]"
+                       f"|(?<=[\\s{hidden_}{joins}])[{joins}]")
     unseen = always | joiners | selectors | spaces | _codes(_BLANK_SYMBOLS)
     # (and a U+0020 at either end, which a reader cannot see there; repr escapes tab, newline, backslash)
     named = re.compile(f"[{_class(unseen | {0x09, 0x0A, 0x5C})}]+|^ +| +$")
@@ -155,6 +159,28 @@ def visible(text: str) -> str:
     if CANDIDATES.search(text) is None:
         return text
     return _patterns()[0].sub(escape_all, text)
+
+
+def visible_after(previous: str, text: str) -> str:
+    """:func:`visible` for ``text``, a token written right after ``previous`` on the same terminal (a
+    stream's deltas): a joiner or selector at its start is judged by the character before it, as it
+    would be in the whole text. (:func:`visible` alone keeps one at the start of a text, since it may
+    continue a token before it; so many deltas of one selector each, after an emoji, would otherwise
+    all be kept, and carry hidden text.) ``previous`` empty is the start of a line.
+
+    >>> visible_after("\U0001f468", "\u200d\U0001f469") == "\u200d\U0001f469"
+    True
+    >>> print(visible_after("\ufe0f", "\ufe0f"), visible_after(" ", "\u200dx"))
+    \ufe0f \u200dx
+    """
+    if not text or CANDIDATES.match(text) is None:
+        return visible(text)
+    last = previous[-1:]
+    if last in ("", "\r"):  # (a held carriage return is written with the next token, not before it)
+        last = "\n"
+    before = visible(last)
+    shown = visible(last + text)
+    return shown[len(before):] if shown.startswith(before) else visible(text)
 
 
 def prose_with(text: str, replace: Callable[[re.Match[str]], str]) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
+import pytest
 
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message, tool_call
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
@@ -368,3 +369,22 @@ def test_a_line_end_in_the_agents_text_cannot_start_a_line_of_a_plain_panel(serv
     assert "  id: i1" in lines and "  id: other" not in lines
     assert "== summary ==" in lines and lines.count("== summary ==") == 1
     assert "      id: other" in lines  # (under the line it goes on from)
+
+
+@pytest.mark.parametrize("colour", [True, False])
+def test_an_emoji_sequence_cut_between_two_deltas_is_shown_whole(served: Callable[[Any], Any], colour: bool) -> None:
+    # The prose rule escapes a joiner or selector that joins nothing. One at the start of a delta may be
+    # joining the character the delta before ended with (a model's tokens cut emoji sequences so): it
+    # was shown as \u200d. It is judged by that character now, so one selector a delta, after an
+    # emoji, cannot carry hidden text either: only the first joins.
+    family, heart = "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\u2764\ufe0f"
+    deltas = ["family \U0001f468", "\u200d\U0001f469", "\u200d\U0001f467", " and \u2764", "\ufe0f", "\ufe0f",
+              "\ufe0f\ufe0f!", " \u200d."]
+    content = [{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": delta} for delta in deltas]
+    endpoint = served(ScriptedAgent([[Start(), {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+                                      *content, {"type": "TEXT_MESSAGE_END", "messageId": "m1"}, Finish()]]))
+
+    text = _on_terminal("run", endpoint.url, "-m", "hi") if colour else _piped("run", endpoint.url, "-m", "hi").stdout
+
+    streamed = next(line for line in text.splitlines() if line.startswith("assistant: "))
+    assert streamed == f"assistant: family {family} and {heart}\\ufe0f\\ufe0f\\ufe0f! \\u200d."

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agui_client import _inert
-from agui_client._inert import NAME_CHARS, named, quoted_name, visible
+from agui_client._inert import NAME_CHARS, named, quoted_name, visible, visible_after
 from agui_client.cli.terminal import json_text
 
 #: Characters that render as nothing (or as a blank) but that the Unicode categories alone let through
@@ -63,8 +63,8 @@ def test_prose_keeps_its_scripts_emoji_and_marks_readable(text: str) -> None:
 @pytest.mark.parametrize(("text", "shown"), [
     ("\U0001f600" + "\ufe00\ufe01\ufe02" * 3, "\U0001f600\ufe00" + "\\ufe01\\ufe02" + "\\ufe00\\ufe01\\ufe02" * 2),
     ("a\u200d\u200d\u200db", "a\u200d\\u200d\\u200db"),
-    ("\ufe0fstart", "\\ufe0fstart"),
-    ("\u200dstart", "\\u200dstart"),
+    ("\ufe0f\ufe0fstart", "\ufe0f\\ufe0fstart"),
+    ("\u200d\u200dstart", "\u200d\\u200dstart"),
     ("gap \ufe0f", "gap \\ufe0f"),
     ("line\n\u200d", "line\n\\u200d"),
     ("\u3164\ufe0f", "\\u3164\\ufe0f"),
@@ -136,3 +136,23 @@ def test_a_cut_quoted_id_in_a_message_ends_with_a_digest() -> None:
     one, other = "i" * 300 + "a", "i" * 300 + "b"
     assert quoted_name(one) != quoted_name(other)
     assert len(quoted_name(one)) <= 100 + 12
+
+
+def test_the_sanitisers_docstring_examples_hold() -> None:
+    import doctest
+
+    failed, attempted = doctest.testmod(_inert, optionflags=doctest.ELLIPSIS)
+    assert attempted >= 5 and failed == 0
+
+
+@pytest.mark.parametrize(("previous", "token", "shown"), [
+    ("\U0001f468", "\u200d\U0001f469", "\u200d\U0001f469"),     # joins the emoji the token before ended with
+    ("\u2764", "\ufe0f", "\ufe0f"),
+    ("\ufe0f", "\ufe0f", "\\ufe0f"),                            # a second selector, a delta later
+    (" ", "\u200dx", "\\u200dx"),                               # after a blank: joins nothing
+    ("", "\ufe0fx", "\\ufe0fx"),                                # at a line's start
+    ("\x1b", "\u200d", "\\u200d"),                              # after what is shown as an escape
+    ("a", "\x1b[2J", "\\x1b[2J"),
+])
+def test_a_token_is_judged_by_the_character_before_it(previous: str, token: str, shown: str) -> None:
+    assert visible_after(previous, token) == shown

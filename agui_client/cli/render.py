@@ -30,7 +30,7 @@ from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt, TokenUsage
 from . import forms
-from .terminal import SafeConsole, named, one_line, safe_text, some_lines, visible
+from .terminal import SafeConsole, named, one_line, safe_text, some_lines, visible, visible_after
 
 __all__ = [
     "answer_text",
@@ -62,6 +62,9 @@ class Output:
     def __init__(self) -> None:
         self._mid_line = False
         self._held_cr = False
+        #: The last character a token left on the line ("" at a line's start): a joiner or selector the
+        #: next token starts with is judged by it (``visible_after``).
+        self._last = ""
 
     # -- what subclasses implement -------------------------------------------------------------------
 
@@ -98,13 +101,15 @@ class Output:
             self._held_cr = True
             text = text[:-1]
         if text:
-            self._write(text, style)
+            shown, self._last = visible_after(self._last, text), text[-1]
+            self._write(shown, style)
             self._mid_line = not text.endswith("\n")
 
     def line(self, text: str = "", style: str = "") -> None:
         """Write ``text`` on a line of its own."""
         self.end_line()
         self._write(text + "\n", style)
+        self._last = ""
 
     def end_line(self) -> None:
         """Finish the current line, if one is open."""
@@ -115,6 +120,7 @@ class Output:
         if self._mid_line:
             self._write("\n", "")
             self._mid_line = False
+        self._last = ""
 
     def ended_by_input(self) -> None:
         """The open line was ended by the person's Enter (a terminal echoes it): nothing to finish."""

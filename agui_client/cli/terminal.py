@@ -47,10 +47,10 @@ from rich.style import Style
 from rich.text import Span, Text
 
 from .._inert import CANDIDATES as _CANDIDATES
-from .._inert import named, one_line, prose_with, some_lines, visible
+from .._inert import named, one_line, prose_with, some_lines, visible, visible_after
 
-__all__ = ["visible", "one_line", "named", "some_lines", "listed", "json_text", "safe_text", "SafeConsole",
-           "InertLogHandler"]
+__all__ = ["visible", "visible_after", "one_line", "named", "some_lines", "listed", "json_text", "safe_text",
+           "SafeConsole", "InertLogHandler"]
 
 
 def _json_escape(char: str) -> str:
