@@ -129,6 +129,13 @@ DELTA = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"' + b"x"
 ENDLESS_CAP = 48 * 2**20
 
 
+
+def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy variable of the machine's in the environment (a test sets the ones it needs)."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
 def test_a_run_of_small_events_without_end_stops_at_max_run_bytes(drive: Any, raw: Raw) -> None:
     # Each delta was well within max_event_bytes, and the run had no bound but run_timeout (None by
     # default): the message grew for as long as the agent went on.
@@ -553,8 +560,7 @@ def test_a_proxy_from_the_environment_echoing_its_credential_gets_it_into_nothin
         await writer.drain()
 
     port = raw.serve(proxy).split(":")[2].split("/")[0]
-    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    _no_proxies(monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", f"http://squid:{PROXY_PASSWORD}@127.0.0.1:{port}")
 
     with drive.client("http://agent.invalid/agent") as client:
@@ -763,9 +769,7 @@ def test_informational_answers_without_end_are_charged_to_max_run_bytes(drive: A
     # ``proxied``: the environment names a proxy, and NO_PROXY the agent's host. The client's own httpx
     # client left its pool, and the bound, whenever any proxy was named; it now does so only for a URL
     # the proxy serves.
-    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
-                 "NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    _no_proxies(monkeypatch)
     if proxied:
         monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
@@ -903,8 +907,7 @@ def test_agui_run_record_goes_through_the_environments_proxy(raw: Raw, tmp_path:
     from agui_client.cli.options import add_connection_options, open_client
 
     port = raw.serve(proxy).split(":")[2].split("/")[0]
-    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    _no_proxies(monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
     if bypass:
         monkeypatch.setenv("NO_PROXY", "agent.invalid")
@@ -928,9 +931,7 @@ def test_a_recording_transport_keeps_the_bound_on_the_answers_head(
     # (docs/recordings.md) lost the head's byte budget and read endless 103s to the end. It still did
     # whenever the environment named a proxy, which that transport does not use either (a proxy for
     # other hosts, NO_PROXY naming this one, as on many a developer's machine).
-    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
-                 "NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    _no_proxies(monkeypatch)
     if proxy:
         monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
         monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
