@@ -632,26 +632,16 @@ class AsyncThread(Conversation):
             self._version = call(self.id, **effect.arguments)
             return self._version
         landed: list[int] = []
-        finished = threading.Event()
 
         def write() -> int:
-            try:
-                landed.append(call(self.id, **effect.arguments))
-                return landed[0]
-            finally:
-                finished.set()
+            landed.append(call(self.id, **effect.arguments))
+            return landed[0]
 
-        # Handed to the executor now, as a future no task owns: cancelling tasks (a cancel scope, or
-        # every task at asyncio.run()'s shutdown) cannot call the write off once it was asked for.
-        future = asyncio.get_running_loop().run_in_executor(None, write)
-        future.add_done_callback(_retrieved)
+        # A cancellation cannot stop a write running in its thread: it is waited out (``_in_worker``),
+        # and the version it landed kept, so the thread never loses track of a claim or a save.
         try:
-            self._version = await asyncio.shield(future)
+            self._version = await _in_worker(write)
         except asyncio.CancelledError:
-            # A cancellation cannot stop a write running in its thread, and a cancel scope (anyio,
-            # Starlette) cancels every later await too: block for the rest of the write (a store call,
-            # bounded by its own timeouts), so the thread never loses track of a claim or a save.
-            finished.wait()
             if landed:
                 self._version = landed[0]
             raise
@@ -661,11 +651,11 @@ class AsyncThread(Conversation):
 async def _in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``await asyncio.to_thread(call, ...)``, but a cancelled caller waits for the call to end.
 
-    A store read cannot be stopped once its worker thread runs it: left running, it outlived the
+    A store call cannot be stopped once its worker thread runs it: a read left running outlived the
     cancelled ``reload()`` or ``load_thread()``, and the ``async with`` of the client (and the store the
-    application closes next) around it. A cancellation is waited out on the loop (it goes on serving);
-    a cancel scope, which cancels that wait too, blocks for the rest of the call (a store read, bounded
-    by the store's own timeouts), as a cancelled write does.
+    application closes next) around it; a write must land before the thread knows its version. A
+    cancellation is waited out on the loop (it goes on serving); a cancel scope, which cancels that
+    wait too, blocks for the rest of the call (a store call, bounded by the store's own timeouts).
     """
     finished = threading.Event()
     context = contextvars.copy_context()  # (as asyncio.to_thread: the call sees the caller's context)
@@ -676,6 +666,8 @@ async def _in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         finally:
             finished.set()
 
+    # Handed to the executor now, as a future no task owns: cancelling tasks (a cancel scope, or every
+    # task at asyncio.run()'s shutdown) cannot call the call off once it was asked for.
     future = asyncio.get_running_loop().run_in_executor(None, work)
     future.add_done_callback(_retrieved)
     try:
