@@ -14,10 +14,16 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    aclosing,
+    asynccontextmanager,
+    contextmanager,
+)
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import httpx
 
@@ -814,8 +820,9 @@ class AsyncAgentClient(_ClientBase):
     async def _payloads(self, run_input: RunAgentInput, *, handle: StreamHandle | None,
                         headers: Mapping[str, str] | None,
                         run_timeout: float | None) -> AsyncIterator[AsyncIterator[str | bytes]]:
-        async with self._open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches:
-            yield _flatten(batches)
+        async with self._open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches, \
+                aclosing(_flatten(batches)) as payloads:  # (closed here, as in _open_batches)
+            yield payloads
 
     @asynccontextmanager
     async def _open_batches(
@@ -854,32 +861,40 @@ class AsyncAgentClient(_ClientBase):
                 head = await self._excerpt(response)
             media = _check_media(response, lambda: head, handle)
             framer = _Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
-            yield self._batches(response, framer, redactor, deadline)
+            batches = self._batches(response, framer, redactor, deadline)
+            try:
+                yield batches
+            finally:
+                # Closed here, not by the loop's finalizer of a generator left at its ``yield`` (a caller's
+                # error, a break): that runs later, as a task, and under trio only with a warning.
+                await batches.aclose()
         finally:
             await response.aclose()
 
     async def _excerpt(self, response: httpx.Response) -> bytes:
         excerpt = Excerpt(response)  # (as AgentClient._excerpt)
         try:
-            async for chunk in response.aiter_raw():
-                if excerpt.add(chunk):
-                    break
-            else:
-                excerpt.end()
+            async with aclosing(_raw(response)) as chunks:  # (closed here, as in _open_batches)
+                async for chunk in chunks:
+                    if excerpt.add(chunk):
+                        break
+                else:
+                    excerpt.end()
         except httpx.HTTPError:
             pass
         return excerpt.taken()
 
     async def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
-                       deadline: _Deadline | None) -> AsyncIterator[list[str | bytes]]:
+                       deadline: _Deadline | None) -> AsyncGenerator[list[str | bytes], None]:
         inflater = _inflater(response, redactor)  # (as AgentClient._batches)
         with self._reading(response, redactor, deadline):
-            async for chunk in response.aiter_raw():
-                for batch in _framed(chunk, framer, inflater):
-                    yield batch
-                if inflater is not None and inflater.done:
-                    break
-                self._in_time(deadline, response, redactor)
+            async with aclosing(_raw(response)) as chunks:  # (httpx's reader too, as above)
+                async for chunk in chunks:
+                    for batch in _framed(chunk, framer, inflater):
+                        yield batch
+                    if inflater is not None and inflater.done:
+                        break
+                    self._in_time(deadline, response, redactor)
             if inflater is not None:
                 yield framer.feed(inflater.flush())
         yield framer.close()
@@ -928,7 +943,12 @@ def own_transport(url: str) -> httpx.BaseTransport:
     return ShardedSyncTransport()
 
 
-async def _flatten(batches: AsyncIterator[list[str | bytes]]) -> AsyncIterator[str | bytes]:
+def _raw(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """httpx's ``aiter_raw()``, typed as the async generator it is (so that it can be closed at once)."""
+    return cast("AsyncGenerator[bytes, None]", response.aiter_raw())
+
+
+async def _flatten(batches: AsyncIterator[list[str | bytes]]) -> AsyncGenerator[str | bytes, None]:
     async for batch in batches:
         for payload in batch:
             yield payload

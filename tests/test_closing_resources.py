@@ -12,8 +12,10 @@ warning into an error, and collect the garbage inside the test, so an unclosed s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import sqlite3
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -255,3 +257,66 @@ def test_a_recording_that_cannot_be_written_still_gives_the_connection_back(serv
 
         asyncio.run(main())
     assert (folder / "02.sse").exists()  # (the next exchange was recorded)
+
+
+# The async reader's generators (``_batches``, ``_flatten``, httpx's ``aiter_raw``) are closed by the client
+# when a run ends early, not left at their ``yield`` for the loop's finalizer: that runs later, as a task
+# (the pool counted the connection as held until then), and under trio only with a warning.
+_READERS = {"_batches", "_flatten", "aiter_raw"}
+
+_EARLY_ENDS: dict[str, tuple[Any, dict[str, Any], type[BaseException] | None]] = {
+    # (the agent's turn, the client's options, the error the caller sees; None: the caller leaves early)
+    "error in the reader (byte budget)": (
+        lambda r: [Start(), *text_message("m1", "word " * 2000), Finish()], {"max_run_bytes": 3000},
+        ag.LimitExceeded),
+    "error in the fold, reader at its yield": (
+        lambda r: [Start(), *text_message("m1", "a b"),
+                   {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nobody", "delta": "x"}, Finish()], {},
+        ag.SequenceError),
+    "the caller breaks out": (lambda r: [Start(), *text_message("m1", "word " * 2000), Finish()], {}, None),
+}
+
+
+@pytest.mark.parametrize(("case", "how"), [
+    *((case, "thread.stream") for case in _EARLY_ENDS),
+    # (``client.open`` hands out payloads unfolded: the fold's error has no place there)
+    *((case, "client.open") for case in _EARLY_ENDS if case != "error in the fold, reader at its yield"),
+])
+def test_the_async_reader_is_closed_when_the_run_ends_early(served: Any, case: str, how: str) -> None:
+    turn, options, error = _EARLY_ENDS[case]
+    endpoint = served(ScriptedAgent([turn], cycle=True))
+    started: list[Any] = []
+
+    async def main() -> None:
+        hooks = sys.get_asyncgen_hooks()
+
+        def first_iteration(generator: Any) -> None:
+            if generator.ag_code.co_name in _READERS:
+                started.append(generator)
+            if hooks.firstiter is not None:
+                hooks.firstiter(generator)
+
+        sys.set_asyncgen_hooks(first_iteration, hooks.finalizer)
+        try:
+            async with ag.AsyncAgentClient(endpoint.url, **options) as client:
+                thread = await client.load_thread()
+                with pytest.raises(error) if error is not None else contextlib.nullcontext():
+                    if how == "thread.stream":
+                        async with thread.stream("hi") as events:
+                            async for event in events:
+                                if error is None and isinstance(event, ag.TextMessageContentEvent):
+                                    break
+                    else:
+                        run_input = ag.RunAgentInput(thread_id=thread.id, run_id="r1", state={}, messages=[],
+                                                     tools=[], context=[], forwarded_props={})
+                        async with client.open(run_input) as payloads:
+                            async for _ in payloads:
+                                if error is None:
+                                    break
+                # Every reader generator has ended by now: none waits at its ``yield`` for a finalizer.
+                assert {generator.ag_code.co_name for generator in started} >= {"_batches", "aiter_raw"}
+                assert [generator.ag_code.co_name for generator in started if generator.ag_frame is not None] == []
+        finally:
+            sys.set_asyncgen_hooks(*hooks)
+
+    asyncio.run(main())

@@ -9,7 +9,6 @@ fail, so a leak fails the test instead of hanging it. Nothing here sleeps or mea
 
 from __future__ import annotations
 
-import asyncio
 import gc
 from collections.abc import Callable
 from typing import Any
@@ -58,22 +57,9 @@ def agent(first: Callable[[Any], Any]) -> ScriptedAgent:
     return ScriptedAgent([step], cycle=True)
 
 
-async def _finalizers_run(http: httpx.AsyncClient) -> None:
-    # A response left mid-body by an error inside an async generator (httpx's aiter_raw, the client's
-    # reader) is closed by the loop's finalizer of that generator, a task that runs a few iterations of
-    # the loop after the error reached the caller (the portal hands the error over at once). Let the
-    # loop run them (bounded: a leak still fails below), without waiting on a clock.
-    for _ in range(200):
-        if in_flight(http) == 0:
-            return
-        await asyncio.sleep(0)
-
-
 def check_pool_free(client: Any, http: Any, endpoint: Any) -> None:
     """The pool holds nothing, and a run on the same client goes out and ends (on a fresh thread)."""
     before = endpoint.agent.request_count
-    if isinstance(http, httpx.AsyncClient):
-        object.__getattribute__(client, "_portal").call(_finalizers_run, http)
     assert in_flight(http) == 0
     assert client.thread().run("again, after").outcome == "success"
     assert endpoint.agent.request_count == before + 1
