@@ -62,6 +62,11 @@ def test_a_thread_a_stream_and_a_builder_print_where_the_conversation_stands() -
         assert repr(thread) == (f"<Thread id='ticket-1' version={thread.version} "
                                 f"messages={len(thread.state.messages)} open_interrupts={[first, second]!r}>")
 
+        # The folded state prints as the thread does: counts and ids, never the agent's text or state.
+        assert repr(thread.state) == (f"<ThreadState thread_id='ticket-1' runs=1 messages={len(thread.state.messages)} "
+                                      f"open_interrupts={[first, second]!r} pending_tool_calls=[]>")
+        assert "Plan the trip" not in repr(thread.state)
+
         builder = thread.resume_builder().answer(first, {"answer": "yes"})
         assert repr(builder) == (f"<ResumeBuilder thread_id='ticket-1' run_id='r1' answered={[first]!r} "
                                  f"abandoned=[] uncovered={[second]!r}>")

@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 from typing_extensions import assert_never
 
+from ..._inert import quoted_name
 from ...errors import ProtocolError, StreamWarning
 from ...wire.jsonio import parse_json
 from ...wire.sink import WarningList
@@ -33,6 +34,7 @@ from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.types.base import JSON
 from .. import legacy
+from ..interrupts import _listed
 from ..roster import Roster
 from .document import EMPTY_STATE, StateDocument
 from .entries import Entry
@@ -117,6 +119,13 @@ class ThreadState:
         self.ledger.mark()
         self._mark = Mark(document=self.document.changes, via=self.ledger.open_via is not None, maps=False,
                           incomplete=bool(self.log.incomplete))
+
+    def __repr__(self) -> str:
+        # As a thread's repr: which thread, how far it went, and what it waits for. Counts and ids only:
+        # the messages and the shared state are the agent's, of any size.
+        return (f"<ThreadState thread_id={quoted_name(self.thread_id)} runs={self.run_count} "
+                f"messages={len(self.messages)} open_interrupts={_listed([i.id for i in self.open_interrupts])} "
+                f"pending_tool_calls={_listed(self.pending_tool_call_ids)}>")
 
     # -- reading ---------------------------------------------------------------------------------
 
