@@ -111,11 +111,22 @@ def _unwrapped(transport: Any) -> Any:
     return transport
 
 
-def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
-    """The caller's headers with ours merged in, never silently dropping theirs."""
-    headers: dict[str, str] = {}
+def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    """The client's headers, ``extra`` (a run's) over them, and ours merged in, never silently dropping theirs.
+
+    A name ``extra`` sets replaces the client's same-named header whatever the case of either (as httpx
+    merges a request's headers over its client's): a per-run ``authorization`` must not go out beside
+    the client's ``Authorization``.
+    """
+    if extra:
+        replaced = {name.lower() for name in extra}
+        given = [*((name, value) for name, value in base.items() if name.lower() not in replaced), *extra.items()]
+    else:
+        given = list(base.items())
+    headers: list[tuple[str, str]] = []
     accept: list[str] = [_SSE]
-    for name, value in {**base, **(extra or {})}.items():
+    coding = False
+    for name, value in given:
         lowered = name.lower()
         if lowered == "accept":
             # The answer must be an event stream; the caller's types stay, after ours.
@@ -125,13 +136,13 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[s
                 logger.warning("header %s: %r replaced by application/json (the body is a JSON RunAgentInput)",
                                name, value)
         else:
-            headers[name] = value
-    headers["Content-Type"] = "application/json"
-    headers["Accept"] = ", ".join(accept)
-    if not any(name.lower() == "accept-encoding" for name in headers):
+            coding = coding or lowered == "accept-encoding"
+            headers.append((name, value))
+    headers += [("Content-Type", "application/json"), ("Accept", ", ".join(accept))]
+    if not coding:
         # Only the codings the clients undo in bounded steps (httpx would also offer br and zstd when
         # their packages are installed); see agui_client/_inflate.py.
-        headers["Accept-Encoding"] = "gzip, deflate"
+        headers.append(("Accept-Encoding", "gzip, deflate"))
     return headers
 
 

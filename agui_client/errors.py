@@ -28,6 +28,7 @@
     │   ├── NothingToResume
     │   └── MisdirectedResume          a builder made for another thread, or for an earlier interrupted run
     ├── UnencodableValue (ValueError)  a value the run would send is not JSON (a set, NaN, bytes …); nothing was sent
+    ├── InvalidHeader (ValueError)     a per-run header name or value HTTP cannot carry; nothing was sent
     └── ConcurrentResume               another writer resumed (or advanced) this thread first
 
 Every error raised during a run carries ``.result``: the ``RunResult`` so far, whose ``.state`` is
@@ -75,6 +76,7 @@ __all__ = [
     "MisdirectedResume",
     "UnencodableValue",
     "UnencodableResumePayload",
+    "InvalidHeader",
     "UnusableResponseSchema",
     "SchemaFault",
     "ConcurrentResume",
@@ -602,6 +604,33 @@ class UnencodableResumePayload(InvalidResumePayload, UnencodableValue):
         self.pointer = pointer
         self.reason = reason
         self.interrupt_id = interrupt_id
+
+
+class InvalidHeader(AguiError, ValueError):
+    """A per-run header (``thread.run(headers=...)``) HTTP cannot carry; nothing was sent and nothing was claimed.
+
+    The message and the attributes name the header, never its value (a credential, most often). See
+    docs/codes.md, ``RUN-HEADER``.
+
+    Example::
+
+        try:
+            thread.run("hi", headers={"Authorization": token})
+        except InvalidHeader as error:
+            print(error.name, error.reason)  # Authorization the value holds a line break (CR or LF) ...
+
+    Attributes:
+        name: the header's name as given (shown escaped in the message when it holds a control character).
+        reason: what is wrong with it, for a person.
+        code: ``RUN-HEADER``.
+    """
+
+    code = "RUN-HEADER"
+
+    def __init__(self, message: str, *, name: str, reason: str) -> None:
+        super().__init__(message)
+        self.name = name
+        self.reason = reason
 
 
 class ConcurrentResume(AguiError):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from .core.exchange import StreamHandle
 from .core.flow import RECEIVE, Close, Conversation, Flow, Hand, Invoke, Load, ResumeInput, Run, Send, Write
 from .core.fold import ThreadState
+from .core.headers import layered
 from .core.plan import MessageInput, ToolHandler
 from .core.session import RunResult
 from .errors import StreamNotFinished
@@ -270,7 +271,7 @@ class Thread(Conversation):
     def run(self, message: MessageInput = None, *, resume: ResumeInput = None, tools: Sequence[Tool] | None = None,
             context: Sequence[Context] | None = None, forwarded_props: JSON = None, state: JSON = None,
             run_id: str | None = None, pending_unknown: bool = False,
-            run_timeout: float | None = None) -> RunResult:
+            run_timeout: float | None = None, headers: Mapping[str, str] | None = None) -> RunResult:
         """Send a run and fold it to the end.
 
         Args:
@@ -289,12 +290,26 @@ class Thread(Conversation):
                 thread does hold open interrupts it changes nothing: entries must cover them.
             run_timeout: this run's overall deadline in seconds from its request (the client's
                 ``run_timeout`` by default); past it the run fails with ``RunTimeout``.
+            headers: request headers for this run only (a web backend forwarding its user's own
+                ``Authorization``, a tenant header …), sent on top of the client's: a name the client
+                also sets is replaced, names compared case-insensitively, as httpx merges a request's
+                headers over its client's. ``Content-Type`` stays ``application/json`` (another value
+                is replaced, with a warning), an ``Accept`` is added after ``text/event-stream``, and
+                the trace context of the client's telemetry wins over a same-named header. Their values
+                are kept out of errors, logs, records and spans by the client's ``sensitive_headers``
+                rules (``Authorization``, ``Cookie``, names holding token, key, auth …: mark others
+                there); a redirect to another origin is refused, as for the client's headers. They are
+                not part of the thread: a later run, here or in another process, sends its own.
+                Example: ``thread.run("hi", headers={"Authorization": f"Bearer {user_token}"})``.
 
         Returns:
             The ``RunResult``; a run that ended with ``RUN_ERROR`` has ``outcome == "error"``
             (``raise_for_outcome()`` raises it).
 
         Raises:
+            InvalidHeader: a ``headers`` name or value HTTP cannot carry (a CR or LF, a character
+                that is not ASCII, a name that is not a token …); the error names the header, never its
+                value; nothing was sent and the thread was not claimed.
             ResumeRefused: the resume list (or its absence) breaks the interrupt rules, or the builder
                 was made for another thread or an earlier interrupted run (``MisdirectedResume``);
                 nothing was sent.
@@ -314,7 +329,7 @@ class Thread(Conversation):
         """
         with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
-                              run_timeout)
+                              run_timeout, headers)
             watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=KeyboardInterrupt)
             return watch.finished(cast(RunResult, self._drive(flow, _Exchange(watch))))
@@ -324,17 +339,17 @@ class Thread(Conversation):
                tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
                forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,
                pending_unknown: bool = False,
-            run_timeout: float | None = None) -> Iterator[RunStream]:
+            run_timeout: float | None = None, headers: Mapping[str, str] | None = None) -> Iterator[RunStream]:
         """Send a run and yield a :class:`RunStream` of its events, each folded before it is yielded.
 
-        Same arguments and errors as :meth:`run`. The thread is saved when the run ends, before the
+        Same arguments (``headers`` too) and errors as :meth:`run`. The thread is saved when the run ends, before the
         terminal event reaches the caller. Leaving the ``with`` block before the stream ends closes
         the response: what was folded stays in ``thread.state`` but is not saved, and a resume's
         claim stays held (its request reached the agent; see :meth:`release_claim`).
         """
         with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
-                              run_timeout)
+                              run_timeout, headers)
             watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=KeyboardInterrupt)
             exchange = _Exchange(watch)
@@ -383,6 +398,11 @@ class Thread(Conversation):
         before any handler runs, so two replicas never both run the handlers for the same calls (the
         second gets ``ConcurrentResume``). Stops at an interrupt (for the application to answer), an
         error, a call with no handler, or after ``max_steps`` runs.
+
+        ``headers`` (see :meth:`run`) go with every request of the loop, and are checked before any
+        handler runs::
+
+            thread.run_until_done("Book it", headers={"Authorization": f"Bearer {user_token}"})
         """
         _check_loop_keywords(kwargs)
         with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:
@@ -423,10 +443,11 @@ class Thread(Conversation):
             return self._write(effect)
         if kind is Send:
             plan = effect.plan
-            with exchange.watch.sending(effect.handle) as headers:  # (the trace context, when the client has telemetry)
+            with exchange.watch.sending(effect.handle) as trace:  # (the trace context, when the client has telemetry)
+                # (the run's own headers, the trace context over them: it names this run's span)
                 exchange.batches = exchange.stack.enter_context(
                     self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
-                                              run_timeout=plan.run_timeout, headers=headers))
+                                              run_timeout=plan.run_timeout, headers=layered(plan.headers, trace)))
             return None
         if kind is Close:
             error = effect.error
@@ -508,11 +529,16 @@ class AsyncThread(Conversation):
                   tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
                   forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,
                   pending_unknown: bool = False,
-            run_timeout: float | None = None) -> RunResult:
-        """Send a run and fold it to the end (see :meth:`Thread.run`)."""
+            run_timeout: float | None = None, headers: Mapping[str, str] | None = None) -> RunResult:
+        """Send a run and fold it to the end (see :meth:`Thread.run`, ``headers`` included).
+
+        Example::
+
+            result = await thread.run("hi", headers={"Authorization": f"Bearer {user_token}"})
+        """
         with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
-                              run_timeout)
+                              run_timeout, headers)
             watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=asyncio.CancelledError)
             return watch.finished(cast(RunResult, await self._drive(flow, _AsyncExchange(watch))))
@@ -522,11 +548,12 @@ class AsyncThread(Conversation):
                      tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
                      forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,
                      pending_unknown: bool = False,
-            run_timeout: float | None = None) -> AsyncIterator[AsyncRunStream]:
+            run_timeout: float | None = None,
+                     headers: Mapping[str, str] | None = None) -> AsyncIterator[AsyncRunStream]:
         """Send a run and yield an :class:`AsyncRunStream` of its events (see :meth:`Thread.stream`)."""
         with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
-                              run_timeout)
+                              run_timeout, headers)
             watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=asyncio.CancelledError)
             exchange = _AsyncExchange(watch)
@@ -600,10 +627,10 @@ class AsyncThread(Conversation):
             return await self._write(effect)
         if kind is Send:
             plan = effect.plan
-            with exchange.watch.sending(effect.handle) as headers:  # (as Thread._carry)
+            with exchange.watch.sending(effect.handle) as trace:  # (as Thread._carry)
                 exchange.batches = await exchange.stack.enter_async_context(
                     self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
-                                              run_timeout=plan.run_timeout, headers=headers))
+                                              run_timeout=plan.run_timeout, headers=layered(plan.headers, trace)))
             return None
         if kind is Close:
             error = effect.error

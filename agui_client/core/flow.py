@@ -69,6 +69,7 @@ from ..wire.types.base import JSON
 from ..wire.types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, Tool
 from .exchange import StreamHandle
 from .fold import ThreadState, parsed_arguments
+from .headers import checked_headers
 from .interrupts import (
     ResumeBuilder,
     _listed,
@@ -532,9 +533,11 @@ class Conversation(_Standing):
 
     def _plan(self, message: MessageInput, resume: ResumeInput, tools: Sequence[Tool] | None,
               context: Sequence[Context] | None, forwarded_props: JSON, state: JSON,
-              run_id: str | None, pending_unknown: bool = False, run_timeout: float | None = None) -> Plan:
+              run_id: str | None, pending_unknown: bool = False, run_timeout: float | None = None,
+              headers: Mapping[str, str] | None = None) -> Plan:
         # Everything here runs before the thread is claimed and before any byte is sent: a refusal
         # leaves the thread as it was.
+        checked = checked_headers(headers)
         new = new_messages(message)
         open_interrupts = self._state.open_interrupts
         entries = without_abandoned_payloads(self._resume_entries(resume, pending_unknown))
@@ -576,7 +579,8 @@ class Conversation(_Standing):
             protocol_version=PROTOCOL_VERSION,
         )
         return Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
-                    resuming=bool(entries), body=encode_input(run_input), run_timeout=run_timeout)
+                    resuming=bool(entries), body=encode_input(run_input), run_timeout=run_timeout,
+                    headers=checked)
 
     def _resume_entries(self, resume: ResumeInput, pending_unknown: bool) -> tuple[ResumeEntry, ...]:
         """The entries ``resume`` gives, refused as the open interrupts require (before anything is sent)."""
@@ -761,6 +765,7 @@ class Conversation(_Standing):
     # -- the tool loop -------------------------------------------------------------------------------
 
     def _until_done(self, message: MessageInput, max_steps: int, arguments: Mapping[str, Any]) -> Flow[RunResult]:
+        checked_headers(arguments.get("headers"))  # (refused before a handler runs, as the resume checks are)
         held = self._held_calls()
         if held is not None:
             self._refuse_early(arguments)
@@ -773,7 +778,7 @@ class Conversation(_Standing):
             yield from self._answer_tools(calls)
             result = yield from self._run_claimed(None, {name: arguments.get(name) for name in
                                                           ("tools", "context", "forwarded_props",
-                                                                                   "run_timeout")})
+                                                                                   "run_timeout", "headers")})
         return result
 
     def _answer_tools(self, calls: Sequence[msg.ToolCall]) -> Flow[None]:

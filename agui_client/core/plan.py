@@ -23,6 +23,7 @@ from ..wire.types import messages as msg
 from ..wire.types.base import JSON
 from ..wire.types.run import RunAgentInput, Tool
 from .exchange import request_body
+from .headers import RunHeaders
 
 __all__ = ["Plan", "MessageInput", "ToolHandler", "new_messages", "declare", "is_parts", "unencodable",
            "refuse_unencodable", "refuse_unencodable_item", "encode_input"]
@@ -46,6 +47,8 @@ class Plan:
     body: bytes
     #: This run's overall deadline in seconds (``None``: the client's).
     run_timeout: float | None = None
+    #: This run's own request headers, checked (``core.headers``); never in a repr: they hold credentials.
+    headers: RunHeaders = attrs.field(default=(), repr=False)
 
 
 def new_messages(message: MessageInput) -> tuple[msg.Message, ...]:

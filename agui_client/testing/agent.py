@@ -389,6 +389,7 @@ class ScriptedAgent:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._requests: list[RunAgentInput] = []
+        self._request_headers: list[dict[str, str]] = []
         self._disconnects: list[str] = []
         self._warnings: list[str] = []
         self._runs: dict[str, int] = {}
@@ -401,6 +402,20 @@ class ScriptedAgent:
         """Every well-formed input received, decoded, in arrival order (a copy)."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def request_headers(self) -> list[dict[str, str]]:
+        """The headers of each well-formed input received, in the order of :attr:`requests` (a copy):
+        one dict per request, names lower-cased, a name sent more than once with its values joined by
+        ``", "``.
+
+        For tests of what the client sends (credentials per run, trace context)::
+
+            thread.run("hi", headers={"Authorization": "Bearer user-1"})
+            assert agent.request_headers[-1]["authorization"] == "Bearer user-1"
+        """
+        with self._lock:
+            return [dict(headers) for headers in self._request_headers]
 
     @property
     def request_count(self) -> int:
@@ -438,6 +453,7 @@ class ScriptedAgent:
         """Forget every request, warning, thread position and open interrupt."""
         with self._lock:
             self._requests.clear()
+            self._request_headers.clear()
             self._warnings.clear()
             self._runs.clear()
             self._open.clear()
@@ -532,7 +548,7 @@ class ScriptedAgent:
         if accepted is None:
             return
         run_input, warned = accepted
-        plan = self._plan(run_input, [f"request: {message}" for message in warned])
+        plan = self._plan(run_input, [f"request: {message}" for message in warned], _received_headers(scope))
         if plan.reject is not None:
             await self._stream(send, receive, Stream(items=[plan.reject]), plan)
             return
@@ -553,11 +569,12 @@ class ScriptedAgent:
 
     # ---- the producer's bookkeeping --------------------------------------------------------------
 
-    def _plan(self, run_input: RunAgentInput, notes: list[str]) -> _Plan:
+    def _plan(self, run_input: RunAgentInput, notes: list[str], headers: dict[str, str] | None = None) -> _Plan:
         thread = run_input.thread_id
         with self._changed:
             self._changed.notify_all()
             self._requests.append(run_input)
+            self._request_headers.append(headers or {})
             self._warnings += notes
             kept: list[ResumeEntry] = []
             notices: list[str] = []
@@ -748,6 +765,15 @@ def _faulty_outcome(items: list[Item], faults: frozenset[str], run_input: RunAge
                               attrs.evolve(finished, outcome=None)]
         return items
     return items
+
+
+def _received_headers(scope: Scope) -> dict[str, str]:
+    """A request's headers as :attr:`ScriptedAgent.request_headers` keeps them."""
+    headers: dict[str, str] = {}
+    for name, value in scope.get("headers", ()):
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+    return headers
 
 
 def _encode_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
