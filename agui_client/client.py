@@ -133,8 +133,8 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> list[t
             accept += [t.strip() for t in value.split(",") if t.strip() and media_type(t) != _SSE]
         elif lowered == "content-type":
             if media_type(value) != "application/json":
-                logger.warning("header %s: %r replaced by application/json (the body is a JSON RunAgentInput)",
-                               name, value)
+                # (the value is not logged: a run's header values stay out of the logs, whatever their name)
+                logger.warning("header %s replaced by application/json (the body is a JSON RunAgentInput)", name)
         else:
             coding = coding or lowered == "accept-encoding"
             headers.append((name, value))

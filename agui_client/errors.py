@@ -625,12 +625,11 @@ class InvalidHeader(AguiError, ValueError):
         code: ``RUN-HEADER``.
     """
 
-    code = "RUN-HEADER"
-
-    def __init__(self, message: str, *, name: str, reason: str) -> None:
+    def __init__(self, message: str, *, name: str, reason: str, code: str = "RUN-HEADER") -> None:
         super().__init__(message)
         self.name = name
         self.reason = reason
+        self.code = code
 
 
 class ConcurrentResume(AguiError):

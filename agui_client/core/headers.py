@@ -50,7 +50,7 @@ def checked_headers(headers: Mapping[str, str] | None) -> RunHeaders:
         return ()
     if not isinstance(headers, Mapping):
         raise InvalidHeader(f"nothing was sent: headers must be a mapping of names to values, not a "
-                            f"{type(headers).__name__}", name="", reason="not a mapping")
+                            f"{type(headers).__name__}", name="", reason="not a mapping", code="RUN-HEADER")
     pairs: list[tuple[str, str]] = []
     seen: dict[str, str] = {}
     for name, value in headers.items():
@@ -97,4 +97,4 @@ def _what_is_wrong(value: str) -> str:
 
 def _refuse(name: str, reason: str) -> NoReturn:
     raise InvalidHeader(f"nothing was sent: the header {quoted_name(name)} cannot be sent: {reason}", name=name,
-                        reason=reason)
+                        reason=reason, code="RUN-HEADER")

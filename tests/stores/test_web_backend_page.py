@@ -16,7 +16,8 @@ PAGE = Path(__file__).parent.parent.parent / "docs" / "start" / "web-backend.md"
 
 
 def test_the_web_backend_page_relays_two_turns_of_one_thread_through_redis(redis_url: str) -> None:
-    (snippet,) = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), flags=re.S)
+    # (the first snippet; the page's "Forwarding each user's credential" one runs in tests/test_run_headers.py)
+    snippet = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), flags=re.S)[0]
     assert "http://agent:9000/" in snippet and "redis://redis:6379/0" in snippet
 
     agent = ScriptedAgent.chat("noted")
