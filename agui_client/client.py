@@ -44,6 +44,7 @@ from ._pool import SHARD_SIZE, BoundedCookieJar, HeadTooLong, ShardedSyncTranspo
 from ._pool import deadline as send_deadline
 from ._proxies import environment_proxy, proxy_credentials
 from .core.exchange import StreamHandle, request_body
+from .core.headers import checked_headers
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
 from .core.redact import SENSITIVE_EXTENSION, Redactor, displayed_url, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
@@ -670,8 +671,11 @@ class AgentClient(_ClientBase):
             ProtocolError: the answer is not an event stream.
             LimitExceeded: an event outgrew ``max_event_bytes``, or the response ``max_run_bytes``
                 (``RUN-BYTES``, naming ``run_input``'s run).
+            InvalidHeader: a ``headers`` name or value HTTP cannot carry (as for ``Thread.run(headers=...)``,
+                whose merging rules these headers follow); nothing was sent.
         """
-        return self._payloads(run_input, handle=handle, headers=headers, run_timeout=run_timeout)
+        return self._payloads(run_input, handle=handle, headers=dict(checked_headers(headers)),
+                              run_timeout=run_timeout)
 
     @contextmanager
     def _payloads(self, run_input: RunAgentInput, *, handle: StreamHandle | None, headers: Mapping[str, str] | None,
@@ -825,7 +829,8 @@ class AsyncAgentClient(_ClientBase):
                 async for payload in payloads:
                     print(payload)
         """
-        return self._payloads(run_input, handle=handle, headers=headers, run_timeout=run_timeout)
+        return self._payloads(run_input, handle=handle, headers=dict(checked_headers(headers)),
+                              run_timeout=run_timeout)
 
     @asynccontextmanager
     async def _payloads(self, run_input: RunAgentInput, *, handle: StreamHandle | None,

@@ -340,6 +340,20 @@ def test_the_tool_loop_refuses_a_bad_header_before_a_held_call_is_answered(drive
         assert client.store.load(thread.id).version == version  # (not claimed)
 
 
+def test_the_low_level_open_follows_the_same_rules(drive: Any) -> None:
+    agent = ScriptedAgent.chat()
+    run_input = ag.RunAgentInput(thread_id="t-1", run_id="r-1", messages=(ag.UserMessage(id="m-1", content="hi"),))
+    with serve(agent) as server, drive.client(server.url, headers=SERVICE) as client:
+        with pytest.raises(ag.InvalidHeader, match="Authorization"):
+            client.open(run_input, headers={"Authorization": f"Bearer {TOKEN}\r\nX-Evil: 1"})
+        assert agent.request_count == 0
+        with client.open(run_input, headers={"authorization": f"Bearer {TOKEN}"}) as payloads:
+            assert list(payloads)
+
+    [sent] = agent.request_headers
+    assert sent["authorization"] == f"Bearer {TOKEN}"  # (replacing the client's, not sent beside it)
+
+
 def test_reprs_of_a_run_never_show_its_headers(drive: Any) -> None:
     agent = ScriptedAgent.chat()
     with serve(agent) as server, drive.client(server.url) as client:

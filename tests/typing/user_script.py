@@ -11,6 +11,7 @@ from agui_client import (
     AsyncAgentClient,
     AwaitingAnswers,
     Interrupt,
+    InvalidHeader,
     ResumeBuilder,
     RunFinishedEvent,
     RunResult,
@@ -51,6 +52,15 @@ async def later(url: str, store: SqliteStore) -> str | None:
         thread = await client.load_thread("t")
         result = await thread.run("again")
         return result.outcome
+
+
+async def for_user(client: AsyncAgentClient, user_token: str) -> str | None:
+    thread = await client.load_thread()
+    try:
+        result = await thread.run("hi", headers={"Authorization": f"Bearer {user_token}"})
+    except InvalidHeader as refused:
+        return f"{refused.code}: {refused.name} {refused.reason}"
+    return result.outcome
 
 
 def problems(interrupt: Interrupt) -> list[str]:
