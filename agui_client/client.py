@@ -333,10 +333,11 @@ class _ClientBase:
             raise RuntimeError(f"this {type(self).__name__} is closed: make a new one, or use it inside its "
                                f"`{'async ' if isinstance(self, AsyncAgentClient) else ''}with` block")
 
-    def _unsent_redactor(self) -> Redactor:
-        """The redactor of a request this client would send (for what is reported about a run refused
-        before anything was sent: the ids it names came from the agent in earlier runs)."""
-        return self._redactor(httpx.Request("POST", self.url, headers=_headers(self.headers, None)))
+    def _unsent_redactor(self, headers: Mapping[str, str] | None = None) -> Redactor:
+        """The redactor of a request this client would send, with a run's checked ``headers`` (for what is
+        reported about a run refused before anything was sent: the ids it names came from the agent in
+        earlier runs)."""
+        return self._redactor(httpx.Request("POST", self.url, headers=_headers(self.headers, headers)))
 
     def _redactor(self, *requests: httpx.Request) -> Redactor:
         """What keeps the credentials of ``requests`` (the exchange so far) out of everything reported about it."""

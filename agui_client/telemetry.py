@@ -30,7 +30,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ._version import __version__
-from .errors import AguiError, ConcurrentResume, HTTPStatusError, ProtocolError, ResumeRefused, UnencodableValue
+from .core.headers import checked_headers
+from .errors import (
+    AguiError,
+    ConcurrentResume,
+    HTTPStatusError,
+    InvalidHeader,
+    ProtocolError,
+    ResumeRefused,
+    UnencodableValue,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -153,12 +162,16 @@ def resolve(telemetry: Telemetry | bool | None) -> Telemetry | None:
     return found
 
 
-def watch_run(client: Any, thread: Any, run_id: str | None, resume: object) -> _RunWatch | _Unwatched:
-    """The watch for one run of ``thread`` (a no-op one when the client has no telemetry)."""
+def watch_run(client: Any, thread: Any, run_id: str | None, resume: object,
+              headers: Mapping[str, str] | None = None) -> _RunWatch | _Unwatched:
+    """The watch for one run of ``thread`` (a no-op one when the client has no telemetry); ``headers``
+    are the run's own (``run(headers=...)``), whose secrets a refusal's span must not hold either."""
     telemetry: Telemetry | None = getattr(client, "telemetry", None)
     if telemetry is None:
         return UNWATCHED
-    return telemetry._watch(client, thread, run_id, resume is not None)
+    watch = telemetry._watch(client, thread, run_id, resume is not None)
+    watch._headers = headers
+    return watch
 
 
 def watch_loop(client: Any, thread: Any, max_steps: int) -> _LoopWatch | _Unwatched:
@@ -234,7 +247,8 @@ class _Sending:
 class _RunWatch:
     """One run's span and measurements (see the module's docstring)."""
 
-    __slots__ = ("_telemetry", "_client", "_thread_id", "_span", "_started", "_result", "_handle", "_resumes")
+    __slots__ = ("_telemetry", "_client", "_thread_id", "_span", "_started", "_result", "_handle", "_resumes",
+                 "_headers")
 
     def __init__(self, telemetry: Telemetry, client: Any, thread: Any, run_id: str | None, resuming: bool) -> None:
         trace = telemetry._trace
@@ -245,6 +259,8 @@ class _RunWatch:
         self._result: RunResult | None = None
         #: The sent request's stream handle: its redactor cleans what the agent chose before the span keeps it.
         self._handle: Any = None
+        #: The run's own headers, as given (checked again before a redactor is made of them).
+        self._headers: Mapping[str, str] | None = None
         attributes: dict[str, Any] = {"agui.thread.id": thread.id}
         if run_id is not None:
             attributes["agui.run.id"] = run_id
@@ -332,7 +348,12 @@ class _RunWatch:
         if redactor is None:
             unsent = getattr(self._client, "_unsent_redactor", None)
             try:
-                redactor = unsent() if unsent is not None else None
+                # (with the run's headers, when they can be sent: an id the agent chose may echo one)
+                headers = dict(checked_headers(self._headers))
+            except InvalidHeader:  # (the refusal itself: the client's headers alone)
+                headers = {}
+            try:
+                redactor = unsent(headers) if unsent is not None else None
             except Exception:  # (a client that cannot even build a request: the run's error says why)
                 redactor = None
         return redactor.text if redactor is not None else _same

@@ -327,7 +327,7 @@ class Thread(Conversation):
                 long (a turn gives the thread back; a resume whose request was written stays claimed).
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
-        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
+        with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout, headers)
             watch.planned(plan)
@@ -347,7 +347,7 @@ class Thread(Conversation):
         the response: what was folded stays in ``thread.state`` but is not saved, and a resume's
         claim stays held (its request reached the agent; see :meth:`release_claim`).
         """
-        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
+        with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout, headers)
             watch.planned(plan)
@@ -536,7 +536,7 @@ class AsyncThread(Conversation):
 
             result = await thread.run("hi", headers={"Authorization": f"Bearer {user_token}"})
         """
-        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
+        with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout, headers)
             watch.planned(plan)
@@ -551,7 +551,7 @@ class AsyncThread(Conversation):
             run_timeout: float | None = None,
                      headers: Mapping[str, str] | None = None) -> AsyncIterator[AsyncRunStream]:
         """Send a run and yield an :class:`AsyncRunStream` of its events (see :meth:`Thread.stream`)."""
-        with self._exclusive(), watch_run(self.client, self, run_id, resume) as watch:
+        with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout, headers)
             watch.planned(plan)

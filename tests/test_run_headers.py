@@ -26,7 +26,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import agui_client as ag
 from agui_client.stores import SqliteStore
-from agui_client.testing import Disconnect, RecordingTransport, Respond, ScriptedAgent, Start, serve, text_message
+from agui_client.testing import (
+    Disconnect,
+    Finish,
+    RecordingTransport,
+    Respond,
+    ScriptedAgent,
+    Start,
+    serve,
+    text_message,
+)
 from agui_client.types import RunErrorEvent
 
 #: The user's credential a backend forwards: it must reach the agent and nowhere else.
@@ -158,6 +167,25 @@ def test_telemetry_trace_context_goes_with_the_runs_headers_and_wins_over_a_same
     recorded = everything_in(dict(span.attributes or {}), span.status.description,
                              *[f"{e.name} {dict(e.attributes or {})}" for e in span.events])
     assert TOKEN not in recorded
+
+
+def test_the_span_of_a_run_refused_before_sending_is_redacted_with_the_runs_headers(drive: Any) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    # (an agent that put the user's credential, as it got it, into an interrupt id)
+    echoed = ag.Interrupt(id=f"ask-{TOKEN}", reason="input", message="Sure?")
+    agent = ScriptedAgent([[Start(), Finish(outcome=ag.RunFinishedInterruptOutcome(interrupts=(echoed,)))]])
+    with serve(agent) as server, drive.client(server.url, telemetry=ag.Telemetry(tracer_provider=provider)) as client:
+        thread = client.thread()
+        thread.run("hi", headers=USER)
+        with pytest.raises(ag.ResumeRefused):  # (the interrupt left uncovered: refused, naming it)
+            thread.run(resume=[ag.ResumeEntry(interrupt_id="other", status="cancelled")], headers=USER)
+
+    refused = [s for s in exporter.get_finished_spans() if s.name == "agui.run"][-1]
+    shown = everything_in(dict(refused.attributes or {}), *[dict(e.attributes or {}) for e in refused.events])
+    assert "agui.resume.refused" in [e.name for e in refused.events] and "[redacted]" in shown
+    assert TOKEN not in shown and agent.request_count == 1
 
 
 # -- secrets ----------------------------------------------------------------------------------------
