@@ -538,6 +538,8 @@ class AgentClient(_ClientBase):
     Args:
         url: the agent's endpoint (runs are ``POST``ed there).
         headers: extra request headers (authentication …); merged into every request, never logged.
+            One run's own go on top: ``thread.run(..., headers={"Authorization": user_credential})``
+            replaces the same-named header here for that run only (see :meth:`Thread.run`).
         timeout: connect (and write) timeout in seconds; not a bound on the run (httpx's ``timeout``
             covers reads too): the silence between bytes is ``idle_timeout``, the whole run ``run_timeout``.
         idle_timeout: the longest silence between bytes before ``IdleTimeout``; keep-alive comments
