@@ -396,6 +396,23 @@ def test_reprs_of_a_run_never_show_its_headers(drive: Any) -> None:
     assert TOKEN not in everything_in(*shown, repr(plan))
 
 
+# -- the test kit ------------------------------------------------------------------------------------
+
+
+def test_the_scripted_agent_records_each_requests_headers_and_forgets_them_on_reset() -> None:
+    agent = ScriptedAgent.chat()
+    body = ag.encode(ag.RunAgentInput(thread_id="t", run_id="r", messages=()))
+    with serve(agent) as server, httpx.Client(trust_env=False) as http:
+        http.post(server.url, json=body, headers=[("X-Twice", "a"), ("x-twice", "b"), ("X-Once", "c")])
+        http.post(server.url, content=b"not json")  # (not a RunAgentInput: not recorded, as in requests)
+        recorded = agent.request_headers
+        agent.reset()
+
+    [headers] = recorded
+    assert headers["x-twice"] == "a, b" and headers["x-once"] == "c"
+    assert agent.request_headers == [] and agent.requests == []
+
+
 # -- the docs ----------------------------------------------------------------------------------------
 
 
