@@ -150,7 +150,7 @@ def test_run_until_done_names_itself_and_where_tool_handlers_go_for_a_keyword_ru
         with pytest.raises(TypeError, match=r"^run_until_done\(\) got unexpected keyword argument\(s\) "
                                             r"\['tool_handlers'\] \(the handlers are the thread's: "
                                             r"client.thread\(tool_handlers=...\)\); it takes message, max_steps "
-                                            r"and run\(\)'s keywords: resume, tools, .*run_timeout$"):
+                                            r"and run\(\)'s keywords: resume, tools, .*run_timeout, headers$"):
             thread.run_until_done("Pick one", tool_handlers={"confirm_choice": lambda question: "a"})
 
         # (nothing was sent; the keywords run() takes still pass through)
