@@ -15,6 +15,7 @@ import logging
 import re
 import socket
 from collections.abc import Iterator
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from agui_client.testing import (
     Respond,
     ScriptedAgent,
     Start,
+    Stream,
     serve,
     text_message,
 )
@@ -394,6 +396,19 @@ def test_reprs_of_a_run_never_show_its_headers(drive: Any) -> None:
 
     assert plan.headers == (("Authorization", f"Bearer {TOKEN}"),)
     assert TOKEN not in everything_in(*shown, repr(plan))
+
+
+def test_a_jar_that_keeps_no_cookie_keeps_one_users_session_from_the_next_users_run(drive: Any) -> None:
+    # (the web backend page's advice: the client's cookies are shared by every run it sends)
+    agent = ScriptedAgent([Stream(items=[Start(), Finish()], headers={"set-cookie": "session=alice-1; Path=/"}),
+                           [Start(), Finish()]])
+    http = drive.http_client(cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])))
+    with serve(agent) as server, drive.client(server.url, http_client=http) as client:
+        client.thread().run("a", headers={"Authorization": "Bearer alice"})
+        client.thread().run("b", headers={"Authorization": "Bearer bob"})
+
+    alice, bob = agent.request_headers
+    assert bob["authorization"] == "Bearer bob" and "cookie" not in bob
 
 
 # -- the test kit ------------------------------------------------------------------------------------
