@@ -111,6 +111,30 @@ def _unwrapped(transport: Any) -> Any:
     return transport
 
 
+def check_url(url: str, *, own_http: bool) -> None:
+    """Refuse at once an agent URL no run could reach. httpx refuses it only when a request goes out, so
+    the mistake would surface at the first run, as a transport failure, after a thread was claimed.
+
+    A client given its own ``http_client`` may mount transports for other schemes; only a URL without a
+    host is refused there. The URL is shown without userinfo or sensitive query values.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, not {type(url).__name__}")
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:  # (httpx's reason names a position or a port, never the whole URL)
+        raise ValueError(f"the agent's URL cannot be read: {exc}") from None
+    if not url.strip():
+        raise ValueError("the agent's URL is empty")
+    if "://" not in url:
+        raise ValueError(f"the agent's URL has no scheme: write it as {quoted(displayed_url('http://' + url))} "
+                         "(or https://)")
+    if own_http and parsed.scheme not in ("http", "https"):
+        raise ValueError(f"the agent's URL must start with http:// or https://, not {quoted(parsed.scheme + '://')}")
+    if not parsed.host:
+        raise ValueError(f"the agent's URL has no host: {quoted(displayed_url(url))}")
+
+
 def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
     """The caller's headers with ours merged in, never silently dropping theirs."""
     headers: dict[str, str] = {}
@@ -523,7 +547,9 @@ class AgentClient(_ClientBase):
         telemetry: where runs report to OpenTelemetry (a :class:`~agui_client.Telemetry`), or ``None``.
 
     Args:
-        url: the agent's endpoint (runs are ``POST``ed there).
+        url: the agent's endpoint (runs are ``POST``ed there): ``http://`` or ``https://`` and a host
+            (any scheme with your own ``http_client``). Another one raises ``ValueError`` here, not at
+            the first run.
         headers: extra request headers (authentication …); merged into every request, never logged.
         timeout: connect (and write) timeout in seconds; not a bound on the run (httpx's ``timeout``
             covers reads too): the silence between bytes is ``idle_timeout``, the whole run ``run_timeout``.
@@ -582,6 +608,7 @@ class AgentClient(_ClientBase):
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None,
                  max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
+        check_url(url, own_http=http_client is None)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
@@ -763,6 +790,7 @@ class AsyncAgentClient(_ClientBase):
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None,
                  max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
+        check_url(url, own_http=http_client is None)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,

@@ -23,7 +23,14 @@ from pathlib import Path
 import httpx
 
 from .._pool import BoundedCookieJar
-from ..client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RUN_BYTES, AgentClient, own_transport
+from ..client import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_RUN_BYTES,
+    AgentClient,
+    check_url,
+    own_transport,
+)
 from ..core.legacy import LEGACY_BRIDGES
 from ..stores import ThreadStore
 from ..testing.recording import RecordingTransport
@@ -117,6 +124,10 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
     runs, as ``chat``'s ``/record`` does, passes a stopped one); ``--record DIR`` starts it at DIR. Without
     it, a recorder is made only for ``--record``.
     """
+    try:  # (the HTTP client is always the CLI's own, recorder or not: http:// or https:// only)
+        check_url(url, own_http=True)
+    except ValueError as exc:  # (a URL no run could reach: said before anything is asked or sent)
+        raise UsageProblem(str(exc)) from None
     headers = parse_headers(getattr(args, "header", None) or ())
     run_timeout: float | None = getattr(args, "timeout", None)
     idle = getattr(args, "idle_timeout", None) or DEFAULT_IDLE_TIMEOUT
