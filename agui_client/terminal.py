@@ -31,9 +31,14 @@ Examples:
 
 from __future__ import annotations
 
-from ._inert import NAME_CHARS, named, visible, visible_after
+from . import _inert
+from ._inert import named, visible, visible_after
 
 __all__ = ["inert_text", "inert_name", "InertDeltas", "NAME_CHARS"]
+
+NAME_CHARS = _inert.NAME_CHARS
+"""The longest name :func:`inert_name` shows whole, its default ``limit`` (120): a longer one is cut and
+ends with a digest of the whole."""
 
 
 def inert_text(text: str) -> str:
@@ -46,12 +51,13 @@ def inert_text(text: str) -> str:
     separators, and the characters Unicode says to render as nothing (the Hangul fillers, the
     combining grapheme joiner). Kept: ZERO WIDTH JOINER and NON-JOINER and a variation selector right
     after a visible character, one each, so emoji sequences, Persian and Indic text read right; a
-    second one in a row, or one after a blank, is escaped (it could only carry hidden text). Spaces
-    and blank-looking characters (a no-break space, U+2800 BRAILLE PATTERN BLANK) stay: in prose they
-    read as blanks.
+    second one in a row, or one after a blank, a line end or at the very start of the text, is
+    escaped (it joins nothing, and could only carry hidden text). Spaces and blank-looking characters
+    (a no-break space, U+2800 BRAILLE PATTERN BLANK) stay: in prose they read as blanks.
 
     The text is not cut: bound a long one yourself before you show it. For a text that arrives in
-    pieces, use :class:`InertDeltas`, which judges each piece by the one before it.
+    pieces, use :class:`InertDeltas`, which judges each piece by the one before it (each delta on its
+    own through this function would show the joiner of an emoji cut between two deltas as an escape).
 
     Args:
         text: the agent's text.
@@ -71,8 +77,10 @@ def inert_text(text: str) -> str:
         True
         >>> inert_text("\u2764\ufe0f\ufe0f") == "\u2764\ufe0f\\ufe0f"     # a second selector hides something
         True
+        >>> print(inert_text("\u200d\ufe0fstart"))                  # nothing before them to join
+        \u200d\ufe0fstart
     """
-    return visible(text)
+    return visible_after("", text)
 
 
 def inert_name(name: str, limit: int = NAME_CHARS) -> str:
@@ -117,8 +125,8 @@ class InertDeltas:
 
     Feed each delta to :meth:`feed` and show what it returns, in order, then call :meth:`end` when the
     text ends (``TEXT_MESSAGE_END``, the end of ``stream.text_stream``) and show what that returns.
-    Shown one after another, the pieces read exactly as :func:`inert_text` shows the whole text, wherever
-    the deltas were cut:
+    Shown one after another, the pieces read exactly as :func:`inert_text` shows the whole text,
+    wherever the deltas were cut:
 
     - a joiner or variation selector at a delta's start is judged by the last character of the delta
       before it: kept when it joins (an emoji sequence cut after its first emoji), escaped when it
