@@ -232,3 +232,41 @@ def test_the_example_chat_shows_hostile_text_inert_and_emoji_whole_on_a_terminal
     assert "done" in screen and "(success;" in screen
     for raw in ("\x1b", "\x9b", "\x07", "\r", "\u202e", "\u3164", "\ufe02"):
         assert raw not in screen, repr(raw)
+
+
+HOSTILE = f"clear\x1b[2J\x9b31m \u202eevil \u3164 family {FAMILY}"
+
+
+def _hostile_agent() -> ScriptedAgent:
+    asking = Interrupt(id="i1\u3164", reason="approval\u202e", message=f"ok?{HOSTILE}")
+    deltas = [*HOSTILE.partition("\U0001f469")[:2], HOSTILE.partition("\U0001f469")[2]]  # (the emoji cut)
+    message: list[Any] = [TextMessageStartEvent(message_id="m1"),
+                          *[TextMessageContentEvent(message_id="m1", delta=delta) for delta in deltas],
+                          TextMessageEndEvent(message_id="m1")]
+    return ScriptedAgent([
+        [Start(), *message, *tool_call("c1", "rm\u3164", {"a": HOSTILE}),
+         Finish(outcome=RunFinishedInterruptOutcome(interrupts=(asking,)))],
+        [Start(), *text_message("m2", f"done {HOSTILE}"), Finish()],
+    ])
+
+
+@pytest.mark.parametrize(("example", "agent", "expected"), [
+    ("script.py", _hostile_agent, ["interrupt (approval\\u202e): ok?clear\\x1b[2J", "approved i1\\u3164",
+                                   f"agent: done clear\\x1b[2J\\x9b31m \\u202eevil \\u3164 family {FAMILY}"]),
+    ("async_stream.py", _hostile_agent, [f"assistant: clear\\x1b[2J\\x9b31m \\u202eevil \\u3164 family {FAMILY}\n",
+                                         "[tool] rm\\u3164 {", "approving: ok?clear\\x1b[2J"]),
+    ("frontend_tools.py", lambda: ScriptedAgent.frontend_tool("confirm_choice", arguments={"question": HOSTILE}),
+     [f"the agent asks: clear\\x1b[2J\\x9b31m \\u202eevil \\u3164 family {FAMILY}\n"]),
+])
+def test_the_other_examples_print_an_agents_words_inert(served: Callable[[Any], Any], example: str,
+                                                        agent: Callable[[], Any], expected: list[str]) -> None:
+    endpoint = served(agent())
+    done = subprocess.run([sys.executable, str(EXAMPLES / example), "--url", endpoint.url],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60, check=False,
+                          env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+
+    assert done.returncode == 0, done.stderr
+    for text in expected:
+        assert text in done.stdout, (text, done.stdout)
+    for raw in ("\x1b", "\x9b", "\r", "\u202e", "\u3164"):
+        assert raw not in done.stdout, repr(raw)
