@@ -135,7 +135,8 @@ class InertDeltas:
       line end, and a bare CR still shows as ``\r``.
 
     One object follows one text, from the start of a line; start a new one (or call :meth:`end`) for
-    the next text. The CLI's ``agui run`` and ``agui chat`` stream through this class.
+    the next text. The ``agui`` CLI writes its token-by-token output (``agui run``, the plain
+    ``agui chat``, reasoning) through this class.
 
     Examples:
         >>> deltas = InertDeltas()
