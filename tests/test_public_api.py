@@ -111,6 +111,7 @@ def test_every_exported_exception_is_an_agui_error() -> None:
                              "AsyncRecordingTransport", "RecordedAgent", "RecordingMismatch"]),
     ("agui_client.stores", ["MemoryStore", "SqliteStore", "RedisStore", "PostgresStore"]),
     ("agui_client.ag_ui", ["to_ag_ui", "from_ag_ui"]),
+    ("agui_client.terminal", ["inert_text", "inert_name", "InertDeltas", "NAME_CHARS"]),
 ])
 def test_subpackages_export_the_names_design_fixes(module: str, names: list[str]) -> None:
     imported = importlib.import_module(module)
