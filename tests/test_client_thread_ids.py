@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -209,3 +210,17 @@ def test_the_cli_picker_of_a_file_with_a_page_of_threads_or_more_says_so(tmp_pat
 
     assert done.returncode == 2, done.stderr
     assert f"holds {MAX_LISTING_PAGE} or more threads; pick one with --thread-id: t00000, t00001" in done.stderr
+
+
+def test_the_stores_page_listing_example_runs_as_written(served: Callable[[Any], Any], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).parent.parent / "docs" / "stores.md").read_text(encoding="utf-8")
+    snippets = [s for s in re.findall(r"```py\n(.*?)```", page, flags=re.S) if "thread_ids" in s]
+    endpoint = served(ScriptedAgent.chat("hi there"))
+    monkeypatch.chdir(tmp_path)
+
+    assert len(snippets) == 1
+    exec(compile(snippets[0], "docs/stores.md", "exec"), {"__name__": "__docs__", "url": endpoint.url})
+
+    assert capsys.readouterr().out == "support-42 2\n"
