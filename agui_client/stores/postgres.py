@@ -101,6 +101,7 @@ from .base import (
     _decode_record,
     _encode_data,
     _fold_when_due,
+    _log,
     checked_head,
 )
 from .base import _StoreBase as _Base
@@ -565,11 +566,21 @@ class PostgresStore(_Base):
         ``CREATE INDEX`` takes a lock that waits for the table's writes even when the index exists.
         Building it on a large table holds its writes for the build (seconds for millions of rows);
         ``CREATE INDEX CONCURRENTLY`` under the same name beforehand avoids that (see docs/stores.md).
+        A role that may not create it (not the table's owner) opens the table as before.
         """
         name = self._psycopg.sql.Identifier(*self._ids_index).as_string(conn)
         found = conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()
         if found is None or found[0] is None:
-            conn.execute(self._sql["create_ids"])
+            try:
+                with conn.transaction():  # (a savepoint: a refusal leaves the opening transaction usable)
+                    conn.execute(self._sql["create_ids"])
+            except self._psycopg.errors.InsufficientPrivilege as exc:
+                # Only the table's owner may index it. A store connecting as another role worked before
+                # this index existed and still must: its listing reads the ids without it (correct, in
+                # the same order, one scan of the table's ids per page) until the owner creates it.
+                _log.debug("PostgreSQL store %s: the listing's index %s is missing and this role may not "
+                           "create it (%s); listings scan the table until its owner does", self._where, name,
+                           _first_line(exc))
 
     @contextmanager
     def _connection(self, thread_id: str | None = None, *, fresh: bool = False) -> Iterator[psycopg.Connection[Any]]:

@@ -28,10 +28,11 @@ default ``agui-ids:<prefix>``), every member at score 0 so that ``ZRANGEBYLEX`` 
 A thread's creation adds its id in the write script that creates the hash, and a delete removes both
 in one script, so the index never misses a thread this release made. Threads an earlier release wrote
 are added by the first listing on the prefix (``SCAN`` in batches, then the mark
-``<index_key>:complete``); an id whose hash is gone is dropped as a listing meets it. A process of an
-earlier release still writing on the prefix after that creates threads the index does not list:
-upgrade the processes sharing a prefix together (or delete the mark, and the next listing indexes
-again).
+``<index_key>:complete``); an id whose hash is gone is dropped as a listing meets it. Every write
+that lands states its thread's entry again (a no-op when it is there), so a thread a process of an
+earlier release created after that first listing is listed from this release's next write to it, or
+once the mark is deleted (the next listing indexes again): upgrade the processes sharing a prefix
+together.
 
 Every write is one Lua script run (``EVALSHA``, falling back to ``EVAL``), so Redis does the
 compare-and-set atomically. An append sends only its change: the script adds one ``c:<n>`` field and
@@ -152,6 +153,8 @@ if not version or not expected or format > ours then return refused() end
 if named ~= '' and named ~= record then return refused() end
 if op == 'claim' and claim ~= '' and claim == owner and version == expected + 1 then return {1, version} end
 if version ~= expected then return refused() end
+-- Every write that lands (re)states the thread's entry in the index, after its checks: a no-op for a
+-- thread already there, and the entry of one an earlier release created after the index was built.
 if op == 'save' then
   whole(version + 1, '')
 elseif op == 'append' then
@@ -161,6 +164,7 @@ elseif op == 'append' then
   local change_bytes = tonumber(head[5] or '0') + #text
   redis.call('HSET', key, 'version', version + 1, 'claim', '', 'format', ours, 'c:' .. n, text,
              'changes', n, 'change_bytes', change_bytes, 'data_bytes', data_bytes)
+  redis.call('ZADD', KEYS[2], 0, thread_id)
   return {1, version + 1, data_bytes, change_bytes, n}
 elseif op == 'claim' then
   if claim ~= '' then return refused() end
@@ -171,6 +175,7 @@ elseif op == 'release' then
 else
   return redis.error_reply('agui store: unknown operation ' .. op)
 end
+redis.call('ZADD', KEYS[2], 0, thread_id)
 return {1, version + 1}
 """
 
@@ -199,22 +204,19 @@ return 1
 """
 
 # KEYS[1]: the listing's index, KEYS[2]: its "every earlier record indexed" mark. ARGV: the prefix, the
-# range's start ('-', or '(' and the last id of the page before), the page's size. Returns {0} when the
-# mark is missing (the caller indexes the earlier records first), else 1 and the page's ids. An id whose
-# hash is gone (deleted by an earlier release, which knew no index, or by hand, or expired) is dropped
-# from the index as it is met, in this script, so a thread created under it meanwhile cannot lose its
-# entry; the page goes on past it, so a short page is still the last one.
+# range's start ('-', or '(' and an id), how many ids to look at. Returns {0} when the mark is missing
+# (the caller indexes the earlier records first), else {1, ids looked at, the last of them, the ids
+# whose hash stands...}. An id whose hash is gone (deleted by an earlier release, which knew no index,
+# or by hand, or expired) is dropped from the index here, in the script, so a thread created under it
+# meanwhile cannot lose its entry. One run looks at a bounded number of ids, however many are gone:
+# the caller asks again from the last one until its page is full or the index ends.
 _LIST = """
 if redis.call('EXISTS', KEYS[2]) == 0 then return {0} end
-local prefix, start, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local page = {1}
-while #page - 1 < limit do
-  local ids = redis.call('ZRANGEBYLEX', KEYS[1], start, '+', 'LIMIT', 0, limit - (#page - 1))
-  if #ids == 0 then break end
-  for _, id in ipairs(ids) do
-    if redis.call('EXISTS', prefix .. id) == 1 then page[#page + 1] = id else redis.call('ZREM', KEYS[1], id) end
-  end
-  start = '(' .. ids[#ids]
+local prefix = ARGV[1]
+local ids = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[2], '+', 'LIMIT', 0, tonumber(ARGV[3]))
+local page = {1, #ids, ids[#ids] or ''}
+for _, id in ipairs(ids) do
+  if redis.call('EXISTS', prefix .. id) == 1 then page[#page + 1] = id else redis.call('ZREM', KEYS[1], id) end
 end
 return page
 """
@@ -234,7 +236,7 @@ end
 return added
 """
 
-#: Keys one SCAN step asks for while the earlier records are indexed (and one script indexes at most).
+#: Keys one SCAN step asks for while the earlier records are indexed (a hint: Redis may answer a few more).
 _INDEX_BATCH = 1000
 
 
@@ -396,15 +398,25 @@ class RedisStore(_Base):
             StoreError: Redis failed, or the store is closed.
         """
         _check_page(after, limit)
-        args = [self._prefix, "-" if after is None else "(" + after, str(limit)]
+        page: list[str] = []
+        start = "-" if after is None else "(" + after
+        indexed = False
         with self._calls(None):
-            page = self._list_script(keys=[self._index, self._indexed], args=args)
-            if int(page[0]) == 0:
-                self._index_earlier_records()
-                page = self._list_script(keys=[self._index, self._indexed], args=args)
-        if int(page[0]) == 0:
-            raise StoreError(f"Redis store: the index {self._index!r} lost its mark while this listing made it")
-        return [_text(thread_id) for thread_id in page[1:]]
+            while len(page) < limit:
+                want = limit - len(page)
+                answer = self._list_script(keys=[self._index, self._indexed], args=[self._prefix, start, str(want)])
+                if int(answer[0]) == 0:
+                    if indexed:
+                        raise StoreError(f"Redis store: the mark {self._indexed!r} went missing while this listing "
+                                         "indexed the earlier records; list again")
+                    self._index_earlier_records()
+                    indexed = True
+                    continue
+                page += [_text(thread_id) for thread_id in answer[3:]]
+                if int(answer[1]) < want:
+                    break  # (the index ends)
+                start = "(" + _text(answer[2])  # (ids were gone: go on past the last one looked at)
+        return page
 
     def _index_earlier_records(self) -> None:
         """Add every thread record under the prefix to the index (a ``SCAN``, then a script per batch),
@@ -517,7 +529,8 @@ class RedisStore(_Base):
             where = "" if thread_id is None else f" for thread {thread_id!r}"
             raise StoreError(f"Redis store failed{where}: {exc}", thread_id=thread_id) from exc
         except UnicodeDecodeError as exc:  # (a client with decode_responses=True, reading a hash that is not text)
-            raise StoreError(f"thread {thread_id!r}: Redis answered with bytes that are not UTF-8 (a damaged or "
+            where = "a listing" if thread_id is None else f"thread {thread_id!r}"
+            raise StoreError(f"{where}: Redis answered with bytes that are not UTF-8 (a damaged or "
                              f"foreign record): {exc}", thread_id=thread_id) from exc
 
 

@@ -27,7 +27,7 @@ from test_store_contract import (
     small,
 )
 
-from agui_client.errors import StoreError
+from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import (
     MAX_LISTING_PAGE,
     ListingStore,
@@ -372,6 +372,33 @@ def test_postgres_table_of_an_earlier_layout_or_without_the_index_lists_its_thre
     assert _pg(postgres_dsn, "SELECT to_regclass(%s)::text", f"{pg_table}_ids") == [(f"{pg_table}_ids",)]
 
 
+def test_postgres_role_that_may_not_create_the_index_opens_the_table_and_lists_without_it(
+        postgres_dsn: str, pg_table: str, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    # A table an earlier release made, used by a role that is not its owner (only the owner may index
+    # it): the store opens as before, and its listing gives the same pages from a scan.
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    role = f"agui_user_{uuid.uuid4().hex[:12]}"
+    with PostgresStore(postgres_dsn, table=pg_table) as owner:
+        create(owner, *AWKWARD)
+    _pg(postgres_dsn, f"DROP INDEX {pg_table}_ids")
+    _pg(postgres_dsn, f"CREATE ROLE {role} LOGIN")
+    try:
+        _pg(postgres_dsn, f"GRANT SELECT, INSERT, UPDATE, DELETE ON {pg_table}, {pg_table}_changes TO {role}")
+        dsn = make_conninfo(**{**conninfo_to_dict(postgres_dsn), "user": role})
+        with caplog.at_level("DEBUG", logger="agui_client.stores"), PostgresStore(dsn, table=pg_table) as store:
+            store.save("new", small(1), expected_version=None)
+            listed = everything(store, limit=4)
+        missing = _pg(postgres_dsn, "SELECT to_regclass(%s)", f"{pg_table}_ids")
+    finally:
+        _pg(postgres_dsn, f"DROP OWNED BY {role}")
+        _pg(postgres_dsn, f"DROP ROLE {role}")
+
+    assert listed == sorted([*AWKWARD, "new"])
+    assert missing == [(None,)]
+    assert any("may not create it" in record.getMessage() for record in caplog.records)
+
+
 def test_postgres_lists_in_code_point_order_in_a_database_of_another_collation(postgres_dsn: str,
                                                                                pg_table: str) -> None:  # noqa: F811
     # The thread id column in a collation that sorts "a" before "B" (as en_US does): the listing
@@ -446,6 +473,26 @@ def test_redis_lists_the_threads_an_earlier_release_wrote_scanning_once_in_batch
     assert listed == sorted([*old, "new"])
     assert marked == 1
     assert before_unmarking == ["new", "old00000"] and after_unmarking == ["late", "new"]
+
+
+def test_redis_a_thread_an_earlier_release_made_after_the_index_is_listed_from_its_next_write(
+        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:  # noqa: F811
+    with RedisStore(redis_url, prefix=prefix) as store:
+        store.save("a", small(1), expected_version=None)
+        assert store.thread_ids() == ["a"]  # (the index is built and marked)
+        # Then a replica of the earlier release creates threads: hashes with no index entry.
+        for thread_id in ["b", "c", "d", "e"]:
+            format_1_hash(raw_redis, prefix + thread_id, 1)
+        unseen = store.thread_ids()
+        store.save("b", small(2), expected_version=1)
+        store.claim("c", expected_version=1, owner="o")
+        store.append("d", {"set": {"state": {"n": 1}}}, expected_version=1)
+        with pytest.raises(ConcurrentResume):
+            store.save("e", small(3), expected_version=7)  # (refused: writes nothing, the index neither)
+        listed = store.thread_ids()
+
+    assert unseen == ["a"]
+    assert listed == ["a", "b", "c", "d"]
 
 
 def test_redis_an_id_whose_hash_went_behind_the_stores_back_is_skipped_and_dropped(
