@@ -345,6 +345,19 @@ class _ClientBase:
             raise RuntimeError(f"this {type(self).__name__} is closed: make a new one, or use it inside its "
                                f"`{'async ' if isinstance(self, AsyncAgentClient) else ''}with` block")
 
+    def _listing(self, after: str | None, limit: int) -> Callable[[], list[str]]:
+        """The store's ``thread_ids`` call for one page, checked up front (a closed client, a store that
+        cannot list)."""
+        self._check_open()
+        from .stores.base import ListingStore, _check_page
+
+        store = self.store
+        if not isinstance(store, ListingStore):
+            raise TypeError(f"{type(store).__name__} cannot list its threads: it has no thread_ids method "
+                            "(see agui_client.stores.ListingStore; every store agui_client ships has one)")
+        _check_page(after, limit)
+        return lambda: store.thread_ids(after=after, limit=limit)
+
     def _unsent_redactor(self) -> Redactor:
         """The redactor of a request this client would send (for what is reported about a run refused
         before anything was sent: the ids it names came from the agent in earlier runs)."""
@@ -658,6 +671,35 @@ class AgentClient(_ClientBase):
         the store off the event loop)."""
         return self.thread(thread_id, tool_handlers=tool_handlers)
 
+    def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """The ids of the threads the store holds (the past conversations), a page at a time.
+
+        In thread id order (Unicode code points, the same in every store), paged by key: pass the last
+        id of a page as ``after`` for the next one; a page shorter than ``limit`` is the last. Threads
+        created or deleted meanwhile never make a listing repeat an id. See
+        :class:`~agui_client.stores.ListingStore` for what is listed (a thread whose first run is in
+        flight is, at version 0).
+
+        Args:
+            after: the last id of the previous page (``None``: the first page); it need not still exist.
+            limit: the most ids to return, 1 to 1000.
+
+        Raises:
+            RuntimeError: the client is closed.
+            TypeError: the store cannot list its threads (a store written for :class:`ThreadStore` alone).
+            ValueError: ``limit`` is out of range, or ``after`` is not a string.
+            StoreError: the store failed.
+
+        Example::
+
+            page = client.thread_ids(limit=20)
+            while page:
+                for thread_id in page:
+                    print(thread_id, len(client.thread(thread_id).state.messages))
+                page = client.thread_ids(after=page[-1], limit=20) if len(page) == 20 else []
+        """
+        return self._listing(after, limit)()
+
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
              headers: Mapping[str, str] | None = None,
              run_timeout: float | None = None) -> AbstractContextManager[Iterator[str | bytes]]:
@@ -829,6 +871,19 @@ class AsyncAgentClient(_ClientBase):
         event loop goes on serving while a long thread loads from SQLite or Redis. Cancelled, it returns
         once that read has ended (none outlives the caller)."""
         return await _in_worker(self.thread, thread_id, tool_handlers=tool_handlers)
+
+    async def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """The ids of the threads the store holds, a page at a time: :meth:`AgentClient.thread_ids`, with
+        the store read in a worker thread (as :meth:`load_thread` reads it), so the event loop goes on
+        serving. Cancelled, it returns once that read has ended. Arguments and errors as
+        :meth:`AgentClient.thread_ids` (refused ones before any worker is asked).
+
+        Example::
+
+            page = await client.thread_ids(limit=20)
+            threads = [await client.load_thread(thread_id) for thread_id in page]
+        """
+        return await _in_worker(self._listing(after, limit))
 
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
              headers: Mapping[str, str] | None = None,
