@@ -112,6 +112,30 @@ def _unwrapped(transport: Any) -> Any:
     return transport
 
 
+def check_url(url: str, *, own_http: bool) -> None:
+    """Refuse at once an agent URL no run could reach. httpx refuses it only when a request goes out, so
+    the mistake would surface at the first run, as a transport failure, after a thread was claimed.
+
+    A client given its own ``http_client`` may mount transports for other schemes; only a URL without a
+    host is refused there. The URL is shown without userinfo or sensitive query values.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, not {type(url).__name__}")
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:  # (httpx's reason names a position or a port, never the whole URL)
+        raise ValueError(f"the agent's URL cannot be read: {exc}") from None
+    if not url.strip():
+        raise ValueError("the agent's URL is empty")
+    if "://" not in url:
+        raise ValueError(f"the agent's URL has no scheme: write it as {quoted(displayed_url('http://' + url))} "
+                         "(or https://)")
+    if own_http and parsed.scheme not in ("http", "https"):
+        raise ValueError(f"the agent's URL must start with http:// or https://, not {quoted(parsed.scheme + '://')}")
+    if not parsed.host:
+        raise ValueError(f"the agent's URL has no host: {quoted(displayed_url(url))}")
+
+
 def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> list[tuple[str, str]]:
     """The client's headers, ``extra`` (a run's) over them, and ours merged in, never silently dropping theirs.
 
@@ -333,6 +357,19 @@ class _ClientBase:
             raise RuntimeError(f"this {type(self).__name__} is closed: make a new one, or use it inside its "
                                f"`{'async ' if isinstance(self, AsyncAgentClient) else ''}with` block")
 
+    def _listing(self, after: str | None, limit: int) -> Callable[[], list[str]]:
+        """The store's ``thread_ids`` call for one page, checked up front (a closed client, a store that
+        cannot list)."""
+        self._check_open()
+        from .stores.base import ListingStore, _check_page
+
+        store = self.store
+        if not isinstance(store, ListingStore):
+            raise TypeError(f"{type(store).__name__} cannot list its threads: it has no thread_ids method "
+                            "(see agui_client.stores.ListingStore; every store agui_client ships has one)")
+        _check_page(after, limit)
+        return lambda: store.thread_ids(after=after, limit=limit)
+
     def _unsent_redactor(self, headers: Mapping[str, str] | None = None) -> Redactor:
         """The redactor of a request this client would send, with a run's checked ``headers`` (for what is
         reported about a run refused before anything was sent: the ids it names came from the agent in
@@ -536,7 +573,9 @@ class AgentClient(_ClientBase):
         telemetry: where runs report to OpenTelemetry (a :class:`~agui_client.Telemetry`), or ``None``.
 
     Args:
-        url: the agent's endpoint (runs are ``POST``ed there).
+        url: the agent's endpoint (runs are ``POST``ed there): ``http://`` or ``https://`` and a host
+            (any scheme with your own ``http_client``). Another one raises ``ValueError`` here, not at
+            the first run.
         headers: extra request headers (authentication …); merged into every request, never logged.
             One run's own go on top: ``thread.run(..., headers={"Authorization": user_credential})``
             replaces the same-named header here for that run only (see :meth:`Thread.run`).
@@ -597,6 +636,7 @@ class AgentClient(_ClientBase):
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None,
                  max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
+        check_url(url, own_http=http_client is None)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
@@ -645,6 +685,35 @@ class AgentClient(_ClientBase):
         """The same as :meth:`thread` (the twin of :meth:`AsyncAgentClient.load_thread`, which reads
         the store off the event loop)."""
         return self.thread(thread_id, tool_handlers=tool_handlers)
+
+    def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """The ids of the threads the store holds (the past conversations), a page at a time.
+
+        In thread id order (Unicode code points, the same in every store), paged by key: pass the last
+        id of a page as ``after`` for the next one; a page shorter than ``limit`` is the last. Threads
+        created or deleted meanwhile never make a listing repeat an id. See
+        :class:`~agui_client.stores.ListingStore` for what is listed (a thread whose first run is in
+        flight is, at version 0).
+
+        Args:
+            after: the last id of the previous page (``None``: the first page); it need not still exist.
+            limit: the most ids to return, 1 to 1000.
+
+        Raises:
+            RuntimeError: the client is closed.
+            TypeError: the store cannot list its threads (a store written for :class:`ThreadStore` alone).
+            ValueError: ``limit`` is out of range, or ``after`` is not a string.
+            StoreError: the store failed.
+
+        Example::
+
+            page = client.thread_ids(limit=20)
+            while page:
+                for thread_id in page:
+                    print(thread_id, len(client.thread(thread_id).state.messages))
+                page = client.thread_ids(after=page[-1], limit=20) if len(page) == 20 else []
+        """
+        return self._listing(after, limit)()
 
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
              headers: Mapping[str, str] | None = None,
@@ -781,6 +850,7 @@ class AsyncAgentClient(_ClientBase):
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None,
                  max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
+        check_url(url, own_http=http_client is None)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
@@ -819,6 +889,19 @@ class AsyncAgentClient(_ClientBase):
         event loop goes on serving while a long thread loads from SQLite or Redis. Cancelled, it returns
         once that read has ended (none outlives the caller)."""
         return await _in_worker(self.thread, thread_id, tool_handlers=tool_handlers)
+
+    async def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """The ids of the threads the store holds, a page at a time: :meth:`AgentClient.thread_ids`, with
+        the store read in a worker thread (as :meth:`load_thread` reads it), so the event loop goes on
+        serving. Cancelled, it returns once that read has ended. Arguments and errors as
+        :meth:`AgentClient.thread_ids` (refused ones before any worker is asked).
+
+        Example::
+
+            page = await client.thread_ids(limit=20)
+            threads = [await client.load_thread(thread_id) for thread_id in page]
+        """
+        return await _in_worker(self._listing(after, limit))
 
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
              headers: Mapping[str, str] | None = None,

@@ -14,43 +14,50 @@ import argparse
 import asyncio
 
 import agui_client as ag
+from agui_client.terminal import InertDeltas, inert_name, inert_text
+
+#: The text, reasoning or tool arguments being streamed (one at a time here), made safe to print as its
+#: deltas arrive: an escape sequence or a bidi override shows as its escape, an emoji cut between two
+#: deltas reads whole.
+DELTAS = InertDeltas()
 
 
 def show(event: ag.Event | ag.UnknownEvent) -> None:
-    """Print one event as a person would want to see it."""
+    """Print one event as a person would want to see it (the agent's words through agui_client.terminal)."""
     match event:
         case ag.RunStartedEvent(run_id=run_id):
-            print(f"[run {run_id} started]")
+            print(f"[run {inert_name(run_id)} started]")
         case ag.TextMessageStartEvent():
             print("assistant: ", end="", flush=True)
         case ag.TextMessageContentEvent(delta=delta):
-            print(delta, end="", flush=True)
+            print(DELTAS.feed(delta), end="", flush=True)
         case ag.TextMessageEndEvent():
-            print()
+            print(DELTAS.end())
         case ag.ReasoningMessageStartEvent():
             print("(thinking: ", end="", flush=True)
         case ag.ReasoningMessageContentEvent(delta=delta):
-            print(delta, end="", flush=True)
+            print(DELTAS.feed(delta), end="", flush=True)
         case ag.ReasoningMessageEndEvent():
-            print(")")
+            print(DELTAS.end() + ")")
         case ag.ToolCallStartEvent(tool_call_name=name):
-            print(f"[tool] {name} ", end="", flush=True)
+            print(f"[tool] {inert_name(name)} ", end="", flush=True)
         case ag.ToolCallArgsEvent(delta=delta):
-            print(delta, end="", flush=True)
+            print(DELTAS.feed(delta), end="", flush=True)
         case ag.ToolCallEndEvent():
-            print()
+            print(DELTAS.end())
         case ag.ToolCallResultEvent(content=content):
-            print(f"[tool result] {content}")
+            print(f"[tool result] {inert_text(str(content))}")
         case ag.StateSnapshotEvent(snapshot=snapshot):
-            print(f"[state] snapshot with keys {sorted(snapshot) if isinstance(snapshot, dict) else snapshot}")
+            keys = sorted(snapshot) if isinstance(snapshot, dict) else snapshot
+            print(f"[state] snapshot with keys {inert_text(str(keys))}")
         case ag.StateDeltaEvent(delta=ops):
-            print(f"[state] {len(ops)} change(s): {', '.join(op['path'] for op in ops)}")
+            print(f"[state] {len(ops)} change(s): {', '.join(inert_name(str(op['path'])) for op in ops)}")
         case ag.RunFinishedEvent(outcome=ag.RunFinishedInterruptOutcome(interrupts=interrupts)):
             print(f"[run paused: {len(interrupts)} interrupt(s)]")
         case ag.RunFinishedEvent():
             print("[run finished]")
         case ag.RunErrorEvent(message=message, code=code):
-            print(f"[run failed: {message} ({code})]")
+            print(f"[run failed: {inert_text(message)} ({inert_name(str(code))})]")
         case _:
             pass  # activities, steps, subagents, custom events ... are folded all the same
 
@@ -71,10 +78,10 @@ async def converse(url: str, message: str) -> ag.RunResult:
                 break
             resume = thread.resume_builder()
             for interrupt in result.interrupts:
-                print(f"approving: {interrupt.message}")
+                print(f"approving: {inert_text(interrupt.message or '')}")
                 resume.answer(interrupt.id, {"approved": True})
             text = None
-        print(f"outcome: {result.outcome}; state: {thread.state.state}")
+        print(f"outcome: {result.outcome}; state: {inert_text(str(thread.state.state))}")
         return result
 
 

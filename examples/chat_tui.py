@@ -15,36 +15,35 @@ from __future__ import annotations
 
 import argparse
 import json
-import unicodedata
 from typing import Any
 
 import agui_client as ag
+from agui_client.terminal import InertDeltas, inert_name, inert_text
 
 _SKIP = object()
 
-
-def shown(text: str) -> str:
-    """An agent's text made safe to print: what a terminal would obey or a reader cannot see (an escape
-    sequence, a bare CR, a bidi override, a zero-width character) is written as its escape (``\\x1b``)."""
-    return "".join(c if c in "\t\n" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Zl", "Zp")
-                   else ascii(c)[1:-1] for c in text)
+# Everything the agent sends is shown through agui_client.terminal: what a terminal would obey or a
+# reader cannot see (an escape sequence, a bare CR, a bidi override, a zero-width character) is written
+# as its escape (\x1b), while emoji and every script read as they should.
 
 
 def stream_run(thread: ag.Thread, message: str | None, resume: ag.ResumeBuilder | None = None) -> ag.RunResult:
     """Stream one run, printing text as it arrives."""
+    deltas = InertDeltas()  # (one message's deltas: an emoji cut between two of them still reads whole)
     with thread.stream(message, resume=resume) as events:
         for event in events:
             match event:
                 case ag.TextMessageStartEvent():
+                    deltas = InertDeltas()
                     print("agent: ", end="", flush=True)
                 case ag.TextMessageContentEvent(delta=delta):
-                    print(shown(delta), end="", flush=True)
+                    print(deltas.feed(delta), end="", flush=True)
                 case ag.TextMessageEndEvent():
-                    print()
+                    print(deltas.end())
                 case ag.ToolCallStartEvent(tool_call_name=name):
-                    print(f"[tool] {shown(name)}")
+                    print(f"[tool] {inert_name(name)}")
                 case ag.RunErrorEvent(message=error):
-                    print(f"[run failed] {shown(error)}")
+                    print(f"[run failed] {inert_text(error)}")
     return events.result  # (a RunResult: the stream was read to its end)
 
 
@@ -54,13 +53,13 @@ def ask_field(name: str, prop: dict[str, Any], required: bool) -> Any:
     if "default" in prop:
         hint += f" (default {prop['default']})"
     while True:
-        text = input(shown(f"{name}{hint}: ")).strip()
+        text = input(f"{inert_name(name)}{inert_text(hint)}: ").strip()
         if not text:
             if "default" in prop:
                 return prop["default"]
             if not required:
                 return _SKIP
-            print(shown(f"  {name} is required"))
+            print(f"  {inert_name(name)} is required")
         elif prop.get("type") == "boolean":
             if text.lower() in ("y", "yes", "n", "no"):
                 return text.lower().startswith("y")
@@ -69,7 +68,7 @@ def ask_field(name: str, prop: dict[str, Any], required: bool) -> Any:
             try:
                 return int(text) if prop["type"] == "integer" else float(text)
             except ValueError:
-                print(shown(f"  {name} must be a {prop['type']}"))
+                print(f"  {inert_name(name)} must be a {inert_name(str(prop['type']))}")
         else:
             return text
 
@@ -93,7 +92,7 @@ def ask_answer(interrupt: ag.Interrupt) -> Any:
                 continue
         problems = ag.check_answer(interrupt, answer)  # the check a resume runs; nothing recorded or sent
         for problem in problems:
-            print(f"  not accepted: at {shown(problem.pointer or '/')}: {shown(problem.message)}")
+            print(f"  not accepted: at {inert_name(problem.pointer or '/')}: {inert_text(problem.message)}")
         if not problems:
             return answer
 
@@ -113,7 +112,7 @@ def chat_turn(thread: ag.Thread, message: str, *, yes: bool) -> ag.RunResult:
     while result.outcome == "interrupt":
         resume = thread.resume_builder()
         for interrupt in result.interrupts:
-            print(f"the agent asks ({shown(interrupt.reason)}): {shown(interrupt.message or '')}")
+            print(f"the agent asks ({inert_name(interrupt.reason)}): {inert_text(interrupt.message or '')}")
             answer = default_answer(interrupt.response_schema) if yes else ask_answer(interrupt)
             print(f"answer: {json.dumps(answer)}")
             resume.answer(interrupt.id, answer)

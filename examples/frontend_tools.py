@@ -14,6 +14,7 @@ import argparse
 from collections.abc import Callable
 
 import agui_client as ag
+from agui_client.terminal import inert_text  # the agent's words, safe to print
 
 TOOL = "confirm_choice"
 
@@ -23,7 +24,7 @@ def make_handler(choice: str) -> Callable[[str], str]:
 
     def confirm_choice(question: str) -> str:
         """Ask the person in front of the application to choose; returns their choice."""
-        print(f"[{TOOL}] the agent asks: {question}")
+        print(f"[{TOOL}] the agent asks: {inert_text(str(question))}")
         print(f"[{TOOL}] answering: {choice}")
         return choice
 
@@ -35,7 +36,7 @@ def converse(url: str, message: str, choice: str) -> ag.RunResult:
     with ag.AgentClient(url) as client:
         thread = client.thread(tool_handlers={TOOL: make_handler(choice)})
         result = thread.run_until_done(message)
-        print(f"agent: {result.text}")
+        print(f"agent: {inert_text(result.text)}")
         print(f"outcome: {result.outcome}")
         return result
 

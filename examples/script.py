@@ -15,6 +15,7 @@ import argparse
 import json
 
 import agui_client as ag
+from agui_client.terminal import inert_name, inert_text  # the agent's words, safe to print
 
 
 def converse(url: str, message: str) -> ag.RunResult:
@@ -22,15 +23,15 @@ def converse(url: str, message: str) -> ag.RunResult:
     with ag.AgentClient(url) as client:
         thread = client.thread()
         result = thread.run(message)
-        print(f"agent: {result.text}")
+        print(f"agent: {inert_text(result.text)}")
         while result.outcome == "interrupt":
             resume = thread.resume_builder()
             for interrupt in result.interrupts:
-                print(f"interrupt ({interrupt.reason}): {interrupt.message}")
-                resume.answer(interrupt.id, {"approved": True})
-                print(f"approved {interrupt.id}")
+                print(f"interrupt ({inert_name(interrupt.reason)}): {inert_text(interrupt.message or '')}")
+                resume.answer(interrupt.id, {"approved": True})  # (the id as the agent wrote it)
+                print(f"approved {inert_name(interrupt.id)}")
             result = thread.run(resume=resume)
-            print(f"agent: {result.text}")
+            print(f"agent: {inert_text(result.text)}")
         print(f"done: {result.outcome}")
         print(f"state: {json.dumps(thread.state.state)}")
         return result

@@ -24,7 +24,7 @@ import pexpect
 import pytest
 
 from agui_client import AgentClient, HTTPStatusError
-from agui_client.testing import ANSWER_SCHEMA, Gate, ScriptedAgent, Start, Wait
+from agui_client.testing import ANSWER_SCHEMA, Finish, Gate, ScriptedAgent, Start, Wait, text_message
 
 AGUI = [sys.executable, "-m", "agui_client.cli"]
 #: Plain output (no terminal), UTF-8 whatever the locale.
@@ -443,3 +443,20 @@ def test_replay_of_a_folder_names_the_exchange_that_breaks_the_protocol(
 
     assert broken.returncode == 1
     assert "the recording breaks the protocol in 02.sse at event #0" in broken.stdout
+
+
+def test_record_on_a_full_disk_says_so_and_the_run_goes_on(served: Callable[[Any], Any], tmp_path: Path) -> None:
+    # (the agent's turn makes the answer's file lead to /dev/full, where every write fails as on a full disk)
+    folder = tmp_path / "rec"
+
+    def turn(run_input: Any) -> list[Any]:
+        (folder / "01.sse").symlink_to("/dev/full")
+        return [Start(), *text_message("m1", "all of it arrived"), Finish()]
+
+    endpoint = served(ScriptedAgent([turn]))
+    done = agui("run", endpoint.url, "-m", "hi", "--record", str(folder))
+
+    assert done.returncode == 0, done.stderr
+    assert "all of it arrived" in done.stdout
+    assert (f"recording: {folder / '01.sse'}: No space left on device (the rest of this answer is not "
+            "recorded)") in done.stderr

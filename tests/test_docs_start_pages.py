@@ -49,7 +49,7 @@ def test_the_tests_page_test_passes_and_fails_when_the_agent_says_something_else
 
 
 def test_the_chat_app_page_streams_answers_an_interrupt_and_runs_a_frontend_tool() -> None:
-    (snippet,) = snippets("chat-app.md")
+    snippet = snippets("chat-app.md")[0]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(snippet, str(START / "chat-app.md"), "exec"), {"__name__": "__docs__"})
@@ -62,3 +62,15 @@ def test_the_chat_app_page_streams_answers_an_interrupt_and_runs_a_frontend_tool
     # The frontend tool: the handler's answer reached the agent, which quotes it in the next run.
     assert lines[3:] == ["I need your input: let me ask confirm_choice in your app.",
                          "Thanks! confirm_choice answered: yes, to 'Which option do you prefer?'", "success"]
+
+
+def test_the_chat_app_page_shows_an_agents_text_inert_as_its_comments_say() -> None:
+    snippet = snippets("chat-app.md")[1]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(snippet, str(START / "chat-app.md"), "exec"), {"__name__": "__docs__"})
+
+    said = [line.split("# ")[1].split(":")[0] if "True" in line else line.split("# ")[1]
+            for line in snippet.splitlines() if line.startswith("print(")]
+    assert out.getvalue().splitlines() == said
+    assert "\x1b" not in out.getvalue() and "\u3164" not in out.getvalue()

@@ -269,3 +269,46 @@ def test_another_app_that_leaves_a_response_incomplete_is_still_logged(caplog: p
             httpx.get(server.url)
 
     assert INCOMPLETE in [r.getMessage() for r in caplog.records if r.name == "uvicorn.error"]
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("localhost:8000/agent?token=abc", "has no scheme: write it as http://localhost:8000/agent?token=[redacted]"),
+    ("", "is empty"),
+    ("ftp://agent.example/run", "must start with http:// or https://, not ftp://"),
+    ("http:///agent", "has no host: http:///agent"),
+    ("http://agent.example:port/", "cannot be read: Invalid port: 'port'"),
+])
+@pytest.mark.parametrize("shell", ["sync", "async"])
+def test_a_url_no_run_could_reach_is_refused_when_the_client_is_made(url: str, said: str, shell: str) -> None:
+    # httpx refuses such a URL only when a request goes out: at the first run, as a transport failure,
+    # after a thread was claimed. The client says so at once, without the URL's secrets.
+    with pytest.raises(ValueError, match="^the agent's URL ") as caught:
+        if shell == "sync":
+            ag.AgentClient(url)
+        else:
+            asyncio.run(_made(url))
+    assert said in str(caught.value)
+    assert "abc" not in str(caught.value)
+
+
+async def _made(url: str) -> None:
+    ag.AsyncAgentClient(url)
+
+
+def test_a_client_given_its_own_http_client_may_use_another_scheme() -> None:
+    # (its transports may be mounted for any scheme; a URL without a host is still refused)
+    with httpx.Client() as http:
+        ag.AgentClient("unix+http://agent.sock/run", http_client=http).close()
+        with pytest.raises(ValueError, match="has no host"):
+            ag.AgentClient("http:///agent", http_client=http)
+
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_agui_says_a_url_without_a_scheme_is_not_one_before_anything_starts(command: str) -> None:
+    done = subprocess.run([*AGUI, command, "agent.example/run?api_key=hush"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "NO_COLOR": "1"}, stdin=subprocess.DEVNULL, check=False)
+
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"agui {command}: the agent's URL has no scheme: write it as "
+                                   "http://agent.example/run?api_key=[redacted] (or https://)")
+    assert "chat with" not in done.stdout and "hush" not in done.stdout + done.stderr

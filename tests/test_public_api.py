@@ -109,8 +109,10 @@ def test_every_exported_exception_is_an_agui_error() -> None:
 @pytest.mark.parametrize(("module", "names"), [
     ("agui_client.testing", ["ScriptedAgent", "serve", "probe", "aprobe", "ProbeReport", "RecordingTransport",
                              "AsyncRecordingTransport", "RecordedAgent", "RecordingMismatch"]),
-    ("agui_client.stores", ["MemoryStore", "SqliteStore", "RedisStore", "PostgresStore"]),
+    ("agui_client.stores", ["MemoryStore", "SqliteStore", "RedisStore", "PostgresStore", "ListingStore",
+                            "MAX_LISTING_PAGE"]),
     ("agui_client.ag_ui", ["to_ag_ui", "from_ag_ui"]),
+    ("agui_client.terminal", ["inert_text", "inert_name", "InertDeltas", "NAME_CHARS"]),
 ])
 def test_subpackages_export_the_names_design_fixes(module: str, names: list[str]) -> None:
     imported = importlib.import_module(module)
@@ -173,7 +175,7 @@ def test_each_shell_speaks_its_own_protocol(
 
 def test_async_methods_that_do_io_are_coroutines() -> None:
     io_methods = {
-        agui_client.AsyncAgentClient: ["close", "load_thread"],
+        agui_client.AsyncAgentClient: ["close", "load_thread", "thread_ids"],
         agui_client.AsyncThread: ["run", "run_until_done", "release_claim", "reload"],
     }
 

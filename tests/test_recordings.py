@@ -278,3 +278,60 @@ def test_a_recorded_body_without_line_breaks_is_served_block_by_block(
     # never the whole long line at once: the blocks read, up to the line bound
     assert max(len(body) for body in bodies) <= 100_000 + recorded._SEND_BLOCK
     assert len(bodies) > 3
+
+
+# --------------------------------------------------------------------------------------------------
+# A file that cannot be written: recording never fails a run
+# --------------------------------------------------------------------------------------------------
+
+def _full_disk_at(path: Path) -> Callable[[Any], list[Any]]:
+    """An agent's turn that, while answering, makes ``path`` lead to /dev/full (every write to it fails
+    with "No space left on device", as on a full disk) before the recorder opens it."""
+    def turn(run_input: Any) -> list[Any]:
+        if not path.is_symlink():
+            path.symlink_to("/dev/full")
+        return [Start(), *text_message("m1", "word " * 500), Finish()]
+    return turn
+
+
+def test_a_full_disk_mid_answer_leaves_the_rest_unrecorded_and_the_run_whole(
+        drive: Any, served: Callable[[Any], Any], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    endpoint = served(ScriptedAgent([_full_disk_at(tmp_path / "01.sse")], cycle=True))
+    recorder = _transport(drive, tmp_path)
+
+    with caplog.at_level("WARNING", logger="agui_client.testing"), \
+            drive.client(endpoint.url, http_client=drive.http_client(recorder)) as client:
+        result = client.thread().run("hi")
+
+    assert result.outcome == "success" and result.text == "word " * 500  # (the client read it all)
+    assert (tmp_path / "01.request.json").is_file() and (tmp_path / "01.response.json").is_file()
+    problem = f"{tmp_path / '01.sse'}: No space left on device (the rest of this answer is not recorded)"
+    assert recorder.problems == [problem]
+    assert [record.getMessage() for record in caplog.records] == [f"recording: {problem}"]
+
+
+def test_a_folder_removed_while_recording_leaves_that_exchange_unrecorded(
+        drive: Any, served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.chat())
+    folder = tmp_path / "recording"
+    recorder = _transport(drive, folder)
+    folder.rmdir()
+
+    with drive.client(endpoint.url, http_client=drive.http_client(recorder)) as client:
+        assert client.thread().run("hi").outcome == "success"
+
+    assert not folder.exists() and recorder.files == []
+    assert recorder.problems == [f"{folder}: No such file or directory (this exchange is not recorded)"]
+
+
+def test_files_left_in_the_folder_are_never_written_over(drive: Any, served: Callable[[Any], Any],
+                                                          tmp_path: Path) -> None:
+    # (an answer's file whose request is gone, from a process killed mid-exchange or a person's edit)
+    endpoint = served(ScriptedAgent.chat())
+    (tmp_path / "01.sse").write_text("keep me")
+
+    with drive.client(endpoint.url, http_client=drive.http_client(_transport(drive, tmp_path))) as client:
+        client.thread().run("hi")
+
+    assert (tmp_path / "01.sse").read_text() == "keep me"
+    assert (tmp_path / "02.sse").stat().st_size > 0 and not (tmp_path / "01.request.json").exists()

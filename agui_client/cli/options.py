@@ -16,21 +16,27 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 
 import httpx
 
 from .._pool import BoundedCookieJar
-from ..client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RUN_BYTES, AgentClient, own_transport
+from ..client import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_RUN_BYTES,
+    AgentClient,
+    check_url,
+    own_transport,
+)
 from ..core.legacy import LEGACY_BRIDGES
-from ..stores import ThreadStore
+from ..errors import StoreError
+from ..stores import MAX_LISTING_PAGE, ListingStore, ThreadStore
 from ..testing.recording import RecordingTransport
 from .converse import UsageProblem
 
 __all__ = ["add_connection_options", "add_record_option", "parse_headers", "open_client", "recorder_for",
-           "seconds", "byte_count", "stored_thread_ids"]
+           "seconds", "byte_count", "stored_thread_ids", "thread_count"]
 
 #: ``--max-run-bytes`` suffixes (powers of 1,024, as the library's own sizes are given).
 _UNITS = {"": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30}
@@ -117,6 +123,10 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
     runs, as ``chat``'s ``/record`` does, passes a stopped one); ``--record DIR`` starts it at DIR. Without
     it, a recorder is made only for ``--record``.
     """
+    try:  # (the HTTP client is always the CLI's own, recorder or not: http:// or https:// only)
+        check_url(url, own_http=True)
+    except ValueError as exc:  # (a URL no run could reach: said before anything is asked or sent)
+        raise UsageProblem(str(exc)) from None
     headers = parse_headers(getattr(args, "header", None) or ())
     run_timeout: float | None = getattr(args, "timeout", None)
     idle = getattr(args, "idle_timeout", None) or DEFAULT_IDLE_TIMEOUT
@@ -138,18 +148,20 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
                                            legacy_interrupts=getattr(args, "legacy_interrupts", None)))
 
 
-def stored_thread_ids(path: str) -> list[str]:
-    """The ids of the threads a ``--thread-file`` (a :class:`~agui_client.stores.SqliteStore` file) holds,
-    sorted.
+def stored_thread_ids(store: ListingStore, path: str) -> list[str]:
+    """The ids of the threads a ``--thread-file`` holds (``store``, opened on ``path``), sorted: its
+    first page, up to :data:`~agui_client.stores.MAX_LISTING_PAGE` ids (the commands only need to
+    know whether there are none, one or several, and name a few).
 
     Raises:
-        UsageProblem: the file cannot be read as a thread file.
+        UsageProblem: the store could not be read.
     """
-    # The store's table layout is documented in agui_client.stores.sqlite; a read-only look lists the ids.
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
     try:
-        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-            rows = conn.execute("SELECT thread_id FROM agui_threads ORDER BY thread_id").fetchall()
-    except sqlite3.Error as exc:
+        return store.thread_ids(limit=MAX_LISTING_PAGE)
+    except StoreError as exc:
         raise UsageProblem(f"cannot list the threads in {path}: {exc}") from exc
-    return [str(row[0]) for row in rows]
+
+
+def thread_count(ids: Sequence[str]) -> str:
+    """How many threads :func:`stored_thread_ids` found, as a message says it (a full page: "or more")."""
+    return f"{len(ids)} or more" if len(ids) >= MAX_LISTING_PAGE else str(len(ids))

@@ -26,11 +26,12 @@ from ..core.fold import ThreadState, sum_usage
 from ..core.interrupts import parse_expires_at
 from ..core.session import RunResult
 from ..errors import AguiError, HTTPStatusError, ProtocolError, ResumeRefused, StreamWarning
+from ..terminal import InertDeltas
 from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt, TokenUsage
 from . import forms
-from .terminal import SafeConsole, named, one_line, safe_text, some_lines, visible, visible_after
+from .terminal import SafeConsole, named, one_line, safe_text, some_lines, visible
 
 __all__ = [
     "answer_text",
@@ -61,10 +62,10 @@ class Output:
 
     def __init__(self) -> None:
         self._mid_line = False
-        self._held_cr = False
-        #: The last character a token left on the line ("" at a line's start): a joiner or selector the
-        #: next token starts with is judged by it (``visible_after``).
-        self._last = ""
+        #: The tokens of the open line made inert as they come (the public class a user's chat app streams
+        #: through): it remembers the last character shown, which judges a joiner the next token starts
+        #: with, and holds a token's final CR.
+        self._tokens = InertDeltas()
 
     # -- what subclasses implement -------------------------------------------------------------------
 
@@ -93,39 +94,30 @@ class Output:
         A token's final CR waits for the next token: a CRLF split between two tokens is one line
         end, where each token on its own would show a bare CR (``\\r``) and then a newline.
         """
-        if self._held_cr:
-            self._held_cr = False
-            if not text.startswith("\n"):
-                text = "\r" + text
-        if text.endswith("\r"):
-            self._held_cr = True
-            text = text[:-1]
-        if text:
-            shown, self._last = visible_after(self._last, text), text[-1]
+        shown = self._tokens.feed(text)
+        if shown:
             self._write(shown, style)
-            self._mid_line = not text.endswith("\n")
+            self._mid_line = not shown.endswith("\n")
 
     def line(self, text: str = "", style: str = "") -> None:
         """Write ``text`` on a line of its own."""
         self.end_line()
         self._write(text + "\n", style)
-        self._last = ""
 
     def end_line(self) -> None:
         """Finish the current line, if one is open."""
-        if self._held_cr:  # (a bare CR after all: shown)
-            self._held_cr = False
-            self._write("\r", "")
+        held = self._tokens.end()  # (a bare CR after all: shown; the next token starts a line)
+        if held:
+            self._write(held, "")
             self._mid_line = True
         if self._mid_line:
             self._write("\n", "")
             self._mid_line = False
-        self._last = ""
 
     def ended_by_input(self) -> None:
         """The open line was ended by the person's Enter (a terminal echoes it): nothing to finish."""
         self._mid_line = False
-        self._held_cr = False
+        self._tokens.end()  # (a CR held from before the prompt is dropped: the Enter ended the line)
 
     def mark(self, rich: str, plain: str) -> str:
         """The marker for this output: ``rich`` on a terminal, ``plain`` (ASCII) otherwise."""

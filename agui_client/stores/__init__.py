@@ -19,6 +19,8 @@ is a compare-and-set on that version:
   bytes written are what the run changed, so a thread's thousandth run saves as fast as its tenth.
   ``load`` still returns the whole thread; each store folds the appended changes into one record
   now and then (``Compaction``), never changing the version or what ``load`` returns.
+* ``thread_ids(after=..., limit=...)`` lists the threads a store holds, a page at a time, in thread
+  id order (:class:`ListingStore`, an optional capability every store here has).
 * Anything else that fails (the backend, an unreadable record, a closed store) raises
   :class:`~agui_client.errors.StoreError`.
 
@@ -44,9 +46,11 @@ is a context manager that closes it.
 from __future__ import annotations
 
 from .base import (
+    MAX_LISTING_PAGE,
     STORE_FORMAT_VERSION,
     Compaction,
     IncrementalStore,
+    ListingStore,
     StoredThread,
     ThreadStore,
     apply_changes,
@@ -57,6 +61,6 @@ from .postgres import PostgresStore
 from .redis import RedisStore
 from .sqlite import SqliteStore
 
-__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "Compaction", "apply_changes",
-           "new_record_id", "MemoryStore", "SqliteStore", "RedisStore",
-           "PostgresStore"]
+__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore",
+           "MAX_LISTING_PAGE", "Compaction", "apply_changes", "new_record_id", "MemoryStore", "SqliteStore",
+           "RedisStore", "PostgresStore"]

@@ -22,8 +22,8 @@ from typing_extensions import Self
 from ..errors import ConcurrentResume, StoreError
 from ..wire.jsonio import dump_record, load_record
 
-__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "Head", "check_write",
-           "apply_changes", "Compaction", "new_record_id"]
+__all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore", "Head",
+           "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE"]
 
 _log = logging.getLogger("agui_client.stores")
 
@@ -176,6 +176,72 @@ class IncrementalStore(ThreadStore, Protocol):
         deleted and created again up to the same version) would mix two threads.
         """
         ...
+
+
+#: The most thread ids one :meth:`ListingStore.thread_ids` call returns: a page bounds what one call
+#: reads and holds, whatever the number of threads.
+MAX_LISTING_PAGE = 1000
+
+
+@runtime_checkable
+class ListingStore(ThreadStore, Protocol):
+    """A store that can list the threads it holds, a page at a time (the "past conversations").
+
+    An optional capability, apart from :class:`ThreadStore` as :class:`IncrementalStore` is: every
+    store shipped here is one, and a store written for the bare protocol still works everywhere
+    except in a listing (``AgentClient.thread_ids`` then raises ``TypeError``). Check with
+    ``isinstance(store, ListingStore)``.
+
+    **Order.** By thread id, in Unicode code point order (Python's ``sorted`` of the ids, and the
+    byte order of their UTF-8: SQLite's ``BINARY`` collation, PostgreSQL's ``"C"``, Redis's
+    lexicographic order), the same in every store whatever the database's locale. The order never
+    depends on when a thread was written, so a write can never move a thread from one page to
+    another while a listing goes on.
+
+    **Paging by key.** ``after`` is the last id of the page before (``None``: from the start); the
+    page holds the ids that come after it, so a thread created or deleted meanwhile never makes a
+    listing see an id twice or skip one that stood throughout, and ``after`` may name a thread that
+    was deleted since (or never existed). A page shorter than ``limit`` is the last one.
+
+    **What is listed.** Every record the store holds, whatever its format or version; the records
+    themselves are never read (a listing reads ids alone, from an index). That includes a thread
+    whose first run claimed its record and has not saved yet (version 0, claimed: its first run is
+    in flight, or its writer died before knowing whether the request went out); ``load`` tells
+    (``version == 0`` and a ``claim``), and running the thread again follows the claim rules as for
+    any thread. A deleted thread is not listed.
+
+    Example::
+
+        after = None
+        while True:
+            page = store.thread_ids(after=after, limit=100)
+            for thread_id in page:
+                print(thread_id)
+            if len(page) < 100:
+                break
+            after = page[-1]
+    """
+
+    def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """Up to ``limit`` ids of the stored threads that come after ``after``, in code point order.
+
+        Args:
+            after: the last id of the previous page, ``None`` for the first page.
+            limit: the most ids to return, 1 to :data:`MAX_LISTING_PAGE`.
+
+        Raises:
+            ValueError: ``limit`` is out of range, or ``after`` is not a string.
+            StoreError: the backend failed, or the store is closed.
+        """
+        ...
+
+
+def _check_page(after: str | None, limit: int) -> None:
+    """Refuse a listing's arguments before anything is read."""
+    if after is not None and type(after) is not str:
+        raise ValueError(f"after is the last thread id of the previous page (a string) or None, not {after!r}")
+    if type(limit) is not int or not 1 <= limit <= MAX_LISTING_PAGE:
+        raise ValueError(f"limit is a number of thread ids from 1 to {MAX_LISTING_PAGE}, not {limit!r}")
 
 
 @frozen(kw_only=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -15,6 +16,7 @@ from .base import (
     Operation,
     StoredThread,
     _check_owner,
+    _check_page,
     _closed,
     _compacted,
     _creation_data,
@@ -69,6 +71,9 @@ class MemoryStore(_Base):
         self.compaction = compaction or Compaction()
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}
+        # The ids of ``_records``, sorted, for ``thread_ids``: a page is a bisection and a slice, and a
+        # thread's creation or deletion an insertion or a removal (a move of pointers, no sort).
+        self._ids: list[str] = []
         self._closed = False
 
     def load(self, thread_id: str) -> StoredThread | None:
@@ -100,6 +105,8 @@ class MemoryStore(_Base):
         with self._lock:
             head = self._write_head(thread_id, "save", expected_version=expected_version, owner=None,
                                     record_id=record_id)
+            if expected_version is None:  # (a create: check_write found no record)
+                bisect.insort(self._ids, thread_id)
             self._records[thread_id] = _Record(head=head, text=text)
         return head.version
 
@@ -155,6 +162,7 @@ class MemoryStore(_Base):
                                     record_id=record_id)
             if record is None:
                 assert text is not None  # (only a create passes check_write without a record)
+                bisect.insort(self._ids, thread_id)
                 self._records[thread_id] = _Record(head=head, text=text)
             elif head != record.head:  # (equal: the owner's own claim, recognised; nothing to write)
                 self._records[thread_id] = attrs.evolve(record, head=head)
@@ -184,13 +192,30 @@ class MemoryStore(_Base):
         with self._lock:
             if self._closed:
                 raise _closed(thread_id)
-            self._records.pop(thread_id, None)
+            if self._records.pop(thread_id, None) is not None:
+                del self._ids[bisect.bisect_left(self._ids, thread_id)]
+
+    def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """Up to ``limit`` ids of the stored threads after ``after``, in code point order; see
+        :class:`~agui_client.stores.ListingStore`.
+
+        Raises:
+            ValueError: ``limit`` is out of range, or ``after`` is not a string.
+            StoreError: the store is closed.
+        """
+        _check_page(after, limit)
+        with self._lock:
+            if self._closed:
+                raise _closed()
+            start = 0 if after is None else bisect.bisect_right(self._ids, after)
+            return self._ids[start:start + limit]
 
     def close(self) -> None:
         """Drop every thread; later calls raise ``StoreError``."""
         with self._lock:
             self._closed = True
             self._records.clear()
+            self._ids.clear()
 
     def _write_head(
         self, thread_id: str, operation: Operation, *, expected_version: int | None, owner: str | None,

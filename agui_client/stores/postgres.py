@@ -27,6 +27,12 @@ newer layout. A layout-1 table (one row per thread, no change table) or a layout
 defaults, or ``NULL``: a catalog change, no row is rewritten) and the change table is created, in one
 transaction under the advisory lock that lines up the stores opening it at once.
 
+A listing (:meth:`PostgresStore.thread_ids`) reads an index on ``thread_id COLLATE "C"`` (named
+like the change table, with ``_ids`` in place of ``_changes``), which a store makes when it opens a
+table that lacks it: the ids in code point order whatever the database's collation, a page one range
+of the index, no row read. The index is not a new layout: an earlier release works on the table as
+before, and PostgreSQL keeps the index up to date for every writer.
+
 Every write is one statement in its own transaction (the connection is in autocommit mode), so
 PostgreSQL's row lock on the head does the compare-and-set:
 
@@ -87,6 +93,7 @@ from .base import (
     StoredThread,
     _as_text,
     _check_owner,
+    _check_page,
     _check_record_id,
     _closed,
     _compacted,
@@ -94,6 +101,7 @@ from .base import (
     _decode_record,
     _encode_data,
     _fold_when_due,
+    _log,
     checked_head,
 )
 from .base import _StoreBase as _Base
@@ -122,6 +130,7 @@ _ATTEMPTS = 3
 #: PostgreSQL keeps the first 63 bytes of a name (NAMEDATALEN - 1) and drops the rest.
 _NAME_BYTES = 63
 _CHANGES_SUFFIX = "_changes"
+_IDS_SUFFIX = "_ids"
 
 _CREATE = """
 CREATE TABLE {table} (
@@ -210,6 +219,14 @@ _COMPACT = ("WITH head AS (UPDATE {table} SET data = %(data)s, data_version = ve
             " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
             " SELECT version FROM head")
 _RECORD = " AND (%(record_id)s::text IS NULL OR record_id = %(record_id)s)"
+# The listing: thread ids alone, in code point order whatever the database's collation ("C" compares
+# the UTF-8 bytes), read from the index on the ids in that order (_CREATE_IDS) with no row fetched.
+_IDS_FIRST = 'SELECT thread_id FROM {table} ORDER BY thread_id COLLATE "C" LIMIT %s'
+_IDS_AFTER = 'SELECT thread_id FROM {table} WHERE thread_id COLLATE "C" > %s ORDER BY thread_id COLLATE "C" LIMIT %s'
+# The primary key's index is in the database's collation, which "C" order cannot use (unless the
+# database's is "C" too, and even then the planner matches collations by name): a second, narrow index
+# on the ids alone. PostgreSQL keeps it up to date for every writer, an earlier release's included.
+_CREATE_IDS = 'CREATE INDEX IF NOT EXISTS {ids} ON {table} (thread_id COLLATE "C")'
 
 
 class PostgresStore(_Base):
@@ -256,10 +273,13 @@ class PostgresStore(_Base):
         self._where = _describe(dsn, table)
         identifier = sql.Identifier(*parts)
         changes = sql.Identifier(*parts[:-1], _changes_name(parts[-1]))
+        # (an index lives in its table's schema: its name in CREATE INDEX is never qualified)
+        self._ids_index = (*parts[:-1], _changes_name(parts[-1], _IDS_SUFFIX))
         self._sql: dict[str, sql.Composed] = {
-            name: sql.SQL(text).format(table=identifier, changes=changes)
+            name: sql.SQL(text).format(table=identifier, changes=changes, ids=sql.Identifier(self._ids_index[-1]))
             for name, text in [("insert", _INSERT), ("head", _HEAD), ("load", _LOAD), ("delete_head", _DELETE_HEAD),
-                               ("delete_changes", _DELETE_CHANGES),
+                               ("delete_changes", _DELETE_CHANGES), ("ids_first", _IDS_FIRST),
+                               ("ids_after", _IDS_AFTER), ("create_ids", _CREATE_IDS),
                                ("create", _CREATE), ("create_changes", _CREATE_CHANGES), ("compact", _COMPACT),
                                *((f"migrate{i}", text) for i, text in enumerate(_MIGRATE))]
         }
@@ -384,6 +404,30 @@ class PostgresStore(_Base):
             conn.execute(self._sql["delete_head"], params)
             conn.execute(self._sql["delete_changes"], params)
 
+    def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """Up to ``limit`` ids of the stored threads after ``after``, in code point order; see
+        :class:`~agui_client.stores.ListingStore`.
+
+        One statement, a range of the ids' index (``thread_id COLLATE "C"``, made when the store opens
+        the table): no row of the table is read, and the page costs the same for ten threads or ten
+        million.
+
+        Raises:
+            ValueError: ``limit`` is out of range, or ``after`` is not a string.
+            StoreError: PostgreSQL failed (twice, for a broken connection), or the store is closed.
+        """
+        _check_page(after, limit)
+        query, params = ((self._sql["ids_first"], (limit,)) if after is None
+                         else (self._sql["ids_after"], (after, limit)))
+        try:
+            with self._connection() as conn:
+                rows = conn.execute(query, params).fetchall()
+        except _ConnectionLost:
+            # A read changes nothing: read again on a fresh connection.
+            with self._connection(fresh=True) as conn:
+                rows = conn.execute(query, params).fetchall()
+        return [str(row[0]) for row in rows]
+
     def close(self) -> None:
         """Close the store's connections; later calls raise ``StoreError``. Closing twice is fine."""
         with self._lock:
@@ -505,12 +549,38 @@ class PostgresStore(_Base):
                     raise StoreError(f"PostgreSQL store {self._where}: table layout {layout} is newer than this "
                                      f"release reads ({_LAYOUT}); upgrade agui-client")
                 if layout == _LAYOUT:
+                    self._create_ids_index(conn)
                     return
                 for i in range(len(_MIGRATE)):
                     conn.execute(self._sql[f"migrate{i}"])
             conn.execute(self._sql["create_changes"])
+            self._create_ids_index(conn)
             conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
                 self._identifier, sql.Literal(_COMMENT.format(_LAYOUT))))
+
+    def _create_ids_index(self, conn: psycopg.Connection[Any]) -> None:
+        """The listing's index, made when missing (a table an earlier release made, or one made by hand).
+
+        Not a new layout: an earlier release reads and writes the table as before (PostgreSQL keeps the
+        index up to date for it), so replicas can be upgraded one at a time. Looked up first, since a
+        ``CREATE INDEX`` takes a lock that waits for the table's writes even when the index exists.
+        Building it on a large table holds its writes for the build (seconds for millions of rows);
+        ``CREATE INDEX CONCURRENTLY`` under the same name beforehand avoids that (see docs/stores.md).
+        A role that may not create it (not the table's owner) opens the table as before.
+        """
+        name = self._psycopg.sql.Identifier(*self._ids_index).as_string(conn)
+        found = conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()
+        if found is None or found[0] is None:
+            try:
+                with conn.transaction():  # (a savepoint: a refusal leaves the opening transaction usable)
+                    conn.execute(self._sql["create_ids"])
+            except self._psycopg.errors.InsufficientPrivilege as exc:
+                # Only the table's owner may index it. A store connecting as another role worked before
+                # this index existed and still must: its listing reads the ids without it (correct, in
+                # the same order, one scan of the table's ids per page) until the owner creates it.
+                _log.debug("PostgreSQL store %s: the listing's index %s is missing and this role may not "
+                           "create it (%s); listings scan the table until its owner does", self._where, name,
+                           _first_line(exc))
 
     @contextmanager
     def _connection(self, thread_id: str | None = None, *, fresh: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -614,18 +684,19 @@ def _layout(comment: str) -> int | None:
     return None
 
 
-def _changes_name(table: str) -> str:
+def _changes_name(table: str, suffix: str = _CHANGES_SUFFIX) -> str:
     """The change table's name for the thread table ``table`` (no schema): ``table_changes``, or, when
     that would pass PostgreSQL's 63 bytes, the table's name cut short, a hash of it and ``_changes``
-    (so two long names that share their start still get two change tables)."""
+    (so two long names that share their start still get two change tables). Another ``suffix`` names
+    the table's other objects (``_ids``: the listing's index) the same way."""
     # PostgreSQL itself cuts the thread table's name at 63 bytes (on a character boundary): hashing
     # what it keeps makes the long and the cut spelling of one table name the same change table.
     kept = _clip(table, _NAME_BYTES)
-    name = kept + _CHANGES_SUFFIX
+    name = kept + suffix
     if len(name.encode("utf-8")) <= _NAME_BYTES:
         return name
     digest = hashlib.sha256(kept.encode("utf-8")).hexdigest()[:8]
-    tail = f"_{digest}{_CHANGES_SUFFIX}"
+    tail = f"_{digest}{suffix}"
     return _clip(kept, _NAME_BYTES - len(tail)) + tail
 
 

@@ -23,6 +23,17 @@ on one key. Its fields (record format 2):
     neither ever writes into a thread deleted and created again under the same id meanwhile. An
     empty or absent field (a record an earlier release wrote) is no id.
 
+The listing (:meth:`RedisStore.thread_ids`) reads a sorted set of the thread ids (``index_key``, by
+default ``agui-ids:<prefix>``), every member at score 0 so that ``ZRANGEBYLEX`` pages it in byte order.
+A thread's creation adds its id in the write script that creates the hash, and a delete removes both
+in one script, so the index never misses a thread this release made. Threads an earlier release wrote
+are added by the first listing on the prefix (``SCAN`` in batches, then the mark
+``<index_key>:complete``); an id whose hash is gone is dropped as a listing meets it. Every write
+that lands states its thread's entry again (a no-op when it is there), so a thread a process of an
+earlier release created after that first listing is listed from this release's next write to it, or
+once the mark is deleted (the next listing indexes again): upgrade the processes sharing a prefix
+together.
+
 Every write is one Lua script run (``EVALSHA``, falling back to ``EVAL``), so Redis does the
 compare-and-set atomically. An append sends only its change: the script adds one ``c:<n>`` field and
 updates the head and the counters (``HSET`` of a new field, whatever the size of ``data``); a claim
@@ -61,6 +72,7 @@ from .base import (
     Operation,
     StoredThread,
     _check_owner,
+    _check_page,
     _check_record_id,
     _closed,
     _compacted,
@@ -92,9 +104,10 @@ local function drop_changes(key, n)
 end
 """
 
-# KEYS[1]: the thread's hash. ARGV: operation, expected version ("" for a create), owner, text (the data
-# of a save or a create, the change of an append), format, the record id a create stores ("" for the
-# other writes), the record id the writer names ("": none, nothing checked).
+# KEYS[1]: the thread's hash, KEYS[2]: the listing's index. ARGV: operation, expected version ("" for a
+# create), owner, text (the data of a save or a create, the change of an append), format, the thread id
+# (a create adds it to the index), the record id a create stores ("" for the other writes), the record
+# id the writer names ("": none, nothing checked).
 # Returns {1, new version} ({1, new version, data bytes, change bytes, changes} for an append), or
 # {0, version (-1 when absent), claim, format, record id} when refused: the Python side then runs
 # check_write on that head to raise the same error the other stores raise. A claim that finds the very
@@ -104,7 +117,7 @@ end
 _SCRIPT = _DROP_CHANGES + """
 local key = KEYS[1]
 local op, expected, owner, text, ours = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local created, named = ARGV[6], ARGV[7]
+local thread_id, created, named = ARGV[6], ARGV[7], ARGV[8]
 local head = redis.call('HMGET', key, 'version', 'claim', 'format', 'changes', 'change_bytes', 'data_bytes',
                         'record')
 local version = head[1] and tonumber(head[1])
@@ -125,6 +138,8 @@ if expected == '' and op ~= 'release' and op ~= 'append' then
     if op == 'claim' and version == 0 and claim == owner and (named == '' or named == record) then return {1, 0} end
     return refused()
   end
+  -- A creation, and the thread's entry in the index with it (the same script: never one without the other).
+  redis.call('ZADD', KEYS[2], 0, thread_id)
   if op == 'save' then
     whole(1, '')
     return {1, 1}
@@ -138,6 +153,8 @@ if not version or not expected or format > ours then return refused() end
 if named ~= '' and named ~= record then return refused() end
 if op == 'claim' and claim ~= '' and claim == owner and version == expected + 1 then return {1, version} end
 if version ~= expected then return refused() end
+-- Every write that lands (re)states the thread's entry in the index, after its checks: a no-op for a
+-- thread already there, and the entry of one an earlier release created after the index was built.
 if op == 'save' then
   whole(version + 1, '')
 elseif op == 'append' then
@@ -147,6 +164,7 @@ elseif op == 'append' then
   local change_bytes = tonumber(head[5] or '0') + #text
   redis.call('HSET', key, 'version', version + 1, 'claim', '', 'format', ours, 'c:' .. n, text,
              'changes', n, 'change_bytes', change_bytes, 'data_bytes', data_bytes)
+  redis.call('ZADD', KEYS[2], 0, thread_id)
   return {1, version + 1, data_bytes, change_bytes, n}
 elseif op == 'claim' then
   if claim ~= '' then return refused() end
@@ -157,6 +175,7 @@ elseif op == 'release' then
 else
   return redis.error_reply('agui store: unknown operation ' .. op)
 end
+redis.call('ZADD', KEYS[2], 0, thread_id)
 return {1, version + 1}
 """
 
@@ -177,6 +196,50 @@ return 1
 """
 
 
+# KEYS[1]: the thread's hash, KEYS[2]: the listing's index. ARGV[1]: the thread id. A delete forgets both.
+_DELETE = """
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+"""
+
+# KEYS[1]: the listing's index, KEYS[2]: its "every earlier record indexed" mark. ARGV: the prefix, the
+# range's start ('-', or '(' and an id), how many ids to look at. Returns {0} when the mark is missing
+# (the caller indexes the earlier records first), else {1, ids looked at, the last of them, the ids
+# whose hash stands...}. An id whose hash is gone (deleted by an earlier release, which knew no index,
+# or by hand, or expired) is dropped from the index here, in the script, so a thread created under it
+# meanwhile cannot lose its entry. One run looks at a bounded number of ids, however many are gone:
+# the caller asks again from the last one until its page is full or the index ends.
+_LIST = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return {0} end
+local prefix = ARGV[1]
+local ids = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[2], '+', 'LIMIT', 0, tonumber(ARGV[3]))
+local page = {1, #ids, ids[#ids] or ''}
+for _, id in ipairs(ids) do
+  if redis.call('EXISTS', prefix .. id) == 1 then page[#page + 1] = id else redis.call('ZREM', KEYS[1], id) end
+end
+return page
+"""
+
+# KEYS[1]: the listing's index. ARGV: the prefix, then keys a SCAN found under it. Adds the thread of
+# each key that holds a thread record (a hash with a version), checked here so that a thread deleted
+# since the SCAN is not indexed again.
+_INDEX = """
+local prefix = ARGV[1]
+local added = 0
+for i = 2, #ARGV do
+  local key = ARGV[i]
+  if redis.call('TYPE', key)['ok'] == 'hash' and redis.call('HEXISTS', key, 'version') == 1 then
+    added = added + redis.call('ZADD', KEYS[1], 0, string.sub(key, #prefix + 1))
+  end
+end
+return added
+"""
+
+#: Keys one SCAN step asks for while the earlier records are indexed (a hint: Redis may answer a few more).
+_INDEX_BATCH = 1000
+
+
 class RedisStore(_Base):
     """Threads in Redis, for applications whose replicas share threads.
 
@@ -185,6 +248,9 @@ class RedisStore(_Base):
             synchronous ``redis.Redis`` client (the caller keeps ownership; ``close()`` leaves it
             open). Clients with or without ``decode_responses`` both work.
         prefix: prepended to the thread id to make the key.
+        index_key: the sorted set listing the thread ids (:meth:`thread_ids`); by default
+            ``"agui-ids:" + prefix``, outside the prefix so that no thread's key can be it. Its mark
+            ``index_key + ":complete"`` says the records written before the index existed were added.
         compaction: when appended changes are folded into the record's data (the default:
             :class:`~agui_client.stores.Compaction`).
 
@@ -199,7 +265,7 @@ class RedisStore(_Base):
     """
 
     def __init__(self, url_or_client: str | _redis.Redis, *, prefix: str = "agui:thread:",
-                 compaction: Compaction | None = None) -> None:
+                 compaction: Compaction | None = None, index_key: str | None = None) -> None:
         try:
             import redis
             import redis.asyncio
@@ -216,8 +282,13 @@ class RedisStore(_Base):
             redis.Redis.from_url(url_or_client) if isinstance(url_or_client, str) else url_or_client
         )
         self._prefix = prefix
+        self._index = "agui-ids:" + prefix if index_key is None else index_key
+        self._indexed = self._index + ":complete"
         self._script = self._client.register_script(_SCRIPT)
         self._compact_script = self._client.register_script(_COMPACT)
+        self._delete_script = self._client.register_script(_DELETE)
+        self._list_script = self._client.register_script(_LIST)
+        self._index_script = self._client.register_script(_INDEX)
         self._closed = False
 
     def load(self, thread_id: str) -> StoredThread | None:
@@ -309,7 +380,57 @@ class RedisStore(_Base):
             StoreError: Redis failed, or the store is closed.
         """
         with self._calls(thread_id):
-            self._client.delete(self._key(thread_id))
+            self._delete_script(keys=[self._key(thread_id), self._index], args=[thread_id])
+
+    def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """Up to ``limit`` ids of the stored threads after ``after``, in code point order; see
+        :class:`~agui_client.stores.ListingStore`.
+
+        Read from the index (a sorted set, ``ZRANGEBYLEX``: the UTF-8 bytes' order), which every create
+        and delete keeps in the same script as the record, never with ``KEYS``. An id whose hash is gone
+        (deleted by an earlier release, by hand, or expired) is dropped from the index when a listing
+        meets it. The first listing on a prefix indexes the threads written before the index existed
+        (by an earlier release): a ``SCAN`` of the prefix, a batch at a time, once; then it marks the
+        index complete.
+
+        Raises:
+            ValueError: ``limit`` is out of range, or ``after`` is not a string.
+            StoreError: Redis failed, or the store is closed.
+        """
+        _check_page(after, limit)
+        page: list[str] = []
+        start = "-" if after is None else "(" + after
+        indexed = False
+        with self._calls(None):
+            while len(page) < limit:
+                want = limit - len(page)
+                answer = self._list_script(keys=[self._index, self._indexed], args=[self._prefix, start, str(want)])
+                if int(answer[0]) == 0:
+                    if indexed:
+                        raise StoreError(f"Redis store: the mark {self._indexed!r} went missing while this listing "
+                                         "indexed the earlier records; list again")
+                    self._index_earlier_records()
+                    indexed = True
+                    continue
+                page += [_text(thread_id) for thread_id in answer[3:]]
+                if int(answer[1]) < want:
+                    break  # (the index ends)
+                start = "(" + _text(answer[2])  # (ids were gone: go on past the last one looked at)
+        return page
+
+    def _index_earlier_records(self) -> None:
+        """Add every thread record under the prefix to the index (a ``SCAN``, then a script per batch),
+        then mark the index complete. Memory stays one batch, whatever the number of keys; two stores
+        doing it at once only add the same ids twice."""
+        pattern = _glob_escaped(self._prefix) + "*"
+        cursor: int = 0
+        while True:
+            cursor, keys = self._client.scan(cursor=cursor, match=pattern, count=_INDEX_BATCH)
+            if keys:
+                self._index_script(keys=[self._index], args=[self._prefix, *keys])
+            if int(cursor) == 0:
+                break
+        self._client.set(self._indexed, "1")
 
     def close(self) -> None:
         """Close the client if the store made it; later calls raise ``StoreError``. Closing twice is fine."""
@@ -372,8 +493,9 @@ class RedisStore(_Base):
         _check_record_id(record_id)
         created = (record_id or new_record_id()) if expected_version is None else ""
         args: list[str | bytes] = [operation, "" if expected_version is None else str(expected_version),
-                                   owner or "", text or "", str(STORE_FORMAT_VERSION), created, record_id or ""]
-        keys = [self._key(thread_id)]
+                                   owner or "", text or "", str(STORE_FORMAT_VERSION), thread_id, created,
+                                   record_id or ""]
+        keys = [self._key(thread_id), self._index]
         with self._calls(thread_id):
             try:
                 reply = self._script(keys=keys, args=args)
@@ -397,16 +519,18 @@ class RedisStore(_Base):
                          thread_id=thread_id)
 
     @contextmanager
-    def _calls(self, thread_id: str) -> Iterator[None]:
+    def _calls(self, thread_id: str | None) -> Iterator[None]:
         """Redis's own errors leave as ``StoreError``."""
         if self._closed:
             raise _closed(thread_id)
         try:
             yield
         except self._redis_error as exc:
-            raise StoreError(f"Redis store failed for thread {thread_id!r}: {exc}", thread_id=thread_id) from exc
+            where = "" if thread_id is None else f" for thread {thread_id!r}"
+            raise StoreError(f"Redis store failed{where}: {exc}", thread_id=thread_id) from exc
         except UnicodeDecodeError as exc:  # (a client with decode_responses=True, reading a hash that is not text)
-            raise StoreError(f"thread {thread_id!r}: Redis answered with bytes that are not UTF-8 (a damaged or "
+            where = "a listing" if thread_id is None else f"thread {thread_id!r}"
+            raise StoreError(f"{where}: Redis answered with bytes that are not UTF-8 (a damaged or "
                              f"foreign record): {exc}", thread_id=thread_id) from exc
 
 
@@ -420,6 +544,11 @@ class _Record:
     format: int
     changes: list[str | bytes]
     record_id: str | None
+
+
+def _glob_escaped(text: str) -> str:
+    # SCAN's MATCH is a glob: a prefix holding *, ?, [, ] or a backslash matches them only escaped.
+    return "".join("\\" + char if char in "*?[]\\" else char for char in text)
 
 
 def _text(value: Any) -> str:

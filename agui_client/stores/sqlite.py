@@ -23,6 +23,9 @@ or an append that bumps the version rewrites a few dozen bytes whatever the thre
   the change, one head row and their index entries: what the run changed, not the thread.
 * ``save`` rewrites part 0, drops the change parts and resets the head's counts.
 * ``claim`` and ``release`` update the head row only.
+* ``thread_ids`` reads the head table's primary key alone (``WHERE thread_id > ? ORDER BY thread_id
+  LIMIT ?``, SQLite's ``BINARY`` order: the ids' UTF-8 bytes, which is code point order): one page is
+  one range of the key's index, whatever the number of threads, and no record is read.
 * A *compaction* (when ``compaction.due(...)`` after an append) reads the head and the parts (one
   statement, no lock) and folds the changes into the data with no lock held, then writes in one
   more ``BEGIN IMMEDIATE`` transaction: it zeroes the head's counts without touching its version or
@@ -77,6 +80,7 @@ from .base import (
     StoredThread,
     _as_text,
     _check_owner,
+    _check_page,
     _closed,
     _compacted,
     _creation_data,
@@ -127,6 +131,10 @@ _SELECT_RECORD = (
     "SELECT h.version, h.claim, h.format, h.changes, h.record_id, p.seq, p.body FROM agui_threads AS h"
     " LEFT JOIN agui_thread_parts AS p ON p.thread_id = h.thread_id WHERE h.thread_id = ? ORDER BY p.seq"
 )
+
+# The listing: the head table's primary key alone, in BINARY order (the UTF-8 bytes: code point order).
+_IDS_FIRST = "SELECT thread_id FROM agui_threads ORDER BY thread_id LIMIT ?"
+_IDS_AFTER = "SELECT thread_id FROM agui_threads WHERE thread_id > ? ORDER BY thread_id LIMIT ?"
 
 
 @frozen(kw_only=True)
@@ -279,6 +287,24 @@ class SqliteStore(_Base):
 
         with self._connection(thread_id) as conn:
             self._transaction(conn, delete)
+
+    def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """Up to ``limit`` ids of the stored threads after ``after``, in code point order; see
+        :class:`~agui_client.stores.ListingStore`.
+
+        One statement on the head table's primary key: a range of its index, no record read.
+
+        Raises:
+            ValueError: ``limit`` is out of range, or ``after`` is not a string.
+            StoreError: the database failed, or the store is closed.
+        """
+        _check_page(after, limit)
+        with self._connection() as conn:
+            if after is None:
+                rows = conn.execute(_IDS_FIRST, (limit,)).fetchall()
+            else:
+                rows = conn.execute(_IDS_AFTER, (after, limit)).fetchall()
+        return [_listed_id(self._path, row[0]) for row in rows]
 
     def close(self) -> None:
         """Close the store's connections; later calls raise ``StoreError``. Closing twice is fine."""
@@ -506,6 +532,13 @@ def _check_parts(thread_id: str, changes: Any, seqs: list[Any]) -> None:
     if type(changes) is not int or seqs != list(range(changes + 1)):
         found = "none" if seqs == [None] else f"{len(seqs)}"
         raise _damaged(thread_id, f"its head counts {changes!r} changes after its data, but {found} parts are stored")
+
+
+def _listed_id(path: str, thread_id: Any) -> str:
+    # A row another tool wrote may hold a number or bytes as its id (SQLite keeps what it is given).
+    if type(thread_id) is not str:
+        raise StoreError(f"SQLite store {path}: a stored thread id is not text ({thread_id!r})")
+    return thread_id
 
 
 def _damaged(thread_id: str, why: str) -> StoreError:

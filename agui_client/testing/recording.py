@@ -26,6 +26,12 @@ request that got no answer at all (the agent unreachable) leaves no file.
     with httpx.Client(transport=recorder) as http, AgentClient(url, http_client=http) as client:
         client.thread().run("Delete the staging environment")
 
+Recording never fails a run: a file that cannot be written (a full disk, a folder deleted while
+recording) leaves that exchange unrecorded (its files so far are removed) or, once its answer is
+streaming, the rest of that answer unrecorded (what was written is kept, as when a process is killed).
+Each such problem is logged as a warning (the ``agui_client.testing`` logger) and kept in the transport's
+``problems``.
+
 It can also start and stop mid-session (``recorder.start(DIR)`` / ``recorder.stop()``), as
 ``agui chat``'s ``/record`` does. A folder that already holds exchanges is continued after its last
 number, so two processes working one thread in turn (``agui run --thread-file ... --record DIR``,
@@ -36,11 +42,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import stat
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, BinaryIO
 
@@ -52,6 +59,12 @@ from ..core.redact import SENSITIVE_EXTENSION, Redactor
 
 __all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME", "open_recorded",
            "read_recorded", "REQUEST_FILE_BYTES", "META_FILE_BYTES"]
+
+logger = logging.getLogger("agui_client.testing")
+
+#: The most problems a transport keeps in ``problems`` (each is also logged): a full disk fails every
+#: exchange of a long session the same way.
+PROBLEMS_KEPT = 100
 
 #: The name of one exchange's request file: ``01.request.json`` (its number and the rest).
 EXCHANGE_NAME = re.compile(r"^(\d{2,})\.request\.json$")
@@ -118,6 +131,7 @@ class _Recorder:
         self.marked = frozenset(name.strip().lower() for name in sensitive_headers)
         self._directory: Path | None = None
         self.files: list[Path] = []
+        self.problems: list[str] = []
         if directory is not None:
             self.start(directory)
 
@@ -135,39 +149,78 @@ class _Recorder:
         with self._lock:
             self._directory = None
 
+    def failed(self, path: str | os.PathLike[str], error: OSError, what: str) -> None:
+        """A file of the recording could not be written: logged, and kept in ``problems`` (the run goes on)."""
+        problem = f"{os.fspath(path)}: {error.strerror or error} ({what})"
+        logger.warning("recording: %s", problem)
+        with self._lock:
+            if len(self.problems) < PROBLEMS_KEPT:
+                self.problems.append(problem)
+
     def reserve(self, body: bytes) -> str | None:
-        """Write ``body`` as the next exchange's request; its stem (``dir/NN``), or ``None`` when stopped."""
+        """Write ``body`` as the next exchange's request; its stem (``dir/NN``), or ``None`` when stopped
+        (or when the request file could not be written: that exchange is not recorded)."""
         with self._lock:
             directory = self._directory
             if directory is None:
                 return None
-            taken = recorded_exchanges(directory)
-            number = taken[-1][0] + 1 if taken else 1
-            while True:
-                stem = directory / f"{number:02d}"
-                try:
-                    # O_EXCL: another process recording into the same folder never shares a number.
-                    fd = os.open(f"{stem}.request.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                except FileExistsError:
-                    number += 1
-                    continue
-                break
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(body)
+            try:
+                taken = recorded_exchanges(directory)
+                number = taken[-1][0] + 1 if taken else 1
+                while True:
+                    stem = directory / f"{number:02d}"
+                    if any(os.path.lexists(f"{stem}{rest}") for rest in (".response.json", ".sse")):
+                        number += 1  # (files left there by something else are never written over)
+                        continue
+                    try:
+                        # O_EXCL: another process recording into the same folder never shares a number.
+                        fd = os.open(f"{stem}.request.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                    except FileExistsError:
+                        number += 1
+                        continue
+                    break
+            except OSError as error:
+                failure: tuple[str | os.PathLike[str], OSError] | None = (directory, error)
+            else:
+                failure = None
+        if failure is not None:
+            self.failed(*failure, "this exchange is not recorded")
+            return None
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(body)
+        except OSError as error:
+            self._remove(str(stem))
+            self.failed(f"{stem}.request.json", error, "this exchange is not recorded")
+            return None
         self.files.append(Path(f"{stem}.request.json"))
         return str(stem)
 
+    def _remove(self, stem: str) -> None:
+        """Remove what was written of exchange ``stem`` (no answer, or its files could not be made)."""
+        for path in (Path(f"{stem}.request.json"), Path(f"{stem}.response.json"), Path(f"{stem}.sse")):
+            if path.is_file() or path.is_symlink():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            with contextlib.suppress(ValueError):
+                self.files.remove(path)
+
     def unreserve(self, stem: str | None) -> None:
         """No answer came (the agent was unreachable, the connection failed): no exchange to keep."""
-        if stem is None:
-            return
-        path = Path(f"{stem}.request.json")
-        with contextlib.suppress(OSError):
-            path.unlink()
-        with contextlib.suppress(ValueError):
-            self.files.remove(path)
+        if stem is not None:
+            self._remove(stem)
 
-    def response(self, stem: str, response: httpx.Response, request: httpx.Request) -> _BodyFile:
+    def response(self, stem: str, response: httpx.Response, request: httpx.Request) -> _BodyFile | None:
+        """The answer's files: its status and content type written, its body's file open (``None``, and
+        the exchange's files removed, when they could not be made: the answer goes on unrecorded)."""
+        try:
+            return self._response(stem, response, request)
+        except OSError as error:
+            self._remove(stem)
+            self.failed(getattr(error, "filename", None) or stem, error, "this exchange is not recorded")
+            return None
+
+    def _response(self, stem: str, response: httpx.Response, request: httpx.Request) -> _BodyFile:
         encoding = response.headers.get("content-encoding", "").strip().lower()
         # (the names this transport was given, and those the client that sent the request marked)
         marked = self.marked | frozenset(request.extensions.get(SENSITIVE_EXTENSION, ()))
@@ -178,8 +231,10 @@ class _Recorder:
             # An encoding this module does not undo is kept as it came, and said.
             meta["contentEncoding"] = encoding
         Path(f"{stem}.response.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
+        handle = open(f"{stem}.sse", "wb")  # (closed with the response)
         self.files += [Path(f"{stem}.response.json"), Path(f"{stem}.sse")]
-        return _BodyFile(open(f"{stem}.sse", "wb"), encoding, _Scrub(redactor))  # (closed with the response)
+        return _BodyFile(handle, encoding, _Scrub(redactor),
+                         lambda error: self.failed(f"{stem}.sse", error, "the rest of this answer is not recorded"))
 
 
 class _Scrub:
@@ -220,16 +275,30 @@ class _BodyFile:
     """The response body on its way to ``NN.sse``: each chunk written as it passes, decompressed and
     without the request's credentials."""
 
-    def __init__(self, handle: IO[bytes], encoding: str, scrub: _Scrub) -> None:
+    def __init__(self, handle: IO[bytes], encoding: str, scrub: _Scrub, failed: Callable[[OSError], None]) -> None:
         self._scrub = scrub
         self._handle: IO[bytes] | None = handle
+        self._failed = failed
         # (the clients' own decoder: a recording keeps what they read)
         self._inflate: Inflater | None = Inflater(encoding) if encoding in CODINGS else None
 
     def write(self, chunk: bytes) -> None:
-        handle = self._handle
-        if handle is None or not chunk:
+        if self._handle is None or not chunk:
             return
+        try:
+            self._write(self._handle, chunk)
+        except OSError as error:
+            self._give_up(error)
+
+    def _give_up(self, error: OSError) -> None:
+        # The file cannot take more (a full disk): what it holds is kept, the answer goes on unrecorded.
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
+        self._failed(error)
+
+    def _write(self, handle: IO[bytes], chunk: bytes) -> None:
         inflate = self._inflate
         scrub = self._scrub
         if inflate is None:
@@ -248,7 +317,7 @@ class _BodyFile:
         handle.flush()
 
     def close(self) -> None:
-        handle, self._handle = self._handle, None
+        handle = self._handle
         if handle is None:
             return
         try:
@@ -258,8 +327,10 @@ class _BodyFile:
                 except httpx.DecodingError:
                     pass
             handle.write(self._scrub.rest())
-        finally:
+            self._handle = None
             handle.close()
+        except OSError as error:
+            self._give_up(error)
 
 
 class _RecordedStream(httpx.SyncByteStream):
@@ -317,6 +388,20 @@ class _Controls:
         """The files written so far, in order."""
         return list(self._recorder.files)
 
+    @property
+    def problems(self) -> list[str]:
+        """The files that could not be written, each with its reason and what went unrecorded (the first
+        ``PROBLEMS_KEPT``; each is also logged as a warning). Recording never fails a run.
+
+        Example::
+
+            recorder = RecordingTransport("recordings/run-1")
+            ...
+            for problem in recorder.problems:  # "recordings/run-1/03.sse: No space left on device (...)"
+                print("not recorded:", problem)
+        """
+        return list(self._recorder.problems)
+
     def start(self, directory: str | os.PathLike[str]) -> None:
         """Record the next exchanges into ``directory`` (created if missing; continued after its last number)."""
         self._recorder.start(directory)
@@ -372,8 +457,10 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
         try:
             body = self._recorder.response(stem, response, request)
         except BaseException:
-            response.close()  # (its files could not be made: the connection goes back, the error goes on)
+            response.close()  # (the connection goes back, the error goes on)
             raise
+        if body is None:
+            return response  # (its files could not be made: it goes on unrecorded)
         return _wrapped(response, _RecordedStream(response.stream, body), request)
 
     def close(self) -> None:
@@ -411,6 +498,8 @@ class AsyncRecordingTransport(_Controls, httpx.AsyncBaseTransport):
         except BaseException:
             await response.aclose()  # (as RecordingTransport's)
             raise
+        if body is None:
+            return response  # (as RecordingTransport's)
         return _wrapped(response, _AsyncRecordedStream(response.stream, body), request)
 
     async def aclose(self) -> None:

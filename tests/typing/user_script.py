@@ -22,6 +22,7 @@ from agui_client import (
     check_answer,
 )
 from agui_client.stores import STORE_FORMAT_VERSION, SqliteStore, StoredThread, ThreadStore
+from agui_client.terminal import NAME_CHARS, InertDeltas, inert_name, inert_text
 
 
 def answer_all(client: AgentClient, thread_id: str) -> RunResult:
@@ -79,6 +80,15 @@ def streamed(client: AgentClient) -> str:
     except StreamNotFinished as early:
         return str(early.run_id)
     return text + (final.outcome or "")
+
+
+def shown_safely(client: AgentClient) -> str:
+    thread = client.thread()
+    deltas = InertDeltas()
+    with thread.stream("hi") as stream:
+        pieces: list[str] = [deltas.feed(text) for text in stream.text_stream]
+    names = [inert_name(i.id, limit=NAME_CHARS // 2) for i in stream.result.interrupts]
+    return "".join(pieces) + deltas.end() + inert_text(stream.result.text) + ", ".join(names)
 
 
 class DictStore:
