@@ -37,8 +37,8 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE", "deadline", "HeadTooLong", "BoundedCookieJar",
-           "COOKIES_KEPT"]
+__all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE", "deadline", "HeadTooLong",
+           "AgentCookiesRefused"]
 
 #: The monotonic time the current run's send must be over by (``None``: no deadline), per thread or task.
 _DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", default=None)
@@ -323,21 +323,21 @@ class ShardedSyncTransport(httpx.BaseTransport):
             shard.transport.close()
 
 
-#: The most cookies the clients' own httpx clients keep: RFC 6265's least a user agent should keep per domain.
-COOKIES_KEPT = 50
+class AgentCookiesRefused(http.cookiejar.CookieJar):
+    """The cookie jar of the httpx client a client makes for itself: it keeps no cookie an agent sets.
 
+    httpx keeps every cookie an answer sets and sends them all with every later request. Here that
+    request may be another person's: one client serves the runs of many users of a web backend, each
+    with its own credential (``thread.run(headers=...)``), so a session cookie the agent set on one
+    user's run would go out with the next user's, and the agent might take it for that user's session.
+    An AG-UI run carries all it needs (the agent may keep nothing between runs), so no cookie is kept.
+    It also bounds what an agent can make the client hold: a thousand new cookies a run once grew a
+    long-lived client's jar, and every request's ``Cookie`` header, without bound.
 
-class BoundedCookieJar(http.cookiejar.CookieJar):
-    """The cookie jar of the httpx client a client makes for itself: at most ``COOKIES_KEPT`` cookies.
-
-    httpx keeps every cookie an answer sets, and sends them all with every later request: an agent
-    setting a thousand new cookies per run (its head may be 100 KB) grew a long-lived client's memory,
-    and every request's ``Cookie`` header, without bound. A cookie the jar already holds (its domain,
-    path and name) is still replaced or removed; a new one past the bound is not kept.
+    Cookies the application sets itself (``client.http.cookies.set(...)``) are kept and sent; an
+    application that wants the agent's kept passes its own ``http_client`` (whose jar is then shared
+    by every run it sends).
     """
 
-    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
-        with self._cookies_lock:  # type: ignore[attr-defined]  # (CookieJar's own lock, re-entrant)
-            held = self._cookies.get(cookie.domain, {}).get(cookie.path, {})  # type: ignore[attr-defined]
-            if cookie.name in held or len(self) < COOKIES_KEPT:
-                super().set_cookie(cookie)
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        """Keep nothing from the answer's ``Set-Cookie`` headers."""

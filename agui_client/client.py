@@ -40,7 +40,7 @@ from ._inert import quoted
 from ._inflate import Inflater
 from ._logs import exchange as logged_exchange
 from ._logs import filter_http_logs
-from ._pool import SHARD_SIZE, BoundedCookieJar, HeadTooLong, ShardedSyncTransport, ShardedTransport
+from ._pool import SHARD_SIZE, AgentCookiesRefused, HeadTooLong, ShardedSyncTransport, ShardedTransport
 from ._pool import deadline as send_deadline
 from ._proxies import environment_proxy, proxy_credentials
 from .core.exchange import StreamHandle, request_body
@@ -599,9 +599,11 @@ class AgentClient(_ClientBase):
             end; httpx's default cap of 100 would make the 101st wait, then fail) and its pool split in
             shards of 32 runs (httpx's pool visits all its connections on every request and close).
             A client you pass is used as it is: size its ``limits`` for the runs you hold open. The
-            client's own keeps at most 50 cookies (an agent could otherwise grow its jar without end),
-            and its connections hold the run's deadline and ``max_run_bytes`` while the answer's head
-            is read (endless ``103 Early Hints``); a client you pass holds them only for the body.
+            client's own keeps no cookie an agent sets (one client may send many users' runs: a
+            session cookie set on one user's run would go out with the next user's; a client you pass
+            keeps them, for every run it sends), and its connections hold the run's deadline and
+            ``max_run_bytes`` while the answer's head is read (endless ``103 Early Hints``); a client
+            you pass holds them only for the body.
         follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
             default: a run is not idempotent; a hop to another origin is never followed, as the
             request carries your headers).
@@ -1015,22 +1017,22 @@ def _async_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> htt
     the same origin only), httpx's own transport is kept, as a transport of ours would turn httpx's
     proxies from the environment off; it is given the same limits. A host ``NO_PROXY`` names keeps
     the shards, and with them the bounds on the answer's head (``_pool``). Its cookie jar
-    keeps at most ``_pool.COOKIES_KEPT`` cookies (an agent could otherwise grow it without bound).
+    keeps no cookie an agent sets (``_pool.AgentCookiesRefused``: the runs it sends may be many users').
     """
     if environment_proxy(url) is not None:
         return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=_PROXIED_LIMITS,
-                                 cookies=BoundedCookieJar())
+                                 cookies=AgentCookiesRefused())
     return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport(),
-                             cookies=BoundedCookieJar())
+                             cookies=AgentCookiesRefused())
 
 
 def _sync_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.Client:
     """The sync client's own ``httpx.Client``: as :func:`_async_http`, for a thread per run."""
     if environment_proxy(url) is not None:
         return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=_PROXIED_LIMITS,
-                            cookies=BoundedCookieJar())
+                            cookies=AgentCookiesRefused())
     return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport(),
-                        cookies=BoundedCookieJar())
+                        cookies=AgentCookiesRefused())
 
 
 def own_transport(url: str) -> httpx.BaseTransport:

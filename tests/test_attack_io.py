@@ -714,11 +714,10 @@ def test_httpx_request_log_line_shows_no_credential_the_reason_phrase_repeats(
     assert TOKEN not in str(caught.value)
 
 
-def test_a_flood_of_new_cookies_keeps_a_bounded_jar(drive: Any, raw: Raw) -> None:
+def test_no_cookie_an_agent_sets_is_kept_or_sent(drive: Any, raw: Raw) -> None:
     # httpx kept every cookie an answer set and sent them all with every later request: 60 new cookies
-    # a run grew a long-lived client's jar, and each request's Cookie header, without bound.
-    from agui_client._pool import COOKIES_KEPT
-
+    # a run grew a long-lived client's jar, and each request's Cookie header, without bound; and a
+    # session cookie set on one user's run went out with the next user's. The client's own jar keeps none.
     cookie_headers: list[bytes] = []
 
     async def sets(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -726,21 +725,23 @@ def test_a_flood_of_new_cookies_keeps_a_bounded_jar(drive: Any, raw: Raw) -> Non
         cookie_headers.append(next((line for line in head.split(b"\r\n") if line.lower().startswith(b"cookie:")), b""))
         run = len(cookie_headers)
         cookies = [b"set-cookie: c%d_%d=v; Path=/" % (run, n) for n in range(60)]
-        keep = [b"set-cookie: sticky=run%d; Path=/" % run]  # (an existing cookie is still replaced)
         writer.write(_head(b"content-type: text/event-stream", b"content-length: %d" % len(START + FINISH),
-                           b"connection: close", *keep, *cookies) + START + FINISH)
+                           b"connection: close", b"set-cookie: session=user%d; Path=/" % run, *cookies)
+                     + START + FINISH)
         await writer.drain()
 
     url = raw.serve(sets)
     with drive.client(url) as client:
         thread = client.thread("t")
         for n in range(4):
-            assert thread.run(f"turn {n}").outcome == "success"
+            assert thread.run(f"turn {n}", headers={"Authorization": f"Bearer user{n + 1}"}).outcome == "success"
         jar = client.http.cookies.jar
+        client.http.cookies.set("mine", "kept", domain="127.0.0.1")  # (the application's own are kept)
+        assert thread.run("turn 5").outcome == "success"
 
-    assert len(jar) == COOKIES_KEPT
-    assert {c.value for c in jar if c.name == "sticky"} == {"run4"}
-    assert cookie_headers[-1].count(b"=") == COOKIES_KEPT
+    assert cookie_headers[:4] == [b""] * 4
+    assert cookie_headers[4].lower() == b"cookie: mine=kept"
+    assert [c.name for c in jar] == ["mine"]
 
 
 def _endless_hints(raw: Raw) -> Handler:
@@ -843,16 +844,15 @@ def test_agui_run_bounds_the_answers_head_with_or_without_record(raw: Raw, tmp_p
     assert raw.done.wait(30) and "all sent" not in raw.notes
 
 
-def test_the_cli_clients_cookie_jar_is_bounded_behind_a_recorder(raw: Raw, tmp_path: Path) -> None:
+def test_the_cli_client_keeps_no_agent_cookie_behind_a_recorder(raw: Raw, tmp_path: Path) -> None:
     import argparse
     import contextlib
 
-    from agui_client._pool import COOKIES_KEPT
     from agui_client.cli.options import add_connection_options, open_client
 
     async def sets(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _request(reader)
-        cookies = [b"set-cookie: c%d=v; Path=/" % n for n in range(COOKIES_KEPT + 30)]
+        cookies = [b"set-cookie: c%d=v; Path=/" % n for n in range(80)]
         writer.write(_head(b"content-type: text/event-stream", b"content-length: %d" % len(START + FINISH),
                            b"connection: close", *cookies) + START + FINISH)
         await writer.drain()
@@ -864,7 +864,7 @@ def test_the_cli_clients_cookie_jar_is_bounded_behind_a_recorder(raw: Raw, tmp_p
     with contextlib.ExitStack() as stack:
         client = open_client(stack, url, args)
         assert client.thread("t").run("hi").outcome == "success"
-        assert len(client.http.cookies.jar) == COOKIES_KEPT
+        assert len(client.http.cookies.jar) == 0
     assert sorted(p.name for p in (tmp_path / "rec").iterdir())[:2] == ["01.request.json", "01.response.json"]
 
 
