@@ -92,6 +92,9 @@ responses = st.one_of(
     st.sampled_from(["plain", "tool", "error", "rejected", "cancelled", "cut"]).map(Response),
     st.builds(Response, kind=st.just("interrupt"), asks=asks),
 )
+#: Which replica (modulo their number). Every draw is made before the rule looks at the state: a race's
+#: winner is the scheduler's pick, and a draw shaped by it would make hypothesis's replay differ.
+PICK = st.integers(0, 5)
 #: For a run held open after its first event: one whose first event is not its last.
 held_responses = responses.filter(lambda r: r.kind != "rejected")
 
@@ -234,6 +237,11 @@ class Replicas(RuleBasedStateMachine):
     def requests(self) -> int:
         return self.agent.request_count - self.sent_before
 
+    def pair(self, pick: int, other: int) -> tuple[int, int]:
+        """Two different replicas."""
+        a = pick % len(self.replicas)
+        return a, (a + 1 + other % (len(self.replicas) - 1)) % len(self.replicas)
+
     def fresh(self, n: int) -> bool:
         """Whether replica ``n``'s claim would land: it holds the record's version, and nobody claims it."""
         return self.replicas[n].version == self.head and self.claim is None
@@ -358,12 +366,11 @@ class Replicas(RuleBasedStateMachine):
 
     # -- moves -------------------------------------------------------------------------------------
 
-    @rule(data=st.data(), response=responses, text=st.booleans(),
-          streamed=st.sampled_from(["run", "stream", "leave"]))
-    def turn(self, data: st.DataObject, response: Response, text: bool, streamed: str) -> None:
+    @rule(pick=PICK, response=responses, text=st.booleans(), streamed=st.sampled_from(["run", "stream", "leave"]))
+    def turn(self, pick: int, response: Response, text: bool, streamed: str) -> None:
         """A turn on one replica: refused by its own copy while interrupts are open there, by its claim
         when its copy is stale, else sent once."""
-        n = data.draw(st.integers(0, len(self.replicas) - 1), label="replica")
+        n = pick % len(self.replicas)
         rid = self.next_run(response)
         message = ag.UserMessage(id=f"{rid}-u", content="hello") if text else None
         view = self.replicas[n].view
@@ -377,16 +384,16 @@ class Replicas(RuleBasedStateMachine):
         sent = self.requests()
         self.sent(n, rid, response, [Said(message.id, "user")] if message else [], None, streamed, go(), sent)
 
-    @rule(data=st.data(), how=st.sampled_from(["all", "abandon", "leave-one", "unknown-id"]),
+    @rule(pick=PICK, how=st.sampled_from(["all", "abandon", "leave-one", "unknown-id"]),
           form=st.sampled_from(["builder", "entries"]), response=responses,
           streamed=st.sampled_from(["run", "stream", "leave"]))
-    def resume(self, data: st.DataObject, how: str, form: str, response: Response, streamed: str) -> None:
+    def resume(self, pick: int, how: str, form: str, response: Response, streamed: str) -> None:
         """A resume on one replica (one with open interrupts in its copy): refused before anything is sent
         when the interrupt rules refuse it, by its claim when its copy is stale, else sent once."""
         waiting = [n for n, r in enumerate(self.replicas) if r.view.open]
         if not waiting:
             return
-        n = data.draw(st.sampled_from(waiting), label="replica")
+        n = waiting[pick % len(waiting)]
         plan, refusal, named = self.plan(n, how)
         rid = self.next_run(response)
         go = lambda: self.call(n, None, streamed, resume=self.resume_list(n, plan, form), run_id=rid)  # noqa: E731
@@ -400,13 +407,12 @@ class Replicas(RuleBasedStateMachine):
         sent = self.requests()
         self.sent(n, rid, response, [], plan, streamed, go(), sent)
 
-    @rule(data=st.data(), response=responses)
-    def race(self, data: st.DataObject, response: Response) -> None:
+    @rule(pick=PICK, other=PICK, response=responses)
+    def race(self, pick: int, other: int, response: Response) -> None:
         """Two replicas run at the same moment (two OS threads), each the move its copy allows: a resume
         answering every open interrupt, else a turn (the first turn of a new thread, too). Of those whose
         copy is current, exactly one sends; the other gets ``ConcurrentResume`` and sends nothing."""
-        a, b = data.draw(st.lists(st.integers(0, len(self.replicas) - 1), min_size=2, max_size=2, unique=True),
-                         label="pair")
+        a, b = self.pair(pick, other)
         self.director.response = response
         self.runs += 1
         rids = {a: f"r{self.runs}a", b: f"r{self.runs}b"}
@@ -446,14 +452,13 @@ class Replicas(RuleBasedStateMachine):
         self.sent(n, rids[n], response, [Said(message.id, "user")] if message else [], plans[n], "run",
                   outcomes[n], sent)
 
-    @rule(data=st.data(), response=held_responses, move=st.sampled_from(["turn", "resume", "reload"]),
+    @rule(pick=PICK, other=PICK, response=held_responses, move=st.sampled_from(["turn", "resume", "reload"]),
           shell=st.sampled_from(["sync", "async"]))
-    def meanwhile(self, data: st.DataObject, response: Response, move: str, shell: str) -> None:
+    def meanwhile(self, pick: int, other: int, response: Response, move: str, shell: str) -> None:
         """One replica's run, held open after its first event (the thread claimed) while another replica
         runs a turn or a resume (refused by the claim, nothing sent) or reloads (a copy of the claimed
         record, stale once the run ends)."""
-        a, b = data.draw(st.lists(st.integers(0, len(self.replicas) - 1), min_size=2, max_size=2, unique=True),
-                         label="pair")
+        a, b = self.pair(pick, other)
         first = self.replicas[a]
         if not self.fresh(a):
             return
@@ -501,11 +506,11 @@ class Replicas(RuleBasedStateMachine):
         event(f"meanwhile: {seen[0] if seen else 'nothing'}")
         self.sent(a, rid, response, [Said(message.id, "user")] if message else [], plan, "stream", outcome, sent)
 
-    @rule(data=st.data(), shell=st.sampled_from(["sync", "async"]))
-    def restart(self, data: st.DataObject, shell: str) -> None:
+    @rule(pick=PICK, shell=st.sampled_from(["sync", "async"]))
+    def restart(self, pick: int, shell: str) -> None:
         """A replica's process ends (its object dropped, any claim it held left behind: a dead claimer) and a
         new one starts, loading the thread as the store holds it."""
-        self.restart_replica(data.draw(st.integers(0, len(self.replicas) - 1), label="replica"), shell)
+        self.restart_replica(pick % len(self.replicas), shell)
 
     def restart_replica(self, n: int, shell: str) -> None:
         old = self.replicas[n]
@@ -523,12 +528,12 @@ class Replicas(RuleBasedStateMachine):
         self.restart_replica(self.claim or 0, shell)
 
     @precondition(lambda self: self.claim is not None)
-    @rule(data=st.data())
-    def release(self, data: st.DataObject) -> None:
+    @rule(pick=PICK)
+    def release(self, pick: int) -> None:
         """The claim a resume kept, let go: by its holder with ``release_claim()``; by another replica only
         once its holder is dead (a plain release is refused as another writer's claim; ``force=True``
         takes it back, docs/stores.md). Letting go allows the resume to be sent once more."""
-        n = data.draw(st.integers(0, len(self.replicas) - 1), label="replica")
+        n = pick % len(self.replicas)
         shell = self.replicas[n].shell
         if self.claim != n:
             thread = shell.thread
@@ -552,10 +557,10 @@ class Replicas(RuleBasedStateMachine):
         self.kept_for = None
         self.write(n, "release")
 
-    @rule(data=st.data())
-    def reload(self, data: st.DataObject) -> None:
+    @rule(pick=PICK)
+    def reload(self, pick: int) -> None:
         """``thread.reload()``: the replica catches up with the store."""
-        n = data.draw(st.integers(0, len(self.replicas) - 1), label="replica")
+        n = pick % len(self.replicas)
         shell = self.replicas[n].shell
         if shell.kind == "sync":
             shell.thread.reload()
