@@ -135,7 +135,7 @@ asks = st.lists(st.builds(Ask, id=st.sampled_from(IDS), offset=st.sampled_from(O
                           spelling=st.sampled_from(SPELLINGS), schema=st.booleans()),
                 min_size=1, max_size=3, unique_by=lambda a: a.id).map(tuple)
 responses = st.one_of(
-    st.sampled_from(["plain", "tool", "tool", "error", "rejected", "cancelled", "cut"]).map(Response),
+    st.sampled_from(["plain", "tool", "tool", "error", "rejected", "cancelled", "cut", "delta"]).map(Response),
     # (as likely as all the others together)
     st.builds(Response, kind=st.just("interrupt"), asks=asks, late=st.sampled_from([False, False, True]),
               repeat=st.sampled_from([False, False, False, True])),
@@ -156,6 +156,10 @@ class Director:
         if response.kind == "plain":
             return [Start(), ev.StateSnapshotEvent(snapshot={"run": rid, "notes": [rid]}),
                     *text_message(f"{rid}-a", "Here you are"), Finish(result={"run": rid})]
+        if response.kind == "delta":
+            # SP-03 on the state the thread holds (across an interrupt: IR-21), and the run's own usage.
+            return [Start(), ev.StateDeltaEvent(delta=({"op": "add", "path": "/seen", "value": rid},)),
+                    *text_message(f"{rid}-a", "Noted"), Finish(usage=(usage(rid),))]
         if response.kind == "tool":
             return [Start(), *tool_call(f"{rid}-c", "pick", {"q": 1}, parent_message_id=f"{rid}-a"),
                     Finish(outcome=ag.RunFinishedSuccessOutcome(pending_tool_call_ids=(f"{rid}-c",)))]
@@ -179,7 +183,13 @@ class Director:
         late = [ev.RunErrorEvent(message="a failure after the close", code="late")] if response.late else []
         return [Start(), ev.StateSnapshotEvent(snapshot={"asked": [a.id for a in response.asks]}),
                 *text_message(f"{rid}-a", "A question"),
-                Finish(outcome=ag.RunFinishedInterruptOutcome(interrupts=interrupts)), *late]
+                Finish(outcome=ag.RunFinishedInterruptOutcome(interrupts=interrupts), usage=(usage(rid),)), *late]
+
+
+def usage(rid: str) -> ag.TokenUsage:
+    """The usage run ``rid`` reports: its own, told apart by its number (TU: usage never carries over)."""
+    n = int(rid.lstrip("r") or 0)
+    return ag.TokenUsage(provider="p", model="m", input_tokens=n, output_tokens=2 * n)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -224,10 +234,12 @@ class Model:
     incomplete: set[str] = attrs.Factory(set)
     #: The shared state (SP-01: a snapshot replaces it; the next input carries it, SP-15 and IR-21).
     state: Any = attrs.Factory(dict)
+    #: The usage each run reported, by run (TU: a resume's covers only its own model calls, IR-22).
+    usage: dict[str, ag.TokenUsage] = attrs.Factory(dict)
 
     def copy(self) -> Model:
         return Model(list(self.messages), list(self.open), self.interrupted_run, list(self.pending),
-                     set(self.incomplete), self.state)
+                     set(self.incomplete), self.state, dict(self.usage))
 
     def answer_call(self, call_id: str, message_id: str | None) -> None:
         # TC-13: the tool message goes right after the assistant message that made the call, after
@@ -245,7 +257,12 @@ class Model:
             self.state = {"run": rid, "notes": [rid]}
         if kind == "interrupt":
             self.state = {"asked": [a.id for a in response.asks]}
-        if kind in ("plain", "error", "interrupt", "cut"):
+        if kind == "delta":
+            # SP-03: the patch applies to the state the last run left (an interrupted one too: IR-21).
+            self.state = {**self.state, "seen": rid}
+        if kind == "delta" or (kind == "interrupt" and not response.repeat):
+            self.usage[rid] = usage(rid)
+        if kind in ("plain", "error", "interrupt", "cut", "delta"):
             self.messages.append(Said(f"{rid}-a", "assistant"))
         if kind == "tool":
             self.messages.append(Said(f"{rid}-a", "assistant", calls=(f"{rid}-c",)))
@@ -253,7 +270,7 @@ class Model:
             # LC-04: the run failed; what was streamed is kept, flagged incomplete; nothing else moves.
             self.incomplete.add(f"{rid}-a")
             return
-        if kind in ("plain", "tool"):
+        if kind in ("plain", "tool", "delta"):
             # IR-27: a success clears the open interrupts. TC-16: its pendingToolCallIds are the calls
             # left for the consumer now.
             self.open, self.interrupted_run = [], None
@@ -369,6 +386,7 @@ class Lifecycle(RuleBasedStateMachine):
         self.thread_id = f"t-{uuid.uuid4().hex[:8]}"
         self.model = Model()
         self.stored = Model()  # (what the store holds: the model as the last saved run left it)
+        self.recorded = False  # (whether the store holds a record of the thread)
         self.runs = 0
         self.shell: Shell | None = None
         self.store: Any = None
@@ -434,9 +452,11 @@ class Lifecycle(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.model.open))
     @rule(how=st.sampled_from(RESUMES), form=st.sampled_from(["builder", "entries"]), pick=st.integers(0, 2),
           response=responses, streamed=st.sampled_from(["run", "stream", "leave"]),
-          recover=st.sampled_from(["release", "another"]))
-    def resume(self, how: str, form: str, pick: int, response: Response, streamed: str, recover: str) -> None:
-        """A resume answering the open interrupts, correctly or in one of the ways the spec forbids."""
+          recover=st.sampled_from(["release", "another"]), unknown=st.booleans())
+    def resume(self, how: str, form: str, pick: int, response: Response, streamed: str, recover: str,
+               unknown: bool) -> None:
+        """A resume answering the open interrupts, correctly or in one of the ways the spec forbids
+        (``unknown``: with ``pending_unknown=True``, which changes nothing on a thread that holds them)."""
         now = self.director.now
         open_ = list(self.model.open)
         target = open_[pick % len(open_)]
@@ -493,13 +513,16 @@ class Lifecycle(RuleBasedStateMachine):
             return builder
 
         event(f"resume {how} ({form})")
+        extra = {"pending_unknown": True} if unknown else {}
         if how in refusals:
-            self.refused(lambda: self.go(streamed, None, resume=resume_list(), run_id=rid), refusals[how], named)
+            self.refused(lambda: self.go(streamed, None, resume=resume_list(), run_id=rid, **extra), refusals[how],
+                         named)
             return
         builder = resume_list()
         if form == "builder":
             self.builders.append((builder, self.model.interrupted_run, tuple(self.model.open)))
-        self.send(rid, response, None, [], streamed=streamed, entries=plan, resume=builder, recover=recover)
+        self.send(rid, response, None, [], streamed=streamed, entries=plan, resume=builder, recover=recover,
+                  extra=extra)
 
     @precondition(lambda self: not self.model.open)
     @rule(form=st.sampled_from(["builder", "entries"]), response=responses)
@@ -515,6 +538,55 @@ class Lifecycle(RuleBasedStateMachine):
             builder.answer("i1", {"answer": "x"})  # (a builder holding nothing takes any id: docs/answers.md)
             return self.shell.run(None, resume=builder, run_id=rid)
         self.refused(go, ag.NothingToResume, "i1")
+
+    @precondition(lambda self: not self.model.open)
+    @rule(ids=st.lists(st.sampled_from(IDS), min_size=1, max_size=3, unique=True), abandon=st.integers(0, 3),
+          form=st.sampled_from(["builder", "entries"]), twice=st.booleans(), response=responses,
+          streamed=st.sampled_from(["run", "stream", "leave"]), recover=st.sampled_from(["release", "another"]))
+    def resume_unknown(self, ids: list[str], abandon: int, form: str, twice: bool, response: Response,
+                       streamed: str, recover: str) -> None:
+        """IR-26/B269: a thread that holds no open interrupts (say, rebuilt from elsewhere) while the agent
+        may be waiting on some: with ``pending_unknown=True`` the entries are sent as given (an id named
+        twice is still refused, nothing sent); the run is a resume (a cut one keeps its claim)."""
+        plan: list[tuple[str, str, Any]] = [(i, "cancelled", None) if n == abandon else (i, "resolved", {"answer": i})
+                                            for n, i in enumerate(ids)]
+        if twice:
+            plan.append(plan[0])
+        rid = self.next_run(response)
+
+        def resume_list() -> Any:
+            if form == "entries":
+                return [ag.ResumeEntry(interrupt_id=i, status=s, payload=p) for i, s, p in plan]
+            builder = self.thread.resume_builder()
+            for i, s, p in plan:
+                builder.answer(i, p) if s == "resolved" else builder.abandon(i)
+            return builder
+
+        event(f"resume unknown ({form}{', twice' if twice else ''})")
+        if twice:
+            self.refused(lambda: self.go(streamed, None, resume=resume_list(), pending_unknown=True, run_id=rid),
+                         ag.DuplicateResumeEntry, plan[0][0])
+            return
+        self.send(rid, response, None, [], streamed=streamed, entries=plan, resume=resume_list(), recover=recover,
+                  extra={"pending_unknown": True})
+
+    @rule(shell=st.sampled_from(["sync", "async"]))
+    def rebuild_elsewhere(self, shell: str) -> None:
+        """The thread rebuilt from elsewhere: its store lost, a new client object on a new store under the
+        same thread id, its messages added back. It holds no interrupts, whatever the agent waits on."""
+        assert self.shell is not None
+        messages = self.thread.state.messages
+        self.shell.close()
+        self.shell = None
+        self.store.close()
+        self.store = MemoryStore()
+        self.shell = Shell(shell, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
+        for message in messages:
+            self.thread.add_message(message)
+        # (what the run outcomes said — open interrupts, pending calls, the shared state, usage, flags —
+        # was in the lost record)
+        self.model = Model(messages=list(self.model.messages))
+        self.stored, self.recorded = Model(), False
 
     @precondition(lambda self: bool(self.builders))
     @rule(pick=st.integers(0, 5), response=responses)
@@ -639,11 +711,11 @@ class Lifecycle(RuleBasedStateMachine):
 
     def send(self, rid: str, response: Response, message: Any, new: list[Said], *, streamed: str,
              entries: list[tuple[str, str, Any]] | None, resume: Any = None, loop: bool = False,
-             recover: str = "release") -> None:
+             recover: str = "release", extra: dict[str, Any] | None = None) -> None:
         """A run the model calls valid: sent once, as the model says, and folded as the model says."""
         sent = self.requests()
         history = [m.id for m in self.model.messages]
-        arguments: dict[str, Any] = {"run_id": rid}
+        arguments: dict[str, Any] = {"run_id": rid, **(extra or {})}
         if resume is not None:
             arguments["resume"] = resume
         result: ag.RunResult | None = None
@@ -670,6 +742,10 @@ class Lifecycle(RuleBasedStateMachine):
         else:
             given = sorted((i, s, p if s == "resolved" else None) for i, s, p in entries)
             assert sorted((e.interrupt_id, e.status, e.payload) for e in request.resume or ()) == given
+        if not self.recorded:
+            # The first run of a thread the store does not hold claims it by creating its record, with the
+            # thread as it is before the run (a thread rebuilt from elsewhere holds messages already).
+            self.stored, self.recorded = self.model.copy(), True
         self.model.messages += new
         if streamed == "leave" and response.kind != "rejected":
             # TR-16: the caller left after RUN_STARTED: the response is closed, the run is incomplete and
@@ -705,7 +781,7 @@ class Lifecycle(RuleBasedStateMachine):
         assert failure is None, f"{response.kind}: {failure!r}"
         assert result is not None
         self.stored = self.model.copy()
-        outcome = {"plain": "success", "tool": "success", "error": "error", "rejected": "error",
+        outcome = {"plain": "success", "tool": "success", "delta": "success", "error": "error", "rejected": "error",
                    "cancelled": "cancelled", "interrupt": "interrupt"}[response.kind]
         assert result.outcome == outcome
         if response.kind == "interrupt":
@@ -713,6 +789,8 @@ class Lifecycle(RuleBasedStateMachine):
             # CL-02/CL-04: the one late RUN_ERROR is surfaced; the run stays interrupted.
             assert (result.late_error is not None) == response.late
         assert result.pending_tool_call_ids == ((f"{rid}-c",) if response.kind == "tool" else ())
+        # IR-22: a run's usage is its own, a resume's too (nothing carried over from the interrupted run).
+        assert result.usage == ((usage(rid),) if response.kind in ("delta", "interrupt") else ())
         self.keep(result, events)
 
     def keep(self, result: ag.RunResult, events: list[Any]) -> None:
@@ -744,6 +822,8 @@ class Lifecycle(RuleBasedStateMachine):
         assert list(state.pending_tool_call_ids) == self.model.pending
         assert set(state.incomplete_ids) == self.model.incomplete
         assert state.state == self.model.state
+        assert {run: tuple(u) for run, u in state.usage_by_run.items()} == {
+            run: (u,) for run, u in self.model.usage.items()}
         now = self.director.now
         builder = thread.resume_builder()
         assert set(builder.expired) == {o.id for o in self.model.open if o.expired(now)}
