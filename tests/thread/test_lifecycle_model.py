@@ -48,6 +48,7 @@ The default run is small, for CI. The long form (``AGUI_LIFECYCLE_EXAMPLES`` exa
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 import uuid
@@ -139,6 +140,8 @@ responses = st.one_of(
     # (as likely as all the others together)
     st.builds(Response, kind=st.just("interrupt"), asks=asks, late=st.sampled_from([False, False, True]),
               repeat=st.sampled_from([False, False, False, True])),
+    # (the pre-1.0 LangGraph pause: CUSTOM on_interrupt events, then success; docs/legacy-interrupts.md)
+    st.builds(Response, kind=st.just("legacy"), asks=asks),
 )
 
 
@@ -178,6 +181,12 @@ class Director:
                                                                            a.spelling),
                          response_schema=ANSWER_SCHEMA if a.schema else None)
             for a in response.asks)
+        if response.kind == "legacy":
+            # ag-ui-langgraph's legacy pause: the interrupt() value as JSON text, LangGraph's id in rawEvent.
+            pauses = [ev.CustomEvent(name="on_interrupt", raw_event={"id": i.id}, value=json.dumps(
+                {"message": i.message, "expiresAt": i.expires_at, "responseSchema": i.response_schema}))
+                for i in interrupts]
+            return [Start(), *pauses, *text_message(f"{rid}-a", "A question"), Finish()]
         if response.repeat:
             interrupts += interrupts[:1]
         late = [ev.RunErrorEvent(message="a failure after the close", code="late")] if response.late else []
@@ -236,10 +245,12 @@ class Model:
     state: Any = attrs.Factory(dict)
     #: The usage each run reported, by run (TU: a resume's covers only its own model calls, IR-22).
     usage: dict[str, ag.TokenUsage] = attrs.Factory(dict)
+    #: Which bridge read the open interrupts (``"langgraph"``: their answers go in its channel).
+    via: str | None = None
 
     def copy(self) -> Model:
         return Model(list(self.messages), list(self.open), self.interrupted_run, list(self.pending),
-                     set(self.incomplete), self.state, dict(self.usage))
+                     set(self.incomplete), self.state, dict(self.usage), self.via)
 
     def answer_call(self, call_id: str, message_id: str | None) -> None:
         # TC-13: the tool message goes right after the assistant message that made the call, after
@@ -250,19 +261,24 @@ class Model:
         self.messages.insert(at, Said(message_id, "tool", answers=call_id))
         self.pending.remove(call_id)
 
-    def played(self, response: Response, rid: str, now: datetime) -> None:
-        """What the thread holds after the agent played ``response`` as run ``rid``."""
+    def played(self, response: Response, rid: str, now: datetime, *, bridged: bool = False) -> None:
+        """What the thread holds after the agent played ``response`` as run ``rid`` (``bridged``: read by a
+        client with ``legacy_interrupts="langgraph"``)."""
         kind = response.kind
+        if kind == "legacy":
+            # The bridge reads the pause as the interrupt outcome; without it, the run is the success the
+            # wire says (with a LEGACY-CUSTOM-INTERRUPT warning).
+            kind = "interrupt" if bridged else "plain-quiet"
         if kind == "plain":
             self.state = {"run": rid, "notes": [rid]}
-        if kind == "interrupt":
+        if response.kind == "interrupt":
             self.state = {"asked": [a.id for a in response.asks]}
         if kind == "delta":
             # SP-03: the patch applies to the state the last run left (an interrupted one too: IR-21).
             self.state = {**self.state, "seen": rid}
-        if kind == "delta" or (kind == "interrupt" and not response.repeat):
+        if kind == "delta" or (response.kind == "interrupt" and not response.repeat):
             self.usage[rid] = usage(rid)
-        if kind in ("plain", "error", "interrupt", "cut", "delta"):
+        if kind in ("plain", "error", "interrupt", "cut", "delta", "plain-quiet"):
             self.messages.append(Said(f"{rid}-a", "assistant"))
         if kind == "tool":
             self.messages.append(Said(f"{rid}-a", "assistant", calls=(f"{rid}-c",)))
@@ -270,15 +286,17 @@ class Model:
             # LC-04: the run failed; what was streamed is kept, flagged incomplete; nothing else moves.
             self.incomplete.add(f"{rid}-a")
             return
-        if kind in ("plain", "tool", "delta"):
+        if kind in ("plain", "tool", "delta", "plain-quiet"):
+            self.via = None
             # IR-27: a success clears the open interrupts. TC-16: its pendingToolCallIds are the calls
             # left for the consumer now.
             self.open, self.interrupted_run = [], None
             self.pending = [f"{rid}-c"] if kind == "tool" else []
         elif kind == "cancelled":
             # LC-11: the cancelled outcome waits for nothing: no interrupts stay open.
-            self.open, self.interrupted_run = [], None
+            self.open, self.interrupted_run, self.via = [], None, None
         elif kind == "interrupt":
+            self.via = "langgraph" if response.kind == "legacy" else None
             # IR-27/B279: the new interrupts replace the open ones (not a union).
             # IR-18: a value that is not a date never expires.
             # (an id raised twice, IR-06, is one question: the client holds the first, docs/codes.md#ir-06)
@@ -297,14 +315,18 @@ class Shell:
     a blocking portal's loop) and the thread object it loaded."""
 
     def __init__(self, kind: str, url: str, store: Any, clock: Callable[[], datetime],
-                 portal: anyio.from_thread.BlockingPortal, thread_id: str, handlers: dict[str, Any]) -> None:
+                 portal: anyio.from_thread.BlockingPortal, thread_id: str, handlers: dict[str, Any],
+                 legacy: bool = False) -> None:
         self.kind = kind
         self.portal = portal
+        self.legacy = legacy  # (legacy_interrupts="langgraph": the bridge reads on_interrupt pauses)
+        bridge = "langgraph" if legacy else None
         if kind == "sync":
-            self.client: Any = ag.AgentClient(url, store=store, clock=clock)
+            self.client: Any = ag.AgentClient(url, store=store, clock=clock, legacy_interrupts=bridge)
             self.thread: Any = self.client.thread(thread_id, tool_handlers=handlers)
         else:
-            self.client = portal.call(lambda: ag.AsyncAgentClient(url, store=store, clock=clock))
+            self.client = portal.call(lambda: ag.AsyncAgentClient(url, store=store, clock=clock,
+                                                                  legacy_interrupts=bridge))
             self.thread = portal.call(lambda: self.client.load_thread(thread_id, tool_handlers=handlers))
 
     def run_until_done(self, message: Any, **arguments: Any) -> tuple[ag.RunResult, list[Any]]:
@@ -360,6 +382,17 @@ class Shell:
 RESUMES = ("all", "abandon-some", "leave-one", "unknown-id", "answer-expired", "break-schema", "twice")
 
 
+def channel(entries: list[tuple[str, str, Any]]) -> Any:
+    """``forwardedProps.command.resume`` for bridged interrupts (docs/legacy-interrupts.md): one answer as
+    it is (text as JSON text), an abandoned one as the sentinel, several as a map by LangGraph's id."""
+    def answer(interrupt_id: str, status: str, payload: Any) -> Any:
+        return payload if status == "resolved" else {"__agui_cancelled__": True, "interrupt_id": interrupt_id}
+    if len(entries) == 1:
+        value = answer(*entries[0])
+        return json.dumps(value) if isinstance(value, str) else value
+    return {i: answer(i, s, p) for i, s, p in entries}
+
+
 def same_ids(actual: list[str], model: list[str | None]) -> bool:
     """The message ids, in order, as the model has them (``None``: any id, one the client made)."""
     return len(actual) == len(model) and all(m is None or a == m for a, m in zip(actual, model, strict=True))
@@ -407,14 +440,22 @@ class Lifecycle(RuleBasedStateMachine):
 
     # -- set-up ------------------------------------------------------------------------------------
 
-    @initialize(store=st.sampled_from(["memory", "sqlite"]), shell=st.sampled_from(["sync", "async"]))
-    def open_thread(self, store: str, shell: str) -> None:
+    @initialize(store=st.sampled_from(["memory", "sqlite"]), shell=st.sampled_from(["sync", "async"]),
+                legacy=st.booleans())
+    def open_thread(self, store: str, shell: str, legacy: bool) -> None:
         if store == "sqlite":
             folder = self.exits.enter_context(tempfile.TemporaryDirectory())
             self.store = SqliteStore(os.path.join(folder, "threads.db"))
         else:
             self.store = MemoryStore()
-        self.shell = Shell(shell, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
+        self.shell = self.new_shell(shell, legacy)
+
+    def new_shell(self, kind: str, legacy: bool | None = None) -> Shell:
+        """A new client object of shell ``kind`` loading the thread (with the bridge when ``legacy``; by
+        default as the one it replaces)."""
+        if legacy is None:
+            legacy = self.shell.legacy if self.shell is not None else False
+        return Shell(kind, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers, legacy)
 
     def clock(self) -> datetime:
         return self.director.now
@@ -576,11 +617,12 @@ class Lifecycle(RuleBasedStateMachine):
         same thread id, its messages added back. It holds no interrupts, whatever the agent waits on."""
         assert self.shell is not None
         messages = self.thread.state.messages
+        legacy = self.shell.legacy
         self.shell.close()
         self.shell = None
         self.store.close()
         self.store = MemoryStore()
-        self.shell = Shell(shell, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
+        self.shell = self.new_shell(shell, legacy)
         for message in messages:
             self.thread.add_message(message)
         # (what the run outcomes said — open interrupts, pending calls, the shared state, usage, flags —
@@ -651,14 +693,15 @@ class Lifecycle(RuleBasedStateMachine):
     def advance_clock(self, seconds: int) -> None:
         self.director.now += timedelta(seconds=seconds)
 
-    @rule(shell=st.sampled_from(["sync", "async"]))
-    def reload(self, shell: str) -> None:
-        """The thread, loaded from its store into a new client object (of either shell)."""
+    @rule(shell=st.sampled_from(["sync", "async"]), legacy=st.booleans())
+    def reload(self, shell: str, legacy: bool) -> None:
+        """The thread, loaded from its store into a new client object (of either shell, with the legacy
+        bridge or without: interrupts it read keep their channel, docs/legacy-interrupts.md)."""
         assert self.shell is not None
         before = report(self.thread)
         self.shell.close()
         self.shell = None
-        self.shell = Shell(shell, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
+        self.shell = self.new_shell(shell, legacy)
         # A run is saved when it ends; what a run that never ended folded (and a tool answer not yet sent)
         # lives in the object alone. Without any, the reloaded thread is the one before.
         if self.model == self.stored:
@@ -700,10 +743,10 @@ class Lifecycle(RuleBasedStateMachine):
         if recover == "release":
             self.shell.release_claim()
             return
-        kind = self.shell.kind
+        kind, legacy = self.shell.kind, self.shell.legacy
         self.shell.close()
         self.shell = None
-        self.shell = Shell(kind, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
+        self.shell = self.new_shell(kind, legacy)
         self.model = self.stored.copy()  # (the cut run was not saved)
         with pytest.raises(ag.ConcurrentResume):
             self.shell.release_claim()
@@ -739,6 +782,10 @@ class Lifecycle(RuleBasedStateMachine):
         assert request.state == self.model.state
         if entries is None:
             assert not request.resume
+        elif self.model.via is not None:
+            # Interrupts the legacy bridge read are answered in LangGraph's channel, and only there.
+            assert not request.resume
+            assert request.forwarded_props["command"]["resume"] == channel(entries)
         else:
             given = sorted((i, s, p if s == "resolved" else None) for i, s, p in entries)
             assert sorted((e.interrupt_id, e.status, e.payload) for e in request.resume or ()) == given
@@ -758,7 +805,8 @@ class Lifecycle(RuleBasedStateMachine):
                 self.let_go(recover)
             self.keep(result, events)
             return
-        self.model.played(response, rid, self.director.now)
+        bridged = self.shell.legacy
+        self.model.played(response, rid, self.director.now, bridged=bridged)
         if response.kind == "cut":
             assert failure is not None, "a cut response did not fail the run"
             assert failure.result is not None and failure.result.outcome is None
@@ -782,8 +830,14 @@ class Lifecycle(RuleBasedStateMachine):
         assert result is not None
         self.stored = self.model.copy()
         outcome = {"plain": "success", "tool": "success", "delta": "success", "error": "error", "rejected": "error",
-                   "cancelled": "cancelled", "interrupt": "interrupt"}[response.kind]
+                   "cancelled": "cancelled", "interrupt": "interrupt",
+                   "legacy": "interrupt" if bridged else "success"}[response.kind]
         assert result.outcome == outcome
+        legacy = response.kind == "legacy"
+        assert result.bridged == ("langgraph" if legacy and bridged else None)
+        assert ("LEGACY-CUSTOM-INTERRUPT" in [w.code for w in result.warnings]) == (legacy and not bridged)
+        if legacy and bridged:
+            assert [i.id for i in result.interrupts] == [a.id for a in response.asks]
         if response.kind == "interrupt":
             assert [i.id for i in result.interrupts] == [a.id for a in response.asks]
             # CL-02/CL-04: the one late RUN_ERROR is surfaced; the run stays interrupted.
@@ -822,6 +876,7 @@ class Lifecycle(RuleBasedStateMachine):
         assert list(state.pending_tool_call_ids) == self.model.pending
         assert set(state.incomplete_ids) == self.model.incomplete
         assert state.state == self.model.state
+        assert state.open_interrupts_via == self.model.via
         assert {run: tuple(u) for run, u in state.usage_by_run.items()} == {
             run: (u,) for run, u in self.model.usage.items()}
         now = self.director.now
