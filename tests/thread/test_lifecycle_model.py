@@ -197,7 +197,7 @@ class Director:
 
 def usage(rid: str) -> ag.TokenUsage:
     """The usage run ``rid`` reports: its own, told apart by its number (TU: usage never carries over)."""
-    n = int(rid.lstrip("r") or 0)
+    n = int("".join(c for c in rid if c.isdigit()) or 0)
     return ag.TokenUsage(provider="p", model="m", input_tokens=n, output_tokens=2 * n)
 
 

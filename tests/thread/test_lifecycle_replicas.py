@@ -196,7 +196,8 @@ class Replicas(RuleBasedStateMachine):
         self.kept_for: str | None = None  # (the interrupted run whose resume holds the claim)
         self.director.response = None
         self.director.now = datetime(2026, 11, 30, tzinfo=UTC)
-        self.handlers: dict[str, Any] = {}
+        self.picked: list[Any] = []  # (the tool handler's calls, on every replica: an action taken)
+        self.handlers: dict[str, Any] = {"pick": lambda q: self.picked.append(q) or {"picked": q}}
         self.new_store: Callable[[], Any] = lambda: None
 
     def teardown(self) -> None:
@@ -407,19 +408,24 @@ class Replicas(RuleBasedStateMachine):
         sent = self.requests()
         self.sent(n, rid, response, [], plan, streamed, go(), sent)
 
-    @rule(pick=PICK, other=PICK, response=responses)
-    def race(self, pick: int, other: int, response: Response) -> None:
+    @rule(pick=PICK, other=PICK, response=responses, loop=st.booleans())
+    def race(self, pick: int, other: int, response: Response, loop: bool) -> None:
         """Two replicas run at the same moment (two OS threads), each the move its copy allows: a resume
-        answering every open interrupt, else a turn (the first turn of a new thread, too). Of those whose
-        copy is current, exactly one sends; the other gets ``ConcurrentResume`` and sends nothing."""
+        answering every open interrupt; else, with ``loop``, the tool loop answering the calls it holds
+        (``run_until_done``: the handler runs on the replica that claims, before its run); else a turn
+        (the first turn of a new thread, too). Of those whose copy is current, exactly one sends; the
+        other gets ``ConcurrentResume`` and sends nothing (and runs no handler)."""
         a, b = self.pair(pick, other)
         self.director.response = response
         self.runs += 1
         rids = {a: f"r{self.runs}a", b: f"r{self.runs}b"}
         plans = {n: self.plan(n, "all")[0] if self.replicas[n].view.open else None for n in (a, b)}
+        loops = {n: loop and not plans[n] and bool(self.replicas[n].view.pending) for n in (a, b)}
         moves: dict[int, tuple[Any, dict[str, Any]]] = {
             n: (None, {"resume": self.resume_list(n, plans[n] or [], "builder"), "run_id": rids[n]}) if plans[n]
+            else (None, {"run_id": rids[n]}) if loops[n]
             else (ag.UserMessage(id=f"{rids[n]}-u", content="at once"), {"run_id": rids[n]}) for n in (a, b)}
+        picked = len(self.picked)
         reports = {n: (report(self.replicas[n].shell.thread), self.replicas[n].shell.thread.version) for n in (a, b)}
         fresh = [n for n in (a, b) if self.fresh(n)]
         sent = self.requests()
@@ -428,6 +434,11 @@ class Replicas(RuleBasedStateMachine):
         def go(n: int) -> tuple[ag.RunResult | None, list[Any], ag.AguiError | None]:
             barrier.wait()
             try:
+                if loops[n]:
+                    try:
+                        return self.replicas[n].shell.run_until_done(None, **moves[n][1])[0], [], None
+                    except (ag.ProtocolError, ag.TransportError) as exc:
+                        return None, [], exc
                 return self.call(n, moves[n][0], "run", **moves[n][1])
             except ag.ConcurrentResume as exc:
                 return None, [], exc
@@ -442,12 +453,18 @@ class Replicas(RuleBasedStateMachine):
             assert "Nothing was sent" in str(outcomes[n][2])
             assert report(self.replicas[n].shell.thread) == reports[n][0]
             assert self.replicas[n].shell.thread.version == reports[n][1]
-        event(f"race: {len(fresh)} current, {'resume' if plans[a] else 'turn'} and {'resume' if plans[b] else 'turn'}")
+        kinds = ["resume" if plans[n] else "loop" if loops[n] else "turn" for n in (a, b)]
+        event(f"race: {len(fresh)} current, {' and '.join(kinds)}")
         if not won:
-            assert self.requests() == sent
+            assert self.requests() == sent and len(self.picked) == picked
             self.director.response = None
             return
         (n,) = won
+        view = self.replicas[n].view
+        held = list(view.pending) if loops[n] else []
+        assert len(self.picked) == picked + len(held), "a handler ran on a replica that did not claim the thread"
+        for call in held:
+            view.answer_call(call, None)  # (the loop's tool message: an id the client makes)
         message = moves[n][0]
         self.sent(n, rids[n], response, [Said(message.id, "user")] if message else [], plans[n], "run",
                   outcomes[n], sent)
