@@ -544,14 +544,36 @@ class Replicas(RuleBasedStateMachine):
         """The replica holding the claim a resume kept dies (its process gone, the claim left behind)."""
         self.restart_replica(self.claim or 0, shell)
 
-    @precondition(lambda self: self.claim is not None)
+    @precondition(lambda self: self.claim is None)
+    @rule(owner=st.sampled_from(["a-dead-process", "dead"]))
+    def dies_mid_run(self, owner: str) -> None:
+        """A replica's process is killed between its claim and its run's save (a turn or a resume, its
+        request sent or not): the claim is all it leaves, written here as it would have (the store's
+        own call, under an owner token nobody alive holds)."""
+        store = self.replicas[0].store
+        if self.head is None:
+            # (the first run of the thread: its claim created the record, holding the empty thread)
+            store.claim(self.thread_id, expected_version=None, owner=owner, data=ag.ThreadState().dump())
+        else:
+            store.claim(self.thread_id, expected_version=self.head, owner=owner)
+        self.head = 0 if self.head is None else self.head + 1
+        self.claim = DEAD
+        event("a claimer died mid-run")
+
     @rule(pick=PICK)
     def release(self, pick: int) -> None:
         """The claim a resume kept, let go: by its holder with ``release_claim()``; by another replica only
         once its holder is dead (a plain release is refused as another writer's claim; ``force=True``
-        takes it back, docs/stores.md). Letting go allows the resume to be sent once more."""
+        takes it back, docs/stores.md). Letting go allows the resume to be sent once more. With no claim
+        held, a release (plain or forced) changes nothing."""
         n = pick % len(self.replicas)
         shell = self.replicas[n].shell
+        if self.claim is None:
+            thread = shell.thread
+            before = (report(thread), thread.version)
+            shell.release_claim(force=pick % 2 == 1)
+            assert (report(thread), thread.version) == before
+            return
         if self.claim != n:
             thread = shell.thread
             before = (report(thread), thread.version)
@@ -569,9 +591,9 @@ class Replicas(RuleBasedStateMachine):
         if replica.version is None or self.head not in (replica.version, replica.version + 1):
             # (it did not hold the record it let go of: it took it first, docs/concepts/stores-and-claims.md)
             replica.view = self.stored.copy()
-        assert self.kept_for is not None
-        self.let_go[self.kept_for] += 1
-        self.kept_for = None
+        if self.kept_for is not None:
+            self.let_go[self.kept_for] += 1
+            self.kept_for = None
         self.write(n, "release")
 
     @rule(pick=PICK)
