@@ -89,7 +89,7 @@ asks = st.lists(st.builds(Ask, id=st.sampled_from(IDS), offset=st.just(None), sp
                           schema=st.booleans()),
                 min_size=1, max_size=3, unique_by=lambda a: a.id).map(tuple)
 responses = st.one_of(
-    st.sampled_from(["plain", "tool", "error", "rejected", "cancelled", "cut"]).map(Response),
+    st.sampled_from(["plain", "tool", "error", "rejected", "cancelled", "cut", "delta"]).map(Response),
     st.builds(Response, kind=st.just("interrupt"), asks=asks),
 )
 #: Which replica (modulo their number). Every draw is made before the rule looks at the state: a race's
@@ -350,7 +350,7 @@ class Replicas(RuleBasedStateMachine):
             self.let_go[resumes] += 1
         self.write(n, "save")
         self.stored = view.copy()
-        outcome_ = {"plain": "success", "tool": "success", "error": "error", "rejected": "error",
+        outcome_ = {"plain": "success", "tool": "success", "delta": "success", "error": "error", "rejected": "error",
                     "cancelled": "cancelled", "interrupt": "interrupt"}[response.kind]
         assert result.outcome == outcome_
 
@@ -639,6 +639,8 @@ def reports(state: ag.ThreadState, model: Model, who: str) -> None:
     assert list(state.pending_tool_call_ids) == model.pending, who
     assert set(state.incomplete_ids) == model.incomplete, who
     assert state.state == model.state, who
+    usage = {run: (u,) for run, u in model.usage.items()}
+    assert {run: tuple(u) for run, u in state.usage_by_run.items()} == usage, who
 
 
 @pytest.mark.timeout(0 if LONG else 120)
