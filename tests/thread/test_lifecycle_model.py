@@ -668,20 +668,27 @@ class Lifecycle(RuleBasedStateMachine):
         self.thread.add_tool_result(call, {"picked": 1}, message_id=message_id)
         self.model.answer_call(call, message_id)
 
-    @rule(response=responses, text=st.booleans(), cover=st.booleans())
-    def tool_loop(self, response: Response, text: bool, cover: bool) -> None:
+    @rule(response=responses, text=st.booleans(), cover=st.booleans(), unknown=st.booleans())
+    def tool_loop(self, response: Response, text: bool, cover: bool, unknown: bool) -> None:
         """``run_until_done``: the calls the thread holds are answered by their handler, then one run goes
         out; on a thread waiting for answers it must resume them (``cover``: abandon every one), or be
-        refused before any handler runs (an action) and before anything is sent."""
+        refused before any handler runs (an action) and before anything is sent. ``unknown``: with
+        ``pending_unknown=True``, which on a thread holding no interrupts sends an answer to one the agent
+        may be waiting on (IR-26), and changes nothing on one that holds some."""
         rid = self.next_run(response)
         message = ag.UserMessage(id=f"{rid}-u", content="go on") if text else None
         open_ = list(self.model.open)
-        entries = [(o.id, "cancelled", None) for o in open_] if open_ and cover else None
-        resume = [ag.ResumeEntry(interrupt_id=i, status=s) for i, s, _ in entries] if entries else None
+        entries: list[tuple[str, str, Any]] | None = [(o.id, "cancelled", None) for o in open_] if open_ and cover \
+            else None
+        if not open_ and unknown:
+            entries = [("i1", "resolved", {"answer": "from the loop"})]
+        resume = [ag.ResumeEntry(interrupt_id=i, status=s, payload=p) for i, s, p in entries] if entries else None
+        extra = {"pending_unknown": True} if unknown else {}
         picked = len(self.picked)
-        event(f"tool loop: {len(self.model.pending)} held, {'waiting' if open_ else 'free'}, cover={cover}")
+        event(f"tool loop: {len(self.model.pending)} held, {'waiting' if open_ else 'free'}, cover={cover}, "
+              f"unknown={unknown}")
         if open_ and not cover:
-            self.refused(lambda: self.shell.run_until_done(message, run_id=rid),  # type: ignore[union-attr]
+            self.refused(lambda: self.shell.run_until_done(message, run_id=rid, **extra),  # type: ignore[union-attr]
                          ag.AwaitingAnswers, [o.id for o in open_])
             assert len(self.picked) == picked, "a handler ran for a run the interrupt rules refuse"
             return
@@ -689,7 +696,7 @@ class Lifecycle(RuleBasedStateMachine):
         for call in held:
             self.model.answer_call(call, None)  # (the loop's tool message: an id the client makes)
         new = [Said(message.id, "user")] if message is not None else []
-        self.send(rid, response, message, new, streamed="run", entries=entries, resume=resume, loop=True)
+        self.send(rid, response, message, new, streamed="run", entries=entries, resume=resume, loop=True, extra=extra)
         assert len(self.picked) == picked + len(held)
 
     @rule(seconds=st.sampled_from([1, 29, 30, 31, 600, 3600]))
