@@ -76,7 +76,7 @@ from agui_client.testing import ANSWER_SCHEMA, Disconnect, Finish, ScriptedAgent
 from agui_client.wire.types import events as ev
 
 UTC = timezone.utc
-EXAMPLES = int(os.environ.get("AGUI_LIFECYCLE_EXAMPLES", "30"))
+EXAMPLES = int(os.environ.get("AGUI_LIFECYCLE_EXAMPLES", "25"))
 STEPS = int(os.environ.get("AGUI_LIFECYCLE_STEPS", "25"))
 #: The long form runs past the suite's per-test watchdog (pytest-timeout), so it has none.
 LONG = "AGUI_LIFECYCLE_EXAMPLES" in os.environ or "AGUI_LIFECYCLE_STEPS" in os.environ
