@@ -8,7 +8,12 @@ now or the future of an injected clock, written in a few ISO 8601 spellings; wit
 ``responseSchema``; now and then the first one raised twice, IR-06, or a late ``RUN_ERROR`` after the
 close, CL-02); a frontend tool call left pending (success with ``pendingToolCallIds``); a
 ``RUN_ERROR`` after some text; a stream opening with ``RUN_ERROR`` (LC-02); the cancelled outcome; a
-response cut mid-stream.
+response cut mid-stream; a success whose ``STATE_DELTA`` edits the state the thread holds (after an
+interrupted run: IR-21), with its own usage (the interrupt outcome reports usage too: IR-22); LangGraph's
+pre-1.0 pause (``CUSTOM`` ``on_interrupt`` events and a bare ``RUN_FINISHED``, now and then an event
+repeated or a late ``RUN_ERROR``), which a client with ``legacy_interrupts="langgraph"`` reads as the
+interrupt outcome and answers in LangGraph's channel (docs/legacy-interrupts.md), and any other reads
+as the success the wire says.
 
 The consumer's moves: a new turn (or a continuation with no message), by ``run()`` or ``stream()`` (read
 to its end, or left after its first event: TR-16); a
@@ -18,8 +23,13 @@ with a value the schema refuses, answering one twice, or answering when nothing 
 builder kept from earlier (refused once the thread was interrupted again); answering a pending tool
 call, by hand or by the tool loop (``run_until_done``, whose handler must not run for a run the
 interrupt rules refuse); moving the clock; reloading the thread from its store into a new client object, sync
-``AgentClient`` or ``AsyncAgentClient`` (the shell is part of the machine's state), on a ``MemoryStore``
-or an ``SqliteStore`` in a temporary directory.
+``AgentClient`` or ``AsyncAgentClient`` (the shell is part of the machine's state), with the legacy
+bridge or without, on a ``MemoryStore`` or an ``SqliteStore`` in a temporary directory; rebuilding the
+thread elsewhere (its record lost, its messages added to a new object on a new store) and resuming
+what the agent may still wait on with ``pending_unknown=True`` (IR-26: sent as given, an id named twice
+still refused; on a thread that holds interrupts the flag changes nothing).
+
+Replicas (several client objects on one durable store) are ``test_lifecycle_replicas.py``'s machine.
 
 The model (``Model``) is written from the interrupts page and rules.md, not from the client: which
 interrupts are open and which of them have expired at the clock's time, which frontend calls are
