@@ -3,7 +3,7 @@
 ``test_lifecycle_model.py`` lives one thread through one client object at a time. A web backend runs
 several processes, each with its own client object, on one durable store; here two or three *replicas*
 (separate ``AgentClient``/``AsyncAgentClient`` objects, each with its own store object on one SQLite
-file or one redis-server) act on the same thread against the same real agent on 127.0.0.1 (the
+file or one redis-server, or, as client objects of one process, sharing one ``MemoryStore``) act on the same thread against the same real agent on 127.0.0.1 (the
 lifecycle model's ``Director``: the machine picks its next response).
 
 The replicas' moves: a turn or a resume (valid, or refused by the interrupt rules), each by ``run()``
@@ -66,7 +66,7 @@ from hypothesis.stateful import (
 from test_lifecycle_model import IDS, UTC, Ask, Director, Model, Response, Said, Shell, channel, report, same_ids
 
 import agui_client as ag
-from agui_client.stores import RedisStore, SqliteStore
+from agui_client.stores import MemoryStore, RedisStore, SqliteStore
 from agui_client.testing import ScriptedAgent, serve
 
 EXAMPLES = int(os.environ.get("AGUI_REPLICAS_EXAMPLES", "12"))
@@ -203,24 +203,34 @@ class Replicas(RuleBasedStateMachine):
         self.picked: list[Any] = []  # (the tool handler's calls, on every replica: an action taken)
         self.handlers: dict[str, Any] = {"pick": lambda q: self.picked.append(q) or {"picked": q}}
         self.new_store: Callable[[], Any] = lambda: None
+        self.shared = False  # (one store object for every replica)
 
     def teardown(self) -> None:
         for replica in self.replicas:
             replica.shell.close()
-            replica.store.close()
+            self.close_store(replica)
         self.exits.close()
+
+    def close_store(self, replica: Replica) -> None:
+        if not self.shared:
+            replica.store.close()
 
     def clock(self) -> datetime:
         return self.director.now
 
     # -- set-up ------------------------------------------------------------------------------------
 
-    @initialize(store=st.sampled_from(["sqlite", "redis"]),
+    @initialize(store=st.sampled_from(["sqlite", "redis", "memory"]),
                 shells=st.lists(SHELLS, min_size=2, max_size=3))
     def open_replicas(self, store: str, shells: list[str]) -> None:
         if store == "sqlite":
             path = os.path.join(self.exits.enter_context(tempfile.TemporaryDirectory()), "threads.db")
             self.new_store = lambda: SqliteStore(path)
+        elif store == "memory":
+            # (client objects of one process sharing its MemoryStore: a replica that ends leaves it open)
+            shared = self.exits.enter_context(MemoryStore())
+            self.new_store = lambda: shared
+            self.shared = True
         else:
             self.new_store = lambda: RedisStore(self.redis_url)
         for kind in shells:
@@ -506,7 +516,7 @@ class Replicas(RuleBasedStateMachine):
             other = self.replicas[b]
             if move == "reload":
                 other.shell.close()
-                other.store.close()
+                self.close_store(other)
                 self.replicas[b] = self.start(shell)
                 self.replicas[b].version = before[1] + 1 if before[1] is not None else 0
                 self.replicas[b].view = before[0]
@@ -544,7 +554,7 @@ class Replicas(RuleBasedStateMachine):
     def restart_replica(self, n: int, shell: str) -> None:
         old = self.replicas[n]
         old.shell.close()
-        old.store.close()
+        self.close_store(old)
         if self.claim == n:
             event("a claimer died")
             self.claim = DEAD
