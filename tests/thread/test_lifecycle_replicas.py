@@ -2,18 +2,21 @@
 
 ``test_lifecycle_model.py`` lives one thread through one client object at a time. A web backend runs
 several processes, each with its own client object, on one durable store; here two or three *replicas*
-(separate ``AgentClient``/``AsyncAgentClient`` objects, each with its own store object on one SQLite
-file or one redis-server, or, as client objects of one process, sharing one ``MemoryStore``) act on the same thread against the same real agent on 127.0.0.1 (the
-lifecycle model's ``Director``: the machine picks its next response).
+(separate ``AgentClient``/``AsyncAgentClient`` objects, with the legacy bridge or without, each with its
+own store object on one SQLite file or one redis-server, or, as client objects of one process, sharing
+one ``MemoryStore``) act on the same thread against the same real agent on 127.0.0.1 (the lifecycle
+model's ``Director``: the machine picks its next response).
 
 The replicas' moves: a turn or a resume (valid, or refused by the interrupt rules), each by ``run()``
 or ``stream()`` (read to its end or left after the first event), on a copy that may be stale; two
-replicas resuming the same interrupts at the same moment (two OS threads); one replica's run held
-open after its first event while another acts (a turn, a resume, a reload: loading the thread while
-it is claimed leaves that copy stale once the run ends); a replica that dies (its client object
-dropped) while its resume's claim is held, and another that lets go of the claim
-(``release_claim()`` is refused as another writer's, ``force=True`` takes it back, docs/stores.md); a
-replica that lets go of its own claim; a reload into a new client object of either shell.
+replicas running at the same moment (two OS threads: two resumes of the same interrupts, a resume and
+a turn, two tool loops answering the same calls, two first turns of a new thread); one replica's run
+held open after its first event while another acts (a turn, a resume, a reload: loading the thread
+while it is claimed leaves that copy stale once the run ends); a replica that dies (its client object
+dropped) while its resume's claim is held, or between any run's claim and its save (the claim is all
+it leaves), and another that lets go of the claim (``release_claim()`` is refused as another writer's,
+``force=True`` takes it back, docs/stores.md); a replica that lets go of its own claim; a reload into
+a new client object of either shell.
 
 The model is the lifecycle model's (``Model``), once for the store (what the record holds, its
 version and whether it is claimed) and once per replica (the copy its object holds and the version it
