@@ -8,7 +8,12 @@ now or the future of an injected clock, written in a few ISO 8601 spellings; wit
 ``responseSchema``; now and then the first one raised twice, IR-06, or a late ``RUN_ERROR`` after the
 close, CL-02); a frontend tool call left pending (success with ``pendingToolCallIds``); a
 ``RUN_ERROR`` after some text; a stream opening with ``RUN_ERROR`` (LC-02); the cancelled outcome; a
-response cut mid-stream.
+response cut mid-stream; a success whose ``STATE_DELTA`` edits the state the thread holds (after an
+interrupted run: IR-21), with its own usage (the interrupt outcome reports usage too: IR-22); LangGraph's
+pre-1.0 pause (``CUSTOM`` ``on_interrupt`` events and a bare ``RUN_FINISHED``, now and then an event
+repeated or a late ``RUN_ERROR``), which a client with ``legacy_interrupts="langgraph"`` reads as the
+interrupt outcome and answers in LangGraph's channel (docs/legacy-interrupts.md), and any other reads
+as the success the wire says.
 
 The consumer's moves: a new turn (or a continuation with no message), by ``run()`` or ``stream()`` (read
 to its end, or left after its first event: TR-16); a
@@ -18,8 +23,13 @@ with a value the schema refuses, answering one twice, or answering when nothing 
 builder kept from earlier (refused once the thread was interrupted again); answering a pending tool
 call, by hand or by the tool loop (``run_until_done``, whose handler must not run for a run the
 interrupt rules refuse); moving the clock; reloading the thread from its store into a new client object, sync
-``AgentClient`` or ``AsyncAgentClient`` (the shell is part of the machine's state), on a ``MemoryStore``
-or an ``SqliteStore`` in a temporary directory.
+``AgentClient`` or ``AsyncAgentClient`` (the shell is part of the machine's state), with the legacy
+bridge or without, on a ``MemoryStore`` or an ``SqliteStore`` in a temporary directory; rebuilding the
+thread elsewhere (its record lost, its messages added to a new object on a new store) and resuming
+what the agent may still wait on with ``pending_unknown=True`` (IR-26: sent as given, an id named twice
+still refused; on a thread that holds interrupts the flag changes nothing).
+
+Replicas (several client objects on one durable store) are ``test_lifecycle_replicas.py``'s machine.
 
 The model (``Model``) is written from the interrupts page and rules.md, not from the client: which
 interrupts are open and which of them have expired at the clock's time, which frontend calls are
@@ -48,6 +58,7 @@ The default run is small, for CI. The long form (``AGUI_LIFECYCLE_EXAMPLES`` exa
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 import uuid
@@ -75,7 +86,7 @@ from agui_client.testing import ANSWER_SCHEMA, Disconnect, Finish, ScriptedAgent
 from agui_client.wire.types import events as ev
 
 UTC = timezone.utc
-EXAMPLES = int(os.environ.get("AGUI_LIFECYCLE_EXAMPLES", "30"))
+EXAMPLES = int(os.environ.get("AGUI_LIFECYCLE_EXAMPLES", "25"))
 STEPS = int(os.environ.get("AGUI_LIFECYCLE_STEPS", "25"))
 #: The long form runs past the suite's per-test watchdog (pytest-timeout), so it has none.
 LONG = "AGUI_LIFECYCLE_EXAMPLES" in os.environ or "AGUI_LIFECYCLE_STEPS" in os.environ
@@ -135,10 +146,13 @@ asks = st.lists(st.builds(Ask, id=st.sampled_from(IDS), offset=st.sampled_from(O
                           spelling=st.sampled_from(SPELLINGS), schema=st.booleans()),
                 min_size=1, max_size=3, unique_by=lambda a: a.id).map(tuple)
 responses = st.one_of(
-    st.sampled_from(["plain", "tool", "tool", "error", "rejected", "cancelled", "cut"]).map(Response),
+    st.sampled_from(["plain", "tool", "tool", "error", "rejected", "cancelled", "cut", "delta"]).map(Response),
     # (as likely as all the others together)
     st.builds(Response, kind=st.just("interrupt"), asks=asks, late=st.sampled_from([False, False, True]),
               repeat=st.sampled_from([False, False, False, True])),
+    # (the pre-1.0 LangGraph pause: CUSTOM on_interrupt events, then success; docs/legacy-interrupts.md)
+    st.builds(Response, kind=st.just("legacy"), asks=asks, late=st.sampled_from([False, False, True]),
+              repeat=st.sampled_from([False, False, True])),
 )
 
 
@@ -156,6 +170,10 @@ class Director:
         if response.kind == "plain":
             return [Start(), ev.StateSnapshotEvent(snapshot={"run": rid, "notes": [rid]}),
                     *text_message(f"{rid}-a", "Here you are"), Finish(result={"run": rid})]
+        if response.kind == "delta":
+            # SP-03 on the state the thread holds (across an interrupt: IR-21), and the run's own usage.
+            return [Start(), ev.StateDeltaEvent(delta=({"op": "add", "path": "/seen", "value": rid},)),
+                    *text_message(f"{rid}-a", "Noted"), Finish(usage=(usage(rid),))]
         if response.kind == "tool":
             return [Start(), *tool_call(f"{rid}-c", "pick", {"q": 1}, parent_message_id=f"{rid}-a"),
                     Finish(outcome=ag.RunFinishedSuccessOutcome(pending_tool_call_ids=(f"{rid}-c",)))]
@@ -168,18 +186,32 @@ class Director:
         if response.kind == "cut":
             return [Start(), ev.TextMessageStartEvent(message_id=f"{rid}-a"),
                     ev.TextMessageContentEvent(message_id=f"{rid}-a", delta="half a sen"), Disconnect()]
+        late = [ev.RunErrorEvent(message="a failure after the close", code="late")] if response.late else []
         interrupts = tuple(
             ag.Interrupt(id=a.id, reason="input", message=f"question {a.id} of {rid}",
                          expires_at=None if a.offset is None else spelled(self.now + timedelta(seconds=a.offset),
                                                                            a.spelling),
                          response_schema=ANSWER_SCHEMA if a.schema else None)
             for a in response.asks)
+        if response.kind == "legacy":
+            # ag-ui-langgraph's legacy pause: the interrupt() value as JSON text, LangGraph's id in rawEvent.
+            pauses = [ev.CustomEvent(name="on_interrupt", raw_event={"id": i.id}, value=json.dumps(
+                {"message": i.message, "expiresAt": i.expires_at, "responseSchema": i.response_schema}))
+                for i in interrupts]
+            # (a pause repeated under its id is one question: the bridge reads one interrupt per id)
+            return [Start(), *pauses, *pauses[:1 if response.repeat else 0],
+                    *text_message(f"{rid}-a", "A question"), Finish(), *late]
         if response.repeat:
             interrupts += interrupts[:1]
-        late = [ev.RunErrorEvent(message="a failure after the close", code="late")] if response.late else []
         return [Start(), ev.StateSnapshotEvent(snapshot={"asked": [a.id for a in response.asks]}),
                 *text_message(f"{rid}-a", "A question"),
-                Finish(outcome=ag.RunFinishedInterruptOutcome(interrupts=interrupts)), *late]
+                Finish(outcome=ag.RunFinishedInterruptOutcome(interrupts=interrupts), usage=(usage(rid),)), *late]
+
+
+def usage(rid: str) -> ag.TokenUsage:
+    """The usage run ``rid`` reports: its own, told apart by its number (TU: usage never carries over)."""
+    n = int("".join(c for c in rid if c.isdigit()) or 0)
+    return ag.TokenUsage(provider="p", model="m", input_tokens=n, output_tokens=2 * n)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -224,10 +256,14 @@ class Model:
     incomplete: set[str] = attrs.Factory(set)
     #: The shared state (SP-01: a snapshot replaces it; the next input carries it, SP-15 and IR-21).
     state: Any = attrs.Factory(dict)
+    #: The usage each run reported, by run (TU: a resume's covers only its own model calls, IR-22).
+    usage: dict[str, ag.TokenUsage] = attrs.Factory(dict)
+    #: Which bridge read the open interrupts (``"langgraph"``: their answers go in its channel).
+    via: str | None = None
 
     def copy(self) -> Model:
         return Model(list(self.messages), list(self.open), self.interrupted_run, list(self.pending),
-                     set(self.incomplete), self.state)
+                     set(self.incomplete), self.state, dict(self.usage), self.via)
 
     def answer_call(self, call_id: str, message_id: str | None) -> None:
         # TC-13: the tool message goes right after the assistant message that made the call, after
@@ -238,14 +274,24 @@ class Model:
         self.messages.insert(at, Said(message_id, "tool", answers=call_id))
         self.pending.remove(call_id)
 
-    def played(self, response: Response, rid: str, now: datetime) -> None:
-        """What the thread holds after the agent played ``response`` as run ``rid``."""
+    def played(self, response: Response, rid: str, now: datetime, *, bridged: bool = False) -> None:
+        """What the thread holds after the agent played ``response`` as run ``rid`` (``bridged``: read by a
+        client with ``legacy_interrupts="langgraph"``)."""
         kind = response.kind
+        if kind == "legacy":
+            # The bridge reads the pause as the interrupt outcome; without it, the run is the success the
+            # wire says (with a LEGACY-CUSTOM-INTERRUPT warning).
+            kind = "interrupt" if bridged else "plain-quiet"
         if kind == "plain":
             self.state = {"run": rid, "notes": [rid]}
-        if kind == "interrupt":
+        if response.kind == "interrupt":
             self.state = {"asked": [a.id for a in response.asks]}
-        if kind in ("plain", "error", "interrupt", "cut"):
+        if kind == "delta":
+            # SP-03: the patch applies to the state the last run left (an interrupted one too: IR-21).
+            self.state = {**self.state, "seen": rid}
+        if kind == "delta" or (response.kind == "interrupt" and not response.repeat):
+            self.usage[rid] = usage(rid)
+        if kind in ("plain", "error", "interrupt", "cut", "delta", "plain-quiet"):
             self.messages.append(Said(f"{rid}-a", "assistant"))
         if kind == "tool":
             self.messages.append(Said(f"{rid}-a", "assistant", calls=(f"{rid}-c",)))
@@ -253,15 +299,17 @@ class Model:
             # LC-04: the run failed; what was streamed is kept, flagged incomplete; nothing else moves.
             self.incomplete.add(f"{rid}-a")
             return
-        if kind in ("plain", "tool"):
+        if kind in ("plain", "tool", "delta", "plain-quiet"):
+            self.via = None
             # IR-27: a success clears the open interrupts. TC-16: its pendingToolCallIds are the calls
             # left for the consumer now.
             self.open, self.interrupted_run = [], None
             self.pending = [f"{rid}-c"] if kind == "tool" else []
         elif kind == "cancelled":
             # LC-11: the cancelled outcome waits for nothing: no interrupts stay open.
-            self.open, self.interrupted_run = [], None
+            self.open, self.interrupted_run, self.via = [], None, None
         elif kind == "interrupt":
+            self.via = "langgraph" if response.kind == "legacy" else None
             # IR-27/B279: the new interrupts replace the open ones (not a union).
             # IR-18: a value that is not a date never expires.
             # (an id raised twice, IR-06, is one question: the client holds the first, docs/codes.md#ir-06)
@@ -280,14 +328,18 @@ class Shell:
     a blocking portal's loop) and the thread object it loaded."""
 
     def __init__(self, kind: str, url: str, store: Any, clock: Callable[[], datetime],
-                 portal: anyio.from_thread.BlockingPortal, thread_id: str, handlers: dict[str, Any]) -> None:
+                 portal: anyio.from_thread.BlockingPortal, thread_id: str, handlers: dict[str, Any],
+                 legacy: bool = False) -> None:
         self.kind = kind
         self.portal = portal
+        self.legacy = legacy  # (legacy_interrupts="langgraph": the bridge reads on_interrupt pauses)
+        bridge = "langgraph" if legacy else None
         if kind == "sync":
-            self.client: Any = ag.AgentClient(url, store=store, clock=clock)
+            self.client: Any = ag.AgentClient(url, store=store, clock=clock, legacy_interrupts=bridge)
             self.thread: Any = self.client.thread(thread_id, tool_handlers=handlers)
         else:
-            self.client = portal.call(lambda: ag.AsyncAgentClient(url, store=store, clock=clock))
+            self.client = portal.call(lambda: ag.AsyncAgentClient(url, store=store, clock=clock,
+                                                                  legacy_interrupts=bridge))
             self.thread = portal.call(lambda: self.client.load_thread(thread_id, tool_handlers=handlers))
 
     def run_until_done(self, message: Any, **arguments: Any) -> tuple[ag.RunResult, list[Any]]:
@@ -343,6 +395,17 @@ class Shell:
 RESUMES = ("all", "abandon-some", "leave-one", "unknown-id", "answer-expired", "break-schema", "twice")
 
 
+def channel(entries: list[tuple[str, str, Any]]) -> Any:
+    """``forwardedProps.command.resume`` for bridged interrupts (docs/legacy-interrupts.md): one answer as
+    it is (text as JSON text), an abandoned one as the sentinel, several as a map by LangGraph's id."""
+    def answer(interrupt_id: str, status: str, payload: Any) -> Any:
+        return payload if status == "resolved" else {"__agui_cancelled__": True, "interrupt_id": interrupt_id}
+    if len(entries) == 1:
+        value = answer(*entries[0])
+        return json.dumps(value) if isinstance(value, str) else value
+    return {i: answer(i, s, p) for i, s, p in entries}
+
+
 def same_ids(actual: list[str], model: list[str | None]) -> bool:
     """The message ids, in order, as the model has them (``None``: any id, one the client made)."""
     return len(actual) == len(model) and all(m is None or a == m for a, m in zip(actual, model, strict=True))
@@ -369,6 +432,7 @@ class Lifecycle(RuleBasedStateMachine):
         self.thread_id = f"t-{uuid.uuid4().hex[:8]}"
         self.model = Model()
         self.stored = Model()  # (what the store holds: the model as the last saved run left it)
+        self.recorded = False  # (whether the store holds a record of the thread)
         self.runs = 0
         self.shell: Shell | None = None
         self.store: Any = None
@@ -389,14 +453,22 @@ class Lifecycle(RuleBasedStateMachine):
 
     # -- set-up ------------------------------------------------------------------------------------
 
-    @initialize(store=st.sampled_from(["memory", "sqlite"]), shell=st.sampled_from(["sync", "async"]))
-    def open_thread(self, store: str, shell: str) -> None:
+    @initialize(store=st.sampled_from(["memory", "sqlite"]), shell=st.sampled_from(["sync", "async"]),
+                legacy=st.booleans())
+    def open_thread(self, store: str, shell: str, legacy: bool) -> None:
         if store == "sqlite":
             folder = self.exits.enter_context(tempfile.TemporaryDirectory())
             self.store = SqliteStore(os.path.join(folder, "threads.db"))
         else:
             self.store = MemoryStore()
-        self.shell = Shell(shell, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
+        self.shell = self.new_shell(shell, legacy)
+
+    def new_shell(self, kind: str, legacy: bool | None = None) -> Shell:
+        """A new client object of shell ``kind`` loading the thread (with the bridge when ``legacy``; by
+        default as the one it replaces)."""
+        if legacy is None:
+            legacy = self.shell.legacy if self.shell is not None else False
+        return Shell(kind, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers, legacy)
 
     def clock(self) -> datetime:
         return self.director.now
@@ -434,9 +506,11 @@ class Lifecycle(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.model.open))
     @rule(how=st.sampled_from(RESUMES), form=st.sampled_from(["builder", "entries"]), pick=st.integers(0, 2),
           response=responses, streamed=st.sampled_from(["run", "stream", "leave"]),
-          recover=st.sampled_from(["release", "another"]))
-    def resume(self, how: str, form: str, pick: int, response: Response, streamed: str, recover: str) -> None:
-        """A resume answering the open interrupts, correctly or in one of the ways the spec forbids."""
+          recover=st.sampled_from(["release", "another"]), unknown=st.booleans())
+    def resume(self, how: str, form: str, pick: int, response: Response, streamed: str, recover: str,
+               unknown: bool) -> None:
+        """A resume answering the open interrupts, correctly or in one of the ways the spec forbids
+        (``unknown``: with ``pending_unknown=True``, which changes nothing on a thread that holds them)."""
         now = self.director.now
         open_ = list(self.model.open)
         target = open_[pick % len(open_)]
@@ -493,13 +567,16 @@ class Lifecycle(RuleBasedStateMachine):
             return builder
 
         event(f"resume {how} ({form})")
+        extra = {"pending_unknown": True} if unknown else {}
         if how in refusals:
-            self.refused(lambda: self.go(streamed, None, resume=resume_list(), run_id=rid), refusals[how], named)
+            self.refused(lambda: self.go(streamed, None, resume=resume_list(), run_id=rid, **extra), refusals[how],
+                         named)
             return
         builder = resume_list()
         if form == "builder":
             self.builders.append((builder, self.model.interrupted_run, tuple(self.model.open)))
-        self.send(rid, response, None, [], streamed=streamed, entries=plan, resume=builder, recover=recover)
+        self.send(rid, response, None, [], streamed=streamed, entries=plan, resume=builder, recover=recover,
+                  extra=extra)
 
     @precondition(lambda self: not self.model.open)
     @rule(form=st.sampled_from(["builder", "entries"]), response=responses)
@@ -515,6 +592,56 @@ class Lifecycle(RuleBasedStateMachine):
             builder.answer("i1", {"answer": "x"})  # (a builder holding nothing takes any id: docs/answers.md)
             return self.shell.run(None, resume=builder, run_id=rid)
         self.refused(go, ag.NothingToResume, "i1")
+
+    @precondition(lambda self: not self.model.open)
+    @rule(ids=st.lists(st.sampled_from(IDS), min_size=1, max_size=3, unique=True), abandon=st.integers(0, 3),
+          form=st.sampled_from(["builder", "entries"]), twice=st.booleans(), response=responses,
+          streamed=st.sampled_from(["run", "stream", "leave"]), recover=st.sampled_from(["release", "another"]))
+    def resume_unknown(self, ids: list[str], abandon: int, form: str, twice: bool, response: Response,
+                       streamed: str, recover: str) -> None:
+        """IR-26/B269: a thread that holds no open interrupts (say, rebuilt from elsewhere) while the agent
+        may be waiting on some: with ``pending_unknown=True`` the entries are sent as given (an id named
+        twice is still refused, nothing sent); the run is a resume (a cut one keeps its claim)."""
+        plan: list[tuple[str, str, Any]] = [(i, "cancelled", None) if n == abandon else (i, "resolved", {"answer": i})
+                                            for n, i in enumerate(ids)]
+        if twice:
+            plan.append(plan[0])
+        rid = self.next_run(response)
+
+        def resume_list() -> Any:
+            if form == "entries":
+                return [ag.ResumeEntry(interrupt_id=i, status=s, payload=p) for i, s, p in plan]
+            builder = self.thread.resume_builder()
+            for i, s, p in plan:
+                builder.answer(i, p) if s == "resolved" else builder.abandon(i)
+            return builder
+
+        event(f"resume unknown ({form}{', twice' if twice else ''})")
+        if twice:
+            self.refused(lambda: self.go(streamed, None, resume=resume_list(), pending_unknown=True, run_id=rid),
+                         ag.DuplicateResumeEntry, plan[0][0])
+            return
+        self.send(rid, response, None, [], streamed=streamed, entries=plan, resume=resume_list(), recover=recover,
+                  extra={"pending_unknown": True})
+
+    @rule(shell=st.sampled_from(["sync", "async"]))
+    def rebuild_elsewhere(self, shell: str) -> None:
+        """The thread rebuilt from elsewhere: its store lost, a new client object on a new store under the
+        same thread id, its messages added back. It holds no interrupts, whatever the agent waits on."""
+        assert self.shell is not None
+        messages = self.thread.state.messages
+        legacy = self.shell.legacy
+        self.shell.close()
+        self.shell = None
+        self.store.close()
+        self.store = MemoryStore()
+        self.shell = self.new_shell(shell, legacy)
+        for message in messages:
+            self.thread.add_message(message)
+        # (what the run outcomes said — open interrupts, pending calls, the shared state, usage, flags —
+        # was in the lost record)
+        self.model = Model(messages=list(self.model.messages))
+        self.stored, self.recorded = Model(), False
 
     @precondition(lambda self: bool(self.builders))
     @rule(pick=st.integers(0, 5), response=responses)
@@ -551,20 +678,27 @@ class Lifecycle(RuleBasedStateMachine):
         self.thread.add_tool_result(call, {"picked": 1}, message_id=message_id)
         self.model.answer_call(call, message_id)
 
-    @rule(response=responses, text=st.booleans(), cover=st.booleans())
-    def tool_loop(self, response: Response, text: bool, cover: bool) -> None:
+    @rule(response=responses, text=st.booleans(), cover=st.booleans(), unknown=st.booleans())
+    def tool_loop(self, response: Response, text: bool, cover: bool, unknown: bool) -> None:
         """``run_until_done``: the calls the thread holds are answered by their handler, then one run goes
         out; on a thread waiting for answers it must resume them (``cover``: abandon every one), or be
-        refused before any handler runs (an action) and before anything is sent."""
+        refused before any handler runs (an action) and before anything is sent. ``unknown``: with
+        ``pending_unknown=True``, which on a thread holding no interrupts sends an answer to one the agent
+        may be waiting on (IR-26), and changes nothing on one that holds some."""
         rid = self.next_run(response)
         message = ag.UserMessage(id=f"{rid}-u", content="go on") if text else None
         open_ = list(self.model.open)
-        entries = [(o.id, "cancelled", None) for o in open_] if open_ and cover else None
-        resume = [ag.ResumeEntry(interrupt_id=i, status=s) for i, s, _ in entries] if entries else None
+        entries: list[tuple[str, str, Any]] | None = [(o.id, "cancelled", None) for o in open_] if open_ and cover \
+            else None
+        if not open_ and unknown:
+            entries = [("i1", "resolved", {"answer": "from the loop"})]
+        resume = [ag.ResumeEntry(interrupt_id=i, status=s, payload=p) for i, s, p in entries] if entries else None
+        extra = {"pending_unknown": True} if unknown else {}
         picked = len(self.picked)
-        event(f"tool loop: {len(self.model.pending)} held, {'waiting' if open_ else 'free'}, cover={cover}")
+        event(f"tool loop: {len(self.model.pending)} held, {'waiting' if open_ else 'free'}, cover={cover}, "
+              f"unknown={unknown}")
         if open_ and not cover:
-            self.refused(lambda: self.shell.run_until_done(message, run_id=rid),  # type: ignore[union-attr]
+            self.refused(lambda: self.shell.run_until_done(message, run_id=rid, **extra),  # type: ignore[union-attr]
                          ag.AwaitingAnswers, [o.id for o in open_])
             assert len(self.picked) == picked, "a handler ran for a run the interrupt rules refuse"
             return
@@ -572,21 +706,22 @@ class Lifecycle(RuleBasedStateMachine):
         for call in held:
             self.model.answer_call(call, None)  # (the loop's tool message: an id the client makes)
         new = [Said(message.id, "user")] if message is not None else []
-        self.send(rid, response, message, new, streamed="run", entries=entries, resume=resume, loop=True)
+        self.send(rid, response, message, new, streamed="run", entries=entries, resume=resume, loop=True, extra=extra)
         assert len(self.picked) == picked + len(held)
 
     @rule(seconds=st.sampled_from([1, 29, 30, 31, 600, 3600]))
     def advance_clock(self, seconds: int) -> None:
         self.director.now += timedelta(seconds=seconds)
 
-    @rule(shell=st.sampled_from(["sync", "async"]))
-    def reload(self, shell: str) -> None:
-        """The thread, loaded from its store into a new client object (of either shell)."""
+    @rule(shell=st.sampled_from(["sync", "async"]), legacy=st.booleans())
+    def reload(self, shell: str, legacy: bool) -> None:
+        """The thread, loaded from its store into a new client object (of either shell, with the legacy
+        bridge or without: interrupts it read keep their channel, docs/legacy-interrupts.md)."""
         assert self.shell is not None
         before = report(self.thread)
         self.shell.close()
         self.shell = None
-        self.shell = Shell(shell, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
+        self.shell = self.new_shell(shell, legacy)
         # A run is saved when it ends; what a run that never ended folded (and a tool answer not yet sent)
         # lives in the object alone. Without any, the reloaded thread is the one before.
         if self.model == self.stored:
@@ -628,10 +763,10 @@ class Lifecycle(RuleBasedStateMachine):
         if recover == "release":
             self.shell.release_claim()
             return
-        kind = self.shell.kind
+        kind, legacy = self.shell.kind, self.shell.legacy
         self.shell.close()
         self.shell = None
-        self.shell = Shell(kind, self.url, self.store, self.clock, self.portal, self.thread_id, self.handlers)
+        self.shell = self.new_shell(kind, legacy)
         self.model = self.stored.copy()  # (the cut run was not saved)
         with pytest.raises(ag.ConcurrentResume):
             self.shell.release_claim()
@@ -639,11 +774,11 @@ class Lifecycle(RuleBasedStateMachine):
 
     def send(self, rid: str, response: Response, message: Any, new: list[Said], *, streamed: str,
              entries: list[tuple[str, str, Any]] | None, resume: Any = None, loop: bool = False,
-             recover: str = "release") -> None:
+             recover: str = "release", extra: dict[str, Any] | None = None) -> None:
         """A run the model calls valid: sent once, as the model says, and folded as the model says."""
         sent = self.requests()
         history = [m.id for m in self.model.messages]
-        arguments: dict[str, Any] = {"run_id": rid}
+        arguments: dict[str, Any] = {"run_id": rid, **(extra or {})}
         if resume is not None:
             arguments["resume"] = resume
         result: ag.RunResult | None = None
@@ -667,9 +802,17 @@ class Lifecycle(RuleBasedStateMachine):
         assert request.state == self.model.state
         if entries is None:
             assert not request.resume
+        elif self.model.via is not None:
+            # Interrupts the legacy bridge read are answered in LangGraph's channel, and only there.
+            assert not request.resume
+            assert request.forwarded_props["command"]["resume"] == channel(entries)
         else:
             given = sorted((i, s, p if s == "resolved" else None) for i, s, p in entries)
             assert sorted((e.interrupt_id, e.status, e.payload) for e in request.resume or ()) == given
+        if not self.recorded:
+            # The first run of a thread the store does not hold claims it by creating its record, with the
+            # thread as it is before the run (a thread rebuilt from elsewhere holds messages already).
+            self.stored, self.recorded = self.model.copy(), True
         self.model.messages += new
         if streamed == "leave" and response.kind != "rejected":
             # TR-16: the caller left after RUN_STARTED: the response is closed, the run is incomplete and
@@ -682,7 +825,8 @@ class Lifecycle(RuleBasedStateMachine):
                 self.let_go(recover)
             self.keep(result, events)
             return
-        self.model.played(response, rid, self.director.now)
+        bridged = self.shell.legacy
+        self.model.played(response, rid, self.director.now, bridged=bridged)
         if response.kind == "cut":
             assert failure is not None, "a cut response did not fail the run"
             assert failure.result is not None and failure.result.outcome is None
@@ -694,7 +838,7 @@ class Lifecycle(RuleBasedStateMachine):
             self.keep(failure.result, events)
             return
         event(f"sent: {'resume' if entries is not None else 'turn'} -> {response.kind}")
-        if response.repeat:
+        if response.repeat and response.kind == "interrupt":
             # IR-06, a producer bug: the run fails, but the agent stopped to ask, so its interrupts are held
             # open, and saved, for the thread to answer or abandon (docs/codes.md#ir-06).
             assert isinstance(failure, ag.SequenceError) and repr(response.asks[0].id) in str(failure), failure
@@ -705,14 +849,25 @@ class Lifecycle(RuleBasedStateMachine):
         assert failure is None, f"{response.kind}: {failure!r}"
         assert result is not None
         self.stored = self.model.copy()
-        outcome = {"plain": "success", "tool": "success", "error": "error", "rejected": "error",
-                   "cancelled": "cancelled", "interrupt": "interrupt"}[response.kind]
+        outcome = {"plain": "success", "tool": "success", "delta": "success", "error": "error", "rejected": "error",
+                   "cancelled": "cancelled", "interrupt": "interrupt",
+                   "legacy": "interrupt" if bridged else "success"}[response.kind]
         assert result.outcome == outcome
+        legacy = response.kind == "legacy"
+        assert result.bridged == ("langgraph" if legacy and bridged else None)
+        assert ("LEGACY-CUSTOM-INTERRUPT" in [w.code for w in result.warnings]) == (legacy and not bridged)
+        if legacy and bridged:
+            assert [i.id for i in result.interrupts] == [a.id for a in response.asks]
+        if legacy:
+            # CL-02: a late RUN_ERROR after the bare RUN_FINISHED is surfaced too; the run stands.
+            assert (result.late_error is not None) == response.late
         if response.kind == "interrupt":
             assert [i.id for i in result.interrupts] == [a.id for a in response.asks]
             # CL-02/CL-04: the one late RUN_ERROR is surfaced; the run stays interrupted.
             assert (result.late_error is not None) == response.late
         assert result.pending_tool_call_ids == ((f"{rid}-c",) if response.kind == "tool" else ())
+        # IR-22: a run's usage is its own, a resume's too (nothing carried over from the interrupted run).
+        assert result.usage == ((usage(rid),) if response.kind in ("delta", "interrupt") else ())
         self.keep(result, events)
 
     def keep(self, result: ag.RunResult, events: list[Any]) -> None:
@@ -744,6 +899,9 @@ class Lifecycle(RuleBasedStateMachine):
         assert list(state.pending_tool_call_ids) == self.model.pending
         assert set(state.incomplete_ids) == self.model.incomplete
         assert state.state == self.model.state
+        assert state.open_interrupts_via == self.model.via
+        assert {run: tuple(u) for run, u in state.usage_by_run.items()} == {
+            run: (u,) for run, u in self.model.usage.items()}
         now = self.director.now
         builder = thread.resume_builder()
         assert set(builder.expired) == {o.id for o in self.model.open if o.expired(now)}
