@@ -135,6 +135,8 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -662,6 +664,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--raw", action="store_true",
                     help="full speed: also httpx alone reading raw bytes (aiter_raw, no fold) on the transport of "
                          "each --agui-http (the package's shards, httpcore's anyio backend or the bench's)")
+    ap.add_argument("--profile", action="store_true",
+                    help="instead of the suite: one full-speed wave at the first --n per --agui-http stack (and "
+                         "--raw), under cProfile on time.thread_time: top functions and own time by area")
+    ap.add_argument("--top", type=int, default=25, help="--profile: functions listed")
     ap.add_argument("--no-paced", action="store_true")
     ap.add_argument("--no-idle", action="store_true")
     ap.add_argument("--smoke", action="store_true",
@@ -675,11 +681,70 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
+#: Where a profiled function's own time is counted (the first marker its file's path holds).
+_AREAS = (("bench/asyncio_backend", "bench backend"), ("/h11/", "h11"), ("/httpcore/", "httpcore"),
+          ("/anyio/", "anyio"), ("/sniffio/", "anyio"), ("/httpx/", "httpx"), ("agui_client/core/", "agui_client core"),
+          ("agui_client/wire/", "agui_client wire"), ("agui_client/", "agui_client shells"),
+          ("/asyncio/", "asyncio"), ("bench/", "bench"))
+_SYSCALLS = ("recv", "send", "poll", "select", "epoll", "socket", "connect", "close")
+
+
+def _area(path: str, name: str) -> str:
+    if path == "~":
+        return "system calls" if any(word in name for word in _SYSCALLS) else "builtins"
+    return next((area for marker, area in _AREAS if marker in path), "other (stdlib)")
+
+
+async def _profile(a: argparse.Namespace, log: Callable[[str], None]) -> str:
+    """One full-speed wave of N runs per ``--agui-http`` stack (and ``--raw``), each under cProfile on
+    ``time.thread_time`` after a warm-up wave: its top functions, and its own time by area."""
+    import cProfile
+    import pstats
+
+    from .profiling import report_cprofile
+
+    server = Server(a.scale, a.paced_events)
+    n = a.n[0]
+    out: list[str] = []
+    try:
+        stacks = Stacks(server, a.pool, n, a.agui_http, a.raw)
+        for stack in [*stacks.aguis, *stacks.raws]:
+            make = stacks.full(stack)
+            await make(n)  # (warm-up: the connections are kept alive, as in the suite's waves)
+            gc.collect()
+            profile = cProfile.Profile(time.thread_time)
+            cpu0 = time.thread_time()
+            profile.enable()
+            events = await make(n)
+            profile.disable()
+            cpu = time.thread_time() - cpu0
+            log(f"profiled {stack} N={n}: {events} events")
+            entries = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+            areas: dict[str, float] = {}
+            for (path, _line, name), v in entries.items():
+                areas[_area(path, name)] = areas.get(_area(path, name), 0.0) + v[2]
+            total = sum(areas.values()) or 1e-12
+            out.append(f"## {stack}, full speed, N = {n}: {events} events, {cpu * 1e6 / events:.2f} us of thread "
+                       f"CPU per event under cProfile (its own overhead included)\n")
+            out.append("own time by area:\n" + "\n".join(
+                f"{100 * t / total:6.1f}% {t * 1e6 / events:6.2f} us/event  {area}"
+                for area, t in sorted(areas.items(), key=lambda kv: kv[1], reverse=True)))
+            out.append(report_cprofile(profile, a.top, cpu) + "\n")
+        await stacks.aclose()
+    finally:
+        server.close()
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
+
+    if a.profile:
+        print(asyncio.run(_profile(a, log)))
+        return 0
 
     results = asyncio.run(run_suite(a, log))
     results["targets"] = targets(results)
