@@ -19,9 +19,11 @@ process run, interleaved, for the hand-written stack (``bench/handwritten.py``):
 * the **sync** client (``AgentClient``, a thread per run) at N = 10 and 100, in both modes.
 
 ``agui_client`` uses the ``httpx`` client it makes itself (``--agui-http sized`` gives it the
-others'); the hand-written stack and the sync client get one whose pool admits every run
-(``--pool``): httpx's default (100 connections, 20 kept alive) would make runs past the 100th queue
-for a connection, and close 80 a wave; ``--pool default`` measures that.
+others'; ``--agui-http own,asyncio-protocol`` runs it twice, the second time with its shards' connections
+on ``bench/asyncio_backend.py``'s plain-asyncio network backend, and ``--raw`` adds ``httpx`` alone
+reading the same runs' raw bytes on each of those transports); the hand-written stack and the sync
+client get one whose pool admits every run (``--pool``): httpx's default (100 connections, 20 kept
+alive) would make runs past the 100th queue for a connection, and close 80 a wave; ``--pool default`` measures that.
 """
 
 from __future__ import annotations
@@ -57,11 +59,24 @@ import httpx  # noqa: E402
 from agui_client import AgentClient, AsyncAgentClient, replay  # noqa: E402
 from agui_client.stores import MemoryStore  # noqa: E402
 
+from .asyncio_backend import BACKENDS, sharded_client, use_backend  # noqa: E402
 from .handwritten import HandwrittenThread  # noqa: E402
 from .loadserver import _frame, chat_events  # noqa: E402
 
 DEFAULT_JSON = Path(tempfile.gettempdir()) / "agui_bench_concurrency.json"
 AGUI, HAND, SYNC, HTTPX = "agui_client", "hand-written", "agui_client sync", "httpx alone"
+#: ``--agui-http`` choices: the client's own httpx client, the hand-written stack's, or its own on a bench backend.
+AGUI_HTTP = ("own", "sized", *BACKENDS)
+
+
+def agui_stack(agui_http: str) -> str:
+    """The stack name of ``AsyncAgentClient`` on ``agui_http`` (``own`` and ``sized`` are ``agui_client``)."""
+    return AGUI if agui_http in ("own", "sized") else f"{AGUI} [{agui_http}]"
+
+
+def raw_stack(agui_http: str) -> str:
+    """The stack name of ``httpx`` alone reading raw bytes on the transport of ``agui_http``."""
+    return f"httpx raw [{agui_http if agui_http in BACKENDS else 'anyio'}]"
 
 # The targets of issue 21.
 TARGET_VS_HAND = 3.0      # full speed, N = 100 and 500: >= 3x the hand-written stack's events per CPU-second
@@ -120,6 +135,8 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -135,13 +152,24 @@ def _limits(pool: str, n: int) -> httpx.Limits:
 class Stacks:
     """One long-lived client per stack (as an application keeps one), its pool sized for ``n`` runs."""
 
-    def __init__(self, server: Server, pool: str, n: int, agui_http: str = "own") -> None:
+    def __init__(self, server: Server, pool: str, n: int, agui_http: list[str] | None = None,
+                 raw: bool = False) -> None:
         self.server = server
         limits = _limits(pool, n)
         self.hand_http = httpx.AsyncClient(limits=limits, timeout=60.0)
-        # agui_client with its own httpx client (the library's default), unless --agui-http sized.
-        http = httpx.AsyncClient(limits=limits, timeout=60.0) if agui_http == "sized" else None
-        self.agui = AsyncAgentClient(server.url("full"), http_client=http, timeout=60.0, idle_timeout=60.0)
+        # agui_client with its own httpx client (the library's default), unless --agui-http sized; on a
+        # bench backend, its own client with the shards' connections made by that backend.
+        self.aguis: dict[str, AsyncAgentClient] = {}
+        self.raws: dict[str, httpx.AsyncClient] = {}
+        for name in agui_http or ["own"]:
+            http = httpx.AsyncClient(limits=limits, timeout=60.0) if name == "sized" else None
+            client = AsyncAgentClient(server.url("full"), http_client=http, timeout=60.0, idle_timeout=60.0)
+            if name in BACKENDS:
+                use_backend(client.http._transport, BACKENDS[name]())  # type: ignore[attr-defined]
+            self.aguis[agui_stack(name)] = client
+            if raw:
+                self.raws[raw_stack(name)] = sharded_client(name if name in BACKENDS else "anyio")
+        self.agui = next(iter(self.aguis.values()))
         self.serial = 0
 
     def ids(self, n: int) -> list[tuple[str, str]]:
@@ -150,12 +178,28 @@ class Stacks:
 
     async def aclose(self) -> None:
         await self.hand_http.aclose()
-        await self.agui.http.aclose()  # (closing twice is fine)
-        await self.agui.close()
+        for agui in self.aguis.values():
+            await agui.http.aclose()  # (closing twice is fine)
+            await agui.close()
+        for raw in self.raws.values():
+            await raw.aclose()
+
+    def full(self, stack: str) -> Callable[[int], Coroutine[Any, Any, int]]:
+        """The full-speed runs of ``stack``, as a function of N."""
+        if stack == HAND:
+            return lambda n: _hand_full(self, n)
+        if stack in self.raws:
+            return lambda n: _raw_full(self, n, self.raws[stack])
+        return lambda n: _agui_full(self, n, self.aguis[stack])
+
+    def paced(self, stack: str) -> Callable[[int, array[int]], Coroutine[Any, Any, int]]:
+        if stack == HAND:
+            return lambda n, delays: _hand_paced(self, n, delays)
+        return lambda n, delays: _agui_paced(self, n, delays, self.aguis[stack])
 
 
-async def _agui_full(stacks: Stacks, n: int) -> int:
-    client = stacks.agui
+async def _agui_full(stacks: Stacks, n: int, client: AsyncAgentClient | None = None) -> int:
+    client = client or stacks.agui
     client.store = MemoryStore()  # (a fresh store: the threads start empty, and it does not grow)
     client.url = stacks.server.url("full")
 
@@ -181,8 +225,21 @@ async def _hand_full(stacks: Stacks, n: int) -> int:
     return sum(await asyncio.gather(*(one(t, r) for t, r in stacks.ids(n))))
 
 
-async def _agui_paced(stacks: Stacks, n: int, delays: array[int]) -> int:
-    client = stacks.agui
+async def _raw_full(stacks: Stacks, n: int, http: httpx.AsyncClient) -> int:
+    """``httpx`` alone: the runs' raw bytes read and dropped (the transport's cost, no framing, no fold)."""
+    url = stacks.server.url("full")
+
+    async def one(tid: str, rid: str) -> int:
+        async with http.stream("POST", url, json={"threadId": tid, "runId": rid}) as response:
+            async for _ in response.aiter_raw():
+                pass
+        return stacks.server.full_events
+
+    return sum(await asyncio.gather(*(one(t, r) for t, r in stacks.ids(n))))
+
+
+async def _agui_paced(stacks: Stacks, n: int, delays: array[int], client: AsyncAgentClient | None = None) -> int:
+    client = client or stacks.agui
     client.store = MemoryStore()
     client.url = stacks.server.url("paced")
     clock = time.monotonic_ns
@@ -379,37 +436,45 @@ async def run_suite(a: argparse.Namespace, log: Callable[[str], None]) -> dict[s
         return rows.setdefault((mode, n, stack), Row(mode, n, stack))
 
     full_body = b"".join(_frame(e) for e in chat_events(a.scale))
+    sized = "sized" if "sized" in a.agui_http else "own"  # (the sync client and the idle measure)
     try:
         largest = max(a.n)
-        stacks = Stacks(server, a.pool, largest, a.agui_http)
+        stacks = Stacks(server, a.pool, largest, a.agui_http, a.raw)
+        full_stacks = [*stacks.aguis, HAND, *stacks.raws]
+        paced_stacks = [*stacks.aguis, HAND]
         # Warm-up: every stack once, so imports, pools and caches are built before anything is timed.
-        await _agui_full(stacks, 2)
-        await _hand_full(stacks, 2)
+        for stack in full_stacks:
+            await stacks.full(stack)(2)
         replay(full_body)
+
+        def turn(names: list[str], rep: int) -> list[str]:
+            # (each repetition another stack goes first: with two, they alternate)
+            k = rep % len(names)
+            return names[k:] + names[:k]
+
         for rep in range(a.reps):
             log(f"repetition {rep + 1}/{a.reps}")
-            first, second = ((AGUI, HAND) if rep % 2 == 0 else (HAND, AGUI))
             # The single-stream ceiling, in the same process and repetition.
             done, cpu = _replay_rate(full_body, server.full_events, a.replay_cpu)
             _record(row("replay", 1, AGUI), done, cpu, cpu, None)
             for n in a.n:
                 waves = max(1, math.ceil(a.min_events / (n * server.full_events)))
-                for stack in (first, second):
-                    make = _agui_full if stack == AGUI else _hand_full
+                for stack in turn(full_stacks, rep):
+                    make = stacks.full(stack)
 
                     async def full(make: Any = make, n: int = n, waves: int = waves) -> int:
-                        return sum([await make(stacks, n) for _ in range(waves)])
+                        return sum([await make(n) for _ in range(waves)])
 
                     await _timed(row("full", n, stack), full, None)
                     log(f"  full  N={n:<4} {stack:<13} {_fmt_rate(row('full', n, stack))}")
             if not a.no_paced:
                 for n in a.paced_n:
-                    for stack in (first, second):
+                    for stack in turn(paced_stacks, rep):
                         delays: array[int] = array("q")
-                        make_p = _agui_paced if stack == AGUI else _hand_paced
+                        make_p = stacks.paced(stack)
 
                         async def paced(make_p: Any = make_p, n: int = n, delays: array[int] = delays) -> int:
-                            return await make_p(stacks, n, delays)
+                            return await make_p(n, delays)
 
                         await _timed(row("paced", n, stack), paced, delays)
                         r = row("paced", n, stack)
@@ -420,12 +485,12 @@ async def run_suite(a: argparse.Namespace, log: Callable[[str], None]) -> dict[s
                     serial = rep * 1000 + n
                     _timed_sync(row(mode, n, SYNC),
                                 lambda mode=mode, n=n, delays=delays, serial=serial: _sync_runs(
-                                    server, a.pool, n, mode, delays, serial, a.agui_http),
+                                    server, a.pool, n, mode, delays, serial, sized),
                                 delays if mode == "paced" else None)
                     log(f"  {mode:<5} N={n:<4} {SYNC:<13} {_fmt_rate(row(mode, n, SYNC))}")
             if not a.no_idle:
                 for stack in (HTTPX, HAND, AGUI):
-                    traced, rss = await _idle(server, stack, a.idle_n, a.pool, a.agui_http)
+                    traced, rss = await _idle(server, stack, a.idle_n, a.pool, sized)
                     r = row("idle", a.idle_n, stack)
                     r.traced_per_run.append(traced)
                     r.rss_per_run.append(rss)
@@ -488,12 +553,37 @@ def table(results: dict[str, Any], markdown: bool) -> str:
                           lat(ours), lat(hand), _k(s) if sync else "-", lat(sync) if mode == "paced" else "-"])
     text = _grid(lines, markdown)
     text += f"\n\nsingle-stream replay (same bytes, same process): {_k(replay_rate)} events per CPU-second\n"
+    others = sorted({k[2] for k in rows if k[0] in ("full", "paced")} - {AGUI, HAND, SYNC})
+    if others:
+        text += "\ntransports (--agui-http, --raw): each beside agui_client on its own transport\n\n"
+        text += _grid(_transport_lines(rows, others, replay_rate), markdown) + "\n"
     idle = [r for r in results["rows"] if r["mode"] == "idle"]
     if idle:
         text += f"\nmemory per open idle run (N = {idle[0]['n']}): " + ", ".join(
             f"{r['stack']} {_med(r['traced_per_run']) / 1024:.1f} KiB traced / {_med(r['rss_per_run']) / 1024:.1f} "
             f"KiB RSS" for r in idle) + "\n"
     return text
+
+
+def _transport_lines(rows: dict[tuple[str, int, str], dict[str, Any]], others: list[str],
+                     replay_rate: float | None) -> list[list[str]]:
+    lines = [["mode", "N", "stack", "ev/CPU-s", "x agui_client", "x hand-written", "x replay", "p50 / p99 ms"]]
+    for mode in ("full", "paced"):
+        for n in sorted({k[1] for k in rows if k[0] == mode}):
+            base, hand = rows.get((mode, n, AGUI)), rows.get((mode, n, HAND))
+            for stack in (AGUI, *others):
+                r = rows.get((mode, n, stack))
+                if r is None:
+                    continue
+                o = None if r["error"] else r["rate"]
+                b = None if base is None or base["error"] else base["rate"]
+                h = None if hand is None or hand["error"] else hand["rate"]
+                lat = "ERROR" if r["error"] else (
+                    f"{_med(r['p50_ms']):.2f} / {_med(r['p99_ms']):.2f}" if r["p99_ms"] else "-")
+                lines.append([mode, str(n), stack, "ERROR" if r["error"] else _k(o),
+                              f"{o / b:.2f}x" if o and b else "-", f"{o / h:.2f}x" if o and h else "-",
+                              f"{o / replay_rate:.2f}x" if o and replay_rate and mode == "full" else "-", lat])
+    return lines
 
 
 def _k(value: float | None) -> str:
@@ -514,21 +604,25 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     replay_row = rows.get(("replay", 1, AGUI))
     replay_rate = replay_row["rate"] if replay_row else None
-    for n in (100, 500):
-        ours, hand = rows.get(("full", n, AGUI)), rows.get(("full", n, HAND))
-        if ours and hand and ours["rate"] and hand["rate"]:
-            value = ours["rate"] / hand["rate"]
-            out.append({"target": f"full speed N={n}: >= {TARGET_VS_HAND}x hand-written", "value": value,
-                        "met": value >= TARGET_VS_HAND})
-        if ours and ours["rate"] and replay_rate:
-            value = ours["rate"] / replay_rate
-            out.append({"target": f"full speed N={n}: >= {TARGET_VS_REPLAY}x single-stream replay", "value": value,
-                        "met": value >= TARGET_VS_REPLAY})
-    paced = rows.get(("paced", 100, AGUI))
-    if paced and paced["p99_ms"]:
-        value = statistics.median(paced["p99_ms"])
-        out.append({"target": f"paced N=100: p99 added delay <= {TARGET_P99_MS} ms", "value": value,
-                    "met": value <= TARGET_P99_MS})
+    # (agui_client on its own transport, then on each bench backend run: "[asyncio-protocol] full speed ...")
+    aguis = [AGUI, *sorted({k[2] for k in rows if k[2].startswith(AGUI + " [")})]
+    for stack in aguis:
+        tag = "" if stack == AGUI else stack[len(AGUI) + 1:] + " "
+        for n in (100, 500):
+            ours, hand = rows.get(("full", n, stack)), rows.get(("full", n, HAND))
+            if ours and hand and ours["rate"] and hand["rate"]:
+                value = ours["rate"] / hand["rate"]
+                out.append({"target": f"{tag}full speed N={n}: >= {TARGET_VS_HAND}x hand-written", "value": value,
+                            "met": value >= TARGET_VS_HAND})
+            if ours and ours["rate"] and replay_rate:
+                value = ours["rate"] / replay_rate
+                out.append({"target": f"{tag}full speed N={n}: >= {TARGET_VS_REPLAY}x single-stream replay",
+                            "value": value, "met": value >= TARGET_VS_REPLAY})
+        paced = rows.get(("paced", 100, stack))
+        if paced and paced["p99_ms"]:
+            value = statistics.median(paced["p99_ms"])
+            out.append({"target": f"{tag}paced N=100: p99 added delay <= {TARGET_P99_MS} ms", "value": value,
+                        "met": value <= TARGET_P99_MS})
     idle = {r["stack"]: r for r in results["rows"] if r["mode"] == "idle"}
     if AGUI in idle and HTTPX in idle:
         value = (statistics.median(idle[AGUI]["traced_per_run"]) - statistics.median(idle[HTTPX]["traced_per_run"])) \
@@ -536,6 +630,15 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"target": f"idle open run: <= {TARGET_IDLE_KIB} KiB beyond httpx's own", "value": value,
                     "met": value <= TARGET_IDLE_KIB})
     return out
+
+
+def _agui_http(text: str) -> list[str]:
+    names = [x for x in text.split(",") if x]
+    bad = [x for x in names if x not in AGUI_HTTP]
+    if bad or not names or len(set(map(agui_stack, names))) != len(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: a list of distinct {', '.join(AGUI_HTTP)} (own and sized are "
+                                         "the same stack: one of them)")
+    return names
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -554,8 +657,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--replay-cpu", type=float, default=0.5, help="CPU seconds of replay per repetition")
     ap.add_argument("--pool", choices=("sized", "default"), default="sized",
                     help="httpx pool: one connection per run (sized) or httpx's default limits")
-    ap.add_argument("--agui-http", choices=("own", "sized"), default="own",
-                    help="agui_client's httpx client: its own (the default), or one sized like the others'")
+    ap.add_argument("--agui-http", type=_agui_http, default=["own"],
+                    help="agui_client's httpx client, comma-separated to run it on several: own (the default), "
+                         "sized (one sized like the others'), or its own with the shards' connections on a "
+                         f"bench/asyncio_backend.py network backend ({', '.join(BACKENDS)})")
+    ap.add_argument("--raw", action="store_true",
+                    help="full speed: also httpx alone reading raw bytes (aiter_raw, no fold) on the transport of "
+                         "each --agui-http (the package's shards, httpcore's anyio backend or the bench's)")
+    ap.add_argument("--profile", action="store_true",
+                    help="instead of the suite: one full-speed wave at the first --n per --agui-http stack (and "
+                         "--raw), under cProfile on time.thread_time: top functions and own time by area")
+    ap.add_argument("--top", type=int, default=25, help="--profile: functions listed")
     ap.add_argument("--no-paced", action="store_true")
     ap.add_argument("--no-idle", action="store_true")
     ap.add_argument("--smoke", action="store_true",
@@ -569,11 +681,70 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
+#: Where a profiled function's own time is counted (the first marker its file's path holds).
+_AREAS = (("bench/asyncio_backend", "bench backend"), ("/h11/", "h11"), ("/httpcore/", "httpcore"),
+          ("/anyio/", "anyio"), ("/sniffio/", "anyio"), ("/httpx/", "httpx"), ("agui_client/core/", "agui_client core"),
+          ("agui_client/wire/", "agui_client wire"), ("agui_client/", "agui_client shells"),
+          ("/asyncio/", "asyncio"), ("bench/", "bench"))
+_SYSCALLS = ("recv", "send", "poll", "select", "epoll", "socket", "connect", "close")
+
+
+def _area(path: str, name: str) -> str:
+    if path == "~":
+        return "system calls" if any(word in name for word in _SYSCALLS) else "builtins"
+    return next((area for marker, area in _AREAS if marker in path), "other (stdlib)")
+
+
+async def _profile(a: argparse.Namespace, log: Callable[[str], None]) -> str:
+    """One full-speed wave of N runs per ``--agui-http`` stack (and ``--raw``), each under cProfile on
+    ``time.thread_time`` after a warm-up wave: its top functions, and its own time by area."""
+    import cProfile
+    import pstats
+
+    from .profiling import report_cprofile
+
+    server = Server(a.scale, a.paced_events)
+    n = a.n[0]
+    out: list[str] = []
+    try:
+        stacks = Stacks(server, a.pool, n, a.agui_http, a.raw)
+        for stack in [*stacks.aguis, *stacks.raws]:
+            make = stacks.full(stack)
+            await make(n)  # (warm-up: the connections are kept alive, as in the suite's waves)
+            gc.collect()
+            profile = cProfile.Profile(time.thread_time)
+            cpu0 = time.thread_time()
+            profile.enable()
+            events = await make(n)
+            profile.disable()
+            cpu = time.thread_time() - cpu0
+            log(f"profiled {stack} N={n}: {events} events")
+            entries = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+            areas: dict[str, float] = {}
+            for (path, _line, name), v in entries.items():
+                areas[_area(path, name)] = areas.get(_area(path, name), 0.0) + v[2]
+            total = sum(areas.values()) or 1e-12
+            out.append(f"## {stack}, full speed, N = {n}: {events} events, {cpu * 1e6 / events:.2f} us of thread "
+                       f"CPU per event under cProfile (its own overhead included)\n")
+            out.append("own time by area:\n" + "\n".join(
+                f"{100 * t / total:6.1f}% {t * 1e6 / events:6.2f} us/event  {area}"
+                for area, t in sorted(areas.items(), key=lambda kv: kv[1], reverse=True)))
+            out.append(report_cprofile(profile, a.top, cpu) + "\n")
+        await stacks.aclose()
+    finally:
+        server.close()
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
+
+    if a.profile:
+        print(asyncio.run(_profile(a, log)))
+        return 0
 
     results = asyncio.run(run_suite(a, log))
     results["targets"] = targets(results)
