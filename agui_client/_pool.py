@@ -184,8 +184,11 @@ def _bound(transport: httpx.HTTPTransport | httpx.AsyncHTTPTransport) -> None:
     elif isinstance(backend, httpcore.AsyncNetworkBackend):
         pool._network_backend = _AsyncBackend(backend)  # type: ignore[union-attr]
 
-#: Open runs per shard (and connections each shard keeps alive between runs).
-SHARD_SIZE = 32
+#: Open runs per shard (and connections each shard keeps alive between runs). httpcore's pool visits
+#: each of its connections on every request and close and, for each idle one, counts them all: a
+#: shard's bookkeeping grows as its size squared. Measured at 100 and 500 runs open (BENCHMARKS.md,
+#: fifteenth round), shards of 8 gave the client 1.09-1.30x the events per CPU-second of shards of 32.
+SHARD_SIZE = 8
 
 
 class _Shard:

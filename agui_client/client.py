@@ -597,7 +597,7 @@ class AgentClient(_ClientBase):
             request, so a client built without one cannot leave a run waiting forever. Without one, the
             client makes its own, for many runs at once: no cap on connections (a run holds one to its
             end; httpx's default cap of 100 would make the 101st wait, then fail) and its pool split in
-            shards of 32 runs (httpx's pool visits all its connections on every request and close).
+            shards of 8 runs (httpx's pool visits all its connections on every request and close).
             A client you pass is used as it is: size its ``limits`` for the runs you hold open. The
             client's own keeps no cookie an agent sets (one client may send many users' runs: a
             session cookie set on one user's run would go out with the next user's; a client you pass
