@@ -381,7 +381,8 @@ FOREIGN_PARENT_CASES = {
     "the-parent's-own-id": ([{"type": "TEXT_MESSAGE_START", "messageId": "u", "role": "user"},
                              {"type": "TEXT_MESSAGE_CONTENT", "messageId": "u", "delta": "hi"},
                              {"type": "TEXT_MESSAGE_END", "messageId": "u"},
-                             {"type": "TOOL_CALL_START", "toolCallId": "u", "toolCallName": "f", "parentMessageId": "u"},
+                             {"type": "TOOL_CALL_START", "toolCallId": "u", "toolCallName": "f",
+                              "parentMessageId": "u"},
                              {"type": "TOOL_CALL_END", "toolCallId": "u"}],
                             [("u", "user", "hi"), ("u.assistant", "assistant", None)]),
     # An activity written over a text message is the parent; the call has its id, and a later ACTIVITY_DELTA
