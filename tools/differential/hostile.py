@@ -802,6 +802,7 @@ def has_result_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
 # Which claims on one message id belong to one message: a text message and the calls made in it; a
 # parentless call's message (keyed by the call's id) and the calls naming it; an assistant message restated.
 _ONE_MESSAGE = (frozenset({"text", "holder", "assistant"}), frozenset({"parentless", "holder", "assistant"}))
+_ASSISTANT = frozenset({"text", "holder", "assistant", "parentless"})  # (claims of assistant messages)
 
 
 def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
@@ -859,9 +860,6 @@ def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
         if shared:
             return True
     return False
-
-
-_ASSISTANT = frozenset({"text", "holder", "assistant", "parentless"})  # (claims of assistant messages)
 
 
 def _one(kinds: set[str]) -> bool:
