@@ -376,3 +376,80 @@ def test_a_result_id_taken_by_another_calls_result_is_a_collision_and_by_its_own
     assert hostile.has_result_again(results("c1", "c1"), None) and not hostile.has_shared_id(results("c1", "c1"), None)
     history = {"messages": [{"id": "t1", "role": "tool", "toolCallId": "c1", "content": "x"}]}
     assert hostile.has_result_again(results("c1"), history) and hostile.has_shared_id(results("c2"), history)
+
+
+def _run(*body: dict[str, Any]) -> list[Any]:
+    return [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *body,
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+
+
+def _start(call: str, parent: str | None = None) -> dict[str, Any]:
+    return {"type": "TOOL_CALL_START", "toolCallId": call, "toolCallName": "f",
+            **({"parentMessageId": parent} if parent is not None else {})}
+
+
+def test_a_call_message_keyed_by_an_id_a_message_holds_is_a_collision_whatever_came_first() -> None:
+    # Fifteenth round: a parentless call whose id an earlier call named as its parent (rename-tool-as-holder) makes a
+    # second message with that id (golden tool-call-parentless-id-collides); named the other way round, the call
+    # joins the parentless call's message.
+    assert hostile.has_shared_id(_run(_start("c", parent="m"), _start("m")), None)
+    assert not hostile.has_shared_id(_run(_start("m"), _start("c", parent="m")), None)
+    # A call whose parent is a user message gets a message keyed by its id (TC-08): a collision only when that id
+    # is taken, here by the parent itself (golden tool-call-foreign-parent-id-collides).
+    user = {"type": "TEXT_MESSAGE_START", "messageId": "u", "role": "user"}
+    assert not hostile.has_shared_id(_run(user, _start("c", parent="u")), None)
+    assert hostile.has_shared_id(_run(user, _start("u", parent="u")), None)
+    activity = {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "plan", "content": {}}
+    assert hostile.has_shared_id(_run(activity, _start("a", parent="a")), None)
+    # A call started again, a chunk lane going on, a user's chunks: no second message.
+    assert not hostile.has_shared_id(_run(_start("c", parent="m"), _start("c", parent="m"), _start("c")), None)
+    chunks = [{"type": "TEXT_MESSAGE_CHUNK", "messageId": "u", "role": "user", "delta": "a"},
+              {"type": "TEXT_MESSAGE_CHUNK", "messageId": "u", "delta": "b"}]
+    assert not hostile.has_shared_id(_run(*chunks), None)
+    rename = hostile.DOCUMENTED["rename-tool-as-*"]
+    assert {"tool-call-parentless-id-collides-subagent", "tool-call-foreign-parent-id-collides"} <= set(rename)
+
+
+def test_results_a_mutation_draws_at_one_point_for_two_calls_are_a_result_id_collision() -> None:
+    # Fifteenth round: tool-result-empty-content and tool-result-unknown at one point both named their result
+    # 'tr9' (f-subagent-tree-s1511.15~m1513.1): ours is 'tr9.no-such-call' as TC-09 says.
+    results = _run(_start("c1", parent="m"), {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+                   {"type": "TOOL_CALL_RESULT", "messageId": "tr9", "toolCallId": "c1", "content": ""},
+                   {"type": "TOOL_CALL_RESULT", "messageId": "tr9", "toolCallId": "no-such-call", "content": "late"})
+    labels = ["tool-result-unknown", "empty-delta", "tool-result-empty-content"]
+    assert hostile.documented(labels, results) == {"tool-result-unknown": ("tool-result-message-id-collides",),
+                                                   "tool-result-empty-content": ("tool-result-message-id-collides",)}
+    apart = [{**e, "messageId": "tr10"} if e.get("toolCallId") == "no-such-call" else e for e in results]
+    assert hostile.documented(labels, apart) == {}
+
+
+def test_a_run_that_returned_a_result_then_one_that_did_not_succeed_is_the_result_difference(tmp_path: Path) -> None:
+    # Fifteenth round: split-run-same-id then numbers-result on the first run's RUN_FINISHED, the second run failing
+    # (p-strands-error-mid-message-s1512.3~m1513.1): ours is the last run's result (none), the reference's the
+    # first's (golden runs-error-after-success-result).
+    def runs(first: dict[str, Any], *ends: dict[str, Any]) -> list[Any]:
+        out: list[Any] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                          {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", **first}]
+        for end in ends:
+            out += [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, end]
+        return out
+
+    error = {"type": "RUN_ERROR", "message": "rate exceeded"}
+    cancelled = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "cancelled"}}
+    success = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+    errors = hostile.SIGNS["runs-error-after-success-result"]
+    cancels = hostile.SIGNS["runs-cancelled-after-success-result"]
+    assert errors(runs({"result": {"n": 1}}, error), None) and not cancels(runs({"result": {"n": 1}}, error), None)
+    assert cancels(runs({"result": 0}, cancelled), None)
+    assert not errors(runs({}, error), None)  # (no result returned: both report none)
+    assert not errors(runs({"result": 1}, error, success), None)  # (a run succeeded since: its result, none)
+    labels = ["split-run-same-id", "echo-input-add", "numbers-result"]
+    assert hostile.documented(labels, runs({"result": 1}, error)) == {
+        "split-run-same-id": ("runs-error-after-success-result",),
+        "numbers-result": ("runs-error-after-success-result",)}
+    variant = _variant(tmp_path, "p-strands-error-mid-message-s1512.3~m1513.1",
+                       f"p-strands-error-mid-message-s1512.3: {'+'.join(labels)}", runs({"result": 1}, error))
+    ours, theirs = _fold([], outcome=None), _fold([], outcome=None) | {"result": 1}
+    known = reference.judge(variant, ours, theirs)
+    assert known.status == "KNOWN" and "numbers-result as runs-error-after-success-result" in known.detail
+    assert reference.judge(variant, ours | {"state": {"a": 1}}, theirs).status == "DIFF"

@@ -375,6 +375,43 @@ def test_a_tool_result_never_replaces_another_message_that_has_its_id(case: str,
     assert sorted(result.new_message_ids) == sorted(m[0] for m in expected)
 
 
+FOREIGN_PARENT_CASES = {
+    # The call names a user message as its parent and has that message's id (golden
+    # tool-call-foreign-parent-id-collides; the reference ends with two messages "u").
+    "the-parent's-own-id": ([{"type": "TEXT_MESSAGE_START", "messageId": "u", "role": "user"},
+                             {"type": "TEXT_MESSAGE_CONTENT", "messageId": "u", "delta": "hi"},
+                             {"type": "TEXT_MESSAGE_END", "messageId": "u"},
+                             {"type": "TOOL_CALL_START", "toolCallId": "u", "toolCallName": "f",
+                              "parentMessageId": "u"},
+                             {"type": "TOOL_CALL_END", "toolCallId": "u"}],
+                            [("u", "user", "hi"), ("u.assistant", "assistant", None)]),
+    # An activity written over a text message is the parent; the call has its id, and a later ACTIVITY_DELTA
+    # for that id still reaches the activity (found by the reference differential, fifteenth round).
+    "an-activity's-id": ([{"type": "ACTIVITY_SNAPSHOT", "messageId": "m", "activityType": "plan",
+                           "content": {"steps": []}},
+                          {"type": "TOOL_CALL_START", "toolCallId": "m", "toolCallName": "f", "parentMessageId": "m"},
+                          {"type": "TOOL_CALL_END", "toolCallId": "m"},
+                          {"type": "ACTIVITY_DELTA", "messageId": "m", "activityType": "plan",
+                           "patch": [{"op": "add", "path": "/steps/-", "value": "b"}]}],
+                         [("m", "activity", {"steps": ["b"]}), ("m.assistant", "assistant", None)]),
+}
+
+
+@pytest.mark.parametrize("case", FOREIGN_PARENT_CASES)
+def test_a_call_whose_parent_has_another_role_never_shares_an_id_with_a_message(case: str) -> None:
+    # TC-08: a call whose parent is a message of another role gets an assistant message keyed by the call's id.
+    # When a message held that id already, the thread had two messages under one id (and the older one could
+    # no longer be reached by it); it is keyed 'ID.assistant' instead, as a parentless call's (UK-16).
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *FOREIGN_PARENT_CASES[case][0],
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+
+    result = replay(events)
+
+    assert [(m["id"], m["role"], m.get("content")) for m in encode(result.messages)] == FOREIGN_PARENT_CASES[case][1]
+    assert sorted(result.new_message_ids) == sorted(m[0] for m in FOREIGN_PARENT_CASES[case][1])
+    assert [w.code for w in result.warnings] == ["TC-08"]
+
+
 def test_the_rename_warning_says_why_the_assistant_message_had_the_call_id() -> None:
     # The warning used to say only that the call's TOOL_CALL_START "named no parent", also when it named
     # the call's own id as its parent (ag-ui-langgraph, a ToolMessage without id).

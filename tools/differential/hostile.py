@@ -687,7 +687,12 @@ MUTATIONS: dict[str, Callable[[random.Random, list[Event], dict[str, Any] | None
 # document what it makes. The reference differential allows those streams' fields, and only those, on a
 # variant whose label carries the mutation (any other field that differs still fails it).
 _COLLIDES = ("tool-result-message-id-collides", "tool-call-parentless-id-collides",
+             "tool-call-parentless-id-collides-subagent", "tool-call-foreign-parent-id-collides",
              "tool-result-named-after-parentless-call", "messages-snapshot-duplicate-ids")
+# A run ended otherwise than in success after a run that returned a result: ours is the last run's (none), the
+# reference's the earlier run's.
+_RESULT_KEPT = ("runs-error-after-success-result", "runs-cancelled-after-success-result",
+                "runs-interrupt-after-success-result")
 DOCUMENTED: dict[str, tuple[str, ...]] = {
     # An entity's id made another's (the rename also reaches a snapshot that restates it): a result, a text
     # or a reasoning message, a parentless call's message, sharing one id; a call given the id of a call in
@@ -703,11 +708,18 @@ DOCUMENTED: dict[str, tuple[str, ...]] = {
     "empty-delta": ("text-surrogate-lone", "reasoning-surrogate-lone", "tool-call-args-surrogate-lone"),
     # A call on both sides of the split (a chunk lane named again, a START sent again) is a call of an
     # earlier run started again.
-    "split-run": ("tool-call-restarted-from-history",),
-    "split-run-same-id": ("tool-call-restarted-from-history",),
+    # The run split off may end otherwise than in success after the first returned a result (the stream's own,
+    # or one numbers-result gives it), and so may the last run when an interrupt outcome is written on it.
+    "split-run": ("tool-call-restarted-from-history", *_RESULT_KEPT),
+    "split-run-same-id": ("tool-call-restarted-from-history", *_RESULT_KEPT),
+    "numbers-result": _RESULT_KEPT,
+    "interrupt-outcome": ("runs-interrupt-after-success-result",),
     # A result sent again under its messageId; two results for no call drawn at one point share ``tr{at}``.
     "tool-result-again-same-id": ("tool-result-resent-same-id",),
     "tool-result-unknown": ("tool-result-resent-same-id",),
+    # Every result the mutation draws at one point is named ``tr{at}``: two of them for two calls (a call's
+    # and one for no call, say) are a result whose messageId names another message (TC-09).
+    "tool-result-*": ("tool-result-message-id-collides",),
 }
 
 
@@ -751,6 +763,25 @@ def has_call_started_again(events: list[Event], inp: dict[str, Any] | None) -> b
     return False
 
 
+def _result_kept(ends: str) -> Check:
+    """A check: a run ended ``ends`` (error, cancelled, interrupt) after a run returned a result, and none succeeded
+    since (golden runs-*-after-success-result: the reference keeps reporting that result)."""
+    def check(events: list[Event], inp: dict[str, Any] | None) -> bool:
+        returned = differs = False
+        for e in events:
+            t = _type(e)
+            outcome = e.get("outcome") if t == "RUN_FINISHED" else None
+            kind = "error" if t == "RUN_ERROR" else str(outcome.get("type")) if isinstance(outcome, dict) else "success"
+            if t == "RUN_FINISHED" and kind == "success":
+                returned, differs = e.get("result") is not None, False
+            elif t in ("RUN_FINISHED", "RUN_ERROR") and kind == ends and returned:
+                differs = True
+        return differs
+
+    check.__name__ = f"has_result_kept_past_{ends}"
+    return check
+
+
 def has_result_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
     """A call's result under the messageId of its result the thread holds (golden tool-result-resent-same-id)."""
     def results(messages: Any) -> set[Any]:
@@ -771,14 +802,18 @@ def has_result_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
 # Which claims on one message id belong to one message: a text message and the calls made in it; a
 # parentless call's message (keyed by the call's id) and the calls naming it; an assistant message restated.
 _ONE_MESSAGE = (frozenset({"text", "holder", "assistant"}), frozenset({"parentless", "holder", "assistant"}))
+_ASSISTANT = frozenset({"text", "holder", "assistant", "parentless"})  # (claims of assistant messages)
 
 
 def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
     """One id on two messages (of two kinds, two calls' results), or twice in one snapshot (the id collisions)."""
     claims: dict[Any, set[str]] = {}
+    held = set(_calls_in((inp or {}).get("messages")))  # (a call held already makes no message when started again)
 
     def restate(messages: Any) -> bool:
         claims.clear()
+        held.clear()
+        held.update(_calls_in(messages))
         ids = [m.get("id") for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
         for m in messages if isinstance(messages, list) else []:
             if isinstance(m, dict):
@@ -801,10 +836,23 @@ def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
         if t == "TOOL_CALL_RESULT" and "messageId" in e:  # (one message per call: a result for another is not it)
             shared = claim(e["messageId"], f"result:{e.get('toolCallId')}")
         elif t in kind_of and "messageId" in e:
-            shared = claim(e["messageId"], kind_of[t])
+            # (a text message of a user, a system or a developer is no assistant message: not one a call joins;
+            # a chunk without role goes on with the message it names)
+            role = e.get("role") if t.startswith("TEXT_") else None
+            if role is None and t == "TEXT_MESSAGE_CHUNK":
+                role = next((k for k in claims.get(e["messageId"], ()) if k in ("user", "system", "developer")), None)
+            shared = claim(e["messageId"], kind_of[t] if role in (None, "assistant") else str(role))
         elif t in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and "toolCallId" in e:
-            parent = e.get("parentMessageId")
-            shared = claim(parent, "holder") if parent is not None else claim(e["toolCallId"], "parentless")
+            call, parent = e["toolCallId"], e.get("parentMessageId")
+            if call in held:
+                continue
+            held.add(call)
+            if parent is not None and not claims.get(parent, set()) - _ASSISTANT:
+                shared = claim(parent, "holder")
+            else:
+                # No parent, or one of another role (TC-08): the call's message is keyed by the call's id, which
+                # another message may hold already (whatever it is: a text, the parent itself, another holder).
+                shared = call in claims or claim(call, "parentless")
         elif t == "MESSAGES_SNAPSHOT":
             shared = restate(e.get("messages"))
         else:
@@ -824,6 +872,10 @@ SIGNS: dict[str, Check] = {
     "tool-call-restarted-from-history": has_call_started_again, "tool-call-empty-parent-id": has_empty_parent,
     "text-surrogate-lone": has_lone_half, "reasoning-surrogate-lone": has_lone_half,
     "tool-call-args-surrogate-lone": has_lone_half, "tool-result-resent-same-id": has_result_again,
+    "tool-call-parentless-id-collides-subagent": has_shared_id, "tool-call-foreign-parent-id-collides": has_shared_id,
+    "runs-error-after-success-result": _result_kept("error"),
+    "runs-cancelled-after-success-result": _result_kept("cancelled"),
+    "runs-interrupt-after-success-result": _result_kept("interrupt"),
 }
 
 

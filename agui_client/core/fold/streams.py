@@ -224,9 +224,10 @@ class Streams:
                                                   "call gets its own assistant message"))
             else:
                 new_id = parent_id
-        elif new_id in log.by_id:
-            # The id this client gives a parentless call's message is the call's; a message holding it
-            # already (a user's, say) keeps it: one id, one message.
+        if new_id == call_id and new_id in log.by_id:
+            # The id this client gives the message of a call with no assistant parent (none named, or one
+            # of another role) is the call's; a message holding it already (a user's, say, or the very
+            # message named as parent) keeps it: one id, one message.
             new_id = log.free_id(f"{new_id}.assistant")
         entry = Entry(new_id, "assistant")
         if owner is not None:
