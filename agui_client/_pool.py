@@ -38,7 +38,7 @@ import httpcore
 import httpx
 
 __all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE", "deadline", "HeadTooLong",
-           "AgentCookiesRefused"]
+           "NoAgentCookieJar"]
 
 #: The monotonic time the current run's send must be over by (``None``: no deadline), per thread or task.
 _DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", default=None)
@@ -326,7 +326,7 @@ class ShardedSyncTransport(httpx.BaseTransport):
             shard.transport.close()
 
 
-class AgentCookiesRefused(http.cookiejar.CookieJar):
+class NoAgentCookieJar(http.cookiejar.CookieJar):
     """The cookie jar of the httpx client a client makes for itself: it keeps no cookie an agent sets.
 
     httpx keeps every cookie an answer sets and sends them all with every later request. Here that
@@ -339,7 +339,8 @@ class AgentCookiesRefused(http.cookiejar.CookieJar):
 
     Cookies the application sets itself (``client.http.cookies.set(...)``) are kept and sent; an
     application that wants the agent's kept passes its own ``http_client`` (whose jar is then shared
-    by every run it sends).
+    by every run it sends). Assigning ``client.http.cookies = {...}`` replaces this jar with httpx's
+    own, which keeps the agent's cookies again: use ``.set()``.
     """
 
     def extract_cookies(self, response: Any, request: Any) -> None:

@@ -12,6 +12,7 @@ redirects followed, and the response closed whatever way the caller leaves the s
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
@@ -40,11 +41,11 @@ from ._inert import quoted
 from ._inflate import Inflater
 from ._logs import exchange as logged_exchange
 from ._logs import filter_http_logs
-from ._pool import SHARD_SIZE, AgentCookiesRefused, HeadTooLong, ShardedSyncTransport, ShardedTransport
+from ._pool import SHARD_SIZE, HeadTooLong, NoAgentCookieJar, ShardedSyncTransport, ShardedTransport
 from ._pool import deadline as send_deadline
 from ._proxies import environment_proxy, proxy_credentials
 from .core.exchange import StreamHandle, request_body
-from .core.headers import checked_headers
+from .core.headers import checked_headers, layered
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
 from .core.redact import SENSITIVE_EXTENSION, Redactor, displayed_url, is_sensitive, redact_exception
 from .core.session import DEFAULT_MAX_EVENT_BYTES
@@ -112,42 +113,54 @@ def _unwrapped(transport: Any) -> Any:
     return transport
 
 
-def check_url(url: str, *, own_http: bool) -> None:
+#: A URL written from its host on (``localhost:8000/agent``): the one to suggest ``http://`` for.
+_HOST_FIRST: Final = re.compile(r"[A-Za-z0-9.-]+(:[0-9]+)?(/|$)")
+
+
+def check_url(url: str, *, own_http: bool, base_url: httpx.URL | None = None) -> None:
     """Refuse at once an agent URL no run could reach. httpx refuses it only when a request goes out, so
     the mistake would surface at the first run, as a transport failure, after a thread was claimed.
 
-    A client given its own ``http_client`` may mount transports for other schemes; only a URL without a
-    host is refused there. The URL is shown without userinfo or sensitive query values.
+    A client given its own ``http_client`` may mount transports for other schemes, and a relative URL
+    goes to that client's ``base_url`` (as httpx sends it); only a URL that ends up without a host is
+    refused there. The URL is shown without userinfo or sensitive query values, and httpx's reason only
+    when no userinfo could be read into it (a password holding ``/`` reads as a port).
     """
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, not {type(url).__name__}")
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as exc:  # (httpx's reason names a position or a port, never the whole URL)
-        raise ValueError(f"the agent's URL cannot be read: {exc}") from None
     if not url.strip():
         raise ValueError("the agent's URL is empty")
-    if "://" not in url:
-        raise ValueError(f"the agent's URL has no scheme: write it as {quoted(displayed_url('http://' + url))} "
-                         "(or https://)")
+    if url != url.strip():
+        raise ValueError("the agent's URL starts or ends with a blank")
+    relative = "://" not in url and not own_http and base_url is not None and bool(base_url.host)
+    try:
+        parsed = base_url.join(url) if relative and base_url is not None else httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        # httpx's reason names a position, a character or the port as it read it; with "@" in the text
+        # what it read as the port may be part of a password.
+        raise ValueError("the agent's URL cannot be read" + ("" if "@" in url else f": {exc}")) from None
+    if "://" not in url and not relative:
+        hint = (f": write it as {quoted(displayed_url('http://' + url))} (or https://)"
+                if _HOST_FIRST.match(url) else " (http:// or https://)")
+        raise ValueError("the agent's URL has no scheme" + hint)
     if own_http and parsed.scheme not in ("http", "https"):
         raise ValueError(f"the agent's URL must start with http:// or https://, not {quoted(parsed.scheme + '://')}")
     if not parsed.host:
         raise ValueError(f"the agent's URL has no host: {quoted(displayed_url(url))}")
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise ValueError(f"the agent's URL has port {parsed.port}: a port is 1 to 65535")
 
 
-def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> list[tuple[str, str]]:
+def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None, *, sending: bool = True
+             ) -> list[tuple[str, str]]:
     """The client's headers, ``extra`` (a run's) over them, and ours merged in, never silently dropping theirs.
 
     A name ``extra`` sets replaces the client's same-named header whatever the case of either (as httpx
     merges a request's headers over its client's): a per-run ``authorization`` must not go out beside
-    the client's ``Authorization``.
+    the client's ``Authorization``. ``sending``: a request goes out with them (else they only build a
+    redactor, and a replaced ``Content-Type`` is not warned about).
     """
-    if extra:
-        replaced = {name.lower() for name in extra}
-        given = [*((name, value) for name, value in base.items() if name.lower() not in replaced), *extra.items()]
-    else:
-        given = list(base.items())
+    given = layered(tuple(base.items()), extra).items()
     headers: list[tuple[str, str]] = []
     accept: list[str] = [_SSE]
     coding = False
@@ -157,7 +170,7 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None) -> list[t
             # The answer must be an event stream; the caller's types stay, after ours.
             accept += [t.strip() for t in value.split(",") if t.strip() and media_type(t) != _SSE]
         elif lowered == "content-type":
-            if media_type(value) != "application/json":
+            if sending and media_type(value) != "application/json":
                 # (the value is not logged: a run's header values stay out of the logs, whatever their name)
                 logger.warning("header %s replaced by application/json (the body is a JSON RunAgentInput)", name)
         else:
@@ -322,7 +335,9 @@ class _ClientBase:
         #: Where runs report to OpenTelemetry (``None``: nowhere); see :class:`~agui_client.Telemetry`.
         self.telemetry = resolve(telemetry)
         self.run_timeout = run_timeout
-        self.headers = dict(headers or {})
+        # Checked as a run's headers are, now rather than at the first run (after a claim, with httpx's
+        # message quoting the value).
+        self.headers = dict(checked_headers(headers))
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
         filter_http_logs(self.sensitive_headers)
         self._proxy_headers = proxy_credentials()
@@ -374,7 +389,7 @@ class _ClientBase:
         """The redactor of a request this client would send, with a run's checked ``headers`` (for what is
         reported about a run refused before anything was sent: the ids it names came from the agent in
         earlier runs)."""
-        return self._redactor(httpx.Request("POST", self.url, headers=_headers(self.headers, headers)))
+        return self._redactor(httpx.Request("POST", self.url, headers=_headers(self.headers, headers, sending=False)))
 
     def _redactor(self, *requests: httpx.Request) -> Redactor:
         """What keeps the credentials of ``requests`` (the exchange so far) out of everything reported about it."""
@@ -574,8 +589,8 @@ class AgentClient(_ClientBase):
 
     Args:
         url: the agent's endpoint (runs are ``POST``ed there): ``http://`` or ``https://`` and a host
-            (any scheme with your own ``http_client``). Another one raises ``ValueError`` here, not at
-            the first run.
+            (any scheme with your own ``http_client``, or a path joined to its ``base_url``). Another one
+            raises ``ValueError`` here (a value that is no ``str``: ``TypeError``), not at the first run.
         headers: extra request headers (authentication …); merged into every request, never logged.
             One run's own go on top: ``thread.run(..., headers={"Authorization": user_credential})``
             replaces the same-named header here for that run only (see :meth:`Thread.run`).
@@ -638,7 +653,7 @@ class AgentClient(_ClientBase):
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None,
                  max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
-        check_url(url, own_http=http_client is None)
+        check_url(url, own_http=http_client is None, base_url=None if http_client is None else http_client.base_url)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
@@ -852,7 +867,7 @@ class AsyncAgentClient(_ClientBase):
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None,
                  max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
-        check_url(url, own_http=http_client is None)
+        check_url(url, own_http=http_client is None, base_url=None if http_client is None else http_client.base_url)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
@@ -1017,22 +1032,22 @@ def _async_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> htt
     the same origin only), httpx's own transport is kept, as a transport of ours would turn httpx's
     proxies from the environment off; it is given the same limits. A host ``NO_PROXY`` names keeps
     the shards, and with them the bounds on the answer's head (``_pool``). Its cookie jar
-    keeps no cookie an agent sets (``_pool.AgentCookiesRefused``: the runs it sends may be many users').
+    keeps no cookie an agent sets (``_pool.NoAgentCookieJar``: the runs it sends may be many users').
     """
     if environment_proxy(url) is not None:
         return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=_PROXIED_LIMITS,
-                                 cookies=AgentCookiesRefused())
+                                 cookies=NoAgentCookieJar())
     return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport(),
-                             cookies=AgentCookiesRefused())
+                             cookies=NoAgentCookieJar())
 
 
 def _sync_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.Client:
     """The sync client's own ``httpx.Client``: as :func:`_async_http`, for a thread per run."""
     if environment_proxy(url) is not None:
         return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=_PROXIED_LIMITS,
-                            cookies=AgentCookiesRefused())
+                            cookies=NoAgentCookieJar())
     return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport(),
-                        cookies=AgentCookiesRefused())
+                        cookies=NoAgentCookieJar())
 
 
 def own_transport(url: str) -> httpx.BaseTransport:

@@ -117,6 +117,8 @@ def inert_name(name: str, limit: int = NAME_CHARS) -> str:
         >>> inert_name("x" * 200 + "1") != inert_name("x" * 200 + "2")
         True
     """
+    if type(limit) is not int or limit < 1:
+        raise ValueError(f"limit is the most characters shown whole, 1 or more, not {limit!r}")
     return named(name, limit)
 
 

@@ -210,6 +210,8 @@ def test_the_cli_picker_of_a_file_with_a_page_of_threads_or_more_says_so(tmp_pat
 
     assert done.returncode == 2, done.stderr
     assert f"holds {MAX_LISTING_PAGE} or more threads; pick one with --thread-id: t00000, t00001" in done.stderr
+    # (how many more is not known: never a count that contradicts "or more")
+    assert done.stderr.rstrip().endswith("t00009 and more"), done.stderr
 
 
 def test_the_stores_page_listing_example_runs_as_written(served: Callable[[Any], Any], tmp_path: Path,

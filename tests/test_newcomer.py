@@ -277,6 +277,9 @@ def test_another_app_that_leaves_a_response_incomplete_is_still_logged(caplog: p
     ("ftp://agent.example/run", "must start with http:// or https://, not ftp://"),
     ("http:///agent", "has no host: http:///agent"),
     ("http://agent.example:port/", "cannot be read: Invalid port: 'port'"),
+    ("http://agent.example:99999/", "has port 99999: a port is 1 to 65535"),
+    (" http://agent.example/", "starts or ends with a blank"),
+    ("http:/agent.example/run", "has no scheme (http:// or https://)"),
 ])
 @pytest.mark.parametrize("shell", ["sync", "async"])
 def test_a_url_no_run_could_reach_is_refused_when_the_client_is_made(url: str, said: str, shell: str) -> None:
@@ -293,6 +296,29 @@ def test_a_url_no_run_could_reach_is_refused_when_the_client_is_made(url: str, s
 
 async def _made(url: str) -> None:
     ag.AsyncAgentClient(url)
+
+
+def test_httpxs_reason_is_left_out_where_it_could_quote_a_password() -> None:
+    # (a password holding "/" makes httpx read part of it as the port, and quote it)
+    with pytest.raises(ValueError) as caught:
+        ag.AgentClient("https://user:s3cr3t/x@agent.example/")
+    assert str(caught.value) == "the agent's URL cannot be read"
+
+
+@pytest.mark.parametrize("url", ["http://[::1]:8080/agent", "http://localhost", "https://a.example/x?y=1#f"])
+def test_urls_people_use_are_accepted(url: str) -> None:
+    ag.AgentClient(url).close()
+
+
+def test_a_relative_url_goes_to_the_http_clients_base_url_as_httpx_sends_it() -> None:
+    agent = ScriptedAgent.chat()
+    with serve(agent) as server, httpx.Client(base_url=server.url.rsplit("/", 1)[0]) as http, \
+            ag.AgentClient("/" + server.url.rsplit("/", 1)[1], http_client=http) as client:
+        assert client.thread().run("hi").outcome == "success"
+    assert agent.request_count == 1
+    with httpx.Client() as http, pytest.raises(ValueError) as caught:  # (no base_url: nowhere to go)
+        ag.AgentClient("/agent", http_client=http)
+    assert str(caught.value) == "the agent's URL has no scheme (http:// or https://)"
 
 
 def test_a_client_given_its_own_http_client_may_use_another_scheme() -> None:

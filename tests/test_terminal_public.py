@@ -270,3 +270,9 @@ def test_the_other_examples_print_an_agents_words_inert(served: Callable[[Any], 
         assert text in done.stdout, (text, done.stdout)
     for raw in ("\x1b", "\x9b", "\r", "\u202e", "\u3164"):
         assert raw not in done.stdout, repr(raw)
+
+
+@pytest.mark.parametrize("limit", [0, -3, 2.5])
+def test_inert_name_refuses_a_limit_that_shows_nothing_whole(limit: Any) -> None:
+    with pytest.raises(ValueError):
+        inert_name("abcdefgh", limit)

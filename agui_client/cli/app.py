@@ -21,11 +21,11 @@ from .._version import __version__
 from ..core.redact import displayed_url
 from ..core.session import RunResult
 from ..errors import AguiError, ResumeRefused, StoreError
-from ..stores import ListingStore, SqliteStore, ThreadStore
+from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
 from . import chat
 from .converse import AnswerPolicy, Conversation, UsageProblem
-from .options import add_connection_options, open_client, parse_headers, stored_thread_ids, thread_count
+from .options import add_connection_options, open_client, parse_headers, stored_thread_ids
 from .probe import add_probe_parser, probe_command
 from .recordings import THREAD_LINE_KIND, Unreadable, replay_command, verify_command
 from .render import (
@@ -384,13 +384,9 @@ def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> tuple[str
         return args.thread_id, not known
     if store is None:
         return str(uuid.uuid4()), True
-    assert isinstance(store, ListingStore)  # (the --thread-file's SqliteStore)
-    ids = stored_thread_ids(store, args.thread_file)
+    ids = stored_thread_ids(store, args.thread_file, "--thread-id")
     if len(ids) == 1:
         return ids[0], False
-    if len(ids) > 1:
-        raise UsageProblem(f"{args.thread_file} holds {thread_count(ids)} threads; pick one with --thread-id: "
-                           f"{listed(ids)}")
     if args.resume:
         raise UsageProblem(f"{args.thread_file} holds no thread to resume")
     return str(uuid.uuid4()), True

@@ -45,14 +45,13 @@ from ..core.interrupts import ResumeBuilder
 from ..core.redact import displayed_url
 from ..core.session import RunResult
 from ..errors import AguiError, ExpiredInterruptAnswered, InvalidResumePayload
-from ..stores import ListingStore, SqliteStore, ThreadStore
+from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
 from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt
 from . import forms
-from .converse import UsageProblem
-from .options import add_connection_options, open_client, parse_headers, recorder_for, stored_thread_ids, thread_count
+from .options import add_connection_options, open_client, parse_headers, recorder_for, stored_thread_ids
 from .render import (
     ConsoleAsker,
     EventRenderer,
@@ -65,7 +64,7 @@ from .render import (
     render_run_end,
     usage_text,
 )
-from .terminal import SafeConsole, json_text, listed, named, safe_text, visible
+from .terminal import SafeConsole, json_text, named, safe_text, visible
 
 if TYPE_CHECKING:
     from ..testing.recording import RecordingTransport
@@ -147,11 +146,7 @@ def _thread_id(args: argparse.Namespace, store: ThreadStore | None) -> str:
         return str(args.thread_id)
     if store is None:
         return str(uuid.uuid4())
-    assert isinstance(store, ListingStore)  # (the --thread-file's SqliteStore)
-    ids = stored_thread_ids(store, args.thread_file)
-    if len(ids) > 1:
-        raise UsageProblem(f"{args.thread_file} holds {thread_count(ids)} threads; pick one with --thread: "
-                           f"{listed(ids)}")
+    ids = stored_thread_ids(store, args.thread_file, "--thread")
     return ids[0] if ids else str(uuid.uuid4())
 
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from .._pool import AgentCookiesRefused
+from .._pool import NoAgentCookieJar
 from ..client import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -29,14 +29,16 @@ from ..client import (
     check_url,
     own_transport,
 )
+from ..core.headers import checked_headers
 from ..core.legacy import LEGACY_BRIDGES
-from ..errors import StoreError
+from ..errors import InvalidHeader, StoreError
 from ..stores import MAX_LISTING_PAGE, ListingStore, ThreadStore
 from ..testing.recording import RecordingTransport
 from .converse import UsageProblem
+from .terminal import LISTED, listed
 
 __all__ = ["add_connection_options", "add_record_option", "parse_headers", "open_client", "recorder_for",
-           "seconds", "byte_count", "stored_thread_ids", "thread_count"]
+           "seconds", "byte_count", "stored_thread_ids"]
 
 #: ``--max-run-bytes`` suffixes (powers of 1,024, as the library's own sizes are given).
 _UNITS = {"": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30}
@@ -102,7 +104,8 @@ def parse_headers(values: Sequence[str]) -> dict[str, str]:
     """``['Name: value', ...]`` as a mapping.
 
     Raises:
-        UsageProblem: a value is not ``Name: value`` (the value itself is not quoted back).
+        UsageProblem: a value is not ``Name: value``, or one HTTP cannot carry (the value itself is not
+            quoted back).
     """
     headers: dict[str, str] = {}
     for value in values:
@@ -112,6 +115,10 @@ def parse_headers(values: Sequence[str]) -> dict[str, str]:
             raise UsageProblem("-H expects 'Name: value', " + ("got text without a colon" if not sep
                                                               else "got an empty name"))
         headers[name.strip()] = rest.strip()
+    try:
+        checked_headers(headers)  # (as the client checks them when it is made: here before anything starts)
+    except InvalidHeader as exc:
+        raise UsageProblem(f"-H: {exc}") from None
     return headers
 
 
@@ -141,27 +148,29 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
             except OSError as exc:
                 raise UsageProblem(f"cannot record into {record}: {exc.strerror or exc}") from exc
         # (the jar as the client's own: no cookie an agent sets is kept)
-        http = stack.enter_context(httpx.Client(transport=transport, cookies=AgentCookiesRefused()))
+        http = stack.enter_context(httpx.Client(transport=transport, cookies=NoAgentCookieJar()))
     return stack.enter_context(AgentClient(url, headers=headers, store=store, http_client=http, timeout=connect,
                                            idle_timeout=idle, run_timeout=run_timeout,
                                            max_run_bytes=getattr(args, "max_run_bytes", DEFAULT_MAX_RUN_BYTES),
                                            legacy_interrupts=getattr(args, "legacy_interrupts", None)))
 
 
-def stored_thread_ids(store: ListingStore, path: str) -> list[str]:
-    """The ids of the threads a ``--thread-file`` holds (``store``, opened on ``path``), sorted: its
-    first page, up to :data:`~agui_client.stores.MAX_LISTING_PAGE` ids (the commands only need to
-    know whether there are none, one or several, and name a few).
+def stored_thread_ids(store: ThreadStore, path: str, flag: str) -> list[str]:
+    """The ids of the threads a ``--thread-file`` holds (``store``, opened on ``path``), when it holds none
+    or one: the commands go on with a new thread or that one. Several make the person pick with ``flag``.
 
     Raises:
-        UsageProblem: the store could not be read.
+        UsageProblem: the file holds several threads (the message names a few), or cannot be read.
     """
+    assert isinstance(store, ListingStore)  # (the --thread-file's SqliteStore)
     try:
-        return store.thread_ids(limit=MAX_LISTING_PAGE)
+        # (the first page only: enough to tell none, one or several apart, and to name a few)
+        ids = store.thread_ids(limit=MAX_LISTING_PAGE)
     except StoreError as exc:
         raise UsageProblem(f"cannot list the threads in {path}: {exc}") from exc
-
-
-def thread_count(ids: Sequence[str]) -> str:
-    """How many threads :func:`stored_thread_ids` found, as a message says it (a full page: "or more")."""
-    return f"{len(ids)} or more" if len(ids) >= MAX_LISTING_PAGE else str(len(ids))
+    if len(ids) > 1:
+        full = len(ids) >= MAX_LISTING_PAGE  # (a full page: how many more is not known)
+        names = listed(ids[:LISTED]) + " and more" if full else listed(ids)
+        raise UsageProblem(f"{path} holds {len(ids)}{' or more' if full else ''} threads; pick one with {flag}: "
+                           f"{names}")
+    return ids

@@ -55,7 +55,7 @@ def checked_headers(headers: Mapping[str, str] | None) -> RunHeaders:
     seen: dict[str, str] = {}
     for name, value in headers.items():
         if not isinstance(name, str):
-            _refuse(repr(type(name).__name__), f"the name is a {type(name).__name__}, not a str")
+            _refuse(type(name).__name__, f"the name is a {type(name).__name__}, not a str")
         if _TOKEN.fullmatch(name) is None:
             _refuse(name, "the name is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only: no space, "
                           "colon, line break or other character)")
@@ -88,7 +88,7 @@ def _what_is_wrong(value: str) -> str:
         return "the value holds a line break (CR or LF), which would end the header (a header injection)"
     if "\x00" in value:
         return "the value holds a NUL character"
-    if any(ord(char) > 0x7e for char in value):
+    if any(ord(char) > 0x7f for char in value):
         return "the value holds a character that is not ASCII (encode it first: percent-encoding, base64 …)"
     if value != value.strip(" \t"):
         return "the value starts or ends with a space or a tab, which HTTP does not keep"
@@ -96,5 +96,16 @@ def _what_is_wrong(value: str) -> str:
 
 
 def _refuse(name: str, reason: str) -> NoReturn:
-    raise InvalidHeader(f"nothing was sent: the header {quoted_name(name)} cannot be sent: {reason}", name=name,
+    shown = _shown_name(name)
+    raise InvalidHeader(f"nothing was sent: the header {quoted_name(shown)} cannot be sent: {reason}", name=shown,
                         reason=reason, code="RUN-HEADER")
+
+
+def _shown_name(name: str) -> str:
+    """The name to say in a refusal. One that is no HTTP token may be a whole header line given as a name
+    (``"Authorization: Bearer ..."``), its credential with it: only what comes before its first blank or
+    colon is said, with the length of the whole."""
+    if _TOKEN.fullmatch(name) is not None:
+        return name
+    head = re.split(r"[\s:]", name, maxsplit=1)[0]
+    return name if head == name else f"{head}... ({len(name)} characters)"
