@@ -81,9 +81,9 @@ from __future__ import annotations
 import hashlib
 import select
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import StoreError
 from .base import (
@@ -110,6 +110,9 @@ from .base import check_write as _check_write
 if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
+
+#: What a read returns (``_read``).
+_T = TypeVar("_T")
 
 __all__ = ["PostgresStore"]
 
@@ -419,13 +422,7 @@ class PostgresStore(_Base):
         _check_page(after, limit)
         query, params = ((self._sql["ids_first"], (limit,)) if after is None
                          else (self._sql["ids_after"], (after, limit)))
-        try:
-            with self._connection() as conn:
-                rows = conn.execute(query, params).fetchall()
-        except _ConnectionLost:
-            # A read changes nothing: read again on a fresh connection.
-            with self._connection(fresh=True) as conn:
-                rows = conn.execute(query, params).fetchall()
+        rows = self._read(None, lambda conn: conn.execute(query, params).fetchall())
         return [str(row[0]) for row in rows]
 
     def close(self) -> None:
@@ -497,13 +494,17 @@ class PostgresStore(_Base):
 
     def _load_row(self, thread_id: str) -> tuple[Any, ...] | None:
         """The head (version, data, claim, format, change count) and the changes to fold, in one snapshot."""
+        return self._read(thread_id, lambda conn: conn.execute(self._sql["load"], (thread_id,)).fetchone())
+
+    def _read(self, thread_id: str | None, read: Callable[[psycopg.Connection[Any]], _T]) -> _T:
+        """``read`` on a connection, and once more on a fresh one when the connection broke under it (a
+        read changes nothing, so it is safe to repeat)."""
         try:
             with self._connection(thread_id) as conn:
-                return conn.execute(self._sql["load"], (thread_id,)).fetchone()
+                return read(conn)
         except _ConnectionLost:
-            # A read changes nothing: read again on a fresh connection.
             with self._connection(thread_id, fresh=True) as conn:
-                return conn.execute(self._sql["load"], (thread_id,)).fetchone()
+                return read(conn)
 
     def _compact(self, thread_id: str) -> bool:
         """Fold the thread's changes into its data; whether it did (not when the thread is gone, has no

@@ -97,3 +97,24 @@ def test_a_connection_in_use_when_the_store_closes_is_closed_when_given_back(
     with pytest.raises(ag.StoreError, match="closed"):
         store.load("t1")
     gc.collect()
+
+
+def test_a_read_after_the_server_dropped_the_stores_idle_connections_succeeds(
+        postgres_dsn: str, tagged: tuple[str, str, str]) -> None:
+    # (a failover, an idle timeout, an operator's pg_terminate_backend: the store does not hand out the
+    # dead idle connection; a connection that breaks during a read is read again, ``_read``, which this
+    # test does not reach: the idle check sees the dead connection first)
+    import psycopg
+
+    dsn, name, table = tagged
+    with PostgresStore(dsn, table=table) as store:
+        store.save("t1", {"messages": []}, expected_version=None)
+        reads = {"load": lambda: store.load("t1").version, "thread_ids": store.thread_ids}  # type: ignore[union-attr]
+        expected = {"load": 1, "thread_ids": ["t1"]}
+        for read, call in reads.items():
+            assert sessions(postgres_dsn, name) >= 1  # (an idle connection kept for the next call)
+            with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                             (name,))
+            assert closed_on_the_server(postgres_dsn, name)
+            assert call() == expected[read]
