@@ -122,8 +122,9 @@ class Telemetry:
         self._interrupted: OrderedDict[tuple[str, str], SpanContext] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _watch(self, client: Any, thread: Any, run_id: str | None, resuming: bool) -> _RunWatch:
-        return _RunWatch(self, client, thread, run_id, resuming)
+    def _watch(self, client: Any, thread: Any, run_id: str | None, resuming: bool,
+               headers: Mapping[str, str] | None = None) -> _RunWatch:
+        return _RunWatch(self, client, thread, run_id, resuming, headers)
 
     def _remember(self, key: tuple[str, str], context: SpanContext) -> None:
         with self._lock:
@@ -169,9 +170,7 @@ def watch_run(client: Any, thread: Any, run_id: str | None, resume: object,
     telemetry: Telemetry | None = getattr(client, "telemetry", None)
     if telemetry is None:
         return UNWATCHED
-    watch = telemetry._watch(client, thread, run_id, resume is not None)
-    watch._headers = headers
-    return watch
+    return telemetry._watch(client, thread, run_id, resume is not None, headers)
 
 
 def watch_loop(client: Any, thread: Any, max_steps: int) -> _LoopWatch | _Unwatched:
@@ -250,7 +249,8 @@ class _RunWatch:
     __slots__ = ("_telemetry", "_client", "_thread_id", "_span", "_started", "_result", "_handle", "_resumes",
                  "_headers")
 
-    def __init__(self, telemetry: Telemetry, client: Any, thread: Any, run_id: str | None, resuming: bool) -> None:
+    def __init__(self, telemetry: Telemetry, client: Any, thread: Any, run_id: str | None, resuming: bool,
+                 headers: Mapping[str, str] | None = None) -> None:
         trace = telemetry._trace
         self._telemetry = telemetry
         self._client = client
@@ -260,7 +260,7 @@ class _RunWatch:
         #: The sent request's stream handle: its redactor cleans what the agent chose before the span keeps it.
         self._handle: Any = None
         #: The run's own headers, as given (checked again before a redactor is made of them).
-        self._headers: Mapping[str, str] | None = None
+        self._headers = headers
         attributes: dict[str, Any] = {"agui.thread.id": thread.id}
         if run_id is not None:
             attributes["agui.run.id"] = run_id
