@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from storekit import BareStore
 
 from agui_client import AgentClient, AsyncAgentClient
 from agui_client.errors import StoreError
-from agui_client.stores import MAX_LISTING_PAGE, MemoryStore, SqliteStore, StoredThread
+from agui_client.stores import MAX_LISTING_PAGE, MemoryStore, SqliteStore
 from agui_client.testing import ScriptedAgent
 
 __all__: list[str] = []
@@ -61,29 +62,6 @@ def test_a_client_of_the_default_memory_store_lists_too(drive: Any, served: Call
         assert client.thread_ids() == [thread.id]
 
 
-class BareStore:
-    """A store written for ``ThreadStore`` alone: it cannot list."""
-
-    def __init__(self) -> None:
-        self.inner = MemoryStore()
-
-    def load(self, thread_id: str) -> StoredThread | None:
-        return self.inner.load(thread_id)
-
-    def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
-        return self.inner.save(thread_id, data, expected_version=expected_version)
-
-    def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None) -> int:
-        return self.inner.claim(thread_id, expected_version=expected_version, owner=owner, data=data)
-
-    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
-        return self.inner.release(thread_id, claimed_version=claimed_version, owner=owner)
-
-    def delete(self, thread_id: str) -> None:
-        self.inner.delete(thread_id)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def test_a_store_that_cannot_list_bad_arguments_and_a_closed_client_are_refused(drive: Any,

@@ -10,12 +10,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from storekit import BareStore
 from test_store_contract import (
     KINDS,
     Backend,
@@ -31,11 +32,9 @@ from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import (
     MAX_LISTING_PAGE,
     ListingStore,
-    MemoryStore,
     PostgresStore,
     RedisStore,
     SqliteStore,
-    StoredThread,
     ThreadStore,
 )
 
@@ -80,30 +79,6 @@ AWKWARD = ["b", "a", "B", "Z1", "aa", "a\u00e9", "\u00e4", "z", "\U0001f600", "\
 # --------------------------------------------------------------------------------------------------
 
 
-class BareStore:
-    """A store written for ``ThreadStore`` alone (as a user may have): no listing."""
-
-    def __init__(self) -> None:
-        self.inner = MemoryStore()
-
-    def load(self, thread_id: str) -> StoredThread | None:
-        return self.inner.load(thread_id)
-
-    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
-        return self.inner.save(thread_id, data, expected_version=expected_version)
-
-    def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
-              data: Mapping[str, Any] | None = None) -> int:
-        return self.inner.claim(thread_id, expected_version=expected_version, owner=owner, data=data)
-
-    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
-        return self.inner.release(thread_id, claimed_version=claimed_version, owner=owner)
-
-    def delete(self, thread_id: str) -> None:
-        self.inner.delete(thread_id)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def test_every_store_lists_and_a_bare_thread_store_is_not_a_listing_one(store: ListingStore) -> None:

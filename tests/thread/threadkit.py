@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import timezone
 from typing import Any
 
+from storekit import BareStore
+
 import agui_client as ag
-from agui_client.stores import MemoryStore, StoredThread
 from agui_client.testing import (
     Finish,
 )
@@ -29,29 +30,5 @@ def finishing(outcome: dict[str, Any] | None) -> Callable[[Any], list[dict[str, 
     return step
 
 
-class WholeOnly:
-    """A third-party store of the protocol without ``append``: every save rewrites the thread."""
-
-    def __init__(self) -> None:
-        self.inner = MemoryStore()
-        self.saves = 0
-
-    def load(self, thread_id: str) -> StoredThread | None:
-        return self.inner.load(thread_id)
-
-    def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None) -> int:
-        self.saves += 1
-        return self.inner.save(thread_id, data, expected_version=expected_version)
-
-    def claim(self, thread_id: str, *, expected_version: int | None, owner: str,
-              data: Mapping[str, Any] | None = None) -> int:
-        return self.inner.claim(thread_id, expected_version=expected_version, owner=owner, data=data)
-
-    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
-        return self.inner.release(thread_id, claimed_version=claimed_version, owner=owner)
-
-    def delete(self, thread_id: str) -> None:
-        self.inner.delete(thread_id)
-
-    def close(self) -> None:
-        self.inner.close()
+#: A third-party store of the protocol without ``append``: every save rewrites the thread.
+WholeOnly = BareStore
