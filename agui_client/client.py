@@ -29,16 +29,14 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import httpx
 
 from ._answers import (
-    ERROR_BODY_LIMIT,
     Excerpt,
     about,
-    excerpt_text,
     media_type,
     status_error,
     undecodable,
 )
+from ._framing import REFUSED_TYPES, SSE, Framer, check_media, framed, inflater_for
 from ._inert import quoted
-from ._inflate import Inflater
 from ._logs import exchange as logged_exchange
 from ._logs import filter_http_logs
 from ._pool import SHARD_SIZE, HeadTooLong, NoAgentCookieJar, ShardedSyncTransport, ShardedTransport
@@ -53,14 +51,11 @@ from .errors import (
     ConnectTimeout,
     IdleTimeout,
     LimitExceeded,
-    ProtocolError,
     RunTimeout,
-    StreamWarning,
     TransportError,
 )
 from .telemetry import Telemetry, resolve
 from .thread import AsyncThread, Thread, _in_worker
-from .wire.sse import SSEDecoder
 from .wire.types.run import RunAgentInput
 
 if TYPE_CHECKING:
@@ -79,15 +74,6 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_MAX_RUN_BYTES = 256 * 2**20
 #: Redirects followed at most (with ``follow_redirects=True``, same origin only).
 MAX_REDIRECTS = 10
-
-_SSE = "text/event-stream"
-_REFUSED_TYPES = {
-    "text/html": "an HTML page",
-    "application/x-ndjson": "NDJSON",
-    "application/jsonl": "JSON lines",
-    "application/vnd.ag-ui.event+proto": "protobuf frames (not offered by this client)",
-}
-
 
 def _reason(exc: BaseException) -> str:
     """What went wrong, for a message: httpx's text, or its type when that is empty (a closed client)."""
@@ -162,13 +148,13 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None, *, sendin
     """
     given = layered(tuple(base.items()), extra).items()
     headers: list[tuple[str, str]] = []
-    accept: list[str] = [_SSE]
+    accept: list[str] = [SSE]
     coding = False
     for name, value in given:
         lowered = name.lower()
         if lowered == "accept":
             # The answer must be an event stream; the caller's types stay, after ours.
-            accept += [t.strip() for t in value.split(",") if t.strip() and media_type(t) != _SSE]
+            accept += [t.strip() for t in value.split(",") if t.strip() and media_type(t) != SSE]
         elif lowered == "content-type":
             if sending and media_type(value) != "application/json":
                 # (the value is not logged: a run's header values stay out of the logs, whatever their name)
@@ -182,122 +168,6 @@ def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None, *, sendin
         # their packages are installed); see agui_client/_inflate.py.
         headers.append(("Accept-Encoding", "gzip, deflate"))
     return headers
-
-
-#: ``max_run_bytes=None``: no bound (a budget no response reaches).
-_UNBOUNDED = 1 << 62
-
-
-class _Framer:
-    """Turns response chunks into SSE payloads; shared by both shells.
-
-    It also keeps the run's budget of body bytes (``max_run_bytes``): an agent streaming small valid
-    events for ever (a text delta, an element added to an array in state) would grow the fold without
-    bound, each event within ``max_event_bytes``. It is counted per read, not per event (a read holds
-    many events), and before the read is framed, so the run stops with what it folded so far.
-    """
-
-    def __init__(self, max_event_bytes: int, handle: StreamHandle, media: str,
-                 max_run_bytes: int | None = None, run_id: str | None = None) -> None:
-        self.decoder = SSEDecoder(max_event_bytes=max_event_bytes)
-        self.handle = handle
-        self.media = media
-        self.frames = 0
-        self.head = bytearray()
-        self.max_run_bytes = max_run_bytes
-        #: What is left of the run's budget of body bytes.
-        self.left = self.left_sent = _UNBOUNDED if max_run_bytes is None else max_run_bytes
-        #: Below this, a read needs a closer look (:meth:`_watched`): always while the head is kept, then
-        #: only once the budget is spent. (One comparison a read does both.)
-        self.watch = _UNBOUNDED << 1
-        self.run_id = run_id
-
-    def feed(self, chunk: bytes) -> list[str | bytes]:
-        left = self.left = self.left - len(chunk)
-        if left < self.watch:
-            self._watched(chunk)
-        payloads = self.decoder.feed_payloads(chunk)
-        if self.decoder.warnings:
-            self._drain()
-        self.frames += len(payloads)
-        return payloads
-
-    def close(self) -> list[str | bytes]:
-        frames = self.decoder.close()
-        self._drain()
-        self.frames += len(frames)
-        if self.frames == 0 and self.media not in ("", _SSE) and self.head.strip():
-            head = excerpt_text(bytes(self.head), ERROR_BODY_LIMIT, self.handle.redactor)
-            raise ProtocolError(
-                f"the agent answered {quoted(self.handle.redactor.text(self.media))!r}, not an event stream: "
-                f"{head[:300]!r}",
-                rule="TR-09")
-        return [f.data for f in frames]
-
-    def _watched(self, chunk: bytes) -> None:
-        if self.left < 0:
-            raise self._too_long()
-        self.head += chunk[: ERROR_BODY_LIMIT - len(self.head)]
-        if len(self.head) >= ERROR_BODY_LIMIT:
-            self.watch = 0
-
-    def sent(self, size: int) -> None:
-        """A read of a coded body, ``size`` bytes as sent: charged to a budget of its own, as a coded body may
-        bring bytes that decode to nothing (an endless gzip header) and are not counted by :meth:`feed`."""
-        self.left_sent -= size
-        if self.left_sent < 0:
-            raise self._too_long()
-
-    def _too_long(self) -> LimitExceeded:
-        self.left = self.left_sent = -1  # (and stays spent: a caller reading on gets the same refusal)
-        return LimitExceeded(
-            f"the run's response went past max_run_bytes ({self.max_run_bytes} bytes of body); what "
-            "came before is kept, the rest is not read", limit=self.max_run_bytes or 0, run_id=self.run_id,
-            rule="RUN-BYTES")
-
-    def _drain(self) -> None:
-        for warning in self.decoder.warnings:
-            self.handle.warnings.append(StreamWarning(
-                code=warning.code, message=f"{warning.message} (line {warning.line}, byte {warning.offset})",
-                index=warning.index))
-        self.decoder.warnings.clear()
-
-
-def _check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: StreamHandle) -> str:
-    media = media_type(response.headers.get("content-type"))
-    if media == _SSE:
-        return media
-    redactor = handle.redactor
-    if media in _REFUSED_TYPES:
-        head = excerpt_text(excerpt(), ERROR_BODY_LIMIT, redactor)
-        raise ProtocolError(
-            f"the agent answered HTTP {response.status_code} with {_REFUSED_TYPES[media]} ({media}), not an event "
-            f"stream: {head[:300]!r}", rule="TR-04")
-    handle.warnings.append(StreamWarning(
-        code="AGUI505",
-        message=redactor.text(f"content type {quoted(media) or '(none)'!r} is not text/event-stream; reading it as "
-                              "SSE")))
-    return media
-
-
-def _inflater(response: httpx.Response, redactor: Redactor) -> Inflater | None:
-    """``Inflater.of(response)``, its refusal redacted: it quotes the ``Content-Encoding`` header, which
-    is the agent's to write (an echoed credential included)."""
-    try:
-        return Inflater.of(response)
-    except ProtocolError as exc:
-        raise redact_exception(exc, redactor.text) from None
-
-
-def _framed(chunk: bytes, framer: _Framer, inflater: Inflater | None) -> Iterator[list[str | bytes]]:
-    """The payload batches of one network read: one, or one per piece a coded read inflates to (each
-    handed over as it is inflated, so events are not held back behind the rest of the read)."""
-    if inflater is None:
-        yield framer.feed(chunk)
-        return
-    framer.sent(len(chunk))
-    for piece in inflater.feed(chunk):
-        yield framer.feed(piece)
 
 
 class _Deadline:
@@ -807,8 +677,8 @@ class AgentClient(_ClientBase):
             if not response.is_success:
                 raise status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
-            media = _check_media(response, lambda: self._excerpt(response), handle)
-            framer = _Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
+            media = check_media(response, lambda: self._excerpt(response), handle)
+            framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
             yield self._batches(response, framer, redactor, deadline)
         finally:
             response.close()
@@ -825,12 +695,12 @@ class AgentClient(_ClientBase):
             pass
         return excerpt.taken()
 
-    def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
+    def _batches(self, response: httpx.Response, framer: Framer, redactor: Redactor,
                  deadline: _Deadline | None) -> Iterator[list[str | bytes]]:
-        inflater = _inflater(response, redactor)
+        inflater = inflater_for(response, redactor)
         with self._reading(response, redactor, deadline):
             for chunk in response.iter_raw():
-                yield from _framed(chunk, framer, inflater)
+                yield from framed(chunk, framer, inflater)
                 if inflater is not None and inflater.done:
                     break  # (what follows a coded body is not read: see Inflater.done)
                 self._in_time(deadline, response, redactor)
@@ -976,10 +846,10 @@ class AsyncAgentClient(_ClientBase):
                 raise status_error(response, await self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
             head = b""
-            if media_type(response.headers.get("content-type")) in _REFUSED_TYPES:
+            if media_type(response.headers.get("content-type")) in REFUSED_TYPES:
                 head = await self._excerpt(response)
-            media = _check_media(response, lambda: head, handle)
-            framer = _Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
+            media = check_media(response, lambda: head, handle)
+            framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
             batches = self._batches(response, framer, redactor, deadline)
             try:
                 yield batches
@@ -1003,13 +873,13 @@ class AsyncAgentClient(_ClientBase):
             pass
         return excerpt.taken()
 
-    async def _batches(self, response: httpx.Response, framer: _Framer, redactor: Redactor,
+    async def _batches(self, response: httpx.Response, framer: Framer, redactor: Redactor,
                        deadline: _Deadline | None) -> AsyncGenerator[list[str | bytes], None]:
-        inflater = _inflater(response, redactor)  # (as AgentClient._batches)
+        inflater = inflater_for(response, redactor)  # (as AgentClient._batches)
         with self._reading(response, redactor, deadline):
             async with aclosing(_raw(response)) as chunks:  # (httpx's reader too, as above)
                 async for chunk in chunks:
-                    for batch in _framed(chunk, framer, inflater):
+                    for batch in framed(chunk, framer, inflater):
                         yield batch
                     if inflater is not None and inflater.done:
                         break

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import agui_client as ag
-from agui_client.client import ERROR_BODY_LIMIT
+from agui_client._answers import ERROR_BODY_LIMIT
 from agui_client.testing import Gate, Respond, ScriptedAgent, Start, Wait
 
 TOKEN = "sk-live-7f3a9b2c1d0e"

@@ -25,6 +25,7 @@ import httpx
 import pytest
 
 import agui_client as ag
+from agui_client._answers import ERROR_BODY_LIMIT
 from agui_client.client import MAX_REDIRECTS
 from agui_client.testing import serve
 
@@ -290,7 +291,7 @@ def test_a_short_secret_is_redacted_only_where_it_stands_alone(drive: Any, serve
 
 def test_a_secret_cut_by_the_excerpt_leaves_no_start_of_itself(drive: Any, served: Any) -> None:
     # The body is kept as a bounded excerpt: a secret that straddles its end must not leave its first half.
-    filler = "x" * (ag.client.ERROR_BODY_LIMIT - 20) + " "
+    filler = "x" * (ERROR_BODY_LIMIT - 20) + " "
     body = (filler + TOKEN).encode()
 
     async def app(scope: Any, receive: Any, send: Any) -> None:

@@ -22,6 +22,7 @@ import pytest
 from threadkit import UTC
 
 import agui_client as ag
+from agui_client._answers import ERROR_BODY_LIMIT
 from agui_client.client import MAX_REDIRECTS
 from agui_client.testing import (
     Finish,
@@ -85,7 +86,7 @@ def test_a_long_json_error_body_is_still_parsed_and_its_excerpt_bounded(
             client.thread().run("hi")
 
     assert caught.value.payload == {"detail": detail}
-    assert len(caught.value.body) <= ag.client.ERROR_BODY_LIMIT < len(json.dumps({"detail": detail}))
+    assert len(caught.value.body) <= ERROR_BODY_LIMIT < len(json.dumps({"detail": detail}))
 
 
 def test_a_json_error_body_nested_deeper_than_the_parser_goes_is_kept_as_text(drive: Any, served: Any) -> None:
