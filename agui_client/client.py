@@ -878,12 +878,20 @@ class AsyncAgentClient(_ClientBase):
         inflater = inflater_for(response, redactor)  # (as AgentClient._batches)
         with self._reading(response, redactor, deadline):
             async with aclosing(_raw(response)) as chunks:  # (httpx's reader too, as above)
-                async for chunk in chunks:
-                    for batch in framed(chunk, framer, inflater):
-                        yield batch
-                    if inflater is not None and inflater.done:
-                        break
-                    self._in_time(deadline, response, redactor)
+                try:
+                    async for chunk in chunks:
+                        for batch in framed(chunk, framer, inflater):
+                            yield batch
+                        if inflater is not None and inflater.done:
+                            break
+                        self._in_time(deadline, response, redactor)
+                except BaseException:
+                    # The response is closed before httpx's reader lets go of the generators under it
+                    # (httpcore's): collected open, their finalizer would start the close as a task of
+                    # its own, and this close, finding it begun, would return before the connection is
+                    # back in the pool.
+                    await response.aclose()
+                    raise
             if inflater is not None:
                 yield framer.feed(inflater.flush())
         yield framer.close()
