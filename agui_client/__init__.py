@@ -19,7 +19,7 @@ from .core.replaying import replay
 from .core.session import RunResult, RunSession
 from .errors import *  # noqa: F403
 from .telemetry import Telemetry
-from .thread import AsyncRunStream, AsyncThread, RunStream, Thread
+from .thread import AsyncLoopStream, AsyncRunStream, AsyncThread, LoopStream, RunStream, Thread
 from .wire import types as _types
 from .wire.codec import decode_event, encode
 from .wire.types.base import *  # noqa: F403
@@ -38,6 +38,8 @@ __all__ = [
     "AsyncThread",
     "RunStream",
     "AsyncRunStream",
+    "LoopStream",
+    "AsyncLoopStream",
     "ThreadState",
     "RunSession",
     "RunResult",

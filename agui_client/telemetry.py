@@ -24,7 +24,8 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -173,13 +174,14 @@ def watch_run(client: Any, thread: Any, run_id: str | None, resume: object,
     return telemetry._watch(client, thread, run_id, resume is not None, headers)
 
 
-def watch_loop(client: Any, thread: Any, max_steps: int) -> _LoopWatch | _Unwatched:
-    """The watch of one ``run_until_done`` on ``thread``: a span its runs' spans are children of (a no-op
-    one when the client has no telemetry)."""
+def watch_loop(client: Any, thread: Any, max_steps: int, *, streamed: bool = False) -> _LoopWatch | _Unwatched:
+    """The watch of one tool loop on ``thread``: a span its runs' spans are children of (a no-op one when
+    the client has no telemetry). ``streamed`` (``stream_until_done``): the span is current only inside
+    ``working()``, not across the caller's block, which runs between the events the loop hands out."""
     telemetry: Telemetry | None = getattr(client, "telemetry", None)
     if telemetry is None:
         return UNWATCHED
-    return _LoopWatch(telemetry, thread, max_steps)
+    return _LoopWatch(telemetry, thread, max_steps, streamed)
 
 
 class _Unwatched:
@@ -202,6 +204,9 @@ class _Unwatched:
 
     def sending(self, handle: Any = None) -> _NotSending:
         return NOT_SENDING
+
+    def working(self) -> _NotSending:
+        return NOT_SENDING  # (no span to make current)
 
 
 class _NotSending:
@@ -363,19 +368,32 @@ class _LoopWatch:
     """One tool loop's span (``agui.tool_loop``), current while the loop runs so that each run's span is
     its child: a trace then shows the runs and the handlers between them as one piece of work."""
 
-    __slots__ = ("_telemetry", "_span", "_token", "_result")
+    __slots__ = ("_telemetry", "_span", "_token", "_result", "_streamed")
 
-    def __init__(self, telemetry: Telemetry, thread: Any, max_steps: int) -> None:
+    def __init__(self, telemetry: Telemetry, thread: Any, max_steps: int, streamed: bool = False) -> None:
         self._telemetry = telemetry
         self._result: RunResult | None = None
         self._span: Span = telemetry._tracer.start_span(
             "agui.tool_loop", kind=telemetry._trace.SpanKind.INTERNAL,
             attributes={"agui.thread.id": thread.id, "agui.tool_loop.max_steps": max_steps})
         self._token: Any = None
+        self._streamed = streamed
 
     def __enter__(self) -> _LoopWatch:
-        self._token = self._telemetry._context.attach(self._telemetry._trace.set_span_in_context(self._span))
+        if not self._streamed:
+            self._token = self._telemetry._context.attach(self._telemetry._trace.set_span_in_context(self._span))
         return self
+
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        """While a streamed loop works between the events it hands out (its handlers, a run's start and
+        end): its span is current. (Attached and detached in one step: an async caller may read each
+        event in another task, whose context would refuse a detach of a token attached elsewhere.)"""
+        token = self._telemetry._context.attach(self._telemetry._trace.set_span_in_context(self._span))
+        try:
+            yield
+        finally:
+            self._telemetry._context.detach(token)
 
     def finished(self, result: RunResult) -> RunResult:
         """The loop's last run ended with ``result``."""
@@ -386,7 +404,8 @@ class _LoopWatch:
                  traceback: TracebackType | None) -> None:
         span = self._span
         try:
-            self._telemetry._context.detach(self._token)
+            if self._token is not None:
+                self._telemetry._context.detach(self._token)
             if not span.is_recording():
                 return
             _result, exc, outcome = _ending(self._result, exc)

@@ -19,213 +19,24 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from ._streams import AsyncLoopStream, AsyncRunStream, LoopStream, RunStream, no_events
 from .core.exchange import StreamHandle
 from .core.flow import RECEIVE, Close, Conversation, Flow, Hand, Invoke, Load, ResumeInput, Run, Send, Write
-from .core.fold import ThreadState
 from .core.headers import layered
 from .core.plan import MessageInput, ToolHandler
 from .core.session import RunResult
-from .errors import StreamNotFinished
 from .telemetry import UNWATCHED, watch_loop, watch_run
 from .wire.types import events as ev
-from .wire.types import messages as msg
 from .wire.types.base import JSON
-from .wire.types.run import Context, RunAgentInput, Tool
+from .wire.types.run import Context, Tool
 
 if TYPE_CHECKING:
     from .client import AgentClient, AsyncAgentClient
 
-__all__ = ["Thread", "AsyncThread", "RunStream", "AsyncRunStream", "MessageInput", "ResumeInput"]
+__all__ = ["Thread", "AsyncThread", "RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "MessageInput",
+           "ResumeInput"]
 
 T = TypeVar("T")
-
-
-class RunStream:
-    """The events of one run as they arrive, typed and already folded into the thread.
-
-    Iterate it for the events (``*_CHUNK`` shorthand arrives expanded), or read ``text_stream`` for the
-    main agent's text alone. ``result`` is the ``RunResult`` once the stream ended (or the ``with`` block
-    was left); ``get_final_result()`` reads the rest first. Leaving the ``with`` block early closes the
-    response, and the result says so (``outcome`` ``None`` and a ``TR-16`` warning: docs/streaming.md).
-
-    Example::
-
-        with thread.stream("Summarise the report") as stream:
-            for text in stream.text_stream:
-                print(text, end="", flush=True)
-        result = stream.result                 # a RunResult: the stream ended
-        print(result.outcome)
-    """
-
-    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
-                 state: ThreadState | None = None) -> None:
-        self._events = events
-        self.run_input = run_input
-        self._state = state
-        self._result: RunResult | None = None
-        self._failed: BaseException | None = None
-
-    def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
-        return self._events
-
-    def __repr__(self) -> str:
-        return _stream_repr(self)
-
-    @property
-    def result(self) -> RunResult:
-        """The run's ``RunResult``, once the stream ended or its ``with`` block was left.
-
-        Raises:
-            StreamNotFinished: the stream is still being read (or failed: the error raised in the
-                block carries what was folded).
-        """
-        if self._result is None:
-            raise _not_finished(self.run_input.run_id, self._failed)
-        return self._result
-
-    @property
-    def text_stream(self) -> Iterator[str]:
-        """The main agent's text as it streams: each ``TEXT_MESSAGE_CONTENT`` delta of an assistant
-        message that no subagent owns, as ``str``. Subagents' text: :meth:`text_deltas`.
-
-        It reads the same events as iterating the stream does (each event reaches one reader).
-        """
-        return self.text_deltas()
-
-    def text_deltas(self, *, subagents: bool = False) -> Iterator[str]:
-        """The assistant text deltas as they stream; ``subagents=True`` also yields subagents' text
-        (tell them apart by iterating the events: each carries ``subagent_run_id``)."""
-        pick = _TextPicker(self._state, subagents)
-        for event in self._events:
-            text = pick(event)
-            if text is not None:
-                yield text
-
-    def get_final_result(self) -> RunResult:
-        """Read the rest of the stream (each event still folded) and return the run's ``RunResult``.
-
-        Raises:
-            ProtocolError, TransportError: reading the rest failed, as iterating would (the error's
-                ``.result`` holds what was folded).
-            StreamNotFinished: the stream had already failed in this block.
-        """
-        if self._result is None:
-            for _ in self._events:
-                pass
-        return self.result
-
-
-class AsyncRunStream:
-    """The async twin of :class:`RunStream` (``async for``; ``await get_final_result()``).
-
-    Example::
-
-        thread = client.thread()
-        async with thread.stream("Summarise the report") as stream:  # entered, not awaited
-            async for text in stream.text_stream:
-                print(text, end="", flush=True)
-        print(stream.result.outcome)  # a RunResult: the stream ended
-    """
-
-    def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
-                 state: ThreadState | None = None) -> None:
-        self._events = events
-        self.run_input = run_input
-        self._state = state
-        self._result: RunResult | None = None
-        self._failed: BaseException | None = None
-
-    def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
-        return self._events
-
-    def __repr__(self) -> str:
-        return _stream_repr(self)
-
-    @property
-    def result(self) -> RunResult:
-        """The run's ``RunResult``, once the stream ended (see :attr:`RunStream.result`)."""
-        if self._result is None:
-            raise _not_finished(self.run_input.run_id, self._failed)
-        return self._result
-
-    @property
-    def text_stream(self) -> AsyncIterator[str]:
-        """The main agent's text deltas as they stream (see :attr:`RunStream.text_stream`)."""
-        return self.text_deltas()
-
-    async def text_deltas(self, *, subagents: bool = False) -> AsyncIterator[str]:
-        """The assistant text deltas, subagents' too when asked (see :meth:`RunStream.text_deltas`)."""
-        pick = _TextPicker(self._state, subagents)
-        async for event in self._events:
-            text = pick(event)
-            if text is not None:
-                yield text
-
-    async def get_final_result(self) -> RunResult:
-        """Read the rest of the stream and return the run's ``RunResult`` (see :meth:`RunStream.get_final_result`)."""
-        if self._result is None:
-            async for _ in self._events:
-                pass
-        return self.result
-
-
-class _TextPicker:
-    """Which text deltas a text stream yields: assistant messages' (an absent role is assistant),
-    the main agent's only unless ``subagents``.
-
-    A message's owner and role are on its ``TEXT_MESSAGE_START``; a delta may leave its owner out. A
-    message whose start this reader did not see (the caller read it as an event) is looked up once in
-    the thread, which has folded it.
-    """
-
-    __slots__ = ("_state", "_subagents", "_wanted")
-
-    def __init__(self, state: ThreadState | None, subagents: bool) -> None:
-        self._state = state
-        self._subagents = subagents
-        self._wanted: dict[str, bool] = {}
-
-    def __call__(self, event: ev.Event | ev.UnknownEvent) -> str | None:
-        kind = type(event)
-        if kind is ev.TextMessageContentEvent:
-            assert isinstance(event, ev.TextMessageContentEvent)
-            wanted = self._wanted.get(event.message_id)
-            if wanted is None:
-                wanted = self._wanted[event.message_id] = self._held(event.message_id)
-            return event.delta if wanted and (self._subagents or event.subagent_run_id is None) else None
-        if kind is ev.TextMessageStartEvent:
-            assert isinstance(event, ev.TextMessageStartEvent)
-            self._wanted[event.message_id] = self._judge(event.role, event.subagent_run_id)
-        return None
-
-    def _judge(self, role: str | None, owner: str | None) -> bool:
-        return role in (None, "assistant") and (self._subagents or owner is None)
-
-    def _held(self, message_id: str) -> bool:
-        message = self._state.message(message_id) if self._state is not None else None
-        if not isinstance(message, msg.AssistantMessage):
-            return False  # (another role's text; a message the thread does not hold was refused by the verifier)
-        return self._subagents or message.subagent_run_id is None
-
-
-def _stream_repr(stream: RunStream | AsyncRunStream) -> str:
-    """Which run a stream reads, and whether it is still being read, ended (with what) or failed."""
-    if stream._result is not None:
-        where = f"ended outcome={stream._result.outcome!r}"
-    elif stream._failed is not None:
-        where = f"failed ({type(stream._failed).__name__})"
-    else:
-        where = "streaming"
-    return (f"<{type(stream).__name__} thread_id={stream.run_input.thread_id!r} run_id={stream.run_input.run_id!r} "
-            f"{where}>")
-
-
-def _not_finished(run_id: str | None, failed: BaseException | None) -> StreamNotFinished:
-    if failed is not None:
-        return StreamNotFinished(f"run {run_id!r}: the stream failed ({type(failed).__name__}: {failed}), so it has no "
-                                 "result; the error's .result holds what was folded", run_id=run_id, failed=failed)
-    return StreamNotFinished(f"run {run_id!r}: the stream has not ended; read .result after the with block, or call "
-                             "get_final_result() to read the rest first", run_id=run_id)
 
 
 class _Exchange:
@@ -404,23 +215,68 @@ class Thread(Conversation):
 
             thread.run_until_done("Book it", headers={"Authorization": f"Bearer {user_token}"})
         """
-        _check_loop_keywords(kwargs)
+        _check_loop_keywords(kwargs, "run_until_done")
         with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:
             return watch.finished(cast(RunResult, self._drive(self._until_done(message, max_steps, kwargs),
                                                               _Exchange())))
 
+    @contextmanager
+    def stream_until_done(self, message: MessageInput = None, *, max_steps: int = 8,
+                          **kwargs: Any) -> Iterator[LoopStream]:
+        """:meth:`run_until_done`, streamed: yields a :class:`LoopStream` of every run's events, in order.
+
+        The same loop, arguments and safety as :meth:`run_until_done` (calls the thread holds answered
+        first; the thread claimed before any handler runs; a handler that raises reported to the agent
+        as a failed tool result; stops at an interrupt, an error, a call with no handler or after
+        ``max_steps`` runs). Each event is folded before it is yielded, as :meth:`stream` does; the
+        handlers run between one run's terminal event and the next run's first. Entering the block
+        answers the held calls and sends the first run (its errors are raised there, as ``stream()``'s
+        are); leaving it early closes the open run's response and stops the loop, as leaving a stream
+        does (``TR-16`` when its run had not ended; ``result`` is that run's).
+
+        Example::
+
+            from agui_client import TextMessageContentEvent
+
+            thread = client.thread(tool_handlers={"confirm_choice": lambda question: "yes"})
+            with thread.stream_until_done("Pick one for me", max_steps=4) as loop:
+                for event in loop:  # every event of every run, each folded; the handler runs between runs
+                    if isinstance(event, TextMessageContentEvent):
+                        print(event.delta, end="", flush=True)
+            print(loop.result.outcome, [r.outcome for r in loop.results])  # success ['success', 'success']
+        """
+        _check_loop_keywords(kwargs, "stream_until_done")
+        with self._exclusive(), watch_loop(self.client, self, max_steps, streamed=True) as watch:
+            loop = LoopStream(self._state)
+            pump = _Loop(self._until_done(message, max_steps, kwargs), _Exchange(), watch, loop)
+            self._next_run(pump)
+            events = loop._events = self._loop_events(pump)
+            try:
+                yield loop
+            except BaseException as exc:
+                loop._failed = exc
+                if loop._result is not None:
+                    watch.finished(loop._result)  # (the loop ended before the caller's block raised)
+                events.close()
+                self._leave_loop(pump, exc)  # (raises it again, once the run and the loop let go)
+                raise
+            events.close()  # (read after the block, the loop is over: it yields nothing more)
+            self._leave_loop(pump, None)
+            watch.finished(loop.result)
+
     # -- the pump --------------------------------------------------------------------------------------
 
     def _drive(self, flow: Flow[Any], exchange: _Exchange, *, answer: Any = None,
-               error: BaseException | None = None) -> Any:
+               error: BaseException | None = None, runs: bool = False) -> Any:
         """Carry ``flow``'s effects out until it returns (its value), hands the caller a stream (the
-        ``Hand``) or has events for the caller (the list); what an effect raises is thrown in."""
+        ``Hand``) or has events for the caller (the list), or, with ``runs``, asks for a run (the
+        ``Run``: the streaming tool loop opens its stream); what an effect raises is thrown in."""
         while True:
             try:
                 effect = flow.send(answer) if error is None else flow.throw(error)
             except StopIteration as stop:
                 return stop.value
-            if type(effect) is list or type(effect) is Hand:
+            if type(effect) is list or type(effect) is Hand or (runs and type(effect) is Run):
                 return effect
             try:
                 answer, error = self._carry(effect, exchange), None
@@ -434,6 +290,69 @@ class Thread(Conversation):
             yield from item
             item = self._drive(flow, exchange)
         stream._result = item
+
+    def _next_run(self, pump: _Loop, answer: Any = None, error: BaseException | None = None) -> None:
+        """Carry the streaming tool loop on, from the last run's result (``answer``) or what ended it
+        (``error``), to its next run, whose stream it opens, or to its end (``loop.result``)."""
+        with self._looping(), pump.watch.working():
+            while True:
+                try:
+                    step = self._drive(pump.flow, pump.exchange, answer=answer, error=error, runs=True)
+                except BaseException:
+                    pump.over = True
+                    raise
+                if type(step) is not Run:
+                    pump.over, pump.loop._result = True, step
+                    return
+                opened = self.stream(step.message, **step.arguments)
+                try:
+                    pump.stream = opened.__enter__()
+                except BaseException as exc:  # (refused or failed before its events: the flow decides)
+                    answer, error = None, exc
+                    continue
+                pump.opened, pump.loop._run_id = opened, pump.stream.run_input.run_id
+                return
+
+    def _loop_events(self, pump: _Loop) -> Generator[ev.Event | ev.UnknownEvent, None, None]:
+        while pump.opened is not None:
+            yield from pump.stream
+            self._next_run(pump, *self._close_run(pump, None))
+
+    def _close_run(self, pump: _Loop, exc: BaseException | None) -> tuple[RunResult | None, BaseException | None]:
+        """Leave the open run's stream as its ``with`` block is left, on ``exc`` or normally: its result,
+        or what leaving it raised."""
+        opened, pump.opened = pump.opened, None
+        with self._looping(), pump.watch.working():
+            try:
+                if exc is None:
+                    opened.__exit__(None, None, None)
+                else:
+                    opened.__exit__(type(exc), exc, exc.__traceback__)  # (a stream never swallows it)
+                    return None, exc
+            except BaseException as raised:
+                return None, raised
+        result = pump.stream.result
+        pump.loop._results.append(result)
+        return result, None
+
+    def _leave_loop(self, pump: _Loop, exc: BaseException | None) -> None:
+        """The caller's block ended, on ``exc`` or normally: the run still open is left as a stream's
+        block is, and the loop's flow stops (giving back a claim it took early); ``exc`` is raised again."""
+        if pump.opened is not None:
+            result, exc = self._close_run(pump, exc)
+            if result is not None:
+                pump.loop._result = result
+        if pump.over:
+            return
+        pump.over = True
+        with self._looping(), pump.watch.working():
+            if exc is not None:
+                self._drive(pump.flow, pump.exchange, error=exc)  # (the flow lets go, and raises it again)
+                return
+            try:
+                self._drive(pump.flow, pump.exchange, error=GeneratorExit())  # (as close() ends a generator)
+            except GeneratorExit:
+                pass
 
     def _carry(self, effect: Any, exchange: _Exchange) -> Any:
         kind = type(effect)
@@ -480,15 +399,33 @@ class Thread(Conversation):
 _RUN_KEYWORDS = tuple(name for name in inspect.signature(Thread.run).parameters if name not in ("self", "message"))
 
 
-def _check_loop_keywords(given: Mapping[str, Any]) -> None:
-    """Refuse, naming ``run_until_done``, a keyword ``run()`` does not take (else the error would name
-    ``Thread.run()``, a call the caller never made, and come after the thread's held calls were answered)."""
+def _check_loop_keywords(given: Mapping[str, Any], method: str) -> None:
+    """Refuse, naming ``method`` (``run_until_done`` or ``stream_until_done``), a keyword ``run()`` does
+    not take (else the error would name ``Thread.run()``, a call the caller never made, and come after
+    the thread's held calls were answered)."""
     unknown = [name for name in given if name not in _RUN_KEYWORDS]
     if unknown:
         hint = (" (the handlers are the thread's: client.thread(tool_handlers=...))"
                 if "tool_handlers" in unknown else "")
-        raise TypeError(f"run_until_done() got unexpected keyword argument(s) {unknown}{hint}; it takes "
+        raise TypeError(f"{method}() got unexpected keyword argument(s) {unknown}{hint}; it takes "
                         f"message, max_steps and run()'s keywords: {', '.join(_RUN_KEYWORDS)}")
+
+
+class _Loop:
+    """A streaming tool loop as its pump holds it between the events it hands out: the loop's flow
+    (``_until_done``) and its store effects' exchange, the loop's watch and stream, the run being read
+    (its stream, and the ``with`` that opened it, to leave), and whether the flow ended."""
+
+    __slots__ = ("flow", "exchange", "watch", "loop", "opened", "stream", "over")
+
+    def __init__(self, flow: Flow[RunResult], exchange: Any, watch: Any, loop: Any) -> None:
+        self.flow = flow
+        self.exchange = exchange
+        self.watch = watch
+        self.loop = loop
+        self.opened: Any = None
+        self.stream: Any = None
+        self.over = False
 
 
 class _AsyncExchange:
@@ -558,7 +495,7 @@ class AsyncThread(Conversation):
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=asyncio.CancelledError)
             exchange = _AsyncExchange(watch)
             hand: Hand = await self._drive(flow, exchange)
-            stream = AsyncRunStream(_empty(), plan.run_input, self._state)
+            stream = AsyncRunStream(no_events(), plan.run_input, self._state)
             events = stream._events = self._events(hand.receive, exchange, stream)
             try:
                 yield stream
@@ -588,21 +525,54 @@ class AsyncThread(Conversation):
 
         ``async def`` handlers are awaited.
         """
-        _check_loop_keywords(kwargs)
+        _check_loop_keywords(kwargs, "run_until_done")
         with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:
             return watch.finished(cast(RunResult, await self._drive(self._until_done(message, max_steps, kwargs),
                                                                     _AsyncExchange())))
 
+    @asynccontextmanager
+    async def stream_until_done(self, message: MessageInput = None, *, max_steps: int = 8,
+                                **kwargs: Any) -> AsyncIterator[AsyncLoopStream]:
+        """:meth:`run_until_done`, streamed: yields an :class:`AsyncLoopStream` of every run's events
+        (see :meth:`Thread.stream_until_done`); ``async def`` handlers are awaited.
+
+        Example::
+
+            thread = client.thread(tool_handlers={"confirm_choice": lambda question: "yes"})
+            async with thread.stream_until_done("Pick one for me") as loop:  # entered, not awaited
+                async for text in loop.text_stream:
+                    print(text, end="", flush=True)
+            print(loop.result.outcome)  # success
+        """
+        _check_loop_keywords(kwargs, "stream_until_done")
+        with self._exclusive(), watch_loop(self.client, self, max_steps, streamed=True) as watch:
+            loop = AsyncLoopStream(self._state)
+            pump = _Loop(self._until_done(message, max_steps, kwargs), _AsyncExchange(), watch, loop)
+            await self._next_run(pump)
+            events = loop._events = self._loop_events(pump)
+            try:
+                yield loop
+            except BaseException as exc:
+                loop._failed = exc
+                if loop._result is not None:
+                    watch.finished(loop._result)  # (as Thread.stream_until_done)
+                await events.aclose()
+                await self._leave_loop(pump, exc)
+                raise
+            await events.aclose()
+            await self._leave_loop(pump, None)
+            watch.finished(loop.result)
+
     # -- the pump (as Thread's, awaiting) ---------------------------------------------------------------
 
     async def _drive(self, flow: Flow[Any], exchange: _AsyncExchange, *, answer: Any = None,
-                     error: BaseException | None = None) -> Any:
+                     error: BaseException | None = None, runs: bool = False) -> Any:
         while True:
             try:
                 effect = flow.send(answer) if error is None else flow.throw(error)
             except StopIteration as stop:
                 return stop.value
-            if type(effect) is list or type(effect) is Hand:
+            if type(effect) is list or type(effect) is Hand or (runs and type(effect) is Run):
                 return effect
             try:
                 answer, error = await self._carry(effect, exchange), None
@@ -617,6 +587,68 @@ class AsyncThread(Conversation):
                 yield event
             item = await self._drive(flow, exchange)
         stream._result = item
+
+    async def _next_run(self, pump: _Loop, answer: Any = None, error: BaseException | None = None) -> None:
+        """Carry the streaming tool loop on to its next run (see :meth:`Thread._next_run`)."""
+        with self._looping(), pump.watch.working():
+            while True:
+                try:
+                    step = await self._drive(pump.flow, pump.exchange, answer=answer, error=error, runs=True)
+                except BaseException:
+                    pump.over = True
+                    raise
+                if type(step) is not Run:
+                    pump.over, pump.loop._result = True, step
+                    return
+                opened = self.stream(step.message, **step.arguments)
+                try:
+                    pump.stream = await opened.__aenter__()
+                except BaseException as exc:
+                    answer, error = None, exc
+                    continue
+                pump.opened, pump.loop._run_id = opened, pump.stream.run_input.run_id
+                return
+
+    async def _loop_events(self, pump: _Loop) -> AsyncGenerator[ev.Event | ev.UnknownEvent, None]:
+        while pump.opened is not None:
+            async for event in pump.stream:
+                yield event
+            await self._next_run(pump, *await self._close_run(pump, None))
+
+    async def _close_run(self, pump: _Loop,
+                         exc: BaseException | None) -> tuple[RunResult | None, BaseException | None]:
+        """Leave the open run's stream (see :meth:`Thread._close_run`)."""
+        opened, pump.opened = pump.opened, None
+        with self._looping(), pump.watch.working():
+            try:
+                if exc is None:
+                    await opened.__aexit__(None, None, None)
+                else:
+                    await opened.__aexit__(type(exc), exc, exc.__traceback__)
+                    return None, exc
+            except BaseException as raised:
+                return None, raised
+        result = pump.stream.result
+        pump.loop._results.append(result)
+        return result, None
+
+    async def _leave_loop(self, pump: _Loop, exc: BaseException | None) -> None:
+        """The caller's block ended (see :meth:`Thread._leave_loop`)."""
+        if pump.opened is not None:
+            result, exc = await self._close_run(pump, exc)
+            if result is not None:
+                pump.loop._result = result
+        if pump.over:
+            return
+        pump.over = True
+        with self._looping(), pump.watch.working():
+            if exc is not None:
+                await self._drive(pump.flow, pump.exchange, error=exc)
+                return
+            try:
+                await self._drive(pump.flow, pump.exchange, error=GeneratorExit())
+            except GeneratorExit:
+                pass
 
     async def _carry(self, effect: Any, exchange: _AsyncExchange) -> Any:
         kind = type(effect)
@@ -722,12 +754,6 @@ def _calls_on_loop(store: Any) -> bool:
     kind = type(store)
     return isinstance(store, MemoryStore) and all(
         getattr(kind, name) is getattr(MemoryStore, name) for name in ("load", "save", "append", "claim", "release"))
-
-
-async def _empty() -> AsyncIterator[ev.Event | ev.UnknownEvent]:
-    nothing: tuple[ev.Event | ev.UnknownEvent, ...] = ()
-    for item in nothing:
-        yield item
 
 
 def _discard(awaitable: Any) -> None:

@@ -37,6 +37,7 @@ PAIRS = [
     (agui_client.AgentClient, agui_client.AsyncAgentClient),
     (agui_client.Thread, agui_client.AsyncThread),
     (agui_client.RunStream, agui_client.AsyncRunStream),
+    (agui_client.LoopStream, agui_client.AsyncLoopStream),
 ]
 
 #: Extras that ``import agui_client`` must never need.
@@ -164,7 +165,8 @@ def test_sync_and_async_shells_take_the_same_parameters(sync_cls: type, async_cl
 @pytest.mark.parametrize(("sync_cls", "async_cls", "sync_protocol", "async_protocol"), [
     (agui_client.AgentClient, agui_client.AsyncAgentClient, ("__enter__", "__exit__"), ("__aenter__", "__aexit__")),
     (agui_client.RunStream, agui_client.AsyncRunStream, ("__iter__",), ("__aiter__",)),
-], ids=["client", "run-stream"])
+    (agui_client.LoopStream, agui_client.AsyncLoopStream, ("__iter__",), ("__aiter__",)),
+], ids=["client", "run-stream", "loop-stream"])
 def test_each_shell_speaks_its_own_protocol(
     sync_cls: type, async_cls: type, sync_protocol: tuple[str, ...], async_protocol: tuple[str, ...]
 ) -> None:

@@ -44,7 +44,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -490,13 +490,22 @@ class Conversation(_Standing):
         # thread or task, nest.
         self._idle("start another run")
         self._running += 1
-        token = _RUNNING_HERE.set(self) if loop else None
+        try:
+            with self._looping() if loop else nullcontext():
+                yield
+        finally:
+            self._running -= 1
+
+    @contextmanager
+    def _looping(self) -> Iterator[None]:
+        # While the tool loop works (its handlers, its own runs): those runs nest in it. A streaming loop
+        # holds the object with ``_exclusive()`` and is looping only between the events it hands out, so
+        # the caller's own block, which runs between them, cannot start a run on it.
+        token = _RUNNING_HERE.set(self)
         try:
             yield
         finally:
-            if token is not None:
-                _RUNNING_HERE.reset(token)
-            self._running -= 1
+            _RUNNING_HERE.reset(token)
 
     def _idle(self, doing: str) -> None:
         if self._running and _RUNNING_HERE.get() is not self:

@@ -1,0 +1,308 @@
+"""The streams a thread hands out: one run's events (``RunStream``), or every run of a tool loop's
+(``LoopStream``), each event folded into the thread before the caller sees it.
+
+What a stream offers beyond its events (the text deltas, ``get_final_result()``, ``result``) is written
+once, in a base class per shell, whatever the stream carries; the thread's pumps (``thread.py``) fill
+the stream as they read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+from .core.fold import ThreadState
+from .core.session import RunResult
+from .errors import StreamNotFinished
+from .wire.types import events as ev
+from .wire.types import messages as msg
+from .wire.types.run import RunAgentInput
+
+__all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "no_events"]
+
+
+class _Stream:
+    """What a stream of folded events offers, whatever runs it carries (sync)."""
+
+    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
+        self._events = events
+        self._state = state
+        self._result: RunResult | None = None
+        self._failed: BaseException | None = None
+
+    def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
+        return self._events
+
+    @property
+    def result(self) -> RunResult:
+        """The ``RunResult``, once the stream ended or its ``with`` block was left (a tool loop's is
+        its last run's).
+
+        Raises:
+            StreamNotFinished: the stream is still being read (or failed: the error raised in the
+                block carries what was folded).
+        """
+        if self._result is None:
+            raise self._unfinished()
+        return self._result
+
+    @property
+    def text_stream(self) -> Iterator[str]:
+        """The main agent's text as it streams: each ``TEXT_MESSAGE_CONTENT`` delta of an assistant
+        message that no subagent owns, as ``str``. Subagents' text: :meth:`text_deltas`.
+
+        It reads the same events as iterating the stream does (each event reaches one reader).
+        """
+        return self.text_deltas()
+
+    def text_deltas(self, *, subagents: bool = False) -> Iterator[str]:
+        """The assistant text deltas as they stream; ``subagents=True`` also yields subagents' text
+        (tell them apart by iterating the events: each carries ``subagent_run_id``)."""
+        pick = _TextPicker(self._state, subagents)
+        for event in self._events:
+            text = pick(event)
+            if text is not None:
+                yield text
+
+    def get_final_result(self) -> RunResult:
+        """Read the rest of the stream (each event still folded) and return its ``RunResult``.
+
+        Raises:
+            ProtocolError, TransportError: reading the rest failed, as iterating would (the error's
+                ``.result`` holds what was folded).
+            StreamNotFinished: the stream had already failed in this block.
+        """
+        if self._result is None:
+            for _ in self._events:
+                pass
+        return self.result
+
+    def _unfinished(self) -> StreamNotFinished:
+        raise NotImplementedError
+
+
+class _AsyncStream:
+    """What a stream of folded events offers, whatever runs it carries (async: see :class:`_Stream`)."""
+
+    def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
+        self._events = events
+        self._state = state
+        self._result: RunResult | None = None
+        self._failed: BaseException | None = None
+
+    def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
+        return self._events
+
+    @property
+    def result(self) -> RunResult:
+        """The ``RunResult``, once the stream ended (see :attr:`RunStream.result`)."""
+        if self._result is None:
+            raise self._unfinished()
+        return self._result
+
+    @property
+    def text_stream(self) -> AsyncIterator[str]:
+        """The main agent's text deltas as they stream (see :attr:`RunStream.text_stream`)."""
+        return self.text_deltas()
+
+    async def text_deltas(self, *, subagents: bool = False) -> AsyncIterator[str]:
+        """The assistant text deltas, subagents' too when asked (see :meth:`RunStream.text_deltas`)."""
+        pick = _TextPicker(self._state, subagents)
+        async for event in self._events:
+            text = pick(event)
+            if text is not None:
+                yield text
+
+    async def get_final_result(self) -> RunResult:
+        """Read the rest of the stream and return its ``RunResult`` (see :meth:`RunStream.get_final_result`)."""
+        if self._result is None:
+            async for _ in self._events:
+                pass
+        return self.result
+
+    def _unfinished(self) -> StreamNotFinished:
+        raise NotImplementedError
+
+
+class RunStream(_Stream):
+    """The events of one run as they arrive, typed and already folded into the thread.
+
+    Iterate it for the events (``*_CHUNK`` shorthand arrives expanded), or read ``text_stream`` for the
+    main agent's text alone. ``result`` is the ``RunResult`` once the stream ended (or the ``with`` block
+    was left); ``get_final_result()`` reads the rest first. Leaving the ``with`` block early closes the
+    response, and the result says so (``outcome`` ``None`` and a ``TR-16`` warning: docs/streaming.md).
+
+    Example::
+
+        with thread.stream("Summarise the report") as stream:
+            for text in stream.text_stream:
+                print(text, end="", flush=True)
+        result = stream.result                 # a RunResult: the stream ended
+        print(result.outcome)
+    """
+
+    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
+                 state: ThreadState | None = None) -> None:
+        super().__init__(events, state)
+        self.run_input = run_input
+
+    def __repr__(self) -> str:
+        return _stream_repr(self, f"thread_id={self.run_input.thread_id!r} run_id={self.run_input.run_id!r}")
+
+    def _unfinished(self) -> StreamNotFinished:
+        return _not_finished(self.run_input.run_id, self._failed)
+
+
+class AsyncRunStream(_AsyncStream):
+    """The async twin of :class:`RunStream` (``async for``; ``await get_final_result()``).
+
+    Example::
+
+        thread = client.thread()
+        async with thread.stream("Summarise the report") as stream:  # entered, not awaited
+            async for text in stream.text_stream:
+                print(text, end="", flush=True)
+        print(stream.result.outcome)  # a RunResult: the stream ended
+    """
+
+    def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
+                 state: ThreadState | None = None) -> None:
+        super().__init__(events, state)
+        self.run_input = run_input
+
+    def __repr__(self) -> str:
+        return _stream_repr(self, f"thread_id={self.run_input.thread_id!r} run_id={self.run_input.run_id!r}")
+
+    def _unfinished(self) -> StreamNotFinished:
+        return _not_finished(self.run_input.run_id, self._failed)
+
+
+class LoopStream(_Stream):
+    """The events of every run of a tool loop (``thread.stream_until_done()``), in order, each folded
+    into the thread before it is yielded; the tool handlers run between one run's terminal event and
+    the next run's first.
+
+    Iterating it, ``text_stream``, ``text_deltas()`` and ``get_final_result()`` read as a
+    :class:`RunStream`'s do, across the runs. ``results`` holds each run's ``RunResult`` as it ended;
+    ``result`` is the last one once the loop stopped (or the ``with`` block was left: leaving early
+    closes the open run's response, as leaving a stream does, and the loop stops there).
+
+    Example::
+
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "yes"})
+        with thread.stream_until_done("Pick one for me") as loop:
+            for text in loop.text_stream:      # every run's text; the handler runs between the runs
+                print(text, end="", flush=True)
+        print(loop.result.outcome, len(loop.results))  # success 2
+    """
+
+    def __init__(self, state: ThreadState | None = None) -> None:
+        super().__init__(iter(()), state)
+        self._results: list[RunResult] = []
+        self._run_id: str | None = None  # (the run being read, for StreamNotFinished)
+
+    def __repr__(self) -> str:
+        return _stream_repr(self, f"thread_id={self._state.thread_id if self._state else None!r} "
+                                  f"runs={len(self._results)}")
+
+    @property
+    def results(self) -> tuple[RunResult, ...]:
+        """Each run's ``RunResult``, in order, as far as the loop went (a run left early included)."""
+        return tuple(self._results)
+
+    def _unfinished(self) -> StreamNotFinished:
+        return _not_finished(self._run_id, self._failed, "the tool loop")
+
+
+class AsyncLoopStream(_AsyncStream):
+    """The async twin of :class:`LoopStream` (``async for``; ``await get_final_result()``).
+
+    Example::
+
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "yes"})
+        async with thread.stream_until_done("Pick one for me") as loop:  # entered, not awaited
+            async for text in loop.text_stream:
+                print(text, end="", flush=True)
+        print(loop.result.outcome, len(loop.results))  # success 2
+    """
+
+    def __init__(self, state: ThreadState | None = None) -> None:
+        super().__init__(no_events(), state)
+        self._results: list[RunResult] = []
+        self._run_id: str | None = None
+
+    def __repr__(self) -> str:
+        return _stream_repr(self, f"thread_id={self._state.thread_id if self._state else None!r} "
+                                  f"runs={len(self._results)}")
+
+    @property
+    def results(self) -> tuple[RunResult, ...]:
+        """Each run's ``RunResult``, in order (see :attr:`LoopStream.results`)."""
+        return tuple(self._results)
+
+    def _unfinished(self) -> StreamNotFinished:
+        return _not_finished(self._run_id, self._failed, "the tool loop")
+
+
+class _TextPicker:
+    """Which text deltas a text stream yields: assistant messages' (an absent role is assistant),
+    the main agent's only unless ``subagents``.
+
+    A message's owner and role are on its ``TEXT_MESSAGE_START``; a delta may leave its owner out. A
+    message whose start this reader did not see (the caller read it as an event) is looked up once in
+    the thread, which has folded it.
+    """
+
+    __slots__ = ("_state", "_subagents", "_wanted")
+
+    def __init__(self, state: ThreadState | None, subagents: bool) -> None:
+        self._state = state
+        self._subagents = subagents
+        self._wanted: dict[str, bool] = {}
+
+    def __call__(self, event: ev.Event | ev.UnknownEvent) -> str | None:
+        kind = type(event)
+        if kind is ev.TextMessageContentEvent:
+            assert isinstance(event, ev.TextMessageContentEvent)
+            wanted = self._wanted.get(event.message_id)
+            if wanted is None:
+                wanted = self._wanted[event.message_id] = self._held(event.message_id)
+            return event.delta if wanted and (self._subagents or event.subagent_run_id is None) else None
+        if kind is ev.TextMessageStartEvent:
+            assert isinstance(event, ev.TextMessageStartEvent)
+            self._wanted[event.message_id] = self._judge(event.role, event.subagent_run_id)
+        return None
+
+    def _judge(self, role: str | None, owner: str | None) -> bool:
+        return role in (None, "assistant") and (self._subagents or owner is None)
+
+    def _held(self, message_id: str) -> bool:
+        message = self._state.message(message_id) if self._state is not None else None
+        if not isinstance(message, msg.AssistantMessage):
+            return False  # (another role's text; a message the thread does not hold was refused by the verifier)
+        return self._subagents or message.subagent_run_id is None
+
+
+def _stream_repr(stream: _Stream | _AsyncStream, which: str) -> str:
+    """Which run (or loop) a stream reads, and whether it is still being read, ended (with what) or failed."""
+    if stream._result is not None:
+        where = f"ended outcome={stream._result.outcome!r}"
+    elif stream._failed is not None:
+        where = f"failed ({type(stream._failed).__name__})"
+    else:
+        where = "streaming"
+    return f"<{type(stream).__name__} {which} {where}>"
+
+
+def _not_finished(run_id: str | None, failed: BaseException | None, what: str = "the stream") -> StreamNotFinished:
+    if failed is not None:
+        return StreamNotFinished(f"run {run_id!r}: {what} failed ({type(failed).__name__}: {failed}), so it has no "
+                                 "result; the error's .result holds what was folded", run_id=run_id, failed=failed)
+    return StreamNotFinished(f"run {run_id!r}: {what} has not ended; read .result after the with block, or call "
+                             "get_final_result() to read the rest first", run_id=run_id)
+
+
+async def no_events() -> AsyncIterator[ev.Event | ev.UnknownEvent]:
+    """An async stream of no events (what a stream holds until its pump gives it the run's)."""
+    nothing: tuple[ev.Event | ev.UnknownEvent, ...] = ()
+    for item in nothing:
+        yield item
