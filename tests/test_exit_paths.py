@@ -215,6 +215,33 @@ def test_a_tool_loop_whose_handler_raises_gives_the_connection_back(drive: Any, 
         check_pool_free(client, http, endpoint)
 
 
+@pytest.mark.parametrize("leave", ["break-in-the-second-run", "caller-raises-in-the-second-run", "read-to-the-end"])
+def test_every_way_the_caller_leaves_a_streamed_tool_loop_gives_the_connection_back(
+        drive: Any, served: Any, leave: str) -> None:
+    def first(run_input: Any) -> Any:
+        if any(isinstance(m, ag.ToolMessage) for m in run_input.messages):
+            return [Start(), *text_message("m-2", "one two three four five"), Finish()]
+        return [Start(), *tool_call("call-1", "lookup", {"q": "x"}), Finish()]
+
+    endpoint = served(agent(first))
+    http = one_connection(drive)
+    with drive.client(endpoint.url, http_client=http, timeout=POOL_WAIT) as client:
+        thread = client.thread(tool_handlers={"lookup": lambda q: "found"})
+        try:
+            with thread.stream_until_done("look it up") as loop:
+                for event in loop:
+                    if isinstance(event, ag.TextMessageContentEvent) and leave != "read-to-the-end":
+                        if leave == "caller-raises-in-the-second-run":
+                            raise LookupError("the caller's own error")
+                        break
+        except LookupError:
+            assert leave == "caller-raises-in-the-second-run"
+        assert endpoint.agent.request_count == 2
+        if leave == "break-in-the-second-run":
+            assert loop.result.outcome is None
+        check_pool_free(client, http, endpoint)
+
+
 def test_the_low_level_payload_iterator_left_early_gives_the_connection_back(drive: Any, served: Any) -> None:
     endpoint = served(agent(lambda r: [Start(), *text_message("m1", "one two three four"), Finish()]))
     http = one_connection(drive)

@@ -207,6 +207,45 @@ def test_the_tool_loops_runs_are_children_of_one_loop_span(drive: Any, served: A
                                            "agui.tool_loop.outcome": "success"}
 
 
+def test_the_streamed_tool_loop_makes_the_spans_run_until_done_makes(drive: Any, served: Any, otel: Recorded) -> None:
+    # (the loop's span is current only while the loop works: the runs and the handlers' own spans are
+    # its children, the caller's code between the events is not; a loop left early is abandoned)
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+    tracer = otel.telemetry._tracer
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        def handler(question: str) -> str:
+            with tracer.start_as_current_span("the handler's own work"):
+                return "blue"
+        thread = client.thread(tool_handlers={"confirm_choice": handler})
+        with tracer.start_as_current_span("the application's request") as outer:
+            with thread.stream_until_done("pick one", max_steps=5) as loop:
+                for event in loop:
+                    if isinstance(event, ag.RunFinishedEvent):
+                        with tracer.start_as_current_span("the caller's own work"):
+                            pass
+        with thread.stream_until_done("pick another") as left:
+            pass
+
+    finished = otel.exporter.get_finished_spans()
+    streamed, abandoned = [s for s in finished if s.name == "agui.tool_loop"]
+    (own,) = [s for s in finished if s.name == "the handler's own work"]
+    callers = [s for s in finished if s.name == "the caller's own work"]
+    runs = otel.runs()
+    assert loop.result.outcome == "success" and left.result.outcome is None and len(runs) == 3
+    assert streamed.parent is not None and streamed.parent.span_id == outer.get_span_context().span_id
+    assert [r.parent.span_id if r.parent else None for r in runs] == \
+        [streamed.context.span_id] * 2 + [abandoned.context.span_id]
+    assert own.parent is not None and own.parent.span_id == streamed.context.span_id
+    assert len(callers) == 2 and {c.parent.span_id if c.parent else None for c in callers} == \
+        {outer.get_span_context().span_id}
+    assert dict(streamed.attributes or {}) == {"agui.thread.id": thread.id, "agui.tool_loop.max_steps": 5,
+                                               "agui.tool_loop.outcome": "success"}
+    assert dict(abandoned.attributes or {})["agui.tool_loop.outcome"] == "abandoned"
+    assert [r.headers["traceparent"].split("-")[2] for r in endpoint.received] == \
+        [f"{s.context.span_id:016x}" for s in runs]
+
+
 def test_each_tool_loop_of_one_thread_is_its_own_span(drive: Any, served: Any, otel: Recorded) -> None:
     endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
 
