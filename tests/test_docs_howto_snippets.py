@@ -43,7 +43,7 @@ def run(page: str, snippet: str, **names: Any) -> str:
 
 
 def test_the_streaming_page_prints_the_text_reports_tr_16_and_refuses_an_early_result() -> None:
-    streamed, left_early, too_early = snippets("streaming.md")
+    streamed, _, left_early, too_early = snippets("streaming.md")
     with serve(ScriptedAgent.demo()) as server, ag.AgentClient(server.url) as client:
         names: dict[str, Any] = {"thread": client.thread()}
         printed = run("streaming.md", streamed, **names)
@@ -54,6 +54,19 @@ def test_the_streaming_page_prints_the_text_reports_tr_16_and_refuses_an_early_r
 
         with pytest.raises(ag.StreamNotFinished, match="the stream has not ended"):
             run("streaming.md", too_early, thread=client.thread())
+
+
+def test_the_streaming_pages_tool_loop_prints_every_runs_text_and_each_runs_id() -> None:
+    loop = snippets("streaming.md")[1]
+    agent = ScriptedAgent.frontend_tool("confirm_choice")
+    with serve(agent) as server, ag.AgentClient(server.url) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "two at eight"})
+        printed = run("streaming.md", loop, thread=thread).splitlines()
+
+    assert printed == ["I need your input: let me ask confirm_choice in your app."
+                       "Thanks! confirm_choice answered: two at eight",
+                       "success", str([r.run_id for r in agent.requests])]
+    assert len(agent.requests) == 2
 
 
 def test_the_answers_page_check_answer_names_the_field_and_why() -> None:

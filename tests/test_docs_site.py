@@ -48,6 +48,7 @@ def test_every_code_page_section_is_an_anchor_of_the_built_site(site: Path) -> N
 
 @pytest.mark.parametrize("cls", [agui_client.Thread, agui_client.AsyncThread, agui_client.AgentClient,
                                  agui_client.AsyncAgentClient, agui_client.RunStream, agui_client.AsyncRunStream,
+                                 agui_client.LoopStream, agui_client.AsyncLoopStream,
                                  agui_client.ResumeBuilder], ids=lambda c: c.__name__)
 def test_the_api_reference_shows_every_method_and_property_of_the_classes_a_user_holds(site: Path, cls: type) -> None:
     # (a thread's resume_builder, state and add_tool_result come from a base class outside the public API:
