@@ -270,3 +270,28 @@ def test_the_callers_block_cannot_run_the_thread_the_loop_holds(drive: Any, serv
     assert refused == [thread.id] * 4
     assert loop.result.outcome == "success" and after.outcome == "success"
     assert endpoint.agent.request_count == 3
+
+
+def test_a_run_refused_after_the_handlers_ran_gives_back_the_claim_they_ran_under(drive: Any, served: Any) -> None:
+    # A replica answers the call the thread holds (claimed first), then the run that would carry the
+    # answer is refused as it is made (forwarded_props JSON cannot hold): the with statement raises it,
+    # and the claim taken before the handler ran is given back, nothing sent.
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+    store = MemoryStore()
+    answered: list[str] = []
+
+    with drive.client(endpoint.url, store=store) as client:
+        first = client.thread()
+        first.run("choose")
+        replica = client.thread(first.id, tool_handlers={"confirm_choice": lambda question: answered.append(question)
+                                                         or "yes"})
+        with pytest.raises(ag.UnencodableValue) as caught, \
+                replica.stream_until_done(forwarded_props={"seen": {1, 2}}):
+            pass
+        stored = store.load(first.id)
+        again = client.thread(first.id, tool_handlers={"confirm_choice": lambda question: "yes"}).run_until_done()
+
+    assert caught.value.field == "forwardedProps"
+    assert answered == ["Which option do you prefer?"]
+    assert stored is not None and stored.claim is None and stored.version == replica.version
+    assert again.outcome == "success" and endpoint.agent.request_count == 2
