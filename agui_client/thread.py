@@ -258,7 +258,7 @@ class Thread(Conversation):
                 if loop._result is not None:
                     watch.finished(loop._result)  # (the loop ended before the caller's block raised)
                 events.close()
-                self._leave_loop(pump, exc)  # (raises it again, once the run and the loop let go)
+                self._leave_loop(pump, exc)  # (an open run and the loop let go, and raise it again)
                 raise
             events.close()  # (read after the block, the loop is over: it yields nothing more)
             self._leave_loop(pump, None)
