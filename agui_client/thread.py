@@ -418,7 +418,7 @@ class _Loop:
 
     __slots__ = ("flow", "exchange", "watch", "loop", "opened", "stream", "over")
 
-    def __init__(self, flow: Flow[RunResult], exchange: Any, watch: Any, loop: Any) -> None:
+    def __init__(self, flow: Flow[RunResult], exchange: Any, watch: Any, loop: LoopStream | AsyncLoopStream) -> None:
         self.flow = flow
         self.exchange = exchange
         self.watch = watch

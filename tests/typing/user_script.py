@@ -82,6 +82,24 @@ def streamed(client: AgentClient) -> str:
     return text + (final.outcome or "")
 
 
+def streamed_tool_loop(client: AgentClient) -> list[str | None]:
+    thread = client.thread(tool_handlers={"confirm_choice": lambda question: "yes"})
+    with thread.stream_until_done("hi", max_steps=4, headers={"X-Tenant": "a"}) as loop:
+        text = "".join(loop.text_stream)
+        final: RunResult = loop.get_final_result()
+    runs: tuple[RunResult, ...] = loop.results
+    return [text, final.outcome, *(r.outcome for r in runs)]
+
+
+async def async_streamed_tool_loop(client: AsyncAgentClient) -> str | None:
+    thread = client.thread(tool_handlers={"confirm_choice": lambda question: "yes"})
+    async with thread.stream_until_done("hi") as loop:
+        async for event in loop:
+            if isinstance(event, RunFinishedEvent):
+                break
+    return loop.result.outcome
+
+
 def shown_safely(client: AgentClient) -> str:
     thread = client.thread()
     deltas = InertDeltas()
