@@ -10,11 +10,14 @@ server on 127.0.0.1, through both shells.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import agui_client as ag
+from agui_client.testing import RecordingTransport
 
 TOKEN = "sk-live-9c8b7a6d5e4f"
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
@@ -83,3 +86,30 @@ def test_a_charset_that_is_no_text_codec_is_read_as_utf8(drive: Any, served: Any
     error = caught.value
     assert error.response.text == body.decode() == error.body
     assert error.payload == {"detail": "quota exceeded é"}
+
+
+@pytest.mark.parametrize("charset", ["utf-16", "utf-16-be", "utf-32", "cp500"])
+def test_a_recording_keeps_no_credential_echoed_in_the_charset_the_answer_names(
+        tmp_path: Path, served: Any, charset: str) -> None:
+    # The recording scrubs the body's bytes read as latin-1, which finds an ASCII token in UTF-8 and
+    # latin-1 alike; in UTF-16 (s\x00k\x00…), UTF-32 or EBCDIC it was written to NN.sse as it came.
+    body = json.dumps(ECHO).encode(charset)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", f"application/json; charset={charset}".encode())]})
+        for at in range(0, len(body), 7):  # (the token cut across several reads)
+            await send({"type": "http.response.body", "body": body[at:at + 7], "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    endpoint = served(app)
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+            ag.AgentClient(endpoint.url, http_client=http, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.AuthenticationError):
+            client.thread().run("hi")
+
+    recorded = (tmp_path / "01.sse").read_bytes()
+    written = b"".join(path.read_bytes() for path in tmp_path.iterdir())
+    for coding in ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "cp500"):
+        assert TOKEN.encode(coding) not in written, coding
+    assert recorded.decode(charset) == '{"detail": "bad token [redacted]"}'  # (and still reads in its charset)
