@@ -10,6 +10,7 @@ the excerpt with one :class:`Excerpt`.
 
 from __future__ import annotations
 
+import codecs
 import email.utils
 import json
 from collections.abc import Iterable
@@ -24,7 +25,7 @@ from .core.redact import MARK, Redactor, is_sensitive
 from .errors import AuthenticationError, HTTPStatusError, ProtocolError, TransportError
 
 __all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "excerpt_text", "media_type",
-           "status_error", "undecodable"]
+           "read_excerpt", "status_error", "undecodable"]
 
 #: How much of an error response's body is kept (bytes).
 ERROR_BODY_LIMIT = 2048
@@ -60,10 +61,28 @@ def _excerpt_limit(response: httpx.Response) -> int:
     return ERROR_JSON_LIMIT if _is_json_media(media_type(response.headers.get("content-type"))) else ERROR_BODY_LIMIT
 
 
-def excerpt_text(excerpt: bytes, limit: int, redactor: Redactor) -> str:
-    """An excerpt of the agent's answer as text for a message, its secrets replaced (cut off at ``limit``
-    bytes when read, so it may end with the start of one)."""
-    return redactor.text(excerpt.decode("utf-8", "replace"), cut=len(excerpt) >= limit)
+def read_excerpt(excerpt: bytes, charset: str | None) -> tuple[str, str]:
+    """An excerpt of the agent's answer as text, and the codec it was read with: the ``charset`` the
+    answer's ``Content-Type`` names when Python reads it as text, else UTF-8.
+
+    The redactor looks for the caller's credentials in this text, so it is read as the agent said it was
+    written: read as UTF-8, a UTF-16, UTF-32 or EBCDIC page that echoed the ``Authorization`` header hid
+    the token from the redactor (as ``s\\x00k\\x00-\\x00…``), while httpx's ``.text`` of the
+    response handed out showed it whole. A charset naming no codec, or one that is not text (``base64``,
+    ``rot13``: httpx's ``.text`` failed on them with an ``AssertionError``), is read as UTF-8.
+    """
+    if charset:
+        try:
+            return excerpt.decode(charset, "replace"), codecs.lookup(charset).name
+        except (LookupError, ValueError):  # (no such codec, not a text codec, or one that refuses "replace")
+            pass
+    return excerpt.decode("utf-8", "replace"), "utf-8"
+
+
+def excerpt_text(excerpt: bytes, limit: int, redactor: Redactor, charset: str | None = None) -> str:
+    """An excerpt of the agent's answer as text for a message (read as :func:`read_excerpt` reads it), its
+    secrets replaced (cut off at ``limit`` bytes when read, so it may end with the start of one)."""
+    return redactor.text(read_excerpt(excerpt, charset)[0], cut=len(excerpt) >= limit)
 
 
 #: Response headers that describe the body as it came off the wire, not the excerpt an error holds.
@@ -92,17 +111,22 @@ def _shown_request(request: httpx.Request, redactor: Redactor) -> httpx.Request:
                          content=content)
 
 
-def _shown_response(response: httpx.Response, excerpt: bytes, text: str, redactor: Redactor) -> httpx.Response:
+def _shown_response(response: httpx.Response, excerpt: bytes, read: tuple[str, str], text: str,
+                    redactor: Redactor) -> httpx.Response:
     """The answer as an ``HTTPStatusError`` hands it out (httpx's ``.response``): its status, its headers and
-    the bounded excerpt of its body, already read, the secrets the agent echoed replaced (``text`` is the
-    excerpt so redacted); its ``.request`` is the request as :func:`_shown_request` shows it."""
-    # (the excerpt's bytes as they came, unless redacting changed them; httpx decoded them already, so the
-    # headers that describe the wire form go)
-    content = excerpt if text == excerpt.decode("utf-8", "replace") else text.encode("utf-8")
+    the bounded excerpt of its body, already read, the secrets the agent echoed replaced (``read`` is the
+    excerpt as :func:`read_excerpt` read it, ``text`` that text redacted); its ``.request`` is the request
+    as :func:`_shown_request` shows it."""
+    # (the excerpt's bytes as they came when they were UTF-8 and redacting changed nothing, else the text
+    # in UTF-8; its ``.encoding`` says so whatever charset the headers name, so ``.text`` is that text.
+    # httpx decoded the body already, so the headers that describe the wire form go)
+    content = excerpt if read == (text, "utf-8") else text.encode("utf-8")
     headers = _shown_headers(((name, value) for name, value in response.headers.multi_items()
                               if name.lower() not in _WIRE_HEADERS), redactor, response.headers.encoding)
-    return httpx.Response(response.status_code, headers=headers, content=content,
-                          request=_shown_request(response.request, redactor))
+    shown = httpx.Response(response.status_code, headers=headers, content=content,
+                           request=_shown_request(response.request, redactor))
+    shown.encoding = "utf-8"
+    return shown
 
 
 def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: Redactor,
@@ -111,14 +135,15 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
     # request's redactor (whatever the status, not only a 401's), before any of it is cut shorter.
     content_type = response.headers.get("content-type")
     limit = _excerpt_limit(response)
+    read = read_excerpt(excerpt, response.charset_encoding)
     payload: Any = None
     # (a JSON body is read further than the excerpt kept, so a long validation report still parses)
     if _is_json_media(media_type(content_type)) and len(excerpt) < ERROR_JSON_LIMIT:
         try:
-            payload = redactor.json(json.loads(excerpt.decode("utf-8", "replace")))
+            payload = redactor.json(json.loads(read[0]))
         except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser (or redactor) goes)
             payload = None
-    whole = excerpt_text(excerpt, limit, redactor)
+    whole = redactor.text(read[0], cut=len(excerpt) >= limit)
     text = whole[:ERROR_BODY_LIMIT]
     # A 401 is typed, as no retry helps.
     kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
@@ -131,7 +156,7 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
         reason += f" to {quoted(location)} (not followed: {not_followed})"  # (``.location`` keeps it whole)
     # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
     summary = visible(text.strip().replace("\n", " ")[:200])
-    answer = _shown_response(response, excerpt, whole, redactor)
+    answer = _shown_response(response, excerpt, read, whole, redactor)
     # (the commonest first mistake: the server's address, or a page of it, for the agent's endpoint)
     hint = (" (is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on)"
             if response.status_code in (404, 405) else "")

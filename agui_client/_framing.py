@@ -44,10 +44,12 @@ class Framer:
     """
 
     def __init__(self, max_event_bytes: int, handle: StreamHandle, media: str,
-                 max_run_bytes: int | None = None, run_id: str | None = None) -> None:
+                 max_run_bytes: int | None = None, run_id: str | None = None, charset: str | None = None) -> None:
         self.decoder = SSEDecoder(max_event_bytes=max_event_bytes)
         self.handle = handle
         self.media = media
+        #: The charset the answer's ``Content-Type`` names (what a refusal quoting its start reads it with).
+        self.charset = charset
         self.frames = 0
         self.head = bytearray()
         self.max_run_bytes = max_run_bytes
@@ -73,7 +75,7 @@ class Framer:
         self._drain()
         self.frames += len(frames)
         if self.frames == 0 and self.media not in ("", SSE) and self.head.strip():
-            head = excerpt_text(bytes(self.head), ERROR_BODY_LIMIT, self.handle.redactor)
+            head = excerpt_text(bytes(self.head), ERROR_BODY_LIMIT, self.handle.redactor, self.charset)
             raise ProtocolError(
                 f"the agent answered {quoted(self.handle.redactor.text(self.media))!r}, not an event stream: "
                 f"{head[:300]!r}",
@@ -115,7 +117,7 @@ def check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: 
         return media
     redactor = handle.redactor
     if media in REFUSED_TYPES:
-        head = excerpt_text(excerpt(), ERROR_BODY_LIMIT, redactor)
+        head = excerpt_text(excerpt(), ERROR_BODY_LIMIT, redactor, response.charset_encoding)
         raise ProtocolError(
             f"the agent answered HTTP {response.status_code} with {REFUSED_TYPES[media]} ({media}), not an event "
             f"stream: {head[:300]!r}", rule="TR-04")

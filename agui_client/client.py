@@ -678,7 +678,8 @@ class AgentClient(_ClientBase):
                 raise status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
                                     self._not_followed(response, request))
             media = check_media(response, lambda: self._excerpt(response), handle)
-            framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
+            framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id,
+                            response.charset_encoding)
             yield self._batches(response, framer, redactor, deadline)
         finally:
             response.close()
@@ -849,7 +850,8 @@ class AsyncAgentClient(_ClientBase):
             if media_type(response.headers.get("content-type")) in REFUSED_TYPES:
                 head = await self._excerpt(response)
             media = check_media(response, lambda: head, handle)
-            framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id)
+            framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id,
+                            response.charset_encoding)
             batches = self._batches(response, framer, redactor, deadline)
             try:
                 yield batches

@@ -143,7 +143,8 @@ class HTTPStatusError(TransportError, httpx.HTTPStatusError):
 
     Attributes:
         status_code: the HTTP status.
-        body: a bounded excerpt of the response body (text).
+        body: a bounded excerpt of the response body (text), read in the charset its ``Content-Type``
+            names when Python reads that as text, else as UTF-8.
         payload: the body parsed as JSON when it was JSON, else ``None``.
         retry_after: seconds from a ``Retry-After`` header, when present and readable.
         content_type: the response's content type.
@@ -153,7 +154,8 @@ class HTTPStatusError(TransportError, httpx.HTTPStatusError):
             and the URL's secrets replaced by ``[redacted]``.
         response: an ``httpx.Response`` holding the status, the response's headers and the bounded
             excerpt of its body, already read (``.text``, ``.json()``, ``.headers`` work); secrets the
-            agent echoed are replaced, as in ``body``. Made from ``status_code`` and ``body`` when the
+            agent echoed are replaced, as in ``body``, and ``.text`` reads the excerpt as ``body`` does (its
+            ``.encoding`` is UTF-8 whatever charset the headers name). Made from ``status_code`` and ``body`` when the
             error was built by hand without one.
     """
 

@@ -96,6 +96,11 @@ TABLE_COLUMNS = 8
 TABLE_MAX_CHARS = 256 * 1024
 #: Lines of the reasoning kept on screen while it streams (it is folded to one line afterwards).
 THINKING_LINES = 4
+#: The characters of one run's answers rendered as Markdown; the blocks that no longer fit are shown as
+#: plain text. Rendering costs far more than reading: a table runs at some 10 KB a second on a small
+#: machine, a highlighted code block at 20, against a megabyte a second and more for plain text, so an
+#: agent's megabytes of tables held the chat for hours after they arrived.
+MARKDOWN_CHARS = 64 * 1024
 
 
 def add_parser(commands: Any) -> None:
@@ -476,6 +481,8 @@ class ChatView:
         self._writer_id: str | None = None
         self._thinking: _Thinking | None = None
         self._calls: dict[str, tuple[str, list[str], str | None]] = {}
+        # (what is left of MARKDOWN_CHARS, shared by the run's messages: one list, spent in place)
+        self._markdown_left = [MARKDOWN_CHARS]
 
     def event(self, event: ev.Event | ev.UnknownEvent) -> None:
         """Show one event."""
@@ -544,7 +551,7 @@ class ChatView:
             label = f"[{named(self._subagents.get(subagent, subagent))}]"
         else:
             label = "agent:" if role in (None, "assistant") else f"{role}:"
-        self._writer = _MarkdownWriter(self.console, label) if self.console is not None \
+        self._writer = _MarkdownWriter(self.console, label, self._markdown_left) if self.console is not None \
             else _PlainWriter(self.out, label)
         self._writer_id = message_id
         return self._writer
@@ -627,11 +634,16 @@ class _MarkdownWriter(_Writer):
     last :data:`LIVE_CHARS` characters: a message that never leaves a block (one endless paragraph, a
     code fence left open) costs what it is long, not its square, and the whole of it is printed once
     when it ends.
+
+    ``markdown_left`` (a one-item list, spent in place) is how many characters may still be rendered as
+    Markdown (:data:`MARKDOWN_CHARS` when not given): a finished block that does not fit is printed as
+    plain text, and so is the redrawn tail once nothing is left.
     """
 
-    def __init__(self, console: SafeConsole, label: str) -> None:
+    def __init__(self, console: SafeConsole, label: str, markdown_left: list[int] | None = None) -> None:
         self.console = console
         self.label = label
+        self._markdown_left = markdown_left if markdown_left is not None else [MARKDOWN_CHARS]
         self._labelled = False
         self._lines: list[str] = []  # the tail's complete lines, each with its line end
         self._partial: list[str] = []  # the pieces of its last line, whose end has not come
@@ -663,7 +675,7 @@ class _MarkdownWriter(_Writer):
             # token: a long paragraph would otherwise be parsed again for every word.
             self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
                               vertical_overflow="ellipsis",
-                              get_renderable=lambda: _live_width(self.console, _markdown(self._shown())))
+                              get_renderable=lambda: _live_width(self.console, self._rendered(self._shown())))
             self._live.start()
 
     def close(self) -> None:
@@ -705,7 +717,16 @@ class _MarkdownWriter(_Writer):
 
     def _print(self, block: str) -> None:
         self._label()
-        self.console.print(_markdown(block))
+        left = self._markdown_left
+        if len(block) <= left[0]:
+            left[0] -= len(block)
+            self.console.print(_markdown(block))
+        else:
+            self.console.print(safe_text(block.rstrip("\n")))
+
+    def _rendered(self, tail: str) -> RenderableType:
+        """The redrawn tail: Markdown while the run may still render some, else plain text."""
+        return _markdown(tail) if self._markdown_left[0] > 0 else safe_text(tail)
 
     def _stop_live(self) -> None:
         if self._live is not None:

@@ -191,7 +191,7 @@ class RunSession:
         # How many of the thread's own warnings (``state.warnings``: repairs found below the session,
         # such as a UTF-16 half or a restarted call judged at a cut, which name no run) were given theirs.
         self._owned = 0
-        self._first_run_index = len(self.state.runs)
+        self._first_run_index = self.state.run_count
         self._ended = False
         self._failed: ProtocolError | None = None
         self._thinking_span: str | None = None
@@ -437,7 +437,7 @@ class RunSession:
             kind = _type_of(item)
             if type(item) is ev.RunStartedEvent:
                 self._on_run_started(item, index)
-            elif type(item) is ev.RunErrorEvent and len(state.runs) == self._first_run_index:
+            elif type(item) is ev.RunErrorEvent and state.run_count == self._first_run_index:
                 # LC-02: this response opened with RUN_ERROR, the producer refusing the input.
                 # It is a run of its own that failed, never a late error of the thread's last run.
                 state.open_rejected_run(self.run_input.run_id if self.run_input is not None else None)
@@ -449,7 +449,7 @@ class RunSession:
             if found:
                 self._add_warnings(found, index, kind)
             if type(item) is ev.RunStartedEvent and self.run_input is not None \
-                    and len(state.runs) > self._first_run_index:
+                    and state.run_count > self._first_run_index:
                 self._another_run(item, index)
             folded = state.apply(item, adopt=adopt)
             if folded:
@@ -462,7 +462,7 @@ class RunSession:
             self._own_warnings()  # (what the thread found so far is the ending run's)
         self._run_id = event.run_id
         expected = self.run_input
-        if expected is not None and len(self.state.runs) == self._first_run_index:
+        if expected is not None and self.state.run_count == self._first_run_index:
             # LC-08: recommended, not mandated, so a warning exposing both.
             if event.thread_id != expected.thread_id:
                 self._add_warnings([StreamWarning(
@@ -477,12 +477,15 @@ class RunSession:
         # LC-06 lets a stream hold one run after another (a recording of a conversation), and the second
         # is read as a run of its own. A response to one request normally holds one run, so there it is
         # said: the result reports the last run, and the caller may be looking for the first.
-        runs = self.state.runs[self._first_run_index:]
-        before = runs[-1]
+        # (the count and the last run, never ``state.runs``: that copies every run of the thread, and a
+        # response may hold run after run, so each new one would cost all those before it)
+        before = self.state.last_run
+        assert before is not None  # (called only once this response has folded a run)
+        count = self.state.run_count - self._first_run_index
         ended = "failed with RUN_ERROR" if before.outcome == "error" else (
             f"finished ({before.outcome})" if before.outcome is not None else "ended")
         self._add_warnings([StreamWarning(
-            code="LC-06", message=f"a second run in one response: run {event.run_id!r} (run {len(runs) + 1} of "
+            code="LC-06", message=f"a second run in one response: run {event.run_id!r} (run {count + 1} of "
             f"this response) started after run {before.run_id!r} {ended}; one request normally yields one run, "
             f"and the result reports the last", pointer="/runId", run_id=event.run_id)], index, event.TYPE)
 

@@ -11,7 +11,8 @@ grows a digit past ``99``):
 
 Headers are never written, in either direction (they carry credentials), nor is the URL (a query
 may carry a token). A credential of the request that the agent repeats in its answer (an error that
-quotes the ``Authorization`` header) is written as ``[redacted]``, as in the client's errors. A
+quotes the ``Authorization`` header) is written as ``[redacted]``, as in the client's errors, also
+when the answer's charset writes it otherwise (a UTF-16 or EBCDIC error page). A
 request that got no answer at all (the agent unreachable) leaves no file.
 ``agui replay DIR`` folds such a folder into the thread it recorded, and
 :class:`~agui_client.testing.RecordedAgent` serves it back to a client under test.
@@ -40,6 +41,7 @@ then ``--resume``) leave one recording of the whole thread.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import logging
@@ -55,7 +57,7 @@ import httpx
 
 from .._inflate import CODINGS, Inflater
 from .._pool import ShardedSyncTransport, ShardedTransport
-from ..core.redact import SENSITIVE_EXTENSION, Redactor
+from ..core.redact import MARK, SENSITIVE_EXTENSION, Redactor
 
 __all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME", "open_recorded",
            "read_recorded", "REQUEST_FILE_BYTES", "META_FILE_BYTES"]
@@ -233,7 +235,7 @@ class _Recorder:
         Path(f"{stem}.response.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
         handle = open(f"{stem}.sse", "wb")  # (closed with the response)
         self.files += [Path(f"{stem}.response.json"), Path(f"{stem}.sse")]
-        return _BodyFile(handle, encoding, _Scrub(redactor),
+        return _BodyFile(handle, encoding, _Scrub(redactor, response.charset_encoding),
                          lambda error: self.failed(f"{stem}.sse", error, "the rest of this answer is not recorded"))
 
 
@@ -241,26 +243,34 @@ class _Scrub:
     """The response body's bytes with the request's credentials replaced, as they pass to the file.
 
     The bytes are read as latin-1 (one character a byte, so nothing is lost and ASCII secrets match
-    whatever the body's encoding; a secret outside ASCII is also looked for as its UTF-8 bytes read so),
-    and the last ``longest - 1`` of them are held back until more come, as a secret may be cut between
-    two reads. Without secrets it hands the bytes on as they are.
+    in UTF-8 and every charset that writes ASCII as ASCII; a secret outside ASCII is also looked for as
+    its UTF-8 bytes read so), and the last ``longest - 1`` of them are held back until more come, as a
+    secret may be cut between two reads. Without secrets it hands the bytes on as they are.
+
+    A ``charset`` the answer's ``Content-Type`` names that writes ASCII otherwise (UTF-16, UTF-32,
+    EBCDIC: an error page that echoed the ``Authorization`` header) has each secret looked for as that
+    charset writes it too, replaced by :data:`~agui_client.core.redact.MARK` as that charset writes it.
     """
 
-    __slots__ = ("_redactor", "_keep", "_held")
+    __slots__ = ("_redactor", "_coded", "_keep", "_held")
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactor: Redactor, charset: str | None = None) -> None:
         wide = [secret.encode("utf-8", "surrogatepass").decode("latin-1") for secret in redactor.secrets
                 if not secret.isascii()]
         if wide:  # (a key in the URL's query outside ASCII, say, echoed in a UTF-8 body)
             redactor = Redactor([*redactor.secrets, *wide], marked=redactor.marked)
         self._redactor = redactor
-        self._keep = max(redactor.longest - 1, 0)
+        self._coded = _coded_secrets(redactor.secrets, charset) if redactor else []
+        self._keep = max([redactor.longest - 1, *(len(secret) - 1 for secret, _ in self._coded)], default=0)
         self._held = b""
 
     def __call__(self, data: bytes) -> bytes:
         if not self._redactor:
             return data
-        text = self._redactor.text((self._held + data).decode("latin-1")).encode("latin-1")
+        read = (self._held + data).decode("latin-1")
+        for secret, mark in self._coded:
+            read = read.replace(secret, mark)
+        text = self._redactor.text(read).encode("latin-1")
         cut = len(text) - self._keep
         self._held = text[max(cut, 0):]
         return text[:cut] if cut > 0 else b""
@@ -269,6 +279,22 @@ class _Scrub:
         """What is held back, at the end of the body."""
         held, self._held = self._held, b""
         return held
+
+
+def _coded_secrets(secrets: Iterable[str], charset: str | None) -> list[tuple[str, str]]:
+    """``(secret, mark)`` as ``charset`` writes them (bytes read as latin-1), when it writes ASCII as
+    something else; UTF-16 and UTF-32 in both byte orders, as their byte order mark may say either."""
+    try:
+        name = codecs.lookup(charset).name if charset else "utf-8"
+        ascii_as_is = "-".encode(name) == b"-"
+    except (LookupError, ValueError):
+        return []  # (no codec, or none that writes text: the body is scrubbed as bytes only)
+    if ascii_as_is:
+        return []
+    names = {"utf-16": ("utf-16-le", "utf-16-be"), "utf-32": ("utf-32-le", "utf-32-be")}.get(name, (name,))
+    coded = {(secret.encode(n, "replace").decode("latin-1"), MARK.encode(n).decode("latin-1"))
+             for n in names for secret in secrets}
+    return sorted(coded, key=lambda pair: len(pair[0]), reverse=True)
 
 
 class _BodyFile:

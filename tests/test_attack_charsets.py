@@ -1,0 +1,115 @@
+"""An agent's answer that is not a run, in the charset its ``Content-Type`` names (the sixteenth round's audit).
+
+The redactor looks for the caller's credentials in the text of what the agent answered; that text was
+read as UTF-8 whatever charset the answer named, so a page in UTF-16, UTF-32 or EBCDIC that echoed the
+``Authorization`` header kept the token out of the redactor's sight, and the ``.response`` an
+``HTTPStatusError`` hands out decoded it whole (httpx reads the charset). Each test answers from a real
+server on 127.0.0.1, through both shells.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import agui_client as ag
+from agui_client.testing import RecordingTransport
+
+TOKEN = "sk-live-9c8b7a6d5e4f"
+HEADERS = {"Authorization": f"Bearer {TOKEN}"}
+ECHO = {"detail": f"bad token {TOKEN}"}
+
+
+def _answer(status: int, content_type: str, body: bytes) -> Any:
+    """An ASGI agent answering every request with ``status``, ``content_type`` and ``body``."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", content_type.encode())]})
+        await send({"type": "http.response.body", "body": body})
+    return app
+
+
+def _seen(error: BaseException) -> str:
+    """Everything the error hands out as text, as a log line or a traceback would show it."""
+    parts = [str(error), repr(error.args)]
+    for name in ("body", "payload", "content_type"):
+        parts.append(repr(getattr(error, name, None)))
+    response = getattr(error, "response", None)
+    if response is not None:
+        parts += [response.text, repr(response.content)]
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("charset", ["utf-16", "utf-32", "utf-16-be", "cp500"])
+def test_an_error_body_in_the_charset_it_names_is_redacted_in_that_charset(drive: Any, served: Any,
+                                                                          charset: str) -> None:
+    endpoint = served(_answer(401, f"application/json; charset={charset}", json.dumps(ECHO).encode(charset)))
+    with drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.AuthenticationError) as caught:
+            client.thread().run("hi")
+
+    error = caught.value
+    shown = _seen(error)
+    assert TOKEN not in shown and TOKEN.encode(charset) not in shown.encode(charset, "replace")
+    assert "s\\x00k" not in shown and "\\x00s\\x00k" not in shown  # (nor the token a NUL between letters)
+    assert error.payload == {"detail": "bad token [redacted]"}
+    assert error.body == '{"detail": "bad token [redacted]"}' == error.response.text
+    assert error.response.encoding == "utf-8"  # (.content is the text in UTF-8, whatever the headers name)
+
+
+@pytest.mark.parametrize(("content_type", "rule"), [("text/html", "TR-04"), ("application/json", "TR-09")])
+def test_a_200_page_in_the_charset_it_names_is_quoted_redacted(drive: Any, served: Any, content_type: str,
+                                                               rule: str) -> None:
+    endpoint = served(_answer(200, f"{content_type}; charset=utf-16", json.dumps(ECHO).encode("utf-16")))
+    with drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.ProtocolError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.rule == rule
+    assert "bad token [redacted]" in str(caught.value) and "\\x00" not in str(caught.value)
+
+
+@pytest.mark.parametrize("charset", ["base64", "rot13", "hex", "idna", "undefined", "no-such-codec"])
+def test_a_charset_that_is_no_text_codec_is_read_as_utf8(drive: Any, served: Any, charset: str) -> None:
+    # httpx's .text of the response handed out raised AssertionError (base64, hex), TypeError (rot13) or
+    # UnicodeError (idna, undefined): a caller logging it met an error of its own instead of the agent's words.
+    body = b'{"detail":"quota exceeded \xc3\xa9"}'
+    endpoint = served(_answer(429, f"application/json; charset={charset}", body))
+    with drive.client(endpoint.url, telemetry=False) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    error = caught.value
+    assert error.response.text == body.decode() == error.body
+    assert error.payload == {"detail": "quota exceeded é"}
+
+
+@pytest.mark.parametrize("charset", ["utf-16", "utf-16-be", "utf-32", "cp500"])
+def test_a_recording_keeps_no_credential_echoed_in_the_charset_the_answer_names(
+        tmp_path: Path, served: Any, charset: str) -> None:
+    # The recording scrubs the body's bytes read as latin-1, which finds an ASCII token in UTF-8 and
+    # latin-1 alike; in UTF-16 (s\x00k\x00…), UTF-32 or EBCDIC it was written to NN.sse as it came.
+    body = json.dumps(ECHO).encode(charset)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", f"application/json; charset={charset}".encode())]})
+        for at in range(0, len(body), 7):  # (the token cut across several reads)
+            await send({"type": "http.response.body", "body": body[at:at + 7], "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    endpoint = served(app)
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+            ag.AgentClient(endpoint.url, http_client=http, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.AuthenticationError):
+            client.thread().run("hi")
+
+    recorded = (tmp_path / "01.sse").read_bytes()
+    written = b"".join(path.read_bytes() for path in tmp_path.iterdir())
+    for coding in ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "cp500"):
+        assert TOKEN.encode(coding) not in written, coding
+    assert recorded.decode(charset) == '{"detail": "bad token [redacted]"}'  # (and still reads in its charset)
