@@ -3,20 +3,24 @@
 ``test_lifecycle_model.py`` lives one thread through one client object at a time. A web backend runs
 several processes, each with its own client object, on one durable store; here two or three *replicas*
 (separate ``AgentClient``/``AsyncAgentClient`` objects, with the legacy bridge or without, each with its
-own store object on one SQLite file or one redis-server, or, as client objects of one process, sharing
-one ``MemoryStore``) act on the same thread against the same real agent on 127.0.0.1 (the lifecycle
-model's ``Director``: the machine picks its next response).
+own store object on one SQLite file, one redis-server or one PostgreSQL database, or, as client objects
+of one process, sharing one ``MemoryStore``) act on the same thread against the same real agent on
+127.0.0.1 (the lifecycle model's ``Director``: the machine picks its next response). Each store is a
+test of its own; redis-server and PostgreSQL are the store tests' session servers
+(tests/stores/conftest.py), started only for their store's test.
 
 The replicas' moves: a turn or a resume (valid, or refused by the interrupt rules), each by ``run()``
 or ``stream()`` (read to its end or left after the first event), on a copy that may be stale; two
 replicas running at the same moment (two OS threads: two resumes of the same interrupts, a resume and
-a turn, two tool loops answering the same calls, two first turns of a new thread); one replica's run
-held open after its first event while another acts (a turn, a resume, a reload: loading the thread
-while it is claimed leaves that copy stale once the run ends); a replica that dies (its client object
-dropped) while its resume's claim is held, or between any run's claim and its save (the claim is all
-it leaves), and another that lets go of the claim (``release_claim()`` is refused as another writer's,
-``force=True`` takes it back, docs/stores.md); a replica that lets go of its own claim; a reload into
-a new client object of either shell.
+a turn, two tool loops answering the same calls, two first turns of a new thread), and a move that sets
+up the rarest of those races, two current tool loops (random moves seldom leave both replicas current
+on a thread with calls pending); one replica's run held open after its first event while another acts
+(a turn, a resume, a reload: loading the thread while it is claimed leaves that copy stale once the
+run ends); a replica that dies (its client object dropped) while its resume's claim is held, or
+between any run's claim and its save (the claim is all it leaves), and another that lets go of the
+claim (``release_claim()`` is refused as another writer's, ``force=True`` takes it back,
+docs/stores.md); a replica that lets go of its own claim; a reload into a new client object of either
+shell.
 
 The model is the lifecycle model's (``Model``), once for the store (what the record holds, its
 version and whether it is claimed) and once per replica (the copy its object holds and the version it
@@ -30,10 +34,13 @@ holds it at). After every step the machine checks:
 * every replica reports the copy the model says it holds, and the thread loaded from the store
   anywhere is the store's model, at the model's version, claimed exactly when the model says so.
 
-The default run is small, for CI. The long form::
+The default run is small, for CI (a few examples per store). The long form, for every store or, with
+``-k``, for one (``-s`` prints what the machine did)::
 
     AGUI_REPLICAS_EXAMPLES=500 AGUI_REPLICAS_STEPS=40 \\
-        .venv/bin/python -m pytest tests/thread/test_lifecycle_replicas.py -q
+        .venv/bin/python -m pytest tests/thread/test_lifecycle_replicas.py -q -s
+    AGUI_REPLICAS_EXAMPLES=200 AGUI_REPLICAS_STEPS=30 \\
+        .venv/bin/python -m pytest tests/thread/test_lifecycle_replicas.py -q -s -k postgres
 """
 
 from __future__ import annotations
@@ -41,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import shutil
 import tempfile
 import threading
 import uuid
@@ -69,12 +75,15 @@ from hypothesis.stateful import (
 from test_lifecycle_model import IDS, UTC, Ask, Director, Model, Response, Said, Shell, channel, report, same_ids
 
 import agui_client as ag
-from agui_client.stores import MemoryStore, RedisStore, SqliteStore
+from agui_client.stores import Compaction, MemoryStore, PostgresStore, RedisStore, SqliteStore
 from agui_client.testing import ScriptedAgent, serve
 
-EXAMPLES = int(os.environ.get("AGUI_REPLICAS_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("AGUI_REPLICAS_EXAMPLES", "6"))
 STEPS = int(os.environ.get("AGUI_REPLICAS_STEPS", "20"))
 LONG = "AGUI_REPLICAS_EXAMPLES" in os.environ or "AGUI_REPLICAS_STEPS" in os.environ
+
+#: The durable stores the replicas share, one test each (``-k postgres`` runs one alone).
+STORES = ["sqlite", "redis", "memory", "postgres"]
 
 #: The replica whose claim was left by a process that died.
 DEAD = -1
@@ -143,9 +152,9 @@ class ReplicaShell(Shell):
         return self.portal.call(read)
 
 
-def _redis_starter() -> Any:
-    # The store tests' redis-server starter (tests/stores/conftest.py), loaded by path: a conftest is
-    # not importable by name from another folder.
+def _stores_conftest() -> Any:
+    # The store tests' servers (tests/stores/conftest.py), loaded by path: a conftest is not importable
+    # by name from another folder, and pytest applies it to tests/stores/ only.
     path = Path(__file__).parent.parent / "stores" / "conftest.py"
     spec = importlib.util.spec_from_file_location("agui_stores_conftest", path)
     assert spec is not None and spec.loader is not None
@@ -154,36 +163,45 @@ def _redis_starter() -> Any:
     return module
 
 
+_stores = _stores_conftest()
+# The store tests' session fixtures, bound here: a real redis-server and a real PostgreSQL server on
+# 127.0.0.1, each started only when a store's test asks for it.
+redis_url = _stores.redis_url
+postgres_dsn = _stores.postgres_dsn
+
+
 @pytest.fixture(scope="module")
-def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[type[Replicas]]:
-    starter = _redis_starter()
-    executable = shutil.which("redis-server")
-    assert executable is not None, f"the replica machine runs on a real redis-server; {starter.INSTALL_HINT}"
-    server, port, _log = starter._start(executable, tmp_path_factory.mktemp("redis"))
-    assert server.stdout is not None
-    drain = threading.Thread(target=starter._drain, args=(server.stdout,), daemon=True)
-    drain.start()
+def director_agent() -> Iterator[tuple[str, ScriptedAgent, Director]]:
+    """The lifecycle model's agent on 127.0.0.1: the machine picks its next response."""
     director = Director()
     agent = ScriptedAgent([director], cycle=True, stateless=True)
-    try:
-        with serve(agent) as served:
-            Replicas.url, Replicas.agent, Replicas.director = served.url, agent, director
-            Replicas.redis_url = f"redis://127.0.0.1:{port}/0"
-            yield Replicas
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        drain.join(timeout=30)
-        server.stdout.close()
+    with serve(agent) as served:
+        yield served.url, agent, director
+
+
+@pytest.fixture
+def postgres_table(postgres_dsn: str) -> Iterator[str]:
+    """A thread table of the test's own (its replicas' stores create it), dropped with its change table
+    at the end (a server named by ``AGUI_TEST_POSTGRES_DSN`` outlives the session)."""
+    import psycopg
+
+    table = f"agui_replicas_{uuid.uuid4().hex[:8]}"
+    yield table
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_changes")
 
 
 class Replicas(RuleBasedStateMachine):
     """Two or three replicas of one thread (see the module docstring)."""
 
     url: str
-    redis_url: str
     agent: ScriptedAgent
     director: Director
+    #: The store every replica's store object opens (one of ``STORES``), and where.
+    store: str
+    redis_url: str
+    postgres_dsn: str
+    postgres_table: str
 
     def __init__(self) -> None:
         super().__init__()
@@ -223,21 +241,27 @@ class Replicas(RuleBasedStateMachine):
 
     # -- set-up ------------------------------------------------------------------------------------
 
-    @initialize(store=st.sampled_from(["sqlite", "redis", "memory"]),
-                shells=st.lists(SHELLS, min_size=2, max_size=3))
-    def open_replicas(self, store: str, shells: list[str]) -> None:
-        if store == "sqlite":
+    @initialize(shells=st.lists(SHELLS, min_size=2, max_size=3), fold_every=st.sampled_from([0, 1, 3]))
+    def open_replicas(self, shells: list[str], fold_every: int) -> None:
+        # The stores' own policy folds no change a thread this short appends; folding after every one
+        # or every third puts the folds (a load, then a conditional write) among the other replicas' writes.
+        policy = Compaction(min_bytes=1 << 40, max_changes=fold_every) if fold_every else None
+        if self.store == "sqlite":
             path = os.path.join(self.exits.enter_context(tempfile.TemporaryDirectory()), "threads.db")
-            self.new_store = lambda: SqliteStore(path)
-        elif store == "memory":
+            self.new_store = lambda: SqliteStore(path, compaction=policy)
+        elif self.store == "memory":
             # (client objects of one process sharing its MemoryStore: a replica that ends leaves it open)
-            shared = self.exits.enter_context(MemoryStore())
+            shared = self.exits.enter_context(MemoryStore(compaction=policy))
             self.new_store = lambda: shared
             self.shared = True
+        elif self.store == "postgres":
+            # (each replica's store object its own connections to one database, one table)
+            self.new_store = lambda: PostgresStore(self.postgres_dsn, table=self.postgres_table, compaction=policy)
         else:
-            self.new_store = lambda: RedisStore(self.redis_url)
+            self.new_store = lambda: RedisStore(self.redis_url, compaction=policy)
         for kind in shells:
             self.replicas.append(self.start(kind))
+        event(f"example: {len(shells)} replicas, {f'a fold every {fold_every} changes' if fold_every else 'few folds'}")
 
     def start(self, kind: str) -> Replica:
         """A new process's client object (its own store object), holding the thread as the store does."""
@@ -440,7 +464,32 @@ class Replicas(RuleBasedStateMachine):
         (``run_until_done``: the handler runs on the replica that claims, before its run); else a turn
         (the first turn of a new thread, too). Of those whose copy is current, exactly one sends; the
         other gets ``ConcurrentResume`` and sends nothing (and runs no handler)."""
+        self.race_of(*self.pair(pick, other), response, loop)
+
+    @rule(pick=PICK, other=PICK, response=responses)
+    def loops_race(self, pick: int, other: int, response: Response) -> None:
+        """Two current tool loops race on the calls the thread holds. Random moves seldom leave two
+        replicas current on a thread with calls pending (a run answered with a call, then the other
+        replica's reload, and no write in between), so this move sets it up: when nobody claims the
+        thread and no interrupt is open, a turn answered with a call (unless calls are pending already),
+        both replicas reloaded, then their loops raced."""
+        if self.claim is not None or self.stored.open:
+            return
         a, b = self.pair(pick, other)
+        if not self.stored.pending:
+            self.catch_up(a)
+            answer = Response("tool")
+            rid = self.next_run(answer)
+            message = ag.UserMessage(id=f"{rid}-u", content="use a tool")
+            sent = self.requests()
+            self.sent(a, rid, answer, [Said(message.id, "user")], None, "run", self.call(a, message, "run", run_id=rid),
+                      sent)
+        self.catch_up(a)
+        self.catch_up(b)
+        self.race_of(a, b, response, True)
+
+    def race_of(self, a: int, b: int, response: Response, loop: bool) -> None:
+        """Replicas ``a`` and ``b`` race (see ``race``)."""
         self.director.response = response
         self.runs += 1
         rids = {a: f"r{self.runs}a", b: f"r{self.runs}b"}
@@ -625,7 +674,10 @@ class Replicas(RuleBasedStateMachine):
     @rule(pick=PICK)
     def reload(self, pick: int) -> None:
         """``thread.reload()``: the replica catches up with the store."""
-        n = pick % len(self.replicas)
+        self.catch_up(pick % len(self.replicas))
+
+    def catch_up(self, n: int) -> None:
+        """Replica ``n`` reloads its thread: it holds the store's copy, at the store's version."""
         shell = self.replicas[n].shell
         if shell.kind == "sync":
             shell.thread.reload()
@@ -671,10 +723,22 @@ def reports(state: ag.ThreadState, model: Model, who: str) -> None:
 
 
 @pytest.mark.timeout(0 if LONG else 120)
-def test_replicas_of_a_thread_send_each_resume_once(replicas: type[Replicas]) -> None:
+@pytest.mark.parametrize("store", STORES)
+def test_replicas_of_a_thread_send_each_resume_once(
+        store: str, director_agent: tuple[str, ScriptedAgent, Director], request: pytest.FixtureRequest) -> None:
+    url, agent, director = director_agent
+    where: dict[str, Any] = {"url": url, "agent": agent, "director": director, "store": store}
+    # (a server is started only for the store that needs it: `-k postgres` starts PostgreSQL alone)
+    if store == "redis":
+        where["redis_url"] = request.getfixturevalue("redis_url")
+    if store == "postgres":
+        where["postgres_dsn"] = request.getfixturevalue("postgres_dsn")
+        where["postgres_table"] = request.getfixturevalue("postgres_table")
+    machine = type(f"Replicas_{store}", (Replicas,), where)
     SEEN.clear()
-    run_state_machine_as_test(replicas, settings=settings(
+    run_state_machine_as_test(machine, settings=settings(
         max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
     if LONG:
+        print(f"\n{store}:")
         print("\n".join(f"{count:6} {what}" for what, count in sorted(SEEN.items())))
