@@ -200,7 +200,7 @@ class Replicas(RuleBasedStateMachine):
     #: The store every replica's store object opens (one of ``STORES``), and where.
     store: str
     redis_url: str
-    postgres_dsn: str
+    postgres_dsn: str  # (the replicas' stores connect under an application name of the test's own)
     postgres_table: str
 
     def __init__(self) -> None:
@@ -708,6 +708,30 @@ class Replicas(RuleBasedStateMachine):
         reports(ag.ThreadState.load(stored.data), self.stored, "the store")
 
 
+class PostgresReplicas(Replicas):
+    """The replicas on PostgreSQL, whose server may also end every connection their stores keep idle."""
+
+    server_dsn: str  # (a connection of the test's own, under no application name of the replicas')
+
+    @rule()
+    def server_ends_idle_connections(self) -> None:
+        """The server ends every connection the replicas' stores hold between their calls (a restart, a
+        failover, an operator's ``pg_terminate_backend``): every store goes on as before, the thread and
+        its claims what the model says (a store hands out no dead idle connection; a read or a claim
+        whose connection broke under it is tried once more on a fresh one)."""
+        import psycopg
+
+        name = psycopg.conninfo.conninfo_to_dict(self.postgres_dsn)["application_name"]
+        with psycopg.connect(self.server_dsn, autocommit=True) as conn:
+            # (with a timeout, the call returns once each backend has exited: its goodbye is then on the
+            # idle connection's socket, which the store reads before handing the connection out)
+            ended = conn.execute("SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity"
+                                 " WHERE application_name = %s", (name,)).fetchall()
+        assert all(done for (done,) in ended), ended
+        if ended:
+            event("the server ended the idle connections")
+
+
 def reports(state: ag.ThreadState, model: Model, who: str) -> None:
     """``state`` is what ``model`` says (messages, interrupts, pending calls, shared state)."""
     assert [type(m).ROLE for m in state.messages] == [m.role for m in model.messages], who
@@ -732,9 +756,13 @@ def test_replicas_of_a_thread_send_each_resume_once(
     if store == "redis":
         where["redis_url"] = request.getfixturevalue("redis_url")
     if store == "postgres":
-        where["postgres_dsn"] = request.getfixturevalue("postgres_dsn")
+        import psycopg
+
+        where["server_dsn"] = request.getfixturevalue("postgres_dsn")
+        where["postgres_dsn"] = psycopg.conninfo.make_conninfo(where["server_dsn"],
+                                                               application_name=f"agui-replicas-{uuid.uuid4().hex[:8]}")
         where["postgres_table"] = request.getfixturevalue("postgres_table")
-    machine = type(f"Replicas_{store}", (Replicas,), where)
+    machine = type(f"Replicas_{store}", (PostgresReplicas if store == "postgres" else Replicas,), where)
     SEEN.clear()
     run_state_machine_as_test(machine, settings=settings(
         max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
