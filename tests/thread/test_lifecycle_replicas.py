@@ -200,7 +200,7 @@ class Replicas(RuleBasedStateMachine):
     #: The store every replica's store object opens (one of ``STORES``), and where.
     store: str
     redis_url: str
-    postgres_dsn: str  # (the replicas' stores connect under an application name of the test's own)
+    postgres_dsn: str
     postgres_table: str
 
     def __init__(self) -> None:
@@ -484,8 +484,8 @@ class Replicas(RuleBasedStateMachine):
             sent = self.requests()
             self.sent(a, rid, answer, [Said(message.id, "user")], None, "run", self.call(a, message, "run", run_id=rid),
                       sent)
-        self.catch_up(a)
-        self.catch_up(b)
+        for n in (a, b):
+            self.catch_up(n)
         self.race_of(a, b, response, True)
 
     def race_of(self, a: int, b: int, response: Response, loop: bool) -> None:
@@ -711,7 +711,8 @@ class Replicas(RuleBasedStateMachine):
 class PostgresReplicas(Replicas):
     """The replicas on PostgreSQL, whose server may also end every connection their stores keep idle."""
 
-    server_dsn: str  # (a connection of the test's own, under no application name of the replicas')
+    server_dsn: str  # (for the test's own connections, under no application name)
+    postgres_name: str  # (the application name the replicas' stores connect under)
 
     @rule()
     def server_ends_idle_connections(self) -> None:
@@ -721,12 +722,11 @@ class PostgresReplicas(Replicas):
         whose connection broke under it is tried once more on a fresh one)."""
         import psycopg
 
-        name = psycopg.conninfo.conninfo_to_dict(self.postgres_dsn)["application_name"]
         with psycopg.connect(self.server_dsn, autocommit=True) as conn:
             # (with a timeout, the call returns once each backend has exited: its goodbye is then on the
             # idle connection's socket, which the store reads before handing the connection out)
             ended = conn.execute("SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity"
-                                 " WHERE application_name = %s", (name,)).fetchall()
+                                 " WHERE application_name = %s", (self.postgres_name,)).fetchall()
         assert all(done for (done,) in ended), ended
         if ended:
             event("the server ended the idle connections")
@@ -759,8 +759,9 @@ def test_replicas_of_a_thread_send_each_resume_once(
         import psycopg
 
         where["server_dsn"] = request.getfixturevalue("postgres_dsn")
+        where["postgres_name"] = f"agui-replicas-{uuid.uuid4().hex[:8]}"
         where["postgres_dsn"] = psycopg.conninfo.make_conninfo(where["server_dsn"],
-                                                               application_name=f"agui-replicas-{uuid.uuid4().hex[:8]}")
+                                                               application_name=where["postgres_name"])
         where["postgres_table"] = request.getfixturevalue("postgres_table")
     machine = type(f"Replicas_{store}", (PostgresReplicas if store == "postgres" else Replicas,), where)
     SEEN.clear()
