@@ -233,12 +233,18 @@ def test_a_chat_recorded_against_the_demo_agent_replays_through_a_recorded_agent
 
     def turns(text: str) -> list[str]:
         """What the person saw of the two turns, the prompts and answers included (ids and times apart;
-        and the spinner, which the terminal log holds once per frame it drew, however many that was)."""
+        and the spinner and the streamed reasoning, which the terminal log holds once per frame drawn,
+        however many that was: a loaded machine draws more of them)."""
         body = text[text.index("you: Please delete"):text.index("you: /quit")]
         return [line for line in body.splitlines()
-                if line.strip() and not re.search(r"expires at|thought for|waiting for the agent", line)]
+                if line.strip() and not re.search(r"expires at|thought for|waiting for the agent|thinking:", line)]
+
+    def thought(text: str) -> str:
+        """The reasoning as its last frame showed it (the longest: the earlier frames show less of it)."""
+        return max((line.strip() for line in text.splitlines() if "thinking:" in line), key=len)
 
     assert turns(replayed) == turns(recorded)
+    assert thought(replayed) == thought(recorded) and len(thought(recorded)) > len("thinking: ")
     assert "Done: the staging environment is deleted. A backup is kept for 30 minutes." in replayed
 
     # Another answer than the recorded one: the recording refuses it (409, naming the difference),
