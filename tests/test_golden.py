@@ -239,7 +239,8 @@ def fold_like_oracle(stream: Path | bytes, seed: dict[str, Any]) -> dict[str, An
         except ResumeRefused as exc:
             return {"ok": False, "error": str(exc), "messages": encode(thread.messages), "state": thread.state,
                     "pendingInterrupts": encode(thread.open_interrupts), "outcome": None,
-                    "pendingToolCallIds": [], "result": None, "refused": True}
+                    "pendingToolCallIds": [], "result": None, "refused": True,
+                    "refusedFor": sorted(kind for kind, ids in exc.problems.items() if ids)}
     try:
         result = replay(stream, state=thread)
     except ProtocolError as exc:
