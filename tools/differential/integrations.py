@@ -27,11 +27,15 @@ integration emits events; none of their code is copied):
   next runs of the same stream resume them (answered or abandoned), answer the approved calls without
   starting them again (IR-28), and may stop again with new interrupts before finishing;
 - ``mixed-chunk-explicit``: chunk events and explicit start/content/end on different ids of every kind
-  (text, call, reasoning) in one run, a chunk lane closed by an explicit event of another lane.
+  (text, call, reasoning) in one run, a chunk lane closed by an explicit event of another lane;
+- ``mastra-activities-snapshot-roles``: an A2UI-like surface as an activity patched with ``copy``,
+  ``move`` and ``test`` on its arrays, a reasoning chunk, then a ``MESSAGES_SNAPSHOT`` carrying all, some
+  or none of the activity and reasoning messages (MS-03), and patches after it.
 
 ``resume_chain(seed, n)`` writes ``lg-multi-interrupt`` across *requests*: each turn a stream with its
 starting thread (``NAME.input.json``: what our client held after the turns before, the open interrupts,
-and a resume covering them, abandoning the expired ones, ``now`` pinned).
+and a resume covering them, abandoning the expired ones, ``now`` pinned); an interrupted turn may end
+with a late ``RUN_ERROR``.
 
 ``streams(seed, count)`` yields ``(name, events, input, None)`` as ``families.streams`` does; the same
 arguments give the same bytes. Names start ``i-``.
@@ -265,9 +269,12 @@ SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/item"}}},
      "$defs": {"item": {"type": "object", "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}}}}},
     {"type": "object", "properties": {"edited": {"type": "object", "additionalProperties": True}},
-     "oneOf": [{"required": ["edited"]}, {"properties": {"skip": {"const": True}}}]},
+     "oneOf": [{"required": ["edited"]}, {"required": ["skip"]}]},
     {},
 ]
+# An answer each schema accepts (by position in SCHEMAS); a resume draws one of these mostly, else any value.
+FITTING: list[Any] = [{"approved": True}, {"choice": "b"}, {"items": [{"sku": "x", "qty": 2}]},
+                      {"edited": {"a": 1}}, "anything"]
 
 
 def _interrupts(p: _P, calls: list[str], sub: str | None, expiring: bool) -> list[dict[str, Any]]:
@@ -301,10 +308,15 @@ def _answers(p: _P, interrupts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         status = "cancelled" if expired or rng.random() < 0.3 else "resolved"
         entry: dict[str, Any] = {"interruptId": i["id"], "status": status}
         if status == "resolved":
-            entry["payload"] = rng.choice([{"approved": True}, {"choice": "b"}, {"items": [{"sku": "x", "qty": 2}]},
-                                           {"edited": {"a": 1}}, "yes", 3, None])
-            if entry["payload"] is None:
-                del entry["payload"]
+            # (an answer its schema refuses now and then: we refuse the resume, the reference sends it, golden
+            # resume-payload-fails-schema; more often, it would hide the turns after it)
+            schema = i.get("responseSchema")
+            if schema is not None and rng.random() < 0.9:
+                entry["payload"] = copy.deepcopy(FITTING[SCHEMAS.index(schema)])
+            else:
+                entry["payload"] = rng.choice([{"approved": "yes"}, {"choice": "z"}, "yes", 3, None])
+                if entry["payload"] is None:
+                    del entry["payload"]
         if rng.random() < 0.2:
             entry["metadata"] = {"by": "user-1"}
         out.append(entry)
@@ -391,6 +403,44 @@ def mixed_chunk_explicit(p: _P) -> Stream:
     return ev, None
 
 
+def mastra_activities_snapshot_roles(p: _P) -> Stream:
+    """Activities and reasoning streamed, then a MESSAGES_SNAPSHOT carrying all, some or none of those roles."""
+    rng = p.rng
+    run, r1, m1, a1, a2 = p.id("run"), p.id("reason"), p.id("msg"), p.id("act"), p.id("act")
+    surface = {"surfaceId": "main", "components": [{"id": "title", "text": "Plan"}, {"id": "list", "items": []}]}
+    ev: list[Event] = [p.started(run)]
+    ev += [p.ev("REASONING_MESSAGE_CHUNK", messageId=r1, delta=d) for d in p.cut("what to show")]
+    ev += [p.ev("ACTIVITY_SNAPSHOT", messageId=a1, activityType="a2ui-surface", content=surface),
+           p.ev("ACTIVITY_DELTA", messageId=a1, activityType="a2ui-surface", patch=[
+               {"op": "add", "path": "/components/1/items/-", "value": "step 1"},
+               {"op": "copy", "from": "/components/1/items/0", "path": "/components/1/items/-"},
+               {"op": "test", "path": "/components/1/items", "value": ["step 1", "step 1"]},
+               {"op": "move", "from": "/components/0", "path": "/components/1"}]),
+           p.ev("ACTIVITY_SNAPSHOT", messageId=a2, activityType="progress", content={"pct": 5},
+                replace=rng.choice([None, False, True]))]
+    ev += p.text(m1, "Here is the plan.")
+    snap: list[dict[str, Any]] = [{"id": m1, "role": "assistant", "content": "Here is the plan."}]
+    roles = rng.sample(["activity", "reasoning", "new-activity", "new-reasoning"], rng.randint(0, 3))
+    if "activity" in roles:
+        snap.append({"id": a2, "role": "activity", "activityType": "progress", "content": {"pct": 50}})
+    if "new-activity" in roles:
+        snap.append({"id": p.id("act"), "role": "activity", "activityType": "note", "content": {"n": 1}})
+    if "reasoning" in roles:
+        snap.append({"id": r1, "role": "reasoning", "content": "what to show, restated"})
+    if "new-reasoning" in roles:
+        snap.insert(0, {"id": p.id("reason"), "role": "reasoning", "content": "earlier thoughts"})
+    ev.append(p.ev("MESSAGES_SNAPSHOT", messages=snap))
+    # patches after the snapshot: on an activity it kept, replaced or dropped (then there is nothing to patch)
+    for act in rng.sample([a1, a2], rng.randint(1, 2)):
+        ev.append(p.ev("ACTIVITY_DELTA", messageId=act, activityType="a2ui-surface" if act == a1 else "progress",
+                       patch=[{"op": "add", "path": "/seen", "value": True}]))
+    if rng.random() < 0.4:
+        ev.append(p.ev("ACTIVITY_SNAPSHOT", messageId=a1, activityType="a2ui-surface", content={"surfaceId": "x"},
+                       replace=False))
+    ev.append(p.finished(run))
+    return ev, None
+
+
 SHAPES: dict[str, Callable[[_P], Stream]] = {
     "pydantic-thinking-parallel": pydantic_thinking_parallel,
     "llamaindex-chunk-workflow": llamaindex_chunk_workflow,
@@ -400,6 +450,7 @@ SHAPES: dict[str, Callable[[_P], Stream]] = {
     "lg-snapshot-calls-in-flight": lg_snapshot_calls_in_flight,
     "lg-multi-interrupt": lg_multi_interrupt,
     "mixed-chunk-explicit": mixed_chunk_explicit,
+    "mastra-activities-snapshot-roles": mastra_activities_snapshot_roles,
 }
 
 # Shapes that may meet a difference the golden tests document (as ``producers.DOCUMENTED``).
@@ -449,6 +500,9 @@ def resume_chain(seed: int, n: int) -> list[tuple[str, list[Event], dict[str, An
             for c in calls:
                 ev += p.call(c, "act", {"k": k}, m)
             ev.append(p.finished(run, {"type": "interrupt", "interrupts": _interrupts(p, calls, None, True)}))
+            if rng.random() < 0.2:
+                # a failure surfacing after the close (IR-08): the interrupts stay open (IR-27)
+                ev.append(p.ev("RUN_ERROR", message="checkpoint write failed", code="late"))
         else:
             ev += [*p.text(p.id("msg"), f"Turn {k} done."), p.finished(run)]
         out.append((f"i-resume-chain-s{seed}.{n}-k{k}", ev, inp))
