@@ -206,7 +206,8 @@ def adk_state_array_ops(p: _P) -> Stream:
     hand = [
         [{"op": "test", "path": "/todos/1", "value": {"done": True, "t": "b"}},
          {"op": "move", "from": "/todos/1", "path": "/done/-"}],
-        [{"op": "move", "from": "/tags/0", "path": "/tags/2"}, {"op": "test", "path": "/tags", "value": ["y", "z", "x"]}],
+        [{"op": "move", "from": "/tags/0", "path": "/tags/2"},
+         {"op": "test", "path": "/tags", "value": ["y", "z", "x"]}],
         [{"op": "move", "from": "/tags/2", "path": "/tags/0"}, {"op": "copy", "from": "/tags", "path": "/backup"}],
         [{"op": "copy", "from": "/matrix/1", "path": "/matrix/0"}, {"op": "test", "path": "/matrix/0/1", "value": 4},
          {"op": "remove", "path": "/matrix/1"}],
