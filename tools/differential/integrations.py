@@ -30,7 +30,10 @@ integration emits events; none of their code is copied):
   (text, call, reasoning) in one run, a chunk lane closed by an explicit event of another lane;
 - ``mastra-activities-snapshot-roles``: an A2UI-like surface as an activity patched with ``copy``,
   ``move`` and ``test`` on its arrays, a reasoning chunk, then a ``MESSAGES_SNAPSHOT`` carrying all, some
-  or none of the activity and reasoning messages (MS-03), and patches after it.
+  or none of the activity and reasoning messages (MS-03), and patches after it;
+- ``legacy-client-parts``: a thread an older client wrote: pre-1.0 ``binary`` parts (data, url, an id
+  alone, a filename or an empty one), a media part's ``metadata: null`` and a tool's ``parameters: null``
+  in the ``RUN_STARTED.input`` echo, a snapshot restating them beside 1.0 parts, a tool result with parts.
 
 ``resume_chain(seed, n)`` writes ``lg-multi-interrupt`` across *requests*: each turn a stream with its
 starting thread (``NAME.input.json``: what our client held after the turns before, the open interrupts,
@@ -442,6 +445,52 @@ def mastra_activities_snapshot_roles(p: _P) -> Stream:
     return ev, None
 
 
+def legacy_client_parts(p: _P) -> Stream:
+    """A thread an older client wrote: ``binary`` parts, null media metadata and null tool parameters in the
+    input echo, restated by a snapshot with 1.0 parts beside the old ones; a tool result with media parts."""
+    rng = p.rng
+    run, u1, m1, c1, t1 = p.id("run"), p.id("user"), p.id("msg"), p.id("call"), p.id("tool")
+    data, url = "iVBORw0KGgo=", "https://files.example/" + p.id("f") + ".pdf"
+
+    def old(kind: str) -> dict[str, Any]:
+        part: dict[str, Any] = {"type": "binary", "mimeType": rng.choice(["image/png", "audio/wav", "video/mp4",
+                                                                          "application/pdf", "text/csv"])}
+        if kind in ("data", "both"):
+            part["data"] = data
+        if kind in ("url", "both"):
+            part["url"] = url
+        if kind == "id" or rng.random() < 0.3:
+            part["id"] = p.id("file")
+        if rng.random() < 0.5:
+            part["filename"] = rng.choice(["a.png", "", "report.pdf"])
+        return part
+
+    parts: list[Any] = [{"type": "text", "text": "See the attachments."}]
+    parts += [old(rng.choice(["data", "url", "both", "id"])) for _ in range(rng.randint(1, 3))]
+    if rng.random() < 0.5:
+        parts.append({"type": "image", "source": {"type": "data", "value": data, "mimeType": "image/png"},
+                      **({"metadata": None} if rng.random() < 0.5 else {})})
+    user = {"id": u1, "role": "user", "content": parts}
+    echo = {"threadId": p.thread, "runId": run, "messages": [user], "context": [], "state": {},
+            "forwardedProps": {}, "tools": [{"name": "read_file", "description": "reads",
+                                             **({"parameters": None} if rng.random() < 0.5 else {})}]}
+    ev: list[Event] = [p.started(run, input=echo), *p.text(m1, "Reading them."),
+                       *p.call(c1, "read_file", {"n": len(parts)}, m1)]
+    result: Any = "read" if rng.random() < 0.5 else [
+        {"type": "text", "text": "page 1"},
+        {"type": "document", "source": {"type": "url", "value": url, "mimeType": "application/pdf"},
+         "metadata": {"pages": 1}}]
+    ev.append(p.ev("TOOL_CALL_RESULT", toolCallId=c1, messageId=t1, content=result, role="tool"))
+    if rng.random() < 0.6:
+        restated = dict(user, content=[*parts, old("data")])
+        ev.append(p.ev("MESSAGES_SNAPSHOT", messages=[restated, {"id": m1, "role": "assistant", "content": "Read.",
+                                                                 "toolCalls": [_call_entry(c1, "read_file", {})]},
+                                                      {"id": t1, "role": "tool", "toolCallId": c1,
+                                                       "content": [old("url")]}]))
+    ev.append(p.finished(run))
+    return ev, None
+
+
 SHAPES: dict[str, Callable[[_P], Stream]] = {
     "pydantic-thinking-parallel": pydantic_thinking_parallel,
     "llamaindex-chunk-workflow": llamaindex_chunk_workflow,
@@ -452,6 +501,7 @@ SHAPES: dict[str, Callable[[_P], Stream]] = {
     "lg-multi-interrupt": lg_multi_interrupt,
     "mixed-chunk-explicit": mixed_chunk_explicit,
     "mastra-activities-snapshot-roles": mastra_activities_snapshot_roles,
+    "legacy-client-parts": legacy_client_parts,
 }
 
 # Shapes that may meet a difference the golden tests document (as ``producers.DOCUMENTED``).
