@@ -217,6 +217,15 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                              "of another role gets a message keyed by its id; when a message "
                                              "already has that id (here the parent itself) ours is 'u.assistant', "
                                              "one id per message; the reference makes a second message 'u'"),
+    "usage-null": (frozenset({"ok"}), "UK-06 with TU-05, a deliberate deviation as usage-object: a null usage is "
+                                      "read as absent (reporting nothing) with a warning and the run's outcome "
+                                      "stands; the reference fails the run on it (its compatibility layer reads "
+                                      "null as absent for an outcome or a result, not for usage)"),
+    "subagent-finished-outcome-null": (frozenset({"ok"}), "UK-06 with SA-07: a null subagent outcome is read as "
+                                                          "absent (success) with a warning, as an outcome the "
+                                                          "client cannot read already is; the reference fails "
+                                                          "the run (it reads RUN_FINISHED's null outcome as "
+                                                          "absent, not SUBAGENT_FINISHED's)"),
 }
 
 
