@@ -33,7 +33,8 @@ integration emits events; none of their code is copied):
   or none of the activity and reasoning messages (MS-03), and patches after it;
 - ``legacy-client-parts``: a thread an older client wrote: pre-1.0 ``binary`` parts (data, url, an id
   alone, a filename or an empty one), a media part's ``metadata: null`` and a tool's ``parameters: null``
-  in the ``RUN_STARTED.input`` echo, a snapshot restating them beside 1.0 parts, a tool result with parts.
+  in the ``RUN_STARTED.input`` echo, a snapshot restating them beside 1.0 parts, a tool result with parts,
+  and ``THINKING_*`` events, some carrying ids of their own.
 
 ``resume_chain(seed, n)`` writes ``lg-multi-interrupt`` across *requests*: each turn a stream with its
 starting thread (``NAME.input.json``: what our client held after the turns before, the open interrupts,
@@ -474,8 +475,15 @@ def legacy_client_parts(p: _P) -> Stream:
     echo = {"threadId": p.thread, "runId": run, "messages": [user], "context": [], "state": {},
             "forwardedProps": {}, "tools": [{"name": "read_file", "description": "reads",
                                              **({"parameters": None} if rng.random() < 0.5 else {})}]}
-    ev: list[Event] = [p.started(run, input=echo), *p.text(m1, "Reading them."),
-                       *p.call(c1, "read_file", {"n": len(parts)}, m1)]
+    ev: list[Event] = [p.started(run, input=echo)]
+    if rng.random() < 0.6:
+        # an older server's thinking: THINKING_* events, now and then carrying ids of their own (not read)
+        ids = [rng.choice([None, p.id("think"), m1]) for _ in range(5)]
+        ev += [p.ev(kind, messageId=i, **extra) for kind, i, extra in zip(
+            ("THINKING_START", "THINKING_TEXT_MESSAGE_START", "THINKING_TEXT_MESSAGE_CONTENT",
+             "THINKING_TEXT_MESSAGE_END", "THINKING_END"), ids,
+            ({"title": "plan"}, {}, {"delta": "files first"}, {}, {}), strict=True)]
+    ev += [*p.text(m1, "Reading them."), *p.call(c1, "read_file", {"n": len(parts)}, m1)]
     result: Any = "read" if rng.random() < 0.5 else [
         {"type": "text", "text": "page 1"},
         {"type": "document", "source": {"type": "url", "value": url, "mimeType": "application/pdf"},
