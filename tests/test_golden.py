@@ -46,6 +46,9 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                             "(reason 'unknown') so the next run cannot skip it"),
     "interrupt-subagent-null": (frozenset({"pendingInterrupts"}), "B242: both reject the null tag; we keep the "
                                 "interrupt open (unattributed) so the next run cannot skip it"),
+    "interrupt-fields-wrong-type": (frozenset({"pendingInterrupts"}), "B238/B242 for any field of the wrong type "
+                                    "(found by the reference differential): both reject the outcome; we keep "
+                                    "its interrupts open, each without the field it could not read"),
     "run-finished-pending-contradiction": (frozenset({"pendingToolCallIds"}), "B170: duplicated ids in "
                                            "pendingToolCallIds are dropped (order kept) with a warning"),
     "text-surrogate-lone": (frozenset({"messages"}), "B093: a half of a surrogate pair still unpaired when the "

@@ -457,7 +457,8 @@ def test_a_run_that_returned_a_result_then_one_that_did_not_succeed_is_the_resul
 
 def test_the_integration_shapes_are_deterministic_for_a_seed_and_our_client_folds_each_to_its_end() -> None:
     """Every shape of tools/differential/integrations.py is a stream our client accepts, the same for a seed;
-    a step of a resume chain may be refused before it runs, for an answer its schema refuses only."""
+    a step of a resume chain may be refused before it runs, for an answer its schema refuses only, and the
+    malformed interrupt outcome is refused on purpose."""
     one = list(integrations.streams(7, 3))
     assert one == list(integrations.streams(7, 3))
     assert [e for _, e, _, _ in one] != [e for _, e, _, _ in integrations.streams(8, 3)]
@@ -467,6 +468,9 @@ def test_the_integration_shapes_are_deterministic_for_a_seed_and_our_client_fold
     for name, events, inp, framing in one:
         assert framing is None
         out = test_golden.fold_like_oracle(hostile.dump_lines(events).encode("utf-8", "surrogatepass"), inp or {})
+        if name.startswith("i-lg-interrupt-malformed"):  # (refused by both, its interrupts held: DOCUMENTED)
+            assert not out["ok"] and out["pendingInterrupts"], out
+            continue
         if not out["ok"]:
             assert name.startswith("i-resume-chain") and out["refusedFor"] in (["invalid"], ["expired"]), out
             continue
@@ -505,3 +509,15 @@ def test_a_resume_we_refuse_deliberately_is_known_and_another_refusal_is_not() -
         assert other.status == "DIFF"
     # Both refusing is the same verdict, not a documented difference.
     assert reference.judge(_stream("s"), refused, refused | {"refused": False}).status == "SAME"
+
+
+def test_an_integration_shape_made_to_meet_a_documented_difference_is_judged_as_that_golden_stream() -> None:
+    for shape, golden_name in integrations.DOCUMENTED.items():
+        assert shape in integrations.SHAPES and golden_name in test_golden.DIFFERENCES
+    assert integrations.documented("i-lg-interrupt-malformed-s3.1~m2.0") == "interrupt-response-schema-true"
+    assert integrations.documented("i-lg-multi-interrupt-s3.1") is None
+    assert integrations.documented("p-lg-interrupt-malformed-s3.1") is None
+    ours = _fold([], ok=False, outcome=None) | {"pendingInterrupts": [{"id": "i1", "reason": "x"}]}
+    theirs = _fold([], ok=False, outcome=None)
+    assert reference.judge(_stream("i-lg-interrupt-malformed-s3.1"), ours, theirs).status == "KNOWN"
+    assert reference.judge(_stream("i-lg-multi-interrupt-s3.1"), ours, theirs).status == "DIFF"

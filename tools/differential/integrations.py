@@ -26,6 +26,9 @@ integration emits events; none of their code is copied):
   (enums, nested objects, arrays, ``$defs``), some on pending calls, one from a suspended subagent; the
   next runs of the same stream resume them (answered or abandoned), answer the approved calls without
   starting them again (IR-28), and may stop again with new interrupts before finishing;
+- ``lg-interrupt-malformed``: one of several interrupts with a slip (a boolean or array ``responseSchema``,
+  no ``reason``, a null ``subagentRunId``, an ``expiresAt`` or ``metadata`` of the wrong type), judged as the
+  golden ``interrupt-response-schema-true`` (``DOCUMENTED``);
 - ``mixed-chunk-explicit``: chunk events and explicit start/content/end on different ids of every kind
   (text, call, reasoning) in one run, a chunk lane closed by an explicit event of another lane;
 - ``mastra-activities-snapshot-roles``: an A2UI-like surface as an activity patched with ``copy``,
@@ -381,6 +384,26 @@ def lg_multi_interrupt(p: _P) -> Stream:
     return ev, None
 
 
+def lg_interrupt_malformed(p: _P) -> Stream:
+    """A producer's slip in one of several interrupts (a boolean or array schema, no reason, a null tag, an
+    expiresAt or metadata of the wrong type): both clients refuse the RUN_FINISHED, which interrupts stay held."""
+    rng = p.rng
+    run = p.id("run")
+    ev: list[Event] = [p.started(run)]
+    interrupts = _interrupts(p, [], None, expiring=False)
+    bad = rng.choice(interrupts)
+    slip = rng.choice(["schema-true", "schema-array", "no-reason", "null-tag", "expires-number", "metadata-array"])
+    if slip == "no-reason":
+        del bad["reason"]
+    else:
+        key, value = {"schema-true": ("responseSchema", True), "schema-array": ("responseSchema", [{}]),
+                      "null-tag": ("subagentRunId", None), "expires-number": ("expiresAt", 1780000000),
+                      "metadata-array": ("metadata", ["x"])}[slip]
+        bad[key] = value
+    ev += [*p.text(p.id("msg"), "Two questions."), p.finished(run, {"type": "interrupt", "interrupts": interrupts})]
+    return ev, None
+
+
 def mixed_chunk_explicit(p: _P) -> Stream:
     """Chunk events and explicit start/content/end on different ids of every kind, interleaved in one run."""
     rng = p.rng
@@ -510,10 +533,16 @@ SHAPES: dict[str, Callable[[_P], Stream]] = {
     "mixed-chunk-explicit": mixed_chunk_explicit,
     "mastra-activities-snapshot-roles": mastra_activities_snapshot_roles,
     "legacy-client-parts": legacy_client_parts,
+    "lg-interrupt-malformed": lg_interrupt_malformed,
 }
 
 # Shapes that may meet a difference the golden tests document (as ``producers.DOCUMENTED``).
-DOCUMENTED: dict[str, str] = {}
+DOCUMENTED: dict[str, str] = {
+    # both refuse; we hold the outcome's interrupts open (the golden cases: a boolean schema; a missing reason,
+    # interrupt-no-reason; a null tag, interrupt-subagent-null; a field of the wrong type,
+    # interrupt-fields-wrong-type: all of them in the one field pendingInterrupts)
+    "lg-interrupt-malformed": "interrupt-response-schema-true",
+}
 
 
 def documented(name: str) -> str | None:
