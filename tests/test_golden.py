@@ -46,6 +46,13 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                             "(reason 'unknown') so the next run cannot skip it"),
     "interrupt-subagent-null": (frozenset({"pendingInterrupts"}), "B242: both reject the null tag; we keep the "
                                 "interrupt open (unattributed) so the next run cannot skip it"),
+    "tool-result-id-collides-open-subagent-message": (frozenset({"ok", "messages"}), "TC-09 with UK-16 as "
+                                                      "tool-result-message-id-collides, while a subagent's message "
+                                                      "m1 is open (found by the reference differential): ours is "
+                                                      "'m1.c1' and the run goes on; the reference's second 'm1', "
+                                                      "the parent agent's, takes over m1's owner, so the "
+                                                      "subagent's END for m1 disagrees with it (SA-11) and the "
+                                                      "reference fails the run"),
     "interrupt-fields-wrong-type": (frozenset({"pendingInterrupts"}), "B238/B242 for any field of the wrong type "
                                     "(found by the reference differential): both reject the outcome; we keep "
                                     "its interrupts open, each without the field it could not read"),

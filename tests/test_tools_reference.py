@@ -296,9 +296,14 @@ def test_a_mutation_that_meets_a_documented_difference_names_the_golden_streams_
     for pattern, names in hostile.DOCUMENTED.items():
         assert any(fnmatch.fnmatchcase(label, pattern) for label in made), pattern  # a label a mutation writes
         assert names and all(name in test_golden.DIFFERENCES for name in names), pattern
-    assert hostile.documented(["numbers-args", "empty-id-text", "rename-tool-as-holder"]) == {
+    assert hostile.documented(["numbers-state", "empty-id-text", "rename-tool-as-holder"]) == {
         "empty-id-text": ("tool-call-empty-parent-id",),
         "rename-tool-as-holder": hostile.DOCUMENTED["rename-tool-as-*"]}
+    # Text appended to an argument delta may part a character's halves (golden tool-call-args-surrogate-lone);
+    # only where a delta holds a half.
+    halves = [{"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": '{"q": "\ud83d-0'}]
+    assert hostile.documented(["numbers-args"], halves) == {"numbers-args": ("tool-call-args-surrogate-lone",)}
+    assert hostile.documented(["numbers-args"], [dict(halves[0], delta='{"q": 1-0')]) == {}
     assert hostile.documented(["activity-over-text-replace-True", "rename-activity-as-text", "split-run-x"]) == {}
 
 
