@@ -46,6 +46,16 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                             "(reason 'unknown') so the next run cannot skip it"),
     "interrupt-subagent-null": (frozenset({"pendingInterrupts"}), "B242: both reject the null tag; we keep the "
                                 "interrupt open (unattributed) so the next run cannot skip it"),
+    "tool-result-id-collides-open-subagent-message": (frozenset({"ok", "messages"}), "TC-09 with UK-16 as "
+                                                      "tool-result-message-id-collides, while a subagent's message "
+                                                      "m1 is open (found by the reference differential): ours is "
+                                                      "'m1.c1' and the run goes on; the reference's second 'm1', "
+                                                      "the parent agent's, takes over m1's owner, so the "
+                                                      "subagent's END for m1 disagrees with it (SA-11) and the "
+                                                      "reference fails the run"),
+    "interrupt-fields-wrong-type": (frozenset({"pendingInterrupts"}), "B238/B242 for any field of the wrong type "
+                                    "(found by the reference differential): both reject the outcome; we keep "
+                                    "its interrupts open, each without the field it could not read"),
     "run-finished-pending-contradiction": (frozenset({"pendingToolCallIds"}), "B170: duplicated ids in "
                                            "pendingToolCallIds are dropped (order kept) with a warning"),
     "text-surrogate-lone": (frozenset({"messages"}), "B093: a half of a surrogate pair still unpaired when the "
@@ -217,6 +227,15 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                              "of another role gets a message keyed by its id; when a message "
                                              "already has that id (here the parent itself) ours is 'u.assistant', "
                                              "one id per message; the reference makes a second message 'u'"),
+    "usage-null": (frozenset({"ok"}), "UK-06 with TU-05, a deliberate deviation as usage-object: a null usage is "
+                                      "read as absent (reporting nothing) with a warning and the run's outcome "
+                                      "stands; the reference fails the run on it (its compatibility layer reads "
+                                      "null as absent for an outcome or a result, not for usage)"),
+    "subagent-finished-outcome-null": (frozenset({"ok"}), "UK-06 with SA-07: a null subagent outcome is read as "
+                                                          "absent (success) with a warning, as an outcome the "
+                                                          "client cannot read already is; the reference fails "
+                                                          "the run (it reads RUN_FINISHED's null outcome as "
+                                                          "absent, not SUBAGENT_FINISHED's)"),
 }
 
 
@@ -239,7 +258,8 @@ def fold_like_oracle(stream: Path | bytes, seed: dict[str, Any]) -> dict[str, An
         except ResumeRefused as exc:
             return {"ok": False, "error": str(exc), "messages": encode(thread.messages), "state": thread.state,
                     "pendingInterrupts": encode(thread.open_interrupts), "outcome": None,
-                    "pendingToolCallIds": [], "result": None, "refused": True}
+                    "pendingToolCallIds": [], "result": None, "refused": True,
+                    "refusedFor": sorted(kind for kind, ids in exc.problems.items() if ids)}
     try:
         result = replay(stream, state=thread)
     except ProtocolError as exc:

@@ -20,7 +20,7 @@ import test_golden
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 try:
-    from tools.differential import families, hostile, producers, reference
+    from tools.differential import families, hostile, integrations, producers, reference
     from tools.differential.__main__ import main
 finally:
     sys.path.remove(str(ROOT))
@@ -296,9 +296,14 @@ def test_a_mutation_that_meets_a_documented_difference_names_the_golden_streams_
     for pattern, names in hostile.DOCUMENTED.items():
         assert any(fnmatch.fnmatchcase(label, pattern) for label in made), pattern  # a label a mutation writes
         assert names and all(name in test_golden.DIFFERENCES for name in names), pattern
-    assert hostile.documented(["numbers-args", "empty-id-text", "rename-tool-as-holder"]) == {
+    assert hostile.documented(["numbers-state", "empty-id-text", "rename-tool-as-holder"]) == {
         "empty-id-text": ("tool-call-empty-parent-id",),
         "rename-tool-as-holder": hostile.DOCUMENTED["rename-tool-as-*"]}
+    # Text appended to an argument delta may part a character's halves (golden tool-call-args-surrogate-lone);
+    # only where a delta holds a half.
+    halves = [{"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": '{"q": "\ud83d-0'}]
+    assert hostile.documented(["numbers-args"], halves) == {"numbers-args": ("tool-call-args-surrogate-lone",)}
+    assert hostile.documented(["numbers-args"], [dict(halves[0], delta='{"q": 1-0')]) == {}
     assert hostile.documented(["activity-over-text-replace-True", "rename-activity-as-text", "split-run-x"]) == {}
 
 
@@ -453,3 +458,71 @@ def test_a_run_that_returned_a_result_then_one_that_did_not_succeed_is_the_resul
     known = reference.judge(variant, ours, theirs)
     assert known.status == "KNOWN" and "numbers-result as runs-error-after-success-result" in known.detail
     assert reference.judge(variant, ours | {"state": {"a": 1}}, theirs).status == "DIFF"
+
+
+def test_the_integration_shapes_are_deterministic_for_a_seed_and_our_client_folds_each_to_its_end() -> None:
+    """Every shape of tools/differential/integrations.py is a stream our client accepts, the same for a seed;
+    a step of a resume chain may be refused before it runs, for an answer its schema refuses only, and the
+    malformed interrupt outcome is refused on purpose."""
+    one = list(integrations.streams(7, 3))
+    assert one == list(integrations.streams(7, 3))
+    assert [e for _, e, _, _ in one] != [e for _, e, _, _ in integrations.streams(8, 3)]
+    made = {name.split("-s7.", 1)[0] for name, *_ in one}
+    assert made == {f"i-{shape}" for shape in integrations.SHAPES} | {"i-resume-chain"}
+    outcomes = set()
+    for name, events, inp, framing in one:
+        assert framing is None
+        out = test_golden.fold_like_oracle(hostile.dump_lines(events).encode("utf-8", "surrogatepass"), inp or {})
+        if name.startswith("i-lg-interrupt-malformed"):  # (refused by both, its interrupts held: DOCUMENTED)
+            assert not out["ok"] and out["pendingInterrupts"], out
+            continue
+        if not out["ok"]:
+            assert name.startswith("i-resume-chain") and out["refusedFor"] in (["invalid"], ["expired"]), out
+            continue
+        outcomes.add(out["outcome"])
+    assert outcomes == {"success", "interrupt"}
+
+
+def test_a_resume_chain_turn_resumes_every_interrupt_the_turn_before_left_open() -> None:
+    """Each turn starts from our fold of the one before, with a resume covering every open interrupt; an
+    interrupt expired at ``now`` is abandoned (or, now and then, answered anyway: refused by both)."""
+    turns = [integrations.resume_chain(31, n) for n in range(12)]
+    resumed = 0
+    for steps in turns:
+        for (_, events, inp), (_, _, after) in zip(steps, steps[1:], strict=False):
+            held = families._fold(events, inp)
+            pending = held["pendingInterrupts"]
+            assert after.get("pendingInterrupts", []) == pending
+            assert [e["interruptId"] for e in after.get("resume", [])] == [i["id"] for i in pending]
+            resumed += bool(pending)
+    assert resumed >= 5
+
+
+def test_a_resume_we_refuse_deliberately_is_known_and_another_refusal_is_not() -> None:
+    """We refuse a resume whose payload its responseSchema refuses (golden resume case
+    resume-payload-fails-schema, tests/core/test_resume_oracle.py DELIBERATE); the reference sends it, and the
+    run's whole fold differs. Any other refusal the reference does not share still fails the stream."""
+    theirs = _fold([{"id": "m1", "role": "assistant", "content": "ran"}])
+    refused = _fold([], ok=False, outcome=None) | {"refused": True, "refusedFor": ["invalid"],
+                                                   "pendingInterrupts": [{"id": "i1", "reason": "approval"}]}
+    known = reference.judge(_stream("i-resume-chain-s1.0-k1"), refused, theirs)
+    assert known.status == "KNOWN", known.fields
+    assert set(known.fields) == {"ok", "messages", "pendingInterrupts"}
+    assert "resume refused as golden resume/resume-payload-fails-schema" in known.detail
+    for kinds in (["uncovered"], ["invalid", "expired"]):
+        other = reference.judge(_stream("i-resume-chain-s1.0-k1"), refused | {"refusedFor": kinds}, theirs)
+        assert other.status == "DIFF"
+    # Both refusing is the same verdict, not a documented difference.
+    assert reference.judge(_stream("s"), refused, refused | {"refused": False}).status == "SAME"
+
+
+def test_an_integration_shape_made_to_meet_a_documented_difference_is_judged_as_that_golden_stream() -> None:
+    for shape, golden_name in integrations.DOCUMENTED.items():
+        assert shape in integrations.SHAPES and golden_name in test_golden.DIFFERENCES
+    assert integrations.documented("i-lg-interrupt-malformed-s3.1~m2.0") == "interrupt-response-schema-true"
+    assert integrations.documented("i-lg-multi-interrupt-s3.1") is None
+    assert integrations.documented("p-lg-interrupt-malformed-s3.1") is None
+    ours = _fold([], ok=False, outcome=None) | {"pendingInterrupts": [{"id": "i1", "reason": "x"}]}
+    theirs = _fold([], ok=False, outcome=None)
+    assert reference.judge(_stream("i-lg-interrupt-malformed-s3.1"), ours, theirs).status == "KNOWN"
+    assert reference.judge(_stream("i-lg-multi-interrupt-s3.1"), ours, theirs).status == "DIFF"

@@ -360,9 +360,11 @@ class RunSession:
         if type(value) is dict and type(value.get("messages")) is Roster:
             value["messages"] = value["messages"].items  # (a large snapshot the front-end did not take)
         try:
-            event = codec.decode_value(value, sink)
-            if type(event) is ev.UnknownEvent and event.type.startswith("THINKING_"):
+            if type(value) is dict and type(value.get("type")) is str and value["type"] in _THINKING:
+                # (the session's reading, not the decoder's, even of one carrying an id: see _thinking)
                 event = codec.decode_value(self._thinking(value), sink)
+            else:
+                event = codec.decode_value(value, sink)
         except ProtocolError as exc:
             kind = value.get("type") if type(value) is dict else None
             if sink.items:  # (named by the type the payload gave, when it gave one)
@@ -399,23 +401,30 @@ class RunSession:
 
     def _thinking(self, value: dict[str, Any]) -> dict[str, Any]:
         # RS-09: THINKING_* left the protocol in 1.0; like the reference, read them as REASONING_* and
-        # mint the ids the old events did not carry.
+        # mint the ids the old events did not carry. A ``messageId`` one carries anyway is not read: the
+        # old events had none, so an opener's and its content's could disagree (the reference, which mints
+        # every id, accepts such a stream; read, they would fail it). An event continuing nothing open
+        # gets an id of its own, which names nothing open, and is refused for it.
         kind = value["type"]
         self._sink.warn("RS-09", f"deprecated {kind} read as its REASONING_* equivalent", event_type=kind,
                         once=("type", kind))
         rest = {k: v for k, v in value.items() if k not in ("type", "title", "messageId")}
         if kind == "THINKING_START":
-            self._thinking_span = value.get("messageId") or str(uuid.uuid4())
+            self._thinking_span = str(uuid.uuid4())
             return {**rest, "type": "REASONING_START", "messageId": self._thinking_span}
         if kind == "THINKING_END":
-            return {**rest, "type": "REASONING_END", "messageId": self._thinking_span or str(uuid.uuid4())}
+            span, self._thinking_span = self._thinking_span or str(uuid.uuid4()), None
+            return {**rest, "type": "REASONING_END", "messageId": span}
         if kind == "THINKING_TEXT_MESSAGE_START":
-            self._thinking_message = value.get("messageId") or str(uuid.uuid4())
+            self._thinking_message = str(uuid.uuid4())
             return {**rest, "type": "REASONING_MESSAGE_START", "messageId": self._thinking_message,
                     "role": "reasoning"}
-        if kind in ("THINKING_TEXT_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_END"):
-            modern = "REASONING_MESSAGE_CONTENT" if kind.endswith("CONTENT") else "REASONING_MESSAGE_END"
-            return {**rest, "type": modern, "messageId": value.get("messageId") or self._thinking_message or ""}
+        if kind == "THINKING_TEXT_MESSAGE_CONTENT":
+            return {**rest, "type": "REASONING_MESSAGE_CONTENT",
+                    "messageId": self._thinking_message or str(uuid.uuid4())}
+        if kind == "THINKING_TEXT_MESSAGE_END":
+            message, self._thinking_message = self._thinking_message or str(uuid.uuid4()), None
+            return {**rest, "type": "REASONING_MESSAGE_END", "messageId": message}
         return value
 
     def _fold(self, event: ev.Event | ev.UnknownEvent, index: int, *,
@@ -882,6 +891,11 @@ def _fronts() -> dict[str, Any]:
 
 #: Event type -> its front-end reader (see above).
 _FRONT: dict[str, Any] = _fronts()
+
+
+#: The pre-1.0 reasoning events a session reads as REASONING_* (RS-09), minting their ids.
+_THINKING = frozenset({"THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START", "THINKING_TEXT_MESSAGE_CONTENT",
+                       "THINKING_TEXT_MESSAGE_END"})
 
 
 def _type_of(event: Any) -> str | None:

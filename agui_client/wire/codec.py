@@ -31,6 +31,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from ..errors import DecodeError
 from . import derive
+from .compat import upgrade_parts
 from .jsonio import (
     DEFAULT_MAX_DEPTH,
     MAX_SAFE_INT,
@@ -114,7 +115,8 @@ class FieldError(ValueError):
 
 #: Fields a 1.0 producer may still send as null from before the omission rule: read as absent, with
 #: a UK-06 warning. UK-06 names ``RUN_FINISHED.outcome``, ``RUN_FINISHED``/``SUBAGENT_FINISHED.result``,
-#: ``parentMessageId``, ``rawEvent`` and ``RUN_STARTED.input``'s optional fields. Read alike, beyond its
+#: ``parentMessageId``, ``rawEvent`` and ``RUN_STARTED.input``'s optional fields (its tools' ``parameters`` and
+#: its resume entries' ``payload`` too, as the reference reads them there). Read alike, beyond its
 #: list: ``usage`` (a usage the client cannot read costs only the usage, TU-01/TU-04, and null reports
 #: nothing, TU-05) and ``SUBAGENT_FINISHED.outcome`` (absent is success, SA-07, as an outcome the client
 #: cannot read already is). A producer that writes unset optional fields as null (pydantic's
@@ -127,6 +129,8 @@ LEGACY_NULLS: dict[type, frozenset[str]] = {
     ev.SubagentFinishedEvent: frozenset({"result", "outcome", "rawEvent"}),
     rn.RunAgentInput: frozenset({"state", "tools", "context", "forwardedProps", "resume", "parentRunId",
                                  "protocolVersion"}),
+    rn.Tool: frozenset({"parameters"}),
+    rn.ResumeEntry: frozenset({"payload"}),
 }
 _ALWAYS_LEGACY_NULL = frozenset({"rawEvent"})
 
@@ -344,6 +348,8 @@ CHECKS: dict[type, Callable[[dict[str, Any], _Warn], dict[str, Any] | None]] = {
     rn.TokenUsage: _check_usage,
     ev.RunFinishedEvent: _check_run_usage,
     ev.RunErrorEvent: _check_run_usage,
+    msg.UserMessage: upgrade_parts,
+    msg.ToolMessage: upgrade_parts,
 }
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from agui_client import (
     DecodeError,
+    ProtocolError,
     ReasoningMessage,
     RunFailed,
     RunSession,
@@ -111,6 +112,24 @@ def test_legacy_thinking_events_become_reasoning_with_minted_ids() -> None:
     [reasoning] = [m for m in result.messages if isinstance(m, ReasoningMessage)]
     assert reasoning.content == "hmm" and reasoning.id
     assert any(w.code == "RS-09" for w in result.warnings)
+
+
+def test_legacy_thinking_events_carrying_ids_are_read_with_minted_ids_as_the_reference_reads_them() -> None:
+    """The old events carried no ids: one carried anyway is not read (golden thinking-legacy-carried-ids), so
+    an opener's and its content's that disagree do not fail the stream, nor does a message named after a text
+    message; an event continuing nothing open is still refused."""
+    result = replay([START, *TEXT, {"type": "THINKING_START", "messageId": "s1"},
+                     {"type": "THINKING_TEXT_MESSAGE_START", "messageId": "m1"},
+                     {"type": "THINKING_TEXT_MESSAGE_CONTENT", "messageId": "other", "delta": "hmm"},
+                     {"type": "THINKING_TEXT_MESSAGE_END", "messageId": "m1"}, {"type": "THINKING_END"}, FINISH])
+    [reasoning] = [m for m in result.messages if isinstance(m, ReasoningMessage)]
+    assert reasoning.content == "hmm" and reasoning.id not in ("s1", "m1", "other")
+    assert [m.id for m in result.messages if not isinstance(m, ReasoningMessage)] == ["m1"]
+    with pytest.raises(ProtocolError) as refused:
+        replay([START, {"type": "THINKING_START"}, {"type": "THINKING_TEXT_MESSAGE_START"},
+                {"type": "THINKING_TEXT_MESSAGE_END"}, {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "late"},
+                {"type": "THINKING_END"}, FINISH])
+    assert refused.value.rule == "RS-02/AGUI401" and refused.value.index == 4
 
 
 def test_a_success_outcome_carrying_interrupts_is_rejected_and_its_interrupts_held_open() -> None:

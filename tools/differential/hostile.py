@@ -688,7 +688,8 @@ MUTATIONS: dict[str, Callable[[random.Random, list[Event], dict[str, Any] | None
 # variant whose label carries the mutation (any other field that differs still fails it).
 _COLLIDES = ("tool-result-message-id-collides", "tool-call-parentless-id-collides",
              "tool-call-parentless-id-collides-subagent", "tool-call-foreign-parent-id-collides",
-             "tool-result-named-after-parentless-call", "messages-snapshot-duplicate-ids")
+             "tool-result-named-after-parentless-call", "messages-snapshot-duplicate-ids",
+             "tool-result-id-collides-open-subagent-message")
 # A run ended otherwise than in success after a run that returned a result: ours is the last run's (none), the
 # reference's the earlier run's.
 _RESULT_KEPT = ("runs-error-after-success-result", "runs-cancelled-after-success-result",
@@ -713,6 +714,8 @@ DOCUMENTED: dict[str, tuple[str, ...]] = {
     "split-run": ("tool-call-restarted-from-history", *_RESULT_KEPT),
     "split-run-same-id": ("tool-call-restarted-from-history", *_RESULT_KEPT),
     "numbers-result": _RESULT_KEPT,
+    # Text appended to an argument delta that ends with a character's first half parts it from its second.
+    "numbers-args": ("tool-call-args-surrogate-lone",),
     "interrupt-outcome": ("runs-interrupt-after-success-result",),
     # A result sent again under its messageId; two results for no call drawn at one point share ``tr{at}``.
     "tool-result-again-same-id": ("tool-result-resent-same-id",),
@@ -868,6 +871,7 @@ def _one(kinds: set[str]) -> bool:
 
 SIGNS: dict[str, Check] = {
     "tool-result-message-id-collides": has_shared_id, "tool-call-parentless-id-collides": has_shared_id,
+    "tool-result-id-collides-open-subagent-message": has_shared_id,
     "tool-result-named-after-parentless-call": has_shared_id, "messages-snapshot-duplicate-ids": has_shared_id,
     "tool-call-restarted-from-history": has_call_started_again, "tool-call-empty-parent-id": has_empty_parent,
     "text-surrogate-lone": has_lone_half, "reasoning-surrogate-lone": has_lone_half,

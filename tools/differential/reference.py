@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import families, hostile, producers
+from . import families, hostile, integrations, producers
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed", "producers", "families")
+GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed", "producers", "families", "integrations")
 DERIVED = "~m"  # a variant of NAME is NAME~mSEED.N
 
 
@@ -129,10 +129,11 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
     written: list[Stream] = []
     for spec in gen:
         kind, gseed, scale = _gen_spec(spec)
-        if kind in ("producers", "families"):
-            # producers.py / families.py: SCALE variants of every shape or family (not bench/gen.py)
-            made = (producers.streams(gseed, max(1, int(float(scale))), sse_every=sse_every) if kind == "producers"
-                    else families.streams(gseed, max(1, int(float(scale)))))
+        if kind in ("producers", "families", "integrations"):
+            # producers.py / families.py / integrations.py: SCALE variants of every shape or family (not gen.py)
+            n = max(1, int(float(scale)))
+            made = (producers.streams(gseed, n, sse_every=sse_every) if kind == "producers"
+                    else families.streams(gseed, n) if kind == "families" else integrations.streams(gseed, n))
             for pname, events, inp, framing in made:
                 target = folder / (f"{pname}.sse" if framing else f"{pname}.jsonl")
                 with open(target, "w", encoding="utf-8", newline="") as out:  # (CRLF framing kept as written)
@@ -251,10 +252,10 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
         # take it away: not a stale entry, then).
         allowed, why = g.DIFFERENCES[derived_from]
         why = f"as {derived_from}: {why}"
-    elif not allowed and (producers.documented(stream.name) or families.documented(stream.name)) in g.DIFFERENCES:
+    elif not allowed and _made_to_meet(stream.name) in g.DIFFERENCES:
         # A producer shape or family made to meet a documented difference (producers.DOCUMENTED,
-        # families.DOCUMENTED), and its variants.
-        documented = str(producers.documented(stream.name) or families.documented(stream.name))
+        # families.DOCUMENTED, integrations.DOCUMENTED), and its variants.
+        documented = str(_made_to_meet(stream.name))
         allowed, why = g.DIFFERENCES[documented]
         why, inherited = f"as {documented} (producer shape): {why}", True
     events, inp = _events(stream) if mutations(stream) else (None, None)
@@ -271,6 +272,15 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
         parts += [f"{label} as {' or '.join(names)}" for label, names in meets.items()]
         why = "; ".join(parts)
         inherited = True
+    deliberate = _refused_deliberately(ours, reference)
+    if deliberate:
+        # A resume we refuse before sending and the reference sends (tests/core/test_resume_oracle.py
+        # DELIBERATE: a payload its responseSchema refuses, an entry naming no open interrupt, ...): our
+        # thread is the starting one, the reference's what the run made of it, so every field may differ.
+        allowed = allowed | frozenset(found)
+        parts = [why] if why else []
+        parts += [f"resume refused as golden resume/{case}: {reason}" for case, reason in deliberate.items()]
+        why, inherited = "; ".join(parts), True
     if stream.path.suffix == ".sse" and not reference.get("ok") and not ours.get("ok"):
         # On the HTTP path the reference's error overtakes its queued fold, so a rejected stream leaves
         # nothing of what preceded it (the oracle's README; golden: payload-not-json, B071): only the
@@ -288,6 +298,32 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
     if found:
         return Verdict(stream, "KNOWN", found, ours, reference, why)
     return Verdict(stream, "SAME", {}, ours, reference)
+
+
+# A kind of resume problem (ResumeRefused.problems) -> the golden resume case showing that we refuse it and the
+# reference does not (tests/core/test_resume_oracle.py DELIBERATE, which says why).
+RESUME_REFUSALS = {"invalid": "resume-payload-fails-schema", "unknown": "resume-unknown-id",
+                   "duplicate": "resume-duplicate-id", "nothing": "no-pending-with-resume"}
+
+
+def resume_oracle() -> Any:
+    """``tests/core/test_resume_oracle.py``: ``DELIBERATE``, the resumes we refuse and the reference sends."""
+    return _load("test_resume_oracle", ROOT / "tests" / "core" / "test_resume_oracle.py")
+
+
+def _refused_deliberately(ours: dict[str, Any], reference: dict[str, Any]) -> dict[str, str]:
+    """Golden resume case -> reason, when we refused the resume for documented reasons only and the reference ran."""
+    kinds = ours.get("refusedFor") or []
+    if not ours.get("refused") or not reference.get("ok") or not all(k in RESUME_REFUSALS for k in kinds):
+        return {}
+    deliberate: dict[str, str] = resume_oracle().DELIBERATE
+    return {RESUME_REFUSALS[k]: deliberate[RESUME_REFUSALS[k]] for k in kinds
+            if RESUME_REFUSALS[k] in deliberate}
+
+
+def _made_to_meet(name: str) -> str | None:
+    """The golden stream whose documented difference the generated stream ``name`` may show, if any."""
+    return producers.documented(name) or families.documented(name) or integrations.documented(name)
 
 
 def mutations(stream: Stream) -> list[str]:
