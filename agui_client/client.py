@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from .stores import ThreadStore
 
 __all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT",
-           "DEFAULT_MAX_RUN_BYTES"]
+           "DEFAULT_MAX_RUN_BYTES", "check_url"]
 
 logger = logging.getLogger("agui_client")
 
@@ -120,6 +120,13 @@ def check_url(url: str, *, own_http: bool, base_url: httpx.URL | None = None) ->
     goes to that client's ``base_url`` (as httpx sends it); only a URL that ends up without a host is
     refused there. The URL is shown without userinfo or sensitive query values, and httpx's reason only
     when no userinfo could be read into it (a password holding ``/`` reads as a port).
+
+    Both clients run it when they are made, and the CLI before it asks or sends anything (``own_http``
+    is true there: its httpx client is always its own).
+
+    Raises:
+        TypeError: ``url`` is not a ``str``.
+        ValueError: no run could reach ``url`` (the message says why, and how to write it when that is clear).
     """
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, not {type(url).__name__}")
