@@ -191,14 +191,14 @@ def test_a_builder_used_twice_is_refused_saying_its_interrupts_were_answered() -
         thread = client.thread()
         asked = thread.run("Delete the staging database", run_id="r1")
         builder = thread.resume_builder().answer(asked.interrupts[0].id, {"approved": True})
-        assert thread.run(resume=builder).outcome == "success"
+        assert thread.run(resume=builder, run_id="r2").outcome == "success"
 
         with pytest.raises(ag.MisdirectedResume) as caught:
             thread.run(resume=builder)  # (kept, and sent again)
 
     assert str(caught.value) == ("resume refused, nothing was sent: the builder was made for the interrupts of run "
-                                 "'r1', and the thread waits on none now (a later run answered or abandoned them) "
-                                 "(make a new one with thread.resume_builder())")
+                                 "'r1', and the thread waits on none now (run 'r2', after it, answered or abandoned "
+                                 "them) (make a new one with thread.resume_builder())")
     assert agent.request_count == 2
 
 
