@@ -21,11 +21,26 @@ The client sets the deadline (:func:`deadline`) around its send; each read, writ
 shards' connections then waits no longer than what is left of it. What those reads bring before the
 head is complete is charged to the run's ``max_run_bytes`` as well: without a deadline (the default),
 ``103``s without end would keep the send reading for ever.
+
+They keep no cookie an agent sets: every answer they hand up has its ``Set-Cookie`` headers taken
+out, so no cookie jar the httpx client holds ever sees one. httpx keeps every cookie an answer sets
+and sends them all with every later request, and here that request may be another person's: one
+client sends the runs of many users of a web backend, each with its own credential
+(``thread.run(headers=...)``), so a session cookie the agent set on one user's run would go out with
+the next user's, and the agent might take it for that user's session. An AG-UI run carries all it
+needs (the agent may keep nothing between runs), so nothing is lost. It also bounds what an agent can
+make the client hold: a thousand new cookies a run once grew a long-lived client's jar, and every
+request's ``Cookie`` header, without bound. A cookie jar that refused them (the first way this was
+done) held only while it stayed: ``client.http.cookies = {...}`` put httpx's own in its place, which
+keeps them. Cookies the application sets itself, in whatever jar, are still sent.
+
+:func:`own_transport` and :func:`own_async_transport` give the transport a client makes for itself:
+the shards, or, where the environment names a proxy for the agent, httpx's own transport through that
+proxy (:class:`ProxiedSyncTransport`, :class:`ProxiedTransport`), as httpx would have chosen it.
 """
 
 from __future__ import annotations
 
-import http.cookiejar
 import ssl
 import threading
 import time
@@ -37,8 +52,10 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["ShardedTransport", "ShardedSyncTransport", "SHARD_SIZE", "deadline", "HeadTooLong",
-           "NoAgentCookieJar"]
+from ._proxies import environment_proxy
+
+__all__ = ["ShardedTransport", "ShardedSyncTransport", "ProxiedTransport", "ProxiedSyncTransport", "SHARD_SIZE",
+           "PROXIED_LIMITS", "deadline", "HeadTooLong", "own_transport", "own_async_transport"]
 
 #: The monotonic time the current run's send must be over by (``None``: no deadline), per thread or task.
 _DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", default=None)
@@ -191,6 +208,16 @@ def _bound(transport: httpx.HTTPTransport | httpx.AsyncHTTPTransport) -> None:
 SHARD_SIZE = 8
 
 
+def _without_cookies(response: httpx.Response) -> httpx.Response:
+    """``response`` with its ``Set-Cookie`` headers taken out (why: the module's docstring). Once per
+    answer, never per event."""
+    try:
+        del response.headers["set-cookie"]
+    except KeyError:
+        pass
+    return response
+
+
 class _Shard:
     __slots__ = ("transport", "open")
 
@@ -252,7 +279,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             raise
         assert isinstance(response.stream, httpx.AsyncByteStream)
         response.stream = _Counted(response.stream, shard)
-        return response
+        return _without_cookies(response)
 
     async def aclose(self) -> None:
         shards, self._shards = self._shards, []
@@ -316,7 +343,7 @@ class ShardedSyncTransport(httpx.BaseTransport):
             raise
         assert isinstance(response.stream, httpx.SyncByteStream)
         response.stream = _CountedSync(response.stream, shard, self._lock)
-        return response
+        return _without_cookies(response)
 
     def close(self) -> None:
         with self._lock:
@@ -326,22 +353,46 @@ class ShardedSyncTransport(httpx.BaseTransport):
             shard.transport.close()
 
 
-class NoAgentCookieJar(http.cookiejar.CookieJar):
-    """The cookie jar of the httpx client a client makes for itself: it keeps no cookie an agent sets.
+class ProxiedTransport(httpx.AsyncHTTPTransport):
+    """httpx's own async transport, for an agent the environment's proxy serves: its answers come without
+    their ``Set-Cookie`` headers, as the shards' do."""
 
-    httpx keeps every cookie an answer sets and sends them all with every later request. Here that
-    request may be another person's: one client serves the runs of many users of a web backend, each
-    with its own credential (``thread.run(headers=...)``), so a session cookie the agent set on one
-    user's run would go out with the next user's, and the agent might take it for that user's session.
-    An AG-UI run carries all it needs (the agent may keep nothing between runs), so no cookie is kept.
-    It also bounds what an agent can make the client hold: a thousand new cookies a run once grew a
-    long-lived client's jar, and every request's ``Cookie`` header, without bound.
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """httpx's answer, without the agent's cookies."""
+        return _without_cookies(await super().handle_async_request(request))
 
-    Cookies the application sets itself (``client.http.cookies.set(...)``) are kept and sent; an
-    application that wants the agent's kept passes its own ``http_client`` (whose jar is then shared
-    by every run it sends). Assigning ``client.http.cookies = {...}`` replaces this jar with httpx's
-    own, which keeps the agent's cookies again: use ``.set()``.
+
+class ProxiedSyncTransport(httpx.HTTPTransport):
+    """:class:`ProxiedTransport` for ``httpx.Client``."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """httpx's answer, without the agent's cookies."""
+        return _without_cookies(super().handle_request(request))
+
+
+#: The limits of httpx's own pool where a proxy serves the agent (the shards' per shard, for one pool).
+PROXIED_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=SHARD_SIZE)
+
+
+def own_async_transport(url: str) -> httpx.AsyncBaseTransport:
+    """The transport a client makes for itself to send ``url``'s runs: :class:`ShardedTransport`, or, when
+    the environment names a proxy for ``url``, :class:`ProxiedTransport` through it.
+
+    httpx reads the environment's proxies only for a client made without a transport, so the proxy it
+    would have used for ``url`` is given here (redirects are followed to the same origin only, so every
+    request the client sends goes where ``url`` goes). The proxy keeps httpx's own pool, with
+    :data:`PROXIED_LIMITS`.
     """
+    proxy = environment_proxy(url)
+    if proxy is not None:
+        return ProxiedTransport(proxy=proxy, limits=PROXIED_LIMITS)
+    return ShardedTransport()
 
-    def extract_cookies(self, response: Any, request: Any) -> None:
-        """Keep nothing from the answer's ``Set-Cookie`` headers."""
+
+def own_transport(url: str) -> httpx.BaseTransport:
+    """:func:`own_async_transport` for ``httpx.Client``; also what the CLI's recorder wraps, so that a
+    recording client keeps the run's deadline, the head's byte budget and the dropped cookies."""
+    proxy = environment_proxy(url)
+    if proxy is not None:
+        return ProxiedSyncTransport(proxy=proxy, limits=PROXIED_LIMITS)
+    return ShardedSyncTransport()

@@ -3,8 +3,8 @@
 httpx gives the proxies named by ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` only to
 a client made without a transport of its own. The client's connections are a transport of its own (the
 shards of ``_pool``, which hold the bounds on the answer's head), so it must know itself whether httpx
-would send a URL through a proxy: when it would, the client keeps httpx's own transport, and the CLI's
-recorder wraps a transport that goes through the proxy.
+would send a URL through a proxy: when it would, the client's own transport is httpx's, given that
+proxy (``_pool.own_transport``), and the CLI's recorder wraps it.
 
 That answer must be httpx's, not merely close to it. A host the client thinks ``NO_PROXY`` exempts, but
 httpx would proxy, is reached directly on a network that only lets the proxy out. So the rules below

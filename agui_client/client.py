@@ -39,9 +39,17 @@ from ._framing import REFUSED_TYPES, SSE, Framer, check_media, framed, inflater_
 from ._inert import quoted
 from ._logs import exchange as logged_exchange
 from ._logs import filter_http_logs
-from ._pool import SHARD_SIZE, HeadTooLong, NoAgentCookieJar, ShardedSyncTransport, ShardedTransport
+from ._pool import (
+    HeadTooLong,
+    ProxiedSyncTransport,
+    ProxiedTransport,
+    ShardedSyncTransport,
+    ShardedTransport,
+    own_async_transport,
+    own_transport,
+)
 from ._pool import deadline as send_deadline
-from ._proxies import environment_proxy, proxy_credentials
+from ._proxies import proxy_credentials
 from .core.exchange import StreamHandle, request_body
 from .core.headers import checked_headers, layered
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
@@ -62,7 +70,7 @@ if TYPE_CHECKING:
     from .stores import ThreadStore
 
 __all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT",
-           "DEFAULT_MAX_RUN_BYTES"]
+           "DEFAULT_MAX_RUN_BYTES", "check_url"]
 
 logger = logging.getLogger("agui_client")
 
@@ -87,7 +95,8 @@ def _traces(http: httpx.Client | httpx.AsyncClient) -> bool:
     transports = [_unwrapped(getattr(http, "_transport", None)),
                   *(_unwrapped(t) for t in getattr(http, "_mounts", {None: object()}).values())]
     return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport, ShardedTransport,
-                                        ShardedSyncTransport) for t in transports) \
+                                        ShardedSyncTransport, ProxiedTransport, ProxiedSyncTransport)
+               for t in transports) \
         and transports[0] is not None
 
 
@@ -111,6 +120,13 @@ def check_url(url: str, *, own_http: bool, base_url: httpx.URL | None = None) ->
     goes to that client's ``base_url`` (as httpx sends it); only a URL that ends up without a host is
     refused there. The URL is shown without userinfo or sensitive query values, and httpx's reason only
     when no userinfo could be read into it (a password holding ``/`` reads as a port).
+
+    Both clients run it when they are made, and the CLI before it asks or sends anything (``own_http``
+    is true there: its httpx client is always its own).
+
+    Raises:
+        TypeError: ``url`` is not a ``str``.
+        ValueError: no run could reach ``url`` (the message says why, and how to write it when that is clear).
     """
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, not {type(url).__name__}")
@@ -484,9 +500,11 @@ class AgentClient(_ClientBase):
             end; httpx's default cap of 100 would make the 101st wait, then fail) and its pool split in
             shards of 8 runs (httpx's pool visits all its connections on every request and close).
             A client you pass is used as it is: size its ``limits`` for the runs you hold open. The
-            client's own keeps no cookie an agent sets (one client may send many users' runs: a
-            session cookie set on one user's run would go out with the next user's; a client you pass
-            keeps them, for every run it sends), and its connections hold the run's deadline and
+            client's own keeps no cookie an agent sets: its transport drops every answer's
+            ``Set-Cookie``, so no jar sees one, the one you may assign included (one client may send
+            many users' runs: a session cookie set on one user's run would go out with the next
+            user's; a client you pass keeps them, for every run it sends). Cookies you set are sent.
+            Its connections hold the run's deadline and
             ``max_run_bytes`` while the answer's head is read (endless ``103 Early Hints``); a client
             you pass holds them only for the body.
         follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
@@ -899,47 +917,23 @@ class AsyncAgentClient(_ClientBase):
         yield framer.close()
 
 
-#: The limits of httpx's own pool where a proxy serves the agent (the shards' per shard, for one pool).
-_PROXIED_LIMITS: Final = httpx.Limits(max_connections=None, max_keepalive_connections=SHARD_SIZE)
-
-
 def _async_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.AsyncClient:
     """The async client's own ``httpx.AsyncClient``: runs held open by the hundred on one event loop.
 
     Its pool is split in shards (``_pool.ShardedTransport``) and has no cap on connections (an SSE run
     holds one for as long as it lasts; a cap makes the runs past it wait, then fail with a pool
     timeout). When the environment names a proxy for ``url`` (the agent's: redirects are followed to
-    the same origin only), httpx's own transport is kept, as a transport of ours would turn httpx's
-    proxies from the environment off; it is given the same limits. A host ``NO_PROXY`` names keeps
-    the shards, and with them the bounds on the answer's head (``_pool``). Its cookie jar
-    keeps no cookie an agent sets (``_pool.NoAgentCookieJar``: the runs it sends may be many users').
+    the same origin only), httpx's own transport goes through it, with the same limits; a host
+    ``NO_PROXY`` names keeps the shards, and with them the bounds on the answer's head (``_pool``).
+    Either drops the ``Set-Cookie`` of every answer: no cookie an agent sets is kept, whatever jar
+    the client is given later (the runs it sends may be many users').
     """
-    if environment_proxy(url) is not None:
-        return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, limits=_PROXIED_LIMITS,
-                                 cookies=NoAgentCookieJar())
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedTransport(),
-                             cookies=NoAgentCookieJar())
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=own_async_transport(url))
 
 
 def _sync_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.Client:
     """The sync client's own ``httpx.Client``: as :func:`_async_http`, for a thread per run."""
-    if environment_proxy(url) is not None:
-        return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, limits=_PROXIED_LIMITS,
-                            cookies=NoAgentCookieJar())
-    return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=ShardedSyncTransport(),
-                        cookies=NoAgentCookieJar())
-
-
-def own_transport(url: str) -> httpx.BaseTransport:
-    """The transport :func:`_sync_http` would send ``url``'s runs through, for a caller that wraps it (the
-    CLI's recorder) and still wants what the client's own connections keep: the run's deadline and the
-    head's byte budget (``_pool``). httpx reads the environment's proxies only for a client made without
-    a transport, so the proxy it would use for ``url`` is given here (and then httpx's own pool, as
-    :func:`_sync_http` keeps it)."""
-    proxy = environment_proxy(url)
-    if proxy is not None:
-        return httpx.HTTPTransport(proxy=proxy, limits=_PROXIED_LIMITS)
-    return ShardedSyncTransport()
+    return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=own_transport(url))
 
 
 def _raw(response: httpx.Response) -> AsyncGenerator[bytes, None]:

@@ -176,8 +176,9 @@ def test_every_golden_event_round_trips_both_ways() -> None:
         if event is not None and not isinstance(event, UnknownEvent):
             seen_types.add(type(event).__name__)
             if (stream, index) in MODELS_REFUSE:
-                with pytest.raises(ValueError, match="merge"):
+                with pytest.raises(ValueError) as caught:
                     to_ag_ui(event)
+                assert "merge" in str(caught.value)
                 models_refused.add((stream, index))
             else:
                 _agui_round_trip(event)
@@ -295,12 +296,15 @@ def test_an_official_model_with_unknown_fields_loses_them_with_a_warning() -> No
 
 
 def test_an_unknown_event_and_foreign_objects_are_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="'FUTURE_EVENT'"):
+    with pytest.raises(ValueError) as refused:
         to_ag_ui(UnknownEvent(type="FUTURE_EVENT", raw={"type": "FUTURE_EVENT"}))
-    with pytest.raises(TypeError, match="not dict"):
+    assert "'FUTURE_EVENT'" in str(refused.value)
+    with pytest.raises(TypeError) as refused:
         to_ag_ui({"type": "RUN_STARTED"})
-    with pytest.raises(TypeError, match="not Foreign"):
+    assert "not dict" in str(refused.value)
+    with pytest.raises(TypeError) as refused:
         from_ag_ui(Foreign(type="RUN_STARTED"))
+    assert "not Foreign" in str(refused.value)
 
 
 class Foreign(BaseModel):

@@ -291,8 +291,9 @@ def test_a_payload_of_many_small_members_is_written_back_a_slice_at_a_time(write
 
 def test_a_dense_payload_is_still_checked_for_what_orjson_cannot_prove() -> None:
     members = b",".join([b"1"] * 100_000)
-    with pytest.raises(DecodeError, match="duplicated key 'type'"):
+    with pytest.raises(DecodeError) as refused:
         jsonio.parse_json(b'{"type":"CUSTOM","name":"x","type":"RAW","value":[' + members + b"]}")
+    assert "duplicated key 'type'" in str(refused.value)
     big = jsonio.parse_json(b'{"type":"CUSTOM","name":"x","value":[' + members + b",123456789012345678901234]}")
     assert big["value"][-1] == 123456789012345678901234
     deep = b"[" * 400 + b"]" * 400

@@ -191,13 +191,15 @@ def test_max_run_bytes_has_a_generous_default_and_refuses_nonsense() -> None:
     with ag.AgentClient("http://127.0.0.1:9/") as client:
         assert client.max_run_bytes == DEFAULT_MAX_RUN_BYTES
     for bad in (0, -1):
-        with pytest.raises(ValueError, match="max_run_bytes"):
+        with pytest.raises(ValueError) as refused:
             ag.AsyncAgentClient("http://127.0.0.1:9/", max_run_bytes=bad)
+        assert "max_run_bytes" in str(refused.value)
     # Set between runs, it is checked as when the client is made (not at the next run's first read).
     with ag.AgentClient("http://127.0.0.1:9/") as client:
         for bad in (0, -5, 1.5, "1024", True):
-            with pytest.raises(ValueError, match="max_run_bytes"):
+            with pytest.raises(ValueError) as refused:
                 client.max_run_bytes = bad  # type: ignore[assignment]
+            assert "max_run_bytes" in str(refused.value)
         client.max_run_bytes = None
         client.max_run_bytes = 4096
         assert client.max_run_bytes == 4096
@@ -714,12 +716,9 @@ def test_httpx_request_log_line_shows_no_credential_the_reason_phrase_repeats(
     assert TOKEN not in str(caught.value)
 
 
-def test_no_cookie_an_agent_sets_is_kept_or_sent(drive: Any, raw: Raw) -> None:
-    # httpx kept every cookie an answer set and sent them all with every later request: 60 new cookies
-    # a run grew a long-lived client's jar, and each request's Cookie header, without bound; and a
-    # session cookie set on one user's run went out with the next user's. The client's own jar keeps none.
-    cookie_headers: list[bytes] = []
-
+def _sets_cookies(cookie_headers: list[bytes]) -> Handler:
+    """An agent setting a session cookie and 60 more on every answer; what each request's ``Cookie``
+    header held (``b""``: none) goes into ``cookie_headers``."""
     async def sets(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head, _body = await _request(reader)
         cookie_headers.append(next((line for line in head.split(b"\r\n") if line.lower().startswith(b"cookie:")), b""))
@@ -729,19 +728,51 @@ def test_no_cookie_an_agent_sets_is_kept_or_sent(drive: Any, raw: Raw) -> None:
                            b"connection: close", b"set-cookie: session=user%d; Path=/" % run, *cookies)
                      + START + FINISH)
         await writer.drain()
+    return sets
 
-    url = raw.serve(sets)
+
+@pytest.mark.parametrize("proxied", [False, True])
+def test_no_cookie_an_agent_sets_is_kept_or_sent(drive: Any, raw: Raw, monkeypatch: pytest.MonkeyPatch,
+                                                 proxied: bool) -> None:
+    # httpx kept every cookie an answer set and sent them all with every later request: 60 new cookies
+    # a run grew a long-lived client's jar, and each request's Cookie header, without bound; and a
+    # session cookie set on one user's run went out with the next user's. A jar that kept none held
+    # only until the application assigned ``client.http.cookies``: httpx's own jar took its place and
+    # kept them again. The client's own transport now drops every answer's Set-Cookie, so no jar sees
+    # one; ``proxied``: through the proxy the environment names, as directly.
+    cookie_headers: list[bytes] = []
+    url = raw.serve(_sets_cookies(cookie_headers))
+    _no_proxies(monkeypatch)
+    host = "127.0.0.1"
+    if proxied:  # (the loopback server is the proxy, and answers for the agent)
+        monkeypatch.setenv("HTTP_PROXY", url.rsplit("/", 1)[0])
+        url, host = "http://agent.invalid/agent", "agent.invalid"
     with drive.client(url) as client:
         thread = client.thread("t")
-        for n in range(4):
+        for n in range(2):
             assert thread.run(f"turn {n}", headers={"Authorization": f"Bearer user{n + 1}"}).outcome == "success"
+        client.http.cookies.set("mine", "kept", domain=host)  # (the application's own are sent)
+        assert thread.run("turn 3").outcome == "success"
+        client.http.cookies = {"assigned": "sent"}  # (httpx's own jar in place of the one the client made)
+        for n in range(2):
+            assert thread.run(f"turn {n + 4}", headers={"Authorization": f"Bearer user{n + 4}"}).outcome == "success"
         jar = client.http.cookies.jar
-        client.http.cookies.set("mine", "kept", domain="127.0.0.1")  # (the application's own are kept)
-        assert thread.run("turn 5").outcome == "success"
 
-    assert cookie_headers[:4] == [b""] * 4
-    assert cookie_headers[4].lower() == b"cookie: mine=kept"
-    assert [c.name for c in jar] == ["mine"]
+    assert cookie_headers[:2] == [b""] * 2
+    assert cookie_headers[2].lower() == b"cookie: mine=kept"
+    assert [line.lower() for line in cookie_headers[3:]] == [b"cookie: assigned=sent"] * 2
+    assert [c.name for c in jar] == ["assigned"]
+
+
+def test_an_http_client_you_pass_keeps_cookies_as_httpx_does(drive: Any, raw: Raw) -> None:
+    # Only the client's own transport drops the agent's cookies: one passed in is used as it is.
+    cookie_headers: list[bytes] = []
+    url = raw.serve(_sets_cookies(cookie_headers))
+    with drive.client(url, http_client=drive.http_client()) as client:
+        for n in range(2):
+            assert client.thread("t").run(f"turn {n}").outcome == "success"
+
+    assert cookie_headers[0] == b"" and b"session=user1" in cookie_headers[1] and b"c1_59=v" in cookie_headers[1]
 
 
 def _endless_hints(raw: Raw) -> Handler:
@@ -882,8 +913,9 @@ def test_max_run_bytes_refuses_what_is_no_size(given: str) -> None:
 
     from agui_client.cli.options import byte_count
 
-    with pytest.raises(argparse.ArgumentTypeError, match="positive number of bytes"):
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
         byte_count(given)
+    assert "positive number of bytes" in str(refused.value)
 
 
 @pytest.mark.parametrize("bypass", [False, True])

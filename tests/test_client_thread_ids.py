@@ -69,16 +69,19 @@ def test_a_store_that_cannot_list_bad_arguments_and_a_closed_client_are_refused(
     endpoint = served(ScriptedAgent.chat("noted"))
     with drive.client(endpoint.url, store=BareStore()) as bare:
         bare.thread("t").run("hi")  # (the bare store runs threads as before)
-        with pytest.raises(TypeError, match="BareStore cannot list its threads.*ListingStore"):
+        with pytest.raises(TypeError) as cannot:
             bare.thread_ids()
+        assert "BareStore cannot list its threads" in str(cannot.value) and "ListingStore" in str(cannot.value)
 
     client = drive.client(endpoint.url)
     with client:
         for bad in [{"limit": 0}, {"limit": MAX_LISTING_PAGE + 1}, {"after": 3}]:
-            with pytest.raises(ValueError, match="limit|after"):
+            with pytest.raises(ValueError) as bad_argument:
                 client.thread_ids(**bad)
-    with pytest.raises(RuntimeError, match="closed"):
+            assert str(bad_argument.value).startswith(f"{next(iter(bad))} is ")  # (the one at fault)
+    with pytest.raises(RuntimeError) as refused:
         client.thread_ids()
+    assert "closed" in str(refused.value)
 
 
 def test_a_failing_store_is_a_store_error_from_both_shells(drive: Any, served: Callable[[Any], Any],
@@ -87,8 +90,9 @@ def test_a_failing_store_is_a_store_error_from_both_shells(drive: Any, served: C
     store = SqliteStore(tmp_path / "threads.db")
     with drive.client(endpoint.url, store=store) as client:
         store.close()  # (the application closed the store it passed)
-        with pytest.raises(StoreError, match="closed"):
+        with pytest.raises(StoreError) as refused:
             client.thread_ids()
+        assert "closed" in str(refused.value)
 
 
 class WatchedStore(MemoryStore):

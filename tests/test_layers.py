@@ -77,5 +77,45 @@ def test_every_name_of_the_testing_kit_is_found_where_it_lives() -> None:
     for name, home in kit._HOMES.items():
         assert getattr(kit, name) is getattr(importlib.import_module(f"agui_client.testing.{home}"), name)
     assert set(kit.__all__) <= set(dir(kit))
-    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+    with pytest.raises(AttributeError) as refused:
         kit.Nothing  # noqa: B018
+    assert "no attribute 'Nothing'" in str(refused.value)
+
+
+#: Modules whose names other modules take: each such name must be in the module's ``__all__``.
+SHARED = ("client", "_pool")
+
+
+def test_what_other_modules_take_from_the_client_and_its_pool_is_in_their_all() -> None:
+    # The CLI took ``check_url`` and ``own_transport`` from client.py, which listed neither: a private
+    # helper of one module was another's dependency. What a module takes from these is their API.
+    import importlib
+
+    taken = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        here = path.relative_to(PACKAGE).with_suffix("").parts
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            target = ".".join([*here[:len(here) - node.level], *(node.module.split(".") if node.module else [])])
+            if target in SHARED and here != (target,):
+                listed = importlib.import_module(f"agui_client.{target}").__all__
+                taken += [f"{'/'.join(here)}: {target}.{a.name}" for a in node.names if a.name not in listed]
+    assert taken == []
+
+
+def test_no_test_checks_an_error_by_a_match_pattern() -> None:
+    # STYLE.md: a test asserts on what the error carries (its code, run, field, interrupt ids) or on its
+    # str, never with ``pytest.raises(..., match=...)``: a regular expression searched anywhere in the
+    # message let a test pass on a word the message held for another reason, and read as a riddle.
+    tests = Path(__file__).resolve().parent
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or not any(k.arg == "match" for k in node.keywords):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name == "raises":
+                found.append(f"{path.relative_to(tests)}:{node.lineno}")
+    assert found == []

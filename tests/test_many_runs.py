@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 import agui_client as ag
-from agui_client._pool import SHARD_SIZE, ShardedSyncTransport, ShardedTransport
+from agui_client._pool import SHARD_SIZE, ProxiedSyncTransport, ProxiedTransport, ShardedSyncTransport, ShardedTransport
 from agui_client.stores import MemoryStore
 from agui_client.testing import serve
 from agui_client.thread import _calls_on_loop
@@ -110,14 +110,15 @@ def test_a_few_runs_share_the_first_shard_and_its_kept_alive_connection() -> Non
     assert len(peers) == 3
 
 
-def test_with_a_proxy_in_the_environment_httpx_own_transport_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A transport of ours would turn off the proxies httpx reads from the environment.
+def test_with_a_proxy_in_the_environment_httpx_own_transport_goes_through_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A transport of ours turns off the proxies httpx reads from the environment: where one serves the
+    # agent, httpx's own transport is given it (test_attack_io sends through a loopback proxy).
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     client = ag.AsyncAgentClient("http://agent.invalid/run")
-    assert type(client.http._transport) is httpx.AsyncHTTPTransport
+    assert type(client.http._transport) is ProxiedTransport
     asyncio.run(client.close())
     with ag.AgentClient("http://agent.invalid/run") as sync:
-        assert type(sync.http._transport) is httpx.HTTPTransport
+        assert type(sync.http._transport) is ProxiedSyncTransport
     monkeypatch.delenv("HTTP_PROXY")
     for name in ("http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)

@@ -114,20 +114,25 @@ def test_a_closed_client_says_it_is_closed_rather_than_that_its_store_is() -> No
     client = ag.AgentClient("http://127.0.0.1:9/agent")
     client.close()
 
-    with pytest.raises(RuntimeError, match=r"this AgentClient is closed: make a new one, or use it inside its `with`"):
+    with pytest.raises(RuntimeError) as refused:
         client.thread()
-    with pytest.raises(RuntimeError, match="this AgentClient is closed"):
+    assert "this AgentClient is closed: make a new one, or use it inside its `with`" in str(refused.value)
+    with pytest.raises(RuntimeError) as refused:
         client.load_thread("t1")
+    assert "this AgentClient is closed" in str(refused.value)
 
 
 def test_a_closed_async_client_says_so_too() -> None:
     async def main() -> None:
         async with ag.AsyncAgentClient("http://127.0.0.1:9/agent") as client:
             pass
-        with pytest.raises(RuntimeError, match=r"this AsyncAgentClient is closed: .* its `async with` block"):
+        with pytest.raises(RuntimeError) as refused:
             await client.load_thread()
-        with pytest.raises(RuntimeError, match="this AsyncAgentClient is closed"):
+        assert str(refused.value).startswith("this AsyncAgentClient is closed: ")
+        assert str(refused.value).endswith(" its `async with` block")
+        with pytest.raises(RuntimeError) as refused:
             client.thread()
+        assert "this AsyncAgentClient is closed" in str(refused.value)
 
     asyncio.run(main())
 
@@ -147,11 +152,12 @@ def test_run_until_done_names_itself_and_where_tool_handlers_go_for_a_keyword_ru
     agent = ScriptedAgent.frontend_tool("confirm_choice")
     with serve(agent) as server, ag.AgentClient(server.url) as client:
         thread = client.thread()
-        with pytest.raises(TypeError, match=r"^run_until_done\(\) got unexpected keyword argument\(s\) "
-                                            r"\['tool_handlers'\] \(the handlers are the thread's: "
-                                            r"client.thread\(tool_handlers=...\)\); it takes message, max_steps "
-                                            r"and run\(\)'s keywords: resume, tools, .*run_timeout, headers$"):
+        with pytest.raises(TypeError) as refused:
             thread.run_until_done("Pick one", tool_handlers={"confirm_choice": lambda question: "a"})
+        assert str(refused.value).startswith(
+            "run_until_done() got unexpected keyword argument(s) ['tool_handlers'] (the handlers are the thread's: "
+            "client.thread(tool_handlers=...)); it takes message, max_steps and run()'s keywords: resume, tools, ")
+        assert str(refused.value).endswith("run_timeout, headers")  # (run()'s keywords, whatever they are between)
 
         # (nothing was sent; the keywords run() takes still pass through)
         assert agent.request_count == 0
@@ -164,9 +170,9 @@ def test_the_async_run_until_done_refuses_the_same_way() -> None:
     async def main(url: str) -> None:
         async with ag.AsyncAgentClient(url) as client:
             thread = await client.load_thread()
-            with pytest.raises(TypeError,
-                               match=r"^run_until_done\(\) got unexpected keyword argument\(s\) \['timeout'\];"):
+            with pytest.raises(TypeError) as refused:
                 await thread.run_until_done("hi", timeout=3)
+            assert str(refused.value).startswith("run_until_done() got unexpected keyword argument(s) ['timeout'];")
 
     agent = ScriptedAgent.chat()
     with serve(agent) as server:
@@ -191,14 +197,14 @@ def test_a_builder_used_twice_is_refused_saying_its_interrupts_were_answered() -
         thread = client.thread()
         asked = thread.run("Delete the staging database", run_id="r1")
         builder = thread.resume_builder().answer(asked.interrupts[0].id, {"approved": True})
-        assert thread.run(resume=builder).outcome == "success"
+        assert thread.run(resume=builder, run_id="r2").outcome == "success"
 
         with pytest.raises(ag.MisdirectedResume) as caught:
             thread.run(resume=builder)  # (kept, and sent again)
 
     assert str(caught.value) == ("resume refused, nothing was sent: the builder was made for the interrupts of run "
-                                 "'r1', and the thread waits on none now (a later run answered or abandoned them) "
-                                 "(make a new one with thread.resume_builder())")
+                                 "'r1', and the thread waits on none now (run 'r2', after it, answered or abandoned "
+                                 "them) (make a new one with thread.resume_builder())")
     assert agent.request_count == 2
 
 
@@ -285,11 +291,12 @@ def test_another_app_that_leaves_a_response_incomplete_is_still_logged(caplog: p
 def test_a_url_no_run_could_reach_is_refused_when_the_client_is_made(url: str, said: str, shell: str) -> None:
     # httpx refuses such a URL only when a request goes out: at the first run, as a transport failure,
     # after a thread was claimed. The client says so at once, without the URL's secrets.
-    with pytest.raises(ValueError, match="^the agent's URL ") as caught:
+    with pytest.raises(ValueError) as caught:
         if shell == "sync":
             ag.AgentClient(url)
         else:
             asyncio.run(_made(url))
+    assert str(caught.value).startswith("the agent's URL ")
     assert said in str(caught.value)
     assert "abc" not in str(caught.value)
 
@@ -325,8 +332,9 @@ def test_a_client_given_its_own_http_client_may_use_another_scheme() -> None:
     # (its transports may be mounted for any scheme; a URL without a host is still refused)
     with httpx.Client() as http:
         ag.AgentClient("unix+http://agent.sock/run", http_client=http).close()
-        with pytest.raises(ValueError, match="has no host"):
+        with pytest.raises(ValueError) as refused:
             ag.AgentClient("http:///agent", http_client=http)
+        assert "has no host" in str(refused.value)
 
 
 @pytest.mark.parametrize("command", ["run", "chat"])

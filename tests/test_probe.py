@@ -166,8 +166,9 @@ def test_an_asgi_app_whose_response_grows_past_the_bound_stops_the_probe() -> No
             sent.append(len(chunk))
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    with pytest.raises(ProbeError, match=r"grew past max_response_bytes \(65536 bytes\)"):
+    with pytest.raises(ProbeError) as refused:
         probe(endless, prompt=PROMPT, max_response_bytes=64 * 1024)
+    assert "grew past max_response_bytes (65536 bytes)" in str(refused.value)
     assert sum(sent) <= 64 * 1024  # the app was stopped at the bound, not run to its end
 
 

@@ -385,8 +385,9 @@ def test_the_tool_loop_refuses_a_bad_header_before_a_held_call_is_answered(drive
         thread = client.thread(tool_handlers={"confirm_choice": lambda question: answered.append(question) or "blue"})
         thread.run("pick one")  # (the call is held, unanswered)
         version = thread.version
-        with pytest.raises(ag.InvalidHeader, match="Authorization"):
+        with pytest.raises(ag.InvalidHeader) as refused:
             thread.run_until_done(headers={"Authorization": "Bearer x\r\ny"})
+        assert (refused.value.name, refused.value.code) == ("Authorization", "RUN-HEADER")
 
         assert answered == [] and agent.request_count == 1
         assert client.store.load(thread.id).version == version  # (not claimed)
@@ -396,8 +397,9 @@ def test_the_low_level_open_follows_the_same_rules(drive: Any) -> None:
     agent = ScriptedAgent.chat()
     run_input = ag.RunAgentInput(thread_id="t-1", run_id="r-1", messages=(ag.UserMessage(id="m-1", content="hi"),))
     with serve(agent) as server, drive.client(server.url, headers=SERVICE) as client:
-        with pytest.raises(ag.InvalidHeader, match="Authorization"):
+        with pytest.raises(ag.InvalidHeader) as refused:
             client.open(run_input, headers={"Authorization": f"Bearer {TOKEN}\r\nX-Evil: 1"})
+        assert (refused.value.name, refused.value.code) == ("Authorization", "RUN-HEADER")
         assert agent.request_count == 0
         with client.open(run_input, headers={"authorization": f"Bearer {TOKEN}"}) as payloads:
             assert list(payloads)

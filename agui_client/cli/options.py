@@ -7,7 +7,7 @@ and :func:`stored_thread_ids`, the threads a ``--thread-file`` holds.
 that is shorter); ``--idle-timeout`` bounds the silence between bytes (keep-alive comments count);
 ``--max-run-bytes`` bounds what one run's response may bring (the client's ``max_run_bytes``).
 A recording client sends through the client's own transport, inside the recorder: the run's deadline,
-the budget of the answer's head and the cookie jar that keeps no agent's cookie hold with ``--record`` as without it.
+the budget of the answer's head and the dropping of the agent's cookies hold with ``--record`` as without it.
 Header values are sent and never printed: the client redacts them from whatever it reports.
 """
 
@@ -20,14 +20,13 @@ from collections.abc import Sequence
 
 import httpx
 
-from .._pool import NoAgentCookieJar
+from .._pool import own_transport
 from ..client import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_RUN_BYTES,
     AgentClient,
     check_url,
-    own_transport,
 )
 from ..core.headers import checked_headers
 from ..core.legacy import LEGACY_BRIDGES
@@ -147,8 +146,7 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
                 transport.start(record)
             except OSError as exc:
                 raise UsageProblem(f"cannot record into {record}: {exc.strerror or exc}") from exc
-        # (the jar as the client's own: no cookie an agent sets is kept)
-        http = stack.enter_context(httpx.Client(transport=transport, cookies=NoAgentCookieJar()))
+        http = stack.enter_context(httpx.Client(transport=transport))
     return stack.enter_context(AgentClient(url, headers=headers, store=store, http_client=http, timeout=connect,
                                            idle_timeout=idle, run_timeout=run_timeout,
                                            max_run_bytes=getattr(args, "max_run_bytes", DEFAULT_MAX_RUN_BYTES),

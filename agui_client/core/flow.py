@@ -599,7 +599,8 @@ class Conversation(_Standing):
             # the questions and the way to answer them (still an UncoveredInterrupts).
             raise awaiting_answers(self.id, open_interrupts)
         if isinstance(resume, ResumeBuilder):
-            resume._check_target(self.id, self._state.interrupted_run_id, open_interrupts)
+            resume._check_target(self.id, self._state.interrupted_run_id, open_interrupts,
+                                 lambda: [run.run_id for run in self._state.runs])
             return resume.build(pending_unknown=pending_unknown)
         return tuple(resume or ())
 

@@ -732,16 +732,21 @@ class ResumeBuilder:
         """The interrupted run the builder answers, when bound (``None`` when unknown or unbound)."""
         return self._run_id
 
-    def _check_target(self, thread_id: str, run_id: str | None, open_interrupts: Sequence[Interrupt]) -> None:
-        """Refuse a bound builder used on another thread, or on interrupts it was not made for (IR-10)."""
+    def _check_target(self, thread_id: str, run_id: str | None, open_interrupts: Sequence[Interrupt],
+                      run_ids: Callable[[], Sequence[str]] | None = None) -> None:
+        """Refuse a bound builder used on another thread, or on interrupts it was not made for (IR-10).
+
+        ``run_ids``: the ids of the runs the thread holds, oldest first (asked only for the message of a
+        refusal, and only when the thread waits on nothing: it costs a pass over the runs). Without it
+        the message does not say what became of the builder's run."""
         if self._thread_id is None:
             return
         if self._thread_id != thread_id:
             why = f"the builder was made for thread {_quoted(self._thread_id)}, not {_quoted(thread_id)}"
         elif self._run_id != run_id or not _same_interrupts(self._interrupts, open_interrupts):
             made = f"the builder was made for the interrupts of run {_quoted(self._run_id)}"
-            if not open_interrupts:  # (a builder used twice, say: its run already answered them)
-                why = f"{made}, and the thread waits on none now (a later run answered or abandoned them)"
+            if not open_interrupts:
+                why = f"{made}, and the thread waits on none now{'' if run_ids is None else self._since(run_ids())}"
             elif self._run_id != run_id:
                 why = f"{made}, and the thread now waits on those of run {_quoted(run_id)}"
             else:
@@ -752,6 +757,17 @@ class ResumeBuilder:
         raise MisdirectedResume(f"resume refused, nothing was sent: {why} (make a new one with "
                                 "thread.resume_builder())", ids=ids, builder_thread_id=self._thread_id,
                                 builder_run_id=self._run_id, thread_id=thread_id, interrupted_run_id=run_id)
+
+    def _since(self, run_ids: Sequence[str]) -> str:
+        """What became of the builder's run, as the thread's runs tell it: a run after it (a builder
+        used twice, say) answered or abandoned its interrupts; or the thread holds no such run (it was
+        made anew, or loaded from a store that lacks it), so no later run can be said to have."""
+        if self._run_id is None or self._run_id not in run_ids:
+            return f" and holds no run {_quoted(self._run_id)} (this copy of the thread was made or loaded without it)"
+        after = run_ids[len(run_ids) - list(reversed(run_ids)).index(self._run_id):]
+        if not after:
+            return ", though that run is its last"
+        return f" (run {_quoted(after[0])}, after it, answered or abandoned them)"
 
     def __repr__(self) -> str:
         # Ids only, never the payloads: an answer may hold what a person typed, of any size.

@@ -410,6 +410,28 @@ def test_a_call_whose_parent_has_another_role_never_shares_an_id_with_a_message(
     assert [(m["id"], m["role"], m.get("content")) for m in encode(result.messages)] == FOREIGN_PARENT_CASES[case][1]
     assert sorted(result.new_message_ids) == sorted(m[0] for m in FOREIGN_PARENT_CASES[case][1])
     assert [w.code for w in result.warnings] == ["TC-08"]
+    given = FOREIGN_PARENT_CASES[case][1][1][0]  # (the call's message: the id it got, 'ID.assistant')
+    assert result.warnings[0].message.endswith(f"its own assistant message, {given!r}"), result.warnings[0].message
+
+
+def test_the_foreign_parent_warning_names_the_message_the_call_got() -> None:
+    # TC-08 said the call "gets its own assistant message" without saying which: usually the call's own
+    # id, but 'ID.assistant' (or 'ID.assistant.2' …) when a message held that id already.
+    def warning(*before: dict[str, Any]) -> str:
+        result = replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *before,
+                         {"type": "TEXT_MESSAGE_START", "messageId": "u", "role": "user"},
+                         {"type": "TEXT_MESSAGE_END", "messageId": "u"},
+                         {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f", "parentMessageId": "u"},
+                         {"type": "TOOL_CALL_END", "toolCallId": "c"},
+                         {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}])
+        [found] = [w for w in result.warnings if w.code == "TC-08"]
+        assert found.message.startswith("parentMessageId 'u' names a user message;"), found.message
+        return found.message
+
+    taken = [{"type": kind, "messageId": m, **({"role": "user"} if kind.endswith("START") else {})}
+             for m in ("c", "c.assistant") for kind in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_END")]
+    assert warning().endswith("its own assistant message, 'c'")
+    assert warning(*taken).endswith("its own assistant message, 'c.assistant.2'")
 
 
 def test_the_rename_warning_says_why_the_assistant_message_had_the_call_id() -> None:
@@ -929,10 +951,12 @@ def test_a_tool_call_continued_in_a_snapshot_message_keeps_the_message_attribute
 def test_state_the_application_sets_must_be_json(bad: Any) -> None:
     """The fast copy would quietly turn NaN into null or a date into a string; the thread refuses instead."""
     thread = ThreadState()
-    with pytest.raises(ValueError, match="state must be JSON"):
+    with pytest.raises(ValueError) as refused:
         thread.set_state(bad)
-    with pytest.raises(ValueError, match="state must be JSON"):
+    assert "state must be JSON" in str(refused.value)
+    with pytest.raises(ValueError) as refused:
         ThreadState(state=bad)
+    assert "state must be JSON" in str(refused.value)
     assert thread.state == {}
 
 

@@ -184,11 +184,13 @@ def test_the_run_keeps_a_bounded_number_of_asks() -> None:
 
 
 def test_the_bridge_is_named_or_refused() -> None:
-    with pytest.raises(ValueError, match="legacy_interrupts"):
+    with pytest.raises(ValueError) as refused:
         ThreadState(legacy_interrupts="crewai")
+    assert "legacy_interrupts" in str(refused.value)
     from agui_client import AgentClient
-    with pytest.raises(ValueError, match="legacy_interrupts"):
+    with pytest.raises(ValueError) as refused:
         AgentClient("http://127.0.0.1:9", legacy_interrupts="LangGraph")  # type: ignore[arg-type]
+    assert "legacy_interrupts" in str(refused.value)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,10 +220,12 @@ def test_bridged_interrupts_survive_the_stored_form() -> None:
 def test_a_stored_form_naming_an_unknown_channel_is_refused(via: Any) -> None:
     state = ThreadState(legacy_interrupts="langgraph")
     replay(DATA / "lean-1.sse", state=state)
-    with pytest.raises(ValueError, match="openInterruptsVia"):
+    with pytest.raises(ValueError) as refused:
         ThreadState.load({**state.dump(), "openInterruptsVia": via})
-    with pytest.raises(ValueError, match="openInterruptsVia"):
+    assert "openInterruptsVia" in str(refused.value)
+    with pytest.raises(ValueError) as refused:
         ThreadState.load({**state.dump(), "openInterrupts": [], "openInterruptsVia": "langgraph"})
+    assert "openInterruptsVia" in str(refused.value)
 
 
 # --------------------------------------------------------------------------------------------------

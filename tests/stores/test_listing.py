@@ -254,8 +254,9 @@ def test_a_closed_store_refuses_a_listing_with_a_store_error(backend: Backend) -
     create(store, "t")
     store.close()
 
-    with pytest.raises(StoreError, match="closed") as caught:
+    with pytest.raises(StoreError) as caught:
         store.thread_ids()
+    assert "closed" in str(caught.value)
     assert caught.value.thread_id is None
 
 
@@ -263,8 +264,9 @@ def test_a_closed_store_refuses_a_listing_with_a_store_error(backend: Backend) -
                                               (None, True), (5, 10), (b"a", 10)])
 def test_a_listing_of_bad_arguments_is_refused_before_anything_is_read(store: ListingStore, after: Any,
                                                                      limit: Any) -> None:
-    with pytest.raises(ValueError, match="limit|after"):
+    with pytest.raises(ValueError) as refused:
         store.thread_ids(after=after, limit=limit)
+    assert str(refused.value).startswith("limit is " if after is None else "after is ")  # (the one at fault)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -413,8 +413,9 @@ def test_an_operator_can_release_the_claim_of_a_writer_that_died(tmp_path) -> No
             resume = thread.resume_builder().answer("interrupt-1", {"answer": "yes"})
             with pytest.raises(ConcurrentResume):
                 thread.run(resume=resume)
-            with pytest.raises(ConcurrentResume, match="a-writer-that-died"):
+            with pytest.raises(ConcurrentResume) as refused:
                 thread.release_claim()        # not ours: refused, and the claim stands
+            assert refused.value.thread_id == "t" and "a-writer-that-died" in str(refused.value)
             with pytest.raises(ConcurrentResume):
                 thread.run(resume=resume)
             thread.release_claim(force=True)

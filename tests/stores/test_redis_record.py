@@ -267,8 +267,9 @@ def test_a_record_without_an_id_loads_and_works_for_writers_that_name_none(
         client.hset(prefix + "t", field, value)
     with RedisStore(redis_url, prefix=prefix, compaction=NEVER) as store:
         loaded = store.load("t")
-        with pytest.raises(ConcurrentResume, match="deleted and created again") as refused:
+        with pytest.raises(ConcurrentResume) as refused:
             store.append("t", change(1), expected_version=4, record_id="some-record")
+        assert refused.value.thread_id == "t" and "deleted and created again" in str(refused.value)
         untouched: dict[Any, Any] = client.hgetall(prefix + "t")
         appended = store.append("t", change(1), expected_version=4)
         claimed = store.claim("t", expected_version=appended, owner="a")
@@ -298,8 +299,9 @@ def test_a_stale_write_is_refused_by_the_one_script_that_would_have_written(
         store.append("t", change(1), expected_version=1, record_id="new")  # (the script is loaded now)
         before: dict[Any, Any] = client.hgetall(prefix + "t")
         recorder = Recorder(client)
-        with pytest.raises(ConcurrentResume, match="deleted and created again"):
+        with pytest.raises(ConcurrentResume) as refused:
             store.append("t", change(2), expected_version=2, record_id="old")
+        assert refused.value.thread_id == "t" and "deleted and created again" in str(refused.value)
         sent = [call[0] for call in recorder.calls]
         recorder.calls.clear()
         assert store.append("t", change(2), expected_version=2, record_id="new") == 3

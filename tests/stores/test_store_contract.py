@@ -1268,17 +1268,19 @@ def test_postgres_store_migrates_a_layout_2_table_and_gives_new_records_ids(post
 
     with PostgresStore(postgres_dsn, table=pg_table) as store:
         loaded = store.load("old")
-        with pytest.raises(ConcurrentResume, match="deleted and created again"):
+        with pytest.raises(ConcurrentResume) as refused:
             # (a writer naming an id: the record an earlier release made has none, so it is not its record)
             store.append("old", {"set": {"lastRunId": "r"}}, expected_version=2, record_id="some-record")
+        assert refused.value.thread_id == "old" and "deleted and created again" in str(refused.value)
         appended = store.append("old", {"set": {"lastRunId": "r"}}, expected_version=2)
         claimed = store.claim("old", expected_version=3, owner="a")
         old = store.load("old")
         store.save("new", small(5), expected_version=None)
         new = store.load("new")
         assert new is not None and new.record_id is not None
-        with pytest.raises(ConcurrentResume, match="deleted and created again"):
+        with pytest.raises(ConcurrentResume) as refused:
             store.save("new", small(6), expected_version=1, record_id="another-record")
+        assert refused.value.thread_id == "new" and "deleted and created again" in str(refused.value)
         saved = store.save("new", small(6), expected_version=1, record_id=new.record_id)
     comment = _pg(postgres_dsn, "SELECT obj_description(%s::regclass, 'pg_class')", pg_table)
     rows = _pg(postgres_dsn, f"SELECT thread_id, version, record_id FROM {pg_table} ORDER BY thread_id")

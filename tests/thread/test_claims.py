@@ -110,8 +110,9 @@ def test_a_create_in_doubt_whose_record_was_deleted_makes_its_new_record_with_a_
             doubtful.reload()
         doubtful.run("a new thread")
         new = store.load(doubtful.id)
-        with pytest.raises(ag.ConcurrentResume, match="deleted and created again"):
+        with pytest.raises(ag.ConcurrentResume) as refused:
             holder.run("stale")
+        assert refused.value.thread_id == holder.id and "deleted and created again" in str(refused.value)
 
     assert old is not None and new is not None and (old.version, new.version) == (1, 1)
     assert new.record_id != old.record_id

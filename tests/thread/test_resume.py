@@ -239,6 +239,38 @@ def test_b275_a_builder_from_one_thread_is_refused_on_another_before_anything_is
     assert [i.id for i in t2.open_interrupts] == ["i1"]
 
 
+def test_a_kept_builder_refused_on_a_thread_waiting_on_nothing_says_what_became_of_its_run(
+    drive: Any, served: Any
+) -> None:
+    # The refusal said "a later run answered or abandoned them" whenever the thread waited on nothing,
+    # also on a copy of the thread made (or loaded) without the builder's run, where no later run did.
+    endpoint = served(ask_then_finish("a question"))
+
+    with drive.client(endpoint.url) as client, drive.client(endpoint.url) as elsewhere:
+        thread = client.thread("t")
+        asked = thread.run("go", run_id="r1")
+        builder = thread.resume_builder().answer("i1", {"approved": True})
+        with pytest.raises(ag.MisdirectedResume) as anew:
+            elsewhere.thread("t").run(resume=builder)  # (another client's store: the thread made anew)
+        thread.run(resume=builder, run_id="r2")
+        with pytest.raises(ag.MisdirectedResume) as twice:
+            thread.run(resume=builder)
+        last = ag.ResumeBuilder(asked.interrupts, thread_id="t", run_id="r2").answer("i1", {"approved": True})
+        with pytest.raises(ag.MisdirectedResume) as own_last:
+            thread.run(resume=last)
+
+    made = "resume refused, nothing was sent: the builder was made for the interrupts of run"
+    again = "(make a new one with thread.resume_builder())"
+    assert str(anew.value) == (f"{made} 'r1', and the thread waits on none now and holds no run 'r1' (this copy "
+                               f"of the thread was made or loaded without it) {again}")
+    assert str(twice.value) == (f"{made} 'r1', and the thread waits on none now (run 'r2', after it, answered or "
+                                f"abandoned them) {again}")
+    assert str(own_last.value) == f"{made} 'r2', and the thread waits on none now, though that run is its last {again}"
+    assert [(e.builder_run_id, e.interrupted_run_id) for e in (anew.value, twice.value, own_last.value)] == [
+        ("r1", None), ("r1", None), ("r2", None)]
+    assert len(endpoint.received) == 2
+
+
 @pytest.mark.parametrize("way", ["run", "stream"])
 def test_b275_a_kept_builder_is_refused_once_the_thread_is_interrupted_again_under_the_same_id(
     drive: Any, served: Any, way: str

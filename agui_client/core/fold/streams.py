@@ -215,20 +215,21 @@ class Streams:
                     warnings: list[StreamWarning]) -> Entry:
         log = self.log
         new_id = call_id
-        if parent_id is not None:
-            parent = log.entry(parent_id)
-            if parent is not None and parent.role == "assistant":
-                return parent
-            if parent is not None:
-                warnings.append(_warning("TC-08", f"parentMessageId {parent_id!r} names a {parent.role} message; the "
-                                                  "call gets its own assistant message"))
-            else:
-                new_id = parent_id
+        parent = None if parent_id is None else log.entry(parent_id)
+        if parent is not None and parent.role == "assistant":
+            return parent
+        if parent_id is not None and parent is None:
+            new_id = parent_id
         if new_id == call_id and new_id in log.by_id:
             # The id this client gives the message of a call with no assistant parent (none named, or one
             # of another role) is the call's; a message holding it already (a user's, say, or the very
             # message named as parent) keeps it: one id, one message.
             new_id = log.free_id(f"{new_id}.assistant")
+        if parent is not None:
+            # (the message's id is named: it is the call's own only when no message held that already, and
+            # whoever looks for the call's message must know which)
+            warnings.append(_warning("TC-08", f"parentMessageId {parent_id!r} names a {parent.role} message; the "
+                                              f"call gets its own assistant message, {new_id!r}"))
         entry = Entry(new_id, "assistant")
         if owner is not None:
             entry.attrs["subagent_run_id"] = owner
