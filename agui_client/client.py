@@ -63,7 +63,7 @@ from .errors import (
     TransportError,
 )
 from .telemetry import Telemetry, resolve
-from .thread import AsyncThread, Thread, _in_worker
+from .thread import AsyncThread, Thread, in_worker
 from .wire.types.run import RunAgentInput
 
 if TYPE_CHECKING:
@@ -262,13 +262,13 @@ class _ClientBase:
         """The store's ``thread_ids`` call for one page, checked up front (a closed client, a store that
         cannot list)."""
         self._check_open()
-        from .stores.base import ListingStore, _check_page
+        from .stores.base import ListingStore, check_page
 
         store = self.store
         if not isinstance(store, ListingStore):
             raise TypeError(f"{type(store).__name__} cannot list its threads: it has no thread_ids method "
                             "(see agui_client.stores.ListingStore; every store agui_client ships has one)")
-        _check_page(after, limit)
+        check_page(after, limit)
         return lambda: store.thread_ids(after=after, limit=limit)
 
     def _unsent_redactor(self, headers: Mapping[str, str] | None = None) -> Redactor:
@@ -794,7 +794,7 @@ class AsyncAgentClient(_ClientBase):
         """:meth:`thread`, with the store read (and the thread rebuilt) in a worker thread, so the
         event loop goes on serving while a long thread loads from SQLite or Redis. Cancelled, it returns
         once that read has ended (none outlives the caller)."""
-        return await _in_worker(self.thread, thread_id, tool_handlers=tool_handlers)
+        return await in_worker(self.thread, thread_id, tool_handlers=tool_handlers)
 
     async def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
         """The ids of the threads the store holds, a page at a time: :meth:`AgentClient.thread_ids`, with
@@ -807,7 +807,7 @@ class AsyncAgentClient(_ClientBase):
             page = await client.thread_ids(limit=20)
             threads = [await client.load_thread(thread_id) for thread_id in page]
         """
-        return await _in_worker(self._listing(after, limit))
+        return await in_worker(self._listing(after, limit))
 
     def open(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
              headers: Mapping[str, str] | None = None,

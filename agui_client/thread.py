@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .client import AgentClient, AsyncAgentClient
 
 __all__ = ["Thread", "AsyncThread", "RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "MessageInput",
-           "ResumeInput"]
+           "ResumeInput", "in_worker"]
 
 T = TypeVar("T")
 
@@ -674,7 +674,7 @@ class AsyncThread(Conversation):
         if kind is Load:
             if self._on_loop:
                 return self._store.load(self.id)
-            return await _in_worker(self._store.load, self.id)
+            return await in_worker(self._store.load, self.id)
         if kind is Invoke:
             output = self._invoke(effect.call)
             return await output if inspect.isawaitable(output) else output
@@ -696,10 +696,10 @@ class AsyncThread(Conversation):
             landed.append(call(self.id, **effect.arguments))
             return landed[0]
 
-        # A cancellation cannot stop a write running in its thread: it is waited out (``_in_worker``),
+        # A cancellation cannot stop a write running in its thread: it is waited out (``in_worker``),
         # and the version it landed kept, so the thread never loses track of a claim or a save.
         try:
-            self._version = await _in_worker(write)
+            self._version = await in_worker(write)
         except asyncio.CancelledError:
             if landed:
                 self._version = landed[0]
@@ -707,7 +707,7 @@ class AsyncThread(Conversation):
         return self._version
 
 
-async def _in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+async def in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``await asyncio.to_thread(call, ...)``, but a cancelled caller waits for the call to end.
 
     A store call cannot be stopped once its worker thread runs it: a read left running outlived the

@@ -23,7 +23,10 @@ from ..errors import ConcurrentResume, StoreError
 from ..wire.jsonio import dump_record, load_record
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore", "Head",
-           "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE"]
+           "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE",
+           # What the four stores share (not the package's API: ``agui_client.stores`` lists that).
+           "StoreBase", "check_page", "check_record_id", "check_owner", "creation_data", "encode_data",
+           "decode_record", "checked_head", "fold_when_due", "as_text", "compacted", "store_closed"]
 
 _log = logging.getLogger("agui_client.stores")
 
@@ -236,7 +239,7 @@ class ListingStore(ThreadStore, Protocol):
         ...
 
 
-def _check_page(after: str | None, limit: int) -> None:
+def check_page(after: str | None, limit: int) -> None:
     """Refuse a listing's arguments before anything is read."""
     if after is not None and type(after) is not str:
         raise ValueError(f"after is the last thread id of the previous page (a string) or None, not {after!r}")
@@ -284,7 +287,8 @@ def new_record_id() -> str:
     return secrets.token_hex(12)
 
 
-def _check_record_id(record_id: str | None) -> None:
+def check_record_id(record_id: str | None) -> None:
+    """Refuse a record id that is not a string of 1 to 128 characters (before anything is written)."""
     if record_id is not None and (type(record_id) is not str or not 0 < len(record_id) <= 128):
         raise ValueError("a record id is a string of 1 to 128 characters")
 
@@ -322,7 +326,7 @@ def check_write(
             record's id is not ``record_id`` (the thread was deleted and created again).
         StoreError: the record was written by a newer release (it is never overwritten).
     """
-    _check_record_id(record_id)
+    check_record_id(record_id)
     if expected_version is None:
         if operation in ("release", "append"):
             raise ValueError(f"{operation} needs the version the writer holds")
@@ -447,11 +451,11 @@ def _length(value: Any) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-# Helpers the stores share (not public API)
+# What the four stores share: this module's API for them, not the package's
 # --------------------------------------------------------------------------------------------------
 
 
-class _StoreBase:
+class StoreBase:
     """Context-manager plumbing: ``with SqliteStore(path) as store: ...`` closes it on the way out."""
 
     def close(self) -> None:  # pragma: no cover - every store overrides it
@@ -466,26 +470,27 @@ class _StoreBase:
         self.close()
 
 
-def _check_owner(owner: str) -> None:
+def check_owner(owner: str) -> None:
+    """Refuse a claim owner that is not a non-empty string."""
     # The stores spell "no claim" as NULL / an absent field; an empty owner would read back as none.
     if not isinstance(owner, str) or not owner:
         raise ValueError("a claim owner must be a non-empty string")
 
 
-def _creation_data(thread_id: str, expected_version: int | None, data: Mapping[str, Any] | None) -> str | bytes | None:
+def creation_data(thread_id: str, expected_version: int | None, data: Mapping[str, Any] | None) -> str | bytes | None:
     """The encoded ``data`` of a claim that creates its record (``expected_version=None``); ``None`` for
     a claim of a stored version, which keeps the record's data."""
     if expected_version is None:
         if data is None:
             raise ValueError(f"thread {thread_id!r}: a claim that creates the thread needs its data")
-        return _encode_data(thread_id, data)
+        return encode_data(thread_id, data)
     if data is not None:
         raise ValueError(f"thread {thread_id!r}: a claim of version {expected_version} keeps the stored data; "
                          "data is only for a claim that creates the thread")
     return None
 
 
-def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
+def encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
     """JSON for a record's data: UTF-8 ``bytes`` from orjson when it can write the data exactly, else text.
 
     Both forms hold no lone surrogate, so UTF-8 backends can store them: orjson refuses to write one,
@@ -502,7 +507,7 @@ def _encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
         raise StoreError(f"thread {thread_id!r}: data is not JSON-ready: {exc}", thread_id=thread_id) from exc
 
 
-def _decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str | None,
+def decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str | None,
                    format: int, changes: Sequence[str | bytes] = (), record_id: str | None = None) -> StoredThread:
     """A ``StoredThread`` from a record's parts (its data and the changes appended since, in order),
     refusing newer formats and unreadable data."""
@@ -538,7 +543,7 @@ def checked_head(thread_id: str, version: Any, claim: Any, format: Any, record_i
     return Head(version=version, claim=claim or None, format=format, record_id=record_id or None)
 
 
-def _fold_when_due(where: str, thread_id: str, compaction: Compaction, counts: tuple[int, int, int] | None,
+def fold_when_due(where: str, thread_id: str, compaction: Compaction, counts: tuple[int, int, int] | None,
                    fold: Callable[[], object]) -> None:
     """After an append landed: fold the thread's changes into its data when ``compaction`` says so
     (``counts``: the data's bytes, the changes' bytes, how many; ``None``: nothing to judge).
@@ -555,16 +560,16 @@ def _fold_when_due(where: str, thread_id: str, compaction: Compaction, counts: t
                    thread_id, exc)
 
 
-def _as_text(encoded: str | bytes) -> str:
+def as_text(encoded: str | bytes) -> str:
     """A record's JSON as text, whatever the encoder gave (for a TEXT column, read the same by every tool)."""
     return encoded.decode("utf-8") if isinstance(encoded, bytes) else encoded
 
 
-def _compacted(thread_id: str, text: str | bytes, changes: Sequence[str | bytes]) -> str | bytes:
+def compacted(thread_id: str, text: str | bytes, changes: Sequence[str | bytes]) -> str | bytes:
     """The record's data with its changes folded in, as one JSON document (a compaction)."""
-    stored = _decode_record(thread_id, version=0, text=text, claim=None, format=STORE_FORMAT_VERSION,
+    stored = decode_record(thread_id, version=0, text=text, claim=None, format=STORE_FORMAT_VERSION,
                             changes=changes)
-    return _encode_data(thread_id, stored.data)
+    return encode_data(thread_id, stored.data)
 
 
 def _newer_format(thread_id: str, format: int) -> StoreError:
@@ -575,5 +580,6 @@ def _newer_format(thread_id: str, format: int) -> StoreError:
     )
 
 
-def _closed(thread_id: str | None = None) -> StoreError:
+def store_closed(thread_id: str | None = None) -> StoreError:
+    """The error a closed store raises for any call (naming the thread when the call has one)."""
     return StoreError("the store is closed", thread_id=thread_id)

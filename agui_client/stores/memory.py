@@ -15,16 +15,16 @@ from .base import (
     Head,
     Operation,
     StoredThread,
-    _check_owner,
-    _check_page,
-    _closed,
-    _compacted,
-    _creation_data,
-    _decode_record,
-    _encode_data,
-    _fold_when_due,
+    check_owner,
+    check_page,
+    compacted,
+    creation_data,
+    decode_record,
+    encode_data,
+    fold_when_due,
+    store_closed,
 )
-from .base import _StoreBase as _Base
+from .base import StoreBase as _Base
 from .base import check_write as _check_write
 
 __all__ = ["MemoryStore"]
@@ -84,12 +84,12 @@ class MemoryStore(_Base):
         """
         with self._lock:
             if self._closed:
-                raise _closed(thread_id)
+                raise store_closed(thread_id)
             record = self._records.get(thread_id)
         if record is None:
             return None
         head = record.head
-        return _decode_record(thread_id, version=head.version, text=record.text, claim=head.claim, format=head.format,
+        return decode_record(thread_id, version=head.version, text=record.text, claim=head.claim, format=head.format,
                               changes=record.changes[:record.count], record_id=head.record_id)
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
@@ -101,7 +101,7 @@ class MemoryStore(_Base):
                 or the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
         """
-        text = _kept(_encode_data(thread_id, data))
+        text = _kept(encode_data(thread_id, data))
         with self._lock:
             head = self._write_head(thread_id, "save", expected_version=expected_version, owner=None,
                                     record_id=record_id)
@@ -119,7 +119,7 @@ class MemoryStore(_Base):
                 record's id is not ``record_id``.
             StoreError: the changes are not JSON-ready, the store is closed, or the record is of a newer format.
         """
-        text = _kept(_encode_data(thread_id, changes))
+        text = _kept(encode_data(thread_id, changes))
         with self._lock:
             head = self._write_head(thread_id, "append", expected_version=expected_version, owner=None,
                                     record_id=record_id)
@@ -130,7 +130,7 @@ class MemoryStore(_Base):
             appended = _Record(head=head, text=record.text, changes=record.changes, count=record.count + 1,
                                change_bytes=record.change_bytes + len(text))
             self._records[thread_id] = appended
-        _fold_when_due("MemoryStore", thread_id, self.compaction,
+        fold_when_due("MemoryStore", thread_id, self.compaction,
                        (len(appended.text), appended.change_bytes, appended.count),
                        lambda: self._fold(thread_id, appended))
         return head.version
@@ -138,7 +138,7 @@ class MemoryStore(_Base):
     def _fold(self, thread_id: str, appended: _Record) -> None:
         # Folded outside the lock (a large thread takes milliseconds), and kept only if nobody wrote
         # since: the record is still the very one the append stored.
-        folded = _kept(_compacted(thread_id, appended.text, appended.changes[:appended.count]))
+        folded = _kept(compacted(thread_id, appended.text, appended.changes[:appended.count]))
         with self._lock:
             if self._records.get(thread_id) is appended:
                 self._records[thread_id] = _Record(head=appended.head, text=folded)
@@ -153,8 +153,8 @@ class MemoryStore(_Base):
                 the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
         """
-        _check_owner(owner)
-        created = _creation_data(thread_id, expected_version, data)
+        check_owner(owner)
+        created = creation_data(thread_id, expected_version, data)
         text = None if created is None else _kept(created)
         with self._lock:
             record = self._records.get(thread_id)
@@ -176,7 +176,7 @@ class MemoryStore(_Base):
                 is not ``record_id``.
             StoreError: the store is closed, or the record is of a newer format.
         """
-        _check_owner(owner)
+        check_owner(owner)
         with self._lock:
             head = self._write_head(thread_id, "release", expected_version=claimed_version, owner=owner,
                                     record_id=record_id)
@@ -191,7 +191,7 @@ class MemoryStore(_Base):
         """
         with self._lock:
             if self._closed:
-                raise _closed(thread_id)
+                raise store_closed(thread_id)
             if self._records.pop(thread_id, None) is not None:
                 del self._ids[bisect.bisect_left(self._ids, thread_id)]
 
@@ -203,10 +203,10 @@ class MemoryStore(_Base):
             ValueError: ``limit`` is out of range, or ``after`` is not a string.
             StoreError: the store is closed.
         """
-        _check_page(after, limit)
+        check_page(after, limit)
         with self._lock:
             if self._closed:
-                raise _closed()
+                raise store_closed()
             start = 0 if after is None else bisect.bisect_right(self._ids, after)
             return self._ids[start:start + limit]
 
@@ -223,7 +223,7 @@ class MemoryStore(_Base):
     ) -> Head:
         # Called with the lock held.
         if self._closed:
-            raise _closed(thread_id)
+            raise store_closed(thread_id)
         record = self._records.get(thread_id)
         return _check_write(thread_id, None if record is None else record.head, operation,
                             expected_version=expected_version, owner=owner, record_id=record_id)

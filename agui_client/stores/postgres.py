@@ -79,6 +79,7 @@ without the ``postgres`` extra.
 from __future__ import annotations
 
 import hashlib
+import logging
 import select
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -91,25 +92,27 @@ from .base import (
     Compaction,
     Operation,
     StoredThread,
-    _as_text,
-    _check_owner,
-    _check_page,
-    _check_record_id,
-    _closed,
-    _compacted,
-    _creation_data,
-    _decode_record,
-    _encode_data,
-    _fold_when_due,
-    _log,
+    as_text,
+    check_owner,
+    check_page,
+    check_record_id,
     checked_head,
+    compacted,
+    creation_data,
+    decode_record,
+    encode_data,
+    fold_when_due,
+    store_closed,
 )
-from .base import _StoreBase as _Base
+from .base import StoreBase as _Base
 from .base import check_write as _check_write
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
+
+#: The stores' logger (base.py logs a skipped compaction to it too).
+_log = logging.getLogger("agui_client.stores")
 
 #: What a read returns (``_read``).
 _T = TypeVar("_T")
@@ -316,7 +319,7 @@ class PostgresStore(_Base):
             return None
         version, text, claim, format, count, record_id, changes = row
         _check_count(thread_id, format, count, changes)
-        return _decode_record(thread_id, version=version, text=text, claim=claim, format=format, changes=changes,
+        return decode_record(thread_id, version=version, text=text, claim=claim, format=format, changes=changes,
                               record_id=record_id)
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
@@ -329,7 +332,7 @@ class PostgresStore(_Base):
             StoreError: the data is not JSON-ready, PostgreSQL failed, the store is closed, or the
                 record is of a newer format.
         """
-        text = _as_text(_encode_data(thread_id, data))
+        text = as_text(encode_data(thread_id, data))
         return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text,
                            record_id=record_id)
 
@@ -348,10 +351,10 @@ class PostgresStore(_Base):
             StoreError: the changes are not JSON-ready, PostgreSQL failed, the store is closed, or the
                 record is of a newer format.
         """
-        text = _as_text(_encode_data(thread_id, changes))
+        text = as_text(encode_data(thread_id, changes))
         version, counts = self._write_counted(thread_id, "append", expected_version=expected_version, owner=None,
                                               text=text, record_id=record_id)
-        _fold_when_due(f"PostgreSQL store {self._where}", thread_id, self.compaction, counts,
+        fold_when_due(f"PostgreSQL store {self._where}", thread_id, self.compaction, counts,
                        lambda: self._compact(thread_id))
         return version
 
@@ -370,10 +373,10 @@ class PostgresStore(_Base):
             StoreError: the data is not JSON-ready, PostgreSQL failed (twice, for a broken connection),
                 the store is closed, or the record is of a newer format.
         """
-        _check_owner(owner)
-        created = _creation_data(thread_id, expected_version, data)
+        check_owner(owner)
+        created = creation_data(thread_id, expected_version, data)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
-                           text=None if created is None else _as_text(created), record_id=record_id)
+                           text=None if created is None else as_text(created), record_id=record_id)
 
     def release(self, thread_id: str, *, claimed_version: int, owner: str, record_id: str | None = None) -> int:
         """Undo a claim; see :meth:`ThreadStore.release`.
@@ -383,7 +386,7 @@ class PostgresStore(_Base):
                 is not ``record_id``.
             StoreError: PostgreSQL failed, the store is closed, or the record is of a newer format.
         """
-        _check_owner(owner)
+        check_owner(owner)
         return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None,
                            record_id=record_id)
 
@@ -419,7 +422,7 @@ class PostgresStore(_Base):
             ValueError: ``limit`` is out of range, or ``after`` is not a string.
             StoreError: PostgreSQL failed (twice, for a broken connection), or the store is closed.
         """
-        _check_page(after, limit)
+        check_page(after, limit)
         query, params = ((self._sql["ids_first"], (limit,)) if after is None
                          else (self._sql["ids_after"], (after, limit)))
         rows = self._read(None, lambda conn: conn.execute(query, params).fetchall())
@@ -445,7 +448,7 @@ class PostgresStore(_Base):
                        ) -> tuple[int, tuple[int, int, int] | None]:
         """The new version, and for an append that landed the record's data bytes, change bytes and
         change count (what the compaction policy weighs)."""
-        _check_record_id(record_id)  # (refused before anything is sent)
+        check_record_id(record_id)  # (refused before anything is sent)
         try:
             return self._write_once(thread_id, operation, expected_version=expected_version, owner=owner, text=text,
                                     record_id=record_id)
@@ -523,7 +526,7 @@ class PostgresStore(_Base):
         if format != STORE_FORMAT_VERSION or not changes:
             return False
         _check_count(thread_id, format, count, changes)
-        folded = _as_text(_compacted(thread_id, text, changes))
+        folded = as_text(compacted(thread_id, text, changes))
         params = {"thread_id": thread_id, "version": version, "changes": count, "data": folded,
                   "ours": STORE_FORMAT_VERSION, "record_id": record_id}
         # (no second attempt on a lost connection: the next append's compaction will do)
@@ -591,7 +594,7 @@ class PostgresStore(_Base):
         if fresh:
             with self._lock:
                 if self._closed:
-                    raise _closed(thread_id)
+                    raise store_closed(thread_id)
         try:
             if conn is None:
                 # No server-side prepared statements: each statement is a primary-key lookup that
@@ -615,7 +618,7 @@ class PostgresStore(_Base):
         while True:
             with self._lock:
                 if self._closed:
-                    raise _closed(thread_id)
+                    raise store_closed(thread_id)
                 if not self._idle:
                     return None
                 conn = self._idle.pop()

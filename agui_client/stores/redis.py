@@ -71,19 +71,19 @@ from .base import (
     Compaction,
     Operation,
     StoredThread,
-    _check_owner,
-    _check_page,
-    _check_record_id,
-    _closed,
-    _compacted,
-    _creation_data,
-    _decode_record,
-    _encode_data,
-    _fold_when_due,
+    check_owner,
+    check_page,
+    check_record_id,
     checked_head,
+    compacted,
+    creation_data,
+    decode_record,
+    encode_data,
+    fold_when_due,
     new_record_id,
+    store_closed,
 )
-from .base import _StoreBase as _Base
+from .base import StoreBase as _Base
 from .base import check_write as _check_write
 
 if TYPE_CHECKING:
@@ -301,7 +301,7 @@ class RedisStore(_Base):
         record = self._read(thread_id)
         if record is None:
             return None
-        return _decode_record(thread_id, version=record.version, text=record.text, claim=record.claim,
+        return decode_record(thread_id, version=record.version, text=record.text, claim=record.claim,
                               format=record.format, changes=record.changes, record_id=record.record_id)
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
@@ -316,7 +316,7 @@ class RedisStore(_Base):
             StoreError: the data is not JSON-ready, Redis failed, the store is closed, or the record is
                 of a newer format.
         """
-        text = _encode_data(thread_id, data)
+        text = encode_data(thread_id, data)
         return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text,
                            record_id=record_id)[0]
 
@@ -335,10 +335,10 @@ class RedisStore(_Base):
             StoreError: the changes are not JSON-ready, Redis failed, the store is closed, or the record
                 is of a newer format.
         """
-        text = _encode_data(thread_id, changes)
+        text = encode_data(thread_id, changes)
         version, counts = self._write(thread_id, "append", expected_version=expected_version, owner=None, text=text,
                                       record_id=record_id)
-        _fold_when_due("Redis store", thread_id, self.compaction, counts,
+        fold_when_due("Redis store", thread_id, self.compaction, counts,
                        lambda: self._compact(thread_id))
         return version
 
@@ -357,9 +357,9 @@ class RedisStore(_Base):
             StoreError: the data is not JSON-ready, Redis failed (twice, for a lost connection), the store
                 is closed, or the record is of a newer format.
         """
-        _check_owner(owner)
+        check_owner(owner)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
-                           text=_creation_data(thread_id, expected_version, data), record_id=record_id)[0]
+                           text=creation_data(thread_id, expected_version, data), record_id=record_id)[0]
 
     def release(self, thread_id: str, *, claimed_version: int, owner: str, record_id: str | None = None) -> int:
         """Undo a claim; see :meth:`ThreadStore.release`.
@@ -369,7 +369,7 @@ class RedisStore(_Base):
                 is not ``record_id``.
             StoreError: Redis failed, the store is closed, or the record is of a newer format.
         """
-        _check_owner(owner)
+        check_owner(owner)
         return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None,
                            record_id=record_id)[0]
 
@@ -397,7 +397,7 @@ class RedisStore(_Base):
             ValueError: ``limit`` is out of range, or ``after`` is not a string.
             StoreError: Redis failed, or the store is closed.
         """
-        _check_page(after, limit)
+        check_page(after, limit)
         page: list[str] = []
         start = "-" if after is None else "(" + after
         indexed = False
@@ -473,7 +473,7 @@ class RedisStore(_Base):
         record = self._read(thread_id)
         if record is None or not record.changes or record.format > STORE_FORMAT_VERSION:
             return False
-        text = _compacted(thread_id, record.text, record.changes)
+        text = compacted(thread_id, record.text, record.changes)
         with self._calls(thread_id):
             done = self._compact_script(
                 keys=[self._key(thread_id)],
@@ -490,7 +490,7 @@ class RedisStore(_Base):
         changes' bytes and their count (``None`` for the other writes)."""
         # A create stores the id it is given or a fresh one (the same one if a lost claim is sent again,
         # as args is made once); only an id the caller named is checked against a stored record.
-        _check_record_id(record_id)
+        check_record_id(record_id)
         created = (record_id or new_record_id()) if expected_version is None else ""
         args: list[str | bytes] = [operation, "" if expected_version is None else str(expected_version),
                                    owner or "", text or "", str(STORE_FORMAT_VERSION), thread_id, created,
@@ -522,7 +522,7 @@ class RedisStore(_Base):
     def _calls(self, thread_id: str | None) -> Iterator[None]:
         """Redis's own errors leave as ``StoreError``."""
         if self._closed:
-            raise _closed(thread_id)
+            raise store_closed(thread_id)
         try:
             yield
         except self._redis_error as exc:

@@ -78,18 +78,18 @@ from .base import (
     Head,
     Operation,
     StoredThread,
-    _as_text,
-    _check_owner,
-    _check_page,
-    _closed,
-    _compacted,
-    _creation_data,
-    _decode_record,
-    _encode_data,
-    _fold_when_due,
+    as_text,
+    check_owner,
+    check_page,
     checked_head,
+    compacted,
+    creation_data,
+    decode_record,
+    encode_data,
+    fold_when_due,
+    store_closed,
 )
-from .base import _StoreBase as _Base
+from .base import StoreBase as _Base
 from .base import check_write as _check_write
 
 __all__ = ["SqliteStore"]
@@ -207,7 +207,7 @@ class SqliteStore(_Base):
         if not rows:
             return None
         (version, claim, format, _, record_id), text, changes = _record(thread_id, rows)
-        return _decode_record(thread_id, version=version, text=text, claim=claim, format=format,
+        return decode_record(thread_id, version=version, text=text, claim=claim, format=format,
                               changes=changes, record_id=record_id)
 
     def save(self, thread_id: str, data: Mapping[str, Any], *, expected_version: int | None,
@@ -220,9 +220,9 @@ class SqliteStore(_Base):
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
-        encoded = _encode_data(thread_id, data)
+        encoded = encode_data(thread_id, data)
         return self._write(thread_id, "save", expected_version=expected_version, owner=None,
-                           record_id=record_id, text=_as_text(encoded), size=len(encoded)).head.version
+                           record_id=record_id, text=as_text(encoded), size=len(encoded)).head.version
 
     def append(self, thread_id: str, changes: Mapping[str, Any], *, expected_version: int,
                record_id: str | None = None) -> int:
@@ -238,10 +238,10 @@ class SqliteStore(_Base):
             StoreError: the changes are not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
-        encoded = _encode_data(thread_id, changes)
+        encoded = encode_data(thread_id, changes)
         written = self._write(thread_id, "append", expected_version=expected_version, owner=None,
-                              record_id=record_id, text=_as_text(encoded), size=len(encoded))
-        _fold_when_due(f"SQLite store {self._path}", thread_id, self.compaction,
+                              record_id=record_id, text=as_text(encoded), size=len(encoded))
+        fold_when_due(f"SQLite store {self._path}", thread_id, self.compaction,
                        (written.data_bytes, written.change_bytes, written.changes),
                        lambda: self._compact(thread_id, written))
         return written.head.version
@@ -257,10 +257,10 @@ class SqliteStore(_Base):
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
-        _check_owner(owner)
-        created = _creation_data(thread_id, expected_version, data)
+        check_owner(owner)
+        created = creation_data(thread_id, expected_version, data)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
-                           record_id=record_id, text=None if created is None else _as_text(created),
+                           record_id=record_id, text=None if created is None else as_text(created),
                            size=0 if created is None else len(created)).head.version
 
     def release(self, thread_id: str, *, claimed_version: int, owner: str, record_id: str | None = None) -> int:
@@ -271,7 +271,7 @@ class SqliteStore(_Base):
                 is not ``record_id``.
             StoreError: the database failed, the store is closed, or the record is of a newer format.
         """
-        _check_owner(owner)
+        check_owner(owner)
         return self._write(thread_id, "release", expected_version=claimed_version, owner=owner,
                            record_id=record_id, text=None, size=0).head.version
 
@@ -298,7 +298,7 @@ class SqliteStore(_Base):
             ValueError: ``limit`` is out of range, or ``after`` is not a string.
             StoreError: the database failed, or the store is closed.
         """
-        _check_page(after, limit)
+        check_page(after, limit)
         with self._connection() as conn:
             if after is None:
                 rows = conn.execute(_IDS_FIRST, (limit,)).fetchall()
@@ -395,8 +395,8 @@ class SqliteStore(_Base):
         # another record, whose changes its own next append will fold)
         if (version, changes, record_id) != (appended.head.version, appended.changes, appended.record_id):
             return False
-        encoded = _compacted(thread_id, text, parts)
-        folded = _as_text(encoded)
+        encoded = compacted(thread_id, text, parts)
+        folded = as_text(encoded)
 
         def write(conn: sqlite3.Connection) -> bool:
             # The version, the change count and the record id say the parts are the ones folded: an
@@ -458,7 +458,7 @@ class SqliteStore(_Base):
         """A connection for one operation; ``sqlite3.Error`` leaves as ``StoreError``."""
         with self._lock:
             if self._closed:
-                raise _closed(thread_id)
+                raise store_closed(thread_id)
             conn = self._idle.pop() if self._idle else None
         try:
             if conn is None:

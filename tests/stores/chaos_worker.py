@@ -88,14 +88,14 @@ def _reported(store: Any, kill: dict[str, Any] | None, held: dict[str, Any] | No
     read and its write)."""
     count = 0
     module = sys.modules[type(store).__module__]
-    fold = module._compacted
+    fold = module.compacted
 
     def compacted(*args: Any) -> Any:
         if held is not None and held.get("fold"):
             hold("fold")
         return fold(*args)
 
-    module._compacted = compacted
+    module.compacted = compacted
 
     def wrap(name: str, method: Any) -> Any:
         @functools.wraps(method)

@@ -331,7 +331,7 @@ def test_a_compaction_folds_without_a_lock_and_a_write_meanwhile_wins(
     store = _store(inc, EVERY_THIRD)
     module = importlib.import_module(type(store).__module__)
     other = _store_again(inc)
-    fold = module._compacted
+    fold = module.compacted
     meanwhile: list[object] = []
     started: list[bool] = []
 
@@ -353,7 +353,7 @@ def test_a_compaction_folds_without_a_lock_and_a_write_meanwhile_wins(
                 meanwhile.append("the append waited for the fold")
         return fold(thread_id, text, changes)
 
-    monkeypatch.setattr(module, "_compacted", folding)
+    monkeypatch.setattr(module, "compacted", folding)
     store.save("t", small(1), expected_version=None)
     expected = small(1)
     for n in range(1, 4):
@@ -370,7 +370,7 @@ def test_a_compaction_folds_without_a_lock_and_a_write_meanwhile_wins(
     # after its own append).
     assert stored.changes == (0 if other is store else 4)
     # The next append's compaction folds the four and the fifth.
-    monkeypatch.setattr(module, "_compacted", fold)
+    monkeypatch.setattr(module, "compacted", fold)
     store.append("t", run_change(5), expected_version=5)
     folded = store.load("t")
     assert folded is not None

@@ -12,7 +12,7 @@ import pytest
 from agui_client.core.fold import ThreadState
 from agui_client.errors import StoreError
 from agui_client.stores import MemoryStore
-from agui_client.stores.base import _encode_data
+from agui_client.stores.base import encode_data
 from agui_client.types import UserMessage
 from agui_client.wire.jsonio import plain_json as _plain_json
 
@@ -24,7 +24,7 @@ import orjson  # noqa: E402 - the dev extra installs it; without it these tests 
 def test_plain_data_is_written_by_orjson_as_utf8_bytes() -> None:
     data = ThreadState(messages=[UserMessage(id="u", content="h\u00e9 \U0001f389")], state={"x": [1.5, None]}).dump()
 
-    encoded = _encode_data("t", data)
+    encoded = encode_data("t", data)
 
     assert isinstance(encoded, bytes)
     assert encoded == orjson.dumps(data)
@@ -36,11 +36,11 @@ def test_plain_data_is_written_by_orjson_as_utf8_bytes() -> None:
 ])
 def test_anything_but_finite_plain_json_is_refused_as_json_dumps_refuses_it(value: Any) -> None:
     with pytest.raises(StoreError):
-        _encode_data("t", {"state": value})
+        encode_data("t", {"state": value})
 
 
 def test_what_only_the_stdlib_can_write_comes_back_as_its_text() -> None:
-    encoded = _encode_data("t", {"state": {1: "one", "s": "\ud800"}})
+    encoded = encode_data("t", {"state": {1: "one", "s": "\ud800"}})
 
     assert encoded == '{"state":{"1":"one","s":"\\ud800"}}'
 

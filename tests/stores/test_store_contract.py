@@ -1149,7 +1149,7 @@ def test_postgres_store_compaction_does_not_hold_the_thread_while_it_folds(postg
     other = PostgresStore(postgres_dsn, table=pg_table)
     claimed: list[int] = []
     landed_during_fold: list[bool] = []
-    fold = pg_module._compacted
+    fold = pg_module.compacted
 
     def fold_while_claimed(thread_id: str, text: str | bytes, changes: Any) -> str | bytes:
         done = threading.Event()
@@ -1164,7 +1164,7 @@ def test_postgres_store_compaction_does_not_hold_the_thread_while_it_folds(postg
 
     try:
         other.save("t", small(1), expected_version=None)
-        monkeypatch.setattr(pg_module, "_compacted", fold_while_claimed)
+        monkeypatch.setattr(pg_module, "compacted", fold_while_claimed)
         version = store.append("t", {"set": {"state": {"n": 1}}}, expected_version=1)
         monkeypatch.undo()
         stored = store.load("t")
