@@ -72,10 +72,11 @@ from .fold import ThreadState, parsed_arguments
 from .headers import checked_headers
 from .interrupts import (
     ResumeBuilder,
-    _listed,
-    _warn_absent_payloads,
     awaiting_answers,
     check_resume,
+    check_target,
+    listed_ids,
+    warn_absent_payloads,
     without_abandoned_payloads,
 )
 from .legacy import forward_resume
@@ -427,7 +428,7 @@ class Conversation(_Standing):
         # whether it waits for answers. Counts only: the messages are the agent's text, unbounded.
         state = self._state
         return (f"<{type(self).__name__} id={self.id!r} version={self._version!r} "
-                f"messages={len(state.messages)} open_interrupts={_listed([i.id for i in state.open_interrupts])}>")
+                f"messages={len(state.messages)} open_interrupts={listed_ids([i.id for i in state.open_interrupts])}>")
 
     # -- what the caller reads and adds ----------------------------------------------------------------
 
@@ -560,7 +561,7 @@ class Conversation(_Standing):
             forwarded_props = forward_resume(via, forwarded_props, entries, open_interrupts)
             sent = ()
         else:
-            _warn_absent_payloads(entries)
+            warn_absent_payloads(entries)
         if tools is None and self.tool_handlers:
             tools = [declare(name, handler) for name, handler in self.tool_handlers.items()]
         replace_state = state is not None  # None: keep the thread's state (send `set_state(None)` for null)
@@ -599,7 +600,7 @@ class Conversation(_Standing):
             # the questions and the way to answer them (still an UncoveredInterrupts).
             raise awaiting_answers(self.id, open_interrupts)
         if isinstance(resume, ResumeBuilder):
-            resume._check_target(self.id, self._state.interrupted_run_id, open_interrupts,
+            check_target(resume, self.id, self._state.interrupted_run_id, open_interrupts,
                                  lambda: [run.run_id for run in self._state.runs])
             return resume.build(pending_unknown=pending_unknown)
         return tuple(resume or ())

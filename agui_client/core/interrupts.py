@@ -48,7 +48,8 @@ from ..wire.types.run import Interrupt, ResumeEntry
 from . import schema as _schema
 
 __all__ = ["Clock", "is_expired", "parse_expires_at", "check_resume", "check_answer", "AnswerProblem",
-           "awaiting_answers", "ResumeBuilder", "PROBLEM_KINDS", "SCHEMA_FAULTS"]
+           "awaiting_answers", "ResumeBuilder", "PROBLEM_KINDS", "SCHEMA_FAULTS", "check_target", "listed_ids",
+           "warn_absent_payloads"]
 
 #: What ``now=`` accepts: a datetime (naive means UTC), a callable returning one, or ``None`` for the
 #: current UTC time.
@@ -318,8 +319,9 @@ _MAX_MESSAGE_CHARS = 300
 _LISTED = 10
 
 
-def _listed(ids: Sequence[str]) -> str:
-    """``ids`` as a list is written (``['i1', 'i2']``), its first :data:`_LISTED` only, each :func:`_quoted`."""
+def listed_ids(ids: Sequence[str]) -> str:
+    """``ids`` as a list is written (``['i1', 'i2']``), its first :data:`_LISTED` only, each :func:`_quoted`
+    (how every ``repr`` and message of the package names interrupts and tool calls)."""
     more = len(ids) - _LISTED
     return "[" + ", ".join(map(_quoted, ids[:_LISTED])) + (f", ...] ({more} more)" if more > 0 else "]")
 
@@ -354,7 +356,7 @@ def _schema_errors(interrupt_id: str, schema: Any, payload: JSON) -> tuple[list[
     found = sorted(verdict.errors, key=lambda e: (list(map(str, e.absolute_path)), e.message))
     messages = []
     for error in found[:_MAX_MESSAGES]:
-        where = _schema._pointer(error.absolute_path)
+        where = _schema.json_pointer(error.absolute_path)
         text = f"at {where}: {error.message}" if where else error.message
         messages.append(_shorten(text if payload is not None else f"no payload given, but {text}"))
     if len(found) > _MAX_MESSAGES:
@@ -369,22 +371,23 @@ def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors
     ids = [i for i in order if i in offending]
     parts = []
     if problems["nothing"]:
-        parts.append(f"the thread has no open interrupts, so {_listed(problems['nothing'])} answer nothing")
+        parts.append(f"the thread has no open interrupts, so {listed_ids(problems['nothing'])} answer nothing")
     if problems["uncovered"]:
-        parts.append(f"no entry for {_listed(problems['uncovered'])} (omission is not abandonment: answer or "
+        parts.append(f"no entry for {listed_ids(problems['uncovered'])} (omission is not abandonment: answer or "
                      "abandon each)")
     if problems["expired"]:
-        parts.append(f"{_listed(problems['expired'])} expired and can only be abandoned")
+        parts.append(f"{listed_ids(problems['expired'])} expired and can only be abandoned")
     if problems["unknown"] and not problems["nothing"]:
-        parts.append(f"{_listed(problems['unknown'])} name no open interrupt (the open ones: {_listed(open_ids)})")
+        parts.append(f"{listed_ids(problems['unknown'])} name no open interrupt "
+                     f"(the open ones: {listed_ids(open_ids)})")
     if problems["duplicate"]:
-        parts.append(f"{_listed(problems['duplicate'])} have more than one entry")
+        parts.append(f"{listed_ids(problems['duplicate'])} have more than one entry")
     if problems["invalid"]:
         parts.append("payloads fail their responseSchema: " + "; ".join(
             f"{_quoted(i)}: {', '.join(errors[i])}" for i in problems["invalid"][:_LISTED])
             + (f"; and {len(problems['invalid']) - _LISTED} more" if len(problems["invalid"]) > _LISTED else ""))
     if problems["invalid-entry"]:
-        parts.append(f"entries for {_listed(problems['invalid-entry'])} are malformed (status must be "
+        parts.append(f"entries for {listed_ids(problems['invalid-entry'])} are malformed (status must be "
                      "'resolved' or 'cancelled', the id a string, metadata absent or an object)")
     # A schema that could not judge is its own class of the "invalid" kind: answering differently
     # rarely helps, abandoning does.
@@ -579,8 +582,8 @@ def check_answer(interrupt: Interrupt | Mapping[str, Any], payload: JSON) -> lis
                               message=_shorten(f"the responseSchema cannot judge an answer ({fault.code}{where}): "
                                                f"{fault.reason}"))]
     ordered = sorted(verdict.errors, key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    return [AnswerProblem(pointer=_schema._pointer(e.absolute_path), message=_shorten(e.message),
-                          keyword=str(e.validator), schema_pointer=_schema._pointer(e.absolute_schema_path),
+    return [AnswerProblem(pointer=_schema.json_pointer(e.absolute_path), message=_shorten(e.message),
+                          keyword=str(e.validator), schema_pointer=_schema.json_pointer(e.absolute_schema_path),
                           missing=_missing(e))
             for e in ordered]
 
@@ -650,7 +653,7 @@ def without_abandoned_payloads(entries: Sequence[ResumeEntry]) -> tuple[ResumeEn
     return tuple(out)
 
 
-def _warn_absent_payloads(entries: Sequence[ResumeEntry]) -> None:
+def warn_absent_payloads(entries: Sequence[ResumeEntry]) -> None:
     """Warn that ``resolved`` entries without a payload go out without one (IR-11)."""
     ids = [_entry_key(e) for e in entries if e.status == "resolved" and e.payload is None]
     if ids:
@@ -659,6 +662,35 @@ def _warn_absent_payloads(entries: Sequence[ResumeEntry]) -> None:
         _warn("IR-11", f"resolved entries for {ids} carry no payload and are sent without one: an agent cannot "
                        "tell a null payload from an absent one (answer with a value such as false or {} if "
                        "null was meant)")
+
+
+def check_target(builder: ResumeBuilder, thread_id: str, run_id: str | None, open_interrupts: Sequence[Interrupt],
+                 run_ids: Callable[[], Sequence[str]] | None = None) -> None:
+    """Refuse ``builder``, when bound, used on another thread or on interrupts it was not made for (IR-10).
+
+    Every run that resumes with a builder asks this (``Conversation``, before anything is sent).
+
+    ``run_ids``: the ids of the runs the thread holds, oldest first (asked only for the message of a
+    refusal, and only when the thread waits on nothing: it costs a pass over the runs). Without it
+    the message does not say what became of the builder's run."""
+    if builder.thread_id is None:
+        return
+    if builder.thread_id != thread_id:
+        why = f"the builder was made for thread {_quoted(builder.thread_id)}, not {_quoted(thread_id)}"
+    elif builder.run_id != run_id or not _same_interrupts(builder.interrupts, open_interrupts):
+        made = f"the builder was made for the interrupts of run {_quoted(builder.run_id)}"
+        if not open_interrupts:
+            why = f"{made}, and the thread waits on none now{'' if run_ids is None else builder._since(run_ids())}"
+        elif builder.run_id != run_id:
+            why = f"{made}, and the thread now waits on those of run {_quoted(run_id)}"
+        else:
+            why = "the thread's open interrupts are no longer the ones the builder was made for"
+    else:
+        return
+    ids = tuple(dict.fromkeys(_entry_key(e) for e in builder.entries))
+    raise MisdirectedResume(f"resume refused, nothing was sent: {why} (make a new one with "
+                            "thread.resume_builder())", ids=ids, builder_thread_id=builder.thread_id,
+                            builder_run_id=builder.run_id, thread_id=thread_id, interrupted_run_id=run_id)
 
 
 def _same_interrupts(made_for: Sequence[Interrupt], held: Sequence[Interrupt]) -> bool:
@@ -732,32 +764,6 @@ class ResumeBuilder:
         """The interrupted run the builder answers, when bound (``None`` when unknown or unbound)."""
         return self._run_id
 
-    def _check_target(self, thread_id: str, run_id: str | None, open_interrupts: Sequence[Interrupt],
-                      run_ids: Callable[[], Sequence[str]] | None = None) -> None:
-        """Refuse a bound builder used on another thread, or on interrupts it was not made for (IR-10).
-
-        ``run_ids``: the ids of the runs the thread holds, oldest first (asked only for the message of a
-        refusal, and only when the thread waits on nothing: it costs a pass over the runs). Without it
-        the message does not say what became of the builder's run."""
-        if self._thread_id is None:
-            return
-        if self._thread_id != thread_id:
-            why = f"the builder was made for thread {_quoted(self._thread_id)}, not {_quoted(thread_id)}"
-        elif self._run_id != run_id or not _same_interrupts(self._interrupts, open_interrupts):
-            made = f"the builder was made for the interrupts of run {_quoted(self._run_id)}"
-            if not open_interrupts:
-                why = f"{made}, and the thread waits on none now{'' if run_ids is None else self._since(run_ids())}"
-            elif self._run_id != run_id:
-                why = f"{made}, and the thread now waits on those of run {_quoted(run_id)}"
-            else:
-                why = "the thread's open interrupts are no longer the ones the builder was made for"
-        else:
-            return
-        ids = tuple(dict.fromkeys(_entry_key(e) for e in self._entries))
-        raise MisdirectedResume(f"resume refused, nothing was sent: {why} (make a new one with "
-                                "thread.resume_builder())", ids=ids, builder_thread_id=self._thread_id,
-                                builder_run_id=self._run_id, thread_id=thread_id, interrupted_run_id=run_id)
-
     def _since(self, run_ids: Sequence[str]) -> str:
         """What became of the builder's run, as the thread's runs tell it: a run after it (a builder
         used twice, say) answered or abandoned its interrupts; or the thread holds no such run (it was
@@ -775,8 +781,8 @@ class ResumeBuilder:
         abandoned = [_entry_key(e) for e in self._entries if e.status != "resolved"]
         bound = ("unbound" if self._thread_id is None else
                  f"thread_id={_quoted(self._thread_id)} run_id={_quoted(self._run_id)}")
-        return (f"<ResumeBuilder {bound} answered={_listed(answered)} abandoned={_listed(abandoned)} "
-                f"uncovered={_listed(self.uncovered)}>")
+        return (f"<ResumeBuilder {bound} answered={listed_ids(answered)} abandoned={listed_ids(abandoned)} "
+                f"uncovered={listed_ids(self.uncovered)}>")
 
     @property
     def interrupts(self) -> tuple[Interrupt, ...]:
@@ -854,7 +860,7 @@ class ResumeBuilder:
         open_ids = tuple(self._open_ids)
         problems = {kind: (interrupt_id,) if kind == "unknown" else () for kind in PROBLEM_KINDS}
         raise UnknownInterrupt(f"resume refused, nothing was recorded: {_quoted(interrupt_id)} is not an open "
-                               f"interrupt; the open ones are {_listed(open_ids)}", ids=(interrupt_id,),
+                               f"interrupt; the open ones are {listed_ids(open_ids)}", ids=(interrupt_id,),
                                problems=problems, open_ids=open_ids)
 
     def build(self, *, pending_unknown: bool = False) -> tuple[ResumeEntry, ...]:

@@ -60,7 +60,7 @@ from ..wire.jsonio import escape as _escape
 from .regex import Regex, compile_pattern
 
 __all__ = ["SCHEMA_FAULTS", "MAX_SCHEMA_VALUES", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_TEXT", "CHECK_BUDGET",
-           "STEPS_PER_VALUE", "JUDGE_BUDGET", "Verdict", "check"]
+           "STEPS_PER_VALUE", "JUDGE_BUDGET", "Verdict", "check", "json_pointer"]
 
 #: The codes of :class:`~agui_client.errors.SchemaFault`, each a reason a schema cannot judge a value.
 SCHEMA_FAULTS: Final = ("not-a-schema", "invalid", "too-large", "too-deep", "over-budget", "unresolvable",
@@ -726,7 +726,7 @@ def check(schema: Any, instance: Any) -> Verdict:
             check.judging = True
             invalid = next(iter((dialect.meta or dialect).judge().iter_errors(schema)), None)
             if invalid is not None:
-                return Verdict([], _fault("invalid", _pointer(invalid.absolute_path),
+                return Verdict([], _fault("invalid", json_pointer(invalid.absolute_path),
                                           _shorten_reason(invalid.message)), check.unchecked.items())
             if key is not None:
                 if len(_JUDGED) >= _JUDGED_MAX:
@@ -775,7 +775,7 @@ def _judged_key(schema: Any) -> str | None:
         return None
 
 
-def _pointer(path: Iterable[object]) -> str:
+def json_pointer(path: Iterable[object]) -> str:
     """The JSON pointer of a jsonschema error path."""
     return "".join("/" + _escape(str(part)) for part in path)
 

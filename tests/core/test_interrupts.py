@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agui_client.core.interrupts import PROBLEM_KINDS, ResumeBuilder, check_resume
+from agui_client.core.interrupts import PROBLEM_KINDS, ResumeBuilder, check_resume, check_target
 from agui_client.errors import (
     DuplicateResumeEntry,
     ExpiredInterruptAnswered,
@@ -564,7 +564,7 @@ def test_a_bound_builder_used_on_another_thread_is_misdirected() -> None:
     builder = bound([ask("i1")], thread_id="t1")
 
     with pytest.raises(MisdirectedResume) as info:
-        builder._check_target("t2", "r1", [ask("i1")])
+        check_target(builder, "t2", "r1", [ask("i1")])
 
     assert isinstance(info.value, ResumeRefused)
     assert (info.value.builder_thread_id, info.value.thread_id) == ("t1", "t2")
@@ -576,7 +576,7 @@ def test_a_bound_builder_for_an_earlier_interrupted_run_is_misdirected() -> None
     builder = bound([ask("i1")], run_id="r1")
 
     with pytest.raises(MisdirectedResume) as info:
-        builder._check_target("t1", "r2", [ask("i1")])
+        check_target(builder, "t1", "r2", [ask("i1")])
 
     assert (info.value.builder_run_id, info.value.interrupted_run_id) == ("r1", "r2")
 
@@ -587,14 +587,14 @@ def test_a_bound_builder_is_misdirected_when_the_interrupt_under_its_id_changed_
     builder = bound([staging], run_id="r1")
 
     with pytest.raises(MisdirectedResume):
-        builder._check_target("t1", "r1", [production])
+        check_target(builder, "t1", "r1", [production])
 
 
 def test_a_bound_builder_made_when_nothing_was_open_is_misdirected_once_something_is() -> None:
     builder = ResumeBuilder([], now=NOW, thread_id="t1", run_id=None)
 
     with pytest.raises(MisdirectedResume):
-        builder._check_target("t1", "r1", [ask("i1")])
+        check_target(builder, "t1", "r1", [ask("i1")])
 
 
 def test_a_bound_builder_accepts_equal_interrupts_read_again_from_the_store() -> None:
@@ -602,7 +602,7 @@ def test_a_bound_builder_accepts_equal_interrupts_read_again_from_the_store() ->
     reloaded = decode(encode(held), tuple[Interrupt, ...])
     builder = bound(held)
 
-    builder._check_target("t1", "r1", reloaded)
+    check_target(builder, "t1", "r1", reloaded)
 
     assert reloaded[0] is not held[0]
 
@@ -610,7 +610,7 @@ def test_a_bound_builder_accepts_equal_interrupts_read_again_from_the_store() ->
 def test_an_unbound_builder_is_never_misdirected() -> None:
     builder = ResumeBuilder([ask("i1")], now=NOW).answer("i1", 1)
 
-    builder._check_target("anything", "any-run", [ask("i2")])
+    check_target(builder, "anything", "any-run", [ask("i2")])
 
     assert (builder.thread_id, builder.run_id) == (None, None)
 

@@ -34,7 +34,7 @@ from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.types.base import JSON
 from .. import legacy
-from ..interrupts import _listed
+from ..interrupts import listed_ids
 from ..roster import Roster
 from .document import EMPTY_STATE, StateDocument
 from .entries import Entry
@@ -124,8 +124,8 @@ class ThreadState:
         # As a thread's repr: which thread, how far it went, and what it waits for. Counts and ids only:
         # the messages and the shared state are the agent's, of any size.
         return (f"<ThreadState thread_id={quoted_name(self.thread_id)} runs={self.run_count} "
-                f"messages={len(self.messages)} open_interrupts={_listed([i.id for i in self.open_interrupts])} "
-                f"pending_tool_calls={_listed(self.pending_tool_call_ids)}>")
+                f"messages={len(self.messages)} open_interrupts={listed_ids([i.id for i in self.open_interrupts])} "
+                f"pending_tool_calls={listed_ids(self.pending_tool_call_ids)}>")
 
     # -- reading ---------------------------------------------------------------------------------
 
