@@ -31,7 +31,7 @@ from rich.table import Table
 
 from ..core.fold import ThreadState
 from ..core.replaying import detect_format, replay_events, sse_warnings
-from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunResult, RunSession
+from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunResult, RunSession, fail_framing
 from ..errors import LimitExceeded, ProtocolError, StreamEnded, StreamWarning
 from ..testing.recording import META_FILE_BYTES, REQUEST_FILE_BYTES, open_recorded, read_recorded, recorded_exchanges
 from ..wire import codec
@@ -392,7 +392,7 @@ def _sse_located(blocks: Iterator[bytes], session: _Session, located: _Located, 
             located.at[session.index] = (frame.line, frame.offset)
             session.feed_payload(frame.data)
     except LimitExceeded as exc:
-        session._fail(exc, session.index, None)
+        fail_framing(session, exc)
     sse_warnings(decoder, session)
     located.dropped = decoder.warnings_dropped
 
@@ -418,8 +418,8 @@ def _jsonl_located(blocks: Iterator[bytes], session: _Session, located: _Located
             if end < 0:
                 held += len(block) - at
                 if held > limit:
-                    session._fail(LimitExceeded(f"a JSONL line grew past {limit} bytes (line {line_number}, "
-                                                f"byte {start})", limit=limit, rule="TR-11"), session.index, None)
+                    fail_framing(session, LimitExceeded(f"a JSONL line grew past {limit} bytes (line {line_number}, "
+                                                        f"byte {start})", limit=limit, rule="TR-11"))
                     return
                 pieces.append(block[at:])
                 break

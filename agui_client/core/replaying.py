@@ -22,7 +22,7 @@ from ..wire.sse import SSEDecoder
 from ..wire.types import events as ev
 from ..wire.types import run as rn
 from .fold import ThreadState
-from .session import DEFAULT_MAX_EVENT_BYTES, RunResult, RunSession
+from .session import DEFAULT_MAX_EVENT_BYTES, RunResult, RunSession, fail_framing
 
 __all__ = ["Source", "replay", "replay_events", "detect_format", "sse_warnings"]
 
@@ -134,8 +134,8 @@ def _block_batches(blocks: Iterator[bytes], session: RunSession, format: Literal
             if b"\n" not in block:
                 held += len(block)
                 if held > max_event_bytes:
-                    session._fail(LimitExceeded(f"a JSONL line grew past {max_event_bytes} bytes",
-                                                limit=max_event_bytes, rule="TR-11"), session.index, None)
+                    fail_framing(session, LimitExceeded(f"a JSONL line grew past {max_event_bytes} bytes",
+                                                        limit=max_event_bytes, rule="TR-11"))
                     return
                 pieces.append(block)
                 continue
@@ -154,8 +154,8 @@ def _block_batches(blocks: Iterator[bytes], session: RunSession, format: Literal
             held = len(carry)
             if held > max_event_bytes:
                 yield batch
-                session._fail(LimitExceeded(f"a JSONL line grew past {max_event_bytes} bytes", limit=max_event_bytes,
-                                            rule="TR-11"), session.index, None)
+                fail_framing(session, LimitExceeded(f"a JSONL line grew past {max_event_bytes} bytes",
+                                                    limit=max_event_bytes, rule="TR-11"))
                 return
             if carry:
                 pieces.append(carry)
@@ -173,7 +173,7 @@ def _block_batches(blocks: Iterator[bytes], session: RunSession, format: Literal
         frames = decoder.close()
     except LimitExceeded as exc:
         sse_warnings(decoder, session)
-        session._fail(exc, session.index, None)
+        fail_framing(session, exc)
         return
     sse_warnings(decoder, session)
     yield [frame.data for frame in frames]

@@ -35,7 +35,7 @@ from .redact import redact_exception, redact_record
 from .roster import Roster
 from .verify import RunVerifier
 
-__all__ = ["RunSession", "RunResult", "DEFAULT_MAX_EVENT_BYTES", "WARNINGS_PER_CODE", "WarningList"]
+__all__ = ["RunSession", "RunResult", "DEFAULT_MAX_EVENT_BYTES", "WARNINGS_PER_CODE", "WarningList", "fail_framing"]
 
 #: Payloads parsed together (``RunSession.fold_read``): enough to spread the per-call cost, few
 #: enough that their parsed values stay a small part of any thread.
@@ -658,6 +658,13 @@ class RunSession:
 _ERROR_EVENTS = frozenset({ev.RunErrorEvent, ev.SubagentErrorEvent})
 _ERROR_FIELDS = ("message", "code", "raw_event", "metadata")
 _WARNING_FIELDS = ("message", "pointer", "event_type", "run_id")
+
+
+def fail_framing(session: RunSession, exc: ProtocolError) -> None:
+    """Fail ``session`` where it stands with an error of the framing under its events (a frame or a
+    JSONL line past the size limit), as it fails on an event it cannot take: located at its index,
+    redacted, and collected or ending the run (what the replaying readers do when bytes cannot be framed)."""
+    session._fail(exc, session.index, None)
 
 
 def _not_held_before(runs: Sequence[RunRecord], new_ids: list[str]) -> list[str]:

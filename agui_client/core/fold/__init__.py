@@ -452,7 +452,7 @@ class ThreadState:
             version = store.append(thread_id, state.changes(), expected_version=stored.version)
             state.mark()                                        # the next change counts from here
         """
-        return changes(self)
+        return changes(self, self._mark)
 
     @classmethod
     def load(cls, data: Mapping[str, Any], *, adopt: bool = False) -> ThreadState:
@@ -468,7 +468,9 @@ class ThreadState:
             ValueError: the data was written by a newer, unknown format, or its state is not JSON.
             DecodeError: a message is malformed.
         """
-        return load(cls, data, adopt=adopt)
+        thread, mark = load(cls, data, adopt=adopt)
+        thread._mark = mark  # (the record's: what it lacks, the first change writes)
+        return thread
 
     def copy(self) -> ThreadState:
         """An independent copy (through the dump form; the legacy bridge in force, too)."""

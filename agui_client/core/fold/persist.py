@@ -71,8 +71,8 @@ def dump(thread: ThreadState, *, share_state: bool = False) -> dict[str, Any]:
     return data
 
 
-def changes(thread: ThreadState) -> dict[str, Any]:
-    """What changed since the thread's mark, as one change of ``apply_changes`` (see ``ThreadState.changes``).
+def changes(thread: ThreadState, mark: Mark) -> dict[str, Any]:
+    """What changed since the thread's ``mark``, as one change of ``apply_changes`` (see ``ThreadState.changes``).
 
     Built from what the parts noted since the mark, never from a walk of the thread: the messages from
     the log's ``low`` on, the small fields, the state only if the document changed, the usage and
@@ -96,7 +96,6 @@ def changes(thread: ThreadState) -> dict[str, Any]:
         "lastOutcome": last.outcome if last else None,
         "lastRunId": last.run_id if last else None,
     }
-    mark = thread._mark
     if thread.document.changes != mark.document:
         replaced["state"] = thread.document.shared()
     unset = []
@@ -167,8 +166,9 @@ def wire_messages(log: MessageLog, checked: bool, start: int = 0) -> list[Any]:
     return PlainList(out) if checked and type(rest) is PlainList else out
 
 
-def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> ThreadState:
-    """Rebuild a thread from :func:`dump` output (see ``ThreadState.load``)."""
+def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tuple[ThreadState, Mark]:
+    """Rebuild a thread from :func:`dump` output (see ``ThreadState.load``), with the mark of the record
+    it came from (which the thread keeps: its first change writes what ``data`` lacks)."""
     version = data.get("format", 1)
     if not isinstance(version, int) or version > STATE_FORMAT_VERSION:
         raise ValueError(f"thread state format {version!r} is newer than this release reads")
@@ -228,10 +228,9 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> Thr
     thread.mark()
     if "messages" not in data:
         thread.log.low, thread.log.marked_len = 0, -1
-    thread._mark = Mark(document=-1 if "state" not in data else thread.document.changes,
+    return thread, Mark(document=-1 if "state" not in data else thread.document.changes,
                         via=via is not None, maps="usageByRun" not in data or "subagents" not in data,
                         incomplete=bool(incomplete))
-    return thread
 
 
 @attrs.frozen
