@@ -9,6 +9,7 @@ the stream as they read.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 from .core.fold import ThreadState
 from .core.session import RunResult
@@ -17,7 +18,9 @@ from .wire.types import events as ev
 from .wire.types import messages as msg
 from .wire.types.run import RunAgentInput
 
-__all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "no_events"]
+__all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "no_events",
+           # How a thread's pump fills the streams it hands out (not the package's API):
+           "fill", "end", "ended", "fail", "ran", "reading"]
 
 
 class _Stream:
@@ -280,6 +283,41 @@ class _TextPicker:
         if not isinstance(message, msg.AssistantMessage):
             return False  # (another role's text; a message the thread does not hold was refused by the verifier)
         return self._subagents or message.subagent_run_id is None
+
+
+# -- how a pump fills a stream ------------------------------------------------------------------------
+# The streams' state is written by the thread's pumps (thread.py) and read by the caller through the
+# properties above; these are the pump's side, so that only this module touches the fields.
+
+def fill(stream: _Stream | _AsyncStream, events: Any) -> None:
+    """Give ``stream`` the events it hands out: its pump's generator (made once the stream exists, as
+    it ends the stream with its result)."""
+    stream._events = events
+
+
+def ended(stream: _Stream | _AsyncStream) -> RunResult | None:
+    """The result ``stream`` ended with, or ``None`` while it has not (where ``result`` raises)."""
+    return stream._result
+
+
+def end(stream: _Stream | _AsyncStream, result: RunResult) -> None:
+    """Record the result ``stream`` ended with (a tool loop's: the last run's)."""
+    stream._result = result
+
+
+def fail(stream: _Stream | _AsyncStream, exc: BaseException) -> None:
+    """Record that the caller's block around ``stream`` failed on ``exc`` (``result`` says so)."""
+    stream._failed = exc
+
+
+def ran(loop: LoopStream | AsyncLoopStream, result: RunResult) -> None:
+    """Add the result of one of a tool loop's runs to its ``results``."""
+    loop._results.append(result)
+
+
+def reading(loop: LoopStream | AsyncLoopStream, run_id: str | None) -> None:
+    """Name the run a tool loop's stream reads now (a ``StreamNotFinished`` names it)."""
+    loop._run_id = run_id
 
 
 def _stream_repr(stream: _Stream | _AsyncStream, which: str) -> str:

@@ -103,7 +103,7 @@ def _traces(http: httpx.Client | httpx.AsyncClient) -> bool:
 def _unwrapped(transport: Any) -> Any:
     """The transport that really sends: a recording one (``agui_client.testing.RecordingTransport``)
     hands every request, its ``trace`` extension included, to its ``inner`` one unchanged."""
-    while getattr(type(transport), "_passes_through", False):
+    while getattr(type(transport), "passes_through", False):
         transport = transport.inner
     return transport
 
@@ -271,10 +271,14 @@ class _ClientBase:
         check_page(after, limit)
         return lambda: store.thread_ids(after=after, limit=limit)
 
-    def _unsent_redactor(self, headers: Mapping[str, str] | None = None) -> Redactor:
-        """The redactor of a request this client would send, with a run's checked ``headers`` (for what is
-        reported about a run refused before anything was sent: the ids it names came from the agent in
-        earlier runs)."""
+    def unsent_redactor(self, headers: Mapping[str, str] | None = None) -> Redactor:
+        """The redactor of a request this client would send, with a run's checked ``headers``: what keeps
+        their credentials out of what is reported about a run refused before anything was sent (the ids
+        such a report names came from the agent in earlier runs, and may echo a credential).
+
+        What a thread's telemetry and ``agui probe`` redact with; ``redactor.text(s)`` is ``s`` with
+        every credential value replaced.
+        """
         return self._redactor(httpx.Request("POST", self.url, headers=_headers(self.headers, headers, sending=False)))
 
     def _redactor(self, *requests: httpx.Request) -> Redactor:
@@ -657,16 +661,18 @@ class AgentClient(_ClientBase):
     @contextmanager
     def _payloads(self, run_input: RunAgentInput, *, handle: StreamHandle | None, headers: Mapping[str, str] | None,
                   run_timeout: float | None) -> Iterator[Iterator[str | bytes]]:
-        with self._open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches:
+        with self.open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches:
             yield (payload for batch in batches for payload in batch)
 
     @contextmanager
-    def _open_batches(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
-                      headers: Mapping[str, str] | None = None, body: bytes | None = None,
-                      run_timeout: float | None = None) -> Iterator[Iterator[list[str | bytes]]]:
-        """:meth:`open`, yielding each read's payloads as one list (what ``Thread.run()`` folds).
+    def open_batches(self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
+                     headers: Mapping[str, str] | None = None, body: bytes | None = None,
+                     run_timeout: float | None = None) -> Iterator[Iterator[list[str | bytes]]]:
+        """:meth:`open`, yielding each read's payloads as one list (what ``Thread.run()`` folds, a read at a time).
 
-        ``body`` is ``run_input`` already encoded (a thread encodes it before claiming the thread).
+        The thread's way to the agent: ``body`` is ``run_input`` already encoded (a thread encodes it
+        before claiming the thread), and ``headers`` go out as given (a thread checked them when it
+        planned the run; :meth:`open` checks a caller's first).
         """
         handle = handle if handle is not None else StreamHandle()
         body = body if body is not None else request_body(run_input)
@@ -828,16 +834,17 @@ class AsyncAgentClient(_ClientBase):
     async def _payloads(self, run_input: RunAgentInput, *, handle: StreamHandle | None,
                         headers: Mapping[str, str] | None,
                         run_timeout: float | None) -> AsyncIterator[AsyncIterator[str | bytes]]:
-        async with self._open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches, \
-                aclosing(_flatten(batches)) as payloads:  # (closed here, as in _open_batches)
+        async with self.open_batches(run_input, handle=handle, headers=headers, run_timeout=run_timeout) as batches, \
+                aclosing(_flatten(batches)) as payloads:  # (closed here, as in open_batches)
             yield payloads
 
     @asynccontextmanager
-    async def _open_batches(
+    async def open_batches(
         self, run_input: RunAgentInput, *, handle: StreamHandle | None = None,
         headers: Mapping[str, str] | None = None, body: bytes | None = None, run_timeout: float | None = None,
     ) -> AsyncIterator[AsyncIterator[list[str | bytes]]]:
-        """:meth:`open`, yielding each read's payloads as one list (what ``AsyncThread.run()`` folds)."""
+        """:meth:`open`, yielding each read's payloads as one list (what ``AsyncThread.run()`` folds; see
+        :meth:`AgentClient.open_batches`)."""
         handle = handle if handle is not None else StreamHandle()
         body = body if body is not None else request_body(run_input)
         deadline = self._deadline(run_timeout)
@@ -883,7 +890,7 @@ class AsyncAgentClient(_ClientBase):
     async def _excerpt(self, response: httpx.Response) -> bytes:
         excerpt = Excerpt(response)  # (as AgentClient._excerpt)
         try:
-            async with aclosing(_raw(response)) as chunks:  # (closed here, as in _open_batches)
+            async with aclosing(_raw(response)) as chunks:  # (closed here, as in open_batches)
                 async for chunk in chunks:
                     if excerpt.add(chunk):
                         break

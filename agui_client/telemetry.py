@@ -351,7 +351,7 @@ class _RunWatch:
         request the client would send (the ids a refusal names came from the agent earlier)."""
         redactor = getattr(self._handle, "redactor", None)
         if redactor is None:
-            unsent = getattr(self._client, "_unsent_redactor", None)
+            unsent = getattr(self._client, "unsent_redactor", None)
             try:
                 # (with the run's headers, when they can be sent: an id the agent chose may echo one)
                 headers = dict(checked_headers(self._headers))

@@ -19,7 +19,19 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ._streams import AsyncLoopStream, AsyncRunStream, LoopStream, RunStream, no_events
+from ._streams import (
+    AsyncLoopStream,
+    AsyncRunStream,
+    LoopStream,
+    RunStream,
+    end,
+    ended,
+    fail,
+    fill,
+    no_events,
+    ran,
+    reading,
+)
 from .core.exchange import StreamHandle
 from .core.flow import RECEIVE, Close, Conversation, Flow, Hand, Invoke, Load, ResumeInput, Run, Send, Write
 from .core.headers import layered
@@ -166,21 +178,22 @@ class Thread(Conversation):
             exchange = _Exchange(watch)
             hand: Hand = self._drive(flow, exchange)
             stream = RunStream(iter(()), plan.run_input, self._state)
-            events = stream._events = self._events(hand.receive, exchange, stream)
+            events = self._events(hand.receive, exchange, stream)
+            fill(stream, events)
             try:
                 yield stream
             except BaseException as exc:
-                stream._failed = exc
-                if stream._result is not None:
-                    watch.finished(stream._result)  # (the run ended before the caller's block raised)
+                fail(stream, exc)
+                if ended(stream) is not None:
+                    watch.finished(stream.result)  # (the run ended before the caller's block raised)
                 self._drive(flow, exchange, error=exc)  # (the flow settles the claim and raises again)
                 raise
             finally:
                 events.close()  # (read after the block, the stream is over: it yields nothing more)
-            result = self._drive(flow, exchange, answer=stream._result is not None)
-            if stream._result is None:
-                stream._result = result
-            watch.finished(stream._result)
+            result = self._drive(flow, exchange, answer=ended(stream) is not None)
+            if ended(stream) is None:
+                end(stream, result)
+            watch.finished(stream.result)
 
     def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (you decided a retry is safe).
@@ -250,13 +263,14 @@ class Thread(Conversation):
             loop = LoopStream(self._state)
             pump = _Loop(self._until_done(message, max_steps, kwargs), _Exchange(), watch, loop)
             self._next_run(pump)
-            events = loop._events = self._loop_events(pump)
+            events = self._loop_events(pump)
+            fill(loop, events)
             try:
                 yield loop
             except BaseException as exc:
-                loop._failed = exc
-                if loop._result is not None:
-                    watch.finished(loop._result)  # (the loop ended before the caller's block raised)
+                fail(loop, exc)
+                if ended(loop) is not None:
+                    watch.finished(loop.result)  # (the loop ended before the caller's block raised)
                 events.close()
                 self._leave_loop(pump, exc)  # (an open run and the loop let go, and raise it again)
                 raise
@@ -289,7 +303,7 @@ class Thread(Conversation):
         while type(item) is list:
             yield from item
             item = self._drive(flow, exchange)
-        stream._result = item
+        end(stream, item)
 
     def _next_run(self, pump: _Loop, answer: Any = None, error: BaseException | None = None) -> None:
         """Carry the streaming tool loop on, from the last run's result (``answer``) or what ended it
@@ -302,7 +316,8 @@ class Thread(Conversation):
                     pump.over = True
                     raise
                 if type(step) is not Run:
-                    pump.over, pump.loop._result = True, step
+                    pump.over = True
+                    end(pump.loop, step)
                     return
                 opened = self.stream(step.message, **step.arguments)
                 try:
@@ -310,7 +325,8 @@ class Thread(Conversation):
                 except BaseException as exc:  # (refused or failed before its events: the flow decides)
                     answer, error = None, exc
                     continue
-                pump.opened, pump.loop._run_id = opened, pump.stream.run_input.run_id
+                pump.opened = opened
+                reading(pump.loop, pump.stream.run_input.run_id)
                 return
 
     def _loop_events(self, pump: _Loop) -> Generator[ev.Event | ev.UnknownEvent, None, None]:
@@ -332,7 +348,7 @@ class Thread(Conversation):
             except BaseException as raised:
                 return None, raised
         result = pump.stream.result
-        pump.loop._results.append(result)
+        ran(pump.loop, result)
         return result, None
 
     def _leave_loop(self, pump: _Loop, exc: BaseException | None) -> None:
@@ -341,7 +357,7 @@ class Thread(Conversation):
         if pump.opened is not None:
             result, exc = self._close_run(pump, exc)
             if result is not None:
-                pump.loop._result = result
+                end(pump.loop, result)
         if pump.over:
             return
         pump.over = True
@@ -365,7 +381,7 @@ class Thread(Conversation):
             with exchange.watch.sending(effect.handle) as trace:  # (the trace context, when the client has telemetry)
                 # (the run's own headers, the trace context over them: it names this run's span)
                 exchange.batches = exchange.stack.enter_context(
-                    self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
+                    self.client.open_batches(plan.run_input, handle=effect.handle, body=plan.body,
                                               run_timeout=plan.run_timeout, headers=layered(plan.headers, trace)))
             return None
         if kind is Close:
@@ -496,21 +512,22 @@ class AsyncThread(Conversation):
             exchange = _AsyncExchange(watch)
             hand: Hand = await self._drive(flow, exchange)
             stream = AsyncRunStream(no_events(), plan.run_input, self._state)
-            events = stream._events = self._events(hand.receive, exchange, stream)
+            events = self._events(hand.receive, exchange, stream)
+            fill(stream, events)
             try:
                 yield stream
             except BaseException as exc:
-                stream._failed = exc
-                if stream._result is not None:
-                    watch.finished(stream._result)  # (as Thread.stream)
+                fail(stream, exc)
+                if ended(stream) is not None:
+                    watch.finished(stream.result)  # (as Thread.stream)
                 await self._drive(flow, exchange, error=exc)  # (as Thread.stream)
                 raise
             finally:
                 await events.aclose()  # (as Thread.stream)
-            result = await self._drive(flow, exchange, answer=stream._result is not None)
-            if stream._result is None:
-                stream._result = result
-            watch.finished(stream._result)
+            result = await self._drive(flow, exchange, answer=ended(stream) is not None)
+            if ended(stream) is None:
+                end(stream, result)
+            watch.finished(stream.result)
 
     async def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (see :meth:`Thread.release_claim`)."""
@@ -549,13 +566,14 @@ class AsyncThread(Conversation):
             loop = AsyncLoopStream(self._state)
             pump = _Loop(self._until_done(message, max_steps, kwargs), _AsyncExchange(), watch, loop)
             await self._next_run(pump)
-            events = loop._events = self._loop_events(pump)
+            events = self._loop_events(pump)
+            fill(loop, events)
             try:
                 yield loop
             except BaseException as exc:
-                loop._failed = exc
-                if loop._result is not None:
-                    watch.finished(loop._result)  # (as Thread.stream_until_done)
+                fail(loop, exc)
+                if ended(loop) is not None:
+                    watch.finished(loop.result)  # (as Thread.stream_until_done)
                 await events.aclose()
                 await self._leave_loop(pump, exc)
                 raise
@@ -586,7 +604,7 @@ class AsyncThread(Conversation):
             for event in item:
                 yield event
             item = await self._drive(flow, exchange)
-        stream._result = item
+        end(stream, item)
 
     async def _next_run(self, pump: _Loop, answer: Any = None, error: BaseException | None = None) -> None:
         """Carry the streaming tool loop on to its next run (see :meth:`Thread._next_run`)."""
@@ -598,7 +616,8 @@ class AsyncThread(Conversation):
                     pump.over = True
                     raise
                 if type(step) is not Run:
-                    pump.over, pump.loop._result = True, step
+                    pump.over = True
+                    end(pump.loop, step)
                     return
                 opened = self.stream(step.message, **step.arguments)
                 try:
@@ -606,7 +625,8 @@ class AsyncThread(Conversation):
                 except BaseException as exc:
                     answer, error = None, exc
                     continue
-                pump.opened, pump.loop._run_id = opened, pump.stream.run_input.run_id
+                pump.opened = opened
+                reading(pump.loop, pump.stream.run_input.run_id)
                 return
 
     async def _loop_events(self, pump: _Loop) -> AsyncGenerator[ev.Event | ev.UnknownEvent, None]:
@@ -629,7 +649,7 @@ class AsyncThread(Conversation):
             except BaseException as raised:
                 return None, raised
         result = pump.stream.result
-        pump.loop._results.append(result)
+        ran(pump.loop, result)
         return result, None
 
     async def _leave_loop(self, pump: _Loop, exc: BaseException | None) -> None:
@@ -637,7 +657,7 @@ class AsyncThread(Conversation):
         if pump.opened is not None:
             result, exc = await self._close_run(pump, exc)
             if result is not None:
-                pump.loop._result = result
+                end(pump.loop, result)
         if pump.over:
             return
         pump.over = True
@@ -661,7 +681,7 @@ class AsyncThread(Conversation):
             plan = effect.plan
             with exchange.watch.sending(effect.handle) as trace:  # (as Thread._carry)
                 exchange.batches = await exchange.stack.enter_async_context(
-                    self.client._open_batches(plan.run_input, handle=effect.handle, body=plan.body,
+                    self.client.open_batches(plan.run_input, handle=effect.handle, body=plan.body,
                                               run_timeout=plan.run_timeout, headers=layered(plan.headers, trace)))
             return None
         if kind is Close:

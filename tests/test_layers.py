@@ -119,3 +119,120 @@ def test_no_test_checks_an_error_by_a_match_pattern() -> None:
             if name == "raises":
                 found.append(f"{path.relative_to(tests)}:{node.lineno}")
     assert found == []
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _imported_module(path: Path, node: ast.ImportFrom) -> str | None:
+    """The package module ``node`` imports from, as a path from the package root, or ``None`` outside it."""
+    if node.level:
+        here = _module_name(path).split(".") if _module_name(path) else []
+        package = here if path.name == "__init__.py" else here[:-1]
+        base = package[:len(package) - (node.level - 1)]
+        return ".".join([*base, *(node.module.split(".") if node.module else [])])
+    if node.module and (node.module == "agui_client" or node.module.startswith("agui_client.")):
+        return node.module.removeprefix("agui_client").lstrip(".")
+    return None
+
+
+def _own_private_names(tree: ast.Module) -> set[str]:
+    """The ``_`` names a module gives itself: its top-level bindings, what its class bodies define, the
+    names in its ``__slots__``, and the attributes its methods set on ``self`` or ``cls``."""
+    own: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            own.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            own.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    own.add(item.name)
+                elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    own.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                    if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in targets) and item.value:
+                        own.update(c.value for c in ast.walk(item.value)
+                                   if isinstance(c, ast.Constant) and isinstance(c.value, str))
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            own.add(node.attr)
+    return own
+
+
+def _private_names_taken(path: Path, defined_elsewhere: set[str]) -> list[str]:
+    """Where the module at ``path`` takes a ``_`` name another package module defines (see the test below)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = _module_name(path)
+    own = _own_private_names(tree)
+    foreign: dict[str, str] = {}  # (local name -> the package module or module's name it is bound to)
+    taken = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (source := _imported_module(path, node)) is not None:
+            for alias in node.names:
+                if _private(alias.name) and source != here and not _is_module(f"{source}.{alias.name}"):
+                    taken.append(f"{node.lineno}: from {source or 'agui_client'} import {alias.name}")
+                foreign[alias.asname or alias.name] = f"{source}.{alias.name}".lstrip(".")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("agui_client"):
+                    foreign[alias.asname or alias.name.split(".")[0]] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr")
+                and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str) and _private(node.args[1].value)):
+            # (spelled as a string: ``getattr(client, "_unsent_redactor", None)`` reaches as ``.`` does)
+            node = ast.Attribute(value=node.args[0], attr=node.args[1].value, lineno=node.lineno)
+        if not isinstance(node, ast.Attribute) or not _private(node.attr):
+            continue
+        owner = node.value
+        if isinstance(owner, ast.Name) and owner.id in foreign:
+            taken.append(f"{node.lineno}: {foreign[owner.id]}.{node.attr}")
+        elif not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")) and node.attr not in own \
+                and node.attr in defined_elsewhere:
+            taken.append(f"{node.lineno}: {ast.unparse(node)}")
+    return taken
+
+
+def _is_module(dotted: str) -> bool:
+    path = PACKAGE.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def test_no_module_takes_a_private_name_of_another() -> None:
+    """STYLE.md: a name another module needs is its module's API, so no module of the package takes a
+    ``_`` name (dunders aside) that another of its modules defines. Taking one means any of:
+
+    - importing it (``from .base import _check_page``; importing from a private module such as
+      ``_pool`` is fine, the names it lists are its API, but not its own ``_`` names);
+    - reaching it through a package module or a name imported from one (``schema._pointer``,
+      ``ResumeBuilder._check_target``);
+    - reaching it through any other object (``session._fail``, ``stream._result``) when the module
+      itself defines no ``_`` name of that spelling: an object's private attributes are read only by
+      the module whose class gives them (its top-level names, class bodies, ``__slots__`` and what its
+      methods set on ``self``/``cls``).
+
+    What a class reaches through ``self``/``cls`` is its own, inherited members included (``Thread``
+    uses the hooks of ``Conversation``, the sans-IO half it is built on); private names of the standard
+    library and of third parties (``sys._getframe``) are not the package's to rename.
+    """
+    paths = sorted(PACKAGE.rglob("*.py"))
+    owns = {path: _own_private_names(ast.parse(path.read_text(encoding="utf-8"))) for path in paths}
+    taken = {}
+    for path in paths:
+        elsewhere = set().union(*(names for other, names in owns.items() if other != path))
+        found = _private_names_taken(path, {name for name in elsewhere if _private(name)})
+        if found:
+            taken[str(path.relative_to(PACKAGE))] = found
+    assert taken == {}

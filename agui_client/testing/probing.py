@@ -829,7 +829,7 @@ async def aprobe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] 
     report = ProbeReport(target=described, prompt=prompt, defective=defective,
                          runs=tuple(s.run() for s in driver.observed),
                          checks=_judge(plan, driver.observed, defective))
-    return _redacted(report, client._unsent_redactor().text)
+    return _redacted(report, client.unsent_redactor().text)
 
 
 def _redacted(report: ProbeReport, redact: Callable[[str], str]) -> ProbeReport:

@@ -51,7 +51,7 @@ import stat
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, BinaryIO, ClassVar
 
 import httpx
 
@@ -457,10 +457,11 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
     Attributes:
         inner: the wrapped transport.
         files: every file written so far, in order.
+        passes_through: ``True``: every request, its ``trace`` extension included, goes to ``inner``
+            unchanged, so a client relies on the inner transport's progress reports.
     """
 
-    #: The client may rely on the inner transport's progress reports (the request's ``trace``).
-    _passes_through = True
+    passes_through: ClassVar[bool] = True
 
     def __init__(self, directory: str | os.PathLike[str] | None = None,
                  inner: httpx.BaseTransport | None = None, *, sensitive_headers: Iterable[str] = ()) -> None:
@@ -501,7 +502,7 @@ class AsyncRecordingTransport(_Controls, httpx.AsyncBaseTransport):
     response, the same as the sync transport's.
     """
 
-    _passes_through = True
+    passes_through: ClassVar[bool] = True  # (see RecordingTransport.passes_through)
 
     def __init__(self, directory: str | os.PathLike[str] | None = None,
                  inner: httpx.AsyncBaseTransport | None = None, *, sensitive_headers: Iterable[str] = ()) -> None:
