@@ -105,10 +105,12 @@ def test_what_other_modules_take_from_the_client_and_its_pool_is_in_their_all() 
     assert taken == []
 
 
-def test_no_test_checks_an_error_by_a_match_pattern() -> None:
+def test_no_test_checks_an_error_or_a_warning_by_a_match_pattern() -> None:
     # STYLE.md: a test asserts on what the error carries (its code, run, field, interrupt ids) or on its
     # str, never with ``pytest.raises(..., match=...)``: a regular expression searched anywhere in the
     # message let a test pass on a word the message held for another reason, and read as a riddle.
+    # The same for a warning: ``pytest.warns(..., match=...)`` passed when any one warning matched,
+    # whatever else was warned; the test asserts on the recorded warnings' str instead.
     tests = Path(__file__).resolve().parent
     found = []
     for path in sorted(tests.rglob("*.py")):
@@ -116,7 +118,7 @@ def test_no_test_checks_an_error_by_a_match_pattern() -> None:
             if not isinstance(node, ast.Call) or not any(k.arg == "match" for k in node.keywords):
                 continue
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-            if name == "raises":
+            if name in ("raises", "warns"):
                 found.append(f"{path.relative_to(tests)}:{node.lineno}")
     assert found == []
 

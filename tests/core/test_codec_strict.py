@@ -498,10 +498,15 @@ def test_unknown_field_is_ignored_and_warned_once_per_sink(parse_path: str) -> N
 
 
 def test_outside_a_sink_warnings_go_through_the_warnings_module(parse_path: str) -> None:
-    with pytest.warns(AguiWarning, match="futureField"):
+    with pytest.warns(AguiWarning) as unknown_field:
         decode_event(wire({"type": "TEXT_MESSAGE_END", "messageId": "m", "futureField": 1}))
-    with pytest.warns(AguiWarning, match="UK-06"):
+    with pytest.warns(AguiWarning) as no_outcome:
         decode_event(_finished(None))
+
+    assert [str(w.message) for w in unknown_field] == [
+        "[UK-03] TEXT_MESSAGE_END, at /futureField: unknown field 'futureField' on TEXT_MESSAGE_END ignored"]
+    assert [str(w.message) for w in no_outcome] == [
+        "[UK-06] at /outcome: legacy null 'outcome' on RUN_FINISHED read as absent"]
 
 
 def test_unknown_content_part_in_a_user_message_is_dropped_and_the_message_kept(parse_path: str) -> None:
@@ -845,8 +850,10 @@ def test_data_to_send_with_lone_surrogates_is_written_with_replacement_character
     # Halves side by side are one character again; a lone half is U+FFFD, not "?" (which could make two
     # different keys one), and the caller hears of it.
     value = {"state": {"k\udc00": "x\ud800y", "pair": "\ud83d" + "\ude00"}, "id": "a\ud800"}
-    with pytest.warns(AguiWarning, match=r"^\[UTF16-SURROGATE\] .*U\+FFFD"):
+    with pytest.warns(AguiWarning) as caught:
         written = jsonio.dump_json(value)
+    assert [str(w.message) for w in caught] == [
+        "[UTF16-SURROGATE] lone UTF-16 surrogates in data to send were written as U+FFFD"]
     assert json.loads(written) == {"state": {"k\ufffd": "x\ufffdy", "pair": "\U0001f600"}, "id": "a\ufffd"}
 
 
