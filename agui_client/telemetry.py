@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from .core.plan import Plan
     from .core.session import RunResult
 
-__all__ = ["Telemetry"]
+__all__ = ["Telemetry", "resolve", "UNWATCHED", "watch_loop", "watch_run"]
 
 #: The instrumentation scope's name: the tracer's and the meter's.
 SCOPE = "agui_client"

@@ -52,6 +52,7 @@ __all__ = [
     "render_summary",
     "usage_text",
     "last_assistant_text",
+    "ERROR_CHARS",
 ]
 
 

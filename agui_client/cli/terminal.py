@@ -50,7 +50,7 @@ from .._inert import CANDIDATES as _CANDIDATES
 from .._inert import named, one_line, prose_with, some_lines, visible, visible_after
 
 __all__ = ["visible", "visible_after", "one_line", "named", "some_lines", "listed", "json_text", "safe_text",
-           "SafeConsole", "InertLogHandler"]
+           "SafeConsole", "InertLogHandler", "LISTED"]
 
 
 def _json_escape(char: str) -> str:

@@ -49,7 +49,7 @@ from . import schema as _schema
 
 __all__ = ["Clock", "is_expired", "parse_expires_at", "check_resume", "check_answer", "AnswerProblem",
            "awaiting_answers", "ResumeBuilder", "PROBLEM_KINDS", "SCHEMA_FAULTS", "check_target", "listed_ids",
-           "warn_absent_payloads"]
+           "warn_absent_payloads", "without_abandoned_payloads"]
 
 #: What ``now=`` accepts: a datetime (naive means UTC), a callable returning one, or ``None`` for the
 #: current UTC time.

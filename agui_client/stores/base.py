@@ -26,7 +26,7 @@ __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalSt
            "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE",
            # What the four stores share (not the package's API: ``agui_client.stores`` lists that).
            "StoreBase", "check_page", "check_record_id", "check_owner", "creation_data", "encode_data",
-           "decode_record", "checked_head", "fold_when_due", "as_text", "compacted", "store_closed"]
+           "decode_record", "checked_head", "fold_when_due", "as_text", "compacted", "store_closed", "Operation"]
 
 _log = logging.getLogger("agui_client.stores")
 

@@ -81,6 +81,11 @@ __all__ = [
     "Fault",
     "FAULTS",
     "WARNING_EVENT",
+    "Receive",
+    "Scope",
+    "Send",
+    "accept_run",
+    "respond",
 ]
 
 #: ``CUSTOM`` event name under which the agent reports a skipped resume entry.

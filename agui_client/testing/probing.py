@@ -71,7 +71,7 @@ from ..wire.types.run import PROTOCOL_VERSION, Interrupt, ResumeEntry, RunAgentI
 from .probe_report import CheckResult, Evidence, Level, ProbeReport, ProbeRun, Verdict
 
 __all__ = ["probe", "aprobe", "ProbeReport", "CheckResult", "Evidence", "ProbeRun", "ProbeError", "CHECKS",
-           "Level", "Verdict"]
+           "Level", "Verdict", "DEFAULT_RUN_TIMEOUT"]
 
 #: Seconds one run of the plan may take, from its request to its last byte.
 DEFAULT_RUN_TIMEOUT = 120.0

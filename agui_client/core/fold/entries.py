@@ -34,6 +34,7 @@ __all__ = [
     "type_held",
     "new_entry",
     "ROLE_CLASSES",
+    "settle",
 ]
 
 

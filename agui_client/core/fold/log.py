@@ -22,7 +22,7 @@ from ...wire.types import messages as msg
 from .entries import Call, Entry, Held, new_entry, role_of, type_held, whole, wire_entry
 from .records import RunRecord, note_added, note_removed
 
-__all__ = ["MessageLog"]
+__all__ = ["MessageLog", "hold", "holder_of"]
 
 #: How many entries from the end a search reads before it asks the map of places (``MessageLog.find``).
 _NEAR = 32

@@ -26,7 +26,7 @@ from .records import RunErrorInfo, RunRecord, SubagentRecord
 if TYPE_CHECKING:
     from . import ThreadState
 
-__all__ = ["STATE_FORMAT_VERSION", "dump", "changes", "load", "to_wire", "wire_messages"]
+__all__ = ["STATE_FORMAT_VERSION", "dump", "changes", "load", "to_wire", "wire_messages", "Mark"]
 
 #: Version of the ``dump()`` / ``load()`` layout (stores keep it so later releases can read them).
 STATE_FORMAT_VERSION = 1
