@@ -206,7 +206,8 @@ class LoopStream(_Stream):
 
     @property
     def results(self) -> tuple[RunResult, ...]:
-        """Each run's ``RunResult``, in order, as far as the loop went (a run left early included)."""
+        """Each run's ``RunResult``, in order, as far as the loop went (a run left by ``break`` included; one
+        left by an error has no result: the error's ``.result`` holds what was folded)."""
         return tuple(self._results)
 
     def _unfinished(self) -> StreamNotFinished:
