@@ -209,13 +209,18 @@ SHARD_SIZE = 8
 
 
 def _without_cookies(response: httpx.Response) -> httpx.Response:
-    """``response`` with its ``Set-Cookie`` headers taken out (why: the module's docstring). Once per
-    answer, never per event."""
-    try:
-        del response.headers["set-cookie"]
-    except KeyError:
-        pass
+    """``response`` with its ``Set-Cookie`` headers taken out (why: the module's docstring), and the
+    obsolete ``Set-Cookie2``, which a jar with an RFC 2965 policy still keeps. Once per answer, never
+    per event."""
+    headers = response.headers
+    for name in _COOKIE_SETTERS:
+        if name in headers:
+            del headers[name]
     return response
+
+
+#: The response headers that set a cookie.
+_COOKIE_SETTERS = ("set-cookie", "set-cookie2")
 
 
 class _Shard:

@@ -20,7 +20,7 @@ from .wire.types.run import RunAgentInput
 
 __all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "no_events",
            # How a thread's pump fills the streams it hands out (not the package's API):
-           "fill", "end", "ended", "fail", "ran", "reading"]
+           "fill", "end", "ended", "fail", "failure", "ran", "reading"]
 
 
 class _Stream:
@@ -209,7 +209,8 @@ class LoopStream(_Stream):
 
     @property
     def results(self) -> tuple[RunResult, ...]:
-        """Each run's ``RunResult``, in order, as far as the loop went (a run left early included)."""
+        """Each run's ``RunResult``, in order, as far as the loop went (a run left by ``break`` included; one
+        left by an error has no result: the error's ``.result`` holds what was folded)."""
         return tuple(self._results)
 
     def _unfinished(self) -> StreamNotFinished:
@@ -306,8 +307,14 @@ def end(stream: _Stream | _AsyncStream, result: RunResult) -> None:
 
 
 def fail(stream: _Stream | _AsyncStream, exc: BaseException) -> None:
-    """Record that the caller's block around ``stream`` failed on ``exc`` (``result`` says so)."""
+    """Record that ``stream`` failed on ``exc``, in the caller's block or in the tool loop its events
+    ran (``result`` then says so)."""
     stream._failed = exc
+
+
+def failure(stream: _Stream | _AsyncStream) -> BaseException | None:
+    """What ``stream`` failed with (recorded by :func:`fail`), or ``None``."""
+    return stream._failed
 
 
 def ran(loop: LoopStream | AsyncLoopStream, result: RunResult) -> None:

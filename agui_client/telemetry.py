@@ -202,6 +202,9 @@ class _Unwatched:
     def finished(self, result: RunResult) -> RunResult:
         return result
 
+    def failed(self, error: BaseException) -> None:
+        return None
+
     def sending(self, handle: Any = None) -> _NotSending:
         return NOT_SENDING
 
@@ -368,7 +371,7 @@ class _LoopWatch:
     """One tool loop's span (``agui.tool_loop``), current while the loop runs so that each run's span is
     its child: a trace then shows the runs and the handlers between them as one piece of work."""
 
-    __slots__ = ("_telemetry", "_span", "_token", "_result", "_streamed")
+    __slots__ = ("_telemetry", "_span", "_token", "_result", "_streamed", "_error")
 
     def __init__(self, telemetry: Telemetry, thread: Any, max_steps: int, streamed: bool = False) -> None:
         self._telemetry = telemetry
@@ -378,6 +381,7 @@ class _LoopWatch:
             attributes={"agui.thread.id": thread.id, "agui.tool_loop.max_steps": max_steps})
         self._token: Any = None
         self._streamed = streamed
+        self._error: BaseException | None = None
 
     def __enter__(self) -> _LoopWatch:
         if not self._streamed:
@@ -400,9 +404,16 @@ class _LoopWatch:
         self._result = result
         return result
 
+    def failed(self, error: BaseException) -> None:
+        """The streamed loop ended with ``error``, which the caller's block caught (so the block leaves
+        without it, and the span learns it here)."""
+        self._error = error
+
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
         span = self._span
+        if exc is None:
+            exc = self._error
         try:
             if self._token is not None:
                 self._telemetry._context.detach(self._token)

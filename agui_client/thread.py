@@ -27,6 +27,7 @@ from ._streams import (
     end,
     ended,
     fail,
+    failure,
     fill,
     no_events,
     ran,
@@ -276,7 +277,7 @@ class Thread(Conversation):
                 raise
             events.close()  # (read after the block, the loop is over: it yields nothing more)
             self._leave_loop(pump, None)
-            watch.finished(loop.result)
+            _loop_left(loop, watch)
 
     # -- the pump --------------------------------------------------------------------------------------
 
@@ -312,8 +313,10 @@ class Thread(Conversation):
             while True:
                 try:
                     step = self._drive(pump.flow, pump.exchange, answer=answer, error=error, runs=True)
-                except BaseException:
+                except BaseException as exc:
+                    # (the loop ended with it: kept, for a caller that catches it inside the block)
                     pump.over = True
+                    fail(pump.loop, exc)
                     raise
                 if type(step) is not Run:
                     pump.over = True
@@ -425,6 +428,18 @@ def _check_loop_keywords(given: Mapping[str, Any], method: str) -> None:
                 if "tool_handlers" in unknown else "")
         raise TypeError(f"{method}() got unexpected keyword argument(s) {unknown}{hint}; it takes "
                         f"message, max_steps and run()'s keywords: {', '.join(_RUN_KEYWORDS)}")
+
+
+def _loop_left(loop: LoopStream | AsyncLoopStream, watch: Any) -> None:
+    """A streaming tool loop's block was left normally: the loop ended with its result, or with the
+    error its events raised, which the caller's block caught (Ctrl-C around the ``for``, a later run
+    refused). That error ended the loop: its span says so, ``result`` raises ``StreamNotFinished``
+    naming it, and leaving the block stays quiet, as leaving a stream whose error was caught does."""
+    failed = failure(loop)
+    if ended(loop) is None and failed is not None:
+        watch.failed(failed)
+        return
+    watch.finished(loop.result)
 
 
 class _Loop:
@@ -579,7 +594,7 @@ class AsyncThread(Conversation):
                 raise
             await events.aclose()
             await self._leave_loop(pump, None)
-            watch.finished(loop.result)
+            _loop_left(loop, watch)
 
     # -- the pump (as Thread's, awaiting) ---------------------------------------------------------------
 
@@ -612,8 +627,10 @@ class AsyncThread(Conversation):
             while True:
                 try:
                     step = await self._drive(pump.flow, pump.exchange, answer=answer, error=error, runs=True)
-                except BaseException:
+                except BaseException as exc:
+                    # (the loop ended with it: kept, for a caller that catches it inside the block)
                     pump.over = True
+                    fail(pump.loop, exc)
                     raise
                 if type(step) is not Run:
                     pump.over = True

@@ -113,3 +113,25 @@ def test_a_recording_keeps_no_credential_echoed_in_the_charset_the_answer_names(
     for coding in ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "cp500"):
         assert TOKEN.encode(coding) not in written, coding
     assert recorded.decode(charset) == '{"detail": "bad token [redacted]"}'  # (and still reads in its charset)
+
+
+@pytest.mark.parametrize("charset", ["utf-7", "hz"])
+def test_a_recording_keeps_no_credential_a_charset_writes_mostly_as_ascii(tmp_path: Path, served: Any,
+                                                                        charset: str) -> None:
+    # UTF-7 writes ASCII as it is but for a few characters (a token's "+" as "+-", "~" as "+AH4-"),
+    # HZ "~" as "~~": judged by "-" alone, such a charset was taken to write the token as its bytes,
+    # and the echoed token was written to NN.sse as it came.
+    token = "sk-live+A1b2/C3d4~e5"
+    body = json.dumps({"detail": f"bad token {token}"}).encode(charset)
+    assert token.encode() not in body  # (the byte scrub alone cannot find it)
+    endpoint = served(_answer(401, f"application/json; charset={charset}", body))
+
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+            ag.AgentClient(endpoint.url, http_client=http, headers={"Authorization": f"Bearer {token}"},
+                           telemetry=False) as client:
+        with pytest.raises(ag.AuthenticationError):
+            client.thread().run("hi")
+
+    recorded = (tmp_path / "01.sse").read_bytes()
+    assert recorded.decode(charset) == '{"detail": "bad token [redacted]"}'
+    assert token.encode(charset) not in b"".join(path.read_bytes() for path in tmp_path.iterdir())

@@ -9,6 +9,7 @@ a log line, an error or a recording.
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import json
 import logging
 import threading
@@ -725,7 +726,8 @@ def _sets_cookies(cookie_headers: list[bytes]) -> Handler:
         run = len(cookie_headers)
         cookies = [b"set-cookie: c%d_%d=v; Path=/" % (run, n) for n in range(60)]
         writer.write(_head(b"content-type: text/event-stream", b"content-length: %d" % len(START + FINISH),
-                           b"connection: close", b"set-cookie: session=user%d; Path=/" % run, *cookies)
+                           b"connection: close", b"set-cookie: session=user%d; Path=/" % run,
+                           b'set-cookie2: old%d="v"; Version="1"; Path="/"' % run, *cookies)
                      + START + FINISH)
         await writer.drain()
     return sets
@@ -762,6 +764,22 @@ def test_no_cookie_an_agent_sets_is_kept_or_sent(drive: Any, raw: Raw, monkeypat
     assert cookie_headers[2].lower() == b"cookie: mine=kept"
     assert [line.lower() for line in cookie_headers[3:]] == [b"cookie: assigned=sent"] * 2
     assert [c.name for c in jar] == ["assigned"]
+
+
+def test_an_assigned_jar_that_reads_set_cookie2_keeps_no_agent_cookie_either(drive: Any, raw: Raw,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # A jar with an RFC 2965 policy also keeps what the obsolete Set-Cookie2 header sets: the client's
+    # own transport drops that header too.
+    cookie_headers: list[bytes] = []
+    url = raw.serve(_sets_cookies(cookie_headers))
+    _no_proxies(monkeypatch)
+    with drive.client(url) as client:
+        client.http.cookies = http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(rfc2965=True))
+        for n in range(2):
+            assert client.thread("t").run(f"turn {n}").outcome == "success"
+        jar = client.http.cookies.jar
+
+    assert cookie_headers == [b""] * 2 and list(jar) == []
 
 
 def test_an_http_client_you_pass_keeps_cookies_as_httpx_does(drive: Any, raw: Raw) -> None:

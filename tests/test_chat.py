@@ -631,6 +631,25 @@ def test_markdown_blocks_are_printed_once_and_a_code_block_is_never_cut() -> Non
     assert "**" not in shown and "```" not in shown and shown.startswith("agent:\n")
 
 
+@pytest.mark.parametrize("opener", ["- ", "1. ", "> "])
+def test_text_nested_past_what_markdown_reads_is_shown_as_text(opener: str) -> None:
+    # markdown-it stops reading a block 20 levels deep: the words in ten nested lists (two levels
+    # each) or twenty nested quotes were not shown at all. Past MARKDOWN_MAX_LEVEL the block is
+    # shown as the plain text it is, and so is its redrawn tail; shallower nesting stays Markdown.
+    from agui_client.cli.chat import MARKDOWN_MAX_LEVEL
+
+    deep = opener * MARKDOWN_MAX_LEVEL + "the hidden words\n"
+    writer, sink = _writer()
+    writer.feed(f"{deep}\n{opener * 3}shallow item\n")
+    assert writer._rendered(deep).__class__.__name__ == "Text"  # (the redrawn tail as well)
+    writer.close()
+    shown = sink.getvalue()
+
+    assert "the hidden words" in shown and deep.strip() in shown  # (as written)
+    assert "shallow item" in shown and f"{opener * 3}shallow item" not in shown  # (rendered)
+    assert MARKDOWN_MAX_LEVEL < 20  # (below markdown-it's own limit, where the text is lost)
+
+
 def test_a_redrawn_tail_leaves_room_for_the_terminals_ctrl_c_echo() -> None:
     # A tail drawn to the last column leaves the cursor there; the terminal's "^C" echo then wraps,
     # and the next redraw started a line too low, leaving a second copy of the tail on the screen.

@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import agui_client as ag
+from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start, text_message
 from agui_client.types import TokenUsage
 
@@ -527,3 +528,24 @@ def test_importing_the_package_imports_no_opentelemetry() -> None:
     """)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == "[]"
+
+
+def test_a_streamed_loops_error_caught_in_its_block_is_the_loops_spans(drive: Any, served: Any, otel: Recorded) -> None:
+    # The loop's claim before its handler is refused (a replica ran meanwhile) and the caller catches
+    # the error inside the block: the block leaves quietly, and the loop's span still says how it ended.
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry, store=MemoryStore()) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "blue"})
+        with thread.stream_until_done("pick one") as loop:
+            try:
+                for event in loop:
+                    if isinstance(event, ag.RunFinishedEvent):
+                        client.thread(thread.id).run("a replica's turn")
+            except ag.ConcurrentResume:
+                pass
+
+    (span,) = [s for s in otel.exporter.get_finished_spans() if s.name == "agui.tool_loop"]
+    attributes = dict(span.attributes or {})
+    assert (attributes["agui.tool_loop.outcome"], attributes["error.type"]) == ("refused", "ConcurrentResume")
+    assert len(loop.results) == 1

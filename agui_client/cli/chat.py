@@ -804,13 +804,24 @@ def _live_width(console: SafeConsole | None, renderable: RenderableType) -> Rend
     return Constrain(renderable, width=max(10, width - LIVE_MARGIN))
 
 
+#: The deepest nesting of blocks (quotes, lists and their items) rendered as Markdown. markdown-it
+#: stops reading a block once it is 20 levels deep (its ``maxNesting``) and what it has not read is
+#: never shown: ten nested lists (two levels each) or twenty nested quotes made the text in them
+#: vanish. Text nested this deep is shown as the plain text it is.
+MARKDOWN_MAX_LEVEL = 16
+
+
 def _markdown(text: str) -> RenderableType:
     # (imported here: markdown-it and pygments would add their import time to every agui command)
     from rich.markdown import Markdown
 
     # Made visible before parsing, so a control character is shown, not measured or obeyed; links
     # are shown with their address instead of as terminal hyperlinks.
-    return Markdown(visible(text), hyperlinks=False)
+    rendered = Markdown(visible(text), hyperlinks=False)
+    # (the tokens rich parsed: no second parse to judge them)
+    if any(token.level >= MARKDOWN_MAX_LEVEL for token in rendered.parsed):
+        return safe_text(text)
+    return rendered
 
 
 def _object_rows(content: str) -> list[dict[str, Any]] | None:

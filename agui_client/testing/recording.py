@@ -282,19 +282,32 @@ class _Scrub:
 
 
 def _coded_secrets(secrets: Iterable[str], charset: str | None) -> list[tuple[str, str]]:
-    """``(secret, mark)`` as ``charset`` writes them (bytes read as latin-1), when it writes ASCII as
-    something else; UTF-16 and UTF-32 in both byte orders, as their byte order mark may say either."""
+    """``(secret, mark)`` as ``charset`` writes them (bytes read as latin-1), for each secret it writes
+    otherwise than as its ASCII bytes; UTF-16 and UTF-32 in both byte orders, as their byte order mark
+    may say either.
+
+    Judged secret by secret: a charset that writes most ASCII as it is may still write a token's
+    ``+`` or ``~`` otherwise (UTF-7 writes ``+`` as ``+-``, HZ ``~`` as ``~~``). Each is written as in
+    the middle of a text (the encoder is given a character first: no byte order mark, no signature).
+    """
+    secrets = set(secrets)
     try:
         name = codecs.lookup(charset).name if charset else "utf-8"
-        ascii_as_is = "-".encode(name) == b"-"
-    except (LookupError, ValueError):
+        "-".encode(name)  # (refused for a codec that writes no text: base64, rot13 ...)
+        names = {"utf-16": ("utf-16-le", "utf-16-be"), "utf-32": ("utf-32-le", "utf-32-be")}.get(name, (name,))
+        coded = {(_inside(secret, n), _inside(MARK, n)) for n in names for secret in secrets}
+    except (LookupError, ValueError, TypeError):
         return []  # (no codec, or none that writes text: the body is scrubbed as bytes only)
-    if ascii_as_is:
-        return []
-    names = {"utf-16": ("utf-16-le", "utf-16-be"), "utf-32": ("utf-32-le", "utf-32-be")}.get(name, (name,))
-    coded = {(secret.encode(n, "replace").decode("latin-1"), MARK.encode(n).decode("latin-1"))
-             for n in names for secret in secrets}
-    return sorted(coded, key=lambda pair: len(pair[0]), reverse=True)
+    # (a secret written as its ASCII bytes is found by the scrub of the bytes themselves)
+    return sorted(((secret, mark) for secret, mark in coded if secret not in secrets),
+                  key=lambda pair: len(pair[0]), reverse=True)
+
+
+def _inside(text: str, charset: str) -> str:
+    """``text`` as ``charset`` writes it after another character (bytes read as latin-1)."""
+    encoder = codecs.getincrementalencoder(charset)("replace")
+    encoder.encode("x")
+    return encoder.encode(text, final=True).decode("latin-1")
 
 
 class _BodyFile:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__: list[str] = ["upgrade_parts"]
+__all__ = ["upgrade_parts"]
 
 _MEDIA = ("image", "audio", "video", "document")
 

@@ -565,8 +565,11 @@ class SSEDecoder(_EventAssembler):
         if not tail:
             return
         # Checked before buffering, so an endless line costs at most the limit (TR-11).
-        if self._event_bytes + self._partial_size + len(tail) > self._max:
-            raise self._too_big(f"an SSE line grew past {self._max} bytes without a line end")
+        line = self._partial_size + len(tail)
+        if self._event_bytes + line > self._max:
+            # (said as what outgrew the limit: the line alone, or the event its earlier lines began)
+            raise self._too_big(f"an SSE line grew past {self._max} bytes without a line end" if line > self._max
+                                else f"an SSE event grew past {self._max} bytes")
         self._partial.append(tail)
         self._partial_size += len(tail)
 

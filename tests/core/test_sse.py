@@ -320,6 +320,7 @@ def test_endless_line_trips_the_limit_while_buffering() -> None:  # B033, TR-11
     assert fed <= 17
     assert peak < 40 * MiB
     assert (caught.value.limit, caught.value.index) == (16 * MiB, 1)
+    assert "an SSE line grew past 16777216 bytes without a line end" in str(caught.value)
     with pytest.raises(RuntimeError):
         decoder.feed(b"\n\n")  # the stream cannot be resynchronised after the fault
 
@@ -336,6 +337,8 @@ def test_event_of_many_lines_trips_the_limit_before_its_blank_line(read_size: in
     # A frame completed by the read that hit the fault is still delivered; the next call raises.
     assert dispatched == [frame('{"a":1}', 1, 0)]
     assert (caught.value.limit, caught.value.index) == (1000, 1)
+    # (each line is short: what outgrew the limit is the event, whether its last line had ended or not)
+    assert "an SSE event grew past 1000 bytes" in str(caught.value) and "line" not in str(caught.value)
 
 
 @pytest.mark.parametrize("prefix", [b"", b"event: e\n"])

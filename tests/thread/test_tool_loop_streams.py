@@ -295,3 +295,38 @@ def test_a_run_refused_after_the_handlers_ran_gives_back_the_claim_they_ran_unde
     assert answered == ["Which option do you prefer?"]
     assert stored is not None and stored.claim is None and stored.version == replica.version
     assert again.outcome == "success" and endpoint.agent.request_count == 2
+
+
+def test_an_error_ending_the_loop_caught_in_the_block_leaves_it_quietly_and_stays_the_loops(
+        drive: Any, served: Any) -> None:
+    # A replica moves the thread on while the caller reads the first run: the loop's claim before its
+    # handler is refused (ConcurrentResume, from the for statement). A caller that catches it inside the
+    # block (as a chat catches Ctrl-C around its for) leaves the block quietly; the loop ended with that
+    # error, which result names (it raised StreamNotFinished on leaving, saying the loop had not ended).
+    endpoint = served(ScriptedAgent([
+        [Start(), *tool_call("c1", "confirm_choice", {"question": "Which?"}), pending("c1")],
+        [Start(), *text_message("m2", "a replica's turn"), Finish()],
+    ]))
+    store = MemoryStore()
+    answered: list[str] = []
+    caught: list[BaseException] = []
+    replicas: list[Any] = []
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: answered.append(question) or "A"})
+        with thread.stream_until_done("go") as loop:
+            try:
+                for event in loop:
+                    if isinstance(event, ag.RunFinishedEvent):  # (saved before it reaches the caller)
+                        replicas.append(client.thread(thread.id))
+                        replicas[0].run("a replica's turn")
+            except ag.ConcurrentResume as exc:
+                caught.append(exc)
+        stored = store.load(thread.id)
+
+    assert [type(exc) for exc in caught] == [ag.ConcurrentResume] and answered == []
+    assert [r.outcome for r in loop.results] == ["success"] and endpoint.agent.request_count == 2
+    with pytest.raises(ag.StreamNotFinished) as unfinished:
+        loop.result  # noqa: B018
+    assert unfinished.value.failed is caught[0] and "the tool loop failed (ConcurrentResume" in str(unfinished.value)
+    assert stored is not None and stored.claim is None and stored.version == replicas[0].version
