@@ -742,13 +742,24 @@ def chain(seed: int, n: int) -> list[tuple[str, list[Event], dict[str, Any]]]:
 def streams(seed: int, count: int, only: list[str] | None = None
             ) -> Iterator[tuple[str, list[Event], dict[str, Any] | None, str | None]]:
     """``count`` variants of every family (or of those ``only`` names): ``(name, events, starting thread, None)``."""
-    for shape, build in SHAPES.items():
+    return shaped_streams("f", SHAPES, ("chain", chain), seed, count, only)
+
+
+def shaped_streams(prefix: str, shapes: dict[str, Any],
+                   chained: tuple[str, Callable[[int, int], list[tuple[str, list[Event], dict[str, Any]]]]],
+                   seed: int, count: int, only: list[str] | None
+                   ) -> Iterator[tuple[str, list[Event], dict[str, Any] | None, str | None]]:
+    """A generator's streams: ``count`` variants of every shape (or of those ``only`` names), each drawn
+    from its own seeded random, named ``{prefix}-{shape}-s{seed}.{n}``; then ``count`` of its chain
+    (``chained``: the chain's name and its builder), unless ``only`` leaves it out."""
+    for shape, build in shapes.items():
         if only and shape not in only:
             continue
         for n in range(count):
             events, inp = build(_P(random.Random(f"{seed}:{shape}:{n}")))
-            yield f"f-{shape}-s{seed}.{n}", events, inp, None
-    if not only or "chain" in only:
+            yield f"{prefix}-{shape}-s{seed}.{n}", events, inp, None
+    name, chain_of = chained
+    if not only or name in only:
         for n in range(count):
-            for name, events, inp in chain(seed, n):
-                yield name, events, inp, None
+            for step, events, inp in chain_of(seed, n):
+                yield step, events, inp, None

@@ -56,7 +56,7 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .families import NOW, _fold, _Model
+from .families import NOW, _fold, _Model, shaped_streams
 from .producers import _P, Event, Stream, _call_entry
 
 
@@ -601,13 +601,4 @@ def resume_chain(seed: int, n: int) -> list[tuple[str, list[Event], dict[str, An
 def streams(seed: int, count: int, only: list[str] | None = None
             ) -> Iterator[tuple[str, list[Event], dict[str, Any] | None, str | None]]:
     """``count`` variants of every shape (or of those ``only`` names), then ``count`` resume chains."""
-    for shape, build in SHAPES.items():
-        if only and shape not in only:
-            continue
-        for n in range(count):
-            events, inp = build(_P(random.Random(f"{seed}:{shape}:{n}")))
-            yield f"i-{shape}-s{seed}.{n}", events, inp, None
-    if not only or "resume-chain" in only:
-        for n in range(count):
-            for name, events, inp in resume_chain(seed, n):
-                yield name, events, inp, None
+    return shaped_streams("i", SHAPES, ("resume-chain", resume_chain), seed, count, only)
