@@ -360,11 +360,8 @@ class RunSession:
         if type(value) is dict and type(value.get("messages")) is Roster:
             value["messages"] = value["messages"].items  # (a large snapshot the front-end did not take)
         try:
-            if type(value) is dict and type(value.get("type")) is str and value["type"] in _THINKING:
-                # (the session's reading, not the decoder's, even of one carrying an id: see _thinking)
-                event = codec.decode_value(self._thinking(value), sink)
-            else:
-                event = codec.decode_value(value, sink)
+            # (a THINKING_* payload is the session's to read, even one carrying an id: see _thinking)
+            event = codec.decode_value(value, sink, self._thinking)
         except ProtocolError as exc:
             kind = value.get("type") if type(value) is dict else None
             if sink.items:  # (named by the type the payload gave, when it gave one)
@@ -898,11 +895,6 @@ def _fronts() -> dict[str, Any]:
 
 #: Event type -> its front-end reader (see above).
 _FRONT: dict[str, Any] = _fronts()
-
-
-#: The pre-1.0 reasoning events a session reads as REASONING_* (RS-09), minting their ids.
-_THINKING = frozenset({"THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START", "THINKING_TEXT_MESSAGE_CONTENT",
-                       "THINKING_TEXT_MESSAGE_END"})
 
 
 def _type_of(event: Any) -> str | None:

@@ -863,12 +863,18 @@ def decode_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any],
     return decode_value(value)
 
 
-def decode_value(value: Any, sink: WarningSink | None = None) -> Event | UnknownEvent:
+def decode_value(value: Any, sink: WarningSink | None = None,
+                 legacy: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Event | UnknownEvent:
     """Decode an already-parsed JSON value as one event (see :func:`decode_event`).
 
     Args:
         value: the parsed payload.
         sink: where warnings go (instead of the active sink, or :mod:`warnings`).
+        legacy: how a pre-1.0 ``THINKING_*`` payload becomes its ``REASONING_*`` payload, for a reader
+            that knows the stream (a ``RunSession`` mints the ids the old events lacked). Without it, one
+            carrying a ``messageId`` is read with that id and one without is an ``UnknownEvent``. Asked
+            only on the checked path those payloads take (no fast reader knows them), so the events of
+            1.0 pay nothing for it.
     """
     if type(value) is dict:
         kind = value.get("type")
@@ -880,13 +886,14 @@ def decode_value(value: Any, sink: WarningSink | None = None) -> Event | Unknown
                 except Fallback:
                     pass
     if sink is None:
-        return _decode_value_checked(value)
+        return _decode_value_checked(value, legacy)
     # Only the checked path can warn, so only it pays for routing the warnings.
     with collect_warnings(sink):
-        return _decode_value_checked(value)
+        return _decode_value_checked(value, legacy)
 
 
-def _decode_value_checked(value: Any) -> Event | UnknownEvent:
+def _decode_value_checked(value: Any, legacy: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+                          ) -> Event | UnknownEvent:
     if type(value) is not dict:
         raise DecodeError(f"an event must be a JSON object, got {describe(value)}", pointer="", rule=NOT_AN_EVENT)
     kind = value.get("type")
@@ -903,6 +910,8 @@ def _decode_value_checked(value: Any) -> Event | UnknownEvent:
             warn("UK-02", f"unknown event type {kind!r} ignored" + (f" (did you mean {hint}?)" if hint else ""),
                  event_type=kind, once=("type", kind), repeat=DROP_WARNINGS)
             return UnknownEvent(type=kind, raw=value)
+        if legacy is not None:
+            return _decode_value_checked(legacy(value))
         if type(value.get("messageId")) is not str:
             # The old events carried no ids; a RunSession mints them (it knows the open span and message).
             return UnknownEvent(type=kind, raw=value)

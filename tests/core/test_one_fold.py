@@ -170,9 +170,9 @@ def test_the_front_end_really_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     decoded: list[Any] = []
     real = codec.decode_value
 
-    def counting(value: Any, sink: Any = None) -> Any:
+    def counting(value: Any, sink: Any = None, legacy: Any = None) -> Any:
         decoded.append(value.get("type") if isinstance(value, dict) else None)
-        return real(value, sink)
+        return real(value, sink, legacy)
     monkeypatch.setattr(codec, "decode_value", counting)
     session = RunSession(events=False)
     session.fold_read(_compact(CONVERSATION[:13]))
