@@ -23,17 +23,14 @@ __all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "no_e
            "fill", "end", "ended", "fail", "failure", "ran", "reading"]
 
 
-class _Stream:
-    """What a stream of folded events offers, whatever runs it carries (sync)."""
+class _Ending:
+    """How a stream ends, in either shell: the thread it folds into, its result once it ended, the error
+    it failed with; what it carries (one run, or a tool loop's) says what ``StreamNotFinished`` names."""
 
-    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
-        self._events = events
+    def __init__(self, state: ThreadState | None) -> None:
         self._state = state
         self._result: RunResult | None = None
         self._failed: BaseException | None = None
-
-    def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
-        return self._events
 
     @property
     def result(self) -> RunResult:
@@ -47,6 +44,20 @@ class _Stream:
         if self._result is None:
             raise self._unfinished()
         return self._result
+
+    def _unfinished(self) -> StreamNotFinished:
+        raise NotImplementedError
+
+
+class _Stream(_Ending):
+    """What a stream of folded events offers, whatever runs it carries (sync)."""
+
+    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
+        super().__init__(state)
+        self._events = events
+
+    def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
+        return self._events
 
     @property
     def text_stream(self) -> Iterator[str]:
@@ -79,28 +90,16 @@ class _Stream:
                 pass
         return self.result
 
-    def _unfinished(self) -> StreamNotFinished:
-        raise NotImplementedError
 
-
-class _AsyncStream:
+class _AsyncStream(_Ending):
     """What a stream of folded events offers, whatever runs it carries (async: see :class:`_Stream`)."""
 
     def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
+        super().__init__(state)
         self._events = events
-        self._state = state
-        self._result: RunResult | None = None
-        self._failed: BaseException | None = None
 
     def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
         return self._events
-
-    @property
-    def result(self) -> RunResult:
-        """The ``RunResult``, once the stream ended (see :attr:`RunStream.result`)."""
-        if self._result is None:
-            raise self._unfinished()
-        return self._result
 
     @property
     def text_stream(self) -> AsyncIterator[str]:
@@ -122,11 +121,42 @@ class _AsyncStream:
                 pass
         return self.result
 
+
+class _OneRun(_Ending):
+    """What a stream of one run adds, in either shell: the run's input (set by the stream's ``__init__``)."""
+
+    run_input: RunAgentInput
+
+    def __repr__(self) -> str:
+        return _stream_repr(self, f"thread_id={self.run_input.thread_id!r} run_id={self.run_input.run_id!r}")
+
     def _unfinished(self) -> StreamNotFinished:
-        raise NotImplementedError
+        return _not_finished(self.run_input.run_id, self._failed)
 
 
-class RunStream(_Stream):
+class _Runs(_Ending):
+    """What a tool loop's stream adds, in either shell: each run's result, and the run being read."""
+
+    def __init__(self, events: Any, state: ThreadState | None) -> None:
+        super().__init__(events, state)  # type: ignore[call-arg]  # (the shell's stream, next in the order)
+        self._results: list[RunResult] = []
+        self._run_id: str | None = None  # (the run being read, for StreamNotFinished)
+
+    def __repr__(self) -> str:
+        return _stream_repr(self, f"thread_id={self._state.thread_id if self._state else None!r} "
+                                  f"runs={len(self._results)}")
+
+    @property
+    def results(self) -> tuple[RunResult, ...]:
+        """Each run's ``RunResult``, in order, as far as the loop went (a run left by ``break`` included; one
+        left by an error has no result: the error's ``.result`` holds what was folded)."""
+        return tuple(self._results)
+
+    def _unfinished(self) -> StreamNotFinished:
+        return _not_finished(self._run_id, self._failed, "the tool loop")
+
+
+class RunStream(_OneRun, _Stream):
     """The events of one run as they arrive, typed and already folded into the thread.
 
     Iterate it for the events (``*_CHUNK`` shorthand arrives expanded), or read ``text_stream`` for the
@@ -148,14 +178,8 @@ class RunStream(_Stream):
         super().__init__(events, state)
         self.run_input = run_input
 
-    def __repr__(self) -> str:
-        return _stream_repr(self, f"thread_id={self.run_input.thread_id!r} run_id={self.run_input.run_id!r}")
 
-    def _unfinished(self) -> StreamNotFinished:
-        return _not_finished(self.run_input.run_id, self._failed)
-
-
-class AsyncRunStream(_AsyncStream):
+class AsyncRunStream(_OneRun, _AsyncStream):
     """The async twin of :class:`RunStream` (``async for``; ``await get_final_result()``).
 
     Example::
@@ -172,14 +196,8 @@ class AsyncRunStream(_AsyncStream):
         super().__init__(events, state)
         self.run_input = run_input
 
-    def __repr__(self) -> str:
-        return _stream_repr(self, f"thread_id={self.run_input.thread_id!r} run_id={self.run_input.run_id!r}")
 
-    def _unfinished(self) -> StreamNotFinished:
-        return _not_finished(self.run_input.run_id, self._failed)
-
-
-class LoopStream(_Stream):
+class LoopStream(_Runs, _Stream):
     """The events of every run of a tool loop (``thread.stream_until_done()``), in order, each folded
     into the thread before it is yielded; the tool handlers run between one run's terminal event and
     the next run's first.
@@ -200,24 +218,9 @@ class LoopStream(_Stream):
 
     def __init__(self, state: ThreadState | None = None) -> None:
         super().__init__(iter(()), state)
-        self._results: list[RunResult] = []
-        self._run_id: str | None = None  # (the run being read, for StreamNotFinished)
-
-    def __repr__(self) -> str:
-        return _stream_repr(self, f"thread_id={self._state.thread_id if self._state else None!r} "
-                                  f"runs={len(self._results)}")
-
-    @property
-    def results(self) -> tuple[RunResult, ...]:
-        """Each run's ``RunResult``, in order, as far as the loop went (a run left by ``break`` included; one
-        left by an error has no result: the error's ``.result`` holds what was folded)."""
-        return tuple(self._results)
-
-    def _unfinished(self) -> StreamNotFinished:
-        return _not_finished(self._run_id, self._failed, "the tool loop")
 
 
-class AsyncLoopStream(_AsyncStream):
+class AsyncLoopStream(_Runs, _AsyncStream):
     """The async twin of :class:`LoopStream` (``async for``; ``await get_final_result()``).
 
     Example::
@@ -231,20 +234,6 @@ class AsyncLoopStream(_AsyncStream):
 
     def __init__(self, state: ThreadState | None = None) -> None:
         super().__init__(no_events(), state)
-        self._results: list[RunResult] = []
-        self._run_id: str | None = None
-
-    def __repr__(self) -> str:
-        return _stream_repr(self, f"thread_id={self._state.thread_id if self._state else None!r} "
-                                  f"runs={len(self._results)}")
-
-    @property
-    def results(self) -> tuple[RunResult, ...]:
-        """Each run's ``RunResult``, in order (see :attr:`LoopStream.results`)."""
-        return tuple(self._results)
-
-    def _unfinished(self) -> StreamNotFinished:
-        return _not_finished(self._run_id, self._failed, "the tool loop")
 
 
 class _TextPicker:
@@ -327,7 +316,7 @@ def reading(loop: LoopStream | AsyncLoopStream, run_id: str | None) -> None:
     loop._run_id = run_id
 
 
-def _stream_repr(stream: _Stream | _AsyncStream, which: str) -> str:
+def _stream_repr(stream: _Ending, which: str) -> str:
     """Which run (or loop) a stream reads, and whether it is still being read, ended (with what) or failed."""
     if stream._result is not None:
         where = f"ended outcome={stream._result.outcome!r}"
