@@ -79,10 +79,13 @@ def read_excerpt(excerpt: bytes, charset: str | None) -> tuple[str, str]:
     return excerpt.decode("utf-8", "replace"), "utf-8"
 
 
-def excerpt_text(excerpt: bytes, limit: int, redactor: Redactor, charset: str | None = None) -> str:
-    """An excerpt of the agent's answer as text for a message (read as :func:`read_excerpt` reads it), its
-    secrets replaced (cut off at ``limit`` bytes when read, so it may end with the start of one)."""
-    return redactor.text(read_excerpt(excerpt, charset)[0], cut=len(excerpt) >= limit)
+def excerpt_text(excerpt: bytes, limit: int, redactor: Redactor, charset: str | None = None,
+                 read: str | None = None) -> str:
+    """An excerpt of the agent's answer as text for a message (read as :func:`read_excerpt` reads it, or
+    ``read``, that reading already made), its secrets replaced (cut off at ``limit`` bytes when read, so
+    it may end with the start of one)."""
+    text = read if read is not None else read_excerpt(excerpt, charset)[0]
+    return redactor.text(text, cut=len(excerpt) >= limit)
 
 
 #: Response headers that describe the body as it came off the wire, not the excerpt an error holds.
@@ -143,7 +146,7 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
             payload = redactor.json(json.loads(read[0]))
         except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser (or redactor) goes)
             payload = None
-    whole = redactor.text(read[0], cut=len(excerpt) >= limit)
+    whole = excerpt_text(excerpt, limit, redactor, read=read[0])
     text = whole[:ERROR_BODY_LIMIT]
     # A 401 is typed, as no retry helps.
     kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
