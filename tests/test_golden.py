@@ -210,6 +210,11 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                            "the message's END is repaired there (the thread may be sent between "
                                            "END and a re-opening), so the low half the re-opened message brings "
                                            "is alone too: two U+FFFD; the reference joins them into one character"),
+    "tool-call-restarted-surrogate-split-across-first-end": (frozenset({"messages"}), "B093 with TC-05, as "
+                                                             "text-surrogate-split-across-reopen: a call's first "
+                                                             "END judges its arguments (the thread may be sent "
+                                                             "before a restart), so each half is alone there: two "
+                                                             "U+FFFD; the reference joins them"),
     # Found by the reference differential's fourteenth round (hostile variants of family and producer streams).
     "tool-call-parentless-id-collides-subagent": (frozenset({"messages"}), "SA-10/SA-12 with TC-08/UK-16, as "
                                                   "tool-call-parentless-id-collides: a subagent's call is "
@@ -371,13 +376,16 @@ def test_the_new_messages_are_in_the_order_the_run_added_them() -> None:
 
 # stream -> the warnings we give, as (code, event index, pointer): where INDEX.md asks for a warning (or for
 # none), its presence is compared, never its wording.
-WARNINGS: dict[str, list[tuple[str, int, str]]] = {
+WARNINGS: dict[str, list[tuple[str, int, str | None]]] = {
     "usage-negative": [("TU-04", 4, "/usage/0/inputTokens")],
     "usage-object": [("TU-01", 4, "/usage")],
     "run-finished-usage": [],
     "run-started-protocol-version": [],
     "run-started-protocol-version-newer": [("PV-03", 0, "/protocolVersion")],
     "run-started-protocol-version-garbage": [("PV-03", 0, "/protocolVersion")],
+    # TC-05 at the restart, and TC-06 when the run ends, on the arguments appended to those a snapshot
+    # restated (the run started the call itself: no replay from history).
+    "tool-call-restarted-after-own-snapshot": [("TC-05/AGUI205", 5, "/toolCallId"), ("TC-06/AGUI204", 8, None)],
 }
 
 

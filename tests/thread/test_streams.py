@@ -7,6 +7,7 @@ served by uvicorn on 127.0.0.1.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -217,3 +218,46 @@ def test_breaking_out_after_the_terminal_event_is_a_complete_run(drive: Any, ser
     assert stream.result.outcome == "success"
     assert stream.result.warnings == ()
     assert stored is not None and stored.claim is None and stored.version == thread.version
+
+
+def test_a_chat_reading_the_thread_at_every_event_keeps_a_character_split_across_deltas(
+        drive: Any, served: Any) -> None:
+    # A UTF-16 producer splits an emoji into two deltas, one half each (B093), and may split it across
+    # a restarted call's later END and its next START (TC-05). A chat that showed the message at every
+    # event made the thread keep the repair it was shown (two U+FFFD and a false UTF16-SURROGATE
+    # warning); the same run folded unread kept the character.
+    def sent(event: dict[str, Any]) -> bytes:  # (as a UTF-16 producer writes it: a lone half escaped)
+        return b"data: " + json.dumps(event).encode() + b"\n\n"
+
+    def text(delta: str) -> bytes:
+        return sent({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": delta})
+
+    def call(delta: str) -> list[bytes]:
+        return [sent({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f", "parentMessageId": "a1"}),
+                sent({"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": delta}),
+                sent({"type": "TOOL_CALL_END", "toolCallId": "c1"})]
+
+    endpoint = served(ScriptedAgent([[
+        Start(),
+        ag.TextMessageStartEvent(message_id="m1", role="assistant"),
+        text("hi \ud83d"), text("\ude00!"),
+        ag.TextMessageEndEvent(message_id="m1"),
+        *call('{"a":"x'), *call("y\ud83d"), *call('\ude00"}'),
+        Finish(),
+    ]]))
+    store = MemoryStore()
+    shown: list[str] = []
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        with thread.stream("hi") as stream:
+            for _event in stream:
+                message = thread.state.message("m1")
+                shown.append(message.content or "" if isinstance(message, ag.AssistantMessage) else "")
+        stored = store.load(thread.id)
+
+    assert shown[-1] == "hi \U0001f600!" and "hi \ufffd" in shown  # (a lone half is shown repaired)
+    assert thread.state.message("m1").content == "hi \U0001f600!"  # type: ignore[union-attr]
+    assert thread.state.tool_call("c1").function.arguments == '{"a":"xy\U0001f600"}'  # type: ignore[union-attr]
+    assert "UTF16-SURROGATE" not in [w.code for w in stream.result.warnings]
+    assert stored is not None and stored.data["messages"][1]["content"] == "hi \U0001f600!"

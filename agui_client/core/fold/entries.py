@@ -40,7 +40,7 @@ __all__ = [
 
 
 class Call:
-    __slots__ = ("id", "name", "args", "metadata", "encrypted_value", "complete", "frozen")
+    __slots__ = ("id", "name", "args", "metadata", "encrypted_value", "complete", "streamed", "frozen")
 
     def __init__(self, call_id: str, name: str, arguments: str = "", metadata: dict[str, Any] | None = None,
                  encrypted_value: str | None = None, complete: bool = True) -> None:
@@ -50,6 +50,10 @@ class Call:
         self.metadata = metadata
         self.encrypted_value = encrypted_value
         self.complete = complete
+        # Whether arguments were streamed since they were last judged whole (at the call's END, or, for
+        # a call restarted in its run, TC-05, when the run ends). Until then a read repairs a copy of
+        # them (``read_parts``), never them: a lone UTF-16 half may be paired by a later delta.
+        self.streamed = False
         self.frozen: msg.ToolCall | None = None
 
     @classmethod
@@ -71,10 +75,14 @@ class Call:
         if metadata is not None and not plain_json(metadata):
             return None
         args = self.args
-        if args and (len(args) != 1 or not args[0].isascii()):
-            args = self.args = whole(args, warn, self.id)
+        arguments = ""
+        if args:
+            if len(args) != 1 or not args[0].isascii():
+                self.args, arguments = read_parts(args, warn, self.id, streamed=self.streamed)
+            else:
+                arguments = args[0]
         out: dict[str, Any] = {"id": self.id, "type": "function",
-                               "function": {"name": self.name, "arguments": args[0] if args else ""}}
+                               "function": {"name": self.name, "arguments": arguments}}
         if self.encrypted_value is not None:
             out["encryptedValue"] = self.encrypted_value
         if metadata is not None:
@@ -83,11 +91,12 @@ class Call:
 
     def freeze(self, warn: list[StreamWarning] | None) -> msg.ToolCall:
         if self.frozen is None:
-            if len(self.args) > 1 or (self.args and has_surrogate(self.args[0])):
-                self.args = [_join_text(self.args, warn, self.id)]
+            arguments = ""
+            if self.args:
+                self.args, arguments = read_parts(self.args, warn, self.id, streamed=self.streamed)
             self.frozen = _new_tool_call(
                 id=self.id,
-                function=_new_function_call(name=self.name, arguments=self.args[0] if self.args else ""),
+                function=_new_function_call(name=self.name, arguments=arguments),
                 encrypted_value=self.encrypted_value,
                 metadata=shown(self.metadata),
             )
@@ -231,9 +240,10 @@ class Entry:
                 # keeps no content when its run ends, TX-05, whether or not it was saved meanwhile)
                 out = {"id": self.id, "role": role, "content": ""}
             else:
-                if len(text) != 1 or not text[0].isascii():  # (one ASCII part is whole already)
-                    text = self.text = whole(text, warn, self.id)
-                out = {"id": self.id, "role": role, "content": text[0]}
+                content = text[0]
+                if len(text) != 1 or not content.isascii():  # (one ASCII part is whole already)
+                    self.text, content = read_parts(text, warn, self.id, streamed=not self.complete)
+                out = {"id": self.id, "role": role, "content": content}
         elif role == "assistant":
             out = {"id": self.id, "role": role}
         else:
@@ -270,11 +280,7 @@ class Entry:
             if not self.text:
                 kwargs["content"] = ""  # (left empty, as in wire())
             else:
-                if len(self.text) != 1:
-                    self.text = [_join_text(self.text, warn, self.id)]
-                elif has_surrogate(self.text[0]):
-                    self.text = [_join_text(self.text, warn, self.id)]
-                kwargs["content"] = self.text[0]
+                self.text, kwargs["content"] = read_parts(self.text, warn, self.id, streamed=not self.complete)
         elif self.role != "assistant":
             kwargs["content"] = self.value
             self.owned = False  # (the message handed out holds it)
@@ -371,6 +377,28 @@ def whole(parts: list[str], warn: list[StreamWarning] | None, entity: str) -> li
     if len(parts) == 1 and not has_surrogate(parts[0]):
         return parts
     return [_join_text(parts, warn, entity)] if parts else parts
+
+
+def read_parts(parts: list[str], warn: list[StreamWarning] | None, entity: str, *,
+               streamed: bool) -> tuple[list[str], str]:
+    """Streamed ``parts`` (at least one) as one text for a reader, and the parts to keep in their place.
+
+    Once the text is whole (its message or call ended), it is :func:`whole`: UTF-16 pairs joined and
+    halves still alone repaired for good, with a warning. While it is ``streamed``, a half alone may be
+    the first of a pair whose second comes in a later delta (for a call restarted in its run, TC-05,
+    after its next START): the parts are kept joined but not repaired, and the reader gets a repaired
+    copy, with no warning (the end repairs and reports what is still alone then). Reading the thread
+    while a run streams (a chat showing each delta) must not change what the run folds.
+    """
+    if not streamed:
+        kept = whole(parts, warn, entity)
+        return kept, kept[0]
+    if len(parts) == 1:
+        text = parts[0]
+    else:
+        text = "".join(parts)
+        parts = [text]
+    return parts, _join_text(parts, None, entity) if has_surrogate(text) else text
 
 
 def settle(parts: list[str], settled: int, warn: list[StreamWarning] | None, entity: str, *,

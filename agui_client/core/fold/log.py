@@ -538,6 +538,7 @@ class MessageLog:
                 self.dirty(found[0])
                 call = found[1]
                 call.complete = False
+                call.streamed = False
                 self.incomplete.add(call_id)
                 if call.args:
                     call.args = whole(call.args, self.warnings, call_id)

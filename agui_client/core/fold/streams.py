@@ -244,6 +244,7 @@ class Streams:
             return (_warning("TC-02", f"no tool call {tool_call_id!r} to append to", pointer="/toolCallId"),)
         entry, call = found
         call.args.append(delta)
+        call.streamed = True
         if metadata is not None:
             call.metadata = merge_metadata(call.metadata, metadata)
         call.frozen = None
@@ -268,7 +269,11 @@ class Streams:
         if self.replayed_args:
             before = self.replayed_args.pop(call.id, None)
             if before is not None and not call.args:
+                # (what a read between the START and this END was shown, no arguments, is built again)
                 call.args = before
+                call.frozen = None
+                log.touch(entry)
+                log.changed()
         if metadata is not None:
             call.metadata = merge_metadata(call.metadata, metadata)
             call.frozen = None
@@ -279,6 +284,7 @@ class Streams:
         return self._judge(call)
 
     def _judge(self, call: Call) -> Sequence[StreamWarning]:
+        call.streamed = False
         if call.args:
             # Joined once, now that the arguments are complete (a repaired UTF-16 half stays JSON).
             call.args = whole(call.args, self.log.warnings, call.id)
