@@ -195,14 +195,14 @@ def test_results_named_after_their_parentless_calls_rename_in_bounded_reads() ->
     state = ThreadState()
     state.apply(decode_event(START_EVENT))
     run = state.log._runs[-1]
-    counted = run.new_message_ids = _CountedList([])
+    counted = run.added_message_ids = _CountedList([])
     for i in range(n):
         state.apply(decode_event({"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": "f"}))
     for i in range(n):
         state.apply(decode_event({"type": "TOOL_CALL_END", "toolCallId": f"c{i}"}))
         state.apply(decode_event({"type": "TOOL_CALL_RESULT", "messageId": f"c{i}", "toolCallId": f"c{i}",
                                   "content": "r"}))
-    assert run.new_message_ids is counted
+    assert run.added_message_ids is counted
     assert counted.reads <= 20 * n
     assert list(counted)[:3] == ["c0.assistant", "c1.assistant", "c2.assistant"]
     assert [m.id for m in state.messages][:4] == ["c0.assistant", "c0", "c1.assistant", "c1"]

@@ -611,7 +611,7 @@ class RunSession:
         run = runs[-1] if runs else None
         new_ids: list[str] = []
         for r in runs:
-            new_ids.extend(r.new_message_ids)
+            new_ids.extend(r.added_message_ids)
         if len(runs) > 1:
             new_ids = _not_held_before(runs, new_ids)
         # A message the run added that a later MESSAGES_SNAPSHOT dropped (ag-ui-langgraph's closing

@@ -981,7 +981,7 @@ def test_a_snapshot_adds_to_the_runs_new_messages_only_ids_neither_held_nor_ther
                   MessagesSnapshotEvent(messages=(old, streamed, added)), FINISH]:
         thread.apply(event)
     run = thread.last_run
-    assert run is not None and run.new_message_ids == ["a1", "u2"]
+    assert run is not None and run.new_message_ids == ("a1", "u2")
     assert sorted(m.id for m in thread.messages) == ["a1", "m0", "u2"]
 
 
@@ -1008,6 +1008,30 @@ def test_a_message_the_run_added_and_a_snapshot_dropped_is_not_one_of_its_new_me
     assert [m.id for m in thread.messages] == ["u1", "ai1"]
     assert result.new_message_ids == ("ai1",)
     assert [m.id for m in result.new_messages] == ["ai1"]
+
+
+def test_a_runs_record_names_no_message_a_snapshot_of_the_run_dropped() -> None:
+    """The record a thread keeps of a run (``thread.state.last_run``, ``runs``) says the run's new messages
+    as its result does: m1, streamed and then dropped by the closing snapshot, is no message of the thread
+    (the record used to name it). What the run added, as it added it, stays ``added_message_ids``."""
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+              {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+              {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "21 degrees"},
+              {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+              {"type": "TEXT_MESSAGE_START", "messageId": "m2", "role": "assistant"},
+              {"type": "TEXT_MESSAGE_END", "messageId": "m2"},
+              {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "ai1", "role": "assistant", "content": "21 degrees"},
+                                                         {"id": "m2", "role": "assistant", "content": ""}]},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}]
+    thread = ThreadState()
+
+    result = replay(events, state=thread)
+
+    run = thread.last_run
+    assert run is not None and run is thread.runs[-1]
+    assert run.new_message_ids == result.new_message_ids == ("m2", "ai1")
+    assert all(thread.message(i) is not None for i in run.new_message_ids)
+    assert run.added_message_ids == ["m1", "m2", "ai1"]
 
 
 @pytest.mark.parametrize("middle", [0, 1])
@@ -1111,7 +1135,7 @@ def test_a_thread_of_many_runs_holds_memory_linear_in_its_length() -> None:
         result = replay(events)
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
-        assert len(result.state.messages) == n and result.state.last_run.new_message_ids == [f"m{n - 1}"]  # type: ignore[union-attr]
+        assert len(result.state.messages) == n and result.state.last_run.new_message_ids == (f"m{n - 1}",)  # type: ignore[union-attr]
 
     assert peaks[1] / peaks[0] < 6  # linear: ~4; a copy of the ids per run: ~16
 

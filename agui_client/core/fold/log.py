@@ -7,7 +7,7 @@ per message. Every change costs time independent of the thread's length: lookups
 tool-call indexes, and the messages handed out are a tuple rebuilt only after a change.
 
 The log also keeps, for the run being folded, which ids it added (``RunRecord.born``,
-``new_message_ids``) and which of those it found in the thread and removed: the run ledger's records
+``added_message_ids``) and which of those it found in the thread and removed: the run ledger's records
 share the log's list of runs.
 """
 
@@ -79,7 +79,7 @@ class MessageLog:
         self._last = 0
         # ``free_id``: for an id asked for, the number to try first (those before it were taken).
         self._suffixes: dict[str, int] = {}
-        # ``rename``: the run whose ``new_message_ids`` are indexed, where each id stands in it, and
+        # ``rename``: the run whose ``added_message_ids`` are indexed, where each id stands in it, and
         # how much of the list the index has read.
         self._places: tuple[RunRecord, dict[str, list[int]], int] | None = None
 
@@ -257,7 +257,7 @@ class MessageLog:
         """Append a message."""
         self.entries.append(entry)
         if self.index(entry):
-            self._runs[-1].new_message_ids.append(entry.id)
+            self._runs[-1].added_message_ids.append(entry.id)
 
     def index(self, entry: Entry) -> bool:
         """Index ``entry``; ``True`` when the running run did not find its id in the thread."""
@@ -435,7 +435,7 @@ class MessageLog:
                 self._known += 1
                 self._shifted += 1
             if self.index(entry):
-                self._runs[-1].new_message_ids.append(entry.id)
+                self._runs[-1].added_message_ids.append(entry.id)
         self._tool_hint = (owner, position, entry)
 
     def free_id(self, wanted: str) -> str:
@@ -480,13 +480,13 @@ class MessageLog:
                 note_added(run, new_id)
 
     def _rename_new(self, run: RunRecord, old_id: str, new_id: str) -> None:
-        """Write ``new_id`` wherever the run's ``new_message_ids`` says ``old_id``.
+        """Write ``new_id`` wherever the run's ``added_message_ids`` says ``old_id``.
 
         Through an index of where each id stands in that list (made at the first rename, extended with
         what was appended since: the list only grows at its end), so a run renaming message after
         message does not read the whole list each time.
         """
-        ids = run.new_message_ids
+        ids = run.added_message_ids
         places = self._places
         if places is None or places[0] is not run:
             places = self._places = (run, {}, 0)

@@ -73,7 +73,10 @@ class SubagentRecord:
 
 @attrs.define(kw_only=True)
 class RunRecord:
-    """The mutable record of one run while it is folded (``RunResult`` is its frozen view)."""
+    """The mutable record of one run while it is folded (``RunResult`` is its frozen view).
+
+    Reached through ``ThreadState.runs`` and ``last_run``; read it, never change it.
+    """
 
     run_id: str
     thread_id: str
@@ -96,9 +99,8 @@ class RunRecord:
     removed_before: set[str] = attrs.Factory(set)
     # The ids the run added, in the order it added them, as it added them: a message a later
     # ``MESSAGES_SNAPSHOT`` dropped keeps its id here (the list only grows at its end, which
-    # ``MessageLog.rename``'s index relies on). ``RunResult.new_message_ids`` is the view a caller
-    # reads: only the ids the thread still holds.
-    new_message_ids: list[str] = attrs.Factory(list)
+    # ``MessageLog.rename``'s index relies on). ``new_message_ids`` is the view a caller reads.
+    added_message_ids: list[str] = attrs.Factory(list)
     # The messages the run streamed into (TEXT_MESSAGE_START on them, or a TOOL_CALL_START under them),
     # in order: the only ones whose calls a snapshot may add as started (TC-17, issue 17 item 13). Held
     # as their entries (``Entry``), whose ids are read when a snapshot comes: a message renamed
@@ -113,6 +115,18 @@ class RunRecord:
     legacy_asked: int = 0
     #: The legacy bridge that read this run's interrupts (its wire outcome was success), if any.
     bridged: str | None = None
+
+    @property
+    def new_message_ids(self) -> tuple[str, ...]:
+        """The ids of the messages the run added that the thread held when it ended (while it runs: that
+        it holds), in the order the run added them, as ``RunResult.new_message_ids`` says them.
+
+        A message the run streamed and a ``MESSAGES_SNAPSHOT`` of the same run dropped (ag-ui-langgraph's
+        closing snapshot restates the answer under another id) is no message of the thread: the record
+        does not name it. Read when asked, from what the run kept as it went (``born``), never per event.
+        """
+        born = self.born
+        return tuple(i for i in dict.fromkeys(self.added_message_ids) if i in born)
 
 
 # --------------------------------------------------------------------------------------------------

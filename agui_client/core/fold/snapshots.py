@@ -192,7 +192,7 @@ class Snapshots:
             else:
                 added = fresh_ids
             run.born.update(added)
-            run.new_message_ids.extend(added)
+            run.added_message_ids.extend(added)
         lazy = hold(fresh, kept, by_id, calls, shared) or lazy
         if restated and run is not None:
             self._note_snapshot_calls(run, restated, by_id, calls)
