@@ -398,8 +398,28 @@ def _refusal(problems: Mapping[str, Sequence[str]], order: Sequence[str], errors
     return refused(message, ids=ids, problems=problems, errors=errors, faults=faults)
 
 
-def _entry_key(entry: ResumeEntry) -> str:
-    return entry.interrupt_id if isinstance(entry.interrupt_id, str) else repr(entry.interrupt_id)
+#: A number of this many digits or fewer is shown as written when it stands where an interrupt id should.
+_SHOWN_DIGITS = 15
+
+
+def _entry_key(entry: ResumeEntry, position: int) -> str:
+    """How the entry at ``position`` in its list is named in refusals, warnings and ``repr``: its id, or,
+    for an id that is no string (a malformed entry), ``<entry N: interruptId ..., not a string>``.
+
+    That name is no id the agent can raise (it says where the entry stands, so two malformed entries
+    never read as one), and it shows a number, a boolean or ``None`` as written, anything else by its
+    type only: never its ``repr``, which may be of any length, hold line ends, or be an object's own
+    words about what it carries (a token). The int 123 reads apart from the string ``'123'``.
+    """
+    value = entry.interrupt_id
+    if isinstance(value, str):
+        return value
+    kind = type(value)
+    if value is None or kind is bool or kind is float or (kind is int and abs(value) < 10 ** _SHOWN_DIGITS):
+        shown = repr(value)
+    else:
+        shown = f"of type {kind.__name__}"
+    return f"<entry {position}: interruptId {shown}, not a string>"
 
 
 def _check_json(interrupt_id: str, payload: JSON, metadata: Metadata | None) -> None:
@@ -423,10 +443,10 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
 
     named: dict[str, list[ResumeEntry]] = {}
     malformed: list[str] = []
-    for entry in entries:
+    for position, entry in enumerate(entries):
         if not isinstance(entry, ResumeEntry):
             raise TypeError(f"a resume list holds ResumeEntry objects, got {type(entry).__name__}")
-        key = _entry_key(entry)
+        key = _entry_key(entry, position)
         # Before any rule: a value JSON cannot hold would be refused, mangled or sent as invalid JSON,
         # and a schema cannot judge it.
         _check_json(key, entry.payload, entry.metadata)
@@ -644,10 +664,10 @@ def without_abandoned_payloads(entries: Sequence[ResumeEntry]) -> tuple[ResumeEn
     the caller abandoned. The caller's own entry objects are left as they are; what is sent has none.
     """
     out = []
-    for entry in entries:
+    for position, entry in enumerate(entries):
         if entry.status == "cancelled" and entry.payload is not None:
-            _warn("IR-11", f"the cancelled entry for interrupt {_quoted(_entry_key(entry))} carries a payload: dropped "
-                           "(abandoning answers nothing; answer with status 'resolved' to send it)")
+            _warn("IR-11", f"the cancelled entry for interrupt {_quoted(_entry_key(entry, position))} carries a "
+                           "payload: dropped (abandoning answers nothing; answer with status 'resolved' to send it)")
             entry = attrs.evolve(entry, payload=None)
         out.append(entry)
     return tuple(out)
@@ -655,13 +675,13 @@ def without_abandoned_payloads(entries: Sequence[ResumeEntry]) -> tuple[ResumeEn
 
 def warn_absent_payloads(entries: Sequence[ResumeEntry]) -> None:
     """Warn that ``resolved`` entries without a payload go out without one (IR-11)."""
-    ids = [_entry_key(e) for e in entries if e.status == "resolved" and e.payload is None]
+    ids = [_entry_key(e, n) for n, e in enumerate(entries) if e.status == "resolved" and e.payload is None]
     if ids:
         # Both SDKs leave a null payload out of the wire entry, so an agent cannot tell "answered with
         # null" from "answered with nothing"; sent as is, but said.
-        _warn("IR-11", f"resolved entries for {ids} carry no payload and are sent without one: an agent cannot "
-                       "tell a null payload from an absent one (answer with a value such as false or {} if "
-                       "null was meant)")
+        _warn("IR-11", f"resolved entries for {listed_ids(ids)} carry no payload and are sent without one: an "
+                       "agent cannot tell a null payload from an absent one (answer with a value such as false or "
+                       "{} if null was meant)")
 
 
 def check_target(builder: ResumeBuilder, thread_id: str, run_id: str | None, open_interrupts: Sequence[Interrupt],
@@ -687,7 +707,7 @@ def check_target(builder: ResumeBuilder, thread_id: str, run_id: str | None, ope
             why = "the thread's open interrupts are no longer the ones the builder was made for"
     else:
         return
-    ids = tuple(dict.fromkeys(_entry_key(e) for e in builder.entries))
+    ids = tuple(dict.fromkeys(_entry_key(e, n) for n, e in enumerate(builder.entries)))
     raise MisdirectedResume(f"resume refused, nothing was sent: {why} (make a new one with "
                             "thread.resume_builder())", ids=ids, builder_thread_id=builder.thread_id,
                             builder_run_id=builder.run_id, thread_id=thread_id, interrupted_run_id=run_id)
@@ -777,8 +797,8 @@ class ResumeBuilder:
 
     def __repr__(self) -> str:
         # Ids only, never the payloads: an answer may hold what a person typed, of any size.
-        answered = [_entry_key(e) for e in self._entries if e.status == "resolved"]
-        abandoned = [_entry_key(e) for e in self._entries if e.status != "resolved"]
+        answered = [_entry_key(e, n) for n, e in enumerate(self._entries) if e.status == "resolved"]
+        abandoned = [_entry_key(e, n) for n, e in enumerate(self._entries) if e.status != "resolved"]
         bound = ("unbound" if self._thread_id is None else
                  f"thread_id={_quoted(self._thread_id)} run_id={_quoted(self._run_id)}")
         return (f"<ResumeBuilder {bound} answered={listed_ids(answered)} abandoned={listed_ids(abandoned)} "
@@ -797,7 +817,8 @@ class ResumeBuilder:
     @property
     def uncovered(self) -> tuple[str, ...]:
         """Ids of open interrupts that have no entry yet, in raise order."""
-        named = {entry.interrupt_id for entry in self._entries}
+        # (an id that is no string names no interrupt, and may be a list or a dict, which no set holds)
+        named = {entry.interrupt_id for entry in self._entries if isinstance(entry.interrupt_id, str)}
         return tuple(dict.fromkeys(i.id for i in self._interrupts if i.id not in named))
 
     @property

@@ -49,6 +49,7 @@ from typing import Any, Literal
 from attrs import define, field, frozen
 from typing_extensions import assert_never
 
+from .._inert import quoted_name
 from ..errors import SequenceError, StreamEnded, StreamWarning
 from ..wire.types import events as ev
 from ..wire.types.run import (
@@ -61,6 +62,7 @@ from ..wire.types.run import (
     SubagentFinishedOutcome,
     SubagentFinishedSuspendedOutcome,
 )
+from .interrupts import listed_ids
 from .roster import Owner, Roster
 
 __all__ = ["RunVerifier", "Phase", "PhaseRow", "Violation", "TRANSITIONS"]
@@ -805,25 +807,29 @@ class RunVerifier(_IdRules):
         for n, interrupt in enumerate(interrupts):
             if interrupt.id in ids:
                 # A resume entry answers an interrupt by id; two with one id make coverage ambiguous.
-                raise self._error(f"interrupt id {interrupt.id!r} appears twice in the outcome", kind, index,
+                # (ids the agent chose are named as every message names them: escaped, cut with a digest)
+                raise self._error(f"interrupt id {quoted_name(interrupt.id)} appears twice in the outcome", kind, index,
                                   rule="IR-06", pointer=f"/outcome/interrupts/{n}/id")
             ids.add(interrupt.id)
         warnings = []
         for n, interrupt in enumerate(interrupts):
             sub = interrupt.subagent_run_id
             if sub is not None and sub not in run.closed_subagents:
-                warnings.append(self._warning(f"interrupt {interrupt.id!r} names subagent {sub!r}, never started in "
+                warnings.append(self._warning(f"interrupt {quoted_name(interrupt.id)} names subagent "
+                                              f"{quoted_name(sub)}, never started in "
                                               "this run", kind, index, code="SA-09",
                                               pointer=f"/outcome/interrupts/{n}/subagentRunId"))
             call_id = interrupt.tool_call_id
             if call_id is not None and not self._tool_call_known(call_id):
-                warnings.append(self._warning(f"interrupt {interrupt.id!r} names tool call {call_id!r}, unknown in "
+                warnings.append(self._warning(f"interrupt {quoted_name(interrupt.id)} names tool call "
+                                              f"{quoted_name(call_id)}, unknown in "
                                               "this run and the thread", kind, index, code="IR-07",
                                               pointer=f"/outcome/interrupts/{n}/toolCallId"))
         for sub, interrupt_ids in run.suspended.items():
             missing = [i for i in interrupt_ids if i not in ids]
             if missing:
-                warnings.append(self._warning(f"subagent {sub!r} suspended on interrupts {missing!r} that the outcome "
+                warnings.append(self._warning(f"subagent {quoted_name(sub)} suspended on interrupts "
+                                              f"{listed_ids(missing)} that the outcome "
                                               "does not carry", kind, index, code="SA-15",
                                               pointer="/outcome/interrupts"))
         return warnings

@@ -129,8 +129,43 @@ def test_b270_a_status_other_than_resolved_or_cancelled_is_refused(status: objec
 def test_an_entry_whose_id_is_not_a_string_is_refused() -> None:
     entry = ResumeEntry(interrupt_id=7, status="cancelled")  # type: ignore[arg-type]
     error = refusal([ask("i1")], [cancelled("i1"), entry])
-    assert error.problems["invalid-entry"] == ("7",)
-    assert error.problems["unknown"] == ("7",)
+    named = "<entry 1: interruptId 7, not a string>"  # (where it stands, and what it is: not the string '7')
+    assert error.problems["invalid-entry"] == (named,)
+    assert error.problems["unknown"] == (named,)
+
+
+class _Credential:
+    def __repr__(self) -> str:
+        return "Credential('sk-live-0123456789')\n\x1b[2J" + "x" * 10_000
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    (123, "interruptId 123,"), (12.5, "interruptId 12.5,"), (True, "interruptId True,"), (None, "interruptId None,"),
+    (10 ** 5000, "interruptId of type int,"), ({"token": "sk-live-0123456789"}, "interruptId of type dict,"),
+    (_Credential(), "interruptId of type _Credential,"), (["i1"], "interruptId of type list,"),
+], ids=["int", "float", "bool", "none", "int-past-repr", "dict", "object", "list"])
+def test_an_id_that_is_not_a_string_is_named_by_place_and_kind_never_by_its_repr(value: object, shown: str) -> None:
+    # A resume entry built by hand with a number, an object or a list for its id: its repr was the
+    # name every refusal, warning and span gave it, so the int 123 read as the id '123', an object's
+    # repr (whatever it says, a token it holds, at any length, with line ends) went into the error's
+    # text and its ``ids``/``problems``; an int past 4,300 digits made the refusal raise ValueError
+    # (repr refuses it). It is named where it stands and what type it is.
+    entries = [cancelled("i1"), ResumeEntry(interrupt_id=value, status="resolved", payload=1)]  # type: ignore[arg-type]
+    error = refusal([ask("i1")], entries)
+    [named] = error.problems["invalid-entry"]
+    assert named.startswith("<entry 1: ") and shown in named and named.endswith(" not a string>")
+    assert named in error.ids and error.problems["unknown"] == (named,)
+    assert "sk-live" not in str(error) and "sk-live" not in repr(error.problems)
+    assert len(str(error)) < 700 and not any(c in str(error) for c in "\n\x1b")
+    builder = ResumeBuilder([ask("i1")]).abandon("i1").answer(value, 1)  # type: ignore[arg-type]
+    assert named in repr(builder) and "sk-live" not in repr(builder)
+
+
+def test_two_entries_with_ids_that_are_not_strings_are_two_malformed_entries_not_one_repeated() -> None:
+    entries = [ResumeEntry(interrupt_id=1, status="cancelled"), ResumeEntry(interrupt_id=2, status="cancelled")]  # type: ignore[arg-type]
+    error = refusal([ask("i1")], entries)
+    assert error.problems["duplicate"] == ()
+    assert len(error.problems["invalid-entry"]) == 2
 
 
 @pytest.mark.parametrize("metadata", ["ops", [1], 3, True])

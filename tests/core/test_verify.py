@@ -681,3 +681,37 @@ def test_fixture_the_fold_judges_gets_through_decoding_and_verification(name: st
     outcome, codes = run_fixture(dict(corpus())[name])
 
     assert outcome != "reject", codes
+
+
+@pytest.mark.parametrize("shape", ["repeated", "unknown-call", "unknown-subagent", "subagent-suspended"])
+def test_an_interrupt_id_the_agent_chose_is_named_cut_and_escaped_in_errors_and_warnings(shape: str) -> None:
+    # The verifier wrote an interrupt's id with repr: 100,000 characters of it made a 100 KB error or
+    # warning, and a Hangul filler (U+3164, which repr leaves) hid in it. It is named as every message
+    # of the package names an id the agent chose (cut at 100 characters with a digest, escaped).
+    import json
+
+    from agui_client import ProtocolError, replay
+
+    long_id = "x" * 100_000 + "\u3164\u202e"
+    interrupts: list[dict[str, object]] = [{"id": long_id, "reason": "confirm"}]
+    head: list[dict[str, object]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    if shape == "repeated":
+        interrupts.append({"id": long_id, "reason": "confirm"})
+    elif shape == "unknown-call":
+        interrupts[0]["toolCallId"] = long_id
+    elif shape == "unknown-subagent":
+        interrupts[0]["subagentRunId"] = long_id
+    else:
+        interrupts = [{"id": "i1", "reason": "confirm"}]
+        head += [{"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "helper"},
+                 {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1",
+                  "outcome": {"type": "suspended", "interruptIds": [long_id] * 30}}]
+    events = [*head, {"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
+                      "outcome": {"type": "interrupt", "interrupts": interrupts}}]
+    try:
+        said = [w.message for w in replay([json.dumps(e) for e in events]).warnings]
+    except ProtocolError as exc:
+        said = [str(exc)]
+    assert said and all(len(text) < 1_500 for text in said)  # (a list names its first ten)
+    assert any("...#" in text for text in said)
+    assert not any(c in text for text in said for c in "\u3164\u202e")
