@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from ._inert import quoted_name
 from .core.fold import ThreadState
 from .core.session import RunResult
 from .errors import StreamNotFinished
@@ -140,7 +141,7 @@ class _Runs(_Ending):
     def __init__(self, events: Any, state: ThreadState | None) -> None:
         super().__init__(events, state)  # type: ignore[call-arg]  # (the shell's stream, next in the order)
         self._results: list[RunResult] = []
-        self._run_id: str | None = None  # (the run being read, for StreamNotFinished)
+        self._run_id: str | None = None  # (the run being read, for StreamNotFinished; None between runs)
 
     def __repr__(self) -> str:
         return _stream_repr(self, f"thread_id={self._state.thread_id if self._state else None!r} "
@@ -153,7 +154,20 @@ class _Runs(_Ending):
         return tuple(self._results)
 
     def _unfinished(self) -> StreamNotFinished:
-        return _not_finished(self._run_id, self._failed, "the tool loop")
+        if self._run_id is not None or not self._results:
+            return _not_finished(self._run_id, self._failed, "the tool loop")
+        # Between runs: the last run ended and the next had not opened (its claim refused, a handler
+        # interrupted, the run refused as it was made). Naming the run that ended would point at a run
+        # that went well; what the caller can act on is the error, and the runs that ended.
+        last = quoted_name(self._results[-1].run_id)
+        failed = self._failed
+        if failed is not None:
+            return StreamNotFinished(f"the tool loop failed after run {last} ended, before its next run opened "
+                                     f"({type(failed).__name__}: {failed}), so it has no result; .results holds "
+                                     "each run that ended", run_id=None, failed=failed)
+        return StreamNotFinished(f"the tool loop has not ended (run {last} ended, its next has not opened); read "
+                                 ".result after the with block, or call get_final_result() to read the rest first",
+                                 run_id=None)
 
 
 class RunStream(_OneRun, _Stream):
@@ -307,8 +321,10 @@ def failure(stream: _Stream | _AsyncStream) -> BaseException | None:
 
 
 def ran(loop: LoopStream | AsyncLoopStream, result: RunResult) -> None:
-    """Add the result of one of a tool loop's runs to its ``results``."""
+    """Add the result of one of a tool loop's runs to its ``results`` (the loop reads no run until the
+    next opens: :func:`reading`)."""
     loop._results.append(result)
+    loop._run_id = None
 
 
 def reading(loop: LoopStream | AsyncLoopStream, run_id: str | None) -> None:
@@ -329,10 +345,11 @@ def _stream_repr(stream: _Ending, which: str) -> str:
 
 def _not_finished(run_id: str | None, failed: BaseException | None, what: str = "the stream") -> StreamNotFinished:
     if failed is not None:
-        return StreamNotFinished(f"run {run_id!r}: {what} failed ({type(failed).__name__}: {failed}), so it has no "
-                                 "result; the error's .result holds what was folded", run_id=run_id, failed=failed)
-    return StreamNotFinished(f"run {run_id!r}: {what} has not ended; read .result after the with block, or call "
-                             "get_final_result() to read the rest first", run_id=run_id)
+        return StreamNotFinished(f"run {quoted_name(run_id)}: {what} failed ({type(failed).__name__}: {failed}), so "
+                                 "it has no result; the error's .result holds what was folded", run_id=run_id,
+                                 failed=failed)
+    return StreamNotFinished(f"run {quoted_name(run_id)}: {what} has not ended; read .result after the with block, "
+                             "or call get_final_result() to read the rest first", run_id=run_id)
 
 
 async def no_events() -> AsyncIterator[ev.Event | ev.UnknownEvent]:

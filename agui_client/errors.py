@@ -685,7 +685,9 @@ class StreamNotFinished(AguiError, RuntimeError):
     A stream whose run failed has no result: the error raised in the block carries it (``.result``).
 
     Attributes:
-        run_id: the run the stream carries.
+        run_id: the run the stream carries; for a tool loop's stream, the run it was reading, or ``None``
+            when the loop stopped between runs (the last run ended, the next never opened: the error
+            is ``failed``, the runs that ended are the loop's ``results``).
         failed: the error the stream ended with, if it failed (its ``.result`` holds what was folded).
     """
 

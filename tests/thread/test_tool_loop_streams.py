@@ -328,5 +328,9 @@ def test_an_error_ending_the_loop_caught_in_the_block_leaves_it_quietly_and_stay
     assert [r.outcome for r in loop.results] == ["success"] and endpoint.agent.request_count == 2
     with pytest.raises(ag.StreamNotFinished) as unfinished:
         loop.result  # noqa: B018
-    assert unfinished.value.failed is caught[0] and "the tool loop failed (ConcurrentResume" in str(unfinished.value)
+    # (between runs: the run that ended went well; the error, and the runs that ended, are what to act on)
+    first = loop.results[0].run_id
+    assert unfinished.value.failed is caught[0] and unfinished.value.run_id is None
+    assert f"the tool loop failed after run {first!r} ended, before its next run opened (ConcurrentResume" \
+        in str(unfinished.value)
     assert stored is not None and stored.claim is None and stored.version == replicas[0].version
