@@ -225,7 +225,7 @@ class LoopStream(_Runs, _Stream):
 
         thread = client.thread(tool_handlers={"confirm_choice": lambda question: "yes"})
         with thread.stream_until_done("Pick one for me") as loop:
-            for text in loop.text_stream:      # every run's text; the handler runs between the runs
+            for text in loop.text_stream:      # every run's text as sent (nothing between two answers)
                 print(text, end="", flush=True)
         print(loop.result.outcome, len(loop.results))  # success 2
     """

@@ -228,6 +228,9 @@ class Thread(Conversation):
         handler runs::
 
             thread.run_until_done("Book it", headers={"Authorization": f"Bearer {user_token}"})
+
+        Returns the last run's ``RunResult``; each run's (their warnings too) are the ``results`` of
+        :meth:`stream_until_done`'s loop.
         """
         _check_loop_keywords(kwargs, "run_until_done")
         with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:

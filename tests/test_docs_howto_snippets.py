@@ -64,7 +64,7 @@ def test_the_streaming_pages_tool_loop_prints_every_runs_text_and_each_runs_id()
         thread = client.thread(tool_handlers={"confirm_choice": lambda question: "two at eight"})
         printed = run("streaming.md", loop, thread=thread).splitlines()
 
-    assert printed == ["I need your input: let me ask confirm_choice in your app."
+    assert printed == ["I need your input: let me ask confirm_choice in your app.",  # (each answer on its own line)
                        "Thanks! confirm_choice answered: two at eight",
                        "success", str([r.run_id for r in agent.requests])]
     assert len(agent.requests) == 2

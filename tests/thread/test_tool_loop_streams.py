@@ -8,6 +8,7 @@ on 127.0.0.1; the agent records what it received, so "nothing was sent" is a cou
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -334,3 +335,69 @@ def test_an_error_ending_the_loop_caught_in_the_block_leaves_it_quietly_and_stay
     assert f"the tool loop failed after run {first!r} ended, before its next run opened (ConcurrentResume" \
         in str(unfinished.value)
     assert stored is not None and stored.claim is None and stored.version == replicas[0].version
+
+
+def _lone_half(message_id: str, text: str) -> list[Any]:
+    """An assistant message whose text ends with half an emoji (repaired, UTF16-SURROGATE, when it ends)."""
+    content = json.dumps({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text + "\ud83d"})
+    return [ag.TextMessageStartEvent(message_id=message_id, role="assistant"),
+            b"data: " + content.encode() + b"\n\n", ag.TextMessageEndEvent(message_id=message_id)]
+
+
+def test_each_runs_warnings_are_its_results_and_the_thread_keeps_only_the_last_responses(
+        drive: Any, served: Any) -> None:
+    # Where a tool loop's warnings are: each run's on its RunResult (loop.results), the repairs included;
+    # thread.state.warnings is where the fold hands the response it folds its repairs, emptied when the
+    # next run starts (a thread object that runs for days holds no more than one response's), and
+    # run_until_done returns the last run's result.
+    script = [
+        [Start(), *_lone_half("m1", "Let me check."), *tool_call("c1", "confirm_choice", {"question": "Which?"}),
+         pending("c1")],
+        [Start(), *_lone_half("m2", "Done."), Finish()],
+    ]
+    endpoint = served(ScriptedAgent([*script, *script]))
+    handlers = {"confirm_choice": lambda question: "yes"}
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread(tool_handlers=handlers)
+        with thread.stream_until_done("go") as loop:
+            loop.get_final_result()
+        held = list(thread.state.warnings)
+        ran = client.thread(tool_handlers=handlers).run_until_done("go")
+
+    first, second = loop.results
+    repairs = [[(w.code, w.run_id) for w in r.warnings if w.code == "UTF16-SURROGATE"] for r in loop.results]
+    assert repairs == [[("UTF16-SURROGATE", first.run_id)], [("UTF16-SURROGATE", second.run_id)]]
+    assert [(w.code, w.run_id) for w in held] == [("UTF16-SURROGATE", second.run_id)]
+    assert [(w.code, w.run_id) for w in ran.warnings if w.code == "UTF16-SURROGATE"] == [("UTF16-SURROGATE",
+                                                                                           ran.run_id)]
+
+
+def test_the_loops_text_stream_is_every_runs_deltas_as_sent_and_the_events_say_where_a_run_ends(
+        drive: Any, served: Any) -> None:
+    # A chat printing loop.text_stream as is prints the first run's "Let me check." and the next run's
+    # "Done." on one line: the stream is the deltas the agent sent, nothing added (as within one run,
+    # where an answer's text before a backend tool call and after it are two messages, joined the same
+    # way). Where one answer ends is in the events: a RUN_STARTED starts each run, a
+    # TEXT_MESSAGE_START each message (docs/streaming.md "Where one answer ends").
+    endpoint = served(ScriptedAgent([
+        [Start(), *text_message("m1", "Let me check."), *tool_call("c1", "confirm_choice", {"question": "Which?"}),
+         pending("c1")],
+        [Start(), *text_message("m2", "Done."), Finish()],
+    ]))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": lambda question: "yes"})
+        with thread.stream_until_done("go") as loop:
+            deltas = list(loop.text_stream)
+        with client.thread(tool_handlers={"confirm_choice": lambda question: "yes"}).stream_until_done("go") as again:
+            answers: list[str] = []
+            for event in again:
+                if isinstance(event, ag.TextMessageStartEvent):
+                    answers.append("")
+                elif isinstance(event, ag.TextMessageContentEvent):
+                    answers[-1] += event.delta
+
+    assert "".join(deltas) == "Let me check.Done."
+    assert answers == ["Let me check.", "Done."]
+    assert [r.text for r in loop.results] == ["Let me check.", "Done."]

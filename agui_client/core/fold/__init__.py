@@ -77,7 +77,10 @@ class ThreadState:
     Attributes:
         log, streams, document, snapshots, ledger: the parts (see the module docstring); the handlers
             a fold of plain events calls are theirs.
-        warnings: repairs found while joining streamed text (a UTF-16 half replaced), with their run's.
+        warnings: repairs found while joining streamed text (a UTF-16 half replaced), where the fold hands
+            them to the response being read: a ``RunSession`` empties it when it starts, and its result
+            takes them (``RunResult.warnings`` holds every warning of its run, these included). The
+            thread keeps no warnings across runs: a thread that runs for days holds one response's.
 
     Example::
 
