@@ -100,6 +100,9 @@ class Streams:
         if text is None:
             text = entry.text = text_from(entry)
         text.append(delta)
+        # Streamed until its END (a snapshot may have restated the open message as a whole one): a read
+        # before then repairs a copy of a lone UTF-16 half, not the text (``entries.read_parts``).
+        entry.complete = False
         if metadata is not None:
             entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
         entry.frozen = None
