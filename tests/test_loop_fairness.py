@@ -1,0 +1,70 @@
+"""One hostile agent beside honest runs on one event loop: what it can take from them.
+
+A web backend holds many runs open on one asyncio loop with one ``AsyncAgentClient``; every event is
+decoded and folded on that loop. ``python -m bench.hostile`` measures how long one hostile stream holds
+the loop; these prove the behaviour the measurement rests on by counting (the turns another task gets
+while the hostile run is read, the containers walked), never by timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from typing import Any
+
+import agui_client as ag
+from agui_client._inflate import INFLATE_STEP
+from agui_client.types import TextMessageContentEvent
+
+START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+FINISH = b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
+OPEN = b'data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}\n\n'
+DELTA = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}\n\n'
+CLOSE = b'data: {"type":"TEXT_MESSAGE_END","messageId":"m"}\n\n'
+
+
+def _coded(body: bytes) -> Any:
+    """An ASGI agent answering with ``body`` gzip-coded, sent in one piece (a few kilobytes on the wire)."""
+    wire = zlib.compress(body, 9, wbits=31)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": wire, "more_body": False})
+    return app
+
+
+def test_a_gzip_read_that_inflates_to_megabytes_lets_other_tasks_run_between_its_pieces(served: Any) -> None:
+    # 4 MiB of one-character deltas is some 4 KiB of gzip: one or two reads, 64 pieces of INFLATE_STEP.
+    body = START + OPEN + DELTA * (4 * 2**20 // len(DELTA)) + CLOSE + FINISH
+    pieces = len(body) // INFLATE_STEP
+    endpoint = served(_coded(body))
+
+    async def main() -> tuple[list[int], str | None]:
+        turns = 0
+        stop = asyncio.Event()
+
+        async def other_run() -> None:  # (what any other task on the loop gets: a turn at each loop pass)
+            nonlocal turns
+            while not stop.is_set():
+                turns += 1
+                await asyncio.sleep(0)
+
+        seen: list[int] = []
+        other = asyncio.create_task(other_run())
+        async with ag.AsyncAgentClient(endpoint.url) as client:
+            async with client.thread("t").stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    if type(event) is TextMessageContentEvent:
+                        seen.append(turns)
+        stop.set()
+        await other
+        return seen, stream.result.outcome
+
+    seen, outcome = asyncio.run(main())
+
+    assert outcome == "success" and len(seen) == 4 * 2**20 // len(DELTA)
+    # The other task ran between the pieces of each read: the deltas were read in as many stretches as
+    # there are pieces (before, one stretch per network read: a read's megabytes held the loop whole).
+    assert len(set(seen)) >= pieces - 1, (len(set(seen)), pieces)
+
