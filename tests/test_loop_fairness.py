@@ -12,9 +12,13 @@ import asyncio
 import zlib
 from typing import Any
 
+import pytest
+
 import agui_client as ag
 from agui_client._inflate import INFLATE_STEP
 from agui_client.types import TextMessageContentEvent
+from agui_client.wire import jsonio
+from agui_client.wire.jsonio import DEFAULT_MAX_DEPTH
 
 START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
 FINISH = b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
@@ -68,3 +72,32 @@ def test_a_gzip_read_that_inflates_to_megabytes_lets_other_tasks_run_between_its
     # there are pieces (before, one stretch per network read: a read's megabytes held the loop whole).
     assert len(set(seen)) >= pieces - 1, (len(set(seen)), pieces)
 
+
+@pytest.mark.parametrize(("depth", "refused"), [(DEFAULT_MAX_DEPTH, False), (DEFAULT_MAX_DEPTH + 1, True)])
+def test_a_payload_dense_with_containers_has_its_depth_counted_in_its_text_not_walked(
+        monkeypatch: pytest.MonkeyPatch, depth: int, refused: bool) -> None:
+    # 2,000 arrays nested ``depth`` deep side by side (the top-level object is one more level): a
+    # container every two bytes, eight million of them in an event of 16 MiB, which a walk took four
+    # seconds of the loop over. Too deep for orjson to write back, so its writer cannot vouch for it.
+    nest = b"[" * (depth - 2) + b"]" * (depth - 2)  # (inside the event object and the snapshot array)
+    payload = b'{"type":"STATE_SNAPSHOT","snapshot":[' + b",".join([nest] * 2000) + b"]}"
+    walked: list[int] = []
+    walk = jsonio._depth_exceeds
+    monkeypatch.setattr(jsonio, "_depth_exceeds", lambda value, limit: walked.append(limit) or walk(value, limit))
+
+    if refused:
+        with pytest.raises(ag.LimitExceeded) as caught:
+            jsonio.parse_json(payload)
+        assert caught.value.limit == DEFAULT_MAX_DEPTH
+    else:
+        assert len(jsonio.parse_json(payload)["snapshot"]) == 2000
+    assert walked == []  # (before: the value walked, container by container)
+
+    # A payload of few containers among many bytes is still walked (its walk is the cheaper).
+    sparse = b'{"type":"CUSTOM","name":"x","value":[' + b'"' + b"x" * 100_000 + b'",' + nest + b"]}"
+    if refused:
+        with pytest.raises(ag.LimitExceeded):
+            jsonio.parse_json(sparse)
+    else:
+        jsonio.parse_json(sparse)
+    assert walked == [DEFAULT_MAX_DEPTH]
