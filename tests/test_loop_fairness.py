@@ -12,10 +12,13 @@ import asyncio
 import zlib
 from typing import Any
 
+import httpx
 import pytest
 
 import agui_client as ag
 from agui_client._inflate import INFLATE_STEP
+from agui_client.stores import MemoryStore
+from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
 from agui_client.types import TextMessageContentEvent
 from agui_client.wire import jsonio
 from agui_client.wire.jsonio import DEFAULT_MAX_DEPTH
@@ -101,3 +104,50 @@ def test_a_payload_dense_with_containers_has_its_depth_counted_in_its_text_not_w
     else:
         jsonio.parse_json(sparse)
     assert walked == [DEFAULT_MAX_DEPTH]
+
+
+def test_a_gzip_run_cancelled_between_its_pieces_leaves_nothing_behind_and_the_others_go_on(served: Any) -> None:
+    # A web framework cancels the handler whose browser left: here, while the hostile run is between the
+    # pieces of one read (the await the loop's turn added), with an honest run streaming beside it.
+    hostile_body = START + OPEN + DELTA * (4 * 2**20 // len(DELTA)) + CLOSE + FINISH
+    hostile = served(_coded(hostile_body))
+    gate = Gate()
+    honest = served(ScriptedAgent([[Start(), *text_message("m", "honest words"), Wait(gate, timeout=10), Finish()]]))
+    store = MemoryStore()
+
+    async def main() -> tuple[int, BaseException, str | None]:
+        seen = 0
+        reading = asyncio.Event()
+
+        async def hostile_run(client: ag.AsyncAgentClient) -> None:
+            nonlocal seen
+            async with client.thread("hostile").stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    if type(event) is TextMessageContentEvent:
+                        seen += 1
+                        reading.set()
+
+        async with httpx.AsyncClient() as http, \
+                ag.AsyncAgentClient(hostile.url, http_client=http, store=store) as client, \
+                ag.AsyncAgentClient(honest.url, http_client=http, store=store) as other:
+            beside = asyncio.create_task(other.thread("honest").run("hi"))
+            await asyncio.to_thread(gate.wait_reached, 10)
+            task = asyncio.create_task(hostile_run(client))
+            await asyncio.wait_for(reading.wait(), 10)
+            task.cancel()
+            caught = (await asyncio.gather(task, return_exceptions=True))[0]
+            gate.open()
+            honest_result = await asyncio.wait_for(beside, 10)
+            assert honest_result.outcome == "success" and honest_result.text == "honest words"
+            assert len(http._transport._pool._requests) == 0  # type: ignore[attr-defined]
+            # The thread is not claimed: its next turn goes out (and reads the whole body this time).
+            again = await client.load_thread("hostile")
+            outcome = (await again.run("again", run_id="r")).outcome
+        return seen, caught, outcome
+
+    seen, caught, outcome = asyncio.run(main())
+
+    assert isinstance(caught, asyncio.CancelledError)
+    assert 0 < seen < 4 * 2**20 // len(DELTA)  # (cancelled mid-read: before, the read was folded whole)
+    stored = store.load("hostile")
+    assert outcome == "success" and stored is not None and stored.claim is None
