@@ -19,7 +19,7 @@ import agui_client as ag
 from agui_client._inflate import INFLATE_STEP
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
-from agui_client.types import TextMessageContentEvent
+from agui_client.types import RunFinishedEvent, TextMessageContentEvent
 from agui_client.wire import jsonio
 from agui_client.wire.jsonio import DEFAULT_MAX_DEPTH
 
@@ -30,15 +30,18 @@ DELTA = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}\n\n'
 CLOSE = b'data: {"type":"TEXT_MESSAGE_END","messageId":"m"}\n\n'
 
 
+def _answer(body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()) -> Any:
+    """An ASGI agent answering with ``body``, sent in one piece."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), *headers]})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+    return app
+
+
 def _coded(body: bytes) -> Any:
     """An ASGI agent answering with ``body`` gzip-coded, sent in one piece (a few kilobytes on the wire)."""
-    wire = zlib.compress(body, 9, wbits=31)
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": wire, "more_body": False})
-    return app
+    return _answer(zlib.compress(body, 9, wbits=31), ((b"content-encoding", b"gzip"),))
 
 
 def test_a_gzip_read_that_inflates_to_megabytes_lets_other_tasks_run_between_its_pieces(served: Any) -> None:
@@ -151,3 +154,76 @@ def test_a_gzip_run_cancelled_between_its_pieces_leaves_nothing_behind_and_the_o
     assert 0 < seen < 4 * 2**20 // len(DELTA)  # (cancelled mid-read: before, the read was folded whole)
     stored = store.load("hostile")
     assert outcome == "success" and stored is not None and stored.claim is None
+
+
+def test_the_save_after_a_run_is_a_loop_step_of_its_own_not_one_with_the_fold_of_its_last_read(served: Any) -> None:
+    # A MemoryStore is called on the loop; the save of a large state is work of its own (it is encoded
+    # whole). Sent in one piece, the run's last read holds its last event and the end of the body.
+    body = START + OPEN + DELTA * 10 + CLOSE + FINISH
+    endpoint = served(_answer(body))
+    store = MemoryStore()
+
+    async def main() -> tuple[int, list[int]]:
+        turns = 0
+        stop = asyncio.Event()
+
+        async def other_run() -> None:
+            nonlocal turns
+            while not stop.is_set():
+                turns += 1
+                await asyncio.sleep(0)
+
+        saved_at: list[int] = []
+        save = store.save
+
+        def watched(thread_id: str, data: Any, **options: Any) -> int:
+            saved_at.append(turns)
+            return save(thread_id, data, **options)
+
+        store.save = watched  # type: ignore[method-assign]  # (on the instance: still called on the loop)
+        other = asyncio.create_task(other_run())
+        last = -1
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            async with client.thread("t").stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    if type(event) is not RunFinishedEvent:  # (handed over after the save)
+                        last = turns
+        stop.set()
+        await other
+        return last, saved_at
+
+    last, saved_at = asyncio.run(main())
+
+    assert len(saved_at) == 1
+    assert saved_at[0] > last  # (the other task ran between the fold of the run's last read and its save)
+
+
+def test_a_run_cancelled_in_the_turn_before_its_save_is_saved_whole_and_unclaimed(served: Any) -> None:
+    # The turn before an in-memory store's write is a new await point: a cancellation that comes there
+    # lets the write land first (as one in a worker thread does), so the thread is saved and let go.
+    endpoint = served(_answer(START + OPEN + DELTA * 10 + CLOSE + FINISH))
+    store = MemoryStore()
+
+    async def main() -> tuple[BaseException | None, int | None]:
+        ended = asyncio.Event()  # (the consumer saw the last event before the terminal one)
+
+        async def run(thread: ag.AsyncThread) -> None:
+            async with thread.stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    if type(event) is ag.types.TextMessageEndEvent:
+                        ended.set()
+
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            thread = client.thread("t")
+            task = asyncio.create_task(run(thread))
+            await ended.wait()  # (the run's next turn away is the one before its save)
+            task.cancel()
+            caught = (await asyncio.gather(task, return_exceptions=True))[0]
+            return caught, thread.version
+
+    caught, version = asyncio.run(main())
+
+    stored = store.load("t")
+    assert isinstance(caught, asyncio.CancelledError)
+    assert stored is not None and stored.claim is None and stored.version == version
+    assert [m.content for m in ag.ThreadState.load(stored.data).messages] == ["hi", "x" * 10]
