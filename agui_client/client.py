@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import httpx
+from anyio.lowlevel import checkpoint
 
 from ._answers import (
     Excerpt,
@@ -907,7 +908,14 @@ class AsyncAgentClient(_ClientBase):
             async with aclosing(_raw(response)) as chunks:  # (httpx's reader too, as above)
                 try:
                     async for chunk in chunks:
+                        turn = False
                         for batch in framed(chunk, framer, inflater):
+                            if turn:
+                                # A coded read inflates to many pieces (64 KiB of gzip to megabytes of
+                                # events): the other runs on the loop get a turn between them, so that
+                                # one read holds the loop for one piece's events, as an uncoded read.
+                                await checkpoint()
+                            turn = True
                             yield batch
                         if inflater is not None and inflater.done:
                             break

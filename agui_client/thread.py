@@ -19,6 +19,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from anyio.lowlevel import checkpoint
+
 from ._streams import (
     AsyncLoopStream,
     AsyncRunStream,
@@ -726,8 +728,15 @@ class AsyncThread(Conversation):
         """Run a store write in a worker thread and keep ``_version`` the store's, even when cancelled."""
         call = getattr(self._store, effect.op)
         if self._on_loop:
-            # (an in-memory store: a worker thread would cost more than the call, and a cancellation
-            # cannot come in the middle of a call that never awaits)
+            # (an in-memory store: a worker thread would cost more than the call.) The write encodes the
+            # whole thread: the other runs on the loop get a turn first, so that it is a step of its own,
+            # not one with the fold of the read that ended the run. A cancellation that comes in that
+            # turn lets the write land first, as a worker thread's would.
+            try:
+                await checkpoint()
+            except BaseException:
+                self._version = call(self.id, **effect.arguments)
+                raise
             self._version = call(self.id, **effect.arguments)
             return self._version
         landed: list[int] = []

@@ -184,3 +184,20 @@ def test_the_http_gap_breakdown_reports_every_kind_and_measure() -> None:
     assert [row.split()[0] for row in rows] == list(KINDS)
     for row in rows:
         assert row.count(" ms") == 7 and row.split()[-3].endswith("x"), row
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_the_hostile_neighbour_benchmark_runs_every_kind_beside_honest_runs(tmp_path: Path, store: str) -> None:
+    # (python -m bench.hostile: one hostile run beside honest ones on one loop; no timing asserted)
+    out = tmp_path / "hostile.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.hostile", "--tiny", "--store", store, "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from bench.hostile import KINDS as HOSTILE
+
+    rows = json.loads(out.read_text())
+    assert [row["kind"] for row in rows] == ["(none)", *HOSTILE]
+    # Every honest event arrived (2 runs of 20 events), and every hostile run ended as it was meant to.
+    assert all(row["events"] == 2 * 18 for row in rows)
+    assert [row.get("outcome") for row in rows] == [None, *["interrupt" if k == "interrupts" else "success"
+                                                            for k in HOSTILE]]

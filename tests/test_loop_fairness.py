@@ -1,0 +1,229 @@
+"""One hostile agent beside honest runs on one event loop: what it can take from them.
+
+A web backend holds many runs open on one asyncio loop with one ``AsyncAgentClient``; every event is
+decoded and folded on that loop. ``python -m bench.hostile`` measures how long one hostile stream holds
+the loop; these prove the behaviour the measurement rests on by counting (the turns another task gets
+while the hostile run is read, the containers walked), never by timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from typing import Any
+
+import httpx
+import pytest
+
+import agui_client as ag
+from agui_client._inflate import INFLATE_STEP
+from agui_client.stores import MemoryStore
+from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
+from agui_client.types import RunFinishedEvent, TextMessageContentEvent
+from agui_client.wire import jsonio
+from agui_client.wire.jsonio import DEFAULT_MAX_DEPTH
+
+START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+FINISH = b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
+OPEN = b'data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}\n\n'
+DELTA = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}\n\n'
+CLOSE = b'data: {"type":"TEXT_MESSAGE_END","messageId":"m"}\n\n'
+
+
+def _answer(body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()) -> Any:
+    """An ASGI agent answering with ``body``, sent in one piece."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), *headers]})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+    return app
+
+
+def _coded(body: bytes) -> Any:
+    """An ASGI agent answering with ``body`` gzip-coded, sent in one piece (a few kilobytes on the wire)."""
+    return _answer(zlib.compress(body, 9, wbits=31), ((b"content-encoding", b"gzip"),))
+
+
+def test_a_gzip_read_that_inflates_to_megabytes_lets_other_tasks_run_between_its_pieces(served: Any) -> None:
+    # 4 MiB of one-character deltas is some 4 KiB of gzip: one or two reads, 64 pieces of INFLATE_STEP.
+    body = START + OPEN + DELTA * (4 * 2**20 // len(DELTA)) + CLOSE + FINISH
+    pieces = len(body) // INFLATE_STEP
+    endpoint = served(_coded(body))
+
+    async def main() -> tuple[list[int], str | None]:
+        turns = 0
+        stop = asyncio.Event()
+
+        async def other_run() -> None:  # (what any other task on the loop gets: a turn at each loop pass)
+            nonlocal turns
+            while not stop.is_set():
+                turns += 1
+                await asyncio.sleep(0)
+
+        seen: list[int] = []
+        other = asyncio.create_task(other_run())
+        async with ag.AsyncAgentClient(endpoint.url) as client:
+            async with client.thread("t").stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    if type(event) is TextMessageContentEvent:
+                        seen.append(turns)
+        stop.set()
+        await other
+        return seen, stream.result.outcome
+
+    seen, outcome = asyncio.run(main())
+
+    assert outcome == "success" and len(seen) == 4 * 2**20 // len(DELTA)
+    # The other task ran between the pieces of each read: the deltas were read in as many stretches as
+    # there are pieces (before, one stretch per network read: a read's megabytes held the loop whole).
+    assert len(set(seen)) >= pieces - 1, (len(set(seen)), pieces)
+
+
+@pytest.mark.parametrize(("depth", "refused"), [(DEFAULT_MAX_DEPTH, False), (DEFAULT_MAX_DEPTH + 1, True)])
+def test_a_payload_dense_with_containers_has_its_depth_counted_in_its_text_not_walked(
+        monkeypatch: pytest.MonkeyPatch, depth: int, refused: bool) -> None:
+    # 2,000 arrays nested ``depth`` deep side by side (the top-level object is one more level): a
+    # container every two bytes, eight million of them in an event of 16 MiB, which a walk took four
+    # seconds of the loop over. Too deep for orjson to write back, so its writer cannot vouch for it.
+    nest = b"[" * (depth - 2) + b"]" * (depth - 2)  # (inside the event object and the snapshot array)
+    payload = b'{"type":"STATE_SNAPSHOT","snapshot":[' + b",".join([nest] * 2000) + b"]}"
+    walked: list[int] = []
+    walk = jsonio._depth_exceeds
+    monkeypatch.setattr(jsonio, "_depth_exceeds", lambda value, limit: walked.append(limit) or walk(value, limit))
+
+    if refused:
+        with pytest.raises(ag.LimitExceeded) as caught:
+            jsonio.parse_json(payload)
+        assert caught.value.limit == DEFAULT_MAX_DEPTH
+    else:
+        assert len(jsonio.parse_json(payload)["snapshot"]) == 2000
+    assert walked == []  # (before: the value walked, container by container)
+
+    # A payload of few containers among many bytes is still walked (its walk is the cheaper).
+    sparse = b'{"type":"CUSTOM","name":"x","value":[' + b'"' + b"x" * 100_000 + b'",' + nest + b"]}"
+    if refused:
+        with pytest.raises(ag.LimitExceeded):
+            jsonio.parse_json(sparse)
+    else:
+        jsonio.parse_json(sparse)
+    assert walked == [DEFAULT_MAX_DEPTH]
+
+
+def test_a_gzip_run_cancelled_between_its_pieces_leaves_nothing_behind_and_the_others_go_on(served: Any) -> None:
+    # A web framework cancels the handler whose browser left: here, while the hostile run is between the
+    # pieces of one read (the await the loop's turn added), with an honest run streaming beside it.
+    hostile_body = START + OPEN + DELTA * (4 * 2**20 // len(DELTA)) + CLOSE + FINISH
+    hostile = served(_coded(hostile_body))
+    gate = Gate()
+    honest = served(ScriptedAgent([[Start(), *text_message("m", "honest words"), Wait(gate, timeout=10), Finish()]]))
+    store = MemoryStore()
+
+    async def main() -> tuple[int, BaseException, str | None]:
+        seen = 0
+        reading = asyncio.Event()
+
+        async def hostile_run(client: ag.AsyncAgentClient) -> None:
+            nonlocal seen
+            async with client.thread("hostile").stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    if type(event) is TextMessageContentEvent:
+                        seen += 1
+                        reading.set()
+
+        async with httpx.AsyncClient() as http, \
+                ag.AsyncAgentClient(hostile.url, http_client=http, store=store) as client, \
+                ag.AsyncAgentClient(honest.url, http_client=http, store=store) as other:
+            beside = asyncio.create_task(other.thread("honest").run("hi"))
+            await asyncio.to_thread(gate.wait_reached, 10)
+            task = asyncio.create_task(hostile_run(client))
+            await asyncio.wait_for(reading.wait(), 10)
+            task.cancel()
+            caught = (await asyncio.gather(task, return_exceptions=True))[0]
+            gate.open()
+            honest_result = await asyncio.wait_for(beside, 10)
+            assert honest_result.outcome == "success" and honest_result.text == "honest words"
+            assert len(http._transport._pool._requests) == 0  # type: ignore[attr-defined]
+            # The thread is not claimed: its next turn goes out (and reads the whole body this time).
+            again = await client.load_thread("hostile")
+            outcome = (await again.run("again", run_id="r")).outcome
+        return seen, caught, outcome
+
+    seen, caught, outcome = asyncio.run(main())
+
+    assert isinstance(caught, asyncio.CancelledError)
+    assert 0 < seen < 4 * 2**20 // len(DELTA)  # (cancelled mid-read: before, the read was folded whole)
+    stored = store.load("hostile")
+    assert outcome == "success" and stored is not None and stored.claim is None
+
+
+def test_the_save_after_a_run_is_a_loop_step_of_its_own_not_one_with_the_fold_of_its_last_read(served: Any) -> None:
+    # A MemoryStore is called on the loop; the save of a large state is work of its own (it is encoded
+    # whole). Sent in one piece, the run's last read holds its last event and the end of the body.
+    body = START + OPEN + DELTA * 10 + CLOSE + FINISH
+    endpoint = served(_answer(body))
+    store = MemoryStore()
+
+    async def main() -> tuple[int, list[int]]:
+        turns = 0
+        stop = asyncio.Event()
+
+        async def other_run() -> None:
+            nonlocal turns
+            while not stop.is_set():
+                turns += 1
+                await asyncio.sleep(0)
+
+        saved_at: list[int] = []
+        save = store.save
+
+        def watched(thread_id: str, data: Any, **options: Any) -> int:
+            saved_at.append(turns)
+            return save(thread_id, data, **options)
+
+        store.save = watched  # type: ignore[method-assign]  # (on the instance: still called on the loop)
+        other = asyncio.create_task(other_run())
+        last = -1
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            async with client.thread("t").stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    if type(event) is not RunFinishedEvent:  # (handed over after the save)
+                        last = turns
+        stop.set()
+        await other
+        return last, saved_at
+
+    last, saved_at = asyncio.run(main())
+
+    assert len(saved_at) == 1
+    assert saved_at[0] > last  # (the other task ran between the fold of the run's last read and its save)
+
+
+def test_a_run_cancelled_in_the_turn_before_its_save_is_saved_whole_and_unclaimed(served: Any) -> None:
+    # The turn before an in-memory store's write is a new await point: a cancellation that comes there
+    # lets the write land first (as one in a worker thread does), so the thread is saved and let go.
+    endpoint = served(_answer(START + OPEN + DELTA * 10 + CLOSE + FINISH))
+    store = MemoryStore()
+
+    async def main() -> tuple[BaseException | None, int | None]:
+        ended = asyncio.Event()  # (the consumer saw the last event before the terminal one)
+
+        async def run(thread: ag.AsyncThread) -> None:
+            async with thread.stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    if type(event) is ag.types.TextMessageEndEvent:
+                        ended.set()
+
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            thread = client.thread("t")
+            task = asyncio.create_task(run(thread))
+            await ended.wait()  # (the run's next turn away is the one before its save)
+            task.cancel()
+            caught = (await asyncio.gather(task, return_exceptions=True))[0]
+            return caught, thread.version
+
+    caught, version = asyncio.run(main())
+
+    stored = store.load("t")
+    assert isinstance(caught, asyncio.CancelledError)
+    assert stored is not None and stored.claim is None and stored.version == version
+    assert [m.content for m in ag.ThreadState.load(stored.data).messages] == ["hi", "x" * 10]
