@@ -1,15 +1,24 @@
-"""The suite starts at most one redis-server and one PostgreSQL server per session.
+"""The suite starts at most one redis-server and one PostgreSQL server per session, and two sessions
+at once share no folder.
 
 A session fixture is one per *definition*: a module that binds ``redis_url`` or ``postgres_dsn``
 itself (even to the very function ``tests/conftest.py`` defines) gets a server of its own, started
 again for its tests and kept until the session ends. That is how one full run came to start three of
 each; here the servers are the root conftest's alone, and this reads every test module to keep it so.
+
+Sessions run side by side (a developer's, an editor's, a second checkout's) stay apart as long as the
+default temporary folder is pytest's: each session takes a new numbered folder under
+``pytest-of-<user>`` and holds a lock file in it, and the clean-up of old folders passes over locked
+ones. A fixed ``--basetemp`` in the project's options would make every session empty the same folder
+at its start, under the feet of any other still running.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 TESTS = Path(__file__).resolve().parent
 SERVER_FIXTURES = {"redis_url", "postgres_dsn"}
@@ -60,3 +69,12 @@ def test_the_root_conftest_binds_them_for_the_session() -> None:
 def test_only_the_root_conftest_starts_a_server() -> None:
     starters = {name: sorted(SERVER_STARTS & _called(tree)) for name, tree in _sources().items()}
     assert {name: found for name, found in starters.items() if found} == {"conftest.py": sorted(SERVER_STARTS)}
+
+
+def test_the_projects_pytest_options_leave_each_session_its_own_temporary_folder(
+        pytestconfig: pytest.Config) -> None:
+    # (the project's own options only: a --basetemp given on the command line is that run's choice)
+    assert not [word for word in pytestconfig.getini("addopts") if word.startswith("--basetemp")]
+    # "none" keeps no folder, and then pytest locks none: another session's clean-up may remove it.
+    assert pytestconfig.getini("tmp_path_retention_policy") != "none"
+    assert int(pytestconfig.getini("tmp_path_retention_count")) > 0
