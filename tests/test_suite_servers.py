@@ -16,6 +16,7 @@ at its start, under the feet of any other still running.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,10 @@ def _called(tree: ast.Module) -> set[str]:
     return {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
 
 
+# Parsed once for the three tests that read them: the test tree is large (about a second to parse).
+@functools.cache
 def _sources() -> dict[str, ast.Module]:
+    """Every test module's syntax tree, by its path under ``tests/`` (the interop group aside)."""
     return {path.relative_to(TESTS).as_posix(): ast.parse(path.read_text(encoding="utf-8"))
             for path in sorted(TESTS.rglob("*.py")) if "interop" not in path.parts}
 
