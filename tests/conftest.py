@@ -11,6 +11,10 @@ its own loop, exactly as an application would drive it.
 runs a small path router, and ``served(agent)`` mounts an agent under a fresh path and returns an
 :class:`Endpoint` (its URL, the agent, and every request as it arrived: headers and JSON body), so
 every test gets its own agent without paying for a server start.
+
+``redis_url`` and ``postgres_dsn`` are session-scoped too, and bound here, once, for every folder:
+a real redis-server and a real PostgreSQL server (``serverkit``), each started the first time a test
+asks for it and stopped at the session's end.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import anyio.from_thread
 import attrs
 import httpx
 import pytest
+from serverkit import postgres_server, redis_server
 
 from agui_client import AgentClient, AsyncAgentClient, AsyncRunStream, AsyncThread
 from agui_client.core import flow as _flow
@@ -321,3 +326,25 @@ def gate() -> Iterator[Gate]:
     opened = Gate()
     yield opened
     opened.open()
+
+
+# --------------------------------------------------------------------------------------------------
+# redis_url, postgres_dsn: one real server of each for the whole session
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``redis://127.0.0.1:<port>/0`` of the session's redis-server (started on first use, stopped at
+    the end); a test names its keys with a prefix of its own."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """A libpq DSN of the session's PostgreSQL server: ``AGUI_TEST_POSTGRES_DSN``, or one started on
+    first use (``initdb`` into a temporary folder, stopped and removed at the end); a test makes
+    tables of its own in it."""
+    with postgres_server() as dsn:
+        yield dsn

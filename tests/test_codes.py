@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import io
 import re
 import warnings
@@ -71,7 +72,11 @@ def _rule_constants(tree: ast.AST) -> list[str]:
             and id(node) not in skip and RULE_CODE.fullmatch(node.value)]
 
 
-def emitted_codes() -> set[str]:
+# Scanned once per session: the scan parses and walks the whole package (a second or more), and the
+# source does not change while the tests run.
+@functools.cache
+def emitted_codes() -> frozenset[str]:
+    """Every code the package's source can emit (see the module docstring for where they come from)."""
     codes: set[str] = set(SCHEMA_FAULTS)
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -97,7 +102,7 @@ def emitted_codes() -> set[str]:
                 codes |= {rule + item[1] for rule in _patch_rules()}
             else:
                 codes.add(item)
-    return codes
+    return frozenset(codes)
 
 
 def sections() -> dict[str, tuple[str, str]]:

@@ -21,11 +21,11 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import IO, Any
 
 import httpx
 import pytest
+from serverkit import free_port
 
 from agui_client.testing import ANSWER_SCHEMA, Gate, Item, ScriptedAgent, Wait, last_user_text, serve
 from agui_client.testing.scenarios import interrupts_step
@@ -37,22 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 #: A watchdog for a process or a response that never comes, never a timing.
 WATCHDOG = 60.0
 STALE = "2001-01-01T00:00:00Z"
-
-
-def _stores_conftest() -> ModuleType:
-    # The session redis-server fixture lives in tests/stores/conftest.py, which pytest applies to
-    # tests/stores/ only; load it under a name of its own to reuse the fixture here.
-    path = ROOT / "tests" / "stores" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("agui_tests_stores_conftest", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_stores = _stores_conftest()
-redis_url = _stores.redis_url
-postgres_dsn = _stores.postgres_dsn
 
 
 # --------------------------------------------------------------------------------------------------
@@ -99,7 +83,7 @@ class Replica:
     def __init__(self, env: dict[str, str], *, workers: int = 1) -> None:
         log: list[str] = []
         for _attempt in range(5):
-            port = _stores.free_port()
+            port = free_port()
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "uvicorn", "examples.fastapi_backend:app", "--host", "127.0.0.1",
                  "--port", str(port), "--workers", str(workers)],

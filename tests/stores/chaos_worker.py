@@ -42,7 +42,7 @@ import sys
 import threading
 from typing import Any
 
-from thread_crash_writer import fork_jobs, say
+from zygote import fork_jobs, say
 
 from agui_client import AgentClient, ConcurrentResume
 from agui_client.core import flow

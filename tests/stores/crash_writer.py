@@ -27,6 +27,8 @@ import sys
 import threading
 from typing import Any
 
+from zygote import fork_jobs
+
 from agui_client.core.fold import ThreadState
 from agui_client.stores import PostgresStore, RedisStore, SqliteStore
 from agui_client.types import AssistantMessage, Interrupt, UserMessage
@@ -122,4 +124,8 @@ def main(config: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    # With a config, one writer (as by hand); without, a zygote forking one per job line (zygote.py).
+    if len(sys.argv) > 1:
+        main(json.loads(sys.argv[1]))
+    else:
+        fork_jobs(main, announce=True)

@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 import psycopg
+from zygote import fork_jobs
 
 from agui_client.stores import Compaction, PostgresStore
 
@@ -69,4 +70,8 @@ def main(config: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    # With a config, one writer (as by hand); without, a zygote forking one per job line (zygote.py).
+    if len(sys.argv) > 1:
+        main(json.loads(sys.argv[1]))
+    else:
+        fork_jobs(main, announce=True)

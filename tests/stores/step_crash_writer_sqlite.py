@@ -23,6 +23,8 @@ import sqlite3
 import sys
 from typing import Any
 
+from zygote import fork_jobs
+
 from agui_client.stores import Compaction, SqliteStore
 
 __all__ = ["policy", "main"]
@@ -80,4 +82,8 @@ def main(config: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    # With a config, one writer (as by hand); without, a zygote forking one per job line (zygote.py).
+    if len(sys.argv) > 1:
+        main(json.loads(sys.argv[1]))
+    else:
+        fork_jobs(main, announce=True)

@@ -17,18 +17,16 @@ Then a new store object loads the thread and checks that it is
   claim was taken, two more if a dead writer's claim was released);
 * durable: never older than the last version any writer reported as saved.
 
-The next writer continues from what it finds (releasing a claim a killed writer left), so each of
-the 20 kills per store also tests recovery from the previous one.
+Each writer is a child forked from one zygote that imported it once (``zygote.py``): a process of
+its own, opening its own store, for the price of a fork. The next writer continues from what it
+finds (releasing a claim a killed writer left), so each of the 20 kills per store also tests
+recovery from the previous one.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ from typing import Any
 import crash_writer
 import pytest
 from crash_writer import checksum, open_store, thread_data
+from zygote import Zygote
 
 from agui_client.core.fold import ThreadState
 from agui_client.stores import StoredThread
@@ -47,8 +46,8 @@ MAX_SAVES_BEFORE_KILL = 25
 THREAD_ID = "crash-thread"
 
 
-def run_until_killed(config: dict[str, Any], *, saves: int, on: str, stderr: Path) -> list[str]:
-    """Start a writer and have it SIGKILLed once it reported ``saves`` writes.
+def run_until_killed(writers: Zygote, config: dict[str, Any], *, saves: int, on: str) -> list[str]:
+    """Fork a writer and have it SIGKILLed once it reported ``saves`` writes.
 
     ``on`` is ``"saved"`` or ``"begin"`` (the test kills it on reading the next such line) or
     ``"timer"`` (the writer kills itself, ``config["kill_delay"]`` after the next ``begin``).
@@ -57,23 +56,16 @@ def run_until_killed(config: dict[str, Any], *, saves: int, on: str, stderr: Pat
     """
     if on == "timer":
         config = {**config, "kill_after": saves}
-    with stderr.open("w") as err:
-        writer = subprocess.Popen([sys.executable, crash_writer.__file__, json.dumps(config)],
-                                  stdout=subprocess.PIPE, stderr=err, text=True)
-    assert writer.stdout is not None
-    lines: list[str] = []
     saved = 0
-    with writer.stdout:
-        for line in writer.stdout:
-            lines.append(line)
-            word = line.split()[0]
-            saved += word == "saved"
-            if saved >= saves and word == on:
-                os.kill(writer.pid, signal.SIGKILL)
-                break
-        lines.extend(writer.stdout)
-    writer.wait()
-    assert writer.returncode == -signal.SIGKILL, f"the writer exited {writer.returncode}:\n{stderr.read_text()}"
+
+    def kill_on(line: str) -> bool:
+        nonlocal saved
+        word = line.split()[0]
+        saved += word == "saved"
+        return saved >= saves and word == on
+
+    code, lines = writers.run(config, kill_on=kill_on)
+    assert code == -signal.SIGKILL, f"the writer exited {code}:\n{writers.stderr.read_text()}"
     return lines
 
 
@@ -94,7 +86,7 @@ def check_whole_and_durable(stored: StoredThread | None, *, reported: int, owner
     assert [i.id for i in thread.open_interrupts] == [f"int-{seq}-a", f"int-{seq}-b"]
 
 
-# Twenty fresh interpreters per store; a generous watchdog for a loaded machine, not a timing.
+# Twenty killed writers per store; a generous watchdog for a loaded machine, not a timing.
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("kind", ["sqlite", "redis", "postgres"])
 def test_a_killed_writer_leaves_a_whole_durable_thread(kind: str, request: pytest.FixtureRequest,
@@ -111,23 +103,24 @@ def test_a_killed_writer_leaves_a_whole_durable_thread(kind: str, request: pytes
     reported = 0
     owners: set[str] = set()
     seqs: list[int] = []
-    for kill in range(KILLS):
-        owner = f"writer-{kill}"
-        owners.add(owner)
-        writer = {**config, "owner": owner, "seed": rng.randrange(2**32), "kill_delay": rng.uniform(0, 0.003)}
-        lines = run_until_killed(writer, saves=rng.randint(1, MAX_SAVES_BEFORE_KILL),
-                                 on=rng.choice(["saved", "begin", "timer", "timer"]),
-                                 stderr=tmp_path / f"writer-{kill}.err")
-        # A last line cut short by the kill (no newline) names no version we can hold the store to.
-        reported = max([reported, *(int(line.split()[1]) for line in lines
-                                    if line.startswith("saved ") and line.endswith("\n"))])
+    # One zygote forks the twenty writers (zygote.py): a kill costs a fork, not an interpreter start.
+    with Zygote(Path(crash_writer.__file__), tmp_path / "writers.err") as writers:
+        for kill in range(KILLS):
+            owner = f"writer-{kill}"
+            owners.add(owner)
+            writer = {**config, "owner": owner, "seed": rng.randrange(2**32), "kill_delay": rng.uniform(0, 0.003)}
+            lines = run_until_killed(writers, writer, saves=rng.randint(1, MAX_SAVES_BEFORE_KILL),
+                                     on=rng.choice(["saved", "begin", "timer", "timer"]))
+            # A last line cut short by the kill (no newline) names no version we can hold the store to.
+            reported = max([reported, *(int(line.split()[1]) for line in lines
+                                        if line.startswith("saved ") and line.endswith("\n"))])
 
-        with open_store(config) as reader:
-            stored = reader.load(THREAD_ID)
+            with open_store(config) as reader:
+                stored = reader.load(THREAD_ID)
 
-        check_whole_and_durable(stored, reported=reported, owners=owners)
-        assert stored is not None
-        seqs.append(stored.data["crash"]["seq"])
+            check_whole_and_durable(stored, reported=reported, owners=owners)
+            assert stored is not None
+            seqs.append(stored.data["crash"]["seq"])
 
     # Each writer continued from its predecessor's thread: the data kept growing across kills.
     assert seqs == sorted(seqs)

@@ -21,17 +21,16 @@ the store must not send it again.
 from __future__ import annotations
 
 import copy
-import json
 import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import step_crash_writer_postgres
 from step_crash_writer_postgres import change
+from zygote import Zygote
 
 from agui_client.stores import PostgresStore, apply_changes
 
@@ -52,21 +51,28 @@ def table(postgres_dsn: str) -> Iterator[str]:
                                                                    sql.Identifier(f"{name}_changes")))
 
 
-def run_writer(config: dict[str, Any]) -> int | None:
+@pytest.fixture
+def writers(tmp_path: Path) -> Iterator[Zygote]:
+    """The writers, each forked from one zygote (``zygote.py``): a kill costs a fork, not an interpreter."""
+    with Zygote(Path(step_crash_writer_postgres.__file__), tmp_path / "writers.err") as zygote:
+        yield zygote
+
+
+def run_writer(writers: Zygote, config: dict[str, Any]) -> int | None:
     """Run one writer; the steps it took when it finished, ``None`` when it killed itself."""
-    done = subprocess.run([sys.executable, step_crash_writer_postgres.__file__, json.dumps(config)],
-                          capture_output=True, text=True, timeout=120)
-    if done.returncode == -signal.SIGKILL:
-        assert done.stdout == ""
+    returncode, lines = writers.run(config)
+    if returncode == -signal.SIGKILL:
+        assert lines == []
         return None
-    assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    return int(done.stdout.split()[1])
+    # (the writers so far all finished or were killed without a word on stderr)
+    assert (returncode, writers.stderr.read_text()) == (0, ""), writers.stderr.read_text()
+    return int("".join(lines).split()[1])
 
 
 @pytest.mark.parametrize("compact", [False, True], ids=["append", "append+compaction"])
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_an_append_killed_at_any_statement_leaves_the_thread_before_or_after_it(
-        postgres_dsn: str, table: str, compact: bool, when: str) -> None:
+        postgres_dsn: str, table: str, writers: Zygote, compact: bool, when: str) -> None:
     with PostgresStore(postgres_dsn, table=table) as store:
         store.save(THREAD_ID, {"messages": [{"id": "u0", "role": "user", "content": "hi"}]}, expected_version=None)
         for turn in (1, 2):
@@ -82,7 +88,7 @@ def test_an_append_killed_at_any_statement_leaves_the_thread_before_or_after_it(
         config = {"dsn": postgres_dsn, "table": table, "thread_id": THREAD_ID, "turn": turn, "compact": compact,
                   "kill_at": kill_at, "when": when}
 
-        steps = run_writer(config)
+        steps = run_writer(writers, config)
 
         with PostgresStore(postgres_dsn, table=table) as store:
             stored = store.load(THREAD_ID)

@@ -15,13 +15,11 @@ claim and a release must still work on it.
 from __future__ import annotations
 
 import copy
-import json
 import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from itertools import count
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +27,7 @@ import redis
 import step_crash_writer_redis
 from step_crash_writer_redis import change
 from test_store_contract import small
+from zygote import Zygote
 
 from agui_client.stores import Compaction, RedisStore, apply_changes
 
@@ -71,9 +70,11 @@ def check_counters(raw: redis.Redis, key: str) -> int:
     return changes
 
 
-def run_writer(config: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, step_crash_writer_redis.__file__, json.dumps(config)],
-                          capture_output=True, text=True, timeout=120, check=False)
+@pytest.fixture
+def writers(tmp_path: Path) -> Iterator[Zygote]:
+    """The writers, each forked from one zygote (``zygote.py``): a kill costs a fork, not an interpreter."""
+    with Zygote(Path(step_crash_writer_redis.__file__), tmp_path / "writers.err") as zygote:
+        yield zygote
 
 
 @pytest.mark.parametrize(("mode", "kind", "kill"), [
@@ -81,7 +82,7 @@ def run_writer(config: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     ("compact", "redis", "after"), ("compact", "redis-decoded", "after"),
 ])
 def test_a_writer_killed_at_any_step_leaves_the_thread_before_or_after_its_append(
-    redis_url: str, raw: redis.Redis, mode: str, kind: str, kill: str
+    redis_url: str, raw: redis.Redis, writers: Zygote, mode: str, kind: str, kill: str
 ) -> None:
     prefix = f"agui:test:{uuid.uuid4().hex}:"
     config = {"url": redis_url, "prefix": prefix, "decoded": kind == "redis-decoded", "thread_id": THREAD_ID,
@@ -92,18 +93,18 @@ def test_a_writer_killed_at_any_step_leaves_the_thread_before_or_after_its_appen
             before, version = prepare(store, raw)
             written = change(len(before["messages"]))
             after = apply_changes(copy.deepcopy(before), [written])
-            done = run_writer({**config, "at": at})
+            returncode, lines = writers.run({**config, "at": at})
             stored = store.load(THREAD_ID)
             assert stored is not None
             changes = check_counters(raw, prefix + THREAD_ID)
-            if done.returncode == 0:
-                word, new_version, calls = done.stdout.split()
+            if returncode == 0:
+                word, new_version, calls = "".join(lines).split()
                 # Finished without reaching K: every step has been killed at, before or after.
                 assert (word, int(new_version), int(calls)) == ("done", version + 1, at - 1)
                 assert (stored.version, stored.data, stored.claim) == (version + 1, after, None)
                 assert changes == (0 if mode == "compact" else 3)
                 break
-            assert done.returncode == -signal.SIGKILL, done.stderr
+            assert returncode == -signal.SIGKILL, writers.stderr.read_text()
             if stored.version == version:
                 assert (stored.data, changes) == (before, 2), f"killed {kill} call {at}"
                 seen.append(("before", changes))

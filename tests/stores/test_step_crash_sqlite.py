@@ -16,9 +16,7 @@ the writer finishes without reaching K. After every kill a fresh store opens the
 from __future__ import annotations
 
 import copy
-import json
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ import pytest
 from step_crash_writer_sqlite import policy
 from test_incremental_record import run_change
 from test_store_contract import small
+from zygote import Zygote
 
 from agui_client.stores import SqliteStore, apply_changes
 
@@ -49,19 +48,25 @@ def prepare(path: Path) -> dict[str, Any]:
     return apply_changes(small(1), copy.deepcopy(EARLIER))
 
 
-def run_writer(path: Path, *, kill_at: int, when: str, compact: bool) -> tuple[int, list[str]]:
+@pytest.fixture
+def writers(tmp_path: Path) -> Iterator[Zygote]:
+    """The writers, each forked from one zygote (``zygote.py``): a kill costs a fork, not an interpreter."""
+    with Zygote(WRITER, tmp_path / "writers.err") as zygote:
+        yield zygote
+
+
+def run_writer(writers: Zygote, path: Path, *, kill_at: int, when: str, compact: bool) -> tuple[int, list[str]]:
     config = {"path": str(path), "thread_id": THREAD_ID, "change": CHANGE, "compact": compact,
               "kill_at": kill_at, "when": when}
-    done = subprocess.run([sys.executable, str(WRITER), json.dumps(config)], capture_output=True, text=True,
-                          timeout=120, cwd=WRITER.parent)
-    assert done.returncode in (0, -9), done.stderr
-    return done.returncode, done.stdout.splitlines()
+    returncode, lines = writers.run(config)
+    assert returncode in (0, -9), writers.stderr.read_text()
+    return returncode, [line.rstrip("\n") for line in lines]
 
 
 @pytest.mark.parametrize("when", ["before", "after"])
 @pytest.mark.parametrize("compact", [False, True], ids=["append", "append+compaction"])
 def test_a_writer_killed_at_any_statement_leaves_the_thread_before_or_after(
-    tmp_path: Path, when: str, compact: bool
+    tmp_path: Path, writers: Zygote, when: str, compact: bool
 ) -> None:
     outcomes: list[tuple[int, int]] = []  # (append landed, changes folded) per kill
     for kill_at in range(1, MAX_STEPS):
@@ -69,7 +74,7 @@ def test_a_writer_killed_at_any_statement_leaves_the_thread_before_or_after(
         before = prepare(path)
         after = apply_changes(copy.deepcopy(before), [copy.deepcopy(CHANGE)])
 
-        returncode, lines = run_writer(path, kill_at=kill_at, when=when, compact=compact)
+        returncode, lines = run_writer(writers, path, kill_at=kill_at, when=when, compact=compact)
 
         with SqliteStore(path, compaction=policy(False)) as store:
             stored = store.load(THREAD_ID)

@@ -21,14 +21,12 @@ signal) for every child it reaped, and ends at the end of its input.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import sys
 import threading
-import traceback
-from collections.abc import Callable
 from typing import Any
+
+from zygote import fork_jobs, say
 
 from agui_client import AgentClient
 from agui_client.stores import PostgresStore, RedisStore, SqliteStore
@@ -46,11 +44,6 @@ def open_store(job: dict[str, Any]) -> SqliteStore | RedisStore | PostgresStore:
     if job["kind"] == "postgres":
         return PostgresStore(job["target"], table=job["table"])
     return RedisStore(job["target"], prefix=job["prefix"])
-
-
-def say(*words: object) -> None:
-    """One report line, written with a single ``write`` (a kill never leaves half of one)."""
-    os.write(1, (" ".join(str(w) for w in words) + "\n").encode())
 
 
 def child(job: dict[str, Any]) -> None:
@@ -78,24 +71,6 @@ def child(job: dict[str, Any]) -> None:
 def main() -> None:
     """Fork a child per job line on stdin; report how each one ended."""
     fork_jobs(child)
-
-
-def fork_jobs(run: Callable[[dict[str, Any]], None]) -> None:
-    """Fork a child per job line on stdin, which calls ``run(job)``; report how each one ended (also
-    the chaos harness's worker, ``chaos_worker.py``)."""
-    for line in sys.stdin:
-        job = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                run(job)
-            except BaseException:  # noqa: BLE001 - reported, then the child leaves without cleanup
-                os.write(2, traceback.format_exc().encode())
-                code = 1
-            os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        say("exit", os.waitstatus_to_exitcode(status))
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ several processes, each with its own client object, on one durable store; here t
 own store object on one SQLite file, one redis-server or one PostgreSQL database, or, as client objects
 of one process, sharing one ``MemoryStore``) act on the same thread against the same real agent on
 127.0.0.1 (the lifecycle model's ``Director``: the machine picks its next response). Each store is a
-test of its own; redis-server and PostgreSQL are the store tests' session servers
-(tests/stores/conftest.py), started only for their store's test.
+test of its own; redis-server and PostgreSQL are the suite's session servers
+(tests/conftest.py), started only for their store's test.
 
 The replicas' moves: a turn or a resume (valid, or refused by the interrupt rules), each by ``run()``
 or ``stream()`` (read to its end or left after the first event), on a copy that may be stale; two
@@ -46,7 +46,6 @@ The default run is small, for CI (a few examples per store). The long form, for 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import tempfile
 import threading
@@ -55,7 +54,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import anyio.from_thread
@@ -150,24 +148,6 @@ class ReplicaShell(Shell):
                         await anyio.to_thread.run_sync(between)
             return stream.result, events
         return self.portal.call(read)
-
-
-def _stores_conftest() -> Any:
-    # The store tests' servers (tests/stores/conftest.py), loaded by path: a conftest is not importable
-    # by name from another folder, and pytest applies it to tests/stores/ only.
-    path = Path(__file__).parent.parent / "stores" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("agui_stores_conftest", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_stores = _stores_conftest()
-# The store tests' session fixtures, bound here: a real redis-server and a real PostgreSQL server on
-# 127.0.0.1, each started only when a store's test asks for it.
-redis_url = _stores.redis_url
-postgres_dsn = _stores.postgres_dsn
 
 
 @pytest.fixture(scope="module")
