@@ -756,8 +756,9 @@ def shaped_streams(prefix: str, shapes: dict[str, Any],
         if only and shape not in only:
             continue
         for n in range(count):
-            events, inp = build(_P(random.Random(f"{seed}:{shape}:{n}")))
-            yield f"{prefix}-{shape}-s{seed}.{n}", events, inp, None
+            # (a builder may also name the SSE framing its stream is written in: sdkwire's dialects do)
+            events, inp, *framing = build(_P(random.Random(f"{seed}:{shape}:{n}")))
+            yield f"{prefix}-{shape}-s{seed}.{n}", events, inp, framing[0] if framing else None
     name, chain_of = chained
     if not only or name in only:
         for n in range(count):
