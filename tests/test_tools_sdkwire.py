@@ -119,7 +119,8 @@ def test_each_quirk_is_read_with_the_code_our_docs_promise(quirk: sdkwire.Quirk)
 
 def test_a_stream_meeting_a_documented_difference_is_judged_as_that_golden_stream() -> None:
     assert sdkwire.documented("w-java-interrupt-nulls-s3.1") == "interrupt-fields-null"
-    assert sdkwire.documented("w-quirk-rust-timestamp-f64") == "timestamp-integral-float"
+    assert sdkwire.documented("w-quirk-rust-timestamp-f64.sse") == "timestamp-integral-float"
+    assert sdkwire.documented("w-java-interrupt-nulls-s3.1.sse") == "interrupt-fields-null"
     assert sdkwire.documented("w-java-s3.1") is None and sdkwire.documented("p-java-interrupt-nulls-s3.1") is None
     assert set(sdkwire.DOCUMENTED.values()) <= set(test_golden.DIFFERENCES)
     ours = {"ok": False, "error": "x", "messages": [], "state": {}, "outcome": None, "pendingToolCallIds": [],

@@ -409,10 +409,10 @@ def conversation(p: _P, dialect: Dialect) -> list[Event]:
     return ev
 
 
-def _shape(name: str) -> Callable[[_P], tuple[list[Event], None, str | None]]:
+def _shape(name: str) -> Callable[[_P], tuple[list[Line], None, str | None]]:
     dialect = DIALECTS[name]
 
-    def build(p: _P) -> tuple[list[Event], None, str | None]:
+    def build(p: _P) -> tuple[list[Line], None, str | None]:
         if name == "rust":
             p.stamp = False  # (an f64 timestamp is refused here: one quirk stream shows it, QUIRKS)
         elif name in ("java", "go", "java-interrupt-nulls"):  # (their events are stamped when built)
@@ -514,7 +514,9 @@ QUIRKS = [
     Quirk("rust-timestamp-f64", "Rust", RUST + "event.rs (timestamp: Option<f64>)",
           ['{"type":"RUN_STARTED","timestamp":1780000000000.0,"threadId":"t1","runId":"r1"}',
            '{"type":"RUN_FINISHED","timestamp":1780000000001.0,"threadId":"t1","runId":"r1"}'],
-          None, False, "UK-05", "timestamp-integral-float"),
+          # (SSE-framed, so no hostile variant is drawn from it: refused at its first event here, every
+          # variant would differ in whatever the mutation added)
+          "lf", False, "UK-05", "timestamp-integral-float"),
     Quirk("rust-thinking-events", "Rust", RUST + "event.rs (EventType: THINKING_* only)",
           _lines([S, {"type": "THINKING_START"}, {"type": "THINKING_TEXT_MESSAGE_START"},
                   {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "why"}, {"type": "THINKING_TEXT_MESSAGE_END"},
@@ -563,7 +565,7 @@ def documented(name: str) -> str | None:
     """The golden stream whose documented difference the stream ``name`` (or a variant of it) may show."""
     if not name.startswith("w-"):
         return None
-    base = name[2:].split("~", 1)[0]
+    base = name[2:].split("~", 1)[0].removesuffix(".sse")  # (an SSE stream is named by its file)
     return DOCUMENTED.get(base) or DOCUMENTED.get(base.rsplit("-s", 1)[0])
 
 
