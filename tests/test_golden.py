@@ -56,6 +56,11 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "interrupt-fields-wrong-type": (frozenset({"pendingInterrupts"}), "B238/B242 for any field of the wrong type "
                                     "(found by the reference differential): both reject the outcome; we keep "
                                     "its interrupts open, each without the field it could not read"),
+    "interrupt-fields-null": (frozenset({"pendingInterrupts"}), "as interrupt-fields-wrong-type for an interrupt's "
+                              "optional fields written null (the Java SDK's records under Jackson's default "
+                              "inclusion; found by the SDK-dialect differential): neither client reads them as "
+                              "legacy nulls, both reject the outcome (UK-05); we keep its interrupts open with "
+                              "the fields that were set"),
     "run-finished-pending-contradiction": (frozenset({"pendingToolCallIds"}), "B170: duplicated ids in "
                                            "pendingToolCallIds are dropped (order kept) with a warning"),
     "text-surrogate-lone": (frozenset({"messages"}), "B093: a half of a surrogate pair still unpaired when the "

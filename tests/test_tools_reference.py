@@ -115,6 +115,19 @@ def test_quiet_points_exclude_open_messages_and_calls() -> None:
     assert hostile.quiet_points(events) == [1, 3, 5]
 
 
+def test_quiet_points_exclude_an_open_legacy_thinking_span() -> None:
+    """The Rust SDK writes reasoning as the pre-1.0 THINKING_* events, which carry no ids: a run split or
+    given an interrupt outcome inside one would be refused by both clients, not a quiet point."""
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+              {"type": "THINKING_START"},
+              {"type": "THINKING_TEXT_MESSAGE_START"},
+              {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "why"},
+              {"type": "THINKING_TEXT_MESSAGE_END"},
+              {"type": "THINKING_END"},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    assert hostile.quiet_points(events) == [1, 6]
+
+
 def _source(name: str) -> tuple[list[Any], dict[str, Any] | None]:
     events = hostile.parse_lines((GOLDEN / f"{name}.jsonl").read_text(encoding="utf-8"))
     inp = GOLDEN / f"{name}.input.json"

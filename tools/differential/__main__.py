@@ -81,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--oracle", help="the oracle folder (fold.mjs, with `npm ci` done): compare with the reference")
     mode.add_argument("paths", nargs="*", metavar="PATH", help="streams (.jsonl, .sse) or folders of them")
     mode.add_argument("--gen", action="append", default=[], metavar="KIND:SEED:SCALE",
-                      help="also a bench/gen.py stream; KIND producers, families or integrations: SCALE "
-                           "variants of every producer shape or stream family (repeatable)")
+                      help="also a bench/gen.py stream; KIND producers, families, integrations or sdkwire: "
+                           "SCALE variants of every producer shape, stream family or SDK dialect (repeatable)")
     mode.add_argument("--mutate", type=int, default=0, metavar="N",
                       help="also N hostile variants of every .jsonl stream (tools/differential/hostile.py; --seed)")
     mode.add_argument("--mutations", metavar="M,M", help="draw only these mutations (names: see hostile.MUTATIONS)")

@@ -751,13 +751,15 @@ def shaped_streams(prefix: str, shapes: dict[str, Any],
                    ) -> Iterator[tuple[str, list[Event], dict[str, Any] | None, str | None]]:
     """A generator's streams: ``count`` variants of every shape (or of those ``only`` names), each drawn
     from its own seeded random, named ``{prefix}-{shape}-s{seed}.{n}``; then ``count`` of its chain
-    (``chained``: the chain's name and its builder), unless ``only`` leaves it out."""
+    (``chained``: the chain's name and its builder), unless ``only`` leaves it out. A shape's builder
+    returns ``(events, input)``, or ``(events, input, framing)`` when it draws the SSE framing too."""
     for shape, build in shapes.items():
         if only and shape not in only:
             continue
         for n in range(count):
-            events, inp = build(_P(random.Random(f"{seed}:{shape}:{n}")))
-            yield f"{prefix}-{shape}-s{seed}.{n}", events, inp, None
+            # (a builder may also name the SSE framing its stream is written in: sdkwire's dialects do)
+            events, inp, *framing = build(_P(random.Random(f"{seed}:{shape}:{n}")))
+            yield f"{prefix}-{shape}-s{seed}.{n}", events, inp, framing[0] if framing else None
     name, chain_of = chained
     if not only or name in only:
         for n in range(count):

@@ -88,17 +88,19 @@ def quiet_points(events: list[Event]) -> list[int]:
             in_run, open_ids, steps = True, set(), 0
         elif t in ("RUN_FINISHED", "RUN_ERROR"):
             in_run = False
-        elif t in ("TEXT_MESSAGE_START", "REASONING_MESSAGE_START"):
+        # (the pre-1.0 THINKING_* events, which the Rust SDK still writes, open and close a span and a
+        # message too; they carry no ids: one of each at a time)
+        elif t in ("TEXT_MESSAGE_START", "REASONING_MESSAGE_START", "THINKING_TEXT_MESSAGE_START"):
             open_ids.add(("m", event.get("messageId")))
-        elif t in ("TEXT_MESSAGE_END", "REASONING_MESSAGE_END"):
+        elif t in ("TEXT_MESSAGE_END", "REASONING_MESSAGE_END", "THINKING_TEXT_MESSAGE_END"):
             open_ids.discard(("m", event.get("messageId")))
         elif t == "TOOL_CALL_START":
             open_ids.add(("c", event.get("toolCallId")))
         elif t == "TOOL_CALL_END":
             open_ids.discard(("c", event.get("toolCallId")))
-        elif t == "REASONING_START":
+        elif t in ("REASONING_START", "THINKING_START"):
             open_ids.add(("r", event.get("messageId")))
-        elif t == "REASONING_END":
+        elif t in ("REASONING_END", "THINKING_END"):
             open_ids.discard(("r", event.get("messageId")))
         elif t == "STEP_STARTED":
             steps += 1

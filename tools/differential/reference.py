@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import families, hostile, integrations, producers
+from . import families, hostile, integrations, producers, sdkwire
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed", "producers", "families", "integrations")
+GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed", "producers", "families", "integrations", "sdkwire")
 DERIVED = "~m"  # a variant of NAME is NAME~mSEED.N
 
 
@@ -129,15 +129,18 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
     written: list[Stream] = []
     for spec in gen:
         kind, gseed, scale = _gen_spec(spec)
-        if kind in ("producers", "families", "integrations"):
-            # producers.py / families.py / integrations.py: SCALE variants of every shape or family (not gen.py)
+        if kind in ("producers", "families", "integrations", "sdkwire"):
+            # producers.py / families.py / integrations.py / sdkwire.py: SCALE variants of every shape or family
+            # (not gen.py); sdkwire's events are JSON texts already written in an SDK's dialect, framed its way
             n = max(1, int(float(scale)))
             made = (producers.streams(gseed, n, sse_every=sse_every) if kind == "producers"
-                    else families.streams(gseed, n) if kind == "families" else integrations.streams(gseed, n))
+                    else families.streams(gseed, n) if kind == "families"
+                    else sdkwire.streams(gseed, n) if kind == "sdkwire" else integrations.streams(gseed, n))
+            frame = sdkwire.frame if kind == "sdkwire" else producers.frame
             for pname, events, inp, framing in made:
                 target = folder / (f"{pname}.sse" if framing else f"{pname}.jsonl")
                 with open(target, "w", encoding="utf-8", newline="") as out:  # (CRLF framing kept as written)
-                    out.write(producers.frame(events, framing) if framing else hostile.dump_lines(events))
+                    out.write(frame(events, framing) if framing else hostile.dump_lines(events))
                 inp_path = None
                 if inp is not None:
                     inp_path = folder / f"{pname}.input.json"
@@ -323,7 +326,8 @@ def _refused_deliberately(ours: dict[str, Any], reference: dict[str, Any]) -> di
 
 def _made_to_meet(name: str) -> str | None:
     """The golden stream whose documented difference the generated stream ``name`` may show, if any."""
-    return producers.documented(name) or families.documented(name) or integrations.documented(name)
+    return (producers.documented(name) or families.documented(name) or integrations.documented(name)
+            or sdkwire.documented(name))
 
 
 def mutations(stream: Stream) -> list[str]:
