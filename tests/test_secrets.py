@@ -14,6 +14,7 @@ import contextlib
 import html
 import json
 import logging
+import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -540,4 +541,67 @@ def test_displayed_url_drops_the_userinfo_and_masks_secret_query_values() -> Non
 
     shown = displayed_url("https://bob:hunter2-pw@agent.test:8443/run?api_key=k-1234567&v=2&sig=abc#t")
     assert shown == "https://agent.test:8443/run?api_key=[redacted]&v=2&sig=[redacted]#t"
+    # (a short name is a secret's only as the whole name: "sid" is, "side" is not)
+    assert displayed_url("https://agent.test/run?sid=5e55-10n&side=left") == "https://agent.test/run?sid=[redacted]&side=left"
     assert displayed_url("https://agent.test/run?team=blue", marked=["team"]) == "https://agent.test/run?team=[redacted]"
+
+
+def test_an_echo_in_forms_the_chatty_proxy_does_not_write_is_redacted_too(drive: Any, served: Any) -> None:
+    # A secret as a JSON key, percent-encoded with lowercase hex digits, in a response header the error
+    # keeps, and a secret that starts with another one (the longer is replaced whole, no tail of it shown).
+    key, longer = "pk-0123456789", "pk-0123456789-tail"
+    lower_hex = re.sub("%[0-9A-F]{2}", lambda found: found.group().lower(), quote(TOKEN, safe=""))
+    assert lower_hex != quote(TOKEN, safe="")
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        body = json.dumps({TOKEN: "as a key", "lower": lower_hex, "both": longer})
+        await send({"type": "http.response.start", "status": 403,
+                    "headers": [(b"content-type", f"application/json; echo={key}".encode())]})
+        await send({"type": "http.response.body", "body": body.encode()})
+
+    endpoint = served(app)
+    headers = {"Authorization": f"Bearer {TOKEN}", "X-Api-Key": key, "X-Session-Key": longer}
+    with drive.client(endpoint.url, headers=headers) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    error = caught.value
+    assert error.payload == {MARK: "as a key", "lower": MARK, "both": MARK}
+    assert error.content_type == f"application/json; echo={MARK}"
+    assert leaks(Case(secrets=(TOKEN, key, longer, lower_hex)), error) == []
+
+
+def test_a_note_on_the_http_error_kept_as_the_cause_is_redacted(drive: Any) -> None:
+    # (httpx's own errors are kept as the cause, which a traceback prints, notes and all)
+    def refuse(request: httpx.Request) -> httpx.Response:
+        error = httpx.ConnectError("refused", request=request)
+        error.add_note(f"while sending {request.headers['authorization']}")
+        raise error
+
+    with drive.client("http://127.0.0.1:9/run", headers={"Authorization": f"Bearer {TOKEN}"},
+                      http_client=drive.mock(refuse)) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+
+    cause = caught.value.__cause__
+    assert isinstance(cause, httpx.ConnectError)
+    assert cause.__notes__ == [f"while sending {MARK}"]
+
+
+def test_an_api_key_sent_as_the_basic_user_name_is_redacted_on_its_own(drive: Any, served: Any) -> None:
+    # Some APIs take their key as the Basic user name, with no password: the name alone is then the secret.
+    api_user = "ak_live_51H8cX2eZvKYlo2C"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        credential = dict(scope["headers"])[b"authorization"].split(b" ")[1]
+        user = base64.b64decode(credential).decode().partition(":")[0]
+        await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": f"unknown key {user}".encode()})
+
+    endpoint = served(app)
+    with drive.client(endpoint.url, http_client=drive.http_client(auth=(api_user, ""))) as client:
+        with pytest.raises(ag.AuthenticationError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.body == f"unknown key {MARK}"
+    assert leaks(Case(secrets=(api_user,)), caught.value) == []

@@ -130,6 +130,24 @@ def test_a_cut_name_ends_with_a_digest_of_the_whole_and_is_longer_than_any_shown
     # A short name spelling a cut one is shown whole, and shorter than any cut name.
     assert named(shown_one[:NAME_CHARS]) != shown_one
     assert len(named("y" * NAME_CHARS)) == NAME_CHARS
+    # (the boundary: one character more than is shown whole is cut)
+    assert named("y" * (NAME_CHARS + 1)).startswith("y" * NAME_CHARS + "...#")
+
+
+def test_an_error_of_more_lines_than_are_shown_is_cut_and_the_rest_counted() -> None:
+    # (MESSAGE_LINES, 40: the boundary, and a flood)
+    forty = "\n".join(f"line {n}" for n in range(40))
+    forty_one = forty + "\nline 40"
+
+    assert _inert.some_lines(forty) == forty
+    assert _inert.some_lines(forty_one) == forty + "\n... (1 more lines)"
+    assert _inert.some_lines("boom\n" * 100).endswith("boom\n... (61 more lines)")
+
+
+def test_a_quoted_text_past_its_limit_is_cut_and_the_rest_counted() -> None:
+    # (QUOTED_CHARS, 500: what an error quotes from httpx or the agent's head)
+    assert _inert.quoted("r" * 500) == "r" * 500
+    assert _inert.quoted("r" * 501) == "r" * 500 + "... (1 more characters)"
 
 
 def test_a_cut_quoted_id_in_a_message_ends_with_a_digest() -> None:

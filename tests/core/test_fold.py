@@ -281,6 +281,49 @@ def test_unanswered_calls_of_restated_history_never_become_pending() -> None:
     assert thread.pending_tool_call_ids == ()
 
 
+def test_a_cancelled_run_after_an_interrupted_one_leaves_nothing_open() -> None:
+    # LC-11: the cancelled outcome waits for nothing; the interrupts of the run before it are not open after it
+    # (IR-27: pending interrupts are cleared by a success or cancelled finish).
+    thread = ThreadState()
+    interrupt = {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]}
+    asked = replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r0"},
+                    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r0", "outcome": interrupt}], state=thread)
+    assert [i.id for i in asked.interrupts] == ["i1"] and [i.id for i in thread.open_interrupts] == ["i1"]
+
+    stopped = replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+                      {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1", "outcome": {"type": "cancelled"}}],
+                     state=thread)
+
+    assert stopped.outcome == "cancelled" and stopped.interrupts == ()
+    assert thread.open_interrupts == () and thread.interrupted_run_id is None
+
+
+def test_a_call_named_twice_in_pending_tool_call_ids_is_pending_once() -> None:
+    # TC-18: a non-empty pendingToolCallIds is the list; an id named twice is one call to answer, warned.
+    result = replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                     {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "confirm"},
+                     {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+                     {"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
+                      "outcome": {"type": "success", "pendingToolCallIds": ["c1", "c1"]}}])
+
+    assert result.pending_tool_call_ids == ("c1",) and result.state.pending_tool_call_ids == ("c1",)
+    assert [(w.code, w.pointer) for w in result.warnings] == [("TC-18", "/outcome/pendingToolCallIds/1")]
+
+
+def test_an_encrypted_value_for_an_activity_is_for_nothing_the_thread_holds() -> None:
+    # RS-08: an encrypted value belongs to a message or a tool call; an activity carries none, so nothing
+    # is stored and the producer is told.
+    result = replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                     {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "plan", "content": {"step": 1}},
+                     {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": "a1",
+                      "encryptedValue": "xyz"},
+                     {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}])
+
+    assert [w.code for w in result.warnings] == ["RS-08"]
+    assert encode(result.state.messages) == [{"id": "a1", "role": "activity", "activityType": "plan",
+                                              "content": {"step": 1}}]
+
+
 def _one_final_message(shape: str) -> list[dict[str, Any]]:
     # Three ways to the same final message: an assistant message with one call, no result for it.
     text = {"id": "a1", "role": "assistant", "content": "x"}

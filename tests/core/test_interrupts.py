@@ -421,6 +421,10 @@ def test_schema_errors_are_bounded_for_huge_payloads() -> None:
     error = refusal([ask("i1", schema=schema)], [resolved("i1", list(range(1000)))])
     assert len(error.errors["i1"]) == 11
     assert all(len(message) <= 300 for message in error.errors["i1"])
+    # (jsonschema quotes the whole instance: a message of some 400 characters about one answer is cut at 300)
+    whole = refusal([ask("i1", schema={"type": "string"})], [resolved("i1", list(range(100)))])
+    [message] = whole.errors["i1"]
+    assert len(message) == 300 and message.endswith("…") and message.startswith("[0, 1, 2")
 
 
 @pytest.mark.parametrize(
@@ -738,3 +742,27 @@ def test_a_builder_without_interrupts_builds_its_entries_only_when_pending_is_un
         builder.build()
 
     assert builder.build(pending_unknown=True) == (resolved("i2", "yes"), cancelled("i1"))
+
+
+def test_a_builder_without_interrupts_still_refuses_a_repeated_id_when_pending_is_unknown() -> None:
+    # pending_unknown lets entries through that answer nothing the thread holds, never a list the agent
+    # could read two ways: build() refuses it as the run's own egress check would.
+    builder = ResumeBuilder([], now=NOW).answer("i1", "yes").abandon("i1")
+
+    with pytest.raises(DuplicateResumeEntry) as info:
+        builder.build(pending_unknown=True)
+
+    assert info.value.ids == ("i1",)
+    assert info.value.problems["duplicate"] == ("i1",)
+
+
+def test_a_refusal_names_the_first_ten_ids_and_counts_the_rest() -> None:
+    # A run may raise thousands of interrupts: the message stays short, .problems keeps every id.
+    asked = [ask(f"i{n}") for n in range(12)]
+
+    error = refusal(asked, [])
+
+    assert type(error) is UncoveredInterrupts
+    assert error.problems["uncovered"] == tuple(f"i{n}" for n in range(12))
+    assert "no entry for ['i0', 'i1', 'i2', 'i3', 'i4', 'i5', 'i6', 'i7', 'i8', 'i9', ...] (2 more)" in str(error)
+    assert "'i10'" not in str(error)

@@ -283,12 +283,23 @@ def test_a_large_ordinary_answer_fits_the_budget() -> None:
     assert judged(schema, [{"name": f"n{n}"} for n in range(20_000)]) is None
 
 
+def test_a_schema_of_exactly_the_most_values_still_judges() -> None:
+    # (the object, its list and 19,998 numbers: MAX_SCHEMA_VALUES exactly)
+    assert judged({"enum": list(range(19_998))}, 5) is None
+
+
 @pytest.mark.parametrize(
     ("schema", "code", "pointer"),
     [
         pytest.param(nested(100, {"type": "string"}), "too-deep", "/a" * 65, id="nested-past-the-cap"),
         pytest.param({"enum": list(range(30_000))}, "too-large", "", id="many-values"),
+        # (the object, its list and 19,999 numbers: one value past MAX_SCHEMA_VALUES)
+        pytest.param({"enum": list(range(19_999))}, "too-large", "", id="one-value-past-the-cap"),
         pytest.param({"description": "x" * 2_000_000}, "too-large", "", id="much-text"),
+        # ("description" and 999,990 characters: one character past MAX_SCHEMA_TEXT)
+        pytest.param({"description": "x" * 999_990}, "too-large", "", id="one-character-past-the-cap"),
+        # (a schema made in Python, not read from JSON, may hold a key JSON cannot)
+        pytest.param({"properties": {1: {"type": "string"}}}, "not-a-schema", "/properties", id="key-not-a-string"),
         pytest.param({"enum": [{1, 2}]}, "not-a-schema", "/enum/0", id="not-json"),
     ],
 )

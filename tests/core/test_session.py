@@ -322,6 +322,17 @@ def test_the_request_ids_are_compared_with_run_started() -> None:
     assert any(w.code == "LC-08" and w.pointer == "/runId" for w in session.end().warnings)
 
 
+def test_a_run_started_on_another_thread_than_requested_is_warned_about() -> None:
+    from agui_client import RunAgentInput
+
+    session = RunSession(ThreadState(), run_input=RunAgentInput(thread_id="t-requested", run_id="r1"))
+    for event in [START, FINISH]:
+        session.feed_event(event)
+
+    warned = [(w.code, w.pointer) for w in session.end().warnings]
+    assert warned == [("LC-08", "/threadId")]
+
+
 def test_replay_reads_a_file_named_by_a_string(tmp_path: Path) -> None:
     capture = tmp_path / "capture.jsonl"
     capture.write_bytes(_jsonl([START, *TEXT, FINISH]))

@@ -178,6 +178,16 @@ def test_field_name_case_matters_and_an_unknown_field_is_flagged() -> None:  # B
     ]
 
 
+def test_a_thousand_warnings_of_one_code_are_kept_and_the_rest_only_counted() -> None:
+    # A stream of two-byte faults must not cost a warning object each (WARNINGS_PER_CODE is 1000).
+    decoder = SSEDecoder()
+    frames = decoder.feed(b"x\n" * 1002 + b'data: {"a":1}\n\n')
+
+    assert [f.data for f in frames] == ['{"a":1}']
+    assert len(decoder.warnings) == 1000 and {w.code for w in decoder.warnings} == {"AGUI501"}
+    assert decoder.warnings_dropped == 2
+
+
 def test_id_and_retry_are_kept_and_the_last_id_carries_over() -> None:  # B017
     decoder = SSEDecoder()
     frames = decoder.feed(b'id: 42\nretry: 3000\ndata: {"a":1}\n\ndata: {"b":2}\n\n')

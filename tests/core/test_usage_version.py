@@ -141,6 +141,15 @@ def test_a_good_usage_is_read_quietly(fold: Any) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+def test_a_part_equal_to_its_total_is_quiet_and_one_token_more_is_warned(fold: Any) -> None:
+    # (the boundary: every output token may be a reasoning token, one more cannot be)
+    equal = fold([START, _finish(usage=[{"outputTokens": 5, "reasoningTokens": 5}])])
+    over = fold([START, _finish(usage=[{"outputTokens": 5, "reasoningTokens": 6}])])
+
+    assert _warnings(equal) == []
+    assert _warnings(over) == [("TU-02", 1, "RUN_FINISHED", "/usage/0/reasoningTokens", "r1")]
+
+
 def test_parts_exceeding_their_totals_are_warned_about_and_never_added_to_the_totals(fold: Any) -> None:
     odd = {"inputTokens": 5, "cachedInputTokens": 9, "outputTokens": 5, "reasoningTokens": 9, "totalTokens": 10}
     result = fold([START, _finish(usage=[{"inputTokens": 1, "outputTokens": 1}, odd])])
@@ -173,6 +182,14 @@ def test_a_total_other_than_input_plus_output_is_warned_about_and_all_three_kept
     assert result.usage[1] == rn.TokenUsage(provider="b", input_tokens=5, output_tokens=7, total_tokens=20)
     total = result.total_usage  # each total summed as reported, never one made from the others
     assert (total.input_tokens, total.output_tokens, total.total_tokens) == (6, 8, 22)
+
+
+def test_a_total_smaller_than_input_plus_output_is_warned_about_too(fold: Any) -> None:
+    # (a total that leaves tokens out is as wrong as one that adds some)
+    result = fold([START, _finish(usage=[{"inputTokens": 5, "outputTokens": 7, "totalTokens": 11}])])
+
+    assert _warnings(result) == [("TU-03", 1, "RUN_FINISHED", "/usage/0/totalTokens", "r1")]
+    assert result.usage[0].total_tokens == 11
 
 
 def test_a_total_that_is_the_sum_or_that_cannot_be_checked_is_quiet(fold: Any) -> None:

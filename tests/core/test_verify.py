@@ -444,6 +444,27 @@ def test_tolerated_contradiction_is_accepted_with_a_warning(case: Warned) -> Non
     assert all(w.run_id is not None and w.event_type is not None for w in warnings)
 
 
+def test_a_reused_message_id_says_whether_this_run_or_the_thread_used_it_before() -> None:
+    # (one code, TX-05/AGUI104, for both; the message tells the producer's bug from a replayed history)
+    same_run = verify([R1, *message("m1"), *message("m1"), R1_DONE])
+    earlier_run = verify([R1, *message("m1"), R1_DONE, R2, *message("m1"), R2_DONE])
+
+    assert [w.message for w in same_run] == ["message id 'm1' is already used in this run"]
+    assert [w.message for w in earlier_run] == ["message id 'm1' already names a message of the thread"]
+
+
+def test_a_refusal_lists_ten_open_ids_and_counts_the_rest() -> None:
+    # A stream may leave a hundred thousand messages open: the message names ten, and counts the rest.
+    opened = [TextMessageStartEvent(message_id=f"m{n}") for n in range(12)]
+
+    with pytest.raises(SequenceError) as caught:
+        verify([R1, *opened, R1_DONE])
+
+    assert caught.value.rule == "TX-04/AGUI103"
+    assert str(caught.value).count("'m") == 10
+    assert "'m8', 'm9' and 2 more" in str(caught.value)
+
+
 # -- state and views --------------------------------------------------------------------------------
 
 
