@@ -24,6 +24,7 @@ import functools
 import inspect
 import itertools
 import json
+import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, Literal
@@ -44,6 +45,19 @@ from agui_client.testing import Gate, serve
 _flow._VERIFY_CHANGES = apply_changes
 
 Kind = Literal["sync", "async"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Hear Ctrl-C even in a session started where SIGINT is ignored.
+
+    The suite presses Ctrl-C itself (``signal.raise_signal`` in this process, and through
+    pseudo-terminals to the CLI). A shell without job control starts a background command with SIGINT
+    ignored; Python then installs no handler of its own, and every child inherits the ignoring, so those
+    tests would see no Ctrl-C at all. The session takes Python's own handler back; its children then
+    start with the default, as they would from a terminal.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # --------------------------------------------------------------------------------------------------
