@@ -57,6 +57,7 @@ from agui_client import AsyncAgentClient  # noqa: E402
 from agui_client.stores import MemoryStore, SqliteStore  # noqa: E402
 
 from .loadserver import _HEAD, _LAST_CHUNK, _chunk, _frame, paced_events  # noqa: E402
+from .servers import read_request  # noqa: E402
 
 KINDS = ("tiny", "gzip", "snapshot", "deep", "patch", "messages", "interrupts")
 TEXT = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x"}
@@ -123,16 +124,10 @@ class HostileServer:
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
+                request = await read_request(reader)
+                if request is None:
                     return
-                length = 0
-                for line in head.decode("latin-1").split("\r\n")[1:]:
-                    name, _, value = line.partition(":")
-                    if name.strip().lower() == "content-length":
-                        length = int(value)
-                body = json.loads(await reader.readexactly(length)) if length else {}
+                body = json.loads(request[1]) if request[1] else {}
                 ids = {"threadId": body.get("threadId", "T"), "runId": body.get("runId", "R")}
                 kind = ids["threadId"].partition(":")[0]
                 if kind == "gzip":

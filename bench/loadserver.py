@@ -32,6 +32,7 @@ import time
 from typing import Any
 
 from . import gen
+from .servers import read_request
 
 _HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-store\r\n"
          b"transfer-encoding: chunked\r\n\r\n")
@@ -83,18 +84,11 @@ class LoadServer:
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
+                request = await read_request(reader)
+                if request is None:
                     return
-                lines = head.decode("latin-1").split("\r\n")
-                path = lines[0].split(" ")[1]
-                length = 0
-                for line in lines[1:]:
-                    name, _, value = line.partition(":")
-                    if name.strip().lower() == "content-length":
-                        length = int(value)
-                body = json.loads(await reader.readexactly(length)) if length else {}
+                path, raw = request
+                body = json.loads(raw) if raw else {}
                 ids = {"threadId": body.get("threadId", "T"), "runId": body.get("runId", "R")}
                 writer.write(_HEAD)
                 if path == "/full":

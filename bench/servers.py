@@ -39,8 +39,12 @@ def _chunk(data: bytes | memoryview) -> list[bytes | memoryview]:
     return [b"%x\r\n" % len(data), data, b"\r\n"]
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, bytes] | None:
-    """Read one request (head and Content-Length body); return (path, body), or None at EOF."""
+async def read_request(reader: asyncio.StreamReader) -> tuple[str, bytes] | None:
+    """Read one request (head and Content-Length body); return (path, body), or None at EOF.
+
+    The benchmarks' servers (this module's, ``bench.loadserver``'s and ``bench.hostile``'s) all read
+    their requests with it.
+    """
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
@@ -133,7 +137,7 @@ class StreamServer(_LoopThread):
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                request = await _read_request(reader)
+                request = await read_request(reader)
                 if request is None:
                     break
                 body = self.bodies.get(request[0].lstrip("/"))
@@ -265,7 +269,7 @@ class FirstEventServer(_LoopThread):
         assert self._ready is not None and self._got is not None
         try:
             while True:
-                request = await _read_request(reader)
+                request = await read_request(reader)
                 if request is None:
                     break
                 # Echo the request's ids so the client folds a run it recognises (no LC-08 warnings).
