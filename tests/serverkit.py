@@ -36,9 +36,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-import redis
 
-__all__ = ["POSTGRES_DSN_VARIABLE", "free_port", "postgres_server", "redis_server"]
+__all__ = ["POSTGRES_DSN_VARIABLE", "drain_log", "free_port", "postgres_server", "redis_server"]
 
 INSTALL_HINT = "install it: `apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis` (macOS)"
 POSTGRES_INSTALL_HINT = ("install it: `apt-get install -y postgresql` (Debian/Ubuntu) "
@@ -54,8 +53,8 @@ def free_port() -> int:
         return port
 
 
-def _drain(stream: IO[str]) -> None:
-    # Keeps reading the server's log so it can never block on a full pipe.
+def drain_log(stream: IO[str]) -> None:
+    """Read a child's log to its end, so that the child never blocks on a full pipe (run it in a thread)."""
     for _ in stream:
         pass
 
@@ -86,7 +85,7 @@ def _start_logged(command: list[str], ready: str, name: str, **popen: Any) -> tu
 def _running(server: subprocess.Popen[str], stop_signal: signal.Signals) -> Iterator[None]:
     """Drain the server's log while the block runs; then stop it with ``stop_signal`` and wait for it."""
     assert server.stdout is not None
-    drain = threading.Thread(target=_drain, args=(server.stdout,), daemon=True)
+    drain = threading.Thread(target=drain_log, args=(server.stdout,), daemon=True)
     drain.start()
     try:
         yield
@@ -113,6 +112,9 @@ def redis_server(directory: Path) -> Iterator[str]:
     url = f"redis://127.0.0.1:{port}/0"
     # SIGTERM: redis-server exits at once (nothing to save: --save "" and no append-only file).
     with _running(server, signal.SIGTERM):
+        # (imported here: the interop venvs load this module through tests/conftest.py without the redis extra)
+        import redis
+
         with redis.Redis.from_url(url) as client:
             assert client.ping() is True
         yield url

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
 import pytest
 from ag_ui import core as official
 from pydantic import TypeAdapter
+from serverkit import drain_log, free_port
 
 from agui_client import decode_event
 from agui_client.ag_ui import from_ag_ui
@@ -53,18 +53,6 @@ WATCHDOG = 60.0
 EVENTS: TypeAdapter[Any] = TypeAdapter(official.Event)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _drain(stream: IO[str]) -> None:
-    for _ in stream:
-        pass
-
-
 @pytest.fixture
 def relay(served: Callable[[Any], Any]) -> Iterator[Callable[[Any], str]]:
     """``relay(agent)``: the example under uvicorn, relaying to ``agent``; returns the relay's URL."""
@@ -74,7 +62,7 @@ def relay(served: Callable[[Any], Any]) -> Iterator[Callable[[Any], str]]:
         env = {**os.environ, "AGENT_URL": served(agent).url}
         log: list[str] = []
         for _attempt in range(5):
-            port = _free_port()
+            port = free_port()
             process = subprocess.Popen(
                 [sys.executable, "-m", "uvicorn", "examples.ag_ui_relay:app", "--host", "127.0.0.1",
                  "--port", str(port)],
@@ -85,7 +73,7 @@ def relay(served: Callable[[Any], Any]) -> Iterator[Callable[[Any], str]]:
             for line in process.stderr:
                 log.append(line)
                 if "Application startup complete" in line:
-                    drain = threading.Thread(target=_drain, args=(process.stderr,), daemon=True)
+                    drain = threading.Thread(target=drain_log, args=(process.stderr,), daemon=True)
                     drain.start()
                     processes.append((process, drain))
                     return f"http://127.0.0.1:{port}"

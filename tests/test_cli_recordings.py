@@ -22,6 +22,7 @@ from typing import Any
 
 import pexpect
 import pytest
+from serverkit import free_port
 
 from agui_client import AgentClient, HTTPStatusError
 from agui_client.testing import ANSWER_SCHEMA, Finish, Gate, ScriptedAgent, Start, Wait, text_message
@@ -179,16 +180,8 @@ def test_serve_runs_a_recording_for_a_second_client_and_refuses_a_mismatch(
     assert len(said(recorded["messages"])) >= 2
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_serve_demo_prints_its_url_and_serves_the_demo_agent() -> None:
-    port = _free_port()
+    port = free_port()
     child, url = _spawn_serve("demo", "--port", str(port))
     assert url == f"http://127.0.0.1:{port}/"
     try:

@@ -21,11 +21,11 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
 import pytest
-from serverkit import free_port
+from serverkit import drain_log, free_port
 
 from agui_client.testing import ANSWER_SCHEMA, Gate, Item, ScriptedAgent, Wait, last_user_text, serve
 from agui_client.testing.scenarios import interrupts_step
@@ -72,11 +72,6 @@ def backend_agent() -> Iterator[tuple[BackendAgent, str]]:
         yield backend, server.url
 
 
-def _drain(stream: IO[str]) -> None:
-    for _ in stream:
-        pass
-
-
 class Replica:
     """The example under uvicorn in a process of its own, reachable at ``url``."""
 
@@ -98,7 +93,7 @@ class Replica:
                 ready += "Application startup complete" in line
                 if ready == workers:
                     self.url = f"http://127.0.0.1:{port}"
-                    self._drain = threading.Thread(target=_drain, args=(self.process.stderr,), daemon=True)
+                    self._drain = threading.Thread(target=drain_log, args=(self.process.stderr,), daemon=True)
                     self._drain.start()
                     return
             self.process.wait()

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,16 @@ def test_the_projects_pytest_options_leave_each_session_its_own_temporary_folder
     # "none" keeps no folder, and then pytest locks none: another session's clean-up may remove it.
     assert pytestconfig.getini("tmp_path_retention_policy") != "none"
     assert int(pytestconfig.getini("tmp_path_retention_count")) > 0
+
+
+def test_the_root_conftest_loads_without_the_store_extras() -> None:
+    # The interop venvs install `.[testing]` only, and their pytest loads tests/conftest.py (and with it
+    # serverkit): a store client imported at module level there stopped the interop group at collection.
+    script = ("import sys\n"
+              "for name in ('redis', 'psycopg', 'orjson'):\n"
+              "    sys.modules[name] = None\n"
+              f"sys.path.insert(0, {str(TESTS)!r})\n"
+              "import conftest, serverkit\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=TESTS.parent, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
