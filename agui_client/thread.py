@@ -731,11 +731,16 @@ class AsyncThread(Conversation):
             # (an in-memory store: a worker thread would cost more than the call.) The write encodes the
             # whole thread: the other runs on the loop get a turn first, so that it is a step of its own,
             # not one with the fold of the read that ended the run. A cancellation that comes in that
-            # turn lets the write land first, as a worker thread's would.
+            # turn lets the write land first, as a worker thread's would, and the caller sees the
+            # cancellation, as from a worker thread (``in_worker``), even when the write then fails: its
+            # error in the cancellation's place would pass for an ordinary failure of a task not cancelled.
             try:
                 await checkpoint()
             except BaseException:
-                self._version = call(self.id, **effect.arguments)
+                try:
+                    self._version = call(self.id, **effect.arguments)
+                except Exception:  # noqa: BLE001, S110 - the cancellation is what the caller sees
+                    pass
                 raise
             self._version = call(self.id, **effect.arguments)
             return self._version

@@ -227,3 +227,34 @@ def test_a_run_cancelled_in_the_turn_before_its_save_is_saved_whole_and_unclaime
     assert isinstance(caught, asyncio.CancelledError)
     assert stored is not None and stored.claim is None and stored.version == version
     assert [m.content for m in ag.ThreadState.load(stored.data).messages] == ["hi", "x" * 10]
+
+
+def test_a_run_cancelled_in_the_turn_before_its_save_is_cancelled_even_when_the_write_then_fails(served: Any) -> None:
+    # An application shutting down closes its store and cancels the handlers still running. The write
+    # the turn lets land first then fails: the caller must still see its cancellation (as it does when
+    # the write runs in a worker thread), not the store's error in its place, which would pass for an
+    # ordinary failure and leave the task, or the timeout around it, believing it was not cancelled.
+    endpoint = served(_answer(START + OPEN + DELTA * 10 + CLOSE + FINISH))
+    store = MemoryStore()
+
+    async def main() -> tuple[BaseException | None, bool]:
+        ended = asyncio.Event()
+
+        async def run(thread: ag.AsyncThread) -> None:
+            async with thread.stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    if type(event) is ag.types.TextMessageEndEvent:
+                        ended.set()
+
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            task = asyncio.create_task(run(client.thread("t")))
+            await ended.wait()  # (the run's next turn away is the one before its save)
+            store.close()
+            task.cancel()
+            caught = (await asyncio.gather(task, return_exceptions=True))[0]
+            return caught, task.cancelled()
+
+    caught, cancelled = asyncio.run(main())
+
+    assert isinstance(caught, asyncio.CancelledError), repr(caught)
+    assert cancelled

@@ -406,10 +406,12 @@ def _entry_key(entry: ResumeEntry, position: int) -> str:
     """How the entry at ``position`` in its list is named in refusals, warnings and ``repr``: its id, or,
     for an id that is no string (a malformed entry), ``<entry N: interruptId ..., not a string>``.
 
-    That name is no id the agent can raise (it says where the entry stands, so two malformed entries
-    never read as one), and it shows a number, a boolean or ``None`` as written, anything else by its
-    type only: never its ``repr``, which may be of any length, hold line ends, or be an object's own
-    words about what it carries (a token). The int 123 reads apart from the string ``'123'``.
+    The name says where the entry stands, so two malformed entries never read as one. An agent may
+    raise any string as an id, this one too: the entry is refused all the same (``invalid-entry``), but
+    then it reads as covering that interrupt, which is not reported ``uncovered``. The name shows a
+    number, a boolean or ``None`` as written, anything else by its type only: never its ``repr``, which
+    may be of any length, hold line ends, or be an object's own words about what it carries (a token).
+    The int 123 reads apart from the string ``'123'``.
     """
     value = entry.interrupt_id
     if isinstance(value, str):

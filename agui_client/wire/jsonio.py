@@ -134,7 +134,9 @@ def _nests_deeper(text: bytes | str, value: Any, limit: int) -> bool:
     them (``[[[…]]],[[[…]]]``): four seconds of the event loop, with every other run on it waiting.
     When containers are that dense, the text's brackets are counted instead, at C speed (a tenth of
     that). The text's nesting is the value's, but for a member a duplicated key replaced, which counts
-    too: a text nested past the limit is refused whatever its parser kept.
+    too here: a dense text nested past the limit is refused whatever its parser kept. Only here: a
+    sparse one is judged by its value, as is one orjson writes back (``_check_parsed``), so an event
+    whose only deep member was replaced passes or not by how dense the rest of it is.
     """
     blob = text if type(text) is bytes else str(text).encode("utf-8", "surrogatepass")
     if (blob.count(b"[") + blob.count(b"{")) * _BYTES_PER_WALKED_CONTAINER <= len(blob):

@@ -25,6 +25,7 @@ from agui_client import (
     TextMessageStartEvent,
     ThreadState,
     TokenUsage,
+    decode_event,
     encode,
     replay,
 )
@@ -1075,6 +1076,28 @@ def test_a_runs_record_names_no_message_a_snapshot_of_the_run_dropped() -> None:
     assert run.new_message_ids == result.new_message_ids == ("m2", "ai1")
     assert all(thread.message(i) is not None for i in run.new_message_ids)
     assert run.added_message_ids == ["m1", "m2", "ai1"]
+
+
+def test_a_runs_record_names_its_message_renamed_after_the_run_ended() -> None:
+    """A result folded (``ThreadState.apply``, no verifier) after RUN_FINISHED whose id is its call's (TC-09)
+    renames the assistant message the run made for the call (named after the call, no parent given): the
+    record still names that message, under its new id, as its list of ids added does (it said none)."""
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+              {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "lookup"},
+              {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"},
+              {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+              {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "c1", "content": "ok"}]
+    thread = ThreadState()
+
+    for event in events:
+        thread.apply(decode_event(event))
+
+    run = thread.last_run
+    assert run is not None
+    assert [m.id for m in thread.messages] == ["c1.assistant", "c1"]
+    assert run.new_message_ids == ("c1.assistant",)
+    assert run.added_message_ids == ["c1.assistant"]
 
 
 @pytest.mark.parametrize("middle", [0, 1])

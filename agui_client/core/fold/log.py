@@ -478,6 +478,11 @@ class MessageLog:
             if not run.terminated:
                 note_removed(run, old_id)
                 note_added(run, new_id)
+            elif old_id in run.born:
+                # (renamed after its run ended, by an event folded with no verifier: the record's
+                # ``new_message_ids`` reads ``born``, so the message is the run's under its new id too)
+                run.born.discard(old_id)
+                run.born.add(new_id)
 
     def _rename_new(self, run: RunRecord, old_id: str, new_id: str) -> None:
         """Write ``new_id`` wherever the run's ``added_message_ids`` says ``old_id``.
