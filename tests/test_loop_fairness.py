@@ -198,13 +198,11 @@ def test_the_save_after_a_run_is_a_loop_step_of_its_own_not_one_with_the_fold_of
     assert saved_at[0] > last  # (the other task ran between the fold of the run's last read and its save)
 
 
-def test_a_run_cancelled_in_the_turn_before_its_save_is_saved_whole_and_unclaimed(served: Any) -> None:
-    # The turn before an in-memory store's write is a new await point: a cancellation that comes there
-    # lets the write land first (as one in a worker thread does), so the thread is saved and let go.
-    endpoint = served(_answer(START + OPEN + DELTA * 10 + CLOSE + FINISH))
-    store = MemoryStore()
-
-    async def main() -> tuple[BaseException | None, int | None]:
+def _cancelled_before_its_save(url: str, store: MemoryStore, *, close_store: bool = False
+                               ) -> tuple[BaseException | None, bool, int | None]:
+    """Run thread "t" to its last event, cancel it in the turn before its save (closing ``store`` first
+    if asked); return what the task ended with, whether it reads as cancelled, and the thread's version."""
+    async def main() -> tuple[BaseException | None, bool, int | None]:
         ended = asyncio.Event()  # (the consumer saw the last event before the terminal one)
 
         async def run(thread: ag.AsyncThread) -> None:
@@ -213,15 +211,26 @@ def test_a_run_cancelled_in_the_turn_before_its_save_is_saved_whole_and_unclaime
                     if type(event) is ag.types.TextMessageEndEvent:
                         ended.set()
 
-        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+        async with ag.AsyncAgentClient(url, store=store) as client:
             thread = client.thread("t")
             task = asyncio.create_task(run(thread))
             await ended.wait()  # (the run's next turn away is the one before its save)
+            if close_store:
+                store.close()
             task.cancel()
             caught = (await asyncio.gather(task, return_exceptions=True))[0]
-            return caught, thread.version
+            return caught, task.cancelled(), thread.version
 
-    caught, version = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_a_run_cancelled_in_the_turn_before_its_save_is_saved_whole_and_unclaimed(served: Any) -> None:
+    # The turn before an in-memory store's write is a new await point: a cancellation that comes there
+    # lets the write land first (as one in a worker thread does), so the thread is saved and let go.
+    endpoint = served(_answer(START + OPEN + DELTA * 10 + CLOSE + FINISH))
+    store = MemoryStore()
+
+    caught, _, version = _cancelled_before_its_save(endpoint.url, store)
 
     stored = store.load("t")
     assert isinstance(caught, asyncio.CancelledError)
@@ -235,26 +244,8 @@ def test_a_run_cancelled_in_the_turn_before_its_save_is_cancelled_even_when_the_
     # the write runs in a worker thread), not the store's error in its place, which would pass for an
     # ordinary failure and leave the task, or the timeout around it, believing it was not cancelled.
     endpoint = served(_answer(START + OPEN + DELTA * 10 + CLOSE + FINISH))
-    store = MemoryStore()
 
-    async def main() -> tuple[BaseException | None, bool]:
-        ended = asyncio.Event()
-
-        async def run(thread: ag.AsyncThread) -> None:
-            async with thread.stream("hi", run_id="r") as stream:
-                async for event in stream:
-                    if type(event) is ag.types.TextMessageEndEvent:
-                        ended.set()
-
-        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
-            task = asyncio.create_task(run(client.thread("t")))
-            await ended.wait()  # (the run's next turn away is the one before its save)
-            store.close()
-            task.cancel()
-            caught = (await asyncio.gather(task, return_exceptions=True))[0]
-            return caught, task.cancelled()
-
-    caught, cancelled = asyncio.run(main())
+    caught, cancelled, _ = _cancelled_before_its_save(endpoint.url, MemoryStore(), close_store=True)
 
     assert isinstance(caught, asyncio.CancelledError), repr(caught)
     assert cancelled
