@@ -407,8 +407,8 @@ def _entry_key(entry: ResumeEntry, position: int) -> str:
     for an id that is no string (a malformed entry), ``<entry N: interruptId ..., not a string>``.
 
     The name says where the entry stands, so two malformed entries never read as one. An agent may
-    raise any string as an id, this one too: the entry is refused all the same (``invalid-entry``), but
-    then it reads as covering that interrupt, which is not reported ``uncovered``. The name shows a
+    raise any string as an id, this one too: such an entry is kept apart from those that name an
+    interrupt (``_find_problems``), so it never reads as covering one. The name shows a
     number, a boolean or ``None`` as written, anything else by its type only: never its ``repr``, which
     may be of any length, hold line ends, or be an object's own words about what it carries (a token).
     The int 123 reads apart from the string ``'123'``.
@@ -443,7 +443,9 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
     for interrupt in open_interrupts:
         raised.setdefault(interrupt.id, []).append(interrupt)
 
-    named: dict[str, list[ResumeEntry]] = {}
+    named: dict[str, list[ResumeEntry]] = {}  # (the entries that name an interrupt: string ids)
+    given: dict[str, None] = {}  # (every entry's name, in the order given)
+    nameless: set[str] = set()  # (the names of entries whose id is no string: they name no interrupt)
     malformed: list[str] = []
     for position, entry in enumerate(entries):
         if not isinstance(entry, ResumeEntry):
@@ -452,7 +454,13 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
         # Before any rule: a value JSON cannot hold would be refused, mangled or sent as invalid JSON,
         # and a schema cannot judge it.
         _check_json(key, entry.payload, entry.metadata)
-        named.setdefault(key, []).append(entry)
+        given[key] = None
+        if isinstance(entry.interrupt_id, str):
+            named.setdefault(key, []).append(entry)
+        else:
+            # Kept apart: its name is a string an agent could also have chosen as an id, and an entry
+            # that names nothing must not read as covering that interrupt.
+            nameless.add(key)
         # (metadata is a JSON object in the schema: another value is refused here, as the agent would
         # refuse the whole input after it was sent)
         bad = (not isinstance(entry.interrupt_id, str) or entry.status not in _STATUSES
@@ -460,9 +468,9 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
         if bad and key not in malformed:
             malformed.append(key)
 
-    unknown = [key for key in named if key not in raised]
+    unknown = [key for key in given if key in nameless or key not in raised]
     # Offending ids are listed in raise order, then the unknown ones in the order given.
-    order = [*raised, *unknown]
+    order = list(dict.fromkeys([*raised, *unknown]))
     problems: dict[str, list[str]] = {kind: [] for kind in PROBLEM_KINDS}
     errors: dict[str, list[str]] = {}
     faults: dict[str, list[SchemaFault]] = {}

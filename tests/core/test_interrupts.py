@@ -134,6 +134,18 @@ def test_an_entry_whose_id_is_not_a_string_is_refused() -> None:
     assert error.problems["unknown"] == (named,)
 
 
+def test_an_entry_whose_id_is_not_a_string_never_covers_an_interrupt_its_name_spells() -> None:
+    # Its name is a string an agent may have chosen as an id: the entry names no interrupt all the same,
+    # so the interrupt of that id is still uncovered, and the entry is unknown and malformed.
+    named = "<entry 0: interruptId 7, not a string>"
+    entry = ResumeEntry(interrupt_id=7, status="cancelled")  # type: ignore[arg-type]
+    error = refusal([ask(named)], [entry])
+    assert error.problems["uncovered"] == (named,)
+    assert (error.problems["invalid-entry"], error.problems["unknown"]) == ((named,), (named,))
+    assert error.ids.count(named) == 1
+    assert ResumeBuilder([ask(named)]).answer(7, 1).uncovered == (named,)  # type: ignore[arg-type]
+
+
 class _Credential:
     def __repr__(self) -> str:
         return "Credential('sk-live-0123456789')\n\x1b[2J" + "x" * 10_000
