@@ -127,7 +127,7 @@ _pair_count_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_p
 _pair_list_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=list)
 
 
-def _nests_deeper(text: bytes | str, value: Any, limit: int) -> bool:
+def _nests_deeper(text: bytes | str, value: Any, limit: int, opened: int | None) -> bool:
     """Whether ``value``, parsed from ``text``, nests containers deeper than ``limit``.
 
     Walking the value costs Python's time per container, and a payload of 16 MiB holds 8 million of
@@ -136,13 +136,21 @@ def _nests_deeper(text: bytes | str, value: Any, limit: int) -> bool:
     that). The text's nesting is the value's, but for a member a duplicated key replaced, which counts
     too here: a dense text nested past the limit is refused whatever its parser kept. Only here: a
     sparse one is judged by its value, as is one orjson writes back (``_check_parsed``), so an event
-    whose only deep member was replaced passes or not by how dense the rest of it is.
+    whose only deep member was replaced passes or not by how dense the rest of it is. ``opened``: the
+    text's ``[`` and ``{``, where the caller counted them already.
     """
-    blob = text if type(text) is bytes else str(text).encode("utf-8", "surrogatepass")
-    if (blob.count(b"[") + blob.count(b"{")) * _BYTES_PER_WALKED_CONTAINER <= len(blob):
+    if opened is None:
+        opened = _opened(text)
+    if opened * _BYTES_PER_WALKED_CONTAINER <= len(text):
         return _depth_exceeds(value, limit)
+    blob = text if type(text) is bytes else str(text).encode("utf-8", "surrogatepass")
     brackets = _JSON_STRING.sub(b"", blob).translate(None, _NOT_BRACKETS)
     return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > limit
+
+
+def _opened(text: bytes | str) -> int:
+    """How many ``[`` and ``{`` ``text`` holds, strings included (at C speed)."""
+    return text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
 
 
 #: Walking a container costs about what scanning 32 bytes of text does: denser text is scanned.
@@ -355,14 +363,15 @@ def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates
         # orjson refuses to write anything nested deeper than it can: when it writes the value, the
         # value is shallow enough and the walk is not needed (the rewrite also serves _no_duplicates).
         shortcut = _orjson is not None and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH
+        counted: int | None = None
         if shortcut and (rewritten is not None or len(raw) > _LARGE):
             brackets = max_depth + 1  # counting costs more than the rewrite
         else:
-            brackets = raw.count("[") + raw.count("{") if isinstance(raw, str) else raw.count(b"[") + raw.count(b"{")
+            brackets = counted = _opened(raw)
         if brackets > max_depth:
             if shortcut and rewritten is None:
                 rewritten = _rewrite(value, raw)
-            if not (shortcut and rewritten is not None) and _nests_deeper(raw, value, max_depth):
+            if not (shortcut and rewritten is not None) and _nests_deeper(raw, value, max_depth, counted):
                 raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
                                     event_type=type_of(value), rule=NOT_AN_EVENT)
     if check_duplicates and type(value) is dict:
