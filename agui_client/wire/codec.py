@@ -5,12 +5,12 @@ key is not a field), tolerant where the protocol asks for tolerance (unknown eve
 ``UnknownEvent``; unknown fields are ignored and reported once), and defensive against hostile JSON
 (:mod:`~agui_client.wire.jsonio` parses it).
 
-The types state every field once. What they cannot state is the *policy* below, in one place: the
-legacy nulls read as absent, the fields the wire requires though Python has a default, and the
-checks beyond field types (a patch's shape, an outcome that must carry interrupts, token usage that
-costs only itself when malformed). The converter's hooks apply it on the checked path, which alone
-decides errors and warnings; :mod:`~agui_client.wire.derive` generates from the same types and the
-same policy the fast readers most payloads take, which accept only what the checked path accepts.
+The types state every field once. What they cannot state is the *policy*, in one place
+(:mod:`~agui_client.wire.policy`): the legacy nulls read as absent, the fields the wire requires though
+Python has a default, and the checks beyond field types. The converter's hooks apply it on the checked
+path, which alone decides errors and warnings; :mod:`~agui_client.wire.derive` generates from the same
+types and the same policy the fast readers most payloads take, which accept only what the checked path
+accepts.
 
 Warnings go to the active sink (:mod:`~agui_client.wire.sink`); a run session collects them into
 ``RunResult.warnings``.
@@ -31,7 +31,6 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from ..errors import DecodeError
 from . import derive
-from .compat import upgrade_parts
 from .jsonio import (
     DEFAULT_MAX_DEPTH,
     MAX_SAFE_INT,
@@ -43,6 +42,7 @@ from .jsonio import (
     parse_json,
     read_slices,
 )
+from .policy import ALWAYS_LEGACY_NULL, LEGACY_NULLS, TAG_NAMES, WIRE_REQUIRED, FieldError, check_patch, checks
 from .sink import DROP_WARNINGS, WarningSink, collect_warnings, warn
 from .types import events as ev
 from .types import messages as msg
@@ -101,188 +101,6 @@ def tag_of(cls: type) -> tuple[str, str] | None:
     return None
 
 
-class FieldError(ValueError):
-    """A value of the wrong shape; ``pointer`` is relative to the object being structured."""
-
-    def __init__(self, message: str, pointer: str = "") -> None:
-        super().__init__(message)
-        self.pointer = pointer
-
-
-# --------------------------------------------------------------------------------------------------
-# The policy: what the types cannot state
-# --------------------------------------------------------------------------------------------------
-
-#: Fields a 1.0 producer may still send as null from before the omission rule: read as absent, with
-#: a UK-06 warning. UK-06 names ``RUN_FINISHED.outcome``, ``RUN_FINISHED``/``SUBAGENT_FINISHED.result``,
-#: ``parentMessageId``, ``rawEvent`` and ``RUN_STARTED.input``'s optional fields (its tools' ``parameters`` and
-#: its resume entries' ``payload`` too, as the reference reads them there). Read alike, beyond its
-#: list: ``usage`` (a usage the client cannot read costs only the usage, TU-01/TU-04, and null reports
-#: nothing, TU-05) and ``SUBAGENT_FINISHED.outcome`` (absent is success, SA-07, as an outcome the client
-#: cannot read already is). A producer that writes unset optional fields as null (pydantic's
-#: default, which the Python SDK's models once used) writes them next to the listed ones.
-LEGACY_NULLS: dict[type, frozenset[str]] = {
-    ev.RunFinishedEvent: frozenset({"outcome", "result", "rawEvent", "usage"}),
-    ev.RunErrorEvent: frozenset({"usage", "rawEvent"}),
-    ev.ToolCallStartEvent: frozenset({"parentMessageId", "rawEvent"}),
-    ev.ToolCallChunkEvent: frozenset({"parentMessageId", "rawEvent"}),
-    ev.SubagentFinishedEvent: frozenset({"result", "outcome", "rawEvent"}),
-    rn.RunAgentInput: frozenset({"state", "tools", "context", "forwardedProps", "resume", "parentRunId",
-                                 "protocolVersion"}),
-    rn.Tool: frozenset({"parameters"}),
-    rn.ResumeEntry: frozenset({"payload"}),
-}
-_ALWAYS_LEGACY_NULL = frozenset({"rawEvent"})
-
-#: Fields with a Python default that the wire still requires.
-WIRE_REQUIRED: dict[type, frozenset[str]] = {
-    ev.ReasoningMessageStartEvent: frozenset({"role"}),
-    rn.RunAgentInput: frozenset({"messages"}),
-    msg.FunctionCall: frozenset({"arguments"}),
-}
-
-_Warn = Callable[..., None]
-
-
-def _pointer_ok(path: Any) -> bool:
-    """An RFC 6901 pointer: ``""`` or ``/…`` where every ``~`` starts ``~0`` or ``~1``."""
-    return type(path) is str and (path == "" or (path[0] == "/" and (
-        "~" not in path or path.count("~") == path.count("~0") + path.count("~1"))))
-
-
-_TAG_NAMES = frozenset({"type", "role"})
-_PATCH_OPS = {"add": ("value",), "remove": (), "replace": ("value",), "move": ("from",), "copy": ("from",),
-              "test": ("value",)}
-
-
-def _patch_check(field_name: str) -> Callable[[dict[str, Any], _Warn], None]:
-    """The check of an event's JSON Patch member (``delta``, ``patch``): its shape (see ``_check_patch``)."""
-
-    def check(value: dict[str, Any], warn: _Warn) -> None:
-        patch = value.get(field_name, _ABSENT)
-        if patch.__class__ is list:
-            # Most patches are a few plain add/replace/test/remove operations: one glance each shows the
-            # rules of _check_patch cannot refuse them (this runs for every STATE_DELTA, on every path,
-            # so its tests are ordered cheapest first).
-            for op in patch:
-                if op.__class__ is not dict:
-                    break
-                path = op.get("path")
-                if path.__class__ is not str:
-                    break
-                if "~" in path and path.count("~") != path.count("~0") + path.count("~1"):
-                    break
-                if path and path[0] != "/":
-                    break
-                name = op.get("op")
-                if name.__class__ is not str:  # (before the set lookup: a list or an object is unhashable)
-                    break
-                if name in _VALUED_OPS:
-                    if "value" not in op:
-                        break
-                elif name != "remove":
-                    break
-            else:
-                return
-        elif patch is _ABSENT:
-            return
-        _check_patch(patch, field_name)
-    return check
-
-
-_VALUED_OPS = frozenset(name for name, members in _PATCH_OPS.items() if members == ("value",))
-_ABSENT: Any = object()
-
-
-def _check_patch(patch: Any, field_name: str) -> None:
-    """Validate a JSON Patch's shape.
-
-    An operation JSON Patch does not define (``merge``) is kept: the patch is then not applied at all
-    (SP-07 / AGUI303, warned by the fold), rather than applied without it (the reference's UK-04 reading).
-    """
-    if type(patch) is not list:
-        raise FieldError(f"expected a JSON Patch array, got {describe(patch)}", f"/{field_name}")
-    for i, op in enumerate(patch):
-        if type(op) is not dict:
-            raise FieldError(f"expected a patch operation object, got {describe(op)}", f"/{field_name}/{i}")
-        name = op.get("op")
-        if type(name) is not str:  # before the membership test: a list or an object is unhashable
-            raise FieldError(f"a patch operation needs a string 'op', got {describe(name)}", f"/{field_name}/{i}/op")
-        members = _PATCH_OPS.get(name)
-        if members is None:
-            continue
-        path = op.get("path")
-        if not _pointer_ok(path):
-            raise FieldError(f"invalid JSON pointer {path!r}", f"/{field_name}/{i}/path")
-        for member in members:
-            if member not in op:
-                raise FieldError(f"{name!r} operation needs {member!r}", f"/{field_name}/{i}/{member}")
-            if member == "from" and not _pointer_ok(op["from"]):
-                raise FieldError(f"invalid JSON pointer {op['from']!r}", f"/{field_name}/{i}/from")
-
-
-def _check_success_outcome(value: dict[str, Any], warn: _Warn) -> None:
-    if "interrupts" in value:
-        # IR-03: the success outcome is closed; carrying interrupts is a contradiction, never a success.
-        raise FieldError("a success outcome cannot carry interrupts", "/interrupts")
-
-
-def _check_cancelled_outcome(value: dict[str, Any], warn: _Warn) -> None:
-    if "interrupts" in value:
-        raise FieldError("a cancelled outcome cannot carry interrupts", "/interrupts")
-
-
-def _check_interrupt_outcome(value: dict[str, Any], warn: _Warn) -> None:
-    interrupts = value.get("interrupts")
-    if type(interrupts) is list and not interrupts:
-        raise FieldError("an interrupt outcome needs at least one interrupt", "/interrupts")
-
-
-def _check_suspended(value: dict[str, Any], warn: _Warn) -> None:
-    ids = value.get("interruptIds")
-    if type(ids) is list:
-        for i, item in enumerate(ids):
-            if type(item) is not str:
-                raise FieldError(f"expected a string, got {describe(item)}", f"/interruptIds/{i}")
-
-
-def _check_usage(value: dict[str, Any], warn: _Warn) -> None:
-    for key, item in value.items():
-        if key in ("provider", "model"):
-            continue
-        if type(item) is int and item < 0:
-            raise FieldError("token counts are never negative", "/" + key)
-
-
-def _check_run_usage(value: dict[str, Any], warn: _Warn) -> dict[str, Any] | None:
-    """TU-01 and TU-04, a deliberate deviation from the reference (which fails the run): token usage is
-    telemetry and must not cost a RUN_FINISHED its outcome and interrupts, nor a RUN_ERROR its failure.
-    A ``usage`` that is not an array is dropped whole, an entry the schema refuses is dropped alone,
-    each with a warning at its pointer; the rest of the event is read as usual.
-    """
-    if "usage" not in value:
-        return None
-    usage = value["usage"]
-    kind = value.get("type")
-    event_type = kind if type(kind) is str else None
-    if type(usage) is not list:
-        warn("TU-01", f"usage must be an array of entries, got {describe(usage)}: dropped", pointer="/usage",
-             event_type=event_type)
-        return {key: item for key, item in value.items() if key != "usage"}
-    kept: list[Any] = []
-    for i, entry in enumerate(usage):
-        fault = _usage_entry_fault(entry)
-        if fault is not None:
-            pointer, message = fault
-            warn("TU-04", f"usage entry dropped: {message}", pointer=f"/usage/{i}{pointer}",
-                 event_type=event_type)
-            continue
-        kept.append(entry)
-        for code, field_name, message in _usage_contradictions(entry):
-            warn(code, message, pointer=f"/usage/{i}/{field_name}", event_type=event_type)
-    return None if len(kept) == len(usage) else {**value, "usage": kept}
-
-
 def _usage_entry_fault(entry: Any) -> tuple[str, str] | None:
     """Why the schema refuses one usage entry (pointer within the entry, message), or ``None``."""
     # The entry's own warnings (an unknown key) are reported when it is read for real, not twice.
@@ -296,61 +114,9 @@ def _usage_entry_fault(entry: Any) -> tuple[str, str] | None:
     return None
 
 
-#: Each part of a total (TU-02): reasoning is part of output, cached input part of input.
-_USAGE_PARTS = (("reasoningTokens", "outputTokens"), ("cachedInputTokens", "inputTokens"))
-
-
-def _usage_contradictions(entry: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """What a well-formed wire usage entry says against itself, as (warning code, the wire name of the
-    field at fault, a message); empty for a consistent entry.
-
-    Reasoning tokens are part of the output, cached and cache-write input tokens disjoint parts of the
-    input (TU-02): a part larger than its total is reported (TU-02), never added to anything, since
-    totals are summed from the totals alone. ``totalTokens`` is the sum of the input and output totals
-    (TU-03), which a consumer may read in its place: a different one is reported, and all three are
-    kept as the producer gave them (which one is wrong, the client cannot tell).
-    """
-    faults = []
-    for part, total in _USAGE_PARTS:
-        counted, whole = entry.get(part), entry.get(total)
-        if counted is not None and whole is not None and counted > whole:
-            faults.append(("TU-02", part, f"{part} ({counted}) exceeds {total} ({whole}), of which it is a part"))
-    written, cached, whole = (entry.get(key) for key in ("cacheWriteInputTokens", "cachedInputTokens", "inputTokens"))
-    if written is not None and whole is not None and written + (cached or 0) > whole:
-        faults.append(("TU-02", "cacheWriteInputTokens", f"cacheWriteInputTokens ({written}) and "
-                       f"cachedInputTokens ({cached or 0}) exceed inputTokens ({whole}), of which they are "
-                       "disjoint parts"))
-    stated, given, made = (entry.get(key) for key in ("totalTokens", "inputTokens", "outputTokens"))
-    if stated is not None and given is not None and made is not None and stated != given + made:
-        faults.append(("TU-03", "totalTokens", f"totalTokens ({stated}) is not inputTokens ({given}) + outputTokens "
-                       f"({made}) = {given + made}; all three are kept as reported"))
-    return faults
-
-
-def _check_tool_call(value: dict[str, Any], warn: _Warn) -> None:
-    kind = value.get("type", "function")
-    if kind != "function":
-        raise FieldError(f"a tool call's type must be 'function', got {kind!r}", "/type")
-
-
-#: Checks beyond the field types, run before a class is structured, on every path: ``check(value,
-#: warn)`` raises :class:`FieldError`, or returns the value changed (``None``: unchanged), and may warn.
-#: A fast reader runs the same check and leaves to the checked path whatever it would refuse, change
-#: or warn about.
-CHECKS: dict[type, Callable[[dict[str, Any], _Warn], dict[str, Any] | None]] = {
-    msg.ToolCall: _check_tool_call,
-    ev.StateDeltaEvent: _patch_check("delta"),
-    ev.ActivityDeltaEvent: _patch_check("patch"),
-    rn.RunFinishedSuccessOutcome: _check_success_outcome,
-    rn.RunFinishedCancelledOutcome: _check_cancelled_outcome,
-    rn.RunFinishedInterruptOutcome: _check_interrupt_outcome,
-    rn.SubagentFinishedSuspendedOutcome: _check_suspended,
-    rn.TokenUsage: _check_usage,
-    ev.RunFinishedEvent: _check_run_usage,
-    ev.RunErrorEvent: _check_run_usage,
-    msg.UserMessage: upgrade_parts,
-    msg.ToolMessage: upgrade_parts,
-}
+#: The policy's checks beyond the field types (:func:`~agui_client.wire.policy.checks`), by class, with
+#: the schema's verdict on a usage entry (this module's converter) handed in.
+CHECKS = checks(_usage_entry_fault)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -575,7 +341,7 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
     names = frozenset(wire_name(a) for a in fields)
     known = names | ({"type", "role"} if tag_of(cls) else set())
     tag = tag_of(cls)
-    legacy = LEGACY_NULLS.get(cls, frozenset()) | _ALWAYS_LEGACY_NULL
+    legacy = LEGACY_NULLS.get(cls, frozenset()) | ALWAYS_LEGACY_NULL
     # A required free-form JSON field (STATE_SNAPSHOT.snapshot, CUSTOM.value, RAW.event) may be null:
     # null is a value there (SP-01, UK-12), not an absent optional field.
     nullable = frozenset(wire_name(a) for a in fields if a.default is attrs.NOTHING and a.type is Any)
@@ -610,7 +376,7 @@ def _drop_nulls(value: dict[str, Any], legacy: frozenset[str], nullable: frozens
         # (a member this class does not have is ignored with a warning whatever its value, null included:
         # UK-03 makes unknown members tolerated, never fatal. That holds for the other kind's tag name
         # too, ``role`` on an event or ``type`` on a message, which is otherwise ignored without a word.)
-        if item is None and key not in names and key in _TAG_NAMES:
+        if item is None and key not in names and key in TAG_NAMES:
             warn("UK-03", f"unknown field {key!r} on {where} ignored", pointer="/" + escape(key),
                  event_type=where if is_event else None, once=("field", where, key))
             continue
@@ -761,7 +527,7 @@ def patch_vet(field_name: str) -> Callable[[Any], None]:
     :class:`FieldError` (the one rule of ``CHECKS``, for an applier that asks for it only when it must:
     see :func:`~agui_client.core.patch.apply_patch`'s ``vet``)."""
     def vet(patch: Any) -> None:
-        _check_patch(patch, field_name)
+        check_patch(patch, field_name)
     return vet
 
 
@@ -970,11 +736,12 @@ def checked_usage(event: ev.RunFinishedEvent | ev.RunErrorEvent,
     """
     if event.usage is None:
         return event
+    check = CHECKS[type(event)]
     if sink is not None:
         with collect_warnings(sink):
-            kept = _check_run_usage({"type": event.TYPE, "usage": encode(event.usage)}, warn)
+            kept = check({"type": event.TYPE, "usage": encode(event.usage)}, warn)
     else:
-        kept = _check_run_usage({"type": event.TYPE, "usage": encode(event.usage)}, warn)
+        kept = check({"type": event.TYPE, "usage": encode(event.usage)}, warn)
     if kept is None:
         return event
     usage = kept.get("usage")

@@ -72,7 +72,7 @@ def _repeats(other: Any, modern: dict[str, Any], filename: Any) -> bool:
 def upgrade_parts(value: dict[str, Any], warn: Callable[..., None]) -> dict[str, Any] | None:
     """A message's content with its pre-1.0 parts read as 1.0 parts (``None``: nothing to read so).
 
-    A check of the codec (``CHECKS``) for the messages whose content may be parts.
+    A check of the policy (:func:`~agui_client.wire.policy.checks`) for the messages whose content may be parts.
     """
     content = value.get("content")
     if type(content) is not list:

@@ -24,7 +24,7 @@ from agui_client.errors import AguiWarning, DecodeError, LimitExceeded, Protocol
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
 from agui_client.types import run as rn
-from agui_client.wire import codec, derive, jsonio
+from agui_client.wire import codec, derive, jsonio, policy
 from agui_client.wire.codec import decode_event, encode
 from agui_client.wire.jsonio import parse_json
 from agui_client.wire.sink import collect_warnings
@@ -693,7 +693,7 @@ def test_the_fast_pointer_check_is_the_pointer_regex() -> None:
     for length in range(6):
         for chars in itertools.product(alphabet, repeat=length):
             path = "".join(chars)
-            assert codec._pointer_ok(path) == bool(_POINTER.fullmatch(path)), repr(path)
+            assert policy._pointer_ok(path) == bool(_POINTER.fullmatch(path)), repr(path)
 
 
 def test_a_newline_is_not_a_json_pointer(parse_path: str) -> None:
@@ -794,7 +794,7 @@ def test_the_fast_reader_takes_a_patch_exactly_when_the_checked_path_reads_it_si
             assert checked == ("ok", fast, []), op
         # the glance never passes what the exact check refuses
         try:
-            codec._check_patch([op], "delta")
+            policy.check_patch([op], "delta")
             exact = True
         except codec.FieldError:
             exact = False
@@ -868,7 +868,7 @@ def test_the_fast_reader_takes_a_usage_exactly_when_the_checked_path_reads_it_si
         checked = _checked(event, ev.RunFinishedEvent)
         fast = _fast_or_fallback(event, ev.RunFinishedEvent)
         with collect_warnings() as sink:
-            silent = codec._check_run_usage(event, codec.warn) is None
+            silent = codec.CHECKS[ev.RunFinishedEvent](event, codec.warn) is None
         assert (fast is not codec.Fallback) == (silent and not sink.items), entry
         if fast is not codec.Fallback:
             assert checked == ("ok", fast, []), entry

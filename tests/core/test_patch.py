@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from patch_oracle import reference_apply
 
 from agui_client.core.patch import MAX_DEPTH, PatchFailed, apply_patch
-from agui_client.wire.codec import FieldError, _check_patch
+from agui_client.wire.policy import FieldError, check_patch
 
 
 def test_operations_apply_in_place_and_in_order() -> None:
@@ -201,7 +201,7 @@ def _vet_counting() -> tuple[list[int], Any]:
 
     def vet(patch: Any) -> None:
         asked.append(1)
-        _check_patch(patch, "delta")
+        check_patch(patch, "delta")
     return asked, vet
 
 
@@ -244,4 +244,4 @@ def test_every_operation_the_applier_takes_as_plain_passes_the_check(ops: list[d
     # What lets a vetted patch of plain operations skip the check: the applier's plain test is stricter.
     plain = [op for op in ops if "~" not in op["path"] and len(op["path"]) > 1
              and (op["op"] == "remove" or "value" in op)]
-    _check_patch(plain, "delta")  # (raises if the rule were looser than the applier's)
+    check_patch(plain, "delta")  # (raises if the rule were looser than the applier's)
