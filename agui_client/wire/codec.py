@@ -36,8 +36,6 @@ from .jsonio import (
     MAX_SAFE_INT,
     NOT_AN_EVENT,
     SLICED_MIN,
-    PlainList,
-    describe,
     escape,
     parse_json,
     read_slices,
@@ -48,6 +46,7 @@ from .types import events as ev
 from .types import messages as msg
 from .types import run as rn
 from .types.events import EVENT_TYPES, Event, UnknownEvent
+from .values import PlainList, describe
 
 __all__ = [
     "decode_event",
@@ -547,7 +546,7 @@ def encode_messages(messages: Iterable[Any], *, checked: bool = False) -> list[A
 
     Args:
         messages: the messages.
-        checked: return a :class:`~agui_client.wire.jsonio.PlainList` when every value is plain JSON
+        checked: return a :class:`~agui_client.wire.values.PlainList` when every value is plain JSON
             (only for data that is serialised at once and never changed).
     """
     out: list[Any] = []

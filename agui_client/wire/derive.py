@@ -762,7 +762,7 @@ def _finish(mode: str, namespace: dict[str, Any], setters: list[tuple[str, Any, 
 
 def _plain(value: Any) -> bool:
     """Whether ``value`` holds only dicts, lists, tuples, str, int, bool, None and finite floats."""
-    from .jsonio import plain_json
+    from .values import plain_json
 
     return plain_json(value)
 

@@ -13,8 +13,8 @@ Everything that reads or writes JSON in the package goes through here, so the de
   large object's array a slice at a time.
 * :func:`dump_json`, :func:`dump_record` and :func:`load_record` write and read exactly: lone UTF-16
   halves, integers beyond 64 bits, ``NaN`` and non-JSON Python values are handled or refused.
-* :func:`json_problem` and :func:`plain_json` say whether a Python value is JSON at all;
-  :func:`copy_json` and :func:`deep_copy` copy JSON trees without recursion.
+* :func:`json_problem` says whether a Python value is JSON at all, and where it is not (the
+  values' other questions and their copies are :mod:`~agui_client.wire.values`').
 
 Errors are :class:`~agui_client.errors.DecodeError` / :class:`~agui_client.errors.LimitExceeded`
 naming the rule ``NOT_AN_EVENT`` (the payload is not one acceptable JSON object).
@@ -22,9 +22,7 @@ naming the rule ``NOT_AN_EVENT`` (the payload is not one acceptable JSON object)
 
 from __future__ import annotations
 
-import copy
 import json
-import math
 import re
 import warnings
 from collections.abc import Callable
@@ -32,6 +30,7 @@ from itertools import accumulate
 from typing import Any
 
 from ..errors import AguiWarning, DecodeError, LimitExceeded
+from .values import plain_json
 from .writeback import SLICED_DEPTH, WRITE_WHOLE, dense, write_sliced
 
 _orjson: Any
@@ -53,14 +52,6 @@ __all__ = [
     "dump_record",
     "load_record",
     "json_problem",
-    "plain_json",
-    "has_surrogate",
-    "PlainList",
-    "PlainDict",
-    "copy_json",
-    "deep_copy",
-    "is_json",
-    "describe",
     "escape",
     "excerpt",
     "type_of",
@@ -678,168 +669,6 @@ def json_problem(value: Any) -> tuple[str, str] | None:
     return None
 
 
-
-
-# --------------------------------------------------------------------------------------------------
-# Python values that are JSON, and their copies
-# --------------------------------------------------------------------------------------------------
-
-_JSON_CLASSES = (str, int, float, list, dict)
-
-
-def describe(value: Any) -> str:
-    """What kind of JSON value ``value`` is, for a message (``"a string"``, ``"null"`` …)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if type(value) not in _JSON_CLASSES and isinstance(value, _JSON_CLASSES):
-        # (a subclass reads as what it derives from; the decoder takes the JSON types exactly)
-        base = next(cls for cls in _JSON_CLASSES if isinstance(value, cls))
-        return f"a {type(value).__name__}, not a plain {base.__name__}"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-class PlainList(list):  # type: ignore[type-arg]
-    """A list of wire values already checked with :func:`plain_json` (so nobody walks it again).
-
-    Only for data serialised at once and never changed (``ThreadState.dump(share_state=True)``).
-    """
-
-
-class PlainDict(dict):  # type: ignore[type-arg]
-    """A dict of wire values already known to be plain JSON (a shallow copy; see :class:`PlainList`)."""
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def has_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a UTF-16 surrogate (half of a character, which UTF-8 cannot encode).
-
-    An ASCII string cannot (``isascii`` reads a flag the string keeps). Otherwise orjson, which refuses
-    to write a surrogate and scans with SIMD, answers ten to thirty times faster than a regular
-    expression reading every character (1 ms against 13 for 2.4 MB); without orjson, the expression.
-
-    Example::
-
-        >>> has_surrogate("caf\u00e9"), has_surrogate("half \ud83d")
-        (False, True)
-    """
-    if text.isascii():
-        return False
-    if _orjson is None:
-        return _SURROGATE.search(text) is not None
-    try:
-        _orjson.dumps(text)
-    except TypeError:  # (orjson.JSONEncodeError: "surrogates not allowed")
-        return True
-    return False
-
-
-def plain_json(value: Any) -> bool:
-    """Whether ``value`` holds only dicts, lists, tuples, str, int, bool, None and finite floats.
-
-    Exact types: a subclass (an enum, say) is not plain. A :class:`PlainList` or :class:`PlainDict`
-    inside counts as checked. ``value`` must not be cyclic (a store runs this after orjson has written the data).
-    """
-    stack = [value]
-    pop = stack.pop
-    push = stack.append
-    finite = math.isfinite
-    while stack:
-        node = pop()
-        kind = type(node)
-        if kind is dict:
-            items: Any = node.values()
-        elif kind is list or kind is tuple:
-            items = node
-        else:
-            items = (node,)
-        for item in items:
-            kind = type(item)
-            if kind is str or kind is int or item is None or kind is bool or kind is PlainList or kind is PlainDict:
-                continue
-            if kind is float:
-                if not finite(item):
-                    return False
-            elif kind is dict or kind is list or kind is tuple:
-                push(item)
-            else:
-                return False
-    return True
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of JSON data (through orjson when installed; :func:`deep_copy` otherwise)."""
-    if value is None or type(value) in (str, int, float, bool):
-        return value
-    if _orjson is not None:
-        try:
-            return _orjson.loads(_orjson.dumps(value))
-        except (TypeError, ValueError):
-            pass  # lone surrogates, integers beyond 64 bits, very deep values: the generic copy is right
-    return deep_copy(value)
-
-
-def deep_copy(value: Any) -> Any:
-    """``copy.deepcopy`` of a JSON-shaped tree without recursion.
-
-    The decoder admits nesting to 512 levels, and ``copy.deepcopy`` recurses twice per level: a deep
-    but valid state would end in a ``RecursionError`` (earlier still when the caller is deep). Dicts
-    and lists are copied here level by level, a container met twice is copied once (as ``deepcopy``
-    does, so a cycle ends); anything else is a leaf, deep-copied alone.
-    """
-    kind = type(value)
-    if kind is not dict and kind is not list:
-        return value if value is None or kind in (str, int, float, bool) else copy.deepcopy(value)
-    root: Any = {} if kind is dict else []
-    made: dict[int, Any] = {id(value): root}
-    stack: list[tuple[Any, Any]] = [(value, root)]
-    while stack:
-        source, target = stack.pop()
-        items = source.items() if type(source) is dict else enumerate(source)
-        for key, item in items:
-            kind = type(item)
-            if kind is dict or kind is list:
-                copied = made.get(id(item))
-                if copied is None:
-                    copied = made[id(item)] = {} if kind is dict else []
-                    stack.append((item, copied))
-            elif item is None or kind in (str, int, float, bool):
-                copied = item
-            else:
-                copied = copy.deepcopy(item)
-            if type(target) is dict:
-                target[key] = copied
-            else:
-                target.append(copied)
-    return root
-
-
-def is_json(text: str) -> bool:
-    """Whether ``text`` parses as JSON (any value; tool-call arguments are judged by this)."""
-    try:
-        if _orjson is not None:
-            _orjson.loads(text)
-        else:
-            json.loads(text)
-    except ValueError:
-        try:
-            json.loads(text)  # orjson refuses lone surrogates that JSON allows
-        except (ValueError, RecursionError):  # (arguments nested deeper than a parser goes: not usable JSON)
-            return False
-    return True
 
 
 # --------------------------------------------------------------------------------------------------

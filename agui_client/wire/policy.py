@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .compat import upgrade_parts
-from .jsonio import describe
 from .types import events as ev
 from .types import messages as msg
 from .types import run as rn
+from .values import describe
 
 __all__ = [
     "FieldError",

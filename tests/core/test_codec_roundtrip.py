@@ -23,7 +23,7 @@ from agui_client.types import capabilities as cap
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
 from agui_client.types import run as rn
-from agui_client.wire import codec, jsonio
+from agui_client.wire import codec, jsonio, values
 from agui_client.wire.codec import decode, decode_event, encode
 
 GEN = Path(__file__).resolve().parents[2] / "bench" / "gen.py"
@@ -37,6 +37,7 @@ VALUE_IDS = [name for name, _, _ in corpus.VALUES]
 def parse_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "stdlib":
         monkeypatch.setattr(jsonio, "_orjson", None)
+        monkeypatch.setattr(values, "_orjson", None)  # (the copies and surrogate check use it too)
     else:
         assert jsonio._orjson is not None, "orjson (the `fast` extra) must be installed to test its parse path"
     return str(request.param)

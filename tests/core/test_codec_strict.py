@@ -24,7 +24,7 @@ from agui_client.errors import AguiWarning, DecodeError, LimitExceeded, Protocol
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
 from agui_client.types import run as rn
-from agui_client.wire import codec, derive, jsonio, policy
+from agui_client.wire import codec, derive, jsonio, policy, values
 from agui_client.wire.codec import decode_event, encode
 from agui_client.wire.jsonio import parse_json
 from agui_client.wire.sink import collect_warnings
@@ -35,6 +35,7 @@ def parse_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     """Run the test once with orjson parsing and once with the standard library."""
     if request.param == "stdlib":
         monkeypatch.setattr(jsonio, "_orjson", None)
+        monkeypatch.setattr(values, "_orjson", None)  # (the copies and surrogate check use it too)
     else:
         assert jsonio._orjson is not None, "orjson (the `fast` extra) must be installed to test its parse path"
     return str(request.param)
@@ -862,8 +863,8 @@ def test_the_fast_reader_takes_a_usage_exactly_when_the_checked_path_reads_it_si
     (no part of a total exceeds it); anything else takes the checked path, which warns."""
     names = ("inputTokens", "outputTokens", "reasoningTokens", "cachedInputTokens", "cacheWriteInputTokens")
     absent = object()
-    for values in itertools.product([absent, 0, 4, 5], repeat=len(names)):
-        entry = {name: value for name, value in zip(names, values, strict=True) if value is not absent}
+    for counts in itertools.product([absent, 0, 4, 5], repeat=len(names)):
+        entry = {name: value for name, value in zip(names, counts, strict=True) if value is not absent}
         event = _run_end("RUN_FINISHED", usage=[{"outputTokens": 1}, entry])
         checked = _checked(event, ev.RunFinishedEvent)
         fast = _fast_or_fallback(event, ev.RunFinishedEvent)
@@ -964,5 +965,5 @@ def test_a_null_type_on_a_message_is_an_unknown_member_like_any_other(parse_path
 ])
 def test_has_surrogate_answers_the_same_with_orjson_and_without(parse_path: str, text: str, holds: bool) -> None:
     # (orjson answers by refusing to write the text, the standard library with a regular expression)
-    assert jsonio.has_surrogate(text) is holds
-    assert jsonio.has_surrogate("x" * 100_000 + text) is holds
+    assert values.has_surrogate(text) is holds
+    assert values.has_surrogate("x" * 100_000 + text) is holds

@@ -1133,7 +1133,7 @@ def test_a_save_marks_a_state_it_parsed_itself_as_checked_and_no_other() -> None
     from agui_client import StateDeltaEvent, replay
     from agui_client.errors import StoreError
     from agui_client.stores import MemoryStore
-    from agui_client.wire.jsonio import PlainDict
+    from agui_client.wire.values import PlainDict
 
     body = (b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
             b'data: {"type":"STATE_SNAPSHOT","snapshot":{"a":[1,2],"b":{"c":"d"}}}\n\n'
@@ -1165,7 +1165,7 @@ def test_a_hand_built_state_snapshot_is_copied_as_it_is_and_not_vouched_for() ->
     from agui_client import StateSnapshotEvent
     from agui_client.errors import StoreError
     from agui_client.stores import MemoryStore
-    from agui_client.wire.jsonio import PlainDict
+    from agui_client.wire.values import PlainDict
 
     thread = ThreadState()
     snapshot = {"x": float("nan"), "nested": {"y": [1]}}

@@ -18,7 +18,7 @@ import pytest
 from agui_client import RunResult, RunSession, ThreadState, replay
 from agui_client.types import events as ev
 from agui_client.types import run as rn
-from agui_client.wire import codec, jsonio
+from agui_client.wire import codec, jsonio, values
 from agui_client.wire.codec import camel, decode_event
 
 START = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
@@ -74,6 +74,7 @@ def fold(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any
     """Reads a run's events one of the ways a run is read, returning the ``RunResult``."""
     if request.param == "session-stdlib":
         monkeypatch.setattr(jsonio, "_orjson", None)
+        monkeypatch.setattr(values, "_orjson", None)  # (the copies and surrogate check use it too)
     return PATHS[request.param]
 
 

@@ -14,7 +14,7 @@ from agui_client.stores import MemoryStore
 from agui_client.types import messages as msg
 from agui_client.wire import codec, jsonio
 from agui_client.wire.codec import encode_messages
-from agui_client.wire.jsonio import PlainList, plain_json
+from agui_client.wire.values import PlainList, plain_json
 
 __all__: list[str] = []
 

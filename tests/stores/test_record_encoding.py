@@ -14,7 +14,7 @@ from agui_client.errors import StoreError
 from agui_client.stores import MemoryStore
 from agui_client.stores.base import encode_data
 from agui_client.types import UserMessage
-from agui_client.wire.jsonio import plain_json as _plain_json
+from agui_client.wire.values import plain_json as _plain_json
 
 __all__: list[str] = []
 

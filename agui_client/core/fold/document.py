@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import StreamWarning
-from ...wire.jsonio import PlainDict, PlainList, copy_json, deep_copy, plain_json
 from ...wire.types.base import JSON
+from ...wire.values import PlainDict, PlainList, copy_json, deep_copy, plain_json
 from ..patch import DEFAULT_RESPONSE_COPY_ALLOWANCE, DEFAULT_RUN_COPY_ALLOWANCE, PatchFailed, apply_patch
 
 __all__ = ["StateDocument", "own_json", "foreign_copy", "EMPTY_STATE"]

@@ -17,8 +17,8 @@ import attrs
 
 from ...errors import StreamWarning
 from ...wire import codec
-from ...wire.jsonio import has_surrogate, plain_json
 from ...wire.types import messages as msg
+from ...wire.values import has_surrogate, plain_json
 
 __all__ = [
     "Call",

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ...wire import codec
-from ...wire.jsonio import PlainDict, PlainList, copy_json
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
+from ...wire.values import PlainDict, PlainList, copy_json
 from ..legacy import LEGACY_BRIDGES
 from ..roster import Roster
 from .entries import Entry

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import StreamWarning
-from ...wire.jsonio import copy_json, describe
 from ...wire.types.base import Metadata
+from ...wire.values import copy_json, describe
 from ..patch import PatchFailed, apply_patch
 from ..roster import Roster
 from .document import StateDocument, foreign_copy

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...errors import StreamWarning
-from ...wire.jsonio import is_json
 from ...wire.types import messages as msg
 from ...wire.types.base import Metadata
+from ...wire.values import is_json
 from .entries import Call, Entry, OwnMetadata, merge_metadata, settle, text_from, whole
 from .log import MessageLog
 from .records import RunRecord
