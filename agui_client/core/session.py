@@ -609,18 +609,17 @@ class RunSession:
         state = self.state
         runs = state.runs[self._first_run_index:]
         run = runs[-1] if runs else None
-        new_ids: list[str] = []
-        for r in runs:
-            new_ids.extend(r.added_message_ids)
+        # Each run's new messages are its record's (``RunRecord.new_message_ids``: those it added that
+        # the thread still holds; a message a later MESSAGES_SNAPSHOT of the run dropped, as
+        # ag-ui-langgraph's closing snapshot drops the answer it streamed under another id, is not one,
+        # as for the reference). A response of several runs says them together, less what a later run
+        # dropped and what the thread held before the response (``_not_held_before``).
         if len(runs) > 1:
-            new_ids = _not_held_before(runs, new_ids)
-        # A message the run added that a later MESSAGES_SNAPSHOT dropped (ag-ui-langgraph's closing
-        # snapshot holds the answer it streamed under another id) is not in the thread: not one of the
-        # run's new messages, as for the reference (``new_messages`` already skipped it). Once per
-        # result: one subset test of the ids (in C), and a lookup per id only when one is gone.
-        unique = dict.fromkeys(new_ids)
-        held = state.log.by_id
-        new_message_ids = tuple(unique) if unique.keys() <= held.keys() else tuple(i for i in unique if i in held)
+            held = state.log.by_id
+            joined = _not_held_before(runs, [i for r in runs for i in r.new_message_ids])
+            new_message_ids = tuple(i for i in dict.fromkeys(joined) if i in held)
+        else:
+            new_message_ids = runs[0].new_message_ids if runs else ()
         if self._run_id is not None and len(state.warnings) > self._owned:
             self._own_warnings()
         warnings = tuple(self.warnings) + tuple(state.warnings)

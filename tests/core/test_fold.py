@@ -1054,6 +1054,28 @@ def test_a_message_the_run_added_and_a_snapshot_dropped_is_not_one_of_its_new_me
     assert [m.id for m in result.new_messages] == ["ai1"]
 
 
+def test_a_message_one_run_dropped_and_a_later_run_added_again_stands_where_the_later_run_added_it() -> None:
+    """Two runs in one response (golden runs-readd-dropped-message): r1 streams x and y and its snapshot
+    keeps only y; r2 streams x again. The thread holds [y, x], x being r2's message, and the reference's
+    ``newMessages`` are [y, x]; ours were [x, y] (x placed where r1 first added it, the message r1 dropped)."""
+    def said(message_id: str, text: str) -> list[dict[str, Any]]:
+        return [{"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text},
+                {"type": "TEXT_MESSAGE_END", "messageId": message_id}]
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *said("x", "first"), *said("y", "kept"),
+              {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "y", "role": "assistant", "content": "kept"}]},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+              {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"}, *said("x", "again"),
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"}]
+    thread = ThreadState()
+
+    result = replay(events, state=thread)
+
+    assert [m.id for m in thread.messages] == ["y", "x"]
+    assert result.new_message_ids == ("y", "x")
+    assert [run.new_message_ids for run in thread.runs] == [("y",), ("x",)]
+
+
 def test_a_runs_record_names_no_message_a_snapshot_of_the_run_dropped() -> None:
     """The record a thread keeps of a run (``thread.state.last_run``, ``runs``) says the run's new messages
     as its result does: m1, streamed and then dropped by the closing snapshot, is no message of the thread
