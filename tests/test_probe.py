@@ -16,12 +16,15 @@ from agui_client.testing import (
     Gate,
     ProbeError,
     ProbeReport,
+    Respond,
     ScriptedAgent,
     Start,
     Wait,
     probe,
+    text_message,
+    tool_call,
 )
-from agui_client.types import Interrupt, RunAgentInput, RunErrorEvent, RunFinishedInterruptOutcome
+from agui_client.types import CustomEvent, Interrupt, RunAgentInput, RunErrorEvent, RunFinishedInterruptOutcome
 
 PROMPT = "Delete the temporary files"
 
@@ -312,6 +315,135 @@ def test_a_repeated_resume_that_repeats_the_action_warns(run_probe: Probe) -> No
 
     assert report.check("repeated-resume").verdict == "warn"
     assert evidence_text(report, "repeated-resume").startswith("repeat #1: a second result for tool call")
+
+
+# --------------------------------------------------------------------------------------------------
+# Producers that conform in unusual ways, and what the messages tell their authors
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_stateless_producer_whose_gated_call_was_never_streamed_only_warns_uncovered_resume(
+        run_probe: Probe) -> None:
+    # The toolCallId names a call the ask run never streamed: the messages of the uncovered resume carry
+    # nothing to notice, and a producer keeping nothing between runs is under no obligation there.
+    gated = Interrupt(id="q", reason="tool_approval", tool_call_id="call-internal")
+
+    def step(run_input: RunAgentInput) -> list[Any]:
+        if run_input.resume is None:
+            return [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(gated,)))]
+        return [Start(), Finish()]
+
+    report = run_probe(ScriptedAgent([step], cycle=True, stateless=True), defective=True)
+
+    result = report.check("uncovered-resume")
+    assert result.verdict == "warn"
+    assert "its toolCallId call-internal names no tool call the messages sent carry" in result.reason
+    assert report.exit_status() == 0
+
+
+def test_an_answer_run_asking_something_new_under_a_reused_id_passes_answers_proceed(run_probe: Probe) -> None:
+    # Ids are unique within a run: after acting on the answer, a new question may be named "confirm" again.
+    def step(run_input: RunAgentInput) -> list[Any]:
+        if run_input.resume is None:
+            ask = Interrupt(id="confirm", reason="tool_approval", tool_call_id="call-1", message="Delete a?")
+            return [Start(), *tool_call("call-1", "delete", {"path": "a"}),
+                    Finish(outcome=RunFinishedInterruptOutcome(interrupts=(ask,)))]
+        if any(e.interrupt_id == "confirm" for e in run_input.resume) and len(run_input.messages) < 4:
+            then = Interrupt(id="confirm", reason="tool_approval", tool_call_id="call-2", message="Delete b too?")
+            return [Start(), {"type": "TOOL_CALL_RESULT", "messageId": "r-1", "toolCallId": "call-1",
+                              "content": "deleted a"}, *tool_call("call-2", "delete", {"path": "b"}),
+                    Finish(outcome=RunFinishedInterruptOutcome(interrupts=(then,)))]
+        return [Start(), *text_message("m-done", "done"), Finish()]
+
+    report = run_probe(ScriptedAgent([step], cycle=True, stateless=True))
+
+    assert report.check("answers-proceed").verdict == "pass"
+    assert report.check("answers-proceed").reason == "the resume ended interrupt"
+    assert report.check("approval-result").verdict == "pass"
+
+
+def test_an_agent_running_under_a_thread_id_of_its_own_is_told_why_its_resume_was_lost(run_probe: Probe) -> None:
+    # It keys its checkpoint by the id it minted; the resume carries the request's threadId.
+    asked: dict[str, int] = {}
+
+    def step(run_input: RunAgentInput) -> list[Any]:
+        asked[run_input.thread_id] = asked.get(run_input.thread_id, 0) + 1
+        mine = f"server-{run_input.thread_id[-6:]}-{asked[run_input.thread_id]}"
+        return [{"type": "RUN_STARTED", "threadId": mine, "runId": run_input.run_id},
+                {"type": "RUN_FINISHED", "threadId": mine, "runId": run_input.run_id,
+                 "outcome": {"type": "interrupt", "interrupts": [{"id": "q", "reason": "input"}]}}]
+
+    report = run_probe(ScriptedAgent([step], cycle=True, stateless=True))
+
+    result = report.check("answers-proceed")
+    assert result.verdict == "fail"
+    hint = result.evidence[-1]
+    assert (hint.run, hint.index) == ("ask", 0)
+    assert "the agent started this run under another threadId than the request's" in hint.detail
+    assert "key the interrupted run's checkpoint by the threadId of the input" in hint.detail
+
+
+def test_an_agent_refusing_the_first_request_stops_the_probe_instead_of_passing(run_probe: Probe) -> None:
+    agent = ScriptedAgent([Respond(status=401, body={"error": "unauthorized"})], cycle=True)
+
+    with pytest.raises(ProbeError) as raised:
+        run_probe(agent)
+
+    assert "the target refused the plan's first request, the plain prompt (HTTP 401" in str(raised.value)
+    assert "the headers a request needs (-H)" in str(raised.value)
+    assert agent.request_count == 1
+
+
+def test_a_prompt_whose_run_failed_says_so_rather_than_asking_for_another_prompt(run_probe: Probe) -> None:
+    agent = ScriptedAgent([[RunErrorEvent(message="model overloaded", code="overloaded")]], cycle=True)
+
+    report = run_probe(agent)
+
+    reason = report.check("answers-proceed").reason
+    assert report.check("answers-proceed").verdict == "n/a"
+    assert reason.startswith("the prompt raised no interrupt: the ask run did not finish (RUN_ERROR: model "
+                             "overloaded (code overloaded)); make it finish")
+
+
+def test_a_custom_event_whose_name_only_holds_a_question_word_is_not_a_question(run_probe: Probe) -> None:
+    progress = CustomEvent(name="task_progress", value={"done": 1})
+    asking_event = CustomEvent(name="askHuman", value={"question": "sure?"})
+    agent = ScriptedAgent([[Start(), progress, asking_event, Finish()]], cycle=True)
+
+    report = run_probe(agent)
+
+    evidence = evidence_text(report, "pause-as-success")
+    assert report.check("pause-as-success").verdict == "warn"
+    assert "CUSTOM event askHuman" in evidence and "task_progress" not in evidence
+
+
+@pytest.mark.parametrize("outcome", ["success", "paused"])
+def test_an_outcome_carrying_interrupts_that_is_not_the_interrupt_outcome_warns_pause_as_success(
+        run_probe: Probe, outcome: str) -> None:
+    def step(run_input: RunAgentInput) -> list[Any]:
+        return [Start(), {"type": "RUN_FINISHED", "threadId": run_input.thread_id, "runId": run_input.run_id,
+                          "outcome": {"type": outcome, "interrupts": [{"id": "q", "reason": "input"}]}}]
+
+    report = run_probe(ScriptedAgent([step], cycle=True))
+
+    result = report.check("pause-as-success")
+    assert result.verdict == "warn"
+    assert result.reason.endswith("end a run that stops to ask with the interrupt outcome carrying what it asks")
+    assert result.evidence[0].run == "ask" and result.evidence[0].index == 1
+    assert result.evidence[0].detail == f"a {outcome} outcome carrying 1 interrupt(s)"
+
+
+def test_an_uncovered_resume_failing_mid_run_passes_without_being_called_a_rejection(run_probe: Probe) -> None:
+    def step(run_input: RunAgentInput) -> list[Any]:
+        if run_input.resume is None:
+            return asking(Interrupt(id="q", reason="input"))(run_input)
+        return [Start(), RunErrorEvent(message="interrupt q is still open", code="uncovered")]
+
+    report = run_probe(ScriptedAgent([step], cycle=True, stateless=True), defective=True)
+
+    result = report.check("uncovered-resume")
+    assert result.verdict == "pass"
+    assert result.reason == "the run did not end as success (RUN_ERROR: interrupt q is still open (code uncovered))"
 
 
 # --------------------------------------------------------------------------------------------------

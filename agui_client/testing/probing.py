@@ -92,7 +92,14 @@ _QUOTE_LIMIT = 160
 
 # A CUSTOM event whose name says it asks something (LangGraph's and CrewAI's ``on_interrupt``, an
 # approval or confirmation request): in a run that ended as success, the question went unanswered.
-_ASKING = re.compile(r"interrupt|approv|confirm|permission|consent|human|input|question|ask", re.IGNORECASE)
+# Judged word by word (``on_interrupt``, ``askHuman``, ``approval-request``): a word that merely holds
+# one (``task_progress``, ``flask``) asks nothing.
+_ASKING = ("interrupt", "approv", "confirm", "permission", "consent", "human", "input", "question", "ask")
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def _asks(name: str) -> bool:
+    return any(word.lower().startswith(_ASKING) for word in _WORDS.findall(name))
 
 
 class ProbeError(AguiError):
@@ -312,6 +319,14 @@ class _Driver:
             seen.rejected = f"no complete response within {self.run_timeout:g} s"
         except HTTPStatusError as exc:
             seen.rejected = f"HTTP {exc.status_code}" + (f": {seen.quote(exc.body)}" if exc.body else "")
+            if len(self.observed) == 1:
+                # The plain prompt refused: every check would say n/a and the probe exit 0, a pass in
+                # CI for an agent that answered nothing (a missing credential, a wrong path).
+                raise ProbeError(
+                    "the target refused the plan's first request, the plain prompt "
+                    f"({self.client.unsent_redactor().text(seen.rejected)}): "
+                    "nothing can be judged; check the URL (and path= for an ASGI app), the headers a request "
+                    f"needs (-H), and that the agent accepts a threadId like {thread.thread_id!r}") from exc
         except TransportError as exc:
             if len(self.observed) == 1 and not exc.request_sent:
                 raise ProbeError(f"the target could not be reached: {exc}") from exc
@@ -552,7 +567,7 @@ def _check_pause(seen: Sequence[_Observed]) -> CheckResult:
     for s in successes:
         assert s.result is not None
         for index, name in s.customs:
-            if _ASKING.search(name):
+            if _asks(name):
                 evidence.append(s.evidence(index, f"CUSTOM event {s.quote(name)!s} in a run that ended as success"))
         pending = set(s.result.pending_tool_call_ids)
         for call_id, (index, name) in s.started_calls.items():
@@ -561,11 +576,31 @@ def _check_pause(seen: Sequence[_Observed]) -> CheckResult:
                 evidence.append(s.evidence(index, f"tool call {s.quote(call_id)} ({s.quote(name)}) left "
                                                   f"unanswered{named} in a run that ended as success; the probe "
                                                   "offers no frontend tools"))
+    evidence += _asked_outside_interrupt(seen)
     if evidence:
-        return _broken("pause-as-success", "a run ended as success while asking something", evidence)
+        return _broken("pause-as-success", "a run ended as success while asking something; end a run that stops "
+                                           "to ask with the interrupt outcome carrying what it asks", evidence)
     if not successes:
         return _verdict("pause-as-success", "pass", "no run ended as success")
     return _verdict("pause-as-success", "pass", f"{len(successes)} run(s) ended as success with nothing left asked")
+
+
+def _asked_outside_interrupt(seen: Sequence[_Observed]) -> list[Evidence]:
+    """Every RUN_FINISHED, as sent, whose outcome carries interrupts without being the interrupt outcome.
+
+    A success outcome carrying them is what the schema rejects (stream-rules reports that), and an
+    outcome type 1.0 does not know is read as success: either way the run asked and a consumer sees a
+    run that did not, so it is judged here, from the event as sent.
+    """
+    found = []
+    for item in seen:
+        for index, finished in item.finished:
+            outcome = finished.get("outcome")
+            if (isinstance(outcome, dict) and outcome.get("type") != "interrupt"
+                    and isinstance(outcome.get("interrupts"), list) and outcome["interrupts"]):
+                found.append(item.evidence(index, f"a {item.quote(outcome.get('type'))} outcome carrying "
+                                                  f"{len(outcome['interrupts'])} interrupt(s)"))
+    return found
 
 
 def _check_count(seen: Sequence[_Observed]) -> CheckResult:
@@ -657,6 +692,11 @@ def _check_interrupt_fields(seen: Sequence[_Observed]) -> list[CheckResult]:
 
 
 def _no_interrupt(check_id: str, ask: _Observed | None) -> CheckResult:
+    if ask is not None and not ask.proceeded()[0]:
+        # The prompt did not get a run at all: another prompt would not help.
+        return _verdict(check_id, "n/a", f"the prompt raised no interrupt: the {ask.name} run did not finish "
+                                         f"({ask.proceeded()[1]}); make it finish, then use a prompt that makes "
+                                         "the agent stop to ask")
     outcome = ask.outcome if ask is not None else None
     return _verdict(check_id, "n/a", f"the prompt raised no interrupt ({ask.name if ask else 'ask'} ended "
                                      f"{outcome}); use a prompt that makes the agent stop to ask")
@@ -671,12 +711,42 @@ def _check_answers(plan: _Plan) -> CheckResult:
     went_on, what, index = answer.proceeded()
     if not went_on:
         return _broken("answers-proceed", "a complete resume did not proceed",
-                       [answer.evidence(index, f"{what}; sent {answer.sent}")])
-    again = sorted(set(answer.interrupt_ids) & {e.interrupt_id for e in answer.entries})
+                       [answer.evidence(index, f"{what}; sent {answer.sent}"), *_own_thread(ask)])
+    again = _asked_again(ask, answer)
     if again:
         return _broken("answers-proceed", "the run stopped again for the interrupts it was answered for",
-                       [answer.evidence(index, f"interrupted again with {', '.join(map(answer.quote, again))}")])
+                       [answer.evidence(index, f"interrupted again with {', '.join(map(answer.quote, again))}, "
+                                               "each as it was first asked; take the resume entries as the answers"),
+                        *_own_thread(ask)])
     return _verdict("answers-proceed", "pass", f"the resume {what}", [answer.evidence(index, answer.sent)])
+
+
+def _own_thread(ask: _Observed) -> list[Evidence]:
+    """Evidence that ``ask`` ran under a threadId of the agent's own: the likely cause of a lost resume.
+
+    A consumer continues the thread its input names (the probe, as the library does, keeps the
+    request's threadId), so an agent that keys its checkpoint by an id it minted cannot find it again.
+    """
+    return [ask.evidence(w.index, f"the agent started this run under another threadId than the request's "
+                                  f"({ask.quote(w.message)}); a resume carries the request's threadId, so key the "
+                                  "interrupted run's checkpoint by the threadId of the input")
+            for w in ask.warnings if w.code == "LC-08" and w.pointer == "/threadId"][:1]
+
+
+def _asked_again(ask: _Observed, answer: _Observed) -> list[str]:
+    """The ids of ``answer``'s interrupts that ask again what an entry of its resume answered.
+
+    Ids are unique within a run only: a run that acts on the answers and then asks something new may
+    reuse an id (an agent naming its questions ``confirm``). Asked again is the same question: the
+    same id, reason, message, tool call and subagent as the interrupt the entry answered.
+    """
+    def asked(interrupt: Interrupt) -> tuple[Any, ...]:
+        return (interrupt.id, interrupt.reason, interrupt.message, interrupt.tool_call_id, interrupt.subagent_run_id)
+
+    answered = {e.interrupt_id for e in answer.entries}
+    first = {asked(i) for i in (ask.result.interrupts if ask.result is not None else ()) if i.id in answered}
+    raised = answer.result.interrupts if answer.result is not None else ()
+    return sorted({i.id for i in raised if asked(i) in first})
 
 
 def _gated(plan: _Plan, run: _Observed) -> list[tuple[ResumeEntry, str]]:
@@ -746,12 +816,19 @@ def _check_uncovered(plan: _Plan, defective: bool) -> CheckResult:
     went_on, what, index = run.proceeded()
     if run.outcome == "success":
         detail = [run.evidence(index, f"ended as success with interrupt {run.quote(left.id)} uncovered")]
-        if call is not None:
+        if call is not None and _carries_open_call(run.run_input, call):
             return _verdict("uncovered-resume", "fail", "the run ended as success with an interrupt the producer "
-                            "can tell is open (its tool call has neither a result nor an entry)", detail)
+                            "can tell is open (the messages sent carry its tool call with neither a result nor an "
+                            "entry); keep it open: reject the input, or end with the interrupt outcome again "
+                            "carrying it", detail)
+        # The page asks this only of a producer that can tell: one that keeps nothing between runs can
+        # tell from the messages alone, and only when they carry the gated call (a toolCallId naming a
+        # call never streamed, which tool-call-id reports, leaves nothing there to notice).
+        unseen = ("no tool call names it" if call is None else
+                  f"its toolCallId {run.quote(call)} names no tool call the messages sent carry")
         return _verdict("uncovered-resume", "warn", "the run ended as success with an interrupt uncovered; a "
                         "producer that keeps the interrupted run's checkpoint MUST NOT, one that keeps nothing "
-                        "cannot tell (no tool call names it)", detail)
+                        f"cannot tell ({unseen})", detail)
     if run.outcome == "interrupt":
         if left.id in run.interrupt_ids:
             return _verdict("uncovered-resume", "pass", "interrupted again with the uncovered interrupt",
@@ -762,8 +839,22 @@ def _check_uncovered(plan: _Plan, defective: bool) -> CheckResult:
     if run.outcome == "cancelled":
         return _verdict("uncovered-resume", "warn", "the run ended cancelled: nobody asked for that",
                         [run.evidence(index, what)])
-    return _verdict("uncovered-resume", "pass", "the input was rejected" if not went_on else f"the run {what}",
-                    [run.evidence(index, what)])
+    # Rejected before the run starts (an HTTP error, a stream opening with RUN_ERROR), or a run that
+    # failed on its way: neither ends as success, and the interrupt stays open for the consumer.
+    rejected = run.rejected is not None or (run.run_error is not None and run.run_error[0] == 0)
+    return _verdict("uncovered-resume", "pass", "the input was rejected" if rejected else
+                    f"the run did not end as success ({what})", [run.evidence(index, what)])
+
+
+def _carries_open_call(run_input: RunAgentInput, call_id: str) -> bool:
+    """Whether ``run_input``'s messages carry tool call ``call_id`` with no tool message answering it."""
+    made = answered = False
+    for message in run_input.messages:
+        if isinstance(message, msg.AssistantMessage):
+            made = made or any(c.id == call_id for c in message.tool_calls or ())
+        elif isinstance(message, msg.ToolMessage):
+            answered = answered or message.tool_call_id == call_id
+    return made and not answered
 
 
 def _check_repeated(plan: _Plan, defective: bool) -> CheckResult:
