@@ -537,6 +537,25 @@ def test_json_and_junit_carry_every_check_and_verdict() -> None:
     assert skipped == {"subagent-run-id [SHOULD]", "expires-at [heuristic]"}
 
 
+def test_the_json_keys_are_the_ones_docs_probe_md_documents_for_ci() -> None:
+    # CI scripts read these keys: a key added, renamed or dropped must change the documented table too.
+    import re
+    from pathlib import Path
+
+    report = probe(ScriptedAgent.approvals(1, faults=["last-entry-only"]), prompt=PROMPT)
+    data = json.loads(json.dumps(report.to_json()))
+    section = (Path(__file__).resolve().parent.parent / "docs" / "probe.md").read_text(encoding="utf-8")
+    section = section.split("## The report for CI: JSON and JUnit", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"`([a-z_]+)(?:\[\])?`", section))
+
+    warned = next(c for c in data["checks"] if c["id"] == "approval-result")
+    keys = {*data, *data["runs"][0], *data["checks"][0], *warned["evidence"][0]}
+    assert keys == {"target", "prompt", "defective", "failures", "warnings", "runs", "checks", "name", "thread_id",
+                    "run_id", "sent", "outcome", "detail", "events", "interrupts", "id", "rule", "level", "verdict",
+                    "reason", "evidence", "run", "index"}
+    assert keys <= documented, sorted(keys - documented)
+
+
 def test_junit_strict_turns_warnings_into_failures_and_keeps_xml_valid_with_control_characters() -> None:
     report = probe(ScriptedAgent.interrupts(1, expires_at="soon\x1b[31m\x07"), prompt=PROMPT)
 

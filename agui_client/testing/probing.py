@@ -103,7 +103,8 @@ def _asks(name: str) -> bool:
 
 
 class ProbeError(AguiError):
-    """The probe could not run its plan (the target is unreachable, or an answer given is unusable).
+    """The probe could not run its plan (the target is unreachable or refuses the plain prompt with an
+    HTTP error status, or an answer given is unusable).
 
     Attributes:
         usage: whether the caller's input is at fault (an ``answers`` payload the schema refuses);
@@ -963,8 +964,9 @@ def probe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None 
         The :class:`ProbeReport`; ``report.assert_conformant()`` fails a test when a MUST check failed.
 
     Raises:
-        ProbeError: the target could not be reached, an answer given is refused by its schema, or an
-            ASGI app's response grew past ``max_response_bytes``.
+        ProbeError: the target could not be reached or answered the plan's first request (the plain
+            prompt) with an HTTP error status, an answer given is refused by its schema, or an ASGI
+            app's response grew past ``max_response_bytes``.
         RuntimeError: called from a running event loop (use ``await aprobe(...)`` there).
     """
     try:
