@@ -146,3 +146,18 @@ def test_a_refused_first_request_exits_2_naming_the_status_with_the_credential_r
     assert "the target refused the plan's first request, the plain prompt (HTTP 401" in done.stderr
     assert "bad token" in done.stderr and "s3cret-value" not in done.stderr + done.stdout
     assert done.stdout == "" and not junit.exists()  # no report: nothing was judged
+
+
+def test_thread_prefix_sets_the_thread_ids_sent(served: Callable[[Any], Any]) -> None:
+    import uuid
+
+    endpoint = served(ScriptedAgent.approvals(1))
+
+    bare = agui("probe", endpoint.url, "--prompt", PROMPT, "--thread-prefix", "")
+    named = agui("probe", endpoint.url, "--prompt", PROMPT, "--thread-prefix", "ci-42-")
+
+    assert bare.returncode == 0 and named.returncode == 0, bare.stderr + named.stderr
+    sent = [request.body["threadId"] for request in endpoint.received]
+    assert len(sent) == 10
+    assert all(str(uuid.UUID(thread)) == thread for thread in sent[:5])
+    assert all(thread.startswith("ci-42-") and uuid.UUID(thread[len("ci-42-"):]) for thread in sent[5:])

@@ -4,6 +4,7 @@ warns) on the ScriptedAgent fault it looks for, both in-process (httpx's ASGI tr
 from __future__ import annotations
 
 import json
+import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from typing import Any
@@ -444,6 +445,50 @@ def test_an_uncovered_resume_failing_mid_run_passes_without_being_called_a_rejec
     result = report.check("uncovered-resume")
     assert result.verdict == "pass"
     assert result.reason == "the run did not end as success (RUN_ERROR: interrupt q is still open (code uncovered))"
+
+
+def only_uuid_threads(agent: Any) -> Any:
+    """``agent`` behind a check that answers 422 to a request whose threadId is not a bare UUID."""
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await agent(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body, more = body + message.get("body", b""), message.get("more_body", False)
+        try:
+            uuid.UUID(json.loads(body)["threadId"])
+        except ValueError:
+            await send({"type": "http.response.start", "status": 422,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": b'{"detail": "threadId must be a UUID"}'})
+            return
+        replayed = False
+
+        async def again() -> Any:  # the body once, then what the server says next (a disconnect)
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await agent(scope, again, send)
+    return app
+
+
+def test_an_agent_accepting_only_its_own_thread_id_form_is_probed_with_thread_ids(run_probe: Probe) -> None:
+    with pytest.raises(ProbeError) as refused:
+        run_probe(only_uuid_threads(ScriptedAgent.approvals(1)))
+    assert "HTTP 422" in str(refused.value) and "(thread_ids= or --thread-prefix choose others)" in str(refused.value)
+
+    report = run_probe(only_uuid_threads(ScriptedAgent.approvals(1)), thread_ids=lambda: str(uuid.uuid4()),
+                       defective=True)
+
+    assert report.check("answers-proceed").verdict == "pass"
+    assert report.check("uncovered-resume").verdict == "pass"
+    assert all(str(uuid.UUID(run.thread_id)) == run.thread_id for run in report.runs)
+    assert len({run.thread_id for run in report.runs}) == 4  # still a fresh thread per plan part
 
 
 # --------------------------------------------------------------------------------------------------

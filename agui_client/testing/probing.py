@@ -284,17 +284,18 @@ class _Driver:
     """Sends the plan's inputs and folds each response with ``RunSession(collect_errors=True)``."""
 
     def __init__(self, client: AsyncAgentClient, prompt: str, answers: Mapping[str, JSON],
-                 run_timeout: float, bounded: _BoundedApp | None = None) -> None:
+                 run_timeout: float, bounded: _BoundedApp | None = None,
+                 thread_ids: Callable[[], str] | None = None) -> None:
         self.client = client
         self.prompt = prompt
         self.answers = answers
         self.run_timeout = run_timeout
         self.bounded = bounded
+        self.thread_ids = thread_ids or (lambda: f"agui-probe-{uuid.uuid4()}")
         self.observed: list[_Observed] = []
 
-    @staticmethod
-    def new_thread() -> ThreadState:
-        return ThreadState(thread_id=f"agui-probe-{uuid.uuid4()}")
+    def new_thread(self) -> ThreadState:
+        return ThreadState(thread_id=self.thread_ids())
 
     async def send(self, name: str, thread: ThreadState, *, sent: str, prompt: bool = False,
                    resume: Sequence[ResumeEntry] | None = None) -> _Observed:
@@ -327,7 +328,8 @@ class _Driver:
                     "the target refused the plan's first request, the plain prompt "
                     f"({self.client.unsent_redactor().text(seen.rejected)}): "
                     "nothing can be judged; check the URL (and path= for an ASGI app), the headers a request "
-                    f"needs (-H), and that the agent accepts a threadId like {thread.thread_id!r}") from exc
+                    f"needs (-H), and that the agent accepts a threadId like {thread.thread_id!r} (thread_ids= "
+                    "or --thread-prefix choose others)") from exc
         except TransportError as exc:
             if len(self.observed) == 1 and not exc.request_sent:
                 raise ProbeError(f"the target could not be reached: {exc}") from exc
@@ -896,7 +898,8 @@ def _judge(plan: _Plan, seen: Sequence[_Observed], defective: bool) -> tuple[Che
 async def aprobe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None = None,
                  defective: bool = False, headers: Mapping[str, str] | None = None, path: str = "/",
                  run_timeout: float = DEFAULT_RUN_TIMEOUT,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> ProbeReport:
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 thread_ids: Callable[[], str] | None = None) -> ProbeReport:
     """:func:`probe` for async code (the same arguments); see there."""
     bounded = None
     if isinstance(target, str):
@@ -911,7 +914,7 @@ async def aprobe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] 
         client = AsyncAgentClient(f"http://asgi-app{path if path.startswith('/') else '/' + path}",
                                   headers=headers, http_client=http, run_timeout=run_timeout)
         described = f"ASGI app {type(target).__name__} {path}"
-    driver = _Driver(client, prompt, dict(answers or {}), run_timeout, bounded)
+    driver = _Driver(client, prompt, dict(answers or {}), run_timeout, bounded, thread_ids)
     try:
         async with client:
             plan = await _run_plan(driver, defective=defective)
@@ -941,8 +944,8 @@ def _redacted(report: ProbeReport, redact: Callable[[str], str]) -> ProbeReport:
 
 def probe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None = None, defective: bool = False,
           headers: Mapping[str, str] | None = None, path: str = "/",
-          run_timeout: float = DEFAULT_RUN_TIMEOUT,
-          max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> ProbeReport:
+          run_timeout: float = DEFAULT_RUN_TIMEOUT, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+          thread_ids: Callable[[], str] | None = None) -> ProbeReport:
     """Run the probe's plan against ``target`` and judge every check; see ``docs/probe.md``.
 
     Args:
@@ -959,6 +962,9 @@ def probe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None 
         max_response_bytes: for an ASGI app, the bytes one response's body may hold (httpx's ASGI
             transport keeps the whole body in memory until the app is done): past it the probe stops
             with a :class:`ProbeError`. A URL target's stream is read as it comes, bounded per event.
+        thread_ids: called once per plan part for its new thread's id (each call a new id); by default
+            ``agui-probe-<uuid4>``. For an agent that accepts only ids of its own form (a bare UUID:
+            ``thread_ids=lambda: str(uuid.uuid4())``).
 
     Returns:
         The :class:`ProbeReport`; ``report.assert_conformant()`` fails a test when a MUST check failed.
@@ -973,5 +979,6 @@ def probe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None 
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(aprobe(target, prompt=prompt, answers=answers, defective=defective, headers=headers,
-                                  path=path, run_timeout=run_timeout, max_response_bytes=max_response_bytes))
+                                  path=path, run_timeout=run_timeout, max_response_bytes=max_response_bytes,
+                                  thread_ids=thread_ids))
     raise RuntimeError("probe() was called from a running event loop: use `await aprobe(...)` there")
