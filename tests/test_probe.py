@@ -289,7 +289,7 @@ def test_a_producer_going_past_an_uncovered_interrupt_fails_uncovered_resume(run
     result = report.check("uncovered-resume")
     assert result.verdict == "fail"
     if fault == "perform-uncovered":
-        assert result.reason == "the uncovered action was performed"
+        assert result.reason.startswith("the uncovered action was performed; never act on an absent entry")
         assert "a result for tool call" in evidence_text(report, "uncovered-resume")
     else:
         assert "ended as success with interrupt" in evidence_text(report, "uncovered-resume")
@@ -445,6 +445,40 @@ def test_an_uncovered_resume_failing_mid_run_passes_without_being_called_a_rejec
     result = report.check("uncovered-resume")
     assert result.verdict == "pass"
     assert result.reason == "the run did not end as success (RUN_ERROR: interrupt q is still open (code uncovered))"
+
+
+def _ghost(field: str) -> ScriptedAgent:
+    return ScriptedAgent([asking(Interrupt(id="q", reason="input", **{field: "ghost"})), [Start(), Finish()]],
+                         cycle=True)
+
+
+@pytest.mark.parametrize(("check_id", "agent", "defective", "fix"), [
+    ("approval-result", lambda: ScriptedAgent.approvals(2, faults=["last-entry-only"]), False,
+     "in the resuming run, perform each approved call and send its result"),
+    ("unknown-entry", lambda: ScriptedAgent.approvals(1, faults=["fail-unknown-entry"]), False,
+     "skip such an entry (with a warning of your own) and run on"),
+    ("fresh-thread-resume", lambda: ScriptedAgent.approvals(1, faults=["fail-unknown-entry"]), False,
+     "its entries answer nothing: skip them and run the input"),
+    ("repeated-resume", lambda: ScriptedAgent.approvals(1, faults=["repeat-action"]), True,
+     "skip entries naming interrupts already answered"),
+    ("answers-proceed", lambda: ScriptedAgent([asking(Interrupt(id="q", reason="input")),
+                                               [Start(), RunErrorEvent(message="no")]], cycle=True), False,
+     "take the entries as the answers the run stopped for and run on"),
+    ("tool-call-id", lambda: _ghost("tool_call_id"), False,
+     "stream the call (TOOL_CALL_START) before the interrupt that asks about it"),
+    ("subagent-run-id", lambda: _ghost("subagent_run_id"), False,
+     "start it (SUBAGENT_STARTED) in the run that raises its interrupt"),
+    ("expires-at", lambda: ScriptedAgent.interrupts(1, expires_at="next tuesday"), False,
+     "write an ISO 8601 date-time with a zone (2026-06-01T11:00:00Z)"),
+    ("response-schema", lambda: ScriptedAgent.interrupts(1, response_schema={"type": "nonsense"}), False,
+     "send a self-contained JSON Schema an answer can be checked against"),
+])
+def test_a_check_that_does_not_pass_says_what_to_fix(check_id: str, agent: Callable[[], ScriptedAgent],
+                                                     defective: bool, fix: str) -> None:
+    result = probe(agent(), prompt=PROMPT, defective=defective).check(check_id)
+
+    assert result.verdict in ("fail", "warn")
+    assert result.reason.endswith("; " + fix)
 
 
 def only_uuid_threads(agent: Any) -> Any:

@@ -589,12 +589,9 @@ def _check_pause(seen: Sequence[_Observed]) -> CheckResult:
 
 
 def _asked_outside_interrupt(seen: Sequence[_Observed]) -> list[Evidence]:
-    """Every RUN_FINISHED, as sent, whose outcome carries interrupts without being the interrupt outcome.
-
-    A success outcome carrying them is what the schema rejects (stream-rules reports that), and an
-    outcome type 1.0 does not know is read as success: either way the run asked and a consumer sees a
-    run that did not, so it is judged here, from the event as sent.
-    """
+    """Every RUN_FINISHED, as sent, whose outcome carries interrupts but is not the interrupt outcome: the
+    run asked, and a consumer sees a run that did not (the schema refuses a success outcome carrying
+    them; an outcome type 1.0 does not know is read as success)."""
     found = []
     for item in seen:
         for index, finished in item.finished:
@@ -678,18 +675,27 @@ def _expires_fault(s: _Observed, value: Any) -> str | None:
 
 
 def _check_interrupt_fields(seen: Sequence[_Observed]) -> list[CheckResult]:
+    # Each ``broken`` reason ends with what to change in the producer.
     return [
         _check_field(seen, "response-schema", "responseSchema", _schema_fault,
-                     absent="no interrupt carried a responseSchema", broken="a responseSchema cannot judge an answer",
+                     absent="no interrupt carried a responseSchema",
+                     broken="a responseSchema cannot judge an answer; send a self-contained JSON Schema an answer "
+                            "can be checked against",
                      passed="{} responseSchema(s), each a usable JSON Schema"),
         _check_field(seen, "tool-call-id", "toolCallId", _tool_call_fault,
-                     absent="no interrupt carried a toolCallId", broken="a toolCallId names no tool call",
+                     absent="no interrupt carried a toolCallId",
+                     broken="a toolCallId names no tool call; stream the call (TOOL_CALL_START) before the "
+                            "interrupt that asks about it",
                      passed="{} toolCallId(s), each naming a call of the thread"),
         _check_field(seen, "subagent-run-id", "subagentRunId", _subagent_fault,
-                     absent="no interrupt carried a subagentRunId", broken="a subagentRunId names no subagent",
+                     absent="no interrupt carried a subagentRunId",
+                     broken="a subagentRunId names no subagent; start it (SUBAGENT_STARTED) in the run that "
+                            "raises its interrupt",
                      passed="{} subagentRunId(s), each naming a subagent"),
         _check_field(seen, "expires-at", "expiresAt", _expires_fault, skip_null=True,
-                     absent="no interrupt carried an expiresAt", broken="an expiresAt cannot be read as a date",
+                     absent="no interrupt carried an expiresAt",
+                     broken="an expiresAt cannot be read as a date; write an ISO 8601 date-time with a zone "
+                            "(2026-06-01T11:00:00Z)",
                      passed="{} expiresAt value(s), each a readable date"),
     ]
 
@@ -713,7 +719,8 @@ def _check_answers(plan: _Plan) -> CheckResult:
         return _no_interrupt("answers-proceed", ask)
     went_on, what, index = answer.proceeded()
     if not went_on:
-        return _broken("answers-proceed", "a complete resume did not proceed",
+        return _broken("answers-proceed", "a complete resume did not proceed; take the entries as the answers "
+                       "the run stopped for and run on",
                        [answer.evidence(index, f"{what}; sent {answer.sent}"), *_own_thread(ask)])
     again = _asked_again(ask, answer)
     if again:
@@ -725,11 +732,8 @@ def _check_answers(plan: _Plan) -> CheckResult:
 
 
 def _own_thread(ask: _Observed) -> list[Evidence]:
-    """Evidence that ``ask`` ran under a threadId of the agent's own: the likely cause of a lost resume.
-
-    A consumer continues the thread its input names (the probe, as the library does, keeps the
-    request's threadId), so an agent that keys its checkpoint by an id it minted cannot find it again.
-    """
+    """Evidence that ``ask`` ran under a threadId of the agent's own: the likely cause of a lost resume (a
+    consumer, the probe too, continues the thread its input names, not one the agent minted)."""
     return [ask.evidence(w.index, f"the agent started this run under another threadId than the request's "
                                   f"({ask.quote(w.message)}); a resume carries the request's threadId, so key the "
                                   "interrupted run's checkpoint by the threadId of the input")
@@ -737,12 +741,8 @@ def _own_thread(ask: _Observed) -> list[Evidence]:
 
 
 def _asked_again(ask: _Observed, answer: _Observed) -> list[str]:
-    """The ids of ``answer``'s interrupts that ask again what an entry of its resume answered.
-
-    Ids are unique within a run only: a run that acts on the answers and then asks something new may
-    reuse an id (an agent naming its questions ``confirm``). Asked again is the same question: the
-    same id, reason, message, tool call and subagent as the interrupt the entry answered.
-    """
+    """The ids of ``answer``'s interrupts asking again what its resume answered: the same id, reason,
+    message, tool call and subagent (ids are unique within a run only: a new question may reuse one)."""
     def asked(interrupt: Interrupt) -> tuple[Any, ...]:
         return (interrupt.id, interrupt.reason, interrupt.message, interrupt.tool_call_id, interrupt.subagent_run_id)
 
@@ -774,7 +774,8 @@ def _check_approval(plan: _Plan) -> CheckResult:
                                                    f"({run.quote(entry.payload)}); tool call {run.quote(call_id)} "
                                                    f"got no result in this run, which ended {run.outcome}"))
     if evidence:
-        return _broken("approval-result", "an approved action was not performed", evidence)
+        return _broken("approval-result", "an approved action was not performed; in the resuming run, perform "
+                       "each approved call and send its result", evidence)
     if not judged:
         reason = ("no approved interrupt named a toolCallId in a run that proceeded"
                   if plan.ask is not None and plan.ask.interrupt_ids else "the prompt raised no interrupt")
@@ -790,7 +791,8 @@ def _check_unknown(plan: _Plan) -> CheckResult:
         return _no_interrupt("unknown-entry", plan.ask_2)
     went_on, what, index = run.proceeded()
     if not went_on:
-        return _broken("unknown-entry", "an entry for an interrupt never raised failed the run",
+        return _broken("unknown-entry", "an entry for an interrupt never raised failed the run; skip such "
+                       "an entry (with a warning of your own) and run on",
                        [run.evidence(index, f"{what}; sent {run.sent}")])
     return _verdict("unknown-entry", "pass", f"the run {what}", [run.evidence(index, run.sent)])
 
@@ -800,7 +802,8 @@ def _check_fresh(plan: _Plan) -> CheckResult:
     assert run is not None
     went_on, what, index = run.proceeded()
     if not went_on:
-        return _broken("fresh-thread-resume", "a resume list on a fresh thread failed the run",
+        return _broken("fresh-thread-resume", "a resume list on a fresh thread failed the run; its entries answer "
+                       "nothing: skip them and run the input",
                        [run.evidence(index, f"{what}; sent {run.sent}")])
     return _verdict("fresh-thread-resume", "pass", f"the run {what}", [run.evidence(index, run.sent)])
 
@@ -813,7 +816,8 @@ def _check_uncovered(plan: _Plan, defective: bool) -> CheckResult:
         return _no_interrupt("uncovered-resume", plan.ask_3)
     call = left.tool_call_id
     if call is not None and call in run.results:
-        return _verdict("uncovered-resume", "fail", "the uncovered action was performed", [run.evidence(
+        return _verdict("uncovered-resume", "fail", "the uncovered action was performed; never act on an absent "
+                        "entry: reject the input, or interrupt again carrying the interrupt", [run.evidence(
             run.results[call], f"a result for tool call {run.quote(call)}, gated by uncovered interrupt "
                                f"{run.quote(left.id)}")])
     went_on, what, index = run.proceeded()
@@ -836,11 +840,13 @@ def _check_uncovered(plan: _Plan, defective: bool) -> CheckResult:
         if left.id in run.interrupt_ids:
             return _verdict("uncovered-resume", "pass", "interrupted again with the uncovered interrupt",
                             [run.evidence(index, f"interrupts {', '.join(map(run.quote, run.interrupt_ids))}")])
-        return _verdict("uncovered-resume", "warn", "interrupted again, but not with the uncovered interrupt",
+        return _verdict("uncovered-resume", "warn", "interrupted again, but not with the uncovered interrupt; carry "
+                        "the still-open interrupt, under its id, in the new interrupt outcome",
                         [run.evidence(index, f"interrupts {', '.join(map(run.quote, run.interrupt_ids))}; "
                                              f"{run.quote(left.id)} is not among them")])
     if run.outcome == "cancelled":
-        return _verdict("uncovered-resume", "warn", "the run ended cancelled: nobody asked for that",
+        return _verdict("uncovered-resume", "warn", "the run ended cancelled: nobody asked for that; keep the "
+                        "interrupt open: reject the input, or interrupt again carrying it",
                         [run.evidence(index, what)])
     # Rejected before the run starts (an HTTP error, a stream opening with RUN_ERROR), or a run that
     # failed on its way: neither ends as success, and the interrupt stays open for the consumer.
@@ -851,13 +857,9 @@ def _check_uncovered(plan: _Plan, defective: bool) -> CheckResult:
 
 def _carries_open_call(run_input: RunAgentInput, call_id: str) -> bool:
     """Whether ``run_input``'s messages carry tool call ``call_id`` with no tool message answering it."""
-    made = answered = False
-    for message in run_input.messages:
-        if isinstance(message, msg.AssistantMessage):
-            made = made or any(c.id == call_id for c in message.tool_calls or ())
-        elif isinstance(message, msg.ToolMessage):
-            answered = answered or message.tool_call_id == call_id
-    return made and not answered
+    held = run_input.messages
+    made = any(isinstance(m, msg.AssistantMessage) and any(c.id == call_id for c in m.tool_calls or ()) for m in held)
+    return made and not any(isinstance(m, msg.ToolMessage) and m.tool_call_id == call_id for m in held)
 
 
 def _check_repeated(plan: _Plan, defective: bool) -> CheckResult:
@@ -876,7 +878,8 @@ def _check_repeated(plan: _Plan, defective: bool) -> CheckResult:
                                                 f"{run.quote(entry.interrupt_id)})")
                 for entry, call in gated if call in run.results]
     if evidence:
-        return _broken("repeated-resume", "the repeated resume performed the action again", evidence)
+        return _broken("repeated-resume", "the repeated resume performed the action again; skip entries "
+                       "naming interrupts already answered", evidence)
     return _verdict("repeated-resume", "pass", f"the repeated resume {run.proceeded()[1]}, no action repeated",
                     [run.evidence(None, run.sent)])
 
