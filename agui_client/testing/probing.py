@@ -545,6 +545,10 @@ def _each_interrupt(seen: Sequence[_Observed], key: str) -> list[tuple[_Observed
 _JUDGED_BY_PAUSE = frozenset({legacy.CUSTOM_ASKED, legacy.TOOL_ASKED})
 
 
+# What to do about a stream rule broken: each code named in the evidence has a section in docs/codes.md.
+_CODES_SAY = "each line names the rule's code; docs/codes.md says what to do about each"
+
+
 def _check_stream(seen: Sequence[_Observed]) -> CheckResult:
     errors = [s.evidence(e.index, f"{e.event_type or '-'} [{e.rule or type(e).__name__}] {s.quote(e.detail)}")
               for s in seen for e in s.errors]
@@ -557,10 +561,12 @@ def _check_stream(seen: Sequence[_Observed]) -> CheckResult:
                               f"first {_KEPT_PER_RUN - 1} and the last are)") for s in seen if s.finished_dropped]
     if errors:
         total = len(errors) + sum(s.errors_dropped for s in seen)
-        return _verdict("stream-rules", "fail", f"{total} protocol error(s) in {streams} response(s)",
+        return _verdict("stream-rules", "fail", f"{total} protocol error(s) in {streams} response(s); "
+                        f"{_CODES_SAY}",
                         errors + more + warnings)
     if warnings:
-        return _verdict("stream-rules", "warn", f"no protocol error, {len(warnings)} warning(s)", warnings)
+        return _verdict("stream-rules", "warn", f"no protocol error, {len(warnings)} warning(s); {_CODES_SAY}",
+                        warnings)
     return _verdict("stream-rules", "pass", f"{streams} response(s), no protocol error or warning")
 
 
@@ -610,7 +616,8 @@ def _check_count(seen: Sequence[_Observed]) -> CheckResult:
     empty = [s.evidence(index, "an interrupt outcome with no interrupts") for s, index, items in outcomes
              if not items]
     if empty:
-        return _broken("interrupt-count", "an interrupt outcome carried nothing to answer", empty)
+        return _broken("interrupt-count", "an interrupt outcome carried nothing to answer; carry at least one "
+                       "interrupt, or end the run as success", empty)
     return _verdict("interrupt-count", "pass", f"{len(outcomes)} interrupt outcome(s), each with interrupts")
 
 
@@ -625,7 +632,8 @@ def _check_unique(seen: Sequence[_Observed]) -> CheckResult:
         if repeated:
             evidence.append(s.evidence(index, f"interrupt id(s) {', '.join(repeated)} appear more than once"))
     if evidence:
-        return _broken("interrupt-ids-unique", "an interrupt id repeats within a run", evidence)
+        return _broken("interrupt-ids-unique", "an interrupt id repeats within a run; give each interrupt of a "
+                       "run its own id", evidence)
     return _verdict("interrupt-ids-unique", "pass", f"{len(outcomes)} interrupt outcome(s), ids unique")
 
 
@@ -724,9 +732,10 @@ def _check_answers(plan: _Plan) -> CheckResult:
                        [answer.evidence(index, f"{what}; sent {answer.sent}"), *_own_thread(ask)])
     again = _asked_again(ask, answer)
     if again:
-        return _broken("answers-proceed", "the run stopped again for the interrupts it was answered for",
+        return _broken("answers-proceed", "the run stopped again for the interrupts it was answered for; "
+                       "take the entries as the answers the run stopped for",
                        [answer.evidence(index, f"interrupted again with {', '.join(map(answer.quote, again))}, "
-                                               "each as it was first asked; take the resume entries as the answers"),
+                                               "each as it was first asked"),
                         *_own_thread(ask)])
     return _verdict("answers-proceed", "pass", f"the resume {what}", [answer.evidence(index, answer.sent)])
 
@@ -835,7 +844,7 @@ def _check_uncovered(plan: _Plan, defective: bool) -> CheckResult:
                   f"its toolCallId {run.quote(call)} names no tool call the messages sent carry")
         return _verdict("uncovered-resume", "warn", "the run ended as success with an interrupt uncovered; a "
                         "producer that keeps the interrupted run's checkpoint MUST NOT, one that keeps nothing "
-                        f"cannot tell ({unseen})", detail)
+                        f"cannot tell ({unseen}); if yours keeps it, keep the interrupt open", detail)
     if run.outcome == "interrupt":
         if left.id in run.interrupt_ids:
             return _verdict("uncovered-resume", "pass", "interrupted again with the uncovered interrupt",
