@@ -125,3 +125,39 @@ def test_the_table_on_a_terminal_shows_agent_text_inert(served: Callable[[Any], 
     assert child.exitstatus == 0  # (an unreadable expiresAt is a warning)
     assert "\x1b]0;" not in shown and "\x1b[2J" not in shown and "\x07" not in shown
     assert "\\x1b]0;pwned\\x07" in shown and "q\\x1b[2J" in shown
+
+
+def test_a_refused_first_request_exits_2_naming_the_status_with_the_credential_redacted(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    # A wrong token once made every check n/a and the probe exit 0: a pass in CI for an agent never judged.
+    async def refusing(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        token = dict(scope["headers"]).get(b"authorization", b"").decode()
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps({"error": f"bad token {token}"}).encode()})
+
+    endpoint = served(refusing)
+    junit = tmp_path / "probe.xml"
+
+    done = agui("probe", endpoint.url, "--prompt", PROMPT, "-H", "Authorization: Bearer s3cret-value",
+                "--junit", str(junit), "--json")
+
+    assert done.returncode == 2, done.stderr
+    assert "the target refused the plan's first request, the plain prompt (HTTP 401" in done.stderr
+    assert "bad token" in done.stderr and "s3cret-value" not in done.stderr + done.stdout
+    assert done.stdout == "" and not junit.exists()  # no report: nothing was judged
+
+
+def test_thread_prefix_sets_the_thread_ids_sent(served: Callable[[Any], Any]) -> None:
+    import uuid
+
+    endpoint = served(ScriptedAgent.approvals(1))
+
+    bare = agui("probe", endpoint.url, "--prompt", PROMPT, "--thread-prefix", "")
+    named = agui("probe", endpoint.url, "--prompt", PROMPT, "--thread-prefix", "ci-42-")
+
+    assert bare.returncode == 0 and named.returncode == 0, bare.stderr + named.stderr
+    sent = [request.body["threadId"] for request in endpoint.received]
+    assert len(sent) == 10
+    assert all(str(uuid.UUID(thread)) == thread for thread in sent[:5])
+    assert all(thread.startswith("ci-42-") and uuid.UUID(thread[len("ci-42-"):]) for thread in sent[5:])

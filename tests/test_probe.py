@@ -4,6 +4,7 @@ warns) on the ScriptedAgent fault it looks for, both in-process (httpx's ASGI tr
 from __future__ import annotations
 
 import json
+import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from typing import Any
@@ -16,12 +17,15 @@ from agui_client.testing import (
     Gate,
     ProbeError,
     ProbeReport,
+    Respond,
     ScriptedAgent,
     Start,
     Wait,
     probe,
+    text_message,
+    tool_call,
 )
-from agui_client.types import Interrupt, RunAgentInput, RunErrorEvent, RunFinishedInterruptOutcome
+from agui_client.types import CustomEvent, Interrupt, RunAgentInput, RunErrorEvent, RunFinishedInterruptOutcome
 
 PROMPT = "Delete the temporary files"
 
@@ -151,7 +155,7 @@ def test_a_stream_with_a_fault_per_event_keeps_the_first_hundred_errors_and_coun
     assert "and 279 more protocol error(s), counted, not kept (the first 100 are)" in notes
     assert "and 30 more RUN_FINISHED event(s), counted, not judged (the first 99 and the last are)" in notes
     streams = sum(1 for run in report.runs if run.outcome != "rejected")
-    assert result.reason == f"{379 * streams} protocol error(s) in {streams} response(s)"  # the dropped counted
+    assert result.reason.startswith(f"{379 * streams} protocol error(s) in {streams} response(s);")  # all counted
 
 
 def test_an_asgi_app_whose_response_grows_past_the_bound_stops_the_probe() -> None:
@@ -254,7 +258,8 @@ def test_an_answer_run_that_asks_the_same_again_fails_answers_proceed(run_probe:
     report = run_probe(ScriptedAgent([asking(interrupt)], cycle=True))
 
     assert report.check("answers-proceed").verdict == "fail"
-    assert report.check("answers-proceed").reason == "the run stopped again for the interrupts it was answered for"
+    assert report.check("answers-proceed").reason.startswith("the run stopped again for the interrupts it was "
+                                                             "answered for")
 
 
 def test_a_producer_honouring_only_the_last_entry_warns_approval_result(run_probe: Probe) -> None:
@@ -285,7 +290,7 @@ def test_a_producer_going_past_an_uncovered_interrupt_fails_uncovered_resume(run
     result = report.check("uncovered-resume")
     assert result.verdict == "fail"
     if fault == "perform-uncovered":
-        assert result.reason == "the uncovered action was performed"
+        assert result.reason.startswith("the uncovered action was performed; never act on an absent entry")
         assert "a result for tool call" in evidence_text(report, "uncovered-resume")
     else:
         assert "ended as success with interrupt" in evidence_text(report, "uncovered-resume")
@@ -312,6 +317,222 @@ def test_a_repeated_resume_that_repeats_the_action_warns(run_probe: Probe) -> No
 
     assert report.check("repeated-resume").verdict == "warn"
     assert evidence_text(report, "repeated-resume").startswith("repeat #1: a second result for tool call")
+
+
+# --------------------------------------------------------------------------------------------------
+# Producers that conform in unusual ways, and what the messages tell their authors
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_stateless_producer_whose_gated_call_was_never_streamed_only_warns_uncovered_resume(
+        run_probe: Probe) -> None:
+    # The toolCallId names a call the ask run never streamed: the messages of the uncovered resume carry
+    # nothing to notice, and a producer keeping nothing between runs is under no obligation there.
+    gated = Interrupt(id="q", reason="tool_approval", tool_call_id="call-internal")
+
+    def step(run_input: RunAgentInput) -> list[Any]:
+        if run_input.resume is None:
+            return [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(gated,)))]
+        return [Start(), Finish()]
+
+    report = run_probe(ScriptedAgent([step], cycle=True, stateless=True), defective=True)
+
+    result = report.check("uncovered-resume")
+    assert result.verdict == "warn"
+    assert "its toolCallId call-internal names no tool call the messages sent carry" in result.reason
+    assert report.exit_status() == 0
+
+
+def test_an_answer_run_asking_something_new_under_a_reused_id_passes_answers_proceed(run_probe: Probe) -> None:
+    # Ids are unique within a run: after acting on the answer, a new question may be named "confirm" again.
+    def step(run_input: RunAgentInput) -> list[Any]:
+        if run_input.resume is None:
+            ask = Interrupt(id="confirm", reason="tool_approval", tool_call_id="call-1", message="Delete a?")
+            return [Start(), *tool_call("call-1", "delete", {"path": "a"}),
+                    Finish(outcome=RunFinishedInterruptOutcome(interrupts=(ask,)))]
+        if any(e.interrupt_id == "confirm" for e in run_input.resume) and len(run_input.messages) < 4:
+            then = Interrupt(id="confirm", reason="tool_approval", tool_call_id="call-2", message="Delete b too?")
+            return [Start(), {"type": "TOOL_CALL_RESULT", "messageId": "r-1", "toolCallId": "call-1",
+                              "content": "deleted a"}, *tool_call("call-2", "delete", {"path": "b"}),
+                    Finish(outcome=RunFinishedInterruptOutcome(interrupts=(then,)))]
+        return [Start(), *text_message("m-done", "done"), Finish()]
+
+    report = run_probe(ScriptedAgent([step], cycle=True, stateless=True))
+
+    assert report.check("answers-proceed").verdict == "pass"
+    assert report.check("answers-proceed").reason == "the resume ended interrupt"
+    assert report.check("approval-result").verdict == "pass"
+
+
+def test_an_agent_running_under_a_thread_id_of_its_own_is_told_why_its_resume_was_lost(run_probe: Probe) -> None:
+    # It keys its checkpoint by the id it minted; the resume carries the request's threadId.
+    asked: dict[str, int] = {}
+
+    def step(run_input: RunAgentInput) -> list[Any]:
+        asked[run_input.thread_id] = asked.get(run_input.thread_id, 0) + 1
+        mine = f"server-{run_input.thread_id[-6:]}-{asked[run_input.thread_id]}"
+        return [{"type": "RUN_STARTED", "threadId": mine, "runId": run_input.run_id},
+                {"type": "RUN_FINISHED", "threadId": mine, "runId": run_input.run_id,
+                 "outcome": {"type": "interrupt", "interrupts": [{"id": "q", "reason": "input"}]}}]
+
+    report = run_probe(ScriptedAgent([step], cycle=True, stateless=True))
+
+    result = report.check("answers-proceed")
+    assert result.verdict == "fail"
+    hint = result.evidence[-1]
+    assert (hint.run, hint.index) == ("ask", 0)
+    assert "the agent started this run under another threadId than the request's" in hint.detail
+    assert "key the interrupted run's checkpoint by the threadId of the input" in hint.detail
+
+
+def test_an_agent_refusing_the_first_request_stops_the_probe_instead_of_passing(run_probe: Probe) -> None:
+    agent = ScriptedAgent([Respond(status=401, body={"error": "unauthorized"})], cycle=True)
+
+    with pytest.raises(ProbeError) as raised:
+        run_probe(agent)
+
+    assert "the target refused the plan's first request, the plain prompt (HTTP 401" in str(raised.value)
+    assert "the headers a request needs (-H)" in str(raised.value)
+    assert agent.request_count == 1
+
+
+def test_a_prompt_whose_run_failed_says_so_rather_than_asking_for_another_prompt(run_probe: Probe) -> None:
+    agent = ScriptedAgent([[RunErrorEvent(message="model overloaded", code="overloaded")]], cycle=True)
+
+    report = run_probe(agent)
+
+    reason = report.check("answers-proceed").reason
+    assert report.check("answers-proceed").verdict == "n/a"
+    assert reason.startswith("the prompt raised no interrupt: the ask run did not finish (RUN_ERROR: model "
+                             "overloaded (code overloaded)); make it finish")
+
+
+def test_a_custom_event_whose_name_only_holds_a_question_word_is_not_a_question(run_probe: Probe) -> None:
+    progress = CustomEvent(name="task_progress", value={"done": 1})
+    asking_event = CustomEvent(name="askHuman", value={"question": "sure?"})
+    agent = ScriptedAgent([[Start(), progress, asking_event, Finish()]], cycle=True)
+
+    report = run_probe(agent)
+
+    evidence = evidence_text(report, "pause-as-success")
+    assert report.check("pause-as-success").verdict == "warn"
+    assert "CUSTOM event askHuman" in evidence and "task_progress" not in evidence
+
+
+@pytest.mark.parametrize("outcome", ["success", "paused"])
+def test_an_outcome_carrying_interrupts_that_is_not_the_interrupt_outcome_warns_pause_as_success(
+        run_probe: Probe, outcome: str) -> None:
+    def step(run_input: RunAgentInput) -> list[Any]:
+        return [Start(), {"type": "RUN_FINISHED", "threadId": run_input.thread_id, "runId": run_input.run_id,
+                          "outcome": {"type": outcome, "interrupts": [{"id": "q", "reason": "input"}]}}]
+
+    report = run_probe(ScriptedAgent([step], cycle=True))
+
+    result = report.check("pause-as-success")
+    assert result.verdict == "warn"
+    assert result.reason.endswith("end a run that stops to ask with the interrupt outcome carrying what it asks")
+    assert result.evidence[0].run == "ask" and result.evidence[0].index == 1
+    assert result.evidence[0].detail == f"a {outcome} outcome carrying 1 interrupt(s)"
+
+
+def test_an_uncovered_resume_failing_mid_run_passes_without_being_called_a_rejection(run_probe: Probe) -> None:
+    def step(run_input: RunAgentInput) -> list[Any]:
+        if run_input.resume is None:
+            return asking(Interrupt(id="q", reason="input"))(run_input)
+        return [Start(), RunErrorEvent(message="interrupt q is still open", code="uncovered")]
+
+    report = run_probe(ScriptedAgent([step], cycle=True, stateless=True), defective=True)
+
+    result = report.check("uncovered-resume")
+    assert result.verdict == "pass"
+    assert result.reason == "the run did not end as success (RUN_ERROR: interrupt q is still open (code uncovered))"
+
+
+def _ghost(field: str) -> ScriptedAgent:
+    return ScriptedAgent([asking(Interrupt(id="q", reason="input", **{field: "ghost"})), [Start(), Finish()]],
+                         cycle=True)
+
+
+@pytest.mark.parametrize(("check_id", "agent", "defective", "fix"), [
+    ("approval-result", lambda: ScriptedAgent.approvals(2, faults=["last-entry-only"]), False,
+     "in the resuming run, perform each approved call and send its result"),
+    ("unknown-entry", lambda: ScriptedAgent.approvals(1, faults=["fail-unknown-entry"]), False,
+     "skip such an entry (with a warning of your own) and run on"),
+    ("fresh-thread-resume", lambda: ScriptedAgent.approvals(1, faults=["fail-unknown-entry"]), False,
+     "its entries answer nothing: skip them and run the input"),
+    ("repeated-resume", lambda: ScriptedAgent.approvals(1, faults=["repeat-action"]), True,
+     "skip entries naming interrupts already answered"),
+    ("answers-proceed", lambda: ScriptedAgent([asking(Interrupt(id="q", reason="input")),
+                                               [Start(), RunErrorEvent(message="no")]], cycle=True), False,
+     "take the entries as the answers the run stopped for and run on"),
+    ("tool-call-id", lambda: _ghost("tool_call_id"), False,
+     "stream the call (TOOL_CALL_START) before the interrupt that asks about it"),
+    ("subagent-run-id", lambda: _ghost("subagent_run_id"), False,
+     "start it (SUBAGENT_STARTED) in the run that raises its interrupt"),
+    ("expires-at", lambda: ScriptedAgent.interrupts(1, expires_at="next tuesday"), False,
+     "write an ISO 8601 date-time with a zone (2026-06-01T11:00:00Z)"),
+    ("response-schema", lambda: ScriptedAgent.interrupts(1, response_schema={"type": "nonsense"}), False,
+     "send a self-contained JSON Schema an answer can be checked against"),
+    ("stream-rules", lambda: ScriptedAgent.approvals(2, faults=["repeat-interrupt-id"]), False,
+     "each line names the rule's code; docs/codes.md says what to do about each"),
+    ("interrupt-ids-unique", lambda: ScriptedAgent.approvals(2, faults=["repeat-interrupt-id"]), False,
+     "give each interrupt of a run its own id"),
+    ("interrupt-count", lambda: ScriptedAgent([[Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=()))]],
+                                              cycle=True), False,
+     "carry at least one interrupt, or end the run as success"),
+    ("uncovered-resume", lambda: ScriptedAgent.interrupts(2, faults=["succeed-uncovered"]), True,
+     "if yours keeps it, keep the interrupt open"),
+])
+def test_a_check_that_does_not_pass_says_what_to_fix(check_id: str, agent: Callable[[], ScriptedAgent],
+                                                     defective: bool, fix: str) -> None:
+    result = probe(agent(), prompt=PROMPT, defective=defective).check(check_id)
+
+    assert result.verdict in ("fail", "warn")
+    assert result.reason.endswith("; " + fix)
+
+
+def only_uuid_threads(agent: Any) -> Any:
+    """``agent`` behind a check that answers 422 to a request whose threadId is not a bare UUID."""
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await agent(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body, more = body + message.get("body", b""), message.get("more_body", False)
+        try:
+            uuid.UUID(json.loads(body)["threadId"])
+        except ValueError:
+            await send({"type": "http.response.start", "status": 422,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": b'{"detail": "threadId must be a UUID"}'})
+            return
+        replayed = False
+
+        async def again() -> Any:  # the body once, then what the server says next (a disconnect)
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await agent(scope, again, send)
+    return app
+
+
+def test_an_agent_accepting_only_its_own_thread_id_form_is_probed_with_thread_ids(run_probe: Probe) -> None:
+    with pytest.raises(ProbeError) as refused:
+        run_probe(only_uuid_threads(ScriptedAgent.approvals(1)))
+    assert "HTTP 422" in str(refused.value) and "(thread_ids= or --thread-prefix choose others)" in str(refused.value)
+
+    report = run_probe(only_uuid_threads(ScriptedAgent.approvals(1)), thread_ids=lambda: str(uuid.uuid4()),
+                       defective=True)
+
+    assert report.check("answers-proceed").verdict == "pass"
+    assert report.check("uncovered-resume").verdict == "pass"
+    assert all(str(uuid.UUID(run.thread_id)) == run.thread_id for run in report.runs)
+    assert len({run.thread_id for run in report.runs}) == 4  # still a fresh thread per plan part
 
 
 # --------------------------------------------------------------------------------------------------
@@ -403,6 +624,25 @@ def test_json_and_junit_carry_every_check_and_verdict() -> None:
     assert failed == ["uncovered-resume [MUST]"]
     skipped = {case.get("name") for case in suite if case.find("skipped") is not None}
     assert skipped == {"subagent-run-id [SHOULD]", "expires-at [heuristic]"}
+
+
+def test_the_json_keys_are_the_ones_docs_probe_md_documents_for_ci() -> None:
+    # CI scripts read these keys: a key added, renamed or dropped must change the documented table too.
+    import re
+    from pathlib import Path
+
+    report = probe(ScriptedAgent.approvals(1, faults=["last-entry-only"]), prompt=PROMPT)
+    data = json.loads(json.dumps(report.to_json()))
+    section = (Path(__file__).resolve().parent.parent / "docs" / "probe.md").read_text(encoding="utf-8")
+    section = section.split("## The report for CI: JSON and JUnit", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"`([a-z_]+)(?:\[\])?`", section))
+
+    warned = next(c for c in data["checks"] if c["id"] == "approval-result")
+    keys = {*data, *data["runs"][0], *data["checks"][0], *warned["evidence"][0]}
+    assert keys == {"target", "prompt", "defective", "failures", "warnings", "runs", "checks", "name", "thread_id",
+                    "run_id", "sent", "outcome", "detail", "events", "interrupts", "id", "rule", "level", "verdict",
+                    "reason", "evidence", "run", "index"}
+    assert keys <= documented, sorted(keys - documented)
 
 
 def test_junit_strict_turns_warnings_into_failures_and_keeps_xml_valid_with_control_characters() -> None:

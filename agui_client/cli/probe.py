@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,9 @@ def add_probe_parser(commands: Any) -> None:
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_RUN_TIMEOUT, metavar="SECONDS",
                         help=f"the longest one run may take, from its request to its last event "
                              f"(default {DEFAULT_RUN_TIMEOUT:g})")
+    parser.add_argument("--thread-prefix", default="agui-probe-", metavar="TEXT",
+                        help="each plan part's threadId is TEXT followed by a new UUID (default agui-probe-; "
+                             "'' for a bare UUID, for an agent that accepts nothing else)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--junit", metavar="FILE", help="also write the report as JUnit XML to FILE")
     parser.add_argument("--plain", action="store_true", help="plain, colourless output")
@@ -96,7 +100,7 @@ def probe_command(out: Output, args: argparse.Namespace, *, headers: Mapping[str
                  "same resume twice, which a conforming consumer never sends)", "dim")
     try:
         report = probe(args.url, prompt=args.prompt, answers=answers, defective=args.defective, headers=headers,
-                       run_timeout=args.timeout)
+                       run_timeout=args.timeout, thread_ids=lambda: f"{args.thread_prefix}{uuid.uuid4()}")
     except ProbeError as exc:
         raise UsageProblem(str(exc)) from None
     if args.junit is not None:

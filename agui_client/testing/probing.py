@@ -92,11 +92,19 @@ _QUOTE_LIMIT = 160
 
 # A CUSTOM event whose name says it asks something (LangGraph's and CrewAI's ``on_interrupt``, an
 # approval or confirmation request): in a run that ended as success, the question went unanswered.
-_ASKING = re.compile(r"interrupt|approv|confirm|permission|consent|human|input|question|ask", re.IGNORECASE)
+# Judged word by word (``on_interrupt``, ``askHuman``, ``approval-request``): a word that merely holds
+# one (``task_progress``, ``flask``) asks nothing.
+_ASKING = ("interrupt", "approv", "confirm", "permission", "consent", "human", "input", "question", "ask")
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def _asks(name: str) -> bool:
+    return any(word.lower().startswith(_ASKING) for word in _WORDS.findall(name))
 
 
 class ProbeError(AguiError):
-    """The probe could not run its plan (the target is unreachable, or an answer given is unusable).
+    """The probe could not run its plan (the target is unreachable or refuses the plain prompt with an
+    HTTP error status, or an answer given is unusable).
 
     Attributes:
         usage: whether the caller's input is at fault (an ``answers`` payload the schema refuses);
@@ -276,17 +284,18 @@ class _Driver:
     """Sends the plan's inputs and folds each response with ``RunSession(collect_errors=True)``."""
 
     def __init__(self, client: AsyncAgentClient, prompt: str, answers: Mapping[str, JSON],
-                 run_timeout: float, bounded: _BoundedApp | None = None) -> None:
+                 run_timeout: float, bounded: _BoundedApp | None = None,
+                 thread_ids: Callable[[], str] | None = None) -> None:
         self.client = client
         self.prompt = prompt
         self.answers = answers
         self.run_timeout = run_timeout
         self.bounded = bounded
+        self.thread_ids = thread_ids or (lambda: f"agui-probe-{uuid.uuid4()}")
         self.observed: list[_Observed] = []
 
-    @staticmethod
-    def new_thread() -> ThreadState:
-        return ThreadState(thread_id=f"agui-probe-{uuid.uuid4()}")
+    def new_thread(self) -> ThreadState:
+        return ThreadState(thread_id=self.thread_ids())
 
     async def send(self, name: str, thread: ThreadState, *, sent: str, prompt: bool = False,
                    resume: Sequence[ResumeEntry] | None = None) -> _Observed:
@@ -312,6 +321,15 @@ class _Driver:
             seen.rejected = f"no complete response within {self.run_timeout:g} s"
         except HTTPStatusError as exc:
             seen.rejected = f"HTTP {exc.status_code}" + (f": {seen.quote(exc.body)}" if exc.body else "")
+            if len(self.observed) == 1:
+                # The plain prompt refused: every check would say n/a and the probe exit 0, a pass in
+                # CI for an agent that answered nothing (a missing credential, a wrong path).
+                raise ProbeError(
+                    "the target refused the plan's first request, the plain prompt "
+                    f"({self.client.unsent_redactor().text(seen.rejected)}): "
+                    "nothing can be judged; check the URL (and path= for an ASGI app), the headers a request "
+                    f"needs (-H), and that the agent accepts a threadId like {thread.thread_id!r} (thread_ids= "
+                    "or --thread-prefix choose others)") from exc
         except TransportError as exc:
             if len(self.observed) == 1 and not exc.request_sent:
                 raise ProbeError(f"the target could not be reached: {exc}") from exc
@@ -527,6 +545,10 @@ def _each_interrupt(seen: Sequence[_Observed], key: str) -> list[tuple[_Observed
 _JUDGED_BY_PAUSE = frozenset({legacy.CUSTOM_ASKED, legacy.TOOL_ASKED})
 
 
+# What to do about a stream rule broken: each code named in the evidence has a section in docs/codes.md.
+_CODES_SAY = "each line names the rule's code; docs/codes.md says what to do about each"
+
+
 def _check_stream(seen: Sequence[_Observed]) -> CheckResult:
     errors = [s.evidence(e.index, f"{e.event_type or '-'} [{e.rule or type(e).__name__}] {s.quote(e.detail)}")
               for s in seen for e in s.errors]
@@ -539,10 +561,12 @@ def _check_stream(seen: Sequence[_Observed]) -> CheckResult:
                               f"first {_KEPT_PER_RUN - 1} and the last are)") for s in seen if s.finished_dropped]
     if errors:
         total = len(errors) + sum(s.errors_dropped for s in seen)
-        return _verdict("stream-rules", "fail", f"{total} protocol error(s) in {streams} response(s)",
+        return _verdict("stream-rules", "fail", f"{total} protocol error(s) in {streams} response(s); "
+                        f"{_CODES_SAY}",
                         errors + more + warnings)
     if warnings:
-        return _verdict("stream-rules", "warn", f"no protocol error, {len(warnings)} warning(s)", warnings)
+        return _verdict("stream-rules", "warn", f"no protocol error, {len(warnings)} warning(s); {_CODES_SAY}",
+                        warnings)
     return _verdict("stream-rules", "pass", f"{streams} response(s), no protocol error or warning")
 
 
@@ -552,7 +576,7 @@ def _check_pause(seen: Sequence[_Observed]) -> CheckResult:
     for s in successes:
         assert s.result is not None
         for index, name in s.customs:
-            if _ASKING.search(name):
+            if _asks(name):
                 evidence.append(s.evidence(index, f"CUSTOM event {s.quote(name)!s} in a run that ended as success"))
         pending = set(s.result.pending_tool_call_ids)
         for call_id, (index, name) in s.started_calls.items():
@@ -561,11 +585,28 @@ def _check_pause(seen: Sequence[_Observed]) -> CheckResult:
                 evidence.append(s.evidence(index, f"tool call {s.quote(call_id)} ({s.quote(name)}) left "
                                                   f"unanswered{named} in a run that ended as success; the probe "
                                                   "offers no frontend tools"))
+    evidence += _asked_outside_interrupt(seen)
     if evidence:
-        return _broken("pause-as-success", "a run ended as success while asking something", evidence)
+        return _broken("pause-as-success", "a run ended as success while asking something; end a run that stops "
+                                           "to ask with the interrupt outcome carrying what it asks", evidence)
     if not successes:
         return _verdict("pause-as-success", "pass", "no run ended as success")
     return _verdict("pause-as-success", "pass", f"{len(successes)} run(s) ended as success with nothing left asked")
+
+
+def _asked_outside_interrupt(seen: Sequence[_Observed]) -> list[Evidence]:
+    """Every RUN_FINISHED, as sent, whose outcome carries interrupts but is not the interrupt outcome: the
+    run asked, and a consumer sees a run that did not (the schema refuses a success outcome carrying
+    them; an outcome type 1.0 does not know is read as success)."""
+    found = []
+    for item in seen:
+        for index, finished in item.finished:
+            outcome = finished.get("outcome")
+            if (isinstance(outcome, dict) and outcome.get("type") != "interrupt"
+                    and isinstance(outcome.get("interrupts"), list) and outcome["interrupts"]):
+                found.append(item.evidence(index, f"a {item.quote(outcome.get('type'))} outcome carrying "
+                                                  f"{len(outcome['interrupts'])} interrupt(s)"))
+    return found
 
 
 def _check_count(seen: Sequence[_Observed]) -> CheckResult:
@@ -575,7 +616,8 @@ def _check_count(seen: Sequence[_Observed]) -> CheckResult:
     empty = [s.evidence(index, "an interrupt outcome with no interrupts") for s, index, items in outcomes
              if not items]
     if empty:
-        return _broken("interrupt-count", "an interrupt outcome carried nothing to answer", empty)
+        return _broken("interrupt-count", "an interrupt outcome carried nothing to answer; carry at least one "
+                       "interrupt, or end the run as success", empty)
     return _verdict("interrupt-count", "pass", f"{len(outcomes)} interrupt outcome(s), each with interrupts")
 
 
@@ -590,7 +632,8 @@ def _check_unique(seen: Sequence[_Observed]) -> CheckResult:
         if repeated:
             evidence.append(s.evidence(index, f"interrupt id(s) {', '.join(repeated)} appear more than once"))
     if evidence:
-        return _broken("interrupt-ids-unique", "an interrupt id repeats within a run", evidence)
+        return _broken("interrupt-ids-unique", "an interrupt id repeats within a run; give each interrupt of a "
+                       "run its own id", evidence)
     return _verdict("interrupt-ids-unique", "pass", f"{len(outcomes)} interrupt outcome(s), ids unique")
 
 
@@ -640,23 +683,37 @@ def _expires_fault(s: _Observed, value: Any) -> str | None:
 
 
 def _check_interrupt_fields(seen: Sequence[_Observed]) -> list[CheckResult]:
+    # Each ``broken`` reason ends with what to change in the producer.
     return [
         _check_field(seen, "response-schema", "responseSchema", _schema_fault,
-                     absent="no interrupt carried a responseSchema", broken="a responseSchema cannot judge an answer",
+                     absent="no interrupt carried a responseSchema",
+                     broken="a responseSchema cannot judge an answer; send a self-contained JSON Schema an answer "
+                            "can be checked against",
                      passed="{} responseSchema(s), each a usable JSON Schema"),
         _check_field(seen, "tool-call-id", "toolCallId", _tool_call_fault,
-                     absent="no interrupt carried a toolCallId", broken="a toolCallId names no tool call",
+                     absent="no interrupt carried a toolCallId",
+                     broken="a toolCallId names no tool call; stream the call (TOOL_CALL_START) before the "
+                            "interrupt that asks about it",
                      passed="{} toolCallId(s), each naming a call of the thread"),
         _check_field(seen, "subagent-run-id", "subagentRunId", _subagent_fault,
-                     absent="no interrupt carried a subagentRunId", broken="a subagentRunId names no subagent",
+                     absent="no interrupt carried a subagentRunId",
+                     broken="a subagentRunId names no subagent; start it (SUBAGENT_STARTED) in the run that "
+                            "raises its interrupt",
                      passed="{} subagentRunId(s), each naming a subagent"),
         _check_field(seen, "expires-at", "expiresAt", _expires_fault, skip_null=True,
-                     absent="no interrupt carried an expiresAt", broken="an expiresAt cannot be read as a date",
+                     absent="no interrupt carried an expiresAt",
+                     broken="an expiresAt cannot be read as a date; write an ISO 8601 date-time with a zone "
+                            "(2026-06-01T11:00:00Z)",
                      passed="{} expiresAt value(s), each a readable date"),
     ]
 
 
 def _no_interrupt(check_id: str, ask: _Observed | None) -> CheckResult:
+    if ask is not None and not ask.proceeded()[0]:
+        # The prompt did not get a run at all: another prompt would not help.
+        return _verdict(check_id, "n/a", f"the prompt raised no interrupt: the {ask.name} run did not finish "
+                                         f"({ask.proceeded()[1]}); make it finish, then use a prompt that makes "
+                                         "the agent stop to ask")
     outcome = ask.outcome if ask is not None else None
     return _verdict(check_id, "n/a", f"the prompt raised no interrupt ({ask.name if ask else 'ask'} ended "
                                      f"{outcome}); use a prompt that makes the agent stop to ask")
@@ -670,13 +727,38 @@ def _check_answers(plan: _Plan) -> CheckResult:
         return _no_interrupt("answers-proceed", ask)
     went_on, what, index = answer.proceeded()
     if not went_on:
-        return _broken("answers-proceed", "a complete resume did not proceed",
-                       [answer.evidence(index, f"{what}; sent {answer.sent}")])
-    again = sorted(set(answer.interrupt_ids) & {e.interrupt_id for e in answer.entries})
+        return _broken("answers-proceed", "a complete resume did not proceed; take the entries as the answers "
+                       "the run stopped for and run on",
+                       [answer.evidence(index, f"{what}; sent {answer.sent}"), *_own_thread(ask)])
+    again = _asked_again(ask, answer)
     if again:
-        return _broken("answers-proceed", "the run stopped again for the interrupts it was answered for",
-                       [answer.evidence(index, f"interrupted again with {', '.join(map(answer.quote, again))}")])
+        return _broken("answers-proceed", "the run stopped again for the interrupts it was answered for; "
+                       "take the entries as the answers the run stopped for",
+                       [answer.evidence(index, f"interrupted again with {', '.join(map(answer.quote, again))}, "
+                                               "each as it was first asked"),
+                        *_own_thread(ask)])
     return _verdict("answers-proceed", "pass", f"the resume {what}", [answer.evidence(index, answer.sent)])
+
+
+def _own_thread(ask: _Observed) -> list[Evidence]:
+    """Evidence that ``ask`` ran under a threadId of the agent's own: the likely cause of a lost resume (a
+    consumer, the probe too, continues the thread its input names, not one the agent minted)."""
+    return [ask.evidence(w.index, f"the agent started this run under another threadId than the request's "
+                                  f"({ask.quote(w.message)}); a resume carries the request's threadId, so key the "
+                                  "interrupted run's checkpoint by the threadId of the input")
+            for w in ask.warnings if w.code == "LC-08" and w.pointer == "/threadId"][:1]
+
+
+def _asked_again(ask: _Observed, answer: _Observed) -> list[str]:
+    """The ids of ``answer``'s interrupts asking again what its resume answered: the same id, reason,
+    message, tool call and subagent (ids are unique within a run only: a new question may reuse one)."""
+    def asked(interrupt: Interrupt) -> tuple[Any, ...]:
+        return (interrupt.id, interrupt.reason, interrupt.message, interrupt.tool_call_id, interrupt.subagent_run_id)
+
+    answered = {e.interrupt_id for e in answer.entries}
+    first = {asked(i) for i in (ask.result.interrupts if ask.result is not None else ()) if i.id in answered}
+    raised = answer.result.interrupts if answer.result is not None else ()
+    return sorted({i.id for i in raised if asked(i) in first})
 
 
 def _gated(plan: _Plan, run: _Observed) -> list[tuple[ResumeEntry, str]]:
@@ -701,7 +783,8 @@ def _check_approval(plan: _Plan) -> CheckResult:
                                                    f"({run.quote(entry.payload)}); tool call {run.quote(call_id)} "
                                                    f"got no result in this run, which ended {run.outcome}"))
     if evidence:
-        return _broken("approval-result", "an approved action was not performed", evidence)
+        return _broken("approval-result", "an approved action was not performed; in the resuming run, perform "
+                       "each approved call and send its result", evidence)
     if not judged:
         reason = ("no approved interrupt named a toolCallId in a run that proceeded"
                   if plan.ask is not None and plan.ask.interrupt_ids else "the prompt raised no interrupt")
@@ -717,7 +800,8 @@ def _check_unknown(plan: _Plan) -> CheckResult:
         return _no_interrupt("unknown-entry", plan.ask_2)
     went_on, what, index = run.proceeded()
     if not went_on:
-        return _broken("unknown-entry", "an entry for an interrupt never raised failed the run",
+        return _broken("unknown-entry", "an entry for an interrupt never raised failed the run; skip such "
+                       "an entry (with a warning of your own) and run on",
                        [run.evidence(index, f"{what}; sent {run.sent}")])
     return _verdict("unknown-entry", "pass", f"the run {what}", [run.evidence(index, run.sent)])
 
@@ -727,7 +811,8 @@ def _check_fresh(plan: _Plan) -> CheckResult:
     assert run is not None
     went_on, what, index = run.proceeded()
     if not went_on:
-        return _broken("fresh-thread-resume", "a resume list on a fresh thread failed the run",
+        return _broken("fresh-thread-resume", "a resume list on a fresh thread failed the run; its entries answer "
+                       "nothing: skip them and run the input",
                        [run.evidence(index, f"{what}; sent {run.sent}")])
     return _verdict("fresh-thread-resume", "pass", f"the run {what}", [run.evidence(index, run.sent)])
 
@@ -740,30 +825,50 @@ def _check_uncovered(plan: _Plan, defective: bool) -> CheckResult:
         return _no_interrupt("uncovered-resume", plan.ask_3)
     call = left.tool_call_id
     if call is not None and call in run.results:
-        return _verdict("uncovered-resume", "fail", "the uncovered action was performed", [run.evidence(
+        return _verdict("uncovered-resume", "fail", "the uncovered action was performed; never act on an absent "
+                        "entry: reject the input, or interrupt again carrying the interrupt", [run.evidence(
             run.results[call], f"a result for tool call {run.quote(call)}, gated by uncovered interrupt "
                                f"{run.quote(left.id)}")])
     went_on, what, index = run.proceeded()
     if run.outcome == "success":
         detail = [run.evidence(index, f"ended as success with interrupt {run.quote(left.id)} uncovered")]
-        if call is not None:
+        if call is not None and _carries_open_call(run.run_input, call):
             return _verdict("uncovered-resume", "fail", "the run ended as success with an interrupt the producer "
-                            "can tell is open (its tool call has neither a result nor an entry)", detail)
+                            "can tell is open (the messages sent carry its tool call with neither a result nor an "
+                            "entry); keep it open: reject the input, or end with the interrupt outcome again "
+                            "carrying it", detail)
+        # The page asks this only of a producer that can tell: one that keeps nothing between runs can
+        # tell from the messages alone, and only when they carry the gated call (a toolCallId naming a
+        # call never streamed, which tool-call-id reports, leaves nothing there to notice).
+        unseen = ("no tool call names it" if call is None else
+                  f"its toolCallId {run.quote(call)} names no tool call the messages sent carry")
         return _verdict("uncovered-resume", "warn", "the run ended as success with an interrupt uncovered; a "
                         "producer that keeps the interrupted run's checkpoint MUST NOT, one that keeps nothing "
-                        "cannot tell (no tool call names it)", detail)
+                        f"cannot tell ({unseen}); if yours keeps it, keep the interrupt open", detail)
     if run.outcome == "interrupt":
         if left.id in run.interrupt_ids:
             return _verdict("uncovered-resume", "pass", "interrupted again with the uncovered interrupt",
                             [run.evidence(index, f"interrupts {', '.join(map(run.quote, run.interrupt_ids))}")])
-        return _verdict("uncovered-resume", "warn", "interrupted again, but not with the uncovered interrupt",
+        return _verdict("uncovered-resume", "warn", "interrupted again, but not with the uncovered interrupt; carry "
+                        "the still-open interrupt, under its id, in the new interrupt outcome",
                         [run.evidence(index, f"interrupts {', '.join(map(run.quote, run.interrupt_ids))}; "
                                              f"{run.quote(left.id)} is not among them")])
     if run.outcome == "cancelled":
-        return _verdict("uncovered-resume", "warn", "the run ended cancelled: nobody asked for that",
+        return _verdict("uncovered-resume", "warn", "the run ended cancelled: nobody asked for that; keep the "
+                        "interrupt open: reject the input, or interrupt again carrying it",
                         [run.evidence(index, what)])
-    return _verdict("uncovered-resume", "pass", "the input was rejected" if not went_on else f"the run {what}",
-                    [run.evidence(index, what)])
+    # Rejected before the run starts (an HTTP error, a stream opening with RUN_ERROR), or a run that
+    # failed on its way: neither ends as success, and the interrupt stays open for the consumer.
+    rejected = run.rejected is not None or (run.run_error is not None and run.run_error[0] == 0)
+    return _verdict("uncovered-resume", "pass", "the input was rejected" if rejected else
+                    f"the run did not end as success ({what})", [run.evidence(index, what)])
+
+
+def _carries_open_call(run_input: RunAgentInput, call_id: str) -> bool:
+    """Whether ``run_input``'s messages carry tool call ``call_id`` with no tool message answering it."""
+    held = run_input.messages
+    made = any(isinstance(m, msg.AssistantMessage) and any(c.id == call_id for c in m.tool_calls or ()) for m in held)
+    return made and not any(isinstance(m, msg.ToolMessage) and m.tool_call_id == call_id for m in held)
 
 
 def _check_repeated(plan: _Plan, defective: bool) -> CheckResult:
@@ -782,7 +887,8 @@ def _check_repeated(plan: _Plan, defective: bool) -> CheckResult:
                                                 f"{run.quote(entry.interrupt_id)})")
                 for entry, call in gated if call in run.results]
     if evidence:
-        return _broken("repeated-resume", "the repeated resume performed the action again", evidence)
+        return _broken("repeated-resume", "the repeated resume performed the action again; skip entries "
+                       "naming interrupts already answered", evidence)
     return _verdict("repeated-resume", "pass", f"the repeated resume {run.proceeded()[1]}, no action repeated",
                     [run.evidence(None, run.sent)])
 
@@ -804,7 +910,8 @@ def _judge(plan: _Plan, seen: Sequence[_Observed], defective: bool) -> tuple[Che
 async def aprobe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None = None,
                  defective: bool = False, headers: Mapping[str, str] | None = None, path: str = "/",
                  run_timeout: float = DEFAULT_RUN_TIMEOUT,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> ProbeReport:
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 thread_ids: Callable[[], str] | None = None) -> ProbeReport:
     """:func:`probe` for async code (the same arguments); see there."""
     bounded = None
     if isinstance(target, str):
@@ -819,7 +926,7 @@ async def aprobe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] 
         client = AsyncAgentClient(f"http://asgi-app{path if path.startswith('/') else '/' + path}",
                                   headers=headers, http_client=http, run_timeout=run_timeout)
         described = f"ASGI app {type(target).__name__} {path}"
-    driver = _Driver(client, prompt, dict(answers or {}), run_timeout, bounded)
+    driver = _Driver(client, prompt, dict(answers or {}), run_timeout, bounded, thread_ids)
     try:
         async with client:
             plan = await _run_plan(driver, defective=defective)
@@ -849,8 +956,8 @@ def _redacted(report: ProbeReport, redact: Callable[[str], str]) -> ProbeReport:
 
 def probe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None = None, defective: bool = False,
           headers: Mapping[str, str] | None = None, path: str = "/",
-          run_timeout: float = DEFAULT_RUN_TIMEOUT,
-          max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> ProbeReport:
+          run_timeout: float = DEFAULT_RUN_TIMEOUT, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+          thread_ids: Callable[[], str] | None = None) -> ProbeReport:
     """Run the probe's plan against ``target`` and judge every check; see ``docs/probe.md``.
 
     Args:
@@ -867,18 +974,23 @@ def probe(target: str | Any, *, prompt: str, answers: Mapping[str, JSON] | None 
         max_response_bytes: for an ASGI app, the bytes one response's body may hold (httpx's ASGI
             transport keeps the whole body in memory until the app is done): past it the probe stops
             with a :class:`ProbeError`. A URL target's stream is read as it comes, bounded per event.
+        thread_ids: called once per plan part for its new thread's id (each call a new id); by default
+            ``agui-probe-<uuid4>``. For an agent that accepts only ids of its own form (a bare UUID:
+            ``thread_ids=lambda: str(uuid.uuid4())``).
 
     Returns:
         The :class:`ProbeReport`; ``report.assert_conformant()`` fails a test when a MUST check failed.
 
     Raises:
-        ProbeError: the target could not be reached, an answer given is refused by its schema, or an
-            ASGI app's response grew past ``max_response_bytes``.
+        ProbeError: the target could not be reached or answered the plan's first request (the plain
+            prompt) with an HTTP error status, an answer given is refused by its schema, or an ASGI
+            app's response grew past ``max_response_bytes``.
         RuntimeError: called from a running event loop (use ``await aprobe(...)`` there).
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(aprobe(target, prompt=prompt, answers=answers, defective=defective, headers=headers,
-                                  path=path, run_timeout=run_timeout, max_response_bytes=max_response_bytes))
+                                  path=path, run_timeout=run_timeout, max_response_bytes=max_response_bytes,
+                                  thread_ids=thread_ids))
     raise RuntimeError("probe() was called from a running event loop: use `await aprobe(...)` there")
