@@ -1,0 +1,87 @@
+"""Hostile HTTP below the event stream (eighteenth round): framing that runs past an answer's end on a
+kept-alive connection, redirects that would drop the run, and refusals that must still name the run.
+
+Each attack comes from a real server on 127.0.0.1 (a raw asyncio server writing exact bytes where an
+ASGI app cannot say them), through both shells.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_attack_io import Raw
+
+SSE_HEAD = b"content-type: text/event-stream"
+
+
+@pytest.fixture
+def raw() -> Iterator[Raw]:
+    servers = Raw()
+    yield servers
+    servers.close()
+
+
+def _head(*headers: bytes, status: bytes = b"200 OK") -> bytes:
+    return b"HTTP/1.1 " + status + b"\r\n" + b"".join(h + b"\r\n" for h in headers) + b"\r\n"
+
+
+def _events(run_id: str, text: str) -> bytes:
+    """A whole run saying ``text``."""
+    start = {"type": "RUN_STARTED", "threadId": "t", "runId": run_id}
+    events = [start, {"type": "TEXT_MESSAGE_START", "messageId": f"m-{run_id}", "role": "assistant"},
+              {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"m-{run_id}", "delta": text},
+              {"type": "TEXT_MESSAGE_END", "messageId": f"m-{run_id}"},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id}]
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+async def _run_id(reader: asyncio.StreamReader) -> str | None:
+    """The run id of the next request on the connection (``None``: the client hung up)."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:"))
+    run_id = json.loads(await reader.readexactly(length))["runId"]
+    assert isinstance(run_id, str)
+    return run_id
+
+
+#: What the agent writes after its answer's end, in the same write: a whole forged answer to the next
+#: request, or bytes that are no answer at all.
+FORGED = _head(SSE_HEAD, b"content-length: %d" % len(_events("r2", "FORGED"))) + _events("r2", "FORGED")
+GARBAGE = b"data: the rest of an event\n\n"
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+@pytest.mark.parametrize("tail", [FORGED, GARBAGE], ids=["forged-answer", "garbage"])
+def test_bytes_past_an_answers_end_never_reach_the_next_run(drive: Any, raw: Raw, framing: str, tail: bytes) -> None:
+    # The agent's answer to each run ends (by its Content-Length, or its last chunk) before all it
+    # writes: the rest stays on the kept-alive connection. httpcore handed that connection to the next
+    # run, which read the rest as its own answer: the forged run's text, or a TransportError after its
+    # request was sent (a resume spent).
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (run_id := await _run_id(reader)) is not None:
+            raw.notes.append(run_id)
+            body = _events(run_id, f"answer to {run_id}")
+            if framing == "chunked":
+                answer = _head(SSE_HEAD, b"transfer-encoding: chunked") + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+            else:
+                answer = _head(SSE_HEAD, b"content-length: %d" % len(body)) + body
+            writer.write(answer + tail)
+            await writer.drain()
+
+    url = raw.serve(agent)
+    with drive.client(url) as client:
+        thread = client.thread("t")
+        first = thread.run("hi", run_id="r1")
+        second = thread.run("again", run_id="r2")
+
+    assert first.text == "answer to r1"
+    assert second.outcome == "success" and second.text == "answer to r2"
+    assert raw.notes == ["r1", "r2"]  # (each request sent once, the second on a new connection)
