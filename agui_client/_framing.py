@@ -128,13 +128,14 @@ def check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: 
     return media
 
 
-def inflater_for(response: httpx.Response, redactor: Redactor) -> Inflater | None:
-    """``Inflater.of(response)``, its refusal redacted: it quotes the ``Content-Encoding`` header, which
-    is the agent's to write (an echoed credential included)."""
+def inflater_for(response: httpx.Response, redactor: Redactor, run_id: str | None) -> Inflater | None:
+    """``Inflater.of(response)``, its refusal redacted (it quotes the ``Content-Encoding`` header, which
+    is the agent's to write, an echoed credential included) and naming the run ``run_id``, as a refusal
+    before the first event is otherwise located by nothing."""
     try:
         return Inflater.of(response)
     except ProtocolError as exc:
-        raise redact_exception(exc, redactor.text) from None
+        raise redact_exception(exc.locate(run_id=run_id), redactor.text) from None
 
 
 def framed(chunk: bytes, framer: Framer, inflater: Inflater | None) -> Iterator[list[str | bytes]]:

@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 from test_attack_io import Raw
 
+import agui_client as ag
+from agui_client.testing import ScriptedAgent
+
 SSE_HEAD = b"content-type: text/event-stream"
 
 
@@ -85,3 +88,74 @@ def test_bytes_past_an_answers_end_never_reach_the_next_run(drive: Any, raw: Raw
     assert first.text == "answer to r1"
     assert second.outcome == "success" and second.text == "answer to r2"
     assert raw.notes == ["r1", "r2"]  # (each request sent once, the second on a new connection)
+
+
+@pytest.mark.parametrize("status", [301, 302])
+def test_a_redirect_that_would_drop_the_run_is_not_followed(drive: Any, served: Any, status: int) -> None:
+    # httpx follows a redirected POST's 301 or 302 as a GET without the body: the agent it points to
+    # would never see the run (an endpoint serving GET too answered it, read as the run's answer).
+    agent = ScriptedAgent.chat("moved")
+    target = served(agent)
+
+    async def moved(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"location", target.url.encode()), (b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    old = served(moved)
+    with drive.client(old.url, follow_redirects=True) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.status_code == status and caught.value.location == target.url
+    assert f"a {status} would send it on as a GET without the run" in str(caught.value)
+    assert "307 and 308 keep the POST" in str(caught.value)
+    assert agent.request_count == 0 and len(old.received) == 1
+
+
+def test_a_see_other_is_followed_as_the_get_it_asks_for(drive: Any, raw: Raw) -> None:
+    # 303: the agent took the POST and says its answer is elsewhere (the one redirect meant to change
+    # the method): followed, once, on the same origin, without the run sent again.
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            line = head.split(b"\r\n")[0]
+            raw.notes.append(line)
+            if line.startswith(b"POST"):
+                length = next(int(h.split(b":", 1)[1]) for h in head.split(b"\r\n")
+                              if h.lower().startswith(b"content-length:"))
+                await reader.readexactly(length)
+                writer.write(_head(b"location: /runs/r", b"content-length: 0", status=b"303 See Other"))
+            else:
+                body = _events("r", "over here")
+                writer.write(_head(SSE_HEAD, b"content-length: %d" % len(body)) + body)
+            await writer.drain()
+
+    url = raw.serve(agent)
+    with drive.client(url, follow_redirects=True) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.text == "over here"
+    assert raw.notes == [b"POST /agent HTTP/1.1", b"GET /runs/r HTTP/1.1"]
+
+
+@pytest.mark.parametrize("coding", [b"gzip, gzip", b"br", b"zstd", b"x-unknown"])
+def test_a_content_coding_refused_names_the_run(drive: Any, raw: Raw, coding: bytes) -> None:
+    body = _events("r", "hi")
+
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _run_id(reader)
+        writer.write(_head(SSE_HEAD, b"content-encoding: " + coding, b"content-length: %d" % len(body)) + body)
+        await writer.drain()
+        await reader.read()
+
+    url = raw.serve(agent)
+    with drive.client(url) as client:
+        with pytest.raises(ag.ProtocolError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.rule == "CONTENT-CODING" and caught.value.run_id == "r"
+    assert str(caught.value).startswith("run 'r'")
