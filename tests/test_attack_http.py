@@ -159,3 +159,48 @@ def test_a_content_coding_refused_names_the_run(drive: Any, raw: Raw, coding: by
 
     assert caught.value.rule == "CONTENT-CODING" and caught.value.run_id == "r"
     assert str(caught.value).startswith("run 'r'")
+
+
+@pytest.mark.parametrize("charset", ["utf-16", "latin-1", "no-such-charset"])
+def test_an_event_stream_naming_another_charset_is_read_as_utf8_and_says_so(drive: Any, raw: Raw,
+                                                                              charset: str) -> None:
+    # An event stream is UTF-8 whatever it names: one written in UTF-16 reads as no events, and the run
+    # ended as StreamEnded ("no run started") with nothing to say why.
+    encoding = "utf-16-le" if charset == "utf-16" else "utf-8"
+    body = _events("r", "hi").decode().encode(encoding)
+
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _run_id(reader)
+        writer.write(_head(SSE_HEAD + b"; charset=" + charset.encode(), b"content-length: %d" % len(body)) + body)
+        await writer.drain()
+        await reader.read()
+
+    url = raw.serve(agent)
+    with drive.client(url) as client:
+        if charset == "utf-16":
+            with pytest.raises(ag.StreamEnded) as caught:
+                client.thread("t").run("hi", run_id="r")
+            assert caught.value.result is not None
+            warnings = caught.value.result.warnings
+        else:
+            warnings = client.thread("t").run("hi", run_id="r").warnings
+
+    assert [w.code for w in warnings][:1] == ["SSE-CHARSET"]
+    assert f"names charset '{charset}'" in warnings[0].message
+
+
+@pytest.mark.parametrize("charset", [b"", b"; charset=utf-8", b"; charset=UTF8", b"; charset=us-ascii"])
+def test_an_event_stream_in_utf8_or_naming_none_has_no_charset_warning(drive: Any, raw: Raw, charset: bytes) -> None:
+    body = _events("r", "hi")
+
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _run_id(reader)
+        writer.write(_head(SSE_HEAD + charset, b"content-length: %d" % len(body)) + body)
+        await writer.drain()
+        await reader.read()
+
+    url = raw.serve(agent)
+    with drive.client(url) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.text == "hi" and result.warnings == ()
