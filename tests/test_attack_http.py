@@ -16,7 +16,7 @@ import pytest
 from test_attack_io import Raw
 
 import agui_client as ag
-from agui_client.testing import ScriptedAgent
+from agui_client.testing import ScriptedAgent, serve
 
 SSE_HEAD = b"content-type: text/event-stream"
 
@@ -140,6 +140,39 @@ def test_a_see_other_is_followed_as_the_get_it_asks_for(drive: Any, raw: Raw) ->
 
     assert result.text == "over here"
     assert raw.notes == [b"POST /agent HTTP/1.1", b"GET /runs/r HTTP/1.1"]
+
+
+@pytest.mark.parametrize(("status", "where"), [(301, "same origin"), (302, "same origin"), (307, "another port")])
+def test_a_redirected_resume_is_sent_nowhere_else_and_never_again(drive: Any, served: Any, status: int,
+                                                                  where: str) -> None:
+    # The run goes to the agent; its resume is redirected: as a GET without the answers (301, 302) or
+    # to another origin (the port differs), with the caller's key. Neither is followed: the answers are
+    # sent once, to the agent's URL, and the interrupt stays open for a resume sent again.
+    agent = ScriptedAgent.interrupts(1)
+    with serve(agent) as elsewhere:
+        target = served(agent).url if where == "same origin" else elsewhere.url
+        methods: list[str] = []
+
+        async def front(scope: Any, receive: Any, send: Any) -> None:
+            methods.append(scope["method"])
+            if len(methods) == 1:
+                await agent(scope, receive, send)
+                return
+            await send({"type": "http.response.start", "status": status,
+                        "headers": [(b"location", target.encode()), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+
+        endpoint = served(front)
+        with drive.client(endpoint.url, follow_redirects=True, headers={"X-Api-Key": "k"}) as client:
+            thread = client.thread("t")
+            assert thread.run("hi").outcome == "interrupt"
+            with pytest.raises(ag.HTTPStatusError) as caught:
+                thread.run(resume=thread.resume_builder().answer("interrupt-1", {"answer": "yes"}))
+            still_open = [i.id for i in thread.open_interrupts]
+
+    assert caught.value.status_code == status and caught.value.location == target
+    assert methods == ["POST", "POST"] and agent.request_count == 1  # (the run; the resume never reached it)
+    assert still_open == ["interrupt-1"]
 
 
 @pytest.mark.parametrize("coding", [b"gzip, gzip", b"br", b"zstd", b"x-unknown"])
