@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -237,3 +239,60 @@ def test_an_event_stream_in_utf8_or_naming_none_has_no_charset_warning(drive: An
         result = client.thread("t").run("hi", run_id="r")
 
     assert result.text == "hi" and result.warnings == ()
+
+
+#: A run cut inside its second event (a text message started, its delta half written).
+CUT = _events("r", "hello")[: _events("r", "hello").index(b"hello") + 2]
+
+
+def _then_reset(*writes: bytes) -> Any:
+    """An agent writing ``writes`` and then resetting the connection (RST, not an orderly end)."""
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _run_id(reader)
+        for data in writes:
+            writer.write(data)
+            await writer.drain()
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+    return agent
+
+
+@pytest.mark.parametrize("writes", [
+    (_head(SSE_HEAD, b"transfer-encoding: chunked"), b"%x\r\n%s\r\n" % (len(CUT), CUT)),  # between chunks
+    (_head(SSE_HEAD, b"transfer-encoding: chunked"), b"%x\r\n%s" % (len(CUT) + 99, CUT)),  # inside a chunk
+    (_head(SSE_HEAD, b"content-length: 100000"), CUT),
+], ids=["reset-mid-event", "reset-mid-chunk", "reset-within-content-length"])
+def test_a_reset_mid_stream_is_stream_ended_with_what_was_folded(drive: Any, raw: Raw, writes: tuple[bytes, ...]
+                                                                  ) -> None:
+    url = raw.serve(_then_reset(*writes))
+
+    with drive.client(url) as client:
+        with pytest.raises(ag.StreamEnded) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.run_id == "r" and caught.value.result is not None
+    assert [type(m).__name__ for m in caught.value.result.messages] == ["UserMessage", "AssistantMessage"]
+
+
+@pytest.mark.parametrize("before", [
+    b"HTTP/1.1 100 Continue\r\n\r\n",
+    b"HTTP/1.1 103 Early Hints\r\nlink: <http://elsewhere.invalid/x>; rel=preload\r\n\r\n" * 3,
+    b"HTTP/1.0",  # (marks an HTTP/1.0 answer whose body ends when the agent closes)
+], ids=["100-continue", "103-early-hints-with-links", "http-1.0-close-delimited"])
+def test_informational_answers_and_close_delimited_bodies_are_read(drive: Any, raw: Raw, before: bytes) -> None:
+    body = _events("r", "hi")
+    if before == b"HTTP/1.0":
+        answer = b"HTTP/1.0 200 OK\r\n" + SSE_HEAD + b"\r\n\r\n" + body
+    else:
+        answer = before + _head(SSE_HEAD, b"content-length: %d" % len(body)) + body
+
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _run_id(reader)
+        writer.write(answer)
+        await writer.drain()
+
+    url = raw.serve(agent)
+    with drive.client(url) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success" and result.text == "hi"
