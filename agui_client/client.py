@@ -528,7 +528,9 @@ class AgentClient(_ClientBase):
             you pass holds them only for the body.
         follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
             default: a run is not idempotent; a hop to another origin is never followed, as the
-            request carries your headers).
+            request carries your headers). 307 and 308 send the same ``POST`` again, 303 a ``GET``; a
+            301 or 302 is not followed, as httpx would send the run on as a ``GET`` without it (see
+            docs/http.md).
         clock: the time source for expiry judgements (UTC ``datetime``); the system clock by default.
         sensitive_headers: names of more request headers (and URL query parameters) whose values are
             secrets, beyond those the client knows (``Authorization``, ``Proxy-Authorization``,
