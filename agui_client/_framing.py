@@ -5,6 +5,7 @@ inflated in bounded steps, and the bytes framed into SSE payloads within the run
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable, Iterator
 
 import httpx
@@ -113,6 +114,15 @@ class Framer:
 
 def check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: StreamHandle) -> str:
     media = media_type(response.headers.get("content-type"))
+    charset = response.charset_encoding
+    if charset is not None and not _utf8(charset) and media not in REFUSED_TYPES:
+        # An event stream is UTF-8 whatever its Content-Type says (browsers read it so), and it is read
+        # so here: a body written in the charset named (UTF-16, say) reads as no events at all, and the
+        # run's end would be the only word of it.
+        handle.warnings.append(StreamWarning(
+            code="SSE-CHARSET",
+            message=handle.redactor.text(f"the answer names charset {quoted(charset)!r}; an event stream is read "
+                                         "as UTF-8 whatever it names")))
     if media == SSE:
         return media
     redactor = handle.redactor
@@ -128,13 +138,22 @@ def check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: 
     return media
 
 
-def inflater_for(response: httpx.Response, redactor: Redactor) -> Inflater | None:
-    """``Inflater.of(response)``, its refusal redacted: it quotes the ``Content-Encoding`` header, which
-    is the agent's to write (an echoed credential included)."""
+def _utf8(charset: str) -> bool:
+    """``charset`` writes an event stream's bytes as UTF-8 does (ASCII is a part of it)."""
+    try:
+        return codecs.lookup(charset).name in ("utf-8", "utf-8-sig", "ascii")
+    except LookupError:
+        return False
+
+
+def inflater_for(response: httpx.Response, redactor: Redactor, run_id: str | None) -> Inflater | None:
+    """``Inflater.of(response)``, its refusal redacted (it quotes the ``Content-Encoding`` header, which
+    is the agent's to write, an echoed credential included) and naming the run ``run_id``, as a refusal
+    before the first event is otherwise located by nothing."""
     try:
         return Inflater.of(response)
     except ProtocolError as exc:
-        raise redact_exception(exc, redactor.text) from None
+        raise redact_exception(exc.locate(run_id=run_id), redactor.text) from None
 
 
 def framed(chunk: bytes, framer: Framer, inflater: Inflater | None) -> Iterator[list[str | bytes]]:

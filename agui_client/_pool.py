@@ -109,10 +109,13 @@ def _bounded(timeout: float | None) -> float | None:
 
 
 class _Stream(httpcore.NetworkStream):
-    """A connection whose every wait is :func:`_bounded`."""
+    """A connection whose every wait is :func:`_bounded`, and which reads as closed by the agent once an
+    answer on it went on past its end (:func:`_check_end`)."""
 
     def __init__(self, stream: httpcore.NetworkStream) -> None:
         self._stream = stream
+        #: An answer on it went on past its end: the pool is not to use it again.
+        self.overran = False
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         return _charged(self._stream.read(max_bytes, _bounded(timeout)))
@@ -128,7 +131,8 @@ class _Stream(httpcore.NetworkStream):
         return _Stream(self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout)))
 
     def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
+        # (httpcore drops an idle connection that reads as readable: to it, the agent has hung up)
+        return True if info == "is_readable" and self.overran else self._stream.get_extra_info(info)
 
 
 class _Backend(httpcore.NetworkBackend):
@@ -154,6 +158,8 @@ class _AsyncStream(httpcore.AsyncNetworkStream):
 
     def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
         self._stream = stream
+        #: As :attr:`_Stream.overran`.
+        self.overran = False
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         return _charged(await self._stream.read(max_bytes, _bounded(timeout)))
@@ -169,7 +175,7 @@ class _AsyncStream(httpcore.AsyncNetworkStream):
         return _AsyncStream(await self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout)))
 
     def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
+        return True if info == "is_readable" and self.overran else self._stream.get_extra_info(info)  # (as _Stream)
 
 
 class _AsyncBackend(httpcore.AsyncNetworkBackend):
@@ -223,6 +229,34 @@ def _without_cookies(response: httpx.Response) -> httpx.Response:
 _COOKIE_SETTERS = ("set-cookie", "set-cookie2")
 
 
+def _check_end(body: httpx.SyncByteStream | httpx.AsyncByteStream, network: object) -> None:
+    """Mark ``network`` (the connection an answer came on, one of the shards') as not to be used again when
+    bytes were read past the end of the answer ``body``.
+
+    An agent whose ``Content-Length`` is short of its body, or that writes on after a chunked body's last
+    chunk, leaves the rest on the connection, in the HTTP parser's buffer when it came in the read that
+    ended the answer. httpcore then hands that connection to the next run, which took the rest for the
+    answer to its own request: a forged answer written after the first one was the next run's result
+    (another user's run, on a web backend's client). RFC 9112 (section 6.3) forbids a client to take such
+    bytes for a response. Once per answer, when it is closed.
+    """
+    if not isinstance(network, (_Stream, _AsyncStream)):
+        return
+    found: object = body
+    for name in _TO_THE_PARSER:
+        found = getattr(found, name, None)
+    trailing = getattr(found, "trailing_data", None)  # (h11's: what it holds and has not parsed)
+    if isinstance(trailing, tuple) and trailing[0]:
+        network.overran = True
+
+
+#: From httpx's answer body to the h11 parser of its connection: httpcore's pool stream, the connection's
+#: stream, the HTTP/1.1 connection, its h11 state. All httpx's and httpcore's private attributes: if they
+#: move, nothing is found, and the connection is kept as httpx keeps it (its idle check still drops one
+#: whose rest came in a later read).
+_TO_THE_PARSER = ("_httpcore_stream", "_stream", "_connection", "_h11_state")
+
+
 class _Shard:
     __slots__ = ("transport", "open")
 
@@ -234,11 +268,13 @@ class _Shard:
 class _Counted(httpx.AsyncByteStream):
     """A response body that gives its shard's place back when it is closed (once)."""
 
-    __slots__ = ("_stream", "_shard")
+    __slots__ = ("_stream", "_shard", "_network")
 
-    def __init__(self, stream: httpx.AsyncByteStream, shard: _Shard) -> None:
+    def __init__(self, stream: httpx.AsyncByteStream, shard: _Shard, network: object) -> None:
         self._stream = stream
         self._shard: _Shard | None = shard
+        #: The connection it came on (httpx's ``network_stream`` extension).
+        self._network = network
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._stream.__aiter__()
@@ -247,6 +283,7 @@ class _Counted(httpx.AsyncByteStream):
         shard, self._shard = self._shard, None
         if shard is not None:
             shard.open -= 1
+            _check_end(self._stream, self._network)  # (before httpcore puts the connection back)
         await self._stream.aclose()
 
 
@@ -283,7 +320,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             shard.open -= 1
             raise
         assert isinstance(response.stream, httpx.AsyncByteStream)
-        response.stream = _Counted(response.stream, shard)
+        response.stream = _Counted(response.stream, shard, response.extensions.get("network_stream"))
         return _without_cookies(response)
 
     async def aclose(self) -> None:
@@ -296,12 +333,13 @@ class ShardedTransport(httpx.AsyncBaseTransport):
 class _CountedSync(httpx.SyncByteStream):
     """:class:`_Counted` for the sync transport (the count under the transport's lock)."""
 
-    __slots__ = ("_stream", "_shard", "_lock")
+    __slots__ = ("_stream", "_shard", "_lock", "_network")
 
-    def __init__(self, stream: httpx.SyncByteStream, shard: _Shard, lock: threading.Lock) -> None:
+    def __init__(self, stream: httpx.SyncByteStream, shard: _Shard, lock: threading.Lock, network: object) -> None:
         self._stream = stream
         self._shard: _Shard | None = shard
         self._lock = lock
+        self._network = network
 
     def __iter__(self) -> Iterator[bytes]:
         return self._stream.__iter__()
@@ -311,6 +349,8 @@ class _CountedSync(httpx.SyncByteStream):
             shard, self._shard = self._shard, None
             if shard is not None:
                 shard.open -= 1
+        if shard is not None:
+            _check_end(self._stream, self._network)
         self._stream.close()
 
 
@@ -347,7 +387,7 @@ class ShardedSyncTransport(httpx.BaseTransport):
                 shard.open -= 1
             raise
         assert isinstance(response.stream, httpx.SyncByteStream)
-        response.stream = _CountedSync(response.stream, shard, self._lock)
+        response.stream = _CountedSync(response.stream, shard, self._lock, response.extensions.get("network_stream"))
         return _without_cookies(response)
 
     def close(self) -> None:

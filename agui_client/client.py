@@ -375,6 +375,8 @@ class _ClientBase:
                            "caller's headers", redactor.url(self.url),
                            quoted(redactor.url(str(target.url.copy_with(query=None)))))
             return None
+        if _drops_the_run(response, target, first):
+            return None
         return target
 
     def _not_followed(self, response: httpx.Response, first: httpx.Request) -> str:
@@ -385,6 +387,10 @@ class _ClientBase:
                     f"at most {MAX_REDIRECTS} times")
         if target is not None and not _same_origin(target, first):
             return "it leads to another origin, and the request carries the caller's headers"
+        if target is not None and _drops_the_run(response, target, first):
+            return (f"a {response.status_code} would send it on as a {target.method} without the run (httpx turns "
+                    "a redirected POST into a GET, as browsers do), so the agent would never see it; 307 and 308 "
+                    "keep the POST")
         return f"{MAX_REDIRECTS} redirects were followed already"
 
     def _timeout(self, deadline: _Deadline | None = None) -> httpx.Timeout:
@@ -457,6 +463,14 @@ def _same_origin(target: httpx.Request, first: httpx.Request) -> bool:
     return (target.url.scheme, target.url.host, target.url.port) == (first.url.scheme, first.url.host, first.url.port)
 
 
+def _drops_the_run(response: httpx.Response, target: httpx.Request, first: httpx.Request) -> bool:
+    """Following ``response`` would send ``target`` without the run: httpx turns a POST redirected by a 301
+    or 302 into a body-less GET, as browsers do. An agent's endpoint that moved would then answer a
+    request holding no run (a 405, or an event stream the run never reached, read as its answer); a 303
+    (See Other) is followed, as it says the answer to the POST is elsewhere."""
+    return target.method != first.method and response.status_code != 303
+
+
 class AgentClient(_ClientBase):
     """A synchronous AG-UI client bound to one agent URL.
 
@@ -514,7 +528,9 @@ class AgentClient(_ClientBase):
             you pass holds them only for the body.
         follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
             default: a run is not idempotent; a hop to another origin is never followed, as the
-            request carries your headers).
+            request carries your headers). 307 and 308 send the same ``POST`` again, 303 a ``GET``; a
+            301 or 302 is not followed, as httpx would send the run on as a ``GET`` without it (see
+            docs/http.md).
         clock: the time source for expiry judgements (UTC ``datetime``); the system clock by default.
         sensitive_headers: names of more request headers (and URL query parameters) whose values are
             secrets, beyond those the client knows (``Authorization``, ``Proxy-Authorization``,
@@ -723,7 +739,7 @@ class AgentClient(_ClientBase):
 
     def _batches(self, response: httpx.Response, framer: Framer, redactor: Redactor,
                  deadline: _Deadline | None) -> Iterator[list[str | bytes]]:
-        inflater = inflater_for(response, redactor)
+        inflater = inflater_for(response, redactor, framer.run_id)
         with self._reading(response, redactor, deadline):
             for chunk in response.iter_raw():
                 yield from framed(chunk, framer, inflater)
@@ -903,7 +919,7 @@ class AsyncAgentClient(_ClientBase):
 
     async def _batches(self, response: httpx.Response, framer: Framer, redactor: Redactor,
                        deadline: _Deadline | None) -> AsyncGenerator[list[str | bytes], None]:
-        inflater = inflater_for(response, redactor)  # (as AgentClient._batches)
+        inflater = inflater_for(response, redactor, framer.run_id)  # (as AgentClient._batches)
         with self._reading(response, redactor, deadline):
             async with aclosing(_raw(response)) as chunks:  # (httpx's reader too, as above)
                 try:
