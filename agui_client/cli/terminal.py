@@ -26,7 +26,8 @@ digest of the whole.
 
 The CLI applies it where its output leaves, so a renderer cannot forget it: ``PlainOutput``'s
 writes (``agui_client.cli.render``), :class:`SafeConsole` (the only rich console the CLI makes), the
-:class:`InertLogHandler` for the library's log records, and the traceback of an unforeseen fault.
+:class:`InertLogHandler` for the library's log records and uvicorn's (``agui serve``, ``agui demo``),
+and the traceback of an unforeseen fault.
 ``--json`` output stays JSON: :func:`json_text` writes the same characters as JSON ``\\u`` escapes,
 which parse back to the same strings.
 """
