@@ -48,10 +48,10 @@ from rich.style import Style
 from rich.text import Span, Text
 
 from .._inert import CANDIDATES as _CANDIDATES
-from .._inert import named, one_line, prose_with, some_lines, visible, visible_after
+from .._inert import ascii_named, named, one_line, prose_with, some_lines, unmixed, visible, visible_after
 
-__all__ = ["visible", "visible_after", "one_line", "named", "some_lines", "listed", "json_text", "safe_text",
-           "SafeConsole", "InertLogHandler", "LISTED"]
+__all__ = ["visible", "visible_after", "one_line", "named", "ascii_named", "unmixed", "some_lines", "listed",
+           "json_text", "safe_text", "SafeConsole", "InertLogHandler", "LISTED"]
 
 
 def _json_escape(char: str) -> str:
