@@ -32,7 +32,7 @@ Examples:
 from __future__ import annotations
 
 from . import _inert
-from ._inert import named, visible, visible_after
+from ._inert import ascii_named, named, unmixed, visible, visible_after
 
 __all__ = ["inert_text", "inert_name", "InertDeltas", "NAME_CHARS"]
 
@@ -41,7 +41,7 @@ NAME_CHARS = _inert.NAME_CHARS
 ends with a digest of the whole."""
 
 
-def inert_text(text: str) -> str:
+def inert_text(text: str, *, look_alikes: bool = False) -> str:
     r"""``text`` (prose: a message, reasoning, an error message) with every character a terminal would
     obey, or a reader could not see, written as its escape.
 
@@ -52,15 +52,27 @@ def inert_text(text: str) -> str:
     combining grapheme joiner). Kept: ZERO WIDTH JOINER and NON-JOINER and a variation selector right
     after a visible character, one each, so emoji sequences, Persian and Indic text read right; a
     second one in a row, or one after a blank, a line end or at the very start of the text, is
-    escaped (it joins nothing, and could only carry hidden text). Spaces and blank-looking characters
-    (a no-break space, U+2800 BRAILLE PATTERN BLANK) stay: in prose they read as blanks.
+    escaped (it joins nothing, and could only carry hidden text). Combining marks stack on the
+    character before them: four in a row are kept (Vietnamese needs two, pointed Hebrew three or four),
+    a fifth and the rest are escaped, so a pile of them cannot draw over the lines around it. Spaces
+    and blank-looking characters (a no-break space, U+2800 BRAILLE PATTERN BLANK) stay: in prose they
+    read as blanks.
 
     The text is not cut: bound a long one yourself before you show it. For a text that arrives in
     pieces, use :class:`InertDeltas`, which judges each piece by the one before it (each delta on its
     own through this function would show the joiner of an emoji cut between two deltas as an escape).
 
+    Where the person approves an action on the strength of the text (the interrupt's question, the
+    arguments of the call it approves), pass ``look_alikes=True``: then in each word that holds an ASCII
+    letter or digit, every character that may pass for an ASCII one (a Cyrillic, Greek or Armenian
+    letter, a fullwidth or mathematical letter, a dotless ``i``, a division slash) is escaped too, so
+    ``/etc/p\u0430sswd`` (a Cyrillic ``a``) cannot read as ``/etc/passwd``. Words in other scripts,
+    accented Latin words and words in one script only stay as written (the ``agui`` CLI does this in
+    its interrupt panel).
+
     Args:
         text: the agent's text.
+        look_alikes: also escape, in words that mix them with ASCII, the characters that look like ASCII.
 
     Returns:
         The text to show: what was plain stays as it is (the same string when nothing needs escaping).
@@ -79,11 +91,15 @@ def inert_text(text: str) -> str:
         True
         >>> print(inert_text("\u200d\ufe0fstart"))                  # nothing before them to join
         \u200d\ufe0fstart
+        >>> print(inert_text("rm /etc/p\u0430sswd", look_alikes=True))   # a Cyrillic a in a Latin word
+        rm /etc/p\u0430sswd
+        >>> inert_text("caf\u00e9 \u0434\u043e\u043c", look_alikes=True) == "caf\u00e9 \u0434\u043e\u043c"
+        True
     """
-    return visible_after("", text)
+    return visible_after("", unmixed(text) if look_alikes else text)
 
 
-def inert_name(name: str, limit: int = NAME_CHARS) -> str:
+def inert_name(name: str, limit: int = NAME_CHARS, *, ascii_only: bool = False) -> str:
     r"""A name or id the agent chose (a tool name, an interrupt, call, run or thread id, an interrupt's
     reason), shown on one line so that two that differ never read the same.
 
@@ -97,11 +113,17 @@ def inert_name(name: str, limit: int = NAME_CHARS) -> str:
     agent (which never sees it) cannot choose two names with the same digest; the same name shows the
     same digest throughout one process.
 
+    Where the person approves an action by it (the tool an interrupt's call runs, the interrupt's id and
+    reason, a field of the answer), pass ``ascii_only=True``: every character outside ASCII is escaped
+    too, so ``re\u0430d_file`` with a Cyrillic ``a`` cannot read as ``read_file`` (a name in another
+    script then reads as its code points; the ``agui`` CLI does this in its interrupt panel).
+
     Show a name with this, and answer or look up with the name itself, as the agent wrote it.
 
     Args:
         name: the agent's name or id.
         limit: the most characters shown whole (120 by default).
+        ascii_only: also escape every character outside ASCII.
 
     Returns:
         The name to show, on one line, at most ``limit + 12`` characters.
@@ -116,10 +138,12 @@ def inert_name(name: str, limit: int = NAME_CHARS) -> str:
         (True, 132)
         >>> inert_name("x" * 200 + "1") != inert_name("x" * 200 + "2")
         True
+        >>> inert_name("re\u0430d_file") == "re\u0430d_file", inert_name("re\u0430d_file", ascii_only=True)
+        (True, 're\\u0430d_file')
     """
     if type(limit) is not int or limit < 1:
         raise ValueError(f"limit is the most characters shown whole, 1 or more, not {limit!r}")
-    return named(name, limit)
+    return ascii_named(name, limit) if ascii_only else named(name, limit)
 
 
 class InertDeltas:
@@ -133,6 +157,7 @@ class InertDeltas:
     - a joiner or variation selector at a delta's start is judged by the last character of the delta
       before it: kept when it joins (an emoji sequence cut after its first emoji), escaped when it
       follows a blank or another one (a stream of one selector per delta cannot hide text);
+    - so is a combining mark, by the marks right before it (four in a row are kept, the rest escaped);
     - a delta's final carriage return is held until the next one: a CRLF cut between two deltas is a
       line end, and a bare CR still shows as ``\r``.
 
@@ -155,8 +180,8 @@ class InertDeltas:
     __slots__ = ("_last", "_held_cr")
 
     def __init__(self) -> None:
-        #: The last character shown ("" at the start of a line): a joiner or selector the next delta
-        #: starts with is judged by it.
+        #: The last characters shown ("" at the start of a line), four: a joiner, selector or combining
+        #: mark the next delta starts with is judged by them.
         self._last = ""
         #: A delta ended with a CR: it waits for the next delta, which may start with the LF of a CRLF.
         self._held_cr = False
@@ -173,7 +198,7 @@ class InertDeltas:
             delta = delta[:-1]
         if not delta:
             return ""
-        shown, self._last = visible_after(self._last, delta), delta[-1]
+        shown, self._last = visible_after(self._last, delta), (self._last + delta)[-_inert.STACKED_MARKS:]
         return shown
 
     def end(self) -> str:

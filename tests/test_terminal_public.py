@@ -152,7 +152,8 @@ def _streamed(pieces: list[str]) -> str:
     return "".join(deltas.feed(piece) for piece in pieces) + deltas.end()
 
 
-@pytest.mark.parametrize("text", [f"family {FAMILY}!", f"{HEART_ON_FIRE} x", PERSIAN, "a\r\nb\rc\r", "x\ufe0f\ufe0f"])
+@pytest.mark.parametrize("text", [f"family {FAMILY}!", f"{HEART_ON_FIRE} x", PERSIAN, "a\r\nb\rc\r", "x\ufe0f\ufe0f",
+                                  "Z" + "\u0301" * 9 + " e\u0302\u0323"])
 def test_a_text_cut_between_deltas_at_every_point_reads_as_the_whole(text: str) -> None:
     whole = inert_text(text)
 
@@ -167,7 +168,7 @@ def test_a_stream_of_one_selector_a_delta_cannot_hide_text() -> None:
 
 
 @given(st.text(alphabet=st.sampled_from(["a", " ", "\n", "\r", "\u200d", "\u200c", "\ufe0f", "\U0001f468",
-                                         "\x1b", "\u3164", "\u202e", "\t", "\ud800"])),
+                                         "\x1b", "\u3164", "\u202e", "\t", "\ud800", "\u0301", "\u05b8"])),
        st.lists(st.integers(min_value=0, max_value=40), max_size=6))
 def test_streamed_deltas_read_as_the_whole_text_wherever_they_are_cut(text: str, cuts: list[int]) -> None:
     edges = sorted({min(cut, len(text)) for cut in cuts})

@@ -35,10 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(errors="replace")
     # The library's warnings (the agui_client logger) go to stderr as Python's last-resort handler
-    # would write them, made inert: a record may quote what the agent sent.
+    # would write them, made inert: a record may quote what the agent sent. So do uvicorn's, which
+    # `agui serve` and `agui demo` run: the traceback of a fault in the app may quote a request's path or
+    # body, which anyone who can reach the port chooses.
     log_handler = InertLogHandler()
-    logger = logging.getLogger("agui_client")
-    logger.addHandler(log_handler)
+    loggers = [logging.getLogger(name) for name in ("agui_client", "uvicorn")]
+    for logger in loggers:
+        logger.addHandler(log_handler)
     try:
         return run_cli(argv)
     except KeyboardInterrupt:
@@ -60,4 +63,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(visible(bounded(some_lines(traceback.format_exc(), 200), 20_000)) + "\n")
         return 1
     finally:
-        logger.removeHandler(log_handler)
+        for logger in loggers:
+            logger.removeHandler(log_handler)

@@ -64,7 +64,7 @@ from .render import (
     render_run_end,
     usage_text,
 )
-from .terminal import SafeConsole, json_text, named, safe_text, visible
+from .terminal import SafeConsole, ascii_named, json_text, named, safe_text, visible
 
 if TYPE_CHECKING:
     from ..testing.recording import RecordingTransport
@@ -429,7 +429,7 @@ class Chat:
                 continue
             builder.answer(interrupt.id, payload)
             said = answer_text(payload)
-            which = f" to {named(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
+            which = f" to {ascii_named(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
             self.out.line(f"answer{which}: {said}", "bold")
             self.answers.append((len(self.thread.state.messages), f"answer to {named(interrupt.reason)}: {said}"))
         return builder
@@ -437,7 +437,7 @@ class Chat:
     def _ask(self, interrupt: Interrupt) -> Any:
         """The person's answer, asked until the schema accepts it (Ctrl-C gives up, with the turn)."""
         # (the id is in the panel above; named here only when several questions are open at once)
-        which = f" to {named(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
+        which = f" to {ascii_named(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
         self.out.line(f"Your answer{which} (empty input takes the default shown):", "bold")
         while True:
             payload = forms.ask_payload(interrupt.response_schema, self.asker, gate=True)

@@ -26,7 +26,7 @@ from ..wire.types.base import JSON
 from ..wire.types.run import Interrupt
 from . import forms
 from .render import EventRenderer, Output, answer_text, render_interrupt, render_run_end
-from .terminal import json_text, listed, named
+from .terminal import ascii_named, json_text, listed, named
 
 __all__ = ["AnswerPolicy", "Conversation", "UsageProblem"]
 
@@ -200,7 +200,7 @@ class Conversation:
         builder.build()  # refuses an incomplete or invalid list here, with every offending id
         for entry in builder.entries:
             if entry.status == "resolved":
-                self.out.line(f"answer to {named(entry.interrupt_id)}: {answer_text(entry.payload)}", "bold")
+                self.out.line(f"answer to {ascii_named(entry.interrupt_id)}: {answer_text(entry.payload)}", "bold")
         return builder
 
     def _check_answers(self, interrupts: Sequence[Interrupt], expired: set[str]) -> None:
@@ -234,7 +234,8 @@ class Conversation:
         assert self.asker is not None, "ask mode needs an asker"
         for attempt in range(MAX_ATTEMPTS):
             if attempt == 0:
-                self.out.line(f"Your answer to {named(interrupt.id)} (empty input takes the default shown):", "bold")
+                self.out.line(f"Your answer to {ascii_named(interrupt.id)} (empty input takes the default shown):",
+                              "bold")
             payload = forms.ask_payload(interrupt.response_schema, self.asker)
             try:
                 # Judged on its own: the other open interrupts are not answered yet.

@@ -18,7 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from .._inert import named, one_line  # (not .terminal: forms serve agui_client.testing, which runs without rich)
+# (not .terminal: forms serve agui_client.testing, which runs without rich)
+from .._inert import ascii_named, one_line, unmixed
 from ..core.interrupts import check_answer
 from ..wire.types.base import JSON
 
@@ -71,8 +72,9 @@ class Field:
 
     @property
     def shown(self) -> str:
-        """The name as a label shows it (escaped and cut as a name: the agent chose it; see ``named``)."""
-        return named(self.name, 60)
+        """The name as a label shows it: escaped and cut as a name shown where the person approves (the
+        agent chose it, and it names what the answer says; see ``ascii_named``)."""
+        return ascii_named(self.name, 60)
 
     @property
     def description(self) -> str:
@@ -108,10 +110,10 @@ def describe(field: Field) -> str:
     if kind == "enum":
         values = schema.get("enum", ())
         # (as names: two values must never read the same, and the person picks one by what is shown)
-        text = "one of " + "|".join(named(_show(v), 60) for v in values[:_LISTED_VALUES]) \
+        text = "one of " + "|".join(ascii_named(_show(v), 60) for v in values[:_LISTED_VALUES]) \
             + (f"|... ({len(values) - _LISTED_VALUES} more)" if len(values) > _LISTED_VALUES else "")
     elif kind == "const":
-        text = f"always {named(_show(schema.get('const')), 60)}"
+        text = f"always {ascii_named(_show(schema.get('const')), 60)}"
     else:
         text = kind if kind != "json" else _json_kind(schema)
         bounds = [f"{op} {one_line(str(schema[key]), 60)}" for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"),
@@ -123,7 +125,7 @@ def describe(field: Field) -> str:
     if field.required:
         notes.append("required")
     if field.has_default:
-        notes.append(f"default {one_line(_show(schema['default']), 60)}")
+        notes.append(f"default {one_line(unmixed(_show(schema['default'])), 60)}")
     return "; ".join(notes)
 
 
@@ -282,7 +284,7 @@ def _filler(schema: Mapping[str, Any], depth: int) -> JSON:
 
 
 def _label(field: Field) -> str:
-    return f"{field.shown} ({one_line(field.description, 300)})" if field.description else field.shown
+    return f"{field.shown} ({one_line(unmixed(field.description), 300)})" if field.description else field.shown
 
 
 def _ask_value(field: Field, asker: Asker) -> Any:

@@ -31,7 +31,7 @@ from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt, TokenUsage
 from . import forms
-from .terminal import SafeConsole, named, one_line, safe_text, some_lines, visible
+from .terminal import SafeConsole, ascii_named, named, one_line, safe_text, some_lines, unmixed, visible
 
 __all__ = [
     "answer_text",
@@ -224,7 +224,9 @@ def _said(answer: object) -> str:
     # (a default the agent's schema gave, taken as the answer: on one line, cut as the answer echo is)
     if isinstance(answer, bool):
         return "yes" if answer else "no"
-    return bounded(one_line(str(answer), len(str(answer))), ANSWER_CHARS)
+    said = unmixed(str(answer))
+    # (not cut by one_line, whose ``\n`` for a line end takes two characters: ``bounded`` cuts, and counts)
+    return bounded(one_line(said, 2 * len(said)), ANSWER_CHARS)
 
 
 def _say_invalid(console: Console, error: InvalidResponse) -> None:
@@ -241,7 +243,7 @@ _PROMPT_CHOICES = 20
 def _short(text: str) -> bool:
     """Whether a prompt may show ``text`` (a choice, a default the agent's schema gave) as it is: short, on
     one line, and nothing in it a name would escape (two choices must never read the same)."""
-    return named(text, 60) == text
+    return ascii_named(text, 60) == text
 
 
 class _Ask(Prompt):
@@ -518,18 +520,22 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
     On a terminal the items are two columns, so a long message or field description wraps under its
     own text, not under the labels.
     """
-    items: list[tuple[str, str]] = [("id:", named(interrupt.id))]
+    # Here the person decides: every name is shown in ASCII (a Cyrillic letter in a tool's name cannot
+    # pass for the Latin one), and in the agent's prose each word that mixes ASCII with look-alikes of it
+    # shows them escaped (``ascii_named``, ``unmixed``).
+    items: list[tuple[str, str]] = [("id:", ascii_named(interrupt.id))]
     if interrupt.message:
         # (the question, whole as a person would read it, up to a bound: a megabyte would fill the screen)
-        items.append(("message:", bounded(some_lines(interrupt.message, QUESTION_LINES), QUESTION_CHARS)))
+        items.append(("message:", bounded(some_lines(unmixed(interrupt.message), QUESTION_LINES), QUESTION_CHARS)))
     if interrupt.tool_call_id is not None:
         call = state.tool_call(interrupt.tool_call_id) if state is not None else None
         if call is not None:
-            items.append(("tool call:", f"{named(call.function.name)} {_clip(call.function.arguments or '{}')}"))
+            items.append(("tool call:", f"{ascii_named(call.function.name)} "
+                                        f"{_clip(unmixed(call.function.arguments or '{}'))}"))
         else:
-            items.append(("tool call:", named(interrupt.tool_call_id)))
+            items.append(("tool call:", ascii_named(interrupt.tool_call_id)))
     if interrupt.subagent_run_id is not None:
-        items.append(("subagent:", named(interrupt.subagent_run_id)))
+        items.append(("subagent:", ascii_named(interrupt.subagent_run_id)))
     if interrupt.expires_at is not None:
         items.append(("expires at:", f"{named(interrupt.expires_at)}{_until(interrupt.expires_at, now)}"))
     schema = interrupt.response_schema
@@ -538,13 +544,13 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
     if schema is None:
         items.append(("answer:", "any JSON (no responseSchema)"))
     elif form is None:
-        items.append(("answer schema:", _clip(_compact(schema))))
+        items.append(("answer schema:", _clip(unmixed(_compact(schema)))))
     else:
         title = schema.get("title")
-        heading = "answer" + (f" ({one_line(title)})" if isinstance(title, str) else "") + ":"
+        heading = "answer" + (f" ({one_line(unmixed(title))})" if isinstance(title, str) else "") + ":"
         for field in form:
             rows.append((field.shown, forms.describe(field)
-                         + (f"  - {one_line(field.description, 300)}" if field.description else "")))
+                         + (f"  - {one_line(unmixed(field.description), 300)}" if field.description else "")))
     lines = [f"{label} {value}" for label, value in items]
     body: RenderableType | None = None
     if rows:
@@ -553,7 +559,7 @@ def render_interrupt(out: Output, interrupt: Interrupt, state: ThreadState | Non
         body = Group(_grid(items, 0), safe_text(heading), _grid(rows, 2))
     else:
         body = _grid(items, 0)
-    out.panel(f"interrupt: {named(interrupt.reason)}", lines, style="yellow", body=body)
+    out.panel(f"interrupt: {ascii_named(interrupt.reason)}", lines, style="yellow", body=body)
 
 
 def _grid(rows: Sequence[tuple[str, str]], indent: int) -> Table:
@@ -673,8 +679,9 @@ ANSWER_CHARS = 300
 
 
 def answer_text(payload: Any) -> str:
-    """An answer as the CLI echoes it before sending: its JSON, on one line, cut at ``ANSWER_CHARS``."""
-    return bounded(json.dumps(payload, ensure_ascii=False), ANSWER_CHARS)
+    """An answer as the CLI echoes it before sending: its JSON, on one line, cut at ``ANSWER_CHARS`` (a
+    word mixing ASCII with look-alikes of it shows them escaped, as the question did)."""
+    return bounded(unmixed(json.dumps(payload, ensure_ascii=False)), ANSWER_CHARS)
 
 
 #: The most problems of a refused answer listed under its message.

@@ -26,7 +26,8 @@ digest of the whole.
 
 The CLI applies it where its output leaves, so a renderer cannot forget it: ``PlainOutput``'s
 writes (``agui_client.cli.render``), :class:`SafeConsole` (the only rich console the CLI makes), the
-:class:`InertLogHandler` for the library's log records, and the traceback of an unforeseen fault.
+:class:`InertLogHandler` for the library's log records and uvicorn's (``agui serve``, ``agui demo``),
+and the traceback of an unforeseen fault.
 ``--json`` output stays JSON: :func:`json_text` writes the same characters as JSON ``\\u`` escapes,
 which parse back to the same strings.
 """
@@ -47,10 +48,10 @@ from rich.style import Style
 from rich.text import Span, Text
 
 from .._inert import CANDIDATES as _CANDIDATES
-from .._inert import named, one_line, prose_with, some_lines, visible, visible_after
+from .._inert import ascii_named, named, one_line, prose_with, some_lines, unmixed, visible, visible_after
 
-__all__ = ["visible", "visible_after", "one_line", "named", "some_lines", "listed", "json_text", "safe_text",
-           "SafeConsole", "InertLogHandler", "LISTED"]
+__all__ = ["visible", "visible_after", "one_line", "named", "ascii_named", "unmixed", "some_lines", "listed",
+           "json_text", "safe_text", "SafeConsole", "InertLogHandler", "LISTED"]
 
 
 def _json_escape(char: str) -> str:
