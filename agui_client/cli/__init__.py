@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["main"]
 
@@ -57,7 +57,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A fault nobody foresaw: its message may quote what the agent sent, so the traceback goes
         # out as inert as everything else the CLI prints (Python's own would write it raw).
         # Bounded too: the message (its last line) may quote a megabyte.
-        sys.stderr.write(visible(bounded(some_lines(traceback.format_exc(), 200), 20_000)) + "\n")
+        # The credentials the command line gave (-H values, a URL's userinfo and secret query values)
+        # are replaced first: the fault may quote a request, and a traceback is what people paste.
+        redact = _argv_redactor(sys.argv[1:] if argv is None else argv)
+        sys.stderr.write(visible(bounded(some_lines(redact(traceback.format_exc()), 200), 20_000)) + "\n")
         return 1
     finally:
         logger.removeHandler(log_handler)
+
+
+def _argv_redactor(argv: Sequence[str]) -> Callable[[str], str]:
+    """The redactor of the credentials a command line gives: each ``-H``/``--header`` value (named as the
+    client names sensitive headers) and each URL's userinfo and secret query values."""
+    from ..core.redact import Redactor
+
+    headers: list[tuple[str, str]] = []
+    urls: list[str] = []
+    args = list(argv)
+    for at, arg in enumerate(args):
+        if arg in ("-H", "--header") and at + 1 < len(args):
+            value = args[at + 1]
+        elif arg.startswith("--header="):
+            value = arg[len("--header="):]
+        elif arg.startswith("-H") and len(arg) > 2:
+            value = arg[2:]
+        else:
+            if "://" in arg:
+                urls.append(arg)
+            continue
+        name, _sep, rest = value.partition(":")
+        headers.append((name, rest))
+    return Redactor.of(headers, urls).text

@@ -67,6 +67,8 @@ RAW_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 _GATES = ("\x00", "\\u")
 # Names too short to search for inside other names, sensitive only as the whole name.
 _SENSITIVE_NAMES = frozenset({"sig", "pwd", "pass", "sid"})
+# How many exceptions of one chain (causes, contexts, a group's members) are redacted, at most.
+_CHAIN_LINKS = 256
 # A cut text may end with the start of a secret; this much of one at its very end is replaced too.
 _TAIL = 4
 
@@ -259,23 +261,47 @@ def redact_json(value: Any, redact: Callable[[str], str]) -> Any:
 
 
 def redact_exception(exc: _E, redact: Callable[[str], str], *, keep: Iterable[str] = ()) -> _E:
-    """Redact, in place, what ``exc`` says: its arguments, its notes, and every text attribute.
+    """Redact, in place, what ``exc`` says, and what every exception it was raised from or while
+    handling says (``__cause__``, ``__context__``, an exception group's members), as a traceback prints
+    them all: their arguments, their notes, and every text attribute (an ``OSError``'s ``strerror`` and
+    file names too).
 
     Attributes holding text (or tuples and lists of text, or JSON) are redacted; others (a result, a
     request) are left to their owners, as are the attributes named in ``keep``. Returns ``exc``.
     """
+    kept = set(keep)
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    # (bounded: a chain is as long as whoever raised it made it, and a cycle is possible)
+    while todo and len(seen) < _CHAIN_LINKS:
+        link = todo.pop()
+        if id(link) in seen:
+            continue
+        seen.add(id(link))
+        _redact_one(link, redact, kept)
+        todo += [e for e in (link.__cause__, link.__context__) if e is not None]
+        members = getattr(link, "exceptions", None)  # (an exception group's, from Python 3.11 or its backport)
+        if isinstance(members, tuple):
+            todo += [e for e in members if isinstance(e, BaseException)]
+    return exc
+
+
+def _redact_one(exc: BaseException, redact: Callable[[str], str], kept: set[str]) -> None:
     exc.args = tuple(_redacted_item(arg, redact) for arg in exc.args)
     notes = getattr(exc, "__notes__", None)
     if isinstance(notes, list):
         notes[:] = [redact(n) if isinstance(n, str) else n for n in notes]
-    kept = set(keep)
+    if isinstance(exc, OSError):  # (its message is made of these, not of its args)
+        for name in ("strerror", "filename", "filename2"):
+            value = getattr(exc, name)
+            if isinstance(value, str):
+                setattr(exc, name, redact(value))
     for name, value in list(getattr(exc, "__dict__", {}).items()):
         if name in kept or name.startswith("__"):
             continue
         redacted = _redacted_item(value, redact)
         if redacted is not value:
             setattr(exc, name, redacted)
-    return exc
 
 
 def redact_record(record: Any, redact: Callable[[str], str], fields: Iterable[str]) -> Any:
@@ -320,11 +346,13 @@ def _header_secrets(value: str) -> list[str]:
     found = [value]
     scheme, space, rest = value.partition(" ")
     rest = rest.strip()
-    if space and rest and scheme.isascii() and scheme.replace("-", "").isalnum():
+    schemed = bool(space and rest and scheme.isascii() and scheme.replace("-", "").isalnum())
+    if schemed:
         found.append(rest)
         if scheme.lower() == "basic":
             found += _basic(rest)
-    for part in re.split(r"[;,]", rest if space else value):
+    # (a cookie list's first pair is no scheme: ``session=…; theme=dark`` is split whole, its session too)
+    for part in re.split(r"[;,]", rest if schemed else value):
         _name, eq, item = part.strip().partition("=")
         item = item.strip().strip('"')
         # (a long-enough part stands on its own; a short one, ``theme=dark``, is ordinary text)
