@@ -114,10 +114,11 @@ _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encod
 
 
 def _shown_headers(items: Iterable[tuple[str, str]], redactor: Redactor, encoding: str) -> list[tuple[bytes, bytes]]:
-    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats. The
-    # values go back as bytes in the encoding httpx read them with: an agent may send bytes outside ASCII
-    # (latin-1 "obs-text", UTF-8), which httpx would refuse to encode again as ASCII.
-    return [(name.encode(encoding, "replace"),
+    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats, and so
+    # does every name (an agent may echo a key as a header's name: ``x-sk-live-…: 1``). They go back as
+    # bytes in the encoding httpx read them with: an agent may send bytes outside ASCII (latin-1
+    # "obs-text", UTF-8), which httpx would refuse to encode again as ASCII.
+    return [(redactor.text(name).encode(encoding, "replace"),
              (MARK if is_sensitive(name, redactor.marked) else redactor.text(value)).encode(encoding, "replace"))
             for name, value in items]
 

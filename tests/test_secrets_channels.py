@@ -126,3 +126,22 @@ def test_an_unforeseen_faults_traceback_in_the_cli_has_no_credential_of_its_comm
     printed = capsys.readouterr().err
     assert "Traceback" in printed and "RuntimeError: cannot send to" in printed
     assert _found(printed) == []
+
+
+def test_a_response_header_named_after_the_credential_is_shown_redacted(drive: Any, served: Any) -> None:
+    # The error's .response had each header's value redacted but not its name: an agent echoing the key
+    # as a header's name ("x-sk-live-…: 1", a valid HTTP token) handed it to whoever logged the headers.
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        key = dict(scope["headers"])[b"x-api-key"]
+        await send({"type": "http.response.start", "status": 400,
+                    "headers": [(b"content-type", b"text/plain"), (b"x-" + key, b"1"), (b"x-echo", key)]})
+        await send({"type": "http.response.body", "body": b"bad request"})
+
+    endpoint = served(app)
+    with drive.client(endpoint.url, headers={"X-Api-Key": TOKEN}) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    headers = caught.value.response.headers
+    assert headers[f"x-{MARK}"] == "1" and headers["x-echo"] == MARK
+    assert _found(repr(headers.raw) + _printed(caught.value)) == []
