@@ -145,3 +145,19 @@ def test_a_response_header_named_after_the_credential_is_shown_redacted(drive: A
     headers = caught.value.response.headers
     assert headers[f"x-{MARK}"] == "1" and headers["x-echo"] == MARK
     assert _found(repr(headers.raw) + _printed(caught.value)) == []
+
+
+@pytest.mark.parametrize("dsn", [
+    f"host=127.0.0.1 port=1 user=app password=s3cret {PASSWORD}",  # (a password holding an unquoted space)
+    f"postgresql://app:{PASSWORD}@127.0.0.1:1/app?sslmode={PASSWORD}",
+])
+def test_a_postgres_store_error_quotes_no_part_of_the_dsns_password(dsn: str) -> None:
+    # libpq quotes the part of a DSN it could not read ('missing "=" after "pa55-…"'): the store's error,
+    # and psycopg's kept as its cause, showed it (the comment said libpq never names the password).
+    from agui_client.stores.postgres import PostgresStore
+
+    with pytest.raises(ag.StoreError) as caught:
+        PostgresStore(dsn, connect_timeout=1)  # (it makes its table: the first connection is made here)
+
+    printed = _printed(caught.value)
+    assert MARK in str(caught.value) and _found(printed) == [] and "s3cret" not in printed
