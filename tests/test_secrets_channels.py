@@ -25,7 +25,7 @@ import agui_client as ag
 _GROUP: Any = getattr(builtins, "ExceptionGroup", None) or importlib.import_module("exceptiongroup").ExceptionGroup
 
 MARK = "[redacted]"
-TOKEN = "sk-live-2b3c4d5e6f7a8b9c"
+TOKEN = "sk-live-2B3c4D5e6F7a8b9C"
 SESSION = "s3ss-9f8e7d6c5b4a"
 QUERY_KEY = "qk-0a1b2c3d4e5f6a7b"
 PASSWORD = "pa55-w0rd-long-4321"
@@ -161,3 +161,41 @@ def test_a_postgres_store_error_quotes_no_part_of_the_dsns_password(dsn: str) ->
 
     printed = _printed(caught.value)
     assert MARK in str(caught.value) and _found(printed) == [] and "s3cret" not in printed
+
+
+def test_a_recording_writes_an_unknown_content_coding_without_the_credential(tmp_path: Any, served: Any) -> None:
+    # NN.response.json names a coding the recorder does not undo: it was written as the agent sent it,
+    # lower-cased, so an agent echoing the key there put it in a file made to be committed.
+    from agui_client.testing import RecordingTransport
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        key = dict(scope["headers"])[b"x-api-key"]
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), (b"content-encoding", b"x-" + key)]})
+        await send({"type": "http.response.body", "body": b"data: {}\n\n"})
+
+    endpoint = served(app)
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+            ag.AgentClient(endpoint.url, http_client=http, headers={"X-Api-Key": TOKEN}, telemetry=False) as client:
+        with pytest.raises(ag.ProtocolError):
+            client.thread().run("hi")
+
+    assert (tmp_path / "01.response.json").read_text().rstrip() == (
+        f'{{"status": 200, "contentType": "text/event-stream", "contentEncoding": "x-{MARK}"}}')
+
+
+@pytest.mark.parametrize("echo", [TOKEN.upper(), TOKEN.lower().replace("sk-", "SK-")])
+def test_a_long_credential_echoed_in_another_case_is_redacted(drive: Any, served: Any, echo: str) -> None:
+    # The redactor's plain search was already case-blind, its pattern was not: an agent that folds what it
+    # quotes to one case (a header name, a path) gave away all but the case of each letter.
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": f"key {echo} refused".encode()})
+
+    endpoint = served(app)
+    with drive.client(endpoint.url, headers={"X-Api-Key": TOKEN}) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.body == f"key {MARK} refused"
+    assert TOKEN.lower() not in _printed(caught.value).lower()

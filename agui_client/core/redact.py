@@ -469,8 +469,10 @@ def _compile(secrets: tuple[str, ...]) -> re.Pattern[str]:
     for secret in secrets:
         for form in _forms(secret):
             piece = re.escape(form)
-            if "%" in form or "\\u" in form:
-                piece = f"(?i:{piece})"  # (percent-encoding's and JSON's hex digits come in either case)
+            # (percent-encoding's and JSON's hex digits come in either case; and a long secret is replaced in
+            # any case, as a header value or a path an agent folds to lower case still gives most of it away)
+            if len(secret) >= MIN_ANYWHERE or "%" in form or "\\u" in form:
+                piece = f"(?i:{piece})"
             if len(secret) < MIN_ANYWHERE:
                 piece = f"(?<![0-9A-Za-z]){piece}(?![0-9A-Za-z])"
             alternatives.append((len(form), piece))

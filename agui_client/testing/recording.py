@@ -231,7 +231,7 @@ class _Recorder:
                                    "contentType": redactor.text(response.headers.get("content-type", ""))}
         if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
             # An encoding this module does not undo is kept as it came, and said.
-            meta["contentEncoding"] = encoding
+            meta["contentEncoding"] = redactor.text(response.headers["content-encoding"]).strip().lower()
         Path(f"{stem}.response.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
         handle = open(f"{stem}.sse", "wb")  # (closed with the response)
         self.files += [Path(f"{stem}.response.json"), Path(f"{stem}.sse")]
