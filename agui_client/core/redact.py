@@ -28,7 +28,8 @@ rest still reads.
 
 Short values: a value shorter than :data:`MIN_ANYWHERE` characters is replaced only where it stands
 alone (not inside a longer word or number), so a two-letter key does not turn every word holding
-those letters into a mark; a longer one is replaced wherever it appears.
+those letters into a mark; a longer one is replaced wherever it appears, in any case (an agent that
+folds what it quotes to lower case, as header names are, still gives most of a key away).
 
 Nothing here does I/O: the session (sans-IO) applies the same redactor to what it reports.
 """
