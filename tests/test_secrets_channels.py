@@ -29,7 +29,8 @@ TOKEN = "sk-live-2B3c4D5e6F7a8b9C"
 SESSION = "s3ss-9f8e7d6c5b4a"
 QUERY_KEY = "qk-0a1b2c3d4e5f6a7b"
 PASSWORD = "pa55-w0rd-long-4321"
-SECRETS = (TOKEN, SESSION, QUERY_KEY, PASSWORD)
+PROXY_PASSWORD = "pr0xy-pass-8765"
+SECRETS = (TOKEN, SESSION, QUERY_KEY, PASSWORD, PROXY_PASSWORD)
 
 
 def _found(text: str) -> list[str]:
@@ -111,16 +112,18 @@ def test_an_error_is_copied_and_pickled_as_it_was_redacted(drive: Any, served: A
 def test_an_unforeseen_faults_traceback_in_the_cli_has_no_credential_of_its_command_line(
         monkeypatch: Any, capsys: Any) -> None:
     # A fault nobody foresaw printed its traceback as it came (made inert, cut): one quoting the request
-    # the CLI built showed the -H values and the URL's userinfo and secret query value.
+    # the CLI built showed the -H values, the URL's userinfo and secret query value, and the proxy's password.
     from agui_client import cli
     from agui_client.cli import app
 
     url = f"http://bob:{PASSWORD}@127.0.0.1:9/run?api_key={QUERY_KEY}"
+    proxy = f"http://proxy-user:{PROXY_PASSWORD}@127.0.0.1:3128"  # (the CLI sends through the environment's)
 
     def fault(argv: Any) -> int:
-        raise RuntimeError(f"cannot send to {url} with Bearer {TOKEN} and session={SESSION}")
+        raise RuntimeError(f"cannot send to {url} with Bearer {TOKEN} and session={SESSION} through {proxy}")
 
     monkeypatch.setattr(app, "run_cli", fault)
+    monkeypatch.setenv("HTTPS_PROXY", proxy)
     assert cli.main(["run", url, "-H", f"Authorization: Bearer {TOKEN}", f"--header=Cookie: session={SESSION}",
                      "-m", "hi"]) == 1
     printed = capsys.readouterr().err

@@ -14,6 +14,9 @@ from collections.abc import Callable, Sequence
 
 __all__ = ["main"]
 
+# The environment's proxy URLs, as httpx reads them (their userinfo is a credential).
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
 INSTALL_HINT = "The agui command needs the CLI extra: pip install 'agui-client[cli]'"
 
 
@@ -68,11 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _argv_redactor(argv: Sequence[str]) -> Callable[[str], str]:
     """The redactor of the credentials a command line gives: each ``-H``/``--header`` value (named as the
-    client names sensitive headers) and each URL's userinfo and secret query values."""
+    client names sensitive headers) and each URL's userinfo and secret query values, the proxy URLs of
+    the environment (which the CLI sends through) among them."""
+    import os
+
     from ..core.redact import Redactor
 
     headers: list[tuple[str, str]] = []
-    urls: list[str] = []
+    urls = [os.environ[name] for name in _PROXY_VARIABLES if os.environ.get(name)]
     args = list(argv)
     for at, arg in enumerate(args):
         if arg in ("-H", "--header") and at + 1 < len(args):
