@@ -21,11 +21,11 @@ import httpx
 
 from ._inert import quoted, visible
 from ._inflate import Inflater
-from .core.redact import MARK, Redactor, is_sensitive
+from .core.redact import MARK, BytesRedactor, Redactor, is_sensitive
 from .errors import AuthenticationError, HTTPStatusError, ProtocolError, TransportError
 
 __all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "excerpt_text", "media_type",
-           "read_excerpt", "status_error", "undecodable"]
+           "read_excerpt", "redacted_excerpt", "status_error", "undecodable"]
 
 #: How much of an error response's body is kept (bytes).
 ERROR_BODY_LIMIT = 2048
@@ -61,16 +61,26 @@ def _excerpt_limit(response: httpx.Response) -> int:
     return ERROR_JSON_LIMIT if _is_json_media(media_type(response.headers.get("content-type"))) else ERROR_BODY_LIMIT
 
 
-def read_excerpt(excerpt: bytes, charset: str | None) -> tuple[str, str]:
-    """An excerpt of the agent's answer as text, and the codec it was read with: the ``charset`` the
-    answer's ``Content-Type`` names when Python reads it as text, else UTF-8.
+#: Byte order marks, which say the charset whatever the ``Content-Type`` names (as browsers read them);
+#: UTF-32's before UTF-16's, which starts it.
+_MARKS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
-    The redactor looks for the caller's credentials in this text, so it is read as the agent said it was
-    written: read as UTF-8, a UTF-16, UTF-32 or EBCDIC page that echoed the ``Authorization`` header hid
-    the token from the redactor (as ``s\\x00k\\x00-\\x00…``), while httpx's ``.text`` of the
-    response handed out showed it whole. A charset naming no codec, or one that is not text (``base64``,
-    ``rot13``: httpx's ``.text`` failed on them with an ``AssertionError``), is read as UTF-8.
+
+def read_excerpt(excerpt: bytes, charset: str | None) -> tuple[str, str]:
+    """An excerpt of the agent's answer as text, and the codec it was read with: the charset its byte order
+    mark says, else the ``charset`` the answer's ``Content-Type`` names when Python reads it as text, else
+    UTF-8.
+
+    Read as the agent said it was written, a UTF-16, UTF-32 or EBCDIC page reads as text (read as
+    UTF-8, a NUL stood between its letters). A charset naming no codec, or one that is not text
+    (``base64``, ``rot13``: httpx's ``.text`` failed on them with an ``AssertionError``), is read as
+    UTF-8. The caller's credentials are taken out of the bytes before (:func:`redacted_excerpt`): an
+    agent may write in another charset than it names.
     """
+    for mark, name in _MARKS:
+        if excerpt.startswith(mark):
+            return excerpt.decode(name, "replace"), codecs.lookup(name).name
     if charset:
         try:
             return excerpt.decode(charset, "replace"), codecs.lookup(charset).name
@@ -79,13 +89,24 @@ def read_excerpt(excerpt: bytes, charset: str | None) -> tuple[str, str]:
     return excerpt.decode("utf-8", "replace"), "utf-8"
 
 
-def excerpt_text(excerpt: bytes, limit: int, redactor: Redactor, charset: str | None = None,
-                 read: str | None = None) -> str:
-    """An excerpt of the agent's answer as text for a message (read as :func:`read_excerpt` reads it, or
-    ``read``, that reading already made), its secrets replaced (cut off at ``limit`` bytes when read, so
-    it may end with the start of one)."""
-    text = read if read is not None else read_excerpt(excerpt, charset)[0]
-    return redactor.text(text, cut=len(excerpt) >= limit)
+def redacted_excerpt(excerpt: bytes, limit: int, redactor: Redactor,
+                     charset: str | None = None) -> tuple[bytes, tuple[str, str], str]:
+    """An excerpt of the agent's answer without the caller's credentials: its bytes, the text
+    :func:`read_excerpt` reads of them (with its codec), and that text redacted.
+
+    The one place an excerpt is redacted: its bytes first, in every encoding a secret may be written in
+    (:class:`~agui_client.core.redact.BytesRedactor`), then the text it reads as; cut off at ``limit``
+    bytes when read, it may end with the start of a secret, replaced too.
+    """
+    cut = len(excerpt) >= limit
+    data = BytesRedactor(redactor, charset)(excerpt, cut=cut) if redactor else excerpt
+    read = read_excerpt(data, charset)
+    return data, read, redactor.text(read[0], cut=cut)
+
+
+def excerpt_text(excerpt: bytes, limit: int, redactor: Redactor, charset: str | None = None) -> str:
+    """An excerpt of the agent's answer as text for a message, its secrets replaced (:func:`redacted_excerpt`)."""
+    return redacted_excerpt(excerpt, limit, redactor, charset)[2]
 
 
 #: Response headers that describe the body as it came off the wire, not the excerpt an error holds.
@@ -93,10 +114,11 @@ _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encod
 
 
 def _shown_headers(items: Iterable[tuple[str, str]], redactor: Redactor, encoding: str) -> list[tuple[bytes, bytes]]:
-    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats. The
-    # values go back as bytes in the encoding httpx read them with: an agent may send bytes outside ASCII
-    # (latin-1 "obs-text", UTF-8), which httpx would refuse to encode again as ASCII.
-    return [(name.encode(encoding, "replace"),
+    # A sensitive header's value is replaced whole; any other value loses the secrets it repeats, and so
+    # does every name (an agent may echo a key as a header's name: ``x-sk-live-…: 1``). They go back as
+    # bytes in the encoding httpx read them with: an agent may send bytes outside ASCII (latin-1
+    # "obs-text", UTF-8), which httpx would refuse to encode again as ASCII.
+    return [(redactor.text(name).encode(encoding, "replace"),
              (MARK if is_sensitive(name, redactor.marked) else redactor.text(value)).encode(encoding, "replace"))
             for name, value in items]
 
@@ -138,7 +160,7 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
     # request's redactor (whatever the status, not only a 401's), before any of it is cut shorter.
     content_type = response.headers.get("content-type")
     limit = _excerpt_limit(response)
-    read = read_excerpt(excerpt, response.charset_encoding)
+    data, read, whole = redacted_excerpt(excerpt, limit, redactor, response.charset_encoding)
     payload: Any = None
     # (a JSON body is read further than the excerpt kept, so a long validation report still parses)
     if _is_json_media(media_type(content_type)) and len(excerpt) < ERROR_JSON_LIMIT:
@@ -146,7 +168,6 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
             payload = redactor.json(json.loads(read[0]))
         except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser (or redactor) goes)
             payload = None
-    whole = excerpt_text(excerpt, limit, redactor, read=read[0])
     text = whole[:ERROR_BODY_LIMIT]
     # A 401 is typed, as no retry helps.
     kind = AuthenticationError if response.status_code == 401 else HTTPStatusError
@@ -159,7 +180,7 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
         reason += f" to {quoted(location)} (not followed: {not_followed})"  # (``.location`` keeps it whole)
     # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
     summary = visible(text.strip().replace("\n", " ")[:200])
-    answer = _shown_response(response, excerpt, read, whole, redactor)
+    answer = _shown_response(response, data, read, whole, redactor)
     # (the commonest first mistake: the server's address, or a page of it, for the agent's endpoint)
     hint = (" (is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on)"
             if response.status_code in (404, 405) else "")

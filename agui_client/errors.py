@@ -94,6 +94,12 @@ class AguiError(Exception):
     #: The run so far, when the error happened during a run (set by the session or the shell).
     result: RunResult | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled and copied as what it holds (its arguments and attributes, redacted when it was raised),
+        # not by calling its constructor again: most take keyword-only arguments its args do not carry, so
+        # copy.copy() and pickle.loads() raised TypeError (a worker process could not hand its error back).
+        return _rebuilt, (type(self), self.args), dict(self.__dict__)
+
 
 class TransportError(AguiError, httpx.HTTPError):
     """The HTTP exchange failed.
@@ -750,3 +756,10 @@ class StoreError(AguiError):
     def __init__(self, message: str, *, thread_id: str | None = None) -> None:
         super().__init__(message)
         self.thread_id = thread_id
+
+
+def _rebuilt(kind: type[AguiError], args: tuple[Any, ...]) -> AguiError:
+    """An error of ``kind`` holding ``args``, its attributes still to be restored (``AguiError.__reduce__``)."""
+    error = kind.__new__(kind)
+    error.args = args
+    return error

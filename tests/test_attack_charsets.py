@@ -9,6 +9,7 @@ server on 127.0.0.1, through both shells.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,107 @@ def test_a_recording_keeps_no_credential_a_charset_writes_mostly_as_ascii(tmp_pa
     recorded = (tmp_path / "01.sse").read_bytes()
     assert recorded.decode(charset) == '{"detail": "bad token [redacted]"}'
     assert token.encode(charset) not in b"".join(path.read_bytes() for path in tmp_path.iterdir())
+
+
+# The eighteenth round: what the answer names is not what the redactor trusts. Each body is the ECHO
+# page written in one encoding under a Content-Type naming another (or none); with or without a BOM.
+_MISNAMED = [
+    ("utf-16-le", "application/json; charset=utf-8", False),
+    ("utf-16-be", "application/json", False),
+    ("utf-16", "application/json", True),  # (Python writes the BOM)
+    ("utf-32-le", "text/plain; charset=latin-1", False),
+    ("utf-32", "application/json", True),
+    ("utf-8", "application/json; charset=cp500", False),
+    ("utf-8", "application/json; charset=utf-16", False),
+]
+
+
+_CODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "cp500", "latin-1")
+
+
+def _written_everywhere(data: bytes) -> list[str]:
+    """The encodings in which ``data`` holds TOKEN."""
+    return [c for c in _CODINGS if TOKEN.encode(c) in data]
+
+
+def _recoverable(text: str) -> list[tuple[str, str]]:
+    """How TOKEN is got back from ``text`` (a page read in the wrong charset): the codec that turns the
+    text back into the page's bytes, and the encoding those bytes hold the token in."""
+    return [(back, c) for back in _CODINGS for c in _written_everywhere(text.encode(back, "replace"))]
+
+
+@pytest.mark.parametrize(("coding", "content_type", "bom"), _MISNAMED)
+def test_an_error_body_in_another_charset_than_it_names_is_redacted(drive: Any, served: Any, coding: str,
+                                                                    content_type: str, bom: bool) -> None:
+    # Read only as named (or as UTF-8 when naming none), the token stood in .body, str() and
+    # .response.content a NUL between letters, or as cp500 mojibake.
+    body = json.dumps(ECHO).encode(coding)
+    assert body.startswith((b"\xff\xfe", b"\xfe\xff")) == bom
+    endpoint = served(_answer(401, content_type, body))
+    with drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.AuthenticationError) as caught:
+            client.thread().run("hi")
+
+    error = caught.value
+    shown = _seen(error)
+    assert TOKEN not in shown and not _recoverable(shown)
+    assert not _written_everywhere(error.response.content)
+    assert "s\\x00k" not in shown and "\\x00s\\x00k" not in shown
+    if bom:  # (a byte order mark says the charset whatever the header names: the page reads as text)
+        assert error.body == '{"detail": "bad token [redacted]"}' == error.response.text
+
+
+@pytest.mark.parametrize("echo", [
+    "".join(f"\\u{ord(c):04X}" for c in TOKEN),  # (JSON: every character escaped, upper-case hex)
+    base64.b64encode(f"authorization: Bearer {TOKEN}".encode()).decode(),  # (inside a longer base64 text)
+    base64.urlsafe_b64encode(b"x" + TOKEN.encode()).decode(),
+])
+def test_an_error_body_echoing_the_token_escaped_or_in_base64_is_redacted(drive: Any, served: Any,
+                                                                         echo: str) -> None:
+    endpoint = served(_answer(403, "application/json", f'{{"detail": "{echo}"}}'.encode()))
+    with drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    shown = _seen(caught.value)
+    assert "[redacted]" in caught.value.body and TOKEN not in shown
+    for form in ("".join(f"\\u{ord(c):04X}" for c in TOKEN), base64.b64encode(TOKEN.encode()).decode()[:-4],
+                 base64.b64encode(b"x" + TOKEN.encode()).decode()[4:-4]):
+        assert form not in shown
+
+
+@pytest.mark.parametrize(("coding", "content_type", "bom"), _MISNAMED)
+def test_a_recording_keeps_no_credential_in_another_charset_than_the_answer_names(
+        tmp_path: Path, served: Any, coding: str, content_type: str, bom: bool) -> None:
+    body = json.dumps(ECHO).encode(coding)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", content_type.encode())]})
+        for at in range(0, len(body), 5):  # (the token cut across several reads)
+            await send({"type": "http.response.body", "body": body[at:at + 5], "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    endpoint = served(app)
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+            ag.AgentClient(endpoint.url, http_client=http, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.AuthenticationError):
+            client.thread().run("hi")
+
+    written = b"".join(path.read_bytes() for path in tmp_path.iterdir())
+    assert not _written_everywhere(written)
+    # (the mark is written as the encoding that wrote the token writes it: the page still reads)
+    assert (tmp_path / "01.sse").read_bytes().decode(coding) == '{"detail": "bad token [redacted]"}'
+
+
+@pytest.mark.parametrize(("content_type", "rule"), [("text/html; charset=utf-8", "TR-04"),
+                                                    ("application/json", "TR-09")])
+def test_a_200_page_in_another_charset_than_it_names_is_quoted_redacted(drive: Any, served: Any, content_type: str,
+                                                                      rule: str) -> None:
+    endpoint = served(_answer(200, content_type, json.dumps(ECHO).encode("utf-16-le")))
+    with drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.ProtocolError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.rule == rule
+    assert "s\\x00k\\x00" not in str(caught.value) and "[\\x00r\\x00e\\x00d" in str(caught.value)

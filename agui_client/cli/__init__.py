@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["main"]
+
+# The environment's proxy URLs, as httpx reads them (their userinfo is a credential).
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 INSTALL_HINT = "The agui command needs the CLI extra: pip install 'agui-client[cli]'"
 
@@ -60,8 +63,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A fault nobody foresaw: its message may quote what the agent sent, so the traceback goes
         # out as inert as everything else the CLI prints (Python's own would write it raw).
         # Bounded too: the message (its last line) may quote a megabyte.
-        sys.stderr.write(visible(bounded(some_lines(traceback.format_exc(), 200), 20_000)) + "\n")
+        # The credentials the command line gave (-H values, a URL's userinfo and secret query values)
+        # are replaced first: the fault may quote a request, and a traceback is what people paste.
+        redact = _argv_redactor(sys.argv[1:] if argv is None else argv)
+        sys.stderr.write(visible(bounded(some_lines(redact(traceback.format_exc()), 200), 20_000)) + "\n")
         return 1
     finally:
         for logger in loggers:
             logger.removeHandler(log_handler)
+
+
+def _argv_redactor(argv: Sequence[str]) -> Callable[[str], str]:
+    """The redactor of the credentials a command line gives: each ``-H``/``--header`` value (named as the
+    client names sensitive headers) and each URL's userinfo and secret query values, the proxy URLs of
+    the environment (which the CLI sends through) among them."""
+    import os
+
+    from ..core.redact import Redactor
+
+    headers: list[tuple[str, str]] = []
+    urls = [os.environ[name] for name in _PROXY_VARIABLES if os.environ.get(name)]
+    args = list(argv)
+    for at, arg in enumerate(args):
+        if arg in ("-H", "--header") and at + 1 < len(args):
+            value = args[at + 1]
+        elif arg.startswith("--header="):
+            value = arg[len("--header="):]
+        elif arg.startswith("-H") and len(arg) > 2:
+            value = arg[2:]
+        else:
+            if "://" in arg:
+                urls.append(arg)
+            continue
+        name, _sep, rest = value.partition(":")
+        headers.append((name, rest))
+    return Redactor.of(headers, urls).text

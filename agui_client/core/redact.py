@@ -16,11 +16,20 @@ holding one of :data:`SENSITIVE_WORDS` (``X-Api-Key``, ``X-Auth-Token``, ``X-Ses
 forms a value is looked for in: the whole value, the credential after its scheme (``Bearer x`` → ``x``),
 a Basic credential's decoded ``user:password`` and password, each ``name=value`` part of a cookie or
 parameter list that is long enough to stand on its own, and each of those percent-encoded,
-JSON-escaped, HTML-escaped and as Python writes it in a ``repr``.
+JSON-escaped (also every character as ``\\uXXXX``), HTML-escaped, as Python writes it in a ``repr``,
+base64-encoded (standalone or inside a longer base64 text, standard or URL-safe alphabet) and, for
+a text that read UTF-16 or UTF-32 bytes as if they were one byte a character, a NUL beside each letter.
+
+An answer's bytes (an error page, a recording) are searched before they are read as text, by a
+:class:`BytesRedactor`: in the charset the answer names, and whatever it names in UTF-8, UTF-16 and
+UTF-32 in both byte orders (:data:`RAW_ENCODINGS`), as an agent may write in another charset than it
+names, or name none. Each secret found is replaced by the mark as that encoding writes it, so the
+rest still reads.
 
 Short values: a value shorter than :data:`MIN_ANYWHERE` characters is replaced only where it stands
 alone (not inside a longer word or number), so a two-letter key does not turn every word holding
-those letters into a mark; a longer one is replaced wherever it appears.
+those letters into a mark; a longer one is replaced wherever it appears, in any case (an agent that
+folds what it quotes to lower case, as header names are, still gives most of a key away).
 
 Nothing here does I/O: the session (sans-IO) applies the same redactor to what it reports.
 """
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import html
 import json
 import re
@@ -38,8 +48,8 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, url
 
 import attrs
 
-__all__ = ["MARK", "MIN_ANYWHERE", "SENSITIVE_WORDS", "SENSITIVE_EXTENSION", "Redactor", "displayed_url",
-           "is_sensitive", "redact_exception", "redact_json", "redact_record"]
+__all__ = ["MARK", "MIN_ANYWHERE", "RAW_ENCODINGS", "SENSITIVE_WORDS", "SENSITIVE_EXTENSION", "BytesRedactor",
+           "Redactor", "displayed_url", "is_sensitive", "redact_exception", "redact_json", "redact_record"]
 
 #: What a secret is replaced with.
 MARK = "[redacted]"
@@ -51,8 +61,15 @@ SENSITIVE_WORDS = ("auth", "key", "token", "secret", "session", "password", "pas
 #: The request extension under which a client hands a transport the names it marked sensitive (a frozenset of
 #: lower-cased names): a recording transport redacts what it writes with them too.
 SENSITIVE_EXTENSION = "agui_client.sensitive_headers"
+#: The encodings an answer's bytes are searched in for a secret, besides the charset the answer names.
+RAW_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
+# What a form of a secret written with a NUL between letters, or as JSON escapes, holds (a text without
+# it holds no such form).
+_GATES = ("\x00", "\\u")
 # Names too short to search for inside other names, sensitive only as the whole name.
 _SENSITIVE_NAMES = frozenset({"sig", "pwd", "pass", "sid"})
+# How many exceptions of one chain (causes, contexts, a group's members) are redacted, at most.
+_CHAIN_LINKS = 256
 # A cut text may end with the start of a secret; this much of one at its very end is replaced too.
 _TAIL = 4
 
@@ -77,6 +94,7 @@ class Redactor:
         self.marked = frozenset(marked)
         self._pattern: re.Pattern[str] | None = None
         self._needles: tuple[str, ...] = ()
+        self._gated: tuple[tuple[str, tuple[str, ...]], ...] = ()
         self._prefixes: tuple[str, ...] | None = None
 
     @classmethod
@@ -119,13 +137,15 @@ class Redactor:
             self._pattern = _compile(self.secrets)
             needles = {form.lower() for secret in self.secrets for form in _forms(secret)}
             # (a needle holding another is found whenever that one is: only the others are looked for)
-            self._needles = tuple(n for n in needles if not any(o in n for o in needles if o != n))
+            kept = [n for n in needles if not any(o in n for o in needles if o != n)]
+            # (a form holding a NUL or a JSON escape is looked for only in a text holding one: most hold neither)
+            self._needles = tuple(n for n in kept if not _gate(n))
+            self._gated = tuple((gate, tuple(n for n in kept if _gate(n) == gate)) for gate in _GATES)
         # (a plain search first: most texts hold no secret, and the pattern is slower to run over them)
         lowered = text.lower()
-        for needle in self._needles:
-            if needle in lowered:
-                text = self._pattern.sub(MARK, text)
-                break
+        if any(needle in lowered for needle in self._needles) or any(
+                gate in lowered and any(needle in lowered for needle in gated) for gate, gated in self._gated):
+            text = self._pattern.sub(MARK, text)
         return self._cut_tail(text) if cut else text
 
     def url(self, url: str) -> str:
@@ -162,6 +182,62 @@ class Redactor:
         return text
 
 
+class BytesRedactor:
+    """Replaces the secrets of one exchange in an answer's bytes, before anything reads them as text.
+
+    An answer is searched in the ``charset`` it names and, whatever it names, in :data:`RAW_ENCODINGS`:
+    read only as named, a token echoed in a UTF-16 page that names UTF-8, or none, stood in an error's
+    excerpt and a recording as ``s\\x00k\\x00…``. Each form of each secret is replaced by
+    :data:`MARK` as the encoding that wrote it writes the mark, so the rest of the answer still reads.
+    Calling it with bytes returns them redacted; :attr:`keep` is how many bytes at the end of a piece may
+    be the start of a secret (what a scrub of a stream holds back).
+    """
+
+    __slots__ = ("_text", "_coded", "_wide", "keep")
+
+    def __init__(self, redactor: Redactor, charset: str | None = None) -> None:
+        # The bytes are read as latin-1 (one character a byte, nothing lost): a form written as ASCII, or
+        # as UTF-8 (a secret outside ASCII is also looked for as its UTF-8 bytes read so), is found by a
+        # text redactor; a form an encoding writes otherwise is replaced as that encoding writes it.
+        utf8 = [s.encode("utf-8", "surrogatepass").decode("latin-1") for s in redactor.secrets if not s.isascii()]
+        self._text = Redactor([*redactor.secrets, *utf8], marked=redactor.marked) if utf8 else redactor
+        coded: dict[str, str] = {}
+        for name in _encodings(charset) if redactor else ():
+            mark = _written(MARK, name)
+            for form in (form for secret in redactor.secrets for form in _escaped(secret)):
+                written = _written(form, name)
+                if mark is not None and written is not None and written != form:
+                    coded.setdefault(written, mark)
+        ordered = sorted(coded.items(), key=lambda pair: len(pair[0]), reverse=True)
+        # (a form holding a NUL, as UTF-16 and UTF-32 write ASCII, is looked for only in bytes holding one)
+        self._wide = tuple(pair for pair in ordered if "\x00" in pair[0])
+        self._coded = tuple(pair for pair in ordered if "\x00" not in pair[0])
+        self.keep = max([self._text.longest, *(len(form) for form, _mark in ordered)]) - 1 if redactor else 0
+
+    def __bool__(self) -> bool:
+        return bool(self._text)
+
+    def __call__(self, data: bytes, *, cut: bool = False) -> bytes:
+        """``data`` with every secret replaced; ``cut``: the bytes were cut off at their end, which may hold
+        the start of a secret (replaced too)."""
+        if not self._text or not data:
+            return data
+        read = data.decode("latin-1")
+        for form, mark in (*self._wide, *self._coded) if "\x00" in read else self._coded:
+            read = read.replace(form, mark)
+        read = self._text.text(read, cut=cut)
+        if cut:
+            read = self._cut_tail(read)
+        return read.encode("latin-1")
+
+    def _cut_tail(self, read: str) -> str:
+        for form, mark in (*self._wide, *self._coded):
+            for size in range(len(form) - 1, _TAIL - 1, -1):
+                if read.endswith(form[:size]):
+                    return read[:-size] + mark
+        return read
+
+
 def displayed_url(url: str, *, marked: Iterable[str] = ()) -> str:
     """``url`` fit to show a person: no userinfo, each sensitive query (or fragment) value replaced by :data:`MARK`.
 
@@ -186,23 +262,47 @@ def redact_json(value: Any, redact: Callable[[str], str]) -> Any:
 
 
 def redact_exception(exc: _E, redact: Callable[[str], str], *, keep: Iterable[str] = ()) -> _E:
-    """Redact, in place, what ``exc`` says: its arguments, its notes, and every text attribute.
+    """Redact, in place, what ``exc`` says, and what every exception it was raised from or while
+    handling says (``__cause__``, ``__context__``, an exception group's members), as a traceback prints
+    them all: their arguments, their notes, and every text attribute (an ``OSError``'s ``strerror`` and
+    file names too).
 
     Attributes holding text (or tuples and lists of text, or JSON) are redacted; others (a result, a
     request) are left to their owners, as are the attributes named in ``keep``. Returns ``exc``.
     """
+    kept = set(keep)
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    # (bounded: a chain is as long as whoever raised it made it, and a cycle is possible)
+    while todo and len(seen) < _CHAIN_LINKS:
+        link = todo.pop()
+        if id(link) in seen:
+            continue
+        seen.add(id(link))
+        _redact_one(link, redact, kept)
+        todo += [e for e in (link.__cause__, link.__context__) if e is not None]
+        members = getattr(link, "exceptions", None)  # (an exception group's, from Python 3.11 or its backport)
+        if isinstance(members, tuple):
+            todo += [e for e in members if isinstance(e, BaseException)]
+    return exc
+
+
+def _redact_one(exc: BaseException, redact: Callable[[str], str], kept: set[str]) -> None:
     exc.args = tuple(_redacted_item(arg, redact) for arg in exc.args)
     notes = getattr(exc, "__notes__", None)
     if isinstance(notes, list):
         notes[:] = [redact(n) if isinstance(n, str) else n for n in notes]
-    kept = set(keep)
+    if isinstance(exc, OSError):  # (its message is made of these, not of its args)
+        for name in ("strerror", "filename", "filename2"):
+            value = getattr(exc, name)
+            if isinstance(value, str):
+                setattr(exc, name, redact(value))
     for name, value in list(getattr(exc, "__dict__", {}).items()):
         if name in kept or name.startswith("__"):
             continue
         redacted = _redacted_item(value, redact)
         if redacted is not value:
             setattr(exc, name, redacted)
-    return exc
 
 
 def redact_record(record: Any, redact: Callable[[str], str], fields: Iterable[str]) -> Any:
@@ -247,11 +347,13 @@ def _header_secrets(value: str) -> list[str]:
     found = [value]
     scheme, space, rest = value.partition(" ")
     rest = rest.strip()
-    if space and rest and scheme.isascii() and scheme.replace("-", "").isalnum():
+    schemed = bool(space and rest and scheme.isascii() and scheme.replace("-", "").isalnum())
+    if schemed:
         found.append(rest)
         if scheme.lower() == "basic":
             found += _basic(rest)
-    for part in re.split(r"[;,]", rest if space else value):
+    # (a cookie list's first pair is no scheme: ``session=…; theme=dark`` is split whole, its session too)
+    for part in re.split(r"[;,]", rest if schemed else value):
         _name, eq, item = part.strip().partition("=")
         item = item.strip().strip('"')
         # (a long-enough part stands on its own; a short one, ``theme=dark``, is ordinary text)
@@ -296,15 +398,71 @@ def _url_secrets(url: str, marked: frozenset[str]) -> list[str]:
     return found
 
 
+def _gate(needle: str) -> str | None:
+    return next((gate for gate in _GATES if gate in needle), None)
+
+
 def _forms(secret: str) -> list[str]:
-    """``secret`` as a server may echo it: as it is, percent-encoded, JSON- and HTML-escaped, in a repr."""
+    """``secret`` as a text may hold it: as :func:`_escaped` writes it, and (an ASCII one) as UTF-16 and
+    UTF-32 write it, read one byte a character (a NUL beside each letter)."""
+    forms = _escaped(secret)
+    if secret.isascii():
+        forms += [secret.encode(name).decode("latin-1") for name in RAW_ENCODINGS[1:]]
+    return list(dict.fromkeys(forms))
+
+
+def _escaped(secret: str) -> list[str]:
+    """``secret`` as a server may echo it: as it is, percent-encoded, JSON- and HTML-escaped, in a repr,
+    every character a JSON ``\\u`` escape, and base64-encoded."""
     forms = [secret, quote(secret, safe=""), quote(secret), quote_plus(secret),
              json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
              html.escape(secret), html.escape(secret, quote=False),
              secret.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
              .replace("'", "&#39;"),
              repr(secret)[1:-1]]
+    # (JSON lets a writer escape any character, and some escape them all; the hex digits come in either case)
+    units = secret.encode("utf-16-be", "surrogatepass")
+    forms.append("".join(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04x}" for i in range(0, len(units), 2)))
+    if len(secret) >= MIN_ANYWHERE:  # (a short secret's base64 is a few letters any base64 text may hold)
+        forms += _base64(secret.encode("utf-8", "surrogatepass"))
     return list(dict.fromkeys(forms))
+
+
+def _base64(data: bytes) -> list[str]:
+    """The base64 letters ``data`` decides wherever it starts in a longer base64 text (three alignments),
+    in the standard and the URL-safe alphabet: a token echoed base64-encoded, alone or inside a blob
+    (the request's headers encoded whole, say), is found by the letters that are its own."""
+    forms = []
+    for shift in range(3):
+        coded = base64.b64encode(bytes(shift) + data).decode("ascii")
+        own = coded[-(-8 * shift // 6):8 * (shift + len(data)) // 6]
+        forms += [own, own.replace("+", "-").replace("/", "_")]
+    return forms
+
+
+def _encodings(charset: str | None) -> list[str]:
+    """:data:`RAW_ENCODINGS`, and ``charset`` when it names a codec that writes text (UTF-16 and UTF-32 in
+    both byte orders, as their byte order mark may say either)."""
+    names = list(RAW_ENCODINGS)
+    if charset:
+        try:
+            name = codecs.lookup(charset).name
+            "-".encode(name)  # (refused for a codec that writes no text: base64, rot13 ...)
+        except (LookupError, ValueError, TypeError):
+            return names
+        names += {"utf-16": ["utf-16-le", "utf-16-be"], "utf-32": ["utf-32-le", "utf-32-be"]}.get(name, [name])
+    return list(dict.fromkeys(names))
+
+
+def _written(text: str, encoding: str) -> str | None:
+    """``text`` as ``encoding`` writes it after another character (no byte order mark or signature), its
+    bytes read as latin-1; ``None`` when it cannot write it."""
+    try:
+        encoder = codecs.getincrementalencoder(encoding)("strict")
+        encoder.encode("x")
+        return encoder.encode(text, final=True).decode("latin-1")
+    except (UnicodeError, LookupError, ValueError, TypeError):
+        return None
 
 
 def _compile(secrets: tuple[str, ...]) -> re.Pattern[str]:
@@ -312,8 +470,10 @@ def _compile(secrets: tuple[str, ...]) -> re.Pattern[str]:
     for secret in secrets:
         for form in _forms(secret):
             piece = re.escape(form)
-            if "%" in form:
-                piece = f"(?i:{piece})"  # (percent-encoding's hex digits come in either case)
+            # (percent-encoding's and JSON's hex digits come in either case; and a long secret is replaced in
+            # any case, as a header value or a path an agent folds to lower case still gives most of it away)
+            if len(secret) >= MIN_ANYWHERE or "%" in form or "\\u" in form:
+                piece = f"(?i:{piece})"
             if len(secret) < MIN_ANYWHERE:
                 piece = f"(?<![0-9A-Za-z]){piece}(?![0-9A-Za-z])"
             alternatives.append((len(form), piece))

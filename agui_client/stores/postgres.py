@@ -80,12 +80,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import select
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..core.redact import MARK, Redactor, redact_exception
 from ..errors import StoreError
 from .base import (
     STORE_FORMAT_VERSION,
@@ -110,6 +112,9 @@ from .base import check_write as _check_write
 if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
+
+# A double-quoted fragment of a libpq message.
+_QUOTED = re.compile(r'"([^"]*)"')
 
 #: The stores' logger (base.py logs a skipped compaction to it too).
 _log = logging.getLogger("agui_client.stores")
@@ -277,6 +282,7 @@ class PostgresStore(_Base):
         self._dsn = dsn
         self._connect_timeout = connect_timeout
         self._where = _describe(dsn, table)
+        self._redact = _dsn_redactor(dsn)
         identifier = sql.Identifier(*parts)
         changes = sql.Identifier(*parts[:-1], _changes_name(parts[-1]))
         # (an index lives in its table's schema: its name in CREATE INDEX is never qualified)
@@ -584,7 +590,7 @@ class PostgresStore(_Base):
                 # the same order, one scan of the table's ids per page) until the owner creates it.
                 _log.debug("PostgreSQL store %s: the listing's index %s is missing and this role may not "
                            "create it (%s); listings scan the table until its owner does", self._where, name,
-                           _first_line(exc))
+                           self._redact(_first_line(exc)))
 
     @contextmanager
     def _connection(self, thread_id: str | None = None, *, fresh: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -607,8 +613,9 @@ class PostgresStore(_Base):
             where = f"thread {thread_id!r} in " if thread_id is not None else ""
             lost = conn is not None and conn.broken
             error = (_ConnectionLost if lost else StoreError)(
-                f"PostgreSQL store failed for {where}{self._where}: {_first_line(exc)}", thread_id=thread_id)
-            raise error from exc
+                f"PostgreSQL store failed for {where}{self._where}: {self._redact(_first_line(exc))}",
+                thread_id=thread_id)
+            raise error from redact_exception(exc, self._redact)
         finally:
             if conn is not None:
                 self._give_back(conn)
@@ -714,8 +721,31 @@ def _seconds(timeout: float) -> int:
     return max(1, round(timeout))
 
 
+def _dsn_redactor(dsn: str) -> Callable[[str], str]:
+    """What keeps a DSN's secrets out of an error: its password (and a URI's userinfo and secret query
+    values), in the forms the client's redactor looks for, and every fragment of the DSN a libpq message
+    quotes but the host, port, database and user it names: libpq quotes what it could not read
+    (``missing "=" after "pass-1234"``, for a password holding an unquoted space)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = conninfo_to_dict(dsn)
+    except Exception:  # noqa: BLE001 - an unparsable DSN: every fragment of it libpq quotes is replaced
+        params = {}
+    named = {str(params[key]) for key in ("host", "hostaddr", "port", "dbname", "user") if params.get(key)}
+    password = params.get("password")
+    secrets = Redactor.of([("password", str(password))] if password else [], [dsn] if "://" in dsn else [])
+
+    def quoted_part(found: re.Match[str]) -> str:
+        part = found[1]
+        # (a mark of punctuation, "=", is libpq's own word; a name the DSN gives is kept, as _describe shows it)
+        return MARK if len(part) > 2 and part in dsn and part not in named else found[0]
+
+    return lambda text: _QUOTED.sub(quoted_part, secrets.text(text))
+
+
 def _first_line(exc: BaseException) -> str:
-    # libpq's messages name the host and user but never the password; only the first line is kept,
-    # the rest is hints and context.
+    # Only the first line of libpq's message is kept, the rest is hints and context (the DSN's secrets
+    # are taken out by _dsn_redactor: libpq quotes the parts of a DSN it could not read).
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 

@@ -12,7 +12,8 @@ grows a digit past ``99``):
 Headers are never written, in either direction (they carry credentials), nor is the URL (a query
 may carry a token). A credential of the request that the agent repeats in its answer (an error that
 quotes the ``Authorization`` header) is written as ``[redacted]``, as in the client's errors, also
-when the answer's charset writes it otherwise (a UTF-16 or EBCDIC error page). A
+when the answer's charset writes it otherwise (a UTF-16 or EBCDIC error page), or the answer is
+written in another charset than it names (a UTF-16 page naming UTF-8, or none). A
 request that got no answer at all (the agent unreachable) leaves no file.
 ``agui replay DIR`` folds such a folder into the thread it recorded, and
 :class:`~agui_client.testing.RecordedAgent` serves it back to a client under test.
@@ -41,7 +42,6 @@ then ``--resume``) leave one recording of the whole thread.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import json
 import logging
@@ -57,7 +57,7 @@ import httpx
 
 from .._inflate import CODINGS, Inflater
 from .._pool import ShardedSyncTransport, ShardedTransport
-from ..core.redact import MARK, SENSITIVE_EXTENSION, Redactor
+from ..core.redact import SENSITIVE_EXTENSION, BytesRedactor, Redactor
 
 __all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME", "open_recorded",
            "read_recorded", "REQUEST_FILE_BYTES", "META_FILE_BYTES"]
@@ -231,7 +231,7 @@ class _Recorder:
                                    "contentType": redactor.text(response.headers.get("content-type", ""))}
         if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
             # An encoding this module does not undo is kept as it came, and said.
-            meta["contentEncoding"] = encoding
+            meta["contentEncoding"] = redactor.text(response.headers["content-encoding"]).strip().lower()
         Path(f"{stem}.response.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
         handle = open(f"{stem}.sse", "wb")  # (closed with the response)
         self.files += [Path(f"{stem}.response.json"), Path(f"{stem}.sse")]
@@ -242,35 +242,25 @@ class _Recorder:
 class _Scrub:
     """The response body's bytes with the request's credentials replaced, as they pass to the file.
 
-    The bytes are read as latin-1 (one character a byte, so nothing is lost and ASCII secrets match
-    in UTF-8 and every charset that writes ASCII as ASCII; a secret outside ASCII is also looked for as
-    its UTF-8 bytes read so), and the last ``longest - 1`` of them are held back until more come, as a
-    secret may be cut between two reads. Without secrets it hands the bytes on as they are.
-
-    A ``charset`` the answer's ``Content-Type`` names that writes ASCII otherwise (UTF-16, UTF-32,
-    EBCDIC: an error page that echoed the ``Authorization`` header) has each secret looked for as that
-    charset writes it too, replaced by :data:`~agui_client.core.redact.MARK` as that charset writes it.
+    The rule is :class:`~agui_client.core.redact.BytesRedactor`'s (the one an error's excerpt is
+    redacted by): each secret looked for in the ``charset`` the answer's ``Content-Type`` names and, as an
+    agent may write in another or name none, in UTF-8, UTF-16 and UTF-32, replaced by
+    :data:`~agui_client.core.redact.MARK` as the encoding that wrote it writes it. The last bytes of each
+    read that may start a secret are held back until more come, as a secret may be cut between two reads.
+    Without secrets it hands the bytes on as they are.
     """
 
-    __slots__ = ("_redactor", "_coded", "_keep", "_held")
+    __slots__ = ("_redact", "_keep", "_held")
 
     def __init__(self, redactor: Redactor, charset: str | None = None) -> None:
-        wide = [secret.encode("utf-8", "surrogatepass").decode("latin-1") for secret in redactor.secrets
-                if not secret.isascii()]
-        if wide:  # (a key in the URL's query outside ASCII, say, echoed in a UTF-8 body)
-            redactor = Redactor([*redactor.secrets, *wide], marked=redactor.marked)
-        self._redactor = redactor
-        self._coded = _coded_secrets(redactor.secrets, charset) if redactor else []
-        self._keep = max([redactor.longest - 1, *(len(secret) - 1 for secret, _ in self._coded)], default=0)
+        self._redact = BytesRedactor(redactor, charset)
+        self._keep = self._redact.keep
         self._held = b""
 
     def __call__(self, data: bytes) -> bytes:
-        if not self._redactor:
+        if not self._redact:
             return data
-        read = (self._held + data).decode("latin-1")
-        for secret, mark in self._coded:
-            read = read.replace(secret, mark)
-        text = self._redactor.text(read).encode("latin-1")
+        text = self._redact(self._held + data)
         cut = len(text) - self._keep
         self._held = text[max(cut, 0):]
         return text[:cut] if cut > 0 else b""
@@ -279,35 +269,6 @@ class _Scrub:
         """What is held back, at the end of the body."""
         held, self._held = self._held, b""
         return held
-
-
-def _coded_secrets(secrets: Iterable[str], charset: str | None) -> list[tuple[str, str]]:
-    """``(secret, mark)`` as ``charset`` writes them (bytes read as latin-1), for each secret it writes
-    otherwise than as its ASCII bytes; UTF-16 and UTF-32 in both byte orders, as their byte order mark
-    may say either.
-
-    Judged secret by secret: a charset that writes most ASCII as it is may still write a token's
-    ``+`` or ``~`` otherwise (UTF-7 writes ``+`` as ``+-``, HZ ``~`` as ``~~``). Each is written as in
-    the middle of a text (the encoder is given a character first: no byte order mark, no signature).
-    """
-    secrets = set(secrets)
-    try:
-        name = codecs.lookup(charset).name if charset else "utf-8"
-        "-".encode(name)  # (refused for a codec that writes no text: base64, rot13 ...)
-        names = {"utf-16": ("utf-16-le", "utf-16-be"), "utf-32": ("utf-32-le", "utf-32-be")}.get(name, (name,))
-        coded = {(_inside(secret, n), _inside(MARK, n)) for n in names for secret in secrets}
-    except (LookupError, ValueError, TypeError):
-        return []  # (no codec, or none that writes text: the body is scrubbed as bytes only)
-    # (a secret written as its ASCII bytes is found by the scrub of the bytes themselves)
-    return sorted(((secret, mark) for secret, mark in coded if secret not in secrets),
-                  key=lambda pair: len(pair[0]), reverse=True)
-
-
-def _inside(text: str, charset: str) -> str:
-    """``text`` as ``charset`` writes it after another character (bytes read as latin-1)."""
-    encoder = codecs.getincrementalencoder(charset)("replace")
-    encoder.encode("x")
-    return encoder.encode(text, final=True).decode("latin-1")
 
 
 class _BodyFile:
