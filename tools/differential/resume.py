@@ -90,6 +90,12 @@ def _http(t: datetime) -> str:
     return f"{_WEEKDAYS[t.weekday()]}, {t:%d} {_MONTHS[t.month - 1]} {t:%Y %H:%M:%S} GMT"
 
 
+def _rfc5322(t: datetime, offset: timedelta) -> str:
+    # No weekday, a one-digit day where it has one, no seconds: the parts RFC 5322 leaves optional.
+    local = t + offset
+    return f"{local.day} {_MONTHS[local.month - 1]} {local:%Y %H:%M} {_offset_text(offset, colon=False)}"
+
+
 def _leap(rng: random.Random, t: datetime) -> str:
     # 23:59:60 of the day before t's day: the instant it names (the next second) is t's midnight.
     day = t.date() - timedelta(days=1)
@@ -105,7 +111,9 @@ _GARBAGE = ("", " ", "soon", "next tuesday", "null", "undefined", "NaN", "Infini
             "2026-11-30T00:00:00ZZ", "2026-11-30T00:00:00+25:00", "2026-11-30TT00:00:00Z", "2026-W48-1",
             "2026-334", "20261130T000000Z", "2026-11-30T00Z", "2026-11-30T00:00:00.Z", "2026-11-30T00:00:00.+00:00",
             "２０２６-11-30T00:00:00Z", "2026-11-30T00:00:00\u221205:00", "2026-11-30\u200bT00:00:00Z",
-            "1e3", "2026-11-30T00:00:00 Z", "1780311600 ", "0x6a1b2c3d")
+            "1e3", "2026-11-30T00:00:00 Z", "1780311600 ", "0x6a1b2c3d",
+            "2026-11-30T00:00:00+05:30:00", "2026-11-30T00:00:00+24:00", "2026-11-30T00:00:00.000000000000Z",
+            "Mon, 30 Nov 2026 00:00:00 CET")
 #: Numbers only a JavaScript engine's heuristics read as a date (a year or a month, host-local).
 _SHORT_NUMBERS = ("-1", "0", "1", "12", "31", "32", "49", "50", "99", "100", "999")
 
@@ -154,6 +162,12 @@ FORMS: dict[str, Callable[[random.Random, datetime], str]] = {
                                  "(Coordinated Universal Time)"),
     "rfc5322-est": lambda rng, t: (f"{(t - timedelta(hours=5)).day} {_MONTHS[(t - timedelta(hours=5)).month - 1]} "
                                    f"{t - timedelta(hours=5):%Y %H:%M:%S} EST"),
+    "http-lower": lambda rng, t: _http(t).lower(),
+    "cookie": lambda rng, t: f"{_WEEKDAYS[t.weekday()]}, {t:%d}-{_MONTHS[t.month - 1]}-{t:%Y %H:%M:%S} GMT",
+    "rfc5322-numeric": lambda rng, t: _rfc5322(t, rng.choice((timedelta(hours=2), timedelta(hours=-9, minutes=-30),
+                                                              timedelta(0)))),
+    "rfc5322-short-year": lambda rng, t: f"{_WEEKDAYS[t.weekday()]}, {t.day} {_MONTHS[t.month - 1]} {t:%y %H:%M:%S} UT",
+    "rfc5322-no-zone": lambda rng, t: _http(t).removesuffix(" GMT"),
     "padded": lambda rng, t: rng.choice((" ", "\t", "\n")) + _iso(rng, t, digits=3) + rng.choice(("", " ")),
     "impossible-date": _impossible,
     "short-number": lambda rng, t: rng.choice(_SHORT_NUMBERS),
@@ -359,6 +373,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     "expiry/sub-millisecond": ("expires-sub-millisecond", "EXPIRY_READ_DIFFERENTLY"),
     "expiry/impossible-date": ("expires-feb-30", "EXPIRY_READ_DIFFERENTLY"),
     "expiry/short-number": ("expires-short-number", "EXPIRY_READ_DIFFERENTLY"),
+    "expiry/rfc5322-no-zone": ("expires-http-without-zone", "EXPIRY_READ_DIFFERENTLY"),
 }
 
 
@@ -366,6 +381,17 @@ def _first_status(case: dict[str, Any], interrupt_id: str) -> Any:
     for entry in case.get("resume") or []:
         if entry.get("interruptId") == interrupt_id:
             return entry.get("status", _ABSENT)
+    return None
+
+
+def _reference_expired(case: dict[str, Any], ref: dict[str, Any]) -> str | None:
+    """The interrupt the reference refuses as expired, by its own rule (every pending interrupt has an
+    entry; the first one, in raise order, judged expired whose first entry is not ``cancelled``)."""
+    if ref["stage"] != "onInitialize" or " expired at " not in str(ref.get("error")):
+        return None
+    for item, flag in zip(case.get("pendingInterrupts", []), ref["expiredFlags"], strict=True):
+        if flag and _first_status(case, item["id"]) != "cancelled":
+            return str(item["id"])
     return None
 
 
@@ -414,12 +440,21 @@ def explain(case: dict[str, Any], forms: list[str | None], ours: dict[str, Any],
             else:
                 labels.add(f"UNEXPLAINED/ours-only/{kind}")
     elif ref["wouldRefuse"] and not ours["refused"]:
-        error = str(ref.get("error") or "")
-        if ref["stage"] == "onInitialize" and " expired at " in error:
-            named = [i for i in read_apart if error.startswith(f"Interrupt {i} expired at ")]
-            labels.add(f"reference-only/{read_apart[named[0]]}" if named else "UNEXPLAINED/reference-only/expired")
+        named = _reference_expired(case, ref)
+        if named is not None and named in read_apart:
+            labels.add(f"reference-only/{read_apart[named]}")
         else:
             labels.add(f"UNEXPLAINED/reference-only/{ref['stage']}")
+    elif ref["wouldRefuse"]:
+        # Both refuse: for the same reason, or each for one the other also finds. The reference reports
+        # its first failure: the interrupt it names as expired we must refuse too (as expired, or for the
+        # malformed status its first entry carries); what its egress refuses is malformed to us too.
+        named = _reference_expired(case, ref)
+        if (named is not None and named not in read_apart and named not in ours["problems"]["expired"]
+                and _first_status(case, named) in ("resolved", "cancelled")):
+            labels.add("UNEXPLAINED/expired-not-named")
+        if ref["stage"] == "egress" and "invalid-entry" not in ours["kinds"]:
+            labels.add("UNEXPLAINED/egress-not-malformed")
     # The lists: ours are complete whenever we refuse (every kind is found); when we send, the reference's
     # must be empty. (The reference lists a repeated pending id once per copy; we name it once.)
     # An entry whose id is no string is named by where it stands (``<entry N: ...>``) on our side and by
