@@ -82,9 +82,9 @@ REFERENCE_ONLY: dict[str, str] = {
                                           "exactly now and calls it expired"),
     "expires-negative-number": ("'-1' is no date, as '0' (expires-bare-number): V8 reads 2001-01-01 in host-local "
                                 "time and calls it expired"),
-    "expires-http-without-zone": ("'Sun, 29 Nov 2026 23:00:00' is no date: RFC 5322 requires the zone (docs/expires-at.md); "
-                                  "it never expires, with a warning; the reference reads host-local time and calls "
-                                  "it expired"),
+    "expires-http-without-zone": ("'Sun, 29 Nov 2026 23:00:00' is no date: RFC 5322 requires the zone "
+                                  "(docs/expires-at.md); it never expires, with a warning; the reference reads "
+                                  "host-local time and calls it expired"),
     "expires-http-impossible-date": ("'Tue, 31 Jun 2026' is no date (B259), as 2026-02-30 (expires-feb-30): the "
                                      "reference rolls it over to 1 July and calls it expired"),
 }

@@ -167,6 +167,8 @@ FORMS: dict[str, Callable[[random.Random, datetime], str]] = {
     "rfc5322-numeric": lambda rng, t: _rfc5322(t, rng.choice((timedelta(hours=2), timedelta(hours=-9, minutes=-30),
                                                               timedelta(0)))),
     "rfc5322-short-year": lambda rng, t: f"{_WEEKDAYS[t.weekday()]}, {t.day} {_MONTHS[t.month - 1]} {t:%y %H:%M:%S} UT",
+    "date-with-z": lambda rng, t: f"{t:%Y-%m-%d}Z",
+    "utc-word": lambda rng, t: f"{t:%Y-%m-%d %H:%M:%S} UTC",
     "rfc5322-no-zone": lambda rng, t: _http(t).removesuffix(" GMT"),
     "padded": lambda rng, t: rng.choice((" ", "\t", "\n")) + _iso(rng, t, digits=3) + rng.choice(("", " ")),
     "impossible-date": _impossible,
@@ -374,6 +376,16 @@ KNOWN: dict[str, tuple[str, str]] = {
     "expiry/impossible-date": ("expires-feb-30", "EXPIRY_READ_DIFFERENTLY"),
     "expiry/short-number": ("expires-short-number", "EXPIRY_READ_DIFFERENTLY"),
     "expiry/rfc5322-no-zone": ("expires-http-without-zone", "EXPIRY_READ_DIFFERENTLY"),
+    "expiry/date-with-z": ("expires-date-with-z", "EXPIRY_READ_DIFFERENTLY"),
+    "expiry/utc-word": ("expires-utc-word", "EXPIRY_READ_DIFFERENTLY"),
+}
+
+#: Forms the reference reads in the host's time zone, and the golden case of each (made with TZ=UTC, where
+#: the readings meet). Under ``--tz`` another zone, a difference in one of these is the host's, not a rule's:
+#: we read a zoneless date-time as UTC (IR-17, docs/expires-at.md) so a verdict never depends on the host.
+HOST_LOCAL: dict[str, str] = {
+    "iso-naive": "expires-naive-datetime",
+    "asctime": "expires-naive-datetime",
 }
 
 
@@ -395,9 +407,11 @@ def _reference_expired(case: dict[str, Any], ref: dict[str, Any]) -> str | None:
     return None
 
 
-def explain(case: dict[str, Any], forms: list[str | None], ours: dict[str, Any], ref: dict[str, Any]) -> list[str]:
+def explain(case: dict[str, Any], forms: list[str | None], ours: dict[str, Any], ref: dict[str, Any],
+            host_local: bool = False) -> list[str]:
     """Why ``ours`` and ``ref`` differ, as labels (empty: they agree). An ``UNEXPLAINED/...`` label is a
-    difference no documented rule accounts for."""
+    difference no documented rule accounts for. ``host_local``: the reference ran in a zone other than
+    UTC, so a form of :data:`HOST_LOCAL` may be read apart (``host-local/FORM``)."""
     labels: set[str] = set()
     now = _now(case["now"])
     pending = case.get("pendingInterrupts", [])
@@ -416,6 +430,9 @@ def explain(case: dict[str, Any], forms: list[str | None], ours: dict[str, Any],
                     read_apart[item["id"]] = "expiry/sub-millisecond"
                     continue
             form = forms[n] if n < len(forms) else None
+            if host_local and form in HOST_LOCAL:
+                read_apart[item["id"]] = f"host-local/{form}"
+                continue
             read_apart[item["id"]] = f"expiry/{form}" if f"expiry/{form}" in KNOWN else (
                 f"UNEXPLAINED/expiry/{form}/{'reference' if ref_says else 'ours'}-expired-only")
         labels.update(read_apart.values())
@@ -441,7 +458,7 @@ def explain(case: dict[str, Any], forms: list[str | None], ours: dict[str, Any],
                 labels.add(f"UNEXPLAINED/ours-only/{kind}")
     elif ref["wouldRefuse"] and not ours["refused"]:
         named = _reference_expired(case, ref)
-        if named is not None and named in read_apart:
+        if named is not None and not read_apart.get(named, "UNEXPLAINED").startswith("UNEXPLAINED"):
             labels.add(f"reference-only/{read_apart[named]}")
         else:
             labels.add(f"UNEXPLAINED/reference-only/{ref['stage']}")
@@ -476,11 +493,12 @@ def explain(case: dict[str, Any], forms: list[str | None], ours: dict[str, Any],
 class Reference:
     """``resume_oracle.mjs`` in one node process, in a folder whose ``node_modules`` is the oracle's."""
 
-    def __init__(self, oracle: Path, node: str = "node") -> None:
+    def __init__(self, oracle: Path, node: str = "node", tz: str = "UTC") -> None:
         if not (oracle / "node_modules" / "@ag-ui" / "client").is_dir():
             raise SystemExit(f"{oracle} has no node_modules/@ag-ui/client: run `npm ci` in a copy of the oracle")
         self.oracle = oracle
         self.node = node
+        self.tz = tz
 
     def verdicts(self, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The reference's verdict on each spec (a ``--check-resume`` input), in order."""
@@ -489,7 +507,7 @@ class Reference:
             shutil.copy(DRIVER, folder / DRIVER.name)
             (folder / "node_modules").symlink_to(self.oracle / "node_modules", target_is_directory=True)
             env = {k: v for k, v in os.environ.items() if k != "NODE_ENV"}  # (as make_golden.py runs it)
-            env["TZ"] = "UTC"  # the reference reads a zoneless date-time as host-local time
+            env["TZ"] = self.tz  # the reference reads a zoneless date-time as host-local time
             text = "".join(json.dumps(spec, ensure_ascii=True) + "\n" for spec in specs)
             proc = subprocess.run([self.node, str(folder / DRIVER.name)], input=text.encode(), capture_output=True,
                                   env=env, check=False)
@@ -546,7 +564,8 @@ def run_seed(reference: Reference, seed: int, count: int) -> list[dict[str, Any]
     out = []
     for item, ref in zip(drawn, verdicts, strict=True):
         ours = our_verdict(item["case"])
-        out.append({**item, "ours": ours, "reference": ref, "labels": explain(item["case"], item["forms"], ours, ref)})
+        labels = explain(item["case"], item["forms"], ours, ref, host_local=reference.tz != "UTC")
+        out.append({**item, "ours": ours, "reference": ref, "labels": labels})
     return out
 
 
@@ -560,10 +579,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=3, help="cases shown per unexplained label (default 3)")
     parser.add_argument("--save", help="write every differing case here, one JSON file each")
     parser.add_argument("--node", default="node", help="the node executable")
+    parser.add_argument("--tz", default="UTC", help="the reference's host time zone (default UTC, as the golden "
+                                                    "cases; another one shows which verdicts depend on the host)")
     args = parser.parse_args(argv)
     oracle = Path(args.oracle).resolve()
-    reference = Reference(oracle, args.node)
-    print(f"driver agrees with fold.mjs on all {check_driver(reference)} golden resume cases")
+    # (the driver is checked against the golden verdicts in UTC, the zone they were recorded in)
+    print(f"driver agrees with fold.mjs on all {check_driver(Reference(oracle, args.node))} golden resume cases")
+    reference = Reference(oracle, args.node, args.tz)
     unexplained = 0
     for seed in args.seed or [1]:
         judged = run_seed(reference, seed, args.count)
@@ -573,8 +595,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed {seed}: {len(judged)} cases ({refused} refused by the reference), "
               f"{len(judged) - len(differing)} same, {len(differing)} differ")
         for label, n in sorted(by_label.items()):
-            where = KNOWN.get(label.removeprefix("reference-only/"))
+            plain = label.removeprefix("reference-only/")
+            where = KNOWN.get(plain)
             note = f"  (golden {where[0]}, {where[1]})" if where else ""
+            if plain.startswith("host-local/"):
+                note = f"  (golden {HOST_LOCAL[plain.split('/')[1]]} in UTC; docs/expires-at.md)"
             print(f"    {n:6d}  {label}{note}")
         for label in sorted(by_label):
             if not label.startswith("UNEXPLAINED"):
