@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from agui_client.core.interrupts import parse_expires_at
+from agui_client.types.run import Interrupt, ResumeEntry
+from agui_client.wire.codec import decode
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -214,3 +216,17 @@ def test_the_driver_is_trusted_only_where_it_gives_the_golden_verdicts() -> None
     with pytest.raises(SystemExit) as refused:
         resume.check_driver(_Recorded(answers))
     assert f"golden {GOLDEN[0].stem} (wouldRefuse" in str(refused.value)
+
+
+def test_the_builder_must_refuse_what_the_check_refuses() -> None:
+    case, _ = _golden(ROOT / "tests" / "golden" / "resume" / "resume-expired-resolved.json")
+    ours = resume.our_verdict(case)
+    assert ours["kinds"] == ["expired"] and ours["builder"] is None
+    interrupts = [decode(item, Interrupt) for item in case["pendingInterrupts"]]
+    entries = [ResumeEntry(interrupt_id=e["interruptId"], status=e["status"], payload=e.get("payload"))
+               for e in case["resume"]]
+    # As if check_resume had let it through: the builder's verdict is then another, and said.
+    said = resume._builder_verdict(interrupts, entries, resume._now(case["now"]), None)
+    assert said == "build() refused as 'expired', check_resume as None"
+    assert resume.explain(case, [None, None], {**ours, "builder": said}, _golden(
+        ROOT / "tests" / "golden" / "resume" / "resume-expired-resolved.json")[1]) == ["UNEXPLAINED/builder-disagrees"]

@@ -352,9 +352,55 @@ def our_verdict(case: dict[str, Any]) -> dict[str, Any]:
     instants = [None if i.expires_at is None else parse_expires_at(i.expires_at) for i in interrupts]
     problems = {k: list(v) for k, v in refused.problems.items()} if refused else {k: [] for k in PROBLEM_KINDS}
     return {"refused": refused is not None, "kinds": [k for k in PROBLEM_KINDS if problems[k]],
+            "builder": _builder_verdict(interrupts, entries, now, refused),
             "expired": [i.id for i, flag in zip(interrupts, flags, strict=True) if flag], "expiredFlags": flags,
             "uncovered": problems["uncovered"], "unknown": problems["unknown"],
             "problems": problems, "instants": [None if t is None else t.isoformat() for t in instants]}
+
+
+def _builder_verdict(interrupts: list[Any], entries: list[Any], now: datetime, refused: Any) -> str | None:
+    """Whether ``ResumeBuilder`` agrees with ``check_resume`` on the same answers (``None``: it does, or
+    the entries are not ones it records: an unknown or malformed id, a bad status or metadata, none open).
+
+    The builder is the usual way to answer; its ``build()`` must refuse exactly what the check refuses,
+    with the same kind, and its ``uncovered`` and ``expired`` must say what the check and ``is_expired`` do."""
+    import attrs
+
+    from agui_client.core.interrupts import PROBLEM_KINDS, ResumeBuilder, is_expired
+    from agui_client.errors import ResumeRefused
+    from agui_client.wire.sink import collect_warnings
+
+    open_ids = {i.id for i in interrupts}
+    if not interrupts or any(not isinstance(e.interrupt_id, str) or e.interrupt_id not in open_ids
+                             or e.status not in ("resolved", "cancelled")
+                             or not (e.metadata is None or isinstance(e.metadata, dict)) for e in entries):
+        return None
+    builder = ResumeBuilder(interrupts, now=now)
+    for entry in entries:
+        if entry.status == "resolved":
+            builder.answer(entry.interrupt_id, entry.payload, metadata=entry.metadata)
+        else:
+            builder.abandon(entry.interrupt_id, metadata=entry.metadata)
+    with collect_warnings():
+        try:
+            built: tuple[Any, ...] | None = builder.build()
+            kind = None
+        except ResumeRefused as exc:
+            built, kind = None, exc.kind
+        expired = builder.expired
+        wanted_expired = tuple(dict.fromkeys(i.id for i in interrupts if is_expired(i, now)))
+    wanted_kind = None if refused is None else next(k for k in PROBLEM_KINDS if refused.problems[k])
+    if kind != wanted_kind:
+        return f"build() refused as {kind!r}, check_resume as {wanted_kind!r}"
+    if builder.uncovered != tuple(dict.fromkeys(refused.problems["uncovered"] if refused else ())):
+        return f"uncovered {builder.uncovered!r}"
+    if expired != wanted_expired:
+        return f"expired {expired!r} != {wanted_expired!r}"
+    # (abandon() records no payload: a cancelled entry's is not the builder's to keep)
+    recorded = [attrs.evolve(e, payload=None) if e.status == "cancelled" else e for e in entries]
+    if built is not None and sorted(map(repr, built)) != sorted(map(repr, recorded)):
+        return "build() returned other entries than were recorded"
+    return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -413,6 +459,8 @@ def explain(case: dict[str, Any], forms: list[str | None], ours: dict[str, Any],
     difference no documented rule accounts for. ``host_local``: the reference ran in a zone other than
     UTC, so a form of :data:`HOST_LOCAL` may be read apart (``host-local/FORM``)."""
     labels: set[str] = set()
+    if ours.get("builder"):
+        labels.add("UNEXPLAINED/builder-disagrees")  # (our two paths apart: no reference needed to judge it)
     now = _now(case["now"])
     pending = case.get("pendingInterrupts", [])
     # Expiry, interrupt by interrupt (the reference lists each copy of a repeated id, as we do here).
@@ -606,7 +654,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             unexplained += 1
             for item in [i for i in differing if label in i["labels"]][: args.show]:
-                print(f"  --- {item['name']} {label}\n      case: {json.dumps(item['case'], ensure_ascii=True)[:600]}"
+                why = item["ours"].get("builder") or ""
+                print(f"  --- {item['name']} {label} {why}"
+                      f"\n      case: {json.dumps(item['case'], ensure_ascii=True)[:600]}"
                       f"\n      ours: {json.dumps({k: item['ours'][k] for k in ('refused', 'kinds', 'expired')})[:300]}"
                       f"\n      reference: {json.dumps(item['reference'], ensure_ascii=True)[:400]}")
         if args.save:
