@@ -57,6 +57,7 @@ DELIBERATE: dict[str, str] = {
     "resume-tool-call-id-as-interrupt": UNKNOWN,
     "resume-unknown-id": UNKNOWN,
     "expires-leap-second": LEAP_SECOND,
+    "expires-leap-second-at-now": LEAP_SECOND + " (here exactly now: expiry is inclusive)",
 }
 
 #: Cases the reference refuses and we send, with the reason (against the general rule; keep it short).
@@ -76,6 +77,16 @@ REFERENCE_ONLY: dict[str, str] = {
     "expires-utc-word": ("'2026-11-29 23:59:59 UTC' is neither ISO 8601 nor RFC 5322 ('UTC' is a zone name "
                          "in neither): it never expires, with a warning; V8's fallback parser reads that instant "
                          "and calls it expired"),
+    "expires-one-microsecond-after-now": ("00:00:00.000001Z is a microsecond after a now of 00:00:00Z, as "
+                                          "expires-sub-millisecond: the reference cuts it to the millisecond, reads "
+                                          "exactly now and calls it expired"),
+    "expires-negative-number": ("'-1' is no date, as '0' (expires-bare-number): V8 reads 2001-01-01 in host-local "
+                                "time and calls it expired"),
+    "expires-http-without-zone": ("'Sun, 29 Nov 2026 23:00:00' is no date: RFC 5322 requires the zone "
+                                  "(docs/expires-at.md); it never expires, with a warning; the reference reads "
+                                  "host-local time and calls it expired"),
+    "expires-http-impossible-date": ("'Tue, 31 Jun 2026' is no date (B259), as 2026-02-30 (expires-feb-30): the "
+                                     "reference rolls it over to 1 July and calls it expired"),
 }
 
 #: Cases whose ``expiresAt`` we judge differently from the reference's isInterruptExpired.
@@ -90,6 +101,11 @@ EXPIRY_READ_DIFFERENTLY: dict[str, str] = {
     "expires-short-number": REFERENCE_ONLY["expires-short-number"],
     "expires-date-with-z": REFERENCE_ONLY["expires-date-with-z"],
     "expires-utc-word": REFERENCE_ONLY["expires-utc-word"],
+    "expires-leap-second-at-now": DELIBERATE["expires-leap-second-at-now"],
+    "expires-one-microsecond-after-now": REFERENCE_ONLY["expires-one-microsecond-after-now"],
+    "expires-negative-number": REFERENCE_ONLY["expires-negative-number"],
+    "expires-http-impossible-date": REFERENCE_ONLY["expires-http-impossible-date"],
+    "expires-http-without-zone": REFERENCE_ONLY["expires-http-without-zone"],
 }
 
 
