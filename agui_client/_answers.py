@@ -133,7 +133,13 @@ def _shown_response(response: httpx.Response, excerpt: bytes, read: tuple[str, s
 
 
 def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: Redactor,
-                  not_followed: str) -> HTTPStatusError:
+                  not_followed: str, first: httpx.Request) -> HTTPStatusError:
+    """The error for the agent's answer ``response`` with an error (or unfollowed redirect) status.
+
+    ``url`` is the agent's URL as shown (``.url``), ``first`` the request the run was sent with: the
+    message names the request that got this answer, which after a followed redirect is another one (a
+    303's ``GET`` to the URL it named), so that it says what failed rather than what was first sent.
+    """
     # Everything here comes from the agent, which may echo the request: it all goes through the
     # request's redactor (whatever the status, not only a 401's), before any of it is cut shorter.
     content_type = response.headers.get("content-type")
@@ -160,11 +166,14 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
     # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
     summary = visible(text.strip().replace("\n", " ")[:200])
     answer = _shown_response(response, excerpt, read, whole, redactor)
+    asked = response.request
     # (the commonest first mistake: the server's address, or a page of it, for the agent's endpoint)
     hint = (" (is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on)"
-            if response.status_code in (404, 405) else "")
+            if response.status_code in (404, 405) and asked is first else "")
+    named = url if asked is first else redactor.url(str(asked.url))
     return kind(
-        f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else "") + hint,
+        f"HTTP {response.status_code} {reason} from {asked.method} {named}" + (f": {summary}" if summary else "")
+        + hint,
         status_code=response.status_code, body=text, payload=payload,
         retry_after=_retry_after(response.headers.get("retry-after")),
         content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,

@@ -717,7 +717,7 @@ class AgentClient(_ClientBase):
                 raise about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
             if not response.is_success:
                 raise status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
-                                    self._not_followed(response, request))
+                                    self._not_followed(response, request), request)
             media = check_media(response, lambda: self._excerpt(response), handle)
             framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id,
                             response.charset_encoding)
@@ -887,7 +887,7 @@ class AsyncAgentClient(_ClientBase):
                 raise about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
             if not response.is_success:
                 raise status_error(response, await self._excerpt(response), redactor.url(self.url), redactor,
-                                    self._not_followed(response, request))
+                                    self._not_followed(response, request), request)
             head = b""
             if media_type(response.headers.get("content-type")) in REFUSED_TYPES:
                 head = await self._excerpt(response)
