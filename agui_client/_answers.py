@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import email.utils
 import json
+import ssl
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
@@ -24,7 +25,8 @@ from ._inflate import Inflater
 from .core.redact import MARK, Redactor, is_sensitive
 from .errors import AuthenticationError, HTTPStatusError, ProtocolError, TransportError
 
-__all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "excerpt_text", "media_type",
+__all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "certificate_refused", "excerpt_text",
+           "media_type",
            "read_excerpt", "status_error", "undecodable"]
 
 #: How much of an error response's body is kept (bytes).
@@ -184,6 +186,27 @@ def undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, re
     coding = quoted(response.headers.get("content-encoding", ""))  # ("gzip, identity, identity, …" is read as gzip)
     return about(TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"),
                                  url=url), response.request, redactor)
+
+
+def certificate_refused(exc: BaseException, url: str) -> TransportError | None:
+    """The error for a connection that failed because the agent's TLS certificate was refused (``exc`` is
+    httpx's ``ConnectError``, which says only that and OpenSSL's words, or what caused it), else ``None``.
+
+    A certificate no CA the client trusts has signed (a self-signed one, a company's own CA), an expired
+    one, one for another name: the message says it is the certificate, with OpenSSL's reason, and how to
+    trust the agent's CA. Nothing of the certificate's own is repeated, and the URL is ``url`` as shown.
+    """
+    seen: BaseException | None = exc
+    for _ in range(8):  # (a chain of causes is short; a cycle is not followed for ever)
+        if seen is None or isinstance(seen, ssl.SSLCertVerificationError):
+            break
+        seen = seen.__cause__ or seen.__context__
+    if not isinstance(seen, ssl.SSLCertVerificationError):
+        return None
+    return TransportError(f"could not reach {url}: its TLS certificate was refused ({quoted(seen.verify_message)}); "
+                          "an agent whose certificate no public CA signed is reached with "
+                          "http_client=httpx.Client(verify=<an ssl.SSLContext trusting its CA>)", url=url,
+                          request_sent=False)
 
 
 def about(error: TransportError, request: httpx.Request, redactor: Redactor) -> TransportError:
