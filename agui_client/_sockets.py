@@ -235,6 +235,8 @@ class TLSStream(httpcore.AsyncNetworkStream):
                     await self._flush()
                 except httpcore.WriteError:
                     pass
+                if self._incoming.eof:  # (the end was fed already: asking again must not spin)
+                    raise ssl.SSLEOFError(ssl.SSL_ERROR_EOF, "the connection ended") from None
                 data = await self.plain.read(_READ_SIZE)
                 if data:
                     self._incoming.write(data)
