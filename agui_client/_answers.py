@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import email.utils
 import json
+import ssl
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
@@ -24,8 +25,8 @@ from ._inflate import Inflater
 from .core.redact import MARK, BytesRedactor, Redactor, is_sensitive
 from .errors import AuthenticationError, HTTPStatusError, ProtocolError, TransportError
 
-__all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "excerpt_text", "media_type",
-           "read_excerpt", "redacted_excerpt", "status_error", "undecodable"]
+__all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "certificate_refused", "excerpt_text",
+           "media_type", "read_excerpt", "redacted_excerpt", "status_error", "undecodable"]
 
 #: How much of an error response's body is kept (bytes).
 ERROR_BODY_LIMIT = 2048
@@ -155,7 +156,13 @@ def _shown_response(response: httpx.Response, excerpt: bytes, read: tuple[str, s
 
 
 def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: Redactor,
-                  not_followed: str) -> HTTPStatusError:
+                  not_followed: str, first: httpx.Request) -> HTTPStatusError:
+    """The error for the agent's answer ``response`` with an error (or unfollowed redirect) status.
+
+    ``url`` is the agent's URL as shown (``.url``), ``first`` the request the run was sent with: the
+    message names the request that got this answer, which after a followed redirect is another one (a
+    303's ``GET`` to the URL it named), so that it says what failed rather than what was first sent.
+    """
     # Everything here comes from the agent, which may echo the request: it all goes through the
     # request's redactor (whatever the status, not only a 401's), before any of it is cut shorter.
     content_type = response.headers.get("content-type")
@@ -181,11 +188,14 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
     # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
     summary = visible(text.strip().replace("\n", " ")[:200])
     answer = _shown_response(response, data, read, whole, redactor)
+    asked = response.request
     # (the commonest first mistake: the server's address, or a page of it, for the agent's endpoint)
     hint = (" (is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on)"
-            if response.status_code in (404, 405) else "")
+            if response.status_code in (404, 405) and asked is first else "")
+    named = url if asked is first else redactor.url(str(asked.url))
     return kind(
-        f"HTTP {response.status_code} {reason} from POST {url}" + (f": {summary}" if summary else "") + hint,
+        f"HTTP {response.status_code} {reason} from {asked.method} {named}" + (f": {summary}" if summary else "")
+        + hint,
         status_code=response.status_code, body=text, payload=payload,
         retry_after=_retry_after(response.headers.get("retry-after")),
         content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,
@@ -196,6 +206,27 @@ def undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, re
     coding = quoted(response.headers.get("content-encoding", ""))  # ("gzip, identity, identity, …" is read as gzip)
     return about(TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"),
                                  url=url), response.request, redactor)
+
+
+def certificate_refused(exc: BaseException, url: str) -> TransportError | None:
+    """The error for a connection that failed because the agent's TLS certificate was refused (``exc`` is
+    httpx's ``ConnectError``, which says only that and OpenSSL's words, or what caused it), else ``None``.
+
+    A certificate no CA the client trusts has signed (a self-signed one, a company's own CA), an expired
+    one, one for another name: the message says it is the certificate, with OpenSSL's reason, and how to
+    trust the agent's CA. Nothing of the certificate's own is repeated, and the URL is ``url`` as shown.
+    """
+    seen: BaseException | None = exc
+    for _ in range(8):  # (a chain of causes is short; a cycle is not followed for ever)
+        if seen is None or isinstance(seen, ssl.SSLCertVerificationError):
+            break
+        seen = seen.__cause__ or seen.__context__
+    if not isinstance(seen, ssl.SSLCertVerificationError):
+        return None
+    return TransportError(f"could not reach {url}: its TLS certificate was refused ({quoted(seen.verify_message)}); "
+                          "an agent whose certificate no public CA signed is reached with "
+                          "http_client=httpx.Client(verify=<an ssl.SSLContext trusting its CA>)", url=url,
+                          request_sent=False)
 
 
 def about(error: TransportError, request: httpx.Request, redactor: Redactor) -> TransportError:

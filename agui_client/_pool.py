@@ -34,6 +34,10 @@ request's ``Cookie`` header, without bound. A cookie jar that refused them (the 
 done) held only while it stayed: ``client.http.cookies = {...}`` put httpx's own in its place, which
 keeps them. Cookies the application sets itself, in whatever jar, are still sent.
 
+On asyncio, the async shards' connections are the package's own (:class:`~agui_client._sockets.SocketBackend`):
+httpcore's there lose an answer the agent sent before a write failed (an agent that answers and hangs
+up before taking the whole request), where the sync client's read it; see ``_sockets``.
+
 :func:`own_transport` and :func:`own_async_transport` give the transport a client makes for itself:
 the shards, or, where the environment names a proxy for the agent, httpx's own transport through that
 proxy (:class:`ProxiedSyncTransport`, :class:`ProxiedTransport`), as httpx would have chosen it.
@@ -53,6 +57,7 @@ import httpcore
 import httpx
 
 from ._proxies import environment_proxy
+from ._sockets import SocketBackend
 
 __all__ = ["ShardedTransport", "ShardedSyncTransport", "ProxiedTransport", "ProxiedSyncTransport", "SHARD_SIZE",
            "PROXIED_LIMITS", "deadline", "HeadTooLong", "own_transport", "own_async_transport"]
@@ -205,7 +210,9 @@ def _bound(transport: httpx.HTTPTransport | httpx.AsyncHTTPTransport) -> None:
     if isinstance(backend, httpcore.NetworkBackend):
         pool._network_backend = _Backend(backend)  # type: ignore[union-attr]
     elif isinstance(backend, httpcore.AsyncNetworkBackend):
-        pool._network_backend = _AsyncBackend(backend)  # type: ignore[union-attr]
+        # (on asyncio, connections of the package's own: httpcore's lose an answer sent before a write
+        # failed, see ``_sockets``)
+        pool._network_backend = _AsyncBackend(SocketBackend(backend))  # type: ignore[union-attr]
 
 #: Open runs per shard (and connections each shard keeps alive between runs). httpcore's pool visits
 #: each of its connections on every request and close and, for each idle one, counts them all: a

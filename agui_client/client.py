@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+import ssl  # (its errors only)
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
@@ -32,6 +33,7 @@ from anyio.lowlevel import checkpoint
 from ._answers import (
     Excerpt,
     about,
+    certificate_refused,
     media_type,
     status_error,
     undecodable,
@@ -328,7 +330,8 @@ class _ClientBase:
                 f"the answer's head (with the informational answers before it) went past max_run_bytes "
                 f"({self.max_run_bytes} bytes) before the body began", limit=self.max_run_bytes or 0, run_id=run_id,
                 rule="RUN-BYTES") from None
-        except (httpx.RequestError, httpx.InvalidURL) as exc:  # (InvalidURL is no RequestError)
+        except (httpx.RequestError, httpx.InvalidURL, ssl.SSLError) as exc:  # (InvalidURL is no RequestError)
+            # (ssl's own: httpx's async transport lets a TLS record refused while the head is read through bare)
             redactor = self._redactor(request)
             # (httpx's words are kept as the cause, which a traceback prints: redacted, and cut as ours are)
             redact_exception(exc, lambda text: quoted(redactor.text(text)))
@@ -338,7 +341,7 @@ class _ClientBase:
                 error = self._send_error(exc, redactor, handle.sent)
             raise about(error, request, redactor) from exc
 
-    def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL, redactor: Redactor,
+    def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL | ssl.SSLError, redactor: Redactor,
                     written: bool) -> TransportError:
         """Our error for httpx's ``exc`` while sending. ``written``: whether the request may have reached the
         agent whole; httpx's own transports report the moment its body is written (``StreamHandle.trace``),
@@ -347,7 +350,8 @@ class _ClientBase:
         if isinstance(exc, httpx.ConnectTimeout):
             return ConnectTimeout(f"could not connect to {url} within {self.timeout}s", timeout=self.timeout, url=url)
         if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
-            return TransportError(f"could not reach {url}: {_reason(exc)}", url=url, request_sent=False)
+            return certificate_refused(exc, url) or TransportError(f"could not reach {url}: {_reason(exc)}",
+                                                                   url=url, request_sent=False)
         unsent = "" if written else " (the request was not written whole: it never reached the agent)"
         if isinstance(exc, httpx.WriteTimeout):
             # (an agent that takes none of a large request: the wait is the write timeout, not the idle one)
@@ -441,7 +445,9 @@ class _ClientBase:
                     exc, redactor)
             raise about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
                                      url=url), response.request, redactor) from redact_exception(exc, redactor)
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, ssl.SSLError) as exc:
+            # (ssl's own: a TLS record refused mid-body, which httpx's async transport lets through bare, is
+            # the connection failing as any other)
             logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
         except httpx.DecodingError as exc:
             raise undecodable(response, exc, url, redactor) from redact_exception(exc, redactor)
@@ -717,7 +723,7 @@ class AgentClient(_ClientBase):
                 raise about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
             if not response.is_success:
                 raise status_error(response, self._excerpt(response), redactor.url(self.url), redactor,
-                                    self._not_followed(response, request))
+                                    self._not_followed(response, request), request)
             media = check_media(response, lambda: self._excerpt(response), handle)
             framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id,
                             response.charset_encoding)
@@ -733,7 +739,7 @@ class AgentClient(_ClientBase):
                     break
             else:
                 excerpt.end()
-        except httpx.HTTPError:
+        except (httpx.HTTPError, ssl.SSLError):  # (ssl's: raised bare through httpx's async reads)
             pass
         return excerpt.taken()
 
@@ -887,7 +893,7 @@ class AsyncAgentClient(_ClientBase):
                 raise about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
             if not response.is_success:
                 raise status_error(response, await self._excerpt(response), redactor.url(self.url), redactor,
-                                    self._not_followed(response, request))
+                                    self._not_followed(response, request), request)
             head = b""
             if media_type(response.headers.get("content-type")) in REFUSED_TYPES:
                 head = await self._excerpt(response)
@@ -913,7 +919,7 @@ class AsyncAgentClient(_ClientBase):
                         break
                 else:
                     excerpt.end()
-        except httpx.HTTPError:
+        except (httpx.HTTPError, ssl.SSLError):  # (ssl's: raised bare through httpx's async reads)
             pass
         return excerpt.taken()
 

@@ -144,6 +144,38 @@ def test_a_see_other_is_followed_as_the_get_it_asks_for(drive: Any, raw: Raw) ->
     assert raw.notes == [b"POST /agent HTTP/1.1", b"GET /runs/r HTTP/1.1"]
 
 
+@pytest.mark.parametrize("status", [404, 500])
+def test_a_failing_answer_after_a_see_other_names_the_get_that_got_it(drive: Any, raw: Raw, status: int) -> None:
+    # The agent takes the POST and sends the client on (303) to a GET that fails: the error said
+    # "from POST <the agent's URL>", a request that had succeeded, and hid the one that failed.
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            if head.startswith(b"POST"):
+                length = next(int(h.split(b":", 1)[1]) for h in head.split(b"\r\n")
+                              if h.lower().startswith(b"content-length:"))
+                await reader.readexactly(length)
+                writer.write(_head(b"location: /runs/r?token=s3cret&page=2", b"content-length: 0",
+                                   status=b"303 See Other"))
+            else:
+                writer.write(_head(b"content-type: text/plain", b"content-length: 4", status=b"%d Nope" % status)
+                             + b"gone")
+            await writer.drain()
+
+    url = raw.serve(agent)
+    with drive.client(url, follow_redirects=True) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    failed = url.removesuffix("/agent") + "/runs/r?token=[redacted]&page=2"
+    assert caught.value.status_code == status and caught.value.request.method == "GET"
+    assert f"HTTP {status} Nope from GET {failed}: gone" == str(caught.value)
+    assert "s3cret" not in str(caught.value) and caught.value.url == url
+
+
 @pytest.mark.parametrize(("status", "where"), [(301, "same origin"), (302, "same origin"), (307, "another port")])
 def test_a_redirected_resume_is_sent_nowhere_else_and_never_again(drive: Any, served: Any, status: int,
                                                                   where: str) -> None:
