@@ -28,7 +28,7 @@ import ssl
 
 import attrs
 
-from ..errors import ConnectTimeout, HTTPStatusError, TransportError
+from ..errors import ConnectTimeout, HTTPStatusError, RunTimeout, TransportError
 
 __all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_RETRY_BACKOFF", "BACKOFF_CAP", "RETRY_AFTER_CAP", "RETRIED_STATUSES",
            "Verdict", "retry_reason", "verdict"]
@@ -67,8 +67,9 @@ def retry_reason(error: BaseException, *, connect_failed: bool) -> str | None:
     """
     if isinstance(error, HTTPStatusError):
         return f"HTTP {error.status_code}" if error.status_code in RETRIED_STATUSES else None
-    if not isinstance(error, TransportError) or error.request_sent or not connect_failed or _tls(error):
-        return None
+    if not isinstance(error, TransportError) or isinstance(error, RunTimeout) or error.request_sent \
+            or not connect_failed or _tls(error):
+        return None  # (a connection that took the run's whole time: the run is over, not to be tried again)
     return "no connection within the connect timeout" if isinstance(error, ConnectTimeout) else "connection failed"
 
 

@@ -58,6 +58,7 @@ def test_a_failure_is_retried_only_when_the_connection_itself_failed_without_tls
         "no connection within the connect timeout")
     assert retry_reason(_refused(), connect_failed=False) is None  # (a write that failed, a bad URL)
     assert retry_reason(ag.TransportError("reset", request_sent=True), connect_failed=True) is None
+    assert retry_reason(ag.RunTimeout("over", timeout=1.0, request_sent=False), connect_failed=True) is None
     tls = _refused()
     try:
         try:
