@@ -53,6 +53,7 @@ from ._pool import (
 )
 from ._pool import deadline as send_deadline
 from ._proxies import proxy_credentials
+from ._retries import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF, atried, checked_retries, tried
 from .core.exchange import StreamHandle, request_body
 from .core.headers import checked_headers, layered
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
@@ -215,7 +216,8 @@ class _ClientBase:
                  clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str],
                  run_timeout: float | None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None,
-                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
+                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES, max_retries: int = DEFAULT_MAX_RETRIES,
+                 retry_backoff: float = DEFAULT_RETRY_BACKOFF) -> None:
         if legacy_interrupts is not None and legacy_interrupts not in LEGACY_BRIDGES:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
@@ -234,6 +236,7 @@ class _ClientBase:
         self.idle_timeout = idle_timeout
         self.max_event_bytes = max_event_bytes
         self.max_run_bytes = max_run_bytes  # (checked by the property's setter)
+        self.max_retries, self.retry_backoff = checked_retries(max_retries, retry_backoff)
         self.follow_redirects = follow_redirects
         self.clock = clock
         self._redactors: dict[Hashable, Redactor] = {}
@@ -558,6 +561,10 @@ class AgentClient(_ClientBase):
             where that producer reads them, never also as a resume list. ``None`` (the default): such
             a run stays a success, with a ``LEGACY-CUSTOM-INTERRUPT`` warning. See
             docs/legacy-interrupts.md.
+        max_retries: how many times a run's request is sent again after a failure the agent certainly
+            did not act on (no connection; a 429 or 503 answer), 0 by default; see docs/http.md.
+        retry_backoff: the first wait between tries when the agent gives no ``Retry-After``, in seconds
+            (0.5 by default; doubled at each try, up to 8, less up to half at random).
     """
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
@@ -566,13 +573,14 @@ class AgentClient(_ClientBase):
                  http_client: httpx.Client | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
-                 legacy_interrupts: LegacyInterrupts | None = None,
-                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
+                 legacy_interrupts: LegacyInterrupts | None = None, max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES,
+                 max_retries: int = DEFAULT_MAX_RETRIES, retry_backoff: float = DEFAULT_RETRY_BACKOFF) -> None:
         check_url(url, own_http=http_client is None, base_url=None if http_client is None else http_client.base_url)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
-                         legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes)
+                         legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes,
+                         max_retries=max_retries, retry_backoff=retry_backoff)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else _sync_http(self._timeout(), follow_redirects, url)
 
@@ -695,11 +703,17 @@ class AgentClient(_ClientBase):
 
         The thread's way to the agent: ``body`` is ``run_input`` already encoded (a thread encodes it
         before claiming the thread), and ``headers`` go out as given (a thread checked them when it
-        planned the run; :meth:`open` checks a caller's first).
+        planned the run; :meth:`open` checks a caller's first). Retried as ``max_retries`` says (docs/http.md).
         """
         handle = handle if handle is not None else StreamHandle()
         body = body if body is not None else request_body(run_input)
         deadline = self._deadline(run_timeout)
+        with tried(self, deadline, handle, lambda: self._try(run_input, handle, headers, body, deadline)) as got:
+            yield got
+
+    @contextmanager
+    def _try(self, run_input: RunAgentInput, handle: StreamHandle, headers: Mapping[str, str] | None,
+             body: bytes, deadline: _Deadline | None) -> Iterator[Iterator[list[str | bytes]]]:
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout(deadline), extensions={"trace": handle.trace,
                                                                       SENSITIVE_EXTENSION: self.sensitive_headers})
@@ -783,13 +797,14 @@ class AsyncAgentClient(_ClientBase):
                  http_client: httpx.AsyncClient | None = None, follow_redirects: bool = False,
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
-                 legacy_interrupts: LegacyInterrupts | None = None,
-                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES) -> None:
+                 legacy_interrupts: LegacyInterrupts | None = None, max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES,
+                 max_retries: int = DEFAULT_MAX_RETRIES, retry_backoff: float = DEFAULT_RETRY_BACKOFF) -> None:
         check_url(url, own_http=http_client is None, base_url=None if http_client is None else http_client.base_url)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
-                         legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes)
+                         legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes,
+                         max_retries=max_retries, retry_backoff=retry_backoff)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else _async_http(self._timeout(), follow_redirects, url)
 
@@ -871,6 +886,12 @@ class AsyncAgentClient(_ClientBase):
         handle = handle if handle is not None else StreamHandle()
         body = body if body is not None else request_body(run_input)
         deadline = self._deadline(run_timeout)
+        async with atried(self, deadline, handle, lambda: self._try(run_input, handle, headers, body, deadline)) as got:
+            yield got
+
+    @asynccontextmanager
+    async def _try(self, run_input: RunAgentInput, handle: StreamHandle, headers: Mapping[str, str] | None,
+                   body: bytes, deadline: _Deadline | None) -> AsyncIterator[AsyncIterator[list[str | bytes]]]:
         request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
                                           timeout=self._timeout(deadline), extensions={"trace": handle.atrace,
                                                                       SENSITIVE_EXTENSION: self.sensitive_headers})

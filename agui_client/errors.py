@@ -117,12 +117,17 @@ class TransportError(AguiError, httpx.HTTPError):
             failure; or, on httpx's own transports, which report when the body is written, a write that
             failed part-way), ``True`` when it may have. A resume whose request may have reached the
             agent is never retried silently; one that never left gives its claim back.
+        tries: how many requests the client made for the run, this failed one included: 1, or more
+            when the client sent it again (``max_retries``: only after a failure the agent certainly
+            did not act on), the message then ending with how many.
     """
 
     #: For a fault during a run (an idle timeout, a dropped or undecodable body): the run, and the index
     #: the next event would have had. Set by the thread that was folding it.
     run_id: str | None = None
     index: int | None = None
+    #: Set by the client when it sent the request more than once (see ``max_retries``).
+    tries: int = 1
 
     def __init__(self, message: str, *, url: str | None = None, request_sent: bool = True,
                  request: httpx.Request | None = None) -> None:

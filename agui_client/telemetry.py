@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from .core.plan import Plan
     from .core.session import RunResult
 
-__all__ = ["Telemetry", "resolve", "UNWATCHED", "watch_loop", "watch_run"]
+__all__ = ["Telemetry", "resolve", "UNWATCHED", "watch_loop", "watch_run", "record_retry"]
 
 #: The instrumentation scope's name: the tracer's and the meter's.
 SCOPE = "agui_client"
@@ -162,6 +162,21 @@ def resolve(telemetry: Telemetry | bool | None) -> Telemetry | None:
     if found is None and telemetry is True:
         Telemetry()  # (raises the ImportError that names the extra)
     return found
+
+
+def record_retry(telemetry: Telemetry | None, *, tries: int, wait: float, reason: str, status: int | None) -> None:
+    """A failed request is about to be sent again: an ``agui.run.retry`` event on the current span, which
+    is the run's while its request is sent (a thread's run makes it current; a bare ``open()``'s caller
+    has its own). ``reason`` is the client's words, never the agent's."""
+    if telemetry is None:
+        return
+    span = telemetry._trace.get_current_span()
+    if span.is_recording():
+        attributes: dict[str, Any] = {"agui.retry.attempt": tries + 1, "agui.retry.wait": wait,
+                                      "agui.retry.reason": reason}
+        if status is not None:
+            attributes["http.response.status_code"] = status
+        span.add_event("agui.run.retry", attributes)
 
 
 def watch_run(client: Any, thread: Any, run_id: str | None, resume: object,

@@ -20,7 +20,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from agui_client.testing import ScriptedAgent, Start
+from agui_client.testing import Finish, Respond, ScriptedAgent, Start
 from agui_client.types import RunErrorEvent
 
 AGUI = [sys.executable, "-m", "agui_client.cli"]
@@ -391,6 +391,20 @@ def test_run_against_nothing_listening_exits_1() -> None:
 
     assert failed.returncode == 1
     assert "could not reach" in failed.stdout
+
+
+def test_run_max_retries_sends_again_after_a_503_and_the_run_goes_on(served: Callable[[Any], Any]) -> None:
+    busy = Respond(status=503, body="busy", headers={"Retry-After": "0"})
+    endpoint = served(ScriptedAgent([busy, [Start(), Finish()]]))
+    refused = served(ScriptedAgent([busy, [Start(), Finish()]]))
+
+    done = agui("run", endpoint.url, "-m", "hi", "--max-retries", "1")
+    failed = agui("run", refused.url, "-m", "hi")  # (the default: no retry)
+
+    assert done.returncode == 0, done.stderr
+    assert endpoint.agent.request_count == 2
+    assert failed.returncode == 1 and refused.agent.request_count == 1
+    assert agui("run", endpoint.url, "-m", "hi", "--max-retries", "-1").returncode == 2
 
 
 def test_run_usage_problems_exit_2() -> None:

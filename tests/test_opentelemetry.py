@@ -298,6 +298,26 @@ def test_the_agents_ids_and_codes_on_a_span_are_capped_in_number_and_length(
     assert second["agui.run.error.code"] == "c" * 127 + "…"
 
 
+def test_each_retry_is_an_event_on_the_runs_one_span(drive: Any, served: Any, otel: Recorded) -> None:
+    busy = Respond(status=503, body={"detail": SECRET_TEXT}, headers={"Retry-After": "0"})
+    endpoint = served(ScriptedAgent([busy, busy, [Start(), Finish()]]))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry, max_retries=2,
+                      headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        client.thread().run("hi")
+
+    [span] = otel.runs()  # (one run, however many requests it took)
+    retries = [dict(e.attributes or {}) for e in span.events if e.name == "agui.run.retry"]
+    assert retries == [
+        {"agui.retry.attempt": 2, "agui.retry.wait": 0.0, "agui.retry.reason": "HTTP 503",
+         "http.response.status_code": 503},
+        {"agui.retry.attempt": 3, "agui.retry.wait": 0.0, "agui.retry.reason": "HTTP 503",
+         "http.response.status_code": 503},
+    ]
+    assert span.attributes is not None and span.attributes["agui.run.outcome"] == "success"
+    assert SECRET_TEXT not in everything_recorded(span) and TOKEN not in everything_recorded(span)
+
+
 def test_an_error_status_fails_the_span_with_its_type_and_status_code(drive: Any, served: Any, otel: Recorded) -> None:
     endpoint = served(ScriptedAgent([Respond(status=503, body={"detail": SECRET_TEXT})]))
 

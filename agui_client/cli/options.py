@@ -1,11 +1,13 @@
 """The connection options every talking command shares (``run``, ``demo``, ``chat``; ``probe`` takes
 ``-H`` and ``--timeout`` with the same meaning), and the client they make: ``-H/--header``,
-``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--legacy-interrupts`` and ``--record DIR``;
+``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-retries``, ``--legacy-interrupts`` and
+``--record DIR``;
 and :func:`stored_thread_ids`, the threads a ``--thread-file`` holds.
 
 ``--timeout`` bounds each run as a whole (the client's ``run_timeout``, and the connect timeout when
 that is shorter); ``--idle-timeout`` bounds the silence between bytes (keep-alive comments count);
-``--max-run-bytes`` bounds what one run's response may bring (the client's ``max_run_bytes``).
+``--max-run-bytes`` bounds what one run's response may bring (the client's ``max_run_bytes``);
+``--max-retries`` is the client's ``max_retries`` (a request the agent certainly did not act on, sent again).
 A recording client sends through the client's own transport, inside the recorder: the run's deadline,
 the budget of the answer's head and the dropping of the agent's cookies hold with ``--record`` as without it.
 Header values are sent and never printed: the client redacts them from whatever it reports.
@@ -30,6 +32,7 @@ from ..client import (
 )
 from ..core.headers import checked_headers
 from ..core.legacy import LEGACY_BRIDGES
+from ..core.retry import DEFAULT_MAX_RETRIES
 from ..errors import InvalidHeader, StoreError
 from ..stores import MAX_LISTING_PAGE, ListingStore, ThreadStore
 from ..testing.recording import RecordingTransport
@@ -37,7 +40,7 @@ from .converse import UsageProblem
 from .terminal import LISTED, listed
 
 __all__ = ["add_connection_options", "add_record_option", "parse_headers", "open_client", "recorder_for",
-           "seconds", "byte_count", "stored_thread_ids"]
+           "seconds", "retries", "byte_count", "stored_thread_ids"]
 
 #: ``--max-run-bytes`` suffixes (powers of 1,024, as the library's own sizes are given).
 _UNITS = {"": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30}
@@ -51,8 +54,8 @@ def add_record_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = True) -> None:
-    """``-H/--header``, ``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--legacy-interrupts`` and
-    ``--record``."""
+    """``-H/--header``, ``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-retries``,
+    ``--legacy-interrupts`` and ``--record``."""
     if headers:
         parser.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
                             help="a request header (repeatable); values are sent, never printed")
@@ -63,6 +66,9 @@ def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = T
     parser.add_argument("--max-run-bytes", type=byte_count, metavar="SIZE", default=DEFAULT_MAX_RUN_BYTES,
                         help="the most bytes one run's response may bring, as 1048576, 64K, 512M or 2G, or none "
                              f"(default {DEFAULT_MAX_RUN_BYTES // 2**20}M)")
+    parser.add_argument("--max-retries", type=retries, metavar="N", default=DEFAULT_MAX_RETRIES,
+                        help="send a run's request again, N times at most, when the agent certainly did not act "
+                             "on it: no connection, or a 429 or 503 answer (default 0; see docs/http.md)")
     parser.add_argument("--legacy-interrupts", choices=LEGACY_BRIDGES, metavar="PRODUCER",
                         help="read a pre-1.0 producer's interrupts as 1.0 ones and answer them where it reads "
                              f"answers ({', '.join(LEGACY_BRIDGES)}; see docs/legacy-interrupts.md)")
@@ -78,6 +84,13 @@ def seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
     return value
+
+
+def retries(text: str) -> int:
+    """An argparse ``type``: a whole number, 0 or more (``--max-retries``)."""
+    if not text.strip().isdecimal() or not text.strip().isascii():
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number, 0 or more")
+    return int(text)
 
 
 def byte_count(text: str) -> int | None:
@@ -150,7 +163,8 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
     return stack.enter_context(AgentClient(url, headers=headers, store=store, http_client=http, timeout=connect,
                                            idle_timeout=idle, run_timeout=run_timeout,
                                            max_run_bytes=getattr(args, "max_run_bytes", DEFAULT_MAX_RUN_BYTES),
-                                           legacy_interrupts=getattr(args, "legacy_interrupts", None)))
+                                           legacy_interrupts=getattr(args, "legacy_interrupts", None),
+                                           max_retries=getattr(args, "max_retries", DEFAULT_MAX_RETRIES)))
 
 
 def stored_thread_ids(store: ThreadStore, path: str, flag: str) -> list[str]:

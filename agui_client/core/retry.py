@@ -1,0 +1,118 @@
+"""Which failed requests are sent again, and how long to wait first. Sans-IO: the shells bring the
+failure, the tries made, the time left and a random number; this module says whether to wait, and how long.
+
+The one rule: an agent run is not idempotent (a resume answers interrupts; a run may act), so a
+request is sent again only when the agent certainly did not act on it:
+
+- it never reached the agent: the connection could not be made (refused, a name that did not
+  resolve, no connection within ``timeout``). A failed TLS handshake is not retried: a certificate
+  the client refuses is refused again; neither is a URL no request can go to.
+- the agent answered, before any event, 429 Too Many Requests or 503 Service Unavailable: both say
+  the request was not served, and that it may be later (RFC 9110 section 15.6.4: "the server is
+  currently unable to handle the request due to a temporary overload or scheduled maintenance").
+
+Nothing else is: 500, 502 and 504 may come from a gateway after the agent acted (a 504 is the
+gateway giving up waiting on an agent that may be acting still); a dropped stream has delivered
+events; a request that may have been written whole may have been read.
+
+408 Request Timeout is not retried either. RFC 9110 section 15.5.9 says it "indicates that the server
+did not receive a complete request message within the time that it was prepared to wait", which would
+make a retry safe; but the client reads an answer only after writing the whole request, so a 408 then
+contradicts its own meaning, and the servers that send one anyway use it for their own time running
+out (a handler that timed out may have acted).
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import attrs
+
+from ..errors import ConnectTimeout, HTTPStatusError, RunTimeout, TransportError
+
+__all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_RETRY_BACKOFF", "BACKOFF_CAP", "RETRY_AFTER_CAP", "RETRIED_STATUSES",
+           "Verdict", "retry_reason", "verdict"]
+
+#: How many times a client sends a failed request again, by default: none (see docs/http.md).
+DEFAULT_MAX_RETRIES = 0
+#: The first wait between tries when the agent gives no ``Retry-After``, in seconds; it doubles with each try.
+DEFAULT_RETRY_BACKOFF = 0.5
+#: The longest wait between tries when the agent gives no ``Retry-After``, in seconds.
+BACKOFF_CAP = 8.0
+#: The longest ``Retry-After`` waited for, in seconds: an agent asking for more is not retried (the
+#: error is raised, its ``retry_after`` saying when to come back), as a caller waiting on a run would
+#: rather hear at once than in ten minutes.
+RETRY_AFTER_CAP = 60.0
+#: The statuses that say the agent did not serve the request, and may later.
+RETRIED_STATUSES = frozenset({429, 503})
+
+
+@attrs.frozen(kw_only=True)
+class Verdict:
+    """What to do about a failed try: ``wait`` seconds then send again, or (``wait`` is ``None``) raise.
+
+    ``reason``: the failure, in words (``"HTTP 503"``, ``"connection failed"``); or why a failure that
+    may be retried is not (no retries left, a ``Retry-After`` past the cap, the run's deadline).
+    """
+
+    wait: float | None
+    reason: str
+
+
+def retry_reason(error: BaseException, *, connect_failed: bool) -> str | None:
+    """The failure ``error`` names, in words, when the agent certainly did not act on its request; else ``None``.
+
+    ``connect_failed``: the shell saw the connection itself fail (httpx's ``ConnectError`` or
+    ``ConnectTimeout``), not a write or a URL no request goes to.
+    """
+    if isinstance(error, HTTPStatusError):
+        return f"HTTP {error.status_code}" if error.status_code in RETRIED_STATUSES else None
+    if not isinstance(error, TransportError) or isinstance(error, RunTimeout) or error.request_sent \
+            or not connect_failed or _tls(error):
+        return None  # (a connection that took the run's whole time: the run is over, not to be tried again)
+    return "no connection within the connect timeout" if isinstance(error, ConnectTimeout) else "connection failed"
+
+
+def _tls(error: BaseException) -> bool:
+    """Whether a TLS failure (a refused certificate, a handshake the agent broke off) is behind ``error``:
+    one that happens again on every try."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [error]
+    while todo:
+        cause = todo.pop()
+        if cause is None or id(cause) in seen:
+            continue
+        seen.add(id(cause))
+        if isinstance(cause, ssl.SSLError):
+            return True
+        todo += [cause.__cause__, cause.__context__]
+    return False
+
+
+def verdict(reason: str, *, tries: int, max_retries: int, backoff: float, retry_after: float | None,
+            remaining: float | None, jitter: float) -> Verdict:
+    """Whether to send again a request that failed for ``reason`` (:func:`retry_reason`), and after how long.
+
+    Args:
+        tries: the requests made so far for this run, the failed one included (1 after the first).
+        max_retries: how many times a request may be sent again.
+        backoff: the first wait without ``Retry-After``; each later one doubles, up to ``BACKOFF_CAP``.
+        retry_after: the agent's ``Retry-After`` in seconds (an HTTP date already read as seconds from
+            now, 0 when past), or ``None``.
+        remaining: the seconds left before the run's deadline (``None``: no deadline). A wait that would
+            end past it is not made: the try after it would fail with ``RunTimeout`` anyway.
+        jitter: a random number in [0, 1): a backoff is shortened by up to half of it, so that clients
+            that failed together do not all come back in the same instant.
+    """
+    if tries > max_retries:
+        return Verdict(wait=None, reason=f"{reason}; no retries left (max_retries={max_retries})")
+    if retry_after is not None:
+        if retry_after > RETRY_AFTER_CAP:
+            return Verdict(wait=None, reason=f"{reason}; the agent asks for {retry_after:g}s, past the "
+                                             f"{RETRY_AFTER_CAP:g}s the client waits at most")
+        wait = retry_after
+    else:
+        wait = min(BACKOFF_CAP, backoff * 2 ** (tries - 1)) * (1 - jitter / 2)
+    if remaining is not None and wait >= remaining:
+        return Verdict(wait=None, reason=f"{reason}; a wait of {wait:.2f}s would pass the run's deadline")
+    return Verdict(wait=wait, reason=reason)

@@ -1,0 +1,249 @@
+"""Retries (``max_retries``): a request is sent again only when the agent certainly did not act on it.
+
+Every ``drive`` test runs through both shells against a real ``ScriptedAgent`` on 127.0.0.1, which
+records every request it received: "sent again" and "not sent again" are counts of requests. No test
+waits on a clock: the agent's ``Retry-After: 0`` or ``retry_backoff=0`` makes the waits nothing.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import math
+import socket
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+import anyio
+import pytest
+from threadkit import UTC, interrupted
+
+import agui_client as ag
+from agui_client.stores import MemoryStore
+from agui_client.testing import Finish, Respond, ScriptedAgent, Start
+
+BUSY = Respond(status=503, body={"detail": "busy"}, headers={"Retry-After": "0"})
+
+
+class CountingStore(MemoryStore):
+    """A memory store that lists the writes it was asked for, in order (the reads are left out)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
+
+    def save(self, thread_id: str, data: Mapping[str, Any], **kwargs: Any) -> int:
+        self.writes.append("save")
+        return super().save(thread_id, data, **kwargs)
+
+    def append(self, thread_id: str, changes: Mapping[str, Any], **kwargs: Any) -> int:
+        self.writes.append("append")
+        return super().append(thread_id, changes, **kwargs)
+
+    def claim(self, thread_id: str, **kwargs: Any) -> int:
+        self.writes.append("claim")
+        return super().claim(thread_id, **kwargs)
+
+    def release(self, thread_id: str, **kwargs: Any) -> int:
+        self.writes.append("release")
+        return super().release(thread_id, **kwargs)
+
+
+def _refused_url() -> str:
+    with socket.socket() as probe:  # (bound, never listening, then closed: a connection is refused)
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/agent"
+
+
+def _retry_records(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "sending the request again" in r.getMessage()]
+
+
+def test_two_503_answers_then_a_run_are_one_run_in_the_thread_and_the_store(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([BUSY, BUSY, [Start(), Finish()]]))
+    reference = served(ScriptedAgent([[Start(), Finish()]]))
+    retried_store, reference_store = CountingStore(), CountingStore()
+
+    with drive.client(endpoint.url, store=retried_store, max_retries=2) as client:
+        thread = client.thread("t1")
+        result = thread.run("hi")
+        messages = thread.state.messages
+    with drive.client(reference.url, store=reference_store) as client:
+        client.thread("t1").run("hi")
+
+    assert result.outcome == "success"
+    assert endpoint.agent.request_count == 3
+    assert len({request.run_id for request in endpoint.agent.requests}) == 1  # (the same request, sent again)
+    assert [m.content for m in messages] == ["hi"]
+    assert retried_store.writes == reference_store.writes  # (the store saw one run, as without the 503s)
+    assert [m["content"] for m in retried_store.load("t1").data["messages"]] == ["hi"]
+
+
+def test_a_429_whose_retry_after_date_has_passed_is_retried_at_once(drive: Any, served: Any) -> None:
+    past = email.utils.format_datetime(datetime.now(UTC) - timedelta(hours=1), usegmt=True)
+    endpoint = served(ScriptedAgent([Respond(status=429, body="slow down", headers={"Retry-After": past}),
+                                     [Start(), Finish()]]))
+
+    with drive.client(endpoint.url, max_retries=1) as client:
+        result = client.thread().run("hi")
+
+    assert result.outcome == "success" and endpoint.agent.request_count == 2
+
+
+@pytest.mark.parametrize("status", [500, 502, 504, 408])
+def test_an_answer_a_gateway_may_send_after_the_agent_acted_is_never_retried(
+    drive: Any, served: Any, status: int
+) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=status, body="no", headers={"Retry-After": "0"}),
+                                     [Start(), Finish()]]))
+
+    with drive.client(endpoint.url, max_retries=3, retry_backoff=0) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.status_code == status
+    assert endpoint.agent.request_count == 1
+    assert caught.value.tries == 1 and "tries" not in str(caught.value)
+
+
+def test_a_retry_after_past_the_cap_is_not_waited_for(drive: Any, served: Any,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    # (just past the cap: were the cap gone, the test would fail a minute later, not hang for an hour)
+    endpoint = served(ScriptedAgent([Respond(status=503, body="down a while", headers={"Retry-After": "61"}),
+                                     [Start(), Finish()]]))
+
+    with caplog.at_level(logging.INFO, logger="agui_client"), drive.client(endpoint.url, max_retries=2) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert (caught.value.status_code, caught.value.retry_after, caught.value.tries) == (503, 61.0, 1)
+    assert endpoint.agent.request_count == 1
+    assert any("past the 60s the client waits at most" in r.getMessage() for r in caplog.records)
+
+
+def test_a_wait_that_would_pass_the_run_timeout_is_not_made(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=503, body="busy", headers={"Retry-After": "30"}),
+                                     [Start(), Finish()]]))
+
+    with drive.client(endpoint.url, max_retries=2, run_timeout=5) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.status_code == 503 and endpoint.agent.request_count == 1
+
+
+def test_a_resume_met_by_a_503_is_sent_again_and_acted_on_once(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")], BUSY, [Start(), Finish()], [Start(), Finish()]]))
+
+    with drive.client(endpoint.url, max_retries=1) as client:
+        thread = client.thread()
+        thread.run("hi")
+        result = thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+        after = thread.run("and then")  # (the claim the resume held across its tries was given back)
+
+    first_resume, second_resume = endpoint.agent.requests[1:3]
+    assert result.outcome == "success" and after.outcome == "success"
+    assert endpoint.agent.request_count == 4
+    assert first_resume == second_resume  # the same answers, the same run id: the agent acted on the second only
+    assert [(e.interrupt_id, e.payload) for e in second_resume.resume or ()] == [("ask-1", "go")]
+    assert thread.state.open_interrupts == ()
+
+
+def test_a_refused_connection_is_tried_max_retries_more_times_then_raised_with_the_count(
+    drive: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = {"Authorization": "Bearer s3cr3t-t0k3n"}
+    with caplog.at_level(logging.INFO, logger="agui_client"), \
+            drive.client(_refused_url(), max_retries=2, retry_backoff=0, headers=token) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+
+    assert type(caught.value) is ag.TransportError and caught.value.request_sent is False
+    assert caught.value.tries == 3 and str(caught.value).endswith("(after 3 tries)")
+    assert [m.split("; ", 1)[1] for m in _retry_records(caplog)] == [
+        "sending the request again in 0.00s (try 2 of 3)", "sending the request again in 0.00s (try 3 of 3)"]
+    assert not any("s3cr3t-t0k3n" in r.getMessage() for r in caplog.records)
+
+
+def test_a_failed_tls_handshake_is_not_retried(drive: Any, served: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # https:// to the plain-HTTP server: the handshake fails the same way every time.
+    endpoint = served(ScriptedAgent([[Start(), Finish()]]))
+
+    with caplog.at_level(logging.INFO, logger="agui_client"), \
+            drive.client(endpoint.url.replace("http://", "https://"), max_retries=2, retry_backoff=0) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.request_sent is False and caught.value.tries == 1
+    assert _retry_records(caplog) == []
+
+
+def test_max_retries_0_is_the_default_and_sends_once(drive: Any, served: Any,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    endpoint = served(ScriptedAgent([BUSY, [Start(), Finish()]]))
+
+    with caplog.at_level(logging.DEBUG, logger="agui_client"), drive.client(endpoint.url) as client:
+        assert client.max_retries == 0
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert endpoint.agent.request_count == 1
+    assert caught.value.tries == 1 and "tries" not in str(caught.value)
+    assert not any("sent again" in r.getMessage() or "again in" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(("keywords", "named"), [
+    ({"max_retries": -1}, "max_retries"), ({"max_retries": 1.5}, "max_retries"), ({"max_retries": True}, "max_retries"),
+    ({"retry_backoff": -0.1}, "retry_backoff"), ({"retry_backoff": math.nan}, "retry_backoff"),
+    ({"retry_backoff": "1"}, "retry_backoff"),
+])
+def test_a_retry_setting_out_of_range_is_refused_when_the_client_is_made(
+    drive: Any, keywords: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        drive.client("http://127.0.0.1:9/agent", **keywords)
+
+    assert str(caught.value).startswith(named)
+
+
+@pytest.mark.anyio
+async def test_cancelling_a_resume_during_the_wait_ends_it_at_once_sends_nothing_more_and_frees_the_thread(
+    served: Any,
+) -> None:
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")],
+                                     Respond(status=503, body="busy", headers={"Retry-After": "50"}),
+                                     [Start(), Finish()]]))
+    waiting = anyio.Event()
+
+    class Waiting(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "sending the request again" in record.getMessage():
+                waiting.set()  # (logged just before the wait, by the task that waits: on the loop)
+
+    handler = Waiting(level=logging.INFO)
+    logger = logging.getLogger("agui_client")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        store = MemoryStore()
+        async with ag.AsyncAgentClient(endpoint.url, max_retries=3, store=store) as client:
+            thread = client.thread("t1")
+            await thread.run("hi")
+            resume = thread.resume_builder().answer("ask-1", "go")
+            with anyio.fail_after(20):  # (far below the 50 s asked for: the cancellation ended the wait)
+                async with anyio.create_task_group() as group:
+                    group.start_soon(lambda: thread.run(resume=resume))
+                    await waiting.wait()
+                    group.cancel_scope.cancel()
+            sent_before = endpoint.agent.request_count
+            result = await thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+    # Nothing more was sent after the cancellation; the agent acted on none of the resume's tries, so
+    # the thread was not left claimed: the same answers go at once, without release_claim().
+    assert sent_before == 2
+    assert result.outcome == "success" and endpoint.agent.request_count == 3
