@@ -12,11 +12,9 @@ redirects followed, and the response closed whatever way the caller leaves the s
 from __future__ import annotations
 
 import logging
-import re
 import ssl  # (its errors only)
-import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -25,7 +23,7 @@ from contextlib import (
     contextmanager,
 )
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 from anyio.lowlevel import checkpoint
@@ -33,40 +31,34 @@ from anyio.lowlevel import checkpoint
 from ._answers import (
     Excerpt,
     about,
-    certificate_refused,
     media_type,
     status_error,
-    undecodable,
 )
-from ._framing import REFUSED_TYPES, SSE, Framer, check_media, framed, inflater_for
-from ._inert import quoted
+from ._client_base import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_RUN_BYTES,
+    MAX_REDIRECTS,
+    ClientBase,
+    Deadline,
+    check_url,
+    sent_headers,
+    traces,
+)
+from ._framing import REFUSED_TYPES, Framer, check_media, framed, inflater_for
 from ._logs import exchange as logged_exchange
-from ._logs import filter_http_logs
+from ._pool import deadline as send_deadline
 from ._pool import (
-    HeadTooLong,
-    ProxiedSyncTransport,
-    ProxiedTransport,
-    ShardedSyncTransport,
-    ShardedTransport,
     own_async_transport,
     own_transport,
 )
-from ._pool import deadline as send_deadline
-from ._proxies import proxy_credentials
-from ._retries import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF, atried, checked_retries, tried
+from ._retries import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF, atried, tried
 from .core.exchange import StreamHandle, request_body
-from .core.headers import checked_headers, layered
-from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
-from .core.redact import SENSITIVE_EXTENSION, Redactor, displayed_url, is_sensitive, redact_exception
+from .core.headers import checked_headers
+from .core.legacy import LegacyInterrupts
+from .core.redact import SENSITIVE_EXTENSION, Redactor
 from .core.session import DEFAULT_MAX_EVENT_BYTES
-from .errors import (
-    ConnectTimeout,
-    IdleTimeout,
-    LimitExceeded,
-    RunTimeout,
-    TransportError,
-)
-from .telemetry import Telemetry, resolve
+from .telemetry import Telemetry
 from .thread import AsyncThread, Thread, in_worker
 from .wire.types.run import RunAgentInput
 
@@ -77,410 +69,7 @@ __all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIME
            "DEFAULT_MAX_RUN_BYTES", "check_url"]
 
 logger = logging.getLogger("agui_client")
-
-#: Longest silence (no bytes at all) tolerated between events, in seconds.
-DEFAULT_IDLE_TIMEOUT = 60.0
-#: Longest wait for the connection to the agent, in seconds.
-DEFAULT_CONNECT_TIMEOUT = 10.0
-#: The most bytes of body (decoded) one run's response may bring, by default: 256 MiB.
-DEFAULT_MAX_RUN_BYTES = 256 * 2**20
-#: Redirects followed at most (with ``follow_redirects=True``, same origin only).
-MAX_REDIRECTS = 10
-
-def _reason(exc: BaseException) -> str:
-    """What went wrong, for a message: httpx's text, or its type when that is empty (a closed client)."""
-    text = quoted(str(exc))
-    return f"{type(exc).__name__}: {text}" if text else f"{type(exc).__name__} (no detail from httpx)"
-
-
-def _traces(http: httpx.Client | httpx.AsyncClient) -> bool:
-    """Every transport ``http`` may use is httpx's own, which reports the request's progress (``trace``)."""
-    # (httpx keeps its transports in private attributes; if they move, the answer is "no": the cautious one)
-    transports = [_unwrapped(getattr(http, "_transport", None)),
-                  *(_unwrapped(t) for t in getattr(http, "_mounts", {None: object()}).values())]
-    return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport, ShardedTransport,
-                                        ShardedSyncTransport, ProxiedTransport, ProxiedSyncTransport)
-               for t in transports) \
-        and transports[0] is not None
-
-
-def _unwrapped(transport: Any) -> Any:
-    """The transport that really sends: a recording one (``agui_client.testing.RecordingTransport``)
-    hands every request, its ``trace`` extension included, to its ``inner`` one unchanged."""
-    while getattr(type(transport), "passes_through", False):
-        transport = transport.inner
-    return transport
-
-
-#: A URL written from its host on (``localhost:8000/agent``): the one to suggest ``http://`` for.
-_HOST_FIRST: Final = re.compile(r"[A-Za-z0-9.-]+(:[0-9]+)?(/|$)")
-
-
-def check_url(url: str, *, own_http: bool, base_url: httpx.URL | None = None) -> None:
-    """Refuse at once an agent URL no run could reach. httpx refuses it only when a request goes out, so
-    the mistake would surface at the first run, as a transport failure, after a thread was claimed.
-
-    A client given its own ``http_client`` may mount transports for other schemes, and a relative URL
-    goes to that client's ``base_url`` (as httpx sends it); only a URL that ends up without a host is
-    refused there. The URL is shown without userinfo or sensitive query values, and httpx's reason only
-    when no userinfo could be read into it (a password holding ``/`` reads as a port).
-
-    Both clients run it when they are made, and the CLI before it asks or sends anything (``own_http``
-    is true there: its httpx client is always its own).
-
-    Raises:
-        TypeError: ``url`` is not a ``str``.
-        ValueError: no run could reach ``url`` (the message says why, and how to write it when that is clear).
-    """
-    if not isinstance(url, str):
-        raise TypeError(f"url must be a str, not {type(url).__name__}")
-    if not url.strip():
-        raise ValueError("the agent's URL is empty")
-    if url != url.strip():
-        raise ValueError("the agent's URL starts or ends with a blank")
-    relative = "://" not in url and not own_http and base_url is not None and bool(base_url.host)
-    try:
-        parsed = base_url.join(url) if relative and base_url is not None else httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        # httpx's reason names a position, a character or the port as it read it; with "@" in the text
-        # what it read as the port may be part of a password.
-        raise ValueError("the agent's URL cannot be read" + ("" if "@" in url else f": {exc}")) from None
-    if "://" not in url and not relative:
-        hint = (f": write it as {quoted(displayed_url('http://' + url))} (or https://)"
-                if _HOST_FIRST.match(url) else " (http:// or https://)")
-        raise ValueError("the agent's URL has no scheme" + hint)
-    if own_http and parsed.scheme not in ("http", "https"):
-        raise ValueError(f"the agent's URL must start with http:// or https://, not {quoted(parsed.scheme + '://')}")
-    if not parsed.host:
-        raise ValueError(f"the agent's URL has no host: {quoted(displayed_url(url))}")
-    if parsed.port is not None and not 0 < parsed.port < 65536:
-        raise ValueError(f"the agent's URL has port {parsed.port}: a port is 1 to 65535")
-
-
-def _headers(base: Mapping[str, str], extra: Mapping[str, str] | None, *, sending: bool = True
-             ) -> list[tuple[str, str]]:
-    """The client's headers, ``extra`` (a run's) over them, and ours merged in, never silently dropping theirs.
-
-    A name ``extra`` sets replaces the client's same-named header whatever the case of either (as httpx
-    merges a request's headers over its client's): a per-run ``authorization`` must not go out beside
-    the client's ``Authorization``. ``sending``: a request goes out with them (else they only build a
-    redactor, and a replaced ``Content-Type`` is not warned about).
-    """
-    given = layered(tuple(base.items()), extra).items()
-    headers: list[tuple[str, str]] = []
-    accept: list[str] = [SSE]
-    coding = False
-    for name, value in given:
-        lowered = name.lower()
-        if lowered == "accept":
-            # The answer must be an event stream; the caller's types stay, after ours.
-            accept += [t.strip() for t in value.split(",") if t.strip() and media_type(t) != SSE]
-        elif lowered == "content-type":
-            if sending and media_type(value) != "application/json":
-                # (the value is not logged: a run's header values stay out of the logs, whatever their name)
-                logger.warning("header %s replaced by application/json (the body is a JSON RunAgentInput)", name)
-        else:
-            coding = coding or lowered == "accept-encoding"
-            headers.append((name, value))
-    headers += [("Content-Type", "application/json"), ("Accept", ", ".join(accept))]
-    if not coding:
-        # Only the codings the clients undo in bounded steps (httpx would also offer br and zstd when
-        # their packages are installed); see agui_client/_inflate.py.
-        headers.append(("Accept-Encoding", "gzip, deflate"))
-    return headers
-
-
-class _Deadline:
-    """A run's overall deadline: ``limit`` seconds from the request, on the monotonic clock."""
-
-    __slots__ = ("limit", "at")
-
-    def __init__(self, limit: float) -> None:
-        self.limit = limit
-        #: The monotonic time it passes.
-        self.at = time.monotonic() + limit
-
-    def passed(self) -> bool:
-        return time.monotonic() >= self.at
-
-
-#: How many redactors a client keeps (see ``_ClientBase._redactor``).
-_REDACTORS_KEPT: Final = 16
-#: How many header names a client remembers the sensitivity of (see ``_ClientBase._redactor``).
-_NAMES_KEPT: Final = 256
-
-
-class _ClientBase:
-    def __init__(self, url: str, *, headers: Mapping[str, str] | None, timeout: float, idle_timeout: float,
-                 max_event_bytes: int, store: ThreadStore | None, follow_redirects: bool,
-                 clock: Callable[[], datetime] | None, sensitive_headers: Iterable[str],
-                 run_timeout: float | None, telemetry: Telemetry | bool | None = None,
-                 legacy_interrupts: LegacyInterrupts | None = None,
-                 max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES, max_retries: int = DEFAULT_MAX_RETRIES,
-                 retry_backoff: float = DEFAULT_RETRY_BACKOFF) -> None:
-        if legacy_interrupts is not None and legacy_interrupts not in LEGACY_BRIDGES:
-            raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
-                             f"not {legacy_interrupts!r}")
-        self.legacy_interrupts: LegacyInterrupts | None = legacy_interrupts
-        self.url = url
-        #: Where runs report to OpenTelemetry (``None``: nowhere); see :class:`~agui_client.Telemetry`.
-        self.telemetry = resolve(telemetry)
-        self.run_timeout = run_timeout
-        # Checked as a run's headers are, now rather than at the first run (after a claim, with httpx's
-        # message quoting the value).
-        self.headers = dict(checked_headers(headers))
-        self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
-        filter_http_logs(self.sensitive_headers)
-        self._proxy_headers = proxy_credentials()
-        self.timeout = timeout
-        self.idle_timeout = idle_timeout
-        self.max_event_bytes = max_event_bytes
-        self.max_run_bytes = max_run_bytes  # (checked by the property's setter)
-        self.max_retries, self.retry_backoff = checked_retries(max_retries, retry_backoff)
-        self.follow_redirects = follow_redirects
-        self.clock = clock
-        self._redactors: dict[Hashable, Redactor] = {}
-        #: Whether each header name sent holds a secret (``_redactor``'s key is the sensitive headers).
-        self._sensitive_names: dict[bytes, bool] = {}
-        self._names_marked = self.sensitive_headers  # (the marked names ``_sensitive_names`` holds for)
-        self._owns_store = store is None
-        if store is None:
-            from .stores import MemoryStore
-
-            store = MemoryStore()
-        self.store: ThreadStore = store
-        self._closed = False
-
-    def __repr__(self) -> str:
-        # The URL as a person may see it (no userinfo, no secret query value) and never a header.
-        url = displayed_url(self.url, marked=self.sensitive_headers)
-        closed = " closed" if self._closed else ""
-        return f"<{type(self).__name__} url={url!r} store={type(self.store).__name__}{closed}>"
-
-    def _check_open(self) -> None:
-        # A closed client has closed the store it made: without this, a new thread would fail with the
-        # store's "the store is closed", which names nothing the caller did.
-        if self._closed:
-            raise RuntimeError(f"this {type(self).__name__} is closed: make a new one, or use it inside its "
-                               f"`{'async ' if isinstance(self, AsyncAgentClient) else ''}with` block")
-
-    def _listing(self, after: str | None, limit: int) -> Callable[[], list[str]]:
-        """The store's ``thread_ids`` call for one page, checked up front (a closed client, a store that
-        cannot list)."""
-        self._check_open()
-        from .stores.base import ListingStore, check_page
-
-        store = self.store
-        if not isinstance(store, ListingStore):
-            raise TypeError(f"{type(store).__name__} cannot list its threads: it has no thread_ids method "
-                            "(see agui_client.stores.ListingStore; every store agui_client ships has one)")
-        check_page(after, limit)
-        return lambda: store.thread_ids(after=after, limit=limit)
-
-    def unsent_redactor(self, headers: Mapping[str, str] | None = None) -> Redactor:
-        """The redactor of a request this client would send, with a run's checked ``headers``: what keeps
-        their credentials out of what is reported about a run refused before anything was sent (the ids
-        such a report names came from the agent in earlier runs, and may echo a credential).
-
-        What a thread's telemetry and ``agui probe`` redact with; ``redactor.text(s)`` is ``s`` with
-        every credential value replaced.
-        """
-        return self._redactor(httpx.Request("POST", self.url, headers=_headers(self.headers, headers, sending=False)))
-
-    def _redactor(self, *requests: httpx.Request) -> Redactor:
-        """What keeps the credentials of ``requests`` (the exchange so far) out of everything reported about it."""
-        # Kept per client, keyed on everything it is made of: a run builds one before sending and one
-        # after (about 15 and 30 us, and its pattern is compiled again when first used), though nearly
-        # every run of a client sends the same credentials to the same URL. Only the sensitive headers
-        # make it, and only they are the key: the others change from run to run (Content-Length, as the
-        # thread a run sends grows), which would make every run's key a new one.
-        marked = self.sensitive_headers
-        sensitive = self._sensitive_names
-        if len(sensitive) >= _NAMES_KEPT or self._names_marked is not marked:
-            sensitive.clear()
-            self._names_marked = marked
-        made_of = []
-        for request in requests:
-            for name, value in request.headers.raw:
-                found = sensitive.get(name)
-                if found is None:
-                    found = sensitive[name] = is_sensitive(name.decode("latin-1"), marked)
-                if found:
-                    made_of.append((name, value))
-        urls = (self.url, *(str(request.url) for request in requests))
-        key = (tuple(made_of), urls, marked)
-        cache = self._redactors
-        redactor = cache.get(key)
-        if redactor is None:
-            redactor = Redactor.of([*self._proxy_headers,
-                                    *(item for request in requests for item in request.headers.multi_items())],
-                                   urls, marked=marked)
-            if len(cache) >= _REDACTORS_KEPT:
-                cache.clear()  # (headers that change with every run: a token per request, say)
-            cache[key] = redactor
-        return redactor
-
-    @contextmanager
-    def _sending(self, request: httpx.Request, handle: StreamHandle, deadline: _Deadline | None,
-                 run_id: str | None = None) -> Iterator[None]:
-        # Sending, as both shells see it: httpx's errors become ours, saying whether the request left.
-        # The redactor is built from the request as it stands when the error comes (an httpx auth flow
-        # adds its header while sending), and cleans httpx's own message too, as it is kept as the cause.
-        try:
-            yield
-        except HeadTooLong:
-            raise LimitExceeded(
-                f"the answer's head (with the informational answers before it) went past max_run_bytes "
-                f"({self.max_run_bytes} bytes) before the body began", limit=self.max_run_bytes or 0, run_id=run_id,
-                rule="RUN-BYTES") from None
-        except (httpx.RequestError, httpx.InvalidURL, ssl.SSLError) as exc:  # (InvalidURL is no RequestError)
-            # (ssl's own: httpx's async transport lets a TLS record refused while the head is read through bare)
-            redactor = self._redactor(request)
-            # (httpx's words are kept as the cause, which a traceback prints: redacted, and cut as ours are)
-            redact_exception(exc, lambda text: quoted(redactor.text(text)))
-            if isinstance(exc, httpx.TimeoutException) and deadline is not None and deadline.passed():
-                error: TransportError = self._overdue(deadline, redactor.url(self.url), sent=handle.sent)
-            else:
-                error = self._send_error(exc, redactor, handle.sent)
-            raise about(error, request, redactor) from exc
-
-    def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL | ssl.SSLError, redactor: Redactor,
-                    written: bool) -> TransportError:
-        """Our error for httpx's ``exc`` while sending. ``written``: whether the request may have reached the
-        agent whole; httpx's own transports report the moment its body is written (``StreamHandle.trace``),
-        so a write that failed part-way (a reset after 1 KB of a large body) did not, and says so."""
-        url = redactor.url(self.url)
-        if isinstance(exc, httpx.ConnectTimeout):
-            return ConnectTimeout(f"could not connect to {url} within {self.timeout}s", timeout=self.timeout, url=url)
-        if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
-            return certificate_refused(exc, url) or TransportError(f"could not reach {url}: {_reason(exc)}",
-                                                                   url=url, request_sent=False)
-        unsent = "" if written else " (the request was not written whole: it never reached the agent)"
-        if isinstance(exc, httpx.WriteTimeout):
-            # (an agent that takes none of a large request: the wait is the write timeout, not the idle one)
-            return IdleTimeout(f"the agent at {url} took none of the request for {self.timeout}s{unsent}",
-                               timeout=self.timeout, url=url, request_sent=written)
-        if isinstance(exc, httpx.PoolTimeout):
-            return IdleTimeout(f"no connection to {url} came free in the pool within {self.timeout}s{unsent}",
-                               timeout=self.timeout, url=url, request_sent=written)
-        if isinstance(exc, httpx.TimeoutException):
-            return IdleTimeout(f"no answer from {url} within {self.idle_timeout}s{unsent}", timeout=self.idle_timeout,
-                               url=url, request_sent=written)
-        if isinstance(exc, httpx.TransportError):
-            return TransportError(f"request to {url} failed: {_reason(exc)}{unsent}", url=url, request_sent=written)
-        # (anything else about the exchange)
-        return TransportError(f"request to {url} failed: {exc!r}{unsent}", url=url, request_sent=written)
-
-    def _redirect(self, response: httpx.Response, first: httpx.Request, redactor: Redactor) -> httpx.Request | None:
-        """The request a redirect asks for, when it is to be followed: only when enabled, and only
-        to the same origin, since the caller's headers (credentials among them) go with it."""
-        target = response.next_request
-        if target is None or not self.follow_redirects:
-            return None
-        if not _same_origin(target, first):
-            logger.warning("not following the redirect from %s to another origin (%s): the request carries the "
-                           "caller's headers", redactor.url(self.url),
-                           quoted(redactor.url(str(target.url.copy_with(query=None)))))
-            return None
-        if _drops_the_run(response, target, first):
-            return None
-        return target
-
-    def _not_followed(self, response: httpx.Response, first: httpx.Request) -> str:
-        """Why the redirect ``response`` ends the exchange, for its error."""
-        target = response.next_request
-        if not self.follow_redirects:
-            return ("redirects are followed only with follow_redirects=True, to the same origin, "
-                    f"at most {MAX_REDIRECTS} times")
-        if target is not None and not _same_origin(target, first):
-            return "it leads to another origin, and the request carries the caller's headers"
-        if target is not None and _drops_the_run(response, target, first):
-            return (f"a {response.status_code} would send it on as a {target.method} without the run (httpx turns "
-                    "a redirected POST into a GET, as browsers do), so the agent would never see it; 307 and 308 "
-                    "keep the POST")
-        return f"{MAX_REDIRECTS} redirects were followed already"
-
-    def _timeout(self, deadline: _Deadline | None = None) -> httpx.Timeout:
-        # httpx's read timeout is the longest wait for the next bytes: the idle timeout, and never
-        # longer than the run's whole deadline (httpx takes it once per response, not per read). The
-        # waits for a connection of the pool, for the connection itself and for each write are never
-        # longer than the deadline either: an ``http_client`` whose pool is full (its ``limits`` held by
-        # other runs) kept a run waiting ``timeout`` seconds past a shorter ``run_timeout``.
-        if deadline is None:
-            return httpx.Timeout(self.timeout, read=self.idle_timeout, write=self.timeout, pool=self.timeout)
-        bound = min(self.timeout, deadline.limit)
-        return httpx.Timeout(bound, read=min(self.idle_timeout, deadline.limit), write=bound, pool=bound)
-
-    @property
-    def max_run_bytes(self) -> int | None:
-        """The most bytes of body (decoded) a run's response may bring (``None``: no bound); read when a
-        run starts, so setting it changes the next runs.
-
-        Raises:
-            ValueError: (setting) neither a positive ``int`` nor ``None``.
-        """
-        return self._max_run_bytes
-
-    @max_run_bytes.setter
-    def max_run_bytes(self, value: int | None) -> None:
-        # (checked here, not at the first read: a zero would fail every run with RUN-BYTES, a float
-        # with a TypeError from inside the read loop)
-        if value is not None and (type(value) is not int or value < 1):
-            raise ValueError(f"max_run_bytes must be a positive int or None, got {value!r}")
-        self._max_run_bytes = value
-
-    def _deadline(self, run_timeout: float | None) -> _Deadline | None:
-        limit = run_timeout if run_timeout is not None else self.run_timeout
-        return None if limit is None else _Deadline(limit)
-
-    @contextmanager
-    def _reading(self, response: httpx.Response, redactor: Redactor, deadline: _Deadline | None) -> Iterator[None]:
-        # Reading the body, as both shells see it: httpx's errors become ours. A dropped connection
-        # is not one: what arrived stands, and the session says the run did not end.
-        url = redactor.url(self.url)
-        try:
-            yield
-        except TransportError:
-            raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
-        except httpx.ReadTimeout as exc:
-            if deadline is not None and deadline.passed():
-                raise about(self._overdue(deadline, url), response.request, redactor) from redact_exception(
-                    exc, redactor)
-            raise about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
-                                     url=url), response.request, redactor) from redact_exception(exc, redactor)
-        except (httpx.TransportError, ssl.SSLError) as exc:
-            # (ssl's own: a TLS record refused mid-body, which httpx's async transport lets through bare, is
-            # the connection failing as any other)
-            logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
-        except httpx.DecodingError as exc:
-            raise undecodable(response, exc, url, redactor) from redact_exception(exc, redactor)
-
-    def _in_time(self, deadline: _Deadline | None, response: httpx.Response, redactor: Redactor) -> None:
-        """Raise ``RunTimeout`` when the run's deadline has passed (checked after each read)."""
-        if deadline is not None and deadline.passed():
-            raise about(self._overdue(deadline, redactor.url(self.url)), response.request, redactor)
-
-    def _overdue(self, deadline: _Deadline, url: str, *, sent: bool = True) -> RunTimeout:
-        return RunTimeout(f"the run at {url} went on past its run_timeout of {deadline.limit}s", timeout=deadline.limit,
-                          url=url, request_sent=sent)
-
-    def _describe(self, run_input: RunAgentInput) -> str:
-        return f"thread {run_input.thread_id!r} run {run_input.run_id!r}"
-
-
-def _same_origin(target: httpx.Request, first: httpx.Request) -> bool:
-    return (target.url.scheme, target.url.host, target.url.port) == (first.url.scheme, first.url.host, first.url.port)
-
-
-def _drops_the_run(response: httpx.Response, target: httpx.Request, first: httpx.Request) -> bool:
-    """Following ``response`` would send ``target`` without the run: httpx turns a POST redirected by a 301
-    or 302 into a body-less GET, as browsers do. An agent's endpoint that moved would then answer a
-    request holding no run (a 405, or an event stream the run never reached, read as its answer); a 303
-    (See Other) is followed, as it says the answer to the POST is elsewhere."""
-    return target.method != first.method and response.status_code != 303
-
-
-class AgentClient(_ClientBase):
+class AgentClient(ClientBase):
     """A synchronous AG-UI client bound to one agent URL.
 
     Example::
@@ -713,11 +302,11 @@ class AgentClient(_ClientBase):
 
     @contextmanager
     def _try(self, run_input: RunAgentInput, handle: StreamHandle, headers: Mapping[str, str] | None,
-             body: bytes, deadline: _Deadline | None) -> Iterator[Iterator[list[str | bytes]]]:
-        request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
+             body: bytes, deadline: Deadline | None) -> Iterator[Iterator[list[str | bytes]]]:
+        request = self.http.build_request("POST", self.url, content=body, headers=sent_headers(self.headers, headers),
                                           timeout=self._timeout(deadline), extensions={"trace": handle.trace,
                                                                       SENSITIVE_EXTENSION: self.sensitive_headers})
-        handle.sent = not _traces(self.http)
+        handle.sent = not traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
         with self._sending(request, handle, deadline, run_input.run_id), \
@@ -758,7 +347,7 @@ class AgentClient(_ClientBase):
         return excerpt.taken()
 
     def _batches(self, response: httpx.Response, framer: Framer, redactor: Redactor,
-                 deadline: _Deadline | None) -> Iterator[list[str | bytes]]:
+                 deadline: Deadline | None) -> Iterator[list[str | bytes]]:
         inflater = inflater_for(response, redactor, framer.run_id)
         with self._reading(response, redactor, deadline):
             for chunk in response.iter_raw():
@@ -771,7 +360,7 @@ class AgentClient(_ClientBase):
         yield framer.close()
 
 
-class AsyncAgentClient(_ClientBase):
+class AsyncAgentClient(ClientBase):
     """The asynchronous twin of :class:`AgentClient` (same parameters and attributes, ``await``/``async with``).
 
     Example::
@@ -790,6 +379,8 @@ class AsyncAgentClient(_ClientBase):
 
         asyncio.run(main())
     """
+
+    _WITH = "async with"
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_CONNECT_TIMEOUT, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
@@ -891,11 +482,11 @@ class AsyncAgentClient(_ClientBase):
 
     @asynccontextmanager
     async def _try(self, run_input: RunAgentInput, handle: StreamHandle, headers: Mapping[str, str] | None,
-                   body: bytes, deadline: _Deadline | None) -> AsyncIterator[AsyncIterator[list[str | bytes]]]:
-        request = self.http.build_request("POST", self.url, content=body, headers=_headers(self.headers, headers),
+                   body: bytes, deadline: Deadline | None) -> AsyncIterator[AsyncIterator[list[str | bytes]]]:
+        request = self.http.build_request("POST", self.url, content=body, headers=sent_headers(self.headers, headers),
                                           timeout=self._timeout(deadline), extensions={"trace": handle.atrace,
                                                                       SENSITIVE_EXTENSION: self.sensitive_headers})
-        handle.sent = not _traces(self.http)
+        handle.sent = not traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
         with self._sending(request, handle, deadline, run_input.run_id), \
@@ -945,7 +536,7 @@ class AsyncAgentClient(_ClientBase):
         return excerpt.taken()
 
     async def _batches(self, response: httpx.Response, framer: Framer, redactor: Redactor,
-                       deadline: _Deadline | None) -> AsyncGenerator[list[str | bytes], None]:
+                       deadline: Deadline | None) -> AsyncGenerator[list[str | bytes], None]:
         inflater = inflater_for(response, redactor, framer.run_id)  # (as AgentClient._batches)
         with self._reading(response, redactor, deadline):
             async with aclosing(_raw(response)) as chunks:  # (httpx's reader too, as above)
