@@ -1,0 +1,89 @@
+"""The async client's own connections try the addresses a name resolves to as RFC 8305 asks: the next
+address is tried beside one that has not answered after 250 ms, so an address that drops what is sent
+to it (a broken IPv6 route listed first) does not take the whole connect timeout while the next one
+works (``agui_client._sockets``)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import pytest
+
+import agui_client as ag
+from agui_client.testing import Finish, ScriptedAgent, Start
+
+
+@pytest.fixture
+def dropping() -> Iterator[tuple[str, int]]:
+    """An address on this machine that never completes a connection: a socket listening with a backlog
+    of one, which one connection fills (Linux then drops the SYNs that follow, as a dead route does)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.2", 0))
+    listener.listen(0)
+    address = listener.getsockname()
+    filler = socket.create_connection(address)
+    try:
+        yield address
+    finally:
+        filler.close()
+        listener.close()
+
+
+def _resolving(monkeypatch: pytest.MonkeyPatch, name: str, addresses: list[tuple[str, int]]) -> list[str]:
+    """Make ``name`` resolve, on the asyncio loop, to ``addresses`` in that order; returns the names looked up."""
+    looked_up: list[str] = []
+    real: Callable[..., Any] = asyncio.BaseEventLoop.getaddrinfo
+
+    async def getaddrinfo(self: Any, host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != name:
+            return await real(self, host, port, *args, **kwargs)
+        looked_up.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", address) for address in addresses]
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    return looked_up
+
+
+def test_an_address_that_drops_connections_does_not_hold_the_next_one(
+        served: Any, dropping: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    endpoint = served(ScriptedAgent([[Start(), Finish()]]))
+    working = urlsplit(endpoint.url)
+    assert working.hostname is not None and working.port is not None
+    looked_up = _resolving(monkeypatch, "agent.test", [dropping, (working.hostname, working.port)])
+
+    async def run() -> ag.RunResult:
+        # (a connect timeout the dropping address would take whole, were the addresses tried one by one)
+        async with ag.AsyncAgentClient(f"http://agent.test:{working.port}{working.path}", timeout=5) as client:
+            return await client.thread().run("hello")
+
+    result = anyio.run(run)
+
+    assert looked_up == ["agent.test"]
+    assert result.outcome == "success"
+    assert len(endpoint.received) == 1
+
+
+def test_every_address_failing_is_one_connect_error_naming_the_last_failure(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    closed = []
+    for _ in range(2):
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        closed.append(probe.getsockname())
+        probe.close()  # (nothing listens there now: refused at once)
+    _resolving(monkeypatch, "agent.test", closed)
+
+    async def run() -> None:
+        async with ag.AsyncAgentClient(f"http://agent.test:{closed[0][1]}/", timeout=5) as client:
+            await client.thread().run("hello")
+
+    with pytest.raises(ag.TransportError) as caught:
+        anyio.run(run)
+
+    assert caught.value.request_sent is False
+    assert "could not reach" in str(caught.value)
