@@ -92,6 +92,7 @@ from .plan import (
     refuse_unencodable_item,
     unencodable,
 )
+from .retry import RETRIED_STATUSES
 from .session import RunResult, RunSession
 from .store_traits import traits
 
@@ -930,8 +931,10 @@ def _keeps_claim(thread_id: str, plan: Plan, handle: StreamHandle | None, owner:
 
 def _reached_agent(exc: BaseException) -> bool:
     if isinstance(exc, HTTPStatusError):
-        # A 4xx is the agent refusing the request: nothing was acted on, so the claim can go.
-        return not (400 <= exc.status_code < 500)
+        # A 4xx is the agent refusing the request, and a 503 the agent saying it did not serve it (the
+        # statuses a retry sends again, core/retry.py, which bets a resume on it): nothing was acted on,
+        # so the claim can go.
+        return not (400 <= exc.status_code < 500 or exc.status_code in RETRIED_STATUSES)
     if isinstance(exc, TransportError):
         return exc.request_sent
     return not isinstance(exc, ResumeRefused)

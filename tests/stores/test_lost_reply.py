@@ -268,7 +268,7 @@ def test_a_claim_taken_up_and_then_held_after_a_resume_is_not_taken_again_after_
     # Once the owner took its lost claim up and sent under it, the claim is one it knows it holds: a
     # resume that may have reached the agent keeps it, and a reload() must not pass it off as lost.
     asks = Finish(outcome=ag.RunFinishedInterruptOutcome(interrupts=(ag.Interrupt(id="ask-1", reason="approval"),)))
-    endpoint = served(ScriptedAgent([[Start(), asks], Respond(status=503, body="busy"), [Start(), Finish()]]))
+    endpoint = served(ScriptedAgent([[Start(), asks], Respond(status=500, body="broke"), [Start(), Finish()]]))
     thread_id, cutter = "t", stores.cutter
 
     with stores.direct() as direct, stores.cut() as cut_store, \

@@ -258,7 +258,8 @@ def test_a_thread_loaded_from_the_store_sees_runs_made_elsewhere_after_reload(dr
 def test_release_claim_refuses_a_claim_another_writer_holds_unless_forced(drive: Any, served: Any) -> None:
     # Returning quietly would let the caller believe the thread is free; force=True is the
     # operator's way past a writer that died mid-resume.
-    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")], Respond(status=503, body="busy"),
+    # (a 500 may come after the agent acted: the resume keeps its claim)
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")], Respond(status=500, body="broke"),
                                      [Start(), Finish()]]))
 
     with drive.client(endpoint.url, store=MemoryStore()) as client:

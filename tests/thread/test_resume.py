@@ -204,7 +204,8 @@ def test_a_resume_that_may_have_reached_the_agent_keeps_the_thread_claimed_until
 ) -> None:
     endpoint = served(ScriptedAgent([
         [Start(), interrupted("ask-1")],
-        Respond(status=503, body={"detail": "busy"}),
+        # (a gateway's 502 may come after the agent acted on the answers; a 503 says it served nothing)
+        Respond(status=502, body={"detail": "bad gateway"}),
         [Start(), Finish()],
     ]))
 
@@ -224,12 +225,15 @@ def test_a_resume_that_may_have_reached_the_agent_keeps_the_thread_claimed_until
     assert endpoint.agent.request_count == 3
 
 
-def test_a_resume_the_agent_refused_with_a_4xx_gives_the_claim_back(drive: Any, served: Any) -> None:
-    # A 4xx is the agent refusing the request: it acted on nothing, so the thread is not held claimed and
-    # the answer can be sent again at once.
+@pytest.mark.parametrize("status", [422, 429, 503])
+def test_a_resume_the_agent_refused_with_a_4xx_or_a_503_gives_the_claim_back(drive: Any, served: Any,
+                                                                             status: int) -> None:
+    # A 4xx is the agent refusing the request, a 503 the agent saying it did not serve it (what a retry
+    # bets a resume on): it acted on nothing, so the thread is not held claimed and the answer can be sent
+    # again at once.
     endpoint = served(ScriptedAgent([
         [Start(), interrupted("ask-1")],
-        Respond(status=422, body={"detail": "not an answer I take"}),
+        Respond(status=status, body={"detail": "not an answer I take"}),
         [Start(), Finish()],
     ]))
     store = MemoryStore()
@@ -242,7 +246,7 @@ def test_a_resume_the_agent_refused_with_a_4xx_gives_the_claim_back(drive: Any, 
         claim = store.load(thread.id).claim  # type: ignore[union-attr]
         result = thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
 
-    assert caught.value.status_code == 422 and claim is None
+    assert caught.value.status_code == status and claim is None
     assert result.outcome == "success" and endpoint.agent.request_count == 3
 
 
