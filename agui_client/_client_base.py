@@ -371,7 +371,7 @@ class ClientBase:
                            "caller's headers", redactor.url(self.url),
                            quoted(redactor.url(str(target.url.copy_with(query=None)))))
             return None
-        if _drops_the_run(response, target, first):
+        if _drops_the_run(response, target):
             return None
         return target
 
@@ -383,7 +383,7 @@ class ClientBase:
                     f"at most {MAX_REDIRECTS} times")
         if target is not None and not _same_origin(target, first):
             return "it leads to another origin, and the request carries the caller's headers"
-        if target is not None and _drops_the_run(response, target, first):
+        if target is not None and _drops_the_run(response, target):
             return (f"a {response.status_code} would send it on as a {target.method} without the run (httpx turns "
                     "a redirected POST into a GET, as browsers do), so the agent would never see it; 307 and 308 "
                     "keep the POST")
@@ -461,9 +461,10 @@ def _same_origin(target: httpx.Request, first: httpx.Request) -> bool:
     return (target.url.scheme, target.url.host, target.url.port) == (first.url.scheme, first.url.host, first.url.port)
 
 
-def _drops_the_run(response: httpx.Response, target: httpx.Request, first: httpx.Request) -> bool:
+def _drops_the_run(response: httpx.Response, target: httpx.Request) -> bool:
     """Following ``response`` would send ``target`` without the run: httpx turns a POST redirected by a 301
     or 302 into a body-less GET, as browsers do. An agent's endpoint that moved would then answer a
     request holding no run (a 405, or an event stream the run never reached, read as its answer); a 303
-    (See Other) is followed, as it says the answer to the POST is elsewhere."""
-    return target.method != first.method and response.status_code != 303
+    (See Other) is followed, as it says the answer to the POST is elsewhere. Judged hop by hop: the GET a 303
+    asked for holds no run, and its own redirects are followed as any."""
+    return target.method != response.request.method and response.status_code != 303

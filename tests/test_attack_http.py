@@ -176,6 +176,39 @@ def test_a_failing_answer_after_a_see_other_names_the_get_that_got_it(drive: Any
     assert "s3cret" not in str(caught.value) and caught.value.url == url
 
 
+@pytest.mark.parametrize("hop", [b"301 Moved Permanently", b"302 Found", b"307 Temporary Redirect"])
+def test_a_redirect_of_the_get_a_see_other_asked_for_is_followed(drive: Any, raw: Raw, hop: bytes) -> None:
+    # After a 303 the request is a GET with no run to drop: its own redirect keeps it a GET, and is
+    # followed as any redirect is. Judged against the POST sent first, it was refused with a message
+    # saying the 307 "would send it on as a GET without the run".
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            line = head.split(b"\r\n")[0]
+            raw.notes.append(line)
+            if line.startswith(b"POST"):
+                length = next(int(h.split(b":", 1)[1]) for h in head.split(b"\r\n")
+                              if h.lower().startswith(b"content-length:"))
+                await reader.readexactly(length)
+                writer.write(_head(b"location: /runs/r", b"content-length: 0", status=b"303 See Other"))
+            elif line.startswith(b"GET /runs/r "):
+                writer.write(_head(b"location: /runs/r/events", b"content-length: 0", status=hop))
+            else:
+                body = _events("r", "over here")
+                writer.write(_head(SSE_HEAD, b"content-length: %d" % len(body)) + body)
+            await writer.drain()
+
+    url = raw.serve(agent)
+    with drive.client(url, follow_redirects=True) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.text == "over here"
+    assert raw.notes == [b"POST /agent HTTP/1.1", b"GET /runs/r HTTP/1.1", b"GET /runs/r/events HTTP/1.1"]
+
+
 @pytest.mark.parametrize(("status", "where"), [(301, "same origin"), (302, "same origin"), (307, "another port")])
 def test_a_redirected_resume_is_sent_nowhere_else_and_never_again(drive: Any, served: Any, status: int,
                                                                   where: str) -> None:
