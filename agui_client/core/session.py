@@ -613,11 +613,13 @@ class RunSession:
         # the thread still holds; a message a later MESSAGES_SNAPSHOT of the run dropped, as
         # ag-ui-langgraph's closing snapshot drops the answer it streamed under another id, is not one,
         # as for the reference). A response of several runs says them together, less what a later run
-        # dropped and what the thread held before the response (``_not_held_before``).
+        # dropped and what the thread held before the response (``_not_held_before``). A run names only
+        # ids the thread did not hold when it added them: one two runs name was dropped between them and
+        # stands where the later run added it again, so the last naming places it.
         if len(runs) > 1:
             held = state.log.by_id
             joined = _not_held_before(runs, [i for r in runs for i in r.new_message_ids])
-            new_message_ids = tuple(i for i in dict.fromkeys(joined) if i in held)
+            new_message_ids = tuple(i for i in reversed(dict.fromkeys(reversed(joined))) if i in held)
         else:
             new_message_ids = runs[0].new_message_ids if runs else ()
         if self._run_id is not None and len(state.warnings) > self._owned:

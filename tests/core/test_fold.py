@@ -1076,6 +1076,30 @@ def test_a_message_one_run_dropped_and_a_later_run_added_again_stands_where_the_
     assert [run.new_message_ids for run in thread.runs] == [("y",), ("x",)]
 
 
+def test_a_message_a_later_run_dropped_and_a_third_added_again_stands_where_the_third_added_it() -> None:
+    """Three runs in one response: r1 streams x and w, r2's snapshot keeps only w, r3 streams x again.
+    The thread holds [w, x], x being r3's message; the result said ("x", "w"), x where r1 had added it
+    (two runs name x: the later one's addition is the one the thread holds)."""
+    def said(message_id: str, text: str) -> list[dict[str, Any]]:
+        return [{"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text},
+                {"type": "TEXT_MESSAGE_END", "messageId": message_id}]
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *said("x", "first"), *said("w", "kept"),
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+              {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"},
+              {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "w", "role": "assistant", "content": "kept"}]},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"},
+              {"type": "RUN_STARTED", "threadId": "t", "runId": "r3"}, *said("x", "again"),
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r3"}]
+    thread = ThreadState()
+
+    result = replay(events, state=thread)
+
+    assert [m.id for m in thread.messages] == ["w", "x"]
+    assert result.new_message_ids == ("w", "x")
+    assert [m.id for m in result.new_messages] == ["w", "x"]
+
+
 def test_a_runs_record_names_no_message_a_snapshot_of_the_run_dropped() -> None:
     """The record a thread keeps of a run (``thread.state.last_run``, ``runs``) says the run's new messages
     as its result does: m1, streamed and then dropped by the closing snapshot, is no message of the thread
