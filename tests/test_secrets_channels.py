@@ -16,6 +16,7 @@ import pickle
 import traceback
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 
@@ -84,6 +85,36 @@ def test_the_exceptions_under_httpxs_error_are_redacted_to_the_end_of_the_chain(
     assert "OSError" in printed and "ValueError" in printed and "ConnectionError" in printed
     assert _found(printed) == []
     assert f"?api_key={MARK}" in printed
+
+
+@attrs.frozen(auto_exc=True)
+class _Refused(Exception):
+    """A transport's own error, as ``attrs`` writes one: frozen, its fields in slots."""
+
+    detail: str
+
+
+def test_a_frozen_slotted_exception_under_httpxs_error_is_redacted_not_raised(drive: Any) -> None:
+    # Walking the chain set each link's attributes: a frozen attrs exception refused, and its
+    # FrozenInstanceError replaced the run's TransportError; its slotted field was never looked at.
+    # A UnicodeError's message is made of its reason, as an OSError's is of its strerror.
+    def refuse(request: httpx.Request) -> httpx.Response:
+        try:
+            raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, f"in {request.url}")
+        except UnicodeDecodeError:
+            try:
+                raise _Refused(f"no route to {request.url}")  # noqa: B904 - (raised while handling: the context)
+            except _Refused as refused:
+                raise httpx.ConnectError("refused", request=request) from refused
+
+    url = f"http://bob:{PASSWORD}@127.0.0.1:9/run?api_key={QUERY_KEY}"
+    with drive.client(url, http_client=drive.mock(refuse)) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+
+    printed = _printed(caught.value)
+    assert "_Refused" in printed and "UnicodeDecodeError" in printed
+    assert _found(printed) == []
 
 
 def test_an_error_is_copied_and_pickled_as_it_was_redacted(drive: Any, served: Any) -> None:

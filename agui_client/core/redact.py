@@ -264,8 +264,9 @@ def redact_json(value: Any, redact: Callable[[str], str]) -> Any:
 def redact_exception(exc: _E, redact: Callable[[str], str], *, keep: Iterable[str] = ()) -> _E:
     """Redact, in place, what ``exc`` says, and what every exception it was raised from or while
     handling says (``__cause__``, ``__context__``, an exception group's members), as a traceback prints
-    them all: their arguments, their notes, and every text attribute (an ``OSError``'s ``strerror`` and
-    file names too).
+    them all: their arguments, their notes, and every text attribute, in ``__dict__`` or in slots (an
+    ``OSError``'s ``strerror`` and file names, a ``UnicodeError``'s reason too), also on an exception
+    whose class refuses to be changed (a frozen ``attrs`` one).
 
     Attributes holding text (or tuples and lists of text, or JSON) are redacted; others (a result, a
     request) are left to their owners, as are the attributes named in ``keep``. Returns ``exc``.
@@ -288,21 +289,54 @@ def redact_exception(exc: _E, redact: Callable[[str], str], *, keep: Iterable[st
 
 
 def _redact_one(exc: BaseException, redact: Callable[[str], str], kept: set[str]) -> None:
-    exc.args = tuple(_redacted_item(arg, redact) for arg in exc.args)
+    _put(exc, "args", tuple(_redacted_item(arg, redact) for arg in exc.args))
     notes = getattr(exc, "__notes__", None)
     if isinstance(notes, list):
         notes[:] = [redact(n) if isinstance(n, str) else n for n in notes]
-    if isinstance(exc, OSError):  # (its message is made of these, not of its args)
-        for name in ("strerror", "filename", "filename2"):
-            value = getattr(exc, name)
-            if isinstance(value, str):
-                setattr(exc, name, redact(value))
-    for name, value in list(getattr(exc, "__dict__", {}).items()):
+    # (an OSError's message is made of these, a UnicodeError's of its reason, not of their args)
+    for name in next((names for kind, names in _MESSAGE_FIELDS.items() if isinstance(exc, kind)), ()):
+        value = getattr(exc, name, None)
+        if isinstance(value, str):
+            _put(exc, name, redact(value))
+    for name, value in _fields(exc):
         if name in kept or name.startswith("__"):
             continue
         redacted = _redacted_item(value, redact)
         if redacted is not value:
-            setattr(exc, name, redacted)
+            _put(exc, name, redacted)
+
+
+#: The attributes a built-in exception's message is made of, besides its arguments.
+_MESSAGE_FIELDS: dict[type[BaseException], tuple[str, ...]] = {
+    OSError: ("strerror", "filename", "filename2"), UnicodeError: ("reason",)}
+
+
+def _fields(exc: BaseException) -> list[tuple[str, Any]]:
+    """``exc``'s attributes: those in its ``__dict__`` and those in slots (an ``attrs`` exception's, slotted
+    by default, are)."""
+    found = list(getattr(exc, "__dict__", {}).items())
+    for cls in type(exc).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if isinstance(name, str) and name not in ("__dict__", "__weakref__"):
+                try:
+                    found.append((name, getattr(exc, name)))
+                except AttributeError:  # (a slot never set)
+                    continue
+    return found
+
+
+def _put(exc: BaseException, name: str, value: Any) -> None:
+    """Set ``exc``'s attribute ``name``, also on an exception that refuses it (a frozen ``attrs`` one):
+    its secrets go whatever its class says, and a refusal raised here would replace the error being
+    reported."""
+    try:
+        setattr(exc, name, value)
+    except (AttributeError, TypeError):
+        try:
+            object.__setattr__(exc, name, value)
+        except (AttributeError, TypeError):  # (nowhere to put it: a C type's read-only field)
+            return
 
 
 def redact_record(record: Any, redact: Callable[[str], str], fields: Iterable[str]) -> Any:
