@@ -301,8 +301,10 @@ def ascii_named(text: str, limit: int = NAME_CHARS) -> str:
     return _cut(_NOT_ASCII.sub(escape_all, _patterns()[1].sub(_escape_named, text)), text, limit)
 
 
-#: A word of prose: a run of anything but spaces and ASCII punctuation (an underscore is part of a word).
-_WORD = re.compile(r"[^\s!-/:-@\[-\^`{-~]+")
+#: A word of prose: a run of anything but spaces. A URL, a path or a call is one word: split at its
+#: punctuation, a part wholly in look-alikes (``\u0440\u0430\u0443`` in ``https://\u0440\u0430\u0443.example.com``)
+#: held no ASCII letter and read as ``pay``.
+_WORD = re.compile(r"\S+")
 #: A word with an ASCII letter or digit and something outside ASCII: the only ones :func:`unmixed` reads.
 _MIXED = re.compile("[0-9A-Za-z].*[^\x00-\x7f]|[^\x00-\x7f].*[0-9A-Za-z]", re.DOTALL)
 #: Scripts whose letters include look-alikes of ASCII letters (Unicode's confusables list is full of them):

@@ -156,6 +156,13 @@ def test_a_name_at_the_approval_is_shown_in_ascii(text: str, shown: str) -> None
     ("\u0131d \u03bfk", "\\u0131d \\u03bfk"),                       # a dotless i, a Greek omicron
     ("caf\u00e9 Stra\u00dfe \u0142\u00f3d\u017a", "caf\u00e9 Stra\u00dfe \u0142\u00f3d\u017a"),  # Latin letters
     ("\u0434\u043e\u043c \u5220\u9664staging ok\U0001f44d", "\u0434\u043e\u043c \u5220\u9664staging ok\U0001f44d"),
+    # a part of a URL, a path or a call wholly in look-alikes, joined to ASCII by punctuation (it read
+    # as pay, sys and copy: the words were split at the dot, the slash and the bracket)
+    ("https://\u0440\u0430\u0443.example.com", "https://\\u0440\\u0430\\u0443.example.com"),
+    ("rm -rf /data/\u0455\u0443\u0455/", "rm -rf /data/\\u0455\\u0443\\u0455/"),
+    ("\u0441\u043e\u0440\u0443(a)", "\\u0441\\u043e\\u0440\\u0443(a)"),
+    ("\u0434\u043e\u043c, \u0441\u043e\u0440. 5 \u043a\u0433",
+     "\u0434\u043e\u043c, \u0441\u043e\u0440. 5 \u043a\u0433"),                  # Russian, its punctuation
 ])
 def test_a_word_mixing_ascii_with_look_alikes_shows_them_escaped(text: str, shown: str) -> None:
     assert unmixed(text) == shown
