@@ -205,6 +205,40 @@ def test_an_error_body_echoing_the_token_escaped_or_in_base64_is_redacted(drive:
         assert form not in shown
 
 
+_ESCAPED_UPPER = "".join(f"\\u{ord(c):04X}" for c in TOKEN)  # (JSON: every character escaped, upper-case hex)
+
+
+@pytest.mark.parametrize(("echo", "charset"), [
+    (TOKEN.upper(), "cp500"),  # (folded, in EBCDIC: bytes no search of ASCII finds)
+    (TOKEN.title(), "utf-16"),
+    (TOKEN.swapcase(), "utf-32"),
+    (_ESCAPED_UPPER, "utf-16"),
+])
+def test_a_recording_keeps_no_credential_in_another_case_and_still_reads(tmp_path: Path, served: Any, echo: str,
+                                                                         charset: str) -> None:
+    # A secret of 8 characters or more is replaced in any case. In the bytes of an EBCDIC page, or a
+    # UTF-16 page holding JSON escapes, it was looked for in its own case only, and written to NN.sse as
+    # it came; in UTF-16 and UTF-32 it was found, but replaced by a mark one byte a character, so the
+    # rest of the page read as CJK.
+    body = f"bad token {echo} (refused)".encode(charset)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", f"text/plain; charset={charset}".encode())]})
+        for at in range(0, len(body), 5):  # (the token cut across several reads)
+            await send({"type": "http.response.body", "body": body[at:at + 5], "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    endpoint = served(app)
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+            ag.AgentClient(endpoint.url, http_client=http, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.AuthenticationError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.body == "bad token [redacted] (refused)"
+    assert (tmp_path / "01.sse").read_bytes().decode(charset) == "bad token [redacted] (refused)"
+
+
 @pytest.mark.parametrize(("coding", "content_type", "bom"), _MISNAMED)
 def test_a_recording_keeps_no_credential_in_another_charset_than_the_answer_names(
         tmp_path: Path, served: Any, coding: str, content_type: str, bom: bool) -> None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import html
 import json
 import re
@@ -193,7 +194,7 @@ class BytesRedactor:
     be the start of a secret (what a scrub of a stream holds back).
     """
 
-    __slots__ = ("_text", "_coded", "_wide", "keep")
+    __slots__ = ("_text", "_coded", "_wide", "_rules", "keep")
 
     def __init__(self, redactor: Redactor, charset: str | None = None) -> None:
         # The bytes are read as latin-1 (one character a byte, nothing lost): a form written as ASCII, or
@@ -202,14 +203,31 @@ class BytesRedactor:
         utf8 = [s.encode("utf-8", "surrogatepass").decode("latin-1") for s in redactor.secrets if not s.isascii()]
         self._text = Redactor([*redactor.secrets, *utf8], marked=redactor.marked) if utf8 else redactor
         coded: dict[str, str] = {}
+        rules: list[_Rule] = []
         for name in _encodings(charset) if redactor else ():
             mark = _written(MARK, name)
-            for form in (form for secret in redactor.secrets for form in _escaped(secret)):
-                written = _written(form, name)
-                if mark is not None and written is not None and written != form:
-                    coded.setdefault(written, mark)
+            if mark is None:
+                continue
+            table = _fold_table(name)
+            # (in any case where the text rule is: a long secret, and the hex digits of an escape)
+            folded: dict[bytes, None] = {}
+            exact: dict[bytes, None] = {}
+            for secret in redactor.secrets:
+                for form in _escaped(secret):
+                    written = _written(form, name)
+                    if written is not None and written != form:
+                        coded.setdefault(written, mark)
+                        anycase = len(secret) >= MIN_ANYWHERE or "%" in form or "\\u" in form
+                        (folded if anycase else exact)[written.encode("latin-1").translate(table if anycase
+                                                                                               else None)] = None
+            rules += [_Rule.of(needles, fold, mark.encode("latin-1"))
+                      for needles, fold in ((folded, table), (exact, None)) if needles]
+        # Replaced by these, each by the mark as its encoding writes it: the text redactor, which writes
+        # the mark one byte a character whatever it found, then finds none of them (a UTF-16 page read on
+        # as CJK after one).
+        self._rules = tuple(rules)
         ordered = sorted(coded.items(), key=lambda pair: len(pair[0]), reverse=True)
-        # (a form holding a NUL, as UTF-16 and UTF-32 write ASCII, is looked for only in bytes holding one)
+        # (the forms as written, whose start the end of a cut excerpt may hold)
         self._wide = tuple(pair for pair in ordered if "\x00" in pair[0])
         self._coded = tuple(pair for pair in ordered if "\x00" not in pair[0])
         self.keep = max([self._text.longest, *(len(form) for form, _mark in ordered)]) - 1 if redactor else 0
@@ -222,10 +240,11 @@ class BytesRedactor:
         the start of a secret (replaced too)."""
         if not self._text or not data:
             return data
-        read = data.decode("latin-1")
-        for form, mark in (*self._wide, *self._coded) if "\x00" in read else self._coded:
-            read = read.replace(form, mark)
-        read = self._text.text(read, cut=cut)
+        wide = b"\x00" in data
+        for rule in self._rules:
+            if wide or not rule.wide:
+                data = rule(data)
+        read = self._text.text(data.decode("latin-1"), cut=cut)
         if cut:
             read = self._cut_tail(read)
         return read.encode("latin-1")
@@ -488,6 +507,7 @@ def _encodings(charset: str | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+@functools.lru_cache(maxsize=4096)
 def _written(text: str, encoding: str) -> str | None:
     """``text`` as ``encoding`` writes it after another character (no byte order mark or signature), its
     bytes read as latin-1; ``None`` when it cannot write it."""
@@ -497,6 +517,63 @@ def _written(text: str, encoding: str) -> str | None:
         return encoder.encode(text, final=True).decode("latin-1")
     except (UnicodeError, LookupError, ValueError, TypeError):
         return None
+
+
+class _Rule:
+    """The forms of the secrets one encoding writes otherwise than as text, looked for in bytes: through a
+    table folding the encoding's letters to lower case when found in any case (``fold``), each replaced
+    by ``mark``, the mark as that encoding writes it."""
+
+    __slots__ = ("_needles", "_pattern", "_fold", "_mark", "wide")
+
+    def __init__(self, needles: tuple[bytes, ...], fold: bytes | None, mark: bytes) -> None:
+        self._needles = needles
+        self._pattern: re.Pattern[bytes] | None = None  # (compiled when a form is first found: most never are)
+        self._fold = fold
+        self._mark = mark
+        #: The encoding writes ASCII with NULs (UTF-16, UTF-32): bytes holding none hold no form.
+        self.wide = b"\x00" in mark
+
+    @classmethod
+    def of(cls, needles: dict[bytes, None], fold: bytes | None, mark: bytes) -> _Rule:
+        return cls(tuple(sorted(needles, key=len, reverse=True)), fold, mark)
+
+    def __call__(self, data: bytes) -> bytes:
+        # (the folded bytes are as long as the bytes: a form found in them is at the same place in these;
+        # a plain search first, as most bytes hold none)
+        view = data.translate(self._fold) if self._fold is not None else data
+        if not any(needle in view for needle in self._needles):
+            return data
+        if self._pattern is None:
+            self._pattern = re.compile(b"|".join(map(re.escape, self._needles)))
+        out, last = [], 0
+        for found in self._pattern.finditer(view):
+            out += [data[last:found.start()], self._mark]
+            last = found.end()
+        out.append(data[last:])
+        return b"".join(out)
+
+
+#: ASCII's upper-case letters to lower case, byte for byte (as UTF-8, UTF-16 and UTF-32 write them).
+_ASCII_FOLD = bytes.maketrans(bytes(range(0x41, 0x5B)), bytes(range(0x61, 0x7B)))
+
+
+@functools.lru_cache(maxsize=64)
+def _fold_table(encoding: str) -> bytes:
+    """A table folding the letters ``encoding`` writes to lower case, one byte for one: a single-byte
+    encoding's own (EBCDIC's), else ASCII's."""
+    try:
+        chars = bytes(range(256)).decode(encoding)
+    except (UnicodeError, LookupError, ValueError, TypeError):
+        return _ASCII_FOLD
+    if len(chars) != 256:
+        return _ASCII_FOLD
+    table = bytearray(range(256))
+    for byte, char in enumerate(chars):
+        lowered = _written(char.lower(), encoding)
+        if lowered is not None and len(lowered) == 1:
+            table[byte] = ord(lowered)
+    return bytes(table)
 
 
 def _compile(secrets: tuple[str, ...]) -> re.Pattern[str]:
