@@ -162,6 +162,26 @@ def test_an_unforeseen_faults_traceback_in_the_cli_has_no_credential_of_its_comm
     assert _found(printed) == []
 
 
+@pytest.mark.parametrize("given", [["--head", f"Authorization: Bearer {TOKEN}"],
+                                   [f"--hea=Authorization: Bearer {TOKEN}"]])
+def test_an_unforeseen_faults_traceback_has_no_header_given_by_an_abbreviated_option(
+        monkeypatch: Any, capsys: Any, given: list[str]) -> None:
+    # argparse takes any unambiguous start of --header for it, as the CLI's parser does: the traceback's
+    # redactor read only -H and --header, and showed the value given after --head.
+    from agui_client import cli
+    from agui_client.cli import app
+
+    def fault(argv: Any) -> int:
+        assert app.build_parser().parse_args(argv).header == [f"Authorization: Bearer {TOKEN}"]
+        raise RuntimeError(f"cannot send with Bearer {TOKEN}")
+
+    monkeypatch.setattr(app, "run_cli", fault)
+    assert cli.main(["run", "http://127.0.0.1:9/run", *given, "-m", "hi"]) == 1
+    printed = capsys.readouterr().err
+    assert "RuntimeError: cannot send with [redacted]" in printed
+    assert _found(printed) == []
+
+
 def test_a_response_header_named_after_the_credential_is_shown_redacted(drive: Any, served: Any) -> None:
     # The error's .response had each header's value redacted but not its name: an agent echoing the key
     # as a header's name ("x-sk-live-…: 1", a valid HTTP token) handed it to whoever logged the headers.

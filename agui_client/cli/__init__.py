@@ -85,10 +85,13 @@ def _argv_redactor(argv: Sequence[str]) -> Callable[[str], str]:
     urls = [os.environ[name] for name in _PROXY_VARIABLES if os.environ.get(name)]
     args = list(argv)
     for at, arg in enumerate(args):
-        if arg in ("-H", "--header") and at + 1 < len(args):
+        # (argparse takes any start of ``--header`` that names no other option for it: ``--head``)
+        option, equals, given = arg.partition("=")
+        long = len(option) > 3 and "--header".startswith(option)
+        if (arg == "-H" or (long and not equals)) and at + 1 < len(args):
             value = args[at + 1]
-        elif arg.startswith("--header="):
-            value = arg[len("--header="):]
+        elif long and equals:
+            value = given
         elif arg.startswith("-H") and len(arg) > 2:
             value = arg[2:]
         else:
