@@ -94,9 +94,21 @@ class _Refused(Exception):
     detail: str
 
 
+class _Sealed(Exception):
+    """An exception whose class runs code on every attribute set, and refuses it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        object.__setattr__(self, "where", message)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise RuntimeError(f"{type(self).__name__} is sealed")
+
+
 def test_a_frozen_slotted_exception_under_httpxs_error_is_redacted_not_raised(drive: Any) -> None:
     # Walking the chain set each link's attributes: a frozen attrs exception refused, and its
-    # FrozenInstanceError replaced the run's TransportError; its slotted field was never looked at.
+    # FrozenInstanceError replaced the run's TransportError (so did the error of a class whose
+    # __setattr__ raises); its slotted field was never looked at.
     # A UnicodeError's message is made of its reason, as an OSError's is of its strerror.
     def refuse(request: httpx.Request) -> httpx.Response:
         try:
@@ -104,8 +116,11 @@ def test_a_frozen_slotted_exception_under_httpxs_error_is_redacted_not_raised(dr
         except UnicodeDecodeError:
             try:
                 raise _Refused(f"no route to {request.url}")  # noqa: B904 - (raised while handling: the context)
-            except _Refused as refused:
-                raise httpx.ConnectError("refused", request=request) from refused
+            except _Refused:
+                try:
+                    raise _Sealed(f"gave up on {request.url}")  # noqa: B904 - (as above)
+                except _Sealed as sealed:
+                    raise httpx.ConnectError("refused", request=request) from sealed
 
     url = f"http://bob:{PASSWORD}@127.0.0.1:9/run?api_key={QUERY_KEY}"
     with drive.client(url, http_client=drive.mock(refuse)) as client:
@@ -113,7 +128,7 @@ def test_a_frozen_slotted_exception_under_httpxs_error_is_redacted_not_raised(dr
             client.thread().run("hi")
 
     printed = _printed(caught.value)
-    assert "_Refused" in printed and "UnicodeDecodeError" in printed
+    assert "_Refused" in printed and "UnicodeDecodeError" in printed and "_Sealed" in printed
     assert _found(printed) == []
 
 

@@ -43,6 +43,7 @@ import functools
 import html
 import json
 import re
+import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
@@ -308,6 +309,9 @@ def redact_exception(exc: _E, redact: Callable[[str], str], *, keep: Iterable[st
 
 
 def _redact_one(exc: BaseException, redact: Callable[[str], str], kept: set[str]) -> None:
+    # Each attribute is written where it lives (the instance's dict, its slot, the built-in field), past
+    # a class that refuses changes (a frozen ``attrs`` exception) or runs code on them: its secrets go
+    # whatever its class says, and an error raised here would replace the one being reported.
     _put(exc, "args", tuple(_redacted_item(arg, redact) for arg in exc.args))
     notes = getattr(exc, "__notes__", None)
     if isinstance(notes, list):
@@ -317,12 +321,21 @@ def _redact_one(exc: BaseException, redact: Callable[[str], str], kept: set[str]
         value = getattr(exc, name, None)
         if isinstance(value, str):
             _put(exc, name, redact(value))
-    for name, value in _fields(exc):
-        if name in kept or name.startswith("__"):
-            continue
-        redacted = _redacted_item(value, redact)
-        if redacted is not value:
-            _put(exc, name, redacted)
+    namespace: dict[str, Any] = getattr(exc, "__dict__", None) or {}
+    for name, value in list(namespace.items()):
+        if name not in kept and not name.startswith("__"):
+            redacted = _redacted_item(value, redact)
+            if redacted is not value:
+                namespace[name] = redacted
+    for name, slot in _slots(type(exc)):
+        if name not in kept and not name.startswith("__"):
+            try:
+                value = slot.__get__(exc, type(exc))
+            except AttributeError:  # (a slot never set)
+                continue
+            redacted = _redacted_item(value, redact)
+            if redacted is not value:
+                slot.__set__(exc, redacted)
 
 
 #: The attributes a built-in exception's message is made of, besides its arguments.
@@ -330,32 +343,25 @@ _MESSAGE_FIELDS: dict[type[BaseException], tuple[str, ...]] = {
     OSError: ("strerror", "filename", "filename2"), UnicodeError: ("reason",)}
 
 
-def _fields(exc: BaseException) -> list[tuple[str, Any]]:
-    """``exc``'s attributes: those in its ``__dict__`` and those in slots (an ``attrs`` exception's, slotted
-    by default, are)."""
-    found = list(getattr(exc, "__dict__", {}).items())
-    for cls in type(exc).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
+def _slots(cls: type) -> list[tuple[str, Any]]:
+    """The slots of ``cls`` and its bases (an ``attrs`` exception keeps its fields in them), as their
+    names and member descriptors."""
+    found = []
+    for owner in cls.__mro__:
+        slots = owner.__dict__.get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
-            if isinstance(name, str) and name not in ("__dict__", "__weakref__"):
-                try:
-                    found.append((name, getattr(exc, name)))
-                except AttributeError:  # (a slot never set)
-                    continue
+            slot = owner.__dict__.get(name) if isinstance(name, str) else None
+            if isinstance(slot, types.MemberDescriptorType):
+                found.append((name, slot))
     return found
 
 
 def _put(exc: BaseException, name: str, value: Any) -> None:
-    """Set ``exc``'s attribute ``name``, also on an exception that refuses it (a frozen ``attrs`` one):
-    its secrets go whatever its class says, and a refusal raised here would replace the error being
-    reported."""
+    """Set the built-in field ``name`` of ``exc`` (``args``, an ``OSError``'s ``strerror``), past its class."""
     try:
-        setattr(exc, name, value)
-    except (AttributeError, TypeError):
-        try:
-            object.__setattr__(exc, name, value)
-        except (AttributeError, TypeError):  # (nowhere to put it: a C type's read-only field)
-            return
+        object.__setattr__(exc, name, value)
+    except (AttributeError, TypeError):  # (nowhere to put it)
+        return
 
 
 def redact_record(record: Any, redact: Callable[[str], str], fields: Iterable[str]) -> Any:
