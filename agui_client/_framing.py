@@ -138,8 +138,14 @@ def check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: 
     return media
 
 
+#: The labels the WHATWG Encoding Standard reads as UTF-8 that Python's codecs do not know.
+_UTF8_LABELS = frozenset({"unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"})
+
+
 def _utf8(charset: str) -> bool:
     """``charset`` writes an event stream's bytes as UTF-8 does (ASCII is a part of it)."""
+    if charset.strip().lower() in _UTF8_LABELS:
+        return True
     try:
         return codecs.lookup(charset).name in ("utf-8", "utf-8-sig", "ascii")
     except LookupError:

@@ -289,7 +289,9 @@ def test_an_event_stream_naming_another_charset_is_read_as_utf8_and_says_so(driv
     assert f"names charset '{charset}'" in warnings[0].message
 
 
-@pytest.mark.parametrize("charset", [b"", b"; charset=utf-8", b"; charset=UTF8", b"; charset=us-ascii"])
+@pytest.mark.parametrize("charset", [b"", b"; charset=utf-8", b"; charset=UTF8", b"; charset=us-ascii",
+                                     b'; charset="utf-8"',  # (and UTF-8 labels only the WHATWG standard knows)
+                                     b"; charset=unicode-1-1-utf-8", b"; charset=x-unicode20utf8"])
 def test_an_event_stream_in_utf8_or_naming_none_has_no_charset_warning(drive: Any, raw: Raw, charset: bytes) -> None:
     body = _events("r", "hi")
 
