@@ -69,7 +69,8 @@ class RunResult:
         late_error: a ``RUN_ERROR`` that surfaced after the run had finished (CL-02); the outcome stands.
         usage: token usage this run reported (only its own: usage does not carry across runs).
         new_message_ids: the ids of the messages the run added to the thread and that it still holds (a
-            later ``MESSAGES_SNAPSHOT`` may drop one), in the order the run added them. (The reference
+            later ``MESSAGES_SNAPSHOT`` may drop one), in the order the run added them (over a response of
+            several runs, one a run dropped and a later run added again where the later one did). (The reference
             client lists its new messages in the thread's order: a tool result placed after its call's
             message comes before messages added since.)
         state: the thread after the run (live: it changes as later runs are folded into it).
