@@ -70,6 +70,7 @@ DEFAULT_MAX_RUN_BYTES = 256 * 2**20
 #: Redirects followed at most (with ``follow_redirects=True``, same origin only).
 MAX_REDIRECTS = 10
 
+
 def _reason(exc: BaseException) -> str:
     """What went wrong, for a message: httpx's text, or its type when that is empty (a closed client)."""
     text = quoted(str(exc))

@@ -69,6 +69,8 @@ __all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIME
            "DEFAULT_MAX_RUN_BYTES", "check_url"]
 
 logger = logging.getLogger("agui_client")
+
+
 class AgentClient(ClientBase):
     """A synchronous AG-UI client bound to one agent URL.
 

@@ -25,13 +25,28 @@ HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 ECHO = {"detail": f"bad token {TOKEN}"}
 
 
-def _answer(status: int, content_type: str, body: bytes) -> Any:
-    """An ASGI agent answering every request with ``status``, ``content_type`` and ``body``."""
+def _answer(status: int, content_type: str, body: bytes, piece: int | None = None) -> Any:
+    """An ASGI agent answering every request with ``status``, ``content_type`` and ``body`` (in pieces of
+    ``piece`` bytes when given, so that a token is cut across several reads)."""
     async def app(scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", content_type.encode())]})
-        await send({"type": "http.response.body", "body": body})
+        if piece is None:
+            await send({"type": "http.response.body", "body": body})
+            return
+        for at in range(0, len(body), piece):
+            await send({"type": "http.response.body", "body": body[at:at + piece], "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
     return app
+
+
+def _refused_while_recording(tmp_path: Path, url: str, headers: dict[str, str] = HEADERS) -> ag.AuthenticationError:
+    """The error of a run sent to ``url`` (an agent answering 401) through a recording into ``tmp_path``."""
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+            ag.AgentClient(url, http_client=http, headers=headers, telemetry=False) as client:
+        with pytest.raises(ag.AuthenticationError) as caught:
+            client.thread().run("hi")
+    return caught.value
 
 
 def _seen(error: BaseException) -> str:
@@ -95,19 +110,9 @@ def test_a_recording_keeps_no_credential_echoed_in_the_charset_the_answer_names(
     # The recording scrubs the body's bytes read as latin-1, which finds an ASCII token in UTF-8 and
     # latin-1 alike; in UTF-16 (s\x00k\x00…), UTF-32 or EBCDIC it was written to NN.sse as it came.
     body = json.dumps(ECHO).encode(charset)
+    endpoint = served(_answer(401, f"application/json; charset={charset}", body, piece=7))
 
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", f"application/json; charset={charset}".encode())]})
-        for at in range(0, len(body), 7):  # (the token cut across several reads)
-            await send({"type": "http.response.body", "body": body[at:at + 7], "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-    endpoint = served(app)
-    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
-            ag.AgentClient(endpoint.url, http_client=http, headers=HEADERS, telemetry=False) as client:
-        with pytest.raises(ag.AuthenticationError):
-            client.thread().run("hi")
+    _refused_while_recording(tmp_path, endpoint.url)
 
     recorded = (tmp_path / "01.sse").read_bytes()
     written = b"".join(path.read_bytes() for path in tmp_path.iterdir())
@@ -127,11 +132,7 @@ def test_a_recording_keeps_no_credential_a_charset_writes_mostly_as_ascii(tmp_pa
     assert token.encode() not in body  # (the byte scrub alone cannot find it)
     endpoint = served(_answer(401, f"application/json; charset={charset}", body))
 
-    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
-            ag.AgentClient(endpoint.url, http_client=http, headers={"Authorization": f"Bearer {token}"},
-                           telemetry=False) as client:
-        with pytest.raises(ag.AuthenticationError):
-            client.thread().run("hi")
+    _refused_while_recording(tmp_path, endpoint.url, {"Authorization": f"Bearer {token}"})
 
     recorded = (tmp_path / "01.sse").read_bytes()
     assert recorded.decode(charset) == '{"detail": "bad token [redacted]"}'
@@ -221,21 +222,11 @@ def test_a_recording_keeps_no_credential_in_another_case_and_still_reads(tmp_pat
     # it came; in UTF-16 and UTF-32 it was found, but replaced by a mark one byte a character, so the
     # rest of the page read as CJK.
     body = f"bad token {echo} (refused)".encode(charset)
+    endpoint = served(_answer(401, f"text/plain; charset={charset}", body, piece=5))
 
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", f"text/plain; charset={charset}".encode())]})
-        for at in range(0, len(body), 5):  # (the token cut across several reads)
-            await send({"type": "http.response.body", "body": body[at:at + 5], "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    error = _refused_while_recording(tmp_path, endpoint.url)
 
-    endpoint = served(app)
-    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
-            ag.AgentClient(endpoint.url, http_client=http, headers=HEADERS, telemetry=False) as client:
-        with pytest.raises(ag.AuthenticationError) as caught:
-            client.thread().run("hi")
-
-    assert caught.value.body == "bad token [redacted] (refused)"
+    assert error.body == "bad token [redacted] (refused)"
     assert (tmp_path / "01.sse").read_bytes().decode(charset) == "bad token [redacted] (refused)"
 
 
@@ -243,19 +234,9 @@ def test_a_recording_keeps_no_credential_in_another_case_and_still_reads(tmp_pat
 def test_a_recording_keeps_no_credential_in_another_charset_than_the_answer_names(
         tmp_path: Path, served: Any, coding: str, content_type: str, bom: bool) -> None:
     body = json.dumps(ECHO).encode(coding)
+    endpoint = served(_answer(401, content_type, body, piece=5))
 
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", content_type.encode())]})
-        for at in range(0, len(body), 5):  # (the token cut across several reads)
-            await send({"type": "http.response.body", "body": body[at:at + 5], "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-    endpoint = served(app)
-    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
-            ag.AgentClient(endpoint.url, http_client=http, headers=HEADERS, telemetry=False) as client:
-        with pytest.raises(ag.AuthenticationError):
-            client.thread().run("hi")
+    _refused_while_recording(tmp_path, endpoint.url)
 
     written = b"".join(path.read_bytes() for path in tmp_path.iterdir())
     assert not _written_everywhere(written)

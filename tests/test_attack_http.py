@@ -44,15 +44,23 @@ def _events(run_id: str, text: str) -> bytes:
     return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
 
 
-async def _run_id(reader: asyncio.StreamReader) -> str | None:
-    """The run id of the next request on the connection (``None``: the client hung up)."""
+async def _request(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | None:
+    """The next request on the connection, read whole, as (head, body) (``None``: the client hung up)."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
-    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length:"))
-    run_id = json.loads(await reader.readexactly(length))["runId"]
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    return head, await reader.readexactly(length)
+
+
+async def _run_id(reader: asyncio.StreamReader) -> str | None:
+    """The run id of the next request on the connection (``None``: the client hung up)."""
+    request = await _request(reader)
+    if request is None:
+        return None
+    run_id = json.loads(request[1])["runId"]
     assert isinstance(run_id, str)
     return run_id
 
@@ -119,17 +127,10 @@ def test_a_see_other_is_followed_as_the_get_it_asks_for(drive: Any, raw: Raw) ->
     # 303: the agent took the POST and says its answer is elsewhere (the one redirect meant to change
     # the method): followed, once, on the same origin, without the run sent again.
     async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                head = await reader.readuntil(b"\r\n\r\n")
-            except (asyncio.IncompleteReadError, ConnectionError):
-                return
-            line = head.split(b"\r\n")[0]
+        while (request := await _request(reader)) is not None:
+            line = request[0].split(b"\r\n")[0]
             raw.notes.append(line)
             if line.startswith(b"POST"):
-                length = next(int(h.split(b":", 1)[1]) for h in head.split(b"\r\n")
-                              if h.lower().startswith(b"content-length:"))
-                await reader.readexactly(length)
                 writer.write(_head(b"location: /runs/r", b"content-length: 0", status=b"303 See Other"))
             else:
                 body = _events("r", "over here")
@@ -149,15 +150,8 @@ def test_a_failing_answer_after_a_see_other_names_the_get_that_got_it(drive: Any
     # The agent takes the POST and sends the client on (303) to a GET that fails: the error said
     # "from POST <the agent's URL>", a request that had succeeded, and hid the one that failed.
     async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                head = await reader.readuntil(b"\r\n\r\n")
-            except (asyncio.IncompleteReadError, ConnectionError):
-                return
-            if head.startswith(b"POST"):
-                length = next(int(h.split(b":", 1)[1]) for h in head.split(b"\r\n")
-                              if h.lower().startswith(b"content-length:"))
-                await reader.readexactly(length)
+        while (request := await _request(reader)) is not None:
+            if request[0].startswith(b"POST"):
                 writer.write(_head(b"location: /runs/r?token=s3cret&page=2", b"content-length: 0",
                                    status=b"303 See Other"))
             else:
@@ -182,17 +176,10 @@ def test_a_redirect_of_the_get_a_see_other_asked_for_is_followed(drive: Any, raw
     # followed as any redirect is. Judged against the POST sent first, it was refused with a message
     # saying the 307 "would send it on as a GET without the run".
     async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                head = await reader.readuntil(b"\r\n\r\n")
-            except (asyncio.IncompleteReadError, ConnectionError):
-                return
-            line = head.split(b"\r\n")[0]
+        while (request := await _request(reader)) is not None:
+            line = request[0].split(b"\r\n")[0]
             raw.notes.append(line)
             if line.startswith(b"POST"):
-                length = next(int(h.split(b":", 1)[1]) for h in head.split(b"\r\n")
-                              if h.lower().startswith(b"content-length:"))
-                await reader.readexactly(length)
                 writer.write(_head(b"location: /runs/r", b"content-length: 0", status=b"303 See Other"))
             elif line.startswith(b"GET /runs/r "):
                 writer.write(_head(b"location: /runs/r/events", b"content-length: 0", status=hop))
