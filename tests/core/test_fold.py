@@ -1054,18 +1054,21 @@ def test_a_message_the_run_added_and_a_snapshot_dropped_is_not_one_of_its_new_me
     assert [m.id for m in result.new_messages] == ["ai1"]
 
 
+def _said(message_id: str, text: str) -> list[dict[str, Any]]:
+    """A whole assistant message ``message_id`` saying ``text``, as a run streams it."""
+    return [{"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text},
+            {"type": "TEXT_MESSAGE_END", "messageId": message_id}]
+
+
 def test_a_message_one_run_dropped_and_a_later_run_added_again_stands_where_the_later_run_added_it() -> None:
     """Two runs in one response (golden runs-readd-dropped-message): r1 streams x and y and its snapshot
     keeps only y; r2 streams x again. The thread holds [y, x], x being r2's message, and the reference's
     ``newMessages`` are [y, x]; ours were [x, y] (x placed where r1 first added it, the message r1 dropped)."""
-    def said(message_id: str, text: str) -> list[dict[str, Any]]:
-        return [{"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
-                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text},
-                {"type": "TEXT_MESSAGE_END", "messageId": message_id}]
-    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *said("x", "first"), *said("y", "kept"),
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *_said("x", "first"), *_said("y", "kept"),
               {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "y", "role": "assistant", "content": "kept"}]},
               {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
-              {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"}, *said("x", "again"),
+              {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"}, *_said("x", "again"),
               {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"}]
     thread = ThreadState()
 
@@ -1080,16 +1083,12 @@ def test_a_message_a_later_run_dropped_and_a_third_added_again_stands_where_the_
     """Three runs in one response: r1 streams x and w, r2's snapshot keeps only w, r3 streams x again.
     The thread holds [w, x], x being r3's message; the result said ("x", "w"), x where r1 had added it
     (two runs name x: the later one's addition is the one the thread holds)."""
-    def said(message_id: str, text: str) -> list[dict[str, Any]]:
-        return [{"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
-                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text},
-                {"type": "TEXT_MESSAGE_END", "messageId": message_id}]
-    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *said("x", "first"), *said("w", "kept"),
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *_said("x", "first"), *_said("w", "kept"),
               {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
               {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"},
               {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "w", "role": "assistant", "content": "kept"}]},
               {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"},
-              {"type": "RUN_STARTED", "threadId": "t", "runId": "r3"}, *said("x", "again"),
+              {"type": "RUN_STARTED", "threadId": "t", "runId": "r3"}, *_said("x", "again"),
               {"type": "RUN_FINISHED", "threadId": "t", "runId": "r3"}]
     thread = ThreadState()
 
