@@ -488,23 +488,23 @@ def _check_unknown(plan: Plan) -> CheckResult:
     run = plan.unknown
     if run is None:
         return _no_interrupt("unknown-entry", plan.ask_2)
-    went_on, what, index = run.proceeded()
-    if not went_on:
-        return _broken("unknown-entry", "an entry for an interrupt never raised failed the run; skip such "
-                       "an entry (with a warning of your own) and run on",
-                       [run.evidence(index, f"{what}; sent {run.sent}")])
-    return _verdict("unknown-entry", "pass", f"the run {what}", [run.evidence(index, run.sent)])
+    return _proceeds("unknown-entry", run, "an entry for an interrupt never raised failed the run; skip such an "
+                     "entry (with a warning of your own) and run on")
 
 
 def _check_fresh(plan: Plan) -> CheckResult:
     run = plan.fresh
     assert run is not None
+    return _proceeds("fresh-thread-resume", run, "a resume list on a fresh thread failed the run; its entries "
+                     "answer nothing: skip them and run the input")
+
+
+def _proceeds(check_id: str, run: Observed, failed: str) -> CheckResult:
+    """``check_id`` passes when ``run`` went on, and is broken (``failed``: why, and what to change) when not."""
     went_on, what, index = run.proceeded()
     if not went_on:
-        return _broken("fresh-thread-resume", "a resume list on a fresh thread failed the run; its entries answer "
-                       "nothing: skip them and run the input",
-                       [run.evidence(index, f"{what}; sent {run.sent}")])
-    return _verdict("fresh-thread-resume", "pass", f"the run {what}", [run.evidence(index, run.sent)])
+        return _broken(check_id, failed, [run.evidence(index, f"{what}; sent {run.sent}")])
+    return _verdict(check_id, "pass", f"the run {what}", [run.evidence(index, run.sent)])
 
 
 def _check_uncovered(plan: Plan, defective: bool) -> CheckResult:
