@@ -134,7 +134,9 @@ def verdict(reason: str, *, tries: int, max_retries: int, backoff: float, retry_
                                              f"{RETRY_AFTER_CAP:g}s the client waits at most")
         wait = retry_after
     else:
-        wait = min(BACKOFF_CAP, backoff * 2 ** (tries - 1)) * (1 - jitter / 2)
+        # (2 ** 1024 is past what a float holds: a large max_retries raised OverflowError at its 1025th
+        # try in place of the run's error; a product past it is infinite, cut to the cap)
+        wait = min(BACKOFF_CAP, backoff * 2.0 ** min(tries - 1, 1023)) * (1 - jitter / 2)
     if remaining is not None and wait >= remaining:
         return Verdict(wait=None, reason=f"{reason}; a wait of {wait:.2f}s would pass the run's deadline")
     return Verdict(wait=wait, reason=reason)
