@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from threadkit import UTC, interrupted
 
@@ -290,6 +291,42 @@ def test_a_503_whose_body_is_an_event_stream_is_not_sent_again(drive: Any, serve
 
     assert caught.value.status_code == 503 and caught.value.tries == 1
     assert endpoint.agent.request_count == 1
+
+
+class _DeliversThenFails(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """A caller's transport, which reports nothing of its progress: it delivers the request through httpx's
+    own, then raises ``ConnectError``, as one that tries again on its own does when its second try finds
+    the agent gone."""
+
+    def __init__(self) -> None:
+        self.inner, self.async_inner = httpx.HTTPTransport(), httpx.AsyncHTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.inner.handle_request(request).close()
+        raise httpx.ConnectError("the agent went away", request=request)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await (await self.async_inner.handle_async_request(request)).aclose()
+        raise httpx.ConnectError("the agent went away", request=request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    async def aclose(self) -> None:
+        await self.async_inner.aclose()
+
+
+def test_a_connect_error_through_a_transport_that_reports_nothing_is_not_sent_again(drive: Any, served: Any) -> None:
+    # The client cannot see what such a transport did before its ConnectError: the request counts as
+    # sent once handed over (StreamHandle), and was sent again, to an agent that had taken it.
+    endpoint = served(ScriptedAgent([[Start(), Finish()]] * 3))
+
+    with drive.client(endpoint.url, max_retries=2, retry_backoff=0,
+                      http_client=drive.http_client(_DeliversThenFails())) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.tries == 1 and endpoint.agent.request_count == 1
 
 
 @pytest.mark.parametrize(("keywords", "named"), [
