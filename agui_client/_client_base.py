@@ -398,14 +398,16 @@ class ClientBase:
 
     def _timeout(self, deadline: Deadline | None = None) -> httpx.Timeout:
         # httpx's read timeout is the longest wait for the next bytes: the idle timeout, and never
-        # longer than the run's whole deadline (httpx takes it once per response, not per read). The
-        # waits for a connection of the pool, for the connection itself and for each write are never
-        # longer than the deadline either: an ``http_client`` whose pool is full (its ``limits`` held by
-        # other runs) kept a run waiting ``timeout`` seconds past a shorter ``run_timeout``.
+        # longer than what is left of the run's deadline (httpx takes it once per response, not per
+        # read). The waits for a connection of the pool, for the connection itself and for each write
+        # are never longer than that either: an ``http_client`` whose pool is full (its ``limits`` held
+        # by other runs) kept a run waiting ``timeout`` seconds past a shorter ``run_timeout``. What is
+        # left, not the whole deadline: a request sent again (``max_retries``) starts after the waits.
         if deadline is None:
             return httpx.Timeout(self.timeout, read=self.idle_timeout, write=self.timeout, pool=self.timeout)
-        bound = min(self.timeout, deadline.limit)
-        return httpx.Timeout(bound, read=min(self.idle_timeout, deadline.limit), write=bound, pool=bound)
+        left = max(0.0, deadline.at - time.monotonic())
+        bound = min(self.timeout, left)
+        return httpx.Timeout(bound, read=min(self.idle_timeout, left), write=bound, pool=bound)
 
     @property
     def max_run_bytes(self) -> int | None:

@@ -329,6 +329,47 @@ def test_a_connect_error_through_a_transport_that_reports_nothing_is_not_sent_ag
     assert caught.value.tries == 1 and endpoint.agent.request_count == 1
 
 
+class _TimeoutsSeen(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """httpx's own transport, noting each request's connect timeout (``passes_through``: the client sees
+    httpx's own, which reports its progress)."""
+
+    passes_through = True
+
+    def __init__(self) -> None:
+        self.inner, self.async_inner = httpx.HTTPTransport(), httpx.AsyncHTTPTransport()
+        self.connect: list[float] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.connect.append(request.extensions["timeout"]["connect"])
+        return self.inner.handle_request(request)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.connect.append(request.extensions["timeout"]["connect"])
+        return await self.async_inner.handle_async_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    async def aclose(self) -> None:
+        await self.async_inner.aclose()
+
+
+def test_a_request_sent_again_through_a_client_you_pass_waits_no_longer_than_the_run_has_left(
+    drive: Any, served: Any
+) -> None:
+    # A client you pass is bounded by the timeouts each request is given: the try after a 1 s wait was
+    # given the run's whole run_timeout again, and could end that second past the run's deadline.
+    endpoint = served(ScriptedAgent([Respond(status=503, body="busy", headers={"Retry-After": "1"}),
+                                     [Start(), Finish()]]))
+    seen = _TimeoutsSeen()
+
+    with drive.client(endpoint.url, max_retries=1, run_timeout=5, http_client=drive.http_client(seen)) as client:
+        assert client.thread().run("hi").outcome == "success"
+
+    first, second = seen.connect
+    assert 4.5 < first <= 5 and second <= 4.0
+
+
 @pytest.mark.parametrize(("keywords", "named"), [
     ({"max_retries": -1}, "max_retries"), ({"max_retries": 1.5}, "max_retries"), ({"max_retries": True}, "max_retries"),
     ({"retry_backoff": -0.1}, "retry_backoff"), ({"retry_backoff": math.nan}, "retry_backoff"),
