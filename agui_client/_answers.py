@@ -223,7 +223,12 @@ def certificate_refused(exc: BaseException, url: str) -> TransportError | None:
         seen = seen.__cause__ or seen.__context__
     if not isinstance(seen, ssl.SSLCertVerificationError):
         return None
-    return TransportError(f"could not reach {url}: its TLS certificate was refused ({quoted(seen.verify_message)}); "
+    # (OpenSSL's reason is there when ssl's own handshake refused it; an error raised by Python code, as a
+    # context verifying through the system's store does, has only its message, which its str() shows as
+    # a tuple)
+    why = getattr(seen, "verify_message", None) or seen.strerror or " ".join(map(str, seen.args)) \
+        or type(seen).__name__
+    return TransportError(f"could not reach {url}: its TLS certificate was refused ({quoted(why)}); "
                           "an agent whose certificate no public CA signed is reached with "
                           "http_client=httpx.Client(verify=<an ssl.SSLContext trusting its CA>)", url=url,
                           request_sent=False)

@@ -331,15 +331,22 @@ class ClientBase:
             if isinstance(exc, httpx.TimeoutException) and deadline is not None and deadline.passed():
                 error: TransportError = self._overdue(deadline, redactor.url(self.url), sent=handle.sent)
             else:
-                error = self._send_error(exc, redactor, handle.sent)
+                error = self._send_error(exc, redactor, handle.sent, _see_other(exc, request))
             raise about(error, request, redactor) from exc
 
     def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL | ssl.SSLError, redactor: Redactor,
-                    written: bool) -> TransportError:
+                    written: bool, see_other: httpx.Request | None = None) -> TransportError:
         """Our error for httpx's ``exc`` while sending. ``written``: whether the request may have reached the
         agent whole; httpx's own transports report the moment its body is written (``StreamHandle.trace``),
-        so a write that failed part-way (a reset after 1 KB of a large body) did not, and says so."""
+        so a write that failed part-way (a reset after 1 KB of a large body) did not, and says so.
+        ``see_other``: the ``GET`` a 303 asked for, when that is what failed: the agent took the run."""
         url = redactor.url(self.url)
+        if see_other is not None and isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+            # The run reached the agent, which answered it with the 303: the request is not to be sent
+            # again, and a resume stays claimed, though this connection was never made.
+            where = redactor.url(str(see_other.url))
+            return TransportError(f"the agent at {url} took the run and sent the client on (303) to {where}, "
+                                  f"which could not be reached: {_reason(exc)}", url=url, request_sent=True)
         if isinstance(exc, httpx.ConnectTimeout):
             return ConnectTimeout(f"could not connect to {url} within {self.timeout}s", timeout=self.timeout, url=url)
         if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
@@ -392,14 +399,16 @@ class ClientBase:
 
     def _timeout(self, deadline: Deadline | None = None) -> httpx.Timeout:
         # httpx's read timeout is the longest wait for the next bytes: the idle timeout, and never
-        # longer than the run's whole deadline (httpx takes it once per response, not per read). The
-        # waits for a connection of the pool, for the connection itself and for each write are never
-        # longer than the deadline either: an ``http_client`` whose pool is full (its ``limits`` held by
-        # other runs) kept a run waiting ``timeout`` seconds past a shorter ``run_timeout``.
+        # longer than what is left of the run's deadline (httpx takes it once per response, not per
+        # read). The waits for a connection of the pool, for the connection itself and for each write
+        # are never longer than that either: an ``http_client`` whose pool is full (its ``limits`` held
+        # by other runs) kept a run waiting ``timeout`` seconds past a shorter ``run_timeout``. What is
+        # left, not the whole deadline: a request sent again (``max_retries``) starts after the waits.
         if deadline is None:
             return httpx.Timeout(self.timeout, read=self.idle_timeout, write=self.timeout, pool=self.timeout)
-        bound = min(self.timeout, deadline.limit)
-        return httpx.Timeout(bound, read=min(self.idle_timeout, deadline.limit), write=bound, pool=bound)
+        left = max(0.0, deadline.at - time.monotonic())
+        bound = min(self.timeout, left)
+        return httpx.Timeout(bound, read=min(self.idle_timeout, left), write=bound, pool=bound)
 
     @property
     def max_run_bytes(self) -> int | None:
@@ -456,6 +465,16 @@ class ClientBase:
 
     def _describe(self, run_input: RunAgentInput) -> str:
         return f"thread {run_input.thread_id!r} run {run_input.run_id!r}"
+
+
+def _see_other(exc: BaseException, first: httpx.Request) -> httpx.Request | None:
+    """The request that failed with ``exc`` when it is the ``GET`` a 303 asked for (httpx's errors name
+    the request they failed on), not the run's ``first`` one nor its ``POST`` a 307 or 308 sent again."""
+    try:
+        failed = exc.request if isinstance(exc, httpx.RequestError) else None
+    except RuntimeError:  # (an error raised without its request)
+        return None
+    return failed if failed is not None and failed.method != first.method else None
 
 
 def _same_origin(target: httpx.Request, first: httpx.Request) -> bool:

@@ -55,7 +55,7 @@ class _Retrying(Protocol):
 
 
 class _Deadline(Protocol):
-    """The run's deadline, as ``client._Deadline`` holds it: the monotonic time it passes."""
+    """The run's deadline, as ``_client_base.Deadline`` holds it: the monotonic time it passes."""
 
     at: float
 
@@ -78,7 +78,10 @@ def _wait(client: _Retrying, error: TransportError, tries: int, deadline: _Deadl
           handle: StreamHandle) -> float | None:
     """How long to wait before sending again after ``error`` (the ``tries``-th request's), or ``None``: raise it.
     The error raised says how many tries were made."""
-    connect_failed = isinstance(error.__cause__, (httpx.ConnectError, httpx.ConnectTimeout))
+    # (seen by the client only when the request may not have reached the agent yet: a transport that
+    # reports nothing of its progress, yours, may raise a ConnectError after it delivered the request,
+    # as one that tries again on its own does when its second try finds the agent gone)
+    connect_failed = isinstance(error.__cause__, (httpx.ConnectError, httpx.ConnectTimeout)) and not handle.sent
     reason = retry_reason(error, connect_failed=connect_failed)
     status = error.status_code if isinstance(error, HTTPStatusError) else None
     judged = None if reason is None else verdict(

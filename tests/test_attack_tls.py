@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trustme
 
@@ -389,6 +390,32 @@ def test_a_certificate_the_client_does_not_trust_is_refused_and_says_so(drive: A
     assert "http_client=httpx.Client(verify=" in str(error)
     assert "s3cret" not in str(error) + repr(error.url) + str(error.request.headers) + str(error.request.url)
     assert "request" not in agents.notes  # (no request ever reached it)
+
+
+class _CheckedInPython(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """A transport whose certificate check is Python code, as a context verifying through the operating
+    system's store makes it: it raises ``ssl.SSLCertVerificationError`` with its message only, no
+    ``verify_message`` (OpenSSL's handshake alone sets that), and httpx's ``ConnectError`` from it."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            raise ssl.SSLCertVerificationError("certificate verify failed: the system's store trusts no issuer of it")
+        except ssl.SSLCertVerificationError as exc:
+            raise httpx.ConnectError(str(exc), request=request) from exc
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return self.handle_request(request)
+
+
+def test_a_certificate_refused_by_a_check_in_python_says_so_too(drive: Any) -> None:
+    # Such an error has no verify_message: reading it raised AttributeError in place of the run's error.
+    with drive.client("https://agent.example/agent", http_client=drive.http_client(_CheckedInPython())) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert type(caught.value) is ag.TransportError and caught.value.request_sent is False
+    assert ("its TLS certificate was refused (certificate verify failed: the system's store trusts no issuer "
+            "of it)") in str(caught.value)
 
 
 def test_a_client_given_a_context_trusting_the_agents_ca_reaches_it(drive: Any, agents: Agents, ca: trustme.CA,

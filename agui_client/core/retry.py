@@ -10,6 +10,9 @@ request is sent again only when the agent certainly did not act on it:
 - the agent answered, before any event, 429 Too Many Requests or 503 Service Unavailable: both say
   the request was not served, and that it may be later (RFC 9110 section 15.6.4: "the server is
   currently unable to handle the request due to a temporary overload or scheduled maintenance").
+  Only as the answer to the run's own request (:func:`served_nothing`): after a 303 the agent has
+  taken the run, and what the ``GET`` it asked for meets says nothing of that; and not as an event
+  stream, which may be the run's events under a wrong status.
 
 Nothing else is: 500, 502 and 504 may come from a gateway after the agent acted (a 504 is the
 gateway giving up waiting on an agent that may be acting still); a dropped stream has delivered
@@ -31,7 +34,7 @@ import attrs
 from ..errors import ConnectTimeout, HTTPStatusError, RunTimeout, TransportError
 
 __all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_RETRY_BACKOFF", "BACKOFF_CAP", "RETRY_AFTER_CAP", "RETRIED_STATUSES",
-           "Verdict", "retry_reason", "verdict"]
+           "Verdict", "answers_the_run", "retry_reason", "served_nothing", "verdict"]
 
 #: How many times a client sends a failed request again, by default: none (see docs/http.md).
 DEFAULT_MAX_RETRIES = 0
@@ -59,6 +62,25 @@ class Verdict:
     reason: str
 
 
+def answers_the_run(error: HTTPStatusError) -> bool:
+    """Whether ``error``'s answer is to the run's own request: its ``POST``, sent first or again by a 307
+    or 308, not the ``GET`` a 303 sent the client on to. A 303 says the agent took the run (its answer
+    is elsewhere), so what that ``GET`` meets, whatever its status, says nothing of whether it acted."""
+    try:
+        request = error.request
+    except RuntimeError:  # (an error made without its request: nothing says it answered another one)
+        return True
+    return request.method == "POST"
+
+
+def served_nothing(error: HTTPStatusError) -> bool:
+    """Whether the agent's error answer says it served nothing of the run, and may later: a status of
+    ``RETRIED_STATUSES``, answering the run's own request (:func:`answers_the_run`), and no event stream
+    (events under a 503 may be the run's own: an agent that started it, then set the wrong status)."""
+    media = (error.content_type or "").split(";", 1)[0].strip().lower()
+    return error.status_code in RETRIED_STATUSES and answers_the_run(error) and media != "text/event-stream"
+
+
 def retry_reason(error: BaseException, *, connect_failed: bool) -> str | None:
     """The failure ``error`` names, in words, when the agent certainly did not act on its request; else ``None``.
 
@@ -66,7 +88,7 @@ def retry_reason(error: BaseException, *, connect_failed: bool) -> str | None:
     ``ConnectTimeout``), not a write or a URL no request goes to.
     """
     if isinstance(error, HTTPStatusError):
-        return f"HTTP {error.status_code}" if error.status_code in RETRIED_STATUSES else None
+        return f"HTTP {error.status_code}" if served_nothing(error) else None
     if not isinstance(error, TransportError) or isinstance(error, RunTimeout) or error.request_sent \
             or not connect_failed or _tls(error):
         return None  # (a connection that took the run's whole time: the run is over, not to be tried again)
@@ -112,7 +134,9 @@ def verdict(reason: str, *, tries: int, max_retries: int, backoff: float, retry_
                                              f"{RETRY_AFTER_CAP:g}s the client waits at most")
         wait = retry_after
     else:
-        wait = min(BACKOFF_CAP, backoff * 2 ** (tries - 1)) * (1 - jitter / 2)
+        # (2 ** 1024 is past what a float holds: a large max_retries raised OverflowError at its 1025th
+        # try in place of the run's error; a product past it is infinite, cut to the cap)
+        wait = min(BACKOFF_CAP, backoff * 2.0 ** min(tries - 1, 1023)) * (1 - jitter / 2)
     if remaining is not None and wait >= remaining:
         return Verdict(wait=None, reason=f"{reason}; a wait of {wait:.2f}s would pass the run's deadline")
     return Verdict(wait=wait, reason=reason)

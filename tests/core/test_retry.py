@@ -68,3 +68,10 @@ def test_a_failure_is_retried_only_when_the_connection_itself_failed_without_tls
     except OSError as exc:
         tls.__cause__ = exc
     assert retry_reason(tls, connect_failed=True) is None
+
+
+def test_a_backoff_far_past_the_cap_is_the_cap_not_an_overflow() -> None:
+    # (2 ** 1024 is no float: max_retries=2000 raised OverflowError at the 1025th try in place of the run's error)
+    many = {**NO_DEADLINE, "max_retries": 5000}
+    assert verdict("x", tries=1500, jitter=0.0, **many).wait == BACKOFF_CAP
+    assert verdict("x", tries=1500, jitter=0.0, **{**many, "backoff": 0.0}).wait == 0.0

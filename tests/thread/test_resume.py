@@ -250,6 +250,53 @@ def test_a_resume_the_agent_refused_with_a_4xx_or_a_503_gives_the_claim_back(dri
     assert result.outcome == "success" and endpoint.agent.request_count == 3
 
 
+@pytest.mark.parametrize("status", [503, 404])
+def test_a_resume_the_agent_took_with_a_see_other_stays_claimed_whatever_the_get_after_it_meets(
+    drive: Any, served: Any, status: int
+) -> None:
+    # The 303 says the agent took the answers; the 503 or 404 answers the GET it sent the client on to,
+    # and was read as the agent refusing the resume: the claim went, and the same answers could be
+    # sent again at once, acted on twice.
+    agent = ScriptedAgent([[Start(), interrupted("ask-1")], Respond(status=303, headers={"Location": "agent"})])
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"not now"})
+            return
+        await agent(scope, receive, send)
+
+    store = MemoryStore()
+    with drive.client(served(app).url, store=store, follow_redirects=True) as client:
+        thread = client.thread()
+        thread.run("hi")
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+        with pytest.raises(ag.ConcurrentResume):
+            thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+
+    assert caught.value.status_code == status and caught.value.request.method == "GET"
+    assert store.load(thread.id).claim is not None  # type: ignore[union-attr]
+    assert agent.request_count == 2
+
+
+def test_a_resume_met_by_a_503_holding_an_event_stream_stays_claimed(drive: Any, served: Any) -> None:
+    # Events under a 503 may be the resume's own run: it does not say the agent served nothing.
+    events = b'data: {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n\n'
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")],
+                                     Respond(status=503, body=events, content_type="text/event-stream")]))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("hi")
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+
+    assert caught.value.status_code == 503
+    assert store.load(thread.id).claim is not None  # type: ignore[union-attr]
+
+
 def test_a_resume_that_never_reached_the_agent_gives_the_claim_back(drive: Any, served: Any) -> None:
     # A refused connection sent nothing: the claim goes, and a replica answers from the stored thread.
     endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")], [Start(), Finish()]]))

@@ -11,11 +11,13 @@ import email.utils
 import logging
 import math
 import socket
+import threading
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from threadkit import UTC, interrupted
 
@@ -191,6 +193,181 @@ def test_max_retries_0_is_the_default_and_sends_once(drive: Any, served: Any,
     assert endpoint.agent.request_count == 1
     assert caught.value.tries == 1 and "tries" not in str(caught.value)
     assert not any("sent again" in r.getMessage() or "again in" in r.getMessage() for r in caplog.records)
+
+
+def _get_answered(status: int, agent: ScriptedAgent) -> Any:
+    """``agent``, but a ``GET`` (the one a 303 of its sends the client to) is answered ``status`` with
+    ``Retry-After: 0``."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await agent(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"text/plain"), (b"retry-after", b"0")]})
+        await send({"type": "http.response.body", "body": b"busy"})
+    return app
+
+
+#: The agent's answer to the run: taken, and its answer is at the same URL (a relative ``Location``).
+SEE_OTHER = Respond(status=303, headers={"Location": "agent"})
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_a_busy_answer_to_the_get_a_see_other_asked_for_never_sends_the_run_again(
+    drive: Any, served: Any, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The 303 says the agent took the run; the 503 answers the GET after it, and says nothing of the
+    # run: the POST was sent again, a second run of the same turn.
+    agent = ScriptedAgent([SEE_OTHER, [Start(), Finish()]])
+    endpoint = served(_get_answered(status, agent))
+
+    with caplog.at_level(logging.INFO, logger="agui_client"), \
+            drive.client(endpoint.url, max_retries=2, follow_redirects=True) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.status_code == status and caught.value.request.method == "GET"
+    assert agent.request_count == 1 and caught.value.tries == 1
+    assert _retry_records(caplog) == []
+
+
+def _see_other_then_gone() -> tuple[str, list[bytes], threading.Thread]:
+    """A raw agent taking one run: it reads the POST, stops listening, then answers 303 (so the GET the
+    303 asks for finds the port closed); what it received, the request lines, is listed."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    received: list[bytes] = []
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += connection.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            while len(body) < length:
+                body += connection.recv(65536)
+            received.append(head.split(b"\r\n", 1)[0])
+            listener.close()
+            connection.sendall(b"HTTP/1.1 303 See Other\r\nlocation: /runs/r\r\ncontent-length: 0\r\n"
+                               b"connection: close\r\n\r\n")
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/agent", received, server
+
+
+def test_a_refused_connection_for_the_get_a_see_other_asked_for_never_sends_the_run_again(
+    drive: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The run reached the agent (its 303 says so); only the GET after it found no connection. That
+    # failure said request_sent=False, "could not reach" the agent: the POST was sent again.
+    url, received, server = _see_other_then_gone()
+
+    with caplog.at_level(logging.INFO, logger="agui_client"), \
+            drive.client(url, max_retries=1, retry_backoff=0, follow_redirects=True) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+    server.join(10)
+
+    assert caught.value.request_sent is True and caught.value.tries == 1
+    assert "took the run and sent the client on (303)" in str(caught.value)
+    assert received == [b"POST /agent HTTP/1.1"] and _retry_records(caplog) == []
+
+
+def test_a_503_whose_body_is_an_event_stream_is_not_sent_again(drive: Any, served: Any) -> None:
+    # Events under a 503 may be the run's own (an agent that started it, then set the wrong status):
+    # the answer does not say the agent served nothing.
+    events = b'data: {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n\n'
+    endpoint = served(ScriptedAgent([Respond(status=503, body=events, content_type="text/event-stream",
+                                             headers={"Retry-After": "0"}), [Start(), Finish()]]))
+
+    with drive.client(endpoint.url, max_retries=2) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.status_code == 503 and caught.value.tries == 1
+    assert endpoint.agent.request_count == 1
+
+
+class _DeliversThenFails(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """A caller's transport, which reports nothing of its progress: it delivers the request through httpx's
+    own, then raises ``ConnectError``, as one that tries again on its own does when its second try finds
+    the agent gone."""
+
+    def __init__(self) -> None:
+        self.inner, self.async_inner = httpx.HTTPTransport(), httpx.AsyncHTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.inner.handle_request(request).close()
+        raise httpx.ConnectError("the agent went away", request=request)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await (await self.async_inner.handle_async_request(request)).aclose()
+        raise httpx.ConnectError("the agent went away", request=request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    async def aclose(self) -> None:
+        await self.async_inner.aclose()
+
+
+def test_a_connect_error_through_a_transport_that_reports_nothing_is_not_sent_again(drive: Any, served: Any) -> None:
+    # The client cannot see what such a transport did before its ConnectError: the request counts as
+    # sent once handed over (StreamHandle), and was sent again, to an agent that had taken it.
+    endpoint = served(ScriptedAgent([[Start(), Finish()]] * 3))
+
+    with drive.client(endpoint.url, max_retries=2, retry_backoff=0,
+                      http_client=drive.http_client(_DeliversThenFails())) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.tries == 1 and endpoint.agent.request_count == 1
+
+
+class _TimeoutsSeen(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """httpx's own transport, noting each request's connect timeout (``passes_through``: the client sees
+    httpx's own, which reports its progress)."""
+
+    passes_through = True
+
+    def __init__(self) -> None:
+        self.inner, self.async_inner = httpx.HTTPTransport(), httpx.AsyncHTTPTransport()
+        self.connect: list[float] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.connect.append(request.extensions["timeout"]["connect"])
+        return self.inner.handle_request(request)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.connect.append(request.extensions["timeout"]["connect"])
+        return await self.async_inner.handle_async_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    async def aclose(self) -> None:
+        await self.async_inner.aclose()
+
+
+def test_a_request_sent_again_through_a_client_you_pass_waits_no_longer_than_the_run_has_left(
+    drive: Any, served: Any
+) -> None:
+    # A client you pass is bounded by the timeouts each request is given: the try after a 1 s wait was
+    # given the run's whole run_timeout again, and could end that second past the run's deadline.
+    endpoint = served(ScriptedAgent([Respond(status=503, body="busy", headers={"Retry-After": "1"}),
+                                     [Start(), Finish()]]))
+    seen = _TimeoutsSeen()
+
+    with drive.client(endpoint.url, max_retries=1, run_timeout=5, http_client=drive.http_client(seen)) as client:
+        assert client.thread().run("hi").outcome == "success"
+
+    first, second = seen.connect
+    assert 4.5 < first <= 5 and second <= 4.0
 
 
 @pytest.mark.parametrize(("keywords", "named"), [
