@@ -7,10 +7,13 @@ request is sent again only when the agent certainly did not act on it:
 - it never reached the agent: the connection could not be made (refused, a name that did not
   resolve, no connection within ``timeout``). A failed TLS handshake is not retried: a certificate
   the client refuses is refused again; neither is a URL no request can go to.
-- the agent answered, before any event, 429 Too Many Requests or 503 Service Unavailable: both say
-  the request was not served, and that it may be later (RFC 9110 section 15.6.4: "the server is
-  currently unable to handle the request due to a temporary overload or scheduled maintenance").
-  Only as the answer to the run's own request (:func:`served_nothing`): after a 303 the agent has
+- the agent answered, before any event, 429 Too Many Requests, or 503 Service Unavailable with a
+  ``Retry-After``: both say the request was not served, and that it may be later (RFC 9110 section
+  15.6.4: "the server is currently unable to handle the request due to a temporary overload or
+  scheduled maintenance"). A 503 without ``Retry-After`` is not taken for one: proxies also send 503
+  for an upstream that failed mid-request (Envoy's "upstream connect error or disconnect/reset before
+  headers"), after the agent may have acted; a server declining a request on purpose says when to
+  come back. Only as the answer to the run's own request (:func:`served_nothing`): after a 303 the agent has
   taken the run, and what the ``GET`` it asked for meets says nothing of that; and not as an event
   stream, which may be the run's events under a wrong status.
 
@@ -46,7 +49,8 @@ BACKOFF_CAP = 8.0
 #: error is raised, its ``retry_after`` saying when to come back), as a caller waiting on a run would
 #: rather hear at once than in ten minutes.
 RETRY_AFTER_CAP = 60.0
-#: The statuses that say the agent did not serve the request, and may later.
+#: The statuses that say the agent did not serve the request, and may later (a 503 only with a
+#: ``Retry-After``: :func:`served_nothing`).
 RETRIED_STATUSES = frozenset({429, 503})
 
 
@@ -75,9 +79,12 @@ def answers_the_run(error: HTTPStatusError) -> bool:
 
 def served_nothing(error: HTTPStatusError) -> bool:
     """Whether the agent's error answer says it served nothing of the run, and may later: a status of
-    ``RETRIED_STATUSES``, answering the run's own request (:func:`answers_the_run`), and no event stream
-    (events under a 503 may be the run's own: an agent that started it, then set the wrong status)."""
+    ``RETRIED_STATUSES`` (a 503 only with a ``Retry-After``: a proxy's 503 for an upstream that failed
+    mid-request has none), answering the run's own request (:func:`answers_the_run`), and no event
+    stream (events under a 503 may be the run's own: an agent that started it, then set the wrong status)."""
     media = (error.content_type or "").split(";", 1)[0].strip().lower()
+    if error.status_code == 503 and error.retry_after is None:
+        return False
     return error.status_code in RETRIED_STATUSES and answers_the_run(error) and media != "text/event-stream"
 
 

@@ -47,9 +47,16 @@ def test_a_wait_ending_past_the_deadline_is_not_made() -> None:
 @pytest.mark.parametrize(("status", "retried"), [(429, True), (503, True), (408, False), (500, False),
                                                  (502, False), (504, False), (401, False)])
 def test_only_429_and_503_are_statuses_to_retry(status: int, retried: bool) -> None:
-    error = ag.HTTPStatusError("no", status_code=status)
+    error = ag.HTTPStatusError("no", status_code=status, retry_after=1.0)
 
     assert (retry_reason(error, connect_failed=False) is not None) is retried
+
+
+def test_a_503_is_retried_only_with_a_retry_after_and_a_429_without_one_too() -> None:
+    # (a proxy's 503 for an upstream that failed mid-request has none, and the agent may have acted)
+    assert retry_reason(ag.HTTPStatusError("no", status_code=503), connect_failed=False) is None
+    assert retry_reason(ag.HTTPStatusError("no", status_code=503, retry_after=0.0), connect_failed=False) == "HTTP 503"
+    assert retry_reason(ag.HTTPStatusError("no", status_code=429), connect_failed=False) == "HTTP 429"
 
 
 def test_a_failure_is_retried_only_when_the_connection_itself_failed_without_tls() -> None:

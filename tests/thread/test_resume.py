@@ -228,12 +228,12 @@ def test_a_resume_that_may_have_reached_the_agent_keeps_the_thread_claimed_until
 @pytest.mark.parametrize("status", [422, 429, 503])
 def test_a_resume_the_agent_refused_with_a_4xx_or_a_503_gives_the_claim_back(drive: Any, served: Any,
                                                                              status: int) -> None:
-    # A 4xx is the agent refusing the request, a 503 the agent saying it did not serve it (what a retry
-    # bets a resume on): it acted on nothing, so the thread is not held claimed and the answer can be sent
-    # again at once.
+    # A 4xx is the agent refusing the request, a 503 with a Retry-After the agent saying it did not serve
+    # it (what a retry bets a resume on): it acted on nothing, so the thread is not held claimed and the
+    # answer can be sent again at once.
     endpoint = served(ScriptedAgent([
         [Start(), interrupted("ask-1")],
-        Respond(status=status, body={"detail": "not an answer I take"}),
+        Respond(status=status, body={"detail": "not an answer I take"}, headers={"Retry-After": "5"}),
         [Start(), Finish()],
     ]))
     store = MemoryStore()
@@ -248,6 +248,25 @@ def test_a_resume_the_agent_refused_with_a_4xx_or_a_503_gives_the_claim_back(dri
 
     assert caught.value.status_code == status and claim is None
     assert result.outcome == "success" and endpoint.agent.request_count == 3
+
+
+def test_a_resume_met_by_a_503_without_retry_after_stays_claimed(drive: Any, served: Any) -> None:
+    # A proxy answers 503 for an agent that failed mid-request (Envoy's "upstream connect error or
+    # disconnect/reset before headers"), after the agent may have acted on the answers: a 503 says the
+    # agent served nothing only with a Retry-After, which a server declining on purpose sends.
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")],
+                                     Respond(status=503, body="upstream connect error or disconnect/reset before "
+                                                              "headers. reset reason: connection termination")]))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        thread.run("hi")
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+
+    assert caught.value.status_code == 503 and caught.value.retry_after is None
+    assert store.load(thread.id).claim is not None  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("status", [503, 404])
@@ -284,7 +303,8 @@ def test_a_resume_met_by_a_503_holding_an_event_stream_stays_claimed(drive: Any,
     # Events under a 503 may be the resume's own run: it does not say the agent served nothing.
     events = b'data: {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n\n'
     endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1")],
-                                     Respond(status=503, body=events, content_type="text/event-stream")]))
+                                     Respond(status=503, body=events, content_type="text/event-stream",
+                                             headers={"Retry-After": "5"})]))
     store = MemoryStore()
 
     with drive.client(endpoint.url, store=store) as client:

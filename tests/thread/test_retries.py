@@ -109,6 +109,20 @@ def test_an_answer_a_gateway_may_send_after_the_agent_acted_is_never_retried(
     assert caught.value.tries == 1 and "tries" not in str(caught.value)
 
 
+def test_a_503_without_retry_after_is_never_retried(drive: Any, served: Any) -> None:
+    # A proxy's 503 for an agent that failed mid-request (Envoy's "upstream connect error or
+    # disconnect/reset before headers") has no Retry-After, and the agent may have acted.
+    endpoint = served(ScriptedAgent([Respond(status=503, body="upstream connect error or disconnect/reset "
+                                                               "before headers"), [Start(), Finish()]]))
+
+    with drive.client(endpoint.url, max_retries=3, retry_backoff=0) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.status_code == 503 and caught.value.retry_after is None
+    assert endpoint.agent.request_count == 1 and caught.value.tries == 1
+
+
 def test_a_retry_after_past_the_cap_is_not_waited_for(drive: Any, served: Any,
                                                        caplog: pytest.LogCaptureFixture) -> None:
     # (just past the cap: were the cap gone, the test would fail a minute later, not hang for an hour)
