@@ -931,10 +931,10 @@ def _keeps_claim(thread_id: str, plan: Plan, handle: StreamHandle | None, owner:
 
 def _reached_agent(exc: BaseException) -> bool:
     if isinstance(exc, HTTPStatusError):
-        # A 4xx is the agent refusing the request, and a 503 with a Retry-After the agent saying it did not serve it (what a
-        # retry sends again after, core/retry.py, which bets a resume on it): nothing was acted on, so
-        # the claim can go. Not when the answer is to the GET a 303 sent the client on to: the agent
-        # took the resume then, whatever that GET met.
+        # A 4xx is the agent refusing the request, and a 503 with a Retry-After the agent saying it did
+        # not serve it (what a retry sends again after, core/retry.py, which bets a resume on it):
+        # nothing was acted on, so the claim can go. Not when the answer is to the GET a 303 sent the
+        # client on to: the agent took the resume then, whatever that GET met.
         return not answers_the_run(exc) or not (400 <= exc.status_code < 500 or served_nothing(exc))
     if isinstance(exc, TransportError):
         return exc.request_sent
