@@ -82,16 +82,21 @@ async def _first_connected(found: list[Any], local_address: str | None,
     connect timeout, and the address that works would never be tried.
 
     Raises:
-        OSError: every address failed (the last failure).
+        OSError: every address failed (the last failure; another exception where that failure was not the
+            system's, a malformed socket option).
     """
     options = list(socket_options or ())
     won: list[socket.socket] = []
-    failures: list[OSError] = []
+    failures: list[Exception] = []
 
     async def attempt(info: Any, failed: anyio.Event, scope: anyio.CancelScope) -> None:
         family, kind, proto, _, address = info
-        sock = socket.socket(family, kind, proto)
+        sock: socket.socket | None = None
         try:
+            # (made inside the ``try``: the process out of descriptors (EMFILE) is this address failing,
+            # where raised out of the task group it reached the caller as an ``ExceptionGroup``, not as
+            # httpcore's ``ConnectError``)
+            sock = socket.socket(family, kind, proto)
             sock.setblocking(False)
             # (the request's head and body go in two writes: Nagle would hold the second for an ACK)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -100,13 +105,15 @@ async def _first_connected(found: list[Any], local_address: str | None,
             if local_address is not None:
                 sock.bind((local_address, 0))
             await asyncio.get_running_loop().sock_connect(sock, address)
-        except OSError as exc:
-            sock.close()
+        except Exception as exc:  # (a socket option the system refuses, or one malformed: this address's failure)
+            if sock is not None:
+                sock.close()
             failures.append(exc)
             failed.set()
             return
         except BaseException:
-            sock.close()
+            if sock is not None:
+                sock.close()
             raise
         if won:
             sock.close()  # (another address was first)
@@ -352,5 +359,13 @@ class TLSStream(httpcore.AsyncNetworkStream):
         raise httpcore.ConnectError("TLS within TLS is not supported on these connections")
 
     def get_extra_info(self, info: str) -> Any:
-        """As :meth:`SocketStream.get_extra_info`, and the TLS object (``ssl_object``)."""
-        return self.ssl_object if info == "ssl_object" else self.plain.get_extra_info(info)
+        """As :meth:`SocketStream.get_extra_info`, and the TLS object (``ssl_object``); readable also when
+        the TLS object holds bytes the socket gave it that no read took yet."""
+        if info == "ssl_object":
+            return self.ssl_object
+        if info == "is_readable" and (self._incoming.pending or self.ssl_object.pending()):
+            # (a read deciphers one record at a time: what came in the same segment after the answer's
+            # last record waits here, not in the socket, and on a connection taken again the next run
+            # would read it as its answer: an agent's forged second answer, or its close_notify)
+            return True
+        return self.plain.get_extra_info(info)

@@ -423,3 +423,38 @@ def test_a_client_given_a_context_trusting_the_agents_ca_reaches_it(drive: Any, 
     monkeypatch.delenv("SSL_CERT_FILE")
     with drive.client(agents.serve(_whole_run), http_client=drive.http_client(verify=_trusting(ca))) as client:
         assert client.thread("t").run("hi", run_id="r").text == "hi"
+
+
+def _answer(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def test_an_answer_written_behind_the_last_one_is_never_the_next_runs(drive: Any, agents: Agents) -> None:
+    # The agent writes a second, forged answer right behind its first, each in a TLS record of its own and
+    # both in one segment. A read deciphers one record at a time: the forged one stayed in the async
+    # connection's TLS object, not in the socket, so the idle connection read as quiet, was taken again,
+    # and the next run read the forged answer as its own ("forged"). The sync client's TLS socket leaves
+    # the second record in the kernel, where the idle check sees it.
+    forged: list[str] = []
+
+    def agent(conn: Conn) -> None:
+        conn.handshake()
+        if forged:  # (a later connection answers as it should)
+            while True:
+                run_id = conn.request()
+                conn.send(_answer(_events(run_id, f"answer to {run_id}")))
+        run_id = conn.request()
+        assert conn.tls is not None
+        conn.tls.write(_answer(_events(run_id, f"answer to {run_id}")))
+        conn.tls.write(_answer(_events("r2", "forged")))
+        forged.append(run_id)
+        conn._flush()  # (both records, in one write)
+        conn.until_client_leaves()
+
+    url = agents.serve(agent)
+    with drive.client(url) as client:
+        thread = client.thread("t")
+        first_run, second_run = thread.run("hi", run_id="r1"), thread.run("again", run_id="r2")
+
+    assert (first_run.text, second_run.text) == ("answer to r1", "answer to r2")
+    assert agents.connections == 2

@@ -6,8 +6,11 @@ works (``agui_client._sockets``)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import resource
 import socket
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -87,3 +90,51 @@ def test_every_address_failing_is_one_connect_error_naming_the_last_failure(
 
     assert caught.value.request_sent is False
     assert "could not reach" in str(caught.value)
+
+
+def _closing(agent: Any) -> Any:
+    """``agent`` answering with ``Connection: close``: no connection is kept for the next run."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+            await send(message)
+        await agent(scope, receive, sending)
+    return app
+
+
+@contextmanager
+def _out_of_descriptors() -> Iterator[None]:
+    """The process at its limit of open files: every descriptor up to it taken, the next one refused (EMFILE)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(int(fd) for fd in os.listdir("/proc/self/fd")) + 1, hard))
+    held: list[socket.socket] = []
+    try:
+        try:
+            while True:
+                held.append(socket.socket())
+        except OSError:
+            pass
+        yield
+    finally:
+        for sock in held:
+            sock.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_process_out_of_descriptors_is_a_transport_error_and_the_client_goes_on(drive: Any, served: Any) -> None:
+    # The async client's connection made its socket outside the attempt's ``try``: EMFILE left the
+    # attempt's task group as an ExceptionGroup, which no caller of httpcore expects (not a ConnectError,
+    # so not a TransportError either).
+    endpoint = served(_closing(ScriptedAgent([[Start(), Finish()]], cycle=True)))
+    with drive.client(endpoint.url) as client:
+        thread = client.thread("t")
+        assert thread.run("warm").outcome == "success"  # (what the client makes once is made)
+        with _out_of_descriptors():
+            with pytest.raises(ag.TransportError) as caught:
+                thread.run("hello")
+        after = thread.run("again")
+
+    assert type(caught.value) is ag.TransportError and caught.value.request_sent is False
+    assert "Too many open files" in str(caught.value)
+    assert after.outcome == "success"
