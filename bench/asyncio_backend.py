@@ -1,8 +1,10 @@
-"""httpcore network backends on plain asyncio, for measuring (issue 21, fifteenth round): not the package's.
+"""httpcore network backends on plain asyncio, for measuring (issue 21): not the package's.
 
-httpx on asyncio reads through httpcore's ``AnyIOBackend``: every read and write enters an
-``anyio.fail_after`` cancel scope and goes through anyio's socket stream, and every idle connection the
-pool visits is asked ``is_readable`` (a ``poll()`` system call). Two replacements, plain asyncio:
+Until the eighteenth round the package's async shards read through httpcore's ``AutoBackend`` (anyio on
+asyncio): every read and write entered an ``anyio.fail_after`` cancel scope and went through anyio's
+socket stream, and every idle connection the pool visited was asked ``is_readable``, which on anyio
+builds the stream's whole ``extra_attributes`` dict (and a ``poll()`` system call). The fifteenth round
+measured two replacements here, plain asyncio:
 
 * :class:`ProtocolBackend` (``asyncio-protocol``): an ``asyncio.Protocol`` keeps what the event loop
   received; a read takes what is buffered without waiting (joined, up to ``max_bytes``) or waits on a
@@ -13,13 +15,20 @@ pool visits is asked ``is_readable`` (a ``poll()`` system call). Two replacement
   when it would block a one-shot ``add_reader`` and a future (what ``loop.sock_recv`` does, without
   its wrapping coroutine).
 
-No TLS: ``start_tls`` raises (``bench.loadserver`` speaks plain HTTP on 127.0.0.1); what adopting
-such a backend would take is in BENCHMARKS.md (fifteenth round). The timeouts map to httpcore's
-exceptions (``ConnectTimeout``, ``ReadTimeout``, ``WriteTimeout``; ``ConnectError``, ``ReadError``,
-``WriteError`` for the rest) as ``AnyIOBackend`` maps them.
+Since the eighteenth round the package's shards connect on asyncio through its own
+``agui_client._sockets`` (``loop.sock_recv``/``sock_sendall`` on a non-blocking socket, each act in an
+``anyio.fail_after`` scope, TLS by an ``ssl.SSLObject``): that is what ``--agui-http own`` measures now.
+So that the connections the package had before stay measurable beside it, ``anyio`` here is httpcore's
+``AnyIOBackend`` (what its ``AutoBackend`` picks on asyncio) put back under the shards.
+
+No TLS in the two bench backends: ``start_tls`` raises (``bench.loadserver`` speaks plain HTTP on
+127.0.0.1); what adopting such a backend would take is in BENCHMARKS.md (fifteenth round). The timeouts
+map to httpcore's exceptions (``ConnectTimeout``, ``ReadTimeout``, ``WriteTimeout``; ``ConnectError``,
+``ReadError``, ``WriteError`` for the rest) as ``AnyIOBackend`` maps them.
 
 :func:`use_backend` puts one under a client's own ``ShardedTransport`` (its shards, its deadline and
-head budget kept: the backend replaces only what the shards' bounded wrapper wraps).
+head budget kept: the backend replaces only what the shards' bounded wrapper wraps, the package's own
+connections included).
 """
 
 from __future__ import annotations
@@ -372,9 +381,11 @@ class SocketBackend(httpcore.AsyncNetworkBackend):
 # plugging one in
 # --------------------------------------------------------------------------------------------------
 
-#: ``--agui-http`` names of the backends (``anyio``: httpcore's own, what the package uses).
+#: ``--agui-http`` names of the backends put under the package's shards in place of its own connections
+#: (``agui_client._sockets``): httpcore's ``AnyIOBackend`` (what its ``AutoBackend`` picks on asyncio, the
+#: shards' connections until the eighteenth round) and the bench's two.
 BACKENDS: dict[str, Callable[[], httpcore.AsyncNetworkBackend]] = {
-    "asyncio-protocol": ProtocolBackend, "asyncio-sock": SocketBackend}
+    "anyio": httpcore.AnyIOBackend, "asyncio-protocol": ProtocolBackend, "asyncio-sock": SocketBackend}
 
 
 def use_backend(transport: httpx.AsyncBaseTransport, backend: httpcore.AsyncNetworkBackend) -> None:
@@ -408,10 +419,10 @@ def _check(bounded: Any) -> None:
 
 def sharded_client(backend: str, timeout: float = 60.0) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` on the package's ``ShardedTransport``, its connections on ``backend``
-    (``anyio``: httpcore's own), for a bench reading raw bytes."""
+    (``own``: the package's own, one of :data:`BACKENDS` otherwise), for a bench reading raw bytes."""
     from agui_client._pool import ShardedTransport
 
     transport = ShardedTransport()
-    if backend != "anyio":
+    if backend != "own":
         use_backend(transport, BACKENDS[backend]())
     return httpx.AsyncClient(transport=transport, timeout=timeout)

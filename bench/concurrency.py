@@ -18,10 +18,12 @@ process run, interleaved, for the hand-written stack (``bench/handwritten.py``):
   open the same way (httpx's own share);
 * the **sync** client (``AgentClient``, a thread per run) at N = 10 and 100, in both modes.
 
-``agui_client`` uses the ``httpx`` client it makes itself (``--agui-http sized`` gives it the
-others'; ``--agui-http own,asyncio-protocol`` runs it twice, the second time with its shards' connections
-on ``bench/asyncio_backend.py``'s plain-asyncio network backend, and ``--raw`` adds ``httpx`` alone
-reading the same runs' raw bytes on each of those transports); the hand-written stack and the sync
+``agui_client`` uses the ``httpx`` client it makes itself, its shards' connections on asyncio the
+package's own (``agui_client._sockets``; ``--agui-http sized`` gives it the others' client instead;
+``--agui-http own,anyio`` runs it twice, the second time with its shards' connections on httpcore's anyio
+backend as before the eighteenth round, and ``asyncio-protocol`` or ``asyncio-sock`` put
+``bench/asyncio_backend.py``'s plain-asyncio backends there; ``--raw`` adds ``httpx`` alone reading the
+same runs' raw bytes on each of those transports); the hand-written stack and the sync
 client get one whose pool admits every run (``--pool``): httpx's default (100 connections, 20 kept
 alive) would make runs past the 100th queue for a connection, and close 80 a wave; ``--pool default`` measures that.
 """
@@ -65,7 +67,8 @@ from .loadserver import _frame, chat_events  # noqa: E402
 
 DEFAULT_JSON = Path(tempfile.gettempdir()) / "agui_bench_concurrency.json"
 AGUI, HAND, SYNC, HTTPX = "agui_client", "hand-written", "agui_client sync", "httpx alone"
-#: ``--agui-http`` choices: the client's own httpx client, the hand-written stack's, or its own on a bench backend.
+#: ``--agui-http`` choices: the client's own httpx client (its own connections), the hand-written stack's, or
+#: its own with the shards' connections on one of ``BACKENDS`` (httpcore's anyio backend, or a bench one).
 AGUI_HTTP = ("own", "sized", *BACKENDS)
 
 
@@ -76,7 +79,7 @@ def agui_stack(agui_http: str) -> str:
 
 def raw_stack(agui_http: str) -> str:
     """The stack name of ``httpx`` alone reading raw bytes on the transport of ``agui_http``."""
-    return f"httpx raw [{agui_http if agui_http in BACKENDS else 'anyio'}]"
+    return f"httpx raw [{agui_http}]"
 
 # The targets of issue 21.
 TARGET_VS_HAND = 3.0      # full speed, N = 100 and 500: >= 3x the hand-written stack's events per CPU-second
@@ -157,8 +160,9 @@ class Stacks:
         self.server = server
         limits = _limits(pool, n)
         self.hand_http = httpx.AsyncClient(limits=limits, timeout=60.0)
-        # agui_client with its own httpx client (the library's default), unless --agui-http sized; on a
-        # bench backend, its own client with the shards' connections made by that backend.
+        # agui_client with its own httpx client (the library's default: its shards on the package's own
+        # connections), unless --agui-http sized; on one of BACKENDS, its own client with the shards'
+        # connections made by that backend instead.
         self.aguis: dict[str, AsyncAgentClient] = {}
         self.raws: dict[str, httpx.AsyncClient] = {}
         for name in agui_http or ["own"]:
@@ -167,8 +171,9 @@ class Stacks:
             if name in BACKENDS:
                 use_backend(client.http._transport, BACKENDS[name]())  # type: ignore[attr-defined]
             self.aguis[agui_stack(name)] = client
-            if raw:
-                self.raws[raw_stack(name)] = sharded_client(name if name in BACKENDS else "anyio")
+            if raw:  # (the raw reads on the same transport: for "sized", httpx's own pool)
+                self.raws[raw_stack(name)] = httpx.AsyncClient(limits=limits, timeout=60.0) if name == "sized" \
+                    else sharded_client(name)
         self.agui = next(iter(self.aguis.values()))
         self.serial = 0
 
@@ -604,7 +609,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     replay_row = rows.get(("replay", 1, AGUI))
     replay_rate = replay_row["rate"] if replay_row else None
-    # (agui_client on its own transport, then on each bench backend run: "[asyncio-protocol] full speed ...")
+    # (agui_client on its own connections, then on each backend of --agui-http: "[anyio] full speed ...")
     aguis = [AGUI, *sorted({k[2] for k in rows if k[2].startswith(AGUI + " [")})]
     for stack in aguis:
         tag = "" if stack == AGUI else stack[len(AGUI) + 1:] + " "
@@ -658,12 +663,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--pool", choices=("sized", "default"), default="sized",
                     help="httpx pool: one connection per run (sized) or httpx's default limits")
     ap.add_argument("--agui-http", type=_agui_http, default=["own"],
-                    help="agui_client's httpx client, comma-separated to run it on several: own (the default), "
-                         "sized (one sized like the others'), or its own with the shards' connections on a "
-                         f"bench/asyncio_backend.py network backend ({', '.join(BACKENDS)})")
+                    help="agui_client's httpx client, comma-separated to run it on several: own (the default: "
+                         "its shards on the package's own connections, agui_client._sockets), sized (one sized "
+                         "like the others', httpx's own pool), or its own with the shards' connections on "
+                         "another network backend: anyio (httpcore's, the package's until the eighteenth round) "
+                         "or bench/asyncio_backend.py's asyncio-protocol, asyncio-sock")
     ap.add_argument("--raw", action="store_true",
                     help="full speed: also httpx alone reading raw bytes (aiter_raw, no fold) on the transport of "
-                         "each --agui-http (the package's shards, httpcore's anyio backend or the bench's)")
+                         "each --agui-http (the package's shards on its own connections or on that backend; "
+                         "httpx's pool for sized)")
     ap.add_argument("--profile", action="store_true",
                     help="instead of the suite: one full-speed wave at the first --n per --agui-http stack (and "
                          "--raw), under cProfile on time.thread_time: top functions and own time by area")
@@ -684,7 +692,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 #: Where a profiled function's own time is counted (the first marker its file's path holds).
 _AREAS = (("bench/asyncio_backend", "bench backend"), ("/h11/", "h11"), ("/httpcore/", "httpcore"),
           ("/anyio/", "anyio"), ("/sniffio/", "anyio"), ("/httpx/", "httpx"), ("agui_client/core/", "agui_client core"),
-          ("agui_client/wire/", "agui_client wire"), ("agui_client/", "agui_client shells"),
+          ("agui_client/wire/", "agui_client wire"), ("agui_client/_sockets", "agui_client sockets"),
+          ("agui_client/", "agui_client shells"),
           ("/asyncio/", "asyncio"), ("bench/", "bench"))
 _SYSCALLS = ("recv", "send", "poll", "select", "epoll", "socket", "connect", "close")
 

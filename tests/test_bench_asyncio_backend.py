@@ -1,7 +1,9 @@
-"""The bench's plain-asyncio httpcore network backends (``bench/asyncio_backend.py``, issue 21) work.
+"""The network backends the bench puts under the package's shards (``bench/asyncio_backend.py``, issue 21)
+work: httpcore's anyio backend (the shards' until the eighteenth round) and the bench's two on plain asyncio.
 
-They are measured by ``python -m bench.concurrency --agui-http own,asyncio-protocol,asyncio-sock``; these
-tests only check that ``AsyncAgentClient`` completes runs on them against real servers on 127.0.0.1 (the
+They are measured beside the package's own connections by ``python -m bench.concurrency --agui-http
+own,anyio,asyncio-protocol,asyncio-sock``; these tests check that each name reads through the connections it
+names, and that ``AsyncAgentClient`` completes runs on them against real servers on 127.0.0.1 (the
 bench's load server in another process, raw asyncio servers for the hostile cases), with the shards'
 run deadline still kept, and that a hostile server gets httpcore's timeouts, not a hang or a growing
 buffer. No timing is asserted.
@@ -91,6 +93,33 @@ def test_agui_client_completes_runs_on_the_backend(load_server: Server, name: st
     asyncio.run(main())
 
 
+#: The module of the connections each name of the bench reads through (``own``: the package's own).
+_STREAM_MODULES = {"own": "agui_client._sockets", "anyio": "httpcore._backends.anyio",
+                   "asyncio-protocol": "bench.asyncio_backend", "asyncio-sock": "bench.asyncio_backend"}
+
+
+def test_each_name_reads_through_the_connections_it_names(load_server: Server) -> None:
+    # What a row of the benchmark measures is named by these: "own" must be the package's connections of
+    # this round and "anyio" httpcore's of the rounds before, or a before/after comparison compares nothing.
+    assert set(_STREAM_MODULES) == {"own", *BACKENDS}
+
+    async def module_of(name: str) -> str:
+        raw = sharded_client(name)
+        try:
+            async with raw.stream("POST", load_server.url("full"), json={"threadId": "x", "runId": "y"}) as response:
+                wrapped = response.extensions["network_stream"]  # (the shards' bounded wrapper around it)
+                async for _ in response.aiter_raw():
+                    pass
+        finally:
+            await raw.aclose()
+        return type(wrapped._stream).__module__
+
+    async def main() -> dict[str, str]:
+        return {name: await module_of(name) for name in _STREAM_MODULES}
+
+    assert asyncio.run(main()) == _STREAM_MODULES
+
+
 def test_the_concurrency_benchmark_runs_agui_client_on_each_backend(tmp_path: Path) -> None:
     out = tmp_path / "concurrency.json"
     proc = subprocess.run(
@@ -103,7 +132,7 @@ def test_the_concurrency_benchmark_runs_agui_client_on_each_backend(tmp_path: Pa
     assert all(r["error"] is None for r in rows.values()), [r for r in rows.values() if r["error"]]
     full, paced = results["config"]["full_events"], results["config"]["paced_events"]
     aguis = ["agui_client", *(f"agui_client [{name}]" for name in BACKENDS)]
-    raws = [f"httpx raw [{name}]" for name in ("anyio", *BACKENDS)]
+    raws = [f"httpx raw [{name}]" for name in ("own", *BACKENDS)]
     for n in (1, 3):
         for stack in (*aguis, "hand-written", *raws):
             assert rows[("full", n, stack)]["events"] == [n * full], stack
