@@ -25,10 +25,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trustme
 
 import agui_client as ag
+from agui_client._answers import certificate_refused
 
 CUT_AT = "hello"
 
@@ -396,3 +398,14 @@ def test_a_client_given_a_context_trusting_the_agents_ca_reaches_it(drive: Any, 
     monkeypatch.delenv("SSL_CERT_FILE")
     with drive.client(agents.serve(_whole_run), http_client=drive.http_client(verify=_trusting(ca))) as client:
         assert client.thread("t").run("hi", run_id="r").text == "hi"
+
+
+def test_a_failed_connection_whose_causes_loop_is_no_refused_certificate() -> None:
+    # A chain of causes that loops (an error raised while handling the one it caused) and holds no
+    # certificate refusal: the error is the connection's own, not a certificate's, and judging it ends.
+    refused, handling = OSError("connection refused"), OSError("while closing")
+    refused.__cause__, handling.__cause__ = handling, refused
+    error = httpx.ConnectError("connection refused")
+    error.__cause__ = refused
+
+    assert certificate_refused(error, "https://agent.example/agent") is None
