@@ -163,6 +163,8 @@ def test_a_name_at_the_approval_is_shown_in_ascii(text: str, shown: str) -> None
     ("\u0441\u043e\u0440\u0443(a)", "\\u0441\\u043e\\u0440\\u0443(a)"),
     ("\u0434\u043e\u043c, \u0441\u043e\u0440. 5 \u043a\u0433",
      "\u0434\u043e\u043c, \u0441\u043e\u0440. 5 \u043a\u0433"),                  # Russian, its punctuation
+    ("pay 1\u041e0", "pay 1\\u041e0"),             # a Cyrillic O in a number: digits are ASCII too
+    ("etc\u29f8passwd", "etc\\u29f8passwd"),        # a big solidus, which no decomposition makes a slash
 ])
 def test_a_word_mixing_ascii_with_look_alikes_shows_them_escaped(text: str, shown: str) -> None:
     assert unmixed(text) == shown
