@@ -380,6 +380,31 @@ def test_a_secret_cut_by_the_excerpt_leaves_no_start_of_itself(drive: Any, serve
     assert TOKEN[:5] not in caught.value.body
 
 
+@pytest.mark.parametrize("key", ["\u043f\u0430\u0440\u043e\u043b\u044c" * 2, "p\u00e4ssw\u00f6rter-1"],
+                         ids=["cyrillic", "latin-1"])
+def test_a_secret_cut_by_the_excerpt_of_a_wide_page_naming_no_charset_leaves_no_start_of_itself(
+    drive: Any, served: Any, key: str
+) -> None:
+    # A UTF-16 page naming no charset reads as UTF-8, where the text's search for a cut secret finds no
+    # secret outside ASCII (a query value, sent percent-encoded), with NULs in its UTF-16 form or none:
+    # the start of one at the end of the excerpt is for its bytes' search.
+    filler = "x" * (ERROR_BODY_LIMIT // 2 - 8) + " "
+    body = (filler + key + " and more").encode("utf-16-le")
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": body})
+
+    endpoint = served(app)
+
+    with drive.client(f"{endpoint.url}?token={key}") as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    content = caught.value.response.content
+    assert key[:2].encode("utf-16-le") not in content and content.endswith(MARK.encode("utf-16-le"))
+
+
 def test_the_conversation_is_left_as_the_agent_wrote_it(drive: Any, served: Any) -> None:
     # Redaction reaches what the client reports, not the conversation: a message is the agent's words,
     # kept and sent back on the next run as they were.
