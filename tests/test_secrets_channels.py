@@ -130,6 +130,13 @@ def test_a_frozen_slotted_exception_under_httpxs_error_is_redacted_not_raised(dr
     printed = _printed(caught.value)
     assert "_Refused" in printed and "UnicodeDecodeError" in printed and "_Sealed" in printed
     assert _found(printed) == []
+    # (the slotted field itself, which code handling the error reads, not only the message made of it)
+    chain, link = [], caught.value.__cause__
+    while link is not None:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    refused = [e for e in chain if isinstance(e, _Refused)]
+    assert len(refused) == 1 and _found(refused[0].detail) == [] and MARK in refused[0].detail
 
 
 def test_an_error_is_copied_and_pickled_as_it_was_redacted(drive: Any, served: Any) -> None:
