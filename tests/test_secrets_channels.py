@@ -13,6 +13,7 @@ import copy
 import errno
 import importlib
 import pickle
+import threading
 import traceback
 from typing import Any
 
@@ -21,6 +22,7 @@ import httpx
 import pytest
 
 import agui_client as ag
+from agui_client.core.redact import Redactor, redact_exception
 
 # (Python 3.11's, or the backport anyio brings to 3.10)
 _GROUP: Any = getattr(builtins, "ExceptionGroup", None) or importlib.import_module("exceptiongroup").ExceptionGroup
@@ -275,3 +277,19 @@ def test_a_long_credential_echoed_in_another_case_is_redacted(drive: Any, served
 
     assert caught.value.body == f"key {MARK} refused"
     assert TOKEN.lower() not in _printed(caught.value).lower()
+
+
+def test_a_chain_of_exceptions_that_loops_is_redacted_once_round_and_the_walk_ends() -> None:
+    # An exception raised while handling the one it caused: each is the other's context. The walk
+    # redacts both and stops, rather than going round for ever.
+    first, second = ValueError(f"token {PASSWORD}"), OSError(f"closing after {PASSWORD}")
+    first.__context__, second.__context__ = second, first
+    walked: list[BaseException] = []
+    walker = threading.Thread(
+        target=lambda: walked.append(redact_exception(first, Redactor([PASSWORD]).text)), daemon=True)
+
+    walker.start()
+    walker.join(timeout=10)
+
+    assert walked == [first]
+    assert str(first) == f"token {MARK}" and str(second) == f"closing after {MARK}"
