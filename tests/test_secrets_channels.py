@@ -187,7 +187,8 @@ def test_an_unforeseen_faults_traceback_in_the_cli_has_no_credential_of_its_comm
 
 
 @pytest.mark.parametrize("given", [["--head", f"Authorization: Bearer {TOKEN}"],
-                                   [f"--hea=Authorization: Bearer {TOKEN}"]])
+                                   [f"--hea=Authorization: Bearer {TOKEN}"],
+                                   [f"-HAuthorization: Bearer {TOKEN}"]])  # (and -H with its value attached)
 def test_an_unforeseen_faults_traceback_has_no_header_given_by_an_abbreviated_option(
         monkeypatch: Any, capsys: Any, given: list[str]) -> None:
     # argparse takes any unambiguous start of --header for it, as the CLI's parser does: the traceback's
