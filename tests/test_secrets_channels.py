@@ -294,3 +294,26 @@ def test_a_chain_of_exceptions_that_loops_is_redacted_once_round_and_the_walk_en
 
     assert walked == [first]
     assert str(first) == f"token {MARK}" and str(second) == f"closing after {MARK}"
+
+
+class _Slotted(Exception):
+    """A library's exception keeping a field in a slot (one slot may be named by a string alone)."""
+
+    __slots__ = "detail"
+
+
+class _MoreSlotted(_Slotted):
+    """A subclass of it with a slot of its own."""
+
+    __slots__ = ("more",)
+
+
+def test_the_slots_of_an_exceptions_base_classes_are_redacted_too() -> None:
+    # A field kept in a base class's slot (an exception subclassing a library's slotted one), and a
+    # __slots__ given as one string, which is one name and not its letters.
+    error = _MoreSlotted("failed")
+    error.detail, error.more = f"sent {PASSWORD}", f"with {PASSWORD}"
+
+    redact_exception(error, Redactor([PASSWORD]).text)
+
+    assert (error.detail, error.more) == (f"sent {MARK}", f"with {MARK}")
