@@ -21,7 +21,7 @@ import httpx
 import pexpect
 import pytest
 
-from agui_client._inert import ascii_named, unmixed
+from agui_client._inert import STACKED_MARKS, ascii_named, unmixed, visible
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message, tool_call
 from agui_client.types import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
@@ -163,6 +163,8 @@ def test_a_name_at_the_approval_is_shown_in_ascii(text: str, shown: str) -> None
     ("\u0441\u043e\u0440\u0443(a)", "\\u0441\\u043e\\u0440\\u0443(a)"),
     ("\u0434\u043e\u043c, \u0441\u043e\u0440. 5 \u043a\u0433",
      "\u0434\u043e\u043c, \u0441\u043e\u0440. 5 \u043a\u0433"),                  # Russian, its punctuation
+    ("pay 1\u041e0", "pay 1\\u041e0"),             # a Cyrillic O in a number: digits are ASCII too
+    ("etc\u29f8passwd", "etc\\u29f8passwd"),        # a big solidus, which no decomposition makes a slash
 ])
 def test_a_word_mixing_ascii_with_look_alikes_shows_them_escaped(text: str, shown: str) -> None:
     assert unmixed(text) == shown
@@ -231,6 +233,13 @@ def test_a_pile_of_combining_marks_is_cut_to_four_in_text_names_and_deltas(serve
     assert text.count(kept + escaped) == 4  # twice one mark a delta, whole, and in the summary's final message
     assert "go" + ZALGO[1:5] + escaped in text  # the tool's name
     assert KEPT in text
+
+
+@pytest.mark.parametrize("text", ["e\u0301\u0301\ufe0f\u0301\u0301", "\u05b8\ufe0f\u05b8\u05b8\u05b8"])
+def test_a_selector_between_combining_marks_is_not_counted_among_them(text: str) -> None:
+    # Four marks, a variation selector among them: the selectors have their own rule, and counted as a
+    # fifth mark they escaped the last of four a Hebrew or Vietnamese word may stack.
+    assert STACKED_MARKS == 4 and visible(text) == text
 
 
 # --------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ server on 127.0.0.1, through both shells.
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,21 @@ _MISNAMED = [
     ("utf-32", "application/json", True),
     ("utf-8", "application/json; charset=cp500", False),
     ("utf-8", "application/json; charset=utf-16", False),
+    # (each byte order mark, read before the charset named: UTF-32's before UTF-16's, which starts it)
+    ("utf-16-be+bom", "application/json", True),
+    ("utf-32-be+bom", "application/json", True),
+    ("utf-8+bom", "application/json; charset=latin-1", True),
 ]
+
+#: The byte order marks, by the encoding they start.
+_BOMS = {"utf-8": codecs.BOM_UTF8, "utf-16-be": codecs.BOM_UTF16_BE, "utf-32-be": codecs.BOM_UTF32_BE}
+
+
+def _page(coding: str) -> tuple[str, bytes]:
+    """The ECHO page in ``coding`` (``utf-8+bom``: with the byte order mark put before it), and the codec
+    that reads it back."""
+    coding, marked, _ = coding.partition("+bom")
+    return coding, (_BOMS[coding] if marked else b"") + json.dumps(ECHO).encode(coding)
 
 
 _CODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "cp500", "latin-1")
@@ -171,8 +186,8 @@ def test_an_error_body_in_another_charset_than_it_names_is_redacted(drive: Any, 
                                                                     content_type: str, bom: bool) -> None:
     # Read only as named (or as UTF-8 when naming none), the token stood in .body, str() and
     # .response.content a NUL between letters, or as cp500 mojibake.
-    body = json.dumps(ECHO).encode(coding)
-    assert body.startswith((b"\xff\xfe", b"\xfe\xff")) == bom
+    coding, body = _page(coding)
+    assert body.startswith((b"\xff\xfe", b"\xfe\xff", codecs.BOM_UTF8, codecs.BOM_UTF32_BE)) == bom
     endpoint = served(_answer(401, content_type, body))
     with drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
         with pytest.raises(ag.AuthenticationError) as caught:
@@ -185,6 +200,19 @@ def test_an_error_body_in_another_charset_than_it_names_is_redacted(drive: Any, 
     assert "s\\x00k" not in shown and "\\x00s\\x00k" not in shown
     if bom:  # (a byte order mark says the charset whatever the header names: the page reads as text)
         assert error.body == '{"detail": "bad token [redacted]"}' == error.response.text
+
+
+@pytest.mark.parametrize("coding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_a_token_ending_a_wide_page_that_names_no_charset_is_redacted(drive: Any, served: Any, coding: str) -> None:
+    # The last character of the page: no byte of a next one follows it, so a form of the token in the
+    # other byte order, found a byte along in a page of this one, does not reach past its end.
+    endpoint = served(_answer(401, "text/plain", f"bad token {TOKEN}".encode(coding)))
+    with drive.client(endpoint.url, headers=HEADERS, telemetry=False) as client:
+        with pytest.raises(ag.AuthenticationError) as caught:
+            client.thread().run("hi")
+
+    shown = _seen(caught.value)
+    assert not _recoverable(shown) and not _written_everywhere(caught.value.response.content)
 
 
 @pytest.mark.parametrize("echo", [
@@ -204,6 +232,47 @@ def test_an_error_body_echoing_the_token_escaped_or_in_base64_is_redacted(drive:
     for form in ("".join(f"\\u{ord(c):04X}" for c in TOKEN), base64.b64encode(TOKEN.encode()).decode()[:-4],
                  base64.b64encode(b"x" + TOKEN.encode()).decode()[4:-4]):
         assert form not in shown
+
+
+@pytest.mark.parametrize("coding", ["utf-16-le", "utf-16-be"])
+def test_a_secret_past_latin1_echoed_in_a_wide_page_with_no_ascii_is_redacted(drive: Any, served: Any,
+                                                                              coding: str) -> None:
+    # UTF-16 writes a letter past U+00FF with no NUL byte: a page wholly in such letters holds none, and
+    # the forms of a secret in them were skipped in it, as if only an ASCII secret could be written wide
+    # (the page's bytes kept the token, and .body the same bytes read as UTF-8).
+    key = "\u043f\u0430\u0440\u043e\u043b\u044c" * 2  # (a Cyrillic query value, sent percent-encoded)
+    page = f"\u043a\u043b\u044e\u0447{key}\u043e\u0442\u043a\u0430\u0437".encode(coding)
+    assert b"\x00" not in page
+    endpoint = served(_answer(403, "text/plain", page))
+    with drive.client(f"{endpoint.url}?token={key}", telemetry=False) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    content, body = caught.value.response.content, caught.value.body
+    assert key.encode(coding) not in content and key.encode(coding) not in body.encode("utf-8", "surrogatepass")
+    assert any("[redacted]".encode(wide) in content for wide in ("utf-16-le", "utf-16-be"))
+
+
+#: A token whose base64 holds the letters the two alphabets write apart (``+`` and ``/``, ``-`` and ``_``).
+_PUNCTUATED = "sk-live-???~~~>>>-9c8b"
+
+
+@pytest.mark.parametrize(("prefix", "encode"), [(b"xy", base64.b64encode), (b"", base64.urlsafe_b64encode),
+                                                (b"xy", base64.urlsafe_b64encode)])
+def test_a_token_echoed_in_base64_at_each_alignment_and_in_each_alphabet_is_redacted(
+    drive: Any, served: Any, prefix: bytes, encode: Any
+) -> None:
+    # Base64 writes a token's bytes as letters of their own only by where they start, modulo 3 (two
+    # bytes before it here); the URL-safe alphabet writes ``-`` and ``_`` where the standard one writes
+    # ``+`` and ``/``.
+    echo = encode(prefix + _PUNCTUATED.encode()).decode()
+    endpoint = served(_answer(403, "text/plain", f"you sent {echo}".encode()))
+    with drive.client(endpoint.url, headers={"Authorization": f"Bearer {_PUNCTUATED}"}, telemetry=False) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    own = echo[len(prefix) * 4 // 3 + 1:-4]  # (letters decided by the token's bytes alone)
+    assert "[redacted]" in caught.value.body and own not in _seen(caught.value)
 
 
 _ESCAPED_UPPER = "".join(f"\\u{ord(c):04X}" for c in TOKEN)  # (JSON: every character escaped, upper-case hex)
@@ -233,7 +302,7 @@ def test_a_recording_keeps_no_credential_in_another_case_and_still_reads(tmp_pat
 @pytest.mark.parametrize(("coding", "content_type", "bom"), _MISNAMED)
 def test_a_recording_keeps_no_credential_in_another_charset_than_the_answer_names(
         tmp_path: Path, served: Any, coding: str, content_type: str, bom: bool) -> None:
-    body = json.dumps(ECHO).encode(coding)
+    coding, body = _page(coding)
     endpoint = served(_answer(401, content_type, body, piece=5))
 
     _refused_while_recording(tmp_path, endpoint.url)
@@ -241,7 +310,8 @@ def test_a_recording_keeps_no_credential_in_another_charset_than_the_answer_name
     written = b"".join(path.read_bytes() for path in tmp_path.iterdir())
     assert not _written_everywhere(written)
     # (the mark is written as the encoding that wrote the token writes it: the page still reads)
-    assert (tmp_path / "01.sse").read_bytes().decode(coding) == '{"detail": "bad token [redacted]"}'
+    assert (tmp_path / "01.sse").read_bytes().removeprefix(_BOMS.get(coding, b"") if bom else b"").decode(
+        coding) == '{"detail": "bad token [redacted]"}'
 
 
 @pytest.mark.parametrize(("content_type", "rule"), [("text/html; charset=utf-8", "TR-04"),

@@ -196,6 +196,25 @@ def test_a_redirect_of_the_get_a_see_other_asked_for_is_followed(drive: Any, raw
     assert raw.notes == [b"POST /agent HTTP/1.1", b"GET /runs/r HTTP/1.1", b"GET /runs/r/events HTTP/1.1"]
 
 
+def test_a_redirect_to_another_scheme_on_the_same_host_and_port_is_not_followed(drive: Any, served: Any) -> None:
+    # http:// to https:// at the same host and port is another origin (RFC 6454: the scheme is a part
+    # of it): the caller's headers are not sent on, whatever the host and port say.
+    async def moved(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 307,
+                    "headers": [(b"location", moved_to.encode()), (b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    old = served(moved)
+    moved_to = old.url.replace("http://", "https://")  # (the same host and port, another scheme)
+    with drive.client(old.url, follow_redirects=True) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    assert caught.value.status_code == 307 and caught.value.location == moved_to
+    assert "it leads to another origin" in str(caught.value)
+    assert len(old.received) == 1
+
+
 @pytest.mark.parametrize(("status", "where"), [(301, "same origin"), (302, "same origin"), (307, "another port")])
 def test_a_redirected_resume_is_sent_nowhere_else_and_never_again(drive: Any, served: Any, status: int,
                                                                   where: str) -> None:
@@ -278,7 +297,10 @@ def test_an_event_stream_naming_another_charset_is_read_as_utf8_and_says_so(driv
 
 @pytest.mark.parametrize("charset", [b"", b"; charset=utf-8", b"; charset=UTF8", b"; charset=us-ascii",
                                      b'; charset="utf-8"',  # (and UTF-8 labels only the WHATWG standard knows)
-                                     b"; charset=unicode-1-1-utf-8", b"; charset=x-unicode20utf8"])
+                                     b"; charset=unicode-1-1-utf-8", b"; charset=x-unicode20utf8",
+                                     b"; charset=unicode11utf8", b"; charset=unicode20utf8",
+                                     # (a label is read as WHATWG reads one: spaces around it, any case)
+                                     b'; charset=" Unicode-1-1-UTF-8 "', b"; charset=utf-8-sig"])
 def test_an_event_stream_in_utf8_or_naming_none_has_no_charset_warning(drive: Any, raw: Raw, charset: bytes) -> None:
     body = _events("r", "hi")
 

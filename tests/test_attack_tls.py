@@ -30,6 +30,7 @@ import pytest
 import trustme
 
 import agui_client as ag
+from agui_client._answers import certificate_refused
 
 CUT_AT = "hello"
 
@@ -458,3 +459,14 @@ def test_an_answer_written_behind_the_last_one_is_never_the_next_runs(drive: Any
 
     assert (first_run.text, second_run.text) == ("answer to r1", "answer to r2")
     assert agents.connections == 2
+
+
+def test_a_failed_connection_whose_causes_loop_is_no_refused_certificate() -> None:
+    # A chain of causes that loops (an error raised while handling the one it caused) and holds no
+    # certificate refusal: the error is the connection's own, not a certificate's, and judging it ends.
+    refused, handling = OSError("connection refused"), OSError("while closing")
+    refused.__cause__, handling.__cause__ = handling, refused
+    error = httpx.ConnectError("connection refused")
+    error.__cause__ = refused
+
+    assert certificate_refused(error, "https://agent.example/agent") is None

@@ -205,6 +205,30 @@ def test_an_interrupt_outcome_with_no_interrupts_fails_interrupt_count(run_probe
     assert report.exit_status() == 1
 
 
+def test_a_warning_without_a_protocol_error_warns_stream_rules(run_probe: Probe) -> None:
+    def ask(run_input: RunAgentInput) -> list[Any]:
+        return [Start(), {"type": "FUTURE_EVENT", "x": 1}, Finish()]
+
+    report = run_probe(ScriptedAgent([ask], cycle=True))
+
+    assert report.check("stream-rules").verdict == "warn"
+    assert report.check("stream-rules").reason.startswith("no protocol error, ")
+    assert "[UK-02] unknown event type 'FUTURE_EVENT' ignored" in evidence_text(report, "stream-rules")
+
+
+def test_an_empty_interrupt_list_on_another_outcome_asks_nothing(run_probe: Probe) -> None:
+    # A success outcome carrying "interrupts": [] is refused by the schema (stream-rules), but asks
+    # nothing: it is no pause reported as success.
+    def ask(run_input: RunAgentInput) -> list[Any]:
+        return [Start(), {"type": "RUN_FINISHED", "threadId": run_input.thread_id, "runId": run_input.run_id,
+                          "outcome": {"type": "success", "interrupts": []}}]
+
+    report = run_probe(ScriptedAgent([ask], cycle=True))
+
+    assert report.check("stream-rules").verdict == "fail"
+    assert report.check("pause-as-success").verdict == "pass", evidence_text(report, "pause-as-success")
+
+
 def test_a_repeated_interrupt_id_fails_interrupt_ids_unique(run_probe: Probe) -> None:
     report = run_probe(ScriptedAgent.approvals(2, faults=["repeat-interrupt-id"]))
 

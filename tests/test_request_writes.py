@@ -131,6 +131,17 @@ def test_a_resume_whose_body_was_cut_off_says_it_was_not_sent_and_gives_the_thre
     assert endpoint.agent.request_count == 2
 
 
+def test_a_request_cut_off_while_written_is_never_sent_again_by_a_retry(drive: Any, resetter: Resetter) -> None:
+    # Nothing reached the agent whole, but the connection was made: retries send again only a request
+    # whose connection failed, so the write that failed is raised at once, whatever max_retries says.
+    with drive.client(resetter.url, max_retries=2, retry_backoff=0) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run(BIG)
+
+    assert caught.value.request_sent is False and caught.value.tries == 1
+    assert resetter.connections == 1
+
+
 def test_a_resume_written_whole_before_the_connection_was_reset_keeps_its_claim(
     drive: Any, served: Any, whole_resetter: Resetter
 ) -> None:

@@ -290,6 +290,77 @@ def test_a_short_secret_is_redacted_only_where_it_stands_alone(drive: Any, serve
     assert caught.value.body == "key [redacted] refused; see abc1234, xabc123, [redacted]."
 
 
+@pytest.mark.parametrize(("key", "anywhere"), [("abc1234", False), ("abcd1234", True)])
+def test_a_secret_of_eight_characters_is_redacted_in_any_case_and_inside_a_word_and_one_of_seven_is_not(
+    drive: Any, served: Any, key: str, anywhere: bool
+) -> None:
+    # Eight characters is where a secret is long enough to be replaced wherever it appears, in any case
+    # (docs/errors-httpx.md); one shorter is replaced only standing alone, as written.
+    page = f"x{key}y {key.upper()} {key}"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": page.encode()})
+
+    endpoint = served(app)
+
+    with drive.client(endpoint.url, headers={"X-Api-Key": key}) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    shown = f"x{MARK}y {MARK} {MARK}" if anywhere else f"x{key}y {key.upper()} {MARK}"
+    assert caught.value.body == shown
+
+
+@pytest.mark.parametrize(("content_type", "coding"), [("text/plain; charset=utf-8", "utf-8"),
+                                                    ("text/plain", "utf-16-le")])
+def test_a_short_secret_echoed_as_json_escapes_in_upper_case_hex_is_redacted(drive: Any, served: Any,
+                                                                             content_type: str, coding: str) -> None:
+    # JSON writes an escape's hex digits in either case; a short secret is matched as written but for them,
+    # in the text and in the bytes of a UTF-16 page naming no charset (read as UTF-8, which only its
+    # bytes' search sees through).
+    key = "kz-key"
+    echo = "".join(f"\\u{ord(c):04X}" for c in key)  # (\u006B\u007A\u002D...: hex letters upper-cased)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 403,
+                    "headers": [(b"content-type", content_type.encode())]})
+        await send({"type": "http.response.body", "body": f"key {echo} refused".encode(coding)})
+
+    endpoint = served(app)
+
+    with drive.client(endpoint.url, headers={"X-Api-Key": key}) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.response.content.decode("utf-8").encode("latin-1", "replace").decode(coding) == (
+        f"key {MARK} refused")
+
+
+@pytest.mark.parametrize("coding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_a_run_error_holding_the_token_as_wide_bytes_read_one_a_character_is_redacted(
+    drive: Any, served: Any, coding: str
+) -> None:
+    # An agent that read the request's UTF-16 or UTF-32 bytes as one byte a character and quotes them: the
+    # message holds the token with NULs between its letters.
+    wide = TOKEN.encode(coding).decode("latin-1")
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        request = json.loads((await receive())["body"])
+        ids = {"threadId": request["threadId"], "runId": request["runId"]}
+        events = [{"type": "RUN_STARTED", **ids}, {"type": "RUN_ERROR", "message": f"refused {wide}"}]
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b"".join(b"data: " + json.dumps(e).encode() + b"\n\n"
+                                                                     for e in events)})
+
+    endpoint = served(app)
+
+    with drive.client(endpoint.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        result = client.thread().run("hi")
+
+    assert result.error is not None and result.error.message == f"refused {MARK}"
+
+
 def test_a_secret_cut_by_the_excerpt_leaves_no_start_of_itself(drive: Any, served: Any) -> None:
     # The body is kept as a bounded excerpt: a secret that straddles its end must not leave its first half.
     filler = "x" * (ERROR_BODY_LIMIT - 20) + " "
@@ -307,6 +378,31 @@ def test_a_secret_cut_by_the_excerpt_leaves_no_start_of_itself(drive: Any, serve
 
     assert caught.value.body.endswith(" " + MARK)
     assert TOKEN[:5] not in caught.value.body
+
+
+@pytest.mark.parametrize("key", ["\u043f\u0430\u0440\u043e\u043b\u044c" * 2, "p\u00e4ssw\u00f6rter-1"],
+                         ids=["cyrillic", "latin-1"])
+def test_a_secret_cut_by_the_excerpt_of_a_wide_page_naming_no_charset_leaves_no_start_of_itself(
+    drive: Any, served: Any, key: str
+) -> None:
+    # A UTF-16 page naming no charset reads as UTF-8, where the text's search for a cut secret finds no
+    # secret outside ASCII (a query value, sent percent-encoded), with NULs in its UTF-16 form or none:
+    # the start of one at the end of the excerpt is for its bytes' search.
+    filler = "x" * (ERROR_BODY_LIMIT // 2 - 8) + " "
+    body = (filler + key + " and more").encode("utf-16-le")
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": body})
+
+    endpoint = served(app)
+
+    with drive.client(f"{endpoint.url}?token={key}") as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread().run("hi")
+
+    content = caught.value.response.content
+    assert key[:2].encode("utf-16-le") not in content and content.endswith(MARK.encode("utf-16-le"))
 
 
 def test_the_conversation_is_left_as_the_agent_wrote_it(drive: Any, served: Any) -> None:

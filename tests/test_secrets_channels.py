@@ -13,6 +13,7 @@ import copy
 import errno
 import importlib
 import pickle
+import threading
 import traceback
 from typing import Any
 
@@ -21,6 +22,7 @@ import httpx
 import pytest
 
 import agui_client as ag
+from agui_client.core.redact import Redactor, redact_exception
 
 # (Python 3.11's, or the backport anyio brings to 3.10)
 _GROUP: Any = getattr(builtins, "ExceptionGroup", None) or importlib.import_module("exceptiongroup").ExceptionGroup
@@ -130,6 +132,13 @@ def test_a_frozen_slotted_exception_under_httpxs_error_is_redacted_not_raised(dr
     printed = _printed(caught.value)
     assert "_Refused" in printed and "UnicodeDecodeError" in printed and "_Sealed" in printed
     assert _found(printed) == []
+    # (the slotted field itself, which code handling the error reads, not only the message made of it)
+    chain, link = [], caught.value.__cause__
+    while link is not None:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    refused = [e for e in chain if isinstance(e, _Refused)]
+    assert len(refused) == 1 and _found(refused[0].detail) == [] and MARK in refused[0].detail
 
 
 def test_an_error_is_copied_and_pickled_as_it_was_redacted(drive: Any, served: Any) -> None:
@@ -178,7 +187,8 @@ def test_an_unforeseen_faults_traceback_in_the_cli_has_no_credential_of_its_comm
 
 
 @pytest.mark.parametrize("given", [["--head", f"Authorization: Bearer {TOKEN}"],
-                                   [f"--hea=Authorization: Bearer {TOKEN}"]])
+                                   [f"--hea=Authorization: Bearer {TOKEN}"],
+                                   [f"-HAuthorization: Bearer {TOKEN}"]])  # (and -H with its value attached)
 def test_an_unforeseen_faults_traceback_has_no_header_given_by_an_abbreviated_option(
         monkeypatch: Any, capsys: Any, given: list[str]) -> None:
     # argparse takes any unambiguous start of --header for it, as the CLI's parser does: the traceback's
@@ -268,3 +278,42 @@ def test_a_long_credential_echoed_in_another_case_is_redacted(drive: Any, served
 
     assert caught.value.body == f"key {MARK} refused"
     assert TOKEN.lower() not in _printed(caught.value).lower()
+
+
+def test_a_chain_of_exceptions_that_loops_is_redacted_once_round_and_the_walk_ends() -> None:
+    # An exception raised while handling the one it caused: each is the other's context. The walk
+    # redacts both and stops, rather than going round for ever.
+    first, second = ValueError(f"token {PASSWORD}"), OSError(f"closing after {PASSWORD}")
+    first.__context__, second.__context__ = second, first
+    walked: list[BaseException] = []
+    walker = threading.Thread(
+        target=lambda: walked.append(redact_exception(first, Redactor([PASSWORD]).text)), daemon=True)
+
+    walker.start()
+    walker.join(timeout=10)
+
+    assert walked == [first]
+    assert str(first) == f"token {MARK}" and str(second) == f"closing after {MARK}"
+
+
+class _Slotted(Exception):
+    """A library's exception keeping a field in a slot (one slot may be named by a string alone)."""
+
+    __slots__ = "detail"
+
+
+class _MoreSlotted(_Slotted):
+    """A subclass of it with a slot of its own."""
+
+    __slots__ = ("more",)
+
+
+def test_the_slots_of_an_exceptions_base_classes_are_redacted_too() -> None:
+    # A field kept in a base class's slot (an exception subclassing a library's slotted one), and a
+    # __slots__ given as one string, which is one name and not its letters.
+    error = _MoreSlotted("failed")
+    error.detail, error.more = f"sent {PASSWORD}", f"with {PASSWORD}"
+
+    redact_exception(error, Redactor([PASSWORD]).text)
+
+    assert (error.detail, error.more) == (f"sent {MARK}", f"with {MARK}")

@@ -537,8 +537,10 @@ class _Rule:
         self._pattern: re.Pattern[bytes] | None = None  # (compiled when a form is first found: most never are)
         self._fold = fold
         self._mark = mark
-        #: The encoding writes ASCII with NULs (UTF-16, UTF-32): bytes holding none hold no form.
-        self.wide = b"\x00" in mark
+        #: Every form holds a NUL (an ASCII secret as UTF-16 or UTF-32 writes it): bytes holding none hold
+        #: no form. Not the encoding's (the mark's) NULs: a secret all of letters past U+00FF (a Cyrillic
+        #: one) UTF-16 writes with none, in a page that may hold none either.
+        self.wide = all(b"\x00" in needle for needle in needles)
 
     @classmethod
     def of(cls, needles: dict[bytes, None], fold: bytes | None, mark: bytes) -> _Rule:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ssl
+import threading
 from typing import Any
 
 import pytest
@@ -20,7 +21,8 @@ def _refused() -> ag.TransportError:
 def test_the_backoff_doubles_from_its_base_up_to_the_cap() -> None:
     waits = [verdict("x", tries=tries, jitter=0.0, **{**NO_DEADLINE, "max_retries": 10}).wait for tries in range(1, 8)]
 
-    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0, BACKOFF_CAP, BACKOFF_CAP]
+    # (the cap as docs/http.md states it, 8 s, not only as the constant says it)
+    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0] and BACKOFF_CAP == 8.0
 
 
 def test_jitter_shortens_a_backoff_by_up_to_half_and_never_a_retry_after() -> None:
@@ -82,3 +84,19 @@ def test_a_backoff_far_past_the_cap_is_the_cap_not_an_overflow() -> None:
     many = {**NO_DEADLINE, "max_retries": 5000}
     assert verdict("x", tries=1500, jitter=0.0, **many).wait == BACKOFF_CAP
     assert verdict("x", tries=1500, jitter=0.0, **{**many, "backoff": 0.0}).wait == 0.0
+
+
+def test_a_cause_chain_that_loops_is_judged_and_not_walked_for_ever() -> None:
+    # An exception may be its own cause's context (raised while handling what it caused): the walk for a
+    # TLS failure behind a refused connection must end, and find none in such a loop.
+    first, second = OSError("refused"), OSError("while handling")
+    first.__context__, second.__cause__ = second, first
+    error = _refused()
+    error.__cause__ = first
+    judged: list[str | None] = []
+    walker = threading.Thread(target=lambda: judged.append(retry_reason(error, connect_failed=True)), daemon=True)
+
+    walker.start()
+    walker.join(timeout=10)
+
+    assert judged == ["connection failed"]

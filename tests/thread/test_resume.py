@@ -199,13 +199,15 @@ def test_expiry_is_judged_with_the_clients_clock(drive: Any, served: Any) -> Non
     assert result.result == {"answers": {"interrupt-1": "in time"}, "abandoned": []}
 
 
+@pytest.mark.parametrize("status", [500, 502, 504])
 def test_a_resume_that_may_have_reached_the_agent_keeps_the_thread_claimed_until_released(
-    drive: Any, served: Any
+    drive: Any, served: Any, status: int
 ) -> None:
     endpoint = served(ScriptedAgent([
         [Start(), interrupted("ask-1")],
-        # (a gateway's 502 may come after the agent acted on the answers; a 503 says it served nothing)
-        Respond(status=502, body={"detail": "bad gateway"}),
+        # (a 5xx but 503 may come after the agent acted on the answers (a gateway's 502 or 504, a handler
+        # failing part-way with a 500); a 503 says it served nothing)
+        Respond(status=status, body={"detail": "failed"}),
         [Start(), Finish()],
     ]))
 
@@ -225,7 +227,7 @@ def test_a_resume_that_may_have_reached_the_agent_keeps_the_thread_claimed_until
     assert endpoint.agent.request_count == 3
 
 
-@pytest.mark.parametrize("status", [422, 429, 503])
+@pytest.mark.parametrize("status", [400, 422, 429, 499, 503])
 def test_a_resume_the_agent_refused_with_a_4xx_or_a_503_gives_the_claim_back(drive: Any, served: Any,
                                                                              status: int) -> None:
     # A 4xx is the agent refusing the request, a 503 with a Retry-After the agent saying it did not serve

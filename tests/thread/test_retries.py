@@ -12,6 +12,7 @@ import logging
 import math
 import socket
 import threading
+import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -180,6 +181,46 @@ def test_a_refused_connection_is_tried_max_retries_more_times_then_raised_with_t
     assert [m.split("; ", 1)[1] for m in _retry_records(caplog)] == [
         "sending the request again in 0.00s (try 2 of 3)", "sending the request again in 0.00s (try 3 of 3)"]
     assert not any("s3cr3t-t0k3n" in r.getMessage() for r in caplog.records)
+
+
+def test_one_retry_is_two_tries_and_the_error_says_so(drive: Any) -> None:
+    # (the count is written on the error from the second try on, not only from the third)
+    with drive.client(_refused_url(), max_retries=1, retry_backoff=0) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+
+    assert caught.value.tries == 2 and str(caught.value).endswith("(after 2 tries)")
+
+
+def test_a_retry_waits_its_backoff_before_sending_again(drive: Any) -> None:
+    # retry_backoff=0.2: the one wait is 0.1 to 0.2 s (the jitter shortens it by up to half); a loop that
+    # did not wait would send again at once, as fast as the refusals come.
+    with drive.client(_refused_url(), max_retries=1, retry_backoff=0.2) as client:
+        started = time.monotonic()
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+        took = time.monotonic() - started
+
+    assert caught.value.tries == 2 and took >= 0.1
+
+
+def test_a_connection_that_timed_out_is_tried_again(drive: Any) -> None:
+    # A listening socket whose backlog one connection fills: Linux drops the SYNs that follow, so the
+    # connection never completes (ConnectTimeout), and the agent certainly saw nothing of the request.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    host, port = listener.getsockname()
+    filler = socket.create_connection((host, port))
+    try:
+        with drive.client(f"http://{host}:{port}/agent", timeout=0.2, max_retries=1, retry_backoff=0) as client:
+            with pytest.raises(ag.ConnectTimeout) as caught:
+                client.thread().run("hi")
+    finally:
+        filler.close()
+        listener.close()
+
+    assert caught.value.tries == 2 and caught.value.request_sent is False
 
 
 def test_a_failed_tls_handshake_is_not_retried(drive: Any, served: Any, caplog: pytest.LogCaptureFixture) -> None:
@@ -387,7 +428,7 @@ def test_a_request_sent_again_through_a_client_you_pass_waits_no_longer_than_the
 @pytest.mark.parametrize(("keywords", "named"), [
     ({"max_retries": -1}, "max_retries"), ({"max_retries": 1.5}, "max_retries"), ({"max_retries": True}, "max_retries"),
     ({"retry_backoff": -0.1}, "retry_backoff"), ({"retry_backoff": math.nan}, "retry_backoff"),
-    ({"retry_backoff": "1"}, "retry_backoff"),
+    ({"retry_backoff": "1"}, "retry_backoff"), ({"retry_backoff": True}, "retry_backoff"),
 ])
 def test_a_retry_setting_out_of_range_is_refused_when_the_client_is_made(
     drive: Any, keywords: dict[str, Any], named: str
