@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -23,6 +24,7 @@ import pytest
 from threadkit import UTC, interrupted
 
 import agui_client as ag
+from agui_client import _retries
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start
 
@@ -192,16 +194,23 @@ def test_one_retry_is_two_tries_and_the_error_says_so(drive: Any) -> None:
     assert caught.value.tries == 2 and str(caught.value).endswith("(after 2 tries)")
 
 
-def test_a_retry_waits_its_backoff_before_sending_again(drive: Any) -> None:
+def test_a_retry_waits_its_backoff_before_sending_again(drive: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # retry_backoff=0.2: the one wait is 0.1 to 0.2 s (the jitter shortens it by up to half); a loop that
-    # did not wait would send again at once, as fast as the refusals come.
+    # did not wait would send again at once, as fast as the refusals come. The waits are recorded where
+    # the shells make them (time.sleep, anyio.sleep), not timed.
+    waits: list[float] = []
+
+    async def asleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(_retries, "time", SimpleNamespace(sleep=waits.append, monotonic=time.monotonic))
+    monkeypatch.setattr(_retries, "anyio", SimpleNamespace(sleep=asleep))
     with drive.client(_refused_url(), max_retries=1, retry_backoff=0.2) as client:
-        started = time.monotonic()
         with pytest.raises(ag.TransportError) as caught:
             client.thread().run("hi")
-        took = time.monotonic() - started
 
-    assert caught.value.tries == 2 and took >= 0.1
+    assert caught.value.tries == 2
+    assert len(waits) == 1 and 0.1 <= waits[0] <= 0.2
 
 
 def test_a_connection_that_timed_out_is_tried_again(drive: Any) -> None:
