@@ -227,6 +227,16 @@ def test_a_resume_that_may_have_reached_the_agent_keeps_the_thread_claimed_until
     assert endpoint.agent.request_count == 3
 
 
+def _resume_refused(client: Any) -> tuple[Any, ag.HTTPStatusError]:
+    """A new thread of ``client`` interrupted by its first run (``ask-1``), and the error status its resume
+    answering ``ask-1`` met."""
+    thread = client.thread()
+    thread.run("hi")
+    with pytest.raises(ag.HTTPStatusError) as caught:
+        thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+    return thread, caught.value
+
+
 @pytest.mark.parametrize("status", [400, 422, 429, 499, 503])
 def test_a_resume_the_agent_refused_with_a_4xx_or_a_503_gives_the_claim_back(drive: Any, served: Any,
                                                                              status: int) -> None:
@@ -241,14 +251,11 @@ def test_a_resume_the_agent_refused_with_a_4xx_or_a_503_gives_the_claim_back(dri
     store = MemoryStore()
 
     with drive.client(endpoint.url, store=store) as client:
-        thread = client.thread()
-        thread.run("hi")
-        with pytest.raises(ag.HTTPStatusError) as caught:
-            thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+        thread, refused = _resume_refused(client)
         claim = store.load(thread.id).claim  # type: ignore[union-attr]
         result = thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
 
-    assert caught.value.status_code == status and claim is None
+    assert refused.status_code == status and claim is None
     assert result.outcome == "success" and endpoint.agent.request_count == 3
 
 
@@ -262,12 +269,9 @@ def test_a_resume_met_by_a_503_without_retry_after_stays_claimed(drive: Any, ser
     store = MemoryStore()
 
     with drive.client(endpoint.url, store=store) as client:
-        thread = client.thread()
-        thread.run("hi")
-        with pytest.raises(ag.HTTPStatusError) as caught:
-            thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+        thread, refused = _resume_refused(client)
 
-    assert caught.value.status_code == 503 and caught.value.retry_after is None
+    assert refused.status_code == 503 and refused.retry_after is None
     assert store.load(thread.id).claim is not None  # type: ignore[union-attr]
 
 
@@ -289,14 +293,11 @@ def test_a_resume_the_agent_took_with_a_see_other_stays_claimed_whatever_the_get
 
     store = MemoryStore()
     with drive.client(served(app).url, store=store, follow_redirects=True) as client:
-        thread = client.thread()
-        thread.run("hi")
-        with pytest.raises(ag.HTTPStatusError) as caught:
-            thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+        thread, refused = _resume_refused(client)
         with pytest.raises(ag.ConcurrentResume):
             thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
 
-    assert caught.value.status_code == status and caught.value.request.method == "GET"
+    assert refused.status_code == status and refused.request.method == "GET"
     assert store.load(thread.id).claim is not None  # type: ignore[union-attr]
     assert agent.request_count == 2
 
@@ -310,12 +311,9 @@ def test_a_resume_met_by_a_503_holding_an_event_stream_stays_claimed(drive: Any,
     store = MemoryStore()
 
     with drive.client(endpoint.url, store=store) as client:
-        thread = client.thread()
-        thread.run("hi")
-        with pytest.raises(ag.HTTPStatusError) as caught:
-            thread.run(resume=thread.resume_builder().answer("ask-1", "go"))
+        thread, refused = _resume_refused(client)
 
-    assert caught.value.status_code == 503
+    assert refused.status_code == 503
     assert store.load(thread.id).claim is not None  # type: ignore[union-attr]
 
 
