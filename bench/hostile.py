@@ -56,7 +56,7 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
 from agui_client import AsyncAgentClient  # noqa: E402
 from agui_client.stores import MemoryStore, SqliteStore  # noqa: E402
 
-from .loadserver import _HEAD, _LAST_CHUNK, _chunk, _frame, paced_events  # noqa: E402
+from .loadserver import _HEAD, _LAST_CHUNK, PacedRuns, _chunk, _frame, run_ids  # noqa: E402
 from .servers import read_request  # noqa: E402
 
 KINDS = ("tiny", "gzip", "snapshot", "deep", "patch", "messages", "interrupts")
@@ -117,18 +117,12 @@ class HostileServer:
     def __init__(self, paced: int, rate: float, scale: float) -> None:
         self.scale = scale
         self.middles = {kind: hostile_middle(kind, scale) for kind in KINDS}
-        self.paced = paced_events(paced)
-        self.paced_prefix = [_frame(e)[:-3] + b',"timestamp":' for e in self.paced[1:-1]]
-        self.interval = 1.0 / rate
+        self.pacer = PacedRuns(paced, rate)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while True:
-                request = await read_request(reader)
-                if request is None:
-                    return
-                body = json.loads(request[1]) if request[1] else {}
-                ids = {"threadId": body.get("threadId", "T"), "runId": body.get("runId", "R")}
+            while (request := await read_request(reader)) is not None:
+                ids = run_ids(request[1])
                 kind = ids["threadId"].partition(":")[0]
                 if kind == "gzip":
                     coded = gzip.compress(_started(ids) + self.middles["gzip"] + _finished(ids), 6)
@@ -153,19 +147,8 @@ class HostileServer:
             writer.close()
 
     async def paced_run(self, writer: asyncio.StreamWriter, ids: dict[str, str]) -> None:
-        loop = asyncio.get_running_loop()
-        at = loop.time() + (hash(ids["runId"]) % 1000) / 1000 * self.interval
-        for index, event in enumerate(self.paced):
-            delay = at - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            at += self.interval
-            if 0 < index < len(self.paced) - 1:
-                data = b"%s%d}\n\n" % (self.paced_prefix[index - 1], time.monotonic_ns() // 1000)
-            else:
-                data = _frame({**event, **ids})
-            writer.writelines(_chunk(data))
-            await writer.drain()
+        # (loadserver's paced run, its phase drawn from the run id)
+        await self.pacer.run(writer, ids, (hash(ids["runId"]) % 1000) / 1000)
 
 
 async def serve(paced: int, rate: float, scale: float) -> None:

@@ -66,6 +66,12 @@ def _ids_frame(event: dict[str, Any], ids: dict[str, str]) -> bytes:
     return _frame({**event, **ids})
 
 
+def run_ids(raw: bytes) -> dict[str, str]:
+    """The thread and run ids a request's body names (``T`` and ``R`` when it names none)."""
+    body = json.loads(raw) if raw else {}
+    return {"threadId": body.get("threadId", "T"), "runId": body.get("runId", "R")}
+
+
 def _chunk(data: bytes | memoryview) -> list[bytes | memoryview]:
     return [b"%x\r\n" % len(data), data, b"\r\n"]
 
@@ -76,27 +82,20 @@ class LoadServer:
         self.full_first, self.full_last = events[0], events[-1]
         self.full_middle = b"".join(_frame(e) for e in events[1:-1])
         self.full_events = len(events)
-        self.paced = paced_events(paced)
-        # Each paced event as the bytes before its stamp; the stamp and "}\n\n" are added when it is sent.
-        self.paced_prefix = [_frame(e)[:-3] + b',"timestamp":' for e in self.paced[1:-1]]
-        self.interval = 1.0 / rate
+        self.pacer = PacedRuns(paced, rate)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while True:
-                request = await read_request(reader)
-                if request is None:
-                    return
+            while (request := await read_request(reader)) is not None:
                 path, raw = request
-                body = json.loads(raw) if raw else {}
-                ids = {"threadId": body.get("threadId", "T"), "runId": body.get("runId", "R")}
+                ids = run_ids(raw)
                 writer.write(_HEAD)
                 if path == "/full":
                     await self.full(writer, ids)
                 elif path == "/paced":
                     await self.paced_run(writer, ids)
                 elif path == "/idle":
-                    writer.writelines(_chunk(_ids_frame(self.paced[0], ids)))
+                    writer.writelines(_chunk(_ids_frame(self.pacer.events[0], ids)))
                     await writer.drain()
                     while await reader.read(65536):  # until the client hangs up
                         pass
@@ -116,9 +115,25 @@ class LoadServer:
             await writer.drain()
 
     async def paced_run(self, writer: asyncio.StreamWriter, ids: dict[str, str]) -> None:
+        await self.pacer.run(writer, ids, random.random())  # a random phase: runs do not tick together
+
+
+class PacedRuns:
+    """Runs paced like a model: ``count`` events each, ``rate`` a second, each stamped as it is sent (its
+    ``timestamp``: microseconds of CLOCK_MONOTONIC, which the measuring process shares). This module's
+    server and ``bench.hostile``'s send them."""
+
+    def __init__(self, count: int, rate: float) -> None:
+        self.events = paced_events(count)
+        # Each paced event as the bytes before its stamp; the stamp and "}\n\n" are added when it is sent.
+        self.prefix = [_frame(e)[:-3] + b',"timestamp":' for e in self.events[1:-1]]
+        self.interval = 1.0 / rate
+
+    async def run(self, writer: asyncio.StreamWriter, ids: dict[str, str], phase: float) -> None:
+        """One run to ``writer`` (chunked), its first event ``phase`` (0 to 1) of an interval from now."""
         loop = asyncio.get_running_loop()
         interval = self.interval
-        at = loop.time() + random.random() * interval  # a random phase: runs do not tick together
+        at = loop.time() + phase * interval
         stamp = time.monotonic_ns
 
         async def tick() -> None:
@@ -129,14 +144,14 @@ class LoadServer:
             at += interval
 
         await tick()
-        writer.writelines(_chunk(_ids_frame(self.paced[0], ids)))
-        for prefix in self.paced_prefix:
+        writer.writelines(_chunk(_ids_frame(self.events[0], ids)))
+        for prefix in self.prefix:
             await tick()
             data = b"%s%d}\n\n" % (prefix, stamp() // 1000)
             writer.write(b"%x\r\n%s\r\n" % (len(data), data))
             await writer.drain()
         await tick()
-        writer.writelines(_chunk(_ids_frame(self.paced[-1], ids)))
+        writer.writelines(_chunk(_ids_frame(self.events[-1], ids)))
 
 
 async def serve(scale: float, paced: int, rate: float) -> None:
@@ -144,7 +159,7 @@ async def serve(scale: float, paced: int, rate: float) -> None:
     listener = await asyncio.start_server(server.handle, "127.0.0.1", 0, backlog=4096, limit=2**20)
     port = listener.sockets[0].getsockname()[1]
     sys.stdout.write(json.dumps({"port": port, "full_events": server.full_events,
-                                 "paced_events": len(server.paced)}) + "\n")
+                                 "paced_events": len(server.pacer.events)}) + "\n")
     sys.stdout.flush()
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes our stdin

@@ -136,10 +136,7 @@ class StreamServer(_LoopThread):
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while True:
-                request = await read_request(reader)
-                if request is None:
-                    break
+            while (request := await read_request(reader)) is not None:
                 body = self.bodies.get(request[0].lstrip("/"))
                 if body is None:
                     writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
@@ -268,10 +265,7 @@ class FirstEventServer(_LoopThread):
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert self._ready is not None and self._got is not None
         try:
-            while True:
-                request = await read_request(reader)
-                if request is None:
-                    break
+            while (request := await read_request(reader)) is not None:
                 # Echo the request's ids so the client folds a run it recognises (no LC-08 warnings).
                 sent = json.loads(request[1] or b"{}")
                 ids = {"threadId": sent.get("threadId", self.thread_id), "runId": sent.get("runId", self.run_id)}
