@@ -123,21 +123,29 @@ def test_a_redirect_that_would_drop_the_run_is_not_followed(drive: Any, served: 
     assert agent.request_count == 0 and len(old.received) == 1
 
 
-def test_a_see_other_is_followed_as_the_get_it_asks_for(drive: Any, raw: Raw) -> None:
-    # 303: the agent took the POST and says its answer is elsewhere (the one redirect meant to change
-    # the method): followed, once, on the same origin, without the run sent again.
+def _seeing_other(raw: Raw, hop: bytes | None = None) -> Any:
+    """An agent that takes the run's POST and sends the client on (303) to ``GET /runs/r``, which answers
+    with the run (after, when ``hop`` is given, redirecting with that status to ``/runs/r/events``);
+    each request line is noted in ``raw.notes``."""
     async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while (request := await _request(reader)) is not None:
             line = request[0].split(b"\r\n")[0]
             raw.notes.append(line)
             if line.startswith(b"POST"):
                 writer.write(_head(b"location: /runs/r", b"content-length: 0", status=b"303 See Other"))
+            elif hop is not None and line.startswith(b"GET /runs/r "):
+                writer.write(_head(b"location: /runs/r/events", b"content-length: 0", status=hop))
             else:
                 body = _events("r", "over here")
                 writer.write(_head(SSE_HEAD, b"content-length: %d" % len(body)) + body)
             await writer.drain()
+    return agent
 
-    url = raw.serve(agent)
+
+def test_a_see_other_is_followed_as_the_get_it_asks_for(drive: Any, raw: Raw) -> None:
+    # 303: the agent took the POST and says its answer is elsewhere (the one redirect meant to change
+    # the method): followed, once, on the same origin, without the run sent again.
+    url = raw.serve(_seeing_other(raw))
     with drive.client(url, follow_redirects=True) as client:
         result = client.thread("t").run("hi", run_id="r")
 
@@ -175,20 +183,7 @@ def test_a_redirect_of_the_get_a_see_other_asked_for_is_followed(drive: Any, raw
     # After a 303 the request is a GET with no run to drop: its own redirect keeps it a GET, and is
     # followed as any redirect is. Judged against the POST sent first, it was refused with a message
     # saying the 307 "would send it on as a GET without the run".
-    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while (request := await _request(reader)) is not None:
-            line = request[0].split(b"\r\n")[0]
-            raw.notes.append(line)
-            if line.startswith(b"POST"):
-                writer.write(_head(b"location: /runs/r", b"content-length: 0", status=b"303 See Other"))
-            elif line.startswith(b"GET /runs/r "):
-                writer.write(_head(b"location: /runs/r/events", b"content-length: 0", status=hop))
-            else:
-                body = _events("r", "over here")
-                writer.write(_head(SSE_HEAD, b"content-length: %d" % len(body)) + body)
-            await writer.drain()
-
-    url = raw.serve(agent)
+    url = raw.serve(_seeing_other(raw, hop))
     with drive.client(url, follow_redirects=True) as client:
         result = client.thread("t").run("hi", run_id="r")
 
