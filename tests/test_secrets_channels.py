@@ -45,6 +45,15 @@ def _printed(error: BaseException) -> str:
     return "".join(traceback.format_exception(error)) + repr(error) + repr(vars(error))
 
 
+def _run_refused(drive: Any, refuse: Any) -> ag.TransportError:
+    """The error of a run sent, with credentials in its URL, through a transport that raises as ``refuse``."""
+    url = f"http://bob:{PASSWORD}@127.0.0.1:9/run?api_key={QUERY_KEY}"
+    with drive.client(url, http_client=drive.mock(refuse)) as client:
+        with pytest.raises(ag.TransportError) as caught:
+            client.thread().run("hi")
+    return caught.value
+
+
 def test_a_cookie_whose_first_pair_is_the_session_has_that_value_redacted_alone(drive: Any, served: Any) -> None:
     # "session=…; theme=dark" was taken for a credential after a scheme ("session=…;"), so only the whole
     # value and "dark" were looked for: an agent echoing the session value alone showed it.
@@ -78,12 +87,9 @@ def test_the_exceptions_under_httpxs_error_are_redacted_to_the_end_of_the_chain(
             note.add_note(f"last tried {request.url}")
             raise httpx.ConnectError("refused", request=request) from _GROUP("tries", [handling, note])
 
-    url = f"http://bob:{PASSWORD}@127.0.0.1:9/run?api_key={QUERY_KEY}"
-    with drive.client(url, http_client=drive.mock(refuse)) as client:
-        with pytest.raises(ag.TransportError) as caught:
-            client.thread().run("hi")
+    error = _run_refused(drive, refuse)
 
-    printed = _printed(caught.value)
+    printed = _printed(error)
     assert "OSError" in printed and "ValueError" in printed and "ConnectionError" in printed
     assert _found(printed) == []
     assert f"?api_key={MARK}" in printed
@@ -124,16 +130,13 @@ def test_a_frozen_slotted_exception_under_httpxs_error_is_redacted_not_raised(dr
                 except _Sealed as sealed:
                     raise httpx.ConnectError("refused", request=request) from sealed
 
-    url = f"http://bob:{PASSWORD}@127.0.0.1:9/run?api_key={QUERY_KEY}"
-    with drive.client(url, http_client=drive.mock(refuse)) as client:
-        with pytest.raises(ag.TransportError) as caught:
-            client.thread().run("hi")
+    error = _run_refused(drive, refuse)
 
-    printed = _printed(caught.value)
+    printed = _printed(error)
     assert "_Refused" in printed and "UnicodeDecodeError" in printed and "_Sealed" in printed
     assert _found(printed) == []
     # (the slotted field itself, which code handling the error reads, not only the message made of it)
-    chain, link = [], caught.value.__cause__
+    chain, link = [], error.__cause__
     while link is not None:
         chain.append(link)
         link = link.__cause__ or link.__context__
