@@ -22,7 +22,7 @@ import httpx
 
 from ._inert import quoted, visible
 from ._inflate import Inflater
-from .core.redact import MARK, BytesRedactor, Redactor, is_sensitive
+from .core.redact import MARK, BytesRedactor, Redactor, exception_chain, is_sensitive
 from .errors import AuthenticationError, HTTPStatusError, ProtocolError, TransportError
 
 __all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "certificate_refused", "excerpt_text",
@@ -216,12 +216,8 @@ def certificate_refused(exc: BaseException, url: str) -> TransportError | None:
     one, one for another name: the message says it is the certificate, with OpenSSL's reason, and how to
     trust the agent's CA. Nothing of the certificate's own is repeated, and the URL is ``url`` as shown.
     """
-    seen: BaseException | None = exc
-    for _ in range(8):  # (a chain of causes is short; a cycle is not followed for ever)
-        if seen is None or isinstance(seen, ssl.SSLCertVerificationError):
-            break
-        seen = seen.__cause__ or seen.__context__
-    if not isinstance(seen, ssl.SSLCertVerificationError):
+    seen = next((link for link in exception_chain(exc) if isinstance(link, ssl.SSLCertVerificationError)), None)
+    if seen is None:
         return None
     # (OpenSSL's reason is there when ssl's own handshake refused it; an error raised by Python code, as a
     # context verifying through the system's store does, has only its message, which its str() shows as

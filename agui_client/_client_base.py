@@ -38,11 +38,12 @@ from ._pool import (
     ShardedTransport,
 )
 from ._proxies import proxy_credentials
-from ._retries import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF, checked_retries
+from ._retries import checked_retries
 from .core.exchange import StreamHandle
 from .core.headers import checked_headers, layered
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
 from .core.redact import Redactor, displayed_url, is_sensitive, redact_exception
+from .core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF
 from .errors import (
     ConnectTimeout,
     IdleTimeout,

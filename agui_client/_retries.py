@@ -35,11 +35,11 @@ import anyio
 import httpx
 
 from .core.exchange import StreamHandle
-from .core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF, retry_reason, verdict
+from .core.retry import retry_reason, verdict
 from .errors import HTTPStatusError, TransportError
 from .telemetry import Telemetry, record_retry
 
-__all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_RETRY_BACKOFF", "checked_retries", "tried", "atried"]
+__all__ = ["checked_retries", "tried", "atried"]
 
 logger = logging.getLogger("agui_client")
 

@@ -161,6 +161,12 @@ class SocketBackend(httpcore.AsyncNetworkBackend):
         await self.fallback.sleep(seconds)
 
 
+def _said(exc: BaseException) -> str:
+    """What an error of the socket or of TLS says, for the httpcore error it becomes: its class's name when
+    it says nothing (a bare ``BrokenPipeError()``, an ``SSLEOFError`` raised without words)."""
+    return str(exc) or type(exc).__name__
+
+
 def _readable(sock: socket.socket) -> bool:
     """Whether ``sock`` has something to read (or is closed): for an idle connection, that the agent hung
     up or wrote out of turn, so that httpcore drops it rather than send the next run on it."""
@@ -193,7 +199,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
         except TimeoutError as exc:
             raise httpcore.ReadTimeout(f"nothing to read within {timeout}s") from exc
         except OSError as exc:
-            raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
+            raise httpcore.ReadError(_said(exc)) from exc
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         """Send all of ``buffer``.
@@ -210,7 +216,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
         except TimeoutError as exc:
             raise httpcore.WriteTimeout(f"the agent took nothing for {timeout}s") from exc
         except OSError as exc:
-            raise httpcore.WriteError(str(exc) or type(exc).__name__) from exc
+            raise httpcore.WriteError(_said(exc)) from exc
 
     async def aclose(self) -> None:
         """Close the socket (what TLS would say at the end is not said: httpcore's streams do not say it)."""
@@ -233,7 +239,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
             raise httpcore.ConnectTimeout(f"the TLS handshake was not over within {timeout}s") from exc
         except (OSError, httpcore.ReadError, httpcore.WriteError) as exc:  # (ssl.SSLError is an OSError)
             self.sock.close()
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+            raise httpcore.ConnectError(_said(exc)) from exc
         except BaseException:
             self.sock.close()
             raise
@@ -324,7 +330,7 @@ class TLSStream(httpcore.AsyncNetworkStream):
             return b""  # (a ragged end: the framing above says whether the answer was whole)
         except (ssl.SSLError, httpcore.WriteError, httpcore.WriteTimeout) as exc:
             # (a write the read needed, a TLS 1.3 key update's, failing is the connection failing)
-            raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
+            raise httpcore.ReadError(_said(exc)) from exc
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         """Send all of ``buffer``, enciphered.
@@ -343,7 +349,7 @@ class TLSStream(httpcore.AsyncNetworkStream):
         except TimeoutError as exc:
             raise httpcore.WriteTimeout(f"the agent took nothing for {timeout}s") from exc
         except (ssl.SSLError, httpcore.ReadError, httpcore.ReadTimeout) as exc:
-            raise httpcore.WriteError(str(exc) or type(exc).__name__) from exc
+            raise httpcore.WriteError(_said(exc)) from exc
 
     async def aclose(self) -> None:
         """Close the socket, without TLS's ``close_notify`` (as httpcore's streams)."""

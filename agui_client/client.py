@@ -52,11 +52,12 @@ from ._pool import (
     own_async_transport,
     own_transport,
 )
-from ._retries import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF, atried, tried
+from ._retries import atried, tried
 from .core.exchange import StreamHandle, request_body
 from .core.headers import checked_headers
 from .core.legacy import LegacyInterrupts
 from .core.redact import SENSITIVE_EXTENSION, Redactor
+from .core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF
 from .core.session import DEFAULT_MAX_EVENT_BYTES
 from .telemetry import Telemetry
 from .thread import AsyncThread, Thread, in_worker

@@ -44,14 +44,15 @@ import html
 import json
 import re
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
 import attrs
 
 __all__ = ["MARK", "MIN_ANYWHERE", "RAW_ENCODINGS", "SENSITIVE_WORDS", "SENSITIVE_EXTENSION", "BytesRedactor",
-           "Redactor", "displayed_url", "is_sensitive", "redact_exception", "redact_json", "redact_record"]
+           "Redactor", "displayed_url", "exception_chain", "is_sensitive", "redact_exception", "redact_json",
+           "redact_record"]
 
 #: What a secret is replaced with.
 MARK = "[redacted]"
@@ -70,7 +71,7 @@ RAW_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 _GATES = ("\x00", "\\u")
 # Names too short to search for inside other names, sensitive only as the whole name.
 _SENSITIVE_NAMES = frozenset({"sig", "pwd", "pass", "sid"})
-# How many exceptions of one chain (causes, contexts, a group's members) are redacted, at most.
+# How many exceptions of one chain (causes, contexts, a group's members) are walked, at most.
 _CHAIN_LINKS = 256
 # A cut text may end with the start of a secret; this much of one at its very end is replaced too.
 _TAIL = 4
@@ -292,6 +293,15 @@ def redact_exception(exc: _E, redact: Callable[[str], str], *, keep: Iterable[st
     request) are left to their owners, as are the attributes named in ``keep``. Returns ``exc``.
     """
     kept = set(keep)
+    for link in exception_chain(exc):
+        _redact_one(link, redact, kept)
+    return exc
+
+
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception it was raised from or while handling (``__cause__``, ``__context__``,
+    an exception group's members), each once, as a traceback prints them: the one walk of a chain that
+    redacting it and looking in it for a TLS failure share."""
     seen: set[int] = set()
     todo: list[BaseException] = [exc]
     # (bounded: a chain is as long as whoever raised it made it, and a cycle is possible)
@@ -300,12 +310,11 @@ def redact_exception(exc: _E, redact: Callable[[str], str], *, keep: Iterable[st
         if id(link) in seen:
             continue
         seen.add(id(link))
-        _redact_one(link, redact, kept)
+        yield link
         todo += [e for e in (link.__cause__, link.__context__) if e is not None]
         members = getattr(link, "exceptions", None)  # (an exception group's, from Python 3.11 or its backport)
         if isinstance(members, tuple):
             todo += [e for e in members if isinstance(e, BaseException)]
-    return exc
 
 
 def _redact_one(exc: BaseException, redact: Callable[[str], str], kept: set[str]) -> None:

@@ -35,6 +35,7 @@ import ssl
 import attrs
 
 from ..errors import ConnectTimeout, HTTPStatusError, RunTimeout, TransportError
+from .redact import exception_chain
 
 __all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_RETRY_BACKOFF", "BACKOFF_CAP", "RETRY_AFTER_CAP", "RETRIED_STATUSES",
            "Verdict", "answers_the_run", "retry_reason", "served_nothing", "verdict"]
@@ -105,17 +106,7 @@ def retry_reason(error: BaseException, *, connect_failed: bool) -> str | None:
 def _tls(error: BaseException) -> bool:
     """Whether a TLS failure (a refused certificate, a handshake the agent broke off) is behind ``error``:
     one that happens again on every try."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [error]
-    while todo:
-        cause = todo.pop()
-        if cause is None or id(cause) in seen:
-            continue
-        seen.add(id(cause))
-        if isinstance(cause, ssl.SSLError):
-            return True
-        todo += [cause.__cause__, cause.__context__]
-    return False
+    return any(isinstance(link, ssl.SSLError) for link in exception_chain(error))
 
 
 def verdict(reason: str, *, tries: int, max_retries: int, backoff: float, retry_after: float | None,
