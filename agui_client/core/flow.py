@@ -228,12 +228,16 @@ class _Standing:
             claimed, self._preclaimed = self._preclaimed, None
             return claimed
         if self._version is None and self._unsure == 0:
-            # A create in doubt is sent again with its own record id only while its record may stand
-            # (the store then knows it for this owner's). Once the record is gone (deleted by another
-            # writer after the create landed, or never made), the create makes a new record, which gets
-            # a new id: with the old one, an object that read the old record would pass for its holder.
-            # One read, only after a create failed.
-            if (yield Load()) is None:
+            # A create in doubt is sent again with its own record id only when its record is this
+            # object's own claim, still at version 0 (the store then knows it for this owner's). Any
+            # other record (gone, or moved on: another writer let the claim go and ran it) makes the
+            # create a new one, with a new id. The look and the create are two calls, and another
+            # replica may delete the thread between them: the create sent again then makes the record
+            # anew under the id it names. That is harmless only for a record nobody but this object
+            # could have moved past version 0; with the id of one that moved on, an object holding it
+            # would pass for the new record's holder once it reached that version. One read, only
+            # after a create failed.
+            if not _own_create((yield Load()), self._owner, self._record_id):
                 self._unsure = None
         yield from self._create_unclaimed()
         before = self._version
@@ -891,6 +895,13 @@ def _claim_note(exc: AguiError, owner: str, version: int | None) -> None:
     if hasattr(exc, "add_note"):
         exc.add_note(f"the resume may have reached the agent; the thread stays claimed at version {version} "
                      f"(owner {owner}); call thread.release_claim() to try again deliberately")
+
+
+def _own_create(stored: StoredThread | None, owner: str, record_id: str | None) -> bool:
+    """Whether ``stored`` is the record of this owner's create whose reply was lost: version 0, claimed
+    by ``owner``, with the id the create named (any, for a store that takes none)."""
+    return (stored is not None and stored.version == 0 and stored.claim == owner
+            and record_id in (None, stored.record_id))
 
 
 def _refuse_foreign_claim(thread_id: str, stored: StoredThread, owner: str, force: bool) -> None:

@@ -119,6 +119,72 @@ def test_a_create_in_doubt_whose_record_was_deleted_makes_its_new_record_with_a_
     assert endpoint.agent.request_count == 1
 
 
+class _DeletedAfterItsRead(_LosesOneReply):
+    """A memory store whose next load is followed at once by another replica's delete of the thread."""
+
+    delete_after_next_load = False
+
+    def load(self, thread_id: str) -> Any:
+        stored = super().load(thread_id)
+        if self.delete_after_next_load:
+            self.delete_after_next_load = False
+            self.delete(thread_id)
+        return stored
+
+
+def test_a_create_in_doubt_whose_record_moved_on_is_not_sent_again_with_its_id_when_a_delete_follows_the_read(
+        drive: Any, served: Any) -> None:
+    # The race the look before a create in doubt left open: the look finds the record (so the create
+    # used to keep its id), another replica deletes it, and the create sent again made a new record
+    # with the old id. Here the record had moved on (a holder let the claim go and holds it at version
+    # 1), so the thread made again reached version 1 under that id and the holder's stale run passed.
+    # The id is kept only when the look finds this object's own create, still claimed at version 0.
+    endpoint = served(ScriptedAgent.chat("noted"))
+    store = _DeletedAfterItsRead()
+
+    with drive.client(endpoint.url, store=store) as client:
+        doubtful = client.thread()
+        store.lose_next_claim = True
+        with pytest.raises(ag.StoreError):
+            doubtful.run("lost")
+        holder = client.thread(doubtful.id)
+        holder.release_claim(force=True)
+        old = store.load(holder.id)
+        store.delete_after_next_load = True
+        doubtful.run("a new thread")
+        new = store.load(doubtful.id)
+        with pytest.raises(ag.ConcurrentResume) as refused:
+            holder.run("stale")
+        assert refused.value.thread_id == holder.id and "deleted and created again" in str(refused.value)
+
+    assert old is not None and new is not None and (old.version, new.version) == (1, 1)
+    assert new.record_id != old.record_id
+    assert [m.content for m in endpoint.agent.requests[-1].messages] == ["a new thread"]
+    assert endpoint.agent.request_count == 1
+
+
+def test_a_create_in_doubt_found_as_its_own_claim_is_sent_again_with_its_id_and_recognised(
+        drive: Any, served: Any) -> None:
+    # The create landed and its reply was lost: the look finds this object's own claim at version 0,
+    # and the create sent again with the same id is the store's to recognise (nothing claimed twice).
+    endpoint = served(ScriptedAgent.chat("noted"))
+    store = _LosesOneReply()
+
+    with drive.client(endpoint.url, store=store) as client:
+        doubtful = client.thread()
+        store.lose_next_claim = True
+        with pytest.raises(ag.StoreError):
+            doubtful.run("lost")
+        created = store.load(doubtful.id)
+        doubtful.run("again")
+        saved = store.load(doubtful.id)
+
+    assert created is not None and saved is not None
+    assert (created.version, saved.version, saved.claim) == (0, 1, None)
+    assert saved.record_id == created.record_id
+    assert endpoint.agent.request_count == 1
+
+
 def test_release_claim_by_an_object_that_never_loaded_the_thread_takes_it_first(drive: Any, served: Any) -> None:
     # The object was made before another writer created the thread (so it holds no record), and that
     # writer died holding a claim: letting the claim go leaves the object at the version the release
