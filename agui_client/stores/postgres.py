@@ -60,8 +60,9 @@ append) the appender folds the changes into the data: it loads the thread (one s
 with no lock held, then writes the folded data in one conditional statement that sets
 ``data_version`` to the version, zeroes the counters and deletes the folded change rows, only if the
 row still has the version, change count and record id it folded (a write in between wins, and a later
-append folds). The thread's other writers never wait for the fold; the version, the claim and what a
-load returns never change.
+append folds). A record without an id (an earlier release's) is locked for that statement and read
+again first: it is folded only if it is still the very record folded. The thread's other writers never
+wait for the fold; the version, the claim and what a load returns never change.
 
 When a write touches no row, the store reads the row and hands it to
 :func:`~agui_client.stores.base.check_write`, which raises the error every store raises (or, for a
@@ -230,6 +231,8 @@ _COMPACT = ("WITH head AS (UPDATE {table} SET data = %(data)s, data_version = ve
             " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
             " SELECT version FROM head")
 _RECORD = " AND (%(record_id)s::text IS NULL OR record_id = %(record_id)s)"
+# A compaction of a record without an id holds its row (see PostgresStore._compact) while it reads it again.
+_LOCK = "SELECT 1 FROM {table} WHERE thread_id = %s FOR UPDATE"
 # The listing: thread ids alone, in code point order whatever the database's collation ("C" compares
 # the UTF-8 bytes), read from the index on the ids in that order (_CREATE_IDS) with no row fetched.
 _IDS_FIRST = 'SELECT thread_id FROM {table} ORDER BY thread_id COLLATE "C" LIMIT %s'
@@ -293,6 +296,7 @@ class PostgresStore(_Base):
                                ("delete_changes", _DELETE_CHANGES), ("ids_first", _IDS_FIRST),
                                ("ids_after", _IDS_AFTER), ("create_ids", _CREATE_IDS),
                                ("create", _CREATE), ("create_changes", _CREATE_CHANGES), ("compact", _COMPACT),
+                               ("lock", _LOCK),
                                *((f"migrate{i}", text) for i, text in enumerate(_MIGRATE))]
         }
         for operation, text in _UPDATES.items():
@@ -523,7 +527,10 @@ class PostgresStore(_Base):
         writers do not wait while a big thread is decoded, folded and encoded again; the write is one
         conditional statement that lands only if the row still has the version, change count and
         record id that were folded (an append moves the first two, a save the version, a delete and a
-        create the record id). A write in between wins, and the next append's compaction folds.
+        create the record id). A write in between wins, and the next append's compaction folds. A record
+        without an id has none to tell a thread deleted and made again (by a process of an earlier
+        release) from it: its row is locked and read again in the write's transaction, and folded only if
+        it is still the very record folded.
         """
         row = self._load_row(thread_id)
         if row is None:
@@ -537,6 +544,14 @@ class PostgresStore(_Base):
                   "ours": STORE_FORMAT_VERSION, "record_id": record_id}
         # (no second attempt on a lost connection: the next append's compaction will do)
         with self._connection(thread_id) as conn, conn.transaction():
+            if record_id is None:
+                # A record without an id (made by an earlier release, or by a process of it still
+                # running) has none to tell a thread made again from it, up to the same version and
+                # change count: its row is held (its writers wait, for a read) and it must still be
+                # the very record folded.
+                conn.execute(self._sql["lock"], (thread_id,))
+                if conn.execute(self._sql["load"], (thread_id,)).fetchone() != row:
+                    return False
             return conn.execute(self._sql["compact"], params).rowcount == 1
 
     def _create_table(self, conn: psycopg.Connection[Any]) -> None:

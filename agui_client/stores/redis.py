@@ -42,7 +42,8 @@ changes. A compaction (after an append that makes ``compaction.due(...)`` true) 
 folds the changes into new ``data`` in this process, and runs a second script that writes it, drops
 the ``c:*`` fields and resets the counters only if the version, the change count and the creation
 record id are still what it read, so a racing writer is never lost (a compaction that loses the race is
-skipped). Neither script can stop half-way: every check comes before the first write, and Redis
+skipped); for a record without an id, only if its data and changes are still the ones it folded (the
+script compares them). Neither script can stop half-way: every check comes before the first write, and Redis
 refuses a script over its memory limit only before that first write.
 
 A record of format 1 (``version``, ``data``, ``claim``, ``format`` only, as earlier releases wrote
@@ -180,8 +181,11 @@ return {1, version + 1}
 """
 
 # KEYS[1]: the thread's hash. ARGV: the version, change count and record id the compaction read ('' for none),
-# the folded data, the format this release writes. Writes the data and drops the changes only if the
-# record has not moved since it was read (1), else leaves it alone (0). The version and the claim stay.
+# the folded data, the format this release writes; for a record without an id, then the data and the
+# changes it folded. Writes the data and drops the changes only if the record has not moved since it was
+# read (1), else leaves it alone (0). The version and the claim stay. A record without an id (an earlier
+# release's) has none to tell a thread made again from it, up to the same version and change count: its
+# data and changes must still be the very ones folded.
 _COMPACT = _DROP_CHANGES + """
 local key = KEYS[1]
 local version, changes, token, text, ours = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
@@ -189,6 +193,12 @@ local head = redis.call('HMGET', key, 'version', 'changes', 'record', 'format')
 if not head[1] or tonumber(head[1]) ~= version or tonumber(head[2] or '0') ~= changes
     or (head[3] or '') ~= token or tonumber(head[4] or '1') > ours or changes < 1 then
   return 0
+end
+if token == '' then
+  if redis.call('HGET', key, 'data') ~= ARGV[6] then return 0 end
+  for i = 1, changes do
+    if redis.call('HGET', key, 'c:' .. i) ~= ARGV[6 + i] then return 0 end
+  end
 end
 drop_changes(key, changes)
 redis.call('HSET', key, 'data', text, 'changes', 0, 'change_bytes', 0, 'data_bytes', #text)
@@ -474,12 +484,11 @@ class RedisStore(_Base):
         if record is None or not record.changes or record.format > STORE_FORMAT_VERSION:
             return False
         text = compacted(thread_id, record.text, record.changes)
+        args = [str(record.version), str(len(record.changes)), record.record_id or "", text, str(STORE_FORMAT_VERSION)]
+        if record.record_id is None:
+            args += [record.text, *record.changes]  # (compared by the script: see _COMPACT)
         with self._calls(thread_id):
-            done = self._compact_script(
-                keys=[self._key(thread_id)],
-                args=[str(record.version), str(len(record.changes)), record.record_id or "", text,
-                      str(STORE_FORMAT_VERSION)],
-            )
+            done = self._compact_script(keys=[self._key(thread_id)], args=args)
         return int(done) == 1
 
     def _write(

@@ -31,9 +31,10 @@ or an append that bumps the version rewrites a few dozen bytes whatever the thre
   more ``BEGIN IMMEDIATE`` transaction: it zeroes the head's counts without touching its version or
   claim, replaces part 0 and deletes the change parts, only if the head still has the version,
   change count and record id that were folded (a write that came in between wins, and the
-  compaction is skipped until the next append). Every write is still one ``BEGIN IMMEDIATE``
-  transaction that checks the latest head; the fold, which can take a while on a big thread, no
-  longer holds the file's write lock.
+  compaction is skipped until the next append); for a record without an id (an earlier release's),
+  only if its parts are still the very ones folded, compared in that transaction. Every write is
+  still one ``BEGIN IMMEDIATE`` transaction that checks the latest head; the fold, which can take a
+  while on a big thread, no longer holds the file's write lock.
 
 Older layouts are migrated when a store opens the file, in one ``BEGIN IMMEDIATE`` transaction
 that ends by setting ``user_version = 3``; two processes opening an older file at once queue on the
@@ -401,7 +402,13 @@ class SqliteStore(_Base):
         def write(conn: sqlite3.Connection) -> bool:
             # The version, the change count and the record id say the parts are the ones folded: an
             # append moves the first two, a save resets the count and moves the version, a delete and
-            # a create give another record id.
+            # a create give another record id. A record without an id (made by an earlier release, or by
+            # a process of it still running) has none to tell a thread made again from it: its parts
+            # must still be the very ones folded (compared under the lock, a copy's cost, only for such
+            # records), or a thread made again and brought up to the same version and count would take
+            # the old one's fold.
+            if record_id is None and not _holds_parts(conn, thread_id, text, parts):
+                return False
             cursor = conn.execute(
                 "UPDATE agui_threads SET changes = 0, change_bytes = 0, data_bytes = ?"
                 " WHERE thread_id = ? AND version = ? AND changes = ? AND record_id IS ?",
@@ -525,6 +532,12 @@ def _record(thread_id: str, rows: list[tuple[Any, ...]]) -> tuple[tuple[Any, ...
     """A ``_SELECT_RECORD`` answer as its head columns, its data and its changes, checked against each other."""
     _check_parts(thread_id, rows[0][3], [row[5] for row in rows])
     return rows[0][:5], rows[0][6], [row[6] for row in rows[1:]]
+
+
+def _holds_parts(conn: sqlite3.Connection, thread_id: str, text: str, parts: list[str]) -> bool:
+    """Whether the thread's record holds exactly the data ``text`` and the changes ``parts``, now."""
+    rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
+    return bool(rows) and _record(thread_id, rows)[1:] == (text, parts)
 
 
 def _check_parts(thread_id: str, changes: Any, seqs: list[Any]) -> None:

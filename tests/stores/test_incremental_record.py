@@ -25,7 +25,7 @@ from test_store_contract import (
 )
 
 from agui_client.errors import ConcurrentResume, StoreError
-from agui_client.stores import STORE_FORMAT_VERSION, Compaction, IncrementalStore, apply_changes
+from agui_client.stores import STORE_FORMAT_VERSION, Compaction, IncrementalStore, RedisStore, apply_changes
 
 __all__: list[str] = []
 
@@ -376,3 +376,59 @@ def test_a_compaction_folds_without_a_lock_and_a_write_meanwhile_wins(
     assert folded is not None
     assert (folded.version, folded.data) == (6, apply_changes(expected, [run_change(5)]))
     assert folded.changes == (1 if other is store else 0)
+
+
+def _without_record_id(backend: Backend, thread_id: str) -> None:
+    # What a replica of an earlier release leaves: a record with no id (an empty field, in Redis).
+    if isinstance(backend.store, RedisStore):
+        backend.set_raw(thread_id, "record", "")
+    else:
+        backend.set_raw(thread_id, "record_id", None)
+
+
+def _again(n: int) -> dict[str, Any]:
+    """A run's changes to the thread made again (its own fields, so a fold of the old one shows)."""
+    return {**run_change(n), "set": {"lastRunId": f"again-{n}", "state": {"made": "again", "turn": n}}}
+
+
+def test_a_compaction_never_folds_a_record_without_an_id_over_one_made_again_meanwhile(
+        inc: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Records an earlier release made have no id, nor have the ones a replica of that release still
+    # running makes (mixed releases): the version, the change count and "no id" were then all a
+    # compaction compared. A thread deleted and made again while the fold ran, and brought up to the
+    # same version and change count, took the old thread's fold over its own data.
+    import importlib
+
+    store = _store(inc, EVERY_THIRD)
+    other = _store_again(inc)
+    module = importlib.import_module(type(store).__module__)
+    fold = module.compacted
+    started: list[bool] = []
+
+    def folding(thread_id: str, text: Any, changes: Any) -> Any:
+        if not started:
+            started.append(True)
+            other.delete("t")
+            other.save("t", small(9), expected_version=None)
+            _without_record_id(inc, "t")
+            for n in range(1, 4):
+                other.append("t", _again(n), expected_version=n)
+        return fold(thread_id, text, changes)
+
+    monkeypatch.setattr(module, "compacted", folding)
+    store.save("t", small(1), expected_version=None)
+    _without_record_id(inc, "t")
+    for n in range(1, 4):  # (the third append's fold runs while the thread is made again)
+        store.append("t", run_change(n), expected_version=n)
+    stored = store.load("t")
+
+    assert started == [True]
+    assert stored is not None and (stored.version, stored.record_id) == (4, None)
+    assert stored.data == apply_changes(small(9), [_again(n) for n in range(1, 4)])
+    # A record without an id is still folded when nothing moved under its fold.
+    monkeypatch.setattr(module, "compacted", fold)
+    store.append("t", _again(4), expected_version=4)
+    folded = store.load("t")
+    # (a MemoryStore's other writer is this store, which folded the three after its own third append)
+    assert folded is not None and (folded.version, folded.changes) == (5, 1 if other is store else 0)
+    assert folded.data == apply_changes(small(9), [_again(n) for n in range(1, 5)])
