@@ -251,8 +251,15 @@ def check_page(after: str | None, limit: int) -> None:
 class Compaction:
     """When a store folds a record's appended changes into its data (after the append that crosses it).
 
+    The store weighs the policy after every append, so a thread written by one writer holds, after each
+    append, fewer than ``max_changes`` unfolded changes and fewer bytes of them than the larger of
+    ``min_bytes`` and ``ratio`` times its data: it cannot grow without being folded. A fold is skipped
+    when another write lands between its read and its write (that write wins), or fails (logged at
+    debug level); the next append weighs the policy again.
+
     Attributes:
-        min_bytes: changes smaller than this in all are never folded (a short thread keeps them).
+        min_bytes: changes smaller than this in all wait (a short thread keeps them) until there are
+            ``max_changes`` of them; it bounds how often a small thread is rewritten, not its size.
         ratio: fold once the changes' bytes reach this share of the data's bytes: the data is then
             rewritten once for every as many bytes appended as it holds, so a save's cost stays what
             the run changed on average, and a load reads at most ``1 + ratio`` times the thread (once

@@ -26,6 +26,7 @@ from test_store_contract import (
 
 from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import STORE_FORMAT_VERSION, Compaction, IncrementalStore, RedisStore, apply_changes
+from agui_client.stores.base import encode_data
 
 __all__: list[str] = []
 
@@ -432,3 +433,29 @@ def test_a_compaction_never_folds_a_record_without_an_id_over_one_made_again_mea
     # (a MemoryStore's other writer is this store, which folded the three after its own third append)
     assert folded is not None and (folded.version, folded.changes) == (5, 1 if other is store else 0)
     assert folded.data == apply_changes(small(9), [_again(n) for n in range(1, 5)])
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_thread_appended_to_never_holds_more_unfolded_changes_than_the_policy_allows(inc: Backend, seed: int) -> None:
+    # What Compaction bounds (one writer, so no fold is skipped): after every append the changes left
+    # unfolded are fewer than max_changes and, in bytes, under max(min_bytes, ratio x the data as last
+    # written whole). A thread cannot grow without being folded; min_bytes only lets a short thread's
+    # changes wait (until max_changes of them), and a single change larger than min_bytes and the data
+    # is folded by the append that adds it.
+    rng = random.Random(seed)
+    policy = Compaction(min_bytes=2000, ratio=1.0, max_changes=6)
+    store = _store(inc, policy)
+    store.save("t", small(0), expected_version=None)
+    states, appended = [small(0)], []
+    for n in range(1, 40):
+        change = {**run_change(n), "set": {"state": {"pad": "x" * rng.choice([10, 100, 900, 5000])}}}
+        store.append("t", change, expected_version=n)
+        appended.append(len(encode_data("t", change)))
+        states.append(apply_changes(copy.deepcopy(states[-1]), [change]))
+        stored = store.load("t")
+        assert stored is not None and stored.data == states[-1]
+        unfolded = stored.changes
+        data_bytes = len(encode_data("t", states[n - unfolded]))
+        change_bytes = sum(appended[n - unfolded:])
+        assert unfolded < policy.max_changes, (n, unfolded)
+        assert change_bytes < max(policy.min_bytes, policy.ratio * data_bytes), (n, change_bytes, data_bytes)
