@@ -423,3 +423,65 @@ def test_a_compaction_records_the_folded_data_in_utf8_bytes(path: Path) -> None:
     [(body,)] = query(path, "SELECT body FROM agui_thread_parts WHERE thread_id = 't' AND seq = 0")
     assert len(body.encode()) > len(body)  # (the folded data holds non-ASCII text)
     assert query(path, "SELECT data_bytes FROM agui_threads WHERE thread_id = 't'") == [(len(body.encode()),)]
+
+
+def previous_release_append(path: Path, thread_id: str, change: dict[str, Any], expected_version: int) -> bool:
+    """An append as a process of the previous release (layout 2, no record ids) still running on the
+    migrated file makes it, with that release's statements: whether it landed (``False``: its own
+    compare-and-set refused it, as that release raised ``ConcurrentResume``)."""
+    body = _json(change)
+    with closing(sqlite3.connect(path, isolation_level=None)) as old:
+        old.execute("BEGIN IMMEDIATE")
+        row = old.execute("SELECT version, changes, change_bytes FROM agui_threads WHERE thread_id = ?",
+                          (thread_id,)).fetchone()
+        if row is None or row[0] != expected_version:
+            old.execute("ROLLBACK")
+            return False
+        version, changes, change_bytes = row
+        old.execute("INSERT INTO agui_thread_parts (thread_id, seq, body) VALUES (?, ?, ?)",
+                    (thread_id, changes + 1, body))
+        old.execute("UPDATE agui_threads SET version = ?, claim = NULL, format = ?, changes = ?, change_bytes = ?"
+                    " WHERE thread_id = ? AND version = ?",
+                    (version + 1, STORE_FORMAT_VERSION, changes + 1, change_bytes + len(body.encode()), thread_id,
+                     expected_version))
+        old.execute("COMMIT")
+    return True
+
+
+def test_mixed_releases_on_a_record_without_an_id_lose_and_repeat_nothing(
+        path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A record the previous release wrote, loaded and written by this release while a process of the
+    # previous one still appends to it (replicas upgraded one at a time): every write is a
+    # compare-and-set on the version in both releases, so a stale write of either is refused, and this
+    # release's lock-free fold, raced by the old process's append, is skipped rather than written over it.
+    import agui_client.stores.sqlite as module
+
+    make_layout_2(path, [("a", 3, None, 1)], [("a", 0, small(1)), ("a", 1, after_one(1))])
+    changes = [after_one(1)] + [{**run_change(n), "messagesFrom": n} for n in range(2, 6)]
+    fold = module.compacted
+    raced: list[bool] = []
+
+    def folding(thread_id: str, text: Any, parts: Any) -> Any:
+        if not raced:  # (the old process appends between this release's read and its write)
+            raced.append(previous_release_append(path, "a", changes[3], expected_version=5))
+        return fold(thread_id, text, parts)
+
+    with SqliteStore(path, compaction=EVERY_THIRD) as store:
+        loaded = store.load("a")
+        assert previous_release_append(path, "a", changes[1], expected_version=3)
+        with pytest.raises(ConcurrentResume) as stale:
+            store.append("a", changes[1], expected_version=3)
+        assert (stale.value.expected_version, stale.value.actual_version) == (3, 4)
+        monkeypatch.setattr(module, "compacted", folding)
+        assert store.append("a", changes[2], expected_version=4) == 5  # (the third change: its fold is raced)
+        assert not previous_release_append(path, "a", changes[4], expected_version=5)
+        raced_to = store.load("a")
+        monkeypatch.setattr(module, "compacted", fold)
+        assert store.append("a", changes[4], expected_version=6) == 7  # (folds the five)
+        folded = store.load("a")
+
+    assert loaded is not None and (loaded.version, loaded.record_id) == (3, None)
+    assert raced == [True]
+    expected = [apply_changes(small(1), copy.deepcopy(changes[:k])) for k in (4, 5)]
+    assert raced_to is not None and (raced_to.version, raced_to.changes, raced_to.data) == (6, 4, expected[0])
+    assert folded is not None and (folded.version, folded.changes, folded.data) == (7, 0, expected[1])
