@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from threadkit import WholeOnly, finishing, interrupted
 
 import agui_client as ag
-from agui_client.stores import MemoryStore
+from agui_client.stores import MemoryStore, SqliteStore
 from agui_client.testing import (
     Finish,
     Gate,
@@ -119,40 +121,63 @@ def test_a_create_in_doubt_whose_record_was_deleted_makes_its_new_record_with_a_
     assert endpoint.agent.request_count == 1
 
 
-class _DeletedAfterItsRead(_LosesOneReply):
-    """A memory store whose next load is followed at once by another replica's delete of the thread."""
+class _Racing:
+    """A store whose next claim lands and then fails as if its reply were lost, and whose next load is
+    followed at once by ``after_next_load()`` (another replica's write between a read and what follows)."""
 
-    delete_after_next_load = False
+    lose_next_claim = False
+    after_next_load: Callable[[], object] | None = None
+
+    def claim(self, thread_id: str, *, expected_version: int | None, owner: str, data: Any = None,
+              record_id: str | None = None) -> int:
+        version: int = super().claim(  # type: ignore[misc]
+            thread_id, expected_version=expected_version, owner=owner, data=data, record_id=record_id)
+        if self.lose_next_claim:
+            self.lose_next_claim = False
+            raise ag.StoreError("the connection dropped before the reply", thread_id=thread_id)
+        return version
 
     def load(self, thread_id: str) -> Any:
-        stored = super().load(thread_id)
-        if self.delete_after_next_load:
-            self.delete_after_next_load = False
-            self.delete(thread_id)
+        stored = super().load(thread_id)  # type: ignore[misc]
+        after, self.after_next_load = self.after_next_load, None
+        if after is not None:
+            after()
         return stored
 
 
+class _RacingMemory(_Racing, MemoryStore):
+    pass
+
+
+class _RacingSqlite(_Racing, SqliteStore):
+    pass
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_a_create_in_doubt_whose_record_moved_on_is_not_sent_again_with_its_id_when_a_delete_follows_the_read(
-        drive: Any, served: Any) -> None:
+        drive: Any, served: Any, tmp_path: Path, kind: str) -> None:
     # The race the look before a create in doubt left open: the look finds the record (so the create
     # used to keep its id), another replica deletes it, and the create sent again made a new record
     # with the old id. Here the record had moved on (a holder let the claim go and holds it at version
     # 1), so the thread made again reached version 1 under that id and the holder's stale run passed.
     # The id is kept only when the look finds this object's own create, still claimed at version 0.
+    # (On SQLite the delete is another store object's, as another process's would be.)
     endpoint = served(ScriptedAgent.chat("noted"))
-    store = _DeletedAfterItsRead()
+    path = tmp_path / "threads.db"
+    store = _RacingMemory() if kind == "memory" else _RacingSqlite(path)
+    other = store if kind == "memory" else SqliteStore(path)
 
-    with drive.client(endpoint.url, store=store) as client:
+    with store, other, drive.client(endpoint.url, store=store) as client:
         doubtful = client.thread()
         store.lose_next_claim = True
         with pytest.raises(ag.StoreError):
             doubtful.run("lost")
         holder = client.thread(doubtful.id)
         holder.release_claim(force=True)
-        old = store.load(holder.id)
-        store.delete_after_next_load = True
+        old = other.load(holder.id)
+        store.after_next_load = lambda: other.delete(doubtful.id)
         doubtful.run("a new thread")
-        new = store.load(doubtful.id)
+        new = other.load(doubtful.id)
         with pytest.raises(ag.ConcurrentResume) as refused:
             holder.run("stale")
         assert refused.value.thread_id == holder.id and "deleted and created again" in str(refused.value)
