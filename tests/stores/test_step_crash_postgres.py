@@ -5,7 +5,8 @@ SIGKILLs itself at statement K (just before it is sent, or just after its reply)
 until a writer finishes its append without reaching K. Twice: for an append alone (one statement),
 and for an append that triggers a compaction (the append, then the load of the thread, folded with no
 lock held, then one transaction of the conditional folding update; a kill after the update's reply
-lands before the transaction's commit, so the fold is lost with it). After every kill a fresh store must load
+lands before the transaction's commit, so the fold is lost with it); and once more for a record without an
+id, whose fold's transaction first locks the row and reads it again. After every kill a fresh store must load
 the thread as exactly the data before the append
 or exactly the data after it (built here with ``apply_changes``), at the version that goes with it;
 and the thread must take the next claim, release and append as usual.
@@ -69,14 +70,21 @@ def run_writer(writers: Zygote, config: dict[str, Any]) -> int | None:
     return int("".join(lines).split()[1])
 
 
-@pytest.mark.parametrize("compact", [False, True], ids=["append", "append+compaction"])
+@pytest.mark.parametrize("compact, without_id", [(False, False), (True, False), (True, True)],
+                         ids=["append", "append+compaction", "append+compaction-of-a-record-without-an-id"])
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_an_append_killed_at_any_statement_leaves_the_thread_before_or_after_it(
-        postgres_dsn: str, table: str, writers: Zygote, compact: bool, when: str) -> None:
+        postgres_dsn: str, table: str, writers: Zygote, compact: bool, without_id: bool, when: str) -> None:
+    import psycopg
+    from psycopg import sql
+
     with PostgresStore(postgres_dsn, table=table) as store:
         store.save(THREAD_ID, {"messages": [{"id": "u0", "role": "user", "content": "hi"}]}, expected_version=None)
         for turn in (1, 2):
             store.append(THREAD_ID, change(turn), expected_version=turn)
+    if without_id:  # (a record an earlier release made: its compaction locks the row and reads it again)
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("UPDATE {} SET record_id = NULL").format(sql.Identifier(table)))
     turn = 3
     outcomes: list[tuple[int, str, int]] = []
     steps: int | None = None
@@ -113,8 +121,9 @@ def test_an_append_killed_at_any_statement_leaves_the_thread_before_or_after_it(
             break
 
     # The append is one statement; its compaction two more: the load it folds (no lock held while it
-    # folds) and the folding update, conditional on the version, change count and record id loaded.
-    assert steps == (3 if compact else 1)
+    # folds) and the folding update, conditional on the version, change count and record id loaded;
+    # for a record without an id, two more in the update's transaction: the row's lock and its read.
+    assert steps == (1 if not compact else 5 if without_id else 3)
     landed = [outcome for _, outcome, _ in outcomes[:-1]]
     assert landed == (["after"] * steps if when == "after" else ["before"] + ["after"] * (steps - 1))
     assert outcomes[-1][1] == "after"

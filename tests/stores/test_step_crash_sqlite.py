@@ -16,7 +16,9 @@ the writer finishes without reaching K. After every kill a fresh store opens the
 from __future__ import annotations
 
 import copy
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +41,16 @@ CHANGE = run_change(3)
 MAX_STEPS = 40
 
 
-def prepare(path: Path) -> dict[str, Any]:
-    """A record of data plus two appended changes (version 3); returns the data it loads as."""
+def prepare(path: Path, *, without_id: bool = False) -> dict[str, Any]:
+    """A record of data plus two appended changes (version 3), with no record id if ``without_id`` (as
+    an earlier release made it); returns the data it loads as."""
     with SqliteStore(path, compaction=policy(False)) as store:
         store.save(THREAD_ID, small(1), expected_version=None)
         for version, change in enumerate(EARLIER, start=1):
             store.append(THREAD_ID, change, expected_version=version)
+    if without_id:
+        with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+            conn.execute("UPDATE agui_threads SET record_id = NULL")
     return apply_changes(small(1), copy.deepcopy(EARLIER))
 
 
@@ -64,14 +70,15 @@ def run_writer(writers: Zygote, path: Path, *, kill_at: int, when: str, compact:
 
 
 @pytest.mark.parametrize("when", ["before", "after"])
-@pytest.mark.parametrize("compact", [False, True], ids=["append", "append+compaction"])
+@pytest.mark.parametrize("compact, without_id", [(False, False), (True, False), (True, True)],
+                         ids=["append", "append+compaction", "append+compaction-of-a-record-without-an-id"])
 def test_a_writer_killed_at_any_statement_leaves_the_thread_before_or_after(
-    tmp_path: Path, writers: Zygote, when: str, compact: bool
+    tmp_path: Path, writers: Zygote, when: str, compact: bool, without_id: bool
 ) -> None:
     outcomes: list[tuple[int, int]] = []  # (append landed, changes folded) per kill
     for kill_at in range(1, MAX_STEPS):
         path = tmp_path / f"threads-{kill_at}.db"
-        before = prepare(path)
+        before = prepare(path, without_id=without_id)
         after = apply_changes(copy.deepcopy(before), [copy.deepcopy(CHANGE)])
 
         returncode, lines = run_writer(writers, path, kill_at=kill_at, when=when, compact=compact)
@@ -104,6 +111,8 @@ def test_a_writer_killed_at_any_statement_leaves_the_thread_before_or_after(
     append = ["BEGIN", "SELECT", "INSERT", "UPDATE", "COMMIT"]  # (the head, the change part, the head)
     # (the read, outside any transaction; then the head, part 0, the changes: the fold holds no lock)
     compaction = ["SELECT", "BEGIN", "UPDATE", "UPDATE", "DELETE", "COMMIT"]
+    if without_id:  # (its parts read again under the lock, to be the very ones folded)
+        compaction.insert(2, "SELECT")
     assert steps == append + (compaction if compact else [])
     # The steps only move forward: the append lands at its COMMIT, the fold at the compaction's.
     assert outcomes == sorted(outcomes)
