@@ -34,6 +34,7 @@ from ._answers import (
     media_type,
     status_error,
 )
+from ._async.retries import atried
 from ._client_base import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -52,7 +53,7 @@ from ._pool import (
     own_async_transport,
     own_transport,
 )
-from ._retries import atried, tried
+from ._sync.retries import tried
 from .core.exchange import StreamHandle, request_body
 from .core.headers import checked_headers
 from .core.legacy import LegacyInterrupts

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Each async source and the sync twin made of it, from the repository's root.
 FILES = [
     ("agui_client/_async/thread.py", "agui_client/_sync/thread.py"),
+    ("agui_client/_async/retries.py", "agui_client/_sync/retries.py"),
 ]
 
 #: The reviewed mapping: every name the rewrite changes, and what it becomes in the sync twin.
@@ -55,8 +56,10 @@ NAMES = {
     "AsyncRunStream": "RunStream",
     "AsyncLoopStream": "LoopStream",
     "AsyncThreadIO": "ThreadIO",
+    "atried": "tried",
     "_AsyncExchange": "_Exchange",
     # the standard library's async protocols and their sync counterparts
+    "AbstractAsyncContextManager": "AbstractContextManager",
     "AsyncExitStack": "ExitStack",
     "AsyncIterator": "Iterator",
     "AsyncIterable": "Iterable",
