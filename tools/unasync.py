@@ -25,7 +25,8 @@ of a longer name) is never touched by accident:
       # unasync: end
 
   The twin keeps the sync lines, uncommented, and drops the async ones and the markers. Larger
-  differences live in hand-written modules beside each shell (``thread_io.py``), not generated.
+  differences live in hand-written modules beside each shell (``thread_io.py``, ``client_io.py``),
+  not generated.
 
 Lines the rewrite shortened before an open bracket have their continuation lines, when aligned with
 that bracket, moved left with it, so the twin reads as hand-aligned code.
@@ -46,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FILES = [
     ("agui_client/_async/thread.py", "agui_client/_sync/thread.py"),
     ("agui_client/_async/retries.py", "agui_client/_sync/retries.py"),
+    ("agui_client/_async/client.py", "agui_client/_sync/client.py"),
 ]
 
 #: The reviewed mapping: every name the rewrite changes, and what it becomes in the sync twin.
@@ -57,10 +59,13 @@ NAMES = {
     "AsyncLoopStream": "LoopStream",
     "AsyncThreadIO": "ThreadIO",
     "atried": "tried",
+    "atrace": "trace",
     "_AsyncExchange": "_Exchange",
     # the standard library's async protocols and their sync counterparts
     "AbstractAsyncContextManager": "AbstractContextManager",
     "AsyncExitStack": "ExitStack",
+    "AsyncClient": "Client",
+    "aclosing": "closing",
     "AsyncIterator": "Iterator",
     "AsyncIterable": "Iterable",
     "AsyncGenerator": "Generator",
