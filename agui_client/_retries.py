@@ -1,5 +1,7 @@
-"""The retry loop both clients' sends pass through: ``open_batches`` tries its request through
-:func:`tried` (``AgentClient``) or :func:`atried` (``AsyncAgentClient``).
+"""What the retry loop both clients' sends pass through decides: ``open_batches`` tries its request
+through ``atried`` (``AsyncAgentClient``: ``_async/retries.py``) or ``tried`` (``AgentClient``:
+``_sync/retries.py``, generated from the async loop by ``python -m tools.unasync``), which ask
+:func:`retry_wait` after each failed try.
 
 What is retried and how long to wait is ``core/retry.py``'s; this module does the waiting, the
 logging and the telemetry, and says on the final error how many tries were made. The loop wraps the
@@ -19,19 +21,8 @@ import logging
 import math
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import (
-    AbstractAsyncContextManager,
-    AbstractContextManager,
-    AsyncExitStack,
-    ExitStack,
-    asynccontextmanager,
-    contextmanager,
-)
-from itertools import count
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-import anyio
 import httpx
 
 from .core.exchange import StreamHandle
@@ -39,14 +30,12 @@ from .core.retry import retry_reason, verdict
 from .errors import HTTPStatusError, TransportError
 from .telemetry import Telemetry, record_retry
 
-__all__ = ["checked_retries", "tried", "atried"]
+__all__ = ["checked_retries", "retry_wait", "Retrying", "RetryDeadline"]
 
 logger = logging.getLogger("agui_client")
 
-T = TypeVar("T")
 
-
-class _Retrying(Protocol):
+class Retrying(Protocol):
     """What the loop reads of the client."""
 
     max_retries: int
@@ -54,7 +43,7 @@ class _Retrying(Protocol):
     telemetry: Telemetry | None
 
 
-class _Deadline(Protocol):
+class RetryDeadline(Protocol):
     """The run's deadline, as ``_client_base.Deadline`` holds it: the monotonic time it passes."""
 
     at: float
@@ -74,7 +63,7 @@ def checked_retries(max_retries: int, retry_backoff: float) -> tuple[int, float]
     return max_retries, float(retry_backoff)
 
 
-def _wait(client: _Retrying, error: TransportError, tries: int, deadline: _Deadline | None,
+def retry_wait(client: Retrying, error: TransportError, tries: int, deadline: RetryDeadline | None,
           handle: StreamHandle) -> float | None:
     """How long to wait before sending again after ``error`` (the ``tries``-th request's), or ``None``: raise it.
     The error raised says how many tries were made."""
@@ -101,47 +90,3 @@ def _wait(client: _Retrying, error: TransportError, tries: int, deadline: _Deadl
     record_retry(client.telemetry, tries=tries, wait=judged.wait, reason=judged.reason, status=status)
     handle.sent = False  # (what is known now: the agent acted on none of the tries)
     return judged.wait
-
-
-@contextmanager
-def tried(client: _Retrying, deadline: _Deadline | None, handle: StreamHandle,
-          attempt: Callable[[], AbstractContextManager[T]]) -> Iterator[T]:
-    """Enter ``attempt()`` (one request and the head of its answer), again after a failure the agent
-    certainly did not act on, up to ``client.max_retries`` more times; then the caller's ``with`` block
-    runs once, inside the successful one."""
-    for tries in count(1):
-        stack = ExitStack()
-        try:
-            opened = stack.enter_context(attempt())
-        except TransportError as error:
-            if client.max_retries == 0:
-                raise  # (today's behaviour exactly: no judgement, no log)
-            wait = _wait(client, error, tries, deadline, handle)
-            if wait is None:
-                raise
-            time.sleep(wait)
-            continue
-        with stack:
-            yield opened
-        return
-
-
-@asynccontextmanager
-async def atried(client: _Retrying, deadline: _Deadline | None, handle: StreamHandle,
-                 attempt: Callable[[], AbstractAsyncContextManager[T]]) -> AsyncIterator[T]:
-    """:func:`tried` for the async client: the wait is ``anyio.sleep``, which a cancellation ends at once."""
-    for tries in count(1):
-        stack = AsyncExitStack()
-        try:
-            opened = await stack.enter_async_context(attempt())
-        except TransportError as error:
-            if client.max_retries == 0:
-                raise
-            wait = _wait(client, error, tries, deadline, handle)
-            if wait is None:
-                raise
-            await anyio.sleep(wait)
-            continue
-        async with stack:
-            yield opened
-        return

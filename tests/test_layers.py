@@ -1,7 +1,8 @@
 """The layers of ``docs/architecture.md``, checked from the imports themselves.
 
-``core/`` and ``wire/`` are sans-IO and import nothing above them; ``client.py`` and ``thread.py``, the two
-shells, do not import each other at run time (``thread.py`` names the clients for type checking only).
+``core/`` and ``wire/`` are sans-IO and import nothing above them; ``client.py`` and the thread shells
+(``thread.py``, ``_async/``, ``_sync/``) do not import each other at run time (the threads name the
+clients for type checking only).
 """
 
 from __future__ import annotations
@@ -48,9 +49,23 @@ def test_a_sans_io_layer_imports_nothing_above_it(layer: str) -> None:
     assert offending == {}
 
 
+#: The modules of the thread shells: the public ``thread.py``, the async source and the generated sync twin.
+THREAD_SHELLS = ["thread.py", "_async/thread.py", "_async/thread_io.py", "_sync/thread.py", "_sync/thread_io.py"]
+
+
 def test_the_two_shells_do_not_import_each_other_at_run_time() -> None:
-    assert [m for m in _runtime_imports(PACKAGE / "thread.py") if m == "client"] == []
-    assert "thread" in _runtime_imports(PACKAGE / "client.py")  # (one way only: the client makes threads)
+    for name in THREAD_SHELLS:
+        assert [m for m in _runtime_imports(PACKAGE / name) if m.endswith("client")] == [], name
+    # (one way only: each client makes its shell's threads)
+    assert "_async.thread" in _runtime_imports(PACKAGE / "_async/client.py")
+    assert "_sync.thread" in _runtime_imports(PACKAGE / "_sync/client.py")
+
+
+def test_the_sync_thread_shell_imports_nothing_of_the_async_one() -> None:
+    # The sync shell is generated from the async source, not built on it: it imports its own hand-written
+    # hooks (``_sync/thread_io.py``), so an asyncio-only helper cannot reach the sync client by import.
+    for path in sorted((PACKAGE / "_sync").glob("*.py")):
+        assert [m for m in _runtime_imports(path) if m.startswith("_async")] == [], path.name
 
 
 def test_the_cli_starts_without_the_testing_kits_server_and_agent() -> None:

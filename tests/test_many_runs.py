@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 import agui_client as ag
+from agui_client._async.thread_io import calls_on_loop
 from agui_client._pool import SHARD_SIZE, ProxiedSyncTransport, ProxiedTransport, ShardedSyncTransport, ShardedTransport
 from agui_client.stores import MemoryStore
 from agui_client.testing import serve
-from agui_client.thread import _calls_on_loop
 
 OPEN_AT_ONCE = 110  # past httpx's default cap of 100 connections
 
@@ -137,9 +137,9 @@ def test_only_an_in_memory_store_of_its_own_calls_is_called_on_the_loop() -> Non
         def save(self, thread_id: str, data: Any, *, expected_version: int | None) -> int:
             return super().save(thread_id, data, expected_version=expected_version)
 
-    assert _calls_on_loop(MemoryStore()) and _calls_on_loop(Subclass())
-    assert not _calls_on_loop(Overrides())
-    assert not _calls_on_loop(object())
+    assert calls_on_loop(MemoryStore()) and calls_on_loop(Subclass())
+    assert not calls_on_loop(Overrides())
+    assert not calls_on_loop(object())
 
 
 @pytest.mark.parametrize("store_kind", ["memory", "overriding"])

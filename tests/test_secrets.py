@@ -27,7 +27,7 @@ import pytest
 
 import agui_client as ag
 from agui_client._answers import ERROR_BODY_LIMIT
-from agui_client.client import MAX_REDIRECTS
+from agui_client._client_base import MAX_REDIRECTS
 from agui_client.testing import serve
 
 MARK = "[redacted]"

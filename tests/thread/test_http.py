@@ -23,7 +23,7 @@ from threadkit import UTC
 
 import agui_client as ag
 from agui_client._answers import ERROR_BODY_LIMIT
-from agui_client.client import MAX_REDIRECTS
+from agui_client._client_base import MAX_REDIRECTS
 from agui_client.testing import (
     Finish,
     KeepAlive,

@@ -12,7 +12,6 @@ import logging
 import math
 import socket
 import threading
-import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from types import SimpleNamespace
@@ -24,7 +23,8 @@ import pytest
 from threadkit import UTC, interrupted
 
 import agui_client as ag
-from agui_client import _retries
+from agui_client._async import retries as async_retries
+from agui_client._sync import retries as sync_retries
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start
 
@@ -203,8 +203,8 @@ def test_a_retry_waits_its_backoff_before_sending_again(drive: Any, monkeypatch:
     async def asleep(seconds: float) -> None:
         waits.append(seconds)
 
-    monkeypatch.setattr(_retries, "time", SimpleNamespace(sleep=waits.append, monotonic=time.monotonic))
-    monkeypatch.setattr(_retries, "anyio", SimpleNamespace(sleep=asleep))
+    monkeypatch.setattr(sync_retries, "time", SimpleNamespace(sleep=waits.append))
+    monkeypatch.setattr(async_retries, "anyio", SimpleNamespace(sleep=asleep))
     with drive.client(_refused_url(), max_retries=1, retry_backoff=0.2) as client:
         with pytest.raises(ag.TransportError) as caught:
             client.thread().run("hi")

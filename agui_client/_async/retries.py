@@ -1,0 +1,64 @@
+# unasync: async only
+"""The async client's retry loop, ``atried`` (the source of the sync client's ``tried``).
+
+What is retried, how long to wait and what the final error says is ``_retries.retry_wait``'s; this
+loop enters the try, waits and tries again. The wait ends at once when the task is cancelled
+(``anyio.sleep``); nothing more is sent then.
+"""
+# unasync: sync only
+# """The sync client's retry loop, ``tried`` (generated from the async client's ``atried``).
+#
+# What is retried, how long to wait and what the final error says is ``_retries.retry_wait``'s; this
+# loop enters the try, waits and tries again. The wait ends at once on Ctrl-C (``KeyboardInterrupt``
+# from ``time.sleep``); nothing more is sent then.
+# """
+# unasync: end
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from itertools import count
+from typing import TypeVar
+
+# unasync: async only
+import anyio
+
+# unasync: sync only
+# import time
+#
+# unasync: end
+from .._retries import RetryDeadline, Retrying, retry_wait
+from ..core.exchange import StreamHandle
+from ..errors import TransportError
+
+__all__ = ["atried"]
+
+T = TypeVar("T")
+
+
+@asynccontextmanager
+async def atried(client: Retrying, deadline: RetryDeadline | None, handle: StreamHandle,
+                 attempt: Callable[[], AbstractAsyncContextManager[T]]) -> AsyncIterator[T]:
+    """Enter ``attempt()`` (one request and the head of its answer), again after a failure the agent
+    certainly did not act on, up to ``client.max_retries`` more times; then the caller's ``async with``
+    block runs once, inside the successful one."""
+    for tries in count(1):
+        stack = AsyncExitStack()
+        try:
+            opened = await stack.enter_async_context(attempt())
+        except TransportError as error:
+            if client.max_retries == 0:
+                raise  # (today's behaviour exactly: no judgement, no log)
+            wait = retry_wait(client, error, tries, deadline, handle)
+            if wait is None:
+                raise
+            # unasync: async only
+            await anyio.sleep(wait)  # (a cancellation ends it at once)
+            # unasync: sync only
+            # time.sleep(wait)  # (Ctrl-C ends it at once)
+            # unasync: end
+            continue
+        async with stack:
+            yield opened
+        return

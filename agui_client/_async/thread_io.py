@@ -1,0 +1,139 @@
+"""What ``AsyncThread``'s pump does its own way, written by hand (``thread.py`` here is the source of the
+sync shell; ``_sync/thread_io.py`` is this module's sync counterpart): a store call in a worker thread
+(on the loop for a ``MemoryStore``), a cancelled store call waited out, a handler's coroutine awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+
+from anyio.lowlevel import checkpoint
+
+from .._streams import no_events
+from ..core.flow import Conversation, Write
+from ..core.plan import ToolHandler
+
+__all__ = ["AsyncThreadIO", "INTERRUPTED", "calls_on_loop", "in_worker", "no_events"]
+
+T = TypeVar("T")
+
+#: What ends a run from outside, which the flow settles as an interruption: a cancelled task (in the
+#: sync shell, a Ctrl-C).
+INTERRUPTED = asyncio.CancelledError
+
+
+class AsyncThreadIO(Conversation):
+    """The store calls and handler calls of ``AsyncThread``'s pump: awaited, the store's in a worker
+    thread unless it is a ``MemoryStore`` of its own (``calls_on_loop``)."""
+
+    def __init__(self, store: Any, thread_id: str, clock: Callable[[], datetime] | None,
+                 tool_handlers: Mapping[str, ToolHandler] | None, legacy_interrupts: str | None = None) -> None:
+        super().__init__(store, thread_id, clock, tool_handlers, legacy_interrupts)
+        self._on_loop = calls_on_loop(store)
+
+    async def _load(self) -> Any:
+        """The thread's stored record, read in a worker thread (on the loop for a ``MemoryStore``)."""
+        if self._on_loop:
+            return self._store.load(self.id)
+        return await in_worker(self._store.load, self.id)
+
+    async def _handler_output(self, output: Any) -> Any:
+        """What a tool handler returned, awaited when it is a coroutine (an ``async def`` handler)."""
+        return await output if inspect.isawaitable(output) else output
+
+    async def _write(self, effect: Write) -> int:
+        """Run a store write in a worker thread and keep ``_version`` the store's, even when cancelled."""
+        call = getattr(self._store, effect.op)
+        if self._on_loop:
+            # (an in-memory store: a worker thread would cost more than the call.) The write encodes the
+            # whole thread: the other runs on the loop get a turn first, so that it is a step of its own,
+            # not one with the fold of the read that ended the run. A cancellation that comes in that
+            # turn lets the write land first, as a worker thread's would, and the caller sees the
+            # cancellation, as from a worker thread (``in_worker``), even when the write then fails: its
+            # error in the cancellation's place would pass for an ordinary failure of a task not cancelled.
+            try:
+                await checkpoint()
+            except BaseException:
+                try:
+                    self._version = call(self.id, **effect.arguments)
+                except Exception:  # noqa: BLE001, S110 - the cancellation is what the caller sees
+                    pass
+                raise
+            self._version = call(self.id, **effect.arguments)
+            return self._version
+        landed: list[int] = []
+
+        def write() -> int:
+            landed.append(call(self.id, **effect.arguments))
+            return landed[0]
+
+        # A cancellation cannot stop a write running in its thread: it is waited out (``in_worker``),
+        # and the version it landed kept, so the thread never loses track of a claim or a save.
+        try:
+            self._version = await in_worker(write)
+        except asyncio.CancelledError:
+            if landed:
+                self._version = landed[0]
+            raise
+        return self._version
+
+
+async def in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``await asyncio.to_thread(call, ...)``, but a cancelled caller waits for the call to end.
+
+    A store call cannot be stopped once its worker thread runs it: a read left running outlived the
+    cancelled ``reload()`` or ``load_thread()``, and the ``async with`` of the client (and the store the
+    application closes next) around it; a write must land before the thread knows its version. A
+    cancellation is waited out on the loop (it goes on serving); a cancel scope, which cancels that
+    wait too, blocks for the rest of the call (a store call, bounded by the store's own timeouts).
+    """
+    finished = threading.Event()
+    context = contextvars.copy_context()  # (as asyncio.to_thread: the call sees the caller's context)
+
+    def work() -> T:
+        try:
+            return context.run(call, *args, **kwargs)
+        finally:
+            finished.set()
+
+    # Handed to the executor now, as a future no task owns: cancelling tasks (a cancel scope, or every
+    # task at asyncio.run()'s shutdown) cannot call the call off once it was asked for.
+    future = asyncio.get_running_loop().run_in_executor(None, work)
+    future.add_done_callback(_retrieved)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            finished.wait()
+        except Exception:  # noqa: BLE001, S110 - the read's own failure: the cancellation is what the caller sees
+            pass
+        raise
+
+
+def calls_on_loop(store: Any) -> bool:
+    """Whether the async thread calls ``store`` on the event loop rather than in a worker thread: a
+    ``MemoryStore`` whose reads and writes are its own (a dict and a lock held for dict operations).
+
+    Handing such a call to a worker thread cost more than the call (a thread's wake-up and the GIL
+    passed back and forth, twice a run: measured by ``python -m bench.concurrency``); a subclass that
+    overrides any of them may wait on something, and keeps the worker thread.
+    """
+    from ..stores.memory import MemoryStore
+
+    kind = type(store)
+    return isinstance(store, MemoryStore) and all(
+        getattr(kind, name) is getattr(MemoryStore, name) for name in ("load", "save", "append", "claim", "release"))
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    # (a write whose caller was cancelled: its failure was dealt with, or is the cancellation's)
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,39 @@
+"""What ``AgentClient`` does its own way, written by hand (the sync counterpart of
+``_async/client_io.py``; ``client.py`` here is generated): a store call made where it is asked for,
+its own ``httpx.Client``, httpx's reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, TypeVar, cast
+
+import httpx
+
+from .._pool import own_transport
+
+__all__ = ["off_loop", "own_http", "payloads_of", "raw"]
+
+T = TypeVar("T")
+
+
+def off_loop(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Make a blocking call (the store's) here: the sync client has no event loop to keep serving."""
+    return call(*args, **kwargs)
+
+
+def own_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.Client:
+    """The sync client's own ``httpx.Client``: as the async client's (``_async/client_io.own_http``),
+    for a thread per run."""
+    return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=own_transport(url))
+
+
+def payloads_of(batches: Iterator[list[str | bytes]]) -> AbstractContextManager[Iterator[str | bytes]]:
+    """The payloads of ``batches`` one by one (nothing to close: the batches' block closes the response)."""
+    return nullcontext(payload for batch in batches for payload in batch)
+
+
+def raw(response: httpx.Response) -> Generator[bytes, None, None]:
+    """httpx's ``iter_raw()``, typed as the generator it is (so that it can be closed at once)."""
+    return cast("Generator[bytes, None, None]", response.iter_raw())
