@@ -7,7 +7,7 @@ import tracemalloc
 from typing import Any
 
 from agui_client import ThreadState, replay
-from agui_client.core.patch import DEFAULT_RESPONSE_COPY_ALLOWANCE, DEFAULT_RUN_COPY_ALLOWANCE
+from agui_client.core.patch import DEFAULT_RESPONSE_COPY_ALLOWANCE, DEFAULT_RUN_COPY_ALLOWANCE, SHIFTS_PER_UNIT
 from agui_client.core.session import RunSession
 
 
@@ -98,3 +98,33 @@ def test_a_response_of_many_runs_copies_no_more_than_the_response_allowance() ->
                     {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": "/next"}]},
                     {"type": "RUN_FINISHED", "threadId": "t", "runId": "next"}], state=thread)
     assert again.warnings == () and "next" in thread.state
+
+
+def test_insertions_at_the_front_of_a_huge_list_spend_the_allowance_by_the_elements_they_shift() -> None:
+    # Python shifts every element after an insertion or a removal: a delta of 60 bytes adding at
+    # ``/a/0`` of a list of a million elements moves all of them. Behind a snapshot of 7 million, one
+    # read of such deltas held the event loop 1.9 s (a delta of 5,000 of them, 10 s), and a run could
+    # send them for as long as ``max_run_bytes`` allows. Each shift is now charged to the run's allowance.
+    size = 2**20
+    front = {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a/0", "value": 0}]}
+    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                                    {"type": "STATE_SNAPSHOT", "snapshot": {"a": [1] * size}}]
+    events += [front] * 100
+    events += [{"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a/-", "value": 2}]}] * 3
+    events += [{"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/a/0"}] * 10}]
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+
+    thread = ThreadState(thread_id="t")
+    result = replay(b"\n".join(_payload(e) for e in events), state=thread)
+
+    items = thread.state["a"]
+    inserted = len(items) - size - 3
+    shifted = sum(size + i for i in range(inserted))
+    # Each insertion shifted a million elements: what the allowance pays for is some 64 of them.
+    assert shifted <= DEFAULT_RUN_COPY_ALLOWANCE * SHIFTS_PER_UNIT < shifted + size + inserted
+    assert items[:inserted] == [0] * inserted and items[inserted] == 1
+    # Appending shifts nothing, so it still applies; the removals at the front are refused whole.
+    assert items[-3:] == [2, 2, 2]
+    assert [(w.code, w.index, w.pointer) for w in result.warnings] == (
+        [("SP-06/AGUI302", 2 + i, "/delta/0") for i in range(inserted, 100)] + [("SP-06/AGUI302", 105, "/delta/0")])
+    assert "shifting" in result.warnings[0].message
