@@ -181,11 +181,11 @@ def _spend(allowance: list[int], cost: int, what: str = "copying this value") ->
 
 
 #: Array elements a list insertion or removal may shift for one unit of the copy allowance. Python
-#: moves every element after the place (a ``memmove``, some 3 billion elements a second), so an ``add``
+#: moves every element after the place (a ``memmove``, 1-3 billion elements a second), so an ``add``
 #: at ``/list/0`` of a few bytes costs the whole list: behind a snapshot of 7 million elements, one
 #: read's thousand such deltas held the event loop 1.9 s, and a single delta of 5,000 of them 10 s.
-#: Charged to the run's allowance, a run's shifting stops at some 64 million elements (about 20 ms);
-#: an insertion near the end of a list shifts little and costs little.
+#: Charged to the run's allowance, a run's shifting stops at some 64 million elements (20-60 ms, and
+#: as much again to undo the patch that passed it); an insertion near a list's end shifts little.
 SHIFTS_PER_UNIT = 4
 
 
