@@ -25,7 +25,12 @@ The hostile kinds, each within the defaults (16 MiB an event, 256 MiB a run):
 * ``patch``: a ``STATE_SNAPSHOT`` of 100,000 keys, then a ``STATE_DELTA`` replacing each of them (6 MiB);
 * ``messages``: a ``MESSAGES_SNAPSHOT`` of 100,000 messages (10 MiB);
 * ``interrupts``: a ``RUN_FINISHED`` interrupt outcome with 20,000 interrupts, each with a small
-  ``responseSchema`` (4 MiB).
+  ``responseSchema`` (4 MiB);
+* ``fronts``: a ``STATE_SNAPSHOT`` of a list of 7 million elements (13 MiB), then 5,000 ``STATE_DELTA``
+  events each adding one element at its front (every one shifts the whole list);
+* ``bigpatch``: one ``STATE_DELTA`` of 400,000 operations (13 MiB);
+* ``args``: a tool call whose arguments are 32 MiB of arrays side by side (``[[],[],…]``), sent in
+  ``TOOL_CALL_ARGS`` deltas of 60,000 characters and parsed at ``TOOL_CALL_END``.
 
 ``--store sqlite`` saves to SQLite (in a worker thread) instead of a ``MemoryStore`` (on the loop);
 ``--tiny`` runs it all in seconds at 1/64 of the sizes (what ``tests/test_bench_smoke.py`` runs).
@@ -59,7 +64,7 @@ from agui_client.stores import MemoryStore, SqliteStore  # noqa: E402
 from .loadserver import _HEAD, _LAST_CHUNK, PacedRuns, _chunk, _frame, run_ids  # noqa: E402
 from .servers import read_request  # noqa: E402
 
-KINDS = ("tiny", "gzip", "snapshot", "deep", "patch", "messages", "interrupts")
+KINDS = ("tiny", "gzip", "snapshot", "deep", "patch", "messages", "interrupts", "fronts", "bigpatch", "args")
 TEXT = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x"}
 
 
@@ -96,6 +101,20 @@ def hostile_middle(kind: str, scale: float = 1.0) -> bytes:
             for i in range(int(100_000 * scale))]})
     if kind == "interrupts":
         return b""
+    if kind == "fronts":
+        front = _frame({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a/0", "value": 0}]})
+        return (b'data: {"type":"STATE_SNAPSHOT","snapshot":{"a":[' + b",".join([b"1"] * int(7_000_000 * scale))
+                + b"]}}\n\n" + front * int(5_000 * scale))
+    if kind == "bigpatch":
+        return _frame({"type": "STATE_DELTA",
+                       "delta": [{"op": "add", "path": "/a", "value": 1}] * int(400_000 * scale)})
+    if kind == "args":
+        piece = _frame({"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "[]," * 20_000})
+        return (_frame({"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"})
+                + _frame({"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "["})
+                + piece * int(32 * 2**20 * scale / 60_000)
+                + _frame({"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "[]]"})
+                + _frame({"type": "TOOL_CALL_END", "toolCallId": "c"}))
     raise ValueError(kind)
 
 

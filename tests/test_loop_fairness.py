@@ -9,6 +9,7 @@ while the hostile run is read, the containers walked), never by timing.
 from __future__ import annotations
 
 import asyncio
+import gc
 import zlib
 from typing import Any
 
@@ -17,6 +18,8 @@ import pytest
 
 import agui_client as ag
 from agui_client._inflate import INFLATE_STEP
+from agui_client.core.fold import streams
+from agui_client.core.fold.streams import MAX_ARGUMENT_CONTAINERS
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
 from agui_client.types import RunFinishedEvent, TextMessageContentEvent
@@ -249,3 +252,61 @@ def test_a_run_cancelled_in_the_turn_before_its_save_is_cancelled_even_when_the_
 
     assert isinstance(caught, asyncio.CancelledError), repr(caught)
     assert cancelled
+
+
+@pytest.mark.parametrize("events", [False, True])
+def test_a_large_event_is_decoded_and_folded_without_the_collector_walking_it_while_it_is_made(events: bool) -> None:
+    # 20,000 arrays nested 20 deep side by side, 800 KiB: 400,000 containers made in one go, which the
+    # collector (run every few hundred new containers) walked again and again while they were made.
+    nest = b"[" * 20 + b"]" * 20
+    payload = b'{"type":"STATE_SNAPSHOT","snapshot":[' + b",".join([nest] * 20_000) + b"]}"
+    session = ag.RunSession(events=events)
+    session.feed_payload(START[6:-2])
+    collections: list[int] = []
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(watch)
+    try:
+        session.feed_payload(payload)
+        during = len(collections)  # (read before anything else is made: the collector runs again now)
+        assert gc.isenabled()  # (started again)
+        assert during == 0  # (before: one every 700 new containers)
+        gc.disable()  # a caller's own choice is kept
+        session.feed_payload(b'{"type":"STATE_SNAPSHOT","snapshot":[' + b",".join([nest] * 20_000) + b"]}")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.callbacks.remove(watch)
+    assert len(session.state.state) == 20_000
+
+
+@pytest.mark.parametrize(("brackets", "judged"),
+                         [(MAX_ARGUMENT_CONTAINERS, True), (MAX_ARGUMENT_CONTAINERS + 1, False)])
+def test_tool_arguments_dense_with_containers_are_not_parsed_past_the_bound(
+        monkeypatch: pytest.MonkeyPatch, brackets: int, judged: bool) -> None:
+    # A call's arguments are many small deltas, parsed whole at its end: 32 MiB of ``[],[],…`` held the
+    # loop 3.6 s at TOOL_CALL_END (the run's 256 MiB would have taken some 5 GiB).
+    arguments = "[" + ",".join(["[]"] * (brackets - 1)) + "]"
+    pieces = [arguments[i:i + 60_000] for i in range(0, len(arguments), 60_000)]
+    parsed: list[int] = []
+    judge = streams.is_json
+    monkeypatch.setattr(streams, "is_json", lambda text: parsed.append(len(text)) or judge(text))
+    lines = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+             {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+             *({"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": piece} for piece in pieces),
+             {"type": "TOOL_CALL_END", "toolCallId": "c"}, {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+
+    result = ag.replay(lines)
+
+    call = result.state.tool_call("c")
+    assert call is not None and call.function.arguments == arguments  # (kept as sent either way)
+    if judged:
+        assert parsed == [len(arguments)] and result.warnings == ()
+        assert len(ag.parsed_arguments(call)) == brackets - 1
+    else:
+        assert parsed == []  # (before: parsed, and found JSON)
+        assert [w.code for w in result.warnings] == ["TC-06/AGUI204"] and "not judged" in result.warnings[0].message
+        assert ag.parsed_arguments(call) is None

@@ -337,14 +337,16 @@ def _shorten(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 1] + "…"
 
 
-def _schema_errors(interrupt_id: str, schema: Any, payload: JSON) -> tuple[list[str], list[SchemaFault]]:
+def _schema_errors(interrupt_id: str, schema: Any, payload: JSON,
+                   allowance: list[int]) -> tuple[list[str], list[SchemaFault]]:
     """Readable reasons ``payload`` fails ``schema``, and the faults that kept ``schema`` from judging it.
 
     The schema is the agent's: checking is bounded and never fetches anything (see
     :mod:`agui_client.core.schema`), and an unusable schema is a fault, never a hang or a crash. A pattern
     the linear-time engine cannot run is not checked, with an IR-30 warning naming where it is.
+    ``allowance``: what the checks of the resume's answers may still spend together.
     """
-    verdict = _schema.check(schema, payload)
+    verdict = _schema.check(schema, payload, allowance)
     for pointer, why in verdict.unchecked:
         _warn("IR-30", f"interrupt {_quoted(interrupt_id)}: the responseSchema pattern at {pointer} is not checked: "
                        f"{why}",
@@ -483,6 +485,11 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
     problems["unknown"] = unknown
     problems["duplicate"] = [key for key in order if len(named.get(key, ())) > 1]
     problems["invalid-entry"] = [key for key in order if key in malformed]
+    # The answers are checked within one allowance: an agent's interrupts, however many, cost what one
+    # check does (see shared_allowance).
+    allowance = _schema.shared_allowance(entry.payload for key, copies in raised.items()
+                                         for entry in named.get(key, ()) if entry.status == "resolved"
+                                         for interrupt in copies if interrupt.response_schema is not None)
     for key, copies in raised.items():
         answers = [entry for entry in named.get(key, ()) if entry.status == "resolved"]
         if key not in named:
@@ -492,7 +499,7 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
         for entry in answers:
             for interrupt in copies:
                 if interrupt.response_schema is not None:
-                    messages, found = _schema_errors(key, interrupt.response_schema, entry.payload)
+                    messages, found = _schema_errors(key, interrupt.response_schema, entry.payload, allowance)
                     errors.setdefault(key, []).extend(messages)
                     if found:
                         faults.setdefault(key, []).extend(found)

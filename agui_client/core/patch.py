@@ -20,12 +20,17 @@ from typing import Any
 from ..wire.jsonio import DEFAULT_MAX_DEPTH
 
 __all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "DEFAULT_RUN_COPY_ALLOWANCE",
-           "DEFAULT_RESPONSE_COPY_ALLOWANCE", "MAX_DEPTH", "parse_pointer"]
+           "DEFAULT_RESPONSE_COPY_ALLOWANCE", "SHIFTS_PER_UNIT", "MAX_PATCH_OPS", "MAX_DEPTH", "parse_pointer"]
 
 #: JSON nodes a single patch may copy (``copy`` ops, and values added); past it the patch is refused (SP-06).
 DEFAULT_COPY_BUDGET = 1_000_000
 #: What the ``copy`` operations of one run's patches may cost in all (see ``apply_patch``'s ``copy_allowance``).
 DEFAULT_RUN_COPY_ALLOWANCE = 16 * 1024 * 1024
+#: Operations one patch may hold; a longer patch is refused whole (SP-06), before any is applied. An
+#: operation costs the fold a microsecond or two whatever its size: a ``STATE_DELTA`` of 16 MiB holds
+#: some 480,000, which held the event loop 0.7 s (a ``STATE_SNAPSHOT`` as large holds it 0.1-0.2 s).
+#: 20,000 apply in some 30 ms, and are more than a diff of a table of thousands of rows needs.
+MAX_PATCH_OPS = 20_000
 #: What the ``copy`` operations of all the runs of one response may cost in all: a response that holds
 #: many runs gets no fresh allowance per run beyond this (four runs' worth, about four million members).
 DEFAULT_RESPONSE_COPY_ALLOWANCE = 4 * DEFAULT_RUN_COPY_ALLOWANCE
@@ -167,12 +172,27 @@ def _text(container: dict[str, Any] | list[Any]) -> int:
     return keys + sum([len(item) for item in members if type(item) is str])
 
 
-def _spend(allowance: list[int], cost: int) -> None:
+def _spend(allowance: list[int], cost: int, what: str = "copying this value") -> None:
     """Charge ``cost`` to the copy allowance; past it the copy is refused, having spent what it walked."""
     allowance[0] -= cost
     if allowance[0] < 0:
-        raise _Fail(f"copying this value would pass what copies may still cost ({max(0, allowance[0] + cost)} units "
+        raise _Fail(f"{what} would pass what copies may still cost ({max(0, allowance[0] + cost)} units "
                     "were left): copy amplification")
+
+
+#: Array elements a list insertion or removal may shift for one unit of the copy allowance. Python
+#: moves every element after the place (a ``memmove``, 1-3 billion elements a second), so an ``add``
+#: at ``/list/0`` of a few bytes costs the whole list: behind a snapshot of 7 million elements, one
+#: read's thousand such deltas held the event loop 1.9 s, and a single delta of 5,000 of them 10 s.
+#: Charged to the run's allowance, a run's shifting stops at some 64 million elements (20-60 ms, and
+#: as much again to undo the patch that passed it); an insertion near a list's end shifts little.
+SHIFTS_PER_UNIT = 4
+
+
+def _shift(allowance: list[int] | None, shifted: int) -> None:
+    """Charge a list insertion or removal that moves ``shifted`` elements, before it moves them."""
+    if allowance is not None and shifted >= SHIFTS_PER_UNIT:
+        _spend(allowance, shifted // SHIFTS_PER_UNIT, f"shifting {shifted} array elements")
 
 
 #: The deepest a patched document may become: as deep as a STATE_SNAPSHOT can carry it (the decoder's
@@ -235,12 +255,13 @@ def _json_equal(a: Any, b: Any) -> bool:
 class _Doc:
     """The document being patched, with its undo log."""
 
-    __slots__ = ("root", "undo", "budget", "record")
+    __slots__ = ("root", "undo", "budget", "allowance", "record")
 
-    def __init__(self, root: Any, budget: list[int], undo: list[_Undo]) -> None:
+    def __init__(self, root: Any, budget: list[int], undo: list[_Undo], allowance: list[int] | None) -> None:
         self.root = root
         self.undo = undo
         self.budget = budget
+        self.allowance = allowance
         # A failing operation changes nothing itself, so the last one needs no undo entries
         # (most patches have a single operation): only a move, which removes before it adds, does.
         self.record = True
@@ -263,7 +284,7 @@ class _Doc:
                 undo.append((_ROOT, None, None, self.root))
             self.root = value
             return None
-        return _change(_walk(self.root, tokens[:-1]), tokens[-1], name, value, undo)
+        return _change(_walk(self.root, tokens[:-1]), tokens[-1], name, value, undo, self.allowance)
 
     def rollback(self) -> Any:
         self.root = _rollback(self.root, self.undo)
@@ -310,10 +331,11 @@ _ROOT = 3  # the document itself was old
 
 
 def _simple_op(document: Any, name: str, path: str, op: dict[str, Any], budget: list[int] | None,
-               undo: list[_Undo] | None) -> None:
+               undo: list[_Undo] | None, allowance: list[int] | None) -> None:
     """Apply an add/replace/remove whose ``path`` is below the root and has no escapes.
 
-    Records how to undo it in ``undo`` when given; ``budget`` is ``None`` to adopt the value uncopied.
+    Records how to undo it in ``undo`` when given; ``budget`` is ``None`` to adopt the value uncopied;
+    a list's shifted elements are charged to ``allowance`` when given.
     """
     tokens = path[1:].split("/")
     key = tokens.pop()
@@ -343,13 +365,15 @@ def _simple_op(document: Any, name: str, path: str, op: dict[str, Any], budget: 
                 undo.append((_SET, parent, key, parent.get(key, _MISSING)))
             parent[key] = value
             return
-    _change(parent, key, name, value, undo)
+    _change(parent, key, name, value, undo, allowance)
 
 
-def _change(parent: Any, key: str, name: str, value: Any, undo: list[_Undo] | None) -> Any:
+def _change(parent: Any, key: str, name: str, value: Any, undo: list[_Undo] | None,
+            allowance: list[int] | None) -> Any:
     """``add``, ``replace`` or ``remove`` member ``key`` of ``parent``; returns what ``remove`` took out.
 
-    Records how to undo it in ``undo`` when given (a failing change changes nothing).
+    Records how to undo it in ``undo`` when given (a failing change changes nothing); the elements an
+    insertion or removal shifts in a list are charged to ``allowance`` when given (see ``_shift``).
     """
     kind = type(parent)
     if kind is dict:
@@ -370,6 +394,8 @@ def _change(parent: Any, key: str, name: str, value: Any, undo: list[_Undo] | No
             return old
     elif kind is list:
         index = _index(key, len(parent), allow_end=name == "add")
+        if name != "replace":
+            _shift(allowance, len(parent) - index - (name == "remove"))
         if name == "add":
             parent.insert(index, value)
             if undo is not None:
@@ -391,7 +417,7 @@ def _change(parent: Any, key: str, name: str, value: Any, undo: list[_Undo] | No
 
 def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAULT_COPY_BUDGET,
                 adopt_values: bool = False, copy_allowance: list[int] | None = None,
-                vet: Callable[[Sequence[Any]], None] | None = None) -> Any:
+                vet: Callable[[Sequence[Any]], None] | None = None, max_ops: int = MAX_PATCH_OPS) -> Any:
     """Apply an RFC 6902 patch to ``document`` in place, all or nothing; returns the new document.
 
     Use the returned value: an operation on the root (``""``) returns a new document. On failure
@@ -406,7 +432,12 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
     is copied. A few bytes of patch must not grow a state without end, a subtree at a time, nor make
     the client walk one again and again: a copy that would pass the allowance is refused as soon as
     its walk reaches it, and what it walked stays spent, as do the copies of a patch undone for any
-    other reason (the work was done).
+    other reason (the work was done). An insertion into a list or a removal from it is charged there
+    too, for the elements it shifts (one unit per ``SHIFTS_PER_UNIT``), before it shifts them: a
+    delta of a few bytes at the front of a huge list costs the whole list.
+
+    A patch of more than ``max_ops`` operations is refused whole before anything else is looked at
+    (``op_index`` is ``max_ops``, the first operation past the bound), its shape unchecked by ``vet``.
 
     ``vet`` is a check of the patch's shape that its caller has not run yet (the decoder's, for a patch
     folded straight from its JSON). It runs once, before any operation but a plain add, replace or
@@ -417,6 +448,9 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
     Raises:
         PatchFailed: an operation did not apply (``op_index`` says which); the document is unchanged.
     """
+    if len(patch) > max_ops:
+        raise PatchFailed(f"the patch holds {len(patch)} operations, more than the {max_ops} one patch may hold",
+                          max_ops)
     if len(patch) == 1:
         # The commonest patch: one simple operation (as below), which needs no undo log at all.
         op = patch[0]
@@ -426,7 +460,8 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
             if (name == "replace" or name == "add" or name == "remove") and type(path) is str and len(path) > 1 \
                     and path[0] == "/" and "~" not in path:
                 try:
-                    _simple_op(document, name, path, op, None if adopt_values else [copy_budget], None)
+                    _simple_op(document, name, path, op, None if adopt_values else [copy_budget], None,
+                               copy_allowance)
                 except _Fail as exc:
                     failed = PatchFailed(str(exc), 0, exc.rule)
                 except RecursionError:
@@ -450,7 +485,7 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
                 path = op.get("path")
                 if (name == "replace" or name == "add" or name == "remove") and type(path) is str \
                         and len(path) > 1 and path[0] == "/" and "~" not in path:
-                    _simple_op(document, name, path, op, budget, undo if i < last else None)
+                    _simple_op(document, name, path, op, budget, undo if i < last else None, copy_allowance)
                     continue
             if vet is not None:
                 _vetted(vet, patch, document, undo)
@@ -481,7 +516,7 @@ def _vetted(vet: Callable[[Sequence[Any]], None], patch: Sequence[Any], document
 def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_Undo], budget: list[int] | None,
                    copy_budget: int, allowance: list[int] | None = None) -> Any:
     """``apply_patch`` from operation ``first`` on, every kind of operation; ``undo`` holds the earlier ones'."""
-    doc = _Doc(document, budget if budget is not None else [copy_budget], undo)
+    doc = _Doc(document, budget if budget is not None else [copy_budget], undo, allowance)
     values_budget = budget
     last = len(patch) - 1
     i = first
@@ -497,7 +532,7 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
                 raise _Fail("a patch operation needs a string 'path'")
             if (name == "replace" or name == "add" or name == "remove") and len(path) > 1 and path[0] == "/" \
                     and "~" not in path:
-                _simple_op(doc.root, name, path, op, values_budget, doc.undo if record else None)
+                _simple_op(doc.root, name, path, op, values_budget, doc.undo if record else None, allowance)
                 continue
             doc.record = record
             tokens = parse_pointer(path)

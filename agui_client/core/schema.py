@@ -60,7 +60,7 @@ from ..wire.jsonio import escape as _escape
 from .regex import Regex, compile_pattern
 
 __all__ = ["SCHEMA_FAULTS", "MAX_SCHEMA_VALUES", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_TEXT", "CHECK_BUDGET",
-           "STEPS_PER_VALUE", "JUDGE_BUDGET", "Verdict", "check", "json_pointer"]
+           "STEPS_PER_VALUE", "JUDGE_BUDGET", "Verdict", "check", "shared_allowance", "json_pointer"]
 
 #: The codes of :class:`~agui_client.errors.SchemaFault`, each a reason a schema cannot judge a value.
 SCHEMA_FAULTS: Final = ("not-a-schema", "invalid", "too-large", "too-deep", "over-budget", "unresolvable",
@@ -137,12 +137,14 @@ class _Stop(Exception):
 class _Check:
     """One check's state: the budget, where each schema object sits, the patterns compiled so far."""
 
-    __slots__ = ("steps", "limit", "judging", "pointers", "dialects", "weights", "unchecked", "regexes", "where",
-                 "depth", "max_depth")
+    __slots__ = ("steps", "limit", "shared", "judging", "pointers", "dialects", "weights", "unchecked", "regexes",
+                 "where", "depth", "max_depth")
 
     def __init__(self, pointers: dict[int, str], dialects: dict[int, str]) -> None:
         self.steps = 0
         self.limit = JUDGE_BUDGET
+        # Whether ``limit`` is what a group of checks had left (see shared_allowance), not this check's own.
+        self.shared = False
         # True while the schema itself is judged: it is then the value, and pointers name its parts.
         self.judging = False
         self.pointers = pointers
@@ -168,6 +170,9 @@ class _Check:
     def charge(self, steps: int) -> None:
         self.steps += steps
         if self.steps > self.limit:
+            if self.shared:
+                raise _Stop("over-budget", f"the answers checked together (one resume's) had {self.limit:,} steps "
+                                           "left, and this check needs more")
             if self.judging:
                 raise _Stop("over-budget", f"judging the schema itself needs more than {self.limit:,} steps (it "
                                            "holds too many subschemas)")
@@ -691,11 +696,32 @@ def _count(value: Any, limit: int) -> int:
     return total
 
 
-def check(schema: Any, instance: Any) -> Verdict:
+def shared_allowance(instances: Iterable[Any]) -> list[int]:
+    """The steps a group of checks may spend together (a one-item list, spent in place by :func:`check`):
+    what one check of all ``instances`` may spend, its schema judged too.
+
+    One resume answers every open interrupt of a run, each with a schema of the agent's, all checked in
+    one call on the caller's thread (an event loop's, for a web backend). Each check alone is bounded,
+    but an agent raising 200 interrupts that each carry a schema costing a second to check made their
+    answers cost minutes; checked within one allowance, they cost what one such check does.
+    """
+    values = sum(_count(instance, CHECK_BUDGET) for instance in instances)
+    return [JUDGE_BUDGET + CHECK_BUDGET + STEPS_PER_VALUE * values]
+
+
+def _limited(check: _Check, allowance: list[int] | None) -> None:
+    """``check``'s limit lowered to what ``allowance`` has left, if that is less."""
+    if allowance is not None and allowance[0] < check.limit:
+        check.limit, check.shared = max(allowance[0], 0), True
+
+
+def check(schema: Any, instance: Any, allowance: list[int] | None = None) -> Verdict:
     """Check ``instance`` against ``schema`` (first judging the schema itself), at a bounded cost.
 
     The draft is the one ``$schema`` names, else 2020-12 (also for a ``$schema`` jsonschema does not
-    know). References resolve within the schema and the drafts' metaschemas only.
+    know). References resolve within the schema and the drafts' metaschemas only. ``allowance`` (from
+    :func:`shared_allowance`) is what a group of checks may still spend together: this check spends
+    from it, and stops ``over-budget`` when it is spent.
 
     Returns:
         The errors, or the fault that kept the schema from judging, and the patterns not checked.
@@ -723,6 +749,7 @@ def check(schema: Any, instance: Any) -> Verdict:
     try:
         judged = _JUDGED.get(key) if key is not None else None
         if judged is None:
+            _limited(check, allowance)
             check.judging = True
             invalid = next(iter((dialect.meta or dialect).judge().iter_errors(schema)), None)
             if invalid is not None:
@@ -735,7 +762,11 @@ def check(schema: Any, instance: Any) -> Verdict:
         else:
             check.unchecked.update(judged)
         check.judging, check.where = False, None
-        check.steps, check.limit = 0, CHECK_BUDGET + STEPS_PER_VALUE * _count(instance, CHECK_BUDGET)
+        if allowance is not None:
+            allowance[0] -= check.steps
+        check.steps, check.shared = 0, False
+        check.limit = CHECK_BUDGET + STEPS_PER_VALUE * _count(instance, CHECK_BUDGET)
+        _limited(check, allowance)
         return Verdict(list(dialect.make(schema).iter_errors(instance)), None, check.unchecked.items())
     except _Stop as stop:
         fault = _fault(stop.code, stop.pointer if stop.pointer is not None else check.where or "", stop.reason)
@@ -755,6 +786,8 @@ def check(schema: Any, instance: Any) -> Verdict:
                                        "already deep)")
     finally:
         _ACTIVE.reset(token)
+        if allowance is not None:
+            allowance[0] -= check.steps
     return Verdict([], fault, check.unchecked.items())
 
 

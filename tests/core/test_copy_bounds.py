@@ -1,4 +1,5 @@
-"""What JSON Patch ``copy`` operations may cost the client: bounded work per refusal, bounded copies per response."""
+"""What JSON Patches may cost the client: bounded work per refusal, bounded copies and shifts per response,
+bounded operations per patch."""
 
 from __future__ import annotations
 
@@ -6,8 +7,15 @@ import json
 import tracemalloc
 from typing import Any
 
+import pytest
+
 from agui_client import ThreadState, replay
-from agui_client.core.patch import DEFAULT_RESPONSE_COPY_ALLOWANCE, DEFAULT_RUN_COPY_ALLOWANCE
+from agui_client.core.patch import (
+    DEFAULT_RESPONSE_COPY_ALLOWANCE,
+    DEFAULT_RUN_COPY_ALLOWANCE,
+    MAX_PATCH_OPS,
+    SHIFTS_PER_UNIT,
+)
 from agui_client.core.session import RunSession
 
 
@@ -98,3 +106,52 @@ def test_a_response_of_many_runs_copies_no_more_than_the_response_allowance() ->
                     {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": "/next"}]},
                     {"type": "RUN_FINISHED", "threadId": "t", "runId": "next"}], state=thread)
     assert again.warnings == () and "next" in thread.state
+
+
+def test_insertions_at_the_front_of_a_huge_list_spend_the_allowance_by_the_elements_they_shift() -> None:
+    # Python shifts every element after an insertion or a removal: a delta of 60 bytes adding at
+    # ``/a/0`` of a list of a million elements moves all of them. Behind a snapshot of 7 million, one
+    # read of such deltas held the event loop 1.9 s (a delta of 5,000 of them, 10 s), and a run could
+    # send them for as long as ``max_run_bytes`` allows. Each shift is now charged to the run's allowance.
+    size = 2**20
+    front = {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a/0", "value": 0}]}
+    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                                    {"type": "STATE_SNAPSHOT", "snapshot": {"a": [1] * size}}]
+    events += [front] * 100
+    events += [{"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a/-", "value": 2}]}] * 3
+    events += [{"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/a/0"}] * 10}]
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+
+    thread = ThreadState(thread_id="t")
+    result = replay(b"\n".join(_payload(e) for e in events), state=thread)
+
+    items = thread.state["a"]
+    inserted = len(items) - size - 3
+    shifted = sum(size + i for i in range(inserted))
+    # Each insertion shifted a million elements: what the allowance pays for is some 64 of them.
+    assert shifted <= DEFAULT_RUN_COPY_ALLOWANCE * SHIFTS_PER_UNIT < shifted + size + inserted
+    assert items[:inserted] == [0] * inserted and items[inserted] == 1
+    # Appending shifts nothing, so it still applies; the removals at the front are refused whole.
+    assert items[-3:] == [2, 2, 2]
+    assert [(w.code, w.index, w.pointer) for w in result.warnings] == (
+        [("SP-06/AGUI302", 2 + i, "/delta/0") for i in range(inserted, 100)] + [("SP-06/AGUI302", 105, "/delta/0")])
+    assert "shifting" in result.warnings[0].message
+
+
+@pytest.mark.parametrize("events", [False, True])
+def test_a_patch_of_more_operations_than_one_patch_may_hold_is_refused_whole_before_any_applies(events: bool) -> None:
+    # An operation costs the fold a microsecond or two whatever its size: a STATE_DELTA of 16 MiB
+    # holds some 480,000 of them, 0.7 s of the event loop in one event.
+    def delta(count: int, value: int) -> dict[str, Any]:
+        return {"type": "STATE_DELTA", "delta": [{"op": "add", "path": f"/k{i}", "value": value} for i in range(count)]}
+
+    session = RunSession(events=events)
+    for event in [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, delta(MAX_PATCH_OPS, 1),
+                  delta(MAX_PATCH_OPS + 1, 2), {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]:
+        session.feed_payload(_payload(event))
+    result = session.end()
+
+    assert len(result.state.state) == MAX_PATCH_OPS and set(result.state.state.values()) == {1}
+    [warning] = result.warnings
+    assert (warning.code, warning.index, warning.pointer) == ("SP-06/AGUI302", 2, f"/delta/{MAX_PATCH_OPS}")
+    assert f"more than the {MAX_PATCH_OPS}" in warning.message

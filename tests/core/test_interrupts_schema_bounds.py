@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from agui_client.cli.forms import field_errors
+from agui_client.core import schema as schema_module
 from agui_client.core.interrupts import SCHEMA_FAULTS, ResumeBuilder, check_resume
 from agui_client.errors import (
     InvalidResumePayload,
@@ -464,3 +465,30 @@ def test_a_resume_against_a_hostile_schema_is_refused_before_anything_is_sent(dr
     assert caught.value.ids == ("interrupt-1",)
     assert accepted.outcome == "success"
     assert endpoint.agent.request_count == 2
+
+
+def test_the_answers_of_one_resume_share_one_budget_so_many_costly_schemas_cost_what_one_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each check alone is bounded, but a resume checks the answers to every open interrupt in one call:
+    # 200 interrupts whose schemas each cost a second to check made answering them cost minutes, on
+    # the caller's event loop. (The budgets are made small here so that a few schemas spend them.)
+    monkeypatch.setattr(schema_module, "JUDGE_BUDGET", 40_000)
+    monkeypatch.setattr(schema_module, "CHECK_BUDGET", 10_000)
+    form = {f"p{k}": {"type": "string", "maxLength": 9} for k in range(30)}
+    interrupts = [ask({"title": f"form {n}", "properties": form}, f"i{n}") for n in range(10)]
+    # Alone, each schema judges and checks within its own budget.
+    for interrupt in interrupts:
+        ResumeBuilder([interrupt]).answer(interrupt.id, {"p0": "x"}).build()
+    schema_module._JUDGED.clear()  # (judged afresh, as ten new schemas are)
+
+    builder = ResumeBuilder(interrupts)
+    for interrupt in interrupts:
+        builder.answer(interrupt.id, {"p0": "x"})
+    with pytest.raises(UnusableResponseSchema) as caught:
+        builder.build()
+
+    refused = [interrupt.id for interrupt in interrupts if interrupt.id in caught.value.faults]
+    assert 0 < len(refused) < len(interrupts)
+    assert refused == [f"i{n}" for n in range(len(interrupts) - len(refused), len(interrupts))]
+    assert {fault.code for faults in caught.value.faults.values() for fault in faults} == {"over-budget"}
+    assert "checked together" in caught.value.reason

@@ -43,7 +43,7 @@ from .log import MessageLog
 from .persist import STATE_FORMAT_VERSION, Mark, changes, dump, load, to_wire
 from .records import Outcome, RunErrorInfo, RunRecord, StepRecord, SubagentRecord, sum_usage
 from .snapshots import Snapshots
-from .streams import NO_WARNINGS, Streams
+from .streams import NO_WARNINGS, Streams, too_dense_to_parse
 
 __all__ = [
     "ThreadState",
@@ -483,7 +483,10 @@ class ThreadState:
 
 
 def parsed_arguments(call: msg.ToolCall) -> JSON:
-    """A tool call's arguments parsed as JSON, or ``None`` when they are not JSON (kept raw in the call)."""
+    """A tool call's arguments parsed as JSON, or ``None`` when they are not JSON (kept raw in the call),
+    or hold more containers than are parsed (see :data:`~agui_client.core.fold.streams.MAX_ARGUMENT_CONTAINERS`)."""
+    if too_dense_to_parse(call.function.arguments):
+        return None
     try:
         return parse_json(call.function.arguments, check_duplicates=False) if call.function.arguments else {}
     except ProtocolError:  # parse_json reports every way text is not (acceptable) JSON as one

@@ -18,13 +18,28 @@ from .entries import Call, Entry, OwnMetadata, merge_metadata, settle, text_from
 from .log import MessageLog
 from .records import RunRecord
 
-__all__ = ["Streams", "NO_WARNINGS"]
+__all__ = ["Streams", "NO_WARNINGS", "MAX_ARGUMENT_CONTAINERS", "too_dense_to_parse"]
 
 NO_WARNINGS: tuple[StreamWarning, ...] = ()
 
 
 def _warning(code: str, message: str, *, pointer: str | None = None) -> StreamWarning:
     return StreamWarning(code=code, message=message, pointer=pointer)
+
+
+#: Tool-call arguments holding more ``[`` and ``{`` than this (in strings too) are not parsed, neither
+#: to judge them (TC-06) nor by :func:`~agui_client.core.fold.parsed_arguments`. A call's arguments are
+#: many ``TOOL_CALL_ARGS`` deltas, bounded only by ``max_run_bytes``, and parsed whole at its end: in
+#: JSON dense with containers (``[],[],…``) each costs Python's allocator and garbage collector, and
+#: 32 MiB of it held the event loop 3.6 s at ``TOOL_CALL_END`` (256 MiB would take some 5 GiB). Parsing
+#: 100,000 costs some 20 ms, and arguments a model writes hold far fewer.
+MAX_ARGUMENT_CONTAINERS = 100_000
+
+
+def too_dense_to_parse(arguments: str) -> bool:
+    """Whether tool-call ``arguments`` hold more than :data:`MAX_ARGUMENT_CONTAINERS` brackets (counted at
+    C speed, strings included), so are not parsed."""
+    return arguments.count("[") + arguments.count("{") > MAX_ARGUMENT_CONTAINERS
 
 
 #: Texts at least this long are remembered at their message's end (``Streams._settled``), at most
@@ -291,6 +306,9 @@ class Streams:
         if call.args:
             # Joined once, now that the arguments are complete (a repaired UTF-16 half stays JSON).
             call.args = whole(call.args, self.log.warnings, call.id)
+        if call.args and too_dense_to_parse(call.args[0]):
+            return (_warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not judged: they hold more "
+                             f"than {MAX_ARGUMENT_CONTAINERS:,} '[' and '{{' (kept as sent)"),)
         if call.args and not is_json(call.args[0]):
             # TC-06: the protocol does not validate arguments; keep them raw, but say so (AGUI204).
             return (_warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not JSON (kept as sent)"),)
