@@ -310,3 +310,49 @@ def test_tool_arguments_dense_with_containers_are_not_parsed_past_the_bound(
         assert parsed == []  # (before: parsed, and found JSON)
         assert [w.code for w in result.warnings] == ["TC-06/AGUI204"] and "not judged" in result.warnings[0].message
         assert ag.parsed_arguments(call) is None
+
+
+def test_reads_that_arrive_without_a_wait_let_other_tasks_run_between_them() -> None:
+    # A transport whose reads never wait (what a socket holding megabytes already received does: the
+    # read returns at once) hands the run one read after another. Each read's events are folded on
+    # the loop; without a turn between reads, one stream of tiny events held it for all of them. A
+    # mock transport makes "already received" certain, which a real server cannot promise.
+    read = START + OPEN + DELTA * 2_000 + CLOSE + FINISH
+    chunks = [read[i:i + 8192] for i in range(0, len(read), 8192)]
+
+    class Arrived(httpx.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            for chunk in chunks:
+                yield chunk  # (no await between them: every read is there already)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Arrived())
+
+    async def main() -> tuple[list[int], str | None]:
+        turns = 0
+        stop = asyncio.Event()
+
+        async def other_run() -> None:
+            nonlocal turns
+            while not stop.is_set():
+                turns += 1
+                await asyncio.sleep(0)
+
+        seen: list[int] = []
+        other = asyncio.create_task(other_run())
+        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+            async with ag.AsyncAgentClient("http://agent.test/", http_client=http) as client:
+                async with client.thread("t").stream("hi", run_id="r") as stream:
+                    async for event in stream:
+                        if type(event) is TextMessageContentEvent:
+                            seen.append(turns)
+        stop.set()
+        await other
+        return seen, stream.result.outcome
+
+    seen, outcome = asyncio.run(main())
+
+    assert outcome == "success" and len(seen) == 2_000
+    # The other task ran between the reads: the deltas were seen in about as many stretches as there
+    # are reads (before, in one stretch: the whole body held the loop).
+    assert len(set(seen)) >= len(chunks) - 2, (len(set(seen)), len(chunks))

@@ -398,13 +398,15 @@ class AsyncAgentClient(ClientBase):
             # unasync: async only
             async with aclosing(raw(response)) as chunks:  # (httpx's reader too, as in _excerpt)
                 try:
+                    # The other runs on the loop get a turn between every two pieces this run folds:
+                    # between the pieces a coded read inflates to (64 KiB of gzip to megabytes of
+                    # events), and between reads, which do not wait when their bytes are already
+                    # there (a socket holding megabytes hands them over read after read): one read's
+                    # events hold the loop, never a whole stream's.
+                    turn = False
                     async for chunk in chunks:
-                        turn = False
                         for batch in framed(chunk, framer, inflater):
                             if turn:
-                                # A coded read inflates to many pieces (64 KiB of gzip to megabytes of
-                                # events): the other runs on the loop get a turn between them, so that
-                                # one read holds the loop for one piece's events, as an uncoded read.
                                 await checkpoint()
                             turn = True
                             yield batch
