@@ -21,7 +21,7 @@ import pytest
 
 import agui_client as ag
 from agui_client.stores import SqliteStore
-from agui_client.testing import Disconnect, Respond, ScriptedAgent, serve, text_message
+from agui_client.testing import Disconnect, Gate, Respond, ScriptedAgent, Start, Wait, serve, text_message
 
 AGUI = [sys.executable, "-m", "agui_client.cli"]
 
@@ -243,6 +243,23 @@ def test_another_status_gets_no_such_hint(served: Callable[[Any], Any]) -> None:
         client.thread().run("hi")
 
     assert str(caught.value).endswith(" from POST " + endpoint.url + ": down")
+
+
+def test_an_idle_timeout_names_the_setting_that_ended_the_run_and_what_to_do(
+        drive: Any, served: Callable[[Any], Any], gate: Gate) -> None:
+    # A model thinking before its first token is as silent as a dead agent: the message says which
+    # bound ended the run, so the caller can tell whether to wait longer (it said "no bytes ... for
+    # 0.3s" alone, which names no setting).
+    endpoint = served(ScriptedAgent([[Start(), Wait(gate, timeout=30)]]))
+
+    with drive.client(endpoint.url, idle_timeout=0.3) as client, pytest.raises(ag.IdleTimeout) as caught:
+        client.thread().run("hi")
+    gate.open()
+
+    assert caught.value.timeout == 0.3
+    assert str(caught.value).endswith(f"no bytes from {endpoint.url} for 0.3s: that is the client's idle_timeout; "
+                                      "raise it for an agent that works longer without sending (a keep-alive "
+                                      "comment also resets the wait)")
 
 
 INCOMPLETE = "ASGI callable returned without completing response."
