@@ -113,7 +113,14 @@ def probe_command(out: Output, args: argparse.Namespace, *, headers: Mapping[str
     status = report.exit_status(strict=args.strict)
     summary = (f"{len(report.failures)} MUST check(s) failed, {len(report.warnings)} warning(s)"
                + (" (--strict: warnings fail)" if args.strict and report.warnings else ""))
-    out.line(summary, "bold red" if status else "bold green")
+    # A prompt the agent simply answers leaves the interrupt checks n/a: the exit status stays 0 (the agent
+    # broke no rule), but a green "0 failed" alone read as a pass in CI for an agent whose interrupts were
+    # never seen.
+    unasked = not any(run.interrupts for run in report.runs)
+    if unasked:
+        summary += ("; the prompt raised no interrupt, so the interrupt rules were not judged (give --prompt "
+                    "one that makes the agent stop to ask)")
+    out.line(summary, "bold red" if status else "bold yellow" if unasked else "bold green")
     return status
 
 
