@@ -359,6 +359,8 @@ class RunFailed(AguiError):
         run_id: the failed run.
         message: the producer's message.
         code: the producer's code, when given.
+        result: the failed run (from ``RunResult.raise_for_outcome()``: that result, whose messages and
+            state hold what the agent did before it failed).
     """
 
     def __init__(self, message: str, *, run_id: str | None, code: str | None) -> None:
