@@ -234,6 +234,22 @@ def test_a_404_or_405_asks_whether_the_url_is_the_agents_endpoint(served: Callab
     assert str(caught.value).endswith(': {"detail":"Not Found"} (is this the agent\'s endpoint? AG-UI runs are '
                                       "POSTed to the URL the agent serves them on)")
     assert caught.value.body == '{"detail":"Not Found"}'  # (the attributes keep what the agent said, alone)
+    assert caught.value.hint == ("is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves "
+                                 "them on")
+
+
+def test_agui_run_keeps_the_endpoint_hint_when_it_shows_a_json_404_whole(served: Callable[[Any], Any]) -> None:
+    # FastAPI's answer to a wrong path: the CLI shows its JSON detail on a line of its own, cutting the
+    # message before the excerpt of the body, and the hint that ended the message was cut with it.
+    endpoint = served(ScriptedAgent([Respond(status=404, body={"detail": "Not Found"})]))
+
+    done = subprocess.run([*AGUI, "run", endpoint.url, "-m", "hi", "--plain"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "NO_COLOR": "1"})
+
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-3:] == [
+        f"  HTTP 404 Not Found from POST {endpoint.url}", "  Not Found",
+        "  is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on"]
 
 
 def test_another_status_gets_no_such_hint(served: Callable[[Any], Any]) -> None:
