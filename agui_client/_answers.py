@@ -190,12 +190,12 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
     answer = _shown_response(response, data, read, whole, redactor)
     asked = response.request
     # (the commonest first mistake: the server's address, or a page of it, for the agent's endpoint)
-    hint = (" (is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on)"
-            if response.status_code in (404, 405) and asked is first else "")
+    hint = ("is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on"
+            if response.status_code in (404, 405) and asked is first else None)
     named = url if asked is first else redactor.url(str(asked.url))
     return kind(
         f"HTTP {response.status_code} {reason} from {asked.method} {named}" + (f": {summary}" if summary else "")
-        + hint,
+        + (f" ({hint})" if hint else ""), hint=hint,
         status_code=response.status_code, body=text, payload=payload,
         retry_after=_retry_after(response.headers.get("retry-after")),
         content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,

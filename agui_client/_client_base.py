@@ -70,6 +70,10 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_MAX_RUN_BYTES = 256 * 2**20
 #: Redirects followed at most (with ``follow_redirects=True``, same origin only).
 MAX_REDIRECTS = 10
+#: What an idle timeout's message tells the caller to do. The silence may be the agent at work (a model
+#: thinking before its first token) as well as a dead peer; which one, only the caller knows.
+_SLOWER = ("that is the client's idle_timeout; raise it for an agent that works longer without sending (a "
+           "keep-alive comment also resets the wait)")
 
 
 def _reason(exc: BaseException) -> str:
@@ -349,7 +353,8 @@ class ClientBase:
             return TransportError(f"the agent at {url} took the run and sent the client on (303) to {where}, "
                                   f"which could not be reached: {_reason(exc)}", url=url, request_sent=True)
         if isinstance(exc, httpx.ConnectTimeout):
-            return ConnectTimeout(f"could not connect to {url} within {self.timeout}s", timeout=self.timeout, url=url)
+            return ConnectTimeout(f"could not connect to {url} within {self.timeout}s (the client's timeout): is the "
+                                  "agent up, and reachable from here?", timeout=self.timeout, url=url)
         if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
             return certificate_refused(exc, url) or TransportError(f"could not reach {url}: {_reason(exc)}",
                                                                    url=url, request_sent=False)
@@ -359,11 +364,12 @@ class ClientBase:
             return IdleTimeout(f"the agent at {url} took none of the request for {self.timeout}s{unsent}",
                                timeout=self.timeout, url=url, request_sent=written)
         if isinstance(exc, httpx.PoolTimeout):
-            return IdleTimeout(f"no connection to {url} came free in the pool within {self.timeout}s{unsent}",
+            return IdleTimeout(f"no connection to {url} came free in the pool within {self.timeout}s{unsent}: other "
+                               "runs hold every connection the http_client's limits allow; raise them",
                                timeout=self.timeout, url=url, request_sent=written)
         if isinstance(exc, httpx.TimeoutException):
-            return IdleTimeout(f"no answer from {url} within {self.idle_timeout}s{unsent}", timeout=self.idle_timeout,
-                               url=url, request_sent=written)
+            return IdleTimeout(f"no answer from {url} within {self.idle_timeout}s{unsent}: {_SLOWER}",
+                               timeout=self.idle_timeout, url=url, request_sent=written)
         if isinstance(exc, httpx.TransportError):
             return TransportError(f"request to {url} failed: {_reason(exc)}{unsent}", url=url, request_sent=written)
         # (anything else about the exchange)
@@ -446,8 +452,9 @@ class ClientBase:
             if deadline is not None and deadline.passed():
                 raise about(self._overdue(deadline, url), response.request, redactor) from redact_exception(
                     exc, redactor)
-            raise about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s", timeout=self.idle_timeout,
-                                     url=url), response.request, redactor) from redact_exception(exc, redactor)
+            raise about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s: {_SLOWER}",
+                                    timeout=self.idle_timeout, url=url),
+                        response.request, redactor) from redact_exception(exc, redactor)
         except (httpx.TransportError, ssl.SSLError) as exc:
             # (ssl's own: a TLS record refused mid-body, which httpx's async transport lets through bare, is
             # the connection failing as any other)

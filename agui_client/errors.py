@@ -161,6 +161,8 @@ class HTTPStatusError(TransportError, httpx.HTTPStatusError):
         content_type: the response's content type.
         location: for a redirect that was not followed, where it pointed (absolute, redacted as ``url``
             is); ``None`` otherwise.
+        hint: what the status suggests the caller check, also ending the message (a 404 or 405 from the
+            agent's URL: whether it is the agent's endpoint); ``None`` when it suggests nothing.
         request: the request as sent (an ``httpx.Request``), with the value of every sensitive header
             and the URL's secrets replaced by ``[redacted]``.
         response: an ``httpx.Response`` holding the status, the response's headers and the bounded
@@ -183,6 +185,7 @@ class HTTPStatusError(TransportError, httpx.HTTPStatusError):
         location: str | None = None,
         request: httpx.Request | None = None,
         response: httpx.Response | None = None,
+        hint: str | None = None,
     ) -> None:
         super().__init__(message, url=url, request_sent=True, request=request)
         self.response = response if response is not None else httpx.Response(
@@ -193,6 +196,7 @@ class HTTPStatusError(TransportError, httpx.HTTPStatusError):
         self.retry_after = retry_after
         self.content_type = content_type
         self.location = location
+        self.hint = hint
 
 
 class AuthenticationError(HTTPStatusError):
@@ -359,6 +363,8 @@ class RunFailed(AguiError):
         run_id: the failed run.
         message: the producer's message.
         code: the producer's code, when given.
+        result: the failed run (from ``RunResult.raise_for_outcome()``: that result, whose messages and
+            state hold what the agent did before it failed).
     """
 
     def __init__(self, message: str, *, run_id: str | None, code: str | None) -> None:

@@ -249,6 +249,20 @@ def test_run_hint_to_answer_later_names_the_url_without_its_credentials(
         assert secret not in first.stdout + first.stderr
 
 
+def test_run_without_a_message_says_so_and_how_to_give_one_piped(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.chat(lambda run_input: f"got {len(run_input.messages)} message(s)"))
+
+    piped = agui("run", endpoint.url, "--plain", stdin="Delete the staging environment\n")
+    asked = agui("run", endpoint.url, "--plain", "--ask", stdin="Delete the staging environment\n")
+
+    assert piped.returncode == 0, piped.stderr
+    assert ("no message given: the run carries none (give one with -m TEXT; a message piped in is read with "
+            "--ask)") in piped.stdout
+    assert endpoint.received[0].body["messages"] == []  # (what the note says: nothing of the line was sent)
+    assert asked.returncode == 0 and "no message given" not in asked.stdout
+    assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["Delete the staging environment"]
+
+
 def test_run_refuses_a_new_message_while_the_thread_waits_on_an_interrupt(
         served: Callable[[Any], Any], tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent.demo())

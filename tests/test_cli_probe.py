@@ -60,6 +60,18 @@ def test_warnings_exit_0_unless_strict(served: Callable[[Any], Any]) -> None:
     assert strict.returncode == 1 and "(--strict: warnings fail)" in strict.stdout
 
 
+def test_a_prompt_that_raises_no_interrupt_says_the_interrupt_rules_were_not_judged(
+        served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.chat("Done, nothing to ask."))
+
+    done = agui("probe", endpoint.url, "--prompt", PROMPT)
+
+    assert done.returncode == 0, done.stderr  # (the agent broke no rule)
+    assert done.stdout.rstrip().endswith(
+        "0 MUST check(s) failed, 0 warning(s); the prompt raised no interrupt, so the interrupt rules were not "
+        "judged (give --prompt one that makes the agent stop to ask)")
+
+
 def test_json_prints_the_report_on_stdout_and_junit_writes_the_file(served: Callable[[Any], Any],
                                                                     tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent.approvals(2, faults=["last-entry-only"]))

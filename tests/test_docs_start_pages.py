@@ -12,6 +12,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from agui_client.stores import SqliteStore
+from agui_client.testing import Respond, Start
+from agui_client.types import RunErrorEvent, TextMessageEndEvent
+
 START = Path(__file__).parent.parent / "docs" / "start"
 
 
@@ -21,7 +27,7 @@ def snippets(page: str) -> list[str]:
 
 
 def test_the_script_page_runs_a_conversation_with_an_interrupt_and_its_resume() -> None:
-    (snippet,) = snippets("script.md")
+    snippet = snippets("script.md")[0]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(snippet, str(START / "script.md"), "exec"), {"__name__": "__docs__"})
@@ -30,6 +36,51 @@ def test_the_script_page_runs_a_conversation_with_an_interrupt_and_its_resume() 
     assert lines[0] == "interrupt"  # (what the page's comment says it prints)
     assert "approved" in lines[1]
     assert lines[2].startswith("success - ")
+
+
+def _script_with_a_store(agent: str | None = None, url: str | None = None) -> str:
+    """The script page's second snippet, run in the current folder, with another agent or URL; what it printed,
+    or the message it exited with."""
+    snippet = snippets("script.md")[1]
+    if agent is not None:
+        snippet = snippet.replace("ScriptedAgent.demo()", agent)
+    if url is not None:
+        snippet = snippet.replace("AgentClient(server.url", f"AgentClient({url!r}")
+    out = io.StringIO()
+    names = {"__name__": "__docs__", "Respond": Respond, "Start": Start, "RunErrorEvent": RunErrorEvent,
+             "TextMessageEndEvent": TextMessageEndEvent}
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(snippet, str(START / "script.md"), "exec"), names)
+    except SystemExit as exc:
+        return f"exit: {exc.code}"
+    return out.getvalue()
+
+
+def test_the_script_pages_store_keeps_the_thread_for_the_next_run_of_the_script(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    assert _script_with_a_store() == "success 9\n"  # (what the page's comment says it prints)
+    assert _script_with_a_store() == "success 18\n"  # the second run went on with the stored thread
+    with SqliteStore(str(tmp_path / "threads.db")) as store:
+        assert store.thread_ids() == ["ticket-42"]
+
+
+def test_the_script_pages_error_handling_says_what_happened_for_each_kind_of_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    busy = _script_with_a_store('ScriptedAgent([Respond(status=503, body="busy")])')
+    broken = _script_with_a_store('ScriptedAgent([[Start(), TextMessageEndEvent(message_id="m9")]])')
+    failed = _script_with_a_store('ScriptedAgent([[Start(), RunErrorEvent(message="overloaded", code="busy")]])')
+    unreachable = _script_with_a_store(url="http://127.0.0.1:9/")
+
+    assert busy.startswith("exit: HTTP 503 ") and busy.endswith(": busy")
+    assert broken.startswith("exit: the agent broke the protocol: ") and "TX-02" in broken
+    assert failed.startswith("exit: run ") and failed.endswith("failed: overloaded (code 'busy')")
+    assert unreachable.startswith("exit: could not reach http://127.0.0.1:9/")
+    assert unreachable.endswith("(it never reached the agent: safe to retry)")
 
 
 def test_the_tests_page_test_passes_and_fails_when_the_agent_says_something_else() -> None:

@@ -62,6 +62,7 @@ def test_an_unreachable_agent_is_a_transport_error_that_sent_nothing(
     assert type(caught.value) is error
     if error is ag.ConnectTimeout:
         assert caught.value.timeout == 2.5 and "within 2.5s" in str(caught.value)  # type: ignore[attr-defined]
+        assert str(caught.value).endswith("(the client's timeout): is the agent up, and reachable from here?")
     assert caught.value.request_sent is False
     assert caught.value.url == URL
     assert isinstance(caught.value.__cause__, fault)

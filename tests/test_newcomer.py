@@ -21,7 +21,7 @@ import pytest
 
 import agui_client as ag
 from agui_client.stores import SqliteStore
-from agui_client.testing import Disconnect, Respond, ScriptedAgent, serve, text_message
+from agui_client.testing import Disconnect, Gate, Respond, ScriptedAgent, Start, Wait, serve, text_message
 
 AGUI = [sys.executable, "-m", "agui_client.cli"]
 
@@ -234,6 +234,22 @@ def test_a_404_or_405_asks_whether_the_url_is_the_agents_endpoint(served: Callab
     assert str(caught.value).endswith(': {"detail":"Not Found"} (is this the agent\'s endpoint? AG-UI runs are '
                                       "POSTed to the URL the agent serves them on)")
     assert caught.value.body == '{"detail":"Not Found"}'  # (the attributes keep what the agent said, alone)
+    assert caught.value.hint == ("is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves "
+                                 "them on")
+
+
+def test_agui_run_keeps_the_endpoint_hint_when_it_shows_a_json_404_whole(served: Callable[[Any], Any]) -> None:
+    # FastAPI's answer to a wrong path: the CLI shows its JSON detail on a line of its own, cutting the
+    # message before the excerpt of the body, and the hint that ended the message was cut with it.
+    endpoint = served(ScriptedAgent([Respond(status=404, body={"detail": "Not Found"})]))
+
+    done = subprocess.run([*AGUI, "run", endpoint.url, "-m", "hi", "--plain"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "NO_COLOR": "1"})
+
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-3:] == [
+        f"  HTTP 404 Not Found from POST {endpoint.url}", "  Not Found",
+        "  is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on"]
 
 
 def test_another_status_gets_no_such_hint(served: Callable[[Any], Any]) -> None:
@@ -243,6 +259,23 @@ def test_another_status_gets_no_such_hint(served: Callable[[Any], Any]) -> None:
         client.thread().run("hi")
 
     assert str(caught.value).endswith(" from POST " + endpoint.url + ": down")
+
+
+def test_an_idle_timeout_names_the_setting_that_ended_the_run_and_what_to_do(
+        drive: Any, served: Callable[[Any], Any], gate: Gate) -> None:
+    # A model thinking before its first token is as silent as a dead agent: the message says which
+    # bound ended the run, so the caller can tell whether to wait longer (it said "no bytes ... for
+    # 0.3s" alone, which names no setting).
+    endpoint = served(ScriptedAgent([[Start(), Wait(gate, timeout=30)]]))
+
+    with drive.client(endpoint.url, idle_timeout=0.3) as client, pytest.raises(ag.IdleTimeout) as caught:
+        client.thread().run("hi")
+    gate.open()
+
+    assert caught.value.timeout == 0.3
+    assert str(caught.value).endswith(f"no bytes from {endpoint.url} for 0.3s: that is the client's idle_timeout; "
+                                      "raise it for an agent that works longer without sending (a keep-alive "
+                                      "comment also resets the wait)")
 
 
 INCOMPLETE = "ASGI callable returned without completing response."

@@ -668,6 +668,15 @@ def test_non_sse_content_types(client: httpx.Client, served: Any) -> None:
     assert types(events) == ["RUN_STARTED", "RUN_FINISHED"]
 
 
+def test_a_content_type_given_among_the_headers_is_the_one_sent_alone(client: httpx.Client, served: Any) -> None:
+    url = served(ScriptedAgent([Respond(status=200, body="<html>hi</html>", headers={"Content-Type": "text/html"})]))
+
+    html = client.post(url, json=body("t", "r1"))
+
+    assert html.headers.get_list("content-type") == ["text/html"]
+    assert html.text == "<html>hi</html>"
+
+
 def test_a_script_item_of_the_wrong_kind_is_refused_up_front() -> None:
     with pytest.raises(TypeError):
         ScriptedAgent([["data: not bytes"]])  # type: ignore[list-item]  # the wrong kind, on purpose

@@ -29,8 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from .app import run_cli
     from .render import bounded
-    from .terminal import InertLogHandler, some_lines, visible
+    from .terminal import InertLogHandler, read_typed_text, some_lines, visible
 
+    read_typed_text()
     for stream in (sys.stdout, sys.stderr):
         # A terminal that cannot show a character (PYTHONIOENCODING=ascii, an old console) gets a "?"
         # for it, not a UnicodeEncodeError from the middle of a conversation.

@@ -2,7 +2,9 @@
 
 Exit statuses: 0 done (a run that stopped at an interrupt left open on purpose included), 1 the agent
 or the recording failed (``RUN_ERROR``, a protocol error, an unreachable agent, findings), 2 a usage
-problem (bad arguments, an unreadable file, an answer the interrupt's schema refuses), 130 Ctrl-C.
+problem (bad arguments, an unreadable file, an answer the interrupt's schema refuses), 130 Ctrl-C (or
+Ctrl-D at a question of ``demo`` or ``run``; ``chat`` and ``serve`` end with 0). ``docs/cli.md`` documents
+every command's options and these statuses.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from .render import (
     render_summary,
     usage_text,
 )
-from .terminal import SafeConsole, json_text, listed, named, some_lines, visible
+from .terminal import SafeConsole, json_text, listed, named, some_lines, typed_text, visible
 
 __all__ = ["build_parser", "run_cli"]
 
@@ -61,7 +63,8 @@ examples:
                                      check the agent against the interrupt rules (for its CI)
   agui serve rec/ --port 9000        serve a recording back as an agent (agui serve demo: the demo agent)
 
-exit status: 0 done, 1 the agent or the recording failed, 2 usage or unreadable input, 130 Ctrl-C
+exit status: 0 done, 1 the agent or the recording failed, 2 usage or unreadable input, 130 Ctrl-C (or Ctrl-D
+at a question); chat and serve end with 0 on Ctrl-C. Every option and status: docs/cli.md
 """
 
 
@@ -86,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                                description="Start the bundled ScriptedAgent on 127.0.0.1, ask it to delete an "
                                            "environment, answer its approval interrupt, and show the result.")
     demo.add_argument("--url", help="talk to an already running demo agent instead of starting one")
-    demo.add_argument("-m", "--message", default=DEMO_MESSAGE, help="the first user message")
+    demo.add_argument("-m", "--message", default=DEMO_MESSAGE, type=typed_text, help="the first user message")
     _answer_options(demo)
     add_connection_options(demo, headers=False)
     demo.add_argument("--plain", action="store_true", help="plain, colourless output (default when not a terminal)")
@@ -96,12 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
                                           "With --thread-file the thread (open interrupts included) is kept in a "
                                           "SQLite file, so a later `--resume` continues it from another shell.")
     run.add_argument("url", metavar="URL", help="the agent's endpoint")
-    run.add_argument("-m", "--message", help="the user message to send")
+    run.add_argument("-m", "--message", type=typed_text, help="the user message to send")
     add_connection_options(run)
     run.add_argument("--thread-file", metavar="FILE", help="keep the thread in this SQLite file")
-    run.add_argument("--thread-id", "--thread", dest="thread_id", metavar="ID",  # (--thread: as agui chat spells it)
+    # (--thread: as agui chat spells it)
+    run.add_argument("--thread-id", "--thread", dest="thread_id", metavar="ID", type=typed_text,
                      help="the thread id (default: the only thread in --thread-file, else a new one)")
-    run.add_argument("--state", metavar="JSON", help="the shared state to send (replaces the thread's)")
+    run.add_argument("--state", metavar="JSON", type=typed_text,
+                     help="the shared state to send (replaces the thread's)")
     run.add_argument("--resume", action="store_true", help="answer the thread's open interrupts and continue")
     run.add_argument("--json", action="store_true",
                      help="print the events as JSON lines, then one line with the thread's final wire form, "
@@ -148,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _answer_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--answer", metavar="[ID=]JSON", action="append",
+    group.add_argument("--answer", metavar="[ID=]JSON", action="append", type=typed_text,
                        help="answer interrupt ID with this JSON payload (repeatable); a bare JSON answers every "
                             "interrupt no ID=JSON names")
     group.add_argument("-y", "--yes", action="store_true",
@@ -313,6 +318,11 @@ def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
         message = args.message
         if message is None and not args.resume and can_ask:
             message = _asker(out, plain).ask_text("you", default=None) or None
+        if message is None and not args.resume and args.state is None:
+            # (a run without a new message is the protocol's to allow; but `echo hi | agui run URL` sent one
+            # without a word said about the line piped in, which is read only with --ask)
+            out.line("no message given: the run carries none" + (
+                "" if can_ask else " (give one with -m TEXT; a message piped in is read with --ask)"), "yellow")
         conversation = Conversation(thread, out, policy=policy, asker=_asker(out, plain) if can_ask else None,
                                     json_lines=sys.stdout if as_json else None)
         result: RunResult | None

@@ -64,7 +64,7 @@ from .render import (
     render_run_end,
     usage_text,
 )
-from .terminal import SafeConsole, ascii_named, json_text, named, safe_text, visible
+from .terminal import SafeConsole, ascii_named, json_text, named, safe_text, typed_text, visible
 
 if TYPE_CHECKING:
     from ..testing.recording import RecordingTransport
@@ -109,7 +109,7 @@ def add_parser(commands: Any) -> None:
                                description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     chat.add_argument("url", nargs="?", metavar="URL", help="the agent's endpoint (default: the bundled demo agent)")
     chat.add_argument("--thread-file", metavar="FILE", help="keep the thread in this SQLite file (and go on with it)")
-    chat.add_argument("--thread", "--thread-id", dest="thread_id", metavar="ID",
+    chat.add_argument("--thread", "--thread-id", dest="thread_id", metavar="ID", type=typed_text,
                       help="the thread id (default: the only thread in --thread-file, else a new one)")
     add_connection_options(chat)
     chat.add_argument("--plain", action="store_true", help="plain, colourless output (default when not a terminal)")

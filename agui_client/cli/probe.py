@@ -22,7 +22,7 @@ from ..testing.probing import DEFAULT_RUN_TIMEOUT, ProbeError, ProbeReport, prob
 from .converse import UsageProblem
 from .options import seconds
 from .render import Output, PlainOutput, RichOutput
-from .terminal import SafeConsole, json_text, one_line, safe_text
+from .terminal import SafeConsole, json_text, one_line, safe_text, typed_text
 
 __all__ = ["add_probe_parser", "probe_command", "parse_answers"]
 
@@ -38,9 +38,9 @@ def add_probe_parser(commands: Any) -> None:
                     "evidence. Exit 0 when no MUST check fails, 1 when one does (--strict: or any warns), "
                     "2 on usage errors. See docs/probe.md.")
     parser.add_argument("url", metavar="URL", help="the agent's endpoint")
-    parser.add_argument("--prompt", required=True, metavar="TEXT",
+    parser.add_argument("--prompt", required=True, metavar="TEXT", type=typed_text,
                         help="the user message that makes the agent stop to ask (starts every plan part)")
-    parser.add_argument("--answer", action="append", default=[], metavar="ID=JSON",
+    parser.add_argument("--answer", action="append", default=[], metavar="ID=JSON", type=typed_text,
                         help="the payload for interrupt ID (repeatable; a bare JSON answers every interrupt); "
                              "otherwise the schema's defaults, as --yes answers")
     parser.add_argument("--defective", action="store_true",
@@ -53,7 +53,7 @@ def add_probe_parser(commands: Any) -> None:
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_RUN_TIMEOUT, metavar="SECONDS",
                         help=f"the longest one run may take, from its request to its last event "
                              f"(default {DEFAULT_RUN_TIMEOUT:g})")
-    parser.add_argument("--thread-prefix", default="agui-probe-", metavar="TEXT",
+    parser.add_argument("--thread-prefix", default="agui-probe-", metavar="TEXT", type=typed_text,
                         help="each plan part's threadId is TEXT followed by a new UUID (default agui-probe-; "
                              "'' for a bare UUID, for an agent that accepts nothing else)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -113,7 +113,14 @@ def probe_command(out: Output, args: argparse.Namespace, *, headers: Mapping[str
     status = report.exit_status(strict=args.strict)
     summary = (f"{len(report.failures)} MUST check(s) failed, {len(report.warnings)} warning(s)"
                + (" (--strict: warnings fail)" if args.strict and report.warnings else ""))
-    out.line(summary, "bold red" if status else "bold green")
+    # A prompt the agent simply answers leaves the interrupt checks n/a: the exit status stays 0 (the agent
+    # broke no rule), but a green "0 failed" alone read as a pass in CI for an agent whose interrupts were
+    # never seen.
+    unasked = not any(run.interrupts for run in report.runs)
+    if unasked:
+        summary += ("; the prompt raised no interrupt, so the interrupt rules were not judged (give --prompt "
+                    "one that makes the agent stop to ask)")
+    out.line(summary, "bold red" if status else "bold yellow" if unasked else "bold green")
     return status
 
 

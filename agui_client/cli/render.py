@@ -708,6 +708,8 @@ def render_error(out: Output, exc: BaseException) -> None:
             message = str(exc)
             quoted = message.rfind(": " + exc.body.strip().replace("\n", " ")[:20]) if exc.body.strip() else -1
             lines = [message[:quoted] if quoted > 0 else message, detail]
+            if quoted > 0 and exc.hint:
+                lines.append(exc.hint)  # (it ended the message, after the excerpt cut off above)
         if exc.retry_after is not None:
             lines.append(f"retry after {exc.retry_after:g} s")
         out.panel(f"HTTP {exc.status_code}", lines, style="red")

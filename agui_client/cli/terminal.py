@@ -34,8 +34,10 @@ which parse back to the same strings.
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -51,7 +53,7 @@ from .._inert import CANDIDATES as _CANDIDATES
 from .._inert import ascii_named, named, one_line, prose_with, some_lines, unmixed, visible, visible_after
 
 __all__ = ["visible", "visible_after", "one_line", "named", "ascii_named", "unmixed", "some_lines", "listed",
-           "json_text", "safe_text", "SafeConsole", "InertLogHandler", "LISTED"]
+           "json_text", "safe_text", "SafeConsole", "InertLogHandler", "LISTED", "typed_text", "read_typed_text"]
 
 
 def _json_escape(char: str) -> str:
@@ -180,3 +182,47 @@ def listed(names: Iterable[str], limit: int = LISTED) -> str:
     names = list(names)
     shown = ", ".join(map(named, names[:limit]))
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+# --------------------------------------------------------------------------------------------------
+# What a person types
+# --------------------------------------------------------------------------------------------------
+
+#: The lone surrogates Python puts in place of each byte its locale's encoding could not decode.
+_UNDECODED = re.compile("[\udc80-\udcff]")
+
+
+def typed_text(text: str) -> str:
+    """A command-line argument as the person typed it (an ``argparse`` ``type``, for the arguments that
+    are sent as text: messages, answers, state, ids).
+
+    Under ``LANG=C`` (or any locale whose encoding cannot decode what the terminal sends) Python hands
+    each undecodable byte of ``sys.argv`` over as a lone surrogate, which no JSON can carry: "café" was
+    refused as "a lone surrogate U+DCC3 at character 3", which nobody can act on. Terminals send UTF-8
+    whatever the locale says (the reason Python's own UTF-8 mode takes the C locale to mean UTF-8), so the
+    bytes are read as UTF-8; one that is not UTF-8 becomes U+FFFD, shown and sent as such. File names
+    are left alone: ``open()`` turns their surrogates back into the same bytes.
+
+    >>> typed_text("caf\\udcc3\\udca9") == "caf\\u00e9"
+    True
+    """
+    if _UNDECODED.search(text) is None:
+        return text
+    return os.fsencode(text).decode("utf-8", "replace")
+
+
+def read_typed_text() -> None:
+    """Read ``sys.stdin`` as a person's typing (the chat's lines, the answers to a form), from now on.
+
+    A locale that says ASCII (``LANG=C``) read "é" as two lone surrogates, which the agent's request then
+    refused; ``PYTHONIOENCODING=ascii`` failed the chat with a ``UnicodeDecodeError`` traceback. As for
+    :func:`typed_text`: an ASCII stdin is read as UTF-8, and a byte its encoding cannot decode becomes
+    U+FFFD rather than an error. Another locale's encoding (Latin-1, say) is kept: it reads what its
+    terminal sends. Nothing must have been read from stdin yet.
+    """
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if reconfigure is None:
+        return
+    encoding = getattr(sys.stdin, "encoding", None) or "ascii"
+    ascii_only = codecs.lookup(encoding).name == "ascii"
+    reconfigure(errors="replace", **({"encoding": "utf-8"} if ascii_only else {}))

@@ -143,7 +143,11 @@ class RunResult:
     def raise_for_outcome(self) -> RunResult:
         """Raise ``RunFailed`` if the run ended with ``RUN_ERROR``; return ``self`` otherwise."""
         if self.outcome == "error" and self.error is not None:
-            raise RunFailed(self.error.message, run_id=self.run_id, code=self.error.code)
+            failed = RunFailed(self.error.message, run_id=self.run_id, code=self.error.code)
+            # (as every error of a run carries the run: an `except AguiError` that keeps `.result` keeps
+            # this one too, with what the agent said before it failed)
+            failed.result = self
+            raise failed
         return self
 
 

@@ -273,7 +273,8 @@ class Respond:
         status: the HTTP status.
         body: ``bytes`` and ``str`` are sent as they are; anything else is sent as JSON.
         content_type: defaults to JSON for JSON bodies, ``text/plain`` for text, octets for bytes.
-        headers: extra response headers (``{"retry-after": "2"}``).
+        headers: extra response headers (``{"retry-after": "2"}``); a ``Content-Type`` among them is the
+            one sent, as ``content_type`` would be.
     """
 
     status: int
@@ -797,8 +798,12 @@ async def respond(send: Send, reply: Respond) -> None:
         data, content_type = body.encode(), "text/plain; charset=utf-8"
     else:
         data, content_type = dump_json(body), "application/json"
-    headers = [(b"content-type", (reply.content_type or content_type).encode("latin-1")),
-               (b"content-length", str(len(data)).encode()), *_encode_headers(reply.headers)]
+    extra = _encode_headers(reply.headers)
+    # (a Content-Type given among the headers is the one meant: sent beside the default, the client read the
+    # first, the default, and a test of an HTML error page saw text/plain)
+    if not any(name == b"content-type" for name, _value in extra):
+        extra.insert(0, (b"content-type", (reply.content_type or content_type).encode("latin-1")))
+    headers = [*extra, (b"content-length", str(len(data)).encode())]
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
     await send({"type": "http.response.body", "body": data, "more_body": False})
 

@@ -208,3 +208,4 @@ def test_a_run_error_gives_the_error_outcome_and_raise_for_outcome_raises_run_fa
         result.raise_for_outcome()
     assert (caught.value.run_id, caught.value.message, caught.value.code) == (
         result.run_id, "model overloaded", "overloaded")
+    assert caught.value.result is result  # (the run, as every error of a run carries it)
