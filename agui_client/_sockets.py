@@ -274,9 +274,10 @@ class TLSStream(httpcore.AsyncNetworkStream):
         #: A write failed: TLS's records are numbered, so nothing more can be sent.
         self._write_failed: httpcore.WriteError | None = None
 
-    async def act(self, operation: Callable[..., T], *args: Any) -> T:
+    async def act(self, operation: Callable[..., T], *args: Any, deciphers: bool = False) -> T:
         """Run ``operation`` of the TLS object until it is done, sending what it writes and feeding it what
-        the socket reads as it asks.
+        the socket reads as it asks. With ``deciphers`` (a read), what the operation returned is returned
+        even when sending what TLS wrote beside it failed: the failure is kept for the next write.
 
         Raises:
             httpcore.ReadError, httpcore.ReadTimeout: reading the socket failed.
@@ -302,7 +303,16 @@ class TLSStream(httpcore.AsyncNetworkStream):
                 else:
                     self._incoming.write_eof()
             else:
-                await self._flush()
+                try:
+                    await self._flush()
+                except httpcore.WriteError:
+                    # What TLS wrote beside a read (the reply a TLS 1.3 key update asks for, a certificate the
+                    # agent asked for after the handshake) did not go: the agent hung up. What the read
+                    # deciphered came before that and is the answer's; dropped, the run lost its end. The
+                    # failure is kept (``_write_failed``) for the next write; the next read hears the
+                    # connection's end from the socket.
+                    if not deciphers:
+                        raise
                 return result
 
     async def _flush(self) -> None:
@@ -323,13 +333,13 @@ class TLSStream(httpcore.AsyncNetworkStream):
         """
         try:
             with anyio.fail_after(timeout):
-                return await self.act(self.ssl_object.read, max_bytes)
+                return await self.act(self.ssl_object.read, max_bytes, deciphers=True)
         except TimeoutError as exc:
             raise httpcore.ReadTimeout(f"nothing to read within {timeout}s") from exc
         except ssl.SSLEOFError:
             return b""  # (a ragged end: the framing above says whether the answer was whole)
         except (ssl.SSLError, httpcore.WriteError, httpcore.WriteTimeout) as exc:
-            # (a write the read needed, a TLS 1.3 key update's, failing is the connection failing)
+            # (a write the read needed failing before anything was deciphered is the connection failing)
             raise httpcore.ReadError(_said(exc)) from exc
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
