@@ -376,12 +376,12 @@ class TLSStream(httpcore.AsyncNetworkStream):
                 try:
                     await self._flush(at)
                 except (httpcore.WriteError, TimeoutError):
-                    # What TLS wrote beside a read (the reply a TLS 1.3 key update asks for, a certificate the
-                    # agent asked for after the handshake) did not go: the agent hung up (or took nothing
-                    # more before the act's time ran out). What the read
-                    # deciphered came before that and is the answer's; dropped, the run lost its end. The
-                    # failure is kept (``_write_failed``) for the next write; the next read hears the
-                    # connection's end from the socket.
+                    # What TLS wrote beside a read (the reply a TLS 1.3 key update asks for, a certificate
+                    # the agent asked for after the handshake) did not go: the agent hung up, or took
+                    # nothing more before the act's time ran out. What the read deciphered came before
+                    # that and is the answer's; dropped, the run lost its end. The failure is kept
+                    # (``_write_failed``) for the next write; the next read hears the connection's end
+                    # from the socket.
                     if not deciphers:
                         raise
                 return result
