@@ -66,7 +66,7 @@ def test_a_read_waits_no_longer_than_its_timeout_and_leaves_nothing_on_the_loop(
 
     waited, left, late = asyncio.run(main())
 
-    assert 0.05 <= waited < BOUND and not left and late == b"late"
+    assert 0.049 <= waited < BOUND and not left and late == b"late"  # (the loop may fire a timer a hair early)
 
 
 def test_a_cancellation_during_a_wait_is_the_callers_and_a_timeout_from_outside_too(
