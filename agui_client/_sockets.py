@@ -12,16 +12,17 @@ without the transport's loss. The sync client's blocking socket loses nothing: i
 the kernel holds after a failed write, and the run ends as the agent left it (``StreamEnded`` with
 what was folded, as for any body cut short).
 
-So on asyncio the shards' connections are these instead: the socket read and written through the
-loop's own ``sock_recv``/``sock_sendall``, which leave it open and readable when a write fails, and
-TLS done here with an ``ssl.SSLObject``, whose reading goes on after its writing failed. Each act
-raises httpcore's own errors, as httpcore's backends do; a TLS record the client refuses (a fatal
-alert, a corrupted record) is a ``ReadError`` like any other read that failed, where anyio's stream
-let a bare ``ssl.SSLError`` escape to the caller. An end without TLS's ``close_notify`` (a "ragged"
-end) reads as the end, as Python's blocking TLS sockets read it: the agent's framing and the run's
-terminal event say whether the answer was whole, not TLS.
+So on asyncio the shards' connections are these instead: the non-blocking socket read and written
+directly, on the loop's reader and writer when it would block (:class:`SocketStream`), which leaves it
+open and readable when a write fails, and TLS done here with an ``ssl.SSLObject``, whose reading goes
+on after its writing failed. Each act raises httpcore's own errors, as httpcore's backends do; a TLS
+record the client refuses (a fatal alert, a corrupted record) is a ``ReadError`` like any other read
+that failed, where anyio's stream let a bare ``ssl.SSLError`` escape to the caller. An end without
+TLS's ``close_notify`` (a "ragged" end) reads as the end, as Python's blocking TLS sockets read it: the
+agent's framing and the run's terminal event say whether the answer was whole, not TLS.
 
-Under trio (where ``asyncio`` is not running) httpcore's own backend serves, unchanged.
+Under trio (where ``asyncio`` is not running), and on an asyncio loop that cannot wait on a socket
+(Windows' proactor loop has no ``add_reader``), httpcore's own backend serves, unchanged.
 """
 
 from __future__ import annotations
@@ -137,9 +138,14 @@ async def _first_connected(found: list[Any], local_address: str | None,
     raise failures[-1] if failures else OSError("no address could be tried")
 
 
+#: The asyncio loops that cannot wait on a socket (no ``add_reader``): Windows' proactor loop.
+_NO_READERS = tuple(kind for kind in (getattr(asyncio, "ProactorEventLoop", None),) if kind is not None)
+
+
 class SocketBackend(httpcore.AsyncNetworkBackend):
     """httpcore's network backend for the async shards: on asyncio, TCP connections are
-    :class:`SocketStream` s; anything else (trio, Unix sockets) is ``fallback``'s, httpcore's own."""
+    :class:`SocketStream` s; anything else (trio, Unix sockets, the proactor loop) is ``fallback``'s,
+    httpcore's own."""
 
     def __init__(self, fallback: httpcore.AsyncNetworkBackend) -> None:
         self.fallback = fallback
@@ -147,7 +153,7 @@ class SocketBackend(httpcore.AsyncNetworkBackend):
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
         """A connection to ``host``:``port`` (see :func:`connect_tcp`)."""
-        if sniffio.current_async_library() != "asyncio":
+        if sniffio.current_async_library() != "asyncio" or isinstance(asyncio.get_running_loop(), _NO_READERS):
             return await self.fallback.connect_tcp(host, port, timeout, local_address, socket_options)
         return await connect_tcp(host, port, timeout, local_address, socket_options)
 
@@ -179,12 +185,78 @@ def _readable(sock: socket.socket) -> bool:
     return bool(select.select([sock], [], [], 0)[0])
 
 
+def _until(timeout: float | None) -> float | None:
+    """The loop's time ``timeout`` seconds from now (``None``: no timeout): every wait of one act ends there."""
+    return None if timeout is None else asyncio.get_running_loop().time() + timeout
+
+
+def _resolve(ready: asyncio.Future[bool], value: bool) -> None:
+    if not ready.done():
+        ready.set_result(value)
+
+
 class SocketStream(httpcore.AsyncNetworkStream):
     """A connected non-blocking socket, read and written through the running loop; a write that fails
-    leaves it open, so what the agent sent before it hung up is still read."""
+    leaves it open, so what the agent sent before it hung up is still read.
+
+    A read or a write is first tried at once, and waits only when the socket would block: then on the
+    loop's reader or writer and one future, with a timer on that future when there is a timeout. At full
+    speed the bytes are mostly there already and a read costs the ``recv`` alone; an ``anyio`` cancel
+    scope around each (what these connections had at first) cost more than the ``recv`` and the wait
+    together (BENCHMARKS.md, nineteenth round). A timeout resolves the future, it cancels nothing, so a
+    cancellation from outside stays the caller's own and is never taken for a timeout, nor a timeout
+    for a cancellation.
+    """
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+
+    async def _ready(self, writing: bool, at: float | None) -> None:
+        """Wait until the socket can be read (or written, ``writing``).
+
+        Raises:
+            TimeoutError: it could not by the loop's time ``at``.
+        """
+        loop = asyncio.get_running_loop()
+        fd = self.sock.fileno()
+        ready: asyncio.Future[bool] = loop.create_future()
+        (loop.add_writer if writing else loop.add_reader)(fd, _resolve, ready, True)
+        timer = None if at is None else loop.call_at(at, _resolve, ready, False)
+        try:
+            if not await ready:
+                raise TimeoutError
+        finally:
+            (loop.remove_writer if writing else loop.remove_reader)(fd)
+            if timer is not None:
+                timer.cancel()
+
+    async def receive(self, max_bytes: int, at: float | None) -> bytes:
+        """At most ``max_bytes`` of what the agent sent (``b""``: it closed), waiting no later than the loop's
+        time ``at``.
+
+        Raises:
+            TimeoutError: nothing came by then.
+            OSError: the connection failed.
+        """
+        while True:
+            try:
+                return self.sock.recv(max_bytes)
+            except (BlockingIOError, InterruptedError):
+                await self._ready(False, at)
+
+    async def send(self, buffer: bytes, at: float | None) -> None:
+        """Send all of ``buffer``, waiting no later than the loop's time ``at``.
+
+        Raises:
+            TimeoutError: the agent did not take it all by then.
+            OSError: the connection failed.
+        """
+        left = memoryview(buffer)
+        while left:
+            try:
+                left = left[self.sock.send(left):]
+            except (BlockingIOError, InterruptedError):
+                await self._ready(True, at)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         """At most ``max_bytes`` of what the agent sent (``b""``: it closed).
@@ -194,8 +266,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
             httpcore.ReadError: the connection failed (a reset).
         """
         try:
-            with anyio.fail_after(timeout):
-                return await asyncio.get_running_loop().sock_recv(self.sock, max_bytes)
+            return await self.receive(max_bytes, _until(timeout))
         except TimeoutError as exc:
             raise httpcore.ReadTimeout(f"nothing to read within {timeout}s") from exc
         except OSError as exc:
@@ -205,16 +276,13 @@ class SocketStream(httpcore.AsyncNetworkStream):
         """Send all of ``buffer``.
 
         Raises:
-            httpcore.WriteTimeout: the agent took none of it for ``timeout``.
+            httpcore.WriteTimeout: the agent did not take it all within ``timeout``.
             httpcore.WriteError: the connection failed (the agent closed or reset it).
         """
-        if not buffer:
-            return
         try:
-            with anyio.fail_after(timeout):
-                await asyncio.get_running_loop().sock_sendall(self.sock, buffer)
+            await self.send(buffer, _until(timeout))
         except TimeoutError as exc:
-            raise httpcore.WriteTimeout(f"the agent took nothing for {timeout}s") from exc
+            raise httpcore.WriteTimeout(f"the agent did not take the request within {timeout}s") from exc
         except OSError as exc:
             raise httpcore.WriteError(_said(exc)) from exc
 
@@ -232,12 +300,11 @@ class SocketStream(httpcore.AsyncNetworkStream):
         """
         tls = TLSStream(self, ssl_context, server_hostname)
         try:
-            with anyio.fail_after(timeout):
-                await tls.act(tls.ssl_object.do_handshake)
+            await tls.act(tls.ssl_object.do_handshake, at=_until(timeout))
         except TimeoutError as exc:
             self.sock.close()
             raise httpcore.ConnectTimeout(f"the TLS handshake was not over within {timeout}s") from exc
-        except (OSError, httpcore.ReadError, httpcore.WriteError) as exc:  # (ssl.SSLError is an OSError)
+        except (OSError, httpcore.WriteError) as exc:  # (ssl.SSLError is an OSError)
             self.sock.close()
             raise httpcore.ConnectError(_said(exc)) from exc
         except BaseException:
@@ -271,17 +338,21 @@ class TLSStream(httpcore.AsyncNetworkStream):
         self._outgoing = ssl.MemoryBIO()
         self.ssl_object = ssl_context.wrap_bio(self._incoming, self._outgoing, server_side=False,
                                                server_hostname=server_hostname)
-        #: A write failed: TLS's records are numbered, so nothing more can be sent.
-        self._write_failed: httpcore.WriteError | None = None
+        #: Why a send of TLS's records stopped short (a failure, a timeout, a cancellation): the records are
+        #: numbered and one was cut, so nothing more can be sent.
+        self._write_failed: BaseException | None = None
 
-    async def act(self, operation: Callable[..., T], *args: Any) -> T:
-        """Run ``operation`` of the TLS object until it is done, sending what it writes and feeding it what
-        the socket reads as it asks.
+    async def act(self, operation: Callable[..., T], *args: Any, at: float | None, deciphers: bool = False) -> T:
+        """Run ``operation`` of the TLS object until it is done, by the loop's time ``at``, sending what it
+        writes and feeding it what the socket reads as it asks. With ``deciphers`` (a read), what the
+        operation returned is returned even when sending what TLS wrote beside it failed: the failure is
+        kept for the next write.
 
         Raises:
-            httpcore.ReadError, httpcore.ReadTimeout: reading the socket failed.
-            httpcore.WriteError, httpcore.WriteTimeout: sending what the operation wrote failed.
-            ssl.SSLError: TLS refused what came (a certificate, an alert, a broken record).
+            TimeoutError: not done by ``at``.
+            OSError: reading the socket failed; ``ssl.SSLError``, one too: TLS refused what came (a
+                certificate, an alert, a broken record).
+            httpcore.WriteError: sending what the operation wrote failed.
         """
         while True:
             try:
@@ -291,26 +362,45 @@ class TLSStream(httpcore.AsyncNetworkStream):
                 # that fails, the reading goes on: the agent may have answered and hung up before it
                 # took the request, and the answer is on its way (the write's caller hears of it).
                 try:
-                    await self._flush()
+                    await self._flush(at)
                 except httpcore.WriteError:
                     pass
                 if self._incoming.eof:  # (the end was fed already: asking again must not spin)
                     raise ssl.SSLEOFError(ssl.SSL_ERROR_EOF, "the connection ended") from None
-                data = await self.plain.read(_READ_SIZE)
+                data = await self.plain.receive(_READ_SIZE, at)
                 if data:
                     self._incoming.write(data)
                 else:
                     self._incoming.write_eof()
             else:
-                await self._flush()
+                try:
+                    await self._flush(at)
+                except (httpcore.WriteError, TimeoutError):
+                    # What TLS wrote beside a read (the reply a TLS 1.3 key update asks for, a certificate
+                    # the agent asked for after the handshake) did not go: the agent hung up, or took
+                    # nothing more before the act's time ran out. What the read deciphered came before
+                    # that and is the answer's; dropped, the run lost its end. The failure is kept
+                    # (``_write_failed``) for the next write; the next read hears the connection's end
+                    # from the socket.
+                    if not deciphers:
+                        raise
                 return result
 
-    async def _flush(self) -> None:
+    async def _flush(self, at: float | None) -> None:
+        """Send what the TLS object wrote, by the loop's time ``at`` (nothing once a send stopped short).
+
+        Raises:
+            httpcore.WriteError: the connection failed.
+            TimeoutError: the agent did not take it all by ``at``.
+        """
         if self._outgoing.pending and self._write_failed is None:
             try:
-                await self.plain.write(self._outgoing.read())
-            except httpcore.WriteError as exc:
+                await self.plain.send(self._outgoing.read(), at)
+            except BaseException as exc:
+                # (a record cut short, by whatever stopped the send, would garble every record after it)
                 self._write_failed = exc
+                if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
+                    raise httpcore.WriteError(_said(exc)) from exc
                 raise
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
@@ -322,21 +412,19 @@ class TLSStream(httpcore.AsyncNetworkStream):
             httpcore.ReadError: the connection failed, or TLS refused what came.
         """
         try:
-            with anyio.fail_after(timeout):
-                return await self.act(self.ssl_object.read, max_bytes)
+            return await self.act(self.ssl_object.read, max_bytes, at=_until(timeout), deciphers=True)
         except TimeoutError as exc:
             raise httpcore.ReadTimeout(f"nothing to read within {timeout}s") from exc
         except ssl.SSLEOFError:
             return b""  # (a ragged end: the framing above says whether the answer was whole)
-        except (ssl.SSLError, httpcore.WriteError, httpcore.WriteTimeout) as exc:
-            # (a write the read needed, a TLS 1.3 key update's, failing is the connection failing)
+        except OSError as exc:  # (the socket's, or TLS refusing what came: ssl.SSLError is an OSError)
             raise httpcore.ReadError(_said(exc)) from exc
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         """Send all of ``buffer``, enciphered.
 
         Raises:
-            httpcore.WriteTimeout: the agent took none of it for ``timeout``.
+            httpcore.WriteTimeout: the agent did not take it all within ``timeout``.
             httpcore.WriteError: the connection failed, now or at an earlier write.
         """
         if not buffer:
@@ -344,11 +432,10 @@ class TLSStream(httpcore.AsyncNetworkStream):
         if self._write_failed is not None:
             raise httpcore.WriteError("an earlier write failed") from self._write_failed
         try:
-            with anyio.fail_after(timeout):
-                await self.act(self.ssl_object.write, buffer)
+            await self.act(self.ssl_object.write, buffer, at=_until(timeout))
         except TimeoutError as exc:
-            raise httpcore.WriteTimeout(f"the agent took nothing for {timeout}s") from exc
-        except (ssl.SSLError, httpcore.ReadError, httpcore.ReadTimeout) as exc:
+            raise httpcore.WriteTimeout(f"the agent did not take the request within {timeout}s") from exc
+        except OSError as exc:  # (a read the write needed failed, or TLS refused what it read)
             raise httpcore.WriteError(_said(exc)) from exc
 
     async def aclose(self) -> None:

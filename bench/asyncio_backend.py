@@ -16,8 +16,10 @@ measured two replacements here, plain asyncio:
   its wrapping coroutine).
 
 Since the eighteenth round the package's shards connect on asyncio through its own
-``agui_client._sockets`` (``loop.sock_recv``/``sock_sendall`` on a non-blocking socket, each act in an
-``anyio.fail_after`` scope, TLS by an ``ssl.SSLObject``): that is what ``--agui-http own`` measures now.
+``agui_client._sockets`` (TLS by an ``ssl.SSLObject``; since the nineteenth round its socket is read and
+written as ``asyncio-sock`` does, with a ``call_at`` timer on the wait for a timeout, where the eighteenth
+put each act in an ``anyio.fail_after`` scope around ``loop.sock_recv``/``sock_sendall``): that is what
+``--agui-http own`` measures now.
 So that the connections the package had before stay measurable beside it, ``anyio`` here is httpcore's
 ``AnyIOBackend`` (what its ``AutoBackend`` picks on asyncio) put back under the shards.
 

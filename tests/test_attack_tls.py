@@ -13,6 +13,7 @@ the clients trust through ``SSL_CERT_FILE`` (as httpx reads it) or an ``http_cli
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -31,6 +32,7 @@ import trustme
 
 import agui_client as ag
 from agui_client._answers import certificate_refused
+from agui_client._pool import ShardedTransport
 
 CUT_AT = "hello"
 
@@ -470,3 +472,59 @@ def test_a_failed_connection_whose_causes_loop_is_no_refused_certificate() -> No
     error.__cause__ = refused
 
     assert certificate_refused(error, "https://agent.example/agent") is None
+
+
+def test_a_read_whose_tls_reply_cannot_be_sent_still_hands_over_what_it_deciphered(agents: Agents,
+                                                                                  ca: trustme.CA) -> None:
+    # A read that deciphers the answer can leave TLS with something to send beside it (the reply to a
+    # TLS 1.3 key update that asks for one; here the certificate a server asks for after the handshake).
+    # When the agent has reset the connection by then, that send fails: the async connection raised
+    # ReadError and dropped what it had deciphered, so the run lost its end (StreamEnded, "without
+    # RUN_FINISHED") though every byte of it had arrived.
+    #
+    # Built this way because Python's ssl cannot send a key update, but a server can ask for the client's
+    # certificate after the handshake (post-handshake authentication), which the client answers during the
+    # read that deciphers the records behind the request: the client's context opts in to it, given to the
+    # package's own shards (a client you pass keeps httpx's connections). The loop is held (a blocking
+    # wait, no await) from the run's first event until the agent has sent the rest and reset, so the read
+    # that follows finds the request, the rest and the reset in the kernel together: the reply's send fails
+    # every time, not only when the reset wins a race. Async only: the sync client's TLS socket is
+    # OpenSSL's own and fails that read too (left as it is; the connection is not this package's).
+    agents.context.post_handshake_auth = True
+    agents.context.verify_mode = ssl.CERT_OPTIONAL  # (no certificate asked for in the handshake itself)
+    context = _trusting(ca)
+    context.post_handshake_auth = True
+    body = _events("r", "all of it")
+    first = body.index(b"\n\n") + 2  # (RUN_STARTED)
+    rest_sent, sent_and_reset = threading.Event(), threading.Event()
+
+    def agent(conn: Conn) -> None:
+        conn.handshake()
+        conn.request()
+        conn.send(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n%s"
+                  % (len(body), body[:first]))
+        rest_sent.wait(10)
+        assert conn.tls is not None
+        conn.tls.verify_client_post_handshake()  # (goes out with the next record)
+        conn.send(body[first:])
+        conn.reset()
+        sent_and_reset.set()
+
+    url = agents.serve(agent)
+
+    async def main() -> tuple[list[str], ag.RunResult | None]:
+        seen: list[str] = []
+        http = httpx.AsyncClient(transport=ShardedTransport(verify=context))
+        async with ag.AsyncAgentClient(url, http_client=http) as client:
+            async with client.thread("t").stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    seen.append(type(event).__name__)
+                    if len(seen) == 1:
+                        rest_sent.set()
+                        assert sent_and_reset.wait(10)
+        await http.aclose()
+        return seen, stream.result
+
+    seen, result = asyncio.run(main())
+
+    assert seen[-1] == "RunFinishedEvent" and result is not None and result.text == "all of it"
