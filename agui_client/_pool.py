@@ -294,6 +294,21 @@ class _Counted(httpx.AsyncByteStream):
         await self._stream.aclose()
 
 
+def _one_context(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with their TLS settings made into the one ``ssl.SSLContext`` every shard uses.
+
+    httpx makes a context for each transport it builds, loading the CA bundle each time: 22-43 ms of
+    the event loop on a 2-core machine, for plain HTTP too, paid by the run that opened each new shard
+    (every eighth concurrent run of a backend). One context serves every connection of every shard, as
+    it serves every connection of one pool. Given a context already, ``options`` are returned as they are.
+    """
+    if isinstance(options.get("verify"), ssl.SSLContext):
+        return options
+    context = httpx.create_ssl_context(verify=options.get("verify", True), cert=options.get("cert"),
+                                       trust_env=options.get("trust_env", True))
+    return {**{name: value for name, value in options.items() if name != "cert"}, "verify": context}
+
+
 class ShardedTransport(httpx.AsyncBaseTransport):
     """An ``httpx.AsyncHTTPTransport`` per ``SHARD_SIZE`` open runs; a request goes to the first
     shard with room (so a few runs share one shard's kept-alive connections, as with one pool).
@@ -311,6 +326,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         for shard in self._shards:
             if shard.open < self.shard_size:
                 return shard
+        self._options = _one_context(self._options)
         shard = _Shard(httpx.AsyncHTTPTransport(
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=self.shard_size), **self._options))
         _bound(shard.transport)
@@ -376,6 +392,7 @@ class ShardedSyncTransport(httpx.BaseTransport):
                 if shard.open < self.shard_size:
                     break
             else:
+                self._options = _one_context(self._options)
                 shard = _Shard(httpx.HTTPTransport(
                     limits=httpx.Limits(max_connections=None, max_keepalive_connections=self.shard_size),
                     **self._options))

@@ -9,7 +9,9 @@ their places back, and an in-memory store called on the loop while any other sto
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import ssl
 import threading
 from typing import Any
 
@@ -226,3 +228,41 @@ def test_the_sync_client_spreads_a_thread_per_run_over_shards() -> None:
         after = [shard.open for shard in transport._shards]
     assert sorted(opened) == sorted(f"r{i}" for i in range(runs))
     assert held == [SHARD_SIZE, 8] and after == [0, 0]
+
+
+@pytest.mark.parametrize("shell", ["async", "sync"])
+def test_every_shard_uses_one_tls_context_made_once(monkeypatch: pytest.MonkeyPatch, shell: str) -> None:
+    # httpx makes a TLS context (loading the CA bundle: tens of milliseconds of the loop) for each
+    # transport it builds; a backend's ninth concurrent run opened a shard and paid it again. Shards of
+    # one run here, three runs held open at once: three shards, one context.
+    made: list[Any] = []
+    create = ssl.create_default_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        context = create(*args, **kwargs)
+        made.append(context)
+        return context
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    with serve(_held_open) as server:
+        url = f"http://127.0.0.1:{server.port}/agent"
+        body = [{"threadId": "t", "runId": f"r{i}"} for i in range(3)]
+
+        async def held_async() -> int:
+            transport = ShardedTransport(shard_size=1)
+            async with httpx.AsyncClient(transport=transport) as http, contextlib.AsyncExitStack() as held:
+                for sent in body:
+                    response = await held.enter_async_context(http.stream("POST", url, json=sent))
+                    assert response.status_code == 200
+                return len(transport._shards)
+
+        def held_sync() -> int:
+            transport = ShardedSyncTransport(shard_size=1)
+            with httpx.Client(transport=transport) as http, contextlib.ExitStack() as held:
+                for sent in body:
+                    assert held.enter_context(http.stream("POST", url, json=sent)).status_code == 200
+                return len(transport._shards)
+
+        shards = asyncio.run(held_async()) if shell == "async" else held_sync()
+    assert shards == 3
+    assert len(made) == 1  # (before: one a shard, 3)
