@@ -28,6 +28,7 @@ Under trio (where ``asyncio`` is not running), and on an asyncio loop that canno
 from __future__ import annotations
 
 import asyncio
+import errno
 import select
 import socket
 import ssl
@@ -210,25 +211,51 @@ class SocketStream(httpcore.AsyncNetworkStream):
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        #: The wait on the loop's reader (``False``) or writer (``True``) under way, with the descriptor it
+        #: waits on: :meth:`close` takes it off the loop before the socket's descriptor is freed.
+        self._waits: dict[bool, tuple[int, asyncio.Future[bool]]] = {}
 
     async def _ready(self, writing: bool, at: float | None) -> None:
         """Wait until the socket can be read (or written, ``writing``).
 
         Raises:
             TimeoutError: it could not by the loop's time ``at``.
+            OSError: the socket was closed meanwhile (:meth:`close`).
         """
         loop = asyncio.get_running_loop()
         fd = self.sock.fileno()
         ready: asyncio.Future[bool] = loop.create_future()
         (loop.add_writer if writing else loop.add_reader)(fd, _resolve, ready, True)
+        self._waits[writing] = (fd, ready)
         timer = None if at is None else loop.call_at(at, _resolve, ready, False)
         try:
             if not await ready:
                 raise TimeoutError
         finally:
-            (loop.remove_writer if writing else loop.remove_reader)(fd)
+            # (when the socket was closed meanwhile its wait is off the loop already, and the descriptor
+            # may be another socket's by now: taken off again, that socket's wait would never end)
+            if self._waits.get(writing, (fd, None))[1] is ready:
+                del self._waits[writing]
+                (loop.remove_writer if writing else loop.remove_reader)(fd)
             if timer is not None:
                 timer.cancel()
+
+    def close(self) -> None:
+        """Close the socket, ending a read or write waiting on it with ``OSError`` (``EBADF``).
+
+        The wait is taken off the loop first. Left there, it outlived its descriptor: it waited on until
+        its timeout (for ever without one), as the closed descriptor never became readable; the next
+        socket the process opened under the same number had its own wait taken for that one (asyncio's
+        loop kept the old registration, and never watched the new socket), and uvloop aborted the whole
+        process.
+        """
+        waits, self._waits = self._waits, {}
+        for writing, (fd, ready) in waits.items():
+            loop = ready.get_loop()
+            (loop.remove_writer if writing else loop.remove_reader)(fd)
+            if not ready.done():
+                ready.set_exception(OSError(errno.EBADF, "the connection was closed"))
+        self.sock.close()
 
     async def receive(self, max_bytes: int, at: float | None) -> bytes:
         """At most ``max_bytes`` of what the agent sent (``b""``: it closed), waiting no later than the loop's
@@ -287,8 +314,9 @@ class SocketStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteError(_said(exc)) from exc
 
     async def aclose(self) -> None:
-        """Close the socket (what TLS would say at the end is not said: httpcore's streams do not say it)."""
-        self.sock.close()
+        """Close the socket (what TLS would say at the end is not said: httpcore's streams do not say it), as
+        :meth:`close` does."""
+        self.close()
 
     async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                         timeout: float | None = None) -> httpcore.AsyncNetworkStream:
@@ -302,13 +330,13 @@ class SocketStream(httpcore.AsyncNetworkStream):
         try:
             await tls.act(tls.ssl_object.do_handshake, at=_until(timeout))
         except TimeoutError as exc:
-            self.sock.close()
+            self.close()
             raise httpcore.ConnectTimeout(f"the TLS handshake was not over within {timeout}s") from exc
         except (OSError, httpcore.WriteError) as exc:  # (ssl.SSLError is an OSError)
-            self.sock.close()
+            self.close()
             raise httpcore.ConnectError(_said(exc)) from exc
         except BaseException:
-            self.sock.close()
+            self.close()
             raise
         return tls
 

@@ -18,9 +18,12 @@ import json
 import os
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -167,3 +170,52 @@ def test_an_idle_connection_the_agent_closed_is_never_given_the_next_run(drive: 
         accepting.join(BOUND)
 
     assert (first.run_id, second.run_id) == ("r1", "r2") and connections == ["r1", "r2"]
+
+
+#: Run by :func:`test_closing_a_connection_ends_its_wait_and_frees_its_descriptor` in a process of its
+#: own, on the loop named by its argument (uvloop aborted the whole process).
+_CLOSED_WHILE_WAITING = """
+import asyncio, socket, sys
+import httpcore
+from agui_client._sockets import SocketStream
+
+async def main():
+    mine, agent = socket.socketpair()
+    mine.setblocking(False)
+    stream, fd = SocketStream(mine), mine.fileno()
+    reading = asyncio.create_task(stream.read(1024, timeout=None))
+    await asyncio.sleep(0)  # (one step: the read is now waiting on the loop's reader)
+    await stream.aclose()
+    try:
+        await asyncio.wait_for(reading, BOUND)
+    except httpcore.ReadError:
+        print("ended")
+    # The next socket opened takes the freed descriptor; its read waits, then the bytes come.
+    mine, agent2 = socket.socketpair()
+    mine.setblocking(False)
+    print("same descriptor" if mine.fileno() == fd else "another descriptor")
+    next_reading = asyncio.create_task(SocketStream(mine).read(1024, timeout=None))
+    await asyncio.sleep(0)
+    agent2.sendall(b"next")
+    print((await asyncio.wait_for(next_reading, BOUND)).decode())
+
+if sys.argv[1] == "uvloop":
+    import uvloop
+    uvloop.run(main())
+else:
+    asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_closing_a_connection_ends_its_wait_and_frees_its_descriptor(loop: str) -> None:
+    # httpcore may close a connection while a read waits on it (its pool closes every connection it
+    # holds, in use or not). The wait was left on the loop: the read waited on for ever, as a closed
+    # descriptor never becomes readable; the next socket, given the same descriptor number, waited for
+    # ever too (asyncio's loop kept the old registration and never watched the new socket); under
+    # uvloop, the process aborted at the next turn of the loop.
+    source = f"BOUND = {BOUND}\n" + _CLOSED_WHILE_WAITING
+    done = subprocess.run([sys.executable, "-c", source, loop], capture_output=True, text=True, timeout=4 * BOUND,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+    assert (done.returncode, done.stdout.split("\n")) == (0, ["ended", "same descriptor", "next", ""]), done.stderr
