@@ -111,6 +111,24 @@ def test_continuation_lines_follow_their_bracket_left() -> None:
         """)
 
 
+def test_an_f_string_is_rewritten_whole_as_one_string_on_every_python() -> None:
+    # Python 3.12 tokenizes an f-string in parts, 3.10 and 3.11 as one string: the twin must not depend on
+    # which version ran the script (tests/test_unasync.py's first test compares it on the version that
+    # runs the suite). 3.12 left the text of an f-string over several lines as written where 3.11
+    # rewrote it, and moved a line inside it left with the bracket before it, changing the string.
+    assert _sync('''\
+        async def f(name):
+            x = await g(f"""{name}: await it, then aclose()
+                        {name} aclose""")
+            return f"{{aclose}} {await name.aclose()} AsyncThread {name!r:>{width}}"
+        ''') == textwrap.dedent('''\
+        def f(name):
+            x = g(f"""{name}: it, then close()
+                        {name} close""")
+            return f"{{close}} {name.close()} Thread {name!r:>{width}}"
+        ''')
+
+
 def test_a_marked_block_keeps_the_sync_side_as_written() -> None:
     assert _sync("""\
         def f():

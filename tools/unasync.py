@@ -86,7 +86,9 @@ _MARK = re.compile(r"^(?P<indent>[ \t]*)# unasync: (?P<what>async only|sync only
 _WORDS = re.compile(r"\b(" + "|".join(sorted(map(re.escape, NAMES), key=len, reverse=True)) + r")\b")
 _PROSE = re.compile(r"\bawait (?=\S)|\basync (?=(?:with|for)\b)")
 _BRACKETS = {"(": ")", "[": "]", "{": "}"}
-_FSTRING_TEXT = getattr(tokenize, "FSTRING_MIDDLE", -1)
+#: An f-string's first and last token, Python 3.12 on (``-1``: no such token before).
+_FSTRING_START = getattr(tokenize, "FSTRING_START", -1)
+_FSTRING_END = getattr(tokenize, "FSTRING_END", -1)
 
 
 #: An edit of the text: from where, to where (row from 1, column), and what goes there instead.
@@ -150,7 +152,7 @@ def _pick_blocks(source: str) -> str:
 def _rewrite(source: str, kept: set[int]) -> str:
     """The token-level rewrite of ``source`` (see the module's docstring), the rows in ``kept`` left alone."""
     lines = source.splitlines(keepends=True)
-    tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline)]
+    tokens = _tokens(source, lines)
     edits: list[Edit] = []
     significant = [t for t in tokens if t.type not in (tokenize.NL, tokenize.COMMENT)]
     after = {id(t): significant[i + 1] if i + 1 < len(significant) else None for i, t in enumerate(significant)}
@@ -168,9 +170,7 @@ def _rewrite(source: str, kept: set[int]) -> str:
                 if token.string == "AsyncGenerator" and following is not None and following.string == "[":
                     closing = _closing(tokens, tokens.index(following, index))
                     edits.append((closing.start, closing.start, ", None"))
-        elif token.type in (tokenize.STRING, tokenize.COMMENT) or (
-                token.type == _FSTRING_TEXT and token.end[1] - token.start[1] == len(token.string)):
-            # (an f-string's text part, Python 3.12 on, whose token is spelled as written: ``{{`` is not)
+        elif token.type in (tokenize.STRING, tokenize.COMMENT):
             text = _PROSE.sub("", _WORDS.sub(lambda m: NAMES[m.group(1)], token.string))
             if text != token.string:
                 edits.append((token.start, token.end, text))
@@ -182,6 +182,36 @@ def _rewrite(source: str, kept: set[int]) -> str:
     for start, end, replacement in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         text = text[:offsets[start[0] - 1] + start[1]] + replacement + text[offsets[end[0] - 1] + end[1]:]
     return text
+
+
+def _tokens(source: str, lines: list[str]) -> list[tokenize.TokenInfo]:
+    """The tokens of ``source`` (its ``lines``), each f-string one ``STRING`` token spelled as written.
+
+    Python 3.12 tokenizes an f-string in parts (its text, and the names and operators of each
+    replacement field); 3.10 and 3.11 give it as one ``STRING``. Each is taken whole here, as the older
+    versions take it: the twin is then the same whichever version runs the script (3.12 gave the text of
+    an f-string over several lines as written, 3.11 rewrote it; 3.12 would realign a line inside it).
+    """
+    found: list[tokenize.TokenInfo] = []
+    opened: list[tokenize.TokenInfo] = []  # (the f-strings that enclose the token: one within another's field)
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == _FSTRING_START:
+            opened.append(token)
+        elif token.type == _FSTRING_END:
+            first = opened.pop()
+            if not opened:
+                text = _span(lines, first.start, token.end)
+                found.append(tokenize.TokenInfo(tokenize.STRING, text, first.start, token.end, first.line))
+        elif not opened:
+            found.append(token)
+    return found
+
+
+def _span(lines: list[str], start: tuple[int, int], end: tuple[int, int]) -> str:
+    """The text of ``lines`` from ``start`` to ``end`` (row from 1, column)."""
+    if start[0] == end[0]:
+        return lines[start[0] - 1][start[1]:end[1]]
+    return lines[start[0] - 1][start[1]:] + "".join(lines[start[0]:end[0] - 1]) + lines[end[0] - 1][:end[1]]
 
 
 def _closing(tokens: list[tokenize.TokenInfo], opening: int) -> tokenize.TokenInfo:
