@@ -225,10 +225,12 @@ class SocketStream(httpcore.AsyncNetworkStream):
         loop = asyncio.get_running_loop()
         fd = self.sock.fileno()
         ready: asyncio.Future[bool] = loop.create_future()
-        (loop.add_writer if writing else loop.add_reader)(fd, _resolve, ready, True)
-        self._waits[writing] = (fd, ready)
+        # (the timer first: uvloop's refuses a time that is not a number, and the wait must not be left
+        # on the loop by that)
         timer = None if at is None else loop.call_at(at, _resolve, ready, False)
         try:
+            (loop.add_writer if writing else loop.add_reader)(fd, _resolve, ready, True)
+            self._waits[writing] = (fd, ready)
             if not await ready:
                 raise TimeoutError
         finally:
