@@ -42,6 +42,7 @@ from ._retries import checked_retries
 from .core.exchange import StreamHandle
 from .core.headers import checked_headers, layered
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
+from .core.plan import checked_seconds
 from .core.redact import Redactor, displayed_url, is_sensitive, redact_exception
 from .core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF
 from .errors import (
@@ -219,15 +220,15 @@ class ClientBase:
         self.url = url
         #: Where runs report to OpenTelemetry (``None``: nowhere); see :class:`~agui_client.Telemetry`.
         self.telemetry = resolve(telemetry)
-        self.run_timeout = run_timeout
+        self.run_timeout = checked_seconds("run_timeout", run_timeout)
         # Checked as a run's headers are, now rather than at the first run (after a claim, with httpx's
         # message quoting the value).
         self.headers = dict(checked_headers(headers))
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
         filter_http_logs(self.sensitive_headers)
         self._proxy_headers = proxy_credentials()
-        self.timeout = timeout
-        self.idle_timeout = idle_timeout
+        self.timeout = checked_seconds("timeout", timeout)
+        self.idle_timeout = checked_seconds("idle_timeout", idle_timeout)
         self.max_event_bytes = max_event_bytes
         self.max_run_bytes = max_run_bytes  # (checked by the property's setter)
         self.max_retries, self.retry_backoff = checked_retries(max_retries, retry_backoff)

@@ -9,6 +9,7 @@ type says which bound ended it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -90,3 +91,31 @@ def test_a_run_that_ends_in_time_is_untouched_by_its_deadline(drive: Any, served
     with drive.client(endpoint.url, run_timeout=30) as client:
         result = client.thread().run("hi")
     assert result.outcome == "success" and not result.warnings
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, 0, -1, True, "5"])
+@pytest.mark.parametrize("name", ["timeout", "idle_timeout", "run_timeout"])
+def test_a_timeout_that_is_not_a_finite_number_above_zero_is_refused_when_given(
+    drive: Any, name: str, value: Any
+) -> None:
+    # A NaN reached the loop's timers: a timeout at the first wait under asyncio, a bare ValueError
+    # mid-run under uvloop; 0 or less ended every run at its first wait. Refused where it is given.
+    with pytest.raises(ValueError) as caught:
+        drive.client("http://127.0.0.1:9/agent", **{name: value})
+    assert str(caught.value).startswith(f"{name} must be") and repr(value) in str(caught.value)
+
+
+@pytest.mark.parametrize("value", [math.nan, 0])
+def test_a_run_timeout_out_of_range_for_one_run_is_refused_before_the_thread_is_claimed(
+    drive: Any, served: Any, value: float
+) -> None:
+    agent = ScriptedAgent([[Start(), Finish()]])
+    endpoint = served(agent)
+    store = MemoryStore()
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread("t")
+        with pytest.raises(ValueError) as caught:
+            thread.run("hi", run_timeout=value)
+        assert str(caught.value).startswith("run_timeout must be")
+        assert store.load("t") is None and agent.requests == []  # (nothing claimed, nothing sent)
+        assert thread.run("hi").outcome == "success"

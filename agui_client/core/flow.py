@@ -84,6 +84,7 @@ from .plan import (
     MessageInput,
     Plan,
     ToolHandler,
+    checked_seconds,
     declare,
     encode_input,
     is_parts,
@@ -553,6 +554,7 @@ class Conversation(_Standing):
         # Everything here runs before the thread is claimed and before any byte is sent: a refusal
         # leaves the thread as it was.
         checked = checked_headers(headers)
+        run_timeout = checked_seconds("run_timeout", run_timeout)
         new = new_messages(message)
         open_interrupts = self._state.open_interrupts
         entries = without_abandoned_payloads(self._resume_entries(resume, pending_unknown))

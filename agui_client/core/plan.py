@@ -9,6 +9,7 @@ as it was. Sans-IO.
 from __future__ import annotations
 
 import inspect
+import math
 import typing
 import uuid
 from collections.abc import Callable, Sequence
@@ -26,12 +27,38 @@ from .exchange import request_body
 from .headers import RunHeaders
 
 __all__ = ["Plan", "MessageInput", "ToolHandler", "new_messages", "declare", "is_parts", "unencodable",
-           "refuse_unencodable", "refuse_unencodable_item", "encode_input"]
+           "refuse_unencodable", "refuse_unencodable_item", "encode_input", "checked_seconds"]
 
 #: What ``run()`` accepts as the new turn: text (a user message), a message, or several messages.
 MessageInput = str | msg.Message | Sequence[msg.Message] | None
 
 ToolHandler = Callable[..., Any]
+
+
+@typing.overload
+def checked_seconds(name: str, value: float) -> float: ...
+@typing.overload
+def checked_seconds(name: str, value: float | None) -> float | None: ...
+def checked_seconds(name: str, value: float | None) -> float | None:
+    """``value``, a timeout in seconds, refused unless it is a finite number above 0 (or ``None``).
+
+    A NaN or infinite timeout went on to the event loop's timers, which take it one way under asyncio
+    (a timeout at the first wait) and another under uvloop (a bare ``ValueError`` in the middle of the
+    run); one of 0 or less ended every run at its first wait. Refused where it is given instead.
+
+    Raises:
+        ValueError: naming the setting and the value given.
+
+    Example::
+
+        >>> checked_seconds("idle_timeout", 30)
+        30.0
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number of seconds above 0, got {value!r}")
+    return float(value)
 
 
 @attrs.frozen(kw_only=True)
