@@ -47,6 +47,28 @@ def _coded(body: bytes) -> Any:
     return _answer(zlib.compress(body, 9, wbits=31), ((b"content-encoding", b"gzip"),))
 
 
+class _OtherRun:
+    """Another task on the loop, counting the turns it gets (what any other run on the loop gets: one
+    at each pass of the loop), from the block's start to its end."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+        self._stop = asyncio.Event()
+
+    async def _run(self) -> None:
+        while not self._stop.is_set():
+            self.turns += 1
+            await asyncio.sleep(0)
+
+    async def __aenter__(self) -> _OtherRun:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        await self._task
+
+
 def test_a_gzip_read_that_inflates_to_megabytes_lets_other_tasks_run_between_its_pieces(served: Any) -> None:
     # 4 MiB of one-character deltas is some 4 KiB of gzip: one or two reads, 64 pieces of INFLATE_STEP.
     body = START + OPEN + DELTA * (4 * 2**20 // len(DELTA)) + CLOSE + FINISH
@@ -54,24 +76,12 @@ def test_a_gzip_read_that_inflates_to_megabytes_lets_other_tasks_run_between_its
     endpoint = served(_coded(body))
 
     async def main() -> tuple[list[int], str | None]:
-        turns = 0
-        stop = asyncio.Event()
-
-        async def other_run() -> None:  # (what any other task on the loop gets: a turn at each loop pass)
-            nonlocal turns
-            while not stop.is_set():
-                turns += 1
-                await asyncio.sleep(0)
-
         seen: list[int] = []
-        other = asyncio.create_task(other_run())
-        async with ag.AsyncAgentClient(endpoint.url) as client:
+        async with _OtherRun() as other, ag.AsyncAgentClient(endpoint.url) as client:
             async with client.thread("t").stream("hi", run_id="r") as stream:
                 async for event in stream:
                     if type(event) is TextMessageContentEvent:
-                        seen.append(turns)
-        stop.set()
-        await other
+                        seen.append(other.turns)
         return seen, stream.result.outcome
 
     seen, outcome = asyncio.run(main())
@@ -167,32 +177,21 @@ def test_the_save_after_a_run_is_a_loop_step_of_its_own_not_one_with_the_fold_of
     store = MemoryStore()
 
     async def main() -> tuple[int, list[int]]:
-        turns = 0
-        stop = asyncio.Event()
-
-        async def other_run() -> None:
-            nonlocal turns
-            while not stop.is_set():
-                turns += 1
-                await asyncio.sleep(0)
-
         saved_at: list[int] = []
         save = store.save
-
-        def watched(thread_id: str, data: Any, **options: Any) -> int:
-            saved_at.append(turns)
-            return save(thread_id, data, **options)
-
-        store.save = watched  # type: ignore[method-assign]  # (on the instance: still called on the loop)
-        other = asyncio.create_task(other_run())
         last = -1
-        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
-            async with client.thread("t").stream("hi", run_id="r") as stream:
-                async for event in stream:
-                    if type(event) is not RunFinishedEvent:  # (handed over after the save)
-                        last = turns
-        stop.set()
-        await other
+        async with _OtherRun() as other:
+
+            def watched(thread_id: str, data: Any, **options: Any) -> int:
+                saved_at.append(other.turns)
+                return save(thread_id, data, **options)
+
+            store.save = watched  # type: ignore[method-assign]  # (on the instance: still called on the loop)
+            async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+                async with client.thread("t").stream("hi", run_id="r") as stream:
+                    async for event in stream:
+                        if type(event) is not RunFinishedEvent:  # (handed over after the save)
+                            last = other.turns
         return last, saved_at
 
     last, saved_at = asyncio.run(main())
@@ -329,25 +328,13 @@ def test_reads_that_arrive_without_a_wait_let_other_tasks_run_between_them() -> 
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Arrived())
 
     async def main() -> tuple[list[int], str | None]:
-        turns = 0
-        stop = asyncio.Event()
-
-        async def other_run() -> None:
-            nonlocal turns
-            while not stop.is_set():
-                turns += 1
-                await asyncio.sleep(0)
-
         seen: list[int] = []
-        other = asyncio.create_task(other_run())
-        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+        async with _OtherRun() as other, httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
             async with ag.AsyncAgentClient("http://agent.test/", http_client=http) as client:
                 async with client.thread("t").stream("hi", run_id="r") as stream:
                     async for event in stream:
                         if type(event) is TextMessageContentEvent:
-                            seen.append(turns)
-        stop.set()
-        await other
+                            seen.append(other.turns)
         return seen, stream.result.outcome
 
     seen, outcome = asyncio.run(main())
