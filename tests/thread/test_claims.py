@@ -89,6 +89,15 @@ class _LosesOneReply(MemoryStore):
         return version
 
 
+def _created_in_doubt(client: Any, store: Any) -> Any:
+    """A new thread of ``client`` whose first run's claim landed in ``store`` and whose reply was lost."""
+    thread = client.thread()
+    store.lose_next_claim = True
+    with pytest.raises(ag.StoreError):
+        thread.run("lost")
+    return thread
+
+
 @pytest.mark.parametrize("reloaded", [True, False], ids=["reloaded", "run-again"])
 def test_a_create_in_doubt_whose_record_was_deleted_makes_its_new_record_with_a_new_id(
         drive: Any, served: Any, reloaded: bool) -> None:
@@ -100,10 +109,7 @@ def test_a_create_in_doubt_whose_record_was_deleted_makes_its_new_record_with_a_
     store = _LosesOneReply()
 
     with drive.client(endpoint.url, store=store) as client:
-        doubtful = client.thread()
-        store.lose_next_claim = True
-        with pytest.raises(ag.StoreError):
-            doubtful.run("lost")
+        doubtful = _created_in_doubt(client, store)
         holder = client.thread(doubtful.id)
         holder.release_claim(force=True)
         old = store.load(holder.id)
@@ -168,10 +174,7 @@ def test_a_create_in_doubt_whose_record_moved_on_is_not_sent_again_with_its_id_w
     other = store if kind == "memory" else SqliteStore(path)
 
     with store, other, drive.client(endpoint.url, store=store) as client:
-        doubtful = client.thread()
-        store.lose_next_claim = True
-        with pytest.raises(ag.StoreError):
-            doubtful.run("lost")
+        doubtful = _created_in_doubt(client, store)
         holder = client.thread(doubtful.id)
         holder.release_claim(force=True)
         old = other.load(holder.id)
@@ -196,10 +199,7 @@ def test_a_create_in_doubt_found_as_its_own_claim_is_sent_again_with_its_id_and_
     store = _LosesOneReply()
 
     with drive.client(endpoint.url, store=store) as client:
-        doubtful = client.thread()
-        store.lose_next_claim = True
-        with pytest.raises(ag.StoreError):
-            doubtful.run("lost")
+        doubtful = _created_in_doubt(client, store)
         created = store.load(doubtful.id)
         doubtful.run("again")
         saved = store.load(doubtful.id)
