@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import zlib
 from typing import Any
 
@@ -281,6 +282,39 @@ def test_a_large_event_is_decoded_and_folded_without_the_collector_walking_it_wh
         gc.enable()
         gc.callbacks.remove(watch)
     assert len(session.state.state) == 20_000
+
+
+def test_the_collector_is_started_again_when_an_interrupt_lands_just_after_it_was_paused() -> None:
+    # A Ctrl-C (KeyboardInterrupt) is raised between any two lines: one that landed after the collector
+    # was paused and before the code that starts it again was guarded left it off for the rest of the
+    # process, which then never freed a reference cycle again. A trace function raising at the first
+    # line the collector is off stands in for the signal.
+    session = ag.RunSession()
+    session.feed_payload(START[6:-2])
+    payload = b'{"type":"STATE_SNAPSHOT","snapshot":{"pad":"' + b"x" * 100_000 + b'"}}'
+    code = ag.RunSession.feed_payload.__code__
+    interrupted: list[int] = []
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code is not code:
+            return None
+        if event == "line" and not gc.isenabled() and not interrupted:
+            interrupted.append(frame.f_lineno)
+            raise KeyboardInterrupt
+        return trace
+
+    assert gc.isenabled()
+    sys.settrace(trace)
+    try:
+        session.feed_payload(payload)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+        stopped = not gc.isenabled()
+        gc.enable()
+    assert interrupted  # (the interrupt landed while the collector was paused)
+    assert not stopped  # (before: it stayed off)
 
 
 @pytest.mark.parametrize(("brackets", "judged"),
