@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import sys
 import zlib
 from typing import Any
@@ -344,6 +345,56 @@ def test_tool_arguments_dense_with_containers_are_not_parsed_past_the_bound(
         assert parsed == []  # (before: parsed, and found JSON)
         assert [w.code for w in result.warnings] == ["TC-06/AGUI204"] and "not judged" in result.warnings[0].message
         assert ag.parsed_arguments(call) is None
+
+
+def _called(arguments: str) -> ag.RunResult:
+    pieces = [arguments[i:i + 60_000] for i in range(0, len(arguments), 60_000)]
+    return ag.replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                      {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "write_file"},
+                      *({"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": piece} for piece in pieces),
+                      {"type": "TOOL_CALL_END", "toolCallId": "c"},
+                      {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}])
+
+
+def test_tool_arguments_whose_brackets_are_inside_strings_are_parsed() -> None:
+    # A coding agent's write_file carries a file's text, JSON or code, in one string: its brackets are
+    # no containers and cost nothing to parse. Counted as containers, a 2 MiB data file (150,000 of
+    # them) reached the tool's handler as None, with a warning that its arguments were not judged.
+    text = json.dumps([{"id": i, "tags": ["a\\"], "note": 'say "hi"'} for i in range(75_000)])
+    arguments = json.dumps({"path": "data.json", "content": text})
+    assert arguments.count("[") + arguments.count("{") > MAX_ARGUMENT_CONTAINERS
+
+    result = _called(arguments)
+
+    call = result.state.tool_call("c")
+    assert call is not None and result.warnings == ()  # (before: TC-06/AGUI204, "not judged")
+    assert ag.parsed_arguments(call) == {"path": "data.json", "content": text}  # (before: None)
+
+
+@pytest.mark.parametrize("first", ['"a\\\\"', '"a\\"b"', '"\\\\\\""'])
+def test_escapes_in_a_string_hide_no_container_from_the_count(first: str) -> None:
+    # An escaped backslash before a closing quote, an escaped quote, and both: a string that seemed to
+    # run on would hide the containers after it.
+    arguments = "[" + first + "," + ",".join(["[]"] * (MAX_ARGUMENT_CONTAINERS + 1)) + "]"
+    assert json.loads(arguments)[0] == json.loads(first)
+
+    result = _called(arguments)
+
+    call = result.state.tool_call("c")
+    assert call is not None and ag.parsed_arguments(call) is None
+    assert [w.code for w in result.warnings] == ["TC-06/AGUI204"] and "not judged" in result.warnings[0].message
+
+
+def test_arguments_of_more_strings_than_the_count_takes_out_are_not_parsed() -> None:
+    # Taking out 200,000 strings costs what parsing them does: a hostile agent's ["{","{",…] is not
+    # parsed, as [[],[],…] is not.
+    arguments = "[" + ",".join(['"{"'] * (2 * MAX_ARGUMENT_CONTAINERS + 1)) + "]"
+
+    result = _called(arguments)
+
+    call = result.state.tool_call("c")
+    assert call is not None and ag.parsed_arguments(call) is None
+    assert [w.code for w in result.warnings] == ["TC-06/AGUI204"]
 
 
 def test_reads_that_arrive_without_a_wait_let_other_tasks_run_between_them() -> None:
