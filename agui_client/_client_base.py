@@ -362,7 +362,8 @@ class ClientBase:
         unsent = "" if written else " (the request was not written whole: it never reached the agent)"
         if isinstance(exc, httpx.WriteTimeout):
             # (an agent that takes none of a large request: the wait is the write timeout, not the idle one)
-            return IdleTimeout(f"the agent at {url} took none of the request for {self.timeout}s{unsent}",
+            return IdleTimeout(f"the agent at {url} took none of the request for {self.timeout}s (the client's "
+                               f"timeout){unsent}: is the agent reading requests?",
                                timeout=self.timeout, url=url, request_sent=written)
         if isinstance(exc, httpx.PoolTimeout):
             return IdleTimeout(f"no connection to {url} came free in the pool within {self.timeout}s{unsent}: other "

@@ -534,7 +534,8 @@ def test_an_agent_that_takes_none_of_a_large_request_is_a_write_timeout(drive: A
     error = caught.value
     assert isinstance(error.__cause__, httpx.WriteTimeout)
     assert error.request_sent is False and error.timeout == 0.5
-    assert "took none of the request for 0.5s" in str(error) and "never reached the agent" in str(error)
+    assert "took none of the request for 0.5s (the client's timeout)" in str(error)  # (the setting: named)
+    assert "never reached the agent" in str(error)
 
 
 PROXY_PASSWORD = "pr0xy-Pa55-4e5f6a7b"

@@ -263,6 +263,20 @@ def test_run_without_a_message_says_so_and_how_to_give_one_piped(served: Callabl
     assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["Delete the staging environment"]
 
 
+def test_run_without_a_message_in_json_mode_gives_only_advice_that_works(served: Callable[[Any], Any]) -> None:
+    # --ask is refused beside --json (it puts questions to a person): the note pointed a program's
+    # author at it, and following it was a usage error.
+    endpoint = served(ScriptedAgent.chat(lambda run_input: "ok"))
+
+    piped = agui("run", endpoint.url, "--json", stdin="Delete the staging environment\n")
+    followed = agui("run", endpoint.url, "--json", "--ask", stdin="Delete the staging environment\n")
+
+    assert piped.returncode == 0, piped.stderr
+    assert "no message given: the run carries none (give one with -m TEXT)" in piped.stderr
+    assert "--ask" not in piped.stderr  # (before: "a message piped in is read with --ask")
+    assert followed.returncode == 2 and "--ask" in followed.stderr  # (why the advice must not name it)
+
+
 def test_run_refuses_a_new_message_while_the_thread_waits_on_an_interrupt(
         served: Callable[[Any], Any], tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent.demo())

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import sys
 import zlib
 from typing import Any
 
@@ -282,6 +284,39 @@ def test_a_large_event_is_decoded_and_folded_without_the_collector_walking_it_wh
     assert len(session.state.state) == 20_000
 
 
+def test_the_collector_is_started_again_when_an_interrupt_lands_just_after_it_was_paused() -> None:
+    # A Ctrl-C (KeyboardInterrupt) is raised between any two lines: one that landed after the collector
+    # was paused and before the code that starts it again was guarded left it off for the rest of the
+    # process, which then never freed a reference cycle again. A trace function raising at the first
+    # line the collector is off stands in for the signal.
+    session = ag.RunSession()
+    session.feed_payload(START[6:-2])
+    payload = b'{"type":"STATE_SNAPSHOT","snapshot":{"pad":"' + b"x" * 100_000 + b'"}}'
+    code = ag.RunSession.feed_payload.__code__
+    interrupted: list[int] = []
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code is not code:
+            return None
+        if event == "line" and not gc.isenabled() and not interrupted:
+            interrupted.append(frame.f_lineno)
+            raise KeyboardInterrupt
+        return trace
+
+    assert gc.isenabled()
+    sys.settrace(trace)
+    try:
+        session.feed_payload(payload)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+        stopped = not gc.isenabled()
+        gc.enable()
+    assert interrupted  # (the interrupt landed while the collector was paused)
+    assert not stopped  # (before: it stayed off)
+
+
 @pytest.mark.parametrize(("brackets", "judged"),
                          [(MAX_ARGUMENT_CONTAINERS, True), (MAX_ARGUMENT_CONTAINERS + 1, False)])
 def test_tool_arguments_dense_with_containers_are_not_parsed_past_the_bound(
@@ -309,6 +344,56 @@ def test_tool_arguments_dense_with_containers_are_not_parsed_past_the_bound(
         assert parsed == []  # (before: parsed, and found JSON)
         assert [w.code for w in result.warnings] == ["TC-06/AGUI204"] and "not judged" in result.warnings[0].message
         assert ag.parsed_arguments(call) is None
+
+
+def _called(arguments: str) -> ag.RunResult:
+    pieces = [arguments[i:i + 60_000] for i in range(0, len(arguments), 60_000)]
+    return ag.replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                      {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "write_file"},
+                      *({"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": piece} for piece in pieces),
+                      {"type": "TOOL_CALL_END", "toolCallId": "c"},
+                      {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}])
+
+
+def test_tool_arguments_whose_brackets_are_inside_strings_are_parsed() -> None:
+    # A coding agent's write_file carries a file's text, JSON or code, in one string: its brackets are
+    # no containers and cost nothing to parse. Counted as containers, a 2 MiB data file (150,000 of
+    # them) reached the tool's handler as None, with a warning that its arguments were not judged.
+    text = json.dumps([{"id": i, "tags": ["a\\"], "note": 'say "hi"'} for i in range(75_000)])
+    arguments = json.dumps({"path": "data.json", "content": text})
+    assert arguments.count("[") + arguments.count("{") > MAX_ARGUMENT_CONTAINERS
+
+    result = _called(arguments)
+
+    call = result.state.tool_call("c")
+    assert call is not None and result.warnings == ()  # (before: TC-06/AGUI204, "not judged")
+    assert ag.parsed_arguments(call) == {"path": "data.json", "content": text}  # (before: None)
+
+
+@pytest.mark.parametrize("first", ['"a\\\\"', '"a\\"b"', '"\\\\\\""'])
+def test_escapes_in_a_string_hide_no_container_from_the_count(first: str) -> None:
+    # An escaped backslash before a closing quote, an escaped quote, and both: a string that seemed to
+    # run on would hide the containers after it.
+    arguments = "[" + first + "," + ",".join(["[]"] * (MAX_ARGUMENT_CONTAINERS + 1)) + "]"
+    assert json.loads(arguments)[0] == json.loads(first)
+
+    result = _called(arguments)
+
+    call = result.state.tool_call("c")
+    assert call is not None and ag.parsed_arguments(call) is None
+    assert [w.code for w in result.warnings] == ["TC-06/AGUI204"] and "not judged" in result.warnings[0].message
+
+
+def test_arguments_of_more_strings_than_the_count_takes_out_are_not_parsed() -> None:
+    # Taking out 200,000 strings costs what parsing them does: a hostile agent's ["{","{",…] is not
+    # parsed, as [[],[],…] is not.
+    arguments = "[" + ",".join(['"{"'] * (2 * MAX_ARGUMENT_CONTAINERS + 1)) + "]"
+
+    result = _called(arguments)
+
+    call = result.state.tool_call("c")
+    assert call is not None and ag.parsed_arguments(call) is None
+    assert [w.code for w in result.warnings] == ["TC-06/AGUI204"]
 
 
 def test_reads_that_arrive_without_a_wait_let_other_tasks_run_between_them() -> None:

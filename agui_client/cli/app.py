@@ -321,8 +321,10 @@ def _run(args: argparse.Namespace, out: Output, plain: bool) -> int:
         if message is None and not args.resume and args.state is None:
             # (a run without a new message is the protocol's to allow; but `echo hi | agui run URL` sent one
             # without a word said about the line piped in, which is read only with --ask)
+            # (--ask is refused beside --json: the advice names only what works there)
             out.line("no message given: the run carries none" + (
-                "" if can_ask else " (give one with -m TEXT; a message piped in is read with --ask)"), "yellow")
+                "" if can_ask else " (give one with -m TEXT)" if as_json
+                else " (give one with -m TEXT; a message piped in is read with --ask)"), "yellow")
         conversation = Conversation(thread, out, policy=policy, asker=_asker(out, plain) if can_ask else None,
                                     json_lines=sys.stdout if as_json else None)
         result: RunResult | None

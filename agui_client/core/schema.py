@@ -696,6 +696,16 @@ def _count(value: Any, limit: int) -> int:
     return total
 
 
+class _Shared(list[int]):
+    """A group's allowance (one item, the steps left), with the schemas whose judging it has paid for."""
+
+    __slots__ = ("judged",)
+
+    def __init__(self, steps: int) -> None:
+        super().__init__((steps,))
+        self.judged: set[str] = set()
+
+
 def shared_allowance(instances: Iterable[Any]) -> list[int]:
     """The steps a group of checks may spend together (a one-item list, spent in place by :func:`check`):
     what one check of all ``instances`` may spend, its schema judged too.
@@ -703,10 +713,12 @@ def shared_allowance(instances: Iterable[Any]) -> list[int]:
     One resume answers every open interrupt of a run, each with a schema of the agent's, all checked in
     one call on the caller's thread (an event loop's, for a web backend). Each check alone is bounded,
     but an agent raising 200 interrupts that each carry a schema costing a second to check made their
-    answers cost minutes; checked within one allowance, they cost what one such check does.
+    answers cost minutes; checked within one allowance, they cost what one such check does. Judging a
+    schema is paid for once in a group, whether it is judged there or was judged before (remembered),
+    so a group's verdict never depends on what the process checked earlier.
     """
     values = sum(_count(instance, CHECK_BUDGET) for instance in instances)
-    return [JUDGE_BUDGET + CHECK_BUDGET + STEPS_PER_VALUE * values]
+    return _Shared(JUDGE_BUDGET + CHECK_BUDGET + STEPS_PER_VALUE * values)
 
 
 def _limited(check: _Check, allowance: list[int] | None) -> None:
@@ -748,6 +760,14 @@ def check(schema: Any, instance: Any, allowance: list[int] | None = None) -> Ver
     token = _ACTIVE.set(check)
     try:
         judged = _JUDGED.get(key) if key is not None else None
+        paid = getattr(allowance, "judged", None)
+        if judged is not None and allowance is not None and (paid is None or key not in paid):
+            # A group's verdict must not depend on what the process judged before: a remembered
+            # judgment costs the group what judging the schema did, once (a refused resume built
+            # again, its schemas judged by the first attempt, was accepted).
+            _limited(check, allowance)
+            check.judging = True
+            check.charge(judged[1])
         if judged is None:
             _limited(check, allowance)
             check.judging = True
@@ -758,10 +778,12 @@ def check(schema: Any, instance: Any, allowance: list[int] | None = None) -> Ver
             if key is not None:
                 if len(_JUDGED) >= _JUDGED_MAX:
                     _JUDGED.clear()
-                _JUDGED[key] = tuple(check.unchecked.items())
+                _JUDGED[key] = (tuple(check.unchecked.items()), check.steps)
         else:
-            check.unchecked.update(judged)
+            check.unchecked.update(judged[0])
         check.judging, check.where = False, None
+        if paid is not None and key is not None:
+            paid.add(key)
         if allowance is not None:
             allowance[0] -= check.steps
         check.steps, check.shared = 0, False
@@ -795,7 +817,9 @@ def check(schema: Any, instance: Any, allowance: list[int] | None = None) -> Ver
 #: judging could not check: answering thousands of interrupts that share one schema judged it once per
 #: answer (about 0.8 ms each, twice per resume). Only a sound verdict is kept (a fault may depend on the
 #: caller's stack); all are let go when ``_JUDGED_MAX`` are held.
-_JUDGED: dict[str, tuple[tuple[str, str], ...]] = {}
+#: Each is kept with the steps judging it took, charged to a group's shared allowance when it is used
+#: again (see ``check``).
+_JUDGED: dict[str, tuple[tuple[tuple[str, str], ...], int]] = {}
 _JUDGED_MAX = 256
 
 

@@ -279,8 +279,10 @@ class RunSession:
         # collector's next turn. (A thread of the caller's own that switches the collector off meanwhile
         # would find it back on; small payloads, where there is nothing to gain, leave it alone.)
         if len(data) >= _PAUSE_COLLECTOR_MIN and gc.isenabled():
-            gc.disable()
             try:
+                # (paused inside the try: a KeyboardInterrupt, raised between any two lines, that landed
+                # just after the pause and before a guarded line left the collector off for good)
+                gc.disable()
                 return self._feed_payload(data)
             finally:
                 gc.enable()

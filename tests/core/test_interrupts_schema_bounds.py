@@ -492,3 +492,61 @@ def test_the_answers_of_one_resume_share_one_budget_so_many_costly_schemas_cost_
     assert refused == [f"i{n}" for n in range(len(interrupts) - len(refused), len(interrupts))]
     assert {fault.code for faults in caught.value.faults.values() for fault in faults} == {"over-budget"}
     assert "checked together" in caught.value.reason
+
+
+def test_one_resume_gets_the_same_verdict_however_often_it_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Schemas judged sound are remembered (judging one again cost nothing), and a remembered judgment
+    # spent none of the resume's shared budget: a resume refused over-budget was accepted when built
+    # again, the schemas its first attempt judged now free, and so was any resume whose schemas an
+    # earlier, smaller one had judged. Whether answers are refused must not depend on what the process
+    # checked before.
+    monkeypatch.setattr(schema_module, "JUDGE_BUDGET", 40_000)
+    monkeypatch.setattr(schema_module, "CHECK_BUDGET", 10_000)
+    form = {f"p{k}": {"type": "string", "maxLength": 9} for k in range(30)}
+    interrupts = [ask({"title": f"form {n}", "properties": form}, f"i{n}") for n in range(10)]
+    schema_module._JUDGED.clear()
+    refusals = []
+    for _attempt in range(3):
+        builder = ResumeBuilder(interrupts)
+        for interrupt in interrupts:
+            builder.answer(interrupt.id, {"p0": "x"})
+        with pytest.raises(UnusableResponseSchema) as caught:  # (before: the second attempt passed)
+            builder.build()
+        refusals.append(sorted(caught.value.faults))
+
+    assert refusals[0] and refusals[1] == refusals[0] and refusals[2] == refusals[0]
+    # Nor does a resume of one of them, accepted alone, make the larger one pass.
+    ResumeBuilder([interrupts[-1]]).answer(interrupts[-1].id, {"p0": "x"}).build()
+    builder = ResumeBuilder(interrupts)
+    for interrupt in interrupts:
+        builder.answer(interrupt.id, {"p0": "x"})
+    with pytest.raises(UnusableResponseSchema) as caught:
+        builder.build()
+    assert sorted(caught.value.faults) == refusals[0]
+
+
+def test_a_schema_many_interrupts_share_is_paid_for_once_judged_before_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A batch of approvals often carries one schema: judging it is paid for once in the resume, whether
+    # this resume judges it or an earlier one did (charged each time it is met, 50 answers spent the
+    # shared budget 50 times over).
+    monkeypatch.setattr(schema_module, "JUDGE_BUDGET", 40_000)
+    monkeypatch.setattr(schema_module, "CHECK_BUDGET", 10_000)
+    form = {"properties": {f"p{k}": {"type": "string", "maxLength": 9} for k in range(30)}}
+    interrupts = [ask(form, f"i{n}") for n in range(50)]
+    for fresh in (True, False):
+        if fresh:
+            schema_module._JUDGED.clear()
+        builder = ResumeBuilder(interrupts)
+        for interrupt in interrupts:
+            builder.answer(interrupt.id, {"p0": "x"})
+        assert len(builder.build()) == 50
+    spent = []
+    for fresh in (True, False):
+        if fresh:
+            schema_module._JUDGED.clear()
+        allowance = schema_module.shared_allowance([{"p0": "x"}] * 50)
+        start = allowance[0]
+        for _interrupt in interrupts:
+            assert schema_module.check(form, {"p0": "x"}, allowance).fault is None
+        spent.append(start - allowance[0])
+    assert spent[0] == spent[1] > 0  # (the same, the schema judged here or remembered)

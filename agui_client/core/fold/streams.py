@@ -27,19 +27,37 @@ def _warning(code: str, message: str, *, pointer: str | None = None) -> StreamWa
     return StreamWarning(code=code, message=message, pointer=pointer)
 
 
-#: Tool-call arguments holding more ``[`` and ``{`` than this (in strings too) are not parsed, neither
-#: to judge them (TC-06) nor by :func:`~agui_client.core.fold.parsed_arguments`. A call's arguments are
-#: many ``TOOL_CALL_ARGS`` deltas, bounded only by ``max_run_bytes``, and parsed whole at its end: in
-#: JSON dense with containers (``[],[],…``) each costs Python's allocator and garbage collector, and
-#: 32 MiB of it held the event loop 3.6 s at ``TOOL_CALL_END`` (256 MiB would take some 5 GiB). Parsing
-#: 100,000 costs some 20 ms, and arguments a model writes hold far fewer.
+#: Tool-call arguments holding more ``[`` and ``{`` than this outside their strings are not parsed,
+#: neither to judge them (TC-06) nor by :func:`~agui_client.core.fold.parsed_arguments`. A call's
+#: arguments are many ``TOOL_CALL_ARGS`` deltas, bounded only by ``max_run_bytes``, and parsed whole at
+#: its end: in JSON dense with containers (``[],[],…``) each costs Python's allocator and garbage
+#: collector, and 32 MiB of it held the event loop 3.6 s at ``TOOL_CALL_END`` (256 MiB would take some
+#: 5 GiB). Parsing 100,000 costs some 20 ms, and arguments a model writes hold far fewer.
 MAX_ARGUMENT_CONTAINERS = 100_000
 
-
 def too_dense_to_parse(arguments: str) -> bool:
-    """Whether tool-call ``arguments`` hold more than :data:`MAX_ARGUMENT_CONTAINERS` brackets (counted at
-    C speed, strings included), so are not parsed."""
-    return arguments.count("[") + arguments.count("{") > MAX_ARGUMENT_CONTAINERS
+    """Whether tool-call ``arguments`` hold more than :data:`MAX_ARGUMENT_CONTAINERS` ``[`` and ``{``
+    outside their strings (or, past that many in all, more than twice as many strings), so are not parsed.
+
+    Counted at C speed: all the brackets first, which settles nearly every call. Only past the bound
+    are the strings' brackets told apart (a file's text written by a tool, JSON or code, holds brackets
+    that are no containers and cost nothing to parse); arguments holding more strings than that are
+    not parsed either, as telling them apart would cost what parsing does.
+    """
+    if arguments.count("[") + arguments.count("{") <= MAX_ARGUMENT_CONTAINERS:
+        return False
+    if '"' not in arguments:
+        return True
+    # A backslash escapes the one character after it: with the escaped backslashes taken out first, then
+    # the escaped quotes, every quote left opens or closes a string, so the pieces between them are
+    # outside a string and inside one in turn. Up to the first fault of a text that is not JSON (past
+    # which nothing is parsed) that holds for it too.
+    unescaped = arguments.replace("\\\\", "").replace('\\"', "")
+    quotes = unescaped.count('"')
+    if quotes > 4 * MAX_ARGUMENT_CONTAINERS:
+        return True
+    outside = "".join(unescaped.split('"')[::2])
+    return outside.count("[") + outside.count("{") > MAX_ARGUMENT_CONTAINERS
 
 
 #: Texts at least this long are remembered at their message's end (``Streams._settled``), at most
@@ -308,7 +326,7 @@ class Streams:
             call.args = whole(call.args, self.log.warnings, call.id)
         if call.args and too_dense_to_parse(call.args[0]):
             return (_warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not judged: they hold more "
-                             f"than {MAX_ARGUMENT_CONTAINERS:,} '[' and '{{' (kept as sent)"),)
+                             f"than {MAX_ARGUMENT_CONTAINERS:,} '[' and '{{' outside strings (kept as sent)"),)
         if call.args and not is_json(call.args[0]):
             # TC-06: the protocol does not validate arguments; keep them raw, but say so (AGUI204).
             return (_warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not JSON (kept as sent)"),)
