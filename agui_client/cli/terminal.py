@@ -196,8 +196,9 @@ def typed_text(text: str) -> str:
     """A command-line argument as the person typed it (an ``argparse`` ``type``, for the arguments that
     are sent as text: messages, answers, state, ids).
 
-    Under ``LANG=C`` (or any locale whose encoding cannot decode what the terminal sends) Python hands
-    each undecodable byte of ``sys.argv`` over as a lone surrogate, which no JSON can carry: "café" was
+    Under a locale whose encoding cannot decode what the terminal sends (ASCII: the C locale with
+    Python's UTF-8 mode off, ``PYTHONUTF8=0``; by default Python reads the C locale as UTF-8) Python
+    hands each undecodable byte of ``sys.argv`` over as a lone surrogate, which no JSON can carry: "café" was
     refused as "a lone surrogate U+DCC3 at character 3", which nobody can act on. Terminals send UTF-8
     whatever the locale says (the reason Python's own UTF-8 mode takes the C locale to mean UTF-8), so the
     bytes are read as UTF-8; one that is not UTF-8 becomes U+FFFD, shown and sent as such. File names
