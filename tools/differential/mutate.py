@@ -142,6 +142,7 @@ class Case:
     payloads: list[str] | None = None
     framing: dict[str, Any] = field(default_factory=dict)
     body: bytes | None = None
+    refused: bool | None = None  # (after the run: whether our client refused the first body)
 
 
 def _dicts(events: list[Event]) -> list[int]:
@@ -583,6 +584,8 @@ class Watch:
         self.findings: list[Finding] = []
         #: The thread in wire form as the last run that ended saved it.
         self.saved: dict[str, Any] | None = None
+        #: Whether the first run raised a ProtocolError (the stream was refused).
+        self.refused: bool | None = None
 
     def hand(self, what: str, obj: Any) -> None:
         """``obj`` was handed out: kept with a deep copy of it, compared at the end."""
@@ -695,6 +698,10 @@ def _client_kwargs(store: Any) -> dict[str, Any]:
 
 def _after_run(watch: Watch, thread: Any, events: list[Any], result: Any, exc: BaseException | None,
                reload: Callable[[], Any]) -> None:
+    from agui_client import ProtocolError
+
+    if watch.refused is None:
+        watch.refused = isinstance(exc, ProtocolError)
     if exc is not None:
         check_error(watch, exc, thread)
     if result is not None:
@@ -838,6 +845,8 @@ class Tally:
     runs: int = 0
     findings: dict[str, int] = field(default_factory=dict)
     first: dict[str, str] = field(default_factory=dict)
+    compared: int = 0
+    verdicts: dict[str, int] = field(default_factory=dict)
 
 
 def run_case(bodies: Bodies, url: str, seed: int, index: int, pool: list[Seed], stores: dict[str, Any],
@@ -859,6 +868,7 @@ def run_case(bodies: Bodies, url: str, seed: int, index: int, pool: list[Seed], 
         case.ops.append("resume")
     on_sqlite = rng.random() < 0.5
     findings: list[Finding] = []
+    case.refused = None
     for shell in ("sync", "async"):
         key = f"s{seed}c{index}{shell}"
         for n, (body, cuts) in enumerate(answers):
@@ -872,6 +882,8 @@ def run_case(bodies: Bodies, url: str, seed: int, index: int, pool: list[Seed], 
             functools.partial(asyncio.run, run_async(url, store, thread_id, steps))
         watch = deadline(limit, work, shell)
         findings += watch.findings
+        if shell == "sync":
+            case.refused = watch.refused
         for n in range(len(answers)):
             bodies.drop(f"{key}-{n}")
     return case, findings, [body for body, _ in answers]
@@ -896,13 +908,42 @@ def harness(with_demo: bool = True) -> Iterator[tuple[Bodies, str, list[Seed], d
         yield bodies, url, seeds(demo), stores
 
 
+def reference_refuses(oracle: Any, body: bytes, folder: Path) -> bool | None:
+    """Whether the reference client refuses ``body`` on its HTTP path (``None``: the oracle failed)."""
+    from .reference import Stream, make_golden, run_reference
+
+    path = folder / "case.sse"
+    path.write_bytes(body)
+    try:
+        out = run_reference(oracle, Stream("case", path))
+    except make_golden().OracleFailure:
+        return None
+    return not out.get("ok")
+
+
 def fuzz(seed: int, cases: int, first: int = 0, only: list[str] | None = None, limit: float = 60.0,
-         save: Path | None = None, report: Callable[[str], None] = print) -> Tally:
-    """Run cases ``first`` … ``first + cases - 1`` of ``seed``; one line per finding through ``report``."""
+         save: Path | None = None, report: Callable[[str], None] = print, oracle: Any = None,
+         oracle_every: int = 10) -> Tally:
+    """Run cases ``first`` … ``first + cases - 1`` of ``seed``; one line per finding through ``report``.
+
+    With ``oracle`` (make_golden's ``Oracle``), every ``oracle_every``-th case's first body is also folded
+    by the reference client, and a verdict that differs from ours is reported as a ``VERDICT`` line, for
+    triage against the documented differences (not counted as a finding: most are documented ones, a
+    stream without its terminal event, CR line ends, a payload the reference cannot parse where we drop
+    the frame with a warning)."""
     tally = Tally()
-    with harness() as (bodies, url, pool, stores):
+    with harness() as (bodies, url, pool, stores), tempfile.TemporaryDirectory() as scratch:
         for index in range(first, first + cases):
             case, findings, answers = run_case(bodies, url, seed, index, pool, stores, only, limit)
+            if oracle is not None and index % oracle_every == 0 and case.refused is not None:
+                theirs = reference_refuses(oracle, answers[0], Path(scratch))
+                tally.compared += 1
+                if theirs is not None and theirs != case.refused:
+                    key = f"{'+'.join(case.ops[1:])}: ours {'refuse' if case.refused else 'accept'}"
+                    tally.verdicts[key] = tally.verdicts.get(key, 0) + 1
+                    report(f"VERDICT {seed} {index} {'+'.join(case.ops)}: we "
+                           f"{'refuse' if case.refused else 'accept'}, the reference "
+                           f"{'refuses' if theirs else 'accepts'}")
             tally.cases += 1
             tally.runs += 2 * len(answers)
             for finding in findings:
@@ -926,14 +967,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help=f"operations to draw from (comma separated): {','.join(ALL_OPS)}")
     parser.add_argument("--deadline", type=float, default=60.0, help="seconds a case may take on one shell")
     parser.add_argument("--save", type=Path, help="write each failing case's bodies here")
+    parser.add_argument("--oracle", type=Path, help="the shared oracle with `npm ci` done: compare verdicts")
+    parser.add_argument("--oracle-every", type=int, default=10, help="compare every K-th case with the oracle")
+    parser.add_argument("--node", default="node")
     args = parser.parse_args(argv)
     only = [op for op in args.only.split(",") if op] or None
     unknown = sorted(set(only or ()) - set(ALL_OPS))
     if unknown:
         parser.error(f"unknown operations: {unknown}")
-    tally = fuzz(args.seed, args.cases, args.first, only, args.deadline, args.save)
+    oracle = None
+    if args.oracle is not None:
+        from .reference import make_golden
+
+        oracle = make_golden().Oracle(args.oracle.resolve(), args.node)
+    tally = fuzz(args.seed, args.cases, args.first, only, args.deadline, args.save, oracle=oracle,
+                 oracle_every=args.oracle_every)
     print(f"seed {args.seed}: {tally.cases} cases, {tally.runs} runs, findings: "
-          f"{json.dumps(tally.findings, sort_keys=True) if tally.findings else 'none'}")
+          f"{json.dumps(tally.findings, sort_keys=True) if tally.findings else 'none'}"
+          + (f"; {tally.compared} compared with the reference, {sum(tally.verdicts.values())} verdicts differ"
+             if oracle is not None else ""))
     return 1 if tally.findings else 0
 
 
