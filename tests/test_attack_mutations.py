@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from agui_client.stores import MemoryStore, SqliteStore
-from tools.differential import mutate
+from tools.differential import mutate, mutations
 
 SSE = [(b"content-type", b"text/event-stream")]
 
@@ -94,8 +94,8 @@ def test_the_mutation_fuzzers_smoke_run_finds_nothing() -> None:
 
 
 def test_the_fuzzers_cases_are_the_same_for_the_same_seed() -> None:
-    pool = mutate.seeds()
-    made = [[mutate.mutate(random.Random(f"7:{i}"), pool[i % len(pool)].events, pool[0].events).body
+    pool = mutations.seeds()
+    made = [[mutations.mutate(random.Random(f"7:{i}"), pool[i % len(pool)].events, pool[0].events).body
              for i in range(40)] for _ in range(2)]
     assert made[0] == made[1]
     assert len(set(made[0])) > 30
