@@ -65,7 +65,7 @@ import attrs
 
 from agui_client import AguiWarning
 
-from .mutations import ALL_OPS, ROOT, Case, Event, Seed, mutate, resume_entries, seeds
+from .mutations import ALL_OPS, ROOT, Case, Event, Seed, dump, mutate, resume_entries, seeds
 
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)  # the clients' pinned clock (expiresAt is judged against it)
 
@@ -81,6 +81,8 @@ class Bodies:
 
     def __init__(self) -> None:
         self.queued: dict[str, list[tuple[bytes, list[int]]]] = {}
+        #: How many requests each key was asked (a refused resume must have sent nothing).
+        self.hits: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def put(self, key: str, body: bytes, cuts: list[int]) -> None:
@@ -97,7 +99,9 @@ class Bodies:
         while (await receive()).get("more_body"):
             pass
         with self._lock:
-            queue = self.queued.get(scope["path"].rsplit("/", 1)[-1]) or [(b"", [])]
+            key = scope["path"].rsplit("/", 1)[-1]
+            self.hits[key] = self.hits.get(key, 0) + 1
+            queue = self.queued.get(key) or [(b"", [])]
             body, cuts = queue.pop(0) if len(queue) > 1 else queue[0]
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream")]})
@@ -271,6 +275,7 @@ class Step:
     message: str | None = "hi"
     resume_from: random.Random | None = None  # (when set: resume whatever is open, bent by this random)
     quiet: bool = False  # (``run()``, which folds each read at once and hands out no events, else ``stream()``)
+    sent: Callable[[], int | None] = lambda: 0  # (how many requests reached the agent for this step)
 
 
 def _client_kwargs(store: Any) -> dict[str, Any]:
@@ -278,8 +283,11 @@ def _client_kwargs(store: Any) -> dict[str, Any]:
 
 
 def _after_run(watch: Watch, thread: Any, events: list[Any], result: Any, exc: BaseException | None,
-               reload: Callable[[], Any]) -> None:
-    from agui_client import ProtocolError
+               reload: Callable[[], Any], step: Step) -> None:
+    from agui_client import ProtocolError, ResumeRefused, UnencodableValue
+
+    if isinstance(exc, (ResumeRefused, UnencodableValue)) and step.sent():
+        watch.find("typed", f"{type(exc).__name__} says nothing was sent, yet the agent got {step.sent()} request(s)")
 
     if watch.refused is None:
         watch.refused = isinstance(exc, ProtocolError)
@@ -363,7 +371,7 @@ def run_sync(url: str, store: Any, thread_id: str, steps: list[Step]) -> Watch:
                     result = stream.result
             except Exception as caught:  # noqa: BLE001 - judged by check_error
                 exc = caught
-            _after_run(watch, thread, events, result, exc, lambda: client.thread(thread_id).state)
+            _after_run(watch, thread, events, result, exc, lambda: client.thread(thread_id).state, step)
     watch.settle()
     return watch
 
@@ -392,7 +400,7 @@ async def run_async(url: str, store: Any, thread_id: str, steps: list[Step]) -> 
             except Exception as caught:  # noqa: BLE001 - judged by check_error
                 exc = caught
             reloaded = (await client.load_thread(thread_id)).state
-            _after_run(watch, thread, events, result, exc, functools.partial(lambda state: state, reloaded))
+            _after_run(watch, thread, events, result, exc, functools.partial(lambda state: state, reloaded), step)
     watch.settle()
     return watch
 
@@ -457,6 +465,12 @@ class Tally:
     outcomes: dict[str, int] = field(default_factory=dict)
 
 
+def _asks(events: list[Event]) -> bool:
+    """Whether the stream's last run ends with an interrupt outcome."""
+    ends = [e for e in events if isinstance(e, dict) and e.get("type") in ("RUN_FINISHED", "RUN_ERROR")]
+    return bool(ends) and isinstance(ends[-1].get("outcome"), dict) and ends[-1]["outcome"].get("type") == "interrupt"
+
+
 def run_case(bodies: Bodies, url: str, seed: int, index: int, pool: list[Seed], stores: dict[str, Any],
              only: list[str] | None, limit: float) -> tuple[Case, list[Finding], list[bytes]]:
     """Case ``index`` of ``seed`` on both shells; its findings, and the bodies it was answered with."""
@@ -464,10 +478,19 @@ def run_case(bodies: Bodies, url: str, seed: int, index: int, pool: list[Seed], 
 
     rng = random.Random(f"{seed}:{index}")
     base = rng.choice(pool)
-    case = mutate(rng, base.events, rng.choice(pool).events, only)
+    asking = [s for s in pool if _asks(s.events)]
+    if asking and rng.random() < 0.15:
+        # An honest run that asks, then a bent resume and a mutated answer: the resume checks and what
+        # follows them are reached far more often than through a mutated first run that happens to ask.
+        base = rng.choice(asking)
+        case = Case(base.events, ["honest"], body=b"".join(
+            b"data: " + dump(e).encode("utf-8", "surrogatepass") + b"\n\n" for e in base.events))
+        resumed = True
+    else:
+        case = mutate(rng, base.events, rng.choice(pool).events, only)
+        resumed = rng.random() < 0.3
     case.ops.insert(0, base.name)
     answers = [(case.body or b"", cuts_of(rng, case.body or b""))]
-    resumed = rng.random() < 0.3
     if resumed:
         follow = mutate(rng, rng.choice(pool).events, [], only) if rng.random() < 0.5 else Case(
             [], body=b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r2"}\n\n'
@@ -485,9 +508,10 @@ def run_case(bodies: Bodies, url: str, seed: int, index: int, pool: list[Seed], 
         key = f"s{seed}c{index}{shell}"
         for n, (body, cuts) in enumerate(answers):
             bodies.put(f"{key}-{n}", body, cuts)
-        steps = [Step(f"{key}-0", quiet=quiet)]
+        steps = [Step(f"{key}-0", quiet=quiet, sent=functools.partial(bodies.hits.get, f"{key}-0", 0))]
         if resumed:
-            steps.append(Step(f"{key}-1", resume_from=random.Random(f"{seed}:{index}:resume"), quiet=quiet))
+            steps.append(Step(f"{key}-1", resume_from=random.Random(f"{seed}:{index}:resume"), quiet=quiet,
+                              sent=functools.partial(bodies.hits.get, f"{key}-1", 0)))
         store = stores[shell] if on_sqlite else MemoryStore()
         thread_id = f"t-{seed}-{index}"
         work = functools.partial(run_sync, url, store, thread_id, steps) if shell == "sync" else \

@@ -262,7 +262,7 @@ def e_interrupt(rng: random.Random, case: Case, other: list[Event]) -> None:
 
 
 def e_nest(rng: random.Random, case: Case, other: list[Event]) -> None:
-    """A value nested deep (written as JSON text by ``_dump``: Python's encoder would recurse too far)."""
+    """A value nested deep (written as JSON text by ``dump``: Python's encoder would recurse too far)."""
     slot = _pick_slot(rng, case.events, lambda p, v: isinstance(v, (dict, list)) or p[-1] in ("value", "snapshot"))
     if slot:
         i, path, _ = slot
@@ -306,7 +306,7 @@ EVENT_OPS: dict[str, Callable[[random.Random, Case, list[Event]], None]] = {
 }
 
 
-def _dump(event: Event) -> str:
+def dump(event: Event) -> str:
     if isinstance(event, str):
         return event
     text = json.dumps(event, ensure_ascii=False)
@@ -466,7 +466,7 @@ def mutate(rng: random.Random, events: list[Event], other: list[Event], only: li
         if op in EVENT_OPS:
             EVENT_OPS[op](rng, case, other)
             case.ops.append(op)
-    case.payloads = [_dump(e) for e in case.events]
+    case.payloads = [dump(e) for e in case.events]
     for op in ops:
         if op in JSON_OPS and case.payloads:
             JSON_OPS[op](rng, case.payloads)
