@@ -248,6 +248,44 @@ def check_rendered(watch: Watch, events: list[Any], result: Any, exc: BaseExcept
                        f"{text[max(0, bad.start() - 60): bad.end() + 20]!r}")
 
 
+def check_cli(bodies: Bodies, url: str, key: str, body: bytes, folder: Path) -> list[Finding]:
+    """Invariant 5 through the ``agui`` command itself (in this process): ``replay`` and ``verify`` of the
+    body as an SSE capture, ``run`` against it (abandoning what it asks); each ends with an exit status,
+    and nothing it writes, on stdout or stderr, is a control character or escape sequence."""
+    import contextlib
+
+    from agui_client.cli import main
+
+    watch = Watch("cli")
+    path = folder / f"{key}.sse"
+    path.write_bytes(body)
+    bodies.put(key, body, [])
+    for argv in (["replay", str(path), "--plain"], ["replay", str(path)], ["verify", str(path), "--plain"],
+                 ["run", f"{url}c/{key}", "-m", "hi", "--plain", "--abandon", "--idle-timeout", "5"]):
+        out, err = io.StringIO(), io.StringIO()
+        stdin, sys.stdin = sys.stdin, io.StringIO("")
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = main(argv)
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 2
+        except Exception as exc:  # noqa: BLE001 - the finding
+            watch.find("cli", f"agui {argv[0]} raised {type(exc).__name__}: {exc!s:.200}")
+            continue
+        finally:
+            sys.stdin = stdin
+        if status not in (0, 1, 2):
+            watch.find("cli", f"agui {argv[0]} exit status {status}: {err.getvalue()[-300:]!r}")
+        for name, text in (("stdout", out.getvalue()), ("stderr", err.getvalue())):
+            bad = UNSAFE.search(text)
+            if bad:
+                watch.find("inert", f"agui {' '.join(argv[:1] + argv[2:3])} {name} holds {bad.group()!r}: "
+                                    f"{text[max(0, bad.start() - 60): bad.end() + 20]!r}")
+    bodies.drop(key)
+    path.unlink()
+    return watch.findings
+
+
 def check_stored(watch: Watch, reloaded: Any, live: Any) -> None:
     """Invariant 4: the thread from the store is the live one."""
     try:
@@ -566,7 +604,7 @@ def reference_refuses(oracle: Any, body: bytes, folder: Path) -> bool | None:
 
 def fuzz(seed: int, cases: int, first: int = 0, only: list[str] | None = None, limit: float = 60.0,
          save: Path | None = None, report: Callable[[str], None] = print, oracle: Any = None,
-         oracle_every: int = 10) -> Tally:
+         oracle_every: int = 10, cli_every: int = 10) -> Tally:
     """Run cases ``first`` … ``first + cases - 1`` of ``seed``; one line per finding through ``report``.
 
     With ``oracle`` (make_golden's ``Oracle``), every ``oracle_every``-th case's first body is also folded
@@ -582,6 +620,8 @@ def fuzz(seed: int, cases: int, first: int = 0, only: list[str] | None = None, l
         warnings.simplefilter("ignore", AguiWarning)
         for index in range(first, first + cases):
             case, findings, answers = run_case(bodies, url, seed, index, pool, stores, only, limit)
+            if cli_every and index % cli_every == 0:
+                findings += check_cli(bodies, url, f"s{seed}c{index}cli", answers[0], Path(scratch))
             if oracle is not None and index % oracle_every == 0 and case.refused is not None:
                 theirs = reference_refuses(oracle, answers[0], Path(scratch))
                 tally.compared += 1
@@ -620,6 +660,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--oracle", type=Path, help="the shared oracle with `npm ci` done: compare verdicts")
     parser.add_argument("--oracle-every", type=int, default=10, help="compare every K-th case with the oracle")
     parser.add_argument("--node", default="node")
+    parser.add_argument("--cli-every", type=int, default=10, help="run agui replay, verify and run on every K-th case")
     parser.add_argument("--outcomes", action="store_true", help="count how the runs ended, by error class and rule")
     args = parser.parse_args(argv)
     only = [op for op in args.only.split(",") if op] or None
@@ -632,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
 
         oracle = make_golden().Oracle(args.oracle.resolve(), args.node)
     tally = fuzz(args.seed, args.cases, args.first, only, args.deadline, args.save, oracle=oracle,
-                 oracle_every=args.oracle_every)
+                 oracle_every=args.oracle_every, cli_every=args.cli_every)
     print(f"seed {args.seed}: {tally.cases} cases, {tally.runs} runs, findings: "
           f"{json.dumps(tally.findings, sort_keys=True) if tally.findings else 'none'}"
           + (f"; {tally.compared} compared with the reference, {sum(tally.verdicts.values())} verdicts differ"
