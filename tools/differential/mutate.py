@@ -1,6 +1,6 @@
 """A mutation fuzzer of whole streams, over a real server on 127.0.0.1, checking the client's invariants.
 
-``python -m tools.differential.mutate --seed N --cases K [--oracle DIR] [--only OP,OP] [--save DIR]``
+``python -m tools.differential.mutate --seed N --cases K [--oracle DIR] [--only OP,OP] [--save DIR] [--outcomes]``
 
 Honest streams (the golden vectors, ``bench/gen.py`` streams, the producer shapes, families and SDK
 habits of the differential, and what the bundled demo agent answers) are mutated at four levels, one
@@ -18,26 +18,33 @@ number (so ``--seed N --cases K`` is the same K cases everywhere, and case ``i``
   last blank line missing, empty payloads;
 * bytes: flipped, inserted (NUL, 0xFF, invalid UTF-8), cut anywhere, a range repeated.
 
-A case whose first run stops for interrupts is resumed (by the mutated body of another stream) with
-entries that cover, drop, repeat, misname or expire them.
+A case may be resumed: its second request answers whatever the first run left open with entries that
+cover, drop, repeat, misname, cancel or carry an unencodable payload (some cases start from an honest
+run that asks, so the resume checks are reached often), and gets the mutated body of another stream.
 
-Every case runs on both shells (``AgentClient``, ``AsyncAgentClient``), each on a store of its own
-(a ``MemoryStore`` and an ``SqliteStore``, drawn per case), under a deadline, and is checked for:
+Every case runs on both shells (``AgentClient``, ``AsyncAgentClient``), through ``run()`` or ``stream()``,
+on a ``MemoryStore`` or an ``SqliteStore`` (drawn per case), each under a deadline, and is checked for:
 
 1. ``typed``: every failure is an ``AguiError``, never a bare ``KeyError``, ``TypeError`` …, and never a
-   hang; a ``ProtocolError`` names its run and where (an event index, or a pointer);
+   ``hang``; a refused resume (``ResumeRefused``, ``UnencodableValue``) sent nothing;
+   ``located``: a ``ProtocolError`` names where (an event index, or a pointer) and carries its result;
+   ``codes``: its rule, and every warning code of the run, has a section in docs/codes.md;
 2. ``kept``: the state folded so far is readable after the error (the thread's and the error's result);
-3. ``frozen``: what was handed out (events, messages, results, interrupts, the thread's wire form at
-   the end of each run) does not change afterwards;
-4. ``stored``: the thread reloaded from its store equals the live one;
-5. ``inert``: what the CLI's renderers write of the run holds no control character or escape sequence;
-6. ``reference`` (with ``--oracle``): a stream the reference client takes and we refuse, or the other
-   way round, is one ``REFUSALS`` names with the documented difference it meets.
+3. ``frozen``: what was handed out (events, results, messages, the state, open interrupts, usage, the
+   thread's wire form after each run) does not change afterwards;
+4. ``stored``: after a run that ended, the thread reloaded from its store equals the live one; after a
+   run that failed (not saved, docs/streaming.md), the store still holds the last saved thread;
+5. ``inert``: what the CLI's renderers (plain and rich) write of the run, and on every ``--cli-every``-th
+   case what ``agui replay``, ``agui verify`` and ``agui run`` write, holds no control character or
+   escape sequence (``cli``: and they end with an exit status);
+6. ``shells``: both shells come to the same errors, outcomes, messages, state and open interrupts;
+7. with ``--oracle``: every ``--oracle-every``-th case's first body is folded by the reference client,
+   and a verdict that differs from ours is printed (``VERDICT``) for triage against the documented
+   differences (docs, golden ``DIFFERENCES``); not counted as a finding.
 
 One line per finding (``FINDING seed case op+op invariant: detail``) and a count per invariant at the
 end; exit status 1 when there was a finding. ``--save DIR`` writes each failing case's bodies.
-Not part of the test run except for a smoke run of a few hundred cases
-(``tests/test_attack_mutations.py``).
+Not part of the test run except for a smoke run of 100 cases (``tests/test_attack_mutations.py``).
 """
 
 from __future__ import annotations
