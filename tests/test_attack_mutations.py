@@ -81,6 +81,36 @@ def test_a_response_of_two_runs_is_saved_as_far_as_its_last_run(drive: Any, serv
 
 
 # --------------------------------------------------------------------------------------------------
+# 2. A patch operation without a string op is an unknown one: its patch is skipped, the run goes on
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [pytest.param({"path": "/c", "value": 3}, id="missing"),
+                                pytest.param({"op": None, "path": "/c", "value": 3}, id="null"),
+                                pytest.param({"op": 5, "path": "/c", "value": 3}, id="number"),
+                                pytest.param({"op": ["add"], "path": "/c", "value": 3}, id="list")])
+def test_a_state_patch_whose_op_is_not_a_string_is_skipped_with_a_warning(
+        drive: Any, served: Callable[[Any], Any], op: dict[str, Any]) -> None:
+    # The run failed with UK-05 where an unknown op name ("merge") is skipped with an SP-07 warning, and
+    # where the reference client drops the operation and goes on (golden state-delta-op-not-string).
+    body = _frames(
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+        {"type": "STATE_SNAPSHOT", "snapshot": {"a": 1}},
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/b", "value": 2}, op]},
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/d", "value": 4}]},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+    )
+    with drive.client(served(_answer(body)).url) as client:
+        thread = client.load_thread("t")
+        result = thread.run("hi")
+        assert result.outcome == "success"
+        assert thread.state.state == {"a": 1, "d": 4}
+        skipped = [w for w in result.warnings if w.code == "SP-07/AGUI303"]
+        assert [(w.index, w.event_type, w.pointer) for w in skipped] == [(2, "STATE_DELTA", "/delta/1")]
+        assert "without a string 'op'" in skipped[0].message
+
+
+# --------------------------------------------------------------------------------------------------
 # The fuzzer's smoke run
 # --------------------------------------------------------------------------------------------------
 

@@ -76,6 +76,10 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "state-delta-unknown-op": (frozenset({"state"}), "SP-07 / AGUI303 (bad-inputs' verdict for a 1.0 consumer): "
                                "a patch holding an op JSON Patch does not define is skipped whole, with a "
                                "warning; the reference drops the op and applies the rest"),
+    "state-delta-op-not-string": (frozenset({"state"}), "SP-07 / AGUI303, as state-delta-unknown-op: an operation "
+                                  "whose op is missing or not a string names no operation JSON Patch defines, so its "
+                                  "patch is skipped whole, with a warning; the reference drops the op and applies "
+                                  "the rest"),
     "state-delta-proto-keys": (frozenset({"state"}), "B202: __proto__ and constructor are ordinary keys in Python; "
                                "the reference's patch library refuses them"),
     "messages-snapshot-duplicate-ids": (frozenset({"messages"}), "B205: one entry per id (the last wins); the "
