@@ -5,7 +5,7 @@
 Honest streams (the golden vectors, ``bench/gen.py`` streams, the producer shapes, families and SDK
 habits of the differential, and what the bundled demo agent answers) are mutated at four levels, one
 to four operations per case, each drawn from a ``random.Random`` seeded with the seed and the case's
-number (so ``--seed N --cases K`` is the same K cases everywhere, and case ``i`` alone is
+number (so ``--seed N --cases K`` is the same K cases on the same tree, and case ``i`` alone is
 ``--seed N --first i --cases 1``):
 
 * events: dropped, repeated, swapped, cut short, spliced from another stream; ids made to collide
@@ -636,8 +636,8 @@ def fuzz(seed: int, cases: int, first: int = 0, only: list[str] | None = None, l
                     key = f"{'+'.join(case.ops[1:])}: ours {'refuse' if case.refused else 'accept'}"
                     tally.verdicts[key] = tally.verdicts.get(key, 0) + 1
                     report(f"VERDICT {seed} {index} {'+'.join(case.ops)}: we "
-                           f"{'refuse' if case.refused else 'accept'}, the reference "
-                           f"{'refuses' if theirs else 'accepts'}")
+                           f"{'refuse' if case.refused else 'accept'} ({case.outcomes[0] if case.outcomes else '?'}), "
+                           f"the reference {'refuses' if theirs else 'accepts'}")
             tally.cases += 1
             for n, outcome in enumerate(case.outcomes):
                 label = f"{'resume ' if n else ''}{outcome}"
