@@ -210,6 +210,9 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "timestamp-integral-float": (frozenset({"ok", "messages"}), "UK-09/UK-05: timestamp is an integer and no "
                                  "value is coerced, so 1780000000000.0 is refused as a number (the run fails); the "
                                  "reference reads JSON numbers as JavaScript does and accepts it"),
+    "payload-nested-past-limit": (frozenset({"ok"}), "B094/B095, TR-09: a payload nested deeper than 512 levels "
+                                  "(wire.jsonio.DEFAULT_MAX_DEPTH) is refused (AGUI502, the run fails, what was "
+                                  "folded before kept); the reference reads any depth its parser reaches"),
     "event-duplicated-key": (frozenset({"ok", "messages"}), "TR-09: an event object repeating a key is ambiguous "
                              "and refused (the run fails, the text folded before kept); the reference takes the "
                              "last value"),
