@@ -111,6 +111,36 @@ def test_a_state_patch_whose_op_is_not_a_string_is_skipped_with_a_warning(
 
 
 # --------------------------------------------------------------------------------------------------
+# 3. A message without a string role, a content part without a string type: dropped, the run goes on
+# --------------------------------------------------------------------------------------------------
+
+
+def test_snapshot_members_without_a_string_tag_are_dropped_with_warnings(
+        drive: Any, served: Callable[[Any], Any]) -> None:
+    # The run failed with UK-05 where a message of an unknown role ("wizard") is dropped with MS-05 and a
+    # part of an unknown type with UK-04, and where the reference client drops these too (golden
+    # messages-snapshot-untagged-members).
+    body = _frames(
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+        {"type": "MESSAGES_SNAPSHOT", "messages": [
+            {"id": "x1", "content": "no role"}, {"id": "x2", "role": ["user"], "content": "a list"},
+            {"id": "u1", "role": "user", "content": [{"text": "untyped"}, {"type": "text", "text": "kept"}]},
+            {"id": "a0", "role": "assistant", "content": "ok"}]},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+    )
+    with drive.client(served(_answer(body)).url) as client:
+        thread = client.load_thread("t")
+        result = thread.run("hi")
+        assert result.outcome == "success"
+        assert [m.id for m in thread.state.messages] == ["u1", "a0"]
+        assert [part.text for part in thread.state.messages[0].content] == ["kept"]
+        said = [(w.code, w.index, w.message) for w in result.warnings if w.code in ("MS-05", "UK-04")]
+        assert said == [("MS-05", 1, "message 'x1' without a string 'role' dropped"),
+                        ("MS-05", 1, "message 'x2' without a string 'role' dropped"),
+                        ("UK-04", 1, "content part without a string 'type' dropped")]
+
+
+# --------------------------------------------------------------------------------------------------
 # The fuzzer's smoke run
 # --------------------------------------------------------------------------------------------------
 

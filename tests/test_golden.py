@@ -213,6 +213,10 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "payload-nested-past-limit": (frozenset({"ok"}), "B094/B095, TR-09: a payload nested deeper than 512 levels "
                                   "(wire.jsonio.DEFAULT_MAX_DEPTH) is refused (AGUI502, the run fails, what was "
                                   "folded before kept); the reference reads any depth its parser reaches"),
+    "run-finished-outcome-type-not-string": (frozenset({"ok"}), "LC-10, UK-05: an outcome whose type is missing or "
+                                             "not a string fails the run (text folded before kept); read as "
+                                             "success it could move past the interrupts it was meant to carry. The "
+                                             "reference strips it and reads success"),
     "event-duplicated-key": (frozenset({"ok", "messages"}), "TR-09: an event object repeating a key is ambiguous "
                              "and refused (the run fails, the text folded before kept); the reference takes the "
                              "last value"),
