@@ -62,7 +62,22 @@ def seeds(demo: list[list[Event]] | None = None) -> list[Seed]:
         out.append(Seed(name, [json.loads(e) if isinstance(e, str) and e.startswith("{") else e for e in events]))
     for n, events in enumerate(demo or []):
         out.append(Seed(f"demo-{n}", events))
-    return [s for s in out if any(isinstance(e, dict) for e in s.events)]
+    # (a stream nested past the client's limit, golden payload-nested-past-limit, is left out: copying it
+    # would reach Python's recursion limit, and the ``nest`` operation makes such values itself)
+    return [s for s in out if any(isinstance(e, dict) for e in s.events) and _depth(s.events) < 256]
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+    return deepest
 
 
 def _ok_json(value: Any) -> bool:
