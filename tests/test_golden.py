@@ -76,6 +76,10 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "state-delta-unknown-op": (frozenset({"state"}), "SP-07 / AGUI303 (bad-inputs' verdict for a 1.0 consumer): "
                                "a patch holding an op JSON Patch does not define is skipped whole, with a "
                                "warning; the reference drops the op and applies the rest"),
+    "state-delta-op-not-string": (frozenset({"state"}), "SP-07 / AGUI303, as state-delta-unknown-op: an operation "
+                                  "whose op is missing or not a string names no operation JSON Patch defines, so its "
+                                  "patch is skipped whole, with a warning; the reference drops the op and applies "
+                                  "the rest"),
     "state-delta-proto-keys": (frozenset({"state"}), "B202: __proto__ and constructor are ordinary keys in Python; "
                                "the reference's patch library refuses them"),
     "messages-snapshot-duplicate-ids": (frozenset({"messages"}), "B205: one entry per id (the last wins); the "
@@ -206,6 +210,13 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
     "timestamp-integral-float": (frozenset({"ok", "messages"}), "UK-09/UK-05: timestamp is an integer and no "
                                  "value is coerced, so 1780000000000.0 is refused as a number (the run fails); the "
                                  "reference reads JSON numbers as JavaScript does and accepts it"),
+    "payload-nested-past-limit": (frozenset({"ok"}), "B094/B095, TR-09: a payload nested deeper than 512 levels "
+                                  "(wire.jsonio.DEFAULT_MAX_DEPTH) is refused (AGUI502, the run fails, what was "
+                                  "folded before kept); the reference reads any depth its parser reaches"),
+    "run-finished-outcome-type-not-string": (frozenset({"ok"}), "LC-10, UK-05: an outcome whose type is missing or "
+                                             "not a string fails the run (text folded before kept); read as "
+                                             "success it could move past the interrupts it was meant to carry. The "
+                                             "reference strips it and reads success"),
     "event-duplicated-key": (frozenset({"ok", "messages"}), "TR-09: an event object repeating a key is ambiguous "
                              "and refused (the run fails, the text folded before kept); the reference takes the "
                              "last value"),

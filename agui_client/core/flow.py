@@ -664,8 +664,11 @@ class Conversation(_Standing):
         return self._current(session, handle)
 
     def _receive(self, session: RunSession, handle: StreamHandle, *, quiet: bool) -> Flow[RunResult]:
-        """Fold the response read by read, save the thread once the run ended, and return the result."""
-        saved = False
+        """Fold the response read by read, save the thread each time a run ended, and return the result."""
+        # The index the last save was made at. A response may carry several runs (a recorded multi-run
+        # stream, a run after an interrupt), and a late RUN_ERROR may follow the end (CL-02): each run's
+        # end is saved, so the store never holds less than the thread the caller was handed.
+        saved_at: int | None = None
         try:
             while (batch := (yield RECEIVE)) is not None:
                 if quiet:
@@ -673,25 +676,25 @@ class Conversation(_Standing):
                     # payload cost a tenth of a chat stream's fold).
                     self._warnings_into(session, handle)
                     session.fold_read(batch)
-                    if not saved and session.terminated:
+                    if session.terminated and saved_at != session.index:
                         # Saved once the read holding the terminal event is folded, not when the
                         # producer gets round to closing the response.
                         yield from self._save(session)
-                        saved = True
+                        saved_at = session.index
                     continue
                 for payload in batch:
                     self._warnings_into(session, handle)
                     events = session.feed_payload(payload)
                     if events:
-                        if not saved and session.terminated:
+                        if session.terminated and saved_at != session.index:
                             yield from self._save(session)  # (before the terminal event reaches the caller)
-                            saved = True
+                            saved_at = session.index
                         yield events
         except AguiError as exc:
-            yield from self._fault(exc, session, handle, saved)
+            yield from self._fault(exc, session, handle, saved_at is not None)
         self._warnings_into(session, handle)
         result = session.end()
-        if not saved:
+        if saved_at is None or (session.terminated and saved_at != session.index):
             yield from self._save(session)
         return result
 

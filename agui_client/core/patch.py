@@ -571,7 +571,8 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
                 # SP-07 / AGUI303: a patch is applied whole or not at all, and an operation nobody
                 # defined cannot be applied, so nothing of this patch is (the reference drops it and
                 # applies the rest, which the producer never asked for).
-                raise _Fail(f"unknown patch op {name!r}: the whole patch is skipped", "SP-07")
+                what = f"unknown patch op {name!r}" if type(name) is str else "a patch operation without a string 'op'"
+                raise _Fail(f"{what}: the whole patch is skipped", "SP-07")
     except _Fail as exc:
         doc.rollback()
         raise PatchFailed(str(exc), i, exc.rule) from None

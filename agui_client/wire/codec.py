@@ -267,7 +267,10 @@ _SUBAGENT_OUTCOMES: dict[str, type] = {c.TYPE: c for c in (rn.SubagentFinishedSu
 
 
 def _tagged(conv: cattrs.Converter, table: dict[str, type], tag: str, what: str,
-            on_unknown: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+            on_unknown: Callable[[Any], Any], untagged_unknown: bool = False) -> Callable[[Any, Any], Any]:
+    """A union's structure hook, by its tag. ``untagged_unknown``: a member whose tag is missing or not a
+    string is an unknown one too (``on_unknown`` then sees ``value[tag]`` as ``None`` or as it came), not a
+    malformed one."""
     hooks = {name: conv.get_structure_hook(cls) for name, cls in table.items()}
 
     def structure_tagged(value: Any, _: Any) -> Any:
@@ -275,6 +278,8 @@ def _tagged(conv: cattrs.Converter, table: dict[str, type], tag: str, what: str,
             raise FieldError(f"expected {what} object, got {describe(value)}")
         name = value.get(tag)
         if type(name) is not str:
+            if untagged_unknown:
+                return on_unknown(value)
             raise FieldError(f"{what} needs a string {tag!r}", f"/{tag}")
         cls = table.get(name)
         if cls is None:
@@ -284,11 +289,15 @@ def _tagged(conv: cattrs.Converter, table: dict[str, type], tag: str, what: str,
 
 
 def _part_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    # A part (a message) without a string tag names no kind this client or AG-UI 1.0 defines, as much as an
+    # unknown name does: dropped alike (the reference drops both as unrecognised material), not a failed run.
     def unknown(value: dict[str, Any]) -> Any:
-        warn("UK-04", f"content part of unknown type {value['type']!r} dropped", once=("part", value["type"]),
+        kind = value.get("type")
+        said = f"of unknown type {kind!r}" if type(kind) is str else "without a string 'type'"
+        warn("UK-04", f"content part {said} dropped", once=("part", kind if type(kind) is str else ""),
               repeat=DROP_WARNINGS)
         return _DROP
-    return _tagged(conv, _PARTS, "type", "a content part", unknown)
+    return _tagged(conv, _PARTS, "type", "a content part", unknown, untagged_unknown=True)
 
 
 def _source_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
@@ -299,10 +308,12 @@ def _source_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
 
 def _message_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     def unknown(value: dict[str, Any]) -> Any:
-        warn("MS-05", f"message {value.get('id')!r} with unknown role {value['role']!r} dropped",
-              once=("role", value["role"]), repeat=DROP_WARNINGS)
+        role = value.get("role")
+        said = f"with unknown role {role!r}" if type(role) is str else "without a string 'role'"
+        warn("MS-05", f"message {value.get('id')!r} {said} dropped", once=("role", role if type(role) is str else ""),
+              repeat=DROP_WARNINGS)
         return _DROP
-    return _tagged(conv, _MESSAGES, "role", "a message", unknown)
+    return _tagged(conv, _MESSAGES, "role", "a message", unknown, untagged_unknown=True)
 
 
 def _outcome_hook(conv: cattrs.Converter, table: dict[str, type], kind: str) -> Callable[[Any, Any], Any]:
