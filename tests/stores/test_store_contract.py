@@ -743,7 +743,10 @@ def test_integers_beyond_64_bits_come_back_exact(store: ThreadStore) -> None:
 
 
 @pytest.mark.parametrize(("field", "value"), [
-    ("messages", 5), ("messages", [{"id": 1}]), ("openInterrupts", [5]), ("usageByRun", []),
+    # (a message without a string role is dropped with MS-05, as one of an unknown role is, since the
+    # nineteenth round's fuzzer: a message of a known role with an id that is not a string is damage)
+    ("messages", 5), ("messages", [{"id": 1, "role": "user", "content": "hi"}]), ("openInterrupts", [5]),
+    ("usageByRun", []),
     ("subagents", {"s": 5}), ("pendingToolCallIds", 5), ("format", 99), ("state", float("nan")),
     # (attack audit, third round: ids of another JSON type loaded, and failed later where compared or sent)
     ("interruptedRunId", 5), ("lastRunId", ["r"]), ("lastOutcome", {}), ("threadId", 7), ("pendingToolCallIds", [5]),
@@ -763,6 +766,24 @@ def test_a_damaged_record_is_a_store_error_naming_the_thread_when_a_thread_is_bu
             client.thread("t")
 
     assert caught.value.thread_id == "t"
+
+
+def test_a_stored_message_without_a_role_is_dropped_with_a_warning_as_one_of_an_unknown_role(backend: Backend) -> None:
+    # A record holds messages as the wire carries them, and reads them by the wire's rule: a message
+    # whose role this release does not know (a newer release's, or none) is dropped with MS-05, the
+    # thread's other messages kept, not the whole thread refused.
+    from agui_client import AgentClient, AguiWarning
+
+    data = small(1)
+    data = {**data, "messages": [*data["messages"], {"id": "m2", "content": "no role"}]}
+    backend.store.save("t", small(1), expected_version=None)
+    backend.set_raw("t", "data", json.dumps(data))
+    with AgentClient("http://127.0.0.1:9/agent", store=backend.store) as client:
+        with pytest.warns(AguiWarning) as warned:
+            thread = client.thread("t")
+
+    assert [m.id for m in thread.state.messages] == ["u1"]
+    assert any("MS-05" in str(w.message) and "without a string 'role'" in str(w.message) for w in warned)
 
 
 def test_a_foreign_sqlite_head_empty_claim_is_none_and_a_text_format_a_store_error(tmp_path: Path) -> None:
