@@ -1,6 +1,6 @@
 """What ``AsyncAgentClient`` does its own way, written by hand (``client.py`` here is the source of the
 sync client; ``_sync/client_io.py`` is this module's sync counterpart): the store read in a worker
-thread, its own ``httpx.AsyncClient``, httpx's async reader, closed at once.
+thread, its own ``httpx.AsyncClient``, httpx's async reader, closed at once, the wait before a retry.
 """
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, aclosing
 from typing import cast
 
+import anyio
 import httpx
 
 from .._pool import own_async_transport
 from .thread_io import in_worker
 
-__all__ = ["off_loop", "own_http", "payloads_of", "raw"]
+__all__ = ["off_loop", "own_http", "pause", "payloads_of", "raw"]
 
 #: A blocking call (the store's) made in a worker thread, the event loop serving meanwhile; a cancelled
 #: caller waits for it to end (see ``in_worker``).
@@ -33,6 +34,12 @@ def own_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.
     the client is given later (the runs it sends may be many users').
     """
     return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=own_async_transport(url))
+
+
+async def pause(seconds: float) -> None:
+    """Wait ``seconds`` before a retry; a cancellation of the task ends the wait at once, so nothing more
+    is sent then."""
+    await anyio.sleep(seconds)
 
 
 def payloads_of(

@@ -21,16 +21,10 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from itertools import count
 from typing import TypeVar
 
-# unasync: async only
-import anyio
-
-# unasync: sync only
-# import time
-#
-# unasync: end
 from .._retries import RetryDeadline, Retrying, retry_wait
 from ..core.exchange import StreamHandle
 from ..errors import TransportError
+from .client_io import pause
 
 __all__ = ["atried"]
 
@@ -53,11 +47,7 @@ async def atried(client: Retrying, deadline: RetryDeadline | None, handle: Strea
             wait = retry_wait(client, error, tries, deadline, handle)
             if wait is None:
                 raise
-            # unasync: async only
-            await anyio.sleep(wait)  # (a cancellation ends it at once)
-            # unasync: sync only
-            # time.sleep(wait)  # (Ctrl-C ends it at once)
-            # unasync: end
+            await pause(wait)
             continue
         async with stack:
             yield opened

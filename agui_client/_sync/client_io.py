@@ -1,10 +1,11 @@
 """What ``AgentClient`` does its own way, written by hand (the sync counterpart of
 ``_async/client_io.py``; ``client.py`` here is generated): a store call made where it is asked for,
-its own ``httpx.Client``, httpx's reader.
+its own ``httpx.Client``, httpx's reader, the wait before a retry.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar, cast
@@ -13,7 +14,7 @@ import httpx
 
 from .._pool import own_transport
 
-__all__ = ["off_loop", "own_http", "payloads_of", "raw"]
+__all__ = ["off_loop", "own_http", "pause", "payloads_of", "raw"]
 
 T = TypeVar("T")
 
@@ -27,6 +28,12 @@ def own_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.
     """The sync client's own ``httpx.Client``: as the async client's (``_async/client_io.own_http``),
     for a thread per run."""
     return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=own_transport(url))
+
+
+def pause(seconds: float) -> None:
+    """Wait ``seconds`` before a retry; Ctrl-C ends the wait at once (``time.sleep`` raises
+    ``KeyboardInterrupt``), so nothing more is sent then."""
+    time.sleep(seconds)
 
 
 def payloads_of(batches: Iterator[list[str | bytes]]) -> AbstractContextManager[Iterator[str | bytes]]:

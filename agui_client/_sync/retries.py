@@ -13,11 +13,10 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from itertools import count
 from typing import TypeVar
 
-import time
-
 from .._retries import RetryDeadline, Retrying, retry_wait
 from ..core.exchange import StreamHandle
 from ..errors import TransportError
+from .client_io import pause
 
 __all__ = ["tried"]
 
@@ -40,7 +39,7 @@ def tried(client: Retrying, deadline: RetryDeadline | None, handle: StreamHandle
             wait = retry_wait(client, error, tries, deadline, handle)
             if wait is None:
                 raise
-            time.sleep(wait)  # (Ctrl-C ends it at once)
+            pause(wait)
             continue
         with stack:
             yield opened

@@ -14,7 +14,6 @@ import socket
 import threading
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -197,14 +196,14 @@ def test_one_retry_is_two_tries_and_the_error_says_so(drive: Any) -> None:
 def test_a_retry_waits_its_backoff_before_sending_again(drive: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # retry_backoff=0.2: the one wait is 0.1 to 0.2 s (the jitter shortens it by up to half); a loop that
     # did not wait would send again at once, as fast as the refusals come. The waits are recorded where
-    # the shells make them (time.sleep, anyio.sleep), not timed.
+    # each shell's retry loop makes them (its client_io's pause), not timed.
     waits: list[float] = []
 
     async def asleep(seconds: float) -> None:
         waits.append(seconds)
 
-    monkeypatch.setattr(sync_retries, "time", SimpleNamespace(sleep=waits.append))
-    monkeypatch.setattr(async_retries, "anyio", SimpleNamespace(sleep=asleep))
+    monkeypatch.setattr(sync_retries, "pause", waits.append)
+    monkeypatch.setattr(async_retries, "pause", asleep)
     with drive.client(_refused_url(), max_retries=1, retry_backoff=0.2) as client:
         with pytest.raises(ag.TransportError) as caught:
             client.thread().run("hi")
