@@ -174,6 +174,16 @@ def _said(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _read_timeout(timeout: float | None) -> httpcore.ReadTimeout:
+    """The error a read that waited ``timeout`` for nothing raises, on a plain connection or a TLS one."""
+    return httpcore.ReadTimeout(f"nothing to read within {timeout}s")
+
+
+def _write_timeout(timeout: float | None) -> httpcore.WriteTimeout:
+    """The error a write the agent did not take all of within ``timeout`` raises, plain or TLS."""
+    return httpcore.WriteTimeout(f"the agent did not take the request within {timeout}s")
+
+
 def _readable(sock: socket.socket) -> bool:
     """Whether ``sock`` has something to read (or is closed): for an idle connection, that the agent hung
     up or wrote out of turn, so that httpcore drops it rather than send the next run on it."""
@@ -297,7 +307,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
         try:
             return await self.receive(max_bytes, _until(timeout))
         except TimeoutError as exc:
-            raise httpcore.ReadTimeout(f"nothing to read within {timeout}s") from exc
+            raise _read_timeout(timeout) from exc
         except OSError as exc:
             raise httpcore.ReadError(_said(exc)) from exc
 
@@ -311,7 +321,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
         try:
             await self.send(buffer, _until(timeout))
         except TimeoutError as exc:
-            raise httpcore.WriteTimeout(f"the agent did not take the request within {timeout}s") from exc
+            raise _write_timeout(timeout) from exc
         except OSError as exc:
             raise httpcore.WriteError(_said(exc)) from exc
 
@@ -444,7 +454,7 @@ class TLSStream(httpcore.AsyncNetworkStream):
         try:
             return await self.act(self.ssl_object.read, max_bytes, at=_until(timeout), deciphers=True)
         except TimeoutError as exc:
-            raise httpcore.ReadTimeout(f"nothing to read within {timeout}s") from exc
+            raise _read_timeout(timeout) from exc
         except ssl.SSLEOFError:
             return b""  # (a ragged end: the framing above says whether the answer was whole)
         except OSError as exc:  # (the socket's, or TLS refusing what came: ssl.SSLError is an OSError)
@@ -464,7 +474,7 @@ class TLSStream(httpcore.AsyncNetworkStream):
         try:
             await self.act(self.ssl_object.write, buffer, at=_until(timeout))
         except TimeoutError as exc:
-            raise httpcore.WriteTimeout(f"the agent did not take the request within {timeout}s") from exc
+            raise _write_timeout(timeout) from exc
         except OSError as exc:  # (a read the write needed failed, or TLS refused what it read)
             raise httpcore.WriteError(_said(exc)) from exc
 
