@@ -485,24 +485,24 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
     problems["unknown"] = unknown
     problems["duplicate"] = [key for key in order if len(named.get(key, ())) > 1]
     problems["invalid-entry"] = [key for key in order if key in malformed]
+    answers = {key: [entry for entry in named.get(key, ()) if entry.status == "resolved"] for key in raised}
+    # Every answer against every schema its interrupt carries, listed once: the shared allowance is
+    # sized from exactly the checks that spend it.
+    checks = {key: [(interrupt.response_schema, entry.payload) for entry in answers[key] for interrupt in copies
+                    if interrupt.response_schema is not None] for key, copies in raised.items()}
     # The answers are checked within one allowance: an agent's interrupts, however many, cost what one
     # check does (see shared_allowance).
-    allowance = _schema.shared_allowance(entry.payload for key, copies in raised.items()
-                                         for entry in named.get(key, ()) if entry.status == "resolved"
-                                         for interrupt in copies if interrupt.response_schema is not None)
+    allowance = _schema.shared_allowance(payload for pairs in checks.values() for _, payload in pairs)
     for key, copies in raised.items():
-        answers = [entry for entry in named.get(key, ()) if entry.status == "resolved"]
         if key not in named:
             problems["uncovered"].append(key)
-        elif answers and any(_judge_expiry(interrupt, current) for interrupt in copies):
+        elif answers[key] and any(_judge_expiry(interrupt, current) for interrupt in copies):
             problems["expired"].append(key)
-        for entry in answers:
-            for interrupt in copies:
-                if interrupt.response_schema is not None:
-                    messages, found = _schema_errors(key, interrupt.response_schema, entry.payload, allowance)
-                    errors.setdefault(key, []).extend(messages)
-                    if found:
-                        faults.setdefault(key, []).extend(found)
+        for schema, payload in checks[key]:
+            messages, found = _schema_errors(key, schema, payload, allowance)
+            errors.setdefault(key, []).extend(messages)
+            if found:
+                faults.setdefault(key, []).extend(found)
         if errors.get(key):
             problems["invalid"].append(key)
     if not any(problems.values()):
