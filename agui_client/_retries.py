@@ -3,8 +3,9 @@ through ``atried`` (``AsyncAgentClient``: ``_async/retries.py``) or ``tried`` (`
 ``_sync/retries.py``, generated from the async loop by ``python -m tools.unasync``), which ask
 :func:`retry_wait` after each failed try.
 
-What is retried and how long to wait is ``core/retry.py``'s; this module does the waiting, the
-logging and the telemetry, and says on the final error how many tries were made. The loop wraps the
+What is retried and how long to wait is ``core/retry.py``'s; this module applies it to a failed try
+(the run's deadline, the logging and the telemetry), and says on the final error how many tries were
+made; the loops do the waiting, each shell's way (its ``client_io.pause``). The loop wraps the
 opening of the response only: once the answer's head says it is an event stream, the run is the
 caller's, and nothing after that is ever sent again.
 
@@ -64,7 +65,7 @@ def checked_retries(max_retries: int, retry_backoff: float) -> tuple[int, float]
 
 
 def retry_wait(client: Retrying, error: TransportError, tries: int, deadline: RetryDeadline | None,
-          handle: StreamHandle) -> float | None:
+               handle: StreamHandle) -> float | None:
     """How long to wait before sending again after ``error`` (the ``tries``-th request's), or ``None``: raise it.
     The error raised says how many tries were made."""
     # (seen by the client only when the request may not have reached the agent yet: a transport that
