@@ -288,14 +288,23 @@ def _tagged(conv: cattrs.Converter, table: dict[str, type], tag: str, what: str,
     return structure_tagged
 
 
+def _unknown_tag(value: dict[str, Any], tag: str, of: str) -> tuple[str, str]:
+    """How a dropped union member's warning names it (``of`` unknown ``tag`` ..., or without one), and the
+    tag its warning is given once for.
+
+    A part (a message) without a string tag names no kind this client or AG-UI 1.0 defines, as much as an
+    unknown name does: dropped alike (the reference drops both as unrecognised material), not a failed run.
+    """
+    name = value.get(tag)
+    if type(name) is str:
+        return f"{of} unknown {tag} {name!r}", name
+    return f"without a string {tag!r}", ""
+
+
 def _part_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
-    # A part (a message) without a string tag names no kind this client or AG-UI 1.0 defines, as much as an
-    # unknown name does: dropped alike (the reference drops both as unrecognised material), not a failed run.
     def unknown(value: dict[str, Any]) -> Any:
-        kind = value.get("type")
-        said = f"of unknown type {kind!r}" if type(kind) is str else "without a string 'type'"
-        warn("UK-04", f"content part {said} dropped", once=("part", kind if type(kind) is str else ""),
-              repeat=DROP_WARNINGS)
+        said, kind = _unknown_tag(value, "type", "of")
+        warn("UK-04", f"content part {said} dropped", once=("part", kind), repeat=DROP_WARNINGS)
         return _DROP
     return _tagged(conv, _PARTS, "type", "a content part", unknown, untagged_unknown=True)
 
@@ -308,10 +317,8 @@ def _source_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
 
 def _message_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     def unknown(value: dict[str, Any]) -> Any:
-        role = value.get("role")
-        said = f"with unknown role {role!r}" if type(role) is str else "without a string 'role'"
-        warn("MS-05", f"message {value.get('id')!r} {said} dropped", once=("role", role if type(role) is str else ""),
-              repeat=DROP_WARNINGS)
+        said, role = _unknown_tag(value, "role", "with")
+        warn("MS-05", f"message {value.get('id')!r} {said} dropped", once=("role", role), repeat=DROP_WARNINGS)
         return _DROP
     return _tagged(conv, _MESSAGES, "role", "a message", unknown, untagged_unknown=True)
 
