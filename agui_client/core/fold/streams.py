@@ -35,6 +35,7 @@ def _warning(code: str, message: str, *, pointer: str | None = None) -> StreamWa
 #: 5 GiB). Parsing 100,000 costs some 20 ms, and arguments a model writes hold far fewer.
 MAX_ARGUMENT_CONTAINERS = 100_000
 
+
 def too_dense_to_parse(arguments: str) -> bool:
     """Whether tool-call ``arguments`` hold more than :data:`MAX_ARGUMENT_CONTAINERS` ``[`` and ``{``
     outside their strings (or, past that many in all, more than twice as many strings), so are not parsed.
