@@ -191,6 +191,7 @@ class Deadline:
         self.at = time.monotonic() + limit
 
     def passed(self) -> bool:
+        """Whether the run's time is up (a timeout that ended a wait is the run's when it is)."""
         return time.monotonic() >= self.at
 
 
