@@ -31,13 +31,13 @@ import socket
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
 
-__all__ = ["POSTGRES_DSN_VARIABLE", "drain_log", "free_port", "postgres_server", "redis_server"]
+__all__ = ["POSTGRES_DSN_VARIABLE", "drain_log", "free_port", "postgres_server", "read_request", "redis_server"]
 
 INSTALL_HINT = "install it: `apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis` (macOS)"
 POSTGRES_INSTALL_HINT = ("install it: `apt-get install -y postgresql` (Debian/Ubuntu) "
@@ -51,6 +51,20 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def read_request(read: Callable[[], bytes]) -> tuple[bytes, bytes]:
+    """One HTTP/1.1 request read whole by a raw agent, as (head, body by its Content-Length), from
+    ``read`` (a blocking read of at least a byte: ``lambda: conn.recv(65536)``, or a TLS read)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += read()
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        body += read()
+    return head, body
 
 
 def drain_log(stream: IO[str]) -> None:

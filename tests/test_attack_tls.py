@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import pytest
 import trustme
+from serverkit import read_request
 
 import agui_client as ag
 from agui_client._answers import certificate_refused
@@ -105,14 +106,7 @@ class Conn:
 
     def request(self) -> str:
         """Read the next request whole; its run id."""
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += self.read_some()
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                      if line.lower().startswith(b"content-length:"))
-        while len(body) < length:
-            body += self.read_some()
+        _, body = read_request(self.read_some)
         run_id = json.loads(body)["runId"]
         assert isinstance(run_id, str)
         return run_id

@@ -29,6 +29,7 @@ from typing import Any
 import anyio
 import httpcore
 import pytest
+from serverkit import read_request
 
 from agui_client._sockets import SocketStream, connect_tcp
 
@@ -99,14 +100,7 @@ def test_a_cancellation_during_a_wait_is_the_callers_and_a_timeout_from_outside_
 
 def _request(conn: socket.socket) -> str:
     """Read one request whole from ``conn``; its run id."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += conn.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length:"))
-    while len(body) < length:
-        body += conn.recv(65536)
+    _, body = read_request(lambda: conn.recv(65536))
     run_id = json.loads(body)["runId"]
     assert isinstance(run_id, str)
     return run_id

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from serverkit import read_request
 from threadkit import UTC, interrupted
 
 import agui_client as ag
@@ -305,14 +306,7 @@ def _see_other_then_gone() -> tuple[str, list[bytes], threading.Thread]:
     def serve() -> None:
         connection, _ = listener.accept()
         with connection:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += connection.recv(65536)
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                          if line.lower().startswith(b"content-length:"))
-            while len(body) < length:
-                body += connection.recv(65536)
+            head, _ = read_request(lambda: connection.recv(65536))
             received.append(head.split(b"\r\n", 1)[0])
             listener.close()
             connection.sendall(b"HTTP/1.1 303 See Other\r\nlocation: /runs/r\r\ncontent-length: 0\r\n"
