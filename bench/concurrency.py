@@ -649,7 +649,14 @@ def _agui_http(text: str) -> list[str]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m bench.concurrency", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
+    def ints(text: str) -> list[int]:
+        # A count of 0 used to reach a thread pool as its size and end the row in an error; an empty list
+        # ("") is how a mode is left out.
+        counts = [int(x) for x in text.split(",") if x]
+        if any(n < 1 for n in counts):
+            raise argparse.ArgumentTypeError(f"{text!r}: counts of 1 or more, comma-separated ('' leaves the mode out)")
+        return counts
+
     ap.add_argument("--n", type=ints, default=[1, 10, 100, 500], help="concurrent runs, full speed (1,10,100,500)")
     ap.add_argument("--paced-n", type=ints, default=[1, 10, 100, 500], help="concurrent runs, paced")
     ap.add_argument("--sync-n", type=ints, default=[10, 100], help="the sync client, a thread per run")

@@ -201,3 +201,14 @@ def test_the_hostile_neighbour_benchmark_runs_every_kind_beside_honest_runs(tmp_
     assert all(row["events"] == 2 * 18 for row in rows)
     assert [row.get("outcome") for row in rows] == [None, *["interrupt" if k == "interrupts" else "success"
                                                             for k in HOSTILE]]
+
+
+def test_the_concurrency_benchmark_refuses_a_count_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    # A count of 0 once reached the sync client's thread pool and ended its rows in a ValueError.
+    from bench.concurrency import parse_args
+
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["--sync-n", "0"])
+    assert exit_info.value.code == 2
+    assert "counts of 1 or more" in capsys.readouterr().err
+    assert parse_args(["--sync-n", ""]).sync_n == []
