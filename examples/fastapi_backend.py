@@ -19,7 +19,8 @@ Endpoints::
         -> 422 {"error": kind, "ids": [...], "problems": {kind: [ids]}, "errors": {id: [messages]},
                 "message": ...}: incomplete, stale (expired, or already answered), unknown or
                 schema-invalid answers; nothing was sent to the agent
-        -> 409 {"error": "concurrent", ...}: another request is resuming (or resumed) this thread
+        -> 409 {"error": "concurrent", "message": ...}: another request is resuming (or resumed) this
+           thread; the message is for the browser's user, the library's reason goes to the log
         -> 404: no such thread
     GET  /threads/{id}            the stored thread: version, messages, state, open interrupts
 
@@ -65,6 +66,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -82,6 +84,12 @@ __all__ = ["app", "ChatRequest", "AnswersRequest", "open_store", "main"]
 
 #: How long shutdown waits for runs whose browser left (they save their thread when they end).
 SHUTDOWN_GRACE = 30.0
+
+#: The backend developer's log: the library's own words on a failure, advice for code included.
+log = logging.getLogger("fastapi_backend")
+
+#: What the browser's user reads when someone else answered their thread first.
+ANSWERED_ELSEWHERE = "This conversation was answered elsewhere a moment ago. Reload it to see where it stands."
 
 
 class ChatRequest(BaseModel):
@@ -208,7 +216,10 @@ def failed_to_start(thread: ag.AsyncThread, exc: ag.AguiError) -> JSONResponse:
     if isinstance(exc, ag.ResumeRefused):
         return refused(exc)
     if isinstance(exc, ag.ConcurrentResume):
-        return JSONResponse({"error": "concurrent", "threadId": thread.id, "message": str(exc),
+        # The library's text is written for the code that holds the thread (it says which Python call
+        # catches up): it goes to the log, and the browser's user gets words meant for them.
+        log.warning("thread %s: %s", thread.id, exc)
+        return JSONResponse({"error": "concurrent", "threadId": thread.id, "message": ANSWERED_ELSEWHERE,
                              "expectedVersion": exc.expected_version, "actualVersion": exc.actual_version},
                             status_code=409)
     if isinstance(exc, ag.TransportError):

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import pytest
+import uvloop
 
 import agui_client as ag
 from agui_client.testing import Finish, ScriptedAgent, Start
@@ -37,57 +38,71 @@ def dropping() -> Iterator[tuple[str, int]]:
         listener.close()
 
 
-def _resolving(monkeypatch: pytest.MonkeyPatch, name: str, addresses: list[tuple[str, int]]) -> list[str]:
-    """Make ``name`` resolve, on the asyncio loop, to ``addresses`` in that order; returns the names looked up."""
+#: The loops the async client's connections run on: asyncio's own, and uvloop (libuv underneath).
+LOOPS: dict[str, type[asyncio.AbstractEventLoop]] = {"asyncio": asyncio.SelectorEventLoop, "uvloop": uvloop.Loop}
+
+
+def _resolving(loop: str, name: str, addresses: list[tuple[str, int]]
+               ) -> tuple[Callable[[], asyncio.AbstractEventLoop], list[str]]:
+    """A factory of ``loop``'s event loops on which ``name`` resolves to ``addresses`` in that order, and
+    the list of the names looked up on them.
+
+    The loop's own ``getaddrinfo`` is overridden in a subclass, as the client asks the running loop:
+    patching ``socket.getaddrinfo`` would miss uvloop, which resolves through libuv, and uvloop's
+    compiled loop class cannot be patched, though it can be subclassed.
+    """
     looked_up: list[str] = []
-    real: Callable[..., Any] = asyncio.BaseEventLoop.getaddrinfo
+    base = LOOPS[loop]
 
-    async def getaddrinfo(self: Any, host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-        if host != name:
-            return await real(self, host, port, *args, **kwargs)
-        looked_up.append(host)
-        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", address) for address in addresses]
+    class Resolving(base):  # type: ignore[valid-type,misc]  # (a class chosen at run time)
+        async def getaddrinfo(self, host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+            if host != name:
+                return await super().getaddrinfo(host, port, *args, **kwargs)
+            looked_up.append(host)
+            return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", address) for address in addresses]
 
-    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
-    return looked_up
+    return Resolving, looked_up
 
 
+@pytest.mark.parametrize("loop", LOOPS)
 def test_an_address_that_drops_connections_does_not_hold_the_next_one(
-        served: Any, dropping: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+        served: Any, dropping: tuple[str, int], loop: str) -> None:
     endpoint = served(ScriptedAgent([[Start(), Finish()]]))
     working = urlsplit(endpoint.url)
     assert working.hostname is not None and working.port is not None
-    looked_up = _resolving(monkeypatch, "agent.test", [dropping, (working.hostname, working.port)])
+    factory, looked_up = _resolving(loop, "agent.test", [dropping, (working.hostname, working.port)])
 
-    async def run() -> ag.RunResult:
+    async def run() -> tuple[ag.RunResult, type]:
         # (a connect timeout the dropping address would take whole, were the addresses tried one by one)
         async with ag.AsyncAgentClient(f"http://agent.test:{working.port}{working.path}", timeout=5) as client:
-            return await client.thread().run("hello")
+            return await client.thread().run("hello"), type(asyncio.get_running_loop())
 
-    result = anyio.run(run)
+    result, ran_on = anyio.run(run, backend_options={"loop_factory": factory})
 
+    assert issubclass(ran_on, LOOPS[loop])
     assert looked_up == ["agent.test"]
     assert result.outcome == "success"
     assert len(endpoint.received) == 1
 
 
-def test_every_address_failing_is_one_connect_error_naming_the_last_failure(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_every_address_failing_is_one_connect_error_naming_the_last_failure(loop: str) -> None:
     closed = []
     for _ in range(2):
         probe = socket.socket()
         probe.bind(("127.0.0.1", 0))
         closed.append(probe.getsockname())
         probe.close()  # (nothing listens there now: refused at once)
-    _resolving(monkeypatch, "agent.test", closed)
+    factory, looked_up = _resolving(loop, "agent.test", closed)
 
     async def run() -> None:
         async with ag.AsyncAgentClient(f"http://agent.test:{closed[0][1]}/", timeout=5) as client:
             await client.thread().run("hello")
 
     with pytest.raises(ag.TransportError) as caught:
-        anyio.run(run)
+        anyio.run(run, backend_options={"loop_factory": factory})
 
+    assert looked_up == ["agent.test"]
     assert caught.value.request_sent is False
     assert "could not reach" in str(caught.value)
 

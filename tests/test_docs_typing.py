@@ -8,9 +8,11 @@ than in the reader's CI. A fragment gets the names its page's prose introduces, 
 types, as the reader's own code would have them. The snippets' own functions may be unannotated (the
 docs keep them short); their bodies are still checked.
 
+docs/codes.md is checked too: a snippet that builds a value no typed program would (a schema that is
+no schema) takes it as ``Any``, as a value from the wire is typed.
+
 Left out, with why: docs/opentelemetry.md (the OTLP exporter package is not installed here),
-docs/probe.md (it imports the reader's own agent), docs/codes.md (each snippet shows a stream that
-triggers its code, often by building a value no typed program would).
+docs/probe.md (it imports the reader's own agent).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ PAGES = {
     "docs/recordings.md": "url: str\n",
     "docs/legacy-interrupts.md": "url: str\n",
     "docs/ag-ui-interop.md": "",
+    "docs/codes.md": "",
 }
 
 

@@ -21,11 +21,11 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
-from serverkit import drain_log, free_port
+from serverkit import free_port
 
 from agui_client.testing import ANSWER_SCHEMA, Gate, Item, ScriptedAgent, Wait, last_user_text, serve
 from agui_client.testing.scenarios import interrupts_step
@@ -73,7 +73,7 @@ def backend_agent() -> Iterator[tuple[BackendAgent, str]]:
 
 
 class Replica:
-    """The example under uvicorn in a process of its own, reachable at ``url``."""
+    """The example under uvicorn in a process of its own, reachable at ``url``; its log read as it comes."""
 
     def __init__(self, env: dict[str, str], *, workers: int = 1) -> None:
         log: list[str] = []
@@ -93,12 +93,26 @@ class Replica:
                 ready += "Application startup complete" in line
                 if ready == workers:
                     self.url = f"http://127.0.0.1:{port}"
-                    self._drain = threading.Thread(target=drain_log, args=(self.process.stderr,), daemon=True)
+                    self.log: list[str] = []
+                    self._logged = threading.Condition()
+                    self._drain = threading.Thread(target=self._read_log, args=(self.process.stderr,), daemon=True)
                     self._drain.start()
                     return
             self.process.wait()
             self.process.stderr.close()
         pytest.fail("the example did not start:\n" + "".join(log[-30:]), pytrace=False)
+
+    def _read_log(self, stream: IO[str]) -> None:
+        # Read to the end, so that the child never blocks on a full pipe; each line kept for wait_logged.
+        for line in stream:
+            with self._logged:
+                self.log.append(line)
+                self._logged.notify_all()
+
+    def wait_logged(self, text: str) -> bool:
+        """Whether a line holding ``text`` reaches the replica's log (waits for it, up to the watchdog)."""
+        with self._logged:
+            return self._logged.wait_for(lambda: any(text in line for line in self.log), WATCHDOG)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -121,7 +135,8 @@ def postgres_replica_env(agent_url: str, dsn: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module", params=["redis", "postgres"])
-def replicas(backend_agent: tuple[BackendAgent, str], request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+def replicas(backend_agent: tuple[BackendAgent, str],
+             request: pytest.FixtureRequest) -> Iterator[tuple[Replica, Replica]]:
     """Two single-worker replicas of the example sharing one Redis store, or one PostgreSQL table."""
     if request.param == "redis":
         env = replica_env(backend_agent[1], request.getfixturevalue("redis_url"))
@@ -131,7 +146,7 @@ def replicas(backend_agent: tuple[BackendAgent, str], request: pytest.FixtureReq
     try:
         started.append(Replica(env))
         started.append(Replica(env))
-        yield started[0].url, started[1].url
+        yield started[0], started[1]
     finally:
         for replica in started:
             replica.stop()
@@ -165,6 +180,15 @@ def answer(http: httpx.Client, url: str, thread_id: str, answers: dict[str, Any]
     return http.post(f"{url}/threads/{thread_id}/answers", json={"answers": answers, "abandon": list(abandon)})
 
 
+def example_module() -> Any:
+    """The example's module, imported here from its file (it is not a package)."""
+    spec = importlib.util.spec_from_file_location("fastapi_backend_example", ROOT / "examples" / "fastapi_backend.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example
+
+
 BOTH = {"interrupt-1": {"answer": "yes"}, "interrupt-2": {"answer": "no"}}
 
 
@@ -174,8 +198,8 @@ BOTH = {"interrupt-1": {"answer": "yes"}, "interrupt-2": {"answer": "no"}}
 
 
 def test_an_interrupt_raised_on_one_replica_is_answered_on_the_other(
-        replicas: tuple[str, str], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
-    a, b = replicas
+        replicas: tuple[Replica, Replica], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
+    a, b = (replica.url for replica in replicas)
     agent = backend_agent[0].agent
     first = chat(http, a, "Ask me two things")
     assert [i["id"] for i in first["openInterrupts"]] == ["interrupt-1", "interrupt-2"]
@@ -203,8 +227,8 @@ def test_an_interrupt_raised_on_one_replica_is_answered_on_the_other(
 
 
 def test_incomplete_invalid_unknown_and_repeated_answers_are_refused_before_sending(
-        replicas: tuple[str, str], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
-    a, b = replicas
+        replicas: tuple[Replica, Replica], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
+    a, b = (replica.url for replica in replicas)
     agent = backend_agent[0].agent
     thread_id = chat(http, a, "Ask me two things")["threadId"]
     before = agent.request_count
@@ -238,8 +262,8 @@ def test_incomplete_invalid_unknown_and_repeated_answers_are_refused_before_send
 
 
 def test_an_expired_interrupt_cannot_be_answered_only_abandoned(
-        replicas: tuple[str, str], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
-    a, b = replicas
+        replicas: tuple[Replica, Replica], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
+    a, b = (replica.url for replica in replicas)
     agent = backend_agent[0].agent
     first = chat(http, a, "A stale question")
     assert [(i["id"], i["expiresAt"]) for i in first["openInterrupts"]] == [("interrupt-1", STALE)]
@@ -261,8 +285,8 @@ def test_an_expired_interrupt_cannot_be_answered_only_abandoned(
 
 
 def test_an_answer_racing_one_in_flight_on_another_replica_gets_409(
-        replicas: tuple[str, str], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
-    a, b = replicas
+        replicas: tuple[Replica, Replica], backend_agent: tuple[BackendAgent, str], http: httpx.Client) -> None:
+    a, b = (replica.url for replica in replicas)
     backend = backend_agent[0]
     thread_id = chat(http, a, "Ask me two things")["threadId"]
     gate = backend.gates[thread_id] = Gate()
@@ -278,6 +302,10 @@ def test_an_answer_racing_one_in_flight_on_another_replica_gets_409(
 
     assert racing.status_code == 409
     assert (racing.json()["error"], racing.json()["threadId"]) == ("concurrent", thread_id)
+    # The browser's user reads words meant for them; the Python advice goes to the developer's log.
+    assert racing.json()["message"] == example_module().ANSWERED_ELSEWHERE
+    assert replicas[1].wait_logged(f"thread {thread_id}: ")
+    assert "thread.reload()" in next(line for line in replicas[1].log if f"thread {thread_id}: " in line)
     assert backend.agent.request_count == sent
     assert frames(held)[-1]["outcome"] == "success"
 
@@ -309,10 +337,7 @@ def test_the_example_cancels_runs_still_in_flight_at_shutdown_so_their_claims_go
     from agui_client.stores import SqliteStore
     from agui_client.testing import Finish, Start
 
-    spec = importlib.util.spec_from_file_location("fastapi_backend_example", ROOT / "examples" / "fastapi_backend.py")
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = example_module()
     gate = Gate()
     db = tmp_path / "threads.db"
     monkeypatch.setattr(example, "SHUTDOWN_GRACE", 0.2)

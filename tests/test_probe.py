@@ -25,7 +25,15 @@ from agui_client.testing import (
     text_message,
     tool_call,
 )
-from agui_client.types import CustomEvent, Interrupt, RunAgentInput, RunErrorEvent, RunFinishedInterruptOutcome
+from agui_client.types import (
+    CustomEvent,
+    Interrupt,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedInterruptOutcome,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+)
 
 PROMPT = "Delete the temporary files"
 
@@ -258,6 +266,46 @@ def test_an_interrupt_naming_what_the_run_never_had_warns(run_probe: Probe, fiel
 
     assert report.check(check_id).verdict == "warn"
     assert "interrupt q names" in evidence_text(report, check_id) and "ghost" in evidence_text(report, check_id)
+    # Said once: the stream check leaves the same finding (SA-09, IR-07) to the field's own check.
+    assert report.check("stream-rules").verdict == "pass"
+
+
+def test_an_interrupt_naming_a_subagent_of_an_earlier_run_warns(run_probe: Probe) -> None:
+    # A subagent id names one invocation: one that ran in the asking run cannot raise the resumed run's interrupt.
+    def ask(run_input: RunAgentInput) -> list[Any]:
+        return [Start(), SubagentStartedEvent(subagent_run_id="helper", name="helper"),
+                SubagentFinishedEvent(subagent_run_id="helper"),
+                Finish(outcome=RunFinishedInterruptOutcome(interrupts=(Interrupt(id="q", reason="input"),)))]
+
+    again = RunFinishedInterruptOutcome(interrupts=(Interrupt(id="q2", reason="input", subagent_run_id="helper"),))
+    report = run_probe(ScriptedAgent([ask, [Start(), Finish(outcome=again)]], cycle=True))
+
+    assert report.check("subagent-run-id").verdict == "warn"
+    assert "interrupt q2 names subagent helper, never started in this run" in evidence_text(report, "subagent-run-id")
+    assert report.check("stream-rules").verdict == "pass"
+
+
+@pytest.mark.parametrize("written", ["20260601T110000Z", "20260601T1100Z", "1780311600"])
+def test_an_expires_at_meant_as_a_date_but_read_as_none_warns_naming_the_form_to_write(run_probe: Probe,
+                                                                                      written: str) -> None:
+    report = run_probe(ScriptedAgent.interrupts(1, expires_at=written))
+
+    assert report.check("expires-at").verdict == "warn"
+    assert f"expiresAt {written} is " in evidence_text(report, "expires-at")
+    assert "read as no date; write 2026-06-01T11:00:00Z" in evidence_text(report, "expires-at")
+
+
+def test_an_expires_at_number_is_reported_once_as_the_schema_violation_it_is(run_probe: Probe) -> None:
+    def ask(run_input: RunAgentInput) -> list[Any]:
+        interrupt = {"id": "q", "reason": "input", "expiresAt": 1780311600}
+        return [Start(), {"type": "RUN_FINISHED", "threadId": run_input.thread_id, "runId": run_input.run_id,
+                          "outcome": {"type": "interrupt", "interrupts": [interrupt]}}]
+
+    report = run_probe(ScriptedAgent([ask, [Start(), Finish()]], cycle=True))
+
+    assert report.check("stream-rules").verdict == "fail"
+    assert "expected a string" in evidence_text(report, "stream-rules")
+    assert report.check("expires-at").verdict == "n/a"
 
 
 def test_an_unreadable_expires_at_warns(run_probe: Probe) -> None:
@@ -494,7 +542,7 @@ def _ghost(field: str) -> ScriptedAgent:
     ("subagent-run-id", lambda: _ghost("subagent_run_id"), False,
      "start it (SUBAGENT_STARTED) in the run that raises its interrupt"),
     ("expires-at", lambda: ScriptedAgent.interrupts(1, expires_at="next tuesday"), False,
-     "write an ISO 8601 date-time with a zone (2026-06-01T11:00:00Z)"),
+     "write an ISO 8601 extended-form date-time with a zone (2026-06-01T11:00:00Z)"),
     ("response-schema", lambda: ScriptedAgent.interrupts(1, response_schema={"type": "nonsense"}), False,
      "send a self-contained JSON Schema an answer can be checked against"),
     ("stream-rules", lambda: ScriptedAgent.approvals(2, faults=["repeat-interrupt-id"]), False,

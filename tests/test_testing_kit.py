@@ -677,6 +677,38 @@ def test_a_content_type_given_among_the_headers_is_the_one_sent_alone(client: ht
     assert html.text == "<html>hi</html>"
 
 
+def test_a_stream_given_a_content_type_among_its_headers_sends_that_one_alone(client: httpx.Client,
+                                                                             served: Any) -> None:
+    url = served(ScriptedAgent([Stream(items=[Start(), Finish()], headers={"Content-Type": "application/x-ndjson"})]))
+
+    with client.stream("POST", url, json=body("t", "r1")) as response:
+        sent = response.headers.get_list("content-type")
+        response.read()
+
+    assert sent == ["application/x-ndjson"]
+
+
+@pytest.mark.parametrize("kind", [Respond, Stream])
+def test_a_content_type_argument_and_a_differing_content_type_header_are_refused_naming_both(kind: Any) -> None:
+    given = {"status": 200} if kind is Respond else {"items": []}
+
+    with pytest.raises(ValueError) as refused:
+        kind(**given, content_type="text/html", headers={"content-type": "text/plain"})
+
+    assert "content_type='text/html'" in str(refused.value)
+    assert "'text/plain'" in str(refused.value)
+
+
+@pytest.mark.parametrize("kind", [Respond, Stream])
+def test_a_content_type_said_twice_alike_is_sent_once(client: httpx.Client, served: Any, kind: Any) -> None:
+    given = {"status": 200, "body": "hi"} if kind is Respond else {"items": [b"hi"]}
+    url = served(ScriptedAgent([kind(**given, content_type="text/plain", headers={"Content-Type": "text/plain"})]))
+
+    answer = client.post(url, json=body("t", "r1"))
+
+    assert answer.headers.get_list("content-type") == ["text/plain"]
+
+
 def test_a_script_item_of_the_wrong_kind_is_refused_up_front() -> None:
     with pytest.raises(TypeError):
         ScriptedAgent([["data: not bytes"]])  # type: ignore[list-item]  # the wrong kind, on purpose

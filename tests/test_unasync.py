@@ -147,8 +147,78 @@ def test_a_marked_block_keeps_the_sync_side_as_written() -> None:
         """)
 
 
+def test_a_marked_string_is_the_sync_twins_docstring_of_its_class_or_function() -> None:
+    assert _sync('''\
+        class AsyncThread:
+            """Awaited: ``await thread.run()``."""
+            # unasync: sync docstring
+            """Called: ``thread.run()`` (AsyncThread stays as written)."""
+
+            async def run(self):
+                """Run, awaited."""
+                # unasync: sync docstring
+                """Run, in the calling thread."""
+                await self.go()
+        ''') == textwrap.dedent('''\
+        class Thread:
+            """Called: ``thread.run()`` (AsyncThread stays as written)."""
+
+            def run(self):
+                """Run, in the calling thread."""
+                self.go()
+        ''')
+
+
+def test_a_modules_sync_docstring_after_its_imports_takes_the_docstrings_place_and_leaves_one_blank_line() -> None:
+    assert _sync('''\
+        """The async module: ``AsyncThread``.
+
+        More about it.
+        """
+
+        from __future__ import annotations
+
+        import x
+
+        # unasync: sync docstring
+        """The sync module: ``Thread``."""
+
+        __all__ = ["AsyncThread"]
+        ''') == textwrap.dedent('''\
+        """The sync module: ``Thread``."""
+
+        from __future__ import annotations
+
+        import x
+
+        __all__ = ["Thread"]
+        ''')
+
+
+def test_a_marker_quoted_inside_a_docstring_is_refused_rather_than_read_as_one() -> None:
+    source = textwrap.dedent('''\
+        def f():
+            """Mark the async side so:
+
+            # unasync: async only
+            """
+        ''')
+
+    with pytest.raises(unasync.MarkError) as refused:
+        unasync.unasync(source, "src.py")
+
+    assert str(refused.value) == ("line 4: '# unasync: async only' inside a string would read as a marker; "
+                                  "word it otherwise")
+
+
 @pytest.mark.parametrize(("source", "said"), [
     ("# unasync: sync only\n# x = 1\n# unasync: end\n", "line 1: '# unasync: sync only' after no marker"),
+    ("x = 1\n# unasync: sync docstring\ny = 2\n",
+     "line 2: '# unasync: sync docstring' is not followed by a string statement"),
+    ("x = 1\n# unasync: sync docstring\n\"\"\"Sync.\"\"\"\n",
+     "line 2: the scope of '# unasync: sync docstring' has no docstring"),
+    ("\"\"\"A.\"\"\"\n# unasync: sync docstring\n\"S.\"\n# unasync: sync docstring\n\"T.\"\n",
+     "line 4: the scope of '# unasync: sync docstring' has its sync docstring already"),
     ("# unasync: async only\nx = 1\n", "'# unasync: async only' block never ends"),
     ("# unasync: async only\nx = 1\n# unasync: sync only\nx = 2\n# unasync: end\n",
      "line 4: a sync-only line is not commented out with '# '"),

@@ -27,6 +27,21 @@ of a longer name) is never touched by accident:
   The twin keeps the sync lines, uncommented, and drops the async ones and the markers. Larger
   differences live in hand-written modules beside each shell (``thread_io.py``, ``client_io.py``),
   not generated.
+- a docstring the twin words differently is written out, as a string, right after a marker, in the
+  scope (module, class or function) whose docstring it replaces::
+
+      class AsyncThread(AsyncThreadIO):
+          '''A conversation with an agent across runs, on an event loop.'''
+          # unasync: sync docstring
+          '''A conversation with an agent across runs (synchronous).'''
+
+  The twin has the marked string, as written, in place of the scope's docstring, and neither the
+  marker nor the string where they stood (a blank line around them goes too, when one stood on each
+  side). A module's sync docstring stands after its imports, where a string statement is allowed.
+  Found with ``ast``, which reads a string's extent the same way on every Python version.
+
+A marker is a comment alone on its line; a line inside a string that reads like one (a docstring
+quoting the markers) is refused, as it would otherwise be read as a marker.
 
 Lines the rewrite shortened before an open bracket have their continuation lines, when aligned with
 that bracket, moved left with it, so the twin reads as hand-aligned code.
@@ -35,11 +50,13 @@ that bracket, moved left with it, so the twin reads as hand-aligned code.
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import re
 import sys
 import tokenize
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,7 +99,7 @@ NAMES = {
 
 HEADER = "# generated from {source} by python -m tools.unasync; do not edit (edit the source, run the script)\n"
 
-_MARK = re.compile(r"^(?P<indent>[ \t]*)# unasync: (?P<what>async only|sync only|end)[ \t]*$")
+_MARK = re.compile(r"^(?P<indent>[ \t]*)# unasync: (?P<what>async only|sync only|end|sync docstring)[ \t]*$")
 _WORDS = re.compile(r"\b(" + "|".join(sorted(map(re.escape, NAMES), key=len, reverse=True)) + r")\b")
 _PROSE = re.compile(r"\bawait (?=\S)|\basync (?=(?:with|for)\b)")
 _BRACKETS = {"(": ")", "[": "]", "{": "}"}
@@ -101,40 +118,128 @@ class MarkError(ValueError):
 
 def unasync(source: str, name: str) -> str:
     """The sync twin of the async module text ``source`` (``name``: its path, for the header)."""
-    return HEADER.format(source=name) + _pick_blocks(_rewrite(source, _sync_rows(source)))
+    marks = _markers(source)
+    sides = _sides(marks, len(source.splitlines()))
+    swaps = _sync_docstrings(source, marks, sides)
+    # The markers and the sync side, written as sync code already, are left as they are.
+    kept = {number for number, side in enumerate(sides, 1) if side == "sync only"} | set(marks)
+    kept |= {number for swap in swaps for number in range(swap.text[0], swap.text[1] + 1)}
+    return HEADER.format(source=name) + _pick_blocks(_rewrite(source, kept), sides, marks, swaps)
 
 
-def _sync_rows(source: str) -> set[int]:
-    """The rows (from 1) of the markers and the sync-only lines: written as sync code already, they are
-    left as they are."""
-    return {number for number, line, side in _sides(source) if side == "sync only" or _MARK.match(line.rstrip("\n"))}
+def _markers(source: str) -> dict[int, str]:
+    """The rows (from 1) of ``source``'s markers, and what each says.
 
-
-def _sides(source: str) -> list[tuple[int, str, str | None]]:
-    """Each line of ``source`` (its number, from 1), and the side of the marked block it is in, if any."""
-    found = []
-    side = None
-    for number, line in enumerate(source.splitlines(keepends=True), 1):
+    A marker is a comment alone on its line: a line inside a string that reads like one is refused, so
+    that a docstring quoting the markers is never taken for them.
+    """
+    lines = source.splitlines(keepends=True)
+    comments = {token.start[0] for token in _tokens(source, lines) if token.type == tokenize.COMMENT}
+    found = {}
+    for number, line in enumerate(lines, 1):
         mark = _MARK.match(line.rstrip("\n"))
-        if mark:
-            what = mark.group("what")
-            expected = {"async only": (None,), "sync only": ("async only",), "end": ("async only", "sync only")}
+        if mark is None:
+            continue
+        if number not in comments:
+            raise MarkError(f"line {number}: '# unasync: {mark.group('what')}' inside a string would read as a "
+                            "marker; word it otherwise")
+        found[number] = mark.group("what")
+    return found
+
+
+def _sides(marks: dict[int, str], rows: int) -> list[str | None]:
+    """The side of the marked block each of ``rows`` rows is in (``None``: outside every block)."""
+    found: list[str | None] = []
+    side = None
+    expected = {"async only": (None,), "sync only": ("async only",), "end": ("async only", "sync only"),
+                "sync docstring": (None,)}
+    for number in range(1, rows + 1):
+        what = marks.get(number)
+        if what is not None:
             if side not in expected[what]:
                 raise MarkError(f"line {number}: '# unasync: {what}' after {side or 'no marker'}")
-            found.append((number, line, side))
-            side = None if what == "end" else what
+            found.append(side)
+            side = side if what == "sync docstring" else None if what == "end" else what
             continue
-        found.append((number, line, side))
+        found.append(side)
     if side is not None:
         raise MarkError(f"'# unasync: {side}' block never ends")
     return found
 
 
-def _pick_blocks(source: str) -> str:
-    """Keep the sync side of each marked block (uncommented), drop the async side and the markers."""
+class _Swap(NamedTuple):
+    """A scope's docstring replaced in the twin: its rows, the marker's row, and the marked string's rows."""
+
+    docstring: tuple[int, int]
+    mark: int
+    text: tuple[int, int]
+
+
+def _sync_docstrings(source: str, marks: dict[int, str], sides: list[str | None]) -> list[_Swap]:
+    """Each ``# unasync: sync docstring`` of ``source``: the docstring its string replaces in the twin."""
+    rows = [number for number, what in marks.items() if what == "sync docstring"]
+    if not rows:
+        return []
+    lines = source.splitlines(keepends=True)
+    strings: dict[int, tuple[ast.stmt, ast.stmt | None]] = {}  # first row -> (a string statement, its docstring)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            docstring = node.body[0] if _is_text(node.body[0]) else None
+            for statement in node.body[1:]:
+                if _is_text(statement):
+                    strings[statement.lineno] = (statement, docstring)
+    swaps = []
+    replaced: set[int] = set()
+    for mark in rows:
+        found = strings.get(mark + 1)
+        if found is None:
+            raise MarkError(f"line {mark}: '# unasync: sync docstring' is not followed by a string statement")
+        statement, docstring = found
+        if docstring is None or docstring.lineno in replaced:
+            said = "has no docstring" if docstring is None else "has its sync docstring already"
+            raise MarkError(f"line {mark}: the scope of '# unasync: sync docstring' {said}")
+        for node in (docstring, statement):
+            assert node.end_lineno is not None and node.end_col_offset is not None
+            alone = (not lines[node.lineno - 1][:node.col_offset].strip()
+                     and not lines[node.end_lineno - 1][node.end_col_offset:].strip())
+            if not alone or any(sides[n - 1] for n in range(node.lineno, node.end_lineno + 1)):
+                raise MarkError(f"line {node.lineno}: a docstring swapped by '# unasync: sync docstring' stands "
+                                "alone on its lines, outside marked blocks")
+        replaced.add(docstring.lineno)
+        swaps.append(_Swap(docstring=(docstring.lineno, _last_row(docstring)), mark=mark,
+                           text=(statement.lineno, _last_row(statement))))
+    return swaps
+
+
+def _is_text(statement: ast.stmt) -> bool:
+    return (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str))
+
+
+def _last_row(statement: ast.stmt) -> int:
+    assert statement.end_lineno is not None
+    return statement.end_lineno
+
+
+def _pick_blocks(text: str, sides: list[str | None], marks: dict[int, str], swaps: list[_Swap]) -> str:
+    """Keep the sync side of each marked block (uncommented), drop the async side and the markers, and put
+    each sync docstring in place of the one it replaces."""
+    lines = text.splitlines(keepends=True)
+    put: dict[int, list[str]] = {}
+    dropped: set[int] = set()
+    for swap in swaps:
+        put[swap.docstring[0]] = lines[swap.text[0] - 1:swap.text[1]]
+        dropped.update(range(swap.docstring[0] + 1, swap.docstring[1] + 1), range(swap.mark, swap.text[1] + 1))
+        # (a string set apart by blank lines leaves one blank line, not two)
+        before, after = swap.mark - 1, swap.text[1] + 1
+        if before >= 1 and not lines[before - 1].strip() and after <= len(lines) and not lines[after - 1].strip():
+            dropped.add(after)
     kept = []
-    for number, line, side in _sides(source):
-        if side == "async only" or _MARK.match(line.rstrip("\n")):
+    for number, (line, side) in enumerate(zip(lines, sides, strict=True), 1):
+        if number in put:
+            kept += put[number]
+            continue
+        if number in dropped or side == "async only" or number in marks:
             continue
         if side == "sync only":
             stripped = line.lstrip(" \t")

@@ -1,4 +1,3 @@
-# unasync: async only
 """``AsyncAgentClient``: the HTTP shell on an event loop (the source of the sync ``AgentClient``).
 
 It moves bytes and nothing else: POST the encoded ``RunAgentInput``, check the response is an event
@@ -7,14 +6,6 @@ stream, and hand every SSE payload on the moment its bytes arrive (see ``agui_cl
 module; what the two really do differently is marked here (``# unasync:``) or written by hand in each
 side's ``client_io.py``.
 """
-# unasync: sync only
-# """``AgentClient``: the HTTP shell in the calling thread (generated from the async ``AsyncAgentClient``).
-#
-# It moves bytes and nothing else: POST the encoded ``RunAgentInput``, check the response is an event
-# stream, and hand every SSE payload on the moment its bytes arrive (see ``agui_client/client.py``).
-# What it does differently from the async shell is written by hand in ``client_io.py`` beside it.
-# """
-# unasync: end
 
 from __future__ import annotations
 
@@ -62,13 +53,20 @@ from .thread import AsyncThread
 if TYPE_CHECKING:
     from ..stores import ThreadStore
 
+# unasync: sync docstring
+"""``AgentClient``: the HTTP shell in the calling thread (generated from the async ``AsyncAgentClient``).
+
+It moves bytes and nothing else: POST the encoded ``RunAgentInput``, check the response is an event
+stream, and hand every SSE payload on the moment its bytes arrive (see ``agui_client/client.py``).
+What it does differently from the async shell is written by hand in ``client_io.py`` beside it.
+"""
+
 __all__ = ["AsyncAgentClient"]
 
 logger = logging.getLogger("agui_client")
 
 
 class AsyncAgentClient(ClientBase):
-    # unasync: async only
     """The asynchronous twin of :class:`AgentClient` (same parameters and attributes, ``await``/``async with``).
 
     Example::
@@ -87,93 +85,92 @@ class AsyncAgentClient(ClientBase):
 
         asyncio.run(main())
     """
-    # unasync: sync only
-    # """A synchronous AG-UI client bound to one agent URL.
-    #
-    # Example::
-    #
-    #     from agui_client import AgentClient
-    #
-    #     with AgentClient(url, headers={"Authorization": "Bearer <token>"}) as client:
-    #         thread = client.thread()  # a new conversation, with a fresh id
-    #         result = thread.run("What's the weather in Paris?")
-    #         print(result.outcome, result.text)
-    #         thread_id = thread.id  # keep it: client.thread(thread_id) comes back to the thread
-    #         print(client.store.load(thread_id).version)  # saved in client.store (a MemoryStore by default)
-    #         again = client.thread(thread_id)  # loaded from the store, its messages and interrupts with it
-    #
-    # Attributes:
-    #     url: the agent's endpoint.
-    #     store: where the threads are kept (the ``store`` argument, or a ``MemoryStore`` the client owns).
-    #     http: the ``httpx.Client`` the client sends with.
-    #     telemetry: where runs report to OpenTelemetry (a :class:`~agui_client.Telemetry`), or ``None``.
-    #
-    # Args:
-    #     url: the agent's endpoint (runs are ``POST``ed there): ``http://`` or ``https://`` and a host
-    #         (any scheme with your own ``http_client``, or a path joined to its ``base_url``). Another one
-    #         raises ``ValueError`` here (a value that is no ``str``: ``TypeError``), not at the first run.
-    #     headers: extra request headers (authentication …); merged into every request, never logged.
-    #         One run's own go on top: ``thread.run(..., headers={"Authorization": user_credential})``
-    #         replaces the same-named header here for that run only (see :meth:`Thread.run`).
-    #     timeout: connect (and write) timeout in seconds; not a bound on the run (httpx's ``timeout``
-    #         covers reads too): the silence between bytes is ``idle_timeout``, the whole run ``run_timeout``.
-    #     idle_timeout: the longest silence between bytes before ``IdleTimeout``; keep-alive comments
-    #         reset it.
-    #     max_event_bytes: the largest event accepted; a larger one raises ``LimitExceeded`` before it
-    #         is buffered whole.
-    #     max_run_bytes: the most bytes of body (after a gzip or deflate coding is undone, and of such a
-    #         coded body as sent too) one run's response may bring, ``DEFAULT_MAX_RUN_BYTES`` (256 MiB)
-    #         by default, ``None`` for no bound.
-    #         Past it the run fails with ``LimitExceeded`` (code ``RUN-BYTES``; ``.result`` holds what
-    #         was folded): small events streamed for ever would otherwise grow the thread without end.
-    #         Read when each run starts (set ``client.max_run_bytes`` to change it for the next runs).
-    #     store: where threads are kept between runs (``MemoryStore`` by default).
-    #     http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
-    #         Its own timeout does not apply to runs: ``timeout`` and ``idle_timeout`` are set on every
-    #         request, so a client built without one cannot leave a run waiting forever. Without one, the
-    #         client makes its own, for many runs at once: no cap on connections (a run holds one to its
-    #         end; httpx's default cap of 100 would make the 101st wait, then fail) and its pool split in
-    #         shards of 8 runs (httpx's pool visits all its connections on every request and close).
-    #         A client you pass is used as it is: size its ``limits`` for the runs you hold open. The
-    #         client's own keeps no cookie an agent sets: its transport drops every answer's
-    #         ``Set-Cookie``, so no jar sees one, the one you may assign included (one client may send
-    #         many users' runs: a session cookie set on one user's run would go out with the next
-    #         user's; a client you pass keeps them, for every run it sends). Cookies you set are sent.
-    #         Its connections hold the run's deadline and
-    #         ``max_run_bytes`` while the answer's head is read (endless ``103 Early Hints``); a client
-    #         you pass holds them only for the body.
-    #     follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
-    #         default: a run is not idempotent; a hop to another origin is never followed, as the
-    #         request carries your headers). 307 and 308 send the same ``POST`` again, 303 a ``GET``; a
-    #         301 or 302 is not followed, as httpx would send the run on as a ``GET`` without it (see
-    #         docs/http.md).
-    #     clock: the time source for expiry judgements (UTC ``datetime``); the system clock by default.
-    #     sensitive_headers: names of more request headers (and URL query parameters) whose values are
-    #         secrets, beyond those the client knows (``Authorization``, ``Proxy-Authorization``,
-    #         ``Cookie``, and any name holding key, token, secret, auth, session, password, signature
-    #         …). Their values, as sent, are replaced by ``[redacted]`` wherever an error, a warning, a
-    #         log line or a stored record would repeat them (an agent may echo the request).
-    #     run_timeout: the longest a run may take as a whole, in seconds from its request (``None``, the
-    #         default: no bound beyond ``idle_timeout`` between bytes). Past it the run fails with
-    #         ``RunTimeout``, as for any transport fault (a resume whose request was written stays
-    #         claimed). ``Thread.run(run_timeout=...)`` and ``stream(...)`` set it for one run.
-    #     telemetry: where runs report to OpenTelemetry. ``None`` (the default): the global providers when
-    #         ``opentelemetry-api`` is installed (nothing is recorded until the application configures an
-    #         SDK), else nowhere; a :class:`~agui_client.Telemetry` to choose the providers or to record
-    #         content; ``False``: nowhere. See ``docs/opentelemetry.md``.
-    #     legacy_interrupts: ``"langgraph"`` bridges LangGraph's pre-1.0 interrupts: a run that ends as
-    #         success after ``CUSTOM on_interrupt`` events reads as the interrupt outcome
-    #         (``RunResult.bridged`` says so), its interrupts are held open and answered with
-    #         ``resume_builder()`` as any, and the answers travel in ``forwardedProps.command.resume``,
-    #         where that producer reads them, never also as a resume list. ``None`` (the default): such
-    #         a run stays a success, with a ``LEGACY-CUSTOM-INTERRUPT`` warning. See
-    #         docs/legacy-interrupts.md.
-    #     max_retries: how many times a run's request is sent again after a failure the agent certainly
-    #         did not act on (no connection; a 429 or 503 answer), 0 by default; see docs/http.md.
-    #     retry_backoff: the first wait between tries when the agent gives no ``Retry-After``, in seconds
-    #         (0.5 by default; doubled at each try, up to 8, less up to half at random).
-    # """
-    # unasync: end
+    # unasync: sync docstring
+    """A synchronous AG-UI client bound to one agent URL.
+
+    Example::
+
+        from agui_client import AgentClient
+
+        with AgentClient(url, headers={"Authorization": "Bearer <token>"}) as client:
+            thread = client.thread()  # a new conversation, with a fresh id
+            result = thread.run("What's the weather in Paris?")
+            print(result.outcome, result.text)
+            thread_id = thread.id  # keep it: client.thread(thread_id) comes back to the thread
+            print(client.store.load(thread_id).version)  # saved in client.store (a MemoryStore by default)
+            again = client.thread(thread_id)  # loaded from the store, its messages and interrupts with it
+
+    Attributes:
+        url: the agent's endpoint.
+        store: where the threads are kept (the ``store`` argument, or a ``MemoryStore`` the client owns).
+        http: the ``httpx.Client`` the client sends with.
+        telemetry: where runs report to OpenTelemetry (a :class:`~agui_client.Telemetry`), or ``None``.
+
+    Args:
+        url: the agent's endpoint (runs are ``POST``ed there): ``http://`` or ``https://`` and a host
+            (any scheme with your own ``http_client``, or a path joined to its ``base_url``). Another one
+            raises ``ValueError`` here (a value that is no ``str``: ``TypeError``), not at the first run.
+        headers: extra request headers (authentication …); merged into every request, never logged.
+            One run's own go on top: ``thread.run(..., headers={"Authorization": user_credential})``
+            replaces the same-named header here for that run only (see :meth:`Thread.run`).
+        timeout: connect (and write) timeout in seconds; not a bound on the run (httpx's ``timeout``
+            covers reads too): the silence between bytes is ``idle_timeout``, the whole run ``run_timeout``.
+        idle_timeout: the longest silence between bytes before ``IdleTimeout``; keep-alive comments
+            reset it.
+        max_event_bytes: the largest event accepted; a larger one raises ``LimitExceeded`` before it
+            is buffered whole.
+        max_run_bytes: the most bytes of body (after a gzip or deflate coding is undone, and of such a
+            coded body as sent too) one run's response may bring, ``DEFAULT_MAX_RUN_BYTES`` (256 MiB)
+            by default, ``None`` for no bound.
+            Past it the run fails with ``LimitExceeded`` (code ``RUN-BYTES``; ``.result`` holds what
+            was folded): small events streamed for ever would otherwise grow the thread without end.
+            Read when each run starts (set ``client.max_run_bytes`` to change it for the next runs).
+        store: where threads are kept between runs (``MemoryStore`` by default).
+        http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
+            Its own timeout does not apply to runs: ``timeout`` and ``idle_timeout`` are set on every
+            request, so a client built without one cannot leave a run waiting forever. Without one, the
+            client makes its own, for many runs at once: no cap on connections (a run holds one to its
+            end; httpx's default cap of 100 would make the 101st wait, then fail) and its pool split in
+            shards of 8 runs (httpx's pool visits all its connections on every request and close).
+            A client you pass is used as it is: size its ``limits`` for the runs you hold open. The
+            client's own keeps no cookie an agent sets: its transport drops every answer's
+            ``Set-Cookie``, so no jar sees one, the one you may assign included (one client may send
+            many users' runs: a session cookie set on one user's run would go out with the next
+            user's; a client you pass keeps them, for every run it sends). Cookies you set are sent.
+            Its connections hold the run's deadline and
+            ``max_run_bytes`` while the answer's head is read (endless ``103 Early Hints``); a client
+            you pass holds them only for the body.
+        follow_redirects: follow redirects to the same origin, at most ``MAX_REDIRECTS`` times (off by
+            default: a run is not idempotent; a hop to another origin is never followed, as the
+            request carries your headers). 307 and 308 send the same ``POST`` again, 303 a ``GET``; a
+            301 or 302 is not followed, as httpx would send the run on as a ``GET`` without it (see
+            docs/http.md).
+        clock: the time source for expiry judgements (UTC ``datetime``); the system clock by default.
+        sensitive_headers: names of more request headers (and URL query parameters) whose values are
+            secrets, beyond those the client knows (``Authorization``, ``Proxy-Authorization``,
+            ``Cookie``, and any name holding key, token, secret, auth, session, password, signature
+            …). Their values, as sent, are replaced by ``[redacted]`` wherever an error, a warning, a
+            log line or a stored record would repeat them (an agent may echo the request).
+        run_timeout: the longest a run may take as a whole, in seconds from its request (``None``, the
+            default: no bound beyond ``idle_timeout`` between bytes). Past it the run fails with
+            ``RunTimeout``, as for any transport fault (a resume whose request was written stays
+            claimed). ``Thread.run(run_timeout=...)`` and ``stream(...)`` set it for one run.
+        telemetry: where runs report to OpenTelemetry. ``None`` (the default): the global providers when
+            ``opentelemetry-api`` is installed (nothing is recorded until the application configures an
+            SDK), else nowhere; a :class:`~agui_client.Telemetry` to choose the providers or to record
+            content; ``False``: nowhere. See ``docs/opentelemetry.md``.
+        legacy_interrupts: ``"langgraph"`` bridges LangGraph's pre-1.0 interrupts: a run that ends as
+            success after ``CUSTOM on_interrupt`` events reads as the interrupt outcome
+            (``RunResult.bridged`` says so), its interrupts are held open and answered with
+            ``resume_builder()`` as any, and the answers travel in ``forwardedProps.command.resume``,
+            where that producer reads them, never also as a resume list. ``None`` (the default): such
+            a run stays a success, with a ``LEGACY-CUSTOM-INTERRUPT`` warning. See
+            docs/legacy-interrupts.md.
+        max_retries: how many times a run's request is sent again after a failure the agent certainly
+            did not act on (no connection; a 429 or 503 answer), 0 by default; see docs/http.md.
+        retry_backoff: the first wait between tries when the agent gives no ``Retry-After``, in seconds
+            (0.5 by default; doubled at each try, up to 8, less up to half at random).
+    """
 
     # unasync: async only
     _WITH = "async with"  # (what the errors of a client used outside its block tell to use)

@@ -1,18 +1,9 @@
-# unasync: async only
 """The async client's retry loop, ``atried`` (the source of the sync client's ``tried``).
 
 What is retried, how long to wait and what the final error says is ``_retries.retry_wait``'s; this
 loop enters the try, waits and tries again. The wait ends at once when the task is cancelled
 (``anyio.sleep``); nothing more is sent then.
 """
-# unasync: sync only
-# """The sync client's retry loop, ``tried`` (generated from the async client's ``atried``).
-#
-# What is retried, how long to wait and what the final error says is ``_retries.retry_wait``'s; this
-# loop enters the try, waits and tries again. The wait ends at once on Ctrl-C (``KeyboardInterrupt``
-# from ``time.sleep``); nothing more is sent then.
-# """
-# unasync: end
 
 from __future__ import annotations
 
@@ -25,6 +16,14 @@ from .._retries import RetryDeadline, Retrying, retry_wait
 from ..core.exchange import StreamHandle
 from ..errors import TransportError
 from .client_io import pause
+
+# unasync: sync docstring
+"""The sync client's retry loop, ``tried`` (generated from the async client's ``atried``).
+
+What is retried, how long to wait and what the final error says is ``_retries.retry_wait``'s; this
+loop enters the try, waits and tries again. The wait ends at once on Ctrl-C (``KeyboardInterrupt``
+from ``time.sleep``); nothing more is sent then.
+"""
 
 __all__ = ["atried"]
 

@@ -1,4 +1,3 @@
-# unasync: async only
 """``AsyncThread``: one conversation across runs, on an event loop (the source of the sync ``Thread``).
 
 A thread is a :class:`~agui_client.core.flow.Conversation` (its folded state and its standing in the
@@ -9,16 +8,6 @@ writes ``agui_client/_sync/thread.py``, the sync ``Thread``, from it. What the t
 differently, the store call in a worker thread, a write shielded from cancellation, a Ctrl-C held until
 a write returned, is in each side's hand-written ``thread_io.py``.
 """
-# unasync: sync only
-# """``Thread``: one conversation across runs, in the calling thread (generated from the async ``AsyncThread``).
-#
-# A thread is a :class:`~agui_client.core.flow.Conversation` (its folded state and its standing in the
-# client's store) whose run protocol, claim, send, fold, save, release, is written once in
-# ``core/flow.py`` as a generator of effects. ``Thread`` is its pump in the calling thread: it carries
-# each effect out where it is asked for. What it does differently from the async shell, a Ctrl-C held
-# until a store write returned, is in the hand-written ``thread_io.py`` beside it.
-# """
-# unasync: end
 
 from __future__ import annotations
 
@@ -42,6 +31,16 @@ from .thread_io import INTERRUPTED, AsyncThreadIO, no_events
 if TYPE_CHECKING:
     from ..client import AsyncAgentClient
 
+# unasync: sync docstring
+"""``Thread``: one conversation across runs, in the calling thread (generated from the async ``AsyncThread``).
+
+A thread is a :class:`~agui_client.core.flow.Conversation` (its folded state and its standing in the
+client's store) whose run protocol, claim, send, fold, save, release, is written once in
+``core/flow.py`` as a generator of effects. ``Thread`` is its pump in the calling thread: it carries
+each effect out where it is asked for. What it does differently from the async shell, a Ctrl-C held
+until a store write returned, is in the hand-written ``thread_io.py`` beside it.
+"""
+
 __all__ = ["AsyncThread"]
 
 
@@ -57,7 +56,6 @@ class _AsyncExchange:
 
 
 class AsyncThread(AsyncThreadIO):
-    # unasync: async only
     """A conversation with an agent across runs, on an event loop (the async twin of :class:`Thread`).
 
     Get one with ``await client.load_thread(thread_id)`` on an event loop (the store is read in a
@@ -80,29 +78,28 @@ class AsyncThread(AsyncThreadIO):
         state: the folded state (messages, shared state, open interrupts, usage …).
         tool_handlers: the frontend tools ``run_until_done()`` answers, by name.
     """
-    # unasync: sync only
-    # """A conversation with an agent across runs (synchronous).
-    #
-    # Get one from :meth:`AgentClient.thread`. ``run()`` returns the run's ``RunResult``; ``stream()``
-    # yields its events as they arrive. A thread with open interrupts refuses a run that does not
-    # resume them, before anything is sent.
-    #
-    # Example::
-    #
-    #     thread = client.thread()  # a new conversation; client.thread(thread_id) loads a stored one
-    #     result = thread.run("hello")  # the whole run, folded
-    #     with thread.stream("tell me more") as stream:  # or its events as they arrive
-    #         for event in stream:
-    #             print(type(event).__name__)
-    #     print(stream.result.outcome, len(thread.state.messages), thread.id)
-    #
-    # Attributes:
-    #     id: the thread's id (keep it to come back: ``client.thread(id)`` loads it from the store).
-    #     client: the client that made it.
-    #     state: the folded state (messages, shared state, open interrupts, usage …).
-    #     tool_handlers: the frontend tools ``run_until_done()`` answers, by name.
-    # """
-    # unasync: end
+    # unasync: sync docstring
+    """A conversation with an agent across runs (synchronous).
+
+    Get one from :meth:`AgentClient.thread`. ``run()`` returns the run's ``RunResult``; ``stream()``
+    yields its events as they arrive. A thread with open interrupts refuses a run that does not
+    resume them, before anything is sent.
+
+    Example::
+
+        thread = client.thread()  # a new conversation; client.thread(thread_id) loads a stored one
+        result = thread.run("hello")  # the whole run, folded
+        with thread.stream("tell me more") as stream:  # or its events as they arrive
+            for event in stream:
+                print(type(event).__name__)
+        print(stream.result.outcome, len(thread.state.messages), thread.id)
+
+    Attributes:
+        id: the thread's id (keep it to come back: ``client.thread(id)`` loads it from the store).
+        client: the client that made it.
+        state: the folded state (messages, shared state, open interrupts, usage …).
+        tool_handlers: the frontend tools ``run_until_done()`` answers, by name.
+    """
 
     def __init__(self, client: AsyncAgentClient, thread_id: str, *,
                  tool_handlers: Mapping[str, ToolHandler] | None = None) -> None:

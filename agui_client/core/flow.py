@@ -271,7 +271,8 @@ class _Standing:
             raise
         except ConcurrentResume as exc:
             # The store says what it found; the caller also needs to know that nothing went out and
-            # how to catch up (an HTTP handler shows this text as it is).
+            # how to catch up (words for the code that holds the thread, and for its log: an HTTP backend
+            # gives its own user other words, as examples/fastapi_backend.py does).
             if exc.args and isinstance(exc.args[0], str):
                 exc.args = (f"{exc.args[0]}. Nothing was sent: thread.reload() catches up with the stored "
                             "thread, then run again", *exc.args[1:])

@@ -255,14 +255,38 @@ def _quiet_deliberate_cuts() -> None:
 Item = Event | UnknownEvent | Mapping[str, Any] | bytes | Start | Finish | Wait | Pause | KeepAlive | Disconnect
 
 
+def _header_type(headers: Mapping[str, str]) -> str | None:
+    return next((value for name, value in headers.items() if name.lower() == "content-type"), None)
+
+
+def _one_content_type(kind: str, content_type: str | None, headers: Mapping[str, str]) -> None:
+    # Two answers to one question: whichever silently won, a test meaning the other would pass for the
+    # wrong reason or fail far from here. Equal values say one thing twice, so they are let through.
+    named = _header_type(headers)
+    if content_type is not None and named is not None and named != content_type:
+        raise ValueError(f"{kind} got content_type={content_type!r} and a Content-Type header {named!r}; "
+                         "give the content type once")
+
+
 @frozen(kw_only=True)
 class Stream:
-    """Items streamed under a chosen status, content type and headers (a plain list is a 200 SSE stream)."""
+    """Items streamed under a chosen status, content type and headers (a plain list is a 200 SSE stream).
+
+    Attributes:
+        items: what is streamed, in order.
+        status: the HTTP status.
+        content_type: ``text/event-stream`` unless given here or as a ``Content-Type`` among the headers.
+        headers: extra response headers. A ``Content-Type`` among them that differs from ``content_type``
+            is refused with ``ValueError`` when the ``Stream`` is made.
+    """
 
     items: Sequence[Item]
     status: int = 200
-    content_type: str = _SSE_TYPE
+    content_type: str | None = None
     headers: Mapping[str, str] = field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        _one_content_type("Stream", self.content_type, self.headers)
 
 
 @frozen(kw_only=True)
@@ -274,13 +298,17 @@ class Respond:
         body: ``bytes`` and ``str`` are sent as they are; anything else is sent as JSON.
         content_type: defaults to JSON for JSON bodies, ``text/plain`` for text, octets for bytes.
         headers: extra response headers (``{"retry-after": "2"}``); a ``Content-Type`` among them is the
-            one sent, as ``content_type`` would be.
+            one sent, as ``content_type`` would be. One that differs from ``content_type`` is refused with
+            ``ValueError`` when the ``Respond`` is made.
     """
 
     status: int
     body: JSON = b""
     content_type: str | None = None
     headers: Mapping[str, str] = field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        _one_content_type("Respond", self.content_type, self.headers)
 
 
 StepResult = Sequence[Item] | bytes | Stream | Respond
@@ -679,8 +707,9 @@ class ScriptedAgent:
 
     async def _stream(self, send: Send, receive: Receive, stream: Stream, plan: _Plan) -> None:
         frame = self._played(plan)
-        headers = [(b"content-type", stream.content_type.encode("latin-1")), (b"cache-control", b"no-cache"),
-                   (b"x-accel-buffering", b"no"), *_encode_headers(stream.headers)]
+        headers = [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no"), *_encode_headers(stream.headers)]
+        if _header_type(stream.headers) is None:
+            headers.insert(0, (b"content-type", (stream.content_type or _SSE_TYPE).encode("latin-1")))
         await send({"type": "http.response.start", "status": stream.status, "headers": headers})
         # A client that goes away must release a response held at a Wait or Pause, or the server
         # could not shut down until the gate opens.

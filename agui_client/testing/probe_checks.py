@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 import attrs
@@ -230,9 +231,12 @@ def _each_interrupt(seen: Sequence[Observed], key: str) -> list[tuple[Observed, 
             for i in interrupts if isinstance(i, dict) and key in i]
 
 
-#: Warnings about a question asked the pre-1.0 way: no stream rule is broken (ignoring CUSTOM is
-#: conformant); what they say is the pause-as-success check's to judge, from the events themselves.
-_JUDGED_BY_PAUSE = frozenset({legacy.CUSTOM_ASKED, legacy.TOOL_ASKED})
+#: Warnings another check judges, left out of the stream check so that one finding is reported once.
+#: A question asked the pre-1.0 way breaks no stream rule (ignoring CUSTOM is conformant): the
+#: pause-as-success check judges it from the events themselves. An interrupt naming a subagent (SA-09)
+#: or a tool call (IR-07) the run never had is what the subagent-run-id and tool-call-id checks judge,
+#: on the same interrupts by the same reading.
+_JUDGED_ELSEWHERE = frozenset({legacy.CUSTOM_ASKED, legacy.TOOL_ASKED, "SA-09", "IR-07"})
 
 
 # What to do about a stream rule broken: each code named in the evidence has a section in docs/codes.md.
@@ -243,7 +247,7 @@ def _check_stream(seen: Sequence[Observed]) -> CheckResult:
     errors = [s.evidence(e.index, f"{e.event_type or '-'} [{e.rule or type(e).__name__}] {s.quote(e.detail)}")
               for s in seen for e in s.errors]
     warnings = [s.evidence(w.index, f"{w.event_type or '-'} [{w.code}] {s.quote(w.message)}")
-                for s in seen for w in s.warnings if w.code not in _JUDGED_BY_PAUSE]
+                for s in seen for w in s.warnings if w.code not in _JUDGED_ELSEWHERE]
     streams = sum(1 for s in seen if s.rejected is None)
     more = [s.evidence(None, f"and {s.errors_dropped} more protocol error(s), counted, not kept (the first "
                              f"{KEPT_PER_RUN} are)") for s in seen if s.errors_dropped]
@@ -328,10 +332,12 @@ def _check_unique(seen: Sequence[Observed]) -> CheckResult:
 
 
 def _check_field(seen: Sequence[Observed], check_id: str, key: str, fault: Callable[[Observed, Any], str | None], *,
-                 absent: str, broken: str, passed: str, skip_null: bool = False) -> CheckResult:
-    """One interrupt field judged on every interrupt that carries it: ``fault(run, value)`` says what is
-    wrong with it, after "interrupt ID" (``None``: nothing); ``passed`` takes the number judged."""
-    found = [f for f in _each_interrupt(seen, key) if not (skip_null and f[3] is None)]
+                 absent: str, broken: str, passed: str, judged: Callable[[Any], bool] = lambda value: True
+                 ) -> CheckResult:
+    """One interrupt field judged on every interrupt that carries it (and whose value ``judged`` takes):
+    ``fault(run, value)`` says what is wrong with it, after "interrupt ID" (``None``: nothing);
+    ``passed`` takes the number judged."""
+    found = [f for f in _each_interrupt(seen, key) if judged(f[3])]
     if not found:
         return _verdict(check_id, "n/a", absent)
     evidence = []
@@ -360,16 +366,44 @@ def _tool_call_fault(s: Observed, value: Any) -> str | None:
 
 
 def _subagent_fault(s: Observed, value: Any) -> str | None:
-    assert s.result is not None
-    if isinstance(value, str) and (value in s.subagents or value in s.result.state.subagents):
+    # A subagent's id names one invocation, so only one this run started can have raised the
+    # interrupt: a subagent of an earlier run of the thread does not count (as the stream's own SA-09
+    # reads it, which this check reports in its place).
+    if isinstance(value, str) and value in s.subagents:
         return None
-    return f" names subagent {s.quote(value)}, never started"
+    return f" names subagent {s.quote(value)}, never started in this run"
 
 
-def _expires_fault(s: Observed, value: Any) -> str | None:
-    if isinstance(value, str) and parse_expires_at(value) is not None:
+# ISO 8601's basic form (no separators) and a bare count of seconds: both are dates to their writer,
+# and no date to a consumer (the reference's parser and parse_expires_at read neither), so each is
+# named with the extended form that says the same instant.
+_BASIC_FORM = re.compile(r"(\d{4})(\d{2})(\d{2})[Tt](\d{2})(\d{2})(\d{2})?(\.\d+)?([Zz]|[+-]\d{2}(?:\d{2})?)?")
+_EPOCH = re.compile(r"-?\d{9,11}")
+
+
+def _extended(value: str) -> str | None:
+    """The extended ISO 8601 form of a basic-form or epoch-seconds ``expiresAt``, or ``None``."""
+    basic = _BASIC_FORM.fullmatch(value)
+    if basic is not None:
+        year, month, day, hour, minute, second, fraction, zone = basic.groups()
+        zone = "Z" if zone is None or zone in "Zz" else f"{zone[:3]}:{zone[3:] or '00'}"
+        return f"{year}-{month}-{day}T{hour}:{minute}:{second or '00'}{fraction or ''}{zone}"
+    if _EPOCH.fullmatch(value):
+        try:
+            return datetime.fromtimestamp(int(value), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except (OverflowError, OSError, ValueError):  # before year 1: no date-time to suggest
+            return None
+    return None
+
+
+def _expires_fault(s: Observed, value: str) -> str | None:
+    if parse_expires_at(value) is not None:
         return None
-    return f": expiresAt {s.quote(value)} is not a readable date"
+    meant = _extended(value)
+    if meant is None:
+        return f": expiresAt {s.quote(value)} is not a readable date"
+    form = "ISO 8601's basic form" if _BASIC_FORM.fullmatch(value) else "seconds since 1970"
+    return f": expiresAt {s.quote(value)} is {form}, read as no date; write {meant}"
 
 
 def _check_interrupt_fields(seen: Sequence[Observed]) -> list[CheckResult]:
@@ -390,10 +424,12 @@ def _check_interrupt_fields(seen: Sequence[Observed]) -> list[CheckResult]:
                      broken="a subagentRunId names no subagent; start it (SUBAGENT_STARTED) in the run that "
                             "raises its interrupt",
                      passed="{} subagentRunId(s), each naming a subagent"),
-        _check_field(seen, "expires-at", "expiresAt", _expires_fault, skip_null=True,
-                     absent="no interrupt carried an expiresAt",
-                     broken="an expiresAt cannot be read as a date; write an ISO 8601 date-time with a zone "
-                            "(2026-06-01T11:00:00Z)",
+        # Only strings are judged: the schema types expiresAt as one, so a number (epoch seconds, say)
+        # already fails the stream check as a schema violation, and saying so again here would be twice.
+        _check_field(seen, "expires-at", "expiresAt", _expires_fault, judged=lambda value: isinstance(value, str),
+                     absent="no interrupt carried an expiresAt string",
+                     broken="an expiresAt cannot be read as a date, so the interrupt never expires; write an "
+                            "ISO 8601 extended-form date-time with a zone (2026-06-01T11:00:00Z)",
                      passed="{} expiresAt value(s), each a readable date"),
     ]
 
