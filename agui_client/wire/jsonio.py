@@ -358,9 +358,7 @@ def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates
         if shortcut and (rewritten is not None or len(raw) > _LARGE):
             brackets = max_depth + 1  # counting costs more than the rewrite
         else:
-            # (written out, not a call of _opened: this runs for most events)
-            brackets = counted = (raw.count("[") + raw.count("{") if isinstance(raw, str)
-                                  else raw.count(b"[") + raw.count(b"{"))
+            brackets = counted = _opened(raw)
         if brackets > max_depth:
             if shortcut and rewritten is None:
                 rewritten = _rewrite(value, raw)
