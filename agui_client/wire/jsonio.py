@@ -432,8 +432,12 @@ def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
             raise ValueError("a byte order mark is not JSON")
         return _finite_decoder.decode(text)
     except RecursionError:
-        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
-                            rule=NOT_AN_EVENT) from None
+        # Too deep for any parser here (orjson and the stdlib both stop near 1,000 levels): the error
+        # still names the event's type when a member before the deep one gives it.
+        kind = _leading_type(text)
+        unknown = "" if kind is not None else " (the event's type unknown: no text \"type\" member before the deep one)"
+        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels{unknown}", limit=max_depth, pointer="",
+                            event_type=kind, rule=NOT_AN_EVENT) from None
     except UnicodeDecodeError as exc:
         raise DecodeError(f"payload is not valid UTF-8 ({exc.reason} at byte {exc.start})",
                           data=excerpt(raw), rule=NOT_AN_EVENT) from None
@@ -453,6 +457,42 @@ def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
         raise DecodeError(f"payload is not JSON: {reason}", data=excerpt(raw), rule=NOT_AN_EVENT) from None
 
 
+
+
+def _leading_type(text: str) -> str | None:
+    """The ``type`` of an event object too deep to parse, read from its members up to the first one
+    that cannot be read alone (the deep one); ``None`` when they do not give it.
+
+    Producers write ``type`` first, so this reads a member or two. A member's value is parsed by the
+    same strict decoder, bounded by the payload's size, and only for an error.
+    """
+    def skip(at: int) -> int:
+        space = _WHITESPACE.match(text, at)
+        return space.end() if space is not None else at
+
+    try:
+        at = skip(0)
+        if text[at] != "{":
+            return None
+        at = skip(at + 1)
+        while text[at] == '"':
+            key, at = _plain_decoder.raw_decode(text, at)  # (a string: it starts with a quote)
+            at = skip(at)
+            if text[at] != ":":
+                return None
+            value, at = _plain_decoder.raw_decode(text, skip(at + 1))
+            if key == "type":
+                return value if type(value) is str else None
+            at = skip(at)
+            if text[at] != ",":
+                return None
+            at = skip(at + 1)
+    except (ValueError, IndexError, RecursionError):
+        pass
+    return None
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
 def type_of(value: Any) -> str | None:
