@@ -27,7 +27,7 @@ import re
 import warnings
 from collections.abc import Callable
 from itertools import accumulate
-from typing import Any
+from typing import Any, overload
 
 from ..errors import AguiWarning, DecodeError, LimitExceeded
 from .values import plain_json
@@ -52,6 +52,7 @@ __all__ = [
     "dump_record",
     "load_record",
     "json_problem",
+    "outside_strings",
     "escape",
     "excerpt",
     "type_of",
@@ -135,8 +136,26 @@ def _nests_deeper(text: bytes | str, value: Any, limit: int, opened: int | None)
     if opened * _BYTES_PER_WALKED_CONTAINER <= len(text):
         return _depth_exceeds(value, limit)
     blob = text if type(text) is bytes else str(text).encode("utf-8", "surrogatepass")
-    brackets = _JSON_STRING.sub(b"", blob).translate(None, _NOT_BRACKETS)
+    brackets = outside_strings(blob).translate(None, _NOT_BRACKETS)
     return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > limit
+
+
+@overload
+def outside_strings(text: bytes) -> bytes: ...
+@overload
+def outside_strings(text: str) -> str: ...
+def outside_strings(text: bytes | str) -> bytes | str:
+    """``text`` with its JSON strings (quotes included) taken out: its brackets left are containers.
+
+    A string runs from a quote to the next quote no backslash escapes; in a text that is not JSON this
+    holds up to its first fault, past which no parser reads anyway. The one place brackets in strings
+    are told apart (the depth check here, and the fold's bound on the tool-call arguments it parses).
+    Measured against splitting at the unescaped quotes: 22 against 82 ms for 16 MiB of dense brackets
+    without strings, 59 against 32 ms for 200,000 strings; arguments and events hold few strings.
+    """
+    if type(text) is bytes:
+        return _JSON_STRING.sub(b"", text)
+    return _JSON_TEXT_STRING.sub("", str(text))
 
 
 def _opened(text: bytes | str) -> int:
@@ -147,6 +166,7 @@ def _opened(text: bytes | str) -> int:
 #: Walking a container costs about what scanning 32 bytes of text does: denser text is scanned.
 _BYTES_PER_WALKED_CONTAINER = 32
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_TEXT_STRING = re.compile(_JSON_STRING.pattern.decode("ascii"), re.DOTALL)
 _NOT_BRACKETS = bytes(i for i in range(256) if i not in b"[]{}")
 _BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
