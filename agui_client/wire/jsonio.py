@@ -30,14 +30,13 @@ from itertools import accumulate
 from typing import Any, overload
 
 from ..errors import AguiWarning, DecodeError, LimitExceeded
-from .values import plain_json
+from .values import ORJSON, plain_json
 from .writeback import SLICED_DEPTH, WRITE_WHOLE, dense, write_sliced
 
-_orjson: Any
-try:  # optional speed-up: the package works without it
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - exercised in environments without orjson
-    _orjson = None
+# (bound here as well: the parsers read it on every call, and a test sets it to None to take the
+# standard library's path)
+_orjson: Any = ORJSON
+
 
 __all__ = [
     "HAVE_ORJSON",
