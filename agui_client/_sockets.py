@@ -322,6 +322,11 @@ class SocketStream(httpcore.AsyncNetworkStream):
             TimeoutError: the agent did not take it all by then.
             OSError: the connection failed.
         """
+        # ``ENOBUFS`` (the kernel out of buffers, which BSD and macOS may say where Linux would block) is
+        # not waited on: the socket's own buffer has room, so the loop's writer would call back at once
+        # and the send fail again, a loop spinning until the timeout. It is a failed write, as it is to
+        # asyncio's transports (httpcore's own connections) and to the sync client's blocking socket, and
+        # like every failed write it is not retried (part of the request may have been read).
         left = memoryview(buffer)
         while left:
             try:
