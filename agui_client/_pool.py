@@ -253,14 +253,14 @@ def _check_end(body: httpx.SyncByteStream | httpx.AsyncByteStream, network: obje
     for name in _TO_THE_PARSER:
         found = getattr(found, name, None)
     trailing = getattr(found, "trailing_data", None)  # (h11's: what it holds and has not parsed)
-    if isinstance(trailing, tuple) and trailing[0]:
+    if isinstance(trailing, tuple) and trailing and trailing[0]:
         network.overran = True
 
 
 #: From httpx's answer body to the h11 parser of its connection: httpcore's pool stream, the connection's
-#: stream, the HTTP/1.1 connection, its h11 state. All httpx's and httpcore's private attributes: if they
-#: move, nothing is found, and the connection is kept as httpx keeps it (its idle check still drops one
-#: whose rest came in a later read).
+#: stream, the HTTP/1.1 connection, its h11 state. All httpx's and httpcore's private attributes, each read
+#: with a default: if one moves, nothing is found and nothing raised, and the connection is kept as httpx
+#: keeps it, not checked (its idle check still drops one whose rest came in a later read).
 _TO_THE_PARSER = ("_httpcore_stream", "_stream", "_connection", "_h11_state")
 
 

@@ -22,7 +22,8 @@ TLS's ``close_notify`` (a "ragged" end) reads as the end, as Python's blocking T
 agent's framing and the run's terminal event say whether the answer was whole, not TLS.
 
 Under trio (where ``asyncio`` is not running), and on an asyncio loop that cannot wait on a socket
-(Windows' proactor loop has no ``add_reader``), httpcore's own backend serves, unchanged.
+(its ``add_reader`` raises ``NotImplementedError``, as Windows' proactor loop's does), httpcore's own
+backend serves, unchanged.
 """
 
 from __future__ import annotations
@@ -139,14 +140,45 @@ async def _first_connected(found: list[Any], local_address: str | None,
     raise failures[-1] if failures else OSError("no address could be tried")
 
 
-#: The asyncio loops that cannot wait on a socket (no ``add_reader``): Windows' proactor loop.
-_NO_READERS = tuple(kind for kind in (getattr(asyncio, "ProactorEventLoop", None),) if kind is not None)
+def _waits_on_sockets(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` can wait on a socket (``add_reader`` and ``add_writer``), asked once per kind of loop.
+
+    Windows' proactor loop cannot, nor can a loop of an application's that leaves them out: asyncio's
+    own answer is ``NotImplementedError``, which met a run halfway through (its request sent) instead
+    of choosing httpcore's connections, which need neither. Asked on a pair of sockets of its own.
+    """
+    kind = type(loop)
+    known = _WAITS_ON_SOCKETS.get(kind)
+    if known is None:
+        mine, theirs = socket.socketpair()
+        known = True
+        try:
+            for add, remove in ((loop.add_reader, loop.remove_reader), (loop.add_writer, loop.remove_writer)):
+                try:
+                    add(mine.fileno(), _nothing)
+                except NotImplementedError:
+                    known = False
+                    break
+                remove(mine.fileno())
+        finally:
+            mine.close()
+            theirs.close()
+        _WAITS_ON_SOCKETS[kind] = known
+    return known
+
+
+def _nothing() -> None:
+    """(The callback of the wait :func:`_waits_on_sockets` sets and takes off at once.)"""
+
+
+#: What :func:`_waits_on_sockets` found, by the loop's class.
+_WAITS_ON_SOCKETS: dict[type[asyncio.AbstractEventLoop], bool] = {}
 
 
 class SocketBackend(httpcore.AsyncNetworkBackend):
     """httpcore's network backend for the async shards: on asyncio, TCP connections are
-    :class:`SocketStream` s; anything else (trio, Unix sockets, the proactor loop) is ``fallback``'s,
-    httpcore's own."""
+    :class:`SocketStream` s; anything else (trio, Unix sockets, a loop that cannot wait on a socket,
+    :func:`_waits_on_sockets`) is ``fallback``'s, httpcore's own."""
 
     def __init__(self, fallback: httpcore.AsyncNetworkBackend) -> None:
         self.fallback = fallback
@@ -154,7 +186,7 @@ class SocketBackend(httpcore.AsyncNetworkBackend):
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
         """A connection to ``host``:``port`` (see :func:`connect_tcp`)."""
-        if sniffio.current_async_library() != "asyncio" or isinstance(asyncio.get_running_loop(), _NO_READERS):
+        if sniffio.current_async_library() != "asyncio" or not _waits_on_sockets(asyncio.get_running_loop()):
             return await self.fallback.connect_tcp(host, port, timeout, local_address, socket_options)
         return await connect_tcp(host, port, timeout, local_address, socket_options)
 
@@ -290,6 +322,11 @@ class SocketStream(httpcore.AsyncNetworkStream):
             TimeoutError: the agent did not take it all by then.
             OSError: the connection failed.
         """
+        # ``ENOBUFS`` (the kernel out of buffers, which BSD and macOS may say where Linux would block) is
+        # not waited on: the socket's own buffer has room, so the loop's writer would call back at once
+        # and the send fail again, a loop spinning until the timeout. It is a failed write, as it is to
+        # asyncio's transports (httpcore's own connections) and to the sync client's blocking socket, and
+        # like every failed write it is not retried (part of the request may have been read).
         left = memoryview(buffer)
         while left:
             try:

@@ -226,6 +226,27 @@ def test_a_deep_value_added_at_a_deep_path_is_refused_keeping_the_state(drive: A
     assert _depth(result.state.state) == 401 + 100  # (the second, within the limit, applied)
 
 
+@pytest.mark.parametrize(("members", "named"), [
+    (b'"type":"CUSTOM","name":"x","value":', "CUSTOM"),
+    (b'"name":"x","value":', None),  # ("type" after the deep member: nothing reads that far)
+])
+def test_a_payload_nested_past_what_parsers_read_is_refused_naming_its_type(
+        drive: Any, served: Any, members: bytes, named: str | None) -> None:
+    # Past about 1,000 levels no parser here reads the payload: the refusal named the event's index
+    # but not its type, which the members before the deep one give.
+    deep = b"[" * 1100 + b"]" * 1100
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream")],
+                              START + b"data: {" + members + deep + b',"type":"CUSTOM"}\n\n' + FINISH))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.LimitExceeded) as caught:
+            client.thread().run("hi")
+
+    error = caught.value
+    assert (error.run_id, error.index, error.event_type) == ("r", 1, named)
+    assert ("type unknown" in str(error)) is (named is None)
+
+
 # --------------------------------------------------------------------------------------------------
 # httpx's own request log
 # --------------------------------------------------------------------------------------------------

@@ -14,10 +14,12 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from test_attack_io import Raw
 
 import agui_client as ag
+from agui_client._pool import _TO_THE_PARSER, ShardedSyncTransport, _check_end
 from agui_client.testing import ScriptedAgent, serve
 
 SSE_HEAD = b"content-type: text/event-stream"
@@ -98,6 +100,36 @@ def test_bytes_past_an_answers_end_never_reach_the_next_run(drive: Any, raw: Raw
     assert first.text == "answer to r1"
     assert second.outcome == "success" and second.text == "answer to r2"
     assert raw.notes == ["r1", "r2"]  # (each request sent once, the second on a new connection)
+
+
+@pytest.mark.parametrize("missing", _TO_THE_PARSER)
+def test_an_httpx_without_the_parser_where_it_was_leaves_the_connection_unchecked(raw: Raw, missing: str) -> None:
+    # The check of an answer's end reads httpx's and httpcore's private attributes: a release that moved
+    # one must find the connection not checked (kept, as httpx keeps it), never fail the run's close.
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await _request(reader) is not None:
+            body = _events("r1", "hi")
+            writer.write(_head(SSE_HEAD, b"content-length: %d" % len(body)) + body + GARBAGE)
+            await writer.drain()
+
+    url = raw.serve(agent)
+    with httpx.Client(transport=ShardedSyncTransport()) as client, client.stream("POST", url, json={}) as answer:
+        answer.read()
+        counted = answer.stream._stream  # type: ignore[attr-defined]  # (httpx's wrapper around the transport's)
+        body, network = counted._stream, counted._network
+        holders = [body]
+        for name in _TO_THE_PARSER[:-1]:
+            holders.append(getattr(holders[-1], name))
+        holder = holders[_TO_THE_PARSER.index(missing)]
+        network.overran = False  # (the read to the end closed the answer: checked once already)
+        kept = holder.__dict__.pop(missing)  # (deleted on the instance)
+        try:
+            _check_end(body, network)
+            assert network.overran is False  # (not checked)
+        finally:
+            setattr(holder, missing, kept)
+        _check_end(body, network)
+        assert network.overran is True  # (with it there, the bytes past the end are found)
 
 
 @pytest.mark.parametrize("status", [301, 302])

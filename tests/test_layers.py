@@ -249,3 +249,12 @@ def test_no_module_takes_a_private_name_of_another() -> None:
         if found:
             taken[str(path.relative_to(PACKAGE))] = found
     assert taken == {}
+
+
+def test_the_optional_orjson_is_imported_in_one_module() -> None:
+    # jsonio and values each tried the import and kept their own fallback: whether orjson is there was
+    # decided twice, and a test taking the standard library's path had to know both places.
+    importing = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+                       for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                       if isinstance(node, ast.Import) and any(alias.name == "orjson" for alias in node.names))
+    assert importing == ["wire/values.py"]

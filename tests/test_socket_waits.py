@@ -31,7 +31,9 @@ import httpcore
 import pytest
 from serverkit import read_request
 
+from agui_client import AsyncAgentClient
 from agui_client._sockets import SocketStream, connect_tcp
+from agui_client.testing import ScriptedAgent
 
 #: The longest a step of these tests may wait for the other side (a bug, not a slow machine).
 BOUND = 10.0
@@ -214,3 +216,26 @@ def test_closing_a_connection_ends_its_wait_and_frees_its_descriptor(loop: str) 
 
     # (nothing on stderr: no future of a closed wait was left with an exception nobody took)
     assert (done.returncode, done.stdout.split("\n"), done.stderr) == (0, ["ended", "same descriptor", "next", ""], "")
+
+
+class _NoReaders(asyncio.SelectorEventLoop):
+    """An asyncio loop that cannot wait on a socket, as Windows' proactor loop cannot (asyncio's answer)."""
+
+    def add_reader(self, *args: Any) -> None:
+        raise NotImplementedError
+
+    def add_writer(self, *args: Any) -> None:
+        raise NotImplementedError
+
+
+def test_a_loop_that_cannot_wait_on_a_socket_gets_httpcores_connections(served: Any) -> None:
+    # Only the proactor loop was known to lack add_reader: on any other such loop the run met a bare
+    # NotImplementedError at its first wait, its request already sent.
+    endpoint = served(ScriptedAgent.chat("on httpcore's connections"))
+
+    async def main() -> str:
+        async with AsyncAgentClient(endpoint.url) as client:
+            return (await client.thread("t").run("hi")).text
+
+    with asyncio.Runner(loop_factory=_NoReaders) as runner:
+        assert runner.run(main()) == "on httpcore's connections"

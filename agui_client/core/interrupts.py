@@ -337,16 +337,15 @@ def _shorten(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 1] + "…"
 
 
-def _schema_errors(interrupt_id: str, schema: Any, payload: JSON,
-                   allowance: list[int]) -> tuple[list[str], list[SchemaFault]]:
-    """Readable reasons ``payload`` fails ``schema``, and the faults that kept ``schema`` from judging it.
+def _schema_errors(interrupt_id: str, payload: JSON,
+                   verdict: _schema.Verdict) -> tuple[list[str], list[SchemaFault]]:
+    """Readable reasons ``payload`` fails its schema (``verdict``: :func:`~agui_client.core.schema.check`'s
+    judgement of it), and the faults that kept the schema from judging it.
 
     The schema is the agent's: checking is bounded and never fetches anything (see
     :mod:`agui_client.core.schema`), and an unusable schema is a fault, never a hang or a crash. A pattern
     the linear-time engine cannot run is not checked, with an IR-30 warning naming where it is.
-    ``allowance``: what the checks of the resume's answers may still spend together.
     """
-    verdict = _schema.check(schema, payload, allowance)
     for pointer, why in verdict.unchecked:
         _warn("IR-30", f"interrupt {_quoted(interrupt_id)}: the responseSchema pattern at {pointer} is not checked: "
                        f"{why}",
@@ -499,7 +498,7 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
         elif answers[key] and any(_judge_expiry(interrupt, current) for interrupt in copies):
             problems["expired"].append(key)
         for schema, payload in checks[key]:
-            messages, found = _schema_errors(key, schema, payload, allowance)
+            messages, found = _schema_errors(key, payload, _schema.check(schema, payload, allowance))
             errors.setdefault(key, []).extend(messages)
             if found:
                 faults.setdefault(key, []).extend(found)

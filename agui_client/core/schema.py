@@ -696,19 +696,20 @@ def _count(value: Any, limit: int) -> int:
     return total
 
 
-class _Shared(list[int]):
-    """A group's allowance (one item, the steps left), with the schemas whose judging it has paid for."""
+class _Allowance:
+    """A group's allowance: the steps its checks may still spend, and the schemas whose judging it has
+    paid for (by their text, :func:`_judged_key`)."""
 
-    __slots__ = ("judged",)
+    __slots__ = ("steps", "judged")
 
     def __init__(self, steps: int) -> None:
-        super().__init__((steps,))
+        self.steps = steps
         self.judged: set[str] = set()
 
 
-def shared_allowance(instances: Iterable[Any]) -> list[int]:
-    """The steps a group of checks may spend together (a one-item list, spent in place by :func:`check`):
-    what one check of all ``instances`` may spend, its schema judged too.
+def shared_allowance(instances: Iterable[Any]) -> _Allowance:
+    """The steps a group of checks may spend together (spent in place by :func:`check`): what one check
+    of all ``instances`` may spend, its schema judged too.
 
     One resume answers every open interrupt of a run, each with a schema of the agent's, all checked in
     one call on the caller's thread (an event loop's, for a web backend). Each check alone is bounded,
@@ -718,16 +719,16 @@ def shared_allowance(instances: Iterable[Any]) -> list[int]:
     so a group's verdict never depends on what the process checked earlier.
     """
     values = sum(_count(instance, CHECK_BUDGET) for instance in instances)
-    return _Shared(JUDGE_BUDGET + CHECK_BUDGET + STEPS_PER_VALUE * values)
+    return _Allowance(JUDGE_BUDGET + CHECK_BUDGET + STEPS_PER_VALUE * values)
 
 
-def _limited(check: _Check, allowance: list[int] | None) -> None:
+def _limited(check: _Check, allowance: _Allowance | None) -> None:
     """``check``'s limit lowered to what ``allowance`` has left, if that is less."""
-    if allowance is not None and allowance[0] < check.limit:
-        check.limit, check.shared = max(allowance[0], 0), True
+    if allowance is not None and allowance.steps < check.limit:
+        check.limit, check.shared = max(allowance.steps, 0), True
 
 
-def check(schema: Any, instance: Any, allowance: list[int] | None = None) -> Verdict:
+def check(schema: Any, instance: Any, allowance: _Allowance | None = None) -> Verdict:
     """Check ``instance`` against ``schema`` (first judging the schema itself), at a bounded cost.
 
     The draft is the one ``$schema`` names, else 2020-12 (also for a ``$schema`` jsonschema does not
@@ -760,8 +761,7 @@ def check(schema: Any, instance: Any, allowance: list[int] | None = None) -> Ver
     token = _ACTIVE.set(check)
     try:
         judged = _JUDGED.get(key) if key is not None else None
-        paid = getattr(allowance, "judged", None)
-        if judged is not None and allowance is not None and (paid is None or key not in paid):
+        if judged is not None and allowance is not None and key not in allowance.judged:
             # A group's verdict must not depend on what the process judged before: a remembered
             # judgment costs the group what judging the schema did, once (a refused resume built
             # again, its schemas judged by the first attempt, was accepted).
@@ -782,10 +782,10 @@ def check(schema: Any, instance: Any, allowance: list[int] | None = None) -> Ver
         else:
             check.unchecked.update(judged[0])
         check.judging, check.where = False, None
-        if paid is not None and key is not None:
-            paid.add(key)
         if allowance is not None:
-            allowance[0] -= check.steps
+            if key is not None:
+                allowance.judged.add(key)
+            allowance.steps -= check.steps
         check.steps, check.shared = 0, False
         check.limit = CHECK_BUDGET + STEPS_PER_VALUE * _count(instance, CHECK_BUDGET)
         _limited(check, allowance)
@@ -809,7 +809,7 @@ def check(schema: Any, instance: Any, allowance: list[int] | None = None) -> Ver
     finally:
         _ACTIVE.reset(token)
         if allowance is not None:
-            allowance[0] -= check.steps
+            allowance.steps -= check.steps
     return Verdict([], fault, check.unchecked.items())
 
 

@@ -27,17 +27,16 @@ import re
 import warnings
 from collections.abc import Callable
 from itertools import accumulate
-from typing import Any
+from typing import Any, overload
 
 from ..errors import AguiWarning, DecodeError, LimitExceeded
-from .values import plain_json
+from .values import ORJSON, plain_json
 from .writeback import SLICED_DEPTH, WRITE_WHOLE, dense, write_sliced
 
-_orjson: Any
-try:  # optional speed-up: the package works without it
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - exercised in environments without orjson
-    _orjson = None
+# (bound here as well: the parsers read it on every call, and a test sets it to None to take the
+# standard library's path)
+_orjson: Any = ORJSON
+
 
 __all__ = [
     "HAVE_ORJSON",
@@ -52,6 +51,7 @@ __all__ = [
     "dump_record",
     "load_record",
     "json_problem",
+    "outside_strings",
     "escape",
     "excerpt",
     "type_of",
@@ -135,8 +135,26 @@ def _nests_deeper(text: bytes | str, value: Any, limit: int, opened: int | None)
     if opened * _BYTES_PER_WALKED_CONTAINER <= len(text):
         return _depth_exceeds(value, limit)
     blob = text if type(text) is bytes else str(text).encode("utf-8", "surrogatepass")
-    brackets = _JSON_STRING.sub(b"", blob).translate(None, _NOT_BRACKETS)
+    brackets = outside_strings(blob).translate(None, _NOT_BRACKETS)
     return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > limit
+
+
+@overload
+def outside_strings(text: bytes) -> bytes: ...
+@overload
+def outside_strings(text: str) -> str: ...
+def outside_strings(text: bytes | str) -> bytes | str:
+    """``text`` with its JSON strings (quotes included) taken out: its brackets left are containers.
+
+    A string runs from a quote to the next quote no backslash escapes; in a text that is not JSON this
+    holds up to its first fault, past which no parser reads anyway. The one place brackets in strings
+    are told apart (the depth check here, and the fold's bound on the tool-call arguments it parses).
+    Measured against splitting at the unescaped quotes: 22 against 82 ms for 16 MiB of dense brackets
+    without strings, 59 against 32 ms for 200,000 strings; arguments and events hold few strings.
+    """
+    if type(text) is bytes:
+        return _JSON_STRING.sub(b"", text)
+    return _JSON_TEXT_STRING.sub("", str(text))
 
 
 def _opened(text: bytes | str) -> int:
@@ -147,6 +165,7 @@ def _opened(text: bytes | str) -> int:
 #: Walking a container costs about what scanning 32 bytes of text does: denser text is scanned.
 _BYTES_PER_WALKED_CONTAINER = 32
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_TEXT_STRING = re.compile(_JSON_STRING.pattern.decode("ascii"), re.DOTALL)
 _NOT_BRACKETS = bytes(i for i in range(256) if i not in b"[]{}")
 _BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
@@ -358,9 +377,7 @@ def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates
         if shortcut and (rewritten is not None or len(raw) > _LARGE):
             brackets = max_depth + 1  # counting costs more than the rewrite
         else:
-            # (written out, not a call of _opened: this runs for most events)
-            brackets = counted = (raw.count("[") + raw.count("{") if isinstance(raw, str)
-                                  else raw.count(b"[") + raw.count(b"{"))
+            brackets = counted = _opened(raw)
         if brackets > max_depth:
             if shortcut and rewritten is None:
                 rewritten = _rewrite(value, raw)
@@ -434,8 +451,12 @@ def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
             raise ValueError("a byte order mark is not JSON")
         return _finite_decoder.decode(text)
     except RecursionError:
-        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels", limit=max_depth, pointer="",
-                            rule=NOT_AN_EVENT) from None
+        # Too deep for any parser here (orjson and the stdlib both stop near 1,000 levels): the error
+        # still names the event's type when a member before the deep one gives it.
+        kind = _leading_type(text)
+        unknown = "" if kind is not None else " (the event's type unknown: no text \"type\" member before the deep one)"
+        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels{unknown}", limit=max_depth, pointer="",
+                            event_type=kind, rule=NOT_AN_EVENT) from None
     except UnicodeDecodeError as exc:
         raise DecodeError(f"payload is not valid UTF-8 ({exc.reason} at byte {exc.start})",
                           data=excerpt(raw), rule=NOT_AN_EVENT) from None
@@ -455,6 +476,42 @@ def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
         raise DecodeError(f"payload is not JSON: {reason}", data=excerpt(raw), rule=NOT_AN_EVENT) from None
 
 
+
+
+def _leading_type(text: str) -> str | None:
+    """The ``type`` of an event object too deep to parse, read from its members up to the first one
+    that cannot be read alone (the deep one); ``None`` when they do not give it.
+
+    Producers write ``type`` first, so this reads a member or two. A member's value is parsed by the
+    same strict decoder, bounded by the payload's size, and only for an error.
+    """
+    def skip(at: int) -> int:
+        space = _WHITESPACE.match(text, at)
+        return space.end() if space is not None else at
+
+    try:
+        at = skip(0)
+        if text[at] != "{":
+            return None
+        at = skip(at + 1)
+        while text[at] == '"':
+            key, at = _plain_decoder.raw_decode(text, at)  # (a string: it starts with a quote)
+            at = skip(at)
+            if text[at] != ":":
+                return None
+            value, at = _plain_decoder.raw_decode(text, skip(at + 1))
+            if key == "type":
+                return value if type(value) is str else None
+            at = skip(at)
+            if text[at] != ",":
+                return None
+            at = skip(at + 1)
+    except (ValueError, IndexError, RecursionError):
+        pass
+    return None
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
 def type_of(value: Any) -> str | None:

@@ -16,13 +16,16 @@ import math
 import re
 from typing import Any
 
-_orjson: Any
-try:  # optional speed-up: the package works without it
-    import orjson as _orjson
+#: orjson, the optional faster parser and writer, or ``None`` when it is not installed: imported here
+#: only, for this module and :mod:`~agui_client.wire.jsonio` (the package works without it).
+ORJSON: Any
+try:
+    import orjson as ORJSON
 except ImportError:  # pragma: no cover - exercised in environments without orjson
-    _orjson = None
+    ORJSON = None
 
 __all__ = [
+    "ORJSON",
     "describe",
     "plain_json",
     "has_surrogate",
@@ -87,10 +90,10 @@ def has_surrogate(text: str) -> bool:
     """
     if text.isascii():
         return False
-    if _orjson is None:
+    if ORJSON is None:
         return _SURROGATE.search(text) is not None
     try:
-        _orjson.dumps(text)
+        ORJSON.dumps(text)
     except TypeError:  # (orjson.JSONEncodeError: "surrogates not allowed")
         return True
     return False
@@ -133,9 +136,9 @@ def copy_json(value: Any) -> Any:
     """A deep copy of JSON data (through orjson when installed; :func:`deep_copy` otherwise)."""
     if value is None or type(value) in (str, int, float, bool):
         return value
-    if _orjson is not None:
+    if ORJSON is not None:
         try:
-            return _orjson.loads(_orjson.dumps(value))
+            return ORJSON.loads(ORJSON.dumps(value))
         except (TypeError, ValueError):
             pass  # lone surrogates, integers beyond 64 bits, very deep values: the generic copy is right
     return deep_copy(value)
@@ -179,8 +182,8 @@ def deep_copy(value: Any) -> Any:
 def is_json(text: str) -> bool:
     """Whether ``text`` parses as JSON (any value; tool-call arguments are judged by this)."""
     try:
-        if _orjson is not None:
-            _orjson.loads(text)
+        if ORJSON is not None:
+            ORJSON.loads(text)
         else:
             json.loads(text)
     except ValueError:

@@ -35,7 +35,7 @@ def parse_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     """Run the test once with orjson parsing and once with the standard library."""
     if request.param == "stdlib":
         monkeypatch.setattr(jsonio, "_orjson", None)
-        monkeypatch.setattr(values, "_orjson", None)  # (the copies and surrogate check use it too)
+        monkeypatch.setattr(values, "ORJSON", None)  # (the copies and surrogate check use it too)
     else:
         assert jsonio._orjson is not None, "orjson (the `fast` extra) must be installed to test its parse path"
     return str(request.param)

@@ -545,8 +545,8 @@ def test_a_schema_many_interrupts_share_is_paid_for_once_judged_before_or_not(mo
         if fresh:
             schema_module._JUDGED.clear()
         allowance = schema_module.shared_allowance([{"p0": "x"}] * 50)
-        start = allowance[0]
+        start = allowance.steps
         for _interrupt in interrupts:
             assert schema_module.check(form, {"p0": "x"}, allowance).fault is None
-        spent.append(start - allowance[0])
+        spent.append(start - allowance.steps)
     assert spent[0] == spent[1] > 0  # (the same, the schema judged here or remembered)

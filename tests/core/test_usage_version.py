@@ -74,7 +74,7 @@ def fold(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any
     """Reads a run's events one of the ways a run is read, returning the ``RunResult``."""
     if request.param == "session-stdlib":
         monkeypatch.setattr(jsonio, "_orjson", None)
-        monkeypatch.setattr(values, "_orjson", None)  # (the copies and surrogate check use it too)
+        monkeypatch.setattr(values, "ORJSON", None)  # (the copies and surrogate check use it too)
     return PATHS[request.param]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...errors import StreamWarning
+from ...wire.jsonio import outside_strings
 from ...wire.types import messages as msg
 from ...wire.types.base import Metadata
 from ...wire.values import is_json
@@ -41,23 +42,24 @@ def too_dense_to_parse(arguments: str) -> bool:
     outside their strings (or, past that many in all, more than twice as many strings), so are not parsed.
 
     Counted at C speed: all the brackets first, which settles nearly every call. Only past the bound
-    are the strings' brackets told apart (a file's text written by a tool, JSON or code, holds brackets
-    that are no containers and cost nothing to parse); arguments holding more strings than that are
-    not parsed either, as telling them apart would cost what parsing does.
+    are the strings' brackets told apart (:func:`~agui_client.wire.jsonio.outside_strings`: a file's
+    text written by a tool, JSON or code, holds brackets that are no containers and cost nothing to
+    parse); arguments holding more strings than that are not parsed either, as telling them apart
+    would cost what parsing does.
     """
     if arguments.count("[") + arguments.count("{") <= MAX_ARGUMENT_CONTAINERS:
         return False
     if '"' not in arguments:
         return True
-    # A backslash escapes the one character after it: with the escaped backslashes taken out first, then
-    # the escaped quotes, every quote left opens or closes a string, so the pieces between them are
-    # outside a string and inside one in turn. Up to the first fault of a text that is not JSON (past
-    # which nothing is parsed) that holds for it too.
-    unescaped = arguments.replace("\\\\", "").replace('\\"', "")
-    quotes = unescaped.count('"')
+    # The strings are counted first, by their quotes, as each costs telling apart what parsing it would;
+    # escaped quotes aside (a file's text in one string may hold a great many), taken out only when
+    # they could matter, as that copies the text twice.
+    quotes = arguments.count('"')
+    if quotes > 4 * MAX_ARGUMENT_CONTAINERS and "\\" in arguments:
+        quotes = arguments.replace("\\\\", "").replace('\\"', "").count('"')
     if quotes > 4 * MAX_ARGUMENT_CONTAINERS:
         return True
-    outside = "".join(unescaped.split('"')[::2])
+    outside = outside_strings(arguments)
     return outside.count("[") + outside.count("{") > MAX_ARGUMENT_CONTAINERS
 
 
