@@ -499,12 +499,17 @@ class RunSession:
             self._own_warnings()  # (what the thread found so far is the ending run's)
         self._run_id = event.run_id
         expected = self.run_input
+        # LC-08: recommended, not mandated, so a warning exposing both. Every run is compared, not only
+        # the first: a later run of the same response (or of a recording replayed into a thread) that
+        # names another thread is folded into this one all the same, and its outcome replaces what this
+        # thread waited on, interrupts included; that must not happen unsaid.
+        thread_id, whose = ((expected.thread_id, "the request's") if expected is not None
+                            else (self.state.thread_id, "the thread's"))
+        if thread_id is not None and event.thread_id != thread_id:
+            self._add_warnings([StreamWarning(
+                code="LC-08", message=f"RUN_STARTED threadId {event.thread_id!r} differs from {whose} "
+                f"{thread_id!r}; the run is folded into this thread", pointer="/threadId")], index, event.TYPE)
         if expected is not None and self.state.run_count == self._first_run_index:
-            # LC-08: recommended, not mandated, so a warning exposing both.
-            if event.thread_id != expected.thread_id:
-                self._add_warnings([StreamWarning(
-                    code="LC-08", message=f"RUN_STARTED threadId {event.thread_id!r} differs from the request's "
-                    f"{expected.thread_id!r}", pointer="/threadId")], index, event.TYPE)
             if event.run_id != expected.run_id:
                 self._add_warnings([StreamWarning(
                     code="LC-08", message=f"RUN_STARTED runId {event.run_id!r} differs from the request's "

@@ -333,6 +333,19 @@ def test_a_run_started_on_another_thread_than_requested_is_warned_about() -> Non
     assert warned == [("LC-08", "/threadId")]
 
 
+def test_a_recorded_run_on_another_thread_than_the_one_folded_into_is_warned_about() -> None:
+    # Without the request, the thread's own id (from its first run, or the thread replayed into) is the
+    # one compared: a second thread's run in a recording is folded into the first all the same.
+    other = [{**START, "threadId": "t2", "runId": "r2"}, {**FINISH, "threadId": "t2", "runId": "r2"}]
+    result = replay([START, *TEXT, FINISH, *other])
+    assert [(w.code, w.run_id, w.index, w.pointer) for w in result.warnings] == [("LC-08", "r2", 6, "/threadId")]
+    assert "'t2'" in result.warnings[0].message and "'t1'" in result.warnings[0].message
+
+    into = replay([START, *TEXT, FINISH], state=ThreadState(thread_id="t9"))
+    assert [(w.code, w.run_id, w.index) for w in into.warnings] == [("LC-08", "r1", 0)]
+    assert [w.code for w in replay([START, *TEXT, FINISH, START, FINISH]).warnings] == []
+
+
 def test_replay_reads_a_file_named_by_a_string(tmp_path: Path) -> None:
     capture = tmp_path / "capture.jsonl"
     capture.write_bytes(_jsonl([START, *TEXT, FINISH]))
