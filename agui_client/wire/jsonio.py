@@ -46,6 +46,7 @@ __all__ = [
     "NOT_AN_EVENT",
     "parse_json",
     "parse_batch",
+    "read_refused",
     "read_slices",
     "SLICED_MIN",
     "dump_json",
@@ -455,6 +456,21 @@ def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
         raise DecodeError(f"payload is not JSON: {reason}", data=excerpt(raw), rule=NOT_AN_EVENT) from None
 
 
+
+
+def read_refused(data: bytes | bytearray | memoryview | str) -> Any:
+    """What a payload :func:`parse_json` refused still says, when its text is JSON to a lenient reader.
+
+    A number past a double's range is read as an infinity and a repeated key as its last value; text
+    that is not UTF-8 or not JSON (or nests too deep to read) gives ``None``. Never folded: the value is
+    what the payload names for a caller that must not lose it (the interrupts of a refused
+    ``RUN_FINISHED``), and may hold what JSON cannot.
+    """
+    try:
+        text = data if isinstance(data, str) else bytes(data).decode("utf-8")
+        return _plain_decoder.decode(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def type_of(value: Any) -> str | None:

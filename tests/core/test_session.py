@@ -144,6 +144,30 @@ def test_a_success_outcome_carrying_interrupts_is_rejected_and_its_interrupts_he
         check_resume(state.open_interrupts, ())
 
 
+@pytest.mark.parametrize("form", ["jsonl", "sse"])
+@pytest.mark.parametrize("field", ["metadata", "responseSchema"])
+def test_interrupts_of_a_run_finished_refused_for_a_number_past_a_double_are_held_open(form: str, field: str) -> None:
+    # 1e400 makes the payload no JSON either side could write back (TR-09), so the RUN_FINISHED is
+    # refused; but the agent did stop to ask, and the text says what: its interrupts are held open (the
+    # field holding the number left out), as for a field of the wrong type, so the thread cannot move on.
+    line = (b'{"type":"RUN_FINISHED","threadId":"t1","runId":"r1","outcome":{"type":"interrupt","interrupts":['
+            b'{"id":"i1","reason":"approval","message":"delete prod?","%s":{"limit":1e400}},'
+            b'{"id":"i2","reason":"choice"}]}}' % field.encode())
+    head = [START, *TEXT]
+    source = (_jsonl(head) + line + b"\n") if form == "jsonl" else (_sse(head) + b"data: " + line + b"\n\n")
+    with pytest.raises(DecodeError) as caught:
+        replay(source)
+    assert (caught.value.rule, caught.value.index, caught.value.event_type) == ("TR-09/AGUI502", 5, "RUN_FINISHED")
+    assert caught.value.pointer == f"/outcome/interrupts/0/{field}/limit"
+    state = caught.value.result.state  # type: ignore[union-attr]
+    assert [(i.id, i.message) for i in state.open_interrupts] == [("i1", "delete prod?"), ("i2", None)]
+    assert state.open_interrupts[0].metadata is None and state.open_interrupts[0].response_schema is None
+    assert state.interrupted_run_id == "r1" and [m.id for m in state.messages] == ["m1"]
+    with pytest.raises(UncoveredInterrupts):
+        check_resume(state.open_interrupts, ())
+    assert json.loads(json.dumps(state.dump())) == state.dump()  # (what is held can be saved)
+
+
 ASKED = {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval", "message": "delete staging?"},
                                             {"id": "i2", "reason": "approval", "message": "delete prod?"}]}
 
