@@ -538,25 +538,49 @@ def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
     if _may_repeat_keys(raw, value):
         try:
             _strict_decoder.decode(text)
-        except _DuplicateKey as exc:
-            key: str | None = exc.key
+        except _DuplicateKey:
+            found = _first_duplicate(text)
         else:
-            key = None
+            found = None
     elif _pair_count_decoder.decode(text) != len(value):
         # the top-level object repeats a key spelled differently (``"n\\u0061me"`` and ``"name"``)
-        seen: set[str] = set()
-        key = None
-        for name, _ in _pair_list_decoder.decode(text):
-            if name in seen:
-                key = name
-                break
-            seen.add(name)
+        found = _first_duplicate(text)
     else:
-        key = None
-    if key is not None:
+        found = None
+    if found is not None:
+        pointer, key = found
         raise DecodeError(f"duplicated key {key!r} makes the event ambiguous", data=excerpt(raw),
-                          pointer="/" + escape(key), event_type=None if key == "type" else type_of(value),
+                          pointer=pointer, event_type=None if pointer == "/type" else type_of(value),
                           rule=NOT_AN_EVENT)
+
+
+def _first_duplicate(text: str) -> tuple[str, str] | None:
+    """The pointer and name of the first repeated member, in the order the strict reader meets them
+    (an object's members before the object: the order objects close), or ``None``.
+
+    Read from the text's pairs, so a member is found where it is, however deep, and however its name
+    was written (``"n\\u0061me"`` repeats ``"name"``). Iterative: the text may nest to the depth limit."""
+    # (objects read as lists of (name, value) tuples, arrays as lists of values: a list whose first
+    # item is a tuple is an object; an empty one, either way, repeats nothing)
+    stack: list[tuple[Any, str, bool]] = [(_pair_list_decoder.decode(text), "", False)]
+    while stack:
+        node, where, closing = stack.pop()
+        if type(node) is not list or not node:
+            continue
+        is_object = type(node[0]) is tuple
+        if closing:
+            seen: set[str] = set()
+            for name, _ in node:
+                if name in seen:
+                    return f"{where}/{escape(name)}", name
+                seen.add(name)
+            continue
+        if is_object:
+            stack.append((node, where, True))
+            stack.extend((child, f"{where}/{escape(name)}", False) for name, child in reversed(node))
+        else:
+            stack.extend((child, f"{where}/{i}", False) for i, child in reversed(list(enumerate(node))))
+    return None
 
 
 _NEEDLES: dict[str, tuple[str, bytes]] = {}

@@ -336,7 +336,17 @@ def test_duplicated_key_nested_is_refused_when_the_event_repeats_a_key_name(pars
     payload = b'{"type":"CUSTOM","name":"x","value":{"name":1,"name":2}}'
     with pytest.raises(DecodeError) as info:
         decode_event(payload)
-    assert info.value.pointer == "/name"
+    # The pointer names the repeated member where it is, not a top-level key of its name.
+    assert (info.value.pointer, info.value.event_type) == ("/value/name", "CUSTOM")
+    deeper = (b'{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":'
+              b'[{"id":"i0","reason":"a"},{"id":"i1","reason":"a","metadata":{"a/b~":1,"a/b~":2}}]}}')
+    with pytest.raises(DecodeError) as info:
+        decode_event(deeper)
+    assert info.value.pointer == "/outcome/interrupts/1/metadata/a~1b~0"
+    assert "'a/b~'" in str(info.value)
+    with pytest.raises(DecodeError) as info:  # (a repeated type inside a value is no repeated event type)
+        decode_event(b'{"type":"CUSTOM","name":"x","value":{"type":1,"type":2}}')
+    assert (info.value.pointer, info.value.event_type) == ("/value/type", "CUSTOM")
 
 
 def test_duplicated_key_check_sees_keys_written_with_escapes(parse_path: str) -> None:
