@@ -612,7 +612,7 @@ def excerpt(raw: bytes | str) -> str:
 
 
 def dump_json(value: Any) -> bytes:
-    """Serialise JSON-ready data to compact UTF-8 bytes (lone surrogates become U+FFFD)."""
+    """Serialise JSON-ready data to compact UTF-8 bytes (lone surrogates written as ``\\uXXXX`` escapes)."""
     if _orjson is not None:
         try:
             return bytes(_orjson.dumps(value))
@@ -624,11 +624,18 @@ def dump_json(value: Any) -> bytes:
     except UnicodeEncodeError:
         pass
     # Lone UTF-16 halves (a producer that slices strings by code unit) cannot be written as UTF-8.
-    # Halves that are next to each other are one character again; the others become U+FFFD (the
-    # "replace" error handler would write "?", and could make two different ids or keys one).
-    warnings.warn(AguiWarning("[UTF16-SURROGATE] lone UTF-16 surrogates in data to send were written as U+FFFD"),
-                  stacklevel=2)
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
+    # Halves that are next to each other are one character again; the others are written as the JSON
+    # escape of the code unit, as the reference client's JSON.stringify writes them, so what is sent is
+    # the string the producer wrote. A stand-in character ("?", U+FFFD) would make two different ids or
+    # keys one: an object repeating a key, a resume naming an interrupt nobody raised. (A raw character
+    # of the text json.dumps wrote is inside a string literal, where its escape means the same.)
+    warnings.warn(AguiWarning("[UTF16-SURROGATE] lone UTF-16 surrogates in data to send were written as \\uXXXX "
+                              "escapes"), stacklevel=2)
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _LONE_HALF.sub(lambda half: f"\\u{ord(half[0]):04x}", joined).encode("utf-8")
+
+
+_LONE_HALF = re.compile("[\ud800-\udfff]")
 
 
 def _string_problem(text: str) -> str | None:

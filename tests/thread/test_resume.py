@@ -627,3 +627,28 @@ def test_an_interrupted_run_whose_finish_holds_a_number_past_a_double_still_need
 
     assert result.outcome == "success"
     assert endpoint.received[-1].body["resume"] == [{"interruptId": "i1", "status": "cancelled"}]
+
+
+def test_interrupt_ids_holding_lone_utf16_halves_are_answered_by_the_ids_the_agent_raised(
+        drive: Any, served: Any) -> None:
+    # A producer in a UTF-16 language may raise ids that differ only in a lone half. Each entry must name
+    # its interrupt exactly: written as U+FFFD both became 'ask-\ufffd', a resume answering neither.
+    def ask(run_input: Any) -> list[Any]:
+        return [Start(), b'data: {"type":"RUN_FINISHED","threadId":"%s","runId":"%s","outcome":{"type":"interrupt",'
+                b'"interrupts":[{"id":"ask-\\ud800","reason":"approval"},{"id":"ask-\\udbff","reason":"approval"}]}}'
+                b'\n\n' % (run_input.thread_id.encode(), run_input.run_id.encode())]
+    endpoint = served(ScriptedAgent([ask, [Start(), Finish()]], stateless=True))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        asked = thread.run("rotate the keys")
+        assert [i.id for i in asked.interrupts] == ["ask-\ud800", "ask-\udbff"]
+        builder = thread.resume_builder().answer("ask-\ud800", True).abandon("ask-\udbff")
+        with pytest.warns(ag.AguiWarning) as warned:
+            result = thread.run(resume=builder)
+
+    assert result.outcome == "success"
+    assert endpoint.received[-1].body["resume"] == [
+        {"interruptId": "ask-\ud800", "status": "resolved", "payload": True},
+        {"interruptId": "ask-\udbff", "status": "cancelled"}]
+    assert any("UTF16-SURROGATE" in str(w.message) for w in warned)
