@@ -168,6 +168,15 @@ def test_interrupts_of_a_run_finished_refused_for_a_number_past_a_double_are_hel
     assert json.loads(json.dumps(state.dump())) == state.dump()  # (what is held can be saved)
 
 
+def test_interrupts_of_a_run_finished_refused_for_a_repeated_key_are_held_open() -> None:
+    line = (b'{"type":"RUN_FINISHED","threadId":"t1","runId":"r1","outcome":{"type":"interrupt","interrupts":['
+            b'{"id":"i1","reason":"approval","reason":"choice"}]}}')
+    with pytest.raises(DecodeError) as caught:
+        replay(_jsonl([START]) + line + b"\n")
+    assert (caught.value.pointer, caught.value.event_type) == ("/outcome/interrupts/0/reason", "RUN_FINISHED")
+    assert [i.id for i in caught.value.result.state.open_interrupts] == ["i1"]  # type: ignore[union-attr]
+
+
 ASKED = {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval", "message": "delete staging?"},
                                             {"id": "i2", "reason": "approval", "message": "delete prod?"}]}
 
