@@ -194,6 +194,12 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                                "a double is no JSON value either side can write back; the "
                                                "payload is refused (AGUI502) and the run fails, state as it "
                                                "was; the reference reads Infinity and writes it as null"),
+    "interrupt-metadata-number-overflows-double": (frozenset({"ok", "pendingInterrupts"}), "B090/TR-09 as "
+                                                   "state-snapshot-number-overflows-double, in an interrupt's "
+                                                   "metadata and responseSchema (found by the twentieth round's "
+                                                   "audit): we refuse the RUN_FINISHED and hold i1 and i2 open, "
+                                                   "each without the field holding the number; the reference "
+                                                   "accepts it, the number written as null"),
     "tool-call-args-surrogate-lone": (frozenset({"messages"}), "B093 as text-surrogate-lone: a half of a "
                                       "surrogate pair still unpaired when the call's arguments end becomes U+FFFD "
                                       "(the arguments must be sent again as UTF-8); the reference keeps it"),

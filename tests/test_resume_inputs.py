@@ -69,6 +69,24 @@ def test_a_second_run_in_one_response_is_read_as_the_run_and_warned_naming_it(dr
     assert "'r2'" in warning.message and repr(first) in warning.message and "RUN_ERROR" in warning.message
 
 
+def test_a_later_run_of_one_response_on_another_thread_is_warned_about(drive: Any, served: Any) -> None:
+    # The request's run stops to ask; the same response then runs thread 'elsewhere' to success. That
+    # run is folded into this thread (its success ends the wait on i1), so it must be said, naming it.
+    asked = Finish(outcome=ag.RunFinishedInterruptOutcome(interrupts=(ag.Interrupt(id="i1", reason="approval"),)))
+    endpoint = served(ScriptedAgent([[
+        Start(), asked,
+        ag.RunStartedEvent(thread_id="elsewhere", run_id="r2"),
+        ag.RunFinishedEvent(thread_id="elsewhere", run_id="r2"),
+    ]], stateless=True))
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread("t-mine").run("transfer the funds")
+
+    [warning] = [w for w in result.warnings if w.code == "LC-08"]
+    assert (warning.run_id, warning.index, warning.event_type, warning.pointer) == ("r2", 2, "RUN_STARTED", "/threadId")
+    assert "'elsewhere'" in warning.message and "'t-mine'" in warning.message
+
+
 def test_one_run_per_response_gives_no_such_warning(drive: Any, served: Any) -> None:
     endpoint = served(ask_then_finish())
 

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from .._retries import RetryDeadline, Retrying, retry_wait
 from ..core.exchange import StreamHandle
-from ..errors import TransportError
+from ..errors import AguiError, TransportError
 from .client_io import pause
 
 # unasync: sync docstring
@@ -47,6 +47,11 @@ async def atried(client: Retrying, deadline: RetryDeadline | None, handle: Strea
             if wait is None:
                 raise
             await pause(wait)
+            if handle.before_resend is not None:
+                try:
+                    handle.before_resend()  # (a resume's answers, judged again: nothing more is sent)
+                except AguiError as refused:
+                    raise refused from error
             continue
         async with stack:
             yield opened

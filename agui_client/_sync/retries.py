@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from .._retries import RetryDeadline, Retrying, retry_wait
 from ..core.exchange import StreamHandle
-from ..errors import TransportError
+from ..errors import AguiError, TransportError
 from .client_io import pause
 
 __all__ = ["tried"]
@@ -40,6 +40,11 @@ def tried(client: Retrying, deadline: RetryDeadline | None, handle: StreamHandle
             if wait is None:
                 raise
             pause(wait)
+            if handle.before_resend is not None:
+                try:
+                    handle.before_resend()  # (a resume's answers, judged again: nothing more is sent)
+                except AguiError as refused:
+                    raise refused from error
             continue
         with stack:
             yield opened

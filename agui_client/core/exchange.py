@@ -9,7 +9,7 @@ failure means for the thread's claim; neither imports the other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -35,6 +35,9 @@ class StreamHandle:
         #: Removes the request's credentials from text the agent sent (set once the request is sent):
         #: what the run reports goes through it.
         self.redactor = Redactor()
+        #: Asked before a request is sent again (``max_retries``), after the wait: raises to send nothing
+        #: more (a resume's answers judged again: an interrupt may have expired while the retry waited).
+        self.before_resend: Callable[[], None] | None = None
 
     def trace(self, name: str, info: Mapping[str, Any]) -> None:
         """httpcore's ``trace`` extension: marks the request sent once it is written whole."""

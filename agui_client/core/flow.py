@@ -559,8 +559,11 @@ class Conversation(_Standing):
         new = new_messages(message)
         open_interrupts = self._state.open_interrupts
         entries = without_abandoned_payloads(self._resume_entries(resume, pending_unknown))
-        # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14).
-        check_resume(open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown)
+        # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14);
+        # and again before a try sent after a wait (max_retries), when an interrupt may have expired.
+        def recheck() -> None:
+            check_resume(open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown)
+        recheck()
         sent = entries
         via = self._state.open_interrupts_via
         if via is not None and entries:
@@ -598,7 +601,7 @@ class Conversation(_Standing):
         )
         return Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
                     resuming=bool(entries), body=encode_input(run_input), run_timeout=run_timeout,
-                    headers=checked)
+                    headers=checked, recheck=recheck if entries else None)
 
     def _resume_entries(self, resume: ResumeInput, pending_unknown: bool) -> tuple[ResumeEntry, ...]:
         """The entries ``resume`` gives, refused as the open interrupts require (before anything is sent)."""
@@ -638,6 +641,7 @@ class Conversation(_Standing):
         claimed = yield from self._claim(plan, interrupted)
         finished = True
         result: RunResult | None = None
+        handle.before_resend = plan.recheck
         try:
             yield Send(plan, handle)
             try:

@@ -76,6 +76,8 @@ class Plan:
     run_timeout: float | None = None
     #: This run's own request headers, checked (``core.headers``); never in a repr: they hold credentials.
     headers: RunHeaders = attrs.field(default=(), repr=False)
+    #: A resume's check of its answers, made again before the request is sent again (``None``: no resume).
+    recheck: Callable[[], None] | None = attrs.field(default=None, repr=False, eq=False)
 
 
 def new_messages(message: MessageInput) -> tuple[msg.Message, ...]:

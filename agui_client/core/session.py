@@ -23,7 +23,15 @@ from attrs import frozen
 
 from ..errors import ProtocolError, RunFailed, StreamEnded, StreamWarning
 from ..wire import codec
-from ..wire.jsonio import DEFAULT_MAX_DEPTH, SLICED_MIN, parse_batch, parse_json, read_slices
+from ..wire.jsonio import (
+    DEFAULT_MAX_DEPTH,
+    SLICED_MIN,
+    json_problem,
+    parse_batch,
+    parse_json,
+    read_refused,
+    read_slices,
+)
 from ..wire.sink import WARNINGS_PER_CODE, WarningList, WarningSink
 from ..wire.types import events as ev
 from ..wire.types import messages as msg
@@ -304,6 +312,12 @@ class RunSession:
         except ProtocolError as exc:
             index = self._index
             self._index += 1
+            if exc.event_type == "RUN_FINISHED":
+                # Refused as no JSON (a number past a double, a repeated key) yet readable: the
+                # interrupts it names are held open as for any RUN_FINISHED refused (_hold_interrupts).
+                named = read_refused(data)
+                if type(named) is dict:
+                    self._hold_interrupts(named, exc)
             return self._fail(exc, index, None)
         return self._feed_parsed((value,))
 
@@ -421,8 +435,7 @@ class RunSession:
                 id=item["id"], reason=item["reason"] if type(item.get("reason")) is str else "unknown",
                 message=text.get("message"), tool_call_id=text.get("toolCallId"), expires_at=text.get("expiresAt"),
                 subagent_run_id=text.get("subagentRunId"),
-                response_schema=item["responseSchema"] if type(item.get("responseSchema")) is dict else None,
-                metadata=item["metadata"] if type(item.get("metadata")) is dict else None))
+                response_schema=_json_object(item.get("responseSchema")), metadata=_json_object(item.get("metadata"))))
         if held:
             self.state.hold_interrupts(tuple(held), self._run_id)
             exc.interrupts = tuple(held)  # type: ignore[attr-defined]
@@ -499,12 +512,17 @@ class RunSession:
             self._own_warnings()  # (what the thread found so far is the ending run's)
         self._run_id = event.run_id
         expected = self.run_input
+        # LC-08: recommended, not mandated, so a warning exposing both. Every run is compared, not only
+        # the first: a later run of the same response (or of a recording replayed into a thread) that
+        # names another thread is folded into this one all the same, and its outcome replaces what this
+        # thread waited on, interrupts included; that must not happen unsaid.
+        thread_id, whose = ((expected.thread_id, "the request's") if expected is not None
+                            else (self.state.thread_id, "the thread's"))
+        if thread_id is not None and event.thread_id != thread_id:
+            self._add_warnings([StreamWarning(
+                code="LC-08", message=f"RUN_STARTED threadId {event.thread_id!r} differs from {whose} "
+                f"{thread_id!r}; the run is folded into this thread", pointer="/threadId")], index, event.TYPE)
         if expected is not None and self.state.run_count == self._first_run_index:
-            # LC-08: recommended, not mandated, so a warning exposing both.
-            if event.thread_id != expected.thread_id:
-                self._add_warnings([StreamWarning(
-                    code="LC-08", message=f"RUN_STARTED threadId {event.thread_id!r} differs from the request's "
-                    f"{expected.thread_id!r}", pointer="/threadId")], index, event.TYPE)
             if event.run_id != expected.run_id:
                 self._add_warnings([StreamWarning(
                     code="LC-08", message=f"RUN_STARTED runId {event.run_id!r} differs from the request's "
@@ -694,6 +712,12 @@ def fail_framing(session: RunSession, exc: ProtocolError) -> None:
     JSONL line past the size limit), as it fails on an event it cannot take: located at its index,
     redacted, and collected or ending the run (what the replaying readers do when bytes cannot be framed)."""
     session._fail(exc, session.index, None)
+
+
+def _json_object(value: Any) -> dict[str, Any] | None:
+    """``value`` when it is an object all of which is JSON, else ``None`` (a held interrupt's field: one
+    holding what JSON cannot, an infinity read from a refused payload, would make the thread unsavable)."""
+    return value if type(value) is dict and json_problem(value) is None else None
 
 
 def _not_held_before(runs: Sequence[RunRecord], new_ids: list[str]) -> list[str]:

@@ -45,6 +45,7 @@ __all__ = [
     "NOT_AN_EVENT",
     "parse_json",
     "parse_batch",
+    "read_refused",
     "read_slices",
     "SLICED_MIN",
     "dump_json",
@@ -476,8 +477,6 @@ def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
         raise DecodeError(f"payload is not JSON: {reason}", data=excerpt(raw), rule=NOT_AN_EVENT) from None
 
 
-
-
 def _leading_type(text: str) -> str | None:
     """The ``type`` of an event object too deep to parse, read from its members up to the first one
     that cannot be read alone (the deep one); ``None`` when they do not give it.
@@ -512,6 +511,21 @@ def _leading_type(text: str) -> str | None:
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def read_refused(data: bytes | bytearray | memoryview | str) -> Any:
+    """What a payload :func:`parse_json` refused still says, when its text is JSON to a lenient reader.
+
+    A number past a double's range is read as an infinity and a repeated key as its last value; text
+    that is not UTF-8 or not JSON (or nests too deep to read) gives ``None``. Never folded: the value is
+    what the payload names for a caller that must not lose it (the interrupts of a refused
+    ``RUN_FINISHED``), and may hold what JSON cannot.
+    """
+    try:
+        text = data if isinstance(data, str) else bytes(data).decode("utf-8")
+        return _plain_decoder.decode(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def type_of(value: Any) -> str | None:
@@ -579,25 +593,49 @@ def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
     if _may_repeat_keys(raw, value):
         try:
             _strict_decoder.decode(text)
-        except _DuplicateKey as exc:
-            key: str | None = exc.key
+        except _DuplicateKey:
+            found = _first_duplicate(text)
         else:
-            key = None
+            found = None
     elif _pair_count_decoder.decode(text) != len(value):
         # the top-level object repeats a key spelled differently (``"n\\u0061me"`` and ``"name"``)
-        seen: set[str] = set()
-        key = None
-        for name, _ in _pair_list_decoder.decode(text):
-            if name in seen:
-                key = name
-                break
-            seen.add(name)
+        found = _first_duplicate(text)
     else:
-        key = None
-    if key is not None:
+        found = None
+    if found is not None:
+        pointer, key = found
         raise DecodeError(f"duplicated key {key!r} makes the event ambiguous", data=excerpt(raw),
-                          pointer="/" + escape(key), event_type=None if key == "type" else type_of(value),
+                          pointer=pointer, event_type=None if pointer == "/type" else type_of(value),
                           rule=NOT_AN_EVENT)
+
+
+def _first_duplicate(text: str) -> tuple[str, str] | None:
+    """The pointer and name of the first repeated member, in the order the strict reader meets them
+    (an object's members before the object: the order objects close), or ``None``.
+
+    Read from the text's pairs, so a member is found where it is, however deep, and however its name
+    was written (``"n\\u0061me"`` repeats ``"name"``). Iterative: the text may nest to the depth limit."""
+    # (objects read as lists of (name, value) tuples, arrays as lists of values: a list whose first
+    # item is a tuple is an object; an empty one, either way, repeats nothing)
+    stack: list[tuple[Any, str, bool]] = [(_pair_list_decoder.decode(text), "", False)]
+    while stack:
+        node, where, closing = stack.pop()
+        if type(node) is not list or not node:
+            continue
+        is_object = type(node[0]) is tuple
+        if closing:
+            seen: set[str] = set()
+            for name, _ in node:
+                if name in seen:
+                    return f"{where}/{escape(name)}", name
+                seen.add(name)
+            continue
+        if is_object:
+            stack.append((node, where, True))
+            stack.extend((child, f"{where}/{escape(name)}", False) for name, child in reversed(node))
+        else:
+            stack.extend((child, f"{where}/{i}", False) for i, child in reversed(list(enumerate(node))))
+    return None
 
 
 _NEEDLES: dict[str, tuple[str, bytes]] = {}
@@ -629,7 +667,7 @@ def excerpt(raw: bytes | str) -> str:
 
 
 def dump_json(value: Any) -> bytes:
-    """Serialise JSON-ready data to compact UTF-8 bytes (lone surrogates become U+FFFD)."""
+    """Serialise JSON-ready data to compact UTF-8 bytes (lone surrogates written as ``\\uXXXX`` escapes)."""
     if _orjson is not None:
         try:
             return bytes(_orjson.dumps(value))
@@ -641,11 +679,18 @@ def dump_json(value: Any) -> bytes:
     except UnicodeEncodeError:
         pass
     # Lone UTF-16 halves (a producer that slices strings by code unit) cannot be written as UTF-8.
-    # Halves that are next to each other are one character again; the others become U+FFFD (the
-    # "replace" error handler would write "?", and could make two different ids or keys one).
-    warnings.warn(AguiWarning("[UTF16-SURROGATE] lone UTF-16 surrogates in data to send were written as U+FFFD"),
-                  stacklevel=2)
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
+    # Halves that are next to each other are one character again; the others are written as the JSON
+    # escape of the code unit, as the reference client's JSON.stringify writes them, so what is sent is
+    # the string the producer wrote. A stand-in character ("?", U+FFFD) would make two different ids or
+    # keys one: an object repeating a key, a resume naming an interrupt nobody raised. (A raw character
+    # of the text json.dumps wrote is inside a string literal, where its escape means the same.)
+    warnings.warn(AguiWarning("[UTF16-SURROGATE] lone UTF-16 surrogates in data to send were written as \\uXXXX "
+                              "escapes"), stacklevel=2)
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _LONE_HALF.sub(lambda half: f"\\u{ord(half[0]):04x}", joined).encode("utf-8")
+
+
+_LONE_HALF = re.compile("[\ud800-\udfff]")
 
 
 def _string_problem(text: str) -> str | None:

@@ -336,7 +336,17 @@ def test_duplicated_key_nested_is_refused_when_the_event_repeats_a_key_name(pars
     payload = b'{"type":"CUSTOM","name":"x","value":{"name":1,"name":2}}'
     with pytest.raises(DecodeError) as info:
         decode_event(payload)
-    assert info.value.pointer == "/name"
+    # The pointer names the repeated member where it is, not a top-level key of its name.
+    assert (info.value.pointer, info.value.event_type) == ("/value/name", "CUSTOM")
+    deeper = (b'{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":'
+              b'[{"id":"i0","reason":"a"},{"id":"i1","reason":"a","metadata":{"a/b~":1,"a/b~":2}}]}}')
+    with pytest.raises(DecodeError) as info:
+        decode_event(deeper)
+    assert info.value.pointer == "/outcome/interrupts/1/metadata/a~1b~0"
+    assert "'a/b~'" in str(info.value)
+    with pytest.raises(DecodeError) as info:  # (a repeated type inside a value is no repeated event type)
+        decode_event(b'{"type":"CUSTOM","name":"x","value":{"type":1,"type":2}}')
+    assert (info.value.pointer, info.value.event_type) == ("/value/type", "CUSTOM")
 
 
 def test_duplicated_key_check_sees_keys_written_with_escapes(parse_path: str) -> None:
@@ -852,16 +862,22 @@ def test_a_subclass_of_a_json_type_is_refused_by_name() -> None:
     assert caught.value.pointer == ""
 
 
-def test_data_to_send_with_lone_surrogates_is_written_with_replacement_characters(parse_path: str) -> None:
+def test_data_to_send_with_lone_surrogates_is_written_with_escapes_that_keep_it_exact(parse_path: str) -> None:
     # UTF16-SURROGATE's class outside streamed text (state, ids, keys, tool results): the request must be UTF-8.
-    # Halves side by side are one character again; a lone half is U+FFFD, not "?" (which could make two
-    # different keys one), and the caller hears of it.
-    value = {"state": {"k\udc00": "x\ud800y", "pair": "\ud83d" + "\ude00"}, "id": "a\ud800"}
+    # Halves side by side are one character again; a lone half is written as its JSON escape, the string
+    # the producer wrote, and the caller hears of it. U+FFFD (as before) made two keys one, the object
+    # sent repeating a key, and two interrupt ids one, the resume naming neither.
+    # (keys built from pairs: a linter reading the source takes the two lone halves for one key)
+    keys = dict([("k\udc00", "x\ud800y"), ("k\udc01", 2)])
+    value = {"state": {**keys, "pair": "\ud83d" + "\ude00"}, "id": "a\ud800"}
     with pytest.warns(AguiWarning) as caught:
         written = jsonio.dump_json(value)
     assert [str(w.message) for w in caught] == [
-        "[UTF16-SURROGATE] lone UTF-16 surrogates in data to send were written as U+FFFD"]
-    assert json.loads(written) == {"state": {"k\ufffd": "x\ufffdy", "pair": "\U0001f600"}, "id": "a\ufffd"}
+        "[UTF16-SURROGATE] lone UTF-16 surrogates in data to send were written as \\uXXXX escapes"]
+    assert written.isascii() is False and b"\\udc00" in written and b"\\ud800" in written
+    # (every key once, every value exact; the pair joined)
+    assert json.loads(written) == {"state": {**keys, "pair": "\U0001f600"}, "id": "a\ud800"}
+    assert len(json.loads(written)["state"]) == 3
 
 
 def test_the_fast_reader_takes_a_usage_exactly_when_the_checked_path_reads_it_silently() -> None:

@@ -15,6 +15,7 @@ from patch_oracle import reference_apply
 
 from agui_client import (
     AssistantMessage,
+    DecodeError,
     RunFinishedEvent,
     RunSession,
     RunStartedEvent,
@@ -815,6 +816,28 @@ def test_a_thread_survives_dump_and_load() -> None:
     assert encode(again.messages) == encode(thread.messages)
     assert again.state == thread.state
     assert again.pending_tool_call_ids == thread.pending_tool_call_ids
+
+
+@pytest.mark.parametrize(("part", "damage", "pointer"), [
+    pytest.param("openInterrupts", lambda d: d["openInterrupts"][0].update(expiresAt=5),
+                 "/openInterrupts/0/expiresAt", id="interrupt"),
+    pytest.param("messages", lambda d: d["messages"][1].update(content=7), "/messages/1/content", id="message"),
+    pytest.param("usageByRun", lambda d: d["usageByRun"].update({"r/1": [{"inputTokens": "x"}]}),
+                 "/usageByRun/r~11/0/inputTokens", id="usage"),
+])
+def test_a_damaged_record_is_refused_naming_the_field_in_the_record(part: str, damage: Any, pointer: str) -> None:
+    # A record edited by hand or by another tool: the error names where in the record, not where in
+    # the one part of it that was being read (/0/expiresAt said neither which part nor which thread field).
+    thread = ThreadState()
+    replay(_explicit([("text", "m", ["hello"]), ("text", "n", ["again"])])[:-1]
+           + [{"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
+               "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]}}], state=thread)
+    record = json.loads(json.dumps(thread.dump()))
+    damage(record)
+    with pytest.raises(DecodeError) as caught:
+        ThreadState.load(record, adopt=part != "messages")
+    assert caught.value.pointer == pointer
+    assert f"at {pointer}" in str(caught.value)
 
 
 def test_an_activity_handed_out_does_not_change_when_a_delta_arrives() -> None:

@@ -144,6 +144,39 @@ def test_a_success_outcome_carrying_interrupts_is_rejected_and_its_interrupts_he
         check_resume(state.open_interrupts, ())
 
 
+@pytest.mark.parametrize("form", ["jsonl", "sse"])
+@pytest.mark.parametrize("field", ["metadata", "responseSchema"])
+def test_interrupts_of_a_run_finished_refused_for_a_number_past_a_double_are_held_open(form: str, field: str) -> None:
+    # 1e400 makes the payload no JSON either side could write back (TR-09), so the RUN_FINISHED is
+    # refused; but the agent did stop to ask, and the text says what: its interrupts are held open (the
+    # field holding the number left out), as for a field of the wrong type, so the thread cannot move on.
+    line = (b'{"type":"RUN_FINISHED","threadId":"t1","runId":"r1","outcome":{"type":"interrupt","interrupts":['
+            b'{"id":"i1","reason":"approval","message":"delete prod?","%s":{"limit":1e400}},'
+            b'{"id":"i2","reason":"choice"}]}}' % field.encode())
+    head = [START, *TEXT]
+    source = (_jsonl(head) + line + b"\n") if form == "jsonl" else (_sse(head) + b"data: " + line + b"\n\n")
+    with pytest.raises(DecodeError) as caught:
+        replay(source)
+    assert (caught.value.rule, caught.value.index, caught.value.event_type) == ("TR-09/AGUI502", 5, "RUN_FINISHED")
+    assert caught.value.pointer == f"/outcome/interrupts/0/{field}/limit"
+    state = caught.value.result.state  # type: ignore[union-attr]
+    assert [(i.id, i.message) for i in state.open_interrupts] == [("i1", "delete prod?"), ("i2", None)]
+    assert state.open_interrupts[0].metadata is None and state.open_interrupts[0].response_schema is None
+    assert state.interrupted_run_id == "r1" and [m.id for m in state.messages] == ["m1"]
+    with pytest.raises(UncoveredInterrupts):
+        check_resume(state.open_interrupts, ())
+    assert json.loads(json.dumps(state.dump())) == state.dump()  # (what is held can be saved)
+
+
+def test_interrupts_of_a_run_finished_refused_for_a_repeated_key_are_held_open() -> None:
+    line = (b'{"type":"RUN_FINISHED","threadId":"t1","runId":"r1","outcome":{"type":"interrupt","interrupts":['
+            b'{"id":"i1","reason":"approval","reason":"choice"}]}}')
+    with pytest.raises(DecodeError) as caught:
+        replay(_jsonl([START]) + line + b"\n")
+    assert (caught.value.pointer, caught.value.event_type) == ("/outcome/interrupts/0/reason", "RUN_FINISHED")
+    assert [i.id for i in caught.value.result.state.open_interrupts] == ["i1"]  # type: ignore[union-attr]
+
+
 ASKED = {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval", "message": "delete staging?"},
                                             {"id": "i2", "reason": "approval", "message": "delete prod?"}]}
 
@@ -331,6 +364,19 @@ def test_a_run_started_on_another_thread_than_requested_is_warned_about() -> Non
 
     warned = [(w.code, w.pointer) for w in session.end().warnings]
     assert warned == [("LC-08", "/threadId")]
+
+
+def test_a_recorded_run_on_another_thread_than_the_one_folded_into_is_warned_about() -> None:
+    # Without the request, the thread's own id (from its first run, or the thread replayed into) is the
+    # one compared: a second thread's run in a recording is folded into the first all the same.
+    other = [{**START, "threadId": "t2", "runId": "r2"}, {**FINISH, "threadId": "t2", "runId": "r2"}]
+    result = replay([START, *TEXT, FINISH, *other])
+    assert [(w.code, w.run_id, w.index, w.pointer) for w in result.warnings] == [("LC-08", "r2", 6, "/threadId")]
+    assert "'t2'" in result.warnings[0].message and "'t1'" in result.warnings[0].message
+
+    into = replay([START, *TEXT, FINISH], state=ThreadState(thread_id="t9"))
+    assert [(w.code, w.run_id, w.index) for w in into.warnings] == [("LC-08", "r1", 0)]
+    assert [w.code for w in replay([START, *TEXT, FINISH, START, FINISH]).warnings] == []
 
 
 def test_replay_reads_a_file_named_by_a_string(tmp_path: Path) -> None:

@@ -600,3 +600,55 @@ def test_b269_pending_unknown_still_refuses_a_list_leaving_a_held_interrupt_unco
 
     assert caught.value.ids == ("interrupt-2",)
     assert len(endpoint.received) == 1
+
+
+def test_an_interrupted_run_whose_finish_holds_a_number_past_a_double_still_needs_its_answers(
+        drive: Any, served: Any) -> None:
+    # The RUN_FINISHED is refused (1e400 is no JSON either side could write back), yet it says the agent
+    # stopped to ask: the next run may not go out without covering i1, and the thread, saved, says so.
+    def finish_with_overflow(run_input: Any) -> list[Any]:
+        return [Start(), b'data: {"type":"RUN_FINISHED","threadId":"%s","runId":"%s","outcome":{"type":"interrupt",'
+                b'"interrupts":[{"id":"i1","reason":"approval","metadata":{"budget":1e400}}]}}\n\n'
+                % (run_input.thread_id.encode(), run_input.run_id.encode())]
+    endpoint = served(ScriptedAgent([finish_with_overflow, [Start(), Finish()]], stateless=True))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread("t-overflow")
+        with pytest.raises(ag.DecodeError) as caught:
+            thread.run("pay the invoice")
+        assert caught.value.pointer == "/outcome/interrupts/0/metadata/budget"
+        with pytest.raises(ag.UncoveredInterrupts):
+            thread.run("and the next one")
+        assert len(endpoint.received) == 1
+        reloaded = client.thread("t-overflow")
+        assert [i.id for i in reloaded.open_interrupts] == ["i1"]
+        result = reloaded.run(resume=[ag.ResumeEntry(interrupt_id="i1", status="cancelled")])
+
+    assert result.outcome == "success"
+    assert endpoint.received[-1].body["resume"] == [{"interruptId": "i1", "status": "cancelled"}]
+
+
+def test_interrupt_ids_holding_lone_utf16_halves_are_answered_by_the_ids_the_agent_raised(
+        drive: Any, served: Any) -> None:
+    # A producer in a UTF-16 language may raise ids that differ only in a lone half. Each entry must name
+    # its interrupt exactly: written as U+FFFD both became 'ask-\ufffd', a resume answering neither.
+    def ask(run_input: Any) -> list[Any]:
+        return [Start(), b'data: {"type":"RUN_FINISHED","threadId":"%s","runId":"%s","outcome":{"type":"interrupt",'
+                b'"interrupts":[{"id":"ask-\\ud800","reason":"approval"},{"id":"ask-\\udbff","reason":"approval"}]}}'
+                b'\n\n' % (run_input.thread_id.encode(), run_input.run_id.encode())]
+    endpoint = served(ScriptedAgent([ask, [Start(), Finish()]], stateless=True))
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        asked = thread.run("rotate the keys")
+        assert [i.id for i in asked.interrupts] == ["ask-\ud800", "ask-\udbff"]
+        builder = thread.resume_builder().answer("ask-\ud800", True).abandon("ask-\udbff")
+        with pytest.warns(ag.AguiWarning) as warned:
+            result = thread.run(resume=builder)
+
+    assert result.outcome == "success"
+    assert endpoint.received[-1].body["resume"] == [
+        {"interruptId": "ask-\ud800", "status": "resolved", "payload": True},
+        {"interruptId": "ask-\udbff", "status": "cancelled"}]
+    assert any("UTF16-SURROGATE" in str(w.message) for w in warned)

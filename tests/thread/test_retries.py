@@ -169,6 +169,35 @@ def test_a_resume_met_by_a_503_is_sent_again_and_acted_on_once(drive: Any, serve
     assert thread.state.open_interrupts == ()
 
 
+def test_an_answer_whose_interrupt_expired_while_the_retry_waited_is_not_sent_again(drive: Any, served: Any) -> None:
+    # Expiry is judged before the first try; a try the agent did not serve (503) is sent again later,
+    # and by then the interrupt may have expired: judged again before each try, the answer is refused,
+    # nothing more is sent and the thread is given back (it can still abandon the interrupt).
+    expires = datetime(2026, 7, 1, 12, tzinfo=UTC)
+    now = [expires - timedelta(seconds=1)]
+
+    def busy_until_expired(run_input: Any) -> Respond:
+        now[0] = expires  # (the agent's 503 arrives as the interrupt expires)
+        return BUSY
+
+    endpoint = served(ScriptedAgent([[Start(), interrupted("ask-1", expires_at="2026-07-01T12:00:00Z")],
+                                     busy_until_expired, [Start(), Finish()]]))
+
+    with drive.client(endpoint.url, max_retries=1, clock=lambda: now[0]) as client:
+        thread = client.thread()
+        thread.run("rotate the keys")
+        answer = thread.resume_builder().answer("ask-1", "go")
+        with pytest.raises(ag.ExpiredInterruptAnswered) as refused:
+            thread.run(resume=answer)
+        assert refused.value.ids == ("ask-1",)
+        assert isinstance(refused.value.__cause__, ag.HTTPStatusError)
+        assert endpoint.agent.request_count == 2  # (the busy try only: not sent again)
+        result = thread.run(resume=thread.resume_builder().abandon("ask-1"))
+
+    assert result.outcome == "success" and thread.state.open_interrupts == ()
+    assert [(e.interrupt_id, e.status) for e in endpoint.agent.requests[2].resume or ()] == [("ask-1", "cancelled")]
+
+
 def test_a_refused_connection_is_tried_max_retries_more_times_then_raised_with_the_count(
     drive: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

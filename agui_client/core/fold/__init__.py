@@ -469,7 +469,8 @@ class ThreadState:
 
         Raises:
             ValueError: the data was written by a newer, unknown format, or its state is not JSON.
-            DecodeError: a message is malformed.
+            DecodeError: a message, open interrupt or usage entry is malformed (``.pointer`` says where
+                in ``data``: ``/openInterrupts/0/expiresAt``).
         """
         thread, mark = load(cls, data, adopt=adopt)
         thread._mark = mark  # (the record's: what it lacks, the first change writes)

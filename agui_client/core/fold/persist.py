@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ...errors import DecodeError
 from ...wire import codec
+from ...wire.jsonio import escape
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.values import PlainDict, PlainList, copy_json
@@ -195,11 +197,11 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     if roster is not None and roster.unique:
         thread.snapshots.messages_snapshot(roster, None)
     else:
-        for message in codec.decode(wire, tuple[msg.Message, ...]):
+        for message in _decoded(wire, tuple[msg.Message, ...], "/messages"):
             thread.log.insert(Entry.of(message))
     ledger = thread.ledger
     thread.document.in_sync = bool(data.get("stateInSync", True))
-    ledger.open_interrupts = codec.decode(data.get("openInterrupts", []), tuple[rn.Interrupt, ...])
+    ledger.open_interrupts = _decoded(data.get("openInterrupts", []), tuple[rn.Interrupt, ...], "/openInterrupts")
     ledger.interrupted_run_id = data.get("interruptedRunId")
     via = data.get("openInterruptsVia")
     if via is not None and (via not in LEGACY_BRIDGES or not ledger.open_interrupts):
@@ -212,7 +214,8 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     ledger.pending = tuple(data.get("pendingToolCallIds", ()))
     if not all(isinstance(call_id, str) for call_id in ledger.pending):
         raise ValueError("pendingToolCallIds must hold strings")
-    ledger.usage = {k: codec.decode(v, tuple[rn.TokenUsage, ...]) for k, v in data.get("usageByRun", {}).items()}
+    ledger.usage = {k: _decoded(v, tuple[rn.TokenUsage, ...], f"/usageByRun/{escape(k)}")
+                    for k, v in data.get("usageByRun", {}).items()}
     for key, value in data.get("subagents", {}).items():
         ledger.subagents[key] = _load_subagent(value)
     last_outcome = data.get("lastOutcome")
@@ -257,6 +260,15 @@ def _dump_subagent(record: SubagentRecord) -> dict[str, Any]:
         # SUBAGENT_ERROR reports no usage: the stored form stays what it was before errors carried any.
         del data["error"]["usage"]
     return data
+
+
+def _decoded(value: Any, kind: Any, at: str) -> Any:
+    """``codec.decode`` of one part of a record, its error located in the record (``at``: the part's pointer)."""
+    try:
+        return codec.decode(value, kind)
+    except DecodeError as exc:
+        exc.pointer = at + (exc.pointer or "")
+        raise
 
 
 def _load_subagent(data: Mapping[str, Any]) -> SubagentRecord:
