@@ -334,12 +334,14 @@ class ClientBase:
         except (httpx.RequestError, httpx.InvalidURL, ssl.SSLError) as exc:  # (InvalidURL is no RequestError)
             # (ssl's own: httpx's async transport lets a TLS record refused while the head is read through bare)
             redactor = self._redactor(request)
+            # (the request httpx's error names, read before the error is given its shown copy)
+            see_other = _see_other(exc, request)
             # (httpx's words are kept as the cause, which a traceback prints: redacted, and cut as ours are)
             redacted_cause(exc, redactor, lambda text: quoted(redactor.text(text)))
             if isinstance(exc, httpx.TimeoutException) and deadline is not None and deadline.passed():
                 error: TransportError = self._overdue(deadline, redactor.url(self.url), sent=handle.sent)
             else:
-                error = self._send_error(exc, redactor, handle.sent, _see_other(exc, request))
+                error = self._send_error(exc, redactor, handle.sent, see_other)
             raise about(error, request, redactor) from exc
 
     def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL | ssl.SSLError, redactor: Redactor,
