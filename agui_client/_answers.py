@@ -14,19 +14,19 @@ import codecs
 import email.utils
 import json
 import ssl
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from ._inert import quoted, visible
 from ._inflate import Inflater
-from .core.redact import MARK, BytesRedactor, Redactor, exception_chain, is_sensitive
+from .core.redact import MARK, BytesRedactor, Redactor, exception_chain, is_sensitive, redact_exception
 from .errors import AuthenticationError, HTTPStatusError, ProtocolError, TransportError
 
 __all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "certificate_refused", "excerpt_text",
-           "media_type", "read_excerpt", "redacted_excerpt", "status_error", "undecodable"]
+           "media_type", "read_excerpt", "redacted_cause", "redacted_excerpt", "status_error", "undecodable"]
 
 #: How much of an error response's body is kept (bytes).
 ERROR_BODY_LIMIT = 2048
@@ -234,6 +234,32 @@ def about(error: TransportError, request: httpx.Request, redactor: Redactor) -> 
     """``error`` with httpx's ``.request`` set: ``request`` as :func:`_shown_request` shows it."""
     error.request = _shown_request(request, redactor)
     return error
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def redacted_cause(exc: _E, redactor: Redactor, redact: Callable[[str], str] | None = None) -> _E:
+    """httpx's error ``exc`` made fit to be kept as the cause of the client's own: what it and every exception
+    in its chain say redacted (by ``redact``, the redactor's by default), and the request each httpx error in
+    the chain holds replaced by the request as :func:`_shown_request` shows it. Returns ``exc``.
+
+    The cause's ``.request`` is the request as sent: the URL's userinfo and secret query values, and every
+    header, the credential too. The client's error hands out a redacted copy; the cause must not hand out the
+    original to whoever walks the chain (an error reporter) or unpickles the error (a worker's parent).
+    """
+    redact_exception(exc, redact if redact is not None else redactor.text)
+    shown: dict[int, httpx.Request] = {}
+    for link in exception_chain(exc):
+        if isinstance(link, httpx.HTTPError):
+            try:
+                request = link.request
+            except RuntimeError:  # (an httpx error raised without a request)
+                continue
+            if id(request) not in shown:
+                shown[id(request)] = _shown_request(request, redactor)
+            link.request = shown[id(request)]
+    return exc
 
 
 class Excerpt:

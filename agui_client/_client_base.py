@@ -25,6 +25,7 @@ from ._answers import (
     about,
     certificate_refused,
     media_type,
+    redacted_cause,
     undecodable,
 )
 from ._framing import SSE
@@ -43,7 +44,7 @@ from .core.exchange import StreamHandle
 from .core.headers import checked_headers, layered
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
 from .core.plan import checked_seconds
-from .core.redact import Redactor, displayed_url, is_sensitive, redact_exception
+from .core.redact import Redactor, displayed_url, is_sensitive
 from .core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF
 from .errors import (
     ConnectTimeout,
@@ -333,12 +334,14 @@ class ClientBase:
         except (httpx.RequestError, httpx.InvalidURL, ssl.SSLError) as exc:  # (InvalidURL is no RequestError)
             # (ssl's own: httpx's async transport lets a TLS record refused while the head is read through bare)
             redactor = self._redactor(request)
+            # (the request httpx's error names, read before the error is given its shown copy)
+            see_other = _see_other(exc, request)
             # (httpx's words are kept as the cause, which a traceback prints: redacted, and cut as ours are)
-            redact_exception(exc, lambda text: quoted(redactor.text(text)))
+            redacted_cause(exc, redactor, lambda text: quoted(redactor.text(text)))
             if isinstance(exc, httpx.TimeoutException) and deadline is not None and deadline.passed():
                 error: TransportError = self._overdue(deadline, redactor.url(self.url), sent=handle.sent)
             else:
-                error = self._send_error(exc, redactor, handle.sent, _see_other(exc, request))
+                error = self._send_error(exc, redactor, handle.sent, see_other)
             raise about(error, request, redactor) from exc
 
     def _send_error(self, exc: httpx.RequestError | httpx.InvalidURL | ssl.SSLError, redactor: Redactor,
@@ -453,17 +456,17 @@ class ClientBase:
             raise  # (ours, and also an httpx error: not to be taken below for httpx's own)
         except httpx.ReadTimeout as exc:
             if deadline is not None and deadline.passed():
-                raise about(self._overdue(deadline, url), response.request, redactor) from redact_exception(
+                raise about(self._overdue(deadline, url), response.request, redactor) from redacted_cause(
                     exc, redactor)
             raise about(IdleTimeout(f"no bytes from {url} for {self.idle_timeout}s: {_SLOWER}",
                                     timeout=self.idle_timeout, url=url),
-                        response.request, redactor) from redact_exception(exc, redactor)
+                        response.request, redactor) from redacted_cause(exc, redactor)
         except (httpx.TransportError, ssl.SSLError) as exc:
             # (ssl's own: a TLS record refused mid-body, which httpx's async transport lets through bare, is
             # the connection failing as any other)
             logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
         except httpx.DecodingError as exc:
-            raise undecodable(response, exc, url, redactor) from redact_exception(exc, redactor)
+            raise undecodable(response, exc, url, redactor) from redacted_cause(exc, redactor)
 
     def _in_time(self, deadline: Deadline | None, response: httpx.Response, redactor: Redactor) -> None:
         """Raise ``RunTimeout`` when the run's deadline has passed (checked after each read)."""

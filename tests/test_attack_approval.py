@@ -170,6 +170,38 @@ def test_a_word_mixing_ascii_with_look_alikes_shows_them_escaped(text: str, show
     assert unmixed(text) == shown
 
 
+#: A word of format characters only (RIGHT-TO-LEFT OVERRIDE): nothing in it is ASCII, so nothing mixes.
+_LONG_WORD = "\u202e" * 100_000
+
+
+def test_a_long_word_of_format_characters_at_the_approval_is_shown_at_once(served: Callable[[Any], Any]) -> None:
+    # Whether a word mixed ASCII with other characters was asked of a regular expression that, in a word
+    # with no ASCII letter, tried every start and ran to the word's end from each: the square of the word's
+    # length. An interrupt whose question (or call arguments, or field description) was one word of
+    # 100,000 U+202E (300 KB) held the prompt some fifty seconds per place, a megabyte for hours.
+    schema = {"type": "object", "required": ["approved"],
+              "properties": {"approved": {"type": "boolean", "description": _LONG_WORD}}}
+    interrupt = Interrupt(id="i1", reason="approval", tool_call_id="c1", response_schema=schema, message=_LONG_WORD)
+    endpoint = served(ScriptedAgent([
+        [Start(), *tool_call("c1", "delete", {"path": _LONG_WORD}),
+         Finish(outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)))],
+        [Start(), *text_message("m2", "done"), Finish()],
+    ]))
+    child = pexpect.spawn(sys.executable, [*AGUI[1:], "run", endpoint.url, "-m", "hi"], env=ENV,
+                          dimensions=(60, 300), timeout=30, encoding="utf-8")
+    child.logfile_read = screen = io.StringIO()
+    try:
+        child.expect(r"\[y/n\]")
+        child.sendline("y")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    panel = _panel(RICH_OWN.sub("", screen.getvalue()))
+    assert "\u202e" not in panel and re.search(r"message: +\\u202e\\u202e", panel) is not None
+    assert endpoint.received[1].body["resume"][0]["payload"] == {"approved": True}
+
+
 #: `agui serve demo`, its demo agent replaced by an app that fails quoting the request's path, as an
 #: unforeseen fault in the app would.
 _FAILING_SERVE = """

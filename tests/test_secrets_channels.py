@@ -20,9 +20,10 @@ from typing import Any
 import attrs
 import httpx
 import pytest
+from serverkit import free_port
 
 import agui_client as ag
-from agui_client.core.redact import Redactor, redact_exception
+from agui_client.core.redact import Redactor, exception_chain, redact_exception
 
 # (Python 3.11's, or the backport anyio brings to 3.10)
 _GROUP: Any = getattr(builtins, "ExceptionGroup", None) or importlib.import_module("exceptiongroup").ExceptionGroup
@@ -111,6 +112,44 @@ class _Sealed(Exception):
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise RuntimeError(f"{type(self).__name__} is sealed")
+
+
+def _held_by_httpx(error: BaseException) -> str:
+    """What the httpx errors in ``error``'s chain hold of the request they failed on: its URL and headers."""
+    return "".join(f"{link.request.url} {link.request.headers.multi_items()}" for link in exception_chain(error)
+                   if isinstance(link, httpx.HTTPError) and link._request is not None)
+
+
+def _silent_after_start(scope: Any, receive: Any, send: Any) -> Any:
+    async def app() -> None:
+        await receive()  # (the request)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "more_body": True,
+                    "body": b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'})
+        await receive()  # (silent until the client, its idle timeout past, hangs up)
+    return app()
+
+
+@pytest.mark.parametrize("failure", ["refused", "silent"])
+def test_httpxs_error_under_ours_holds_the_request_redacted(drive: Any, served: Any, failure: str) -> None:
+    # The error's own ``.request`` was the redacted copy, but httpx's error kept as its cause still held the
+    # request as sent: its URL's userinfo and secret query values and every header, the credential too.
+    # Code reading ``error.__cause__.request`` (an error reporter walking the chain) got them, and so did
+    # whoever unpickled the error (a worker process handing it back).
+    if failure == "refused":  # (a port nothing listens on: httpx's ConnectError, raised while sending)
+        url, expected = f"http://127.0.0.1:{free_port()}/agent", ag.TransportError
+    else:  # (an agent silent mid-stream: httpx's ReadTimeout, raised while reading)
+        url, expected = served(_silent_after_start).url, ag.IdleTimeout
+    url = url.replace("http://", f"http://bob:{PASSWORD}@") + f"?api_key={QUERY_KEY}"
+    with drive.client(url, headers={"Authorization": f"Bearer {TOKEN}"}, idle_timeout=0.2) as client:
+        with pytest.raises(expected) as caught:
+            client.thread().run("hi")
+
+    error = caught.value
+    held = _held_by_httpx(error.__cause__)
+    assert held and _found(held) == [] and f"api_key={MARK}" in held
+    assert "('authorization', '[redacted]')" in held
+    assert _found(pickle.dumps(error).decode("latin-1")) == []
 
 
 def test_a_frozen_slotted_exception_under_httpxs_error_is_redacted_not_raised(drive: Any) -> None:
