@@ -22,7 +22,7 @@ import attrs
 
 from agui_client.cli import main
 
-__all__ = ["Ran", "agui_here"]
+__all__ = ["Ran", "RanBytes", "agui_here", "agui_here_bytes"]
 
 
 @attrs.frozen
@@ -34,9 +34,24 @@ class Ran:
     stderr: str
 
 
+@attrs.frozen
+class RanBytes:
+    """What a finished command left, as the bytes it wrote (``subprocess.run`` without ``text=True``)."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
 def agui_here(*args: str, stdin: str | None = None) -> Ran:
     """Run ``agui ARGS`` in this process with stdin not a terminal (``stdin`` text, or nothing)."""
-    source = io.TextIOWrapper(io.BytesIO((stdin or "").encode("utf-8")), encoding="utf-8")
+    ran = agui_here_bytes(*args, stdin=(stdin or "").encode("utf-8"))
+    return Ran(returncode=ran.returncode, stdout=_text(ran.stdout), stderr=_text(ran.stderr))
+
+
+def agui_here_bytes(*args: str, stdin: bytes | None = None) -> RanBytes:
+    """Run ``agui ARGS`` in this process with stdin not a terminal; what it wrote, byte for byte."""
+    source = io.TextIOWrapper(io.BytesIO(stdin or b""), encoding="utf-8")
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
     with _plain_environment(), _streams(source, out, err):
@@ -44,14 +59,19 @@ def agui_here(*args: str, stdin: str | None = None) -> Ran:
             code = main(list(args))
         except SystemExit as exc:  # (argparse's usage errors and --help leave this way)
             code = exc.code if isinstance(exc.code, int) else 1
-    return Ran(returncode=code, stdout=_read(out), stderr=_read(err))
+    return RanBytes(returncode=code, stdout=_written(out), stderr=_written(err))
 
 
-def _read(stream: io.TextIOWrapper) -> str:
+def _written(stream: io.TextIOWrapper) -> bytes:
     stream.flush()
     raw = stream.buffer
     assert isinstance(raw, io.BytesIO)
-    return raw.getvalue().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    return raw.getvalue()
+
+
+def _text(raw: bytes) -> str:
+    """As ``subprocess.run(text=True)`` reads a pipe: UTF-8, universal newlines."""
+    return raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
 @contextlib.contextmanager
