@@ -528,8 +528,8 @@ def test_an_endless_paragraph_is_redrawn_from_its_last_characters_only() -> None
 
 
 def test_usage_problems_exit_2_without_showing_header_values() -> None:
-    header = _piped("chat", "http://127.0.0.1:9/", "-H", "sekrit-no-colon", stdin="")
-    timeout = _piped("chat", "http://127.0.0.1:9/", "--timeout", "0", stdin="")
+    header = agui_here("chat", "http://127.0.0.1:9/", "-H", "sekrit-no-colon", stdin="")
+    timeout = agui_here("chat", "http://127.0.0.1:9/", "--timeout", "0", stdin="")
 
     assert header.returncode == 2 and "-H expects 'Name: value'" in header.stderr
     assert "sekrit" not in header.stdout + header.stderr
@@ -544,18 +544,18 @@ def test_timeout_bounds_each_run_as_on_run_and_demo(served: Callable[[Any], Any]
         [Start(), *text_message("b", "Back again."), Finish()],
     ]))
 
-    done = _piped("chat", endpoint.url, "--timeout", "1", stdin="hi\nagain\n")
+    done = agui_here("chat", endpoint.url, "--timeout", "1", stdin="hi\nagain\n")
 
     assert done.returncode == 0, done.stderr
     assert "RunTimeout" in done.stdout and "past its run_timeout of 1.0s" in done.stdout
     assert "agent: Back again." in done.stdout  # (the next turn ran, on the thread as it was)
     assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["again"]
-    help_text = _piped("chat", "--help", stdin="").stdout
+    help_text = agui_here("chat", "--help", stdin="").stdout
     assert "the longest one run may take" in " ".join(help_text.split())
 
 
 def test_a_failed_turn_is_shown_and_the_chat_goes_on() -> None:
-    done = _piped("chat", "http://127.0.0.1:9/", "--timeout", "2", stdin="hi\n/messages\n")
+    done = agui_here("chat", "http://127.0.0.1:9/", "--timeout", "2", stdin="hi\n/messages\n")
 
     assert done.returncode == 0, done.stderr
     assert "TransportError" in done.stdout and "could not reach http://127.0.0.1:9/" in done.stdout
