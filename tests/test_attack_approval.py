@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pexpect
 import pytest
+from clikit import agui_here
 
 from agui_client._inert import STACKED_MARKS, ascii_named, unmixed, visible
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message, tool_call
@@ -315,7 +316,6 @@ def _sequences_recording(tmp_path: Any) -> str:
 
 def test_apc_pm_sos_osc8_nul_and_overwrites_reach_no_way_out_raw(tmp_path: Any) -> None:
     import json
-    import subprocess
 
     capture = _sequences_recording(tmp_path)
     child = pexpect.spawn(sys.executable, [*AGUI[1:], "replay", capture], env=ENV, dimensions=(60, 200),
@@ -325,10 +325,8 @@ def test_apc_pm_sos_osc8_nul_and_overwrites_reach_no_way_out_raw(tmp_path: Any) 
         child.expect(pexpect.EOF)
     finally:
         child.close()
-    piped = subprocess.run([*AGUI, "replay", capture], capture_output=True, text=True, env=ENV, timeout=60,
-                           check=False)
-    as_json = subprocess.run([*AGUI, "replay", "--json", capture], capture_output=True, text=True, env=ENV,
-                             timeout=60, check=False)
+    piped = agui_here("replay", capture)  # (the terminal above is the real process; these run here)
+    as_json = agui_here("replay", "--json", capture)
 
     terminal = RICH_OWN.sub("", screen.getvalue())
     for text in (terminal, piped.stdout):

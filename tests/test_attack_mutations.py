@@ -147,8 +147,9 @@ def test_snapshot_members_without_a_string_tag_are_dropped_with_warnings(
 
 def test_the_mutation_fuzzers_smoke_run_finds_nothing() -> None:
     lines: list[str] = []
-    tally = mutate.fuzz(seed=19, cases=100, report=lines.append)
-    assert tally.cases == 100 and tally.runs >= 200
+    # (20 cases, two through the agui command: a few seconds; the fuzzer's own runs go to thousands)
+    tally = mutate.fuzz(seed=19, cases=20, report=lines.append)
+    assert tally.cases == 20 and tally.runs >= 40
     assert lines == []
     assert tally.findings == {}
     # (not a vacuous run: cases end in success, in interrupts and in many kinds of refusal, and resumes happen)

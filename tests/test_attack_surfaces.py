@@ -19,6 +19,7 @@ from typing import Any
 
 import pexpect
 import pytest
+from clikit import Ran, agui_here
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -33,7 +34,13 @@ ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
 ENV.pop("FORCE_COLOR", None)
 
 
-def agui(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def agui(*args: str) -> Ran:
+    """Run ``agui ARGS`` in this process with stdin not a terminal (``clikit``: no interpreter start)."""
+    return agui_here(*args)
+
+
+def agui_process(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``agui ARGS`` as a real process: for ``agui serve``, which would otherwise serve in this one."""
     return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=timeout, env=ENV, check=False)
 
@@ -248,7 +255,8 @@ def test_a_hostile_file_in_a_recording_folder_is_unreadable_input_not_a_hang(
     if command == "serve" and hostile == "response-fifo":
         named = "01.sse is missing"  # (serve looks for a regular file, and says so)
 
-    done = agui(command, str(folder), timeout=60)
+    # (serve as a process of its own: were the file not refused, it would serve until stopped)
+    done = agui_process(command, str(folder), timeout=60) if command == "serve" else agui(command, str(folder))
 
     if hostile == "meta-list" and command != "serve":
         assert done.returncode == 0, done.stderr  # (replay and verify read a status that is no object as none)

@@ -4,7 +4,7 @@ Characters that render as nothing or as a blank (a Hangul filler, a variation se
 two different interrupt ids, tool names or thread ids read the same; ids cut at 120 characters read the
 same when they differed after the cut; ``--yes`` echoed a default answer of a megabyte whole; a refused
 resume named the agent's ids in its message as the agent wrote them. Each test drives ``agui`` through a
-real pseudo-terminal (or a pipe, where the plain output is the point) against an agent on 127.0.0.1,
+real pseudo-terminal (or piped, in this process, where the plain output is the point) against an agent on 127.0.0.1,
 and fails without its fix (CHANGELOG, "Fourteenth round: the terminal, second pass").
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 
 import pexpect
 import pytest
+from clikit import Ran, agui_here
 
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message, tool_call
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
@@ -58,9 +59,9 @@ def _on_terminal(*args: str, columns: int = 400) -> str:
     return RICH_OWN.sub("", child.logfile_read.getvalue().decode("utf-8"))
 
 
-def _piped(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=ENV,
-                          timeout=120, check=False)
+def _piped(*args: str) -> Ran:
+    """``agui ARGS`` piped, in this process (``clikit``: the plain output without an interpreter start)."""
+    return agui_here(*args)
 
 
 def _asking(interrupts: list[Interrupt]) -> ScriptedAgent:

@@ -415,8 +415,10 @@ def test_a_certificate_refused_by_a_check_in_python_says_so_too(drive: Any) -> N
             "of it)") in str(caught.value)
 
 
-def test_a_client_given_a_context_trusting_the_agents_ca_reaches_it(drive: Any, agents: Agents, ca: trustme.CA,
+def test_a_client_given_a_context_trusting_the_agents_ca_reaches_it(agents: Agents, drive: Any, ca: trustme.CA,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # (agents before drive: drive's teardown closes the HTTP client, and with it the kept-alive connection
+    # the agent waits on, before the agents' teardown joins their threads; the other order waited 10 s)
     monkeypatch.delenv("SSL_CERT_FILE")
     with drive.client(agents.serve(_whole_run), http_client=drive.http_client(verify=_trusting(ca))) as client:
         assert client.thread("t").run("hi", run_id="r").text == "hi"

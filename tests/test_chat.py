@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import pexpect
 import pytest
+from clikit import agui_here
 from test_cli_terminal import HOSTILE, assert_inert
 
 from agui_client import AgentClient
@@ -415,18 +416,18 @@ def test_a_second_chat_goes_on_with_the_thread_in_the_file(served: Callable[[Any
     endpoint = served(ScriptedAgent.chat(lambda run_input: f"you said {run_input.messages[-1].content}"))
     thread_file = str(tmp_path / "t.db")
 
-    first = _piped("chat", endpoint.url, "--thread-file", thread_file, stdin="one\n")
-    second = _piped("chat", endpoint.url, "--thread-file", thread_file, stdin="two\n")
+    first = agui_here("chat", endpoint.url, "--thread-file", thread_file, stdin="one\n")
+    second = agui_here("chat", endpoint.url, "--thread-file", thread_file, stdin="two\n")
 
     assert first.returncode == 0 and second.returncode == 0, second.stderr
     assert "1 message(s) so far" not in second.stdout and "2 message(s) so far (/messages)" in second.stdout
     assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["one", "you said one", "two"]
 
-    third = _piped("chat", endpoint.url, "--thread-file", thread_file, stdin="/new\nthree\n")
-    ambiguous = _piped("chat", endpoint.url, "--thread-file", thread_file, stdin="")
+    third = agui_here("chat", endpoint.url, "--thread-file", thread_file, stdin="/new\nthree\n")
+    ambiguous = agui_here("chat", endpoint.url, "--thread-file", thread_file, stdin="")
     new_id = re.search(r"new thread ([0-9a-f-]{36})", third.stdout)
     assert new_id is not None
-    chosen = _piped("chat", endpoint.url, "--thread-file", thread_file, "--thread", new_id.group(1), stdin="four\n")
+    chosen = agui_here("chat", endpoint.url, "--thread-file", thread_file, "--thread", new_id.group(1), stdin="four\n")
 
     assert ambiguous.returncode == 2 and "holds 2 threads; pick one with --thread" in ambiguous.stderr
     assert new_id.group(1) in ambiguous.stderr
@@ -500,7 +501,7 @@ def test_credentials_in_the_url_reach_neither_the_screen_nor_the_transcript(serv
     url = f"http://alice:pw-SECRET@{host}?token=tok-SECRET&page=2"
     exported = tmp_path / "t.md"
 
-    done = _piped("chat", url, stdin=f"hi\n/export {exported}\n")
+    done = agui_here("chat", url, stdin=f"hi\n/export {exported}\n")
 
     assert done.returncode == 0, done.stderr
     assert "agent: Hello." in done.stdout  # (the turn went out: the URL was used as given)
@@ -527,8 +528,8 @@ def test_an_endless_paragraph_is_redrawn_from_its_last_characters_only() -> None
 
 
 def test_usage_problems_exit_2_without_showing_header_values() -> None:
-    header = _piped("chat", "http://127.0.0.1:9/", "-H", "sekrit-no-colon", stdin="")
-    timeout = _piped("chat", "http://127.0.0.1:9/", "--timeout", "0", stdin="")
+    header = agui_here("chat", "http://127.0.0.1:9/", "-H", "sekrit-no-colon", stdin="")
+    timeout = agui_here("chat", "http://127.0.0.1:9/", "--timeout", "0", stdin="")
 
     assert header.returncode == 2 and "-H expects 'Name: value'" in header.stderr
     assert "sekrit" not in header.stdout + header.stderr
@@ -543,18 +544,18 @@ def test_timeout_bounds_each_run_as_on_run_and_demo(served: Callable[[Any], Any]
         [Start(), *text_message("b", "Back again."), Finish()],
     ]))
 
-    done = _piped("chat", endpoint.url, "--timeout", "1", stdin="hi\nagain\n")
+    done = agui_here("chat", endpoint.url, "--timeout", "1", stdin="hi\nagain\n")
 
     assert done.returncode == 0, done.stderr
     assert "RunTimeout" in done.stdout and "past its run_timeout of 1.0s" in done.stdout
     assert "agent: Back again." in done.stdout  # (the next turn ran, on the thread as it was)
     assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["again"]
-    help_text = _piped("chat", "--help", stdin="").stdout
+    help_text = agui_here("chat", "--help", stdin="").stdout
     assert "the longest one run may take" in " ".join(help_text.split())
 
 
 def test_a_failed_turn_is_shown_and_the_chat_goes_on() -> None:
-    done = _piped("chat", "http://127.0.0.1:9/", "--timeout", "2", stdin="hi\n/messages\n")
+    done = agui_here("chat", "http://127.0.0.1:9/", "--timeout", "2", stdin="hi\n/messages\n")
 
     assert done.returncode == 0, done.stderr
     assert "TransportError" in done.stdout and "could not reach http://127.0.0.1:9/" in done.stdout
@@ -789,8 +790,7 @@ def test_the_recording_transport_writes_each_request_and_response(served: Callab
     assert files == ["01.request.json", "01.response.json", "01.sse"]
     body = json.loads((tmp_path / "rec" / "01.request.json").read_text())
     assert body["messages"][-1]["content"] == "recorded one"
-    replayed = subprocess.run([*AGUI, "replay", "--json", str(tmp_path / "rec" / "01.sse")], capture_output=True,
-                              text=True, env=ENV, timeout=60, check=False)
+    replayed = agui_here("replay", "--json", str(tmp_path / "rec" / "01.sse"))
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout)["messages"][-1]["content"] == "recorded"
     assert not any("sekrit" in p.read_text() for p in (tmp_path / "rec").iterdir())

@@ -1,4 +1,6 @@
-"""The ``agui`` command, run as a real subprocess (``python -m agui_client.cli``) against real servers.
+"""The ``agui`` command against real servers: in this process (``clikit.agui_here``) where the point is
+what a command prints and returns, as a real subprocess (``python -m agui_client.cli``) for each command
+once, for the entry point, the locale and the terminal.
 
 ``agui demo`` starts its own scripted agent; ``agui run`` talks to one served from this process
 (the session's uvicorn server), so a second subprocess can resume the thread the first one left in
@@ -19,6 +21,7 @@ from typing import Any
 
 import pexpect
 import pytest
+from clikit import Ran, agui_here
 
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start
 from agui_client.types import RunErrorEvent
@@ -29,8 +32,13 @@ ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
 ENV.pop("FORCE_COLOR", None)
 
 
-def agui(*args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """Run ``agui ARGS`` with stdin not a terminal (``stdin`` text, or nothing)."""
+def agui(*args: str, stdin: str | None = None) -> Ran:
+    """Run ``agui ARGS`` in this process with stdin not a terminal (``clikit``: no interpreter start)."""
+    return agui_here(*args, stdin=stdin)
+
+
+def agui_process(*args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """Run ``agui ARGS`` as a real process (``python -m agui_client.cli``), stdin not a terminal."""
     return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=timeout, env=ENV, check=False)
 
@@ -49,7 +57,7 @@ def _sse(*events: dict[str, Any]) -> str:
 
 
 def test_demo_yes_shows_the_interrupt_the_answer_and_the_final_message() -> None:
-    done = agui("demo", "--yes")
+    done = agui_process("demo", "--yes")
 
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -208,8 +216,8 @@ def test_run_keeps_the_interrupt_in_the_thread_file_and_a_second_process_resumes
     endpoint = served(ScriptedAgent.demo())
     db = str(tmp_path / "t.db")
 
-    first = agui("run", endpoint.url, "-m", "Remove the qa environment", "--thread-file", db,
-                 "-H", "Authorization: Bearer s3cret")
+    first = agui_process("run", endpoint.url, "-m", "Remove the qa environment", "--thread-file", db,
+                         "-H", "Authorization: Bearer s3cret")
     assert first.returncode == 0, first.stderr
     found = re.search(r"thread (\S+) \(new, kept in", first.stdout)
     assert found is not None, first.stdout
@@ -219,8 +227,8 @@ def test_run_keeps_the_interrupt_in_the_thread_file_and_a_second_process_resumes
     assert f"--thread-id {thread_id} --resume --yes" in first.stdout
     assert endpoint.received[0].headers["authorization"] == "Bearer s3cret"
 
-    second = agui("run", endpoint.url, "--thread-file", db, "--resume", "--answer",
-                  '{"approved": true, "environment": "qa", "ttl_minutes": 5}')
+    second = agui_process("run", endpoint.url, "--thread-file", db, "--resume", "--answer",
+                          '{"approved": true, "environment": "qa", "ttl_minutes": 5}')
     assert second.returncode == 0, second.stderr
     assert f"thread {thread_id} (kept in" in second.stdout
     assert "Done: the qa environment is deleted. A backup is kept for 5 minutes." in second.stdout
@@ -229,7 +237,7 @@ def test_run_keeps_the_interrupt_in_the_thread_file_and_a_second_process_resumes
     assert resumed["resume"][0]["payload"] == {"approved": True, "environment": "qa", "ttl_minutes": 5}
     assert [m["content"] for m in resumed["messages"] if m["role"] == "user"] == ["Remove the qa environment"]
 
-    again = agui("run", endpoint.url, "--thread-file", db, "--resume", "--yes")
+    again = agui_process("run", endpoint.url, "--thread-file", db, "--resume", "--yes")
     assert again.returncode == 2 and "no open interrupts" in again.stderr
 
 
@@ -491,7 +499,7 @@ def test_replay_shows_messages_state_outcome_and_open_interrupts(tmp_path: Path)
 
 
 def test_replay_json_is_the_wire_thread_plus_the_outcome_and_reads_stdin() -> None:
-    shown = agui("replay", "--json", "-", stdin=INTERRUPTED)
+    shown = agui_process("replay", "--json", "-", stdin=INTERRUPTED)
 
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)
@@ -521,9 +529,9 @@ def test_replay_and_verify_exit_2_on_unreadable_input(tmp_path: Path) -> None:
     garbage.write_text("this is not\nan event stream\n")
     missing = str(tmp_path / "missing.sse")
 
-    missing_file = agui("verify", missing)
+    missing_file = agui_process("verify", missing)
     not_events = agui("replay", str(garbage))
-    empty_stdin = agui("verify", "-", stdin="")
+    empty_stdin = agui_process("verify", "-", stdin="")
 
     assert missing_file.returncode == 2 and "cannot read" in missing_file.stderr
     assert not_events.returncode == 2 and "no AG-UI events found" in not_events.stderr

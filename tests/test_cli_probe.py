@@ -1,4 +1,8 @@
-"""``agui probe``: the report as a table, JSON and JUnit XML, and the exit statuses, against a served agent."""
+"""``agui probe``: the report as a table, JSON and JUnit XML, and the exit statuses, against a served agent.
+
+In this process (``clikit.agui_here``), except a piped real process for a conforming agent and the
+pseudo-terminal test of the table.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
+from clikit import Ran, agui_here
 
 from agui_client.testing import ScriptedAgent
 
@@ -22,7 +27,13 @@ ENV.pop("FORCE_COLOR", None)
 PROMPT = "Delete the temporary files"
 
 
-def agui(*args: str) -> subprocess.CompletedProcess[str]:
+def agui(*args: str) -> Ran:
+    """Run ``agui ARGS`` in this process with stdin not a terminal (``clikit``: no interpreter start)."""
+    return agui_here(*args)
+
+
+def agui_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``agui ARGS`` as a real process (``python -m agui_client.cli``), stdin not a terminal."""
     return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
                           env=ENV, check=False)
 
@@ -30,7 +41,7 @@ def agui(*args: str) -> subprocess.CompletedProcess[str]:
 def test_a_conforming_agent_exits_0_and_the_table_lists_every_check(served: Callable[[Any], Any]) -> None:
     endpoint = served(ScriptedAgent.approvals(2))
 
-    done = agui("probe", endpoint.url, "--prompt", PROMPT)
+    done = agui_process("probe", endpoint.url, "--prompt", PROMPT)
 
     assert done.returncode == 0, done.stderr
     for check_id in ("stream-rules", "pause-as-success", "answers-proceed", "approval-result", "uncovered-resume"):

@@ -1,5 +1,7 @@
-"""The ``agui`` command's recordings and connection flags (issue 18, items 2 and 5), run as real
-subprocesses against real servers on 127.0.0.1.
+"""The ``agui`` command's recordings and connection flags (issue 18, items 2 and 5), against real
+servers on 127.0.0.1: run in this process (``clikit.agui_here``) where the point is what a command
+prints and records, as real processes where it is the process (two processes on one thread file, a
+replay by a third; ``agui serve`` on a pseudo-terminal).
 
 ``--record DIR`` on ``run`` and ``demo``; ``agui replay DIR`` folding a recording into the thread
 the live run left (``to_wire()`` equal); ``agui replay`` of ``agui run --json`` output; ``agui serve``
@@ -22,6 +24,7 @@ from typing import Any
 
 import pexpect
 import pytest
+from clikit import Ran, agui_here
 from serverkit import free_port
 
 from agui_client import AgentClient, HTTPStatusError
@@ -33,8 +36,13 @@ ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
 ENV.pop("FORCE_COLOR", None)
 
 
-def agui(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run ``agui ARGS`` with stdin not a terminal."""
+def agui(*args: str) -> Ran:
+    """Run ``agui ARGS`` in this process with stdin not a terminal (``clikit``: no interpreter start)."""
+    return agui_here(*args)
+
+
+def agui_process(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run ``agui ARGS`` as a real process (``python -m agui_client.cli``) with stdin not a terminal."""
     return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=timeout, env=ENV, check=False)
 
@@ -86,9 +94,9 @@ def test_two_processes_on_one_thread_file_leave_one_recording_of_the_whole_threa
     endpoint = served(ScriptedAgent.demo())
     db, rec = str(tmp_path / "t.db"), str(tmp_path / "rec")
 
-    first = agui("run", endpoint.url, "-m", "delete qa", "--thread-file", db, "--record", rec)
-    second = agui("run", endpoint.url, "--thread-file", db, "--resume", "--yes", "--record", rec, "--json")
-    replayed = agui("replay", "--json", rec)
+    first = agui_process("run", endpoint.url, "-m", "delete qa", "--thread-file", db, "--record", rec)
+    second = agui_process("run", endpoint.url, "--thread-file", db, "--resume", "--yes", "--record", rec, "--json")
+    replayed = agui_process("replay", "--json", rec)
 
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert (tmp_path / "rec" / "02.sse").is_file()

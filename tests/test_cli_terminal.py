@@ -6,9 +6,10 @@ body, an unknown event's type) carries the same hostile string: OSC title and cl
 screen clear, a cursor position request (the terminal would type its answer into stdin), a DCS
 request, their 8-bit C1 forms, BEL, BS, a bare CR, DEL, bidi overrides and isolates, zero-width and
 tag characters, a line separator, and rich markup. The commands run through a real pseudo-terminal
-(rich output: colours, a spinner, panels, prompts) and piped (plain output); the raw bytes are
-checked for every such character, and for the visible form each must be shown in instead (so a
-test that printed nothing at all would fail).
+(rich output: colours, a spinner, panels, prompts) and piped (plain output: in this process through
+``clikit``, and as real processes for ``replay`` and ``run``); the raw bytes are checked for every
+such character, and for the visible form each must be shown in instead (so a test that printed
+nothing at all would fail).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
+from clikit import RanBytes, agui_here_bytes
 
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start, reasoning, text_message, tool_call
 from agui_client.types import (
@@ -89,7 +91,13 @@ def _on_terminal(*args: str) -> tuple[int, bytes]:
     return child.exitstatus, received.getvalue()
 
 
-def _piped(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def _piped(*args: str, stdin: bytes | None = None) -> RanBytes:
+    """``agui ARGS`` in this process, piped (``clikit``): the bytes the CLI writes, without a process start."""
+    return agui_here_bytes(*args, stdin=stdin)
+
+
+def _piped_process(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """``agui ARGS`` as a real process with its output piped: what a pipe really receives."""
     return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
                           capture_output=True, env=ENV, timeout=60, check=False)
 
@@ -149,7 +157,7 @@ def test_replay_on_a_terminal_shows_the_recordings_strings_inert(tmp_path: Path)
 def test_replay_piped_shows_the_recordings_strings_inert(tmp_path: Path) -> None:
     capture = _write(tmp_path / "hostile.jsonl", RECORDING)
 
-    done = _piped("replay", capture)
+    done = _piped_process("replay", capture)
 
     assert done.returncode == 0, done.stderr
     text = assert_inert(done.stdout, terminal=False)
@@ -246,7 +254,7 @@ def test_run_on_a_terminal_asks_and_shows_the_agents_strings_inert(served: Calla
 def test_run_piped_shows_the_agents_strings_inert(served: Callable[[Any], Any]) -> None:
     endpoint = served(_hostile_agent())
 
-    done = _piped("run", endpoint.url, "-m", "hi", "--yes")
+    done = _piped_process("run", endpoint.url, "-m", "hi", "--yes")
 
     assert done.returncode == 1
     text = assert_inert(done.stdout + done.stderr, terminal=False)

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
 import sqlite3
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from clikit import Ran, agui_here
 from storekit import BareStore
 
 from agui_client import AgentClient, AsyncAgentClient
@@ -28,10 +26,6 @@ from agui_client.stores import MAX_LISTING_PAGE, MemoryStore, SqliteStore
 from agui_client.testing import ScriptedAgent
 
 __all__: list[str] = []
-
-AGUI = [sys.executable, "-m", "agui_client.cli"]
-ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-ENV.pop("FORCE_COLOR", None)
 
 
 def test_a_client_lists_the_threads_its_runs_stored_page_by_page(drive: Any, served: Callable[[Any], Any],
@@ -157,9 +151,9 @@ def test_the_sync_client_lists_in_the_calling_thread() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def agui(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-                          env=ENV, check=False)
+def agui(*args: str) -> Ran:
+    """Run ``agui ARGS`` in this process with stdin not a terminal (``clikit``: no interpreter start)."""
+    return agui_here(*args)
 
 
 @pytest.mark.parametrize(("command", "flag"), [("run", "--thread-id"), ("chat", "--thread")])

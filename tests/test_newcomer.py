@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
+from clikit import agui_here
 
 import agui_client as ag
 from agui_client.stores import SqliteStore
 from agui_client.testing import Disconnect, Gate, Respond, ScriptedAgent, Start, Wait, serve, text_message
-
-AGUI = [sys.executable, "-m", "agui_client.cli"]
 
 
 def test_a_client_prints_its_agent_url_without_credentials_and_its_store() -> None:
@@ -139,10 +135,8 @@ def test_a_closed_async_client_says_so_too() -> None:
 
 def test_agui_run_takes_thread_as_agui_chat_does(served: Callable[[Any], Any]) -> None:
     endpoint = served(ScriptedAgent.chat())
-    env = {**os.environ, "NO_COLOR": "1"}
 
-    done = subprocess.run([*AGUI, "run", endpoint.url, "-m", "hi", "--thread", "my-thread"], capture_output=True,
-                          text=True, timeout=60, env=env, stdin=subprocess.DEVNULL, check=False)
+    done = agui_here("run", endpoint.url, "-m", "hi", "--thread", "my-thread")
 
     assert done.returncode == 0, done.stderr
     assert endpoint.received[0].body["threadId"] == "my-thread"
@@ -243,8 +237,7 @@ def test_agui_run_keeps_the_endpoint_hint_when_it_shows_a_json_404_whole(served:
     # message before the excerpt of the body, and the hint that ended the message was cut with it.
     endpoint = served(ScriptedAgent([Respond(status=404, body={"detail": "Not Found"})]))
 
-    done = subprocess.run([*AGUI, "run", endpoint.url, "-m", "hi", "--plain"], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "NO_COLOR": "1"})
+    done = agui_here("run", endpoint.url, "-m", "hi", "--plain")
 
     assert done.returncode == 1
     assert done.stdout.splitlines()[-3:] == [
@@ -372,8 +365,7 @@ def test_a_client_given_its_own_http_client_may_use_another_scheme() -> None:
 
 @pytest.mark.parametrize("command", ["run", "chat"])
 def test_agui_says_a_url_without_a_scheme_is_not_one_before_anything_starts(command: str) -> None:
-    done = subprocess.run([*AGUI, command, "agent.example/run?api_key=hush"], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "NO_COLOR": "1"}, stdin=subprocess.DEVNULL, check=False)
+    done = agui_here(command, "agent.example/run?api_key=hush")
 
     assert done.returncode == 2
     assert done.stderr.strip() == (f"agui {command}: the agent's URL has no scheme: write it as "

@@ -1,0 +1,99 @@
+"""The ``agui`` command run in this process: ``main(argv)`` with a stdin, stdout and stderr of its own.
+
+A subprocess costs an interpreter start and the CLI's imports (rich, httpx, the package) each time,
+about a second on a loaded two-core machine; most CLI tests are about what a command prints and
+returns, not about the process boundary. :func:`agui_here` runs ``agui_client.cli.main`` here, with
+what a piped subprocess would have: stdin not a terminal (the text given, or nothing), stdout and
+stderr not terminals (UTF-8, read back with universal newlines, as ``subprocess.run(text=True)``
+reads them), ``NO_COLOR=1`` and no ``FORCE_COLOR``. Each test file that uses it keeps tests through a
+real process too (``python -m agui_client.cli``, piped or on a pseudo-terminal): the entry point,
+the locale, signals and the terminal are only real there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Iterator
+
+import attrs
+
+from agui_client.cli import main
+
+__all__ = ["Ran", "RanBytes", "agui_here", "agui_here_bytes"]
+
+
+@attrs.frozen
+class Ran:
+    """What a finished command left: as ``subprocess.CompletedProcess`` names it, so tests read alike."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@attrs.frozen
+class RanBytes:
+    """What a finished command left, as the bytes it wrote (``subprocess.run`` without ``text=True``)."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+def agui_here(*args: str, stdin: str | None = None) -> Ran:
+    """Run ``agui ARGS`` in this process with stdin not a terminal (``stdin`` text, or nothing)."""
+    ran = agui_here_bytes(*args, stdin=(stdin or "").encode("utf-8"))
+    return Ran(returncode=ran.returncode, stdout=_text(ran.stdout), stderr=_text(ran.stderr))
+
+
+def agui_here_bytes(*args: str, stdin: bytes | None = None) -> RanBytes:
+    """Run ``agui ARGS`` in this process with stdin not a terminal; what it wrote, byte for byte."""
+    source = io.TextIOWrapper(io.BytesIO(stdin or b""), encoding="utf-8")
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    with _plain_environment(), _streams(source, out, err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # (argparse's usage errors and --help leave this way)
+            code = exc.code if isinstance(exc.code, int) else 1
+    return RanBytes(returncode=code, stdout=_written(out), stderr=_written(err))
+
+
+def _written(stream: io.TextIOWrapper) -> bytes:
+    stream.flush()
+    raw = stream.buffer
+    assert isinstance(raw, io.BytesIO)
+    return raw.getvalue()
+
+
+def _text(raw: bytes) -> str:
+    """As ``subprocess.run(text=True)`` reads a pipe: UTF-8, universal newlines."""
+    return raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
+@contextlib.contextmanager
+def _streams(stdin: io.TextIOWrapper, stdout: io.TextIOWrapper, stderr: io.TextIOWrapper) -> Iterator[None]:
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+    try:
+        yield
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+
+
+@contextlib.contextmanager
+def _plain_environment() -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in ("NO_COLOR", "FORCE_COLOR")}
+    os.environ["NO_COLOR"] = "1"
+    os.environ.pop("FORCE_COLOR", None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
