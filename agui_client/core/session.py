@@ -342,7 +342,7 @@ class RunSession:
                     try:
                         # (the shape this type came in last first: finding one's own costs a tuple of the
                         # keys and its hash, some 0.1 us an event; see ``derive.Router``)
-                        if len(value) != front.size or front.last(value, self, index) is MISS:
+                        if front.last(value, self, index) is MISS:
                             front(value, self, index)
                     except codec.Fallback:
                         pass

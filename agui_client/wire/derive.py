@@ -98,7 +98,7 @@ MAX_SHAPES = 64
 _BUILD, _VALIDATE, _ROUTE = "build", "validate", "route"
 
 
-#: What a shape's route function returns, having done nothing, for an object that lacks one of its keys.
+#: What a shape's route function returns, having done nothing, for an object of other keys than its shape's.
 MISS: Any = object()
 
 
@@ -111,16 +111,18 @@ class Router:
 
     ``shapes`` holds the function of each shape compiled so far (shape -> function taking the same
     arguments); calling the router compiles a new one. ``last`` is the function of the plain shape the
-    router read last and ``size`` its number of keys: a caller may call ``last`` first on an object of
-    ``size`` keys, and call the router only when it returns :data:`MISS`. A shape's function reads every
-    key of its shape before it checks or calls anything, and returns ``MISS`` when one is absent; an object
-    of as many keys that has them all has no other key, so it is read exactly as its own shape's function
+    router read last: a caller may call it first on any object, and call the router only when it returns
+    :data:`MISS`. A shape's function counts the object's keys and reads every key of its shape before it
+    checks or calls anything, and returns ``MISS`` when the count differs or a key is absent; an object of
+    as many keys that has them all has no other key, so it is read exactly as its own shape's function
     would read it (the functions read by key: the keys' order changes nothing). Trying it costs a
     ``len()`` where finding the shape costs a tuple of the keys and its hash: some 0.1 us an event of
-    the 1.7-1.8 a chat stream's replay costs, measured on the shared 2-core machine.
+    the 1.7-1.8 a chat stream's replay costs, measured on the shared 2-core machine. (One attribute, the
+    function that checks its own size: a thread that reads it while another sets it gets one whole
+    function, never one shape's size with another's function.)
     """
 
-    __slots__ = ("shapes", "_compile", "_generic", "last", "size")
+    __slots__ = ("shapes", "_compile", "_generic", "last")
 
     def __init__(self, shapes: dict[tuple[str, ...], Callable[..., Any]], compile: Callable[..., Any],
                  generic: Callable[..., Any]) -> None:
@@ -128,7 +130,6 @@ class Router:
         self._compile = compile
         self._generic = generic
         self.last: Callable[..., Any] = _missed
-        self.size = -1
 
     def __call__(self, value: Any, session: Any, index: int) -> Any:
         if type(value) is not dict:
@@ -140,7 +141,7 @@ class Router:
                 return self._generic(value, session, index)  # past the budget, one function for all shapes
             built = self.shapes[shape] = self._compile(shape)
         if built is not _always_fallback:
-            self.last, self.size = built, len(shape)
+            self.last = built
         return built(value, session, index)
 
 
@@ -465,10 +466,11 @@ class Derived:
             return needed <= set(shape) and all(key in fields or key in tags for key in shape)
 
         def reads(shape: tuple[str, ...]) -> list[str]:
-            # A route's function reads its keys first, all of them: an object without one is another
-            # shape, and gets MISS with nothing done (see Router).
+            # A route's function counts and reads its keys first, all of them: an object of another count
+            # or without one of them is another shape, and gets MISS with nothing done (see Router).
             names = [f"t{i}" if key in tags else f"x{i}" for i, key in enumerate(shape)]
-            return ["    try:", *[f"        {name} = v[{key!r}]" for name, key in zip(names, shape, strict=True)],
+            return [f"    if len(v) != {len(shape)}: return MISS", "    try:",
+                    *[f"        {name} = v[{key!r}]" for name, key in zip(names, shape, strict=True)],
                     "    except KeyError:", "        return MISS"]
 
         def for_shape(shape: tuple[str, ...]) -> Callable[..., Any]:

@@ -253,3 +253,26 @@ def test_the_shape_of_the_last_event_of_a_type_is_read_without_finding_it_again(
     # looked up unless the process read that shape last (the readers are the module's).
     assert contents in ([a, b, c, d, g], [b, c, d, g]), contents
     assert session.end().state.messages[0].content == "abcdegh"
+
+
+def test_a_routers_last_shape_function_reads_only_objects_of_exactly_its_keys() -> None:
+    """``Router.last`` may be called on any object: it reads one of its own shape's keys (in any order) and
+    returns ``MISS``, having called nothing, for any other (a key more, a key less, another key)."""
+    from agui_client.types import TextMessageContentEvent
+    from agui_client.wire import codec, derive
+
+    read: list[tuple[Any, ...]] = []
+
+    def route(session: Any, index: int, message_id: str, delta: str, subagent_run_id: Any = None,
+              timestamp: Any = None, raw_event: Any = None, metadata: Any = None) -> None:
+        read.append((index, delta, metadata))
+    router = codec.front(TextMessageContentEvent, route)
+    assert router is not None
+    plain = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "a"}
+    assert router.last(plain, None, 0) is derive.MISS  # (no shape read yet)
+    router(plain, None, 0)
+    assert router.last({"delta": "b", "messageId": "m", "type": "TEXT_MESSAGE_CONTENT"}, None, 1) is None
+    for index, other in enumerate([{**plain, "metadata": {"k": 1}}, {"type": "TEXT_MESSAGE_CONTENT", "delta": "c"},
+                                   {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "timestamp": 1}], start=2):
+        assert router.last(other, None, index) is derive.MISS, other
+    assert read == [(0, "a", None), (1, "b", None)]
