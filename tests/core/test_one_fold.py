@@ -196,3 +196,83 @@ def test_shuffled_conversations_fold_through_the_same_handler_calls(evs: list[di
     payloads = _compact([CONVERSATION[0], *evs, CONVERSATION[-2]])
     with pytest.MonkeyPatch.context() as monkeypatch:
         assert _fold(payloads, True, monkeypatch) == _fold(payloads, False, monkeypatch)
+
+
+#: Events of one type in shapes of as many keys, one after another: the front-end tries the shape the type
+#: came in last first, and must read each of these as its own shape's function reads it.
+SAME_SIZE_SHAPES = [
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "a", "timestamp": 1},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "b", "metadata": {"k": 1}},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "c", "rawEvent": {"r": 1}},
+    {"timestamp": 2, "delta": "d", "messageId": "m1", "type": "TEXT_MESSAGE_CONTENT"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "e", "timestamp": 3},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "f", "timestamp": "late"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "g", "unknown": 1},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "h", "timestamp": 4},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+]
+
+
+def test_events_of_one_type_in_shapes_of_as_many_keys_are_each_read_as_their_own_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    payloads = _compact(SAME_SIZE_SHAPES)
+    front = _fold(payloads, True, monkeypatch)
+    assert front == _fold(payloads, False, monkeypatch)
+    deltas = [args for name, args in front[0] if name == "Streams.text_delta"]
+    # Each read with its own fields; the string timestamp refused, the unknown key ignored with a warning.
+    assert [(args["delta"], args["metadata"]) for args in deltas] == [
+        ("a", None), ("b", {"k": 1}), ("c", None), ("d", None), ("e", None), ("g", None), ("h", None)]
+    assert front[1]["messages"][0]["content"] == "abcdegh"
+    assert [error for error, _ in front[3]] == ["DecodeError"]
+
+
+def test_the_shape_of_the_last_event_of_a_type_is_read_without_finding_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The front-end's shortcut is taken: an event of the shape its type came in last is not looked up."""
+    from agui_client.wire import derive
+
+    looked_up: list[tuple[str, ...]] = []
+    real = derive.Router.__call__
+
+    def counting(self: derive.Router, value: Any, session: Any, index: int) -> Any:
+        looked_up.append(tuple(value))
+        return real(self, value, session, index)
+    monkeypatch.setattr(derive.Router, "__call__", counting)
+    session = RunSession(events=False, collect_errors=True)
+    session.fold_read(_compact(SAME_SIZE_SHAPES))
+    contents = [shape for shape in looked_up if "delta" in shape]
+    a, b, c, d, _, _, g, _ = (tuple(event) for event in SAME_SIZE_SHAPES[2:10])
+    # Looked up: each event of other keys than the plain shape read before it (b, c, d; g, whose unknown key
+    # makes a shape no function reads); never one of that shape's keys: e after d (in another order), f (its
+    # function refuses the string timestamp), h after g (the last plain shape still d's). The first, a, is
+    # looked up unless the process read that shape last (the readers are the module's).
+    assert contents in ([a, b, c, d, g], [b, c, d, g]), contents
+    assert session.end().state.messages[0].content == "abcdegh"
+
+
+def test_a_routers_last_shape_function_reads_only_objects_of_exactly_its_keys() -> None:
+    """``Router.last`` may be called on any object: it reads one of its own shape's keys (in any order) and
+    returns ``MISS``, having called nothing, for any other (a key more, a key less, another key)."""
+    from agui_client.types import TextMessageContentEvent
+    from agui_client.wire import codec, derive
+
+    read: list[tuple[Any, ...]] = []
+
+    def route(session: Any, index: int, message_id: str, delta: str, subagent_run_id: Any = None,
+              timestamp: Any = None, raw_event: Any = None, metadata: Any = None) -> None:
+        read.append((index, delta, metadata))
+    router = codec.front(TextMessageContentEvent, route)
+    assert router is not None
+    plain = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "a"}
+    assert router.last(plain, None, 0) is derive.MISS  # (no shape read yet)
+    router(plain, None, 0)
+    assert router.last({"delta": "b", "messageId": "m", "type": "TEXT_MESSAGE_CONTENT"}, None, 1) is None
+    for index, other in enumerate([{**plain, "metadata": {"k": 1}}, {"type": "TEXT_MESSAGE_CONTENT", "delta": "c"},
+                                   {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "timestamp": 1}], start=2):
+        assert router.last(other, None, index) is derive.MISS, other
+    assert read == [(0, "a", None), (1, "b", None)]

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import StreamWarning
 from ...wire.types import messages as msg
-from .entries import Call, Entry, Held, new_entry, role_of, type_held, whole, wire_entry
+from .entries import Call, Entry, Held, LazyEntry, new_entry, role_of, type_held, whole, wire_entry
 from .records import RunRecord, note_added, note_removed
 
 __all__ = ["MessageLog", "hold", "holder_of"]
@@ -569,7 +569,7 @@ def hold(messages: Iterable[Any], entries: list[Held], by_id: dict[str, Held],
     something needs its entry, and the call index names the message for each of its calls.
     """
     new = new_entry
-    entry_class = Entry
+    entry_class = LazyEntry
     call_of = Call.of
     append = entries.append
     lazy = False

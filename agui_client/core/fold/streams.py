@@ -127,9 +127,9 @@ class Streams:
     def text_delta(self, message_id: str, delta: str, metadata: Metadata | None) -> Sequence[StreamWarning]:
         """TEXT_MESSAGE_CONTENT / REASONING_MESSAGE_CONTENT: append to a held message's text."""
         log = self.log
-        entry: Entry | None = log.by_id.get(message_id)  # type: ignore[assignment]
-        if type(entry) is not Entry and entry is not None:  # (a message held as JSON: its entry made first)
-            entry = log.entry(message_id)
+        held = log.by_id.get(message_id)
+        # (a message held as JSON gets its entry first)
+        entry: Entry | None = log.entry(message_id) if type(held) is dict else held  # type: ignore[assignment]
         if entry is None or entry.role == "activity":
             return (_warning("TX-10", f"no text message {message_id!r} to append to", pointer="/messageId"),)
         text = entry.text
