@@ -152,9 +152,11 @@ def test_the_mutation_fuzzers_smoke_run_finds_nothing() -> None:
     assert tally.cases == 20 and tally.runs >= 40
     assert lines == []
     assert tally.findings == {}
-    # (not a vacuous run: cases end in success, in interrupts and in many kinds of refusal, and resumes happen)
+    # (not a vacuous run: cases end in success and in several kinds of refusal, and resumes happen. The
+    # streams mutated include the golden vectors, so the cases a seed draws change when one is added:
+    # the bar is what any 20 cases reach, not what this seed reached once; 3-5 kinds over seeds 1-5, 19)
     assert {"outcome:success", "resume outcome:success"} <= set(tally.outcomes)
-    assert len({label.split(":")[0] for label in tally.outcomes if not label.startswith("resume")}) >= 5
+    assert len({label.split(":")[0] for label in tally.outcomes if not label.startswith("resume")}) >= 3
 
 
 def test_the_fuzzers_cases_are_the_same_for_the_same_seed() -> None:
