@@ -23,7 +23,8 @@ from ..errors import ConcurrentResume, StoreError
 from ..wire.jsonio import dump_record, load_record
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore", "Head",
-           "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE",
+           "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE", "MAX_THREAD_ID_BYTES",
+           "check_thread_id",
            # What the four stores share (not the package's API: ``agui_client.stores`` lists that).
            "StoreBase", "check_page", "check_record_id", "check_owner", "creation_data", "encode_data",
            "decode_record", "checked_head", "fold_when_due", "as_text", "compacted", "store_closed", "Operation"]
@@ -239,10 +240,51 @@ class ListingStore(ThreadStore, Protocol):
         ...
 
 
+#: The longest thread id a store takes, in UTF-8 bytes. PostgreSQL's primary-key index refuses an
+#: entry of more than about 2,700 bytes; one bound for every store keeps a thread movable between them.
+MAX_THREAD_ID_BYTES = 1024
+
+
+def check_thread_id(thread_id: str) -> None:
+    """Refuse (``StoreError``, naming the id) a thread id that not every store can hold as itself.
+
+    One rule for every store and every method, so an id is kept by all of them or by none: it must be
+    a ``str`` (PostgreSQL would keep ``5`` as ``"5"``, SQLite and the memory store as an ``int``),
+    encodable as UTF-8 (a lone surrogate is not), free of NUL (PostgreSQL's text refuses it) and at
+    most :data:`MAX_THREAD_ID_BYTES` long. Empty, blank or odd ids (``/``, ``..``, ``%``, ``*``) are
+    kept: no store makes a file name or a pattern of an id.
+    """
+    problem = _thread_id_problem(thread_id)
+    if problem is not None:
+        raise StoreError(f"thread id {_shown(thread_id)} {problem}; nothing was read or written",
+                         thread_id=thread_id if isinstance(thread_id, str) else None)
+
+
+def _thread_id_problem(thread_id: object) -> str | None:
+    if type(thread_id) is not str:
+        return f"is a {type(thread_id).__name__}, not a string"
+    if "\x00" in thread_id:
+        return "holds a NUL character"
+    try:
+        size = len(thread_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "holds a lone surrogate (it is not UTF-8)"
+    if size > MAX_THREAD_ID_BYTES:
+        return f"is {size} bytes of UTF-8, more than the {MAX_THREAD_ID_BYTES} a store takes"
+    return None
+
+
+def _shown(thread_id: object) -> str:
+    # An id quoted in a message is cut short: the id of a megabyte is the case being reported.
+    shown = repr(thread_id)
+    return shown if len(shown) <= 60 else f"{shown[:50]}... ({len(shown)} characters)"
+
+
 def check_page(after: str | None, limit: int) -> None:
     """Refuse a listing's arguments before anything is read."""
-    if after is not None and type(after) is not str:
-        raise ValueError(f"after is the last thread id of the previous page (a string) or None, not {after!r}")
+    if after is not None and _thread_id_problem(after) is not None:
+        raise ValueError(f"after is the last thread id of the previous page or None; {_shown(after)} "
+                         f"{_thread_id_problem(after)}")
     if type(limit) is not int or not 1 <= limit <= MAX_LISTING_PAGE:
         raise ValueError(f"limit is a number of thread ids from 1 to {MAX_LISTING_PAGE}, not {limit!r}")
 

@@ -75,6 +75,7 @@ from .base import (
     check_owner,
     check_page,
     check_record_id,
+    check_thread_id,
     checked_head,
     compacted,
     creation_data,
@@ -308,6 +309,7 @@ class RedisStore(_Base):
         Raises:
             StoreError: Redis failed, the store is closed, or the record is unreadable or of a newer format.
         """
+        check_thread_id(thread_id)
         record = self._read(thread_id)
         if record is None:
             return None
@@ -326,6 +328,7 @@ class RedisStore(_Base):
             StoreError: the data is not JSON-ready, Redis failed, the store is closed, or the record is
                 of a newer format.
         """
+        check_thread_id(thread_id)
         text = encode_data(thread_id, data)
         return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text,
                            record_id=record_id)[0]
@@ -345,6 +348,7 @@ class RedisStore(_Base):
             StoreError: the changes are not JSON-ready, Redis failed, the store is closed, or the record
                 is of a newer format.
         """
+        check_thread_id(thread_id)
         text = encode_data(thread_id, changes)
         version, counts = self._write(thread_id, "append", expected_version=expected_version, owner=None, text=text,
                                       record_id=record_id)
@@ -367,6 +371,7 @@ class RedisStore(_Base):
             StoreError: the data is not JSON-ready, Redis failed (twice, for a lost connection), the store
                 is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
                            text=creation_data(thread_id, expected_version, data), record_id=record_id)[0]
@@ -379,6 +384,7 @@ class RedisStore(_Base):
                 is not ``record_id``.
             StoreError: Redis failed, the store is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None,
                            record_id=record_id)[0]
@@ -389,6 +395,7 @@ class RedisStore(_Base):
         Raises:
             StoreError: Redis failed, or the store is closed.
         """
+        check_thread_id(thread_id)
         with self._calls(thread_id):
             self._delete_script(keys=[self._key(thread_id), self._index], args=[thread_id])
 

@@ -82,6 +82,7 @@ from .base import (
     as_text,
     check_owner,
     check_page,
+    check_thread_id,
     checked_head,
     compacted,
     creation_data,
@@ -203,6 +204,7 @@ class SqliteStore(_Base):
             StoreError: the database failed, the store is closed, or the record is unreadable or of a
                 newer format.
         """
+        check_thread_id(thread_id)
         with self._connection(thread_id) as conn:
             rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
         if not rows:
@@ -221,6 +223,7 @@ class SqliteStore(_Base):
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
+        check_thread_id(thread_id)
         encoded = encode_data(thread_id, data)
         return self._write(thread_id, "save", expected_version=expected_version, owner=None,
                            record_id=record_id, text=as_text(encoded), size=len(encoded)).head.version
@@ -239,6 +242,7 @@ class SqliteStore(_Base):
             StoreError: the changes are not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
+        check_thread_id(thread_id)
         encoded = encode_data(thread_id, changes)
         written = self._write(thread_id, "append", expected_version=expected_version, owner=None,
                               record_id=record_id, text=as_text(encoded), size=len(encoded))
@@ -258,6 +262,7 @@ class SqliteStore(_Base):
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         created = creation_data(thread_id, expected_version, data)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
@@ -272,6 +277,7 @@ class SqliteStore(_Base):
                 is not ``record_id``.
             StoreError: the database failed, the store is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         return self._write(thread_id, "release", expected_version=claimed_version, owner=owner,
                            record_id=record_id, text=None, size=0).head.version
@@ -282,6 +288,7 @@ class SqliteStore(_Base):
         Raises:
             StoreError: the database failed, or the store is closed.
         """
+        check_thread_id(thread_id)
         def delete(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ?", (thread_id,))
             conn.execute("DELETE FROM agui_threads WHERE thread_id = ?", (thread_id,))
