@@ -201,8 +201,9 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
             thread.log.insert(Entry.of(message))
     ledger = thread.ledger
     thread.document.in_sync = bool(data.get("stateInSync", True))
-    ledger.open_interrupts = _decoded(data.get("openInterrupts", []), tuple[rn.Interrupt, ...], "/openInterrupts")
-    ledger.interrupted_run_id = data.get("interruptedRunId")
+    # (held by the ledger's rule, one per id, as a stream's are: a record may come from another writer)
+    ledger.hold_interrupts(_decoded(data.get("openInterrupts", []), tuple[rn.Interrupt, ...], "/openInterrupts"),
+                           data.get("interruptedRunId"))
     via = data.get("openInterruptsVia")
     if via is not None and (via not in LEGACY_BRIDGES or not ledger.open_interrupts):
         raise ValueError(f"openInterruptsVia {via!r} names no legacy bridge of this release, or no interrupt is open")
