@@ -24,7 +24,7 @@ from ..wire.jsonio import dump_record, load_record
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore", "Head",
            "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE", "MAX_THREAD_ID_BYTES",
-           "check_thread_id",
+           "MAX_VERSION", "check_thread_id", "check_version",
            # What the four stores share (not the package's API: ``agui_client.stores`` lists that).
            "StoreBase", "check_page", "check_record_id", "check_owner", "creation_data", "encode_data",
            "decode_record", "checked_head", "fold_when_due", "as_text", "compacted", "store_closed", "Operation"]
@@ -280,6 +280,28 @@ def _shown(thread_id: object) -> str:
     return shown if len(shown) <= 60 else f"{shown[:50]}... ({len(shown)} characters)"
 
 
+#: The last version a store writes. Versions go up by one per write, so no thread reaches it; a record
+#: at it was written by another tool or damaged. The bound is the Redis store's: its scripts read a
+#: version as a Lua number, a double, exact only up to 2**53 (SQLite and PostgreSQL stop at 2**63 - 1).
+MAX_VERSION = 2**53 - 1
+
+
+def check_version(thread_id: str, expected_version: int | None) -> None:
+    """Refuse a write from ``expected_version`` that is not an integer (``ValueError``) or that would
+    go past :data:`MAX_VERSION` (``StoreError``), before anything is written.
+
+    :func:`check_write` applies it; the Redis and PostgreSQL stores call it before their conditional
+    write, which would otherwise compare in doubles (Redis) or overflow (PostgreSQL's bigint)."""
+    if expected_version is None:
+        return
+    if type(expected_version) is not int:
+        raise ValueError(f"thread {thread_id!r}: expected_version is an integer or None, not {expected_version!r}")
+    if expected_version >= MAX_VERSION:
+        raise StoreError(f"thread {thread_id!r} is at version {expected_version}, not below the last a store "
+                         f"writes ({MAX_VERSION}): the record is damaged or was written by another tool",
+                         thread_id=thread_id)
+
+
 def check_page(after: str | None, limit: int) -> None:
     """Refuse a listing's arguments before anything is read."""
     if after is not None and _thread_id_problem(after) is not None:
@@ -376,6 +398,7 @@ def check_write(
         StoreError: the record was written by a newer release (it is never overwritten).
     """
     check_record_id(record_id)
+    check_version(thread_id, expected_version)
     if expected_version is None:
         if operation in ("release", "append"):
             raise ValueError(f"{operation} needs the version the writer holds")

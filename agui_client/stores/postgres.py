@@ -100,6 +100,7 @@ from .base import (
     check_page,
     check_record_id,
     check_thread_id,
+    check_version,
     checked_head,
     compacted,
     creation_data,
@@ -466,6 +467,7 @@ class PostgresStore(_Base):
         """The new version, and for an append that landed the record's data bytes, change bytes and
         change count (what the compaction policy weighs)."""
         check_record_id(record_id)  # (refused before anything is sent)
+        check_version(thread_id, expected_version)  # (past the last version, the bigint would overflow)
         try:
             return self._write_once(thread_id, operation, expected_version=expected_version, owner=owner, text=text,
                                     record_id=record_id)

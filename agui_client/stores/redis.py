@@ -76,6 +76,7 @@ from .base import (
     check_page,
     check_record_id,
     check_thread_id,
+    check_version,
     checked_head,
     compacted,
     creation_data,
@@ -507,6 +508,7 @@ class RedisStore(_Base):
         # A create stores the id it is given or a fresh one (the same one if a lost claim is sent again,
         # as args is made once); only an id the caller named is checked against a stored record.
         check_record_id(record_id)
+        check_version(thread_id, expected_version)  # (the script compares versions as doubles)
         created = (record_id or new_record_id()) if expected_version is None else ""
         args: list[str | bytes] = [operation, "" if expected_version is None else str(expected_version),
                                    owner or "", text or "", str(STORE_FORMAT_VERSION), thread_id, created,
