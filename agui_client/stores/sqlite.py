@@ -128,9 +128,13 @@ CREATE TABLE agui_thread_parts (
 """
 _SELECT_HEAD = ("SELECT version, claim, format, changes, change_bytes, data_bytes, record_id FROM agui_threads"
                 " WHERE thread_id = ?")
-# One statement, one snapshot: the head and every part as one committed write left them.
+# One statement, one snapshot: the head and every part as one committed write left them. The bodies
+# are read as bytes (the JSON reader takes UTF-8 bytes as they are): a body another tool wrote as text
+# that is not UTF-8 is then refused as JSON, naming the thread, where sqlite3's own decode error quoted
+# the start of it (a thread's content) in the message.
 _SELECT_RECORD = (
-    "SELECT h.version, h.claim, h.format, h.changes, h.record_id, p.seq, p.body FROM agui_threads AS h"
+    "SELECT h.version, h.claim, h.format, h.changes, h.record_id, p.seq, CAST(p.body AS BLOB)"
+    " FROM agui_threads AS h"
     " LEFT JOIN agui_thread_parts AS p ON p.thread_id = h.thread_id WHERE h.thread_id = ? ORDER BY p.seq"
 )
 
@@ -535,13 +539,13 @@ def _stored_head(thread_id: str, row: tuple[Any, ...]) -> _StoredHead:
                        change_bytes=change_bytes, data_bytes=data_bytes, record_id=record_id)
 
 
-def _record(thread_id: str, rows: list[tuple[Any, ...]]) -> tuple[tuple[Any, ...], str, list[str]]:
+def _record(thread_id: str, rows: list[tuple[Any, ...]]) -> tuple[tuple[Any, ...], bytes, list[bytes]]:
     """A ``_SELECT_RECORD`` answer as its head columns, its data and its changes, checked against each other."""
     _check_parts(thread_id, rows[0][3], [row[5] for row in rows])
     return rows[0][:5], rows[0][6], [row[6] for row in rows[1:]]
 
 
-def _holds_parts(conn: sqlite3.Connection, thread_id: str, text: str, parts: list[str]) -> bool:
+def _holds_parts(conn: sqlite3.Connection, thread_id: str, text: bytes, parts: list[bytes]) -> bool:
     """Whether the thread's record holds exactly the data ``text`` and the changes ``parts``, now."""
     rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
     return bool(rows) and _record(thread_id, rows)[1:] == (text, parts)
