@@ -290,12 +290,14 @@ def check_version(thread_id: str, expected_version: int | None) -> None:
     """Refuse a write from ``expected_version`` that is not an integer (``ValueError``) or that would
     go past :data:`MAX_VERSION` (``StoreError``), before anything is written.
 
-    :func:`check_write` applies it; the Redis and PostgreSQL stores call it before their conditional
-    write, which would otherwise compare in doubles (Redis) or overflow (PostgreSQL's bigint)."""
+    :func:`check_write` applies it; the SQLite, Redis and PostgreSQL stores call it before they read the
+    record (an argument's error comes before the record's), and before a conditional write that would
+    otherwise compare in doubles (Redis) or overflow (PostgreSQL's bigint)."""
     if expected_version is None:
         return
-    if type(expected_version) is not int:
-        raise ValueError(f"thread {thread_id!r}: expected_version is an integer or None, not {expected_version!r}")
+    if type(expected_version) is not int or expected_version < 0:
+        raise ValueError(f"thread {thread_id!r}: expected_version is a version (an integer, 0 or more) or None, "
+                         f"not {expected_version!r}")
     if expected_version >= MAX_VERSION:
         raise StoreError(f"thread {thread_id!r} is at version {expected_version}, not below the last a store "
                          f"writes ({MAX_VERSION}): the record is damaged or was written by another tool",
@@ -607,7 +609,9 @@ def checked_head(thread_id: str, version: Any, claim: Any, format: Any, record_i
     """A record's head as a backend stored it, refused (``StoreError``) when a foreign or damaged record
     holds something else than integers, a claim owner and a record id; an empty owner is no claim, an
     empty record id no id."""
-    if type(version) is not int or type(format) is not int or not (claim is None or type(claim) is str):
+    # (a version below 0 was never written: every record starts at 0 or 1 and goes up by one)
+    if (type(version) is not int or version < 0 or type(format) is not int
+            or not (claim is None or type(claim) is str)):
         raise StoreError(f"thread {thread_id!r}: the stored record's version, format or claim is damaged "
                          f"({version!r}, {format!r}, {claim!r})", thread_id=thread_id)
     if not (record_id is None or type(record_id) is str):

@@ -83,6 +83,7 @@ from .base import (
     check_owner,
     check_page,
     check_thread_id,
+    check_version,
     checked_head,
     compacted,
     creation_data,
@@ -337,6 +338,8 @@ class SqliteStore(_Base):
         ``text`` is the new data (a save, a creating claim) or the change (an append), ``size`` its bytes;
         ``record_id`` the id a create gives the record, or the one a write to it requires (``None``: any).
         """
+        check_version(thread_id, expected_version)  # (an argument's error before the file's)
+
         def write(conn: sqlite3.Connection) -> _StoredHead:
             row = conn.execute(_SELECT_HEAD, (thread_id,)).fetchone()
             stored = None if row is None else _stored_head(thread_id, row)

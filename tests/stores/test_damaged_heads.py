@@ -79,3 +79,16 @@ def test_a_version_that_is_not_an_integer_is_refused_as_an_argument(backend: Bac
         assert "expected_version" in str(caught.value)
     stored = store.load("t")
     assert stored is not None and stored.version == 1
+
+
+def test_a_negative_stored_version_is_a_damaged_record_and_a_negative_expected_version_an_argument_error(
+        backend: Backend) -> None:
+    store = backend.store
+    store.save("t", small(1), expected_version=None)
+    backend.set_raw("t", "version", -5)
+    with pytest.raises(StoreError) as caught:
+        store.load("t")
+    assert caught.value.thread_id == "t" and "damaged" in str(caught.value)
+    with pytest.raises(ValueError) as refused:
+        store.save("t", small(2), expected_version=-5)
+    assert "expected_version" in str(refused.value)
