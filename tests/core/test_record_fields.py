@@ -2,10 +2,10 @@
 
 ``ThreadState.load`` reads what a store hands it. Several fields were read with Python's loose
 coercions: ``pendingToolCallIds: "ab"`` loaded as the two calls ``"a"`` and ``"b"`` (an object as its
-keys), ``stateInSync: "no"`` as true, ``format: true`` as 1, a subagent of any shape as whatever
-attrs took; others failed deep inside (``'int' object has no attribute 'items'``), an error that named
-no field. Each is now a ``ValueError`` naming the field (a ``StoreError`` naming the thread too, once
-a client builds the thread: see ``tests/stores/test_store_contract.py``).
+keys), ``stateInSync: "no"`` as true, ``format: true`` as 1, ``lastOutcome: "exploded"`` as a run's
+outcome, a subagent of any shape as whatever attrs took; others failed deep inside (``'int' object
+has no attribute 'items'``), an error that named no field. Each is now a ``ValueError`` naming the
+field (a ``StoreError`` naming the thread too, once a client builds the thread).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ WRONG = [
     ("format", True, "format"),
     ("format", 0, "format"),
     ("format", "1", "format"),
+    ("lastOutcome", "exploded", "lastOutcome"),
     ("usageByRun", [], "usageByRun"),
     ("usageByRun", None, "usageByRun"),
     ("usageByRun", "x", "usageByRun"),
@@ -71,7 +72,7 @@ def test_a_field_of_the_wrong_type_is_refused_naming_it(field: str, value: Any, 
     assert named in str(caught.value), str(caught.value)
 
 
-@pytest.mark.parametrize(("field", "value", "named"), WRONG[:1] + WRONG[16:17])
+@pytest.mark.parametrize(("field", "value", "named"), [WRONG[0], next(r for r in WRONG if r[2].endswith("/status"))])
 def test_a_client_reports_the_thread_and_the_field(field: str, value: Any, named: str) -> None:
     store = MemoryStore()
     store.save("t", _record(**{field: value}), expected_version=None)
@@ -100,3 +101,27 @@ def test_a_dump_loads_as_it_is_without_a_json_round_trip() -> None:
     dumped = ThreadState.load(record).dump()
     assert ThreadState.load(dumped).dump() == dumped
     assert ThreadState.load(ThreadState.load(record).dump(share_state=True)).dump() == dumped
+
+
+REPEATED = [{"id": "m", "role": "user", "content": "a"}, {"id": "n", "role": "assistant", "content": "c"},
+            {"id": "m", "role": "user", "content": "b"}]
+
+
+@pytest.mark.parametrize("adopt", [False, True])
+def test_a_record_repeating_a_message_id_loads_one_message_by_the_snapshot_rule(adopt: bool) -> None:
+    # A thread holds one message per id; a MESSAGES_SNAPSHOT repeating one keeps the last, at the
+    # first's place (MS-01). A record repeating one loaded both, and the next run sent both to the agent.
+    from agui_client import AguiWarning, replay
+
+    streamed = ThreadState()
+    result = replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                     {"type": "MESSAGES_SNAPSHOT", "messages": REPEATED},
+                     {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}], state=streamed)
+    with pytest.warns(AguiWarning) as warned:
+        loaded = ThreadState.load(_record(messages=json.loads(json.dumps(REPEATED))), adopt=adopt)
+
+    held = [(m.id, m.content) for m in loaded.messages]
+    assert held == [(m.id, m.content) for m in streamed.messages] == [("m", "b"), ("n", "c")]
+    assert [w.code for w in result.warnings] == ["MS-01"]
+    assert any("MS-01" in str(w.message) and "/messages/2/id" in str(w.message) for w in warned)
+    assert [m["id"] for m in loaded.dump()["messages"]] == ["m", "n"]

@@ -9,13 +9,14 @@ record at once gets the thread's own dicts, marked as already checked to be plai
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import attrs
 
 from ...errors import DecodeError
 from ...wire import codec
 from ...wire.jsonio import escape
+from ...wire.sink import warn
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.values import PlainDict, PlainList, copy_json
@@ -23,7 +24,7 @@ from ..legacy import LEGACY_BRIDGES
 from ..roster import Roster
 from .entries import Entry
 from .log import MessageLog
-from .records import RunErrorInfo, RunRecord, SubagentRecord
+from .records import Outcome, RunErrorInfo, RunRecord, SubagentRecord
 
 if TYPE_CHECKING:
     from . import ThreadState
@@ -199,8 +200,16 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     if roster is not None and roster.unique:
         thread.snapshots.messages_snapshot(roster, None)
     else:
-        for message in _decoded(wire, tuple[msg.Message, ...], "/messages"):
-            thread.log.insert(Entry.of(message))
+        messages = _decoded(wire, tuple[msg.Message, ...], "/messages")
+        if len({message.id for message in messages}) == len(messages):
+            for message in messages:
+                thread.log.insert(Entry.of(message))
+        else:
+            # A thread holds one message per id. A record repeating one (another writer's, or damaged)
+            # is read by the snapshot's rule (MS-01: the last wins, at the first's place), and says so,
+            # as a MESSAGES_SNAPSHOT repeating one would.
+            for warning in thread.snapshots.messages_snapshot(Roster.of(messages), None):
+                warn(warning.code, warning.message, pointer=warning.pointer)
     ledger = thread.ledger
     in_sync = data.get("stateInSync", True)
     if type(in_sync) is not bool:
@@ -228,6 +237,8 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     for key, value in _object(data, "subagents").items():
         ledger.subagents[key] = _load_subagent(value, f"/subagents/{escape(key)}")
     last_outcome = data.get("lastOutcome")
+    if last_outcome is not None and last_outcome not in _OUTCOMES:
+        raise ValueError(f"lastOutcome must be one of {', '.join(_OUTCOMES)} or null, not {_shown(last_outcome)}")
     last_run = data.get("lastRunId")
     if last_run is not None:
         run = RunRecord(run_id=last_run, thread_id=thread.thread_id or "", outcome=last_outcome, terminated=True)
@@ -301,6 +312,7 @@ _SUBAGENT_FIELDS: dict[str, tuple[type, ...]] = {
     "interrupt_ids": (list, tuple), "error": (dict, type(None)),  # (a tuple: dump() output not yet JSON)
 }
 _SUBAGENT_STATUSES = ("running", "success", "suspended", "error")
+_OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 
 def _load_subagent(data: Any, at: str) -> SubagentRecord:
