@@ -462,7 +462,13 @@ class RedisStore(_Base):
     # -- internals -------------------------------------------------------------------------------------
 
     def _key(self, thread_id: str) -> str:
-        return self._prefix + thread_id
+        key = self._prefix + thread_id
+        if key in (self._index, self._indexed):
+            # An index under the prefix (``index_key`` inside it, or ``prefix=""``) is a key some thread
+            # id names: its delete would drop every thread from the listing, its save corrupt it.
+            raise StoreError(f"thread id {thread_id!r} names the listing's own key {key!r} under this store's "
+                             "prefix; choose another id (or an index_key outside the prefix)", thread_id=thread_id)
+        return key
 
     def _read(self, thread_id: str) -> _Record | None:
         """The record's fields, from one ``HGETALL`` (one consistent snapshot)."""

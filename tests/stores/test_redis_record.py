@@ -403,3 +403,22 @@ def test_a_write_to_a_record_whose_version_is_damaged_says_so_not_that_the_threa
 
     assert caught.value.thread_id == "t" and "damaged" in str(caught.value), str(caught.value)
     assert client.hget(prefix + "t", "version") == version.encode()
+
+
+def test_a_thread_id_whose_key_is_the_listings_own_is_refused_and_the_listing_survives(
+        redis_url: str, client: redis.Redis, prefix: str) -> None:
+    # With the index inside the prefix (an index_key under it, or prefix=""), a thread id could name
+    # the index's key or its mark: deleting thread "ids" deleted the listing of every thread.
+    index = prefix + "ids"
+    with RedisStore(redis_url, prefix=prefix, index_key=index) as store:
+        store.save("a", small(1), expected_version=None)
+        assert store.thread_ids() == ["a"]
+        calls: list[tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]] = [
+            (store.delete, (), {}), (store.load, (), {}), (store.save, (small(1),), {"expected_version": None})]
+        for thread_id in ("ids", "ids:complete"):
+            for call, args, kwargs in calls:
+                with pytest.raises(StoreError) as caught:
+                    call(thread_id, *args, **kwargs)
+                assert caught.value.thread_id == thread_id and "listing" in str(caught.value), call
+        assert store.thread_ids() == ["a"]
+        assert client.type(index) == b"zset"
