@@ -802,10 +802,17 @@ class ResumeBuilder:
 
     def _since(self, run_ids: Sequence[str]) -> str:
         """What became of the builder's run, as the thread's runs tell it: a run after it (a builder
-        used twice, say) answered or abandoned its interrupts; or the thread holds no such run (it was
-        made anew, or loaded from a store that lacks it), so no later run can be said to have."""
+        used twice, say) answered or abandoned its interrupts; or the thread holds no such run. Then
+        either it holds none at all (made anew), or its runs start later: a thread loaded from a store
+        keeps only its last run, so the first run it holds, or one before it, is the one that did."""
         if self._run_id is None or self._run_id not in run_ids:
-            return f" and holds no run {_quoted(self._run_id)} (this copy of the thread was made or loaded without it)"
+            missing = f" and holds no run {_quoted(self._run_id)}"
+            if not run_ids or self._run_id is None:
+                return f"{missing} (this copy of the thread was made or loaded without it)"
+            first = _quoted(run_ids[0])
+            return (f"{missing}: the first run it holds is {first} (a thread loaded from a store keeps only its "
+                    f"last run), so if {_quoted(self._run_id)} was this thread's, {first} or a run before it "
+                    "answered or abandoned them")
         after = run_ids[len(run_ids) - list(reversed(run_ids)).index(self._run_id):]
         if not after:
             return ", though that run is its last"

@@ -599,11 +599,7 @@ class RunSession:
         # RUN_FINISHED too malformed to decode (IR-27).
         if type(event) is ev.RunFinishedEvent and type(event.outcome) is rn.RunFinishedInterruptOutcome:
             asked = event.outcome.interrupts
-            # (one per id, the first: an answer names an id, so a repeated one is one question to cover)
-            first: dict[str, rn.Interrupt] = {}
-            for interrupt in asked:
-                first.setdefault(interrupt.id, interrupt)
-            self.state.hold_interrupts(tuple(first.values()), self._run_id)
+            self.state.hold_interrupts(asked, self._run_id)  # (one per id, the first: the ledger's rule)
             exc.interrupts = asked  # type: ignore[attr-defined]
         return self._fail(exc, index, _type_of(event))
 

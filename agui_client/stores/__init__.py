@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from .base import (
     MAX_LISTING_PAGE,
+    MAX_THREAD_ID_BYTES,
     STORE_FORMAT_VERSION,
     Compaction,
     IncrementalStore,
@@ -62,5 +63,5 @@ from .redis import RedisStore
 from .sqlite import SqliteStore
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore",
-           "MAX_LISTING_PAGE", "Compaction", "apply_changes", "new_record_id", "MemoryStore", "SqliteStore",
-           "RedisStore", "PostgresStore"]
+           "MAX_LISTING_PAGE", "MAX_THREAD_ID_BYTES", "Compaction", "apply_changes", "new_record_id", "MemoryStore",
+           "SqliteStore", "RedisStore", "PostgresStore"]

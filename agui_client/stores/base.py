@@ -23,7 +23,8 @@ from ..errors import ConcurrentResume, StoreError
 from ..wire.jsonio import dump_record, load_record
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore", "Head",
-           "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE",
+           "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE", "MAX_THREAD_ID_BYTES",
+           "MAX_VERSION", "check_thread_id", "check_version",
            # What the four stores share (not the package's API: ``agui_client.stores`` lists that).
            "StoreBase", "check_page", "check_record_id", "check_owner", "creation_data", "encode_data",
            "decode_record", "checked_head", "fold_when_due", "as_text", "compacted", "store_closed", "Operation"]
@@ -239,10 +240,75 @@ class ListingStore(ThreadStore, Protocol):
         ...
 
 
+#: The longest thread id a store takes, in UTF-8 bytes. PostgreSQL's primary-key index refuses an
+#: entry of more than about 2,700 bytes; one bound for every store keeps a thread movable between them.
+MAX_THREAD_ID_BYTES = 1024
+
+
+def check_thread_id(thread_id: str) -> None:
+    """Refuse (``StoreError``, naming the id) a thread id that not every store can hold as itself.
+
+    One rule for every store and every method, so an id is kept by all of them or by none: it must be
+    a ``str`` (PostgreSQL would keep ``5`` as ``"5"``, SQLite and the memory store as an ``int``),
+    encodable as UTF-8 (a lone surrogate is not), free of NUL (PostgreSQL's text refuses it) and at
+    most :data:`MAX_THREAD_ID_BYTES` long. Empty, blank or odd ids (``/``, ``..``, ``%``, ``*``) are
+    kept: no store makes a file name or a pattern of an id.
+    """
+    problem = _thread_id_problem(thread_id)
+    if problem is not None:
+        raise StoreError(f"thread id {_shown(thread_id)} {problem}; nothing was read or written",
+                         thread_id=thread_id if isinstance(thread_id, str) else None)
+
+
+def _thread_id_problem(thread_id: object) -> str | None:
+    if type(thread_id) is not str:
+        return f"is a {type(thread_id).__name__}, not a string"
+    if "\x00" in thread_id:
+        return "holds a NUL character"
+    try:
+        size = len(thread_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "holds a lone surrogate (it is not UTF-8)"
+    if size > MAX_THREAD_ID_BYTES:
+        return f"is {size} bytes of UTF-8, more than the {MAX_THREAD_ID_BYTES} a store takes"
+    return None
+
+
+def _shown(thread_id: object) -> str:
+    # An id quoted in a message is cut short: the id of a megabyte is the case being reported.
+    shown = repr(thread_id)
+    return shown if len(shown) <= 60 else f"{shown[:50]}... ({len(shown)} characters)"
+
+
+#: The last version a store writes. Versions go up by one per write, so no thread reaches it; a record
+#: at it was written by another tool or damaged. The bound is the Redis store's: its scripts read a
+#: version as a Lua number, a double, exact only up to 2**53 (SQLite and PostgreSQL stop at 2**63 - 1).
+MAX_VERSION = 2**53 - 1
+
+
+def check_version(thread_id: str, expected_version: int | None) -> None:
+    """Refuse a write from ``expected_version`` that is not an integer (``ValueError``) or that would
+    go past :data:`MAX_VERSION` (``StoreError``), before anything is written.
+
+    :func:`check_write` applies it; the SQLite, Redis and PostgreSQL stores call it before they read the
+    record (an argument's error comes before the record's), and before a conditional write that would
+    otherwise compare in doubles (Redis) or overflow (PostgreSQL's bigint)."""
+    if expected_version is None:
+        return
+    if type(expected_version) is not int or expected_version < 0:
+        raise ValueError(f"thread {thread_id!r}: expected_version is a version (an integer, 0 or more) or None, "
+                         f"not {expected_version!r}")
+    if expected_version >= MAX_VERSION:
+        raise StoreError(f"thread {thread_id!r} is at version {expected_version}, not below the last a store "
+                         f"writes ({MAX_VERSION}): the record is damaged or was written by another tool",
+                         thread_id=thread_id)
+
+
 def check_page(after: str | None, limit: int) -> None:
     """Refuse a listing's arguments before anything is read."""
-    if after is not None and type(after) is not str:
-        raise ValueError(f"after is the last thread id of the previous page (a string) or None, not {after!r}")
+    if after is not None and _thread_id_problem(after) is not None:
+        raise ValueError(f"after is the last thread id of the previous page or None; {_shown(after)} "
+                         f"{_thread_id_problem(after)}")
     if type(limit) is not int or not 1 <= limit <= MAX_LISTING_PAGE:
         raise ValueError(f"limit is a number of thread ids from 1 to {MAX_LISTING_PAGE}, not {limit!r}")
 
@@ -334,6 +400,7 @@ def check_write(
         StoreError: the record was written by a newer release (it is never overwritten).
     """
     check_record_id(record_id)
+    check_version(thread_id, expected_version)
     if expected_version is None:
         if operation in ("release", "append"):
             raise ValueError(f"{operation} needs the version the writer holds")
@@ -542,7 +609,9 @@ def checked_head(thread_id: str, version: Any, claim: Any, format: Any, record_i
     """A record's head as a backend stored it, refused (``StoreError``) when a foreign or damaged record
     holds something else than integers, a claim owner and a record id; an empty owner is no claim, an
     empty record id no id."""
-    if type(version) is not int or type(format) is not int or not (claim is None or type(claim) is str):
+    # (a version below 0 was never written: every record starts at 0 or 1 and goes up by one)
+    if (type(version) is not int or version < 0 or type(format) is not int
+            or not (claim is None or type(claim) is str)):
         raise StoreError(f"thread {thread_id!r}: the stored record's version, format or claim is damaged "
                          f"({version!r}, {format!r}, {claim!r})", thread_id=thread_id)
     if not (record_id is None or type(record_id) is str):

@@ -17,6 +17,7 @@ from .base import (
     StoredThread,
     check_owner,
     check_page,
+    check_thread_id,
     compacted,
     creation_data,
     decode_record,
@@ -82,6 +83,7 @@ class MemoryStore(_Base):
         Raises:
             StoreError: the store is closed, or the record was written by a newer release.
         """
+        check_thread_id(thread_id)
         with self._lock:
             if self._closed:
                 raise store_closed(thread_id)
@@ -101,6 +103,7 @@ class MemoryStore(_Base):
                 or the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         text = _kept(encode_data(thread_id, data))
         with self._lock:
             head = self._write_head(thread_id, "save", expected_version=expected_version, owner=None,
@@ -119,6 +122,7 @@ class MemoryStore(_Base):
                 record's id is not ``record_id``.
             StoreError: the changes are not JSON-ready, the store is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         text = _kept(encode_data(thread_id, changes))
         with self._lock:
             head = self._write_head(thread_id, "append", expected_version=expected_version, owner=None,
@@ -153,6 +157,7 @@ class MemoryStore(_Base):
                 the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, the store is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         created = creation_data(thread_id, expected_version, data)
         text = None if created is None else _kept(created)
@@ -176,6 +181,7 @@ class MemoryStore(_Base):
                 is not ``record_id``.
             StoreError: the store is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         with self._lock:
             head = self._write_head(thread_id, "release", expected_version=claimed_version, owner=owner,
@@ -189,6 +195,7 @@ class MemoryStore(_Base):
         Raises:
             StoreError: the store is closed.
         """
+        check_thread_id(thread_id)
         with self._lock:
             if self._closed:
                 raise store_closed(thread_id)

@@ -99,6 +99,8 @@ from .base import (
     check_owner,
     check_page,
     check_record_id,
+    check_thread_id,
+    check_version,
     checked_head,
     compacted,
     creation_data,
@@ -324,6 +326,7 @@ class PostgresStore(_Base):
             StoreError: PostgreSQL failed, the store is closed, or the record is unreadable or of a
                 newer format.
         """
+        check_thread_id(thread_id)
         row = self._load_row(thread_id)
         if row is None:
             return None
@@ -342,6 +345,7 @@ class PostgresStore(_Base):
             StoreError: the data is not JSON-ready, PostgreSQL failed, the store is closed, or the
                 record is of a newer format.
         """
+        check_thread_id(thread_id)
         text = as_text(encode_data(thread_id, data))
         return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text,
                            record_id=record_id)
@@ -361,6 +365,7 @@ class PostgresStore(_Base):
             StoreError: the changes are not JSON-ready, PostgreSQL failed, the store is closed, or the
                 record is of a newer format.
         """
+        check_thread_id(thread_id)
         text = as_text(encode_data(thread_id, changes))
         version, counts = self._write_counted(thread_id, "append", expected_version=expected_version, owner=None,
                                               text=text, record_id=record_id)
@@ -383,6 +388,7 @@ class PostgresStore(_Base):
             StoreError: the data is not JSON-ready, PostgreSQL failed (twice, for a broken connection),
                 the store is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         created = creation_data(thread_id, expected_version, data)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
@@ -396,6 +402,7 @@ class PostgresStore(_Base):
                 is not ``record_id``.
             StoreError: PostgreSQL failed, the store is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None,
                            record_id=record_id)
@@ -406,6 +413,7 @@ class PostgresStore(_Base):
         Raises:
             StoreError: PostgreSQL failed, or the store is closed.
         """
+        check_thread_id(thread_id)
         try:
             with self._connection(thread_id) as conn:
                 self._delete(conn, thread_id)
@@ -459,6 +467,7 @@ class PostgresStore(_Base):
         """The new version, and for an append that landed the record's data bytes, change bytes and
         change count (what the compaction policy weighs)."""
         check_record_id(record_id)  # (refused before anything is sent)
+        check_version(thread_id, expected_version)  # (past the last version, the bigint would overflow)
         try:
             return self._write_once(thread_id, operation, expected_version=expected_version, owner=owner, text=text,
                                     record_id=record_id)

@@ -75,6 +75,8 @@ from .base import (
     check_owner,
     check_page,
     check_record_id,
+    check_thread_id,
+    check_version,
     checked_head,
     compacted,
     creation_data,
@@ -110,7 +112,7 @@ end
 # (a create adds it to the index), the record id a create stores ("" for the other writes), the record
 # id the writer names ("": none, nothing checked).
 # Returns {1, new version} ({1, new version, data bytes, change bytes, changes} for an append), or
-# {0, version (-1 when absent), claim, format, record id} when refused: the Python side then runs
+# {0, version as stored ('' when absent), claim, format, record id} when refused: the Python side then runs
 # check_write on that head to raise the same error the other stores raise. A claim that finds the very
 # claim it asks for (its owner's, one version on; version 0 for a create; of the record it names, if it
 # names one) answers that version and writes nothing, as check_write recognises it. Every check comes
@@ -126,7 +128,8 @@ local claim = head[2] or ''
 local format = tonumber(head[3] or '1')
 local changes = tonumber(head[4] or '0') or 0
 local record = head[7] or ''
-local function refused() return {0, version or -1, claim, format, record} end
+-- (the version as stored, '' for no record: one that is not a number is a damaged record, not none)
+local function refused() return {0, head[1] or '', claim, format, record} end
 local function whole(new_version, new_claim)
   -- A save or a creation: the data written whole, the changes appended before it gone.
   if changes > 0 then drop_changes(key, changes) end
@@ -308,6 +311,7 @@ class RedisStore(_Base):
         Raises:
             StoreError: Redis failed, the store is closed, or the record is unreadable or of a newer format.
         """
+        check_thread_id(thread_id)
         record = self._read(thread_id)
         if record is None:
             return None
@@ -326,6 +330,7 @@ class RedisStore(_Base):
             StoreError: the data is not JSON-ready, Redis failed, the store is closed, or the record is
                 of a newer format.
         """
+        check_thread_id(thread_id)
         text = encode_data(thread_id, data)
         return self._write(thread_id, "save", expected_version=expected_version, owner=None, text=text,
                            record_id=record_id)[0]
@@ -345,6 +350,7 @@ class RedisStore(_Base):
             StoreError: the changes are not JSON-ready, Redis failed, the store is closed, or the record
                 is of a newer format.
         """
+        check_thread_id(thread_id)
         text = encode_data(thread_id, changes)
         version, counts = self._write(thread_id, "append", expected_version=expected_version, owner=None, text=text,
                                       record_id=record_id)
@@ -367,6 +373,7 @@ class RedisStore(_Base):
             StoreError: the data is not JSON-ready, Redis failed (twice, for a lost connection), the store
                 is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
                            text=creation_data(thread_id, expected_version, data), record_id=record_id)[0]
@@ -379,6 +386,7 @@ class RedisStore(_Base):
                 is not ``record_id``.
             StoreError: Redis failed, the store is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         return self._write(thread_id, "release", expected_version=claimed_version, owner=owner, text=None,
                            record_id=record_id)[0]
@@ -389,6 +397,7 @@ class RedisStore(_Base):
         Raises:
             StoreError: Redis failed, or the store is closed.
         """
+        check_thread_id(thread_id)
         with self._calls(thread_id):
             self._delete_script(keys=[self._key(thread_id), self._index], args=[thread_id])
 
@@ -453,7 +462,13 @@ class RedisStore(_Base):
     # -- internals -------------------------------------------------------------------------------------
 
     def _key(self, thread_id: str) -> str:
-        return self._prefix + thread_id
+        key = self._prefix + thread_id
+        if key in (self._index, self._indexed):
+            # An index under the prefix (``index_key`` inside it, or ``prefix=""``) is a key some thread
+            # id names: its delete would drop every thread from the listing, its save corrupt it.
+            raise StoreError(f"thread id {thread_id!r} names the listing's own key {key!r} under this store's "
+                             "prefix; choose another id (or an index_key outside the prefix)", thread_id=thread_id)
+        return key
 
     def _read(self, thread_id: str) -> _Record | None:
         """The record's fields, from one ``HGETALL`` (one consistent snapshot)."""
@@ -475,8 +490,17 @@ class RedisStore(_Base):
                 record_id=_text(record.get("record", b"")) or None,
             )
         except (KeyError, ValueError, UnicodeDecodeError) as exc:
-            raise StoreError(f"thread {thread_id!r}: key {self._key(thread_id)!r} is not a thread record ({exc!r})",
-                             thread_id=thread_id) from exc
+            raise self._not_a_record(thread_id, exc) from exc
+
+    def _not_a_record(self, thread_id: str, exc: Exception) -> StoreError:
+        # A decode error's repr holds every byte of the field (a thread's content, of any size): said
+        # by where it failed instead. Others are cut short, for the same reason.
+        if isinstance(exc, UnicodeDecodeError):
+            why = f"a field holds bytes that are not UTF-8 (at byte {exc.start})"
+        else:
+            why = repr(exc) if len(repr(exc)) <= 120 else repr(exc)[:110] + "..."
+        return StoreError(f"thread {thread_id!r}: key {self._key(thread_id)!r} is damaged, not a thread record "
+                          f"({why})", thread_id=thread_id)
 
     def _compact(self, thread_id: str) -> bool:
         """Fold the record's changes into its data, unless the record moves on meanwhile."""
@@ -500,6 +524,7 @@ class RedisStore(_Base):
         # A create stores the id it is given or a fresh one (the same one if a lost claim is sent again,
         # as args is made once); only an id the caller named is checked against a stored record.
         check_record_id(record_id)
+        check_version(thread_id, expected_version)  # (the script compares versions as doubles)
         created = (record_id or new_record_id()) if expected_version is None else ""
         args: list[str | bytes] = [operation, "" if expected_version is None else str(expected_version),
                                    owner or "", text or "", str(STORE_FORMAT_VERSION), thread_id, created,
@@ -516,11 +541,12 @@ class RedisStore(_Base):
             counts = tuple(int(value) for value in reply[2:5])
             return int(reply[1]), (counts[0], counts[1], counts[2]) if counts else None
         try:
-            version, claim, format, stored_id = int(reply[1]), _text(reply[2]), int(reply[3]), _text(reply[4])
+            stored = _text(reply[1])
+            version = None if stored == "" else int(stored)
+            claim, format, stored_id = _text(reply[2]), int(reply[3]), _text(reply[4])
         except (ValueError, UnicodeDecodeError) as exc:  # (a damaged record's head, read back by the script)
-            raise StoreError(f"thread {thread_id!r}: key {self._key(thread_id)!r} is not a thread record ({exc!r})",
-                             thread_id=thread_id) from exc
-        head = None if version < 0 else checked_head(thread_id, version, claim, format, stored_id)
+            raise self._not_a_record(thread_id, exc) from exc
+        head = None if version is None else checked_head(thread_id, version, claim, format, stored_id)
         _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner,
                      record_id=record_id)
         # The script and check_write disagree: a bug, never a silent success.

@@ -82,6 +82,8 @@ from .base import (
     as_text,
     check_owner,
     check_page,
+    check_thread_id,
+    check_version,
     checked_head,
     compacted,
     creation_data,
@@ -127,9 +129,13 @@ CREATE TABLE agui_thread_parts (
 """
 _SELECT_HEAD = ("SELECT version, claim, format, changes, change_bytes, data_bytes, record_id FROM agui_threads"
                 " WHERE thread_id = ?")
-# One statement, one snapshot: the head and every part as one committed write left them.
+# One statement, one snapshot: the head and every part as one committed write left them. The bodies
+# are read as bytes (the JSON reader takes UTF-8 bytes as they are): a body another tool wrote as text
+# that is not UTF-8 is then refused as JSON, naming the thread, where sqlite3's own decode error quoted
+# the start of it (a thread's content) in the message.
 _SELECT_RECORD = (
-    "SELECT h.version, h.claim, h.format, h.changes, h.record_id, p.seq, p.body FROM agui_threads AS h"
+    "SELECT h.version, h.claim, h.format, h.changes, h.record_id, p.seq, CAST(p.body AS BLOB)"
+    " FROM agui_threads AS h"
     " LEFT JOIN agui_thread_parts AS p ON p.thread_id = h.thread_id WHERE h.thread_id = ? ORDER BY p.seq"
 )
 
@@ -203,6 +209,7 @@ class SqliteStore(_Base):
             StoreError: the database failed, the store is closed, or the record is unreadable or of a
                 newer format.
         """
+        check_thread_id(thread_id)
         with self._connection(thread_id) as conn:
             rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
         if not rows:
@@ -221,6 +228,7 @@ class SqliteStore(_Base):
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
+        check_thread_id(thread_id)
         encoded = encode_data(thread_id, data)
         return self._write(thread_id, "save", expected_version=expected_version, owner=None,
                            record_id=record_id, text=as_text(encoded), size=len(encoded)).head.version
@@ -239,6 +247,7 @@ class SqliteStore(_Base):
             StoreError: the changes are not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
+        check_thread_id(thread_id)
         encoded = encode_data(thread_id, changes)
         written = self._write(thread_id, "append", expected_version=expected_version, owner=None,
                               record_id=record_id, text=as_text(encoded), size=len(encoded))
@@ -258,6 +267,7 @@ class SqliteStore(_Base):
             StoreError: the data is not JSON-ready, the database failed, the store is closed, or the
                 record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         created = creation_data(thread_id, expected_version, data)
         return self._write(thread_id, "claim", expected_version=expected_version, owner=owner,
@@ -272,6 +282,7 @@ class SqliteStore(_Base):
                 is not ``record_id``.
             StoreError: the database failed, the store is closed, or the record is of a newer format.
         """
+        check_thread_id(thread_id)
         check_owner(owner)
         return self._write(thread_id, "release", expected_version=claimed_version, owner=owner,
                            record_id=record_id, text=None, size=0).head.version
@@ -282,6 +293,7 @@ class SqliteStore(_Base):
         Raises:
             StoreError: the database failed, or the store is closed.
         """
+        check_thread_id(thread_id)
         def delete(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ?", (thread_id,))
             conn.execute("DELETE FROM agui_threads WHERE thread_id = ?", (thread_id,))
@@ -326,6 +338,8 @@ class SqliteStore(_Base):
         ``text`` is the new data (a save, a creating claim) or the change (an append), ``size`` its bytes;
         ``record_id`` the id a create gives the record, or the one a write to it requires (``None``: any).
         """
+        check_version(thread_id, expected_version)  # (an argument's error before the file's)
+
         def write(conn: sqlite3.Connection) -> _StoredHead:
             row = conn.execute(_SELECT_HEAD, (thread_id,)).fetchone()
             stored = None if row is None else _stored_head(thread_id, row)
@@ -528,13 +542,13 @@ def _stored_head(thread_id: str, row: tuple[Any, ...]) -> _StoredHead:
                        change_bytes=change_bytes, data_bytes=data_bytes, record_id=record_id)
 
 
-def _record(thread_id: str, rows: list[tuple[Any, ...]]) -> tuple[tuple[Any, ...], str, list[str]]:
+def _record(thread_id: str, rows: list[tuple[Any, ...]]) -> tuple[tuple[Any, ...], bytes, list[bytes]]:
     """A ``_SELECT_RECORD`` answer as its head columns, its data and its changes, checked against each other."""
     _check_parts(thread_id, rows[0][3], [row[5] for row in rows])
     return rows[0][:5], rows[0][6], [row[6] for row in rows[1:]]
 
 
-def _holds_parts(conn: sqlite3.Connection, thread_id: str, text: str, parts: list[str]) -> bool:
+def _holds_parts(conn: sqlite3.Connection, thread_id: str, text: bytes, parts: list[bytes]) -> bool:
     """Whether the thread's record holds exactly the data ``text`` and the changes ``parts``, now."""
     rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
     return bool(rows) and _record(thread_id, rows)[1:] == (text, parts)

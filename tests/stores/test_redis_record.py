@@ -374,3 +374,51 @@ def test_a_record_whose_fields_are_not_utf8_is_a_store_error_on_load_and_on_a_re
 
     assert loading.value.thread_id == writing.value.thread_id == "t"
     assert client.hget(prefix + "t", "version") == b"3"
+
+
+def test_a_data_field_that_is_not_utf8_is_refused_without_quoting_it(redis_url: str, client: redis.Redis,
+                                                                     prefix: str) -> None:
+    # A bytes client reads the field as bytes; its decode error's repr held every byte of the field (a
+    # thread's content, megabytes of it) in the StoreError's message.
+    with RedisStore(redis_url, prefix=prefix) as store:
+        store.save("t", small(1), expected_version=None)
+        client.hset(prefix + "t", "data", b'{"secret": "hunter2 \xff' + b"x" * (1 << 20) + b'"}')
+        with pytest.raises(StoreError) as caught:
+            store.load("t")
+
+    assert caught.value.thread_id == "t"
+    assert "not UTF-8" in str(caught.value) and "hunter2" not in str(caught.value) and len(str(caught.value)) < 300
+
+
+@pytest.mark.parametrize("version", ["x", "-5", "1.5"])
+def test_a_write_to_a_record_whose_version_is_damaged_says_so_not_that_the_thread_is_gone(
+        redis_url: str, client: redis.Redis, prefix: str, version: str) -> None:
+    # The script read an unparsable version as none, and a negative one was taken for "no record":
+    # the write was refused as a ConcurrentResume saying the thread "is not in the store".
+    with RedisStore(redis_url, prefix=prefix) as store:
+        store.save("t", small(1), expected_version=None)
+        client.hset(prefix + "t", "version", version)
+        with pytest.raises(StoreError) as caught:
+            store.claim("t", expected_version=1, owner="me")
+
+    assert caught.value.thread_id == "t" and "damaged" in str(caught.value), str(caught.value)
+    assert client.hget(prefix + "t", "version") == version.encode()
+
+
+def test_a_thread_id_whose_key_is_the_listings_own_is_refused_and_the_listing_survives(
+        redis_url: str, client: redis.Redis, prefix: str) -> None:
+    # With the index inside the prefix (an index_key under it, or prefix=""), a thread id could name
+    # the index's key or its mark: deleting thread "ids" deleted the listing of every thread.
+    index = prefix + "ids"
+    with RedisStore(redis_url, prefix=prefix, index_key=index) as store:
+        store.save("a", small(1), expected_version=None)
+        assert store.thread_ids() == ["a"]
+        calls: list[tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]] = [
+            (store.delete, (), {}), (store.load, (), {}), (store.save, (small(1),), {"expected_version": None})]
+        for thread_id in ("ids", "ids:complete"):
+            for call, args, kwargs in calls:
+                with pytest.raises(StoreError) as caught:
+                    call(thread_id, *args, **kwargs)
+                assert caught.value.thread_id == thread_id and "listing" in str(caught.value), call
+        assert store.thread_ids() == ["a"]
+        assert client.type(index) == b"zset"

@@ -485,3 +485,26 @@ def test_mixed_releases_on_a_record_without_an_id_lose_and_repeat_nothing(
     expected = [apply_changes(small(1), copy.deepcopy(changes[:k])) for k in (4, 5)]
     assert raced_to is not None and (raced_to.version, raced_to.changes, raced_to.data) == (6, 4, expected[0])
     assert folded is not None and (folded.version, folded.changes, folded.data) == (7, 0, expected[1])
+
+
+@pytest.mark.parametrize("part", ["data", "change"])
+def test_a_part_another_tool_wrote_as_text_that_is_not_utf8_is_refused_without_quoting_it(
+        tmp_path: Path, part: str) -> None:
+    # SQLite keeps TEXT as given: a tool writing bytes as text leaves a body Python cannot decode.
+    # The load raised sqlite3's decode error, quoting the start of the body (a thread's content, in an
+    # error that may be logged); the body is now read as bytes, and refused as JSON naming the thread.
+    path = tmp_path / "threads.db"
+    with SqliteStore(path) as store:
+        store.save("t", small(1), expected_version=None)
+        store.append("t", {"set": {"state": {"n": 1}}}, expected_version=1)
+    body = b'{"state": {"secret": "hunter2 \xff\xfe"}}'
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE agui_thread_parts SET body = CAST(? AS TEXT) WHERE thread_id = 't' AND seq = ?",
+                     (body, 0 if part == "data" else 1))
+
+    with SqliteStore(path) as store, pytest.raises(StoreError) as caught:
+        store.load("t")
+
+    assert caught.value.thread_id == "t"
+    said = {"data": "stored data is not JSON", "change": "a stored change cannot be read"}[part]
+    assert str(caught.value).startswith(f"thread 't': {said}: ") and "hunter2" not in str(caught.value)

@@ -390,6 +390,31 @@ def test_a_kept_builder_refused_on_a_thread_waiting_on_nothing_says_what_became_
     assert len(endpoint.received) == 2
 
 
+def test_a_kept_builder_refused_on_a_reloaded_thread_names_the_run_the_store_kept(drive: Any, served: Any) -> None:
+    # A stored thread keeps only its last run: reloaded after its resume (run r2), it holds r2 alone.
+    # The refusal said the copy "was made or loaded without" any such run, as if no run had answered;
+    # it now names the run it holds, the one that (or one before it) answered the builder's run.
+    endpoint = served(ask_then_finish("a question"))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client, drive.client(endpoint.url, store=store) as other:
+        thread = client.thread("t")
+        thread.run("go", run_id="r1")
+        builder = thread.resume_builder().answer("i1", {"approved": True})
+        thread.run(resume=builder, run_id="r2")
+        reloaded = other.load_thread("t")
+        with pytest.raises(ag.MisdirectedResume) as caught:
+            reloaded.run(resume=builder)
+
+    assert str(caught.value) == (
+        "resume refused, nothing was sent: the builder was made for the interrupts of run 'r1', and the thread "
+        "waits on none now and holds no run 'r1': the first run it holds is 'r2' (a thread loaded from a store "
+        "keeps only its last run), so if 'r1' was this thread's, 'r2' or a run before it answered or abandoned "
+        "them (make a new one with thread.resume_builder())")
+    assert (caught.value.builder_run_id, caught.value.interrupted_run_id) == ("r1", None)
+    assert len(endpoint.received) == 2
+
+
 @pytest.mark.parametrize("way", ["run", "stream"])
 def test_b275_a_kept_builder_is_refused_once_the_thread_is_interrupted_again_under_the_same_id(
     drive: Any, served: Any, way: str

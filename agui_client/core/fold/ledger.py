@@ -75,8 +75,17 @@ class RunLedger:
         return tuple(c for c in pending if c not in answered)
 
     def hold_interrupts(self, interrupts: Sequence[rn.Interrupt], run_id: str | None) -> None:
-        """Hold interrupts open that arrived in a run the session had to reject (IR-27)."""
-        self.open_interrupts = tuple(interrupts)
+        """Hold interrupts open: those of a run the session had to reject (IR-06, IR-27), a loaded
+        record's, or a new thread's; one per id, the first.
+
+        An answer names an interrupt by id, so a repeated id is one question to cover: a second copy
+        could never be answered apart, and a resume covering both would name the id twice. Every way
+        interrupts reach a thread comes through here, so a stream and a record listing the same
+        interrupts hold the same ones."""
+        first: dict[str, rn.Interrupt] = {}
+        for interrupt in interrupts:
+            first.setdefault(interrupt.id, interrupt)
+        self.open_interrupts = tuple(first.values())
         self.interrupted_run_id = run_id
         self.open_via = None
 

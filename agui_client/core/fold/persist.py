@@ -9,13 +9,14 @@ record at once gets the thread's own dicts, marked as already checked to be plai
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import attrs
 
 from ...errors import DecodeError
 from ...wire import codec
 from ...wire.jsonio import escape
+from ...wire.sink import warn
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.values import PlainDict, PlainList, copy_json
@@ -23,7 +24,7 @@ from ..legacy import LEGACY_BRIDGES
 from ..roster import Roster
 from .entries import Entry
 from .log import MessageLog
-from .records import RunErrorInfo, RunRecord, SubagentRecord
+from .records import Outcome, RunErrorInfo, RunRecord, SubagentRecord
 
 if TYPE_CHECKING:
     from . import ThreadState
@@ -172,7 +173,9 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     """Rebuild a thread from :func:`dump` output (see ``ThreadState.load``), with the mark of the record
     it came from (which the thread keeps: its first change writes what ``data`` lacks)."""
     version = data.get("format", 1)
-    if not isinstance(version, int) or version > STATE_FORMAT_VERSION:
+    if type(version) is not int or version < 1:
+        raise ValueError(f"format must be a positive integer, not {_shown(version)}")
+    if version > STATE_FORMAT_VERSION:
         raise ValueError(f"thread state format {version!r} is newer than this release reads")
     for key in ("threadId", "interruptedRunId", "lastRunId", "lastOutcome"):
         # (a record edited by hand or by another tool: an id of another JSON type would pass for one,
@@ -197,12 +200,25 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     if roster is not None and roster.unique:
         thread.snapshots.messages_snapshot(roster, None)
     else:
-        for message in _decoded(wire, tuple[msg.Message, ...], "/messages"):
-            thread.log.insert(Entry.of(message))
+        messages = _decoded(wire, tuple[msg.Message, ...], "/messages")
+        if len({message.id for message in messages}) == len(messages):
+            for message in messages:
+                thread.log.insert(Entry.of(message))
+        else:
+            # A thread holds one message per id. A record repeating one (another writer's, or damaged)
+            # is read by the snapshot's rule (MS-01: the last wins, at the first's place), and says so,
+            # as a MESSAGES_SNAPSHOT repeating one would.
+            for warning in thread.snapshots.messages_snapshot(Roster.of(messages), None):
+                warn(warning.code, warning.message, pointer=warning.pointer)
     ledger = thread.ledger
-    thread.document.in_sync = bool(data.get("stateInSync", True))
-    ledger.open_interrupts = _decoded(data.get("openInterrupts", []), tuple[rn.Interrupt, ...], "/openInterrupts")
-    ledger.interrupted_run_id = data.get("interruptedRunId")
+    in_sync = data.get("stateInSync", True)
+    if type(in_sync) is not bool:
+        # (bool() would read "no" as true: the state would be sent as in step when it is not)
+        raise ValueError(f"stateInSync must be true or false, not {_shown(in_sync)}")
+    thread.document.in_sync = in_sync
+    # (held by the ledger's rule, one per id, as a stream's are: a record may come from another writer)
+    ledger.hold_interrupts(_decoded(data.get("openInterrupts", []), tuple[rn.Interrupt, ...], "/openInterrupts"),
+                           data.get("interruptedRunId"))
     via = data.get("openInterruptsVia")
     if via is not None and (via not in LEGACY_BRIDGES or not ledger.open_interrupts):
         raise ValueError(f"openInterruptsVia {via!r} names no legacy bridge of this release, or no interrupt is open")
@@ -211,14 +227,18 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     if not isinstance(incomplete, list) or not all(isinstance(i, str) for i in incomplete):
         raise ValueError("incompleteIds must be a list of strings")
     thread.log.incomplete.update(incomplete)
-    ledger.pending = tuple(data.get("pendingToolCallIds", ()))
-    if not all(isinstance(call_id, str) for call_id in ledger.pending):
-        raise ValueError("pendingToolCallIds must hold strings")
+    pending = data.get("pendingToolCallIds", [])
+    # (a list, not any iterable: tuple() would read "ab" as the calls "a" and "b", an object as its keys)
+    if not isinstance(pending, list) or not all(isinstance(call_id, str) for call_id in pending):
+        raise ValueError(f"pendingToolCallIds must be a list of strings, not {_shown(pending)}")
+    ledger.pending = tuple(pending)
     ledger.usage = {k: _decoded(v, tuple[rn.TokenUsage, ...], f"/usageByRun/{escape(k)}")
-                    for k, v in data.get("usageByRun", {}).items()}
-    for key, value in data.get("subagents", {}).items():
-        ledger.subagents[key] = _load_subagent(value)
+                    for k, v in _object(data, "usageByRun").items()}
+    for key, value in _object(data, "subagents").items():
+        ledger.subagents[key] = _load_subagent(value, f"/subagents/{escape(key)}")
     last_outcome = data.get("lastOutcome")
+    if last_outcome is not None and last_outcome not in _OUTCOMES:
+        raise ValueError(f"lastOutcome must be one of {', '.join(_OUTCOMES)} or null, not {_shown(last_outcome)}")
     last_run = data.get("lastRunId")
     if last_run is not None:
         run = RunRecord(run_id=last_run, thread_id=thread.thread_id or "", outcome=last_outcome, terminated=True)
@@ -271,10 +291,55 @@ def _decoded(value: Any, kind: Any, at: str) -> Any:
         raise
 
 
-def _load_subagent(data: Mapping[str, Any]) -> SubagentRecord:
+def _shown(value: Any) -> str:
+    # A damaged field is quoted in the error, cut short: it may be of any size.
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:50] + "..."
+
+
+def _object(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"{key} must be an object, not {_shown(value)}")
+    return value
+
+
+#: A stored subagent's fields (``_dump_subagent``) and the JSON types each may hold; every one is written.
+_SUBAGENT_FIELDS: dict[str, tuple[type, ...]] = {
+    "subagent_run_id": (str,), "name": (str,), "run_id": (str, type(None)), "status": (str,),
+    "description": (str, type(None)), "parent_subagent_run_id": (str, type(None)),
+    "parent_tool_call_id": (str, type(None)), "parent_message_id": (str, type(None)),
+    "interrupt_ids": (list, tuple), "error": (dict, type(None)),  # (a tuple: dump() output not yet JSON)
+}
+_SUBAGENT_STATUSES = ("running", "success", "suspended", "error")
+_OUTCOMES: tuple[str, ...] = get_args(Outcome)
+
+
+def _load_subagent(data: Any, at: str) -> SubagentRecord:
+    """A stored subagent, each field checked against what ``_dump_subagent`` writes (``at``: its pointer)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"at {at}: a subagent must be an object, not {_shown(data)}")
+    for key, value in data.items():
+        kinds = _SUBAGENT_FIELDS.get(key)
+        if kinds is None and key != "result":  # (a result is any JSON)
+            raise ValueError(f"at {at}/{escape(key)}: a subagent has no field {key!r}")
+        if kinds is not None and not isinstance(value, kinds):
+            raise ValueError(f"at {at}/{escape(key)}: {_shown(value)} is of the wrong type")
+    for key in ("subagent_run_id", "name"):
+        if key not in data:
+            raise ValueError(f"at {at}/{key}: a subagent needs its {key}")
     values = dict(data)
+    if values.get("status", "running") not in _SUBAGENT_STATUSES:
+        raise ValueError(f"at {at}/status: {_shown(values['status'])} is not one of {', '.join(_SUBAGENT_STATUSES)}")
+    ids = values.get("interrupt_ids", [])
+    if not all(isinstance(i, str) for i in ids):
+        raise ValueError(f"at {at}/interrupt_ids: interrupt ids must be strings")
+    values["interrupt_ids"] = tuple(ids)
     error = values.get("error")
     if error is not None:
-        values["error"] = RunErrorInfo(**error)
-    values["interrupt_ids"] = tuple(values.get("interrupt_ids", ()))
+        message, code, late = error.get("message"), error.get("code"), error.get("late", False)
+        if (set(error) - {"message", "code", "late"} or type(message) is not str
+                or not (code is None or type(code) is str) or type(late) is not bool):
+            raise ValueError(f"at {at}/error: {_shown(error)} is not a stored subagent error")
+        values["error"] = RunErrorInfo(message=message, code=code, late=late)
     return SubagentRecord(**values)
