@@ -44,7 +44,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -426,6 +426,9 @@ class Conversation(_Standing):
         self._state = ThreadState(thread_id=thread_id, legacy_interrupts=legacy_interrupts)
         super().__init__(store)
         self._running = 0  # (runs of this object in flight: its tool loop's own runs nest in the loop)
+        # Held while ``_running`` is looked at and changed: a lock in the shells (the core starts no
+        # thread), since OS threads may share one object.
+        self._taking: AbstractContextManager[Any] = nullcontext()
         # The last run's redactor (its request's credentials): a log line naming what the agent chose
         # (a call id echoing the token) passes through it.
         self._redact: Callable[[str], str] | None = None
@@ -496,13 +499,20 @@ class Conversation(_Standing):
         # two histories or drop the run; the claim is per object, so it cannot arbitrate them. The
         # tool loop (``loop``) holds it across its runs and handlers; its own runs, made in its
         # thread or task, nest.
-        self._idle("start another run")
-        self._running += 1
+        # Looking and taking are one step (``_taking``): two OS threads sharing an object could both find
+        # it idle, then claim as its one owner (the store takes that for a lost reply) and both send.
+        with self._taking:
+            busy = self._busy()
+            if not busy:
+                self._running += 1
+        if busy:
+            raise _thread_busy(self.id, "start another run")
         try:
             with self._looping() if loop else nullcontext():
                 yield
         finally:
-            self._running -= 1
+            with self._taking:
+                self._running -= 1
 
     @contextmanager
     def _looping(self) -> Iterator[None]:
@@ -515,10 +525,13 @@ class Conversation(_Standing):
         finally:
             _RUNNING_HERE.reset(token)
 
+    def _busy(self) -> bool:
+        """Whether another run of this object is in flight (not the tool loop's own, which nest)."""
+        return bool(self._running) and _RUNNING_HERE.get() is not self
+
     def _idle(self, doing: str) -> None:
-        if self._running and _RUNNING_HERE.get() is not self:
-            raise ThreadBusy(f"thread {self.id!r}: cannot {doing} while this object is running a run (one run at a "
-                             "time per Thread object; load another object for concurrent work)", thread_id=self.id)
+        if self._busy():
+            raise _thread_busy(self.id, doing)
 
     def _take(self, stored: StoredThread | None) -> None:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
@@ -865,6 +878,11 @@ class Conversation(_Standing):
                        call.function.name, redact(repr(exc)) if redact else repr(exc),
                        redact(call.id) if redact else call.id)
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
+
+
+def _thread_busy(thread_id: str, doing: str) -> ThreadBusy:
+    return ThreadBusy(f"thread {thread_id!r}: cannot {doing} while this object is running a run (one run at a "
+                      "time per Thread object; load another object for concurrent work)", thread_id=thread_id)
 
 
 def _json_copy(value: Any) -> Any:

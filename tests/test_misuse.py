@@ -1,0 +1,110 @@
+"""A client or thread object misused: shared across OS threads, or kept after its client closed.
+
+Each misuse either works or is refused with a clear error before anything is sent; never two runs of
+one object at once, never a turn sent twice, never a claim left behind. Against the loopback
+``ScriptedAgent``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+import agui_client as ag
+from agui_client.core import flow
+from agui_client.stores import MemoryStore
+from agui_client.testing import Finish, ScriptedAgent, Start, serve, text_message
+
+#: The longest a wait of these tests may take before the test fails (a hang, not a slow machine).
+BOUND = 10.0
+
+
+class Meeting:
+    """Where two OS threads running one thread object are held until both got there, or one of them
+    ended its call (it was refused, or it never comes): the widest overlap two such runs can have."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.ended = 0
+        self.points: dict[str, int] = {}
+
+    def meet(self, point: str) -> None:
+        with self.changed:
+            self.points[point] = self.points.get(point, 0) + 1
+            self.changed.notify_all()
+            assert self.changed.wait_for(lambda: self.points[point] == 2 or self.ended, BOUND)
+
+    def end(self) -> None:
+        with self.changed:
+            self.ended += 1
+            self.changed.notify_all()
+
+
+class MeetingStore(MemoryStore):
+    """A ``MemoryStore`` whose claims meet (see :class:`Meeting`) before they are written."""
+
+    def __init__(self, meeting: Meeting) -> None:
+        super().__init__()
+        self.meeting = meeting
+
+    def claim(self, thread_id: str, **arguments: Any) -> int:
+        if threading.current_thread() is not threading.main_thread():
+            self.meeting.meet("claim")
+        return super().claim(thread_id, **arguments)
+
+
+def held_after_the_busy_check(meeting: Meeting) -> Callable[..., Any]:
+    """A trace function holding a thread that has just found the object idle (``_idle`` returning to
+    ``_exclusive``) until the other got there too: the moment between looking and taking."""
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        caller = frame.f_back
+        if event == "return" and caller is not None and caller.f_code.co_name == "_exclusive":
+            meeting.meet("idle")
+        return local
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "call" and frame.f_code.co_name == "_idle" and frame.f_code.co_filename == flow.__file__:
+            return local
+        return None
+    return trace
+
+
+def test_one_sync_thread_object_run_from_two_os_threads_at_once_sends_one_run() -> None:
+    # Two OS threads start a run on one Thread object together: one runs, the other is refused with
+    # ThreadBusy before anything is sent. The object's check-then-take was two steps: both threads could
+    # find it idle, both claim (as the same owner, whose claim the store recognises as its own) and both
+    # send, folding two responses into one state.
+    meeting = Meeting()
+    agent = ScriptedAgent([lambda run_input: [Start(), *text_message(f"m-{run_input.run_id}", "ok"), Finish()]],
+                          cycle=True)
+    with serve(agent) as server, ag.AgentClient(server.url, store=MeetingStore(meeting)) as client:
+        thread = client.thread("shared")
+        outcomes: dict[str, Any] = {}
+
+        def run(text: str) -> None:
+            try:
+                outcomes[text] = thread.run(text).outcome
+            except ag.AguiError as exc:
+                outcomes[text] = exc
+            finally:
+                meeting.end()
+
+        threading.settrace(held_after_the_busy_check(meeting))
+        try:
+            workers = [threading.Thread(target=run, args=(text,)) for text in ("one", "two")]
+            for worker in workers:
+                worker.start()
+        finally:
+            threading.settrace(None)  # type: ignore[arg-type]  # (typeshed wants a function)
+        for worker in workers:
+            worker.join(BOUND)
+
+        assert sorted(map(str, (type(o).__name__ if isinstance(o, Exception) else o for o in outcomes.values()))) \
+            == ["ThreadBusy", "success"]
+        assert agent.request_count == 1
+        assert thread.run("three").outcome == "success"  # (the object is free again: the refusal took nothing)
+        assert [m.content for m in thread.state.messages if isinstance(m, ag.UserMessage)] == \
+            [text for text, o in outcomes.items() if o == "success"] + ["three"]
+        assert client.store.load("shared").claim is None
