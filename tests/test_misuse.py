@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import pytest
+
 import agui_client as ag
 from agui_client.core import flow
-from agui_client.stores import MemoryStore
+from agui_client.stores import MemoryStore, SqliteStore
 from agui_client.testing import Finish, ScriptedAgent, Start, serve, text_message
 
 #: The longest a wait of these tests may take before the test fails (a hang, not a slow machine).
@@ -108,3 +111,37 @@ def test_one_sync_thread_object_run_from_two_os_threads_at_once_sends_one_run() 
         assert [m.content for m in thread.state.messages if isinstance(m, ag.UserMessage)] == \
             [text for text, o in outcomes.items() if o == "success"] + ["three"]
         assert client.store.load("shared").claim is None
+
+
+@pytest.mark.parametrize("store", ["the clients own", "the applications"])
+def test_a_thread_whose_client_closed_refuses_every_call_before_claiming(drive: Any, served: Any, tmp_path: Path,
+                                                                         store: str) -> None:
+    # A thread kept past its client's close() went on: it claimed the thread and let it go again around
+    # httpx's "Cannot send a request, as the client has been closed" (the application's store), or met
+    # the store the client had closed and logged that its claim "may be held" (the client's own).
+    endpoint = served(ScriptedAgent.chat())
+    kept = SqliteStore(tmp_path / "threads.db") if store == "the applications" else None
+    client = drive.client(endpoint.url, **({"store": kept} if kept is not None else {}))
+    thread = client.thread("kept")
+    assert thread.run("hi").outcome == "success"
+    before = kept.load("kept") if kept is not None else None
+    client.close()
+
+    def streamed() -> None:
+        with thread.stream("again"):
+            raise AssertionError("the stream was opened")
+
+    calls: dict[str, Callable[[], Any]] = {
+        "run": lambda: thread.run("again"), "stream": streamed,
+        "run_until_done": lambda: thread.run_until_done("again"), "reload": thread.reload,
+        "release_claim": thread.release_claim}
+    for name, call in calls.items():
+        with pytest.raises(RuntimeError) as refused:
+            call()
+        assert str(refused.value) == (f"thread 'kept': its {'Async' if drive.kind == 'async' else ''}AgentClient "
+                                      "is closed; nothing was sent: make a new client and load the thread from its "
+                                      "store"), name
+    assert len(endpoint.received) == 1
+    if kept is not None:
+        assert kept.load("kept") == before  # (not claimed and let go: untouched)
+        kept.close()

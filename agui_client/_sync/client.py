@@ -167,7 +167,8 @@ class AgentClient(ClientBase):
         """Close the HTTP client and the store, each only when this client created it.
 
         A closed client makes no more threads (``thread()`` raises ``RuntimeError``, as httpx's
-        closed client does for a request).
+        closed client does for a request), and the threads it made refuse every call the same way,
+        before the store or the agent is asked (``is_closed`` says which it is).
         """
         self._closed = True
         if self._owns_client:
