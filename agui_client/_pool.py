@@ -60,7 +60,7 @@ from ._proxies import environment_proxy
 from ._sockets import SocketBackend
 
 __all__ = ["ShardedTransport", "ShardedSyncTransport", "ProxiedTransport", "ProxiedSyncTransport", "SHARD_SIZE",
-           "PROXIED_LIMITS", "deadline", "HeadTooLong", "own_transport", "own_async_transport"]
+           "PROXIED_LIMITS", "deadline", "HeadTooLong", "own_transport", "own_async_transport", "finish_close"]
 
 #: The monotonic time the current run's send must be over by (``None``: no deadline), per thread or task.
 _DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", default=None)
@@ -255,6 +255,45 @@ def _check_end(body: httpx.SyncByteStream | httpx.AsyncByteStream, network: obje
     trailing = getattr(found, "trailing_data", None)  # (h11's: what it holds and has not parsed)
     if isinstance(trailing, tuple) and trailing and trailing[0]:
         network.overran = True
+
+
+async def finish_close(response: httpx.Response) -> None:
+    """Finish the close of ``response`` when httpcore's was cut short: its connection closed, its place
+    in the pool given back.
+
+    httpcore closes an answer whose reading failed (a cancellation too) itself, marking it closed first;
+    a second ``Task.cancel()`` that comes while it does so (anyio's shield, which it closes under, does
+    not hold off asyncio's own) stops it there, and every later close finds the answer closed already.
+    Cut while the connection let go of the answer, the connection stays active for good, a request of
+    nobody's; cut after, the answer's request stays counted in the pool. The first is closed (it is in
+    the middle of an answer), then httpcore's close of the second runs again. Every attribute read here
+    is httpcore's private one, read with a default (as ``_TO_THE_PARSER``): if one moves, nothing is done.
+    """
+    stream: Any = response.stream
+    for _ in range(4):  # (httpx's bound stream, a shard's count, httpx's transport stream: to httpcore's pool's)
+        if hasattr(stream, _POOL_REQUEST):
+            break
+        stream = getattr(stream, _STREAM, None) or getattr(stream, "_httpcore_stream", None)
+    request = getattr(stream, _POOL_REQUEST, None)
+    requests = getattr(getattr(stream, _POOL, None), _REQUESTS, None)
+    if request is None or not isinstance(requests, list):
+        return
+    connection = getattr(getattr(stream, _STREAM, None), _CONNECTION, None)  # (the HTTP/1.1 one)
+    taken = any(getattr(getattr(other, "connection", None), _CONNECTION, None) is connection
+                for other in requests if other is not request)
+    if isinstance(connection, (httpcore.AsyncHTTP11Connection, httpcore.AsyncHTTP2Connection)) and not taken \
+            and not connection.is_idle() and not connection.is_closed():
+        await connection.aclose()
+    if request in requests:
+        setattr(stream, _CLOSED, False)  # (httpcore's close skips a closed one)
+        await stream.aclose()
+
+
+#: httpcore's private attributes ``finish_close`` reads, each with a default: a pool stream's request,
+#: pool and connection stream, a pool's requests, a connection stream's (or a pool connection's) HTTP/1.1
+#: connection, a pool stream's mark of a close begun.
+_POOL_REQUEST, _POOL, _STREAM, _REQUESTS, _CONNECTION, _CLOSED = (
+    "_pool_request", "_pool", "_stream", "_requests", "_connection", "_closed")
 
 
 #: From httpx's answer body to the h11 parser of its connection: httpcore's pool stream, the connection's
