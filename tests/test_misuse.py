@@ -145,3 +145,38 @@ def test_a_thread_whose_client_closed_refuses_every_call_before_claiming(drive: 
     if kept is not None:
         assert kept.load("kept") == before  # (not claimed and let go: untouched)
         kept.close()
+
+
+def test_a_resume_run_again_on_the_claim_its_object_kept_says_to_release_it_not_to_reload(drive: Any,
+                                                                                          served: Any) -> None:
+    # A resume left before its end (or cut, or cancelled) after its request went out keeps the thread
+    # claimed, by this object. Run again on the same object, the store's refusal named the object's own
+    # owner as if another writer's and said reload() catches up: a reload() changes nothing, the claim
+    # stays, and the same refusal came back. It says the claim is this object's, and how to let it go.
+    def step(run_input: Any) -> Any:
+        if run_input.resume:
+            return [Start(), *text_message("m-r", "resumed"), Finish()]
+        return [Start(), Finish(outcome=ag.RunFinishedInterruptOutcome(
+            interrupts=(ag.Interrupt(id="ask-1", reason="approval"),)))]
+
+    endpoint = served(ScriptedAgent([step], cycle=True))
+    with drive.client(endpoint.url) as client:
+        thread = client.thread("kept-claim")
+        assert thread.run("plan").outcome == "interrupt"
+        with thread.stream(resume=thread.resume_builder().abandon("ask-1")) as stream:
+            pass  # (left before its events: the request went out, so the claim is kept)
+        assert [w.code for w in stream.result.warnings] == ["TR-16"]
+
+        for attempt in ("at once", "after a reload"):
+            with pytest.raises(ag.ConcurrentResume) as refused:
+                thread.run(resume=thread.resume_builder().abandon("ask-1"))
+            said = str(refused.value)
+            assert "Nothing was sent: this object holds that claim itself" in said, attempt
+            assert "thread.release_claim()" in said and "reload()" not in said, attempt
+            thread.reload()
+        assert len(endpoint.received) == 2
+
+        thread.release_claim()  # (what the words say: then the resume goes out again, deliberately)
+        thread.run(resume=thread.resume_builder().abandon("ask-1"))
+        assert endpoint.received[-1].body["resume"] == [{"interruptId": "ask-1", "status": "cancelled"}]
+        assert len(endpoint.received) == 3 and client.store.load("kept-claim").claim is None

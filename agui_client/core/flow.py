@@ -217,6 +217,7 @@ class _Standing:
         # is in flight or after one failed: the next save is then whole.
         self._in_step = False
         self._held: Any = None  # (_VERIFY_CHANGES: a copy of the record's data)
+        self._claimed_at: int | None = None  # (the version this object's last claim made)
 
     def _claim(self, plan: Plan, interrupted: type[BaseException]) -> Flow[int]:
         # Every run claims the thread before anything is sent: at the version it was built from (a
@@ -272,11 +273,19 @@ class _Standing:
         except ConcurrentResume as exc:
             # The store says what it found; the caller also needs to know that nothing went out and
             # how to catch up (words for the code that holds the thread, and for its log: an HTTP backend
-            # gives its own user other words, as examples/fastapi_backend.py does).
+            # gives its own user other words, as examples/fastapi_backend.py does). A record claimed at
+            # the very version this object's own claim made holds that claim still (a save or a release
+            # would have moved it on): a resume that may have reached the agent kept it. A reload()
+            # changes nothing then; letting it go is the caller's decision.
             if exc.args and isinstance(exc.args[0], str):
-                exc.args = (f"{exc.args[0]}. Nothing was sent: thread.reload() catches up with the stored "
-                            "thread, then run again", *exc.args[1:])
+                own = exc.actual_version is not None and exc.actual_version == base == self._claimed_at
+                advice = ("this object holds that claim itself, kept when its resume was interrupted or failed "
+                          "after its request went out (the agent may have acted on it): thread.release_claim() "
+                          "lets it go once you decided a retry is safe" if own else
+                          "thread.reload() catches up with the stored thread, then run again")
+                exc.args = (f"{exc.args[0]}. Nothing was sent: {advice}", *exc.args[1:])
             raise
+        self._claimed_at = version
         # The first run's save after the claim that created the record is whole, though the record
         # holds the state as marked: the record holds the thread before its first run (empty, nearly
         # always), so the run's changes are the whole thread anyway, and appending them to so small
