@@ -45,9 +45,11 @@ proxy (:class:`ProxiedSyncTransport`, :class:`ProxiedTransport`), as httpx would
 
 from __future__ import annotations
 
+import os
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -360,6 +362,11 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         self.shard_size = shard_size
         self._options = options
         self._shards: list[_Shard] = []
+        _FORKABLE.add(self)
+
+    def _forked(self) -> None:
+        # (see _after_fork: their connections are for the loop of the parent, closed with it; dropped)
+        self._shards = []
 
     def _shard(self) -> _Shard:
         for shard in self._shards:
@@ -424,6 +431,16 @@ class ShardedSyncTransport(httpx.BaseTransport):
         self._options = options
         self._shards: list[_Shard] = []
         self._lock = threading.Lock()
+        _FORKABLE.add(self)
+
+    def _forked(self) -> None:
+        # (see _after_fork) Closing a descriptor the parent shares sends nothing: its connection stays open.
+        # The lock is made anew: a thread of the parent may have held it at the fork, and is not here.
+        shards, self._shards = self._shards, []
+        self._lock = threading.Lock()
+        for shard in shards:
+            assert isinstance(shard.transport, httpx.HTTPTransport)
+            shard.transport.close()
 
     def _take(self) -> _Shard:
         with self._lock:
@@ -480,6 +497,25 @@ class ProxiedSyncTransport(httpx.HTTPTransport):
 
 #: The limits of httpx's own pool where a proxy serves the agent (the shards' per shard, for one pool).
 PROXIED_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=SHARD_SIZE)
+
+
+#: The shards' transports of this process, each told when the process forks (:func:`_after_fork`).
+_FORKABLE: weakref.WeakSet[ShardedTransport | ShardedSyncTransport] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child, before it runs anything else: every transport lets go of its parent's connections.
+
+    The child's copy of a pool held the parent's sockets: a run of the child went out on a connection the
+    parent was using, or would use next, and each read the other's answer (another process's run taken
+    for its own), or a request waited behind the other's for ever. The child opens its own connections.
+    """
+    for transport in list(_FORKABLE):
+        transport._forked()
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX; Windows does not fork)
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def own_async_transport(url: str) -> httpx.AsyncBaseTransport:

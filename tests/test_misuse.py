@@ -7,6 +7,7 @@ one object at once, never a turn sent twice, never a claim left behind. Against 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 import agui_client as ag
 from agui_client.core import flow
 from agui_client.stores import MemoryStore, SqliteStore
-from agui_client.testing import Finish, ScriptedAgent, Start, serve, text_message
+from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, last_user_text, serve, text_message
 
 #: The longest a wait of these tests may take before the test fails (a hang, not a slow machine).
 BOUND = 10.0
@@ -180,3 +181,50 @@ def test_a_resume_run_again_on_the_claim_its_object_kept_says_to_release_it_not_
         thread.run(resume=thread.resume_builder().abandon("ask-1"))
         assert endpoint.received[-1].body["resume"] == [{"interruptId": "ask-1", "status": "cancelled"}]
         assert len(endpoint.received) == 3 and client.store.load("kept-claim").claim is None
+
+
+def test_a_sync_client_used_in_a_forked_child_opens_its_own_connections(served: Any) -> None:
+    # A process forked while its client held a kept-alive connection: the child's copy of the pool held
+    # the parent's socket. Parent and child running at once then shared one connection: one read the
+    # other's answer (a forged run), or the second request waited behind the first for ever. Here the
+    # agent answers neither until both requests arrived, which they do only on two connections.
+    arrived: set[str] = set()
+    gate = Gate()
+
+    def step(run_input: Any) -> Any:
+        who = last_user_text(run_input) or ""
+        if who in ("parent", "child"):
+            arrived.add(who)
+            if len(arrived) == 2:
+                gate.open()
+        held = [Wait(gate)] if who in ("parent", "child") else []
+        return [Start(), *held, *text_message(f"m-{run_input.run_id}", f"the answer to {who}"), Finish()]
+
+    endpoint = served(ScriptedAgent([step], cycle=True))
+    with ag.AgentClient(endpoint.url, idle_timeout=BOUND / 2) as client:
+        assert client.thread("warm").run("warm").outcome == "success"  # (a connection kept in the pool)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # (the child: its run's text, or its error, goes to the parent through the pipe)
+            try:
+                os.close(read)
+                try:
+                    said = client.thread("child-thread").run("child").text or ""
+                except BaseException as exc:  # noqa: BLE001 - reported to the parent, which asserts
+                    said = f"{type(exc).__name__}: {exc}"
+                os.write(write, said.encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        try:
+            try:
+                parent_said = client.thread("parent-thread").run("parent").text
+            except ag.AguiError as exc:
+                parent_said = f"{type(exc).__name__}: {exc}"
+        finally:
+            gate.open()  # (a child still waiting is answered, and exits)
+            with os.fdopen(read, "rb") as pipe:
+                child_said = pipe.read().decode()
+            os.waitpid(pid, 0)
+
+    assert (parent_said, child_said) == ("the answer to parent", "the answer to child")
