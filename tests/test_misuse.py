@@ -7,6 +7,7 @@ one object at once, never a turn sent twice, never a claim left behind. Against 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import Callable
@@ -228,3 +229,31 @@ def test_a_sync_client_used_in_a_forked_child_opens_its_own_connections(served: 
             os.waitpid(pid, 0)
 
     assert (parent_said, child_said) == ("the answer to parent", "the answer to child")
+
+
+def test_a_run_whose_client_is_closed_under_it_says_so(tmp_path: Path, served: Any) -> None:
+    # Closing a client closes the connections of its runs in flight: a run then failed as if the agent had
+    # cut its stream (StreamEnded, "the stream ended without RUN_FINISHED"), and said nothing of the close
+    # the application itself made. (The sync client's run, blocked in a read in another OS thread, is
+    # not woken by the close: it ends at its idle_timeout; see the CHANGELOG.)
+    gate = Gate()
+    endpoint = served(ScriptedAgent([lambda run_input: [Start(), *text_message("m-1", "half an answer"), Wait(gate),
+                                                         Finish()]], cycle=True))
+    store = SqliteStore(tmp_path / "threads.db")
+
+    async def main() -> None:
+        client = ag.AsyncAgentClient(endpoint.url, store=store)
+        task = asyncio.create_task((await client.load_thread("closed-under")).run("go"))
+        await asyncio.wait_for(asyncio.to_thread(gate.wait_reached, BOUND), BOUND)
+        await client.close()
+        with pytest.raises(ag.StreamEnded) as failed:
+            await asyncio.wait_for(task, BOUND)
+        assert failed.value.__notes__ == ["the client was closed while this run was in flight"]
+
+    try:
+        asyncio.run(main())
+    finally:
+        gate.open()
+    stored = store.load("closed-under")
+    assert stored is not None and stored.claim is None  # (the turn gave the thread back)
+    store.close()

@@ -22,6 +22,7 @@ from ..core.flow import RECEIVE, Close, Flow, Hand, Invoke, Load, ResumeInput, R
 from ..core.headers import layered
 from ..core.plan import MessageInput, ToolHandler
 from ..core.session import RunResult
+from ..errors import AguiError
 from ..telemetry import UNWATCHED, watch_loop, watch_run
 from ..wire.types import events as ev
 from ..wire.types.base import JSON
@@ -321,6 +322,9 @@ class AsyncThread(AsyncThreadIO):
                 effect = flow.send(answer) if error is None else flow.throw(error)
             except StopIteration as stop:
                 return stop.value
+            except AguiError as exc:
+                _closed_under(self.client, exc)
+                raise
             if type(effect) is list or type(effect) is Hand or (runs and type(effect) is Run):
                 return effect
             try:
@@ -458,6 +462,15 @@ def _check_open(thread: AsyncThread) -> None:
     if thread.client.is_closed:
         raise RuntimeError(f"thread {thread.id!r}: its {type(thread.client).__name__} is closed; nothing was sent: "
                            "make a new client and load the thread from its store")
+
+
+def _closed_under(client: AsyncAgentClient, exc: AguiError) -> None:
+    """Say so on a run's error when its client was closed while it ran: closing the client closes the
+    connections of the runs in flight, which then fail as if the agent had cut them (``StreamEnded``) or
+    the socket had failed, naming nothing the application did."""
+    note = "the client was closed while this run was in flight"
+    if client.is_closed and hasattr(exc, "add_note") and note not in getattr(exc, "__notes__", ()):
+        exc.add_note(note)
 
 
 def _check_loop_keywords(given: Mapping[str, Any], method: str) -> None:
