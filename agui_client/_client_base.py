@@ -248,6 +248,11 @@ class ClientBase:
         self.store: ThreadStore = store
         self._closed = False
 
+    @property
+    def is_closed(self) -> bool:
+        """Whether ``close()`` was called: the client, and every thread it made, sends nothing more."""
+        return self._closed
+
     def __repr__(self) -> str:
         # The URL as a person may see it (no userinfo, no secret query value) and never a header.
         url = displayed_url(self.url, marked=self.sensitive_headers)

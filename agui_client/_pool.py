@@ -45,9 +45,11 @@ proxy (:class:`ProxiedSyncTransport`, :class:`ProxiedTransport`), as httpx would
 
 from __future__ import annotations
 
+import os
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -60,7 +62,7 @@ from ._proxies import environment_proxy
 from ._sockets import SocketBackend
 
 __all__ = ["ShardedTransport", "ShardedSyncTransport", "ProxiedTransport", "ProxiedSyncTransport", "SHARD_SIZE",
-           "PROXIED_LIMITS", "deadline", "HeadTooLong", "own_transport", "own_async_transport"]
+           "PROXIED_LIMITS", "deadline", "HeadTooLong", "own_transport", "own_async_transport", "finish_close"]
 
 #: The monotonic time the current run's send must be over by (``None``: no deadline), per thread or task.
 _DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", default=None)
@@ -257,6 +259,45 @@ def _check_end(body: httpx.SyncByteStream | httpx.AsyncByteStream, network: obje
         network.overran = True
 
 
+async def finish_close(response: httpx.Response) -> None:
+    """Finish the close of ``response`` when httpcore's was cut short: its connection closed, its place
+    in the pool given back.
+
+    httpcore closes an answer whose reading failed (a cancellation too) itself, marking it closed first;
+    a second ``Task.cancel()`` that comes while it does so (anyio's shield, which it closes under, does
+    not hold off asyncio's own) stops it there, and every later close finds the answer closed already.
+    Cut while the connection let go of the answer, the connection stays active for good, a request of
+    nobody's; cut after, the answer's request stays counted in the pool. The first is closed (it is in
+    the middle of an answer), then httpcore's close of the second runs again. Every attribute read here
+    is httpcore's private one, read with a default (as ``_TO_THE_PARSER``): if one moves, nothing is done.
+    """
+    stream: Any = response.stream
+    for _ in range(4):  # (httpx's bound stream, a shard's count, httpx's transport stream: to httpcore's pool's)
+        if hasattr(stream, _POOL_REQUEST):
+            break
+        stream = getattr(stream, _STREAM, None) or getattr(stream, "_httpcore_stream", None)
+    request = getattr(stream, _POOL_REQUEST, None)
+    requests = getattr(getattr(stream, _POOL, None), _REQUESTS, None)
+    if request is None or not isinstance(requests, list):
+        return
+    connection = getattr(getattr(stream, _STREAM, None), _CONNECTION, None)  # (the HTTP/1.1 one)
+    taken = any(getattr(getattr(other, "connection", None), _CONNECTION, None) is connection
+                for other in requests if other is not request)
+    if isinstance(connection, (httpcore.AsyncHTTP11Connection, httpcore.AsyncHTTP2Connection)) and not taken \
+            and not connection.is_idle() and not connection.is_closed():
+        await connection.aclose()
+    if request in requests:
+        setattr(stream, _CLOSED, False)  # (httpcore's close skips a closed one)
+        await stream.aclose()
+
+
+#: httpcore's private attributes ``finish_close`` reads, each with a default: a pool stream's request,
+#: pool and connection stream, a pool's requests, a connection stream's (or a pool connection's) HTTP/1.1
+#: connection, a pool stream's mark of a close begun.
+_POOL_REQUEST, _POOL, _STREAM, _REQUESTS, _CONNECTION, _CLOSED = (
+    "_pool_request", "_pool", "_stream", "_requests", "_connection", "_closed")
+
+
 #: From httpx's answer body to the h11 parser of its connection: httpcore's pool stream, the connection's
 #: stream, the HTTP/1.1 connection, its h11 state. All httpx's and httpcore's private attributes, each read
 #: with a default: if one moves, nothing is found and nothing raised, and the connection is kept as httpx
@@ -321,6 +362,11 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         self.shard_size = shard_size
         self._options = options
         self._shards: list[_Shard] = []
+        _FORKABLE.add(self)
+
+    def _forked(self) -> None:
+        # (see _after_fork: their connections are for the loop of the parent, closed with it; dropped)
+        self._shards = []
 
     def _shard(self) -> _Shard:
         for shard in self._shards:
@@ -385,6 +431,16 @@ class ShardedSyncTransport(httpx.BaseTransport):
         self._options = options
         self._shards: list[_Shard] = []
         self._lock = threading.Lock()
+        _FORKABLE.add(self)
+
+    def _forked(self) -> None:
+        # (see _after_fork) Closing a descriptor the parent shares sends nothing: its connection stays open.
+        # The lock is made anew: a thread of the parent may have held it at the fork, and is not here.
+        shards, self._shards = self._shards, []
+        self._lock = threading.Lock()
+        for shard in shards:
+            assert isinstance(shard.transport, httpx.HTTPTransport)
+            shard.transport.close()
 
     def _take(self) -> _Shard:
         with self._lock:
@@ -441,6 +497,25 @@ class ProxiedSyncTransport(httpx.HTTPTransport):
 
 #: The limits of httpx's own pool where a proxy serves the agent (the shards' per shard, for one pool).
 PROXIED_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=SHARD_SIZE)
+
+
+#: The shards' transports of this process, each told when the process forks (:func:`_after_fork`).
+_FORKABLE: weakref.WeakSet[ShardedTransport | ShardedSyncTransport] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child, before it runs anything else: every transport lets go of its parent's connections.
+
+    The child's copy of a pool held the parent's sockets: a run of the child went out on a connection the
+    parent was using, or would use next, and each read the other's answer (another process's run taken
+    for its own), or a request waited behind the other's for ever. The child opens its own connections.
+    """
+    for transport in list(_FORKABLE):
+        transport._forked()
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX; Windows does not fork)
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def own_async_transport(url: str) -> httpx.AsyncBaseTransport:

@@ -46,7 +46,7 @@ from ..core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF
 from ..core.session import DEFAULT_MAX_EVENT_BYTES
 from ..telemetry import Telemetry
 from ..wire.types.run import RunAgentInput
-from .client_io import off_loop, own_http, payloads_of, raw
+from .client_io import close_response, off_loop, own_http, payloads_of, raw
 from .retries import atried
 from .thread import AsyncThread
 
@@ -203,7 +203,10 @@ class AsyncAgentClient(ClientBase):
         """Close the HTTP client and the store, each only when this client created it.
 
         A closed client makes no more threads (``thread()`` raises ``RuntimeError``, as httpx's
-        closed client does for a request).
+        closed client does for a request), and the threads it made refuse every call the same way,
+        before the store or the agent is asked (``is_closed`` says which it is). A run in flight when
+        the client closes fails as its connection is closed under it; its error carries the note
+        "the client was closed while this run was in flight".
         """
         self._closed = True
         if self._owns_client:
@@ -349,7 +352,7 @@ class AsyncAgentClient(ClientBase):
                 target = self._redirect(response, request, redactor)
                 if target is None:
                     break
-                await response.aclose()
+                await close_response(response)
                 response = await self.http.send(target, stream=True, follow_redirects=False)
             # Built again from the exchange as sent: an httpx auth flow adds its header while sending.
             handle.redactor = redactor = self._redactor(request, response.request)
@@ -373,7 +376,7 @@ class AsyncAgentClient(ClientBase):
                 # collected: an event loop's finalizer runs later, as a task, and under trio only with a warning.
                 await batches.aclose()
         finally:
-            await response.aclose()
+            await close_response(response)
 
     async def _excerpt(self, response: httpx.Response) -> bytes:
         excerpt = Excerpt(response)
@@ -415,7 +418,7 @@ class AsyncAgentClient(ClientBase):
                     # (httpcore's): collected open, their finalizer would start the close as a task of
                     # its own, and this close, finding it begun, would return before the connection is
                     # back in the pool.
-                    await response.aclose()
+                    await close_response(response)
                     raise
             # unasync: sync only
             # for chunk in response.iter_raw():  # (no other task to give a turn, no finalizer to outrun)

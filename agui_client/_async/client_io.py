@@ -5,17 +5,19 @@ thread, its own ``httpx.AsyncClient``, httpx's async reader, closed at once, the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, aclosing
 from typing import cast
 
 import anyio
 import httpx
+import sniffio
 
-from .._pool import own_async_transport
+from .._pool import finish_close, own_async_transport
 from .thread_io import in_worker
 
-__all__ = ["off_loop", "own_http", "pause", "payloads_of", "raw"]
+__all__ = ["close_response", "off_loop", "own_http", "pause", "payloads_of", "raw"]
 
 #: A blocking call (the store's) made in a worker thread, the event loop serving meanwhile; a cancelled
 #: caller waits for it to end (see ``in_worker``).
@@ -34,6 +36,40 @@ def own_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.
     the client is given later (the runs it sends may be many users').
     """
     return httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects, transport=own_async_transport(url))
+
+
+async def close_response(response: httpx.Response) -> None:
+    """``await response.aclose()``, carried to its end however often the caller is cancelled meanwhile.
+
+    httpx marks the response closed before httpcore lets go of the connection, and the shield httpcore
+    closes under (anyio's) does not hold off asyncio's own ``Task.cancel()``: a second cancellation that
+    came while the first one's close ran left the connection active in the pool for good (a place lost
+    in a capped pool, a socket held until the client closed), and no later close would finish it. On
+    asyncio the close is a task of its own, waited out as a store call is (``in_worker``); the caller
+    then sees the cancellation. Under trio, anyio's shield holds off every cancellation.
+    """
+    if sniffio.current_async_library() != "asyncio":
+        with anyio.CancelScope(shield=True):
+            await _closed_whole(response)
+        return
+    closing = asyncio.ensure_future(_closed_whole(response))
+    cancelled: asyncio.CancelledError | None = None
+    with anyio.CancelScope(shield=True):  # (a cancel scope's cancellation waits too, not retried each turn)
+        while not closing.done():
+            try:
+                await asyncio.shield(closing)
+            except asyncio.CancelledError as exc:
+                cancelled = exc
+    if cancelled is not None:
+        if not closing.cancelled():
+            closing.exception()  # (the close's own failure: the cancellation is what the caller sees)
+        raise cancelled
+    closing.result()
+
+
+async def _closed_whole(response: httpx.Response) -> None:
+    await response.aclose()
+    await finish_close(response)  # (httpcore's own close, when a cancellation cut it short while reading)
 
 
 async def pause(seconds: float) -> None:

@@ -14,7 +14,7 @@ import httpx
 
 from .._pool import own_transport
 
-__all__ = ["off_loop", "own_http", "pause", "payloads_of", "raw"]
+__all__ = ["close_response", "off_loop", "own_http", "pause", "payloads_of", "raw"]
 
 T = TypeVar("T")
 
@@ -28,6 +28,11 @@ def own_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.
     """The sync client's own ``httpx.Client``: as the async client's (``_async/client_io.own_http``),
     for a thread per run."""
     return httpx.Client(timeout=timeout, follow_redirects=follow_redirects, transport=own_transport(url))
+
+
+def close_response(response: httpx.Response) -> None:
+    """``response.close()`` (the async client's waits out a cancellation that comes while it closes)."""
+    response.close()
 
 
 def pause(seconds: float) -> None:

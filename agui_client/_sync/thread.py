@@ -21,6 +21,7 @@ from ..core.flow import RECEIVE, Close, Flow, Hand, Invoke, Load, ResumeInput, R
 from ..core.headers import layered
 from ..core.plan import MessageInput, ToolHandler
 from ..core.session import RunResult
+from ..errors import AguiError
 from ..telemetry import UNWATCHED, watch_loop, watch_run
 from ..wire.types import events as ev
 from ..wire.types.base import JSON
@@ -113,6 +114,8 @@ class Thread(ThreadIO):
             (``raise_for_outcome()`` raises it).
 
         Raises:
+            RuntimeError: the client is closed; nothing was sent and the thread was not claimed (the
+                same for every call of a thread whose client is closed).
             InvalidHeader: a ``headers`` name or value HTTP cannot carry (a CR or LF, a character
                 that is not ASCII, a name that is not a token …); the error names the header, never its
                 value; nothing was sent and the thread was not claimed.
@@ -133,6 +136,7 @@ class Thread(ThreadIO):
                 long (a turn gives the thread back; a resume whose request was written stays claimed).
             ProtocolError: the agent broke the protocol (``.result`` holds what was folded).
         """
+        _check_open(self)
         with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout, headers)
@@ -153,6 +157,7 @@ class Thread(ThreadIO):
         the response: what was folded stays in ``thread.state`` but is not saved, and a resume's
         claim stays held (its request reached the agent; see :meth:`release_claim`).
         """
+        _check_open(self)
         with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
             plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                               run_timeout, headers)
@@ -191,10 +196,12 @@ class Thread(ThreadIO):
         Raises:
             ConcurrentResume: another writer holds the claim and ``force`` is false.
         """
+        _check_open(self)
         self._drive(self._release_claim(force), _Exchange())
 
     def reload(self) -> None:
         """Load the thread again from the store (another process may have moved it on)."""
+        _check_open(self)
         self._drive(self._reload(), _Exchange())
 
     def run_until_done(self, message: MessageInput = None, *, max_steps: int = 8, **kwargs: Any) -> RunResult:
@@ -217,6 +224,7 @@ class Thread(ThreadIO):
         Returns the last run's ``RunResult``; each run's (their warnings too) are the ``results`` of
         :meth:`stream_until_done`'s loop.
         """
+        _check_open(self)
         _check_loop_keywords(kwargs, "run_until_done")
         with self._exclusive(loop=True), watch_loop(self.client, self, max_steps) as watch:
             return watch.finished(cast(RunResult, self._drive(self._until_done(message, max_steps, kwargs),
@@ -247,6 +255,7 @@ class Thread(ThreadIO):
                         print(event.delta, end="", flush=True)
             print(loop.result.outcome, [r.outcome for r in loop.results])  # success ['success', 'success']
         """
+        _check_open(self)
         _check_loop_keywords(kwargs, "stream_until_done")
         with self._exclusive(), watch_loop(self.client, self, max_steps, streamed=True) as watch:
             loop = LoopStream(self._state)
@@ -279,6 +288,9 @@ class Thread(ThreadIO):
                 effect = flow.send(answer) if error is None else flow.throw(error)
             except StopIteration as stop:
                 return stop.value
+            except AguiError as exc:
+                _closed_under(self.client, exc)
+                raise
             if type(effect) is list or type(effect) is Hand or (runs and type(effect) is Run):
                 return effect
             try:
@@ -395,6 +407,26 @@ class Thread(ThreadIO):
 
 #: The keywords ``run_until_done`` passes on to :meth:`Thread.run`.
 _RUN_KEYWORDS = tuple(name for name in inspect.signature(Thread.run).parameters if name not in ("self", "message"))
+
+
+def _check_open(thread: Thread) -> None:
+    """Refuse a call on a thread whose client was closed, before the store or the agent is asked.
+
+    Else a run claimed the thread, and let it go, around httpx's error for a closed client (an
+    application's store), or met the store the client closed and logged a claim that "may be held".
+    """
+    if thread.client.is_closed:
+        raise RuntimeError(f"thread {thread.id!r}: its {type(thread.client).__name__} is closed; nothing was sent: "
+                           "make a new client and load the thread from its store")
+
+
+def _closed_under(client: AgentClient, exc: AguiError) -> None:
+    """Say so on a run's error when its client was closed while it ran: closing the client closes the
+    connections of the runs in flight, which then fail as if the agent had cut them (``StreamEnded``) or
+    the socket had failed, naming nothing the application did."""
+    note = "the client was closed while this run was in flight"
+    if client.is_closed and hasattr(exc, "add_note") and note not in getattr(exc, "__notes__", ()):
+        exc.add_note(note)
 
 
 def _check_loop_keywords(given: Mapping[str, Any], method: str) -> None:

@@ -30,6 +30,10 @@ def no_events() -> Iterator[ev.Event | ev.UnknownEvent]:
 class ThreadIO(Conversation):
     """The store calls and handler calls of ``Thread``'s pump, made in the calling thread."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._taking = threading.Lock()  # (OS threads may share the object: see Conversation._exclusive)
+
     def _load(self) -> Any:
         """The thread's stored record."""
         return self._store.load(self.id)

@@ -44,7 +44,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -217,6 +217,7 @@ class _Standing:
         # is in flight or after one failed: the next save is then whole.
         self._in_step = False
         self._held: Any = None  # (_VERIFY_CHANGES: a copy of the record's data)
+        self._claimed_at: int | None = None  # (the version this object's last claim made)
 
     def _claim(self, plan: Plan, interrupted: type[BaseException]) -> Flow[int]:
         # Every run claims the thread before anything is sent: at the version it was built from (a
@@ -272,11 +273,19 @@ class _Standing:
         except ConcurrentResume as exc:
             # The store says what it found; the caller also needs to know that nothing went out and
             # how to catch up (words for the code that holds the thread, and for its log: an HTTP backend
-            # gives its own user other words, as examples/fastapi_backend.py does).
+            # gives its own user other words, as examples/fastapi_backend.py does). A record claimed at
+            # the very version this object's own claim made holds that claim still (a save or a release
+            # would have moved it on): a resume that may have reached the agent kept it. A reload()
+            # changes nothing then; letting it go is the caller's decision.
             if exc.args and isinstance(exc.args[0], str):
-                exc.args = (f"{exc.args[0]}. Nothing was sent: thread.reload() catches up with the stored "
-                            "thread, then run again", *exc.args[1:])
+                own = exc.actual_version is not None and exc.actual_version == base == self._claimed_at
+                advice = ("this object holds that claim itself, kept when its resume was interrupted or failed "
+                          "after its request went out (the agent may have acted on it): thread.release_claim() "
+                          "lets it go once you decided a retry is safe" if own else
+                          "thread.reload() catches up with the stored thread, then run again")
+                exc.args = (f"{exc.args[0]}. Nothing was sent: {advice}", *exc.args[1:])
             raise
+        self._claimed_at = version
         # The first run's save after the claim that created the record is whole, though the record
         # holds the state as marked: the record holds the thread before its first run (empty, nearly
         # always), so the run's changes are the whole thread anyway, and appending them to so small
@@ -426,6 +435,9 @@ class Conversation(_Standing):
         self._state = ThreadState(thread_id=thread_id, legacy_interrupts=legacy_interrupts)
         super().__init__(store)
         self._running = 0  # (runs of this object in flight: its tool loop's own runs nest in the loop)
+        # Held while ``_running`` is looked at and changed: a lock in the shells (the core starts no
+        # thread), since OS threads may share one object.
+        self._taking: AbstractContextManager[Any] = nullcontext()
         # The last run's redactor (its request's credentials): a log line naming what the agent chose
         # (a call id echoing the token) passes through it.
         self._redact: Callable[[str], str] | None = None
@@ -496,13 +508,20 @@ class Conversation(_Standing):
         # two histories or drop the run; the claim is per object, so it cannot arbitrate them. The
         # tool loop (``loop``) holds it across its runs and handlers; its own runs, made in its
         # thread or task, nest.
-        self._idle("start another run")
-        self._running += 1
+        # Looking and taking are one step (``_taking``): two OS threads sharing an object could both find
+        # it idle, then claim as its one owner (the store takes that for a lost reply) and both send.
+        with self._taking:
+            busy = self._busy()
+            if not busy:
+                self._running += 1
+        if busy:
+            raise _thread_busy(self.id, "start another run")
         try:
             with self._looping() if loop else nullcontext():
                 yield
         finally:
-            self._running -= 1
+            with self._taking:
+                self._running -= 1
 
     @contextmanager
     def _looping(self) -> Iterator[None]:
@@ -515,10 +534,13 @@ class Conversation(_Standing):
         finally:
             _RUNNING_HERE.reset(token)
 
+    def _busy(self) -> bool:
+        """Whether another run of this object is in flight (not the tool loop's own, which nest)."""
+        return bool(self._running) and _RUNNING_HERE.get() is not self
+
     def _idle(self, doing: str) -> None:
-        if self._running and _RUNNING_HERE.get() is not self:
-            raise ThreadBusy(f"thread {self.id!r}: cannot {doing} while this object is running a run (one run at a "
-                             "time per Thread object; load another object for concurrent work)", thread_id=self.id)
+        if self._busy():
+            raise _thread_busy(self.id, doing)
 
     def _take(self, stored: StoredThread | None) -> None:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
@@ -865,6 +887,11 @@ class Conversation(_Standing):
                        call.function.name, redact(repr(exc)) if redact else repr(exc),
                        redact(call.id) if redact else call.id)
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
+
+
+def _thread_busy(thread_id: str, doing: str) -> ThreadBusy:
+    return ThreadBusy(f"thread {thread_id!r}: cannot {doing} while this object is running a run (one run at a "
+                      "time per Thread object; load another object for concurrent work)", thread_id=thread_id)
 
 
 def _json_copy(value: Any) -> Any:
