@@ -56,6 +56,14 @@ def _disguised() -> ScriptedAgent:
     ])
 
 
+def _agui_run(url: str) -> tuple[pexpect.spawn, io.StringIO]:
+    """``agui run URL -m hi`` on a pseudo-terminal of 60 x 300, and what it writes there."""
+    child = pexpect.spawn(sys.executable, [*AGUI[1:], "run", url, "-m", "hi"], env=ENV, dimensions=(60, 300),
+                          timeout=30, encoding="utf-8")
+    child.logfile_read = screen = io.StringIO()
+    return child, screen
+
+
 def _panel(text: str) -> str:
     """The interrupt's panel and what follows it (the stream's own lines before it show names as named)."""
     return text[text.index("interrupt: "):]
@@ -74,9 +82,7 @@ def _check_the_approval(text: str) -> None:
 
 def test_look_alike_letters_in_the_run_prompts_approval_are_shown_escaped(served: Callable[[Any], Any]) -> None:
     endpoint = served(_disguised())
-    child = pexpect.spawn(sys.executable, [*AGUI[1:], "run", endpoint.url, "-m", "hi"], env=ENV,
-                          dimensions=(60, 300), timeout=30, encoding="utf-8")
-    child.logfile_read = screen = io.StringIO()
+    child, screen = _agui_run(endpoint.url)
     try:
         child.expect(r"\[y/n\]")
         child.sendline("y")
@@ -188,9 +194,7 @@ def test_a_long_word_of_format_characters_at_the_approval_is_shown_at_once(serve
          Finish(outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)))],
         [Start(), *text_message("m2", "done"), Finish()],
     ]))
-    child = pexpect.spawn(sys.executable, [*AGUI[1:], "run", endpoint.url, "-m", "hi"], env=ENV,
-                          dimensions=(60, 300), timeout=30, encoding="utf-8")
-    child.logfile_read = screen = io.StringIO()
+    child, screen = _agui_run(endpoint.url)
     try:
         child.expect(r"\[y/n\]")
         child.sendline("y")
@@ -252,9 +256,7 @@ def test_a_pile_of_combining_marks_is_cut_to_four_in_text_names_and_deltas(serve
     endpoint = served(ScriptedAgent([[Start(), TextMessageStartEvent(message_id="m1"), *deltas,
                                       TextMessageEndEvent(message_id="m1"), *tool_call("c1", "go" + ZALGO[1:], {}),
                                       *text_message("m2", f"whole: {ZALGO}"), Finish()]]))
-    child = pexpect.spawn(sys.executable, [*AGUI[1:], "run", endpoint.url, "-m", "hi"], env=ENV,
-                          dimensions=(60, 300), timeout=30, encoding="utf-8")
-    child.logfile_read = screen = io.StringIO()
+    child, screen = _agui_run(endpoint.url)
     try:
         child.expect(pexpect.EOF)
     finally:
