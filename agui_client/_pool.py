@@ -436,11 +436,13 @@ class ShardedSyncTransport(httpx.BaseTransport):
     def _forked(self) -> None:
         # (see _after_fork) Closing a descriptor the parent shares sends nothing: its connection stays open.
         # The lock is made anew: a thread of the parent may have held it at the fork, and is not here.
+        # For the same reason no pool is closed through httpx (httpcore's close takes the pool's lock, which
+        # such a thread may hold for ever in the child): each connection is closed itself, which takes none.
         shards, self._shards = self._shards, []
         self._lock = threading.Lock()
         for shard in shards:
-            assert isinstance(shard.transport, httpx.HTTPTransport)
-            shard.transport.close()
+            for connection in getattr(getattr(shard.transport, "_pool", None), "_connections", ()):
+                connection.close()
 
     def _take(self) -> _Shard:
         with self._lock:

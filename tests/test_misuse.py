@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -229,6 +231,47 @@ def test_a_sync_client_used_in_a_forked_child_opens_its_own_connections(served: 
             os.waitpid(pid, 0)
 
     assert (parent_said, child_said) == ("the answer to parent", "the answer to child")
+
+
+def test_a_fork_while_another_thread_holds_a_pool_lock_does_not_hang_the_child(served: Any) -> None:
+    # The fork hook ran in the child before fork() returned, and closed each kept pool through httpx's
+    # close, which takes httpcore's pool lock. A lock another OS thread of the parent held at the fork (it
+    # is taken around every request's hand-out) stays held in the child, by a thread that is not there:
+    # the child hung in os.fork() for ever. Here a thread holds it across the fork.
+    endpoint = served(ScriptedAgent([lambda run_input: [Start(), Finish()]], cycle=True))
+    with ag.AgentClient(endpoint.url) as client:
+        assert client.thread("warm").run().outcome == "success"  # (a shard, and a connection kept in it)
+        pool = client.http._transport._shards[0].transport._pool  # type: ignore[attr-defined]
+        held, done = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with pool._optional_thread_lock:
+                held.set()
+                done.wait(BOUND)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert held.wait(BOUND)
+        read, write = os.pipe()
+        try:
+            pid = os.fork()
+            if pid == 0:  # (the child, once the hook let it return from fork(): says so, and exits)
+                os.write(write, b"forked")
+                os._exit(0)
+        finally:
+            done.set()
+            holder.join(BOUND)
+        os.close(write)
+        try:
+            ready, _, _ = select.select([read], [], [], BOUND)
+            said = os.read(read, 16) if ready else b""
+        finally:
+            os.close(read)
+            if not said:
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        assert said == b"forked"
+        assert client.thread("after").run().outcome == "success"  # (the parent's pool is as it was)
 
 
 def test_a_run_whose_client_is_closed_under_it_says_so(tmp_path: Path, served: Any) -> None:
