@@ -8,6 +8,7 @@ one object at once, never a turn sent twice, never a claim left behind. Against 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import select
 import signal
@@ -300,3 +301,62 @@ def test_a_run_whose_client_is_closed_under_it_says_so(tmp_path: Path, served: A
     stored = store.load("closed-under")
     assert stored is not None and stored.claim is None  # (the turn gave the thread back)
     store.close()
+
+
+class _CollectingOnRead:
+    """``flow._RUNNING_HERE`` whose first read runs the cyclic garbage collector: as any allocation may,
+    there, while the run's idle check holds the object's lock."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.collected = False
+
+    def get(self) -> Any:
+        if not self.collected:
+            self.collected = True
+            gc.collect()
+        return self.real.get()
+
+    def set(self, value: Any) -> Any:
+        return self.real.set(value)
+
+    def reset(self, token: Any) -> None:
+        self.real.reset(token)
+
+
+def test_a_stream_left_open_and_collected_during_the_next_runs_idle_check_does_not_hang_it(
+    served: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stream left without its block's end is closed when the garbage collector finds it (a cycle: the
+    # stream holds its events, whose frame holds the stream), in whatever code of that OS thread was
+    # allocating then. Its close gives the object back under the object's lock; were that code the next
+    # run's idle check, which holds the lock, a lock that is not re-entrant waited on itself for ever.
+    endpoint = served(ScriptedAgent([lambda run_input: [Start(), *text_message("m", "hello"), Finish()]],
+                                    cycle=True))
+    outcome: list[Any] = []
+    ended = threading.Event()
+    with ag.AgentClient(endpoint.url, store=MemoryStore()) as client:
+        thread = client.thread("left-open")
+        block = thread.stream("first")
+        next(iter(block.__enter__()))  # (one event read, and the block never left)
+        held: list[Any] = [block]
+        held.append(held)  # (the cycle that leaves it to the collector)
+        del block, held
+        monkeypatch.setattr(flow, "_RUNNING_HERE", _CollectingOnRead(flow._RUNNING_HERE))
+
+        def second() -> None:
+            try:
+                outcome.append(thread.run("second").outcome)
+            except ag.AguiError as exc:
+                outcome.append(type(exc).__name__)
+            finally:
+                ended.set()
+
+        gc.disable()  # (the collection is the one the idle check makes)
+        try:
+            threading.Thread(target=second, daemon=True).start()
+            assert ended.wait(BOUND), "the run hung in its idle check"
+        finally:
+            gc.enable()
+        assert thread.run("third").outcome == "success"  # (the stream left open gave the object back)
+    assert outcome in (["success"], ["ThreadBusy"]), outcome  # (it found the object taken, or given back)
