@@ -234,6 +234,59 @@ def test_a_sync_client_used_in_a_forked_child_opens_its_own_connections(served: 
     assert (parent_said, child_said) == ("the answer to parent", "the answer to child")
 
 
+def test_a_client_through_the_environments_proxy_used_in_a_forked_child_opens_its_own_connections(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As above, for a client that sends through the proxy the environment names: its transport is httpx's
+    # own pool, not the shards the fork hook lets go of, so the child kept the parent's connection to the
+    # proxy. The "proxy" here is the agent itself, on a server of its own (a forward proxy's request
+    # names the whole URL, which this agent does not read).
+    arrived: set[str] = set()
+    gate = Gate()
+
+    def step(run_input: Any) -> Any:
+        who = last_user_text(run_input) or ""
+        if who in ("parent", "child"):
+            arrived.add(who)
+            if len(arrived) == 2:
+                gate.open()
+        held = [Wait(gate)] if who in ("parent", "child") else []
+        return [Start(), *held, *text_message(f"m-{run_input.run_id}", f"the answer to {who}"), Finish()]
+
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with serve(ScriptedAgent([step], cycle=True)) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.rstrip("/"))
+        with ag.AgentClient("http://agent.invalid/agent", idle_timeout=BOUND / 2) as client:
+            assert type(client.http._transport).__name__ == "ProxiedSyncTransport"  # type: ignore[attr-defined]
+            assert client.thread("warm").run("warm").outcome == "success"  # (a connection kept in the pool)
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # (the child: its run's text, or its error, goes to the parent through the pipe)
+                try:
+                    os.close(read)
+                    try:
+                        said = client.thread("child-thread").run("child").text or ""
+                    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which asserts
+                        said = f"{type(exc).__name__}: {exc}"
+                    os.write(write, said.encode())
+                finally:
+                    os._exit(0)
+            os.close(write)
+            try:
+                try:
+                    parent_said = client.thread("parent-thread").run("parent").text
+                except ag.AguiError as exc:
+                    parent_said = f"{type(exc).__name__}: {exc}"
+            finally:
+                gate.open()  # (a child still waiting is answered, and exits)
+                with os.fdopen(read, "rb") as pipe:
+                    child_said = pipe.read().decode()
+                os.waitpid(pid, 0)
+
+    assert (parent_said, child_said) == ("the answer to parent", "the answer to child")
+
+
 def test_a_fork_while_another_thread_holds_a_pool_lock_does_not_hang_the_child(served: Any) -> None:
     # The fork hook ran in the child before fork() returned, and closed each kept pool through httpx's
     # close, which takes httpcore's pool lock. A lock another OS thread of the parent held at the fork (it
