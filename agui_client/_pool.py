@@ -436,11 +436,12 @@ class ShardedSyncTransport(httpx.BaseTransport):
     def _forked(self) -> None:
         # (see _after_fork) Closing a descriptor the parent shares sends nothing: its connection stays open.
         # The lock is made anew: a thread of the parent may have held it at the fork, and is not here.
+        # For the same reason no pool is closed through httpx (httpcore's close takes the pool's lock, which
+        # such a thread may hold for ever in the child): each connection is closed itself, which takes none.
         shards, self._shards = self._shards, []
         self._lock = threading.Lock()
         for shard in shards:
-            assert isinstance(shard.transport, httpx.HTTPTransport)
-            shard.transport.close()
+            _close_kept(shard.transport)
 
     def _take(self) -> _Shard:
         with self._lock:
@@ -482,6 +483,16 @@ class ProxiedTransport(httpx.AsyncHTTPTransport):
     """httpx's own async transport, for an agent the environment's proxy serves: its answers come without
     their ``Set-Cookie`` headers, as the shards' do."""
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._options = options
+        _FORKABLE.add(self)
+
+    def _forked(self) -> None:
+        # (see _after_fork) A pool of its own, made as the first was; the parent's, for the parent's loop,
+        # is dropped, as the shards' are.
+        super().__init__(**self._options)
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """httpx's answer, without the agent's cookies."""
         return _without_cookies(await super().handle_async_request(request))
@@ -489,6 +500,17 @@ class ProxiedTransport(httpx.AsyncHTTPTransport):
 
 class ProxiedSyncTransport(httpx.HTTPTransport):
     """:class:`ProxiedTransport` for ``httpx.Client``."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._options = options
+        _FORKABLE.add(self)
+
+    def _forked(self) -> None:
+        # (see _after_fork and ShardedSyncTransport._forked) The parent's connections to the proxy closed
+        # here, without the pool's lock; then a pool of its own, made as the first was (its lock new).
+        _close_kept(self)
+        super().__init__(**self._options)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """httpx's answer, without the agent's cookies."""
@@ -499,8 +521,18 @@ class ProxiedSyncTransport(httpx.HTTPTransport):
 PROXIED_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=SHARD_SIZE)
 
 
-#: The shards' transports of this process, each told when the process forks (:func:`_after_fork`).
-_FORKABLE: weakref.WeakSet[ShardedTransport | ShardedSyncTransport] = weakref.WeakSet()
+#: The transports this module made in this process, each told when the process forks (:func:`_after_fork`).
+_FORKABLE: weakref.WeakSet[ShardedTransport | ShardedSyncTransport | ProxiedTransport | ProxiedSyncTransport] = \
+    weakref.WeakSet()
+
+
+def _close_kept(transport: httpx.HTTPTransport | httpx.AsyncHTTPTransport) -> None:
+    """In a forked child: close each connection ``transport``'s (sync) pool kept, its socket only (nothing is sent,
+    the parent's connection stays open), without the pool's lock, which a thread of the parent may have
+    held at the fork (httpx's close takes it: the child would wait for it for ever). httpcore's private
+    attributes, read with defaults: if they move, nothing is closed (the pool is dropped all the same)."""
+    for connection in list(getattr(getattr(transport, "_pool", None), "_connections", ())):
+        connection.close()
 
 
 def _after_fork() -> None:

@@ -43,6 +43,10 @@ class Retrying(Protocol):
     retry_backoff: float
     telemetry: Telemetry | None
 
+    @property
+    def is_closed(self) -> bool:
+        """Whether the client was closed (then nothing is sent again)."""
+
 
 class RetryDeadline(Protocol):
     """The run's deadline, as ``_client_base.Deadline`` holds it: the monotonic time it passes."""

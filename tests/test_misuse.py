@@ -8,7 +8,10 @@ one object at once, never a turn sent twice, never a claim left behind. Against 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
+import select
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -231,6 +234,100 @@ def test_a_sync_client_used_in_a_forked_child_opens_its_own_connections(served: 
     assert (parent_said, child_said) == ("the answer to parent", "the answer to child")
 
 
+def test_a_client_through_the_environments_proxy_used_in_a_forked_child_opens_its_own_connections(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As above, for a client that sends through the proxy the environment names: its transport is httpx's
+    # own pool, not the shards the fork hook lets go of, so the child kept the parent's connection to the
+    # proxy. The "proxy" here is the agent itself, on a server of its own (a forward proxy's request
+    # names the whole URL, which this agent does not read).
+    arrived: set[str] = set()
+    gate = Gate()
+
+    def step(run_input: Any) -> Any:
+        who = last_user_text(run_input) or ""
+        if who in ("parent", "child"):
+            arrived.add(who)
+            if len(arrived) == 2:
+                gate.open()
+        held = [Wait(gate)] if who in ("parent", "child") else []
+        return [Start(), *held, *text_message(f"m-{run_input.run_id}", f"the answer to {who}"), Finish()]
+
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with serve(ScriptedAgent([step], cycle=True)) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.rstrip("/"))
+        with ag.AgentClient("http://agent.invalid/agent", idle_timeout=BOUND / 2) as client:
+            assert type(client.http._transport).__name__ == "ProxiedSyncTransport"  # type: ignore[attr-defined]
+            assert client.thread("warm").run("warm").outcome == "success"  # (a connection kept in the pool)
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # (the child: its run's text, or its error, goes to the parent through the pipe)
+                try:
+                    os.close(read)
+                    try:
+                        said = client.thread("child-thread").run("child").text or ""
+                    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which asserts
+                        said = f"{type(exc).__name__}: {exc}"
+                    os.write(write, said.encode())
+                finally:
+                    os._exit(0)
+            os.close(write)
+            try:
+                try:
+                    parent_said = client.thread("parent-thread").run("parent").text
+                except ag.AguiError as exc:
+                    parent_said = f"{type(exc).__name__}: {exc}"
+            finally:
+                gate.open()  # (a child still waiting is answered, and exits)
+                with os.fdopen(read, "rb") as pipe:
+                    child_said = pipe.read().decode()
+                os.waitpid(pid, 0)
+
+    assert (parent_said, child_said) == ("the answer to parent", "the answer to child")
+
+
+def test_a_fork_while_another_thread_holds_a_pool_lock_does_not_hang_the_child(served: Any) -> None:
+    # The fork hook ran in the child before fork() returned, and closed each kept pool through httpx's
+    # close, which takes httpcore's pool lock. A lock another OS thread of the parent held at the fork (it
+    # is taken around every request's hand-out) stays held in the child, by a thread that is not there:
+    # the child hung in os.fork() for ever. Here a thread holds it across the fork.
+    endpoint = served(ScriptedAgent([lambda run_input: [Start(), Finish()]], cycle=True))
+    with ag.AgentClient(endpoint.url) as client:
+        assert client.thread("warm").run().outcome == "success"  # (a shard, and a connection kept in it)
+        pool = client.http._transport._shards[0].transport._pool  # type: ignore[attr-defined]
+        held, done = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with pool._optional_thread_lock:
+                held.set()
+                done.wait(BOUND)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert held.wait(BOUND)
+        read, write = os.pipe()
+        try:
+            pid = os.fork()
+            if pid == 0:  # (the child, once the hook let it return from fork(): says so, and exits)
+                os.write(write, b"forked")
+                os._exit(0)
+        finally:
+            done.set()
+            holder.join(BOUND)
+        os.close(write)
+        try:
+            ready, _, _ = select.select([read], [], [], BOUND)
+            said = os.read(read, 16) if ready else b""
+        finally:
+            os.close(read)
+            if not said:
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        assert said == b"forked"
+        assert client.thread("after").run().outcome == "success"  # (the parent's pool is as it was)
+
+
 def test_a_run_whose_client_is_closed_under_it_says_so(tmp_path: Path, served: Any) -> None:
     # Closing a client closes the connections of its runs in flight: a run then failed as if the agent had
     # cut its stream (StreamEnded, "the stream ended without RUN_FINISHED"), and said nothing of the close
@@ -257,3 +354,62 @@ def test_a_run_whose_client_is_closed_under_it_says_so(tmp_path: Path, served: A
     stored = store.load("closed-under")
     assert stored is not None and stored.claim is None  # (the turn gave the thread back)
     store.close()
+
+
+class _CollectingOnRead:
+    """``flow._RUNNING_HERE`` whose first read runs the cyclic garbage collector: as any allocation may,
+    there, while the run's idle check holds the object's lock."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.collected = False
+
+    def get(self) -> Any:
+        if not self.collected:
+            self.collected = True
+            gc.collect()
+        return self.real.get()
+
+    def set(self, value: Any) -> Any:
+        return self.real.set(value)
+
+    def reset(self, token: Any) -> None:
+        self.real.reset(token)
+
+
+def test_a_stream_left_open_and_collected_during_the_next_runs_idle_check_does_not_hang_it(
+    served: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stream left without its block's end is closed when the garbage collector finds it (a cycle: the
+    # stream holds its events, whose frame holds the stream), in whatever code of that OS thread was
+    # allocating then. Its close gives the object back under the object's lock; were that code the next
+    # run's idle check, which holds the lock, a lock that is not re-entrant waited on itself for ever.
+    endpoint = served(ScriptedAgent([lambda run_input: [Start(), *text_message("m", "hello"), Finish()]],
+                                    cycle=True))
+    outcome: list[Any] = []
+    ended = threading.Event()
+    with ag.AgentClient(endpoint.url, store=MemoryStore()) as client:
+        thread = client.thread("left-open")
+        block = thread.stream("first")
+        next(iter(block.__enter__()))  # (one event read, and the block never left)
+        held: list[Any] = [block]
+        held.append(held)  # (the cycle that leaves it to the collector)
+        del block, held
+        monkeypatch.setattr(flow, "_RUNNING_HERE", _CollectingOnRead(flow._RUNNING_HERE))
+
+        def second() -> None:
+            try:
+                outcome.append(thread.run("second").outcome)
+            except ag.AguiError as exc:
+                outcome.append(type(exc).__name__)
+            finally:
+                ended.set()
+
+        gc.disable()  # (the collection is the one the idle check makes)
+        try:
+            threading.Thread(target=second, daemon=True).start()
+            assert ended.wait(BOUND), "the run hung in its idle check"
+        finally:
+            gc.enable()
+        assert thread.run("third").outcome == "success"  # (the stream left open gave the object back)
+    assert outcome in (["success"], ["ThreadBusy"]), outcome  # (it found the object taken, or given back)

@@ -47,6 +47,11 @@ async def atried(client: Retrying, deadline: RetryDeadline | None, handle: Strea
             if wait is None:
                 raise
             await pause(wait)
+            if client.is_closed:
+                # (closed meanwhile, by another task or thread: httpx's closed client would refuse the
+                # resend with a RuntimeError naming neither the run nor the close. Nothing more is sent:
+                # the last try's failure is the run's, and the thread's pump notes the close on it.)
+                raise
             if handle.before_resend is not None:
                 try:
                     handle.before_resend()  # (a resume's answers, judged again: nothing more is sent)

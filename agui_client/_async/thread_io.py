@@ -36,7 +36,8 @@ class AsyncThreadIO(Conversation):
                  tool_handlers: Mapping[str, ToolHandler] | None, legacy_interrupts: str | None = None) -> None:
         super().__init__(store, thread_id, clock, tool_handlers, legacy_interrupts)
         self._on_loop = calls_on_loop(store)
-        self._taking = threading.Lock()  # (loops in several OS threads may share the object, as a sync one)
+        # (loops in several OS threads may share the object, as a sync one; re-entrant: see Conversation._exclusive)
+        self._taking = threading.RLock()
 
     async def _load(self) -> Any:
         """The thread's stored record, read in a worker thread (on the loop for a ``MemoryStore``)."""

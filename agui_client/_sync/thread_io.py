@@ -32,7 +32,7 @@ class ThreadIO(Conversation):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._taking = threading.Lock()  # (OS threads may share the object: see Conversation._exclusive)
+        self._taking = threading.RLock()  # (OS threads may share the object; re-entrant: see Conversation._exclusive)
 
     def _load(self) -> Any:
         """The thread's stored record."""

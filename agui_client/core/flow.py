@@ -510,6 +510,8 @@ class Conversation(_Standing):
         # thread or task, nest.
         # Looking and taking are one step (``_taking``): two OS threads sharing an object could both find
         # it idle, then claim as its one owner (the store takes that for a lost reply) and both send.
+        # The lock is re-entrant: a run's stream left open is given back when the garbage collector
+        # closes it, in whatever code of the thread was allocating then, this look under the lock too.
         with self._taking:
             busy = self._busy()
             if not busy:

@@ -510,3 +510,29 @@ async def test_cancelling_a_resume_during_the_wait_ends_it_at_once_sends_nothing
     # the thread was not left claimed: the same answers go at once, without release_claim().
     assert sent_before == 2
     assert result.outcome == "success" and endpoint.agent.request_count == 3
+
+
+def test_a_client_closed_while_a_retry_waits_sends_nothing_more_and_says_so(
+    drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The client closed (by another thread or task) while a run waited to send its request again: the
+    # resend met httpx's closed client, whose bare RuntimeError ("the client has been closed") said nothing
+    # of this run, nor of the close; every other run in flight that a close cuts carries the note.
+    endpoint = served(ScriptedAgent([BUSY, [Start(), Finish()]]))
+    store = MemoryStore()
+    with drive.client(endpoint.url, max_retries=1, store=store) as client:
+        target = getattr(client, "_target", client)  # (the async shell's own client, behind the test's wrapper)
+
+        async def aclose_meanwhile(seconds: float) -> None:
+            await target.close()
+
+        monkeypatch.setattr(sync_retries, "pause", lambda seconds: target.close())
+        monkeypatch.setattr(async_retries, "pause", aclose_meanwhile)
+        with pytest.raises(ag.HTTPStatusError) as failed:  # (the last try's failure, as the agent answered it)
+            client.thread("t1").run("hi")
+
+    assert failed.value.status_code == 503
+    assert failed.value.__notes__ == ["the client was closed while this run was in flight"]
+    assert endpoint.agent.request_count == 1  # (the busy try only)
+    stored = store.load("t1")
+    assert stored is None or stored.claim is None  # (the turn gave the thread back)
