@@ -245,7 +245,7 @@ class ListingStore(ThreadStore, Protocol):
 MAX_THREAD_ID_BYTES = 1024
 
 
-def check_thread_id(thread_id: str) -> None:
+def check_thread_id(thread_id: str, *, stored: bool = False) -> None:
     """Refuse (``StoreError``, naming the id) a thread id that not every store can hold as itself.
 
     One rule for every store and every method, so an id is kept by all of them or by none: it must be
@@ -253,14 +253,18 @@ def check_thread_id(thread_id: str) -> None:
     encodable as UTF-8 (a lone surrogate is not), free of NUL (PostgreSQL's text refuses it) and at
     most :data:`MAX_THREAD_ID_BYTES` long. Empty, blank or odd ids (``/``, ``..``, ``%``, ``*``) are
     kept: no store makes a file name or a pattern of an id.
+
+    ``stored``: the id names a record that may be there already (``load``, ``delete``), where the length
+    is not asked. Releases before the bound kept longer ids, and the listing gives them: such a thread
+    stays readable and deletable, and only writing it is refused (its claim, before a run sends anything).
     """
-    problem = _thread_id_problem(thread_id)
+    problem = _thread_id_problem(thread_id, stored=stored)
     if problem is not None:
         raise StoreError(f"thread id {_shown(thread_id)} {problem}; nothing was read or written",
                          thread_id=thread_id if isinstance(thread_id, str) else None)
 
 
-def _thread_id_problem(thread_id: object) -> str | None:
+def _thread_id_problem(thread_id: object, *, stored: bool = False) -> str | None:
     if type(thread_id) is not str:
         return f"is a {type(thread_id).__name__}, not a string"
     if "\x00" in thread_id:
@@ -269,7 +273,7 @@ def _thread_id_problem(thread_id: object) -> str | None:
         size = len(thread_id.encode("utf-8"))
     except UnicodeEncodeError:
         return "holds a lone surrogate (it is not UTF-8)"
-    if size > MAX_THREAD_ID_BYTES:
+    if size > MAX_THREAD_ID_BYTES and not stored:
         return f"is {size} bytes of UTF-8, more than the {MAX_THREAD_ID_BYTES} a store takes"
     return None
 
@@ -306,9 +310,10 @@ def check_version(thread_id: str, expected_version: int | None) -> None:
 
 def check_page(after: str | None, limit: int) -> None:
     """Refuse a listing's arguments before anything is read."""
-    if after is not None and _thread_id_problem(after) is not None:
-        raise ValueError(f"after is the last thread id of the previous page or None; {_shown(after)} "
-                         f"{_thread_id_problem(after)}")
+    # (an id a listing gave, however long: see check_thread_id's ``stored``)
+    problem = None if after is None else _thread_id_problem(after, stored=True)
+    if problem is not None:
+        raise ValueError(f"after is the last thread id of the previous page or None; {_shown(after)} {problem}")
     if type(limit) is not int or not 1 <= limit <= MAX_LISTING_PAGE:
         raise ValueError(f"limit is a number of thread ids from 1 to {MAX_LISTING_PAGE}, not {limit!r}")
 

@@ -83,7 +83,7 @@ class MemoryStore(_Base):
         Raises:
             StoreError: the store is closed, or the record was written by a newer release.
         """
-        check_thread_id(thread_id)
+        check_thread_id(thread_id, stored=True)
         with self._lock:
             if self._closed:
                 raise store_closed(thread_id)
@@ -195,7 +195,7 @@ class MemoryStore(_Base):
         Raises:
             StoreError: the store is closed.
         """
-        check_thread_id(thread_id)
+        check_thread_id(thread_id, stored=True)
         with self._lock:
             if self._closed:
                 raise store_closed(thread_id)

@@ -326,7 +326,7 @@ class PostgresStore(_Base):
             StoreError: PostgreSQL failed, the store is closed, or the record is unreadable or of a
                 newer format.
         """
-        check_thread_id(thread_id)
+        check_thread_id(thread_id, stored=True)
         row = self._load_row(thread_id)
         if row is None:
             return None
@@ -413,7 +413,7 @@ class PostgresStore(_Base):
         Raises:
             StoreError: PostgreSQL failed, or the store is closed.
         """
-        check_thread_id(thread_id)
+        check_thread_id(thread_id, stored=True)
         try:
             with self._connection(thread_id) as conn:
                 self._delete(conn, thread_id)

@@ -311,7 +311,7 @@ class RedisStore(_Base):
         Raises:
             StoreError: Redis failed, the store is closed, or the record is unreadable or of a newer format.
         """
-        check_thread_id(thread_id)
+        check_thread_id(thread_id, stored=True)
         record = self._read(thread_id)
         if record is None:
             return None
@@ -397,7 +397,7 @@ class RedisStore(_Base):
         Raises:
             StoreError: Redis failed, or the store is closed.
         """
-        check_thread_id(thread_id)
+        check_thread_id(thread_id, stored=True)
         with self._calls(thread_id):
             self._delete_script(keys=[self._key(thread_id), self._index], args=[thread_id])
 

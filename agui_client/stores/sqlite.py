@@ -209,7 +209,7 @@ class SqliteStore(_Base):
             StoreError: the database failed, the store is closed, or the record is unreadable or of a
                 newer format.
         """
-        check_thread_id(thread_id)
+        check_thread_id(thread_id, stored=True)
         with self._connection(thread_id) as conn:
             rows = conn.execute(_SELECT_RECORD, (thread_id,)).fetchall()
         if not rows:
@@ -293,7 +293,7 @@ class SqliteStore(_Base):
         Raises:
             StoreError: the database failed, or the store is closed.
         """
-        check_thread_id(thread_id)
+        check_thread_id(thread_id, stored=True)
         def delete(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ?", (thread_id,))
             conn.execute("DELETE FROM agui_threads WHERE thread_id = ?", (thread_id,))

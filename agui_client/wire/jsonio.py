@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 from typing import Any, overload
 
@@ -614,28 +614,46 @@ def _first_duplicate(text: str) -> tuple[str, str] | None:
     (an object's members before the object: the order objects close), or ``None``.
 
     Read from the text's pairs, so a member is found where it is, however deep, and however its name
-    was written (``"n\\u0061me"`` repeats ``"name"``). Iterative: the text may nest to the depth limit."""
+    was written (``"n\\u0061me"`` repeats ``"name"``). Iterative: the text may nest to the depth limit.
+    Each container on the way is one frame, its place a link to its parent's: the pointer is written
+    for the member found alone (one string per container, as long as its depth, made a refusal of a
+    few megabytes cost gigabytes)."""
     # (objects read as lists of (name, value) tuples, arrays as lists of values: a list whose first
     # item is a tuple is an object; an empty one, either way, repeats nothing)
-    stack: list[tuple[Any, str, bool]] = [(_pair_list_decoder.decode(text), "", False)]
+    root = _pair_list_decoder.decode(text)
+    if type(root) is not list or not root:
+        return None
+    stack: list[tuple[list[Any], Any, Iterator[tuple[str | int, list[Any]]]]] = [(root, None, _containers(root))]
     while stack:
-        node, where, closing = stack.pop()
-        if type(node) is not list or not node:
+        node, place, inside = stack[-1]
+        child = next(inside, None)
+        if child is not None:
+            stack.append((child[1], (place, child[0]), _containers(child[1])))
             continue
-        is_object = type(node[0]) is tuple
-        if closing:
+        stack.pop()
+        if type(node[0]) is tuple:
             seen: set[str] = set()
             for name, _ in node:
                 if name in seen:
-                    return f"{where}/{escape(name)}", name
+                    return _pointer_of((place, name)), name
                 seen.add(name)
-            continue
-        if is_object:
-            stack.append((node, where, True))
-            stack.extend((child, f"{where}/{escape(name)}", False) for name, child in reversed(node))
-        else:
-            stack.extend((child, f"{where}/{i}", False) for i, child in reversed(list(enumerate(node))))
     return None
+
+
+def _containers(node: list[Any]) -> Iterator[tuple[str | int, list[Any]]]:
+    """The members or items of a pair-list reading that are non-empty containers, with their names or
+    indexes (only those can repeat a key)."""
+    pairs: Any = node if type(node[0]) is tuple else enumerate(node)
+    return ((key, value) for key, value in pairs if type(value) is list and value)
+
+
+def _pointer_of(place: Any) -> str:
+    """The JSON pointer of a place (``(parent's place, name or index)``, the root ``None``)."""
+    segments: list[str] = []
+    while place is not None:
+        place, key = place
+        segments.append(escape(key) if type(key) is str else str(key))
+    return "".join("/" + segment for segment in reversed(segments))
 
 
 _NEEDLES: dict[str, tuple[str, bytes]] = {}

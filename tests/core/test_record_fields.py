@@ -125,3 +125,25 @@ def test_a_record_repeating_a_message_id_loads_one_message_by_the_snapshot_rule(
     assert [w.code for w in result.warnings] == ["MS-01"]
     assert any("MS-01" in str(w.message) and "/messages/2/id" in str(w.message) for w in warned)
     assert [m["id"] for m in loaded.dump()["messages"]] == ["m", "n"]
+
+
+@pytest.mark.parametrize("adopt", [False, True])
+def test_a_record_repeating_a_message_id_is_written_whole_by_the_first_change(adopt: bool) -> None:
+    # The thread holds one message fewer than the record; a change counted from the record's list
+    # ("keep the first 2, add one") kept the record's first copy of "m", and dropped the one the thread
+    # held: reloaded, the thread said "a" where it had said "b".
+    from agui_client import AguiWarning, replay
+    from agui_client.stores import apply_changes
+
+    record = _record(messages=json.loads(json.dumps(REPEATED)))
+    with pytest.warns(AguiWarning):
+        loaded = ThreadState.load(json.loads(json.dumps(record)), adopt=adopt)
+    replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r2"},
+            {"type": "TEXT_MESSAGE_START", "messageId": "o", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "o", "delta": "d"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "o"},
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"}], state=loaded)
+
+    stored = apply_changes(record, [json.loads(json.dumps(loaded.changes()))])
+    assert [(m["id"], m["content"]) for m in stored["messages"]] == [("m", "b"), ("n", "c"), ("o", "d")]
+    assert stored["messages"] == loaded.dump()["messages"]

@@ -197,11 +197,13 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     # loading a long thread then costs a check per message instead of building each. (Data of
     # the caller's is decoded: typed messages share its strings, where a copy would copy them.)
     roster = Roster.of_wire(wire) if adopt and codec.held_messages(wire) else None
+    distinct = True  # (one message per id in the record, as the thread holds them)
     if roster is not None and roster.unique:
         thread.snapshots.messages_snapshot(roster, None)
     else:
         messages = _decoded(wire, tuple[msg.Message, ...], "/messages")
-        if len({message.id for message in messages}) == len(messages):
+        distinct = len({message.id for message in messages}) == len(messages)
+        if distinct:
             for message in messages:
                 thread.log.insert(Entry.of(message))
         else:
@@ -249,7 +251,9 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     # What the store holds is ``data``: the thread's changes are counted from it. What ``dump()`` writes
     # and ``data`` lacks (an older or a foreign record) is written by the first change.
     thread.mark()
-    if "messages" not in data:
+    if "messages" not in data or not distinct:
+        # (a record repeating an id holds more messages than the thread: a change counted from its
+        # list would keep the record's first copy and drop the one the thread holds, so it is written whole)
         thread.log.low, thread.log.marked_len = 0, -1
     return thread, Mark(document=-1 if "state" not in data else thread.document.changes,
                         via=via is not None, maps="usageByRun" not in data or "subagents" not in data,
