@@ -187,13 +187,9 @@ def test_a_resume_run_again_on_the_claim_its_object_kept_says_to_release_it_not_
         assert len(endpoint.received) == 3 and client.store.load("kept-claim").claim is None
 
 
-def test_a_sync_client_used_in_a_forked_child_opens_its_own_connections(served: Any) -> None:
-    # A process forked while its client held a kept-alive connection: the child's copy of the pool held
-    # the parent's socket. Parent and child running at once then shared one connection: one read the
-    # other's answer (a forged run), or the second request waited behind the first for ever. Here the
-    # agent answers neither until both requests arrived, which they do only on two connections.
+def _answering_both(gate: Gate) -> Any:
+    """An agent's step holding the runs of "parent" and "child" until both have arrived (then ``gate`` opens)."""
     arrived: set[str] = set()
-    gate = Gate()
 
     def step(run_input: Any) -> Any:
         who = last_user_text(run_input) or ""
@@ -203,35 +199,49 @@ def test_a_sync_client_used_in_a_forked_child_opens_its_own_connections(served: 
                 gate.open()
         held = [Wait(gate)] if who in ("parent", "child") else []
         return [Start(), *held, *text_message(f"m-{run_input.run_id}", f"the answer to {who}"), Finish()]
+    return step
 
-    endpoint = served(ScriptedAgent([step], cycle=True))
+
+def _run_in_parent_and_forked_child(client: ag.AgentClient, gate: Gate) -> tuple[str | None, str]:
+    """Fork, run "child" in the child and "parent" in the parent at once: what each run said (or its error)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # (the child: its run's text, or its error, goes to the parent through the pipe)
+        try:
+            os.close(read)
+            try:
+                said = client.thread("child-thread").run("child").text or ""
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent, which asserts
+                said = f"{type(exc).__name__}: {exc}"
+            os.write(write, said.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        try:
+            parent_said = client.thread("parent-thread").run("parent").text
+        except ag.AguiError as exc:
+            parent_said = f"{type(exc).__name__}: {exc}"
+    finally:
+        gate.open()  # (a child still waiting is answered, and exits)
+        with os.fdopen(read, "rb") as pipe:
+            child_said = pipe.read().decode()
+        os.waitpid(pid, 0)
+    return parent_said, child_said
+
+
+def test_a_sync_client_used_in_a_forked_child_opens_its_own_connections(served: Any) -> None:
+    # A process forked while its client held a kept-alive connection: the child's copy of the pool held
+    # the parent's socket. Parent and child running at once then shared one connection: one read the
+    # other's answer (a forged run), or the second request waited behind the first for ever. Here the
+    # agent answers neither until both requests arrived, which they do only on two connections.
+    gate = Gate()
+    endpoint = served(ScriptedAgent([_answering_both(gate)], cycle=True))
     with ag.AgentClient(endpoint.url, idle_timeout=BOUND / 2) as client:
         assert client.thread("warm").run("warm").outcome == "success"  # (a connection kept in the pool)
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # (the child: its run's text, or its error, goes to the parent through the pipe)
-            try:
-                os.close(read)
-                try:
-                    said = client.thread("child-thread").run("child").text or ""
-                except BaseException as exc:  # noqa: BLE001 - reported to the parent, which asserts
-                    said = f"{type(exc).__name__}: {exc}"
-                os.write(write, said.encode())
-            finally:
-                os._exit(0)
-        os.close(write)
-        try:
-            try:
-                parent_said = client.thread("parent-thread").run("parent").text
-            except ag.AguiError as exc:
-                parent_said = f"{type(exc).__name__}: {exc}"
-        finally:
-            gate.open()  # (a child still waiting is answered, and exits)
-            with os.fdopen(read, "rb") as pipe:
-                child_said = pipe.read().decode()
-            os.waitpid(pid, 0)
+        said = _run_in_parent_and_forked_child(client, gate)
 
-    assert (parent_said, child_said) == ("the answer to parent", "the answer to child")
+    assert said == ("the answer to parent", "the answer to child")
 
 
 def test_a_client_through_the_environments_proxy_used_in_a_forked_child_opens_its_own_connections(
@@ -241,50 +251,17 @@ def test_a_client_through_the_environments_proxy_used_in_a_forked_child_opens_it
     # own pool, not the shards the fork hook lets go of, so the child kept the parent's connection to the
     # proxy. The "proxy" here is the agent itself, on a server of its own (a forward proxy's request
     # names the whole URL, which this agent does not read).
-    arrived: set[str] = set()
     gate = Gate()
-
-    def step(run_input: Any) -> Any:
-        who = last_user_text(run_input) or ""
-        if who in ("parent", "child"):
-            arrived.add(who)
-            if len(arrived) == 2:
-                gate.open()
-        held = [Wait(gate)] if who in ("parent", "child") else []
-        return [Start(), *held, *text_message(f"m-{run_input.run_id}", f"the answer to {who}"), Finish()]
-
     for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
         monkeypatch.delenv(name, raising=False)
-    with serve(ScriptedAgent([step], cycle=True)) as proxy:
+    with serve(ScriptedAgent([_answering_both(gate)], cycle=True)) as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.url.rstrip("/"))
         with ag.AgentClient("http://agent.invalid/agent", idle_timeout=BOUND / 2) as client:
             assert type(client.http._transport).__name__ == "ProxiedSyncTransport"  # type: ignore[attr-defined]
             assert client.thread("warm").run("warm").outcome == "success"  # (a connection kept in the pool)
-            read, write = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # (the child: its run's text, or its error, goes to the parent through the pipe)
-                try:
-                    os.close(read)
-                    try:
-                        said = client.thread("child-thread").run("child").text or ""
-                    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which asserts
-                        said = f"{type(exc).__name__}: {exc}"
-                    os.write(write, said.encode())
-                finally:
-                    os._exit(0)
-            os.close(write)
-            try:
-                try:
-                    parent_said = client.thread("parent-thread").run("parent").text
-                except ag.AguiError as exc:
-                    parent_said = f"{type(exc).__name__}: {exc}"
-            finally:
-                gate.open()  # (a child still waiting is answered, and exits)
-                with os.fdopen(read, "rb") as pipe:
-                    child_said = pipe.read().decode()
-                os.waitpid(pid, 0)
+            said = _run_in_parent_and_forked_child(client, gate)
 
-    assert (parent_said, child_said) == ("the answer to parent", "the answer to child")
+    assert said == ("the answer to parent", "the answer to child")
 
 
 def test_a_fork_while_another_thread_holds_a_pool_lock_does_not_hang_the_child(served: Any) -> None:
