@@ -442,7 +442,7 @@ class RunSession:
                 response_schema=_json_object(item.get("responseSchema")), metadata=_json_object(item.get("metadata"))))
         if held:
             self.state.hold_interrupts(tuple(held), self._run_id)
-            exc.interrupts = tuple(held)  # type: ignore[attr-defined]
+            exc.interrupts = self.state.open_interrupts  # type: ignore[attr-defined]  # (as held: one per id)
 
     def _thinking(self, value: dict[str, Any]) -> dict[str, Any]:
         # RS-09: THINKING_* left the protocol in 1.0; like the reference, read them as REASONING_* and
@@ -600,7 +600,7 @@ class RunSession:
         if type(event) is ev.RunFinishedEvent and type(event.outcome) is rn.RunFinishedInterruptOutcome:
             asked = event.outcome.interrupts
             self.state.hold_interrupts(asked, self._run_id)  # (one per id, the first: the ledger's rule)
-            exc.interrupts = asked  # type: ignore[attr-defined]
+            exc.interrupts = self.state.open_interrupts  # type: ignore[attr-defined]  # (as held: one per id)
         return self._fail(exc, index, _type_of(event))
 
     def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:

@@ -66,3 +66,18 @@ def test_a_malformed_interrupt_outcome_holds_the_first_of_a_repeated_id() -> Non
     # (a boolean responseSchema makes the RUN_FINISHED undecodable: IR-27 holds what it can read)
     state = _streamed([{**FIRST, "responseSchema": True}, SECOND, OTHER])
     assert _held(state) == [("i", "first"), ("j", "other")]
+
+
+@pytest.mark.parametrize("first", [FIRST, {**FIRST, "responseSchema": True}], ids=["IR-06", "IR-27"])
+def test_the_refusals_interrupts_are_those_the_thread_holds(first: dict[str, Any]) -> None:
+    # The error listed every copy as sent while the thread held one per id: a caller answering what the
+    # error named would have covered one id twice.
+    stream = "\n".join(json.dumps(event) for event in [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
+         "outcome": {"type": "interrupt", "interrupts": [first, SECOND, OTHER]}}])
+    state = ThreadState()
+    with pytest.raises(ProtocolError) as refused:
+        replay(stream, state=state)
+    named = refused.value.interrupts  # type: ignore[attr-defined]
+    assert [(i.id, i.message) for i in named] == _held(state) == [("i", "first"), ("j", "other")]
