@@ -150,6 +150,7 @@ class RunLedger:
             self.usage[run.run_id] = usage
             self.usage_touched.add(run.run_id)
         self.open_via = None
+        warnings: Sequence[StreamWarning] = _NO_WARNINGS
         if run.legacy_asks and self.legacy is not None and not isinstance(
                 outcome, (rn.RunFinishedInterruptOutcome, rn.RunFinishedCancelledOutcome)):
             # The bridge (opt-in): a success that carried on_interrupt events is read as the interrupt
@@ -157,6 +158,7 @@ class RunLedger:
             asked = legacy.bridge(run.legacy_asks, run.run_id, self.subagents)
             outcome = rn.RunFinishedInterruptOutcome(interrupts=asked)
             run.bridged = self.open_via = self.legacy
+            warnings = legacy.unkept(run.legacy_asked, len(run.legacy_asks)) or _NO_WARNINGS
         match outcome:
             case rn.RunFinishedInterruptOutcome():
                 run.outcome = "interrupt"
@@ -164,6 +166,7 @@ class RunLedger:
                 self.open_interrupts = outcome.interrupts
                 self.interrupted_run_id = run.run_id
                 self._link_suspended(outcome.interrupts)
+                return warnings
             case rn.RunFinishedCancelledOutcome():
                 run.outcome = "cancelled"
                 self.open_interrupts = ()
