@@ -31,20 +31,23 @@ workers through Redis or PostgreSQL, and runs that outlive the browser's connect
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import AsyncIterator
 
+from ag_ui.core import BaseEvent
 from ag_ui.core import ResumeEntry as OfficialResumeEntry
 from ag_ui.core import RunErrorEvent as OfficialRunErrorEvent
 from ag_ui.encoder import EventEncoder
 from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 import agui_client as ag
 from agui_client.ag_ui import from_ag_ui, to_ag_ui
 
-__all__ = ["app", "RunRequest"]
+__all__ = ["app", "RunRequest", "sse"]
 
 
 class RunRequest(BaseModel):
@@ -70,6 +73,21 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 app = FastAPI(title="agui_client ag-ui relay example", lifespan=lifespan)
 
 
+def sse(encoder: EventEncoder, model: BaseEvent) -> str:
+    """The SDK's frame for ``model``; for text holding half a character, the same frame written by ``json``.
+
+    An agent slicing text by UTF-16 code unit sends a lone surrogate as its JSON escape, and the client
+    keeps the event as sent (a ``UTF16-SURROGATE`` warning): pydantic cannot write it as UTF-8 and
+    raises, which broke the browser's stream off mid-run. ``json.dumps`` writes it as the escape it
+    came as, which a browser's ``JSON.parse`` reads back into the very string (the halves rejoin).
+    """
+    try:
+        return encoder.encode(model)
+    except PydanticSerializationError:
+        wire = json.dumps(model.model_dump(mode="json", by_alias=True), separators=(",", ":"))
+        return f"data: {wire}\n\n"
+
+
 @app.post("/threads/{thread_id}/runs", response_model=None)
 async def run(thread_id: str, body: RunRequest, request: Request) -> StreamingResponse:
     """Run the thread (a new message, or the browser's answers) and stream its events as the SDK encodes them."""
@@ -84,7 +102,7 @@ async def run(thread_id: str, body: RunRequest, request: Request) -> StreamingRe
                 async for event in events:
                     if isinstance(event, ag.UnknownEvent):
                         continue  # (a type AG-UI 1.0 does not define: ag_ui.core has no model for it)
-                    yield encoder.encode(to_ag_ui(event))
+                    yield sse(encoder, to_ag_ui(event))
         except ag.AguiError as exc:
             # Refused before sending (an unanswered interrupt, say) or failed mid-stream: the browser's
             # client reads a RUN_ERROR, named by the agui_client error.

@@ -177,3 +177,27 @@ def test_the_browser_answers_an_interrupt_with_the_official_resume_entry(relay: 
     assert any(isinstance(m, official.ToolCallResultEvent) and m.tool_call_id == interrupt.tool_call_id
                for m in second)
     assert json.loads(second[-1].model_dump_json(by_alias=True))["threadId"] == "t2"
+
+
+def test_a_lone_surrogate_the_agent_sent_reaches_the_browser_as_its_escape(relay: Callable[[Any], str]) -> None:
+    # An agent slicing text by UTF-16 code unit sends half a character as its JSON escape; the client
+    # keeps the event as sent (warning UTF16-SURROGATE), but the SDK's encoder cannot write it: the
+    # relay's stream broke off after TEXT_MESSAGE_START, with no RUN_ERROR and no RUN_FINISHED.
+    halves = (b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
+              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"caf\\u00e9 \\ud83d"}\n\n'
+              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"\\ude00!"}\n\n'
+              b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n')
+    url = relay(ScriptedAgent([[Start(), halves, Finish()]]))
+
+    with httpx.Client(timeout=WATCHDOG) as http:
+        response = http.post(f"{url}/threads/t3/runs", json={"message": "hi"})
+
+    # Read as a browser reads it (JSON.parse takes a lone surrogate's escape; pydantic's own JSON parser
+    # refuses one, so a Python consumer on the official models parses with json first, as here).
+    frames = [block[len("data: "):] for block in response.text.split("\n\n") if block.startswith("data: ")]
+    models = [EVENTS.validate_python(json.loads(frame)) for frame in frames]
+    assert [from_ag_ui(model) for model in models] == [decode_event(frame) for frame in frames]
+    assert [type(m).__name__ for m in models] == [
+        "RunStartedEvent", "TextMessageStartEvent", "TextMessageContentEvent", "TextMessageContentEvent",
+        "TextMessageEndEvent", "RunFinishedEvent"]
+    assert [m.delta for m in models[2:4]] == ["café \ud83d", "\ude00!"]  # (the browser joins the halves)
