@@ -197,7 +197,14 @@ async def get_thread(thread_id: str, request: Request) -> Response:
 
 def frame(payload: Mapping[str, Any]) -> bytes:
     """One SSE frame holding ``payload`` as JSON."""
-    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return b"data: " + text.encode() + b"\n\n"
+    except UnicodeEncodeError:
+        # Half a character (an agent slicing text by UTF-16 code unit sends one as its escape, and the
+        # client keeps the event as sent) has no UTF-8: raised here, it ended the run's task and cut
+        # the browser's stream off. Written as ASCII, it goes out as the escape it came as.
+        return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
 
 def refused(exc: ag.ResumeRefused) -> JSONResponse:
