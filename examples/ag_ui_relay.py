@@ -35,14 +35,12 @@ import json
 import os
 from collections.abc import AsyncIterator
 
-from ag_ui.core import BaseEvent
 from ag_ui.core import ResumeEntry as OfficialResumeEntry
 from ag_ui.core import RunErrorEvent as OfficialRunErrorEvent
 from ag_ui.encoder import EventEncoder
 from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
-from pydantic_core import PydanticSerializationError
 
 import agui_client as ag
 from agui_client.ag_ui import from_ag_ui, to_ag_ui
@@ -73,19 +71,20 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 app = FastAPI(title="agui_client ag-ui relay example", lifespan=lifespan)
 
 
-def sse(encoder: EventEncoder, model: BaseEvent) -> str:
-    """The SDK's frame for ``model``; for text holding half a character, the same frame written by ``json``.
+def sse(encoder: EventEncoder, event: ag.Event) -> str:
+    """The SDK's frame for ``event``; where pydantic cannot write it, the same frame written by ``json``.
 
-    An agent slicing text by UTF-16 code unit sends a lone surrogate as its JSON escape, and the client
-    keeps the event as sent (a ``UTF16-SURROGATE`` warning): pydantic cannot write it as UTF-8 and
-    raises, which broke the browser's stream off mid-run. ``json.dumps`` writes it as the escape it
-    came as, which a browser's ``JSON.parse`` reads back into the very string (the halves rejoin).
+    The client reads two things the agent may send that pydantic's writer cannot: half a character
+    (a lone surrogate, sent as its JSON escape by an agent slicing text by UTF-16 code unit; the client
+    warns ``UTF16-SURROGATE``) and a value nested past pydantic's depth limit (about 250 levels; the
+    client reads 512). Raised here, they broke the browser's stream off mid-run. ``json.dumps`` writes
+    the event as the client encodes it, the escape as it came, which a browser's ``JSON.parse`` reads
+    back into the very event.
     """
     try:
-        return encoder.encode(model)
-    except PydanticSerializationError:
-        wire = json.dumps(model.model_dump(mode="json", by_alias=True), separators=(",", ":"))
-        return f"data: {wire}\n\n"
+        return encoder.encode(to_ag_ui(event))
+    except ValueError:  # (PydanticSerializationError is one)
+        return f"data: {json.dumps(ag.encode(event), separators=(',', ':'))}\n\n"
 
 
 @app.post("/threads/{thread_id}/runs", response_model=None)
@@ -93,16 +92,17 @@ async def run(thread_id: str, body: RunRequest, request: Request) -> StreamingRe
     """Run the thread (a new message, or the browser's answers) and stream its events as the SDK encodes them."""
     client: ag.AsyncAgentClient = request.app.state.client
     thread = await client.load_thread(thread_id)
-    resume = [from_ag_ui(entry) for entry in body.resume] if body.resume else None
     encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))
 
     async def frames() -> AsyncIterator[str]:
         try:
+            # (read here, so that an entry the client cannot read is a RUN_ERROR like any refusal, not a 500)
+            resume = [from_ag_ui(entry) for entry in body.resume] if body.resume else None
             async with thread.stream(body.message, resume=resume) as events:
                 async for event in events:
                     if isinstance(event, ag.UnknownEvent):
                         continue  # (a type AG-UI 1.0 does not define: ag_ui.core has no model for it)
-                    yield sse(encoder, to_ag_ui(event))
+                    yield sse(encoder, event)
         except ag.AguiError as exc:
             # Refused before sending (an unanswered interrupt, say) or failed mid-stream: the browser's
             # client reads a RUN_ERROR, named by the agui_client error.
