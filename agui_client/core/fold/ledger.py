@@ -80,9 +80,11 @@ class RunLedger:
 
         An answer names an interrupt by id, so a repeated id is one question to cover: a second copy
         could never be answered apart, and a resume covering both would name the id twice. Every way
-        interrupts reach a thread comes through here but an accepted interrupt outcome
-        (:meth:`run_finished`), whose ids the verifier found distinct (IR-06 refuses a repeat, and
-        the refusal comes here), so a stream and a record listing the same interrupts hold the same ones."""
+        interrupts reach a thread comes through here but :meth:`run_finished`: an accepted interrupt
+        outcome, whose ids the verifier found distinct (IR-06 refuses a repeat, and the refusal comes
+        here), and the legacy bridge's, distinct by construction (``legacy.bridge`` keeps a repeated
+        LangGraph id's first question, and the ids it makes never take one), so a stream and a record
+        listing the same interrupts hold the same ones."""
         first: dict[str, rn.Interrupt] = {}
         for interrupt in interrupts:
             first.setdefault(interrupt.id, interrupt)
