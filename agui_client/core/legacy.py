@@ -223,7 +223,7 @@ def forward_resume(via: str, forwarded_props: JSON, entries: Sequence[ResumeEntr
         InvalidResumePayload: a ``resolved`` entry has no payload (the channel reads a null as "no
             answer" and would ask again).
         ResumeRefused: ``forwarded_props`` already holds a ``command.resume`` or is not an object, or
-            several interrupts are answered and one of them has no LangGraph id.
+            several interrupts are answered and one of them has no LangGraph id, or two share one.
     """
     del via  # (one bridge so far; the parameter names the channel for the next)
     ids = tuple(e.interrupt_id for e in entries)
@@ -255,6 +255,17 @@ def forward_resume(via: str, forwarded_props: JSON, entries: Sequence[ResumeEntr
                 "so LangGraph cannot match several answers to them, and every open interrupt is answered in one run: "
                 "configure the producer to send its raw events or the interrupt outcome",
                 ids=missing, problems={"legacy-channel": missing})
+        answered: dict[str, list[str]] = {}
+        for i in ids:
+            answered.setdefault(native[i] or "", []).append(i)
+        shared = [i for group in answered.values() if len(group) > 1 for i in group]
+        if shared:
+            # (a record can say so, though no stream the bridge read can: one key would carry the last
+            # answer only, and the others, counted as given, would never reach the graph)
+            raise ResumeRefused(
+                f"nothing was sent: interrupts {_ids(shared)} carry one LangGraph id between them, so their "
+                "answers would be one key of the map LangGraph reads, and all but the last lost: the thread's "
+                "record is not one the bridge wrote", ids=shared, problems={"legacy-channel": tuple(shared)})
         value = {native[e.interrupt_id]: _answer(e) for e in entries}
     return {**props, "command": {**command, "resume": value}}
 

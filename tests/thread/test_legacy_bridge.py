@@ -321,6 +321,34 @@ def test_bridged_interrupts_survive_a_store_round_trip(drive: Any, served: Any, 
     assert second.outcome == "success" and second.text == "tool said: rejected: not today"
 
 
+def test_two_interrupts_a_record_gives_one_langgraph_id_are_refused_not_one_answer_lost(
+        drive: Any, served: Any, tmp_path: Path) -> None:
+    # Several answers travel as a map from LangGraph's id to the answer. A record whose open interrupts
+    # give one LangGraph id twice (written by hand, or by another tool) made one key of two: the first
+    # answer was overwritten by the second and never sent, while the resume counted both as given.
+    endpoint = served(ScriptedAgent([asks({"value": '"Rename x?"', "rawEvent": {"id": "lg-1"}},
+                                          {"value": '"Delete /srv/x?"', "rawEvent": {"id": "lg-2"}})],
+                                    cycle=True, stateless=True))
+    store = SqliteStore(tmp_path / "t.db")
+    with drive.client(endpoint.url, legacy_interrupts="langgraph", store=store) as client:
+        thread = client.thread()
+        thread.run("hi")
+        thread_id = thread.id
+    stored = store.load(thread_id)
+    assert stored is not None
+    data = json.loads(json.dumps(stored.data))
+    data["openInterrupts"][1]["metadata"]["langgraph"]["id"] = "lg-1"
+    store.save(thread_id, data, expected_version=stored.version)
+
+    with drive.client(endpoint.url, store=SqliteStore(tmp_path / "t.db")) as other:
+        again = other.load_thread(thread_id)
+        with pytest.raises(ag.ResumeRefused) as refused:
+            again.run(resume=again.resume_builder().answer("lg-1", {"rename": True}).answer("lg-2", {"delete": False}))
+
+    assert refused.value.problems == {"legacy-channel": ("lg-1", "lg-2")}
+    assert "'lg-1'" in str(refused.value) and len(endpoint.received) == 1  # (nothing was sent)
+
+
 # --------------------------------------------------------------------------------------------------
 # the CLI's --legacy-interrupts
 # --------------------------------------------------------------------------------------------------
