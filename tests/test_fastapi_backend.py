@@ -348,6 +348,39 @@ def test_half_a_character_from_the_agent_reaches_the_browser_as_its_escape(tmp_p
     assert events[-1]["outcome"] == "success"
 
 
+def test_a_run_whose_agent_never_ends_is_ended_by_the_examples_deadline(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # The run outlives the browser by design, so nothing bounded it: an agent keeping its stream alive
+    # with comments held the run's task (and a resumed thread's claim) until the worker stopped.
+    import asyncio
+
+    from agui_client.testing import KeepAlive, Pause, Start
+
+    example = example_module()
+    monkeypatch.setenv("THREADS_DB", str(tmp_path / "threads.db"))
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setattr(example, "RUN_TIMEOUT", 1.0)
+    drip: list[Item] = [Start()]
+    for _ in range(int(WATCHDOG / 0.05)):  # (the agent's own pace: a comment every 50 ms, for a minute)
+        drip += [KeepAlive(), Pause(0.05)]
+
+    with serve(ScriptedAgent([drip])) as server:
+        monkeypatch.setenv("AGENT_URL", server.url)
+
+        async def main() -> httpx.Response:
+            async with example.lifespan(example.app):
+                transport = httpx.ASGITransport(app=example.app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://backend") as browser:
+                    return await browser.post("/chat", json={"message": "hi"})
+
+        response = asyncio.run(main())
+
+    events = frames(response)
+    assert [e["type"] for e in events] == ["RUN_STARTED", "agui_client.error"]
+    assert events[-1]["error"] == "RunTimeout"
+
+
 def test_the_documented_two_worker_command_serves_a_whole_approval(
         backend_agent: tuple[BackendAgent, str], redis_url: str, http: httpx.Client) -> None:
     agent = backend_agent[0].agent
