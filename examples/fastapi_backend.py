@@ -86,8 +86,8 @@ __all__ = ["app", "ChatRequest", "AnswersRequest", "open_store", "main"]
 SHUTDOWN_GRACE = 30.0
 
 #: The longest a run may take (seconds). A run outlives its browser, so nothing else bounds it: an agent
-#: that keeps its stream alive with comments and never ends held the run's task, and the claim on a
-#: resumed thread, until the worker stopped. Past it the run fails with ``RunTimeout`` (the thread is saved).
+#: that keeps its stream alive with comments and never ends held the run's task until the worker
+#: stopped. Past it the run fails with ``RunTimeout`` (the thread is saved).
 RUN_TIMEOUT = 600.0
 
 #: The backend developer's log: the library's own words on a failure, advice for code included.

@@ -351,7 +351,7 @@ def test_half_a_character_from_the_agent_reaches_the_browser_as_its_escape(tmp_p
 def test_a_run_whose_agent_never_ends_is_ended_by_the_examples_deadline(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # The run outlives the browser by design, so nothing bounded it: an agent keeping its stream alive
-    # with comments held the run's task (and a resumed thread's claim) until the worker stopped.
+    # with comments held the run's task until the worker stopped.
     import asyncio
 
     from agui_client.testing import KeepAlive, Pause, Start
