@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 
+from .errors import DecodeError
 from .wire.codec import decode, encode
 from .wire.types import capabilities as cap
 from .wire.types import events as ev
@@ -137,7 +138,8 @@ def from_ag_ui(model: BaseModel) -> Any:
     but for those unknown fields.
 
     Raises:
-        DecodeError: the model holds a value the client's decoder refuses (``pointer`` names it).
+        DecodeError: the model holds a value the client's decoder refuses, or one pydantic cannot write
+            as JSON (nested deeper than its writer goes, about 250 levels); ``pointer`` names it.
         TypeError: ``model`` is not an ``ag_ui.core`` model the client has a type for.
         ImportError: the ``ag-ui`` extra is not installed.
 
@@ -154,4 +156,27 @@ def from_ag_ui(model: BaseModel) -> Any:
         raise TypeError(f"from_ag_ui takes an ag_ui.core model (an event, a message, RunAgentInput, Interrupt, "
                         f"ResumeEntry …), not {type(model).__name__}")
     # mode="json": the models hold their enums as Enum members (EventType), the wire as strings.
-    return decode(model.model_dump(mode="json", by_alias=True), cls)
+    try:
+        wire = model.model_dump(mode="json", by_alias=True)
+    except ValueError as exc:  # (pydantic's PydanticSerializationError is one)
+        raise _unwritable(model, exc) from None
+    return decode(wire, cls)
+
+
+def _unwritable(model: BaseModel, exc: ValueError) -> DecodeError:
+    """The error for a model pydantic cannot write as JSON, naming the first field it cannot write.
+
+    pydantic validates what it cannot write back: a value nested deeper than its writer goes (about 250
+    levels, where the client reads 512), or one of a type JSON has no form for (bytes that are not
+    UTF-8). Its own error is a bare ``ValueError`` naming neither the field nor the model.
+    """
+    pointer = None
+    for name, field in type(model).model_fields.items():
+        try:
+            model.model_dump(mode="json", include={name})
+        except ValueError:
+            pointer = "/" + (field.alias or name)
+            break
+    kind = type(model).__name__
+    return DecodeError(f"the {kind} cannot be read: pydantic cannot write {'its ' + pointer[1:] if pointer else 'it'} "
+                       f"as JSON ({exc})", pointer=pointer)

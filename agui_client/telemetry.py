@@ -59,6 +59,8 @@ LINKS_KEPT = 4096
 IDS_KEPT = 32
 #: A string the agent chose (an id, an error code) is cut to this many characters on a span, with "…".
 TEXT_KEPT = 128
+#: The largest integer an OTLP attribute holds (an int64).
+_INT64_MAX = 2**63 - 1
 
 
 class Telemetry:
@@ -522,9 +524,11 @@ def _describe(span: Span, result: RunResult, record_content: bool, redact: Calla
         span.set_attribute(f"agui.run.warnings.{code}", count)
     if result.usage:
         usage = result.total_usage
-        if usage.input_tokens is not None:
+        # (each entry is within 2^53 - 1, their sum is not: past what an OTLP integer holds, an exporter
+        # could not encode the span, so such a sum is left off as an unreported one is)
+        if usage.input_tokens is not None and usage.input_tokens <= _INT64_MAX:
             span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-        if usage.output_tokens is not None:
+        if usage.output_tokens is not None and usage.output_tokens <= _INT64_MAX:
             span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
     if result.error is not None:
         if result.error.code is not None:

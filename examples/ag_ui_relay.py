@@ -31,6 +31,7 @@ workers through Redis or PostgreSQL, and runs that outlive the browser's connect
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import AsyncIterator
 
@@ -44,7 +45,7 @@ from pydantic import BaseModel
 import agui_client as ag
 from agui_client.ag_ui import from_ag_ui, to_ag_ui
 
-__all__ = ["app", "RunRequest"]
+__all__ = ["app", "RunRequest", "sse"]
 
 
 class RunRequest(BaseModel):
@@ -70,21 +71,38 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 app = FastAPI(title="agui_client ag-ui relay example", lifespan=lifespan)
 
 
+def sse(encoder: EventEncoder, event: ag.Event) -> str:
+    """The SDK's frame for ``event``; where pydantic cannot write it, the same frame written by ``json``.
+
+    The client reads two things the agent may send that pydantic's writer cannot: half a character
+    (a lone surrogate, sent as its JSON escape by an agent slicing text by UTF-16 code unit; the client
+    warns ``UTF16-SURROGATE``) and a value nested past pydantic's depth limit (about 250 levels; the
+    client reads 512). Raised here, they broke the browser's stream off mid-run. ``json.dumps`` writes
+    the event as the client encodes it, the escape as it came, which a browser's ``JSON.parse`` reads
+    back into the very event.
+    """
+    try:
+        return encoder.encode(to_ag_ui(event))
+    except ValueError:  # (PydanticSerializationError is one)
+        return f"data: {json.dumps(ag.encode(event), separators=(',', ':'))}\n\n"
+
+
 @app.post("/threads/{thread_id}/runs", response_model=None)
 async def run(thread_id: str, body: RunRequest, request: Request) -> StreamingResponse:
     """Run the thread (a new message, or the browser's answers) and stream its events as the SDK encodes them."""
     client: ag.AsyncAgentClient = request.app.state.client
     thread = await client.load_thread(thread_id)
-    resume = [from_ag_ui(entry) for entry in body.resume] if body.resume else None
     encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))
 
     async def frames() -> AsyncIterator[str]:
         try:
+            # (read here, so that an entry the client cannot read is a RUN_ERROR like any refusal, not a 500)
+            resume = [from_ag_ui(entry) for entry in body.resume] if body.resume else None
             async with thread.stream(body.message, resume=resume) as events:
                 async for event in events:
                     if isinstance(event, ag.UnknownEvent):
                         continue  # (a type AG-UI 1.0 does not define: ag_ui.core has no model for it)
-                    yield encoder.encode(to_ag_ui(event))
+                    yield sse(encoder, event)
         except ag.AguiError as exc:
             # Refused before sending (an unanswered interrupt, say) or failed mid-stream: the browser's
             # client reads a RUN_ERROR, named by the agui_client error.

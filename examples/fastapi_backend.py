@@ -85,6 +85,11 @@ __all__ = ["app", "ChatRequest", "AnswersRequest", "open_store", "main"]
 #: How long shutdown waits for runs whose browser left (they save their thread when they end).
 SHUTDOWN_GRACE = 30.0
 
+#: The longest a run may take (seconds). A run outlives its browser, so nothing else bounds it: an agent
+#: that keeps its stream alive with comments and never ends held the run's task until the worker
+#: stopped. Past it the run fails with ``RunTimeout`` (the thread is saved).
+RUN_TIMEOUT = 600.0
+
 #: The backend developer's log: the library's own words on a failure, advice for code included.
 log = logging.getLogger("fastapi_backend")
 
@@ -129,7 +134,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             agent_url = (await stack.enter_async_context(serve(ScriptedAgent.demo()))).url
         store = open_store()
         stack.callback(store.close)
-        app.state.client = await stack.enter_async_context(ag.AsyncAgentClient(agent_url, store=store))
+        app.state.client = await stack.enter_async_context(
+            ag.AsyncAgentClient(agent_url, store=store, run_timeout=RUN_TIMEOUT))
         app.state.runs = set()
         yield
         if app.state.runs:
@@ -197,7 +203,14 @@ async def get_thread(thread_id: str, request: Request) -> Response:
 
 def frame(payload: Mapping[str, Any]) -> bytes:
     """One SSE frame holding ``payload`` as JSON."""
-    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return b"data: " + text.encode() + b"\n\n"
+    except UnicodeEncodeError:
+        # Half a character (an agent slicing text by UTF-16 code unit sends one as its escape, and the
+        # client keeps the event as sent) has no UTF-8: raised here, it ended the run's task and cut
+        # the browser's stream off. Written as ASCII, it goes out as the escape it came as.
+        return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
 
 def refused(exc: ag.ResumeRefused) -> JSONResponse:

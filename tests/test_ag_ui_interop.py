@@ -12,6 +12,7 @@ golden resume vectors and the recorded requests:
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -175,8 +176,9 @@ def test_every_golden_event_round_trips_both_ways() -> None:
     client_refused, models_refused = set(), set()
     for stream, index, raw in _golden_lines():
         if (stream, index) in MODELS_CANNOT_WRITE:
-            with pytest.raises(ValueError):
+            with pytest.raises(DecodeError) as unwritable:  # (typed, naming the field: pydantic's is neither)
                 _official_round_trip(EVENTS.validate_python(raw))
+            assert unwritable.value.pointer == "/value"
             continue
         try:
             event = _quiet_decode(raw)
@@ -302,6 +304,26 @@ def test_an_official_model_with_unknown_fields_loses_them_with_a_warning() -> No
 
     assert encode(event) == {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
     assert [(w.code, w.pointer) for w in sink.items] == [("UK-03", "/futureField")]
+
+
+@pytest.mark.parametrize(("model", "pointer", "said"), [
+    (official.StateSnapshotEvent(snapshot=functools.reduce(lambda inner, _: {"d": inner}, range(300), 1)),
+     "/snapshot", "Maximum serialization depth exceeded"),
+    (official.ResumeEntry(interrupt_id="i1", status="resolved",
+                          payload=functools.reduce(lambda v, _: [v], range(300), 1)),
+     "/payload", "Maximum serialization depth exceeded"),
+    (official.CustomEvent(name="n", value={"blob": b"\xff"}), "/value", "invalid utf-8"),
+], ids=["deep-snapshot", "deep-payload", "bytes"])
+def test_a_model_pydantic_cannot_write_is_a_decode_error_naming_the_field(model: Any, pointer: str, said: str) -> None:
+    # pydantic validates values it cannot write back: nested past its writer's depth (about 250 levels;
+    # the client reads 512) or bytes that are not UTF-8. from_ag_ui let pydantic's bare ValueError out,
+    # naming neither the field nor the model: a relay turning a browser's resume entry into the
+    # client's answered with a 500.
+    with pytest.raises(DecodeError) as refused:
+        from_ag_ui(model)
+
+    assert refused.value.pointer == pointer
+    assert type(model).__name__ in str(refused.value) and said in str(refused.value)
 
 
 def test_an_unknown_event_and_foreign_objects_are_refused_by_name() -> None:

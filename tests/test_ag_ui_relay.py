@@ -177,3 +177,53 @@ def test_the_browser_answers_an_interrupt_with_the_official_resume_entry(relay: 
     assert any(isinstance(m, official.ToolCallResultEvent) and m.tool_call_id == interrupt.tool_call_id
                for m in second)
     assert json.loads(second[-1].model_dump_json(by_alias=True))["threadId"] == "t2"
+
+
+def test_what_pydantic_cannot_write_reaches_the_browser_as_the_agent_sent_it(relay: Callable[[Any], str]) -> None:
+    # An agent slicing text by UTF-16 code unit sends half a character as its JSON escape, and state may
+    # nest deeper than pydantic writes (about 250 levels; the client reads 512). The client keeps both
+    # as sent, but the SDK's encoder raised on them: the relay's stream broke off mid-run, with no
+    # RUN_ERROR and no RUN_FINISHED.
+    deep: Any = "bottom"
+    for _ in range(300):
+        deep = {"d": deep}
+    halves = (b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
+              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"caf\\u00e9 \\ud83d"}\n\n'
+              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"\\ude00!"}\n\n'
+              b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n')
+    url = relay(ScriptedAgent([[Start(), halves, StateSnapshotEvent(snapshot=deep), Finish()]]))
+
+    with httpx.Client(timeout=WATCHDOG) as http:
+        response = http.post(f"{url}/threads/t3/runs", json={"message": "hi"})
+
+    # Read as a browser reads it (JSON.parse takes a lone surrogate's escape; pydantic's own JSON parser
+    # refuses one, so a Python consumer on the official models parses with json first, as here).
+    frames = [block[len("data: "):] for block in response.text.split("\n\n") if block.startswith("data: ")]
+    models = [EVENTS.validate_python(json.loads(frame)) for frame in frames]
+    events = [decode_event(frame) for frame in frames]
+    assert events[5] == StateSnapshotEvent(snapshot=deep)  # (from_ag_ui cannot read that model back either)
+    assert [from_ag_ui(model) for model in models[:5] + models[6:]] == events[:5] + events[6:]
+    assert [type(m).__name__ for m in models] == [
+        "RunStartedEvent", "TextMessageStartEvent", "TextMessageContentEvent", "TextMessageContentEvent",
+        "TextMessageEndEvent", "StateSnapshotEvent", "RunFinishedEvent"]
+    assert [m.delta for m in models[2:4]] == ["café \ud83d", "\ude00!"]  # (the browser joins the halves)
+    assert models[5].snapshot == deep
+
+
+def test_a_resume_entry_the_client_cannot_read_is_a_run_error_not_a_500(relay: Callable[[Any], str]) -> None:
+    # A payload nested deeper than pydantic writes (it validates 300 levels, writes about 250) made
+    # from_ag_ui raise outside the relay's stream: the browser got a bare 500.
+    agent = ScriptedAgent.demo()
+    url = relay(agent)
+    deep: Any = True
+    for _ in range(300):
+        deep = [deep]
+
+    with httpx.Client(timeout=WATCHDOG) as http:
+        asked = browser_events(http.post(f"{url}/threads/t4/runs", json={"message": "Delete the staging environment"}))
+        (interrupt,) = asked[-1].outcome.interrupts
+        entry = {"interruptId": interrupt.id, "status": "resolved", "payload": deep}
+        refused = browser_events(http.post(f"{url}/threads/t4/runs", json={"resume": [entry]}))
+
+    assert [(type(m).__name__, m.code) for m in refused] == [("RunErrorEvent", "DecodeError")]
+    assert "/payload" in refused[0].message and agent.request_count == 1  # (nothing reached the agent)

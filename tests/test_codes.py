@@ -33,7 +33,7 @@ RULES_PAGE = ROOT / "docs" / "rules.md"
 SECTION = re.compile(r"^## (?P<code>\S+) \{#(?P<anchor>[a-z0-9-]+)\}$", re.M)
 EXAMPLE = re.compile(r"<!-- trigger -->\n```(?P<kind>jsonl|sse|python)\n(?P<body>.*?)\n```", re.S)
 # Module constants that hold a code the package emits (the constant is what the code passes on).
-CODE_CONSTANTS = re.compile(r"^(NOT_AN_EVENT|NO_TYPE|MALFORMED|CUSTOM_ASKED|TOOL_ASKED|MISMATCH_CODE)$")
+CODE_CONSTANTS = re.compile(r"^(NOT_AN_EVENT|NO_TYPE|MALFORMED|CUSTOM_ASKED|TOOL_ASKED|ASKS_NOT_KEPT|MISMATCH_CODE)$")
 WARN_CALLS = ("warn", "_warn", "_warning")
 RULE_CODE = re.compile(r"(?:LC|CL|ST|TX|TC|SP|MS|AC|RS|SA|IR|TU|PV|TR|UK)-\d{2}(?:/AGUI\d{3})?")
 RULE_ID = re.compile(r"\b(?:LC|CL|ST|TX|TC|SP|MS|AC|RS|SA|IR|TU|PV|TR|UK)-\d{2}\b")

@@ -310,6 +310,77 @@ def test_an_answer_racing_one_in_flight_on_another_replica_gets_409(
     assert frames(held)[-1]["outcome"] == "success"
 
 
+def test_half_a_character_from_the_agent_reaches_the_browser_as_its_escape(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # An agent slicing text by UTF-16 code unit sends a lone surrogate as its JSON escape, which the
+    # client keeps as sent (UTF16-SURROGATE). The example's frame() wrote it as UTF-8 and raised inside
+    # the run's task: the browser's stream stopped after TEXT_MESSAGE_START, with no final frame and
+    # no error frame, and the task's exception was never retrieved.
+    import asyncio
+
+    from agui_client.testing import Finish, Start
+
+    example = example_module()
+    monkeypatch.setenv("THREADS_DB", str(tmp_path / "threads.db"))
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    halves = (b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
+              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"caf\\u00e9 \\ud83d"}\n\n'
+              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"\\ude00!"}\n\n'
+              b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n')
+
+    with serve(ScriptedAgent([[Start(), halves, Finish()]])) as server:
+        monkeypatch.setenv("AGENT_URL", server.url)
+
+        async def main() -> httpx.Response:
+            async with example.lifespan(example.app):
+                transport = httpx.ASGITransport(app=example.app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://backend") as browser:
+                    return await browser.post("/chat", json={"message": "hi"})
+
+        response = asyncio.run(main())
+
+    events = frames(response)
+    assert [e["type"] for e in events] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
+                                           "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED",
+                                           "agui_client.thread"]
+    assert [e["delta"] for e in events[2:4]] == ["café \ud83d", "\ude00!"]  # (as the agent sent them)
+    assert events[-1]["outcome"] == "success"
+
+
+def test_a_run_whose_agent_never_ends_is_ended_by_the_examples_deadline(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # The run outlives the browser by design, so nothing bounded it: an agent keeping its stream alive
+    # with comments held the run's task until the worker stopped.
+    import asyncio
+
+    from agui_client.testing import KeepAlive, Pause, Start
+
+    example = example_module()
+    monkeypatch.setenv("THREADS_DB", str(tmp_path / "threads.db"))
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setattr(example, "RUN_TIMEOUT", 1.0)
+    drip: list[Item] = [Start()]
+    for _ in range(int(WATCHDOG / 0.05)):  # (the agent's own pace: a comment every 50 ms, for a minute)
+        drip += [KeepAlive(), Pause(0.05)]
+
+    with serve(ScriptedAgent([drip])) as server:
+        monkeypatch.setenv("AGENT_URL", server.url)
+
+        async def main() -> httpx.Response:
+            async with example.lifespan(example.app):
+                transport = httpx.ASGITransport(app=example.app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://backend") as browser:
+                    return await browser.post("/chat", json={"message": "hi"})
+
+        response = asyncio.run(main())
+
+    events = frames(response)
+    assert [e["type"] for e in events] == ["RUN_STARTED", "agui_client.error"]
+    assert events[-1]["error"] == "RunTimeout"
+
+
 def test_the_documented_two_worker_command_serves_a_whole_approval(
         backend_agent: tuple[BackendAgent, str], redis_url: str, http: httpx.Client) -> None:
     agent = backend_agent[0].agent

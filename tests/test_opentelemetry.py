@@ -298,6 +298,26 @@ def test_the_agents_ids_and_codes_on_a_span_are_capped_in_number_and_length(
     assert second["agui.run.error.code"] == "c" * 127 + "…"
 
 
+def test_token_usage_a_64_bit_attribute_cannot_hold_is_left_off_the_span(
+        drive: Any, served: Any, otel: Recorded) -> None:
+    # Each entry stays within the schema's bound (2^53 - 1), but the span carries their sum: 1,025 of
+    # them passed 2^63 - 1, the most an OTLP integer attribute (an int64) holds, so an exporter could not
+    # encode the span. Left off, as a count the agent did not report is; the result keeps the entries.
+    most = 2**53 - 1
+    endpoint = served(chat(usage=(*(TokenUsage(provider=f"p{n}", input_tokens=most) for n in range(1025)),
+                                  TokenUsage(provider="last", input_tokens=1, output_tokens=7))))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        result = client.thread().run("hi")
+
+    [span] = otel.runs()
+    attributes = dict(span.attributes or {})
+    assert result.total_usage.input_tokens == 1025 * most + 1 > 2**63 - 1
+    assert "gen_ai.usage.input_tokens" not in attributes
+    assert attributes["gen_ai.usage.output_tokens"] == 7
+    assert all(-2**63 <= value < 2**63 for value in attributes.values() if type(value) is int)
+
+
 def test_each_retry_is_an_event_on_the_runs_one_span(drive: Any, served: Any, otel: Recorded) -> None:
     busy = Respond(status=503, body={"detail": SECRET_TEXT}, headers={"Retry-After": "0"})
     endpoint = served(ScriptedAgent([busy, busy, [Start(), Finish()]]))

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from ag_ui import core as official
 
+from agui_client.errors import AguiWarning
 from agui_client.testing import (
     ANSWER_SCHEMA,
     APPROVAL_SCHEMA,
@@ -712,6 +713,34 @@ def test_a_content_type_said_twice_alike_is_sent_once(client: httpx.Client, serv
 def test_a_script_item_of_the_wrong_kind_is_refused_up_front() -> None:
     with pytest.raises(TypeError):
         ScriptedAgent([["data: not bytes"]])  # type: ignore[list-item]  # the wrong kind, on purpose
+
+
+@pytest.mark.parametrize(("item", "where"), [
+    ({"type": "CUSTOM", "name": "x", "value": float("nan")}, "at '/value': nan is not a JSON number"),
+    (CustomEvent(name="x", value={"tags": {"a"}}), "at '/value/tags': a value of type set is not JSON"),
+    ({"type": "CUSTOM", "name": "x", "value": {1: "one"}}, "at '/value': key 1 is not a string"),
+    (Finish(result={"score": float("inf")}), "at '/result/score': inf is not a JSON number"),
+], ids=["nan-in-a-wire-dict", "set-in-an-event", "int-key", "inf-in-finish"])
+def test_a_script_item_json_cannot_carry_is_refused_up_front_naming_where(item: Any, where: str) -> None:
+    # The agent sent another value than the one scripted, without a word: orjson writes NaN and +-inf
+    # as null, json.dumps a key 1 as "1"; a set raised inside the agent, cutting the response mid-run
+    # (the test then failed far from the script's mistake). Now the script is refused when made.
+    with pytest.raises(ValueError) as caught:
+        ScriptedAgent([[Start(), item, Finish()]])
+    assert str(caught.value).startswith("script item 1 holds a value JSON cannot carry ")
+    assert where in str(caught.value)
+
+    with pytest.raises(ValueError) as respond:
+        Respond(status=500, body={"detail": float("nan")})
+    assert "at '/detail': nan is not a JSON number" in str(respond.value)
+
+
+def test_a_script_item_with_a_lone_surrogate_is_still_sent_as_its_escape(client: httpx.Client, served: Any) -> None:
+    # (a producer slicing strings by UTF-16 code unit sends one: scripting it is how its reader is tested)
+    url = served(ScriptedAgent([[{"type": "CUSTOM", "name": "half \ud83d", "value": 1}]]))
+
+    with pytest.warns(AguiWarning):
+        assert post(client, url, body()) == [{"type": "CUSTOM", "name": "half \ud83d", "value": 1}]
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -31,8 +31,9 @@ from ..wire.jsonio import parse_json
 from ..wire.types.base import JSON
 from ..wire.types.run import Interrupt, ResumeEntry
 
-__all__ = ["LegacyInterrupts", "LEGACY_BRIDGES", "ON_INTERRUPT", "CUSTOM_ASKED", "TOOL_ASKED", "MAX_ASKS",
-           "looks_like_confirmation", "notice", "bridge", "forward_resume"]
+__all__ = ["LegacyInterrupts", "LEGACY_BRIDGES", "ON_INTERRUPT", "CUSTOM_ASKED", "TOOL_ASKED", "ASKS_NOT_KEPT",
+           "MAX_ASKS",
+           "looks_like_confirmation", "notice", "bridge", "unkept", "forward_resume"]
 
 #: The legacy bridges there are (the value of ``legacy_interrupts``).
 LegacyInterrupts = Literal["langgraph"]
@@ -44,6 +45,7 @@ ON_INTERRUPT = "on_interrupt"
 #: Warning codes (docs/legacy-interrupts.md has a section for each).
 CUSTOM_ASKED = "LEGACY-CUSTOM-INTERRUPT"
 TOOL_ASKED = "LEGACY-CONFIRMATION-CALL"
+ASKS_NOT_KEPT = "LEGACY-ASKS-NOT-KEPT"
 
 #: How many ``on_interrupt`` events of one run are kept: a producer raises a handful at most, and a
 #: stream of them must not grow the run's record without bound (the rest are counted, not kept).
@@ -118,24 +120,29 @@ def bridge(asks: Sequence[tuple[JSON, JSON, str | None]], run_id: str,
     Each ask is ``(value, rawEvent, subagentRunId)`` as the event carried them. The value is the
     ``interrupt()`` payload, sent as JSON text (plain text stays a message); ``rawEvent.id``, when the
     producer sends its raw copy, is LangGraph's interrupt id, the one its interrupt outcome would
-    carry; without it the id is made from the run's (``<runId>:on_interrupt:<n>``). ``reason``,
+    carry; without it the id is made from the run's (``<runId>:on_interrupt:<n>``, with ``~1``, ``~2`` …
+    when LangGraph gave that id to another of the run's events: two questions never share an id). ``reason``,
     ``message``, ``toolCallId``, ``responseSchema`` and ``expiresAt`` are read from the value's keys
     (camelCase or snake_case) when they have the right type, as ag-ui-langgraph reads them for its
     interrupt outcome; the whole value is kept in ``metadata["langgraph"]["raw"]``.
     """
+    natives = [_raw_id(raw) for _value, raw, _owner in asks]
+    # An id made from the run's names a question LangGraph gave no id, so it must not be an id LangGraph
+    # gave another: "one per id, the first" would then merge two questions, and the one dropped would
+    # never be seen while an answer meant for the other reached the graph for it. LangGraph's own ids
+    # are kept as sent (they are what its channel reads); a made one that meets one steps aside.
+    taken = {native for native in natives if native is not None}
     out: dict[str, Interrupt] = {}
-    for n, (value, raw, owner) in enumerate(asks):
+    for n, ((value, _raw, owner), native) in enumerate(zip(asks, natives, strict=True)):
         parsed = value
         if isinstance(value, str):
             try:
                 parsed = parse_json(value, check_duplicates=False)
             except ProtocolError:
                 parsed = value  # (the adapter sends a text payload as it is, unquoted)
-        found = raw.get("id") if isinstance(raw, dict) else None
-        native = found if isinstance(found, str) and found else None
-        interrupt_id = native if native is not None else f"{run_id}:{ON_INTERRUPT}:{n}"
+        interrupt_id = native if native is not None else _made_id(f"{run_id}:{ON_INTERRUPT}:{n}", taken)
         if interrupt_id in out:
-            continue
+            continue  # (LangGraph's id again: one question, the first, as the ledger holds any repeat)
         fields = parsed if isinstance(parsed, dict) else {}
         reason = _read(fields, "reason", "reason", str)
         message = parsed if isinstance(parsed, str) else _read(fields, "message", "message", str)
@@ -150,6 +157,34 @@ def bridge(asks: Sequence[tuple[JSON, JSON, str | None]], run_id: str,
             subagent_run_id=owner if owner is not None and owner in subagents else None,
         )
     return tuple(out.values())
+
+
+def _raw_id(raw: JSON) -> str | None:
+    found = raw.get("id") if isinstance(raw, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
+def _made_id(made: str, taken: set[str]) -> str:
+    """``made``, or when LangGraph gave that id to another question, ``made~1`` (``~2`` …): the first free."""
+    candidate, k = made, 0
+    while candidate in taken:  # (at most one step per question of the run: MAX_ASKS)
+        k += 1
+        candidate = f"{made}~{k}"
+    taken.add(candidate)
+    return candidate
+
+
+def unkept(asked: int, kept: int) -> list[StreamWarning]:
+    """The warning for a bridged run that asked more than :data:`MAX_ASKS` questions (none if it did not):
+    those past the kept ones are not held, and a success read as the interrupt outcome must say so, as
+    the run read as a success does (``LEGACY-CUSTOM-INTERRUPT`` gives the count)."""
+    if asked <= kept:
+        return []
+    return [StreamWarning(
+        code=ASKS_NOT_KEPT, message=f"the run asked {asked} CUSTOM {ON_INTERRUPT!r} question(s): the first {kept} "
+        f"are held as interrupts, the other {asked - kept} are not (a run keeps at most {MAX_ASKS}). Answer these; "
+        "LangGraph asks again what its resume does not answer, or configure the producer to send the interrupt "
+        "outcome", pointer="/outcome")]
 
 
 def _read(fields: Mapping[str, Any], camel: str, snake: str, kind: type) -> Any:
@@ -188,7 +223,7 @@ def forward_resume(via: str, forwarded_props: JSON, entries: Sequence[ResumeEntr
         InvalidResumePayload: a ``resolved`` entry has no payload (the channel reads a null as "no
             answer" and would ask again).
         ResumeRefused: ``forwarded_props`` already holds a ``command.resume`` or is not an object, or
-            several interrupts are answered and one of them has no LangGraph id.
+            several interrupts are answered and one of them has no LangGraph id, or two share one.
     """
     del via  # (one bridge so far; the parameter names the channel for the next)
     ids = tuple(e.interrupt_id for e in entries)
@@ -220,6 +255,17 @@ def forward_resume(via: str, forwarded_props: JSON, entries: Sequence[ResumeEntr
                 "so LangGraph cannot match several answers to them, and every open interrupt is answered in one run: "
                 "configure the producer to send its raw events or the interrupt outcome",
                 ids=missing, problems={"legacy-channel": missing})
+        answered: dict[str, list[str]] = {}
+        for i in ids:
+            answered.setdefault(native[i] or "", []).append(i)
+        shared = [i for group in answered.values() if len(group) > 1 for i in group]
+        if shared:
+            # (a record can say so, though no stream the bridge read can: one key would carry the last
+            # answer only, and the others, counted as given, would never reach the graph)
+            raise ResumeRefused(
+                f"nothing was sent: interrupts {_ids(shared)} carry one LangGraph id between them, so their "
+                "answers would be one key of the map LangGraph reads, and all but the last lost: the thread's "
+                "record is not one the bridge wrote", ids=shared, problems={"legacy-channel": tuple(shared)})
         value = {native[e.interrupt_id]: _answer(e) for e in entries}
     return {**props, "command": {**command, "resume": value}}
 

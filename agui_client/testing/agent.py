@@ -5,7 +5,8 @@ A *script* is a sequence of *steps*; run ``n`` (0-based) on a thread plays ``scr
 * a sequence of items streamed in order, one ``http.response.body`` send per item:
 
   - an event object (``TextMessageStartEvent(...)``) or a wire dict (``{"type": ...}``): one
-    ``data: <json>\\n\\n`` frame, written verbatim;
+    ``data: <json>\\n\\n`` frame, written verbatim (a value JSON cannot carry, ``NaN`` or a set, is
+    refused when the script is made: it would go out as another value);
   - :class:`Start` / :class:`Finish`: ``RUN_STARTED`` / ``RUN_FINISHED`` carrying the request's
     ``threadId`` and ``runId``;
   - ``bytes``: sent as they are (framing tests);
@@ -39,7 +40,7 @@ from attrs import field, frozen
 
 from ..errors import ProtocolError
 from ..wire.codec import decode, decode_value, encode
-from ..wire.jsonio import dump_json, parse_json
+from ..wire.jsonio import dump_json, json_problem, parse_json
 from ..wire.sink import collect_warnings
 from ..wire.types.base import JSON
 from ..wire.types.events import (
@@ -309,6 +310,8 @@ class Respond:
 
     def __attrs_post_init__(self) -> None:
         _one_content_type("Respond", self.content_type, self.headers)
+        if not isinstance(self.body, (bytes, str)):
+            _check_json("Respond's body", self.body)
 
 
 StepResult = Sequence[Item] | bytes | Stream | Respond
@@ -322,6 +325,29 @@ def _check_items(items: Sequence[Any]) -> None:
     for index, item in enumerate(items):
         if not isinstance(item, (*_EVENT_CLASSES, *_MARKERS, bytes, Mapping)):
             raise TypeError(f"script item {index} is {type(item).__name__}, not an event, wire dict, bytes or marker")
+        _check_json(f"script item {index}", _wire_of(item))
+
+
+def _wire_of(item: Any) -> Any:
+    """What a script item is sent as, where it holds values of the script's own (else ``None``)."""
+    if isinstance(item, Mapping):
+        return dict(item)
+    if isinstance(item, Finish):  # (the request's ids are filled in when played: placeholders here)
+        return encode(RunFinishedEvent(thread_id="", run_id="", outcome=item.outcome, result=item.result,
+                                       usage=item.usage))
+    return encode(item) if isinstance(item, _EVENT_CLASSES) else None
+
+
+def _check_json(what: str, wire: Any) -> None:
+    # The agent must send what the script says. Left to the writer, NaN and +-inf went out as null
+    # (orjson) and a key 1 as "1" (json.dumps), silently, and a set raised inside the agent mid-response:
+    # a test passing or failing for a reason its script does not show. Lone surrogates are let through,
+    # written as their escapes, as a producer slicing text by UTF-16 code unit sends them.
+    found = json_problem(wire, lone_surrogates=True)
+    if found is not None:
+        pointer, reason = found
+        raise ValueError(f"{what} holds a value JSON cannot carry at {pointer!r}: {reason} "
+                         "(send it as bytes to script a malformed event)")
 
 
 def _check_result(result: Any) -> StepResult:
@@ -403,6 +429,12 @@ class ScriptedAgent:
     stream carries a ``CUSTOM`` ``agui.warning`` event right after ``RUN_STARTED``, and
     :attr:`warnings` records it. An open interrupt with no entry is never taken as abandoned: see
     ``on_uncovered``.
+
+    Raises:
+        TypeError: a step or item is of no kind above.
+        ValueError: an item holds a value JSON cannot carry (``NaN``, a set, a non-string key …), which
+            would go out as another value or not at all (a lone surrogate is sent, as its escape). A
+            callable's step is checked when it is made, and the request gets a ``500``.
     """
 
     def __init__(self, script: Sequence[Step] = (), *, cycle: bool = False, on_uncovered: OnUncovered = "error",

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import agui_client as ag
-from agui_client.core.legacy import CUSTOM_ASKED
+from agui_client.core.legacy import ASKS_NOT_KEPT, CUSTOM_ASKED, MAX_ASKS
 from agui_client.stores import SqliteStore
 from agui_client.testing import ScriptedAgent
 
@@ -245,6 +245,56 @@ def test_the_legacy_channel_cannot_carry_a_null_answer(drive: Any, served: Any) 
     assert endpoint.received[1].body["forwardedProps"] == {"command": {"resume": '"true"'}}
 
 
+def asks(*extras: dict[str, Any]) -> Callable[[Any], list[dict[str, Any]]]:
+    """A legacy pause asking one question per item of ``extras`` (each event's own fields: its value, its
+    rawEvent), the run's id put where an item says ``{run}``."""
+    def step(run_input: Any) -> list[dict[str, Any]]:
+        ids = {"threadId": run_input.thread_id, "runId": run_input.run_id}
+        made = [json.loads(json.dumps(extra).replace("{run}", run_input.run_id)) for extra in extras]
+        return [{"type": "RUN_STARTED", **ids}, *({"type": "CUSTOM", "name": "on_interrupt", **e} for e in made),
+                {"type": "RUN_FINISHED", **ids}]
+    return step
+
+
+def test_an_id_made_from_the_run_never_merges_a_question_into_another(drive: Any, served: Any) -> None:
+    # The id made for a question without LangGraph's id (`<runId>:on_interrupt:<n>`) was the id another
+    # question's rawEvent gave: "one per id, the first" then dropped the second question unseen, and an
+    # answer meant for the first could reach the graph for the second. LangGraph's ids stay as sent; a
+    # made id steps aside, and a truly repeated LangGraph id is still one question (the first).
+    endpoint = served(ScriptedAgent([asks({"value": json.dumps({"message": "Rename x?"}),
+                                           "rawEvent": {"id": "{run}:on_interrupt:1"}},
+                                          {"value": json.dumps({"message": "Delete /srv/x?"})},
+                                          {"value": json.dumps({"message": "Rename y?"}), "rawEvent": {"id": "lg-2"}},
+                                          {"value": json.dumps({"message": "Rename z?"}), "rawEvent": {"id": "lg-2"}})],
+                                    stateless=True))
+    with drive.client(endpoint.url, legacy_interrupts="langgraph") as client:
+        thread = client.thread()
+        result = thread.run("hi")
+
+    run_id = result.run_id
+    assert [(i.message, i.id) for i in result.interrupts] == [
+        ("Rename x?", f"{run_id}:on_interrupt:1"), ("Delete /srv/x?", f"{run_id}:on_interrupt:1~1"),
+        ("Rename y?", "lg-2")]
+    assert thread.open_interrupts == result.interrupts
+    assert result.interrupts[1].metadata == {"langgraph": {"raw": {"message": "Delete /srv/x?"}, "id": None}}
+
+
+def test_questions_past_the_kept_number_are_said_not_dropped_unseen(drive: Any, served: Any) -> None:
+    # Past MAX_ASKS the events were counted and not bridged, and the count was said only by the warning
+    # a run without the bridge gets: with it, the questions past the 64th vanished without a word.
+    count = MAX_ASKS + 6
+    endpoint = served(ScriptedAgent([asks(*({"value": json.dumps({"message": f"q{n}"}), "rawEvent": {"id": f"lg-{n}"}}
+                                            for n in range(count)))], stateless=True))
+    with drive.client(endpoint.url, legacy_interrupts="langgraph") as client:
+        result = client.thread().run("hi")
+
+    assert result.outcome == "interrupt" and len(result.interrupts) == MAX_ASKS
+    [warning] = result.warnings
+    assert warning.code == ASKS_NOT_KEPT and warning.event_type == "RUN_FINISHED"
+    assert warning.index == count + 1 and warning.pointer == "/outcome" and warning.run_id == result.run_id
+    assert f"{count} CUSTOM 'on_interrupt'" in warning.message and f"the first {MAX_ASKS}" in warning.message
+
+
 # --------------------------------------------------------------------------------------------------
 # a store round trip
 # --------------------------------------------------------------------------------------------------
@@ -269,6 +319,34 @@ def test_bridged_interrupts_survive_a_store_round_trip(drive: Any, served: Any, 
     assert endpoint.received[1].body["forwardedProps"] == requests_of("rejected")[1]["forwardedProps"]
     assert "resume" not in endpoint.received[1].body
     assert second.outcome == "success" and second.text == "tool said: rejected: not today"
+
+
+def test_two_interrupts_a_record_gives_one_langgraph_id_are_refused_not_one_answer_lost(
+        drive: Any, served: Any, tmp_path: Path) -> None:
+    # Several answers travel as a map from LangGraph's id to the answer. A record whose open interrupts
+    # give one LangGraph id twice (written by hand, or by another tool) made one key of two: the first
+    # answer was overwritten by the second and never sent, while the resume counted both as given.
+    endpoint = served(ScriptedAgent([asks({"value": '"Rename x?"', "rawEvent": {"id": "lg-1"}},
+                                          {"value": '"Delete /srv/x?"', "rawEvent": {"id": "lg-2"}})],
+                                    cycle=True, stateless=True))
+    store = SqliteStore(tmp_path / "t.db")
+    with drive.client(endpoint.url, legacy_interrupts="langgraph", store=store) as client:
+        thread = client.thread()
+        thread.run("hi")
+        thread_id = thread.id
+    stored = store.load(thread_id)
+    assert stored is not None
+    data = json.loads(json.dumps(stored.data))
+    data["openInterrupts"][1]["metadata"]["langgraph"]["id"] = "lg-1"
+    store.save(thread_id, data, expected_version=stored.version)
+
+    with drive.client(endpoint.url, store=SqliteStore(tmp_path / "t.db")) as other:
+        again = other.load_thread(thread_id)
+        with pytest.raises(ag.ResumeRefused) as refused:
+            again.run(resume=again.resume_builder().answer("lg-1", {"rename": True}).answer("lg-2", {"delete": False}))
+
+    assert refused.value.problems == {"legacy-channel": ("lg-1", "lg-2")}
+    assert "'lg-1'" in str(refused.value) and len(endpoint.received) == 1  # (nothing was sent)
 
 
 # --------------------------------------------------------------------------------------------------

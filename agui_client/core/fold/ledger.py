@@ -80,9 +80,11 @@ class RunLedger:
 
         An answer names an interrupt by id, so a repeated id is one question to cover: a second copy
         could never be answered apart, and a resume covering both would name the id twice. Every way
-        interrupts reach a thread comes through here but an accepted interrupt outcome
-        (:meth:`run_finished`), whose ids the verifier found distinct (IR-06 refuses a repeat, and
-        the refusal comes here), so a stream and a record listing the same interrupts hold the same ones."""
+        interrupts reach a thread comes through here but :meth:`run_finished`: an accepted interrupt
+        outcome, whose ids the verifier found distinct (IR-06 refuses a repeat, and the refusal comes
+        here), and the legacy bridge's, distinct by construction (``legacy.bridge`` keeps a repeated
+        LangGraph id's first question, and the ids it makes never take one), so a stream and a record
+        listing the same interrupts hold the same ones."""
         first: dict[str, rn.Interrupt] = {}
         for interrupt in interrupts:
             first.setdefault(interrupt.id, interrupt)
@@ -150,6 +152,7 @@ class RunLedger:
             self.usage[run.run_id] = usage
             self.usage_touched.add(run.run_id)
         self.open_via = None
+        warnings: Sequence[StreamWarning] = _NO_WARNINGS
         if run.legacy_asks and self.legacy is not None and not isinstance(
                 outcome, (rn.RunFinishedInterruptOutcome, rn.RunFinishedCancelledOutcome)):
             # The bridge (opt-in): a success that carried on_interrupt events is read as the interrupt
@@ -157,6 +160,7 @@ class RunLedger:
             asked = legacy.bridge(run.legacy_asks, run.run_id, self.subagents)
             outcome = rn.RunFinishedInterruptOutcome(interrupts=asked)
             run.bridged = self.open_via = self.legacy
+            warnings = legacy.unkept(run.legacy_asked, len(run.legacy_asks)) or _NO_WARNINGS
         match outcome:
             case rn.RunFinishedInterruptOutcome():
                 run.outcome = "interrupt"
@@ -164,6 +168,7 @@ class RunLedger:
                 self.open_interrupts = outcome.interrupts
                 self.interrupted_run_id = run.run_id
                 self._link_suspended(outcome.interrupts)
+                return warnings
             case rn.RunFinishedCancelledOutcome():
                 run.outcome = "cancelled"
                 self.open_interrupts = ()
