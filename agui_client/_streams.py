@@ -195,6 +195,8 @@ class RunStream(_OneRun, _Stream):
     main agent's text alone. ``result`` is the ``RunResult`` once the stream ended (or the ``with`` block
     was left); ``get_final_result()`` reads the rest first. Leaving the ``with`` block early closes the
     response, and the result says so (``outcome`` ``None`` and a ``TR-16`` warning: docs/streaming.md).
+    A stream has one reader at a time (a second task or thread reading at once is refused, as is a
+    second entry of its block: :class:`~agui_client.errors.StreamMisused`).
 
     Example::
 

@@ -12,7 +12,8 @@ Everything that reads or writes JSON in the package goes through here, so the de
 * :func:`parse_batch` does the same for many small payloads at once; :func:`read_slices` reads a
   large object's array a slice at a time.
 * :func:`dump_json`, :func:`dump_record` and :func:`load_record` write and read exactly: lone UTF-16
-  halves, integers beyond 64 bits, ``NaN`` and non-JSON Python values are handled or refused.
+  halves, integers beyond 64 bits, ``NaN`` and non-JSON Python values are handled or refused; a stored
+  record repeating a key is refused as an event repeating one is (:class:`RepeatedKey`).
 * :func:`json_problem` says whether a Python value is JSON at all, and where it is not (the
   values' other questions and their copies are :mod:`~agui_client.wire.values`').
 
