@@ -8,20 +8,28 @@ the stream as they read.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from functools import wraps
+from types import TracebackType
+from typing import Any, ParamSpec, TypeVar
 
 from ._inert import quoted_name
 from .core.fold import ThreadState
 from .core.session import RunResult
-from .errors import StreamNotFinished
+from .errors import StreamMisused, StreamNotFinished
 from .wire.types import events as ev
 from .wire.types import messages as msg
 from .wire.types.run import RunAgentInput
 
 __all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "no_events",
            # How a thread's pump fills the streams it hands out (not the package's API):
-           "fill", "end", "ended", "fail", "failure", "ran", "reading"]
+           "fill", "end", "ended", "fail", "failure", "ran", "reading",
+           # How a thread's stream() and stream_until_done() hand out their block (neither is the API):
+           "entered_once", "async_entered_once"]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 class _Ending:
@@ -49,6 +57,10 @@ class _Ending:
     def _unfinished(self) -> StreamNotFinished:
         raise NotImplementedError
 
+    def _run_read(self) -> str | None:
+        """The run this stream reads now (for the errors that name it)."""
+        raise NotImplementedError
+
 
 class _Stream(_Ending):
     """What a stream of folded events offers, whatever runs it carries (sync)."""
@@ -58,7 +70,7 @@ class _Stream(_Ending):
         self._events = events
 
     def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
-        return self._events
+        return _Reader(self)
 
     @property
     def text_stream(self) -> Iterator[str]:
@@ -73,7 +85,7 @@ class _Stream(_Ending):
         """The assistant text deltas as they stream; ``subagents=True`` also yields subagents' text
         (tell them apart by iterating the events: each carries ``subagent_run_id``)."""
         pick = _TextPicker(self._state, subagents)
-        for event in self._events:
+        for event in self:
             text = pick(event)
             if text is not None:
                 yield text
@@ -87,7 +99,7 @@ class _Stream(_Ending):
             StreamNotFinished: the stream had already failed in this block.
         """
         if self._result is None:
-            for _ in self._events:
+            for _ in self:
                 pass
         return self.result
 
@@ -100,7 +112,7 @@ class _AsyncStream(_Ending):
         self._events = events
 
     def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
-        return self._events
+        return _AsyncReader(self)
 
     @property
     def text_stream(self) -> AsyncIterator[str]:
@@ -110,7 +122,7 @@ class _AsyncStream(_Ending):
     async def text_deltas(self, *, subagents: bool = False) -> AsyncIterator[str]:
         """The assistant text deltas, subagents' too when asked (see :meth:`RunStream.text_deltas`)."""
         pick = _TextPicker(self._state, subagents)
-        async for event in self._events:
+        async for event in self:
             text = pick(event)
             if text is not None:
                 yield text
@@ -118,7 +130,7 @@ class _AsyncStream(_Ending):
     async def get_final_result(self) -> RunResult:
         """Read the rest of the stream and return its ``RunResult`` (see :meth:`RunStream.get_final_result`)."""
         if self._result is None:
-            async for _ in self._events:
+            async for _ in self:
                 pass
         return self.result
 
@@ -134,6 +146,9 @@ class _OneRun(_Ending):
     def _unfinished(self) -> StreamNotFinished:
         return _not_finished(self.run_input.run_id, self._failed)
 
+    def _run_read(self) -> str | None:
+        return self.run_input.run_id
+
 
 class _Runs(_Ending):
     """What a tool loop's stream adds, in either shell: each run's result, and the run being read."""
@@ -146,6 +161,9 @@ class _Runs(_Ending):
     def __repr__(self) -> str:
         return _stream_repr(self, f"thread_id={self._state.thread_id if self._state else None!r} "
                                   f"runs={len(self._results)}")
+
+    def _run_read(self) -> str | None:
+        return self._run_id
 
     @property
     def results(self) -> tuple[RunResult, ...]:
@@ -177,6 +195,8 @@ class RunStream(_OneRun, _Stream):
     main agent's text alone. ``result`` is the ``RunResult`` once the stream ended (or the ``with`` block
     was left); ``get_final_result()`` reads the rest first. Leaving the ``with`` block early closes the
     response, and the result says so (``outcome`` ``None`` and a ``TR-16`` warning: docs/streaming.md).
+    A stream has one reader at a time (a second task or thread reading at once is refused, as is a
+    second entry of its block: :class:`~agui_client.errors.StreamMisused`).
 
     Example::
 
@@ -248,6 +268,151 @@ class AsyncLoopStream(_Runs, _AsyncStream):
 
     def __init__(self, state: ThreadState | None = None) -> None:
         super().__init__(no_events(), state)
+
+
+class _Reader:
+    """One reader's way through a stream's events (what ``iter(stream)`` returns): the events themselves,
+    one at a time, or :class:`StreamMisused` for a second OS thread reading while another is.
+
+    The events are one generator (the pump's), which Python lets one caller run at a time: a second
+    raised the generator's ``ValueError("generator already executing")``, naming nothing. Caught where
+    it arises rather than looked for first: a look, then a step, would leave the two threads a moment
+    to both look. ``close()`` ends the events, as closing the generator ``iter(stream)`` used to return
+    did; leaving a ``for`` early closes nothing: the stream goes on for the next loop, as it did.
+    """
+
+    __slots__ = ("_stream", "_events")
+
+    def __init__(self, stream: _Stream) -> None:
+        self._stream = stream
+        self._events = stream._events
+
+    def __iter__(self) -> _Reader:
+        return self
+
+    def __next__(self) -> ev.Event | ev.UnknownEvent:
+        try:
+            return next(self._events)
+        except ValueError as exc:
+            # (exactly the interpreter's refusal: the pump's own errors, an UnencodableValue among them, pass)
+            if type(exc) is ValueError and exc.args == ("generator already executing",):
+                raise _shared(self._stream) from None
+            raise
+
+    def close(self) -> None:
+        """End the stream's events here, as closing the generator this used to be did: the run is left."""
+        self._events.close()  # type: ignore[attr-defined]  # (the pump's generator)
+
+
+class _AsyncReader:
+    """One task's way through a stream's events (what ``aiter(stream)`` returns): the events themselves,
+    or :class:`StreamMisused` for a second task reading while another is (see :class:`_Reader`).
+
+    An async generator waiting inside a step (for the next bytes) is suspended on what it awaits
+    (``ag_await``); between steps, it waits on nothing. A task runs alone until it awaits, so the look
+    and the step cannot be split by another reader of the same loop: looking first spares every event a
+    coroutine of its own, which catching the generator's ``RuntimeError`` would cost.
+    """
+
+    __slots__ = ("_stream", "_events", "_step")
+
+    def __init__(self, stream: _AsyncStream) -> None:
+        self._stream = stream
+        self._events: Any = stream._events  # (an async generator: ``ag_await`` is not on AsyncIterator)
+        self._step = self._events.__anext__
+
+    def __aiter__(self) -> _AsyncReader:
+        return self
+
+    def __anext__(self) -> Awaitable[ev.Event | ev.UnknownEvent]:
+        # (``ag_running`` need not be asked: while the generator runs, no other task does, and code it
+        # calls that is not a task cannot await a step)
+        if self._events.ag_await is not None:
+            raise _shared(self._stream)
+        step: Awaitable[ev.Event | ev.UnknownEvent] = self._step()
+        return step
+
+    async def aclose(self) -> None:
+        """End the stream's events here (see :meth:`_Reader.close`)."""
+        await self._events.aclose()
+
+
+def _shared(stream: _Ending) -> StreamMisused:
+    run = stream._run_read()
+    which = f"run {quoted_name(run)}: " if run is not None else ""
+    return StreamMisused(f"{which}this stream's events are being read by another task or thread already; one "
+                         "reader at a time, each event once: read it in one place and hand the events on (a "
+                         "queue) to whoever else needs them. Nothing was read here; the other reader goes on",
+                         code="STREAM-SHARED", run_id=run)
+
+
+class _Block:
+    """The block one ``thread.stream(...)`` (or ``stream_until_done``) call opens, entered once.
+
+    contextlib's block, entered again, raised ``AttributeError: ... has no attribute 'args'``: nothing
+    was sent twice, but the words named neither the stream nor the mistake.
+    """
+
+    __slots__ = ("_opens", "_entered", "_what", "_run_id")
+
+    def __init__(self, opens: Any, what: str) -> None:
+        self._opens = opens
+        self._what = what
+        self._entered = False
+        self._run_id: str | None = None
+
+    def _enter_once(self) -> None:
+        if self._entered:
+            run = f" (run {quoted_name(self._run_id)})" if self._run_id is not None else ""
+            raise StreamMisused(f"this thread.{self._what}(...) block{run} was entered already: one call sends one "
+                                f"run and opens one block; call thread.{self._what}(...) again for another run. "
+                                "Nothing was sent", code="STREAM-REENTERED", run_id=self._run_id)
+        self._entered = True
+
+    def _opened(self, stream: Any) -> Any:
+        self._run_id = stream._run_read()
+        return stream
+
+
+class _SyncBlock(_Block, AbstractContextManager[Any]):
+    __slots__ = ()
+
+    def __enter__(self) -> Any:
+        self._enter_once()
+        return self._opened(self._opens.__enter__())
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool | None:
+        return self._opens.__exit__(kind, exc, tb)  # type: ignore[no-any-return]
+
+
+class _AsyncBlock(_Block, AbstractAsyncContextManager[Any]):
+    __slots__ = ()
+
+    async def __aenter__(self) -> Any:
+        self._enter_once()
+        return self._opened(await self._opens.__aenter__())
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool | None:
+        return await self._opens.__aexit__(kind, exc, tb)  # type: ignore[no-any-return]
+
+
+def entered_once(opens: Callable[_P, AbstractContextManager[_T]]) -> Callable[_P, AbstractContextManager[_T]]:
+    """``opens`` (a ``@contextmanager`` method), its block refusing a second entry with ``StreamMisused``."""
+    @wraps(opens)
+    def stream(*args: _P.args, **kwargs: _P.kwargs) -> AbstractContextManager[_T]:
+        return _SyncBlock(opens(*args, **kwargs), opens.__name__)
+    return stream
+
+
+def async_entered_once(opens: Callable[_P, AbstractAsyncContextManager[_T]]
+                       ) -> Callable[_P, AbstractAsyncContextManager[_T]]:
+    """:func:`entered_once` for an ``@asynccontextmanager`` method."""
+    @wraps(opens)
+    def stream(*args: _P.args, **kwargs: _P.kwargs) -> AbstractAsyncContextManager[_T]:
+        return _AsyncBlock(opens(*args, **kwargs), opens.__name__)
+    return stream
 
 
 class _TextPicker:

@@ -82,6 +82,7 @@ __all__ = [
     "ConcurrentResume",
     "ThreadBusy",
     "StreamNotFinished",
+    "StreamMisused",
     "AguiWarning",
     "StreamWarning",
     "StoreError",
@@ -712,6 +713,34 @@ class StreamNotFinished(AguiError, RuntimeError):
         super().__init__(message)
         self.run_id = run_id
         self.failed = failed
+
+
+class StreamMisused(AguiError, RuntimeError):
+    """A run stream used in a way that cannot work; what was refused sent and read nothing.
+
+    Two misuses, each with a stable code (docs/codes.md):
+
+    * ``STREAM-REENTERED``: the block one ``thread.stream(...)`` call opened was entered a second time
+      (again after it was left, or inside itself). One call sends one run and opens one block: call
+      ``thread.stream(...)`` again for another run.
+    * ``STREAM-SHARED``: two tasks (or OS threads) read one stream's events at once. A stream's events
+      reach one reader at a time, each event once: read them in one place, and hand them on (a queue)
+      to whoever else needs them. The reader already reading goes on undisturbed.
+
+    Both were Python's own words before (contextlib's ``AttributeError``, the generator's ``ValueError``
+    or ``RuntimeError``), which named neither the stream nor what to do. It is a ``RuntimeError``, as
+    the last of those was.
+
+    Attributes:
+        code: ``STREAM-REENTERED`` or ``STREAM-SHARED``.
+        run_id: the run the stream carries, when known (``None`` for a block never entered, or a tool
+            loop's stream between runs).
+    """
+
+    def __init__(self, message: str, *, code: str, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.run_id = run_id
 
 
 class AguiWarning(UserWarning):

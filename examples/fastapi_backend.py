@@ -12,8 +12,14 @@ Endpoints::
     POST /chat                    {"thread_id"?: str, "message": str}
         -> 200 text/event-stream: one "data: <json>" frame per AG-UI event, then a final
            {"type": "agui_client.thread", "threadId", "version", "outcome", "openInterrupts", "result"}
-           (or {"type": "agui_client.error", ...} when the run failed mid-stream)
+           (or {"type": "agui_client.error", "threadId", "error", "message", "claimHeld"} when the run
+           failed mid-stream: the message is for the browser's user, the library's reason goes to the log)
         -> 422 when the thread is waiting for answers (answer its interrupts first)
+        -> 502 {"error": "agent_failed", "message": ...}: the agent could not be reached, or answered
+           with an error, before the run started
+        -> 503 {"error": <the error's class>, "message": ...}: the run could not start for another
+           reason (the store failed, say); for both, the message is for the browser's user and the
+           library's reason, which may name the agent's URL or the store, goes to the log
     POST /threads/{id}/answers    {"answers": {interrupt_id: payload}, "abandon": [interrupt_id, ...]}
         -> 200 text/event-stream: the continued run, framed the same way
         -> 422 {"error": kind, "ids": [...], "problems": {kind: [ids]}, "errors": {id: [messages]},
@@ -95,6 +101,12 @@ log = logging.getLogger("fastapi_backend")
 
 #: What the browser's user reads when someone else answered their thread first.
 ANSWERED_ELSEWHERE = "This conversation was answered elsewhere a moment ago. Reload it to see where it stands."
+#: What the browser's user reads when the agent could not be reached, or failed, before the run started (502).
+AGENT_UNAVAILABLE = "The assistant could not be reached just now. Please try again in a moment."
+#: What the browser's user reads when the run could not start for another reason (503).
+NOT_STARTED = "This conversation cannot go on just now. Please try again in a moment."
+#: What the browser's user reads when the run failed part-way (the error frame).
+BROKE_OFF = "The assistant's answer broke off. Reload the conversation to see where it stands, then try again."
 
 
 class ChatRequest(BaseModel):
@@ -235,9 +247,15 @@ def failed_to_start(thread: ag.AsyncThread, exc: ag.AguiError) -> JSONResponse:
         return JSONResponse({"error": "concurrent", "threadId": thread.id, "message": ANSWERED_ELSEWHERE,
                              "expectedVersion": exc.expected_version, "actualVersion": exc.actual_version},
                             status_code=409)
+    # As for the 409: the library's text is for the developer (it may name the agent's URL, what the agent
+    # answered, the store and its tables), so it goes to the log, and the browser gets words of its own.
     if isinstance(exc, ag.TransportError):
-        return JSONResponse({"error": "agent_failed", "threadId": thread.id, "message": str(exc)}, status_code=502)
-    return JSONResponse({"error": type(exc).__name__, "threadId": thread.id, "message": str(exc)}, status_code=503)
+        log.warning("thread %s: the agent failed before the run started: %s", thread.id, exc)
+        return JSONResponse({"error": "agent_failed", "threadId": thread.id, "message": AGENT_UNAVAILABLE},
+                            status_code=502)
+    log.error("thread %s: the run could not start: %s", thread.id, exc)
+    return JSONResponse({"error": type(exc).__name__, "threadId": thread.id, "message": NOT_STARTED},
+                        status_code=503)
 
 
 def final_frame(thread: ag.AsyncThread, result: ag.RunResult | None) -> dict[str, Any]:
@@ -253,12 +271,13 @@ def final_frame(thread: ag.AsyncThread, result: ag.RunResult | None) -> dict[str
 
 
 def error_frame(thread: ag.AsyncThread, exc: ag.AguiError) -> dict[str, Any]:
-    """The last frame of a run that failed mid-stream."""
+    """The last frame of a run that failed mid-stream (the library's reason goes to the log)."""
+    log.error("thread %s: the run failed part-way: %s", thread.id, exc)
     return {
         "type": "agui_client.error",
         "threadId": thread.id,
         "error": type(exc).__name__,
-        "message": str(exc),
+        "message": BROKE_OFF,
         # A resume whose request may have reached the agent keeps the thread claimed (see Thread.stream).
         "claimHeld": bool(getattr(exc, "claim_held", False)),
     }

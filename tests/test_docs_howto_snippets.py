@@ -42,9 +42,11 @@ def run(page: str, snippet: str, **names: Any) -> str:
     return out.getvalue()
 
 
-def test_the_streaming_page_prints_the_text_reports_tr_16_and_refuses_an_early_result() -> None:
-    streamed, _, left_early, too_early = snippets("streaming.md")
-    with serve(ScriptedAgent.demo()) as server, ag.AgentClient(server.url) as client:
+def test_the_streaming_page_prints_the_text_reports_tr_16_and_refuses_an_early_result_and_a_second_entry(
+) -> None:
+    streamed, _, left_early, too_early, reentered = snippets("streaming.md")
+    agent = ScriptedAgent.demo()
+    with serve(agent) as server, ag.AgentClient(server.url) as client:
         names: dict[str, Any] = {"thread": client.thread()}
         printed = run("streaming.md", streamed, **names)
         assert "I need your approval before I delete it." in printed
@@ -55,6 +57,11 @@ def test_the_streaming_page_prints_the_text_reports_tr_16_and_refuses_an_early_r
         with pytest.raises(ag.StreamNotFinished) as refused:
             run("streaming.md", too_early, thread=client.thread())
         assert "the stream has not ended" in str(refused.value)
+
+        with pytest.raises(ag.StreamMisused) as misused:
+            run("streaming.md", reentered, thread=client.thread())
+        assert misused.value.code == "STREAM-REENTERED"
+        assert agent.request_count == 4  # (the block entered again sent nothing)
 
 
 def test_the_streaming_pages_tool_loop_prints_every_runs_text_and_each_runs_id() -> None:

@@ -435,3 +435,61 @@ def test_the_example_cancels_runs_still_in_flight_at_shutdown_so_their_claims_go
 
     assert task.cancelled()
     assert stored is not None and stored.claim is None
+
+
+def _relayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_url: str,
+             requests: list[tuple[str, dict[str, Any]]]) -> list[httpx.Response]:
+    """What the example answers to ``requests`` (path, JSON body), run in this process against ``agent_url``."""
+    import asyncio
+
+    example = example_module()
+    monkeypatch.setenv("THREADS_DB", str(tmp_path / "threads.db"))
+    monkeypatch.setenv("AGENT_URL", agent_url)
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+
+    async def main() -> list[httpx.Response]:
+        async with example.lifespan(example.app), httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=example.app), base_url="http://backend.test") as browser:
+            return [await browser.post(path, json=body) for path, body in requests]
+
+    return asyncio.run(main())
+
+
+def test_a_failure_before_or_during_a_run_shows_the_user_words_for_them_and_logs_the_librarys(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # The 502, the 503 and the error frame passed the library's message to the browser: the agent's URL
+    # and what it answered, the store's words, a run id and an event index, written for the developer.
+    from agui_client.testing import Finish, Respond, Start
+
+    def step(run_input: RunAgentInput) -> Any:
+        if last_user_text(run_input) == "fail":
+            return Respond(status=500, body="upstream model gateway 10.0.0.7 refused: quota")
+        return [Start(), {"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "x"}, Finish()]
+
+    example = example_module()
+    caplog.set_level("WARNING", logger="fastapi_backend")
+    with serve(ScriptedAgent([step], cycle=True)) as server:
+        unavailable, not_started, broke_off = _relayed(tmp_path, monkeypatch, server.url, [
+            ("/chat", {"message": "fail"}),
+            ("/chat", {"thread_id": "t" * 1100, "message": "hello"}),  # (too long for a store: its claim fails)
+            ("/chat", {"message": "go"}),
+        ])
+
+    assert unavailable.status_code == 502
+    assert unavailable.json()["error"] == "agent_failed"
+    assert unavailable.json()["message"] == example.AGENT_UNAVAILABLE
+    assert not_started.status_code == 503
+    assert (not_started.json()["error"], not_started.json()["message"]) == ("StoreError", example.NOT_STARTED)
+    error = frames(broke_off)[-1]
+    assert (error["type"], error["error"], error["message"]) == ("agui_client.error", "SequenceError",
+                                                                  example.BROKE_OFF)
+    shown = unavailable.text + not_started.text + broke_off.text
+    assert server.url not in shown and "10.0.0.7" not in shown and "1024" not in shown and "ghost" not in shown
+
+    logged = [record.getMessage() for record in caplog.records if record.name == "fastapi_backend"]
+    assert len(logged) == 3, logged
+    assert f"{unavailable.json()['threadId']}: the agent failed before the run started: " in logged[0]
+    assert "500" in logged[0] and "10.0.0.7" in logged[0]
+    assert "the run could not start: " in logged[1] and "more than the 1024 a store takes" in logged[1]
+    assert f"{error['threadId']}: the run failed part-way: " in logged[2] and "ghost" in logged[2]

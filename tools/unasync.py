@@ -87,6 +87,7 @@ NAMES = {
     "AsyncIterable": "Iterable",
     "AsyncGenerator": "Generator",
     "asynccontextmanager": "contextmanager",
+    "async_entered_once": "entered_once",
     "enter_async_context": "enter_context",
     "StopAsyncIteration": "StopIteration",
     "__aenter__": "__enter__",

@@ -16,7 +16,18 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from .._streams import AsyncLoopStream, AsyncRunStream, end, ended, fail, failure, fill, ran, reading
+from .._streams import (
+    AsyncLoopStream,
+    AsyncRunStream,
+    async_entered_once,
+    end,
+    ended,
+    fail,
+    failure,
+    fill,
+    ran,
+    reading,
+)
 from ..core.exchange import StreamHandle
 from ..core.flow import RECEIVE, Close, Flow, Hand, Invoke, Load, ResumeInput, Run, Send, Write
 from ..core.headers import layered
@@ -178,6 +189,7 @@ class AsyncThread(AsyncThreadIO):
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=INTERRUPTED)
             return watch.finished(cast(RunResult, await self._drive(flow, _AsyncExchange(watch))))
 
+    @async_entered_once
     @asynccontextmanager
     async def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
                      tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
@@ -264,6 +276,7 @@ class AsyncThread(AsyncThreadIO):
             return watch.finished(cast(RunResult, await self._drive(self._until_done(message, max_steps, kwargs),
                                                                     _AsyncExchange())))
 
+    @async_entered_once
     @asynccontextmanager
     async def stream_until_done(self, message: MessageInput = None, *, max_steps: int = 8,
                                 **kwargs: Any) -> AsyncIterator[AsyncLoopStream]:

@@ -15,7 +15,18 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from .._streams import LoopStream, RunStream, end, ended, fail, failure, fill, ran, reading
+from .._streams import (
+    LoopStream,
+    RunStream,
+    entered_once,
+    end,
+    ended,
+    fail,
+    failure,
+    fill,
+    ran,
+    reading,
+)
 from ..core.exchange import StreamHandle
 from ..core.flow import RECEIVE, Close, Flow, Hand, Invoke, Load, ResumeInput, Run, Send, Write
 from ..core.headers import layered
@@ -144,6 +155,7 @@ class Thread(ThreadIO):
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=INTERRUPTED)
             return watch.finished(cast(RunResult, self._drive(flow, _Exchange(watch))))
 
+    @entered_once
     @contextmanager
     def stream(self, message: MessageInput = None, *, resume: ResumeInput = None,
                tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
@@ -230,6 +242,7 @@ class Thread(ThreadIO):
             return watch.finished(cast(RunResult, self._drive(self._until_done(message, max_steps, kwargs),
                                                               _Exchange())))
 
+    @entered_once
     @contextmanager
     def stream_until_done(self, message: MessageInput = None, *, max_steps: int = 8,
                           **kwargs: Any) -> Iterator[LoopStream]:

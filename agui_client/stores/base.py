@@ -19,8 +19,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from attrs import frozen
 from typing_extensions import Self
 
+from .._inert import quoted_name
 from ..errors import ConcurrentResume, StoreError
-from ..wire.jsonio import dump_record, load_record
+from ..wire.jsonio import RepeatedKey, dump_record, load_record
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore", "Head",
            "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE", "MAX_THREAD_ID_BYTES",
@@ -596,6 +597,8 @@ def decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str
         raise _newer_format(thread_id, format)
     try:
         data = load_record(text)
+    except RepeatedKey as exc:
+        raise _repeated(thread_id, "its data", exc) from exc
     except (ValueError, RecursionError) as exc:
         raise StoreError(f"thread {thread_id!r}: stored data is not JSON: {exc}", thread_id=thread_id) from exc
     if not isinstance(data, dict):
@@ -603,6 +606,8 @@ def decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str
     if changes:
         try:
             apply_changes(data, [load_record(change) for change in changes])
+        except RepeatedKey as exc:
+            raise _repeated(thread_id, "a change appended to it", exc) from exc
         except (ValueError, TypeError, RecursionError) as exc:
             raise StoreError(f"thread {thread_id!r}: a stored change cannot be read: {exc}",
                              thread_id=thread_id) from exc
@@ -651,6 +656,15 @@ def compacted(thread_id: str, text: str | bytes, changes: Sequence[str | bytes])
     stored = decode_record(thread_id, version=0, text=text, claim=None, format=STORE_FORMAT_VERSION,
                             changes=changes)
     return encode_data(thread_id, stored.data)
+
+
+def _repeated(thread_id: str, where: str, exc: RepeatedKey) -> StoreError:
+    # The wire's rule for a repeated key (an event repeating one is refused, naming it) applied to what
+    # a store hands back: every store reads its records here, so they all refuse the same record alike.
+    return StoreError(f"thread {thread_id!r}: the stored record is damaged: {where} repeats the key "
+                      f"{quoted_name(exc.key)} (at {exc.pointer}), and which value is the thread's cannot be "
+                      "told; no writer of agui_client makes such a record: restore it from a backup, or "
+                      "delete the thread", thread_id=thread_id)
 
 
 def _newer_format(thread_id: str, format: int) -> StoreError:

@@ -73,6 +73,8 @@ from typing import Any, TypeVar
 import attrs
 from attrs import frozen
 
+from .._inert import quoted_name
+from ..core.redact import displayed_url
 from ..errors import StoreError
 from .base import (
     Compaction,
@@ -166,8 +168,10 @@ class SqliteStore(_Base):
         compaction: when appended changes are folded into the record (the default: :class:`Compaction`).
 
     Raises:
-        StoreError: the file cannot be opened, is not a database, cannot use WAL mode, or holds a
-            newer table layout.
+        StoreError: the path holds a NUL or is a directory; the file cannot be opened or written, is not
+            a database, is another application's database (it holds tables and no agui_client layout,
+            or tables of our names with other columns: nothing is written to it), cannot use WAL mode,
+            or holds a newer table layout.
 
     Example::
 
@@ -180,6 +184,11 @@ class SqliteStore(_Base):
         self._path = os.fspath(path)
         if self._path in ("", ":memory:") or self._path.startswith("file:"):
             raise ValueError(f"SqliteStore needs a database file path, not {self._path!r} (use MemoryStore)")
+        self._where = _shown_path(self._path)
+        if "\x00" in self._path:
+            # (sqlite3 raised a bare ValueError, "embedded null character", naming no path and no store)
+            raise StoreError(f"SQLite store {self._where}: the path holds a NUL character, which no file name "
+                             "can; nothing was opened")
         self._timeout = timeout
         self.compaction = compaction or Compaction()
         self._lock = threading.Lock()
@@ -194,7 +203,7 @@ class SqliteStore(_Base):
                 # Persistent in the file: set once here, every later connection opens in WAL mode.
                 mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
-                    raise StoreError(f"SQLite store {self._path}: cannot use WAL journal mode (got {mode!r})")
+                    raise StoreError(f"SQLite store {self._where}: cannot use WAL journal mode (got {mode!r})")
                 self._transaction(conn, self._create_schema)
         except BaseException:
             self.close()
@@ -251,7 +260,7 @@ class SqliteStore(_Base):
         encoded = encode_data(thread_id, changes)
         written = self._write(thread_id, "append", expected_version=expected_version, owner=None,
                               record_id=record_id, text=as_text(encoded), size=len(encoded))
-        fold_when_due(f"SQLite store {self._path}", thread_id, self.compaction,
+        fold_when_due(f"SQLite store {self._where}", thread_id, self.compaction,
                        (written.data_bytes, written.change_bytes, written.changes),
                        lambda: self._compact(thread_id, written))
         return written.head.version
@@ -317,7 +326,7 @@ class SqliteStore(_Base):
                 rows = conn.execute(_IDS_FIRST, (limit,)).fetchall()
             else:
                 rows = conn.execute(_IDS_AFTER, (after, limit)).fetchall()
-        return [_listed_id(self._path, row[0]) for row in rows]
+        return [_listed_id(self._where, row[0]) for row in rows]
 
     def close(self) -> None:
         """Close the store's connections; later calls raise ``StoreError``. Closing twice is fine."""
@@ -457,9 +466,16 @@ class SqliteStore(_Base):
         # Inside BEGIN IMMEDIATE: of processes opening the file at once, one creates or migrates the
         # tables and the others then find the current layout.
         (layout,) = conn.execute("PRAGMA user_version").fetchone()
+        foreign = _foreign_layout(conn, layout)
+        if foreign is not None:
+            raise StoreError(
+                f"SQLite store {self._where}: the file is a SQLite database but not an agui_client store "
+                f"({foreign}); nothing was changed in it. Give SqliteStore a file of its own: a new path, "
+                "where it creates the file and its tables"
+            )
         if layout > _SCHEMA_VERSION:
             raise StoreError(
-                f"SQLite store {self._path}: table layout {layout} is newer than this release reads "
+                f"SQLite store {self._where}: table layout {layout} is newer than this release reads "
                 f"({_SCHEMA_VERSION}); upgrade agui-client"
             )
         if layout == _SCHEMA_VERSION:
@@ -487,7 +503,8 @@ class SqliteStore(_Base):
             yield conn
         except sqlite3.Error as exc:
             where = f"thread {thread_id!r} in " if thread_id is not None else ""
-            raise StoreError(f"SQLite store failed for {where}{self._path}: {exc}", thread_id=thread_id) from exc
+            raise StoreError(f"SQLite store failed for {where}{self._where}: {exc}{_advice(exc, self._path)}",
+                             thread_id=thread_id) from exc
         finally:
             if conn is not None:
                 self._give_back(conn)
@@ -559,6 +576,73 @@ def _check_parts(thread_id: str, changes: Any, seqs: list[Any]) -> None:
     if type(changes) is not int or seqs != list(range(changes + 1)):
         found = "none" if seqs == [None] else f"{len(seqs)}"
         raise _damaged(thread_id, f"its head counts {changes!r} changes after its data, but {found} parts are stored")
+
+
+#: The columns each table layout's tables have (a file may hold more: they are not ours to judge).
+_COLUMNS: dict[int, dict[str, frozenset[str]]] = {
+    1: {"agui_threads": frozenset({"thread_id", "version", "data", "claim", "format"})},
+    2: {"agui_threads": frozenset({"thread_id", "version", "claim", "format", "changes", "change_bytes", "data_bytes"}),
+        "agui_thread_parts": frozenset({"thread_id", "seq", "body"})},
+}
+_COLUMNS[3] = {**_COLUMNS[2], "agui_threads": _COLUMNS[2]["agui_threads"] | {"record_id"}}
+
+
+def _foreign_layout(conn: sqlite3.Connection, layout: int) -> str | None:
+    """Why the open file is another application's database and not a store (``None``: it is a store, a
+    newer one, or a new file).
+
+    Every layout sets ``user_version`` in the transaction that makes its tables, so a file without one
+    that holds tables is someone else's: making ours beside them would also set the file's one
+    ``user_version``, which the other application may read as its own schema's number. A file whose
+    number is a layout's must have that layout's tables and columns; sqlite's own words for one that
+    does not ("table agui_threads already exists", "no such column") said nothing of what the file was.
+    """
+    tables = [name for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+        " ORDER BY name")]
+    if layout == 0:
+        return None if not tables else f"it holds the tables {_names(tables)} and no agui_client table layout"
+    expected = _COLUMNS.get(layout)
+    if expected is None:
+        # (a newer layout is judged by its name alone: its columns are a later release's to say)
+        return None if layout > _SCHEMA_VERSION and "agui_threads" in tables else (
+            f"its user_version is {layout}, which no agui_client table layout uses, and it holds "
+            f"the tables {_names(tables)}")
+    for table, columns in expected.items():
+        if table not in tables:
+            return f"its user_version is {layout}, agui_client's table layout {layout}, but it has no {table} table"
+        found = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if not columns <= found:
+            return (f"its {table} table has the columns {_names(sorted(found))}, not those of agui_client's "
+                    f"table layout {layout}")
+    return None
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(quoted_name(name, 40) for name in names[:8])
+    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "") if names else "none"
+
+
+def _advice(exc: sqlite3.Error, path: str) -> str:
+    """What the person can do about a sqlite3 error that is about the file itself (``""``: nothing to add)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith("SQLITE_READONLY"):
+        return ("; this process cannot write the file, or the directory it is in (SQLite writes its -wal and "
+                "-shm files there): a store writes on every run, so give it a file and a directory it can write")
+    if name.startswith("SQLITE_CANTOPEN"):
+        if os.path.isdir(path):
+            return "; the path is a directory: name a file (in that directory, say)"
+        return "; check that the file's directory exists and that this process can create and write files in it"
+    if name == "SQLITE_NOTADB":
+        return "; the file is not a SQLite database: give SqliteStore a file of its own (a new path)"
+    return ""
+
+
+def _shown_path(path: str) -> str:
+    """The path for a message: as a URL is shown when it is one (someone gave a DSN: no credentials), and
+    escaped where ``repr`` would (a NUL, a line break), cut short when long."""
+    shown = displayed_url(path) if "://" in path else path
+    return quoted_name(shown, 200)
 
 
 def _listed_id(path: str, thread_id: Any) -> str:

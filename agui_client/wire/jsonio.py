@@ -12,7 +12,8 @@ Everything that reads or writes JSON in the package goes through here, so the de
 * :func:`parse_batch` does the same for many small payloads at once; :func:`read_slices` reads a
   large object's array a slice at a time.
 * :func:`dump_json`, :func:`dump_record` and :func:`load_record` write and read exactly: lone UTF-16
-  halves, integers beyond 64 bits, ``NaN`` and non-JSON Python values are handled or refused.
+  halves, integers beyond 64 bits, ``NaN`` and non-JSON Python values are handled or refused; a stored
+  record repeating a key is refused as an event repeating one is (:class:`RepeatedKey`).
 * :func:`json_problem` says whether a Python value is JSON at all, and where it is not (the
   values' other questions and their copies are :mod:`~agui_client.wire.values`').
 
@@ -51,6 +52,7 @@ __all__ = [
     "dump_json",
     "dump_record",
     "load_record",
+    "RepeatedKey",
     "json_problem",
     "outside_strings",
     "escape",
@@ -825,23 +827,68 @@ def dump_record(record: dict[str, Any]) -> str | bytes:
     return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
+class RepeatedKey(ValueError):
+    """A stored record's JSON names one member twice in an object (:func:`load_record` refuses it).
+
+    Attributes:
+        key: the repeated member's name.
+        pointer: the JSON pointer of its second occurrence (as a repeated key in an event is named).
+    """
+
+    def __init__(self, key: str, pointer: str) -> None:
+        super().__init__(f"repeated key {key!r} at {pointer}")
+        self.key = key
+        self.pointer = pointer
+
+
 def load_record(text: str | bytes) -> Any:
     """A stored record's JSON, read exactly (integers of any length, escaped lone surrogates).
 
+    A record repeating a key in one object is refused, as an event that does is (TR-09): no writer of
+    ours makes one, and which of the two values is the record's is not for the reader to guess.
+
     Raises:
+        RepeatedKey: an object names a member twice (a ``ValueError``, naming it and where).
         ValueError, RecursionError: the text is not JSON.
     """
     # orjson refuses escaped lone surrogates, which the stdlib encoder writes.
     escaped = (b"\\u" in text) if isinstance(text, bytes) else ("\\u" in text)
     if _orjson is None or escaped:
-        return json.loads(text)
+        data = json.loads(text)
+    else:
+        try:
+            data = _orjson.loads(text)
+        except ValueError:
+            # orjson refuses an integer too large for a double (309+ digits), which the stdlib reads
+            # exactly; the stdlib's own refusal says what is wrong.
+            data = json.loads(text)
+        else:
+            if _inexact(text, data):  # (an integer beyond 64 bits read as a float)
+                data = json.loads(text)
+    if not _written_back(text, data):
+        found = _first_duplicate(text if isinstance(text, str) else text.decode("utf-8", "surrogatepass"))
+        if found is not None:
+            raise RepeatedKey(found[1], found[0])
+    return data
+
+
+def _written_back(text: str | bytes, data: Any) -> bool:
+    """A cheap proof that ``text`` (read as ``data``) repeats no key: the writer that made it writes
+    ``data`` back as exactly ``text`` (``dump_record``'s two forms), or the colons of the text are
+    those of the value written back (a key dropped as repeated takes its colon along)."""
+    if type(data) is not dict and type(data) is not list:
+        return True  # (a scalar holds no object)
+    if _orjson is not None:
+        raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+        if _proved_exact(raw, data):
+            return True
     try:
-        data = _orjson.loads(text)
-    except ValueError:
-        # orjson refuses an integer too large for a double (309+ digits), which the stdlib reads exactly;
-        # the stdlib's own refusal says what is wrong.
-        return json.loads(text)
-    return json.loads(text) if _inexact(text, data) else data  # (an integer beyond 64 bits read as a float)
+        written = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return False
+    if isinstance(text, bytes):
+        return written.encode("ascii") == text
+    return written == text
 
 
 def _inexact(text: str | bytes, data: Any) -> bool:

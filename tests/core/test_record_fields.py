@@ -147,3 +147,20 @@ def test_a_record_repeating_a_message_id_is_written_whole_by_the_first_change(ad
     stored = apply_changes(record, [json.loads(json.dumps(loaded.changes()))])
     assert [(m["id"], m["content"]) for m in stored["messages"]] == [("m", "b"), ("n", "c"), ("o", "d")]
     assert stored["messages"] == loaded.dump()["messages"]
+
+
+def test_a_thread_made_with_a_message_id_twice_holds_one_by_the_snapshot_rule() -> None:
+    # ThreadState(messages=...) is the third way messages come in whole, after a MESSAGES_SNAPSHOT and a
+    # stored record: it kept both copies, so the thread's next run sent the agent two messages of one id,
+    # and a dump of it loaded (by the record's rule) as another thread than the one dumped.
+    from agui_client import AguiWarning
+    from agui_client.types import AssistantMessage
+
+    given = [UserMessage(id="m", content="a"), AssistantMessage(id="n", content="c"), UserMessage(id="m", content="b")]
+    with pytest.warns(AguiWarning) as warned:
+        made = ThreadState(messages=given)
+
+    assert [(m.id, m.content) for m in made.messages] == [("m", "b"), ("n", "c")]
+    assert [str(w.message) for w in warned] == ["[MS-01] at /messages/2/id: snapshot repeats message id 'm'; "
+                                               "the last wins"]
+    assert ThreadState.load(made.dump()).dump()["messages"] == made.dump()["messages"]

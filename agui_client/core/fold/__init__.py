@@ -66,7 +66,9 @@ class ThreadState:
     messages; ``state`` is a copy.
 
     Args:
-        messages: messages the thread starts with.
+        messages: messages the thread starts with, one per id: a list repeating an id is read as a
+            ``MESSAGES_SNAPSHOT`` repeating one is (MS-01: the last copy, at the first's place), with an
+            ``AguiWarning`` that says so, as a stored record repeating one loads.
         state: the shared state it starts with (any JSON value; ``{}`` when not given, as the reference).
         thread_id: the thread's id, when known.
         open_interrupts: interrupts still waiting for an answer (a thread brought back from elsewhere).
@@ -102,8 +104,9 @@ class ThreadState:
         self.ledger.thread_id = thread_id
         self.ledger.hold_interrupts(tuple(open_interrupts), interrupted_run_id)
         self.legacy_interrupts = legacy_interrupts
-        for message in messages:
-            self.log.insert(Entry.of(message))
+        # (one per id, as a snapshot's and a stored record's: a list repeating one keeps its last copy,
+        # at the first's place, and warns MS-01)
+        self.snapshots.hold(tuple(messages))
         self._unchanged = 0  # the change count ``version`` counts from
         self._mark = Mark()  # (never marked: the first change writes everything)
 

@@ -16,13 +16,11 @@ import attrs
 from ...errors import DecodeError
 from ...wire import codec
 from ...wire.jsonio import escape
-from ...wire.sink import warn
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.values import PlainDict, PlainList, copy_json
 from ..legacy import LEGACY_BRIDGES
 from ..roster import Roster
-from .entries import Entry
 from .log import MessageLog
 from .records import Outcome, RunErrorInfo, RunRecord, SubagentRecord
 
@@ -201,17 +199,8 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     if roster is not None and roster.unique:
         thread.snapshots.messages_snapshot(roster, None)
     else:
-        messages = _decoded(wire, tuple[msg.Message, ...], "/messages")
-        distinct = len({message.id for message in messages}) == len(messages)
-        if distinct:
-            for message in messages:
-                thread.log.insert(Entry.of(message))
-        else:
-            # A thread holds one message per id. A record repeating one (another writer's, or damaged)
-            # is read by the snapshot's rule (MS-01: the last wins, at the first's place), and says so,
-            # as a MESSAGES_SNAPSHOT repeating one would.
-            for warning in thread.snapshots.messages_snapshot(Roster.of(messages), None):
-                warn(warning.code, warning.message, pointer=warning.pointer)
+        # (a record repeating an id, another writer's or a damaged one, is read by the snapshot's rule)
+        distinct = thread.snapshots.hold(_decoded(wire, tuple[msg.Message, ...], "/messages"))
     ledger = thread.ledger
     in_sync = data.get("stateInSync", True)
     if type(in_sync) is not bool:

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import StreamWarning
+from ...wire.sink import warn
+from ...wire.types import messages as msg
 from ...wire.types.base import Metadata
 from ...wire.values import copy_json, describe
 from ..patch import PatchFailed, apply_patch
@@ -118,6 +120,23 @@ class Snapshots:
         return _NO_WARNINGS
 
     # -- messages snapshots ------------------------------------------------------------------------
+
+    def hold(self, messages: Sequence[msg.Message]) -> bool:
+        """The messages a thread starts with (a constructor's, a stored record's), one per id.
+
+        A thread holds one message per id. A list repeating one (another writer's record, a damaged one,
+        or a caller's) is read by the snapshot's rule (MS-01: the last copy wins, at the first's place)
+        and says so, as a ``MESSAGES_SNAPSHOT`` repeating one would: one rule for every way messages
+        come in whole. Returns whether the ids were distinct (every message held as given).
+        """
+        if len({message.id for message in messages}) == len(messages):
+            for message in messages:
+                self.log.insert(Entry.of(message))
+            return True
+        for warning in self.messages_snapshot(Roster.of(messages), None):
+            warn(warning.code, warning.message, pointer=warning.pointer)
+        return False
+
 
     def messages_snapshot(self, roster: Roster, metadata: Metadata | None) -> Sequence[StreamWarning]:
         """MESSAGES_SNAPSHOT: the producer's complete list, merged (the last of a repeated id wins, at the

@@ -1,0 +1,137 @@
+"""A run stream used in a way that cannot work: a typed ``StreamMisused`` naming the mistake, in both shells.
+
+Entering the block one ``thread.stream(...)`` call opened a second time raised contextlib's
+``AttributeError: '_GeneratorContextManager' object has no attribute 'args'``; a second task reading
+an async stream while another did raised the generator's ``RuntimeError`` ("asynchronous generator is
+already running"), and a second OS thread reading a sync stream its ``ValueError`` ("generator already
+executing"). Nothing was sent twice; the words named neither the stream nor what to do. Through both
+shells (``drive``) against a ScriptedAgent on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+import agui_client as ag
+from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
+
+#: The longest a wait of these tests may take before the test fails (a hang, not a slow machine).
+BOUND = 10.0
+
+
+def _reentered(refused: pytest.ExceptionInfo[ag.StreamMisused], what: str, run_id: str | None) -> None:
+    error = refused.value
+    assert (error.code, error.run_id) == ("STREAM-REENTERED", run_id)
+    assert isinstance(error, RuntimeError)
+    assert str(error) == (f"this thread.{what}(...) block (run {run_id!r}) was entered already: one call sends one "
+                          f"run and opens one block; call thread.{what}(...) again for another run. Nothing was sent")
+
+
+def test_a_stream_block_entered_again_after_it_was_left_is_refused_and_sends_nothing(drive: Any,
+                                                                                   served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat())
+    with drive.client(endpoint.url) as client:
+        thread = client.thread("again")
+        block = thread.stream("hi")
+        with block as stream:
+            assert stream.get_final_result().outcome == "success"
+
+        with pytest.raises(ag.StreamMisused) as refused:
+            with block:
+                raise AssertionError("the block was entered again")
+
+        _reentered(refused, "stream", stream.run_input.run_id)
+        assert len(endpoint.received) == 1
+        assert thread.run("next").outcome == "success"  # (a new call is the way to another run)
+
+
+def test_a_stream_block_entered_inside_itself_is_refused_and_the_run_goes_on(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat())
+    with drive.client(endpoint.url) as client:
+        block = client.thread("nested").stream("hi")
+        with block as stream:
+            with pytest.raises(ag.StreamMisused) as refused:
+                with block:
+                    raise AssertionError("the block was entered inside itself")
+            assert stream.get_final_result().outcome == "success"
+
+        _reentered(refused, "stream", stream.run_input.run_id)
+        assert len(endpoint.received) == 1
+
+
+def test_a_tool_loops_block_entered_again_is_refused_and_sends_nothing(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat())
+    with drive.client(endpoint.url) as client:
+        block = client.thread("loop").stream_until_done("hi")
+        with block as loop:
+            assert loop.get_final_result().outcome == "success"
+
+        with pytest.raises(ag.StreamMisused) as refused:
+            with block:
+                raise AssertionError("the loop's block was entered again")
+
+        # (named by the run the block opened first: the loop's stream, once over, reads none)
+        _reentered(refused, "stream_until_done", loop.results[0].run_id)
+        assert len(endpoint.received) == 1
+
+
+def test_a_second_reader_of_one_stream_is_refused_and_the_first_reads_every_event(drive: Any,
+                                                                                  served: Any) -> None:
+    # Two OS threads read one stream (through the async shell, two tasks on its loop): the run is held
+    # between its two messages, so whichever reader steps in first waits inside the step while the
+    # other arrives.
+    gate = Gate()
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m-1", "before"), Wait(gate),
+                                      *text_message("m-2", "after"), Finish()]]))
+    outcomes: list[Any] = []
+    refused = threading.Event()
+
+    with drive.client(endpoint.url) as client, client.thread("shared").stream("hi") as stream:
+        first = iter(stream)
+        while not isinstance(next(first), ag.TextMessageEndEvent):
+            pass  # (up to the end of "before": the next event comes once the gate opens)
+
+        def read() -> None:
+            try:
+                outcomes.append([type(event).__name__ for event in stream])
+            except ag.StreamMisused as exc:
+                outcomes.append(exc)
+                refused.set()
+
+        readers = [threading.Thread(target=read) for _ in range(2)]
+        for reader in readers:
+            reader.start()
+        try:
+            assert refused.wait(BOUND), "no reader was refused"
+        finally:
+            gate.open()
+            for reader in readers:
+                reader.join(BOUND)
+
+    run_id = stream.run_input.run_id
+    (error,) = [o for o in outcomes if isinstance(o, ag.StreamMisused)]
+    assert (error.code, error.run_id) == ("STREAM-SHARED", run_id)
+    assert isinstance(error, RuntimeError)
+    assert str(error) == (f"run {run_id!r}: this stream's events are being read by another task or thread "
+                          "already; one reader at a time, each event once: read it in one place and hand the "
+                          "events on (a queue) to whoever else needs them. Nothing was read here; the other "
+                          "reader goes on")
+    assert [o for o in outcomes if not isinstance(o, ag.StreamMisused)] == [[
+        "TextMessageStartEvent", "TextMessageContentEvent", "TextMessageEndEvent", "RunFinishedEvent"]]
+    assert stream.result.outcome == "success" and stream.result.text == "before\n\nafter"
+    assert len(endpoint.received) == 1
+
+
+def test_a_reader_that_left_its_loop_early_leaves_the_stream_to_the_next(drive: Any, served: Any) -> None:
+    # (one reader after another is no misuse: the second goes on where the first stopped)
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m-1", "one two"), Finish()]]))
+    with drive.client(endpoint.url) as client, client.thread("relay").stream("hi") as stream:
+        for event in stream:
+            if isinstance(event, ag.TextMessageStartEvent):
+                break
+        rest = list(stream.text_stream)
+
+    assert rest == ["one ", "two"] and stream.result.outcome == "success"
