@@ -17,8 +17,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from .._streams import AsyncLoopStream, AsyncRunStream, end, ended, fail, failure, fill, ran, reading
+from ..core.effects import RECEIVE, Close, Flow, Hand, Invoke, Load, Run, Send, Write
 from ..core.exchange import StreamHandle
-from ..core.flow import RECEIVE, Close, Flow, Hand, Invoke, Load, ResumeInput, Run, Send, Write
+from ..core.flow import ResumeInput
 from ..core.headers import layered
 from ..core.plan import MessageInput, ToolHandler
 from ..core.session import RunResult
