@@ -13,7 +13,7 @@ from typing import Any
 
 from ._inert import quoted_name
 from .core.fold import ThreadState
-from .core.session import RunResult
+from .core.result import RunResult
 from .errors import StreamNotFinished
 from .wire.types import events as ev
 from .wire.types import messages as msg

@@ -33,7 +33,7 @@ import attrs
 from ..wire.types import messages as msg
 from .exchange import StreamHandle
 from .plan import MessageInput, Plan
-from .session import RunResult
+from .result import RunResult
 
 __all__ = ["Flow", "Write", "Load", "Send", "RECEIVE", "Close", "Hand", "Invoke", "Run"]
 

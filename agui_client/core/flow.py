@@ -77,7 +77,8 @@ from .plan import (
     refuse_unencodable_item,
     unencodable,
 )
-from .session import RunResult, RunSession
+from .result import RunResult
+from .session import RunSession
 from .standing import Standing
 
 if TYPE_CHECKING:
