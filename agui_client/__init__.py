@@ -16,7 +16,8 @@ from .client import AgentClient, AsyncAgentClient
 from .core.fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, parsed_arguments
 from .core.interrupts import AnswerProblem, ResumeBuilder, check_answer, check_resume, is_expired, parse_expires_at
 from .core.replaying import replay
-from .core.session import RunResult, RunSession
+from .core.result import RunResult
+from .core.session import RunSession
 from .errors import *  # noqa: F403
 from .telemetry import Telemetry
 from .thread import AsyncLoopStream, AsyncRunStream, AsyncThread, LoopStream, RunStream, Thread

@@ -16,7 +16,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from ._inert import quoted_name
 from .core.fold import ThreadState
-from .core.session import RunResult
+from .core.result import RunResult
 from .errors import StreamMisused, StreamNotFinished
 from .wire.types import events as ev
 from .wire.types import messages as msg

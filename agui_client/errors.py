@@ -47,7 +47,7 @@ from attrs import frozen
 from ._inert import visible
 
 if TYPE_CHECKING:
-    from .core.session import RunResult
+    from .core.result import RunResult
     from .wire.types.run import Interrupt
 
 __all__ = [

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, SpanContext, TracerProvider
 
     from .core.plan import Plan
-    from .core.session import RunResult
+    from .core.result import RunResult
 
 __all__ = ["Telemetry", "resolve", "UNWATCHED", "watch_loop", "watch_run", "record_retry"]
 

@@ -36,13 +36,13 @@ import pytest
 from serverkit import postgres_server, redis_server
 
 from agui_client import AgentClient, AsyncAgentClient, AsyncRunStream, AsyncThread
-from agui_client.core import flow as _flow
+from agui_client.core import standing as _standing
 from agui_client.stores.base import apply_changes
 from agui_client.testing import Gate, serve
 
-# Every save that appends a run's changes is checked against the whole thread (``flow._VERIFY_CHANGES``):
+# Every save that appends a run's changes is checked against the whole thread (``standing._VERIFY_CHANGES``):
 # every test that runs a thread on a store checks that the incremental record rebuilds it exactly.
-_flow._VERIFY_CHANGES = apply_changes
+_standing._VERIFY_CHANGES = apply_changes
 
 Kind = Literal["sync", "async"]
 

@@ -68,6 +68,17 @@ def test_the_sync_thread_shell_imports_nothing_of_the_async_one() -> None:
         assert [m for m in _runtime_imports(path) if m.startswith("_async")] == [], path.name
 
 
+#: The run protocol's modules, each importing none after it: the effects are the vocabulary between the
+#: protocol and its shells, the standing in the store speaks it, and the conversation stands on both.
+RUN_PROTOCOL = ["core/effects.py", "core/standing.py", "core/flow.py"]
+
+
+def test_the_run_protocols_modules_import_one_way() -> None:
+    for n, name in enumerate(RUN_PROTOCOL):
+        later = [m.replace("/", ".").removesuffix(".py") for m in RUN_PROTOCOL[n + 1:]]
+        assert [m for m in _runtime_imports(PACKAGE / name) if m in later] == [], name
+
+
 def test_the_cli_starts_without_the_testing_kits_server_and_agent() -> None:
     # `agui chat` and `agui run` never serve anything unless asked (`--demo`); the kit's package is
     # imported a name at a time, so reading a recording or building the probe's parser does not pull

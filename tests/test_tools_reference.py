@@ -20,7 +20,7 @@ import test_golden
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 try:
-    from tools.differential import families, hostile, integrations, producers, reference
+    from tools.differential import families, hostile, hostile_golden, integrations, producers, reference
     from tools.differential.__main__ import main
 finally:
     sys.path.remove(str(ROOT))
@@ -306,18 +306,19 @@ def test_a_mutation_that_meets_a_documented_difference_names_the_golden_streams_
     for k in range(60):
         events, inp = sources[k % len(sources)]
         made.update(label for v in hostile.variants(events, inp, k, 8, "x") for label in v.label.split("+"))
-    for pattern, names in hostile.DOCUMENTED.items():
+    for pattern, names in hostile_golden.DOCUMENTED.items():
         assert any(fnmatch.fnmatchcase(label, pattern) for label in made), pattern  # a label a mutation writes
         assert names and all(name in test_golden.DIFFERENCES for name in names), pattern
-    assert hostile.documented(["numbers-state", "empty-id-text", "rename-tool-as-holder"]) == {
+    assert hostile_golden.documented(["numbers-state", "empty-id-text", "rename-tool-as-holder"]) == {
         "empty-id-text": ("tool-call-empty-parent-id",),
-        "rename-tool-as-holder": hostile.DOCUMENTED["rename-tool-as-*"]}
+        "rename-tool-as-holder": hostile_golden.DOCUMENTED["rename-tool-as-*"]}
     # Text appended to an argument delta may part a character's halves (golden tool-call-args-surrogate-lone);
     # only where a delta holds a half.
     halves = [{"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": '{"q": "\ud83d-0'}]
-    assert hostile.documented(["numbers-args"], halves) == {"numbers-args": ("tool-call-args-surrogate-lone",)}
-    assert hostile.documented(["numbers-args"], [dict(halves[0], delta='{"q": 1-0')]) == {}
-    assert hostile.documented(["activity-over-text-replace-True", "rename-activity-as-text", "split-run-x"]) == {}
+    assert hostile_golden.documented(["numbers-args"], halves) == {"numbers-args": ("tool-call-args-surrogate-lone",)}
+    assert hostile_golden.documented(["numbers-args"], [dict(halves[0], delta='{"q": 1-0')]) == {}
+    assert hostile_golden.documented(["activity-over-text-replace-True", "rename-activity-as-text",
+                                      "split-run-x"]) == {}
 
 
 def _variant(folder: Path, name: str, label: str, events: list[Any] | None = None) -> reference.Stream:
@@ -358,15 +359,15 @@ def test_a_corpus_read_back_keeps_the_mutations_its_variants_carry(tmp_path: Pat
 
 
 def test_each_golden_stream_a_mutation_names_holds_the_situation_its_check_looks_for() -> None:
-    declared = {name for names in hostile.DOCUMENTED.values() for name in names}
-    assert declared == set(hostile.SIGNS)
-    for name, check in hostile.SIGNS.items():
+    declared = {name for names in hostile_golden.DOCUMENTED.values() for name in names}
+    assert declared == set(hostile_golden.SIGNS)
+    for name, check in hostile_golden.SIGNS.items():
         assert check(*_source(name)), name
     # ... and only such streams: none of these holds any of the situations.
     for name in ("multi-run", "multi-run-interrupt-then-resume", "activity-snapshot-and-delta", "tool-result-history",
                  "tool-call-parent-unknown", "tool-result-unknown-id", "snapshot-calls-after-streamed-text",
                  "tool-chunk-parent-lane", "tool-result-before-end"):
-        assert not any(check(*_source(name)) for check in set(hostile.SIGNS.values())), name
+        assert not any(check(*_source(name)) for check in set(hostile_golden.SIGNS.values())), name
 
 
 def test_a_variant_is_judged_by_the_situation_its_events_hold(tmp_path: Path) -> None:
@@ -390,10 +391,13 @@ def test_a_result_id_taken_by_another_calls_result_is_a_collision_and_by_its_own
                 *({"type": "TOOL_CALL_RESULT", "messageId": "t1", "toolCallId": c, "content": "x"} for c in calls),
                 {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
 
-    assert hostile.has_shared_id(results("c1", "c2"), None) and not hostile.has_result_again(results("c1", "c2"), None)
-    assert hostile.has_result_again(results("c1", "c1"), None) and not hostile.has_shared_id(results("c1", "c1"), None)
+    assert hostile_golden.has_shared_id(results("c1", "c2"), None)
+    assert not hostile_golden.has_result_again(results("c1", "c2"), None)
+    assert hostile_golden.has_result_again(results("c1", "c1"), None)
+    assert not hostile_golden.has_shared_id(results("c1", "c1"), None)
     history = {"messages": [{"id": "t1", "role": "tool", "toolCallId": "c1", "content": "x"}]}
-    assert hostile.has_result_again(results("c1"), history) and hostile.has_shared_id(results("c2"), history)
+    assert hostile_golden.has_result_again(results("c1"), history)
+    assert hostile_golden.has_shared_id(results("c2"), history)
 
 
 def _run(*body: dict[str, Any]) -> list[Any]:
@@ -410,21 +414,21 @@ def test_a_call_message_keyed_by_an_id_a_message_holds_is_a_collision_whatever_c
     # Fifteenth round: a parentless call whose id an earlier call named as its parent (rename-tool-as-holder) makes a
     # second message with that id (golden tool-call-parentless-id-collides); named the other way round, the call
     # joins the parentless call's message.
-    assert hostile.has_shared_id(_run(_start("c", parent="m"), _start("m")), None)
-    assert not hostile.has_shared_id(_run(_start("m"), _start("c", parent="m")), None)
+    assert hostile_golden.has_shared_id(_run(_start("c", parent="m"), _start("m")), None)
+    assert not hostile_golden.has_shared_id(_run(_start("m"), _start("c", parent="m")), None)
     # A call whose parent is a user message gets a message keyed by its id (TC-08): a collision only when that id
     # is taken, here by the parent itself (golden tool-call-foreign-parent-id-collides).
     user = {"type": "TEXT_MESSAGE_START", "messageId": "u", "role": "user"}
-    assert not hostile.has_shared_id(_run(user, _start("c", parent="u")), None)
-    assert hostile.has_shared_id(_run(user, _start("u", parent="u")), None)
+    assert not hostile_golden.has_shared_id(_run(user, _start("c", parent="u")), None)
+    assert hostile_golden.has_shared_id(_run(user, _start("u", parent="u")), None)
     activity = {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "plan", "content": {}}
-    assert hostile.has_shared_id(_run(activity, _start("a", parent="a")), None)
+    assert hostile_golden.has_shared_id(_run(activity, _start("a", parent="a")), None)
     # A call started again, a chunk lane going on, a user's chunks: no second message.
-    assert not hostile.has_shared_id(_run(_start("c", parent="m"), _start("c", parent="m"), _start("c")), None)
+    assert not hostile_golden.has_shared_id(_run(_start("c", parent="m"), _start("c", parent="m"), _start("c")), None)
     chunks = [{"type": "TEXT_MESSAGE_CHUNK", "messageId": "u", "role": "user", "delta": "a"},
               {"type": "TEXT_MESSAGE_CHUNK", "messageId": "u", "delta": "b"}]
-    assert not hostile.has_shared_id(_run(*chunks), None)
-    rename = hostile.DOCUMENTED["rename-tool-as-*"]
+    assert not hostile_golden.has_shared_id(_run(*chunks), None)
+    rename = hostile_golden.DOCUMENTED["rename-tool-as-*"]
     assert {"tool-call-parentless-id-collides-subagent", "tool-call-foreign-parent-id-collides"} <= set(rename)
 
 
@@ -435,10 +439,10 @@ def test_results_a_mutation_draws_at_one_point_for_two_calls_are_a_result_id_col
                    {"type": "TOOL_CALL_RESULT", "messageId": "tr9", "toolCallId": "c1", "content": ""},
                    {"type": "TOOL_CALL_RESULT", "messageId": "tr9", "toolCallId": "no-such-call", "content": "late"})
     labels = ["tool-result-unknown", "empty-delta", "tool-result-empty-content"]
-    assert hostile.documented(labels, results) == {"tool-result-unknown": ("tool-result-message-id-collides",),
+    assert hostile_golden.documented(labels, results) == {"tool-result-unknown": ("tool-result-message-id-collides",),
                                                    "tool-result-empty-content": ("tool-result-message-id-collides",)}
     apart = [{**e, "messageId": "tr10"} if e.get("toolCallId") == "no-such-call" else e for e in results]
-    assert hostile.documented(labels, apart) == {}
+    assert hostile_golden.documented(labels, apart) == {}
 
 
 def test_a_run_that_returned_a_result_then_one_that_did_not_succeed_is_the_result_difference(tmp_path: Path) -> None:
@@ -455,14 +459,14 @@ def test_a_run_that_returned_a_result_then_one_that_did_not_succeed_is_the_resul
     error = {"type": "RUN_ERROR", "message": "rate exceeded"}
     cancelled = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "cancelled"}}
     success = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
-    errors = hostile.SIGNS["runs-error-after-success-result"]
-    cancels = hostile.SIGNS["runs-cancelled-after-success-result"]
+    errors = hostile_golden.SIGNS["runs-error-after-success-result"]
+    cancels = hostile_golden.SIGNS["runs-cancelled-after-success-result"]
     assert errors(runs({"result": {"n": 1}}, error), None) and not cancels(runs({"result": {"n": 1}}, error), None)
     assert cancels(runs({"result": 0}, cancelled), None)
     assert not errors(runs({}, error), None)  # (no result returned: both report none)
     assert not errors(runs({"result": 1}, error, success), None)  # (a run succeeded since: its result, none)
     labels = ["split-run-same-id", "echo-input-add", "numbers-result"]
-    assert hostile.documented(labels, runs({"result": 1}, error)) == {
+    assert hostile_golden.documented(labels, runs({"result": 1}, error)) == {
         "split-run-same-id": ("runs-error-after-success-result",),
         "numbers-result": ("runs-error-after-success-result",)}
     variant = _variant(tmp_path, "p-strands-error-mid-message-s1512.3~m1513.1",

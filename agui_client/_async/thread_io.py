@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 from anyio.lowlevel import checkpoint
 
 from .._streams import no_events
-from ..core.flow import Conversation, Write
+from ..core.effects import Write
+from ..core.flow import Conversation
 from ..core.plan import ToolHandler
 
 __all__ = ["AsyncThreadIO", "INTERRUPTED", "calls_on_loop", "in_worker", "no_events"]

@@ -27,11 +27,12 @@ from .._streams import (
     ran,
     reading,
 )
+from ..core.effects import RECEIVE, Close, Flow, Hand, Invoke, Load, Run, Send, Write
 from ..core.exchange import StreamHandle
-from ..core.flow import RECEIVE, Close, Flow, Hand, Invoke, Load, ResumeInput, Run, Send, Write
+from ..core.flow import ResumeInput
 from ..core.headers import layered
 from ..core.plan import MessageInput, ToolHandler
-from ..core.session import RunResult
+from ..core.result import RunResult
 from ..errors import AguiError
 from ..telemetry import UNWATCHED, watch_loop, watch_run
 from ..wire.types import events as ev

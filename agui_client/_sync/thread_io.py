@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..core.flow import Conversation, Write
+from ..core.effects import Write
+from ..core.flow import Conversation
 from ..wire.types import events as ev
 
 __all__ = ["ThreadIO", "INTERRUPTED", "no_events"]

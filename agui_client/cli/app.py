@@ -21,7 +21,7 @@ from typing import Any
 
 from .._version import __version__
 from ..core.redact import displayed_url
-from ..core.session import RunResult
+from ..core.result import RunResult
 from ..errors import AguiError, ResumeRefused, StoreError
 from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread

@@ -43,7 +43,7 @@ from ..client import AgentClient
 from ..core.fold import ThreadState
 from ..core.interrupts import ResumeBuilder
 from ..core.redact import displayed_url
-from ..core.session import RunResult
+from ..core.result import RunResult
 from ..errors import AguiError, ExpiredInterruptAnswered, InvalidResumePayload
 from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread

@@ -18,7 +18,7 @@ import attrs
 from attrs import frozen
 
 from ..core.interrupts import ResumeBuilder
-from ..core.session import RunResult
+from ..core.result import RunResult
 from ..errors import ExpiredInterruptAnswered, InvalidResumePayload, UnusableResponseSchema
 from ..thread import Thread
 from ..wire import codec

@@ -31,7 +31,8 @@ from rich.table import Table
 
 from ..core.fold import ThreadState
 from ..core.replaying import detect_format, replay_events, sse_warnings
-from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunResult, RunSession, fail_framing
+from ..core.result import RunResult
+from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunSession, fail_framing
 from ..errors import LimitExceeded, ProtocolError, StreamEnded, StreamWarning
 from ..testing.recording import META_FILE_BYTES, REQUEST_FILE_BYTES, open_recorded, read_recorded, recorded_exchanges
 from ..wire import codec

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from ..core.fold import ThreadState, sum_usage
 from ..core.interrupts import parse_expires_at
-from ..core.session import RunResult
+from ..core.result import RunResult
 from ..errors import AguiError, HTTPStatusError, ProtocolError, ResumeRefused, StreamWarning
 from ..terminal import InertDeltas
 from ..wire.types import events as ev

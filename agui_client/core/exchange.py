@@ -3,8 +3,8 @@ response handle.
 
 Sans-IO: the body is bytes made from a ``RunAgentInput``; the handle is a record the transport fills
 in (framing warnings, whether the request was written whole, the redactor made from the request as
-sent). ``client.py`` writes and reads the exchange; ``flow.py`` decides from the handle what a
-failure means for the thread's claim; neither imports the other.
+sent). ``client.py`` writes and reads the exchange; the run protocol (``standing.py``) decides from
+the handle what a failure means for the thread's claim; neither imports the other.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ from ..wire.sse import SSEDecoder
 from ..wire.types import events as ev
 from ..wire.types import run as rn
 from .fold import ThreadState
-from .session import DEFAULT_MAX_EVENT_BYTES, RunResult, RunSession, fail_framing
+from .result import RunResult
+from .session import DEFAULT_MAX_EVENT_BYTES, RunSession, fail_framing
 
 __all__ = ["Source", "replay", "replay_events", "detect_format", "sse_warnings"]
 

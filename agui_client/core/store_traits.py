@@ -1,4 +1,4 @@
-"""What a thread store's methods can take, read from their signatures (for ``core/flow.py``).
+"""What a thread store's methods can take, read from their signatures (for ``core/standing.py``).
 
 The store protocol grew: ``append`` (a run's changes instead of the whole record), ``claim(data=...)``
 (a new thread created claimed), ``record_id`` on the writes. A store written for an earlier protocol,

@@ -16,8 +16,9 @@ import attrs
 import pytest
 
 from agui_client import RunResult, StoreError, TransportError
+from agui_client.core.effects import RECEIVE, Close, Hand, Send, Write
 from agui_client.core.exchange import StreamHandle
-from agui_client.core.flow import RECEIVE, Close, Conversation, Hand, Send, Write
+from agui_client.core.flow import Conversation
 from agui_client.core.plan import Plan
 
 

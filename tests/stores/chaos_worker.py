@@ -45,12 +45,12 @@ from typing import Any
 from zygote import fork_jobs, say
 
 from agui_client import AgentClient, ConcurrentResume
-from agui_client.core import flow
+from agui_client.core import standing
 from agui_client.stores import Compaction, PostgresStore, RedisStore, SqliteStore
 from agui_client.stores.base import apply_changes
 
 # As in the test suite (tests/conftest.py): every append is checked to rebuild the whole thread.
-flow._VERIFY_CHANGES = apply_changes
+standing._VERIFY_CHANGES = apply_changes
 
 __all__ = ["open_store", "child", "main", "FRESH", "STORE_CALLS"]
 

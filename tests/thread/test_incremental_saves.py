@@ -3,7 +3,7 @@
 Every test body runs through both shells (``drive``) against a real ``ScriptedAgent`` on 127.0.0.1. The
 store records which writes it was asked for; what it holds is compared with the thread's whole dump.
 (The suite also checks every append against the dump as it is written: ``tests/conftest.py`` turns on
-``flow._VERIFY_CHANGES``.)
+``standing._VERIFY_CHANGES``.)
 """
 
 from __future__ import annotations

@@ -11,9 +11,8 @@ them make a stream the protocol refuses (an id reused while its message is open)
 then refuse it alike.
 
 Some mutations meet a deliberate difference the golden tests document wherever the stream lets them
-(``DOCUMENTED``: two messages sharing an id, a parent id ``""``, a lone UTF-16 half, ...); ``SIGNS``
-checks a variant for the situation each such golden stream pins, so the differential allows that
-stream's fields only where the variant holds it.
+(two messages sharing an id, a parent id ``""``, a lone UTF-16 half, ...): which, and the check that
+a variant holds the situation each such golden stream pins, are ``hostile_golden.py``.
 
 Everything is decided by a ``random.Random`` seeded with ``seed`` and the variant's number, so the
 same stream, seed and count give the same variants byte for byte. Standard library plus
@@ -64,7 +63,8 @@ class Variant:
 # What a stream holds at each point
 
 
-def _type(event: Event) -> str:
+def event_type(event: Event) -> str:
+    """The ``type`` of a wire mapping (``""`` for a line that is not JSON)."""
     return str(event.get("type")) if isinstance(event, dict) else ""
 
 
@@ -80,7 +80,7 @@ def quiet_points(events: list[Event]) -> list[int]:
     steps = 0
     lane = False
     for i, event in enumerate(events):
-        t = _type(event)
+        t = event_type(event)
         if in_run and not open_ids and not steps and not lane:
             out.append(i)
         lane = t.endswith("_CHUNK")
@@ -135,7 +135,7 @@ def entities(events: list[Event], seed_input: dict[str, Any] | None) -> dict[str
 
     from_messages((seed_input or {}).get("messages"))
     for event in events:
-        t = _type(event)
+        t = event_type(event)
         if not t:
             continue
         if t.startswith("TEXT_MESSAGE_"):
@@ -156,7 +156,7 @@ def entities(events: list[Event], seed_input: dict[str, Any] | None) -> dict[str
 
 def _keys(event: Event) -> set[Any]:
     """What an event is about: two events about disjoint things may swap places."""
-    t = _type(event)
+    t = event_type(event)
     if not t or t in LIFECYCLE or t.endswith("_CHUNK") or t == "MESSAGES_SNAPSHOT":
         return {"*"}
     keys: set[Any] = {("id", event[k]) for k in ("messageId", "toolCallId", "parentMessageId") if k in event}
@@ -346,20 +346,20 @@ def m_numbers(rng: random.Random, events: list[Event], inp: dict[str, Any] | Non
     """Numbers at the edges (of a double, of an int, negative zero) in state, results, activities, args."""
     # Integers beyond 2**53 in the state are a documented difference (state-snapshot-integer-beyond-double):
     # NUMBERS stays within what a double holds exactly, except where it lands in text (tool arguments).
-    slots = [(i, ("snapshot", *p)) for i, e in enumerate(events) if _type(e) == "STATE_SNAPSHOT"
+    slots = [(i, ("snapshot", *p)) for i, e in enumerate(events) if event_type(e) == "STATE_SNAPSHOT"
              for p in _number_slots(e.get("snapshot"))]
-    slots += [(i, ("delta", *p)) for i, e in enumerate(events) if _type(e) == "STATE_DELTA"
+    slots += [(i, ("delta", *p)) for i, e in enumerate(events) if event_type(e) == "STATE_DELTA"
               for p in _number_slots(e.get("delta")) if p and p[-1] == "value" or "value" in p]
-    slots += [(i, ("content", *p)) for i, e in enumerate(events) if _type(e) == "ACTIVITY_SNAPSHOT"
+    slots += [(i, ("content", *p)) for i, e in enumerate(events) if event_type(e) == "ACTIVITY_SNAPSHOT"
               for p in _number_slots(e.get("content"))]
     roll = rng.random()
     if slots and roll < 0.5:
         i, path = rng.choice(slots)
         out = list(events)
         out[i] = _set(out[i], path, rng.choice(NUMBERS))
-        return "numbers-" + _type(events[i]).lower(), out, inp
+        return "numbers-" + event_type(events[i]).lower(), out, inp
     if roll < 0.7:
-        args = [i for i, e in enumerate(events) if _type(e) in ("TOOL_CALL_ARGS", "TOOL_CALL_CHUNK")
+        args = [i for i, e in enumerate(events) if event_type(e) in ("TOOL_CALL_ARGS", "TOOL_CALL_CHUNK")
                 and isinstance(e.get("delta"), str)]
         if args:
             i = rng.choice(args)
@@ -367,7 +367,7 @@ def m_numbers(rng: random.Random, events: list[Event], inp: dict[str, Any] | Non
             out[i] = {**out[i], "delta": out[i]["delta"] + rng.choice(["9007199254740993", "1e999", "-0", "0.1e-400"])}
             return "numbers-args", out, inp
     if roll < 0.85:
-        finished = [i for i, e in enumerate(events) if _type(e) == "RUN_FINISHED"]
+        finished = [i for i, e in enumerate(events) if event_type(e) == "RUN_FINISHED"]
         if finished:
             i = rng.choice(finished)
             outcome = events[i].get("outcome")
@@ -452,7 +452,7 @@ def m_tool_result(rng: random.Random, events: list[Event], inp: dict[str, Any] |
     if not points:
         return None
     at = rng.choice(points)
-    earlier = [e for e in events[:at] if _type(e) == "TOOL_CALL_RESULT"]
+    earlier = [e for e in events[:at] if event_type(e) == "TOOL_CALL_RESULT"]
     found = entities(events[:at], inp)
     how = rng.choice(["unknown", "again-new-id", "again-same-id", "call", "empty-content", "role"])
     result: dict[str, Any] = {"type": "TOOL_CALL_RESULT", "messageId": f"tr{at}", "toolCallId": "no-such-call",
@@ -493,7 +493,7 @@ def m_interrupt(rng: random.Random, events: list[Event], inp: dict[str, Any] | N
     """Interrupts with unusual expiresAt: on the closing outcome, or pending in the starting thread with a resume."""
     calls = entities(events, inp)["tool"]
     if rng.random() < 0.5:
-        finished = [i for i, e in enumerate(events) if _type(e) == "RUN_FINISHED"]
+        finished = [i for i, e in enumerate(events) if event_type(e) == "RUN_FINISHED"]
         if not finished:
             return None
         i = finished[-1]
@@ -519,11 +519,11 @@ def m_interrupt(rng: random.Random, events: list[Event], inp: dict[str, Any] | N
 
 def m_split_run(rng: random.Random, events: list[Event], inp: dict[str, Any] | None) -> Result:
     """Close the run where nothing is open and start another (a new run id, or the same one again)."""
-    points = [p for p in quiet_points(events) if p < len(events) and _type(events[p]) not in LIFECYCLE]
+    points = [p for p in quiet_points(events) if p < len(events) and event_type(events[p]) not in LIFECYCLE]
     if not points:
         return None
     at = rng.choice(points)
-    started = next((e for e in reversed(events[:at]) if _type(e) == "RUN_STARTED"), None)
+    started = next((e for e in reversed(events[:at]) if event_type(e) == "RUN_STARTED"), None)
     if started is None:
         return None
     run_id = started.get("runId")
@@ -534,7 +534,7 @@ def m_split_run(rng: random.Random, events: list[Event], inp: dict[str, Any] | N
         finish["outcome"] = {"type": rng.choice(["success", "cancelled"])}
     restart = {"type": "RUN_STARTED", "threadId": started.get("threadId"), "runId": new_id}
     out = events[:at] + [finish, restart] + [
-        {**e, "runId": new_id} if _type(e) in ("RUN_FINISHED", "RUN_ERROR") and e.get("runId") == run_id else e
+        {**e, "runId": new_id} if event_type(e) in ("RUN_FINISHED", "RUN_ERROR") and e.get("runId") == run_id else e
         for e in events[at:]]
     return "split-run-same-id" if again else "split-run", out, inp
 
@@ -543,21 +543,21 @@ def m_chunkify(rng: random.Random, events: list[Event], inp: dict[str, Any] | No
     """A contiguous explicit text message or tool call rewritten as chunks (the chunk form the protocol allows)."""
     spans = []
     for i, e in enumerate(events):
-        t = _type(e)
+        t = event_type(e)
         if t in ("TEXT_MESSAGE_START", "TOOL_CALL_START"):
             key = "messageId" if t == "TEXT_MESSAGE_START" else "toolCallId"
             end = "TEXT_MESSAGE_END" if t == "TEXT_MESSAGE_START" else "TOOL_CALL_END"
             middle = "TEXT_MESSAGE_CONTENT" if t == "TEXT_MESSAGE_START" else "TOOL_CALL_ARGS"
             j = i + 1
-            while j < len(events) and _type(events[j]) == middle and events[j].get(key) == e.get(key):
+            while j < len(events) and event_type(events[j]) == middle and events[j].get(key) == e.get(key):
                 j += 1
-            if j < len(events) and _type(events[j]) == end and events[j].get(key) == e.get(key):
+            if j < len(events) and event_type(events[j]) == end and events[j].get(key) == e.get(key):
                 spans.append((i, j))
     if not spans:
         return None
     i, j = rng.choice(spans)
     start = events[i]
-    text = _type(start) == "TEXT_MESSAGE_START"
+    text = event_type(start) == "TEXT_MESSAGE_START"
     chunk_type = "TEXT_MESSAGE_CHUNK" if text else "TOOL_CALL_CHUNK"
     first: dict[str, Any] = {"type": chunk_type}
     for key in ("messageId", "role", "toolCallId", "toolCallName", "parentMessageId", "subagentRunId"):
@@ -577,7 +577,7 @@ def m_chunkify(rng: random.Random, events: list[Event], inp: dict[str, Any] | No
 
 def m_echo_input(rng: random.Random, events: list[Event], inp: dict[str, Any] | None) -> Result:
     """A RUN_STARTED.input echoing the thread so far, with a message dropped, edited or added."""
-    starts = [i for i, e in enumerate(events) if _type(e) == "RUN_STARTED"]
+    starts = [i for i, e in enumerate(events) if event_type(e) == "RUN_STARTED"]
     if not starts:
         return None
     i = rng.choice(starts)
@@ -682,238 +682,6 @@ MUTATIONS: dict[str, Callable[[random.Random, list[Event], dict[str, Any] | None
     "split-run": m_split_run, "chunkify": m_chunkify, "echo-input": m_echo_input, "patch": m_patch,
     "reasoning": m_reasoning,
 }
-
-
-# Mutations that meet a documented deliberate difference (``DIFFERENCES`` of tests/test_golden.py) wherever the
-# stream gives them the chance: the label a mutation writes (``fnmatch`` pattern) -> the golden streams that
-# document what it makes. The reference differential allows those streams' fields, and only those, on a
-# variant whose label carries the mutation (any other field that differs still fails it).
-_COLLIDES = ("tool-result-message-id-collides", "tool-call-parentless-id-collides",
-             "tool-call-parentless-id-collides-subagent", "tool-call-foreign-parent-id-collides",
-             "tool-result-named-after-parentless-call", "messages-snapshot-duplicate-ids",
-             "tool-result-id-collides-open-subagent-message")
-# A run ended otherwise than in success after a run that returned a result: ours is the last run's (none), the
-# reference's the earlier run's.
-_RESULT_KEPT = ("runs-error-after-success-result", "runs-cancelled-after-success-result",
-                "runs-interrupt-after-success-result")
-DOCUMENTED: dict[str, tuple[str, ...]] = {
-    # An entity's id made another's (the rename also reaches a snapshot that restates it): a result, a text
-    # or a reasoning message, a parentless call's message, sharing one id; a call given the id of a call in
-    # the history is that call started again.
-    "rename-result-as-*": _COLLIDES,
-    "rename-text-as-*": _COLLIDES,
-    "rename-reasoning-as-*": _COLLIDES,
-    "rename-tool-as-*": (*_COLLIDES, "tool-call-restarted-from-history"),
-    # The id "" for a message calls name as their parent (a text's; an activity's written over a holder,
-    # the rename reaching the text and its calls): the reference reads "" as absent.
-    "empty-id-*": ("tool-call-empty-parent-id",),
-    # An emptied delta that carried one half of a character cut between deltas leaves the other alone.
-    "empty-delta": ("text-surrogate-lone", "reasoning-surrogate-lone", "tool-call-args-surrogate-lone"),
-    # A call on both sides of the split (a chunk lane named again, a START sent again) is a call of an
-    # earlier run started again.
-    # The run split off may end otherwise than in success after the first returned a result (the stream's own,
-    # or one numbers-result gives it), and so may the last run when an interrupt outcome is written on it.
-    "split-run": ("tool-call-restarted-from-history", *_RESULT_KEPT),
-    "split-run-same-id": ("tool-call-restarted-from-history", *_RESULT_KEPT),
-    "numbers-result": _RESULT_KEPT,
-    # Text appended to an argument delta that ends with a character's first half parts it from its second.
-    "numbers-args": ("tool-call-args-surrogate-lone",),
-    "interrupt-outcome": ("runs-interrupt-after-success-result",),
-    # A result sent again under its messageId; two results for no call drawn at one point share ``tr{at}``.
-    "tool-result-again-same-id": ("tool-result-resent-same-id",),
-    "tool-result-unknown": ("tool-result-resent-same-id",),
-    # Every result the mutation draws at one point is named ``tr{at}``: two of them for two calls (a call's
-    # and one for no call, say) are a result whose messageId names another message (TC-09).
-    "tool-result-*": ("tool-result-message-id-collides",),
-}
-
-
-# What each of those golden streams documents, as a check on a variant's events and starting thread: a
-# mutation only says it *may* meet the difference; the variant must also hold the situation the golden
-# stream pins (an id on two messages, a lone UTF-16 half, ...), or its fields are compared as usual.
-Check = Callable[[list[Event], dict[str, Any] | None], bool]
-
-
-def _calls_in(messages: Any) -> list[Any]:
-    return [c.get("id") for m in messages if isinstance(m, dict) for c in m.get("toolCalls") or []
-            if isinstance(c, dict)] if isinstance(messages, list) else []
-
-
-def has_empty_parent(events: list[Event], inp: dict[str, Any] | None) -> bool:
-    """A call names the message id "" as its parent (golden tool-call-empty-parent-id)."""
-    return any(_type(e) in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and e.get("parentMessageId") == "" for e in events)
-
-
-def has_lone_half(events: list[Event], inp: dict[str, Any] | None) -> bool:
-    """A delta holds a UTF-16 half (of a character cut between deltas, or alone): golden *-surrogate-lone."""
-    return any(isinstance(e, dict) and isinstance(e.get("delta"), str) and any("\ud800" <= ch <= "\udfff"
-                                                                            for ch in e["delta"]) for e in events)
-
-
-def has_call_started_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
-    """A call the thread held at a run's start (an earlier run's, the history's) started again in that run."""
-    held = set(_calls_in((inp or {}).get("messages")))
-    this_run: set[Any] = set()
-    for e in events:
-        t = _type(e)
-        if t == "RUN_STARTED":
-            held |= this_run
-            this_run = set()
-        elif t in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and "toolCallId" in e:
-            if e["toolCallId"] in held and e["toolCallId"] not in this_run:
-                return True
-            this_run.add(e["toolCallId"])
-        elif t == "MESSAGES_SNAPSHOT":
-            held |= set(_calls_in(e.get("messages")))
-    return False
-
-
-def _result_kept(ends: str) -> Check:
-    """A check: a run ended ``ends`` (error, cancelled, interrupt) after a run returned a result, and none succeeded
-    since (golden runs-*-after-success-result: the reference keeps reporting that result)."""
-    def check(events: list[Event], inp: dict[str, Any] | None) -> bool:
-        returned = differs = False
-        for e in events:
-            t = _type(e)
-            outcome = e.get("outcome") if t == "RUN_FINISHED" else None
-            kind = "error" if t == "RUN_ERROR" else str(outcome.get("type")) if isinstance(outcome, dict) else "success"
-            if t == "RUN_FINISHED" and kind == "success":
-                returned, differs = e.get("result") is not None, False
-            elif t in ("RUN_FINISHED", "RUN_ERROR") and kind == ends and returned:
-                differs = True
-        return differs
-
-    check.__name__ = f"has_result_kept_past_{ends}"
-    return check
-
-
-def has_result_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
-    """A call's result under the messageId of its result the thread holds (golden tool-result-resent-same-id)."""
-    def results(messages: Any) -> set[Any]:
-        return {(m.get("id"), m.get("toolCallId")) for m in messages if isinstance(m, dict)
-                and m.get("role") == "tool"} if isinstance(messages, list) else set()
-
-    seen = results((inp or {}).get("messages"))
-    for e in events:
-        if _type(e) == "TOOL_CALL_RESULT":
-            if (e.get("messageId"), e.get("toolCallId")) in seen:
-                return True
-            seen.add((e.get("messageId"), e.get("toolCallId")))
-        elif _type(e) == "MESSAGES_SNAPSHOT":
-            seen |= results(e.get("messages"))
-    return False
-
-
-# Which claims on one message id belong to one message: a text message and the calls made in it; a
-# parentless call's message (keyed by the call's id) and the calls naming it; an assistant message restated.
-_ONE_MESSAGE = (frozenset({"text", "holder", "assistant"}), frozenset({"parentless", "holder", "assistant"}))
-_ASSISTANT = frozenset({"text", "holder", "assistant", "parentless"})  # (claims of assistant messages)
-
-
-def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
-    """One id on two messages (of two kinds, two calls' results), or twice in one snapshot (the id collisions)."""
-    claims: dict[Any, set[str]] = {}
-    held = set(_calls_in((inp or {}).get("messages")))  # (a call held already makes no message when started again)
-
-    def restate(messages: Any) -> bool:
-        claims.clear()
-        held.clear()
-        held.update(_calls_in(messages))
-        ids = [m.get("id") for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
-        for m in messages if isinstance(messages, list) else []:
-            if isinstance(m, dict):
-                role = str(m.get("role"))
-                claims.setdefault(m.get("id"), set()).add(f"result:{m.get('toolCallId')}" if role == "tool" else role)
-        return len(ids) != len(set(ids)) or any(not _one(kinds) for kinds in claims.values())
-
-    def claim(key: Any, kind: str) -> bool:
-        kinds = claims.setdefault(key, set())
-        kinds.add(kind)
-        return not _one(kinds)
-
-    if restate((inp or {}).get("messages")):
-        return True
-    kind_of = {"TEXT_MESSAGE_START": "text", "TEXT_MESSAGE_CHUNK": "text", "REASONING_MESSAGE_START": "reasoning",
-               "REASONING_MESSAGE_CHUNK": "reasoning", "ACTIVITY_SNAPSHOT": "activity",
-               "ACTIVITY_DELTA": "activity"}
-    for e in events:
-        t = _type(e)
-        if t == "TOOL_CALL_RESULT" and "messageId" in e:  # (one message per call: a result for another is not it)
-            shared = claim(e["messageId"], f"result:{e.get('toolCallId')}")
-        elif t in kind_of and "messageId" in e:
-            # (a text message of a user, a system or a developer is no assistant message: not one a call joins;
-            # a chunk without role goes on with the message it names)
-            role = e.get("role") if t.startswith("TEXT_") else None
-            if role is None and t == "TEXT_MESSAGE_CHUNK":
-                role = next((k for k in claims.get(e["messageId"], ()) if k in ("user", "system", "developer")), None)
-            shared = claim(e["messageId"], kind_of[t] if role in (None, "assistant") else str(role))
-        elif t in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and "toolCallId" in e:
-            call, parent = e["toolCallId"], e.get("parentMessageId")
-            if call in held:
-                continue
-            held.add(call)
-            if parent is not None and not claims.get(parent, set()) - _ASSISTANT:
-                shared = claim(parent, "holder")
-            else:
-                # No parent, or one of another role (TC-08): the call's message is keyed by the call's id, which
-                # another message may hold already (whatever it is: a text, the parent itself, another holder).
-                shared = call in claims or claim(call, "parentless")
-        elif t == "MESSAGES_SNAPSHOT":
-            shared = restate(e.get("messages"))
-        else:
-            continue
-        if shared:
-            return True
-    return False
-
-
-def _one(kinds: set[str]) -> bool:
-    return len(kinds) == 1 or any(kinds <= group for group in _ONE_MESSAGE)
-
-
-SIGNS: dict[str, Check] = {
-    "tool-result-message-id-collides": has_shared_id, "tool-call-parentless-id-collides": has_shared_id,
-    "tool-result-id-collides-open-subagent-message": has_shared_id,
-    "tool-result-named-after-parentless-call": has_shared_id, "messages-snapshot-duplicate-ids": has_shared_id,
-    "tool-call-restarted-from-history": has_call_started_again, "tool-call-empty-parent-id": has_empty_parent,
-    "text-surrogate-lone": has_lone_half, "reasoning-surrogate-lone": has_lone_half,
-    "tool-call-args-surrogate-lone": has_lone_half, "tool-result-resent-same-id": has_result_again,
-    "tool-call-parentless-id-collides-subagent": has_shared_id, "tool-call-foreign-parent-id-collides": has_shared_id,
-    "runs-error-after-success-result": _result_kept("error"),
-    "runs-cancelled-after-success-result": _result_kept("cancelled"),
-    "runs-interrupt-after-success-result": _result_kept("interrupt"),
-}
-
-
-def documented(labels: list[str], events: list[Event] | None = None,
-               inp: dict[str, Any] | None = None) -> dict[str, tuple[str, ...]]:
-    """The golden streams documenting what the mutations ``labels`` name may make: label -> streams (``DOCUMENTED``).
-
-    Given the variant's ``events`` (and starting thread), only the streams whose situation it holds (``SIGNS``).
-
-    >>> documented(["numbers-args", "empty-id-text"])
-    {'empty-id-text': ('tool-call-empty-parent-id',)}
-    >>> documented(["empty-id-text"], [{"type": "TOOL_CALL_START", "toolCallId": "c", "parentMessageId": "m"}])
-    {}
-    """
-    from fnmatch import fnmatchcase
-
-    out: dict[str, tuple[str, ...]] = {}
-    signs: dict[str, bool] = {}
-
-    def holds(name: str) -> bool:
-        if events is None or name not in SIGNS:
-            return True
-        if name not in signs:
-            signs[name] = SIGNS[name](events, inp)
-        return signs[name]
-
-    for label in labels:
-        found = [name for pattern, names in DOCUMENTED.items() if fnmatchcase(label, pattern) for name in names
-                 if holds(name)]
-        if found:
-            out[label] = tuple(dict.fromkeys(found))
-    return out
 
 
 def variants(events: list[Event], seed_input: dict[str, Any] | None, seed: int, count: int,

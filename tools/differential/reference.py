@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import families, hostile, integrations, producers, sdkwire
+from . import families, hostile, hostile_golden, integrations, producers, sdkwire
 
 ROOT = Path(__file__).resolve().parents[2]
 GEN_KINDS = ("chat", "state", "tools", "snapshot", "mixed", "producers", "families", "integrations", "sdkwire")
@@ -263,12 +263,12 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
         why, inherited = f"as {documented} (producer shape): {why}", True
     events, inp = _events(stream) if mutations(stream) else (None, None)
     # (without the variant's events the situation a golden stream pins cannot be checked: nothing is allowed)
-    declared = hostile.documented(mutations(stream), events, inp) if events is not None else {}
+    declared = hostile_golden.documented(mutations(stream), events, inp) if events is not None else {}
     meets = {label: [d for d in names if d in g.DIFFERENCES and g.DIFFERENCES[d][0] & (set(found) - allowed)]
              for label, names in declared.items()}
     meets = {label: names for label, names in meets.items() if names}
     if meets:
-        # A hostile mutation that meets a documented difference wherever the stream lets it (hostile.DOCUMENTED):
+        # A hostile mutation that meets a documented difference wherever the stream lets it (hostile_golden.DOCUMENTED):
         # the fields of the golden streams that document it, and no others, may differ (or not).
         allowed = allowed | frozenset().union(*(g.DIFFERENCES[d][0] for names in meets.values() for d in names))
         parts = [why] if why else []

@@ -1,0 +1,126 @@
+"""What one run came to: ``RunResult``, the record a run (one response) hands its caller.
+
+A frozen record of the run's outcome, its interrupts, its pending tool calls, its usage and warnings,
+over the thread it was folded into. ``core/session.py`` makes it (``RunSession.result()``); the shells
+return it, every error of a run carries it, and its few readings (the run's text, its new messages,
+its expired interrupts) are computed when asked, not when the run ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+import attrs
+from attrs import frozen
+
+from ..errors import RunFailed, StreamWarning
+from ..wire.types import messages as msg
+from ..wire.types import run as rn
+from ..wire.types.base import JSON
+from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
+from .interrupts import is_expired
+
+__all__ = ["RunResult"]
+
+
+@frozen(kw_only=True)
+class RunResult:
+    """What one run (one response) came to.
+
+    Example::
+
+        result = thread.run("hello")
+        print(result.outcome)  # "success", "interrupt", "cancelled" or "error"
+        print(result.text)  # the text of the assistant messages this run added
+        print(result.total_usage.input_tokens, result.total_usage.output_tokens)  # None: not reported
+        print(result.events, [warning.code for warning in result.warnings])
+        result.raise_for_outcome()  # RunFailed when the run ended with RUN_ERROR
+
+    Attributes:
+        thread_id: the thread.
+        run_id: the (last) run of the response.
+        outcome: ``"success"``, ``"interrupt"``, ``"cancelled"`` or ``"error"``; ``None`` when the run never
+            reached a terminal event (the error that says so carries this result).
+        interrupts: the interrupts the run stopped for (interrupt outcome).
+        pending_tool_call_ids: frontend tool calls the run left for the consumer (success outcome).
+        result: the run's return value (success outcome).
+        error: the ``RUN_ERROR`` that ended the run, if it failed.
+        late_error: a ``RUN_ERROR`` that surfaced after the run had finished (CL-02); the outcome stands.
+        usage: token usage this run reported (only its own: usage does not carry across runs).
+        new_message_ids: the ids of the messages the run added to the thread and that it still holds (a
+            later ``MESSAGES_SNAPSHOT`` may drop one), in the order the run added them (over a response of
+            several runs, one a run dropped and a later run added again where the later one did). (The reference
+            client lists its new messages in the thread's order: a tool result placed after its call's
+            message comes before messages added since.)
+        state: the thread after the run (live: it changes as later runs are folded into it).
+        warnings: everything tolerated, dropped or repaired while reading the run.
+        steps: the steps the run went through.
+        events: how many events the response carried.
+        run_ids: every run the response held, in order (a recorded multi-run stream).
+        bridged: ``"langgraph"`` when the legacy bridge read the run's interrupts: the wire said
+            success (a bare ``RUN_FINISHED`` after ``CUSTOM on_interrupt``), and ``outcome`` is
+            ``"interrupt"``, as the producer in 1.0 mode would have said (docs/legacy-interrupts.md).
+    """
+
+    thread_id: str | None
+    run_id: str | None
+    outcome: Outcome | None
+    interrupts: tuple[rn.Interrupt, ...] = ()
+    pending_tool_call_ids: tuple[str, ...] = ()
+    result: JSON = None
+    error: RunErrorInfo | None = None
+    late_error: RunErrorInfo | None = None
+    usage: tuple[rn.TokenUsage, ...] = ()
+    new_message_ids: tuple[str, ...] = ()
+    state: ThreadState = attrs.field(repr=False)
+    warnings: tuple[StreamWarning, ...] = ()
+    steps: tuple[StepRecord, ...] = ()
+    events: int = 0
+    run_ids: tuple[str, ...] = ()
+    bridged: str | None = None
+
+    @property
+    def messages(self) -> tuple[msg.Message, ...]:
+        """The thread's messages after the run."""
+        return self.state.messages
+
+    @property
+    def new_messages(self) -> tuple[msg.Message, ...]:
+        """The messages the run added, as the thread holds them (live, like ``state``; frozen on first read).
+
+        Built when asked, not when the run ends: a caller that only wants the outcome does not pay
+        for typed copies of every message a long run streamed.
+        """
+        return self.state.messages_for(self.new_message_ids)
+
+    @property
+    def text(self) -> str:
+        """The text of the assistant messages this run added, joined by blank lines."""
+        return "\n\n".join(m.content for m in self.new_messages
+                           if isinstance(m, msg.AssistantMessage) and m.content)
+
+    @property
+    def pending_tool_calls(self) -> tuple[msg.ToolCall, ...]:
+        """The tool calls named by ``pending_tool_call_ids`` (those the thread holds)."""
+        calls = (self.state.tool_call(i) for i in self.pending_tool_call_ids)
+        return tuple(c for c in calls if c is not None)
+
+    @property
+    def total_usage(self) -> rn.TokenUsage:
+        """This run's usage summed over providers."""
+        return sum_usage(self.usage)
+
+    def expired_interrupts(self, now: datetime | Callable[[], datetime] | None = None) -> tuple[str, ...]:
+        """Ids of this run's interrupts that have expired at ``now`` (default: the current UTC time)."""
+        return tuple(i.id for i in self.interrupts if is_expired(i, now))
+
+    def raise_for_outcome(self) -> RunResult:
+        """Raise ``RunFailed`` if the run ended with ``RUN_ERROR``; return ``self`` otherwise."""
+        if self.outcome == "error" and self.error is not None:
+            failed = RunFailed(self.error.message, run_id=self.run_id, code=self.error.code)
+            # (as every error of a run carries the run: an `except AguiError` that keeps `.result` keeps
+            # this one too, with what the agent said before it failed)
+            failed.result = self
+            raise failed
+        return self
