@@ -40,6 +40,7 @@ from ._pool import (
 )
 from ._proxies import proxy_credentials
 from ._retries import checked_retries
+from .core.budget import DEFAULT_MAX_RUN_MEMORY
 from .core.exchange import StreamHandle
 from .core.headers import checked_headers, layered
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from .stores import ThreadStore
 
 __all__ = ["ClientBase", "Deadline", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_MAX_RUN_BYTES",
-           "MAX_REDIRECTS", "check_url", "sent_headers", "traces"]
+           "DEFAULT_MAX_RUN_MEMORY", "MAX_REDIRECTS", "check_url", "sent_headers", "traces"]
 
 logger = logging.getLogger("agui_client")
 
@@ -214,7 +215,8 @@ class ClientBase:
                  run_timeout: float | None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None,
                  max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES, max_retries: int = DEFAULT_MAX_RETRIES,
-                 retry_backoff: float = DEFAULT_RETRY_BACKOFF) -> None:
+                 retry_backoff: float = DEFAULT_RETRY_BACKOFF,
+                 max_run_memory: int | None = DEFAULT_MAX_RUN_MEMORY) -> None:
         if legacy_interrupts is not None and legacy_interrupts not in LEGACY_BRIDGES:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
@@ -233,6 +235,7 @@ class ClientBase:
         self.idle_timeout = checked_seconds("idle_timeout", idle_timeout)
         self.max_event_bytes = max_event_bytes
         self.max_run_bytes = max_run_bytes  # (checked by the property's setter)
+        self.max_run_memory = max_run_memory  # (so is this)
         self.max_retries, self.retry_backoff = checked_retries(max_retries, retry_backoff)
         self.follow_redirects = follow_redirects
         self.clock = clock
@@ -445,6 +448,27 @@ class ClientBase:
         if value is not None and (type(value) is not int or value < 1):
             raise ValueError(f"max_run_bytes must be a positive int or None, got {value!r}")
         self._max_run_bytes = value
+
+    @property
+    def max_run_memory(self) -> int | None:
+        """The most one run's response may make its thread hold, in bytes, as estimated while it is read
+        (``None``: no bound); read when a run starts, so setting it changes the next runs.
+
+        The estimate (``core/budget.py``) charges the body's bytes, each ``[``, ``{``, ``,`` and ``:`` of its
+        events' values and each message, tool call and run the thread gains; a read that would pass it is
+        refused before it is folded (``LimitExceeded``, ``RUN-MEMORY``).
+
+        Raises:
+            ValueError: (setting) neither a positive ``int`` nor ``None``.
+        """
+        return self._max_run_memory
+
+    @max_run_memory.setter
+    def max_run_memory(self, value: int | None) -> None:
+        # (checked here, as max_run_bytes is: a zero would refuse every run's first read)
+        if value is not None and (type(value) is not int or value < 1):
+            raise ValueError(f"max_run_memory must be a positive int or None, got {value!r}")
+        self._max_run_memory = value
 
     def _deadline(self, run_timeout: float | None) -> Deadline | None:
         limit = run_timeout if run_timeout is not None else self.run_timeout

@@ -13,6 +13,7 @@ import httpx
 from ._answers import ERROR_BODY_LIMIT, excerpt_text, media_type
 from ._inert import quoted
 from ._inflate import Inflater
+from .core.budget import MemoryBudget
 from .core.exchange import StreamHandle
 from .core.redact import Redactor, redact_exception
 from .errors import LimitExceeded, ProtocolError, StreamWarning
@@ -45,7 +46,8 @@ class Framer:
     """
 
     def __init__(self, max_event_bytes: int, handle: StreamHandle, media: str,
-                 max_run_bytes: int | None = None, run_id: str | None = None, charset: str | None = None) -> None:
+                 max_run_bytes: int | None = None, run_id: str | None = None, charset: str | None = None,
+                 max_run_memory: int | None = None) -> None:
         self.decoder = SSEDecoder(max_event_bytes=max_event_bytes)
         self.handle = handle
         self.media = media
@@ -60,12 +62,17 @@ class Framer:
         #: only once the budget is spent. (One comparison a read does both.)
         self.watch = _UNBOUNDED << 1
         self.run_id = run_id
+        #: What the run's events may make the thread hold (``max_run_memory``), charged read by read and
+        #: handed to the session through the handle, which checks it before folding each read.
+        self.budget = handle.budget = MemoryBudget(max_run_memory) if max_run_memory is not None else None
 
     def feed(self, chunk: bytes) -> list[str | bytes]:
         left = self.left = self.left - len(chunk)
         if left < self.watch:
             self._watched(chunk)
         payloads = self.decoder.feed_payloads(chunk)
+        if self.budget is not None:
+            self.budget.read(chunk, len(payloads))
         if self.decoder.warnings:
             self._drain()
         self.frames += len(payloads)

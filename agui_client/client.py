@@ -16,9 +16,15 @@ hand beside each (``client_io.py``). This module is where both are imported from
 from __future__ import annotations
 
 from ._async.client import AsyncAgentClient
-from ._client_base import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RUN_BYTES, check_url
+from ._client_base import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_RUN_BYTES,
+    DEFAULT_MAX_RUN_MEMORY,
+    check_url,
+)
 from ._sync.client import AgentClient
 from .core.exchange import StreamHandle
 
 __all__ = ["AgentClient", "AsyncAgentClient", "StreamHandle", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT",
-           "DEFAULT_MAX_RUN_BYTES", "check_url"]
+           "DEFAULT_MAX_RUN_BYTES", "DEFAULT_MAX_RUN_MEMORY", "check_url"]

@@ -23,6 +23,7 @@ from .._client_base import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_RUN_BYTES,
+    DEFAULT_MAX_RUN_MEMORY,
     MAX_REDIRECTS,
     ClientBase,
     Deadline,
@@ -93,6 +94,13 @@ class AgentClient(ClientBase):
             Past it the run fails with ``LimitExceeded`` (code ``RUN-BYTES``; ``.result`` holds what
             was folded): small events streamed for ever would otherwise grow the thread without end.
             Read when each run starts (set ``client.max_run_bytes`` to change it for the next runs).
+        max_run_memory: the most one run's response may make its thread hold, in bytes, as estimated while
+            it is read (the body's bytes, 64 for each ``[``, ``{``, ``,`` and ``:`` of its events' values, 1 KiB
+            for each message, tool call and run it adds), ``DEFAULT_MAX_RUN_MEMORY`` (1 GiB) by default,
+            ``None`` for no bound. ``max_run_bytes`` alone let many small entities, or state dense with
+            small containers, make the thread hold 10-30 times the body. A read that would pass it is
+            refused before it is folded: ``LimitExceeded`` (code ``RUN-MEMORY``, naming the event it
+            stopped at; ``.result`` holds what was folded). Read when each run starts.
         store: where threads are kept between runs (``MemoryStore`` by default).
         http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
             Its own timeout does not apply to runs: ``timeout`` and ``idle_timeout`` are set on every
@@ -147,13 +155,14 @@ class AgentClient(ClientBase):
                  clock: Callable[[], datetime] | None = None, sensitive_headers: Iterable[str] = (),
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None, max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES,
-                 max_retries: int = DEFAULT_MAX_RETRIES, retry_backoff: float = DEFAULT_RETRY_BACKOFF) -> None:
+                 max_retries: int = DEFAULT_MAX_RETRIES, retry_backoff: float = DEFAULT_RETRY_BACKOFF,
+                 max_run_memory: int | None = DEFAULT_MAX_RUN_MEMORY) -> None:
         check_url(url, own_http=http_client is None, base_url=None if http_client is None else http_client.base_url)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
                          legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes,
-                         max_retries=max_retries, retry_backoff=retry_backoff)
+                         max_retries=max_retries, retry_backoff=retry_backoff, max_run_memory=max_run_memory)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else own_http(self._timeout(), follow_redirects, url)
 
@@ -331,7 +340,7 @@ class AgentClient(ClientBase):
                 head = self._excerpt(response)
             media = check_media(response, lambda: head, handle)
             framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id,
-                            response.charset_encoding)
+                            response.charset_encoding, self.max_run_memory)
             batches = self._batches(response, framer, redactor, deadline)
             try:
                 yield batches

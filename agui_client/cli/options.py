@@ -1,12 +1,13 @@
 """The connection options every talking command shares (``run``, ``demo``, ``chat``; ``probe`` takes
 ``-H`` and ``--timeout`` with the same meaning), and the client they make: ``-H/--header``,
-``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-retries``, ``--legacy-interrupts`` and
-``--record DIR``;
+``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-run-memory``, ``--max-retries``,
+``--legacy-interrupts`` and ``--record DIR``;
 and :func:`stored_thread_ids`, the threads a ``--thread-file`` holds.
 
 ``--timeout`` bounds each run as a whole (the client's ``run_timeout``, and the connect timeout when
 that is shorter); ``--idle-timeout`` bounds the silence between bytes (keep-alive comments count);
 ``--max-run-bytes`` bounds what one run's response may bring (the client's ``max_run_bytes``);
+``--max-run-memory`` what it may make the thread hold, as estimated while it is read (``max_run_memory``);
 ``--max-retries`` is the client's ``max_retries`` (a request the agent certainly did not act on, sent again).
 A recording client sends through the client's own transport, inside the recorder: the run's deadline,
 the budget of the answer's head and the dropping of the agent's cookies hold with ``--record`` as without it.
@@ -27,6 +28,7 @@ from ..client import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_RUN_BYTES,
+    DEFAULT_MAX_RUN_MEMORY,
     AgentClient,
     check_url,
 )
@@ -54,8 +56,8 @@ def add_record_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = True) -> None:
-    """``-H/--header``, ``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-retries``,
-    ``--legacy-interrupts`` and ``--record``."""
+    """``-H/--header``, ``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-run-memory``,
+    ``--max-retries``, ``--legacy-interrupts`` and ``--record``."""
     if headers:
         parser.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
                             help="a request header (repeatable); values are sent, never printed")
@@ -66,6 +68,10 @@ def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = T
     parser.add_argument("--max-run-bytes", type=byte_count, metavar="SIZE", default=DEFAULT_MAX_RUN_BYTES,
                         help="the most bytes one run's response may bring, as 1048576, 64K, 512M or 2G, or none "
                              f"(default {DEFAULT_MAX_RUN_BYTES // 2**20}M)")
+    parser.add_argument("--max-run-memory", type=byte_count, metavar="SIZE", default=DEFAULT_MAX_RUN_MEMORY,
+                        help="the most one run's response may make the thread hold, as estimated while it is "
+                             "read, as 64M, 512M or 2G, or none "
+                             f"(default {DEFAULT_MAX_RUN_MEMORY // 2**20}M)")
     parser.add_argument("--max-retries", type=retries, metavar="N", default=DEFAULT_MAX_RETRIES,
                         help="send a run's request again, N times at most, when the agent certainly did not act "
                              "on it: no connection, or a 429 or 503 answer (default 0; see docs/http.md)")
@@ -163,6 +169,7 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
     return stack.enter_context(AgentClient(url, headers=headers, store=store, http_client=http, timeout=connect,
                                            idle_timeout=idle, run_timeout=run_timeout,
                                            max_run_bytes=getattr(args, "max_run_bytes", DEFAULT_MAX_RUN_BYTES),
+                                           max_run_memory=getattr(args, "max_run_memory", DEFAULT_MAX_RUN_MEMORY),
                                            legacy_interrupts=getattr(args, "legacy_interrupts", None),
                                            max_retries=getattr(args, "max_retries", DEFAULT_MAX_RETRIES)))
 

@@ -18,6 +18,7 @@ from ..errors import StreamWarning
 from ..wire import codec
 from ..wire.jsonio import dump_json
 from ..wire.types.run import PROTOCOL_VERSION, RunAgentInput
+from .budget import MemoryBudget
 from .redact import Redactor
 
 __all__ = ["StreamHandle", "request_body"]
@@ -38,6 +39,9 @@ class StreamHandle:
         #: Asked before a request is sent again (``max_retries``), after the wait: raises to send nothing
         #: more (a resume's answers judged again: an interrupt may have expired while the retry waited).
         self.before_resend: Callable[[], None] | None = None
+        #: The run's budget of what its events may make the thread hold (``max_run_memory``): charged by
+        #: the client as it reads the body, checked by the session before it folds each read.
+        self.budget: MemoryBudget | None = None
 
     def trace(self, name: str, info: Mapping[str, Any]) -> None:
         """httpcore's ``trace`` extension: marks the request sent once it is written whole."""

@@ -357,6 +357,8 @@ class Conversation(Standing):
         saved_at: int | None = None
         try:
             while (batch := (yield RECEIVE)) is not None:
+                if not session.admit(batch):  # (within max_run_memory, or refused before it is folded)
+                    continue
                 if quiet:
                     # A read's payloads at once, no event made (run() reads none, and a step per
                     # payload cost a tenth of a chat stream's fold).
@@ -394,7 +396,8 @@ class Conversation(Standing):
             self._state.set_state(plan.state)
         # run() reads no events (quiet): their session reads plain events without making them, and the
         # thread may keep what the payloads it parsed hold (a STATE_SNAPSHOT's document) uncopied.
-        return RunSession(self._state, run_input=plan.run_input, events=not quiet, redact=redact)
+        return RunSession(self._state, run_input=plan.run_input, events=not quiet, redact=redact,
+                          budget=handle.budget)
 
     def _fault(self, exc: AguiError, session: RunSession, handle: StreamHandle, saved: bool) -> Flow[None]:
         """A fault while reading the run: raised, located and carrying the run so far, unless the run

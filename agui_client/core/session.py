@@ -35,6 +35,7 @@ from ..wire.sink import WARNINGS_PER_CODE, WarningList, WarningSink
 from ..wire.types import events as ev
 from ..wire.types import run as rn
 from ..wire.types.base import JSON
+from .budget import MemoryBudget
 from .chunks import ChunkExpander
 from .fold import RunRecord, ThreadState
 from .redact import redact_exception, redact_record
@@ -74,6 +75,8 @@ class RunSession:
             their JSON by a fast front-end that calls the same handlers (chunks, verifier, fold) the
             typed path reaches through an event object, and ``feed_payload`` returns no event for
             them; the thread, the errors and the warnings are the same either way.
+        budget: what the run's events may make the thread hold (the client's ``max_run_memory``, charged
+            as it reads the body): :meth:`admit` refuses a read past it; ``None`` (the default): no bound.
         redact: applied to the error text the run reports (``RUN_ERROR`` and ``SUBAGENT_ERROR`` messages
             and codes, as folded, stored and yielded; warnings; protocol errors' messages and
             attributes), never to the conversation (messages, state, tool calls). The client passes
@@ -83,7 +86,7 @@ class RunSession:
     def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
                  max_depth: int = DEFAULT_MAX_DEPTH, collect_errors: bool = False,
                  events: bool = True, redact: Callable[[str], str] | None = None,
-                 max_errors: int | None = None) -> None:
+                 max_errors: int | None = None, budget: MemoryBudget | None = None) -> None:
         self.state = state if state is not None else ThreadState(
             thread_id=run_input.thread_id if run_input is not None else None)
         self.run_input = run_input
@@ -91,6 +94,7 @@ class RunSession:
         self.collect_errors = collect_errors
         self.errors: list[ProtocolError] = []
         self.max_errors = max_errors
+        self.budget = budget
         #: Errors collected past ``max_errors``: counted, not kept.
         self.errors_dropped = 0
         self.warnings: WarningList = WarningList()
@@ -217,6 +221,25 @@ class RunSession:
                     self._hold_interrupts(named, exc)
             return self._fail(exc, index, None)
         return self._feed_parsed((value,))
+
+    def admit(self, payloads: Sequence[str | bytes]) -> bool:
+        """Whether a read's events may be folded within the run's memory budget (always, without one).
+
+        Asked before the read is folded (its bytes were charged as they were read): a read that would
+        take the thread past the budget is not parsed at all.
+
+        Raises:
+            LimitExceeded: (``RUN-MEMORY``) past the budget, located at the read's first event (the fold
+                stops before it), with ``.result``; collected instead with ``collect_errors`` (then
+                ``False``: the read is not folded).
+        """
+        if self.budget is None:
+            return True
+        refusal = self.budget.check(payloads, self.state.entity_count)
+        if refusal is None:
+            return True
+        self._fail(refusal, self._index, refusal.event_type)
+        return False
 
     def fold_read(self, payloads: list[Any]) -> None:
         """Fold a network read's payloads (or a block's lines), for a caller that reads no events.

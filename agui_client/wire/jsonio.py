@@ -47,6 +47,7 @@ __all__ = [
     "parse_json",
     "parse_batch",
     "read_refused",
+    "leading_type",
     "read_slices",
     "SLICED_MIN",
     "dump_json",
@@ -456,7 +457,7 @@ def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
     except RecursionError:
         # Too deep for any parser here (orjson and the stdlib both stop near 1,000 levels): the error
         # still names the event's type when a member before the deep one gives it.
-        kind = _leading_type(text)
+        kind = leading_type(text)
         unknown = "" if kind is not None else " (the event's type unknown: no text \"type\" member before the deep one)"
         raise LimitExceeded(f"JSON nested deeper than {max_depth} levels{unknown}", limit=max_depth, pointer="",
                             event_type=kind, rule=NOT_AN_EVENT) from None
@@ -479,7 +480,7 @@ def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
         raise DecodeError(f"payload is not JSON: {reason}", data=excerpt(raw), rule=NOT_AN_EVENT) from None
 
 
-def _leading_type(text: str) -> str | None:
+def leading_type(text: str) -> str | None:
     """The ``type`` of an event object too deep to parse, read from its members up to the first one
     that cannot be read alone (the deep one); ``None`` when they do not give it.
 

@@ -110,6 +110,13 @@ class ThreadState:
         self._unchanged = 0  # the change count ``version`` counts from
         self._mark = Mark()  # (never marked: the first change writes everything)
 
+    @property
+    def entity_count(self) -> int:
+        """The messages, tool calls, runs and subagents the thread holds (what a run's memory budget,
+        ``max_run_memory``, charges for beside the events' structure); read in constant time."""
+        ledger = self.ledger
+        return len(self.log.entries) + len(self.log.calls) + len(ledger.runs) + len(ledger.subagents)
+
     def settled(self) -> None:
         """Count from here: ``version`` reads 0 (a thread just loaded has not changed yet)."""
         self._unchanged = self.log.changes + self.document.changes

@@ -1,0 +1,105 @@
+"""What one run's response may make the thread hold: an estimate charged as the body is read.
+
+``max_run_bytes`` bounds the bytes a response brings, not what folding them builds, and the two part
+ways: Python holds a small entity or a container in many times the bytes that name it. Measured on
+the fold (tracemalloc, what the thread held after the run, per byte of body): 20,000
+``TOOL_CALL_START`` 12x, as many runs in one response 12x, ``MESSAGES_SNAPSHOT`` messages 10x,
+tool results, activities and interrupts 7-8x; state dense with small containers 21-32x (``[[],[],…]``
+21x, ``{"a":0}`` objects 24x, arrays nested a hundred deep 32x), arrays of one-letter strings 14x,
+of floats 8x. A body of 256 MiB could so make the thread hold 3-8 GiB, every event within its limits.
+
+One estimate covers every mix of events, from two things that can be read without a step per event:
+
+* **the body's structure**, counted as each read arrives: every ``[``, ``{``, ``,`` and ``:`` may
+  make a Python object the thread keeps (a container, an element, a member), each charged
+  :data:`STRUCTURE_COST`, beside the read's bytes (text is held as about what it costs on the wire).
+  Each event's own object is not kept: :data:`ENVELOPE` structural characters an event (its ``{``,
+  the ``:`` of its ``type`` and of its SSE ``data:`` line) go uncharged, so a stream of text deltas
+  is charged some 5 times its bytes, not 8;
+* **the entities the thread gained** (messages, tool calls, runs, subagents: the fold's own counts),
+  each charged :data:`ENTITY_COST`, which covers what the largest of them (a run's record) costs.
+
+The estimate is above what the fold holds for each kind measured above, so the thread holds less than
+the budget; it counts what the response built, not what it still holds (a state snapshot that replaces
+the last is charged again), since telling them apart would cost a look at every event. It is checked
+before each read is folded, so a read that would pass it is refused whole: the fold never parses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import LimitExceeded
+from ..wire.jsonio import leading_type
+
+__all__ = ["MemoryBudget", "DEFAULT_MAX_RUN_MEMORY", "STRUCTURE_COST", "ENTITY_COST", "ENVELOPE"]
+
+#: The default budget of what one run's response may make the thread hold (``max_run_memory``).
+DEFAULT_MAX_RUN_MEMORY = 2**30
+#: Charged for each ``[``, ``{``, ``,`` and ``:`` of the body: what the object it may make costs at
+#: most (an empty list 56 bytes and the pointer to it 8; a one-letter string 50; a one-member object,
+#: charged for its ``{`` and ``:``, 184-232).
+STRUCTURE_COST = 64
+#: Charged for each entity the thread gains (a message, a tool call, a run, a subagent): a run's record
+#: and what it indexes held some 1,500 bytes, a message or a tool call 450-900 (its structure charged too).
+ENTITY_COST = 1024
+#: Structural characters of each event that are not kept (its ``{``, the ``:`` of its ``type``, the
+#: ``:`` of its ``data:`` line). Every event has them, so none can stand for another event's values.
+ENVELOPE = 3
+
+# How far into a refused event its type is looked for (producers write it first).
+_TYPE_WITHIN = 4096
+# Everything but the structural characters: a read translated with these deleted is its structure.
+_NOT_STRUCTURE = bytes(i for i in range(256) if i not in b"[{,:")
+
+
+class MemoryBudget:
+    """One run's budget of what its response may make the thread hold (see the module docstring).
+
+    The framer charges each read of the body (:meth:`read`); the session asks, before folding a read's
+    events, whether the estimate with the entities the thread gained is still within it (:meth:`check`).
+
+    Args:
+        limit: the budget in bytes (the client's ``max_run_memory``).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        #: The body's bytes and structure charged so far.
+        self.charged = 0
+        #: The thread's entity count when the response began (``None``: not yet asked).
+        self.entities_at: int | None = None
+
+    def read(self, chunk: bytes, frames: int) -> None:
+        """Charge a read of the body (decoded), which completed ``frames`` events."""
+        structure = len(chunk.translate(None, _NOT_STRUCTURE)) - ENVELOPE * frames
+        # (floored per read: an event's allowance never pays for another read's structure)
+        self.charged += len(chunk) + STRUCTURE_COST * structure if structure > 0 else len(chunk)
+
+    def estimate(self, entities: int) -> int:
+        """What the response may have made the thread hold, the thread now holding ``entities``."""
+        if self.entities_at is None:
+            self.entities_at = entities
+        gained = entities - self.entities_at
+        return self.charged + ENTITY_COST * gained if gained > 0 else self.charged
+
+    def check(self, payloads: Sequence[str | bytes], entities: int) -> LimitExceeded | None:
+        """The refusal of a read whose events would take the thread past the budget, else ``None``.
+
+        ``payloads`` are the read's events (charged already by :meth:`read`); the refusal names the
+        first of them, the one the fold stops before (the session locates it: run and index).
+        """
+        estimate = self.estimate(entities)
+        if estimate <= self.limit:
+            return None
+        kind = None
+        if payloads:
+            # (read from the event's start only: the members before its type, if any, are not parsed whole,
+            # which is what the refusal spares)
+            head = payloads[0][:_TYPE_WITHIN]
+            kind = leading_type(head if isinstance(head, str) else head.decode("utf-8", "replace"))
+        return LimitExceeded(
+            f"the run's response went past max_run_memory ({self.limit} bytes): what it would make the "
+            f"thread hold is estimated at {estimate} bytes (its events' structure, and {ENTITY_COST} bytes "
+            "for each message, tool call and run it added); what came before is kept, the rest is not "
+            "read", limit=self.limit, event_type=kind, rule="RUN-MEMORY")

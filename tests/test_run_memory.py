@@ -1,0 +1,167 @@
+"""``max_run_memory``: what one run's response may make its thread hold (``RUN-MEMORY``).
+
+``max_run_bytes`` bounds the body, not what folding it builds: 20,000 ``TOOL_CALL_START`` (1.5 MB)
+made the thread hold some 18 MB, and state dense with small containers 21-32 times its bytes. The
+budget estimates what the thread holds as the body is read, and refuses the read that would pass it.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import tracemalloc
+from typing import Any
+
+import pytest
+from clikit import agui_here
+
+import agui_client as ag
+from agui_client.client import DEFAULT_MAX_RUN_MEMORY
+from agui_client.core.budget import ENTITY_COST, STRUCTURE_COST, MemoryBudget
+from agui_client.testing import Finish, ScriptedAgent, Start
+
+LIMIT = 4 * 2**20
+
+
+def _sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e, separators=(",", ":")).encode() + b"\n\n" for e in events)
+
+
+def _tool_calls(count: int) -> bytes:
+    """``count`` tool calls, each started and ended: some 900 bytes held for 130 on the wire."""
+    return b"".join(_sse({"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": "f"},
+                         {"type": "TOOL_CALL_END", "toolCallId": f"c{i}"}) for i in range(count))
+
+
+def _dense_adds(count: int) -> bytes:
+    """``count`` deltas, each adding 1,000 empty arrays to state: some 64 bytes held for every 3 sent."""
+    return _sse(*({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/x/-", "value": [[]] * 1000}]}
+                  for _ in range(count)))
+
+
+def _calls_held(state: Any) -> int:
+    return sum(len(m.tool_calls or ()) for m in state.messages if isinstance(m, ag.AssistantMessage))
+
+
+def _refused(drive: Any, url: str) -> tuple[ag.LimitExceeded, int]:
+    """The run refused at LIMIT, and the peak of what was allocated while it ran (tracemalloc)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        with drive.client(url, max_run_memory=LIMIT) as client:
+            with pytest.raises(ag.LimitExceeded) as caught:
+                client.thread("t").run("hi", run_id="r")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return caught.value, peak
+
+
+def test_many_small_entities_are_refused_before_the_thread_holds_more_than_max_run_memory(
+        drive: Any, served: Any) -> None:
+    # 20,000 calls: 2.6 MB of body (within every other limit) that the thread held as some 18 MB.
+    endpoint = served(ScriptedAgent([[Start(), _tool_calls(20_000), Finish()]]))
+
+    error, peak = _refused(drive, endpoint.url)
+
+    assert (error.rule, error.run_id, error.limit) == ("RUN-MEMORY", "r", LIMIT)
+    assert error.event_type in ("TOOL_CALL_START", "TOOL_CALL_END")
+    assert 1 < error.index < 40_001 and "max_run_memory" in str(error)
+    assert error.result is not None and error.result.events == error.index  # (folded up to the refused read)
+    calls = _calls_held(error.result.state)
+    # Each call was charged at least ENTITY_COST, so the thread stopped within the budget, and not at
+    # its first read either: it went on until the budget was near.
+    assert LIMIT // 4 < calls * ENTITY_COST <= LIMIT
+    assert peak < 2 * LIMIT  # (the whole run, client and loopback server: 18 MB and more without a bound)
+
+
+def test_state_dense_with_containers_is_refused_before_it_passes_max_run_memory(drive: Any, served: Any) -> None:
+    # 300 deltas of 3 KB: 0.9 MB of body that the state held as some 19 MB.
+    endpoint = served(ScriptedAgent([[Start(), _sse({"type": "STATE_SNAPSHOT", "snapshot": {"x": []}}),
+                                      _dense_adds(300), Finish()]]))
+
+    error, peak = _refused(drive, endpoint.url)
+
+    assert (error.rule, error.event_type) == ("RUN-MEMORY", "STATE_DELTA")
+    assert error.result is not None and error.result.events == error.index
+    added = error.result.state.state["x"]  # (the state as folded before the refused read)
+    assert added and all(value == [[]] * 1000 for value in added)
+    # Each empty array was charged STRUCTURE_COST at least: the state stopped within the budget.
+    assert len(added) * 1000 * STRUCTURE_COST <= LIMIT
+    assert peak < 2 * LIMIT
+
+
+def test_legitimate_large_runs_pass_at_the_default(drive: Any, served: Any) -> None:
+    # Thousands of tool calls, a state snapshot of 4 MB of ordinary records, and 20,000 text deltas.
+    records = [{"id": f"rec-{i:07d}", "title": f"Item number {i}", "price": i * 1.25, "tags": ["a", "b"],
+                "owner": {"name": "somebody", "active": i % 2 == 0}} for i in range(40_000)]
+    deltas = _sse(*({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "a few words"}
+                    for _ in range(20_000)))
+    endpoint = served(ScriptedAgent([[Start(), _tool_calls(5_000), _sse({"type": "STATE_SNAPSHOT", "snapshot":
+                                                                      {"records": records}}),
+                                      _sse({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}),
+                                      deltas, _sse({"type": "TEXT_MESSAGE_END", "messageId": "m"}), Finish()]]))
+
+    with drive.client(endpoint.url) as client:
+        assert client.max_run_memory == DEFAULT_MAX_RUN_MEMORY
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success" and len(result.state.state["records"]) == 40_000
+    assert _calls_held(result.state) == 5_000 and len(result.text) == 20_000 * len("a few words")
+
+
+def _charged(body: bytes) -> int:
+    """What the budget charges a body read 64 KiB at a time (the entities aside)."""
+    budget = MemoryBudget(DEFAULT_MAX_RUN_MEMORY)
+    for at in range(0, len(body), 65536):
+        chunk = body[at:at + 65536]
+        budget.read(chunk, chunk.count(b"\n\n"))
+    return budget.charged
+
+
+def test_the_default_holds_a_long_chat_and_a_large_snapshot() -> None:
+    # A chat of 10 MB of text, streamed as deltas of 8 characters with ids and timestamps as producers
+    # send them (1.25 million events, some 150 MB of body), is charged well within the default.
+    delta = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg_c2ce6f447ed4457b9e2f", "delta": " abcdefg",
+             "timestamp": 1767225600060}
+    sample = _sse(*([delta] * 10_000))
+    assert _charged(sample) * (10 * 2**20 // (10_000 * 8)) < 0.75 * DEFAULT_MAX_RUN_MEMORY
+    # A state snapshot of 16 MiB of ordinary records, as one event.
+    record = {"id": "rec-0000001", "title": "Item number 1", "price": 1.25, "tags": ["a", "b"],
+              "owner": {"name": "somebody", "active": True}}
+    one = json.dumps(record, separators=(",", ":")).encode()
+    snapshot = b'data: {"type":"STATE_SNAPSHOT","snapshot":[' + b",".join([one] * (16 * 2**20 // len(one))) + b"]}\n\n"
+    assert _charged(snapshot) < DEFAULT_MAX_RUN_MEMORY / 4
+
+
+@pytest.mark.parametrize("make", [ag.AgentClient, ag.AsyncAgentClient])
+def test_max_run_memory_refuses_what_is_no_budget(make: Any) -> None:
+    assert DEFAULT_MAX_RUN_MEMORY == 2**30
+    for bad in (0, -1, 1.5, "1024", True):
+        with pytest.raises(ValueError) as refused:
+            make("http://127.0.0.1:9/", max_run_memory=bad)
+        assert "max_run_memory must be a positive int or None" in str(refused.value)
+    client = make("http://127.0.0.1:9/", max_run_memory=None)
+    try:
+        assert client.max_run_memory is None
+        for bad in (0, -5, 2.0, "1G", False):
+            with pytest.raises(ValueError) as refused:
+                client.max_run_memory = bad
+            assert repr(bad) in str(refused.value)
+        client.max_run_memory = 4096
+        assert client.max_run_memory == 4096
+    finally:
+        if make is ag.AgentClient:
+            client.close()
+
+
+def test_the_cli_bounds_a_run_with_max_run_memory(served: Any) -> None:
+    endpoint = served(ScriptedAgent([[Start(), _tool_calls(5_000), Finish()]], cycle=True))
+
+    bounded = agui_here("run", endpoint.url, "-m", "hi", "--max-run-memory", "1M")
+    unbounded = agui_here("run", endpoint.url, "-m", "hi", "--max-run-memory", "none")
+    refused = agui_here("run", endpoint.url, "-m", "hi", "--max-run-memory", "0")
+
+    assert bounded.returncode != 0 and "RUN-MEMORY" in bounded.stdout + bounded.stderr
+    assert unbounded.returncode == 0, unbounded.stderr
+    assert refused.returncode == 2 and "--max-run-memory" in refused.stderr
