@@ -185,13 +185,14 @@ def test_a_short_session_cookie_is_redacted_by_its_name_and_a_short_other_one_is
     drive: Any, served: Any, debug_logs: pytest.LogCaptureFixture
 ) -> None:
     # A cookie's value is a secret when it is long enough to stand alone (8 characters) or its name is
-    # sensitive (as a parameter's is: sid, session, token ...), whatever its length. The agent also sets
-    # the cookie back, which httpcore logs at DEBUG.
-    error = refused(drive, served, answering(403, lambda headers: "sid 4f2a9c unknown; theme dark",
+    # sensitive (as a parameter's is: sid, session, token ...), whatever its length; a cookie's name is
+    # none, however long. The agent also sets the cookie back, which httpcore logs at DEBUG.
+    page = "sid 4f2a9c unknown; theme dark; analytics_opt_in_version yes"
+    error = refused(drive, served, answering(403, lambda headers: page,
                                              headers=((b"set-cookie", b"sid=4f2a9c; Path=/"),)),
-                    headers={"Cookie": "sid=4f2a9c; theme=dark"})
+                    headers={"Cookie": "sid=4f2a9c; theme=dark; analytics_opt_in_version=yes"})
 
-    assert error.body == f"sid {MARK} unknown; theme dark"
+    assert error.body == f"sid {MARK} unknown; theme dark; analytics_opt_in_version yes"
     logged = "\n".join(record.getMessage() for record in debug_logs.records)
     assert "set-cookie" in logged and "4f2a9c" not in logged
 

@@ -29,8 +29,9 @@ What is a secret, one rule per kind:
   standalone "en" out of an error), and the URL's userinfo and password as written and decoded;
 * inside each of those, every run of 16 or more token characters (letters, digits, ``-``, ``_``):
   a JWT's claims or signature echoed alone, the access key id inside an AWS ``X-Amz-Credential``, the
-  half of a token split across two cookies. A JWT's first part, its JOSE header (``{"alg": …}``), is
-  not: it is the same in every token its issuer signs alike, and says how it is signed.
+  half of a token split across two cookies. A cookie's name is not (``analytics_opt_in_version=2``), nor
+  is a JWT's first part, its JOSE header (``{"alg": …}``): it is the same in every token its issuer
+  signs alike, and says how it is signed.
 
 The forms each is looked for in: each character as itself or escaped, chosen character by
 character, as percent-encoding (each UTF-8 byte), JSON or a Python ``repr`` (``\\"``, ``\\/``,
@@ -111,15 +112,18 @@ _SHORTEST_PARAMETER = 4
 # its ``X-Amz-Credential``, the half of a token split across two cookies. 16 such characters are 96 bits
 # of a random token; what a credential holds besides is shorter (``aws4_request``, ``us-east-1``, a date).
 _PIECE = re.compile(r"[A-Za-z0-9_-]{16,}")
-# The most characters one character of a secret takes in an escaped form (``%F0%9F%98%80``,
-# ``\ud83d\ude00``): how far a stream's scrub looks back for a form a piece may have cut.
+# The most characters one character of a secret takes in an escaped form quoted once (``%F0%9F%98%80``,
+# ``\ud83d\ude00``): how far a stream's scrub looks back for a form a piece may have cut. A form quoted
+# again (JSON in JSON) and cut between two pieces of a recording may be longer: held back that far, a
+# long token's recording would lag a page behind its stream, for a form no agent was seen to write.
 _WIDEST = 12
 # What a text holding an escaped form of a secret holds: without one, only its plain forms are looked for.
 _ESCAPES = ("%", "\\", "&")
 # One escape of those ``_character`` finds (a character's percent-encoded bytes one at a time): a text
 # holding one is searched for a secret with its escapes read, before the slower pattern is run on it.
 _ESCAPE = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2})|(.))"
-                     r"|%(?:25)*([0-9a-fA-F]{2})|&#(?:[xX]0*([0-9a-fA-F]{1,8})|0*([0-9]{1,9}));|&(amp|lt|gt|quot|apos);",
+                     r"|%(?:25)*([0-9a-fA-F]{2})"
+                     r"|&#(?:[xX]0*([0-9a-fA-F]{1,8})|0*([0-9]{1,9}));|&(amp|lt|gt|quot|apos);",
                      re.DOTALL)
 # How many exceptions of one chain (causes, contexts, a group's members) are walked, at most.
 _CHAIN_LINKS = 256
@@ -540,9 +544,17 @@ def _url_secrets(url: str, marked: frozenset[str]) -> list[str]:
 
 def _pieces(secret: str) -> list[str]:
     """The runs of token characters in ``secret`` long enough to be secrets of their own (``_PIECE``), but
-    a JOSE header: a JWT's first part says only how it is signed, and is the same in every token one
-    issuer signs alike."""
-    return [piece for piece in _PIECE.findall(secret) if piece != secret and not _jose_header(piece)]
+    a name in a ``name=value`` list (a cookie's: ``analytics_opt_in_version=2`` names no secret) and a JOSE
+    header (a JWT's first part says only how it is signed, and is the same in every token one issuer
+    signs alike)."""
+    return [found[0] for found in _PIECE.finditer(secret)
+            if found[0] != secret and not _named_value(secret, found.end()) and not _jose_header(found[0])]
+
+
+def _named_value(text: str, at: int) -> bool:
+    """Whether ``text`` has a ``name=value`` pair's ``=`` at ``at`` (base64's padding is no such ``=``: a
+    second ``=``, a separator or the end follows it)."""
+    return text[at:at + 1] == "=" and text[at + 1:at + 2] not in ("", "=", ";", ",", " ")
 
 
 def _jose_header(piece: str) -> bool:
