@@ -45,7 +45,9 @@ proxy (:class:`ProxiedSyncTransport`, :class:`ProxiedTransport`), as httpx would
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import ssl
 import threading
 import time
@@ -472,10 +474,12 @@ class ShardedSyncTransport(httpx.BaseTransport):
         return _without_cookies(response)
 
     def close(self) -> None:
+        """Close every shard, first waking the runs blocked in a read of one (:func:`_wake`)."""
         with self._lock:
             shards, self._shards = self._shards, []
         for shard in shards:
             assert isinstance(shard.transport, httpx.HTTPTransport)
+            _wake(shard.transport)
             shard.transport.close()
 
 
@@ -516,6 +520,11 @@ class ProxiedSyncTransport(httpx.HTTPTransport):
         """httpx's answer, without the agent's cookies."""
         return _without_cookies(super().handle_request(request))
 
+    def close(self) -> None:
+        """httpx's close, first waking the runs blocked in a read (:func:`_wake`)."""
+        _wake(self)
+        super().close()
+
 
 #: The limits of httpx's own pool where a proxy serves the agent (the shards' per shard, for one pool).
 PROXIED_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=SHARD_SIZE)
@@ -533,6 +542,29 @@ def _close_kept(transport: httpx.HTTPTransport | httpx.AsyncHTTPTransport) -> No
     attributes, read with defaults: if they move, nothing is closed (the pool is dropped all the same)."""
     for connection in list(getattr(getattr(transport, "_pool", None), "_connections", ())):
         connection.close()
+
+
+def _wake(transport: httpx.HTTPTransport) -> None:
+    """Shut down the socket of each connection ``transport``'s pool holds, so that a run blocked in a read of
+    one, in another OS thread, wakes now: closing a socket does not wake a read another thread is blocked
+    in (it waited for its ``idle_timeout``), shutting it down does (the read sees the connection end, as
+    when the agent cuts it). For a client's own close only, never in a forked child: a socket shut down is
+    shut for every process holding it, and a child's copies are the parent's (:func:`_close_kept` closes
+    them, which sends nothing). The raw socket's shutdown, under TLS too: the ``ssl`` module's own would
+    unwrap the socket under the other thread's read (a ``ValueError``, where the read should see the end).
+    httpcore's private attributes, read with defaults (as :func:`_close_kept`): if they move, nothing is
+    shut down, and the close is httpx's own."""
+    for connection in list(getattr(getattr(transport, "_pool", None), "_connections", ())):
+        # (a proxy's connection holds the HTTP connection, which holds the HTTP/1.1 or HTTP/2 one)
+        for _ in range(3):
+            if hasattr(connection, "_network_stream"):
+                break
+            connection = getattr(connection, _CONNECTION, None)
+        stream = getattr(connection, "_network_stream", None)
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):  # (not connected, or closed already: nothing to wake)
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 def _after_fork() -> None:

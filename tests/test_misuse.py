@@ -309,7 +309,7 @@ def test_a_run_whose_client_is_closed_under_it_says_so(tmp_path: Path, served: A
     # Closing a client closes the connections of its runs in flight: a run then failed as if the agent had
     # cut its stream (StreamEnded, "the stream ended without RUN_FINISHED"), and said nothing of the close
     # the application itself made. (The sync client's run, blocked in a read in another OS thread, is
-    # not woken by the close: it ends at its idle_timeout; see the CHANGELOG.)
+    # woken by the close too: tests/test_close_wakes_runs.py.)
     gate = Gate()
     endpoint = served(ScriptedAgent([lambda run_input: [Start(), *text_message("m-1", "half an answer"), Wait(gate),
                                                          Finish()]], cycle=True))

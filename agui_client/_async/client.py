@@ -214,7 +214,8 @@ class AsyncAgentClient(ClientBase):
         A closed client makes no more threads (``thread()`` raises ``RuntimeError``, as httpx's
         closed client does for a request), and the threads it made refuse every call the same way,
         before the store or the agent is asked (``is_closed`` says which it is). A run in flight when
-        the client closes fails as its connection is closed under it; its error carries the note
+        the client closes fails as its connection is closed under it, at once even when it waits in a
+        read in another OS thread or task; its error carries the note
         "the client was closed while this run was in flight".
         """
         self._closed = True

@@ -12,13 +12,40 @@ something the caller sees goes through one, sync and async alike.
 
 Which names are sensitive: ``Authorization``, ``Proxy-Authorization``, ``Cookie``, and any name
 holding one of :data:`SENSITIVE_WORDS` (``X-Api-Key``, ``X-Auth-Token``, ``X-Session-Id``,
-``api_key`` …), plus the names a caller marks (``AgentClient(sensitive_headers=...)``). The
-forms a value is looked for in: the whole value, the credential after its scheme (``Bearer x`` → ``x``),
-a Basic credential's decoded ``user:password`` and password, each ``name=value`` part of a cookie or
-parameter list that is long enough to stand on its own, and each of those percent-encoded,
-JSON-escaped (also every character as ``\\uXXXX``), HTML-escaped, as Python writes it in a ``repr``,
-base64-encoded (standalone or inside a longer base64 text, standard or URL-safe alphabet) and, for
-a text that read UTF-16 or UTF-32 bytes as if they were one byte a character, a NUL beside each letter.
+``api_key`` …), plus the names a caller marks (``AgentClient(sensitive_headers=...)``). A URL's
+query (or fragment) parameter, and a cookie, is also sensitive when one of its name's words is
+``code``, ``access``, ``sig``, ``sid``, ``pwd``, ``pw``, ``pass`` or ``otp`` (an OAuth ``code``,
+``code_verifier``, an Azure SAS ``sig``): in a header's name those words mean something else
+(``Access-Control-Allow-Origin``, ``X-Error-Code``).
+
+What is a secret, one rule per kind:
+
+* a sensitive header's whole value, the credential after its scheme (``Bearer x`` → ``x``), a Basic
+  credential's decoded ``user:password`` and password, and each ``name=value`` part of a cookie or
+  parameter list whose value stands on its own (8 characters or more) or whose name is sensitive
+  (``sid=4f2a``);
+* a sensitive parameter's value as written and decoded, if 4 characters or more (a shorter one is
+  hidden where the URL is shown, but not looked for in text: ``lang_code=en`` would take every
+  standalone "en" out of an error), and the URL's userinfo and password as written and decoded;
+* inside each of those, every run of 16 or more token characters (letters, digits, ``-``, ``_``):
+  a JWT's claims or signature echoed alone, the access key id inside an AWS ``X-Amz-Credential``, the
+  half of a token split across two cookies. A cookie's name is not (``analytics_opt_in_version=2``), nor
+  is a JWT's first part, its JOSE header (``{"alg": …}``): it is the same in every token its issuer
+  signs alike, and says how it is signed.
+
+The forms each is looked for in: each character as itself or escaped, chosen character by
+character, as percent-encoding (each UTF-8 byte), JSON or a Python ``repr`` (``\\"``, ``\\/``,
+``\\u0026``, ``\\xe9``, a surrogate pair), or HTML (``&#38;``, ``&#x26;``, ``&amp;``) write it,
+nested up to four times (quoted twice, JSON in JSON doubles the backslashes, a URL encoded twice
+writes ``%2541``), the hex digits of escapes in either case; the whole as the hex digits of its UTF-8
+bytes (a secret of 8 characters or more: 16 digits or more); base64-encoded (standalone or inside a
+longer base64 text, standard or URL-safe alphabet); and, for a text that read UTF-16 or UTF-32 bytes as
+if they were one byte a character, a NUL beside each letter.
+
+Nothing is redacted for its shape alone: a run id, a message id or an interrupt id written in hex (a
+UUID, 32 hex digits) is left as it is unless it holds a form of a secret the request carried, and a
+secret's hex digits are looked for only from 16 on (a 6-character key's 12 hex digits are as likely
+to be a colour or a hash's start as its echo).
 
 An answer's bytes (an error page, a recording) are searched before they are read as text, by a
 :class:`BytesRedactor`: in the charset the answer names, and whatever it names in UTF-8, UTF-16 and
@@ -71,6 +98,33 @@ RAW_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 _GATES = ("\x00", "\\u")
 # Names too short to search for inside other names, sensitive only as the whole name.
 _SENSITIVE_NAMES = frozenset({"sig", "pwd", "pass", "sid"})
+# Words that name a credential in a URL's parameter (or a cookie's name), as one word of the name
+# (``code``, ``code_verifier``, ``accessKey``, ``X-Amz-Sig``), but something else in a header's name
+# (``Access-Control-Allow-Origin``, ``X-Error-Code``): sensitive in parameters and cookies only.
+_PARAMETER_WORDS = frozenset({"code", "access", "sig", "sid", "pwd", "pw", "pass", "otp"})
+# A name's words: its runs of letters, split where a lower-case letter meets an upper-case one.
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+# A parameter value shorter than this is hidden where the URL is shown, but not looked for in text:
+# ``country_code=us`` would otherwise take every standalone "us" out of an error's words.
+_SHORTEST_PARAMETER = 4
+# A run of this many token characters (base64url's: letters, digits, ``-`` and ``_``) inside a longer
+# secret is a secret of its own: a JWT's payload or signature echoed alone, an AWS access key id out of
+# its ``X-Amz-Credential``, the half of a token split across two cookies. 16 such characters are 96 bits
+# of a random token; what a credential holds besides is shorter (``aws4_request``, ``us-east-1``, a date).
+_PIECE = re.compile(r"[A-Za-z0-9_-]{16,}")
+# The most characters one character of a secret takes in an escaped form quoted once (``%F0%9F%98%80``,
+# ``\ud83d\ude00``): how far a stream's scrub looks back for a form a piece may have cut. A form quoted
+# again (JSON in JSON) and cut between two pieces of a recording may be longer: held back that far, a
+# long token's recording would lag a page behind its stream, for a form no agent was seen to write.
+_WIDEST = 12
+# What a text holding an escaped form of a secret holds: without one, only its plain forms are looked for.
+_ESCAPES = ("%", "\\", "&")
+# One escape of those ``_character`` finds (a character's percent-encoded bytes one at a time): a text
+# holding one is searched for a secret with its escapes read, before the slower pattern is run on it.
+_ESCAPE = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2})|(.))"
+                     r"|%(?:25)*([0-9a-fA-F]{2})"
+                     r"|&#(?:[xX]0*([0-9a-fA-F]{1,8})|0*([0-9]{1,9}));|&(amp|lt|gt|quot|apos);",
+                     re.DOTALL)
 # How many exceptions of one chain (causes, contexts, a group's members) are walked, at most.
 _CHAIN_LINKS = 256
 # A cut text may end with the start of a secret; this much of one at its very end is replaced too.
@@ -83,6 +137,12 @@ def is_sensitive(name: str, marked: Iterable[str] = ()) -> bool:
     """Whether a header or query parameter called ``name`` holds a secret (``marked``: lower-cased extra names)."""
     lowered = name.strip().lower()
     return lowered in _SENSITIVE_NAMES or lowered in marked or any(word in lowered for word in SENSITIVE_WORDS)
+
+
+def _sensitive_parameter(name: str, marked: Iterable[str] = ()) -> bool:
+    """Whether a URL's query (or fragment) parameter, or a cookie, called ``name`` holds a secret: as a header
+    would, or when one of its words is one of ``_PARAMETER_WORDS``."""
+    return is_sensitive(name, marked) or any(word.lower() in _PARAMETER_WORDS for word in _WORDS.findall(name))
 
 
 class Redactor:
@@ -98,6 +158,7 @@ class Redactor:
         self._pattern: re.Pattern[str] | None = None
         self._needles: tuple[str, ...] = ()
         self._gated: tuple[tuple[str, tuple[str, ...]], ...] = ()
+        self._read: tuple[str, ...] = ()
         self._prefixes: tuple[str, ...] | None = None
 
     @classmethod
@@ -114,7 +175,7 @@ class Redactor:
                 found += _header_secrets(value)
         for url in urls:
             found += _url_secrets(url, names)
-        return cls(found, marked=names)
+        return cls([*found, *(piece for secret in found for piece in _pieces(secret))], marked=names)
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
@@ -123,7 +184,7 @@ class Redactor:
     def longest(self) -> int:
         """The length of the longest form of a secret it replaces (0 without secrets): what a text redacted
         as it streams must hold back at its end, as a secret may be cut between two pieces."""
-        return max((len(form) for secret in self.secrets for form in _forms(secret)), default=0)
+        return max((max(len(secret) * _WIDEST, *map(len, _forms(secret))) for secret in self.secrets), default=0)
 
     def __call__(self, text: str) -> str:
         return self.text(text)
@@ -144,12 +205,23 @@ class Redactor:
             # (a form holding a NUL or a JSON escape is looked for only in a text holding one: most hold neither)
             self._needles = tuple(n for n in kept if not _gate(n))
             self._gated = tuple((gate, tuple(n for n in kept if _gate(n) == gate)) for gate in _GATES)
+            # (what a text with its escapes read holds: a secret, its UTF-8 bytes one a character, or its
+            # characters past U+FFFF as the two halves of a surrogate pair JSON writes them as)
+            self._read = tuple({form.lower() for secret in self.secrets for form in (
+                secret, secret.encode("utf-8", "surrogatepass").decode("latin-1"), _halves(secret))})
         # (a plain search first: most texts hold no secret, and the pattern is slower to run over them)
         lowered = text.lower()
         if any(needle in lowered for needle in self._needles) or any(
-                gate in lowered and any(needle in lowered for needle in gated) for gate, gated in self._gated):
+                gate in lowered and any(needle in lowered for needle in gated) for gate, gated in self._gated) or (
+                any(mark in text for mark in _ESCAPES) and self._escaped_in(text)):
             text = self._pattern.sub(MARK, text)
         return self._cut_tail(text) if cut else text
+
+    def _escaped_in(self, text: str) -> bool:
+        """Whether ``text``, its escapes read (``_ESCAPE``), holds a secret: only then is the pattern, which
+        finds each of its characters escaped or not, run over it."""
+        read = _ESCAPE.sub(_unescape, text).lower()
+        return any(secret in read for secret in self._read)
 
     def url(self, url: str) -> str:
         """``url`` for display: no userinfo, sensitive query (and fragment) values replaced, then :meth:`text`."""
@@ -172,7 +244,8 @@ class Redactor:
         out = []
         for item in text.split("&"):
             name, eq, value = item.partition("=")
-            out.append(f"{name}={MARK}" if eq and value and is_sensitive(unquote_plus(name), self.marked) else item)
+            out.append(f"{name}={MARK}" if eq and value and _sensitive_parameter(unquote_plus(name), self.marked)
+                       else item)
         return "&".join(out)
 
     def _cut_tail(self, text: str) -> str:
@@ -422,10 +495,11 @@ def _header_secrets(value: str) -> list[str]:
             found += _basic(rest)
     # (a cookie list's first pair is no scheme: ``session=…; theme=dark`` is split whole, its session too)
     for part in re.split(r"[;,]", rest if schemed else value):
-        _name, eq, item = part.strip().partition("=")
+        name, eq, item = part.strip().partition("=")
         item = item.strip().strip('"')
-        # (a long-enough part stands on its own; a short one, ``theme=dark``, is ordinary text)
-        if eq and len(item) >= MIN_ANYWHERE:
+        # (a long-enough part stands on its own, and one a sensitive name holds whatever its length
+        # (``sid=4f2a``); another short one, ``theme=dark``, is ordinary text)
+        if eq and item and (len(item) >= MIN_ANYWHERE or _sensitive_parameter(name)):
             found.append(item)
     return found
 
@@ -453,17 +527,42 @@ def _url_secrets(url: str, marked: frozenset[str]) -> list[str]:
     userinfo, at, _host = parts.netloc.rpartition("@")
     if at and userinfo:
         user, colon, password = userinfo.partition(":")
+        # (each as written and decoded: the forms of the decoded one take in any other way of encoding it)
         found += [userinfo, unquote(userinfo)]
         if colon and password:
-            found += [password, unquote(password)]
-        if len(user) >= MIN_ANYWHERE:
+            found += [password, unquote(password), unquote(password, encoding="latin-1")]
+        if len(unquote(user)) >= MIN_ANYWHERE:
             found += [user, unquote(user)]
     for text in (parts.query, parts.fragment):
         for item in text.split("&") if text else ():
             name, eq, value = item.partition("=")
-            if eq and value and is_sensitive(unquote_plus(name), marked):
+            if eq and len(unquote_plus(value)) >= _SHORTEST_PARAMETER and _sensitive_parameter(unquote_plus(name),
+                                                                                                marked):
                 found += [value, unquote_plus(value)]
     return found
+
+
+def _pieces(secret: str) -> list[str]:
+    """The runs of token characters in ``secret`` long enough to be secrets of their own (``_PIECE``), but
+    a name in a ``name=value`` list (a cookie's: ``analytics_opt_in_version=2`` names no secret) and a JOSE
+    header (a JWT's first part says only how it is signed, and is the same in every token one issuer
+    signs alike)."""
+    return [found[0] for found in _PIECE.finditer(secret)
+            if found[0] != secret and not _named_value(secret, found.end()) and not _jose_header(found[0])]
+
+
+def _named_value(text: str, at: int) -> bool:
+    """Whether ``text`` has a ``name=value`` pair's ``=`` at ``at`` (base64's padding is no such ``=``: a
+    second ``=``, a separator or the end follows it)."""
+    return text[at:at + 1] == "=" and text[at + 1:at + 2] not in ("", "=", ";", ",", " ")
+
+
+def _jose_header(piece: str) -> bool:
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(piece + "=" * (-len(piece) % 4)))
+    except (ValueError, binascii.Error):
+        return False
+    return isinstance(decoded, dict) and "alg" in decoded
 
 
 def _gate(needle: str) -> str | None:
@@ -491,8 +590,11 @@ def _escaped(secret: str) -> list[str]:
     # (JSON lets a writer escape any character, and some escape them all; the hex digits come in either case)
     units = secret.encode("utf-16-be", "surrogatepass")
     forms.append("".join(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04x}" for i in range(0, len(units), 2)))
+    data = secret.encode("utf-8", "surrogatepass")
+    forms.append("".join(f"%{byte:02X}" for byte in data))  # (every byte percent-encoded)
     if len(secret) >= MIN_ANYWHERE:  # (a short secret's base64 is a few letters any base64 text may hold)
-        forms += _base64(secret.encode("utf-8", "surrogatepass"))
+        # (and its hex digits as few as a hex id, a hash or a colour holds: from 16 digits on, they are its)
+        forms += [*_base64(data), data.hex()]
     return list(dict.fromkeys(forms))
 
 
@@ -594,16 +696,79 @@ def _fold_table(encoding: str) -> bytes:
 
 
 def _compile(secrets: tuple[str, ...]) -> re.Pattern[str]:
-    alternatives: list[tuple[int, str]] = []
+    alternatives: list[tuple[int, int, str]] = []
     for secret in secrets:
-        for form in _forms(secret):
-            piece = re.escape(form)
-            # (percent-encoding's and JSON's hex digits come in either case; and a long secret is replaced in
-            # any case, as a header value or a path an agent folds to lower case still gives most of it away)
-            if len(secret) >= MIN_ANYWHERE or "%" in form or "\\u" in form:
+        # (each character written as itself or escaped, chosen one by one; then the forms of the whole)
+        pieces = [(len(secret) * _WIDEST, "".join(map(_character, secret)))]
+        pieces += [(len(form), re.escape(form)) for form in _forms(secret)]
+        for size, piece in pieces:
+            # (a long secret is replaced in any case, as a header value or a path an agent folds to lower case
+            # still gives most of it away; an escape's hex digits come in either case whatever its length)
+            if len(secret) >= MIN_ANYWHERE:
                 piece = f"(?i:{piece})"
-            if len(secret) < MIN_ANYWHERE:
+            else:
                 piece = f"(?<![0-9A-Za-z]){piece}(?![0-9A-Za-z])"
-            alternatives.append((len(form), piece))
-    alternatives.sort(key=lambda item: item[0], reverse=True)
-    return re.compile("|".join(piece for _size, piece in dict.fromkeys(alternatives)))
+            alternatives.append((len(secret), size, piece))
+    # (a longer secret first, where one holds another: the whole header value before the token in it)
+    alternatives.sort(key=lambda item: item[:2], reverse=True)
+    return re.compile("|".join(piece for _length, _size, piece in dict.fromkeys(alternatives)))
+
+
+def _halves(text: str) -> str:
+    """``text`` with each character past U+FFFF written as the two halves of its surrogate pair."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    return "".join(chr(int.from_bytes(units[i:i + 2], "little")) for i in range(0, len(units), 2))
+
+
+def _unescape(found: re.Match[str]) -> str:
+    """The character one escape ``_ESCAPE`` found stands for (a percent-encoded byte as one character)."""
+    code = next((int(digits, 16) for digits in found.group(1, 2, 3, 5, 6) if digits), None)
+    if code is None and found[7]:
+        code = int(found[7])
+    if code is not None:
+        return chr(code) if code <= 0x10FFFF else "\ufffd"
+    if found[8]:
+        return html.unescape(f"&{found[8]};")
+    return _CONTROL_CHARACTERS.get(found[4], found[4])
+
+
+#: The backslashes before an escape: JSON quoted in JSON up to four times writes 1, 3, 7 or 15 of them. Bounded,
+#: so that a run of a million backslashes an agent sends is searched in linear time, not quadratic.
+_BACKSLASHES = "\\\\{1,16}"
+#: How many times a percent-encoded byte may be encoded again (``%41``, ``%2541``, ``%252541`` ...).
+_REENCODED = 4
+#: The names HTML gives the characters it must escape.
+_HTML_NAMES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
+#: The letters JSON and Python write a control character's escape with.
+_CONTROL_LETTERS = {"\n": "n", "\r": "r", "\t": "t", "\b": "b", "\f": "f"}
+#: The control characters those letters stand for after a backslash.
+_CONTROL_CHARACTERS = {letter: char for char, letter in _CONTROL_LETTERS.items()}
+
+
+@functools.lru_cache(maxsize=4096)
+def _character(char: str) -> str:
+    """The pattern of ``char`` as a text quoting a secret may write it: as itself, or escaped as
+    percent-encoding (each UTF-8 byte), JSON or a Python ``repr`` (a backslash before it, ``\\n``,
+    ``\\xHH``, ``\\uHHHH``, a surrogate pair, ``\\UHHHHHHHH``) or HTML (``&#N;``, ``&#xH;``, its name)
+    write it. Escapes nest: text quoted again doubles a backslash (and adds one), and percent-encodes a
+    percent sign (``%2541``), up to ``_BACKSLASHES`` and ``_REENCODED`` allow. Their hex digits come in
+    either case."""
+    code = ord(char)
+    data = char.encode("utf-8", "surrogatepass")
+    after_backslash = [f"u{code:04x}"] if code < 0x10000 else [
+        f"u{0xD800 + ((code - 0x10000) >> 10):04x}{_BACKSLASHES}u{0xDC00 + ((code - 0x10000) & 0x3FF):04x}"]
+    after_backslash.append(f"U{code:08x}")
+    if code < 0x100:
+        after_backslash.append(f"x{code:02x}")
+    if char in _CONTROL_LETTERS:
+        after_backslash.append(_CONTROL_LETTERS[char])
+    if not char.isalnum():  # (``\"``, ``\/``, ``\\``; a letter after a backslash is an escape of its own)
+        after_backslash.append(re.escape(char))
+    escapes = [f"{_BACKSLASHES}(?:" + "|".join(after_backslash) + ")",
+               "".join(f"%(?:25){{0,{_REENCODED}}}{byte:02x}" for byte in data),
+               f"&#0{{0,8}}{code};", f"&#x0{{0,8}}{code:x};"]
+    if char in _HTML_NAMES:
+        escapes.append(f"&{_HTML_NAMES[char]};")
+    if char == " ":
+        escapes.append("\\+")  # (a form's space, as ``quote_plus`` writes it)
+    return f"(?:{re.escape(char)}|(?i:{'|'.join(escapes)}))"

@@ -1,0 +1,231 @@
+"""Closing a client wakes the runs it has in flight, in another OS thread or another task (both shells).
+
+A run blocked in a read of an agent that stopped sending mid-stream used to stay blocked, when its sync
+client was closed from another thread, until its ``idle_timeout`` (closing a socket another thread reads
+does not wake that read), and then said "no bytes for 60s". Here the agent stops after half an answer,
+the run waits for more in a thread (or a task) of its own, and the client is closed from the test's:
+the run must end with the closed client's ``StreamEnded`` and its note, the half answer kept, long before
+an ``idle_timeout`` of a minute (the test waits on an event bounded by a few seconds, never on time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import socket
+import sys
+import threading
+from typing import Any
+
+import httpcore
+import pytest
+
+import agui_client as ag
+from agui_client.stores import MemoryStore
+from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, serve, text_message
+
+#: Every wait of a test, at most: far below the runs' idle timeout.
+BOUND = 10.0
+#: The runs' idle timeout: a run still blocked when the close is over would wait this long.
+IDLE = 60.0
+NOTE = "the client was closed while this run was in flight"
+
+
+def halting(gate: Gate) -> ScriptedAgent:
+    """An agent that sends half an answer, then nothing until ``gate`` opens."""
+    return ScriptedAgent([lambda run_input: [Start(), *text_message("m-1", "half an answer"), Wait(gate), Finish()]],
+                         cycle=True)
+
+
+def run_socket(http: Any) -> socket.socket:
+    """The socket of the one connection the client's own pool holds (httpcore's private attributes): a
+    shard's, or that of httpx's pool through the environment's proxy."""
+    transport = http._transport
+    pools = [shard.transport._pool for shard in transport._shards] if hasattr(transport, "_shards") else [
+        transport._pool]
+    connections = [c for pool in pools for c in pool._connections]
+    assert len(connections) == 1
+    connection = connections[0]._connection
+    while not hasattr(connection, "_network_stream"):  # (through a proxy: the HTTP connection inside)
+        connection = connection._connection
+    sock = connection._network_stream.get_extra_info("socket")
+    assert isinstance(sock, socket.socket)
+    return sock
+
+
+def check_woken(error: BaseException | None, thread: Any) -> None:
+    """The run ended as a run whose client was closed under it does, what it folded kept."""
+    assert isinstance(error, ag.StreamEnded), repr(error)
+    assert error.__notes__ == [NOTE]
+    assert thread.state.messages[-1].content == "half an answer"
+    stored = thread.client.store.load(thread.id)
+    assert stored is not None and stored.claim is None  # (the run gave the thread back)
+
+
+class ReadWatch:
+    """Says when a run's thread, once it has read what the test waits for, is about to block in a socket's
+    read (httpcore's, under every connection), with nothing waiting on the socket: from there to the
+    read's wait the thread makes no system call and, with a long switch interval, keeps the interpreter,
+    so a close the test makes then comes while the run is blocked in the read, never before it (where the
+    closed socket fails the read at once, fix or no fix). httpcore's read is done here as it does it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reading = threading.Event()
+        self._armed: threading.Thread | None = None
+        original = httpcore._backends.sync.SyncStream.read
+
+        def read(stream: Any, max_bytes: int, timeout: float | None = None) -> bytes:
+            if self._armed is not threading.current_thread():
+                return original(stream, max_bytes, timeout)
+            sock = stream._sock
+            with httpcore._exceptions.map_exceptions({TimeoutError: httpcore.ReadTimeout,
+                                                      OSError: httpcore.ReadError}):
+                sock.settimeout(timeout)  # (a system call: made before the signal)
+                if not select.select([sock], [], [], 0)[0]:  # (else this read returns at once: not the one)
+                    self.reading.set()
+                return bytes(sock.recv(max_bytes))
+
+        monkeypatch.setattr(httpcore._backends.sync.SyncStream, "read", read)
+
+    def arm(self) -> None:
+        """Set :attr:`reading` at the calling thread's read that waits."""
+        self._armed = threading.current_thread()
+
+
+def woken_by_close(url: str, route: str, gate: Gate, watch: ReadWatch) -> None:
+    """Run on ``url`` in a thread of its own, close the client from this one once the run waits in a read
+    for what the agent holds back at ``gate``, and check the run ended as a closed client's run does, its
+    connection closed."""
+    client = ag.AgentClient(url, idle_timeout=IDLE, store=MemoryStore())
+    assert type(client.http._transport).__name__ == {"direct": "ShardedSyncTransport",
+                                                     "proxied": "ProxiedSyncTransport"}[route]
+    thread = client.thread("woken")
+    ended = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with thread.stream("go") as stream:
+                for event in stream:
+                    if isinstance(event, ag.TextMessageEndEvent):
+                        watch.arm()  # (half the answer read: the next read waits for more)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test, which asserts on it
+            failed.append(exc)
+        finally:
+            ended.set()
+
+    worker = threading.Thread(target=run, daemon=True)
+    # (the interpreter is taken from a thread holding it only after this long: far longer than the run's
+    # thread takes from the call to its read to the read itself, where it lets go)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    worker.start()
+    try:
+        assert watch.reading.wait(BOUND)
+        sock = run_socket(client.http)
+        client.close()
+        assert ended.wait(BOUND), "the run was not woken by the close"
+    finally:
+        sys.setswitchinterval(switch)
+        gate.open()
+        worker.join(BOUND)
+
+    check_woken(failed[0] if failed else None, thread)
+    assert sock.fileno() == -1  # (its connection closed, not left to the collector)
+
+
+@pytest.mark.parametrize("route", ["direct", "proxied"])
+def test_a_sync_run_blocked_in_a_read_in_another_thread_is_woken_by_close(
+    served: Any, monkeypatch: pytest.MonkeyPatch, route: str
+) -> None:
+    # Through a proxy the client's transport is httpx's own pool, whose connection holds the HTTP
+    # connection, whose socket the close shuts down one level further in.
+    gate = Gate()
+    with contextlib.ExitStack() as stack:
+        if route == "direct":
+            url = served(halting(gate)).url
+        else:  # (the proxy the environment names is a server of the agent's own: it answers any URL)
+            for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+                monkeypatch.delenv(name, raising=False)
+            proxy = stack.enter_context(serve(halting(gate)))
+            monkeypatch.setenv("HTTP_PROXY", proxy.url.rstrip("/"))
+            url = "http://agent.invalid/agent"
+        stack.callback(gate.open)  # (the agent's response ends before its server stops)
+        woken_by_close(url, route, gate, ReadWatch(monkeypatch))
+
+
+def test_an_async_run_blocked_in_a_read_in_another_task_is_woken_by_close(served: Any) -> None:
+    gate = Gate()
+    endpoint = served(halting(gate))
+
+    async def main() -> tuple[BaseException | None, Any, socket.socket]:
+        client = ag.AsyncAgentClient(endpoint.url, idle_timeout=IDLE, store=MemoryStore())
+        thread = client.thread("woken")
+        folded = asyncio.Event()
+
+        async def run() -> None:
+            async with thread.stream("go") as stream:
+                async for event in stream:
+                    if isinstance(event, ag.TextMessageEndEvent):
+                        folded.set()  # (half the answer read: the run now waits in a read for more)
+
+        task = asyncio.create_task(run())
+        await asyncio.wait_for(folded.wait(), BOUND)
+        sock = run_socket(client.http)
+        await client.close()
+        try:
+            await asyncio.wait_for(task, BOUND)
+        except ag.StreamEnded as exc:
+            return exc, thread, sock
+        return None, thread, sock
+
+    try:
+        error, thread, sock = asyncio.run(main())
+    finally:
+        gate.open()
+
+    check_woken(error, thread)
+    assert sock.fileno() == -1
+
+
+def test_a_forked_child_closing_its_copy_of_the_client_leaves_the_parents_run_reading(served: Any) -> None:
+    # Waking a run shuts its socket down, which a forked child must never do: the socket is the parent's
+    # too, and a shut-down socket is shut for both. The child's copy of the client lets go of the
+    # parent's connections when it forks; closing it then shuts nothing down.
+    gate = Gate()
+    endpoint = served(halting(gate))
+    client = ag.AgentClient(endpoint.url, idle_timeout=IDLE)
+    thread = client.thread("parent")
+    ended = threading.Event()
+    results: list[Any] = []
+
+    def run() -> None:
+        try:
+            results.append(thread.run("go"))
+        except BaseException as exc:  # noqa: BLE001 - handed to the test, which asserts on it
+            results.append(exc)
+        finally:
+            ended.set()
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    try:
+        assert gate.wait_reached(BOUND)
+        pid = os.fork()
+        if pid == 0:  # (the child closes its copy, and exits at once, whatever happens)
+            try:
+                client.close()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        gate.open()  # (the rest of the answer: the parent's run reads it on the same connection)
+        assert ended.wait(BOUND)
+    finally:
+        gate.open()
+        worker.join(BOUND)
+        client.close()
+
+    assert [type(r).__name__ for r in results] == ["RunResult"]
+    assert results[0].outcome == "success" and results[0].text == "half an answer"
