@@ -1,15 +1,23 @@
-"""What a person gives ``agui`` at its edges: option values and answers typed at a prompt.
+"""What a person gives ``agui`` at its edges: option values, answers typed at a prompt, a file to read.
 
 JSON nested deeper than Python's reader goes (``--state``, ``--answer``, ``agui probe --answer``, a
 JSON answer at a prompt) ended the command with a ``RecursionError`` traceback; ``NaN``, ``Infinity``
 and ``1e999`` were read as numbers and refused later, one of them after the request had been made
 (exit 1, not a usage problem); ``--idle-timeout 1e308`` ended the first read with an
-``OverflowError`` traceback. Each test fails without its fix (CHANGELOG, "Twenty-first round").
+``OverflowError`` traceback. A recording named on the command line that was a link to
+``/dev/urandom`` was read without end, and a FIFO nobody wrote to held the command at its open.
+Each test fails without its fix (CHANGELOG, "Twenty-first round").
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +25,8 @@ from clikit import agui_here
 
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
+
+ROOT = Path(__file__).resolve().parent.parent
 
 #: JSON nested well past the depth at which ``json.loads`` runs out of stack.
 DEEP = "[" * 5000 + "]" * 5000
@@ -90,3 +100,58 @@ def test_the_longest_timeout_taken_still_runs(served: Callable[[Any], Any]) -> N
 
     assert ran.returncode == 0, ran.stderr
     assert endpoint.agent.request_count == 2
+
+
+# --------------------------------------------------------------------------------------------------
+# a recording named on the command line that is no file
+# --------------------------------------------------------------------------------------------------
+
+_RUN = (b'data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}\n\n'
+        b'data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}\n\n')
+
+
+def _agui_process(*args: str, pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """``agui ARGS`` as a real process (a hang ends the test with ``TimeoutExpired``, not the run)."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "agui_client.cli", *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, env=env, timeout=60, check=False, pass_fds=pass_fds)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and /dev/urandom are POSIX")
+@pytest.mark.parametrize("command", ["replay", "verify"])
+@pytest.mark.parametrize("hostile", ["link-to-urandom", "fifo-nobody-writes"])
+def test_a_named_recording_that_is_a_device_or_a_silent_fifo_ends_as_unreadable(
+        tmp_path: Path, command: str, hostile: str) -> None:
+    # (a link to /dev/urandom was read without end; a FIFO's open waited for a writer without end)
+    named = tmp_path / "rec.sse"
+    if hostile == "link-to-urandom":
+        named.symlink_to("/dev/urandom")
+    else:
+        os.mkfifo(named)
+
+    done = _agui_process(command, str(named))
+
+    assert done.returncode == 2
+    said = done.stderr.strip()
+    if hostile == "link-to-urandom":
+        assert said == f"agui {command}: cannot read {named}: a device, not a recording (for standard input, give -)"
+    else:
+        assert said == f"agui {command}: no AG-UI events found (expected an SSE capture or JSON lines)"
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/fd"), reason="names a pipe as /dev/fd/N, as a shell's <(...) does")
+def test_a_pipe_named_on_the_command_line_is_read_until_its_writer_is_done(tmp_path: Path) -> None:
+    # As `agui replay <(gunzip -c rec.sse.gz)`: the pipe is opened without blocking and read blocking.
+    reader, writer = os.pipe()
+    feeding = threading.Thread(target=lambda: (os.write(writer, _RUN[:40]), os.write(writer, _RUN[40:]),
+                                               os.close(writer)))
+    try:
+        feeding.start()
+        done = _agui_process("replay", "--json", f"/dev/fd/{reader}", pass_fds=(reader,))
+    finally:
+        feeding.join()
+        os.close(reader)
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["outcome"] == "success"

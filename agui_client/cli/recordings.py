@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -104,7 +105,8 @@ def open_source(path: str, *, in_folder: bool = False) -> Iterator[BinaryIO]:
     whole: the per-event size limit trips on an endless line before the file is in memory.
     With ``in_folder`` (a response of a recording folder) only a regular file is read: a FIFO
     there would block the open, a link to a device would never end (``open_recorded``). A path
-    the person names may be a FIFO (``<(gunzip -c rec.sse.gz)``).
+    the person names may be a pipe (``<(gunzip -c rec.sse.gz)``), read until its writer is done;
+    never a device (see :func:`_open_named`).
 
     Raises:
         Unreadable: the file cannot be opened.
@@ -114,13 +116,38 @@ def open_source(path: str, *, in_folder: bool = False) -> Iterator[BinaryIO]:
         return
     try:
         # (closed by the with below, once the caller has read it)
-        handle = open_recorded(path) if in_folder else open(path, "rb")
+        handle = open_recorded(path) if in_folder else _open_named(path)
     except OSError as exc:
         raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
     except ValueError as exc:
         raise Unreadable(f"cannot read {exc}") from None
     with handle:
         yield handle
+
+
+def _open_named(path: str) -> BinaryIO:
+    """The file a person named, open for binary reading: a regular file, or a pipe or FIFO.
+
+    A recording may come from someone else, and a file in it may be a link to ``/dev/urandom``
+    (read without end: the command never ended) or a FIFO (the open waited for a writer that
+    never came). The file is opened without blocking and looked at first: a device is refused; a
+    pipe or FIFO is read blocking from then on, so ``<(gunzip -c rec.sse.gz)`` is read until gunzip
+    is done, and a FIFO nobody writes to ends at once, holding no events.
+
+    Raises:
+        OSError: it cannot be opened.
+        ValueError: it is a device.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            raise ValueError(f"{path}: a device, not a recording (for standard input, give -)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _fold(path: str, *, collect: bool) -> tuple[RunSession, RunResult]:
