@@ -4,7 +4,8 @@ JSON nested deeper than Python's reader goes (``--state``, ``--answer``, ``agui 
 JSON answer at a prompt) ended the command with a ``RecursionError`` traceback; ``NaN``, ``Infinity``
 and ``1e999`` were read as numbers and refused later, one of them after the request had been made
 (exit 1, not a usage problem); ``--idle-timeout 1e308`` ended the first read with an
-``OverflowError`` traceback. A recording named on the command line that was a link to
+``OverflowError`` traceback. Once piped answers had run out, a default the interrupt's own schema
+refuses was taken, refused and taken again without end. A recording named on the command line that was a link to
 ``/dev/urandom`` was read without end, and a FIFO nobody wrote to held the command at its open.
 Each test fails without its fix (CHANGELOG, "Twenty-first round").
 """
@@ -30,6 +31,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: JSON nested well past the depth at which ``json.loads`` runs out of stack.
 DEEP = "[" * 5000 + "]" * 5000
+
+
+def _agui_process(*args: str, pass_fds: tuple[int, ...] = (), stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``agui ARGS`` as a real process, ``stdin`` piped in (a hang ends the test with ``TimeoutExpired``,
+    not the run)."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "agui_client.cli", *args], input=stdin, capture_output=True,
+                          text=True, env=env, timeout=60, check=False, pass_fds=pass_fds)
 
 
 @pytest.mark.parametrize(("option", "value"), [
@@ -79,6 +89,32 @@ def test_an_answer_at_a_json_prompt_that_is_not_json_is_asked_again(served: Call
     assert endpoint.received[1].body["resume"][0]["payload"] == {"details": {"n": 1}}
 
 
+@pytest.mark.parametrize(("field", "refused"), [
+    ({"type": "integer", "minimum": 10, "default": 5}, "n: 5 is less than the minimum of 10"),
+    ({"type": "string", "pattern": "^a+$", "default": "bbb"}, "n: 'bbb' does not match '^a+$'"),
+    ({"type": "integer", "default": "many"}, "n must be an integer"),
+    ({"type": "object", "required": ["x"], "default": {}}, "n: 'x' is a required property"),
+], ids=["below-minimum", "pattern", "not-a-number", "json"])
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_a_default_the_schema_refuses_ends_the_questions_once_piped_answers_ran_out(
+        served: Callable[[Any], Any], field: dict[str, Any], refused: str, command: str) -> None:
+    # The default was taken, refused, and taken again without end (writing both lines each time).
+    schema = {"type": "object", "properties": {"n": field}}
+    endpoint = served(ScriptedAgent([
+        [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(
+            Interrupt(id="i1", reason="input", response_schema=schema),)))],
+        [Start(), *text_message("m2", "done"), Finish()],
+    ]))
+
+    args = ("run", endpoint.url, "-m", "hi", "--ask") if command == "run" else ("chat", endpoint.url)
+    done = _agui_process(*args, stdin="" if command == "run" else "hi\n")
+
+    said = done.stdout + done.stderr
+    assert done.returncode == (130 if command == "run" else 0), said
+    assert said.count(refused) == 1
+    assert endpoint.agent.request_count == 1  # (the answer was never sent)
+
+
 @pytest.mark.parametrize("option", ["--timeout", "--idle-timeout"])
 @pytest.mark.parametrize("value", ["1e308", "1e10"])
 def test_a_timeout_past_what_a_clock_holds_is_a_usage_problem(served: Callable[[Any], Any], option: str,
@@ -110,12 +146,6 @@ _RUN = (b'data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}\n\n'
         b'data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}\n\n')
 
 
-def _agui_process(*args: str, pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
-    """``agui ARGS`` as a real process (a hang ends the test with ``TimeoutExpired``, not the run)."""
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "agui_client.cli", *args], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, env=env, timeout=60, check=False, pass_fds=pass_fds)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and /dev/urandom are POSIX")

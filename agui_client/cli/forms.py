@@ -332,6 +332,15 @@ def _ask_value(field: Field, asker: Asker) -> Any:
     return _ask_json(field, asker, json.dumps(default) if field.has_default else None)
 
 
+def _refuse(asker: Asker, reason: str) -> None:
+    """Say why an answer is refused, before the question is asked again; once piped answers have run
+    out, nobody is left to give another (``EOFError``). Without that, a default the schema itself
+    refuses (``"minimum": 10, "default": 5``) was taken, refused and taken again, without end."""
+    asker.say(reason)
+    if getattr(asker, "ended", False):
+        raise EOFError
+
+
 def _ask_scalar(field: Field, asker: Asker, default: Any) -> Any:
     shown = None if not field.has_default else _show(default)
     while True:
@@ -339,19 +348,17 @@ def _ask_scalar(field: Field, asker: Asker, default: Any) -> Any:
         if text == "" and shown is None:
             if not field.required:
                 return _OMIT
-            asker.say(f"{field.shown} is required")
-            if getattr(asker, "ended", False):
-                raise EOFError  # (piped answers ran out: nobody is left to give one)
+            _refuse(asker, f"{field.shown} is required")
             continue
         value: Any = text
         if field.kind in ("integer", "number"):
             value = _number(text, integer=field.kind == "integer")
             if value is None:
-                asker.say(f"{field.shown} must be {'an integer' if field.kind == 'integer' else 'a number'}")
+                _refuse(asker, f"{field.shown} must be {'an integer' if field.kind == 'integer' else 'a number'}")
                 continue
         problems = field_errors(field.schema, value)
         if problems:
-            asker.say(f"{field.shown}: {problems[0]}")
+            _refuse(asker, f"{field.shown}: {problems[0]}")
             continue
         return value
 
@@ -386,17 +393,15 @@ def _ask_json(field: Field, asker: Asker, default: str | None) -> Any:
         if text == "" and default is None:
             if not field.required:
                 return _OMIT
-            asker.say(f"{field.shown} is required")
-            if getattr(asker, "ended", False):
-                raise EOFError  # (piped answers ran out: nobody is left to give one)
+            _refuse(asker, f"{field.shown} is required")
             continue
         try:
             value = typed_json(text)
         except ValueError as exc:
-            asker.say(f"not JSON: {one_line(str(exc), 200)}")
+            _refuse(asker, f"not JSON: {one_line(str(exc), 200)}")
             continue
         problems = field_errors(field.schema, value) if field.schema else []
         if problems:
-            asker.say(f"{field.shown}: {problems[0]}")
+            _refuse(asker, f"{field.shown}: {problems[0]}")
             continue
         return value
