@@ -5,9 +5,11 @@ about a second on a loaded two-core machine; most CLI tests are about what a com
 returns, not about the process boundary. :func:`agui_here` runs ``agui_client.cli.main`` here, with
 what a piped subprocess would have: stdin not a terminal (the text given, or nothing), stdout and
 stderr not terminals (UTF-8, read back with universal newlines, as ``subprocess.run(text=True)``
-reads them), ``NO_COLOR=1`` and no ``FORCE_COLOR``. Each test file that uses it keeps tests through a
-real process too (``python -m agui_client.cli``, piped or on a pseudo-terminal): the entry point,
-the locale, signals and the terminal are only real there.
+reads them), ``NO_COLOR=1``, no ``FORCE_COLOR``, and 80 columns by 25 lines (rich measures the terminal
+on descriptors 0 to 2 even when it writes elsewhere: under ``pytest -s`` those are the developer's
+terminal, whose width would otherwise reach the output of a command run here). Each test file that
+uses it keeps tests through a real process too (``python -m agui_client.cli``, piped or on a
+pseudo-terminal): the entry point, the locale, signals and the terminal are only real there.
 """
 
 from __future__ import annotations
@@ -58,8 +60,19 @@ def agui_here_bytes(*args: str, stdin: bytes | None = None) -> RanBytes:
         try:
             code = main(list(args))
         except SystemExit as exc:  # (argparse's usage errors and --help leave this way)
-            code = exc.code if isinstance(exc.code, int) else 1
+            code = _exit_status(exc, err)
     return RanBytes(returncode=code, stdout=_written(out), stderr=_written(err))
+
+
+def _exit_status(exc: SystemExit, err: io.TextIOWrapper) -> int:
+    """The status a process leaving with ``exc`` ends with, as the interpreter decides it: ``None`` is 0,
+    an integer is itself, anything else is written to stderr and is 1."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    err.write(f"{exc.code}\n")
+    return 1
 
 
 def _written(stream: io.TextIOWrapper) -> bytes:
@@ -86,9 +99,11 @@ def _streams(stdin: io.TextIOWrapper, stdout: io.TextIOWrapper, stderr: io.TextI
 
 @contextlib.contextmanager
 def _plain_environment() -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in ("NO_COLOR", "FORCE_COLOR")}
+    saved = {name: os.environ.get(name) for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES")}
     os.environ["NO_COLOR"] = "1"
     os.environ.pop("FORCE_COLOR", None)
+    # (what rich takes when no descriptor is a terminal, as for a piped process started without them)
+    os.environ["COLUMNS"], os.environ["LINES"] = "80", "25"
     try:
         yield
     finally:

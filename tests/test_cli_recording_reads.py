@@ -121,3 +121,71 @@ def test_verify_counts_every_warning_of_a_flood_though_it_keeps_a_bounded_number
     assert done.returncode == 0, done.stderr
     assert report["warnings"] == lines
     assert len(report["findings"]) == WARNINGS_PER_CODE
+
+
+# --------------------------------------------------------------------------------------------------
+# verify keeps what it reports bounded, whatever the number of events or of faults
+# --------------------------------------------------------------------------------------------------
+
+_STARTED = b'{"type":"RUN_STARTED","threadId":"t1","runId":"r1"}\n'
+_FINISHED = b'{"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}\n'
+
+
+def _baseline(tmp_path: Path) -> int:
+    """The peak of ``agui verify`` of a recording of two events."""
+    small = tmp_path / "small.jsonl"
+    small.write_bytes(_STARTED + _FINISHED)
+    done, peak = _agui(tmp_path, "verify", "--json", str(small))
+    assert done.returncode == 0, done.stderr
+    return peak
+
+
+def test_verify_lists_a_bounded_number_of_errors_and_counts_the_rest(tmp_path: Path) -> None:
+    # Each line names a message that was never started: an error per event. Kept whole, 60,000 of
+    # them took about 400 MB.
+    from agui_client.cli.recordings import LISTED_ERRORS
+
+    faults = 60_000
+    capture = tmp_path / "faults.jsonl"
+    capture.write_bytes(_STARTED + b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}\n' * faults
+                        + _FINISHED)
+
+    done, peak = _agui(tmp_path, "verify", "--json", str(capture))
+    shown, _ = _agui(tmp_path, "verify", str(capture))
+
+    assert peak < _baseline(tmp_path) + 64 * 2**20
+    report = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert (report["errors"], len(report["findings"]), report["unlisted"]) == (faults, LISTED_ERRORS,
+                                                                               faults - LISTED_ERRORS)
+    assert report["findings"][-1]["line"] == LISTED_ERRORS + 1  # (the first ones, each at its line)
+    assert f"... and {faults - LISTED_ERRORS} more finding(s) counted, not listed" in shown.stdout
+    assert f"{faults + 2} event(s), {faults} error(s), 0 warning(s)" in shown.stdout
+
+
+def test_verify_of_many_clean_events_keeps_no_record_of_each(tmp_path: Path) -> None:
+    # Where every event started was kept for the whole file (about 200 bytes an event) in case a
+    # finding named it: 400,000 events took 85 MB more than two.
+    events = 400_000
+    capture = tmp_path / "many.jsonl"
+    capture.write_bytes(_STARTED + b'{"type":"CUSTOM","name":"n","value":1}\n' * events + _FINISHED)
+
+    done, peak = _agui(tmp_path, "verify", "--json", str(capture))
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["events"] == events + 2
+    assert peak < _baseline(tmp_path) + 24 * 2**20
+
+
+def test_verify_still_places_a_finding_far_into_a_long_recording(tmp_path: Path) -> None:
+    before = 50_000
+    capture = tmp_path / "late.jsonl"
+    capture.write_bytes(_STARTED + b'{"type":"CUSTOM","name":"n","value":1}\n' * before
+                        + b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}\n'
+                        + b'{"type":"CUSTOM","name":"n","value":1}\n' * before + _FINISHED)
+
+    done, _ = _agui(tmp_path, "verify", "--json", str(capture))
+
+    (finding,) = json.loads(done.stdout)["findings"]
+    assert (finding["index"], finding["line"], finding["offset"]) == (before + 1, before + 2,
+                                                                      len(_STARTED) + 39 * before)

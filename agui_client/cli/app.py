@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import re
 import shlex
 import sys
@@ -27,6 +26,7 @@ from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
 from . import chat
 from .converse import AnswerPolicy, Conversation, UsageProblem
+from .forms import typed_json
 from .options import add_connection_options, open_client, parse_headers, stored_thread_ids
 from .probe import add_probe_parser, probe_command
 from .recordings import THREAD_LINE_KIND, Unreadable, replay_command, verify_command
@@ -237,7 +237,7 @@ def _answers_policy(values: Sequence[str], *, abandon_expired: bool) -> AnswerPo
     bare: list[Any] = []
     for text in values:
         try:
-            bare.append(json.loads(text))
+            bare.append(typed_json(text))
             continue
         except ValueError:
             pass
@@ -256,7 +256,7 @@ def _answers_policy(values: Sequence[str], *, abandon_expired: bool) -> AnswerPo
 
 def _json_argument(option: str, text: str) -> Any:
     try:
-        return json.loads(text)
+        return typed_json(text)
     except ValueError as exc:
         raise UsageProblem(f"{option} is not JSON: {exc}") from None
 

@@ -24,7 +24,7 @@ from ..core.interrupts import check_answer
 from ..wire.types.base import JSON
 
 __all__ = ["Asker", "Field", "fields", "gate_field", "describe", "yes_payload", "yes_unfilled", "ask_payload",
-           "field_errors"]
+           "field_errors", "typed_json"]
 
 #: What ``--yes`` sends, and what the JSON prompt offers, when an interrupt carries no schema.
 NO_SCHEMA_ANSWER: dict[str, Any] = {"approved": True}
@@ -227,6 +227,34 @@ def field_errors(schema: Mapping[str, Any], value: Any) -> list[str]:
     return [problem.message for problem in check_answer(schema, value) if problem.code == "invalid"]
 
 
+def typed_json(text: str) -> Any:
+    """The JSON value a person typed (an option's value, an answer at a prompt).
+
+    As ``json.loads``, except that what is not JSON is refused here, where the person can still change
+    it: ``NaN``, ``Infinity`` and a number too large for a float (which nothing could send), and
+    nesting deeper than Python's JSON reader goes (a pasted ``[[[[...`` ended the command with a
+    traceback).
+
+    Raises:
+        ValueError: saying why the text is not JSON.
+    """
+    try:
+        return json.loads(text, parse_constant=_not_a_number, parse_float=_finite)
+    except RecursionError:
+        raise ValueError("nested deeper than the JSON reader goes") from None
+
+
+def _not_a_number(word: str) -> Any:
+    raise ValueError(f"{word} is not a JSON number")
+
+
+def _finite(word: str) -> float:
+    number = float(word)
+    if not math.isfinite(number):
+        raise ValueError(f"{one_line(word, 40)} is too large for a number")
+    return number
+
+
 # --------------------------------------------------------------------------------------------------
 
 _OMIT: Any = object()
@@ -304,6 +332,15 @@ def _ask_value(field: Field, asker: Asker) -> Any:
     return _ask_json(field, asker, json.dumps(default) if field.has_default else None)
 
 
+def _refuse(asker: Asker, reason: str) -> None:
+    """Say why an answer is refused, before the question is asked again; once piped answers have run
+    out, nobody is left to give another (``EOFError``). Without that, a default the schema itself
+    refuses (``"minimum": 10, "default": 5``) was taken, refused and taken again, without end."""
+    asker.say(reason)
+    if getattr(asker, "ended", False):
+        raise EOFError
+
+
 def _ask_scalar(field: Field, asker: Asker, default: Any) -> Any:
     shown = None if not field.has_default else _show(default)
     while True:
@@ -311,19 +348,17 @@ def _ask_scalar(field: Field, asker: Asker, default: Any) -> Any:
         if text == "" and shown is None:
             if not field.required:
                 return _OMIT
-            asker.say(f"{field.shown} is required")
-            if getattr(asker, "ended", False):
-                raise EOFError  # (piped answers ran out: nobody is left to give one)
+            _refuse(asker, f"{field.shown} is required")
             continue
         value: Any = text
         if field.kind in ("integer", "number"):
             value = _number(text, integer=field.kind == "integer")
             if value is None:
-                asker.say(f"{field.shown} must be {'an integer' if field.kind == 'integer' else 'a number'}")
+                _refuse(asker, f"{field.shown} must be {'an integer' if field.kind == 'integer' else 'a number'}")
                 continue
         problems = field_errors(field.schema, value)
         if problems:
-            asker.say(f"{field.shown}: {problems[0]}")
+            _refuse(asker, f"{field.shown}: {problems[0]}")
             continue
         return value
 
@@ -358,17 +393,15 @@ def _ask_json(field: Field, asker: Asker, default: str | None) -> Any:
         if text == "" and default is None:
             if not field.required:
                 return _OMIT
-            asker.say(f"{field.shown} is required")
-            if getattr(asker, "ended", False):
-                raise EOFError  # (piped answers ran out: nobody is left to give one)
+            _refuse(asker, f"{field.shown} is required")
             continue
         try:
-            value = json.loads(text)
+            value = typed_json(text)
         except ValueError as exc:
-            asker.say(f"not JSON: {exc}")
+            _refuse(asker, f"not JSON: {one_line(str(exc), 200)}")
             continue
         problems = field_errors(field.schema, value) if field.schema else []
         if problems:
-            asker.say(f"{field.shown}: {problems[0]}")
+            _refuse(asker, f"{field.shown}: {problems[0]}")
             continue
         return value

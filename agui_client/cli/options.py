@@ -42,7 +42,7 @@ from .converse import UsageProblem
 from .terminal import LISTED, listed
 
 __all__ = ["add_connection_options", "add_record_option", "parse_headers", "open_client", "recorder_for",
-           "seconds", "retries", "byte_count", "stored_thread_ids"]
+           "MAX_SECONDS", "seconds", "retries", "byte_count", "stored_thread_ids"]
 
 #: ``--max-run-bytes`` suffixes (powers of 1,024, as the library's own sizes are given).
 _UNITS = {"": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30}
@@ -81,14 +81,21 @@ def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = T
     add_record_option(parser)
 
 
+#: The longest timeout an option takes (about 31 years). A socket's timeout must fit the platform's
+#: clock: ``--idle-timeout 1e308`` ended the first read with a traceback (OverflowError).
+MAX_SECONDS = 1e9
+
+
 def seconds(text: str) -> float:
-    """An argparse ``type``: a positive, finite number of seconds."""
+    """An argparse ``type``: a positive, finite number of seconds, at most :data:`MAX_SECONDS`."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: give at most {MAX_SECONDS:,.0f} seconds (about 31 years)")
     return value
 
 

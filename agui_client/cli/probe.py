@@ -8,7 +8,6 @@ JSON on stdout; ``--junit FILE``: JUnit XML for CI). Exit 0 when no MUST check f
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import uuid
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from rich.table import Table
 
 from ..testing.probing import DEFAULT_RUN_TIMEOUT, ProbeError, ProbeReport, probe
 from .converse import UsageProblem
+from .forms import typed_json
 from .options import seconds
 from .render import Output, PlainOutput, RichOutput
 from .terminal import SafeConsole, json_text, one_line, safe_text, typed_text
@@ -70,7 +70,7 @@ def parse_answers(values: list[str]) -> dict[str, Any]:
     answers: dict[str, Any] = {}
     for value in values:
         try:
-            answers["*"] = json.loads(value)
+            answers["*"] = typed_json(value)
             continue
         except ValueError:
             pass
@@ -78,7 +78,7 @@ def parse_answers(values: list[str]) -> dict[str, Any]:
         if not sep or not key:
             raise UsageProblem(f"--answer expects ID=JSON or a JSON value, got {value!r}")
         try:
-            answers[key] = json.loads(text)
+            answers[key] = typed_json(text)
         except ValueError as exc:
             raise UsageProblem(f"--answer for {key!r} is not JSON: {exc}") from None
     return answers

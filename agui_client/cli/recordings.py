@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -54,7 +55,7 @@ from .render import (
 )
 from .terminal import json_text, listed, named, one_line, some_lines
 
-__all__ = ["open_source", "replay_command", "verify_command", "Unreadable", "THREAD_LINE_KIND"]
+__all__ = ["open_source", "replay_command", "verify_command", "Unreadable", "THREAD_LINE_KIND", "LISTED_ERRORS"]
 
 #: The ``kind`` marking the thread line ``agui run --json`` ends with.
 THREAD_LINE_KIND = "agui.thread"
@@ -105,7 +106,8 @@ def open_source(path: str, *, in_folder: bool = False) -> Iterator[BinaryIO]:
     whole: the per-event size limit trips on an endless line before the file is in memory.
     With ``in_folder`` (a response of a recording folder) only a regular file is read: a FIFO
     there would block the open, a link to a device would never end (``open_recorded``). A path
-    the person names may be a FIFO (``<(gunzip -c rec.sse.gz)``).
+    the person names may be a pipe (``<(gunzip -c rec.sse.gz)``), read until its writer is done;
+    never a device (see :func:`_open_named`).
 
     Raises:
         Unreadable: the file cannot be opened.
@@ -115,13 +117,38 @@ def open_source(path: str, *, in_folder: bool = False) -> Iterator[BinaryIO]:
         return
     try:
         # (closed by the with below, once the caller has read it)
-        handle = open_recorded(path) if in_folder else open(path, "rb")
+        handle = open_recorded(path) if in_folder else _open_named(path)
     except OSError as exc:
         raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
     except ValueError as exc:
         raise Unreadable(f"cannot read {exc}") from None
     with handle:
         yield handle
+
+
+def _open_named(path: str) -> BinaryIO:
+    """The file a person named, open for binary reading: a regular file, or a pipe or FIFO.
+
+    A recording may come from someone else, and a file in it may be a link to ``/dev/urandom``
+    (read without end: the command never ended) or a FIFO (the open waited for a writer that
+    never came). The file is opened without blocking and looked at first: a device is refused; a
+    pipe or FIFO is read blocking from then on, so ``<(gunzip -c rec.sse.gz)`` is read until gunzip
+    is done, and a FIFO nobody writes to ends at once, holding no events.
+
+    Raises:
+        OSError: it cannot be opened.
+        ValueError: it is a device.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            raise ValueError(f"{path}: a device, not a recording (for standard input, give -)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _fold(path: str, *, collect: bool) -> tuple[RunSession, RunResult]:
@@ -342,14 +369,40 @@ def _finding(item: ProtocolError | StreamWarning, severity: str) -> dict[str, An
 _BLOCK = 32 * 1024
 
 
-class _Located:
-    """Where each event of a recording starts: its 1-based line and byte offset, by event index."""
+#: The errors ``verify`` lists per response (the first ones); the rest are counted. A recording with a
+#: fault on every line kept every error, and its report grew with the file (100,000 faulty lines: half
+#: a gigabyte).
+LISTED_ERRORS = 1000
 
-    def __init__(self) -> None:
+#: Events behind the one being read whose start ``verify`` keeps without a finding naming them yet
+#: (a framing warning names an event the decoder has reached and the session has not).
+_RECENT = 4096
+
+
+class _Located:
+    """Where the events of a recording that findings name start: the 1-based line and byte offset, by
+    event index.
+
+    Every event's start is noted as it is read, and those of events more than ``_RECENT`` behind that no
+    finding names are let go from time to time: keeping them all cost about 200 bytes an event, a
+    gigabyte for a capture of five million events without a single finding.
+    """
+
+    def __init__(self, session: RunSession) -> None:
+        self.session = session
         self.at: dict[int, tuple[int, int]] = {}
         self.size = 0
         #: Framing warnings the SSE decoder counted and did not keep (past its bound for their code).
         self.dropped = 0
+
+    def note(self, index: int, line: int, offset: int) -> None:
+        """Event ``index`` starts at ``line``, byte ``offset``."""
+        self.at[index] = (line, offset)
+        if len(self.at) > 2 * _RECENT + LISTED_ERRORS:
+            session = self.session
+            named = {f.index for f in (*session.errors, *session.warnings, *session.state.warnings)}
+            recent = index - _RECENT
+            self.at = {i: where for i, where in self.at.items() if i >= recent or i in named}
 
     def of(self, index: int | None) -> tuple[int | None, int]:
         found = self.at.get(index) if index is not None else None
@@ -362,8 +415,8 @@ def _fold_located(path: str, session: _Session | None = None) -> tuple[_Session,
     session's end says so as a finding)."""
     alone = session is None
     if session is None:
-        session = _Session(collect_errors=True)
-    located = _Located()
+        session = _Session(collect_errors=True, max_errors=LISTED_ERRORS)
+    located = _Located(session)
     limit = DEFAULT_MAX_EVENT_BYTES
     with open_source(path, in_folder=not alone) as handle:
         try:
@@ -386,11 +439,11 @@ def _sse_located(blocks: Iterator[bytes], session: _Session, located: _Located, 
         for block in blocks:
             located.size += len(block)
             for frame in decoder.feed(block):
-                located.at[session.index] = (frame.line, frame.offset)
+                located.note(session.index, frame.line, frame.offset)
                 session.feed_payload(frame.data)
             sse_warnings(decoder, session)
         for frame in decoder.close():
-            located.at[session.index] = (frame.line, frame.offset)
+            located.note(session.index, frame.line, frame.offset)
             session.feed_payload(frame.data)
     except LimitExceeded as exc:
         fail_framing(session, exc)
@@ -406,7 +459,7 @@ def _jsonl_located(blocks: Iterator[bytes], session: _Session, located: _Located
     def take(line: bytes) -> None:
         nonlocal line_number, start
         if line and not line.isspace():
-            located.at[session.index] = (line_number, start)
+            located.note(session.index, line_number, start)
             session.feed_payload(line)
         line_number += 1
         start += len(line) + 1
@@ -442,10 +495,11 @@ def _after_refused_terminal(errors: Sequence[ProtocolError]) -> list[ProtocolErr
     return [e for e in errors if not (isinstance(e, StreamEnded) and e.run_id in refused)]
 
 
-def _located_findings(session: _Session, located: _Located, result: RunResult) -> tuple[list[dict[str, Any]], int, int]:
+def _located_findings(session: _Session, located: _Located,
+                      result: RunResult) -> tuple[list[dict[str, Any]], int, int, int]:
     """The findings of a folded recording, each with its line and offset, in event order; the number
-    of errors, and of warnings (a flood of one fault keeps a bounded number: the count says how many
-    there were).
+    of errors, of warnings, and of those not listed (a flood of one fault keeps a bounded number: the
+    counts say how many there were).
 
     The warnings are the result's, as ``replay()`` reports them: the session's, and the thread's
     repairs (``UTF16-SURROGATE``: text joined when it is read, so no event index: "at the end").
@@ -456,7 +510,8 @@ def _located_findings(session: _Session, located: _Located, result: RunResult) -
         finding["line"], finding["offset"] = located.of(finding["index"])
     findings.sort(key=lambda f: (f["index"] is None, f["index"] if f["index"] is not None else 0))
     dropped = session.warnings.dropped + session.state.warnings.dropped + located.dropped
-    return findings, len(errors_found), len(result.warnings) + dropped
+    return (findings, len(errors_found) + session.errors_dropped, len(result.warnings) + dropped,
+            session.errors_dropped + dropped)
 
 
 def verify_command(out: Output, path: str, *, as_json: bool) -> int:
@@ -466,14 +521,17 @@ def verify_command(out: Output, path: str, *, as_json: bool) -> int:
         findings, summary = _verify_folder(path)
     else:
         session, located, result = _fold_located(path)
-        findings, errors, warnings = _located_findings(session, located, result)
-        summary = {"events": session.index, "errors": errors, "warnings": warnings}
+        findings, errors, warnings, unlisted = _located_findings(session, located, result)
+        summary = {"events": session.index, "errors": errors, "warnings": warnings, "unlisted": unlisted}
     errors = summary["errors"]
     if as_json:
         print(json_text({**summary, "findings": findings}, indent=2))
         return 1 if errors else 0
     name = "stdin" if path == "-" else path
     _findings_view(out, findings)
+    if summary["unlisted"]:
+        out.line(f"... and {summary['unlisted']} more finding(s) counted, not listed (at most {LISTED_ERRORS} "
+                 "errors a response, and a bounded number of warnings of each kind)", "yellow")
     counted = f"{summary['exchanges']} exchange(s), " if "exchanges" in summary else ""
     verdict = f"{name}: {counted}{summary['events']} event(s), {errors} error(s), {summary['warnings']} warning(s)"
     if errors:
@@ -488,19 +546,21 @@ def _verify_folder(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     # the interrupts the run before left open); a run's errors do not stop the next from being read.
     folder = _Folder(path)
     findings: list[dict[str, Any]] = []
-    events = errors = warnings = runs = 0
+    events = errors = warnings = unlisted = runs = 0
     for name, sse, state, run_input in folder.runs():
-        session, located, result = _fold_located(sse, _Session(state, run_input=run_input, collect_errors=True))
-        found, run_errors, run_warnings = _located_findings(session, located, result)
+        session, located, result = _fold_located(sse, _Session(state, run_input=run_input, collect_errors=True,
+                                                                     max_errors=LISTED_ERRORS))
+        found, run_errors, run_warnings, run_unlisted = _located_findings(session, located, result)
         findings.extend({"file": f"{name}.sse", **finding} for finding in found)
         events += session.index
         errors += run_errors
         warnings += run_warnings
+        unlisted += run_unlisted
         runs += 1
     if not runs:
         raise folder.no_run()
     return findings, {"exchanges": len(folder.exchanges), "runs": runs, "skipped": folder.notes, "events": events,
-                      "errors": errors, "warnings": warnings}
+                      "errors": errors, "warnings": warnings, "unlisted": unlisted}
 
 
 def _findings_view(out: Output, findings: Sequence[dict[str, Any]]) -> None:

@@ -1,0 +1,67 @@
+"""``clikit.agui_here``, the in-process ``agui``: it must end and lay out as a piped process would.
+
+Two ways it did not: ``SystemExit(None)`` (``sys.exit()``) was read as status 1 where the interpreter
+ends with 0, and rich measured the terminal on descriptors 0 to 2, so under ``pytest -s`` the
+developer's terminal width reached what a command wrote here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pty
+import struct
+import termios
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import clikit
+import pytest
+from clikit import agui_here
+
+from agui_client.testing import ScriptedAgent
+
+
+@pytest.mark.parametrize(("code", "status", "said"), [(None, 0, ""), (0, 0, ""), (3, 3, ""),
+                                                      ("bye: no agent", 1, "bye: no agent\n")])
+def test_a_command_that_exits_ends_with_the_status_the_interpreter_gives(
+        monkeypatch: pytest.MonkeyPatch, code: Any, status: int, said: str) -> None:
+    def leaves(argv: list[str]) -> int:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(clikit, "main", leaves)
+
+    ran = agui_here("demo")
+
+    assert (ran.returncode, ran.stderr) == (status, said)
+
+
+@contextlib.contextmanager
+def _stdin_on_a_terminal(columns: int) -> Iterator[None]:
+    """Descriptor 0 on a pseudo-terminal ``columns`` wide for the block (as under ``pytest -s``)."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    saved = os.dup(0)
+    os.dup2(follower, 0)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, follower, leader):
+            os.close(fd)
+
+
+def test_what_a_command_writes_here_does_not_depend_on_the_terminal_the_tests_run_on(
+        served: Callable[[Any], Any]) -> None:
+    url = served(ScriptedAgent.demo()).url
+    apart = agui_here("demo", "--url", url, "--ask", stdin="y\n")
+
+    with _stdin_on_a_terminal(columns=20):
+        narrow = agui_here("demo", "--url", url, "--ask", stdin="y\n")
+
+    assert "approved (Delete the environment?) [y/n]: yes\n" in narrow.stderr
+    assert narrow.stderr.splitlines()[:2] == apart.stderr.splitlines()[:2]
+    # (the help argparse lays out measures the terminal too: the same fix holds it)
+    with _stdin_on_a_terminal(columns=20):
+        assert agui_here("--help").stdout == agui_here("--help").stdout
