@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import agui_client as ag
+from agui_client.core.plan import MAX_SECONDS
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Gate, KeepAlive, Pause, ScriptedAgent, Start, Wait
 
@@ -93,7 +94,7 @@ def test_a_run_that_ends_in_time_is_untouched_by_its_deadline(drive: Any, served
     assert result.outcome == "success" and not result.warnings
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, 0, -1, True, "5"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, 0, -1, True, "5", 1e308, 1e9 + 1])
 @pytest.mark.parametrize("name", ["timeout", "idle_timeout", "run_timeout"])
 def test_a_timeout_that_is_not_a_finite_number_above_zero_is_refused_when_given(
     drive: Any, name: str, value: Any
@@ -105,7 +106,7 @@ def test_a_timeout_that_is_not_a_finite_number_above_zero_is_refused_when_given(
     assert str(caught.value).startswith(f"{name} must be") and repr(value) in str(caught.value)
 
 
-@pytest.mark.parametrize("value", [math.nan, 0])
+@pytest.mark.parametrize("value", [math.nan, 0, 1e308])
 def test_a_run_timeout_out_of_range_for_one_run_is_refused_before_the_thread_is_claimed(
     drive: Any, served: Any, value: float
 ) -> None:
@@ -119,3 +120,12 @@ def test_a_run_timeout_out_of_range_for_one_run_is_refused_before_the_thread_is_
         assert str(caught.value).startswith("run_timeout must be")
         assert store.load("t") is None and agent.requests == []  # (nothing claimed, nothing sent)
         assert thread.run("hi").outcome == "success"
+
+
+def test_the_longest_timeout_taken_is_a_working_one(drive: Any, served: Any) -> None:
+    # 1e308 was taken and ended the first read with the socket's OverflowError: the bound is what the
+    # platform's clock holds, and a run with every timeout at it goes through.
+    endpoint = served(ScriptedAgent([[Start(), Finish()]]))
+    with drive.client(endpoint.url, timeout=MAX_SECONDS, idle_timeout=MAX_SECONDS,
+                      run_timeout=MAX_SECONDS) as client:
+        assert client.thread().run("hi", run_timeout=MAX_SECONDS).outcome == "success"

@@ -34,6 +34,7 @@ from ..client import (
 )
 from ..core.headers import checked_headers
 from ..core.legacy import LEGACY_BRIDGES
+from ..core.plan import MAX_SECONDS
 from ..core.retry import DEFAULT_MAX_RETRIES
 from ..errors import InvalidHeader, StoreError
 from ..stores import MAX_LISTING_PAGE, ListingStore, ThreadStore
@@ -81,9 +82,8 @@ def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = T
     add_record_option(parser)
 
 
-#: The longest timeout an option takes (about 31 years). A socket's timeout must fit the platform's
-#: clock: ``--idle-timeout 1e308`` ended the first read with a traceback (OverflowError).
-MAX_SECONDS = 1e9
+# The longest timeout an option takes is the client's own (``checked_seconds``), checked here too so
+# that a value past it is a usage problem (exit 2) rather than the client's ValueError.
 
 
 def seconds(text: str) -> float:

@@ -27,7 +27,7 @@ from .exchange import request_body
 from .headers import RunHeaders
 
 __all__ = ["Plan", "MessageInput", "ToolHandler", "new_messages", "declare", "is_parts", "unencodable",
-           "refuse_unencodable", "refuse_unencodable_item", "encode_input", "checked_seconds"]
+           "refuse_unencodable", "refuse_unencodable_item", "encode_input", "checked_seconds", "MAX_SECONDS"]
 
 #: What ``run()`` accepts as the new turn: text (a user message), a message, or several messages.
 MessageInput = str | msg.Message | Sequence[msg.Message] | None
@@ -35,16 +35,25 @@ MessageInput = str | msg.Message | Sequence[msg.Message] | None
 ToolHandler = Callable[..., Any]
 
 
+#: The longest timeout the client takes (about 31 years), in seconds: a socket's timeout must fit the
+#: platform's clock, and a longer one is no wait anyone means (``None``, where a setting allows it, is
+#: no limit at all).
+MAX_SECONDS = 1e9
+
+
 @typing.overload
 def checked_seconds(name: str, value: float) -> float: ...
 @typing.overload
 def checked_seconds(name: str, value: float | None) -> float | None: ...
 def checked_seconds(name: str, value: float | None) -> float | None:
-    """``value``, a timeout in seconds, refused unless it is a finite number above 0 (or ``None``).
+    """``value``, a timeout in seconds, refused unless it is a finite number above 0 and at most
+    :data:`MAX_SECONDS` (or ``None``).
 
     A NaN or infinite timeout went on to the event loop's timers, which take it one way under asyncio
     (a timeout at the first wait) and another under uvloop (a bare ``ValueError`` in the middle of the
-    run); one of 0 or less ended every run at its first wait. Refused where it is given instead.
+    run); one of 0 or less ended every run at its first wait; a finite one too large for the platform's
+    clock (``1e308``) ended the first read with an ``OverflowError`` from the socket. Refused where it is
+    given instead.
 
     Raises:
         ValueError: naming the setting and the value given.
@@ -58,6 +67,9 @@ def checked_seconds(name: str, value: float | None) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number of seconds above 0, got {value!r}")
+    if value > MAX_SECONDS:
+        raise ValueError(f"{name} must be at most {MAX_SECONDS:.0f} seconds (about 31 years; for no limit, "
+                         f"where the setting allows it, give None), got {value!r}")
     return float(value)
 
 
