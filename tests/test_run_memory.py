@@ -165,3 +165,25 @@ def test_the_cli_bounds_a_run_with_max_run_memory(served: Any) -> None:
     assert bounded.returncode != 0 and "RUN-MEMORY" in bounded.stdout + bounded.stderr
     assert unbounded.returncode == 0, unbounded.stderr
     assert refused.returncode == 2 and "--max-run-memory" in refused.stderr
+
+
+def test_copies_a_few_bytes_of_patch_make_are_bounded_by_max_run_memory(drive: Any, served: Any) -> None:
+    # A snapshot of 30,000 empty arrays (charged some 1.9 MB), then 200 deltas of 70 bytes, each copying
+    # them: the copy allowance let 33 copies through, and the thread held 138 MB under a 4 MiB budget.
+    count = 30_000
+    copies = _sse(*({"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": f"/b{i}"}]}
+                    for i in range(200)))
+    endpoint = served(ScriptedAgent([[Start(), _sse({"type": "STATE_SNAPSHOT", "snapshot": {"a": [[]] * count}}),
+                                      copies, Finish()]]))
+
+    error, peak = _refused(drive, endpoint.url)
+
+    assert (error.rule, error.run_id) == ("RUN-MEMORY", "r")
+    assert error.result is not None
+    copied = len(error.result.state.state) - 1  # (the copies made before the budget stopped them)
+    assert (copied + 1) * count * STRUCTURE_COST <= LIMIT
+    # The copies past the budget's room were refused as a copy past its allowance is (SP-06).
+    assert any(w.code == "SP-06/AGUI302" and "copy amplification" in w.message for w in error.result.warnings)
+    # (the snapshot's one event parsed whole, the view of its state and the loopback server's body come
+    # on top of what the thread holds: 10-11 MB at the peak, against 246 MB without the bound on copies)
+    assert peak < 4 * LIMIT
