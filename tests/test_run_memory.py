@@ -18,6 +18,8 @@ from clikit import agui_here
 import agui_client as ag
 from agui_client.client import DEFAULT_MAX_RUN_MEMORY
 from agui_client.core.budget import ENTITY_COST, STRUCTURE_COST, MemoryBudget
+from agui_client.core.fold.document import json_structure
+from agui_client.core.session import RunSession
 from agui_client.testing import Finish, ScriptedAgent, Start
 
 LIMIT = 4 * 2**20
@@ -187,3 +189,37 @@ def test_copies_a_few_bytes_of_patch_make_are_bounded_by_max_run_memory(drive: A
     # (the snapshot's one event parsed whole, the view of its state and the loopback server's body come
     # on top of what the thread holds: 10-11 MB at the peak, against 246 MB without the bound on copies)
     assert peak < 4 * LIMIT
+
+
+def _records(count: int) -> list[dict[str, Any]]:
+    return [{"id": f"rec-{i:07d}", "title": f"Item number {i}", "price": i * 1.25, "tags": ["a", "b"],
+             "owner": {"name": "somebody", "active": i % 2 == 0}} for i in range(count)]
+
+
+def test_a_state_sent_again_at_every_step_is_charged_once(drive: Any, served: Any) -> None:
+    # 40 steps, each sending the whole state again (200 KB of ordinary records, charged some 2 MB):
+    # charged 80 MB in all, the thread holding one state, it was refused at a 16 MiB budget (and the
+    # same state sent at 540 steps at the default). Each replaced state is credited its structure.
+    snapshot = _sse({"type": "STATE_SNAPSHOT", "snapshot": {"records": _records(1_700)}})
+    step = _sse({"type": "STEP_STARTED", "stepName": "s"}) + snapshot + _sse({"type": "STEP_FINISHED", "stepName": "s"})
+    endpoint = served(ScriptedAgent([[Start(), step * 40, Finish()]]))
+
+    with drive.client(endpoint.url, max_run_memory=16 * 2**20) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success" and len(result.state.state["records"]) == 1_700
+
+
+def test_only_a_state_this_response_brought_is_credited() -> None:
+    # The state a thread held before the response was not charged to its budget: replacing it frees
+    # what the budget never counted, so nothing is credited for it.
+    state = ag.ThreadState(state={"records": _records(1_000)})
+    session = RunSession(state, budget=MemoryBudget(LIMIT))
+    one = b'{"type":"STATE_SNAPSHOT","snapshot":{"a":[1,2,3]}}'
+    session.feed_payload(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
+    assert session.admit([one])
+    session.feed_payload(one)
+    assert state.document.released == 0
+    assert session.admit([one])
+    session.feed_payload(one)
+    assert state.document.released == json_structure({"a": [1, 2, 3]}) == 5

@@ -24,10 +24,15 @@ One estimate covers every mix of events, from two things that can be read withou
   empty arrays copied 33 times make the thread hold 138 MB). Between checks the copies are bounded
   by the budget's room (the session lowers the allowance to it), as one read holds hundreds of them.
 
+It counts what the response built, less one thing it let go of: a state document that a snapshot of
+the same response brought, and another replaces, is credited its structure (the document counts it,
+walking it, only while a budget runs). Without that, an agent sending its whole state at every step
+was charged for every step's: a 200 KB state sent at 540 steps passed 1 GiB, the thread holding one
+of them. Nothing else is told apart, since that would cost a look at every event.
+
 The estimate is above what the fold holds for each kind measured above, so the thread holds less than
-the budget; it counts what the response built, not what it still holds (a state snapshot that replaces
-the last is charged again), since telling them apart would cost a look at every event. It is checked
-before each read is folded, so a read that would pass it is refused whole: the fold never parses it.
+the budget. It is checked before each read is folded, so a read that would pass it is refused whole:
+the fold never parses it.
 """
 
 from __future__ import annotations
@@ -80,6 +85,8 @@ class MemoryBudget:
         self.entities_at: int | None = None
         #: What the document's copies had cost (its units) when the response began.
         self.copied_at = 0
+        #: The structure of the documents the document had let go of when the response began.
+        self.released_at = 0
         #: The budget left at the last check (what the read it let through may still make).
         self.room = limit
 
@@ -89,23 +96,26 @@ class MemoryBudget:
         # (floored per read: an event's allowance never pays for another read's structure)
         self.charged += len(chunk) + STRUCTURE_COST * structure if structure > 0 else len(chunk)
 
-    def estimate(self, entities: int, copied: int = 0) -> int:
-        """What the response may have made the thread hold, the thread now holding ``entities`` and its
-        patches' copies having cost ``copied`` units in all."""
+    def estimate(self, entities: int, copied: int = 0, released: int = 0) -> int:
+        """What the response may have made the thread hold, the thread now holding ``entities``, its
+        patches' copies having cost ``copied`` units in all and the state documents snapshots replaced
+        ``released`` structural characters in all."""
         if self.entities_at is None:
-            self.entities_at, self.copied_at = entities, copied
+            self.entities_at, self.copied_at, self.released_at = entities, copied, released
         gained = entities - self.entities_at
-        estimate = self.charged + COPY_COST * (copied - self.copied_at)
+        estimate = (self.charged + COPY_COST * (copied - self.copied_at)
+                    - STRUCTURE_COST * (released - self.released_at))
         return estimate + ENTITY_COST * gained if gained > 0 else estimate
 
-    def check(self, payloads: Sequence[str | bytes], entities: int, copied: int = 0) -> LimitExceeded | None:
+    def check(self, payloads: Sequence[str | bytes], entities: int, copied: int = 0,
+              released: int = 0) -> LimitExceeded | None:
         """The refusal of a read whose events would take the thread past the budget, else ``None``
         (and :attr:`room` is what is left).
 
         ``payloads`` are the read's events (charged already by :meth:`read`); the refusal names the
         first of them, the one the fold stops before (the session locates it: run and index).
         """
-        estimate = self.estimate(entities, copied)
+        estimate = self.estimate(entities, copied, released)
         self.room = self.limit - estimate
         if estimate <= self.limit:
             return None

@@ -237,7 +237,7 @@ class RunSession:
         if budget is None:
             return True
         document = self._document
-        refusal = budget.check(payloads, self.state.entity_count, document.copied)
+        refusal = budget.check(payloads, self.state.entity_count, document.copied, document.released)
         if refusal is None:
             # (what this read's copies may make is bounded before they are made: see bound_copies)
             document.bound_copies(budget.room // COPY_COST)
