@@ -18,6 +18,8 @@ from clikit import agui_here
 import agui_client as ag
 from agui_client.client import DEFAULT_MAX_RUN_MEMORY
 from agui_client.core.budget import ENTITY_COST, STRUCTURE_COST, MemoryBudget
+from agui_client.core.fold.document import json_structure
+from agui_client.core.session import RunSession
 from agui_client.testing import Finish, ScriptedAgent, Start
 
 LIMIT = 4 * 2**20
@@ -165,3 +167,59 @@ def test_the_cli_bounds_a_run_with_max_run_memory(served: Any) -> None:
     assert bounded.returncode != 0 and "RUN-MEMORY" in bounded.stdout + bounded.stderr
     assert unbounded.returncode == 0, unbounded.stderr
     assert refused.returncode == 2 and "--max-run-memory" in refused.stderr
+
+
+def test_copies_a_few_bytes_of_patch_make_are_bounded_by_max_run_memory(drive: Any, served: Any) -> None:
+    # A snapshot of 30,000 empty arrays (charged some 1.9 MB), then 200 deltas of 70 bytes, each copying
+    # them: the copy allowance let 33 copies through, and the thread held 138 MB under a 4 MiB budget.
+    count = 30_000
+    copies = _sse(*({"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": f"/b{i}"}]}
+                    for i in range(200)))
+    endpoint = served(ScriptedAgent([[Start(), _sse({"type": "STATE_SNAPSHOT", "snapshot": {"a": [[]] * count}}),
+                                      copies, Finish()]]))
+
+    error, peak = _refused(drive, endpoint.url)
+
+    assert (error.rule, error.run_id) == ("RUN-MEMORY", "r")
+    assert error.result is not None
+    copied = len(error.result.state.state) - 1  # (the copies made before the budget stopped them)
+    assert (copied + 1) * count * STRUCTURE_COST <= LIMIT
+    # The copies past the budget's room were refused as a copy past its allowance is (SP-06).
+    assert any(w.code == "SP-06/AGUI302" and "copy amplification" in w.message for w in error.result.warnings)
+    # (the snapshot's one event parsed whole, the view of its state and the loopback server's body come
+    # on top of what the thread holds: 10-11 MB at the peak, against 246 MB without the bound on copies)
+    assert peak < 4 * LIMIT
+
+
+def _records(count: int) -> list[dict[str, Any]]:
+    return [{"id": f"rec-{i:07d}", "title": f"Item number {i}", "price": i * 1.25, "tags": ["a", "b"],
+             "owner": {"name": "somebody", "active": i % 2 == 0}} for i in range(count)]
+
+
+def test_a_state_sent_again_at_every_step_is_charged_once(drive: Any, served: Any) -> None:
+    # 40 steps, each sending the whole state again (200 KB of ordinary records, charged some 2 MB):
+    # charged 80 MB in all, the thread holding one state, it was refused at a 16 MiB budget (and the
+    # same state sent at 540 steps at the default). Each replaced state is credited its structure.
+    snapshot = _sse({"type": "STATE_SNAPSHOT", "snapshot": {"records": _records(1_700)}})
+    step = _sse({"type": "STEP_STARTED", "stepName": "s"}) + snapshot + _sse({"type": "STEP_FINISHED", "stepName": "s"})
+    endpoint = served(ScriptedAgent([[Start(), step * 40, Finish()]]))
+
+    with drive.client(endpoint.url, max_run_memory=16 * 2**20) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success" and len(result.state.state["records"]) == 1_700
+
+
+def test_only_a_state_this_response_brought_is_credited() -> None:
+    # The state a thread held before the response was not charged to its budget: replacing it frees
+    # what the budget never counted, so nothing is credited for it.
+    state = ag.ThreadState(state={"records": _records(1_000)})
+    session = RunSession(state, budget=MemoryBudget(LIMIT))
+    one = b'{"type":"STATE_SNAPSHOT","snapshot":{"a":[1,2,3]}}'
+    session.feed_payload(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
+    assert session.admit([one])
+    session.feed_payload(one)
+    assert state.document.released == 0
+    assert session.admit([one])
+    session.feed_payload(one)
+    assert state.document.released == json_structure({"a": [1, 2, 3]}) == 5

@@ -272,3 +272,23 @@ def test_a_recording_keeps_no_escaped_form_of_the_token(tmp_path: Any, served: A
     assert result.error is not None and result.error.message == f"refused {MARK} and {MARK} and {MARK}"
     assert f"refused {MARK} and {MARK} and {MARK}" in recorded
     assert not any(echo in recorded for echo in echoes)
+
+
+def test_a_text_full_of_escapes_is_read_escape_by_escape_only_when_it_may_hold_a_form_of_a_secret(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A recording of a chat whose deltas hold "\n", "&" and "%" ran the escape reader over every read,
+    # a call an escape: nine times what recording cost before escapes were read. A text with no run of
+    # the characters a form of the secret is made of, as long as the secret, cannot hold one.
+    from agui_client.core import redact
+
+    read: list[str] = []
+    unescape = redact._unescape
+    monkeypatch.setattr(redact, "_unescape", lambda found: read.append(found[0]) or unescape(found))
+    redactor = redact.Redactor([TOKEN])
+    chat = "".join('data: {"delta": "Line one\\nwith & and 50% off, 100%\\n done &amp; more"}\n\n'
+                   for _ in range(1_000))
+
+    assert redactor.text(chat) == chat and read == []
+    escaped = chat + html.escape(TOKEN) + json.dumps(quote(TOKEN, safe=""))
+    assert TOKEN not in redactor.text(escaped) and quote(TOKEN, safe="") not in redactor.text(escaped)
+    assert redactor.text(escaped).count(MARK) == 2

@@ -17,12 +17,22 @@ One estimate covers every mix of events, from two things that can be read withou
   the ``:`` of its ``type`` and of its SSE ``data:`` line) go uncharged, so a stream of text deltas
   is charged some 5 times its bytes, not 8;
 * **the entities the thread gained** (messages, tool calls, runs, subagents: the fold's own counts),
-  each charged :data:`ENTITY_COST`, which covers what the largest of them (a run's record) costs.
+  each charged :data:`ENTITY_COST`, which covers what the largest of them (a run's record) costs;
+* **what the patches' ``copy`` operations cost** (the copy allowance's units spent, a count the state
+  document keeps), each unit charged :data:`COPY_COST`: a copy of a few bytes of patch makes the
+  thread hold a subtree again, which the body's structure does not show (a 4 MiB budget let 30,000
+  empty arrays copied 33 times make the thread hold 138 MB). Between checks the copies are bounded
+  by the budget's room (the session lowers the allowance to it), as one read holds hundreds of them.
+
+It counts what the response built, less one thing it let go of: a state document that a snapshot of
+the same response brought, and another replaces, is credited its structure (the document counts it,
+walking it, only while a budget runs). Without that, an agent sending its whole state at every step
+was charged for every step's: a 200 KB state sent at 540 steps passed 1 GiB, the thread holding one
+of them. Nothing else is told apart, since that would cost a look at every event.
 
 The estimate is above what the fold holds for each kind measured above, so the thread holds less than
-the budget; it counts what the response built, not what it still holds (a state snapshot that replaces
-the last is charged again), since telling them apart would cost a look at every event. It is checked
-before each read is folded, so a read that would pass it is refused whole: the fold never parses it.
+the budget. It is checked before each read is folded, so a read that would pass it is refused whole:
+the fold never parses it.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from collections.abc import Sequence
 from ..errors import LimitExceeded
 from ..wire.jsonio import leading_type
 
-__all__ = ["MemoryBudget", "DEFAULT_MAX_RUN_MEMORY", "STRUCTURE_COST", "ENTITY_COST", "ENVELOPE"]
+__all__ = ["MemoryBudget", "DEFAULT_MAX_RUN_MEMORY", "STRUCTURE_COST", "ENTITY_COST", "COPY_COST", "ENVELOPE"]
 
 #: The default budget of what one run's response may make the thread hold (``max_run_memory``).
 DEFAULT_MAX_RUN_MEMORY = 2**30
@@ -43,6 +53,10 @@ STRUCTURE_COST = 64
 #: Charged for each entity the thread gains (a message, a tool call, a run, a subagent): a run's record
 #: and what it indexes held some 1,500 bytes, a message or a tool call 450-900 (its structure charged too).
 ENTITY_COST = 1024
+#: Charged for each unit of the copy allowance spent (a member copied is 16 units and its key's
+#: characters one each): a copied one-member object holds 192 bytes for its 32 units, an empty array
+#: 64 bytes for 16.
+COPY_COST = 8
 #: Structural characters of each event that are not kept (its ``{``, the ``:`` of its ``type``, the
 #: ``:`` of its ``data:`` line). Every event has them, so none can stand for another event's values.
 ENVELOPE = 3
@@ -69,6 +83,12 @@ class MemoryBudget:
         self.charged = 0
         #: The thread's entity count when the response began (``None``: not yet asked).
         self.entities_at: int | None = None
+        #: What the document's copies had cost (its units) when the response began.
+        self.copied_at = 0
+        #: The structure of the documents the document had let go of when the response began.
+        self.released_at = 0
+        #: The budget left at the last check (what the read it let through may still make).
+        self.room = limit
 
     def read(self, chunk: bytes, frames: int) -> None:
         """Charge a read of the body (decoded), which completed ``frames`` events."""
@@ -76,20 +96,27 @@ class MemoryBudget:
         # (floored per read: an event's allowance never pays for another read's structure)
         self.charged += len(chunk) + STRUCTURE_COST * structure if structure > 0 else len(chunk)
 
-    def estimate(self, entities: int) -> int:
-        """What the response may have made the thread hold, the thread now holding ``entities``."""
+    def estimate(self, entities: int, copied: int = 0, released: int = 0) -> int:
+        """What the response may have made the thread hold, the thread now holding ``entities``, its
+        patches' copies having cost ``copied`` units in all and the state documents snapshots replaced
+        ``released`` structural characters in all."""
         if self.entities_at is None:
-            self.entities_at = entities
+            self.entities_at, self.copied_at, self.released_at = entities, copied, released
         gained = entities - self.entities_at
-        return self.charged + ENTITY_COST * gained if gained > 0 else self.charged
+        estimate = (self.charged + COPY_COST * (copied - self.copied_at)
+                    - STRUCTURE_COST * (released - self.released_at))
+        return estimate + ENTITY_COST * gained if gained > 0 else estimate
 
-    def check(self, payloads: Sequence[str | bytes], entities: int) -> LimitExceeded | None:
-        """The refusal of a read whose events would take the thread past the budget, else ``None``.
+    def check(self, payloads: Sequence[str | bytes], entities: int, copied: int = 0,
+              released: int = 0) -> LimitExceeded | None:
+        """The refusal of a read whose events would take the thread past the budget, else ``None``
+        (and :attr:`room` is what is left).
 
         ``payloads`` are the read's events (charged already by :meth:`read`); the refusal names the
         first of them, the one the fold stops before (the session locates it: run and index).
         """
-        estimate = self.estimate(entities)
+        estimate = self.estimate(entities, copied, released)
+        self.room = self.limit - estimate
         if estimate <= self.limit:
             return None
         kind = None

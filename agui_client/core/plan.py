@@ -182,16 +182,23 @@ def _refuse(field: str, what: str, pointer: str, reason: str, *, cause: Exceptio
                            field=field, pointer=pointer, reason=reason) from cause
 
 
+#: Why a run input nested deeper than the encoders go is refused.
+_TOO_DEEP = "it is nested deeper than JSON encoders go (some 1,000 levels); no agent could read it either"
+
+
 def encode_input(run_input: RunAgentInput) -> bytes:
     """The request body, or ``UnencodableValue`` naming where the input is not JSON."""
     try:
         return request_body(run_input)
-    except (TypeError, ValueError, OverflowError) as exc:
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         # A value the checks above do not reach (a message added to the thread by hand, say): still a
-        # typed refusal before the claim, located when the converter's output shows where.
+        # typed refusal before the claim, located when the converter's output shows where. A value
+        # nested deeper than the encoders go (some 1,000 levels: orjson stops at 255 and hands it to
+        # json, which recurses) is JSON to those checks, and ended the run with a RecursionError.
         try:
             found = json_problem(codec.encode(run_input))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             found = None
-        pointer, reason = found if found is not None else ("", str(exc))
+        pointer, reason = found if found is not None else ("", _TOO_DEEP if isinstance(exc, RecursionError)
+                                                           else str(exc))
         _refuse("input", "the run input", pointer, reason, cause=exc)

@@ -155,10 +155,11 @@ class Redactor:
         # Longest first, so a whole value is replaced before the credential inside it.
         self.secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
         self.marked = frozenset(marked)
-        self._pattern: re.Pattern[str] | None = None
-        self._needles: tuple[str, ...] = ()
+        self._pattern: re.Pattern[str] | None = None  # (compiled when a secret is first found: most never are)
+        self._needles: tuple[str, ...] | None = None
         self._gated: tuple[tuple[str, tuple[str, ...]], ...] = ()
         self._read: tuple[str, ...] = ()
+        self._runs: tuple[tuple[bytes, bytes], ...] = ()
         self._prefixes: tuple[str, ...] | None = None
 
     @classmethod
@@ -197,8 +198,7 @@ class Redactor:
         """
         if not self.secrets or not text:
             return text
-        if self._pattern is None:
-            self._pattern = _compile(self.secrets)
+        if self._needles is None:
             needles = {form.lower() for secret in self.secrets for form in _forms(secret)}
             # (a needle holding another is found whenever that one is: only the others are looked for)
             kept = [n for n in needles if not any(o in n for o in needles if o != n)]
@@ -209,17 +209,28 @@ class Redactor:
             # characters past U+FFFF as the two halves of a surrogate pair JSON writes them as)
             self._read = tuple({form.lower() for secret in self.secrets for form in (
                 secret, secret.encode("utf-8", "surrogatepass").decode("latin-1"), _halves(secret))})
+            self._runs = _runs(self._read)
         # (a plain search first: most texts hold no secret, and the pattern is slower to run over them)
         lowered = text.lower()
         if any(needle in lowered for needle in self._needles) or any(
                 gate in lowered and any(needle in lowered for needle in gated) for gate, gated in self._gated) or (
                 any(mark in text for mark in _ESCAPES) and self._escaped_in(text)):
+            if self._pattern is None:
+                # (its compiling took three times what the rest of a redactor's first use took, 10-20 ms)
+                self._pattern = _compile(self.secrets)
             text = self._pattern.sub(MARK, text)
         return self._cut_tail(text) if cut else text
 
     def _escaped_in(self, text: str) -> bool:
         """Whether ``text``, its escapes read (``_ESCAPE``), holds a secret: only then is the pattern, which
         finds each of its characters escaped or not, run over it."""
+        # (first, at the speed of bytes: a written form of a secret is a run of its characters and of
+        # the characters escapes are made of, at least as long as the secret; a text without such a run
+        # cannot hold one, and reading its escapes, a regular expression and a call an escape, cost a
+        # recording of a chat full of "\n", "&" and "%" nine times what it cost before escapes were read)
+        data = text.encode("utf-8", "surrogatepass")
+        if not any(run in data.translate(table) for table, run in self._runs):
+            return False
         read = _ESCAPE.sub(_unescape, text).lower()
         return any(secret in read for secret in self._read)
 
@@ -714,6 +725,30 @@ def _compile(secrets: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(piece for _length, _size, piece in dict.fromkeys(alternatives)))
 
 
+#: What an escape may be written with, besides the character it stands for: backslashes, the letters
+#: after one (``\\u``, ``\\x``, ``\\n`` …), percent signs, HTML's ``&#…;`` and names, and hex digits.
+_ESCAPE_CHARACTERS = frozenset(b"\\%&#;xXuUnrtbf0123456789abcdefABCDEFamplgtquotapos")
+
+
+def _runs(needles: Iterable[str]) -> tuple[tuple[bytes, bytes], ...]:
+    """For each needle holding no other (finding it finds that one), a table marking, in a text's UTF-8
+    bytes, those a written form of it may be made of, and the run of marks such a form makes at least.
+
+    A form is the needle's characters, each as itself (in either case) or escaped, so its bytes are all
+    of these; it is no shorter than the needle, as each character is written with one byte at least
+    and lowering a character never gives more characters than its UTF-8 bytes. Every byte past ASCII is
+    marked (a character that lowers to a needle's, ``K`` for ``k``, is one)."""
+    needles = set(needles)
+    kept = [n for n in needles if not any(other in n for other in needles if other != n)]
+    tables: dict[bytes, int] = {}
+    for needle in kept:
+        allowed = set(_ESCAPE_CHARACTERS) | set(range(128, 256))
+        allowed |= {ord(c) for char in needle for c in (char, char.upper(), char.lower()) if ord(c) < 128}
+        table = bytes(1 if byte in allowed else 0 for byte in range(256))
+        tables[table] = min(tables.get(table, len(needle)), len(needle))
+    return tuple((table, b"\x01" * size) for table, size in tables.items())
+
+
 def _halves(text: str) -> str:
     """``text`` with each character past U+FFFF written as the two halves of its surrogate pair."""
     units = text.encode("utf-16-le", "surrogatepass")
@@ -722,6 +757,25 @@ def _halves(text: str) -> str:
 
 def _unescape(found: re.Match[str]) -> str:
     """The character one escape ``_ESCAPE`` found stands for (a percent-encoded byte as one character)."""
+    escape = found[0]
+    # (a text that has escapes has many, and the same few again and again: ``\n``, ``&amp;``, ``%20``;
+    # reading each anew cost a recording ten times what it cost before escapes were read at all. Only a
+    # short one is remembered: a run of a million backslashes is one escape too)
+    return _unescaped(escape) if len(escape) <= _REMEMBERED else _read_escape(found)
+
+
+#: The longest escape whose reading is remembered (a surrogate half's ``\\uHHHH`` quoted twice fits).
+_REMEMBERED = 16
+
+
+@functools.lru_cache(maxsize=1024)
+def _unescaped(escape: str) -> str:
+    found = _ESCAPE.fullmatch(escape)
+    assert found is not None  # (what _ESCAPE found, alone)
+    return _read_escape(found)
+
+
+def _read_escape(found: re.Match[str]) -> str:
     code = next((int(digits, 16) for digits in found.group(1, 2, 3, 5, 6) if digits), None)
     if code is None and found[7]:
         code = int(found[7])

@@ -35,7 +35,7 @@ from ..wire.sink import WARNINGS_PER_CODE, WarningList, WarningSink
 from ..wire.types import events as ev
 from ..wire.types import run as rn
 from ..wire.types.base import JSON
-from .budget import MemoryBudget
+from .budget import COPY_COST, MemoryBudget
 from .chunks import ChunkExpander
 from .fold import RunRecord, ThreadState
 from .redact import redact_exception, redact_record
@@ -233,10 +233,14 @@ class RunSession:
                 stops before it), with ``.result``; collected instead with ``collect_errors`` (then
                 ``False``: the read is not folded).
         """
-        if self.budget is None:
+        budget = self.budget
+        if budget is None:
             return True
-        refusal = self.budget.check(payloads, self.state.entity_count)
+        document = self._document
+        refusal = budget.check(payloads, self.state.entity_count, document.copied, document.released)
         if refusal is None:
+            # (what this read's copies may make is bounded before they are made: see bound_copies)
+            document.bound_copies(budget.room // COPY_COST)
             return True
         self._fail(refusal, self._index, refusal.event_type)
         return False

@@ -677,3 +677,28 @@ def test_interrupt_ids_holding_lone_utf16_halves_are_answered_by_the_ids_the_age
         {"interruptId": "ask-\ud800", "status": "resolved", "payload": True},
         {"interruptId": "ask-\udbff", "status": "cancelled"}]
     assert any("UTF16-SURROGATE" in str(w.message) for w in warned)
+
+
+def test_state_nested_deeper_than_the_encoders_go_is_refused_before_the_claim_and_anything_is_sent(
+    drive: Any, served: Any
+) -> None:
+    # JSON to every check before the encoder (it holds nothing else), and then a RecursionError out of
+    # the run, as the command line's own reader of typed JSON had.
+    deep: list[Any] = []
+    inner = deep
+    for _ in range(5_000):
+        inner.append([])
+        inner = inner[0]
+    endpoint = served(ScriptedAgent.chat("hi"))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        with pytest.raises(ag.UnencodableValue) as caught:
+            thread.run("go", state={"deep": deep})
+        stored = store.load(thread.id)
+
+    assert caught.value.field == "input" and "nested deeper than JSON encoders go" in str(caught.value)
+    assert "nothing was sent" in str(caught.value)
+    assert len(endpoint.received) == 0
+    assert stored is None or stored.claim is None

@@ -16,7 +16,7 @@ from ...wire.types.base import JSON
 from ...wire.values import PlainDict, PlainList, copy_json, deep_copy, plain_json
 from ..patch import DEFAULT_RESPONSE_COPY_ALLOWANCE, DEFAULT_RUN_COPY_ALLOWANCE, PatchFailed, apply_patch
 
-__all__ = ["StateDocument", "own_json", "foreign_copy", "EMPTY_STATE"]
+__all__ = ["StateDocument", "own_json", "foreign_copy", "json_structure", "EMPTY_STATE"]
 
 #: The default of ``ThreadState(state=...)``: the reference starts every thread from ``{}`` (SP-04).
 EMPTY_STATE: Any = object()
@@ -55,6 +55,23 @@ def foreign_copy(value: Any, plain: bool | None = None) -> Any:
     return deep_copy(value)
 
 
+def json_structure(value: Any) -> int:
+    """The structural characters JSON cannot write ``value`` without, outside its strings: each
+    container's opening bracket, each member's ``,`` but one and each key's ``:`` (what a memory budget
+    charged at least for the text that brought it)."""
+    count = 0
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            count += 2 * len(node) or 1
+            stack += [item for item in node.values() if type(item) is dict or type(item) is list]
+        elif type(node) is list:
+            count += len(node) or 1
+            stack += [item for item in node if type(item) is dict or type(item) is list]
+    return count
+
+
 class StateDocument:
     """The shared state document, and the allowance for what patches may copy (SP-06).
 
@@ -79,6 +96,14 @@ class StateDocument:
         self.allowance = [DEFAULT_RUN_COPY_ALLOWANCE]
         self._granted = DEFAULT_RUN_COPY_ALLOWANCE  # what the running run was given
         self._response_left: int | None = None  # what the response's runs may still copy; None: no response
+        self._spent = 0  # what the runs before the running one spent of their allowances
+        # What copies may have cost in all (``copied``) before they are refused, set from a run's memory
+        # budget; None: bounded by the allowances alone.
+        self._ceiling: int | None = None
+        #: The structural characters of the documents snapshots replaced while a memory budget ran
+        #: (:func:`json_structure`; the budget credits them: see ``core/budget.py``); it only grows.
+        self.released = 0
+        self._charged = False  # whether the document came with a snapshot of the running response
         self._view: Any = None
         self._view_at = -1  # the change count ``_view`` was copied at
 
@@ -97,24 +122,56 @@ class StateDocument:
         self._view = None
         self.changes += 1
 
+    @property
+    def copied(self) -> int:
+        """What ``copy`` operations (and list shifts) have cost the document's patches in all, in the
+        allowance's units (see :func:`~agui_client.core.patch.apply_patch`); it only grows."""
+        return self._spent + self._granted - self.allowance[0]
+
+    def bound_copies(self, more: int) -> None:
+        """Copies may cost at most ``more`` units beyond :attr:`copied` until the response ends, whatever
+        the allowances would still give: a run's memory budget (``max_run_memory``) has that much room.
+
+        A copy of a few bytes of patch can make the document hold a subtree again, and one read holds
+        hundreds of them: the budget, checked between reads, must bound what the read's copies make
+        before they are made, which the allowance does (a copy past it is refused, SP-06)."""
+        self._ceiling = self.copied + max(0, more)
+        self._lower()
+
+    def _lower(self) -> None:
+        # (the allowance and what was granted lowered together: what was spent stays what it was)
+        if self._ceiling is not None:
+            over = self._spent + self._granted - self._ceiling
+            if over > 0:
+                self.allowance[0] -= over
+                self._granted -= over
+
     def new_response(self, allowance: int = DEFAULT_RESPONSE_COPY_ALLOWANCE) -> None:
         """A response starts: what its runs may copy in all is ``allowance``."""
+        self._spent += self._granted - self.allowance[0]
         self._response_left = allowance
+        self._ceiling = None
+        self._charged = False
         self._granted = self.allowance[0] = min(DEFAULT_RUN_COPY_ALLOWANCE, allowance)
 
     def end_response(self) -> None:
         """The response ended: runs folded without one are bounded each on its own again."""
         self._response_left = None
+        self._ceiling = None
+        self._charged = False
 
     def new_run(self) -> None:
         """A run starts: its patches get a fresh copy allowance, within what the response has left."""
         left = self._response_left
+        spent = self._granted - self.allowance[0]
+        self._spent += spent
         if left is not None:
             # what the run before spent (a refused copy may overdraw: it spent what it walked)
-            left -= self._granted - self.allowance[0]
+            left -= spent
             self._response_left = left
         self._granted = self.allowance[0] = (DEFAULT_RUN_COPY_ALLOWANCE if left is None
                                              else max(0, min(DEFAULT_RUN_COPY_ALLOWANCE, left)))
+        self._lower()
 
     def set(self, state: JSON) -> None:
         """Replace the document with a copy of ``state`` (``ValueError`` when it is not JSON)."""
@@ -130,6 +187,13 @@ class StateDocument:
 
     def snapshot(self, snapshot: JSON, adopt: bool) -> Sequence[StreamWarning]:
         """STATE_SNAPSHOT: the document is replaced (its JSON held as it is when the fold owns it)."""
+        if self._ceiling is not None:  # (a memory budget runs: see bound_copies)
+            # A document a snapshot of this response brought is let go of: the budget charged its
+            # structure (with what deltas and copies added), and credits it, so an agent sending its
+            # whole state at every step is charged for one state, not for every step's.
+            if self._charged:
+                self.released += json_structure(self.value)
+            self._charged = True
         if adopt:  # parsed for this fold alone, held by nobody else
             self.value, self.plain = snapshot, True
         else:  # an event object from anywhere: copied as it is, and vouched for only if plain
