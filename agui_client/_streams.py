@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from functools import wraps
+from functools import partial, wraps
 from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
@@ -24,7 +24,7 @@ from .wire.types.run import RunAgentInput
 
 __all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "no_events",
            # How a thread's pump fills the streams it hands out (not the package's API):
-           "fill", "end", "ended", "fail", "failure", "ran", "reading",
+           "fill", "stepped_by", "stream_left", "end", "ended", "fail", "failure", "ran", "reading",
            # How a thread's stream() and stream_until_done() hand out their block (neither is the API):
            "entered_once", "async_entered_once"]
 
@@ -229,6 +229,14 @@ class AsyncRunStream(_OneRun, _AsyncStream):
                  state: ThreadState | None = None) -> None:
         super().__init__(events, state)
         self.run_input = run_input
+        # How its readers (_read_run) take the run's events: the pump's step (_BUSY while a reader is
+        # inside it, None once the run is over or its block was left), and the rest of a step's events
+        # a reader left before their end (None: none).
+        self._step: Callable[[], Awaitable[Any]] | None = None
+        self._rest: Iterator[ev.Event | ev.UnknownEvent] | None = None
+
+    def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
+        return _read_run(self)
 
 
 class LoopStream(_Runs, _Stream):
@@ -305,8 +313,9 @@ class _Reader:
 
 
 class _AsyncReader:
-    """One task's way through a stream's events (what ``aiter(stream)`` returns): the events themselves,
-    or :class:`StreamMisused` for a second task reading while another is (see :class:`_Reader`).
+    """One task's way through a tool loop's events (what ``aiter(loop)`` returns): the events themselves,
+    or :class:`StreamMisused` for a second task reading while another is (see :class:`_Reader`; a run's
+    stream has a cheaper reader, :func:`_read_run`).
 
     An async generator waiting inside a step (for the next bytes) is suspended on what it awaits
     (``ag_await``); between steps, it waits on nothing. A task runs alone until it awaits, so the look
@@ -335,6 +344,53 @@ class _AsyncReader:
     async def aclose(self) -> None:
         """End the stream's events here (see :meth:`_Reader.close`)."""
         await self._events.aclose()
+
+
+async def _read_run(stream: AsyncRunStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
+    """One task's way through a run's events (what ``aiter(stream)`` returns): the events themselves,
+    or :class:`StreamMisused` for a second task reading while another is inside a step.
+
+    Each reader is a generator of its own that takes the pump's steps itself (a step folds the next
+    read's events): an event costs one generator's step, as when the pump itself was the generator,
+    where a reader object wrapping that generator cost each event a call of ours (120-160 ns end to
+    end; the tool loop's reader, :class:`_AsyncReader`, still does). A task runs alone until it awaits,
+    so the look at the step and the step cannot be split by another reader of the same loop.
+
+    The events a step folded are the stream's, not the reader's: a reader that leaves early (``break``,
+    ``aclose()``, or the loop finalizing one left behind) leaves the rest to the next. Leaving the
+    ``async with`` block ends the run (:func:`stream_left`).
+    """
+    while True:
+        rest = stream._rest
+        if rest is not None:
+            for event in rest:  # (an async generator has no ``yield from``)
+                yield event
+            if stream._rest is rest:  # (another reader may have gone on past it already)
+                stream._rest = None
+        step = stream._step
+        if step is None:
+            return
+        if step is _BUSY:
+            raise _shared(stream)
+        stream._step = _BUSY
+        try:
+            item = await step()
+        except BaseException:
+            stream._step = None  # (a step that raised ends the run's events, as a generator that raised is over)
+            raise
+        if type(item) is not list:
+            stream._step = None
+            end(stream, item)  # (the pump's last step returns the run's result)
+            return
+        stream._step = step
+        if len(item) == 1:
+            yield item[0]  # (a read's one event, the usual case: left here, nothing of it is left over)
+        else:
+            stream._rest = iter(item)
+
+
+#: What an async run stream holds as its step while a reader is inside it.
+_BUSY: Any = object()
 
 
 def _shared(stream: _Ending) -> StreamMisused:
@@ -462,6 +518,43 @@ def fill(stream: _Stream | _AsyncStream, events: Any) -> None:
     """Give ``stream`` the events it hands out: its pump's generator (made once the stream exists, as
     it ends the stream with its result)."""
     stream._events = events
+
+
+def stepped_by(stream: RunStream | AsyncRunStream, drive: Callable[..., Any], *arguments: Any) -> None:
+    """Give a run's stream the step of its pump, ``drive(*arguments)``: each step returns the events one
+    read folded (a list), or the run's result once it ended (which ends the stream).
+
+    The sync stream's events are one generator taking the steps; an async stream's readers take them
+    themselves (:func:`_read_run`).
+    """
+    step = partial(drive, *arguments)
+    if isinstance(stream, AsyncRunStream):
+        stream._step = step
+    else:
+        stream._events = _stepped(stream, step)
+
+
+def _stepped(stream: RunStream, step: Callable[[], Any]) -> Iterator[ev.Event | ev.UnknownEvent]:
+    item = step()
+    while type(item) is list:
+        yield from item
+        item = step()
+    end(stream, item)
+
+
+def stream_left(stream: RunStream | AsyncRunStream) -> None:
+    """The run's block was left: the stream yields nothing more (read after the block, it is over).
+
+    Raises:
+        StreamMisused: another task is inside a step of an async stream (its reading must end first).
+    """
+    if isinstance(stream, AsyncRunStream):
+        if stream._step is _BUSY:
+            raise _shared(stream)
+        stream._step = None
+        stream._rest = None
+    else:
+        stream._events.close()  # type: ignore[attr-defined]  # (the generator _stepped made)
 
 
 def ended(stream: _Stream | _AsyncStream) -> RunResult | None:

@@ -27,6 +27,8 @@ from .._streams import (
     fill,
     ran,
     reading,
+    stepped_by,
+    stream_left,
 )
 from ..core.effects import RECEIVE, Close, Flow, Hand, Invoke, Load, Run, Send, Write
 from ..core.exchange import StreamHandle
@@ -213,8 +215,7 @@ class AsyncThread(AsyncThreadIO):
             exchange = _AsyncExchange(watch)
             hand: Hand = await self._drive(flow, exchange)
             stream = AsyncRunStream(no_events(), plan.run_input, self._state)
-            events = self._events(hand.receive, exchange, stream)
-            fill(stream, events)
+            stepped_by(stream, self._drive, hand.receive, exchange)
             try:
                 yield stream
             except BaseException as exc:
@@ -224,7 +225,7 @@ class AsyncThread(AsyncThreadIO):
                 await self._drive(flow, exchange, error=exc)  # (the flow settles the claim and raises again)
                 raise
             finally:
-                await events.aclose()  # (read after the block, the stream is over: it yields nothing more)
+                stream_left(stream)  # (read after the block, the stream is over: it yields nothing more)
             result = await self._drive(flow, exchange, answer=ended(stream) is not None)
             if ended(stream) is None:
                 end(stream, result)
@@ -346,18 +347,6 @@ class AsyncThread(AsyncThreadIO):
             except BaseException as exc:  # (a cancellation too: the flow decides, and raises what it does not settle)
                 answer, error = None, exc
 
-    async def _events(self, flow: Flow[RunResult], exchange: _AsyncExchange,
-                      stream: AsyncRunStream) -> AsyncGenerator[ev.Event | ev.UnknownEvent, None]:
-        item = await self._drive(flow, exchange)
-        while type(item) is list:
-            # unasync: async only
-            for event in item:  # (an async generator has no ``yield from``)
-                yield event
-            # unasync: sync only
-            # yield from item
-            # unasync: end
-            item = await self._drive(flow, exchange)
-        end(stream, item)
 
     async def _next_run(self, pump: _Loop, answer: Any = None, error: BaseException | None = None) -> None:
         """Carry the streaming tool loop on, from the last run's result (``answer``) or what ended it
@@ -388,7 +377,7 @@ class AsyncThread(AsyncThreadIO):
     async def _loop_events(self, pump: _Loop) -> AsyncGenerator[ev.Event | ev.UnknownEvent, None]:
         while pump.opened is not None:
             # unasync: async only
-            async for event in pump.stream:  # (as in _events)
+            async for event in pump.stream:  # (an async generator has no ``yield from``)
                 yield event
             # unasync: sync only
             # yield from pump.stream

@@ -26,6 +26,8 @@ from .._streams import (
     fill,
     ran,
     reading,
+    stepped_by,
+    stream_left,
 )
 from ..core.effects import RECEIVE, Close, Flow, Hand, Invoke, Load, Run, Send, Write
 from ..core.exchange import StreamHandle
@@ -179,8 +181,7 @@ class Thread(ThreadIO):
             exchange = _Exchange(watch)
             hand: Hand = self._drive(flow, exchange)
             stream = RunStream(no_events(), plan.run_input, self._state)
-            events = self._events(hand.receive, exchange, stream)
-            fill(stream, events)
+            stepped_by(stream, self._drive, hand.receive, exchange)
             try:
                 yield stream
             except BaseException as exc:
@@ -190,7 +191,7 @@ class Thread(ThreadIO):
                 self._drive(flow, exchange, error=exc)  # (the flow settles the claim and raises again)
                 raise
             finally:
-                events.close()  # (read after the block, the stream is over: it yields nothing more)
+                stream_left(stream)  # (read after the block, the stream is over: it yields nothing more)
             result = self._drive(flow, exchange, answer=ended(stream) is not None)
             if ended(stream) is None:
                 end(stream, result)
@@ -312,13 +313,6 @@ class Thread(ThreadIO):
             except BaseException as exc:  # (a cancellation too: the flow decides, and raises what it does not settle)
                 answer, error = None, exc
 
-    def _events(self, flow: Flow[RunResult], exchange: _Exchange,
-                stream: RunStream) -> Generator[ev.Event | ev.UnknownEvent, None, None]:
-        item = self._drive(flow, exchange)
-        while type(item) is list:
-            yield from item
-            item = self._drive(flow, exchange)
-        end(stream, item)
 
     def _next_run(self, pump: _Loop, answer: Any = None, error: BaseException | None = None) -> None:
         """Carry the streaming tool loop on, from the last run's result (``answer``) or what ended it

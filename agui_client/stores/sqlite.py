@@ -200,6 +200,10 @@ class SqliteStore(_Base):
         self._closed = False
         try:
             with self._connection() as conn:
+                # Looked at before WAL mode is set: the mode is kept in the file's header, so setting it
+                # on another application's database would change that file after all (checked again
+                # in the transaction below, where a process making the tables at once cannot interleave).
+                self._layout(conn)
                 # Persistent in the file: set once here, every later connection opens in WAL mode.
                 mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
@@ -462,9 +466,8 @@ class SqliteStore(_Base):
         conn.execute("COMMIT")
         return result
 
-    def _create_schema(self, conn: sqlite3.Connection) -> None:
-        # Inside BEGIN IMMEDIATE: of processes opening the file at once, one creates or migrates the
-        # tables and the others then find the current layout.
+    def _layout(self, conn: sqlite3.Connection) -> int:
+        """The file's table layout (0: none yet), or ``StoreError`` for another application's database."""
         (layout,) = conn.execute("PRAGMA user_version").fetchone()
         foreign = _foreign_layout(conn, layout)
         if foreign is not None:
@@ -473,6 +476,12 @@ class SqliteStore(_Base):
                 f"({foreign}); nothing was changed in it. Give SqliteStore a file of its own: a new path, "
                 "where it creates the file and its tables"
             )
+        return int(layout)
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        # Inside BEGIN IMMEDIATE: of processes opening the file at once, one creates or migrates the
+        # tables and the others then find the current layout.
+        layout = self._layout(conn)
         if layout > _SCHEMA_VERSION:
             raise StoreError(
                 f"SQLite store {self._where}: table layout {layout} is newer than this release reads "

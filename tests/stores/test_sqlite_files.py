@@ -46,6 +46,13 @@ def _user_version(path: Path) -> int:
         return version
 
 
+def _journal_mode(path: Path) -> str:
+    """The file's journal mode, which a database keeps in its header (``wal`` stays set once set)."""
+    with closing(sqlite3.connect(path)) as conn:
+        mode: str = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        return mode
+
+
 def _refused(path: str | Path) -> str:
     with pytest.raises(StoreError) as caught:
         SqliteStore(path)
@@ -93,11 +100,15 @@ def test_another_applications_database_is_refused_and_left_as_it_was(tmp_path: P
     path = tmp_path / "app.db"
     _database(path, *statements)
     schema, version = _schema(path), _user_version(path)
+    assert _journal_mode(path) == "delete"
 
     said = _refused(path)
 
     assert said == f"SQLite store {str(path)!r}: " + NOT_A_STORE.format(why=why)
     assert (_schema(path), _user_version(path)) == (schema, version)  # (no table made, its number kept)
+    # (nor its journal mode: WAL, set in the file's header, would be kept after the store let go, and
+    # changes how the application's own SQLite reads and writes it, or whether an older one can)
+    assert _journal_mode(path) == "delete"
 
 
 def test_a_store_file_and_a_new_file_still_open(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ shells (``drive``) against a ScriptedAgent on 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -135,3 +136,69 @@ def test_a_reader_that_left_its_loop_early_leaves_the_stream_to_the_next(drive: 
         rest = list(stream.text_stream)
 
     assert rest == ["one ", "two"] and stream.result.outcome == "success"
+
+
+def _held_run() -> tuple[Gate, ScriptedAgent]:
+    """A run held at a gate after its first message (a read waits inside its step until it opens)."""
+    gate = Gate()
+    return gate, ScriptedAgent([[Start(), *text_message("m-1", "before"), Wait(gate),
+                                 *text_message("m-2", "after"), Finish()]])
+
+
+def test_an_async_read_cancelled_inside_its_step_leaves_no_reader_behind(served: Any) -> None:
+    # (a reader is one task's: its step cancelled, as asyncio.wait_for does, the next read is no second
+    # reader; the run ended there, as a cancelled read always ended it, and leaving the block says so)
+    gate, agent = _held_run()
+    endpoint = served(agent)
+
+    async def main() -> tuple[list[str], ag.RunResult]:
+        async with ag.AsyncAgentClient(endpoint.url, timeout=BOUND) as client:
+            async with client.thread("cancelled").stream("hi") as stream:
+                events = aiter(stream)
+                while not isinstance(await anext(events), ag.TextMessageEndEvent):
+                    pass
+                with pytest.raises(asyncio.TimeoutError):
+                    await asyncio.wait_for(anext(events), 0.2)  # (the gate is shut: the step cannot end)
+                gate.open()
+                after = [type(event).__name__ async for event in stream]
+            return after, stream.result
+
+    after, result = asyncio.run(main())
+
+    assert after == []
+    assert result.outcome is None and [w.code for w in result.warnings] == ["TR-16"]
+
+
+def test_an_async_reader_closed_leaves_the_rest_of_the_run_to_the_next(served: Any) -> None:
+    # (closing a reader, or the loop finalizing one left behind, closes that reader: the stream's events
+    # go on for the next, as leaving a for loop early leaves them; leaving the block ends the run)
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m-1", "one two"), Finish()]]))
+
+    async def main() -> tuple[list[str], ag.RunResult]:
+        async with ag.AsyncAgentClient(endpoint.url, timeout=BOUND) as client:
+            async with client.thread("closed").stream("hi") as stream:
+                first = aiter(stream)
+                assert isinstance(await anext(first), ag.RunStartedEvent)
+                await first.aclose()  # type: ignore[attr-defined]
+                rest = [text async for text in stream.text_stream]
+            return rest, stream.result
+
+    rest, result = asyncio.run(main())
+
+    assert rest == ["one ", "two"] and result.outcome == "success"
+
+
+def test_a_reader_that_leaves_among_one_reads_events_leaves_the_rest_to_the_next(drive: Any, served: Any) -> None:
+    # (one TEXT_MESSAGE_CHUNK payload is read as a message's start and its content: a reader that
+    # leaves after the start leaves the content, and the rest of the run, to the next)
+    endpoint = served(ScriptedAgent([[Start(), {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m-1", "delta": "hello"},
+                                      *text_message("m-2", "bye"), Finish()]]))
+    with drive.client(endpoint.url) as client, client.thread("chunked").stream("hi") as stream:
+        for event in stream:
+            if isinstance(event, ag.TextMessageStartEvent):
+                break
+        rest = [type(event).__name__ for event in stream]
+
+    assert rest == ["TextMessageContentEvent", "TextMessageEndEvent", "TextMessageStartEvent",
+                    "TextMessageContentEvent", "TextMessageEndEvent", "RunFinishedEvent"]
+    assert stream.result.outcome == "success" and stream.result.text.startswith("hello")
