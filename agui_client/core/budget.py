@@ -33,6 +33,18 @@ of them. Nothing else is told apart, since that would cost a look at every event
 The estimate is above what the fold holds for each kind measured above, so the thread holds less than
 the budget. It is checked before each read is folded, so a read that would pass it is refused whole:
 the fold never parses it.
+
+**One large event's parse.** An event is parsed whole before it is folded, and parsing takes more than
+the value it leaves: orjson's reading, then its proof (the value written back), hold both at once.
+Measured (peak RSS of the parse, in a child process, per structural character), above the bytes and
+the :data:`STRUCTURE_COST` the event is charged anyway: 164 bytes for ``[{"a":[]},…]``, 154 for an
+object of many empty arrays, 102 for ``[[],[],…]`` (a 16 MiB event of it peaked at 1.9 GB, its
+charge 0.7 GB); arrays of small ints, of one-letter strings and nested a hundred deep, ordinary
+records and the standard library's parser less. So before a read is folded, an event of at least
+:data:`PARSED_LARGE` bytes is also charged :data:`PARSE_COST` for each structural character, for as
+long as it is parsed: the read is refused (``RUN-MEMORY``) if that passes the budget, and the charge
+is not kept. Smaller events are not looked at (a read's other events are smaller than a read), so
+they pay nothing; what their parse takes beyond the estimate is at most some 15 MB.
 """
 
 from __future__ import annotations
@@ -42,7 +54,8 @@ from collections.abc import Sequence
 from ..errors import LimitExceeded
 from ..wire.jsonio import leading_type
 
-__all__ = ["MemoryBudget", "DEFAULT_MAX_RUN_MEMORY", "STRUCTURE_COST", "ENTITY_COST", "COPY_COST", "ENVELOPE"]
+__all__ = ["MemoryBudget", "DEFAULT_MAX_RUN_MEMORY", "STRUCTURE_COST", "ENTITY_COST", "COPY_COST", "ENVELOPE",
+           "PARSE_COST", "PARSED_LARGE"]
 
 #: The default budget of what one run's response may make the thread hold (``max_run_memory``).
 DEFAULT_MAX_RUN_MEMORY = 2**30
@@ -60,6 +73,15 @@ COPY_COST = 8
 #: Structural characters of each event that are not kept (its ``{``, the ``:`` of its ``type``, the
 #: ``:`` of its ``data:`` line). Every event has them, so none can stand for another event's values.
 ENVELOPE = 3
+
+#: Charged, while an event of at least :data:`PARSED_LARGE` bytes is parsed, for each of its ``[``,
+#: ``{``, ``,`` and ``:``: what parsing it takes at its peak beyond its charge (measured at most 164
+#: bytes, for ``[{"a":[]},…]``; the rest is margin for the allocator and other orjson versions).
+PARSE_COST = 192
+#: Events this large have their parse charged (:data:`PARSE_COST`); a smaller one is parsed unlooked at,
+#: taking at most some 112 times its bytes (15 MB). Above a network read (64 KiB), so that such an event
+#: began in an earlier read and is the first its read completes.
+PARSED_LARGE = 128 * 1024
 
 # How far into a refused event its type is looked for (producers write it first).
 _TYPE_WITHIN = 4096
@@ -89,10 +111,13 @@ class MemoryBudget:
         self.released_at = 0
         #: The budget left at the last check (what the read it let through may still make).
         self.room = limit
+        #: Whether the last read was as large as :data:`PARSED_LARGE` (any of its events may be).
+        self.wide = False
 
     def read(self, chunk: bytes, frames: int) -> None:
         """Charge a read of the body (decoded), which completed ``frames`` events."""
         structure = len(chunk.translate(None, _NOT_STRUCTURE)) - ENVELOPE * frames
+        self.wide = len(chunk) >= PARSED_LARGE
         # (floored per read: an event's allowance never pays for another read's structure)
         self.charged += len(chunk) + STRUCTURE_COST * structure if structure > 0 else len(chunk)
 
@@ -117,16 +142,43 @@ class MemoryBudget:
         """
         estimate = self.estimate(entities, copied, released)
         self.room = self.limit - estimate
+        parse = 0
         if estimate <= self.limit:
-            return None
+            parse = self._parse_cost(payloads)
+            if estimate + parse <= self.limit:
+                return None
         kind = None
         if payloads:
             # (read from the event's start only: the members before its type, if any, are not parsed whole,
             # which is what the refusal spares)
             head = payloads[0][:_TYPE_WITHIN]
             kind = leading_type(head if isinstance(head, str) else head.decode("utf-8", "replace"))
+        if parse:
+            return LimitExceeded(
+                f"the run's response went past max_run_memory ({self.limit} bytes): a large event, parsed, "
+                f"would take the client past it (estimated at {estimate + parse} bytes while it is parsed: "
+                f"{PARSE_COST} bytes for each of its structural characters, beside the {estimate} bytes "
+                "charged); what came before is kept, the event is not parsed", limit=self.limit,
+                event_type=kind, rule="RUN-MEMORY")
         return LimitExceeded(
             f"the run's response went past max_run_memory ({self.limit} bytes): what it would make the "
             f"thread hold is estimated at {estimate} bytes (its events' structure, and {ENTITY_COST} bytes "
             "for each message, tool call and run it added); what came before is kept, the rest is not "
             "read", limit=self.limit, event_type=kind, rule="RUN-MEMORY")
+
+    def _parse_cost(self, payloads: Sequence[str | bytes]) -> int:
+        """What parsing the largest of ``payloads`` takes beyond its charge, if it is large enough to
+        be looked at (see the module docstring); else 0.
+
+        Only the first can have begun before this read, so unless the read itself was large, only the
+        first can be large: an ordinary read costs one ``len``.
+        """
+        if not payloads:
+            return 0
+        large = payloads if self.wide else payloads[:1]
+        cost = 0
+        for payload in large:
+            if len(payload) >= PARSED_LARGE:
+                text = payload if isinstance(payload, bytes) else payload.encode("utf-8", "surrogatepass")
+                cost = max(cost, PARSE_COST * len(text.translate(None, _NOT_STRUCTURE)))
+        return cost

@@ -93,9 +93,16 @@ def write_sliced(value: Any, out: list[bytes], dumps: Callable[[Any], bytes], ro
             for n, (key, member) in enumerate(part):
                 if n:
                     out.append(b",")
-                out.append(dumps(key))
+                out.append(_kept(dumps(key)))
                 out.append(b":")
                 write_sliced(member, out, dumps, room - 1)
         out.append(b"}")
     else:
-        out.append(dumps(value))
+        out.append(_kept(dumps(value)))
+
+
+def _kept(written: bytes) -> bytes:
+    """``written`` copied into a bytes object of its own length. orjson hands back its text in the
+    buffer it wrote it in, some 4 KiB however short the text: kept for each key and scalar of a slice,
+    those buffers made a 1 MiB object of 116,000 empty arrays take 530 MB to write back."""
+    return memoryview(written).tobytes()

@@ -1,0 +1,124 @@
+"""``max_run_memory`` bounds what parsing one large event takes, not only what it leaves (``RUN-MEMORY``).
+
+An event is parsed whole before it is folded, and parsing an event dense with containers takes some
+110 times its bytes at its peak (orjson's reading and its proof held at once): a 4 MiB event of
+``[[],[],…]``, charged 183 MB, peaked at 470 MB. A large event's parse is charged before it is parsed.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import tracemalloc
+from typing import Any
+
+import pytest
+
+import agui_client as ag
+from agui_client.core.budget import DEFAULT_MAX_RUN_MEMORY, PARSE_COST, PARSED_LARGE, STRUCTURE_COST, MemoryBudget
+from agui_client.testing import Finish, ScriptedAgent, Start
+from agui_client.wire import jsonio
+
+BOUND = 256 * 2**20
+
+
+def _snapshot(body: bytes) -> bytes:
+    return b'data: {"type":"STATE_SNAPSHOT","snapshot":' + body + b"}\n\n"
+
+
+def _dense(size: int) -> bytes:
+    """An array of empty arrays, ``size`` bytes: two structural characters every three bytes."""
+    return b"[" + b"[]," * (size // 3) + b"[]]"
+
+
+def _records(size: int) -> bytes:
+    record = {"id": "rec-0000001", "title": "Item number 1", "price": 1.25, "tags": ["a", "b"],
+              "owner": {"name": "somebody", "active": True}}
+    one = json.dumps(record, separators=(",", ":")).encode()
+    return b"[" + b",".join([one] * (size // (len(one) + 1))) + b"]"
+
+
+def _charged(body: bytes, limit: int) -> MemoryBudget:
+    """A budget that was charged ``body`` as the framer charges it, a network read (64 KiB) at a time."""
+    budget = MemoryBudget(limit)
+    for at in range(0, len(body), 65536):
+        chunk = body[at:at + 65536]
+        budget.read(chunk, chunk.count(b"\n\n"))
+    return budget
+
+
+def test_a_dense_large_event_is_refused_before_its_parse_passes_max_run_memory(drive: Any, served: Any) -> None:
+    # 4 MiB of [[],…]: charged 183 MB (within the bound), its parse peaked at 470 MB.
+    endpoint = served(ScriptedAgent([[Start(), _snapshot(_dense(4 * 2**20)), Finish()]]))
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        with drive.client(endpoint.url, max_run_memory=BOUND) as client:
+            with pytest.raises(ag.LimitExceeded) as caught:
+                client.thread("t").run("hi", run_id="r")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    error = caught.value
+    assert (error.rule, error.run_id, error.limit, error.index, error.event_type) == (
+        "RUN-MEMORY", "r", BOUND, 1, "STATE_SNAPSHOT")
+    assert "a large event, parsed" in str(error) and "max_run_memory" in str(error)
+    assert error.result is not None and error.result.events == 1  # (RUN_STARTED folded, the snapshot not)
+    assert peak < BOUND  # (the client and the loopback server: 470 MB parsing it)
+
+
+def test_a_dense_event_at_max_event_bytes_is_refused_at_the_defaults() -> None:
+    # The largest event the defaults let through (16 MiB), dense: charged 0.73 GB, parsed 1.9 GB.
+    event = _snapshot(_dense(16 * 2**20 - 64))
+    budget = _charged(event, DEFAULT_MAX_RUN_MEMORY)
+    assert budget.charged < DEFAULT_MAX_RUN_MEMORY  # (what it leaves is within the default)
+
+    refusal = budget.check([event[len(b"data: "):-2]], 0)
+
+    assert refusal is not None and (refusal.rule, refusal.event_type) == ("RUN-MEMORY", "STATE_SNAPSHOT")
+
+
+def test_small_events_are_not_looked_at() -> None:
+    # A read of ordinary events pays one len(): nothing below PARSED_LARGE is charged its parse, even
+    # dense, even when the budget has no room for a parse.
+    small = _dense(PARSED_LARGE - 64)
+    budget = MemoryBudget(len(small) * 40)
+    budget.charged = len(small) * 30
+    assert budget.check([small], 0) is None
+    large = _dense(PARSED_LARGE)
+    refusal = budget.check([large], 0)
+    assert refusal is not None and "a large event, parsed" in str(refusal)
+
+
+def test_an_ordinary_16_mib_snapshot_passes_at_the_defaults(drive: Any, served: Any) -> None:
+    body = _records(16 * 2**20 - 1024)  # (within max_event_bytes with its envelope)
+    structure = sum(body.count(mark) for mark in (b"[", b"{", b",", b":"))
+    # (charged with its parse some 0.65 GB of the 1 GiB default: records of short fields, 2.5 million
+    # structural characters)
+    assert len(body) + (STRUCTURE_COST + PARSE_COST) * structure < 0.65 * DEFAULT_MAX_RUN_MEMORY
+    endpoint = served(ScriptedAgent([[Start(), _snapshot(body), Finish()]]))
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success" and len(result.state.state) == body.count(b"rec-0000001")
+
+
+def test_writing_back_a_dense_object_of_containers_keeps_no_write_buffers() -> None:
+    # The proof of a 1.2 MB object of 116,000 empty arrays kept each key in the 4 KiB orjson wrote it
+    # in: 530 MB at the peak. (Without orjson, nothing is written back: the standard library reads it.)
+    if not jsonio.HAVE_ORJSON:
+        assert jsonio.parse_json(b'{"a":[]}') == {"a": []}
+        return
+    data = b'{"type":"STATE_SNAPSHOT","snapshot":{' + b",".join(b'"%x":[]' % i for i in range(116_000)) + b"}}"
+    gc.collect()
+    tracemalloc.start()
+    try:
+        value = jsonio.parse_json(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(value["snapshot"]) == 116_000
+    assert peak < 100 * 2**20
