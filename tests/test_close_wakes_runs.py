@@ -265,3 +265,32 @@ def test_a_store_closed_error_says_it_was_closed() -> None:
 
     assert (caught.value.closed, caught.value.thread_id, str(caught.value)) == (True, "t1", "the store is closed")
     assert ag.StoreError("the backend failed").closed is False
+
+
+def test_a_run_waiting_for_the_answers_head_when_the_client_closes_says_the_client_was_closed(
+        drive: Any, served: Any) -> None:
+    # The agent holds its answer's head back; the client is closed from another thread meanwhile. The run
+    # failed with httpx's words for the closed socket ("ReadError: [Errno 9] Bad file descriptor"), as
+    # if the agent or the network had failed; the type and the note were right, the words now say so too.
+    asked, release = threading.Event(), threading.Event()
+
+    async def held_back(run_input: Any) -> list[Any]:
+        asked.set()
+        await asyncio.to_thread(release.wait, BOUND)
+        return [Start(), Finish()]
+
+    endpoint = served(ScriptedAgent([held_back], cycle=True))
+    with drive.client(endpoint.url, idle_timeout=IDLE) as client:
+        closer = threading.Thread(target=lambda: asked.wait(BOUND) and client.close(), daemon=True)
+        closer.start()
+        try:
+            with pytest.raises(ag.TransportError) as caught:
+                client.thread().run("hi")
+        finally:
+            release.set()
+            closer.join(BOUND)
+
+    error = caught.value
+    assert type(error) is ag.TransportError and error.__notes__ == [NOTE]
+    assert str(error).startswith(f"request to {endpoint.url} failed: the client was closed before the agent's "
+                                 "answer came (ReadError: "), str(error)
