@@ -385,6 +385,12 @@ class ClientBase:
             return IdleTimeout(f"no answer from {url} within {self.idle_timeout}s{unsent}: {_SLOWER}",
                                timeout=self.idle_timeout, url=url, request_sent=written)
         if isinstance(exc, httpx.TransportError):
+            if self._closed:
+                # Closing the client closed the connection the run waited on for the answer's head; httpx's
+                # words ("Bad file descriptor", "the connection was closed") read as a fault of the agent
+                # or the network, not as the caller's own close, which the words name first.
+                return TransportError(f"request to {url} failed: the client was closed before the agent's answer "
+                                      f"came ({_reason(exc)}){unsent}", url=url, request_sent=written)
             return TransportError(f"request to {url} failed: {_reason(exc)}{unsent}", url=url, request_sent=written)
         # (anything else about the exchange)
         return TransportError(f"request to {url} failed: {exc!r}{unsent}", url=url, request_sent=written)

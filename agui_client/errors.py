@@ -789,13 +789,16 @@ class StoreError(AguiError):
         thread_id: the thread concerned, when known.
         agent_answered: true when raised by the save at a run's end: the agent answered the run
             (``.result`` holds it), and only saving it failed.
+        closed: true when the store refused the call because it had been closed (by its ``close()``,
+            or by closing the client it was given to), not because the backend failed.
     """
 
     agent_answered: bool = False
 
-    def __init__(self, message: str, *, thread_id: str | None = None) -> None:
+    def __init__(self, message: str, *, thread_id: str | None = None, closed: bool = False) -> None:
         super().__init__(message)
         self.thread_id = thread_id
+        self.closed = closed
 
 
 def _rebuilt(kind: type[AguiError], args: tuple[Any, ...]) -> AguiError:

@@ -128,6 +128,21 @@ def test_a_timeout_past_what_a_clock_holds_is_a_usage_problem(served: Callable[[
     assert endpoint.agent.request_count == 0
 
 
+@pytest.mark.parametrize("option", ["--timeout", "--idle-timeout"])
+@pytest.mark.parametrize("value", ["1e-320", "0.0009"])
+def test_a_timeout_shorter_than_a_socket_can_wait_is_a_usage_problem(served: Callable[[Any], Any], option: str,
+                                                                     value: str) -> None:
+    # (1e-320 was taken and the run ended in a ConnectError, "operation now in progress", naming no option)
+    endpoint = served(ScriptedAgent.interrupts(1))
+
+    ran = agui_here("run", endpoint.url, "-m", "hi", "--yes", option, value)
+
+    assert ran.returncode == 2
+    assert f"argument {option}: '{value}': give at least 0.001 seconds (1 ms: the shortest wait a socket can keep)" \
+        in ran.stderr
+    assert endpoint.agent.request_count == 0
+
+
 def test_the_longest_timeout_taken_still_runs(served: Callable[[Any], Any]) -> None:
     endpoint = served(ScriptedAgent.interrupts(1))
 

@@ -318,6 +318,28 @@ def _sse(*events: dict[str, Any]) -> str:
     return "".join(f"data: {json.dumps(e)}\n\n" for e in events)
 
 
+@pytest.mark.parametrize("form", ["sse", "jsonl"])
+def test_replay_names_the_line_and_byte_of_the_event_that_breaks_the_protocol(tmp_path: Path, form: str) -> None:
+    # replay named the event's number only; in a capture of thousands of lines, finding it meant
+    # counting events by hand, or running verify. It names the line and byte as verify does.
+    events = [{"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+              {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+              {"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "boo"}]
+    text = _sse(*events) if form == "sse" else "".join(json.dumps(e) + "\n" for e in events)
+    capture = tmp_path / f"broken.{form}"
+    capture.write_text(text)
+    offset = text.index('{"type": "TEXT_MESSAGE_CONTENT"') - (len("data: ") if form == "sse" else 0)
+    line = text[:offset].count("\n") + 1
+
+    shown = agui("replay", str(capture))
+    report = json.loads(agui("replay", "--json", str(capture)).stdout)
+
+    assert shown.returncode == 1
+    assert (f"the recording breaks the protocol at event #2 (line {line}, byte {offset}); "
+            f"`agui verify {capture}` lists every finding") in " ".join(shown.stdout.split())
+    assert (report["error"]["index"], report["error"]["line"], report["error"]["offset"]) == (2, line, offset)
+
+
 def test_verify_reports_a_refused_run_finished_once_with_its_line_and_byte_offset(tmp_path: Path) -> None:
     started = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
     capture = tmp_path / "open.sse"
@@ -443,7 +465,7 @@ def test_replay_of_a_folder_names_the_exchange_that_breaks_the_protocol(
     broken = agui("replay", str(tmp_path))
 
     assert broken.returncode == 1
-    assert "the recording breaks the protocol in 02.sse at event #0" in broken.stdout
+    assert "the recording breaks the protocol in 02.sse at event #0 (line 1, byte 0)" in broken.stdout
 
 
 def test_record_on_a_full_disk_says_so_and_the_run_goes_on(served: Callable[[Any], Any], tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import select
 import socket
@@ -23,7 +24,7 @@ import httpcore
 import pytest
 
 import agui_client as ag
-from agui_client.stores import MemoryStore
+from agui_client.stores import MemoryStore, SqliteStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, serve, text_message
 
 #: Every wait of a test, at most: far below the runs' idle timeout.
@@ -229,3 +230,67 @@ def test_a_forked_child_closing_its_copy_of_the_client_leaves_the_parents_run_re
 
     assert [type(r).__name__ for r in results] == ["RunResult"]
     assert results[0].outcome == "success" and results[0].text == "half an answer"
+
+
+def test_closing_the_store_twice_in_a_stream_loop_logs_the_claim_left_below_warning(
+        drive: Any, served: Any, tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # The run's save meets the closed store: its StoreError says the agent answered and the store is
+    # closed. The claim the store could then not give back was also a WARNING, which Python prints on
+    # stderr when the application set no logging up: a line about the caller's own act. It is an INFO
+    # record now, saying the claim stays.
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m-1", "one two three"), Finish()]], cycle=True))
+    store = SqliteStore(tmp_path / "threads.db")
+    caplog.set_level(logging.INFO, logger="agui_client")
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        with pytest.raises(ag.StoreError) as caught, thread.stream("hi") as stream:
+            for _event in stream:
+                store.close()
+                store.close()
+
+    assert (caught.value.closed, caught.value.agent_answered) == (True, True)
+    assert str(caught.value).endswith("but saving the thread failed: the store is closed")
+    mine = [r for r in caplog.records if r.name == "agui_client"]
+    assert [r.getMessage() for r in mine if r.levelno >= logging.WARNING] == []
+    assert [r.getMessage() for r in mine if "claim" in r.getMessage()] == [
+        f"thread {thread.id}: its claim stays: the store was closed before the run gave it back"]
+
+def test_a_store_closed_error_says_it_was_closed() -> None:
+    store = MemoryStore()
+    store.close()
+
+    with pytest.raises(ag.StoreError) as caught:
+        store.load("t1")
+
+    assert (caught.value.closed, caught.value.thread_id, str(caught.value)) == (True, "t1", "the store is closed")
+    assert ag.StoreError("the backend failed").closed is False
+
+
+def test_a_run_waiting_for_the_answers_head_when_the_client_closes_says_the_client_was_closed(
+        drive: Any, served: Any) -> None:
+    # The agent holds its answer's head back; the client is closed from another thread meanwhile. The run
+    # failed with httpx's words for the closed socket ("ReadError: [Errno 9] Bad file descriptor"), as
+    # if the agent or the network had failed; the type and the note were right, the words now say so too.
+    asked, release = threading.Event(), threading.Event()
+
+    async def held_back(run_input: Any) -> list[Any]:
+        asked.set()
+        await asyncio.to_thread(release.wait, BOUND)
+        return [Start(), Finish()]
+
+    endpoint = served(ScriptedAgent([held_back], cycle=True))
+    with drive.client(endpoint.url, idle_timeout=IDLE) as client:
+        closer = threading.Thread(target=lambda: asked.wait(BOUND) and client.close(), daemon=True)
+        closer.start()
+        try:
+            with pytest.raises(ag.TransportError) as caught:
+                client.thread().run("hi")
+        finally:
+            release.set()
+            closer.join(BOUND)
+
+    error = caught.value
+    assert type(error) is ag.TransportError and error.__notes__ == [NOTE]
+    assert str(error).startswith(f"request to {endpoint.url} failed: the client was closed before the agent's "
+                                 "answer came (ReadError: "), str(error)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import agui_client as ag
-from agui_client.core.plan import MAX_SECONDS
+from agui_client.core.plan import MAX_SECONDS, MIN_SECONDS
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Gate, KeepAlive, Pause, ScriptedAgent, Start, Wait
 
@@ -94,7 +94,7 @@ def test_a_run_that_ends_in_time_is_untouched_by_its_deadline(drive: Any, served
     assert result.outcome == "success" and not result.warnings
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, 0, -1, True, "5", 1e308, 1e9 + 1])
+@pytest.mark.parametrize("value", [math.nan, math.inf, 0, -1, True, "5", 1e308, 1e9 + 1, 1e-320, 0.000999])
 @pytest.mark.parametrize("name", ["timeout", "idle_timeout", "run_timeout"])
 def test_a_timeout_that_is_not_a_finite_number_above_zero_is_refused_when_given(
     drive: Any, name: str, value: Any
@@ -106,7 +106,7 @@ def test_a_timeout_that_is_not_a_finite_number_above_zero_is_refused_when_given(
     assert str(caught.value).startswith(f"{name} must be") and repr(value) in str(caught.value)
 
 
-@pytest.mark.parametrize("value", [math.nan, 0, 1e308])
+@pytest.mark.parametrize("value", [math.nan, 0, 1e308, 1e-320])
 def test_a_run_timeout_out_of_range_for_one_run_is_refused_before_the_thread_is_claimed(
     drive: Any, served: Any, value: float
 ) -> None:
@@ -120,6 +120,21 @@ def test_a_run_timeout_out_of_range_for_one_run_is_refused_before_the_thread_is_
         assert str(caught.value).startswith("run_timeout must be")
         assert store.load("t") is None and agent.requests == []  # (nothing claimed, nothing sent)
         assert thread.run("hi").outcome == "success"
+
+
+def test_a_timeout_below_the_shortest_names_the_setting_and_the_bound(drive: Any) -> None:
+    # 1e-320 was taken and ended the connect as a ConnectError ("operation now in progress") or a
+    # ConnectTimeout: the waits under a socket count in whole milliseconds.
+    with pytest.raises(ValueError) as caught:
+        drive.client("http://127.0.0.1:9/agent", idle_timeout=1e-320)
+    assert str(caught.value) == ("idle_timeout must be at least 0.001 seconds (1 ms: the shortest wait a socket "
+                                 "can keep), got 1e-320")
+
+
+def test_the_shortest_timeout_is_taken(drive: Any) -> None:
+    with drive.client("http://127.0.0.1:9/agent", timeout=MIN_SECONDS, idle_timeout=MIN_SECONDS,
+                      run_timeout=MIN_SECONDS) as client:
+        assert (client.timeout, client.idle_timeout, client.run_timeout) == (0.001, 0.001, 0.001)
 
 
 def test_the_longest_timeout_taken_is_a_working_one(drive: Any, served: Any) -> None:

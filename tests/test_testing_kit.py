@@ -803,3 +803,40 @@ def test_serve_returns_the_url_itself() -> None:
     finally:
         server.stop()
     assert not server.running
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ({"headers": {"X-Trace": "a\r\nSet-Cookie: s=1"}},
+     "header 'X-Trace' holds a line break or NUL ('a\\r\\nSet-Cookie: s=1'), which would end the header"),
+    ({"headers": {"X-Who": "Zoë ✓"}}, "header 'X-Who' holds '✓', which is not Latin-1"),
+    ({"content_type": "text/plain\n"}, "content_type holds a line break or NUL"),
+    ({"headers": {"Bad Name": "x"}}, "header name 'Bad Name' is not an HTTP token"),
+    ({"status": 600}, "got status=600: an HTTP status is a whole number from 100 to 599"),
+    ({"status": 99}, "got status=99: an HTTP status is a whole number from 100 to 599"),
+    ({"status": True}, "got status=True: an HTTP status is a whole number from 100 to 599"),
+], ids=["crlf", "not-latin-1", "lf-in-content-type", "space-in-name", "600", "99", "bool"])
+@pytest.mark.parametrize("kind", [Respond, Stream])
+def test_a_head_http_cannot_carry_is_refused_when_the_item_is_made(kind: Any, given: dict[str, Any],
+                                                                  said: str) -> None:
+    # These raised inside the agent as the request came (the Latin-1 encoding, or the server's own
+    # check), cutting the response: the test then failed at its client, far from the script's mistake.
+    made = {"status": 200, **given} if kind is Respond else {"items": [], **given}
+
+    with pytest.raises(ValueError) as caught:
+        kind(**made)
+
+    assert str(caught.value).startswith(f"{kind.__name__}"), str(caught.value)
+    assert said in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("kind", [Respond, Stream])
+def test_a_latin_1_header_and_the_edge_statuses_are_sent_as_given(client: httpx.Client, served: Any,
+                                                                kind: Any) -> None:
+    made = [kind(status=status, headers={"X-Who": "Zoë"}, **({"body": "x"} if kind is Respond else {"items": [b"x"]}))
+            for status in (299, 599)]
+    url = served(ScriptedAgent(made))
+
+    answers = [client.post(url, json=body("t", f"r{n}")) for n in (1, 2)]
+
+    assert [(a.status_code, a.headers["x-who"]) for a in answers] == [
+        (299, "Zoë"), (599, "Zoë")]

@@ -180,7 +180,8 @@ class AgentClient(ClientBase):
         before the store or the agent is asked (``is_closed`` says which it is). A run in flight when
         the client closes fails as its connection is closed under it, at once even when it waits in a
         read in another OS thread or task; its error carries the note
-        "the client was closed while this run was in flight".
+        "the client was closed while this run was in flight". One still waiting for the answer's head
+        fails with ``TransportError`` saying "the client was closed before the agent's answer came".
         """
         self._closed = True
         if self._owns_client:

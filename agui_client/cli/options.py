@@ -34,7 +34,7 @@ from ..client import (
 )
 from ..core.headers import checked_headers
 from ..core.legacy import LEGACY_BRIDGES
-from ..core.plan import MAX_SECONDS
+from ..core.plan import MAX_SECONDS, MIN_SECONDS
 from ..core.retry import DEFAULT_MAX_RETRIES
 from ..errors import InvalidHeader, StoreError
 from ..stores import MAX_LISTING_PAGE, ListingStore, ThreadStore
@@ -43,7 +43,7 @@ from .converse import UsageProblem
 from .terminal import LISTED, listed
 
 __all__ = ["add_connection_options", "add_record_option", "parse_headers", "open_client", "recorder_for",
-           "MAX_SECONDS", "seconds", "retries", "byte_count", "stored_thread_ids"]
+           "MAX_SECONDS", "MIN_SECONDS", "seconds", "retries", "byte_count", "stored_thread_ids"]
 
 #: ``--max-run-bytes`` suffixes (powers of 1,024, as the library's own sizes are given).
 _UNITS = {"": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30}
@@ -82,18 +82,21 @@ def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = T
     add_record_option(parser)
 
 
-# The longest timeout an option takes is the client's own (``checked_seconds``), checked here too so
-# that a value past it is a usage problem (exit 2) rather than the client's ValueError.
+# The shortest and longest timeout an option takes are the client's own (``checked_seconds``), checked
+# here too so that a value past them is a usage problem (exit 2) rather than the client's ValueError.
 
 
 def seconds(text: str) -> float:
-    """An argparse ``type``: a positive, finite number of seconds, at most :data:`MAX_SECONDS`."""
+    """An argparse ``type``: a finite number of seconds from :data:`MIN_SECONDS` to :data:`MAX_SECONDS`."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
+    if value < MIN_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least {MIN_SECONDS} seconds (1 ms: the shortest "
+                                         "wait a socket can keep)")
     if value > MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"{text!r}: give at most {MAX_SECONDS:,.0f} seconds (about 31 years)")
     return value

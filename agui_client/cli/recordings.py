@@ -1,13 +1,13 @@
 """``agui replay`` and ``agui verify``: a recorded response (SSE capture or JSONL) read back.
 
 ``replay`` folds the recording exactly as a live run would and shows where the thread ended up;
-the first protocol error stops it (exit 1), as it would stop a live run. A recording folder
-(``--record DIR``) is folded exchange by exchange into the thread it recorded: each request's new
-messages and state first, as the live thread took them on, then its response. ``verify`` reads the
-whole recording with ``RunSession(collect_errors=True)`` and lists every finding, with the line and
-byte offset of the event it concerns. Both read the recording block by block (never whole, so the
-per-event size limit holds for a file of any size), and exit 2 when the input cannot be read or
-holds no events at all.
+the first protocol error stops it (exit 1), as it would stop a live run, named by its event and the
+line and byte where that event starts. A recording folder (``--record DIR``) is folded exchange by
+exchange into the thread it recorded: each request's new messages and state first, as the live thread
+took them on, then its response. ``verify`` reads the whole recording with
+``RunSession(collect_errors=True)`` and lists every finding, with the line and byte offset of the
+event it concerns. Both read the recording block by block (never whole, so the per-event size limit
+holds for a file of any size), and exit 2 when the input cannot be read or holds no events at all.
 
 The last line of ``agui run --json`` is the thread's wire form, not an event: it is marked
 ``{"kind": "agui.thread", ...}`` and both commands skip it (and the unmarked form older versions
@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 from rich.table import Table
 
 from ..core.fold import ThreadState
-from ..core.replaying import detect_format, replay_events, sse_warnings
+from ..core.replaying import detect_format, sse_warnings
 from ..core.result import RunResult
 from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunSession, fail_framing
 from ..errors import LimitExceeded, ProtocolError, StreamEnded, StreamWarning
@@ -102,7 +102,7 @@ class _Session(RunSession):
 def open_source(path: str, *, in_folder: bool = False) -> Iterator[BinaryIO]:
     """``path`` open for binary reading (``-``: standard input), closed afterwards.
 
-    The caller reads it block by block (``replay_events`` does), so a recording is never held
+    The caller reads it block by block (``_read_located`` does), so a recording is never held
     whole: the per-event size limit trips on an endless line before the file is in memory.
     With ``in_folder`` (a response of a recording folder) only a regular file is read: a FIFO
     there would block the open, a link to a device would never end (``open_recorded``). A path
@@ -151,12 +151,12 @@ def _open_named(path: str) -> BinaryIO:
         raise
 
 
-def _fold(path: str, *, collect: bool) -> tuple[RunSession, RunResult]:
-    session = _Session(collect_errors=collect)
+def _fold(path: str, session: _Session, located: _Located) -> RunResult:
+    """Fold the recording at ``path`` into ``session``, noting in ``located`` where each event starts (a
+    protocol error is then named by line and byte, as ``agui verify`` names its findings)."""
     with open_source(path) as handle:
         try:
-            for _ in replay_events(handle, session):
-                pass
+            _read_located(handle, session, located)
         except OSError as exc:
             raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
         except ProtocolError as exc:
@@ -167,32 +167,24 @@ def _fold(path: str, *, collect: bool) -> tuple[RunSession, RunResult]:
             raise
     if session.index == 0 and not any(isinstance(error, LimitExceeded) for error in session.errors):
         raise Unreadable("no AG-UI events found (expected an SSE capture or JSON lines)")
-    return session, session.end()
+    return session.end()
 
 
 def replay_command(out: Output, path: str, *, as_json: bool) -> int:
     """Fold the recording (a folder, or one file) and show the thread it leaves; the exit status."""
     if path != "-" and os.path.isdir(path):
         return _replay_folder(out, path, as_json=as_json)
+    session = _Session(collect_errors=False)
+    located = _Located(session)
     try:
-        session, result = _fold(path, collect=False)
+        result = _fold(path, session, located)
     except ProtocolError as exc:
-        if as_json:
-            partial = exc.result
-            report: dict[str, Any] = {"error": _finding(exc, "error")}
-            if partial is not None:
-                report.update(_wire(partial))
-            print(json_text(report, indent=2))
-        else:
-            render_error(out, exc)
-            out.line(f"the recording breaks the protocol at event #{exc.index}; "
-                     f"`agui verify {path}` lists every finding", "red")
-        return 1
+        return _broken(out, exc, located, None, as_json=as_json, verify=f"`agui verify {path}`")
     if as_json:
         print(json_text(_wire(result), indent=2))
         return 0
     out.line(f"{'stdin' if path == '-' else path}: {session.index} event(s), {len(result.run_ids)} run(s)", "dim")
-    if isinstance(session, _Session) and session.thread_lines:
+    if session.thread_lines:
         out.line("the thread line `agui run --json` ends with was skipped (a summary, not an event)", "dim")
     _show_thread(out, result)
     return 0
@@ -309,16 +301,16 @@ def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
     events = runs = 0
     for name, sse, state, run_input in folder.runs():
         session = _Session(state, run_input=run_input)
+        located = _Located(session)
         try:
             with open_source(sse, in_folder=True) as handle:
                 try:
-                    for _ in replay_events(handle, session):
-                        pass
+                    _read_located(handle, session, located)
                 except OSError as exc:
                     raise Unreadable(f"cannot read {sse}: {exc.strerror or exc}") from exc
             result = session.end()
         except ProtocolError as exc:
-            return _broken(out, exc, f"{name}.sse", as_json=as_json)
+            return _broken(out, exc, located, f"{name}.sse", as_json=as_json, verify="`agui verify` of that file")
         events += session.index
         runs += len(result.run_ids)
     if result is None:
@@ -338,16 +330,23 @@ def _replay_folder(out: Output, path: str, *, as_json: bool) -> int:
     return 0
 
 
-def _broken(out: Output, exc: ProtocolError, where: str, *, as_json: bool) -> int:
+def _broken(out: Output, exc: ProtocolError, located: _Located, where: str | None, *, as_json: bool,
+            verify: str) -> int:
+    """Report the protocol error that ended a replay: its event, and the line and byte where that event
+    starts in the file (``where``, a folder's file; ``None``: the one recording given)."""
+    finding = _finding(exc, "error")
+    finding["line"], finding["offset"] = located.of(finding["index"])
     if as_json:
-        report: dict[str, Any] = {"error": {**_finding(exc, "error"), "file": where}}
+        report: dict[str, Any] = {"error": finding if where is None else {**finding, "file": where}}
         if exc.result is not None:
             report.update(_wire(exc.result))
         print(json_text(report, indent=2))
     else:
         render_error(out, exc)
-        out.line(f"the recording breaks the protocol in {where} at event #{exc.index}; "
-                 f"`agui verify` of that file lists every finding", "red")
+        place = "" if where is None else f" in {where}"
+        event = "the end" if exc.index is None else f"event #{exc.index}"
+        out.line(f"the recording breaks the protocol{place} at {event} ({_position(finding)}); "
+                 f"{verify} lists every finding", "red")
     return 1
 
 
@@ -410,27 +409,33 @@ class _Located:
 
 
 def _fold_located(path: str, session: _Session | None = None) -> tuple[_Session, _Located, RunResult]:
-    """``_fold(path, collect=True)``, keeping where each event starts in the file; ``session``: one
+    """The recording at ``path`` folded with every finding collected, keeping where each event starts in
+    the file; ``session``: one
     that continues a recorded thread (a folder's run, whose response may hold no event at all: the
     session's end says so as a finding)."""
     alone = session is None
     if session is None:
         session = _Session(collect_errors=True, max_errors=LISTED_ERRORS)
     located = _Located(session)
-    limit = DEFAULT_MAX_EVENT_BYTES
     with open_source(path, in_folder=not alone) as handle:
         try:
-            blocks = iter(lambda: bytes(handle.read(_BLOCK)), b"")
-            first = next(blocks, b"")
-            if detect_format(first) == "jsonl":
-                _jsonl_located(itertools.chain((first,), blocks), session, located, limit)
-            else:
-                _sse_located(itertools.chain((first,), blocks), session, located, limit)
+            _read_located(handle, session, located)
         except OSError as exc:
             raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
     if alone and session.index == 0 and not any(isinstance(error, LimitExceeded) for error in session.errors):
         raise Unreadable("no AG-UI events found (expected an SSE capture or JSON lines)")
     return session, located, session.end()
+
+
+def _read_located(handle: BinaryIO, session: _Session, located: _Located) -> None:
+    """Feed the recording ``handle`` reads, SSE or JSON lines, to ``session`` block by block, noting in
+    ``located`` where each event starts."""
+    blocks = iter(lambda: bytes(handle.read(_BLOCK)), b"")
+    first = next(blocks, b"")
+    if detect_format(first) == "jsonl":
+        _jsonl_located(itertools.chain((first,), blocks), session, located, DEFAULT_MAX_EVENT_BYTES)
+    else:
+        _sse_located(itertools.chain((first,), blocks), session, located, DEFAULT_MAX_EVENT_BYTES)
 
 
 def _sse_located(blocks: Iterator[bytes], session: _Session, located: _Located, limit: int) -> None:

@@ -27,13 +27,22 @@ from .exchange import request_body
 from .headers import RunHeaders
 
 __all__ = ["Plan", "MessageInput", "ToolHandler", "new_messages", "declare", "is_parts", "unencodable",
-           "refuse_unencodable", "refuse_unencodable_item", "encode_input", "checked_seconds", "MAX_SECONDS"]
+           "refuse_unencodable", "refuse_unencodable_item", "encode_input", "checked_seconds", "MIN_SECONDS",
+           "MAX_SECONDS"]
 
 #: What ``run()`` accepts as the new turn: text (a user message), a message, or several messages.
 MessageInput = str | msg.Message | Sequence[msg.Message] | None
 
 ToolHandler = Callable[..., Any]
 
+
+#: The shortest timeout the client takes, in seconds (1 ms). The waits under every connection count in
+#: whole milliseconds: ``poll`` under the socket module, ``epoll``/``kqueue`` under asyncio's selectors,
+#: each rounding a shorter wait up to 1 ms or, for a connection being made, ending it first. Measured on
+#: loopback: under 1 ms every async connect failed (a 1 ns timeout as "could not connect"), at 1 ms about
+#: half did, at 10 ms none; a shorter value is no wait the client can keep, and one that comes out of a
+#: unit mistake (``1e-320``, milliseconds read as days) ended as a connect failure naming no setting.
+MIN_SECONDS = 0.001
 
 #: The longest timeout the client takes (about 31 years), in seconds: a socket's timeout must fit the
 #: platform's clock, and a longer one is no wait anyone means (``None``, where a setting allows it, is
@@ -46,13 +55,14 @@ def checked_seconds(name: str, value: float) -> float: ...
 @typing.overload
 def checked_seconds(name: str, value: float | None) -> float | None: ...
 def checked_seconds(name: str, value: float | None) -> float | None:
-    """``value``, a timeout in seconds, refused unless it is a finite number above 0 and at most
-    :data:`MAX_SECONDS` (or ``None``).
+    """``value``, a timeout in seconds, refused unless it is a finite number from :data:`MIN_SECONDS`
+    to :data:`MAX_SECONDS` (or ``None``).
 
     A NaN or infinite timeout went on to the event loop's timers, which take it one way under asyncio
     (a timeout at the first wait) and another under uvloop (a bare ``ValueError`` in the middle of the
     run); one of 0 or less ended every run at its first wait; a finite one too large for the platform's
-    clock (``1e308``) ended the first read with an ``OverflowError`` from the socket. Refused where it is
+    clock (``1e308``) ended the first read with an ``OverflowError`` from the socket, and one too short
+    to wait (``1e-320``) ended the connect as if the agent could not be reached. Refused where it is
     given instead.
 
     Raises:
@@ -67,6 +77,9 @@ def checked_seconds(name: str, value: float | None) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number of seconds above 0, got {value!r}")
+    if value < MIN_SECONDS:
+        raise ValueError(f"{name} must be at least {MIN_SECONDS} seconds (1 ms: the shortest wait a socket "
+                         f"can keep), got {value!r}")
     if value > MAX_SECONDS:
         raise ValueError(f"{name} must be at most {MAX_SECONDS:.0f} seconds (about 31 years; for no limit, "
                          f"where the setting allows it, give None), got {value!r}")

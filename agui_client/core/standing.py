@@ -270,6 +270,12 @@ class Standing:
         except Exception as exc:
             if not logged:
                 raise
+            if isinstance(exc, StoreError) and exc.closed:
+                # The caller closed the store (or the client holding it) while the run was in flight: the
+                # run's own error says so, and the claim stays as a stopped process leaves one. Nothing
+                # here for them to act on, so not a warning, which Python prints when no logging is set up.
+                logger.info("thread %s: its claim stays: the store was closed before the run gave it back", self.id)
+                return
             logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
                            self.id, exc)
 

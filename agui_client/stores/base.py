@@ -677,4 +677,4 @@ def _newer_format(thread_id: str, format: int) -> StoreError:
 
 def store_closed(thread_id: str | None = None) -> StoreError:
     """The error a closed store raises for any call (naming the thread when the call has one)."""
-    return StoreError("the store is closed", thread_id=thread_id)
+    return StoreError("the store is closed", thread_id=thread_id, closed=True)

@@ -162,8 +162,9 @@ class SqliteStore(_Base):
     """Threads in a SQLite database file, safe to share between threads and processes.
 
     Args:
-        path: the database file (created when missing). ``":memory:"`` is refused: each
-            connection would see its own empty database; use ``MemoryStore``.
+        path: the database file (created when missing), as text, bytes or a path object, as
+            ``sqlite3.connect`` takes it. ``":memory:"`` is refused: each connection would see its own
+            empty database; use ``MemoryStore``.
         timeout: seconds a write waits for another writer's lock before failing with ``StoreError``.
         compaction: when appended changes are folded into the record (the default: :class:`Compaction`).
 
@@ -179,9 +180,12 @@ class SqliteStore(_Base):
             stored = store.load("t1")
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0,
+    def __init__(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes], *, timeout: float = 30.0,
                  compaction: Compaction | None = None) -> None:
-        self._path = os.fspath(path)
+        # Bytes are taken as sqlite3.connect takes them (a name from os.listdir(b".") opens its file):
+        # decoded as the file system's names are, so the checks and messages below read one text path,
+        # and undecodable bytes come back unchanged when sqlite3 encodes the name again.
+        self._path = os.fsdecode(path)
         if self._path in ("", ":memory:") or self._path.startswith("file:"):
             raise ValueError(f"SqliteStore needs a database file path, not {self._path!r} (use MemoryStore)")
         self._where = _shown_path(self._path)

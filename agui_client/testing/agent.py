@@ -269,16 +269,46 @@ def _one_content_type(kind: str, content_type: str | None, headers: Mapping[str,
                          "give the content type once")
 
 
+#: The characters of an HTTP header's name (RFC 9110's ``token``).
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _check_head(kind: str, status: int, content_type: str | None, headers: Mapping[str, str]) -> None:
+    # What the response's head cannot carry raised inside the agent as the request came (the encoding
+    # to Latin-1, or the server's own check of the status and each header), cutting the response: a test
+    # then failed at the client, far from the script's mistake. Refused when the item is made instead.
+    if type(status) is not int or not 100 <= status <= 599:
+        raise ValueError(f"{kind} got status={status!r}: an HTTP status is a whole number from 100 to 599")
+    for name in headers:
+        if not isinstance(name, str) or not name or not set(name) <= _TOKEN:
+            raise ValueError(f"{kind}'s header name {name!r} is not an HTTP token (letters, digits and "
+                             "!#$%&'*+-.^_`|~, no spaces or colons)")
+    given = [("content_type", content_type)] if content_type is not None else []
+    for where, value in [*given, *((f"header {name!r}", value) for name, value in headers.items())]:
+        if not isinstance(value, str):
+            raise ValueError(f"{kind}'s {where} is {type(value).__name__}, not text")
+        if any(c in value for c in "\r\n\x00"):
+            raise ValueError(f"{kind}'s {where} holds a line break or NUL ({value!r}), which would end the "
+                             "header and begin another")
+        try:
+            value.encode("latin-1")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"{kind}'s {where} holds {value[exc.start]!r}, which is not Latin-1, the only "
+                             "text a header carries (encode it, as RFC 8187 does, or send it in the body)") from None
+
+
 @frozen(kw_only=True)
 class Stream:
     """Items streamed under a chosen status, content type and headers (a plain list is a 200 SSE stream).
 
     Attributes:
         items: what is streamed, in order.
-        status: the HTTP status.
+        status: the HTTP status, from 100 to 599.
         content_type: ``text/event-stream`` unless given here or as a ``Content-Type`` among the headers.
         headers: extra response headers. A ``Content-Type`` among them that differs from ``content_type``
-            is refused with ``ValueError`` when the ``Stream`` is made.
+            is refused with ``ValueError`` when the ``Stream`` is made, as are a status out of range, a
+            name that is not an HTTP token, and a value (or ``content_type``) holding CR, LF or NUL or
+            text that is not Latin-1.
     """
 
     items: Sequence[Item]
@@ -287,6 +317,7 @@ class Stream:
     headers: Mapping[str, str] = field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
+        _check_head("Stream", self.status, self.content_type, self.headers)
         _one_content_type("Stream", self.content_type, self.headers)
 
 
@@ -295,12 +326,14 @@ class Respond:
     """A plain HTTP answer instead of an event stream.
 
     Attributes:
-        status: the HTTP status.
+        status: the HTTP status, from 100 to 599.
         body: ``bytes`` and ``str`` are sent as they are; anything else is sent as JSON.
         content_type: defaults to JSON for JSON bodies, ``text/plain`` for text, octets for bytes.
         headers: extra response headers (``{"retry-after": "2"}``); a ``Content-Type`` among them is the
             one sent, as ``content_type`` would be. One that differs from ``content_type`` is refused with
-            ``ValueError`` when the ``Respond`` is made.
+            ``ValueError`` when the ``Respond`` is made, as are a status out of range, a name that is not
+            an HTTP token, and a value (or ``content_type``) holding CR, LF or NUL or text that is not
+            Latin-1.
     """
 
     status: int
@@ -309,6 +342,7 @@ class Respond:
     headers: Mapping[str, str] = field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
+        _check_head("Respond", self.status, self.content_type, self.headers)
         _one_content_type("Respond", self.content_type, self.headers)
         if not isinstance(self.body, (bytes, str)):
             _check_json("Respond's body", self.body)

@@ -53,7 +53,7 @@ def _journal_mode(path: Path) -> str:
         return mode
 
 
-def _refused(path: str | Path) -> str:
+def _refused(path: str | bytes | Path) -> str:
     with pytest.raises(StoreError) as caught:
         SqliteStore(path)
     assert caught.value.thread_id is None
@@ -121,6 +121,25 @@ def test_a_store_file_and_a_new_file_still_open(tmp_path: Path) -> None:
         with SqliteStore(path) as store:
             loaded = store.load("t")
             assert loaded is not None and loaded.data == {"n": 1}
+
+
+def test_a_bytes_path_opens_the_file_it_names_as_sqlite3_does(tmp_path: Path) -> None:
+    # (bytes as os.listdir(b".") hands them, including a name that is not valid UTF-8; before, a bytes
+    # path ended in a TypeError from a string check deep inside the constructor)
+    for name in (b"threads.db", b"caf\xe9.db"):
+        path = os.fsencode(tmp_path) + b"/" + name
+        with SqliteStore(path) as store:
+            store.save("t", {"n": 1}, expected_version=None)
+        assert name in os.listdir(os.fsencode(tmp_path))
+        with SqliteStore(Path(os.fsdecode(path))) as store:
+            loaded = store.load("t")
+            assert loaded is not None and loaded.data == {"n": 1}
+
+
+def test_a_bytes_path_holding_a_nul_is_refused_as_a_text_one_is(tmp_path: Path) -> None:
+    said = _refused(os.fsencode(tmp_path) + b"/threads\x00.db")
+
+    assert said.startswith("SQLite store ") and "the path holds a NUL character" in said
 
 
 def test_a_directory_is_refused_saying_it_is_one(tmp_path: Path) -> None:
