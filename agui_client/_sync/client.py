@@ -98,7 +98,8 @@ class AgentClient(ClientBase):
             it is read (the body's bytes, 64 for each ``[``, ``{``, ``,`` and ``:`` of its events' values, 1 KiB
             for each message, tool call and run it adds), ``DEFAULT_MAX_RUN_MEMORY`` (1 GiB) by default,
             ``None`` for no bound. ``max_run_bytes`` alone let many small entities, or state dense with
-            small containers, make the thread hold 10-30 times the body. A read that would pass it is
+            small containers, make the thread hold 10-30 times the body. An event of 128 KiB or more is
+            also charged, while it is parsed, what parsing it takes. A read that would pass it is
             refused before it is folded: ``LimitExceeded`` (code ``RUN-MEMORY``, naming the event it
             stopped at; ``.result`` holds what was folded). Read when each run starts.
         store: where threads are kept between runs (``MemoryStore`` by default).
