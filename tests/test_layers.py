@@ -75,9 +75,12 @@ RUN_PROTOCOL = ["core/effects.py", "core/standing.py", "core/flow.py"]
 #: use, the parsers and their proofs, then the two readers built on them (stored records, a large
 #: object's array slice by slice), neither of which the parsers know.
 JSON_TEXT = ["wire/values.py", "wire/writeback.py", "wire/jsonio.py", "wire/records.py", "wire/slices.py"]
+#: When an interrupt expires is read and judged without the resume rules, which ask it.
+RESUME_RULES = ["core/expiry.py", "core/interrupts.py"]
 
 
-@pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT], ids=["run-protocol", "json-text"])
+@pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES],
+                         ids=["run-protocol", "json-text", "resume-rules"])
 def test_a_chain_of_modules_imports_one_way(chain: list[str]) -> None:
     for n, name in enumerate(chain):
         later = [m.replace("/", ".").removesuffix(".py") for m in chain[n + 1:]]
