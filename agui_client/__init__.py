@@ -13,8 +13,9 @@ from __future__ import annotations
 from . import errors as _errors
 from ._version import __version__
 from .client import AgentClient, AsyncAgentClient
+from .core.expiry import is_expired, parse_expires_at
 from .core.fold import RunErrorInfo, StepRecord, SubagentRecord, ThreadState, parsed_arguments
-from .core.interrupts import AnswerProblem, ResumeBuilder, check_answer, check_resume, is_expired, parse_expires_at
+from .core.interrupts import AnswerProblem, ResumeBuilder, check_answer, check_resume
 from .core.replaying import replay
 from .core.result import RunResult
 from .core.session import RunSession

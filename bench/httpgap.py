@@ -37,7 +37,7 @@ import httpx  # noqa: E402
 
 from agui_client import AgentClient, replay  # noqa: E402
 from agui_client.stores import MemoryStore, StoredThread  # noqa: E402
-from agui_client.wire.jsonio import dump_record  # noqa: E402
+from agui_client.wire.records import dump_record  # noqa: E402
 from bench import gen  # noqa: E402
 from bench.run import BASE_SCALE, TINY_SCALE, make_stream  # noqa: E402
 from bench.servers import ProcessStreamServer  # noqa: E402

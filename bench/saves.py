@@ -47,7 +47,7 @@ import httpx  # noqa: E402
 
 from agui_client import AgentClient  # noqa: E402
 from agui_client.stores import MemoryStore, SqliteStore, StoredThread, ThreadStore  # noqa: E402
-from agui_client.wire.jsonio import dump_record  # noqa: E402
+from agui_client.wire.records import dump_record  # noqa: E402
 
 __all__ = ["main", "measure"]
 

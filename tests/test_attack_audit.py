@@ -462,7 +462,7 @@ def test_an_error_about_what_is_left_open_names_ten_ids_and_counts_the_rest(driv
 
 def test_an_unreadable_expires_at_is_quoted_cut_short_in_its_warning() -> None:
     # The whole value was quoted: an expiresAt of a megabyte made a warning line of a megabyte.
-    from agui_client.core.interrupts import is_expired
+    from agui_client.core.expiry import is_expired
     from agui_client.types.run import Interrupt
 
     with pytest.warns(ag.AguiWarning) as caught:

@@ -71,11 +71,19 @@ def test_the_sync_thread_shell_imports_nothing_of_the_async_one() -> None:
 #: The run protocol's modules, each importing none after it: the effects are the vocabulary between the
 #: protocol and its shells, the standing in the store speaks it, and the conversation stands on both.
 RUN_PROTOCOL = ["core/effects.py", "core/standing.py", "core/flow.py"]
+#: The JSON text modules, the same way: JSON's Python values, the writing back that jsonio's proofs
+#: use, the parsers and their proofs, then the two readers built on them (stored records, a large
+#: object's array slice by slice), neither of which the parsers know.
+JSON_TEXT = ["wire/values.py", "wire/writeback.py", "wire/jsonio.py", "wire/records.py", "wire/slices.py"]
+#: When an interrupt expires is read and judged without the resume rules, which ask it.
+RESUME_RULES = ["core/expiry.py", "core/interrupts.py"]
 
 
-def test_the_run_protocols_modules_import_one_way() -> None:
-    for n, name in enumerate(RUN_PROTOCOL):
-        later = [m.replace("/", ".").removesuffix(".py") for m in RUN_PROTOCOL[n + 1:]]
+@pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES],
+                         ids=["run-protocol", "json-text", "resume-rules"])
+def test_a_chain_of_modules_imports_one_way(chain: list[str]) -> None:
+    for n, name in enumerate(chain):
+        later = [m.replace("/", ".").removesuffix(".py") for m in chain[n + 1:]]
         assert [m for m in _runtime_imports(PACKAGE / name) if m in later] == [], name
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from agui_client.core.interrupts import parse_expires_at
+from agui_client.core.expiry import parse_expires_at
 from agui_client.types.run import Interrupt, ResumeEntry
 from agui_client.wire.codec import decode
 

@@ -22,8 +22,8 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
+from ..core.expiry import parse_expires_at
 from ..core.fold import ThreadState, sum_usage
-from ..core.interrupts import parse_expires_at
 from ..core.result import RunResult
 from ..errors import AguiError, HTTPStatusError, ProtocolError, ResumeRefused, StreamWarning
 from ..terminal import InertDeltas

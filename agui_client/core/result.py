@@ -18,8 +18,8 @@ from ..errors import RunFailed, StreamWarning
 from ..wire.types import messages as msg
 from ..wire.types import run as rn
 from ..wire.types.base import JSON
+from .expiry import is_expired
 from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
-from .interrupts import is_expired
 
 __all__ = ["RunResult"]
 

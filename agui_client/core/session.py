@@ -24,14 +24,13 @@ from ..wire import codec
 from ..wire.derive import MISS
 from ..wire.jsonio import (
     DEFAULT_MAX_DEPTH,
-    SLICED_MIN,
     json_problem,
     parse_batch,
     parse_json,
     read_refused,
-    read_slices,
 )
 from ..wire.sink import WARNINGS_PER_CODE, WarningList, WarningSink
+from ..wire.slices import SLICED_MIN, read_slices
 from ..wire.types import events as ev
 from ..wire.types import run as rn
 from ..wire.types.base import JSON

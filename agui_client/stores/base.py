@@ -21,7 +21,7 @@ from typing_extensions import Self
 
 from .._inert import quoted_name
 from ..errors import ConcurrentResume, StoreError
-from ..wire.jsonio import RepeatedKey, dump_record, load_record
+from ..wire.records import RepeatedKey, dump_record, load_record
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore", "Head",
            "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE", "MAX_THREAD_ID_BYTES",

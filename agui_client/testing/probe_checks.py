@@ -16,7 +16,7 @@ import attrs
 
 from ..core import legacy
 from ..core import schema as _schema
-from ..core.interrupts import parse_expires_at
+from ..core.expiry import parse_expires_at
 from ..core.result import RunResult
 from ..errors import ProtocolError, StreamWarning
 from ..wire.jsonio import dump_json

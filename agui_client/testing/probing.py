@@ -45,8 +45,9 @@ from .._inert import named
 from ..cli.forms import yes_payload
 from ..client import AsyncAgentClient
 from ..core.exchange import StreamHandle
+from ..core.expiry import is_expired
 from ..core.fold import ThreadState
-from ..core.interrupts import check_resume, is_expired
+from ..core.interrupts import check_resume
 from ..core.redact import displayed_url
 from ..core.session import RunSession
 from ..errors import (

@@ -35,13 +35,12 @@ from .jsonio import (
     DEFAULT_MAX_DEPTH,
     MAX_SAFE_INT,
     NOT_AN_EVENT,
-    SLICED_MIN,
     escape,
     parse_json,
-    read_slices,
 )
 from .policy import ALWAYS_LEGACY_NULL, LEGACY_NULLS, TAG_NAMES, WIRE_REQUIRED, FieldError, check_patch, checks
 from .sink import DROP_WARNINGS, WarningSink, collect_warnings, warn
+from .slices import SLICED_MIN, read_slices
 from .types import events as ev
 from .types import messages as msg
 from .types import run as rn

@@ -9,11 +9,13 @@ Everything that reads or writes JSON in the package goes through here, so the de
   or the colons equal the keys of a flat object) shows the strict checks cannot find anything, so
   they run only on what the proof cannot vouch for. Integers beyond 64 bits, which orjson reads as
   inexact floats, go to the standard library's parser, which reads them exactly.
-* :func:`parse_batch` does the same for many small payloads at once; :func:`read_slices` reads a
-  large object's array a slice at a time.
-* :func:`dump_json`, :func:`dump_record` and :func:`load_record` write and read exactly: lone UTF-16
-  halves, integers beyond 64 bits, ``NaN`` and non-JSON Python values are handled or refused; a stored
-  record repeating a key is refused as an event repeating one is (:class:`RepeatedKey`).
+* :func:`parse_batch` does the same for many small payloads at once. Its proofs are this module's
+  for every reader of JSON text: :func:`proved_exact` (the strict proof that orjson read a text
+  exactly), :func:`read_inexactly` and :func:`first_duplicate`, which the stored records' reader
+  (:mod:`~agui_client.wire.records`) and the slice-by-slice reader of a large object's array
+  (:mod:`~agui_client.wire.slices`) build on.
+* :func:`dump_json` writes exactly: lone UTF-16 halves are written as their escapes, ``NaN`` and
+  non-JSON Python values are refused.
 * :func:`json_problem` says whether a Python value is JSON at all, and where it is not (the
   values' other questions and their copies are :mod:`~agui_client.wire.values`').
 
@@ -26,17 +28,27 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import accumulate
 from typing import Any, overload
 
 from ..errors import AguiWarning, DecodeError, LimitExceeded
-from .values import ORJSON, plain_json
+from .values import ORJSON
 from .writeback import SLICED_DEPTH, WRITE_WHOLE, dense, write_sliced
 
 # (bound here as well: the parsers read it on every call, and a test sets it to None to take the
-# standard library's path)
+# standard library's path, which the record and slice readers take too: see orjson_in_use)
 _orjson: Any = ORJSON
+
+
+def orjson_in_use() -> Any:
+    """orjson as the JSON readers and writers use it, or ``None`` for the standard library's path.
+
+    Read at call time from this module's binding, by :mod:`~agui_client.wire.records` and
+    :mod:`~agui_client.wire.slices` as by the parsers here: a test (and the benchmark's stdlib case)
+    sets that one binding to ``None``, and every reader then takes the standard library's path.
+    """
+    return _orjson
 
 
 __all__ = [
@@ -48,12 +60,12 @@ __all__ = [
     "parse_batch",
     "read_refused",
     "leading_type",
-    "read_slices",
-    "SLICED_MIN",
+    "orjson_in_use",
+    "ORJSON_WRITE_DEPTH",
+    "proved_exact",
+    "read_inexactly",
+    "first_duplicate",
     "dump_json",
-    "dump_record",
-    "load_record",
-    "RepeatedKey",
     "json_problem",
     "outside_strings",
     "escape",
@@ -326,14 +338,14 @@ def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_d
                 if colons < 0:
                     colons = blob.count(b":")
                 rewritten = _rewrite(value, blob)
-                if rewritten == blob and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH:
+                if rewritten == blob and ORJSON_WRITE_DEPTH is not None and max_depth >= ORJSON_WRITE_DEPTH:
                     # orjson writes back exactly the text it read: no key was dropped as a duplicate, no
                     # integer became a float, and the value was shallow enough for orjson to write.
                     return value
             # orjson turns integers beyond 64 bits (19+ digits) into (inexact) floats: those go to the
             # stdlib parser.
             # A run of digits is mostly in a string (an id); a value without any float read none.
-            if _LONG_DIGIT_RUN not in blob.translate(_DIGITS_ONLY) or not _has_float(value):
+            if not read_inexactly(blob, value):
                 return _check_parsed(blob, value, max_depth, check_duplicates, colons, rewritten)
     value = _parse_stdlib(raw, max_depth)
     return _check_parsed(raw, value, max_depth, check_duplicates, -1, None)
@@ -341,6 +353,13 @@ def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_d
 
 _NOT_PARSED: Any = object()
 _UNREADABLE: Any = object()  # orjson refused the text (the stdlib parser says why, or reads it)
+
+
+def read_inexactly(raw: bytes, value: Any) -> bool:
+    """Whether orjson, reading ``raw`` as ``value``, may have read an integer beyond 64 bits (19+
+    digits) as an inexact float: a run of that many digits in the text (mostly in a string, an id)
+    and a float in the value (which a value without one cannot have read)."""
+    return _LONG_DIGIT_RUN in raw.translate(_DIGITS_ONLY) and _has_float(value)
 
 
 def _has_float(value: Any) -> bool:
@@ -376,7 +395,7 @@ def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates
     if len(raw) > max_depth:
         # orjson refuses to write anything nested deeper than it can: when it writes the value, the
         # value is shallow enough and the walk is not needed (the rewrite also serves _no_duplicates).
-        shortcut = _orjson is not None and _ORJSON_WRITE_DEPTH is not None and max_depth >= _ORJSON_WRITE_DEPTH
+        shortcut = _orjson is not None and ORJSON_WRITE_DEPTH is not None and max_depth >= ORJSON_WRITE_DEPTH
         counted: int | None = None
         if shortcut and (rewritten is not None or len(raw) > _LARGE):
             brackets = max_depth + 1  # counting costs more than the rewrite
@@ -412,7 +431,7 @@ def _rewrite(value: Any, text: bytes | str) -> bytes | None:
         if len(text) <= WRITE_WHOLE or not dense(text):
             return bytes(_orjson.dumps(value))
         pieces: list[bytes] = []
-        write_sliced(value, pieces, _orjson.dumps, _ORJSON_WRITE_DEPTH or SLICED_DEPTH)
+        write_sliced(value, pieces, _orjson.dumps, ORJSON_WRITE_DEPTH or SLICED_DEPTH)
         return b"".join(pieces)
     except (TypeError, ValueError):
         return None  # lone surrogates, integers beyond 64 bits, or too deep
@@ -442,10 +461,31 @@ def _orjson_write_depth() -> int | None:
     return None
 
 
-_ORJSON_WRITE_DEPTH = _orjson_write_depth()
+#: The deepest nesting orjson writes, measured at import (``None``: orjson missing, or no limit below
+#: 2048 levels): where it refuses deeper, its writing a value back proves the value's depth too.
+ORJSON_WRITE_DEPTH = _orjson_write_depth()
 #: The least ``max_depth`` for which "orjson writes it back" also proves the depth limit (no proof when
 #: orjson has no write limit of its own).
-_ORJSON_PROOF_DEPTH = _ORJSON_WRITE_DEPTH if _ORJSON_WRITE_DEPTH is not None else 2**62
+_ORJSON_PROOF_DEPTH = ORJSON_WRITE_DEPTH if ORJSON_WRITE_DEPTH is not None else 2**62
+
+
+def proved_exact(text: bytes, value: Any) -> bool:
+    """``text`` (parsed by orjson as ``value``) has no integer orjson read inexactly, a depth orjson can
+    write, and no duplicated key at any level (the colon proof of ``_no_duplicates``, nothing skipped).
+
+    Stricter than what :func:`parse_json` asks of an event: the proof a slice of a large array
+    (:mod:`~agui_client.wire.slices`) and a stored record (:mod:`~agui_client.wire.records`) must give
+    to be taken as orjson read it.
+    """
+    rewritten = _rewrite(value, text)
+    if rewritten is None:
+        return False
+    if rewritten == text:
+        return True  # orjson wrote back exactly what it read: no key dropped, no number changed
+    if read_inexactly(text, value):
+        return False
+    escaped = text.count(b"\\u003a") + text.count(b"\\u003A") if b"\\u003" in text else 0
+    return text.count(b":") + escaped == rewritten.count(b":")
 
 
 def _parse_stdlib(raw: bytes | str, max_depth: int) -> Any:
@@ -597,12 +637,12 @@ def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
         try:
             _strict_decoder.decode(text)
         except _DuplicateKey:
-            found = _first_duplicate(text)
+            found = first_duplicate(text)
         else:
             found = None
     elif _pair_count_decoder.decode(text) != len(value):
         # the top-level object repeats a key spelled differently (``"n\\u0061me"`` and ``"name"``)
-        found = _first_duplicate(text)
+        found = first_duplicate(text)
     else:
         found = None
     if found is not None:
@@ -612,7 +652,7 @@ def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
                           rule=NOT_AN_EVENT)
 
 
-def _first_duplicate(text: str) -> tuple[str, str] | None:
+def first_duplicate(text: str) -> tuple[str, str] | None:
     """The pointer and name of the first repeated member, in the order the strict reader meets them
     (an object's members before the object: the order objects close), or ``None``.
 
@@ -792,206 +832,3 @@ def json_problem(value: Any, *, lone_surrogates: bool = False) -> tuple[str, str
         else:
             stack.extend(reversed([(child, str(n), False) for n, child in enumerate(item)]))
     return None
-
-
-
-
-# --------------------------------------------------------------------------------------------------
-# Stored records
-# --------------------------------------------------------------------------------------------------
-
-
-def dump_record(record: dict[str, Any]) -> str | bytes:
-    """JSON for a stored record: UTF-8 ``bytes`` from orjson when it can write the data exactly, else text.
-
-    Both forms hold no lone surrogate, so UTF-8 backends can store them: orjson refuses to write one,
-    and the stdlib fallback escapes everything outside ASCII.
-
-    Raises:
-        TypeError, ValueError: the record is not JSON (``NaN``/``Infinity`` included: another reader
-            could not parse them).
-    """
-    if _orjson is not None:
-        # Five to nine times faster than the stdlib encoder, with one output buffer instead of its
-        # chunk list plus the joined text. orjson also writes what json.dumps refuses (NaN as null,
-        # datetimes, dataclasses …): the scan sends any of those to the stdlib path, which decides.
-        # It runs second because orjson's own refusals (cycles, lone surrogates, non-str keys,
-        # integers beyond 64 bits) are what guarantee the scan a finite, acyclic tree; messages
-        # from dump(share_state=True) were checked while they were built and are not walked again.
-        try:
-            blob: bytes = _orjson.dumps(record)
-        except TypeError:  # orjson.JSONEncodeError
-            pass
-        else:
-            if plain_json(record):
-                return blob
-    return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-
-
-class RepeatedKey(ValueError):
-    """A stored record's JSON names one member twice in an object (:func:`load_record` refuses it).
-
-    Attributes:
-        key: the repeated member's name.
-        pointer: the JSON pointer of its second occurrence (as a repeated key in an event is named).
-    """
-
-    def __init__(self, key: str, pointer: str) -> None:
-        super().__init__(f"repeated key {key!r} at {pointer}")
-        self.key = key
-        self.pointer = pointer
-
-
-def load_record(text: str | bytes) -> Any:
-    """A stored record's JSON, read exactly (integers of any length, escaped lone surrogates).
-
-    A record repeating a key in one object is refused, as an event that does is (TR-09): no writer of
-    ours makes one, and which of the two values is the record's is not for the reader to guess.
-
-    Raises:
-        RepeatedKey: an object names a member twice (a ``ValueError``, naming it and where).
-        ValueError, RecursionError: the text is not JSON.
-    """
-    # orjson refuses escaped lone surrogates, which the stdlib encoder writes.
-    escaped = (b"\\u" in text) if isinstance(text, bytes) else ("\\u" in text)
-    if _orjson is None or escaped:
-        data = json.loads(text)
-    else:
-        try:
-            data = _orjson.loads(text)
-        except ValueError:
-            # orjson refuses an integer too large for a double (309+ digits), which the stdlib reads
-            # exactly; the stdlib's own refusal says what is wrong.
-            data = json.loads(text)
-        else:
-            if _inexact(text, data):  # (an integer beyond 64 bits read as a float)
-                data = json.loads(text)
-    if not _written_back(text, data):
-        found = _first_duplicate(text if isinstance(text, str) else text.decode("utf-8", "surrogatepass"))
-        if found is not None:
-            raise RepeatedKey(found[1], found[0])
-    return data
-
-
-def _written_back(text: str | bytes, data: Any) -> bool:
-    """A cheap proof that ``text`` (read as ``data``) repeats no key: the writer that made it writes
-    ``data`` back as exactly ``text`` (``dump_record``'s two forms), or the colons of the text are
-    those of the value written back (a key dropped as repeated takes its colon along)."""
-    if type(data) is not dict and type(data) is not list:
-        return True  # (a scalar holds no object)
-    if _orjson is not None:
-        raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-        if _proved_exact(raw, data):
-            return True
-    try:
-        written = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError):
-        return False
-    if isinstance(text, bytes):
-        return written.encode("ascii") == text
-    return written == text
-
-
-def _inexact(text: str | bytes, data: Any) -> bool:
-    """Whether orjson may have read an integer beyond 64 bits (19+ digits) as an inexact float."""
-    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    return _LONG_DIGIT_RUN in raw.translate(_DIGITS_ONLY) and _has_float(data)
-
-
-# --------------------------------------------------------------------------------------------------
-# A large object's array, read slice by slice
-# --------------------------------------------------------------------------------------------------
-#
-# Parsed whole, a snapshot of thousands of messages exists three times over while it is decoded:
-# orjson's working memory (about 15x the text), the tree of dicts, and the typed messages; and the
-# tree's thousands of containers, all alive at once, make the cyclic GC walk them again and again.
-# Read as slices of whole items, each slice's dicts die as soon as the caller has used them.
-#
-# Where a slice may end: ``},{"`` never occurs inside a JSON string (the quote would be escaped), so
-# it always separates two objects; but they may be nested inside an item (two tool calls). The slice
-# up to such a ``}`` is parsed as ``[`` + slice + ``]``: that is valid JSON exactly when the slice is
-# a sequence of whole values, i.e. when the ``}`` closes an item; otherwise the next candidate is
-# tried. Each slice, and the rest of the object with the head put back, must then prove what
-# parse_json proves, more strictly: no long digit run, a depth orjson can write back, and the colon
-# count of the written-back value (no duplicated key anywhere, so the general path's gate on nested
-# duplicates can never matter). Any doubt returns ``None``: the caller reads the whole payload, and
-# parse_json alone decides errors and warnings.
-
-#: Payloads below this size are read whole (a call to :func:`read_slices` costs more than it saves).
-SLICED_MIN = 256 * 1024
-#: The items of one slice span at least this many bytes (a slice ends at the next item end).
-_SLICE = 64 * 1024
-#: Candidate ends tried per slice before giving up on slicing (they were all inside items).
-_SLICE_MISSES = 16
-_ITEM_BOUNDARY = b'},{"'
-
-
-def read_slices(raw: bytes | str, head: bytes, key: str, max_depth: int,
-                use: Callable[[list[Any]], Any]) -> tuple[list[Any], dict[str, Any]] | None:
-    """A large JSON object that starts with ``head`` (which opens the array ``key``), read a slice of
-    the array at a time; ``None`` when it is not read that way (orjson missing, a doubt). The caller
-    decides what is large (:data:`SLICED_MIN` bytes and more).
-
-    Args:
-        raw: the payload.
-        head: its exact first bytes, up to and including the array's ``[``.
-        key: the array's key in the object.
-        max_depth: the nesting limit, as for :func:`parse_json`.
-        use: called with each slice (a list of parsed items) in order; may raise to abandon the read
-            (the exception propagates).
-
-    Returns:
-        What ``use`` returned for each slice, and the object with its ``key`` emptied.
-    """
-    if (type(raw) is not bytes or not raw.startswith(head)
-            or _orjson is None or _ORJSON_WRITE_DEPTH is None or max_depth <= _ORJSON_WRITE_DEPTH):
-        return None
-    loads, failed, find = _orjson.loads, _orjson.JSONDecodeError, raw.find
-    parts: list[Any] = []
-    start = len(head)  # each slice starts at an item's "{" (or at the array's end)
-    search = start + _SLICE
-    misses = 0
-    while True:
-        cut = find(_ITEM_BOUNDARY, search)
-        if cut < 0:
-            break
-        piece = b"[" + raw[start:cut + 1] + b"]"
-        try:
-            items = loads(piece)
-        except failed:
-            misses += 1
-            if misses > _SLICE_MISSES:
-                return None
-            search = cut + 1  # that "}" closed something inside an item: the next candidate
-            continue
-        if not _proved_exact(piece, items):
-            return None
-        parts.append(use(items))
-        del items, piece
-        start = cut + 2
-        search = start + _SLICE
-        misses = 0
-    rest = head + raw[start:]
-    try:
-        value = loads(rest)
-    except failed:
-        return None
-    if type(value) is not dict or not _proved_exact(rest, value) or type(value.get(key)) is not list:
-        return None
-    parts.append(use(value[key]))
-    value[key] = []
-    return parts, value
-
-
-def _proved_exact(text: bytes, value: Any) -> bool:
-    """``text`` (parsed by orjson as ``value``) has no integer orjson read inexactly, a depth orjson can
-    write, and no duplicated key at any level (the colon proof of ``_no_duplicates``, nothing skipped)."""
-    rewritten = _rewrite(value, text)
-    if rewritten is None:
-        return False
-    if rewritten == text:
-        return True  # orjson wrote back exactly what it read: no key dropped, no number changed
-    if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY) and _has_float(value):
-        return False
-    escaped = text.count(b"\\u003a") + text.count(b"\\u003A") if b"\\u003" in text else 0
-    return text.count(b":") + escaped == rewritten.count(b":")

@@ -5,7 +5,8 @@
   :func:`has_surrogate` finds half a character that UTF-8 cannot write; :func:`is_json` judges a text.
 * :func:`copy_json` and :func:`deep_copy` copy JSON trees without recursion.
 
-Reading and writing JSON text, with its defences, is :mod:`~agui_client.wire.jsonio`'s.
+Reading and writing JSON text, with its defences, is :mod:`~agui_client.wire.jsonio`'s (stored
+records :mod:`~agui_client.wire.records`', a large array slice by slice :mod:`~agui_client.wire.slices`').
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import re
 from typing import Any
 
 #: orjson, the optional faster parser and writer, or ``None`` when it is not installed: imported here
-#: only, for this module and :mod:`~agui_client.wire.jsonio` (the package works without it).
+#: only, for this module and :mod:`~agui_client.wire.jsonio` (the package works without it; the
+#: record and slice readers take it from jsonio, where a test can set it to ``None``).
 ORJSON: Any
 try:
     import orjson as ORJSON

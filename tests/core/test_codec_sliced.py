@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from agui_client import replay
 from agui_client.errors import ProtocolError
 from agui_client.types import events as ev
-from agui_client.wire import codec, jsonio
+from agui_client.wire import codec, jsonio, slices
 from agui_client.wire.codec import decode_event
 from agui_client.wire.sink import collect_warnings
 
@@ -47,7 +47,7 @@ def _general(raw: bytes) -> tuple[str, Any, list[Any]]:
 
 def _sliced(raw: bytes, monkeypatch: pytest.MonkeyPatch, step: int, max_depth: int = 512) -> Any:
     monkeypatch.setattr(codec, "SLICED_MIN", 0)
-    monkeypatch.setattr(jsonio, "_SLICE", step)
+    monkeypatch.setattr(slices, "_SLICE", step)
     return codec.decode_large(raw, max_depth)
 
 
@@ -120,7 +120,7 @@ def test_decode_event_says_the_same_with_slicing_on(raw: bytes, step: int) -> No
     """Whatever the payload, the public result (event, error and pointer, warnings) does not change."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(codec, "SLICED_MIN", 0)
-        monkeypatch.setattr(jsonio, "_SLICE", step)
+        monkeypatch.setattr(slices, "_SLICE", step)
         with collect_warnings() as sink:
             try:
                 result: tuple[str, Any] = ("ok", decode_event(raw))
@@ -181,7 +181,7 @@ def test_anything_not_proved_plain_is_left_to_the_general_path(name: str, raw: b
 def test_the_general_path_points_at_the_bad_message(monkeypatch: pytest.MonkeyPatch) -> None:
     raw = _snapshot([*PLAIN[:3], {"id": "w", "role": "user", "content": 5}, *PLAIN[3:]])
     monkeypatch.setattr(codec, "SLICED_MIN", 0)
-    monkeypatch.setattr(jsonio, "_SLICE", 1)
+    monkeypatch.setattr(slices, "_SLICE", 1)
     with pytest.raises(ProtocolError) as caught:
         decode_event(raw)
     assert caught.value.pointer == "/messages/3/content"
@@ -189,15 +189,38 @@ def test_the_general_path_points_at_the_bad_message(monkeypatch: pytest.MonkeyPa
 
 def test_a_low_depth_limit_is_never_vouched_for_by_the_writer(monkeypatch: pytest.MonkeyPatch) -> None:
     raw = _snapshot(PLAIN)
-    assert _sliced(raw, monkeypatch, 5, max_depth=jsonio._ORJSON_WRITE_DEPTH or 0) is None
+    assert _sliced(raw, monkeypatch, 5, max_depth=jsonio.ORJSON_WRITE_DEPTH or 0) is None
     assert _sliced(raw, monkeypatch, 5, max_depth=2) is None
+
+
+def test_the_slice_reader_takes_orjson_from_jsonios_one_binding(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (it lives beside jsonio but reads orjson from jsonio's binding at call time: what the stdlib-path
+    # tests and the benchmark set there, set aside or counted, holds for the slices too)
+    real = jsonio._orjson
+    read: list[int] = []
+
+    class Counted:
+        JSONDecodeError = real.JSONDecodeError
+        dumps = real.dumps
+
+        def loads(self, text: bytes) -> Any:
+            read.append(len(text))
+            return real.loads(text)
+
+    raw = _snapshot(PLAIN)
+    monkeypatch.setattr(jsonio, "_orjson", Counted())
+    assert _sliced(raw, monkeypatch, 5) is not None
+    assert len(read) > 2 and max(read) < len(raw)  # (slices and the rest, never the whole payload)
+    monkeypatch.setattr(jsonio, "_orjson", None)
+    assert _sliced(raw, monkeypatch, 5) is None
+    assert decode_event(raw) == _general(raw)[1]
 
 
 def test_a_boundary_inside_every_message_gives_up_after_a_few_misses(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = [{"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": ""}} for i in range(60)]
     raw = _snapshot([{"id": "a", "role": "assistant", "toolCalls": calls}, *PLAIN])
     assert _sliced(raw, monkeypatch, 1) is None  # 59 candidate ends inside the first message
-    monkeypatch.setattr(jsonio, "_SLICE_MISSES", 100)
+    monkeypatch.setattr(slices, "_SLICE_MISSES", 100)
     event = codec.decode_large(raw, 512)
     assert _general(raw) == ("ok", event, [])
 
@@ -222,7 +245,7 @@ def test_replay_folds_a_sliced_snapshot_as_the_general_path_does(form: str, monk
         b"data: " + line + b"\n\n" for line in lines)
     general = replay(data)
     monkeypatch.setattr(codec, "SLICED_MIN", 0)
-    monkeypatch.setattr(jsonio, "_SLICE", 3)
+    monkeypatch.setattr(slices, "_SLICE", 3)
     sliced = replay(data)
     assert sliced.state.to_wire() == general.state.to_wire()
     assert sliced.new_messages == general.new_messages
@@ -234,7 +257,7 @@ def test_replay_reports_a_bad_snapshot_message_with_its_pointer(monkeypatch: pyt
     bad = {"type": "MESSAGES_SNAPSHOT", "messages": [*PLAIN[:3], {"id": "w", "role": "user", "content": 5}]}
     data = b"\n".join(_compact(e) for e in [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, bad])
     monkeypatch.setattr(codec, "SLICED_MIN", 0)
-    monkeypatch.setattr(jsonio, "_SLICE", 2)
+    monkeypatch.setattr(slices, "_SLICE", 2)
     with pytest.raises(ProtocolError) as caught:
         replay(data)
     assert (caught.value.pointer, caught.value.index) == ("/messages/3/content", 1)

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agui_client.core.interrupts import check_resume, is_expired, parse_expires_at
+from agui_client.core.expiry import is_expired, parse_expires_at
+from agui_client.core.interrupts import check_resume
 from agui_client.errors import AguiWarning, ExpiredInterruptAnswered
 from agui_client.types.run import Interrupt, ResumeEntry
 from agui_client.wire.sink import collect_warnings

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from agui_client.core.interrupts import ResumeBuilder, check_resume, is_expired
+from agui_client.core.expiry import is_expired
+from agui_client.core.interrupts import ResumeBuilder, check_resume
 from agui_client.errors import (
     DecodeError,
     ExpiredInterruptAnswered,

@@ -17,8 +17,8 @@ import pytest
 from agui_client import ProtocolError, ThreadState, encode, replay
 from agui_client.types import messages as msg
 from agui_client.wire import codec
-from agui_client.wire.jsonio import SLICED_MIN
 from agui_client.wire.sink import WarningSink, collect_warnings
+from agui_client.wire.slices import SLICED_MIN
 
 __all__: list[str] = []
 

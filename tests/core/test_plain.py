@@ -531,13 +531,13 @@ def test_a_snapshot_read_slice_by_slice_folds_as_the_typed_event(evs: list[dict[
     gathered slice by slice (ids, owners, reasoning ids, calls) folds, saves and continues exactly as the
     typed event does."""
     from agui_client.core import session as session_module
-    from agui_client.wire import codec, jsonio
+    from agui_client.wire import codec, slices
 
     stream = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}, *evs]
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(session_module, "SLICED_MIN", 0)
         monkeypatch.setattr(codec, "SLICED_MIN", 0)
-        monkeypatch.setattr(jsonio, "_SLICE", step)
+        monkeypatch.setattr(slices, "_SLICE", step)
         assert _fold(stream, events=False) == _fold(stream, events=True)
 
 

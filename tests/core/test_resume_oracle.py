@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from agui_client.core.interrupts import check_resume, is_expired
+from agui_client.core.expiry import is_expired
+from agui_client.core.interrupts import check_resume
 from agui_client.errors import ResumeRefused
 from agui_client.types.run import Interrupt, ResumeEntry
 from agui_client.wire.codec import decode

@@ -14,6 +14,8 @@ from agui_client.errors import StoreError
 from agui_client.stores import MemoryStore
 from agui_client.stores.base import encode_data
 from agui_client.types import UserMessage
+from agui_client.wire import jsonio
+from agui_client.wire.records import load_record
 from agui_client.wire.values import plain_json as _plain_json
 
 __all__: list[str] = []
@@ -37,6 +39,20 @@ def test_plain_data_is_written_by_orjson_as_utf8_bytes() -> None:
 def test_anything_but_finite_plain_json_is_refused_as_json_dumps_refuses_it(value: Any) -> None:
     with pytest.raises(StoreError):
         encode_data("t", {"state": value})
+
+
+def test_with_orjson_set_aside_in_jsonio_records_take_the_standard_librarys_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the record reader takes orjson from jsonio's one binding at call time, so the stdlib-path tests
+    # and the benchmark, which set it aside there, reach the stores' records too)
+    data = {"threadId": "t", "state": {"n": 12, "s": "h\u00e9"}}
+    assert isinstance(encode_data("t", data), bytes)  # (orjson's, while it is there)
+    monkeypatch.setattr(jsonio, "_orjson", None)
+
+    encoded = encode_data("t", data)
+
+    assert encoded == '{"threadId":"t","state":{"n":12,"s":"h\\u00e9"}}'
+    assert load_record(encoded) == data
 
 
 def test_what_only_the_stdlib_can_write_comes_back_as_its_text() -> None:

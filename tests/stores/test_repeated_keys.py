@@ -4,7 +4,7 @@ What comes from the wire already follows this rule (an event repeating a key is 
 where). A record read back from a store did not: the last of the repeated values was taken silently,
 so a record holding ``"state"`` twice loaded as whichever came last, and the thread's next save wrote
 that one as if it had always been the record's. The stores share one record reader
-(``stores.base.decode_record`` over ``wire.jsonio.load_record``), so the rule is written once there.
+(``stores.base.decode_record`` over ``wire.records.load_record``), so the rule is written once there.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from test_store_contract import (
 
 from agui_client.errors import StoreError
 from agui_client.stores.base import decode_record
-from agui_client.wire.jsonio import RepeatedKey, dump_record, load_record
+from agui_client.wire.records import RepeatedKey, dump_record, load_record
 
 __all__: list[str] = []
 

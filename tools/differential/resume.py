@@ -332,7 +332,8 @@ def our_verdict(case: dict[str, Any]) -> dict[str, Any]:
 
     The entries are built by hand, not decoded (as ``tests/core/test_resume_oracle.py`` builds them):
     a malformed one must reach ``check_resume``, the last check before bytes leave."""
-    from agui_client.core.interrupts import PROBLEM_KINDS, check_resume, is_expired, parse_expires_at
+    from agui_client.core.expiry import is_expired, parse_expires_at
+    from agui_client.core.interrupts import PROBLEM_KINDS, check_resume
     from agui_client.errors import ResumeRefused
     from agui_client.types.run import Interrupt, ResumeEntry
     from agui_client.wire.codec import decode
@@ -366,7 +367,8 @@ def _builder_verdict(interrupts: list[Any], entries: list[Any], now: datetime, r
     with the same kind, and its ``uncovered`` and ``expired`` must say what the check and ``is_expired`` do."""
     import attrs
 
-    from agui_client.core.interrupts import PROBLEM_KINDS, ResumeBuilder, is_expired
+    from agui_client.core.expiry import is_expired
+    from agui_client.core.interrupts import PROBLEM_KINDS, ResumeBuilder
     from agui_client.errors import ResumeRefused
     from agui_client.wire.sink import collect_warnings
 

@@ -1,0 +1,114 @@
+"""Stored records' JSON, written and read exactly: the one record reader every store shares.
+
+:func:`dump_record` writes a record as orjson's UTF-8 bytes when it can write the data exactly, else
+as ASCII text; :func:`load_record` reads either back exactly (integers of any length, escaped lone
+surrogates) and refuses a record repeating a key (:class:`RepeatedKey`), as an event repeating one
+is refused. The proofs it leans on (a text written back, the first repeated member) are
+:mod:`~agui_client.wire.jsonio`'s, where the events' reader uses them too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .jsonio import first_duplicate, orjson_in_use, proved_exact, read_inexactly
+from .values import plain_json
+
+__all__ = ["dump_record", "load_record", "RepeatedKey"]
+
+
+def dump_record(record: dict[str, Any]) -> str | bytes:
+    """JSON for a stored record: UTF-8 ``bytes`` from orjson when it can write the data exactly, else text.
+
+    Both forms hold no lone surrogate, so UTF-8 backends can store them: orjson refuses to write one,
+    and the stdlib fallback escapes everything outside ASCII.
+
+    Raises:
+        TypeError, ValueError: the record is not JSON (``NaN``/``Infinity`` included: another reader
+            could not parse them).
+    """
+    orjson = orjson_in_use()
+    if orjson is not None:
+        # Five to nine times faster than the stdlib encoder, with one output buffer instead of its
+        # chunk list plus the joined text. orjson also writes what json.dumps refuses (NaN as null,
+        # datetimes, dataclasses …): the scan sends any of those to the stdlib path, which decides.
+        # It runs second because orjson's own refusals (cycles, lone surrogates, non-str keys,
+        # integers beyond 64 bits) are what guarantee the scan a finite, acyclic tree; messages
+        # from dump(share_state=True) were checked while they were built and are not walked again.
+        try:
+            blob: bytes = orjson.dumps(record)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if plain_json(record):
+                return blob
+    return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+class RepeatedKey(ValueError):
+    """A stored record's JSON names one member twice in an object (:func:`load_record` refuses it).
+
+    Attributes:
+        key: the repeated member's name.
+        pointer: the JSON pointer of its second occurrence (as a repeated key in an event is named).
+    """
+
+    def __init__(self, key: str, pointer: str) -> None:
+        super().__init__(f"repeated key {key!r} at {pointer}")
+        self.key = key
+        self.pointer = pointer
+
+
+def load_record(text: str | bytes) -> Any:
+    """A stored record's JSON, read exactly (integers of any length, escaped lone surrogates).
+
+    A record repeating a key in one object is refused, as an event that does is (TR-09): no writer of
+    ours makes one, and which of the two values is the record's is not for the reader to guess.
+
+    Raises:
+        RepeatedKey: an object names a member twice (a ``ValueError``, naming it and where).
+        ValueError, RecursionError: the text is not JSON.
+    """
+    orjson = orjson_in_use()
+    # orjson refuses escaped lone surrogates, which the stdlib encoder writes.
+    escaped = (b"\\u" in text) if isinstance(text, bytes) else ("\\u" in text)
+    if orjson is None or escaped:
+        data = json.loads(text)
+    else:
+        try:
+            data = orjson.loads(text)
+        except ValueError:
+            # orjson refuses an integer too large for a double (309+ digits), which the stdlib reads
+            # exactly; the stdlib's own refusal says what is wrong.
+            data = json.loads(text)
+        else:
+            if read_inexactly(_utf8(text), data):  # (an integer beyond 64 bits read as a float)
+                data = json.loads(text)
+    if not _written_back(text, data):
+        found = first_duplicate(text if isinstance(text, str) else text.decode("utf-8", "surrogatepass"))
+        if found is not None:
+            raise RepeatedKey(found[1], found[0])
+    return data
+
+
+def _written_back(text: str | bytes, data: Any) -> bool:
+    """A cheap proof that ``text`` (read as ``data``) repeats no key: the writer that made it writes
+    ``data`` back as exactly ``text`` (``dump_record``'s two forms), or the colons of the text are
+    those of the value written back (a key dropped as repeated takes its colon along)."""
+    if type(data) is not dict and type(data) is not list:
+        return True  # (a scalar holds no object)
+    if orjson_in_use() is not None and proved_exact(_utf8(text), data):
+        return True
+    try:
+        written = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return False
+    if isinstance(text, bytes):
+        return written.encode("ascii") == text
+    return written == text
+
+
+def _utf8(text: str | bytes) -> bytes:
+    """A record's text as the bytes the proofs read (a lone surrogate kept, not refused)."""
+    return text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
