@@ -11,15 +11,9 @@ record as it is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from test_store_contract import (
-    KINDS,
     Backend,
-    _backend,
-    raw_redis,  # noqa: F401 (the fixture the Redis backends use)
     small,
 )
 
@@ -30,10 +24,6 @@ __all__: list[str] = []
 
 LAST = 2**63 - 1
 
-
-@pytest.fixture(params=KINDS)
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    yield from _backend(request.param, request, tmp_path)
 
 
 def test_a_record_at_the_last_version_loads_and_is_never_advanced_past_it(backend: Backend) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,10 @@ import pytest
 import redis
 from storekit import BareStore
 from test_store_contract import (
-    KINDS,
     Backend,
-    _backend,
     _older_table,
     _pg,
     pg_table,  # noqa: F401 (a fixture)
-    raw_redis,  # noqa: F401 (the fixture the Redis backends use)
     small,
 )
 
@@ -40,10 +36,6 @@ from agui_client.stores import (
 
 __all__: list[str] = []
 
-
-@pytest.fixture(params=KINDS)
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    yield from _backend(request.param, request, tmp_path)
 
 
 @pytest.fixture
@@ -410,7 +402,7 @@ def format_1_hash(client: redis.Redis, key: str, version: int) -> None:
 
 
 def test_redis_index_is_kept_outside_the_prefix_by_the_writes_that_create_and_delete(
-        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:  # noqa: F811
+        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:
     with RedisStore(redis_url, prefix=prefix) as store:
         create(store, "b", "a")
         store.claim("c", expected_version=None, owner="o", data=small(3))
@@ -424,7 +416,7 @@ def test_redis_index_is_kept_outside_the_prefix_by_the_writes_that_create_and_de
 
 
 def test_redis_lists_the_threads_an_earlier_release_wrote_scanning_once_in_batches(
-        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:  # noqa: F811
+        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:
     # Written before the index existed: thousands of hashes (more than one SCAN batch), plus keys
     # under the prefix that are no thread record. The first listing indexes them, once.
     old = [f"old{n:05d}" for n in range(2500)]
@@ -453,7 +445,7 @@ def test_redis_lists_the_threads_an_earlier_release_wrote_scanning_once_in_batch
 
 
 def test_redis_a_thread_an_earlier_release_made_after_the_index_is_listed_from_its_next_write(
-        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:  # noqa: F811
+        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:
     with RedisStore(redis_url, prefix=prefix) as store:
         store.save("a", small(1), expected_version=None)
         assert store.thread_ids() == ["a"]  # (the index is built and marked)
@@ -473,7 +465,7 @@ def test_redis_a_thread_an_earlier_release_made_after_the_index_is_listed_from_i
 
 
 def test_redis_an_id_whose_hash_went_behind_the_stores_back_is_skipped_and_dropped(
-        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:  # noqa: F811
+        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:
     with RedisStore(redis_url, prefix=prefix) as store:
         create(store, *(f"t{n}" for n in range(6)))
         raw_redis.delete(prefix + "t1", prefix + "t2", prefix + "t3")  # (an earlier release's delete, or by hand)
@@ -500,7 +492,7 @@ def test_redis_index_key_and_a_prefix_holding_glob_characters(redis_url: str, ra
     assert raw_redis.zrange(index_key, 0, -1) == [b"new", b"old"]
 
 
-def test_redis_listing_never_sends_keys(redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:  # noqa: F811
+def test_redis_listing_never_sends_keys(redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:
     format_1_hash(raw_redis, prefix + "old", 1)
     with redis.Redis.from_url(redis_url) as client, RedisStore(client, prefix=prefix) as store:
         inner = client.execute_command

@@ -9,16 +9,11 @@ unless the record still has it; every store, the same rule (``check_write``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from test_store_contract import (
-    KINDS,
     Backend,
-    _backend,
-    raw_redis,  # noqa: F401 (the fixture the Redis backends use)
     small,
 )
 
@@ -28,10 +23,6 @@ from agui_client.testing import ScriptedAgent
 
 __all__: list[str] = []
 
-
-@pytest.fixture(params=KINDS)
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    yield from _backend(request.param, request, tmp_path)
 
 
 @pytest.fixture

@@ -9,15 +9,9 @@ that one as if it had always been the record's. The stores share one record read
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from test_store_contract import (
-    KINDS,
     Backend,
-    _backend,
-    raw_redis,  # noqa: F401 (the fixture the Redis backends use)
     small,
 )
 
@@ -27,10 +21,6 @@ from agui_client.wire.records import RepeatedKey, dump_record, load_record
 
 __all__: list[str] = []
 
-
-@pytest.fixture(params=KINDS)
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    yield from _backend(request.param, request, tmp_path)
 
 
 # (each record as another tool could write it: a repeated member at the top, deep inside a message,

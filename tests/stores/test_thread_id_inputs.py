@@ -12,16 +12,12 @@ Redis globs) round-trip in every store and are listed as themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from test_store_contract import (
-    KINDS,
     Backend,
-    _backend,
-    raw_redis,  # noqa: F401 (the fixture the Redis backends use)
     small,
 )
 
@@ -30,10 +26,6 @@ from agui_client.stores import MAX_THREAD_ID_BYTES, ThreadStore
 
 __all__: list[str] = []
 
-
-@pytest.fixture(params=KINDS)
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    yield from _backend(request.param, request, tmp_path)
 
 
 REFUSED: dict[str, Any] = {
