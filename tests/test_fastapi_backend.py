@@ -310,35 +310,41 @@ def test_an_answer_racing_one_in_flight_on_another_replica_gets_409(
     assert frames(held)[-1]["outcome"] == "success"
 
 
+def _relayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_url: str,
+             requests: list[tuple[str, dict[str, Any]]], example: Any = None) -> list[httpx.Response]:
+    """What the example answers to ``requests`` (path, JSON body), run in this process against ``agent_url``
+    (``example``: the example's module with settings a test changed; a fresh import by default)."""
+    import asyncio
+
+    example = example if example is not None else example_module()
+    monkeypatch.setenv("THREADS_DB", str(tmp_path / "threads.db"))
+    monkeypatch.setenv("AGENT_URL", agent_url)
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+
+    async def main() -> list[httpx.Response]:
+        async with example.lifespan(example.app), httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=example.app), base_url="http://backend.test") as browser:
+            return [await browser.post(path, json=body) for path, body in requests]
+
+    return asyncio.run(main())
+
+
 def test_half_a_character_from_the_agent_reaches_the_browser_as_its_escape(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # An agent slicing text by UTF-16 code unit sends a lone surrogate as its JSON escape, which the
     # client keeps as sent (UTF16-SURROGATE). The example's frame() wrote it as UTF-8 and raised inside
     # the run's task: the browser's stream stopped after TEXT_MESSAGE_START, with no final frame and
     # no error frame, and the task's exception was never retrieved.
-    import asyncio
-
     from agui_client.testing import Finish, Start
 
-    example = example_module()
-    monkeypatch.setenv("THREADS_DB", str(tmp_path / "threads.db"))
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.delenv("DATABASE_URL", raising=False)
     halves = (b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
               b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"caf\\u00e9 \\ud83d"}\n\n'
               b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"\\ude00!"}\n\n'
               b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n')
 
     with serve(ScriptedAgent([[Start(), halves, Finish()]])) as server:
-        monkeypatch.setenv("AGENT_URL", server.url)
-
-        async def main() -> httpx.Response:
-            async with example.lifespan(example.app):
-                transport = httpx.ASGITransport(app=example.app)
-                async with httpx.AsyncClient(transport=transport, base_url="http://backend") as browser:
-                    return await browser.post("/chat", json={"message": "hi"})
-
-        response = asyncio.run(main())
+        response = _relayed(tmp_path, monkeypatch, server.url, [("/chat", {"message": "hi"})])[0]
 
     events = frames(response)
     assert [e["type"] for e in events] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
@@ -352,29 +358,16 @@ def test_a_run_whose_agent_never_ends_is_ended_by_the_examples_deadline(tmp_path
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # The run outlives the browser by design, so nothing bounded it: an agent keeping its stream alive
     # with comments held the run's task until the worker stopped.
-    import asyncio
-
     from agui_client.testing import KeepAlive, Pause, Start
 
     example = example_module()
-    monkeypatch.setenv("THREADS_DB", str(tmp_path / "threads.db"))
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setattr(example, "RUN_TIMEOUT", 1.0)
     drip: list[Item] = [Start()]
     for _ in range(int(WATCHDOG / 0.05)):  # (the agent's own pace: a comment every 50 ms, for a minute)
         drip += [KeepAlive(), Pause(0.05)]
 
     with serve(ScriptedAgent([drip])) as server:
-        monkeypatch.setenv("AGENT_URL", server.url)
-
-        async def main() -> httpx.Response:
-            async with example.lifespan(example.app):
-                transport = httpx.ASGITransport(app=example.app)
-                async with httpx.AsyncClient(transport=transport, base_url="http://backend") as browser:
-                    return await browser.post("/chat", json={"message": "hi"})
-
-        response = asyncio.run(main())
+        response = _relayed(tmp_path, monkeypatch, server.url, [("/chat", {"message": "hi"})], example)[0]
 
     events = frames(response)
     assert [e["type"] for e in events] == ["RUN_STARTED", "agui_client.error"]
@@ -435,25 +428,6 @@ def test_the_example_cancels_runs_still_in_flight_at_shutdown_so_their_claims_go
 
     assert task.cancelled()
     assert stored is not None and stored.claim is None
-
-
-def _relayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_url: str,
-             requests: list[tuple[str, dict[str, Any]]]) -> list[httpx.Response]:
-    """What the example answers to ``requests`` (path, JSON body), run in this process against ``agent_url``."""
-    import asyncio
-
-    example = example_module()
-    monkeypatch.setenv("THREADS_DB", str(tmp_path / "threads.db"))
-    monkeypatch.setenv("AGENT_URL", agent_url)
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.delenv("DATABASE_URL", raising=False)
-
-    async def main() -> list[httpx.Response]:
-        async with example.lifespan(example.app), httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=example.app), base_url="http://backend.test") as browser:
-            return [await browser.post(path, json=body) for path, body in requests]
-
-    return asyncio.run(main())
 
 
 def test_a_failure_before_or_during_a_run_shows_the_user_words_for_them_and_logs_the_librarys(
