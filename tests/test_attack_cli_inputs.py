@@ -115,31 +115,23 @@ def test_a_default_the_schema_refuses_ends_the_questions_once_piped_answers_ran_
     assert endpoint.agent.request_count == 1  # (the answer was never sent)
 
 
+_TOO_LONG = "give at most 1,000,000,000 seconds"
+_TOO_SHORT = "give at least 0.001 seconds (1 ms: the shortest wait a socket can keep)"
+
+
 @pytest.mark.parametrize("option", ["--timeout", "--idle-timeout"])
-@pytest.mark.parametrize("value", ["1e308", "1e10"])
-def test_a_timeout_past_what_a_clock_holds_is_a_usage_problem(served: Callable[[Any], Any], option: str,
-                                                             value: str) -> None:
+@pytest.mark.parametrize(("value", "advice"), [("1e308", _TOO_LONG), ("1e10", _TOO_LONG),
+                                               ("1e-320", _TOO_SHORT), ("0.0009", _TOO_SHORT)])
+def test_a_timeout_outside_what_a_socket_can_wait_is_a_usage_problem(served: Callable[[Any], Any], option: str,
+                                                                     value: str, advice: str) -> None:
+    # (1e308 ended the first read with an OverflowError traceback; 1e-320 was taken and the run ended in
+    # a ConnectError, "operation now in progress", naming no option)
     endpoint = served(ScriptedAgent.interrupts(1))
 
     ran = agui_here("run", endpoint.url, "-m", "hi", "--yes", option, value)
 
     assert ran.returncode == 2
-    assert f"argument {option}: '{value}': give at most 1,000,000,000 seconds" in ran.stderr
-    assert endpoint.agent.request_count == 0
-
-
-@pytest.mark.parametrize("option", ["--timeout", "--idle-timeout"])
-@pytest.mark.parametrize("value", ["1e-320", "0.0009"])
-def test_a_timeout_shorter_than_a_socket_can_wait_is_a_usage_problem(served: Callable[[Any], Any], option: str,
-                                                                     value: str) -> None:
-    # (1e-320 was taken and the run ended in a ConnectError, "operation now in progress", naming no option)
-    endpoint = served(ScriptedAgent.interrupts(1))
-
-    ran = agui_here("run", endpoint.url, "-m", "hi", "--yes", option, value)
-
-    assert ran.returncode == 2
-    assert f"argument {option}: '{value}': give at least 0.001 seconds (1 ms: the shortest wait a socket can keep)" \
-        in ran.stderr
+    assert f"argument {option}: '{value}': {advice}" in ran.stderr
     assert endpoint.agent.request_count == 0
 
 
