@@ -292,5 +292,8 @@ def test_a_run_waiting_for_the_answers_head_when_the_client_closes_says_the_clie
 
     error = caught.value
     assert type(error) is ag.TransportError and error.__notes__ == [NOTE]
+    # (httpx's own words follow in brackets, and they depend on the race between the closing thread's
+    # shutdown and the blocked read: ReadError for the closed descriptor, RemoteProtocolError when the
+    # read saw the shut-down connection's end first)
     assert str(error).startswith(f"request to {endpoint.url} failed: the client was closed before the agent's "
-                                 "answer came (ReadError: "), str(error)
+                                 "answer came ("), str(error)
