@@ -137,7 +137,6 @@ class Snapshots:
             warn(warning.code, warning.message, pointer=warning.pointer)
         return False
 
-
     def messages_snapshot(self, roster: Roster, metadata: Metadata | None) -> Sequence[StreamWarning]:
         """MESSAGES_SNAPSHOT: the producer's complete list, merged (the last of a repeated id wins, at the
         place of the first, as a dict keeps it)."""
