@@ -25,7 +25,7 @@ from .fold import ThreadState
 from .result import RunResult
 from .session import DEFAULT_MAX_EVENT_BYTES, RunSession, fail_framing
 
-__all__ = ["Source", "replay", "replay_events", "detect_format", "sse_warnings"]
+__all__ = ["Source", "replay", "detect_format", "sse_warnings"]
 
 
 
@@ -70,24 +70,11 @@ def replay(source: Source, *, state: ThreadState | None = None, now: datetime | 
     return session.end()
 
 
-def replay_events(source: Source, session: RunSession, *, format: Literal["auto", "sse", "jsonl"] = "auto",
-                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[ev.Event | ev.UnknownEvent]:
-    """Feed a recorded response into ``session``, yielding each folded event (the caller calls ``end()``).
-
-    Text and files are read block by block, as a live stream would arrive: a recording is never held
-    whole, nor are all its lines or frames at once.
-    """
-    for batch in _batches(source, session, format, max_event_bytes):
-        for item in batch:
-            if isinstance(item, (str, bytes)):
-                yield from session.feed_payload(item)
-            else:
-                yield from session.feed_event(item)
-
-
 def _fold_all(source: Source, session: RunSession, format: Literal["auto", "sse", "jsonl"],
               max_event_bytes: int) -> None:
-    """``replay_events`` for a caller that wants no events: one step per payload, no generator in between."""
+    """Feed a recorded response into ``session`` block by block, as a live stream would arrive (a
+    recording is never held whole, nor all its lines or frames at once): one step per payload, no event
+    made, as ``replay()`` wants none."""
     for batch in _batches(source, session, format, max_event_bytes):
         if batch and not isinstance(batch[0], (str, bytes)):
             for item in batch:
