@@ -33,9 +33,15 @@ def _runtime_imports(path: Path) -> list[str]:
         if node.level:
             base = list(here[:len(here) - node.level])
             target = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            found.append(target)
         elif node.module and node.module.startswith("agui_client"):
-            found.append(node.module.removeprefix("agui_client").lstrip("."))
+            target = node.module.removeprefix("agui_client").lstrip(".")
+        else:
+            continue
+        if node.module is None or node.module == "agui_client":
+            # (``from . import jsonio`` imports the module jsonio: the package alone would hide which)
+            found.extend(".".join(filter(None, [target, alias.name])) for alias in node.names)
+        else:
+            found.append(target)
     return found
 
 
