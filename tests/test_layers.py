@@ -33,9 +33,15 @@ def _runtime_imports(path: Path) -> list[str]:
         if node.level:
             base = list(here[:len(here) - node.level])
             target = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            found.append(target)
         elif node.module and node.module.startswith("agui_client"):
-            found.append(node.module.removeprefix("agui_client").lstrip("."))
+            target = node.module.removeprefix("agui_client").lstrip(".")
+        else:
+            continue
+        if node.module is None or node.module == "agui_client":
+            # (``from . import jsonio`` imports the module jsonio: the package alone would hide which)
+            found.extend(".".join(filter(None, [target, alias.name])) for alias in node.names)
+        else:
+            found.append(target)
     return found
 
 
@@ -273,7 +279,17 @@ def test_no_module_takes_a_private_name_of_another() -> None:
 def test_the_optional_orjson_is_imported_in_one_module() -> None:
     # jsonio and values each tried the import and kept their own fallback: whether orjson is there was
     # decided twice, and a test taking the standard library's path had to know both places.
-    importing = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
-                       for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-                       if isinstance(node, ast.Import) and any(alias.name == "orjson" for alias in node.names))
+    # (every way of writing it: ``import orjson``, ``from orjson import loads``, ``import_module("orjson")``)
+    def imports_orjson(node: ast.AST) -> bool:
+        if isinstance(node, ast.Import):
+            return any(alias.name.split(".")[0] == "orjson" for alias in node.names)
+        if isinstance(node, ast.ImportFrom):
+            return node.level == 0 and (node.module or "").split(".")[0] == "orjson"
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            named = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            return named in ("import_module", "__import__") and str(node.args[0].value).split(".")[0] == "orjson"
+        return False
+
+    importing = [str(path.relative_to(PACKAGE)) for path in sorted(PACKAGE.rglob("*.py"))
+                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if imports_orjson(node)]
     assert importing == ["wire/values.py"]
