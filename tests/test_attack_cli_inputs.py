@@ -153,8 +153,6 @@ _RUN = (b'data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}\n\n'
         b'data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}\n\n')
 
 
-
-
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and /dev/urandom are POSIX")
 @pytest.mark.parametrize("command", ["replay", "verify"])
 @pytest.mark.parametrize("hostile", ["link-to-urandom", "fifo-nobody-writes"])

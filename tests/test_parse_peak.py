@@ -13,6 +13,7 @@ import tracemalloc
 from typing import Any
 
 import pytest
+from test_run_memory import charged_budget
 
 import agui_client as ag
 from agui_client.core.budget import DEFAULT_MAX_RUN_MEMORY, PARSE_COST, PARSED_LARGE, STRUCTURE_COST, MemoryBudget
@@ -36,15 +37,6 @@ def _records(size: int) -> bytes:
               "owner": {"name": "somebody", "active": True}}
     one = json.dumps(record, separators=(",", ":")).encode()
     return b"[" + b",".join([one] * (size // (len(one) + 1))) + b"]"
-
-
-def _charged(body: bytes, limit: int) -> MemoryBudget:
-    """A budget that was charged ``body`` as the framer charges it, a network read (64 KiB) at a time."""
-    budget = MemoryBudget(limit)
-    for at in range(0, len(body), 65536):
-        chunk = body[at:at + 65536]
-        budget.read(chunk, chunk.count(b"\n\n"))
-    return budget
 
 
 def test_a_dense_large_event_is_refused_before_its_parse_passes_max_run_memory(drive: Any, served: Any) -> None:
@@ -72,7 +64,7 @@ def test_a_dense_large_event_is_refused_before_its_parse_passes_max_run_memory(d
 def test_a_dense_event_at_max_event_bytes_is_refused_at_the_defaults() -> None:
     # The largest event the defaults let through (16 MiB), dense: charged 0.73 GB, parsed 1.9 GB.
     event = _snapshot(_dense(16 * 2**20 - 64))
-    budget = _charged(event, DEFAULT_MAX_RUN_MEMORY)
+    budget = charged_budget(event, DEFAULT_MAX_RUN_MEMORY)
     assert budget.charged < DEFAULT_MAX_RUN_MEMORY  # (what it leaves is within the default)
 
     refusal = budget.check([event[len(b"data: "):-2]], 0)

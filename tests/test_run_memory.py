@@ -7,6 +7,7 @@ budget estimates what the thread holds as the body is read, and refuses the read
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import tracemalloc
@@ -112,13 +113,14 @@ def test_legitimate_large_runs_pass_at_the_default(drive: Any, served: Any) -> N
     assert _calls_held(result.state) == 5_000 and len(result.text) == 20_000 * len("a few words")
 
 
-def _charged(body: bytes) -> int:
-    """What the budget charges a body read 64 KiB at a time (the entities aside)."""
-    budget = MemoryBudget(DEFAULT_MAX_RUN_MEMORY)
+def charged_budget(body: bytes, limit: int = DEFAULT_MAX_RUN_MEMORY) -> MemoryBudget:
+    """A budget charged ``body`` as the framer charges it, a network read (64 KiB) at a time (its
+    ``charged``: the entities aside)."""
+    budget = MemoryBudget(limit)
     for at in range(0, len(body), 65536):
         chunk = body[at:at + 65536]
         budget.read(chunk, chunk.count(b"\n\n"))
-    return budget.charged
+    return budget
 
 
 def test_the_default_holds_a_long_chat_and_a_large_snapshot() -> None:
@@ -127,13 +129,13 @@ def test_the_default_holds_a_long_chat_and_a_large_snapshot() -> None:
     delta = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg_c2ce6f447ed4457b9e2f", "delta": " abcdefg",
              "timestamp": 1767225600060}
     sample = _sse(*([delta] * 10_000))
-    assert _charged(sample) * (10 * 2**20 // (10_000 * 8)) < 0.75 * DEFAULT_MAX_RUN_MEMORY
+    assert charged_budget(sample).charged * (10 * 2**20 // (10_000 * 8)) < 0.75 * DEFAULT_MAX_RUN_MEMORY
     # A state snapshot of 16 MiB of ordinary records, as one event.
     record = {"id": "rec-0000001", "title": "Item number 1", "price": 1.25, "tags": ["a", "b"],
               "owner": {"name": "somebody", "active": True}}
     one = json.dumps(record, separators=(",", ":")).encode()
     snapshot = b'data: {"type":"STATE_SNAPSHOT","snapshot":[' + b",".join([one] * (16 * 2**20 // len(one))) + b"]}\n\n"
-    assert _charged(snapshot) < DEFAULT_MAX_RUN_MEMORY / 4
+    assert charged_budget(snapshot).charged < DEFAULT_MAX_RUN_MEMORY / 4
 
 
 @pytest.mark.parametrize("make", [ag.AgentClient, ag.AsyncAgentClient])
@@ -155,6 +157,8 @@ def test_max_run_memory_refuses_what_is_no_budget(make: Any) -> None:
     finally:
         if make is ag.AgentClient:
             client.close()
+        else:
+            asyncio.run(client.close())
 
 
 def test_the_cli_bounds_a_run_with_max_run_memory(served: Any) -> None:

@@ -177,7 +177,6 @@ def test_a_token_is_judged_by_the_character_before_it(previous: str, token: str,
     assert visible_after(previous, token) == shown
 
 
-
 #: The look-alike check's word test before the twentieth round: one pattern, quadratic in a word's length.
 _MIXED_BEFORE = re.compile("[0-9A-Za-z].*[^\x00-\x7f]|[^\x00-\x7f].*[0-9A-Za-z]", re.DOTALL)
 _WORDISH = st.sampled_from(list("aZ09-.\u0440\u0430\u00e9 \t\n\u3000\u0085\x00\x7f\x80\U0001d41a"))

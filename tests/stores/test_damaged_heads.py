@@ -25,7 +25,6 @@ __all__: list[str] = []
 LAST = 2**63 - 1
 
 
-
 def test_a_record_at_the_last_version_loads_and_is_never_advanced_past_it(backend: Backend) -> None:
     store = backend.store
     store.save("t", small(1), expected_version=None)

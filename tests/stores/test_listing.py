@@ -37,7 +37,6 @@ from agui_client.stores import (
 __all__: list[str] = []
 
 
-
 @pytest.fixture
 def store(backend: Backend) -> ListingStore:
     assert isinstance(backend.store, ListingStore)
@@ -69,8 +68,6 @@ AWKWARD = ["b", "a", "B", "Z1", "aa", "a\u00e9", "\u00e4", "z", "\U0001f600", "\
 # --------------------------------------------------------------------------------------------------
 # The capability
 # --------------------------------------------------------------------------------------------------
-
-
 
 
 def test_every_store_lists_and_a_bare_thread_store_is_not_a_listing_one(store: ListingStore) -> None:

@@ -24,7 +24,6 @@ from agui_client.testing import ScriptedAgent
 __all__: list[str] = []
 
 
-
 @pytest.fixture
 def store(backend: Backend) -> ThreadStore:
     return backend.store

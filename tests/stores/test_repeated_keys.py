@@ -22,7 +22,6 @@ from agui_client.wire.records import RepeatedKey, dump_record, load_record
 __all__: list[str] = []
 
 
-
 # (each record as another tool could write it: a repeated member at the top, deep inside a message,
 # spelled differently, and in a text only the standard library reads, with an escaped lone surrogate)
 DAMAGED = [

@@ -27,7 +27,6 @@ from agui_client.stores import MAX_THREAD_ID_BYTES, ThreadStore
 __all__: list[str] = []
 
 
-
 REFUSED: dict[str, Any] = {
     "lone surrogate": "t\ud800",
     "NUL": "t\x00u",
