@@ -37,6 +37,7 @@ from ._pool import (
     ProxiedTransport,
     ShardedSyncTransport,
     ShardedTransport,
+    wake_requests,
 )
 from ._proxies import proxy_credentials
 from ._retries import checked_retries
@@ -61,7 +62,8 @@ if TYPE_CHECKING:
     from .stores import ThreadStore
 
 __all__ = ["ClientBase", "Deadline", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_MAX_RUN_BYTES",
-           "DEFAULT_MAX_RUN_MEMORY", "MAX_REDIRECTS", "check_url", "sent_headers", "traces"]
+           "DEFAULT_MAX_RUN_MEMORY", "MAX_REDIRECTS", "check_url", "sent_headers", "traces",
+           "transports", "wake_runs"]
 
 logger = logging.getLogger("agui_client")
 
@@ -85,15 +87,30 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else f"{type(exc).__name__} (no detail from httpx)"
 
 
+def transports(http: httpx.Client | httpx.AsyncClient) -> list[Any]:
+    """The transports that really send ``http``'s requests: its own first (``None`` where httpx no longer keeps
+    it where it is looked for), then those mounted for some URLs (a mount of ``None``, where no transport
+    serves its URLs, is left out)."""
+    # (httpx keeps its transports in private attributes, read with defaults)
+    return [_unwrapped(getattr(http, "_transport", None)),
+            *(_unwrapped(t) for t in getattr(http, "_mounts", {None: object()}).values() if t is not None)]
+
+
+def wake_runs(http: httpx.Client | httpx.AsyncClient, sender: object) -> None:
+    """End at once the runs ``sender``'s client has in flight on ``http``, a client it was given and does not
+    close (:func:`~agui_client._pool.wake_requests`): their connections, and no other, are shut down."""
+    for transport in transports(http):
+        wake_requests(transport, sender)
+
+
 def traces(http: httpx.Client | httpx.AsyncClient) -> bool:
     """Every transport ``http`` may use is httpx's own, which reports the request's progress (``trace``)."""
-    # (httpx keeps its transports in private attributes; if they move, the answer is "no": the cautious one)
-    transports = [_unwrapped(getattr(http, "_transport", None)),
-                  *(_unwrapped(t) for t in getattr(http, "_mounts", {None: object()}).values())]
+    # (if httpx's private attributes move, the answer is "no": the cautious one)
+    used = transports(http)
     return all(t is None or type(t) in (httpx.HTTPTransport, httpx.AsyncHTTPTransport, ShardedTransport,
                                         ShardedSyncTransport, ProxiedTransport, ProxiedSyncTransport)
-               for t in transports) \
-        and transports[0] is not None
+               for t in used) \
+        and used[0] is not None
 
 
 def _unwrapped(transport: Any) -> Any:
@@ -250,6 +267,9 @@ class ClientBase:
             store = MemoryStore()
         self.store: ThreadStore = store
         self._closed = False
+        #: Marks this client's requests (:data:`~agui_client._pool.SENDER`): a token, not the client, so that a
+        #: request kept (in an error, by a transport) keeps nothing of the client alive.
+        self._sender = object()
 
     @property
     def is_closed(self) -> bool:
@@ -365,6 +385,12 @@ class ClientBase:
             where = redactor.url(str(see_other.url))
             return TransportError(f"the agent at {url} took the run and sent the client on (303) to {where}, "
                                   f"which could not be reached: {_reason(exc)}", url=url, request_sent=True)
+        if self._closed and isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+            # (closing the client woke a run still connecting, or in its TLS handshake, with the connection's
+            # end or the refusal of a connection opened after the close: see the branch of the answer's head)
+            return TransportError(f"request to {url} failed: the client was closed before the agent's answer came "
+                                  f"({_reason(exc)}) (the request was not written whole: it never reached the agent)",
+                                  url=url, request_sent=False)
         if isinstance(exc, httpx.ConnectTimeout):
             return ConnectTimeout(f"could not connect to {url} within {self.timeout}s (the client's timeout): is the "
                                   "agent up, and reachable from here?", timeout=self.timeout, url=url)

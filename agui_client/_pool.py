@@ -46,12 +46,14 @@ proxy (:class:`ProxiedSyncTransport`, :class:`ProxiedTransport`), as httpx would
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import socket
 import ssl
 import threading
 import time
 import weakref
+from asyncio.trsock import TransportSocket
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -63,8 +65,14 @@ import httpx
 from ._proxies import environment_proxy
 from ._sockets import SocketBackend
 
+try:  # (httpcore's stream over a socket: the one its sync backend hands the pool)
+    from httpcore._backends.sync import SyncStream as _SyncStream
+except ImportError:  # pragma: no cover - if it moves, connections are opened by httpcore, not woken while opening
+    _SyncStream = None  # type: ignore[assignment,misc]
+
 __all__ = ["ShardedTransport", "ShardedSyncTransport", "ProxiedTransport", "ProxiedSyncTransport", "SHARD_SIZE",
-           "PROXIED_LIMITS", "deadline", "HeadTooLong", "own_transport", "own_async_transport", "finish_close"]
+           "PROXIED_LIMITS", "deadline", "HeadTooLong", "own_transport", "own_async_transport", "finish_close",
+           "SENDER", "wake_requests"]
 
 #: The monotonic time the current run's send must be over by (``None``: no deadline), per thread or task.
 _DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", default=None)
@@ -117,19 +125,78 @@ def _bounded(timeout: float | None) -> float | None:
     return left if timeout is None else min(timeout, left)
 
 
+class _Opening:
+    """The sockets of a sync pool's connections still being opened (connecting, or in their TLS handshake),
+    so that a client's close wakes a run blocked there, in another OS thread, as :func:`_wake` wakes one
+    blocked in a read: until the handshake is over, the pool holds no stream whose socket it could reach.
+
+    A socket is held here from just before its ``connect`` to the end of its handshake. During the handshake
+    it is a second descriptor of the connection's socket (``dup``), ours: ``ssl`` detaches the socket the
+    connect made and hands its number to an ``SSLSocket`` nobody outside the handshake holds. Shutting a
+    connection down through a number kept aside could hit whatever file took that number after the
+    connection was closed; a descriptor of our own stays the connection's until we close it, which is done
+    under the lock :meth:`wake` shuts down under. Once :meth:`wake` ran, no connection opens here any more.
+
+    A socket shut down before its ``connect`` began is not stopped by it (Linux connects it all the same):
+    a connect that then completes sees the close and is refused, one to an address that drops the SYN waits
+    for its timeout. That takes a close landing in the few bytecodes between the socket's check here and its
+    ``connect``, where the connect's thread makes no system call (each would let the closing thread in).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: set[socket.socket] = set()
+        #: The client was closed: every socket held was shut down, and none is opened any more.
+        self.closed = False
+
+    @contextmanager
+    def holding(self, sock: socket.socket, *, ours: bool) -> Iterator[None]:
+        """Hold ``sock`` for :meth:`wake` while the block runs; ``ours``: a descriptor of our own, closed
+        as the block ends. Refuses (httpcore's ``ConnectError``) once the client was closed."""
+        with self._lock:
+            refused = self.closed
+            if not refused:
+                self._sockets.add(sock)
+        if refused:
+            if ours:
+                sock.close()
+            raise httpcore.ConnectError("the client was closed")
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._sockets.discard(sock)
+                if ours:
+                    sock.close()
+
+    def wake(self) -> None:
+        """Shut down every socket held (a run in its connect or handshake wakes with the connection's end),
+        and refuse every connection opened from now on."""
+        with self._lock:
+            self.closed = True
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):  # (not in its connect yet: see the class's docstring)
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
 class _Stream(httpcore.NetworkStream):
     """A connection whose every wait is :func:`_bounded`, and which reads as closed by the agent once an
     answer on it went on past its end (:func:`_check_end`)."""
 
-    def __init__(self, stream: httpcore.NetworkStream) -> None:
+    def __init__(self, stream: httpcore.NetworkStream, opening: _Opening) -> None:
         self._stream = stream
         #: An answer on it went on past its end: the pool is not to use it again.
         self.overran = False
+        #: Its pool's sockets being opened (its handshake holds its own there).
+        self._opening = opening
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         return _charged(self._stream.read(max_bytes, _bounded(timeout)))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if self._opening.closed:
+            # (opened while the client closed: the pool may have taken it after :func:`_wake` looked)
+            raise httpcore.WriteError("the client was closed")
         self._stream.write(buffer, _bounded(timeout))
 
     def close(self) -> None:
@@ -137,7 +204,20 @@ class _Stream(httpcore.NetworkStream):
 
     def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                   timeout: float | None = None) -> httpcore.NetworkStream:
-        return _Stream(self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout)))
+        raw = self._stream.get_extra_info("socket")
+        if type(raw) is not socket.socket:  # (TLS in TLS, a proxy's: not held)
+            return _Stream(self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout)), self._opening)
+        try:
+            spare = socket.socket(raw.family, raw.type, raw.proto, fileno=os.dup(raw.fileno()))
+            with self._opening.holding(spare, ours=True):
+                secured = self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout))
+        except httpcore.ConnectError:
+            self._stream.close()  # (as httpcore's start_tls closes the connection it failed on)
+            raise
+        except OSError as exc:  # (the descriptor: none left to make a second one)
+            self._stream.close()
+            raise httpcore.ConnectError(str(exc)) from exc
+        return _Stream(secured, self._opening)
 
     def get_extra_info(self, info: str) -> Any:
         # (httpcore drops an idle connection that reads as readable: to it, the agent has hung up)
@@ -145,18 +225,66 @@ class _Stream(httpcore.NetworkStream):
 
 
 class _Backend(httpcore.NetworkBackend):
-    """httpcore's network backend, its connections :class:`_Stream`."""
+    """httpcore's network backend, its connections :class:`_Stream`, opened where a close wakes them
+    (:class:`_Opening`)."""
 
     def __init__(self, backend: httpcore.NetworkBackend) -> None:
         self._backend = backend
+        #: The sockets of its connections being opened.
+        self.opening = _Opening()
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        return _Stream(self._backend.connect_tcp(host, port, _bounded(timeout), local_address, socket_options))
+        if _SyncStream is None or type(self._backend) is not httpcore.SyncBackend:
+            return _Stream(self._backend.connect_tcp(host, port, _bounded(timeout), local_address, socket_options),
+                           self.opening)
+        # (httpcore's own connect, but with each socket held while it connects: socket.create_connection,
+        # which httpcore calls, makes its sockets where nothing else can reach them)
+        try:
+            sock = self._connected(host, port, _bounded(timeout), local_address)
+        except httpcore.ConnectError:
+            raise
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(str(exc)) from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+        try:
+            for option in socket_options or ():
+                sock.setsockopt(*option)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            sock.close()
+            raise httpcore.ConnectError(str(exc)) from exc
+        return _Stream(_SyncStream(sock), self.opening)
+
+    def _connected(self, host: str, port: int, timeout: float | None, local_address: str | None) -> socket.socket:
+        """A socket connected to the first of ``host``'s addresses that takes it, as ``socket.create_connection``
+        gives it (the first address's error when none does)."""
+        failures: list[OSError] = []
+        for family, kind, proto, _, address in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+            sock = socket.socket(family, kind, proto)
+            try:
+                # (settimeout and bind let go of the interpreter: both are done before the socket is held, so
+                # that from the check of the close to the connect's wait nothing lets another thread in)
+                sock.settimeout(timeout)
+                if local_address is not None:
+                    sock.bind((local_address, 0))
+                with self.opening.holding(sock, ours=False):
+                    sock.connect(address)
+                if self.opening.closed:  # (connected as the close shut the others down: refused too)
+                    raise httpcore.ConnectError("the client was closed")
+                return sock
+            except httpcore.ConnectError:
+                sock.close()
+                raise
+            except OSError as exc:
+                sock.close()
+                failures.append(exc)
+        raise failures[0] if failures else OSError(errno.EADDRNOTAVAIL, f"no address found for {host}")
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        return _Stream(self._backend.connect_unix_socket(path, _bounded(timeout), socket_options))
+        return _Stream(self._backend.connect_unix_socket(path, _bounded(timeout), socket_options), self.opening)
 
     def sleep(self, seconds: float) -> None:
         self._backend.sleep(seconds)
@@ -553,18 +681,55 @@ def _wake(transport: httpx.HTTPTransport) -> None:
     them, which sends nothing). The raw socket's shutdown, under TLS too: the ``ssl`` module's own would
     unwrap the socket under the other thread's read (a ``ValueError``, where the read should see the end).
     httpcore's private attributes, read with defaults (as :func:`_close_kept`): if they move, nothing is
-    shut down, and the close is httpx's own."""
-    for connection in list(getattr(getattr(transport, "_pool", None), "_connections", ())):
-        # (a proxy's connection holds the HTTP connection, which holds the HTTP/1.1 or HTTP/2 one)
-        for _ in range(3):
-            if hasattr(connection, "_network_stream"):
-                break
-            connection = getattr(connection, _CONNECTION, None)
-        stream = getattr(connection, "_network_stream", None)
-        sock = stream.get_extra_info("socket") if stream is not None else None
+    shut down, and the close is httpx's own.
+
+    A run still opening its connection (its connect, its TLS handshake) is woken by the pool's backend,
+    a shard's (:class:`_Opening`): the pool holds its connection, but no socket of it yet. It goes first,
+    so that a connection opened while the close looks at the pool's is refused before it is written to."""
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, _Backend):
+        backend.opening.wake()
+    for connection in list(getattr(pool, "_connections", ())):
+        _shut_down(connection)
+
+
+def _shut_down(connection: object) -> None:
+    """Shut down the socket of ``connection``, a pool's (a proxy's holds the HTTP connection, which holds the
+    HTTP/1.1 or HTTP/2 one): the raw socket's shutdown, under TLS too (see :func:`_wake`)."""
+    for _ in range(3):
+        if hasattr(connection, "_network_stream"):
+            break
+        connection = getattr(connection, _CONNECTION, None)
+    stream = getattr(connection, "_network_stream", None)
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    with contextlib.suppress(OSError):  # (not connected, or closed already: nothing to wake)
         if isinstance(sock, socket.socket):
-            with contextlib.suppress(OSError):  # (not connected, or closed already: nothing to wake)
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        elif isinstance(sock, TransportSocket):  # (asyncio's view of its transport's socket: an async pool's)
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+#: The request extension marking a run's request with its client's token (``ClientBase.sender``): how the
+#: close of a client given its ``http_client`` finds its own runs in that client's pool (:func:`wake_requests`).
+SENDER = "agui_client.sender"
+
+
+def wake_requests(transport: object, sender: object) -> None:
+    """Shut down the connection of each request ``transport``'s pool serves for ``sender`` (its :data:`SENDER`
+    extension), and of no other, as :func:`_wake` does all of a pool's.
+
+    The close of an ``AgentClient`` given its ``http_client`` closes nothing of it: the httpx client is the
+    caller's, and may send other code's requests too. Its own runs, though, are to end with it, at once,
+    not when the agent next sends or their ``idle_timeout`` passes: each one's connection, and only that,
+    is shut down; httpx then drops it from the pool as it drops a connection the agent cut. A run still
+    opening its connection there (its connect, its TLS handshake) has none the pool holds yet, and waits
+    out its connect timeout. httpcore's private attributes, read with defaults: if they move, nothing is
+    shut down."""
+    for waiting in list(getattr(getattr(transport, "_pool", None), _REQUESTS, ())):
+        extensions = getattr(getattr(waiting, "request", None), "extensions", None)
+        if isinstance(extensions, dict) and extensions.get(SENDER) is sender:
+            _shut_down(getattr(waiting, "connection", None))
 
 
 def _after_fork() -> None:

@@ -25,6 +25,7 @@ import inspect
 import itertools
 import json
 import signal
+import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, Literal
@@ -362,3 +363,19 @@ def postgres_dsn() -> Iterator[str]:
     tables of its own in it."""
     with postgres_server() as dsn:
         yield dsn
+
+
+@pytest.fixture
+def dropping() -> Iterator[tuple[str, int]]:
+    """An address on this machine that never completes a connection: a socket listening with a backlog
+    of one, which one connection fills (Linux then drops the SYNs that follow, as a dead route does)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.2", 0))
+    listener.listen(0)
+    address = listener.getsockname()
+    filler = socket.create_connection(address)
+    try:
+        yield address
+    finally:
+        filler.close()
+        listener.close()

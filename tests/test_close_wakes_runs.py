@@ -18,12 +18,15 @@ import select
 import socket
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import httpcore
+import httpx
 import pytest
 
 import agui_client as ag
+from agui_client import _pool
 from agui_client.stores import MemoryStore, SqliteStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, serve, text_message
 
@@ -297,3 +300,270 @@ def test_a_run_waiting_for_the_answers_head_when_the_client_closes_says_the_clie
     # read saw the shut-down connection's end first)
     assert str(error).startswith(f"request to {endpoint.url} failed: the client was closed before the agent's "
                                  "answer came ("), str(error)
+
+
+# Opening a connection, and writing a request: closing a client wakes a run there too (the twenty-second
+# round). Each run below is given a connect (and write) timeout of CONNECT, far past BOUND: a run the close
+# does not wake fails the test at BOUND (its wait), never passes after a timeout.
+
+#: The runs' connect and write timeout, here.
+CONNECT = 30.0
+CLOSED_FIRST = "failed: the client was closed before the agent's answer came ("
+
+
+def closed_under_run(client: Any, reached: threading.Event, message: str = "go") -> tuple[BaseException | None, Any]:
+    """Run ``message`` on a new thread of ``client`` in an OS thread of its own, close the client from this one
+    once ``reached`` is set, and hand back what the run raised, with the thread. The interpreter is left to a
+    thread holding it only after a second (as in :func:`woken_by_close`): from a watch's signal to the wait
+    the run's thread is about to make, it makes no system call, so the close comes while it waits."""
+    thread = client.thread("woken")
+    ended = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            thread.run(message)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test, which asserts on it
+            failed.append(exc)
+        finally:
+            ended.set()
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    threading.Thread(target=run, daemon=True).start()
+    try:
+        assert reached.wait(BOUND)
+        client.close()
+        assert ended.wait(BOUND), "the run was not woken by the close"
+    finally:
+        sys.setswitchinterval(switch)
+    return (failed[0] if failed else None), thread
+
+
+def check_closed_before_the_answer(error: BaseException | None, thread: Any, url: str) -> None:
+    """The run ended as one whose client was closed before the agent's answer came, nothing of it sent whole."""
+    assert type(error) is ag.TransportError, repr(error)
+    assert error.__notes__ == [NOTE]
+    assert str(error).startswith(f"request to {url} {CLOSED_FIRST}"), str(error)
+    assert error.request_sent is False
+    assert error.result is None  # (nothing folded: no answer came, as for any run the agent never answered)
+    stored = thread.client.store.load(thread.id)
+    assert stored is not None and stored.claim is None  # (the run gave the thread back)
+
+
+@contextlib.contextmanager
+def listening(rcvbuf: int | None = None) -> Iterator[tuple[socket.socket, threading.Event]]:
+    """A listener on 127.0.0.1 that takes one connection and reads its first byte, then nothing more (a TLS
+    hello never answered, a request never read): the event says that byte came. ``rcvbuf``: the connection's
+    receive buffer, in bytes."""
+    listener = socket.socket()
+    if rcvbuf is not None:  # (set on the listener: the connection it takes keeps it)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    arrived = threading.Event()
+    taken: list[socket.socket] = []
+
+    def take() -> None:
+        with contextlib.suppress(OSError):  # (the listener shut down at the end, nothing taken)
+            connection, _ = listener.accept()
+            taken.append(connection)
+            if connection.recv(1):
+                arrived.set()
+
+    server = threading.Thread(target=take, daemon=True)
+    server.start()
+    try:
+        yield listener, arrived
+    finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # (wakes the accept, when nothing came)
+        listener.close()
+        server.join(BOUND)
+        for connection in taken:
+            connection.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_sync_run_in_its_tls_handshake_is_woken_by_close() -> None:
+    # The agent takes the connection and never answers the client's hello. ssl detaches the socket the
+    # connect made, so no socket of the pool's was there to shut down: the run waited for its connect
+    # timeout. The handshake now holds a descriptor of its own the close shuts down.
+    with listening() as (listener, hello):
+        url = f"https://127.0.0.1:{listener.getsockname()[1]}/agent"
+        client = ag.AgentClient(url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore())
+        error, thread = closed_under_run(client, hello)
+
+    check_closed_before_the_answer(error, thread, url)
+    assert isinstance(error.__cause__, httpx.ConnectError)  # (the handshake's: it met the connection's end)
+
+
+class ConnectWatch:
+    """Says when a run's thread is about to wait in a connect (its socket held for the close to shut down)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.connecting = threading.Event()
+        original = _pool._Opening.holding
+
+        @contextlib.contextmanager
+        def holding(opening: Any, sock: socket.socket, *, ours: bool) -> Iterator[None]:
+            with original(opening, sock, ours=ours):
+                if not ours:  # (the connect's own socket, not the handshake's second descriptor)
+                    self.connecting.set()
+                yield
+
+        monkeypatch.setattr(_pool._Opening, "holding", holding)
+
+
+@pytest.mark.timeout(60)
+def test_a_sync_run_connecting_is_woken_by_close(dropping: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The agent's listener has its backlog full: its kernel drops the client's SYN, and the connect waits.
+    # httpcore's connect (socket.create_connection) makes its socket where nothing else reaches it; the
+    # shards' own connect holds it, and the close shuts it down. Linux then ends the connect with the reset
+    # of the connection, or as if it had succeeded, on a socket connected to nothing (as the SYN's state
+    # was): there the connect sees the close, and refuses the connection.
+    watch = ConnectWatch(monkeypatch)
+    url = f"http://{dropping[0]}:{dropping[1]}/agent"
+    client = ag.AgentClient(url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore())
+
+    error, thread = closed_under_run(client, watch.connecting)
+
+    check_closed_before_the_answer(error, thread, url)
+    assert isinstance(error.__cause__, httpx.ConnectError)
+    assert str(error.__cause__) in ("[Errno 104] Connection reset by peer", "the client was closed")
+
+
+def test_a_sync_client_closed_makes_no_connection_more(dropping: tuple[str, int]) -> None:
+    # A run whose connect starts after the close looked at the connections being opened is refused there,
+    # not left to connect (and wait) unseen. Here the close is made on the transport, the run then sent.
+    url = f"http://{dropping[0]}:{dropping[1]}/agent"
+    with ag.AgentClient(url, timeout=CONNECT, idle_timeout=IDLE) as client:
+        _pool._wake(client.http._transport._take().transport)
+        with pytest.raises(httpx.ConnectError) as caught:
+            client.http.post(url, content=b"{}")
+
+    assert str(caught.value) == "the client was closed"
+
+
+@pytest.mark.timeout(60)
+def test_a_sync_run_writing_a_body_the_agent_does_not_read_is_woken_by_close() -> None:
+    # The agent reads the request's first byte and no more, its receive buffer small; the run's 16 MiB
+    # message fills the buffers between them and the write waits. The pool holds the connection while the
+    # request is written: its shutdown wakes the write (it did before this round too: checked, kept).
+    with listening(rcvbuf=4096) as (listener, first_byte):
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/agent"
+        client = ag.AgentClient(url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore())
+        error, thread = closed_under_run(client, first_byte, message="x" * (16 << 20))
+
+    check_closed_before_the_answer(error, thread, url)
+    # (httpcore reads for an early answer after a write fails: that read meets the closed socket, or the end
+    # of the shut-down connection when it came before the close, as for the answer's head above)
+    assert isinstance(error.__cause__, (httpx.ReadError, httpx.RemoteProtocolError)), repr(error.__cause__)
+
+
+def test_closing_a_sync_client_given_its_http_client_wakes_its_runs_and_no_other(
+        served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The httpx client is the caller's: the close leaves it open, and the run another AgentClient sends on
+    # it reads on, but this client's run, blocked in a read in another thread, ends now, its connection shut
+    # down, as the run of a client that owns its pool does.
+    mine, theirs = Gate(), Gate()
+    with httpx.Client() as http, contextlib.ExitStack() as stack:
+        stack.callback(mine.open)
+        stack.callback(theirs.open)
+        other = ag.AgentClient(served(halting(theirs)).url, idle_timeout=IDLE, http_client=http)
+        other_ended = threading.Event()
+        results: list[Any] = []
+        threading.Thread(target=lambda: (results.append(other.thread().run("go")), other_ended.set()),
+                         daemon=True).start()
+        assert theirs.wait_reached(BOUND)
+
+        watch = ReadWatch(monkeypatch)
+        client = ag.AgentClient(served(halting(mine)).url, idle_timeout=IDLE, store=MemoryStore(), http_client=http)
+        thread = client.thread("woken")
+        ended = threading.Event()
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                with thread.stream("go") as stream:
+                    for event in stream:
+                        if isinstance(event, ag.TextMessageEndEvent):
+                            watch.arm()
+            except BaseException as exc:  # noqa: BLE001 - handed to the test, which asserts on it
+                failed.append(exc)
+            finally:
+                ended.set()
+
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(1.0)
+        threading.Thread(target=run, daemon=True).start()
+        try:
+            assert watch.reading.wait(BOUND)
+            client.close()
+            assert ended.wait(BOUND), "the run was not woken by the close"
+        finally:
+            sys.setswitchinterval(switch)
+        check_woken(failed[0] if failed else None, thread)
+        assert not http.is_closed and not other_ended.is_set()
+
+        theirs.open()
+        assert other_ended.wait(BOUND)
+        assert results[0].outcome == "success" and results[0].text == "half an answer"
+
+
+def test_closing_an_async_client_given_its_http_client_wakes_its_run(served: Any) -> None:
+    gate = Gate()
+    endpoint = served(halting(gate))
+
+    async def main() -> tuple[BaseException | None, Any, bool]:
+        async with httpx.AsyncClient() as http:
+            client = ag.AsyncAgentClient(endpoint.url, idle_timeout=IDLE, store=MemoryStore(), http_client=http)
+            thread = client.thread("woken")
+            folded = asyncio.Event()
+
+            async def run() -> None:
+                async with thread.stream("go") as stream:
+                    async for event in stream:
+                        if isinstance(event, ag.TextMessageEndEvent):
+                            folded.set()
+
+            task = asyncio.create_task(run())
+            await asyncio.wait_for(folded.wait(), BOUND)
+            await client.close()
+            try:
+                await asyncio.wait_for(task, BOUND)
+            except ag.StreamEnded as exc:
+                return exc, thread, http.is_closed
+            return None, thread, http.is_closed
+
+    try:
+        error, thread, http_closed = asyncio.run(main())
+    finally:
+        gate.open()
+
+    check_woken(error, thread)
+    assert http_closed is False
+
+
+@pytest.mark.timeout(60)
+def test_an_async_run_in_its_tls_handshake_ends_when_its_task_is_cancelled() -> None:
+    # The async shell's run waits on the event loop: its task's cancellation ends it there, at once, the
+    # thread given back (its close does not reach a connection still being opened: docs/http.md).
+    with listening() as (listener, hello):
+        url = f"https://127.0.0.1:{listener.getsockname()[1]}/agent"
+
+        async def main() -> tuple[bool, Any]:
+            client = ag.AsyncAgentClient(url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore())
+            thread = client.thread("cancelled")
+            task = asyncio.create_task(thread.run("go"))
+            assert await asyncio.to_thread(hello.wait, BOUND)
+            task.cancel()
+            done, _ = await asyncio.wait([task], timeout=BOUND)
+            await client.close()
+            return task in done and task.cancelled(), thread
+
+        ended, thread = asyncio.run(main())
+
+    assert ended, "the run did not end when its task was cancelled"
+    stored = thread.client.store.load(thread.id)
+    assert stored is not None and stored.claim is None

@@ -21,23 +21,6 @@ import uvloop
 import agui_client as ag
 from agui_client.testing import Finish, ScriptedAgent, Start
 
-
-@pytest.fixture
-def dropping() -> Iterator[tuple[str, int]]:
-    """An address on this machine that never completes a connection: a socket listening with a backlog
-    of one, which one connection fills (Linux then drops the SYNs that follow, as a dead route does)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.2", 0))
-    listener.listen(0)
-    address = listener.getsockname()
-    filler = socket.create_connection(address)
-    try:
-        yield address
-    finally:
-        filler.close()
-        listener.close()
-
-
 #: The loops the async client's connections run on: asyncio's own, and uvloop (libuv underneath).
 LOOPS: dict[str, type[asyncio.AbstractEventLoop]] = {"asyncio": asyncio.SelectorEventLoop, "uvloop": uvloop.Loop}
 

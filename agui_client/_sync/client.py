@@ -30,9 +30,11 @@ from .._client_base import (
     check_url,
     sent_headers,
     traces,
+    wake_runs,
 )
 from .._framing import REFUSED_TYPES, Framer, check_media, framed, inflater_for
 from .._logs import exchange as logged_exchange
+from .._pool import SENDER
 from .._pool import deadline as send_deadline
 from ..core.exchange import StreamHandle, request_body
 from ..core.headers import checked_headers
@@ -179,14 +181,23 @@ class AgentClient(ClientBase):
         A closed client makes no more threads (``thread()`` raises ``RuntimeError``, as httpx's
         closed client does for a request), and the threads it made refuse every call the same way,
         before the store or the agent is asked (``is_closed`` says which it is). A run in flight when
-        the client closes fails as its connection is closed under it, at once even when it waits in a
-        read in another OS thread or task; its error carries the note
-        "the client was closed while this run was in flight". One still waiting for the answer's head
-        fails with ``TransportError`` saying "the client was closed before the agent's answer came".
+        the client closes fails as its connection is closed under it, at once even when it waits in
+        another OS thread or task: in a read, or writing its request; a run of the sync client also in
+        its connect or its TLS handshake (an async run there ends when its task is cancelled). Its
+        error carries the note "the client was closed while this run was in flight". One whose answer
+        had not come fails with ``TransportError`` saying "the client was closed before the agent's
+        answer came".
+
+        An ``http_client`` you passed stays open (it is yours, and may send other requests): the
+        connections of this client's own runs on it are shut down, and no other. A run still
+        connecting, or in its TLS handshake, on such a client waits for its ``timeout``. See
+        docs/http.md, "Closing the client".
         """
         self._closed = True
         if self._owns_client:
             self.http.close()
+        else:  # (the httpx client is the caller's, for other requests too: only this client's runs end)
+            wake_runs(self.http, self._sender)
         if self._owns_store:
             self.store.close()
 
@@ -316,7 +327,8 @@ class AgentClient(ClientBase):
              body: bytes, deadline: Deadline | None) -> Iterator[Iterator[list[str | bytes]]]:
         request = self.http.build_request("POST", self.url, content=body, headers=sent_headers(self.headers, headers),
                                           timeout=self._timeout(deadline), extensions={"trace": handle.trace,
-                                                                      SENSITIVE_EXTENSION: self.sensitive_headers})
+                                                                      SENSITIVE_EXTENSION: self.sensitive_headers,
+                                                                      SENDER: self._sender})
         handle.sent = not traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))
