@@ -259,8 +259,8 @@ class _Backend(httpcore.NetworkBackend):
 
     def _connected(self, host: str, port: int, timeout: float | None, local_address: str | None) -> socket.socket:
         """A socket connected to the first of ``host``'s addresses that takes it, as ``socket.create_connection``
-        gives it (the first address's error when none does)."""
-        failures: list[OSError] = []
+        gives it (the last address's error when none does)."""
+        failure: OSError | None = None
         for family, kind, proto, _, address in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
             sock = socket.socket(family, kind, proto)
             try:
@@ -271,7 +271,7 @@ class _Backend(httpcore.NetworkBackend):
                     sock.bind((local_address, 0))
                 with self.opening.holding(sock, ours=False):
                     sock.connect(address)
-                if self.opening.closed:  # (connected as the close shut the others down: refused too)
+                if self.opening.closed:  # (a connect the close shut down may end as if it succeeded: refused)
                     raise httpcore.ConnectError("the client was closed")
                 return sock
             except httpcore.ConnectError:
@@ -279,8 +279,8 @@ class _Backend(httpcore.NetworkBackend):
                 raise
             except OSError as exc:
                 sock.close()
-                failures.append(exc)
-        raise failures[0] if failures else OSError(errno.EADDRNOTAVAIL, f"no address found for {host}")
+                failure = exc
+        raise failure if failure is not None else OSError(errno.EADDRNOTAVAIL, f"no address found for {host}")
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
