@@ -190,12 +190,17 @@ class _Stream(httpcore.NetworkStream):
         #: Its pool's sockets being opened (its handshake holds its own there).
         self._opening = opening
 
+    # Both refuse once the client was closed: a connection opened as it closed may have come to the pool
+    # after :func:`_wake` looked, and nothing shut it down. (httpcore reads for an early answer after a
+    # write failed: the read is refused too, or it would wait for the agent.)
+
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._opening.closed:
+            raise httpcore.ReadError("the client was closed")
         return _charged(self._stream.read(max_bytes, _bounded(timeout)))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if self._opening.closed:
-            # (opened while the client closed: the pool may have taken it after :func:`_wake` looked)
             raise httpcore.WriteError("the client was closed")
         self._stream.write(buffer, _bounded(timeout))
 
