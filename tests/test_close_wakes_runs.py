@@ -433,9 +433,11 @@ def test_a_sync_run_connecting_is_woken_by_close(dropping: tuple[str, int], monk
     assert str(error.__cause__) in ("[Errno 104] Connection reset by peer", "the client was closed")
 
 
-def test_a_sync_client_closed_makes_no_connection_more(dropping: tuple[str, int]) -> None:
+@pytest.mark.timeout(60)
+def test_a_shard_woken_by_a_close_opens_no_connection_more(dropping: tuple[str, int]) -> None:
     # A run whose connect starts after the close looked at the connections being opened is refused there,
-    # not left to connect (and wait) unseen. Here the close is made on the transport, the run then sent.
+    # not left to connect (and wait) unseen. Here the shard alone is woken (as the close wakes it), and a
+    # request then sent on it: without the refusal it would wait its connect timeout for the dropped SYN.
     url = f"http://{dropping[0]}:{dropping[1]}/agent"
     with ag.AgentClient(url, timeout=CONNECT, idle_timeout=IDLE) as client:
         _pool._wake(client.http._transport._take().transport)
