@@ -59,6 +59,12 @@ LINKS_KEPT = 4096
 IDS_KEPT = 32
 #: A string the agent chose (an id, an error code) is cut to this many characters on a span, with "…".
 TEXT_KEPT = 128
+#: Message text recorded with ``record_content`` (a message's text, the reply, a ``RUN_ERROR`` message,
+#: an error's text) is cut to at most this many characters, the marker saying how many were cut included.
+#: OpenTelemetry sets no default (its SDK keeps a value whole unless ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``
+#: says otherwise, and then cuts it silently); backends do, the lowest common one at 4,095 characters, past
+#: which a reply would be cut with no word of it, or the span refused.
+CONTENT_KEPT = 4095
 #: The largest integer an OTLP attribute holds (an int64).
 _INT64_MAX = 2**63 - 1
 
@@ -90,8 +96,9 @@ class Telemetry:
         meter_provider: the meter provider (the global one by default).
         record_content: also record what the run carried: the new messages' text, the assistant's
             reply, the ``RUN_ERROR`` message and the text of the error that ended a run (with its
-            stack trace). Off by default: those may hold personal data or secrets an agent echoed.
-            Header values are never recorded.
+            stack trace), the agent's redacted; each cut to 4,095 characters (``CONTENT_KEPT``) with a marker
+            of how many were cut (the stack trace is not cut). Off by default: those may hold personal
+            data or secrets an agent echoed. Header values are never recorded.
 
     Raises:
         ImportError: ``opentelemetry-api`` is not installed.
@@ -317,7 +324,7 @@ class _RunWatch:
                 content = getattr(message, "content", None)
                 if isinstance(content, str):
                     span.add_event("agui.run.input", {"agui.message.role": message.ROLE,
-                                                      "agui.message.content": content})
+                                                      "agui.message.content": _content(content)})
 
     def sending(self, handle: Any = None) -> _Sending | _NotSending:
         """The request is being sent: ``with watch.sending(handle) as headers`` gives the trace headers;
@@ -534,14 +541,31 @@ def _describe(span: Span, result: RunResult, record_content: bool, redact: Calla
         if result.error.code is not None:
             span.set_attribute("agui.run.error.code", _cut(result.error.code))
         if record_content:
-            span.set_attribute("agui.run.error.message", result.error.message)
+            span.set_attribute("agui.run.error.message", _content(result.error.message, redact))
     if record_content and result.outcome is not None:
-        span.add_event("agui.run.output", {"agui.message.content": redact(result.text)})
+        span.add_event("agui.run.output", {"agui.message.content": _content(result.text, redact)})
 
 
 def _cut(text: str) -> str:
     # (a server's string of any length would make every span that carries it as large)
     return text if len(text) <= TEXT_KEPT else text[:TEXT_KEPT - 1] + "…"
+
+
+def _content(text: str, redact: Callable[[str], str] = _same) -> str:
+    """Message text fit for a span: redacted, then cut to :data:`CONTENT_KEPT` characters with a marker
+    saying how many were cut.
+
+    Redacted before it is cut: cut first, a secret straddling the cut would lose the characters that
+    make it the secret, and what is left of it before the cut (up to 15 token characters: from 16 on,
+    a piece is a secret of its own to the redactor) would stay on the span. Redacted whole, it is the
+    mark that the cut may halve.
+    """
+    text = redact(text)
+    if len(text) <= CONTENT_KEPT:
+        return text
+    # (the count cut has no more digits than the length: the marker fits in what it was made room for)
+    kept = CONTENT_KEPT - len(f"… [{len(text)} characters cut]")
+    return f"{text[:kept]}… [{len(text) - kept} characters cut]"
 
 
 def _ids(ids: Iterable[str]) -> list[str]:
@@ -573,8 +597,8 @@ def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool,
         import traceback
 
         stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        span.record_exception(exc, attributes={"exception.message": redact(str(exc)),
+        span.record_exception(exc, attributes={"exception.message": _content(str(exc), redact),
                                                "exception.stacktrace": redact(stack)})
     rule = getattr(exc, "rule", None)
-    description = redact(str(exc)) if record_content else name + (f" [{rule}]" if rule else "")
+    description = _content(str(exc), redact) if record_content else name + (f" [{rule}]" if rule else "")
     _failed_status(span, description)

@@ -25,7 +25,7 @@ from serverkit import drain_log, free_port
 
 from agui_client import decode_event
 from agui_client.ag_ui import from_ag_ui
-from agui_client.testing import Finish, ScriptedAgent, Start
+from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait
 from agui_client.types import (
     ActivitySnapshotEvent,
     CustomEvent,
@@ -227,3 +227,30 @@ def test_a_resume_entry_the_client_cannot_read_is_a_run_error_not_a_500(relay: C
 
     assert [(type(m).__name__, m.code) for m in refused] == [("RunErrorEvent", "DecodeError")]
     assert "/payload" in refused[0].message and agent.request_count == 1  # (nothing reached the agent)
+
+
+def test_a_browser_leaving_mid_stream_closes_the_agents_response_and_frees_the_thread(
+        relay: Callable[[Any], str]) -> None:
+    # The browser reads the run's first text and goes away while the agent is still working (held at a
+    # gate it never passes). The relay must stop the run: its response from the agent closed, which the
+    # agent sees as its client gone, and the thread no longer running, so the browser's next turn on it
+    # is run rather than refused as a second writer.
+    gate = Gate()
+    agent = ScriptedAgent([
+        [Start(), TextMessageStartEvent(message_id="m1", role="assistant"),
+         TextMessageContentEvent(message_id="m1", delta="working"), Wait(gate, timeout=WATCHDOG)],
+        [Start(), Finish()]])
+    url = relay(agent)
+
+    with httpx.Client(timeout=WATCHDOG) as http:
+        with http.stream("POST", f"{url}/threads/t5/runs", json={"message": "hi"}) as response:
+            for line in response.iter_lines():
+                if '"TEXT_MESSAGE_CONTENT"' in line:
+                    break  # (leaving the block closes the browser's connection mid-stream)
+        assert gate.wait_reached(WATCHDOG)
+        assert agent.wait_until(lambda a: bool(a.disconnects), timeout=WATCHDOG)
+        assert agent.disconnects == [agent.requests[0].run_id]
+        again = browser_events(http.post(f"{url}/threads/t5/runs", json={"message": "again"}))
+
+    assert [type(model).__name__ for model in again] == ["RunStartedEvent", "RunFinishedEvent"]
+    assert agent.request_count == 2 and not gate.is_open

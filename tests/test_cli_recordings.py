@@ -28,7 +28,7 @@ from clikit import Ran, agui_here
 from serverkit import free_port
 
 from agui_client import AgentClient, HTTPStatusError
-from agui_client.testing import ANSWER_SCHEMA, Finish, Gate, ScriptedAgent, Start, Wait, text_message
+from agui_client.testing import ANSWER_SCHEMA, Disconnect, Finish, Gate, ScriptedAgent, Start, Wait, text_message
 
 AGUI = [sys.executable, "-m", "agui_client.cli"]
 #: Plain output (no terminal), UTF-8 whatever the locale.
@@ -466,6 +466,37 @@ def test_replay_of_a_folder_names_the_exchange_that_breaks_the_protocol(
 
     assert broken.returncode == 1
     assert "the recording breaks the protocol in 02.sse at event #0 (line 1, byte 0)" in broken.stdout
+
+
+def test_replay_of_a_run_cut_before_its_end_says_it_ends_after_the_last_event(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    # The connection dropped after the agent's text: replay said "at event #3 (end, byte N)", naming an
+    # event the recording does not hold. It says the recording ends before the run finished, after
+    # its last event, by number and type, at the file's last byte.
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "half a"), Disconnect()]]))
+    assert agui("run", endpoint.url, "-m", "hi", "--record", str(tmp_path)).returncode == 1
+    capture = tmp_path / "01.sse"
+    size = len(capture.read_bytes())
+
+    for source, place in ((capture, ""), (tmp_path, " in 01.sse")):
+        shown = agui("replay", str(source))
+
+        assert shown.returncode == 1
+        said = " ".join(shown.stdout.split())
+        assert (f"the recording{place} ends before the run finished, after event #4 (TEXT_MESSAGE_END), "
+                f"at byte {size};") in said, said
+        assert "(end," not in said and "breaks the protocol" not in said
+
+
+def test_replay_of_a_recording_cut_after_an_event_of_an_unknown_type_names_that_type(tmp_path: Path) -> None:
+    capture = tmp_path / "cut.sse"
+    capture.write_text(_sse({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}, {"type": "VENDOR_NOTE"}))
+
+    shown = agui("replay", str(capture))
+
+    assert shown.returncode == 1
+    assert (f"the recording ends before the run finished, after event #1 (VENDOR_NOTE), at byte "
+            f"{len(capture.read_bytes())};") in " ".join(shown.stdout.split())
 
 
 def test_record_on_a_full_disk_says_so_and_the_run_goes_on(served: Callable[[Any], Any], tmp_path: Path) -> None:

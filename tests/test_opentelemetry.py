@@ -483,6 +483,63 @@ def test_record_content_adds_the_messages_text_but_never_a_header_value(drive: A
     assert TOKEN not in everything_recorded(span)
 
 
+#: A bearer token of 40 token characters: a piece of 16 or more of them is as good as the token.
+LONG_TOKEN = "tokQ7vX2mR9kL4pW8nZ3jB6hT1yF5cD0sGaE4uJx"
+
+
+def cut_at_the_limit(recorded: str, whole: str) -> str:
+    """The text kept before the marker of a text cut to at most 4,095 characters, checked against the whole."""
+    kept, marker, count = recorded.rpartition("… [")
+    assert marker and count.endswith(" characters cut]"), recorded[-40:]
+    assert 4090 <= len(recorded) <= 4095 and whole.startswith(kept)  # (at most: the count may be a digit shorter)
+    assert len(kept) + int(count.removesuffix(" characters cut]")) == len(whole)
+    return kept
+
+
+def test_recorded_content_is_cut_to_its_limit_with_a_marker_of_how_much_was_cut(drive: Any, served: Any) -> None:
+    # A reply of 12,000 characters, a RUN_ERROR message and a new message of 9,000 went on the span
+    # whole: larger than a backend keeps, cut there with no word of it, or the span refused.
+    otel = Recorded(record_content=True)
+    reply = " ".join(f"w{n:05d}" for n in range(1_700))
+    message = "m" * 9_000
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", reply),
+                                      {"type": "RUN_ERROR", "message": "e" * 20_000, "code": "TOO_LONG"}]]))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry) as client:
+        result = client.thread().run(message)
+
+    [span] = otel.runs()
+    events = {event.name: dict(event.attributes or {}) for event in span.events}
+    assert len(result.text) > 4095
+    cut_at_the_limit(events["agui.run.output"]["agui.message.content"], result.text)
+    cut_at_the_limit(events["agui.run.input"]["agui.message.content"], message)
+    cut_at_the_limit((span.attributes or {})["agui.run.error.message"], "e" * 20_000)
+
+
+def test_a_token_the_limit_cuts_in_half_leaves_no_piece_of_itself_on_the_span(drive: Any, served: Any) -> None:
+    # The agent echoes the caller's token in its reply just where the length limit falls. Cut before
+    # it was redacted, the reply would keep the token's first 20 characters, which the redactor no
+    # longer knows as the token: the reply is redacted whole, then cut.
+    otel = Recorded(record_content=True)
+    words = [f"w{n:05d}" for n in range(1_700)]
+    # (the token starts 20 characters before where the cut falls: 4,071 for a text of 10,000 or more)
+    before = " ".join(words)[:4051]
+    reply = f"{before}{LONG_TOKEN} " + " ".join(words)
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", reply), Finish()]]))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry,
+                      headers={"Authorization": f"Bearer {LONG_TOKEN}"}) as client:
+        result = client.thread().run("hi")
+
+    [span] = otel.runs()
+    recorded = everything_recorded(span)
+    assert LONG_TOKEN in result.text  # (the conversation is kept as the agent wrote it)
+    output = {event.name: dict(event.attributes or {}) for event in span.events}["agui.run.output"]
+    kept = cut_at_the_limit(output["agui.message.content"], result.text.replace(LONG_TOKEN, "[redacted]"))
+    assert kept.startswith(before.split(" ")[0]) and not any(
+        LONG_TOKEN[at:at + 16] in recorded for at in range(len(LONG_TOKEN) - 15))
+
+
 def test_telemetry_false_records_nothing_and_sends_no_trace_context(drive: Any, served: Any) -> None:
     endpoint = served(chat())
 

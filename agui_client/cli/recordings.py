@@ -40,6 +40,7 @@ from ..wire import codec
 from ..wire.jsonio import parse_json
 from ..wire.sink import collect_warnings
 from ..wire.sse import SSEDecoder
+from ..wire.types.events import UnknownEvent
 from ..wire.types.run import RunAgentInput
 from .render import (
     ERROR_CHARS,
@@ -86,16 +87,23 @@ def _is_thread_line(data: str | bytes) -> bool:
 
 
 class _Session(RunSession):
-    """A session that skips the thread line of ``agui run --json`` (counted in ``thread_lines``)."""
+    """A session that skips the thread line of ``agui run --json`` (counted in ``thread_lines``), and
+    keeps the type of the last event folded (``last_type``: a recording cut before its run's end is
+    named by the event it ends after)."""
 
     thread_lines = 0
+    last_type: str | None = None
 
     def feed_payload(self, data: str | bytes) -> list[Any]:
         if data[:1] in ("{", b"{") or data[:1].isspace():
             if _is_thread_line(data):
                 self.thread_lines += 1
                 return []
-        return super().feed_payload(data)
+        events = super().feed_payload(data)
+        if events:
+            last = events[-1]
+            self.last_type = last.type if isinstance(last, UnknownEvent) else last.TYPE
+        return events
 
 
 @contextlib.contextmanager
@@ -344,10 +352,21 @@ def _broken(out: Output, exc: ProtocolError, located: _Located, where: str | Non
     else:
         render_error(out, exc)
         place = "" if where is None else f" in {where}"
-        event = "the end" if exc.index is None else f"event #{exc.index}"
-        out.line(f"the recording breaks the protocol{place} at {event} ({_position(finding)}); "
-                 f"{verify} lists every finding", "red")
+        out.line(f"{_breaks(exc, finding, located, place)}; {verify} lists every finding", "red")
     return 1
+
+
+def _breaks(exc: ProtocolError, finding: dict[str, Any], located: _Located, place: str) -> str:
+    """Where the recording breaks the protocol, in words: the event and its place in the file, or, for a
+    recording cut before its run's end, the event it ends after (the error's index is the count of events,
+    one past the last)."""
+    session = located.session
+    if isinstance(exc, StreamEnded) and exc.index == session.index:
+        last = session.last_type if isinstance(session, _Session) else None
+        after = (f"after event #{exc.index - 1} ({named(last or '-')})" if exc.index else "before any event")
+        return f"the recording{place} ends before the run finished, {after}, at byte {located.size}"
+    event = "the end" if exc.index is None else f"event #{exc.index}"
+    return f"the recording breaks the protocol{place} at {event} ({_position(finding)})"
 
 
 def _wire(result: RunResult) -> dict[str, Any]:

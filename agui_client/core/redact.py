@@ -37,7 +37,9 @@ The forms each is looked for in: each character as itself or escaped, chosen cha
 character, as percent-encoding (each UTF-8 byte), JSON or a Python ``repr`` (``\\"``, ``\\/``,
 ``\\u0026``, ``\\xe9``, a surrogate pair), or HTML (``&#38;``, ``&#x26;``, ``&amp;``) write it,
 nested up to four times (quoted twice, JSON in JSON doubles the backslashes, a URL encoded twice
-writes ``%2541``), the hex digits of escapes in either case; the whole as the hex digits of its UTF-8
+writes ``%2541``) or JSON put in a URL (``%5Cu00e9``), the hex digits of escapes in either case; a
+character past ASCII also as its UTF-8 bytes, each as itself (a text read one byte a character) or
+percent-encoded, so any mix of escapes is found; the whole as the hex digits of its UTF-8
 bytes (a secret of 8 characters or more: 16 digits or more); base64-encoded (standalone or inside a
 longer base64 text, standard or URL-safe alphabet); and, for a text that read UTF-16 or UTF-32 bytes as
 if they were one byte a character, a NUL beside each letter.
@@ -112,11 +114,6 @@ _SHORTEST_PARAMETER = 4
 # its ``X-Amz-Credential``, the half of a token split across two cookies. 16 such characters are 96 bits
 # of a random token; what a credential holds besides is shorter (``aws4_request``, ``us-east-1``, a date).
 _PIECE = re.compile(r"[A-Za-z0-9_-]{16,}")
-# The most characters one character of a secret takes in an escaped form quoted once (``%F0%9F%98%80``,
-# ``\ud83d\ude00``): how far a stream's scrub looks back for a form a piece may have cut. A form quoted
-# again (JSON in JSON) and cut between two pieces of a recording may be longer: held back that far, a
-# long token's recording would lag a page behind its stream, for a form no agent was seen to write.
-_WIDEST = 12
 # What a text holding an escaped form of a secret holds: without one, only its plain forms are looked for.
 _ESCAPES = ("%", "\\", "&")
 # One escape of those ``_character`` finds (a character's percent-encoded bytes one at a time): a text
@@ -125,6 +122,9 @@ _ESCAPE = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2
                      r"|%(?:25)*([0-9a-fA-F]{2})"
                      r"|&#(?:[xX]0*([0-9a-fA-F]{1,8})|0*([0-9]{1,9}));|&(amp|lt|gt|quot|apos);",
                      re.DOTALL)
+# A character's UTF-8 bytes read one a character (as a percent-encoding is read, or a text that read
+# UTF-8 as latin-1 holds them).
+_UTF8 = re.compile("[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
 # How many exceptions of one chain (causes, contexts, a group's members) are walked, at most.
 _CHAIN_LINKS = 256
 # A cut text may end with the start of a secret; this much of one at its very end is replaced too.
@@ -160,6 +160,7 @@ class Redactor:
         self._gated: tuple[tuple[str, tuple[str, ...]], ...] = ()
         self._read: tuple[str, ...] = ()
         self._runs: tuple[tuple[bytes, bytes], ...] = ()
+        self._wide_read: tuple[str, ...] = ()
         self._prefixes: tuple[str, ...] | None = None
 
     @classmethod
@@ -184,8 +185,11 @@ class Redactor:
     @property
     def longest(self) -> int:
         """The length of the longest form of a secret it replaces (0 without secrets): what a text redacted
-        as it streams must hold back at its end, as a secret may be cut between two pieces."""
-        return max((max(len(secret) * _WIDEST, *map(len, _forms(secret))) for secret in self.secrets), default=0)
+        as it streams must hold back at its end, as a secret may be cut between two pieces.
+
+        Measured on the pattern itself (each character's widest escape it accepts, nesting included), so
+        a form it finds whole is also found when a stream cuts it anywhere."""
+        return max((max(_written_width(secret), *map(len, _forms(secret))) for secret in self.secrets), default=0)
 
     def __call__(self, text: str) -> str:
         return self.text(text)
@@ -210,18 +214,19 @@ class Redactor:
             self._read = tuple({form.lower() for secret in self.secrets for form in (
                 secret, secret.encode("utf-8", "surrogatepass").decode("latin-1"), _halves(secret))})
             self._runs = _runs(self._read)
+            self._wide_read = tuple(secret for secret in self._read if not secret.isascii())
         # (a plain search first: most texts hold no secret, and the pattern is slower to run over them)
         lowered = text.lower()
         if any(needle in lowered for needle in self._needles) or any(
                 gate in lowered and any(needle in lowered for needle in gated) for gate, gated in self._gated) or (
-                any(mark in text for mark in _ESCAPES) and self._escaped_in(text)):
+                any(mark in text for mark in _ESCAPES) and self._escaped_in(text, lowered)):
             if self._pattern is None:
                 # (its compiling took three times what the rest of a redactor's first use took, 10-20 ms)
                 self._pattern = _compile(self.secrets)
             text = self._pattern.sub(MARK, text)
         return self._cut_tail(text) if cut else text
 
-    def _escaped_in(self, text: str) -> bool:
+    def _escaped_in(self, text: str, lowered: str) -> bool:
         """Whether ``text``, its escapes read (``_ESCAPE``), holds a secret: only then is the pattern, which
         finds each of its characters escaped or not, run over it."""
         # (first, at the speed of bytes: a written form of a secret is a run of its characters and of
@@ -231,8 +236,28 @@ class Redactor:
         data = text.encode("utf-8", "surrogatepass")
         if not any(run in data.translate(table) for table, run in self._runs):
             return False
-        read = _ESCAPE.sub(_unescape, text).lower()
-        return any(secret in read for secret in self._read)
+        read = _ESCAPE.sub(_unescape, text)
+        if self._holds(read):
+            return True
+        # (JSON put in a URL reads as JSON once its percent-encoding is read: ``%5Cu00e9``, ``\u00e9``, é.
+        # Read twice only then: a second reading of every text holding escapes cost it half as much again)
+        if any(backslash in lowered for backslash in _ENCODED_BACKSLASHES):
+            return self._holds(_ESCAPE.sub(_unescape, read))
+        return False
+
+    def _holds(self, read: str) -> bool:
+        """Whether ``read`` (a text with its escapes read) holds a secret: as it is, or with the UTF-8 bytes a
+        reading left one a character (percent-encoded, or raw in a text read one byte a character) taken
+        as the characters they write, so that a form mixing a character escaped with one percent-encoded
+        or raw reads as the secret."""
+        lowered = read.lower()
+        if any(secret in lowered for secret in self._read):
+            return True
+        # (only a secret past ASCII has bytes to read as characters)
+        if self._wide_read and not read.isascii():
+            lowered = _UTF8.sub(_utf8, read).lower()
+            return any(secret in lowered for secret in self._wide_read)
+        return False
 
     def url(self, url: str) -> str:
         """``url`` for display: no userinfo, sensitive query (and fragment) values replaced, then :meth:`text`."""
@@ -710,7 +735,7 @@ def _compile(secrets: tuple[str, ...]) -> re.Pattern[str]:
     alternatives: list[tuple[int, int, str]] = []
     for secret in secrets:
         # (each character written as itself or escaped, chosen one by one; then the forms of the whole)
-        pieces = [(len(secret) * _WIDEST, "".join(map(_character, secret)))]
+        pieces = [(_written_width(secret), "".join(map(_character, secret)))]
         pieces += [(len(form), re.escape(form)) for form in _forms(secret)]
         for size, piece in pieces:
             # (a long secret is replaced in any case, as a header value or a path an agent folds to lower case
@@ -755,6 +780,20 @@ def _halves(text: str) -> str:
     return "".join(chr(int.from_bytes(units[i:i + 2], "little")) for i in range(0, len(units), 2))
 
 
+def _utf8(found: re.Match[str]) -> str:
+    """The character the UTF-8 bytes ``_UTF8`` found write (the bytes as they are if they write none)."""
+    return _utf8_read(found[0])
+
+
+@functools.lru_cache(maxsize=1024)
+def _utf8_read(data: str) -> str:
+    # (remembered: a text has the same few characters past ASCII again and again)
+    try:
+        return data.encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:  # (an overlong form or a surrogate's bytes: no character)
+        return data
+
+
 def _unescape(found: re.Match[str]) -> str:
     """The character one escape ``_ESCAPE`` found stands for (a percent-encoded byte as one character)."""
     escape = found[0]
@@ -786,11 +825,39 @@ def _read_escape(found: re.Match[str]) -> str:
     return _CONTROL_CHARACTERS.get(found[4], found[4])
 
 
-#: The backslashes before an escape: JSON quoted in JSON up to four times writes 1, 3, 7 or 15 of them. Bounded,
-#: so that a run of a million backslashes an agent sends is searched in linear time, not quadratic.
-_BACKSLASHES = "\\\\{1,16}"
+#: A piece of a pattern and the most characters it matches: the pattern a secret is looked for with is
+#: built from these, so what a stream must hold back (:attr:`Redactor.longest`) is read off the very
+#: pattern, never restated beside it.
+_Piece = tuple[str, int]
+
+
+def _literal(text: str) -> _Piece:
+    return re.escape(text), len(text)
+
+
+def _either(*pieces: _Piece) -> _Piece:
+    return "(?:" + "|".join(pattern for pattern, _width in pieces) + ")", max(width for _pattern, width in pieces)
+
+
+def _then(*pieces: _Piece) -> _Piece:
+    return "".join(pattern for pattern, _width in pieces), sum(width for _pattern, width in pieces)
+
+
+def _times(piece: _Piece, least: int, most: int) -> _Piece:
+    return f"(?:{piece[0]}){{{least},{most}}}", piece[1] * most
+
+
+def _any_case(piece: _Piece) -> _Piece:
+    return f"(?i:{piece[0]})", piece[1]
+
+
 #: How many times a percent-encoded byte may be encoded again (``%41``, ``%2541``, ``%252541`` ...).
 _REENCODED = 4
+#: The backslashes before an escape: JSON quoted in JSON up to four times writes 1, 3, 7 or 15 of them
+#: (bounded, so that a run of a million backslashes an agent sends is searched in linear time, not
+#: quadratic); or, JSON put in a URL, once or twice, its 1 or 3 backslashes percent-encoded, once or twice.
+_ENCODED_BACKSLASHES = ("%5c", "%255c")
+_BACKSLASHES = _either(_times(_literal("\\"), 1, 16), _times(_either(*map(_literal, _ENCODED_BACKSLASHES)), 1, 3))
 #: The names HTML gives the characters it must escape.
 _HTML_NAMES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
 #: The letters JSON and Python write a control character's escape with.
@@ -799,30 +866,56 @@ _CONTROL_LETTERS = {"\n": "n", "\r": "r", "\t": "t", "\b": "b", "\f": "f"}
 _CONTROL_CHARACTERS = {letter: char for char, letter in _CONTROL_LETTERS.items()}
 
 
+def _percent(byte: int) -> _Piece:
+    """A byte percent-encoded, and encoded again up to ``_REENCODED`` times."""
+    return _then(_literal("%"), _times(_literal("25"), 0, _REENCODED), _literal(f"{byte:02x}"))
+
+
 @functools.lru_cache(maxsize=4096)
-def _character(char: str) -> str:
-    """The pattern of ``char`` as a text quoting a secret may write it: as itself, or escaped as
-    percent-encoding (each UTF-8 byte), JSON or a Python ``repr`` (a backslash before it, ``\\n``,
-    ``\\xHH``, ``\\uHHHH``, a surrogate pair, ``\\UHHHHHHHH``) or HTML (``&#N;``, ``&#xH;``, its name)
-    write it. Escapes nest: text quoted again doubles a backslash (and adds one), and percent-encodes a
-    percent sign (``%2541``), up to ``_BACKSLASHES`` and ``_REENCODED`` allow. Their hex digits come in
-    either case."""
+def _spelled(char: str) -> _Piece:
+    """``char`` as a text quoting a secret may write it: as itself, or escaped as percent-encoding (each
+    UTF-8 byte), JSON or a Python ``repr`` (a backslash before it, ``\\n``, ``\\xHH``, ``\\uHHHH``, a
+    surrogate pair, ``\\UHHHHHHHH``) or HTML (``&#N;``, ``&#xH;``, its name) write it. Escapes nest: text
+    quoted again doubles a backslash (and adds one), and percent-encodes a percent sign (``%2541``), up
+    to ``_BACKSLASHES`` and ``_REENCODED`` allow; JSON in a URL percent-encodes a backslash (``%5Cu00e9``)
+    and the character after one (``%5C%22``). A character past ASCII may also stand as its UTF-8 bytes,
+    each as itself (a text that read UTF-8 one byte a character) or percent-encoded, mixed: a writer
+    that escapes some characters and not others. Their hex digits come in either case."""
     code = ord(char)
     data = char.encode("utf-8", "surrogatepass")
-    after_backslash = [f"u{code:04x}"] if code < 0x10000 else [
-        f"u{0xD800 + ((code - 0x10000) >> 10):04x}{_BACKSLASHES}u{0xDC00 + ((code - 0x10000) & 0x3FF):04x}"]
-    after_backslash.append(f"U{code:08x}")
+    percent = _then(*map(_percent, data))
+    after: list[_Piece] = [_literal(f"u{code:04x}") if code < 0x10000 else _then(
+        _literal(f"u{0xD800 + ((code - 0x10000) >> 10):04x}"), _BACKSLASHES,
+        _literal(f"u{0xDC00 + ((code - 0x10000) & 0x3FF):04x}"))]
+    after.append(_literal(f"U{code:08x}"))
     if code < 0x100:
-        after_backslash.append(f"x{code:02x}")
+        after.append(_literal(f"x{code:02x}"))
     if char in _CONTROL_LETTERS:
-        after_backslash.append(_CONTROL_LETTERS[char])
+        after.append(_literal(_CONTROL_LETTERS[char]))
     if not char.isalnum():  # (``\"``, ``\/``, ``\\``; a letter after a backslash is an escape of its own)
-        after_backslash.append(re.escape(char))
-    escapes = [f"{_BACKSLASHES}(?:" + "|".join(after_backslash) + ")",
-               "".join(f"%(?:25){{0,{_REENCODED}}}{byte:02x}" for byte in data),
-               f"&#0{{0,8}}{code};", f"&#x0{{0,8}}{code:x};"]
+        after.append(_literal(char))
+        if len(data) == 1:  # (``%5C%22``: JSON's ``\"`` in a URL)
+            after.append(percent)
+    escapes = [_then(_BACKSLASHES, _either(*after)),
+               _then(_literal("&#"), _times(_literal("0"), 0, 8), _literal(f"{code};")),
+               _then(_literal("&#x"), _times(_literal("0"), 0, 8), _literal(f"{code:x};"))]
     if char in _HTML_NAMES:
-        escapes.append(f"&{_HTML_NAMES[char]};")
+        escapes.append(_literal(f"&{_HTML_NAMES[char]};"))
     if char == " ":
-        escapes.append("\\+")  # (a form's space, as ``quote_plus`` writes it)
-    return f"(?:{re.escape(char)}|(?i:{'|'.join(escapes)}))"
+        escapes.append(_literal("+"))  # (a form's space, as ``quote_plus`` writes it)
+    if len(data) == 1:
+        escapes.append(percent)
+    written = [_literal(char), _any_case(_either(*escapes))]
+    if len(data) > 1:  # (each byte as itself or percent-encoded: the form of every byte percent-encoded too)
+        written.append(_then(*(_either(_literal(chr(byte)), _any_case(_percent(byte))) for byte in data)))
+    return _either(*written)
+
+
+def _character(char: str) -> str:
+    """The pattern of ``char`` as a text may write it (:func:`_spelled`)."""
+    return _spelled(char)[0]
+
+
+def _written_width(secret: str) -> int:
+    """The most characters a written form of ``secret`` its pattern finds may take."""
+    return sum(_spelled(char)[1] for char in secret)
