@@ -83,10 +83,13 @@ RUN_PROTOCOL = ["core/effects.py", "core/standing.py", "core/flow.py"]
 JSON_TEXT = ["wire/values.py", "wire/writeback.py", "wire/jsonio.py", "wire/records.py", "wire/slices.py"]
 #: When an interrupt expires is read and judged without the resume rules, which ask it.
 RESUME_RULES = ["core/expiry.py", "core/interrupts.py"]
+#: The scripted agent's modules: what a script is made of, the endpoint both test agents share (the
+#: recorded agent stands on it without the scripted one), then the agent that plays a script.
+SCRIPTED_AGENT = ["testing/script.py", "testing/endpoint.py", "testing/agent.py"]
 
 
-@pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES],
-                         ids=["run-protocol", "json-text", "resume-rules"])
+@pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES, SCRIPTED_AGENT],
+                         ids=["run-protocol", "json-text", "resume-rules", "scripted-agent"])
 def test_a_chain_of_modules_imports_one_way(chain: list[str]) -> None:
     for n, name in enumerate(chain):
         later = [m.replace("/", ".").removesuffix(".py") for m in chain[n + 1:]]
