@@ -59,7 +59,7 @@ def test_agui_chat_renders_a_bounded_part_of_a_runs_answers_as_markdown(
     # Rendering Markdown costs far more than the text is long (a table some 10 KB a second): a run's
     # answer of a megabyte of tables held the chat for minutes after it arrived, and 256 MB for hours.
     # Past MARKDOWN_CHARS of a run's answers, blocks are shown as the plain text they are.
-    from agui_client.cli import chat
+    from agui_client.cli import chatview as chat
     from agui_client.cli.render import RichOutput
     from agui_client.cli.terminal import SafeConsole
 

@@ -30,7 +30,8 @@ from test_cli_terminal import HOSTILE, assert_inert
 
 from agui_client import AgentClient
 from agui_client.cli import forms
-from agui_client.cli.chat import ChatView, _MarkdownWriter, transcript
+from agui_client.cli.chat import ChatView, transcript
+from agui_client.cli.chatview import _MarkdownWriter
 from agui_client.cli.render import PlainOutput
 from agui_client.cli.terminal import SafeConsole
 from agui_client.stores import SqliteStore
@@ -514,7 +515,7 @@ def test_credentials_in_the_url_reach_neither_the_screen_nor_the_transcript(serv
 def test_an_endless_paragraph_is_redrawn_from_its_last_characters_only() -> None:
     # A block that never ends (one paragraph, or a code fence left open) is redrawn while it streams:
     # only its last LIVE_CHARS characters are, and it is printed whole, once, when the message ends.
-    from agui_client.cli.chat import LIVE_CHARS
+    from agui_client.cli.chatview import LIVE_CHARS
 
     for opening in ("", "```\n"):
         writer, sink = _writer()
@@ -637,7 +638,7 @@ def test_text_nested_past_what_markdown_reads_is_shown_as_text(opener: str) -> N
     # markdown-it stops reading a block 20 levels deep: the words in ten nested lists (two levels
     # each) or twenty nested quotes were not shown at all. Past MARKDOWN_MAX_LEVEL the block is
     # shown as the plain text it is, and so is its redrawn tail; shallower nesting stays Markdown.
-    from agui_client.cli.chat import MARKDOWN_MAX_LEVEL
+    from agui_client.cli.chatview import MARKDOWN_MAX_LEVEL
 
     deep = opener * MARKDOWN_MAX_LEVEL + "the hidden words\n"
     writer, sink = _writer()
@@ -725,7 +726,7 @@ def test_plain_view_shows_tokens_reasoning_folded_and_tables_as_rows() -> None:
 def test_folded_reasoning_says_how_long_it_took(monkeypatch: pytest.MonkeyPatch, took: float, said: str) -> None:
     from types import SimpleNamespace
 
-    import agui_client.cli.chat as chat_module
+    import agui_client.cli.chatview as chat_module
 
     ticks = iter([100.0, 100.0 + took])  # (the reasoning's start, then its end)
     monkeypatch.setattr(chat_module, "time", SimpleNamespace(monotonic=lambda: next(ticks)))

@@ -83,10 +83,19 @@ RUN_PROTOCOL = ["core/effects.py", "core/standing.py", "core/flow.py"]
 JSON_TEXT = ["wire/values.py", "wire/writeback.py", "wire/jsonio.py", "wire/records.py", "wire/slices.py"]
 #: When an interrupt expires is read and judged without the resume rules, which ask it.
 RESUME_RULES = ["core/expiry.py", "core/interrupts.py"]
+#: The scripted agent's modules: what a script is made of, the endpoint both test agents share (the
+#: recorded agent stands on it without the scripted one), then the agent that plays a script.
+SCRIPTED_AGENT = ["testing/script.py", "testing/endpoint.py", "testing/agent.py"]
+#: The sequence rules: the phase table (data), the id rules that take its step, the verifier built on both.
+SEQUENCE_RULES = ["core/phases.py", "core/id_rules.py", "core/verify.py"]
+#: The code derived from the wire types: the policy it is derived under, the writers, then the readers
+#: (which build their objects as the writers' constructors do).
+DERIVED_CODE = ["wire/policy.py", "wire/writers.py", "wire/derive.py"]
 
 
-@pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES],
-                         ids=["run-protocol", "json-text", "resume-rules"])
+@pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES, SCRIPTED_AGENT, SEQUENCE_RULES, DERIVED_CODE],
+                         ids=["run-protocol", "json-text", "resume-rules", "scripted-agent", "sequence-rules",
+                              "derived-code"])
 def test_a_chain_of_modules_imports_one_way(chain: list[str]) -> None:
     for n, name in enumerate(chain):
         later = [m.replace("/", ".").removesuffix(".py") for m in chain[n + 1:]]

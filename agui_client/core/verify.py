@@ -3,15 +3,11 @@
 Theory of operation
 -------------------
 A stream holds one or more runs, one after another (LC-06). Where the stream stands is its
-*phase*, and which run-lifecycle event a phase admits is data, in :data:`TRANSITIONS`, in the
-manner of h11's state tables::
+*phase* (``idle``, ``running``, ``finished``, ``errored``, ``late-error``), and which run-lifecycle
+event a phase admits is data, in the table of ``core/phases.py`` (:data:`TRANSITIONS`, drawn there),
+in the manner of h11's state tables.
 
-    idle ──RUN_STARTED──▶ running ──RUN_FINISHED──▶ finished ──RUN_ERROR──▶ late-error
-      │                     │                          (the one late RUN_ERROR, CL-02)
-      └─RUN_ERROR (LC-02)─▶ errored ◀──RUN_ERROR──┘
-    finished / errored / late-error ──RUN_STARTED──▶ running (a fresh run scope)
-
-Inside a run, the *id rules* are code: a ``match`` on the event's class keeps the open text
+Inside a run, the *id rules* are code, in ``core/id_rules.py``: a ``match`` on the event's class keeps the open text
 messages, tool calls, reasoning spans and messages, steps and subagents, and refuses a continuation
 of something not open, a second opener of something open, and a run that finishes with anything
 still open. ``RUN_ERROR`` ends a run as it stands: what is open then is debris of the failure, not
@@ -43,14 +39,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Set
-from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
-from attrs import define, field, frozen
 from typing_extensions import assert_never
 
 from .._inert import quoted_name
-from ..errors import SequenceError, StreamEnded, StreamWarning
+from ..errors import StreamEnded, StreamWarning
 from ..wire.types import events as ev
 from ..wire.types.run import (
     PROTOCOL_VERSION,
@@ -59,17 +53,14 @@ from ..wire.types.run import (
     RunFinishedInterruptOutcome,
     RunFinishedOutcome,
     RunFinishedSuccessOutcome,
-    SubagentFinishedOutcome,
-    SubagentFinishedSuspendedOutcome,
 )
+from .id_rules import IdRules, RunScope
 from .interrupts import listed_ids
-from .roster import Owner, Roster
+from .phases import KEEPS, TERMINATED, TRANSITIONS, Phase, PhaseRow, Violation
+from .roster import Roster
 
 __all__ = ["RunVerifier", "Phase", "PhaseRow", "Violation", "TRANSITIONS"]
 
-Phase = Literal["idle", "running", "finished", "errored", "late-error"]
-
-_Owner = Owner
 _SEEDED = -1  # the run number recorded for ids learnt from history (snapshots, the input echo)
 # Two numeric components, ASCII digits without leading zeros ("1.0", "0.10"); anything else is uninterpretable.
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
@@ -84,428 +75,10 @@ def _version_key(major: str, minor: str) -> tuple[int, str, int, str]:
 _SPOKEN = _version_key(*PROTOCOL_VERSION.split("."))
 
 
-@frozen(kw_only=True)
-class Violation:
-    """A lifecycle event a phase does not admit.
-
-    Attributes:
-        rule: the rule id and validator code, as on the raised ``SequenceError``.
-        message: what went wrong, for a person.
-    """
-
-    rule: str
-    message: str
-
-
-@frozen(kw_only=True)
-class PhaseRow:
-    """What each kind of event does in one phase: the next phase, or the violation it is."""
-
-    run_started: Phase | Violation
-    run_finished: Phase | Violation
-    run_error: Phase | Violation
-    other: Phase | Violation
-
-
-_NOT_STARTED = Violation(rule="LC-01/AGUI001", message="the first event must be RUN_STARTED (or RUN_ERROR)")
-_AFTER_FINISHED = Violation(
-    rule="CL-01/AGUI004",
-    message="the run already finished; only one late RUN_ERROR or a new RUN_STARTED may follow",
-)
-_AFTER_ERROR = Violation(
-    rule="LC-14/AGUI004", message="the run failed with RUN_ERROR; only a new RUN_STARTED may follow"
-)
-_AFTER_LATE_ERROR = Violation(
-    rule="CL-03/AGUI004",
-    message="the closed run already had its one late RUN_ERROR; only a new RUN_STARTED may follow",
-)
-_FINISHED_AFTER_ERROR = Violation(rule="CL-05/AGUI005", message="RUN_FINISHED after RUN_ERROR")
-
-#: The run-lifecycle phase table: phase -> what RUN_STARTED, RUN_FINISHED, RUN_ERROR and any other
-#: event lead to. ``ev.UnknownEvent`` is outside the table.
-TRANSITIONS: Mapping[Phase, PhaseRow] = MappingProxyType({
-    "idle": PhaseRow(run_started="running", run_finished=_NOT_STARTED, run_error="errored", other=_NOT_STARTED),
-    "running": PhaseRow(
-        run_started=Violation(rule="LC-05/AGUI002", message="RUN_STARTED while a run is still open"),
-        run_finished="finished",
-        run_error="errored",
-        other="running",
-    ),
-    "finished": PhaseRow(
-        run_started="running", run_finished=_AFTER_FINISHED, run_error="late-error", other=_AFTER_FINISHED
-    ),
-    "errored": PhaseRow(
-        run_started="running", run_finished=_FINISHED_AFTER_ERROR, run_error=_AFTER_ERROR, other=_AFTER_ERROR
-    ),
-    "late-error": PhaseRow(
-        run_started="running", run_finished=_FINISHED_AFTER_ERROR, run_error=_AFTER_LATE_ERROR, other=_AFTER_LATE_ERROR
-    ),
-})
-
-_TERMINATED: frozenset[Phase] = frozenset({"finished", "errored", "late-error"})
-#: The phases in which an event that is not a run-lifecycle event keeps the phase (derived from the table).
-_KEEPS: frozenset[Phase] = frozenset(phase for phase, row in TRANSITIONS.items() if row.other == phase)
-
-
-@define
-class _Run:
-    """The bookkeeping of one run scope, dropped whole when the next run starts."""
-
-    number: int
-    run_id: str | None = None
-    thread_id: str | None = None
-    # Open entities, id -> owner.
-    messages: dict[str, _Owner] = field(factory=dict)
-    tool_calls: dict[str, _Owner] = field(factory=dict)
-    reasoning_spans: dict[str, _Owner] = field(factory=dict)
-    reasoning_messages: dict[str, _Owner] = field(factory=dict)
-    steps: dict[tuple[_Owner, str], None] = field(factory=dict)
-    step_names: dict[str, int] = field(factory=dict)  # open steps per name, across owners
-    subagents: dict[str, None] = field(factory=dict)
-    # Owners outlive the close for the rest of the run: a later reopen or encrypted value is
-    # checked against them.
-    message_owner: dict[str, _Owner] = field(factory=dict)
-    tool_call_owner: dict[str, _Owner] = field(factory=dict)
-    reasoning_owner: dict[str, _Owner] = field(factory=dict)  # spans and messages share owners
-    activity_owner: dict[str, _Owner] = field(factory=dict)
-    closed_subagents: set[str] = field(factory=set)
-    suspended: dict[str, tuple[str, ...]] = field(factory=dict)  # subagent -> its interruptIds
-    answered: set[str] = field(factory=set)  # tool call ids with a TOOL_CALL_RESULT in this run
-
-
-class _IdRules:
-    """The id rules of a run, one handler per event kind that opens, continues or closes an entity.
-
-    Part of :class:`RunVerifier`, which holds the state these read: the phase, the run scope and the
-    stream-wide id records. Each handler first takes the phase step the table gives every event that is
-    not a run-lifecycle event, then applies its kind's rules; a refusal leaves the state unchanged.
-    """
-
-    _phase: Phase
-    _run: _Run
-    _message_run: dict[str, int]
-    _tool_call_run: dict[str, int]
-    _known_tool_call_ids: Callable[[str], bool] | None
-    _known_message_ids: Callable[[str], bool] | None
-
-    def text_start(self, index: int, message_id: str, owner: _Owner) -> list[StreamWarning]:
-        """TEXT_MESSAGE_START: opens a message (a reused id is reported, TX-05)."""
-        kind = "TEXT_MESSAGE_START"
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        run = self._run
-        if message_id in run.messages:
-            raise self._error(f"text message {message_id!r} is already open", kind, index,
-                              rule="TX-03/AGUI106", pointer="/messageId")
-        tag = owner
-        if message_id in run.message_owner:
-            # An untagged reopen agrees with any owner and must not hand the message to the parent.
-            owner = run.message_owner[message_id]
-            self._agree(tag, owner, kind, index, what="message", entity_id=message_id)
-        warnings = []
-        last_run = self._message_run.get(message_id)
-        if last_run == run.number:
-            warnings.append(self._warning(f"message id {message_id!r} is already used in this run", kind, index,
-                                          code="TX-05/AGUI104", pointer="/messageId"))
-        elif last_run is not None or (self._known_message_ids is not None and self._known_message_ids(message_id)):
-            warnings.append(self._warning(f"message id {message_id!r} already names a message of the thread", kind,
-                                          index, code="TX-05/AGUI104", pointer="/messageId"))
-        run.messages[message_id] = owner
-        run.message_owner[message_id] = owner
-        self._message_run[message_id] = run.number
-        return warnings
-
-    def text_content(self, index: int, message_id: str, owner: _Owner) -> list[StreamWarning]:
-        """TEXT_MESSAGE_CONTENT: continues an open message."""
-        open_ids = self._run.messages
-        if message_id in open_ids and (owner is None or owner == open_ids[message_id]) and self._phase in _KEEPS:
-            return []  # (most of any stream: the rest of _continue's rules cannot refuse this one)
-        self._continue(self._run.messages, message_id, owner, "TEXT_MESSAGE_CONTENT", index, what="text message",
-                       rule="TX-02/AGUI101", pointer="/messageId")
-        return []
-
-    def text_end(self, index: int, message_id: str, owner: _Owner) -> list[StreamWarning]:
-        """TEXT_MESSAGE_END: closes an open message."""
-        self._close(self._run.messages, message_id, owner, "TEXT_MESSAGE_END", index, what="text message",
-                    rule="TX-02/AGUI102", pointer="/messageId")
-        return []
-
-    def tool_start(self, index: int, tool_call_id: str, parent_message_id: str | None,
-                   owner: _Owner) -> list[StreamWarning]:
-        """TOOL_CALL_START: opens a tool call, owned by the message that carries it (TC-14)."""
-        kind = "TOOL_CALL_START"
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        run, call_id, tag = self._run, tool_call_id, owner
-        if call_id in run.tool_calls:
-            raise self._error(f"tool call {call_id!r} is already open", kind, index, rule="TC-03",
-                              pointer="/toolCallId")
-        parent, inherits, inherited = parent_message_id, False, None
-        if parent is not None and parent in run.message_owner:
-            inherits, inherited = True, run.message_owner[parent]
-        if inherits and tag is not None and tag != inherited:
-            raise self._error(f"subagentRunId {tag!r} does not match the owner of parent message "
-                              f"{parent!r} ({_owner_label(inherited)})", kind, index, rule="TC-14",
-                              pointer="/subagentRunId")
-        owned = tag if tag is not None else inherited
-        if call_id in run.tool_call_owner:
-            owned = run.tool_call_owner[call_id]
-            self._agree(tag, owned, kind, index, what="tool call", entity_id=call_id)
-            if tag is None and inherits and inherited != owned:
-                raise self._error(f"tool call {call_id!r} belongs to {_owner_label(owned)} but its parent message "
-                                  f"{parent!r} to {_owner_label(inherited)}", kind, index,
-                                  rule="TC-14", pointer="/parentMessageId")
-        warnings = []
-        if self._tool_call_run.get(call_id) == run.number:
-            warnings.append(self._warning(f"tool call id {call_id!r} re-used after its TOOL_CALL_END in this run",
-                                          kind, index, code="TC-05/AGUI205", pointer="/toolCallId"))
-        run.tool_calls[call_id] = owned
-        run.tool_call_owner[call_id] = owned
-        self._tool_call_run[call_id] = run.number
-        return warnings
-
-    def tool_args(self, index: int, tool_call_id: str, owner: _Owner) -> list[StreamWarning]:
-        """TOOL_CALL_ARGS: continues an open tool call."""
-        open_ids = self._run.tool_calls
-        if tool_call_id in open_ids and (owner is None or owner == open_ids[tool_call_id]) and self._phase in _KEEPS:
-            return []  # (as in text_content)
-        self._continue(self._run.tool_calls, tool_call_id, owner, "TOOL_CALL_ARGS", index, what="tool call",
-                       rule="TC-02/AGUI201", pointer="/toolCallId")
-        return []
-
-    def tool_end(self, index: int, tool_call_id: str, owner: _Owner) -> list[StreamWarning]:
-        """TOOL_CALL_END: closes an open tool call."""
-        self._close(self._run.tool_calls, tool_call_id, owner, "TOOL_CALL_END", index, what="tool call",
-                    rule="TC-02/AGUI202", pointer="/toolCallId")
-        return []
-
-    def tool_result(self, index: int, message_id: str, tool_call_id: str, owner: _Owner) -> list[StreamWarning]:
-        """TOOL_CALL_RESULT: answers a closed call of this run or of the thread's history."""
-        kind = "TOOL_CALL_RESULT"
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        run, call_id = self._run, tool_call_id
-        warnings = []
-        if call_id in run.tool_calls:
-            warnings.append(self._warning(f"result for tool call {call_id!r} before its TOOL_CALL_END", kind, index,
-                                          code="TC-12/AGUI206", pointer="/toolCallId"))
-        elif not self._tool_call_known(call_id):
-            warnings.append(self._warning(f"result for tool call {call_id!r}, unknown in this run and the thread",
-                                          kind, index, code="TC-11/AGUI207", pointer="/toolCallId"))
-        run.answered.add(call_id)
-        # A result mints a tool message; its own tag says who owns it, and the newest mint wins.
-        run.message_owner[message_id] = owner
-        self._message_run[message_id] = run.number
-        return warnings
-
-    def reasoning_start(self, index: int, message_id: str, owner: _Owner) -> list[StreamWarning]:
-        """REASONING_START: opens a reasoning span."""
-        self._reasoning_open(self._run.reasoning_spans, message_id, owner, "REASONING_START", index,
-                             what="reasoning span")
-        return []
-
-    def reasoning_message_start(self, index: int, message_id: str, owner: _Owner) -> list[StreamWarning]:
-        """REASONING_MESSAGE_START: opens a reasoning message."""
-        self._reasoning_open(self._run.reasoning_messages, message_id, owner, "REASONING_MESSAGE_START", index,
-                             what="reasoning message")
-        return []
-
-    def reasoning_content(self, index: int, message_id: str, owner: _Owner) -> list[StreamWarning]:
-        """REASONING_MESSAGE_CONTENT: continues an open reasoning message."""
-        open_ids = self._run.reasoning_messages
-        if message_id in open_ids and (owner is None or owner == open_ids[message_id]) and self._phase in _KEEPS:
-            return []  # (as in text_content)
-        self._continue(self._run.reasoning_messages, message_id, owner, "REASONING_MESSAGE_CONTENT", index,
-                       what="reasoning message", rule="RS-02/AGUI401", pointer="/messageId")
-        return []
-
-    def reasoning_message_end(self, index: int, message_id: str, owner: _Owner) -> list[StreamWarning]:
-        """REASONING_MESSAGE_END: closes an open reasoning message."""
-        self._close(self._run.reasoning_messages, message_id, owner, "REASONING_MESSAGE_END", index,
-                    what="reasoning message", rule="RS-02/AGUI401", pointer="/messageId")
-        return []
-
-    def reasoning_end(self, index: int, message_id: str, owner: _Owner) -> list[StreamWarning]:
-        """REASONING_END: closes an open reasoning span."""
-        self._close(self._run.reasoning_spans, message_id, owner, "REASONING_END", index, what="reasoning span",
-                    rule="RS-03", pointer="/messageId")
-        return []
-
-    def encrypted_value(self, index: int, subtype: str, entity_id: str, owner: _Owner) -> list[StreamWarning]:
-        """REASONING_ENCRYPTED_VALUE: its tag must agree with the owner of the entity it names."""
-        kind = "REASONING_ENCRYPTED_VALUE"
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        run = self._run
-        # "message" covers text and reasoning messages; ids are unique per kind, so one bucket at most has it.
-        buckets = (run.tool_call_owner,) if subtype == "tool-call" else (run.message_owner, run.reasoning_owner)
-        for owners in buckets:
-            if entity_id in owners:
-                self._agree(owner, owners[entity_id], kind, index, what=subtype, entity_id=entity_id)
-                break
-        return []
-
-    # -- the handlers: steps, subagents, activities, snapshots ------------------------------------
-
-    def step_started(self, index: int, step_name: str, owner: _Owner) -> list[StreamWarning]:
-        """STEP_STARTED: opens a step of an owner (one open step per name and owner)."""
-        kind = "STEP_STARTED"
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        run, key = self._run, (owner, step_name)
-        if key in run.steps:
-            raise self._error(f"step {step_name!r} is already open for {_owner_label(key[0])}", kind, index,
-                              rule="ST-03", pointer="/stepName")
-        run.steps[key] = None
-        run.step_names[step_name] = run.step_names.get(step_name, 0) + 1
-        return []
-
-    def step_finished(self, index: int, step_name: str, owner: _Owner) -> list[StreamWarning]:
-        """STEP_FINISHED: closes the step its owner started."""
-        kind = "STEP_FINISHED"
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        run, key = self._run, (owner, step_name)
-        if key not in run.steps:
-            if run.step_names.get(step_name):
-                raise self._error(f"step {step_name!r} is open under another owner than "
-                                  f"{_owner_label(key[0])}; a step is finished by whoever started it", kind, index,
-                                  rule="ST-04/AGUI006", pointer="/subagentRunId")
-            raise self._error(f"step {step_name!r} was not started", kind, index, rule="ST-01/AGUI006",
-                              pointer="/stepName")
-        del run.steps[key]
-        run.step_names[step_name] -= 1
-        if not run.step_names[step_name]:
-            del run.step_names[step_name]
-        return []
-
-    def subagent_started(self, index: int, subagent_run_id: str, parent: str | None) -> list[StreamWarning]:
-        """SUBAGENT_STARTED: a new invocation (its id once per run), under a parent started in this run."""
-        kind = "SUBAGENT_STARTED"
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        run, sub = self._run, subagent_run_id
-        if sub in run.subagents:
-            raise self._error(f"subagent {sub!r} is already active", kind, index, rule="SA-02/AGUI601",
-                              pointer="/subagentRunId")
-        if sub in run.closed_subagents:
-            raise self._error(f"subagent {sub!r} already ran in this run; ids are per invocation", kind, index,
-                              rule="SA-02/AGUI601", pointer="/subagentRunId")
-        if parent is not None and parent not in run.subagents and parent not in run.closed_subagents:
-            raise self._error(f"parentSubagentRunId {parent!r} was not started in this run", kind, index,
-                              rule="SA-05/AGUI605", pointer="/parentSubagentRunId")
-        run.subagents[sub] = None
-        return []
-
-    def subagent_finished(self, index: int, subagent_run_id: str,
-                          outcome: SubagentFinishedOutcome | None) -> list[StreamWarning]:
-        """SUBAGENT_FINISHED: ends an active invocation (a suspended one names its interrupts)."""
-        self._subagent_closed(index, subagent_run_id, "SUBAGENT_FINISHED", "SA-03/AGUI602")
-        if isinstance(outcome, SubagentFinishedSuspendedOutcome):
-            self._run.suspended[subagent_run_id] = outcome.interrupt_ids or ()
-        return []
-
-    def subagent_error(self, index: int, subagent_run_id: str) -> list[StreamWarning]:
-        """SUBAGENT_ERROR: ends an active invocation."""
-        self._subagent_closed(index, subagent_run_id, "SUBAGENT_ERROR", "SA-03/AGUI603")
-        return []
-
-    def _subagent_closed(self, index: int, sub: str, kind: str, rule: str) -> None:
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        run = self._run
-        if sub not in run.subagents:
-            raise self._error(f"subagent {sub!r} is not active", kind, index, rule=rule, pointer="/subagentRunId")
-        del run.subagents[sub]
-        run.closed_subagents.add(sub)
-
-    def activity_snapshot(self, index: int, message_id: str, owner: _Owner,
-                          replace: bool | None) -> list[StreamWarning]:
-        """ACTIVITY_SNAPSHOT: only a replacing snapshot re-mints, and so re-owns, an existing activity (AC-08)."""
-        if self._phase not in _KEEPS:
-            self._other(index, "ACTIVITY_SNAPSHOT")
-        run = self._run
-        if message_id not in run.activity_owner or replace is not False:
-            run.activity_owner[message_id] = owner
-        return []
-
-    def activity_delta(self, index: int, message_id: str, owner: _Owner) -> list[StreamWarning]:
-        """ACTIVITY_DELTA: its tag must agree with the activity's owner."""
-        kind = "ACTIVITY_DELTA"
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        run = self._run
-        if message_id in run.activity_owner:
-            self._agree(owner, run.activity_owner[message_id], kind, index, what="activity", entity_id=message_id,
-                        rule="AC-08/AGUI606")
-        return []
-
-    def _continue(self, open_ids: dict[str, _Owner], entity_id: str, tag: _Owner, kind: str, index: int, *,
-                  what: str, rule: str, pointer: str) -> None:
-        if self._phase not in _KEEPS:
-            if self._phase not in _KEEPS:
-                self._other(index, kind)
-        if entity_id not in open_ids:
-            raise self._error(f"no open {what} {entity_id!r}", kind, index, rule=rule, pointer=pointer)
-        if tag is not None and tag != open_ids[entity_id]:
-            self._agree(tag, open_ids[entity_id], kind, index, what=what, entity_id=entity_id)
-
-    def _close(self, open_ids: dict[str, _Owner], entity_id: str, tag: _Owner, kind: str, index: int, *, what: str,
-               rule: str, pointer: str) -> None:
-        """An END: the entity must be open, with an agreeing owner tag; it is open no more."""
-        self._continue(open_ids, entity_id, tag, kind, index, what=what, rule=rule, pointer=pointer)
-        del open_ids[entity_id]
-
-    def _agree(self, tag: _Owner, owner: _Owner, kind: str, index: int, *, what: str, entity_id: str,
-               rule: str = "SA-11/AGUI606") -> None:
-        # An absent tag never disagrees; a present one must name the owner exactly (None is the parent).
-        if tag is not None and tag != owner:
-            raise self._error(f"subagentRunId {tag!r} does not match the owner of {what} {entity_id!r} "
-                              f"({_owner_label(owner)})", kind, index, rule=rule, pointer="/subagentRunId")
-
-    def _reasoning_open(self, open_ids: dict[str, _Owner], message_id: str, tag: _Owner, kind: str, index: int, *,
-                        what: str) -> None:
-        if self._phase not in _KEEPS:
-            self._other(index, kind)
-        run = self._run
-        if message_id in open_ids:
-            raise self._error(f"{what} {message_id!r} is already open", kind, index, rule="RS-04",
-                              pointer="/messageId")
-        # A span and the message inside it may share an id, and then they share one owner.
-        owner = tag
-        if message_id in run.reasoning_owner:
-            owner = run.reasoning_owner[message_id]
-            self._agree(tag, owner, kind, index, what=what, entity_id=message_id)
-        open_ids[message_id] = owner
-        run.reasoning_owner[message_id] = owner
-
-    # -- the phase step, and what a refusal says
-
-    def _other(self, index: int, kind: str) -> None:
-        """The phase step of an event that is not a run-lifecycle event, in a phase that it does not keep
-        (the handlers test ``_KEEPS`` first: most events arrive while a run is running)."""
-        target = TRANSITIONS[self._phase].other
-        if isinstance(target, Violation):
-            raise self._error(target.message, kind, index, rule=target.rule)
-        self._phase = target  # (no phase of today's table lands here: every other step keeps or refuses)
-        self.running = target == "running"
-
-    def _tool_call_known(self, call_id: str) -> bool:
-        return call_id in self._tool_call_run or (
-            self._known_tool_call_ids is not None and self._known_tool_call_ids(call_id))
-
-    def _error(self, message: str, kind: str, index: int, *, rule: str, pointer: str | None = None) -> SequenceError:
-        return SequenceError(message, run_id=self._run.run_id, index=index, event_type=kind, pointer=pointer,
-                             rule=rule)
-
-    def _warning(self, message: str, kind: str, index: int, *, code: str, pointer: str | None) -> StreamWarning:
-        return StreamWarning(code=code, message=message, index=index, event_type=kind, pointer=pointer,
-                             run_id=self._run.run_id)
 
 
 
-
-class RunVerifier(_IdRules):
+class RunVerifier(IdRules):
     """Checks one response's events against the AG-UI run sequence rules.
 
     Feed every event (after chunk expansion) to :meth:`check`, then call :meth:`end` when the
@@ -531,7 +104,7 @@ class RunVerifier(_IdRules):
         self._phase: Phase = "idle"
         #: Whether a run is open (kept with the phase: it is asked for every payload a session reads).
         self.running = False
-        self._run = _Run(number=0)
+        self._run = RunScope(number=0)
         # id -> number of the last run that used it, across the whole stream (for TX-05, TC-05, TC-10).
         self._message_run: dict[str, int] = {}
         self._tool_call_run: dict[str, int] = {}
@@ -556,7 +129,7 @@ class RunVerifier(_IdRules):
     @property
     def terminated(self) -> bool:
         """Whether the last run ended with ``RUN_FINISHED`` or ``RUN_ERROR``."""
-        return self._phase in _TERMINATED
+        return self._phase in TERMINATED
 
     @property
     def open_message_ids(self) -> Set[str]:
@@ -698,7 +271,7 @@ class RunVerifier(_IdRules):
                     protocol_version: str | None) -> list[StreamWarning]:
         """RUN_STARTED: a fresh run scope; the input's messages it echoes go on record (as history)."""
         target = self._lifecycle(index, "RUN_STARTED", "run_started")
-        self._run = _Run(number=self._run.number + 1, run_id=run_id, thread_id=thread_id)
+        self._run = RunScope(number=self._run.number + 1, run_id=run_id, thread_id=thread_id)
         if echoed is not None:
             self._seed(echoed, authoritative=False)
         self._phase = target
@@ -759,15 +332,15 @@ class RunVerifier(_IdRules):
     def passive(self, index: int, kind: str) -> list[StreamWarning]:
         """STATE_SNAPSHOT, STATE_DELTA, CUSTOM, RAW: attribution on these is provenance, not ownership
         (SP-14), so only the phase is checked."""
-        if self._phase not in _KEEPS:
+        if self._phase not in KEEPS:
             self._other(index, kind)
         return []
 
-    # -- the handlers: snapshots (the id rules are in _IdRules) -------------------------------
+    # -- the handlers: snapshots (the id rules are in IdRules) -------------------------------
 
     def messages_snapshot(self, index: int, roster: Roster) -> list[StreamWarning]:
         """MESSAGES_SNAPSHOT: the snapshot restates the conversation, so its owners replace the recorded ones."""
-        if self._phase not in _KEEPS:
+        if self._phase not in KEEPS:
             self._other(index, "MESSAGES_SNAPSHOT")
         self._seed(roster, authoritative=True)
         return []
@@ -874,8 +447,7 @@ def _seeded(runs: dict[str, int], ids: Mapping[str, Any]) -> None:
     runs.update(missing)
 
 
-def _owner_label(owner: _Owner) -> str:
-    return "the parent agent" if owner is None else f"subagent {owner!r}"
+
 
 
 #: How many ids a message lists, and how much of each (a stream may leave a hundred thousand open).

@@ -46,25 +46,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .agent import (
-        FAULTS,
-        WARNING_EVENT,
-        Disconnect,
-        Fault,
-        Finish,
-        Gate,
-        Item,
-        KeepAlive,
-        OnUncovered,
-        Pause,
-        Respond,
-        ScriptedAgent,
-        Start,
-        Step,
-        StepResult,
-        Stream,
-        Wait,
-    )
+    from .agent import FAULTS, WARNING_EVENT, Fault, OnUncovered, ScriptedAgent
     from .probing import CHECKS, CheckResult, Evidence, ProbeError, ProbeReport, ProbeRun, aprobe, probe
     from .recorded import MISMATCH_CODE, RecordedAgent, RecordingMismatch
     from .recording import AsyncRecordingTransport, RecordingTransport
@@ -77,26 +59,27 @@ if TYPE_CHECKING:
         text_message,
         tool_call,
     )
+    from .script import Disconnect, Finish, Gate, Item, KeepAlive, Pause, Respond, Start, Step, StepResult, Stream, Wait
     from .server import Server, serve
 
 _HOMES = {
     "FAULTS": "agent",
     "WARNING_EVENT": "agent",
-    "Disconnect": "agent",
     "Fault": "agent",
-    "Finish": "agent",
-    "Gate": "agent",
-    "Item": "agent",
-    "KeepAlive": "agent",
     "OnUncovered": "agent",
-    "Pause": "agent",
-    "Respond": "agent",
     "ScriptedAgent": "agent",
-    "Start": "agent",
-    "Step": "agent",
-    "StepResult": "agent",
-    "Stream": "agent",
-    "Wait": "agent",
+    "Disconnect": "script",
+    "Finish": "script",
+    "Gate": "script",
+    "Item": "script",
+    "KeepAlive": "script",
+    "Pause": "script",
+    "Respond": "script",
+    "Start": "script",
+    "Step": "script",
+    "StepResult": "script",
+    "Stream": "script",
+    "Wait": "script",
     "CHECKS": "probing",
     "CheckResult": "probing",
     "Evidence": "probing",

@@ -45,8 +45,9 @@ from ..wire.jsonio import parse_json
 from ..wire.sink import collect_warnings
 from ..wire.sse import DEFAULT_MAX_EVENT_BYTES
 from ..wire.types.run import RunAgentInput
-from .agent import Receive, Respond, Scope, Send, accept_run, respond
+from .endpoint import Receive, Scope, Send, accept_run, respond
 from .recording import META_FILE_BYTES, REQUEST_FILE_BYTES, read_recorded, recorded_exchanges
+from .script import Respond
 
 __all__ = ["RecordedAgent", "RecordingMismatch", "MISMATCH_CODE"]
 

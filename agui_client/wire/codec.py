@@ -38,7 +38,17 @@ from .jsonio import (
     escape,
     parse_json,
 )
-from .policy import ALWAYS_LEGACY_NULL, LEGACY_NULLS, TAG_NAMES, WIRE_REQUIRED, FieldError, check_patch, checks
+from .policy import (
+    ALWAYS_LEGACY_NULL,
+    LEGACY_NULLS,
+    TAG_NAMES,
+    WIRE_REQUIRED,
+    Fallback,
+    FieldError,
+    Policy,
+    check_patch,
+    checks,
+)
 from .sink import DROP_WARNINGS, WarningSink, collect_warnings, warn
 from .slices import SLICED_MIN, read_slices
 from .types import events as ev
@@ -75,7 +85,6 @@ T = TypeVar("T")
 #: (TR-09, the validator's AGUI504), or a known event's field is malformed (UK-05, AGUI504).
 NO_TYPE = "TR-09/AGUI504"
 MALFORMED = "UK-05/AGUI504"
-Fallback = derive.Fallback
 MAX_SHAPES = derive.MAX_SHAPES
 
 
@@ -489,7 +498,7 @@ _HELD_ROLES = ("user", "assistant", "tool", "reasoning", "system", "developer")
 HeldMessage = Union[msg.DeveloperMessage, msg.SystemMessage, msg.AssistantMessage, msg.UserMessage,  # noqa: UP007
                     msg.ToolMessage, msg.ReasoningMessage]
 
-_derived = derive.Derived(derive.Policy(
+_derived = derive.Derived(Policy(
     wire_name=wire_name,
     tag_of=tag_of,
     wire_required=WIRE_REQUIRED,

@@ -3,17 +3,19 @@
 Every AG-UI wire type is stated once, as a frozen attrs class in :mod:`agui_client.types`: its fields,
 their wire names (camelCase of the attribute), their defaults and so whether they may be absent, and
 by the absence of any other field that the type is closed. The codec's cattrs converter reads every
-value through hooks built from those classes; this module builds the rest from the same classes and
-the codec's :class:`Policy` (the few facts ``attrs.fields`` cannot state: a tag, a field the wire
-requires though Python has a default, a check beyond the field types):
+value through hooks built from those classes; this module and :mod:`~agui_client.wire.writers` build
+the rest from the same classes and the codec's :class:`~agui_client.wire.policy.Policy` (the few facts
+``attrs.fields`` cannot state: a tag, a field the wire requires though Python has a default, a check
+beyond the field types):
 
 * a **reader** per class and per *shape* (the keys an object holds, in order): a function generated
   once per shape seen, that checks each value's JSON type and hands the values on as keywords, to
   the class (a fast decoder), or to a *route* (the session's fast front-end: the same values passed
   to the handlers the typed path reaches through the event object). Anything not in the plain shape
   (an unknown or missing key, a null, a wrong type, an unknown tag, a value the class's check would
-  refuse, change or warn about) raises :class:`Fallback`, and the converter's checked path decides;
-  so a reader accepts only what the checked path accepts, gives the same values, and never warns;
+  refuse, change or warn about) raises :class:`~agui_client.wire.policy.Fallback`, and the converter's
+  checked path decides; so a reader accepts only what the checked path accepts, gives the same values,
+  and never warns;
 * a **validator** per class: the reader's checks without building anything, stricter in one way: the
   object must hold every key the encoder writes, so that the JSON itself is the object's wire form
   (what the fold keeps of a snapshot it holds as JSON);
@@ -21,6 +23,10 @@ requires though Python has a default, a check beyond the field types):
   ``None`` left out where ``None`` is the default), checking as it goes that the values are plain JSON;
 * a **constructor** per plain slotted class, filling the slots directly (what ``__init__`` does, at
   about half the cost).
+
+The readers and validators are this module's (:class:`Derived`); the encoders and constructors, which
+write a class rather than read it, are :mod:`~agui_client.wire.writers`' (:class:`Derived` hands them
+on).
 
 Generated code is compiled once per class (and per shape, within a budget) and cached.
 """
@@ -33,49 +39,17 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import attrs
 
-__all__ = ["Fallback", "MISS", "Policy", "Derived", "Field", "Router", "Writers"]
+from . import writers
+from .policy import Check, Fallback, Policy
+from .writers import Writers
 
-Warn = Callable[..., None]
-Check = Callable[[dict[str, Any], Warn], "dict[str, Any] | None"]  # (a string: evaluated lazily)
-
-
-class Fallback(Exception):
-    """The value is not in the plain shape: the converter's checked path decides."""
+__all__ = ["MISS", "Derived", "Field", "Router"]
 
 
 def _bail(*args: Any, **kwargs: Any) -> None:
     # The ``warn`` a check gets on a fast path: a check that would warn sends the value to the
     # checked path, which runs the check again and reports the warning there.
     raise Fallback
-
-
-@attrs.frozen(kw_only=True)
-class Policy:
-    """What the generated code needs to know beyond ``attrs.fields`` (stated once, in the codec).
-
-    Attributes:
-        wire_name: an attribute's wire name.
-        tag_of: a class's tag, ``(key, value)`` (``("type", "TEXT_MESSAGE_START")``), or ``None``.
-        wire_required: per class, wire names that must be present although Python has a default.
-        checks: per class, its check beyond the field types: ``check(value, warn)`` raises the codec's
-            field error, or returns a changed value (``None``: unchanged); may warn.
-        field_error: the exception class the checks raise.
-        unions: each tagged union type, its members by tag value, and the tag's key.
-        max_int: the largest magnitude an integer field holds.
-        encodable: the classes the encoders write (any other object inside is left to the converter).
-        tag_checks: classes whose check only requires their tag to hold the class's own value (a
-            validator that tests the tag itself need not call it).
-    """
-
-    wire_name: Callable[[attrs.Attribute[Any]], str]
-    tag_of: Callable[[type], tuple[str, str] | None]
-    wire_required: Mapping[type, frozenset[str]]
-    checks: Mapping[type, Check]
-    field_error: type[Exception]
-    unions: Mapping[Any, tuple[dict[str, type], str]]
-    max_int: int
-    encodable: frozenset[type]
-    tag_checks: frozenset[type] = frozenset()
 
 
 @attrs.frozen
@@ -430,7 +404,7 @@ class Derived:
                         tags[other] = False
         needed = frozenset([key for key, f in fields.items() if f.required or (mode == _VALIDATE and f.written)]
                            + [key for key, required in tags.items() if required])
-        setters = _slot_setters(cls) if mode == _BUILD else None
+        setters = writers.slot_setters(cls) if mode == _BUILD else None
         callee: Any = route if mode == _ROUTE else cls
         shapes: dict[tuple[str, ...], Callable[..., Any]] = {}
         field_error = policy.field_error
@@ -698,67 +672,6 @@ class _InlineLists:
         self._derived._emit(lines, namespace, field, x, i, pad, _VALIDATE, p)
 
 
-class Writers:
-    """The encoders and slot-filling constructors derived from the wire classes under one :class:`Policy`."""
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self._encoders: dict[type, Callable[[Any], dict[str, Any]]] = {}
-        self._constructors: dict[type, Callable[..., Any]] = {}
-
-    def encoder(self, cls: type) -> Callable[[Any], dict[str, Any]]:
-        """``encode(obj) -> dict`` for one wire class; raises :class:`Fallback` for a value it cannot
-        vouch for (not plain JSON, or an object of a class it does not know)."""
-        found = self._encoders.get(cls)
-        if found is None:
-            if cls not in self.policy.encodable:
-                raise KeyError(cls)
-            found = self._encoders[cls] = self._encoder(cls)
-        return found
-
-    def _encoder(self, cls: type) -> Callable[[Any], dict[str, Any]]:
-        policy = self.policy
-        tag = policy.tag_of(cls)
-        namespace: dict[str, Any] = {"plain": _plain, "FB": Fallback, "nested": self._nested}
-        lines = [f"def encode_{cls.__name__}(o):", f"    d = {{{tag[0]!r}: {tag[1]!r}}}" if tag else "    d = {}"]
-        for a in attrs.fields(attrs.resolve_types(cls)):
-            key = policy.wire_name(a)
-            pad = "    "
-            lines.append(f"    v = o.{a.name}")
-            if a.default is None:  # the converter leaves such a field out when it is None
-                lines.append("    if v is not None:")
-                pad = "        "
-            if a.type in (str, str | None):
-                lines += [f"{pad}if type(v) is not str:", f"{pad}    raise FB", f"{pad}d[{key!r}] = v"]
-            elif a.type in (Any, dict[str, Any], dict[str, Any] | None):
-                lines += [f"{pad}if not plain(v):", f"{pad}    raise FB", f"{pad}d[{key!r}] = v"]
-            else:
-                # Content parts, tool calls, sources: a tuple becomes a list and a wire class its dict
-                # (a str, where the type admits one, stays as it is).
-                if str in get_args(a.type):
-                    lines += [f"{pad}if type(v) is str:", f"{pad}    d[{key!r}] = v", f"{pad}elif type(v) is tuple:"]
-                else:
-                    lines += [f"{pad}if type(v) is tuple:"]
-                lines += [f"{pad}    d[{key!r}] = [nested(x) for x in v]", f"{pad}else:",
-                          f"{pad}    d[{key!r}] = nested(v)"]
-        lines.append("    return d")
-        exec("\n".join(lines), namespace)  # noqa: S102 - code generated from the wire classes' own fields
-        function: Callable[[Any], dict[str, Any]] = namespace[f"encode_{cls.__name__}"]
-        return function
-
-    def _nested(self, value: Any) -> Any:
-        cls = type(value)
-        if cls not in self.policy.encodable:
-            raise Fallback  # (a subclass, or not a wire class: the converter decides)
-        return self.encoder(cls)(value)
-
-    def constructor(self, cls: type) -> Callable[..., Any]:
-        """A constructor equivalent to ``cls(**kwargs)`` for a frozen slotted attrs class, or ``cls``."""
-        found = self._constructors.get(cls)
-        if found is None:
-            found = self._constructors[cls] = _compile_constructor(cls)
-        return found
-
 
 def _finish(mode: str, namespace: dict[str, Any], setters: list[tuple[str, Any, Any]] | None,
             given: list[tuple[str, str]], fields: Mapping[str, Field]) -> list[str]:
@@ -791,62 +704,6 @@ def _finish(mode: str, namespace: dict[str, Any], setters: list[tuple[str, Any, 
     lines.append("    return o")
     return lines
 
-
-def _plain(value: Any) -> bool:
-    """Whether ``value`` holds only dicts, lists, tuples, str, int, bool, None and finite floats."""
-    from .values import plain_json
-
-    return plain_json(value)
-
-
-def _slot_setters(cls: type) -> list[tuple[str, Any, Any]] | None:
-    """Per field of ``cls``, in order: its ``__init__`` keyword, its slot's setter and its default.
-
-    A frozen attrs ``__init__`` sets each field through ``object.__setattr__``; generated code that
-    fills the slots directly makes the same instance for about half the cost. Only for a plain
-    slotted class, whose ``__init__`` does nothing else (no validator, converter, factory or hook);
-    ``None`` otherwise.
-    """
-    if not attrs.has(cls) or "__attrs_post_init__" in vars(cls) or "__attrs_pre_init__" in vars(cls):
-        return None
-    fields = attrs.fields(cls)
-    slots = vars(cls).get("__slots__")
-    if slots is None or set(slots) - {"__weakref__"} != {a.name for a in fields}:
-        return None  # not slotted, or extra slots (a cached hash) that __init__ would fill
-    setters = []
-    for a in fields:
-        if not a.init or a.validator is not None or a.converter is not None \
-                or isinstance(a.default, attrs.Factory) or a.alias is None:  # type: ignore[arg-type]
-            return None
-        descriptor = vars(cls).get(a.name)
-        if descriptor is None or type(descriptor).__name__ != "member_descriptor":
-            return None
-        setters.append((a.alias, descriptor.__set__, a.default))
-    return setters
-
-
-def _compile_constructor(cls: type) -> Callable[..., Any]:
-    setters = _slot_setters(cls)
-    if setters is None:
-        return cls
-    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
-    parameters: list[str] = []
-    body: list[str] = []
-    for i, (name, setter, default) in enumerate(setters):
-        namespace[f"set{i}"] = setter
-        if default is attrs.NOTHING:
-            parameters.append(name)
-        else:
-            namespace[f"default{i}"] = default
-            parameters.append(f"{name}=default{i}")
-        body.append(f"    set{i}(self, {name})")
-    signature = f"*, {', '.join(parameters)}" if parameters else ""
-    source = "\n".join([f"def build({signature}):", "    self = new(cls)", *body, "    return self"])
-    exec(source, namespace)  # noqa: S102 - generated from the class's own fields
-    built: Callable[..., Any] = namespace["build"]
-    built.__name__ = built.__qualname__ = f"build_{cls.__name__}"
-    built.__doc__ = f"Build a {cls.__name__} (as its constructor would, through the slots)."
-    return built
 
 
 class _Absent:

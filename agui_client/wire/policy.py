@@ -5,13 +5,16 @@ the legacy nulls read as absent, the fields the wire requires though Python has 
 checks beyond field types (a patch's shape, an outcome that must carry interrupts, token usage that
 costs only itself when malformed). :mod:`~agui_client.wire.codec`'s converter applies this policy on the
 checked path, which alone decides errors and warnings; :mod:`~agui_client.wire.derive` generates from
-the same policy the fast readers most payloads take.
+the same policy the fast readers most payloads take, handed it as one :class:`Policy` record, and hands a
+value back to the checked path by raising :class:`Fallback`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import attrs
 
 from .compat import upgrade_parts
 from .types import events as ev
@@ -21,6 +24,8 @@ from .values import describe
 
 __all__ = [
     "FieldError",
+    "Fallback",
+    "Policy",
     "LEGACY_NULLS",
     "ALWAYS_LEGACY_NULL",
     "WIRE_REQUIRED",
@@ -77,6 +82,39 @@ Warn = Callable[..., None]
 Check = Callable[[dict[str, Any], Warn], "dict[str, Any] | None"]
 #: Why the schema refuses one token usage entry, as (pointer within the entry, message), or ``None``.
 EntryFault = Callable[[Any], "tuple[str, str] | None"]
+
+
+class Fallback(Exception):
+    """The value is not in the plain shape: the converter's checked path decides."""
+
+
+@attrs.frozen(kw_only=True)
+class Policy:
+    """What the generated code needs to know beyond ``attrs.fields`` (stated once, in the codec).
+
+    Attributes:
+        wire_name: an attribute's wire name.
+        tag_of: a class's tag, ``(key, value)`` (``("type", "TEXT_MESSAGE_START")``), or ``None``.
+        wire_required: per class, wire names that must be present although Python has a default.
+        checks: per class, its check beyond the field types: ``check(value, warn)`` raises the codec's
+            field error, or returns a changed value (``None``: unchanged); may warn.
+        field_error: the exception class the checks raise.
+        unions: each tagged union type, its members by tag value, and the tag's key.
+        max_int: the largest magnitude an integer field holds.
+        encodable: the classes the encoders write (any other object inside is left to the converter).
+        tag_checks: classes whose check only requires their tag to hold the class's own value (a
+            validator that tests the tag itself need not call it).
+    """
+
+    wire_name: Callable[[attrs.Attribute[Any]], str]
+    tag_of: Callable[[type], tuple[str, str] | None]
+    wire_required: Mapping[type, frozenset[str]]
+    checks: Mapping[type, Check]
+    field_error: type[Exception]
+    unions: Mapping[Any, tuple[dict[str, type], str]]
+    max_int: int
+    encodable: frozenset[type]
+    tag_checks: frozenset[type] = frozenset()
 
 
 def _pointer_ok(path: Any) -> bool:

@@ -24,7 +24,7 @@ from agui_client.errors import AguiWarning, DecodeError, LimitExceeded, Protocol
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
 from agui_client.types import run as rn
-from agui_client.wire import codec, derive, jsonio, policy, values
+from agui_client.wire import codec, derive, jsonio, policy, values, writers
 from agui_client.wire.codec import decode_event, encode
 from agui_client.wire.jsonio import parse_json
 from agui_client.wire.sink import collect_warnings
@@ -682,14 +682,14 @@ def builders(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     if request.param == "generic":
         monkeypatch.setattr(derive, "MAX_SHAPES", 0)
     if request.param == "init":
-        monkeypatch.setattr(derive, "_slot_setters", lambda cls: None)
+        monkeypatch.setattr(writers, "slot_setters", lambda cls: None)
     return str(request.param)
 
 
 def test_every_wire_class_is_built_slot_by_slot_and_equals_its_init() -> None:
     """The slot filling covers every field (an unset slot would break ``==``, ``hash`` and ``repr``)."""
     for cls in [*ev.EVENT_TYPES.values(), *codec._MESSAGES.values(), *codec._PARTS.values()]:
-        setters = derive._slot_setters(cls)
+        setters = writers.slot_setters(cls)
         assert setters is not None, cls
         assert [name for name, _, _ in setters] == [a.alias or a.name for a in attrs.fields(cls)]
     sample = {"id": "m", "role": "user", "content": [{"type": "text", "text": "t"}], "name": "n"}

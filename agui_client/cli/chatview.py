@@ -1,0 +1,441 @@
+"""The view of a chat turn: one run's events drawn in the terminal as they arrive (``agui chat``).
+
+The answer is rendered as Markdown as it arrives (finished blocks printed once, only the unfinished
+tail redrawn in place, so a long message costs what it is long, and only :data:`MARKDOWN_CHARS` of a
+run's answers rendered as Markdown at all), reasoning shown dimmed and folded to one line ("thought
+for N s") once the answer starts, tool calls with their arguments and results (a JSON array of
+objects as a table), subagents labelled; the one-line events go to the CLI's
+:class:`~agui_client.cli.render.EventRenderer`. The chat loop that makes a view per run is
+:mod:`agui_client.cli.chat`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any
+
+from rich import box
+from rich.console import RenderableType
+from rich.constrain import Constrain
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from ..core.fold import ThreadState
+from ..wire.types import events as ev
+from .render import EventRenderer, Output, RichOutput
+from .terminal import SafeConsole, named, safe_text, visible
+
+__all__ = ["ChatView", "parts_text", "tool_name"]
+
+#: Rows and columns of a JSON array of objects shown as a table; the rest is counted, not shown.
+TABLE_ROWS = 20
+TABLE_COLUMNS = 8
+#: The longest tool result parsed to look for a table (a larger one is shown clipped, as text).
+TABLE_MAX_CHARS = 256 * 1024
+#: Lines of the reasoning kept on screen while it streams (it is folded to one line afterwards).
+THINKING_LINES = 4
+#: The characters of one run's answers rendered as Markdown; the blocks that no longer fit are shown as
+#: plain text. Rendering costs far more than reading: a table runs at some 10 KB a second on a small
+#: machine, a highlighted code block at 20, against a megabyte a second and more for plain text, so an
+#: agent's megabytes of tables held the chat for hours after they arrived.
+MARKDOWN_CHARS = 64 * 1024
+
+
+class ChatView:
+    """Shows one run's events in the chat (see the module docstring); ``close()`` when it ends.
+
+    Text, reasoning and tool calls are drawn here; the one-line events (state, activities, steps,
+    subagents, custom events, errors) by the CLI's :class:`~agui_client.cli.render.EventRenderer`.
+    """
+
+    def __init__(self, out: Output, state: ThreadState | None = None) -> None:
+        self.out = out
+        self.console: SafeConsole | None = out.console if isinstance(out, RichOutput) else None
+        self.lines = EventRenderer(out, state)
+        self.state = state
+        self._subagents: dict[str, str] = {}
+        self._writer: _Writer | None = None
+        self._writer_id: str | None = None
+        self._thinking: _Thinking | None = None
+        self._calls: dict[str, tuple[str, list[str], str | None]] = {}
+        # (what is left of MARKDOWN_CHARS, shared by the run's messages: one list, spent in place)
+        self._markdown_left = [MARKDOWN_CHARS]
+
+    def event(self, event: ev.Event | ev.UnknownEvent) -> None:
+        """Show one event."""
+        match event:
+            case ev.RunStartedEvent() | ev.RunFinishedEvent() | ev.ReasoningEndEvent():
+                return  # (the turn's end line says how it ended)
+            case ev.TextMessageStartEvent(message_id=mid, role=role, subagent_run_id=sub):
+                self._write_to(mid, sub, role)
+            case ev.TextMessageContentEvent(message_id=mid, delta=delta, subagent_run_id=sub):
+                self._write_to(mid, sub, None).feed(delta)
+            case ev.TextMessageEndEvent(message_id=mid):
+                if self._writer_id == mid:
+                    self._end_text()
+            case ev.ReasoningStartEvent() | ev.ReasoningMessageStartEvent():
+                self._end_text()
+                if self._thinking is None:
+                    self._thinking = _Thinking(self.out, self.console)
+            case ev.ReasoningMessageContentEvent(delta=delta):
+                if self._thinking is None:
+                    self._end_text()
+                    self._thinking = _Thinking(self.out, self.console)
+                self._thinking.feed(delta)
+            case ev.ReasoningMessageEndEvent():
+                if self._thinking is not None:
+                    self._thinking.ended()
+            case ev.ToolCallStartEvent(tool_call_id=cid, tool_call_name=name, subagent_run_id=sub):
+                self._settle()
+                self._calls[cid] = (named(name), [], sub)
+                self.out.start_waiting(f"{named(name)}(...)")
+            case ev.ToolCallArgsEvent(tool_call_id=cid, delta=delta):
+                if cid in self._calls:
+                    self._calls[cid][1].append(delta)
+            case ev.ToolCallEndEvent(tool_call_id=cid):
+                self.out.stop_waiting()
+                if cid in self._calls:
+                    name, parts, sub = self._calls[cid]
+                    self.out.line(f"{self._who(sub)}{self.out.mark('⚙', 'tool:')} {name} "
+                                  f"{_clip(''.join(parts) or '{}', 300)}", "bold yellow")
+            case ev.ToolCallResultEvent(tool_call_id=cid, content=content):
+                self._settle()
+                self._result(cid, content if isinstance(content, str) else parts_text(content))
+            case ev.SubagentStartedEvent(subagent_run_id=sub, name=name):
+                self._subagents[sub] = name
+                self._settle()
+                self.lines.event(event)
+            case _:
+                self._settle()
+                self.lines.event(event)
+
+    def close(self) -> None:
+        """Finish what is open (a message the stream cut off stays as far as it came)."""
+        self._settle()
+        self.out.stop_waiting()
+        self.out.end_line()
+
+    # -- internals ------------------------------------------------------------------------------------
+
+    def _who(self, subagent: str | None) -> str:
+        return f"[{named(self._subagents.get(subagent, subagent))}] " if subagent else ""
+
+    def _write_to(self, message_id: str, subagent: str | None, role: str | None) -> _Writer:
+        if self._writer is not None and self._writer_id == message_id:
+            return self._writer
+        self._settle()
+        if subagent:
+            label = f"[{named(self._subagents.get(subagent, subagent))}]"
+        else:
+            label = "agent:" if role in (None, "assistant") else f"{role}:"
+        self._writer = _MarkdownWriter(self.console, label, self._markdown_left) if self.console is not None \
+            else _PlainWriter(self.out, label)
+        self._writer_id = message_id
+        return self._writer
+
+    def _end_text(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            self._writer_id = None
+
+    def _settle(self) -> None:
+        """Something else begins: the reasoning folds, the message being written ends its line."""
+        if self._thinking is not None:
+            self._thinking.fold()
+            self._thinking = None
+        self._end_text()
+        self.out.stop_waiting()
+
+    def _result(self, call_id: str, content: str) -> None:
+        known = self._calls.get(call_id)
+        name = known[0] if known is not None else named(tool_name(self.state, call_id))
+        arrow = self.out.mark("↳", "->")
+        rows = _object_rows(content)
+        if rows is None:
+            self.out.line(f"  {arrow} {name} returned {_clip(content, 300)}", "green")
+            return
+        title = f"  {arrow} {name} returned {len(rows)} row(s)"
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+        shown_columns = columns[:TABLE_COLUMNS]
+        hidden = len(columns) - len(shown_columns)
+        if self.console is None:
+            self.out.line(title + (f" ({hidden} more column(s) not shown)" if hidden else ""), "green")
+            for row in rows[:TABLE_ROWS]:
+                self.out.line("    " + ", ".join(f"{named(c, 60)}: {_cell(row.get(c))}"
+                                                for c in shown_columns if c in row))
+        else:
+            self.out.line(title + (f" ({hidden} more column(s) not shown)" if hidden else ""), "green")
+            table = Table(box=box.SIMPLE_HEAD)
+            for column in shown_columns:
+                table.add_column(safe_text(named(column, 60), "bold"))
+            for row in rows[:TABLE_ROWS]:
+                table.add_row(*(safe_text(_cell(row.get(c)) if c in row else "") for c in shown_columns))
+            self.console.print(table)
+        if len(rows) > TABLE_ROWS:
+            self.out.line(f"    ... and {len(rows) - TABLE_ROWS} more row(s)", "dim")
+
+
+class _Writer:
+    """Where one text message goes as it streams."""
+
+    def feed(self, delta: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class _PlainWriter(_Writer):
+    """Plain output: the label, then the tokens as they come, as text."""
+
+    def __init__(self, out: Output, label: str) -> None:
+        self.out = out
+        out.end_line()
+        out.inline(label + " ", "bold cyan")
+
+    def feed(self, delta: str) -> None:
+        self.out.inline(delta)
+
+    def close(self) -> None:
+        self.out.end_line()
+
+
+class _MarkdownWriter(_Writer):
+    """A message rendered as Markdown while it streams.
+
+    Blocks are cut at blank lines outside a fenced code block: a finished block is printed once and
+    never drawn again; only the unfinished tail is redrawn in place (a transient ``Live``). The tail is
+    kept as its lines and the pieces of its last line (never one string grown per token, which would
+    copy it again for every word), each line is looked at once, and the redraw shows only the tail's
+    last :data:`LIVE_CHARS` characters: a message that never leaves a block (one endless paragraph, a
+    code fence left open) costs what it is long, not its square, and the whole of it is printed once
+    when it ends.
+
+    ``markdown_left`` (a one-item list, spent in place) is how many characters may still be rendered as
+    Markdown (:data:`MARKDOWN_CHARS` when not given): a finished block that does not fit is printed as
+    plain text, and so is the redrawn tail once nothing is left.
+    """
+
+    def __init__(self, console: SafeConsole, label: str, markdown_left: list[int] | None = None) -> None:
+        self.console = console
+        self.label = label
+        self._markdown_left = markdown_left if markdown_left is not None else [MARKDOWN_CHARS]
+        self._labelled = False
+        self._lines: list[str] = []  # the tail's complete lines, each with its line end
+        self._partial: list[str] = []  # the pieces of its last line, whose end has not come
+        self._text = False  # whether the tail holds anything but white space
+        self._fence: str | None = None  # (the fence marker of the code block the tail is in)
+        self._live: Live | None = None
+
+    def feed(self, delta: str) -> None:
+        *ended, rest = delta.split("\n")
+        if ended:
+            ended[0] = "".join((*self._partial, ended[0]))
+            self._partial = []
+            for line in ended:
+                self._lines.append(line + "\n")
+                self._text = self._text or bool(line.strip())
+                if self._ends_block(line):
+                    block = "".join(self._lines)
+                    self._lines = []
+                    self._stop_live()
+                    if self._text:
+                        self._print(block)
+                    self._text = False
+        if rest:
+            self._partial.append(rest)
+            self._text = self._text or bool(rest.strip())
+        if self._live is None and self._text:
+            self._label()
+            # The tail is parsed when the screen is refreshed (12 times a second at most), not per
+            # token: a long paragraph would otherwise be parsed again for every word.
+            self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
+                              vertical_overflow="ellipsis",
+                              get_renderable=lambda: _live_width(self.console, self._rendered(self._shown())))
+            self._live.start()
+
+    def close(self) -> None:
+        self._stop_live()
+        tail = "".join((*self._lines, *self._partial))
+        if tail.strip():
+            self._print(tail)
+        elif not self._labelled:
+            self._label()
+        self._lines, self._partial, self._text = [], [], False
+
+    def _ends_block(self, line: str) -> bool:
+        """Whether ``line`` (just completed) is a blank line outside a code block, following the fences."""
+        line = line.strip()
+        if self._fence is not None:
+            if line.startswith(self._fence) and not line.strip(self._fence[0]):
+                self._fence = None  # (a closing fence: as long as the opening one or longer, alone)
+        elif line.startswith(("```", "~~~")):
+            self._fence = line[: len(line) - len(line.lstrip(line[0]))]
+        elif not line:
+            return True
+        return False
+
+    def _shown(self) -> str:
+        """The tail's last :data:`LIVE_CHARS` characters, joined from the pieces that hold them."""
+        taken: list[str] = []
+        size = 0
+        for piece in chain(reversed(self._partial), reversed(self._lines)):
+            taken.append(piece)
+            size += len(piece)
+            if size >= LIVE_CHARS:
+                break
+        return "".join(reversed(taken))[-LIVE_CHARS:]
+
+    def _label(self) -> None:
+        if not self._labelled:
+            self._labelled = True
+            self.console.print(safe_text(self.label, "bold cyan"))
+
+    def _print(self, block: str) -> None:
+        self._label()
+        left = self._markdown_left
+        if len(block) <= left[0]:
+            left[0] -= len(block)
+            self.console.print(_markdown(block))
+        else:
+            self.console.print(safe_text(block.rstrip("\n")))
+
+    def _rendered(self, tail: str) -> RenderableType:
+        """The redrawn tail: Markdown while the run may still render some, else plain text."""
+        return _markdown(tail) if self._markdown_left[0] > 0 else safe_text(tail)
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.stop()
+
+
+#: The most of an unfinished block the live view redraws (a terminal shows less).
+LIVE_CHARS = 8192
+
+
+class _Thinking:
+    """Reasoning shown dimmed while it streams (its last lines, redrawn), folded to one line after."""
+
+    def __init__(self, out: Output, console: SafeConsole | None) -> None:
+        self.out = out
+        self.console = console
+        self.started = time.monotonic()
+        self.finished: float | None = None
+        self._text: list[str] = []
+        self._size = 0
+        self._live: Live | None = None
+        if console is None:
+            out.end_line()
+            out.inline("thinking: ", "dim italic")
+
+    def feed(self, delta: str) -> None:
+        if self.console is None:
+            self.out.inline(delta, "dim italic")
+            return
+        self._text.append(delta)
+        self._size += len(delta)
+        if self._size > 4096:  # (only the last lines are shown: keep what they need)
+            joined = "".join(self._text)[-2048:]
+            self._text, self._size = [joined], len(joined)
+        if self._live is None:
+            self.out.end_line()
+            self.out.stop_waiting()
+            self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
+                              vertical_overflow="crop",
+                              get_renderable=lambda: _live_width(self.console, self._shown()))
+            self._live.start()
+
+    def _shown(self) -> Text:
+        lines = "".join(self._text).splitlines()[-THINKING_LINES:]
+        return safe_text("thinking: " + "\n".join(lines), "dim italic")
+
+    def ended(self) -> None:
+        if self.finished is None:
+            self.finished = time.monotonic()
+
+    def fold(self) -> None:
+        seconds = (self.finished if self.finished is not None else time.monotonic()) - self.started
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.stop()
+        self.out.end_line()
+        # (rounded, a quick thought read "thought for 0 s")
+        said = "less than a second" if seconds < 0.5 else f"{seconds:.0f} s"
+        self.out.line(f"thought for {said}", "dim italic")
+
+
+#: Columns a redrawn tail leaves free at its right: the terminal echoes Ctrl-C there as ``^C``.
+LIVE_MARGIN = 2
+
+
+def _live_width(console: SafeConsole | None, renderable: RenderableType) -> RenderableType:
+    """``renderable`` drawn :data:`LIVE_MARGIN` columns narrower than the terminal.
+
+    A live display leaves the cursor at the end of its last line, which Markdown pads to the full
+    width; the ``^C`` the terminal echoes there would wrap to a new line the display does not know
+    of, and its next redraw (or its erasing) would start one line too low, leaving a copy of the tail.
+    """
+    width = console.width if console is not None else 80
+    return Constrain(renderable, width=max(10, width - LIVE_MARGIN))
+
+
+#: The deepest nesting of blocks (quotes, lists and their items) rendered as Markdown. markdown-it
+#: stops reading a block once it is 20 levels deep (its ``maxNesting``) and what it has not read is
+#: never shown: ten nested lists (two levels each) or twenty nested quotes made the text in them
+#: vanish. Text nested this deep is shown as the plain text it is.
+MARKDOWN_MAX_LEVEL = 16
+
+
+def _markdown(text: str) -> RenderableType:
+    # (imported here: markdown-it and pygments would add their import time to every agui command)
+    from rich.markdown import Markdown
+
+    # Made visible before parsing, so a control character is shown, not measured or obeyed; links
+    # are shown with their address instead of as terminal hyperlinks.
+    rendered = Markdown(visible(text), hyperlinks=False)
+    # (the tokens rich parsed: no second parse to judge them)
+    if any(token.level >= MARKDOWN_MAX_LEVEL for token in rendered.parsed):
+        return safe_text(text)
+    return rendered
+
+
+def _object_rows(content: str) -> list[dict[str, Any]] | None:
+    """``content`` as a JSON array of objects, else ``None``."""
+    stripped = content.strip()
+    if not stripped.startswith("[") or len(stripped) > TABLE_MAX_CHARS:
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(row, dict) for row in value):
+        return None
+    return value
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return _clip(text, 60)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.replace("\r\n", "\n").replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parts_text(content: Sequence[Any]) -> str:
+    """Content parts as one line of text: each part's text, a ``<type>`` placeholder for the others."""
+    return " ".join(getattr(part, "text", f"<{getattr(part, 'TYPE', 'part')}>") for part in content)
+
+
+def tool_name(state: ThreadState | None, call_id: str) -> str:
+    """The name of the tool ``call_id`` called, as the thread holds it, else the id itself."""
+    call = state.tool_call(call_id) if state is not None else None
+    return call.function.name if call is not None else call_id
+
