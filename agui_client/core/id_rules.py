@@ -320,9 +320,9 @@ class IdRules:
 
     def _continue(self, open_ids: dict[str, _Owner], entity_id: str, tag: _Owner, kind: str, index: int, *,
                   what: str, rule: str, pointer: str) -> None:
+        """A CONTENT or ARGS: the entity must be open, and an owner tag, if any, must agree."""
         if self._phase not in KEEPS:
-            if self._phase not in KEEPS:
-                self._other(index, kind)
+            self._other(index, kind)
         if entity_id not in open_ids:
             raise self._error(f"no open {what} {entity_id!r}", kind, index, rule=rule, pointer=pointer)
         if tag is not None and tag != open_ids[entity_id]:
