@@ -10,6 +10,8 @@ on descriptors 0 to 2 even when it writes elsewhere: under ``pytest -s`` those a
 terminal, whose width would otherwise reach the output of a command run here). Each test file that
 uses it keeps tests through a real process too (``python -m agui_client.cli``, piped or on a
 pseudo-terminal): the entry point, the locale, signals and the terminal are only real there.
+:func:`agui_process` is that process, started alike in every file (:data:`AGUI` and :data:`ENV` for
+the ones on a pseudo-terminal).
 """
 
 from __future__ import annotations
@@ -17,14 +19,27 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import attrs
 
 from agui_client.cli import main
 
-__all__ = ["Ran", "RanBytes", "agui_here", "agui_here_bytes"]
+__all__ = ["AGUI", "ENV", "Ran", "RanBytes", "agui_here", "agui_here_bytes", "agui_process",
+           "agui_process_bytes"]
+
+#: ``agui`` as a real process: this interpreter, ``python -m agui_client.cli``.
+AGUI = [sys.executable, "-m", "agui_client.cli"]
+#: A real ``agui`` process's environment: plain output (no terminal), UTF-8 whatever the locale, and
+#: this checkout first on the path (else the process imports whichever copy the interpreter has installed,
+#: which for a second working tree is another checkout's code).
+ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1",
+       "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
+                                                   os.environ.get("PYTHONPATH")]))}
+ENV.pop("FORCE_COLOR", None)
 
 
 @attrs.frozen
@@ -62,6 +77,21 @@ def agui_here_bytes(*args: str, stdin: bytes | None = None) -> RanBytes:
         except SystemExit as exc:  # (argparse's usage errors and --help leave this way)
             code = _exit_status(exc, err)
     return RanBytes(returncode=code, stdout=_written(out), stderr=_written(err))
+
+
+def agui_process(*args: str, stdin: str | None = None, timeout: float = 60,
+                 pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """Run ``agui ARGS`` as a real process with stdin not a terminal (``stdin`` text piped in, or
+    nothing); a hang fails the test with ``TimeoutExpired`` after ``timeout`` seconds."""
+    return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout, env=ENV, check=False, pass_fds=pass_fds)
+
+
+def agui_process_bytes(*args: str, stdin: bytes | None = None,
+                       timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    """As :func:`agui_process`, what the process wrote byte for byte: what a pipe really receives."""
+    return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                          capture_output=True, timeout=timeout, env=ENV, check=False)
 
 
 def _exit_status(exc: SystemExit, err: io.TextIOWrapper) -> int:

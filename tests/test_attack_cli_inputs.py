@@ -14,32 +14,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from clikit import agui_here
+from clikit import agui_here, agui_process
 
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
 
-ROOT = Path(__file__).resolve().parent.parent
-
 #: JSON nested well past the depth at which ``json.loads`` runs out of stack.
 DEEP = "[" * 5000 + "]" * 5000
-
-
-def _agui_process(*args: str, pass_fds: tuple[int, ...] = (), stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """``agui ARGS`` as a real process, ``stdin`` piped in (a hang ends the test with ``TimeoutExpired``,
-    not the run)."""
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "agui_client.cli", *args], input=stdin, capture_output=True,
-                          text=True, env=env, timeout=60, check=False, pass_fds=pass_fds)
 
 
 @pytest.mark.parametrize(("option", "value"), [
@@ -107,7 +94,7 @@ def test_a_default_the_schema_refuses_ends_the_questions_once_piped_answers_ran_
     ]))
 
     args = ("run", endpoint.url, "-m", "hi", "--ask") if command == "run" else ("chat", endpoint.url)
-    done = _agui_process(*args, stdin="" if command == "run" else "hi\n")
+    done = agui_process(*args, stdin="" if command == "run" else "hi\n")
 
     said = done.stdout + done.stderr
     assert done.returncode == (130 if command == "run" else 0), said
@@ -165,7 +152,7 @@ def test_a_named_recording_that_is_a_device_or_a_silent_fifo_ends_as_unreadable(
     else:
         os.mkfifo(named)
 
-    done = _agui_process(command, str(named))
+    done = agui_process(command, str(named), stdin="")
 
     assert done.returncode == 2
     said = done.stderr.strip()
@@ -183,7 +170,7 @@ def test_a_pipe_named_on_the_command_line_is_read_until_its_writer_is_done(tmp_p
                                                os.close(writer)))
     try:
         feeding.start()
-        done = _agui_process("replay", "--json", f"/dev/fd/{reader}", pass_fds=(reader,))
+        done = agui_process("replay", "--json", f"/dev/fd/{reader}", stdin="", pass_fds=(reader,))
     finally:
         feeding.join()
         os.close(reader)

@@ -12,14 +12,13 @@ import json
 import logging
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pexpect
 import pytest
-from clikit import Ran, agui_here
+from clikit import AGUI, ENV, Ran, agui_here, agui_process
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -29,20 +28,10 @@ from agui_client.cli import forms
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message, tool_call
 from agui_client.types import StateSnapshotEvent
 
-AGUI = [sys.executable, "-m", "agui_client.cli"]
-ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-ENV.pop("FORCE_COLOR", None)
-
 
 def agui(*args: str) -> Ran:
     """Run ``agui ARGS`` in this process with stdin not a terminal (``clikit``: no interpreter start)."""
     return agui_here(*args)
-
-
-def agui_process(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``agui ARGS`` as a real process: for ``agui serve``, which would otherwise serve in this one."""
-    return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=timeout, env=ENV, check=False)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -25,7 +23,7 @@ from typing import Any
 import httpx
 import pexpect
 import pytest
-from clikit import agui_here
+from clikit import ENV, agui_here, agui_process
 from test_cli_terminal import HOSTILE, assert_inert
 
 from agui_client import AgentClient
@@ -60,9 +58,6 @@ from agui_client.types import (
 )
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome, TokenUsage
 
-AGUI = [sys.executable, "-m", "agui_client.cli"]
-ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-ENV.pop("FORCE_COLOR", None)
 #: Every escape sequence rich writes (styles, cursor moves, erasing): what is left is the screen's text.
 ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 
@@ -467,16 +462,11 @@ def test_agent_strings_reach_the_terminal_inert(served: Callable[[Any], Any]) ->
 # --------------------------------------------------------------------------------------------------
 
 
-def _piped(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AGUI, *args], input=stdin, capture_output=True, text=True, env=ENV, timeout=60,
-                          check=False)
-
-
 def test_piped_lines_are_turns_and_the_end_of_input_leaves(served: Callable[[Any], Any], tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent.chat("Hello! How can I help you today?"))
     records = tmp_path / "rec"
 
-    done = _piped("chat", endpoint.url, "-H", "Authorization: Bearer sekrit-123", "--idle-timeout", "5",
+    done = agui_process("chat", endpoint.url, "-H", "Authorization: Bearer sekrit-123", "--idle-timeout", "5",
                   stdin=f"hi\n/help\n/record {records}\n//slash first\n/record off\nlast\n")
 
     assert done.returncode == 0, done.stderr
