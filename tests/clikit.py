@@ -28,7 +28,7 @@ import attrs
 
 from agui_client.cli import main
 
-__all__ = ["AGUI", "ENV", "Ran", "RanBytes", "agui_here", "agui_here_bytes", "agui_process",
+__all__ = ["AGUI", "ENV", "YES_NO_ASKED", "Ran", "RanBytes", "agui_here", "agui_here_bytes", "agui_process",
            "agui_process_bytes"]
 
 #: ``agui`` as a real process: this interpreter, ``python -m agui_client.cli``.
@@ -40,6 +40,9 @@ ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1",
        "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
                                                    os.environ.get("PYTHONPATH")]))}
 ENV.pop("FORCE_COLOR", None)
+#: The end of a yes/no question on a terminal, between rich's styles: written last, just before the
+#: answer is read. Waiting for it (not for ``[y/n]`` alone) sends a key or a Ctrl-C to the question itself.
+YES_NO_ASKED = r"\[y/n\](?:\x1b\[[0-9;]*m)*: "
 
 
 @attrs.frozen

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pexpect
 import pytest
-from clikit import ENV, agui_here, agui_process
+from clikit import ENV, YES_NO_ASKED, agui_here, agui_process
 from test_cli_terminal import HOSTILE, assert_inert
 
 from agui_client import AgentClient
@@ -76,6 +76,14 @@ def _text(screen: io.StringIO) -> str:
     return ESCAPES.sub("", screen.getvalue())
 
 
+#: The form's question for ANSWER_SCHEMA, whole: its ": " is the last thing written before the chat reads
+#: the answer, so a Ctrl-C sent after it reaches the form itself, not the lines drawn before it.
+ANSWER_PROMPT = r"answer \(Your answer\): "
+#: The cancellation's line to its end, so that no more of it can follow (``(?!:)`` at the end of what has
+#: arrived so far would pass on a line the terminal hands over in two reads).
+CANCELLED_ALONE = r"turn cancelled \(Ctrl-C\)(?:\x1b\[[0-9;]*m)*\r\n"
+
+
 def _say(child: pexpect.spawn, line: str) -> None:
     child.expect("you: ")
     child.sendline(line)
@@ -107,12 +115,12 @@ def test_three_turns_with_the_demo_agent_forms_export_and_new(tmp_path: Path) ->
         child.expect("Done: the staging environment is deleted. A backup is kept for 30 minutes.")
         # Turn 2: a "no" is the whole answer ({approved: false} satisfies the schema): nothing else asked.
         _say(child, "Now the preview environment")
-        child.expect(r"\[y/n\]")
+        child.expect(YES_NO_ASKED)
         child.sendline("n")
         child.expect("OK, I did not delete anything: the deletion was not approved.")
         # Turn 3: yes, another environment, a comment.
         _say(child, "And qa?")
-        child.expect(r"\[y/n\]")
+        child.expect(YES_NO_ASKED)
         child.sendline("yes")
         child.expect(r"environment .*\(staging\)")
         child.sendline("qa")
@@ -180,7 +188,7 @@ def test_three_turns_with_the_demo_agent_forms_export_and_new(tmp_path: Path) ->
 def _delete_staging_then_refuse_preview(child: pexpect.spawn, ttl: str) -> None:
     """Two turns with the demo agent: approve with a backup time of ``ttl``, then refuse."""
     _say(child, "Please delete the staging environment")
-    child.expect(r"\[y/n\]")
+    child.expect(YES_NO_ASKED)
     child.sendline("y")
     child.expect(r"environment .*\(staging\)")
     child.sendline("")
@@ -201,7 +209,7 @@ def test_a_chat_recorded_against_the_demo_agent_replays_through_a_recorded_agent
             if ttl == "30":
                 child.expect("A backup is kept for 30 minutes.")
                 _say(child, "Now the preview environment")
-                child.expect(r"\[y/n\]")
+                child.expect(YES_NO_ASKED)
                 child.sendline("n")
                 child.expect("OK, I did not delete anything: the deletion was not approved.")
             else:
@@ -363,20 +371,20 @@ def test_ctrl_c_in_a_resume_or_a_form_leaves_the_interrupt_open_to_answer_or_aba
     child, screen = _spawn(endpoint.url)
     try:
         _say(child, "hi")
-        child.expect(r"answer \(Your answer\)")
+        child.expect(ANSWER_PROMPT)
         child.sendline("blue")
         child.expect("Working on it")
         child.sendintr()  # while the resume streams: its request reached the agent
         child.expect(r"turn cancelled \(Ctrl-C\): the agent may have acted on your answers")
         child.expect(r"the agent is waiting for 1 answer\(s\): press Enter to answer")
         _say(child, "")  # Enter: the form again
-        child.expect(r"answer \(Your answer\)")
+        child.expect(ANSWER_PROMPT)
         child.sendline("green")
         child.expect("Answered again.")
         _say(child, "next")
-        child.expect(r"answer \(Your answer\)")
+        child.expect(ANSWER_PROMPT)
         child.sendintr()  # in the form: nothing was sent
-        child.expect(r"turn cancelled \(Ctrl-C\)(?!:)")
+        child.expect(CANCELLED_ALONE)
         child.expect("the agent is waiting for 1 answer")
         _say(child, "never mind")  # a message: the question is abandoned, the message sent with it
         child.expect("abandoned interrupt i2 \\(a new message was sent instead\\)")
@@ -444,7 +452,7 @@ def test_agent_strings_reach_the_terminal_inert(served: Callable[[Any], Any]) ->
     child, screen = _spawn(endpoint.url)
     try:
         _say(child, "hi")
-        child.expect(r"\[y/n\]")
+        child.expect(YES_NO_ASKED)
         child.sendline("n")
         child.expect("RUN_ERROR")
         _say(child, "/quit")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pexpect
 import pytest
-from clikit import ENV, Ran, agui_here, agui_process
+from clikit import ENV, YES_NO_ASKED, Ran, agui_here, agui_process
 
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start
 from agui_client.types import RunErrorEvent
@@ -159,7 +159,7 @@ def test_interactive_demo_asks_each_field_of_the_schema_through_a_terminal() -> 
 def test_ctrl_c_at_the_prompt_exits_130() -> None:
     child = _spawn_demo()
     try:
-        child.expect(r"\[y/n\]")
+        child.expect(YES_NO_ASKED)
         child.sendintr()
         child.expect("interrupted")
         child.expect(pexpect.EOF)
@@ -172,7 +172,7 @@ def test_ctrl_d_at_the_prompt_ends_quietly() -> None:
     # End of input at a question: no traceback, a word on what happened, the Ctrl-C status.
     child = _spawn_demo()
     try:
-        child.expect(r"\[y/n\]")
+        child.expect(YES_NO_ASKED)
         child.sendeof()
         child.expect("input ended")
         output = child.read() if child.isalive() else ""
