@@ -208,6 +208,9 @@ def _fifo(path: Path) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX feature")
+# replay and verify run in this process, where a hang has no timeout of its own: it fails here, not at the
+# suite's 120 s (serve's process is stopped sooner still, and says which command hung).
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("command", ["replay", "verify", "serve"])
 @pytest.mark.parametrize("hostile", ["request-fifo", "response-fifo", "request-device", "meta-deep", "meta-huge",
                                      "meta-list", "meta-fifo", "meta-device"])
@@ -245,7 +248,7 @@ def test_a_hostile_file_in_a_recording_folder_is_unreadable_input_not_a_hang(
         named = "01.sse is missing"  # (serve looks for a regular file, and says so)
 
     # (serve as a process of its own: were the file not refused, it would serve until stopped)
-    done = agui_process(command, str(folder), timeout=60) if command == "serve" else agui(command, str(folder))
+    done = agui_process(command, str(folder), timeout=45) if command == "serve" else agui(command, str(folder))
 
     if hostile == "meta-list" and command != "serve":
         assert done.returncode == 0, done.stderr  # (replay and verify read a status that is no object as none)
