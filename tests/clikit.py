@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
 
 from agui_client.cli import main
 
-__all__ = ["AGUI", "ENV", "YES_NO_ASKED", "Ran", "RanBytes", "agui_here", "agui_here_bytes", "agui_process",
-           "agui_process_bytes"]
+__all__ = ["AGUI", "ENV", "YES_NO_ASKED", "Ran", "RanBytes", "agui_each_in_one_process", "agui_here",
+           "agui_here_bytes", "agui_process", "agui_process_bytes"]
 
 #: ``agui`` as a real process: this interpreter, ``python -m agui_client.cli``.
 AGUI = [sys.executable, "-m", "agui_client.cli"]
@@ -95,6 +96,32 @@ def agui_process_bytes(*args: str, stdin: bytes | None = None,
     """As :func:`agui_process`, what the process wrote byte for byte: what a pipe really receives."""
     return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
                           capture_output=True, timeout=timeout, env=ENV, check=False)
+
+
+#: What :func:`agui_each_in_one_process` runs: each ``[args, stdin]`` of the JSON list in argv[1] through
+#: :func:`agui_here`, and what each left, as JSON on the last line.
+_EACH = """
+import json, sys
+from clikit import agui_here
+left = [agui_here(*args, stdin=stdin) for args, stdin in json.loads(sys.argv[1])]
+print(json.dumps([[done.returncode, done.stdout, done.stderr] for done in left]))
+"""
+
+
+def agui_each_in_one_process(calls: Sequence[tuple[Sequence[str], str | None]], *, timeout: float) -> list[Ran]:
+    """Run ``agui ARGS`` for each ``(ARGS, stdin)`` of ``calls``, one after the other, in one real process
+    (each as :func:`agui_here` runs it, with streams of its own); what each left, in order.
+
+    For commands that must not run in the test's process (one that never ended would hold it, or fill
+    its memory) but need no process each: one interpreter start for all of them. A command that never
+    ends holds that process, stopped at ``timeout`` seconds (``TimeoutExpired``: every call fails).
+    """
+    tests = str(Path(__file__).resolve().parent)
+    done = subprocess.run([sys.executable, "-c", _EACH, json.dumps([[list(args), stdin] for args, stdin in calls])],
+                          env={**ENV, "PYTHONPATH": os.pathsep.join([tests, ENV["PYTHONPATH"]])},
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [Ran(returncode=code, stdout=out, stderr=err) for code, out, err in json.loads(done.stdout.splitlines()[-1])]
 
 
 def _exit_status(exc: SystemExit, err: io.TextIOWrapper) -> int:

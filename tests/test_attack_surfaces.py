@@ -12,14 +12,13 @@ import json
 import logging
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pexpect
 import pytest
-from clikit import AGUI, ENV, Ran, agui_here
+from clikit import AGUI, ENV, Ran, agui_each_in_one_process, agui_here
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -238,16 +237,6 @@ def _hostile_folder(path: Path, hostile: str) -> tuple[Path, str]:
     return folder, "01.response.json"
 
 
-#: ``agui serve`` of each folder named in argv[1] (a JSON list), one after the other in this one process,
-#: each with streams of its own (``clikit``): what each left, as JSON on the last line.
-SERVE_EACH = """
-import json, sys
-from clikit import agui_here
-left = [agui_here("serve", folder) for folder in json.loads(sys.argv[1])]
-print(json.dumps([[done.returncode, done.stdout, done.stderr] for done in left]))
-"""
-
-
 @pytest.fixture(scope="module")
 def served_hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Ran, str]]:
     """What ``agui serve`` of each hostile folder left: every folder in one process of its own (were a
@@ -256,16 +245,10 @@ def served_hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[
     By hostile file: what serve left, and the name its refusal must give."""
     base = tmp_path_factory.mktemp("hostile-serve")
     folders = {hostile: _hostile_folder(base / hostile, hostile) for hostile in HOSTILE}
-    tests = str(Path(__file__).resolve().parent)
-    done = subprocess.run([sys.executable, "-c", SERVE_EACH, json.dumps([str(f) for f, _ in folders.values()])],
-                          env={**ENV, "PYTHONPATH": os.pathsep.join([tests, ENV["PYTHONPATH"]])},
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=45, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    left = json.loads(done.stdout.splitlines()[-1])
+    left = agui_each_in_one_process([(("serve", str(folder)), None) for folder, _ in folders.values()], timeout=45)
     # (serve looks for a regular file, and says so: a FIFO in the response's place is "missing")
-    return {hostile: (Ran(returncode=code, stdout=out, stderr=err),
-                      "01.sse is missing" if hostile == "response-fifo" else folders[hostile][1])
-            for hostile, (code, out, err) in zip(folders, left, strict=True)}
+    return {hostile: (done, "01.sse is missing" if hostile == "response-fifo" else folders[hostile][1])
+            for hostile, done in zip(folders, left, strict=True)}
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX feature")
