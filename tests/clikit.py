@@ -10,21 +10,40 @@ on descriptors 0 to 2 even when it writes elsewhere: under ``pytest -s`` those a
 terminal, whose width would otherwise reach the output of a command run here). Each test file that
 uses it keeps tests through a real process too (``python -m agui_client.cli``, piped or on a
 pseudo-terminal): the entry point, the locale, signals and the terminal are only real there.
+:func:`agui_process` is that process, started alike in every file (:data:`AGUI` and :data:`ENV` for
+the ones on a pseudo-terminal).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import attrs
 
 from agui_client.cli import main
 
-__all__ = ["Ran", "RanBytes", "agui_here", "agui_here_bytes"]
+__all__ = ["AGUI", "ENV", "YES_NO_ASKED", "Ran", "RanBytes", "agui_each_in_one_process", "agui_here",
+           "agui_here_bytes", "agui_process", "agui_process_bytes"]
+
+#: ``agui`` as a real process: this interpreter, ``python -m agui_client.cli``.
+AGUI = [sys.executable, "-m", "agui_client.cli"]
+#: A real ``agui`` process's environment: plain output (no terminal), UTF-8 whatever the locale, and
+#: this checkout first on the path (else the process imports whichever copy the interpreter has installed,
+#: which for a second working tree is another checkout's code).
+ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1",
+       "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
+                                                   os.environ.get("PYTHONPATH")]))}
+ENV.pop("FORCE_COLOR", None)
+#: The end of a yes/no question on a terminal, between rich's styles: written last, just before the
+#: answer is read. Waiting for it (not for ``[y/n]`` alone) sends a key or a Ctrl-C to the question itself.
+YES_NO_ASKED = r"\[y/n\](?:\x1b\[[0-9;]*m)*: "
 
 
 @attrs.frozen
@@ -62,6 +81,47 @@ def agui_here_bytes(*args: str, stdin: bytes | None = None) -> RanBytes:
         except SystemExit as exc:  # (argparse's usage errors and --help leave this way)
             code = _exit_status(exc, err)
     return RanBytes(returncode=code, stdout=_written(out), stderr=_written(err))
+
+
+def agui_process(*args: str, stdin: str | None = None, timeout: float = 60,
+                 pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """Run ``agui ARGS`` as a real process with stdin not a terminal (``stdin`` text piped in, or
+    nothing); a hang fails the test with ``TimeoutExpired`` after ``timeout`` seconds."""
+    return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout, env=ENV, check=False, pass_fds=pass_fds)
+
+
+def agui_process_bytes(*args: str, stdin: bytes | None = None,
+                       timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    """As :func:`agui_process`, what the process wrote byte for byte: what a pipe really receives."""
+    return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                          capture_output=True, timeout=timeout, env=ENV, check=False)
+
+
+#: What :func:`agui_each_in_one_process` runs: each ``[args, stdin]`` of the JSON list in argv[1] through
+#: :func:`agui_here`, and what each left, as JSON on the last line.
+_EACH = """
+import json, sys
+from clikit import agui_here
+left = [agui_here(*args, stdin=stdin) for args, stdin in json.loads(sys.argv[1])]
+print(json.dumps([[done.returncode, done.stdout, done.stderr] for done in left]))
+"""
+
+
+def agui_each_in_one_process(calls: Sequence[tuple[Sequence[str], str | None]], *, timeout: float) -> list[Ran]:
+    """Run ``agui ARGS`` for each ``(ARGS, stdin)`` of ``calls``, one after the other, in one real process
+    (each as :func:`agui_here` runs it, with streams of its own); what each left, in order.
+
+    For commands that must not run in the test's process (one that never ended would hold it, or fill
+    its memory) but need no process each: one interpreter start for all of them. A command that never
+    ends holds that process, stopped at ``timeout`` seconds (``TimeoutExpired``: every call fails).
+    """
+    tests = str(Path(__file__).resolve().parent)
+    done = subprocess.run([sys.executable, "-c", _EACH, json.dumps([[list(args), stdin] for args, stdin in calls])],
+                          env={**ENV, "PYTHONPATH": os.pathsep.join([tests, ENV["PYTHONPATH"]])},
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [Ran(returncode=code, stdout=out, stderr=err) for code, out, err in json.loads(done.stdout.splitlines()[-1])]
 
 
 def _exit_status(exc: SystemExit, err: io.TextIOWrapper) -> int:

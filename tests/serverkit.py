@@ -17,6 +17,10 @@ PostgreSQL: ``AGUI_TEST_POSTGRES_DSN`` names a server to use instead; otherwise 
 cluster in a temporary folder and ``postgres`` serves it on a free 127.0.0.1 port. PostgreSQL refuses
 to run as root, so when the tests run as root the cluster belongs to the ``postgres`` user (Debian's
 package makes it), or else ``nobody``.
+
+Beside them, what the tests of several files need of a server or of the connections to one, kept once
+here: a free port, a raw agent's request read whole, httpcore's pools under a client, and the text an
+agent sends when it cuts a character between two deltas.
 """
 
 from __future__ import annotations
@@ -37,12 +41,20 @@ from typing import IO, Any
 
 import pytest
 
-__all__ = ["POSTGRES_DSN_VARIABLE", "drain_log", "free_port", "postgres_server", "read_request", "redis_server"]
+__all__ = ["POSTGRES_DSN_VARIABLE", "SURROGATE_HALVES", "drain_log", "free_port", "httpcore_pools", "postgres_server",
+           "read_request", "redis_server"]
 
 INSTALL_HINT = "install it: `apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis` (macOS)"
 POSTGRES_INSTALL_HINT = ("install it: `apt-get install -y postgresql` (Debian/Ubuntu) "
                          "or `brew install postgresql` (macOS)")
 POSTGRES_DSN_VARIABLE = "AGUI_TEST_POSTGRES_DSN"
+
+#: A text message an agent slicing text by UTF-16 code unit sends: "café 😀!" with its emoji cut between
+#: two deltas, each half a lone surrogate's JSON escape (as SSE frames, for a ``ScriptedAgent`` script).
+SURROGATE_HALVES = (b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
+                    b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"caf\\u00e9 \\ud83d"}\n\n'
+                    b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"\\ude00!"}\n\n'
+                    b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n')
 
 
 def free_port() -> int:
@@ -65,6 +77,16 @@ def read_request(read: Callable[[], bytes]) -> tuple[bytes, bytes]:
     while len(body) < length:
         body += read()
     return head, body
+
+
+def httpcore_pools(http: Any) -> list[Any]:
+    """httpcore's connection pools under the httpx client ``http`` (its private attributes): every
+    shard's when the agent client made ``http`` itself, else the one pool of a client passed in (or of
+    httpx's pool through the environment's proxy)."""
+    transport = http._transport
+    if hasattr(transport, "_shards"):
+        return [shard.transport._pool for shard in transport._shards]
+    return [transport._pool]
 
 
 def drain_log(stream: IO[str]) -> None:

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from ag_ui import core as official
 from pydantic import TypeAdapter
-from serverkit import drain_log, free_port
+from serverkit import SURROGATE_HALVES, drain_log, free_port
 
 from agui_client import decode_event
 from agui_client.ag_ui import from_ag_ui
@@ -187,11 +187,7 @@ def test_what_pydantic_cannot_write_reaches_the_browser_as_the_agent_sent_it(rel
     deep: Any = "bottom"
     for _ in range(300):
         deep = {"d": deep}
-    halves = (b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
-              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"caf\\u00e9 \\ud83d"}\n\n'
-              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"\\ude00!"}\n\n'
-              b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n')
-    url = relay(ScriptedAgent([[Start(), halves, StateSnapshotEvent(snapshot=deep), Finish()]]))
+    url = relay(ScriptedAgent([[Start(), SURROGATE_HALVES, StateSnapshotEvent(snapshot=deep), Finish()]]))
 
     with httpx.Client(timeout=WATCHDOG) as http:
         response = http.post(f"{url}/threads/t3/runs", json={"message": "hi"})

@@ -12,34 +12,22 @@ Each test fails without its fix (CHANGELOG, "Twenty-first round").
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import subprocess
-import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from clikit import agui_here
+from clikit import Ran, agui_each_in_one_process, agui_here, agui_process
 
-from agui_client.testing import Finish, ScriptedAgent, Start, text_message
+from agui_client.testing import Finish, ScriptedAgent, Start, serve, text_message
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
-
-ROOT = Path(__file__).resolve().parent.parent
 
 #: JSON nested well past the depth at which ``json.loads`` runs out of stack.
 DEEP = "[" * 5000 + "]" * 5000
-
-
-def _agui_process(*args: str, pass_fds: tuple[int, ...] = (), stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """``agui ARGS`` as a real process, ``stdin`` piped in (a hang ends the test with ``TimeoutExpired``,
-    not the run)."""
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "agui_client.cli", *args], input=stdin, capture_output=True,
-                          text=True, env=env, timeout=60, check=False, pass_fds=pass_fds)
 
 
 @pytest.mark.parametrize(("option", "value"), [
@@ -89,30 +77,49 @@ def test_an_answer_at_a_json_prompt_that_is_not_json_is_asked_again(served: Call
     assert endpoint.received[1].body["resume"][0]["payload"] == {"details": {"n": 1}}
 
 
-@pytest.mark.parametrize(("field", "refused"), [
-    ({"type": "integer", "minimum": 10, "default": 5}, "n: 5 is less than the minimum of 10"),
-    ({"type": "string", "pattern": "^a+$", "default": "bbb"}, "n: 'bbb' does not match '^a+$'"),
-    ({"type": "integer", "default": "many"}, "n must be an integer"),
-    ({"type": "object", "required": ["x"], "default": {}}, "n: 'x' is a required property"),
-], ids=["below-minimum", "pattern", "not-a-number", "json"])
+#: A field whose default its own schema refuses, and the words of the refusal.
+REFUSED_DEFAULTS = {
+    "below-minimum": ({"type": "integer", "minimum": 10, "default": 5}, "n: 5 is less than the minimum of 10"),
+    "pattern": ({"type": "string", "pattern": "^a+$", "default": "bbb"}, "n: 'bbb' does not match '^a+$'"),
+    "not-a-number": ({"type": "integer", "default": "many"}, "n must be an integer"),
+    "json": ({"type": "object", "required": ["x"], "default": {}}, "n: 'x' is a required property"),
+}
+
+
+@pytest.fixture(scope="module")
+def refused_defaults() -> Iterator[dict[tuple[str, str], tuple[Ran, ScriptedAgent]]]:
+    """``agui run --ask`` and ``agui chat`` of an agent asking for each refused default, answers piped in
+    and run out: all eight in one process of their own (a command that asked again without end holds
+    that process, not this one), not a process each. By (command, field): what it left, and its agent."""
+    with contextlib.ExitStack() as stack:
+        asked: list[tuple[tuple[str, str], ScriptedAgent, tuple[tuple[str, ...], str]]] = []
+        for command in ("run", "chat"):
+            for name, (field, _refused) in REFUSED_DEFAULTS.items():
+                schema = {"type": "object", "properties": {"n": field}}
+                agent = ScriptedAgent([
+                    [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(
+                        Interrupt(id="i1", reason="input", response_schema=schema),)))],
+                    [Start(), *text_message("m2", "done"), Finish()],
+                ])
+                url = stack.enter_context(serve(agent)).url
+                args = ("run", url, "-m", "hi", "--ask") if command == "run" else ("chat", url)
+                asked.append(((command, name), agent, (args, "" if command == "run" else "hi\n")))
+        left = agui_each_in_one_process([call for _key, _agent, call in asked], timeout=90)
+        yield {key: (done, agent) for (key, agent, _call), done in zip(asked, left, strict=True)}
+
+
+@pytest.mark.parametrize("name", list(REFUSED_DEFAULTS))
 @pytest.mark.parametrize("command", ["run", "chat"])
 def test_a_default_the_schema_refuses_ends_the_questions_once_piped_answers_ran_out(
-        served: Callable[[Any], Any], field: dict[str, Any], refused: str, command: str) -> None:
+        refused_defaults: dict[tuple[str, str], tuple[Ran, ScriptedAgent]], name: str, command: str) -> None:
     # The default was taken, refused, and taken again without end (writing both lines each time).
-    schema = {"type": "object", "properties": {"n": field}}
-    endpoint = served(ScriptedAgent([
-        [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(
-            Interrupt(id="i1", reason="input", response_schema=schema),)))],
-        [Start(), *text_message("m2", "done"), Finish()],
-    ]))
-
-    args = ("run", endpoint.url, "-m", "hi", "--ask") if command == "run" else ("chat", endpoint.url)
-    done = _agui_process(*args, stdin="" if command == "run" else "hi\n")
+    done, agent = refused_defaults[command, name]
+    refused = REFUSED_DEFAULTS[name][1]
 
     said = done.stdout + done.stderr
     assert done.returncode == (130 if command == "run" else 0), said
     assert said.count(refused) == 1
-    assert endpoint.agent.request_count == 1  # (the answer was never sent)
+    assert agent.request_count == 1  # (the answer was never sent)
 
 
 _TOO_LONG = "give at most 1,000,000,000 seconds"
@@ -165,7 +172,7 @@ def test_a_named_recording_that_is_a_device_or_a_silent_fifo_ends_as_unreadable(
     else:
         os.mkfifo(named)
 
-    done = _agui_process(command, str(named))
+    done = agui_process(command, str(named), stdin="")
 
     assert done.returncode == 2
     said = done.stderr.strip()
@@ -183,7 +190,7 @@ def test_a_pipe_named_on_the_command_line_is_read_until_its_writer_is_done(tmp_p
                                                os.close(writer)))
     try:
         feeding.start()
-        done = _agui_process("replay", "--json", f"/dev/fd/{reader}", pass_fds=(reader,))
+        done = agui_process("replay", "--json", f"/dev/fd/{reader}", stdin="", pass_fds=(reader,))
     finally:
         feeding.join()
         os.close(reader)

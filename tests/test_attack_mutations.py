@@ -4,8 +4,8 @@
 levels and checks the client's invariants on both shells over a real server on 127.0.0.1 (the
 module's docstring lists them). Each test below is one finding, cut down to the stream that shows it,
 played on both shells from a real server; each fails without its fix (CHANGELOG, "Nineteenth round:
-a hostile-input audit by mutation"). The last two run 100 seeded cases (about 260 runs on each shell),
-so the fuzzer stays alive, and check that a seed makes the same cases.
+a hostile-input audit by mutation"). The second last runs 20 seeded cases (60 runs, each on both
+shells), so the fuzzer stays alive; the last checks that a seed makes the same cases.
 """
 
 from __future__ import annotations

@@ -12,14 +12,13 @@ import json
 import logging
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pexpect
 import pytest
-from clikit import Ran, agui_here
+from clikit import AGUI, ENV, Ran, agui_each_in_one_process, agui_here
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -29,20 +28,10 @@ from agui_client.cli import forms
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message, tool_call
 from agui_client.types import StateSnapshotEvent
 
-AGUI = [sys.executable, "-m", "agui_client.cli"]
-ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-ENV.pop("FORCE_COLOR", None)
-
 
 def agui(*args: str) -> Ran:
     """Run ``agui ARGS`` in this process with stdin not a terminal (``clikit``: no interpreter start)."""
     return agui_here(*args)
-
-
-def agui_process(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``agui ARGS`` as a real process: for ``agui serve``, which would otherwise serve in this one."""
-    return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=timeout, env=ENV, check=False)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,45 +207,66 @@ def _fifo(path: Path) -> None:
     os.mkfifo(path)
 
 
+HOSTILE = ["request-fifo", "response-fifo", "request-device", "meta-deep", "meta-huge", "meta-list", "meta-fifo",
+           "meta-device"]
+
+
+def _hostile_folder(path: Path, hostile: str) -> tuple[Path, str]:
+    """A recording folder holding the ``hostile`` file, and the name a refusal of it must give."""
+    folder = _folder(path)
+    if hostile == "request-fifo":
+        _fifo(folder / "02.request.json")
+        return folder, "02.request.json"
+    if hostile == "response-fifo":
+        (folder / "01.sse").unlink()
+        _fifo(folder / "01.sse")
+        return folder, "01.sse"
+    if hostile == "request-device":
+        (folder / "02.request.json").symlink_to("/dev/zero")
+        return folder, "02.request.json"
+    meta = folder / "01.response.json"
+    if hostile == "meta-deep":
+        meta.write_text("[" * 30000)
+    elif hostile in ("meta-fifo", "meta-device"):
+        # (was taken for a folder without the status file: replayed and served as 200, unlike the docs)
+        _fifo(meta) if hostile == "meta-fifo" else meta.symlink_to("/dev/zero")
+    elif hostile == "meta-huge":
+        meta.write_text(json.dumps({"status": 200, "pad": "x" * 200_000}))
+    else:
+        meta.write_text("[1, 2]")
+    return folder, "01.response.json"
+
+
+@pytest.fixture(scope="module")
+def served_hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Ran, str]]:
+    """What ``agui serve`` of each hostile folder left: every folder in one process of its own (were a
+    file not refused, serve would serve until stopped: that process, not this one, hangs, and is stopped
+    at 45 s), not a process each (an interpreter start per folder was 8 of this file's slowest tests).
+    By hostile file: what serve left, and the name its refusal must give."""
+    base = tmp_path_factory.mktemp("hostile-serve")
+    folders = {hostile: _hostile_folder(base / hostile, hostile) for hostile in HOSTILE}
+    left = agui_each_in_one_process([(("serve", str(folder)), None) for folder, _ in folders.values()], timeout=45)
+    # (serve looks for a regular file, and says so: a FIFO in the response's place is "missing")
+    return {hostile: (done, "01.sse is missing" if hostile == "response-fifo" else folders[hostile][1])
+            for hostile, done in zip(folders, left, strict=True)}
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX feature")
+# replay and verify run in this process, where a hang has no timeout of its own: it fails here, not at the
+# suite's 120 s (serve's one process for every folder is stopped at 45 s).
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("command", ["replay", "verify", "serve"])
-@pytest.mark.parametrize("hostile", ["request-fifo", "response-fifo", "request-device", "meta-deep", "meta-huge",
-                                     "meta-list", "meta-fifo", "meta-device"])
+@pytest.mark.parametrize("hostile", HOSTILE)
 def test_a_hostile_file_in_a_recording_folder_is_unreadable_input_not_a_hang(
-        tmp_path: Path, command: str, hostile: str) -> None:
+        tmp_path: Path, request: pytest.FixtureRequest, command: str, hostile: str) -> None:
     # A FIFO blocked the open until another process wrote to it (every command hung), a link to a
     # device was read without end, and a status file nested deeper than json reads escaped as a
     # RecursionError traceback. Each is now a usage error naming the file, exit 2, at once.
-    folder = _folder(tmp_path / "rec")
-    if hostile == "request-fifo":
-        _fifo(folder / "02.request.json")
-        named = "02.request.json"
-    elif hostile == "response-fifo":
-        (folder / "01.sse").unlink()
-        _fifo(folder / "01.sse")
-        named = "01.sse"
-    elif hostile == "request-device":
-        (folder / "02.request.json").symlink_to("/dev/zero")
-        named = "02.request.json"
-    elif hostile == "meta-deep":
-        (folder / "01.response.json").write_text("[" * 30000)
-        named = "01.response.json"
-    elif hostile in ("meta-fifo", "meta-device"):
-        # (was taken for a folder without the status file: replayed and served as 200, unlike the docs)
-        meta = folder / "01.response.json"
-        _fifo(meta) if hostile == "meta-fifo" else meta.symlink_to("/dev/zero")
-        named = "01.response.json"
-    elif hostile == "meta-huge":
-        (folder / "01.response.json").write_text(json.dumps({"status": 200, "pad": "x" * 200_000}))
-        named = "01.response.json"
+    if command == "serve":
+        done, named = request.getfixturevalue("served_hostile")[hostile]
     else:
-        (folder / "01.response.json").write_text("[1, 2]")
-        named = "01.response.json"
-    if command == "serve" and hostile == "response-fifo":
-        named = "01.sse is missing"  # (serve looks for a regular file, and says so)
-
-    # (serve as a process of its own: were the file not refused, it would serve until stopped)
-    done = agui_process(command, str(folder), timeout=60) if command == "serve" else agui(command, str(folder))
+        folder, named = _hostile_folder(tmp_path / "rec", hostile)
+        done = agui(command, str(folder))
 
     if hostile == "meta-list" and command != "serve":
         assert done.returncode == 0, done.stderr  # (replay and verify read a status that is no object as none)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from serverkit import httpcore_pools
 
 import agui_client as ag
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, last_user_text, text_message
@@ -27,13 +28,6 @@ BOUND = 10.0
 def active(pool: Any) -> list[Any]:
     """The connections of httpcore's ``pool`` a request still holds (neither idle nor closed)."""
     return [c for c in pool._connections if not c.is_idle() and not c.is_closed()]
-
-
-def pools(client: ag.AsyncAgentClient) -> list[Any]:
-    """httpcore's pools under ``client``: its one (an ``http_client`` passed), or every shard's (its own)."""
-    transport = client.http._transport  # type: ignore[attr-defined]
-    return [shard.transport._pool for shard in transport._shards] if hasattr(transport, "_shards") \
-        else [transport._pool]
 
 
 @pytest.mark.parametrize("pool", ["capped", "own"])
@@ -76,7 +70,7 @@ def test_a_run_cancelled_again_while_it_closes_gives_its_connection_back(served:
                 await asyncio.wait_for(task, BOUND)
             gate.open()
 
-            for under in pools(client):
+            for under in httpcore_pools(client.http):
                 assert active(under) == [] and not under._requests
             stored = client.store.load(thread.id)
             assert stored is not None and stored.claim is None  # (the turn gave the thread back)

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -25,7 +23,7 @@ from typing import Any
 import httpx
 import pexpect
 import pytest
-from clikit import agui_here
+from clikit import ENV, YES_NO_ASKED, agui_here, agui_process
 from test_cli_terminal import HOSTILE, assert_inert
 
 from agui_client import AgentClient
@@ -61,9 +59,6 @@ from agui_client.types import (
 )
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome, TokenUsage
 
-AGUI = [sys.executable, "-m", "agui_client.cli"]
-ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-ENV.pop("FORCE_COLOR", None)
 #: Every escape sequence rich writes (styles, cursor moves, erasing): what is left is the screen's text.
 ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 
@@ -80,6 +75,14 @@ def _spawn(*args: str) -> tuple[pexpect.spawn, io.StringIO]:
 
 def _text(screen: io.StringIO) -> str:
     return ESCAPES.sub("", screen.getvalue())
+
+
+#: The form's question for ANSWER_SCHEMA, whole: its ": " is the last thing written before the chat reads
+#: the answer, so a Ctrl-C sent after it reaches the form itself, not the lines drawn before it.
+ANSWER_PROMPT = r"answer \(Your answer\): "
+#: The cancellation's line to its end, so that no more of it can follow (``(?!:)`` at the end of what has
+#: arrived so far would pass on a line the terminal hands over in two reads).
+CANCELLED_ALONE = r"turn cancelled \(Ctrl-C\)(?:\x1b\[[0-9;]*m)*\r\n"
 
 
 def _say(child: pexpect.spawn, line: str) -> None:
@@ -113,12 +116,12 @@ def test_three_turns_with_the_demo_agent_forms_export_and_new(tmp_path: Path) ->
         child.expect("Done: the staging environment is deleted. A backup is kept for 30 minutes.")
         # Turn 2: a "no" is the whole answer ({approved: false} satisfies the schema): nothing else asked.
         _say(child, "Now the preview environment")
-        child.expect(r"\[y/n\]")
+        child.expect(YES_NO_ASKED)
         child.sendline("n")
         child.expect("OK, I did not delete anything: the deletion was not approved.")
         # Turn 3: yes, another environment, a comment.
         _say(child, "And qa?")
-        child.expect(r"\[y/n\]")
+        child.expect(YES_NO_ASKED)
         child.sendline("yes")
         child.expect(r"environment .*\(staging\)")
         child.sendline("qa")
@@ -186,7 +189,7 @@ def test_three_turns_with_the_demo_agent_forms_export_and_new(tmp_path: Path) ->
 def _delete_staging_then_refuse_preview(child: pexpect.spawn, ttl: str) -> None:
     """Two turns with the demo agent: approve with a backup time of ``ttl``, then refuse."""
     _say(child, "Please delete the staging environment")
-    child.expect(r"\[y/n\]")
+    child.expect(YES_NO_ASKED)
     child.sendline("y")
     child.expect(r"environment .*\(staging\)")
     child.sendline("")
@@ -207,7 +210,7 @@ def test_a_chat_recorded_against_the_demo_agent_replays_through_a_recorded_agent
             if ttl == "30":
                 child.expect("A backup is kept for 30 minutes.")
                 _say(child, "Now the preview environment")
-                child.expect(r"\[y/n\]")
+                child.expect(YES_NO_ASKED)
                 child.sendline("n")
                 child.expect("OK, I did not delete anything: the deletion was not approved.")
             else:
@@ -369,20 +372,20 @@ def test_ctrl_c_in_a_resume_or_a_form_leaves_the_interrupt_open_to_answer_or_aba
     child, screen = _spawn(endpoint.url)
     try:
         _say(child, "hi")
-        child.expect(r"answer \(Your answer\)")
+        child.expect(ANSWER_PROMPT)
         child.sendline("blue")
         child.expect("Working on it")
         child.sendintr()  # while the resume streams: its request reached the agent
         child.expect(r"turn cancelled \(Ctrl-C\): the agent may have acted on your answers")
         child.expect(r"the agent is waiting for 1 answer\(s\): press Enter to answer")
         _say(child, "")  # Enter: the form again
-        child.expect(r"answer \(Your answer\)")
+        child.expect(ANSWER_PROMPT)
         child.sendline("green")
         child.expect("Answered again.")
         _say(child, "next")
-        child.expect(r"answer \(Your answer\)")
+        child.expect(ANSWER_PROMPT)
         child.sendintr()  # in the form: nothing was sent
-        child.expect(r"turn cancelled \(Ctrl-C\)(?!:)")
+        child.expect(CANCELLED_ALONE)
         child.expect("the agent is waiting for 1 answer")
         _say(child, "never mind")  # a message: the question is abandoned, the message sent with it
         child.expect("abandoned interrupt i2 \\(a new message was sent instead\\)")
@@ -450,7 +453,7 @@ def test_agent_strings_reach_the_terminal_inert(served: Callable[[Any], Any]) ->
     child, screen = _spawn(endpoint.url)
     try:
         _say(child, "hi")
-        child.expect(r"\[y/n\]")
+        child.expect(YES_NO_ASKED)
         child.sendline("n")
         child.expect("RUN_ERROR")
         _say(child, "/quit")
@@ -468,16 +471,11 @@ def test_agent_strings_reach_the_terminal_inert(served: Callable[[Any], Any]) ->
 # --------------------------------------------------------------------------------------------------
 
 
-def _piped(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AGUI, *args], input=stdin, capture_output=True, text=True, env=ENV, timeout=60,
-                          check=False)
-
-
 def test_piped_lines_are_turns_and_the_end_of_input_leaves(served: Callable[[Any], Any], tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent.chat("Hello! How can I help you today?"))
     records = tmp_path / "rec"
 
-    done = _piped("chat", endpoint.url, "-H", "Authorization: Bearer sekrit-123", "--idle-timeout", "5",
+    done = agui_process("chat", endpoint.url, "-H", "Authorization: Bearer sekrit-123", "--idle-timeout", "5",
                   stdin=f"hi\n/help\n/record {records}\n//slash first\n/record off\nlast\n")
 
     assert done.returncode == 0, done.stderr

@@ -11,7 +11,6 @@ contents and known violations. An interactive ``agui demo`` is driven through a 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,26 +20,15 @@ from typing import Any
 
 import pexpect
 import pytest
-from clikit import Ran, agui_here
+from clikit import ENV, YES_NO_ASKED, Ran, agui_here, agui_process
 
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start
 from agui_client.types import RunErrorEvent
-
-AGUI = [sys.executable, "-m", "agui_client.cli"]
-#: Plain output (no terminal), UTF-8 whatever the locale.
-ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-ENV.pop("FORCE_COLOR", None)
 
 
 def agui(*args: str, stdin: str | None = None) -> Ran:
     """Run ``agui ARGS`` in this process with stdin not a terminal (``clikit``: no interpreter start)."""
     return agui_here(*args, stdin=stdin)
-
-
-def agui_process(*args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """Run ``agui ARGS`` as a real process (``python -m agui_client.cli``), stdin not a terminal."""
-    return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout, env=ENV, check=False)
 
 
 def _jsonl(*events: dict[str, Any]) -> str:
@@ -171,7 +159,7 @@ def test_interactive_demo_asks_each_field_of_the_schema_through_a_terminal() -> 
 def test_ctrl_c_at_the_prompt_exits_130() -> None:
     child = _spawn_demo()
     try:
-        child.expect(r"\[y/n\]")
+        child.expect(YES_NO_ASKED)
         child.sendintr()
         child.expect("interrupted")
         child.expect(pexpect.EOF)
@@ -184,7 +172,7 @@ def test_ctrl_d_at_the_prompt_ends_quietly() -> None:
     # End of input at a question: no traceback, a word on what happened, the Ctrl-C status.
     child = _spawn_demo()
     try:
-        child.expect(r"\[y/n\]")
+        child.expect(YES_NO_ASKED)
         child.sendeof()
         child.expect("input ended")
         output = child.read() if child.isalive() else ""

@@ -8,34 +8,22 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pexpect
-from clikit import Ran, agui_here
+from clikit import AGUI, ENV, Ran, agui_here, agui_process
 
 from agui_client.testing import ScriptedAgent
 
-AGUI = [sys.executable, "-m", "agui_client.cli"]
-ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-ENV.pop("FORCE_COLOR", None)
 PROMPT = "Delete the temporary files"
 
 
 def agui(*args: str) -> Ran:
     """Run ``agui ARGS`` in this process with stdin not a terminal (``clikit``: no interpreter start)."""
     return agui_here(*args)
-
-
-def agui_process(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``agui ARGS`` as a real process (``python -m agui_client.cli``), stdin not a terminal."""
-    return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-                          env=ENV, check=False)
 
 
 def test_a_conforming_agent_exits_0_and_the_table_lists_every_check(served: Callable[[Any], Any]) -> None:

@@ -14,9 +14,7 @@ report of a refused ``RUN_FINISHED``.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,27 +22,16 @@ from typing import Any
 
 import pexpect
 import pytest
-from clikit import Ran, agui_here
+from clikit import ENV, Ran, agui_here, agui_process
 from serverkit import free_port
 
 from agui_client import AgentClient, HTTPStatusError
 from agui_client.testing import ANSWER_SCHEMA, Disconnect, Finish, Gate, ScriptedAgent, Start, Wait, text_message
 
-AGUI = [sys.executable, "-m", "agui_client.cli"]
-#: Plain output (no terminal), UTF-8 whatever the locale.
-ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-ENV.pop("FORCE_COLOR", None)
-
 
 def agui(*args: str) -> Ran:
     """Run ``agui ARGS`` in this process with stdin not a terminal (``clikit``: no interpreter start)."""
     return agui_here(*args)
-
-
-def agui_process(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run ``agui ARGS`` as a real process (``python -m agui_client.cli``) with stdin not a terminal."""
-    return subprocess.run([*AGUI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=timeout, env=ENV, check=False)
 
 
 APPROVE = '{"approved": true, "environment": "staging", "ttl_minutes": 60}'

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
-from clikit import RanBytes, agui_here_bytes
+from clikit import ENV, RanBytes, agui_here_bytes, agui_process_bytes
 
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start, reasoning, text_message, tool_call
 from agui_client.types import (
@@ -55,9 +54,6 @@ SHOWN = ("\\x1b]0;PWNED\\x07", "\\x1b]52;c;")
 SHOWN_ANYWHERE = ("\\x9b6n", "\\x9d0;T\\x9c", "\\x90q\\x9c", "over\\rwrite", "\\x7f", "\\u202e", "\\u2066",
                   "\\u200b", "\\U000e0041", "\\u2028", "[bold red]MU[/bold red]", "[link=http://evil.example/]LK")
 
-AGUI = [sys.executable, "-m", "agui_client.cli"]
-ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-ENV.pop("FORCE_COLOR", None)
 
 
 def assert_inert(raw: bytes, *, terminal: bool, everywhere: bool = True) -> str:
@@ -94,12 +90,6 @@ def _on_terminal(*args: str) -> tuple[int, bytes]:
 def _piped(*args: str, stdin: bytes | None = None) -> RanBytes:
     """``agui ARGS`` in this process, piped (``clikit``): the bytes the CLI writes, without a process start."""
     return agui_here_bytes(*args, stdin=stdin)
-
-
-def _piped_process(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    """``agui ARGS`` as a real process with its output piped: what a pipe really receives."""
-    return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
-                          capture_output=True, env=ENV, timeout=60, check=False)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -157,7 +147,7 @@ def test_replay_on_a_terminal_shows_the_recordings_strings_inert(tmp_path: Path)
 def test_replay_piped_shows_the_recordings_strings_inert(tmp_path: Path) -> None:
     capture = _write(tmp_path / "hostile.jsonl", RECORDING)
 
-    done = _piped_process("replay", capture)
+    done = agui_process_bytes("replay", capture)
 
     assert done.returncode == 0, done.stderr
     text = assert_inert(done.stdout, terminal=False)
@@ -254,7 +244,7 @@ def test_run_on_a_terminal_asks_and_shows_the_agents_strings_inert(served: Calla
 def test_run_piped_shows_the_agents_strings_inert(served: Callable[[Any], Any]) -> None:
     endpoint = served(_hostile_agent())
 
-    done = _piped_process("run", endpoint.url, "-m", "hi", "--yes")
+    done = agui_process_bytes("run", endpoint.url, "-m", "hi", "--yes")
 
     assert done.returncode == 1
     text = assert_inert(done.stdout + done.stderr, terminal=False)

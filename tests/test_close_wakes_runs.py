@@ -24,6 +24,7 @@ from typing import Any
 import httpcore
 import httpx
 import pytest
+from serverkit import httpcore_pools
 
 import agui_client as ag
 from agui_client import _pool
@@ -46,10 +47,7 @@ def halting(gate: Gate) -> ScriptedAgent:
 def run_socket(http: Any) -> socket.socket:
     """The socket of the one connection the client's own pool holds (httpcore's private attributes): a
     shard's, or that of httpx's pool through the environment's proxy."""
-    transport = http._transport
-    pools = [shard.transport._pool for shard in transport._shards] if hasattr(transport, "_shards") else [
-        transport._pool]
-    connections = [c for pool in pools for c in pool._connections]
+    connections = [c for pool in httpcore_pools(http) for c in pool._connections]
     assert len(connections) == 1
     connection = connections[0]._connection
     while not hasattr(connection, "_network_stream"):  # (through a proxy: the HTTP connection inside)

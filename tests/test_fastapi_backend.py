@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import httpx
 import pytest
-from serverkit import free_port
+from serverkit import SURROGATE_HALVES, free_port
 
 from agui_client.testing import ANSWER_SCHEMA, Gate, Item, ScriptedAgent, Wait, last_user_text, serve
 from agui_client.testing.scenarios import interrupts_step
@@ -338,12 +338,7 @@ def test_half_a_character_from_the_agent_reaches_the_browser_as_its_escape(tmp_p
     # no error frame, and the task's exception was never retrieved.
     from agui_client.testing import Finish, Start
 
-    halves = (b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
-              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"caf\\u00e9 \\ud83d"}\n\n'
-              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"\\ude00!"}\n\n'
-              b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n')
-
-    with serve(ScriptedAgent([[Start(), halves, Finish()]])) as server:
+    with serve(ScriptedAgent([[Start(), SURROGATE_HALVES, Finish()]])) as server:
         response = _relayed(tmp_path, monkeypatch, server.url, [("/chat", {"message": "hi"})])[0]
 
     events = frames(response)

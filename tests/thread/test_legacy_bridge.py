@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clikit import agui_process
 
 import agui_client as ag
 from agui_client.core.legacy import ASKS_NOT_KEPT, CUSTOM_ASKED, MAX_ASKS
@@ -353,16 +354,6 @@ def test_two_interrupts_a_record_gives_one_langgraph_id_are_refused_not_one_answ
 # the CLI's --legacy-interrupts
 # --------------------------------------------------------------------------------------------------
 
-def _agui(*args: str) -> Any:
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "agui_client.cli", *args], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60, env=env, check=False)
-
-
 @pytest.mark.parametrize("later", [False, True], ids=["one-process", "resumed-by-a-second-process"])
 def test_agui_run_with_legacy_interrupts_answers_in_the_producers_channel(served: Any, tmp_path: Path,
                                                                           later: bool) -> None:
@@ -371,14 +362,14 @@ def test_agui_run_with_legacy_interrupts_answers_in_the_producers_channel(served
         # The first process leaves the bridged interrupt open in the thread file; the second, without
         # the flag, answers it where the producer reads answers: the record says which bridge read it.
         db = str(tmp_path / "threads.db")
-        first = _agui("run", endpoint.url, "-m", "delete the file", "--legacy-interrupts", "langgraph",
+        first = agui_process("run", endpoint.url, "-m", "delete the file", "--legacy-interrupts", "langgraph",
                       "--thread-file", db)
         assert first.returncode == 0, first.stderr
         assert "read as an interrupt (--legacy-interrupts langgraph)" in first.stdout
         assert "leaving the interrupt(s) open" in first.stdout and len(endpoint.received) == 1
-        done = _agui("run", endpoint.url, "--thread-file", db, "--resume", "--answer", '{"approved": true}')
+        done = agui_process("run", endpoint.url, "--thread-file", db, "--resume", "--answer", '{"approved": true}')
     else:
-        done = _agui("run", endpoint.url, "-m", "delete the file", "--legacy-interrupts", "langgraph",
+        done = agui_process("run", endpoint.url, "-m", "delete the file", "--legacy-interrupts", "langgraph",
                      "--answer", '{"approved": true}')
         assert "read as an interrupt (--legacy-interrupts langgraph)" in done.stdout
 
@@ -393,11 +384,11 @@ def test_agui_run_with_legacy_interrupts_answers_in_the_producers_channel(served
 
 def test_agui_run_without_the_flag_says_how_to_bridge_and_sends_nothing_more(served: Any) -> None:
     endpoint = served(producer("approved"))
-    done = _agui("run", endpoint.url, "-m", "delete the file", "--answer", '{"approved": true}')
+    done = agui_process("run", endpoint.url, "-m", "delete the file", "--answer", '{"approved": true}')
 
     assert done.returncode == 0, done.stderr
     assert CUSTOM_ASKED in done.stdout + done.stderr
     assert "read as an interrupt" not in done.stdout
     assert len(endpoint.received) == 1
-    refused = _agui("run", endpoint.url, "--legacy-interrupts", "nonsense", "-m", "x")
+    refused = agui_process("run", endpoint.url, "--legacy-interrupts", "nonsense", "-m", "x")
     assert refused.returncode == 2 and "invalid choice: 'nonsense'" in refused.stderr

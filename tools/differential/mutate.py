@@ -44,7 +44,7 @@ on a ``MemoryStore`` or an ``SqliteStore`` (drawn per case), each under a deadli
 
 One line per finding (``FINDING seed case op+op invariant: detail``) and a count per invariant at the
 end; exit status 1 when there was a finding. ``--save DIR`` writes each failing case's bodies.
-Not part of the test run except for a smoke run of 100 cases (``tests/test_attack_mutations.py``).
+Not part of the test run except for a smoke run of 20 cases (``tests/test_attack_mutations.py``).
 """
 
 from __future__ import annotations
