@@ -13,12 +13,15 @@ import contextlib
 import json
 import ssl
 import threading
+from pathlib import Path
 from typing import Any
 
+import certifi
 import httpx
 import pytest
 
 import agui_client as ag
+from agui_client import _pool
 from agui_client._async.thread_io import calls_on_loop
 from agui_client._pool import SHARD_SIZE, ProxiedSyncTransport, ProxiedTransport, ShardedSyncTransport, ShardedTransport
 from agui_client.stores import MemoryStore
@@ -244,6 +247,7 @@ def test_every_shard_uses_one_tls_context_made_once(monkeypatch: pytest.MonkeyPa
         return context
 
     monkeypatch.setattr(ssl, "create_default_context", counted)
+    monkeypatch.setattr(_pool, "_DEFAULT_CONTEXTS", {})  # (as in a new process: none made yet)
     with serve(_held_open) as server:
         url = f"http://127.0.0.1:{server.port}/agent"
         body = [{"threadId": "t", "runId": f"r{i}"} for i in range(3)]
@@ -266,3 +270,45 @@ def test_every_shard_uses_one_tls_context_made_once(monkeypatch: pytest.MonkeyPa
         shards = asyncio.run(held_async()) if shell == "async" else held_sync()
     assert shards == 3
     assert len(made) == 1  # (before: one a shard, 3)
+
+
+def test_clients_share_one_default_tls_context_and_settings_that_differ_do_not(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    # Each client loaded the CA bundle again at its first run (22-55 ms, for plain HTTP too): a script
+    # or backend making a client per request paid it each time. The default settings' context is the
+    # process's one; what httpcore sets on it per connection (ALPN, from http2) and the bundle the
+    # environment names are part of what makes one differ.
+    made: list[ssl.SSLContext] = []
+    create = ssl.create_default_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        made.append(create(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    monkeypatch.setattr(_pool, "_DEFAULT_CONTEXTS", {})
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with serve(_held_open) as server:
+        url = f"http://127.0.0.1:{server.port}/agent"
+
+        def context_of(**options: Any) -> ssl.SSLContext:
+            transport = ShardedSyncTransport(**options)
+            with httpx.Client(transport=transport) as http:
+                with http.stream("POST", url, json={"threadId": "t", "runId": "r"}) as response:
+                    assert response.status_code == 200
+                verify = transport._options["verify"]
+            assert isinstance(verify, ssl.SSLContext)
+            return verify
+
+        first, second = context_of(), context_of()
+        assert first is second and len(made) == 1
+        assert context_of(http2=True) is not first and len(made) == 2
+        bundle = tmp_path / "ca.pem"  # (any file of certificates: none is used, the agent is plain HTTP)
+        bundle.write_bytes(Path(certifi.where()).read_bytes())
+        monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+        named = context_of()
+        assert named is not first and context_of() is named and len(made) == 3
+        untrusting = context_of(trust_env=False)  # (the environment's names do not count then)
+        assert untrusting is not named and context_of(trust_env=False) is untrusting and len(made) == 4
+        assert context_of(verify=False) is not context_of(verify=False)  # (not the default: made each time)
