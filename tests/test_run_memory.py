@@ -78,6 +78,23 @@ def test_many_small_entities_are_refused_before_the_thread_holds_more_than_max_r
     assert peak < 2 * LIMIT  # (the whole run, client and loopback server: 18 MB and more without a bound)
 
 
+def test_steps_left_open_are_refused_before_the_thread_holds_more_than_max_run_memory(drive: Any, served: Any) -> None:
+    # 60,000 steps started and never finished (2.6 MB of body): each made the thread hold some 340 bytes
+    # (its record and its place among the open steps), charged some 180 for its bytes and structure, so
+    # the thread held twice its budget before steps were charged as entities.
+    steps = _sse(*({"type": "STEP_STARTED", "stepName": f"s{i}"} for i in range(60_000)))
+    endpoint = served(ScriptedAgent([[Start(), steps, Finish()]]))
+
+    error, peak = _refused(drive, endpoint.url)
+
+    assert (error.rule, error.run_id, error.event_type) == ("RUN-MEMORY", "r", "STEP_STARTED")
+    assert error.result is not None and error.result.events == error.index
+    held = len(error.result.steps)
+    assert held == error.index - 1  # (every event folded before the refused read started a step)
+    assert LIMIT // 4 < held * ENTITY_COST <= LIMIT
+    assert peak < 2 * LIMIT
+
+
 def test_state_dense_with_containers_is_refused_before_it_passes_max_run_memory(drive: Any, served: Any) -> None:
     # 300 deltas of 3 KB: 0.9 MB of body that the state held as some 19 MB.
     endpoint = served(ScriptedAgent([[Start(), _sse({"type": "STATE_SNAPSHOT", "snapshot": {"x": []}}),
