@@ -22,6 +22,7 @@ from agui_client.core.budget import ENTITY_COST, STRUCTURE_COST, MemoryBudget
 from agui_client.core.fold.document import json_structure
 from agui_client.core.session import RunSession
 from agui_client.testing import Finish, ScriptedAgent, Start
+from agui_client.wire.sink import WARNINGS_PER_CODE
 
 LIMIT = 4 * 2**20
 
@@ -249,3 +250,28 @@ def test_only_a_state_this_response_brought_is_credited() -> None:
     assert session.admit([one])
     session.feed_payload(one)
     assert state.document.released == json_structure({"a": [1, 2, 3]}) == 5
+
+
+def test_a_new_unknown_type_at_every_event_keeps_the_warnings_bookkeeping_bounded() -> None:
+    # 100,000 events, each of an unknown type of its own: 2.7 MB of body, which the budget charges at its
+    # bytes (an event's own object is no structure it charges). Each type is warned of once, and every type
+    # warned of was remembered for that: some 160 bytes each, 16 MB held while the response was read, though
+    # the run's warnings keep WARNINGS_PER_CODE of a code and only count the rest.
+    session = RunSession(ag.ThreadState())
+    session.feed_payload(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
+    payloads = [b'{"type":"X%06d"}' % i for i in range(100_000)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for payload in payloads:
+            session.feed_payload(payload)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+    assert held < 2**20
+    unknown = [w for w in session.warnings if w.code == "UK-02"]
+    assert len(unknown) == WARNINGS_PER_CODE and unknown[0].event_type == "X000000"
+    assert session.warnings.dropped == len(payloads) - WARNINGS_PER_CODE  # (each said, and counted)
