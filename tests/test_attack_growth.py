@@ -7,14 +7,16 @@ the work is counted (a hash counted on an id, a structure's size) or memory meas
 
 from __future__ import annotations
 
+import gc
 import json
 import random
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from agui_client import replay
+from agui_client import check_answer, replay
 from agui_client.core import schema as schema_module
 from agui_client.core.fold import ThreadState
 from agui_client.core.fold import entries as entries_module
@@ -347,6 +349,39 @@ def test_answers_to_interrupts_sharing_a_schema_judge_that_schema_once(monkeypat
     with pytest.raises(InvalidResumePayload):
         ResumeBuilder([other]).answer("x", {}).build()
     assert len(judged) == 2
+
+
+def test_the_schemas_remembered_as_judged_hold_a_bounded_part_of_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A judged schema is remembered by its whole text, for the life of the process, up to 256 schemas:
+    # an agent raising interrupts whose schemas each carry a megabyte of text (within MAX_SCHEMA_TEXT)
+    # left 256 MB behind once they were answered, four times that for text outside the BMP.
+    monkeypatch.setattr(schema_module, "_JUDGED", {}, raising=False)
+    monkeypatch.setattr(schema_module, "_judged_memory", 0, raising=False)
+    schemas = [{"type": "object", "properties": {"ok": {"type": "boolean"}}, "description": f"{k}-" + "d" * 900_000}
+               for k in range(40)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for schema in schemas:
+            assert check_answer(schema, {"ok": True}) == []
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held <= schema_module._JUDGED_MEMORY + 2**20  # (36 MB before)
+    # A small schema is still judged once however often it is answered.
+    judged = []
+    judge = schema_module._Dialect.judge
+
+    def counted(self: Any) -> Any:
+        judged.append(1)
+        return judge(self)
+
+    monkeypatch.setattr(schema_module._Dialect, "judge", counted)
+    for _ in range(3):
+        assert check_answer({"type": "object", "required": ["ok"]}, {"ok": 1}) == []
+    assert len(judged) == 1
 
 
 def test_a_long_message_re_opened_again_and_again_joins_only_what_each_re_opening_added(
