@@ -21,6 +21,7 @@ from agui_client.core import schema as schema_module
 from agui_client.core.fold import ThreadState
 from agui_client.core.fold import entries as entries_module
 from agui_client.core.interrupts import ResumeBuilder
+from agui_client.core.session import RunSession
 from agui_client.errors import DecodeError, InvalidResumePayload, LimitExceeded, StreamEnded, UnknownInterrupt
 from agui_client.types.run import Interrupt
 from agui_client.wire import jsonio
@@ -382,6 +383,31 @@ def test_the_schemas_remembered_as_judged_hold_a_bounded_part_of_memory(monkeypa
     for _ in range(3):
         assert check_answer({"type": "object", "required": ["ok"]}, {"ok": 1}) == []
     assert len(judged) == 1
+
+
+def test_events_with_long_unknown_keys_leave_nothing_behind_once_read() -> None:
+    # The readers compiled for each class remember every shape (the keys of an object, in order) they
+    # were given, up to MAX_SHAPES a class, for the life of the process: an event carrying an unknown key
+    # of a megabyte (within max_event_bytes) left that megabyte behind after its run was long gone.
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(32):
+            session = RunSession(ThreadState())
+            session.feed_payload(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
+            long_key = b"k%02d" % n + b"x" * 256_000
+            session.feed_payload(b'{"type":"STEP_STARTED","stepName":"s","' + long_key + b'":1}')
+            session.feed_payload(b'{"type":"STEP_FINISHED","stepName":"s","' + long_key + b'":1}')
+            session.feed_payload(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}')
+            result = session.end()
+            assert result.outcome == "success" and [w.code for w in result.warnings].count("UK-03") == 2
+            del session, result
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 2**20  # (16 MB before)
 
 
 def test_a_long_message_re_opened_again_and_again_joins_only_what_each_re_opening_added(
