@@ -487,9 +487,10 @@ class ClientBase:
         (``None``: no bound); read when a run starts, so setting it changes the next runs.
 
         The estimate (``core/budget.py``) charges the body's bytes, each ``[``, ``{``, ``,`` and ``:`` of its
-        events' values and each message, tool call and run the thread gains, and an event of 128 KiB or more
-        what parsing it takes (192 bytes for each of those characters, for as long as it is parsed); a read
-        that would pass it is refused before it is folded (``LimitExceeded``, ``RUN-MEMORY``).
+        events' values and each message, tool call, run, subagent and step the thread gains, and an event
+        of 128 KiB or more what parsing it takes (192 bytes for each of those characters, for as long as it
+        is parsed); a read that would pass it is refused before it is folded (``LimitExceeded``,
+        ``RUN-MEMORY``).
 
         Raises:
             ValueError: (setting) neither a positive ``int`` nor ``None``.

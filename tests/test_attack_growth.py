@@ -7,18 +7,21 @@ the work is counted (a hash counted on an id, a structure's size) or memory meas
 
 from __future__ import annotations
 
+import gc
 import json
 import random
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from agui_client import replay
+from agui_client import check_answer, replay
 from agui_client.core import schema as schema_module
 from agui_client.core.fold import ThreadState
 from agui_client.core.fold import entries as entries_module
 from agui_client.core.interrupts import ResumeBuilder
+from agui_client.core.session import RunSession
 from agui_client.errors import DecodeError, InvalidResumePayload, LimitExceeded, StreamEnded, UnknownInterrupt
 from agui_client.types.run import Interrupt
 from agui_client.wire import jsonio
@@ -347,6 +350,90 @@ def test_answers_to_interrupts_sharing_a_schema_judge_that_schema_once(monkeypat
     with pytest.raises(InvalidResumePayload):
         ResumeBuilder([other]).answer("x", {}).build()
     assert len(judged) == 2
+
+
+def test_the_schemas_remembered_as_judged_hold_a_bounded_part_of_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A judged schema is remembered by its whole text, for the life of the process, up to 256 schemas:
+    # an agent raising interrupts whose schemas each carry a megabyte of text (within MAX_SCHEMA_TEXT)
+    # left 256 MB behind once they were answered, four times that for text outside the BMP.
+    monkeypatch.setattr(schema_module, "_JUDGED", {}, raising=False)
+    monkeypatch.setattr(schema_module, "_judged_memory", 0, raising=False)
+    schemas = [{"type": "object", "properties": {"ok": {"type": "boolean"}}, "description": f"{k}-" + "d" * 900_000}
+               for k in range(40)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for schema in schemas:
+            assert check_answer(schema, {"ok": True}) == []
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held <= schema_module._JUDGED_MEMORY + 2**20  # (36 MB before)
+    # A small schema is still judged once however often it is answered.
+    judged = []
+    judge = schema_module._Dialect.judge
+
+    def counted(self: Any) -> Any:
+        judged.append(1)
+        return judge(self)
+
+    monkeypatch.setattr(schema_module._Dialect, "judge", counted)
+    for _ in range(3):
+        assert check_answer({"type": "object", "required": ["ok"]}, {"ok": 1}) == []
+    assert len(judged) == 1
+
+
+def test_events_with_long_unknown_keys_leave_nothing_behind_once_read() -> None:
+    # The readers compiled for each class remember every shape (the keys of an object, in order) they
+    # were given, up to MAX_SHAPES a class, for the life of the process: an event carrying an unknown key
+    # of a megabyte (within max_event_bytes) left that megabyte behind after its run was long gone.
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(32):
+            session = RunSession(ThreadState())
+            session.feed_payload(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
+            long_key = b"k%02d" % n + b"x" * 256_000
+            session.feed_payload(b'{"type":"STEP_STARTED","stepName":"s","' + long_key + b'":1}')
+            session.feed_payload(b'{"type":"STEP_FINISHED","stepName":"s","' + long_key + b'":1}')
+            session.feed_payload(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}')
+            result = session.end()
+            assert result.outcome == "success" and [w.code for w in result.warnings].count("UK-03") == 2
+            del session, result
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 2**20  # (16 MB before)
+
+
+def test_unknown_event_types_of_any_length_leave_nothing_behind_once_read() -> None:
+    # The hint for a misspelt type ("did you mean ...?") was remembered by the type, up to 256 of them,
+    # for the life of the process: an unknown type of a megabyte stayed held long after its run.
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(32):
+            session = RunSession(ThreadState())
+            session.feed_payload(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
+            session.feed_payload(b'{"type":"RUN_FINISHED_%02d' % n + b"X" * 256_000 + b'"}')
+            session.feed_payload(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}')
+            result = session.end()
+            assert result.outcome == "success" and [w.code for w in result.warnings].count("UK-02") == 1
+            del session, result
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 2**20  # (8.2 MB before)
+    # A short misspelling still gets its hint.
+    with collect_warnings() as warned:
+        decode_event('{"type":"textMessageContent","messageId":"m","delta":"x"}')
+    assert "did you mean TEXT_MESSAGE_CONTENT?" in warned.items[0].message
 
 
 def test_a_long_message_re_opened_again_and_again_joins_only_what_each_re_opening_added(

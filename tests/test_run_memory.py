@@ -22,6 +22,7 @@ from agui_client.core.budget import ENTITY_COST, STRUCTURE_COST, MemoryBudget
 from agui_client.core.fold.document import json_structure
 from agui_client.core.session import RunSession
 from agui_client.testing import Finish, ScriptedAgent, Start
+from agui_client.wire.sink import WARNINGS_PER_CODE
 
 LIMIT = 4 * 2**20
 
@@ -76,6 +77,26 @@ def test_many_small_entities_are_refused_before_the_thread_holds_more_than_max_r
     # its first read either: it went on until the budget was near.
     assert LIMIT // 4 < calls * ENTITY_COST <= LIMIT
     assert peak < 2 * LIMIT  # (the whole run, client and loopback server: 18 MB and more without a bound)
+
+
+def test_steps_left_open_are_refused_before_the_thread_holds_more_than_max_run_memory(drive: Any, served: Any) -> None:
+    # 60,000 steps started and never finished (2.6 MB of body): each made the thread hold some 340 bytes
+    # (its record and its place among the open steps), charged some 180 for its bytes and structure, so
+    # the thread held twice its budget before steps were charged as entities.
+    steps = _sse(*({"type": "STEP_STARTED", "stepName": f"s{i}"} for i in range(60_000)))
+    endpoint = served(ScriptedAgent([[Start(), steps, Finish()]]))
+
+    error, peak = _refused(drive, endpoint.url)
+
+    assert (error.rule, error.run_id, error.event_type) == ("RUN-MEMORY", "r", "STEP_STARTED")
+    assert error.result is not None and error.result.events == error.index
+    held = len(error.result.steps)
+    assert held == error.index - 1  # (every event folded before the refused read started a step)
+    # Each step was charged ENTITY_COST at least, so the thread stopped within the budget, give or take
+    # the steps of the last read let through (at most 64 KiB, checked before its steps were folded).
+    one_read = 65536 // len(_sse({"type": "STEP_STARTED", "stepName": "s0"}))
+    assert LIMIT // 4 < (held - one_read) * ENTITY_COST <= LIMIT
+    assert peak < 2 * LIMIT
 
 
 def test_state_dense_with_containers_is_refused_before_it_passes_max_run_memory(drive: Any, served: Any) -> None:
@@ -229,3 +250,28 @@ def test_only_a_state_this_response_brought_is_credited() -> None:
     assert session.admit([one])
     session.feed_payload(one)
     assert state.document.released == json_structure({"a": [1, 2, 3]}) == 5
+
+
+def test_a_new_unknown_type_at_every_event_keeps_the_warnings_bookkeeping_bounded() -> None:
+    # 100,000 events, each of an unknown type of its own: 2.7 MB of body, which the budget charges at its
+    # bytes (an event's own object is no structure it charges). Each type is warned of once, and every type
+    # warned of was remembered for that: some 160 bytes each, 16 MB held while the response was read, though
+    # the run's warnings keep WARNINGS_PER_CODE of a code and only count the rest.
+    session = RunSession(ag.ThreadState())
+    session.feed_payload(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
+    payloads = [b'{"type":"X%06d"}' % i for i in range(100_000)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for payload in payloads:
+            session.feed_payload(payload)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+    assert held < 2**20
+    unknown = [w for w in session.warnings if w.code == "UK-02"]
+    assert len(unknown) == WARNINGS_PER_CODE and unknown[0].event_type == "X000000"
+    assert session.warnings.dropped == len(payloads) - WARNINGS_PER_CODE  # (each said, and counted)

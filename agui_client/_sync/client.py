@@ -98,7 +98,7 @@ class AgentClient(ClientBase):
             Read when each run starts (set ``client.max_run_bytes`` to change it for the next runs).
         max_run_memory: the most one run's response may make its thread hold, in bytes, as estimated while
             it is read (the body's bytes, 64 for each ``[``, ``{``, ``,`` and ``:`` of its events' values, 1 KiB
-            for each message, tool call and run it adds), ``DEFAULT_MAX_RUN_MEMORY`` (1 GiB) by default,
+            for each message, tool call, run, subagent and step it adds), ``DEFAULT_MAX_RUN_MEMORY`` (1 GiB) by default,
             ``None`` for no bound. ``max_run_bytes`` alone let many small entities, or state dense with
             small containers, make the thread hold 10-30 times the body. An event of 128 KiB or more is
             also charged, while it is parsed, what parsing it takes. A read that would pass it is

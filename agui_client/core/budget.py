@@ -16,8 +16,11 @@ One estimate covers every mix of events, from two things that can be read withou
   Each event's own object is not kept: :data:`ENVELOPE` structural characters an event (its ``{``,
   the ``:`` of its ``type`` and of its SSE ``data:`` line) go uncharged, so a stream of text deltas
   is charged some 5 times its bytes, not 8;
-* **the entities the thread gained** (messages, tool calls, runs, subagents: the fold's own counts),
-  each charged :data:`ENTITY_COST`, which covers what the largest of them (a run's record) costs;
+* **the entities the thread gained** (messages, tool calls, runs, subagents, steps: the fold's own
+  counts), each charged :data:`ENTITY_COST`, which covers what the largest of them (a run's record)
+  costs. A step is one because its record and, while it is open, its place among the open steps held
+  some 340 bytes for the 180 its ``STEP_STARTED`` was charged: 60,000 steps left open made the thread
+  hold twice a 4 MiB budget;
 * **what the patches' ``copy`` operations cost** (the copy allowance's units spent, a count the state
   document keeps), each unit charged :data:`COPY_COST`: a copy of a few bytes of patch makes the
   thread hold a subtree again, which the body's structure does not show (a 4 MiB budget let 30,000
@@ -63,8 +66,9 @@ DEFAULT_MAX_RUN_MEMORY = 2**30
 #: most (an empty list 56 bytes and the pointer to it 8; a one-letter string 50; a one-member object,
 #: charged for its ``{`` and ``:``, 184-232).
 STRUCTURE_COST = 64
-#: Charged for each entity the thread gains (a message, a tool call, a run, a subagent): a run's record
-#: and what it indexes held some 1,500 bytes, a message or a tool call 450-900 (its structure charged too).
+#: Charged for each entity the thread gains (a message, a tool call, a run, a subagent, a step): a run's
+#: record and what it indexes held some 1,500 bytes, a message or a tool call 450-900, an open step 340
+#: (its structure charged too).
 ENTITY_COST = 1024
 #: Charged for each unit of the copy allowance spent (a member copied is 16 units and its key's
 #: characters one each): a copied one-member object holds 192 bytes for its 32 units, an empty array
@@ -163,8 +167,8 @@ class MemoryBudget:
         return LimitExceeded(
             f"the run's response went past max_run_memory ({self.limit} bytes): what it would make the "
             f"thread hold is estimated at {estimate} bytes (its events' structure, and {ENTITY_COST} bytes "
-            "for each message, tool call and run it added); what came before is kept, the rest is not "
-            "read", limit=self.limit, event_type=kind, rule="RUN-MEMORY")
+            "for each message, tool call, run, subagent and step it added); what came before is kept, the rest "
+            "is not read", limit=self.limit, event_type=kind, rule="RUN-MEMORY")
 
     def _parse_cost(self, payloads: Sequence[str | bytes]) -> int:
         """What parsing the largest of ``payloads`` takes beyond its charge, if it is large enough to

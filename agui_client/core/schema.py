@@ -776,9 +776,7 @@ def check(schema: Any, instance: Any, allowance: _Allowance | None = None) -> Ve
                 return Verdict([], _fault("invalid", json_pointer(invalid.absolute_path),
                                           _shorten_reason(invalid.message)), check.unchecked.items())
             if key is not None:
-                if len(_JUDGED) >= _JUDGED_MAX:
-                    _JUDGED.clear()
-                _JUDGED[key] = (tuple(check.unchecked.items()), check.steps)
+                _remember_judged(key, (tuple(check.unchecked.items()), check.steps))
         else:
             check.unchecked.update(judged[0])
         check.judging, check.where = False, None
@@ -816,11 +814,30 @@ def check(schema: Any, instance: Any, allowance: _Allowance | None = None) -> Ve
 #: Schemas judged sound (against their draft's metaschema) by their exact text, with the patterns that
 #: judging could not check: answering thousands of interrupts that share one schema judged it once per
 #: answer (about 0.8 ms each, twice per resume). Only a sound verdict is kept (a fault may depend on the
-#: caller's stack); all are let go when ``_JUDGED_MAX`` are held.
+#: caller's stack); all are let go when ``_JUDGED_MAX`` are held, or their texts would take more than
+#: ``_JUDGED_MEMORY`` bytes: a schema's text may be a megabyte (``MAX_SCHEMA_TEXT`` characters, four
+#: bytes each outside the BMP), and 256 of them, each from an interrupt an agent raised, stayed held
+#: for the life of the process.
 #: Each is kept with the steps judging it took, charged to a group's shared allowance when it is used
 #: again (see ``check``).
 _JUDGED: dict[str, tuple[tuple[tuple[str, str], ...], int]] = {}
 _JUDGED_MAX = 256
+_JUDGED_MEMORY = 16 * 2**20
+_judged_memory = 0  # what the texts of the schemas in ``_JUDGED`` take (``sys.getsizeof``)
+
+
+def _remember_judged(key: str, judged: tuple[tuple[tuple[str, str], ...], int]) -> None:
+    """Remember a sound verdict by its schema's text, letting every one go first when the bounds say so."""
+    global _judged_memory
+    size = sys.getsizeof(key)
+    if size > _JUDGED_MEMORY:
+        return
+    if len(_JUDGED) >= _JUDGED_MAX or _judged_memory + size > _JUDGED_MEMORY:
+        _JUDGED.clear()
+        _judged_memory = 0
+    if key not in _JUDGED:
+        _judged_memory += size
+    _JUDGED[key] = judged
 
 
 def _judged_key(schema: Any) -> str | None:

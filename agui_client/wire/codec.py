@@ -22,7 +22,7 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from types import UnionType
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin
 
 import attrs
 import cattrs
@@ -697,7 +697,7 @@ def _decode_value_checked(value: Any, legacy: Callable[[dict[str, Any]], dict[st
             raise DecodeError("'type' must not be empty", pointer="/type", rule=NO_TYPE)  # (a non-empty string)
         modern = _LEGACY_TYPES.get(kind)
         if modern is None:
-            hint = _near_miss(kind)
+            hint = _near_miss(kind) if len(kind) <= _REMEMBERED_TYPE else _spelled_like(kind)
             warn("UK-02", f"unknown event type {kind!r} ignored" + (f" (did you mean {hint}?)" if hint else ""),
                  event_type=kind, once=("type", kind), repeat=DROP_WARNINGS)
             return UnknownEvent(type=kind, raw=value)
@@ -721,8 +721,18 @@ def _decode_value_checked(value: Any, legacy: Callable[[dict[str, Any]], dict[st
     return _structure(value, cls, event_type=kind)  # type: ignore[no-any-return]
 
 
+# The hint for a short type is remembered (a stream repeats its unknown types); a longer one is worked
+# out each time, as each remembered type is held for the life of the process: 256 types of a megabyte,
+# each within max_event_bytes, stayed held long after their runs. No wire type is half this long.
+_REMEMBERED_TYPE: Final = 64
+
+
 @lru_cache(maxsize=256)
 def _near_miss(kind: str) -> str | None:
+    return _spelled_like(kind)
+
+
+def _spelled_like(kind: str) -> str | None:
     # Spelling (textMessageContent, text-message-content), stray spaces, a cut or extended name
     # (RUN_FINISH): cheap string tests, as this runs for every unknown event a stream sends.
     squashed = kind.strip().replace("_", "").replace("-", "").replace(" ", "").lower()

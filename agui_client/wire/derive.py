@@ -68,6 +68,17 @@ class Field:
 
 #: Shapes compiled per class; a producer sends a handful (optional fields present or not).
 MAX_SHAPES = 64
+#: The most characters a shape's keys may hold together for it to be compiled. Each compiled shape is
+#: kept for the life of the process, its keys with it: an unknown key of a megabyte (within
+#: ``max_event_bytes``) stayed held long after its run ended, up to ``MAX_SHAPES`` of them a class.
+#: The wire's own keys are short (a whole event's, at most some 150 characters); a longer shape is
+#: read by the one function for all shapes, as past the budget.
+MAX_SHAPE_TEXT = 1024
+
+
+def _compiles(shapes: dict[tuple[str, ...], Any], shape: tuple[str, ...]) -> bool:
+    """Whether a shape not seen before is compiled (and kept in ``shapes``): within both budgets."""
+    return len(shapes) < MAX_SHAPES and sum(map(len, shape)) <= MAX_SHAPE_TEXT
 
 _BUILD, _VALIDATE, _ROUTE = "build", "validate", "route"
 
@@ -111,7 +122,7 @@ class Router:
         shape = tuple(value)
         built = self.shapes.get(shape)
         if built is None:
-            if len(self.shapes) >= MAX_SHAPES:
+            if not _compiles(self.shapes, shape):
                 return self._generic(value, session, index)  # past the budget, one function for all shapes
             built = self.shapes[shape] = self._compile(shape)
         if built is not _always_fallback:
@@ -470,7 +481,7 @@ class Derived:
             shape = tuple(value)
             built = shapes.get(shape)
             if built is None:
-                if len(shapes) >= MAX_SHAPES:
+                if not _compiles(shapes, shape):
                     return generic(value)  # never compile per object: past the budget, one function for all
                 built = shapes[shape] = for_shape(shape)
             return built(value)

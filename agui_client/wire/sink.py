@@ -71,11 +71,12 @@ class WarningList(list[StreamWarning]):
 class WarningSink:
     """Collects the warnings of one decoding context, repeated ones a bounded number of times."""
 
-    __slots__ = ("items", "_seen")
+    __slots__ = ("items", "_seen", "_keys")
 
     def __init__(self) -> None:
         self.items: list[StreamWarning] = []
         self._seen: dict[tuple[str, ...], int] = {}
+        self._keys: dict[str, int] = {}  # code -> how many of its keys ``_seen`` holds
 
     def warn(self, code: str, message: str, *, pointer: str | None = None, event_type: str | None = None,
              once: tuple[str, ...] | None = None, repeat: int = 1) -> None:
@@ -84,15 +85,30 @@ class WarningSink:
         A key warned once (a producer's habit, such as an unknown field) is said once. A key warned for
         each thing dropped (an unknown event, a content part) is said up to ``repeat`` times, and then
         once more to say the rest go unreported: a hostile stream repeating it cannot fill the memory.
+
+        Keys are remembered up to :data:`WARNINGS_PER_CODE` of a code; a key past them is warned of
+        without being remembered. A stream can name a new key at every event (an unknown type of its own
+        each time, a few bytes the memory budget sees no structure in), and remembering each cost some
+        160 bytes; past that many warnings of one code, a response's :class:`WarningList` keeps no more
+        of them anyway, and counts them.
         """
         if once is not None:
             seen = self._seen.get(once, 0)
             if seen >= repeat:
                 return
-            self._seen[once] = seen + 1
+            if seen or self._remember(code):
+                self._seen[once] = seen + 1
             if seen + 1 == repeat and repeat > 1:
                 message += f" (seen {repeat} times: further ones are not reported)"
         self.items.append(StreamWarning(code=code, message=message, pointer=pointer, event_type=event_type))
+
+    def _remember(self, code: str) -> bool:
+        """Whether a new key of ``code`` is remembered (counting it), or ``code`` has its share of keys."""
+        keys = self._keys.get(code, 0)
+        if keys >= WARNINGS_PER_CODE:
+            return False
+        self._keys[code] = keys + 1
+        return True
 
 
 _SINK: ContextVar[WarningSink | None] = ContextVar("agui_client_warning_sink", default=None)

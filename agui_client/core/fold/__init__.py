@@ -112,10 +112,11 @@ class ThreadState:
 
     @property
     def entity_count(self) -> int:
-        """The messages, tool calls, runs and subagents the thread holds (what a run's memory budget,
+        """The messages, tool calls, runs, subagents and steps the thread holds (what a run's memory budget,
         ``max_run_memory``, charges for beside the events' structure); read in constant time."""
         ledger = self.ledger
-        return len(self.log.entries) + len(self.log.calls) + len(ledger.runs) + len(ledger.subagents)
+        return (len(self.log.entries) + len(self.log.calls) + len(ledger.runs) + len(ledger.subagents)
+                + ledger.step_count)
 
     def settled(self) -> None:
         """Count from here: ``version`` reads 0 (a thread just loaded has not changed yet)."""

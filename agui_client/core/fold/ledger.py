@@ -45,6 +45,8 @@ class RunLedger:
         self.interrupted_run_id: str | None = None
         self.usage: dict[str, tuple[rn.TokenUsage, ...]] = {}
         self.subagents: dict[str, SubagentRecord] = {}
+        #: The steps the runs hold, counted as they start (a step is never let go of while its run is held).
+        self.step_count = sum(len(run.steps) for run in runs)
         self.pending: tuple[str, ...] = ()
         #: The legacy bridge in force (``"langgraph"``), set by the thread's owner; ``None``: none.
         self.legacy: str | None = None
@@ -268,6 +270,7 @@ class RunLedger:
         if run is not None:
             run.open_steps.setdefault((owner, step_name), []).append(len(run.steps))
             run.steps.append(StepRecord(name=step_name, subagent_run_id=owner))
+            self.step_count += 1
         return _NO_WARNINGS
 
     def step_finished(self, step_name: str, owner: str | None) -> Sequence[StreamWarning]:
