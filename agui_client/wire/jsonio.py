@@ -333,7 +333,7 @@ def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_d
             except UnicodeEncodeError:
                 blob = None  # lone surrogates: only the stdlib parser reads them
         if blob is not None and value is not _NOT_PARSED:
-            rewritten: bytes | None = None
+            rewritten: bytes | bytearray | None = None
             if type(value) is dict:
                 if colons < 0:
                     colons = blob.count(b":")
@@ -389,7 +389,7 @@ def _scalars_only(value: dict[str, Any]) -> bool:
 
 
 def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates: bool, colons: int,
-                  rewritten: bytes | None) -> Any:
+                  rewritten: bytes | bytearray | None) -> Any:
     """The depth limit and the duplicate-key rule for a parsed payload (``colons``: -1 if not counted)."""
     # Nesting can only exceed the limit if there are more brackets (so more bytes) than the limit.
     if len(raw) > max_depth:
@@ -416,23 +416,24 @@ def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates
     return value
 
 
-def _rewrite(value: Any, text: bytes | str) -> bytes | None:
+def _rewrite(value: Any, text: bytes | str) -> bytes | bytearray | None:
     """``value`` (read from ``text``) written back by orjson (compact, colons in strings literal), or ``None``.
 
     orjson reserves room for each member of a list or object before writing it, about 160 bytes a
-    member whatever the member is: ``[1,1,1,…]`` written whole took 83 times its length (1.4 GB for an
-    event of 16 MiB). A large text with members that close together is written a slice of members at
-    a time (``wire.writeback``), which costs a walk of its containers but reserves no more than a
-    slice's room.
+    member whatever the member is: ``[1,1,1,…]`` written whole reserved 83 times its length (1.4 GB of
+    address space for an event of 16 MiB, of which only the text written becomes resident, but which
+    tracemalloc counts and a limit on address space refuses). A large text with members that close
+    together is written a slice of members at a time (``wire.writeback``), into one buffer of its
+    length: a walk of its containers, no more than a slice's room reserved.
     """
     if _orjson is None:
         return None
     try:
         if len(text) <= WRITE_WHOLE or not dense(text):
             return bytes(_orjson.dumps(value))
-        pieces: list[bytes] = []
-        write_sliced(value, pieces, _orjson.dumps, ORJSON_WRITE_DEPTH or SLICED_DEPTH)
-        return b"".join(pieces)
+        written = bytearray()
+        write_sliced(value, written, _orjson.dumps, ORJSON_WRITE_DEPTH or SLICED_DEPTH)
+        return written
     except (TypeError, ValueError):
         return None  # lone surrogates, integers beyond 64 bits, or too deep
 
@@ -577,7 +578,7 @@ def type_of(value: Any) -> str | None:
     return kind if type(kind) is str else None
 
 
-def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | None = None,
+def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | bytearray | None = None,
                    colons: int = -1) -> bool:
     """A cheap proof that ``raw`` needs no exact duplicate check (``False``: no proof, check).
 
