@@ -108,30 +108,20 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return result
+def _pairs_kept(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]] | None:
+    """An object as :func:`first_duplicate` reads it: its pairs, or ``None`` when nothing in it can
+    repeat a key (its names distinct, no kept object or non-empty array among its values)."""
+    if len(pairs) == len({name for name, _ in pairs}) and not any(type(item) is list and item for _, item in pairs):
+        return None
+    return pairs
 
 
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(f"duplicated key {key!r}")
-        self.key = key
-
-
-_strict_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_pairs_no_duplicates)
 _plain_decoder = json.JSONDecoder(parse_constant=_reject_constant)
 _finite_decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 # Objects become their pair count (duplicates included): the top-level result is the number of keys
-# the text gives the top-level object. ``list`` keeps the pairs themselves.
+# the text gives the top-level object. ``_pairs_kept`` keeps the pairs themselves, where they matter.
 _pair_count_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=len)
-_pair_list_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=list)
+_pair_list_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_pairs_kept)
 
 
 def _nests_deeper(text: bytes | str, value: Any, limit: int, opened: int | None) -> bool:
@@ -658,12 +648,9 @@ _LARGE = 2048
 def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
     text = raw if isinstance(raw, str) else raw.decode("utf-8")
     if _may_repeat_keys(raw, value):
-        try:
-            _strict_decoder.decode(text)
-        except _DuplicateKey:
-            found = first_duplicate(text)
-        else:
-            found = None
+        # (read once, by the reading that says where: the text may be as large as an event gets, and the
+        # value orjson read is held meanwhile)
+        found = first_duplicate(text)
     elif _pair_count_decoder.decode(text) != len(value):
         # the top-level object repeats a key spelled differently (``"n\\u0061me"`` and ``"name"``)
         found = first_duplicate(text)
@@ -686,7 +673,9 @@ def first_duplicate(text: str) -> tuple[str, str] | None:
     for the member found alone (one string per container, as long as its depth, made a refusal of a
     few megabytes cost gigabytes)."""
     # (objects read as lists of (name, value) tuples, arrays as lists of values: a list whose first
-    # item is a tuple is an object; an empty one, either way, repeats nothing)
+    # item is a tuple is an object; an empty one, either way, repeats nothing. An object that cannot
+    # hold a repeat is read as None, so the reading holds little more than the objects that can and
+    # the arrays: a refusal of 1 MiB of one-member objects took 136 bytes a structural character.)
     root = _pair_list_decoder.decode(text)
     if type(root) is not list or not root:
         return None
