@@ -1,8 +1,9 @@
 """``max_run_memory`` bounds what parsing one large event takes, not only what it leaves (``RUN-MEMORY``).
 
-An event is parsed whole before it is folded, and parsing an event dense with containers takes some
-110 times its bytes at its peak (orjson's reading and its proof held at once): a 4 MiB event of
-``[[],[],…]``, charged 183 MB, peaked at 470 MB. A large event's parse is charged before it is parsed.
+An event is parsed whole before it is folded, and parsing takes more than the value it leaves: orjson's
+reading, and for a text whose proofs fail, the reading that finds a repeated key (a text nested 500 deep
+ending in one: 196 bytes a structural character in all). A large event's parse is charged before it is
+parsed.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def _records(size: int) -> bytes:
 
 
 def test_a_dense_large_event_is_refused_before_its_parse_passes_max_run_memory(drive: Any, served: Any) -> None:
-    # 4 MiB of [[],…]: charged 183 MB (within the bound), its parse peaked at 470 MB.
+    # 4 MiB of [[],…]: charged 183 MB (within the bound), and 447 MB more for its parse (it peaks at
+    # 127 MB, but a text of as many structural characters could take 3.5 times that).
     endpoint = served(ScriptedAgent([[Start(), _snapshot(_dense(4 * 2**20)), Finish()]]))
 
     gc.collect()
@@ -58,11 +60,12 @@ def test_a_dense_large_event_is_refused_before_its_parse_passes_max_run_memory(d
         "RUN-MEMORY", "r", BOUND, 1, "STATE_SNAPSHOT")
     assert "a large event, parsed" in str(error) and "max_run_memory" in str(error)
     assert error.result is not None and error.result.events == 1  # (RUN_STARTED folded, the snapshot not)
-    assert peak < BOUND  # (the client and the loopback server: 470 MB parsing it)
+    assert peak < BOUND  # (the client and the loopback server: 170 MB parsing it)
 
 
 def test_a_dense_event_at_max_event_bytes_is_refused_at_the_defaults() -> None:
-    # The largest event the defaults let through (16 MiB), dense: charged 0.73 GB, parsed 1.9 GB.
+    # The largest event the defaults let through (16 MiB), dense: charged 0.73 GB, its parse 1.8 GB more
+    # (it peaks at 0.51 GB; one as dense that ends in a repeated key, 1.6 GB).
     event = _snapshot(_dense(16 * 2**20 - 64))
     budget = charged_budget(event, DEFAULT_MAX_RUN_MEMORY)
     assert budget.charged < DEFAULT_MAX_RUN_MEMORY  # (what it leaves is within the default)
@@ -87,7 +90,7 @@ def test_small_events_are_not_looked_at() -> None:
 def test_an_ordinary_16_mib_snapshot_passes_at_the_defaults(drive: Any, served: Any) -> None:
     body = _records(16 * 2**20 - 1024)  # (within max_event_bytes with its envelope)
     structure = sum(body.count(mark) for mark in (b"[", b"{", b",", b":"))
-    # (charged with its parse some 0.65 GB of the 1 GiB default: records of short fields, 2.5 million
+    # (charged with its parse some 0.56 GB of the 1 GiB default: records of short fields, 2.5 million
     # structural characters)
     assert len(body) + (STRUCTURE_COST + PARSE_COST) * structure < 0.65 * DEFAULT_MAX_RUN_MEMORY
     endpoint = served(ScriptedAgent([[Start(), _snapshot(body), Finish()]]))
@@ -113,3 +116,71 @@ def test_writing_back_a_dense_object_of_containers_keeps_no_write_buffers() -> N
         tracemalloc.stop()
     assert len(value["snapshot"]) == 116_000
     assert peak < 100 * 2**20
+
+
+def _structure(text: bytes) -> int:
+    return sum(text.count(mark) for mark in (b"[", b"{", b",", b":"))
+
+
+def _traced_peak(parse: Any, data: bytes) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        parse(data)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.fixture(params=["orjson", "stdlib"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The parse path to take (orjson's, or the standard library's: the tests of the parse's strictness
+    force it so), and its reading alone."""
+    assert jsonio.HAVE_ORJSON, "orjson (the `fast` extra) must be installed to test both parse paths"
+    if request.param == "stdlib":
+        monkeypatch.setattr(jsonio, "_orjson", None)
+        return json.loads
+    return jsonio.orjson_in_use().loads
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param(b"[" + b'["a"],' * 90_000 + b'["a"]]', id="array-of-arrays-of-a-string"),
+    pytest.param(b"{" + b",".join(b'"%x":[]' % i for i in range(60_000)) + b"}", id="object-of-empty-arrays"),
+])
+def test_proving_a_dense_events_parse_takes_little_more_than_its_reading(body: bytes, reader: Any) -> None:
+    # orjson's proof wrote a dense event back as a piece for each bracket, comma and key and joined them:
+    # bytes.join takes 80 bytes for each piece, so the proof of 1 MiB of [[],…] took 93 MB and the parse
+    # 117 MB, orjson's reading 35. The standard library's depth check took the strings out of a dense text
+    # the same way: 1 MiB of keys, 42 MB to read 21. Each now holds about the text's length.
+    data = b'{"type":"STATE_SNAPSHOT","snapshot":' + body + b"}"
+    assert jsonio.parse_json(data)["snapshot"] == json.loads(body)
+
+    reading = _traced_peak(reader, data)
+    parsing = _traced_peak(jsonio.parse_json, data)
+
+    assert parsing < reading + 4 * len(data), (parsing, reading)
+
+
+def test_refusing_a_repeated_key_takes_less_than_a_large_events_parse_is_charged(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The repeat is looked for in a second reading of the text, which held every object as its list of
+    # pairs: 259 bytes a structural character in all for an object of [[]] members ending in a repeat,
+    # past the charge (orjson's path: 266, resident). An object that cannot hold one is read as None now.
+    # (The standard library's path: orjson's takes the same second reading, but there tracemalloc also
+    # counts the room orjson reserves to write the text back and never touches.)
+    monkeypatch.setattr(jsonio, "_orjson", None)
+    members = b",".join(b'"%x":[[]]' % i for i in range(21_000))
+    data = b'{"type":"STATE_SNAPSHOT","snapshot":{' + members + b',"type":1,"type":2}}'
+    assert len(data) >= PARSED_LARGE
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        with pytest.raises(ag.DecodeError) as caught:
+            jsonio.parse_json(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert (caught.value.pointer, caught.value.event_type) == ("/snapshot/type", "STATE_SNAPSHOT")
+    assert peak < (STRUCTURE_COST + PARSE_COST) * _structure(data), peak / _structure(data)

@@ -38,16 +38,17 @@ the budget. It is checked before each read is folded, so a read that would pass 
 the fold never parses it.
 
 **One large event's parse.** An event is parsed whole before it is folded, and parsing takes more than
-the value it leaves: orjson's reading, then its proof (the value written back), hold both at once.
-Measured (peak RSS of the parse, in a child process, per structural character), above the bytes and
-the :data:`STRUCTURE_COST` the event is charged anyway: 164 bytes for ``[{"a":[]},…]``, 154 for an
-object of many empty arrays, 102 for ``[[],[],…]`` (a 16 MiB event of it peaked at 1.9 GB, its
-charge 0.7 GB); arrays of small ints, of one-letter strings and nested a hundred deep, ordinary
-records and the standard library's parser less. So before a read is folded, an event of at least
-:data:`PARSED_LARGE` bytes is also charged :data:`PARSE_COST` for each structural character, for as
-long as it is parsed: the read is refused (``RUN-MEMORY``) if that passes the budget, and the charge
-is not kept. Smaller events are not looked at (a read's other events are smaller than a read), so
-they pay nothing; what their parse takes beyond the estimate is at most some 15 MB.
+the value it leaves: orjson's reading (its own document beside the value), and, where the text's proofs
+fail, a second reading that finds a repeated key. Measured (peak resident memory of the parse, in a child
+process, per structural character, at 1, 4 and 16 MiB), above the :data:`STRUCTURE_COST` the event is
+charged anyway: 132 bytes for a text nested 500 deep that ends in a repeated key (refused), 126 for an
+object of many ``[[]]`` members that does, 75 for ``[{"type":[[]]},…]`` that does; parses that pass at
+most 50 (an object of one-letter strings, orjson's reading), ``[[],[],…]`` none (46 in all, its value
+and orjson's document: a 16 MiB event of it peaked at 0.51 GB). So before a read is folded, an event of
+at least :data:`PARSED_LARGE` bytes is also charged :data:`PARSE_COST` for each structural character,
+for as long as it is parsed: the read is refused (``RUN-MEMORY``) if that passes the budget, and the
+charge is not kept. Smaller events are not looked at (a read's other events are smaller than a read), so
+they pay nothing; what their parse takes beyond the estimate is at most some 9 MB.
 """
 
 from __future__ import annotations
@@ -79,12 +80,14 @@ COPY_COST = 8
 ENVELOPE = 3
 
 #: Charged, while an event of at least :data:`PARSED_LARGE` bytes is parsed, for each of its ``[``,
-#: ``{``, ``,`` and ``:``: what parsing it takes at its peak beyond its charge (measured at most 164
-#: bytes, for ``[{"a":[]},…]``; the rest is margin for the allocator and other orjson versions).
-PARSE_COST = 192
+#: ``{``, ``,`` and ``:``: what parsing it takes at its peak beyond its charge (measured at most 132
+#: bytes, for a text nested 500 deep that ends in a repeated key; the rest, a fifth, is margin for the
+#: allocator and other orjson and Python versions).
+PARSE_COST = 160
 #: Events this large have their parse charged (:data:`PARSE_COST`); a smaller one is parsed unlooked at,
-#: taking at most some 112 times its bytes (15 MB). Above a network read (64 KiB), so that such an event
-#: began in an earlier read and is the first its read completes.
+#: taking at most some 100 times its bytes (13 MB: a text nested deep that ends in a repeated key). Above
+#: a network read (64 KiB), so that such an event began in an earlier read and is the first its read
+#: completes.
 PARSED_LARGE = 128 * 1024
 
 # How far into a refused event its type is looked for (producers write it first).

@@ -108,30 +108,20 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return result
+def _pairs_kept(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]] | None:
+    """An object as :func:`first_duplicate` reads it: its pairs, or ``None`` when nothing in it can
+    repeat a key (its names distinct, no kept object or non-empty array among its values)."""
+    if len(pairs) == len({name for name, _ in pairs}) and not any(type(item) is list and item for _, item in pairs):
+        return None
+    return pairs
 
 
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(f"duplicated key {key!r}")
-        self.key = key
-
-
-_strict_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_pairs_no_duplicates)
 _plain_decoder = json.JSONDecoder(parse_constant=_reject_constant)
 _finite_decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 # Objects become their pair count (duplicates included): the top-level result is the number of keys
-# the text gives the top-level object. ``list`` keeps the pairs themselves.
+# the text gives the top-level object. ``_pairs_kept`` keeps the pairs themselves, where they matter.
 _pair_count_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=len)
-_pair_list_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=list)
+_pair_list_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_pairs_kept)
 
 
 def _nests_deeper(text: bytes | str, value: Any, limit: int, opened: int | None) -> bool:
@@ -151,8 +141,29 @@ def _nests_deeper(text: bytes | str, value: Any, limit: int, opened: int | None)
     if opened * _BYTES_PER_WALKED_CONTAINER <= len(text):
         return _depth_exceeds(value, limit)
     blob = text if type(text) is bytes else str(text).encode("utf-8", "surrogatepass")
-    brackets = outside_strings(blob).translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > limit
+    return _text_depth(blob) > limit
+
+
+def _text_depth(text: bytes) -> int:
+    """How deep the containers of ``text``, a JSON text a parser read, nest (its brackets outside strings).
+
+    Not by taking its strings out (:func:`outside_strings`): that gathers the text between them as a
+    piece a string and joins them, 80 bytes a piece for the join, so a dense text of keys took 73
+    bytes a structural character, more than its parse. Its escaped backslashes and quotes go first (a
+    valid text has no other backslash before a quote), then all but quotes and brackets; what is left
+    is read a step at a time, each quote turning a string on or off, so a step's pieces are all there
+    is to hold.
+    """
+    marks = text.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_QUOTES_OR_BRACKETS)
+    depth = deepest = 0
+    inside = False
+    for start in range(0, len(marks), _DEPTH_STEP):
+        pieces = marks[start:start + _DEPTH_STEP].split(b'"')
+        brackets = b"".join(pieces[1::2] if inside else pieces[::2])
+        deepest = max(deepest, max(accumulate(map(_BRACKET_STEP.__getitem__, brackets), initial=depth)))
+        depth += brackets.count(b"[") + brackets.count(b"{") - brackets.count(b"]") - brackets.count(b"}")
+        inside ^= len(pieces) % 2 == 0  # (an odd count of quotes: the step ends inside a string)
+    return deepest
 
 
 @overload
@@ -163,10 +174,11 @@ def outside_strings(text: bytes | str) -> bytes | str:
     """``text`` with its JSON strings (quotes included) taken out: its brackets left are containers.
 
     A string runs from a quote to the next quote no backslash escapes; in a text that is not JSON this
-    holds up to its first fault, past which no parser reads anyway. The one place brackets in strings
-    are told apart (the depth check here, and the fold's bound on the tool-call arguments it parses).
-    Measured against splitting at the unescaped quotes: 22 against 82 ms for 16 MiB of dense brackets
-    without strings, 59 against 32 ms for 200,000 strings; arguments and events hold few strings.
+    holds up to its first fault, past which no parser reads anyway. Used by the fold's bound on the
+    tool-call arguments it parses; a parsed event's depth is read from its quotes instead
+    (``_text_depth``), as this holds a piece for each string while it joins them. Measured against
+    splitting at the unescaped quotes: 22 against 82 ms for 16 MiB of dense brackets without strings,
+    59 against 32 ms for 200,000 strings; arguments and events hold few strings.
     """
     if type(text) is bytes:
         return _JSON_STRING.sub(b"", text)
@@ -182,7 +194,9 @@ def _opened(text: bytes | str) -> int:
 _BYTES_PER_WALKED_CONTAINER = 32
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _JSON_TEXT_STRING = re.compile(_JSON_STRING.pattern.decode("ascii"), re.DOTALL)
-_NOT_BRACKETS = bytes(i for i in range(256) if i not in b"[]{}")
+_NOT_QUOTES_OR_BRACKETS = bytes(i for i in range(256) if i not in b'"[]{}')
+#: The quotes and brackets read at once by ``_text_depth`` (its pieces: at most one a byte).
+_DEPTH_STEP = 16 * 1024
 _BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
 
@@ -333,7 +347,7 @@ def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_d
             except UnicodeEncodeError:
                 blob = None  # lone surrogates: only the stdlib parser reads them
         if blob is not None and value is not _NOT_PARSED:
-            rewritten: bytes | None = None
+            rewritten: bytes | bytearray | None = None
             if type(value) is dict:
                 if colons < 0:
                     colons = blob.count(b":")
@@ -389,7 +403,7 @@ def _scalars_only(value: dict[str, Any]) -> bool:
 
 
 def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates: bool, colons: int,
-                  rewritten: bytes | None) -> Any:
+                  rewritten: bytes | bytearray | None) -> Any:
     """The depth limit and the duplicate-key rule for a parsed payload (``colons``: -1 if not counted)."""
     # Nesting can only exceed the limit if there are more brackets (so more bytes) than the limit.
     if len(raw) > max_depth:
@@ -416,23 +430,24 @@ def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates
     return value
 
 
-def _rewrite(value: Any, text: bytes | str) -> bytes | None:
+def _rewrite(value: Any, text: bytes | str) -> bytes | bytearray | None:
     """``value`` (read from ``text``) written back by orjson (compact, colons in strings literal), or ``None``.
 
     orjson reserves room for each member of a list or object before writing it, about 160 bytes a
-    member whatever the member is: ``[1,1,1,…]`` written whole took 83 times its length (1.4 GB for an
-    event of 16 MiB). A large text with members that close together is written a slice of members at
-    a time (``wire.writeback``), which costs a walk of its containers but reserves no more than a
-    slice's room.
+    member whatever the member is: ``[1,1,1,…]`` written whole reserved 83 times its length (1.4 GB of
+    address space for an event of 16 MiB, of which only the text written becomes resident, but which
+    tracemalloc counts and a limit on address space refuses). A large text with members that close
+    together is written a slice of members at a time (``wire.writeback``), into one buffer of its
+    length: a walk of its containers, no more than a slice's room reserved.
     """
     if _orjson is None:
         return None
     try:
         if len(text) <= WRITE_WHOLE or not dense(text):
             return bytes(_orjson.dumps(value))
-        pieces: list[bytes] = []
-        write_sliced(value, pieces, _orjson.dumps, ORJSON_WRITE_DEPTH or SLICED_DEPTH)
-        return b"".join(pieces)
+        written = bytearray()
+        write_sliced(value, written, _orjson.dumps, ORJSON_WRITE_DEPTH or SLICED_DEPTH)
+        return written
     except (TypeError, ValueError):
         return None  # lone surrogates, integers beyond 64 bits, or too deep
 
@@ -577,7 +592,7 @@ def type_of(value: Any) -> str | None:
     return kind if type(kind) is str else None
 
 
-def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | None = None,
+def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | bytearray | None = None,
                    colons: int = -1) -> bool:
     """A cheap proof that ``raw`` needs no exact duplicate check (``False``: no proof, check).
 
@@ -634,12 +649,9 @@ _LARGE = 2048
 def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
     text = raw if isinstance(raw, str) else raw.decode("utf-8")
     if _may_repeat_keys(raw, value):
-        try:
-            _strict_decoder.decode(text)
-        except _DuplicateKey:
-            found = first_duplicate(text)
-        else:
-            found = None
+        # (read once, by the reading that says where: the text may be as large as an event gets, and the
+        # value orjson read is held meanwhile)
+        found = first_duplicate(text)
     elif _pair_count_decoder.decode(text) != len(value):
         # the top-level object repeats a key spelled differently (``"n\\u0061me"`` and ``"name"``)
         found = first_duplicate(text)
@@ -662,7 +674,9 @@ def first_duplicate(text: str) -> tuple[str, str] | None:
     for the member found alone (one string per container, as long as its depth, made a refusal of a
     few megabytes cost gigabytes)."""
     # (objects read as lists of (name, value) tuples, arrays as lists of values: a list whose first
-    # item is a tuple is an object; an empty one, either way, repeats nothing)
+    # item is a tuple is an object; an empty one, either way, repeats nothing. An object that cannot
+    # hold a repeat is read as None, so the reading holds little more than the objects that can and
+    # the arrays: a refusal of 1 MiB of one-member objects took 136 bytes a structural character.)
     root = _pair_list_decoder.decode(text)
     if type(root) is not list or not root:
         return None

@@ -2,7 +2,8 @@
 
 ``wire.jsonio`` proves a payload was read exactly by writing its value back and comparing the bytes.
 orjson reserves about 170 bytes for each member of a list or object before writing it, so a dense
-payload (``[1,1,1,…]``) written back whole would take about 83 times its length. :func:`dense` says
+payload (``[1,1,1,…]``) written back whole would reserve about 83 times its length (address space:
+only what is written becomes resident, but tracemalloc counts it all, and so does a limit on it). :func:`dense` says
 when that could happen, and :func:`write_sliced` then writes the value a slice of members at a time,
 to the very bytes ``orjson.dumps`` gives.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 __all__ = ["WRITE_WHOLE", "SLICED_DEPTH", "dense", "write_sliced"]
@@ -56,9 +58,15 @@ def dense(text: bytes | str) -> bool:
     return int(text.count(comma)) * _MEMBER_ROOM > 16 * size
 
 
-def write_sliced(value: Any, out: list[bytes], dumps: Callable[[Any], bytes], room: int) -> None:
+def write_sliced(value: Any, out: bytearray, dumps: Callable[[Any], bytes], room: int) -> None:
     """Append ``value`` written as orjson writes it (compact) to ``out``, at most ``_WRITE_SLICE``
     members of a list or object at a time (a member holding containers is written the same way).
+
+    Written into one growing buffer, not gathered as pieces to join: ``bytes.join`` takes a buffer
+    descriptor of 80 bytes for each piece, and a dense text is a few pieces a byte (``[``, ``]``,
+    ``,`` for each empty array), so joining them took 93 MB for 1 MiB of ``[[],…]``, where the buffer
+    takes the text's length. Each text orjson hands back is copied in and dropped at once (orjson
+    returns even a short one in a buffer of some 4 KiB, which a kept piece would hold).
 
     Refused (``ValueError``) where orjson would refuse the whole: containers nested more than ``room``
     deep (so that a text written back still proves its depth, as in ``_check_parsed``).
@@ -67,42 +75,36 @@ def write_sliced(value: Any, out: list[bytes], dumps: Callable[[Any], bytes], ro
     if (kind is list or kind is dict) and room < 1:
         raise ValueError("nested too deep to write back")
     if kind is list:
-        out.append(b"[")
+        out += b"["
         for start in range(0, len(value), _WRITE_SLICE):
             part = value[start:start + _WRITE_SLICE]
             if start:
-                out.append(b",")
+                out += b","
             if _CONTAINERS.isdisjoint(map(type, part)):
-                out.append(dumps(part)[1:-1])
+                out += memoryview(dumps(part))[1:-1]
                 continue
             for n, item in enumerate(part):
                 if n:
-                    out.append(b",")
+                    out += b","
                 write_sliced(item, out, dumps, room - 1)
-        out.append(b"]")
+        out += b"]"
     elif kind is dict:
-        out.append(b"{")
-        items = list(value.items())
-        for start in range(0, len(items), _WRITE_SLICE):
-            part = items[start:start + _WRITE_SLICE]
+        out += b"{"
+        # (a slice of members at a time: a list of all of them is a tuple for each, all alive at once)
+        members = iter(value.items())
+        for start in range(0, len(value), _WRITE_SLICE):
+            part = list(islice(members, _WRITE_SLICE))
             if start:
-                out.append(b",")
+                out += b","
             if _CONTAINERS.isdisjoint(map(type, (member for _, member in part))):
-                out.append(dumps(dict(part))[1:-1])
+                out += memoryview(dumps(dict(part)))[1:-1]
                 continue
             for n, (key, member) in enumerate(part):
                 if n:
-                    out.append(b",")
-                out.append(_kept(dumps(key)))
-                out.append(b":")
+                    out += b","
+                out += dumps(key)
+                out += b":"
                 write_sliced(member, out, dumps, room - 1)
-        out.append(b"}")
+        out += b"}"
     else:
-        out.append(_kept(dumps(value)))
-
-
-def _kept(written: bytes) -> bytes:
-    """``written`` copied into a bytes object of its own length. orjson hands back its text in the
-    buffer it wrote it in, some 4 KiB however short the text: kept for each key and scalar of a slice,
-    those buffers made a 1 MiB object of 116,000 empty arrays take 530 MB to write back."""
-    return memoryview(written).tobytes()
+        out += dumps(value)
