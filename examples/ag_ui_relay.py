@@ -30,9 +30,11 @@ workers through Redis or PostgreSQL, and runs that outlive the browser's connect
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
+import weakref
 from collections.abc import AsyncIterator
 
 from ag_ui.core import ResumeEntry as OfficialResumeEntry
@@ -45,7 +47,7 @@ from pydantic import BaseModel
 import agui_client as ag
 from agui_client.ag_ui import from_ag_ui, to_ag_ui
 
-__all__ = ["app", "RunRequest", "sse"]
+__all__ = ["app", "RunRequest", "sse", "turn", "TURN_WAIT"]
 
 
 class RunRequest(BaseModel):
@@ -87,22 +89,52 @@ def sse(encoder: EventEncoder, event: ag.Event) -> str:
         return f"data: {json.dumps(ag.encode(event), separators=(',', ':'))}\n\n"
 
 
+#: The turn each thread has in this process, while its response is written and its run ends.
+_turns: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+#: How long a turn waits for the one before it on the same thread to end (seconds).
+TURN_WAIT = 10.0
+
+
+@contextlib.asynccontextmanager
+async def turn(thread_id: str) -> AsyncIterator[None]:
+    """Wait, up to :data:`TURN_WAIT`, for the thread's turn before this one in this process to end.
+
+    A browser that leaves mid-run and sends its next turn at once would otherwise read the thread while
+    the first turn is still closing its response and releasing its claim, and be refused as another
+    writer ("another writer got there first"). Past the wait (the turn before is a long run, another
+    tab's) the store's claim decides, as it does between replicas: the turn is refused as a RUN_ERROR.
+    """
+    lock = _turns.get(thread_id)
+    if lock is None:
+        lock = _turns[thread_id] = asyncio.Lock()
+    try:
+        await asyncio.wait_for(lock.acquire(), TURN_WAIT)
+    except asyncio.TimeoutError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 @app.post("/threads/{thread_id}/runs", response_model=None)
 async def run(thread_id: str, body: RunRequest, request: Request) -> StreamingResponse:
     """Run the thread (a new message, or the browser's answers) and stream its events as the SDK encodes them."""
     client: ag.AsyncAgentClient = request.app.state.client
-    thread = await client.load_thread(thread_id)
     encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))
 
     async def frames() -> AsyncIterator[str]:
         try:
-            # (read here, so that an entry the client cannot read is a RUN_ERROR like any refusal, not a 500)
-            resume = [from_ag_ui(entry) for entry in body.resume] if body.resume else None
-            async with thread.stream(body.message, resume=resume) as events:
-                async for event in events:
-                    if isinstance(event, ag.UnknownEvent):
-                        continue  # (a type AG-UI 1.0 does not define: ag_ui.core has no model for it)
-                    yield sse(encoder, event)
+            async with turn(thread_id):
+                thread = await client.load_thread(thread_id)
+                # (read here, so that an entry the client cannot read is a RUN_ERROR like any refusal, not a 500)
+                resume = [from_ag_ui(entry) for entry in body.resume] if body.resume else None
+                async with thread.stream(body.message, resume=resume) as events:
+                    async for event in events:
+                        if isinstance(event, ag.UnknownEvent):
+                            continue  # (a type AG-UI 1.0 does not define: ag_ui.core has no model for it)
+                        yield sse(encoder, event)
         except ag.AguiError as exc:
             # Refused before sending (an unanswered interrupt, say) or failed mid-stream: the browser's
             # client reads a RUN_ERROR, named by the agui_client error.

@@ -230,7 +230,8 @@ def test_a_browser_leaving_mid_stream_closes_the_agents_response_and_frees_the_t
     # The browser reads the run's first text and goes away while the agent is still working (held at a
     # gate it never passes). The relay must stop the run: its response from the agent closed, which the
     # agent sees as its client gone, and the thread no longer running, so the browser's next turn on it
-    # is run rather than refused as a second writer.
+    # is run rather than refused as a second writer (the relay's next turn waits for the first to end:
+    # without that wait it read the thread while the first turn was still releasing it, 3 times in 12).
     gate = Gate()
     agent = ScriptedAgent([
         [Start(), TextMessageStartEvent(message_id="m1", role="assistant"),
@@ -248,5 +249,5 @@ def test_a_browser_leaving_mid_stream_closes_the_agents_response_and_frees_the_t
         assert agent.disconnects == [agent.requests[0].run_id]
         again = browser_events(http.post(f"{url}/threads/t5/runs", json={"message": "again"}))
 
-    assert [type(model).__name__ for model in again] == ["RunStartedEvent", "RunFinishedEvent"]
+    assert [type(model).__name__ for model in again] == ["RunStartedEvent", "RunFinishedEvent"], [getattr(m, "message", None) for m in again]
     assert agent.request_count == 2 and not gate.is_open
