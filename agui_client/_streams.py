@@ -560,6 +560,9 @@ def stream_left(stream: _Stream | _AsyncStream) -> None:
             raise _shared(stream)
         stream._step = None
         stream._rest = None
+        # (what a run's result leads to holds the stream, a tool loop's through its pump: let go, the
+        # stream is freed with its last reference rather than by the cycle collector, with all it holds)
+        stream._after = None
     else:
         stream._events.close()  # type: ignore[attr-defined]  # (the generator _stepped made)
 
