@@ -68,6 +68,7 @@ class _Stream(_Ending):
     def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
         super().__init__(state)
         self._events = events
+        self._step: Callable[[], Any] | None = None  # (a run's pump step, which a tool loop's stream takes on)
 
     def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
         return _Reader(self)
@@ -218,7 +219,6 @@ class RunStream(_OneRun, _Stream):
                  state: ThreadState | None = None) -> None:
         super().__init__(events, state)
         self.run_input = run_input
-        self._step: Callable[[], Any] | None = None  # (its pump's step, which a tool loop's stream takes on)
 
 
 class AsyncRunStream(_OneRun, _AsyncStream):
@@ -558,13 +558,13 @@ def stream_left(stream: _Stream | _AsyncStream) -> None:
     if isinstance(stream, _AsyncStream):
         if stream._step is _BUSY:
             raise _shared(stream)
-        stream._step = None
         stream._rest = None
         # (what a run's result leads to holds the stream, a tool loop's through its pump: let go, the
         # stream is freed with its last reference rather than by the cycle collector, with all it holds)
         stream._after = None
     else:
         stream._events.close()  # type: ignore[attr-defined]  # (the generator _stepped made)
+    stream._step = None  # (a step holds its run's exchange: a stream kept for its result keeps none of it)
 
 
 def ended(stream: _Stream | _AsyncStream) -> RunResult | None:
