@@ -24,7 +24,7 @@ from .wire.types.run import RunAgentInput
 
 __all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "no_events",
            # How a thread's pump fills the streams it hands out (not the package's API):
-           "fill", "stepped_by", "stream_left", "end", "ended", "fail", "failure", "ran", "reading",
+           "stepped_by", "runs_in", "stream_left", "end", "ended", "fail", "failure", "ran", "reading",
            # How a thread's stream() and stream_until_done() hand out their block (neither is the API):
            "entered_once", "async_entered_once"]
 
@@ -68,6 +68,7 @@ class _Stream(_Ending):
     def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
         super().__init__(state)
         self._events = events
+        self._step: Callable[[], Any] | None = None  # (a run's pump step, which a tool loop's stream takes on)
 
     def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
         return _Reader(self)
@@ -110,9 +111,16 @@ class _AsyncStream(_Ending):
     def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
         super().__init__(state)
         self._events = events
+        # How its readers (_read) take the events: the pump's step (_BUSY while a reader is inside it,
+        # None once the stream is over or its block was left), what a run's result leads to (a tool
+        # loop's next run's step; None: the stream is over), and the rest of a step's events a reader
+        # left before their end (None: none).
+        self._step: Callable[[], Awaitable[Any]] | None = None
+        self._after: Callable[[RunResult], Awaitable[Callable[[], Awaitable[Any]] | None]] | None = None
+        self._rest: Iterator[ev.Event | ev.UnknownEvent] | None = None
 
     def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
-        return _AsyncReader(self)
+        return _read(self)
 
     @property
     def text_stream(self) -> AsyncIterator[str]:
@@ -229,14 +237,6 @@ class AsyncRunStream(_OneRun, _AsyncStream):
                  state: ThreadState | None = None) -> None:
         super().__init__(events, state)
         self.run_input = run_input
-        # How its readers (_read_run) take the run's events: the pump's step (_BUSY while a reader is
-        # inside it, None once the run is over or its block was left), and the rest of a step's events
-        # a reader left before their end (None: none).
-        self._step: Callable[[], Awaitable[Any]] | None = None
-        self._rest: Iterator[ev.Event | ev.UnknownEvent] | None = None
-
-    def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
-        return _read_run(self)
 
 
 class LoopStream(_Runs, _Stream):
@@ -312,53 +312,22 @@ class _Reader:
         self._events.close()  # type: ignore[attr-defined]  # (the pump's generator)
 
 
-class _AsyncReader:
-    """One task's way through a tool loop's events (what ``aiter(loop)`` returns): the events themselves,
-    or :class:`StreamMisused` for a second task reading while another is (see :class:`_Reader`; a run's
-    stream has a cheaper reader, :func:`_read_run`).
-
-    An async generator waiting inside a step (for the next bytes) is suspended on what it awaits
-    (``ag_await``); between steps, it waits on nothing. A task runs alone until it awaits, so the look
-    and the step cannot be split by another reader of the same loop: looking first spares every event a
-    coroutine of its own, which catching the generator's ``RuntimeError`` would cost.
-    """
-
-    __slots__ = ("_stream", "_events", "_step")
-
-    def __init__(self, stream: _AsyncStream) -> None:
-        self._stream = stream
-        self._events: Any = stream._events  # (an async generator: ``ag_await`` is not on AsyncIterator)
-        self._step = self._events.__anext__
-
-    def __aiter__(self) -> _AsyncReader:
-        return self
-
-    def __anext__(self) -> Awaitable[ev.Event | ev.UnknownEvent]:
-        # (``ag_running`` need not be asked: while the generator runs, no other task does, and code it
-        # calls that is not a task cannot await a step)
-        if self._events.ag_await is not None:
-            raise _shared(self._stream)
-        step: Awaitable[ev.Event | ev.UnknownEvent] = self._step()
-        return step
-
-    async def aclose(self) -> None:
-        """End the stream's events here (see :meth:`_Reader.close`)."""
-        await self._events.aclose()
-
-
-async def _read_run(stream: AsyncRunStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
-    """One task's way through a run's events (what ``aiter(stream)`` returns): the events themselves,
-    or :class:`StreamMisused` for a second task reading while another is inside a step.
+async def _read(stream: _AsyncStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
+    """One task's way through a stream's events, a run's or a tool loop's (what ``aiter(stream)``
+    returns): the events themselves, or :class:`StreamMisused` for a second task reading while another
+    is inside a step.
 
     Each reader is a generator of its own that takes the pump's steps itself (a step folds the next
     read's events): an event costs one generator's step, as when the pump itself was the generator,
     where a reader object wrapping that generator cost each event a call of ours (120-160 ns end to
-    end; the tool loop's reader, :class:`_AsyncReader`, still does). A task runs alone until it awaits,
-    so the look at the step and the step cannot be split by another reader of the same loop.
+    end). A task runs alone until it awaits, so the look at the step and the step cannot be split by
+    another reader of the same loop. A run's last step returns its result, which ``stream._after``
+    takes: it ends a run's stream, and carries a tool loop on (its handlers, its next run, whose steps
+    the reader goes on taking) while the stream stays busy.
 
     The events a step folded are the stream's, not the reader's: a reader that leaves early (``break``,
     ``aclose()``, or the loop finalizing one left behind) leaves the rest to the next. Leaving the
-    ``async with`` block ends the run (:func:`stream_left`).
+    ``async with`` block ends the stream (:func:`stream_left`).
     """
     while True:
         rest = stream._rest
@@ -375,13 +344,16 @@ async def _read_run(stream: AsyncRunStream) -> AsyncIterator[ev.Event | ev.Unkno
         stream._step = _BUSY
         try:
             item = await step()
+            while type(item) is not list:  # (a run's last step returns its result)
+                assert stream._after is not None  # (set with the step: stepped_by, runs_in)
+                step = await stream._after(item)
+                if step is None:
+                    stream._step = None
+                    return
+                item = await step()
         except BaseException:
-            stream._step = None  # (a step that raised ends the run's events, as a generator that raised is over)
+            stream._step = None  # (a step that raised ends the events, as a generator that raised is over)
             raise
-        if type(item) is not list:
-            stream._step = None
-            end(stream, item)  # (the pump's last step returns the run's result)
-            return
         stream._step = step
         if len(item) == 1:
             yield item[0]  # (a read's one event, the usual case: left here, nothing of it is left over)
@@ -389,7 +361,7 @@ async def _read_run(stream: AsyncRunStream) -> AsyncIterator[ev.Event | ev.Unkno
             stream._rest = iter(item)
 
 
-#: What an async run stream holds as its step while a reader is inside it.
+#: What an async stream holds as its step while a reader is inside it.
 _BUSY: Any = object()
 
 
@@ -514,47 +486,85 @@ class _TextPicker:
 # The streams' state is written by the thread's pumps (thread.py) and read by the caller through the
 # properties above; these are the pump's side, so that only this module touches the fields.
 
-def fill(stream: _Stream | _AsyncStream, events: Any) -> None:
-    """Give ``stream`` the events it hands out: its pump's generator (made once the stream exists, as
-    it ends the stream with its result)."""
-    stream._events = events
-
-
 def stepped_by(stream: RunStream | AsyncRunStream, drive: Callable[..., Any], *arguments: Any) -> None:
     """Give a run's stream the step of its pump, ``drive(*arguments)``: each step returns the events one
     read folded (a list), or the run's result once it ended (which ends the stream).
 
     The sync stream's events are one generator taking the steps; an async stream's readers take them
-    themselves (:func:`_read_run`).
+    themselves (:func:`_read`).
     """
     step = partial(drive, *arguments)
+    stream._step = step
     if isinstance(stream, AsyncRunStream):
-        stream._step = step
+        stream._after = partial(_run_ended, stream)
     else:
-        stream._events = _stepped(stream, step)
+        stream._events = _stepped(step, partial(end, stream))
 
 
-def _stepped(stream: RunStream, step: Callable[[], Any]) -> Iterator[ev.Event | ev.UnknownEvent]:
-    item = step()
-    while type(item) is list:
-        yield from item
+def runs_in(loop: LoopStream | AsyncLoopStream, run: RunStream | AsyncRunStream | None,
+            after: Callable[[RunResult], Any]) -> None:
+    """Give a tool loop's stream its events: those of ``run`` (its first run's stream; ``None``: the loop
+    ended before it opened one), then those of each run ``after(result)`` opens (awaited, in the async
+    shell) once the run before ended with ``result``, until it returns ``None`` (the loop is over).
+
+    The loop's stream takes each run's steps itself, as the run's own stream would have (each run's
+    stream is the pump's, never the caller's): an event of the loop costs what one of a run's stream
+    does, and the one-reader rule is the run stream's.
+    """
+    step = None if run is None else run._step
+    if isinstance(loop, AsyncLoopStream):
+        loop._step = step
+        loop._after = partial(_async_next_step, after)
+    else:
+        loop._events = _stepped(step, partial(_next_step, after))
+
+
+async def _run_ended(stream: AsyncRunStream, result: RunResult) -> None:
+    """An async run's ``_after``: the stream ended with ``result``, and has no step after it."""
+    end(stream, result)
+
+
+def _next_step(after: Callable[[RunResult], RunStream | None], result: RunResult) -> Callable[[], Any] | None:
+    """A sync tool loop's ``_after``: the step of the run ``after(result)`` opens, or ``None``."""
+    run = after(result)
+    return None if run is None else run._step
+
+
+async def _async_next_step(after: Callable[[RunResult], Awaitable[AsyncRunStream | None]],
+                           result: RunResult) -> Callable[[], Awaitable[Any]] | None:
+    """An async tool loop's ``_after``: the step of the run ``await after(result)`` opens, or ``None``."""
+    run = await after(result)
+    return None if run is None else run._step
+
+
+def _stepped(step: Callable[[], Any] | None,
+             after: Callable[[RunResult], Callable[[], Any] | None]) -> Iterator[ev.Event | ev.UnknownEvent]:
+    """A sync stream's events: what each step folded, and at a run's result, ``after``'s next step."""
+    while step is not None:
         item = step()
-    end(stream, item)
+        while type(item) is list:
+            yield from item
+            item = step()
+        step = after(item)
 
 
-def stream_left(stream: RunStream | AsyncRunStream) -> None:
-    """The run's block was left: the stream yields nothing more (read after the block, it is over).
+def stream_left(stream: _Stream | _AsyncStream) -> None:
+    """The block of a run's stream or a tool loop's was left: the stream yields nothing more (read after
+    the block, it is over).
 
     Raises:
         StreamMisused: another task is inside a step of an async stream (its reading must end first).
     """
-    if isinstance(stream, AsyncRunStream):
+    if isinstance(stream, _AsyncStream):
         if stream._step is _BUSY:
             raise _shared(stream)
-        stream._step = None
         stream._rest = None
+        # (what a run's result leads to holds the stream, a tool loop's through its pump: let go, the
+        # stream is freed with its last reference rather than by the cycle collector, with all it holds)
+        stream._after = None
     else:
         stream._events.close()  # type: ignore[attr-defined]  # (the generator _stepped made)
+    stream._step = None  # (a step holds its run's exchange: a stream kept for its result keeps none of it)
 
 
 def ended(stream: _Stream | _AsyncStream) -> RunResult | None:

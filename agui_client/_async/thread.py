@@ -12,8 +12,9 @@ a write returned, is in each side's hand-written ``thread_io.py``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from .._streams import (
@@ -24,9 +25,9 @@ from .._streams import (
     ended,
     fail,
     failure,
-    fill,
     ran,
     reading,
+    runs_in,
     stepped_by,
     stream_left,
 )
@@ -38,7 +39,6 @@ from ..core.plan import MessageInput, ToolHandler
 from ..core.result import RunResult
 from ..errors import AguiError
 from ..telemetry import UNWATCHED, watch_loop, watch_run
-from ..wire.types import events as ev
 from ..wire.types.base import JSON
 from ..wire.types.run import Context, Tool
 from .thread_io import INTERRUPTED, AsyncThreadIO, no_events
@@ -310,18 +310,17 @@ class AsyncThread(AsyncThreadIO):
             loop = AsyncLoopStream(self._state)
             pump = _Loop(self._until_done(message, max_steps, kwargs), _AsyncExchange(), watch, loop)
             await self._next_run(pump)
-            events = self._loop_events(pump)
-            fill(loop, events)
+            runs_in(loop, pump.stream if pump.opened is not None else None, partial(self._after_run, pump))
             try:
                 yield loop
             except BaseException as exc:
                 fail(loop, exc)
                 if ended(loop) is not None:
                     watch.finished(loop.result)  # (the loop ended before the caller's block raised)
-                await events.aclose()
+                stream_left(loop)
                 await self._leave_loop(pump, exc)  # (an open run and the loop let go, and raise it again)
                 raise
-            await events.aclose()  # (read after the block, the loop is over: it yields nothing more)
+            stream_left(loop)  # (read after the block, the loop is over: it yields nothing more)
             await self._leave_loop(pump, None)
             _loop_left(loop, watch)
 
@@ -374,15 +373,13 @@ class AsyncThread(AsyncThreadIO):
                 reading(pump.loop, pump.stream.run_input.run_id)
                 return
 
-    async def _loop_events(self, pump: _Loop) -> AsyncGenerator[ev.Event | ev.UnknownEvent, None]:
-        while pump.opened is not None:
-            # unasync: async only
-            async for event in pump.stream:  # (an async generator has no ``yield from``)
-                yield event
-            # unasync: sync only
-            # yield from pump.stream
-            # unasync: end
-            await self._next_run(pump, *await self._close_run(pump, None))
+    async def _after_run(self, pump: _Loop, result: RunResult) -> AsyncRunStream | None:
+        """The tool loop's open run ended with ``result`` (its last step returned it, to the loop's stream,
+        which reads the run's steps itself): its block is left, the handlers run and the next run opens,
+        whose stream this returns (``None``: the loop is over, with its result or an error)."""
+        end(pump.stream, result)
+        await self._next_run(pump, *await self._close_run(pump, None))
+        return pump.stream if pump.opened is not None else None
 
     async def _close_run(self, pump: _Loop,
                          exc: BaseException | None) -> tuple[RunResult | None, BaseException | None]:

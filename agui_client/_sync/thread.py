@@ -11,8 +11,9 @@ until a store write returned, is in the hand-written ``thread_io.py`` beside it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from .._streams import (
@@ -23,9 +24,9 @@ from .._streams import (
     ended,
     fail,
     failure,
-    fill,
     ran,
     reading,
+    runs_in,
     stepped_by,
     stream_left,
 )
@@ -37,7 +38,6 @@ from ..core.plan import MessageInput, ToolHandler
 from ..core.result import RunResult
 from ..errors import AguiError
 from ..telemetry import UNWATCHED, watch_loop, watch_run
-from ..wire.types import events as ev
 from ..wire.types.base import JSON
 from ..wire.types.run import Context, Tool
 from .thread_io import INTERRUPTED, ThreadIO, no_events
@@ -276,18 +276,17 @@ class Thread(ThreadIO):
             loop = LoopStream(self._state)
             pump = _Loop(self._until_done(message, max_steps, kwargs), _Exchange(), watch, loop)
             self._next_run(pump)
-            events = self._loop_events(pump)
-            fill(loop, events)
+            runs_in(loop, pump.stream if pump.opened is not None else None, partial(self._after_run, pump))
             try:
                 yield loop
             except BaseException as exc:
                 fail(loop, exc)
                 if ended(loop) is not None:
                     watch.finished(loop.result)  # (the loop ended before the caller's block raised)
-                events.close()
+                stream_left(loop)
                 self._leave_loop(pump, exc)  # (an open run and the loop let go, and raise it again)
                 raise
-            events.close()  # (read after the block, the loop is over: it yields nothing more)
+            stream_left(loop)  # (read after the block, the loop is over: it yields nothing more)
             self._leave_loop(pump, None)
             _loop_left(loop, watch)
 
@@ -340,10 +339,13 @@ class Thread(ThreadIO):
                 reading(pump.loop, pump.stream.run_input.run_id)
                 return
 
-    def _loop_events(self, pump: _Loop) -> Generator[ev.Event | ev.UnknownEvent, None, None]:
-        while pump.opened is not None:
-            yield from pump.stream
-            self._next_run(pump, *self._close_run(pump, None))
+    def _after_run(self, pump: _Loop, result: RunResult) -> RunStream | None:
+        """The tool loop's open run ended with ``result`` (its last step returned it, to the loop's stream,
+        which reads the run's steps itself): its block is left, the handlers run and the next run opens,
+        whose stream this returns (``None``: the loop is over, with its result or an error)."""
+        end(pump.stream, result)
+        self._next_run(pump, *self._close_run(pump, None))
+        return pump.stream if pump.opened is not None else None
 
     def _close_run(self, pump: _Loop,
                    exc: BaseException | None) -> tuple[RunResult | None, BaseException | None]:

@@ -1,4 +1,5 @@
-"""A run stream used in a way that cannot work: a typed ``StreamMisused`` naming the mistake, in both shells.
+"""A run stream (or a tool loop's) used in a way that cannot work: a typed ``StreamMisused`` naming the
+mistake, in both shells.
 
 Entering the block one ``thread.stream(...)`` call opened a second time raised contextlib's
 ``AttributeError: '_GeneratorContextManager' object has no attribute 'args'``; a second task reading
@@ -202,3 +203,101 @@ def test_a_reader_that_leaves_among_one_reads_events_leaves_the_rest_to_the_next
     assert rest == ["TextMessageContentEvent", "TextMessageEndEvent", "TextMessageStartEvent",
                     "TextMessageContentEvent", "TextMessageEndEvent", "RunFinishedEvent"]
     assert stream.result.outcome == "success" and stream.result.text.startswith("hello")
+
+
+# -- a tool loop's stream: the same reader and rule as a run's, across its runs and its handlers ----------
+
+def _refused_between_runs(error: ag.StreamMisused) -> None:
+    # (between runs the loop reads none: the refusal names no run)
+    assert (error.code, error.run_id) == ("STREAM-SHARED", None)
+    assert str(error).startswith("this stream's events are being read by another task or thread already; ")
+
+
+def test_a_second_os_thread_reading_a_tool_loop_while_its_handler_runs_is_refused_and_the_loop_goes_on(
+        served: Any) -> None:
+    # (the handler runs inside the first reader's step, between the runs: the loop is still being read)
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+    running, release = threading.Event(), threading.Event()
+    outcomes: list[Any] = []
+
+    def confirm_choice(question: str) -> str:
+        running.set()
+        assert release.wait(BOUND), "the second reader never came"
+        return "blue"
+
+    def second(loop: ag.LoopStream) -> None:
+        try:
+            assert running.wait(BOUND), "the handler never ran"
+            outcomes.append(next(iter(loop)))
+        except ag.StreamMisused as exc:
+            outcomes.append(exc)
+        finally:
+            release.set()
+
+    with ag.AgentClient(endpoint.url, timeout=BOUND) as client:
+        thread = client.thread(tool_handlers={"confirm_choice": confirm_choice})
+        with thread.stream_until_done("pick a colour") as loop:
+            reader = threading.Thread(target=second, args=(loop,))
+            reader.start()
+            events = [type(event).__name__ for event in loop]
+            reader.join(BOUND)
+
+    (error,) = outcomes
+    _refused_between_runs(error)
+    assert events.count("RunStartedEvent") == 2 and events[-1] == "RunFinishedEvent"
+    assert [r.outcome for r in loop.results] == ["success", "success"] and loop.result.text.endswith("blue")
+
+
+def test_a_second_task_reading_a_tool_loop_while_its_handler_runs_is_refused_and_the_loop_goes_on(
+        served: Any) -> None:
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    async def main() -> tuple[ag.StreamMisused, list[str], ag.AsyncLoopStream]:
+        running, release = asyncio.Event(), asyncio.Event()
+
+        async def confirm_choice(question: str) -> str:
+            running.set()
+            await release.wait()
+            return "blue"
+
+        async with ag.AsyncAgentClient(endpoint.url, timeout=BOUND) as client:
+            thread = client.thread(tool_handlers={"confirm_choice": confirm_choice})
+            async with thread.stream_until_done("pick a colour") as loop:
+                async def read() -> list[str]:
+                    return [type(event).__name__ async for event in loop]
+
+                reading = asyncio.create_task(read())
+                try:
+                    await asyncio.wait_for(running.wait(), BOUND)
+                    with pytest.raises(ag.StreamMisused) as refused:
+                        await anext(aiter(loop))
+                finally:
+                    release.set()
+                events = await asyncio.wait_for(reading, BOUND)
+        return refused.value, events, loop
+
+    error, events, loop = asyncio.run(main())
+
+    _refused_between_runs(error)
+    assert events.count("RunStartedEvent") == 2 and events[-1] == "RunFinishedEvent"
+    assert [r.outcome for r in loop.results] == ["success", "success"] and loop.result.text.endswith("blue")
+
+
+def test_an_async_tool_loops_reader_closed_leaves_the_rest_of_the_loop_to_the_next(served: Any) -> None:
+    # (as a run stream's reader closed does: it closed the loop's events, and the loop, before)
+    endpoint = served(ScriptedAgent.frontend_tool("confirm_choice"))
+
+    async def main() -> tuple[list[str], ag.AsyncLoopStream]:
+        async with ag.AsyncAgentClient(endpoint.url, timeout=BOUND) as client:
+            thread = client.thread(tool_handlers={"confirm_choice": lambda question: "blue"})
+            async with thread.stream_until_done("pick a colour") as loop:
+                first = aiter(loop)
+                assert isinstance(await anext(first), ag.RunStartedEvent)
+                await first.aclose()  # type: ignore[attr-defined]
+                rest = [type(event).__name__ async for event in loop]
+            return rest, loop
+
+    rest, loop = asyncio.run(main())
+
+    assert rest.count("RunStartedEvent") == 1 and rest[-1] == "RunFinishedEvent"  # (the second run's)
+    assert [r.outcome for r in loop.results] == ["success", "success"] and loop.result.text.endswith("blue")

@@ -7,7 +7,9 @@ served by uvicorn on 127.0.0.1.
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from typing import Any
 
 import pytest
@@ -261,3 +263,25 @@ def test_a_chat_reading_the_thread_at_every_event_keeps_a_character_split_across
     assert thread.state.tool_call("c1").function.arguments == '{"a":"xy\U0001f600"}'  # type: ignore[union-attr]
     assert "UTF16-SURROGATE" not in [w.code for w in stream.result.warnings]
     assert stored is not None and stored.data["messages"][1]["content"] == "hi \U0001f600!"
+
+
+def test_a_stream_and_a_tool_loops_stream_read_through_are_freed_with_their_last_reference(drive: Any,
+                                                                                          served: Any) -> None:
+    # (no cycle holds a stream once its block was left: what it holds, the run's result among it, goes
+    # with it, not at the cycle collector's next pass)
+    endpoint = served(ScriptedAgent.chat())
+    with drive.client(endpoint.url) as client:
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with client.thread("run").stream("hi") as stream:
+                assert stream.get_final_result().outcome == "success"
+            with client.thread("loop").stream_until_done("hi") as loop:
+                assert loop.get_final_result().outcome == "success"
+            # (the stream itself, not the async shell's blocking stand-in for it)
+            left = [weakref.ref(getattr(stream, "_target", stream)), weakref.ref(getattr(loop, "_target", loop))]
+            del stream, loop
+            assert [ref() for ref in left] == [None, None]
+        finally:
+            if collecting:
+                gc.enable()
