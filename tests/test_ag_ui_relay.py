@@ -249,5 +249,6 @@ def test_a_browser_leaving_mid_stream_closes_the_agents_response_and_frees_the_t
         assert agent.disconnects == [agent.requests[0].run_id]
         again = browser_events(http.post(f"{url}/threads/t5/runs", json={"message": "again"}))
 
-    assert [type(model).__name__ for model in again] == ["RunStartedEvent", "RunFinishedEvent"], [getattr(m, "message", None) for m in again]
+    assert [type(model).__name__ for model in again] == ["RunStartedEvent", "RunFinishedEvent"], \
+        [getattr(model, "message", None) for model in again]
     assert agent.request_count == 2 and not gate.is_open
