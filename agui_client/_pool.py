@@ -756,12 +756,21 @@ def wake_requests(transport: object, sender: object) -> None:
     not when the agent next sends or their ``idle_timeout`` passes: each one's connection, and only that,
     is shut down; httpx then drops it from the pool as it drops a connection the agent cut. A run still
     opening its connection there (its connect, its TLS handshake) has none the pool holds yet, and waits
-    out its connect timeout. httpcore's private attributes, read with defaults: if they move, nothing is
-    shut down."""
+    out its connect timeout. So does one whose connection also carries a request of someone else's (an
+    HTTP/2 connection serves several at once): shutting it down would end theirs too. httpcore's private
+    attributes, read with defaults: if they move, nothing is shut down."""
+    ours: list[object] = []
+    shared: set[int] = set()  # (the connections of other senders' requests, by id: they stay open)
     for waiting in list(getattr(getattr(transport, "_pool", None), _REQUESTS, ())):
+        connection = getattr(waiting, "connection", None)
         extensions = getattr(getattr(waiting, "request", None), "extensions", None)
         if isinstance(extensions, dict) and extensions.get(SENDER) is sender:
-            _shut_down(getattr(waiting, "connection", None))
+            ours.append(connection)
+        else:
+            shared.add(id(connection))
+    for connection in ours:
+        if id(connection) not in shared:
+            _shut_down(connection)
 
 
 def _after_fork() -> None:

@@ -18,6 +18,7 @@ import select
 import socket
 import sys
 import threading
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -567,3 +568,30 @@ def test_an_async_run_in_its_tls_handshake_ends_when_its_task_is_cancelled() -> 
     assert ended, "the run did not end when its task was cancelled"
     stored = thread.client.store.load(thread.id)
     assert stored is not None and stored.claim is None
+
+
+def test_closing_a_client_given_its_http_client_leaves_a_connection_another_request_shares() -> None:
+    # An HTTP/2 connection carries several requests at once, another AgentClient's or the application's
+    # beside this client's run: shutting it down ends them all. (h2, which httpx's HTTP/2 needs, is not
+    # installed here, so the pool's requests on one connection are written as httpcore keeps them, around
+    # a real socket.) This client's connection of its own is shut down; the shared one is left.
+    mine, other = object(), object()
+
+    def connection(sock: socket.socket) -> Any:
+        stream = types.SimpleNamespace(get_extra_info=lambda info: sock if info == "socket" else None)
+        return types.SimpleNamespace(_connection=types.SimpleNamespace(_network_stream=stream))
+
+    def request(sender: object, on: Any) -> Any:
+        return types.SimpleNamespace(request=types.SimpleNamespace(extensions={_pool.SENDER: sender}), connection=on)
+
+    own, own_peer = socket.socketpair()
+    shared, shared_peer = socket.socketpair()
+    with own, own_peer, shared, shared_peer:
+        alone, both = connection(own), connection(shared)
+        pool = types.SimpleNamespace(_requests=[request(mine, alone), request(mine, both), request(other, both)])
+        _pool.wake_requests(types.SimpleNamespace(_pool=pool), mine)
+        own_peer.setblocking(False)
+        shared_peer.setblocking(False)
+        assert own_peer.recv(1) == b""  # (shut down: the peer reads the end)
+        with pytest.raises(BlockingIOError):  # (open: nothing to read, no end)
+            shared_peer.recv(1)
