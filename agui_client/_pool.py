@@ -524,13 +524,16 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         self.shard_size = shard_size
         self._options = options
         self._shards: list[_Shard] = []
+        self._closed = False
         _FORKABLE.add(self)
 
     def _forked(self) -> None:
         # (see _after_fork: their connections are for the loop of the parent, closed with it; dropped)
         self._shards = []
 
-    def _shard(self) -> _Shard:
+    def _shard(self, request: httpx.Request) -> _Shard:
+        if self._closed:  # (see ShardedSyncTransport._take)
+            raise httpx.ConnectError("the client was closed", request=request)
         for shard in self._shards:
             if shard.open < self.shard_size:
                 return shard
@@ -542,7 +545,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         return shard
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        shard = self._shard()
+        shard = self._shard(request)
         shard.open += 1
         try:
             assert isinstance(shard.transport, httpx.AsyncHTTPTransport)
@@ -555,6 +558,8 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         return _without_cookies(response)
 
     async def aclose(self) -> None:
+        """Close every shard; a request sent from now on is refused (``httpx.ConnectError``)."""
+        self._closed = True
         shards, self._shards = self._shards, []
         for shard in shards:
             assert isinstance(shard.transport, httpx.AsyncHTTPTransport)
@@ -593,6 +598,7 @@ class ShardedSyncTransport(httpx.BaseTransport):
         self._options = options
         self._shards: list[_Shard] = []
         self._lock = threading.Lock()
+        self._closed = False
         _FORKABLE.add(self)
 
     def _forked(self) -> None:
@@ -605,8 +611,13 @@ class ShardedSyncTransport(httpx.BaseTransport):
         for shard in shards:
             _close_kept(shard.transport)
 
-    def _take(self) -> _Shard:
+    def _take(self, request: httpx.Request) -> _Shard:
         with self._lock:
+            if self._closed:
+                # (httpx looks at its client's state a few calls before: a close landing in between would
+                # leave this run a shard of its own, made after the close and never closed, its connection
+                # opened and read for a closed client)
+                raise httpx.ConnectError("the client was closed", request=request)
             for shard in self._shards:
                 if shard.open < self.shard_size:
                     break
@@ -621,7 +632,7 @@ class ShardedSyncTransport(httpx.BaseTransport):
             return shard
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        shard = self._take()
+        shard = self._take(request)
         try:
             assert isinstance(shard.transport, httpx.HTTPTransport)
             response = shard.transport.handle_request(request)
@@ -634,8 +645,10 @@ class ShardedSyncTransport(httpx.BaseTransport):
         return _without_cookies(response)
 
     def close(self) -> None:
-        """Close every shard, first waking the runs blocked in a read of one (:func:`_wake`)."""
+        """Close every shard, first waking the runs blocked in a read of one (:func:`_wake`); a request
+        sent from now on is refused (``httpx.ConnectError``), not given a shard of its own."""
         with self._lock:
+            self._closed = True
             shards, self._shards = self._shards, []
         for shard in shards:
             assert isinstance(shard.transport, httpx.HTTPTransport)
@@ -756,12 +769,21 @@ def wake_requests(transport: object, sender: object) -> None:
     not when the agent next sends or their ``idle_timeout`` passes: each one's connection, and only that,
     is shut down; httpx then drops it from the pool as it drops a connection the agent cut. A run still
     opening its connection there (its connect, its TLS handshake) has none the pool holds yet, and waits
-    out its connect timeout. httpcore's private attributes, read with defaults: if they move, nothing is
-    shut down."""
+    out its connect timeout. So does one whose connection also carries a request of someone else's (an
+    HTTP/2 connection serves several at once): shutting it down would end theirs too. httpcore's private
+    attributes, read with defaults: if they move, nothing is shut down."""
+    ours: list[object] = []
+    shared: set[int] = set()  # (the connections of other senders' requests, by id: they stay open)
     for waiting in list(getattr(getattr(transport, "_pool", None), _REQUESTS, ())):
+        connection = getattr(waiting, "connection", None)
         extensions = getattr(getattr(waiting, "request", None), "extensions", None)
         if isinstance(extensions, dict) and extensions.get(SENDER) is sender:
-            _shut_down(getattr(waiting, "connection", None))
+            ours.append(connection)
+        else:
+            shared.add(id(connection))
+    for connection in ours:
+        if id(connection) not in shared:
+            _shut_down(connection)
 
 
 def _after_fork() -> None:

@@ -18,6 +18,7 @@ import select
 import socket
 import sys
 import threading
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -438,7 +439,7 @@ def test_a_shard_woken_by_a_close_opens_no_connection_more(dropping: tuple[str, 
     # request then sent on it: without the refusal it would wait its connect timeout for the dropped SYN.
     url = f"http://{dropping[0]}:{dropping[1]}/agent"
     with ag.AgentClient(url, timeout=CONNECT, idle_timeout=IDLE) as client:
-        _pool._wake(client.http._transport._take().transport)
+        _pool._wake(client.http._transport._take(httpx.Request("POST", url)).transport)
         with pytest.raises(httpx.ConnectError) as caught:
             client.http.post(url, content=b"{}")
 
@@ -567,3 +568,64 @@ def test_an_async_run_in_its_tls_handshake_ends_when_its_task_is_cancelled() -> 
     assert ended, "the run did not end when its task was cancelled"
     stored = thread.client.store.load(thread.id)
     assert stored is not None and stored.claim is None
+
+
+def test_closing_a_client_given_its_http_client_leaves_a_connection_another_request_shares() -> None:
+    # An HTTP/2 connection carries several requests at once, another AgentClient's or the application's
+    # beside this client's run: shutting it down ends them all. (h2, which httpx's HTTP/2 needs, is not
+    # installed here, so the pool's requests on one connection are written as httpcore keeps them, around
+    # a real socket.) This client's connection of its own is shut down; the shared one is left.
+    mine, other = object(), object()
+
+    def connection(sock: socket.socket) -> Any:
+        stream = types.SimpleNamespace(get_extra_info=lambda info: sock if info == "socket" else None)
+        return types.SimpleNamespace(_connection=types.SimpleNamespace(_network_stream=stream))
+
+    def request(sender: object, on: Any) -> Any:
+        return types.SimpleNamespace(request=types.SimpleNamespace(extensions={_pool.SENDER: sender}), connection=on)
+
+    own, own_peer = socket.socketpair()
+    shared, shared_peer = socket.socketpair()
+    with own, own_peer, shared, shared_peer:
+        alone, both = connection(own), connection(shared)
+        pool = types.SimpleNamespace(_requests=[request(mine, alone), request(mine, both), request(other, both)])
+        _pool.wake_requests(types.SimpleNamespace(_pool=pool), mine)
+        own_peer.setblocking(False)
+        shared_peer.setblocking(False)
+        assert own_peer.recv(1) == b""  # (shut down: the peer reads the end)
+        with pytest.raises(BlockingIOError):  # (open: nothing to read, no end)
+            shared_peer.recv(1)
+
+
+def test_a_sync_run_reaching_the_transport_after_its_client_closed_opens_no_shard(served: Any, gate: Gate) -> None:
+    # httpx looks at its client's state when a request is sent, and the transport is asked for a shard a few
+    # calls later (the request's hooks run between): a close landing there emptied the shards, and the run
+    # made a new one, connected and read its answer from a closed client, the shard's pool never closed.
+    endpoint = served(halting(gate))
+    client = ag.AgentClient(endpoint.url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore())
+    client.http.event_hooks["request"].append(lambda request: client.close())  # (the close, at that point)
+    thread = client.thread("woken")
+    with pytest.raises(ag.TransportError) as raised:
+        thread.run("go")
+    check_closed_before_the_answer(raised.value, thread, endpoint.url)
+    assert endpoint.agent.requests == [] and client.http._transport._shards == []
+
+
+def test_an_async_run_reaching_the_transport_after_its_client_closed_opens_no_shard(served: Any, gate: Gate) -> None:
+    endpoint = served(halting(gate))
+
+    async def main() -> tuple[BaseException, Any, list[Any]]:
+        client = ag.AsyncAgentClient(endpoint.url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore())
+
+        async def close(request: httpx.Request) -> None:
+            await client.close()
+
+        client.http.event_hooks["request"].append(close)
+        thread = client.thread("woken")
+        with pytest.raises(ag.TransportError) as raised:
+            await thread.run("go")
+        return raised.value, thread, client.http._transport._shards
+
+    error, thread, shards = asyncio.run(main())
+    check_closed_before_the_answer(error, thread, endpoint.url)
+    assert endpoint.agent.requests == [] and shards == []

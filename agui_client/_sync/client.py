@@ -190,7 +190,8 @@ class AgentClient(ClientBase):
 
         An ``http_client`` you passed stays open (it is yours, and may send other requests): the
         connections of this client's own runs on it are shut down, and no other. A run still
-        connecting, or in its TLS handshake, on such a client waits for its ``timeout``. See
+        connecting, or in its TLS handshake, on such a client waits for its ``timeout``; one whose
+        HTTP/2 connection also carries another's request is left to its ``idle_timeout``. See
         docs/http.md, "Closing the client".
         """
         self._closed = True
