@@ -309,7 +309,19 @@ class _Reader:
 
     def close(self) -> None:
         """End the stream's events here, as closing the generator this used to be did: the run is left."""
-        self._events.close()  # type: ignore[attr-defined]  # (the pump's generator)
+        _close_events(self._stream)
+
+
+def _close_events(stream: _Stream) -> None:
+    """Close a sync stream's events (the pump's generator): :class:`StreamMisused` while another OS thread
+    is inside its step, where Python said ``ValueError("generator already executing")``, as it does for
+    a second reader (:meth:`_Reader.__next__`)."""
+    try:
+        stream._events.close()  # type: ignore[attr-defined]
+    except ValueError as exc:
+        if type(exc) is ValueError and exc.args == ("generator already executing",):
+            raise _shared(stream) from None
+        raise
 
 
 async def _read(stream: _AsyncStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
@@ -553,7 +565,7 @@ def stream_left(stream: _Stream | _AsyncStream) -> None:
     the block, it is over).
 
     Raises:
-        StreamMisused: another task is inside a step of an async stream (its reading must end first).
+        StreamMisused: another task or OS thread is inside a step of the stream (its reading must end first).
     """
     if isinstance(stream, _AsyncStream):
         if stream._step is _BUSY:
@@ -563,7 +575,7 @@ def stream_left(stream: _Stream | _AsyncStream) -> None:
         # stream is freed with its last reference rather than by the cycle collector, with all it holds)
         stream._after = None
     else:
-        stream._events.close()  # type: ignore[attr-defined]  # (the generator _stepped made)
+        _close_events(stream)  # (the generator _stepped made)
     stream._step = None  # (a step holds its run's exchange: a stream kept for its result keeps none of it)
 
 

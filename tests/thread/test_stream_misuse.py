@@ -139,6 +139,46 @@ def test_a_reader_that_left_its_loop_early_leaves_the_stream_to_the_next(drive: 
     assert rest == ["one ", "two"] and stream.result.outcome == "success"
 
 
+def test_a_sync_reader_closed_while_another_os_thread_is_inside_its_step_is_refused_and_that_reader_goes_on(
+        served: Any) -> None:
+    # (``iter(stream).close()`` ends the run's events, as closing the generator it used to be did; with
+    # another thread inside the step it said Python's ValueError("generator already executing"), naming
+    # nothing). Two readers race into the held run's step: the one refused proves the other is inside.
+    gate, agent = _held_run()
+    endpoint = served(agent)
+    outcomes: list[Any] = []
+    refused = threading.Event()
+
+    def read(stream: ag.RunStream) -> None:
+        try:
+            outcomes.append([type(event).__name__ for event in stream])
+        except ag.StreamMisused as exc:
+            outcomes.append(exc)
+            refused.set()
+
+    with ag.AgentClient(endpoint.url, timeout=BOUND) as client, client.thread("closed").stream("hi") as stream:
+        first = iter(stream)
+        while not isinstance(next(first), ag.TextMessageEndEvent):
+            pass
+        readers = [threading.Thread(target=read, args=(stream,)) for _ in range(2)]
+        for reader in readers:
+            reader.start()
+        try:
+            assert refused.wait(BOUND), "no reader was refused"
+            with pytest.raises(ag.StreamMisused) as closed:
+                first.close()  # type: ignore[attr-defined]
+        finally:
+            gate.open()
+            for reader in readers:
+                reader.join(BOUND)
+
+    run_id = stream.run_input.run_id
+    assert (closed.value.code, closed.value.run_id) == ("STREAM-SHARED", run_id)
+    assert [o for o in outcomes if not isinstance(o, ag.StreamMisused)] == [[
+        "TextMessageStartEvent", "TextMessageContentEvent", "TextMessageEndEvent", "RunFinishedEvent"]]
+    assert stream.result.outcome == "success" and len(endpoint.received) == 1
+
+
 def _held_run() -> tuple[Gate, ScriptedAgent]:
     """A run held at a gate after its first message (a read waits inside its step until it opens)."""
     gate = Gate()
