@@ -20,10 +20,12 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -99,13 +101,18 @@ def agui_process_bytes(*args: str, stdin: bytes | None = None,
 
 
 #: What :func:`agui_each_in_one_process` runs: each ``[args, stdin]`` of the JSON list in argv[1] through
-#: :func:`agui_here`, and what each left, as JSON on the last line.
+#: :func:`agui_here`, and what each left, as JSON on the last line. Before each call a line on stderr says
+#: which case starts (:data:`_CASE_STARTS`): a process that dies or hangs is then known to be in it.
 _EACH = """
 import json, sys
-from clikit import agui_here
-left = [agui_here(*args, stdin=stdin) for args, stdin in json.loads(sys.argv[1])]
+from clikit import _CASE_STARTS, agui_here
+left = []
+for n, (args, stdin) in enumerate(json.loads(sys.argv[1])):
+    print(f"{_CASE_STARTS}{n}", file=sys.stderr, flush=True)
+    left.append(agui_here(*args, stdin=stdin))
 print(json.dumps([[done.returncode, done.stdout, done.stderr] for done in left]))
 """
+_CASE_STARTS = "clikit: the case starts: "
 
 
 def agui_each_in_one_process(calls: Sequence[tuple[Sequence[str], str | None]], *, timeout: float) -> list[Ran]:
@@ -114,14 +121,33 @@ def agui_each_in_one_process(calls: Sequence[tuple[Sequence[str], str | None]], 
 
     For commands that must not run in the test's process (one that never ended would hold it, or fill
     its memory) but need no process each: one interpreter start for all of them. A command that never
-    ends holds that process, stopped at ``timeout`` seconds (``TimeoutExpired``: every call fails).
+    ends holds that process, stopped at ``timeout`` seconds; one that escapes :func:`agui_here` ends it.
+    Either fails every call, with an ``AssertionError`` naming the case it was in (its number and command).
     """
     tests = str(Path(__file__).resolve().parent)
-    done = subprocess.run([sys.executable, "-c", _EACH, json.dumps([[list(args), stdin] for args, stdin in calls])],
-                          env={**ENV, "PYTHONPATH": os.pathsep.join([tests, ENV["PYTHONPATH"]])},
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    listed = [[list(args), stdin] for args, stdin in calls]
+    try:
+        done = subprocess.run([sys.executable, "-c", _EACH, json.dumps(listed)],
+                              env={**ENV, "PYTHONPATH": os.pathsep.join([tests, ENV["PYTHONPATH"]])},
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        # (what the process wrote before it was stopped: bytes, even for a run with text=True)
+        said = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        raise AssertionError(f"{_case_in(said, listed)} had not ended at {timeout} s\n{said[-3000:]}") from exc
+    if done.returncode != 0:
+        raise AssertionError(f"{_case_in(done.stderr, listed)} ended its process with status {done.returncode}"
+                             f"\n{done.stderr[-3000:]}")
     return [Ran(returncode=code, stdout=out, stderr=err) for code, out, err in json.loads(done.stdout.splitlines()[-1])]
+
+
+def _case_in(said: str, listed: list[list[Any]]) -> str:
+    """The case a process of :func:`agui_each_in_one_process` that wrote ``said`` on stderr was in, named."""
+    started = [line.removeprefix(_CASE_STARTS) for line in said.splitlines() if line.startswith(_CASE_STARTS)]
+    if not started:
+        return f"no case of {len(listed)} (the process did not reach the first)"
+    n = int(started[-1])
+    command = shlex.join(["agui", *map(str, listed[n][0])])
+    return f"case {n} of {len(listed)}, {command if len(command) <= 300 else command[:300] + ' ...'},"
 
 
 def _exit_status(exc: SystemExit, err: io.TextIOWrapper) -> int:

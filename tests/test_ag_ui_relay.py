@@ -228,10 +228,12 @@ def test_a_resume_entry_the_client_cannot_read_is_a_run_error_not_a_500(relay: C
 def test_a_browser_leaving_mid_stream_closes_the_agents_response_and_frees_the_thread(
         relay: Callable[[Any], str]) -> None:
     # The browser reads the run's first text and goes away while the agent is still working (held at a
-    # gate it never passes). The relay must stop the run: its response from the agent closed, which the
-    # agent sees as its client gone, and the thread no longer running, so the browser's next turn on it
-    # is run rather than refused as a second writer (the relay's next turn waits for the first to end:
-    # without that wait it read the thread while the first turn was still releasing it, 3 times in 12).
+    # gate it never passes), and sends its next turn at once. The relay must stop the run: its response
+    # from the agent closed, which the agent sees as its client gone, and the thread no longer running, so
+    # the browser's next turn on it is run rather than refused as a second writer. (The next turn is sent
+    # before the agent saw the first go: the relay's next turn waits for the first to end, and without
+    # that wait it read the thread while the first still held it. Sent once the agent saw it go, the
+    # turn was refused only when it came while the first was still releasing the thread, 3 times in 12.)
     gate = Gate()
     agent = ScriptedAgent([
         [Start(), TextMessageStartEvent(message_id="m1", role="assistant"),
@@ -244,10 +246,10 @@ def test_a_browser_leaving_mid_stream_closes_the_agents_response_and_frees_the_t
             for line in response.iter_lines():
                 if '"TEXT_MESSAGE_CONTENT"' in line:
                     break  # (leaving the block closes the browser's connection mid-stream)
+        again = browser_events(http.post(f"{url}/threads/t5/runs", json={"message": "again"}))
         assert gate.wait_reached(WATCHDOG)
         assert agent.wait_until(lambda a: bool(a.disconnects), timeout=WATCHDOG)
         assert agent.disconnects == [agent.requests[0].run_id]
-        again = browser_events(http.post(f"{url}/threads/t5/runs", json={"message": "again"}))
 
     assert [type(model).__name__ for model in again] == ["RunStartedEvent", "RunFinishedEvent"], \
         [getattr(model, "message", None) for model in again]

@@ -11,12 +11,12 @@ import gc
 import json
 import random
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from agui_client import check_answer, replay
+from agui_client import RunResult, check_answer, replay
 from agui_client.core import schema as schema_module
 from agui_client.core.fold import ThreadState
 from agui_client.core.fold import entries as entries_module
@@ -352,25 +352,43 @@ def test_answers_to_interrupts_sharing_a_schema_judge_that_schema_once(monkeypat
     assert len(judged) == 2
 
 
-def test_the_schemas_remembered_as_judged_hold_a_bounded_part_of_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A judged schema is remembered by its whole text, for the life of the process, up to 256 schemas:
-    # an agent raising interrupts whose schemas each carry a megabyte of text (within MAX_SCHEMA_TEXT)
-    # left 256 MB behind once they were answered, four times that for text outside the BMP.
-    monkeypatch.setattr(schema_module, "_JUDGED", {}, raising=False)
-    monkeypatch.setattr(schema_module, "_judged_memory", 0, raising=False)
-    schemas = [{"type": "object", "properties": {"ok": {"type": "boolean"}}, "description": f"{k}-" + "d" * 900_000}
-               for k in range(40)]
+def held_after(work: Callable[[], object]) -> int:
+    """The bytes ``work`` left held once it returned and the cycle collector ran (traced by tracemalloc)."""
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        for schema in schemas:
-            assert check_answer(schema, {"ok": True}) == []
+        work()
         gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
+        return tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert held <= schema_module._JUDGED_MEMORY + 2**20  # (36 MB before)
+
+
+def read_run(*payloads: bytes) -> RunResult:
+    """What a run of ``payloads`` (between its RUN_STARTED and RUN_FINISHED) ends with, read on a new thread."""
+    session = RunSession(ThreadState())
+    session.feed_payload(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
+    for payload in payloads:
+        session.feed_payload(payload)
+    session.feed_payload(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}')
+    return session.end()
+
+
+def test_the_schemas_remembered_as_judged_hold_a_bounded_part_of_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A judged schema is remembered by its whole text, for the life of the process, up to 256 schemas:
+    # an agent raising interrupts whose schemas each carry a megabyte of text (within MAX_SCHEMA_TEXT)
+    # left 256 MB behind once they were answered, four times that for text outside the BMP.
+    monkeypatch.setattr(schema_module, "_JUDGED", {})
+    monkeypatch.setattr(schema_module, "_judged_memory", 0)
+    schemas = [{"type": "object", "properties": {"ok": {"type": "boolean"}}, "description": f"{k}-" + "d" * 900_000}
+               for k in range(40)]
+
+    def answer_each() -> None:
+        for schema in schemas:
+            assert check_answer(schema, {"ok": True}) == []
+
+    assert held_after(answer_each) <= schema_module._JUDGED_MEMORY + 2**20  # (36 MB before)
     # A small schema is still judged once however often it is answered.
     judged = []
     judge = schema_module._Dialect.judge
@@ -389,47 +407,25 @@ def test_events_with_long_unknown_keys_leave_nothing_behind_once_read() -> None:
     # The readers compiled for each class remember every shape (the keys of an object, in order) they
     # were given, up to MAX_SHAPES a class, for the life of the process: an event carrying an unknown key
     # of a megabyte (within max_event_bytes) left that megabyte behind after its run was long gone.
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+    def read_each() -> None:
         for n in range(32):
-            session = RunSession(ThreadState())
-            session.feed_payload(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
             long_key = b"k%02d" % n + b"x" * 256_000
-            session.feed_payload(b'{"type":"STEP_STARTED","stepName":"s","' + long_key + b'":1}')
-            session.feed_payload(b'{"type":"STEP_FINISHED","stepName":"s","' + long_key + b'":1}')
-            session.feed_payload(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}')
-            result = session.end()
+            result = read_run(b'{"type":"STEP_STARTED","stepName":"s","' + long_key + b'":1}',
+                              b'{"type":"STEP_FINISHED","stepName":"s","' + long_key + b'":1}')
             assert result.outcome == "success" and [w.code for w in result.warnings].count("UK-03") == 2
-            del session, result
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-    assert held < 2**20  # (16 MB before)
+
+    assert held_after(read_each) < 2**20  # (16 MB before)
 
 
 def test_unknown_event_types_of_any_length_leave_nothing_behind_once_read() -> None:
     # The hint for a misspelt type ("did you mean ...?") was remembered by the type, up to 256 of them,
     # for the life of the process: an unknown type of a megabyte stayed held long after its run.
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+    def read_each() -> None:
         for n in range(32):
-            session = RunSession(ThreadState())
-            session.feed_payload(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
-            session.feed_payload(b'{"type":"RUN_FINISHED_%02d' % n + b"X" * 256_000 + b'"}')
-            session.feed_payload(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}')
-            result = session.end()
+            result = read_run(b'{"type":"RUN_FINISHED_%02d' % n + b"X" * 256_000 + b'"}')
             assert result.outcome == "success" and [w.code for w in result.warnings].count("UK-02") == 1
-            del session, result
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-    assert held < 2**20  # (8.2 MB before)
+
+    assert held_after(read_each) < 2**20  # (8.2 MB before)
     # A short misspelling still gets its hint.
     with collect_warnings() as warned:
         decode_event('{"type":"textMessageContent","messageId":"m","delta":"x"}')

@@ -476,7 +476,7 @@ def test_piped_lines_are_turns_and_the_end_of_input_leaves(served: Callable[[Any
     records = tmp_path / "rec"
 
     done = agui_process("chat", endpoint.url, "-H", "Authorization: Bearer sekrit-123", "--idle-timeout", "5",
-                  stdin=f"hi\n/help\n/record {records}\n//slash first\n/record off\nlast\n")
+                        stdin=f"hi\n/help\n/record {records}\n//slash first\n/record off\nlast\n")
 
     assert done.returncode == 0, done.stderr
     out = done.stdout

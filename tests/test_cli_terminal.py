@@ -55,7 +55,6 @@ SHOWN_ANYWHERE = ("\\x9b6n", "\\x9d0;T\\x9c", "\\x90q\\x9c", "over\\rwrite", "\\
                   "\\u200b", "\\U000e0041", "\\u2028", "[bold red]MU[/bold red]", "[link=http://evil.example/]LK")
 
 
-
 def assert_inert(raw: bytes, *, terminal: bool, everywhere: bool = True) -> str:
     """Check ``raw`` (what the terminal or pipe received); returns it as text, rich's own codes removed."""
     text = raw.decode("utf-8")

@@ -19,7 +19,7 @@ import socket
 import sys
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpcore
@@ -310,18 +310,25 @@ CONNECT = 30.0
 CLOSED_FIRST = "failed: the client was closed before the agent's answer came ("
 
 
-def closed_under_run(client: Any, reached: threading.Event, message: str = "go") -> tuple[BaseException | None, Any]:
-    """Run ``message`` on a new thread of ``client`` in an OS thread of its own, close the client from this one
-    once ``reached`` is set, and hand back what the run raised, with the thread. The interpreter is left to a
-    thread holding it only after a second (as in :func:`woken_by_close`): from a watch's signal to the wait
-    the run's thread is about to make, it makes no system call, so the close comes while it waits."""
+def run_go(thread: Any) -> object:
+    """What a run of "go" on ``thread`` ends with."""
+    return thread.run("go")
+
+
+def closed_under_run(client: Any, reached: threading.Event,
+                     read: Callable[[Any], object] = run_go) -> tuple[BaseException | None, Any]:
+    """Run ``read`` (a run of "go" unless told) on a new thread of ``client`` in an OS thread of its own, close
+    the client from this one once ``reached`` is set, and hand back what the run raised, with the thread. The
+    interpreter is left to a thread holding it only after a second (as in :func:`woken_by_close`): from a
+    watch's signal to the wait the run's thread is about to make, it makes no system call, so the close comes
+    while it waits."""
     thread = client.thread("woken")
     ended = threading.Event()
     failed: list[BaseException] = []
 
     def run() -> None:
         try:
-            thread.run(message)
+            read(thread)
         except BaseException as exc:  # noqa: BLE001 - handed to the test, which asserts on it
             failed.append(exc)
         finally:
@@ -454,7 +461,7 @@ def test_a_sync_run_writing_a_body_the_agent_does_not_read_is_woken_by_close() -
     with listening(rcvbuf=4096) as (listener, first_byte):
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/agent"
         client = ag.AgentClient(url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore())
-        error, thread = closed_under_run(client, first_byte, message="x" * (16 << 20))
+        error, thread = closed_under_run(client, first_byte, lambda thread: thread.run("x" * (16 << 20)))
 
     check_closed_before_the_answer(error, thread, url)
     # (httpcore reads for an early answer after a write fails: that read meets the closed socket, or the end
@@ -480,31 +487,15 @@ def test_closing_a_sync_client_given_its_http_client_wakes_its_runs_and_no_other
 
         watch = ReadWatch(monkeypatch)
         client = ag.AgentClient(served(halting(mine)).url, idle_timeout=IDLE, store=MemoryStore(), http_client=http)
-        thread = client.thread("woken")
-        ended = threading.Event()
-        failed: list[BaseException] = []
 
-        def run() -> None:
-            try:
-                with thread.stream("go") as stream:
-                    for event in stream:
-                        if isinstance(event, ag.TextMessageEndEvent):
-                            watch.arm()
-            except BaseException as exc:  # noqa: BLE001 - handed to the test, which asserts on it
-                failed.append(exc)
-            finally:
-                ended.set()
+        def read_half(thread: Any) -> None:
+            with thread.stream("go") as stream:
+                for event in stream:
+                    if isinstance(event, ag.TextMessageEndEvent):
+                        watch.arm()  # (half the answer read: the next read waits for more)
 
-        switch = sys.getswitchinterval()
-        sys.setswitchinterval(1.0)
-        threading.Thread(target=run, daemon=True).start()
-        try:
-            assert watch.reading.wait(BOUND)
-            client.close()
-            assert ended.wait(BOUND), "the run was not woken by the close"
-        finally:
-            sys.setswitchinterval(switch)
-        check_woken(failed[0] if failed else None, thread)
+        error, thread = closed_under_run(client, watch.reading, read_half)
+        check_woken(error, thread)
         assert not http.is_closed and not other_ended.is_set()
 
         theirs.open()

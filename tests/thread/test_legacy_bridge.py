@@ -363,14 +363,14 @@ def test_agui_run_with_legacy_interrupts_answers_in_the_producers_channel(served
         # the flag, answers it where the producer reads answers: the record says which bridge read it.
         db = str(tmp_path / "threads.db")
         first = agui_process("run", endpoint.url, "-m", "delete the file", "--legacy-interrupts", "langgraph",
-                      "--thread-file", db)
+                             "--thread-file", db)
         assert first.returncode == 0, first.stderr
         assert "read as an interrupt (--legacy-interrupts langgraph)" in first.stdout
         assert "leaving the interrupt(s) open" in first.stdout and len(endpoint.received) == 1
         done = agui_process("run", endpoint.url, "--thread-file", db, "--resume", "--answer", '{"approved": true}')
     else:
         done = agui_process("run", endpoint.url, "-m", "delete the file", "--legacy-interrupts", "langgraph",
-                     "--answer", '{"approved": true}')
+                            "--answer", '{"approved": true}')
         assert "read as an interrupt (--legacy-interrupts langgraph)" in done.stdout
 
     assert done.returncode == 0, done.stderr

@@ -277,12 +277,14 @@ def test_a_second_os_thread_reading_a_tool_loop_while_its_handler_runs_is_refuse
     with ag.AgentClient(endpoint.url, timeout=BOUND) as client:
         thread = client.thread(tool_handlers={"confirm_choice": confirm_choice})
         with thread.stream_until_done("pick a colour") as loop:
-            reader = threading.Thread(target=second, args=(loop,))
+            # (a daemon: were the second reader let in to wait for the loop, the test fails, not its process)
+            reader = threading.Thread(target=second, args=(loop,), daemon=True)
             reader.start()
             events = [type(event).__name__ for event in loop]
             reader.join(BOUND)
 
     (error,) = outcomes
+    assert isinstance(error, ag.StreamMisused), error
     _refused_between_runs(error)
     assert events.count("RunStartedEvent") == 2 and events[-1] == "RunFinishedEvent"
     assert [r.outcome for r in loop.results] == ["success", "success"] and loop.result.text.endswith("blue")
@@ -309,8 +311,10 @@ def test_a_second_task_reading_a_tool_loop_while_its_handler_runs_is_refused_and
                 reading = asyncio.create_task(read())
                 try:
                     await asyncio.wait_for(running.wait(), BOUND)
+                    # (bounded: a second read let in would wait for the step the handler holds until
+                    # ``release``, which only this read's end sets)
                     with pytest.raises(ag.StreamMisused) as refused:
-                        await anext(aiter(loop))
+                        await asyncio.wait_for(anext(aiter(loop)), BOUND)
                 finally:
                     release.set()
                 events = await asyncio.wait_for(reading, BOUND)
