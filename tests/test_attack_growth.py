@@ -323,10 +323,9 @@ def test_an_event_of_many_short_data_lines_is_held_joined_as_it_grows() -> None:
     assert json.loads(frames[0].data)["value"] == [1] * (n + 1)
 
 
-def test_answers_to_interrupts_sharing_a_schema_judge_that_schema_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Each answer's check judged its interrupt's responseSchema against the draft's metaschema again
-    # (~0.8 ms), twice per resume: 8,000 interrupts sharing one schema took 13 s to resume.
-    judged = []
+def schemas_judged(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one each time a ``responseSchema`` is judged against its draft's metaschema."""
+    judged: list[int] = []
     judge = schema_module._Dialect.judge
 
     def counted(self: Any) -> Any:
@@ -334,6 +333,13 @@ def test_answers_to_interrupts_sharing_a_schema_judge_that_schema_once(monkeypat
         return judge(self)
 
     monkeypatch.setattr(schema_module._Dialect, "judge", counted)
+    return judged
+
+
+def test_answers_to_interrupts_sharing_a_schema_judge_that_schema_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each answer's check judged its interrupt's responseSchema against the draft's metaschema again
+    # (~0.8 ms), twice per resume: 8,000 interrupts sharing one schema took 13 s to resume.
+    judged = schemas_judged(monkeypatch)
     monkeypatch.setattr(schema_module, "_JUDGED", {}, raising=False)
     shared = {"type": "object", "required": ["ok"],
               "properties": {"ok": {"type": "boolean"}, "why": {"type": "string", "pattern": "(a)\\1"}}}
@@ -390,14 +396,7 @@ def test_the_schemas_remembered_as_judged_hold_a_bounded_part_of_memory(monkeypa
 
     assert held_after(answer_each) <= schema_module._JUDGED_MEMORY + 2**20  # (36 MB before)
     # A small schema is still judged once however often it is answered.
-    judged = []
-    judge = schema_module._Dialect.judge
-
-    def counted(self: Any) -> Any:
-        judged.append(1)
-        return judge(self)
-
-    monkeypatch.setattr(schema_module._Dialect, "judge", counted)
+    judged = schemas_judged(monkeypatch)
     for _ in range(3):
         assert check_answer({"type": "object", "required": ["ok"]}, {"ok": 1}) == []
     assert len(judged) == 1
