@@ -401,8 +401,8 @@ def use_backend(transport: httpx.AsyncBaseTransport, backend: httpcore.AsyncNetw
     shard_of = transport._shard  # type: ignore[attr-defined]
     done: set[int] = set()
 
-    def shard() -> Any:
-        made = shard_of()
+    def shard(request: httpx.Request) -> Any:
+        made = shard_of(request)
         if id(made) not in done:
             done.add(id(made))
             bounded = made.transport._pool._network_backend
