@@ -302,8 +302,7 @@ class _Reader:
         try:
             return next(self._events)
         except ValueError as exc:
-            # (exactly the interpreter's refusal: the pump's own errors, an UnencodableValue among them, pass)
-            if type(exc) is ValueError and exc.args == ("generator already executing",):
+            if _executing(exc):
                 raise _shared(self._stream) from None
             raise
 
@@ -319,9 +318,15 @@ def _close_events(stream: _Stream) -> None:
     try:
         stream._events.close()  # type: ignore[attr-defined]
     except ValueError as exc:
-        if type(exc) is ValueError and exc.args == ("generator already executing",):
+        if _executing(exc):
             raise _shared(stream) from None
         raise
+
+
+def _executing(exc: ValueError) -> bool:
+    """``exc`` is exactly the interpreter's refusal of a generator another thread runs (the pump's own
+    errors, an ``UnencodableValue`` among them, are not)."""
+    return type(exc) is ValueError and exc.args == ("generator already executing",)
 
 
 async def _read(stream: _AsyncStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
