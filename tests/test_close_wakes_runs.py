@@ -159,38 +159,47 @@ def test_a_sync_run_blocked_in_a_read_in_another_thread_is_woken_by_close(
         woken_by_close(url, route, gate, ReadWatch(monkeypatch))
 
 
+async def closed_under_async_run(client: ag.AsyncAgentClient,
+                                 at_half: Callable[[], None] = lambda: None) -> tuple[BaseException | None, Any]:
+    """Read ``client``'s thread "woken" in a task of its own until half the answer came (the run then waits
+    in a read for more), call ``at_half``, close the client: the run's ``StreamEnded`` (``None``: it ended
+    without one) and its thread."""
+    thread = client.thread("woken")
+    folded = asyncio.Event()
+
+    async def run() -> None:
+        async with thread.stream("go") as stream:
+            async for event in stream:
+                if isinstance(event, ag.TextMessageEndEvent):
+                    folded.set()
+
+    task = asyncio.create_task(run())
+    await asyncio.wait_for(folded.wait(), BOUND)
+    at_half()
+    await client.close()
+    try:
+        await asyncio.wait_for(task, BOUND)
+    except ag.StreamEnded as exc:
+        return exc, thread
+    return None, thread
+
+
 def test_an_async_run_blocked_in_a_read_in_another_task_is_woken_by_close(served: Any) -> None:
     gate = Gate()
     endpoint = served(halting(gate))
+    sockets: list[socket.socket] = []
 
-    async def main() -> tuple[BaseException | None, Any, socket.socket]:
+    async def main() -> tuple[BaseException | None, Any]:
         client = ag.AsyncAgentClient(endpoint.url, idle_timeout=IDLE, store=MemoryStore())
-        thread = client.thread("woken")
-        folded = asyncio.Event()
-
-        async def run() -> None:
-            async with thread.stream("go") as stream:
-                async for event in stream:
-                    if isinstance(event, ag.TextMessageEndEvent):
-                        folded.set()  # (half the answer read: the run now waits in a read for more)
-
-        task = asyncio.create_task(run())
-        await asyncio.wait_for(folded.wait(), BOUND)
-        sock = run_socket(client.http)
-        await client.close()
-        try:
-            await asyncio.wait_for(task, BOUND)
-        except ag.StreamEnded as exc:
-            return exc, thread, sock
-        return None, thread, sock
+        return await closed_under_async_run(client, lambda: sockets.append(run_socket(client.http)))
 
     try:
-        error, thread, sock = asyncio.run(main())
+        error, thread = asyncio.run(main())
     finally:
         gate.open()
 
     check_woken(error, thread)
-    assert sock.fileno() == -1
+    assert sockets[0].fileno() == -1
 
 
 def test_a_forked_child_closing_its_copy_of_the_client_leaves_the_parents_run_reading(served: Any) -> None:
@@ -510,23 +519,8 @@ def test_closing_an_async_client_given_its_http_client_wakes_its_run(served: Any
     async def main() -> tuple[BaseException | None, Any, bool]:
         async with httpx.AsyncClient() as http:
             client = ag.AsyncAgentClient(endpoint.url, idle_timeout=IDLE, store=MemoryStore(), http_client=http)
-            thread = client.thread("woken")
-            folded = asyncio.Event()
-
-            async def run() -> None:
-                async with thread.stream("go") as stream:
-                    async for event in stream:
-                        if isinstance(event, ag.TextMessageEndEvent):
-                            folded.set()
-
-            task = asyncio.create_task(run())
-            await asyncio.wait_for(folded.wait(), BOUND)
-            await client.close()
-            try:
-                await asyncio.wait_for(task, BOUND)
-            except ag.StreamEnded as exc:
-                return exc, thread, http.is_closed
-            return None, thread, http.is_closed
+            error, thread = await closed_under_async_run(client)
+            return error, thread, http.is_closed
 
     try:
         error, thread, http_closed = asyncio.run(main())
