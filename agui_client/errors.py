@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from attrs import frozen
 
-from ._inert import visible
+from ._inert import QUOTED_CHARS, named, quoted_name, visible
 
 if TYPE_CHECKING:
     from .core.result import RunResult
@@ -298,15 +298,7 @@ class ProtocolError(AguiError):
         return self
 
     def __str__(self) -> str:
-        where = []
-        if self.run_id is not None:
-            where.append(f"run {self.run_id!r}")
-        if self.index is not None:
-            where.append(f"event #{self.index}")
-        if self.event_type is not None:
-            where.append(self.event_type)
-        if self.pointer is not None:
-            where.append(f"at {self.pointer or '/'}")
+        where = _located(self.run_id, self.index, self.event_type, self.pointer)
         if self.rule is not None:
             where.append(f"[{self.rule}]")
         return f"{', '.join(where)}: {self.detail}" if where else self.detail
@@ -506,7 +498,7 @@ class SchemaFault:
     interrupt_id: str | None = None
 
     def __str__(self) -> str:
-        return f"[{self.code}] at {self.pointer or '/'}: {self.reason}"
+        return f"[{self.code}] at {_pointer(self.pointer)}: {self.reason}"
 
 
 class UnusableResponseSchema(InvalidResumePayload):
@@ -769,13 +761,34 @@ class StreamWarning:
     run_id: str | None = None
 
     def __str__(self) -> str:
-        where = [p for p in (
-            f"run {self.run_id!r}" if self.run_id is not None else None,
-            f"event #{self.index}" if self.index is not None else None,
-            self.event_type,
-            f"at {self.pointer or '/'}" if self.pointer is not None else None,
-        ) if p]
+        where = _located(self.run_id, self.index, self.event_type, self.pointer)
         return f"[{self.code}] {', '.join(where)}: {self.message}" if where else f"[{self.code}] {self.message}"
+
+
+def _located(run_id: str | None, index: int | None, event_type: str | None, pointer: str | None) -> list[str]:
+    """Where an error or warning happened, as its message says it: the run, the event, its type and the field.
+
+    Each but the index is the agent's word, or a key of a record another writer made: a type or a
+    key holding an escape sequence went to the terminal raw wherever the message was printed (Python
+    prints a warning raised outside a run to stderr), and one of a megabyte made a megabyte of
+    message. So each is shown as the library shows an id (escaped, and cut with a digest past
+    ``QUOTED_CHARS``); the attributes keep them as they came.
+    """
+    where = []
+    if run_id is not None:
+        where.append(f"run {quoted_name(run_id, QUOTED_CHARS)}")
+    if index is not None:
+        where.append(f"event #{index}")
+    if event_type:
+        where.append(named(event_type, QUOTED_CHARS))
+    if pointer is not None:
+        where.append(f"at {_pointer(pointer)}")
+    return where
+
+
+def _pointer(pointer: str) -> str:
+    # (a pointer holds the keys it passes through: see _located)
+    return named(pointer, QUOTED_CHARS) if pointer else "/"
 
 
 class StoreError(AguiError):

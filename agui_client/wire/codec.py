@@ -55,7 +55,7 @@ from .types import events as ev
 from .types import messages as msg
 from .types import run as rn
 from .types.events import EVENT_TYPES, Event, UnknownEvent
-from .values import PlainList, describe
+from .values import PlainList, describe, shown_key
 
 __all__ = [
     "decode_event",
@@ -385,7 +385,7 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
             value = specific(value, warn) or value
         if not value.keys() <= known:
             for key in value.keys() - known:
-                warn("UK-03", f"unknown field {key!r} on {cls_name} ignored", pointer="/" + escape(key),
+                warn("UK-03", f"unknown field {shown_key(key)} on {cls_name} ignored", pointer="/" + escape(key),
                       event_type=cls_name if is_event else None, once=("field", cls_name, key))
         for key in wire_required:
             if key not in value:
@@ -402,15 +402,15 @@ def _drop_nulls(value: dict[str, Any], legacy: frozenset[str], nullable: frozens
         # UK-03 makes unknown members tolerated, never fatal. That holds for the other kind's tag name
         # too, ``role`` on an event or ``type`` on a message, which is otherwise ignored without a word.)
         if item is None and key not in names and key in TAG_NAMES:
-            warn("UK-03", f"unknown field {key!r} on {where} ignored", pointer="/" + escape(key),
+            warn("UK-03", f"unknown field {shown_key(key)} on {where} ignored", pointer="/" + escape(key),
                  event_type=where if is_event else None, once=("field", where, key))
             continue
         if item is None and key not in nullable and key in names:
             if key in legacy:
-                warn("UK-06", f"legacy null {key!r} on {where} read as absent", pointer="/" + escape(key),
+                warn("UK-06", f"legacy null {shown_key(key)} on {where} read as absent", pointer="/" + escape(key),
                       once=("null", where, key))
                 continue
-            raise FieldError(f"{key!r} must be absent or a value, not null", "/" + escape(key))
+            raise FieldError(f"{shown_key(key)} must be absent or a value, not null", "/" + escape(key))
         cleaned[key] = item
     return cleaned
 

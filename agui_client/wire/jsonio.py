@@ -33,7 +33,7 @@ from itertools import accumulate
 from typing import Any, overload
 
 from ..errors import AguiWarning, DecodeError, LimitExceeded
-from .values import ORJSON
+from .values import ORJSON, shown_key
 from .writeback import SLICED_DEPTH, WRITE_WHOLE, dense, write_sliced
 
 # (bound here as well: the parsers read it on every call, and a test sets it to None to take the
@@ -659,7 +659,7 @@ def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
         found = None
     if found is not None:
         pointer, key = found
-        raise DecodeError(f"duplicated key {key!r} makes the event ambiguous", data=excerpt(raw),
+        raise DecodeError(f"duplicated key {shown_key(key)} makes the event ambiguous", data=excerpt(raw),
                           pointer=pointer, event_type=None if pointer == "/type" else type_of(value),
                           rule=NOT_AN_EVENT)
 

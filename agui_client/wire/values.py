@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover - exercised in environments without orjs
 __all__ = [
     "ORJSON",
     "describe",
+    "shown_key",
     "plain_json",
     "has_surrogate",
     "PlainList",
@@ -39,6 +40,18 @@ __all__ = [
 ]
 
 _JSON_CLASSES = (str, int, float, list, dict)
+
+#: The most characters of an agent's key a message quotes (the wire's own keys are under 30).
+KEY_CHARS = 100
+
+
+def shown_key(key: str) -> str:
+    """An object's key as a message quotes it: ``repr``, cut past :data:`KEY_CHARS` characters with a count
+    of the rest. A key may be as long as an event (a megabyte), and a warning naming it is kept with the
+    run's result and printed whole; the pointer beside it keeps the key as it came."""
+    if len(key) <= KEY_CHARS:
+        return repr(key)
+    return f"{key[:KEY_CHARS]!r}... ({len(key) - KEY_CHARS} more characters)"
 
 
 def describe(value: Any) -> str:

@@ -1,0 +1,130 @@
+"""Attacks by what the client reads back rather than what an agent streams: a thread record another
+replica (or another tool) wrote into the store, and the location an error or a warning names.
+
+A store is shared by the replicas of a service, so a record may hold what none of this release's
+writers would: a claim owner holding an escape sequence or a megabyte, a head field of the wrong
+type, a subagent or a run id whose key is text meant for a terminal. Each test below writes such a
+record by hand (SQLite, as the CLI's ``--thread-file``; the rules are the ones every store shares) and
+checks that the refusal is typed, names the thread and the field, quotes what it found escaped and
+short, and leaves the record as it was. The last two check the location every error and warning
+names (run, event type, pointer) for the same two faults, through a run on a real server and through
+Python's own warning display. Each failed before the fix (CHANGELOG, "Twenty-third round").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import warnings
+from pathlib import Path
+from typing import Any
+
+from agui_client import AguiWarning, StreamWarning, ThreadState, decode_event
+from agui_client.stores import SqliteStore
+
+#: OSC 52 (write the clipboard), a screen clear, a bidi override and a Hangul filler (which ``repr``
+#: leaves as it is): what a terminal obeys or a reader cannot see.
+HOSTILE = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\u202eowner\u3164"
+#: A character no message may carry raw: C0 (but newline) and C1 controls, bidi, zero-width, fillers.
+RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u3164]")
+#: What a message may take whatever a record or an agent holds (the words of the message, and each
+#: quoted value cut at 500 characters).
+MESSAGE_CHARS = 2_000
+
+
+def _shown_safely(text: str) -> None:
+    assert RAW.search(text) is None, text[:300]
+    assert len(text) < MESSAGE_CHARS, len(text)
+
+
+def _thread_file(tmp_path: Path, data: dict[str, Any] | None = None) -> Path:
+    path = tmp_path / "threads.db"
+    with SqliteStore(path) as store:
+        store.save("t", data if data is not None else {"messages": []}, expected_version=None)
+    return path
+
+
+def _set_head(path: Path, field: str, value: Any) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE agui_threads SET {field} = ? WHERE thread_id = 't'", (value,))
+    conn.close()
+
+
+def _agent(received: list[Any]) -> Any:
+    """An agent that notes each request and answers nothing useful: the refusals below send none."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        received.append(scope["path"])
+        await send({"type": "http.response.start", "status": 500, "headers": []})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return app
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. The location every warning and error names
+# --------------------------------------------------------------------------------------------------
+
+
+def _frames(*events: dict[str, Any]) -> bytes:
+    return b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
+
+
+def _answering(body: bytes) -> Any:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+    return app
+
+
+def test_a_runs_warnings_name_the_agents_keys_and_types_escaped(drive: Any, served: Any) -> None:
+    # "[UK-03] run 'r', event #1, TEXT_MESSAGE_START, at /<ESC>]52;..." : the detail was escaped, the
+    # location not; an unknown type was written raw the same way.
+    long_key = "k" * 200_000
+    body = _frames(
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant", HOSTILE: 1, long_key: 2},
+        {"type": "X" + HOSTILE},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    )
+    endpoint = served(_answering(body))
+    with drive.client(endpoint.url) as client:
+        result = client.thread("t").run("hi")
+    assert result.outcome == "success"
+    found = {(w.code, w.pointer, w.event_type) for w in result.warnings}
+    # (the attributes keep what the agent sent, as they came)
+    assert ("UK-03", "/" + HOSTILE, "TEXT_MESSAGE_START") in found
+    assert ("UK-03", "/" + long_key, "TEXT_MESSAGE_START") in found
+    assert ("UK-02", None, "X" + HOSTILE) in found
+    for warning in result.warnings:
+        # (the location as an id is shown, Hangul filler escaped; the detail quotes a key by repr(),
+        # which escapes every control and format character)
+        location, _, detail = str(warning).partition(": ")
+        _shown_safely(location)
+        assert RAW.search(detail.replace("\u3164", "")) is None and len(detail) < MESSAGE_CHARS, detail[:300]
+    # A run id is quoted as an id is: repr() leaves a Hangul filler as it is.
+    assert str(StreamWarning(code="UK-03", message="m", run_id="r\u3164")).startswith("[UK-03] run 'r\\u3164'")
+
+
+def test_a_warning_outside_a_run_reaches_pythons_display_escaped(tmp_path: Path) -> None:
+    # Outside a run a decoding warning goes through warnings.warn, which Python prints to stderr: a
+    # stored message's unknown key, or an event decoded by hand, put OSC 52 on the terminal.
+    path = _thread_file(tmp_path, {"messages": [{"id": "m", "role": "user", "content": "x", HOSTILE: 1}],
+                                   "openInterrupts": [{"id": "i", "reason": "r", HOSTILE: 1}]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with SqliteStore(path) as store:
+            stored = store.load("t")
+        assert stored is not None
+        thread = ThreadState.load(stored.data)
+        decode_event({"type": "RUN_STARTED", "threadId": "t", "runId": "r", HOSTILE: 1})
+        decode_event({"type": "Q" + HOSTILE})
+    assert thread.messages[0].id == "m" and [i.id for i in thread.open_interrupts] == ["i"]
+    shown = [warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in caught
+             if issubclass(w.category, AguiWarning)]
+    assert len(shown) == 4
+    for text in shown:
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, text
