@@ -20,7 +20,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from agui_client import AguiWarning, StreamWarning, ThreadState, decode_event
+import pytest
+
+from agui_client import AguiWarning, ConcurrentResume, StoreError, StreamWarning, ThreadState, decode_event
 from agui_client.stores import SqliteStore
 
 #: OSC 52 (write the clipboard), a screen clear, a bidi override and a Hangul filler (which ``repr``
@@ -58,6 +60,105 @@ def _agent(received: list[Any]) -> Any:
         await send({"type": "http.response.start", "status": 500, "headers": []})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     return app
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. A claim another writer stored
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("claim", [HOSTILE, HOSTILE * 50_000], ids=["controls", "a-megabyte"])
+def test_a_forged_claim_is_quoted_as_an_id_in_every_refusal(drive: Any, served: Any, tmp_path: Path,
+                                                            claim: str) -> None:
+    # The release named the owner raw: OSC 52 went to the terminal of whoever printed the traceback.
+    # The run's refusal quoted it whole, a megabyte of message.
+    path = _thread_file(tmp_path)
+    _set_head(path, "claim", claim)
+    received: list[Any] = []
+    endpoint = served(_agent(received))
+    with SqliteStore(path) as store, drive.client(endpoint.url, store=store) as client:
+        thread = client.thread("t")
+        refusals = []
+        for act in (thread.release_claim, lambda: thread.run("hi")):
+            with pytest.raises(ConcurrentResume) as caught:
+                act()
+            refusals.append(caught.value)
+        stored = store.load("t")
+    for refused in refusals:
+        assert refused.thread_id == "t"
+        assert "claimed by" in str(refused)
+        _shown_safely(str(refused))
+    assert received == []  # (nothing sent under another writer's claim)
+    assert stored is not None and stored.claim == claim and stored.version == 1  # (left as it was)
+
+
+def test_a_forged_claim_in_redis_is_quoted_as_an_id(redis_url: str) -> None:
+    # The replica's case: the claim read back by the Redis write script, judged by the shared rule.
+    import redis
+
+    from agui_client.stores import RedisStore
+
+    prefix = "agui:attack-records:"
+    with redis.Redis.from_url(redis_url) as raw, RedisStore(redis_url, prefix=prefix) as store:
+        store.save("t", {"messages": []}, expected_version=None)
+        raw.hset(prefix + "t", "claim", HOSTILE * 50_000)
+        with pytest.raises(ConcurrentResume) as caught:
+            store.claim("t", expected_version=1, owner="me")
+        store.delete("t")
+    assert caught.value.thread_id == "t" and caught.value.actual_version == 1
+    _shown_safely(str(caught.value))
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. A head of the wrong type: named, quoted short
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("version", b"v" * 5_000_000, "version"),
+    ("format", HOSTILE * 50_000, "format"),
+    ("claim", HOSTILE.encode() * 100_000, "claim"),
+    ("record_id", HOSTILE.encode() * 100_000, "record id"),
+], ids=["version", "format", "claim", "record-id"])
+def test_a_damaged_head_names_its_field_and_quotes_it_short(tmp_path: Path, field: str, value: Any,
+                                                           said: str) -> None:
+    # The release said "version, format or claim is damaged" and quoted all three whole: 5 MB of bytes'
+    # repr in the message (and in every log line that printed it), controls and all.
+    path = _thread_file(tmp_path)
+    _set_head(path, field, value)
+    with SqliteStore(path) as store:
+        for act in (lambda: store.load("t"), lambda: store.claim("t", expected_version=1, owner="me"),
+                    lambda: store.save("t", {"messages": []}, expected_version=1)):
+            with pytest.raises(StoreError) as caught:
+                act()
+            assert caught.value.thread_id == "t"
+            assert f"{said} is damaged" in str(caught.value)
+            _shown_safely(str(caught.value))
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. A record's keys in the pointer an error names
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("data", "pointer"), [
+    ({"subagents": {HOSTILE: 5}}, "/subagents/"),
+    ({"subagents": {"s": {"subagent_run_id": "s", "name": "n", HOSTILE: 1}}}, "/subagents/s/"),
+    ({"usageByRun": {HOSTILE: 5}}, "/usageByRun/"),
+    ({"subagents": {"s" * 1_000_000: 5}}, "/subagents/sss"),
+    ({"openInterruptsVia": HOSTILE * 50_000}, "openInterruptsVia"),
+], ids=["subagent-id", "subagent-field", "usage-run-id", "subagent-id-of-a-megabyte", "bridge-name"])
+def test_a_records_keys_are_escaped_and_cut_in_the_error_naming_them(drive: Any, tmp_path: Path,
+                                                                     data: dict[str, Any], pointer: str) -> None:
+    # The pointer was written as the record spelled its keys: an escape sequence went raw into the
+    # StoreError, and a key of a megabyte made a megabyte of message.
+    path = _thread_file(tmp_path, {"messages": [], **data})
+    with SqliteStore(path) as store, drive.client("http://127.0.0.1:9/agent", store=store) as client:
+        with pytest.raises(StoreError) as caught:
+            client.thread("t")
+    assert caught.value.thread_id == "t"
+    assert "cannot be read" in str(caught.value) and pointer in str(caught.value)
+    _shown_safely(str(caught.value))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .._inert import quoted_name
 from ..errors import (
     AguiError,
     ConcurrentResume,
@@ -571,8 +572,10 @@ def _kept(exc: AguiError) -> None:
 def _refuse_foreign_claim(thread_id: str, stored: StoredThread, owner: str, force: bool) -> None:
     # Quietly doing nothing would let the caller believe the thread is free to run again.
     if not force and stored.claim != owner:
-        raise ConcurrentResume(f"thread {thread_id!r} is claimed by another writer (owner {stored.claim}); "
-                               f"release_claim(force=True) takes it back once that writer is surely gone",
+        # (the owner is whatever another writer stored: quoted as an id, never raw on a terminal)
+        raise ConcurrentResume(f"thread {thread_id!r} is claimed by another writer (owner "
+                               f"{quoted_name(stored.claim)}); release_claim(force=True) takes it back once that "
+                               "writer is surely gone",
                                thread_id=thread_id, expected_version=stored.version, actual_version=stored.version)
 
 

@@ -417,7 +417,7 @@ def check_write(
             return Head(version=0, claim=owner, format=STORE_FORMAT_VERSION, record_id=created)
         if operation == "claim" and _own_claim(head, 0, owner) and record_id in (None, head.record_id):
             return head
-        held = "" if head.claim is None else f", claimed by {head.claim!r}"
+        held = "" if head.claim is None else f", claimed by {quoted_name(head.claim)}"
         raise ConcurrentResume(
             f"thread {thread_id!r} already exists (version {head.version}{held}); load it and run it from its version",
             thread_id=thread_id, expected_version=0, actual_version=head.version,
@@ -449,12 +449,12 @@ def check_write(
     if operation == "claim":
         if head.claim is not None:
             raise ConcurrentResume(
-                f"thread {thread_id!r} is already claimed by {head.claim!r} at version {head.version}",
+                f"thread {thread_id!r} is already claimed by {quoted_name(head.claim)} at version {head.version}",
                 thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
             )
         return Head(version=new_version, claim=owner, format=head.format, record_id=head.record_id)
     if head.claim != owner:
-        held = "nobody" if head.claim is None else repr(head.claim)
+        held = "nobody" if head.claim is None else quoted_name(head.claim)
         raise ConcurrentResume(
             f"thread {thread_id!r} at version {head.version} is claimed by {held}, not {owner!r}",
             thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
@@ -506,7 +506,7 @@ def apply_changes(data: dict[str, Any], changes: Iterable[Mapping[str, Any]]) ->
             messages = data.setdefault("messages", [])
             if (type(keep) is not int or not isinstance(more, list) or not isinstance(messages, list)
                     or not 0 <= keep <= len(messages)):
-                raise ValueError(f"a stored change keeps {keep!r} messages of {_length(messages)}")
+                raise ValueError(f"a stored change keeps {quoted_name(keep)} messages of {_length(messages)}")
             del messages[keep:]
             messages.extend(more)
         replaced = change.get("set", {})
@@ -521,7 +521,7 @@ def apply_changes(data: dict[str, Any], changes: Iterable[Mapping[str, Any]]) ->
         for key, entries in merged.items():
             target = data.setdefault(key, {})
             if not isinstance(target, dict) or not isinstance(entries, dict):
-                raise ValueError(f"a stored change merges into {key!r}, which is not a JSON object")
+                raise ValueError(f"a stored change merges into {quoted_name(key)}, which is not a JSON object")
             target.update(entries)
     return data
 
@@ -620,12 +620,16 @@ def checked_head(thread_id: str, version: Any, claim: Any, format: Any, record_i
     holds something else than integers, a claim owner and a record id; an empty owner is no claim, an
     empty record id no id."""
     # (a version below 0 was never written: every record starts at 0 or 1 and goes up by one)
-    if (type(version) is not int or version < 0 or type(format) is not int
-            or not (claim is None or type(claim) is str)):
-        raise StoreError(f"thread {thread_id!r}: the stored record's version, format or claim is damaged "
-                         f"({version!r}, {format!r}, {claim!r})", thread_id=thread_id)
-    if not (record_id is None or type(record_id) is str):
-        raise StoreError(f"thread {thread_id!r}: the stored record id is damaged ({record_id!r})", thread_id=thread_id)
+    damaged = [f"the stored {name} is damaged ({quoted_name(value)})" for name, value, bad in (
+        ("record's version", version, type(version) is not int or version < 0),
+        ("record's format", format, type(format) is not int),
+        ("record's claim", claim, not (claim is None or type(claim) is str)),
+        ("record id", record_id, not (record_id is None or type(record_id) is str)),
+    ) if bad]
+    if damaged:
+        # Each field named, and quoted as an id is: another tool's field may hold megabytes, or text
+        # meant for a terminal.
+        raise StoreError(f"thread {thread_id!r}: {'; '.join(damaged)}", thread_id=thread_id)
     return Head(version=version, claim=claim or None, format=format, record_id=record_id or None)
 
 

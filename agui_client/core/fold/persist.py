@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import attrs
 
+from ..._inert import QUOTED_CHARS, named, quoted_name
 from ...errors import DecodeError
 from ...wire import codec
 from ...wire.jsonio import escape
@@ -212,7 +213,8 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
                            data.get("interruptedRunId"))
     via = data.get("openInterruptsVia")
     if via is not None and (via not in LEGACY_BRIDGES or not ledger.open_interrupts):
-        raise ValueError(f"openInterruptsVia {via!r} names no legacy bridge of this release, or no interrupt is open")
+        raise ValueError(f"openInterruptsVia {quoted_name(via)} names no legacy bridge of this release, or no "
+                         "interrupt is open")
     ledger.open_via = via
     incomplete = data.get("incompleteIds", [])
     if not isinstance(incomplete, list) or not all(isinstance(i, str) for i in incomplete):
@@ -284,6 +286,13 @@ def _decoded(value: Any, kind: Any, at: str) -> Any:
         raise
 
 
+def _at(pointer: str, key: str | None = None) -> str:
+    """A pointer into the record, as a message shows it: a subagent's id and a field's name are keys of
+    a record another writer may have made, so they are escaped and cut as an id is (never raw on a
+    terminal, never a megabyte of message)."""
+    return named(pointer if key is None else f"{pointer}/{escape(key)}", QUOTED_CHARS)
+
+
 def _shown(value: Any) -> str:
     # A damaged field is quoted in the error, cut short: it may be of any size.
     shown = repr(value)
@@ -311,28 +320,29 @@ _OUTCOMES: tuple[str, ...] = get_args(Outcome)
 def _load_subagent(data: Any, at: str) -> SubagentRecord:
     """A stored subagent, each field checked against what ``_dump_subagent`` writes (``at``: its pointer)."""
     if not isinstance(data, dict):
-        raise ValueError(f"at {at}: a subagent must be an object, not {_shown(data)}")
+        raise ValueError(f"at {_at(at)}: a subagent must be an object, not {_shown(data)}")
     for key, value in data.items():
         kinds = _SUBAGENT_FIELDS.get(key)
         if kinds is None and key != "result":  # (a result is any JSON)
-            raise ValueError(f"at {at}/{escape(key)}: a subagent has no field {key!r}")
+            raise ValueError(f"at {_at(at, key)}: a subagent has no field {quoted_name(key)}")
         if kinds is not None and not isinstance(value, kinds):
-            raise ValueError(f"at {at}/{escape(key)}: {_shown(value)} is of the wrong type")
+            raise ValueError(f"at {_at(at, key)}: {_shown(value)} is of the wrong type")
     for key in ("subagent_run_id", "name"):
         if key not in data:
-            raise ValueError(f"at {at}/{key}: a subagent needs its {key}")
+            raise ValueError(f"at {_at(at, key)}: a subagent needs its {key}")
     values = dict(data)
     if values.get("status", "running") not in _SUBAGENT_STATUSES:
-        raise ValueError(f"at {at}/status: {_shown(values['status'])} is not one of {', '.join(_SUBAGENT_STATUSES)}")
+        raise ValueError(f"at {_at(at, 'status')}: {_shown(values['status'])} is not one of "
+                         f"{', '.join(_SUBAGENT_STATUSES)}")
     ids = values.get("interrupt_ids", [])
     if not all(isinstance(i, str) for i in ids):
-        raise ValueError(f"at {at}/interrupt_ids: interrupt ids must be strings")
+        raise ValueError(f"at {_at(at, 'interrupt_ids')}: interrupt ids must be strings")
     values["interrupt_ids"] = tuple(ids)
     error = values.get("error")
     if error is not None:
         message, code, late = error.get("message"), error.get("code"), error.get("late", False)
         if (set(error) - {"message", "code", "late"} or type(message) is not str
                 or not (code is None or type(code) is str) or type(late) is not bool):
-            raise ValueError(f"at {at}/error: {_shown(error)} is not a stored subagent error")
+            raise ValueError(f"at {_at(at, 'error')}: {_shown(error)} is not a stored subagent error")
         values["error"] = RunErrorInfo(message=message, code=code, late=late)
     return SubagentRecord(**values)
