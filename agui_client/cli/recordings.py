@@ -22,7 +22,6 @@ import itertools
 import json
 import os
 import re
-import stat
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any, BinaryIO
 from rich.table import Table
 
 from ..core.fold import ThreadState
-from ..core.replaying import detect_format, sse_warnings
+from ..core.replaying import detect_format, open_named, sse_warnings
 from ..core.result import RunResult
 from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunSession, fail_framing
 from ..errors import LimitExceeded, ProtocolError, StreamEnded, StreamWarning
@@ -115,7 +114,7 @@ def open_source(path: str, *, in_folder: bool = False) -> Iterator[BinaryIO]:
     With ``in_folder`` (a response of a recording folder) only a regular file is read: a FIFO
     there would block the open, a link to a device would never end (``open_recorded``). A path
     the person names may be a pipe (``<(gunzip -c rec.sse.gz)``), read until its writer is done;
-    never a device (see :func:`_open_named`).
+    never a device (see :func:`~agui_client.core.replaying.open_named`).
 
     Raises:
         Unreadable: the file cannot be opened.
@@ -125,38 +124,13 @@ def open_source(path: str, *, in_folder: bool = False) -> Iterator[BinaryIO]:
         return
     try:
         # (closed by the with below, once the caller has read it)
-        handle = open_recorded(path) if in_folder else _open_named(path)
+        handle = open_recorded(path) if in_folder else open_named(path)
     except OSError as exc:
         raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
     except ValueError as exc:
-        raise Unreadable(f"cannot read {exc}") from None
+        raise Unreadable(f"cannot read {exc}" + ("" if in_folder else " (for standard input, give -)")) from None
     with handle:
         yield handle
-
-
-def _open_named(path: str) -> BinaryIO:
-    """The file a person named, open for binary reading: a regular file, or a pipe or FIFO.
-
-    A recording may come from someone else, and a file in it may be a link to ``/dev/urandom``
-    (read without end: the command never ended) or a FIFO (the open waited for a writer that
-    never came). The file is opened without blocking and looked at first: a device is refused; a
-    pipe or FIFO is read blocking from then on, so ``<(gunzip -c rec.sse.gz)`` is read until gunzip
-    is done, and a FIFO nobody writes to ends at once, holding no events.
-
-    Raises:
-        OSError: it cannot be opened.
-        ValueError: it is a device.
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-            raise ValueError(f"{path}: a device, not a recording (for standard input, give -)")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _fold(path: str, session: _Session, located: _Located) -> RunResult:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, BinaryIO, Literal, cast
 
 import attrs
 
@@ -25,7 +26,7 @@ from .fold import ThreadState
 from .result import RunResult
 from .session import DEFAULT_MAX_EVENT_BYTES, RunSession, fail_framing
 
-__all__ = ["Source", "replay", "detect_format", "sse_warnings"]
+__all__ = ["Source", "replay", "detect_format", "sse_warnings", "open_named"]
 
 
 
@@ -40,7 +41,8 @@ def replay(source: Source, *, state: ThreadState | None = None, now: datetime | 
     Args:
         source: SSE bytes or text, JSONL (one event per line), a path to a file holding either (a
             ``Path``, or a ``str`` naming an existing file), a binary file, or a sequence of events /
-            wire mappings. The form is detected unless ``format`` says it.
+            wire mappings. The form is detected unless ``format`` says it. A path may name a pipe or a
+            FIFO (read until its writer is done; one nobody writes to holds no events), never a device.
         state: the thread to fold into (a new one by default); it is updated in place.
         now: the clock for expiry judgements made while replaying (``RunResult.expired_interrupts``
             takes its own); accepted so a replay is deterministic.
@@ -50,6 +52,8 @@ def replay(source: Source, *, state: ThreadState | None = None, now: datetime | 
 
     Raises:
         ProtocolError: the recording breaks the protocol; ``.result`` holds what was folded before.
+        ValueError: the path names a device (``/dev/urandom`` would be read without end).
+        OSError: the path cannot be opened.
 
     Example::
 
@@ -89,7 +93,7 @@ def _batches(source: Source, session: RunSession, format: Literal["auto", "sse",
     if isinstance(source, str) and "\n" not in source and len(source) < 4096 and os.path.isfile(source):
         source = Path(source)  # a file's name, not a one-line recording (which would start with data: or {)
     if isinstance(source, os.PathLike):
-        with open(source, "rb") as handle:
+        with open_named(source) as handle:
             yield from _block_batches(iter(lambda: handle.read(_REPLAY_BLOCK), b""), session, format, max_event_bytes)
         return
     if isinstance(source, (str, bytes, bytearray)):
@@ -168,6 +172,32 @@ def _block_batches(blocks: Iterator[bytes], session: RunSession, format: Literal
 
 
 _REPLAY_BLOCK = 32 * 1024
+
+
+def open_named(path: str | os.PathLike[str]) -> BinaryIO:
+    """A recording's file, open for binary reading: a regular file, or a pipe or FIFO.
+
+    A recording may come from someone else, and its file may be a link to ``/dev/urandom`` (read
+    without end: nothing ever came back) or a FIFO (the open waited for a writer that never came).
+    The file is opened without blocking and looked at first: a device is refused; a pipe or FIFO is
+    read blocking from then on, so ``<(gunzip -c rec.sse.gz)`` is read until gunzip is done, and a
+    FIFO nobody writes to ends at once, holding no events. (``replay()`` and ``agui replay``/``verify``
+    read a named file through it.)
+
+    Raises:
+        OSError: it cannot be opened.
+        ValueError: it is a device.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            raise ValueError(f"{os.fsdecode(path)}: a device, not a recording")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def sse_warnings(decoder: SSEDecoder, session: RunSession) -> None:

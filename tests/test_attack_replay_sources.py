@@ -1,0 +1,71 @@
+"""Attacks on ``replay()``'s path: a recording someone else made, handed to the Python API.
+
+``agui replay`` and ``agui verify`` refused a named file that is a device, and read a FIFO without a
+writer as empty (twenty-first round), but ``replay(Path(...))`` opened the path as it was: a recording
+whose file links to ``/dev/urandom`` was read without end, one linking to ``/dev/zero`` read 16 MiB
+of NULs before a line limit stopped it, and a FIFO nobody writes to held the caller at the open for
+ever. ``replay()`` now opens a path by the CLI's rule (``core.replaying.open_named``). Each test but
+the last failed before (CHANGELOG, "Twenty-third round").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agui_client import StreamEnded, replay
+
+RECORDING = b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in (
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "kept"},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+))
+
+
+def test_a_recording_linking_to_a_device_is_refused_before_a_byte_is_read(tmp_path: Path) -> None:
+    link = tmp_path / "01.sse"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(ValueError) as refused:
+        replay(link)
+    assert str(refused.value) == f"{link}: a device, not a recording"
+
+
+def test_a_fifo_nobody_writes_to_holds_no_events_instead_of_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "01.sse"
+    os.mkfifo(fifo)
+    outcome: list[Any] = []
+
+    def read() -> None:
+        try:
+            replay(fifo)
+        except StreamEnded as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=60)
+    hung = reader.is_alive()
+    if hung:
+        # (the release waited in open() for a writer: one that writes nothing lets it go)
+        os.close(os.open(fifo, os.O_WRONLY))
+        reader.join()
+    assert not hung
+    assert len(outcome) == 1 and "no run started" in str(outcome[0])
+
+
+def test_a_pipe_named_by_path_is_still_read_to_its_end() -> None:
+    # (agui replay <(gunzip -c rec.sse.gz) gives such a path: it is read until its writer closes)
+    read_end, write_end = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(write_end, RECORDING), os.close(write_end)))
+    writer.start()
+    try:
+        result = replay(Path(f"/dev/fd/{read_end}"))
+    finally:
+        writer.join()
+        os.close(read_end)
+    assert result.outcome == "success" and result.text == "kept"
