@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clikit import agui_here
 
 from agui_client import AguiWarning, ConcurrentResume, StoreError, StreamWarning, ThreadState, decode_event
 from agui_client.stores import SqliteStore
@@ -159,6 +160,58 @@ def test_a_records_keys_are_escaped_and_cut_in_the_error_naming_them(drive: Any,
     assert caught.value.thread_id == "t"
     assert "cannot be read" in str(caught.value) and pointer in str(caught.value)
     _shown_safely(str(caught.value))
+
+
+# --------------------------------------------------------------------------------------------------
+# 3b. Code the file brings: a trigger on the store's tables
+# --------------------------------------------------------------------------------------------------
+
+#: A trigger whose query never ends: every write to the heads (every claim) ran it for ever, in a
+#: thread no caller can cancel (the async shells run the store in a worker thread).
+ENDLESS = ("CREATE TRIGGER spin AFTER UPDATE ON agui_threads BEGIN SELECT count(*) FROM (WITH RECURSIVE "
+           "n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT x FROM n); END")
+#: A trigger that undoes every claim: two replicas resuming the same interrupts both sent.
+UNCLAIM = ("CREATE TRIGGER unclaim AFTER UPDATE OF claim ON Agui_Threads BEGIN "
+           "UPDATE agui_threads SET claim = NULL WHERE thread_id = NEW.thread_id; END")
+
+
+def _with_trigger(tmp_path: Path, trigger: str) -> Path:
+    path = _thread_file(tmp_path)
+    with sqlite3.connect(path) as conn:
+        conn.execute(trigger)
+    conn.close()
+    return path
+
+
+def _stored_as_it_was(path: Path, trigger: str) -> None:
+    with sqlite3.connect(path) as conn:
+        head = conn.execute("SELECT version, claim FROM agui_threads WHERE thread_id = 't'").fetchone()
+        triggers = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")]
+    conn.close()
+    assert head == (1, None) and triggers == [trigger]
+
+
+@pytest.mark.parametrize(("trigger", "name"), [(ENDLESS, "spin"), (UNCLAIM, "unclaim")], ids=["endless", "unclaim"])
+def test_a_thread_file_whose_tables_carry_a_trigger_is_refused_when_opened(tmp_path: Path, trigger: str,
+                                                                           name: str) -> None:
+    # (the release opened it, and the first claim ran the trigger: for ever, or undoing the claim)
+    path = _with_trigger(tmp_path, trigger)
+    with pytest.raises(StoreError) as refused:
+        SqliteStore(path)
+    assert f"triggers '{name}'" in str(refused.value) and "not an agui_client store" in str(refused.value)
+    _stored_as_it_was(path, name)
+
+
+def test_agui_run_on_a_thread_file_with_a_trigger_stops_before_sending(served: Any, tmp_path: Path) -> None:
+    # (the release claimed, the trigger undid the claim, and the turn went to the agent unguarded)
+    path = _with_trigger(tmp_path, UNCLAIM)
+    received: list[Any] = []
+    endpoint = served(_agent(received))
+    ran = agui_here("run", endpoint.url, "-m", "hi", "--thread-file", str(path), "--thread-id", "t")
+    assert ran.returncode == 2, ran
+    assert "triggers 'unclaim'" in ran.stderr
+    assert received == []
+    _stored_as_it_was(path, "unclaim")
 
 
 # --------------------------------------------------------------------------------------------------

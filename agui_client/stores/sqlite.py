@@ -566,7 +566,8 @@ def _stored_head(thread_id: str, row: tuple[Any, ...]) -> _StoredHead:
     head = checked_head(thread_id, version, claim, format, record_id)
     if not all(type(n) is int and n >= 0 for n in (changes, change_bytes, data_bytes)):
         raise StoreError(f"thread {thread_id!r}: the stored record's change counts are damaged "
-                         f"({changes!r}, {change_bytes!r}, {data_bytes!r})", thread_id=thread_id)
+                         f"({', '.join(quoted_name(n) for n in (changes, change_bytes, data_bytes))})",
+                         thread_id=thread_id)
     # (the row's own value is kept for the UPDATE's condition)
     return _StoredHead(head=head, changes=changes,
                        change_bytes=change_bytes, data_bytes=data_bytes, record_id=record_id)
@@ -588,7 +589,8 @@ def _check_parts(thread_id: str, changes: Any, seqs: list[Any]) -> None:
     """The parts a head promises, data (0) then changes ``1 .. changes``, are the parts stored."""
     if type(changes) is not int or seqs != list(range(changes + 1)):
         found = "none" if seqs == [None] else f"{len(seqs)}"
-        raise _damaged(thread_id, f"its head counts {changes!r} changes after its data, but {found} parts are stored")
+        raise _damaged(thread_id, f"its head counts {quoted_name(changes)} changes after its data, but {found} parts "
+                                  "are stored")
 
 
 #: The columns each table layout's tables have (a file may hold more: they are not ours to judge).
@@ -628,6 +630,14 @@ def _foreign_layout(conn: sqlite3.Connection, layout: int) -> str | None:
         if not columns <= found:
             return (f"its {table} table has the columns {_names(sorted(found))}, not those of agui_client's "
                     f"table layout {layout}")
+    # A trigger is code the file brings, run by every write to its table: one that never ends (a recursive
+    # query) held each claim for ever, in a thread no caller can cancel, and one that undoes a claim lets
+    # two replicas send. agui_client makes none, so a trigger on its tables is none of a store's.
+    triggers = [name for (name, table) in conn.execute(
+        "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' ORDER BY name") if table.lower() in expected]
+    if triggers:
+        return (f"its agui_client tables carry the triggers {_names(triggers)}, code of the file's own that every "
+                "write would run; agui_client makes none")
     return None
 
 
@@ -661,7 +671,7 @@ def _shown_path(path: str) -> str:
 def _listed_id(path: str, thread_id: Any) -> str:
     # A row another tool wrote may hold a number or bytes as its id (SQLite keeps what it is given).
     if type(thread_id) is not str:
-        raise StoreError(f"SQLite store {path}: a stored thread id is not text ({thread_id!r})")
+        raise StoreError(f"SQLite store {path}: a stored thread id is not text ({quoted_name(thread_id)})")
     return thread_id
 
 
