@@ -1,11 +1,15 @@
-"""Attacks on ``replay()``'s path: a recording someone else made, handed to the Python API.
+"""Attacks on a recording someone else made, handed to the Python API: ``replay()``'s path, and the
+answer heads ``RecordedAgent`` sends back.
 
 ``agui replay`` and ``agui verify`` refused a named file that is a device, and read a FIFO without a
 writer as empty (twenty-first round), but ``replay(Path(...))`` opened the path as it was: a recording
 whose file links to ``/dev/urandom`` was read without end, one linking to ``/dev/zero`` read 16 MiB
 of NULs before a line limit stopped it, and a FIFO nobody writes to held the caller at the open for
-ever. ``replay()`` now opens a path by the CLI's rule (``core.replaying.open_named``). Each test but
-the last failed before (CHANGELOG, "Twenty-third round").
+ever. ``replay()`` now opens a path by the CLI's rule (``core.replaying.open_named``). And a folder's
+``NN.response.json`` naming a content type or coding no header can carry (a line break, a character
+outside Latin-1, a number) made ``RecordedAgent`` crash answering (a traceback in the server's log, the
+client cut off or given a bare 500); it is refused with the folder, as a bad status is. Each test
+failed before but the ones that say they pin what held (CHANGELOG, "Twenty-third round").
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from agui_client import StreamEnded, replay
+from agui_client import AgentClient, StreamEnded, replay
+from agui_client.testing import RecordedAgent, serve
 
 RECORDING = b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in (
     {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
@@ -68,4 +73,37 @@ def test_a_pipe_named_by_path_is_still_read_to_its_end() -> None:
     finally:
         writer.join()
         os.close(read_end)
+    assert result.outcome == "success" and result.text == "kept"
+
+
+def _folder(tmp_path: Path, meta: dict[str, Any]) -> Path:
+    (tmp_path / "01.request.json").write_text(json.dumps({
+        "threadId": "t", "runId": "r", "messages": [{"id": "u", "role": "user", "content": "hi"}],
+        "tools": [], "context": [], "state": None, "forwardedProps": None}))
+    (tmp_path / "01.sse").write_bytes(RECORDING)
+    (tmp_path / "01.response.json").write_text(json.dumps({"status": 200, **meta}))
+    return tmp_path
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("contentType", "text/event-stream\r\nx-injected: 1"),
+    ("contentType", "text/event-stream; charset=\u20ac"),
+    ("contentType", 5),
+    ("contentEncoding", "gzip\n"),
+], ids=["line-break", "not-latin-1", "a-number", "coding-with-a-line-end"])
+def test_a_recorded_head_no_header_can_carry_is_refused_with_the_folder(tmp_path: Path, field: str,
+                                                                       value: Any) -> None:
+    folder = _folder(tmp_path, {field: value})
+    with pytest.raises(ValueError) as refused:
+        RecordedAgent(folder)
+    said = str(refused.value)
+    assert said.startswith(f"{folder / '01.response.json'}: {field} ") and "header value" in said
+    assert "\n" not in said and "\r" not in said
+
+
+def test_a_recorded_content_type_in_latin1_is_served_as_it_was(tmp_path: Path) -> None:
+    # (pins what held: h11 sends obs-text, and a recording keeps an agent's header as httpx read it)
+    folder = _folder(tmp_path, {"contentType": "text/event-stream; note=caf\u00e9"})
+    with RecordedAgent(folder) as agent, serve(agent) as server, AgentClient(server.url) as client:
+        result = client.thread("t").run("hi")
     assert result.outcome == "success" and result.text == "kept"

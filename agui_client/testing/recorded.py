@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -39,6 +40,7 @@ from typing import Any
 
 from attrs import frozen
 
+from .._inert import quoted_name
 from ..errors import ProtocolError
 from ..wire.codec import decode, encode
 from ..wire.jsonio import parse_json
@@ -183,6 +185,11 @@ class RecordedAgent:
         await _play(send, self._exchanges[position], run_input.run_id)
 
 
+#: A header value as h11 sends it (a recording keeps the agent's as httpx read it, Latin-1): visible
+#: characters and obs-text, spaces and tabs only between them.
+_HEADER_VALUE = re.compile("[\x21-\x7e\x80-\xff](?:[ \t]*[\x21-\x7e\x80-\xff])*")
+
+
 def _load(number: int, request: Path) -> _Exchange:
     name = request.name.split(".", 1)[0]
     stem = request.parent / name
@@ -207,6 +214,14 @@ def _load(number: int, request: Path) -> _Exchange:
     status = meta.get("status")
     if not isinstance(status, int) or not 100 <= status <= 599:
         raise ValueError(f"{meta_path}: status {status!r} is not an HTTP status")
+    for field in ("contentType", "contentEncoding"):
+        # Sent back as a header: a value HTTP cannot carry (a line break, a character outside ASCII, a
+        # number) crashed the agent's answer (a traceback in the server's log, the client cut off or
+        # given a bare 500); refused with the folder instead, as a bad status is.
+        value = meta.get(field)
+        if value not in (None, "") and not (isinstance(value, str) and _HEADER_VALUE.fullmatch(value)):
+            raise ValueError(f"{meta_path}: {field} {quoted_name(value)} is not a header value HTTP can carry "
+                             "(visible characters of Latin-1, spaces and tabs only inside)")
     encoding = meta.get("contentEncoding")
     return _Exchange(number=number, name=name, run_input=run_input, body=body, status=status,
                      content_type=str(meta.get("contentType") or "text/event-stream"),
