@@ -336,6 +336,9 @@ class SequenceError(ProtocolError):
 class StreamEnded(SequenceError):
     """The stream ended (cleanly or by a dropped connection) before the run's terminal event.
 
+    Its ``index`` is the count of events read: one past the last, the index the next event would have
+    had (``agui replay`` and ``agui verify`` name the last one instead: "after event #K (TYPE)").
+
     Attributes:
         open_entities: ids of messages, tool calls, steps … left open, for the reader.
     """
