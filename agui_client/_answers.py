@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from ._inert import quoted, visible
+from ._inert import quoted, quoted_name, visible
 from ._inflate import Inflater
 from .core.redact import MARK, BytesRedactor, Redactor, exception_chain, is_sensitive, redact_exception
 from .errors import AuthenticationError, HTTPStatusError, ProtocolError, TransportError
@@ -202,9 +202,13 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
         request=answer.request, response=answer)
 
 
-def undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor) -> TransportError:
+def undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor,
+                run_id: str | None) -> TransportError:
+    """The error for a body that stopped decoding (``exc``) during run ``run_id``: the run named in the
+    message too, as a protocol error found in the same read names it (``.run_id`` is set by the thread)."""
     coding = quoted(response.headers.get("content-encoding", ""))  # ("gzip, identity, identity, …" is read as gzip)
-    return about(TransportError(redactor.text(f"the response from {url} could not be decoded ({coding}): {exc}"),
+    run = "" if run_id is None else f" to run {quoted_name(run_id)}"
+    return about(TransportError(redactor.text(f"the response from {url}{run} could not be decoded ({coding}): {exc}"),
                                  url=url), response.request, redactor)
 
 

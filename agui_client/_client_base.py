@@ -509,7 +509,8 @@ class ClientBase:
         return None if limit is None else Deadline(limit)
 
     @contextmanager
-    def _reading(self, response: httpx.Response, redactor: Redactor, deadline: Deadline | None) -> Iterator[None]:
+    def _reading(self, response: httpx.Response, redactor: Redactor, deadline: Deadline | None,
+                 run_id: str | None) -> Iterator[None]:
         # Reading the body, as both shells see it: httpx's errors become ours. A dropped connection
         # is not one: what arrived stands, and the session says the run did not end.
         url = redactor.url(self.url)
@@ -529,7 +530,7 @@ class ClientBase:
             # the connection failing as any other)
             logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
         except httpx.DecodingError as exc:
-            raise undecodable(response, exc, url, redactor) from redacted_cause(exc, redactor)
+            raise undecodable(response, exc, url, redactor, run_id) from redacted_cause(exc, redactor)
 
     def _in_time(self, deadline: Deadline | None, response: httpx.Response, redactor: Redactor) -> None:
         """Raise ``RunTimeout`` when the run's deadline has passed (checked after each read)."""

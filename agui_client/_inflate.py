@@ -67,7 +67,8 @@ class Inflater:
         """The decoded bytes of ``chunk``, in pieces of at most ``INFLATE_STEP`` bytes.
 
         Raises:
-            httpx.DecodingError: the body is not what its header says.
+            httpx.DecodingError: the body is not what its header says (a spoiled trailer too: its CRC or
+                length), once the pieces ``chunk`` decodes to before the fault have been handed out.
         """
         if self._inflate.eof:
             # Bytes after the end of the coded body are not read (nor were they by httpx's decoders). zlib
@@ -81,12 +82,15 @@ class Inflater:
             if len(chunk) < 2:
                 self._head = chunk
                 return iter(())
+        before = self._inflate.copy()
         try:
             piece = self._inflate.decompress(chunk, INFLATE_STEP)
         except zlib.error as exc:
-            if self._started or self._wbits != zlib.MAX_WBITS:
-                raise httpx.DecodingError(str(exc)) from exc
-            # "deflate" is sent raw by some servers, without its zlib header (as httpx also reads it)
+            if self._started or self._wbits != zlib.MAX_WBITS or _zlib_header(chunk):
+                return _salvaged(before, chunk, exc)
+            # "deflate" is sent raw by some servers, without its zlib header (as httpx also reads it).
+            # (Told by the header, not by the failure alone: a whole body in the first read, its
+            # Adler-32 spoiled, fails too, and read as raw it would fail at its first byte.)
             self._wbits = -zlib.MAX_WBITS
             self._inflate = zlib.decompressobj(self._wbits)
             return self.feed(chunk)
@@ -101,10 +105,11 @@ class Inflater:
             # (more input to read, or a full piece: zlib may hold more output)
             if not inflate.unconsumed_tail and len(piece) < INFLATE_STEP:
                 return
+            tail, before = inflate.unconsumed_tail, inflate.copy()
             try:
-                piece = inflate.decompress(inflate.unconsumed_tail, INFLATE_STEP)
+                piece = inflate.decompress(tail, INFLATE_STEP)
             except zlib.error as exc:
-                raise httpx.DecodingError(str(exc)) from exc
+                yield from _salvaged(before, tail, exc)
 
     def flush(self) -> bytes:
         """What the decoder still holds at the end of the body (at most its window)."""
@@ -118,3 +123,48 @@ class Inflater:
             return self._inflate.flush()
         except zlib.error as exc:
             raise httpx.DecodingError(str(exc)) from exc
+
+
+def _zlib_header(chunk: bytes) -> bool:
+    """``chunk`` opens with a zlib header zlib takes: deflate (method 8) with a window it reads, no preset
+    dictionary, and the header's check (its two bytes a multiple of 31)."""
+    first, second = chunk[0], chunk[1]
+    return first & 0x0F == 8 and first >> 4 <= 7 and not second & 0x20 and (first << 8 | second) % 31 == 0
+
+
+#: The bytes of a body :func:`_salvaged` gives zlib at a time: at most about 64 KiB of output (deflate
+#: makes at most 1,032 bytes of one), as a step of :class:`Inflater` does.
+_SALVAGE_STEP = 64
+
+
+def _salvaged(inflate: zlib._Decompress, data: bytes, fault: zlib.error) -> Iterator[bytes]:
+    """What ``data`` decodes to before the fault zlib found in it (``inflate``: the decoder as it was
+    before ``data``), in bounded pieces; then ``fault`` raised as ``httpx.DecodingError``.
+
+    zlib hands back nothing of a call that fails. A gzip body's CRC and length, and a zlib body's
+    Adler-32, come at its very end, in the read that carries the last events: a spoiled trailer lost
+    them (a run's end among them), and the run failed as if they had never come. So the read is gone
+    over again from the decoder's copy, a few bytes at a time, and the few bytes that hold the fault
+    one at a time: only that read pays, once, as the body ends there.
+    """
+    for start in range(0, len(data), _SALVAGE_STEP):
+        step = data[start:start + _SALVAGE_STEP]
+        before = inflate.copy()
+        try:
+            piece = inflate.decompress(step)
+        except zlib.error:
+            inflate = before
+            break
+        if piece:
+            yield piece
+    else:  # (not found again: nothing more to hand out)
+        raise httpx.DecodingError(str(fault)) from fault
+    held = bytearray()
+    for byte in range(len(step)):
+        try:
+            held += inflate.decompress(step[byte:byte + 1])
+        except zlib.error:
+            break
+    if held:
+        yield bytes(held)
+    raise httpx.DecodingError(str(fault)) from fault

@@ -260,7 +260,9 @@ class ProtocolError(AguiError):
         run_id: the run the event belonged to, when known.
         index: the 0-based index of the offending event in the response (for framing faults: the
             index the frame would have had).
-        event_type: the offending event's ``type``, when known.
+        event_type: the offending event's ``type`` as the agent sent it, when known: for a ``*_CHUNK``, the
+            chunk's own (``TEXT_MESSAGE_CHUNK``), the message ending with what it was folded as
+            (``(folded as TEXT_MESSAGE_START)``).
         pointer: JSON pointer of the offending field (``/outcome/interrupts/1/id``), when known.
         rule: the code of the rule that was broken (``LC-01/AGUI001``, ``TC-03`` …); each has a section in
             ``docs/codes.md``.
@@ -327,6 +329,9 @@ class SequenceError(ProtocolError):
 
 class StreamEnded(SequenceError):
     """The stream ended (cleanly or by a dropped connection) before the run's terminal event.
+
+    Its ``index`` is the count of events read: one past the last, the index the next event would have
+    had (``agui replay`` and ``agui verify`` name the last one instead: "after event #K (TYPE)").
 
     Attributes:
         open_entities: ids of messages, tool calls, steps … left open, for the reader.
@@ -748,7 +753,8 @@ class StreamWarning:
             (what it means, a stream that triggers it, what to do).
         message: what happened, for a person.
         index: the 0-based event index, when known.
-        event_type: the event's ``type``, when known.
+        event_type: the event's ``type`` as the agent sent it, when known (a ``*_CHUNK``'s own, the
+            message ending with what it was folded as, as for :class:`ProtocolError`).
         pointer: JSON pointer of the field concerned, when known.
         run_id: the run, when known.
     """

@@ -97,8 +97,9 @@ class Telemetry:
         record_content: also record what the run carried: the new messages' text, the assistant's
             reply, the ``RUN_ERROR`` message and the text of the error that ended a run (with its
             stack trace), the agent's redacted; each cut to 4,095 characters (``CONTENT_KEPT``) with a marker
-            of how many were cut (the stack trace is not cut). Off by default: those may hold personal
-            data or secrets an agent echoed. Header values are never recorded.
+            of how many were cut (the stack trace keeps its end, where the error that ended the run is).
+            Off by default: those may hold personal data or secrets an agent echoed. Header values are
+            never recorded.
 
     Raises:
         ImportError: ``opentelemetry-api`` is not installed.
@@ -551,12 +552,12 @@ def _cut(text: str) -> str:
     return text if len(text) <= TEXT_KEPT else text[:TEXT_KEPT - 1] + "…"
 
 
-def _content(text: str, redact: Callable[[str], str] = _same) -> str:
+def _content(text: str, redact: Callable[[str], str] = _same, *, end: bool = False) -> str:
     """Message text fit for a span: redacted, then cut to :data:`CONTENT_KEPT` characters with a marker
-    saying how many were cut.
+    saying how many were cut. ``end``: the end is kept (the marker first), not the start.
 
     Redacted before it is cut: cut first, a secret straddling the cut would lose the characters that
-    make it the secret, and what is left of it before the cut (up to 15 token characters: from 16 on,
+    make it the secret, and what is left of it beside the cut (up to 15 token characters: from 16 on,
     a piece is a secret of its own to the redactor) would stay on the span. Redacted whole, it is the
     mark that the cut may halve.
     """
@@ -565,6 +566,8 @@ def _content(text: str, redact: Callable[[str], str] = _same) -> str:
         return text
     # (the count cut has no more digits than the length: the marker fits in what it was made room for)
     kept = CONTENT_KEPT - len(f"… [{len(text)} characters cut]")
+    if end:
+        return f"[{len(text) - kept} characters cut] …{text[len(text) - kept:]}"
     return f"{text[:kept]}… [{len(text) - kept} characters cut]"
 
 
@@ -597,8 +600,10 @@ def _failure(span: Span, exc: BaseException, outcome: str, record_content: bool,
         import traceback
 
         stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        # (its end kept: the error that ended the run, and the frames that raised it, come last; a chain of
+        # causes and the shells' frames make a trace of many thousand characters, past what a backend keeps)
         span.record_exception(exc, attributes={"exception.message": _content(str(exc), redact),
-                                               "exception.stacktrace": redact(stack)})
+                                               "exception.stacktrace": _content(stack, redact, end=True)})
     rule = getattr(exc, "rule", None)
     description = _content(str(exc), redact) if record_content else name + (f" [{rule}]" if rule else "")
     _failed_status(span, description)

@@ -172,3 +172,27 @@ def test_thread_prefix_sets_the_thread_ids_sent(served: Callable[[Any], Any]) ->
     assert len(sent) == 10
     assert all(str(uuid.UUID(thread)) == thread for thread in sent[:5])
     assert all(thread.startswith("ci-42-") and uuid.UUID(thread[len("ci-42-"):]) for thread in sent[5:])
+
+
+def test_line_ends_and_separators_in_the_agents_words_are_shown_escaped_as_the_other_commands_show_them(
+        served: Callable[[Any], Any]) -> None:
+    # The probe quoted the agent's words split on whitespace and joined with spaces: a CR, U+2028,
+    # U+2029 or NEL read as a space, where run, replay and verify show each as its escape.
+    from agui_client.testing import Start
+    from agui_client.types import RunErrorEvent
+
+    said = "one\rtwo\u2028three\u2029four\u0085five\nsix"
+    endpoint = served(ScriptedAgent([[Start(), RunErrorEvent(message=said, code="c\rd")]], cycle=True))
+
+    done = agui("probe", endpoint.url, "--prompt", PROMPT)
+    as_json = agui("probe", endpoint.url, "--prompt", PROMPT, "--json")
+
+    assert done.returncode == 0 and as_json.returncode == 0, done.stderr + as_json.stderr
+    shown = "one\\rtwo\\u2028three\\u2029four\\x85five\\nsix (code c\\rd)"
+    assert f"  ask: error - {shown}\n" in done.stdout
+    assert f"fresh-resume #2: RUN_ERROR: {shown}" in done.stdout  # (the table's evidence)
+    for char in "\r\u2028\u2029\u0085":
+        assert char not in done.stdout
+    # (the report as data keeps each separator, as JSON escapes it; line ends are written as the table wrote them)
+    report = json.loads(as_json.stdout)
+    assert {run["detail"] for run in report["runs"]} == {"one\\rtwo\u2028three\u2029four\u0085five\\nsix (code c\\rd)"}

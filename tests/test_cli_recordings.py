@@ -465,14 +465,42 @@ def test_replay_of_a_run_cut_before_its_end_says_it_ends_after_the_last_event(
     capture = tmp_path / "01.sse"
     size = len(capture.read_bytes())
 
+    ends = f"ends before the run finished, after event #4 (TEXT_MESSAGE_END), at byte {size}"
     for source, place in ((capture, ""), (tmp_path, " in 01.sse")):
         shown = agui("replay", str(source))
 
         assert shown.returncode == 1
         said = " ".join(shown.stdout.split())
-        assert (f"the recording{place} ends before the run finished, after event #4 (TEXT_MESSAGE_END), "
-                f"at byte {size};") in said, said
+        assert f"the recording{place} {ends};" in said, said
         assert "(end," not in said and "breaks the protocol" not in said
+        # (the panel above the line too: it said "event #5", one past the last event)
+        assert f"== protocol error (StreamEnded) == {ends}, rule LC-04/AGUI003" in said and "#5" not in said, said
+
+
+def test_replay_json_and_verify_of_a_run_cut_before_its_end_say_it_ends_after_the_last_event(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    # ``replay --json`` gave only the error's index (5: the count of events, one past the last), and
+    # ``verify`` said "event #5 (end, byte N)". Both say what the recording ends after, as replay's line;
+    # the finding's ``index`` stays the error's typed one.
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "half a"), Disconnect()]]))
+    assert agui("run", endpoint.url, "-m", "hi", "--record", str(tmp_path)).returncode == 1
+    capture = tmp_path / "01.sse"
+    size = len(capture.read_bytes())
+    ends = f"ends before the run finished, after event #4 (TEXT_MESSAGE_END), at byte {size}"
+    cut = {"index": 5, "error": "StreamEnded", "line": None, "offset": size,
+           "after": {"index": 4, "eventType": "TEXT_MESSAGE_END"}, "where": ends}
+
+    replayed = json.loads(agui("replay", str(capture), "--json").stdout)["error"]
+    verified = agui("verify", str(capture))
+    in_folder = agui("verify", str(tmp_path))
+    [listed] = json.loads(agui("verify", str(capture), "--json").stdout)["findings"]
+
+    assert {key: replayed[key] for key in cut} == cut
+    assert {key: listed[key] for key in cut} == cut
+    assert verified.returncode == 1 and in_folder.returncode == 1
+    assert f"error: {ends} - [LC-04/AGUI003] the stream ended" in verified.stdout, verified.stdout
+    assert f"error: 01.sse {ends} - [LC-04/AGUI003]" in in_folder.stdout, in_folder.stdout
+    assert "(end," not in verified.stdout + in_folder.stdout
 
 
 def test_replay_of_a_recording_cut_after_an_event_of_an_unknown_type_names_that_type(tmp_path: Path) -> None:

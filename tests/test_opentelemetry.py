@@ -7,6 +7,7 @@ without the API installed, runs in a fresh interpreter (the global providers can
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -646,3 +647,39 @@ def test_a_streamed_loops_error_caught_in_its_block_is_the_loops_spans(drive: An
     attributes = dict(span.attributes or {})
     assert (attributes["agui.tool_loop.outcome"], attributes["error.type"]) == ("refused", "ConcurrentResume")
     assert len(loop.results) == 1
+
+
+class _QuotingStore(MemoryStore):
+    """A store whose backend refuses every write and quotes what it was given, as a driver's error quoting
+    the row it could not write does (here the reply, which echoes the caller's token)."""
+
+    def save(self, thread_id: str, data: Any, **options: Any) -> int:
+        raise ag.StoreError(f"the backend refused the row {json.dumps(data, default=str)}", thread_id=thread_id)
+
+    def append(self, thread_id: str, changes: Any, **options: Any) -> int:
+        raise ag.StoreError(f"the backend refused the row {json.dumps(changes, default=str)}", thread_id=thread_id)
+
+
+def test_the_recorded_stack_trace_is_redacted_then_cut_keeping_its_end(drive: Any, served: Any) -> None:
+    # The stack trace went on the span whole: it quotes the error's message and its causes', the agent's
+    # or a backend's words of any length, past what a backend keeps.
+    otel = Recorded(record_content=True)
+    reply = f"{LONG_TOKEN} " * 300
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", reply), Finish()]]))
+
+    with drive.client(endpoint.url, telemetry=otel.telemetry, store=_QuotingStore(),
+                      headers={"Authorization": f"Bearer {LONG_TOKEN}"}) as client:
+        with pytest.raises(ag.StoreError) as caught:
+            client.thread().run("hi")
+
+    [span] = otel.runs()
+    [exception] = [dict(event.attributes or {}) for event in span.events if event.name == "exception"]
+    stack = exception["exception.stacktrace"]
+    assert isinstance(stack, str) and 4090 <= len(stack) <= 4095
+    count, marker, kept = stack.partition(" characters cut] …")
+    said = str(caught.value)
+    assert len(said) > 8000 and LONG_TOKEN in said  # (the error itself keeps its message as raised)
+    assert marker and count.startswith("[") and kept.endswith(said.replace(LONG_TOKEN, "[redacted]")[-200:] + "\n")
+    assert "[redacted]" in kept
+    recorded = everything_recorded(span)
+    assert not any(LONG_TOKEN[at:at + 8] in recorded for at in range(len(LONG_TOKEN) - 7))

@@ -419,7 +419,7 @@ class AsyncAgentClient(ClientBase):
     async def _batches(self, response: httpx.Response, framer: Framer, redactor: Redactor,
                        deadline: Deadline | None) -> AsyncGenerator[list[str | bytes], None]:
         inflater = inflater_for(response, redactor, framer.run_id)
-        with self._reading(response, redactor, deadline):
+        with self._reading(response, redactor, deadline, framer.run_id):
             # unasync: async only
             async with aclosing(raw(response)) as chunks:  # (httpx's reader too, as in _excerpt)
                 try:

@@ -383,7 +383,7 @@ class AgentClient(ClientBase):
     def _batches(self, response: httpx.Response, framer: Framer, redactor: Redactor,
                  deadline: Deadline | None) -> Generator[list[str | bytes], None, None]:
         inflater = inflater_for(response, redactor, framer.run_id)
-        with self._reading(response, redactor, deadline):
+        with self._reading(response, redactor, deadline, framer.run_id):
             for chunk in response.iter_raw():  # (no other task to give a turn, no finalizer to outrun)
                 yield from framed(chunk, framer, inflater)
                 if inflater is not None and inflater.done:

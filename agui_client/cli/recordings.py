@@ -318,29 +318,39 @@ def _broken(out: Output, exc: ProtocolError, located: _Located, where: str | Non
     starts in the file (``where``, a folder's file; ``None``: the one recording given)."""
     finding = _finding(exc, "error")
     finding["line"], finding["offset"] = located.of(finding["index"])
+    _cut_short(finding, located)
     if as_json:
         report: dict[str, Any] = {"error": finding if where is None else {**finding, "file": where}}
         if exc.result is not None:
             report.update(_wire(exc.result))
         print(json_text(report, indent=2))
     else:
-        render_error(out, exc)
+        ends = finding.get("where")
+        render_error(out, exc, at=ends)
         place = "" if where is None else f" in {where}"
-        out.line(f"{_breaks(exc, finding, located, place)}; {verify} lists every finding", "red")
+        event = "the end" if exc.index is None else f"event #{exc.index}"
+        said = f"the recording{place} {ends}" if ends is not None else \
+            f"the recording breaks the protocol{place} at {event} ({_position(finding)})"
+        out.line(f"{said}; {verify} lists every finding", "red")
     return 1
 
 
-def _breaks(exc: ProtocolError, finding: dict[str, Any], located: _Located, place: str) -> str:
-    """Where the recording breaks the protocol, in words: the event and its place in the file, or, for a
-    recording cut before its run's end, the event it ends after (the error's index is the count of events,
-    one past the last)."""
+def _cut_short(finding: dict[str, Any], located: _Located) -> None:
+    """Mark the finding of a recording cut before its run's end (``StreamEnded`` at the count of events)
+    with ``after``, the last event it holds (``{"index", "eventType"}``; ``None``: it holds none), and
+    ``where``, in words: "ends before the run finished, after event #K (TYPE), at byte B" (B: the size).
+
+    Its ``index`` stays the error's typed index, the count of events: one past the last, the index the
+    next event would have had. Named by that alone, the end read as an event the file does not hold
+    ("event #3 (end, byte 199)"); ``replay``'s panel, its line and ``verify``'s all say what it ends after.
+    """
     session = located.session
-    if isinstance(exc, StreamEnded) and exc.index == session.index:
-        last = session.last_type if isinstance(session, _Session) else None
-        after = (f"after event #{exc.index - 1} ({named(last or '-')})" if exc.index else "before any event")
-        return f"the recording{place} ends before the run finished, {after}, at byte {located.size}"
-    event = "the end" if exc.index is None else f"event #{exc.index}"
-    return f"the recording breaks the protocol{place} at {event} ({_position(finding)})"
+    if finding.get("error") != StreamEnded.__name__ or finding["index"] != session.index:
+        return
+    last = session.last_type if isinstance(session, _Session) else None
+    after = finding["after"] = {"index": session.index - 1, "eventType": last} if session.index else None
+    event = f"after event #{after['index']} ({named(last or '-')})" if after else "before any event"
+    finding["where"] = f"ends before the run finished, {event}, at byte {located.size}"
 
 
 def _wire(result: RunResult) -> dict[str, Any]:
@@ -506,6 +516,7 @@ def _located_findings(session: _Session, located: _Located,
     findings = [_finding(e, "error") for e in errors_found] + [_finding(w, "warning") for w in result.warnings]
     for finding in findings:
         finding["line"], finding["offset"] = located.of(finding["index"])
+        _cut_short(finding, located)
     findings.sort(key=lambda f: (f["index"] is None, f["index"] if f["index"] is not None else 0))
     dropped = session.warnings.dropped + session.state.warnings.dropped + located.dropped
     return (findings, len(errors_found) + session.errors_dropped, len(result.warnings) + dropped,
@@ -571,18 +582,22 @@ def _findings_view(out: Output, findings: Sequence[dict[str, Any]]) -> None:
             table.add_column(column)
         for f in findings:
             style = "red" if f["severity"] == "error" else "yellow"
-            table.add_row(f["severity"], *((f.get("file", ""),) if files else ()), _index(f), _position(f),
+            table.add_row(f["severity"], *((f.get("file", ""),) if files else ()), _index(f),
+                          f.get("where") or _position(f),
                           named(f["eventType"] or "-"), f["rule"] or "-", one_line(f["message"], 1000),
                           style=style)
         out.console.print(table)
         return
     for f in findings:
-        out.line(f"{f['severity']}: {_where(f)} ({_position(f)}) {named(f['eventType'] or '-')} "
-                 f"[{f['rule'] or '-'}] {one_line(f['message'], 1000)}")
+        ends = f.get("where")
+        where = f"{_where(f)} ({_position(f)})" if ends is None else \
+            (f"{f['file']} {ends}" if "file" in f else ends)
+        out.line(f"{f['severity']}: {where} {named(f['eventType'] or '-')} [{f['rule'] or '-'}] "
+                 f"{one_line(f['message'], 1000)}")
 
 
 def _index(finding: dict[str, Any]) -> str:
-    return f"#{finding['index']}" if finding["index"] is not None else "end"
+    return f"#{finding['index']}" if finding["index"] is not None and "after" not in finding else "end"
 
 
 def _position(finding: dict[str, Any]) -> str:

@@ -688,10 +688,11 @@ def answer_text(payload: Any) -> str:
 _PROBLEMS_SHOWN = 10
 
 
-def render_error(out: Output, exc: BaseException) -> None:
-    """An error in a panel, saying where: event index, type and rule for a protocol error."""
+def render_error(out: Output, exc: BaseException, *, at: str | None = None) -> None:
+    """An error in a panel, saying where: event index, type and rule for a protocol error (``at``: where,
+    in words, said instead of its event: a recording cut before its run's end says what it ends after)."""
     if isinstance(exc, ProtocolError):
-        where = [f"event #{exc.index}" if exc.index is not None else None,
+        where = [(f"event #{exc.index}" if exc.index is not None else None) if at is None else at,
                  named(exc.event_type) if exc.event_type else None,
                  f"rule {exc.rule}" if exc.rule else None, f"at {named(exc.pointer)}" if exc.pointer else None,
                  f"run {named(exc.run_id)}" if exc.run_id else None]

@@ -406,6 +406,9 @@ class RunSession:
             expanded = self._chunks.feed(event, index)
         except ProtocolError as exc:
             return self._fail(exc, index, _type_of(event))
+        # A *_CHUNK stands for the events it is folded as; what those break is named by the chunk, the
+        # event the agent sent (see ``_folded_as``).
+        chunk = _type_of(event) if type(event) in _CHUNKS else None
         out: list[ev.Event | ev.UnknownEvent] = []
         for item in expanded:
             if self.redact is not None and type(item) in _ERROR_EVENTS:
@@ -420,16 +423,18 @@ class RunSession:
             try:
                 found = verifier.check(item, index)
             except ProtocolError as exc:
+                if chunk is not None:
+                    _folded_as(exc, chunk, kind)
                 self._refuse(exc, index, item)
                 continue
             if found:
-                self._add_warnings(found, index, kind)
+                self._add_warnings(found if chunk is None else _warnings_folded_as(found, chunk, kind), index, kind)
             if type(item) is ev.RunStartedEvent and self.run_input is not None \
                     and state.run_count > self._first_run_index:
                 self._another_run(item, index)
             folded = state.apply(item, adopt=adopt)
             if folded:
-                self._add_warnings(folded, index, kind)
+                self._add_warnings(folded if chunk is None else _warnings_folded_as(folded, chunk, kind), index, kind)
             out.append(item)
         return out
 
@@ -873,6 +878,30 @@ def _fronts() -> dict[str, Any]:
 
 #: Event type -> its front-end reader (see above).
 _FRONT: dict[str, Any] = _fronts()
+
+
+#: The chunk events, each folded as the start, content and end events it stands for (``chunks.py``).
+_CHUNKS = frozenset({ev.TextMessageChunkEvent, ev.ToolCallChunkEvent, ev.ReasoningMessageChunkEvent})
+
+
+def _folded_as(exc: ProtocolError, chunk: str, kind: str | None) -> None:
+    """``exc``, raised by an event a chunk was folded as (``kind``), named by the chunk: its ``event_type``
+    is the type the agent sent, and its message says what the chunk was folded as.
+
+    Named by the folded event alone, the error pointed at a ``TEXT_MESSAGE_START`` the stream does not
+    hold; named by the chunk alone, the errors of one chunk's start and content read the same.
+    """
+    if exc.event_type in (None, kind):
+        exc.event_type = chunk
+    if kind is not None and kind != chunk:
+        exc.detail = f"{exc.detail} (folded as {kind})"
+        exc.args = (exc.detail, *exc.args[1:])
+
+
+def _warnings_folded_as(found: Iterable[StreamWarning], chunk: str, kind: str | None) -> list[StreamWarning]:
+    """``found``, about an event a chunk was folded as (``kind``), named by the chunk (as :func:`_folded_as`)."""
+    return [attrs.evolve(warning, event_type=chunk, message=f"{warning.message} (folded as {kind})")
+            if warning.event_type in (None, kind) else warning for warning in found]
 
 
 def _type_of(event: Any) -> str | None:

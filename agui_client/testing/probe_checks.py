@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from .._inert import one_line
 from ..core import legacy
 from ..core import schema as _schema
 from ..core.expiry import parse_expires_at
@@ -32,7 +33,7 @@ __all__ = ["CHECKS", "KEPT_PER_RUN", "Observed", "Plan", "note", "judge"]
 KEPT_PER_RUN = 100
 
 # Evidence quotes what the producer sent; a long value is cut so a report stays readable.
-_QUOTE_LIMIT = 160
+_QUOTE_LIMIT = 163
 
 # A CUSTOM event whose name says it asks something (LangGraph's and CrewAI's ``on_interrupt``, an
 # approval or confirmation request): in a run that ended as success, the question went unanswered.
@@ -152,8 +153,10 @@ class Observed:
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _QUOTE_LIMIT else text[:_QUOTE_LIMIT] + "..."
+    # On one line as the CLI's other commands quote an agent's words (``one_line``: a line end written
+    # as ``\\n`` or ``\\r``; a line or paragraph separator, NEL, is escaped where the output leaves).
+    # Splitting on whitespace wrote each as a space: the report hid what the agent sent.
+    return one_line(text, _QUOTE_LIMIT)
 
 
 def note(seen: Observed, index: int, event: ev.Event | ev.UnknownEvent) -> None:

@@ -415,3 +415,34 @@ def test_a_jsonl_line_longer_than_the_event_limit_is_refused_wherever_the_blocks
         replay(_jsonl(events), format="jsonl", max_event_bytes=300)
     assert caught.value.index == 2
     assert replay(_jsonl(events), format="jsonl", max_event_bytes=600).text == "y" * 500 + "lo"
+
+
+def test_an_error_about_a_chunk_names_the_chunk_and_what_it_was_folded_as() -> None:
+    # A TEXT_MESSAGE_CHUNK after the run finished is folded as a TEXT_MESSAGE_START and its content: the
+    # errors named those, events the stream does not hold, as if the agent had sent them.
+    session = RunSession(collect_errors=True)
+    for event in (START, FINISH, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m9", "delta": "late"}):
+        session.feed_payload(json.dumps(event))
+    session.end()
+
+    at_the_chunk = [error for error in session.errors if error.index == 2]
+    assert [(type(e), e.event_type, e.rule) for e in at_the_chunk] == [
+        (SequenceError, "TEXT_MESSAGE_CHUNK", "CL-01/AGUI004")] * 2
+    assert [str(e) for e in at_the_chunk] == [
+        f"run 'r1', event #2, TEXT_MESSAGE_CHUNK, [CL-01/AGUI004]: the run already finished; only one late "
+        f"RUN_ERROR or a new RUN_STARTED may follow (folded as {folded})"
+        for folded in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT")]
+
+    with pytest.raises(SequenceError) as caught:  # (raised, not collected: named alike)
+        replay([START, FINISH, {"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "toolCallName": "f", "delta": "{}"}])
+    assert caught.value.event_type == "TOOL_CALL_CHUNK" and caught.value.index == 2
+    assert caught.value.detail.endswith("(folded as TOOL_CALL_START)")
+
+
+def test_a_warning_about_a_chunk_names_the_chunk_and_what_it_was_folded_as() -> None:
+    # (a message id used again in the run, by a chunk opening a second message)
+    result = replay([START, *TEXT, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "again"}, FINISH])
+
+    [warning] = [w for w in result.warnings if w.index == 5]
+    assert (warning.code, warning.event_type) == ("TX-05/AGUI104", "TEXT_MESSAGE_CHUNK")
+    assert warning.message == "message id 'm1' is already used in this run (folded as TEXT_MESSAGE_START)"

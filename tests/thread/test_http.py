@@ -377,3 +377,66 @@ def test_a_transport_error_without_a_message_still_says_what_happened(drive: Any
             client.thread().run("hi")
 
     assert str(caught.value).endswith("failed: ReadError (no detail from httpx)")
+
+
+
+#: The byte of a coded body's trailer each case spoils: gzip ends with its CRC-32 and the body's length
+#: (4 bytes each), zlib's deflate with an Adler-32.
+TRAILERS = [pytest.param("gzip", -5, id="gzip-crc"), pytest.param("gzip", -1, id="gzip-length"),
+            pytest.param("deflate", -1, id="deflate-adler")]
+
+
+def _spoiled_trailer(coding: str, spoiled: int, body: bytes) -> Any:
+    """An agent sending ``body`` coded in one read, the byte ``spoiled`` of its trailer changed."""
+    wire = bytearray(zlib.compress(body, 9, wbits=31 if coding == "gzip" else 15))
+    wire[spoiled] ^= 0xFF
+
+    async def corrupt(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), (b"content-encoding", coding.encode())]})
+        await send({"type": "http.response.body", "body": bytes(wire), "more_body": False})
+    return corrupt
+
+
+TEXT_KEPT = (b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+             b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
+             b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"kept"}\n\n')
+
+
+@pytest.mark.parametrize(("coding", "spoiled"), TRAILERS)
+def test_a_bad_check_at_the_end_of_a_coded_body_fails_the_run_after_the_events_of_its_read(
+    drive: Any, served: Any, coding: str, spoiled: int
+) -> None:
+    # zlib hands back nothing of a call that fails: the events in the read carrying the body's trailer (a
+    # CRC, length or Adler-32 that does not match) were lost with it, and the error named no run.
+    endpoint = served(_spoiled_trailer(coding, spoiled, TEXT_KEPT))
+
+    with drive.client(endpoint.url) as client:
+        seen: list[str] = []
+        with pytest.raises(ag.TransportError) as caught:
+            with client.thread("t").stream("hi", run_id="r") as events:
+                for event in events:
+                    seen.append(event.TYPE)
+
+    error = caught.value
+    assert seen == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+    assert error.result is not None and error.result.text == "kept"
+    assert type(error) is ag.TransportError and error.run_id == "r" and error.index == 3
+    assert str(error).startswith(f"the response from {endpoint.url} to run 'r' could not be decoded ({coding}): ")
+
+
+@pytest.mark.parametrize(("coding", "spoiled"), TRAILERS)
+def test_a_bad_check_after_the_run_ended_in_the_same_read_leaves_the_run_standing(
+    drive: Any, served: Any, coding: str, spoiled: int
+) -> None:
+    # (as any transport fault after the run's end: the run was folded whole, and saved)
+    body = TEXT_KEPT + (b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n'
+                        b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n')
+    endpoint = served(_spoiled_trailer(coding, spoiled, body))
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread("t").run("hi", run_id="r")
+
+    assert result.outcome == "success" and result.text == "kept"
+    assert [(w.code, w.run_id) for w in result.warnings] == [("TR-13", "r")]
+    assert "could not be decoded" in result.warnings[0].message

@@ -285,3 +285,19 @@ def test_a_stream_and_a_tool_loops_stream_read_through_are_freed_with_their_last
         finally:
             if collecting:
                 gc.enable()
+
+
+def test_an_error_about_a_chunk_names_the_chunk_the_agent_sent(drive: Any, served: Any) -> None:
+    # A TEXT_MESSAGE_CHUNK after the run finished is folded as a TEXT_MESSAGE_START and its content: the
+    # error named the TEXT_MESSAGE_START, an event the agent never sent.
+    endpoint = served(ScriptedAgent([[Start(), Finish(),
+                                      {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m9", "delta": "late"}]]))
+
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(ag.SequenceError) as caught:
+            client.thread().run("hi")
+
+    error = caught.value
+    assert (error.index, error.event_type, error.rule) == (2, "TEXT_MESSAGE_CHUNK", "CL-01/AGUI004")
+    assert str(error).startswith(f"run {error.run_id!r}, event #2, TEXT_MESSAGE_CHUNK, [CL-01/AGUI004]: ")
+    assert str(error).endswith(" (folded as TEXT_MESSAGE_START)")

@@ -53,10 +53,10 @@ def _json_value(rng: random.Random, depth: int = 0) -> Any:
 
 
 def _patch(rng: random.Random) -> list[Any]:
-    ops = []
+    ops: list[Any] = []
     for _ in range(rng.randint(0, 3)):
-        op: dict[str, Any] = {"op": rng.choice(["add", "remove", "replace", "move", "copy", "test", "bogus"]),
-                              "path": rng.choice(POINTERS)}
+        op: Any = {"op": rng.choice(["add", "remove", "replace", "move", "copy", "test", "bogus"]),
+                   "path": rng.choice(POINTERS)}
         if rng.random() < 0.7:
             op["value"] = _json_value(rng)
         if rng.random() < 0.3:
@@ -175,7 +175,8 @@ class _Talk:
         tag = {"subagentRunId": owner} if owner is not None else {}
         if kind == "text":
             mid = self.fresh("m")
-            events = [{"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant", **tag}]
+            events: list[dict[str, Any]] = [{"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant",
+                                             **tag}]
             if rng.random() < 0.2:
                 events[0]["metadata"] = {"k": rng.randint(0, 3)}
             text = ""

@@ -326,7 +326,7 @@ def subagent_tree(p: _P) -> Stream:
         ev.append(p.ev("SUBAGENT_ERROR", subagentRunId=s2, message="worker failed",
                        code="E1" if rng.random() < 0.5 else None))
     else:
-        result = rng.choice([None, 0, "", [], {"a": [1, {"b": None}]}, "done", False, 1.5])
+        result: Any = rng.choice([None, 0, "", [], {"a": [1, {"b": None}]}, "done", False, 1.5])
         ev.append(p.ev("SUBAGENT_FINISHED", subagentRunId=s2,
                        **({"result": result} if s2_end == "result" and result is not None else {}),
                        **({"outcome": {"type": "success"}} if rng.random() < 0.3 else {})))
@@ -484,14 +484,14 @@ def snapshot_rewrites(p: _P) -> Stream:
                                    p.id("msg"))
     ev: list[Event] = [p.started(run), *p.text(m1, "Calling."), *p.call(c1, "f", {"a": 1}, m1),
                        *p.call(c2, "g", {"b": 2}, m1), p.result(c1, t1, "r1"), *p.text(m2, "Between.")]
-    asst = {"id": m1, "role": "assistant", "content": "Calling.",
-            "toolCalls": [_call_entry(c1, "f", {"a": 1}), _call_entry(c2, "g", {"b": 2})]}
+    asst: dict[str, Any] = {"id": m1, "role": "assistant", "content": "Calling.",
+                            "toolCalls": [_call_entry(c1, "f", {"a": 1}), _call_entry(c2, "g", {"b": 2})]}
     tool = {"id": t1, "role": "tool", "toolCallId": c1, "content": "r1"}
     second = {"id": m2, "role": "assistant", "content": "Between."}
     user = {"id": u0, "role": "user", "content": "hi"}
     how = rng.sample(["move-result", "drop-result", "change-args", "retype", "drop-call", "add-user", "reorder"],
                      rng.randint(1, 3))
-    msgs = [asst, tool, second]
+    msgs: list[dict[str, Any]] = [asst, tool, second]
     if "change-args" in how:
         asst["toolCalls"][0]["function"]["arguments"] = json.dumps({"a": 2})
     if "drop-call" in how:
@@ -596,7 +596,9 @@ def number_edges(p: _P) -> Stream:
         text = json.dumps(head, ensure_ascii=False)
         return text[:-1] + ", " + tail + "}"
 
-    ev: list[Event] = [p.started(run)]
+    # Events and lines written as text (a Line is kept verbatim by the writers): the stream's type names
+    # events only, so the list is typed by what both are.
+    ev: list[Any] = [p.started(run)]
     ev.append(line({"type": "STATE_SNAPSHOT"}, f'"snapshot": {{"a": {num()}, "b": [{num()}, {num()}], "c": 1}}'))
     ev.append(line({"type": "STATE_DELTA"}, f'"delta": [{{"op": "add", "path": "/d", "value": {num()}}}, '
                                             f'{{"op": "replace", "path": "/c", "value": {num()}}}]'))

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,7 +136,8 @@ def generate(folder: Path, sources: list[Stream], gen: list[str], mutate: int, s
             made = (producers.streams(gseed, n, sse_every=sse_every) if kind == "producers"
                     else families.streams(gseed, n) if kind == "families"
                     else sdkwire.streams(gseed, n) if kind == "sdkwire" else integrations.streams(gseed, n))
-            frame = sdkwire.frame if kind == "sdkwire" else producers.frame
+            # (sdkwire's streams carry written lines where the others carry events: each has its own framer)
+            frame: Callable[[list[Any], str], str] = sdkwire.frame if kind == "sdkwire" else producers.frame
             for pname, events, inp, framing in made:
                 target = folder / (f"{pname}.sse" if framing else f"{pname}.jsonl")
                 with open(target, "w", encoding="utf-8", newline="") as out:  # (CRLF framing kept as written)

@@ -340,7 +340,7 @@ def our_verdict(case: dict[str, Any]) -> dict[str, Any]:
     from agui_client.wire.sink import collect_warnings
 
     interrupts = [decode(item, Interrupt) for item in case.get("pendingInterrupts", [])]
-    entries = [ResumeEntry(interrupt_id=e.get("interruptId"), status=e.get("status"),  # type: ignore[arg-type]
+    entries = [ResumeEntry(interrupt_id=e.get("interruptId"), status=e.get("status"),
                            payload=e.get("payload"), metadata=e.get("metadata")) for e in case.get("resume") or []]
     now = _now(case["now"])
     refused: ResumeRefused | None = None
