@@ -6,9 +6,11 @@ writers would: a claim owner holding an escape sequence or a megabyte, a head fi
 type, a subagent or a run id whose key is text meant for a terminal. Each test below writes such a
 record by hand (SQLite, as the CLI's ``--thread-file``; the rules are the ones every store shares) and
 checks that the refusal is typed, names the thread and the field, quotes what it found escaped and
-short, and leaves the record as it was. The last two check the location every error and warning
-names (run, event type, pointer) for the same two faults, through a run on a real server and through
-Python's own warning display. Each failed before the fix (CHANGELOG, "Twenty-third round").
+short, and leaves the record as it was. A thread file may also bring code: a trigger on the store's
+tables, run by every write, is refused when the file is opened. The last two check the location every
+error and warning names (run, event type, pointer) for the same two faults, through a run on a real
+server and through Python's own warning display. Each failed before its fix (CHANGELOG,
+"Twenty-third round").
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from clikit import agui_here
 
 from agui_client import AguiWarning, ConcurrentResume, StoreError, StreamWarning, ThreadState, decode_event
-from agui_client.stores import SqliteStore
+from agui_client.stores import RedisStore, SqliteStore
 
 #: OSC 52 (write the clipboard), a screen clear, a bidi override and a Hangul filler (which ``repr``
 #: leaves as it is): what a terminal obeys or a reader cannot see.
@@ -95,11 +99,7 @@ def test_a_forged_claim_is_quoted_as_an_id_in_every_refusal(drive: Any, served: 
 
 def test_a_forged_claim_in_redis_is_quoted_as_an_id(redis_url: str) -> None:
     # The replica's case: the claim read back by the Redis write script, judged by the shared rule.
-    import redis
-
-    from agui_client.stores import RedisStore
-
-    prefix = "agui:attack-records:"
+    prefix = f"agui:attack-records:{uuid.uuid4().hex}:"
     with redis.Redis.from_url(redis_url) as raw, RedisStore(redis_url, prefix=prefix) as store:
         store.save("t", {"messages": []}, expected_version=None)
         raw.hset(prefix + "t", "claim", HOSTILE * 50_000)
