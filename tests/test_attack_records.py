@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import sys
 import uuid
 import warnings
 from pathlib import Path
@@ -25,10 +26,13 @@ from typing import Any
 
 import pytest
 import redis
+from ag_ui.core import ResumeEntry as Browsers
 from clikit import agui_here
 
 from agui_client import AguiWarning, ConcurrentResume, StoreError, StreamWarning, ThreadState, decode_event
+from agui_client.ag_ui import from_ag_ui
 from agui_client.stores import RedisStore, SqliteStore
+from agui_client.wire.sink import WARNINGS_PER_CODE
 
 #: OSC 52 (write the clipboard), a screen clear, a bidi override and a Hangul filler (which ``repr``
 #: leaves as it is): what a terminal obeys or a reader cannot see.
@@ -282,3 +286,24 @@ def test_a_warning_outside_a_run_reaches_pythons_display_escaped(tmp_path: Path)
     assert len(shown) == 4
     for text in shown:
         assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, text
+
+
+def test_warnings_outside_a_run_keep_a_bounded_part_of_memory() -> None:
+    # A relay crossing each browser's resume entries with from_ag_ui: a key of its own in each request
+    # was a new text for Python's warning registry, kept for the life of the process, and a new line on
+    # stderr (20,000 requests held 16 MB). Past WARNINGS_PER_CODE distinct ones, one says so.
+    def registered() -> int:
+        return sum(len(getattr(module, "__warningregistry__", None) or ()) for module in list(sys.modules.values()))
+
+    shown: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, *_, **__: shown.append(str(message))
+        before = registered()
+        for k in range(WARNINGS_PER_CODE + 500):
+            entry = from_ag_ui(Browsers.model_validate({"interruptId": "i", "status": "cancelled", f"k{k}": 1}))
+            assert entry.interrupt_id == "i"
+        grown = registered() - before
+    assert len(shown) == WARNINGS_PER_CODE + 1 and all("[UK-03]" in text for text in shown)
+    assert shown[-1].endswith("outside a run: further new ones are not shown)")
+    assert grown <= WARNINGS_PER_CODE + 2, grown

@@ -3,7 +3,8 @@
 Decoding and the resume rules find things to tolerate (an unknown field, a legacy null, an
 unreadable ``expiresAt``). They report them with :func:`warn` to the active :class:`WarningSink`
 (a run session collects them into ``RunResult.warnings``); outside any sink they are emitted through
-:mod:`warnings` as :class:`~agui_client.errors.AguiWarning`.
+:mod:`warnings` as :class:`~agui_client.errors.AguiWarning`, up to :data:`WARNINGS_PER_CODE` distinct ones
+of a code in the life of the process.
 """
 
 from __future__ import annotations
@@ -125,12 +126,55 @@ def collect_warnings(sink: WarningSink | None = None) -> Iterator[WarningSink]:
         _SINK.reset(token)
 
 
+class _Outside:
+    """Which warnings of each code were said through :mod:`warnings` (outside any sink), for the process.
+
+    Python remembers each distinct text it shows, in the registry of the module that warned, for as long
+    as the process lives; and a warning's text names what the input chose (an unknown field's key). A web
+    backend crossing each browser's request with ``from_ag_ui``, or a service loading other writers'
+    records, so remembered every key any of them sent, and wrote each to stderr: 20,000 requests holding
+    a key of their own kept 16 MB. Past :data:`WARNINGS_PER_CODE` distinct texts of a code, one more says
+    so and the code is quiet outside a run from then on; a text already said passes, for Python to judge.
+    The count starts again when the warning filters are replaced (``warnings.catch_warnings``, as pytest
+    does around each test), as Python's own memory of what it showed is dropped then.
+    """
+
+    def __init__(self) -> None:
+        # (no lock: the sans-IO layers take none. Threads warning at once may each add a text past the
+        # bound, or each say the note: a few more, never a growth without end.)
+        self._said: dict[str, set[int]] = {}  # code -> hashes of the texts said (a text may be long)
+        self._quiet: set[str] = set()
+        self._filters: object = warnings.filters
+
+    def admit(self, code: str, text: str) -> str | None:
+        """``text`` to say, with the note that ends a code's share, or ``None`` past it."""
+        if warnings.filters is not self._filters:
+            self._said, self._quiet, self._filters = {}, set(), warnings.filters
+        said = self._said.setdefault(code, set())
+        if hash(text) in said:
+            return text
+        if len(said) < WARNINGS_PER_CODE:
+            said.add(hash(text))
+            return text
+        if code in self._quiet:
+            return None
+        self._quiet.add(code)
+        return (f"{text} ({WARNINGS_PER_CODE} distinct warnings with code {code} outside a run: further new "
+                "ones are not shown)")
+
+
+_OUTSIDE = _Outside()
+
+
 def warn(code: str, message: str, *, pointer: str | None = None, event_type: str | None = None,
          once: tuple[str, ...] | None = None, repeat: int = 1) -> None:
-    """Report a warning to the active sink (see :meth:`WarningSink.warn`), or through :mod:`warnings`."""
+    """Report a warning to the active sink (see :meth:`WarningSink.warn`), or through :mod:`warnings`
+    (at most :data:`WARNINGS_PER_CODE` distinct ones of a code in the life of the process)."""
     sink = _SINK.get()
     if sink is not None:
         sink.warn(code, message, pointer=pointer, event_type=event_type, once=once, repeat=repeat)
-    else:
-        warnings.warn(str(StreamWarning(code=code, message=message, pointer=pointer, event_type=event_type)),
-                      AguiWarning, stacklevel=4)
+        return
+    text = _OUTSIDE.admit(code, str(StreamWarning(code=code, message=message, pointer=pointer,
+                                                  event_type=event_type)))
+    if text is not None:
+        warnings.warn(text, AguiWarning, stacklevel=4)
