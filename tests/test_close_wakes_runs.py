@@ -614,3 +614,42 @@ def test_an_async_run_reaching_the_transport_after_its_client_closed_opens_no_sh
     error, thread, shards = asyncio.run(main())
     check_closed_before_the_answer(error, thread, endpoint.url)
     assert endpoint.agent.requests == [] and shards == []
+
+
+@pytest.mark.timeout(60)
+def test_a_sync_close_landing_between_the_connects_check_and_its_connect_wakes_it(
+        dropping: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The close comes just after the connect's socket was held and the close looked at, before the connect
+    # began. A connect with a timeout returns at once on a socket shut down before it (Python waits for it
+    # by poll, which such a socket answers at once), and the close refused it after; one without a timeout
+    # (timeout=None) waits in the kernel, which that shutdown does not end: to an address that drops the SYN
+    # the run waited until the kernel gave up. The connect is now under way before the close is looked at.
+    original = _pool._Opening.holding
+    url = f"http://{dropping[0]}:{dropping[1]}/agent"
+    client = ag.AgentClient(url, timeout=None, idle_timeout=IDLE, store=MemoryStore())
+
+    @contextlib.contextmanager
+    def holding(opening: Any, sock: socket.socket, *, ours: bool) -> Iterator[None]:
+        with original(opening, sock, ours=ours):
+            if not ours:
+                client.close()  # (in the run's own thread: the close lands there, whatever the threads do)
+            yield
+
+    monkeypatch.setattr(_pool._Opening, "holding", holding)
+    thread = client.thread("woken")
+    ended = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            thread.run("go")
+        except BaseException as exc:  # noqa: BLE001 - handed to the test, which asserts on it
+            failed.append(exc)
+        finally:
+            ended.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert ended.wait(BOUND), "the run connects after the close, and waits for the agent"
+
+    check_closed_before_the_answer(failed[0] if failed else None, thread, url)
+    assert str(failed[0].__cause__) == "the client was closed"
