@@ -821,10 +821,11 @@ def wake_requests(transport: object, sender: object) -> None:
     caller's, and may send other code's requests too. Its own runs, though, are to end with it, at once,
     not when the agent next sends or their ``idle_timeout`` passes: each one's connection, and only that,
     is shut down; httpx then drops it from the pool as it drops a connection the agent cut. A run still
-    opening its connection there (its connect, its TLS handshake) has none the pool holds yet, and waits
-    out its connect timeout. So does one whose connection also carries a request of someone else's (an
-    HTTP/2 connection serves several at once): shutting it down would end theirs too. httpcore's private
-    attributes, read with defaults: if they move, nothing is shut down."""
+    opening its connection there (its connect, its TLS handshake) has none the pool holds yet: an async
+    run is cancelled there by its client (``_async/client_io.Opening``), a sync one waits out its connect
+    timeout. So does one whose connection also carries a request of someone else's (an HTTP/2 connection
+    serves several at once): shutting it down would end theirs too. httpcore's private attributes, read
+    with defaults: if they move, nothing is shut down."""
     ours: list[object] = []
     shared: set[int] = set()  # (the connections of other senders' requests, by id: they stay open)
     for waiting in list(getattr(getattr(transport, "_pool", None), _REQUESTS, ())):
