@@ -23,7 +23,7 @@ from .wire.types import events as ev
 from .wire.types import messages as msg
 from .wire.types.run import RunAgentInput
 
-__all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "no_events",
+__all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream",
            # How a thread's pump fills the streams it hands out (not the package's API):
            "stepped_by", "runs_in", "stream_left", "end", "ended", "fail", "failure", "ran", "reading",
            # How a thread's stream() and stream_until_done() hand out their block (neither is the API):
@@ -66,9 +66,10 @@ class _Ending:
 class _Stream(_Ending):
     """What a stream of folded events offers, whatever runs it carries (sync)."""
 
-    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
+    def __init__(self, state: ThreadState | None) -> None:
         super().__init__(state)
-        self._events = events
+        # (its pump's generator of events once the pump gives it its steps: stepped_by, runs_in)
+        self._events: Iterator[ev.Event | ev.UnknownEvent] = iter(())
         self._step: Callable[[], Any] | None = None  # (a run's pump step, which a tool loop's stream takes on)
         # How the block's leaving side hands the run's settling to a reader inside a step (stream_left):
         # the block was left (for good), the settling handed over (taken once), and the lock both sides
@@ -115,9 +116,8 @@ class _Stream(_Ending):
 class _AsyncStream(_Ending):
     """What a stream of folded events offers, whatever runs it carries (async: see :class:`_Stream`)."""
 
-    def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
+    def __init__(self, state: ThreadState | None) -> None:
         super().__init__(state)
-        self._events = events
         # How its readers (_read) take the events: the pump's step (_BUSY while a reader is inside it,
         # None once the stream is over or its block was left), what a run's result leads to (a tool
         # loop's next run's step; None: the stream is over), and the rest of a step's events a reader
@@ -170,8 +170,8 @@ class _OneRun(_Ending):
 class _Runs(_Ending):
     """What a tool loop's stream adds, in either shell: each run's result, and the run being read."""
 
-    def __init__(self, events: Any, state: ThreadState | None) -> None:
-        super().__init__(events, state)  # type: ignore[call-arg]  # (the shell's stream, next in the order)
+    def __init__(self, state: ThreadState | None) -> None:
+        super().__init__(state)
         self._results: list[RunResult] = []
         self._run_id: str | None = None  # (the run being read, for StreamNotFinished; None between runs)
 
@@ -226,9 +226,8 @@ class RunStream(_OneRun, _Stream):
         print(result.outcome)
     """
 
-    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
-                 state: ThreadState | None = None) -> None:
-        super().__init__(events, state)
+    def __init__(self, run_input: RunAgentInput, state: ThreadState | None = None) -> None:
+        super().__init__(state)
         self.run_input = run_input
 
 
@@ -244,9 +243,8 @@ class AsyncRunStream(_OneRun, _AsyncStream):
         print(stream.result.outcome)  # a RunResult: the stream ended
     """
 
-    def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
-                 state: ThreadState | None = None) -> None:
-        super().__init__(events, state)
+    def __init__(self, run_input: RunAgentInput, state: ThreadState | None = None) -> None:
+        super().__init__(state)
         self.run_input = run_input
 
 
@@ -270,7 +268,7 @@ class LoopStream(_Runs, _Stream):
     """
 
     def __init__(self, state: ThreadState | None = None) -> None:
-        super().__init__(iter(()), state)
+        super().__init__(state)
 
 
 class AsyncLoopStream(_Runs, _AsyncStream):
@@ -286,7 +284,7 @@ class AsyncLoopStream(_Runs, _AsyncStream):
     """
 
     def __init__(self, state: ThreadState | None = None) -> None:
-        super().__init__(no_events(), state)
+        super().__init__(state)
 
 
 class _Reader:
@@ -731,10 +729,3 @@ def _not_finished(run_id: str | None, failed: BaseException | None, what: str = 
                                  failed=failed)
     return StreamNotFinished(f"run {quoted_name(run_id)}: {what} has not ended; read .result after the with block, "
                              "or call get_final_result() to read the rest first", run_id=run_id)
-
-
-async def no_events() -> AsyncIterator[ev.Event | ev.UnknownEvent]:
-    """An async stream of no events (what a stream holds until its pump gives it the run's)."""
-    nothing: tuple[ev.Event | ev.UnknownEvent, ...] = ()
-    for item in nothing:
-        yield item

@@ -41,7 +41,7 @@ from ..errors import AguiError
 from ..telemetry import UNWATCHED, watch_loop, watch_run
 from ..wire.types.base import JSON
 from ..wire.types.run import Context, Tool
-from .thread_io import INTERRUPTED, AsyncThreadIO, no_events
+from .thread_io import INTERRUPTED, AsyncThreadIO
 
 if TYPE_CHECKING:
     from ..client import AsyncAgentClient
@@ -214,7 +214,7 @@ class AsyncThread(AsyncThreadIO):
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=INTERRUPTED)
             exchange = _AsyncExchange(watch)
             hand: Hand = await self._drive(flow, exchange)
-            stream = AsyncRunStream(no_events(), plan.run_input, self._state)
+            stream = AsyncRunStream(plan.run_input, self._state)
             stepped_by(stream, self._drive, hand.receive, exchange)
             # (read after the block, the stream is over: it yields nothing more. Left while another reader is
             # inside a step, that reader settles the run as its step comes out, and this raises STREAM-SHARED)

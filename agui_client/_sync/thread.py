@@ -40,7 +40,7 @@ from ..errors import AguiError
 from ..telemetry import UNWATCHED, watch_loop, watch_run
 from ..wire.types.base import JSON
 from ..wire.types.run import Context, Tool
-from .thread_io import INTERRUPTED, ThreadIO, no_events
+from .thread_io import INTERRUPTED, ThreadIO
 
 if TYPE_CHECKING:
     from ..client import AgentClient
@@ -180,7 +180,7 @@ class Thread(ThreadIO):
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=INTERRUPTED)
             exchange = _Exchange(watch)
             hand: Hand = self._drive(flow, exchange)
-            stream = RunStream(no_events(), plan.run_input, self._state)
+            stream = RunStream(plan.run_input, self._state)
             stepped_by(stream, self._drive, hand.receive, exchange)
             # (read after the block, the stream is over: it yields nothing more. Left while another reader is
             # inside a step, that reader settles the run as its step comes out, and this raises STREAM-SHARED)
