@@ -313,16 +313,17 @@ class _Reader:
         return self
 
     def __next__(self) -> ev.Event | ev.UnknownEvent:
-        stream = self._stream
         try:
             event = next(self._events)
         except BaseException as exc:
             if type(exc) is ValueError and _executing(exc):
-                raise _shared(stream) from None  # (refused: this reader was never inside, it settles nothing)
-            if stream._left:
-                _settled_here(stream)
+                raise _shared(self._stream) from None  # (refused: this reader was never inside: settles nothing)
+            if self._stream._left:
+                _settled_here(self._stream)
             raise
-        if stream._left and _settled_here(stream):
+        # (a look after this reader left the events: the block, left while it was inside them, handed it
+        # the run's settling, which a look inside the events, before they yield, could miss)
+        if self._stream._left and _settled_here(self._stream):
             raise StopIteration  # (the block was left: this reader's iteration ends, as a later one's would)
         return event
 
