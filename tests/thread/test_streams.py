@@ -16,6 +16,7 @@ import pytest
 from threadkit import interrupted
 
 import agui_client as ag
+from agui_client.core.flow import Conversation
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, reasoning, text_message, tool_call
 
@@ -282,6 +283,38 @@ def test_a_stream_and_a_tool_loops_stream_read_through_are_freed_with_their_last
             left = [weakref.ref(getattr(stream, "_target", stream)), weakref.ref(getattr(loop, "_target", loop))]
             del stream, loop
             assert [ref() for ref in left] == [None, None]
+        finally:
+            if collecting:
+                gc.enable()
+
+
+@pytest.mark.parametrize("read", ["left early", "read through"])
+def test_a_stream_kept_for_its_result_holds_none_of_its_runs_reading(drive: Any, served: Any, read: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the step a stream's readers took, the run's flow folding its reads, holds the run's exchange: once
+    # the block was left, a stream kept for its result lets go of it, in the sync shell as in the async
+    # one, so it goes at once, with no cycle collector pass; the sync stream kept it as long as it lived)
+    flows: list[weakref.ref[Any]] = []
+    receive = Conversation._receive
+
+    def watched(self: Any, *args: Any, **kwargs: Any) -> Any:
+        flow = receive(self, *args, **kwargs)
+        flows.append(weakref.ref(flow))
+        return flow
+
+    monkeypatch.setattr(Conversation, "_receive", watched)
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "one two"), Finish()]]))
+    with drive.client(endpoint.url) as client:
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with client.thread().stream("hi") as stream:
+                for event in stream:
+                    if read == "left early" and isinstance(event, ag.TextMessageStartEvent):
+                        break
+            (flow,) = flows
+            assert flow() is None
+            assert stream.result.outcome == (None if read == "left early" else "success")  # (kept, and read)
         finally:
             if collecting:
                 gc.enable()
