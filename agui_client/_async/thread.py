@@ -204,7 +204,9 @@ class AsyncThread(AsyncThreadIO):
         Same arguments (``headers`` too) and errors as :meth:`run`. The thread is saved when the run ends, before the
         terminal event reaches the caller. Leaving the ``async with`` block before the stream ends closes
         the response: what was folded stays in ``thread.state`` but is not saved, and a resume's
-        claim stays held (its request reached the agent; see :meth:`release_claim`).
+        claim stays held (its request reached the agent; see :meth:`release_claim`). Left while another
+        task or OS thread reads the stream, the block raises ``StreamMisused`` (``STREAM-SHARED``): that reader
+        settles the run as its read comes back, and this object starts no other run until it has.
         """
         _check_open(self)
         with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
