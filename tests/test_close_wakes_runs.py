@@ -463,6 +463,27 @@ def test_a_shard_woken_by_a_close_opens_no_connection_more(dropping: tuple[str, 
     assert str(caught.value) == "the client was closed"
 
 
+def test_a_shard_connection_the_close_did_not_shut_down_is_neither_written_nor_read(served: Any) -> None:
+    # A connection that came to a shard's pool as the client closed, after the close looked there, was not
+    # shut down. Here a run leaves its connection idle in the shard, and the shard is then marked closed
+    # alone, as the close marks it, its connections left as they were: a request sent on that connection
+    # is refused at its write, and at the read httpcore makes after a failed write (for an early answer).
+    # Were the read let through, it would wait for an answer to a request the agent never got, here until
+    # its read timeout.
+    endpoint = served(ScriptedAgent.chat())
+    with ag.AgentClient(endpoint.url, timeout=BOUND, store=MemoryStore()) as client:
+        assert client.thread().run("hi").outcome == "success"
+        (shard,) = client.http._transport._shards
+        (kept,) = shard.transport._pool._connections
+        assert kept.is_idle()
+        shard.transport._pool._network_backend.opening.wake()
+        with pytest.raises(httpx.ReadError) as caught:
+            client.http.post(endpoint.url, content=b"{}", timeout=httpx.Timeout(BOUND, read=1.0))
+
+    assert str(caught.value) == "the client was closed"
+    assert len(endpoint.received) == 1  # (the run's: the refused request reached nobody)
+
+
 @pytest.mark.timeout(60)
 def test_a_sync_run_writing_a_body_the_agent_does_not_read_is_woken_by_close() -> None:
     # The agent reads the request's first byte and no more, its receive buffer small; the run's 16 MiB
