@@ -47,7 +47,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
+import select
 import socket
 import ssl
 import threading
@@ -137,10 +139,13 @@ class _Opening:
     connection was closed; a descriptor of our own stays the connection's until we close it, which is done
     under the lock :meth:`wake` shuts down under. Once :meth:`wake` ran, no connection opens here any more.
 
-    A socket shut down before its ``connect`` began is not stopped by it (Linux connects it all the same):
-    a connect that then completes sees the close and is refused, one to an address that drops the SYN waits
-    for its timeout. That takes a close landing in the few bytecodes between the socket's check here and its
-    ``connect``, where the connect's thread makes no system call (each would let the closing thread in).
+    A socket shut down before its ``connect`` began is not stopped by that shutdown. A connect with a timeout
+    returns at once on it (Python waits for the connect by ``poll``, which such a socket answers at once), and
+    the look at the close after the connect refuses the connection; one without a timeout (``timeout=None``)
+    waits in the kernel, which the shutdown did not end, to an address that drops the SYN until the kernel
+    gives up. So the connect is begun without waiting, and the close looked at only then, before the wait
+    (:meth:`_Backend._connect`): a close that came before that look refuses the connection; one that comes
+    after it finds the socket connecting, and its shutdown ends the wait.
     """
 
     def __init__(self) -> None:
@@ -269,23 +274,42 @@ class _Backend(httpcore.NetworkBackend):
         for family, kind, proto, _, address in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
             sock = socket.socket(family, kind, proto)
             try:
-                # (settimeout and bind let go of the interpreter: both are done before the socket is held, so
-                # that from the check of the close to the connect's wait nothing lets another thread in)
-                sock.settimeout(timeout)
                 if local_address is not None:
                     sock.bind((local_address, 0))
                 with self.opening.holding(sock, ours=False):
-                    sock.connect(address)
+                    self._connect(sock, address, timeout)
                 if self.opening.closed:  # (a connect the close shut down may end as if it succeeded: refused)
                     raise httpcore.ConnectError("the client was closed")
+                sock.settimeout(timeout)  # (as socket.create_connection leaves it)
                 return sock
-            except httpcore.ConnectError:
-                sock.close()
-                raise
             except OSError as exc:
                 sock.close()
                 failure = exc
+            except BaseException:  # (the close's refusal; Ctrl-C in the wait)
+                sock.close()
+                raise
         raise failure if failure is not None else OSError(errno.EADDRNOTAVAIL, f"no address found for {host}")
+
+    def _connect(self, sock: socket.socket, address: Any, timeout: float | None) -> None:
+        """Connect ``sock`` (held for the close) to ``address`` within ``timeout``, as ``sock.connect`` would, but
+        with the close looked at once the connect is under way (see :class:`_Opening`): the connect is begun
+        without waiting, and waited for after that look.
+
+        Raises:
+            httpcore.ConnectError: the client was closed before the connect was under way.
+            TimeoutError: not connected within ``timeout``.
+            OSError: the connect failed (refused, reset, or shut down by the close).
+        """
+        sock.setblocking(False)
+        failed = sock.connect_ex(address)
+        if self.opening.closed:
+            raise httpcore.ConnectError("the client was closed")
+        if failed in _UNDER_WAY:
+            if not _writable(sock, timeout):
+                raise TimeoutError("timed out")
+            failed = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if failed:
+            raise OSError(failed, os.strerror(failed))
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
@@ -293,6 +317,35 @@ class _Backend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._backend.sleep(seconds)
+
+
+#: What a connect begun without waiting answers while it is under way (``EINTR``: interrupted by a signal,
+#: it goes on all the same; Windows says ``EWOULDBLOCK``).
+_UNDER_WAY = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN, errno.EINTR})
+
+
+#: The longest one wait of :func:`_writable` lasts, in seconds: ``poll`` takes milliseconds in a C ``int`` (24
+#: days), and the client takes timeouts of years (``MAX_SECONDS``), waited for in turns.
+_LONGEST_WAIT = 86400.0
+
+
+def _writable(sock: socket.socket, timeout: float | None) -> bool:
+    """Wait until ``sock``, connecting, is writable (connected, or failed): whether it was within ``timeout``."""
+    at = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = None if at is None else max(at - time.monotonic(), 0.0)
+        if _wait_writable(sock, None if left is None else min(left, _LONGEST_WAIT)):
+            return True
+        if left is not None and left <= _LONGEST_WAIT:
+            return False
+
+
+def _wait_writable(sock: socket.socket, timeout: float | None) -> bool:
+    if hasattr(select, "poll"):  # (``select.select`` refuses descriptors past FD_SETSIZE, 1024)
+        poller = select.poll()
+        poller.register(sock, select.POLLOUT)
+        return bool(poller.poll(None if timeout is None else math.ceil(timeout * 1000)))
+    return any(select.select([], [sock], [sock], timeout)[1:])
 
 
 class _AsyncStream(httpcore.AsyncNetworkStream):
@@ -768,10 +821,11 @@ def wake_requests(transport: object, sender: object) -> None:
     caller's, and may send other code's requests too. Its own runs, though, are to end with it, at once,
     not when the agent next sends or their ``idle_timeout`` passes: each one's connection, and only that,
     is shut down; httpx then drops it from the pool as it drops a connection the agent cut. A run still
-    opening its connection there (its connect, its TLS handshake) has none the pool holds yet, and waits
-    out its connect timeout. So does one whose connection also carries a request of someone else's (an
-    HTTP/2 connection serves several at once): shutting it down would end theirs too. httpcore's private
-    attributes, read with defaults: if they move, nothing is shut down."""
+    opening its connection there (its connect, its TLS handshake) has none the pool holds yet: an async
+    run is cancelled there by its client (``_async/client_io.Opening``), a sync one waits out its connect
+    timeout. So does one whose connection also carries a request of someone else's (an HTTP/2 connection
+    serves several at once): shutting it down would end theirs too. httpcore's private attributes, read
+    with defaults: if they move, nothing is shut down."""
     ours: list[object] = []
     shared: set[int] = set()  # (the connections of other senders' requests, by id: they stay open)
     for waiting in list(getattr(getattr(transport, "_pool", None), _REQUESTS, ())):

@@ -8,8 +8,9 @@ the stream as they read.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, suppress
 from functools import partial, wraps
 from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
@@ -22,7 +23,7 @@ from .wire.types import events as ev
 from .wire.types import messages as msg
 from .wire.types.run import RunAgentInput
 
-__all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream", "no_events",
+__all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream",
            # How a thread's pump fills the streams it hands out (not the package's API):
            "stepped_by", "runs_in", "stream_left", "end", "ended", "fail", "failure", "ran", "reading",
            # How a thread's stream() and stream_until_done() hand out their block (neither is the API):
@@ -65,10 +66,17 @@ class _Ending:
 class _Stream(_Ending):
     """What a stream of folded events offers, whatever runs it carries (sync)."""
 
-    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
+    def __init__(self, state: ThreadState | None) -> None:
         super().__init__(state)
-        self._events = events
+        # (its pump's generator of events once the pump gives it its steps: stepped_by, runs_in)
+        self._events: Iterator[ev.Event | ev.UnknownEvent] = iter(())
         self._step: Callable[[], Any] | None = None  # (a run's pump step, which a tool loop's stream takes on)
+        # How the block's leaving side hands the run's settling to a reader inside a step (stream_left):
+        # the block was left (for good), the settling handed over (taken once), and the lock both sides
+        # take around the hand-over.
+        self._left = False
+        self._settle: Callable[[], Any] | None = None
+        self._lock = threading.Lock()
 
     def __iter__(self) -> Iterator[ev.Event | ev.UnknownEvent]:
         return _Reader(self)
@@ -108,9 +116,8 @@ class _Stream(_Ending):
 class _AsyncStream(_Ending):
     """What a stream of folded events offers, whatever runs it carries (async: see :class:`_Stream`)."""
 
-    def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], state: ThreadState | None) -> None:
+    def __init__(self, state: ThreadState | None) -> None:
         super().__init__(state)
-        self._events = events
         # How its readers (_read) take the events: the pump's step (_BUSY while a reader is inside it,
         # None once the stream is over or its block was left), what a run's result leads to (a tool
         # loop's next run's step; None: the stream is over), and the rest of a step's events a reader
@@ -118,6 +125,8 @@ class _AsyncStream(_Ending):
         self._step: Callable[[], Awaitable[Any]] | None = None
         self._after: Callable[[RunResult], Awaitable[Callable[[], Awaitable[Any]] | None]] | None = None
         self._rest: Iterator[ev.Event | ev.UnknownEvent] | None = None
+        # The run's settling, handed by the block's leaving side to the reader inside a step (stream_left).
+        self._settle: Callable[[], Awaitable[Any]] | None = None
 
     def __aiter__(self) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
         return _read(self)
@@ -161,8 +170,8 @@ class _OneRun(_Ending):
 class _Runs(_Ending):
     """What a tool loop's stream adds, in either shell: each run's result, and the run being read."""
 
-    def __init__(self, events: Any, state: ThreadState | None) -> None:
-        super().__init__(events, state)  # type: ignore[call-arg]  # (the shell's stream, next in the order)
+    def __init__(self, state: ThreadState | None) -> None:
+        super().__init__(state)
         self._results: list[RunResult] = []
         self._run_id: str | None = None  # (the run being read, for StreamNotFinished; None between runs)
 
@@ -204,7 +213,9 @@ class RunStream(_OneRun, _Stream):
     was left); ``get_final_result()`` reads the rest first. Leaving the ``with`` block early closes the
     response, and the result says so (``outcome`` ``None`` and a ``TR-16`` warning: docs/streaming.md).
     A stream has one reader at a time (a second task or thread reading at once is refused, as is a
-    second entry of its block: :class:`~agui_client.errors.StreamMisused`).
+    second entry of its block: :class:`~agui_client.errors.StreamMisused`). Its block left while another
+    task or thread is reading it raises ``StreamMisused`` (``STREAM-SHARED``) there; that reader settles
+    the run when its read comes back, as leaving the block would have, and its iteration then ends.
 
     Example::
 
@@ -215,9 +226,8 @@ class RunStream(_OneRun, _Stream):
         print(result.outcome)
     """
 
-    def __init__(self, events: Iterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
-                 state: ThreadState | None = None) -> None:
-        super().__init__(events, state)
+    def __init__(self, run_input: RunAgentInput, state: ThreadState | None = None) -> None:
+        super().__init__(state)
         self.run_input = run_input
 
 
@@ -233,9 +243,8 @@ class AsyncRunStream(_OneRun, _AsyncStream):
         print(stream.result.outcome)  # a RunResult: the stream ended
     """
 
-    def __init__(self, events: AsyncIterator[ev.Event | ev.UnknownEvent], run_input: RunAgentInput,
-                 state: ThreadState | None = None) -> None:
-        super().__init__(events, state)
+    def __init__(self, run_input: RunAgentInput, state: ThreadState | None = None) -> None:
+        super().__init__(state)
         self.run_input = run_input
 
 
@@ -259,7 +268,7 @@ class LoopStream(_Runs, _Stream):
     """
 
     def __init__(self, state: ThreadState | None = None) -> None:
-        super().__init__(iter(()), state)
+        super().__init__(state)
 
 
 class AsyncLoopStream(_Runs, _AsyncStream):
@@ -275,7 +284,7 @@ class AsyncLoopStream(_Runs, _AsyncStream):
     """
 
     def __init__(self, state: ThreadState | None = None) -> None:
-        super().__init__(no_events(), state)
+        super().__init__(state)
 
 
 class _Reader:
@@ -287,6 +296,11 @@ class _Reader:
     it arises rather than looked for first: a look, then a step, would leave the two threads a moment
     to both look. ``close()`` ends the events, as closing the generator ``iter(stream)`` used to return
     did; leaving a ``for`` early closes nothing: the stream goes on for the next loop, as it did.
+
+    The reader inside the events when the stream's block is left settles the run as it comes out of them
+    (:func:`stream_left` hands it over), and its iteration ends there: no more events (or its step's
+    error). Not ``STREAM-SHARED``: it was the one reader, and the misuse, leaving the block while it read,
+    is reported where it was made, to the block's side.
     """
 
     __slots__ = ("_stream", "_events")
@@ -300,11 +314,18 @@ class _Reader:
 
     def __next__(self) -> ev.Event | ev.UnknownEvent:
         try:
-            return next(self._events)
-        except ValueError as exc:
-            if _executing(exc):
-                raise _shared(self._stream) from None
+            event = next(self._events)
+        except BaseException as exc:
+            if type(exc) is ValueError and _executing(exc):
+                raise _shared(self._stream) from None  # (refused: this reader was never inside: settles nothing)
+            if self._stream._left:
+                _settled_here(self._stream)
             raise
+        # (a look after this reader left the events: the block, left while it was inside them, handed it
+        # the run's settling, which a look inside the events, before they yield, could miss)
+        if self._stream._left and _settled_here(self._stream):
+            raise StopIteration  # (the block was left: this reader's iteration ends, as a later one's would)
+        return event
 
     def close(self) -> None:
         """End the stream's events here, as closing the generator this used to be did: the run is left."""
@@ -321,6 +342,20 @@ def _close_events(stream: _Stream) -> None:
         if _executing(exc):
             raise _shared(stream) from None
         raise
+
+
+def _settled_here(stream: _Stream) -> bool:
+    """Settle the run in this OS thread when the block's leaving side handed it over while this thread was
+    inside the stream's step (:func:`stream_left`); whether it did. Taken under the stream's lock, once."""
+    with stream._lock:
+        settle, stream._settle = stream._settle, None
+    if settle is None:
+        return False  # (the leaving side settled it, or the block is not left)
+    stream._step = None
+    with suppress(ValueError):  # (another thread went on into the events: it ends before a step, at _left)
+        stream._events.close()  # type: ignore[attr-defined]
+    settle()
+    return True
 
 
 def _executing(exc: ValueError) -> bool:
@@ -344,7 +379,9 @@ async def _read(stream: _AsyncStream) -> AsyncIterator[ev.Event | ev.UnknownEven
 
     The events a step folded are the stream's, not the reader's: a reader that leaves early (``break``,
     ``aclose()``, or the loop finalizing one left behind) leaves the rest to the next. Leaving the
-    ``async with`` block ends the stream (:func:`stream_left`).
+    ``async with`` block ends the stream (:func:`stream_left`); left while a reader is inside a step, the
+    block hands that reader the run's settling, which it does as the step comes out, and its iteration
+    ends there (as :class:`_Reader`'s does, and why).
     """
     while True:
         rest = stream._rest
@@ -361,16 +398,28 @@ async def _read(stream: _AsyncStream) -> AsyncIterator[ev.Event | ev.UnknownEven
         stream._step = _BUSY
         try:
             item = await step()
-            while type(item) is not list:  # (a run's last step returns its result)
+            # (a run's last step returns its result; past it, a tool loop's next run is not begun once the
+            # block was left meanwhile)
+            while type(item) is not list and stream._settle is None:
                 assert stream._after is not None  # (set with the step: stepped_by, runs_in)
                 step = await stream._after(item)
                 if step is None:
-                    stream._step = None
-                    return
+                    break
                 item = await step()
         except BaseException:
             stream._step = None  # (a step that raised ends the events, as a generator that raised is over)
+            if stream._settle is not None:
+                await _async_settled_here(stream)
             raise
+        # The block's leaving side, finding this reader inside the step, handed it the run's settling
+        # (stream_left). A task runs alone until it awaits: between the step's end and this look, and between
+        # the leaving side's look at _BUSY and its hand-over, there is none, so one of the two settles.
+        if stream._settle is not None:
+            await _async_settled_here(stream)
+            return
+        if type(item) is not list:  # (the stream is over: nothing comes after its last run's result)
+            stream._step = None
+            return
         stream._step = step
         if len(item) == 1:
             yield item[0]  # (a read's one event, the usual case: left here, nothing of it is left over)
@@ -378,13 +427,27 @@ async def _read(stream: _AsyncStream) -> AsyncIterator[ev.Event | ev.UnknownEven
             stream._rest = iter(item)
 
 
+async def _async_settled_here(stream: _AsyncStream) -> None:
+    """Settle the run in this task, as the block's leaving side handed it over (:func:`stream_left`)."""
+    settle, stream._settle = stream._settle, None
+    assert settle is not None
+    stream._step = stream._rest = stream._after = None  # (over: every later read ends at once)
+    await settle()
+
+
 #: What an async stream holds as its step while a reader is inside it.
 _BUSY: Any = object()
 
 
-def _shared(stream: _Ending) -> StreamMisused:
+def _shared(stream: _Ending, *, left: bool = False) -> StreamMisused:
     run = stream._run_read()
     which = f"run {quoted_name(run)}: " if run is not None else ""
+    if left:
+        return StreamMisused(f"{which}this stream's block was left while another task or thread was reading its "
+                             "events; that reader settles the run as its read comes back (the response closed, "
+                             "the claim given back) and reads no more, and this thread object runs nothing else "
+                             "until then. Read a stream in its block, in one place, and hand the events on (a "
+                             "queue) to whoever else needs them", code="STREAM-SHARED", run_id=run)
     return StreamMisused(f"{which}this stream's events are being read by another task or thread already; one "
                          "reader at a time, each event once: read it in one place and hand the events on (a "
                          "queue) to whoever else needs them. Nothing was read here; the other reader goes on",
@@ -515,7 +578,7 @@ def stepped_by(stream: RunStream | AsyncRunStream, drive: Callable[..., Any], *a
     if isinstance(stream, AsyncRunStream):
         stream._after = partial(_run_ended, stream)
     else:
-        stream._events = _stepped(step, partial(end, stream))
+        stream._events = _stepped(stream, step, partial(end, stream))
 
 
 def runs_in(loop: LoopStream | AsyncLoopStream, run: RunStream | AsyncRunStream | None,
@@ -533,7 +596,7 @@ def runs_in(loop: LoopStream | AsyncLoopStream, run: RunStream | AsyncRunStream 
         loop._step = step
         loop._after = partial(_async_next_step, after)
     else:
-        loop._events = _stepped(step, partial(_next_step, after))
+        loop._events = _stepped(loop, step, partial(_next_step, after))
 
 
 async def _run_ended(stream: AsyncRunStream, result: RunResult) -> None:
@@ -554,33 +617,65 @@ async def _async_next_step(after: Callable[[RunResult], Awaitable[AsyncRunStream
     return None if run is None else run._step
 
 
-def _stepped(step: Callable[[], Any] | None,
+def _stepped(stream: _Stream, step: Callable[[], Any] | None,
              after: Callable[[RunResult], Callable[[], Any] | None]) -> Iterator[ev.Event | ev.UnknownEvent]:
-    """A sync stream's events: what each step folded, and at a run's result, ``after``'s next step."""
+    """A sync stream's events: what each step folded, and at a run's result, ``after``'s next step.
+
+    They end, before another step is taken, once the stream's block was left while a reader was inside:
+    that reader settles the run as it comes out (:func:`stream_left`), and a step taken then would drive
+    the run's flow alongside the settling.
+    """
     while step is not None:
         item = step()
         while type(item) is list:
+            if stream._left:
+                return
             yield from item
+            if stream._left:
+                return
             item = step()
+        if stream._left:
+            return
         step = after(item)
 
 
-def stream_left(stream: _Stream | _AsyncStream) -> None:
-    """The block of a run's stream or a tool loop's was left: the stream yields nothing more (read after
-    the block, it is over).
+def stream_left(stream: _Stream | _AsyncStream, settle: Callable[[], Any]) -> None:
+    """The block of a run's stream or a tool loop's was left, and ``settle`` (awaited, in the async shell)
+    settles its run as the block's exit does (the response closed, the claim given back, the result
+    recorded): the stream yields nothing more (read after the block, it is over). Returns when the caller
+    is to call ``settle`` now.
 
     Raises:
-        StreamMisused: another task or OS thread is inside a step of the stream (its reading must end first).
+        StreamMisused: another task or OS thread is inside a step of the stream. ``settle`` is handed to
+            it: a second party driving the run's flow while that reader drives it is not safe. Once its
+            step returns or raises, that reader calls ``settle``, and its iteration ends (its step's error
+            raised, or no more events), as any reader's does after the block.
     """
     if isinstance(stream, _AsyncStream):
         if stream._step is _BUSY:
-            raise _shared(stream)
+            stream._settle = settle  # (the look and the hand-over: no await between them, see _read)
+            raise _shared(stream, left=True)
         stream._rest = None
         # (what a run's result leads to holds the stream, a tool loop's through its pump: let go, the
         # stream is freed with its last reference rather than by the cycle collector, with all it holds)
         stream._after = None
     else:
-        _close_events(stream)  # (the generator _stepped made)
+        # One of the two settles, the reader inside a step or this side, whatever their timing: the mark,
+        # the close (refused while another thread runs the events) and the hand-over are one step under the
+        # stream's lock; a reader that comes out looks at the mark after it left the events, and takes
+        # the hand-over under the same lock. A reader out before the close leaves the settling here; one
+        # still inside at the close finds the mark set when it comes out, and the hand-over made.
+        handed = False
+        with stream._lock:
+            stream._left = True
+            try:
+                stream._events.close()  # type: ignore[attr-defined]  # (the generator _stepped made)
+            except ValueError as exc:
+                if not _executing(exc):
+                    raise
+                stream._settle, handed = settle, True
+        if handed:
+            raise _shared(stream, left=True)
     stream._step = None  # (a step holds its run's exchange: a stream kept for its result keeps none of it)
 
 
@@ -635,10 +730,3 @@ def _not_finished(run_id: str | None, failed: BaseException | None, what: str = 
                                  failed=failed)
     return StreamNotFinished(f"run {quoted_name(run_id)}: {what} has not ended; read .result after the with block, "
                              "or call get_final_result() to read the rest first", run_id=run_id)
-
-
-async def no_events() -> AsyncIterator[ev.Event | ev.UnknownEvent]:
-    """An async stream of no events (what a stream holds until its pump gives it the run's)."""
-    nothing: tuple[ev.Event | ev.UnknownEvent, ...] = ()
-    for item in nothing:
-        yield item

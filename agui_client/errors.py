@@ -722,7 +722,9 @@ class StreamMisused(AguiError, RuntimeError):
       ``thread.stream(...)`` again for another run.
     * ``STREAM-SHARED``: two tasks (or OS threads) read one stream's events at once. A stream's events
       reach one reader at a time, each event once: read them in one place, and hand them on (a queue)
-      to whoever else needs them. The reader already reading goes on undisturbed.
+      to whoever else needs them. The reader already reading goes on undisturbed. Raised as well by
+      a stream's block left while another task or thread reads it: that reader settles the run as its
+      read comes back, as leaving the block would have, and its iteration ends there.
 
     Both were Python's own words before (contextlib's ``AttributeError``, the generator's ``ValueError``
     or ``RuntimeError``), which named neither the stream nor what to do. It is a ``RuntimeError``, as

@@ -19,7 +19,7 @@ import socket
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import httpcore
@@ -367,17 +367,18 @@ def check_closed_before_the_answer(error: BaseException | None, thread: Any, url
 
 
 @contextlib.contextmanager
-def listening(rcvbuf: int | None = None) -> Iterator[tuple[socket.socket, threading.Event]]:
+def listening(rcvbuf: int | None = None, taken: list[socket.socket] | None = None
+              ) -> Iterator[tuple[socket.socket, threading.Event]]:
     """A listener on 127.0.0.1 that takes one connection and reads its first byte, then nothing more (a TLS
     hello never answered, a request never read): the event says that byte came. ``rcvbuf``: the connection's
-    receive buffer, in bytes."""
+    receive buffer, in bytes; ``taken``: where the connection taken is put (it is closed at the end)."""
     listener = socket.socket()
     if rcvbuf is not None:  # (set on the listener: the connection it takes keeps it)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     arrived = threading.Event()
-    taken: list[socket.socket] = []
+    taken = [] if taken is None else taken
 
     def take() -> None:
         with contextlib.suppress(OSError):  # (the listener shut down at the end, nothing taken)
@@ -462,6 +463,27 @@ def test_a_shard_woken_by_a_close_opens_no_connection_more(dropping: tuple[str, 
     assert str(caught.value) == "the client was closed"
 
 
+def test_a_shard_connection_the_close_did_not_shut_down_is_neither_written_nor_read(served: Any) -> None:
+    # A connection that came to a shard's pool as the client closed, after the close looked there, was not
+    # shut down. Here a run leaves its connection idle in the shard, and the shard is then marked closed
+    # alone, as the close marks it, its connections left as they were: a request sent on that connection
+    # is refused at its write, and at the read httpcore makes after a failed write (for an early answer).
+    # Were the read let through, it would wait for an answer to a request the agent never got, here until
+    # its read timeout.
+    endpoint = served(ScriptedAgent.chat())
+    with ag.AgentClient(endpoint.url, timeout=BOUND, store=MemoryStore()) as client:
+        assert client.thread().run("hi").outcome == "success"
+        (shard,) = client.http._transport._shards
+        (kept,) = shard.transport._pool._connections
+        assert kept.is_idle()
+        shard.transport._pool._network_backend.opening.wake()
+        with pytest.raises(httpx.ReadError) as caught:
+            client.http.post(endpoint.url, content=b"{}", timeout=httpx.Timeout(BOUND, read=1.0))
+
+    assert str(caught.value) == "the client was closed"
+    assert len(endpoint.received) == 1  # (the run's: the refused request reached nobody)
+
+
 @pytest.mark.timeout(60)
 def test_a_sync_run_writing_a_body_the_agent_does_not_read_is_woken_by_close() -> None:
     # The agent reads the request's first byte and no more, its receive buffer small; the run's 16 MiB
@@ -534,7 +556,7 @@ def test_closing_an_async_client_given_its_http_client_wakes_its_run(served: Any
 @pytest.mark.timeout(60)
 def test_an_async_run_in_its_tls_handshake_ends_when_its_task_is_cancelled() -> None:
     # The async shell's run waits on the event loop: its task's cancellation ends it there, at once, the
-    # thread given back (its close does not reach a connection still being opened: docs/http.md).
+    # thread given back, as a cancellation (the close after it finds no run opening a connection).
     with listening() as (listener, hello):
         url = f"https://127.0.0.1:{listener.getsockname()[1]}/agent"
 
@@ -614,3 +636,249 @@ def test_an_async_run_reaching_the_transport_after_its_client_closed_opens_no_sh
     error, thread, shards = asyncio.run(main())
     check_closed_before_the_answer(error, thread, endpoint.url)
     assert endpoint.agent.requests == [] and shards == []
+
+
+# The async client's close wakes its runs opening a connection too (the twenty-third round): each is an
+# awaiting task, which the close cancels in its connect or handshake; the run ends with the same error as a
+# sync one, never with a CancelledError its caller did not ask for.
+
+
+class SockConnectWatch:
+    """Says when runs' tasks are about to wait in a connect: the loop's ``sock_connect``, which the client's
+    own connections call, and asyncio's ``create_connection`` (httpcore's connections through anyio) too."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._connects = 0
+        self._more = asyncio.Condition()
+        original = loop.sock_connect
+
+        async def sock_connect(sock: socket.socket, address: Any) -> None:
+            async with self._more:
+                self._connects += 1
+                self._more.notify_all()
+            await original(sock, address)
+
+        loop.sock_connect = sock_connect  # type: ignore[method-assign]
+
+    async def wait(self, connects: int = 1) -> None:
+        """Wait (at most ``BOUND``) until ``connects`` connects are under way."""
+        async with self._more:
+            await asyncio.wait_for(self._more.wait_for(lambda: self._connects >= connects), BOUND)
+
+
+async def closed_while_opening(client: ag.AsyncAgentClient, reached: Callable[[], Awaitable[object]]
+                               ) -> tuple[BaseException | None, Any]:
+    """Run "go" on a new thread of ``client`` in a task of its own, close the client once ``reached()`` is
+    over (the run then waits in its connect or handshake), and hand back what the run raised, with the
+    thread. A run the close does not wake fails the test at ``BOUND``."""
+    thread = client.thread("woken")
+    task = asyncio.create_task(thread.run("go"))
+    await reached()
+    await client.close()
+    done, _ = await asyncio.wait([task], timeout=BOUND)
+    if not done:
+        task.cancel()
+    assert done, "the run was not woken by the close"
+    return task.exception(), thread
+
+
+def hello_came(hello: threading.Event) -> Callable[[], Awaitable[object]]:
+    """Wait (at most ``BOUND``) for the agent's listener to have the client's TLS hello."""
+    async def reached() -> None:
+        assert await asyncio.to_thread(hello.wait, BOUND)
+    return reached
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("http", ["own", "given"])
+def test_an_async_run_connecting_is_woken_by_close(dropping: tuple[str, int], http: str) -> None:
+    # The address drops the SYN: the connect waits, in the client's own connections (the loop's
+    # sock_connect) or in httpcore's through anyio (an httpx.AsyncClient passed). The close cancels the
+    # run's task there, and the run ends as a sync run does, with the connection's failure.
+    url = f"http://{dropping[0]}:{dropping[1]}/agent"
+
+    async def main() -> tuple[BaseException | None, Any, bool]:
+        watch = SockConnectWatch(asyncio.get_running_loop())
+        async with httpx.AsyncClient() as given:
+            client = ag.AsyncAgentClient(url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore(),
+                                         http_client=given if http == "given" else None)
+            error, thread = await closed_while_opening(client, watch.wait)
+            return error, thread, given.is_closed
+
+    error, thread, given_closed = asyncio.run(main())
+
+    check_closed_before_the_answer(error, thread, url)
+    assert isinstance(error.__cause__, httpx.ConnectError) and str(error.__cause__) == "the client was closed"
+    assert given_closed is False
+
+
+def hung_up(connection: socket.socket) -> bool:
+    """Whether the client closed ``connection`` (the agent's end of it) within ``BOUND``, all it sent read."""
+    connection.settimeout(BOUND)
+    try:
+        while connection.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    return True
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("http", ["own", "given"])
+def test_an_async_run_in_its_tls_handshake_is_woken_by_close(http: str) -> None:
+    # The agent takes the connection and never answers the client's hello. The connection is closed as the
+    # run ends, not left to the collector (httpcore's connections through anyio close it when a handshake
+    # fails, not when it is cancelled).
+    accepted: list[socket.socket] = []
+    with listening(taken=accepted) as (listener, hello):
+        url = f"https://127.0.0.1:{listener.getsockname()[1]}/agent"
+
+        async def main() -> tuple[BaseException | None, Any]:
+            async with httpx.AsyncClient() as given:
+                client = ag.AsyncAgentClient(url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore(),
+                                             http_client=given if http == "given" else None)
+                return await closed_while_opening(client, hello_came(hello))
+
+        error, thread = asyncio.run(main())
+        closed = hung_up(accepted[0])
+
+    check_closed_before_the_answer(error, thread, url)
+    assert closed, "the handshake's connection was left open"
+    assert isinstance(error.__cause__, httpx.ConnectError) and str(error.__cause__) == "the client was closed"
+
+
+@pytest.mark.timeout(60)
+def test_a_sync_close_landing_between_the_connects_check_and_its_connect_wakes_it(
+        dropping: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The close comes just after the connect's socket was held and the close looked at, before the connect
+    # began. A connect with a timeout returns at once on a socket shut down before it (Python waits for it
+    # by poll, which such a socket answers at once), and the close refused it after; one without a timeout
+    # (timeout=None) waits in the kernel, which that shutdown does not end: to an address that drops the SYN
+    # the run waited until the kernel gave up. The connect is now under way before the close is looked at.
+    original = _pool._Opening.holding
+    url = f"http://{dropping[0]}:{dropping[1]}/agent"
+    client = ag.AgentClient(url, timeout=None, idle_timeout=IDLE, store=MemoryStore())
+
+    @contextlib.contextmanager
+    def holding(opening: Any, sock: socket.socket, *, ours: bool) -> Iterator[None]:
+        with original(opening, sock, ours=ours):
+            if not ours:
+                client.close()  # (in the run's own thread: the close lands there, whatever the threads do)
+            yield
+
+    monkeypatch.setattr(_pool._Opening, "holding", holding)
+    thread = client.thread("woken")
+    ended = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            thread.run("go")
+        except BaseException as exc:  # noqa: BLE001 - handed to the test, which asserts on it
+            failed.append(exc)
+        finally:
+            ended.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert ended.wait(BOUND), "the run connects after the close, and waits for the agent"
+
+    check_closed_before_the_answer(failed[0] if failed else None, thread, url)
+    assert str(failed[0].__cause__) == "the client was closed"
+
+
+@pytest.mark.timeout(60)
+def test_closing_an_async_client_given_its_http_client_wakes_its_connecting_run_and_no_other(
+        dropping: tuple[str, int]) -> None:
+    # Another AgentClient connects through the same httpx.AsyncClient: the close of this one ends its own
+    # run only (each request carries its client's trace), and leaves the other's connecting.
+    url = f"http://{dropping[0]}:{dropping[1]}/agent"
+
+    async def main() -> tuple[BaseException | None, Any, bool]:
+        watch = SockConnectWatch(asyncio.get_running_loop())
+        async with httpx.AsyncClient() as given:
+            other = ag.AsyncAgentClient(url, timeout=CONNECT, idle_timeout=IDLE, http_client=given)
+            theirs = asyncio.create_task(other.thread().run("go"))
+            await watch.wait()
+            client = ag.AsyncAgentClient(url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore(),
+                                         http_client=given)
+            error, thread = await closed_while_opening(client, lambda: watch.wait(2))
+            left = not theirs.done()
+            theirs.cancel()
+            await asyncio.wait([theirs], timeout=BOUND)
+            await other.close()
+            return error, thread, left
+
+    error, thread, other_left_connecting = asyncio.run(main())
+
+    check_closed_before_the_answer(error, thread, url)
+    assert other_left_connecting
+
+
+@pytest.mark.timeout(60)
+def test_an_async_run_cancelled_by_its_caller_as_its_client_closes_stays_cancelled(dropping: tuple[str, int]) -> None:
+    # The run's task is cancelled (by its caller) in its connect, and the client closed before the task ran
+    # again: the close's cancellation becomes the connection's failure, the caller's stays its own.
+    url = f"http://{dropping[0]}:{dropping[1]}/agent"
+
+    async def main() -> tuple[bool, Any]:
+        watch = SockConnectWatch(asyncio.get_running_loop())
+        client = ag.AsyncAgentClient(url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore())
+        thread = client.thread("cancelled")
+        task = asyncio.create_task(thread.run("go"))
+        await watch.wait()
+        task.cancel()
+        await client.close()
+        done, _ = await asyncio.wait([task], timeout=BOUND)
+        return task in done and task.cancelled(), thread
+
+    cancelled, thread = asyncio.run(main())
+
+    assert cancelled, "the run did not end as the cancellation its caller asked for"
+    stored = thread.client.store.load(thread.id)
+    assert stored is not None and stored.claim is None
+
+
+
+def test_a_sync_run_connecting_after_its_client_given_its_http_client_closed_is_refused(
+        served: Any, gate: Gate) -> None:
+    # A run that passed the client's check just before it closed, on an httpx client it was given: that
+    # client stays open, so httpx sends the request, and the run connected, sent its request and read the
+    # answer for a closed client. A connect (or handshake) begun after the close is now refused. (The close
+    # is made in the request's own hook, just before the connect.)
+    endpoint = served(halting(gate))
+    gate.open()
+    with httpx.Client() as given:
+        client = ag.AgentClient(endpoint.url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore(),
+                                http_client=given)
+        given.event_hooks["request"].append(lambda request: client.close())
+        thread = client.thread("woken")
+        with pytest.raises(ag.TransportError) as raised:
+            thread.run("go")
+        given_closed = given.is_closed
+
+    check_closed_before_the_answer(raised.value, thread, endpoint.url)
+    assert endpoint.agent.requests == [] and given_closed is False
+
+
+def test_an_async_run_connecting_after_its_client_given_its_http_client_closed_is_refused(
+        served: Any, gate: Gate) -> None:
+    endpoint = served(halting(gate))
+    gate.open()
+
+    async def main() -> tuple[BaseException, Any, bool]:
+        async with httpx.AsyncClient() as given:
+            client = ag.AsyncAgentClient(endpoint.url, timeout=CONNECT, idle_timeout=IDLE, store=MemoryStore(),
+                                         http_client=given)
+
+            async def close(request: httpx.Request) -> None:
+                await client.close()
+
+            given.event_hooks["request"].append(close)
+            thread = client.thread("woken")
+            with pytest.raises(ag.TransportError) as raised:
+                await thread.run("go")
+            return raised.value, thread, given.is_closed
+
+    error, thread, given_closed = asyncio.run(main())
+    check_closed_before_the_answer(error, thread, endpoint.url)
+    assert endpoint.agent.requests == [] and given_closed is False

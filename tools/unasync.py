@@ -76,7 +76,6 @@ NAMES = {
     "AsyncLoopStream": "LoopStream",
     "AsyncThreadIO": "ThreadIO",
     "atried": "tried",
-    "atrace": "trace",
     "_AsyncExchange": "_Exchange",
     # the standard library's async protocols and their sync counterparts
     "AbstractAsyncContextManager": "AbstractContextManager",

@@ -12,7 +12,7 @@ a write returned, is in each side's hand-written ``thread_io.py``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
@@ -41,7 +41,7 @@ from ..errors import AguiError
 from ..telemetry import UNWATCHED, watch_loop, watch_run
 from ..wire.types.base import JSON
 from ..wire.types.run import Context, Tool
-from .thread_io import INTERRUPTED, AsyncThreadIO, no_events
+from .thread_io import INTERRUPTED, AsyncThreadIO
 
 if TYPE_CHECKING:
     from ..client import AsyncAgentClient
@@ -204,7 +204,9 @@ class AsyncThread(AsyncThreadIO):
         Same arguments (``headers`` too) and errors as :meth:`run`. The thread is saved when the run ends, before the
         terminal event reaches the caller. Leaving the ``async with`` block before the stream ends closes
         the response: what was folded stays in ``thread.state`` but is not saved, and a resume's
-        claim stays held (its request reached the agent; see :meth:`release_claim`).
+        claim stays held (its request reached the agent; see :meth:`release_claim`). Left while another
+        task or OS thread reads the stream, the block raises ``StreamMisused`` (``STREAM-SHARED``): that reader
+        settles the run as its read comes back, and this object starts no other run until it has.
         """
         _check_open(self)
         with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
@@ -214,22 +216,20 @@ class AsyncThread(AsyncThreadIO):
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=INTERRUPTED)
             exchange = _AsyncExchange(watch)
             hand: Hand = await self._drive(flow, exchange)
-            stream = AsyncRunStream(no_events(), plan.run_input, self._state)
+            stream = AsyncRunStream(plan.run_input, self._state)
             stepped_by(stream, self._drive, hand.receive, exchange)
+            # (read after the block, the stream is over: it yields nothing more. Left while another reader is
+            # inside a step, that reader settles the run as its step comes out, and this raises STREAM-SHARED)
             try:
                 yield stream
             except BaseException as exc:
-                fail(stream, exc)
-                if ended(stream) is not None:
-                    watch.finished(stream.result)  # (the run ended before the caller's block raised)
-                await self._drive(flow, exchange, error=exc)  # (the flow settles the claim and raises again)
+                settle = partial(self._leave_stream, flow, exchange, stream, exc, self._kept_busy())
+                stream_left(stream, settle)
+                await settle()
                 raise
-            finally:
-                stream_left(stream)  # (read after the block, the stream is over: it yields nothing more)
-            result = await self._drive(flow, exchange, answer=ended(stream) is not None)
-            if ended(stream) is None:
-                end(stream, result)
-            watch.finished(stream.result)
+            settle = partial(self._leave_stream, flow, exchange, stream, None, self._kept_busy())
+            stream_left(stream, settle)
+            await settle()
 
     async def release_claim(self, *, force: bool = False) -> None:
         """Give up this thread's claim after a failed resume (you decided a retry is safe).
@@ -311,18 +311,17 @@ class AsyncThread(AsyncThreadIO):
             pump = _Loop(self._until_done(message, max_steps, kwargs), _AsyncExchange(), watch, loop)
             await self._next_run(pump)
             runs_in(loop, pump.stream if pump.opened is not None else None, partial(self._after_run, pump))
+            # (read after the block, the loop is over, as a stream is: see stream())
             try:
                 yield loop
             except BaseException as exc:
-                fail(loop, exc)
-                if ended(loop) is not None:
-                    watch.finished(loop.result)  # (the loop ended before the caller's block raised)
-                stream_left(loop)
-                await self._leave_loop(pump, exc)  # (an open run and the loop let go, and raise it again)
+                settle = partial(self._leave_loop, pump, exc, self._kept_busy())
+                stream_left(loop, settle)
+                await settle()
                 raise
-            stream_left(loop)  # (read after the block, the loop is over: it yields nothing more)
-            await self._leave_loop(pump, None)
-            _loop_left(loop, watch)
+            settle = partial(self._leave_loop, pump, None, self._kept_busy())
+            stream_left(loop, settle)
+            await settle()
 
     # -- the pump --------------------------------------------------------------------------------------
 
@@ -399,7 +398,51 @@ class AsyncThread(AsyncThreadIO):
         ran(pump.loop, result)
         return result, None
 
-    async def _leave_loop(self, pump: _Loop, exc: BaseException | None) -> None:
+    async def _leave_stream(self, flow: Flow[Any], exchange: _AsyncExchange, stream: AsyncRunStream,
+                            exc: BaseException | None, held: Callable[[], None]) -> None:
+        """Settle a stream's run as its block is left, normally or on ``exc``: the response closed, the claim
+        given back or kept (the flow's rules), the result recorded; then let go of the object (``held``).
+
+        Called by the leaving side, or by the reader that was inside a step as the block was left
+        (``stream_left``); ``exc`` is not raised again here (the leaving side raises it).
+        """
+        watch = exchange.watch
+        try:
+            if exc is None:
+                result = await self._drive(flow, exchange, answer=ended(stream) is not None)
+                if ended(stream) is None:
+                    end(stream, result)
+                watch.finished(stream.result)
+                return
+            fail(stream, exc)
+            if ended(stream) is not None:
+                watch.finished(stream.result)  # (the run ended before the caller's block raised)
+            await self._drive(flow, exchange, error=exc)  # (the flow settles the claim and raises it again)
+        except BaseException as raised:
+            if raised is not exc:
+                raise
+        finally:
+            held()
+
+    async def _leave_loop(self, pump: _Loop, exc: BaseException | None, held: Callable[[], None]) -> None:
+        """Settle the streaming tool loop as the caller's block is left, normally or on ``exc``, as
+        :meth:`_leave_stream` settles a run (by the leaving side, or by the reader inside a step then)."""
+        loop, watch = pump.loop, pump.watch
+        try:
+            if exc is not None:
+                fail(loop, exc)
+                if ended(loop) is not None:
+                    watch.finished(loop.result)  # (the loop ended before the caller's block raised)
+            await self._stop_loop(pump, exc)  # (an open run and the loop let go; exc raised again)
+            if exc is None:
+                _loop_left(loop, watch)
+        except BaseException as raised:
+            if raised is not exc:
+                raise
+        finally:
+            held()
+
+    async def _stop_loop(self, pump: _Loop, exc: BaseException | None) -> None:
         """The caller's block ended, on ``exc`` or normally: the run still open is left as a stream's
         block is, and the loop's flow stops (giving back a claim it took early); ``exc`` is raised again."""
         if pump.opened is not None:

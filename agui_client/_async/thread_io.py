@@ -15,12 +15,11 @@ from typing import Any, TypeVar
 
 from anyio.lowlevel import checkpoint
 
-from .._streams import no_events
 from ..core.effects import Write
 from ..core.flow import Conversation
 from ..core.plan import ToolHandler
 
-__all__ = ["AsyncThreadIO", "INTERRUPTED", "calls_on_loop", "in_worker", "no_events"]
+__all__ = ["AsyncThreadIO", "INTERRUPTED", "calls_on_loop", "in_worker"]
 
 T = TypeVar("T")
 

@@ -44,7 +44,7 @@ from ..core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF
 from ..core.session import DEFAULT_MAX_EVENT_BYTES
 from ..telemetry import Telemetry
 from ..wire.types.run import RunAgentInput
-from .client_io import close_response, off_loop, own_http, payloads_of, raw
+from .client_io import Opening, close_response, off_loop, own_http, payloads_of, raw
 from .retries import tried
 from .thread import Thread
 
@@ -168,6 +168,8 @@ class AgentClient(ClientBase):
                          max_retries=max_retries, retry_backoff=retry_backoff, max_run_memory=max_run_memory)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else own_http(self._timeout(), follow_redirects, url)
+        #: This client's runs opening their connection, which its close wakes.
+        self._opening = Opening()
 
     def __enter__(self) -> AgentClient:
         return self
@@ -181,20 +183,21 @@ class AgentClient(ClientBase):
         A closed client makes no more threads (``thread()`` raises ``RuntimeError``, as httpx's
         closed client does for a request), and the threads it made refuse every call the same way,
         before the store or the agent is asked (``is_closed`` says which it is). A run in flight when
-        the client closes fails as its connection is closed under it, at once even when it waits in
-        another OS thread or task: in a read, or writing its request; a run of the sync client also in
-        its connect or its TLS handshake (an async run there ends when its task is cancelled). Its
-        error carries the note "the client was closed while this run was in flight". One whose answer
-        had not come fails with ``TransportError`` saying "the client was closed before the agent's
-        answer came".
+        the client closes fails at once, even when it waits in another OS thread or task: in a read,
+        writing its request, in its connect or its TLS handshake (an async run there is cancelled where
+        it waits, and ends with the connection's failure, not a ``CancelledError``). Its error carries
+        the note "the client was closed while this run was in flight". One whose answer had not come
+        fails with ``TransportError`` saying "the client was closed before the agent's answer came", as
+        does one whose connect begins after the close.
 
         An ``http_client`` you passed stays open (it is yours, and may send other requests): the
-        connections of this client's own runs on it are shut down, and no other. A run still
-        connecting, or in its TLS handshake, on such a client waits for its ``timeout``; one whose
-        HTTP/2 connection also carries another's request is left to its ``idle_timeout``. See
-        docs/http.md, "Closing the client".
+        connections of this client's own runs on it are shut down, and no other. A run of the async
+        client still connecting, or in its TLS handshake, on it ends too; one of the sync client waits
+        for its ``timeout``. A run whose HTTP/2 connection also carries another's request is left to its
+        ``idle_timeout``. See docs/http.md, "Closing the client".
         """
         self._closed = True
+        self._opening.wake()  # (first: a run whose connect begins while the pool closes is refused)
         if self._owns_client:
             self.http.close()
         else:  # (the httpx client is the caller's, for other requests too: only this client's runs end)
@@ -326,10 +329,10 @@ class AgentClient(ClientBase):
     @contextmanager
     def _try(self, run_input: RunAgentInput, handle: StreamHandle, headers: Mapping[str, str] | None,
              body: bytes, deadline: Deadline | None) -> Iterator[Iterator[list[str | bytes]]]:
+        extensions = {"trace": self._opening.trace(handle), SENSITIVE_EXTENSION: self.sensitive_headers,
+                      SENDER: self._sender}
         request = self.http.build_request("POST", self.url, content=body, headers=sent_headers(self.headers, headers),
-                                          timeout=self._timeout(deadline), extensions={"trace": handle.trace,
-                                                                      SENSITIVE_EXTENSION: self.sensitive_headers,
-                                                                      SENDER: self._sender})
+                                          timeout=self._timeout(deadline), extensions=extensions)
         handle.sent = not traces(self.http)
         handle.redactor = redactor = self._redactor(request)
         logger.debug("POST %s (%s, %d bytes)", redactor.url(self.url), self._describe(run_input), len(body))

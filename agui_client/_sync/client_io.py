@@ -1,20 +1,22 @@
 """What ``AgentClient`` does its own way, written by hand (the sync counterpart of
 ``_async/client_io.py``; ``client.py`` here is generated): a store call made where it is asked for,
-its own ``httpx.Client``, httpx's reader, the wait before a retry.
+its own ``httpx.Client``, httpx's reader, the wait before a retry, the runs opening a connection.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar, cast
 
+import httpcore
 import httpx
 
 from .._pool import own_transport
+from ..core.exchange import StreamHandle, opening_stage
 
-__all__ = ["close_response", "off_loop", "own_http", "pause", "payloads_of", "raw"]
+__all__ = ["Opening", "close_response", "off_loop", "own_http", "pause", "payloads_of", "raw"]
 
 T = TypeVar("T")
 
@@ -49,3 +51,35 @@ def payloads_of(batches: Iterator[list[str | bytes]]) -> AbstractContextManager[
 def raw(response: httpx.Response) -> Generator[bytes, None, None]:
     """httpx's ``iter_raw()``, typed as the generator it is (so that it can be closed at once)."""
     return cast("Generator[bytes, None, None]", response.iter_raw())
+
+
+class Opening:
+    """The async client's :class:`~agui_client._async.client_io.Opening` for the sync client: a step opening a
+    connection that begins after the client's close is refused.
+
+    A run already in its connect or TLS handshake waits in an OS thread, which nothing cancels: the client's
+    own pool wakes it there (``_pool._Opening`` shuts its socket down); on an ``http_client`` the caller
+    passed it waits for its connect timeout.
+    """
+
+    def __init__(self) -> None:
+        #: The client was closed: no step opening a connection begins any more.
+        self.closed = False
+
+    def trace(self, handle: StreamHandle) -> Callable[[str, Mapping[str, Any]], None]:
+        """The ``trace`` extension of a run's request: ``handle``'s, and the refusal of a step opening a
+        connection once the client was closed.
+
+        Raises (out of the step, to httpcore, as its connect's failure would):
+            httpcore.ConnectError: the client was closed before the step began.
+        """
+        def trace(name: str, info: Mapping[str, Any]) -> None:
+            handle.trace(name, info)
+            if self.closed and opening_stage(name) == "started":  # (a run that passed the client's check before)
+                raise httpcore.ConnectError("the client was closed")
+
+        return trace
+
+    def wake(self) -> None:
+        """Refuse every step opening a connection begun from now on."""
+        self.closed = True

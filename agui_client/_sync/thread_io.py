@@ -14,18 +14,12 @@ from typing import Any
 
 from ..core.effects import Write
 from ..core.flow import Conversation
-from ..wire.types import events as ev
 
-__all__ = ["ThreadIO", "INTERRUPTED", "no_events"]
+__all__ = ["ThreadIO", "INTERRUPTED"]
 
 #: What ends a run from outside, which the flow settles as an interruption: a Ctrl-C (in the async
 #: shell, a cancelled task).
 INTERRUPTED = KeyboardInterrupt
-
-
-def no_events() -> Iterator[ev.Event | ev.UnknownEvent]:
-    """A stream of no events (what a stream holds until its pump gives it the run's)."""
-    return iter(())
 
 
 class ThreadIO(Conversation):

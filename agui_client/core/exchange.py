@@ -21,7 +21,7 @@ from ..wire.types.run import PROTOCOL_VERSION, RunAgentInput
 from .budget import MemoryBudget
 from .redact import Redactor
 
-__all__ = ["StreamHandle", "request_body"]
+__all__ = ["StreamHandle", "opening_stage", "request_body"]
 
 
 class StreamHandle:
@@ -48,9 +48,19 @@ class StreamHandle:
         if name.endswith(".send_request_body.complete"):
             self.sent = True
 
-    async def atrace(self, name: str, info: Mapping[str, Any]) -> None:
-        """:meth:`trace` for the async transport (httpcore awaits it)."""
-        self.trace(name, info)
+
+#: The steps of httpcore's ``trace`` extension that open a connection, as their names end before the stage
+#: (after the prefix of the connection's kind: ``connection.``, ``proxy.`` …): the connect (to the agent or to
+#: a proxy), the wait before a connect is tried again, the TLS handshake (to the agent, to a proxy, or to the
+#: agent through a proxy's tunnel).
+_OPENING_STEPS = (".connect_tcp", ".connect_unix_socket", ".retry", ".start_tls")
+
+
+def opening_stage(name: str) -> str | None:
+    """The stage (``started``, ``complete``, ``failed``) of the step httpcore's ``trace`` extension names by
+    ``name`` (``connection.connect_tcp.started``) when the step opens a connection; else ``None``."""
+    step, _, stage = name.rpartition(".")
+    return stage if step.endswith(_OPENING_STEPS) else None
 
 
 def request_body(run_input: RunAgentInput) -> bytes:

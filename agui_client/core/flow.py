@@ -209,6 +209,18 @@ class Conversation(Standing):
             with self._taking:
                 self._running -= 1
 
+    def _kept_busy(self) -> Callable[[], None]:
+        """Hold the object as ``_exclusive()`` does, past the end of that block, until the call this
+        returns is made (once). A stream's block left while another reader is inside a step leaves the
+        run to that reader to settle: no other run may start on the object before it has."""
+        with self._taking:
+            self._running += 1
+
+        def let_go() -> None:
+            with self._taking:
+                self._running -= 1
+        return let_go
+
     @contextmanager
     def _looping(self) -> Iterator[None]:
         # While the tool loop works (its handlers, its own runs): those runs nest in it. A streaming loop

@@ -16,6 +16,7 @@ import pytest
 from threadkit import interrupted
 
 import agui_client as ag
+from agui_client.core.flow import Conversation
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, reasoning, text_message, tool_call
 
@@ -301,3 +302,35 @@ def test_an_error_about_a_chunk_names_the_chunk_the_agent_sent(drive: Any, serve
     assert (error.index, error.event_type, error.rule) == (2, "TEXT_MESSAGE_CHUNK", "CL-01/AGUI004")
     assert str(error).startswith(f"run {error.run_id!r}, event #2, TEXT_MESSAGE_CHUNK, [CL-01/AGUI004]: ")
     assert str(error).endswith(" (folded as TEXT_MESSAGE_START)")
+
+
+@pytest.mark.parametrize("read", ["left early", "read through"])
+def test_a_stream_kept_for_its_result_holds_none_of_its_runs_reading(drive: Any, served: Any, read: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the step a stream's readers took, the run's flow folding its reads, holds the run's exchange: once
+    # the block was left, a stream kept for its result lets go of it, in the sync shell as in the async
+    # one, so it goes at once, with no cycle collector pass; the sync stream kept it as long as it lived)
+    flows: list[weakref.ref[Any]] = []
+    receive = Conversation._receive
+
+    def watched(self: Any, *args: Any, **kwargs: Any) -> Any:
+        flow = receive(self, *args, **kwargs)
+        flows.append(weakref.ref(flow))
+        return flow
+
+    monkeypatch.setattr(Conversation, "_receive", watched)
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "one two"), Finish()]]))
+    with drive.client(endpoint.url) as client:
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with client.thread().stream("hi") as stream:
+                for event in stream:
+                    if read == "left early" and isinstance(event, ag.TextMessageStartEvent):
+                        break
+            (flow,) = flows
+            assert flow() is None
+            assert stream.result.outcome == (None if read == "left early" else "success")  # (kept, and read)
+        finally:
+            if collecting:
+                gc.enable()

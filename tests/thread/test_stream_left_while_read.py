@@ -1,0 +1,205 @@
+"""A stream's block left while another reader (an OS thread, or a task) is inside one of its steps: the
+leaving side is refused with ``STREAM-SHARED``, and the reader inside settles the run once its step
+comes out, as leaving the block would have (the response closed, the claim given back, the result
+recorded), then ends its iteration.
+
+Before, the leaving side raised ``STREAM-SHARED`` and nobody settled the run: its flow was finalized
+by the garbage collector (an ignored ``GeneratorExit``), its response stayed open and its claim held.
+Through both shells (``drive``), on a ``MemoryStore`` and a ``SqliteStore`` (stores with a claim),
+against a ScriptedAgent on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from serverkit import httpcore_pools
+
+import agui_client as ag
+from agui_client.stores import MemoryStore, SqliteStore
+from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
+
+#: The longest a wait of these tests may take before the test fails (a hang, not a slow machine).
+BOUND = 10.0
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A store with a claim: the client's, closed with it."""
+    made = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "threads.db")
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """What the interpreter could not raise anywhere (a generator finalized by the collector that ignored
+    its ``GeneratorExit``), collected while the test runs."""
+    seen: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    yield seen
+
+
+def held_agent(gate: Gate, held: Gate) -> ScriptedAgent:
+    """A thread's first run holds at ``gate`` after its first message, then again at ``held`` (open only at
+    the test's end) after the start of its second: a read waits inside its step until ``gate`` opens, and
+    the run never ends while the test looks. Its next run is an ordinary reply."""
+    return ScriptedAgent([[Start(), *text_message("m-1", "before"), Wait(gate), *text_message("m-2", "after"),
+                           Wait(held), Finish()],
+                          [Start(), *text_message("m-3", "again"), Finish()]])
+
+
+def active(client: Any) -> list[Any]:
+    """The connections of the client's pools a request still holds (neither idle nor closed)."""
+    return [c for pool in httpcore_pools(client.http) for c in pool._connections
+            if not c.is_idle() and not c.is_closed()]
+
+
+class Readers:
+    """Two OS threads reading one stream at once (through the async shell, two tasks on its loop): one is
+    refused, which proves the other is inside the step (the run is held at a gate there)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.read: list[list[str]] = []
+        self.failed: list[BaseException] = []
+        self.refused = threading.Event()
+        self._threads = [threading.Thread(target=self._read, daemon=True) for _ in range(2)]
+        for reader in self._threads:
+            reader.start()
+        assert self.refused.wait(BOUND), "no reader was refused"
+
+    def _read(self) -> None:
+        try:
+            self.read.append([type(event).__name__ for event in self.stream])
+        except ag.StreamMisused as exc:
+            self.failed.append(exc)
+            self.refused.set()
+        except BaseException as exc:  # (the test says what it was)
+            self.failed.append(exc)
+
+    def join(self) -> None:
+        for reader in self._threads:
+            reader.join(BOUND)
+        assert not any(reader.is_alive() for reader in self._threads), "the reader inside never came out"
+
+
+def read_first_message(stream: Any) -> None:
+    events = iter(stream)
+    while not isinstance(next(events), ag.TextMessageEndEvent):
+        pass  # (up to the end of "before": the next read waits for the gate)
+
+
+def check_settled(client: Any, thread: Any, unraisable: list[Any]) -> None:
+    """The run was settled once, by the reader inside: nothing open, nothing claimed, nothing left to the
+    collector, and the thread object free for its next run."""
+    assert active(client) == []
+    stored = client.store.load(thread.id)
+    assert stored is not None and stored.claim is None
+    gc.collect()
+    assert unraisable == []
+    assert thread.run("next").text == "again"
+
+
+def check_refused(error: ag.StreamMisused, stream: Any) -> None:
+    assert (error.code, error.run_id) == ("STREAM-SHARED", stream.run_input.run_id)
+
+
+def check_left(error: ag.StreamMisused, thread: Any, run_id: str | None) -> None:
+    """The block's side was told, and the thread object starts nothing while the reader holds the run."""
+    assert (error.code, error.run_id) == ("STREAM-SHARED", run_id)
+    assert str(error) == (f"run {run_id!r}: this stream's block was left while another task or thread was reading "
+                          "its events; that reader settles the run as its read comes back (the response closed, "
+                          "the claim given back) and reads no more, and this thread object runs nothing else "
+                          "until then. Read a stream in its block, in one place, and hand the events on (a "
+                          "queue) to whoever else needs them")
+    with pytest.raises(ag.ThreadBusy) as busy:
+        thread.run("too soon")
+    assert busy.value.thread_id == thread.id
+
+
+def test_a_stream_block_left_while_another_reader_is_inside_a_step_is_settled_by_that_reader(
+        drive: Any, served: Any, store: Any, gate: Gate, unraisable: list[Any]) -> None:
+    held = Gate()
+    endpoint = served(held_agent(gate, held))
+    try:
+        with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
+            thread = client.thread("left")
+            with pytest.raises(ag.StreamMisused) as left:
+                with thread.stream("hi") as stream:
+                    read_first_message(stream)
+                    readers = Readers(stream)
+            check_left(left.value, thread, stream.run_input.run_id)
+            gate.open()
+            readers.join()
+
+            # (the reader inside ended its iteration quietly, the events of its last step folded, not handed)
+            assert readers.read == [[]]
+            (refused,) = readers.failed
+            assert isinstance(refused, ag.StreamMisused)
+            check_refused(refused, stream)
+            assert stream.result.outcome is None and [w.code for w in stream.result.warnings] == ["TR-16"]
+            assert stream.result.text.startswith("before")
+            check_settled(client, thread, unraisable)
+    finally:
+        held.open()
+
+
+class Left(Exception):
+    """What the caller's block raised."""
+
+
+def test_a_stream_block_left_on_an_error_while_another_reader_is_inside_a_step_is_settled_by_that_reader(
+        drive: Any, served: Any, store: Any, gate: Gate, unraisable: list[Any]) -> None:
+    held = Gate()
+    endpoint = served(held_agent(gate, held))
+    try:
+        with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
+            thread = client.thread("failed")
+            cause = Left("the caller's block failed")
+            with pytest.raises(ag.StreamMisused) as left:
+                with thread.stream("hi") as stream:
+                    read_first_message(stream)
+                    readers = Readers(stream)
+                    raise cause
+            check_left(left.value, thread, stream.run_input.run_id)
+            assert left.value.__context__ is cause
+            gate.open()
+            readers.join()
+
+            assert readers.read == [[]]
+            with pytest.raises(ag.StreamNotFinished) as unfinished:
+                stream.result  # noqa: B018 - the property raises
+            assert unfinished.value.failed is cause  # (the block's own error, as its exit records it)
+            check_settled(client, thread, unraisable)
+    finally:
+        held.open()
+
+
+def test_a_tool_loops_block_left_while_another_reader_is_inside_a_step_is_settled_by_that_reader(
+        drive: Any, served: Any, store: Any, gate: Gate, unraisable: list[Any]) -> None:
+    held = Gate()
+    endpoint = served(held_agent(gate, held))
+    try:
+        with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
+            thread = client.thread("loop")
+            with pytest.raises(ag.StreamMisused) as left:
+                with thread.stream_until_done("hi") as loop:
+                    read_first_message(loop)
+                    readers = Readers(loop)
+            check_left(left.value, thread, endpoint.received[0].body["runId"])
+            gate.open()
+            readers.join()
+
+            assert readers.read == [[]]
+            assert loop.result.outcome is None and [w.code for w in loop.result.warnings] == ["TR-16"]
+            assert [r.outcome for r in loop.results] == [None]
+            check_settled(client, thread, unraisable)
+    finally:
+        held.open()
