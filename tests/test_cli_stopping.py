@@ -5,6 +5,9 @@ its answer at a gate, and sends the signal once the program's output shows it re
 sleeps). A Ctrl-C inside rich's ``Live.stop()`` cannot be timed from outside: there the process runs a
 small script (:data:`INSIDE_LIVE_STOP`, test code) that wraps rich's refresh thread's ``stop`` so that
 the process sends itself SIGINT right after it, in the middle of ``Live.stop()``, at the Nth stop.
+Also: a second Ctrl-C as httpcore closes the answer the first one cut (patched in the same way), Ctrl-C
+twice at once, SIGTERM in ``chat`` and ``run``, Ctrl-C in the middle of the save at a run's end (and
+the next ``agui chat`` on the same thread file), and Ctrl-C at ``agui run --resume``'s form.
 What every case checks: no traceback, the cursor shown again at the end, nothing of a live display
 drawn after it stopped, the documented exit status, and the thread as its store says.
 """
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
-from clikit import ENV
+from clikit import ENV, YES_NO_ASKED, agui_process
 
 from agui_client.stores import SqliteStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
@@ -372,8 +375,7 @@ def test_ctrl_c_during_the_save_at_a_runs_end_keeps_the_run_whole_or_not_at_all(
         with SqliteStore(str(thread_file)) as store:
             stored = store.load("t-1")
         kept = [m["content"] for m in (stored.data["messages"] if stored is not None else [])]
-        # Whole or not at all. (The chat leaves the run's stream with Ctrl-C held: a Ctrl-C in the save comes
-        # after it, and the run is kept; a program that does not hold it gets the save rolled back.)
+        # Whole or not at all; here whole: the run had ended when Ctrl-C came, and it is kept as docs/cli.md says.
         assert kept == ["hello", "An answer."], when
         assert stored is not None and stored.claim is None
         # The next chat on the same thread file goes on from there, and its run is saved.
@@ -388,8 +390,41 @@ def test_ctrl_c_during_the_save_at_a_runs_end_keeps_the_run_whole_or_not_at_all(
         finally:
             child.close()
         assert child.exitstatus == 0, (when, _text(screen.getvalue()))
-        assert [m["content"] for m in endpoint.received[-1].body["messages"]] == [*kept, "again"], (when, len(endpoint.received))
+        assert [m["content"] for m in endpoint.received[1].body["messages"]] == [*kept, "again"], when
         with SqliteStore(str(thread_file)) as store:
             stored = store.load("t-1")
         assert stored is not None and stored.claim is None
         assert [m["content"] for m in stored.data["messages"]] == [*kept, "again", "An answer."], when
+
+
+# --------------------------------------------------------------------------------------------------
+# Ctrl-C at the resume's form
+# --------------------------------------------------------------------------------------------------
+
+
+def test_ctrl_c_at_agui_runs_resume_form_sends_nothing_and_a_later_resume_answers(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    db = str(tmp_path / "t.db")
+    first = agui_process("run", endpoint.url, "-m", "Remove the qa environment", "--thread-file", db)
+    assert first.returncode == 0 and "leaving the interrupt(s) open" in first.stdout, first.stderr
+    child, screen = _spawn(["-m", "agui_client.cli", "run", endpoint.url, "--thread-file", db, "--resume"])
+    try:
+        child.expect(YES_NO_ASKED)  # (the form's first question, whole: the read has started)
+        child.sendintr()
+        child.expect("interrupted")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    raw = screen.getvalue()
+    assert child.exitstatus == 130, _text(raw)
+    assert "Traceback" not in raw and _cursor_shown_at_the_end(raw)
+    assert len(endpoint.received) == 1  # (nothing was sent)
+    with SqliteStore(db) as store:
+        (thread_id,) = store.thread_ids()
+        stored = store.load(thread_id)
+    assert stored is not None and stored.claim is None and len(stored.data["openInterrupts"]) == 1
+    later = agui_process("run", endpoint.url, "--thread-file", db, "--resume", "--yes")
+    assert later.returncode == 0 and re.search(r"Done: the \w+ environment is deleted", later.stdout), later.stderr
+    assert [entry["status"] for entry in endpoint.received[1].body["resume"]] == ["resolved"]
