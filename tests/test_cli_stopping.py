@@ -428,3 +428,17 @@ def test_ctrl_c_at_agui_runs_resume_form_sends_nothing_and_a_later_resume_answer
     later = agui_process("run", endpoint.url, "--thread-file", db, "--resume", "--yes")
     assert later.returncode == 0 and re.search(r"Done: the \w+ environment is deleted", later.stdout), later.stderr
     assert [entry["status"] for entry in endpoint.received[1].body["resume"]] == ["resolved"]
+
+
+def test_sigterm_stops_agui_serve_with_143() -> None:
+    child, screen = _spawn(["-m", "agui_client.cli", "serve", "demo"])
+    try:
+        child.expect("Ctrl-C stops")
+        child.kill(signal.SIGTERM)
+        child.expect("terminated")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    assert child.exitstatus == 143, (child.signalstatus, _text(screen.getvalue()))
+    assert "Traceback" not in screen.getvalue()
