@@ -74,7 +74,7 @@ except ImportError:  # pragma: no cover - if it moves, connections are opened by
 
 __all__ = ["ShardedTransport", "ShardedSyncTransport", "ProxiedTransport", "ProxiedSyncTransport", "SHARD_SIZE",
            "PROXIED_LIMITS", "deadline", "HeadTooLong", "own_transport", "own_async_transport", "finish_close",
-           "SENDER", "wake_requests"]
+           "finish_sync_close", "SENDER", "wake_requests"]
 
 #: The monotonic time the current run's send must be over by (``None``: no deadline), per thread or task.
 _DEADLINE: ContextVar[float | None] = ContextVar("agui_client_send_deadline", default=None)
@@ -459,6 +459,30 @@ async def finish_close(response: httpx.Response) -> None:
     the middle of an answer), then httpcore's close of the second runs again. Every attribute read here
     is httpcore's private one, read with a default (as ``_TO_THE_PARSER``): if one moves, nothing is done.
     """
+    connection, stream = _cut_close(response, (httpcore.AsyncHTTP11Connection, httpcore.AsyncHTTP2Connection))
+    if connection is not None:
+        await connection.aclose()
+    if stream is not None:
+        setattr(stream, _CLOSED, False)  # (httpcore's close skips a closed one)
+        await stream.aclose()
+
+
+def finish_sync_close(response: httpx.Response) -> None:
+    """:func:`finish_close` for the sync client: there a second Ctrl-C cuts httpcore's close short as a
+    second cancellation does (a ``KeyboardInterrupt`` while httpcore closes an answer whose read the first
+    one ended)."""
+    connection, stream = _cut_close(response, (httpcore.HTTP11Connection, httpcore.HTTP2Connection))
+    if connection is not None:
+        connection.close()
+    if stream is not None:
+        setattr(stream, _CLOSED, False)
+        stream.close()
+
+
+def _cut_close(response: httpx.Response, kinds: tuple[type[Any], ...]) -> tuple[Any, Any]:
+    """What a cut close of ``response`` left (see :func:`finish_close`): the connection of one of ``kinds``
+    still in the middle of its answer, and httpcore's pool stream whose request the pool still counts
+    (each ``None`` when there is none)."""
     stream: Any = response.stream
     for _ in range(4):  # (httpx's bound stream, a shard's count, httpx's transport stream: to httpcore's pool's)
         if hasattr(stream, _POOL_REQUEST):
@@ -467,16 +491,12 @@ async def finish_close(response: httpx.Response) -> None:
     request = getattr(stream, _POOL_REQUEST, None)
     requests = getattr(getattr(stream, _POOL, None), _REQUESTS, None)
     if request is None or not isinstance(requests, list):
-        return
-    connection = getattr(getattr(stream, _STREAM, None), _CONNECTION, None)  # (the HTTP/1.1 one)
+        return None, None
+    connection: Any = getattr(getattr(stream, _STREAM, None), _CONNECTION, None)  # (the HTTP/1.1 one)
     taken = any(getattr(getattr(other, "connection", None), _CONNECTION, None) is connection
                 for other in requests if other is not request)
-    if isinstance(connection, (httpcore.AsyncHTTP11Connection, httpcore.AsyncHTTP2Connection)) and not taken \
-            and not connection.is_idle() and not connection.is_closed():
-        await connection.aclose()
-    if request in requests:
-        setattr(stream, _CLOSED, False)  # (httpcore's close skips a closed one)
-        await stream.aclose()
+    cut = isinstance(connection, kinds) and not taken and not connection.is_idle() and not connection.is_closed()
+    return (connection if cut else None), (stream if request in requests else None)
 
 
 #: httpcore's private attributes ``finish_close`` reads, each with a default: a pool stream's request,

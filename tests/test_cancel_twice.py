@@ -7,6 +7,8 @@ before httpcore lets go of the connection, and anyio's shield, which httpcore's 
 hold off asyncio's own ``Task.cancel()``. The connection must still go back: a pool with a cap
 (``max_connections=1`` here) would otherwise have lost its place for good, and the next run would
 wait for it until its pool timeout.
+
+The sync client's twin: a second Ctrl-C while httpcore closes the answer the first one's read ended.
 """
 
 from __future__ import annotations
@@ -81,3 +83,69 @@ def test_a_run_cancelled_again_while_it_closes_gives_its_connection_back(served:
             await capped["http_client"].aclose()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("pool", ["capped", "own"])
+@pytest.mark.parametrize("shape", ["run", "stream"])
+def test_a_sync_run_interrupted_again_while_httpcore_closes_gives_its_connection_back(
+        served: Any, shape: str, pool: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sync client's twin of the case above: the first Ctrl-C lands in a read, and httpcore closes the
+    # answer there and then (marking it closed first); the second lands as the connection lets go of the
+    # answer. Nothing later closes it again: the connection stayed active, its socket open, for good.
+    import h11
+    from httpcore._sync.http11 import HTTP11Connection
+
+    gate = Gate()
+
+    def step(run_input: Any) -> Any:
+        if last_user_text(run_input) == "go":
+            return [Start(), *text_message("m-half", "half an answer"), Wait(gate), Finish()]
+        return [Start(), *text_message(f"m-{run_input.run_id}", "ok"), Finish()]
+
+    endpoint = served(ScriptedAgent([step], cycle=True))
+    receive, let_go = HTTP11Connection._receive_event, HTTP11Connection._response_closed
+    seen: list[bool] = []
+    pressed: list[str] = []
+
+    def read_then_ctrl_c(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if seen and not pressed:
+            pressed.append("in a read")
+            raise KeyboardInterrupt
+        event = receive(self, *args, **kwargs)
+        if isinstance(event, h11.Data) and b'TEXT_MESSAGE_END","messageId":"m-half"' in bytes(event.data):
+            seen.append(True)  # (the agent waits at the gate now: the next read would wait for it)
+        return event
+
+    def ctrl_c_again_then_let_go(self: Any) -> None:
+        if pressed == ["in a read"]:
+            pressed.append("in the close")
+            raise KeyboardInterrupt
+        let_go(self)
+
+    monkeypatch.setattr(HTTP11Connection, "_receive_event", read_then_ctrl_c)
+    monkeypatch.setattr(HTTP11Connection, "_response_closed", ctrl_c_again_then_let_go)
+    capped = {"http_client": httpx.Client(limits=httpx.Limits(max_connections=1))} if pool == "capped" else {}
+    try:
+        with ag.AgentClient(endpoint.url, timeout=BOUND, **capped) as client:
+            thread = client.load_thread()
+            assert thread.run("first").outcome == "success"
+            with pytest.raises(KeyboardInterrupt):
+                if shape == "run":
+                    thread.run("go")
+                else:
+                    with thread.stream("go") as stream:
+                        for _ in stream:
+                            pass
+            assert pressed == ["in a read", "in the close"]
+
+            for under in httpcore_pools(client.http):
+                assert active(under) == [] and not under._requests
+            assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects), BOUND)  # (its socket closed)
+            stored = client.store.load(thread.id)
+            assert stored is not None and stored.claim is None
+            again = thread.run("again")  # (the pool's one connection: it would wait for BOUND, then fail)
+            assert again.outcome == "success"
+    finally:
+        gate.open()
+        if capped:
+            capped["http_client"].close()

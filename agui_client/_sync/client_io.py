@@ -13,7 +13,7 @@ from typing import Any, TypeVar, cast
 import httpcore
 import httpx
 
-from .._pool import own_transport
+from .._pool import finish_sync_close, own_transport
 from ..core.exchange import StreamHandle, opening_stage
 
 __all__ = ["Opening", "close_response", "off_loop", "own_http", "pause", "payloads_of", "raw"]
@@ -33,8 +33,16 @@ def own_http(timeout: httpx.Timeout, follow_redirects: bool, url: str) -> httpx.
 
 
 def close_response(response: httpx.Response) -> None:
-    """``response.close()`` (the async client's waits out a cancellation that comes while it closes)."""
+    """``response.close()``, and httpcore's own close finished when a second Ctrl-C cut it short.
+
+    The first Ctrl-C, in a read, makes httpcore close the answer there and then; a second one while it
+    does so left the connection active in the pool for good (its socket open until the client closed,
+    a place lost in a capped pool), and every later close found the answer closed already. (The async
+    client's also waits out a cancellation that comes during the close; a ``KeyboardInterrupt`` during
+    this one still cuts it: a program that must not be cut there holds SIGINT, as the CLI does.)
+    """
     response.close()
+    finish_sync_close(response)
 
 
 def pause(seconds: float) -> None:

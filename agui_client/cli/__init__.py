@@ -21,7 +21,7 @@ INSTALL_HINT = "The agui command needs the CLI extra: pip install 'agui-client[c
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``agui`` entry point; returns the exit status (0 ok, 1 failed, 2 usage, 130 Ctrl-C)."""
+    """The ``agui`` entry point; returns the exit status (0 ok, 1 failed, 2 usage, 130 Ctrl-C, 143 SIGTERM)."""
     try:
         import rich  # noqa: F401 - only checking that the extra is installed
     except ImportError:
@@ -29,6 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from .app import run_cli
     from .render import bounded
+    from .stopping import TERMINATED_STATUS, Terminated, sigterm_as_interrupt
     from .terminal import InertLogHandler, read_typed_text, some_lines, visible
 
     read_typed_text()
@@ -47,7 +48,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for logger in loggers:
         logger.addHandler(log_handler)
     try:
-        return run_cli(argv)
+        # SIGTERM stops the command as Ctrl-C does, then ends it (agui_client.cli.stopping says why)
+        with sigterm_as_interrupt():
+            return run_cli(argv)
+    except Terminated:
+        print("\nterminated", file=sys.stderr)
+        return TERMINATED_STATUS
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130

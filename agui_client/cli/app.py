@@ -3,8 +3,8 @@
 Exit statuses: 0 done (a run that stopped at an interrupt left open on purpose included), 1 the agent
 or the recording failed (``RUN_ERROR``, a protocol error, an unreachable agent, findings), 2 a usage
 problem (bad arguments, an unreadable file, an answer the interrupt's schema refuses), 130 Ctrl-C (or
-Ctrl-D at a question of ``demo`` or ``run``; ``chat`` and ``serve`` end with 0). ``docs/cli.md`` documents
-every command's options and these statuses.
+Ctrl-D at a question of ``demo`` or ``run``; ``chat`` and ``serve`` end with 0), 143 SIGTERM (every command:
+:mod:`agui_client.cli.stopping`). ``docs/cli.md`` documents every command's options and these statuses.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from .render import (
     render_summary,
     usage_text,
 )
+from .stopping import Terminated
 from .terminal import SafeConsole, json_text, listed, named, some_lines, typed_text, visible
 
 __all__ = ["build_parser", "run_cli"]
@@ -64,7 +65,7 @@ examples:
   agui serve rec/ --port 9000        serve a recording back as an agent (agui serve demo: the demo agent)
 
 exit status: 0 done, 1 the agent or the recording failed, 2 usage or unreadable input, 130 Ctrl-C (or Ctrl-D
-at a question); chat and serve end with 0 on Ctrl-C. Every option and status: docs/cli.md
+at a question), 143 SIGTERM; chat and serve end with 0 on Ctrl-C. Every option and status: docs/cli.md
 """
 
 
@@ -383,6 +384,8 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
         try:
             while server.running:
                 server.thread.join(1.0)  # (in steps: Ctrl-C reaches the main thread between them)
+        except Terminated:
+            raise
         except KeyboardInterrupt:
             out.line("stopped", "dim")
     if isinstance(app, RecordedAgent) and app.mismatches:

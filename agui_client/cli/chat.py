@@ -10,8 +10,10 @@ asked again after an answer it refuses; a required yes/no field opens it, and a 
 accepts on its own skips the rest).
 
 Ctrl-C during a turn cancels the turn: the response is closed and the thread goes back to what was
-saved after its last complete run, so the next turn sends a consistent history. Ctrl-C or Ctrl-D at
-the prompt leaves. The slash commands are listed in :data:`COMMANDS`.
+saved after its last complete run, so the next turn sends a consistent history; pressed again while
+that is done, it is the same request. Ctrl-C or Ctrl-D at the prompt leaves. SIGTERM cancels the turn
+as Ctrl-C does, then ends the chat (:mod:`agui_client.cli.stopping`). The slash commands are listed in
+:data:`COMMANDS`.
 
 Everything the agent sends reaches the terminal through :mod:`agui_client.cli.terminal` (the console
 is a :class:`~agui_client.cli.terminal.SafeConsole`, plain output is made visible), and so does a
@@ -59,6 +61,7 @@ from .render import (
     render_run_end,
     usage_text,
 )
+from .stopping import Terminated, held_signals, left_whole
 from .terminal import SafeConsole, ascii_named, json_text, named, safe_text, typed_text, visible
 
 if TYPE_CHECKING:
@@ -184,6 +187,8 @@ class Chat:
                               "to answer, or type a message to abandon the question(s) and send it", "yellow")
             try:
                 line = self._prompt()
+            except Terminated:
+                raise
             except (EOFError, KeyboardInterrupt):
                 self.out.line()
                 self.out.line("bye", "dim")
@@ -201,6 +206,13 @@ class Chat:
                 self.turn(text or None)
             except EOFError:
                 self.out.line("input ended: nothing more was sent", "dim")
+                return 0
+            except Terminated:
+                raise
+            except KeyboardInterrupt:
+                # Ctrl-C in the moment after a turn was settled (or a slash command's work): as at the prompt.
+                self.out.line()
+                self.out.line("bye", "dim")
                 return 0
 
     def _banner(self) -> None:
@@ -319,14 +331,20 @@ class Chat:
                 resuming = True
                 result = self._stream(None, builder, runs)
                 answered = len(self.answers)
-        except KeyboardInterrupt:
-            self.out.line()
-            self.out.line("turn cancelled (Ctrl-C)" + (
-                ": the agent may have acted on your answers; the chat lets go of the thread so that they can be "
-                "given again" if resuming else ""), "yellow")
-            del self.answers[answered:]  # (their run did not complete: the transcript keeps none of them)
-            self._restore()
-            self._usage(runs, "cancelled")
+        except KeyboardInterrupt as exc:
+            # Ctrl-C pressed again while the turn is put back is the same request (dropped); SIGTERM
+            # (Terminated) ends the chat once the thread is put back.
+            with held_signals(drop_interrupt=True):
+                self.out.line()
+                why = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+                self.out.line(f"turn cancelled ({why})" + (
+                    ": the agent may have acted on your answers; the chat lets go of the thread so that they can be "
+                    "given again" if resuming else ""), "yellow")
+                del self.answers[answered:]  # (their run did not complete: the transcript keeps none of them)
+                self._restore()
+                self._usage(runs, "cancelled")
+            if isinstance(exc, Terminated):
+                raise
             return runs
         except AguiError as exc:
             render_error(self.out, exc)
@@ -354,24 +372,26 @@ class Chat:
         out = self.out
         view = ChatView(out, self.thread.state)
         out.start_waiting("waiting for the agent...")
-        cancelled = False
+        cancelled: KeyboardInterrupt | None = None
         try:
-            with self.thread.stream(message, resume=resume) as events:
+            # (left whole: a second Ctrl-C while the response closes waits until the run is settled)
+            with left_whole(self.thread.stream(message, resume=resume)) as events:
                 try:
                     for event in events:
                         view.event(event)
-                except KeyboardInterrupt:
+                except KeyboardInterrupt as exc:
                     # Ctrl-C while the run streams leaves the stream as a `break` would: the response is
                     # closed and the result is the streaming API's incomplete run (outcome None, a TR-16
                     # warning), not an interruption the library reports on its own (it would log that a
                     # resume keeps its claim; the chat says so in its words and lets go, in turn()).
-                    cancelled = True
+                    cancelled = exc
             result = events.result
         finally:
-            out.stop_waiting()
-            view.close()
-        if cancelled:
-            raise KeyboardInterrupt  # (the turn is cancelled: its TR-16 warning is this, said once, in turn())
+            with held_signals():  # (a Ctrl-C between the two would leave the tail's live display drawn)
+                out.stop_waiting()
+                view.close()
+        if cancelled is not None:
+            raise cancelled  # (the turn is cancelled: its TR-16 warning is this, said once, in turn())
         runs.append(result)
         render_run_end(out, result, "the chat")
         return result

@@ -27,6 +27,7 @@ from rich.text import Text
 from ..core.fold import ThreadState
 from ..wire.types import events as ev
 from .render import EventRenderer, Output, RichOutput
+from .stopping import held_signals
 from .terminal import SafeConsole, named, safe_text, visible
 
 __all__ = ["ChatView", "parts_text", "tool_name"]
@@ -254,10 +255,11 @@ class _MarkdownWriter(_Writer):
             self._label()
             # The tail is parsed when the screen is refreshed (12 times a second at most), not per
             # token: a long paragraph would otherwise be parsed again for every word.
-            self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
-                              vertical_overflow="ellipsis",
-                              get_renderable=lambda: _live_width(self.console, self._rendered(self._shown())))
-            self._live.start()
+            with held_signals():  # (a display cut while it starts or stops stays half-drawn: see cli.stopping)
+                self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
+                                  vertical_overflow="ellipsis",
+                                  get_renderable=lambda: _live_width(self.console, self._rendered(self._shown())))
+                self._live.start()
 
     def close(self) -> None:
         self._stop_live()
@@ -310,7 +312,9 @@ class _MarkdownWriter(_Writer):
         return _markdown(tail) if self._markdown_left[0] > 0 else safe_text(tail)
 
     def _stop_live(self) -> None:
-        if self._live is not None:
+        if self._live is None:
+            return
+        with held_signals():
             live, self._live = self._live, None
             live.stop()
 
@@ -346,10 +350,11 @@ class _Thinking:
         if self._live is None:
             self.out.end_line()
             self.out.stop_waiting()
-            self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
-                              vertical_overflow="crop",
-                              get_renderable=lambda: _live_width(self.console, self._shown()))
-            self._live.start()
+            with held_signals():  # (as for the Markdown tail)
+                self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
+                                  vertical_overflow="crop",
+                                  get_renderable=lambda: _live_width(self.console, self._shown()))
+                self._live.start()
 
     def _shown(self) -> Text:
         lines = "".join(self._text).splitlines()[-THINKING_LINES:]
@@ -362,8 +367,9 @@ class _Thinking:
     def fold(self) -> None:
         seconds = (self.finished if self.finished is not None else time.monotonic()) - self.started
         if self._live is not None:
-            live, self._live = self._live, None
-            live.stop()
+            with held_signals():
+                live, self._live = self._live, None
+                live.stop()
         self.out.end_line()
         # (rounded, a quick thought read "thought for 0 s")
         said = "less than a second" if seconds < 0.5 else f"{seconds:.0f} s"

@@ -26,6 +26,7 @@ from ..wire.types.base import JSON
 from ..wire.types.run import Interrupt
 from . import forms
 from .render import EventRenderer, Output, answer_text, render_interrupt, render_run_end
+from .stopping import held_signals, left_whole
 from .terminal import ascii_named, json_text, listed, named
 
 __all__ = ["AnswerPolicy", "Conversation", "UsageProblem"]
@@ -148,7 +149,8 @@ class Conversation:
         if self.json_lines is None:
             out.start_waiting("waiting for the agent...")
         try:
-            with self.thread.stream(message, **kwargs) as events:
+            # (left whole: a second Ctrl-C while the response closes waits until the run is settled)
+            with left_whole(self.thread.stream(message, **kwargs)) as events:
                 for event in events:
                     if self.json_lines is not None:
                         self.json_lines.write(json_text(codec.encode(event)) + "\n")
@@ -157,8 +159,9 @@ class Conversation:
                         renderer.event(event)
             result = events.result
         finally:
-            out.stop_waiting()
-            renderer.close()
+            with held_signals():
+                out.stop_waiting()
+                renderer.close()
         assert result is not None
         self.runs.append(result)
         render_run_end(out, result, "the CLI")

@@ -31,6 +31,7 @@ from ..wire.types import events as ev
 from ..wire.types import messages as msg
 from ..wire.types.run import Interrupt, TokenUsage
 from . import forms
+from .stopping import held_signals
 from .terminal import SafeConsole, ascii_named, named, one_line, safe_text, some_lines, unmixed, visible
 
 __all__ = [
@@ -176,11 +177,15 @@ class RichOutput(Output):
 
     def start_waiting(self, message: str) -> None:
         self.stop_waiting()
-        self._status = self.console.status(safe_text(message, "dim"), spinner="dots")
-        self._status.start()
+        # (the spinner is a live display: Ctrl-C waits while it starts or stops, see cli.stopping)
+        with held_signals():
+            self._status = self.console.status(safe_text(message, "dim"), spinner="dots")
+            self._status.start()
 
     def stop_waiting(self) -> None:
-        if self._status is not None:
+        if self._status is None:
+            return
+        with held_signals():
             status, self._status = self._status, None
             status.stop()
 

@@ -1,0 +1,444 @@
+"""Ctrl-C and SIGTERM at the moments that were not safe to stop at, through a real pseudo-terminal.
+
+Each case drives a real ``agui`` process against a scripted agent served from this process, which holds
+its answer at a gate, and sends the signal once the program's output shows it reached the moment (no
+sleeps). A Ctrl-C inside rich's ``Live.stop()`` cannot be timed from outside: there the process runs a
+small script (:data:`INSIDE_LIVE_STOP`, test code) that wraps rich's refresh thread's ``stop`` so that
+the process sends itself SIGINT right after it, in the middle of ``Live.stop()``, at the Nth stop.
+Also: a second Ctrl-C as httpcore closes the answer the first one cut (patched in the same way), Ctrl-C
+twice at once, SIGTERM in ``chat`` and ``run``, Ctrl-C in the middle of the save at a run's end (and
+the next ``agui chat`` on the same thread file), and Ctrl-C at ``agui run --resume``'s form.
+What every case checks: no traceback, the cursor shown again at the end, nothing of a live display
+drawn after it stopped, the documented exit status, and the thread as its store says.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pexpect
+from clikit import ENV, YES_NO_ASKED, agui_process
+
+from agui_client.stores import SqliteStore
+from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
+from agui_client.types import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
+
+#: Every escape sequence rich writes (styles, cursor moves, erasing): what is left is the screen's text.
+ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+#: The cursor hidden (a live display starting) or shown again (one stopping).
+CURSOR = re.compile(r"\x1b\[\?25([lh])")
+
+#: A Ctrl-C in the middle of ``Live.stop()``: after the display's refresh thread was told to stop, before
+#: the display gave the cursor and the console's hook back. ``argv[1]``: at which stop (1 the spinner's).
+INSIDE_LIVE_STOP = '''
+import signal
+import sys
+
+import rich.live
+
+from agui_client.cli import main
+
+AT = int(sys.argv[1])
+stops = 0
+stop = rich.live._RefreshThread.stop
+
+
+def stop_then_ctrl_c(self):
+    global stops
+    stop(self)
+    stops += 1
+    if stops == AT:
+        signal.raise_signal(signal.SIGINT)
+
+
+rich.live._RefreshThread.stop = stop_then_ctrl_c
+sys.exit(main(sys.argv[2:]))
+'''
+
+
+def _spawn(program: list[str]) -> tuple[pexpect.spawn, io.StringIO]:
+    env = {**ENV, "TERM": "xterm-256color"}
+    env.pop("NO_COLOR")
+    child = pexpect.spawn(sys.executable, program, env=env, encoding="utf-8", dimensions=(60, 200), timeout=30)
+    screen = io.StringIO()
+    child.logfile_read = screen
+    return child, screen
+
+
+def _text(raw: str) -> str:
+    return ESCAPES.sub("", raw)
+
+
+def _cursor_shown_at_the_end(raw: str) -> bool:
+    marks = CURSOR.findall(raw)
+    return not marks or marks[-1] == "h"
+
+
+def _two_blocks(gate: Gate) -> list[Any]:
+    """A run that streams one finished block and the start of a second, then waits at ``gate``."""
+    return [Start(), TextMessageStartEvent(message_id="m0"),
+            TextMessageContentEvent(message_id="m0", delta="First block.\n\nSecond"),
+            TextMessageContentEvent(message_id="m0", delta=" block goes on.\n\n"),
+            Wait(gate), TextMessageEndEvent(message_id="m0"), Finish()]
+
+
+def _stop_at(script: Path, at: int, *args: str) -> tuple[pexpect.spawn, io.StringIO]:
+    script.write_text(INSIDE_LIVE_STOP, encoding="utf-8")
+    return _spawn([str(script), str(at), *args])
+
+
+def test_ctrl_c_inside_a_live_displays_stop_cancels_the_chats_turn_and_leaves_nothing_drawn(
+        served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
+    # Stop 1 is the spinner's ("waiting for the agent..."), stop 2 the redrawn tail's (at "Second block").
+    for at in (1, 2):
+        endpoint = served(ScriptedAgent([_two_blocks(gate), [Start(), *text_message("m1", "Next answer."), Finish()]]))
+        thread_file = tmp_path / f"chat{at}.db"
+        child, screen = _stop_at(tmp_path / "stop.py", at, "chat", endpoint.url, "--thread-file", str(thread_file))
+        try:
+            child.expect("you: ")
+            child.sendline("hello")
+            child.expect(r"turn cancelled \(Ctrl-C\)")
+            child.expect("the thread is as saved after its last complete run")
+            child.expect("you: ")
+            cancelled = screen.getvalue()
+            child.sendline("again")
+            child.expect("Next answer.")
+            child.expect("you: ")
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+
+        raw = screen.getvalue()
+        assert child.exitstatus == 0, (at, _text(raw))
+        assert "Traceback" not in raw
+        after = _text(cancelled[cancelled.index("turn cancelled"):])
+        # Nothing of the stopped display is drawn again under the lines that follow it.
+        assert "waiting for the agent" not in after and "Second" not in after, (at, after)
+        assert _cursor_shown_at_the_end(cancelled), at
+        assert _cursor_shown_at_the_end(raw), at
+        # The next turn sent a consistent history, and the file holds it.
+        assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["again"]
+        with SqliteStore(str(thread_file)) as store:
+            (thread_id,) = store.thread_ids()
+            stored = store.load(thread_id)
+        assert stored is not None and stored.claim is None
+        assert [m["content"] for m in stored.data["messages"]] == ["again", "Next answer."]
+
+
+def test_ctrl_c_inside_the_spinners_stop_ends_agui_run_with_130_and_the_cursor_shown(
+        served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent([_two_blocks(gate)]))
+    child, screen = _stop_at(tmp_path / "stop.py", 1, "run", endpoint.url, "-m", "hi")
+    try:
+        child.expect("interrupted")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    raw = screen.getvalue()
+    assert child.exitstatus == 130, _text(raw)
+    assert "Traceback" not in raw
+    assert "waiting for the agent" not in _text(raw[raw.index("interrupted"):])
+    assert _cursor_shown_at_the_end(raw)
+    assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))  # (the response was closed)
+
+
+# --------------------------------------------------------------------------------------------------
+# A second Ctrl-C while the first one's close of the response runs
+# --------------------------------------------------------------------------------------------------
+
+#: The second Ctrl-C lands as httpcore closes the first response: the first, pressed while the chat waits
+#: in a read, makes httpcore close the answer there, and its connection starts letting go of the answer
+#: (after the answer was marked closed, so that no later close of it does anything).
+SECOND_CTRL_C_IN_THE_CLOSE = '''
+import signal
+import sys
+
+from httpcore._sync.http11 import HTTP11Connection
+
+from agui_client.cli import main
+
+let_go = HTTP11Connection._response_closed
+closes = 0
+
+
+def a_second_ctrl_c_then_let_go(self):
+    global closes
+    closes += 1
+    if closes == 1:
+        signal.raise_signal(signal.SIGINT)
+    let_go(self)
+
+
+HTTP11Connection._response_closed = a_second_ctrl_c_then_let_go
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def test_a_second_ctrl_c_while_the_response_closes_still_lets_the_connection_go(
+        served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent([_two_blocks(gate), [Start(), *text_message("m1", "Next answer."), Finish()]]))
+    script = tmp_path / "second.py"
+    script.write_text(SECOND_CTRL_C_IN_THE_CLOSE, encoding="utf-8")
+    child, screen = _spawn([str(script), "chat", endpoint.url])
+    try:
+        child.expect("you: ")
+        child.sendline("hello")
+        child.expect("Second")  # (the response now waits at the gate)
+        child.sendintr()
+        child.expect(r"turn cancelled \(Ctrl-C\)")
+        child.expect("you: ")
+        # The connection was closed while the chat still runs (cut short, it stayed open until the process ended).
+        assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))
+        child.sendline("again")
+        child.expect("Next answer.")
+        child.expect("you: ")
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    raw = screen.getvalue()
+    assert child.exitstatus == 0, _text(raw)
+    assert "Traceback" not in raw and _text(raw).count("turn cancelled") == 1
+    assert _cursor_shown_at_the_end(raw)
+    assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["again"]
+
+
+def test_ctrl_c_twice_fast_during_a_streaming_answer_cancels_the_turn_once(
+        served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent([_two_blocks(gate)]))
+    thread_file = tmp_path / "chat.db"
+    child, screen = _spawn(["-m", "agui_client.cli", "chat", endpoint.url, "--thread-file", str(thread_file)])
+    try:
+        child.expect("you: ")
+        child.sendline("hello")
+        child.expect("Second")
+        child.sendintr()
+        child.sendintr()
+        child.expect(r"turn cancelled \(Ctrl-C\)")
+        # The second press is the same request (dropped while the turn is put back), or, once it is, leaves
+        # as at the prompt: either way, the chat ends with 0 after one cancellation.
+        if child.expect(["you: ", "bye"]) == 0:
+            child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    raw = screen.getvalue()
+    assert child.exitstatus == 0, _text(raw)
+    assert "Traceback" not in raw and _text(raw).count("turn cancelled") == 1
+    assert _cursor_shown_at_the_end(raw)
+    assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))
+    with SqliteStore(str(thread_file)) as store:
+        stored = [store.load(i) for i in store.thread_ids()]
+    # (the only run never completed: nothing of it is kept, and nothing holds the thread)
+    assert all(s is not None and s.claim is None and not s.data.get("messages") for s in stored), stored
+
+
+# --------------------------------------------------------------------------------------------------
+# SIGTERM
+# --------------------------------------------------------------------------------------------------
+
+
+def test_sigterm_mid_turn_ends_the_chat_with_143_the_thread_as_saved(
+        served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m0", "First answer."), Finish()], _two_blocks(gate)]))
+    thread_file = tmp_path / "chat.db"
+    child, screen = _spawn(["-m", "agui_client.cli", "chat", endpoint.url, "--thread-file", str(thread_file)])
+    try:
+        child.expect("you: ")
+        child.sendline("hello")
+        child.expect("First answer.")
+        child.expect("you: ")
+        child.sendline("more")
+        child.expect("Second")
+        child.kill(signal.SIGTERM)
+        child.expect(r"turn cancelled \(SIGTERM\)")
+        child.expect("terminated")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    raw = screen.getvalue()
+    assert child.exitstatus == 143, (child.signalstatus, _text(raw))
+    assert "Traceback" not in raw and "bye" not in _text(raw)
+    assert _cursor_shown_at_the_end(raw)
+    assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))
+    with SqliteStore(str(thread_file)) as store:
+        (thread_id,) = store.thread_ids()
+        stored = store.load(thread_id)
+    assert stored is not None and stored.claim is None
+    assert [m["content"] for m in stored.data["messages"]] == ["hello", "First answer."]
+
+
+def test_sigterm_mid_run_ends_agui_run_with_143(served: Callable[[Any], Any], gate: Gate) -> None:
+    endpoint = served(ScriptedAgent([_two_blocks(gate)]))
+    child, screen = _spawn(["-m", "agui_client.cli", "run", endpoint.url, "-m", "hi"])
+    try:
+        child.expect("Second")
+        child.kill(signal.SIGTERM)
+        child.expect("terminated")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    raw = screen.getvalue()
+    assert child.exitstatus == 143, (child.signalstatus, _text(raw))
+    assert "Traceback" not in raw and _cursor_shown_at_the_end(raw)
+    assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))
+
+
+# --------------------------------------------------------------------------------------------------
+# Ctrl-C during the store's save at a run's end
+# --------------------------------------------------------------------------------------------------
+
+#: Ctrl-C during the chat's first write to the thread file (the save at its first run's end): ``before``
+#: the transaction commits (after its statements ran), or just ``after``.
+CTRL_C_IN_THE_SAVE = '''
+import signal
+import sys
+
+from agui_client.cli import main
+from agui_client.stores.sqlite import SqliteStore
+
+WHEN = sys.argv[1]
+write = SqliteStore._write
+transaction = SqliteStore._transaction
+saves = []
+cutting = []
+
+
+def first_save(self, thread_id, operation, **kwargs):
+    # (a new thread is claimed, empty, as its first run starts: the save, or append, is the run's end)
+    if operation in ("save", "append") and not saves:
+        saves.append(operation)
+        cutting.append(True)
+    try:
+        return write(self, thread_id, operation, **kwargs)
+    finally:
+        cutting.clear()
+
+
+def cut(self, conn, body):
+    if not cutting:
+        return transaction(self, conn, body)
+    cutting.clear()
+    if WHEN == "after":
+        done = transaction(self, conn, body)
+        signal.raise_signal(signal.SIGINT)
+        return done
+
+    def then_ctrl_c(conn):
+        done = body(conn)
+        signal.raise_signal(signal.SIGINT)
+        return done
+
+    return transaction(self, conn, then_ctrl_c)
+
+
+SqliteStore._write = first_save
+SqliteStore._transaction = cut
+sys.exit(main(sys.argv[2:]))
+'''
+
+
+def test_ctrl_c_during_the_save_at_a_runs_end_keeps_the_run_whole_or_not_at_all(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    script = tmp_path / "save.py"
+    script.write_text(CTRL_C_IN_THE_SAVE, encoding="utf-8")
+    for when in ("before", "after"):
+        # (the agent plays a step by the runs the request's history holds: the same answer either way)
+        endpoint = served(ScriptedAgent([[Start(), *text_message("m0", "An answer."), Finish()],
+                                         [Start(), *text_message("m1", "An answer."), Finish()]]))
+        thread_file = tmp_path / f"{when}.db"
+        chat = ["chat", endpoint.url, "--thread-file", str(thread_file), "--thread", "t-1"]
+        child, screen = _spawn([str(script), when, *chat])
+        try:
+            child.expect("you: ")
+            child.sendline("hello")
+            child.expect(r"turn cancelled \(Ctrl-C\)")
+            child.expect("you: ")
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        assert child.exitstatus == 0 and "Traceback" not in screen.getvalue(), (when, _text(screen.getvalue()))
+        assert _cursor_shown_at_the_end(screen.getvalue()), when
+        with SqliteStore(str(thread_file)) as store:
+            stored = store.load("t-1")
+        kept = [m["content"] for m in (stored.data["messages"] if stored is not None else [])]
+        # Whole or not at all; here whole: the run had ended when Ctrl-C came, and it is kept as docs/cli.md says.
+        assert kept == ["hello", "An answer."], when
+        assert stored is not None and stored.claim is None
+        # The next chat on the same thread file goes on from there, and its run is saved.
+        child, screen = _spawn(["-m", "agui_client.cli", *chat])
+        try:
+            child.expect("you: ")
+            child.sendline("again")
+            child.expect("An answer.")
+            child.expect("you: ")
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        assert child.exitstatus == 0, (when, _text(screen.getvalue()))
+        assert [m["content"] for m in endpoint.received[1].body["messages"]] == [*kept, "again"], when
+        with SqliteStore(str(thread_file)) as store:
+            stored = store.load("t-1")
+        assert stored is not None and stored.claim is None
+        assert [m["content"] for m in stored.data["messages"]] == [*kept, "again", "An answer."], when
+
+
+# --------------------------------------------------------------------------------------------------
+# Ctrl-C at the resume's form
+# --------------------------------------------------------------------------------------------------
+
+
+def test_ctrl_c_at_agui_runs_resume_form_sends_nothing_and_a_later_resume_answers(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    endpoint = served(ScriptedAgent.demo())
+    db = str(tmp_path / "t.db")
+    first = agui_process("run", endpoint.url, "-m", "Remove the qa environment", "--thread-file", db)
+    assert first.returncode == 0 and "leaving the interrupt(s) open" in first.stdout, first.stderr
+    child, screen = _spawn(["-m", "agui_client.cli", "run", endpoint.url, "--thread-file", db, "--resume"])
+    try:
+        child.expect(YES_NO_ASKED)  # (the form's first question, whole: the read has started)
+        child.sendintr()
+        child.expect("interrupted")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    raw = screen.getvalue()
+    assert child.exitstatus == 130, _text(raw)
+    assert "Traceback" not in raw and _cursor_shown_at_the_end(raw)
+    assert len(endpoint.received) == 1  # (nothing was sent)
+    with SqliteStore(db) as store:
+        (thread_id,) = store.thread_ids()
+        stored = store.load(thread_id)
+    assert stored is not None and stored.claim is None and len(stored.data["openInterrupts"]) == 1
+    later = agui_process("run", endpoint.url, "--thread-file", db, "--resume", "--yes")
+    assert later.returncode == 0 and re.search(r"Done: the \w+ environment is deleted", later.stdout), later.stderr
+    assert [entry["status"] for entry in endpoint.received[1].body["resume"]] == ["resolved"]
+
+
+def test_sigterm_stops_agui_serve_with_143() -> None:
+    child, screen = _spawn(["-m", "agui_client.cli", "serve", "demo"])
+    try:
+        child.expect("Ctrl-C stops")
+        child.kill(signal.SIGTERM)
+        child.expect("terminated")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    assert child.exitstatus == 143, (child.signalstatus, _text(screen.getvalue()))
+    assert "Traceback" not in screen.getvalue()
