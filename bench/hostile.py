@@ -33,7 +33,8 @@ The hostile kinds, each within the defaults (16 MiB an event, 256 MiB a run):
   ``TOOL_CALL_ARGS`` deltas of 60,000 characters and parsed at ``TOOL_CALL_END``.
 
 ``--store sqlite`` saves to SQLite (in a worker thread) instead of a ``MemoryStore`` (on the loop);
-``--tiny`` runs it all in seconds at 1/64 of the sizes (what ``tests/test_bench_smoke.py`` runs).
+``--head-start`` is how long the honest runs stream before the hostile one starts (1 s). ``--tiny`` runs
+it all in seconds at 1/64 of the sizes, with a head start of 0.1 s (what ``tests/test_bench_smoke.py`` runs).
 Numbers are for one machine, loaded by whatever else runs on it; compare the rows of one run.
 """
 
@@ -197,7 +198,7 @@ async def _ticker(gaps: list[float], walls: list[float], stop: asyncio.Event) ->
 
 
 async def scenario(client: AsyncAgentClient, honest: int, kind: str | None, serial: int,
-                   store: str = "memory") -> dict[str, Any]:
+                   store: str = "memory", head_start: float = 1.0) -> dict[str, Any]:
     client.store = MemoryStore() if store == "memory" else SqliteStore(Path(tempfile.mkdtemp()) / "threads.db")
     delays: array[int] = array("q")
     clock = time.monotonic_ns
@@ -212,7 +213,7 @@ async def scenario(client: AsyncAgentClient, honest: int, kind: str | None, seri
     hostile: dict[str, Any] = {}
 
     async def bad(name: str) -> None:
-        await asyncio.sleep(1.0)  # (the honest runs are under way)
+        await asyncio.sleep(head_start)  # (the honest runs are under way)
         began = time.perf_counter()
         try:
             result = await client.thread(f"{name}:{serial}").run()
@@ -236,12 +237,12 @@ async def scenario(client: AsyncAgentClient, honest: int, kind: str | None, seri
             **hostile}
 
 
-async def measure(port: int, honest: int, kinds: list[str], store: str) -> list[dict[str, Any]]:
+async def measure(port: int, honest: int, kinds: list[str], store: str, head_start: float) -> list[dict[str, Any]]:
     rows = []
     async with AsyncAgentClient(f"http://127.0.0.1:{port}/", timeout=60.0) as client:
         await scenario(client, 2, None, -1, store)  # (first calls import and build what later runs reuse)
         for serial, kind in enumerate([None, *kinds]):
-            row = await scenario(client, honest, kind, serial, store)
+            row = await scenario(client, honest, kind, serial, store, head_start)
             rows.append(row)
             print(_line(row), flush=True)
     return rows
@@ -260,8 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--honest", type=int, default=20, help="honest paced runs beside each hostile one")
     ap.add_argument("--paced-events", type=int, default=250)
     ap.add_argument("--scale", type=float, default=1.0, help="the hostile streams' size, as a fraction of the above")
+    ap.add_argument("--head-start", type=float, default=1.0,
+                    help="seconds the honest runs stream before the hostile run starts")
     ap.add_argument("--tiny", action="store_true",
-                    help="seconds: 2 honest runs of 20 events, streams at 1/64 (what the tests run)")
+                    help="seconds: 2 honest runs of 20 events, streams at 1/64, a head start of 0.1 s "
+                         "(what the tests run)")
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")
     ap.add_argument("--store", choices=("memory", "sqlite"), default="memory",
                     help="the client's store: a MemoryStore (saved on the loop) or SQLite (in a worker thread)")
@@ -271,14 +275,17 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(a.paced_events, 50.0, a.scale))
         return 0
     if a.tiny:
-        a.honest, a.paced_events, a.scale = 2, 20, 1 / 64
+        # A tiny honest run lasts some 0.4 s (20 events at 50 a second): a head start of a second let it
+        # end before the hostile run began, and was most of the smoke run's time. A quarter of it starts
+        # the hostile run beside them, as the full size's second does a fifth into its 5 s runs.
+        a.honest, a.paced_events, a.scale, a.head_start = 2, 20, 1 / 64, 0.1
     server = subprocess.Popen([sys.executable, "-m", "bench.hostile", "--serve", "--paced-events",
                                str(a.paced_events), "--scale", str(a.scale)],
                               cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert server.stdout is not None
         port = json.loads(server.stdout.readline())["port"]
-        rows = asyncio.run(measure(port, a.honest, [k for k in a.kinds.split(",") if k], a.store))
+        rows = asyncio.run(measure(port, a.honest, [k for k in a.kinds.split(",") if k], a.store, a.head_start))
     finally:
         assert server.stdin is not None
         server.stdin.close()

@@ -23,6 +23,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,9 @@ for n, (args, stdin) in enumerate(json.loads(sys.argv[1])):
 print(json.dumps([[done.returncode, done.stdout, done.stderr] for done in left]))
 """
 _CASE_STARTS = "clikit: the case starts: "
+#: How long :func:`agui_each_in_one_process` waits for its process to start its first case (an
+#: interpreter's start and the CLI's imports, on a loaded machine).
+_START_BOUND = 60.0
 
 
 def agui_each_in_one_process(calls: Sequence[tuple[Sequence[str], str | None]], *, timeout: float) -> list[Ran]:
@@ -121,23 +125,59 @@ def agui_each_in_one_process(calls: Sequence[tuple[Sequence[str], str | None]], 
 
     For commands that must not run in the test's process (one that never ended would hold it, or fill
     its memory) but need no process each: one interpreter start for all of them. A command that never
-    ends holds that process, stopped at ``timeout`` seconds; one that escapes :func:`agui_here` ends it.
-    Either fails every call, with an ``AssertionError`` naming the case it was in (its number and command).
+    ends holds that process, stopped ``timeout`` seconds after its first case started; one that escapes
+    :func:`agui_here` ends it. Either fails every call, with an ``AssertionError`` naming the case it was
+    in (its number and command). The interpreter's start and imports are not counted in ``timeout`` (they
+    are bounded apart, at :data:`_START_BOUND`): they take a second or several as the machine is loaded,
+    so a ``timeout`` that covered them had to be long, and a test of a hang waited all of it out.
     """
     tests = str(Path(__file__).resolve().parent)
     listed = [[list(args), stdin] for args, stdin in calls]
-    try:
-        done = subprocess.run([sys.executable, "-c", _EACH, json.dumps(listed)],
-                              env={**ENV, "PYTHONPATH": os.pathsep.join([tests, ENV["PYTHONPATH"]])},
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as exc:
-        # (what the process wrote before it was stopped: bytes, even for a run with text=True)
-        said = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
-        raise AssertionError(f"{_case_in(said, listed)} had not ended at {timeout} s\n{said[-3000:]}") from exc
-    if done.returncode != 0:
-        raise AssertionError(f"{_case_in(done.stderr, listed)} ended its process with status {done.returncode}"
-                             f"\n{done.stderr[-3000:]}")
-    return [Ran(returncode=code, stdout=out, stderr=err) for code, out, err in json.loads(done.stdout.splitlines()[-1])]
+    said: list[str] = []
+    wrote: list[str] = []
+    heard = threading.Event()  # (the first case started, or stderr ended: the process will not start one)
+    stopped: subprocess.TimeoutExpired | None = None
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([tests, ENV["PYTHONPATH"]])}
+    with subprocess.Popen([sys.executable, "-c", _EACH, json.dumps(listed)], env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+
+        def hear() -> None:
+            assert process.stderr is not None
+            try:
+                for line in process.stderr:
+                    said.append(line)
+                    if line.startswith(_CASE_STARTS):
+                        heard.set()
+            finally:
+                heard.set()
+
+        def read() -> None:
+            assert process.stdout is not None
+            wrote.append(process.stdout.read())
+
+        readers = [threading.Thread(target=hear, daemon=True), threading.Thread(target=read, daemon=True)]
+        for reader in readers:
+            reader.start()
+        try:
+            if not heard.wait(_START_BOUND):
+                raise subprocess.TimeoutExpired(process.args, _START_BOUND)
+            process.wait(timeout)
+        except subprocess.TimeoutExpired as exc:
+            stopped = exc
+        finally:
+            if process.returncode is None:  # (stopped, or anything else escaping the wait: it must not outlive us)
+                process.kill()
+                process.wait()
+            for reader in readers:
+                reader.join()
+    stderr = "".join(said)
+    if stopped is not None:
+        raise AssertionError(f"{_case_in(stderr, listed)} had not ended at {stopped.timeout} s\n{stderr[-3000:]}"
+                             ) from stopped
+    if process.returncode != 0:
+        raise AssertionError(f"{_case_in(stderr, listed)} ended its process with status {process.returncode}"
+                             f"\n{stderr[-3000:]}")
+    return [Ran(returncode=code, stdout=out, stderr=err) for code, out, err in json.loads(wrote[0].splitlines()[-1])]
 
 
 def _case_in(said: str, listed: list[list[Any]]) -> str:

@@ -89,12 +89,12 @@ def test_a_case_that_hangs_the_one_process_is_named(served: Callable[[Any], Any]
     url = served(ScriptedAgent([[Start(), Wait(gate, timeout=60)]])).url
     try:
         with pytest.raises(AssertionError) as caught:
-            agui_each_in_one_process([(("--version",), None), (("run", url, "-m", "hi"), None)], timeout=20)
+            agui_each_in_one_process([(("--version",), None), (("run", url, "-m", "hi"), None)], timeout=3)
     finally:
         gate.open()
 
     said = str(caught.value)
-    assert said.startswith(f"case 1 of 2, agui run {url} -m hi, had not ended at 20 s"), said
+    assert said.startswith(f"case 1 of 2, agui run {url} -m hi, had not ended at 3 s"), said
     assert isinstance(caught.value.__cause__, subprocess.TimeoutExpired)
 
 
