@@ -105,6 +105,18 @@ def test_streams_are_found_with_their_starting_thread_and_label(tmp_path: Path) 
         reference.collect([tmp_path / "notes.md"])
 
 
+def test_a_folder_holding_its_streams_one_level_down_is_refused(tmp_path: Path) -> None:
+    # `--oracle DIR tests/golden --gen ...` compared none of the golden streams (they are in tests/golden/streams)
+    # and said nothing of it: the count at the end held only the generated ones.
+    (tmp_path / "streams").mkdir()
+    (tmp_path / "streams" / "a.jsonl").write_text("{}\n")
+    (tmp_path / "INDEX.md").write_text("# streams\n")
+    with pytest.raises(SystemExit) as refused:
+        reference.collect([tmp_path])
+    assert str(refused.value) == f"{tmp_path}: no .jsonl or .sse stream directly inside (its streams' own folder?)"
+    assert [s.name for s in reference.collect([tmp_path / "streams"])] == ["a"]
+
+
 def test_quiet_points_exclude_open_messages_and_calls() -> None:
     events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
               {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},

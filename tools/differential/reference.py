@@ -93,12 +93,16 @@ def stream_of(path: Path, label: str = "") -> Stream:
 
 
 def collect(paths: Iterable[Path]) -> list[Stream]:
-    """Every ``.jsonl``/``.sse`` stream named, or directly inside a named folder, in name order."""
+    """Every ``.jsonl``/``.sse`` stream named, or directly inside a named folder (which must hold one), by name."""
     out: list[Stream] = []
     for path in paths:
         if path.is_dir():
             labels = _manifest(path)
             found = sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".sse") and p.is_file())
+            if not found:
+                # A folder is not searched below its top (a corpus keeps its streams there); one with none
+                # there added nothing, silently, to a run that looked whole (`tests/golden` for its `streams`).
+                raise SystemExit(f"{path}: no .jsonl or .sse stream directly inside (its streams' own folder?)")
             out += [stream_of(p, labels.get(p.name, "")) for p in found]
         elif not path.exists():
             raise SystemExit(f"{path}: no such file or folder")
