@@ -28,19 +28,19 @@ from ._answers import (
     redacted_cause,
     undecodable,
 )
+from ._deadline import HeadTooLong
 from ._framing import SSE
 from ._inert import quoted
 from ._logs import filter_http_logs
 from ._pool import (
-    HeadTooLong,
     ProxiedSyncTransport,
     ProxiedTransport,
     ShardedSyncTransport,
     ShardedTransport,
-    wake_requests,
 )
 from ._proxies import proxy_credentials
 from ._retries import checked_retries
+from ._wakes import wake_requests
 from .core.budget import DEFAULT_MAX_RUN_MEMORY
 from .core.exchange import StreamHandle
 from .core.headers import checked_headers, layered
@@ -98,7 +98,7 @@ def transports(http: httpx.Client | httpx.AsyncClient) -> list[Any]:
 
 def wake_runs(http: httpx.Client | httpx.AsyncClient, sender: object) -> None:
     """End at once the runs ``sender``'s client has in flight on ``http``, a client it was given and does not
-    close (:func:`~agui_client._pool.wake_requests`): their connections, and no other, are shut down."""
+    close (:func:`~agui_client._wakes.wake_requests`): their connections, and no other, are shut down."""
     for transport in transports(http):
         wake_requests(transport, sender)
 
@@ -267,7 +267,7 @@ class ClientBase:
             store = MemoryStore()
         self.store: ThreadStore = store
         self._closed = False
-        #: Marks this client's requests (:data:`~agui_client._pool.SENDER`): a token, not the client, so that a
+        #: Marks this client's requests (:data:`~agui_client._wakes.SENDER`): a token, not the client, so that a
         #: request kept (in an error, by a transport) keeps nothing of the client alive.
         self._sender = object()
 

@@ -416,7 +416,7 @@ def use_backend(transport: httpx.AsyncBaseTransport, backend: httpcore.AsyncNetw
 def _check(bounded: Any) -> None:
     if not isinstance(getattr(bounded, "_backend", None), httpcore.AsyncNetworkBackend):
         raise RuntimeError(f"bench.asyncio_backend: the shard's network backend is {bounded!r}, not the bounded "
-                           "wrapper around httpcore's (agui_client._pool or httpx changed)")
+                           "wrapper around httpcore's (agui_client._connections or httpx moved)")
 
 
 def sharded_client(backend: str, timeout: float = 60.0) -> httpx.AsyncClient:

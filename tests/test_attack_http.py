@@ -19,7 +19,8 @@ import pytest
 from test_attack_io import Raw
 
 import agui_client as ag
-from agui_client._pool import _TO_THE_PARSER, ShardedSyncTransport, _check_end
+from agui_client._connections import _TO_THE_PARSER, check_end
+from agui_client._pool import ShardedSyncTransport
 from agui_client.testing import ScriptedAgent, serve
 
 SSE_HEAD = b"content-type: text/event-stream"
@@ -124,11 +125,11 @@ def test_an_httpx_without_the_parser_where_it_was_leaves_the_connection_unchecke
         network.overran = False  # (the read to the end closed the answer: checked once already)
         kept = holder.__dict__.pop(missing)  # (deleted on the instance)
         try:
-            _check_end(body, network)
+            check_end(body, network)
             assert network.overran is False  # (not checked)
         finally:
             setattr(holder, missing, kept)
-        _check_end(body, network)
+        check_end(body, network)
         assert network.overran is True  # (with it there, the bytes past the end are found)
 
 

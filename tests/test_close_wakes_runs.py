@@ -28,7 +28,7 @@ import pytest
 from serverkit import httpcore_pools
 
 import agui_client as ag
-from agui_client import _pool
+from agui_client import _connections, _wakes
 from agui_client.stores import MemoryStore, SqliteStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, serve, text_message
 
@@ -419,7 +419,7 @@ class ConnectWatch:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.connecting = threading.Event()
-        original = _pool._Opening.holding
+        original = _connections._Opening.holding
 
         @contextlib.contextmanager
         def holding(opening: Any, sock: socket.socket, *, ours: bool) -> Iterator[None]:
@@ -428,7 +428,7 @@ class ConnectWatch:
                     self.connecting.set()
                 yield
 
-        monkeypatch.setattr(_pool._Opening, "holding", holding)
+        monkeypatch.setattr(_connections._Opening, "holding", holding)
 
 
 @pytest.mark.timeout(60)
@@ -456,7 +456,7 @@ def test_a_shard_woken_by_a_close_opens_no_connection_more(dropping: tuple[str, 
     # request then sent on it: without the refusal it would wait its connect timeout for the dropped SYN.
     url = f"http://{dropping[0]}:{dropping[1]}/agent"
     with ag.AgentClient(url, timeout=CONNECT, idle_timeout=IDLE) as client:
-        _pool._wake(client.http._transport._take(httpx.Request("POST", url)).transport)
+        _wakes.wake(client.http._transport._take(httpx.Request("POST", url)).transport)
         with pytest.raises(httpx.ConnectError) as caught:
             client.http.post(url, content=b"{}")
 
@@ -589,14 +589,14 @@ def test_closing_a_client_given_its_http_client_leaves_a_connection_another_requ
         return types.SimpleNamespace(_connection=types.SimpleNamespace(_network_stream=stream))
 
     def request(sender: object, on: Any) -> Any:
-        return types.SimpleNamespace(request=types.SimpleNamespace(extensions={_pool.SENDER: sender}), connection=on)
+        return types.SimpleNamespace(request=types.SimpleNamespace(extensions={_wakes.SENDER: sender}), connection=on)
 
     own, own_peer = socket.socketpair()
     shared, shared_peer = socket.socketpair()
     with own, own_peer, shared, shared_peer:
         alone, both = connection(own), connection(shared)
         pool = types.SimpleNamespace(_requests=[request(mine, alone), request(mine, both), request(other, both)])
-        _pool.wake_requests(types.SimpleNamespace(_pool=pool), mine)
+        _wakes.wake_requests(types.SimpleNamespace(_pool=pool), mine)
         own_peer.setblocking(False)
         shared_peer.setblocking(False)
         assert own_peer.recv(1) == b""  # (shut down: the peer reads the end)
@@ -755,7 +755,7 @@ def test_a_sync_close_landing_between_the_connects_check_and_its_connect_wakes_i
     # by poll, which such a socket answers at once), and the close refused it after; one without a timeout
     # (timeout=None) waits in the kernel, which that shutdown does not end: to an address that drops the SYN
     # the run waited until the kernel gave up. The connect is now under way before the close is looked at.
-    original = _pool._Opening.holding
+    original = _connections._Opening.holding
     url = f"http://{dropping[0]}:{dropping[1]}/agent"
     client = ag.AgentClient(url, timeout=None, idle_timeout=IDLE, store=MemoryStore())
 
@@ -766,7 +766,7 @@ def test_a_sync_close_landing_between_the_connects_check_and_its_connect_wakes_i
                 client.close()  # (in the run's own thread: the close lands there, whatever the threads do)
             yield
 
-    monkeypatch.setattr(_pool._Opening, "holding", holding)
+    monkeypatch.setattr(_connections._Opening, "holding", holding)
     thread = client.thread("woken")
     ended = threading.Event()
     failed: list[BaseException] = []

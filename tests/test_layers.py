@@ -91,11 +91,16 @@ SEQUENCE_RULES = ["core/phases.py", "core/id_rules.py", "core/verify.py"]
 #: The code derived from the wire types: the policy it is derived under, the writers, then the readers
 #: (which build their objects as the writers' constructors do).
 DERIVED_CODE = ["wire/policy.py", "wire/writers.py", "wire/derive.py"]
+#: The clients' own pool: the send's bounds, the shared TLS context and the finish of a close cut short
+#: know nothing of the rest; the connections keep the bounds; the wake at a client's close finds the sync
+#: connections being opened; the sharded transports stand on them all.
+OWN_POOL = ["_deadline.py", "_tls.py", "_closing.py", "_connections.py", "_wakes.py", "_pool.py"]
 
 
-@pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES, SCRIPTED_AGENT, SEQUENCE_RULES, DERIVED_CODE],
+@pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES, SCRIPTED_AGENT, SEQUENCE_RULES, DERIVED_CODE,
+                                   OWN_POOL],
                          ids=["run-protocol", "json-text", "resume-rules", "scripted-agent", "sequence-rules",
-                              "derived-code"])
+                              "derived-code", "own-pool"])
 def test_a_chain_of_modules_imports_one_way(chain: list[str]) -> None:
     for n, name in enumerate(chain):
         later = [m.replace("/", ".").removesuffix(".py") for m in chain[n + 1:]]

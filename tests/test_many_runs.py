@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 import agui_client as ag
-from agui_client import _pool
+from agui_client import _tls
 from agui_client._async.thread_io import calls_on_loop
 from agui_client._pool import SHARD_SIZE, ProxiedSyncTransport, ProxiedTransport, ShardedSyncTransport, ShardedTransport
 from agui_client.stores import MemoryStore
@@ -247,7 +247,7 @@ def test_every_shard_uses_one_tls_context_made_once(monkeypatch: pytest.MonkeyPa
         return context
 
     monkeypatch.setattr(ssl, "create_default_context", counted)
-    monkeypatch.setattr(_pool, "_DEFAULT_CONTEXTS", {})  # (as in a new process: none made yet)
+    monkeypatch.setattr(_tls, "_DEFAULT_CONTEXTS", {})  # (as in a new process: none made yet)
     with serve(_held_open) as server:
         url = f"http://127.0.0.1:{server.port}/agent"
         body = [{"threadId": "t", "runId": f"r{i}"} for i in range(3)]
@@ -286,7 +286,7 @@ def test_clients_share_one_default_tls_context_and_settings_that_differ_do_not(
         return made[-1]
 
     monkeypatch.setattr(ssl, "create_default_context", counted)
-    monkeypatch.setattr(_pool, "_DEFAULT_CONTEXTS", {})
+    monkeypatch.setattr(_tls, "_DEFAULT_CONTEXTS", {})
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     with serve(_held_open) as server:

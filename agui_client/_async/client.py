@@ -37,10 +37,10 @@ from .._client_base import (
     traces,
     wake_runs,
 )
+from .._deadline import deadline as send_deadline
 from .._framing import REFUSED_TYPES, Framer, check_media, framed, inflater_for
 from .._logs import exchange as logged_exchange
-from .._pool import SENDER
-from .._pool import deadline as send_deadline
+from .._wakes import SENDER
 from ..core.exchange import StreamHandle, request_body
 from ..core.headers import checked_headers
 from ..core.legacy import LegacyInterrupts

@@ -16,7 +16,8 @@ import httpcore
 import httpx
 import sniffio
 
-from .._pool import finish_close, own_async_transport
+from .._closing import finish_close
+from .._pool import own_async_transport
 from ..core.exchange import StreamHandle, opening_stage
 from .thread_io import in_worker
 

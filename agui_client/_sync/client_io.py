@@ -13,7 +13,8 @@ from typing import Any, TypeVar, cast
 import httpcore
 import httpx
 
-from .._pool import finish_sync_close, own_transport
+from .._closing import finish_sync_close
+from .._pool import own_transport
 from ..core.exchange import StreamHandle, opening_stage
 
 __all__ = ["Opening", "close_response", "off_loop", "own_http", "pause", "payloads_of", "raw"]
@@ -66,7 +67,7 @@ class Opening:
     connection that begins after the client's close is refused.
 
     A run already in its connect or TLS handshake waits in an OS thread, which nothing cancels: the client's
-    own pool wakes it there (``_pool._Opening`` shuts its socket down); on an ``http_client`` the caller
+    own pool wakes it there (``_connections._Opening`` shuts its socket down); on an ``http_client`` the caller
     passed it waits for its connect timeout.
     """
 

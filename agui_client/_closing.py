@@ -1,0 +1,73 @@
+"""Finishing the close of an answer when httpcore's was cut short (a second cancellation, a second Ctrl-C):
+:func:`finish_close` and :func:`finish_sync_close`, over httpcore's private attributes, each read with a
+default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpcore
+import httpx
+
+__all__ = ["finish_close", "finish_sync_close", "REQUESTS", "CONNECTION"]
+
+
+async def finish_close(response: httpx.Response) -> None:
+    """Finish the close of ``response`` when httpcore's was cut short: its connection closed, its place
+    in the pool given back.
+
+    httpcore closes an answer whose reading failed (a cancellation too) itself, marking it closed first;
+    a second ``Task.cancel()`` that comes while it does so (anyio's shield, which it closes under, does
+    not hold off asyncio's own) stops it there, and every later close finds the answer closed already.
+    Cut while the connection let go of the answer, the connection stays active for good, a request of
+    nobody's; cut after, the answer's request stays counted in the pool. The first is closed (it is in
+    the middle of an answer), then httpcore's close of the second runs again. Every attribute read here
+    is httpcore's private one, read with a default (as ``_TO_THE_PARSER``): if one moves, nothing is done.
+    """
+    connection, stream = _cut_close(response, (httpcore.AsyncHTTP11Connection, httpcore.AsyncHTTP2Connection))
+    if connection is not None:
+        await connection.aclose()
+    if stream is not None:
+        setattr(stream, _CLOSED, False)  # (httpcore's close skips a closed one)
+        await stream.aclose()
+
+
+def finish_sync_close(response: httpx.Response) -> None:
+    """:func:`finish_close` for the sync client: there a second Ctrl-C cuts httpcore's close short as a
+    second cancellation does (a ``KeyboardInterrupt`` while httpcore closes an answer whose read the first
+    one ended)."""
+    connection, stream = _cut_close(response, (httpcore.HTTP11Connection, httpcore.HTTP2Connection))
+    if connection is not None:
+        connection.close()
+    if stream is not None:
+        setattr(stream, _CLOSED, False)
+        stream.close()
+
+
+def _cut_close(response: httpx.Response, kinds: tuple[type[Any], ...]) -> tuple[Any, Any]:
+    """What a cut close of ``response`` left (see :func:`finish_close`): the connection of one of ``kinds``
+    still in the middle of its answer, and httpcore's pool stream whose request the pool still counts
+    (each ``None`` when there is none)."""
+    stream: Any = response.stream
+    for _ in range(4):  # (httpx's bound stream, a shard's count, httpx's transport stream: to httpcore's pool's)
+        if hasattr(stream, _POOL_REQUEST):
+            break
+        stream = getattr(stream, _STREAM, None) or getattr(stream, "_httpcore_stream", None)
+    request = getattr(stream, _POOL_REQUEST, None)
+    requests = getattr(getattr(stream, _POOL, None), REQUESTS, None)
+    if request is None or not isinstance(requests, list):
+        return None, None
+    connection: Any = getattr(getattr(stream, _STREAM, None), CONNECTION, None)  # (the HTTP/1.1 one)
+    taken = any(getattr(getattr(other, "connection", None), CONNECTION, None) is connection
+                for other in requests if other is not request)
+    cut = isinstance(connection, kinds) and not taken and not connection.is_idle() and not connection.is_closed()
+    return (connection if cut else None), (stream if request in requests else None)
+
+
+#: httpcore's private attributes ``finish_close`` reads, each with a default: a pool stream's request,
+#: pool and connection stream, a pool's requests, a connection stream's (or a pool connection's) HTTP/1.1
+#: connection, a pool stream's mark of a close begun (``_wakes`` reads the requests and the connection too).
+_POOL_REQUEST, _POOL, _STREAM, REQUESTS, CONNECTION, _CLOSED = (
+    "_pool_request", "_pool", "_stream", "_requests", "_connection", "_closed")
+
