@@ -26,7 +26,7 @@ from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
 from agui_client.types import RunFinishedEvent, TextMessageContentEvent
 from agui_client.wire import jsonio
-from agui_client.wire.jsonio import DEFAULT_MAX_DEPTH, outside_strings
+from agui_client.wire.jsonio import DEFAULT_MAX_DEPTH, containers_outside_strings
 
 START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
 FINISH = b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
@@ -384,14 +384,15 @@ def test_escapes_in_a_string_hide_no_container_from_the_count(first: str) -> Non
     assert [w.code for w in result.warnings] == ["TC-06/AGUI204"] and "not judged" in result.warnings[0].message
 
 
-@pytest.mark.parametrize("first", ['"a\\\\"', '"a\\"b"', '"\\\\\\""', '"[{\\u005b"'])
+@pytest.mark.parametrize("first", ['"a\\\\"', '"a\\"b"', '"\\\\\\""', '"[{\\u005b"', '"' + "[" * 40_000 + '"'])
 def test_the_depth_check_and_the_arguments_bound_take_strings_out_by_one_rule(first: str) -> None:
     # The fold split at unescaped quotes and the depth check stripped strings by a pattern: two rules
-    # for one question. Both now ask outside_strings, for text and for bytes alike.
+    # for one question. Both now read the text's quotes and brackets a step at a time, for text and for
+    # bytes alike (a string of 40,000 brackets runs across steps of 16 KiB).
     text = '{"k":[' + first + ',[{}]],"' + first[1:] + ':[]}'
     assert json.loads(text)  # (JSON whose strings hold quotes, backslashes and brackets)
-    assert outside_strings(text) == '{:[,[{}]],:[]}'
-    assert outside_strings(text.encode()) == b'{:[,[{}]],:[]}'
+    assert containers_outside_strings(text) == containers_outside_strings(text.encode()) == 5  # ({ [ [ { [)
+    assert jsonio._text_depth(text.encode()) == 4  # ({ [ [ {)
 
 
 def test_arguments_of_more_strings_than_the_count_takes_out_are_not_parsed() -> None:

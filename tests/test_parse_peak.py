@@ -2,8 +2,9 @@
 
 An event is parsed whole before it is folded, and parsing takes more than the value it leaves: orjson's
 reading, and for a text whose proofs fail, the reading that finds a repeated key (a text nested 500 deep
-ending in one: 196 bytes a structural character in all). A large event's parse is charged before it is
-parsed.
+ending in one: 196 bytes a structural character in all while orjson's reading was held, 100 since it is
+let go of first), and a long string's characters (up to 8 times its length). A large event's parse is
+charged before it is parsed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ import pytest
 from test_run_memory import charged_budget
 
 import agui_client as ag
-from agui_client.core.budget import DEFAULT_MAX_RUN_MEMORY, PARSE_COST, PARSED_LARGE, STRUCTURE_COST, MemoryBudget
+from agui_client.core.budget import (
+    DEFAULT_MAX_RUN_MEMORY,
+    PARSE_BYTE_COST,
+    PARSE_COST,
+    PARSED_LARGE,
+    STRUCTURE_COST,
+    MemoryBudget,
+)
 from agui_client.testing import Finish, ScriptedAgent, Start
 from agui_client.wire import jsonio
 
@@ -41,8 +49,8 @@ def _records(size: int) -> bytes:
 
 
 def test_a_dense_large_event_is_refused_before_its_parse_passes_max_run_memory(drive: Any, served: Any) -> None:
-    # 4 MiB of [[],…]: charged 183 MB (within the bound), and 447 MB more for its parse (it peaks at
-    # 127 MB, but a text of as many structural characters could take 3.5 times that).
+    # 4 MiB of [[],…]: charged 183 MB (within the bound), and 245 MB more for its parse (it peaks at
+    # 127 MB, but a text of as many structural characters could take twice that).
     endpoint = served(ScriptedAgent([[Start(), _snapshot(_dense(4 * 2**20)), Finish()]]))
 
     gc.collect()
@@ -64,8 +72,8 @@ def test_a_dense_large_event_is_refused_before_its_parse_passes_max_run_memory(d
 
 
 def test_a_dense_event_at_max_event_bytes_is_refused_at_the_defaults() -> None:
-    # The largest event the defaults let through (16 MiB), dense: charged 0.73 GB, its parse 1.8 GB more
-    # (it peaks at 0.51 GB; one as dense that ends in a repeated key, 1.6 GB).
+    # The largest event the defaults let through (16 MiB), dense: charged 0.73 GB, its parse 0.98 GB more
+    # (it peaks at 0.51 GB; one as dense that ends in a repeated key, 0.84 GB).
     event = _snapshot(_dense(16 * 2**20 - 64))
     budget = charged_budget(event, DEFAULT_MAX_RUN_MEMORY)
     assert budget.charged < DEFAULT_MAX_RUN_MEMORY  # (what it leaves is within the default)
@@ -90,9 +98,9 @@ def test_small_events_are_not_looked_at() -> None:
 def test_an_ordinary_16_mib_snapshot_passes_at_the_defaults(drive: Any, served: Any) -> None:
     body = _records(16 * 2**20 - 1024)  # (within max_event_bytes with its envelope)
     structure = sum(body.count(mark) for mark in (b"[", b"{", b",", b":"))
-    # (charged with its parse some 0.56 GB of the 1 GiB default: records of short fields, 2.5 million
+    # (charged with its parse some 0.5 GB of the 1 GiB default: records of short fields, 2.5 million
     # structural characters)
-    assert len(body) + (STRUCTURE_COST + PARSE_COST) * structure < 0.65 * DEFAULT_MAX_RUN_MEMORY
+    assert (1 + PARSE_BYTE_COST) * len(body) + (STRUCTURE_COST + PARSE_COST) * structure < 0.55 * DEFAULT_MAX_RUN_MEMORY
     endpoint = served(ScriptedAgent([[Start(), _snapshot(body), Finish()]]))
 
     with drive.client(endpoint.url) as client:
@@ -165,7 +173,8 @@ def test_refusing_a_repeated_key_takes_less_than_a_large_events_parse_is_charged
         monkeypatch: pytest.MonkeyPatch) -> None:
     # The repeat is looked for in a second reading of the text, which held every object as its list of
     # pairs: 259 bytes a structural character in all for an object of [[]] members ending in a repeat,
-    # past the charge (orjson's path: 266, resident). An object that cannot hold one is read as None now.
+    # past the charge (orjson's path: 266, resident). An object that cannot hold one is read as None now,
+    # and the first reading is let go of before the second (182 while it was held).
     # (The standard library's path: orjson's takes the same second reading, but there tracemalloc also
     # counts the room orjson reserves to write the text back and never touches.)
     monkeypatch.setattr(jsonio, "_orjson", None)
@@ -184,3 +193,44 @@ def test_refusing_a_repeated_key_takes_less_than_a_large_events_parse_is_charged
 
     assert (caught.value.pointer, caught.value.event_type) == ("/snapshot/type", "STATE_SNAPSHOT")
     assert peak < (STRUCTURE_COST + PARSE_COST) * _structure(data), peak / _structure(data)
+
+
+@pytest.mark.parametrize("shape", [
+    "refused: nested 500 deep, a repeated key", "refused: [[]] members, a repeated key",
+    "passes: [{\"type\":\"\\ud800\"},…], no key repeated", "object of one-letter strings",
+    "one string, an emoji first", "integers past 64 bits",
+])
+@pytest.mark.parametrize("path", ["orjson", "stdlib"])
+def test_a_large_events_parse_takes_no_more_than_it_is_charged(shape: str, path: str, tmp_path: Any) -> None:
+    # Resident memory, in a child process (tracemalloc counts the room orjson reserves and never
+    # touches): the costliest shapes python -m bench.parsepeak measures, at 1 MiB. Refusing a text nested
+    # 500 deep that ends in a repeated key took 178-194 bytes a structural character while orjson's
+    # reading was held (charged 158 now), 100 since; integers past 64 bits were read by the standard
+    # library beside orjson's reading (143 on orjson's path, now 92).
+    from bench.parsepeak import measure
+
+    row = measure(shape, 2**20, path, tmp_path)
+
+    charged = (STRUCTURE_COST + PARSE_COST) * row["structure"] + (1 + PARSE_BYTE_COST) * row["size"]
+    assert row["peak"] < charged, (row["per_character"], charged / row["structure"])
+    assert row["outcome"].startswith("refused" if shape.startswith("refused") else "parsed")
+
+
+def test_a_large_strings_parse_is_charged_for_its_bytes(drive: Any, served: Any) -> None:
+    # One string of 1 MiB holds two structural characters: its parse was charged next to nothing, and a
+    # run under a limit of four times its length passed; with one emoji Python holds each of its
+    # characters in 4 bytes, and the standard library's path holds the text and the value at once (8
+    # times its length at the peak). Charged PARSE_BYTE_COST a byte now, it is refused unparsed.
+    text = "\U0001f600" + "a" * 2**20
+    event = _snapshot(json.dumps(text).encode())
+    limit = 4 * len(event)
+    assert charged_budget(event, limit).charged + 8 * PARSE_COST < limit  # (the structure alone passes)
+    endpoint = served(ScriptedAgent([[Start(), event, Finish()]]))
+
+    with drive.client(endpoint.url, max_run_memory=limit) as client:
+        with pytest.raises(ag.LimitExceeded) as caught:
+            client.thread("t").run("hi", run_id="r")
+
+    error = caught.value
+    assert (error.rule, error.index, error.event_type) == ("RUN-MEMORY", 1, "STATE_SNAPSHOT")
+    assert "a large event, parsed" in str(error) and f"{PARSE_BYTE_COST} for each byte" in str(error)

@@ -39,16 +39,20 @@ the fold never parses it.
 
 **One large event's parse.** An event is parsed whole before it is folded, and parsing takes more than
 the value it leaves: orjson's reading (its own document beside the value), and, where the text's proofs
-fail, a second reading that finds a repeated key. Measured (peak resident memory of the parse, in a child
-process, per structural character, at 1, 4 and 16 MiB), above the :data:`STRUCTURE_COST` the event is
-charged anyway: 132 bytes for a text nested 500 deep that ends in a repeated key (refused), 126 for an
-object of many ``[[]]`` members that does, 75 for ``[{"type":[[]]},…]`` that does; parses that pass at
-most 50 (an object of one-letter strings, orjson's reading), ``[[],[],…]`` none (46 in all, its value
-and orjson's document: a 16 MiB event of it peaked at 0.51 GB). So before a read is folded, an event of
-at least :data:`PARSED_LARGE` bytes is also charged :data:`PARSE_COST` for each structural character,
-for as long as it is parsed: the read is refused (``RUN-MEMORY``) if that passes the budget, and the
-charge is not kept. Smaller events are not looked at (a read's other events are smaller than a read), so
-they pay nothing; what their parse takes beyond the estimate is at most some 9 MB.
+fail, a second reading that finds a repeated key (the first let go of before it: ``python -m
+bench.parsepeak``). Measured (peak resident memory of the parse, in a child process, per structural
+character, at 1, 4 and 16 MiB, both paths), above the :data:`STRUCTURE_COST` the event is charged
+anyway: 61 bytes for ``[{"type":"\\ud800"},…]`` (the standard library's path), 58 for an object of
+one-letter strings (orjson's reading), 51 for an object of ``[[]]`` members that ends in a repeated key
+(refused; 119 while the first reading was held), ``[[],[],…]`` none (46 in all, its value and orjson's
+document: a 16 MiB event of it peaked at 0.51 GB). Per byte, one long string takes up to 8 times its
+length (one emoji makes Python hold its every character in 4 bytes; the standard library's path holds
+the text and the value), which the structure does not show. So before a read is folded, an event of at
+least :data:`PARSED_LARGE` bytes is also charged :data:`PARSE_COST` for each structural character and
+:data:`PARSE_BYTE_COST` for each byte, for as long as it is parsed: the read is refused (``RUN-MEMORY``)
+if that passes the budget, and the charge is not kept. Smaller events are not looked at (a read's other
+events are smaller than a read), so they pay nothing; what their parse takes beyond the estimate is at
+most some 2 MB.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ from ..errors import LimitExceeded
 from ..wire.jsonio import leading_type
 
 __all__ = ["MemoryBudget", "DEFAULT_MAX_RUN_MEMORY", "STRUCTURE_COST", "ENTITY_COST", "COPY_COST", "ENVELOPE",
-           "PARSE_COST", "PARSED_LARGE"]
+           "PARSE_COST", "PARSE_BYTE_COST", "PARSED_LARGE"]
 
 #: The default budget of what one run's response may make the thread hold (``max_run_memory``).
 DEFAULT_MAX_RUN_MEMORY = 2**30
@@ -80,13 +84,16 @@ COPY_COST = 8
 ENVELOPE = 3
 
 #: Charged, while an event of at least :data:`PARSED_LARGE` bytes is parsed, for each of its ``[``,
-#: ``{``, ``,`` and ``:``: what parsing it takes at its peak beyond its charge (measured at most 132
-#: bytes, for a text nested 500 deep that ends in a repeated key; the rest, a fifth, is margin for the
-#: allocator and other orjson and Python versions).
-PARSE_COST = 160
+#: ``{``, ``,`` and ``:``: what parsing it takes at its peak beyond its charge (measured at most 61
+#: bytes, for ``[{"type":"\\ud800"},…]`` on the standard library's path; the rest, a fifth, is margin
+#: for the allocator and other orjson and Python versions).
+PARSE_COST = 74
+#: Charged, while such an event is parsed, for each of its bytes: a long string's parse takes up to 8
+#: times its length (an emoji in it: 7 beyond the byte it is charged), and a fifth more.
+PARSE_BYTE_COST = 9
 #: Events this large have their parse charged (:data:`PARSE_COST`); a smaller one is parsed unlooked at,
-#: taking at most some 100 times its bytes (13 MB: a text nested deep that ends in a repeated key). Above
-#: a network read (64 KiB), so that such an event began in an earlier read and is the first its read
+#: its parse taking at most some 17 bytes a byte beyond its charge (2 MB: arrays nested deep). Above a
+#: network read (64 KiB), so that such an event began in an earlier read and is the first its read
 #: completes.
 PARSED_LARGE = 128 * 1024
 
@@ -164,7 +171,8 @@ class MemoryBudget:
             return LimitExceeded(
                 f"the run's response went past max_run_memory ({self.limit} bytes): a large event, parsed, "
                 f"would take the client past it (estimated at {estimate + parse} bytes while it is parsed: "
-                f"{PARSE_COST} bytes for each of its structural characters, beside the {estimate} bytes "
+                f"{PARSE_COST} bytes for each of its structural characters and {PARSE_BYTE_COST} for each byte, "
+                f"beside the {estimate} bytes "
                 "charged); what came before is kept, the event is not parsed", limit=self.limit,
                 event_type=kind, rule="RUN-MEMORY")
         return LimitExceeded(
@@ -187,5 +195,5 @@ class MemoryBudget:
         for payload in large:
             if len(payload) >= PARSED_LARGE:
                 text = payload if isinstance(payload, bytes) else payload.encode("utf-8", "surrogatepass")
-                cost = max(cost, PARSE_COST * len(text.translate(None, _NOT_STRUCTURE)))
+                cost = max(cost, PARSE_COST * len(text.translate(None, _NOT_STRUCTURE)) + PARSE_BYTE_COST * len(text))
         return cost

@@ -30,7 +30,7 @@ import re
 import warnings
 from collections.abc import Iterator
 from itertools import accumulate
-from typing import Any, overload
+from typing import Any
 
 from ..errors import AguiWarning, DecodeError, LimitExceeded
 from .values import ORJSON, shown_key
@@ -67,7 +67,7 @@ __all__ = [
     "first_duplicate",
     "dump_json",
     "json_problem",
-    "outside_strings",
+    "containers_outside_strings",
     "escape",
     "excerpt",
     "type_of",
@@ -140,49 +140,64 @@ def _nests_deeper(text: bytes | str, value: Any, limit: int, opened: int | None)
         opened = _opened(text)
     if opened * _BYTES_PER_WALKED_CONTAINER <= len(text):
         return _depth_exceeds(value, limit)
-    blob = text if type(text) is bytes else str(text).encode("utf-8", "surrogatepass")
-    return _text_depth(blob) > limit
+    return _text_depth(text) > limit
 
 
-def _text_depth(text: bytes) -> int:
-    """How deep the containers of ``text``, a JSON text a parser read, nest (its brackets outside strings).
-
-    Not by taking its strings out (:func:`outside_strings`): that gathers the text between them as a
-    piece a string and joins them, 80 bytes a piece for the join, so a dense text of keys took 73
-    bytes a structural character, more than its parse. Its escaped backslashes and quotes go first (a
-    valid text has no other backslash before a quote), then all but quotes and brackets; what is left
-    is read a step at a time, each quote turning a string on or off, so a step's pieces are all there
-    is to hold.
-    """
-    marks = text.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_QUOTES_OR_BRACKETS)
+def _text_depth(text: bytes | str) -> int:
+    """How deep the containers of ``text``, a JSON text a parser read, nest (its brackets outside strings)."""
     depth = deepest = 0
-    inside = False
-    for start in range(0, len(marks), _DEPTH_STEP):
-        pieces = marks[start:start + _DEPTH_STEP].split(b'"')
-        brackets = b"".join(pieces[1::2] if inside else pieces[::2])
+    for outside in _outside_strings(text):
+        blob = outside if type(outside) is bytes else str(outside).encode("utf-8", "surrogatepass")
+        brackets = blob.translate(None, _NOT_BRACKETS)
         deepest = max(deepest, max(accumulate(map(_BRACKET_STEP.__getitem__, brackets), initial=depth)))
         depth += brackets.count(b"[") + brackets.count(b"{") - brackets.count(b"]") - brackets.count(b"}")
-        inside ^= len(pieces) % 2 == 0  # (an odd count of quotes: the step ends inside a string)
     return deepest
 
 
-@overload
-def outside_strings(text: bytes) -> bytes: ...
-@overload
-def outside_strings(text: str) -> str: ...
-def outside_strings(text: bytes | str) -> bytes | str:
-    """``text`` with its JSON strings (quotes included) taken out: its brackets left are containers.
+def containers_outside_strings(text: bytes | str) -> int:
+    """How many ``[`` and ``{`` the JSON text ``text`` holds outside its strings: the containers a parser
+    makes of it.
 
     A string runs from a quote to the next quote no backslash escapes; in a text that is not JSON this
-    holds up to its first fault, past which no parser reads anyway. Used by the fold's bound on the
-    tool-call arguments it parses; a parsed event's depth is read from its quotes instead
-    (``_text_depth``), as this holds a piece for each string while it joins them. Measured against
-    splitting at the unescaped quotes: 22 against 82 ms for 16 MiB of dense brackets without strings,
-    59 against 32 ms for 200,000 strings; arguments and events hold few strings.
+    holds up to its first fault, past which no parser reads anyway. Read as the depth of a dense event
+    is (``_text_depth``), for the fold's bound on the tool-call arguments it parses.
     """
-    if type(text) is bytes:
-        return _JSON_STRING.sub(b"", text)
-    return _JSON_TEXT_STRING.sub("", str(text))
+    opening: Any = (b"[", b"{") if type(text) is bytes else ("[", "{")
+    array, obj = opening
+    outsides: Iterator[Any] = _outside_strings(text)
+    return sum(outside.count(array) + outside.count(obj) for outside in outsides)
+
+
+def _outside_strings(text: bytes | str) -> Iterator[bytes | str]:
+    """``text`` with its JSON strings (quotes included) taken out, a step of the text at a time.
+
+    Not by a pattern of a string taken out of the whole text (``re.sub``): that gathers the text
+    between the strings as a piece a string and joins them, 80 bytes a piece for the join, so a dense
+    text of keys took 73 bytes a structural character to check, more than its parse, and 200,000 short
+    strings 14 MB. In each step its escaped backslashes and quotes go first (a valid text has no other
+    backslash before a quote), then it is split at its quotes, each turning a string on or off: a step's
+    pieces are all there is to hold. A step ends at an escape's end (one ending in an odd run of
+    backslashes leaves the last to the next). Checking 200,000 short strings in 8 MiB of tool-call
+    arguments took 22 ms, was 62.
+    """
+    marks: Any = (b"\\", b'"', b"") if type(text) is bytes else ("\\", '"', "")
+    backslash, quote, empty = marks
+    escaped = backslash in text  # (most texts have no escape: their steps are split as they are)
+    inside = False
+    start = 0
+    while start < len(text):
+        step: Any = text[start:start + _TEXT_STEP]
+        if escaped:
+            if step.endswith(backslash) and start + len(step) < len(text) \
+                    and (len(step) - len(step.rstrip(backslash))) % 2:
+                step = step[:-1]
+            start += len(step)
+            step = step.replace(backslash * 2, empty).replace(backslash + quote, empty)
+        else:
+            start += len(step)
+        pieces = step.split(quote)
+        yield empty.join(pieces[1::2] if inside else pieces[::2])
+        inside ^= len(pieces) % 2 == 0  # (an odd count of quotes: the step ends inside a string)
 
 
 def _opened(text: bytes | str) -> int:
@@ -192,11 +207,9 @@ def _opened(text: bytes | str) -> int:
 
 #: Walking a container costs about what scanning 32 bytes of text does: denser text is scanned.
 _BYTES_PER_WALKED_CONTAINER = 32
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_JSON_TEXT_STRING = re.compile(_JSON_STRING.pattern.decode("ascii"), re.DOTALL)
-_NOT_QUOTES_OR_BRACKETS = bytes(i for i in range(256) if i not in b'"[]{}')
-#: The quotes and brackets read at once by ``_text_depth`` (its pieces: at most one a byte).
-_DEPTH_STEP = 16 * 1024
+_NOT_BRACKETS = bytes(i for i in range(256) if i not in b"[]{}")
+#: The text read at once by ``_outside_strings`` (its quotes split it into at most as many pieces).
+_TEXT_STEP = 64 * 1024
 _BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
 
@@ -285,7 +298,14 @@ def parse_json(data: bytes | bytearray | memoryview | str, *, max_depth: int = D
                         return value
                 except (TypeError, ValueError):
                     pass
-    return _parse_general(data, value, max_depth, check_duplicates)
+    # Handed on in a box, the name let go of: the general path may read the text again (an integer
+    # orjson read inexactly, a key to find), and lets go of this reading first.
+    read = [value]
+    del value
+    parsed = _parse_general(data, read, max_depth, check_duplicates)
+    if type(parsed) is _KeyToFind:
+        return _find_repeated_key(parsed, max_depth)
+    return parsed
 
 
 def parse_batch(payloads: list[Any], *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Any] | None:
@@ -320,9 +340,11 @@ _BYTES_ONLY = {bytes}
 _DICTS_ONLY = {dict}
 
 
-def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_depth: int,
+def _parse_general(data: bytes | bytearray | memoryview | str, read: list[Any], max_depth: int,
                    check_duplicates: bool) -> Any:
-    """``parse_json`` beyond its fast path; ``value`` is orjson's reading of ``data`` if it was read."""
+    """``parse_json`` beyond its fast path: the value, or a :class:`_KeyToFind` in its place. ``read``
+    holds orjson's reading of ``data`` if it was read (taken out of it: this is its only holder)."""
+    value = read.pop()
     raw: bytes | str = data if type(data) is bytes or isinstance(data, str) else bytes(data)
     if _orjson is not None:
         # The flat case first, on the text as given: orjson reads an ASCII str without copying it.
@@ -360,9 +382,12 @@ def _parse_general(data: bytes | bytearray | memoryview | str, value: Any, max_d
             # stdlib parser.
             # A run of digits is mostly in a string (an id); a value without any float read none.
             if not read_inexactly(blob, value):
-                return _check_parsed(blob, value, max_depth, check_duplicates, colons, rewritten)
+                return _check_parsed(blob, value, max_depth, check_duplicates, colons, rewritten, True)
+    # (orjson's reading and its write-back let go of first: integers past 64 bits took the peak to 143
+    # bytes a structural character, with the standard library's reading beside orjson's)
+    value = rewritten = None
     value = _parse_stdlib(raw, max_depth)
-    return _check_parsed(raw, value, max_depth, check_duplicates, -1, None)
+    return _check_parsed(raw, value, max_depth, check_duplicates, -1, None, False)
 
 
 _NOT_PARSED: Any = object()
@@ -403,8 +428,9 @@ def _scalars_only(value: dict[str, Any]) -> bool:
 
 
 def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates: bool, colons: int,
-                  rewritten: bytes | bytearray | None) -> Any:
-    """The depth limit and the duplicate-key rule for a parsed payload (``colons``: -1 if not counted)."""
+                  rewritten: bytes | bytearray | None, by_orjson: bool) -> Any:
+    """The depth limit and the duplicate-key rule for a parsed payload (``colons``: -1 if not counted;
+    ``by_orjson``: whether orjson read ``value``). ``value``, or a :class:`_KeyToFind` in its place."""
     # Nesting can only exceed the limit if there are more brackets (so more bytes) than the limit.
     if len(raw) > max_depth:
         # orjson refuses to write anything nested deeper than it can: when it writes the value, the
@@ -425,8 +451,9 @@ def _check_parsed(raw: bytes | str, value: Any, max_depth: int, check_duplicates
         if colons < 0:
             colons = raw.count(":") if isinstance(raw, str) else raw.count(b":")
         # As many colons as keys: a flat object with distinct keys (see _no_duplicates); else prove it.
-        if colons != len(value) and not _no_duplicates(raw, value, rewritten, colons):
-            _check_duplicates(raw, value)
+        if colons != len(value) and not _no_duplicates(raw, value, rewritten, colons) \
+                and _may_repeat_a_key(raw, value):
+            return _KeyToFind(raw, type_of(value), by_orjson)
     return value
 
 
@@ -599,7 +626,7 @@ def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | b
     Three proofs, cheapest first. (1) Every key in the text is followed by a colon: as many colons as
     top-level keys means a flat object with distinct keys. (2) Each top-level key written exactly
     once, and no backslash that could spell one differently: the top level repeats nothing and the
-    nested check (``_check_duplicates``) would not be triggered. (3) Colons elsewhere are inside
+    nested check (``_may_repeat_a_key``) would not be triggered. (3) Colons elsewhere are inside
     strings; writing the parsed value back (keys deduplicated, colons in strings written literally)
     gives the colons of a text without duplicates, which the original matches, counting ``\\u003a``
     escapes, unless a key (and whatever its value held) was dropped as a duplicate. ``colons``: the
@@ -646,22 +673,55 @@ def _no_duplicates(raw: bytes | str, value: dict[str, Any], rewritten: bytes | b
 _LARGE = 2048
 
 
-def _check_duplicates(raw: bytes | str, value: dict[str, Any]) -> None:
-    text = raw if isinstance(raw, str) else raw.decode("utf-8")
-    if _may_repeat_keys(raw, value):
-        # (read once, by the reading that says where: the text may be as large as an event gets, and the
-        # value orjson read is held meanwhile)
-        found = first_duplicate(text)
-    elif _pair_count_decoder.decode(text) != len(value):
-        # the top-level object repeats a key spelled differently (``"n\\u0061me"`` and ``"name"``)
-        found = first_duplicate(text)
+def _may_repeat_a_key(raw: bytes | str, value: dict[str, Any]) -> bool:
+    """Whether ``value``, read from ``raw``, may have lost a repeated key: a key of its own written
+    twice (then a member at any depth may repeat one, and is looked for), or spelled twice differently
+    (``"n\\u0061me"`` and ``"name"``: its members, counted by a reading that holds no object, are more
+    than its keys)."""
+    if isinstance(raw, bytes):
+        if any(raw.count(_needle(key)[1]) > 1 for key in value):
+            return True
+        text = raw.decode("utf-8")
+    elif any(raw.count(_needle(key)[0]) > 1 for key in value):
+        return True
     else:
-        found = None
-    if found is not None:
-        pointer, key = found
-        raise DecodeError(f"duplicated key {shown_key(key)} makes the event ambiguous", data=excerpt(raw),
-                          pointer=pointer, event_type=None if pointer == "/type" else type_of(value),
-                          rule=NOT_AN_EVENT)
+        text = raw
+    return bool(_pair_count_decoder.decode(text) != len(value))
+
+
+class _KeyToFind:
+    """What a parse hands back in place of a value that may have lost a repeated key (the text is read
+    again, to find it, by :func:`_find_repeated_key`).
+
+    The value is let go of first: the reading that finds the key holds the objects that could repeat
+    one, and beside the value the parse's peak was that reading's and the value's at once (an object of
+    ``[[]]`` members ending in a repeat: 182 bytes a structural character in all, orjson's reading 50).
+    When no key repeats after all (a proof failed for another reason: a lone surrogate, an integer past
+    64 bits), the text is read a third time by the reader that read it first; only such a text, with a
+    key of the event written twice, pays for that.
+    """
+
+    __slots__ = ("raw", "event_type", "by_orjson")
+
+    def __init__(self, raw: bytes | str, event_type: str | None, by_orjson: bool) -> None:
+        self.raw = raw
+        self.event_type = event_type
+        self.by_orjson = by_orjson
+
+
+def _find_repeated_key(unread: _KeyToFind, max_depth: int) -> Any:
+    """Refuse the text whose value a parse let go of, naming the key it repeats; or, when it repeats
+    none, read it again as it was read (its depth and numbers were judged already)."""
+    raw = unread.raw
+    found = first_duplicate(raw if isinstance(raw, str) else raw.decode("utf-8"))
+    if found is None:
+        if unread.by_orjson:
+            return _orjson.loads(raw)
+        return _parse_stdlib(raw, max_depth)
+    pointer, key = found
+    raise DecodeError(f"duplicated key {shown_key(key)} makes the event ambiguous", data=excerpt(raw),
+                      pointer=pointer, event_type=None if pointer == "/type" else unread.event_type,
+                      rule=NOT_AN_EVENT)
 
 
 def first_duplicate(text: str) -> tuple[str, str] | None:
@@ -727,12 +787,6 @@ def _needle(key: str) -> tuple[str, bytes]:
             _NEEDLES[key] = needle
             _NEEDLE_BYTES[key] = needle[1]
     return needle
-
-
-def _may_repeat_keys(raw: bytes | str, value: dict[str, Any]) -> bool:
-    if isinstance(raw, bytes):
-        return any(raw.count(_needle(key)[1]) > 1 for key in value)
-    return any(raw.count(_needle(key)[0]) > 1 for key in value)
 
 
 def excerpt(raw: bytes | str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...errors import StreamWarning
-from ...wire.jsonio import outside_strings
+from ...wire.jsonio import containers_outside_strings
 from ...wire.types import messages as msg
 from ...wire.types.base import Metadata
 from ...wire.values import is_json
@@ -42,10 +42,10 @@ def too_dense_to_parse(arguments: str) -> bool:
     outside their strings (or, past that many in all, more than twice as many strings), so are not parsed.
 
     Counted at C speed: all the brackets first, which settles nearly every call. Only past the bound
-    are the strings' brackets told apart (:func:`~agui_client.wire.jsonio.outside_strings`: a file's
-    text written by a tool, JSON or code, holds brackets that are no containers and cost nothing to
-    parse); arguments holding more strings than that are not parsed either, as telling them apart
-    would cost what parsing does.
+    are the strings' brackets told apart (:func:`~agui_client.wire.jsonio.containers_outside_strings`,
+    as a dense event's depth is read: a file's text written by a tool, JSON or code, holds brackets
+    that are no containers and cost nothing to parse); arguments holding more strings than that are
+    not parsed either, as telling them apart would cost what parsing does.
     """
     if arguments.count("[") + arguments.count("{") <= MAX_ARGUMENT_CONTAINERS:
         return False
@@ -59,8 +59,7 @@ def too_dense_to_parse(arguments: str) -> bool:
         quotes = arguments.replace("\\\\", "").replace('\\"', "").count('"')
     if quotes > 4 * MAX_ARGUMENT_CONTAINERS:
         return True
-    outside = outside_strings(arguments)
-    return outside.count("[") + outside.count("{") > MAX_ARGUMENT_CONTAINERS
+    return containers_outside_strings(arguments) > MAX_ARGUMENT_CONTAINERS
 
 
 #: Texts at least this long are remembered at their message's end (``Streams._settled``), at most
