@@ -99,6 +99,8 @@ CASES: dict[str, Callable[[str], str]] = {
         {"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "parentMessageId": name, "delta": "{}"}, FINISHED]),
     # wire/codec.py: an event type this client does not know
     "codec": lambda name: _said([STARTED, {"type": name}, FINISHED]),
+    # wire/values.py: an unknown field of a known event, named by its key
+    "values": lambda name: _said([{**STARTED, name: 1}, FINISHED]),
     # wire/policy.py: a patch operation's path that is no JSON pointer
     "policy": lambda name: _said([STARTED, {"type": "STATE_DELTA", "delta": [
         {"op": "replace", "path": name, "value": 1}]}, FINISHED]),
