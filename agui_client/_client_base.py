@@ -30,7 +30,7 @@ from ._answers import (
 )
 from ._deadline import HeadTooLong
 from ._framing import SSE
-from ._inert import quoted
+from ._inert import quoted, quoted_name
 from ._logs import filter_http_logs
 from ._pool import (
     ProxiedSyncTransport,
@@ -542,7 +542,7 @@ class ClientBase:
                           url=url, request_sent=sent)
 
     def _describe(self, run_input: RunAgentInput) -> str:
-        return f"thread {run_input.thread_id!r} run {run_input.run_id!r}"
+        return f"thread {quoted_name(run_input.thread_id)} run {quoted_name(run_input.run_id)}"
 
 
 def _see_other(exc: BaseException, first: httpx.Request) -> httpx.Request | None:

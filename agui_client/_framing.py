@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import httpx
 
 from ._answers import ERROR_BODY_LIMIT, excerpt_text, media_type
-from ._inert import quoted
+from ._inert import quoted_name
 from ._inflate import Inflater
 from .core.budget import MemoryBudget
 from .core.exchange import StreamHandle
@@ -85,7 +85,7 @@ class Framer:
         if self.frames == 0 and self.media not in ("", SSE) and self.head.strip():
             head = excerpt_text(bytes(self.head), ERROR_BODY_LIMIT, self.handle.redactor, self.charset)
             raise ProtocolError(
-                f"the agent answered {quoted(self.handle.redactor.text(self.media))!r}, not an event stream: "
+                f"the agent answered {quoted_name(self.handle.redactor.text(self.media))}, not an event stream: "
                 f"{head[:300]!r}",
                 rule="TR-09")
         return [f.data for f in frames]
@@ -128,8 +128,8 @@ def check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: 
         # run's end would be the only word of it.
         handle.warnings.append(StreamWarning(
             code="SSE-CHARSET",
-            message=handle.redactor.text(f"the answer names charset {quoted(charset)!r}; an event stream is read "
-                                         "as UTF-8 whatever it names")))
+            message=f"the answer names charset {quoted_name(handle.redactor.text(charset))}; an event stream is "
+                    "read as UTF-8 whatever it names"))
     if media == SSE:
         return media
     redactor = handle.redactor
@@ -140,8 +140,8 @@ def check_media(response: httpx.Response, excerpt: Callable[[], bytes], handle: 
             f"stream: {head[:300]!r}", rule="TR-04")
     handle.warnings.append(StreamWarning(
         code="AGUI505",
-        message=redactor.text(f"content type {quoted(media) or '(none)'!r} is not text/event-stream; reading it as "
-                              "SSE")))
+        message=f"content type {quoted_name(redactor.text(media) or '(none)')} is not text/event-stream; reading it "
+                "as SSE"))
     return media
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import httpx
 
+from ._inert import quoted_name
 from .errors import ProtocolError
 
 __all__ = ["INFLATE_STEP", "CODINGS", "Inflater"]
@@ -54,8 +55,9 @@ class Inflater:
         if len(codings) == 1 and codings[0] in CODINGS:
             return Inflater(codings[0])
         raise ProtocolError(
-            f"the response's content coding {value[:100]!r} is not read: agui_client undoes one gzip or deflate "
-            "coding, in bounded steps (a stacked or other coding could inflate past any limit)", rule="CONTENT-CODING")
+            f"the response's content coding {quoted_name(value)} is not read: agui_client undoes one gzip or "
+            "deflate coding, in bounded steps (a stacked or other coding could inflate past any limit)",
+            rule="CONTENT-CODING")
 
     @property
     def done(self) -> bool:

@@ -158,7 +158,8 @@ class _OneRun(_Ending):
     run_input: RunAgentInput
 
     def __repr__(self) -> str:
-        return _stream_repr(self, f"thread_id={self.run_input.thread_id!r} run_id={self.run_input.run_id!r}")
+        return _stream_repr(self, f"thread_id={quoted_name(self.run_input.thread_id)} "
+                                  f"run_id={quoted_name(self.run_input.run_id)}")
 
     def _unfinished(self) -> StreamNotFinished:
         return _not_finished(self.run_input.run_id, self._failed)
@@ -176,7 +177,7 @@ class _Runs(_Ending):
         self._run_id: str | None = None  # (the run being read, for StreamNotFinished; None between runs)
 
     def __repr__(self) -> str:
-        return _stream_repr(self, f"thread_id={self._state.thread_id if self._state else None!r} "
+        return _stream_repr(self, f"thread_id={quoted_name(self._state.thread_id if self._state else None)} "
                                   f"runs={len(self._results)}")
 
     def _run_read(self) -> str | None:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 
+from ._inert import quoted_name
 from .errors import DecodeError
 from .wire.codec import decode, encode
 from .wire.types import capabilities as cap
@@ -119,7 +120,7 @@ def to_ag_ui(obj: object) -> BaseModel:
         assert type(model).__module__.startswith("ag_ui") and model.tool_call_id == "c1"
     """
     if isinstance(obj, ev.UnknownEvent):
-        raise ValueError(f"an UnknownEvent ({obj.type!r}) has no ag_ui.core model: ag_ui.core defines only "
+        raise ValueError(f"an UnknownEvent ({quoted_name(obj.type)}) has no ag_ui.core model: ag_ui.core defines only "
                          "the AG-UI 1.0 event types (forward obj.raw as JSON instead)")
     model = _model_for(obj.__class__.__mro__)
     if model is None:

@@ -367,7 +367,8 @@ class RunFailed(AguiError):
 
     def __init__(self, message: str, *, run_id: str | None, code: str | None) -> None:
         # (the producer's words made inert in the message a traceback prints; ``.message`` keeps them as sent)
-        super().__init__(f"run {run_id!r} failed: {visible(message)}" + (f" (code {code!r})" if code else ""))
+        super().__init__(f"run {quoted_name(run_id)} failed: "
+                         f"{visible(message)}" + (f" (code {quoted_name(code)})" if code else ""))
         self.run_id = run_id
         self.message = message
         self.code = code

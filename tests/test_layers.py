@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "agui_client"
-#: What may be imported from each sans-IO layer, besides the standard library and third parties.
-BELOW = {"core": ("core", "wire", "errors", "_inert", "_version"), "wire": ("wire", "errors", "_version")}
+#: What may be imported from each sans-IO layer, besides the standard library and third parties. (``_inert``
+#: is the one quoting rule, on the standard library alone: ``errors`` imports it too, and a decoder's
+#: messages quote the agent's ids by it.)
+BELOW = {"core": ("core", "wire", "errors", "_inert", "_version"),
+         "wire": ("wire", "errors", "_inert", "_version")}
 
 
 def _runtime_imports(path: Path) -> list[str]:

@@ -17,6 +17,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
+from .._inert import quoted_name
 from .._streams import (
     AsyncLoopStream,
     AsyncRunStream,
@@ -503,8 +504,8 @@ def _check_open(thread: AsyncThread) -> None:
     application's store), or met the store the client closed and logged a claim that "may be held".
     """
     if thread.client.is_closed:
-        raise RuntimeError(f"thread {thread.id!r}: its {type(thread.client).__name__} is closed; nothing was sent: "
-                           "make a new client and load the thread from its store")
+        raise RuntimeError(f"thread {quoted_name(thread.id)}: its {type(thread.client).__name__} is closed; nothing "
+                           "was sent: make a new client and load the thread from its store")
 
 
 def _closed_under(client: AsyncAgentClient, exc: AguiError) -> None:

@@ -50,6 +50,7 @@ from typing import Any, Literal
 from attrs import define
 from typing_extensions import assert_never
 
+from .._inert import quoted_name
 from ..errors import SequenceError
 from ..wire.types import events as ev
 from ..wire.types.base import Metadata
@@ -305,8 +306,8 @@ class ChunkExpander:
             if tag is not None and tag != holder:
                 # A delta-less chunk synthesizes nothing, so the verifier would never see this disagreement.
                 raise self._error(
-                    f"chunk subagentRunId {tag!r} does not match the owner of the open {_ENTITY[kind]} "
-                    f"{entity_id!r} ({_owner_label(holder)})",
+                    f"chunk subagentRunId {quoted_name(tag)} does not match the owner of the open {_ENTITY[kind]} "
+                    f"{quoted_name(entity_id)} ({_owner_label(holder)})",
                     chunk, index, rule="SA-11/AGUI606", pointer="/subagentRunId",
                 )
             return holder
@@ -365,8 +366,9 @@ class ChunkExpander:
         for wire_name, incoming, established in checks:
             if incoming is not None and incoming != established:
                 raise self._error(
-                    f"continuation chunk {wire_name} {incoming!r} does not match the open {_ENTITY[lane.kind]} "
-                    f"{lane.entity_id!r} ({'absent' if established is None else repr(established)})",
+                    f"continuation chunk {wire_name} {quoted_name(incoming)} does not match the open "
+                    f"{_ENTITY[lane.kind]} "
+                    f"{quoted_name(lane.entity_id)} ({'absent' if established is None else quoted_name(established)})",
                     chunk, index, rule=_CONTINUATION_RULE[lane.kind], pointer="/" + wire_name,
                 )
 
@@ -474,7 +476,7 @@ class ChunkExpander:
                              rule=rule)
 
 def _owner_label(owner: _Owner) -> str:
-    return "the parent agent" if owner is None else f"subagent {owner!r}"
+    return "the parent agent" if owner is None else f"subagent {quoted_name(owner)}"
 
 
 def _merged(first: Mapping[str, Any] | None, second: Mapping[str, Any] | None) -> Metadata | None:

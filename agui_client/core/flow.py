@@ -109,7 +109,7 @@ class Conversation(Standing):
                  tool_handlers: Mapping[str, ToolHandler] | None, legacy_interrupts: str | None = None) -> None:
         if not thread_id.isascii() and unencodable(thread_id):
             # (a lone surrogate: no store could key it, and the agent would be sent another id)
-            raise UnencodableValue(f"nothing was sent: the thread id {thread_id!r} holds a lone surrogate",
+            raise UnencodableValue(f"nothing was sent: the thread id {quoted_name(thread_id)} holds a lone surrogate",
                                    field="threadId", pointer="", reason="a lone surrogate")
         self.id = thread_id
         self._store = store
@@ -130,7 +130,7 @@ class Conversation(Standing):
         # What a person printing a thread wants to know: which one, where it stands in the store, and
         # whether it waits for answers. Counts only: the messages are the agent's text, unbounded.
         state = self._state
-        return (f"<{type(self).__name__} id={self.id!r} version={self._version!r} "
+        return (f"<{type(self).__name__} id={quoted_name(self.id)} version={self._version!r} "
                 f"messages={len(state.messages)} open_interrupts={listed_ids([i.id for i in state.open_interrupts])}>")
 
     # -- what the caller reads and adds ----------------------------------------------------------------
@@ -178,7 +178,7 @@ class Conversation(Standing):
         """
         parts = is_parts(content)
         refuse_unencodable("content", codec.encode(list(content)) if parts else content,
-                           f"the result for tool call {tool_call_id!r}")
+                           f"the result for tool call {quoted_name(tool_call_id)}")
         if not isinstance(content, str) and not parts:
             content = json.dumps(content, ensure_ascii=False)
         return self._state.add_tool_result(tool_call_id, content, message_id=message_id or str(uuid.uuid4()),
@@ -553,20 +553,22 @@ class Conversation(Standing):
         return handler(**arguments) if isinstance(arguments, dict) else handler(arguments)
 
     def _tool_failed(self, call: msg.ToolCall, exc: Exception) -> None:
-        # (%r for what the agent chose: a call id is written to the application's log, and a terminal,
-        # as it came: an escape sequence in it would act there)
-        # (and through the run's redactor: an agent echoing the request's token as its call id, or into the
-        # arguments a handler's error quotes, must not get it into the application's log)
+        # (the tool's name and the call's id are the agent's: quoted as ids, so an escape sequence in one
+        # cannot act on the terminal showing the application's log, a megabyte id is cut, and two that
+        # differ read differently; and through the run's redactor first: an agent echoing the request's
+        # token as its call id, or into the arguments a handler's error quotes, must not get it into the
+        # application's log, and a cut token would no longer be found whole)
         redact = self._redact
-        logger.warning("tool handler %r raised %s for call %r; the agent is told the call failed",
-                       call.function.name, redact(repr(exc)) if redact else repr(exc),
-                       redact(call.id) if redact else call.id)
+        logger.warning("tool handler %s raised %s for call %s; the agent is told the call failed",
+                       quoted_name(redact(call.function.name) if redact else call.function.name),
+                       redact(repr(exc)) if redact else repr(exc),
+                       quoted_name(redact(call.id) if redact else call.id))
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
 
 
 def _thread_busy(thread_id: str, doing: str) -> ThreadBusy:
-    return ThreadBusy(f"thread {thread_id!r}: cannot {doing} while this object is running a run (one run at a "
-                      "time per Thread object; load another object for concurrent work)", thread_id=thread_id)
+    return ThreadBusy(f"thread {quoted_name(thread_id)}: cannot {doing} while this object is running a run (one run "
+                      "at a time per Thread object; load another object for concurrent work)", thread_id=thread_id)
 
 
 def _asked(exc: AguiError) -> bool:
@@ -585,7 +587,7 @@ def _refuse_foreign_claim(thread_id: str, stored: StoredThread, owner: str, forc
     # Quietly doing nothing would let the caller believe the thread is free to run again.
     if not force and stored.claim != owner:
         # (the owner is whatever another writer stored: quoted as an id, never raw on a terminal)
-        raise ConcurrentResume(f"thread {thread_id!r} is claimed by another writer (owner "
+        raise ConcurrentResume(f"thread {quoted_name(thread_id)} is claimed by another writer (owner "
                                f"{quoted_name(stored.claim)}); release_claim(force=True) takes it back once that "
                                "writer is surely gone",
                                thread_id=thread_id, expected_version=stored.version, actual_version=stored.version)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from attrs import define, field
 
+from .._inert import quoted_name
 from ..errors import SequenceError, StreamWarning
 from ..wire.types.run import SubagentFinishedOutcome, SubagentFinishedSuspendedOutcome
 from .phases import KEEPS, TRANSITIONS, Phase, Violation
@@ -73,7 +74,7 @@ class IdRules:
             self._other(index, kind)
         run = self._run
         if message_id in run.messages:
-            raise self._error(f"text message {message_id!r} is already open", kind, index,
+            raise self._error(f"text message {quoted_name(message_id)} is already open", kind, index,
                               rule="TX-03/AGUI106", pointer="/messageId")
         tag = owner
         if message_id in run.message_owner:
@@ -83,10 +84,12 @@ class IdRules:
         warnings = []
         last_run = self._message_run.get(message_id)
         if last_run == run.number:
-            warnings.append(self._warning(f"message id {message_id!r} is already used in this run", kind, index,
+            warnings.append(self._warning(f"message id {quoted_name(message_id)} is already used "
+                                          "in this run", kind, index,
                                           code="TX-05/AGUI104", pointer="/messageId"))
         elif last_run is not None or (self._known_message_ids is not None and self._known_message_ids(message_id)):
-            warnings.append(self._warning(f"message id {message_id!r} already names a message of the thread", kind,
+            warnings.append(self._warning(f"message id {quoted_name(message_id)} already names a message "
+                                          "of the thread", kind,
                                           index, code="TX-05/AGUI104", pointer="/messageId"))
         run.messages[message_id] = owner
         run.message_owner[message_id] = owner
@@ -116,26 +119,27 @@ class IdRules:
             self._other(index, kind)
         run, call_id, tag = self._run, tool_call_id, owner
         if call_id in run.tool_calls:
-            raise self._error(f"tool call {call_id!r} is already open", kind, index, rule="TC-03",
+            raise self._error(f"tool call {quoted_name(call_id)} is already open", kind, index, rule="TC-03",
                               pointer="/toolCallId")
         parent, inherits, inherited = parent_message_id, False, None
         if parent is not None and parent in run.message_owner:
             inherits, inherited = True, run.message_owner[parent]
         if inherits and tag is not None and tag != inherited:
-            raise self._error(f"subagentRunId {tag!r} does not match the owner of parent message "
-                              f"{parent!r} ({_owner_label(inherited)})", kind, index, rule="TC-14",
+            raise self._error(f"subagentRunId {quoted_name(tag)} does not match the owner of parent message "
+                              f"{quoted_name(parent)} ({_owner_label(inherited)})", kind, index, rule="TC-14",
                               pointer="/subagentRunId")
         owned = tag if tag is not None else inherited
         if call_id in run.tool_call_owner:
             owned = run.tool_call_owner[call_id]
             self._agree(tag, owned, kind, index, what="tool call", entity_id=call_id)
             if tag is None and inherits and inherited != owned:
-                raise self._error(f"tool call {call_id!r} belongs to {_owner_label(owned)} but its parent message "
-                                  f"{parent!r} to {_owner_label(inherited)}", kind, index,
+                raise self._error(f"tool call {quoted_name(call_id)} belongs to {_owner_label(owned)} but its parent "
+                                  f"message {quoted_name(parent)} to {_owner_label(inherited)}", kind, index,
                                   rule="TC-14", pointer="/parentMessageId")
         warnings = []
         if self._tool_call_run.get(call_id) == run.number:
-            warnings.append(self._warning(f"tool call id {call_id!r} re-used after its TOOL_CALL_END in this run",
+            warnings.append(self._warning(f"tool call id {quoted_name(call_id)} re-used after its "
+                                          "TOOL_CALL_END in this run",
                                           kind, index, code="TC-05/AGUI205", pointer="/toolCallId"))
         run.tool_calls[call_id] = owned
         run.tool_call_owner[call_id] = owned
@@ -165,10 +169,12 @@ class IdRules:
         run, call_id = self._run, tool_call_id
         warnings = []
         if call_id in run.tool_calls:
-            warnings.append(self._warning(f"result for tool call {call_id!r} before its TOOL_CALL_END", kind, index,
+            warnings.append(self._warning(f"result for tool call {quoted_name(call_id)} "
+                                          "before its TOOL_CALL_END", kind, index,
                                           code="TC-12/AGUI206", pointer="/toolCallId"))
         elif not self._tool_call_known(call_id):
-            warnings.append(self._warning(f"result for tool call {call_id!r}, unknown in this run and the thread",
+            warnings.append(self._warning(f"result for tool call {quoted_name(call_id)}, unknown in this run "
+                                          "and the thread",
                                           kind, index, code="TC-11/AGUI207", pointer="/toolCallId"))
         run.answered.add(call_id)
         # A result mints a tool message; its own tag says who owns it, and the newest mint wins.
@@ -232,7 +238,7 @@ class IdRules:
             self._other(index, kind)
         run, key = self._run, (owner, step_name)
         if key in run.steps:
-            raise self._error(f"step {step_name!r} is already open for {_owner_label(key[0])}", kind, index,
+            raise self._error(f"step {quoted_name(step_name)} is already open for {_owner_label(key[0])}", kind, index,
                               rule="ST-03", pointer="/stepName")
         run.steps[key] = None
         run.step_names[step_name] = run.step_names.get(step_name, 0) + 1
@@ -246,10 +252,10 @@ class IdRules:
         run, key = self._run, (owner, step_name)
         if key not in run.steps:
             if run.step_names.get(step_name):
-                raise self._error(f"step {step_name!r} is open under another owner than "
+                raise self._error(f"step {quoted_name(step_name)} is open under another owner than "
                                   f"{_owner_label(key[0])}; a step is finished by whoever started it", kind, index,
                                   rule="ST-04/AGUI006", pointer="/subagentRunId")
-            raise self._error(f"step {step_name!r} was not started", kind, index, rule="ST-01/AGUI006",
+            raise self._error(f"step {quoted_name(step_name)} was not started", kind, index, rule="ST-01/AGUI006",
                               pointer="/stepName")
         del run.steps[key]
         run.step_names[step_name] -= 1
@@ -264,13 +270,14 @@ class IdRules:
             self._other(index, kind)
         run, sub = self._run, subagent_run_id
         if sub in run.subagents:
-            raise self._error(f"subagent {sub!r} is already active", kind, index, rule="SA-02/AGUI601",
+            raise self._error(f"subagent {quoted_name(sub)} is already active", kind, index, rule="SA-02/AGUI601",
                               pointer="/subagentRunId")
         if sub in run.closed_subagents:
-            raise self._error(f"subagent {sub!r} already ran in this run; ids are per invocation", kind, index,
+            raise self._error(f"subagent {quoted_name(sub)} already ran in this run; ids "
+                              "are per invocation", kind, index,
                               rule="SA-02/AGUI601", pointer="/subagentRunId")
         if parent is not None and parent not in run.subagents and parent not in run.closed_subagents:
-            raise self._error(f"parentSubagentRunId {parent!r} was not started in this run", kind, index,
+            raise self._error(f"parentSubagentRunId {quoted_name(parent)} was not started in this run", kind, index,
                               rule="SA-05/AGUI605", pointer="/parentSubagentRunId")
         run.subagents[sub] = None
         return []
@@ -293,7 +300,8 @@ class IdRules:
             self._other(index, kind)
         run = self._run
         if sub not in run.subagents:
-            raise self._error(f"subagent {sub!r} is not active", kind, index, rule=rule, pointer="/subagentRunId")
+            raise self._error(f"subagent {quoted_name(sub)} "
+                              "is not active", kind, index, rule=rule, pointer="/subagentRunId")
         del run.subagents[sub]
         run.closed_subagents.add(sub)
 
@@ -324,7 +332,7 @@ class IdRules:
         if self._phase not in KEEPS:
             self._other(index, kind)
         if entity_id not in open_ids:
-            raise self._error(f"no open {what} {entity_id!r}", kind, index, rule=rule, pointer=pointer)
+            raise self._error(f"no open {what} {quoted_name(entity_id)}", kind, index, rule=rule, pointer=pointer)
         if tag is not None and tag != open_ids[entity_id]:
             self._agree(tag, open_ids[entity_id], kind, index, what=what, entity_id=entity_id)
 
@@ -338,7 +346,8 @@ class IdRules:
                rule: str = "SA-11/AGUI606") -> None:
         # An absent tag never disagrees; a present one must name the owner exactly (None is the parent).
         if tag is not None and tag != owner:
-            raise self._error(f"subagentRunId {tag!r} does not match the owner of {what} {entity_id!r} "
+            raise self._error(f"subagentRunId {quoted_name(tag)} does not match the owner of {what} "
+                              f"{quoted_name(entity_id)} "
                               f"({_owner_label(owner)})", kind, index, rule=rule, pointer="/subagentRunId")
 
     def _reasoning_open(self, open_ids: dict[str, _Owner], message_id: str, tag: _Owner, kind: str, index: int, *,
@@ -347,7 +356,7 @@ class IdRules:
             self._other(index, kind)
         run = self._run
         if message_id in open_ids:
-            raise self._error(f"{what} {message_id!r} is already open", kind, index, rule="RS-04",
+            raise self._error(f"{what} {quoted_name(message_id)} is already open", kind, index, rule="RS-04",
                               pointer="/messageId")
         # A span and the message inside it may share an id, and then they share one owner.
         owner = tag
@@ -383,4 +392,4 @@ class IdRules:
 
 
 def _owner_label(owner: _Owner) -> str:
-    return "the parent agent" if owner is None else f"subagent {owner!r}"
+    return "the parent agent" if owner is None else f"subagent {quoted_name(owner)}"

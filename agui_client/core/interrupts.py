@@ -397,9 +397,9 @@ def _missing(error: Any) -> str | None:
     named = error.validator_value
     said: list[tuple[Any, str]] = []  # (a name, the message that would say it is missing)
     if keyword == "required" and isinstance(named, list):
-        said = [(name, f"{name!r} is a required property") for name in named]
+        said = [(name, f"{quoted_name(name)} is a required property") for name in named]
     elif keyword != "required" and isinstance(named, dict):
-        said = [(name, f"{name!r} is a dependency of {key!r}")
+        said = [(name, f"{quoted_name(name)} is a dependency of {quoted_name(key)}")
                 for key, names in named.items() if isinstance(names, list) for name in names]
     for name, message in said:
         if isinstance(name, str) and name not in error.instance and error.message == message:

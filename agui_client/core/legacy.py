@@ -98,8 +98,8 @@ def notice(asked: int, pending_names: Sequence[tuple[str, str]]) -> list[StreamW
             "with legacy_interrupts='langgraph'", pointer="/outcome"))
     confirming = [(i, n) for i, n in pending_names if looks_like_confirmation(n)]
     if confirming:
-        # (names and ids are the agent's: shortened, and shown by repr, which escapes control characters)
-        calls = ", ".join(f"{_short(n)!r} ({_short(i)!r})" for i, n in confirming[:5]) + (
+        # (names and ids are the agent's: quoted as ids, cut with a digest past 80 characters)
+        calls = ", ".join(f"{quoted_name(n, 80)} ({quoted_name(i, 80)})" for i, n in confirming[:5]) + (
             " …" if len(confirming) > 5 else "")
         found.append(StreamWarning(
             code=TOOL_ASKED, message=f"the run ended as success with unanswered tool call(s) named like a "
@@ -107,10 +107,6 @@ def notice(asked: int, pending_names: Sequence[tuple[str, str]]) -> list[StreamW
             "call with thread.add_tool_result() and run again, or configure the producer to send the interrupt "
             "outcome", pointer="/outcome"))
     return found
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def bridge(asks: Sequence[tuple[JSON, JSON, str | None]], run_id: str,

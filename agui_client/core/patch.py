@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._inert import quoted_name
 from ..wire.jsonio import DEFAULT_MAX_DEPTH
 
 __all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "DEFAULT_RUN_COPY_ALLOWANCE",
@@ -67,7 +68,7 @@ def parse_pointer(pointer: str) -> list[str]:
     if pointer == "":
         return []
     if pointer[0] != "/":
-        raise _Fail(f"JSON pointer {pointer!r} must start with '/'")
+        raise _Fail(f"JSON pointer {quoted_name(pointer)} must start with '/'")
     tokens = pointer[1:].split("/")
     if "~" in pointer:
         out = []
@@ -75,7 +76,7 @@ def parse_pointer(pointer: str) -> list[str]:
             if "~" in token:
                 check = token.replace("~0", "").replace("~1", "")
                 if "~" in check:
-                    raise _Fail(f"invalid escape in JSON pointer {pointer!r}")
+                    raise _Fail(f"invalid escape in JSON pointer {quoted_name(pointer)}")
                 token = token.replace("~1", "/").replace("~0", "~")
             out.append(token)
         return out
@@ -88,7 +89,7 @@ def _index(token: str, length: int, *, allow_end: bool) -> int:
             return length
         raise _Fail("'-' names no existing array element")
     if not token.isdigit() or not token.isascii() or (len(token) > 1 and token[0] == "0"):
-        raise _Fail(f"{token!r} is not an array index")
+        raise _Fail(f"{quoted_name(token)} is not an array index")
     if len(token) > 18:
         raise _Fail(f"array index {token} out of range")
     index = int(token)
@@ -103,12 +104,12 @@ def _walk(document: Any, tokens: list[str]) -> Any:
         kind = type(node)
         if kind is dict:
             if token not in node:
-                raise _Fail(f"path segment {token!r} not found")
+                raise _Fail(f"path segment {quoted_name(token)} not found")
             node = node[token]
         elif kind is list:
             node = node[_index(token, len(node), allow_end=False)]
         else:
-            raise _Fail(f"path segment {token!r} goes through a {type(node).__name__}")
+            raise _Fail(f"path segment {quoted_name(token)} goes through a {type(node).__name__}")
     return node
 
 
@@ -311,7 +312,7 @@ def _rollback(root: Any, undo: list[_Undo]) -> Any:
 def _value(op: dict[str, Any], budget: list[int] | None, depth: int) -> Any:
     """``op``'s value, to be put ``depth`` levels down (a copy unless ``budget`` is ``None``)."""
     if "value" not in op:
-        raise _Fail(f"{op.get('op')!r} operation needs a 'value'")
+        raise _Fail(f"{quoted_name(op.get('op'))} operation needs a 'value'")
     value = op["value"]
     if type(value) is not dict and type(value) is not list:
         return value
@@ -343,16 +344,16 @@ def _simple_op(document: Any, name: str, path: str, op: dict[str, Any], budget: 
     for token in tokens:  # _walk, inlined: this runs for nearly every operation of every delta
         if type(parent) is dict:
             if token not in parent:
-                raise _Fail(f"path segment {token!r} not found")
+                raise _Fail(f"path segment {quoted_name(token)} not found")
             parent = parent[token]
         elif type(parent) is list:
             parent = parent[_index(token, len(parent), allow_end=False)]
         else:
-            raise _Fail(f"path segment {token!r} goes through a {type(parent).__name__}")
+            raise _Fail(f"path segment {quoted_name(token)} goes through a {type(parent).__name__}")
     value: Any = None
     if name != "remove":
         if "value" not in op:
-            raise _Fail(f"{name!r} operation needs a 'value'")
+            raise _Fail(f"{quoted_name(name)} operation needs a 'value'")
         value = op["value"]
         if type(value) is dict or type(value) is list:
             if budget is not None:
@@ -382,7 +383,7 @@ def _change(parent: Any, key: str, name: str, value: Any, undo: list[_Undo] | No
                 undo.append((_SET, parent, key, parent.get(key, _MISSING)))
             parent[key] = value
         elif key not in parent:
-            raise _Fail(f"cannot {name} missing member {key!r}")
+            raise _Fail(f"cannot {name} missing member {quoted_name(key)}")
         elif name == "replace":
             if undo is not None:
                 undo.append((_SET, parent, key, parent[key]))
@@ -546,11 +547,11 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
                 if "value" not in op:
                     raise _Fail("'test' operation needs a 'value'")
                 if not _json_equal(_walk(doc.root, tokens), op["value"]):
-                    raise _Fail(f"test failed at {path!r}")
+                    raise _Fail(f"test failed at {quoted_name(path)}")
             elif name in ("move", "copy"):
                 source = op.get("from")
                 if type(source) is not str:
-                    raise _Fail(f"{name!r} operation needs a string 'from'")
+                    raise _Fail(f"{quoted_name(name)} operation needs a string 'from'")
                 from_tokens = parse_pointer(source)
                 if name == "move":
                     if from_tokens == tokens:
@@ -571,7 +572,8 @@ def _apply_general(document: Any, patch: Sequence[Any], first: int, undo: list[_
                 # SP-07 / AGUI303: a patch is applied whole or not at all, and an operation nobody
                 # defined cannot be applied, so nothing of this patch is (the reference drops it and
                 # applies the rest, which the producer never asked for).
-                what = f"unknown patch op {name!r}" if type(name) is str else "a patch operation without a string 'op'"
+                what = (f"unknown patch op {quoted_name(name)}" if type(name) is str
+                        else "a patch operation without a string 'op'")
                 raise _Fail(f"{what}: the whole patch is skipped", "SP-07")
     except _Fail as exc:
         doc.rollback()

@@ -55,6 +55,7 @@ import referencing.jsonschema
 from jsonschema.exceptions import ValidationError
 from jsonschema.validators import validator_for
 
+from .._inert import quoted_name
 from ..errors import SchemaFault
 from ..wire.jsonio import escape as _escape
 from .regex import Regex, compile_pattern
@@ -250,7 +251,7 @@ def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterat
         return
     check = _active()
     if check.matches(pattern, instance, check.pointer(schema, "pattern")) is False:
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+        yield ValidationError(f"{instance!r} does not match {quoted_name(pattern)}")
 
 
 def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
@@ -665,7 +666,7 @@ def _survey(schema: Any, pointers: dict[int, str], dialects: dict[int, str]) -> 
                 dialects.setdefault(id(node), pointer)
             for key, value in node.items():
                 if not isinstance(key, str):
-                    return _fault("not-a-schema", pointer, f"key {key!r} is not a string")
+                    return _fault("not-a-schema", pointer, f"key {quoted_name(key)} is not a string")
                 text += len(key)
                 stack.append((value, f"{pointer}/{_escape(key)}", depth + 1))
         elif isinstance(node, (list, tuple)):
@@ -792,8 +793,8 @@ def check(schema: Any, instance: Any, allowance: _Allowance | None = None) -> Ve
         fault = _fault(stop.code, stop.pointer if stop.pointer is not None else check.where or "", stop.reason)
     except referencing.exceptions.Unresolvable as exc:
         ref = getattr(exc, "ref", "?")
-        fault = _fault("unresolvable", check.where or "", f"the reference {ref!r} does not resolve within the schema "
-                                                          "(remote and file references are never fetched)")
+        fault = _fault("unresolvable", check.where or "", f"the reference {quoted_name(ref)} does not resolve within "
+                                                          "the schema (remote and file references are never fetched)")
     except RecursionError:
         fault = _fault("too-deep", "", "checking it recursed past Python's limit (a reference that loops back on "
                                        "itself without consuming the answer, or an answer nested too deeply)")

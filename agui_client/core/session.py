@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from .._inert import quoted_name
 from ..errors import ProtocolError, StreamEnded, StreamWarning
 from ..wire import codec
 from ..wire.derive import MISS
@@ -141,7 +142,7 @@ class RunSession:
             missing = [message_id for message_id in held if message_id not in sent]
             if missing:
                 which = (f"none of the thread's {len(held)} messages" if len(missing) == len(held) else
-                         f"{len(missing)} of the thread's {len(held)} messages (first {missing[0]!r})")
+                         f"{len(missing)} of the thread's {len(held)} messages (first {quoted_name(missing[0])})")
                 self.warnings.append(StreamWarning(
                     code="IR-21", message=f"the resuming input carries {which}: the agent continues the "
                     "interrupted run without them (a resuming input carries the accumulated messages, as "
@@ -451,13 +452,14 @@ class RunSession:
                             else (self.state.thread_id, "the thread's"))
         if thread_id is not None and event.thread_id != thread_id:
             self._add_warnings([StreamWarning(
-                code="LC-08", message=f"RUN_STARTED threadId {event.thread_id!r} differs from {whose} "
-                f"{thread_id!r}; the run is folded into this thread", pointer="/threadId")], index, event.TYPE)
+                code="LC-08", message=f"RUN_STARTED threadId {quoted_name(event.thread_id)} differs from {whose} "
+                f"{quoted_name(thread_id)}; the run is folded "
+                "into this thread", pointer="/threadId")], index, event.TYPE)
         if expected is not None and self.state.run_count == self._first_run_index:
             if event.run_id != expected.run_id:
                 self._add_warnings([StreamWarning(
-                    code="LC-08", message=f"RUN_STARTED runId {event.run_id!r} differs from the request's "
-                    f"{expected.run_id!r}", pointer="/runId")], index, event.TYPE)
+                    code="LC-08", message=f"RUN_STARTED runId {quoted_name(event.run_id)} differs from the request's "
+                    f"{quoted_name(expected.run_id)}", pointer="/runId")], index, event.TYPE)
 
     def _another_run(self, event: ev.RunStartedEvent, index: int) -> None:
         # LC-06 lets a stream hold one run after another (a recording of a conversation), and the second
@@ -471,9 +473,9 @@ class RunSession:
         ended = "failed with RUN_ERROR" if before.outcome == "error" else (
             f"finished ({before.outcome})" if before.outcome is not None else "ended")
         self._add_warnings([StreamWarning(
-            code="LC-06", message=f"a second run in one response: run {event.run_id!r} (run {count + 1} of "
-            f"this response) started after run {before.run_id!r} {ended}; one request normally yields one run, "
-            f"and the result reports the last", pointer="/runId", run_id=event.run_id)], index, event.TYPE)
+            code="LC-06", message=f"a second run in one response: run {quoted_name(event.run_id)} (run {count + 1} of "
+            f"this response) started after run {quoted_name(before.run_id)} {ended}; one request normally yields "
+            "one run, and the result reports the last", pointer="/runId", run_id=event.run_id)], index, event.TYPE)
 
     def end(self) -> RunResult:
         """The stream ended: close open chunk lanes, check the run terminated, and return the result.

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._inert import named, quoted_name
 from ..errors import (
     AguiError,
     ConcurrentResume,
@@ -174,10 +175,12 @@ class Standing:
         # reply lost. The thread keeps the version it claimed from, so this object's next run claims
         # it again and the store recognises its own claim; a process that gives up here leaves it held.
         self._unsure = 0 if base is None else base + 1
+        # (ids in these log lines, a thread's from a listing, an owner from a stored claim, are written as
+        # names: escaped and cut with a digest, bare as these lines always wrote them)
         logger.warning("thread %s: the store failed while claiming it (%s); nothing was sent, but the claim may be "
                        "held at version %s (owner %s): running this thread object again takes it up; if this "
-                       "process stops here, release it with release_claim(force=True)", self.id, exc, self._unsure,
-                       self._owner)
+                       "process stops here, release it with release_claim(force=True)", named(self.id), exc,
+                       self._unsure, named(self._owner))
         if hasattr(exc, "add_note"):
             exc.add_note(f"nothing was sent; the claim may be held at version {self._unsure} (owner {self._owner}): "
                          "run this thread object again (it recognises its own claim), or release_claim(force=True)")
@@ -231,8 +234,8 @@ class Standing:
         rebuilt = apply_changes(self._held, [change])
         if rebuilt != whole:
             differ = sorted(k for k in rebuilt.keys() | whole.keys() if rebuilt.get(k) != whole.get(k))
-            raise AssertionError(f"thread {self.id!r}: the appended changes rebuild another thread than dump() "
-                                 f"(fields {differ}); change: {change!r}")
+            raise AssertionError(f"thread {quoted_name(self.id)}: the appended changes rebuild another thread than "
+                                 f"dump() (fields {differ}); change: {change!r}")
         self._held = whole
 
     def _settle(self, claimed: int | None, plan: Plan, handle: StreamHandle | None,
@@ -274,10 +277,11 @@ class Standing:
                 # The caller closed the store (or the client holding it) while the run was in flight: the
                 # run's own error says so, and the claim stays as a stopped process leaves one. Nothing
                 # here for them to act on, so not a warning, which Python prints when no logging is set up.
-                logger.info("thread %s: its claim stays: the store was closed before the run gave it back", self.id)
+                logger.info("thread %s: its claim stays: the store was closed before the run gave it back",
+                            named(self.id))
                 return
             logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
-                           self.id, exc)
+                           named(self.id), exc)
 
     def _take(self, stored: StoredThread | None) -> None:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.
@@ -291,7 +295,7 @@ class Standing:
             except (AguiError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
                 # A damaged or foreign record (or one of a newer data format): the store's error, naming
                 # the thread, whatever part of the rebuild found it.
-                raise StoreError(f"thread {self.id!r}: the stored record cannot be read: {exc}",
+                raise StoreError(f"thread {quoted_name(self.id)}: the stored record cannot be read: {exc}",
                                  thread_id=self.id) from exc
             self._state = state
             self._state.thread_id = self.id
@@ -349,7 +353,7 @@ def _keeps_claim(thread_id: str, plan: Plan, handle: StreamHandle | None, owner:
         return False
     logger.warning("thread %s: the resume (run %s) was interrupted after its request went out; the thread stays "
                    "claimed at version %s (owner %s): call thread.release_claim() to try again deliberately",
-                   thread_id, plan.run_input.run_id, version, owner)
+                   named(thread_id), named(plan.run_input.run_id), version, named(owner))
     return True
 
 

@@ -156,12 +156,13 @@ class RunVerifier(IdRules):
         """Everything of the current run left open, labelled for a person (``"message 'm1'"`` …)."""
         run = self._run
         return (
-            *(f"message {i!r}" for i in run.messages),
-            *(f"tool call {i!r}" for i in run.tool_calls),
-            *(f"reasoning message {i!r}" for i in run.reasoning_messages),
-            *(f"reasoning span {i!r}" for i in run.reasoning_spans),
-            *(f"step {name!r}" + ("" if owner is None else f" of subagent {owner!r}") for owner, name in run.steps),
-            *(f"subagent {i!r}" for i in run.subagents),
+            *(f"message {quoted_name(i)}" for i in run.messages),
+            *(f"tool call {quoted_name(i)}" for i in run.tool_calls),
+            *(f"reasoning message {quoted_name(i)}" for i in run.reasoning_messages),
+            *(f"reasoning span {quoted_name(i)}" for i in run.reasoning_spans),
+            *(f"step {quoted_name(name)}" + ("" if owner is None else f" of subagent {quoted_name(owner)}")
+              for owner, name in run.steps),
+            *(f"subagent {quoted_name(i)}" for i in run.subagents),
         )
 
     # -- the typed entry ------------------------------------------------------------------------
@@ -299,11 +300,12 @@ class RunVerifier(IdRules):
                 raise self._error(f"RUN_FINISHED while {label} are still open: {names}", kind, index, rule=rule)
         warnings = []
         if run.thread_id is not None and thread_id != run.thread_id:
-            warnings.append(self._warning(f"threadId {thread_id!r} differs from RUN_STARTED's "
-                                          f"{run.thread_id!r}", kind, index, code="LC-07/AGUI008",
+            warnings.append(self._warning(f"threadId {quoted_name(thread_id)} differs from RUN_STARTED's "
+                                          f"{quoted_name(run.thread_id)}", kind, index, code="LC-07/AGUI008",
                                           pointer="/threadId"))
         if run.run_id is not None and run_id != run.run_id:
-            warnings.append(self._warning(f"runId {run_id!r} differs from RUN_STARTED's {run.run_id!r}", kind,
+            warnings.append(self._warning(f"runId {quoted_name(run_id)} differs from RUN_STARTED's "
+                                          f"{quoted_name(run.run_id)}", kind,
                                           index, code="LC-07/AGUI008", pointer="/runId"))
         match outcome:
             case RunFinishedInterruptOutcome():
@@ -421,7 +423,8 @@ class RunVerifier(IdRules):
                 problem = "is unknown in this run and the thread"
             seen.add(call_id)
             if problem is not None:
-                warnings.append(self._warning(f"pendingToolCallIds: {call_id!r} {problem}", "RUN_FINISHED", index,
+                warnings.append(self._warning(f"pendingToolCallIds: {quoted_name(call_id)} "
+                                              f"{problem}", "RUN_FINISHED", index,
                                               code="TC-18", pointer=f"/outcome/pendingToolCallIds/{n}"))
         return warnings
 
@@ -430,9 +433,11 @@ class RunVerifier(IdRules):
         # and warn. PV-04: an older one is a downgrade to notice quietly.
         match = _VERSION.fullmatch(declared)
         if match is None:
-            message = f"protocolVersion {declared!r} is not MAJOR.MINOR; read as newer than {PROTOCOL_VERSION}"
+            message = (f"protocolVersion {quoted_name(declared)} is not MAJOR.MINOR; read as newer than "
+                       f"{PROTOCOL_VERSION}")
         elif _version_key(match[1], match[2]) > _SPOKEN:
-            message = f"protocolVersion {declared!r} is newer than {PROTOCOL_VERSION}, the version this client speaks"
+            message = (f"protocolVersion {quoted_name(declared)} is newer than {PROTOCOL_VERSION}, the version "
+                       "this client speaks")
         else:
             return []
         return [self._warning(message + "; proceeding", "RUN_STARTED", index, code="PV-03",

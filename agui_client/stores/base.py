@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from attrs import frozen
 from typing_extensions import Self
 
-from .._inert import quoted_name
+from .._inert import named, quoted_name
 from ..errors import ConcurrentResume, StoreError
 from ..wire.records import RepeatedKey, dump_record, load_record
 
@@ -280,9 +280,9 @@ def _thread_id_problem(thread_id: object, *, stored: bool = False) -> str | None
 
 
 def _shown(thread_id: object) -> str:
-    # An id quoted in a message is cut short: the id of a megabyte is the case being reported.
-    shown = repr(thread_id)
-    return shown if len(shown) <= 60 else f"{shown[:50]}... ({len(shown)} characters)"
+    # An id quoted in a message is cut short: the id of a megabyte is the case being reported (and cut as
+    # every id is, with a digest, so two ids refused read differently).
+    return quoted_name(thread_id, 60)
 
 
 #: The last version a store writes. Versions go up by one per write, so no thread reaches it; a record
@@ -301,11 +301,11 @@ def check_version(thread_id: str, expected_version: int | None) -> None:
     if expected_version is None:
         return
     if type(expected_version) is not int or expected_version < 0:
-        raise ValueError(f"thread {thread_id!r}: expected_version is a version (an integer, 0 or more) or None, "
-                         f"not {expected_version!r}")
+        raise ValueError(f"thread {quoted_name(thread_id)}: expected_version is a version (an integer, 0 or "
+                         f"more) or None, not {expected_version!r}")
     if expected_version >= MAX_VERSION:
-        raise StoreError(f"thread {thread_id!r} is at version {expected_version}, not below the last a store "
-                         f"writes ({MAX_VERSION}): the record is damaged or was written by another tool",
+        raise StoreError(f"thread {quoted_name(thread_id)} is at version {expected_version}, not below the "
+                         f"last a store writes ({MAX_VERSION}): the record is damaged or was written by another tool",
                          thread_id=thread_id)
 
 
@@ -419,19 +419,20 @@ def check_write(
             return head
         held = "" if head.claim is None else f", claimed by {quoted_name(head.claim)}"
         raise ConcurrentResume(
-            f"thread {thread_id!r} already exists (version {head.version}{held}); load it and run it from its version",
+            f"thread {quoted_name(thread_id)} already exists (version {head.version}{held}); load it and run "
+            "it from its version",
             thread_id=thread_id, expected_version=0, actual_version=head.version,
         )
     if head is None:
         raise ConcurrentResume(
-            f"thread {thread_id!r} is not in the store (another writer deleted it, or it was never saved)",
+            f"thread {quoted_name(thread_id)} is not in the store (another writer deleted it, or it was never saved)",
             thread_id=thread_id, expected_version=expected_version, actual_version=None,
         )
     if head.format > STORE_FORMAT_VERSION:
         raise _newer_format(thread_id, head.format)
     if record_id is not None and head.record_id != record_id:
         raise ConcurrentResume(
-            f"thread {thread_id!r} was deleted and created again since this writer read it (its record is "
+            f"thread {quoted_name(thread_id)} was deleted and created again since this writer read it (its record is "
             f"another one, at version {head.version}); load it again",
             thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
         )
@@ -439,7 +440,7 @@ def check_write(
         return head
     if head.version != expected_version:
         raise ConcurrentResume(
-            f"thread {thread_id!r} is at version {head.version}, not {expected_version}: "
+            f"thread {quoted_name(thread_id)} is at version {head.version}, not {expected_version}: "
             "another writer got there first",
             thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
         )
@@ -449,14 +450,15 @@ def check_write(
     if operation == "claim":
         if head.claim is not None:
             raise ConcurrentResume(
-                f"thread {thread_id!r} is already claimed by {quoted_name(head.claim)} at version {head.version}",
+                f"thread {quoted_name(thread_id)} is already claimed by {quoted_name(head.claim)} at version "
+                f"{head.version}",
                 thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
             )
         return Head(version=new_version, claim=owner, format=head.format, record_id=head.record_id)
     if head.claim != owner:
         held = "nobody" if head.claim is None else quoted_name(head.claim)
         raise ConcurrentResume(
-            f"thread {thread_id!r} at version {head.version} is claimed by {held}, not {owner!r}",
+            f"thread {quoted_name(thread_id)} at version {head.version} is claimed by {held}, not {owner!r}",
             thread_id=thread_id, expected_version=expected_version, actual_version=head.version,
         )
     return Head(version=new_version, claim=None, format=head.format, record_id=head.record_id)
@@ -562,11 +564,11 @@ def creation_data(thread_id: str, expected_version: int | None, data: Mapping[st
     a claim of a stored version, which keeps the record's data."""
     if expected_version is None:
         if data is None:
-            raise ValueError(f"thread {thread_id!r}: a claim that creates the thread needs its data")
+            raise ValueError(f"thread {quoted_name(thread_id)}: a claim that creates the thread needs its data")
         return encode_data(thread_id, data)
     if data is not None:
-        raise ValueError(f"thread {thread_id!r}: a claim of version {expected_version} keeps the stored data; "
-                         "data is only for a claim that creates the thread")
+        raise ValueError(f"thread {quoted_name(thread_id)}: a claim of version {expected_version} keeps "
+                         "the stored data; data is only for a claim that creates the thread")
     return None
 
 
@@ -578,13 +580,14 @@ def encode_data(thread_id: str, data: Mapping[str, Any]) -> str | bytes:
     are not JSON and another reader could not parse them.
     """
     if not isinstance(data, Mapping):
-        raise StoreError(f"thread {thread_id!r}: data must be a mapping, not {type(data).__name__}",
+        raise StoreError(f"thread {quoted_name(thread_id)}: data must be a mapping, not {type(data).__name__}",
                          thread_id=thread_id)
     record = data if type(data) is dict else dict(data)
     try:
         return dump_record(record)
     except (TypeError, ValueError, RecursionError) as exc:  # (RecursionError: nested deeper than json goes)
-        raise StoreError(f"thread {thread_id!r}: data is not JSON-ready: {exc}", thread_id=thread_id) from exc
+        raise StoreError(f"thread {quoted_name(thread_id)}: data is not JSON-ready: "
+                         f"{exc}", thread_id=thread_id) from exc
 
 
 def decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str | None,
@@ -600,16 +603,17 @@ def decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str
     except RepeatedKey as exc:
         raise _repeated(thread_id, "its data", exc) from exc
     except (ValueError, RecursionError) as exc:
-        raise StoreError(f"thread {thread_id!r}: stored data is not JSON: {exc}", thread_id=thread_id) from exc
+        raise StoreError(f"thread {quoted_name(thread_id)}: stored data is not JSON: "
+                         f"{exc}", thread_id=thread_id) from exc
     if not isinstance(data, dict):
-        raise StoreError(f"thread {thread_id!r}: stored data is not a JSON object", thread_id=thread_id)
+        raise StoreError(f"thread {quoted_name(thread_id)}: stored data is not a JSON object", thread_id=thread_id)
     if changes:
         try:
             apply_changes(data, [load_record(change) for change in changes])
         except RepeatedKey as exc:
             raise _repeated(thread_id, "a change appended to it", exc) from exc
         except (ValueError, TypeError, RecursionError) as exc:
-            raise StoreError(f"thread {thread_id!r}: a stored change cannot be read: {exc}",
+            raise StoreError(f"thread {quoted_name(thread_id)}: a stored change cannot be read: {exc}",
                              thread_id=thread_id) from exc
     return StoredThread(thread_id=thread_id, version=version, data=data, claim=claim, format=format,
                         changes=len(changes), record_id=head.record_id)
@@ -629,7 +633,7 @@ def checked_head(thread_id: str, version: Any, claim: Any, format: Any, record_i
     if damaged:
         # Each field named, and quoted as an id is: another tool's field may hold megabytes, or text
         # meant for a terminal.
-        raise StoreError(f"thread {thread_id!r}: {'; '.join(damaged)}", thread_id=thread_id)
+        raise StoreError(f"thread {quoted_name(thread_id)}: {'; '.join(damaged)}", thread_id=thread_id)
     return Head(version=version, claim=claim or None, format=format, record_id=record_id or None)
 
 
@@ -646,8 +650,8 @@ def fold_when_due(where: str, thread_id: str, compaction: Compaction, counts: tu
     try:
         fold()
     except Exception as exc:  # noqa: BLE001 - see the docstring
-        _log.debug("%s: compaction of thread %r skipped (not compacted until a later append): %s", where,
-                   thread_id, exc)
+        _log.debug("%s: compaction of thread %s skipped (not compacted until a later append): %s", where,
+                   quoted_name(thread_id), exc)
 
 
 def as_text(encoded: str | bytes) -> str:
@@ -665,15 +669,15 @@ def compacted(thread_id: str, text: str | bytes, changes: Sequence[str | bytes])
 def _repeated(thread_id: str, where: str, exc: RepeatedKey) -> StoreError:
     # The wire's rule for a repeated key (an event repeating one is refused, naming it) applied to what
     # a store hands back: every store reads its records here, so they all refuse the same record alike.
-    return StoreError(f"thread {thread_id!r}: the stored record is damaged: {where} repeats the key "
-                      f"{quoted_name(exc.key)} (at {exc.pointer}), and which value is the thread's cannot be "
+    return StoreError(f"thread {quoted_name(thread_id)}: the stored record is damaged: {where} repeats the key "
+                      f"{quoted_name(exc.key)} (at {named(exc.pointer)}), and which value is the thread's cannot be "
                       "told; no writer of agui_client makes such a record: restore it from a backup, or "
                       "delete the thread", thread_id=thread_id)
 
 
 def _newer_format(thread_id: str, format: int) -> StoreError:
     return StoreError(
-        f"thread {thread_id!r} was stored in record format {format}; this release reads up to "
+        f"thread {quoted_name(thread_id)} was stored in record format {format}; this release reads up to "
         f"{STORE_FORMAT_VERSION} (upgrade agui-client)",
         thread_id=thread_id,
     )

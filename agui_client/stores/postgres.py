@@ -88,6 +88,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._inert import quoted_name
 from ..core.redact import MARK, Redactor, redact_exception
 from ..errors import StoreError
 from .base import (
@@ -511,7 +512,8 @@ class PostgresStore(_Base):
                     return head.version, None
                 # The row changed between the two statements (deleted and written again) into one
                 # the write is allowed on: try it again.
-        raise StoreError(f"thread {thread_id!r} kept changing under a {operation} in {self._where}; try again",
+        raise StoreError(f"thread {quoted_name(thread_id)} kept changing under a {operation} in {self._where}; try "
+                         "again",
                          thread_id=thread_id)
 
     def _load_row(self, thread_id: str) -> tuple[Any, ...] | None:
@@ -634,7 +636,7 @@ class PostgresStore(_Base):
                                              connect_timeout=_seconds(self._connect_timeout))
             yield conn
         except self._psycopg.Error as exc:
-            where = f"thread {thread_id!r} in " if thread_id is not None else ""
+            where = f"thread {quoted_name(thread_id)} in " if thread_id is not None else ""
             lost = conn is not None and conn.broken
             error = (_ConnectionLost if lost else StoreError)(
                 f"PostgreSQL store failed for {where}{self._where}: {self._redact(_first_line(exc))}",
@@ -675,7 +677,7 @@ class PostgresStore(_Base):
 def _check_count(thread_id: str, format: int, count: int, changes: list[str]) -> None:
     # A change row missing (or one too many) would fold another thread than the one written: refused.
     if format >= 2 and len(changes) != count:
-        raise StoreError(f"thread {thread_id!r}: the record counts {count} changes, the change table holds "
+        raise StoreError(f"thread {quoted_name(thread_id)}: the record counts {count} changes, the change table holds "
                          f"{len(changes)} of them", thread_id=thread_id)
 
 

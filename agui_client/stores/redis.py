@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
+from .._inert import quoted_name
 from ..errors import StoreError
 from .base import (
     STORE_FORMAT_VERSION,
@@ -466,7 +467,8 @@ class RedisStore(_Base):
         if key in (self._index, self._indexed):
             # An index under the prefix (``index_key`` inside it, or ``prefix=""``) is a key some thread
             # id names: its delete would drop every thread from the listing, its save corrupt it.
-            raise StoreError(f"thread id {thread_id!r} names the listing's own key {key!r} under this store's "
+            raise StoreError(f"thread id {quoted_name(thread_id)} names the listing's own key {quoted_name(key)} "
+                             "under this store's "
                              "prefix; choose another id (or an index_key outside the prefix)", thread_id=thread_id)
         return key
 
@@ -499,7 +501,8 @@ class RedisStore(_Base):
             why = f"a field holds bytes that are not UTF-8 (at byte {exc.start})"
         else:
             why = repr(exc) if len(repr(exc)) <= 120 else repr(exc)[:110] + "..."
-        return StoreError(f"thread {thread_id!r}: key {self._key(thread_id)!r} is damaged, not a thread record "
+        return StoreError(f"thread {quoted_name(thread_id)}: key {quoted_name(self._key(thread_id))} is damaged, not "
+                          "a thread record "
                           f"({why})", thread_id=thread_id)
 
     def _compact(self, thread_id: str) -> bool:
@@ -550,7 +553,8 @@ class RedisStore(_Base):
         _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner,
                      record_id=record_id)
         # The script and check_write disagree: a bug, never a silent success.
-        raise StoreError(f"thread {thread_id!r}: Redis refused the {operation} for no known reason (head {head})",
+        raise StoreError(f"thread {quoted_name(thread_id)}: Redis refused the {operation} for no known reason (head "
+                         f"{head})",
                          thread_id=thread_id)
 
     @contextmanager
@@ -561,10 +565,10 @@ class RedisStore(_Base):
         try:
             yield
         except self._redis_error as exc:
-            where = "" if thread_id is None else f" for thread {thread_id!r}"
+            where = "" if thread_id is None else f" for thread {quoted_name(thread_id)}"
             raise StoreError(f"Redis store failed{where}: {exc}", thread_id=thread_id) from exc
         except UnicodeDecodeError as exc:  # (a client with decode_responses=True, reading a hash that is not text)
-            where = "a listing" if thread_id is None else f"thread {thread_id!r}"
+            where = "a listing" if thread_id is None else f"thread {quoted_name(thread_id)}"
             raise StoreError(f"{where}: Redis answered with bytes that are not UTF-8 (a damaged or "
                              f"foreign record): {exc}", thread_id=thread_id) from exc
 

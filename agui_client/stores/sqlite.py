@@ -403,7 +403,8 @@ class SqliteStore(_Base):
                  thread_id, stored.head.version, stored.record_id),
             )
             if cursor.rowcount != 1:
-                raise StoreError(f"thread {thread_id!r} changed while this writer held the lock", thread_id=thread_id)
+                raise StoreError(f"thread {quoted_name(thread_id)} changed while this writer held the "
+                                 "lock", thread_id=thread_id)
             return after
 
         with self._connection(thread_id) as conn:
@@ -515,7 +516,7 @@ class SqliteStore(_Base):
                 conn = self._connect()
             yield conn
         except sqlite3.Error as exc:
-            where = f"thread {thread_id!r} in " if thread_id is not None else ""
+            where = f"thread {quoted_name(thread_id)} in " if thread_id is not None else ""
             raise StoreError(f"SQLite store failed for {where}{self._where}: {exc}{_advice(exc, self._path)}",
                              thread_id=thread_id) from exc
         finally:
@@ -565,7 +566,7 @@ def _stored_head(thread_id: str, row: tuple[Any, ...]) -> _StoredHead:
     version, claim, format, changes, change_bytes, data_bytes, record_id = row
     head = checked_head(thread_id, version, claim, format, record_id)
     if not all(type(n) is int and n >= 0 for n in (changes, change_bytes, data_bytes)):
-        raise StoreError(f"thread {thread_id!r}: the stored record's change counts are damaged "
+        raise StoreError(f"thread {quoted_name(thread_id)}: the stored record's change counts are damaged "
                          f"({', '.join(quoted_name(n) for n in (changes, change_bytes, data_bytes))})",
                          thread_id=thread_id)
     # (the row's own value is kept for the UPDATE's condition)
@@ -676,4 +677,4 @@ def _listed_id(path: str, thread_id: Any) -> str:
 
 
 def _damaged(thread_id: str, why: str) -> StoreError:
-    return StoreError(f"thread {thread_id!r}: the stored record is damaged: {why}", thread_id=thread_id)
+    return StoreError(f"thread {quoted_name(thread_id)}: the stored record is damaged: {why}", thread_id=thread_id)

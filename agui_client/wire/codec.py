@@ -29,6 +29,7 @@ import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from .._inert import quoted_name
 from ..errors import DecodeError
 from . import derive
 from .jsonio import (
@@ -305,7 +306,7 @@ def _unknown_tag(value: dict[str, Any], tag: str, of: str) -> tuple[str, str]:
     """
     name = value.get(tag)
     if type(name) is str:
-        return f"{of} unknown {tag} {name!r}", name
+        return f"{of} unknown {tag} {quoted_name(name)}", name
     return f"without a string {tag!r}", ""
 
 
@@ -319,14 +320,15 @@ def _part_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
 
 def _source_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     def unknown(value: dict[str, Any]) -> Any:
-        raise FieldError(f"unknown content source type {value['type']!r}", "/type")
+        raise FieldError(f"unknown content source type {quoted_name(value['type'])}", "/type")
     return _tagged(conv, _SOURCES, "type", "a content source", unknown)
 
 
 def _message_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     def unknown(value: dict[str, Any]) -> Any:
         said, role = _unknown_tag(value, "role", "with")
-        warn("MS-05", f"message {value.get('id')!r} {said} dropped", once=("role", role), repeat=DROP_WARNINGS)
+        warn("MS-05", f"message {quoted_name(value.get('id'))} {said} "
+                      "dropped", once=("role", role), repeat=DROP_WARNINGS)
         return _DROP
     return _tagged(conv, _MESSAGES, "role", "a message", unknown, untagged_unknown=True)
 
@@ -337,7 +339,7 @@ def _outcome_hook(conv: cattrs.Converter, table: dict[str, type], kind: str) -> 
     def unknown(value: dict[str, Any]) -> Any:
         # LC-10 / SA-07: a 1.0 consumer strips an outcome it does not recognise and reads success.
         warn("LC-10" if kind == "run" else "SA-07",
-              f"unknown {kind} outcome type {value['type']!r} read as success", pointer="/outcome",
+              f"unknown {kind} outcome type {quoted_name(value['type'])} read as success", pointer="/outcome",
               once=("outcome", kind, value["type"]), repeat=DROP_WARNINGS)
         return success()
     return _tagged(conv, table, "type", f"a {kind} outcome", unknown)
@@ -353,7 +355,7 @@ def _literal_hook(t: Any) -> Callable[[Any, Any], Any]:
     def structure_literal(value: Any, _: Any) -> Any:
         if type(value) is str and value in allowed:
             return value
-        raise FieldError(f"expected one of {', '.join(map(repr, allowed))}, got {value!r}")
+        raise FieldError(f"expected one of {', '.join(map(repr, allowed))}, got {quoted_name(value)}")
     return structure_literal
 
 
@@ -698,7 +700,8 @@ def _decode_value_checked(value: Any, legacy: Callable[[dict[str, Any]], dict[st
         modern = _LEGACY_TYPES.get(kind)
         if modern is None:
             hint = _near_miss(kind) if len(kind) <= _REMEMBERED_TYPE else _spelled_like(kind)
-            warn("UK-02", f"unknown event type {kind!r} ignored" + (f" (did you mean {hint}?)" if hint else ""),
+            warn("UK-02", f"unknown event type {quoted_name(kind)} "
+                          "ignored" + (f" (did you mean {hint}?)" if hint else ""),
                  event_type=kind, once=("type", kind), repeat=DROP_WARNINGS)
             return UnknownEvent(type=kind, raw=value)
         if legacy is not None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from .._inert import quoted_name
 from .compat import upgrade_parts
 from .types import events as ev
 from .types import messages as msg
@@ -187,12 +188,12 @@ def check_patch(patch: Any, field_name: str) -> None:
         members = _PATCH_OPS[name]
         path = op.get("path")
         if not _pointer_ok(path):
-            raise FieldError(f"invalid JSON pointer {path!r}", f"/{field_name}/{i}/path")
+            raise FieldError(f"invalid JSON pointer {quoted_name(path)}", f"/{field_name}/{i}/path")
         for member in members:
             if member not in op:
-                raise FieldError(f"{name!r} operation needs {member!r}", f"/{field_name}/{i}/{member}")
+                raise FieldError(f"{quoted_name(name)} operation needs {member!r}", f"/{field_name}/{i}/{member}")
             if member == "from" and not _pointer_ok(op["from"]):
-                raise FieldError(f"invalid JSON pointer {op['from']!r}", f"/{field_name}/{i}/from")
+                raise FieldError(f"invalid JSON pointer {quoted_name(op['from'])}", f"/{field_name}/{i}/from")
 
 
 def _check_success_outcome(value: dict[str, Any], warn: Warn) -> None:
@@ -291,7 +292,7 @@ def usage_contradictions(entry: Mapping[str, Any]) -> list[tuple[str, str, str]]
 def _check_tool_call(value: dict[str, Any], warn: Warn) -> None:
     kind = value.get("type", "function")
     if kind != "function":
-        raise FieldError(f"a tool call's type must be 'function', got {kind!r}", "/type")
+        raise FieldError(f"a tool call's type must be 'function', got {quoted_name(kind)}", "/type")
 
 
 def checks(entry_fault: EntryFault) -> dict[type, Check]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._inert import named, quoted_name
 from .jsonio import first_duplicate, orjson_in_use, proved_exact, read_inexactly
 from .values import plain_json
 
@@ -55,7 +56,7 @@ class RepeatedKey(ValueError):
     """
 
     def __init__(self, key: str, pointer: str) -> None:
-        super().__init__(f"repeated key {key!r} at {pointer}")
+        super().__init__(f"repeated key {quoted_name(key)} at {named(pointer)}")
         self.key = key
         self.pointer = pointer
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import attrs
 
+from .._inert import quoted_name
 from ..errors import LimitExceeded
 from .sink import WARNINGS_PER_CODE
 
@@ -246,7 +247,7 @@ class _EventAssembler:
         elif line.startswith(b"{"):
             self._warn("AGUI501", "JSON-looking line without data: prefix", lineno, offset)
         else:
-            self._warn("AGUI501", f"unknown SSE field {self._text(name, lineno, offset)!r}", lineno, offset)
+            self._warn("AGUI501", f"unknown SSE field {quoted_name(self._text(name, lineno, offset))}", lineno, offset)
 
     def _dispatch(self, line: int) -> SSEFrame | None:
         """Finish the pending event at a blank line; ``line`` is its first field line."""

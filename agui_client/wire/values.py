@@ -17,6 +17,8 @@ import math
 import re
 from typing import Any
 
+from .._inert import quoted_name
+
 #: orjson, the optional faster parser and writer, or ``None`` when it is not installed: imported here
 #: only, for this module and :mod:`~agui_client.wire.jsonio` (the package works without it; the
 #: record and slice readers take it from jsonio, where a test can set it to ``None``).
@@ -46,12 +48,12 @@ KEY_CHARS = 100
 
 
 def shown_key(key: str) -> str:
-    """An object's key as a message quotes it: ``repr``, cut past :data:`KEY_CHARS` characters with a count
-    of the rest. A key may be as long as an event (a megabyte), and a warning naming it is kept with the
-    run's result and printed whole; the pointer beside it keeps the key as it came."""
-    if len(key) <= KEY_CHARS:
-        return repr(key)
-    return f"{key[:KEY_CHARS]!r}... ({len(key) - KEY_CHARS} more characters)"
+    """An object's key as a message quotes it: as every id the agent chose (``_inert.quoted_name``: its
+    ``repr``, what ``repr`` leaves invisible escaped, cut past :data:`KEY_CHARS` characters with a digest
+    of the whole). A key may be as long as an event (a megabyte), and a warning naming it is kept with the
+    run's result and printed whole; two keys that differ past the cut still read differently. The pointer
+    beside it keeps the key as it came."""
+    return quoted_name(key, KEY_CHARS + 2)  # (+2: the quotes, so a key of KEY_CHARS is shown whole)
 
 
 def describe(value: Any) -> str:

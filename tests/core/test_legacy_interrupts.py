@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from agui_client import ResumeEntry, ResumeRefused, replay
+from agui_client._inert import quoted_name
 from agui_client.core.fold import ThreadState
 from agui_client.core.legacy import (
     CUSTOM_ASKED,
@@ -111,7 +112,8 @@ def test_the_confirmation_warning_quotes_names_short_and_escaped() -> None:
     name = "confirm_\x1b[31m" + "x" * 5000
     (warning,) = both_ways([started(), *call("c1", name), finished()]).warnings
     assert "\x1b" not in warning.message and len(warning.message) < 600
-    assert repr(name[:80] + "…") in warning.message
+    # (quoted as an id: cut past 80 characters of its repr, with a digest of the whole name)
+    assert repr(name)[:80] + "...#" in warning.message and quoted_name(name, 80) in warning.message
 
 
 def test_answered_or_unnamed_like_a_confirmation_calls_are_not_warned() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from ..._inert import quoted_name
 from ...errors import StreamWarning
 from ...wire import codec
 from ...wire.types import messages as msg
@@ -444,7 +445,7 @@ def _join_text(parts: list[str], warn: list[StreamWarning] | None, entity: str) 
         fixed = fixed.encode("utf-8", "replace").decode("utf-8")
         if warn is not None:
             warn.append(StreamWarning(code="UTF16-SURROGATE",
-                                      message=f"unpaired UTF-16 surrogate in {entity!r} replaced by U+FFFD"))
+                                      message=f"unpaired UTF-16 surrogate in {quoted_name(entity)} replaced by U+FFFD"))
     return fixed
 
 

@@ -175,7 +175,7 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     if type(version) is not int or version < 1:
         raise ValueError(f"format must be a positive integer, not {_shown(version)}")
     if version > STATE_FORMAT_VERSION:
-        raise ValueError(f"thread state format {version!r} is newer than this release reads")
+        raise ValueError(f"thread state format {quoted_name(version)} is newer than this release reads")
     for key in ("threadId", "interruptedRunId", "lastRunId", "lastOutcome"):
         # (a record edited by hand or by another tool: an id of another JSON type would pass for one,
         # and fail later, untyped, where the thread compares or sends it)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..._inert import quoted_name
 from ...errors import StreamWarning
 from ...wire.sink import warn
 from ...wire.types import messages as msg
@@ -88,10 +89,12 @@ class Snapshots:
         log = self.log
         entry = log.entry(message_id)
         if entry is None:
-            return (StreamWarning(code="AC-04", message=f"no activity {message_id!r} to patch; delta dropped",
+            return (StreamWarning(code="AC-04", message=f"no activity {quoted_name(message_id)} to "
+                                                        "patch; delta dropped",
                                   pointer="/messageId"),)
         if entry.role != "activity":
-            return (StreamWarning(code="AC-07", message=f"message {message_id!r} is not an activity; delta dropped",
+            return (StreamWarning(code="AC-07", message=f"message {quoted_name(message_id)} is not "
+                                                        "an activity; delta dropped",
                                   pointer="/messageId"),)
         if metadata is not None:
             entry.attrs["metadata"] = merge_metadata(entry.attrs.get("metadata"), metadata)
@@ -140,7 +143,8 @@ class Snapshots:
     def messages_snapshot(self, roster: Roster, metadata: Metadata | None) -> Sequence[StreamWarning]:
         """MESSAGES_SNAPSHOT: the producer's complete list, merged (the last of a repeated id wins, at the
         place of the first, as a dict keeps it)."""
-        warnings = [StreamWarning(code="MS-01", message=f"snapshot repeats message id {key!r}; the last wins",
+        warnings = [StreamWarning(code="MS-01", message=f"snapshot repeats message id {quoted_name(key)}; "
+                                                        "the last wins",
                                   pointer=f"/messages/{position}/id") for position, key in roster.repeats]
         self._merge(roster.by_id, roster.roles, _authoritative_activity_types(metadata))
         return warnings

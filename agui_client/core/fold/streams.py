@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..._inert import quoted_name
 from ...errors import StreamWarning
 from ...wire.jsonio import containers_outside_strings
 from ...wire.types import messages as msg
@@ -102,7 +103,8 @@ class Streams:
         log = self.log
         entry = log.entry(message_id)
         if entry is not None and entry.role == "activity":
-            return (_warning("TX-10", f"message {message_id!r} is an activity message; text events for it dropped",
+            return (_warning("TX-10", f"message {quoted_name(message_id)} is an activity message; text events "
+                                      "for it dropped",
                              pointer="/messageId"),)
         if entry is None:
             entry = log.open_message(message_id, role, name=name, subagent_run_id=owner)
@@ -130,7 +132,7 @@ class Streams:
         # (a message held as JSON gets its entry first)
         entry: Entry | None = log.entry(message_id) if type(held) is dict else held  # type: ignore[assignment]
         if entry is None or entry.role == "activity":
-            return (_warning("TX-10", f"no text message {message_id!r} to append to", pointer="/messageId"),)
+            return (_warning("TX-10", f"no text message {quoted_name(message_id)} to append to", pointer="/messageId"),)
         text = entry.text
         if text is None:
             text = entry.text = text_from(entry)
@@ -174,7 +176,7 @@ class Streams:
         log = self.log
         entry = log.entry(message_id)
         if entry is None or entry.role == "activity":
-            return (_warning("TX-10", f"no text message {message_id!r} to close", pointer="/messageId"),)
+            return (_warning("TX-10", f"no text message {quoted_name(message_id)} to close", pointer="/messageId"),)
         if entry is not log.hot:
             log.dirty(entry)
         entry.complete = True
@@ -228,7 +230,8 @@ class Streams:
             if call.complete and not earlier:
                 self.restarted[call.id] = None
             if call.name != name:
-                warnings.append(_warning("TC-22", f"tool call {call.id!r} renamed from {call.name!r} to {name!r}"))
+                warnings.append(_warning("TC-22", f"tool call {quoted_name(call.id)} renamed from "
+                                                  f"{quoted_name(call.name)} to {quoted_name(name)}"))
                 call.name = name
             if call.complete and earlier:
                 # A call of an earlier run comes again with its arguments (ag-ui-langgraph re-sends a call
@@ -266,8 +269,9 @@ class Streams:
         if parent is not None:
             # (the message's id is named: it is the call's own only when no message held that already, and
             # whoever looks for the call's message must know which)
-            warnings.append(_warning("TC-08", f"parentMessageId {parent_id!r} names a {parent.role} message; the "
-                                              f"call gets its own assistant message, {new_id!r}"))
+            warnings.append(_warning("TC-08", f"parentMessageId {quoted_name(parent_id)} names a {parent.role} "
+                                              "message; the call gets its own assistant message, "
+                                              f"{quoted_name(new_id)}"))
         entry = Entry(new_id, "assistant")
         if owner is not None:
             entry.attrs["subagent_run_id"] = owner
@@ -279,7 +283,7 @@ class Streams:
         log = self.log
         found = log.call(tool_call_id)
         if found is None:
-            return (_warning("TC-02", f"no tool call {tool_call_id!r} to append to", pointer="/toolCallId"),)
+            return (_warning("TC-02", f"no tool call {quoted_name(tool_call_id)} to append to", pointer="/toolCallId"),)
         entry, call = found
         call.args.append(delta)
         call.streamed = True
@@ -298,7 +302,7 @@ class Streams:
         log = self.log
         found = log.call(tool_call_id)
         if found is None:
-            return (_warning("TC-02", f"no tool call {tool_call_id!r} to close", pointer="/toolCallId"),)
+            return (_warning("TC-02", f"no tool call {quoted_name(tool_call_id)} to close", pointer="/toolCallId"),)
         entry, call = found
         if entry is not log.hot:
             log.dirty(entry)
@@ -327,11 +331,13 @@ class Streams:
             # Joined once, now that the arguments are complete (a repaired UTF-16 half stays JSON).
             call.args = whole(call.args, self.log.warnings, call.id)
         if call.args and too_dense_to_parse(call.args[0]):
-            return (_warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not judged: they hold more "
-                             f"than {MAX_ARGUMENT_CONTAINERS:,} '[' and '{{' outside strings (kept as sent)"),)
+            return (_warning("TC-06/AGUI204", f"arguments of tool call {quoted_name(call.id)} are not judged: "
+                             f"they hold more than {MAX_ARGUMENT_CONTAINERS:,} '[' and '{{' outside strings (kept as "
+                             "sent)"),)
         if call.args and not is_json(call.args[0]):
             # TC-06: the protocol does not validate arguments; keep them raw, but say so (AGUI204).
-            return (_warning("TC-06/AGUI204", f"arguments of tool call {call.id!r} are not JSON (kept as sent)"),)
+            return (_warning("TC-06/AGUI204", f"arguments of tool call {quoted_name(call.id)} are not JSON "
+                                              "(kept as sent)"),)
         return NO_WARNINGS
 
     def judge_restarted(self) -> Sequence[StreamWarning]:
@@ -387,14 +393,15 @@ class Streams:
             # stays, the assistant message's gives way (one message per id).
             log.rename(existing, log.free_id(f"{taken}.assistant"))
             log.place_tool_message(entry, tool_call_id)
-            return _warning("TC-09", f"tool result {taken!r} takes the id of the assistant message of call "
-                                     f"{tool_call_id!r}, named after the call (its TOOL_CALL_START named no parent, "
-                                     f"or the call's own id as parent); that message is now {existing.id!r}",
+            return _warning("TC-09", f"tool result {quoted_name(taken)} takes the id of the assistant message of call "
+                                     f"{quoted_name(tool_call_id)}, named after the call (its TOOL_CALL_START named no "
+                                     "parent, or the call's own id as parent); that message is now "
+                                     f"{quoted_name(existing.id)}",
                             pointer="/messageId")
         entry.id = log.free_id(f"{taken}.{tool_call_id}")
         log.place_tool_message(entry, tool_call_id)
-        return _warning("TC-09", f"tool result messageId {taken!r} already names a {existing.role} message; the "
-                                 f"result is kept as {entry.id!r}", pointer="/messageId")
+        return _warning("TC-09", f"tool result messageId {quoted_name(taken)} already names a {existing.role} "
+                                 f"message; the result is kept as {quoted_name(entry.id)}", pointer="/messageId")
 
     def add_tool_result(self, message: msg.ToolMessage) -> None:
         """The application answers a frontend tool call: the message placed as a result is."""
@@ -421,5 +428,5 @@ class Streams:
                 log.touch(entry)
                 log.changed()
                 return NO_WARNINGS
-        return (_warning("RS-08", f"no {subtype} {entity_id!r} for the encrypted value; nothing stored"),)
+        return (_warning("RS-08", f"no {subtype} {quoted_name(entity_id)} for the encrypted value; nothing stored"),)
 
