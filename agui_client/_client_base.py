@@ -31,7 +31,7 @@ from ._answers import (
 from ._deadline import HeadTooLong
 from ._framing import SSE
 from ._inert import quoted, quoted_name
-from ._logs import filter_http_logs
+from ._logs import filter_http_logs, unfilter_names
 from ._pool import (
     ProxiedSyncTransport,
     ProxiedTransport,
@@ -247,6 +247,7 @@ class ClientBase:
         self.headers = dict(checked_headers(headers))
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
         filter_http_logs(self.sensitive_headers)
+        self._log_names = self.sensitive_headers  # (given back once, at the first close)
         self._proxy_headers = proxy_credentials()
         self.timeout = checked_seconds("timeout", timeout)
         self.idle_timeout = checked_seconds("idle_timeout", idle_timeout)
@@ -270,6 +271,11 @@ class ClientBase:
         #: Marks this client's requests (:data:`~agui_client._wakes.SENDER`): a token, not the client, so that a
         #: request kept (in an error, by a transport) keeps nothing of the client alive.
         self._sender = object()
+
+    def _unmark_log_names(self) -> None:
+        """Give back the names this client marked for httpx's log lines (as it closes, once)."""
+        names, self._log_names = self._log_names, frozenset()
+        unfilter_names(names)
 
     @property
     def is_closed(self) -> bool:

@@ -37,7 +37,8 @@ import httpx
 from ._inert import quoted
 from .core.redact import MARK, Redactor, displayed_url, is_sensitive
 
-__all__ = ["HTTPCORE_LOGGERS", "HttpxLogFilter", "HttpcoreLogFilter", "exchange", "filter_http_logs"]
+__all__ = ["HTTPCORE_LOGGERS", "HttpxLogFilter", "HttpcoreLogFilter", "exchange", "filter_http_logs",
+           "unfilter_names"]
 
 #: httpcore's loggers (a filter on a parent logger does not see its children's lines).
 HTTPCORE_LOGGERS = ("httpcore.connection", "httpcore.http11", "httpcore.http2", "httpcore.proxy", "httpcore.socks")
@@ -93,19 +94,41 @@ class HttpxLogFilter(logging.Filter):
     """On httpx's logger: its request line's URL shown as :func:`~agui_client.core.redact.displayed_url`
     does: no userinfo, the value of each sensitive query parameter replaced, the names any client marked
     (``sensitive_headers``) among them (a log record does not say which client sent it). Other records
-    pass unchanged."""
+    pass unchanged.
+
+    A name is marked while a client that marked it is open: each client's names are counted in when it is
+    made and out when it closes. Kept for the life of the process instead, a service making a client per
+    tenant, each marking names of its own, grew the set without end and went on hiding, in every later
+    client's lines, the values of names only a closed client held secret."""
 
     def __init__(self) -> None:
         super().__init__()
-        #: The names clients marked sensitive, all of them.
+        #: The names the open clients marked sensitive, all of them.
         self.marked: frozenset[str] = frozenset()
+        self._counts: dict[str, int] = {}  # name -> how many open clients marked it
         self._lock = threading.Lock()
 
     def mark(self, names: frozenset[str]) -> None:
-        """Hide the values of query parameters called ``names`` too."""
-        if not names <= self.marked:
-            with self._lock:  # (clients made at once in several threads must not lose each other's names)
-                self.marked = self.marked | names
+        """Hide the values of query parameters called ``names`` too (until :meth:`unmark` gives them back)."""
+        if not names:
+            return
+        with self._lock:  # (clients made at once in several threads must not lose each other's names)
+            for name in names:
+                self._counts[name] = self._counts.get(name, 0) + 1
+            self.marked = frozenset(self._counts)
+
+    def unmark(self, names: frozenset[str]) -> None:
+        """Give back one :meth:`mark` of ``names`` (a client closing): a name no open client marks is shown."""
+        if not names:
+            return
+        with self._lock:
+            for name in names:
+                count = self._counts.get(name, 0) - 1
+                if count > 0:
+                    self._counts[name] = count
+                else:
+                    self._counts.pop(name, None)
+            self.marked = frozenset(self._counts)
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
@@ -138,3 +161,8 @@ def filter_http_logs(marked: frozenset[str]) -> None:
         logger = logging.getLogger(name)
         if log_filter not in logger.filters:
             logger.addFilter(log_filter)
+
+
+def unfilter_names(marked: frozenset[str]) -> None:
+    """Give back the names a client marked with :func:`filter_http_logs`, as it closes (the filters stay)."""
+    _HTTPX_FILTER.unmark(marked)

@@ -282,6 +282,26 @@ def test_httpx_request_log_line_hides_the_query_values_a_client_marks_sensitive(
     assert not [line for line in lines if "TENANT7a6b5c4d" in line]
 
 
+def test_a_name_marked_sensitive_is_shown_again_once_every_client_marking_it_closed(
+        drive: Any, served: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # The names were kept for the life of the process: a closed client's marked name stayed hidden in
+    # every later client's log lines (and made tests depend on the order they ran in).
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream")], START + FINISH))
+    marking = ag.AgentClient("http://127.0.0.1:9/agent", sensitive_headers=["Shard"])
+    with drive.client(endpoint.url, sensitive_headers=["shard"]):
+        pass  # (made and closed: its mark is given back, the other client's stays)
+
+    with caplog.at_level(logging.INFO, logger="httpx"), drive.client(endpoint.url + "?shard=7&v=2") as client:
+        assert client.thread("t").run("hi", run_id="r").outcome == "success"
+        marking.close()
+        assert client.thread("t2").run("hi", run_id="r2").outcome == "success"
+
+    lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
+    assert len(lines) == 2, lines
+    assert "shard=[redacted]&v=2" in lines[0], lines
+    assert "shard=7&v=2" in lines[1], lines
+
+
 # --------------------------------------------------------------------------------------------------
 # Warnings: a stream of two-byte faults
 # --------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 import pexpect
 from clikit import AGUI, ENV, Ran, agui_here, agui_process
 
+from agui_client.cli.probe import parse_answers
 from agui_client.testing import ScriptedAgent
 
 PROMPT = "Delete the temporary files"
@@ -196,3 +197,9 @@ def test_line_ends_and_separators_in_the_agents_words_are_shown_escaped_as_the_o
     # (the report as data keeps each separator, as JSON escapes it; line ends are written as the table wrote them)
     report = json.loads(as_json.stdout)
     assert {run["detail"] for run in report["runs"]} == {"one\\rtwo\u2028three\u2029four\u0085five\\nsix (code c\\rd)"}
+
+
+def test_an_answer_names_an_interrupt_id_holding_an_equals_sign_as_a_json_string() -> None:
+    # (the probe reads --answer values as agui run does: docs/cli.md)
+    assert parse_answers(['"a=b"={"ok": true}', 'c=[1]', '{"any": 1}']) == {
+        "a=b": {"ok": True}, "c": [1], "*": {"any": 1}}

@@ -27,6 +27,7 @@ from serverkit import free_port
 
 from agui_client import AgentClient, HTTPStatusError
 from agui_client.testing import ANSWER_SCHEMA, Disconnect, Finish, Gate, ScriptedAgent, Start, Wait, text_message
+from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
 
 
 def agui(*args: str) -> Ran:
@@ -244,6 +245,36 @@ def test_answer_per_interrupt_and_a_bare_answer_for_the_rest(served: Callable[[A
     assert resume == {"interrupt-1": {"answer": "one"}, "interrupt-2": {"answer": "rest"},
                       "interrupt-3": {"answer": "three"}}
     assert "--answer named interrupt(s) interrupt-9 that were not open: not used" in done.stdout
+
+
+def _asking_ids(*ids: str) -> ScriptedAgent:
+    return ScriptedAgent([
+        [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=tuple(
+            Interrupt(id=interrupt_id, reason="input") for interrupt_id in ids)))],
+        [Start(), *text_message("m2", "done"), Finish()],
+    ])
+
+
+def test_answer_names_an_interrupt_id_holding_an_equals_sign_as_a_json_string(served: Callable[[Any], Any]) -> None:
+    # Split at the first "=", "a=b={...}" named interrupt "a" with the JSON text 'b={...}': an id holding
+    # "=" could not be answered by name at all.
+    endpoint = served(_asking_ids("a=b", "c", "d"))
+    done = agui("run", endpoint.url, "-m", "hi", "--answer", '"a=b"={"ok": true}', "--answer", ' c =[1]',
+                "--answer", '"d"="x=y"')
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    resume = {e["interruptId"]: e["payload"] for e in endpoint.received[1].body["resume"]}
+    assert resume == {"a=b": {"ok": True}, "c": [1], "d": "x=y"}
+
+
+def test_answer_with_a_quoted_id_that_is_not_followed_by_json_is_a_usage_problem(
+        served: Callable[[Any], Any]) -> None:
+    endpoint = served(_asking_ids("a=b"))
+    done = agui("run", endpoint.url, "-m", "hi", "--answer", '"a=b"={ok}')
+
+    assert done.returncode == 2
+    assert "--answer a=b= is not JSON" in done.stderr, done.stderr
+    assert endpoint.agent.request_count == 0  # (refused before anything was sent)
 
 
 def test_answer_without_one_for_an_open_interrupt_sends_nothing(served: Callable[[Any], Any]) -> None:

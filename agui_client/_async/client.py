@@ -233,6 +233,7 @@ class AsyncAgentClient(ClientBase):
         ``idle_timeout``. See docs/http.md, "Closing the client".
         """
         self._closed = True
+        self._unmark_log_names()
         self._opening.wake()  # (first: a run whose connect begins while the pool closes is refused)
         if self._owns_client:
             await self.http.aclose()

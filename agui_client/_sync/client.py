@@ -197,6 +197,7 @@ class AgentClient(ClientBase):
         ``idle_timeout``. See docs/http.md, "Closing the client".
         """
         self._closed = True
+        self._unmark_log_names()
         self._opening.wake()  # (first: a run whose connect begins while the pool closes is refused)
         if self._owns_client:
             self.http.close()

@@ -26,7 +26,7 @@ from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
 from . import chat
 from .converse import AnswerPolicy, Conversation, UsageProblem
-from .forms import typed_json
+from .forms import answer_parts, typed_json
 from .options import add_connection_options, open_client, parse_headers, stored_thread_ids
 from .probe import add_probe_parser, probe_command
 from .recordings import THREAD_LINE_KIND, Unreadable, replay_command, verify_command
@@ -156,7 +156,8 @@ def _answer_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--answer", metavar="[ID=]JSON", action="append", type=typed_text,
                        help="answer interrupt ID with this JSON payload (repeatable); a bare JSON answers every "
-                            "interrupt no ID=JSON names")
+                            "interrupt no ID=JSON names; an ID holding '=' is written as a JSON string: "
+                            "'\"a=b\"={\"ok\": true}'")
     group.add_argument("-y", "--yes", action="store_true",
                        help="answer with the schema's defaults, approved: true, and true for a required boolean "
                             "(a constant or a one-value enum as it is); a required field of any other kind "
@@ -231,8 +232,9 @@ def _policy(args: argparse.Namespace, *, can_ask: bool, fallback: AnswerPolicy) 
 def _answers_policy(values: Sequence[str], *, abandon_expired: bool) -> AnswerPolicy:
     """``--answer`` values: ``ID=JSON`` per interrupt, and at most one bare ``JSON`` for the rest.
 
-    A value that is JSON as a whole is a bare answer (``{"a=b": 1}`` included); otherwise it is split
-    at its first ``=``.
+    A value that is JSON as a whole is a bare answer (``{"a=b": 1}`` included); otherwise it names its
+    interrupt as :func:`~agui_client.cli.forms.answer_parts` reads it (``ID=JSON``, or ``"a=b"=JSON``
+    for an id holding ``=``).
     """
     answers: dict[str, Any] = {}
     bare: list[Any] = []
@@ -242,10 +244,10 @@ def _answers_policy(values: Sequence[str], *, abandon_expired: bool) -> AnswerPo
             continue
         except ValueError:
             pass
-        interrupt_id, sep, payload = text.partition("=")
-        if not sep or not interrupt_id.strip():
-            _json_argument("--answer", text)  # (not JSON and not ID=JSON: say why as JSON)
-        interrupt_id = interrupt_id.strip()
+        parts = answer_parts(text)
+        if parts is None or not parts[0].strip():
+            raise _not_json("--answer", text)  # (not JSON and not ID=JSON: say why as JSON)
+        interrupt_id, payload = parts
         if interrupt_id in answers:
             raise UsageProblem(f"--answer names interrupt {interrupt_id} twice")
         answers[interrupt_id] = _json_argument(f"--answer {interrupt_id}=", payload)
@@ -260,6 +262,15 @@ def _json_argument(option: str, text: str) -> Any:
         return typed_json(text)
     except ValueError as exc:
         raise UsageProblem(f"{option} is not JSON: {exc}") from None
+
+
+def _not_json(option: str, text: str) -> UsageProblem:
+    """The refusal of ``text``, which is not JSON, saying why."""
+    try:
+        typed_json(text)
+    except ValueError as exc:
+        return UsageProblem(f"{option} is not JSON: {exc}")
+    return UsageProblem(f"{option} is not JSON")  # pragma: no cover - only asked for text that is not
 
 
 def _asker(out: Output, plain: bool) -> ConsoleAsker:

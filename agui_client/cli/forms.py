@@ -24,7 +24,7 @@ from ..core.interrupts import check_answer
 from ..wire.types.base import JSON
 
 __all__ = ["Asker", "Field", "fields", "gate_field", "describe", "yes_payload", "yes_unfilled", "ask_payload",
-           "field_errors", "typed_json"]
+           "field_errors", "typed_json", "answer_parts"]
 
 #: What ``--yes`` sends, and what the JSON prompt offers, when an interrupt carries no schema.
 NO_SCHEMA_ANSWER: dict[str, Any] = {"approved": True}
@@ -242,6 +242,33 @@ def typed_json(text: str) -> Any:
         return json.loads(text, parse_constant=_not_a_number, parse_float=_finite)
     except RecursionError:
         raise ValueError("nested deeper than the JSON reader goes") from None
+
+
+def answer_parts(text: str) -> tuple[str, str] | None:
+    """An ``--answer`` value that is not JSON as a whole, as (interrupt id, the JSON text of its answer);
+    ``None`` when it names no id.
+
+    ``ID=JSON`` is split at the first ``=``, the id's spaces around it dropped. An id that holds ``=``
+    itself (or spaces to keep) is written as a JSON string, ``"a=b"={"ok": true}``: a value that starts
+    with a JSON string followed at once by ``=`` names that string. The choice keeps every value that
+    worked before meaning what it meant (an unquoted id never starts with ``"``, and a value that is
+    JSON as a whole is a bare answer), and reads the same in every shell, as quoting the whole value
+    for the shell keeps the inner quotes.
+
+    >>> answer_parts('"a=b"={"ok": true}')
+    ('a=b', '{"ok": true}')
+    >>> answer_parts(' i1 =[1]')
+    ('i1', '[1]')
+    """
+    if text.startswith('"'):
+        try:
+            named, end = json.JSONDecoder().raw_decode(text)
+        except ValueError:
+            named, end = None, 0
+        if type(named) is str and text[end:end + 1] == "=":
+            return named, text[end + 1:]
+    interrupt_id, sep, payload = text.partition("=")
+    return (interrupt_id.strip(), payload) if sep else None
 
 
 def _not_a_number(word: str) -> Any:

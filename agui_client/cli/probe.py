@@ -19,7 +19,7 @@ from rich.table import Table
 
 from ..testing.probing import DEFAULT_RUN_TIMEOUT, ProbeError, ProbeReport, probe
 from .converse import UsageProblem
-from .forms import typed_json
+from .forms import answer_parts, typed_json
 from .options import seconds
 from .render import Output, PlainOutput, RichOutput
 from .terminal import SafeConsole, json_text, one_line, safe_text, typed_text
@@ -74,9 +74,10 @@ def parse_answers(values: list[str]) -> dict[str, Any]:
             continue
         except ValueError:
             pass
-        key, sep, text = value.partition("=")
-        if not sep or not key:
+        parts = answer_parts(value)
+        if parts is None or not parts[0]:
             raise UsageProblem(f"--answer expects ID=JSON or a JSON value, got {value!r}")
+        key, text = parts
         try:
             answers[key] = typed_json(text)
         except ValueError as exc:

@@ -10,6 +10,7 @@ attributes.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,8 +28,9 @@ __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalSt
            "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE", "MAX_THREAD_ID_BYTES",
            "MAX_VERSION", "check_thread_id", "check_version",
            # What the four stores share (not the package's API: ``agui_client.stores`` lists that).
-           "StoreBase", "check_page", "check_record_id", "check_owner", "creation_data", "encode_data",
-           "decode_record", "checked_head", "fold_when_due", "as_text", "compacted", "store_closed", "Operation"]
+           "StoreBase", "check_page", "check_record_id", "MAX_RECORD_ID", "check_owner", "creation_data",
+           "encode_data", "decode_record", "checked_head", "fold_when_due", "as_text", "compacted",
+           "store_closed", "Operation"]
 
 _log = logging.getLogger("agui_client.stores")
 
@@ -361,6 +363,11 @@ class Head:
     record_id: str | None = None
 
 
+#: The longest record id: a write refuses a longer one, and a load a stored one (a record another tool
+#: wrote, or a damaged one), as the id is held by each thread object and sent back with each write.
+MAX_RECORD_ID = 128
+
+
 def new_record_id() -> str:
     """A fresh random record id (what a store gives a record created without one)."""
     return secrets.token_hex(12)
@@ -368,8 +375,8 @@ def new_record_id() -> str:
 
 def check_record_id(record_id: str | None) -> None:
     """Refuse a record id that is not a string of 1 to 128 characters (before anything is written)."""
-    if record_id is not None and (type(record_id) is not str or not 0 < len(record_id) <= 128):
-        raise ValueError("a record id is a string of 1 to 128 characters")
+    if record_id is not None and (type(record_id) is not str or not 0 < len(record_id) <= MAX_RECORD_ID):
+        raise ValueError(f"a record id is a string of 1 to {MAX_RECORD_ID} characters")
 
 
 def check_write(
@@ -598,23 +605,18 @@ def decode_record(thread_id: str, *, version: int, text: str | bytes, claim: str
     version, claim, format = head.version, head.claim, head.format
     if format > STORE_FORMAT_VERSION:
         raise _newer_format(thread_id, format)
-    try:
-        data = load_record(text)
-    except RepeatedKey as exc:
-        raise _repeated(thread_id, "its data", exc) from exc
-    except (ValueError, RecursionError) as exc:
-        raise StoreError(f"thread {quoted_name(thread_id)}: stored data is not JSON: "
-                         f"{exc}", thread_id=thread_id) from exc
+    data = _loaded(thread_id, text, "its data")
     if not isinstance(data, dict):
         raise StoreError(f"thread {quoted_name(thread_id)}: stored data is not a JSON object", thread_id=thread_id)
     if changes:
+        failure: StoreError | None = None
         try:
-            apply_changes(data, [load_record(change) for change in changes])
-        except RepeatedKey as exc:
-            raise _repeated(thread_id, "a change appended to it", exc) from exc
+            apply_changes(data, [_loaded(thread_id, change, "a change appended to it") for change in changes])
         except (ValueError, TypeError, RecursionError) as exc:
-            raise StoreError(f"thread {quoted_name(thread_id)}: a stored change cannot be read: {exc}",
-                             thread_id=thread_id) from exc
+            failure = StoreError(f"thread {quoted_name(thread_id)}: a stored change cannot be read: {_cut(str(exc))}",
+                                 thread_id=thread_id)
+        if failure is not None:
+            raise failure  # (outside the handler: see _loaded)
     return StoredThread(thread_id=thread_id, version=version, data=data, claim=claim, format=format,
                         changes=len(changes), record_id=head.record_id)
 
@@ -628,7 +630,9 @@ def checked_head(thread_id: str, version: Any, claim: Any, format: Any, record_i
         ("record's version", version, type(version) is not int or version < 0),
         ("record's format", format, type(format) is not int),
         ("record's claim", claim, not (claim is None or type(claim) is str)),
-        ("record id", record_id, not (record_id is None or type(record_id) is str)),
+        # (longer than a write takes: a thread object keeps the id and sends it back with every write)
+        ("record id", record_id,
+         not (record_id is None or (type(record_id) is str and len(record_id) <= MAX_RECORD_ID))),
     ) if bad]
     if damaged:
         # Each field named, and quoted as an id is: another tool's field may hold megabytes, or text
@@ -664,6 +668,48 @@ def compacted(thread_id: str, text: str | bytes, changes: Sequence[str | bytes])
     stored = decode_record(thread_id, version=0, text=text, claim=None, format=STORE_FORMAT_VERSION,
                             changes=changes)
     return encode_data(thread_id, stored.data)
+
+
+def _loaded(thread_id: str, text: str | bytes, where: str) -> Any:
+    """A record's JSON (its data, or a change: ``where``), or a ``StoreError`` saying where it is not JSON.
+
+    The error is raised outside the handler, so that neither its cause nor its context is the parser's
+    error: a ``JSONDecodeError`` holds the whole text it read (``.doc``), and a ``UnicodeDecodeError``
+    the whole bytes (``.object``). A record of hundreds of megabytes stayed alive as long as the error
+    did (a log handler, a traceback kept for a report), and a secret in the record rode along with it.
+    The error says where the text breaks, with a few characters around it.
+    """
+    try:
+        return load_record(text)
+    except RepeatedKey as exc:
+        failure = _repeated(thread_id, where, exc)
+    except (ValueError, RecursionError) as exc:
+        what = "stored data" if where == "its data" else "a stored change"
+        failure = StoreError(f"thread {quoted_name(thread_id)}: {what} is not JSON: {_parse_fault(exc, text)}",
+                             thread_id=thread_id)
+    raise failure
+
+
+#: How many characters on each side of a parse fault its error quotes.
+_AROUND = 8
+
+
+def _parse_fault(exc: BaseException, text: str | bytes) -> str:
+    """What a parser's refusal says, with where and a short excerpt, holding nothing of the parser's error."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 at byte {exc.start}"
+    position = getattr(exc, "pos", None)
+    if isinstance(exc, json.JSONDecodeError) and type(position) is int:
+        # (the stdlib reads bytes as the text they decode to, and counts its position in that)
+        shown = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        near = shown[max(0, position - _AROUND):position + _AROUND]
+        return f"{exc.msg} at character {position} (near {quoted_name(near)})"
+    return _cut(str(exc) or type(exc).__name__)
+
+
+def _cut(text: str) -> str:
+    # (a parser's or a change's message may quote what it read: at most a line of it is kept)
+    return text if len(text) <= 200 else text[:200] + "…"
 
 
 def _repeated(thread_id: str, where: str, exc: RepeatedKey) -> StoreError:

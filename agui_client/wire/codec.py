@@ -18,6 +18,7 @@ Warnings go to the active sink (:mod:`~agui_client.wire.sink`); a run session co
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
@@ -31,7 +32,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from .._inert import quoted_name
 from ..errors import DecodeError
-from . import derive
+from . import derive, located
 from .jsonio import (
     DEFAULT_MAX_DEPTH,
     MAX_SAFE_INT,
@@ -313,7 +314,8 @@ def _unknown_tag(value: dict[str, Any], tag: str, of: str) -> tuple[str, str]:
 def _part_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     def unknown(value: dict[str, Any]) -> Any:
         said, kind = _unknown_tag(value, "type", "of")
-        warn("UK-04", f"content part {said} dropped", once=("part", kind), repeat=DROP_WARNINGS)
+        warn("UK-04", f"content part {said} dropped", pointer=located.at(value, ""), once=("part", kind),
+             repeat=DROP_WARNINGS)
         return _DROP
     return _tagged(conv, _PARTS, "type", "a content part", unknown, untagged_unknown=True)
 
@@ -327,8 +329,8 @@ def _source_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
 def _message_hook(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     def unknown(value: dict[str, Any]) -> Any:
         said, role = _unknown_tag(value, "role", "with")
-        warn("MS-05", f"message {quoted_name(value.get('id'))} {said} "
-                      "dropped", once=("role", role), repeat=DROP_WARNINGS)
+        warn("MS-05", f"message {quoted_name(value.get('id'))} {said} dropped", pointer=located.at(value, ""),
+             once=("role", role), repeat=DROP_WARNINGS)
         return _DROP
     return _tagged(conv, _MESSAGES, "role", "a message", unknown, untagged_unknown=True)
 
@@ -339,7 +341,8 @@ def _outcome_hook(conv: cattrs.Converter, table: dict[str, type], kind: str) -> 
     def unknown(value: dict[str, Any]) -> Any:
         # LC-10 / SA-07: a 1.0 consumer strips an outcome it does not recognise and reads success.
         warn("LC-10" if kind == "run" else "SA-07",
-              f"unknown {kind} outcome type {quoted_name(value['type'])} read as success", pointer="/outcome",
+              f"unknown {kind} outcome type {quoted_name(value['type'])} read as success",
+              pointer=located.at(value, "") or "/outcome",
               once=("outcome", kind, value["type"]), repeat=DROP_WARNINGS)
         return success()
     return _tagged(conv, table, "type", f"a {kind} outcome", unknown)
@@ -381,19 +384,26 @@ def _class_structure_hook(conv: cattrs.Converter, cls: type) -> Callable[[Any, A
     def structure(value: Any, _: Any) -> Any:
         if type(value) is not dict:
             raise FieldError(f"expected an object, got {describe(value)}")
+        read = value  # (the object as it sits in what is decoded: its warnings name their place by it)
         if None in value.values():
             value = _drop_nulls(value, legacy, nullable, cls_name, names, is_event)
         if specific is not None:
-            value = specific(value, warn) or value
+            value = specific(value, warn if is_event else functools.partial(_warn_within, read)) or value
         if not value.keys() <= known:
             for key in value.keys() - known:
-                warn("UK-03", f"unknown field {shown_key(key)} on {cls_name} ignored", pointer="/" + escape(key),
-                      event_type=cls_name if is_event else None, once=("field", cls_name, key))
+                warn("UK-03", f"unknown field {shown_key(key)} on {cls_name} ignored",
+                     pointer=located.at(read, "/" + escape(key)),
+                     event_type=cls_name if is_event else None, once=("field", cls_name, key))
         for key in wire_required:
             if key not in value:
                 raise FieldError(f"required field {key!r} is missing", "/" + key)
         return generated(value, cls)
     return structure
+
+
+def _warn_within(read: Any, code: str, message: str, *, pointer: str | None = None, **rest: Any) -> None:
+    """A nested object's check warning: its pointer (within ``read``) from the root of what is decoded."""
+    warn(code, message, pointer=None if pointer is None else located.at(read, pointer), **rest)
 
 
 def _drop_nulls(value: dict[str, Any], legacy: frozenset[str], nullable: frozenset[str],
@@ -404,13 +414,14 @@ def _drop_nulls(value: dict[str, Any], legacy: frozenset[str], nullable: frozens
         # UK-03 makes unknown members tolerated, never fatal. That holds for the other kind's tag name
         # too, ``role`` on an event or ``type`` on a message, which is otherwise ignored without a word.)
         if item is None and key not in names and key in TAG_NAMES:
-            warn("UK-03", f"unknown field {shown_key(key)} on {where} ignored", pointer="/" + escape(key),
+            warn("UK-03", f"unknown field {shown_key(key)} on {where} ignored",
+                 pointer=located.at(value, "/" + escape(key)),
                  event_type=where if is_event else None, once=("field", where, key))
             continue
         if item is None and key not in nullable and key in names:
             if key in legacy:
-                warn("UK-06", f"legacy null {shown_key(key)} on {where} read as absent", pointer="/" + escape(key),
-                      once=("null", where, key))
+                warn("UK-06", f"legacy null {shown_key(key)} on {where} read as absent",
+                     pointer=located.at(value, "/" + escape(key)), once=("null", where, key))
                 continue
             raise FieldError(f"{shown_key(key)} must be absent or a value, not null", "/" + escape(key))
         cleaned[key] = item
@@ -481,6 +492,7 @@ def _first_error(exc: BaseException) -> tuple[str, str]:
 
 
 def _structure(value: Any, cls: Any, *, event_type: str | None = None) -> Any:
+    token = located.enter(value)  # (for a nested object's warnings: see wire.located)
     try:
         return _converter.structure(value, cls)
     except FieldError as exc:
@@ -488,6 +500,8 @@ def _structure(value: Any, cls: Any, *, event_type: str | None = None) -> Any:
     except ClassValidationError as exc:
         pointer, message = _first_error(exc)
         raise DecodeError(message, pointer=pointer, event_type=event_type, rule=MALFORMED) from None
+    finally:
+        located.leave(token)
 
 
 # --------------------------------------------------------------------------------------------------

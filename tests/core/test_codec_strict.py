@@ -414,7 +414,7 @@ TOLERATED = [
         "threadId": "t", "runId": "r", "messages": [], "state": None, "tools": None, "forwardedProps": None}}),
                  {"type": "RUN_STARTED", "threadId": "t", "runId": "r",
                   "input": {"threadId": "t", "runId": "r", "messages": []}},
-                 [("UK-06", "/state"), ("UK-06", "/tools"), ("UK-06", "/forwardedProps")],
+                 [("UK-06", "/input/state"), ("UK-06", "/input/tools"), ("UK-06", "/input/forwardedProps")],
                  id="legacy-nulls-in-run-started-input"),
     pytest.param(_finished({"type": "paused"}), {"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
                                                  "outcome": {"type": "success"}},
@@ -425,11 +425,12 @@ TOLERATED = [
     pytest.param(wire({"type": "TOOL_CALL_RESULT", "messageId": "t1", "toolCallId": "c", "content": [
         {"type": "hologram", "beam": 1}, {"type": "text", "text": "hi"}]}),
                  {"type": "TOOL_CALL_RESULT", "messageId": "t1", "toolCallId": "c",
-                  "content": [{"type": "text", "text": "hi"}]}, [("UK-04", None)], id="B122-unknown-content-part"),
+                  "content": [{"type": "text", "text": "hi"}]}, [("UK-04", "/content/0")],
+                 id="B122-unknown-content-part"),
     pytest.param(wire({"type": "MESSAGES_SNAPSHOT", "messages": [
         {"id": "u1", "role": "wizard", "content": "hi"}, {"id": "u2", "role": "user", "content": "yo"}]}),
                  {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u2", "role": "user", "content": "yo"}]},
-                 [("MS-05", None)], id="B123-unknown-role-in-snapshot"),
+                 [("MS-05", "/messages/0")], id="B123-unknown-role-in-snapshot"),
     pytest.param(wire({"type": "TEXT_MESSAGE_START", "messageId": "m1", "futureField": 1}),
                  {"type": "TEXT_MESSAGE_START", "messageId": "m1"}, [("UK-03", "/futureField")],
                  id="B105-unknown-field"),
@@ -440,11 +441,11 @@ TOLERATED = [
     pytest.param(_finished({"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval", "later": None}]}),
                  {"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
                   "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]}},
-                 [("UK-03", "/later")], id="unknown-field-null-on-an-interrupt"),
+                 [("UK-03", "/outcome/interrupts/0/later")], id="unknown-field-null-on-an-interrupt"),
     pytest.param(wire({"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
                        "outcome": {"type": "success", "reason": "done"}}),
                  {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "success"}},
-                 [("UK-03", "/reason")], id="unknown-field-on-outcome"),
+                 [("UK-03", "/outcome/reason")], id="unknown-field-on-outcome"),
     # P: a usage entry the schema refuses costs only that entry (B282, a deliberate deviation), a part
     # larger than its total only a warning (B287)
     pytest.param(wire(_run_end("RUN_ERROR", usage=[{"inputTokens": -1}])), _run_end("RUN_ERROR", usage=[]),

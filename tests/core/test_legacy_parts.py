@@ -59,7 +59,7 @@ def test_a_binary_part_is_the_media_part_its_mime_type_names() -> None:
         {"type": "document", "source": {"type": "data", "value": "JVBE", "mimeType": "application/pdf"}},
         {"type": "document", "source": {"type": "data", "value": "AA", "mimeType": "image"}},
     ]
-    assert warned == [("UK-04", "/content")]  # (a pointer within the message, as UK-03's)
+    assert warned == [("UK-04", "/messages/0/content")]  # (the message's place first, as UK-03's)
 
 
 def test_data_and_url_are_chosen_by_javascript_truthiness_and_an_id_alone_is_dropped() -> None:
@@ -95,7 +95,7 @@ def test_a_media_parts_null_metadata_is_absent_in_a_message_and_refused_in_a_too
     content, warned = _content(_stream(_snapshot({"type": "document", "source": PNG, "metadata": None},
                                                  role="tool")))
     assert content == [{"type": "document", "source": PNG}]
-    assert warned == [("UK-06", "/content")]
+    assert warned == [("UK-06", "/messages/0/content")]
 
     result = [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
               {"type": "TOOL_CALL_END", "toolCallId": "c1"},
@@ -127,7 +127,8 @@ def test_the_run_inputs_echo_reads_old_parts_and_nested_legacy_nulls() -> None:
     with collect_warnings(sink):
         event = codec.decode_event(json.dumps({"type": "RUN_STARTED", "threadId": "t", "runId": "r", "input": echo}))
     assert sorted({(w.code, w.pointer) for w in sink.items}) == [
-        ("UK-04", "/content"), ("UK-06", "/content"), ("UK-06", "/parameters"), ("UK-06", "/payload")]
+        ("UK-04", "/input/messages/0/content"), ("UK-06", "/input/messages/0/content"),
+        ("UK-06", "/input/resume/0/payload"), ("UK-06", "/input/tools/0/parameters")]
     assert event.input is not None
     assert event.input.tools[0].parameters is None and event.input.resume is not None
     assert event.input.resume[0].payload is None
