@@ -494,9 +494,9 @@ class ClientBase:
 
         The estimate (``core/budget.py``) charges the body's bytes, each ``[``, ``{``, ``,`` and ``:`` of its
         events' values and each message, tool call, run, subagent and step the thread gains, and an event
-        of 128 KiB or more what parsing it takes (160 bytes for each of those characters, for as long as it
-        is parsed); a read that would pass it is refused before it is folded (``LimitExceeded``,
-        ``RUN-MEMORY``).
+        of 128 KiB or more what parsing it takes (74 bytes for each of those characters and 9 for each of its
+        bytes, for as long as it is parsed); a read that would pass it is refused before it is folded
+        (``LimitExceeded``, ``RUN-MEMORY``).
 
         Raises:
             ValueError: (setting) neither a positive ``int`` nor ``None``.

@@ -59,9 +59,13 @@ def _cut_close(response: httpx.Response, kinds: tuple[type[Any], ...]) -> tuple[
     if request is None or not isinstance(requests, list):
         return None, None
     connection: Any = getattr(getattr(stream, _STREAM, None), CONNECTION, None)  # (the HTTP/1.1 one)
-    taken = any(getattr(getattr(other, "connection", None), CONNECTION, None) is connection
-                for other in requests if other is not request)
-    cut = isinstance(connection, kinds) and not taken and not connection.is_idle() and not connection.is_closed()
+    # In the middle of an answer first, then nobody else's, in that order: a connection closed whole is back
+    # in the pool, and another request may take it at any moment (it is counted, its connection set, before
+    # it can make the connection active). Looked at the other way round, one that took it between the two
+    # looks was found active and nobody's, and its connection was closed under it.
+    active = isinstance(connection, kinds) and not connection.is_idle() and not connection.is_closed()
+    cut = active and not any(getattr(getattr(other, "connection", None), CONNECTION, None) is connection
+                             for other in requests if other is not request)
     return (connection if cut else None), (stream if request in requests else None)
 
 

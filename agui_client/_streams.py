@@ -404,8 +404,8 @@ async def _read(stream: _AsyncStream) -> AsyncIterator[ev.Event | ev.UnknownEven
             while type(item) is not list and stream._settle is None:
                 assert stream._after is not None  # (set with the step: stepped_by, runs_in)
                 step = await stream._after(item)
-                if step is None:
-                    break
+                if step is None or stream._settle is not None:
+                    break  # (left while _after ran, a tool loop's handlers: the run it opened is not read from)
                 item = await step()
         except BaseException:
             stream._step = None  # (a step that raised ends the events, as a generator that raised is over)
@@ -638,6 +638,8 @@ def _stepped(stream: _Stream, step: Callable[[], Any] | None,
         if stream._left:
             return
         step = after(item)
+        if stream._left:
+            return  # (left while after ran, a tool loop's handlers: the run it opened is not read from)
 
 
 def stream_left(stream: _Stream | _AsyncStream, settle: Callable[[], Any]) -> None:

@@ -442,3 +442,24 @@ def test_sigterm_stops_agui_serve_with_143() -> None:
 
     assert child.exitstatus == 143, (child.signalstatus, _text(screen.getvalue()))
     assert "Traceback" not in screen.getvalue()
+
+
+def test_sigterm_held_behind_a_ctrl_c_still_ends_the_command() -> None:
+    """Ctrl-C then SIGTERM, both while a display starts or stops: the command ends as terminated.
+
+    Each held signal is raised again after the block; the first handler that raises ends the delivery.
+    Ctrl-C's ``KeyboardInterrupt`` raised first lost the SIGTERM, and ``agui chat`` (where Ctrl-C only
+    cancels the turn) went on after a service manager asked it to stop. Run in this process: the signals
+    are raised by the test itself, in the main thread, where the CLI's handlers work.
+    """
+    from agui_client.cli.stopping import Terminated, held_signals, sigterm_as_interrupt
+
+    ended: BaseException | None = None
+    with sigterm_as_interrupt():
+        try:
+            with held_signals():
+                signal.raise_signal(signal.SIGINT)
+                signal.raise_signal(signal.SIGTERM)
+        except KeyboardInterrupt as exc:
+            ended = exc
+    assert type(ended) is Terminated

@@ -85,10 +85,10 @@ def held_signals(*, drop_interrupt: bool = False) -> Iterator[None]:
     For the few steps that must not be cut in their middle (a live display starting or stopping: see
     the module docstring). Each signal is recorded while the block runs, and raised again once the
     handlers in place before it are back: Ctrl-C then raises ``KeyboardInterrupt`` right after the
-    block, as if it had been pressed a moment later. A signal that arrives before the block has set
-    its handlers up is raised at once, before anything in the block ran; one that arrives while they
-    are put back, after the block finished. An ignored signal stays ignored; outside the main thread
-    nothing is held.
+    block, as if it had been pressed a moment later; SIGTERM first when both came. A signal that
+    arrives before the block has set its handlers up is raised at once, before anything in the block
+    ran; one that arrives while they are put back, after the block finished. An ignored signal stays
+    ignored; outside the main thread nothing is held.
 
     With ``drop_interrupt``, a Ctrl-C that comes during the block is not delivered: the block is the
     handling of a Ctrl-C already (the chat cancelling a turn), and a second press while it runs is the
@@ -113,7 +113,10 @@ def held_signals(*, drop_interrupt: bool = False) -> Iterator[None]:
     finally:
         for number, before in previous.items():
             signal.signal(number, before)
-        for number in dict.fromkeys(caught):  # (each once: a second Ctrl-C meanwhile is the same request)
+        # Each once (a second Ctrl-C meanwhile is the same request), SIGTERM first: the first handler that
+        # raises ends the delivery, and a Ctrl-C's KeyboardInterrupt raised before it lost the SIGTERM (the
+        # chat, where Ctrl-C cancels a turn, went on). Terminated is a KeyboardInterrupt: it ends both.
+        for number in sorted(dict.fromkeys(caught), key=lambda number: number != signal.SIGTERM):
             if not (drop_interrupt and number == signal.SIGINT):
                 signal.raise_signal(number)
 

@@ -18,12 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 from serverkit import httpcore_pools
 
 import agui_client as ag
 from agui_client.stores import MemoryStore, SqliteStore
-from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
+from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message, tool_call
 
 #: The longest a wait of these tests may take before the test fails (a hang, not a slow machine).
 BOUND = 10.0
@@ -203,3 +204,48 @@ def test_a_tool_loops_block_left_while_another_reader_is_inside_a_step_is_settle
             check_settled(client, thread, unraisable)
     finally:
         held.open()
+
+
+def test_a_tool_loops_block_left_while_its_reader_runs_a_handler_takes_no_step_of_the_next_run(
+        drive: Any, served: Any, store: Any, gate: Gate, unraisable: list[Any]) -> None:
+    """Left while the reader inside is between two runs (a handler running): the handler's answer opens the
+    next run, as it did, but no step of it is taken. Before, the reader took one, and waited in it for the
+    agent's first events (held at ``gate`` here: for ever) before it settled the run it had handed."""
+    entered, release = threading.Event(), threading.Event()
+
+    def confirm_choice(question: str) -> Any:
+        entered.set()
+        if drive.kind == "sync":
+            release.wait(BOUND)
+            return "A"
+
+        async def answered() -> str:  # (the loop serves the block's side meanwhile)
+            await anyio.to_thread.run_sync(release.wait, BOUND)
+            return "A"
+        return answered()
+
+    endpoint = served(ScriptedAgent([
+        [Start(), *tool_call("c1", "confirm_choice", {"question": "Which?"}),
+         Finish(outcome=ag.RunFinishedSuccessOutcome(pending_tool_call_ids=("c1",)))],
+        [Wait(gate, timeout=30), Start(), *text_message("m-2", "never read"), Finish()],
+        [Start(), *text_message("m-3", "again"), Finish()]]))
+    try:
+        with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
+            thread = client.thread("between", tool_handlers={"confirm_choice": confirm_choice})
+            with pytest.raises(ag.StreamMisused) as left:
+                with thread.stream_until_done("hi") as loop:
+                    readers = Readers(loop)
+                    assert entered.wait(BOUND), "the handler never ran"
+            assert left.value.code == "STREAM-SHARED"
+            release.set()
+            readers.join()
+
+            # (the run the handler's answer opened was left as a block leaves an open run: never read from)
+            assert len(readers.read) == 1
+            second_run_id = endpoint.received[1].body["runId"]
+            assert [r.outcome for r in loop.results] == ["success", None]
+            assert [(w.code, w.run_id) for w in loop.result.warnings] == [("TR-16", second_run_id)]
+            check_settled(client, thread, unraisable)
+    finally:
+        release.set()
+        gate.open()
