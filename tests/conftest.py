@@ -70,6 +70,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     run, a large parse, a fuzzer), a large part of the test's time. Frozen,
     they are left out of every pass; what the tests make afterwards is collected as before (and
     ``gc.get_objects()`` lists it as before). Tests that use memory the most ran in about half the time.
+
+    What this hides from a test: ``gc.get_objects()`` and ``gc.get_referrers()`` do not list a frozen
+    object (a module's list or instance made at import, the package's own among them), so a test asking
+    who still holds an object would not see such a holder; and a cycle among frozen objects is never
+    collected. No test asks either (leak tests here look for what the test itself made, by weak
+    reference, by ``gc.get_objects()`` or by a ``ResourceWarning`` at ``gc.collect()``); one that does
+    must ``gc.unfreeze()`` first.
     """
     gc.collect()
     gc.freeze()

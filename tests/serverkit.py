@@ -89,6 +89,12 @@ def httpcore_pools(http: Any) -> list[Any]:
     return [transport._pool]
 
 
+def held_connections(pool: Any) -> list[Any]:
+    """The connections of httpcore's ``pool`` a request still holds (neither idle nor closed): after a run
+    ended, one left here never goes back (its socket open, a capped pool's place lost)."""
+    return [c for c in pool._connections if not c.is_idle() and not c.is_closed()]
+
+
 def drain_log(stream: IO[str]) -> None:
     """Read a child's log to its end, so that the child never blocks on a full pipe (run it in a thread)."""
     for _ in stream:

@@ -18,18 +18,13 @@ from typing import Any
 
 import httpx
 import pytest
-from serverkit import httpcore_pools
+from serverkit import held_connections, httpcore_pools
 
 import agui_client as ag
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, last_user_text, text_message
 
 #: The longest a wait of these tests may take before the test fails (a leak, not a slow machine).
 BOUND = 10.0
-
-
-def active(pool: Any) -> list[Any]:
-    """The connections of httpcore's ``pool`` a request still holds (neither idle nor closed)."""
-    return [c for c in pool._connections if not c.is_idle() and not c.is_closed()]
 
 
 @pytest.mark.parametrize("pool", ["capped", "own"])
@@ -73,7 +68,7 @@ def test_a_run_cancelled_again_while_it_closes_gives_its_connection_back(served:
             gate.open()
 
             for under in httpcore_pools(client.http):
-                assert active(under) == [] and not under._requests
+                assert held_connections(under) == [] and not under._requests
             stored = client.store.load(thread.id)
             assert stored is not None and stored.claim is None  # (the turn gave the thread back)
             # The next run gets the pool's one connection at once (it would wait for BOUND, then fail).
@@ -139,7 +134,7 @@ def test_a_sync_run_interrupted_again_while_httpcore_closes_gives_its_connection
             assert pressed == ["in a read", "in the close"]
 
             for under in httpcore_pools(client.http):
-                assert active(under) == [] and not under._requests
+                assert held_connections(under) == [] and not under._requests
             assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects), BOUND)  # (its socket closed)
             stored = client.store.load(thread.id)
             assert stored is not None and stored.claim is None

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio.to_thread
 import pytest
-from serverkit import httpcore_pools
+from serverkit import held_connections, httpcore_pools
 
 import agui_client as ag
 from agui_client.stores import MemoryStore, SqliteStore
@@ -54,12 +54,6 @@ def held_agent(gate: Gate, held: Gate) -> ScriptedAgent:
     return ScriptedAgent([[Start(), *text_message("m-1", "before"), Wait(gate), *text_message("m-2", "after"),
                            Wait(held), Finish()],
                           [Start(), *text_message("m-3", "again"), Finish()]])
-
-
-def active(client: Any) -> list[Any]:
-    """The connections of the client's pools a request still holds (neither idle nor closed)."""
-    return [c for pool in httpcore_pools(client.http) for c in pool._connections
-            if not c.is_idle() and not c.is_closed()]
 
 
 class Readers:
@@ -100,7 +94,7 @@ def read_first_message(stream: Any) -> None:
 def check_settled(client: Any, thread: Any, unraisable: list[Any]) -> None:
     """The run was settled once, by the reader inside: nothing open, nothing claimed, nothing left to the
     collector, and the thread object free for its next run."""
-    assert active(client) == []
+    assert [c for pool in httpcore_pools(client.http) for c in held_connections(pool)] == []
     stored = client.store.load(thread.id)
     assert stored is not None and stored.claim is None
     gc.collect()
