@@ -463,3 +463,61 @@ def test_sigterm_held_behind_a_ctrl_c_still_ends_the_command() -> None:
         except KeyboardInterrupt as exc:
             ended = exc
     assert type(ended) is Terminated
+
+
+#: A prompt's read with a signal whose C handler ran after the prompt was written, while the main thread
+#: was about to read (or reading): the main thread blocks SIGUSR1, so the kernel hands it to a helper thread
+#: (which unblocks it), where Python's C handler notes it; the main thread's read is not interrupted, as a
+#: read begun just after a Ctrl-C was not. The helper sends it when the test, having seen the prompt,
+#: sends SIGUSR2 (which it waits for). ``Stop`` from the handler must end the read, with no key pressed.
+SIGNAL_BEFORE_THE_READ = '''
+import os
+import signal
+import sys
+import threading
+
+from agui_client.cli.terminal import SafeConsole
+
+
+class Stop(Exception):
+    pass
+
+
+def stop(signum, frame):
+    raise Stop
+
+
+signal.signal(signal.SIGUSR1, stop)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGUSR2})
+
+
+def helper():
+    signal.sigwait({signal.SIGUSR2})
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
+    os.kill(os.getpid(), signal.SIGUSR1)
+
+
+threading.Thread(target=helper, daemon=True).start()
+try:
+    SafeConsole().input("question? ")
+except Stop:
+    print("stopped before any key")
+    sys.exit(7)
+print("read a line")
+'''
+
+
+def test_a_signal_noted_before_a_prompts_read_began_ends_the_read() -> None:
+    """Python notices a signal in a read only when it interrupts the read's system call; one that came
+    between the prompt and the read was handled once Enter was pressed (``agui run --resume``'s question
+    sat there with ``^C`` shown). The read now begins only once the terminal has input or the
+    interpreter's signal wake-up descriptor says a signal came (``stopping.wait_for_input``)."""
+    child, screen = _spawn(["-c", SIGNAL_BEFORE_THE_READ])
+    try:
+        child.expect_exact("question? ")
+        child.kill(signal.SIGUSR2)
+        child.expect_exact("stopped before any key", timeout=20)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 7, _text(screen.getvalue())

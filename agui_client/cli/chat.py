@@ -61,7 +61,7 @@ from .render import (
     render_run_end,
     usage_text,
 )
-from .stopping import Terminated, held_signals, left_whole
+from .stopping import Terminated, held_signals, left_whole, wait_for_input
 from .terminal import SafeConsole, ascii_named, json_text, named, safe_text, typed_text, visible
 
 if TYPE_CHECKING:
@@ -235,6 +235,7 @@ class Chat:
                 out.console.print(safe_text(line))
             return line
         out.inline("you: ", "bold green")
+        wait_for_input(sys.stdin)  # (a Ctrl-C before the read begins is not left until Enter)
         line = sys.stdin.readline()
         if not line:
             raise EOFError

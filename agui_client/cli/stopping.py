@@ -28,14 +28,16 @@ without job control) stays ignored.
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from types import FrameType
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Terminated", "TERMINATED_STATUS", "held_signals", "left_whole", "sigterm_as_interrupt"]
+__all__ = ["Terminated", "TERMINATED_STATUS", "held_signals", "left_whole", "sigterm_as_interrupt", "wait_for_input"]
 
 #: The exit status of a command ended by SIGTERM: 128 + 15, as a shell reports a process the signal killed.
 TERMINATED_STATUS = 143
@@ -143,3 +145,46 @@ class left_whole(Generic[_T]):  # noqa: N801 - used as a function is: with left_
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, traceback: Any) -> bool | None:
         with held_signals():
             return self._manager.__exit__(kind, exc, traceback)
+
+
+def wait_for_input(stream: Any) -> None:
+    """Wait until the terminal ``stream`` has something to read, or a signal comes (whose handler then
+    raises, as Ctrl-C's does), before a prompt's read begins.
+
+    Python notices Ctrl-C in a read only when the signal interrupts the read's system call. One that
+    lands after the prompt was written but before the read began (the process descheduled in between)
+    was handled only once the person pressed Enter: the command sat at its question with ``^C`` shown.
+    Here the wait is a ``select`` on the terminal and on the interpreter's signal wake-up descriptor,
+    which the signal's C handler writes to whenever it comes, before the wait or during it; the wait
+    then ends, and the interpreter runs the handler at the loop's next step.
+
+    Only for a terminal read in the main thread, on POSIX: a pipe's or a file's reader may hold lines
+    in its buffer that ``select`` cannot see (and ends at once anyway), signals reach the main thread
+    only, and Windows' ``select`` takes sockets alone. The wake-up descriptor in place before (an event
+    loop's) is put back.
+    """
+    if os.name == "nt" or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    if not os.isatty(fd):
+        return
+    woken, wake = os.pipe()
+    try:
+        os.set_blocking(woken, False)
+        os.set_blocking(wake, False)
+        before = signal.set_wakeup_fd(wake, warn_on_full_buffer=False)
+        try:
+            while fd not in select.select([fd, woken], [], [])[0]:
+                # (a signal: its handler runs at the interpreter's next step, here; one that does not
+                # raise, a window's resize, leaves the wait to go on)
+                with suppress(BlockingIOError):  # (read to its end: the pipe is left empty)
+                    while os.read(woken, 64):
+                        pass
+        finally:
+            signal.set_wakeup_fd(before)
+    finally:
+        os.close(woken)
+        os.close(wake)

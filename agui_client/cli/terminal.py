@@ -41,16 +41,17 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.protocol import rich_cast
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Span, Text
+from rich.text import Span, Text, TextType
 
 from .._inert import CANDIDATES as _CANDIDATES
 from .._inert import ascii_named, named, one_line, prose_with, some_lines, unmixed, visible, visible_after
+from .stopping import wait_for_input
 
 __all__ = ["visible", "visible_after", "one_line", "named", "ascii_named", "unmixed", "some_lines", "listed",
            "json_text", "safe_text", "SafeConsole", "InertLogHandler", "LISTED", "typed_text", "read_typed_text"]
@@ -126,6 +127,16 @@ class SafeConsole(Console):
         """As ``Console.render_str``, with markup, emoji and highlighting off and the text made visible."""
         options.update(markup=False, emoji=False, highlight=False)
         return super().render_str(visible(text), **options)
+
+    def input(self, prompt: TextType = "", *, markup: bool = True, emoji: bool = True, password: bool = False,
+              stream: TextIO | None = None) -> str:
+        """As ``Console.input`` (markup and emoji off), its read begun once the terminal has something to
+        read or a signal came (:func:`~agui_client.cli.stopping.wait_for_input`: a Ctrl-C landing between
+        the prompt and the read is not left until Enter)."""
+        if prompt:
+            self.print(prompt, markup=False, emoji=False, end="")
+        wait_for_input(stream if stream is not None else sys.stdin)
+        return super().input("", password=password, stream=stream)
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         """As ``Console.render``, with text made visible and no hyperlinks (see the class docstring)."""
