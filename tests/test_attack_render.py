@@ -77,3 +77,16 @@ def test_rich_markup_in_every_block_kind_is_shown_as_written() -> None:
     for literal in ("[bold red]H[/]", "[link=https://evil.example]q[/link]", "[/]", "[blink]c[/]",
                     ":warning:", "[link=x]y[/link]"):
         assert literal in shown, literal
+
+
+def test_a_long_plain_block_is_left_for_the_terminal_to_wrap() -> None:
+    # rich's wrapping of one Text grows faster than the text: a 10 MB answer past the Markdown budget
+    # took half a minute to print. Counted, not timed: the block reaches the sink as one line, so rich
+    # laid out no wrapped lines for it (the terminal wraps it as it shows it).
+    writer, sink = _writer()
+    line = "x" * 300_000
+    for start in range(0, len(line), 1000):
+        writer.feed(line[start:start + 1000])
+    writer.close()
+
+    assert sink.getvalue() == f"agent:\n{line}\n"

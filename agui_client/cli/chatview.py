@@ -309,7 +309,10 @@ class _MarkdownWriter(_Writer):
             left[0] -= len(block)
             self.console.print(_markdown(block))
         else:
-            self.console.print(safe_text(block.rstrip("\n")))
+            # Left for the terminal to wrap: rich's wrapping of one Text grows faster than the text
+            # (1 MB took half a second, 10 MB half a minute, with or without spaces), and a block
+            # past the Markdown budget may be as long as the agent likes.
+            self.console.print(safe_text(block.rstrip("\n")), soft_wrap=True)
 
     def _rendered(self, tail: str) -> RenderableType:
         """The redrawn tail: Markdown while the run may still render some, else plain text."""
