@@ -15,6 +15,7 @@ import pexpect
 from test_chat import _say, _spawn, _text, _writer
 
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message
+from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
 
 #: Markdown an agent may answer with: links whose text is not their target, an image, HTML a terminal
 #: cannot draw, and markup with a closing tag that closes nothing (rich raises MarkupError on it).
@@ -90,3 +91,35 @@ def test_a_long_plain_block_is_left_for_the_terminal_to_wrap() -> None:
     writer.close()
 
     assert sink.getvalue() == f"agent:\n{line}\n"
+
+
+def test_markup_in_an_approval_forms_choices_and_default_is_shown_as_it_is_sent(
+        served: Callable[[Any], Any]) -> None:
+    # A choice or default written as markup would, parsed, read as another word than the one sent
+    # ("[green]approve[/green]" drawn as "approve"); the form shows each as written, and the value sent
+    # is the one typed.
+    schema = {"type": "object", "required": ["decision"], "properties": {"decision": {
+        "enum": ["[hidden]reject[/hidden]", "approve"], "default": "[hidden]reject[/hidden]",
+        "description": "[bold]Pick[/] [link=https://evil.example/]approve[/link] :warning: [/]"}}}
+    interrupt = Interrupt(id="i1", reason="confirm", message="[/][red]say[/red]", response_schema=schema)
+    endpoint = served(ScriptedAgent([
+        [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)))],
+        [Start(), Finish()],
+    ]))
+    child, screen = _spawn(endpoint.url)
+    try:
+        _say(child, "hi")
+        child.expect(r"\)(?:\x1b\[[0-9;]*m)*: ")
+        child.sendline("")  # (the default, as shown)
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    shown = _text(screen)
+
+    assert child.exitstatus == 0 and "Traceback" not in shown
+    assert "\x1b]8;" not in screen.getvalue()
+    assert "[bold]Pick[/] [link=https://evil.example/]approve[/link] :warning: [/]" in shown
+    assert "[[hidden]reject[/hidden]/approve]" in shown and "([hidden]reject[/hidden])" in shown
+    assert "[/][red]say[/red]" in shown
+    assert endpoint.received[-1].body["resume"][0]["payload"] == {"decision": "[hidden]reject[/hidden]"}
