@@ -11,11 +11,12 @@ objects as a table), subagents labelled; the one-line events go to the CLI's
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Sequence
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import RenderableType
@@ -29,6 +30,9 @@ from ..wire.types import events as ev
 from .render import EventRenderer, Output, RichOutput
 from .stopping import held_signals
 from .terminal import SafeConsole, named, safe_text, visible
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["ChatView", "parts_text", "tool_name"]
 
@@ -305,7 +309,10 @@ class _MarkdownWriter(_Writer):
             left[0] -= len(block)
             self.console.print(_markdown(block))
         else:
-            self.console.print(safe_text(block.rstrip("\n")))
+            # Left for the terminal to wrap: rich's wrapping of one Text grows faster than the text
+            # (1 MB took half a second, 10 MB half a minute, with or without spaces), and a block
+            # past the Markdown budget may be as long as the agent likes.
+            self.console.print(safe_text(block.rstrip("\n")), soft_wrap=True)
 
     def _rendered(self, tail: str) -> RenderableType:
         """The redrawn tail: Markdown while the run may still render some, else plain text."""
@@ -398,13 +405,26 @@ def _live_width(console: SafeConsole | None, renderable: RenderableType) -> Rend
 MARKDOWN_MAX_LEVEL = 16
 
 
+@functools.cache
+def _markdown_parser() -> MarkdownIt:
+    """rich's Markdown parser (CommonMark with tables and strikethrough), reading no HTML."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+
+
 def _markdown(text: str) -> RenderableType:
     # (imported here: markdown-it and pygments would add their import time to every agui command)
     from rich.markdown import Markdown
 
     # Made visible before parsing, so a control character is shown, not measured or obeyed; links
     # are shown with their address instead of as terminal hyperlinks.
-    rendered = Markdown(visible(text), hyperlinks=False)
+    shown = visible(text)
+    rendered = Markdown("", hyperlinks=False)
+    # rich's own parser reads HTML and rich draws none of it: a block of HTML (``<div>…</div>``, a
+    # comment) vanished from the screen though the thread holds it, so an agent could say to the
+    # record what the person never sees. Read with HTML off, it is text, shown as written.
+    rendered.markup, rendered.parsed = shown, _markdown_parser().parse(shown)
     # (the tokens rich parsed: no second parse to judge them)
     if any(token.level >= MARKDOWN_MAX_LEVEL for token in rendered.parsed):
         return safe_text(text)

@@ -1,0 +1,125 @@
+"""Attacks on what the chat renders: rich markup and Markdown in the agent's answer.
+
+The CLI's console reads no markup (tests/test_cli_terminal.py shows ``[bold red]`` and ``[link=…]``
+literally in every field); these are the Markdown attacks, run through a pseudo-terminal against a
+ScriptedAgent, asserting on the bytes the terminal receives.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import pexpect
+from test_chat import _say, _spawn, _text, _writer
+
+from agui_client.testing import Finish, ScriptedAgent, Start, text_message
+from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
+
+#: Markdown an agent may answer with: links whose text is not their target, an image, HTML a terminal
+#: cannot draw, and markup with a closing tag that closes nothing (rich raises MarkupError on it).
+ANSWER = (
+    "[r]: https://evil.example/ref\n"
+    "[https://trusted.example](https://evil.example/a) and [approve][r]\n\n"
+    "<div>the hidden words</div>\n\n"
+    "<!-- a hidden comment -->\n\n"
+    "inline <b>bold</b> [/] [link=file:///etc/passwd]click[/link] [@click=app.quit] :warning: \\[x] [nosuchstyle]y\n\n"
+    "![alt](https://evil.example/img.png)\n"
+)
+
+
+def test_markdown_links_show_their_targets_and_html_is_shown_as_written(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", ANSWER), Finish()]]))
+    child, screen = _spawn(endpoint.url)
+    try:
+        _say(child, "hi")
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    raw = screen.getvalue()
+    shown = _text(screen)
+
+    assert child.exitstatus == 0 and "Traceback" not in shown
+    assert "\x1b]8;" not in raw  # no terminal hyperlink at all
+    assert "https://trusted.example (https://evil.example/a)" in shown  # the target beside the text
+    assert "approve (https://evil.example/ref)" in shown
+    # HTML is text: rich draws no HTML, and it used to vanish from the screen
+    assert "<div>the hidden words</div>" in shown and "<!-- a hidden comment -->" in shown
+    assert "inline <b>bold</b>" in shown
+    assert "[/] [link=file:///etc/passwd]click[/link] [@click=app.quit] :warning: [x] [nosuchstyle]y" in shown
+
+
+def test_an_html_block_streamed_a_character_at_a_time_is_shown_once_and_whole() -> None:
+    writer, sink = _writer()
+    text = "<details><summary>ok</summary>\nrm -rf ~\n</details>\n\nafter <span>x</span>"
+    for char in text:
+        writer.feed(char)
+    writer.close()
+    shown = sink.getvalue()
+
+    assert shown.count("rm -rf ~") == 1 and "<details><summary>ok</summary>" in shown
+    assert "after <span>x</span>" in shown
+
+
+def test_rich_markup_in_every_block_kind_is_shown_as_written() -> None:
+    # Headings, quotes, list items, table cells and code: markup in any of them is text.
+    from agui_client.cli.chatview import _markdown
+    from agui_client.cli.terminal import SafeConsole
+
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=200, force_terminal=True, color_system="truecolor")
+    console.print(_markdown("# [bold red]H[/]\n\n> [link=https://evil.example]q[/link]\n\n- [/]\n\n"
+                            "| [blink]c[/] |\n|-|\n| :warning: |\n\n```[/]\n[link=x]y[/link]\n```\n"))
+    shown = sink.getvalue()
+
+    assert "\x1b]8;" not in shown
+    for literal in ("[bold red]H[/]", "[link=https://evil.example]q[/link]", "[/]", "[blink]c[/]",
+                    ":warning:", "[link=x]y[/link]"):
+        assert literal in shown, literal
+
+
+def test_a_long_plain_block_is_left_for_the_terminal_to_wrap() -> None:
+    # rich's wrapping of one Text grows faster than the text: a 10 MB answer past the Markdown budget
+    # took half a minute to print. Counted, not timed: the block reaches the sink as one line, so rich
+    # laid out no wrapped lines for it (the terminal wraps it as it shows it).
+    writer, sink = _writer()
+    line = "x" * 300_000
+    for start in range(0, len(line), 1000):
+        writer.feed(line[start:start + 1000])
+    writer.close()
+
+    assert sink.getvalue() == f"agent:\n{line}\n"
+
+
+def test_markup_in_an_approval_forms_choices_and_default_is_shown_as_it_is_sent(
+        served: Callable[[Any], Any]) -> None:
+    # A choice or default written as markup would, parsed, read as another word than the one sent
+    # ("[green]approve[/green]" drawn as "approve"); the form shows each as written, and the value sent
+    # is the one typed.
+    schema = {"type": "object", "required": ["decision"], "properties": {"decision": {
+        "enum": ["[hidden]reject[/hidden]", "approve"], "default": "[hidden]reject[/hidden]",
+        "description": "[bold]Pick[/] [link=https://evil.example/]approve[/link] :warning: [/]"}}}
+    interrupt = Interrupt(id="i1", reason="confirm", message="[/][red]say[/red]", response_schema=schema)
+    endpoint = served(ScriptedAgent([
+        [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)))],
+        [Start(), Finish()],
+    ]))
+    child, screen = _spawn(endpoint.url)
+    try:
+        _say(child, "hi")
+        child.expect(r"\)(?:\x1b\[[0-9;]*m)*: ")
+        child.sendline("")  # (the default, as shown)
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    shown = _text(screen)
+
+    assert child.exitstatus == 0 and "Traceback" not in shown
+    assert "\x1b]8;" not in screen.getvalue()
+    assert "[bold]Pick[/] [link=https://evil.example/]approve[/link] :warning: [/]" in shown
+    assert "[[hidden]reject[/hidden]/approve]" in shown and "([hidden]reject[/hidden])" in shown
+    assert "[/][red]say[/red]" in shown
+    assert endpoint.received[-1].body["resume"][0]["payload"] == {"decision": "[hidden]reject[/hidden]"}
