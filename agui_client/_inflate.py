@@ -19,8 +19,8 @@ __all__ = ["INFLATE_STEP", "CODINGS", "Inflater"]
 #: The most bytes one step of undoing a content coding makes from a read (see :class:`Inflater`).
 INFLATE_STEP = 64 * 1024
 #: How far a body goes, in bytes read plus bytes handed out, between two copies of the decoder kept to go
-#: over a faulty read again (see :meth:`Inflater._salvaged`): a copy costs about a microsecond (zlib's
-#: 32 KiB window), once in some 64 KiB rather than once a read, and going over again stays bounded.
+#: over a faulty body again (see :meth:`Inflater._salvaged`): a copy costs about a microsecond (zlib's
+#: 32 KiB window), paid once in some 64 KiB rather than once a read, and going over again stays bounded.
 CHECKPOINT_BYTES = 64 * 1024
 #: The content codings the clients undo (one of them, once), and zlib's window bits for each.
 CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
@@ -48,7 +48,7 @@ class Inflater:
     def _restart(self) -> None:
         """A new decoder, and its first checkpoint: the decoder as it is (see :meth:`_salvaged`)."""
         self._inflate = zlib.decompressobj(self._wbits)
-        #: The decoder as it was at the last checkpoint, the reads since, and the bytes read and handed out since.
+        # The decoder as it was at the last checkpoint, the reads since, and the bytes read and handed out since.
         self._mark, self._spent = self._inflate.copy(), 0
         self._since: list[bytes] = []
 
@@ -78,6 +78,9 @@ class Inflater:
 
     def feed(self, chunk: bytes) -> Iterable[bytes]:
         """The decoded bytes of ``chunk``, in pieces of at most ``INFLATE_STEP`` bytes.
+
+        All of one feed's pieces are read before the next feed (a reader that stops reads no more): each
+        is counted as handed out as it goes, so that a fault later hands out nothing twice.
 
         Raises:
             httpx.DecodingError: the body is not what its header says (a spoiled trailer too: its CRC or
@@ -141,9 +144,9 @@ class Inflater:
         zlib hands back nothing of a call that fails. A gzip body's CRC and length, and a zlib body's
         Adler-32, come at its very end, in the read that carries the last events: a spoiled trailer lost
         them (a run's end among them), and the run failed as if they had never come. So the body is gone
-        over again from the last checkpoint (a copy of the decoder, taken every ``CHECKPOINT_BYTES`` or
-        so rather than before every read, which cost about a microsecond a read), what it decodes to
-        counted off up to the bytes handed out since, and the rest handed out.
+        over again from the last checkpoint (a copy of the decoder, taken once in ``CHECKPOINT_BYTES`` or
+        so: a copy before every read cost more than the read's own decoding), what it decodes to counted
+        off up to the bytes handed out since, and the rest handed out.
         """
         data = b"".join(self._since)
         handed = self._spent - len(data)
