@@ -7,7 +7,7 @@ httpx's own decoders inflate each read whole, before any limit of the client can
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import httpx
 
@@ -18,6 +18,10 @@ __all__ = ["INFLATE_STEP", "CODINGS", "Inflater"]
 
 #: The most bytes one step of undoing a content coding makes from a read (see :class:`Inflater`).
 INFLATE_STEP = 64 * 1024
+#: How far a body goes, in bytes read plus bytes handed out, between two copies of the decoder kept to go
+#: over a faulty body again (see :meth:`Inflater._salvaged`): a copy costs about a microsecond (zlib's
+#: 32 KiB window), paid once in some 64 KiB rather than once a read, and going over again stays bounded.
+CHECKPOINT_BYTES = 64 * 1024
 #: The content codings the clients undo (one of them, once), and zlib's window bits for each.
 CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
@@ -32,14 +36,21 @@ class Inflater:
     the wire may become (about a thousandfold for deflate).
     """
 
-    __slots__ = ("_inflate", "_wbits", "_started", "_head")
+    __slots__ = ("_inflate", "_wbits", "_started", "_head", "_mark", "_since", "_spent")
 
     def __init__(self, coding: str) -> None:
         self._wbits = CODINGS[coding]
-        self._inflate = zlib.decompressobj(self._wbits)
         self._started = False
         #: The first byte of a deflate body that came alone (see :meth:`feed`).
         self._head = b""
+        self._restart()
+
+    def _restart(self) -> None:
+        """A new decoder, and its first checkpoint: the decoder as it is (see :meth:`_salvaged`)."""
+        self._inflate = zlib.decompressobj(self._wbits)
+        # The decoder as it was at the last checkpoint, the reads since, and the bytes read and handed out since.
+        self._mark, self._spent = self._inflate.copy(), 0
+        self._since: list[bytes] = []
 
     @staticmethod
     def of(response: httpx.Response) -> Inflater | None:
@@ -65,8 +76,11 @@ class Inflater:
         gzip member) is not read, so an agent cannot keep a run reading bytes that decode to nothing."""
         return self._inflate.eof
 
-    def feed(self, chunk: bytes) -> Iterator[bytes]:
+    def feed(self, chunk: bytes) -> Iterable[bytes]:
         """The decoded bytes of ``chunk``, in pieces of at most ``INFLATE_STEP`` bytes.
+
+        All of one feed's pieces are read before the next feed (a reader that stops reads no more): each
+        is counted as handed out as it goes, so that a fault later hands out nothing twice.
 
         Raises:
             httpx.DecodingError: the body is not what its header says (a spoiled trailer too: its CRC or
@@ -76,42 +90,74 @@ class Inflater:
             # Bytes after the end of the coded body are not read (nor were they by httpx's decoders). zlib
             # would keep them all in ``unused_data``, copying what it kept at every read: a body that goes
             # on uncoded after a few bytes of gzip would fill memory, in quadratic time.
-            return iter(())
+            return ()
         if not self._started and self._wbits == zlib.MAX_WBITS:
             # Whether "deflate" comes with its zlib header or raw is told by its first two bytes: zlib
             # takes a lone first byte without a word, then refuses the second one, too late to switch.
             chunk, self._head = self._head + chunk, b""
             if len(chunk) < 2:
                 self._head = chunk
-                return iter(())
-        before = self._inflate.copy()
+                return ()
+        spent = self._spent + len(chunk)
+        if spent >= CHECKPOINT_BYTES:
+            self._mark, self._since, spent = self._inflate.copy(), [], len(chunk)
+        self._since.append(chunk)
         try:
             piece = self._inflate.decompress(chunk, INFLATE_STEP)
         except zlib.error as exc:
             if self._started or self._wbits != zlib.MAX_WBITS or _zlib_header(chunk):
-                return _salvaged(before, chunk, exc)
+                self._spent = spent
+                return self._salvaged(exc)
             # "deflate" is sent raw by some servers, without its zlib header (as httpx also reads it).
             # (Told by the header, not by the failure alone: a whole body in the first read, its
             # Adler-32 spoiled, fails too, and read as raw it would fail at its first byte.)
             self._wbits = -zlib.MAX_WBITS
-            self._inflate = zlib.decompressobj(self._wbits)
+            self._restart()
             return self.feed(chunk)
         self._started = True
+        # (counted here, handed out by the caller's first step: a feed's pieces are all read before the next)
+        self._spent = spent + len(piece)
+        if not self._inflate.unconsumed_tail and len(piece) < INFLATE_STEP:
+            # The usual read, of a few events: one piece, without a generator to make and run.
+            return (piece,) if piece else ()
         return self._rest(piece)
 
     def _rest(self, piece: bytes) -> Iterator[bytes]:
         inflate = self._inflate
-        while True:
-            if piece:
-                yield piece
-            # (more input to read, or a full piece: zlib may hold more output)
-            if not inflate.unconsumed_tail and len(piece) < INFLATE_STEP:
-                return
-            tail, before = inflate.unconsumed_tail, inflate.copy()
+        if piece:
+            yield piece
+        # (more input to read, or a full piece: zlib may hold more output)
+        while inflate.unconsumed_tail or len(piece) == INFLATE_STEP:
             try:
-                piece = inflate.decompress(tail, INFLATE_STEP)
+                piece = inflate.decompress(inflate.unconsumed_tail, INFLATE_STEP)
             except zlib.error as exc:
-                yield from _salvaged(before, tail, exc)
+                yield from self._salvaged(exc)
+            if piece:
+                # (counted before it goes: a reader that stops here has had it)
+                self._spent += len(piece)
+                yield piece
+
+    def _salvaged(self, fault: zlib.error) -> Iterator[bytes]:
+        """What the body decodes to before ``fault``, less what was handed out already, in bounded pieces;
+        then ``fault`` raised as ``httpx.DecodingError``.
+
+        zlib hands back nothing of a call that fails. A gzip body's CRC and length, and a zlib body's
+        Adler-32, come at its very end, in the read that carries the last events: a spoiled trailer lost
+        them (a run's end among them), and the run failed as if they had never come. So the body is gone
+        over again from the last checkpoint (a copy of the decoder, taken once in ``CHECKPOINT_BYTES`` or
+        so: a copy before every read cost more than the read's own decoding), what it decodes to counted
+        off up to the bytes handed out since, and the rest handed out.
+        """
+        data = b"".join(self._since)
+        handed = self._spent - len(data)
+        for piece in _up_to_fault(self._mark.copy(), data):
+            if handed >= len(piece):
+                handed -= len(piece)
+                continue
+            self._spent += len(piece) - handed
+            yield piece[handed:]
+            handed = 0
+        raise httpx.DecodingError(str(fault)) from fault
 
     def flush(self) -> bytes:
         """What the decoder still holds at the end of the body (at most its window)."""
@@ -134,20 +180,18 @@ def _zlib_header(chunk: bytes) -> bool:
     return first & 0x0F == 8 and first >> 4 <= 7 and not second & 0x20 and (first << 8 | second) % 31 == 0
 
 
-#: The bytes of a body :func:`_salvaged` gives zlib at a time: at most about 64 KiB of output (deflate
+#: The bytes of a body :func:`_up_to_fault` gives zlib at a time: at most about 64 KiB of output (deflate
 #: makes at most 1,032 bytes of one), as a step of :class:`Inflater` does.
 _SALVAGE_STEP = 64
 
 
-def _salvaged(inflate: zlib._Decompress, data: bytes, fault: zlib.error) -> Iterator[bytes]:
-    """What ``data`` decodes to before the fault zlib found in it (``inflate``: the decoder as it was
-    before ``data``), in bounded pieces; then ``fault`` raised as ``httpx.DecodingError``.
+def _up_to_fault(inflate: zlib._Decompress, data: bytes) -> Iterator[bytes]:
+    """What ``data`` decodes to before the first fault zlib finds in it (``inflate``: the decoder as it was
+    before ``data``), in bounded pieces.
 
-    zlib hands back nothing of a call that fails. A gzip body's CRC and length, and a zlib body's
-    Adler-32, come at its very end, in the read that carries the last events: a spoiled trailer lost
-    them (a run's end among them), and the run failed as if they had never come. So the read is gone
-    over again from the decoder's copy, a few bytes at a time, and the few bytes that hold the fault
-    one at a time: only that read pays, once, as the body ends there.
+    zlib hands back nothing of a call that fails, so ``data`` is given a few bytes at a time, each step
+    from a copy of the decoder, and the few bytes that hold the fault one at a time: only a body that
+    fails pays, once, as it ends there.
     """
     for start in range(0, len(data), _SALVAGE_STEP):
         step = data[start:start + _SALVAGE_STEP]
@@ -160,7 +204,7 @@ def _salvaged(inflate: zlib._Decompress, data: bytes, fault: zlib.error) -> Iter
         if piece:
             yield piece
     else:  # (not found again: nothing more to hand out)
-        raise httpx.DecodingError(str(fault)) from fault
+        return
     held = bytearray()
     for byte in range(len(step)):
         try:
@@ -169,4 +213,3 @@ def _salvaged(inflate: zlib._Decompress, data: bytes, fault: zlib.error) -> Iter
             break
     if held:
         yield bytes(held)
-    raise httpx.DecodingError(str(fault)) from fault

@@ -212,3 +212,19 @@ def test_the_concurrency_benchmark_refuses_a_count_below_one(capsys: pytest.Capt
     assert exit_info.value.code == 2
     assert "counts of 1 or more" in capsys.readouterr().err
     assert parse_args(["--sync-n", ""]).sync_n == []
+
+
+def test_the_inflate_benchmark_times_each_coding_and_loses_no_event_of_a_spoiled_body(tmp_path: Path) -> None:
+    # (python -m bench.inflate: a coded body fed one event a read; no timing asserted)
+    out = tmp_path / "inflate.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.inflate", "--reads", "50", "--rounds", "1",
+                           "--against", "agui_client/_inflate.py", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert list(results) == ["gzip", "deflate"]
+    for row in results.values():
+        assert list(row) == ["zlib alone", "this", "against", "this, spoiled", "against, spoiled",
+                             "this, spoiled, lost", "against, spoiled, lost", "bytes a read"]
+        assert row["this, spoiled, lost"] == row["against, spoiled, lost"] == 0
+        assert all(row[name] > 0 for name in ("zlib alone", "this", "against", "this, spoiled"))

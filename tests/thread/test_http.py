@@ -440,3 +440,75 @@ def test_a_bad_check_after_the_run_ended_in_the_same_read_leaves_the_run_standin
     assert result.outcome == "success" and result.text == "kept"
     assert [(w.code, w.run_id) for w in result.warnings] == [("TR-13", "r")]
     assert "could not be decoded" in result.warnings[0].message
+
+
+#: How long an agent below waits for the client to have read its first read (never reached when it works).
+GATE_BOUND = 10.0
+
+
+def _in_two_reads(coding: str, first: bytes, second: bytes, read: threading.Event) -> Any:
+    """An agent sending a coded body in two reads, the second once the client has read the first."""
+    async def two(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), (b"content-encoding", coding.encode())]})
+        await send({"type": "http.response.body", "body": first, "more_body": True})
+        await asyncio.to_thread(read.wait, GATE_BOUND)
+        await send({"type": "http.response.body", "body": second, "more_body": False})
+    return two
+
+
+def _events_then_fault(drive: Any, url: str, read: threading.Event, after: str) -> tuple[list[str], Any]:
+    """The events a run hands out before its body fails (``read`` set once ``after`` came), and the error."""
+    with drive.client(url) as client:
+        seen: list[str] = []
+        with pytest.raises(ag.TransportError) as caught:
+            with client.thread("t").stream("hi", run_id="r") as events:
+                for event in events:
+                    seen.append(event.TYPE)
+                    if event.TYPE == after:
+                        read.set()
+    return seen, caught.value
+
+
+@pytest.mark.parametrize(("coding", "spoiled"), TRAILERS)
+def test_a_bad_check_in_a_trailer_split_over_two_reads_hands_each_event_out_once(
+    drive: Any, served: Any, coding: str, spoiled: int
+) -> None:
+    # The first read ends three bytes before the body does: the events and most of the trailer in it, the
+    # rest in the second. A spoiled gzip CRC is found in the first read (its four bytes are all there), a
+    # spoiled length or Adler-32 in the second, after the first read's events were handed out: the body
+    # is gone over again from before both, and those events must not be handed out a second time.
+    wire = bytearray(zlib.compress(TEXT_KEPT, 9, wbits=31 if coding == "gzip" else 15))
+    wire[spoiled] ^= 0xFF
+    read = threading.Event()
+    endpoint = served(_in_two_reads(coding, bytes(wire[:-3]), bytes(wire[-3:]), read))
+
+    seen, error = _events_then_fault(drive, endpoint.url, read, "TEXT_MESSAGE_CONTENT")
+
+    assert seen == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+    assert error.result is not None and error.result.text == "kept"
+    assert type(error) is ag.TransportError and error.run_id == "r" and error.index == 3
+    assert str(error).startswith(f"the response from {endpoint.url} to run 'r' could not be decoded ({coding}): ")
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_a_body_corrupt_mid_stream_hands_out_the_events_before_the_fault_of_a_later_read_once(
+    drive: Any, served: Any, coding: str
+) -> None:
+    # Two reads, as a compressing proxy flushes them: the run's start, then its text and a deflate block
+    # of a type that does not exist. The second read's event comes out before the fault, the first
+    # read's events once.
+    coder = zlib.compressobj(9, zlib.DEFLATED, 31 if coding == "gzip" else 15)
+    cut = TEXT_KEPT.index(b'data: {"type":"TEXT_MESSAGE_CONTENT"')
+    first = coder.compress(TEXT_KEPT[:cut]) + coder.flush(zlib.Z_SYNC_FLUSH)
+    # (a block header's first three bits, from the low end: not the last block, then type 3, reserved)
+    second = coder.compress(TEXT_KEPT[cut:]) + coder.flush(zlib.Z_SYNC_FLUSH) + b"\x06\x00"
+    read = threading.Event()
+    endpoint = served(_in_two_reads(coding, first, second, read))
+
+    seen, error = _events_then_fault(drive, endpoint.url, read, "TEXT_MESSAGE_START")
+
+    assert seen == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+    assert error.result is not None and error.result.text == "kept"
+    assert type(error) is ag.TransportError and error.run_id == "r" and error.index == 3
+    assert "invalid block type" in str(error)
