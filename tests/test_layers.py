@@ -98,12 +98,14 @@ DERIVED_CODE = ["wire/policy.py", "wire/writers.py", "wire/derive.py"]
 #: know nothing of the rest; the connections keep the bounds; the wake at a client's close finds the sync
 #: connections being opened; the sharded transports stand on them all.
 OWN_POOL = ["_deadline.py", "_tls.py", "_closing.py", "_connections.py", "_wakes.py", "_pool.py"]
+#: The redaction: how a secret may be written escaped knows nothing of which secrets there are.
+REDACTION = ["core/escapes.py", "core/redact.py"]
 
 
 @pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES, SCRIPTED_AGENT, SEQUENCE_RULES, DERIVED_CODE,
-                                   OWN_POOL],
+                                   OWN_POOL, REDACTION],
                          ids=["run-protocol", "json-text", "resume-rules", "scripted-agent", "sequence-rules",
-                              "derived-code", "own-pool"])
+                              "derived-code", "own-pool", "redaction"])
 def test_a_chain_of_modules_imports_one_way(chain: list[str]) -> None:
     for n, name in enumerate(chain):
         later = [m.replace("/", ".").removesuffix(".py") for m in chain[n + 1:]]
