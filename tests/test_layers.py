@@ -81,9 +81,11 @@ def test_the_sync_thread_shell_imports_nothing_of_the_async_one() -> None:
 #: protocol and its shells, the standing in the store speaks it, and the conversation stands on both.
 RUN_PROTOCOL = ["core/effects.py", "core/standing.py", "core/flow.py"]
 #: The JSON text modules, the same way: JSON's Python values, the writing back that jsonio's proofs
-#: use, the parsers and their proofs, then the two readers built on them (stored records, a large
-#: object's array slice by slice), neither of which the parsers know.
-JSON_TEXT = ["wire/values.py", "wire/writeback.py", "wire/jsonio.py", "wire/records.py", "wire/slices.py"]
+#: use, how deep a text nests (judged for the parsers, which it does not know), the parsers and their
+#: proofs, then the two readers built on them (stored records, a large object's array slice by slice),
+#: neither of which the parsers know.
+JSON_TEXT = ["wire/values.py", "wire/writeback.py", "wire/depth.py", "wire/jsonio.py", "wire/records.py",
+             "wire/slices.py"]
 #: When an interrupt expires is read and judged without the resume rules, which ask it.
 RESUME_RULES = ["core/expiry.py", "core/interrupts.py"]
 #: The scripted agent's modules: what a script is made of, the endpoint both test agents share (the
