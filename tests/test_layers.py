@@ -102,12 +102,14 @@ DERIVED_CODE = ["wire/policy.py", "wire/writers.py", "wire/derive.py"]
 OWN_POOL = ["_deadline.py", "_tls.py", "_closing.py", "_connections.py", "_wakes.py", "_pool.py"]
 #: The redaction: how a secret may be written escaped knows nothing of which secrets there are.
 REDACTION = ["core/escapes.py", "core/redact.py"]
+#: The session names what it reports by the events the agent sent, a naming that knows no session.
+SESSION = ["core/naming.py", "core/session.py"]
 
 
 @pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES, SCRIPTED_AGENT, SEQUENCE_RULES, DERIVED_CODE,
-                                   OWN_POOL, REDACTION],
+                                   OWN_POOL, REDACTION, SESSION],
                          ids=["run-protocol", "json-text", "resume-rules", "scripted-agent", "sequence-rules",
-                              "derived-code", "own-pool", "redaction"])
+                              "derived-code", "own-pool", "redaction", "session"])
 def test_a_chain_of_modules_imports_one_way(chain: list[str]) -> None:
     for n, name in enumerate(chain):
         later = [m.replace("/", ".").removesuffix(".py") for m in chain[n + 1:]]
