@@ -81,9 +81,11 @@ def test_the_sync_thread_shell_imports_nothing_of_the_async_one() -> None:
 #: protocol and its shells, the standing in the store speaks it, and the conversation stands on both.
 RUN_PROTOCOL = ["core/effects.py", "core/standing.py", "core/flow.py"]
 #: The JSON text modules, the same way: JSON's Python values, the writing back that jsonio's proofs
-#: use, the parsers and their proofs, then the two readers built on them (stored records, a large
-#: object's array slice by slice), neither of which the parsers know.
-JSON_TEXT = ["wire/values.py", "wire/writeback.py", "wire/jsonio.py", "wire/records.py", "wire/slices.py"]
+#: use, how deep a text nests (judged for the parsers, which it does not know), the parsers and their
+#: proofs, then the two readers built on them (stored records, a large object's array slice by slice),
+#: neither of which the parsers know.
+JSON_TEXT = ["wire/values.py", "wire/writeback.py", "wire/depth.py", "wire/jsonio.py", "wire/records.py",
+             "wire/slices.py"]
 #: When an interrupt expires is read and judged without the resume rules, which ask it.
 RESUME_RULES = ["core/expiry.py", "core/interrupts.py"]
 #: The scripted agent's modules: what a script is made of, the endpoint both test agents share (the
@@ -98,12 +100,16 @@ DERIVED_CODE = ["wire/policy.py", "wire/writers.py", "wire/derive.py"]
 #: know nothing of the rest; the connections keep the bounds; the wake at a client's close finds the sync
 #: connections being opened; the sharded transports stand on them all.
 OWN_POOL = ["_deadline.py", "_tls.py", "_closing.py", "_connections.py", "_wakes.py", "_pool.py"]
+#: The redaction: how a secret may be written escaped knows nothing of which secrets there are.
+REDACTION = ["core/escapes.py", "core/redact.py"]
+#: The session names what it reports by the events the agent sent, a naming that knows no session.
+SESSION = ["core/naming.py", "core/session.py"]
 
 
 @pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES, SCRIPTED_AGENT, SEQUENCE_RULES, DERIVED_CODE,
-                                   OWN_POOL],
+                                   OWN_POOL, REDACTION, SESSION],
                          ids=["run-protocol", "json-text", "resume-rules", "scripted-agent", "sequence-rules",
-                              "derived-code", "own-pool"])
+                              "derived-code", "own-pool", "redaction", "session"])
 def test_a_chain_of_modules_imports_one_way(chain: list[str]) -> None:
     for n, name in enumerate(chain):
         later = [m.replace("/", ".").removesuffix(".py") for m in chain[n + 1:]]

@@ -25,8 +25,10 @@ from agui_client.core.fold.streams import MAX_ARGUMENT_CONTAINERS
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
 from agui_client.types import RunFinishedEvent, TextMessageContentEvent
+from agui_client.wire import depth as nesting
 from agui_client.wire import jsonio
-from agui_client.wire.jsonio import DEFAULT_MAX_DEPTH, containers_outside_strings
+from agui_client.wire.depth import containers_outside_strings
+from agui_client.wire.jsonio import DEFAULT_MAX_DEPTH
 
 START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
 FINISH = b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
@@ -103,8 +105,8 @@ def test_a_payload_dense_with_containers_has_its_depth_counted_in_its_text_not_w
     nest = b"[" * (depth - 2) + b"]" * (depth - 2)  # (inside the event object and the snapshot array)
     payload = b'{"type":"STATE_SNAPSHOT","snapshot":[' + b",".join([nest] * 2000) + b"]}"
     walked: list[int] = []
-    walk = jsonio._depth_exceeds
-    monkeypatch.setattr(jsonio, "_depth_exceeds", lambda value, limit: walked.append(limit) or walk(value, limit))
+    walk = nesting._depth_exceeds
+    monkeypatch.setattr(nesting, "_depth_exceeds", lambda value, limit: walked.append(limit) or walk(value, limit))
 
     if refused:
         with pytest.raises(ag.LimitExceeded) as caught:
@@ -392,7 +394,7 @@ def test_the_depth_check_and_the_arguments_bound_take_strings_out_by_one_rule(fi
     text = '{"k":[' + first + ',[{}]],"' + first[1:] + ':[]}'
     assert json.loads(text)  # (JSON whose strings hold quotes, backslashes and brackets)
     assert containers_outside_strings(text) == containers_outside_strings(text.encode()) == 5  # ({ [ [ { [)
-    assert jsonio._text_depth(text.encode()) == 4  # ({ [ [ {)
+    assert nesting._text_depth(text.encode()) == 4  # ({ [ [ {)
 
 
 def test_arguments_of_more_strings_than_the_count_takes_out_are_not_parsed() -> None:

@@ -282,8 +282,8 @@ def test_a_text_full_of_escapes_is_read_escape_by_escape_only_when_it_may_hold_a
     from agui_client.core import redact
 
     read: list[str] = []
-    unescape = redact._unescape
-    monkeypatch.setattr(redact, "_unescape", lambda found: read.append(found[0]) or unescape(found))
+    unescape = redact.unescape
+    monkeypatch.setattr(redact, "unescape", lambda found: read.append(found[0]) or unescape(found))
     redactor = redact.Redactor([TOKEN])
     chat = "".join('data: {"delta": "Line one\\nwith & and 50% off, 100%\\n done &amp; more"}\n\n'
                    for _ in range(1_000))

@@ -38,6 +38,7 @@ from ..wire.types.base import JSON
 from .budget import COPY_COST, MemoryBudget
 from .chunks import ChunkExpander
 from .fold import RunRecord, ThreadState
+from .naming import CHUNKS, folded_as, type_of, warnings_folded_as
 from .redact import redact_exception, redact_record
 from .result import RunResult
 from .roster import Roster
@@ -406,15 +407,15 @@ class RunSession:
         try:
             expanded = self._chunks.feed(event, index)
         except ProtocolError as exc:
-            return self._fail(exc, index, _type_of(event))
+            return self._fail(exc, index, type_of(event))
         # A *_CHUNK stands for the events it is folded as; what those break is named by the chunk, the
-        # event the agent sent (see ``_folded_as``).
-        chunk = _type_of(event) if type(event) in _CHUNKS else None
+        # event the agent sent (see ``folded_as``).
+        chunk = type_of(event) if type(event) in CHUNKS else None
         out: list[ev.Event | ev.UnknownEvent] = []
         for item in expanded:
             if self.redact is not None and type(item) in _ERROR_EVENTS:
                 item = redact_record(item, self.redact, _ERROR_FIELDS)
-            kind = _type_of(item)
+            kind = type_of(item)
             if type(item) is ev.RunStartedEvent:
                 self._on_run_started(item, index)
             elif type(item) is ev.RunErrorEvent and state.run_count == self._first_run_index:
@@ -425,17 +426,17 @@ class RunSession:
                 found = verifier.check(item, index)
             except ProtocolError as exc:
                 if chunk is not None:
-                    _folded_as(exc, chunk, kind)
+                    folded_as(exc, chunk, kind)
                 self._refuse(exc, index, item)
                 continue
             if found:
-                self._add_warnings(found if chunk is None else _warnings_folded_as(found, chunk, kind), index, kind)
+                self._add_warnings(found if chunk is None else warnings_folded_as(found, chunk, kind), index, kind)
             if type(item) is ev.RunStartedEvent and self.run_input is not None \
                     and state.run_count > self._first_run_index:
                 self._another_run(item, index)
             folded = state.apply(item, adopt=adopt)
             if folded:
-                self._add_warnings(folded if chunk is None else _warnings_folded_as(folded, chunk, kind), index, kind)
+                self._add_warnings(folded if chunk is None else warnings_folded_as(folded, chunk, kind), index, kind)
             out.append(item)
         return out
 
@@ -494,7 +495,7 @@ class RunSession:
             for item in self._chunks.close():
                 verified = self._verifier.check(item, index)
                 if verified:
-                    self._add_warnings(verified, index, _type_of(item))
+                    self._add_warnings(verified, index, type_of(item))
                 self.state.apply(item)
             self._verifier.end(index)
         except StreamEnded as exc:
@@ -530,7 +531,7 @@ class RunSession:
             asked = event.outcome.interrupts
             self.state.hold_interrupts(asked, self._run_id)  # (one per id, the first: the ledger's rule)
             exc.interrupts = self.state.open_interrupts  # type: ignore[attr-defined]  # (as held: one per id)
-        return self._fail(exc, index, _type_of(event))
+        return self._fail(exc, index, type_of(event))
 
     def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:
         exc.locate(run_id=self._run_id, index=index, event_type=event_type)
@@ -569,7 +570,7 @@ class RunSession:
     def _take_warnings(self, index: int, event: Any) -> None:
         items = self._sink.items
         self._sink.items = []
-        self._add_warnings(items, index, _type_of(event) if event is not None else None)
+        self._add_warnings(items, index, type_of(event) if event is not None else None)
 
     def _add_warnings(self, found: Iterable[StreamWarning], index: int, kind: str | None) -> None:
         for warning in found:
@@ -880,34 +881,3 @@ def _fronts() -> dict[str, Any]:
 
 #: Event type -> its front-end reader (see above).
 _FRONT: dict[str, Any] = _fronts()
-
-
-#: The chunk events, each folded as the start, content and end events it stands for (``chunks.py``).
-_CHUNKS = frozenset({ev.TextMessageChunkEvent, ev.ToolCallChunkEvent, ev.ReasoningMessageChunkEvent})
-
-
-def _folded_as(exc: ProtocolError, chunk: str, kind: str | None) -> None:
-    """``exc``, raised by an event a chunk was folded as (``kind``), named by the chunk: its ``event_type``
-    is the type the agent sent, and its message says what the chunk was folded as.
-
-    Named by the folded event alone, the error pointed at a ``TEXT_MESSAGE_START`` the stream does not
-    hold; named by the chunk alone, the errors of one chunk's start and content read the same.
-    """
-    if exc.event_type in (None, kind):
-        exc.event_type = chunk
-    if kind is not None and kind != chunk:
-        exc.detail = f"{exc.detail} (folded as {kind})"
-        exc.args = (exc.detail, *exc.args[1:])
-
-
-def _warnings_folded_as(found: Iterable[StreamWarning], chunk: str, kind: str | None) -> list[StreamWarning]:
-    """``found``, about an event a chunk was folded as (``kind``), named by the chunk (as :func:`_folded_as`)."""
-    return [attrs.evolve(warning, event_type=chunk, message=f"{warning.message} (folded as {kind})")
-            if warning.event_type in (None, kind) else warning for warning in found]
-
-
-def _type_of(event: Any) -> str | None:
-    if isinstance(event, ev.UnknownEvent):
-        return event.type
-    kind = getattr(event, "TYPE", None)
-    return kind if isinstance(kind, str) else None

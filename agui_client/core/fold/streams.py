@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ..._inert import quoted_name
 from ...errors import StreamWarning
-from ...wire.jsonio import containers_outside_strings
+from ...wire.depth import containers_outside_strings
 from ...wire.types import messages as msg
 from ...wire.types.base import Metadata
 from ...wire.values import is_json
@@ -43,7 +43,7 @@ def too_dense_to_parse(arguments: str) -> bool:
     outside their strings (or, past that many in all, more than twice as many strings), so are not parsed.
 
     Counted at C speed: all the brackets first, which settles nearly every call. Only past the bound
-    are the strings' brackets told apart (:func:`~agui_client.wire.jsonio.containers_outside_strings`,
+    are the strings' brackets told apart (:func:`~agui_client.wire.depth.containers_outside_strings`,
     as a dense event's depth is read: a file's text written by a tool, JSON or code, holds brackets
     that are no containers and cost nothing to parse); arguments holding more strings than that are
     not parsed either, as telling them apart would cost what parsing does.
