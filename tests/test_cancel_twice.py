@@ -27,19 +27,24 @@ from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, last_u
 BOUND = 10.0
 
 
-@pytest.mark.parametrize("pool", ["capped", "own"])
-@pytest.mark.parametrize("shape", ["run", "stream"])
-@pytest.mark.parametrize("turns", [0, 1, 2])
-def test_a_run_cancelled_again_while_it_closes_gives_its_connection_back(served: Any, shape: str, turns: int,
-                                                                          pool: str) -> None:
-    gate = Gate()
+def held_at_go(gate: Gate) -> ScriptedAgent:
+    """An agent that answers "go" with half an answer, then holds at ``gate``; any other message, "ok"."""
 
     def step(run_input: Any) -> Any:
         if last_user_text(run_input) == "go":
             return [Start(), *text_message("m-half", "half an answer"), Wait(gate), Finish()]
         return [Start(), *text_message(f"m-{run_input.run_id}", "ok"), Finish()]
 
-    endpoint = served(ScriptedAgent([step], cycle=True))
+    return ScriptedAgent([step], cycle=True)
+
+
+@pytest.mark.parametrize("pool", ["capped", "own"])
+@pytest.mark.parametrize("shape", ["run", "stream"])
+@pytest.mark.parametrize("turns", [0, 1, 2])
+def test_a_run_cancelled_again_while_it_closes_gives_its_connection_back(served: Any, shape: str, turns: int,
+                                                                          pool: str) -> None:
+    gate = Gate()
+    endpoint = served(held_at_go(gate))
 
     async def main() -> None:
         capped = {"http_client": httpx.AsyncClient(limits=httpx.Limits(max_connections=1))} if pool == "capped" else {}
@@ -91,13 +96,7 @@ def test_a_sync_run_interrupted_again_while_httpcore_closes_gives_its_connection
     from httpcore._sync.http11 import HTTP11Connection
 
     gate = Gate()
-
-    def step(run_input: Any) -> Any:
-        if last_user_text(run_input) == "go":
-            return [Start(), *text_message("m-half", "half an answer"), Wait(gate), Finish()]
-        return [Start(), *text_message(f"m-{run_input.run_id}", "ok"), Finish()]
-
-    endpoint = served(ScriptedAgent([step], cycle=True))
+    endpoint = served(held_at_go(gate))
     receive, let_go = HTTP11Connection._receive_event, HTTP11Connection._response_closed
     seen: list[bool] = []
     pressed: list[str] = []

@@ -486,17 +486,23 @@ def test_replay_of_a_folder_names_the_exchange_that_breaks_the_protocol(
     assert "the recording breaks the protocol in 02.sse at event #0 (line 1, byte 0)" in broken.stdout
 
 
+def _cut_recording(served: Callable[[Any], Any], folder: Path) -> tuple[Path, int, str]:
+    """``agui run --record folder`` of a run whose connection dropped after the agent's text: the capture,
+    its size in bytes, and how the recording's end is said (after its last event, at its last byte)."""
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "half a"), Disconnect()]]))
+    assert agui("run", endpoint.url, "-m", "hi", "--record", str(folder)).returncode == 1
+    capture = folder / "01.sse"
+    size = len(capture.read_bytes())
+    return capture, size, f"ends before the run finished, after event #4 (TEXT_MESSAGE_END), at byte {size}"
+
+
 def test_replay_of_a_run_cut_before_its_end_says_it_ends_after_the_last_event(
         served: Callable[[Any], Any], tmp_path: Path) -> None:
     # The connection dropped after the agent's text: replay said "at event #3 (end, byte N)", naming an
     # event the recording does not hold. It says the recording ends before the run finished, after
     # its last event, by number and type, at the file's last byte.
-    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "half a"), Disconnect()]]))
-    assert agui("run", endpoint.url, "-m", "hi", "--record", str(tmp_path)).returncode == 1
-    capture = tmp_path / "01.sse"
-    size = len(capture.read_bytes())
+    capture, _, ends = _cut_recording(served, tmp_path)
 
-    ends = f"ends before the run finished, after event #4 (TEXT_MESSAGE_END), at byte {size}"
     for source, place in ((capture, ""), (tmp_path, " in 01.sse")):
         shown = agui("replay", str(source))
 
@@ -513,11 +519,7 @@ def test_replay_json_and_verify_of_a_run_cut_before_its_end_say_it_ends_after_th
     # ``replay --json`` gave only the error's index (5: the count of events, one past the last), and
     # ``verify`` said "event #5 (end, byte N)". Both say what the recording ends after, as replay's line;
     # the finding's ``index`` stays the error's typed one.
-    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "half a"), Disconnect()]]))
-    assert agui("run", endpoint.url, "-m", "hi", "--record", str(tmp_path)).returncode == 1
-    capture = tmp_path / "01.sse"
-    size = len(capture.read_bytes())
-    ends = f"ends before the run finished, after event #4 (TEXT_MESSAGE_END), at byte {size}"
+    capture, size, ends = _cut_recording(served, tmp_path)
     cut = {"index": 5, "error": "StreamEnded", "line": None, "offset": size,
            "after": {"index": 4, "eventType": "TEXT_MESSAGE_END"}, "where": ends}
 

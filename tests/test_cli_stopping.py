@@ -14,18 +14,19 @@ drawn after it stopped, the documented exit status, and the thread as its store 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pexpect
 from clikit import ENV, YES_NO_ASKED, agui_process
 
-from agui_client.stores import SqliteStore
+from agui_client.stores import SqliteStore, StoredThread
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
 from agui_client.types import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
 
@@ -62,13 +63,24 @@ sys.exit(main(sys.argv[2:]))
 '''
 
 
-def _spawn(program: list[str]) -> tuple[pexpect.spawn, io.StringIO]:
+@contextlib.contextmanager
+def _spawned(program: list[str]) -> Iterator[tuple[pexpect.spawn, io.StringIO]]:
+    """``python PROGRAM`` on a pseudo-terminal, and what it wrote; closed as the block ends, whatever happened
+    (its exit status is read after the block)."""
     env = {**ENV, "TERM": "xterm-256color"}
     env.pop("NO_COLOR")
     child = pexpect.spawn(sys.executable, program, env=env, encoding="utf-8", dimensions=(60, 200), timeout=30)
     screen = io.StringIO()
     child.logfile_read = screen
-    return child, screen
+    try:
+        yield child, screen
+    finally:
+        child.close()
+
+
+def _agui(*args: str) -> contextlib.AbstractContextManager[tuple[pexpect.spawn, io.StringIO]]:
+    """``agui ARGS`` on a pseudo-terminal, as :func:`_spawned` runs it."""
+    return _spawned(["-m", "agui_client.cli", *args])
 
 
 def _text(raw: str) -> str:
@@ -88,9 +100,37 @@ def _two_blocks(gate: Gate) -> list[Any]:
             Wait(gate), TextMessageEndEvent(message_id="m0"), Finish()]
 
 
-def _stop_at(script: Path, at: int, *args: str) -> tuple[pexpect.spawn, io.StringIO]:
+def _stop_at(script: Path, at: int,
+             *args: str) -> contextlib.AbstractContextManager[tuple[pexpect.spawn, io.StringIO]]:
     script.write_text(INSIDE_LIVE_STOP, encoding="utf-8")
-    return _spawn([str(script), str(at), *args])
+    return _spawned([str(script), str(at), *args])
+
+
+def _turn(child: pexpect.spawn, line: str, answer: str) -> None:
+    """Say ``line`` at the chat's prompt: ``answer`` comes, then the prompt again."""
+    child.sendline(line)
+    child.expect(answer)
+    child.expect("you: ")
+
+
+def _quit(child: pexpect.spawn) -> None:
+    """Leave the chat at its prompt, and wait for the process to end."""
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+
+
+def _check_ended(child: pexpect.spawn, raw: str, status: int, *about: object) -> None:
+    """The process ended with ``status``, wrote no traceback, and showed the cursor again at its end."""
+    assert child.exitstatus == status, (*about, child.signalstatus, _text(raw))
+    assert "Traceback" not in raw, about
+    assert _cursor_shown_at_the_end(raw), about
+
+
+def _only_thread(path: str | Path) -> StoredThread | None:
+    """The one thread the thread file at ``path`` holds, as its store loads it."""
+    with SqliteStore(str(path)) as store:
+        (thread_id,) = store.thread_ids()
+        return store.load(thread_id)
 
 
 def test_ctrl_c_inside_a_live_displays_stop_cancels_the_chats_turn_and_leaves_nothing_drawn(
@@ -99,35 +139,26 @@ def test_ctrl_c_inside_a_live_displays_stop_cancels_the_chats_turn_and_leaves_no
     for at in (1, 2):
         endpoint = served(ScriptedAgent([_two_blocks(gate), [Start(), *text_message("m1", "Next answer."), Finish()]]))
         thread_file = tmp_path / f"chat{at}.db"
-        child, screen = _stop_at(tmp_path / "stop.py", at, "chat", endpoint.url, "--thread-file", str(thread_file))
-        try:
+        with _stop_at(tmp_path / "stop.py", at, "chat", endpoint.url, "--thread-file", str(thread_file)) as (
+                child, screen):
             child.expect("you: ")
             child.sendline("hello")
             child.expect(r"turn cancelled \(Ctrl-C\)")
             child.expect("the thread is as saved after its last complete run")
             child.expect("you: ")
             cancelled = screen.getvalue()
-            child.sendline("again")
-            child.expect("Next answer.")
-            child.expect("you: ")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
-        finally:
-            child.close()
+            _turn(child, "again", "Next answer.")
+            _quit(child)
 
         raw = screen.getvalue()
-        assert child.exitstatus == 0, (at, _text(raw))
-        assert "Traceback" not in raw
+        _check_ended(child, raw, 0, at)
         after = _text(cancelled[cancelled.index("turn cancelled"):])
         # Nothing of the stopped display is drawn again under the lines that follow it.
         assert "waiting for the agent" not in after and "Second" not in after, (at, after)
         assert _cursor_shown_at_the_end(cancelled), at
-        assert _cursor_shown_at_the_end(raw), at
         # The next turn sent a consistent history, and the file holds it.
         assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["again"]
-        with SqliteStore(str(thread_file)) as store:
-            (thread_id,) = store.thread_ids()
-            stored = store.load(thread_id)
+        stored = _only_thread(thread_file)
         assert stored is not None and stored.claim is None
         assert [m["content"] for m in stored.data["messages"]] == ["again", "Next answer."]
 
@@ -135,18 +166,13 @@ def test_ctrl_c_inside_a_live_displays_stop_cancels_the_chats_turn_and_leaves_no
 def test_ctrl_c_inside_the_spinners_stop_ends_agui_run_with_130_and_the_cursor_shown(
         served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent([_two_blocks(gate)]))
-    child, screen = _stop_at(tmp_path / "stop.py", 1, "run", endpoint.url, "-m", "hi")
-    try:
+    with _stop_at(tmp_path / "stop.py", 1, "run", endpoint.url, "-m", "hi") as (child, screen):
         child.expect("interrupted")
         child.expect(pexpect.EOF)
-    finally:
-        child.close()
 
     raw = screen.getvalue()
-    assert child.exitstatus == 130, _text(raw)
-    assert "Traceback" not in raw
+    _check_ended(child, raw, 130)
     assert "waiting for the agent" not in _text(raw[raw.index("interrupted"):])
-    assert _cursor_shown_at_the_end(raw)
     assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))  # (the response was closed)
 
 
@@ -187,8 +213,7 @@ def test_a_second_ctrl_c_while_the_response_closes_still_lets_the_connection_go(
     endpoint = served(ScriptedAgent([_two_blocks(gate), [Start(), *text_message("m1", "Next answer."), Finish()]]))
     script = tmp_path / "second.py"
     script.write_text(SECOND_CTRL_C_IN_THE_CLOSE, encoding="utf-8")
-    child, screen = _spawn([str(script), "chat", endpoint.url])
-    try:
+    with _spawned([str(script), "chat", endpoint.url]) as (child, screen):
         child.expect("you: ")
         child.sendline("hello")
         child.expect("Second")  # (the response now waits at the gate)
@@ -197,18 +222,12 @@ def test_a_second_ctrl_c_while_the_response_closes_still_lets_the_connection_go(
         child.expect("you: ")
         # The connection was closed while the chat still runs (cut short, it stayed open until the process ended).
         assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))
-        child.sendline("again")
-        child.expect("Next answer.")
-        child.expect("you: ")
-        child.sendline("/quit")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close()
+        _turn(child, "again", "Next answer.")
+        _quit(child)
 
     raw = screen.getvalue()
-    assert child.exitstatus == 0, _text(raw)
-    assert "Traceback" not in raw and _text(raw).count("turn cancelled") == 1
-    assert _cursor_shown_at_the_end(raw)
+    _check_ended(child, raw, 0)
+    assert _text(raw).count("turn cancelled") == 1
     assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["again"]
 
 
@@ -216,8 +235,7 @@ def test_ctrl_c_twice_fast_during_a_streaming_answer_cancels_the_turn_once(
         served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent([_two_blocks(gate)]))
     thread_file = tmp_path / "chat.db"
-    child, screen = _spawn(["-m", "agui_client.cli", "chat", endpoint.url, "--thread-file", str(thread_file)])
-    try:
+    with _agui("chat", endpoint.url, "--thread-file", str(thread_file)) as (child, screen):
         child.expect("you: ")
         child.sendline("hello")
         child.expect("Second")
@@ -229,13 +247,10 @@ def test_ctrl_c_twice_fast_during_a_streaming_answer_cancels_the_turn_once(
         if child.expect(["you: ", "bye"]) == 0:
             child.sendline("/quit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close()
 
     raw = screen.getvalue()
-    assert child.exitstatus == 0, _text(raw)
-    assert "Traceback" not in raw and _text(raw).count("turn cancelled") == 1
-    assert _cursor_shown_at_the_end(raw)
+    _check_ended(child, raw, 0)
+    assert _text(raw).count("turn cancelled") == 1
     assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))
     with SqliteStore(str(thread_file)) as store:
         stored = [store.load(i) for i in store.thread_ids()]
@@ -252,47 +267,34 @@ def test_sigterm_mid_turn_ends_the_chat_with_143_the_thread_as_saved(
         served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent([[Start(), *text_message("m0", "First answer."), Finish()], _two_blocks(gate)]))
     thread_file = tmp_path / "chat.db"
-    child, screen = _spawn(["-m", "agui_client.cli", "chat", endpoint.url, "--thread-file", str(thread_file)])
-    try:
+    with _agui("chat", endpoint.url, "--thread-file", str(thread_file)) as (child, screen):
         child.expect("you: ")
-        child.sendline("hello")
-        child.expect("First answer.")
-        child.expect("you: ")
+        _turn(child, "hello", "First answer.")
         child.sendline("more")
         child.expect("Second")
         child.kill(signal.SIGTERM)
         child.expect(r"turn cancelled \(SIGTERM\)")
         child.expect("terminated")
         child.expect(pexpect.EOF)
-    finally:
-        child.close()
 
     raw = screen.getvalue()
-    assert child.exitstatus == 143, (child.signalstatus, _text(raw))
-    assert "Traceback" not in raw and "bye" not in _text(raw)
-    assert _cursor_shown_at_the_end(raw)
+    _check_ended(child, raw, 143)
+    assert "bye" not in _text(raw)
     assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))
-    with SqliteStore(str(thread_file)) as store:
-        (thread_id,) = store.thread_ids()
-        stored = store.load(thread_id)
+    stored = _only_thread(thread_file)
     assert stored is not None and stored.claim is None
     assert [m["content"] for m in stored.data["messages"]] == ["hello", "First answer."]
 
 
 def test_sigterm_mid_run_ends_agui_run_with_143(served: Callable[[Any], Any], gate: Gate) -> None:
     endpoint = served(ScriptedAgent([_two_blocks(gate)]))
-    child, screen = _spawn(["-m", "agui_client.cli", "run", endpoint.url, "-m", "hi"])
-    try:
+    with _agui("run", endpoint.url, "-m", "hi") as (child, screen):
         child.expect("Second")
         child.kill(signal.SIGTERM)
         child.expect("terminated")
         child.expect(pexpect.EOF)
-    finally:
-        child.close()
 
-    raw = screen.getvalue()
-    assert child.exitstatus == 143, (child.signalstatus, _text(raw))
-    assert "Traceback" not in raw and _cursor_shown_at_the_end(raw)
+    _check_ended(child, screen.getvalue(), 143)
     assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))
 
 
@@ -360,18 +362,13 @@ def test_ctrl_c_during_the_save_at_a_runs_end_keeps_the_run_whole_or_not_at_all(
                                          [Start(), *text_message("m1", "An answer."), Finish()]]))
         thread_file = tmp_path / f"{when}.db"
         chat = ["chat", endpoint.url, "--thread-file", str(thread_file), "--thread", "t-1"]
-        child, screen = _spawn([str(script), when, *chat])
-        try:
+        with _spawned([str(script), when, *chat]) as (child, screen):
             child.expect("you: ")
             child.sendline("hello")
             child.expect(r"turn cancelled \(Ctrl-C\)")
             child.expect("you: ")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
-        finally:
-            child.close()
-        assert child.exitstatus == 0 and "Traceback" not in screen.getvalue(), (when, _text(screen.getvalue()))
-        assert _cursor_shown_at_the_end(screen.getvalue()), when
+            _quit(child)
+        _check_ended(child, screen.getvalue(), 0, when)
         with SqliteStore(str(thread_file)) as store:
             stored = store.load("t-1")
         kept = [m["content"] for m in (stored.data["messages"] if stored is not None else [])]
@@ -379,16 +376,10 @@ def test_ctrl_c_during_the_save_at_a_runs_end_keeps_the_run_whole_or_not_at_all(
         assert kept == ["hello", "An answer."], when
         assert stored is not None and stored.claim is None
         # The next chat on the same thread file goes on from there, and its run is saved.
-        child, screen = _spawn(["-m", "agui_client.cli", *chat])
-        try:
+        with _agui(*chat) as (child, screen):
             child.expect("you: ")
-            child.sendline("again")
-            child.expect("An answer.")
-            child.expect("you: ")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
-        finally:
-            child.close()
+            _turn(child, "again", "An answer.")
+            _quit(child)
         assert child.exitstatus == 0, (when, _text(screen.getvalue()))
         assert [m["content"] for m in endpoint.received[1].body["messages"]] == [*kept, "again"], when
         with SqliteStore(str(thread_file)) as store:
@@ -408,22 +399,15 @@ def test_ctrl_c_at_agui_runs_resume_form_sends_nothing_and_a_later_resume_answer
     db = str(tmp_path / "t.db")
     first = agui_process("run", endpoint.url, "-m", "Remove the qa environment", "--thread-file", db)
     assert first.returncode == 0 and "leaving the interrupt(s) open" in first.stdout, first.stderr
-    child, screen = _spawn(["-m", "agui_client.cli", "run", endpoint.url, "--thread-file", db, "--resume"])
-    try:
+    with _agui("run", endpoint.url, "--thread-file", db, "--resume") as (child, screen):
         child.expect(YES_NO_ASKED)  # (the form's first question, whole: the read has started)
         child.sendintr()
         child.expect("interrupted")
         child.expect(pexpect.EOF)
-    finally:
-        child.close()
 
-    raw = screen.getvalue()
-    assert child.exitstatus == 130, _text(raw)
-    assert "Traceback" not in raw and _cursor_shown_at_the_end(raw)
+    _check_ended(child, screen.getvalue(), 130)
     assert len(endpoint.received) == 1  # (nothing was sent)
-    with SqliteStore(db) as store:
-        (thread_id,) = store.thread_ids()
-        stored = store.load(thread_id)
+    stored = _only_thread(db)
     assert stored is not None and stored.claim is None and len(stored.data["openInterrupts"]) == 1
     later = agui_process("run", endpoint.url, "--thread-file", db, "--resume", "--yes")
     assert later.returncode == 0 and re.search(r"Done: the \w+ environment is deleted", later.stdout), later.stderr
@@ -431,14 +415,11 @@ def test_ctrl_c_at_agui_runs_resume_form_sends_nothing_and_a_later_resume_answer
 
 
 def test_sigterm_stops_agui_serve_with_143() -> None:
-    child, screen = _spawn(["-m", "agui_client.cli", "serve", "demo"])
-    try:
+    with _agui("serve", "demo") as (child, screen):
         child.expect("Ctrl-C stops")
         child.kill(signal.SIGTERM)
         child.expect("terminated")
         child.expect(pexpect.EOF)
-    finally:
-        child.close()
 
     assert child.exitstatus == 143, (child.signalstatus, _text(screen.getvalue()))
     assert "Traceback" not in screen.getvalue()
@@ -512,12 +493,9 @@ def test_a_signal_noted_before_a_prompts_read_began_ends_the_read() -> None:
     between the prompt and the read was handled once Enter was pressed (``agui run --resume``'s question
     sat there with ``^C`` shown). The read now begins only once the terminal has input or the
     interpreter's signal wake-up descriptor says a signal came (``stopping.wait_for_input``)."""
-    child, screen = _spawn(["-c", SIGNAL_BEFORE_THE_READ])
-    try:
+    with _spawned(["-c", SIGNAL_BEFORE_THE_READ]) as (child, screen):
         child.expect_exact("question? ")
         child.kill(signal.SIGUSR2)
         child.expect_exact("stopped before any key", timeout=20)
         child.expect(pexpect.EOF)
-    finally:
-        child.close()
     assert child.exitstatus == 7, _text(screen.getvalue())

@@ -11,6 +11,7 @@ against a ScriptedAgent on 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
 import threading
@@ -54,6 +55,20 @@ def held_agent(gate: Gate, held: Gate) -> ScriptedAgent:
     return ScriptedAgent([[Start(), *text_message("m-1", "before"), Wait(gate), *text_message("m-2", "after"),
                            Wait(held), Finish()],
                           [Start(), *text_message("m-3", "again"), Finish()]])
+
+
+@contextlib.contextmanager
+def held_thread(drive: Any, served: Any, store: Any, gate: Gate, thread_id: str) -> Iterator[tuple[Any, Any, Any]]:
+    """The endpoint of a :func:`held_agent`, a client of it on ``store``, and its thread ``thread_id``. Its
+    ``held`` gate opens as the block ends, whatever happened, after the client closed: else the agent's
+    first run would hold its answer for ever."""
+    held = Gate()
+    endpoint = served(held_agent(gate, held))
+    try:
+        with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
+            yield endpoint, client, client.thread(thread_id)
+    finally:
+        held.open()
 
 
 class Readers:
@@ -121,29 +136,23 @@ def check_left(error: ag.StreamMisused, thread: Any, run_id: str | None) -> None
 
 def test_a_stream_block_left_while_another_reader_is_inside_a_step_is_settled_by_that_reader(
         drive: Any, served: Any, store: Any, gate: Gate, unraisable: list[Any]) -> None:
-    held = Gate()
-    endpoint = served(held_agent(gate, held))
-    try:
-        with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
-            thread = client.thread("left")
-            with pytest.raises(ag.StreamMisused) as left:
-                with thread.stream("hi") as stream:
-                    read_first_message(stream)
-                    readers = Readers(stream)
-            check_left(left.value, thread, stream.run_input.run_id)
-            gate.open()
-            readers.join()
+    with held_thread(drive, served, store, gate, "left") as (_, client, thread):
+        with pytest.raises(ag.StreamMisused) as left:
+            with thread.stream("hi") as stream:
+                read_first_message(stream)
+                readers = Readers(stream)
+        check_left(left.value, thread, stream.run_input.run_id)
+        gate.open()
+        readers.join()
 
-            # (the reader inside ended its iteration quietly, the events of its last step folded, not handed)
-            assert readers.read == [[]]
-            (refused,) = readers.failed
-            assert isinstance(refused, ag.StreamMisused)
-            check_refused(refused, stream)
-            assert stream.result.outcome is None and [w.code for w in stream.result.warnings] == ["TR-16"]
-            assert stream.result.text.startswith("before")
-            check_settled(client, thread, unraisable)
-    finally:
-        held.open()
+        # (the reader inside ended its iteration quietly, the events of its last step folded, not handed)
+        assert readers.read == [[]]
+        (refused,) = readers.failed
+        assert isinstance(refused, ag.StreamMisused)
+        check_refused(refused, stream)
+        assert stream.result.outcome is None and [w.code for w in stream.result.warnings] == ["TR-16"]
+        assert stream.result.text.startswith("before")
+        check_settled(client, thread, unraisable)
 
 
 class Left(Exception):
@@ -152,52 +161,40 @@ class Left(Exception):
 
 def test_a_stream_block_left_on_an_error_while_another_reader_is_inside_a_step_is_settled_by_that_reader(
         drive: Any, served: Any, store: Any, gate: Gate, unraisable: list[Any]) -> None:
-    held = Gate()
-    endpoint = served(held_agent(gate, held))
-    try:
-        with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
-            thread = client.thread("failed")
-            cause = Left("the caller's block failed")
-            with pytest.raises(ag.StreamMisused) as left:
-                with thread.stream("hi") as stream:
-                    read_first_message(stream)
-                    readers = Readers(stream)
-                    raise cause
-            check_left(left.value, thread, stream.run_input.run_id)
-            assert left.value.__context__ is cause
-            gate.open()
-            readers.join()
+    with held_thread(drive, served, store, gate, "failed") as (_, client, thread):
+        cause = Left("the caller's block failed")
+        with pytest.raises(ag.StreamMisused) as left:
+            with thread.stream("hi") as stream:
+                read_first_message(stream)
+                readers = Readers(stream)
+                raise cause
+        check_left(left.value, thread, stream.run_input.run_id)
+        assert left.value.__context__ is cause
+        gate.open()
+        readers.join()
 
-            assert readers.read == [[]]
-            with pytest.raises(ag.StreamNotFinished) as unfinished:
-                stream.result  # noqa: B018 - the property raises
-            assert unfinished.value.failed is cause  # (the block's own error, as its exit records it)
-            check_settled(client, thread, unraisable)
-    finally:
-        held.open()
+        assert readers.read == [[]]
+        with pytest.raises(ag.StreamNotFinished) as unfinished:
+            stream.result  # noqa: B018 - the property raises
+        assert unfinished.value.failed is cause  # (the block's own error, as its exit records it)
+        check_settled(client, thread, unraisable)
 
 
 def test_a_tool_loops_block_left_while_another_reader_is_inside_a_step_is_settled_by_that_reader(
         drive: Any, served: Any, store: Any, gate: Gate, unraisable: list[Any]) -> None:
-    held = Gate()
-    endpoint = served(held_agent(gate, held))
-    try:
-        with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
-            thread = client.thread("loop")
-            with pytest.raises(ag.StreamMisused) as left:
-                with thread.stream_until_done("hi") as loop:
-                    read_first_message(loop)
-                    readers = Readers(loop)
-            check_left(left.value, thread, endpoint.received[0].body["runId"])
-            gate.open()
-            readers.join()
+    with held_thread(drive, served, store, gate, "loop") as (endpoint, client, thread):
+        with pytest.raises(ag.StreamMisused) as left:
+            with thread.stream_until_done("hi") as loop:
+                read_first_message(loop)
+                readers = Readers(loop)
+        check_left(left.value, thread, endpoint.received[0].body["runId"])
+        gate.open()
+        readers.join()
 
-            assert readers.read == [[]]
-            assert loop.result.outcome is None and [w.code for w in loop.result.warnings] == ["TR-16"]
-            assert [r.outcome for r in loop.results] == [None]
-            check_settled(client, thread, unraisable)
-    finally:
-        held.open()
+        assert readers.read == [[]]
+        assert loop.result.outcome is None and [w.code for w in loop.result.warnings] == ["TR-16"]
+        assert [r.outcome for r in loop.results] == [None]
+        check_settled(client, thread, unraisable)
 
 
 def test_a_tool_loops_block_left_while_its_reader_runs_a_handler_takes_no_step_of_the_next_run(
