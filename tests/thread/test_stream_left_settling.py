@@ -1,6 +1,10 @@
 """What the reader inside a step does with the run's settling it was handed (a stream's block left while
 it read: ``STREAM-SHARED``) when its own step ends in a cancellation, and how the run's span ends.
 
+The span ends once, when that reader has settled the run, with the run's outcome and the result it
+recorded. Before, it ended as the block was left, ``failed`` with ``StreamMisused``, before the run was
+settled, and never saw the result.
+
 A cancelled task must end cancelled (a task group, a timeout look for its ``CancelledError``): a store
 that fails to give the claim back while that reader settles the run is logged, as the block's own exit
 logs a failed release while a run's error or interruption goes on. Before, the ``StoreError`` replaced
@@ -14,6 +18,13 @@ import logging
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from test_stream_left_while_read import Readers
+from test_stream_left_while_read import held_agent as gated_agent
+from test_stream_left_while_read import read_first_message as read_first_message_sync
 
 import agui_client as ag
 from agui_client.stores import MemoryStore
@@ -92,5 +103,47 @@ def test_a_cancelled_reader_whose_handed_settling_fails_ends_cancelled_and_the_f
 
     try:
         asyncio.run(main())
+    finally:
+        held.open()
+
+
+@pytest.mark.parametrize("streamed", ["stream", "stream_until_done"])
+def test_the_span_of_a_run_left_while_another_reader_reads_ends_when_that_reader_settled_it(
+        drive: Any, served: Any, gate: Gate, streamed: str) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry = ag.Telemetry(tracer_provider=provider)
+    held = Gate()
+    endpoint = served(gated_agent(gate, held))
+
+    def ended(name: str) -> list[Any]:
+        return [span for span in exporter.get_finished_spans() if span.name == name]
+
+    try:
+        with drive.client(endpoint.url, timeout=BOUND, store=MemoryStore(), telemetry=telemetry) as client:
+            thread = client.thread("spanned")
+            with pytest.raises(ag.StreamMisused) as left:
+                with getattr(thread, streamed)("hi") as stream:
+                    read_first_message_sync(stream)
+                    readers = Readers(stream)
+            assert left.value.code == "STREAM-SHARED"
+            assert ended("agui.run") == [] and ended("agui.tool_loop") == []  # (not settled yet: not ended)
+            gate.open()
+            readers.join()
+
+            [span] = ended("agui.run")
+            attributes = dict(span.attributes or {})
+            # (the result the reader recorded: left before the end, TR-16; no StreamMisused on it)
+            assert (attributes["agui.run.outcome"], attributes["agui.run.warnings.TR-16"]) == ("abandoned", 1)
+            assert "error.type" not in attributes and span.status.status_code is StatusCode.UNSET
+            if streamed == "stream":
+                assert [(e.name, dict(e.attributes or {})) for e in span.events] == [
+                    ("agui.stream.left_while_read", {"agui.error.code": "STREAM-SHARED"})]
+            else:
+                [loop] = ended("agui.tool_loop")
+                assert dict(loop.attributes or {})["agui.tool_loop.outcome"] == "abandoned"
+                assert loop.status.status_code is StatusCode.UNSET
+                assert [e.name for e in loop.events] == ["agui.stream.left_while_read"]
     finally:
         held.open()
