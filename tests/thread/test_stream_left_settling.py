@@ -28,7 +28,7 @@ from test_stream_left_while_read import read_first_message as read_first_message
 
 import agui_client as ag
 from agui_client.stores import MemoryStore
-from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
+from agui_client.testing import Disconnect, Finish, Gate, ScriptedAgent, Start, Wait, text_message
 
 #: The longest a wait of these tests may take before the test fails (a hang, not a slow machine).
 BOUND = 10.0
@@ -147,3 +147,33 @@ def test_the_span_of_a_run_left_while_another_reader_reads_ends_when_that_reader
                 assert [e.name for e in loop.events] == ["agui.stream.left_while_read"]
     finally:
         held.open()
+
+
+def test_a_reader_whose_read_fails_and_whose_handed_settling_fails_sees_its_reads_error(
+        drive: Any, served: Any, gate: Gate, caplog: pytest.LogCaptureFixture) -> None:
+    """The same rule for a read's own failure (the agent cut the response), in both shells: the reader's
+    error is the read's, the store's failure is logged. Before, the ``StoreError`` replaced it."""
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m-1", "before"), Wait(gate), Disconnect()],
+                                     [Start(), *text_message("m-2", "again"), Finish()]]))
+    store = ReleaseFails()
+    with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
+        thread = client.thread("cut")
+        with pytest.raises(ag.StreamMisused) as left:
+            with thread.stream("hi") as stream:
+                read_first_message_sync(stream)
+                readers = Readers(stream)
+        assert left.value.code == "STREAM-SHARED"
+        store.down = True
+        with caplog.at_level(logging.WARNING, logger="agui_client"):
+            gate.open()
+            readers.join()
+        refused, cut = readers.failed
+        assert isinstance(refused, ag.StreamMisused)
+        assert isinstance(cut, ag.StreamEnded), cut  # (before: the store's StoreError)
+        run_id = stream.run_input.run_id
+        assert [r.getMessage() for r in caplog.records] == [
+            f"run {run_id!r}: settling it after its stream's block was left failed while the reader inside a "
+            f"step ended with {type(cut).__name__}: the store is down"]
+        store.down = False
+        thread.release_claim()
+        assert thread.run("next").text == "again"
