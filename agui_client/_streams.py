@@ -8,6 +8,7 @@ the stream as they read.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, suppress
@@ -31,6 +32,8 @@ __all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream",
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+
+logger = logging.getLogger("agui_client")
 
 
 class _Ending:
@@ -320,7 +323,7 @@ class _Reader:
             if type(exc) is ValueError and _executing(exc):
                 raise _shared(self._stream) from None  # (refused: this reader was never inside: settles nothing)
             if self._stream._left:
-                _settled_here(self._stream)
+                _settled_here(self._stream, exc)
             raise
         # (a look after this reader left the events: the block, left while it was inside them, handed it
         # the run's settling, which a look inside the events, before they yield, could miss)
@@ -345,9 +348,10 @@ def _close_events(stream: _Stream) -> None:
         raise
 
 
-def _settled_here(stream: _Stream) -> bool:
+def _settled_here(stream: _Stream, raising: BaseException | None = None) -> bool:
     """Settle the run in this OS thread when the block's leaving side handed it over while this thread was
-    inside the stream's step (:func:`stream_left`); whether it did. Taken under the stream's lock, once."""
+    inside the stream's step (:func:`stream_left`); whether it did. Taken under the stream's lock, once.
+    ``raising``: the step's own error, on its way out (see :func:`_settling_failed`)."""
     with stream._lock:
         settle, stream._settle = stream._settle, None
     if settle is None:
@@ -355,8 +359,25 @@ def _settled_here(stream: _Stream) -> bool:
     stream._step = None
     with suppress(ValueError):  # (another thread went on into the events: it ends before a step, at _left)
         stream._events.close()  # type: ignore[attr-defined]
-    settle()
+    try:
+        settle()
+    except Exception as failed:
+        if raising is None:
+            raise
+        _settling_failed(stream, raising, failed)
     return True
+
+
+def _settling_failed(stream: _Ending, raising: BaseException, failed: Exception) -> None:
+    """The settling handed to a reader failed (the store, giving the claim back) while the reader's step
+    raised ``raising``: logged, not raised. The step's error is what that reader must see, as the block's
+    own exit has a failed release logged while a run's error or interruption goes on: a cancelled task
+    that ended with a ``StoreError`` in place of its ``CancelledError`` would break what awaits it (a task
+    group, a timeout), and Ctrl-C would pass for a store failure."""
+    run = stream._run_read()
+    which = f"run {quoted_name(run)}" if run is not None else "a tool loop"
+    logger.warning("%s: settling it after its stream's block was left failed while the reader inside a step "
+                   "ended with %s: %s", which, type(raising).__name__, failed)
 
 
 def _executing(exc: ValueError) -> bool:
@@ -407,10 +428,10 @@ async def _read(stream: _AsyncStream) -> AsyncIterator[ev.Event | ev.UnknownEven
                 if step is None or stream._settle is not None:
                     break  # (left while _after ran, a tool loop's handlers: the run it opened is not read from)
                 item = await step()
-        except BaseException:
+        except BaseException as raised:
             stream._step = None  # (a step that raised ends the events, as a generator that raised is over)
             if stream._settle is not None:
-                await _async_settled_here(stream)
+                await _async_settled_here(stream, raised)
             raise
         # The block's leaving side, finding this reader inside the step, handed it the run's settling
         # (stream_left). A task runs alone until it awaits: between the step's end and this look, and between
@@ -428,12 +449,18 @@ async def _read(stream: _AsyncStream) -> AsyncIterator[ev.Event | ev.UnknownEven
             stream._rest = iter(item)
 
 
-async def _async_settled_here(stream: _AsyncStream) -> None:
-    """Settle the run in this task, as the block's leaving side handed it over (:func:`stream_left`)."""
+async def _async_settled_here(stream: _AsyncStream, raising: BaseException | None = None) -> None:
+    """Settle the run in this task, as the block's leaving side handed it over (:func:`stream_left`);
+    ``raising``: the step's own error, on its way out (see :func:`_settling_failed`)."""
     settle, stream._settle = stream._settle, None
     assert settle is not None
     stream._step = stream._rest = stream._after = None  # (over: every later read ends at once)
-    await settle()
+    try:
+        await settle()
+    except Exception as failed:
+        if raising is None:
+            raise
+        _settling_failed(stream, raising, failed)
 
 
 #: What an async stream holds as its step while a reader is inside it.

@@ -15,6 +15,9 @@ is recorded unless the application asks for it (``Telemetry(record_content=True)
 The thread pumps (``thread.py``) call a :class:`_RunWatch` at four points of a run: made before the plan
 (so a refusal has its span), told the plan, asked for the headers when the request is sent, told the
 result; leaving its ``with`` block ends the span with the run's outcome or the error that ended it.
+A stream's block left while another reader is inside a step (``STREAM-SHARED``) hands the run's settling
+to that reader: the block's exit is told so first (``handed``), and the span ends when the reader has
+settled the run (``settled``), with the run's outcome and an ``agui.stream.left_while_read`` event.
 """
 
 from __future__ import annotations
@@ -230,6 +233,12 @@ class _Unwatched:
     def failed(self, error: BaseException) -> None:
         return None
 
+    def handed(self) -> None:
+        return None
+
+    def settled(self, exc: BaseException | None) -> None:
+        return None
+
     def sending(self, handle: Any = None) -> _NotSending:
         return NOT_SENDING
 
@@ -280,7 +289,7 @@ class _RunWatch:
     """One run's span and measurements (see the module's docstring)."""
 
     __slots__ = ("_telemetry", "_client", "_thread_id", "_span", "_started", "_result", "_handle", "_resumes",
-                 "_headers")
+                 "_headers", "_handed", "_ended")
 
     def __init__(self, telemetry: Telemetry, client: Any, thread: Any, run_id: str | None, resuming: bool,
                  headers: Mapping[str, str] | None = None) -> None:
@@ -294,6 +303,8 @@ class _RunWatch:
         self._handle: Any = None
         #: The run's own headers, as given (checked again before a redactor is made of them).
         self._headers = headers
+        #: The run's settling was handed to the reader inside a step (``handed``); the span was ended.
+        self._handed = self._ended = False
         attributes: dict[str, Any] = {"agui.thread.id": thread.id}
         if run_id is not None:
             attributes["agui.run.id"] = run_id
@@ -340,8 +351,28 @@ class _RunWatch:
         self._result = result
         return result
 
+    def handed(self) -> None:
+        """The stream's block was left while another reader was inside a step, and the run's settling handed
+        to that reader: the block's exit ends nothing (its ``STREAM-SHARED`` is not the run's outcome)."""
+        self._handed = True
+
+    def settled(self, exc: BaseException | None) -> None:
+        """The reader the settling was handed to settled the run (``exc``: what ended it, or the block's
+        own error it was left on): the span ends, once, with the run's outcome."""
+        if self._span.is_recording():
+            self._span.add_event("agui.stream.left_while_read", {"agui.error.code": "STREAM-SHARED"})
+        self._end(exc)
+
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
+        if not self._handed:
+            self._end(exc)
+
+    def _end(self, exc: BaseException | None) -> None:
+        # (once: the reader handed the settling may end it before the block's side is told it was handed)
+        if self._ended:
+            return
+        self._ended = True
         telemetry, span = self._telemetry, self._span
         result, exc, outcome = _ending(self._result, exc)
         measured: dict[str, Any] = {"agui.run.outcome": outcome}
@@ -396,7 +427,7 @@ class _LoopWatch:
     """One tool loop's span (``agui.tool_loop``), current while the loop runs so that each run's span is
     its child: a trace then shows the runs and the handlers between them as one piece of work."""
 
-    __slots__ = ("_telemetry", "_span", "_token", "_result", "_streamed", "_error")
+    __slots__ = ("_telemetry", "_span", "_token", "_result", "_streamed", "_error", "_handed", "_ended")
 
     def __init__(self, telemetry: Telemetry, thread: Any, max_steps: int, streamed: bool = False) -> None:
         self._telemetry = telemetry
@@ -407,6 +438,7 @@ class _LoopWatch:
         self._token: Any = None
         self._streamed = streamed
         self._error: BaseException | None = None
+        self._handed = self._ended = False
 
     def __enter__(self) -> _LoopWatch:
         if not self._streamed:
@@ -434,14 +466,33 @@ class _LoopWatch:
         without it, and the span learns it here)."""
         self._error = error
 
+    def handed(self) -> None:
+        """The loop's block was left while another reader was inside a step (see :meth:`_RunWatch.handed`)."""
+        self._handed = True
+
+    def settled(self, exc: BaseException | None) -> None:
+        """The reader handed the loop's settling settled it (see :meth:`_RunWatch.settled`)."""
+        if self._span.is_recording():
+            self._span.add_event("agui.stream.left_while_read", {"agui.error.code": "STREAM-SHARED"})
+        self._end(exc)
+
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
+        try:
+            if self._token is not None:
+                self._telemetry._context.detach(self._token)
+        finally:
+            if not self._handed:
+                self._end(exc)
+
+    def _end(self, exc: BaseException | None) -> None:
+        if self._ended:
+            return
+        self._ended = True
         span = self._span
         if exc is None:
             exc = self._error
         try:
-            if self._token is not None:
-                self._telemetry._context.detach(self._token)
             if not span.is_recording():
                 return
             _result, exc, outcome = _ending(self._result, exc)

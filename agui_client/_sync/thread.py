@@ -37,7 +37,7 @@ from ..core.flow import ResumeInput
 from ..core.headers import layered
 from ..core.plan import MessageInput, ToolHandler
 from ..core.result import RunResult
-from ..errors import AguiError
+from ..errors import AguiError, StreamMisused
 from ..telemetry import UNWATCHED, watch_loop, watch_run
 from ..wire.types.base import JSON
 from ..wire.types.run import Context, Tool
@@ -191,11 +191,11 @@ class Thread(ThreadIO):
                 yield stream
             except BaseException as exc:
                 settle = partial(self._leave_stream, flow, exchange, stream, exc, self._kept_busy())
-                stream_left(stream, settle)
+                _left(stream, settle, watch, exc)
                 settle()
                 raise
             settle = partial(self._leave_stream, flow, exchange, stream, None, self._kept_busy())
-            stream_left(stream, settle)
+            _left(stream, settle, watch, None)
             settle()
 
     def release_claim(self, *, force: bool = False) -> None:
@@ -283,11 +283,11 @@ class Thread(ThreadIO):
                 yield loop
             except BaseException as exc:
                 settle = partial(self._leave_loop, pump, exc, self._kept_busy())
-                stream_left(loop, settle)
+                _left(loop, settle, watch, exc)
                 settle()
                 raise
             settle = partial(self._leave_loop, pump, None, self._kept_busy())
-            stream_left(loop, settle)
+            _left(loop, settle, watch, None)
             settle()
 
     # -- the pump --------------------------------------------------------------------------------------
@@ -505,6 +505,31 @@ def _loop_left(loop: LoopStream, watch: Any) -> None:
         watch.failed(failed)
         return
     watch.finished(loop.result)
+
+
+def _left(stream: RunStream | LoopStream, settle: Callable[[], Any], watch: Any,
+          exc: BaseException | None) -> None:
+    """The block of ``stream`` was left (on ``exc``, or normally): ``stream_left``, and the span's end where
+    the run is settled. Handed to the reader inside a step (``StreamMisused``, raised again), the span ends
+    when that reader has settled the run, with its outcome: the block's ``STREAM-SHARED`` is not the run's.
+    The watch is told after the hand-over, which another OS thread may take at once: it ends the span once,
+    whichever comes first."""
+    try:
+        stream_left(stream, partial(_settled_by_reader, settle, watch, exc))
+    except StreamMisused:
+        watch.handed()
+        raise
+
+
+def _settled_by_reader(settle: Callable[[], Any], watch: Any, exc: BaseException | None) -> None:
+    """Settle a run handed to the reader inside a step, and end its span with what it came to (what
+    settling raised, else the block's own error, else the result the settling recorded)."""
+    try:
+        settle()
+    except BaseException as raised:
+        watch.settled(raised)
+        raise
+    watch.settled(exc)
 
 
 class _Loop:
