@@ -506,5 +506,5 @@ def test_a_part_another_tool_wrote_as_text_that_is_not_utf8_is_refused_without_q
         store.load("t")
 
     assert caught.value.thread_id == "t"
-    said = {"data": "stored data is not JSON", "change": "a stored change cannot be read"}[part]
+    said = {"data": "stored data is not JSON", "change": "a stored change is not JSON"}[part]
     assert str(caught.value).startswith(f"thread 't': {said}: ") and "hunter2" not in str(caught.value)
