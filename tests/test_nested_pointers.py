@@ -179,3 +179,30 @@ def test_every_nested_object_type_of_the_events_has_a_case() -> None:
     assert _nested_classes() == {cls for cls, _, _ in CASES}
     for cls, event, pointer in CASES:  # (each case's pointer leads to an object)
         assert isinstance(_at(event, pointer), dict), cls
+
+
+def test_placing_a_nested_warning_notes_a_bounded_number_of_containers() -> None:
+    # A warning's place is found by noting each container of the value read, once. The agent chooses how
+    # many a value holds: a RUN_STARTED whose input carries a state of 300,000 empty arrays and one
+    # unknown key in a tool cost some 60 MB to place that one warning, charged to nothing. At most
+    # located.MOST_NOTED containers are noted; a warning about an object past them keeps its own pointer.
+    import tracemalloc
+
+    from agui_client.wire import located
+
+    event = copy.deepcopy(CASES[1][1])
+    event["input"]["state"] = [[] for _ in range(300_000)]
+    event["input"]["tools"][0]["zzUnknown"] = 1
+    sink = WarningSink()
+
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        decode_value(event, sink)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+    assert [w.code for w in sink.items] == ["UK-03"]
+    assert sink.items[0].pointer in ("/input/tools/0/zzUnknown", "/zzUnknown")
+    assert peak < located.MOST_NOTED * 400, peak

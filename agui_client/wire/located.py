@@ -16,7 +16,7 @@ from typing import Any
 
 from .jsonio import escape
 
-__all__ = ["enter", "leave", "at"]
+__all__ = ["enter", "leave", "at", "MOST_NOTED"]
 
 
 class _Root:
@@ -46,8 +46,17 @@ class _Root:
         return "".join(reversed(steps))
 
 
+#: The most containers :func:`_parents` notes of one root. The note costs some 200 bytes a container,
+#: charged to no budget, and the agent chooses how many a value holds: a 16 MiB event of ``[[],…]``
+#: (five million) with one unknown key elsewhere would have cost a gigabyte to place one warning. An
+#: object past the bound is warned of at its own pointer, as before whole pointers were said.
+MOST_NOTED = 65_536
+
+
 def _parents(root: Any) -> dict[int, tuple[int, str]]:
-    """Each object and array under ``root`` by ``id``: its parent's ``id`` and its step from it (``/key``).
+    """Each object and array under ``root`` by ``id`` (at most :data:`MOST_NOTED` of them): its parent's
+    ``id`` and its step from it (``/key``). A container noted has its parents noted too (each is noted
+    from its parent, after it).
 
     A loop, not a recursion: the value's depth is bounded by its parser, not by Python's stack. The
     ids stay valid while the root is held (the read holds it).
@@ -59,6 +68,8 @@ def _parents(root: Any) -> dict[int, tuple[int, str]]:
         items = node.items() if isinstance(node, dict) else enumerate(node)
         for key, item in items:
             if isinstance(item, (dict, list)) and id(item) not in parents and item is not root:
+                if len(parents) >= MOST_NOTED:
+                    return parents
                 parents[id(item)] = (id(node), "/" + (escape(key) if type(key) is str else str(key)))
                 pending.append(item)
     return parents
