@@ -285,7 +285,31 @@ class _Sending:
         self._telemetry._context.detach(self._token)
 
 
-class _RunWatch:
+class _HandedOver:
+    """What a run's watch and a tool loop's share when their stream's block is left while another reader
+    is inside a step: the block's exit ends nothing, and the reader the settling was handed to ends the
+    span once it settled (the watch's ``_end``, once, with the outcome)."""
+
+    _span: Any
+    _handed: bool
+
+    def _end(self, exc: BaseException | None) -> None:
+        raise NotImplementedError
+
+    def handed(self) -> None:
+        """The stream's block was left while another reader was inside a step, and the settling handed to
+        that reader: the block's exit ends nothing (its ``STREAM-SHARED`` is not the run's outcome)."""
+        self._handed = True
+
+    def settled(self, exc: BaseException | None) -> None:
+        """The reader the settling was handed to settled it (``exc``: what ended it, or the block's own error
+        it was left on): the span ends, once, with the outcome."""
+        if self._span.is_recording():
+            self._span.add_event("agui.stream.left_while_read", {"agui.error.code": "STREAM-SHARED"})
+        self._end(exc)
+
+
+class _RunWatch(_HandedOver):
     """One run's span and measurements (see the module's docstring)."""
 
     __slots__ = ("_telemetry", "_client", "_thread_id", "_span", "_started", "_result", "_handle", "_resumes",
@@ -351,18 +375,6 @@ class _RunWatch:
         self._result = result
         return result
 
-    def handed(self) -> None:
-        """The stream's block was left while another reader was inside a step, and the run's settling handed
-        to that reader: the block's exit ends nothing (its ``STREAM-SHARED`` is not the run's outcome)."""
-        self._handed = True
-
-    def settled(self, exc: BaseException | None) -> None:
-        """The reader the settling was handed to settled the run (``exc``: what ended it, or the block's
-        own error it was left on): the span ends, once, with the run's outcome."""
-        if self._span.is_recording():
-            self._span.add_event("agui.stream.left_while_read", {"agui.error.code": "STREAM-SHARED"})
-        self._end(exc)
-
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
         if not self._handed:
@@ -423,7 +435,7 @@ class _RunWatch:
         return redactor.text if redactor is not None else _same
 
 
-class _LoopWatch:
+class _LoopWatch(_HandedOver):
     """One tool loop's span (``agui.tool_loop``), current while the loop runs so that each run's span is
     its child: a trace then shows the runs and the handlers between them as one piece of work."""
 
@@ -465,16 +477,6 @@ class _LoopWatch:
         """The streamed loop ended with ``error``, which the caller's block caught (so the block leaves
         without it, and the span learns it here)."""
         self._error = error
-
-    def handed(self) -> None:
-        """The loop's block was left while another reader was inside a step (see :meth:`_RunWatch.handed`)."""
-        self._handed = True
-
-    def settled(self, exc: BaseException | None) -> None:
-        """The reader handed the loop's settling settled it (see :meth:`_RunWatch.settled`)."""
-        if self._span.is_recording():
-            self._span.add_event("agui.stream.left_while_read", {"agui.error.code": "STREAM-SHARED"})
-        self._end(exc)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
