@@ -290,10 +290,21 @@ class _HandedOver:
     is inside a step: the block's exit ends nothing, and the reader the settling was handed to ends the
     span once it settled (the watch's ``_end``, once, with the outcome)."""
 
+    __slots__ = ("_handed", "_ended")
+
     _span: Any
     _handed: bool
+    _ended: bool
 
     def _end(self, exc: BaseException | None) -> None:
+        """End the span with ``exc`` (or the outcome recorded), once: the reader the settling was handed to
+        may end it before the block's side is told it was handed."""
+        if self._ended:
+            return
+        self._ended = True
+        self._span_ended(exc)
+
+    def _span_ended(self, exc: BaseException | None) -> None:
         raise NotImplementedError
 
     def handed(self) -> None:
@@ -313,7 +324,7 @@ class _RunWatch(_HandedOver):
     """One run's span and measurements (see the module's docstring)."""
 
     __slots__ = ("_telemetry", "_client", "_thread_id", "_span", "_started", "_result", "_handle", "_resumes",
-                 "_headers", "_handed", "_ended")
+                 "_headers")
 
     def __init__(self, telemetry: Telemetry, client: Any, thread: Any, run_id: str | None, resuming: bool,
                  headers: Mapping[str, str] | None = None) -> None:
@@ -380,11 +391,7 @@ class _RunWatch(_HandedOver):
         if not self._handed:
             self._end(exc)
 
-    def _end(self, exc: BaseException | None) -> None:
-        # (once: the reader handed the settling may end it before the block's side is told it was handed)
-        if self._ended:
-            return
-        self._ended = True
+    def _span_ended(self, exc: BaseException | None) -> None:
         telemetry, span = self._telemetry, self._span
         result, exc, outcome = _ending(self._result, exc)
         measured: dict[str, Any] = {"agui.run.outcome": outcome}
@@ -439,7 +446,7 @@ class _LoopWatch(_HandedOver):
     """One tool loop's span (``agui.tool_loop``), current while the loop runs so that each run's span is
     its child: a trace then shows the runs and the handlers between them as one piece of work."""
 
-    __slots__ = ("_telemetry", "_span", "_token", "_result", "_streamed", "_error", "_handed", "_ended")
+    __slots__ = ("_telemetry", "_span", "_token", "_result", "_streamed", "_error")
 
     def __init__(self, telemetry: Telemetry, thread: Any, max_steps: int, streamed: bool = False) -> None:
         self._telemetry = telemetry
@@ -487,10 +494,7 @@ class _LoopWatch(_HandedOver):
             if not self._handed:
                 self._end(exc)
 
-    def _end(self, exc: BaseException | None) -> None:
-        if self._ended:
-            return
-        self._ended = True
+    def _span_ended(self, exc: BaseException | None) -> None:
         span = self._span
         if exc is None:
             exc = self._error

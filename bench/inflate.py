@@ -7,8 +7,9 @@ that way, through ``agui_client._inflate.Inflater`` one read at a time (no netwo
 reports the best of ``--rounds`` per read, beside zlib's own decoder fed the same reads (the floor).
 
 ``--against FILE`` times another version of ``agui_client/_inflate.py`` too, interleaved with this one
-round by round (``git show REV:agui_client/_inflate.py > /tmp/before.py``). Also reported: what a body
-whose trailer is spoiled costs in all, as the events are handed out again up to the fault.
+round by round (``git show REV:agui_client/_inflate.py > before.py``, then ``--against before.py``).
+Also reported: what a body whose trailer is spoiled costs in all, as the events are handed out again
+up to the fault.
 """
 
 from __future__ import annotations
