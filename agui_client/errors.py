@@ -813,14 +813,19 @@ class StoreError(AguiError):
             (``.result`` holds it), and only saving it failed.
         closed: true when the store refused the call because it had been closed (by its ``close()``,
             or by closing the client it was given to), not because the backend failed.
+        code: a stable code when the refusal has one (each has a section in ``docs/codes.md``):
+            ``STORE-SCHEMA``, the store's tables carry what the store did not make (a trigger, a rule,
+            an index, a constraint), found when it opened them or before a write; otherwise ``None``.
     """
 
     agent_answered: bool = False
 
-    def __init__(self, message: str, *, thread_id: str | None = None, closed: bool = False) -> None:
+    def __init__(self, message: str, *, thread_id: str | None = None, closed: bool = False,
+                 code: str | None = None) -> None:
         super().__init__(message)
         self.thread_id = thread_id
         self.closed = closed
+        self.code = code
 
 
 def _rebuilt(kind: type[AguiError], args: tuple[Any, ...]) -> AguiError:

@@ -36,6 +36,13 @@ or an append that bumps the version rewrites a few dozen bytes whatever the thre
   still one ``BEGIN IMMEDIATE`` transaction that checks the latest head; the fold, which can take a
   while on a big thread, no longer holds the file's write lock.
 
+The store's tables must be as its own statements make them, and carry nothing else (``STORE-SCHEMA``
+in docs/codes.md): no trigger, index, constraint, default, generated column, collation or type of the
+file's own, which every write would run or obey. A store judges them when it opens the file, and again
+in each write's transaction when ``PRAGMA schema_version`` (an integer read, a microsecond) says the
+file's schema changed since, so what another process adds later is refused before the write. What
+the file holds beside the tables runs in no store statement and is left alone.
+
 Older layouts are migrated when a store opens the file, in one ``BEGIN IMMEDIATE`` transaction
 that ends by setting ``user_version = 3``; two processes opening an older file at once queue on the
 write lock, and the second finds layout 3. A file with a newer layout is refused.
@@ -63,11 +70,14 @@ Durability and atomicity:
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import sqlite3
+import string
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from typing import Any, TypeVar
 
 import attrs
@@ -129,6 +139,16 @@ CREATE TABLE agui_thread_parts (
     PRIMARY KEY (thread_id, seq)
 )
 """
+#: The statements the earlier layouts' tables were made with, as their releases ran them: what a file of
+#: that layout holds, judged before it is migrated (never to be edited; the layout-1 release's ``IF NOT
+#: EXISTS`` is not kept in the file's schema, so it is not here).
+_EARLIER: dict[int, tuple[str, ...]] = {
+    1: ("CREATE TABLE agui_threads (thread_id TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL,"
+        " data TEXT NOT NULL, claim TEXT, format INTEGER NOT NULL)",),
+    2: ("CREATE TABLE agui_threads (thread_id TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL, claim TEXT,"
+        " format INTEGER NOT NULL, changes INTEGER NOT NULL DEFAULT 0, change_bytes INTEGER NOT NULL DEFAULT 0,"
+        " data_bytes INTEGER NOT NULL DEFAULT 0)", _PARTS),
+}
 _SELECT_HEAD = ("SELECT version, claim, format, changes, change_bytes, data_bytes, record_id FROM agui_threads"
                 " WHERE thread_id = ?")
 # One statement, one snapshot: the head and every part as one committed write left them. The bodies
@@ -172,7 +192,8 @@ class SqliteStore(_Base):
         StoreError: the path holds a NUL or is a directory; the file cannot be opened or written, is not
             a database, is another application's database (it holds tables and no agui_client layout,
             or tables of our names with other columns: nothing is written to it), cannot use WAL mode,
-            or holds a newer table layout.
+            or holds a newer table layout; its store tables carry a trigger, an index, a constraint or
+            a column of the file's own (``code`` ``STORE-SCHEMA``; a write refuses one added later).
 
     Example::
 
@@ -202,6 +223,11 @@ class SqliteStore(_Base):
         # thread at a time, so check_same_thread can be off.
         self._idle: list[sqlite3.Connection] = []
         self._closed = False
+        # The file's schema cookie (``PRAGMA schema_version``, which SQLite moves on every change of the
+        # schema, by any process) when the store last judged the schema its own: every write reads it
+        # first, in its transaction, and judges the schema again only when it moved. None until the
+        # open has judged the file.
+        self._schema_cookie: int | None = None
         try:
             with self._connection() as conn:
                 # Looked at before WAL mode is set: the mode is kept in the file's header, so setting it
@@ -212,7 +238,7 @@ class SqliteStore(_Base):
                 mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise StoreError(f"SQLite store {self._where}: cannot use WAL journal mode (got {mode!r})")
-                self._transaction(conn, self._create_schema)
+                self._transaction(conn, None, self._create_schema)
         except BaseException:
             self.close()
             raise
@@ -316,7 +342,7 @@ class SqliteStore(_Base):
             conn.execute("DELETE FROM agui_threads WHERE thread_id = ?", (thread_id,))
 
         with self._connection(thread_id) as conn:
-            self._transaction(conn, delete)
+            self._transaction(conn, thread_id, delete)
 
     def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
         """Up to ``limit`` ids of the stored threads after ``after``, in code point order; see
@@ -408,7 +434,7 @@ class SqliteStore(_Base):
             return after
 
         with self._connection(thread_id) as conn:
-            return self._transaction(conn, write)
+            return self._transaction(conn, thread_id, write)
 
     def _compact(self, thread_id: str, appended: _StoredHead) -> bool:
         """Fold the record's changes into its data if it is still as the append ``appended`` left it.
@@ -456,12 +482,15 @@ class SqliteStore(_Base):
             return True
 
         with self._connection(thread_id) as conn:
-            return self._transaction(conn, write)
+            return self._transaction(conn, thread_id, write)
 
-    def _transaction(self, conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``body(conn)`` in one ``BEGIN IMMEDIATE`` transaction; roll back on any exception."""
+    def _transaction(self, conn: sqlite3.Connection, thread_id: str | None,
+                     body: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``body(conn)`` in one ``BEGIN IMMEDIATE`` transaction, once the file's schema is still the
+        store's own; roll back on any exception."""
         conn.execute("BEGIN IMMEDIATE")
         try:
+            self._check_schema(conn, thread_id)
             result = body(conn)
         except BaseException:
             # SQLite may have rolled back already (a full disk, say); a second ROLLBACK would hide the cause.
@@ -472,16 +501,42 @@ class SqliteStore(_Base):
         return result
 
     def _layout(self, conn: sqlite3.Connection) -> int:
-        """The file's table layout (0: none yet), or ``StoreError`` for another application's database."""
+        """The file's table layout (0: none yet), or ``StoreError`` for another application's database, or
+        for a store's whose schema holds what agui_client does not make."""
         (layout,) = conn.execute("PRAGMA user_version").fetchone()
         foreign = _foreign_layout(conn, layout)
-        if foreign is not None:
+        unknown = _unknown_schema(conn, layout) if foreign is None else None
+        if foreign is not None or unknown is not None:
             raise StoreError(
                 f"SQLite store {self._where}: the file is a SQLite database but not an agui_client store "
-                f"({foreign}); nothing was changed in it. Give SqliteStore a file of its own: a new path, "
-                "where it creates the file and its tables"
+                f"({foreign or unknown}); nothing was changed in it. Give SqliteStore a file of its own: a new "
+                "path, where it creates the file and its tables", code=None if unknown is None else "STORE-SCHEMA"
             )
         return int(layout)
+
+    def _check_schema(self, conn: sqlite3.Connection, thread_id: str | None) -> None:
+        """Before a write, in its transaction: the file's schema is still the store's own.
+
+        Another process may add a trigger, an index or a column after the store opened the file; the
+        write would then run it. Reading the schema cookie costs a few microseconds; the schema is read
+        and judged again only when the cookie moved (and the write lock, held since ``BEGIN
+        IMMEDIATE``, keeps it from moving again before the write).
+        """
+        if self._schema_cookie is None:
+            return  # (the open judges the file itself, in _create_schema)
+        (cookie,) = conn.execute("PRAGMA schema_version").fetchone()
+        if cookie == self._schema_cookie:
+            return
+        (layout,) = conn.execute("PRAGMA user_version").fetchone()
+        why = _foreign_layout(conn, layout) or _unknown_schema(conn, layout)
+        if why is None and layout != _SCHEMA_VERSION:
+            why = f"its table layout is now {quoted_name(layout)}, not {_SCHEMA_VERSION}"
+        if why is not None:
+            raise StoreError(
+                f"SQLite store {self._where}: the file's schema changed after the store opened it ({why}); "
+                "nothing was written. Remove what was added to the file, or give SqliteStore a file of its own",
+                thread_id=thread_id, code="STORE-SCHEMA")
+        self._schema_cookie = cookie  # (changed, and still ours: a VACUUM, or ANALYZE's statistics)
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         # Inside BEGIN IMMEDIATE: of processes opening the file at once, one creates or migrates the
@@ -492,17 +547,11 @@ class SqliteStore(_Base):
                 f"SQLite store {self._where}: table layout {layout} is newer than this release reads "
                 f"({_SCHEMA_VERSION}); upgrade agui-client"
             )
-        if layout == _SCHEMA_VERSION:
-            return
-        if layout == 0:
-            conn.execute(_HEADS)
-            conn.execute(_PARTS)
-        elif layout == 1:
-            _migrate_from_layout_1(conn)  # (straight to layout 3: its head table has the record_id column)
-        else:
-            # Layout 2: a change of the schema only; the records already stored keep no id (NULL).
-            conn.execute("ALTER TABLE agui_threads ADD COLUMN record_id TEXT")
-        conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+        if layout != _SCHEMA_VERSION:
+            _migrate(conn, layout)
+            conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+        # (judged above, or made by the statements just run: the store's own)
+        self._schema_cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
 
     @contextmanager
     def _connection(self, thread_id: str | None = None) -> Iterator[sqlite3.Connection]:
@@ -545,6 +594,18 @@ class SqliteStore(_Base):
                 return
         conn.close()
 
+
+
+def _migrate(conn: sqlite3.Connection, layout: int) -> None:
+    """Make the current layout's tables from those of ``layout`` (0: none), in the caller's transaction."""
+    if layout == 0:
+        conn.execute(_HEADS)
+        conn.execute(_PARTS)
+    elif layout == 1:
+        _migrate_from_layout_1(conn)  # (straight to layout 3: its head table has the record_id column)
+    else:
+        # Layout 2: a change of the schema only; the records already stored keep no id (NULL).
+        conn.execute("ALTER TABLE agui_threads ADD COLUMN record_id TEXT")
 
 
 def _migrate_from_layout_1(conn: sqlite3.Connection) -> None:
@@ -631,15 +692,96 @@ def _foreign_layout(conn: sqlite3.Connection, layout: int) -> str | None:
         if not columns <= found:
             return (f"its {table} table has the columns {_names(sorted(found))}, not those of agui_client's "
                     f"table layout {layout}")
-    # A trigger is code the file brings, run by every write to its table: one that never ends (a recursive
-    # query) held each claim for ever, in a thread no caller can cancel, and one that undoes a claim lets
-    # two replicas send. agui_client makes none, so a trigger on its tables is none of a store's.
-    triggers = [name for (name, table) in conn.execute(
-        "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' ORDER BY name") if table.lower() in expected]
-    if triggers:
-        return (f"its agui_client tables carry the triggers {_names(triggers)}, code of the file's own that every "
-                "write would run; agui_client makes none")
     return None
+
+
+#: A schema as compared: rows of ``sqlite_master`` (type, name, table, statement) whose table is one of
+#: ``_TABLES``, names in ASCII lower case (as SQLite compares them), statements as ``_normalised`` gives.
+_Schema = frozenset[tuple[str, str, str, str | None]]
+#: The tables any layout has. The store's statements touch these alone, and SQLite runs a schema
+#: object (a trigger, an index's expressions, a constraint) only for a statement on its own table: the
+#: rest of the file (an application's tables, views, their triggers; ANALYZE's statistics) runs nothing
+#: a store does, and a file shared so keeps working, as it did.
+_TABLES = frozenset({"agui_threads", "agui_thread_parts"})
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def _normalised(statement: str) -> str:
+    """A ``CREATE`` statement as compared: white space collapsed (none around brackets and commas), ASCII
+    lower case, and a quoted name of plain letters unquoted. SQLite reads the forms alike, and two
+    statements that differ in anything else (a constraint, a default, a collation, a comment) differ."""
+    spaced = re.sub(r"\s*([(),])\s*", r"\1", " ".join(statement.split())).translate(_ASCII_LOWER)
+    return re.sub(r'"([a-z_][a-z0-9_]*)"', r"\1", spaced)
+
+
+def _schema_of(conn: sqlite3.Connection) -> dict[tuple[str, str, str, str | None], str]:
+    """The schema of the file's store tables as compared (see ``_Schema``), each row with its object's name
+    as the file spells it."""
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    return {(kind, name.translate(_ASCII_LOWER), table.translate(_ASCII_LOWER),
+             None if sql is None else _normalised(sql)): name
+            for kind, name, table, sql in rows if table.translate(_ASCII_LOWER) in _TABLES}
+
+
+@functools.cache
+def _known_schemas() -> dict[int, frozenset[_Schema]]:
+    """Every schema agui_client's own statements leave its tables with, by layout: each layout's tables as
+    its release made them, and the current layout's made new or migrated from each earlier one.
+
+    Made once, by running those statements in a database in memory, so the text is SQLite's own for
+    them (a renamed table's name quoted, an added column spliced into the statement) and no copy of it
+    is kept by hand.
+    """
+    def made(statements: tuple[str, ...], migrated_from: int | None) -> _Schema:
+        with closing(sqlite3.connect(":memory:", isolation_level=None)) as conn:
+            for statement in statements:
+                conn.execute(statement)
+            if migrated_from is not None:
+                _migrate(conn, migrated_from)
+            return frozenset(_schema_of(conn))
+
+    earlier = {layout: frozenset({made(statements, None)}) for layout, statements in _EARLIER.items()}
+    # (layout 0, a new file: none of the store's tables, nor anything on them)
+    return {0: frozenset({frozenset()}), **earlier,
+            _SCHEMA_VERSION: frozenset({made((), 0), *(made(s, n) for n, s in _EARLIER.items())})}
+
+
+def _unknown_schema(conn: sqlite3.Connection, layout: int) -> str | None:
+    """What the file's store tables carry that agui_client's tables of ``layout`` do not (``None``:
+    nothing, or a layout this release does not know, which the caller judges).
+
+    What SQLite keeps with a table is code and meaning the file brings, run or obeyed by every write to
+    it: a trigger that never ends held each claim for ever (in a thread no caller can cancel), one that
+    undoes a claim let two replicas send; a CHECK, a DEFAULT or a generated column can compute a
+    gigabyte per write; an index runs its expressions and its WHERE clause on every write; a collation
+    or a type of the file's own changes what a claim compares, and a table without its primary key
+    lets two claims both win. So the tables and all they carry must be exactly what agui_client's own
+    statements leave, nothing more.
+    """
+    known = _known_schemas().get(layout)
+    found = _schema_of(conn)
+    if known is None or frozenset(found) in known:
+        return None
+    ours: set[tuple[str, str, str, str | None]] = set().union(*known)
+    strange = sorted((row for row in found if row not in ours), key=lambda row: (row[0], row[1]))
+    triggers = [found[row] for row in strange if row[0] == "trigger"]
+    indexes = [found[row] for row in strange if row[0] == "index"]
+    changed = [found[row] for row in strange if row[0] == "table"]
+    others = [f"{row[0]} {quoted_name(found[row], 40)}" for row in strange
+              if row[0] not in ("trigger", "index", "table")]
+    why = []
+    if triggers:
+        why.append(f"its tables carry the triggers {_names(triggers)}, code of the file's own that every write "
+                   "would run; agui_client makes none")
+    if indexes:
+        why.append(f"its tables carry the indexes {_names(indexes)}, whose expressions and conditions every write "
+                   "would compute; agui_client makes none but its primary keys'")
+    if changed:
+        why.append(f"its tables {_names(changed)} are not made as agui_client makes them (a column, a constraint, "
+                   "a default, a collation or a type of the file's own, which every write would run or obey)")
+    if others:
+        why.append(f"it holds {', '.join(others[:8])} under the names of agui_client's tables")
+    return "; ".join(why) or "its tables lack what agui_client makes with them (a primary key's index)"
 
 
 def _names(names: list[str]) -> str:

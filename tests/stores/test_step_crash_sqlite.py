@@ -108,11 +108,12 @@ def test_a_writer_killed_at_any_statement_leaves_the_thread_before_or_after(
     # The last run finished: it reached no kill, and its statements are the whole append.
     steps = [line.split(" ", 2)[2].split()[0] for line in lines if line.startswith("step ")]
     assert lines[-1] == "done 4" and len(outcomes) == len(steps) + 1
-    append = ["BEGIN", "SELECT", "INSERT", "UPDATE", "COMMIT"]  # (the head, the change part, the head)
-    # (the read, outside any transaction; then the head, part 0, the changes: the fold holds no lock)
-    compaction = ["SELECT", "BEGIN", "UPDATE", "UPDATE", "DELETE", "COMMIT"]
+    # (the schema cookie, the head, the change part, the head)
+    append = ["BEGIN", "PRAGMA", "SELECT", "INSERT", "UPDATE", "COMMIT"]
+    # (the read, outside any transaction; then the cookie, the head, part 0, the changes: the fold holds no lock)
+    compaction = ["SELECT", "BEGIN", "PRAGMA", "UPDATE", "UPDATE", "DELETE", "COMMIT"]
     if without_id:  # (its parts read again under the lock, to be the very ones folded)
-        compaction.insert(2, "SELECT")
+        compaction.insert(3, "SELECT")
     assert steps == append + (compaction if compact else [])
     # The steps only move forward: the append lands at its COMMIT, the fold at the compaction's.
     assert outcomes == sorted(outcomes)
