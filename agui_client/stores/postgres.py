@@ -177,6 +177,15 @@ CREATE TABLE IF NOT EXISTS {changes} (
     PRIMARY KEY (thread_id, seq)
 )
 """
+# The triggers and rules on the store's tables (the two names, as to_regclass reads them; a missing
+# table is NULL and matches nothing). PostgreSQL's own (a foreign key's triggers, a view's _RETURN
+# rule) are internal and left out. Any role may read these catalogs.
+_FOREIGN_CODE = (
+    "SELECT kind, name FROM ("
+    " SELECT 'trigger' AS kind, tgname::text AS name, tgrelid AS rel FROM pg_trigger WHERE NOT tgisinternal"
+    " UNION ALL SELECT 'rule', rulename::text, ev_class FROM pg_rewrite WHERE rulename <> '_RETURN'"
+    ") AS found WHERE rel IN (to_regclass(%s), to_regclass(%s)) ORDER BY kind DESC, name"
+)
 _INSERT = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_version, record_id)"
            " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING")
 _HEAD = "SELECT version, claim, format, record_id FROM {table} WHERE thread_id = %s"
@@ -264,8 +273,9 @@ class PostgresStore(_Base):
 
     Raises:
         ImportError: the ``postgres`` extra (psycopg 3) is not installed.
-        StoreError: the server cannot be reached, the tables cannot be created or migrated, or the
-            table holds a newer layout.
+        StoreError: the server cannot be reached, the tables cannot be created or migrated, the
+            table holds a newer layout, or the tables carry a trigger or a rule (``code``
+            ``STORE-SCHEMA``: either runs inside every write, and can clear or rewrite a claim).
 
     Example::
 
@@ -305,6 +315,7 @@ class PostgresStore(_Base):
         for operation, text in _UPDATES.items():
             self._sql[operation] = sql.SQL(text).format(table=identifier, changes=changes, record=sql.SQL(_RECORD))
         self._identifier = identifier
+        self._changes = changes
         self._lock = threading.Lock()
         # A small pool, as the SQLite store keeps: a connection is a server process, too dear to open
         # per call, and connections tied to threads would pile up as threads come and go. A pooled
@@ -572,6 +583,7 @@ class PostgresStore(_Base):
             # Two processes creating (or migrating) the same table at once would collide on the
             # catalog's unique index; a transaction-scoped advisory lock on the table's name lines them up.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"agui_client store {name}",))
+            self._refuse_foreign_code(conn, name)
             exists = conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()
             if exists is None or exists[0] is None:
                 conn.execute(self._sql["create"])
@@ -593,6 +605,28 @@ class PostgresStore(_Base):
             self._create_ids_index(conn)
             conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
                 self._identifier, sql.Literal(_COMMENT.format(_LAYOUT))))
+
+    def _refuse_foreign_code(self, conn: psycopg.Connection[Any], name: str) -> None:
+        """``StoreError`` (``STORE-SCHEMA``) when the store's tables carry a trigger or a rule.
+
+        Either runs with the store's writes and can undo what they rely on: a trigger that clears the
+        claim (or a rule that rewrites the claim's ``UPDATE``) lets two replicas both send the same
+        resume, and either can run any query, for as long as it likes, inside every claim. agui_client
+        makes none. Looked at once, when the store opens the tables (a catalog query, under the
+        advisory lock): adding one later takes the table's owner or the ``TRIGGER`` privilege, an
+        administrator's act (docs/stores.md), where a SQLite file is changed by whoever can write it.
+        """
+        changes = self._changes.as_string(conn)
+        found = conn.execute(_FOREIGN_CODE, (name, changes)).fetchall()
+        if not found:
+            return
+        kinds = {kind: [quoted_name(str(n), 40) for k, n in found if k == kind][:8] for kind, _ in found}
+        what = " and ".join(f"the {kind}s {', '.join(names)}" for kind, names in kinds.items())
+        raise StoreError(
+            f"PostgreSQL store {self._where}: its tables carry {what}, which agui_client does not make: a "
+            "trigger or a rule runs with every write and can clear or rewrite a claim (two replicas then "
+            "send the same resume); nothing was changed. Drop them (DROP TRIGGER … ON …, DROP RULE … ON …), "
+            "or give the store a table of its own", code="STORE-SCHEMA")
 
     def _create_ids_index(self, conn: psycopg.Connection[Any]) -> None:
         """The listing's index, made when missing (a table an earlier release made, or one made by hand).

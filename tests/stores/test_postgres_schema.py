@@ -1,0 +1,101 @@
+"""``PostgresStore`` and tables carrying a trigger or a rule it did not make (``STORE-SCHEMA`` in
+docs/codes.md), on the session's real PostgreSQL server.
+
+Before: the store opened such tables and its writes ran what they carried. A trigger that clears the
+claim let a second replica claim a thread the first held (both then send the same resume); a rule
+that drops every inserted change row lost each run's append while the head moved on. Now the store
+refuses, when it opens the tables, any trigger or rule on them but PostgreSQL's own (a foreign key's
+triggers), naming them quoted as ids and never their code, with nothing changed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agui_client._inert import quoted_name
+from agui_client.errors import StoreError
+from agui_client.stores import PostgresStore
+
+__all__: list[str] = []
+
+#: A trigger name no message may show raw: it is quoted as an id.
+HOSTILE_NAME = "unclaim\x1b[2J\u202e"
+
+
+@pytest.fixture
+def table(postgres_dsn: str) -> Iterator[str]:
+    """A fresh thread table, made by a store and holding thread 't' (both tables dropped afterwards)."""
+    import psycopg
+    from psycopg import sql
+
+    name = f"agui_schema_{uuid.uuid4().hex}"
+    with PostgresStore(postgres_dsn, table=name) as store:
+        store.save("t", {"n": 1}, expected_version=None)
+    yield name
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}, {}, {} CASCADE").format(
+            sql.Identifier(name), sql.Identifier(f"{name}_changes"), sql.Identifier(f"{name}_audit")))
+
+
+def _run(postgres_dsn: str, *statements: str) -> None:
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement.encode())
+
+
+def _catalog(postgres_dsn: str, table: str) -> Any:
+    """What a refusal must leave as it was: the tables' triggers and rules, the layout comment, the head."""
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        tables = (table, f"{table}_changes")
+        return (conn.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgrelid::regclass::text"
+                             " IN (%s, %s) ORDER BY 1", tables).fetchall(),
+                conn.execute("SELECT rulename FROM pg_rules WHERE tablename IN (%s, %s) ORDER BY 1", tables).fetchall(),
+                conn.execute("SELECT obj_description(to_regclass(%s), 'pg_class')", (table,)).fetchone(),
+                conn.execute(f'SELECT version, claim FROM "{table}"').fetchall())
+
+
+def _unclaim(table: str) -> list[str]:
+    # (a BEFORE UPDATE trigger: every claim is written without its owner, so the next replica's claim wins too)
+    return [f'CREATE FUNCTION "{table}_unclaim"() RETURNS trigger LANGUAGE plpgsql AS '
+            "$$ BEGIN NEW.claim := NULL; RETURN NEW; END $$",
+            f'CREATE TRIGGER "{HOSTILE_NAME}" BEFORE UPDATE ON "{table}" FOR EACH ROW '
+            f'EXECUTE FUNCTION "{table}_unclaim"()']
+
+
+def _lose_changes(table: str) -> list[str]:
+    # (a rule on the change table: every appended change is dropped while the head moves on)
+    return [f'CREATE RULE lose_changes AS ON INSERT TO "{table}_changes" DO INSTEAD NOTHING']
+
+
+@pytest.mark.parametrize(("made", "said", "hidden"), [
+    (_unclaim, f"the triggers {quoted_name(HOSTILE_NAME, 40)}", "NEW.claim"),
+    (_lose_changes, "the rules 'lose_changes'", "INSTEAD NOTHING"),
+], ids=["trigger", "rule"])
+def test_a_trigger_or_a_rule_on_the_store_tables_is_refused_at_open(postgres_dsn: str, table: str, made: Any,
+                                                                    said: str, hidden: str) -> None:
+    _run(postgres_dsn, *made(table))
+    before = _catalog(postgres_dsn, table)
+
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(postgres_dsn, table=table)
+
+    refused = caught.value
+    assert refused.code == "STORE-SCHEMA" and refused.thread_id is None
+    assert said in str(refused) and "agui_client does not make" in str(refused), str(refused)
+    assert hidden not in str(refused) and "\x1b" not in str(refused)
+    assert _catalog(postgres_dsn, table) == before
+
+
+def test_a_foreign_key_to_the_thread_table_is_postgresql_own_and_opens(postgres_dsn: str, table: str) -> None:
+    # (a foreign key puts internal triggers on the table it references: those are not the file's code)
+    _run(postgres_dsn, f'CREATE TABLE "{table}_audit" (thread_id TEXT REFERENCES "{table}" (thread_id))')
+    with PostgresStore(postgres_dsn, table=table) as store:
+        assert store.claim("t", expected_version=1, owner="me") == 2
