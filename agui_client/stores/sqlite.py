@@ -655,7 +655,8 @@ def _check_parts(thread_id: str, changes: Any, seqs: list[Any]) -> None:
                                   "are stored")
 
 
-#: The columns each table layout's tables have (a file may hold more: they are not ours to judge).
+#: The columns each table layout's tables have: a file lacking one is another application's (one with more is
+#: judged by ``_unknown_schema``, as a store's tables changed by hand).
 _COLUMNS: dict[int, dict[str, frozenset[str]]] = {
     1: {"agui_threads": frozenset({"thread_id", "version", "data", "claim", "format"})},
     2: {"agui_threads": frozenset({"thread_id", "version", "claim", "format", "changes", "change_bytes", "data_bytes"}),
