@@ -26,7 +26,7 @@ import pexpect
 from clikit import YES_NO_ASKED, agui_process, on_terminal, screen_text
 
 from agui_client.stores import SqliteStore, StoredThread
-from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
+from agui_client.testing import Finish, Gate, Respond, ScriptedAgent, Start, Wait, text_message
 from agui_client.types import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
 
 #: The cursor hidden (a live display starting) or shown again (one stopping).
@@ -208,6 +208,50 @@ def test_a_second_ctrl_c_while_the_response_closes_still_lets_the_connection_go(
     assert screen_text(raw).count("turn cancelled") == 1
     assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["again"]
 
+
+#: A Ctrl-C in the middle of the library's close of an answer outside the stream's exit (which ``left_whole``
+#: holds): entering the stream, the close of an answer the agent refused (HTTP 503) before the error is
+#: raised. Wrapped: httpx's ``Response.close`` as the library's ``close_response`` calls it; the process sends
+#: itself SIGINT as the close begins, and says so on stderr once the close went on to its end.
+CTRL_C_IN_A_CLOSE = '''
+import signal
+import sys
+
+import httpx
+
+from agui_client.cli import main
+
+close = httpx.Response.close
+
+
+def ctrl_c_as_it_closes(self):
+    if sys._getframe(1).f_code.co_name != "close_response":
+        return close(self)
+    signal.raise_signal(signal.SIGINT)
+    close(self)
+    print("the close went on to its end", file=sys.stderr, flush=True)
+
+
+httpx.Response.close = ctrl_c_as_it_closes
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def test_ctrl_c_as_a_refused_answer_is_closed_entering_the_stream_waits_for_the_close(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    """The library holds no signal; the CLI holds Ctrl-C and SIGTERM around every close of an answer the
+    client makes (``agui_client._closing.closes_guarded``), not only around the stream's exit. Before, a
+    Ctrl-C there cut the close (httpx marks an answer closed first, and no later close finished it)."""
+    endpoint = served(ScriptedAgent([Respond(status=503, body="busy")]))
+    script = tmp_path / "close.py"
+    script.write_text(CTRL_C_IN_A_CLOSE, encoding="utf-8")
+    with on_terminal([str(script), "run", endpoint.url, "-m", "hi"]) as (child, screen):
+        child.expect("interrupted")
+        child.expect(pexpect.EOF)
+
+    raw = screen.getvalue()
+    _check_ended(child, raw, 130)
+    assert "the close went on to its end" in screen_text(raw)
 
 def test_ctrl_c_twice_fast_during_a_streaming_answer_cancels_the_turn_once(
         served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
