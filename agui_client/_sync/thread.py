@@ -387,7 +387,7 @@ class Thread(ThreadIO):
             self._drive(flow, exchange, error=exc)  # (the flow settles the claim and raises it again)
         except BaseException as raised:
             if raised is not exc:
-                _settling_failed(stream, raised)
+                _record_failed_settling(stream, raised)
                 raise
         finally:
             held()
@@ -406,7 +406,7 @@ class Thread(ThreadIO):
                 _loop_left(loop, watch)
         except BaseException as raised:
             if raised is not exc:
-                _settling_failed(loop, raised)
+                _record_failed_settling(loop, raised)
                 raise
         finally:
             held()
@@ -534,7 +534,7 @@ def _settled_by_reader(settle: Callable[[], Any], watch: Any, exc: BaseException
     watch.settled(exc)
 
 
-def _settling_failed(stream: RunStream | LoopStream, raised: BaseException) -> None:
+def _record_failed_settling(stream: RunStream | LoopStream, raised: BaseException) -> None:
     """Settling a stream as its block was left failed (the store, giving the claim back) with no result
     recorded: ``result`` names that failure, where it said the stream had not ended yet (read after the
     block, it has). Whoever settled it, the block's own exit or the reader a block left inside a step, the
