@@ -12,6 +12,7 @@ import logging
 import re
 import ssl  # (its errors only)
 import time
+import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import (
     contextmanager,
@@ -247,7 +248,11 @@ class ClientBase:
         self.headers = dict(checked_headers(headers))
         self.sensitive_headers = frozenset(name.strip().lower() for name in sensitive_headers)
         filter_http_logs(self.sensitive_headers)
-        self._log_names = self.sensitive_headers  # (given back once, at the first close)
+        # Given back once: at the first close, or when the client is collected unclosed (a client dropped
+        # without close() kept its names hidden in every later client's log lines). The finalizer holds
+        # the names, not the client; at the interpreter's exit there is nobody left to show them to.
+        self._log_names = weakref.finalize(self, unfilter_names, self.sensitive_headers)
+        self._log_names.atexit = False
         self._proxy_headers = proxy_credentials()
         self.timeout = checked_seconds("timeout", timeout)
         self.idle_timeout = checked_seconds("idle_timeout", idle_timeout)
@@ -274,8 +279,7 @@ class ClientBase:
 
     def _unmark_log_names(self) -> None:
         """Give back the names this client marked for httpx's log lines (as it closes, once)."""
-        names, self._log_names = self._log_names, frozenset()
-        unfilter_names(names)
+        self._log_names()
 
     @property
     def is_closed(self) -> bool:

@@ -1,16 +1,47 @@
 """Finishing the close of an answer when httpcore's was cut short (a second cancellation, a second Ctrl-C):
 :func:`finish_close` and :func:`finish_sync_close`, over httpcore's private attributes, each read with a
-default.
+default. And what a program that must not have a sync close cut wraps it in (:func:`closes_guarded`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from typing import Any
 
 import httpcore
 import httpx
 
-__all__ = ["finish_close", "finish_sync_close", "REQUESTS", "CONNECTION"]
+__all__ = ["finish_close", "finish_sync_close", "closes_guarded", "close_guard", "REQUESTS", "CONNECTION"]
+
+#: What the sync client closes an answer inside, in this context (``None``: nothing): see :func:`closes_guarded`.
+_CLOSE_GUARD: ContextVar[Callable[[], AbstractContextManager[Any]] | None] = ContextVar(
+    "agui_client_close_guard", default=None)
+
+
+@contextmanager
+def closes_guarded(guard: Callable[[], AbstractContextManager[Any]]) -> Iterator[None]:
+    """Within the block (in this thread or context), the sync client closes each answer, httpcore's close
+    finished when it was cut (``_sync/client_io.close_response``), inside ``guard()``.
+
+    A ``KeyboardInterrupt`` in the middle of that close cuts it: httpx marks the answer closed first, and no
+    later close finishes it. The library holds no signal (an application's handlers are its own), so a
+    program that must not be cut there says how to hold it: the CLI holds Ctrl-C and SIGTERM
+    (``cli.stopping.held_signals``) around every close, not only around a stream's exit, where closes came
+    too (a refused answer closed as the stream is entered, before its error is raised).
+    """
+    token = _CLOSE_GUARD.set(guard)
+    try:
+        yield
+    finally:
+        _CLOSE_GUARD.reset(token)
+
+
+def close_guard() -> AbstractContextManager[Any]:
+    """What the sync client's close of an answer runs inside now (:func:`closes_guarded`; else nothing)."""
+    guard = _CLOSE_GUARD.get()
+    return nullcontext() if guard is None else guard()
 
 
 async def finish_close(response: httpx.Response) -> None:

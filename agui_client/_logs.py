@@ -97,9 +97,10 @@ class HttpxLogFilter(logging.Filter):
     pass unchanged.
 
     A name is marked while a client that marked it is open: each client's names are counted in when it is
-    made and out when it closes. Kept for the life of the process instead, a service making a client per
-    tenant, each marking names of its own, grew the set without end and went on hiding, in every later
-    client's lines, the values of names only a closed client held secret."""
+    made and out when it closes, or when it is collected unclosed. Kept for the life of the process
+    instead, a service making a client per tenant, each marking names of its own, grew the set without end
+    and went on hiding, in every later client's lines, the values of names only a closed client held
+    secret."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -323,7 +323,9 @@ class _Reader:
             if type(exc) is ValueError and _executing(exc):
                 raise _shared(self._stream) from None  # (refused: this reader was never inside: settles nothing)
             if self._stream._left:
-                _settled_here(self._stream, exc)
+                # (the events' end is no error on its way out: a settling that fails then is raised, as the
+                # async reader's is, not logged as though the reader ended on something else)
+                _settled_here(self._stream, None if type(exc) is StopIteration else exc)
             raise
         # (a look after this reader left the events: the block, left while it was inside them, handed it
         # the run's settling, which a look inside the events, before they yield, could miss)

@@ -11,7 +11,8 @@ terminal, whose width would otherwise reach the output of a command run here). E
 uses it keeps tests through a real process too (``python -m agui_client.cli``, piped or on a
 pseudo-terminal): the entry point, the locale, signals and the terminal are only real there.
 :func:`agui_process` is that process, started alike in every file (:data:`AGUI` and :data:`ENV` for
-the ones on a pseudo-terminal).
+the ones on a pseudo-terminal); :func:`on_terminal` starts one on a pseudo-terminal as a user's terminal
+has it (colour and all), and :func:`screen_text` reads back the text it drew.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -29,11 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import pexpect
 
 from agui_client.cli import main
 
 __all__ = ["AGUI", "ENV", "YES_NO_ASKED", "Ran", "RanBytes", "agui_each_in_one_process", "agui_here",
-           "agui_here_bytes", "agui_process", "agui_process_bytes"]
+           "agui_here_bytes", "agui_process", "agui_process_bytes", "on_terminal", "screen_text", "spawn_on_terminal"]
 
 #: ``agui`` as a real process: this interpreter, ``python -m agui_client.cli``.
 AGUI = [sys.executable, "-m", "agui_client.cli"]
@@ -47,6 +50,10 @@ ENV.pop("FORCE_COLOR", None)
 #: The end of a yes/no question on a terminal, between rich's styles: written last, just before the
 #: answer is read. Waiting for it (not for ``[y/n]`` alone) sends a key or a Ctrl-C to the question itself.
 YES_NO_ASKED = r"\[y/n\](?:\x1b\[[0-9;]*m)*: "
+
+#: Every escape sequence rich writes (styles, cursor moves, erasing) and the terminal's carriage returns:
+#: what is left is the screen's text.
+_SCREEN_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 
 
 @attrs.frozen
@@ -99,6 +106,34 @@ def agui_process_bytes(*args: str, stdin: bytes | None = None,
     """As :func:`agui_process`, what the process wrote byte for byte: what a pipe really receives."""
     return subprocess.run([*AGUI, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
                           capture_output=True, timeout=timeout, env=ENV, check=False)
+
+
+def spawn_on_terminal(program: Sequence[str]) -> tuple[pexpect.spawn, io.StringIO]:
+    """``python PROGRAM`` on a pseudo-terminal of 60 lines by 200 columns, as a user's terminal runs it
+    (``TERM=xterm-256color``, colour on), and what it writes as it is read (the caller closes it; see
+    :func:`on_terminal`). An ``expect`` that waits 30 s fails the test."""
+    env = {**ENV, "TERM": "xterm-256color"}
+    env.pop("NO_COLOR")
+    child = pexpect.spawn(sys.executable, list(program), env=env, encoding="utf-8", dimensions=(60, 200), timeout=30)
+    screen = io.StringIO()
+    child.logfile_read = screen
+    return child, screen
+
+
+@contextlib.contextmanager
+def on_terminal(program: Sequence[str]) -> Iterator[tuple[pexpect.spawn, io.StringIO]]:
+    """:func:`spawn_on_terminal`, closed as the block ends, whatever happened (its exit status is read
+    after the block)."""
+    child, screen = spawn_on_terminal(program)
+    try:
+        yield child, screen
+    finally:
+        child.close()
+
+
+def screen_text(raw: str) -> str:
+    """The text a program on a pseudo-terminal drew, without rich's escape sequences and carriage returns."""
+    return _SCREEN_ESCAPES.sub("", raw)
 
 
 #: What :func:`agui_each_in_one_process` runs: each ``[args, stdin]`` of the JSON list in argv[1] through

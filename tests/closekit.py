@@ -174,9 +174,13 @@ def closed_under_run(client: Any, reached: threading.Event,
     the client from this one once ``reached`` is set, and hand back what the run raised, with the thread. The
     interpreter is left to a thread holding it only after a second (as in :func:`woken_by_close`): from a
     watch's signal to the wait the run's thread is about to make, it makes no system call, so the close comes
-    while it waits."""
+    while it waits.
+
+    The run's OS thread is joined (for at most :data:`BOUND`) before this returns or raises, whatever
+    happened: left running, a run the close failed to wake went on into the tests after this one, and its
+    end (a store write, a read of a socket closed under it) came there, blamed on a test that had nothing
+    to do with it."""
     thread = client.thread("woken")
-    ended = threading.Event()
     failed: list[BaseException] = []
 
     def run() -> None:
@@ -184,18 +188,22 @@ def closed_under_run(client: Any, reached: threading.Event,
             read(thread)
         except BaseException as exc:  # noqa: BLE001 - handed to the test, which asserts on it
             failed.append(exc)
-        finally:
-            ended.set()
 
     switch = sys.getswitchinterval()
     sys.setswitchinterval(1.0)
-    threading.Thread(target=run, daemon=True).start()
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
     try:
-        assert reached.wait(BOUND)
+        try:
+            assert reached.wait(BOUND), "the run never reached the moment the close was to come at"
+        except BaseException:
+            client.close()  # (the run is woken even so: it must not block on past this test)
+            raise
         client.close()
-        assert ended.wait(BOUND), "the run was not woken by the close"
     finally:
         sys.setswitchinterval(switch)
+        runner.join(BOUND)
+    assert not runner.is_alive(), "the run was not woken by the close"
     return (failed[0] if failed else None), thread
 
 

@@ -8,10 +8,12 @@ process's stack, the exception type a caller catches).
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import threading
 import tracemalloc
+import weakref
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -300,6 +302,27 @@ def test_a_name_marked_sensitive_is_shown_again_once_every_client_marking_it_clo
     assert len(lines) == 2, lines
     assert "shard=[redacted]&v=2" in lines[0], lines
     assert "shard=7&v=2" in lines[1], lines
+
+
+@pytest.mark.parametrize("kind", [ag.AgentClient, ag.AsyncAgentClient], ids=["sync", "async"])
+def test_a_name_marked_by_a_client_collected_unclosed_is_shown_again(
+        served: Any, caplog: pytest.LogCaptureFixture, kind: type[Any]) -> None:
+    # A client dropped without close() kept its names marked for the life of the process: hidden in
+    # every later client's log lines, and a set that grew with each such client.
+    endpoint = served(_answer(200, [(b"content-type", b"text/event-stream")], START + FINISH))
+    marking = kind("http://127.0.0.1:9/agent", sensitive_headers=["Zone"])
+    collected = weakref.ref(marking)
+    with caplog.at_level(logging.INFO, logger="httpx"), ag.AgentClient(endpoint.url + "?zone=7&v=2") as client:
+        assert client.thread("t").run("hi", run_id="r").outcome == "success"
+        del marking
+        gc.collect()
+        assert collected() is None  # (the mark's finalizer keeps the client alive in no way)
+        assert client.thread("t2").run("hi", run_id="r2").outcome == "success"
+
+    lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
+    assert len(lines) == 2, lines
+    assert "zone=[redacted]&v=2" in lines[0], lines
+    assert "zone=7&v=2" in lines[1], lines
 
 
 # --------------------------------------------------------------------------------------------------

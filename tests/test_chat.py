@@ -14,7 +14,6 @@ import io
 import json
 import re
 import sqlite3
-import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 import httpx
 import pexpect
 import pytest
-from clikit import ENV, YES_NO_ASKED, agui_here, agui_process
+from clikit import YES_NO_ASKED, agui_here, agui_process, screen_text, spawn_on_terminal
 from test_cli_terminal import HOSTILE, assert_inert
 
 from agui_client import AgentClient
@@ -59,22 +58,13 @@ from agui_client.types import (
 )
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome, TokenUsage
 
-#: Every escape sequence rich writes (styles, cursor moves, erasing): what is left is the screen's text.
-ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
-
 
 def _spawn(*args: str) -> tuple[pexpect.spawn, io.StringIO]:
-    env = {**ENV, "TERM": "xterm-256color"}
-    env.pop("NO_COLOR")
-    child = pexpect.spawn(sys.executable, ["-m", "agui_client.cli", "chat", *args], env=env, encoding="utf-8",
-                          dimensions=(60, 200), timeout=30)
-    screen = io.StringIO()
-    child.logfile_read = screen
-    return child, screen
+    return spawn_on_terminal(["-m", "agui_client.cli", "chat", *args])
 
 
 def _text(screen: io.StringIO) -> str:
-    return ESCAPES.sub("", screen.getvalue())
+    return screen_text(screen.getvalue())
 
 
 #: The form's question for ANSWER_SCHEMA, whole: its ": " is the last thing written before the chat reads
@@ -659,12 +649,12 @@ def test_a_redrawn_tail_leaves_room_for_the_terminals_ctrl_c_echo() -> None:
     writer.feed("A paragraph that streams and is still going on, past one line")
     if writer._live is not None:
         writer._live.refresh()
-    drawn = ESCAPES.sub("", sink.getvalue()).replace("\x1b[?25l", "").replace("\x1b[?25h", "")
+    drawn = screen_text(sink.getvalue()).replace("\x1b[?25l", "").replace("\x1b[?25h", "")
     writer.close()
 
     lines = [line for line in drawn.split("\n") if line.strip() and line != "agent:"]
     assert lines and max(len(line) for line in lines) <= 40 - 2
-    assert "past one line" in ESCAPES.sub("", sink.getvalue())
+    assert "past one line" in screen_text(sink.getvalue())
 
 
 def test_an_http_error_shows_the_agents_explanation_whole_and_as_text() -> None:
@@ -753,7 +743,7 @@ def test_interleaved_text_reasoning_and_tool_calls_on_a_terminal_keep_one_live_d
         view.event(event)
     view.close()
 
-    shown = ESCAPES.sub("", sink.getvalue())
+    shown = screen_text(sink.getvalue())
     assert shown.count("thought for") == 3 and "⚙ f {}" in shown and "state: 1 op on /x" in shown
     assert "one" in shown and "two" in shown
 

@@ -18,20 +18,17 @@ import contextlib
 import io
 import re
 import signal
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pexpect
-from clikit import ENV, YES_NO_ASKED, agui_process
+from clikit import YES_NO_ASKED, agui_process, on_terminal, screen_text
 
 from agui_client.stores import SqliteStore, StoredThread
-from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
+from agui_client.testing import Finish, Gate, Respond, ScriptedAgent, Start, Wait, text_message
 from agui_client.types import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
 
-#: Every escape sequence rich writes (styles, cursor moves, erasing): what is left is the screen's text.
-ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 #: The cursor hidden (a live display starting) or shown again (one stopping).
 CURSOR = re.compile(r"\x1b\[\?25([lh])")
 
@@ -63,28 +60,9 @@ sys.exit(main(sys.argv[2:]))
 '''
 
 
-@contextlib.contextmanager
-def _spawned(program: list[str]) -> Iterator[tuple[pexpect.spawn, io.StringIO]]:
-    """``python PROGRAM`` on a pseudo-terminal, and what it wrote; closed as the block ends, whatever happened
-    (its exit status is read after the block)."""
-    env = {**ENV, "TERM": "xterm-256color"}
-    env.pop("NO_COLOR")
-    child = pexpect.spawn(sys.executable, program, env=env, encoding="utf-8", dimensions=(60, 200), timeout=30)
-    screen = io.StringIO()
-    child.logfile_read = screen
-    try:
-        yield child, screen
-    finally:
-        child.close()
-
-
 def _agui(*args: str) -> contextlib.AbstractContextManager[tuple[pexpect.spawn, io.StringIO]]:
-    """``agui ARGS`` on a pseudo-terminal, as :func:`_spawned` runs it."""
-    return _spawned(["-m", "agui_client.cli", *args])
-
-
-def _text(raw: str) -> str:
-    return ESCAPES.sub("", raw)
+    """``agui ARGS`` on a pseudo-terminal, as :func:`clikit.on_terminal` runs a program."""
+    return on_terminal(["-m", "agui_client.cli", *args])
 
 
 def _cursor_shown_at_the_end(raw: str) -> bool:
@@ -103,7 +81,7 @@ def _two_blocks(gate: Gate) -> list[Any]:
 def _stop_at(script: Path, at: int,
              *args: str) -> contextlib.AbstractContextManager[tuple[pexpect.spawn, io.StringIO]]:
     script.write_text(INSIDE_LIVE_STOP, encoding="utf-8")
-    return _spawned([str(script), str(at), *args])
+    return on_terminal([str(script), str(at), *args])
 
 
 def _turn(child: pexpect.spawn, line: str, answer: str) -> None:
@@ -121,7 +99,7 @@ def _quit(child: pexpect.spawn) -> None:
 
 def _check_ended(child: pexpect.spawn, raw: str, status: int, *about: object) -> None:
     """The process ended with ``status``, wrote no traceback, and showed the cursor again at its end."""
-    assert child.exitstatus == status, (*about, child.signalstatus, _text(raw))
+    assert child.exitstatus == status, (*about, child.signalstatus, screen_text(raw))
     assert "Traceback" not in raw, about
     assert _cursor_shown_at_the_end(raw), about
 
@@ -152,7 +130,7 @@ def test_ctrl_c_inside_a_live_displays_stop_cancels_the_chats_turn_and_leaves_no
 
         raw = screen.getvalue()
         _check_ended(child, raw, 0, at)
-        after = _text(cancelled[cancelled.index("turn cancelled"):])
+        after = screen_text(cancelled[cancelled.index("turn cancelled"):])
         # Nothing of the stopped display is drawn again under the lines that follow it.
         assert "waiting for the agent" not in after and "Second" not in after, (at, after)
         assert _cursor_shown_at_the_end(cancelled), at
@@ -172,7 +150,7 @@ def test_ctrl_c_inside_the_spinners_stop_ends_agui_run_with_130_and_the_cursor_s
 
     raw = screen.getvalue()
     _check_ended(child, raw, 130)
-    assert "waiting for the agent" not in _text(raw[raw.index("interrupted"):])
+    assert "waiting for the agent" not in screen_text(raw[raw.index("interrupted"):])
     assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))  # (the response was closed)
 
 
@@ -213,7 +191,7 @@ def test_a_second_ctrl_c_while_the_response_closes_still_lets_the_connection_go(
     endpoint = served(ScriptedAgent([_two_blocks(gate), [Start(), *text_message("m1", "Next answer."), Finish()]]))
     script = tmp_path / "second.py"
     script.write_text(SECOND_CTRL_C_IN_THE_CLOSE, encoding="utf-8")
-    with _spawned([str(script), "chat", endpoint.url]) as (child, screen):
+    with on_terminal([str(script), "chat", endpoint.url]) as (child, screen):
         child.expect("you: ")
         child.sendline("hello")
         child.expect("Second")  # (the response now waits at the gate)
@@ -227,9 +205,53 @@ def test_a_second_ctrl_c_while_the_response_closes_still_lets_the_connection_go(
 
     raw = screen.getvalue()
     _check_ended(child, raw, 0)
-    assert _text(raw).count("turn cancelled") == 1
+    assert screen_text(raw).count("turn cancelled") == 1
     assert [m["content"] for m in endpoint.received[1].body["messages"]] == ["again"]
 
+
+#: A Ctrl-C in the middle of the library's close of an answer outside the stream's exit (which ``left_whole``
+#: holds): entering the stream, the close of an answer the agent refused (HTTP 503) before the error is
+#: raised. Wrapped: httpx's ``Response.close`` as the library's ``close_response`` calls it; the process sends
+#: itself SIGINT as the close begins, and says so on stderr once the close went on to its end.
+CTRL_C_IN_A_CLOSE = '''
+import signal
+import sys
+
+import httpx
+
+from agui_client.cli import main
+
+close = httpx.Response.close
+
+
+def ctrl_c_as_it_closes(self):
+    if sys._getframe(1).f_code.co_name != "close_response":
+        return close(self)
+    signal.raise_signal(signal.SIGINT)
+    close(self)
+    print("the close went on to its end", file=sys.stderr, flush=True)
+
+
+httpx.Response.close = ctrl_c_as_it_closes
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def test_ctrl_c_as_a_refused_answer_is_closed_entering_the_stream_waits_for_the_close(
+        served: Callable[[Any], Any], tmp_path: Path) -> None:
+    """The library holds no signal; the CLI holds Ctrl-C and SIGTERM around every close of an answer the
+    client makes (``agui_client._closing.closes_guarded``), not only around the stream's exit. Before, a
+    Ctrl-C there cut the close (httpx marks an answer closed first, and no later close finished it)."""
+    endpoint = served(ScriptedAgent([Respond(status=503, body="busy")]))
+    script = tmp_path / "close.py"
+    script.write_text(CTRL_C_IN_A_CLOSE, encoding="utf-8")
+    with on_terminal([str(script), "run", endpoint.url, "-m", "hi"]) as (child, screen):
+        child.expect("interrupted")
+        child.expect(pexpect.EOF)
+
+    raw = screen.getvalue()
+    _check_ended(child, raw, 130)
+    assert "the close went on to its end" in screen_text(raw)
 
 def test_ctrl_c_twice_fast_during_a_streaming_answer_cancels_the_turn_once(
         served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
@@ -250,7 +272,7 @@ def test_ctrl_c_twice_fast_during_a_streaming_answer_cancels_the_turn_once(
 
     raw = screen.getvalue()
     _check_ended(child, raw, 0)
-    assert _text(raw).count("turn cancelled") == 1
+    assert screen_text(raw).count("turn cancelled") == 1
     assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))
     with SqliteStore(str(thread_file)) as store:
         stored = [store.load(i) for i in store.thread_ids()]
@@ -279,7 +301,7 @@ def test_sigterm_mid_turn_ends_the_chat_with_143_the_thread_as_saved(
 
     raw = screen.getvalue()
     _check_ended(child, raw, 143)
-    assert "bye" not in _text(raw)
+    assert "bye" not in screen_text(raw)
     assert endpoint.agent.wait_until(lambda agent: bool(agent.disconnects))
     stored = _only_thread(thread_file)
     assert stored is not None and stored.claim is None
@@ -362,7 +384,7 @@ def test_ctrl_c_during_the_save_at_a_runs_end_keeps_the_run_whole_or_not_at_all(
                                          [Start(), *text_message("m1", "An answer."), Finish()]]))
         thread_file = tmp_path / f"{when}.db"
         chat = ["chat", endpoint.url, "--thread-file", str(thread_file), "--thread", "t-1"]
-        with _spawned([str(script), when, *chat]) as (child, screen):
+        with on_terminal([str(script), when, *chat]) as (child, screen):
             child.expect("you: ")
             child.sendline("hello")
             child.expect(r"turn cancelled \(Ctrl-C\)")
@@ -380,7 +402,7 @@ def test_ctrl_c_during_the_save_at_a_runs_end_keeps_the_run_whole_or_not_at_all(
             child.expect("you: ")
             _turn(child, "again", "An answer.")
             _quit(child)
-        assert child.exitstatus == 0, (when, _text(screen.getvalue()))
+        assert child.exitstatus == 0, (when, screen_text(screen.getvalue()))
         assert [m["content"] for m in endpoint.received[1].body["messages"]] == [*kept, "again"], when
         with SqliteStore(str(thread_file)) as store:
             stored = store.load("t-1")
@@ -421,7 +443,7 @@ def test_sigterm_stops_agui_serve_with_143() -> None:
         child.expect("terminated")
         child.expect(pexpect.EOF)
 
-    assert child.exitstatus == 143, (child.signalstatus, _text(screen.getvalue()))
+    assert child.exitstatus == 143, (child.signalstatus, screen_text(screen.getvalue()))
     assert "Traceback" not in screen.getvalue()
 
 
@@ -493,9 +515,9 @@ def test_a_signal_noted_before_a_prompts_read_began_ends_the_read() -> None:
     between the prompt and the read was handled once Enter was pressed (``agui run --resume``'s question
     sat there with ``^C`` shown). The read now begins only once the terminal has input or the
     interpreter's signal wake-up descriptor says a signal came (``stopping.wait_for_input``)."""
-    with _spawned(["-c", SIGNAL_BEFORE_THE_READ]) as (child, screen):
+    with on_terminal(["-c", SIGNAL_BEFORE_THE_READ]) as (child, screen):
         child.expect_exact("question? ")
         child.kill(signal.SIGUSR2)
         child.expect_exact("stopped before any key", timeout=20)
         child.expect(pexpect.EOF)
-    assert child.exitstatus == 7, _text(screen.getvalue())
+    assert child.exitstatus == 7, screen_text(screen.getvalue())

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import typing
+import warnings
 from typing import Any
 
 import attrs
@@ -206,3 +208,30 @@ def test_placing_a_nested_warning_notes_a_bounded_number_of_containers() -> None
     assert [w.code for w in sink.items] == ["UK-03"]
     assert sink.items[0].pointer in ("/input/tools/0/zzUnknown", "/zzUnknown")
     assert peak < located.MOST_NOTED * 400, peak
+
+
+def _line() -> int:
+    """The line of the call to this function."""
+    return sys._getframe(1).f_lineno
+
+
+@pytest.mark.parametrize("data", ["value", "bytes"])
+@pytest.mark.parametrize(("event", "pointer"), [
+    ({"type": "RUN_STARTED", "threadId": "t", "runId": "r", "zz": 1}, "/zz"),
+    (_finished({"type": "interrupt", "interrupts": [{"id": "i", "reason": "input", "zz": 1}]}),
+     "/outcome/interrupts/0/zz"),
+    (_snapshot({"id": "u", "role": "user", "content": [{"type": "text", "text": "x", "zz": 1}]}),
+     "/messages/1/content/0/zz"),
+], ids=["top-level", "nested", "nested-deeper"])
+def test_a_warning_shown_through_python_warnings_is_placed_at_the_callers_line(
+        event: dict[str, Any], pointer: str, data: str) -> None:
+    # A fixed stacklevel placed a warning about an event's own field inside the codec, and one about a
+    # nested object a frame further in (generated code of the converter's): neither at the line that decoded.
+    given: Any = json.dumps(event).encode() if data == "bytes" else event
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        called_at = _line() + 1
+        decode_event(given)
+    [shown] = caught
+    assert f"at {pointer}:" in str(shown.message)
+    assert (shown.filename, shown.lineno) == (__file__, called_at)

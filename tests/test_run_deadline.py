@@ -10,11 +10,13 @@ type says which bound ended it.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import pytest
 
 import agui_client as ag
+from agui_client import _client_base
 from agui_client.core.plan import MAX_SECONDS, MIN_SECONDS
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, Gate, KeepAlive, Pause, ScriptedAgent, Start, Wait
@@ -75,16 +77,32 @@ def test_a_resume_past_its_deadline_after_its_request_was_written_stays_claimed(
     assert stored is not None and stored.claim is not None
 
 
-def test_a_stream_past_its_deadline_raises_while_it_is_read(drive: Any, served: Any) -> None:
+class _MovedClock:
+    """The clock the client reads its runs' deadlines on (``_client_base.time``), which the test moves on:
+    the deadline passes when the test says so. A real one had to be long enough for RUN_STARTED to arrive
+    on a busy machine (0.3 s read none under load), and the test then waited all of it, 2 s a shell."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.ahead
+
+
+def test_a_stream_past_its_deadline_raises_while_it_is_read(
+        drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _MovedClock()
+    monkeypatch.setattr(_client_base, "time", clock)
     endpoint = served(ScriptedAgent([[Start(), *DRIP]]))
     seen = []
-    # (a deadline long enough for RUN_STARTED to arrive on a busy machine, short of the 4 s drip)
-    with drive.client(endpoint.url, idle_timeout=10, run_timeout=2.0) as client:
+    with drive.client(endpoint.url, idle_timeout=10, run_timeout=30) as client:
         thread = client.thread()
-        with pytest.raises(ag.RunTimeout), thread.stream("hi") as events:
+        with pytest.raises(ag.RunTimeout) as caught, thread.stream("hi") as events:
             for event in events:
                 seen.append(type(event).__name__)
+                clock.ahead = 31.0  # (the run's time is up: the next read, a drip's comment, finds it so)
     assert seen == ["RunStartedEvent"]
+    assert caught.value.timeout == 30 and caught.value.request_sent is True
 
 
 def test_a_run_that_ends_in_time_is_untouched_by_its_deadline(drive: Any, served: Any) -> None:

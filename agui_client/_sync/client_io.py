@@ -13,7 +13,7 @@ from typing import Any, TypeVar, cast
 import httpcore
 import httpx
 
-from .._closing import finish_sync_close
+from .._closing import close_guard, finish_sync_close
 from .._pool import own_transport
 from ..core.exchange import StreamHandle, opening_stage
 
@@ -40,10 +40,12 @@ def close_response(response: httpx.Response) -> None:
     does so left the connection active in the pool for good (its socket open until the client closed,
     a place lost in a capped pool), and every later close found the answer closed already. (The async
     client's also waits out a cancellation that comes during the close; a ``KeyboardInterrupt`` during
-    this one still cuts it: a program that must not be cut there holds SIGINT, as the CLI does.)
+    this one still cuts it: a program that must not be cut there holds SIGINT around it with
+    ``_closing.closes_guarded``, as the CLI does.)
     """
-    response.close()
-    finish_sync_close(response)
+    with close_guard():
+        response.close()
+        finish_sync_close(response)
 
 
 def pause(seconds: float) -> None:

@@ -27,9 +27,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         return 2
+    from .._closing import closes_guarded
     from .app import run_cli
     from .render import bounded
-    from .stopping import TERMINATED_STATUS, Terminated, sigterm_as_interrupt
+    from .stopping import TERMINATED_STATUS, Terminated, held_signals, sigterm_as_interrupt
     from .terminal import InertLogHandler, read_typed_text, some_lines, visible
 
     read_typed_text()
@@ -48,8 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for logger in loggers:
         logger.addHandler(log_handler)
     try:
-        # SIGTERM stops the command as Ctrl-C does, then ends it (agui_client.cli.stopping says why)
-        with sigterm_as_interrupt():
+        # SIGTERM stops the command as Ctrl-C does, then ends it (agui_client.cli.stopping says why); neither
+        # cuts the client's close of an answer, wherever it comes
+        with sigterm_as_interrupt(), closes_guarded(held_signals):
             return run_cli(argv)
     except Terminated:
         print("\nterminated", file=sys.stderr)

@@ -13,7 +13,10 @@ claim back, the chat puts the thread back as saved). Two kinds of step are not:
 - Leaving a run's stream after the first Ctrl-C: its exit closes the response, gives a claim back and
   saves the thread. A second Ctrl-C there cut that short; :class:`left_whole` holds it until the run
   is settled. (The library finishes httpcore's close itself when a second Ctrl-C cut it inside a read,
-  before the stream's exit began: ``_sync/client_io.close_response``.)
+  before the stream's exit began: ``_sync/client_io.close_response``.) The client closes answers
+  elsewhere too (one the agent refused, as the stream is entered, before its error is raised): the
+  command holds the signals around every close the client makes (``_closing.closes_guarded``, set up
+  by ``cli.main``), so a Ctrl-C never cuts one in its middle.
 - SIGTERM (``kill``, a service manager, a CI job's timeout) ended the process at once, by default:
   a run's response was not closed, a resume's claim not given back, the cursor left hidden. The
   command now takes it as :class:`Terminated`, a ``KeyboardInterrupt`` (so every step that is safe to

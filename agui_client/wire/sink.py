@@ -9,12 +9,16 @@ of a code in the life of the process.
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import FrameType
 
 import attrs
+import cattrs
 
 from ..errors import AguiWarning, StreamWarning
 
@@ -177,4 +181,23 @@ def warn(code: str, message: str, *, pointer: str | None = None, event_type: str
     text = _OUTSIDE.admit(code, str(StreamWarning(code=code, message=message, pointer=pointer,
                                                   event_type=event_type)))
     if text is not None:
-        warnings.warn(text, AguiWarning, stacklevel=4)
+        warnings.warn(text, AguiWarning, stacklevel=_callers_level())
+
+
+#: Where the package's own code runs, and the converter's it drives (its modules and the hooks it writes
+#: out): frames a warning said through :mod:`warnings` is not placed in.
+_INSIDE = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+           os.path.dirname(os.path.abspath(cattrs.__file__)) + os.sep, "<cattrs generated ", "<attrs generated ")
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` for :func:`warn`'s ``warnings.warn`` that places the warning at the caller's line:
+    the first frame outside the package. A fixed level placed a warning about an event's own field inside
+    the codec, and one about a nested object a frame further in still (the converter's hook for it, a
+    frame of generated code): how deep the warning is found depends on what is read, not on the caller.
+    Asked only for a warning that is shown, never per event."""
+    frame: FrameType | None = sys._getframe(2)  # (warn's caller: level 2 of the warnings.warn in warn)
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(_INSIDE):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -177,3 +177,53 @@ def test_a_reader_whose_read_fails_and_whose_handed_settling_fails_sees_its_read
         store.down = False
         thread.release_claim()
         assert thread.run("next").text == "again"
+
+
+@pytest.mark.parametrize("streamed", ["stream", "stream_until_done"])
+def test_a_handed_settling_that_fails_is_the_streams_recorded_outcome_and_its_readers_error(
+        drive: Any, served: Any, gate: Gate, streamed: str) -> None:
+    """The block was left normally while another reader read; that reader's settling failed to give the
+    claim back. The reader sees the store's error (the sync reader too: before, its iteration just ended and
+    the failure was logged as though it had ended on ``StopIteration``), and ``result`` names that failure.
+    Before, ``result`` said the stream had not ended and told the caller to read it after the block."""
+    held = Gate()
+    endpoint = served(gated_agent(gate, held))
+    store = ReleaseFails()
+    try:
+        with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
+            thread = client.thread("handed")
+            with pytest.raises(ag.StreamMisused) as left:
+                with getattr(thread, streamed)("hi") as stream:
+                    read_first_message_sync(stream)
+                    readers = Readers(stream)
+            assert left.value.code == "STREAM-SHARED"
+            store.down = True
+            gate.open()
+            readers.join()
+            refused, failed = readers.failed
+            assert isinstance(refused, ag.StreamMisused) and isinstance(failed, ag.StoreError), readers.failed
+            with pytest.raises(ag.StreamNotFinished) as unfinished:
+                _ = stream.result
+            assert unfinished.value.failed is failed
+            assert f"failed (StoreError: {failed})" in str(unfinished.value)
+    finally:
+        held.open()
+
+
+def test_a_blocks_own_exit_whose_settling_fails_records_that_failure(drive: Any, served: Any, gate: Gate) -> None:
+    """The same record when the block's own exit settles the run: it raises the store's error, and ``result``
+    names it afterwards (before: "has not ended; read .result after the with block", read after it)."""
+    held = Gate()
+    endpoint = served(gated_agent(gate, held))
+    store = ReleaseFails()
+    try:
+        with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
+            with pytest.raises(ag.StoreError) as raised:
+                with client.thread("own").stream("hi") as stream:
+                    read_first_message_sync(stream)
+                    store.down = True
+            with pytest.raises(ag.StreamNotFinished) as unfinished:
+                _ = stream.result
+            assert unfinished.value.failed is raised.value
+    finally:
+        held.open()

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m tools.differential --base REF [--head REF] [--count N] [--seed S] [--show K]
+    python -m tools.differential --base REF [--head REF] [--count N] [--seed S] [--show K] [--per-case L]
     python -m tools.differential --oracle DIR [PATH ...] [--gen KIND:SEED:SCALE ...] [--mutate N] [--seed S]
 
 The second form compares agui_client with the *reference* client instead (``reference.py``).
@@ -12,7 +12,8 @@ temporary folder (``git archive``) and folded there by ``tools/differential/work
 process, with that tree first on ``PYTHONPATH``. The cases (``tools/differential/cases.py``) are
 generated once, by this checkout, so both versions fold the same bytes. Exit status 0 when every case
 gave identical results (thread in wire form, outcome, warnings with their codes, messages and
-indexes, errors with their location), 1 when some differ (the first ``--show`` are printed).
+indexes, errors with their location), 1 when some differ (the first ``--show`` are printed, each with
+its first ``--per-case`` differences).
 """
 
 from __future__ import annotations
@@ -76,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head", help="a git revision (default: the working tree)")
     parser.add_argument("--count", type=int, default=3000, help="random cases (default 3000; plus gen and golden)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--show", type=int, default=10, help="differences printed (default 10)")
+    parser.add_argument("--show", type=int, default=10, metavar="K",
+                        help="with --base: the first K differing cases printed (default 10)")
+    parser.add_argument("--per-case", type=int, default=8, metavar="L",
+                        help="with --base: the first L differences printed of each case shown, out of the "
+                             "count it names (default 8; 0: every one)")
     mode = parser.add_argument_group("against the reference client (instead of --base)")
     mode.add_argument("--oracle", help="the oracle folder (fold.mjs, with `npm ci` done): compare with the reference")
     mode.add_argument("paths", nargs="*", metavar="PATH", help="streams (.jsonl, .sse) or folders of them")
@@ -123,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                     one, two = json.loads(line_a), json.loads(line_b)
                     found = _differences(one["folded"], two["folded"])
                     print(f"--- {one['name']}: {len(found)} differences")
-                    for item in found[:8]:
+                    for item in found[:args.per_case or None]:
                         print("   ", item)
         print(f"{total} cases ({args.count} random, the rest gen.py and golden), each folded three ways "
               f"(replay, stream, collect): {total - differing} identical, {differing} differ "
