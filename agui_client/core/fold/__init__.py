@@ -34,7 +34,7 @@ from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.types.base import JSON
 from .. import legacy
-from ..interrupts import listed_ids
+from ..interrupts import copied_interrupts, listed_ids
 from ..roster import Roster
 from .document import EMPTY_STATE, StateDocument
 from .entries import Entry
@@ -178,8 +178,11 @@ class ThreadState:
 
     @property
     def open_interrupts(self) -> tuple[rn.Interrupt, ...]:
-        """The interrupts of the most recent interrupted run that nothing has answered yet."""
-        return self.ledger.open_interrupts
+        """The interrupts of the most recent interrupted run that nothing has answered yet.
+
+        Each read hands out copies of their schemas and metadata: changing what one read gave changes
+        neither the thread's interrupts (the schema a resume is checked against) nor what it saves."""
+        return copied_interrupts(self.ledger.open_interrupts)
 
     @property
     def legacy_interrupts(self) -> str | None:

@@ -1,0 +1,97 @@
+"""An interrupt handed out is the caller's: changing its schema or metadata changes nothing the thread holds.
+
+An ``Interrupt`` is frozen, but its ``responseSchema`` and ``metadata`` are dicts. A caller changing the
+ones it was handed (a form filling in defaults, a UI dropping a field it cannot show) changed the
+thread's own: the schema a resume is checked against, and the record the next save writes. Every body
+runs through both shells (``drive``) against a ``ScriptedAgent`` on 127.0.0.1; "nothing was sent" is a
+count of requests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import agui_client as ag
+from agui_client.stores import MemoryStore
+from agui_client.testing import Finish, ScriptedAgent, Start
+
+SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+ASKED = {"id": "i1", "reason": "input", "responseSchema": SCHEMA, "metadata": {"tags": ["deploy"]}}
+
+
+def _asks_then_finishes() -> ScriptedAgent:
+    return ScriptedAgent([[Start(), Finish(outcome={"type": "interrupt", "interrupts": [ASKED]})],
+                          [Start(), Finish()]])
+
+
+def _spoil(interrupts: Any) -> None:
+    """What a careless caller does to interrupts it was handed: every nested container changed."""
+    for interrupt in interrupts:
+        interrupt.response_schema["required"].clear()
+        interrupt.response_schema["properties"]["ok"]["type"] = "string"
+        interrupt.metadata["tags"].append("spoiled")
+
+
+def _held(thread: Any) -> list[dict[str, Any]]:
+    return list(thread.state.dump()["openInterrupts"])
+
+
+@pytest.mark.parametrize("how", ["run", "stream"])
+def test_changing_a_handed_out_interrupt_changes_neither_the_check_nor_the_record(
+        drive: Any, served: Any, how: str) -> None:
+    endpoint = served(_asks_then_finishes())
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        if how == "run":
+            _spoil(thread.run("deploy").interrupts)
+        else:
+            with thread.stream("deploy") as events:
+                for event in events:
+                    if isinstance(event, ag.RunFinishedEvent):
+                        _spoil(event.outcome.interrupts)
+        _spoil(thread.open_interrupts)
+        _spoil(thread.state.open_interrupts)
+        builder = thread.resume_builder()
+        _spoil(builder.interrupts)
+        with pytest.raises(ag.InvalidResumePayload) as caught:
+            thread.run(resume=builder.answer("i1", {}))
+        held = _held(thread)
+        saved = store.load(thread.id)
+        result = thread.run(resume=thread.resume_builder().answer("i1", {"ok": True}))
+
+    assert caught.value.ids == ("i1",)
+    assert endpoint.agent.request_count == 2  # the refused resume sent nothing; the valid one went out
+    assert held == [ASKED]
+    assert saved is not None and saved.data["openInterrupts"] == [ASKED]
+    assert result.outcome == "success"
+
+
+def test_a_loaded_threads_interrupts_are_its_own(drive: Any, served: Any) -> None:
+    endpoint = served(_asks_then_finishes())
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        client.thread("t1").run("deploy")
+        loaded = client.thread("t1")
+        _spoil(loaded.open_interrupts)
+        with pytest.raises(ag.InvalidResumePayload):
+            loaded.run(resume=loaded.resume_builder().answer("i1", {"ok": "yes"}))
+
+    assert _held(loaded) == [ASKED]
+    assert endpoint.agent.request_count == 1
+
+
+def test_an_unbound_builder_keeps_its_own_schemas() -> None:
+    given = ag.Interrupt(id="i1", reason="input", response_schema={"type": "object", "required": ["ok"]})
+    builder = ag.ResumeBuilder([given])
+    given.response_schema["required"].clear()
+    builder.interrupts[0].response_schema["required"].clear()
+
+    with pytest.raises(ag.InvalidResumePayload) as caught:
+        builder.answer("i1", {}).build()
+
+    assert caught.value.ids == ("i1",)
