@@ -36,7 +36,7 @@ from ...wire.types.base import JSON
 from .. import legacy
 from ..interrupts import copied_interrupts, listed_ids
 from ..roster import Roster
-from .document import EMPTY_STATE, StateDocument
+from .document import EMPTY_STATE, StateDocument, foreign_copy
 from .entries import Entry
 from .ledger import RunLedger
 from .log import MessageLog
@@ -218,8 +218,13 @@ class ThreadState:
 
     @property
     def subagents(self) -> Mapping[str, SubagentRecord]:
-        """Every subagent invocation seen, by ``subagentRunId``."""
-        return dict(self.ledger.subagents)
+        """Every subagent invocation seen, by ``subagentRunId``.
+
+        A finished subagent's ``result`` comes as a copy at each read: changing it changes neither the
+        thread's record nor what it saves."""
+        return {key: record if type(record.result) not in (dict, list) else
+                attrs.evolve(record, result=foreign_copy(record.result))
+                for key, record in self.ledger.subagents.items()}
 
     @property
     def runs(self) -> tuple[RunRecord, ...]:
@@ -403,11 +408,17 @@ class ThreadState:
                                                      event.parent_subagent_run_id, event.parent_tool_call_id,
                                                      event.parent_message_id)
             case ev.SubagentFinishedEvent():
-                found = self.ledger.subagent_finished(event.subagent_run_id, event.outcome, event.result)
+                # (an event handed out, or built elsewhere, keeps its own result: the record holds a copy,
+                # so changing the event changes nothing the thread holds or saves)
+                result = event.result if adopt or type(event.result) not in (dict, list) else foreign_copy(event.result)
+                found = self.ledger.subagent_finished(event.subagent_run_id, event.outcome, result)
             case ev.SubagentErrorEvent():
                 found = self.ledger.subagent_error(event.subagent_run_id, event.message, event.code)
             case ev.CustomEvent():
-                found = self.ledger.custom(event.name, event.value, event.subagent_run_id, event.raw_event)
+                value, raw = event.value, event.raw_event
+                if not adopt and event.name == legacy.ON_INTERRUPT:  # (kept for the bridge: see subagents)
+                    value, raw = foreign_copy(value), foreign_copy(raw)
+                found = self.ledger.custom(event.name, value, event.subagent_run_id, raw)
             case ev.RawEvent() | ev.ReasoningStartEvent() | ev.ReasoningEndEvent() | ev.UnknownEvent():
                 return NO_WARNINGS  # they carry no state of their own (UK-08)
             case ev.TextMessageChunkEvent() | ev.ToolCallChunkEvent() | ev.ReasoningMessageChunkEvent():

@@ -1,10 +1,10 @@
-"""An interrupt handed out is the caller's: changing its schema or metadata changes nothing the thread holds.
+"""What the thread hands out is the caller's: changing its dicts changes nothing the thread holds.
 
-An ``Interrupt`` is frozen, but its ``responseSchema`` and ``metadata`` are dicts. A caller changing the
-ones it was handed (a form filling in defaults, a UI dropping a field it cannot show) changed the
-thread's own: the schema a resume is checked against, and the record the next save writes. Every body
-runs through both shells (``drive``) against a ``ScriptedAgent`` on 127.0.0.1; "nothing was sent" is a
-count of requests.
+An ``Interrupt`` and a ``SubagentRecord`` are frozen, but an interrupt's ``responseSchema`` and
+``metadata`` and a subagent's ``result`` are dicts. A caller changing the ones it was handed (a form
+filling in defaults, a UI dropping a field it cannot show) changed the thread's own: the schema a
+resume is checked against, and the record the next save writes. Every body runs through both shells
+(``drive``) against a ``ScriptedAgent`` on 127.0.0.1; "nothing was sent" is a count of requests.
 """
 
 from __future__ import annotations
@@ -95,3 +95,47 @@ def test_an_unbound_builder_keeps_its_own_schemas() -> None:
         builder.answer("i1", {}).build()
 
     assert caught.value.ids == ("i1",)
+
+
+@pytest.mark.parametrize("how", ["run", "stream"])
+def test_changing_a_subagents_result_handed_out_changes_neither_the_thread_nor_the_record(
+        drive: Any, served: Any, how: str) -> None:
+    finished = {"type": "SUBAGENT_FINISHED", "subagentRunId": "sa1", "result": {"rows": [1]}}
+    endpoint = served(ScriptedAgent([[Start(), {"type": "SUBAGENT_STARTED", "subagentRunId": "sa1", "name": "search"},
+                                      finished, Finish()]]))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        if how == "run":
+            thread.run("look it up")
+        else:
+            with thread.stream("look it up") as events:
+                for event in events:
+                    if isinstance(event, ag.SubagentFinishedEvent):
+                        event.result["rows"].append("from the event")
+        thread.state.subagents["sa1"].result["rows"].append("from the record")
+        saved = store.load(thread.id)
+
+    assert thread.state.subagents["sa1"].result == {"rows": [1]}
+    assert thread.state.dump()["subagents"]["sa1"]["result"] == {"rows": [1]}
+    assert saved is not None and saved.data["subagents"]["sa1"]["result"] == {"rows": [1]}
+
+
+def test_changing_a_legacy_ask_handed_out_changes_nothing_the_bridge_reads(drive: Any, served: Any) -> None:
+    # A pre-1.0 producer asks in a CUSTOM event; the bridge reads the ask at the run's end, after the
+    # event went to the caller: what the caller did to it in between must not become the interrupt.
+    ask = {"reason": "tool_approval", "message": "Delete /srv/x?", "responseSchema": {"type": "object",
+                                                                                    "required": ["approved"]}}
+    endpoint = served(ScriptedAgent([[Start(), {"type": "CUSTOM", "name": "on_interrupt", "value": ask}, Finish()]]))
+
+    with drive.client(endpoint.url, legacy_interrupts="langgraph") as client:
+        thread = client.thread()
+        with thread.stream("clean up") as events:
+            for event in events:
+                if isinstance(event, ag.CustomEvent):
+                    event.value["message"] = "spoiled"
+                    event.value["responseSchema"]["required"].clear()
+
+    [interrupt] = thread.open_interrupts
+    assert (interrupt.message, interrupt.response_schema) == ("Delete /srv/x?", ask["responseSchema"])
