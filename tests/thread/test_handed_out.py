@@ -139,3 +139,43 @@ def test_changing_a_legacy_ask_handed_out_changes_nothing_the_bridge_reads(drive
 
     [interrupt] = thread.open_interrupts
     assert (interrupt.message, interrupt.response_schema) == ("Delete /srv/x?", ask["responseSchema"])
+
+
+SNAPSHOT_MESSAGES = [
+    {"id": "u1", "role": "user", "metadata": {"source": ["web"]},
+     "content": [{"type": "text", "text": "plan it", "metadata": {"lang": ["en"]}}]},
+    {"id": "a1", "role": "assistant", "content": "calling",
+     "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "plan", "arguments": "{}"},
+                    "metadata": {"cost": [1]}}]},
+    {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "done"},
+    {"id": "p1", "role": "activity", "activityType": "plan", "content": {"steps": ["one"]}},
+]
+
+
+def _spoil_messages(messages: Any) -> None:
+    for message in messages:
+        if message.metadata is not None:
+            message.metadata["source"].append("spoiled")
+        if isinstance(message, ag.ActivityMessage):
+            message.content["steps"].append("spoiled")
+        elif isinstance(message, ag.UserMessage):
+            message.content[0].metadata["lang"].append("spoiled")
+        elif isinstance(message, ag.AssistantMessage):
+            message.tool_calls[0].metadata["cost"].append("spoiled")
+
+
+def test_changing_a_messages_snapshot_event_changes_nothing_the_thread_holds(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent([[Start(), {"type": "MESSAGES_SNAPSHOT", "messages": SNAPSHOT_MESSAGES},
+                                      Finish()]]))
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        thread = client.thread()
+        with thread.stream("plan it") as events:
+            for event in events:
+                if isinstance(event, ag.MessagesSnapshotEvent):
+                    _spoil_messages(event.messages)
+        saved = store.load(thread.id)
+
+    assert thread.state.dump()["messages"] == SNAPSHOT_MESSAGES
+    assert saved is not None and saved.data["messages"] == SNAPSHOT_MESSAGES

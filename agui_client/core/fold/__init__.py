@@ -42,7 +42,7 @@ from .ledger import RunLedger
 from .log import MessageLog
 from .persist import STATE_FORMAT_VERSION, Mark, changes, dump, load, to_wire
 from .records import Outcome, RunErrorInfo, RunRecord, StepRecord, SubagentRecord, sum_usage
-from .snapshots import Snapshots
+from .snapshots import Snapshots, detached
 from .streams import NO_WARNINGS, Streams, too_dense_to_parse
 
 __all__ = [
@@ -373,7 +373,9 @@ class ThreadState:
             case ev.StateDeltaEvent():
                 found = self.document.delta(event.delta, adopt)
             case ev.MessagesSnapshotEvent():
-                found = self.snapshots.messages_snapshot(Roster.of(event.messages), event.metadata)
+                # (the event's messages stay its holder's: the dicts inside them are copied, see detached)
+                held = event.messages if adopt else detached(event.messages)
+                found = self.snapshots.messages_snapshot(Roster.of(held), event.metadata)
             case ev.ActivitySnapshotEvent():
                 found = self.snapshots.activity_snapshot(event.message_id, event.activity_type, event.content,
                                                          event.replace, event.subagent_run_id, event.metadata)
