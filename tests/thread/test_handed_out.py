@@ -3,12 +3,16 @@
 An ``Interrupt`` and a ``SubagentRecord`` are frozen, but an interrupt's ``responseSchema`` and
 ``metadata`` and a subagent's ``result`` are dicts. A caller changing the ones it was handed (a form
 filling in defaults, a UI dropping a field it cannot show) changed the thread's own: the schema a
-resume is checked against, and the record the next save writes. Every body runs through both shells
-(``drive``) against a ``ScriptedAgent`` on 127.0.0.1; "nothing was sent" is a count of requests.
+resume is checked against, and the record the next save writes. So did changing an event iterated in
+``stream()`` (a ``MESSAGES_SNAPSHOT``'s messages, a subagent's result, a pre-1.0 ask), and a
+``ThreadState.copy()`` shared its messages' dicts with the thread it copied. Every body that runs a
+thread runs through both shells (``drive``) against a ``ScriptedAgent`` on 127.0.0.1; "nothing was
+sent" is a count of requests.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -179,3 +183,18 @@ def test_changing_a_messages_snapshot_event_changes_nothing_the_thread_holds(dri
 
     assert thread.state.dump()["messages"] == SNAPSHOT_MESSAGES
     assert saved is not None and saved.data["messages"] == SNAPSHOT_MESSAGES
+
+
+def test_a_threads_copy_shares_no_dict_with_it() -> None:
+    # ThreadState.copy() says "independent": the dicts inside its messages too, both ways.
+    original = ag.ThreadState.load({"threadId": "t1", "messages": copy.deepcopy(SNAPSHOT_MESSAGES)})
+    copied = original.copy()
+
+    _spoil_messages(copied.messages)
+    spoiled_once = copy.deepcopy(copied.dump()["messages"])
+    untouched = copy.deepcopy(original.dump()["messages"])
+    _spoil_messages(original.messages)
+
+    assert untouched == SNAPSHOT_MESSAGES
+    assert spoiled_once != SNAPSHOT_MESSAGES
+    assert copied.dump()["messages"] == spoiled_once

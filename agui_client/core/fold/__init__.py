@@ -504,8 +504,11 @@ class ThreadState:
         return thread
 
     def copy(self) -> ThreadState:
-        """An independent copy (through the dump form; the legacy bridge in force, too)."""
-        copied = ThreadState.load(self.dump())
+        """An independent copy (through the dump form; the legacy bridge in force, too).
+
+        The dump's message dicts are the thread's own (see :meth:`dump`): they are copied here, so
+        changing a message's ``metadata`` or an activity's ``content`` in one thread leaves the other's."""
+        copied = ThreadState.load(foreign_copy(self.dump(share_state=True)))
         copied.legacy_interrupts = self.legacy_interrupts
         return copied
 
