@@ -418,7 +418,8 @@ class ThreadState:
                 found = self.ledger.subagent_error(event.subagent_run_id, event.message, event.code)
             case ev.CustomEvent():
                 value, raw = event.value, event.raw_event
-                if not adopt and event.name == legacy.ON_INTERRUPT:  # (kept for the bridge: see subagents)
+                # (the bridge reads a pre-1.0 ask at the run's end, after the event went to its holder)
+                if not adopt and event.name == legacy.ON_INTERRUPT:
                     value, raw = foreign_copy(value), foreign_copy(raw)
                 found = self.ledger.custom(event.name, value, event.subagent_run_id, raw)
             case ev.RawEvent() | ev.ReasoningStartEvent() | ev.ReasoningEndEvent() | ev.UnknownEvent():

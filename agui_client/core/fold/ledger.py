@@ -28,7 +28,6 @@ __all__ = ["RunLedger"]
 _NO_WARNINGS: tuple[StreamWarning, ...] = ()
 
 
-
 class RunLedger:
     """The runs folded into a thread and what they left: interrupts, pending calls, usage, subagents.
 
@@ -92,7 +91,7 @@ class RunLedger:
         first: dict[str, rn.Interrupt] = {}
         for interrupt in interrupts:
             first.setdefault(interrupt.id, interrupt)
-        self.open_interrupts = copied_interrupts(tuple(first.values()))
+        self.open_interrupts = copied_interrupts(first.values())  # (its own: see copied_interrupts)
         self.interrupted_run_id = run_id
         self.open_via = None
 
