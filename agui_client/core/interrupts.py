@@ -44,12 +44,13 @@ from ..wire.jsonio import json_problem
 from ..wire.sink import warn as _warn
 from ..wire.types.base import JSON, Metadata
 from ..wire.types.run import Interrupt, ResumeEntry
+from ..wire.values import copy_json, deep_copy, plain_json
 from . import schema as _schema
 from .expiry import Clock, current_time, judge_expiry
 
 __all__ = ["check_resume", "check_answer", "AnswerProblem",
            "awaiting_answers", "ResumeBuilder", "PROBLEM_KINDS", "SCHEMA_FAULTS", "check_target", "listed_ids",
-           "warn_absent_payloads", "without_abandoned_payloads"]
+           "warn_absent_payloads", "without_abandoned_payloads", "copied_interrupts"]
 
 #: The kinds of :attr:`ResumeRefused.problems`, in the order that picks the exception's class.
 PROBLEM_KINDS: Final = ("nothing", "uncovered", "expired", "unknown", "duplicate", "invalid", "invalid-entry")
@@ -476,7 +477,7 @@ def check_target(builder: ResumeBuilder, thread_id: str, run_id: str | None, ope
         return
     if builder.thread_id != thread_id:
         why = f"the builder was made for thread {_quoted(builder.thread_id)}, not {_quoted(thread_id)}"
-    elif builder.run_id != run_id or not _same_interrupts(builder.interrupts, open_interrupts):
+    elif builder.run_id != run_id or not _same_interrupts(builder._interrupts, open_interrupts):
         made = f"the builder was made for the interrupts of run {_quoted(builder.run_id)}"
         if not open_interrupts:
             why = f"{made}, and the thread waits on none now{'' if run_ids is None else builder._since(run_ids())}"
@@ -490,6 +491,26 @@ def check_target(builder: ResumeBuilder, thread_id: str, run_id: str | None, ope
     raise MisdirectedResume(f"resume refused, nothing was sent: {why} (make a new one with "
                             "thread.resume_builder())", ids=ids, builder_thread_id=builder.thread_id,
                             builder_run_id=builder.run_id, thread_id=thread_id, interrupted_run_id=run_id)
+
+
+def _copied(value: Any) -> Any:
+    # (orjson's fast copy would write NaN as null: what is not plain JSON is deep-copied as it is)
+    return copy_json(value) if plain_json(value) else deep_copy(value)
+
+
+def copied_interrupts(interrupts: Iterable[Interrupt]) -> tuple[Interrupt, ...]:
+    """``interrupts`` with a copy of each one's ``responseSchema`` and ``metadata`` (the rest is immutable).
+
+    An interrupt is frozen, but its schema and metadata are dicts. Whoever checks answers against
+    them (a thread's ledger, a :class:`ResumeBuilder`) holds its own copies and hands out others, so a
+    caller changing what it was handed (a form filling in its defaults) changes neither the schema an
+    answer is checked against nor the record the next save writes. Interrupts are few and held once a
+    run: the copies cost nothing a fold would notice.
+    """
+    return tuple(interrupt if interrupt.response_schema is None and interrupt.metadata is None
+                 else attrs.evolve(interrupt, response_schema=_copied(interrupt.response_schema),
+                                   metadata=_copied(interrupt.metadata))
+                 for interrupt in interrupts)
 
 
 def _same_interrupts(made_for: Sequence[Interrupt], held: Sequence[Interrupt]) -> bool:
@@ -544,7 +565,7 @@ class ResumeBuilder:
                 ``run_id`` and ``interrupts``. ``None`` (the default) leaves the builder unbound.
             run_id: the run that raised ``interrupts`` (checked only when ``thread_id`` is given).
         """
-        self._interrupts = tuple(interrupts)
+        self._interrupts = copied_interrupts(interrupts)  # (its own: the schemas its answers are checked against)
         # The open ids once, in raise order: answering n interrupts one by one looks each id up here
         # (it read them all again per answer, n² for a run that raised thousands).
         self._open_ids = dict.fromkeys(i.id for i in self._interrupts)
@@ -592,8 +613,9 @@ class ResumeBuilder:
 
     @property
     def interrupts(self) -> tuple[Interrupt, ...]:
-        """The open interrupts, in the order they were raised."""
-        return self._interrupts
+        """The open interrupts, in the order they were raised (copies of their schemas and metadata, as
+        :func:`copied_interrupts`: changing them changes none the builder checks against)."""
+        return copied_interrupts(self._interrupts)
 
     @property
     def entries(self) -> tuple[ResumeEntry, ...]:

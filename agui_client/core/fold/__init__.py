@@ -34,15 +34,15 @@ from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.types.base import JSON
 from .. import legacy
-from ..interrupts import listed_ids
+from ..interrupts import copied_interrupts, listed_ids
 from ..roster import Roster
-from .document import EMPTY_STATE, StateDocument
+from .document import EMPTY_STATE, StateDocument, foreign_copy
 from .entries import Entry
 from .ledger import RunLedger
 from .log import MessageLog
 from .persist import STATE_FORMAT_VERSION, Mark, changes, dump, load, to_wire
 from .records import Outcome, RunErrorInfo, RunRecord, StepRecord, SubagentRecord, sum_usage
-from .snapshots import Snapshots
+from .snapshots import Snapshots, detached
 from .streams import NO_WARNINGS, Streams, too_dense_to_parse
 
 __all__ = [
@@ -178,8 +178,11 @@ class ThreadState:
 
     @property
     def open_interrupts(self) -> tuple[rn.Interrupt, ...]:
-        """The interrupts of the most recent interrupted run that nothing has answered yet."""
-        return self.ledger.open_interrupts
+        """The interrupts of the most recent interrupted run that nothing has answered yet.
+
+        Each read hands out copies of their schemas and metadata: changing what one read gave changes
+        neither the thread's interrupts (the schema a resume is checked against) nor what it saves."""
+        return copied_interrupts(self.ledger.open_interrupts)
 
     @property
     def legacy_interrupts(self) -> str | None:
@@ -215,8 +218,13 @@ class ThreadState:
 
     @property
     def subagents(self) -> Mapping[str, SubagentRecord]:
-        """Every subagent invocation seen, by ``subagentRunId``."""
-        return dict(self.ledger.subagents)
+        """Every subagent invocation seen, by ``subagentRunId``.
+
+        A finished subagent's ``result`` comes as a copy at each read: changing it changes neither the
+        thread's record nor what it saves."""
+        return {key: record if type(record.result) not in (dict, list) else
+                attrs.evolve(record, result=foreign_copy(record.result))
+                for key, record in self.ledger.subagents.items()}
 
     @property
     def runs(self) -> tuple[RunRecord, ...]:
@@ -365,7 +373,9 @@ class ThreadState:
             case ev.StateDeltaEvent():
                 found = self.document.delta(event.delta, adopt)
             case ev.MessagesSnapshotEvent():
-                found = self.snapshots.messages_snapshot(Roster.of(event.messages), event.metadata)
+                # (the event's messages stay its holder's: the dicts inside them are copied, see detached)
+                held = event.messages if adopt else detached(event.messages)
+                found = self.snapshots.messages_snapshot(Roster.of(held), event.metadata)
             case ev.ActivitySnapshotEvent():
                 found = self.snapshots.activity_snapshot(event.message_id, event.activity_type, event.content,
                                                          event.replace, event.subagent_run_id, event.metadata)
@@ -400,11 +410,18 @@ class ThreadState:
                                                      event.parent_subagent_run_id, event.parent_tool_call_id,
                                                      event.parent_message_id)
             case ev.SubagentFinishedEvent():
-                found = self.ledger.subagent_finished(event.subagent_run_id, event.outcome, event.result)
+                # (an event handed out, or built elsewhere, keeps its own result: the record holds a copy,
+                # so changing the event changes nothing the thread holds or saves)
+                result = event.result if adopt or type(event.result) not in (dict, list) else foreign_copy(event.result)
+                found = self.ledger.subagent_finished(event.subagent_run_id, event.outcome, result)
             case ev.SubagentErrorEvent():
                 found = self.ledger.subagent_error(event.subagent_run_id, event.message, event.code)
             case ev.CustomEvent():
-                found = self.ledger.custom(event.name, event.value, event.subagent_run_id, event.raw_event)
+                value, raw = event.value, event.raw_event
+                # (the bridge reads a pre-1.0 ask at the run's end, after the event went to its holder)
+                if not adopt and event.name == legacy.ON_INTERRUPT:
+                    value, raw = foreign_copy(value), foreign_copy(raw)
+                found = self.ledger.custom(event.name, value, event.subagent_run_id, raw)
             case ev.RawEvent() | ev.ReasoningStartEvent() | ev.ReasoningEndEvent() | ev.UnknownEvent():
                 return NO_WARNINGS  # they carry no state of their own (UK-08)
             case ev.TextMessageChunkEvent() | ev.ToolCallChunkEvent() | ev.ReasoningMessageChunkEvent():
@@ -488,8 +505,11 @@ class ThreadState:
         return thread
 
     def copy(self) -> ThreadState:
-        """An independent copy (through the dump form; the legacy bridge in force, too)."""
-        copied = ThreadState.load(self.dump())
+        """An independent copy (through the dump form; the legacy bridge in force, too).
+
+        The dump's message dicts are the thread's own (see :meth:`dump`): they are copied here, so
+        changing a message's ``metadata`` or an activity's ``content`` in one thread leaves the other's."""
+        copied = ThreadState.load(foreign_copy(self.dump(share_state=True)))
         copied.legacy_interrupts = self.legacy_interrupts
         return copied
 

@@ -17,6 +17,7 @@ from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.types.base import JSON
 from .. import legacy
+from ..interrupts import copied_interrupts
 from .document import StateDocument
 from .entries import Entry
 from .log import MessageLog
@@ -90,7 +91,7 @@ class RunLedger:
         first: dict[str, rn.Interrupt] = {}
         for interrupt in interrupts:
             first.setdefault(interrupt.id, interrupt)
-        self.open_interrupts = tuple(first.values())
+        self.open_interrupts = copied_interrupts(first.values())  # (its own: see copied_interrupts)
         self.interrupted_run_id = run_id
         self.open_via = None
 
@@ -166,8 +167,8 @@ class RunLedger:
         match outcome:
             case rn.RunFinishedInterruptOutcome():
                 run.outcome = "interrupt"
-                run.interrupts = outcome.interrupts
-                self.open_interrupts = outcome.interrupts
+                run.interrupts = outcome.interrupts  # (handed out with the result and the event)
+                self.open_interrupts = copied_interrupts(outcome.interrupts)
                 self.interrupted_run_id = run.run_id
                 self._link_suspended(outcome.interrupts)
                 return warnings

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from ..._inert import quoted_name
 from ...errors import StreamWarning
 from ...wire.sink import warn
@@ -24,10 +26,45 @@ from .entries import Call, Entry, Held, merge_metadata
 from .log import MessageLog, hold, holder_of
 from .records import RunRecord, note_removed
 
-__all__ = ["Snapshots"]
+__all__ = ["Snapshots", "detached"]
 
 _NO_WARNINGS: tuple[StreamWarning, ...] = ()
 _UNDECLARED: Any = object()
+
+
+def detached(messages: Sequence[msg.Message]) -> Sequence[msg.Message]:
+    """``messages`` with the dicts inside each copied: its ``metadata``, an activity's ``content``, a
+    content part's and a tool call's ``metadata``. A message without any is kept as it is.
+
+    For a snapshot event handed out (or built elsewhere): whoever holds the event keeps its messages'
+    dicts, and changing them changes nothing the thread holds, sends or saves, as a state or activity
+    snapshot's document is copied. A message's strings and frozen parts need no copy.
+    """
+    out: list[msg.Message] | None = None
+    for position, message in enumerate(messages):
+        copied = _detached(message)
+        if copied is not message:
+            if out is None:
+                out = list(messages)
+            out[position] = copied
+    return messages if out is None else out
+
+
+def _detached(message: msg.Message) -> msg.Message:
+    changes: dict[str, Any] = {}
+    if message.metadata is not None:
+        changes["metadata"] = foreign_copy(message.metadata)
+    content = getattr(message, "content", None)
+    if type(content) is dict:
+        changes["content"] = foreign_copy(content)
+    elif type(content) is tuple and any(part.metadata is not None for part in content):
+        changes["content"] = tuple(part if part.metadata is None else
+                                   attrs.evolve(part, metadata=foreign_copy(part.metadata)) for part in content)
+    calls: tuple[msg.ToolCall, ...] | None = getattr(message, "tool_calls", None)
+    if calls and any(call.metadata is not None for call in calls):
+        changes["tool_calls"] = tuple(call if call.metadata is None else
+                                      attrs.evolve(call, metadata=foreign_copy(call.metadata)) for call in calls)
+    return attrs.evolve(message, **changes) if changes else message
 
 
 class Snapshots:
