@@ -123,3 +123,29 @@ def test_markup_in_an_approval_forms_choices_and_default_is_shown_as_it_is_sent(
     assert "[[hidden]reject[/hidden]/approve]" in shown and "([hidden]reject[/hidden])" in shown
     assert "[/][red]say[/red]" in shown
     assert endpoint.received[-1].body["resume"][0]["payload"] == {"decision": "[hidden]reject[/hidden]"}
+
+
+def test_a_table_shows_every_cell_however_wide_or_long_its_words(served: Callable[[Any], Any]) -> None:
+    # rich cut a word wider than its column with an ellipsis, and gave no width at all to the columns a
+    # terminal could not hold (at 60 columns, 26 one-letter ones showed 8): words the thread holds
+    # the person never saw. A long word is folded onto the next lines; a table too wide is its rows as text.
+    word = "approve-the-transfer-" * 15
+    wide = "|" + "|".join(f"h{i}" for i in range(100)) + "|\n|" + "-|" * 100 + "\n|" \
+        + "|".join(f"c{i}" for i in range(100)) + "|\n"
+    answer = f"| name | value |\n|---|---|\n| note | {word} |\n\n{wide}"
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", answer), Finish()]]))
+    child, screen = _spawn(endpoint.url)
+    try:
+        _say(child, "hi")
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    shown = _text(screen)
+    joined = "".join(shown.split())
+
+    assert child.exitstatus == 0 and "Traceback" not in shown
+    assert "…" not in shown and word in joined  # (folded: every character, in order)
+    assert "(a table of 100 columns, too many for the width: its rows as text)" in shown
+    assert "|" + "|".join(f"h{i}" for i in range(100)) + "|" in joined
+    assert "|" + "|".join(f"c{i}" for i in range(100)) + "|" in joined

@@ -415,12 +415,12 @@ def _markdown_parser() -> MarkdownIt:
 
 def _markdown(text: str) -> RenderableType:
     # (imported here: markdown-it and pygments would add their import time to every agui command)
-    from rich.markdown import Markdown
+    from .mdview import AnswerMarkdown
 
     # Made visible before parsing, so a control character is shown, not measured or obeyed; links
     # are shown with their address instead of as terminal hyperlinks.
     shown = visible(text)
-    rendered = Markdown("", hyperlinks=False)
+    rendered = AnswerMarkdown("", hyperlinks=False)
     # rich's own parser reads HTML and rich draws none of it: a block of HTML (``<div>…</div>``, a
     # comment) vanished from the screen though the thread holds it, so an agent could say to the
     # record what the person never sees. Read with HTML off, it is text, shown as written.
