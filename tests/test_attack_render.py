@@ -18,15 +18,18 @@ from test_chat import _say, _spawn, _text, _writer
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
 
-#: Markdown an agent may answer with: links whose text is not their target, an image, HTML a terminal
-#: cannot draw, and markup with a closing tag that closes nothing (rich raises MarkupError on it).
+#: Markdown an agent may answer with: links whose text is not their target, a title, reference links
+#: (defined in their block, and in another), an image, HTML a terminal cannot draw, and markup with a
+#: closing tag that closes nothing (rich raises MarkupError on it).
 ANSWER = (
-    "[r]: https://evil.example/ref\n"
-    "[https://trusted.example](https://evil.example/a) and [approve][r]\n\n"
+    "[https://trusted.example](https://evil.example/a \"the title\") and [click here](https://evil.example/c)\n\n"
+    "[r]: https://evil.example/ref \"Approved by your bank\"\n"
+    "[approve][r] and [later][s]\n\n"
+    "[s]: https://evil.example/s\n\n"
     "<div>the hidden words</div>\n\n"
     "<!-- a hidden comment -->\n\n"
     "inline <b>bold</b> [/] [link=file:///etc/passwd]click[/link] [@click=app.quit] :warning: \\[x] [nosuchstyle]y\n\n"
-    "![alt](https://evil.example/img.png)\n"
+    "![alt](https://evil.example/img.png \"an image's title\")\n"
 )
 
 
@@ -44,12 +47,19 @@ def test_markdown_links_show_their_targets_and_html_is_shown_as_written(served: 
 
     assert child.exitstatus == 0 and "Traceback" not in shown
     assert "\x1b]8;" not in raw  # no terminal hyperlink at all
-    assert "https://trusted.example (https://evil.example/a)" in shown  # the target beside the text
-    assert "approve (https://evil.example/ref)" in shown
+    # the target beside the text, and the title
+    assert 'https://trusted.example (https://evil.example/a "the title")' in shown
+    assert "click here (https://evil.example/c)" in shown
+    # A definition (its target and title) was shown nowhere: a block holding one is shown as written.
+    # One in another block is not followed: a block printed is never drawn again, so one defined after
+    # its use (where writers put them) could not be, and shown as written, either order reads.
+    assert '[r]: https://evil.example/ref "Approved by your bank"\n[approve][r] and [later][s]' in shown
+    assert "[s]: https://evil.example/s" in shown
     # HTML is text: rich draws no HTML, and it used to vanish from the screen
     assert "<div>the hidden words</div>" in shown and "<!-- a hidden comment -->" in shown
     assert "inline <b>bold</b>" in shown
     assert "[/] [link=file:///etc/passwd]click[/link] [@click=app.quit] :warning: [x] [nosuchstyle]y" in shown
+    assert "alt \"an image's title\"" in shown and "img.png" not in shown  # (an image: its alt text, no link)
 
 
 def test_an_html_block_streamed_a_character_at_a_time_is_shown_once_and_whole() -> None:

@@ -503,7 +503,7 @@ def _markdown_parser() -> MarkdownIt:
 
 def _markdown(text: str) -> RenderableType:
     # (imported here: markdown-it and pygments would add their import time to every agui command)
-    from .mdview import AnswerMarkdown
+    from .mdview import AnswerMarkdown, show_titles
 
     # Made visible before parsing, so a control character is shown, not measured or obeyed; links
     # are shown with their address instead of as terminal hyperlinks.
@@ -512,10 +512,14 @@ def _markdown(text: str) -> RenderableType:
     # rich's own parser reads HTML and rich draws none of it: a block of HTML (``<div>…</div>``, a
     # comment) vanished from the screen though the thread holds it, so an agent could say to the
     # record what the person never sees. Read with HTML off, it is text, shown as written.
-    rendered.markup, rendered.parsed = shown, _markdown_parser().parse(shown)
-    # (the tokens rich parsed: no second parse to judge them)
-    if any(token.level >= MARKDOWN_MAX_LEVEL for token in rendered.parsed):
+    found: dict[str, Any] = {}
+    rendered.markup, rendered.parsed = shown, _markdown_parser().parse(shown, found)
+    # (the tokens rich parsed: no second parse to judge them) A link reference's definition (``[r]:
+    # https://… "title"``) leaves no token, so rich showed nothing of it, target and title alike: a block
+    # that holds one is shown as the text it is, as one nested too deep for the parser.
+    if found.get("references") or any(token.level >= MARKDOWN_MAX_LEVEL for token in rendered.parsed):
         return safe_text(text)
+    show_titles(rendered.parsed)
     return rendered
 
 

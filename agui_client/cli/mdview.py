@@ -7,21 +7,27 @@ never sees. :class:`FittedTable` folds a long word onto the next lines instead, 
 give each column a character is shown as its rows, cells between ``|``, as text: all of it, and cheap
 (rich's layout of a 10,000-column table took some 1.7 s to show nothing readable).
 
+rich shows a link as its text and its target, ``text (https://…)``, but never its title (``[ok](https://…
+"more words")``), nor an image's: :func:`show_titles` puts each title beside its target or alt text.
+
 This module imports ``rich.markdown`` (and with it markdown-it), so the chat imports it when it first
 renders an answer, not every ``agui`` command.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import ClassVar
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import Markdown, MarkdownElement, TableElement
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["AnswerMarkdown", "FittedTable", "COLUMN_CELLS"]
+if TYPE_CHECKING:
+    from markdown_it.token import Token
+
+__all__ = ["AnswerMarkdown", "FittedTable", "show_titles", "COLUMN_CELLS"]
 
 #: The cells of the terminal a table column takes at the least: one for its text and two for the space
 #: between it and the next (rich gives a column no width at all when fewer are left).
@@ -55,3 +61,17 @@ class AnswerMarkdown(Markdown):
     """rich's ``Markdown`` with :class:`FittedTable` for tables (see the module docstring)."""
 
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {**Markdown.elements, "table_open": FittedTable}
+
+
+def show_titles(tokens: Iterable[Token]) -> None:
+    """Put each link's title after its target (``text (https://… "title")``) and each image's after its alt
+    text, in ``tokens`` (markdown-it's, changed in place), where rich shows them."""
+    for token in tokens:
+        for child in token.children or ():
+            title = child.attrs.get("title")
+            if not title:
+                continue
+            if child.type == "link_open":
+                child.attrs["href"] = f'{child.attrs.get("href", "")} "{title}"'
+            elif child.type == "image":
+                child.content = f'{child.content} "{title}"'
