@@ -374,6 +374,8 @@ _DELIMITER_ROW = re.compile(r"\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?")
 def _is_table_head(first: str, second: str) -> bool:
     """Whether two lines (each with its line end) open a Markdown table."""
     return "|" in first and "|" in second and _DELIMITER_ROW.fullmatch(second.strip()) is not None
+
+
 #: The most of one core the redrawn tail may take: after a drawing that took ``t`` seconds of work, the
 #: next waits ``t * (1 / REDRAW_SHARE - 1)`` seconds. An 8 KiB tail of a table takes a quarter of a second
 #: to draw, of highlighted code a sixth: at 12 frames a second, one streaming for minutes kept a core
@@ -387,13 +389,12 @@ class _Redrawn:
     the terminal, its last lines are shown, under a line ``...``.
 
     ``draw`` makes the renderable; ``clock`` (wall time) and ``work`` (the drawing thread's processor
-    time) are the clocks. ``drawn`` counts the drawings made.
+    time) are the clocks.
     """
 
     def __init__(self, draw: Callable[[], RenderableType], *, clock: Callable[[], float] = time.monotonic,
                  work: Callable[[], float] = time.thread_time) -> None:
         self.changed = True
-        self.drawn = 0
         self._draw, self._clock, self._work = draw, clock, work
         self._lines: list[list[Segment]] = []
         self._width = -1
@@ -411,7 +412,6 @@ class _Redrawn:
             cost = self._work() - started
             self._due = self._clock() + cost * (1 / REDRAW_SHARE - 1)
             self._width = options.max_width
-            self.drawn += 1
         for index, line in enumerate(self._lines):
             if index:
                 yield Segment.line()
