@@ -12,20 +12,24 @@ from collections.abc import Callable
 from typing import Any
 
 import pexpect
+import pytest
 from test_chat import _say, _spawn, _text, _writer
 
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
 
-#: Markdown an agent may answer with: links whose text is not their target, an image, HTML a terminal
-#: cannot draw, and markup with a closing tag that closes nothing (rich raises MarkupError on it).
+#: Markdown an agent may answer with: links whose text is not their target, a title, reference links
+#: (defined in their block, and in another), an image, HTML a terminal cannot draw, and markup with a
+#: closing tag that closes nothing (rich raises MarkupError on it).
 ANSWER = (
-    "[r]: https://evil.example/ref\n"
-    "[https://trusted.example](https://evil.example/a) and [approve][r]\n\n"
+    "[https://trusted.example](https://evil.example/a \"the title\") and [click here](https://evil.example/c)\n\n"
+    "[r]: https://evil.example/ref \"Approved by your bank\"\n"
+    "[approve][r] and [later][s]\n\n"
+    "[s]: https://evil.example/s\n\n"
     "<div>the hidden words</div>\n\n"
     "<!-- a hidden comment -->\n\n"
     "inline <b>bold</b> [/] [link=file:///etc/passwd]click[/link] [@click=app.quit] :warning: \\[x] [nosuchstyle]y\n\n"
-    "![alt](https://evil.example/img.png)\n"
+    "![alt](https://evil.example/img.png \"an image's title\")\n"
 )
 
 
@@ -43,12 +47,19 @@ def test_markdown_links_show_their_targets_and_html_is_shown_as_written(served: 
 
     assert child.exitstatus == 0 and "Traceback" not in shown
     assert "\x1b]8;" not in raw  # no terminal hyperlink at all
-    assert "https://trusted.example (https://evil.example/a)" in shown  # the target beside the text
-    assert "approve (https://evil.example/ref)" in shown
+    # the target beside the text, and the title
+    assert 'https://trusted.example (https://evil.example/a "the title")' in shown
+    assert "click here (https://evil.example/c)" in shown
+    # A definition (its target and title) was shown nowhere: a block holding one is shown as written.
+    # One in another block is not followed: a block printed is never drawn again, so one defined after
+    # its use (where writers put them) could not be, and shown as written, either order reads.
+    assert '[r]: https://evil.example/ref "Approved by your bank"\n[approve][r] and [later][s]' in shown
+    assert "[s]: https://evil.example/s" in shown
     # HTML is text: rich draws no HTML, and it used to vanish from the screen
     assert "<div>the hidden words</div>" in shown and "<!-- a hidden comment -->" in shown
     assert "inline <b>bold</b>" in shown
     assert "[/] [link=file:///etc/passwd]click[/link] [@click=app.quit] :warning: [x] [nosuchstyle]y" in shown
+    assert "alt \"an image's title\"" in shown and "img.png" not in shown  # (an image: its alt text, no link)
 
 
 def test_an_html_block_streamed_a_character_at_a_time_is_shown_once_and_whole() -> None:
@@ -123,3 +134,113 @@ def test_markup_in_an_approval_forms_choices_and_default_is_shown_as_it_is_sent(
     assert "[[hidden]reject[/hidden]/approve]" in shown and "([hidden]reject[/hidden])" in shown
     assert "[/][red]say[/red]" in shown
     assert endpoint.received[-1].body["resume"][0]["payload"] == {"decision": "[hidden]reject[/hidden]"}
+
+
+def test_a_table_shows_every_cell_however_wide_or_long_its_words(served: Callable[[Any], Any]) -> None:
+    # rich cut a word wider than its column with an ellipsis, and gave no width at all to the columns a
+    # terminal could not hold (at 60 columns, 26 one-letter ones showed 8): words the thread holds
+    # the person never saw. A long word is folded onto the next lines; a table too wide is its rows as text.
+    word = "approve-the-transfer-" * 15
+    wide = "|" + "|".join(f"h{i}" for i in range(100)) + "|\n|" + "-|" * 100 + "\n|" \
+        + "|".join(f"c{i}" for i in range(100)) + "|\n"
+    answer = f"| name | value |\n|---|---|\n| note | {word} |\n\n{wide}"
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", answer), Finish()]]))
+    child, screen = _spawn(endpoint.url)
+    try:
+        _say(child, "hi")
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    shown = _text(screen)
+    joined = "".join(shown.split())
+
+    assert child.exitstatus == 0 and "Traceback" not in shown
+    assert "…" not in shown and word in joined  # (folded: every character, in order)
+    assert "(a table of 100 columns, too many for the width: its rows as text)" in shown
+    assert "|" + "|".join(f"h{i}" for i in range(100)) + "|" in joined
+    assert "|" + "|".join(f"c{i}" for i in range(100)) + "|" in joined
+
+
+def _costly_writer(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[float], list[float], list[str]]:
+    """A writer on a terminal whose clocks the test moves: each Markdown drawing takes a second, of work and
+    of wall time (a long table's tail takes a quarter of one on a small machine)."""
+    from agui_client.cli import chatview
+    from agui_client.cli.terminal import SafeConsole
+
+    now, spent, drawn = [0.0], [0.0], []
+    markdown = chatview._markdown
+
+    def costly(text: str) -> Any:
+        drawn.append(text)
+        spent[0] += 1.0
+        now[0] += 1.0
+        return markdown(text)
+
+    monkeypatch.setattr(chatview, "_markdown", costly)
+    console = SafeConsole(file=io.StringIO(), width=80, force_terminal=True, color_system=None)
+    writer = chatview._MarkdownWriter(console, "agent:", clock=lambda: now[0], work=lambda: spent[0])
+    return writer, now, spent, drawn
+
+
+def test_a_streaming_tail_takes_at_most_its_share_of_the_work_to_redraw(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The tail was drawn again at every frame, 12 a second, whatever it cost: a table or code streaming
+    # for minutes kept a core busy drawing its last 8 KiB all that time. Counted on the test's clocks.
+    from agui_client.cli.chatview import REDRAW_SHARE
+
+    writer, now, spent, drawn = _costly_writer(monkeypatch)
+    writer.feed("| a | b |\n|---|---|\n")
+    for row in range(240):  # (twenty seconds of frames, the tail a row longer at each)
+        writer.feed(f"| {row} | x |\n")
+        writer._live.refresh()
+        now[0] += 1 / 12
+    redrawn, work, took = len(drawn), spent[0], now[0]
+    writer.close()
+
+    assert work - 1.0 <= REDRAW_SHARE * took  # (the last drawing's pause may not be over)
+    assert redrawn >= REDRAW_SHARE * took - 2  # (and it is drawn as often as that allows)
+    assert drawn[-1].count("| 239 | x |") == 1  # (the whole table printed at the end, once)
+
+
+def test_a_tail_that_did_not_change_is_not_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An agent pausing in the middle of a long block (a tool running, a slow model) had its tail parsed and
+    # laid out 12 times a second until it went on.
+    writer, now, _, drawn = _costly_writer(monkeypatch)
+    writer.feed("A paragraph that is still going on")
+    for _ in range(50):
+        now[0] += 10.0
+        writer._live.refresh()
+    quiet = len(drawn)
+    writer.feed(" and on")
+    now[0] += 10.0
+    writer._live.refresh()
+    writer._live.refresh()
+    writer.close()
+
+    assert quiet == 1
+    assert drawn[1:] == ["A paragraph that is still going on and on"] * 2  # (drawn once again, then printed)
+
+
+@pytest.mark.parametrize(("head", "line"), [("| a | b |\n|---|:-:|\n", "| r{} | # x |\n"),
+                                            ("```python\n", "# line {}\n")])
+def test_a_long_tail_is_redrawn_as_the_table_or_code_it_is(head: str, line: str) -> None:
+    # Past LIVE_CHARS the redrawn tail lost the block's first lines: a table's rows or a code block's lines
+    # were drawn as one paragraph of their words (a "# comment" as a heading) until the block ended.
+    from agui_client.cli.chatview import LIVE_CHARS, _markdown
+    from agui_client.cli.terminal import SafeConsole
+
+    writer, _ = _writer()
+    writer.feed(head)
+    for row in range(2_000):
+        writer.feed(line.format(row))
+    shown = writer._shown()
+    sink = io.StringIO()
+    SafeConsole(file=sink, width=80, color_system=None).print(_markdown(shown))
+    writer.close()
+    drawn = [row.strip() for row in sink.getvalue().splitlines()]
+
+    last = line.format(1999).strip()
+    # the last row drawn as a table's row (no "|"), or the last line as code (its "#" kept, on its own line)
+    expected = "r1999  # x" if head.startswith("|") else last
+    assert drawn.count(expected) == 1 and "|" not in sink.getvalue()
+    assert shown.startswith(head) and shown.endswith(line.format(1999)) and len(shown) <= len(head) + LIVE_CHARS

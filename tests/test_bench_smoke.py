@@ -228,3 +228,16 @@ def test_the_inflate_benchmark_times_each_coding_and_loses_no_event_of_a_spoiled
                              "this, spoiled, lost", "against, spoiled, lost", "bytes a read"]
         assert row["this, spoiled, lost"] == row["against, spoiled, lost"] == 0
         assert all(row[name] > 0 for name in ("zlib alone", "this", "against", "this, spoiled"))
+
+
+def test_the_render_benchmark_measures_every_block_and_tail(tmp_path: Path) -> None:
+    # (python -m bench.render: what drawing an answer costs the chat; no timing asserted)
+    out = tmp_path / "render.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.render", "--rounds", "1", "--rows", "40",
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(out.read_text())
+
+    assert "table, 10,000 columns" in results["blocks"] and list(results["tails"]) == ["table", "code"]
+    assert all(row["written"] > 0 for row in results["blocks"].values())
+    assert all(row["rows"] == 40 and 1 <= row["drawings"] <= 40 for row in results["tails"].values())

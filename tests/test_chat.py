@@ -502,7 +502,8 @@ def test_credentials_in_the_url_reach_neither_the_screen_nor_the_transcript(serv
 
 def test_an_endless_paragraph_is_redrawn_from_its_last_characters_only() -> None:
     # A block that never ends (one paragraph, or a code fence left open) is redrawn while it streams:
-    # only its last LIVE_CHARS characters are, and it is printed whole, once, when the message ends.
+    # only its last LIVE_CHARS characters are (after a code block's opening line), and it is printed
+    # whole, once, when the message ends.
     from agui_client.cli.chatview import LIVE_CHARS
 
     for opening in ("", "```\n"):
@@ -511,7 +512,7 @@ def test_an_endless_paragraph_is_redrawn_from_its_last_characters_only() -> None
         for i in range(20_000):
             writer.feed(f"w{i} ")
         shown = writer._shown()
-        assert len(shown) == LIVE_CHARS and shown.endswith("w19999 ")
+        assert len(shown) == len(opening) + LIVE_CHARS and shown.startswith(opening) and shown.endswith("w19999 ")
         writer.close()
         assert sink.getvalue().count("w0 ") == 1 and "w19999" in sink.getvalue()
 
@@ -655,6 +656,21 @@ def test_a_redrawn_tail_leaves_room_for_the_terminals_ctrl_c_echo() -> None:
     lines = [line for line in drawn.split("\n") if line.strip() and line != "agent:"]
     assert lines and max(len(line) for line in lines) <= 40 - 2
     assert "past one line" in screen_text(sink.getvalue())
+
+
+def test_a_tail_taller_than_the_terminal_shows_its_newest_lines() -> None:
+    # The live display showed a tail's first lines and "...": the text arriving was out of sight until its
+    # block ended.
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=40, height=10, force_terminal=True, color_system=None)
+    writer = _MarkdownWriter(console, "agent:")
+    writer.feed("```\n" + "".join(f"line {i}\n" for i in range(30)))
+    if writer._live is not None:
+        writer._live.refresh()
+    frame = ESCAPES.sub("", sink.getvalue()).split("agent:")[-1]
+    writer.close()
+
+    assert "line 29" in frame and "line 0\n" not in frame and "..." in frame
 
 
 def test_an_http_error_shows_the_agents_explanation_whole_and_as_text() -> None:

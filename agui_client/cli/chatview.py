@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import time
-from collections.abc import Sequence
-from itertools import chain
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
-from rich.console import RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.constrain import Constrain
 from rich.live import Live
+from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -224,18 +226,25 @@ class _MarkdownWriter(_Writer):
     ``markdown_left`` (a one-item list, spent in place) is how many characters may still be rendered as
     Markdown (:data:`MARKDOWN_CHARS` when not given): a finished block that does not fit is printed as
     plain text, and so is the redrawn tail once nothing is left.
+
+    The tail is drawn again only when it changed, and no more often than its drawing's cost allows
+    (:class:`_Redrawn`; ``clock`` and ``work`` are its clocks, given by the tests).
     """
 
-    def __init__(self, console: SafeConsole, label: str, markdown_left: list[int] | None = None) -> None:
+    def __init__(self, console: SafeConsole, label: str, markdown_left: list[int] | None = None, *,
+                 clock: Callable[[], float] = time.monotonic, work: Callable[[], float] = time.thread_time) -> None:
         self.console = console
         self.label = label
+        self._clock, self._work = clock, work
         self._markdown_left = markdown_left if markdown_left is not None else [MARKDOWN_CHARS]
         self._labelled = False
         self._lines: list[str] = []  # the tail's complete lines, each with its line end
         self._partial: list[str] = []  # the pieces of its last line, whose end has not come
         self._text = False  # whether the tail holds anything but white space
         self._fence: str | None = None  # (the fence marker of the code block the tail is in)
+        self._head = ""  # (that code block's opening line, or the head and delimiter rows of a table the tail is)
         self._live: Live | None = None
+        self._redrawn: _Redrawn | None = None
 
     def feed(self, delta: str) -> None:
         *ended, rest = delta.split("\n")
@@ -245,9 +254,11 @@ class _MarkdownWriter(_Writer):
             for line in ended:
                 self._lines.append(line + "\n")
                 self._text = self._text or bool(line.strip())
+                if len(self._lines) == 2 and self._fence is None and _is_table_head(*self._lines):
+                    self._head = "".join(self._lines)
                 if self._ends_block(line):
                     block = "".join(self._lines)
-                    self._lines = []
+                    self._lines, self._head = [], ""
                     self._stop_live()
                     if self._text:
                         self._print(block)
@@ -255,14 +266,19 @@ class _MarkdownWriter(_Writer):
         if rest:
             self._partial.append(rest)
             self._text = self._text or bool(rest.strip())
+        if self._redrawn is not None:
+            self._redrawn.changed = True
         if self._live is None and self._text:
             self._label()
-            # The tail is parsed when the screen is refreshed (12 times a second at most), not per
-            # token: a long paragraph would otherwise be parsed again for every word.
+            # The tail is parsed when the screen is refreshed (12 times a second at most, and less when
+            # its drawing costs more: see _Redrawn), not per token: a long paragraph would otherwise be
+            # parsed again for every word.
+            redrawn = self._redrawn = _Redrawn(lambda: self._rendered(self._shown()), clock=self._clock,
+                                               work=self._work)
             with held_signals():  # (a display cut while it starts or stops stays half-drawn: see cli.stopping)
                 self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
                                   vertical_overflow="ellipsis",
-                                  get_renderable=lambda: _live_width(self.console, self._rendered(self._shown())))
+                                  get_renderable=lambda: _live_width(self.console, redrawn))
                 self._live.start()
 
     def close(self) -> None:
@@ -272,30 +288,49 @@ class _MarkdownWriter(_Writer):
             self._print(tail)
         elif not self._labelled:
             self._label()
-        self._lines, self._partial, self._text = [], [], False
+        self._lines, self._partial, self._text, self._head = [], [], False, ""
 
-    def _ends_block(self, line: str) -> bool:
-        """Whether ``line`` (just completed) is a blank line outside a code block, following the fences."""
-        line = line.strip()
+    def _ends_block(self, written: str) -> bool:
+        """Whether ``written`` (a line just completed) is a blank line outside a code block, following the
+        fences."""
+        line = written.strip()
         if self._fence is not None:
             if line.startswith(self._fence) and not line.strip(self._fence[0]):
-                self._fence = None  # (a closing fence: as long as the opening one or longer, alone)
+                self._fence, self._head = None, ""  # (a closing fence: as long as the opening one or longer, alone)
         elif line.startswith(("```", "~~~")):
-            self._fence = line[: len(line) - len(line.lstrip(line[0]))]
+            self._fence, self._head = line[: len(line) - len(line.lstrip(line[0]))], written + "\n"
         elif not line:
             return True
         return False
 
     def _shown(self) -> str:
-        """The tail's last :data:`LIVE_CHARS` characters, joined from the pieces that hold them."""
-        taken: list[str] = []
+        """The tail's last lines, as many as the terminal is high, in at most :data:`LIVE_CHARS` characters,
+        joined from the pieces that hold them (only the end of a line longer than that).
+
+        Cut, the tail starts at a line's start, after the code block's opening line or the table's head
+        when it is in one (up to half of :data:`LIVE_CHARS`): its last lines are drawn as the code or
+        the rows they are, not as a paragraph of their words.
+        """
+        head = self._head if len(self._head) <= LIVE_CHARS // 2 else ""
+        ending: list[str] = []  # (the last line's pieces, newest first)
         size = 0
-        for piece in chain(reversed(self._partial), reversed(self._lines)):
-            taken.append(piece)
+        for piece in reversed(self._partial):
+            ending.append(piece)
             size += len(piece)
-            if size >= LIVE_CHARS:
-                break
-        return "".join(reversed(taken))[-LIVE_CHARS:]
+            if size >= LIVE_CHARS:  # (one endless line: its end)
+                return head + "".join(reversed(ending))[-LIVE_CHARS:]
+        lines, rows = self._lines, max(self.console.height, 1)
+        first = len(lines)
+        while first > 0 and len(lines) - first < rows and size + len(lines[first - 1]) <= LIVE_CHARS:
+            first -= 1
+            size += len(lines[first])
+        partial = "".join(reversed(ending))
+        if first <= head.count("\n"):  # (all of it, or all but lines of the head, which comes whole)
+            return "".join(lines) + partial
+        if first == len(lines):  # (the line before is longer than what is left: its end)
+            last = lines[-1]
+            return head + last[len(last) - (LIVE_CHARS - size):] + partial
+        return head + "".join(lines[first:]) + partial
 
     def _label(self) -> None:
         if not self._labelled:
@@ -321,6 +356,10 @@ class _MarkdownWriter(_Writer):
     def _stop_live(self) -> None:
         if self._live is None:
             return
+        if self._redrawn is not None:
+            # (the display's last refresh, as it stops, is erased at once: it need not draw the tail again)
+            self._redrawn.changed = False
+            self._redrawn = None
         with held_signals():
             live, self._live = self._live, None
             live.stop()
@@ -328,6 +367,55 @@ class _MarkdownWriter(_Writer):
 
 #: The most of an unfinished block the live view redraws (a terminal shows less).
 LIVE_CHARS = 8192
+#: A table's delimiter row (``|---|:--:|``), which with the row above it opens a table.
+_DELIMITER_ROW = re.compile(r"\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?")
+
+
+def _is_table_head(first: str, second: str) -> bool:
+    """Whether two lines (each with its line end) open a Markdown table."""
+    return "|" in first and "|" in second and _DELIMITER_ROW.fullmatch(second.strip()) is not None
+
+
+#: The most of one core the redrawn tail may take: after a drawing that took ``t`` seconds of work, the
+#: next waits ``t * (1 / REDRAW_SHARE - 1)`` seconds. An 8 KiB tail of a table takes a quarter of a second
+#: to draw, of highlighted code a sixth: at 12 frames a second, one streaming for minutes kept a core
+#: busy drawing it all that time, slowing the reading of the stream it drew.
+REDRAW_SHARE = 0.25
+
+
+class _Redrawn:
+    """The live tail as last drawn, drawn again only when it changed (``changed``) and its last drawing's
+    work has been paid back (:data:`REDRAW_SHARE`), or when the width it is drawn at changed. Taller than
+    the terminal, its last lines are shown, under a line ``...``.
+
+    ``draw`` makes the renderable; ``clock`` (wall time) and ``work`` (the drawing thread's processor
+    time) are the clocks.
+    """
+
+    def __init__(self, draw: Callable[[], RenderableType], *, clock: Callable[[], float] = time.monotonic,
+                 work: Callable[[], float] = time.thread_time) -> None:
+        self.changed = True
+        self._draw, self._clock, self._work = draw, clock, work
+        self._lines: list[list[Segment]] = []
+        self._width = -1
+        self._due = 0.0
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if options.max_width != self._width or (self.changed and self._clock() >= self._due):
+            self.changed = False  # (before the drawing: a change made while it draws is drawn next time)
+            started = self._work()
+            lines = console.render_lines(self._draw(), options)
+            # Its last lines, the newest text: the live display would show the first ones and "..."
+            height = options.size.height
+            self._lines = lines if len(lines) <= height else [[Segment("...", Style(dim=True))],
+                                                              *lines[len(lines) - height + 1:]]
+            cost = self._work() - started
+            self._due = self._clock() + cost * (1 / REDRAW_SHARE - 1)
+            self._width = options.max_width
+        for index, line in enumerate(self._lines):
+            if index:
+                yield Segment.line()
+            yield from line
 
 
 class _Thinking:
@@ -415,19 +503,23 @@ def _markdown_parser() -> MarkdownIt:
 
 def _markdown(text: str) -> RenderableType:
     # (imported here: markdown-it and pygments would add their import time to every agui command)
-    from rich.markdown import Markdown
+    from .mdview import AnswerMarkdown, show_titles
 
     # Made visible before parsing, so a control character is shown, not measured or obeyed; links
     # are shown with their address instead of as terminal hyperlinks.
     shown = visible(text)
-    rendered = Markdown("", hyperlinks=False)
+    rendered = AnswerMarkdown("", hyperlinks=False)
     # rich's own parser reads HTML and rich draws none of it: a block of HTML (``<div>…</div>``, a
     # comment) vanished from the screen though the thread holds it, so an agent could say to the
     # record what the person never sees. Read with HTML off, it is text, shown as written.
-    rendered.markup, rendered.parsed = shown, _markdown_parser().parse(shown)
-    # (the tokens rich parsed: no second parse to judge them)
-    if any(token.level >= MARKDOWN_MAX_LEVEL for token in rendered.parsed):
+    found: dict[str, Any] = {}
+    rendered.markup, rendered.parsed = shown, _markdown_parser().parse(shown, found)
+    # (the tokens rich parsed: no second parse to judge them) A link reference's definition (``[r]:
+    # https://… "title"``) leaves no token, so rich showed nothing of it, target and title alike: a block
+    # that holds one is shown as the text it is, as one nested too deep for the parser.
+    if found.get("references") or any(token.level >= MARKDOWN_MAX_LEVEL for token in rendered.parsed):
         return safe_text(text)
+    show_titles(rendered.parsed)
     return rendered
 
 

@@ -1,0 +1,128 @@
+"""What drawing an agent's answer costs ``agui chat``: ``python -m bench.render``.
+
+Two measures, on a console of ``--width`` columns writing to memory (no terminal), processor time
+(``time.process_time``), the best of ``--rounds``:
+
+- **blocks**: one finished block of each hostile or simply long kind (a table of 10,000 columns, 8 KiB
+  of table rows or of highlighted code, 13,000 headings, a combining-mark tower, bracket and link
+  floods …) rendered as the chat prints it (``chatview._markdown``), with the characters written;
+- **tails**: a long table and a long code block streamed a row at a time into the chat's Markdown
+  writer, the live tail refreshed after every row (the most the display would), with the drawings
+  made, the characters drawn and the processor time they took.
+
+No figure is asserted anywhere (``tests/test_bench_smoke.py`` only runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from agui_client.cli import chatview  # noqa: E402
+from agui_client.cli.terminal import SafeConsole  # noqa: E402
+
+
+def _table(columns: int, rows: int, cell: str = "a") -> str:
+    line = "|" + f"{cell}|" * columns + "\n"
+    return line + "|" + "-|" * columns + "\n" + line * rows
+
+
+#: The blocks measured, by name.
+BLOCKS: dict[str, str] = {
+    "table, 10,000 columns": _table(10_000, 1),
+    "table, 26 columns": _table(26, 1),
+    "table, 8 KiB of rows": "|a|b|c|d|\n|-|-|-|-|\n" + "|12|34|56|78|\n" * 585,
+    "code, 8 KiB, python": "```python\n" + "def f(x):\n    return x + 1  # c\n" * 250 + "```\n",
+    "paragraph, 64 KiB": "word " * 13_000,
+    "one word, 60,000 characters": "x" * 60_000,
+    "headings, 13,000": "# a\n\n" * 13_000,
+    "one letter, 10,000 combining marks": "a" + "\u0301" * 10_000,
+    "10,000 zero-width joiners": "a" + "\u200d" * 10_000,
+    "tabs, 10,000": "a" + "\t" * 10_000 + "b",
+    "brackets, 64,000": "[" * 64_000,
+    "links, 9,000": "[a](b) " * 9_000,
+    "lists nested 1,000 deep": "".join("  " * i + "- x\n" for i in range(1_000)),
+    "quotes nested 10,000 deep": ">" * 10_000 + " x",
+}
+
+
+def _console(width: int, sink: io.StringIO) -> SafeConsole:
+    return SafeConsole(file=sink, width=width, height=50, force_terminal=True, color_system="truecolor")
+
+
+def block(text: str, width: int, rounds: int) -> dict[str, Any]:
+    """The best processor time of rendering ``text`` as one printed block, and the characters written."""
+    best, written = float("inf"), 0
+    for _ in range(rounds):
+        sink = io.StringIO()
+        console = _console(width, sink)
+        started = time.process_time()
+        console.print(chatview._markdown(text))
+        best = min(best, time.process_time() - started)
+        written = len(sink.getvalue())
+    return {"chars": len(text), "seconds": best, "written": written}
+
+
+def tail(head: str, row: Callable[[int], str], rows: int, width: int) -> dict[str, Any]:
+    """A block streamed a row at a time, the live tail refreshed after each: drawings, characters, time."""
+    drawn: list[int] = []
+    markdown = chatview._markdown
+
+    def counted(text: str) -> Any:
+        drawn.append(len(text))
+        return markdown(text)
+
+    chatview._markdown = counted  # type: ignore[assignment]
+    try:
+        writer = chatview._MarkdownWriter(_console(width, io.StringIO()), "agent:")
+        writer.feed(head)
+        started = time.process_time()
+        for number in range(rows):
+            writer.feed(row(number))
+            live = writer._live
+            if live is not None:
+                live.refresh()
+        took = time.process_time() - started
+        drawings, chars = len(drawn), sum(drawn)
+        writer.close()
+    finally:
+        chatview._markdown = markdown  # type: ignore[assignment]
+    return {"rows": rows, "drawings": drawings, "chars drawn": chars, "seconds": took}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run both measures and print them (``--json FILE`` also writes them)."""
+    parser = argparse.ArgumentParser(prog="python -m bench.render", description=__doc__.split("\n")[0])
+    parser.add_argument("--width", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rows", type=int, default=1_500, help="rows of each streamed tail")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {"blocks": {}, "tails": {}}
+    for name, text in BLOCKS.items():
+        row = results["blocks"][name] = block(text, args.width, args.rounds)
+        print(f"{name:38s} {row['chars']:>9,} chars  {row['seconds']:7.3f} s  {row['written']:>10,} written")
+    tails = {"table": ("| a | b | c | d |\n|---|---|---|---|\n", lambda n: f"| {n} | xx | yy | zz |\n"),
+             "code": ("```python\n", lambda n: f"def f{n}(x):  # {n}\n")}
+    for name, (head, row_of) in tails.items():
+        row = results["tails"][name] = tail(head, row_of, args.rows, args.width)
+        print(f"tail, {name:32s} {row['rows']:>9,} rows   {row['seconds']:7.3f} s  {row['drawings']:>6,} drawings "
+              f"of {row['chars drawn']:,} characters")
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
