@@ -667,7 +667,7 @@ def test_a_tail_taller_than_the_terminal_shows_its_newest_lines() -> None:
     writer.feed("```\n" + "".join(f"line {i}\n" for i in range(30)))
     if writer._live is not None:
         writer._live.refresh()
-    frame = ESCAPES.sub("", sink.getvalue()).split("agent:")[-1]
+    frame = screen_text(sink.getvalue()).split("agent:")[-1]
     writer.close()
 
     assert "line 29" in frame and "line 0\n" not in frame and "..." in frame
