@@ -185,8 +185,8 @@ def _spend(allowance: list[int], cost: int, what: str = "copying this value") ->
 #: moves every element after the place (a ``memmove``, 1-3 billion elements a second), so an ``add``
 #: at ``/list/0`` of a few bytes costs the whole list: behind a snapshot of 7 million elements, one
 #: read's thousand such deltas held the event loop 1.9 s, and a single delta of 5,000 of them 10 s.
-#: Charged to the run's allowance, a run's shifting stops at some 64 million elements (20-60 ms, and
-#: as much again to undo the patch that passed it); an insertion near a list's end shifts little.
+#: Charged to the run's allowance, a run's shifting stops at some 64 million elements (20-60 ms; undoing the
+#: patch that passed it shifts the list once, see ``_rollback``); an insertion near a list's end shifts little.
 SHIFTS_PER_UNIT = 4
 
 
@@ -293,20 +293,66 @@ class _Doc:
 
 
 def _rollback(root: Any, undo: list[_Undo]) -> Any:
-    """Undo the changes ``undo`` records, newest first; returns the document as it was."""
-    for action, container, key, old in reversed(undo):
+    """Undo the changes ``undo`` records, newest first; returns the document as it was.
+
+    Insertions into one list that left their elements side by side are taken out in one slice, and
+    removals from one place put back in one: undone one at a time, each would shift the rest of the
+    list again, so a refused patch of 20,000 ``add`` operations at ``/list/0`` of a list of 100,000
+    cost 0.23 s to undo (0.5 s for as many removals), as much again as applying it. In one slice the
+    list shifts once.
+    """
+    entries = len(undo)
+    at = entries - 1
+    while at >= 0:
+        action, container, key, old = undo[at]
+        if action == _DELETE or action == _INSERT:
+            at = _undo_shifts(undo, at)
+            continue
         if action == _SET:
             if old is _MISSING:
                 del container[key]
             else:
                 container[key] = old
-        elif action == _DELETE:
-            del container[key]
-        elif action == _INSERT:
-            container.insert(key, old)
         else:
             root = old
+        at -= 1
     return root
+
+
+def _undo_shifts(undo: list[_Undo], at: int) -> int:
+    """Undo the list insertions (or removals) ``undo`` records from entry ``at`` back, as many as make one
+    slice of one list; returns the entry before them."""
+    action, container, key, old = undo[at]
+    # The slice [low, high) holds what the entries taken so far inserted (in the list as it is) or
+    # will put back (in the list as it will be). Undone one by one, an older insertion at ``low``
+    # would take out the element just after the slice, one at ``low - 1`` the one just before it; an
+    # older removal at ``low`` or ``high`` puts its element back just before or just after it.
+    low, high = key, key + 1
+    before: list[Any] = [old]
+    after: list[Any] = []
+    at -= 1
+    while at >= 0:
+        older, place, index, value = undo[at]
+        if older != action or place is not container:
+            break
+        if action == _DELETE and index == low - 1:
+            low -= 1
+        elif action == _DELETE and index == low:
+            high += 1
+        elif action == _INSERT and index == low:
+            before.append(value)
+            high += 1
+        elif action == _INSERT and index == high:
+            after.append(value)
+            high += 1
+        else:
+            break
+        at -= 1
+    if action == _DELETE:
+        del container[low:high]
+    else:
+        container[low:low] = before[::-1] + after
+    return at
 
 
 def _value(op: dict[str, Any], budget: list[int] | None, depth: int) -> Any:
