@@ -27,10 +27,11 @@ __all__ = ["apply_patch", "PatchFailed", "DEFAULT_COPY_BUDGET", "DEFAULT_RUN_COP
 DEFAULT_COPY_BUDGET = 1_000_000
 #: What the ``copy`` operations of one run's patches may cost in all (see ``apply_patch``'s ``copy_allowance``).
 DEFAULT_RUN_COPY_ALLOWANCE = 16 * 1024 * 1024
-#: Operations one patch may hold; a longer patch is refused whole (SP-06), before any is applied. An
-#: operation costs the fold a microsecond or two whatever its size: a ``STATE_DELTA`` of 16 MiB holds
-#: some 480,000, which held the event loop 0.7 s (a ``STATE_SNAPSHOT`` as large holds it 0.1-0.2 s).
-#: 20,000 apply in some 30 ms, and are more than a diff of a table of thousands of rows needs.
+#: Operations one patch may hold by default (the client's ``max_patch_ops``); a longer patch is refused
+#: whole (SP-06), before any is applied. An operation costs the fold a microsecond or two whatever its
+#: size: a ``STATE_DELTA`` of 16 MiB holds some 480,000, which held the event loop 0.7 s (a
+#: ``STATE_SNAPSHOT`` as large holds it 0.1-0.2 s). 20,000 apply in some 30 ms, and are more than a diff
+#: of a table of thousands of rows needs; an agent that diffs larger tables needs the setting raised.
 MAX_PATCH_OPS = 20_000
 #: What the ``copy`` operations of all the runs of one response may cost in all: a response that holds
 #: many runs gets no fresh allowance per run beyond this (four runs' worth, about four million members).
@@ -464,7 +465,7 @@ def _change(parent: Any, key: str, name: str, value: Any, undo: list[_Undo] | No
 
 def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAULT_COPY_BUDGET,
                 adopt_values: bool = False, copy_allowance: list[int] | None = None,
-                vet: Callable[[Sequence[Any]], None] | None = None, max_ops: int = MAX_PATCH_OPS) -> Any:
+                vet: Callable[[Sequence[Any]], None] | None = None, max_ops: int | None = MAX_PATCH_OPS) -> Any:
     """Apply an RFC 6902 patch to ``document`` in place, all or nothing; returns the new document.
 
     Use the returned value: an operation on the root (``""``) returns a new document. On failure
@@ -484,7 +485,8 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
     delta of a few bytes at the front of a huge list costs the whole list.
 
     A patch of more than ``max_ops`` operations is refused whole before anything else is looked at
-    (``op_index`` is ``max_ops``, the first operation past the bound), its shape unchecked by ``vet``.
+    (``op_index`` is ``max_ops``, the first operation past the bound), its shape unchecked by ``vet``;
+    ``None``: no bound.
 
     ``vet`` is a check of the patch's shape that its caller has not run yet (the decoder's, for a patch
     folded straight from its JSON). It runs once, before any operation but a plain add, replace or
@@ -495,7 +497,7 @@ def apply_patch(document: Any, patch: Sequence[Any], *, copy_budget: int = DEFAU
     Raises:
         PatchFailed: an operation did not apply (``op_index`` says which); the document is unchanged.
     """
-    if len(patch) > max_ops:
+    if max_ops is not None and len(patch) > max_ops:
         raise PatchFailed(f"the patch holds {len(patch)} operations, more than the {max_ops} one patch may hold",
                           max_ops)
     if len(patch) == 1:
