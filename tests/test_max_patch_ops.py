@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import pytest
+from clikit import agui_here
 
 import agui_client as ag
 from agui_client.core.patch import MAX_PATCH_OPS
@@ -109,3 +110,17 @@ def test_max_patch_ops_refuses_what_is_no_bound(make: Any) -> None:
             client.close()
         else:
             asyncio.run(client.close())
+
+
+def test_the_cli_bounds_each_patch_with_max_patch_ops(served: Any) -> None:
+    endpoint = served(ScriptedAgent([[Start(), _patches(), Finish()]], cycle=True))
+
+    bounded = agui_here("run", endpoint.url, "-m", "hi", "--max-patch-ops", "5")
+    unbounded = agui_here("run", endpoint.url, "-m", "hi", "--max-patch-ops", "none")
+    refused = agui_here("run", endpoint.url, "-m", "hi", "--max-patch-ops", "0")
+
+    assert bounded.returncode == 0, bounded.stderr
+    assert "more than the 5 one patch may hold" in bounded.stdout + bounded.stderr
+    assert unbounded.returncode == 0, unbounded.stderr
+    assert "one patch may hold" not in unbounded.stdout + unbounded.stderr
+    assert refused.returncode == 2 and "--max-patch-ops" in refused.stderr
