@@ -228,3 +228,15 @@ def test_the_inflate_benchmark_times_each_coding_and_loses_no_event_of_a_spoiled
                              "this, spoiled, lost", "against, spoiled, lost", "bytes a read"]
         assert row["this, spoiled, lost"] == row["against, spoiled, lost"] == 0
         assert all(row[name] > 0 for name in ("zlib alone", "this", "against", "this, spoiled"))
+
+
+def test_the_choices_benchmark_reports_each_cost_an_agent_can_choose(tmp_path: Path) -> None:
+    # (python -m bench.choices: deep saves and requests, the depth check, a refused patch's undo; no timing asserted)
+    out = tmp_path / "choices.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.choices", "--tiny", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert [row["name"] for row in rows] == ["save", "request"] * 3 + ["orjson", "depth", "undo", "undo"]
+    assert all(row["cpu_ms"] >= 0 for row in rows)
+    assert len(proc.stdout.strip().splitlines()) == len(rows)
