@@ -131,7 +131,7 @@ def test_a_payload_dense_with_members_has_its_depth_counted_in_its_text_not_walk
         monkeypatch: pytest.MonkeyPatch, depth: int, refused: bool) -> None:
     # One flat list of a million numbers holds two containers in 2 MiB, so the walk was judged the
     # cheaper; it looks at every member (7 million of them in a 13 MiB snapshot: 0.26-0.5 s of the
-    # loop), where the text's brackets are counted in 10 ms. A lone surrogate keeps orjson from
+    # loop), where the choice and the text's bracket count take 30 ms. A lone surrogate keeps orjson from
     # writing the value back, and a nest beside it from vouching for the depth by its bracket count.
     nest = b"[" * (depth - 2) + b"]" * (depth - 2)  # (inside the event object and the snapshot)
     payload = (b'{"type":"STATE_SNAPSHOT","snapshot":{"s":"\\ud800","a":[' + b",".join([b"1"] * 1_000_000)
