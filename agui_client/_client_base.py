@@ -46,6 +46,7 @@ from .core.budget import DEFAULT_MAX_RUN_MEMORY
 from .core.exchange import StreamHandle
 from .core.headers import checked_headers, layered
 from .core.legacy import LEGACY_BRIDGES, LegacyInterrupts
+from .core.patch import MAX_PATCH_OPS
 from .core.plan import checked_seconds
 from .core.redact import Redactor, displayed_url, is_sensitive
 from .core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF
@@ -234,7 +235,8 @@ class ClientBase:
                  legacy_interrupts: LegacyInterrupts | None = None,
                  max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES, max_retries: int = DEFAULT_MAX_RETRIES,
                  retry_backoff: float = DEFAULT_RETRY_BACKOFF,
-                 max_run_memory: int | None = DEFAULT_MAX_RUN_MEMORY) -> None:
+                 max_run_memory: int | None = DEFAULT_MAX_RUN_MEMORY,
+                 max_patch_ops: int | None = MAX_PATCH_OPS) -> None:
         if legacy_interrupts is not None and legacy_interrupts not in LEGACY_BRIDGES:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
@@ -259,6 +261,7 @@ class ClientBase:
         self.max_event_bytes = max_event_bytes
         self.max_run_bytes = max_run_bytes  # (checked by the property's setter)
         self.max_run_memory = max_run_memory  # (so is this)
+        self.max_patch_ops = max_patch_ops  # (and this)
         self.max_retries, self.retry_backoff = checked_retries(max_retries, retry_backoff)
         self.follow_redirects = follow_redirects
         self.clock = clock
@@ -513,6 +516,29 @@ class ClientBase:
         if value is not None and (type(value) is not int or value < 1):
             raise ValueError(f"max_run_memory must be a positive int or None, got {value!r}")
         self._max_run_memory = value
+
+    @property
+    def max_patch_ops(self) -> int | None:
+        """The most operations one patch (a ``STATE_DELTA``, an ``ACTIVITY_DELTA``) may hold, ``MAX_PATCH_OPS``
+        (20,000) by default (``None``: no bound); read when a run starts, so setting it changes the next runs.
+
+        A longer patch is refused whole, before any operation applies (a warning, code ``SP-06``; the
+        state stays as it was, out of step with the agent's until its next snapshot). Each operation
+        costs a microsecond or two of the fold whatever its size, on the event loop for an async client:
+        20,000 are some 30 ms, a ``STATE_DELTA`` of 16 MiB holds some 480,000 (0.7 s). Raise it for an
+        agent that diffs large tables; lower it where many runs share one loop.
+
+        Raises:
+            ValueError: (setting) neither a positive ``int`` nor ``None``.
+        """
+        return self._max_patch_ops
+
+    @max_patch_ops.setter
+    def max_patch_ops(self, value: int | None) -> None:
+        # (checked here, as the other limits are: a zero would refuse every patch, a float fail mid-run)
+        if value is not None and (type(value) is not int or value < 1):
+            raise ValueError(f"max_patch_ops must be a positive int or None, got {value!r}")
+        self._max_patch_ops = value
 
     def _deadline(self, run_timeout: float | None) -> Deadline | None:
         limit = run_timeout if run_timeout is not None else self.run_timeout

@@ -241,3 +241,15 @@ def test_the_render_benchmark_measures_every_block_and_tail(tmp_path: Path) -> N
     assert "table, 10,000 columns" in results["blocks"] and list(results["tails"]) == ["table", "code"]
     assert all(row["written"] > 0 for row in results["blocks"].values())
     assert all(row["rows"] == 40 and 1 <= row["drawings"] <= 40 for row in results["tails"].values())
+
+
+def test_the_choices_benchmark_reports_each_cost_an_agent_can_choose(tmp_path: Path) -> None:
+    # (python -m bench.choices: deep saves and requests, the depth check, a refused patch's undo; no timing asserted)
+    out = tmp_path / "choices.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.choices", "--tiny", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert [row["name"] for row in rows] == ["save", "request"] * 3 + ["orjson", "depth", "undo", "undo"]
+    assert all(row["cpu_ms"] >= 0 for row in rows)
+    assert len(proc.stdout.strip().splitlines()) == len(rows)

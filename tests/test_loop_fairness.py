@@ -126,6 +126,39 @@ def test_a_payload_dense_with_containers_has_its_depth_counted_in_its_text_not_w
     assert walked == [DEFAULT_MAX_DEPTH]
 
 
+@pytest.mark.parametrize(("depth", "refused"), [(DEFAULT_MAX_DEPTH, False), (DEFAULT_MAX_DEPTH + 1, True)])
+def test_a_payload_dense_with_members_has_its_depth_counted_in_its_text_not_walked(
+        monkeypatch: pytest.MonkeyPatch, depth: int, refused: bool) -> None:
+    # One flat list of a million numbers holds two containers in 2 MiB, so the walk was judged the
+    # cheaper; it looks at every member (7 million of them in a 13 MiB snapshot: 0.26-0.5 s of the
+    # loop), where the choice and the text's bracket count take 30 ms. A lone surrogate keeps orjson from
+    # writing the value back, and a nest beside it from vouching for the depth by its bracket count.
+    nest = b"[" * (depth - 2) + b"]" * (depth - 2)  # (inside the event object and the snapshot)
+    payload = (b'{"type":"STATE_SNAPSHOT","snapshot":{"s":"\\ud800","a":[' + b",".join([b"1"] * 1_000_000)
+               + b'],"b":' + nest + b"}}")
+    walked: list[int] = []
+    walk = nesting._depth_exceeds
+    monkeypatch.setattr(nesting, "_depth_exceeds", lambda value, limit: walked.append(limit) or walk(value, limit))
+
+    if refused:
+        with pytest.raises(ag.LimitExceeded) as caught:
+            jsonio.parse_json(payload)
+        assert caught.value.limit == DEFAULT_MAX_DEPTH
+    else:
+        assert len(jsonio.parse_json(payload)["snapshot"]["a"]) == 1_000_000
+    assert walked == []  # (before: the value walked, member by member)
+
+    # Members that are strings cost the count a piece each, more than the walk: those are walked.
+    strings = (b'{"type":"STATE_SNAPSHOT","snapshot":{"s":"\\ud800","a":[' + b",".join([b'"ab"'] * 100_000)
+               + b'],"b":' + nest + b"}}")
+    if refused:
+        with pytest.raises(ag.LimitExceeded):
+            jsonio.parse_json(strings)
+    else:
+        jsonio.parse_json(strings)
+    assert walked == [DEFAULT_MAX_DEPTH]
+
+
 def test_a_gzip_run_cancelled_between_its_pieces_leaves_nothing_behind_and_the_others_go_on(served: Any) -> None:
     # A web framework cancels the handler whose browser left: here, while the hostile run is between the
     # pieces of one read (the await the loop's turn added), with an honest run streaming beside it.

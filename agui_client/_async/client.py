@@ -44,6 +44,7 @@ from .._wakes import SENDER
 from ..core.exchange import StreamHandle, request_body
 from ..core.headers import checked_headers
 from ..core.legacy import LegacyInterrupts
+from ..core.patch import MAX_PATCH_OPS
 from ..core.redact import SENSITIVE_EXTENSION, Redactor
 from ..core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF
 from ..core.session import DEFAULT_MAX_EVENT_BYTES
@@ -136,6 +137,9 @@ class AsyncAgentClient(ClientBase):
             also charged, while it is parsed, what parsing it takes. A read that would pass it is
             refused before it is folded: ``LimitExceeded`` (code ``RUN-MEMORY``, naming the event it
             stopped at; ``.result`` holds what was folded). Read when each run starts.
+        max_patch_ops: the most operations one patch (``STATE_DELTA``, ``ACTIVITY_DELTA``) may hold,
+            ``MAX_PATCH_OPS`` (20,000, some 30 ms of the fold) by default, ``None`` for no bound; a longer
+            one is refused whole (a warning, code ``SP-06``). Read when each run starts.
         store: where threads are kept between runs (``MemoryStore`` by default).
         http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
             Its own timeout does not apply to runs: ``timeout`` and ``idle_timeout`` are set on every
@@ -195,13 +199,15 @@ class AsyncAgentClient(ClientBase):
                  run_timeout: float | None = None, telemetry: Telemetry | bool | None = None,
                  legacy_interrupts: LegacyInterrupts | None = None, max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES,
                  max_retries: int = DEFAULT_MAX_RETRIES, retry_backoff: float = DEFAULT_RETRY_BACKOFF,
-                 max_run_memory: int | None = DEFAULT_MAX_RUN_MEMORY) -> None:
+                 max_run_memory: int | None = DEFAULT_MAX_RUN_MEMORY,
+                 max_patch_ops: int | None = MAX_PATCH_OPS) -> None:
         check_url(url, own_http=http_client is None, base_url=None if http_client is None else http_client.base_url)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
                          legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes,
-                         max_retries=max_retries, retry_backoff=retry_backoff, max_run_memory=max_run_memory)
+                         max_retries=max_retries, retry_backoff=retry_backoff, max_run_memory=max_run_memory,
+                         max_patch_ops=max_patch_ops)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else own_http(self._timeout(), follow_redirects, url)
         #: This client's runs opening their connection, which its close wakes.
@@ -397,6 +403,7 @@ class AsyncAgentClient(ClientBase):
             media = check_media(response, lambda: head, handle)
             framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id,
                             response.charset_encoding, self.max_run_memory)
+            handle.max_patch_ops = self.max_patch_ops  # (read when the run starts, as the other limits)
             batches = self._batches(response, framer, redactor, deadline)
             try:
                 yield batches

@@ -1,13 +1,14 @@
 """The connection options every talking command shares (``run``, ``demo``, ``chat``; ``probe`` takes
 ``-H`` and ``--timeout`` with the same meaning), and the client they make: ``-H/--header``,
-``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-run-memory``, ``--max-retries``,
-``--legacy-interrupts`` and ``--record DIR``;
+``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-run-memory``, ``--max-patch-ops``,
+``--max-retries``, ``--legacy-interrupts`` and ``--record DIR``;
 and :func:`stored_thread_ids`, the threads a ``--thread-file`` holds.
 
 ``--timeout`` bounds each run as a whole (the client's ``run_timeout``, and the connect timeout when
 that is shorter); ``--idle-timeout`` bounds the silence between bytes (keep-alive comments count);
 ``--max-run-bytes`` bounds what one run's response may bring (the client's ``max_run_bytes``);
 ``--max-run-memory`` what it may make the thread hold, as estimated while it is read (``max_run_memory``);
+``--max-patch-ops`` the operations one of its patches may hold (``max_patch_ops``);
 ``--max-retries`` is the client's ``max_retries`` (a request the agent certainly did not act on, sent again).
 A recording client sends through the client's own transport, inside the recorder: the run's deadline,
 the budget of the answer's head and the dropping of the agent's cookies hold with ``--record`` as without it.
@@ -34,6 +35,7 @@ from ..client import (
 )
 from ..core.headers import checked_headers
 from ..core.legacy import LEGACY_BRIDGES
+from ..core.patch import MAX_PATCH_OPS
 from ..core.plan import MAX_SECONDS, MIN_SECONDS
 from ..core.retry import DEFAULT_MAX_RETRIES
 from ..errors import InvalidHeader, StoreError
@@ -58,7 +60,7 @@ def add_record_option(parser: argparse.ArgumentParser) -> None:
 
 def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = True) -> None:
     """``-H/--header``, ``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-run-memory``,
-    ``--max-retries``, ``--legacy-interrupts`` and ``--record``."""
+    ``--max-patch-ops``, ``--max-retries``, ``--legacy-interrupts`` and ``--record``."""
     if headers:
         parser.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
                             help="a request header (repeatable); values are sent, never printed")
@@ -73,6 +75,9 @@ def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = T
                         help="the most one run's response may make the thread hold, as estimated while it is "
                              "read, as 64M, 512M or 2G, or none "
                              f"(default {DEFAULT_MAX_RUN_MEMORY // 2**20}M)")
+    parser.add_argument("--max-patch-ops", type=operations, metavar="N", default=MAX_PATCH_OPS,
+                        help="the most operations one state or activity patch may hold, or none; a longer one "
+                             f"is refused whole, SP-06 (default {MAX_PATCH_OPS})")
     parser.add_argument("--max-retries", type=retries, metavar="N", default=DEFAULT_MAX_RETRIES,
                         help="send a run's request again, N times at most, when the agent certainly did not act "
                              "on it: no connection, or a 429 or 503 answer (default 0; see docs/http.md)")
@@ -107,6 +112,16 @@ def retries(text: str) -> int:
     if not text.strip().isdecimal() or not text.strip().isascii():
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number, 0 or more")
     return int(text)
+
+
+def operations(text: str) -> int | None:
+    """An argparse ``type``: a whole number, 1 or more, or ``none`` for no bound (``--max-patch-ops``)."""
+    cleaned = text.strip().lower()
+    if cleaned == "none":
+        return None
+    if not cleaned.isdecimal() or not cleaned.isascii() or int(cleaned) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number, 1 or more, or none")
+    return int(cleaned)
 
 
 def byte_count(text: str) -> int | None:
@@ -180,6 +195,7 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
                                            idle_timeout=idle, run_timeout=run_timeout,
                                            max_run_bytes=getattr(args, "max_run_bytes", DEFAULT_MAX_RUN_BYTES),
                                            max_run_memory=getattr(args, "max_run_memory", DEFAULT_MAX_RUN_MEMORY),
+                                           max_patch_ops=getattr(args, "max_patch_ops", MAX_PATCH_OPS),
                                            legacy_interrupts=getattr(args, "legacy_interrupts", None),
                                            max_retries=getattr(args, "max_retries", DEFAULT_MAX_RETRIES)))
 

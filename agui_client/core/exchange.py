@@ -19,6 +19,7 @@ from ..wire import codec
 from ..wire.jsonio import dump_json
 from ..wire.types.run import PROTOCOL_VERSION, RunAgentInput
 from .budget import MemoryBudget
+from .patch import MAX_PATCH_OPS
 from .redact import Redactor
 
 __all__ = ["StreamHandle", "opening_stage", "request_body"]
@@ -42,6 +43,9 @@ class StreamHandle:
         #: The run's budget of what its events may make the thread hold (``max_run_memory``): charged by
         #: the client as it reads the body, checked by the session before it folds each read.
         self.budget: MemoryBudget | None = None
+        #: The most operations one of the run's patches may hold (``max_patch_ops``), set by the client
+        #: when the run starts, for the session that folds it.
+        self.max_patch_ops: int | None = MAX_PATCH_OPS
 
     def trace(self, name: str, info: Mapping[str, Any]) -> None:
         """httpcore's ``trace`` extension: marks the request sent once it is written whole."""

@@ -410,7 +410,7 @@ class Conversation(Standing):
         # run() reads no events (quiet): their session reads plain events without making them, and the
         # thread may keep what the payloads it parsed hold (a STATE_SNAPSHOT's document) uncopied.
         return RunSession(self._state, run_input=plan.run_input, events=not quiet, redact=redact,
-                          budget=handle.budget)
+                          budget=handle.budget, max_patch_ops=handle.max_patch_ops)
 
     def _fault(self, exc: AguiError, session: RunSession, handle: StreamHandle, saved: bool) -> Flow[None]:
         """A fault while reading the run: raised, located and carrying the run so far, unless the run

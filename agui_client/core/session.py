@@ -39,6 +39,7 @@ from .budget import COPY_COST, MemoryBudget
 from .chunks import ChunkExpander
 from .fold import RunRecord, ThreadState
 from .naming import CHUNKS, folded_as, type_of, warnings_folded_as
+from .patch import MAX_PATCH_OPS
 from .redact import redact_exception, redact_record
 from .result import RunResult
 from .roster import Roster
@@ -82,12 +83,15 @@ class RunSession:
             and codes, as folded, stored and yielded; warnings; protocol errors' messages and
             attributes), never to the conversation (messages, state, tool calls). The client passes
             one that removes the request's credentials, which an agent may echo.
+        max_patch_ops: the most operations one patch (a ``STATE_DELTA``, an ``ACTIVITY_DELTA``) may hold
+            (the client's ``max_patch_ops``): a longer one is refused whole (``SP-06``); ``None``: no bound.
     """
 
     def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
                  max_depth: int = DEFAULT_MAX_DEPTH, collect_errors: bool = False,
                  events: bool = True, redact: Callable[[str], str] | None = None,
-                 max_errors: int | None = None, budget: MemoryBudget | None = None) -> None:
+                 max_errors: int | None = None, budget: MemoryBudget | None = None,
+                 max_patch_ops: int | None = MAX_PATCH_OPS) -> None:
         self.state = state if state is not None else ThreadState(
             thread_id=run_input.thread_id if run_input is not None else None)
         self.run_input = run_input
@@ -126,6 +130,7 @@ class RunSession:
         # The fold's parts, which the front-end's routes call (a thread keeps its parts for its life).
         self._streams = self.state.streams
         self._document = self.state.document
+        self._document.max_ops = max_patch_ops  # (the response's: the next session sets its own)
         # What one response's patches may copy is bounded whatever number of runs it holds.
         self._document.new_response()
         if run_input is not None and run_input.resume:

@@ -44,7 +44,20 @@ def dump_record(record: dict[str, Any]) -> str | bytes:
         else:
             if plain_json(record):
                 return blob
-    return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    # Here with state nested past the 254 levels orjson writes (the decoder admits 511). The check for
+    # cycles keeps a marker for every container it enters (an id in a dict, in and out): without it
+    # the encoder wrote a MiB of arrays 500 deep in 20 ms of CPU instead of 47 (objects 39-43 instead
+    # of 48), against orjson's 6 for a shallower state. A cycle, which only data handed to a store
+    # directly can hold, then ends in a RecursionError: written again with the check, it is named.
+    try:
+        return _text_record(record, False)
+    except RecursionError:
+        return _text_record(record, True)
+
+
+def _text_record(record: Any, check_circular: bool) -> str:
+    """``record`` as ASCII JSON text (the standard library's encoder, each character past ASCII escaped)."""
+    return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"), check_circular=check_circular)
 
 
 class RepeatedKey(ValueError):
@@ -102,7 +115,7 @@ def _written_back(text: str | bytes, data: Any) -> bool:
     if orjson_in_use() is not None and proved_exact(_utf8(text), data):
         return True
     try:
-        written = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+        written = _text_record(data, False)  # (parsed from text: no cycle)
     except (TypeError, ValueError, RecursionError):
         return False
     if isinstance(text, bytes):

@@ -4,6 +4,7 @@ bounded operations per patch."""
 from __future__ import annotations
 
 import json
+import sys
 import tracemalloc
 from typing import Any
 
@@ -15,6 +16,8 @@ from agui_client.core.patch import (
     DEFAULT_RUN_COPY_ALLOWANCE,
     MAX_PATCH_OPS,
     SHIFTS_PER_UNIT,
+    PatchFailed,
+    apply_patch,
 )
 from agui_client.core.session import RunSession
 
@@ -155,3 +158,68 @@ def test_a_patch_of_more_operations_than_one_patch_may_hold_is_refused_whole_bef
     [warning] = result.warnings
     assert (warning.code, warning.index, warning.pointer) == ("SP-06/AGUI302", 2, f"/delta/{MAX_PATCH_OPS}")
     assert f"more than the {MAX_PATCH_OPS}" in warning.message
+
+
+def _list_inserts_while(call: Any) -> int:
+    """How many times ``list.insert`` runs while ``call()`` does (each shifts every element after its place)."""
+    count = 0
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal count
+        # (a method called on an object is reported bound to it)
+        if event == "c_call" and getattr(arg, "__name__", None) == "insert" and type(arg.__self__) is list:
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def test_a_refused_patch_puts_the_elements_it_took_from_a_list_back_in_one_slice() -> None:
+    # Undone one at a time, each of 2,000 removals at ``/list/0`` put its element back with an insert
+    # that shifted the whole list again (20,000 at the front of a list of 100,000: 0.5 s to undo, twice
+    # what applying them took). The undo now shifts the list once: no element is inserted on its own.
+    doc = {"list": list(range(10_000))}
+    patch: list[dict[str, Any]] = [{"op": "remove", "path": "/list/0"}] * 2000
+    patch.append({"op": "test", "path": "/list/0", "value": "refused here"})
+
+    def refused() -> None:
+        with pytest.raises(PatchFailed) as caught:
+            apply_patch(doc, patch)
+        assert caught.value.op_index == 2000
+
+    assert _list_inserts_while(refused) == 0
+    assert doc == {"list": list(range(10_000))}
+
+
+_SHIFTING = {  # patches that insert into or remove from lists, refused at their last operation
+    "front inserts": [{"op": "add", "path": "/a/0", "value": v} for v in range(50)],
+    "inserts in order at the front": [{"op": "add", "path": f"/a/{i}", "value": i} for i in range(9)],
+    "appends": [{"op": "add", "path": "/a/-", "value": v} for v in range(9)],
+    "inserts in the middle": [{"op": "add", "path": "/a/3", "value": v} for v in range(9)],
+    "front removals": [{"op": "remove", "path": "/a/0"}] * 9,
+    "removals from the end": [{"op": "remove", "path": f"/a/{i}"} for i in range(9, 0, -1)],
+    "removals in the middle": [{"op": "remove", "path": "/a/4"}] * 5,
+    "two lists in turn": [{"op": "add", "path": f"/{name}/0", "value": 7} for name in "abab"],
+    "inserts then removals": [{"op": "add", "path": "/a/0", "value": 7}] * 3 + [{"op": "remove", "path": "/a/0"}] * 5,
+    "removals then inserts": [{"op": "remove", "path": "/a/0"}] * 3 + [{"op": "add", "path": "/a/0", "value": 7}] * 3,
+    "nested list": [{"op": "add", "path": "/a/0", "value": [1]}, {"op": "add", "path": "/a/0/0", "value": 2},
+                    {"op": "add", "path": "/a/0/0", "value": 3}, {"op": "remove", "path": "/a/1"}],
+    "replaced between": [{"op": "add", "path": "/a/0", "value": 7}, {"op": "replace", "path": "/a/0", "value": 8},
+                         {"op": "add", "path": "/a/0", "value": 9}],
+    "a move between": [{"op": "add", "path": "/a/0", "value": 7}, {"op": "move", "from": "/a/2", "path": "/b/0"},
+                       {"op": "add", "path": "/a/0", "value": 9}],
+}
+
+
+@pytest.mark.parametrize("adopt", [False, True])
+@pytest.mark.parametrize("ops", list(_SHIFTING.values()), ids=list(_SHIFTING))
+def test_a_refused_patch_of_list_insertions_and_removals_leaves_the_lists_as_they_were(
+        ops: list[dict[str, Any]], adopt: bool) -> None:
+    doc = {"a": list(range(10)), "b": list(range(100, 105))}
+    with pytest.raises(PatchFailed):
+        apply_patch(doc, [*ops, {"op": "test", "path": "/a", "value": "refused here"}], adopt_values=adopt)
+    assert doc == {"a": list(range(10)), "b": list(range(100, 105))}

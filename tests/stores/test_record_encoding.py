@@ -1,4 +1,5 @@
-"""How a store encodes a record's data: orjson's UTF-8 when it writes the data exactly, the stdlib otherwise."""
+"""How a store encodes a record's data: orjson's UTF-8 when it writes the data exactly, the stdlib otherwise
+(and a request's state, which the stdlib writes the same way when orjson cannot)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import json
 import tracemalloc
 from typing import Any
 
+import attrs
 import pytest
 
+from agui_client.core.exchange import request_body
 from agui_client.core.fold import ThreadState
 from agui_client.errors import StoreError
 from agui_client.stores import MemoryStore
@@ -16,6 +19,7 @@ from agui_client.stores.base import encode_data
 from agui_client.types import UserMessage
 from agui_client.wire import jsonio
 from agui_client.wire.records import load_record
+from agui_client.wire.types.run import RunAgentInput
 from agui_client.wire.values import plain_json as _plain_json
 
 __all__: list[str] = []
@@ -92,3 +96,63 @@ def test_a_memory_store_keeps_a_record_at_its_size_not_the_encoders_buffer() -> 
     assert kept < 1.5 * len(json.dumps(data))
     stored = store.load("t")
     assert stored is not None and stored.data == data
+
+
+def _checked_writes_while(call: Any, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many of the standard library's writes while ``call()`` runs check for cycles, which puts
+    the id of every list and object they enter in a dict and takes it out again (in C: counted by the
+    writes handed a dict for it)."""
+    checked = 0
+    make = json.encoder.c_make_encoder
+    assert make is not None  # (the C encoder, which every write with indent=None uses)
+
+    def counted(markers: Any, *rest: Any) -> Any:
+        nonlocal checked
+        checked += markers is not None
+        return make(markers, *rest)
+
+    monkeypatch.setattr(json.encoder, "c_make_encoder", counted)
+    call()
+    return checked
+
+
+def _deep_state() -> dict[str, Any]:
+    nest: Any = []
+    for _ in range(400):
+        nest = [nest]
+    return {"deep": [nest] * 50}
+
+
+def test_state_deeper_than_orjson_writes_is_saved_without_marking_each_container(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # orjson writes 254 levels at most; the decoder admits 511, and deeper state goes to the standard
+    # library, whose check against cycles put each container's id in a dict and took it out again:
+    # more than half its time for arrays (a MiB 500 deep: 47 ms of CPU, 20 without the check). The
+    # thread's data holds no cycle; data given to a store directly that holds one is still named.
+    data = ThreadState(state=_deep_state()).dump()
+
+    encoded: list[Any] = []
+    assert _checked_writes_while(lambda: encoded.append(encode_data("t", data)), monkeypatch) == 0
+    assert isinstance(encoded[0], str) and load_record(encoded[0]) == data
+
+    cyclic: dict[str, Any] = {"state": _deep_state()}
+    cyclic["state"]["self"] = cyclic
+    with pytest.raises(StoreError) as refused:
+        encode_data("t", cyclic)
+    assert "Circular reference detected" in str(refused.value)
+
+
+def test_state_deeper_than_orjson_writes_is_sent_without_marking_each_container(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every run's request carries the thread's state: written by the same encoder, the same way.
+    run_input = RunAgentInput(thread_id="t", run_id="r", state=_deep_state(), messages=(), tools=(), context=())
+
+    body: list[bytes] = []
+    assert _checked_writes_while(lambda: body.append(request_body(run_input)), monkeypatch) == 0
+    assert json.loads(body[0])["state"] == _deep_state()
+
+    cyclic = _deep_state()
+    cyclic["self"] = cyclic
+    with pytest.raises(ValueError) as refused:
+        request_body(attrs.evolve(run_input, state=cyclic))
+    assert "Circular reference detected" in str(refused.value)

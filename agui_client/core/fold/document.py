@@ -14,7 +14,13 @@ from typing import Any
 from ...errors import StreamWarning
 from ...wire.types.base import JSON
 from ...wire.values import PlainDict, PlainList, copy_json, deep_copy, plain_json
-from ..patch import DEFAULT_RESPONSE_COPY_ALLOWANCE, DEFAULT_RUN_COPY_ALLOWANCE, PatchFailed, apply_patch
+from ..patch import (
+    DEFAULT_RESPONSE_COPY_ALLOWANCE,
+    DEFAULT_RUN_COPY_ALLOWANCE,
+    MAX_PATCH_OPS,
+    PatchFailed,
+    apply_patch,
+)
 
 __all__ = ["StateDocument", "own_json", "foreign_copy", "json_structure", "EMPTY_STATE"]
 
@@ -94,6 +100,9 @@ class StateDocument:
         self.changes = 0
         #: What the ``copy`` operations of a run's patches (state and activities) may still cost in all.
         self.allowance = [DEFAULT_RUN_COPY_ALLOWANCE]
+        #: Operations one patch (state or activity) may hold (``None``: no bound); a session sets the
+        #: client's ``max_patch_ops`` for the response it folds.
+        self.max_ops: int | None = MAX_PATCH_OPS
         self._granted = DEFAULT_RUN_COPY_ALLOWANCE  # what the running run was given
         self._response_left: int | None = None  # what the response's runs may still copy; None: no response
         self._spent = 0  # what the runs before the running one spent of their allowances
@@ -210,7 +219,8 @@ class StateDocument:
         the patch's shape, when it was not run (see :func:`~agui_client.core.patch.apply_patch`); what
         it raises propagates, the document unchanged."""
         try:
-            self.value = apply_patch(self.value, ops, adopt_values=adopt, copy_allowance=self.allowance, vet=vet)
+            self.value = apply_patch(self.value, ops, adopt_values=adopt, copy_allowance=self.allowance, vet=vet,
+                                     max_ops=self.max_ops)
         except PatchFailed as exc:
             self.in_sync = False
             return (StreamWarning(code="SP-06/AGUI302" if exc.rule == "SP-06" else f"{exc.rule}/AGUI303",

@@ -143,7 +143,8 @@ class Snapshots:
             # which may leave something not an object.
             content = copy_json(content)
         try:
-            patched = apply_patch(content, patch, copy_allowance=self._document.allowance)
+            patched = apply_patch(content, patch, copy_allowance=self._document.allowance,
+                                  max_ops=self._document.max_ops)
             if type(patched) is not dict:
                 # AC-01: an activity's content is an object; anything else could not even be loaded again.
                 raise PatchFailed(f"the content would become {describe(patched)}, not an object", whole[-1])
