@@ -757,8 +757,10 @@ def _stream_repr(stream: _Ending, which: str) -> str:
 
 def _not_finished(run_id: str | None, failed: BaseException | None, what: str = "the stream") -> StreamNotFinished:
     if failed is not None:
+        # A protocol or transport error carries what was folded; a store's failure to settle the run (its
+        # release) may carry none, and the thread object keeps the fold then.
+        where = "the error's .result" if getattr(failed, "result", None) is not None else "the thread"
         return StreamNotFinished(f"run {quoted_name(run_id)}: {what} failed ({type(failed).__name__}: {failed}), so "
-                                 "it has no result; the error's .result holds what was folded", run_id=run_id,
-                                 failed=failed)
+                                 f"it has no result; {where} holds what was folded", run_id=run_id, failed=failed)
     return StreamNotFinished(f"run {quoted_name(run_id)}: {what} has not ended; read .result after the with block, "
                              "or call get_final_result() to read the rest first", run_id=run_id)

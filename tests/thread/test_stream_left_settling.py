@@ -206,6 +206,8 @@ def test_a_handed_settling_that_fails_is_the_streams_recorded_outcome_and_its_re
                 _ = stream.result
             assert unfinished.value.failed is failed
             assert f"failed (StoreError: {failed})" in str(unfinished.value)
+            # A store's error carries no fold: the message sends the caller to the thread, which kept it.
+            assert "the thread holds what was folded" in str(unfinished.value)
     finally:
         held.open()
 
@@ -225,5 +227,6 @@ def test_a_blocks_own_exit_whose_settling_fails_records_that_failure(drive: Any,
             with pytest.raises(ag.StreamNotFinished) as unfinished:
                 _ = stream.result
             assert unfinished.value.failed is raised.value
+            assert "the thread holds what was folded" in str(unfinished.value)
     finally:
         held.open()
