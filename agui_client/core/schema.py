@@ -22,8 +22,11 @@ the user's answer against it. jsonschema, used as it comes, lets such a schema:
   ``anyOf`` branches each quoting a large answer in its error), by ``uniqueItems`` (quadratic on
   objects), by ``multipleOf`` on extreme numbers (``OverflowError``), or by size and nesting
   (``RecursionError``). Here every schema object applied to a value, every keyword call and every
-  error message is charged to a step budget, and the keywords with costs of their own are
+  error message is charged to a step budget (bases, plus what the schema's text and the answer's
+  values pay for: see :data:`CHECK_BUDGET`), and the keywords with costs of their own are
   implemented here with bounded ones; the schema's size and nesting are capped before anything runs.
+  Judging the schema itself walks it once, by its draft's metaschema read as a table
+  (:mod:`.metaschema`), not by applying the whole metaschema to every subschema.
 * **switch itself to an unguarded validator**: a subschema naming its own ``$schema`` makes
   jsonschema evaluate it with that draft's stock validator, outside every guard above; it is refused.
 
