@@ -180,7 +180,7 @@ class _Check:
         self.regexes: OrderedDict[str, Regex | str | None] = OrderedDict()
         # The schema pointer of the innermost keyword being evaluated when checking stopped.
         self.where: str | None = None
-        # The subschema being judged by the keyword table (see _Dialect.sound), to name where it stopped.
+        # The subschema object the keyword table's walk was in when it ended (see _Dialect.first_flaw).
         self.node: Any = None
         # Schema applications in progress, one inside the other, and how many fit on the stack.
         self.depth = 0
@@ -207,6 +207,7 @@ class _Check:
                                        "its own work, or an answer too large for it)")
 
     def at(self, node: object) -> None:
+        """Note the subschema object the keyword table's walk ended in."""
         self.node = node
 
     def pointer(self, node: object, *keys: str) -> str:
@@ -511,14 +512,15 @@ _GUARDED: Final[dict[str, Callable[..., Iterator[ValidationError]]]] = {
 def _charged(keyword: str, function: Callable[..., Any]) -> Callable[..., Iterator[ValidationError]]:
     """``function`` with every call and every error message it yields charged to the budget."""
 
-    cost = _REFERENCE_COST if keyword in _REFERENCES else _KEYWORD_COST
+    reference = keyword in _REFERENCES
+    cost = _REFERENCE_COST if reference else _KEYWORD_COST
 
     def keyword_function(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
         check = _active()
         check.charge(cost)
         try:
             check.enter()
-            if cost == _REFERENCE_COST and not isinstance(value, str):
+            if reference and not isinstance(value, str):
                 # Drafts 3 and 4 leave "$ref" out of their metaschemas, so a number there is judged
                 # sound, and referencing's lookup of it raised AttributeError out of the check.
                 raise _Stop("unresolvable", f"the reference is a {type(value).__name__}, not a string")
