@@ -60,13 +60,20 @@ class Leaf:
     Attributes:
         schema: the keyword's schema, as the metaschema holds it.
         resolver: what its references resolve against (the vocabulary metaschema it sits in).
+        only_type: the JSON type, when the schema asks for that type and nothing else (``title``,
+            ``description``, ``$comment``, ``format``: ``{"type": "string"}``), so a value can be
+            judged by its type alone; else ``None``.
     """
 
-    __slots__ = ("schema", "resolver")
+    __slots__ = ("schema", "resolver", "only_type")
 
     def __init__(self, schema: Any, resolver: Resolver[Any]) -> None:
         self.schema = schema
         self.resolver = resolver
+        body = {key: value for key, value in schema.items() if key not in _ANNOTATIONS} \
+            if isinstance(schema, dict) else None
+        self.only_type: str | None = body["type"] if body is not None and list(body) == ["type"] and \
+            isinstance(body["type"], str) else None
 
 
 class _Map:

@@ -675,6 +675,8 @@ class _Dialect:
         if validator is None:
             validator = self._leaves[id(leaf)] = self.validator(leaf.schema, format_checker=_FORMATS,
                                                                 _resolver=leaf.resolver)
+        if leaf.only_type is not None:  # (as the type keyword would judge it, without a validator's walk)
+            return bool(validator.is_type(value, leaf.only_type))
         return _is_valid(validator.iter_errors(value))
 
 
