@@ -326,13 +326,13 @@ def test_an_event_of_many_short_data_lines_is_held_joined_as_it_grows() -> None:
 def schemas_judged(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """A list that grows by one each time a ``responseSchema`` is judged against its draft's metaschema."""
     judged: list[int] = []
-    judge = schema_module._Dialect.judge
+    judge = schema_module._Dialect.first_flaw
 
-    def counted(self: Any) -> Any:
+    def counted(self: Any, schema: Any, check: Any) -> Any:
         judged.append(1)
-        return judge(self)
+        return judge(self, schema, check)
 
-    monkeypatch.setattr(schema_module._Dialect, "judge", counted)
+    monkeypatch.setattr(schema_module._Dialect, "first_flaw", counted)
     return judged
 
 

@@ -253,3 +253,18 @@ def test_the_choices_benchmark_reports_each_cost_an_agent_can_choose(tmp_path: P
     assert [row["name"] for row in rows] == ["save", "request"] * 3 + ["orjson", "depth", "undo", "undo"]
     assert all(row["cpu_ms"] >= 0 for row in rows)
     assert len(proc.stdout.strip().splitlines()) == len(rows)
+
+
+def test_the_schema_benchmark_measures_every_hostile_shape_and_the_forms(tmp_path: Path) -> None:
+    # (python -m bench.schemas: one hostile responseSchema of each shape, and many ordinary forms in one
+    # resume; no timing asserted)
+    out = tmp_path / "schemas.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.schemas", "--tiny", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from bench.schemas import hostile_cases
+
+    found = json.loads(out.read_text())
+    assert [row["shape"] for row in found["hostile"]] == list(hostile_cases())
+    assert all(row["steps"] > 0 and row["bytes"] > 0 for row in found["hostile"])
+    assert [row["verdict"] for row in found["forms"]] == ["accepted", "InvalidResumePayload 1 ids"]

@@ -255,7 +255,7 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
                     if interrupt.response_schema is not None] for key, copies in raised.items()}
     # The answers are checked within one allowance: an agent's interrupts, however many, cost what one
     # check does (see shared_allowance).
-    allowance = _schema.shared_allowance(payload for pairs in checks.values() for _, payload in pairs)
+    allowance = _schema.shared_allowance(pair for pairs in checks.values() for pair in pairs)
     for key, copies in raised.items():
         if key not in named:
             problems["uncovered"].append(key)

@@ -22,8 +22,11 @@ the user's answer against it. jsonschema, used as it comes, lets such a schema:
   ``anyOf`` branches each quoting a large answer in its error), by ``uniqueItems`` (quadratic on
   objects), by ``multipleOf`` on extreme numbers (``OverflowError``), or by size and nesting
   (``RecursionError``). Here every schema object applied to a value, every keyword call and every
-  error message is charged to a step budget, and the keywords with costs of their own are
+  error message is charged to a step budget (bases, plus what the schema's text and the answer's
+  values pay for: see :data:`CHECK_BUDGET`), and the keywords with costs of their own are
   implemented here with bounded ones; the schema's size and nesting are capped before anything runs.
+  Judging the schema itself walks it once, by its draft's metaschema read as a table
+  (:mod:`.metaschema`), not by applying the whole metaschema to every subschema.
 * **switch itself to an unguarded validator**: a subschema naming its own ``$schema`` makes
   jsonschema evaluate it with that draft's stock validator, outside every guard above; it is refused.
 
@@ -58,10 +61,12 @@ from jsonschema.validators import validator_for
 from .._inert import quoted_name
 from ..errors import SchemaFault
 from ..wire.jsonio import escape as _escape
+from .metaschema import KeywordTable, Leaf, is_sound, keyword_table
 from .regex import Regex, compile_pattern
 
 __all__ = ["SCHEMA_FAULTS", "MAX_SCHEMA_VALUES", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_TEXT", "CHECK_BUDGET",
-           "STEPS_PER_VALUE", "JUDGE_BUDGET", "Verdict", "check", "shared_allowance", "json_pointer"]
+           "STEPS_PER_VALUE", "STEPS_PER_CHAR", "JUDGE_BUDGET", "Verdict", "check", "shared_allowance",
+           "json_pointer"]
 
 #: The codes of :class:`~agui_client.errors.SchemaFault`, each a reason a schema cannot judge a value.
 SCHEMA_FAULTS: Final = ("not-a-schema", "invalid", "too-large", "too-deep", "over-budget", "unresolvable",
@@ -73,16 +78,26 @@ MAX_SCHEMA_VALUES: Final = 20_000
 MAX_SCHEMA_DEPTH: Final = 64
 #: … and this many characters of text, keys included.
 MAX_SCHEMA_TEXT: Final = 1_000_000
-#: Steps allowed for checking a value against a schema, plus :data:`STEPS_PER_VALUE` for every JSON
-#: value in it (so a large ordinary answer still fits). A step is about one schema object applied to
-#: one value (weighted by the object's size), one keyword call, 64 characters of error message or of
-#: text a pattern reads: the budget is under a second of work on a small machine (measured on two
-#: cores: 0.7 to 1.5 million steps a second).
-CHECK_BUDGET: Final = 500_000
+# A step is about half a microsecond of work on the two-core machine the bounds were measured on
+# (``python -m bench.schemas``: no shape of schema makes one cost more than about 0.7 µs there); the
+# costs below say what each call is charged.
+#: Steps allowed for judging a schema against its draft's metaschema, plus :data:`STEPS_PER_CHAR` for
+#: every character of its JSON text: judging walks the schema once (see :mod:`.metaschema`), about
+#: 0.15 steps a character for an ordinary form, so only a schema that multiplies its own work (or
+#: holds thousands of patterns to compile) comes near it.
+JUDGE_BUDGET: Final = 100_000
+#: Steps allowed for checking a value against a schema, plus :data:`STEPS_PER_CHAR` for every
+#: character of the schema's JSON text and :data:`STEPS_PER_VALUE` for every JSON value in the answer
+#: (so a large schema or a large ordinary answer still fits). A step is about one schema object
+#: applied to one value (weighted by the object's size), one keyword call, 64 characters of error
+#: message or of text a pattern reads. The two limits bound each phase of one check; a check (a
+#: resume's too, see :func:`shared_allowance`) spends at most ``JUDGE_BUDGET + CHECK_BUDGET +
+#: STEPS_PER_CHAR * characters + STEPS_PER_VALUE * values`` in all: about 0.1 s for a small schema,
+#: plus about half a microsecond a character of schema and 10 µs a value of answer (a string counts
+#: one value more for every 64 characters).
+CHECK_BUDGET: Final = 100_000
 STEPS_PER_VALUE: Final = 20
-#: Steps allowed for judging the schema itself against its draft's metaschema: about 440 for each
-#: subschema (2020-12), so some 4,500 subschemas, in about a second.
-JUDGE_BUDGET: Final = 2_000_000
+STEPS_PER_CHAR: Final = 1
 
 # Compiled patterns kept per check (each may hold up to RE2's memory limit, in .regex).
 _REGEX_CACHE: Final = 16
@@ -92,9 +107,18 @@ _REGEX_CACHE: Final = 16
 # referencing turn it into a panic that is not even an Exception).
 _FRAMES_PER_NESTING: Final = 6
 _STACK_MARGIN: Final = 100
-# Resolving a reference (joining URIs, looking through the registry) costs about five ordinary steps.
+# What the calls below cost, in steps, measured (``python -m bench.schemas``) so that no shape of schema
+# makes a step take much longer than judging an ordinary one does (about half a microsecond on the
+# two-core machine): a keyword call (the guard around it, jsonschema's generator); resolving a
+# reference (joining URIs, looking through the registry); compiling a pattern (RE2, and Python's re
+# asked whether what RE2 refuses is a regex at all: some 50 µs); a value of const or enum compared,
+# or of an array's item made hashable for uniqueItems; one multipleOf in exact arithmetic.
+_KEYWORD_COST: Final = 2
 _REFERENCES: Final = ("$ref", "$dynamicRef", "$recursiveRef")
-_REFERENCE_COST: Final = 5
+_REFERENCE_COST: Final = 16
+_COMPILE_COST: Final = 100
+_COMPARED_COST: Final = 3
+_MULTIPLE_COST: Final = 12
 # Keywords whose whole value jsonschema may walk each time the object holding them is applied.
 _WALKED_WHOLE: Final = frozenset({"const", "enum", "required", "dependentRequired", "dependencies"})
 # Keywords whose values are data, never evaluated as a schema by a keyword: an object under them may
@@ -139,7 +163,7 @@ class _Check:
     """One check's state: the budget, where each schema object sits, the patterns compiled so far."""
 
     __slots__ = ("steps", "limit", "shared", "judging", "pointers", "dialects", "weights", "unchecked", "regexes",
-                 "where", "depth", "max_depth")
+                 "where", "node", "depth", "max_depth")
 
     def __init__(self, pointers: dict[int, str], dialects: dict[int, str]) -> None:
         self.steps = 0
@@ -156,6 +180,8 @@ class _Check:
         self.regexes: OrderedDict[str, Regex | str | None] = OrderedDict()
         # The schema pointer of the innermost keyword being evaluated when checking stopped.
         self.where: str | None = None
+        # The subschema object the keyword table's walk was in when it ended (see _Dialect.first_flaw).
+        self.node: Any = None
         # Schema applications in progress, one inside the other, and how many fit on the stack.
         self.depth = 0
         self.max_depth = max(8, (sys.getrecursionlimit() - _stack_depth() - _STACK_MARGIN) // _FRAMES_PER_NESTING)
@@ -180,6 +206,10 @@ class _Check:
             raise _Stop("over-budget", f"checking needs more than {self.limit:,} steps (a schema that multiplies "
                                        "its own work, or an answer too large for it)")
 
+    def at(self, node: object) -> None:
+        """Note the subschema object the keyword table's walk ended in."""
+        self.node = node
+
     def pointer(self, node: object, *keys: str) -> str:
         base = self.pointers.get(id(node), "")
         return base + "".join("/" + _escape(key) for key in keys)
@@ -189,7 +219,7 @@ class _Check:
         if pattern in self.regexes:
             self.regexes.move_to_end(pattern)
             return self.regexes[pattern]
-        self.charge(1 + len(pattern) // 16)
+        self.charge(_COMPILE_COST + len(pattern) // 4)
         compiled = compile_pattern(pattern)
         self.regexes[pattern] = compiled
         if len(self.regexes) > _REGEX_CACHE:
@@ -428,7 +458,7 @@ def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> It
         return
     # Exact arithmetic on numbers this size costs about the square of their length.
     bits = sum(value.bit_length() for value in (instance, divisor) if isinstance(value, int))
-    _active().charge(1 + (bits // 4096) ** 2)
+    _active().charge(_MULTIPLE_COST + (bits // 4096) ** 2)
     try:
         whole = (_exact(instance) / _exact(divisor)).denominator == 1
     except (ValueError, ZeroDivisionError, OverflowError):  # NaN or infinity (Python values, not JSON)
@@ -446,10 +476,10 @@ def _canonical(value: Any, check: _Check) -> Any:
     if isinstance(value, str):
         return ("string", value)
     if isinstance(value, dict):
-        check.charge(1 + len(value))
+        check.charge(_COMPARED_COST * (1 + len(value)))
         return ("object", frozenset((key, _canonical(item, check)) for key, item in value.items()))
     if isinstance(value, (list, tuple)):
-        check.charge(1 + len(value))
+        check.charge(_COMPARED_COST * (1 + len(value)))
         return ("array", tuple(_canonical(item, check) for item in value))
     return ("other", id(value))
 
@@ -482,13 +512,18 @@ _GUARDED: Final[dict[str, Callable[..., Iterator[ValidationError]]]] = {
 def _charged(keyword: str, function: Callable[..., Any]) -> Callable[..., Iterator[ValidationError]]:
     """``function`` with every call and every error message it yields charged to the budget."""
 
-    cost = _REFERENCE_COST if keyword in _REFERENCES else 1
+    reference = keyword in _REFERENCES
+    cost = _REFERENCE_COST if reference else _KEYWORD_COST
 
     def keyword_function(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
         check = _active()
         check.charge(cost)
         try:
             check.enter()
+            if reference and not isinstance(value, str):
+                # Drafts 3 and 4 leave "$ref" out of their metaschemas, so a number there is judged
+                # sound, and referencing's lookup of it raised AttributeError out of the check.
+                raise _Stop("unresolvable", f"the reference is a {type(value).__name__}, not a string")
             errors = function(validator, value, instance, schema)
             for error in errors or ():
                 check.charge(1 + len(error.message) // 64)
@@ -524,7 +559,8 @@ def _weight(schema: dict[str, Any]) -> int:
     # What jsonschema does with one schema object, apart from what it charges itself: it walks the
     # object's members (known keywords or not), a keyword walks its value (properties, required …),
     # const and enum compare whole values, and dependentRequired walks each of its lists.
-    return 1 + len(schema) + sum(_size(value, deep=key in _WALKED_WHOLE) for key, value in schema.items())
+    return 1 + len(schema) + sum(_COMPARED_COST * _size(value, deep=True) if key in _WALKED_WHOLE else
+                                 _size(value, deep=False) for key, value in schema.items())
 
 
 def _size(value: Any, *, deep: bool) -> int:
@@ -581,7 +617,7 @@ def _refuse_embedded_dialect(check: _Check, schema: dict[str, Any]) -> None:
 class _Dialect:
     """A draft's guarded validator class, with the resolver base that holds the metaschemas."""
 
-    __slots__ = ("validator", "meta", "registry", "specification")
+    __slots__ = ("validator", "meta", "registry", "specification", "_table", "_leaves")
 
     def __init__(self, validator: type[Any], meta: _Dialect | None, registry: referencing.Registry[Any],
                  specification: referencing.Specification[Any]) -> None:
@@ -589,6 +625,8 @@ class _Dialect:
         self.meta = meta
         self.registry = registry
         self.specification = specification
+        self._table: KeywordTable | None | bool = False  # (False: not read yet)
+        self._leaves: dict[int, Any] = {}
 
     def make(self, schema: Any) -> Any:
         """A validator for ``schema`` whose references resolve in the schema and the metaschemas only."""
@@ -598,11 +636,48 @@ class _Dialect:
         registry = self.registry.with_resource(uri, resource).crawl()
         return self.validator(schema, _resolver=registry.resolver(base_uri=uri))
 
+    def _uri(self) -> str:
+        return (self.validator.ID_OF(self.validator.META_SCHEMA) or "").rstrip("#")
+
     def judge(self) -> Any:
         """A validator for this draft's metaschema (as held in the registry, without its ``$schema``)."""
-        uri = (self.validator.ID_OF(self.validator.META_SCHEMA) or "").rstrip("#")
+        uri = self._uri()
         return self.validator(self.registry.contents(uri), format_checker=_FORMATS,
                               _resolver=self.registry.resolver(base_uri=uri))
+
+    def first_flaw(self, schema: Any, check: _Check) -> tuple[str, str] | None:
+        """Where ``schema`` (a draft of this metaschema) fails its metaschema and why, or ``None``.
+
+        Walked once by the metaschema read as a table (see :mod:`.metaschema`); where the table cannot
+        vouch for a value, the subschema object holding it (the whole schema, for a draft without a
+        table) is judged whole by jsonschema, so the error reported is jsonschema's own.
+        """
+        if self._table is False:
+            self._table = keyword_table(self.registry, self._uri())
+        node = schema
+        if isinstance(self._table, KeywordTable):
+            try:
+                if is_sound(self._table, schema, check.charge, self._fits, check.at):
+                    return None
+            except _Stop:
+                check.where = check.pointer(check.node if check.node is not None else schema)
+                raise
+            node = check.node if check.node is not None else schema
+        invalid = next(iter(self.judge().iter_errors(node)), None)
+        if invalid is None and node is not schema:  # (the table never refuses what jsonschema accepts)
+            node, invalid = schema, next(iter(self.judge().iter_errors(schema)), None)
+        if invalid is None:
+            return None
+        return check.pointer(node) + json_pointer(invalid.absolute_path), _shorten_reason(invalid.message)
+
+    def _fits(self, leaf: Leaf, value: Any) -> bool:
+        validator = self._leaves.get(id(leaf))
+        if validator is None:
+            validator = self._leaves[id(leaf)] = self.validator(leaf.schema, format_checker=_FORMATS,
+                                                                _resolver=leaf.resolver)
+        if leaf.only_type is not None:  # (as the type keyword would judge it, without a validator's walk)
+            return bool(validator.is_type(value, leaf.only_type))
+        return _is_valid(validator.iter_errors(value))
 
 
 @cache
@@ -685,12 +760,21 @@ def _fault(code: str, pointer: str, reason: str) -> SchemaFault:
     return SchemaFault(code=code, pointer=pointer, keyword=keyword, reason=reason)
 
 
+# Values of an answer counted for its budget, at most (a larger answer is charged as this large).
+_MAX_COUNTED: Final = 500_000
+
+
 def _count(value: Any, limit: int) -> int:
+    """The JSON values in ``value`` (at most about ``limit``), a string (or key) counting once more for
+    every 64 characters: a pattern reads its text, so a long text answer pays for being read."""
     total, stack = 0, [value]
     while stack and total < limit:
         item = stack.pop()
         total += 1
-        if isinstance(item, dict):
+        if isinstance(item, str):
+            total += len(item) // 64
+        elif isinstance(item, dict):
+            total += sum(len(key) // 64 for key in item if isinstance(key, str))
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
@@ -698,29 +782,43 @@ def _count(value: Any, limit: int) -> int:
 
 
 class _Allowance:
-    """A group's allowance: the steps its checks may still spend, and the schemas whose judging it has
-    paid for (by their text, :func:`_judged_key`)."""
+    """A group's allowance: the steps its checks may still spend, the schemas whose judging it has
+    paid for (by their text, :func:`_judged_key`), and each schema's text (by the schema's ``id``, the
+    schema kept so the ``id`` stays its own)."""
 
-    __slots__ = ("steps", "judged")
+    __slots__ = ("steps", "judged", "texts")
 
-    def __init__(self, steps: int) -> None:
+    def __init__(self, steps: int, texts: dict[int, tuple[Any, str | None]]) -> None:
         self.steps = steps
         self.judged: set[str] = set()
+        self.texts = texts
 
 
-def shared_allowance(instances: Iterable[Any]) -> _Allowance:
-    """The steps a group of checks may spend together (spent in place by :func:`check`): what one check
-    of all ``instances`` may spend, its schema judged too.
+def shared_allowance(checks: Iterable[tuple[Any, Any]]) -> _Allowance:
+    """The steps a group of checks, ``(schema, instance)`` pairs, may spend together (spent in place by
+    :func:`check`): the bases of one check (:data:`JUDGE_BUDGET`, :data:`CHECK_BUDGET`), and
+    :data:`STEPS_PER_CHAR` for every character of each pair's schema and :data:`STEPS_PER_VALUE` for
+    every value of its instance.
 
     One resume answers every open interrupt of a run, each with a schema of the agent's, all checked in
     one call on the caller's thread (an event loop's, for a web backend). Each check alone is bounded,
     but an agent raising 200 interrupts that each carry a schema costing a second to check made their
-    answers cost minutes; checked within one allowance, they cost what one such check does. Judging a
-    schema is paid for once in a group, whether it is judged there or was judged before (remembered),
-    so a group's verdict never depends on what the process checked earlier.
+    answers cost minutes: within one allowance, the bases are spent once, and the rest is what the
+    schemas' and the answers' sizes pay for. So a resume answering 1,000 interrupts, each with a form of
+    its own, is allowed what their 1,000 forms cost to read, while 1,000 small schemas that each
+    multiply their work share one check's bases. Judging a schema is paid for once in a group, whether
+    it is judged there or was judged before (remembered), so a group's verdict never depends on what
+    the process checked earlier.
     """
-    values = sum(_count(instance, CHECK_BUDGET) for instance in instances)
-    return _Allowance(JUDGE_BUDGET + CHECK_BUDGET + STEPS_PER_VALUE * values)
+    steps = JUDGE_BUDGET + CHECK_BUDGET
+    texts: dict[int, tuple[Any, str | None]] = {}
+    for schema, instance in checks:
+        if id(schema) not in texts:
+            texts[id(schema)] = (schema, _judged_key(schema))
+        text = texts[id(schema)][1]
+        steps += STEPS_PER_CHAR * (len(text) if text is not None else 0) + STEPS_PER_VALUE * _count(instance,
+                                                                                                     _MAX_COUNTED)
+    return _Allowance(steps, texts)
 
 
 def _limited(check: _Check, allowance: _Allowance | None) -> None:
@@ -750,7 +848,9 @@ def check(schema: Any, instance: Any, allowance: _Allowance | None = None) -> Ve
         return Verdict([], problem, ())
     if isinstance(schema, dict) and "$schema" in schema and not isinstance(schema["$schema"], str):
         return Verdict([], _fault("invalid", "/$schema", "$schema must be a string"), ())
-    key = _judged_key(schema)
+    known = allowance.texts.get(id(schema)) if allowance is not None else None
+    key = known[1] if known is not None and known[0] is schema else _judged_key(schema)
+    characters = len(key) if key is not None else 0
     # (The explicit default also keeps jsonschema from warning about a $schema it does not know.)
     dialect = _dialect(validator_for(schema, default=jsonschema.Draft202012Validator))
     if isinstance(schema, dict) and "$schema" in schema:
@@ -759,6 +859,7 @@ def check(schema: Any, instance: Any, allowance: _Allowance | None = None) -> Ve
         schema = {key: value for key, value in schema.items() if key != "$schema"}
         pointers[id(schema)] = ""
     check = _Check(pointers, dialects)
+    check.limit = JUDGE_BUDGET + STEPS_PER_CHAR * characters
     token = _ACTIVE.set(check)
     try:
         judged = _JUDGED.get(key) if key is not None else None
@@ -772,10 +873,9 @@ def check(schema: Any, instance: Any, allowance: _Allowance | None = None) -> Ve
         if judged is None:
             _limited(check, allowance)
             check.judging = True
-            invalid = next(iter((dialect.meta or dialect).judge().iter_errors(schema)), None)
-            if invalid is not None:
-                return Verdict([], _fault("invalid", json_pointer(invalid.absolute_path),
-                                          _shorten_reason(invalid.message)), check.unchecked.items())
+            flaw = (dialect.meta or dialect).first_flaw(schema, check)
+            if flaw is not None:
+                return Verdict([], _fault("invalid", *flaw), check.unchecked.items())
             if key is not None:
                 _remember_judged(key, (tuple(check.unchecked.items()), check.steps))
         else:
@@ -786,7 +886,7 @@ def check(schema: Any, instance: Any, allowance: _Allowance | None = None) -> Ve
                 allowance.judged.add(key)
             allowance.steps -= check.steps
         check.steps, check.shared = 0, False
-        check.limit = CHECK_BUDGET + STEPS_PER_VALUE * _count(instance, CHECK_BUDGET)
+        check.limit = CHECK_BUDGET + STEPS_PER_CHAR * characters + STEPS_PER_VALUE * _count(instance, _MAX_COUNTED)
         _limited(check, allowance)
         return Verdict(list(dialect.make(schema).iter_errors(instance)), None, check.unchecked.items())
     except _Stop as stop:

@@ -205,6 +205,13 @@ def test_a_remote_dialect_is_never_fetched_and_the_schema_is_read_as_2020_12(ser
     assert endpoint.received == []
 
 
+def test_a_reference_that_is_no_string_is_unresolvable_never_an_attribute_error() -> None:
+    # (draft 4's metaschema does not say "$ref" is a string, so the schema is judged sound)
+    refusal = unusable({"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"a": {"$ref": 5}}},
+                       {"a": 1})
+    assert (refusal.code, refusal.pointer) == ("unresolvable", "/properties/a/$ref")
+
+
 def test_a_file_reference_is_never_read(tmp_path: Path) -> None:
     integers = tmp_path / "schema.json"
     integers.write_text(json.dumps({"type": "integer"}))
@@ -268,9 +275,21 @@ def test_a_schema_that_multiplies_its_work_is_refused_over_budget(schema: Any, p
     assert refusal.code == "over-budget"
 
 
-def test_judging_a_schema_with_too_many_subschemas_is_refused_over_budget() -> None:
-    refusal = unusable({"properties": {f"p{n}": {} for n in range(6000)}}, {})
-    assert refusal.code == "over-budget" and refusal.pointer.startswith("/properties/p")
+@pytest.mark.parametrize(
+    ("schema", "pointer"),
+    [
+        # (patterns are compiled as the schema is judged, each a hundred steps and more)
+        pytest.param({"patternProperties": {f"^(a|b{n})*[c-z]{{2,9}}$": {} for n in range(3000)}}, "",
+                     id="thousands-of-patterns"),
+        # (draft 3's metaschema is no table: its schemas are judged whole, some 440 steps a subschema)
+        pytest.param({"$schema": "http://json-schema.org/draft-03/schema#",
+                      "properties": {f"p{n}": {} for n in range(6000)}}, "/properties/p", id="judged-whole"),
+    ],
+)
+def test_judging_a_schema_that_multiplies_its_work_is_refused_over_budget(schema: Any, pointer: str) -> None:
+    refusal = unusable(schema, {})
+    assert refusal.code == "over-budget" and refusal.pointer.startswith(pointer)
+    assert "judging the schema itself" in (refusal.reason or "")
 
 
 def test_the_budget_names_where_checking_stopped() -> None:
@@ -467,23 +486,20 @@ def test_a_resume_against_a_hostile_schema_is_refused_before_anything_is_sent(dr
     assert endpoint.agent.request_count == 2
 
 
-def test_the_answers_of_one_resume_share_one_budget_so_many_costly_schemas_cost_what_one_does(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_answers_of_one_resume_share_one_budget_so_many_costly_schemas_cost_what_one_does() -> None:
     # Each check alone is bounded, but a resume checks the answers to every open interrupt in one call:
     # 200 interrupts whose schemas each cost a second to check made answering them cost minutes, on
-    # the caller's event loop. (The budgets are made small here so that a few schemas spend them.)
-    monkeypatch.setattr(schema_module, "JUDGE_BUDGET", 40_000)
-    monkeypatch.setattr(schema_module, "CHECK_BUDGET", 10_000)
-    form = {f"p{k}": {"type": "string", "maxLength": 9} for k in range(30)}
-    interrupts = [ask({"title": f"form {n}", "properties": form}, f"i{n}") for n in range(10)]
+    # the caller's event loop. Ten small schemas, each multiplying its work (1,024 applications of its
+    # leaf, some 60,000 steps), share one check's bases, not ten.
+    interrupts = [ask(doubling(10, {"type": "string", "title": f"schema {n}"}), f"i{n}") for n in range(10)]
     # Alone, each schema judges and checks within its own budget.
     for interrupt in interrupts:
-        ResumeBuilder([interrupt]).answer(interrupt.id, {"p0": "x"}).build()
+        ResumeBuilder([interrupt]).answer(interrupt.id, "x").build()
     schema_module._JUDGED.clear()  # (judged afresh, as ten new schemas are)
 
     builder = ResumeBuilder(interrupts)
     for interrupt in interrupts:
-        builder.answer(interrupt.id, {"p0": "x"})
+        builder.answer(interrupt.id, "x")
     with pytest.raises(UnusableResponseSchema) as caught:
         builder.build()
 
@@ -499,9 +515,11 @@ def test_one_resume_gets_the_same_verdict_however_often_it_is_built(monkeypatch:
     # spent none of the resume's shared budget: a resume refused over-budget was accepted when built
     # again, the schemas its first attempt judged now free, and so was any resume whose schemas an
     # earlier, smaller one had judged. Whether answers are refused must not depend on what the process
-    # checked before.
-    monkeypatch.setattr(schema_module, "JUDGE_BUDGET", 40_000)
-    monkeypatch.setattr(schema_module, "CHECK_BUDGET", 10_000)
+    # checked before. (The budgets are made small here, and nothing allowed for the schemas' size, so
+    # that judging a few forms spends them.)
+    monkeypatch.setattr(schema_module, "JUDGE_BUDGET", 2_000)
+    monkeypatch.setattr(schema_module, "CHECK_BUDGET", 500)
+    monkeypatch.setattr(schema_module, "STEPS_PER_CHAR", 0)
     form = {f"p{k}": {"type": "string", "maxLength": 9} for k in range(30)}
     interrupts = [ask({"title": f"form {n}", "properties": form}, f"i{n}") for n in range(10)]
     schema_module._JUDGED.clear()
@@ -544,7 +562,7 @@ def test_a_schema_many_interrupts_share_is_paid_for_once_judged_before_or_not(mo
     for fresh in (True, False):
         if fresh:
             schema_module._JUDGED.clear()
-        allowance = schema_module.shared_allowance([{"p0": "x"}] * 50)
+        allowance = schema_module.shared_allowance([(form, {"p0": "x"})] * 50)
         start = allowance.steps
         for _interrupt in interrupts:
             assert schema_module.check(form, {"p0": "x"}, allowance).fault is None
