@@ -3,8 +3,10 @@
 A step is the schema checker's unit of work (``core.schema``: about half a microsecond each, as
 ``python -m bench.schemas`` measures). These tests bound steps, never time: one hostile schema,
 however it multiplies its work, is stopped within its bases plus what its size and its answer's size
-pay for, and a resume answering 1,000 interrupts, each with a 50-field form of its own, is checked in
-full (before, a resume's fixed budget ran out after about 100 such forms and refused the rest).
+pay for, and a resume answering 250 interrupts, each with a 50-field form of its own, is checked in
+full (before, a resume's fixed budget ran out after about 110 such forms and refused the rest; the
+budget now grows with each schema and answer, so the count has no ceiling of its own: the CHANGELOG's
+1,000 was measured by hand, four times this test's time).
 """
 
 from __future__ import annotations
@@ -125,8 +127,9 @@ def answer(number: int) -> dict[str, Any]:
     return {f"form{number}_f{k}": values[k % 5] for k in range(FIELDS)}
 
 
-def test_a_thousand_interrupts_each_with_a_form_of_its_own_are_checked_in_full(drive: Any, served: Any) -> None:
-    count = 1_000
+def test_hundreds_of_interrupts_each_with_a_form_of_its_own_are_checked_in_full(drive: Any, served: Any) -> None:
+    # 250 forms: main refused all but some 110 of them; a thousand proved the same at four times the suite's time.
+    count = 250
     endpoint = served(ScriptedAgent.interrupts(count, response_schema=[form(n) for n in range(count)]))
 
     with drive.client(endpoint.url) as client:
@@ -136,10 +139,10 @@ def test_a_thousand_interrupts_each_with_a_form_of_its_own_are_checked_in_full(d
         wrong = thread.resume_builder()
         for n in range(count):
             given = answer(n)
-            if n == 499:
-                given["form499_f1"] = "many"  # (an integer field)
-            if n == 998:
-                del given["form998_f0"]  # (a required field)
+            if n == 99:
+                given["form99_f1"] = "many"  # (an integer field)
+            if n == 248:
+                del given["form248_f0"]  # (a required field)
             wrong.answer(f"interrupt-{n + 1}", given)
         with pytest.raises(InvalidResumePayload) as caught:
             thread.run(resume=wrong)
@@ -149,10 +152,10 @@ def test_a_thousand_interrupts_each_with_a_form_of_its_own_are_checked_in_full(d
         accepted = thread.run(resume=right)
 
     refusal = caught.value
-    # (before: UnusableResponseSchema, "over-budget" for some 900 of the forms)
+    # (before: UnusableResponseSchema, "over-budget" for all but some 110 of the forms)
     assert type(refusal) is InvalidResumePayload and refusal.faults == {}
-    assert refusal.ids == ("interrupt-500", "interrupt-999")
-    assert any("/form499_f1" in message and "integer" in message for message in refusal.errors["interrupt-500"])
-    assert any("'form998_f0' is a required property" in message for message in refusal.errors["interrupt-999"])
+    assert refusal.ids == ("interrupt-100", "interrupt-249")
+    assert any("/form99_f1" in message and "integer" in message for message in refusal.errors["interrupt-100"])
+    assert any("'form248_f0' is a required property" in message for message in refusal.errors["interrupt-249"])
     assert accepted.outcome == "success" and len(accepted.result["answers"]) == count
     assert endpoint.agent.request_count == 2  # (the refused resume sent nothing)
