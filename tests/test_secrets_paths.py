@@ -1,0 +1,50 @@
+"""The text paths of the last rounds, audited for the caller's secrets and the agent's control sequences
+(the twenty-fourth round).
+
+Each test is an attack one of those paths did not hold: a real agent on 127.0.0.1 echoing the
+caller's credential where the path reads it, or writing a control sequence where the path shows it.
+What the audit tried and found sound is listed in the changelog's "Twenty-fourth round: secrets audit".
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from agui_client.testing import Finish, ScriptedAgent, Start
+
+MARK = "[redacted]"
+API_KEY = "ak_9c1d2e7f0a55bb"
+
+
+def _redirecting_once(inner: Any) -> Any:
+    """An agent that first redirects the run, within its origin, to a URL whose query holds the request's
+    ``X-Api-Key`` under a name nothing marks as secret, then answers it with ``inner``."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["path"].endswith("/agent"):
+            key = dict(scope["headers"])[b"x-api-key"]
+            location = scope["path"].encode() + b"/next?from=" + key
+            await send({"type": "http.response.start", "status": 307,
+                        "headers": [(b"location", location), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await inner(scope, receive, send)
+    return app
+
+
+def test_httpx_request_line_of_a_followed_redirect_hides_a_credential_its_location_echoes(
+        drive: Any, served: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # httpx logs each request's URL at INFO; the filter hid the URL's userinfo and the values of
+    # sensitive query names only. A redirect followed goes to the URL the agent chose: "?from=<the key>"
+    # was written to the logs of any application logging at INFO.
+    endpoint = served(_redirecting_once(ScriptedAgent([[Start(), Finish()]])))
+
+    with caplog.at_level(logging.INFO, logger="httpx"), \
+            drive.client(endpoint.url, headers={"X-Api-Key": API_KEY}, follow_redirects=True) as client:
+        assert client.thread("t").run("hi", run_id="r").outcome == "success"
+
+    lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
+    assert any(line.startswith("HTTP Request: POST ") and f"/next?from={MARK} " in line for line in lines), lines
+    assert not [line for line in lines if API_KEY in line]
