@@ -9,14 +9,19 @@ What the audit tried and found sound is listed in the changelog's "Twenty-fourth
 from __future__ import annotations
 
 import logging
+import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
 
-from agui_client.testing import Finish, ScriptedAgent, Start
+from agui_client.testing import Finish, ScriptedAgent, Start, probe
 
 MARK = "[redacted]"
 API_KEY = "ak_9c1d2e7f0a55bb"
+#: What a terminal obeys (OSC, BEL, CSI in C0 and in C1) and a bidi override, as an agent may write them.
+HOSTILE = "\x1b]0;owned\x07 \x1b[2J \x9b31m \u202eevil"
+#: Each of them, raw: none may be left in text a person is shown.
+RAW = ("\x1b", "\x07", "\x9b", "\u202e")
 
 
 def _redirecting_once(inner: Any) -> Any:
@@ -48,3 +53,21 @@ def test_httpx_request_line_of_a_followed_redirect_hides_a_credential_its_locati
     lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
     assert any(line.startswith("HTTP Request: POST ") and f"/next?from={MARK} " in line for line in lines), lines
     assert not [line for line in lines if API_KEY in line]
+
+
+def test_a_probe_reports_junit_and_failed_assertion_write_the_agents_control_characters_as_escapes() -> None:
+    # The table and --json show the agent's words inert; the JUnit XML kept the C1 controls and bidi
+    # overrides (XML can hold them: only C0 was escaped), and assert_conformant's AssertionError, which
+    # pytest prints to the terminal, kept them all.
+    report = probe(ScriptedAgent([[Start(), {"type": "RUN_ERROR", "message": HOSTILE}]]), prompt="x")
+    assert any(HOSTILE in check.reason for check in report.checks)  # (the report's data keeps what the agent said)
+
+    junit = report.to_junit(strict=True)
+    said = [element.get("message") or "" for element in ET.fromstring(junit).iter() if element.get("message")]
+    assert any("\\x1b]0;owned\\x07" in message and "\\u202eevil" in message for message in said), said
+    assert [char for char in RAW if char in junit] == []
+
+    with pytest.raises(AssertionError) as caught:
+        report.assert_conformant(strict=True)
+    assert "\\x9b31m \\u202eevil" in str(caught.value)
+    assert [char for char in RAW if char in str(caught.value)] == []
