@@ -8,13 +8,26 @@ What the audit tried and found sound is listed in the changelog's "Twenty-fourth
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from agui_client.testing import Finish, ScriptedAgent, Start, probe
+import agui_client as ag
+from agui_client.testing import (
+    AsyncRecordingTransport,
+    Finish,
+    RecordedAgent,
+    RecordingTransport,
+    ScriptedAgent,
+    Start,
+    probe,
+)
 
 MARK = "[redacted]"
 API_KEY = "ak_9c1d2e7f0a55bb"
@@ -71,3 +84,56 @@ def test_a_probe_reports_junit_and_failed_assertion_write_the_agents_control_cha
         report.assert_conformant(strict=True)
     assert "\\x9b31m \\u202eevil" in str(caught.value)
     assert [char for char in RAW if char in str(caught.value)] == []
+
+
+async def _echoing(scope: Any, receive: Any, send: Any) -> None:
+    """An agent whose every reply, and the state it sets, repeat the request's ``X-Api-Key``."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    run_input = json.loads(body)
+    key = dict(scope["headers"])[b"x-api-key"].decode()
+    ids = {"threadId": run_input["threadId"], "runId": run_input["runId"]}
+    reply = f"m{len(run_input['messages'])}"
+    events = [{"type": "RUN_STARTED", **ids},
+              {"type": "TEXT_MESSAGE_START", "messageId": reply, "role": "assistant"},
+              {"type": "TEXT_MESSAGE_CONTENT", "messageId": reply, "delta": f"your key is {key}"},
+              {"type": "TEXT_MESSAGE_END", "messageId": reply},
+              {"type": "STATE_SNAPSHOT", "snapshot": {"seen": key}},
+              {"type": "RUN_FINISHED", **ids}]
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    frames = b"".join(b"data: %s\n\n" % json.dumps(event).encode() for event in events)
+    await send({"type": "http.response.body", "body": frames})
+
+
+@pytest.mark.parametrize("shell", ["sync", "async"])
+def test_a_recordings_next_request_holds_no_credential_the_agent_echoed_in_the_thread(
+        served: Any, tmp_path: Path, shell: str) -> None:
+    # The answer's file had the agent's echo of the key redacted; the next request sends the thread's
+    # messages and state back, the echo in them, and its file was written exactly as sent.
+    endpoint = served(_echoing)
+    if shell == "sync":
+        with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+                ag.AgentClient(endpoint.url, http_client=http, headers={"X-Api-Key": API_KEY}) as client:
+            thread = client.thread()
+            thread.run("hi")
+            said = thread.run("again").state.messages[1].content
+    else:
+        async def main() -> str:
+            async with httpx.AsyncClient(transport=AsyncRecordingTransport(tmp_path)) as http, \
+                    ag.AsyncAgentClient(endpoint.url, http_client=http, headers={"X-Api-Key": API_KEY}) as client:
+                thread = client.thread()
+                await thread.run("hi")
+                return (await thread.run("again")).state.messages[1].content
+        said = asyncio.run(main())
+
+    assert said == f"your key is {API_KEY}"  # (the thread keeps what the agent said)
+    assert [path.name for path in sorted(tmp_path.iterdir()) if API_KEY in path.read_text()] == []
+    second = json.loads((tmp_path / "02.request.json").read_text())
+    assert (second["messages"][1]["content"], second["state"]) == (f"your key is {MARK}", {"seen": MARK})
+    assert (tmp_path / "01.request.json").read_bytes() == json.dumps(
+        json.loads((tmp_path / "01.request.json").read_text()), separators=(",", ":")).encode()
+    assert len(RecordedAgent(tmp_path)) == 2  # (each request file still reads as a RunAgentInput)
