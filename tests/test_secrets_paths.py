@@ -27,6 +27,7 @@ from agui_client.testing import (
     ScriptedAgent,
     Start,
     probe,
+    serve,
 )
 
 MARK = "[redacted]"
@@ -137,3 +138,27 @@ def test_a_recordings_next_request_holds_no_credential_the_agent_echoed_in_the_t
     assert (tmp_path / "01.request.json").read_bytes() == json.dumps(
         json.loads((tmp_path / "01.request.json").read_text()), separators=(",", ":")).encode()
     assert len(RecordedAgent(tmp_path)) == 2  # (each request file still reads as a RunAgentInput)
+
+
+def test_recorded_agents_refusal_of_a_resume_writes_the_recordings_control_characters_as_escapes(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The refusal names the resume entries, the recorded ones as the folder holds them (a recording may
+    # come from anyone): written with ensure_ascii=False, a payload's C1 CSI and bidi override went raw
+    # into the log line that says it, and into the answer's detail.
+    recorded = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "hi"}],
+                "resume": [{"interruptId": "i1", "status": "resolved", "payload": HOSTILE}],
+                "tools": [], "context": [], "forwardedProps": {}, "state": {}}
+    (tmp_path / "01.request.json").write_text(json.dumps(recorded))
+    (tmp_path / "01.sse").write_text("")
+    agent = RecordedAgent(tmp_path)
+
+    with caplog.at_level(logging.WARNING, logger="agui_client.testing"), serve(agent) as endpoint, \
+            ag.AgentClient(endpoint.url) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread("t").run("hi")
+
+    assert caught.value.status_code == 409
+    [problem] = agent.mismatches
+    [said] = [record.getMessage() for record in caplog.records if "request refused" in record.getMessage()]
+    assert "\\x9b31m \\u202eevil" in problem and problem in said
+    assert [char for char in RAW if char in said] == []
