@@ -136,13 +136,17 @@ class HttpxLogFilter(logging.Filter):
         if not (isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL)
                 and str(record.msg).startswith("HTTP Request:")):
             return True
-        if args[1].userinfo or args[1].query:
-            args = (args[0], displayed_url(str(args[1]), marked=self.marked), *args[2:])
+        redactor = _EXCHANGE.get()  # (the line is written while the run's request is sent: its redactor)
+        url = displayed_url(str(args[1]), marked=self.marked) if args[1].userinfo or args[1].query else str(args[1])
+        if redactor is not None:
+            # A redirect followed goes where the agent said: a Location echoing a credential of the request
+            # in its path or under a query name nothing marks (``?from=<the key>``) is this line's URL.
+            url = redactor.text(url)
+        if url != str(args[1]):
+            args = (args[0], url, *args[2:])
         if len(args) == 5 and isinstance(args[4], str) and args[4]:
-            # The answer's reason phrase, as the agent wrote it: it may repeat a credential of the request
-            # (the line is written while the run's request is sent, so its redactor is known), or be as
-            # long as a head may be.
-            redactor = _EXCHANGE.get()
+            # The answer's reason phrase, as the agent wrote it: it may repeat a credential of the request,
+            # or be as long as a head may be.
             reason = quoted(redactor.text(args[4]) if redactor is not None else args[4])
             if reason != args[4]:
                 args = (*args[:4], reason)

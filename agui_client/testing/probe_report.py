@@ -13,6 +13,8 @@ from xml.sax.saxutils import quoteattr
 import attrs
 from attrs import frozen
 
+from .._inert import visible
+
 __all__ = ["ProbeReport", "CheckResult", "Evidence", "ProbeRun", "Level", "Verdict"]
 
 Level = Literal["MUST", "SHOULD", "heuristic"]
@@ -131,6 +133,8 @@ class ProbeReport:
 
     def assert_conformant(self, *, strict: bool = False) -> None:
         """Raise ``AssertionError`` listing what failed (and, ``strict``, what warned); for a pytest test.
+        The reasons and evidence quote the agent (a ``RUN_ERROR``'s message): in the error's message they
+        are made inert as the CLI shows them (``\\x1b``, ``\\u202e``), since pytest prints it to the terminal.
 
         Example::
 
@@ -142,7 +146,7 @@ class ProbeReport:
             for result in bad:
                 lines.append(f"- {result.id} [{result.level}] {result.verdict}: {result.reason}")
                 lines += [f"    {item}" for item in result.evidence[:5]]
-            raise AssertionError("\n".join(lines))
+            raise AssertionError(visible("\n".join(lines)))
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-ready data (what ``agui probe --json`` prints)."""
@@ -184,7 +188,10 @@ _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def _xml_text(text: str) -> str:
-    return _XML_BAD.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    # What a terminal would obey or a reader could not see (the C1 controls, a bidi override), which XML
+    # holds, is written as its escape too, as the table and --json show it: a CI job that prints the file,
+    # or a page showing a failure's message, must not be steered by the agent's text.
+    return _XML_BAD.sub(lambda m: f"\\x{ord(m.group()):02x}", visible(text))
 
 
 def _xml_escape(text: str) -> str:

@@ -40,7 +40,7 @@ from typing import Any
 
 from attrs import frozen
 
-from .._inert import quoted_name
+from .._inert import quoted_name, visible
 from ..errors import ProtocolError
 from ..wire.codec import decode, encode
 from ..wire.jsonio import parse_json
@@ -242,8 +242,11 @@ def _difference(recorded: _Exchange, got: RunAgentInput) -> str | None:
         return f"{where}: {len(got.messages)} message(s), recorded {len(want.messages)}"
     sent, kept = _resume(got), _resume(want)
     if sent != kept:
-        return (f"{where}: resume entries {json.dumps(sent, ensure_ascii=False)}, "
-                f"recorded {json.dumps(kept, ensure_ascii=False)}")
+        # (the entries as JSON, made inert as the CLI shows text: a recording may come from anyone, and
+        # this line goes to the log and to the client's error, where a C1 CSI or a bidi override in an
+        # answer's payload would act on the terminal that shows it)
+        return (f"{where}: resume entries {visible(json.dumps(sent, ensure_ascii=False))}, "
+                f"recorded {visible(json.dumps(kept, ensure_ascii=False))}")
     return None
 
 

@@ -3,7 +3,8 @@
 A recording is a folder of numbered exchanges, in request order (``NN`` is ``01``, ``02`` ... and
 grows a digit past ``99``):
 
-* ``NN.request.json``: the request body exactly as sent (the ``RunAgentInput``);
+* ``NN.request.json``: the request body as sent (the ``RunAgentInput``), but for the request's
+  credentials, which it may carry back to the agent (see below);
 * ``NN.response.json``: the answer's status and content type (``{"status": 200, "contentType":
   "text/event-stream"}``);
 * ``NN.sse``: the response body, written (and flushed) as it streams through (decompressed when the agent sent
@@ -13,7 +14,9 @@ Headers are never written, in either direction (they carry credentials), nor is 
 may carry a token). A credential of the request that the agent repeats in its answer (an error that
 quotes the ``Authorization`` header) is written as ``[redacted]``, as in the client's errors, also
 when the answer's charset writes it otherwise (a UTF-16 or EBCDIC error page), or the answer is
-written in another charset than it names (a UTF-16 page naming UTF-8, or none). A
+written in another charset than it names (a UTF-16 page naming UTF-8, or none). So it is in a
+request's body: the thread's messages and state that the next request sends back hold what the agent
+answered, echo included (each string holding one is written with ``[redacted]`` in its place). A
 request that got no answer at all (the agent unreachable) leaves no file.
 ``agui replay DIR`` folds such a folder into the thread it recorded, and
 :class:`~agui_client.testing.RecordedAgent` serves it back to a client under test.
@@ -125,6 +128,29 @@ def recorded_exchanges(directory: str | os.PathLike[str]) -> list[tuple[int, Pat
     return found
 
 
+def _redacted_body(body: bytes, redactor: Redactor) -> bytes:
+    """A request's body as its file keeps it: as sent, unless it holds one of the request's credentials.
+
+    A credential the agent echoed is written ``[redacted]`` in the answer's file, and sent back to it in
+    the next request: the thread's messages and state hold the reply as the agent wrote it. That body is
+    read as JSON and written again with each string (keys too) redacted, so the file still reads as the
+    ``RunAgentInput`` it was (``agui replay``, ``RecordedAgent``); one that is not JSON is redacted as text.
+    """
+    if not redactor:
+        return body
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body  # (not a body this client sends; the answer's scrub has no charset to go by here either)
+    if redactor.text(text) == text:
+        return body
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return redactor.text(text).encode("utf-8")
+    return json.dumps(redactor.json(value), ensure_ascii=False).encode("utf-8")
+
+
 class _Recorder:
     """Where the next exchange goes, shared by the sync and async transports."""
 
@@ -159,9 +185,16 @@ class _Recorder:
             if len(self.problems) < PROBLEMS_KEPT:
                 self.problems.append(problem)
 
-    def reserve(self, body: bytes) -> str | None:
-        """Write ``body`` as the next exchange's request; its stem (``dir/NN``), or ``None`` when stopped
-        (or when the request file could not be written: that exchange is not recorded)."""
+    def redactor(self, request: httpx.Request) -> Redactor:
+        """The redactor of ``request``'s credentials: its sensitive headers and URL, by the names this
+        transport was given and those the client that sent it marked."""
+        marked = self.marked | frozenset(request.extensions.get(SENSITIVE_EXTENSION, ()))
+        return Redactor.of(request.headers.multi_items(), [str(request.url)], marked=marked)
+
+    def reserve(self, request: httpx.Request, body: bytes) -> str | None:
+        """Write ``body`` (``request``'s, without its credentials: :func:`_redacted_body`) as the next
+        exchange's request; its stem (``dir/NN``), or ``None`` when stopped (or when the request file could
+        not be written: that exchange is not recorded)."""
         with self._lock:
             directory = self._directory
             if directory is None:
@@ -190,7 +223,7 @@ class _Recorder:
             return None
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(body)
+                handle.write(_redacted_body(body, self.redactor(request)))
         except OSError as error:
             self._remove(str(stem))
             self.failed(f"{stem}.request.json", error, "this exchange is not recorded")
@@ -224,9 +257,7 @@ class _Recorder:
 
     def _response(self, stem: str, response: httpx.Response, request: httpx.Request) -> _BodyFile:
         encoding = response.headers.get("content-encoding", "").strip().lower()
-        # (the names this transport was given, and those the client that sent the request marked)
-        marked = self.marked | frozenset(request.extensions.get(SENSITIVE_EXTENSION, ()))
-        redactor = Redactor.of(request.headers.multi_items(), [str(request.url)], marked=marked)
+        redactor = self.redactor(request)
         meta: dict[str, object] = {"status": response.status_code,
                                    "contentType": redactor.text(response.headers.get("content-type", ""))}
         if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
@@ -446,7 +477,7 @@ class RecordingTransport(_Controls, httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through ``inner``, recording the exchange while recording is on."""
-        stem = self._recorder.reserve(request.read()) if self._recorder.directory is not None else None
+        stem = self._recorder.reserve(request, request.read()) if self._recorder.directory is not None else None
         try:
             response = self.inner.handle_request(request)
         except BaseException:
@@ -485,7 +516,7 @@ class AsyncRecordingTransport(_Controls, httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through ``inner``, recording the exchange while recording is on."""
-        stem = self._recorder.reserve(await request.aread()) if self._recorder.directory is not None else None
+        stem = self._recorder.reserve(request, await request.aread()) if self._recorder.directory is not None else None
         try:
             response = await self.inner.handle_async_request(request)
         except BaseException:
