@@ -32,7 +32,7 @@ from ._answers import (
 from ._deadline import HeadTooLong
 from ._framing import SSE
 from ._inert import quoted, quoted_name
-from ._logs import filter_http_logs, unfilter_names
+from ._logs import filter_http_logs, unfilter_collected, unfilter_names
 from ._pool import (
     ProxiedSyncTransport,
     ProxiedTransport,
@@ -252,8 +252,9 @@ class ClientBase:
         filter_http_logs(self.sensitive_headers)
         # Given back once: at the first close, or when the client is collected unclosed (a client dropped
         # without close() kept its names hidden in every later client's log lines). The finalizer holds
-        # the names, not the client; at the interpreter's exit there is nobody left to show them to.
-        self._log_names = weakref.finalize(self, unfilter_names, self.sensitive_headers)
+        # the names, not the client; at the interpreter's exit there is nobody left to show them to. (The
+        # collector's way never waits for the filter's lock: it may come while this thread holds it.)
+        self._log_names = weakref.finalize(self, unfilter_collected, self.sensitive_headers)
         self._log_names.atexit = False
         self._proxy_headers = proxy_credentials()
         self.timeout = checked_seconds("timeout", timeout)
@@ -282,7 +283,9 @@ class ClientBase:
 
     def _unmark_log_names(self) -> None:
         """Give back the names this client marked for httpx's log lines (as it closes, once)."""
-        self._log_names()
+        marked = self._log_names.detach()  # (None: given back already; else the finalizer's arguments)
+        if marked is not None:
+            unfilter_names(*marked[2])
 
     @property
     def is_closed(self) -> bool:

@@ -38,7 +38,7 @@ from ._inert import quoted
 from .core.redact import MARK, Redactor, displayed_url, is_sensitive
 
 __all__ = ["HTTPCORE_LOGGERS", "HttpxLogFilter", "HttpcoreLogFilter", "exchange", "filter_http_logs",
-           "unfilter_names"]
+           "unfilter_collected", "unfilter_names"]
 
 #: httpcore's loggers (a filter on a parent logger does not see its children's lines).
 HTTPCORE_LOGGERS = ("httpcore.connection", "httpcore.http11", "httpcore.http2", "httpcore.proxy", "httpcore.socks")
@@ -108,28 +108,61 @@ class HttpxLogFilter(logging.Filter):
         self.marked: frozenset[str] = frozenset()
         self._counts: dict[str, int] = {}  # name -> how many open clients marked it
         self._lock = threading.Lock()
+        # The names of clients collected while the lock was held, given back by whoever holds it next.
+        self._collected: list[frozenset[str]] = []
 
     def mark(self, names: frozenset[str]) -> None:
         """Hide the values of query parameters called ``names`` too (until :meth:`unmark` gives them back)."""
-        if not names:
+        if not names and not self._collected:
             return
         with self._lock:  # (clients made at once in several threads must not lose each other's names)
             for name in names:
                 self._counts[name] = self._counts.get(name, 0) + 1
-            self.marked = frozenset(self._counts)
+            self._settle()
 
     def unmark(self, names: frozenset[str]) -> None:
         """Give back one :meth:`mark` of ``names`` (a client closing): a name no open client marks is shown."""
-        if not names:
+        if not names and not self._collected:
             return
         with self._lock:
-            for name in names:
-                count = self._counts.get(name, 0) - 1
-                if count > 0:
-                    self._counts[name] = count
-                else:
-                    self._counts.pop(name, None)
+            self._count_out(names)
+            self._settle()
+
+    def unmark_collected(self, names: frozenset[str]) -> None:
+        """:meth:`unmark`, for a client the garbage collector took unclosed: never waits for the lock.
+
+        The collector runs wherever an allocation finds it due, in any thread, and so also inside
+        :meth:`mark` or :meth:`unmark` (their set of names is an allocation): waiting there for the
+        lock, which is not reentrant, its own thread held, hung that thread for good. Taken when free;
+        else left to whoever holds it, who gives the names back before letting it go (or, collected
+        in its last step, the next client made or closed does)."""
+        if not names:
+            return
+        if not self._lock.acquire(blocking=False):
+            self._collected.append(names)  # (one call, atomic: no lock needed to leave them)
+            return
+        try:
+            self._count_out(names)
+            self._settle()
+        finally:
+            self._lock.release()
+
+    def _count_out(self, names: frozenset[str]) -> None:
+        for name in names:
+            count = self._counts.get(name, 0) - 1
+            if count > 0:
+                self._counts[name] = count
+            else:
+                self._counts.pop(name, None)
+
+    def _settle(self) -> None:
+        """With the lock held: give back the names left by clients collected meanwhile; set :attr:`marked`."""
+        while True:
+            while self._collected:
+                self._count_out(self._collected.pop())
             self.marked = frozenset(self._counts)
+            if not self._collected:
+                return
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
@@ -171,3 +204,8 @@ def filter_http_logs(marked: frozenset[str]) -> None:
 def unfilter_names(marked: frozenset[str]) -> None:
     """Give back the names a client marked with :func:`filter_http_logs`, as it closes (the filters stay)."""
     _HTTPX_FILTER.unmark(marked)
+
+
+def unfilter_collected(marked: frozenset[str]) -> None:
+    """:func:`unfilter_names` for a client collected unclosed (its finalizer): never waits for a lock."""
+    _HTTPX_FILTER.unmark_collected(marked)

@@ -325,6 +325,41 @@ def test_a_name_marked_by_a_client_collected_unclosed_is_shown_again(
     assert "zone=7&v=2" in lines[1], lines
 
 
+@pytest.mark.parametrize("kind", [ag.AgentClient, ag.AsyncAgentClient], ids=["sync", "async"])
+def test_a_client_collected_while_names_are_being_marked_does_not_hang_the_thread(kind: type[Any]) -> None:
+    # The collector runs wherever an allocation finds it due, so also in the middle of another
+    # client's marking (its set of names is made under the filter's lock). The finalizer then took
+    # that same lock, not reentrant, in the same thread: the thread hung for good, and every client
+    # made after it with it. (The lock is held here by hand: that is where the collector can come.)
+    from agui_client._logs import _HTTPX_FILTER
+    done = threading.Event()
+    outcome: list[BaseException | None] = []
+
+    def collect_while_marking() -> None:
+        try:
+            dropped = kind("http://127.0.0.1:9/agent", sensitive_headers=["Region"])
+            collected = weakref.ref(dropped)
+            with _HTTPX_FILTER._lock:
+                del dropped
+                gc.collect()
+                assert collected() is None
+            outcome.append(None)
+        except BaseException as exc:  # (said by the test's thread below)
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=collect_while_marking, daemon=True).start()
+    if not done.wait(10):
+        _HTTPX_FILTER._lock.release()  # (lets the hung thread go on, so later tests' clients do not hang too)
+        pytest.fail("the collector's finalizer waited for a lock its own thread held")
+    assert outcome == [None], outcome
+    # Given back all the same, at the next client's mark: its name is shown again.
+    assert "region" in _HTTPX_FILTER.marked
+    with ag.AgentClient("http://127.0.0.1:9/agent"):
+        assert "region" not in _HTTPX_FILTER.marked
+
+
 # --------------------------------------------------------------------------------------------------
 # Warnings: a stream of two-byte faults
 # --------------------------------------------------------------------------------------------------
