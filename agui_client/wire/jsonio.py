@@ -691,13 +691,9 @@ def dump_json(value: Any) -> bytes:
             return bytes(_orjson.dumps(value))
         except TypeError:
             pass  # lone surrogates, big ints, nesting past 254 levels: the stdlib path below handles them
-    try:
-        # Without the check for cycles, which marks every container entered (a request's state nested
-        # past orjson's levels: a MiB of arrays 500 deep in 20 ms of CPU instead of 47); written again
-        # with it when the write recursed too deep, so that a cycle is named as before.
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
-    except RecursionError:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # With the check for cycles (see ``records.dump_record``: without it a hand-built request's cycle was
+    # written round and round to the recursion limit before it was named).
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:

@@ -8,7 +8,6 @@ import json
 import tracemalloc
 from typing import Any
 
-import attrs
 import pytest
 
 from agui_client.core.exchange import request_body
@@ -98,24 +97,6 @@ def test_a_memory_store_keeps_a_record_at_its_size_not_the_encoders_buffer() -> 
     assert stored is not None and stored.data == data
 
 
-def _checked_writes_while(call: Any, monkeypatch: pytest.MonkeyPatch) -> int:
-    """How many of the standard library's writes while ``call()`` runs check for cycles, which puts
-    the id of every list and object they enter in a dict and takes it out again (in C: counted by the
-    writes handed a dict for it)."""
-    checked = 0
-    make = json.encoder.c_make_encoder
-    assert make is not None  # (the C encoder, which every write with indent=None uses)
-
-    def counted(markers: Any, *rest: Any) -> Any:
-        nonlocal checked
-        checked += markers is not None
-        return make(markers, *rest)
-
-    monkeypatch.setattr(json.encoder, "c_make_encoder", counted)
-    call()
-    return checked
-
-
 def _deep_state() -> dict[str, Any]:
     nest: Any = []
     for _ in range(400):
@@ -123,36 +104,54 @@ def _deep_state() -> dict[str, Any]:
     return {"deep": [nest] * 50}
 
 
-def test_state_deeper_than_orjson_writes_is_saved_without_marking_each_container(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # orjson writes 254 levels at most; the decoder admits 511, and deeper state goes to the standard
-    # library, whose check against cycles put each container's id in a dict and took it out again:
-    # more than half its time for arrays (a MiB 500 deep: 47 ms of CPU, 20 without the check). The
-    # thread's data holds no cycle; data given to a store directly that holds one is still named.
-    data = ThreadState(state=_deep_state()).dump()
-
-    encoded: list[Any] = []
-    assert _checked_writes_while(lambda: encoded.append(encode_data("t", data)), monkeypatch) == 0
-    assert isinstance(encoded[0], str) and load_record(encoded[0]) == data
-
-    cyclic: dict[str, Any] = {"state": _deep_state()}
+def _cyclic_beside(size: int) -> dict[str, Any]:
+    """A record whose state holds ``size`` numbers beside a way back to the record itself."""
+    cyclic: dict[str, Any] = {"state": {"rows": list(range(size))}}
     cyclic["state"]["self"] = cyclic
-    with pytest.raises(StoreError) as refused:
-        encode_data("t", cyclic)
-    assert "Circular reference detected" in str(refused.value)
+    return cyclic
 
 
-def test_state_deeper_than_orjson_writes_is_sent_without_marking_each_container(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # Every run's request carries the thread's state: written by the same encoder, the same way.
+def _peak_while(call: Any) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        call()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("write", ["save", "request"])
+def test_a_cycle_is_named_at_once_however_much_sits_beside_it(write: str) -> None:
+    # Written first without the check for cycles (to save its marking of each container), a cycle
+    # went round until Python's recursion limit, writing what sat beside it again at every turn: a
+    # state of 100,000 numbers (0.6 MB) took 8.5 s of CPU and 600 MB before the cycle was named; a
+    # few MB of state ran a process out of memory instead. Written with the check, it is named as
+    # the cycle is first entered.
+    cyclic = _cyclic_beside(20_000)  # (some 110 KB of text)
+    if write == "save":
+        def refused() -> None:
+            with pytest.raises(StoreError) as caught:
+                encode_data("t", cyclic)
+            assert "Circular reference detected" in str(caught.value)
+    else:
+        run_input = RunAgentInput(thread_id="t", run_id="r", state=cyclic, messages=(), tools=(), context=())
+
+        def refused() -> None:
+            with pytest.raises(ValueError) as caught:
+                request_body(run_input)
+            assert "Circular reference detected" in str(caught.value)
+    # (the state's text is some 110 KB: orjson, tried first, writes it 150-odd times before its depth
+    # limit refuses it, 17 MB; the standard library's unchecked write then took 55 MB and more)
+    assert _peak_while(refused) < 30_000_000
+
+
+def test_state_deeper_than_orjson_writes_is_saved_and_sent_as_it_is() -> None:
+    # orjson writes 254 levels at most; the decoder admits 511, and deeper state goes to the standard
+    # library's encoder, for a save and for every run's request.
+    data = ThreadState(state=_deep_state()).dump()
+    encoded = encode_data("t", data)
+    assert isinstance(encoded, str) and load_record(encoded) == data
     run_input = RunAgentInput(thread_id="t", run_id="r", state=_deep_state(), messages=(), tools=(), context=())
-
-    body: list[bytes] = []
-    assert _checked_writes_while(lambda: body.append(request_body(run_input)), monkeypatch) == 0
-    assert json.loads(body[0])["state"] == _deep_state()
-
-    cyclic = _deep_state()
-    cyclic["self"] = cyclic
-    with pytest.raises(ValueError) as refused:
-        request_body(attrs.evolve(run_input, state=cyclic))
-    assert "Circular reference detected" in str(refused.value)
+    assert json.loads(request_body(run_input))["state"] == _deep_state()
