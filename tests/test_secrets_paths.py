@@ -9,6 +9,7 @@ What the audit tried and found sound is listed in the changelog's "Twenty-fourth
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import xml.etree.ElementTree as ET
@@ -87,8 +88,9 @@ def test_a_probe_reports_junit_and_failed_assertion_write_the_agents_control_cha
     assert [char for char in RAW if char in str(caught.value)] == []
 
 
-async def _echoing(scope: Any, receive: Any, send: Any) -> None:
-    """An agent whose every reply, and the state it sets, repeat the request's ``X-Api-Key``."""
+async def _echoing(scope: Any, receive: Any, send: Any, *, odd: bool = False) -> None:
+    """An agent whose every reply, and the state it sets, repeat the request's ``X-Api-Key`` (with ``odd``,
+    beside a lone surrogate, which JSON's escapes can write and UTF-8 cannot)."""
     body = b""
     while True:
         message = await receive()
@@ -103,7 +105,7 @@ async def _echoing(scope: Any, receive: Any, send: Any) -> None:
               {"type": "TEXT_MESSAGE_START", "messageId": reply, "role": "assistant"},
               {"type": "TEXT_MESSAGE_CONTENT", "messageId": reply, "delta": f"your key is {key}"},
               {"type": "TEXT_MESSAGE_END", "messageId": reply},
-              {"type": "STATE_SNAPSHOT", "snapshot": {"seen": key}},
+              {"type": "STATE_SNAPSHOT", "snapshot": {"seen": key, **({"odd": "\ud800"} if odd else {})}},
               {"type": "RUN_FINISHED", **ids}]
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
     frames = b"".join(b"data: %s\n\n" % json.dumps(event).encode() for event in events)
@@ -138,6 +140,38 @@ def test_a_recordings_next_request_holds_no_credential_the_agent_echoed_in_the_t
     assert (tmp_path / "01.request.json").read_bytes() == json.dumps(
         json.loads((tmp_path / "01.request.json").read_text()), separators=(",", ":")).encode()
     assert len(RecordedAgent(tmp_path)) == 2  # (each request file still reads as a RunAgentInput)
+
+
+@pytest.mark.parametrize("shell", ["sync", "async"])
+def test_a_recordings_redacted_request_keeps_a_lone_surrogate_the_thread_holds(
+        served: Any, tmp_path: Path, shell: str) -> None:
+    # The redacted body was written again with the standard library's ensure_ascii=False and encoded
+    # as UTF-8, which holds no lone surrogate: UnicodeEncodeError out of the transport, and the run
+    # after the agent's echo failed before it was sent. Now every character past ASCII is escaped there.
+    endpoint = served(functools.partial(_echoing, odd=True))
+    if shell == "sync":
+        with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+                ag.AgentClient(endpoint.url, http_client=http, headers={"X-Api-Key": API_KEY}) as client:
+            thread = client.thread()
+            thread.run("hi")
+            with pytest.warns(ag.AguiWarning) as warned:  # (the client's own note on what it sends)
+                outcome = thread.run("again").outcome
+    else:
+        async def main() -> str:
+            async with httpx.AsyncClient(transport=AsyncRecordingTransport(tmp_path)) as http, \
+                    ag.AsyncAgentClient(endpoint.url, http_client=http, headers={"X-Api-Key": API_KEY}) as client:
+                thread = client.thread()
+                await thread.run("hi")
+                return (await thread.run("again")).outcome
+        with pytest.warns(ag.AguiWarning) as warned:
+            outcome = asyncio.run(main())
+
+    assert outcome == "success"
+    assert ["UTF16-SURROGATE" in str(warning.message) for warning in warned] == [True]
+    assert [path.name for path in sorted(tmp_path.iterdir()) if API_KEY in path.read_text()] == []
+    second = json.loads((tmp_path / "02.request.json").read_bytes().decode("utf-8"))
+    assert second["state"] == {"seen": MARK, "odd": "\ud800"}
+    assert len(RecordedAgent(tmp_path)) == 2
 
 
 def test_recorded_agents_refusal_of_a_resume_writes_the_recordings_control_characters_as_escapes(

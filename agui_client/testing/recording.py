@@ -148,7 +148,13 @@ def _redacted_body(body: bytes, redactor: Redactor) -> bytes:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return redactor.text(text).encode("utf-8")
-    return json.dumps(redactor.json(value), ensure_ascii=False).encode("utf-8")
+    redacted = redactor.json(value)
+    try:
+        return json.dumps(redacted, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate the thread holds (an agent may send one): the client wrote it as an escape,
+        # which UTF-8 text cannot hold. Every character past ASCII escaped, the file reads as the same JSON.
+        return json.dumps(redacted).encode("ascii")
 
 
 class _Recorder:
