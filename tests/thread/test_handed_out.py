@@ -89,6 +89,24 @@ def test_a_loaded_threads_interrupts_are_its_own(drive: Any, served: Any) -> Non
     assert endpoint.agent.request_count == 1
 
 
+def test_a_loaded_threads_last_run_hands_out_interrupts_of_its_own(drive: Any, served: Any) -> None:
+    # A loaded thread's record of its last run was given the very interrupts the thread held open:
+    # changing those the run record handed out changed the schema a resume is checked against.
+    endpoint = served(_asks_then_finishes())
+    store = MemoryStore()
+
+    with drive.client(endpoint.url, store=store) as client:
+        client.thread("t1").run("deploy")
+        loaded = client.thread("t1")
+        _spoil(loaded.state.runs[-1].interrupts)
+        with pytest.raises(ag.InvalidResumePayload) as caught:
+            loaded.run(resume=loaded.resume_builder().answer("i1", {"ok": "yes"}))
+
+    assert caught.value.ids == ("i1",)
+    assert _held(loaded) == [ASKED]
+    assert endpoint.agent.request_count == 1
+
+
 def test_an_unbound_builder_keeps_its_own_schemas() -> None:
     given = ag.Interrupt(id="i1", reason="input", response_schema={"type": "object", "required": ["ok"]})
     builder = ag.ResumeBuilder([given])

@@ -20,6 +20,7 @@ from ...wire.jsonio import escape
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.values import PlainDict, PlainList, copy_json
+from ..interrupts import copied_interrupts
 from ..legacy import LEGACY_BRIDGES
 from ..roster import Roster
 from .log import MessageLog
@@ -235,7 +236,8 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     last_run = data.get("lastRunId")
     if last_run is not None:
         run = RunRecord(run_id=last_run, thread_id=thread.thread_id or "", outcome=last_outcome, terminated=True)
-        run.interrupts = ledger.open_interrupts if last_outcome == "interrupt" else ()
+        # (copies: the record hands them out, and the ledger's are the schemas a resume is checked against)
+        run.interrupts = copied_interrupts(ledger.open_interrupts) if last_outcome == "interrupt" else ()
         run.bridged = via if last_outcome == "interrupt" else None
         ledger.runs.append(run)
     thread.settled()  # (however the messages went in: a loaded thread has not changed yet)
