@@ -162,6 +162,28 @@ def test_a_table_shows_every_cell_however_wide_or_long_its_words(served: Callabl
     assert "|" + "|".join(f"c{i}" for i in range(100)) + "|" in joined
 
 
+@pytest.mark.parametrize(("width", "cells"), [
+    (60, [letter * 3 for letter in "abcdefghijklmnopqrst"]),  # 20 columns, 3 cells each: the width
+    (27, [letter * 5 for letter in "abcdefghi"]),
+    (60, list("漢字仮名一二三四五六七八九十上下")),  # 16 columns of a character two cells wide
+    (40, [f"{letter}{wide}" for letter, wide in zip("abcdefghijklm", "漢字仮名一二三四五六七八九", strict=True)]),
+], ids=["ascii-60", "ascii-27", "wide", "mixed"])
+def test_a_table_at_the_edge_of_the_width_shows_every_column(width: int, cells: list[str]) -> None:
+    # The table was drawn by rich when each column had three cells of the width, its text's and the two
+    # around it; but the table's edge takes one more, and a character two cells wide cannot fold into
+    # one: at those widths rich gave a column no room at all, and its words were never seen.
+    from agui_client.cli.chatview import _markdown
+    from agui_client.cli.terminal import SafeConsole
+
+    row = "|" + "|".join(cells) + "|\n"
+    sink = io.StringIO()
+    SafeConsole(file=sink, width=width, color_system=None).print(
+        _markdown(row + "|" + "-|" * len(cells) + "\n" + row))
+    shown = sink.getvalue()
+
+    assert [cell for cell in cells if any(shown.count(char) < 2 * cell.count(char) for char in cell)] == []
+
+
 def _costly_writer(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[float], list[float], list[str]]:
     """A writer on a terminal whose clocks the test moves: each Markdown drawing takes a second, of work and
     of wall time (a long table's tail takes a quarter of one on a small machine)."""

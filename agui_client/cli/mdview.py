@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.markdown import Markdown, MarkdownElement, TableElement
+from rich.markdown import Markdown, MarkdownElement, TableElement, TableRowElement
 from rich.table import Table
 from rich.text import Text
 
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["AnswerMarkdown", "FittedTable", "show_titles", "COLUMN_CELLS"]
 
 #: The cells of the terminal a table column takes at the least: one for its text and two for the space
-#: between it and the next (rich gives a column no width at all when fewer are left).
+#: between it and the next (rich gives a column no width at all when fewer are left). A column holding
+#: a character two cells wide takes one more, and the table's edge one in all (``FittedTable._needed_cells``).
 COLUMN_CELLS = 3
 
 
@@ -40,7 +42,7 @@ class FittedTable(TableElement):
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         """The table rich draws, each column folding what does not fit, or the rows as text."""
         header = self.header.row.cells if self.header is not None and self.header.row is not None else []
-        if len(header) * COLUMN_CELLS > options.max_width:
+        if len(header) * COLUMN_CELLS >= options.max_width or self._needed_cells(len(header)) > options.max_width:
             note = Text(f"(a table of {len(header)} columns, too many for the width: its rows as text)", "dim")
             yield Text("\n").join([note, *self._rows()])
             return
@@ -50,10 +52,24 @@ class FittedTable(TableElement):
                     column.overflow = "fold"  # (rich's default, an ellipsis, hides the rest of the word)
             yield table
 
-    def _rows(self) -> Iterator[Text]:
+    def _needed_cells(self, columns: int) -> int:
+        """The width the table needs to give each of its ``columns`` a character of its widest: rich gave a
+        column no room at all where the width held three cells a column and no more (the table's edge
+        takes one), or where a character two cells wide, which cannot be folded into one, had only one."""
+        widest = [1] * columns
+        for row in self._all_rows():
+            for index, cell in enumerate(row.cells[:columns]):
+                text = cell.content.plain
+                if not text.isascii():  # (every ASCII character the chat shows is one cell wide)
+                    widest[index] = max(widest[index], max(map(cell_len, text), default=1))
+        return sum(widest) + (COLUMN_CELLS - 1) * columns + 1
+
+    def _all_rows(self) -> list[TableRowElement]:
         rows = [self.header.row] if self.header is not None and self.header.row is not None else []
-        rows += self.body.rows if self.body is not None else []
-        for row in rows:
+        return rows + (self.body.rows if self.body is not None else [])
+
+    def _rows(self) -> Iterator[Text]:
+        for row in self._all_rows():
             yield Text.assemble("| ", Text(" | ").join(cell.content for cell in row.cells), " |")
 
 
