@@ -239,3 +239,24 @@ def test_a_limit_the_docs_state_is_the_constant(page: str, phrase: str) -> None:
     text = re.sub(r"[ \t]*\n[ \t]*", "\n", (ROOT / page).read_text(encoding="utf-8"))
 
     assert phrase in text, f"{page} no longer says {phrase!r}: a limit changed, or its sentence did"
+
+
+def test_the_chat_page_lists_each_slash_command_the_chat_knows() -> None:
+    from agui_client.cli.chat import COMMANDS, QUIT  # (the cli extra: only this check needs rich)
+
+    table = (DOCS / "chat.md").read_text(encoding="utf-8").split("## Commands", 1)[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| `(/[a-z]+)", table, flags=re.M))
+    named = set(re.findall(r"`(/[a-z]+)`", table))
+
+    assert rows == {command.split()[0] for command in COMMANDS}
+    assert set(QUIT) <= named, "a spelling of /quit the page does not give"
+
+
+def test_every_attribute_a_client_holds_is_described_in_its_docstring() -> None:
+    # (the API page shows a class's properties and methods by name; a plain attribute the pages tell
+    # readers to use, ``client.http.cookies``, ``client.telemetry is None``, is only in the docstring)
+    with agui_client.AgentClient("http://127.0.0.1:9/") as client:
+        held = sorted(name for name in vars(client) if not name.startswith("_"))
+    described = set(re.findall(r"^ {8}(\w+):", agui_client.AgentClient.__doc__ or "", flags=re.M))
+
+    assert [name for name in held if name not in described] == []
