@@ -4,9 +4,9 @@ The docs are what other SDK authors copy, and the code moves under them: modules
 renamed, a limit changes, a submodule becomes public. These checks are the cheap ones that a reader
 would otherwise be the first to run: every module docs/architecture.md names exists and every module
 of the package is named there; every ``agui_client.…`` name a page writes resolves; a name a page's
-code imports is on an API page; and the numbers the pages give for the main limits are the
-constants' (each expected phrase is built from its constant, so changing the constant fails here
-until the pages say the new number).
+code imports is on an API page; and the numbers the pages give for the main limits (the client's,
+the stores', the probe's, the CLI's) are the constants' (each expected phrase is built from its
+constant, so changing the constant fails here until the pages say the new number).
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ import pytest
 import agui_client
 from agui_client._answers import ERROR_BODY_LIMIT, ERROR_JSON_LIMIT
 from agui_client._client_base import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RUN_BYTES, MAX_REDIRECTS
+from agui_client._inert import MESSAGE_LINES, NAME_CHARS, QUOTED_CHARS
 from agui_client.core import budget, patch, schema
+from agui_client.core.legacy import MAX_ASKS
+from agui_client.core.plan import MAX_SECONDS, MIN_SECONDS
 from agui_client.core.redact import MIN_ANYWHERE
 from agui_client.core.retry import BACKOFF_CAP, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF, RETRY_AFTER_CAP
 from agui_client.core.session import DEFAULT_MAX_EVENT_BYTES
@@ -33,6 +36,7 @@ from agui_client.testing.probe_checks import KEPT_PER_RUN
 from agui_client.testing.probing import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RUN_TIMEOUT
 from agui_client.wire.jsonio import DEFAULT_MAX_DEPTH
 from agui_client.wire.sink import WARNINGS_PER_CODE
+from agui_client.wire.values import KEY_CHARS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "agui_client"
@@ -260,3 +264,31 @@ def test_every_attribute_a_client_holds_is_described_in_its_docstring() -> None:
     described = set(re.findall(r"^ {8}(\w+):", agui_client.AgentClient.__doc__ or "", flags=re.M))
 
     assert [name for name in held if name not in described] == []
+
+
+def test_the_bounds_the_cli_pages_state_are_the_constants() -> None:
+    # (the cli extra's modules: only this check needs rich)
+    from agui_client.cli import chatview, render
+
+    stated = [
+        ("docs/chat.md", f"rendered up to {size(chatview.MARKDOWN_CHARS)} in all"),
+        ("docs/chat.md", f"block nested {chatview.MARKDOWN_MAX_LEVEL} levels deep or more"),
+        ("docs/chat.md", f"drawing that took 0.2 s waits {0.2 * (1 / chatview.REDRAW_SHARE - 1):.1f} s "
+                         "before the next"),
+        ("docs/chat.md", f"first {chatview.TABLE_ROWS} rows and {chatview.TABLE_COLUMNS} columns"),
+        ("docs/chat.md", f"a name longer than {NAME_CHARS} characters is cut"),
+        ("docs/chat.md", f"past {QUOTED_CHARS} characters with the digest"),
+        ("docs/chat.md", f"cut past {KEY_CHARS} characters"),
+        ("docs/chat.md", f"an error message ({MESSAGE_LINES} lines, {number(render.ERROR_CHARS)} characters)"),
+        ("docs/chat.md", f"message ({render.QUESTION_LINES} lines, {number(render.QUESTION_CHARS)} characters)"),
+        ("docs/chat.md", f"the shared state ({render.JSON_LINES} lines of at most "
+                         f"{number(render.JSON_LINE_CHARS)} characters)"),
+        ("docs/chat.md", f"echoes ({render.ANSWER_CHARS} characters)"),
+        ("docs/cli.md", f"at least {MIN_SECONDS:g} ({MIN_SECONDS * 1000:g} ms,"),
+        ("docs/cli.md", f"at most {number(MAX_SECONDS)} (about 31 years)"),
+        ("docs/legacy-interrupts.md", f"At most {MAX_ASKS} `on_interrupt` events of a run are kept"),
+        ("docs/legacy-interrupts.md", f"when more than {MAX_ASKS} questions were asked"),
+    ]
+    pages = {page: re.sub(r"[ \t]*\n[ \t]*", " ", (ROOT / page).read_text(encoding="utf-8")) for page, _ in stated}
+
+    assert [(page, phrase) for page, phrase in stated if phrase not in pages[page]] == []
