@@ -502,8 +502,10 @@ class ClientBase:
         The estimate (``core/budget.py``) charges the body's bytes, each ``[``, ``{``, ``,`` and ``:`` of its
         events' values and each message, tool call, run, subagent and step the thread gains, and an event
         of 128 KiB or more what parsing it takes (74 bytes for each of those characters and 9 for each of its
-        bytes, for as long as it is parsed); a read that would pass it is refused before it is folded
-        (``LimitExceeded``, ``RUN-MEMORY``).
+        bytes, for as long as it is parsed), and, from the first read whose text may not be ASCII (a byte
+        past it, or a ``\\u`` escape of a character past Latin-1), 4 more for each byte of the response,
+        as CPython may then hold a text's every character in 4 bytes; a read that would pass it is refused
+        before it is folded (``LimitExceeded``, ``RUN-MEMORY``).
 
         Raises:
             ValueError: (setting) neither a positive ``int`` nor ``None``.
