@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import email.utils
 import json
+import socket
 import ssl
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -26,7 +27,8 @@ from .core.redact import MARK, BytesRedactor, Redactor, exception_chain, is_sens
 from .errors import AuthenticationError, HTTPStatusError, ProtocolError, TransportError
 
 __all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "certificate_refused", "excerpt_text",
-           "media_type", "read_excerpt", "redacted_cause", "redacted_excerpt", "status_error", "undecodable"]
+           "media_type", "read_excerpt", "redacted_cause", "redacted_excerpt", "status_error", "undecodable",
+           "unreachable_hint"]
 
 #: How much of an error response's body is kept (bytes).
 ERROR_BODY_LIMIT = 2048
@@ -232,6 +234,27 @@ def certificate_refused(exc: BaseException, url: str) -> TransportError | None:
                           "an agent whose certificate no public CA signed is reached with "
                           "http_client=httpx.Client(verify=<an ssl.SSLContext trusting its CA>)", url=url,
                           request_sent=False)
+
+
+#: OpenSSL's reasons for a handshake answered with something other than TLS: a plain-HTTP server's
+#: answer read as a TLS record (the first by OpenSSL 1.1 and 3.0, the others by later versions).
+_NOT_TLS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"})
+
+
+def unreachable_hint(exc: BaseException) -> str | None:
+    """What to check when a connection could not be made (``exc`` is httpx's ``ConnectError``), for the
+    three causes a URL's typo gives, else ``None``: nothing listens on the port, the host name does not
+    resolve, or an https:// URL names a plain-HTTP agent. The operating system's words for each
+    (``Connection refused``, ``Name or service not known``, OpenSSL's ``wrong version number``) say what
+    failed but not what to change in the URL."""
+    for link in exception_chain(exc):
+        if isinstance(link, ConnectionRefusedError):
+            return "is the agent running, and listening on this host and port?"
+        if isinstance(link, socket.gaierror):
+            return "the host name does not resolve: is it spelt right?"
+        if isinstance(link, ssl.SSLError) and getattr(link, "reason", None) in _NOT_TLS:
+            return "the agent answered without TLS: is its URL http://, not https://?"
+    return None
 
 
 def about(error: TransportError, request: httpx.Request, redactor: Redactor) -> TransportError:

@@ -8,7 +8,15 @@ shells.
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
 from clikit import agui_here
+
+import agui_client as ag
+from agui_client.testing import ScriptedAgent
 
 
 def test_a_misspelt_command_is_refused_naming_the_one_meant() -> None:
@@ -61,3 +69,47 @@ def test_a_misspelt_choice_of_an_option_names_the_one_meant() -> None:
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].endswith("invalid choice: 'langgrph' (choose from 'langgraph'); "
                                                  "did you mean langgraph?")
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port of 127.0.0.1 that refuses connections: bound, so nothing else takes it, and not listening."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
+
+
+def _unreachable(drive: Any, url: str) -> ag.TransportError:
+    with drive.client(url) as client, pytest.raises(ag.TransportError) as caught:
+        client.thread().run("hi")
+    assert caught.value.request_sent is False
+    return caught.value
+
+
+def test_a_port_nothing_listens_on_asks_whether_the_agent_runs_there(drive: Any, closed_port: int) -> None:
+    refused = _unreachable(drive, f"http://127.0.0.1:{closed_port}/agent")
+
+    assert str(refused).startswith(f"could not reach http://127.0.0.1:{closed_port}/agent: ConnectError: ")
+    assert str(refused).endswith(" (is the agent running, and listening on this host and port?)")
+
+
+def test_a_host_name_that_does_not_resolve_is_said_to_be_one(drive: Any) -> None:
+    unresolved = _unreachable(drive, "http://agent.invalid/run")
+
+    assert str(unresolved).endswith(" (the host name does not resolve: is it spelt right?)")
+
+
+def test_https_to_a_plain_http_agent_asks_for_http(drive: Any, served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent.chat())
+
+    plain = _unreachable(drive, endpoint.url.replace("http://", "https://", 1))
+
+    assert str(plain).endswith(" (the agent answered without TLS: is its URL http://, not https://?)")
+    assert endpoint.agent.request_count == 0
+
+
+def test_agui_run_says_what_to_check_when_nothing_listens(closed_port: int) -> None:
+    done = agui_here("run", f"http://127.0.0.1:{closed_port}/agent", "-m", "hi")
+
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-1].endswith("(is the agent running, and listening on this host and port?)")
