@@ -191,9 +191,10 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
     summary = visible(text.strip().replace("\n", " ")[:200])
     answer = _shown_response(response, data, read, whole, redactor)
     asked = response.request
-    # (the commonest first mistake: the server's address, or a page of it, for the agent's endpoint)
-    hint = ("is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on"
-            if response.status_code in (404, 405) and asked is first else None)
+    # (credentials the client was given are among the redactor's secrets; those an http_client of the
+    # caller's adds, its headers or its auth flow, are in the request's headers)
+    credentials = bool(redactor.secrets) or any(is_sensitive(name, redactor.marked) for name in first.headers)
+    hint = _status_hint(response.status_code, asked is first, sent_credentials=credentials)
     named = url if asked is first else redactor.url(str(asked.url))
     return kind(
         f"HTTP {response.status_code} {reason} from {asked.method} {named}" + (f": {summary}" if summary else "")
@@ -202,6 +203,23 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
         retry_after=_retry_after(response.headers.get("retry-after")),
         content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,
         request=answer.request, response=answer)
+
+
+def _status_hint(status: int, first: bool, *, sent_credentials: bool) -> str | None:
+    """What an error status from the agent (``first``: to the request the run was sent with) suggests the
+    caller check, for the statuses a first attempt commonly meets, else ``None``."""
+    if not first:
+        return None
+    if status in (404, 405):
+        # (the commonest first mistake: the server's address, or a page of it, for the agent's endpoint)
+        return "is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on"
+    if status in (401, 403):
+        # (whether any were sent is what the two fixes differ by)
+        if sent_credentials:
+            return "the agent refused the credentials sent: are they right, and meant for this agent?"
+        return ("the agent wants credentials and none were sent: send them in a header (headers= on the client, "
+                "-H 'NAME: VALUE' on agui's command line)")
+    return None
 
 
 def undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor,

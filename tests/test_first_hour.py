@@ -12,11 +12,12 @@ import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from clikit import agui_here
 
 import agui_client as ag
-from agui_client.testing import ScriptedAgent
+from agui_client.testing import Respond, ScriptedAgent
 
 
 def test_a_misspelt_command_is_refused_naming_the_one_meant() -> None:
@@ -113,3 +114,54 @@ def test_agui_run_says_what_to_check_when_nothing_listens(closed_port: int) -> N
 
     assert done.returncode == 1
     assert done.stdout.splitlines()[-1].endswith("(is the agent running, and listening on this host and port?)")
+
+
+_NONE_SENT = ("the agent wants credentials and none were sent: send them in a header (headers= on the client, "
+              "-H 'NAME: VALUE' on agui's command line)")
+_REFUSED = "the agent refused the credentials sent: are they right, and meant for this agent?"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_401_or_403_without_credentials_says_how_to_send_them(
+        drive: Any, served: Callable[[Any], Any], status: int) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=status, body={"error": "missing api key"})]))
+
+    with drive.client(endpoint.url) as client, pytest.raises(ag.HTTPStatusError) as caught:
+        client.thread().run("hi")
+
+    assert caught.value.hint == _NONE_SENT
+    assert str(caught.value).endswith(f': {{"error":"missing api key"}} ({_NONE_SENT})')
+    assert caught.value.body == '{"error":"missing api key"}'
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_401_or_403_to_credentials_sent_asks_whether_they_are_right(
+        drive: Any, served: Callable[[Any], Any], status: int) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=status, body="no")]))
+
+    with drive.client(endpoint.url, headers={"Authorization": "Bearer k-1"}) as client, \
+            pytest.raises(ag.HTTPStatusError) as caught:
+        client.thread().run("hi")
+
+    assert caught.value.hint == _REFUSED
+    assert "k-1" not in str(caught.value)
+
+
+def test_credentials_an_http_client_of_ones_own_adds_count_as_sent(drive: Any, served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=401, body="no")]))
+    http = drive.http_client(auth=httpx.BasicAuth("user", "pa55"))
+
+    with drive.client(endpoint.url, http_client=http) as client, pytest.raises(ag.AuthenticationError) as caught:
+        client.thread().run("hi")
+
+    assert caught.value.hint == _REFUSED
+
+
+def test_agui_run_says_how_to_send_credentials_to_an_agent_that_wants_them(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=401, body={"detail": "Not authenticated"})]))
+
+    done = agui_here("run", endpoint.url, "-m", "hi")
+
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-3:] == [f"  HTTP 401 Unauthorized from POST {endpoint.url}",
+                                             "  Not authenticated", f"  {_NONE_SENT}"]
