@@ -20,6 +20,16 @@ import agui_client as ag
 from agui_client.testing import Respond, ScriptedAgent
 
 
+def test_agui_alone_shows_the_help_as_a_usage_error() -> None:
+    done = agui_here()
+
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("usage: agui [-h] [--version] COMMAND ...\n\nA command line client for AG-UI 1.0")
+    assert "  demo      a conversation with the bundled scripted agent" in done.stderr
+    assert "exit status: 0 done" in done.stderr
+
+
 def test_a_misspelt_command_is_refused_naming_the_one_meant() -> None:
     done = agui_here("rn", "http://127.0.0.1:9/agent")
 

@@ -210,7 +210,13 @@ def _answer_options(parser: argparse.ArgumentParser) -> None:
 
 def run_cli(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the command; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        # `agui` alone is how a newcomer asks what it does: the help answers that, where argparse's
+        # "the following arguments are required: COMMAND" does not (still a usage error: status 2).
+        parser.print_help(sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     plain = bool(getattr(args, "plain", False)) or not _isatty(sys.stdout)
     as_json = bool(getattr(args, "json", False))
     # In JSON mode stdout carries data only; everything for people goes to stderr.
