@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import codecs
 import email.utils
+import html
 import json
+import re
 import socket
 import ssl
 from collections.abc import Callable, Iterable
@@ -188,7 +190,10 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
         location = redactor.url(str(target.url) if target is not None else response.headers["location"])
         reason += f" to {quoted(location)} (not followed: {not_followed})"  # (``.location`` keeps it whole)
     # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
-    summary = visible(text.strip().replace("\n", " ")[:200])
+    # (an HTML page, read as its words, is read from the redacted excerpt: the redactor finds a secret
+    # spelt in entities too)
+    summary = visible(_page_text(text) if media_type(content_type) in _HTML
+                      else text.strip().replace("\n", " ")[:200])
     answer = _shown_response(response, data, read, whole, redactor)
     asked = response.request
     # (credentials the client was given are among the redactor's secrets; those an http_client of the
@@ -203,6 +208,18 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
         retry_after=_retry_after(response.headers.get("retry-after")),
         content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,
         request=answer.request, response=answer)
+
+
+_HTML = frozenset({"text/html", "application/xhtml+xml"})
+_UNSHOWN = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _page_text(page: str) -> str:
+    """The words of an HTML error page (a web server's or a proxy's 404 or 502), as one line of at most
+    200 characters: its markup, scripts and styles left out, its entities read, its blanks collapsed.
+    (``page`` is the bounded excerpt, so the patterns run over a few kilobytes at most.)"""
+    return " ".join(html.unescape(_TAG.sub(" ", _UNSHOWN.sub(" ", page))).split())[:200]
 
 
 def _status_hint(status: int, first: bool, *, sent_credentials: bool) -> str | None:

@@ -175,3 +175,34 @@ def test_agui_run_says_how_to_send_credentials_to_an_agent_that_wants_them(serve
     assert done.returncode == 1
     assert done.stdout.splitlines()[-3:] == [f"  HTTP 401 Unauthorized from POST {endpoint.url}",
                                              "  Not authenticated", f"  {_NONE_SENT}"]
+
+
+_NGINX_404 = ("<html>\r\n<head><title>404 Not Found</title>\n<style>body { color: red }</style></head>\r\n"
+              "<body>\r\n<!-- a comment --><center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx &amp; co"
+              "</center>\r\n<script>alert(1)</script></body>\r\n</html>\r\n")
+
+
+def test_an_html_error_page_is_quoted_as_its_words(drive: Any, served: Callable[[Any], Any]) -> None:
+    # A web server's or a proxy's page for the wrong path: its markup quoted raw buried the words that say
+    # what went wrong; .body keeps the page as it came.
+    endpoint = served(ScriptedAgent([Respond(status=404, body=_NGINX_404, content_type="text/html")]))
+
+    with drive.client(endpoint.url) as client, pytest.raises(ag.HTTPStatusError) as caught:
+        client.thread().run("hi")
+
+    assert str(caught.value) == (f"HTTP 404 Not Found from POST {endpoint.url}: 404 Not Found 404 Not Found nginx & co "
+                                 "(is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves "
+                                 "them on)")
+    assert caught.value.body == _NGINX_404
+
+
+def test_an_html_page_spelling_a_credential_in_entities_is_quoted_redacted(
+        drive: Any, served: Callable[[Any], Any]) -> None:
+    spelt = "".join(f"&#{ord(c)};" for c in "s3cr3t-t0ken-9")
+    endpoint = served(ScriptedAgent([Respond(status=502, body=f"<p>you sent {spelt}</p>", content_type="text/html")]))
+
+    with drive.client(endpoint.url, headers={"Authorization": "Bearer s3cr3t-t0ken-9"}) as client, \
+            pytest.raises(ag.HTTPStatusError) as caught:
+        client.thread().run("hi")
+
+    assert str(caught.value).endswith(": you sent [redacted]")
