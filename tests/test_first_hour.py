@@ -206,3 +206,46 @@ def test_an_html_page_spelling_a_credential_in_entities_is_quoted_redacted(
         client.thread().run("hi")
 
     assert str(caught.value).endswith(": you sent [redacted]")
+
+
+_RETRIES_OFF = ("the agent served nothing and asks to be tried again: max_retries= on the client (--max-retries N on "
+                "agui's command line) sends the request again by itself")
+
+
+@pytest.mark.parametrize("answer", [Respond(status=429, body="slow down"),
+                                    Respond(status=503, body="maintenance", headers={"Retry-After": "2"})],
+                         ids=["429", "503-retry-after"])
+def test_an_answer_a_retry_would_have_sent_again_names_the_setting(
+        drive: Any, served: Callable[[Any], Any], answer: Respond) -> None:
+    endpoint = served(ScriptedAgent([answer]))
+
+    with drive.client(endpoint.url) as client, pytest.raises(ag.HTTPStatusError) as caught:
+        client.thread().run("hi")
+
+    assert caught.value.hint == _RETRIES_OFF
+    assert str(caught.value).endswith(f": {answer.body} ({_RETRIES_OFF})")
+    assert endpoint.agent.request_count == 1
+
+
+@pytest.mark.parametrize("answer", [Respond(status=503, body="upstream reset"),
+                                    Respond(status=429, body="come back tomorrow", headers={"Retry-After": "86400"}),
+                                    Respond(status=500, body="down")], ids=["503", "429-a-day", "500"])
+def test_an_answer_no_retry_would_send_again_gets_no_such_hint(
+        drive: Any, served: Callable[[Any], Any], answer: Respond) -> None:
+    endpoint = served(ScriptedAgent([answer]))
+
+    with drive.client(endpoint.url) as client, pytest.raises(ag.HTTPStatusError) as caught:
+        client.thread().run("hi")
+
+    assert caught.value.hint is None
+    assert str(caught.value).endswith(f": {answer.body}")
+
+
+def test_retries_spent_get_no_such_hint(drive: Any, served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent([Respond(status=429, body="slow down", headers={"Retry-After": "0"})] * 2))
+
+    with drive.client(endpoint.url, max_retries=1) as client, pytest.raises(ag.HTTPStatusError) as caught:
+        client.thread().run("hi")
+
+    assert caught.value.hint is None and caught.value.tries == 2
+    assert str(caught.value).endswith(": slow down (after 2 tries)")
