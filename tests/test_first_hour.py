@@ -8,8 +8,10 @@ shells.
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -249,3 +251,24 @@ def test_retries_spent_get_no_such_hint(drive: Any, served: Callable[[Any], Any]
 
     assert caught.value.hint is None and caught.value.tries == 2
     assert str(caught.value).endswith(": slow down (after 2 tries)")
+
+
+@pytest.mark.parametrize("command", ["replay", "verify"])
+def test_a_recording_cut_before_its_last_answer_says_so(served: Callable[[Any], Any], tmp_path: Path,
+                                                        command: str) -> None:
+    # A process killed between writing a request and its answer's head leaves NN.request.json alone:
+    # reading said "cannot read .../02.sse: No such file or directory", naming the file but not why.
+    endpoint = served(ScriptedAgent.demo())
+    assert agui_here("run", endpoint.url, "-m", "delete staging", "--yes", "--record", str(tmp_path)).returncode == 0
+    for answer in ("02.sse", "02.response.json"):
+        (tmp_path / answer).unlink()
+    json.loads((tmp_path / "02.request.json").read_text())  # (the request itself is whole)
+
+    done = agui_here(command, str(tmp_path))
+
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"agui {command}: {tmp_path / '02.request.json'} has no response beside it "
+                                   "(02.sse): the recording stopped during that run, before its answer came "
+                                   "(move 02.request.json away to read the runs before it)")
+    (tmp_path / "02.request.json").rename(tmp_path / "later.json")  # (as the message says)
+    assert agui_here(command, str(tmp_path)).returncode == 0
