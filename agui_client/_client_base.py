@@ -28,6 +28,7 @@ from ._answers import (
     media_type,
     redacted_cause,
     undecodable,
+    unreachable_hint,
 )
 from ._deadline import HeadTooLong
 from ._framing import SSE
@@ -408,8 +409,9 @@ class ClientBase:
             return ConnectTimeout(f"could not connect to {url} within {self.timeout}s (the client's timeout): is the "
                                   "agent up, and reachable from here?", timeout=self.timeout, url=url)
         if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
-            return certificate_refused(exc, url) or TransportError(f"could not reach {url}: {_reason(exc)}",
-                                                                   url=url, request_sent=False)
+            hint = unreachable_hint(exc)
+            return certificate_refused(exc, url) or TransportError(
+                f"could not reach {url}: {_reason(exc)}" + (f" ({hint})" if hint else ""), url=url, request_sent=False)
         unsent = "" if written else " (the request was not written whole: it never reached the agent)"
         if isinstance(exc, httpx.WriteTimeout):
             # (an agent that takes none of a large request: the wait is the write timeout, not the idle one)
