@@ -351,12 +351,12 @@ def first_save(self, thread_id, operation, **kwargs):
         cutting.clear()
 
 
-def cut(self, conn, body):
+def cut(self, conn, thread_id, body):
     if not cutting:
-        return transaction(self, conn, body)
+        return transaction(self, conn, thread_id, body)
     cutting.clear()
     if WHEN == "after":
-        done = transaction(self, conn, body)
+        done = transaction(self, conn, thread_id, body)
         signal.raise_signal(signal.SIGINT)
         return done
 
@@ -365,7 +365,7 @@ def cut(self, conn, body):
         signal.raise_signal(signal.SIGINT)
         return done
 
-    return transaction(self, conn, then_ctrl_c)
+    return transaction(self, conn, thread_id, then_ctrl_c)
 
 
 SqliteStore._write = first_save
