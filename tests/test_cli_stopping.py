@@ -253,6 +253,7 @@ def test_ctrl_c_as_a_refused_answer_is_closed_entering_the_stream_waits_for_the_
     _check_ended(child, raw, 130)
     assert "the close went on to its end" in screen_text(raw)
 
+
 def test_ctrl_c_twice_fast_during_a_streaming_answer_cancels_the_turn_once(
         served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent([_two_blocks(gate)]))
@@ -351,12 +352,12 @@ def first_save(self, thread_id, operation, **kwargs):
         cutting.clear()
 
 
-def cut(self, conn, body):
+def cut(self, conn, thread_id, body):
     if not cutting:
-        return transaction(self, conn, body)
+        return transaction(self, conn, thread_id, body)
     cutting.clear()
     if WHEN == "after":
-        done = transaction(self, conn, body)
+        done = transaction(self, conn, thread_id, body)
         signal.raise_signal(signal.SIGINT)
         return done
 
@@ -365,7 +366,7 @@ def cut(self, conn, body):
         signal.raise_signal(signal.SIGINT)
         return done
 
-    return transaction(self, conn, then_ctrl_c)
+    return transaction(self, conn, thread_id, then_ctrl_c)
 
 
 SqliteStore._write = first_save
