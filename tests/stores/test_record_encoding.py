@@ -101,18 +101,21 @@ def test_a_memory_store_keeps_a_record_at_its_size_not_the_encoders_buffer() -> 
 def _checked_writes_while(call: Any, monkeypatch: pytest.MonkeyPatch) -> int:
     """How many of the standard library's writes while ``call()`` runs check for cycles, which puts
     the id of every list and object they enter in a dict and takes it out again (in C: counted by the
-    writes handed a dict for it)."""
-    checked = 0
+    writes handed a dict for it). ``call()`` must write through the standard library at least once: a
+    count of none checked is otherwise no proof (orjson writing the value, or another encoder)."""
+    writes = checked = 0
     make = json.encoder.c_make_encoder
     assert make is not None  # (the C encoder, which every write with indent=None uses)
 
     def counted(markers: Any, *rest: Any) -> Any:
-        nonlocal checked
+        nonlocal writes, checked
+        writes += 1
         checked += markers is not None
         return make(markers, *rest)
 
     monkeypatch.setattr(json.encoder, "c_make_encoder", counted)
     call()
+    assert writes > 0, "the value was not written by the standard library's encoder"
     return checked
 
 
