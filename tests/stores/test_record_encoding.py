@@ -119,11 +119,12 @@ def _checked_writes_while(call: Any, monkeypatch: pytest.MonkeyPatch) -> int:
     return checked
 
 
-def _deep_state() -> dict[str, Any]:
+def _deep_state(copies: int = 50) -> dict[str, Any]:
+    """State nested 400 levels deep, past orjson's 254, ``copies`` times over."""
     nest: Any = []
     for _ in range(400):
         nest = [nest]
-    return {"deep": [nest] * 50}
+    return {"deep": [nest] * copies}
 
 
 def test_state_deeper_than_orjson_writes_is_saved_without_marking_each_container(
@@ -138,7 +139,8 @@ def test_state_deeper_than_orjson_writes_is_saved_without_marking_each_container
     assert _checked_writes_while(lambda: encoded.append(encode_data("t", data)), monkeypatch) == 0
     assert isinstance(encoded[0], str) and load_record(encoded[0]) == data
 
-    cyclic: dict[str, Any] = {"state": _deep_state()}
+    # (one nest: each turn of the cycle writes it again until the recursion stops, 3 s for fifty)
+    cyclic: dict[str, Any] = {"state": _deep_state(copies=1)}
     cyclic["state"]["self"] = cyclic
     with pytest.raises(StoreError) as refused:
         encode_data("t", cyclic)
@@ -154,7 +156,7 @@ def test_state_deeper_than_orjson_writes_is_sent_without_marking_each_container(
     assert _checked_writes_while(lambda: body.append(request_body(run_input)), monkeypatch) == 0
     assert json.loads(body[0])["state"] == _deep_state()
 
-    cyclic = _deep_state()
+    cyclic = _deep_state(copies=1)  # (one nest, as above)
     cyclic["self"] = cyclic
     with pytest.raises(ValueError) as refused:
         request_body(attrs.evolve(run_input, state=cyclic))
