@@ -11,6 +11,7 @@ from types import ModuleType
 import pytest
 
 import agui_client
+import agui_client.ag_ui
 import agui_client.stores
 import agui_client.terminal
 import agui_client.testing
@@ -29,7 +30,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(("module", "page"), [(agui_client, "agui_client"), (agui_client.stores, "stores"),
                                               (agui_client.testing, "testing"),
-                                              (agui_client.terminal, "terminal")])
+                                              (agui_client.terminal, "terminal"), (agui_client.ag_ui, "ag_ui")])
 def test_the_api_reference_shows_every_public_name(site: Path, module: ModuleType, page: str) -> None:
     html = (site / "api" / page / "index.html").read_text(encoding="utf-8")
     prefix = re.escape(module.__name__)

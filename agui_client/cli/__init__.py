@@ -1,4 +1,4 @@
-"""The ``agui`` command: ``agui demo | agui run URL | agui replay DIR|FILE | agui verify FILE | agui serve``.
+"""The ``agui`` command: ``agui demo | chat | run URL | replay DIR|FILE | verify DIR|FILE | probe URL | serve``.
 
 The CLI needs the ``cli`` extra (rich, and uvicorn for the demo agent). The core package never
 imports this module's dependencies: ``main()`` checks for rich first and prints an install hint,

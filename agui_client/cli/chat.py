@@ -67,7 +67,7 @@ from .terminal import SafeConsole, ascii_named, json_text, named, safe_text, typ
 if TYPE_CHECKING:
     from ..testing.recording import RecordingTransport
 
-__all__ = ["COMMANDS", "add_parser", "chat_command", "Chat", "ChatView", "transcript"]
+__all__ = ["COMMANDS", "QUIT", "add_parser", "chat_command", "Chat", "ChatView", "transcript"]
 
 #: The slash commands, as ``/help`` lists them.
 COMMANDS: dict[str, str] = {
@@ -78,8 +78,10 @@ COMMANDS: dict[str, str] = {
     "/export FILE.md": "write the conversation as a Markdown transcript",
     "/record DIR": "keep each later request and response in DIR (NN.request.json, NN.response.json, NN.sse); "
                    "/record off stops",
-    "/quit": "leave (so do Ctrl-D and Ctrl-C at the prompt)",
+    "/quit": "leave (so do /exit, /q, and Ctrl-D and Ctrl-C at the prompt)",
 }
+#: The spellings of ``/quit`` the chat takes (the others are what other chats' users type out of habit).
+QUIT = ("/quit", "/exit", "/q")
 
 _DESCRIPTION = """\
 A multi-turn chat in the terminal. Without URL, the bundled demo agent (ScriptedAgent.demo) is
@@ -253,7 +255,7 @@ class Chat:
         name, _, rest = text.partition(" ")
         argument = rest.strip()
         out = self.out
-        if name in ("/quit", "/exit", "/q"):
+        if name in QUIT:
             out.line("bye", "dim")
             return False
         if name == "/help":
