@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import codecs
 import email.utils
+import html
 import json
+import re
+import socket
 import ssl
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -26,7 +29,8 @@ from .core.redact import MARK, BytesRedactor, Redactor, exception_chain, is_sens
 from .errors import AuthenticationError, HTTPStatusError, ProtocolError, TransportError
 
 __all__ = ["ERROR_BODY_LIMIT", "ERROR_JSON_LIMIT", "Excerpt", "about", "certificate_refused", "excerpt_text",
-           "media_type", "read_excerpt", "redacted_cause", "redacted_excerpt", "status_error", "undecodable"]
+           "media_type", "read_excerpt", "redacted_cause", "redacted_excerpt", "status_error", "undecodable",
+           "unreachable_hint"]
 
 #: How much of an error response's body is kept (bytes).
 ERROR_BODY_LIMIT = 2048
@@ -186,12 +190,16 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
         location = redactor.url(str(target.url) if target is not None else response.headers["location"])
         reason += f" to {quoted(location)} (not followed: {not_followed})"  # (``.location`` keeps it whole)
     # (one line of the agent's words, made inert: a traceback prints the message; ``.body`` keeps them as sent)
-    summary = visible(text.strip().replace("\n", " ")[:200])
+    # (an HTML page, read as its words, is read from the redacted excerpt: the redactor finds a secret
+    # spelt in entities too)
+    summary = visible(_page_text(text) if media_type(content_type) in _HTML
+                      else text.strip().replace("\n", " ")[:200])
     answer = _shown_response(response, data, read, whole, redactor)
     asked = response.request
-    # (the commonest first mistake: the server's address, or a page of it, for the agent's endpoint)
-    hint = ("is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on"
-            if response.status_code in (404, 405) and asked is first else None)
+    # (credentials the client was given are among the redactor's secrets; those an http_client of the
+    # caller's adds, its headers or its auth flow, are in the request's headers)
+    credentials = bool(redactor.secrets) or any(is_sensitive(name, redactor.marked) for name in first.headers)
+    hint = _status_hint(response.status_code, asked is first, sent_credentials=credentials)
     named = url if asked is first else redactor.url(str(asked.url))
     return kind(
         f"HTTP {response.status_code} {reason} from {asked.method} {named}" + (f": {summary}" if summary else "")
@@ -200,6 +208,35 @@ def status_error(response: httpx.Response, excerpt: bytes, url: str, redactor: R
         retry_after=_retry_after(response.headers.get("retry-after")),
         content_type=redactor.text(content_type) if content_type is not None else None, url=url, location=location,
         request=answer.request, response=answer)
+
+
+_HTML = frozenset({"text/html", "application/xhtml+xml"})
+_UNSHOWN = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _page_text(page: str) -> str:
+    """The words of an HTML error page (a web server's or a proxy's 404 or 502), as one line of at most
+    200 characters: its markup, scripts and styles left out, its entities read, its blanks collapsed.
+    (``page`` is the bounded excerpt, so the patterns run over a few kilobytes at most.)"""
+    return " ".join(html.unescape(_TAG.sub(" ", _UNSHOWN.sub(" ", page))).split())[:200]
+
+
+def _status_hint(status: int, first: bool, *, sent_credentials: bool) -> str | None:
+    """What an error status from the agent (``first``: to the request the run was sent with) suggests the
+    caller check, for the statuses a first attempt commonly meets, else ``None``."""
+    if not first:
+        return None
+    if status in (404, 405):
+        # (the commonest first mistake: the server's address, or a page of it, for the agent's endpoint)
+        return "is this the agent's endpoint? AG-UI runs are POSTed to the URL the agent serves them on"
+    if status in (401, 403):
+        # (whether any were sent is what the two fixes differ by)
+        if sent_credentials:
+            return "the agent refused the credentials sent: are they right, and meant for this agent?"
+        return ("the agent wants credentials and none were sent: send them in a header (headers= on the client, "
+                "-H 'NAME: VALUE' on agui's command line)")
+    return None
 
 
 def undecodable(response: httpx.Response, exc: httpx.DecodingError, url: str, redactor: Redactor,
@@ -232,6 +269,27 @@ def certificate_refused(exc: BaseException, url: str) -> TransportError | None:
                           "an agent whose certificate no public CA signed is reached with "
                           "http_client=httpx.Client(verify=<an ssl.SSLContext trusting its CA>)", url=url,
                           request_sent=False)
+
+
+#: OpenSSL's reasons for a handshake answered with something other than TLS: a plain-HTTP server's
+#: answer read as a TLS record (the first by OpenSSL 1.1 and 3.0, the others by later versions).
+_NOT_TLS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"})
+
+
+def unreachable_hint(exc: BaseException) -> str | None:
+    """What to check when a connection could not be made (``exc`` is httpx's ``ConnectError``), for the
+    three causes a URL's typo gives, else ``None``: nothing listens on the port, the host name does not
+    resolve, or an https:// URL names a plain-HTTP agent. The operating system's words for each
+    (``Connection refused``, ``Name or service not known``, OpenSSL's ``wrong version number``) say what
+    failed but not what to change in the URL."""
+    for link in exception_chain(exc):
+        if isinstance(link, ConnectionRefusedError):
+            return "is the agent running, and listening on this host and port?"
+        if isinstance(link, socket.gaierror):
+            return "the host name does not resolve: is it spelt right?"
+        if isinstance(link, ssl.SSLError) and getattr(link, "reason", None) in _NOT_TLS:
+            return "the agent answered without TLS: is its URL http://, not https://?"
+    return None
 
 
 def about(error: TransportError, request: httpx.Request, redactor: Redactor) -> TransportError:

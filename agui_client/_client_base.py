@@ -28,6 +28,7 @@ from ._answers import (
     media_type,
     redacted_cause,
     undecodable,
+    unreachable_hint,
 )
 from ._deadline import HeadTooLong
 from ._framing import SSE
@@ -408,8 +409,9 @@ class ClientBase:
             return ConnectTimeout(f"could not connect to {url} within {self.timeout}s (the client's timeout): is the "
                                   "agent up, and reachable from here?", timeout=self.timeout, url=url)
         if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
-            return certificate_refused(exc, url) or TransportError(f"could not reach {url}: {_reason(exc)}",
-                                                                   url=url, request_sent=False)
+            hint = unreachable_hint(exc)
+            return certificate_refused(exc, url) or TransportError(
+                f"could not reach {url}: {_reason(exc)}" + (f" ({hint})" if hint else ""), url=url, request_sent=False)
         unsent = "" if written else " (the request was not written whole: it never reached the agent)"
         if isinstance(exc, httpx.WriteTimeout):
             # (an agent that takes none of a large request: the wait is the write timeout, not the idle one)
@@ -502,8 +504,10 @@ class ClientBase:
         The estimate (``core/budget.py``) charges the body's bytes, each ``[``, ``{``, ``,`` and ``:`` of its
         events' values and each message, tool call, run, subagent and step the thread gains, and an event
         of 128 KiB or more what parsing it takes (74 bytes for each of those characters and 9 for each of its
-        bytes, for as long as it is parsed); a read that would pass it is refused before it is folded
-        (``LimitExceeded``, ``RUN-MEMORY``).
+        bytes, for as long as it is parsed), and, from the first read whose text may not be ASCII (a byte
+        past it, or a ``\\u`` escape of a character past Latin-1), 4 more for each byte of the response,
+        as CPython may then hold a text's every character in 4 bytes; a read that would pass it is refused
+        before it is folded (``LimitExceeded``, ``RUN-MEMORY``).
 
         Raises:
             ValueError: (setting) neither a positive ``int`` nor ``None``.

@@ -27,11 +27,11 @@ from typing import Protocol
 import httpx
 
 from .core.exchange import StreamHandle
-from .core.retry import retry_reason, verdict
+from .core.retry import RETRY_AFTER_CAP, retry_reason, served_nothing, verdict
 from .errors import HTTPStatusError, TransportError
 from .telemetry import Telemetry, record_retry
 
-__all__ = ["checked_retries", "retry_wait", "Retrying", "RetryDeadline"]
+__all__ = ["checked_retries", "note_retries_off", "retry_wait", "Retrying", "RetryDeadline"]
 
 logger = logging.getLogger("agui_client")
 
@@ -66,6 +66,22 @@ def checked_retries(max_retries: int, retry_backoff: float) -> tuple[int, float]
             or not math.isfinite(retry_backoff) or retry_backoff < 0:
         raise ValueError(f"retry_backoff must be a finite number of seconds, 0 or more, got {retry_backoff!r}")
     return max_retries, float(retry_backoff)
+
+
+#: The hint of an answer the client would have retried, had retries been on.
+_RETRIES_OFF = ("the agent served nothing and asks to be tried again: max_retries= on the client (--max-retries N "
+                "on agui's command line) sends the request again by itself")
+
+
+def note_retries_off(error: TransportError) -> None:
+    """Give ``error`` (a run's failure, from a client whose retries are off) the hint that retries would
+    have sent the request again, where they would have: a 429, or a 503 with a ``Retry-After`` of at
+    most ``RETRY_AFTER_CAP``, before any event. Retries are off by default, and the agent said it served
+    nothing and may later: the message says which setting turns them on."""
+    if isinstance(error, HTTPStatusError) and error.hint is None and served_nothing(error) \
+            and (error.retry_after is None or error.retry_after <= RETRY_AFTER_CAP):
+        error.hint = _RETRIES_OFF
+        error.args = (f"{error.args[0]} ({_RETRIES_OFF})", *error.args[1:])
 
 
 def retry_wait(client: Retrying, error: TransportError, tries: int, deadline: RetryDeadline | None,

@@ -163,7 +163,9 @@ class HTTPStatusError(TransportError, httpx.HTTPStatusError):
         location: for a redirect that was not followed, where it pointed (absolute, redacted as ``url``
             is); ``None`` otherwise.
         hint: what the status suggests the caller check, also ending the message (a 404 or 405 from the
-            agent's URL: whether it is the agent's endpoint); ``None`` when it suggests nothing.
+            agent's URL: whether it is the agent's endpoint; a 401 or 403: how to send credentials when
+            none were sent, else whether those sent are right; a 429, or a 503 with ``Retry-After``, from a
+            client whose retries are off: the setting that turns them on); ``None`` when it suggests nothing.
         request: the request as sent (an ``httpx.Request``), with the value of every sensitive header
             and the URL's secrets replaced by ``[redacted]``.
         response: an ``httpx.Response`` holding the status, the response's headers and the bounded

@@ -168,6 +168,22 @@ DIFFERENCES: dict[str, tuple[frozenset[str], str]] = {
                                          "reasoning span is open; its interrupt outcome still says the agent "
                                          "stopped to ask, so we hold i1 open; the reference leaves nothing "
                                          "pending"),
+    # Found by the twenty-fourth round's reference differential (a mutated step-duplicate-open whose RUN_FINISHED
+    # was given an interrupt outcome): the same refusal with a step left open, and (probed then) with a call
+    # or a subagent left open; a second run (a mutated run-finished-after-error) found it after a RUN_ERROR.
+    "interrupt-outcome-step-open": (frozenset({"pendingInterrupts"}), "ST-02 with IR-27, as "
+                                    "interrupt-outcome-message-open: both refuse a RUN_FINISHED while a step is "
+                                    "open; its interrupt outcome still says the agent stopped to ask, so we hold "
+                                    "i1 open; the reference leaves nothing pending"),
+    "interrupt-outcome-call-open": (frozenset({"pendingInterrupts"}), "TC-04 with IR-27, as "
+                                    "interrupt-outcome-message-open, with a tool call left open"),
+    "interrupt-outcome-subagent-open": (frozenset({"pendingInterrupts"}), "SA-04 with IR-27, as "
+                                        "interrupt-outcome-message-open, with a subagent left active"),
+    "interrupt-outcome-after-run-error": (frozenset({"pendingInterrupts"}), "CL-05 with IR-27, as "
+                                          "interrupt-outcome-message-open: both refuse a RUN_FINISHED after the "
+                                          "run's RUN_ERROR; its interrupt outcome still says the agent stopped "
+                                          "to ask, so we hold i1 open (every refused interrupt outcome is held); "
+                                          "the reference leaves nothing pending"),
     "state-delta-index-past-end": (frozenset({"state"}), "SP-11/RFC 6902 4.1: a move or copy whose target index "
                                    "is past the array's end (after the move's removal) does not apply "
                                    "(warning); the reference adds the value at the end"),

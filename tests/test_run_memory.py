@@ -18,7 +18,7 @@ from clikit import agui_here
 
 import agui_client as ag
 from agui_client.client import DEFAULT_MAX_RUN_MEMORY
-from agui_client.core.budget import ENTITY_COST, PARSE_BYTE_COST, PARSE_COST, STRUCTURE_COST, MemoryBudget
+from agui_client.core.budget import ENTITY_COST, PARSE_BYTE_COST, PARSE_COST, STRUCTURE_COST, WIDE, MemoryBudget
 from agui_client.core.fold.document import json_structure
 from agui_client.core.session import RunSession
 from agui_client.testing import Finish, ScriptedAgent, Start
@@ -284,3 +284,4 @@ def test_max_run_memorys_docstring_states_the_parse_charge_the_budget_makes() ->
     charge (160 a structural character became 74, and 9 a byte) and the docstring kept the old number."""
     doc = " ".join((ag.AgentClient.max_run_memory.__doc__ or "").split())
     assert f"({PARSE_COST} bytes for each of those characters and {PARSE_BYTE_COST} for each of its bytes," in doc
+    assert f"{WIDE} more for each byte of the response" in doc

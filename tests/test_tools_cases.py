@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
 import sys
 from pathlib import Path
 
@@ -36,3 +38,23 @@ def test_a_golden_event_nested_past_the_limit_is_mutated_whole() -> None:
         # an event inserted again is a copy of the whole event, every level of it
         copies += sum(1 for event in mutated if event is not deep and json.dumps(event) == whole)
     assert copies > 0
+
+
+def test_a_cut_value_reads_the_same_from_two_workers(tmp_path: Path) -> None:
+    # A long value quoted in an error message is cut and ends in a digest keyed per process: the same
+    # case folded by two workers (as `--base` folds it, one per tree) read as a difference in talk-1856
+    # of `--count 6000 --seed 20261224` though nothing had changed.
+    role = {"c": [{"": 10**20, "b": "v"}] * 40}
+    runs = [[json.dumps({"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}),
+             json.dumps({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": role})]]
+    source = tmp_path / "cases.jsonl"
+    source.write_text(json.dumps({"name": "long-role", "runs": runs, "framing": "jsonl"}) + "\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    written = []
+    for n in range(2):
+        target = tmp_path / f"folded-{n}.jsonl"
+        subprocess.run([sys.executable, str(ROOT / "tools" / "differential" / "worker.py"), str(source), str(target)],
+                       env=env, check=True, cwd=str(ROOT))
+        written.append(target.read_text(encoding="utf-8"))
+    assert "...#" in written[0]  # the value was cut, so its digest was written
+    assert written[0] == written[1]

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from itertools import count
 from typing import TypeVar
 
-from .._retries import RetryDeadline, Retrying, retry_wait
+from .._retries import RetryDeadline, Retrying, note_retries_off, retry_wait
 from ..core.exchange import StreamHandle
 from ..errors import AguiError, TransportError
 from .client_io import pause
@@ -35,7 +35,8 @@ def tried(client: Retrying, deadline: RetryDeadline | None, handle: StreamHandle
             opened = stack.enter_context(attempt())
         except TransportError as error:
             if client.max_retries == 0:
-                raise  # (today's behaviour exactly: no judgement, no log)
+                note_retries_off(error)
+                raise  # (no judgement, no log: only the hint that retries would have sent it again)
             wait = retry_wait(client, error, tries, deadline, handle)
             if wait is None:
                 raise

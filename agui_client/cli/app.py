@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import re
 import shlex
 import sys
@@ -77,6 +78,43 @@ class _Parser(argparse.ArgumentParser):
         if message:
             (file if file is not None else sys.stderr).write(visible(bounded(message, ERROR_CHARS)))
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # A misspelt command (`agui rn`) or choice: argparse lists every choice; the near one is named
+        # too, as a shell's "did you mean" does, so the fix is read rather than worked out.
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            near = _near(value, action.choices or ())
+            if not near:
+                raise
+            raise argparse.ArgumentError(action, f"{exc.message}; did you mean {near}?") from None
+
+
+class _CommandParser(_Parser):
+    """The parser of one command (``agui run``): an argument it does not know is refused under its own
+    usage, naming the option meant when the one given is a misspelling of it. argparse leaves such an
+    argument to the top parser, whose usage (``agui [-h] [--version] COMMAND ...``) shows none of the
+    command's options."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            options = [name for name in self._option_string_actions if name.startswith("--")]
+            meant = [f"{extra} (did you mean {near}?)"
+                     if extra.startswith("-") and (near := _near(extra.partition("=")[0], options)) else extra
+                     for extra in extras]
+            self.error(f"unrecognized arguments: {' '.join(meant)}")
+        return parsed, extras
+
+
+def _near(given: object, choices: Any) -> str | None:
+    """The one of ``choices`` that ``given`` (a string) is most likely a misspelling of, if any is close."""
+    if not isinstance(given, str) or not given:
+        return None
+    near = difflib.get_close_matches(given, [choice for choice in choices if isinstance(choice, str)], n=1)
+    return near[0] if near else None
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``agui`` command."""
@@ -84,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agui", description="A command line client for AG-UI 1.0 agents.", epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"agui {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_CommandParser)
 
     demo = commands.add_parser("demo", help="a conversation with the bundled scripted agent (an approval flow)",
                                description="Start the bundled ScriptedAgent on 127.0.0.1, ask it to delete an "
@@ -172,7 +210,13 @@ def _answer_options(parser: argparse.ArgumentParser) -> None:
 
 def run_cli(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the command; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        # `agui` alone is how a newcomer asks what it does: the help answers that, where argparse's
+        # "the following arguments are required: COMMAND" does not (still a usage error: status 2).
+        parser.print_help(sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     plain = bool(getattr(args, "plain", False)) or not _isatty(sys.stdout)
     as_json = bool(getattr(args, "json", False))
     # In JSON mode stdout carries data only; everything for people goes to stderr.

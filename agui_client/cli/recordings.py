@@ -251,6 +251,12 @@ class _Folder:
             name = request.name.split(".", 1)[0]
             stem = request.parent / name
             run_input = _read_request(request)
+            if not any(os.path.lexists(f"{stem}{rest}") for rest in (".response.json", ".sse")):
+                # (a request without any of its answer: the command that recorded it ended, or is still
+                # running, before the answer's head came; "cannot read NN.sse" named the file, not why)
+                raise Unreadable(f"{request} has no response beside it ({name}.sse): the recording stopped during "
+                                 f"that run, before its answer came (move {request.name} away to read the runs "
+                                 "before it)")
             meta = _read_meta(Path(f"{stem}.response.json"))
             status, media = meta.get("status"), str(meta.get("contentType") or "").split(";")[0].strip().lower()
             if not (isinstance(status, int) and 200 <= status < 300 and media == "text/event-stream"):

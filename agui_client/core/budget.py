@@ -27,6 +27,19 @@ One estimate covers every mix of events, from two things that can be read withou
   empty arrays copied 33 times make the thread hold 138 MB). Between checks the copies are bounded
   by the budget's room (the session lowers the allowance to it), as one read holds hundreds of them.
 
+**The width text is held at.** CPython holds a string at the width of its widest character: 1 byte a
+character while all are Latin-1, 2 once one is in the BMP above U+00FF, 4 once one is beyond (an
+emoji), for every character of it. So one emoji at the end of 1 MiB of ASCII deltas made the thread
+hold the joined text at 4 MiB (beside its parts, for a moment) for the 1.1 MB it was charged, and one
+in a long state value, snapshot message or tool result likewise: the thread held up to some 5 times
+the budget. Which text a character widens is not known without a look at every event, so the whole
+response pays: from the first read whose bytes are not all ASCII or hold a ``\\u`` escape of a
+character past Latin-1, every byte of the response, those before included, is charged :data:`WIDE`
+bytes more. A character is at least one byte on the wire, so that bounds the widest string (and the
+UTF-8 copy CPython keeps beside a wide one once it is saved). A response that stays ASCII pays one
+``isascii`` a read and, if it holds a backslash, one search for such an escape (some 0.4 ns a byte),
+nothing an event; one that does not, one addition a read.
+
 It counts what the response built, less one thing it let go of: a state document that a snapshot of
 the same response brought, and another replaces, is credited its structure (the document counts it,
 walking it, only while a budget runs). Without that, an agent sending its whole state at every step
@@ -57,13 +70,14 @@ most some 2 MB.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..errors import LimitExceeded
 from ..wire.jsonio import leading_type
 
 __all__ = ["MemoryBudget", "DEFAULT_MAX_RUN_MEMORY", "STRUCTURE_COST", "ENTITY_COST", "COPY_COST", "ENVELOPE",
-           "PARSE_COST", "PARSE_BYTE_COST", "PARSED_LARGE"]
+           "PARSE_COST", "PARSE_BYTE_COST", "PARSED_LARGE", "WIDE"]
 
 #: The default budget of what one run's response may make the thread hold (``max_run_memory``).
 DEFAULT_MAX_RUN_MEMORY = 2**30
@@ -97,6 +111,17 @@ PARSE_BYTE_COST = 9
 #: completes.
 PARSED_LARGE = 128 * 1024
 
+#: Charged for each byte of a response, beyond the byte, once a read of it showed text that may not be
+#: ASCII: CPython may then hold a text's every character in 4 bytes (one emoji widens all of it), and a
+#: character is at least one byte on the wire.
+WIDE = 4
+
+# A ``\\u`` escape of a character past Latin-1 (one Python may hold wider than a byte): ``\\u00XX`` is not
+# one. (A regular expression: ``in`` searches for a two-byte needle a step or two at a time, some three
+# times as long on a read full of escaped newlines.) An escaped backslash before a ``u`` reads as one
+# too, which only charges more.
+_ESCAPE_WIDER = re.compile(rb"\\u(?!00)")
+
 # How far into a refused event its type is looked for (producers write it first).
 _TYPE_WITHIN = 4096
 # Everything but the structural characters: a read translated with these deleted is its structure.
@@ -127,13 +152,31 @@ class MemoryBudget:
         self.room = limit
         #: Whether the last read was as large as :data:`PARSED_LARGE` (any of its events may be).
         self.wide = False
+        #: Whether a read showed text that may not be ASCII: every byte of the response is then charged
+        #: :data:`WIDE` more (see the module docstring).
+        self.widened = False
+        # The response's bytes before it widened, and whether the last read ended in a backslash (a
+        # ``\u`` escape split between two reads).
+        self._ascii_bytes = 0
+        self._backslash = False
 
     def read(self, chunk: bytes, frames: int) -> None:
         """Charge a read of the body (decoded), which completed ``frames`` events."""
         structure = len(chunk.translate(None, _NOT_STRUCTURE)) - ENVELOPE * frames
-        self.wide = len(chunk) >= PARSED_LARGE
+        size = len(chunk)
+        self.wide = size >= PARSED_LARGE
         # (floored per read: an event's allowance never pays for another read's structure)
-        self.charged += len(chunk) + STRUCTURE_COST * structure if structure > 0 else len(chunk)
+        self.charged += size + STRUCTURE_COST * structure if structure > 0 else size
+        if self.widened:
+            self.charged += WIDE * size
+        elif chunk.isascii() and (b"\\" not in chunk or _ESCAPE_WIDER.search(chunk) is None) \
+                and not (self._backslash and _ESCAPE_WIDER.match(b"\\" + chunk[:5]) is not None):
+            self._ascii_bytes += size
+            self._backslash = chunk.endswith(b"\\")
+        else:
+            # The text it holds may widen any text of the response, read before it or after.
+            self.widened = True
+            self.charged += WIDE * (self._ascii_bytes + size)
 
     def estimate(self, entities: int, copied: int = 0, released: int = 0) -> int:
         """What the response may have made the thread hold, the thread now holding ``entities``, its
@@ -175,11 +218,13 @@ class MemoryBudget:
                 f"beside the {estimate} bytes "
                 "charged); what came before is kept, the event is not parsed", limit=self.limit,
                 event_type=kind, rule="RUN-MEMORY")
+        width = (f", and {WIDE} bytes more for each of its bytes, as its text may not be ASCII (Python may hold "
+                 "it at 4 bytes a character)") if self.widened else ""
         return LimitExceeded(
             f"the run's response went past max_run_memory ({self.limit} bytes): what it would make the "
             f"thread hold is estimated at {estimate} bytes (its events' structure, and {ENTITY_COST} bytes "
-            "for each message, tool call, run, subagent and step it added); what came before is kept, the rest "
-            "is not read", limit=self.limit, event_type=kind, rule="RUN-MEMORY")
+            f"for each message, tool call, run, subagent and step it added{width}); what came before is kept, "
+            "the rest is not read", limit=self.limit, event_type=kind, rule="RUN-MEMORY")
 
     def _parse_cost(self, payloads: Sequence[str | bytes]) -> int:
         """What parsing the largest of ``payloads`` takes beyond its charge, if it is large enough to

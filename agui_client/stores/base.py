@@ -23,6 +23,7 @@ from typing_extensions import Self
 from .._inert import named, quoted_name
 from ..errors import ConcurrentResume, StoreError
 from ..wire.records import RepeatedKey, dump_record, load_record
+from ..wire.sink import warn
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore", "Head",
            "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE", "MAX_THREAD_ID_BYTES",
@@ -30,7 +31,7 @@ __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalSt
            # What the four stores share (not the package's API: ``agui_client.stores`` lists that).
            "StoreBase", "check_page", "check_record_id", "MAX_RECORD_ID", "check_owner", "creation_data",
            "encode_data", "decode_record", "checked_head", "fold_when_due", "as_text", "compacted",
-           "store_closed", "Operation"]
+           "store_closed", "Operation", "trusted_names", "untrusted_note", "warn_trusted_absent"]
 
 _log = logging.getLogger("agui_client.stores")
 
@@ -732,3 +733,47 @@ def _newer_format(thread_id: str, format: int) -> StoreError:
 def store_closed(thread_id: str | None = None) -> StoreError:
     """The error a closed store raises for any call (naming the thread when the call has one)."""
     return StoreError("the store is closed", thread_id=thread_id, closed=True)
+
+
+def trusted_names(store: str, names: Iterable[str]) -> frozenset[str]:
+    """The ``trusted_objects`` a store was given, checked: names of objects on its tables the operator
+    vouches for, compared exactly as the catalog spells them.
+
+    A single string is refused rather than read as its letters (``trusted_objects="audit"`` would trust
+    objects named ``a``, ``u`` ...), and so is an empty name or one that is not a string: no catalog
+    holds either, and each is a mistake the operator should see now, not a trust that never matches.
+    """
+    if isinstance(names, (str, bytes)):
+        raise ValueError(f"{store} takes trusted_objects as a collection of names, not the single string "
+                         f"{quoted_name(names)}: write ({quoted_name(names)},)")
+    found = tuple(names)
+    wrong = [name for name in found if type(name) is not str or not name]
+    if wrong:
+        raise ValueError(f"{store} takes trusted_objects as non-empty names, not {quoted_name(wrong[0])}")
+    return frozenset(found)
+
+
+def untrusted_note(absent: Sequence[str]) -> str:
+    """What a ``STORE-SCHEMA`` refusal adds when some trusted names matched nothing: often the typo that
+    left the operator's own object untrusted (``""`` when every trusted name was found)."""
+    if not absent:
+        return ""
+    return f" (trusted_objects names {_names_shown(absent)}, found on none of them: a misspelling?)"
+
+
+def warn_trusted_absent(where: str, absent: Sequence[str], kind: str, place: str) -> None:
+    """Warn (``STORE-TRUSTED-ABSENT``) that trusted names match no object on the store's tables.
+
+    A warning, not a refusal: an operator adds a trigger and the name that trusts it on different days,
+    and drops one before the other, and a store refusing to open in between would stop every replica
+    for a name that, absent, lets nothing run. Yet a misspelt name trusts nothing while the operator
+    believes it does (and a later object under the intended name is refused), so it is said when the store opens.
+    """
+    warn("STORE-TRUSTED-ABSENT", f"{where}: trusted_objects names {_names_shown(absent)}, but no {kind} on "
+                                 f"{place} has that name; check the spelling (names are compared exactly), or "
+                                 "remove a name whose object was dropped")
+
+
+def _names_shown(names: Sequence[str]) -> str:
+    shown = ", ".join(quoted_name(name, 40) for name in names[:8])
+    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")

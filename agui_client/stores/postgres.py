@@ -84,7 +84,7 @@ import logging
 import re
 import select
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -109,6 +109,9 @@ from .base import (
     encode_data,
     fold_when_due,
     store_closed,
+    trusted_names,
+    untrusted_note,
+    warn_trusted_absent,
 )
 from .base import StoreBase as _Base
 from .base import check_write as _check_write
@@ -267,6 +270,13 @@ class PostgresStore(_Base):
         connect_timeout: seconds a new connection may take before the call fails with ``StoreError``.
         compaction: when appended changes are folded into the thread's data (the default:
             :class:`~agui_client.stores.base.Compaction`).
+        trusted_objects: names of triggers and rules on the two tables that the operator vouches for
+            (an audit trigger, say), as the catalog spells them; every other trigger or rule is still
+            refused. A name is compared exactly and trusts whatever carries it, on either table, so
+            the operator owns what it does: a trusted trigger that clears or rewrites the claim breaks
+            the one-sender guarantee (two replicas send the same resume), and one that waits holds
+            every write. A trusted name found on neither table is warned about
+            (``STORE-TRUSTED-ABSENT``), not refused.
 
     The role needs ``SELECT``, ``INSERT``, ``UPDATE`` and ``DELETE`` on both tables, and ``CREATE`` on
     the schema while they do not exist yet (or ownership of a layout-1 table, to migrate it).
@@ -274,8 +284,11 @@ class PostgresStore(_Base):
     Raises:
         ImportError: the ``postgres`` extra (psycopg 3) is not installed.
         StoreError: the server cannot be reached, the tables cannot be created or migrated, the
-            table holds a newer layout, or the tables carry a trigger or a rule (``code``
-            ``STORE-SCHEMA``: either runs inside every write, and can clear or rewrite a claim).
+            table holds a newer layout, or the tables carry a trigger or a rule not named in
+            ``trusted_objects`` (``code`` ``STORE-SCHEMA``: either runs inside every write, and can
+            clear or rewrite a claim).
+        ValueError: ``trusted_objects`` is a single string, or holds an empty name or one that is not
+            a string.
 
     Example::
 
@@ -284,7 +297,7 @@ class PostgresStore(_Base):
     """
 
     def __init__(self, dsn: str, *, table: str = "agui_threads", connect_timeout: float = 10.0,
-                 compaction: Compaction | None = None) -> None:
+                 compaction: Compaction | None = None, trusted_objects: Iterable[str] = ()) -> None:
         try:
             import psycopg
             from psycopg import sql
@@ -293,6 +306,7 @@ class PostgresStore(_Base):
         parts = table.split(".")
         if not table or len(parts) > 2 or not all(parts):
             raise ValueError(f"PostgresStore needs a table name or schema.name, not {table!r}")
+        self._trusted = trusted_names("PostgresStore", trusted_objects)
         self.compaction = compaction or Compaction()
         self._psycopg = psycopg
         self._dsn = dsn
@@ -607,7 +621,9 @@ class PostgresStore(_Base):
                 self._identifier, sql.Literal(_COMMENT.format(_LAYOUT))))
 
     def _refuse_foreign_code(self, conn: psycopg.Connection[Any], name: str) -> None:
-        """``StoreError`` (``STORE-SCHEMA``) when the store's tables carry a trigger or a rule.
+        """``StoreError`` (``STORE-SCHEMA``) when the store's tables carry a trigger or a rule the operator
+        did not vouch for (``trusted_objects``); a warning (``STORE-TRUSTED-ABSENT``) for a trusted name
+        that is on neither table.
 
         Either runs with the store's writes and can undo what they rely on: a trigger that clears the
         claim (or a rule that rewrites the claim's ``UPDATE``) lets two replicas both send the same
@@ -617,16 +633,20 @@ class PostgresStore(_Base):
         administrator's act (docs/stores.md), where a SQLite file is changed by whoever can write it.
         """
         changes = self._changes.as_string(conn)
-        found = conn.execute(_FOREIGN_CODE, (name, changes)).fetchall()
-        if not found:
-            return
-        kinds = {kind: [quoted_name(str(n), 40) for k, n in found if k == kind][:8] for kind, _ in found}
-        what = " and ".join(f"the {kind}s {', '.join(names)}" for kind, names in kinds.items())
-        raise StoreError(
-            f"PostgreSQL store {self._where}: its tables carry {what}, which agui_client does not make: a "
-            "trigger or a rule runs with every write and can clear or rewrite a claim (two replicas then "
-            "send the same resume); nothing was changed. Drop them (DROP TRIGGER … ON …, DROP RULE … ON …), "
-            "or give the store a table of its own", code="STORE-SCHEMA")
+        found = [(str(kind), str(n)) for kind, n in conn.execute(_FOREIGN_CODE, (name, changes)).fetchall()]
+        untrusted = [(kind, n) for kind, n in found if n not in self._trusted]
+        absent = sorted(self._trusted - {n for _, n in found})
+        if untrusted:
+            kinds = {kind: [quoted_name(n, 40) for k, n in untrusted if k == kind][:8] for kind, _ in untrusted}
+            what = " and ".join(f"the {kind}s {', '.join(names)}" for kind, names in kinds.items())
+            raise StoreError(
+                f"PostgreSQL store {self._where}: its tables carry {what}, which agui_client does not make"
+                f"{untrusted_note(absent)}: a trigger or a rule runs with every write and can clear or rewrite a "
+                "claim (two replicas then send the same resume); nothing was changed. Drop them (DROP TRIGGER … "
+                "ON …, DROP RULE … ON …), name them in trusted_objects if you vouch for what they do, or give "
+                "the store a table of its own", code="STORE-SCHEMA")
+        if absent:
+            warn_trusted_absent(f"PostgreSQL store {self._where}", absent, "trigger or rule", "its tables")
 
     def _create_ids_index(self, conn: psycopg.Connection[Any]) -> None:
         """The listing's index, made when missing (a table an earlier release made, or one made by hand).

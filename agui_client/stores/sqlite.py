@@ -38,7 +38,8 @@ or an append that bumps the version rewrites a few dozen bytes whatever the thre
 
 The store's tables must be as its own statements make them, and carry nothing else (``STORE-SCHEMA``
 in docs/codes.md): no trigger, index, constraint, default, generated column, collation or type of the
-file's own, which every write would run or obey. A store judges them when it opens the file, and again
+file's own, which every write would run or obey, but for the triggers and indexes the operator vouches
+for by name (``trusted_objects``: theirs to answer for). A store judges them when it opens the file, and again
 in each write's transaction when ``PRAGMA schema_version`` (an integer read, a microsecond) says the
 file's schema changed since, so what another process adds later is refused before the write. What
 the file holds beside the tables runs in no store statement and is left alone.
@@ -76,7 +77,7 @@ import re
 import sqlite3
 import string
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from typing import Any, TypeVar
 
@@ -103,6 +104,9 @@ from .base import (
     encode_data,
     fold_when_due,
     store_closed,
+    trusted_names,
+    untrusted_note,
+    warn_trusted_absent,
 )
 from .base import StoreBase as _Base
 from .base import check_write as _check_write
@@ -187,13 +191,25 @@ class SqliteStore(_Base):
             empty database; use ``MemoryStore``.
         timeout: seconds a write waits for another writer's lock before failing with ``StoreError``.
         compaction: when appended changes are folded into the record (the default: :class:`Compaction`).
+        trusted_objects: names of triggers and indexes on the store's tables that the operator vouches
+            for (an audit trigger, an index of their own), as the file spells them; everything else the
+            store does not make is still refused, at open and before each write. A name is compared
+            exactly and trusts whatever the file holds under it, so the operator owns what it does: a
+            trusted trigger that clears the claim breaks the one-sender guarantee (two processes send
+            the same resume), one that never ends holds every write, and whoever can write the file can
+            put other code under the name. A trusted name on none of the tables is warned about
+            (``STORE-TRUSTED-ABSENT``), not refused.
 
     Raises:
         StoreError: the path holds a NUL or is a directory; the file cannot be opened or written, is not
             a database, is another application's database (it holds tables and no agui_client layout,
             or tables of our names with other columns: nothing is written to it), cannot use WAL mode,
             or holds a newer table layout; its store tables carry a trigger, an index, a constraint or
-            a column of the file's own (``code`` ``STORE-SCHEMA``; a write refuses one added later).
+            a column of the file's own, beside those named in ``trusted_objects`` (``code``
+            ``STORE-SCHEMA``; a write refuses one added later).
+        ValueError: ``trusted_objects`` is a single string, or holds an empty name, one that is not a
+            string, or the name of a store table or of SQLite's own objects (trusting the table itself
+            would trust any change to its columns and keys).
 
     Example::
 
@@ -202,7 +218,7 @@ class SqliteStore(_Base):
     """
 
     def __init__(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes], *, timeout: float = 30.0,
-                 compaction: Compaction | None = None) -> None:
+                 compaction: Compaction | None = None, trusted_objects: Iterable[str] = ()) -> None:
         # Bytes are taken as sqlite3.connect takes them (a name from os.listdir(b".") opens its file):
         # decoded as the file system's names are, so the checks and messages below read one text path,
         # and undecodable bytes come back unchanged when sqlite3 encodes the name again.
@@ -214,6 +230,7 @@ class SqliteStore(_Base):
             # (sqlite3 raised a bare ValueError, "embedded null character", naming no path and no store)
             raise StoreError(f"SQLite store {self._where}: the path holds a NUL character, which no file name "
                              "can; nothing was opened")
+        self._trusted = _trusted_objects(trusted_objects)
         self._timeout = timeout
         self.compaction = compaction or Compaction()
         self._lock = threading.Lock()
@@ -505,7 +522,7 @@ class SqliteStore(_Base):
         for a store's whose schema holds what agui_client does not make."""
         (layout,) = conn.execute("PRAGMA user_version").fetchone()
         foreign = _foreign_layout(conn, layout)
-        unknown = _unknown_schema(conn, layout) if foreign is None else None
+        unknown = _unknown_schema(conn, layout, self._trusted) if foreign is None else None
         if foreign is not None or unknown is not None:
             raise StoreError(
                 f"SQLite store {self._where}: the file is a SQLite database but not an agui_client store "
@@ -528,7 +545,7 @@ class SqliteStore(_Base):
         if cookie == self._schema_cookie:
             return
         (layout,) = conn.execute("PRAGMA user_version").fetchone()
-        why = _foreign_layout(conn, layout) or _unknown_schema(conn, layout)
+        why = _foreign_layout(conn, layout) or _unknown_schema(conn, layout, self._trusted)
         if why is None and layout != _SCHEMA_VERSION:
             why = f"its table layout is now {quoted_name(layout)}, not {_SCHEMA_VERSION}"
         if why is not None:
@@ -552,6 +569,9 @@ class SqliteStore(_Base):
             conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
         # (judged above, or made by the statements just run: the store's own)
         self._schema_cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+        absent = _absent(conn, self._trusted)
+        if absent:
+            warn_trusted_absent(f"SQLite store {self._where}", absent, "trigger or index", "its tables")
 
     @contextmanager
     def _connection(self, thread_id: str | None = None) -> Iterator[sqlite3.Connection]:
@@ -747,9 +767,10 @@ def _known_schemas() -> dict[int, frozenset[_Schema]]:
             _SCHEMA_VERSION: frozenset({made((), 0), *(made(s, n) for n, s in _EARLIER.items())})}
 
 
-def _unknown_schema(conn: sqlite3.Connection, layout: int) -> str | None:
-    """What the file's store tables carry that agui_client's tables of ``layout`` do not (``None``:
-    nothing, or a layout this release does not know, which the caller judges).
+def _unknown_schema(conn: sqlite3.Connection, layout: int, trusted: frozenset[str] = frozenset()) -> str | None:
+    """What the file's store tables carry that agui_client's tables of ``layout`` do not, but for the
+    triggers and indexes named in ``trusted`` (``None``: nothing, or a layout this release does not know,
+    which the caller judges).
 
     What SQLite keeps with a table is code and meaning the file brings, run or obeyed by every write to
     it: a trigger that never ends held each claim for ever (in a thread no caller can cancel), one that
@@ -760,7 +781,8 @@ def _unknown_schema(conn: sqlite3.Connection, layout: int) -> str | None:
     statements leave, nothing more.
     """
     known = _known_schemas().get(layout)
-    found = _schema_of(conn)
+    # (the operator's own objects, by the name the file spells: compared as if they were not there)
+    found = {row: name for row, name in _schema_of(conn).items() if not _is_trusted(row, name, trusted)}
     if known is None or frozenset(found) in known:
         return None
     ours: set[tuple[str, str, str, str | None]] = set().union(*known)
@@ -782,7 +804,37 @@ def _unknown_schema(conn: sqlite3.Connection, layout: int) -> str | None:
                    "a default, a collation or a type of the file's own, which every write would run or obey)")
     if others:
         why.append(f"it holds {', '.join(others[:8])} under the names of agui_client's tables")
-    return "; ".join(why) or "its tables lack what agui_client makes with them (a primary key's index)"
+    shown = "; ".join(why) or "its tables lack what agui_client makes with them (a primary key's index)"
+    return shown + untrusted_note(_absent(conn, trusted))
+
+
+#: The objects a store may be told to trust: those with a name of their own on its tables.
+_TRUSTABLE = ("trigger", "index")
+
+
+def _trusted_objects(names: Iterable[str]) -> frozenset[str]:
+    """``trusted_objects`` checked (see :func:`~agui_client.stores.base.trusted_names`), refusing the store's
+    own tables and SQLite's names: trusting a table would trust any change to its columns and keys, and
+    ``sqlite_`` names are SQLite's (a primary key's index), made by the statements already compared."""
+    trusted = trusted_names("SqliteStore", names)
+    wrong = sorted(name for name in trusted
+                   if name.translate(_ASCII_LOWER) in _TABLES or name.translate(_ASCII_LOWER).startswith("sqlite_"))
+    if wrong:
+        raise ValueError(f"SqliteStore trusts triggers and indexes by name, not the table or SQLite object "
+                         f"{quoted_name(wrong[0])}: what a store table is made of is always judged")
+    return trusted
+
+
+def _is_trusted(row: tuple[str, str, str, str | None], name: str, trusted: frozenset[str]) -> bool:
+    return row[0] in _TRUSTABLE and name in trusted
+
+
+def _absent(conn: sqlite3.Connection, trusted: frozenset[str]) -> list[str]:
+    """The trusted names that no trigger or index on the store's tables has, in order."""
+    if not trusted:
+        return []
+    present = {name for row, name in _schema_of(conn).items() if row[0] in _TRUSTABLE}
+    return sorted(trusted - present)
 
 
 def _names(names: list[str]) -> str:

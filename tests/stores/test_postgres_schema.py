@@ -6,6 +6,12 @@ claim let a second replica claim a thread the first held (both then send the sam
 that drops every inserted change row lost each run's append while the head moved on. Now the store
 refuses, when it opens the tables, any trigger or rule on them but PostgreSQL's own (a foreign key's
 triggers), naming them quoted as ids and never their code, with nothing changed.
+
+The twenty-fourth round's way out: ``trusted_objects`` names the triggers and rules the operator vouches
+for (an audit trigger), compared exactly; they open and run with the store's writes while any other is
+still refused, and a trusted name on neither table is a ``STORE-TRUSTED-ABSENT`` warning (a misspelt
+name beside the real trigger is a refusal that says so). Before, the audit trigger could not be opened
+at all and the keyword did not exist.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from typing import Any
 import pytest
 
 from agui_client._inert import quoted_name
-from agui_client.errors import StoreError
+from agui_client.errors import AguiWarning, StoreError
 from agui_client.stores import PostgresStore
+from agui_client.testing import ScriptedAgent
 
 __all__: list[str] = []
 
@@ -99,3 +106,86 @@ def test_a_foreign_key_to_the_thread_table_is_postgresql_own_and_opens(postgres_
     _run(postgres_dsn, f'CREATE TABLE "{table}_audit" (thread_id TEXT REFERENCES "{table}" (thread_id))')
     with PostgresStore(postgres_dsn, table=table) as store:
         assert store.claim("t", expected_version=1, owner="me") == 2
+
+
+#: The operator's audit trigger's name, as the trusted_objects in these tests spell it.
+AUDIT = "audit_threads"
+
+
+def _audit(table: str) -> list[str]:
+    # (an operator's audit trail: every head row as each write left it, copied into a table of its own)
+    return [f'CREATE TABLE "{table}_audit" (thread_id TEXT, version BIGINT, claim TEXT, op TEXT)',
+            f'CREATE FUNCTION "{table}_audited"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN '
+            f'INSERT INTO "{table}_audit" VALUES (NEW.thread_id, NEW.version, NEW.claim, TG_OP); RETURN NULL; END $$',
+            f'CREATE TRIGGER {AUDIT} AFTER INSERT OR UPDATE ON "{table}" FOR EACH ROW '
+            f'EXECUTE FUNCTION "{table}_audited"()']
+
+
+def _audited(postgres_dsn: str, table: str, thread_id: str) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        return conn.execute(f'SELECT op, version, claim IS NOT NULL FROM "{table}_audit" WHERE thread_id = %s'
+                            " ORDER BY version", (thread_id,)).fetchall()
+
+
+def test_a_trusted_audit_trigger_opens_and_runs_with_every_write_of_a_run(drive: Any, served: Any,
+                                                                          postgres_dsn: str, table: str) -> None:
+    _run(postgres_dsn, *_audit(table))
+    endpoint = served(ScriptedAgent.chat())
+
+    with PostgresStore(postgres_dsn, table=table, trusted_objects=(AUDIT,)) as store, \
+            drive.client(endpoint.url, store=store) as client:
+        thread = client.thread("r")
+        thread.run("hi")
+        thread.run("again")
+        stored = store.load("r")
+
+    assert stored is not None and len(endpoint.received) == 2
+    rows = _audited(postgres_dsn, table, "r")
+    # Each turn: a claim (the first one creates the row), then the run's changes with the claim let go.
+    assert rows[0][0] == "INSERT" and rows[0][2] is True
+    assert [claimed for _op, _version, claimed in rows] == [True, False, True, False]
+    assert rows[-1][1] == stored.version and stored.claim is None
+
+
+def test_an_untrusted_trigger_beside_a_trusted_one_is_still_refused(postgres_dsn: str, table: str) -> None:
+    _run(postgres_dsn, *_audit(table), *_unclaim(table))
+    before = _catalog(postgres_dsn, table)
+
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(postgres_dsn, table=table, trusted_objects=(AUDIT,))
+
+    said = str(caught.value)
+    assert caught.value.code == "STORE-SCHEMA"
+    assert f"the triggers {quoted_name(HOSTILE_NAME, 40)}," in said and AUDIT not in said, said
+    assert _catalog(postgres_dsn, table) == before
+
+
+def test_a_misspelt_trusted_name_leaves_the_trigger_refused_and_says_so(postgres_dsn: str, table: str) -> None:
+    _run(postgres_dsn, *_audit(table))
+
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(postgres_dsn, table=table, trusted_objects=("audit_thread",))
+
+    said = str(caught.value)
+    assert caught.value.code == "STORE-SCHEMA" and f"the triggers '{AUDIT}'" in said
+    assert "trusted_objects names 'audit_thread', found on none of them" in said, said
+
+
+def test_a_trusted_name_on_neither_table_is_warned_about_and_the_store_opens(postgres_dsn: str, table: str) -> None:
+    with pytest.warns(AguiWarning) as warned, \
+            PostgresStore(postgres_dsn, table=table, trusted_objects=(AUDIT, "Audit_Threads")) as store:
+        assert store.claim("t", expected_version=1, owner="me") == 2
+
+    (said,) = [str(w.message) for w in warned]
+    assert said.startswith("[STORE-TRUSTED-ABSENT]") and table in said, said
+    assert f"'Audit_Threads', '{AUDIT}', but no trigger or rule" in said, said
+
+
+def test_trusted_objects_given_as_one_string_is_refused_before_connecting(closed_port: int) -> None:
+    # (a string is a collection of letters: "audit" would trust objects named a, u, d ...)
+    with pytest.raises(ValueError) as caught:
+        PostgresStore(f"host=127.0.0.1 port={closed_port} dbname=none", trusted_objects=AUDIT)
+
+    assert f"not the single string '{AUDIT}'" in str(caught.value)

@@ -10,6 +10,11 @@ sent. Now the store's tables and all they carry must be what agui_client's own s
 new or migrated from an earlier layout), at open and, when the file's schema cookie moved, before each
 write; anything else is a ``StoreError`` with ``code == "STORE-SCHEMA"``, naming the object (quoted as
 an id) and never its SQL, with nothing written. What the file holds beside them is left alone.
+
+The twenty-fourth round's way out: ``trusted_objects`` names the triggers and indexes the operator vouches
+for (an audit trigger, an index of their own), compared exactly; they open, run with the store's writes and
+pass the per-write schema check when added later, while anything else is still refused. A trusted name on
+none of the tables is a ``STORE-TRUSTED-ABSENT`` warning. Before, such a file could not be opened at all.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from test_sqlite_layout import make_layout_1, make_layout_2, query
 from test_store_contract import small
 
 from agui_client._inert import quoted_name
-from agui_client.errors import StoreError
+from agui_client.errors import AguiWarning, StoreError
 from agui_client.stores import SqliteStore
 from agui_client.testing import ScriptedAgent
 
@@ -245,3 +250,110 @@ def test_every_layout_the_store_made_opens_migrates_and_opens_again(tmp_path: Pa
             assert store.claim("t", expected_version=1 + 2 * opening, owner="me") == 2 + 2 * opening
             assert store.release("t", claimed_version=2 + 2 * opening, owner="me") == 3 + 2 * opening
     assert query(path, "PRAGMA user_version") == [(3,)]
+
+
+#: The operator's own objects on the store's tables: audit triggers writing each head row as a write left
+#: it into a table of theirs (beside the store's tables, where nothing is judged), and an index.
+AUDIT_TABLE = "CREATE TABLE audit (thread_id TEXT, version INTEGER, claimed INTEGER)"
+AUDIT_TRIGGERS = ["CREATE TRIGGER audit_claims AFTER UPDATE ON agui_threads BEGIN INSERT INTO audit"
+                  " VALUES (NEW.thread_id, NEW.version, NEW.claim IS NOT NULL); END",
+                  "CREATE TRIGGER audit_created AFTER INSERT ON agui_threads BEGIN INSERT INTO audit"
+                  " VALUES (NEW.thread_id, NEW.version, NEW.claim IS NOT NULL); END"]
+AUDIT_INDEX = "CREATE INDEX by_claim ON agui_threads (claim)"
+TRUSTED = ("audit_claims", "audit_created", "by_claim")
+
+
+def test_trusted_objects_open_and_run_with_every_write_of_a_run(drive: Any, served: Any, tmp_path: Path) -> None:
+    path = tmp_path / "threads.db"
+    _store_file(path, HEADS, AUDIT_TABLE, *AUDIT_TRIGGERS, AUDIT_INDEX)
+    endpoint = served(ScriptedAgent.chat())
+
+    with SqliteStore(path, trusted_objects=TRUSTED) as store, drive.client(endpoint.url, store=store) as client:
+        thread = client.thread("r")
+        thread.run("hi")
+        thread.run("again")
+        stored = store.load("r")
+
+    assert stored is not None and stored.claim is None and len(endpoint.received) == 2
+    # Each turn: a claim (the first one creates the row), then the run's changes with the claim let go.
+    rows = query(path, "SELECT version, claimed FROM audit WHERE thread_id = 'r' ORDER BY version")
+    assert [claimed for _version, claimed in rows] == [1, 0, 1, 0] and rows[-1][0] == stored.version
+
+
+def test_an_untrusted_object_beside_trusted_ones_is_still_refused_naming_it_alone(tmp_path: Path) -> None:
+    path = tmp_path / "threads.db"
+    _store_file(path, HEADS, AUDIT_TABLE, *AUDIT_TRIGGERS, AUDIT_INDEX,
+                f'CREATE INDEX "{HOSTILE_NAME}" ON agui_threads ({MEGABYTE})')
+    before = _file(path)
+
+    with pytest.raises(StoreError) as caught:
+        SqliteStore(path, trusted_objects=TRUSTED)
+
+    said = str(caught.value)
+    assert caught.value.code == "STORE-SCHEMA"
+    assert f"the indexes {quoted_name(HOSTILE_NAME, 40)}," in said, said
+    assert not any(name in said for name in TRUSTED) and "zeroblob" not in said
+    assert _file(path) == before
+
+
+def test_trusted_objects_added_after_open_pass_the_check_before_each_write(tmp_path: Path) -> None:
+    path = tmp_path / "threads.db"
+    with pytest.warns(AguiWarning), SqliteStore(path, trusted_objects=TRUSTED) as store:
+        store.save("t", small(1), expected_version=None)
+        with closing(sqlite3.connect(path, isolation_level=None)) as other:
+            for statement in (AUDIT_TABLE, *AUDIT_TRIGGERS, AUDIT_INDEX):
+                other.execute(statement)
+            assert store.claim("t", expected_version=1, owner="me") == 2  # (the cookie moved: judged again)
+            assert query(path, "SELECT version, claimed FROM audit") == [(2, 1)]
+
+            other.execute("CREATE TRIGGER unclaim AFTER UPDATE OF claim ON agui_threads BEGIN "
+                          "UPDATE agui_threads SET claim = NULL WHERE thread_id = NEW.thread_id; END")
+            with pytest.raises(StoreError) as caught:
+                store.release("t", claimed_version=2, owner="me")
+
+    said = str(caught.value)
+    assert caught.value.code == "STORE-SCHEMA" and "changed after the store opened it" in said
+    assert "the triggers 'unclaim'," in said and "audit_claims" not in said, said
+    assert query(path, "SELECT version, claim FROM agui_threads") == [(2, "me")]
+
+
+def test_a_trusted_name_on_none_of_the_tables_is_warned_about_and_the_store_opens(tmp_path: Path) -> None:
+    # (the audit table's own trigger carries a trusted name, but on a table not the store's)
+    path = tmp_path / "threads.db"
+    _store_file(path, HEADS, AUDIT_TABLE, "CREATE TRIGGER by_claim AFTER INSERT ON audit BEGIN SELECT 1; END")
+
+    with pytest.warns(AguiWarning) as warned, SqliteStore(path, trusted_objects=("by_claim",)) as store:
+        assert store.claim("t", expected_version=1, owner="me") == 2
+
+    (said,) = [str(w.message) for w in warned]
+    assert said.startswith("[STORE-TRUSTED-ABSENT]") and str(path) in said, said
+    assert "trusted_objects names 'by_claim', but no trigger or index on its tables" in said, said
+
+
+def test_a_misspelt_trusted_name_leaves_the_object_refused_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "threads.db"
+    _store_file(path, HEADS, AUDIT_INDEX)
+
+    with pytest.raises(StoreError) as caught:
+        SqliteStore(path, trusted_objects=("By_Claim",))  # (compared exactly, as the file spells it)
+
+    said = str(caught.value)
+    assert caught.value.code == "STORE-SCHEMA" and "the indexes 'by_claim'," in said
+    assert "trusted_objects names 'By_Claim', found on none of them" in said, said
+
+
+@pytest.mark.parametrize(("trusted", "said"), [
+    ("by_claim", "not the single string 'by_claim'"),
+    (("agui_threads",), "not the table or SQLite object 'agui_threads'"),
+    (("AGUI_THREAD_PARTS",), "not the table or SQLite object 'AGUI_THREAD_PARTS'"),
+    (("sqlite_autoindex_agui_threads_1",), "not the table or SQLite object 'sqlite_autoindex_agui_threads_1'"),
+    (("",), "non-empty names, not ''"),
+], ids=["one-string", "head-table", "parts-table", "sqlite-own", "empty"])
+def test_trusted_objects_that_would_trust_too_much_or_nothing_are_refused(tmp_path: Path, trusted: Any,
+                                                                          said: str) -> None:
+    path = tmp_path / "threads.db"
+    with pytest.raises(ValueError) as caught:
+        SqliteStore(path, trusted_objects=trusted)
+
+    assert said in str(caught.value), str(caught.value)
+    assert not path.exists()  # (refused before the file is made)

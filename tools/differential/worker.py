@@ -24,6 +24,10 @@ import attrs
 from agui_client import AguiError, RunSession, ThreadState, encode, replay
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: The digest ending a long name or value cut in a message (``...#`` and eight hex digits): keyed by a
+#: secret each process draws when it starts, so the two trees' workers write different digests of the
+#: same cut text, a difference that says nothing about either tree (as a uuid drawn per run says nothing).
+_CUT_DIGEST = re.compile(r"\.\.\.#[0-9a-f]{8}")
 
 
 def _plain(value: Any) -> Any:
@@ -117,7 +121,7 @@ def main(source: str, target: str) -> None:
             folded = {mode: _fold(case, mode) for mode in ("replay", "stream", "collect")}
             text = json.dumps({"name": case["name"], "folded": folded}, sort_keys=True, default=repr,
                               ensure_ascii=True)
-            results.write(_UUID.sub("<uuid>", text) + "\n")
+            results.write(_CUT_DIGEST.sub("...#<digest>", _UUID.sub("<uuid>", text)) + "\n")
 
 
 if __name__ == "__main__":
