@@ -13,10 +13,14 @@ from typing import Any
 
 import pexpect
 import pytest
-from test_chat import _say, _spawn, _text, _writer
+from clikit import on_terminal
+from test_chat import _say, _text, _writer
 
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
+
+#: ``agui chat`` on a pseudo-terminal (clikit's :func:`on_terminal` closes it as the block ends).
+CHAT = ["-m", "agui_client.cli", "chat"]
 
 #: Markdown an agent may answer with: links whose text is not their target, a title, reference links
 #: (defined in their block, and in another), an image, HTML a terminal cannot draw, and markup with a
@@ -35,13 +39,10 @@ ANSWER = (
 
 def test_markdown_links_show_their_targets_and_html_is_shown_as_written(served: Callable[[Any], Any]) -> None:
     endpoint = served(ScriptedAgent([[Start(), *text_message("m1", ANSWER), Finish()]]))
-    child, screen = _spawn(endpoint.url)
-    try:
+    with on_terminal([*CHAT, endpoint.url]) as (child, screen):
         _say(child, "hi")
         _say(child, "/quit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close()
     raw = screen.getvalue()
     shown = _text(screen)
 
@@ -117,15 +118,12 @@ def test_markup_in_an_approval_forms_choices_and_default_is_shown_as_it_is_sent(
         [Start(), Finish(outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)))],
         [Start(), Finish()],
     ]))
-    child, screen = _spawn(endpoint.url)
-    try:
+    with on_terminal([*CHAT, endpoint.url]) as (child, screen):
         _say(child, "hi")
         child.expect(r"\)(?:\x1b\[[0-9;]*m)*: ")
         child.sendline("")  # (the default, as shown)
         _say(child, "/quit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close()
     shown = _text(screen)
 
     assert child.exitstatus == 0 and "Traceback" not in shown
@@ -145,13 +143,10 @@ def test_a_table_shows_every_cell_however_wide_or_long_its_words(served: Callabl
         + "|".join(f"c{i}" for i in range(100)) + "|\n"
     answer = f"| name | value |\n|---|---|\n| note | {word} |\n\n{wide}"
     endpoint = served(ScriptedAgent([[Start(), *text_message("m1", answer), Finish()]]))
-    child, screen = _spawn(endpoint.url)
-    try:
+    with on_terminal([*CHAT, endpoint.url]) as (child, screen):
         _say(child, "hi")
         _say(child, "/quit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close()
     shown = _text(screen)
     joined = "".join(shown.split())
 

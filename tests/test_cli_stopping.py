@@ -253,6 +253,7 @@ def test_ctrl_c_as_a_refused_answer_is_closed_entering_the_stream_waits_for_the_
     _check_ended(child, raw, 130)
     assert "the close went on to its end" in screen_text(raw)
 
+
 def test_ctrl_c_twice_fast_during_a_streaming_answer_cancels_the_turn_once(
         served: Callable[[Any], Any], gate: Gate, tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent([_two_blocks(gate)]))

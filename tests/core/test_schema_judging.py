@@ -101,8 +101,10 @@ def _sound_here(schema: Any) -> bool:
     return fault is None or fault.code != "invalid"
 
 
+# (derandomized, which also turns the example database off: a differential test against another library
+# must give CI the same verdict on every run; 3,000 random examples a draft found no difference when written)
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(schema=schemas())
 def test_the_keyword_table_judges_as_jsonschema_does(dialect: str, schema: Any) -> None:
     if DIALECTS[dialect] is not None:
