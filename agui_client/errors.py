@@ -89,6 +89,10 @@ __all__ = [
 ]
 
 
+#: The most characters of an error's message its ``repr`` shows (then ``…`` and the message's length).
+_REPR_CHARS = 200
+
+
 class AguiError(Exception):
     """Base class of every error agui_client raises."""
 
@@ -100,6 +104,17 @@ class AguiError(Exception):
         # not by calling its constructor again: most take keyword-only arguments its args do not carry, so
         # copy.copy() and pickle.loads() raised TypeError (a worker process could not hand its error back).
         return _rebuilt, (type(self), self.args), dict(self.__dict__)
+
+    def __repr__(self) -> str:
+        # The class and its message, the message cut after _REPR_CHARS characters: a RUN_ERROR's words or
+        # an HTTP error's excerpt may be a megabyte, printed whole in a REPL, a log line written with %r or
+        # a test's report. The message starts with where (the run, the event, the status), so the cut keeps
+        # that; str() keeps it all. What str() is made of was made inert and redacted with the error, so
+        # this shows nothing str() would not.
+        text = str(self)
+        if len(text) <= _REPR_CHARS:
+            return f"{type(self).__name__}({text!r})"
+        return f"{type(self).__name__}({text[:_REPR_CHARS]!r}… ({len(text)} chars))"
 
 
 class TransportError(AguiError, httpx.HTTPError):
@@ -306,11 +321,6 @@ class ProtocolError(AguiError):
         if self.rule is not None:
             where.append(f"[{self.rule}]")
         return f"{', '.join(where)}: {self.detail}" if where else self.detail
-
-    def __repr__(self) -> str:
-        # With the location: a log line written with %r (or a test's report) must still say where. What
-        # str() is made of was redacted with the error, so this shows nothing str() would not.
-        return f"{type(self).__name__}({str(self)!r})"
 
 
 class DecodeError(ProtocolError):

@@ -253,7 +253,7 @@ def test_retries_spent_get_no_such_hint(drive: Any, served: Callable[[Any], Any]
     assert str(caught.value).endswith(": slow down (after 2 tries)")
 
 
-@pytest.mark.parametrize("command", ["replay", "verify"])
+@pytest.mark.parametrize("command", ["replay", "verify", "serve"])
 def test_a_recording_cut_before_its_last_answer_says_so(served: Callable[[Any], Any], tmp_path: Path,
                                                         command: str) -> None:
     # A process killed between writing a request and its answer's head leaves NN.request.json alone:
@@ -271,4 +271,5 @@ def test_a_recording_cut_before_its_last_answer_says_so(served: Callable[[Any], 
                                    "(02.sse): the recording stopped during that run, before its answer came "
                                    "(move 02.request.json away to read the runs before it)")
     (tmp_path / "02.request.json").rename(tmp_path / "later.json")  # (as the message says)
-    assert agui_here(command, str(tmp_path)).returncode == 0
+    if command != "serve":  # (which then serves, until stopped: RecordedAgent's test reads that folder)
+        assert agui_here(command, str(tmp_path)).returncode == 0

@@ -228,9 +228,28 @@ def test_a_folder_that_is_not_a_recording_is_refused_by_name(tmp_path: Path) -> 
         RecordedAgent(tmp_path)
     assert "holds no recorded exchange" in str(refused.value)
     (tmp_path / "01.request.json").write_text('{"threadId": "t", "runId": "r", "messages": []}')
+    (tmp_path / "01.response.json").write_text('{"status": 200, "contentType": "text/event-stream"}')
     with pytest.raises(ValueError) as refused:
         RecordedAgent(tmp_path)
     assert "01.sse is missing" in str(refused.value)
+
+
+def test_a_recording_cut_before_its_last_answer_is_refused_as_replay_refuses_it(tmp_path: Path) -> None:
+    # A process killed between writing a request and its answer's head leaves NN.request.json alone:
+    # RecordedAgent (and so `agui serve`) said "02.sse is missing", where replay and verify say why.
+    live = _record_demo(tmp_path)
+    for answer in ("02.sse", "02.response.json"):
+        (tmp_path / answer).unlink()
+
+    with pytest.raises(ValueError) as refused:
+        RecordedAgent(tmp_path)
+
+    assert str(refused.value) == (f"{tmp_path / '02.request.json'} has no response beside it (02.sse): the "
+                                  "recording stopped during that run, before its answer came (move "
+                                  "02.request.json away to read the runs before it)")
+    (tmp_path / "02.request.json").rename(tmp_path / "later.json")  # (as the message says)
+    with RecordedAgent(tmp_path) as agent, serve(agent) as url, AgentClient(url) as client:
+        assert client.thread(live["thread"]).run("Delete the staging environment").outcome == "interrupt"
 
 
 def test_a_request_that_got_no_answer_leaves_no_exchange(drive: Any, tmp_path: Path) -> None:

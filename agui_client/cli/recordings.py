@@ -34,7 +34,14 @@ from ..core.replaying import detect_format, open_named, sse_warnings
 from ..core.result import RunResult
 from ..core.session import DEFAULT_MAX_EVENT_BYTES, RunSession, fail_framing
 from ..errors import LimitExceeded, ProtocolError, StreamEnded, StreamWarning
-from ..testing.recording import META_FILE_BYTES, REQUEST_FILE_BYTES, open_recorded, read_recorded, recorded_exchanges
+from ..testing.recording import (
+    META_FILE_BYTES,
+    REQUEST_FILE_BYTES,
+    open_recorded,
+    read_recorded,
+    recorded_exchanges,
+    unanswered,
+)
 from ..wire import codec
 from ..wire.jsonio import parse_json
 from ..wire.sink import collect_warnings
@@ -251,12 +258,9 @@ class _Folder:
             name = request.name.split(".", 1)[0]
             stem = request.parent / name
             run_input = _read_request(request)
-            if not any(os.path.lexists(f"{stem}{rest}") for rest in (".response.json", ".sse")):
-                # (a request without any of its answer: the command that recorded it ended, or is still
-                # running, before the answer's head came; "cannot read NN.sse" named the file, not why)
-                raise Unreadable(f"{request} has no response beside it ({name}.sse): the recording stopped during "
-                                 f"that run, before its answer came (move {request.name} away to read the runs "
-                                 "before it)")
+            cut = unanswered(request)
+            if cut is not None:
+                raise Unreadable(cut)
             meta = _read_meta(Path(f"{stem}.response.json"))
             status, media = meta.get("status"), str(meta.get("contentType") or "").split(";")[0].strip().lower()
             if not (isinstance(status, int) and 200 <= status < 300 and media == "text/event-stream"):

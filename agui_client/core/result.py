@@ -14,12 +14,14 @@ from datetime import datetime
 import attrs
 from attrs import frozen
 
+from .._inert import quoted_name
 from ..errors import RunFailed, StreamWarning
 from ..wire.types import messages as msg
 from ..wire.types import run as rn
 from ..wire.types.base import JSON
 from .expiry import is_expired
 from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
+from .interrupts import listed_ids
 
 __all__ = ["RunResult"]
 
@@ -79,6 +81,27 @@ class RunResult:
     events: int = 0
     run_ids: tuple[str, ...] = ()
     bridged: str | None = None
+
+    def __repr__(self) -> str:
+        # Which run, how it ended and how much it carried, as httpx shows a response: attrs' repr printed
+        # every interrupt whole, schemas and messages included, and the run's return value (a megabyte in a
+        # REPL or a log line). Ids and counts, the agent's words in the error as a preview.
+        # ``attrs.asdict(result, filter=...)`` (``state`` left out: it is live) gives every field.
+        shown = [f"<RunResult thread_id={quoted_name(self.thread_id)} run_id={quoted_name(self.run_id)}",
+                 f"outcome={quoted_name(self.outcome)}"]
+        if self.interrupts:
+            shown.append(f"interrupts={listed_ids([i.id for i in self.interrupts])}")
+        if self.pending_tool_call_ids:
+            shown.append(f"pending_tool_calls={listed_ids(self.pending_tool_call_ids)}")
+        for name, error in (("error", self.error), ("late_error", self.late_error)):
+            if error is not None:
+                shown.append(f"{name}={error!r}")
+        if len(self.run_ids) > 1:
+            shown.append(f"runs={len(self.run_ids)}")
+        if self.bridged is not None:
+            shown.append(f"bridged={quoted_name(self.bridged)}")
+        shown.append(f"new_messages={len(self.new_message_ids)} events={self.events} warnings={len(self.warnings)}>")
+        return " ".join(shown)
 
     @property
     def messages(self) -> tuple[msg.Message, ...]:

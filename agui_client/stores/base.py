@@ -24,6 +24,7 @@ from .._inert import named, quoted_name
 from ..errors import ConcurrentResume, StoreError
 from ..wire.records import RepeatedKey, dump_record, load_record
 from ..wire.sink import warn
+from ..wire.types.base import brief_repr
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore", "Head",
            "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE", "MAX_THREAD_ID_BYTES",
@@ -75,6 +76,10 @@ class StoredThread:
     format: int
     changes: int = 0
     record_id: str | None = None
+
+    # (``data`` is the whole thread, every message in it: shown as its number of keys, ids and counts as
+    # they are; ``thread.dump()`` or the field itself give it all)
+    __repr__ = brief_repr
 
 
 @runtime_checkable

@@ -48,7 +48,7 @@ from ..wire.sink import collect_warnings
 from ..wire.sse import DEFAULT_MAX_EVENT_BYTES
 from ..wire.types.run import RunAgentInput
 from .endpoint import Receive, Scope, Send, accept_run, respond
-from .recording import META_FILE_BYTES, REQUEST_FILE_BYTES, read_recorded, recorded_exchanges
+from .recording import META_FILE_BYTES, REQUEST_FILE_BYTES, read_recorded, recorded_exchanges, unanswered
 from .script import Respond
 
 __all__ = ["RecordedAgent", "RecordingMismatch", "MISMATCH_CODE"]
@@ -198,6 +198,9 @@ def _load(number: int, request: Path) -> _Exchange:
             run_input = decode(parse_json(read_recorded(request, REQUEST_FILE_BYTES)), RunAgentInput)
     except (OSError, ValueError, ProtocolError) as exc:
         raise ValueError(f"{request} is not a readable RunAgentInput: {exc}") from exc
+    cut = unanswered(request)
+    if cut is not None:  # (the same words as agui replay's and verify's, for the same folder)
+        raise ValueError(cut)
     body = Path(f"{stem}.sse")
     if not body.is_file():
         raise ValueError(f"{request} has no recorded response ({body.name} is missing)")

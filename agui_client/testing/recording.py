@@ -63,7 +63,7 @@ from .._pool import ShardedSyncTransport, ShardedTransport
 from ..core.redact import SENSITIVE_EXTENSION, BytesRedactor, Redactor
 
 __all__ = ["RecordingTransport", "AsyncRecordingTransport", "recorded_exchanges", "EXCHANGE_NAME", "open_recorded",
-           "read_recorded", "REQUEST_FILE_BYTES", "META_FILE_BYTES"]
+           "read_recorded", "unanswered", "REQUEST_FILE_BYTES", "META_FILE_BYTES"]
 
 logger = logging.getLogger("agui_client.testing")
 
@@ -126,6 +126,26 @@ def recorded_exchanges(directory: str | os.PathLike[str]) -> list[tuple[int, Pat
             found.append((int(match.group(1)), entry))
     found.sort()
     return found
+
+
+def unanswered(request: str | os.PathLike[str]) -> str | None:
+    """What to say of ``request`` (an ``NN.request.json``) when its answer never came, ``None`` when it did.
+
+    A request is written before it is sent; its ``NN.response.json`` and ``NN.sse`` when the answer's head
+    comes. A request with neither beside it is the last of a recording whose command ended (killed,
+    or still running) during that run: naming the missing ``NN.sse`` said which file, not why. What
+    reads a folder (``agui replay``, ``agui verify``, :class:`~agui_client.testing.RecordedAgent` and so
+    ``agui serve``) says this, and that the runs before it read once the request is moved away.
+    """
+    path = Path(request)
+    name = path.name.split(".", 1)[0]
+    stem = path.parent / name
+    # (lexists: a dangling link or a FIFO in an answer's place is an answer to refuse, named as it is,
+    # not one that never came)
+    if any(os.path.lexists(f"{stem}{rest}") for rest in (".response.json", ".sse")):
+        return None
+    return (f"{path} has no response beside it ({name}.sse): the recording stopped during that run, before its "
+            f"answer came (move {path.name} away to read the runs before it)")
 
 
 def _redacted_body(body: bytes, redactor: Redactor) -> bytes:

@@ -9,7 +9,7 @@ import attrs
 from attrs import frozen
 
 from ...wire.types import run as rn
-from ...wire.types.base import JSON
+from ...wire.types.base import JSON, brief_repr
 
 __all__ = ["Outcome", "RunErrorInfo", "StepRecord", "SubagentRecord", "RunRecord", "note_added", "note_removed",
            "sum_usage"]
@@ -37,6 +37,9 @@ class RunErrorInfo:
     code: str | None = None
     late: bool = False
     usage: tuple[rn.TokenUsage, ...] = ()
+
+    # (the agent's message may be of any size: a preview, as a message's repr shows its text)
+    __repr__ = brief_repr
 
 
 @frozen(kw_only=True)

@@ -1,4 +1,9 @@
-"""Messages and their content parts (AG-UI 1.0 ``Message`` union, discriminated by ``role``)."""
+"""Messages and their content parts (AG-UI 1.0 ``Message`` union, discriminated by ``role``).
+
+Each may hold an agent's text of any size (a message, a tool call's arguments, a part's base64 data), so
+its ``repr`` is the bounded one of :func:`~agui_client.wire.types.base.brief_repr` (attrs' own printed it
+all); equality, hashing and the fields stay attrs'.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from typing import ClassVar, Literal, Union
 
 from attrs import field, frozen
 
-from .base import JSON, Metadata
+from .base import JSON, Metadata, brief_repr
 
 __all__ = [
     "DataSource",
@@ -41,6 +46,8 @@ Role = Literal["developer", "system", "assistant", "user", "tool", "activity", "
 class DataSource:
     """Inline content: base64 ``value`` with its ``mime_type``."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "data"
     value: str
     mime_type: str
@@ -50,6 +57,8 @@ class DataSource:
 class UrlSource:
     """Content reachable at a URL."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "url"
     value: str
     mime_type: str | None = None
@@ -58,6 +67,8 @@ class UrlSource:
 @frozen(kw_only=True)
 class FileSource:
     """An opaque provider file handle: never fetched, parsed or read for a scheme (UK-17)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "file"
     value: str
@@ -72,6 +83,8 @@ PartSource = Union[DataSource, UrlSource, FileSource]
 class TextPart:
     """A text content part."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "text"
     text: str
     id: str | None = None
@@ -81,6 +94,8 @@ class TextPart:
 @frozen(kw_only=True)
 class ImagePart:
     """An image content part."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "image"
     source: PartSource
@@ -92,6 +107,8 @@ class ImagePart:
 class AudioPart:
     """An audio content part."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "audio"
     source: PartSource
     id: str | None = None
@@ -102,6 +119,8 @@ class AudioPart:
 class VideoPart:
     """A video content part."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "video"
     source: PartSource
     id: str | None = None
@@ -111,6 +130,8 @@ class VideoPart:
 @frozen(kw_only=True)
 class DocumentPart:
     """A document content part (PDF, text file …)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "document"
     source: PartSource
@@ -125,6 +146,8 @@ ContentPart = Union[TextPart, ImagePart, AudioPart, VideoPart, DocumentPart]
 class FunctionCall:
     """The function a tool call invokes; ``arguments`` is the raw string as streamed (TC-06)."""
 
+    __repr__ = brief_repr
+
     name: str
     arguments: str = ""
 
@@ -132,6 +155,8 @@ class FunctionCall:
 @frozen(kw_only=True)
 class ToolCall:
     """A tool call held by an assistant message."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "function"
     id: str
@@ -143,6 +168,8 @@ class ToolCall:
 @frozen(kw_only=True)
 class DeveloperMessage:
     """A developer instruction."""
+
+    __repr__ = brief_repr
 
     ROLE: ClassVar[str] = "developer"
     id: str
@@ -157,6 +184,8 @@ class DeveloperMessage:
 class SystemMessage:
     """A system prompt."""
 
+    __repr__ = brief_repr
+
     ROLE: ClassVar[str] = "system"
     id: str
     content: str
@@ -169,6 +198,8 @@ class SystemMessage:
 @frozen(kw_only=True)
 class AssistantMessage:
     """An assistant turn: text, tool calls, or both."""
+
+    __repr__ = brief_repr
 
     ROLE: ClassVar[str] = "assistant"
     id: str
@@ -184,6 +215,8 @@ class AssistantMessage:
 class UserMessage:
     """A user turn: a string or a list of content parts."""
 
+    __repr__ = brief_repr
+
     ROLE: ClassVar[str] = "user"
     id: str
     content: str | tuple[ContentPart, ...]
@@ -196,6 +229,8 @@ class UserMessage:
 @frozen(kw_only=True)
 class ToolMessage:
     """The result of a tool call."""
+
+    __repr__ = brief_repr
 
     ROLE: ClassVar[str] = "tool"
     id: str
@@ -211,6 +246,8 @@ class ToolMessage:
 class ActivityMessage:
     """Producer-owned display state (never sent back to the agent, AC-06)."""
 
+    __repr__ = brief_repr
+
     ROLE: ClassVar[str] = "activity"
     id: str
     activity_type: str
@@ -222,6 +259,8 @@ class ActivityMessage:
 @frozen(kw_only=True)
 class ReasoningMessage:
     """Reasoning the agent showed (or an encrypted handle to it)."""
+
+    __repr__ = brief_repr
 
     ROLE: ClassVar[str] = "reasoning"
     id: str

@@ -1,4 +1,10 @@
-"""Run input, outcomes, interrupts, resume entries and token usage."""
+"""Run input, outcomes, interrupts, resume entries and token usage.
+
+The records that may hold words or JSON of any size (an interrupt's message and schema, a tool's
+parameters, an answer's payload, a run's whole input) have the bounded ``repr`` of
+:func:`~agui_client.wire.types.base.brief_repr`, as the messages do; token usage, a few numbers, keeps
+attrs'.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ from typing import ClassVar, Literal, Union
 
 from attrs import frozen
 
-from .base import JSON, Metadata
+from .base import JSON, Metadata, brief_repr
 from .messages import Message
 
 __all__ = [
@@ -37,6 +43,8 @@ ResumeStatus = Literal["resolved", "cancelled"]
 class Tool:
     """A tool the consumer offers the agent (a frontend tool)."""
 
+    __repr__ = brief_repr
+
     name: str
     description: str
     parameters: JSON = None
@@ -46,6 +54,8 @@ class Tool:
 @frozen(kw_only=True)
 class Context:
     """A piece of context handed to the agent."""
+
+    __repr__ = brief_repr
 
     description: str
     value: str
@@ -59,6 +69,8 @@ class ResumeEntry:
     ``IR-11`` warning naming the interrupt.
     """
 
+    __repr__ = brief_repr
+
     interrupt_id: str
     status: ResumeStatus
     payload: JSON = None
@@ -68,6 +80,8 @@ class ResumeEntry:
 @frozen(kw_only=True)
 class RunAgentInput:
     """What the consumer POSTs to start (or continue) a run."""
+
+    __repr__ = brief_repr
 
     thread_id: str
     run_id: str
@@ -84,6 +98,8 @@ class RunAgentInput:
 @frozen(kw_only=True)
 class Interrupt:
     """Something a run stopped to ask for; answered by a ``ResumeEntry`` naming its ``id``."""
+
+    __repr__ = brief_repr
 
     id: str
     reason: str
@@ -106,6 +122,8 @@ class RunFinishedSuccessOutcome:
 @frozen(kw_only=True)
 class RunFinishedInterruptOutcome:
     """The run stopped to ask: at least one interrupt to answer or abandon."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "interrupt"
     interrupts: tuple[Interrupt, ...]
