@@ -44,7 +44,7 @@ from ..wire.jsonio import json_problem
 from ..wire.sink import warn as _warn
 from ..wire.types.base import JSON, Metadata
 from ..wire.types.run import Interrupt, ResumeEntry
-from ..wire.values import copy_json, deep_copy, plain_json
+from ..wire.values import foreign_copy
 from . import schema as _schema
 from .expiry import Clock, current_time, judge_expiry
 
@@ -493,11 +493,6 @@ def check_target(builder: ResumeBuilder, thread_id: str, run_id: str | None, ope
                             builder_run_id=builder.run_id, thread_id=thread_id, interrupted_run_id=run_id)
 
 
-def _copied(value: Any) -> Any:
-    # (orjson's fast copy would write NaN as null: what is not plain JSON is deep-copied as it is)
-    return copy_json(value) if plain_json(value) else deep_copy(value)
-
-
 def copied_interrupts(interrupts: Iterable[Interrupt]) -> tuple[Interrupt, ...]:
     """``interrupts`` with a copy of each one's ``responseSchema`` and ``metadata`` (the rest is immutable).
 
@@ -508,8 +503,8 @@ def copied_interrupts(interrupts: Iterable[Interrupt]) -> tuple[Interrupt, ...]:
     run: the copies cost nothing a fold would notice.
     """
     return tuple(interrupt if interrupt.response_schema is None and interrupt.metadata is None
-                 else attrs.evolve(interrupt, response_schema=_copied(interrupt.response_schema),
-                                   metadata=_copied(interrupt.metadata))
+                 else attrs.evolve(interrupt, response_schema=foreign_copy(interrupt.response_schema),
+                                   metadata=foreign_copy(interrupt.metadata))
                  for interrupt in interrupts)
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "PlainDict",
     "copy_json",
     "deep_copy",
+    "foreign_copy",
     "is_json",
 ]
 
@@ -158,6 +159,18 @@ def copy_json(value: Any) -> Any:
             return ORJSON.loads(ORJSON.dumps(value))
         except (TypeError, ValueError):
             pass  # lone surrogates, integers beyond 64 bits, very deep values: the generic copy is right
+    return deep_copy(value)
+
+
+def foreign_copy(value: Any, plain: bool | None = None) -> Any:
+    """A copy of JSON data that came with an object built elsewhere (an event, an interrupt), exactly as it is.
+
+    The fast copy goes through orjson, which would quietly write ``NaN`` as ``null`` and a ``datetime``
+    as a string; what is not plain JSON is deep-copied instead (a save then refuses it, as it must).
+    ``plain``: whether ``value`` is plain JSON, if the caller knows already.
+    """
+    if plain if plain is not None else plain_json(value):
+        return copy_json(value)
     return deep_copy(value)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import StreamWarning
 from ...wire.types.base import JSON
-from ...wire.values import PlainDict, PlainList, copy_json, deep_copy, plain_json
+from ...wire.values import PlainDict, PlainList, copy_json, deep_copy, foreign_copy, plain_json
 from ..patch import (
     DEFAULT_RESPONSE_COPY_ALLOWANCE,
     DEFAULT_RUN_COPY_ALLOWANCE,
@@ -48,17 +48,6 @@ def adopted_json(value: Any) -> Any:
     if not plain_json(value):
         raise ValueError("state must be JSON: dicts, lists, strings, finite numbers, booleans and None")
     return value
-
-
-def foreign_copy(value: Any, plain: bool | None = None) -> Any:
-    """A copy of JSON data that came with an event object built elsewhere, exactly as it is.
-
-    The fast copy goes through orjson, which would quietly write ``NaN`` as ``null`` and a ``datetime``
-    as a string; what is not plain JSON is deep-copied instead (a save then refuses it, as it must).
-    """
-    if plain if plain is not None else plain_json(value):
-        return copy_json(value)
-    return deep_copy(value)
 
 
 def json_structure(value: Any) -> int:
