@@ -26,7 +26,8 @@ from .wire.types.run import RunAgentInput
 
 __all__ = ["RunStream", "AsyncRunStream", "LoopStream", "AsyncLoopStream",
            # How a thread's pump fills the streams it hands out (not the package's API):
-           "stepped_by", "runs_in", "stream_left", "end", "ended", "fail", "failure", "ran", "reading",
+           "stepped_by", "runs_in", "stream_left", "end", "ended", "fail", "failure", "failed_settling", "ran",
+           "reading",
            # How a thread's stream() and stream_until_done() hand out their block (neither is the API):
            "entered_once", "async_entered_once"]
 
@@ -730,6 +731,15 @@ def fail(stream: _Stream | _AsyncStream, exc: BaseException) -> None:
 def failure(stream: _Stream | _AsyncStream) -> BaseException | None:
     """What ``stream`` failed with (recorded by :func:`fail`), or ``None``."""
     return stream._failed
+
+
+def failed_settling(stream: _Stream | _AsyncStream, raised: BaseException) -> None:
+    """Settling ``stream`` as its block was left failed (the store, giving the claim back) with no result
+    recorded: ``result`` names that failure, where it said the stream had not ended yet (read after the
+    block, it has). Whoever settled it, the block's own exit or the reader a block left inside a step, the
+    stream records the same; an error the block raised was recorded before the settling began."""
+    if stream._result is None and stream._failed is None:
+        stream._failed = raised
 
 
 def ran(loop: LoopStream | AsyncLoopStream, result: RunResult) -> None:

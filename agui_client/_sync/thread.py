@@ -24,6 +24,7 @@ from .._streams import (
     end,
     ended,
     fail,
+    failed_settling,
     failure,
     ran,
     reading,
@@ -387,7 +388,7 @@ class Thread(ThreadIO):
             self._drive(flow, exchange, error=exc)  # (the flow settles the claim and raises it again)
         except BaseException as raised:
             if raised is not exc:
-                _record_failed_settling(stream, raised)
+                failed_settling(stream, raised)
                 raise
         finally:
             held()
@@ -406,7 +407,7 @@ class Thread(ThreadIO):
                 _loop_left(loop, watch)
         except BaseException as raised:
             if raised is not exc:
-                _record_failed_settling(loop, raised)
+                failed_settling(loop, raised)
                 raise
         finally:
             held()
@@ -532,15 +533,6 @@ def _settled_by_reader(settle: Callable[[], Any], watch: Any, exc: BaseException
         watch.settled(raised)
         raise
     watch.settled(exc)
-
-
-def _record_failed_settling(stream: RunStream | LoopStream, raised: BaseException) -> None:
-    """Settling a stream as its block was left failed (the store, giving the claim back) with no result
-    recorded: ``result`` names that failure, where it said the stream had not ended yet (read after the
-    block, it has). Whoever settled it, the block's own exit or the reader a block left inside a step, the
-    stream records the same; an error the block raised was recorded before the settling began."""
-    if ended(stream) is None and failure(stream) is None:
-        fail(stream, raised)
 
 
 class _Loop:
