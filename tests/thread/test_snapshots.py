@@ -35,7 +35,8 @@ def _snapshot_then_deltas() -> ScriptedAgent:
 
 
 def _copies_of_snapshots(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    from agui_client.core.fold import document as fold
+    # (the fold's snapshots are copied by wire.values.foreign_copy, which calls its module's copy_json)
+    from agui_client.wire import values as fold
 
     copied: list[Any] = []
     real = fold.copy_json
