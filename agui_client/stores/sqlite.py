@@ -250,7 +250,14 @@ class SqliteStore(_Base):
                 # Looked at before WAL mode is set: the mode is kept in the file's header, so setting it
                 # on another application's database would change that file after all (checked again
                 # in the transaction below, where a process making the tables at once cannot interleave).
-                self._layout(conn)
+                # Read in one read transaction: the layout number and the schema are two reads, and a
+                # store migrating the file in another process could commit between them (layout 2 read,
+                # then layout 3's columns: judged foreign).
+                conn.execute("BEGIN")
+                try:
+                    self._layout(conn)
+                finally:
+                    conn.execute("ROLLBACK")
                 # Persistent in the file: set once here, every later connection opens in WAL mode.
                 mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
