@@ -331,6 +331,13 @@ def test_a_mutation_that_meets_a_documented_difference_names_the_golden_streams_
     assert hostile_golden.documented(["numbers-args"], [dict(halves[0], delta='{"q": 1-0')]) == {}
     assert hostile_golden.documented(["activity-over-text-replace-True", "rename-activity-as-text",
                                       "split-run-x"]) == {}
+    # An interrupt outcome written on a RUN_FINISHED that lands with a step open (golden interrupt-outcome-step-open);
+    # not once the step has finished.
+    step_open = _source("interrupt-outcome-step-open")[0]
+    assert hostile_golden.documented(["interrupt-outcome"], step_open) == {
+        "interrupt-outcome": ("interrupt-outcome-step-open",)}
+    closed = [*step_open[:2], {"type": "STEP_FINISHED", "stepName": "plan"}, step_open[2]]
+    assert hostile_golden.documented(["interrupt-outcome"], closed) == {}
 
 
 def _variant(folder: Path, name: str, label: str, events: list[Any] | None = None) -> reference.Stream:

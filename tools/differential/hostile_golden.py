@@ -28,6 +28,11 @@ _COLLIDES = ("tool-result-message-id-collides", "tool-call-parentless-id-collide
 # reference's the earlier run's.
 _RESULT_KEPT = ("runs-error-after-success-result", "runs-cancelled-after-success-result",
                 "runs-interrupt-after-success-result")
+# An interrupt outcome refused with something open, or after the run's RUN_ERROR: golden stream -> what is open.
+_OPENED = {"interrupt-outcome-message-open": "message", "interrupt-outcome-reasoning-open": "reasoning",
+           "interrupt-outcome-step-open": "step", "interrupt-outcome-call-open": "call",
+           "interrupt-outcome-subagent-open": "subagent", "interrupt-outcome-after-run-error": "error"}
+_REFUSED_INTERRUPTS = tuple(_OPENED)
 DOCUMENTED: dict[str, tuple[str, ...]] = {
     # An entity's id made another's (the rename also reaches a snapshot that restates it): a result, a text
     # or a reasoning message, a parentless call's message, sharing one id; a call given the id of a call in
@@ -50,7 +55,9 @@ DOCUMENTED: dict[str, tuple[str, ...]] = {
     "numbers-result": _RESULT_KEPT,
     # Text appended to an argument delta that ends with a character's first half parts it from its second.
     "numbers-args": ("tool-call-args-surrogate-lone",),
-    "interrupt-outcome": ("runs-interrupt-after-success-result",),
+    # An interrupt outcome written on a run's RUN_FINISHED may land while something of the run is open or after
+    # its RUN_ERROR: both refuse that RUN_FINISHED, and we hold its interrupts open (the reference does not).
+    "interrupt-outcome": ("runs-interrupt-after-success-result", *_REFUSED_INTERRUPTS),
     # A result sent again under its messageId; two results for no call drawn at one point share ``tr{at}``.
     "tool-result-again-same-id": ("tool-result-resent-same-id",),
     "tool-result-unknown": ("tool-result-resent-same-id",),
@@ -117,6 +124,44 @@ def _result_kept(ends: str) -> Check:
         return differs
 
     check.__name__ = f"has_result_kept_past_{ends}"
+    return check
+
+
+# What opens and what closes each kind of thing a RUN_FINISHED may not leave open (chunks' implied ends are not
+# followed: a variant holding only such an opening is compared as usual).
+_OPENS = {"TEXT_MESSAGE_START": ("message", "messageId"), "REASONING_START": ("reasoning", "messageId"),
+          "REASONING_MESSAGE_START": ("reasoning", "messageId"), "STEP_STARTED": ("step", "stepName"),
+          "TOOL_CALL_START": ("call", "toolCallId"), "SUBAGENT_STARTED": ("subagent", "subagentRunId")}
+_CLOSES = {"TEXT_MESSAGE_END": ("message", "messageId"), "REASONING_END": ("reasoning", "messageId"),
+           "REASONING_MESSAGE_END": ("reasoning", "messageId"), "STEP_FINISHED": ("step", "stepName"),
+           "TOOL_CALL_END": ("call", "toolCallId"), "SUBAGENT_FINISHED": ("subagent", "subagentRunId"),
+           "SUBAGENT_ERROR": ("subagent", "subagentRunId")}
+
+
+def _interrupt_refused(kind: str) -> Check:
+    """A check: a RUN_FINISHED with an interrupt outcome while a ``kind`` of the run is open (a message, a reasoning
+    span, a step, a call, a subagent) or, for ``error``, after the run's RUN_ERROR (golden interrupt-outcome-*)."""
+    def check(events: list[Event], inp: dict[str, Any] | None) -> bool:
+        open_: set[tuple[str, Any]] = set()
+        for e in events:
+            t = event_type(e)
+            if t == "RUN_STARTED":
+                open_.clear()
+            elif t == "RUN_ERROR":
+                open_.add(("error", None))
+            elif t in _OPENS:
+                open_.add((_OPENS[t][0], e.get(_OPENS[t][1])))
+            elif t in _CLOSES:
+                open_.discard((_CLOSES[t][0], e.get(_CLOSES[t][1])))
+            elif t == "RUN_FINISHED":
+                outcome = e.get("outcome")
+                if isinstance(outcome, dict) and outcome.get("type") == "interrupt" and any(k == kind
+                                                                                           for k, _ in open_):
+                    return True
+                open_.clear()
+        return False
+
+    check.__name__ = f"has_interrupt_outcome_with_{kind}_open"
     return check
 
 
@@ -215,6 +260,7 @@ SIGNS: dict[str, Check] = {
     "runs-error-after-success-result": _result_kept("error"),
     "runs-cancelled-after-success-result": _result_kept("cancelled"),
     "runs-interrupt-after-success-result": _result_kept("interrupt"),
+    **{name: _interrupt_refused(kind) for name, kind in _OPENED.items()},
 }
 
 
