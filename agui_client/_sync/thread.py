@@ -90,6 +90,10 @@ class Thread(ThreadIO):
         self.client = client
         self._take(self._store.load(thread_id))
 
+    def _schema_ceiling(self) -> int | None:
+        # (the client's, read at each check: setting it changes the next resume)
+        return self.client.max_schema_steps
+
     def run(self, message: MessageInput = None, *, resume: ResumeInput = None,
             tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
             forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,

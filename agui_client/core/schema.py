@@ -61,8 +61,8 @@ from .schema_dialects import guarded_dialect
 from .schema_steps import RUNNING, CheckStopped, RunningCheck, json_pointer
 
 __all__ = ["SCHEMA_FAULTS", "MAX_SCHEMA_VALUES", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_TEXT", "CHECK_BUDGET",
-           "STEPS_PER_VALUE", "STEPS_PER_CHAR", "JUDGE_BUDGET", "Verdict", "check", "shared_allowance",
-           "json_pointer"]
+           "STEPS_PER_VALUE", "STEPS_PER_CHAR", "JUDGE_BUDGET", "DEFAULT_MAX_SCHEMA_STEPS", "Verdict", "check",
+           "shared_allowance", "past_ceiling", "json_pointer"]
 
 #: The codes of :class:`~agui_client.errors.SchemaFault`, each a reason a schema cannot judge a value.
 SCHEMA_FAULTS: Final = ("not-a-schema", "invalid", "too-large", "too-deep", "over-budget", "unresolvable",
@@ -94,6 +94,12 @@ JUDGE_BUDGET: Final = 100_000
 CHECK_BUDGET: Final = 100_000
 STEPS_PER_VALUE: Final = 20
 STEPS_PER_CHAR: Final = 1
+#: The most steps the schemas of one response may buy a resume, by default (the client's
+#: ``max_schema_steps``; see :func:`past_ceiling`): about 4.5 s of checking at most. The allowance a
+#: resume is given grows with its schemas' text, and one 16 MiB ``RUN_FINISHED`` of schemas that
+#: multiply their work bought 16.2 million steps (9.1 s of CPU, on the loop of an async client); 1,000
+#: ordinary 50-field forms of their own (6.9 MB) buy 7.1 million and spend 3.0 million.
+DEFAULT_MAX_SCHEMA_STEPS: Final = 8_000_000
 
 
 class Verdict:
@@ -197,11 +203,12 @@ class _Allowance:
         self.texts = texts
 
 
-def shared_allowance(checks: Iterable[tuple[Any, Any]]) -> _Allowance:
+def shared_allowance(checks: Iterable[tuple[Any, Any]], ceiling: int | None = None) -> _Allowance:
     """The steps a group of checks, ``(schema, instance)`` pairs, may spend together (spent in place by
     :func:`check`): the bases of one check (:data:`JUDGE_BUDGET`, :data:`CHECK_BUDGET`), and
     :data:`STEPS_PER_CHAR` for every character of each pair's schema and :data:`STEPS_PER_VALUE` for
-    every value of its instance.
+    every value of its instance; never more than ``ceiling`` (the client's ``max_schema_steps``), when
+    one is given.
 
     One resume answers every open interrupt of a run, each with a schema of the agent's, all checked in
     one call on the caller's thread (an event loop's, for a web backend). Each check alone is bounded,
@@ -211,17 +218,42 @@ def shared_allowance(checks: Iterable[tuple[Any, Any]]) -> _Allowance:
     its own, is allowed what their 1,000 forms cost to read, while 1,000 small schemas that each
     multiply their work share one check's bases. Judging a schema is paid for once in a group, whether
     it is judged there or was judged before (remembered), so a group's verdict never depends on what
-    the process checked earlier.
+    the process checked earlier. What the schemas' text pays for grows with the text, so one
+    ``RUN_FINISHED`` of 16 MiB of schemas bought some 16 million steps (9 s); the ceiling bounds it
+    whatever the text (see :func:`past_ceiling`, which the session asks when the schemas arrive).
     """
     steps = JUDGE_BUDGET + CHECK_BUDGET
     texts: dict[int, tuple[Any, str | None]] = {}
     for schema, instance in checks:
-        if id(schema) not in texts:
-            texts[id(schema)] = (schema, _judged_key(schema))
-        text = texts[id(schema)][1]
-        steps += STEPS_PER_CHAR * (len(text) if text is not None else 0) + STEPS_PER_VALUE * _count(instance,
-                                                                                                     _MAX_COUNTED)
-    return _Allowance(steps, texts)
+        steps += _paid(schema, instance, texts)
+    return _Allowance(steps if ceiling is None else min(steps, ceiling), texts)
+
+
+def _paid(schema: Any, instance: Any, texts: dict[int, tuple[Any, str | None]]) -> int:
+    """What one ``(schema, instance)`` pair adds to a group's allowance (its schema's text kept in ``texts``)."""
+    if id(schema) not in texts:
+        texts[id(schema)] = (schema, _judged_key(schema))
+    text = texts[id(schema)][1]
+    return STEPS_PER_CHAR * (len(text) if text is not None else 0) + STEPS_PER_VALUE * _count(instance, _MAX_COUNTED)
+
+
+def past_ceiling(schemas: Iterable[Any], ceiling: int) -> tuple[int, int] | None:
+    """Where the allowance of a resume answering ``schemas`` (:func:`shared_allowance`, each answer
+    ``null``) passes ``ceiling``: the position of the schema that takes it past, and the steps it
+    comes to there; ``None`` when it stays within.
+
+    Asked when the schemas arrive (a ``RUN_FINISHED`` raising interrupts), so a response whose schemas
+    would buy more work than the client allows is refused as it is read, before anyone answers it: the
+    same arithmetic as the resume's allowance, stopped at the first schema past the ceiling (so a
+    16 MiB event costs at most the ceiling's worth of text to measure).
+    """
+    steps = JUDGE_BUDGET + CHECK_BUDGET
+    texts: dict[int, tuple[Any, str | None]] = {}
+    for position, schema in enumerate(schemas):
+        steps += _paid(schema, None, texts)
+        if steps > ceiling:
+            return position, steps
+    return None
 
 
 def _limited(check: RunningCheck, allowance: _Allowance | None) -> None:
