@@ -158,8 +158,8 @@ class Thread(ThreadIO):
         """
         _check_open(self)
         with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
-            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
-                              run_timeout, headers)
+            plan = self._planned(message, resume, tools, context, forwarded_props, state, run_id,
+                                 pending_unknown, run_timeout, headers)
             watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=INTERRUPTED)
             return watch.finished(cast(RunResult, self._drive(flow, _Exchange(watch))))
@@ -182,8 +182,8 @@ class Thread(ThreadIO):
         """
         _check_open(self)
         with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
-            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
-                              run_timeout, headers)
+            plan = self._planned(message, resume, tools, context, forwarded_props, state, run_id,
+                                 pending_unknown, run_timeout, headers)
             watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=INTERRUPTED)
             exchange = _Exchange(watch)

@@ -322,6 +322,11 @@ class Conversation(Standing):
         check_resume(self._state.open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown,
                      max_schema_steps=self._schema_ceiling())
 
+    def _checks_schemas(self, resume: ResumeInput) -> bool:
+        """Whether planning a run with ``resume`` checks answers against the open interrupts' schemas (the
+        async shell plans such a run in a worker thread: a check may take seconds of CPU)."""
+        return bool(resume) and any(i.response_schema is not None for i in self._state.open_interrupts)
+
     def _schema_ceiling(self) -> int | None:
         """The most steps a resume's schema checks may spend (the shells give their client's
         ``max_schema_steps``; the response's session refuses schemas that would buy more)."""

@@ -11,7 +11,9 @@ it one step a character).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -177,6 +179,37 @@ def test_a_session_measures_the_schemas_with_the_resumes_own_arithmetic() -> Non
     assert finished(wanted) is None and finished(None) is None
     refused = finished(wanted - 1)
     assert refused is not None and (refused.interrupt_id, refused.index, refused.run_id) == ("i4", 1, "r")
+
+
+def test_a_resume_is_checked_off_the_event_loop_in_the_async_shell(drive: Any, served: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # A resume's checks may take seconds of CPU (up to the ceiling); on the loop, every other run on it
+    # waited. The async shell plans such a run in a worker thread; the sync shell in the caller's.
+    endpoint = served(ScriptedAgent.interrupts(2, response_schema=[ordinary(0), ordinary(1)]))
+    where: list[tuple[bool, int]] = []
+    checking = schema_module.check
+
+    def watched(schema: Any, instance: Any, allowance: Any = None) -> Any:
+        try:
+            asyncio.get_running_loop()
+            on_loop = True
+        except RuntimeError:
+            on_loop = False
+        where.append((on_loop, threading.get_ident()))
+        return checking(schema, instance, allowance)
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("hi")
+        monkeypatch.setattr(schema_module, "check", watched)
+        builder = thread.resume_builder().answer("interrupt-1", answer(0)).answer("interrupt-2", answer(1))
+        resumed = thread.run(resume=builder)
+
+    assert resumed.outcome == "success"
+    # (each answer is checked by build() and again as the egress check, both in the plan)
+    assert len(where) == 4 and not any(on_loop for on_loop, _ in where)
+    if drive.kind == "sync":
+        assert {ident for _, ident in where} == {threading.get_ident()}
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, "100"])
