@@ -51,6 +51,7 @@ from .core.patch import MAX_PATCH_OPS
 from .core.plan import checked_seconds
 from .core.redact import Redactor, displayed_url, is_sensitive
 from .core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF
+from .core.schema import DEFAULT_MAX_SCHEMA_STEPS
 from .errors import (
     ConnectTimeout,
     IdleTimeout,
@@ -237,7 +238,8 @@ class ClientBase:
                  max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES, max_retries: int = DEFAULT_MAX_RETRIES,
                  retry_backoff: float = DEFAULT_RETRY_BACKOFF,
                  max_run_memory: int | None = DEFAULT_MAX_RUN_MEMORY,
-                 max_patch_ops: int | None = MAX_PATCH_OPS) -> None:
+                 max_patch_ops: int | None = MAX_PATCH_OPS,
+                 max_schema_steps: int | None = DEFAULT_MAX_SCHEMA_STEPS) -> None:
         if legacy_interrupts is not None and legacy_interrupts not in LEGACY_BRIDGES:
             raise ValueError(f"legacy_interrupts must be one of {list(LEGACY_BRIDGES)} or None, "
                              f"not {legacy_interrupts!r}")
@@ -264,6 +266,7 @@ class ClientBase:
         self.max_run_bytes = max_run_bytes  # (checked by the property's setter)
         self.max_run_memory = max_run_memory  # (so is this)
         self.max_patch_ops = max_patch_ops  # (and this)
+        self.max_schema_steps = max_schema_steps  # (and this)
         self.max_retries, self.retry_backoff = checked_retries(max_retries, retry_backoff)
         self.follow_redirects = follow_redirects
         self.clock = clock
@@ -546,6 +549,31 @@ class ClientBase:
         if value is not None and (type(value) is not int or value < 1):
             raise ValueError(f"max_patch_ops must be a positive int or None, got {value!r}")
         self._max_patch_ops = value
+
+    @property
+    def max_schema_steps(self) -> int | None:
+        """The most steps the ``responseSchema`` s of one response's interrupts may buy the resume that
+        answers them, ``DEFAULT_MAX_SCHEMA_STEPS`` (8,000,000, about 4.5 s of checking) by default
+        (``None``: what the schemas' size pays for); read when a run starts and when a resume is checked.
+
+        A step is about half a microsecond of checking answers against schemas, on the event loop for an
+        async client. What a resume may spend grows with its schemas' text, so one ``RUN_FINISHED`` of
+        16 MiB of schemas that multiply their work bought 16 million steps (9 s). Such a ``RUN_FINISHED``
+        is refused as it is read (``LimitExceeded``, code ``SCHEMA-STEPS``, naming the interrupt), and a
+        resume's checks stop ``over-budget`` at the ceiling. 1,000 ordinary 50-field forms of their own
+        fit (7.1 million); lower it where many runs share one loop.
+
+        Raises:
+            ValueError: (setting) neither a positive ``int`` nor ``None``.
+        """
+        return self._max_schema_steps
+
+    @max_schema_steps.setter
+    def max_schema_steps(self, value: int | None) -> None:
+        # (checked here, as the other limits are: a zero would refuse every schema, a float fail mid-run)
+        if value is not None and (type(value) is not int or value < 1):
+            raise ValueError(f"max_schema_steps must be a positive int or None, got {value!r}")
+        self._max_schema_steps = value
 
     def _deadline(self, run_timeout: float | None) -> Deadline | None:
         limit = run_timeout if run_timeout is not None else self.run_timeout

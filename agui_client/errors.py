@@ -359,11 +359,14 @@ class LimitExceeded(ProtocolError):
 
     Attributes:
         limit: the limit that was exceeded.
+        interrupt_id: the interrupt whose ``responseSchema`` took a ``RUN_FINISHED`` past the client's
+            ``max_schema_steps`` (``SCHEMA-STEPS``); ``None`` for the other limits.
     """
 
-    def __init__(self, message: str, *, limit: int, **where: Any) -> None:
+    def __init__(self, message: str, *, limit: int, interrupt_id: str | None = None, **where: Any) -> None:
         super().__init__(message, **where)
         self.limit = limit
+        self.interrupt_id = interrupt_id
 
 
 class RunFailed(AguiError):

@@ -10,7 +10,11 @@ Two questions, one table each:
   the schema's JSON text, and the verdict (``ok``, ``errors`` or the fault's code);
 * **many ordinary forms**: one resume answering ``--forms`` interrupts, each with its own 50-field
   form schema (distinct titles, names and descriptions, so no judgment is shared), answered validly,
-  then with one field wrong in the last one: the time of ``ResumeBuilder.build()`` and its verdict.
+  then with one field wrong in the last one: the time of ``ResumeBuilder.build()`` and its verdict;
+* **one hostile response**: a ``RUN_FINISHED`` of ``--response-mib`` MiB of schemas that multiply
+  their work, each padded to a million characters (the most one schema may hold) so that its text buys
+  it a million steps: the time a ``RunSession`` takes to fold the event and its verdict, then the time,
+  steps and verdict of the resume answering every interrupt (the client's default ``max_schema_steps``).
 
 ``--tiny`` runs it all at small sizes in a second or two (what ``tests/test_bench_smoke.py`` runs).
 Times are for one machine, loaded by whatever else runs on it (the report starts with the load
@@ -36,7 +40,8 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
 
 from agui_client.core import schema as schema_module  # noqa: E402
 from agui_client.core.interrupts import ResumeBuilder  # noqa: E402
-from agui_client.errors import ResumeRefused  # noqa: E402
+from agui_client.core.session import RunSession  # noqa: E402
+from agui_client.errors import ProtocolError, ResumeRefused  # noqa: E402
 from agui_client.types.run import Interrupt  # noqa: E402
 
 Case = tuple[Any, Any]
@@ -184,13 +189,71 @@ def measure_forms(count: int) -> list[dict[str, Any]]:
     return rows
 
 
+def padded_hostile(number: int, characters: int) -> dict[str, Any]:
+    """A schema that spends whatever it is allowed (a doubling ``allOf``), padded with a ``description``
+    to ``characters`` of JSON text, so that its text buys it about as many steps."""
+    schema = _doubling(30, {"type": "string"})
+    schema["title"] = f"hostile {number}"
+    schema["description"] = "x" * max(0, characters - len(json.dumps(schema, separators=(",", ":"))) - 20)
+    return schema
+
+
+def measure_response(mib: float) -> list[dict[str, Any]]:
+    """One ``RUN_FINISHED`` of ``mib`` MiB of padded hostile schemas: folded by a session, then answered."""
+    count = max(1, int(mib * 2**20 // 1_000_000))
+    size = min(1_000_000 - 1_000, int(mib * 2**20))
+    interrupts = [{"id": f"h{n}", "reason": "input", "responseSchema": padded_hostile(n, size)} for n in range(count)]
+    event = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
+             "outcome": {"type": "interrupt", "interrupts": interrupts}}
+    payload = json.dumps(event, separators=(",", ":"))
+    session = RunSession()
+    session.feed_payload(json.dumps({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}))
+    start = time.process_time()
+    try:
+        session.feed_payload(payload)
+        verdict = "accepted"
+    except ProtocolError as exc:
+        verdict = f"{type(exc).__name__} {exc.rule} at {getattr(exc, 'interrupt_id', None)}"
+    folded = time.process_time() - start
+    rows = [{"what": "RUN_FINISHED folded", "bytes": len(payload), "ms": folded * 1e3, "steps": 0, "verdict": verdict}]
+    schema_module._JUDGED.clear()
+    spent: list[int] = []
+    checking = schema_module.check
+
+    def watched(schema: Any, instance: Any, allowance: Any = None) -> Any:
+        before = allowance.steps if allowance is not None else 0
+        found = checking(schema, instance, allowance)
+        spent.append(before - allowance.steps if allowance is not None else 0)
+        return found
+
+    builder = ResumeBuilder(session.state.open_interrupts)
+    for interrupt in session.state.open_interrupts:
+        builder.answer(interrupt.id, "x")
+    schema_module.check = watched  # type: ignore[assignment]
+    start = time.process_time()
+    try:
+        builder.build()
+        verdict = "accepted"
+    except ResumeRefused as exc:
+        codes = {fault.code for faults in exc.faults.values() for fault in faults}
+        verdict = f"{type(exc).__name__} {len(exc.ids)} ids {sorted(codes) or ''}".strip()
+    finally:
+        schema_module.check = checking  # type: ignore[assignment]
+    seconds = time.process_time() - start
+    rows.append({"what": f"resume answering its {len(session.state.open_interrupts)} interrupts", "bytes": len(payload),
+                 "ms": seconds * 1e3, "steps": sum(spent), "verdict": verdict})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tiny", action="store_true", help="small sizes, in a second or two")
     parser.add_argument("--forms", type=int, default=1_000, help="interrupts in the resume of ordinary forms")
+    parser.add_argument("--response-mib", type=float, default=16.0,
+                        help="MiB of hostile schemas in the one RUN_FINISHED measured (default 16, max_event_bytes)")
     parser.add_argument("--json", type=Path, help="write the rows here too")
     args = parser.parse_args(argv)
-    scale, forms = (0.02, 20) if args.tiny else (1.0, args.forms)
+    scale, forms, mib = (0.02, 20, 0.2) if args.tiny else (1.0, args.forms, args.response_mib)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}; "
           f"CPU time of this process")
     hostile = measure_hostile(scale)
@@ -203,8 +266,12 @@ def main(argv: list[str] | None = None) -> None:
     for row in ordinary:
         print(f"{str(row['forms']) + ' forms, ' + row['answers']:42} {row['schema_bytes']:>9,} {row['ms']:>8.1f} "
               f"{row['us_per_byte']:>8.2f}  {row['verdict']}")
+    response = measure_response(mib)
+    print(f"\n{'one hostile response':42} {'bytes':>9} {'ms':>8} {'steps':>10}  verdict")
+    for row in response:
+        print(f"{row['what']:42} {row['bytes']:>9,} {row['ms']:>8.1f} {row['steps']:>10,}  {row['verdict']}")
     if args.json is not None:
-        args.json.write_text(json.dumps({"hostile": hostile, "forms": ordinary}, indent=1))
+        args.json.write_text(json.dumps({"hostile": hostile, "forms": ordinary, "response": response}, indent=1))
 
 
 if __name__ == "__main__":

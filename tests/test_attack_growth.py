@@ -18,6 +18,7 @@ import pytest
 
 from agui_client import RunResult, check_answer, replay
 from agui_client.core import schema as schema_module
+from agui_client.core import schema_dialects
 from agui_client.core.fold import ThreadState
 from agui_client.core.fold import entries as entries_module
 from agui_client.core.interrupts import ResumeBuilder
@@ -326,13 +327,13 @@ def test_an_event_of_many_short_data_lines_is_held_joined_as_it_grows() -> None:
 def schemas_judged(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """A list that grows by one each time a ``responseSchema`` is judged against its draft's metaschema."""
     judged: list[int] = []
-    judge = schema_module._Dialect.first_flaw
+    judge = schema_dialects.Dialect.first_flaw
 
     def counted(self: Any, schema: Any, check: Any) -> Any:
         judged.append(1)
         return judge(self, schema, check)
 
-    monkeypatch.setattr(schema_module._Dialect, "first_flaw", counted)
+    monkeypatch.setattr(schema_dialects.Dialect, "first_flaw", counted)
     return judged
 
 

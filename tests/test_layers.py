@@ -104,12 +104,17 @@ OWN_POOL = ["_deadline.py", "_tls.py", "_closing.py", "_connections.py", "_wakes
 REDACTION = ["core/escapes.py", "core/redact.py"]
 #: The session names what it reports by the events the agent sent, a naming that knows no session.
 SESSION = ["core/naming.py", "core/session.py"]
+#: The schema checker: patterns and metaschema tables know nothing of a check; the running check charges
+#: its steps, the guarded keywords charge it, the dialects are built of those keywords, and ``check``
+#: runs a dialect.
+SCHEMA_CHECK = ["core/regex.py", "core/metaschema.py", "core/schema_steps.py", "core/schema_keywords.py",
+                "core/schema_dialects.py", "core/schema.py"]
 
 
 @pytest.mark.parametrize("chain", [RUN_PROTOCOL, JSON_TEXT, RESUME_RULES, SCRIPTED_AGENT, SEQUENCE_RULES, DERIVED_CODE,
-                                   OWN_POOL, REDACTION, SESSION],
+                                   OWN_POOL, REDACTION, SESSION, SCHEMA_CHECK],
                          ids=["run-protocol", "json-text", "resume-rules", "scripted-agent", "sequence-rules",
-                              "derived-code", "own-pool", "redaction", "session"])
+                              "derived-code", "own-pool", "redaction", "session", "schema-check"])
 def test_a_chain_of_modules_imports_one_way(chain: list[str]) -> None:
     for n, name in enumerate(chain):
         later = [m.replace("/", ".").removesuffix(".py") for m in chain[n + 1:]]

@@ -47,6 +47,7 @@ from ..core.legacy import LegacyInterrupts
 from ..core.patch import MAX_PATCH_OPS
 from ..core.redact import SENSITIVE_EXTENSION, Redactor
 from ..core.retry import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF
+from ..core.schema import DEFAULT_MAX_SCHEMA_STEPS
 from ..core.session import DEFAULT_MAX_EVENT_BYTES
 from ..telemetry import Telemetry
 from ..wire.types.run import RunAgentInput
@@ -140,6 +141,10 @@ class AsyncAgentClient(ClientBase):
         max_patch_ops: the most operations one patch (``STATE_DELTA``, ``ACTIVITY_DELTA``) may hold,
             ``MAX_PATCH_OPS`` (20,000, some 30 ms of the fold) by default, ``None`` for no bound; a longer
             one is refused whole (a warning, code ``SP-06``). Read when each run starts.
+        max_schema_steps: the most steps the ``responseSchema`` s of one response's interrupts may buy the
+            resume that answers them, ``DEFAULT_MAX_SCHEMA_STEPS`` (8,000,000, some 4.5 s of checking) by
+            default, ``None`` for what their size pays for; a ``RUN_FINISHED`` whose schemas would buy more
+            is refused (``LimitExceeded``, code ``SCHEMA-STEPS``), and a resume's checks stop there.
         store: where threads are kept between runs (``MemoryStore`` by default).
         http_client: an ``httpx.Client`` to use (proxies, auth, transports, tests); the caller owns it.
             Its own timeout does not apply to runs: ``timeout`` and ``idle_timeout`` are set on every
@@ -200,14 +205,15 @@ class AsyncAgentClient(ClientBase):
                  legacy_interrupts: LegacyInterrupts | None = None, max_run_bytes: int | None = DEFAULT_MAX_RUN_BYTES,
                  max_retries: int = DEFAULT_MAX_RETRIES, retry_backoff: float = DEFAULT_RETRY_BACKOFF,
                  max_run_memory: int | None = DEFAULT_MAX_RUN_MEMORY,
-                 max_patch_ops: int | None = MAX_PATCH_OPS) -> None:
+                 max_patch_ops: int | None = MAX_PATCH_OPS,
+                 max_schema_steps: int | None = DEFAULT_MAX_SCHEMA_STEPS) -> None:
         check_url(url, own_http=http_client is None, base_url=None if http_client is None else http_client.base_url)
         super().__init__(url, headers=headers, timeout=timeout, idle_timeout=idle_timeout,
                          max_event_bytes=max_event_bytes, store=store, follow_redirects=follow_redirects, clock=clock,
                          sensitive_headers=sensitive_headers, run_timeout=run_timeout, telemetry=telemetry,
                          legacy_interrupts=legacy_interrupts, max_run_bytes=max_run_bytes,
                          max_retries=max_retries, retry_backoff=retry_backoff, max_run_memory=max_run_memory,
-                         max_patch_ops=max_patch_ops)
+                         max_patch_ops=max_patch_ops, max_schema_steps=max_schema_steps)
         self._owns_client = http_client is None
         self.http = http_client if http_client is not None else own_http(self._timeout(), follow_redirects, url)
         #: This client's runs opening their connection, which its close wakes.
@@ -404,6 +410,7 @@ class AsyncAgentClient(ClientBase):
             framer = Framer(self.max_event_bytes, handle, media, self.max_run_bytes, run_input.run_id,
                             response.charset_encoding, self.max_run_memory)
             handle.max_patch_ops = self.max_patch_ops  # (read when the run starts, as the other limits)
+            handle.max_schema_steps = self.max_schema_steps
             batches = self._batches(response, framer, redactor, deadline)
             try:
                 yield batches

@@ -90,6 +90,10 @@ class Thread(ThreadIO):
         self.client = client
         self._take(self._store.load(thread_id))
 
+    def _schema_ceiling(self) -> int | None:
+        # (the client's, read at each check: setting it changes the next resume)
+        return self.client.max_schema_steps
+
     def run(self, message: MessageInput = None, *, resume: ResumeInput = None,
             tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
             forwarded_props: JSON = None, state: JSON = None, run_id: str | None = None,
@@ -154,8 +158,8 @@ class Thread(ThreadIO):
         """
         _check_open(self)
         with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
-            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
-                              run_timeout, headers)
+            plan = self._planned(message, resume, tools, context, forwarded_props, state, run_id,
+                                 pending_unknown, run_timeout, headers)
             watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=True, interrupted=INTERRUPTED)
             return watch.finished(cast(RunResult, self._drive(flow, _Exchange(watch))))
@@ -178,8 +182,8 @@ class Thread(ThreadIO):
         """
         _check_open(self)
         with self._exclusive(), watch_run(self.client, self, run_id, resume, headers) as watch:
-            plan = self._plan(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
-                              run_timeout, headers)
+            plan = self._planned(message, resume, tools, context, forwarded_props, state, run_id,
+                                 pending_unknown, run_timeout, headers)
             watch.planned(plan)
             flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=INTERRUPTED)
             exchange = _Exchange(watch)

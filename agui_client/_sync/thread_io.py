@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core.effects import Write
 from ..core.flow import Conversation
+from ..core.plan import Plan
 
 __all__ = ["ThreadIO", "INTERRUPTED"]
 
@@ -28,6 +29,10 @@ class ThreadIO(Conversation):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._taking = threading.RLock()  # (OS threads may share the object; re-entrant: see Conversation._exclusive)
+
+    def _planned(self, *arguments: Any) -> Plan:
+        """The run's plan (``Conversation._plan``), made here: the sync shell has no loop to keep serving."""
+        return self._plan(*arguments)
 
     def _load(self) -> Any:
         """The thread's stored record."""

@@ -1,7 +1,7 @@
 """The connection options every talking command shares (``run``, ``demo``, ``chat``; ``probe`` takes
 ``-H`` and ``--timeout`` with the same meaning), and the client they make: ``-H/--header``,
 ``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-run-memory``, ``--max-patch-ops``,
-``--max-retries``, ``--legacy-interrupts`` and ``--record DIR``;
+``--max-schema-steps``, ``--max-retries``, ``--legacy-interrupts`` and ``--record DIR``;
 and :func:`stored_thread_ids`, the threads a ``--thread-file`` holds.
 
 ``--timeout`` bounds each run as a whole (the client's ``run_timeout``, and the connect timeout when
@@ -9,6 +9,7 @@ that is shorter); ``--idle-timeout`` bounds the silence between bytes (keep-aliv
 ``--max-run-bytes`` bounds what one run's response may bring (the client's ``max_run_bytes``);
 ``--max-run-memory`` what it may make the thread hold, as estimated while it is read (``max_run_memory``);
 ``--max-patch-ops`` the operations one of its patches may hold (``max_patch_ops``);
+``--max-schema-steps`` the work its interrupts' ``responseSchema`` s may buy a resume (``max_schema_steps``);
 ``--max-retries`` is the client's ``max_retries`` (a request the agent certainly did not act on, sent again).
 A recording client sends through the client's own transport, inside the recorder: the run's deadline,
 the budget of the answer's head and the dropping of the agent's cookies hold with ``--record`` as without it.
@@ -38,6 +39,7 @@ from ..core.legacy import LEGACY_BRIDGES
 from ..core.patch import MAX_PATCH_OPS
 from ..core.plan import MAX_SECONDS, MIN_SECONDS
 from ..core.retry import DEFAULT_MAX_RETRIES
+from ..core.schema import DEFAULT_MAX_SCHEMA_STEPS
 from ..errors import InvalidHeader, StoreError
 from ..stores import MAX_LISTING_PAGE, ListingStore, ThreadStore
 from ..testing.recording import RecordingTransport
@@ -60,7 +62,7 @@ def add_record_option(parser: argparse.ArgumentParser) -> None:
 
 def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = True) -> None:
     """``-H/--header``, ``--timeout``, ``--idle-timeout``, ``--max-run-bytes``, ``--max-run-memory``,
-    ``--max-patch-ops``, ``--max-retries``, ``--legacy-interrupts`` and ``--record``."""
+    ``--max-patch-ops``, ``--max-schema-steps``, ``--max-retries``, ``--legacy-interrupts`` and ``--record``."""
     if headers:
         parser.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
                             help="a request header (repeatable); values are sent, never printed")
@@ -78,6 +80,10 @@ def add_connection_options(parser: argparse.ArgumentParser, *, headers: bool = T
     parser.add_argument("--max-patch-ops", type=operations, metavar="N", default=MAX_PATCH_OPS,
                         help="the most operations one state or activity patch may hold, or none; a longer one "
                              f"is refused whole, SP-06 (default {MAX_PATCH_OPS})")
+    parser.add_argument("--max-schema-steps", type=operations, metavar="N", default=DEFAULT_MAX_SCHEMA_STEPS,
+                        help="the most steps (about half a microsecond each) checking answers against one "
+                             "response's responseSchemas may take, or none; a response whose schemas would buy "
+                             f"more is refused, SCHEMA-STEPS (default {DEFAULT_MAX_SCHEMA_STEPS})")
     parser.add_argument("--max-retries", type=retries, metavar="N", default=DEFAULT_MAX_RETRIES,
                         help="send a run's request again, N times at most, when the agent certainly did not act "
                              "on it: no connection, or a 429 or 503 answer (default 0; see docs/http.md)")
@@ -115,7 +121,8 @@ def retries(text: str) -> int:
 
 
 def operations(text: str) -> int | None:
-    """An argparse ``type``: a whole number, 1 or more, or ``none`` for no bound (``--max-patch-ops``)."""
+    """An argparse ``type``: a whole number, 1 or more, or ``none`` for no bound (``--max-patch-ops``,
+    ``--max-schema-steps``)."""
     cleaned = text.strip().lower()
     if cleaned == "none":
         return None
@@ -196,6 +203,8 @@ def open_client(stack: contextlib.ExitStack, url: str, args: argparse.Namespace,
                                            max_run_bytes=getattr(args, "max_run_bytes", DEFAULT_MAX_RUN_BYTES),
                                            max_run_memory=getattr(args, "max_run_memory", DEFAULT_MAX_RUN_MEMORY),
                                            max_patch_ops=getattr(args, "max_patch_ops", MAX_PATCH_OPS),
+                                           max_schema_steps=getattr(args, "max_schema_steps",
+                                                                    DEFAULT_MAX_SCHEMA_STEPS),
                                            legacy_interrupts=getattr(args, "legacy_interrupts", None),
                                            max_retries=getattr(args, "max_retries", DEFAULT_MAX_RETRIES)))
 

@@ -21,6 +21,7 @@ from ..wire.types.run import PROTOCOL_VERSION, RunAgentInput
 from .budget import MemoryBudget
 from .patch import MAX_PATCH_OPS
 from .redact import Redactor
+from .schema import DEFAULT_MAX_SCHEMA_STEPS
 
 __all__ = ["StreamHandle", "opening_stage", "request_body"]
 
@@ -46,6 +47,9 @@ class StreamHandle:
         #: The most operations one of the run's patches may hold (``max_patch_ops``), set by the client
         #: when the run starts, for the session that folds it.
         self.max_patch_ops: int | None = MAX_PATCH_OPS
+        #: The most steps the schemas of the run's interrupts may buy a resume (``max_schema_steps``), set
+        #: by the client when the run starts, for the session that folds it.
+        self.max_schema_steps: int | None = DEFAULT_MAX_SCHEMA_STEPS
 
     def trace(self, name: str, info: Mapping[str, Any]) -> None:
         """httpcore's ``trace`` extension: marks the request sent once it is written whole."""

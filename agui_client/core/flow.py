@@ -79,6 +79,7 @@ from .plan import (
     unencodable,
 )
 from .result import RunResult
+from .schema import DEFAULT_MAX_SCHEMA_STEPS
 from .session import RunSession
 from .standing import Standing
 
@@ -256,7 +257,8 @@ class Conversation(Standing):
         # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14);
         # and again before a try sent after a wait (max_retries), when an interrupt may have expired.
         def recheck() -> None:
-            check_resume(open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown)
+            check_resume(open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown,
+                         max_schema_steps=self._schema_ceiling())
         recheck()
         sent = entries
         via = self._state.open_interrupts_via
@@ -307,7 +309,7 @@ class Conversation(Standing):
         if isinstance(resume, ResumeBuilder):
             check_target(resume, self.id, self._state.interrupted_run_id, open_interrupts,
                                  lambda: [run.run_id for run in self._state.runs])
-            return resume.build(pending_unknown=pending_unknown)
+            return resume.build(pending_unknown=pending_unknown, max_schema_steps=self._schema_ceiling())
         return tuple(resume or ())
 
     def _refuse_early(self, arguments: Mapping[str, Any]) -> None:
@@ -317,7 +319,18 @@ class Conversation(Standing):
         # (an abandoning entry's payload is dropped, as the run drops it; the run itself warns of it)
         entries = [attrs.evolve(e, payload=None) if isinstance(e, ResumeEntry) and e.status == "cancelled" else e
                    for e in self._resume_entries(resume, pending_unknown)]
-        check_resume(self._state.open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown)
+        check_resume(self._state.open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown,
+                     max_schema_steps=self._schema_ceiling())
+
+    def _checks_schemas(self, resume: ResumeInput) -> bool:
+        """Whether planning a run with ``resume`` checks answers against the open interrupts' schemas (the
+        async shell plans such a run in a worker thread: a check may take seconds of CPU)."""
+        return bool(resume) and any(i.response_schema is not None for i in self._state.open_interrupts)
+
+    def _schema_ceiling(self) -> int | None:
+        """The most steps a resume's schema checks may spend (the shells give their client's
+        ``max_schema_steps``; the response's session refuses schemas that would buy more)."""
+        return DEFAULT_MAX_SCHEMA_STEPS
 
     # -- a run -------------------------------------------------------------------------------------------
 
@@ -410,7 +423,8 @@ class Conversation(Standing):
         # run() reads no events (quiet): their session reads plain events without making them, and the
         # thread may keep what the payloads it parsed hold (a STATE_SNAPSHOT's document) uncopied.
         return RunSession(self._state, run_input=plan.run_input, events=not quiet, redact=redact,
-                          budget=handle.budget, max_patch_ops=handle.max_patch_ops)
+                          budget=handle.budget, max_patch_ops=handle.max_patch_ops,
+                          max_schema_steps=handle.max_schema_steps)
 
     def _fault(self, exc: AguiError, session: RunSession, handle: StreamHandle, saved: bool) -> Flow[None]:
         """A fault while reading the run: raised, located and carrying the run so far, unless the run

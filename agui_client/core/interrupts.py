@@ -201,7 +201,8 @@ def _check_json(interrupt_id: str, payload: JSON, metadata: Metadata | None) -> 
 
 
 def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeEntry], current: datetime,
-                   pending_unknown: bool = False) -> ResumeRefused | None:
+                   pending_unknown: bool = False,
+                   max_schema_steps: int | None = _schema.DEFAULT_MAX_SCHEMA_STEPS) -> ResumeRefused | None:
     # A producer that repeated an id (IR-06) raised one slot under that id: one entry covers it, and it
     # must satisfy every copy (expired if any copy is, valid against every schema).
     raised: dict[str, list[Interrupt]] = {}
@@ -254,8 +255,8 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
     checks = {key: [(interrupt.response_schema, entry.payload) for entry in answers[key] for interrupt in copies
                     if interrupt.response_schema is not None] for key, copies in raised.items()}
     # The answers are checked within one allowance: an agent's interrupts, however many, cost what one
-    # check does (see shared_allowance).
-    allowance = _schema.shared_allowance(pair for pairs in checks.values() for pair in pairs)
+    # check does (see shared_allowance), and never more than the client's ceiling.
+    allowance = _schema.shared_allowance((pair for pairs in checks.values() for pair in pairs), max_schema_steps)
     for key, copies in raised.items():
         if key not in named:
             problems["uncovered"].append(key)
@@ -275,7 +276,8 @@ def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[Resum
 
 
 def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeEntry], *, now: Clock = None,
-                 pending_unknown: bool = False) -> None:
+                 pending_unknown: bool = False,
+                 max_schema_steps: int | None = _schema.DEFAULT_MAX_SCHEMA_STEPS) -> None:
     """Refuse a resume list that breaks the interrupt rules; the check to run before any byte is sent.
 
     The list must name every open interrupt (IR-12; omission is never abandonment), each exactly
@@ -305,6 +307,9 @@ def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeE
             entries are let through instead of refused as answering nothing. Entries must still be
             well formed, each id named once. It changes nothing when ``open_interrupts`` holds any:
             then every rule applies.
+        max_schema_steps: the most steps checking the answers against their schemas may spend in all
+            (a client's ``max_schema_steps``; ``None``: what the schemas' and answers' sizes pay for);
+            past it the schema that could not finish is refused ``over-budget``.
 
     Raises:
         ResumeRefused: the subclass of the first kind found in the order of :data:`PROBLEM_KINDS`,
@@ -315,7 +320,8 @@ def check_resume(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeE
         UnencodableResumePayload: a payload or metadata is not JSON (checked first, raised alone).
         TypeError: ``entries`` holds something other than :class:`ResumeEntry`.
     """
-    refusal = _find_problems(tuple(open_interrupts), tuple(entries), current_time(now), pending_unknown)
+    refusal = _find_problems(tuple(open_interrupts), tuple(entries), current_time(now), pending_unknown,
+                             max_schema_steps)
     if refusal is not None:
         raise refusal
 
@@ -687,7 +693,8 @@ class ResumeBuilder:
                                f"interrupt; the open ones are {listed_ids(open_ids)}", ids=(interrupt_id,),
                                problems=problems, open_ids=open_ids)
 
-    def build(self, *, pending_unknown: bool = False) -> tuple[ResumeEntry, ...]:
+    def build(self, *, pending_unknown: bool = False,
+              max_schema_steps: int | None = _schema.DEFAULT_MAX_SCHEMA_STEPS) -> tuple[ResumeEntry, ...]:
         """The resume list, in the order the interrupts were raised, after :func:`check_resume`.
 
         Expiry is judged now, at build time, with the builder's clock.
@@ -697,6 +704,8 @@ class ResumeBuilder:
                 rebuilt from elsewhere): return the recorded entries, in call order, instead of
                 refusing them as answering nothing (see :func:`check_resume`). Without effect when
                 the builder holds interrupts.
+            max_schema_steps: the most steps the answers' schema checks may spend in all (see
+                :func:`check_resume`; a thread's run passes its client's ``max_schema_steps``).
 
         Returns:
             One entry per open interrupt.
@@ -714,6 +723,6 @@ class ResumeBuilder:
             check_resume((), self._entries, now=self._now)
             raise NothingToResume("resume refused, nothing was sent: the thread has no open interrupts",
                                   ids=(), problems={kind: () for kind in PROBLEM_KINDS})
-        check_resume(self._interrupts, self._entries, now=self._now)
+        check_resume(self._interrupts, self._entries, now=self._now, max_schema_steps=max_schema_steps)
         rank = {interrupt_id: n for n, interrupt_id in enumerate(dict.fromkeys(i.id for i in self._interrupts))}
         return tuple(sorted(self._entries, key=lambda entry: rank[entry.interrupt_id]))

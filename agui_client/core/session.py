@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from .._inert import quoted_name
-from ..errors import ProtocolError, StreamEnded, StreamWarning
+from ..errors import LimitExceeded, ProtocolError, StreamEnded, StreamWarning
 from ..wire import codec
 from ..wire.derive import MISS
 from ..wire.jsonio import (
@@ -43,6 +43,7 @@ from .patch import MAX_PATCH_OPS
 from .redact import redact_exception, redact_record
 from .result import RunResult
 from .roster import Roster
+from .schema import DEFAULT_MAX_SCHEMA_STEPS, past_ceiling
 from .verify import RunVerifier
 
 __all__ = ["RunSession", "DEFAULT_MAX_EVENT_BYTES", "WARNINGS_PER_CODE", "WarningList", "fail_framing"]
@@ -85,13 +86,17 @@ class RunSession:
             one that removes the request's credentials, which an agent may echo.
         max_patch_ops: the most operations one patch (a ``STATE_DELTA``, an ``ACTIVITY_DELTA``) may hold
             (the client's ``max_patch_ops``): a longer one is refused whole (``SP-06``); ``None``: no bound.
+        max_schema_steps: the most steps the ``responseSchema`` s of one ``RUN_FINISHED``'s interrupts may
+            buy the resume that answers them (the client's ``max_schema_steps``): a ``RUN_FINISHED``
+            whose schemas would buy more is refused (``SCHEMA-STEPS``); ``None``: no bound.
     """
 
     def __init__(self, state: ThreadState | None = None, *, run_input: rn.RunAgentInput | None = None,
                  max_depth: int = DEFAULT_MAX_DEPTH, collect_errors: bool = False,
                  events: bool = True, redact: Callable[[str], str] | None = None,
                  max_errors: int | None = None, budget: MemoryBudget | None = None,
-                 max_patch_ops: int | None = MAX_PATCH_OPS) -> None:
+                 max_patch_ops: int | None = MAX_PATCH_OPS,
+                 max_schema_steps: int | None = DEFAULT_MAX_SCHEMA_STEPS) -> None:
         self.state = state if state is not None else ThreadState(
             thread_id=run_input.thread_id if run_input is not None else None)
         self.run_input = run_input
@@ -100,6 +105,7 @@ class RunSession:
         self.errors: list[ProtocolError] = []
         self.max_errors = max_errors
         self.budget = budget
+        self.max_schema_steps = max_schema_steps
         #: Errors collected past ``max_errors``: counted, not kept.
         self.errors_dropped = 0
         self.warnings: WarningList = WarningList()
@@ -427,6 +433,12 @@ class RunSession:
                 # LC-02: this response opened with RUN_ERROR, the producer refusing the input.
                 # It is a run of its own that failed, never a late error of the thread's last run.
                 state.open_rejected_run(self.run_input.run_id if self.run_input is not None else None)
+            if type(item) is ev.RunFinishedEvent and type(item.outcome) is rn.RunFinishedInterruptOutcome \
+                    and self.max_schema_steps is not None:
+                costly = self._costly_schemas(item.outcome.interrupts, self.max_schema_steps)
+                if costly is not None:
+                    self._refuse(costly, index, item)
+                    continue
             try:
                 found = verifier.check(item, index)
             except ProtocolError as exc:
@@ -525,6 +537,28 @@ class RunSession:
         # (calls restarted after their end, TC-05, are judged at the run's end: a cut is one)
         if messages or verifier.open_tool_call_ids or self._streams.restarted:
             self.state.mark_incomplete(messages, verifier.open_tool_call_ids)
+
+    @staticmethod
+    def _costly_schemas(interrupts: Sequence[rn.Interrupt], ceiling: int) -> LimitExceeded | None:
+        """The refusal of interrupts whose schemas would buy a resume more than ``ceiling`` steps, if they do.
+
+        A resume's allowance grows with its schemas' text (see ``schema.shared_allowance``), so a
+        ``RUN_FINISHED`` of 16 MiB of schemas that multiply their work bought 16 million steps, some
+        9 s of the caller's thread when the interrupts are answered. Measured by the allowance's own
+        arithmetic when the schemas arrive, it is refused as it is read; its interrupts are still held
+        open (``_refuse``), and the resume that answers them stays within the ceiling.
+        """
+        asking = [(n, interrupt) for n, interrupt in enumerate(interrupts) if interrupt.response_schema is not None]
+        past = past_ceiling((interrupt.response_schema for _, interrupt in asking), ceiling)
+        if past is None:
+            return None
+        position, steps = past
+        n, interrupt = asking[position]
+        return LimitExceeded(
+            f"the responseSchemas of its interrupts would let a resume spend {steps:,} steps checking answers "
+            f"against them, past the client's max_schema_steps ({ceiling:,}), from interrupt "
+            f"{quoted_name(interrupt.id)}'s on", limit=ceiling, rule="SCHEMA-STEPS",
+            pointer=f"/outcome/interrupts/{n}/responseSchema", interrupt_id=interrupt.id)
 
     def _refuse(self, exc: ProtocolError, index: int,
                 event: ev.Event | ev.UnknownEvent) -> list[ev.Event | ev.UnknownEvent]:

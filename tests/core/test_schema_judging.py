@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from jsonschema.validators import validator_for
 
 from agui_client.core import schema as schema_module
+from agui_client.core import schema_dialects
 from agui_client.core.metaschema import keyword_table
 
 __all__: list[str] = []
@@ -118,7 +119,7 @@ def test_each_draft_with_a_table_has_one(dialect: str) -> None:
     # (without one, every schema of the draft is judged whole, at the old cost: draft 3 only)
     stock = validator_for({"$schema": DIALECTS[dialect]} if DIALECTS[dialect] else {},
                           default=jsonschema.Draft202012Validator)
-    judge = schema_module._dialect(stock)
+    judge = schema_dialects.guarded_dialect(stock)
     judge = judge.meta or judge
     table = keyword_table(judge.registry, judge._uri())
     assert table is not None and {"properties", "type", "required"} <= set(table.rules)
