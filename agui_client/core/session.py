@@ -433,7 +433,7 @@ class RunSession:
                 # LC-02: this response opened with RUN_ERROR, the producer refusing the input.
                 # It is a run of its own that failed, never a late error of the thread's last run.
                 state.open_rejected_run(self.run_input.run_id if self.run_input is not None else None)
-            if type(item) is ev.RunFinishedEvent and type(item.outcome) is rn.RunFinishedInterruptOutcome \
+            elif type(item) is ev.RunFinishedEvent and type(item.outcome) is rn.RunFinishedInterruptOutcome \
                     and self.max_schema_steps is not None:
                 costly = self._costly_schemas(item.outcome.interrupts, self.max_schema_steps)
                 if costly is not None:
