@@ -1,0 +1,86 @@
+"""The last places a credential or an agent's whole text reached: a span, hpack's log lines, an error's
+text, an event's ``repr``.
+
+* With ``record_content``, the caller's own message went on the span (``agui.run.input``) as written: an
+  API key pasted into it, or the value of a header the client sends as sensitive, with it.
+* hpack (h2's header coder, under httpx's HTTP/2) writes every header it codes at DEBUG, the request's
+  ``Authorization`` among them; none of the client's log filters was on its loggers.
+* ``str(RunFailed)`` held the agent's whole ``RUN_ERROR`` message, and an event's ``repr`` its whole text.
+
+Runs go to a ScriptedAgent on 127.0.0.1, through both shells (``drive``). h2 is not among the package's
+extras: hpack's lines are made on the loggers it writes to, by their names, in the forms it writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import agui_client as ag
+from agui_client.testing import Finish, ScriptedAgent, Start, text_message
+
+#: The client's credential, as an API key header's value.
+API_KEY = "ak-9f8e7d6c5b4a3928"
+#: A password the caller's own http_client sends with its auth flow (Basic).
+PASSWORD = "pw-31415926535897"
+#: The value of a header the client was told is sensitive, though its name says nothing of it.
+TENANT = "tenant-2718281828"
+
+
+def _spans(telemetry_exporter: InMemorySpanExporter) -> list[ReadableSpan]:
+    return [span for span in telemetry_exporter.get_finished_spans() if span.name == "agui.run"]
+
+
+def _recording() -> tuple[ag.Telemetry, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return ag.Telemetry(tracer_provider=provider, record_content=True), exporter
+
+
+def _inputs(span: ReadableSpan) -> list[str]:
+    return [str((event.attributes or {})["agui.message.content"]) for event in span.events
+            if event.name == "agui.run.input"]
+
+
+def _chat() -> ScriptedAgent:
+    return ScriptedAgent([[Start(), *text_message("m1", "noted"), Finish()]])
+
+
+def test_the_callers_message_on_the_span_has_the_clients_credentials_redacted(drive: Any, served: Any) -> None:
+    telemetry, exporter = _recording()
+    endpoint = served(_chat())
+    message = f"my key is {API_KEY} and my tenant {TENANT}"
+
+    with drive.client(endpoint.url, telemetry=telemetry, headers={"X-Api-Key": API_KEY, "X-Tenant": TENANT},
+                      sensitive_headers=["X-Tenant"]) as client:
+        thread = client.thread()
+        thread.run(message)
+
+    [span] = _spans(exporter)
+    assert _inputs(span) == ["my key is [redacted] and my tenant [redacted]"]
+    # (the conversation itself keeps the caller's words; only what leaves for the collector is redacted)
+    assert thread.state.messages[0].content == message
+
+
+def test_a_run_headers_credential_and_an_auth_flows_are_redacted_on_the_span(drive: Any, served: Any) -> None:
+    # The password is added by the caller's own http_client while sending (an httpx auth flow), and the
+    # token by the run's headers: the span's input is redacted by the request as it was sent.
+    telemetry, exporter = _recording()
+    endpoint = served(_chat())
+    http = drive.http_client(auth=("alice", PASSWORD))
+
+    with drive.client(endpoint.url, telemetry=telemetry, http_client=http) as client:
+        client.thread().run(f"password {PASSWORD}, token {API_KEY}", headers={"X-Run-Token": API_KEY})
+
+    [span] = _spans(exporter)
+    [request] = endpoint.received
+    assert request.headers["authorization"].startswith("Basic ") and request.headers["x-run-token"] == API_KEY
+    assert _inputs(span) == ["password [redacted], token [redacted]"]
+    # (stamped when the run was planned, not when the span ended)
+    [event] = [event for event in span.events if event.name == "agui.run.input"]
+    assert span.start_time is not None and span.end_time is not None
+    assert span.start_time <= event.timestamp < span.end_time
