@@ -13,8 +13,10 @@ extras: hpack's lines are made on the loggers it writes to, by their names, in t
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -84,3 +86,29 @@ def test_a_run_headers_credential_and_an_auth_flows_are_redacted_on_the_span(dri
     [event] = [event for event in span.events if event.name == "agui.run.input"]
     assert span.start_time is not None and span.end_time is not None
     assert span.start_time <= event.timestamp < span.end_time
+
+
+def test_hpack_lines_never_carry_a_sensitive_headers_value(drive: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # What hpack writes, at DEBUG, when an http_client made with http2=True sends a run: each header it
+    # adds to its table or decodes, as a tuple; a header evicted, as its name and value; a block whole.
+    coder, table = logging.getLogger("hpack.hpack"), logging.getLogger("hpack.table")
+    caplog.set_level(logging.DEBUG, logger="hpack")
+    # (a name the client marks is hidden while a client that marked it is open)
+    with drive.client("http://127.0.0.1:9/", headers={"Authorization": f"Bearer {API_KEY}"},
+                      sensitive_headers=["X-Tenant"]):
+        assert coder.filters and table.filters  # (the client put its filter on both)
+        coder.debug("Adding %s to the header table, sensitive:%s, huffman:%s",
+                    (b"authorization", f"Bearer {API_KEY}".encode()), False, True)
+        coder.debug("Decoded %s, total consumed %d bytes, indexed %s", (b"x-tenant", TENANT.encode()), 30, True)
+        coder.debug("Encoded header block to %s", b"\x82\x86\x84A\x8a" + API_KEY.encode())
+        table.debug("Evicting %s: %s from the header table", b"authorization", f"Bearer {API_KEY}".encode())
+        table.debug("Evicting %s: %s from the header table", b"content-type", b"application/json")
+
+    lines = [record.getMessage() for record in caplog.records if record.name.startswith("hpack")]
+    assert lines == [
+        "Adding (b'authorization', b'[redacted]') to the header table, sensitive:False, huffman:True",
+        "Decoded (b'x-tenant', b'[redacted]'), total consumed 30 bytes, indexed True",
+        f"Encoded header block to <a header block of {5 + len(API_KEY)} bytes>",
+        "Evicting b'authorization': b'[redacted]' from the header table",
+        "Evicting b'content-type': b'application/json' from the header table",
+    ]
