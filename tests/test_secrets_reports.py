@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import agui_client as ag
+from agui_client._inert import QUOTED_CHARS
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message
 
 #: The client's credential, as an API key header's value.
@@ -112,3 +113,36 @@ def test_hpack_lines_never_carry_a_sensitive_headers_value(drive: Any, caplog: p
         "Evicting b'authorization': b'[redacted]' from the header table",
         "Evicting b'content-type': b'application/json' from the header table",
     ]
+
+
+def test_a_run_errors_text_quotes_a_bounded_part_of_the_agents_message(drive: Any, served: Any) -> None:
+    message = "\x1b[2J" + "e" * 2**20  # (one line of a megabyte, opening with a terminal's clear-screen)
+    endpoint = served(ScriptedAgent([[Start(), ag.RunErrorEvent(message=message, code="E1")]]))
+
+    with drive.client(endpoint.url) as client:
+        result = client.thread().run("hi", run_id="run-1")
+    with pytest.raises(ag.RunFailed) as caught:
+        result.raise_for_outcome()
+
+    error = caught.value
+    text = str(error)
+    assert error.message == message and error.code == "E1"
+    assert len(text) < QUOTED_CHARS + 100, len(text)
+    assert text.startswith("run 'run-1' failed: \\x1b[2Jeee") and "\x1b" not in text
+    assert f"... ({len(message) - QUOTED_CHARS} more characters) (code 'E1')" in text
+
+
+def test_a_streamed_events_repr_is_bounded_and_inert(drive: Any, served: Any) -> None:
+    delta = "\u202e" + "d" * 2**20
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m-big", delta),
+                                      ag.RunErrorEvent(message="\x1b]0;owned\x07" + "e" * 2**20)]]))
+
+    with drive.client(endpoint.url) as client, client.thread().stream("hi") as stream:
+        shown = [repr(event) for event in stream]
+
+    assert len(shown) >= 4 and all(len(text) < 300 for text in shown), [text[:300] for text in shown]
+    assert not any("\x1b" in text or "\u202e" in text or "\x07" in text for text in shown)
+    content = next(text for text in shown if text.startswith("<TextMessageContentEvent"))
+    assert content.startswith("<TextMessageContentEvent message_id='m-big' delta='\\u202eddd")
+    assert f"({len(delta)} chars)" in content
+    assert any(text.startswith("<RunErrorEvent message='\\x1b]0;owned\\x07eee") for text in shown)
