@@ -13,13 +13,16 @@ extras: hpack's lines are made on the loggers it writes to, by their names, in t
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from test_attack_io import Raw
 
 import agui_client as ag
 from agui_client._inert import QUOTED_CHARS
@@ -31,6 +34,13 @@ API_KEY = "ak-9f8e7d6c5b4a3928"
 PASSWORD = "pw-31415926535897"
 #: The value of a header the client was told is sensitive, though its name says nothing of it.
 TENANT = "tenant-2718281828"
+
+
+@pytest.fixture
+def raw() -> Iterator[Raw]:
+    servers = Raw()
+    yield servers
+    servers.close()
 
 
 def _spans(telemetry_exporter: InMemorySpanExporter) -> list[ReadableSpan]:
@@ -146,3 +156,29 @@ def test_a_streamed_events_repr_is_bounded_and_inert(drive: Any, served: Any) ->
     assert content.startswith("<TextMessageContentEvent message_id='m-big' delta='\\u202eddd")
     assert f"({len(delta)} chars)" in content
     assert any(text.startswith("<RunErrorEvent message='\\x1b]0;owned\\x07eee") for text in shown)
+
+
+def test_a_body_cut_by_the_agents_framing_is_logged_bounded_and_redacted(
+        drive: Any, raw: Raw, caplog: pytest.LogCaptureFixture) -> None:
+    # The agent breaks its chunked framing with a chunk header of 12,000 characters that echoes the
+    # request's token: httpx's error quotes the whole line, and the client's debug line quoted httpx's error.
+    line = ("z" * 100 + API_KEY + "z" * 12_000).encode()
+
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(h.split(b":", 1)[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length"))
+        await reader.readexactly(length)
+        started = b'data: {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n\n'
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                     + b"%x\r\n" % len(started) + started + b"\r\n" + line + b"\r\n")
+        await writer.drain()
+
+    url = raw.serve(agent)
+    caplog.set_level(logging.DEBUG, logger="agui_client")
+    with drive.client(url, headers={"Authorization": f"Bearer {API_KEY}"}) as client:
+        with pytest.raises(ag.StreamEnded):
+            client.thread("t").run("hi", run_id="r")
+
+    [logged] = [record.getMessage() for record in caplog.records if "ended by" in record.getMessage()]
+    assert API_KEY not in logged and "[redacted]" in logged
+    assert len(logged) < QUOTED_CHARS + 200 and "more characters)" in logged, len(logged)
