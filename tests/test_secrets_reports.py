@@ -26,7 +26,7 @@ from test_attack_io import Raw
 
 import agui_client as ag
 from agui_client._inert import QUOTED_CHARS
-from agui_client.testing import Finish, ScriptedAgent, Start, text_message
+from agui_client.testing import Finish, ScriptedAgent, Start, text_message, tool_call
 
 #: The client's credential, as an API key header's value.
 API_KEY = "ak-9f8e7d6c5b4a3928"
@@ -182,3 +182,23 @@ def test_a_body_cut_by_the_agents_framing_is_logged_bounded_and_redacted(
     [logged] = [record.getMessage() for record in caplog.records if "ended by" in record.getMessage()]
     assert API_KEY not in logged and "[redacted]" in logged
     assert len(logged) < QUOTED_CHARS + 200 and "more characters)" in logged, len(logged)
+
+
+def test_a_failed_tool_handlers_log_line_quotes_a_bounded_part_of_its_error(
+        drive: Any, served: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # A handler's error quoting the agent's arguments (a megabyte) made a log line of a megabyte.
+    endpoint = served(ScriptedAgent([[Start(), *tool_call("c1", "lookup", {"q": "q" * 2**20}), Finish()],
+                                     [Start(), *text_message("m1", "sorry"), Finish()]]))
+
+    def lookup(q: str) -> str:
+        raise RuntimeError(f"no record for {q}")
+
+    with caplog.at_level(logging.WARNING, logger="agui_client"), \
+            drive.client(endpoint.url, telemetry=False) as client:
+        result = client.thread(tool_handlers={"lookup": lookup}).run_until_done("hi")
+
+    assert result.outcome == "success"
+    [line] = [record.getMessage() for record in caplog.records if "tool handler" in record.getMessage()]
+    assert line.startswith("tool handler 'lookup' raised RuntimeError('no record for qqq")
+    assert len(line) < QUOTED_CHARS + 200 and "more characters)" in line, len(line)
+    assert line.endswith("for call 'c1'; the agent is told the call failed")
