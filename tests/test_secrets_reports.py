@@ -6,9 +6,12 @@ text, an event's ``repr``.
 * hpack (h2's header coder, under httpx's HTTP/2) writes every header it codes at DEBUG, the request's
   ``Authorization`` among them; none of the client's log filters was on its loggers.
 * ``str(RunFailed)`` held the agent's whole ``RUN_ERROR`` message, and an event's ``repr`` its whole text.
+* Two log lines, redacted, quoted the agent's words whole: httpx's error for a broken chunk header, and a
+  tool handler's error quoting the call's arguments.
 
-Runs go to a ScriptedAgent on 127.0.0.1, through both shells (``drive``). h2 is not among the package's
-extras: hpack's lines are made on the loggers it writes to, by their names, in the forms it writes.
+Runs go to a ScriptedAgent on 127.0.0.1 (a raw server where the bytes must be broken), through both
+shells (``drive``). h2 is not among the package's extras: hpack's lines are made on the loggers it writes
+to, by their names, in the forms it writes.
 """
 
 from __future__ import annotations
