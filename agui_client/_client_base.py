@@ -599,7 +599,9 @@ class ClientBase:
         except (httpx.TransportError, ssl.SSLError) as exc:
             # (ssl's own: a TLS record refused mid-body, which httpx's async transport lets through bare, is
             # the connection failing as any other)
-            logger.debug("stream from %s ended by %s", url, redactor.text(repr(exc)))
+            # (httpx's words quote what the agent wrote, a chunk header of up to 16 KiB: redacted whole, then
+            # cut as every error and log line cuts them)
+            logger.debug("stream from %s ended by %s", url, quoted(redactor.text(repr(exc))))
         except httpx.DecodingError as exc:
             raise undecodable(response, exc, url, redactor, run_id) from redacted_cause(exc, redactor)
 

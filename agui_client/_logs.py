@@ -21,6 +21,19 @@ first client made, as for httpx's own request line) replaces, in every line:
   around its send with :func:`exchange`), wherever they appear.
 
 Nothing is done while those loggers are off: httpcore makes no line then, so the filter never runs.
+
+Under httpx's HTTP/2 (an ``http_client`` made with ``http2=True``), h2 codes each head with hpack, whose
+loggers (``hpack.hpack``, ``hpack.table``) write at DEBUG every header it codes, the request's
+``Authorization`` among them::
+
+    Adding (b'authorization', b'Bearer sk-…') to the header table, sensitive:False, huffman:True
+    Evicting b'authorization': b'Bearer sk-…' from the header table
+
+and each header block whole (``Encoded header block to b'…'``, ``Decoding b'…'``), Huffman-coded, which
+anyone can decode and no search for a secret's forms finds. A filter on those loggers
+(:class:`HpackLogFilter`) replaces the value of each sensitive header, in both forms, and every header
+block by its length, before the credentials of the exchange are taken out as for httpcore. (h2 itself
+writes only to the logger its configuration names, none under httpcore, which configures it.)
 """
 
 from __future__ import annotations
@@ -37,11 +50,14 @@ import httpx
 from ._inert import quoted
 from .core.redact import MARK, Redactor, displayed_url, is_sensitive
 
-__all__ = ["HTTPCORE_LOGGERS", "HttpxLogFilter", "HttpcoreLogFilter", "exchange", "filter_http_logs",
-           "unfilter_collected", "unfilter_names"]
+__all__ = ["HPACK_LOGGERS", "HTTPCORE_LOGGERS", "HttpxLogFilter", "HttpcoreLogFilter", "HpackLogFilter", "exchange",
+           "filter_http_logs", "unfilter_collected", "unfilter_names"]
 
 #: httpcore's loggers (a filter on a parent logger does not see its children's lines).
 HTTPCORE_LOGGERS = ("httpcore.connection", "httpcore.http11", "httpcore.http2", "httpcore.proxy", "httpcore.socks")
+
+#: hpack's loggers: h2's header coder, under httpx's HTTP/2 (its package writes to no other).
+HPACK_LOGGERS = ("hpack.hpack", "hpack.table")
 
 #: The redactor of the exchange this thread or task is sending (``None``: none of ours).
 _EXCHANGE: ContextVar[Redactor | None] = ContextVar("agui_client_log_redactor", default=None)
@@ -88,6 +104,29 @@ class HttpcoreLogFilter(logging.Filter):
         if not is_sensitive(match["name"], self._marked()):
             return match[0]
         return f"(b{match['q1']}{match['name']}{match['q1']}, b'{MARK}')"
+
+
+class HpackLogFilter(HttpcoreLogFilter):
+    """On hpack's loggers (see the module's docstring): a header's name and value given as two arguments
+    (``Evicting %s: %s``) with the value of a sensitive name replaced; a header block (bytes standing
+    alone) shown as its length; then what :class:`HttpcoreLogFilter` does."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(isinstance(arg, _BYTES) for arg in args):
+            name = args[0] if len(args) == 2 and isinstance(args[1], _BYTES) else None
+            if isinstance(name, (bytes, bytearray, memoryview)):
+                if is_sensitive(bytes(name).decode("latin-1"), self._marked()):
+                    record.args = (name, MARK.encode())
+            else:
+                # (a block codes every header of a head, Huffman-coded: no search for a secret reads it)
+                record.args = tuple(f"<a header block of {len(arg)} bytes>" if isinstance(arg, _BYTES) else arg
+                                    for arg in args)
+        return super().filter(record)
+
+
+#: What hpack gives a header's name, a value or a block as.
+_BYTES = (bytes, bytearray, memoryview)
 
 
 class HttpxLogFilter(logging.Filter):
@@ -189,13 +228,15 @@ class HttpxLogFilter(logging.Filter):
 
 _HTTPX_FILTER = HttpxLogFilter()
 _HTTPCORE_FILTER = HttpcoreLogFilter(lambda: _HTTPX_FILTER.marked)
+_HPACK_FILTER = HpackLogFilter(lambda: _HTTPX_FILTER.marked)
 
 
 def filter_http_logs(marked: frozenset[str]) -> None:
-    """Put the filters on httpx's and httpcore's loggers (once, whichever client comes first), hiding the
-    values of ``marked`` names too (every client made calls it with the names it marked)."""
+    """Put the filters on httpx's, httpcore's and hpack's loggers (once, whichever client comes first),
+    hiding the values of ``marked`` names too (every client made calls it with the names it marked)."""
     _HTTPX_FILTER.mark(marked)
-    for name, log_filter in (("httpx", _HTTPX_FILTER), *((name, _HTTPCORE_FILTER) for name in HTTPCORE_LOGGERS)):
+    for name, log_filter in (("httpx", _HTTPX_FILTER), *((name, _HTTPCORE_FILTER) for name in HTTPCORE_LOGGERS),
+                             *((name, _HPACK_FILTER) for name in HPACK_LOGGERS)):
         logger = logging.getLogger(name)
         if log_filter not in logger.filters:
             logger.addFilter(log_filter)

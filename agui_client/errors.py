@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from attrs import frozen
 
-from ._inert import QUOTED_CHARS, named, quoted_name, visible
+from ._inert import QUOTED_CHARS, named, quoted, quoted_name, visible
 
 if TYPE_CHECKING:
     from .core.result import RunResult
@@ -374,16 +374,19 @@ class RunFailed(AguiError):
 
     Attributes:
         run_id: the failed run.
-        message: the producer's message.
+        message: the producer's message, whole (the exception's text quotes at most its first
+            ``QUOTED_CHARS`` characters, with a count of the rest).
         code: the producer's code, when given.
         result: the failed run (from ``RunResult.raise_for_outcome()``: that result, whose messages and
             state hold what the agent did before it failed).
     """
 
     def __init__(self, message: str, *, run_id: str | None, code: str | None) -> None:
-        # (the producer's words made inert in the message a traceback prints; ``.message`` keeps them as sent)
+        # (the producer's words made inert in the message a traceback prints, and cut as every error cuts
+        # the agent's words it quotes: a RUN_ERROR of 16 MiB on one line was a text as long, printed whole
+        # by a traceback and written whole by every log line; ``.message`` keeps them as sent)
         super().__init__(f"run {quoted_name(run_id)} failed: "
-                         f"{visible(message)}" + (f" (code {quoted_name(code)})" if code else ""))
+                         f"{visible(quoted(message))}" + (f" (code {quoted_name(code)})" if code else ""))
         self.run_id = run_id
         self.message = message
         self.code = code

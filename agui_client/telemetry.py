@@ -324,7 +324,7 @@ class _RunWatch(_HandedOver):
     """One run's span and measurements (see the module's docstring)."""
 
     __slots__ = ("_telemetry", "_client", "_thread_id", "_span", "_started", "_result", "_handle", "_resumes",
-                 "_headers")
+                 "_headers", "_inputs")
 
     def __init__(self, telemetry: Telemetry, client: Any, thread: Any, run_id: str | None, resuming: bool,
                  headers: Mapping[str, str] | None = None) -> None:
@@ -340,6 +340,8 @@ class _RunWatch(_HandedOver):
         self._headers = headers
         #: The run's settling was handed to the reader inside a step (``handed``); the span was ended.
         self._handed = self._ended = False
+        #: With ``record_content``: when the run was planned, and the role and text of each new message.
+        self._inputs: tuple[int, list[tuple[str, str]]] | None = None
         attributes: dict[str, Any] = {"agui.thread.id": thread.id}
         if run_id is not None:
             attributes["agui.run.id"] = run_id
@@ -367,11 +369,17 @@ class _RunWatch(_HandedOver):
         span.set_attribute("agui.run.id", plan.run_input.run_id)
         span.set_attribute("agui.run.resuming", plan.resuming)
         if self._telemetry.record_content:
+            # The caller's own words may hold the caller's credential (a key pasted into a message, the
+            # value of a header the client sends): they go on the span when it ends, stamped with this
+            # moment, redacted as everything else on it is, by the redactor of the request as it was sent
+            # (an http_client's auth flow adds its header while sending), which is what a recording
+            # writes the request's body with. A span goes to a collector the request never does.
+            inputs = []
             for message in plan.new_messages:
                 content = getattr(message, "content", None)
                 if isinstance(content, str):
-                    span.add_event("agui.run.input", {"agui.message.role": message.ROLE,
-                                                      "agui.message.content": _content(content)})
+                    inputs.append((message.ROLE, content))
+            self._inputs = (time.time_ns(), inputs)
 
     def sending(self, handle: Any = None) -> _Sending | _NotSending:
         """The request is being sent: ``with watch.sending(handle) as headers`` gives the trace headers;
@@ -411,6 +419,12 @@ class _RunWatch(_HandedOver):
             if self._resumes is not None:
                 # (an id the agent chose, in an earlier run: it may echo this request's credential)
                 span.set_attribute("agui.run.resumes", _cut(redact(str(self._resumes))))
+            if self._inputs is not None:
+                planned_at, inputs = self._inputs
+                for role, content in inputs:
+                    span.add_event("agui.run.input", {"agui.message.role": role,
+                                                      "agui.message.content": _content(content, redact)},
+                                   timestamp=planned_at)
             if result is not None:
                 _describe(span, result, telemetry.record_content, redact)
                 if outcome == "interrupt" and result.run_id is not None:

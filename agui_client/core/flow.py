@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._inert import quoted_name
+from .._inert import quoted, quoted_name
 from ..errors import (
     AguiError,
     ConcurrentResume,
@@ -571,11 +571,12 @@ class Conversation(Standing):
         # cannot act on the terminal showing the application's log, a megabyte id is cut, and two that
         # differ read differently; and through the run's redactor first: an agent echoing the request's
         # token as its call id, or into the arguments a handler's error quotes, must not get it into the
-        # application's log, and a cut token would no longer be found whole)
+        # application's log, and a cut token would no longer be found whole; the error, which may quote a
+        # megabyte of the arguments, is then cut as every error and log line cuts the agent's words)
         redact = self._redact
         logger.warning("tool handler %s raised %s for call %s; the agent is told the call failed",
                        quoted_name(redact(call.function.name) if redact else call.function.name),
-                       redact(repr(exc)) if redact else repr(exc),
+                       quoted(redact(repr(exc)) if redact else repr(exc)),
                        quoted_name(redact(call.id) if redact else call.id))
         self.add_tool_result(call.id, f"error: {exc}", error=str(exc))
 

@@ -47,8 +47,9 @@ def brief_repr(record: Any) -> str:
 
 def _brief(name: str, value: Any) -> str:
     if isinstance(value, str):
-        if name in ("id", "name", "reason", "role", "activity_type", "mime_type", "provider", "status") \
-                or name.endswith("_id"):
+        # (an event's names too: its step, tool and subagent names, and an unknown event's type)
+        if name in ("id", "name", "reason", "role", "activity_type", "mime_type", "provider", "status", "type",
+                    "subtype") or name.endswith(("_id", "_name")):
             return quoted_name(value)
         if len(value) <= PREVIEW_CHARS:
             return quoted_name(value)

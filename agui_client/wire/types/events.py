@@ -2,6 +2,11 @@
 
 Each class carries its wire tag as ``TYPE``; the codec maps camelCase wire names to these snake_case
 attributes and leaves ``None`` fields out on output.
+
+An event holds the agent's words as they came (a delta, a ``RUN_ERROR`` message, a snapshot of any
+size), so its ``repr`` is the bounded one of :func:`~agui_client.wire.types.base.brief_repr`, as a
+message's is: attrs' own printed a 16 MiB ``RUN_ERROR`` message whole, with the control sequences in
+it, in a REPL, a log line's ``%r`` or a test's failure. Equality, hashing and the fields stay attrs'.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from typing import ClassVar, Literal, Union, get_args
 
 from attrs import field, frozen
 
-from .base import JSON, Metadata
+from .base import JSON, Metadata, brief_repr
 from .messages import ContentPart, Message, TextMessageRole
 from .run import RunAgentInput, RunFinishedOutcome, SubagentFinishedOutcome, TokenUsage
 
@@ -56,6 +61,8 @@ __all__ = [
 class RunStartedEvent:
     """A run began; ``input`` may echo the request (LC-17)."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "RUN_STARTED"
     thread_id: str
     run_id: str
@@ -70,6 +77,8 @@ class RunStartedEvent:
 @frozen(kw_only=True)
 class RunFinishedEvent:
     """The run ended without failing; an absent ``outcome`` means success (LC-09)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "RUN_FINISHED"
     thread_id: str
@@ -86,6 +95,8 @@ class RunFinishedEvent:
 class RunErrorEvent:
     """The run failed (or, once after RUN_FINISHED, a failure surfaced late)."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "RUN_ERROR"
     message: str
     code: str | None = None
@@ -99,6 +110,8 @@ class RunErrorEvent:
 class StepStartedEvent:
     """A named step began."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "STEP_STARTED"
     step_name: str
     subagent_run_id: str | None = None
@@ -111,6 +124,8 @@ class StepStartedEvent:
 class StepFinishedEvent:
     """A named step ended."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "STEP_FINISHED"
     step_name: str
     subagent_run_id: str | None = None
@@ -122,6 +137,8 @@ class StepFinishedEvent:
 @frozen(kw_only=True)
 class TextMessageStartEvent:
     """A text message opens; an absent role means assistant (TX-08)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "TEXT_MESSAGE_START"
     message_id: str
@@ -137,6 +154,8 @@ class TextMessageStartEvent:
 class TextMessageContentEvent:
     """A piece of a text message's content."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "TEXT_MESSAGE_CONTENT"
     message_id: str
     delta: str
@@ -150,6 +169,8 @@ class TextMessageContentEvent:
 class TextMessageEndEvent:
     """A text message closes."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "TEXT_MESSAGE_END"
     message_id: str
     subagent_run_id: str | None = None
@@ -161,6 +182,8 @@ class TextMessageEndEvent:
 @frozen(kw_only=True)
 class TextMessageChunkEvent:
     """Shorthand for start/content/end, expanded by ``chunks`` (TX-12)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "TEXT_MESSAGE_CHUNK"
     message_id: str | None = None
@@ -177,6 +200,8 @@ class TextMessageChunkEvent:
 class ToolCallStartEvent:
     """A tool call opens."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "TOOL_CALL_START"
     tool_call_id: str
     tool_call_name: str
@@ -191,6 +216,8 @@ class ToolCallStartEvent:
 class ToolCallArgsEvent:
     """A piece of a tool call's arguments (raw text, TC-06)."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "TOOL_CALL_ARGS"
     tool_call_id: str
     delta: str
@@ -204,6 +231,8 @@ class ToolCallArgsEvent:
 class ToolCallEndEvent:
     """A tool call's arguments are complete."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "TOOL_CALL_END"
     tool_call_id: str
     subagent_run_id: str | None = None
@@ -215,6 +244,8 @@ class ToolCallEndEvent:
 @frozen(kw_only=True)
 class ToolCallChunkEvent:
     """Shorthand for tool call start/args/end (TC-21)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "TOOL_CALL_CHUNK"
     tool_call_id: str | None = None
@@ -231,6 +262,8 @@ class ToolCallChunkEvent:
 class ToolCallResultEvent:
     """A tool message answering a call (possibly one of an earlier run, TC-10)."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "TOOL_CALL_RESULT"
     message_id: str
     tool_call_id: str
@@ -246,6 +279,8 @@ class ToolCallResultEvent:
 class StateSnapshotEvent:
     """Replaces the shared state wholesale (SP-01); any JSON value, ``null`` included."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "STATE_SNAPSHOT"
     snapshot: JSON
     subagent_run_id: str | None = None
@@ -257,6 +292,8 @@ class StateSnapshotEvent:
 @frozen(kw_only=True)
 class StateDeltaEvent:
     """An RFC 6902 JSON Patch against the current state, applied atomically (SP-03, SP-05)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "STATE_DELTA"
     delta: tuple[JSON, ...]
@@ -270,6 +307,8 @@ class StateDeltaEvent:
 class MessagesSnapshotEvent:
     """The producer's complete message list (MS-01)."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "MESSAGES_SNAPSHOT"
     messages: tuple[Message, ...]
     timestamp: int | None = None
@@ -280,6 +319,8 @@ class MessagesSnapshotEvent:
 @frozen(kw_only=True)
 class ActivitySnapshotEvent:
     """Creates or replaces an activity message; ``replace`` absent means true (AC-02)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "ACTIVITY_SNAPSHOT"
     message_id: str
@@ -296,6 +337,8 @@ class ActivitySnapshotEvent:
 class ActivityDeltaEvent:
     """A JSON Patch against an activity's content (AC-03)."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "ACTIVITY_DELTA"
     message_id: str
     activity_type: str
@@ -310,6 +353,8 @@ class ActivityDeltaEvent:
 class RawEvent:
     """A provider-native event passed through verbatim (UK-11)."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "RAW"
     event: JSON
     source: str | None = None
@@ -322,6 +367,8 @@ class RawEvent:
 @frozen(kw_only=True)
 class CustomEvent:
     """An application event: ``name`` routes it, ``value`` is any JSON (UK-12)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "CUSTOM"
     name: str
@@ -336,6 +383,8 @@ class CustomEvent:
 class ReasoningStartEvent:
     """A reasoning span opens."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "REASONING_START"
     message_id: str
     subagent_run_id: str | None = None
@@ -347,6 +396,8 @@ class ReasoningStartEvent:
 @frozen(kw_only=True)
 class ReasoningMessageStartEvent:
     """A reasoning message opens; ``role`` is required on the wire (RS-06)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "REASONING_MESSAGE_START"
     message_id: str
@@ -361,6 +412,8 @@ class ReasoningMessageStartEvent:
 class ReasoningMessageContentEvent:
     """A piece of a reasoning message."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "REASONING_MESSAGE_CONTENT"
     message_id: str
     delta: str
@@ -374,6 +427,8 @@ class ReasoningMessageContentEvent:
 class ReasoningMessageEndEvent:
     """A reasoning message closes."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "REASONING_MESSAGE_END"
     message_id: str
     subagent_run_id: str | None = None
@@ -385,6 +440,8 @@ class ReasoningMessageEndEvent:
 @frozen(kw_only=True)
 class ReasoningMessageChunkEvent:
     """Shorthand for reasoning message start/content/end (RS-07)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "REASONING_MESSAGE_CHUNK"
     message_id: str | None = None
@@ -399,6 +456,8 @@ class ReasoningMessageChunkEvent:
 class ReasoningEndEvent:
     """A reasoning span closes."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "REASONING_END"
     message_id: str
     subagent_run_id: str | None = None
@@ -410,6 +469,8 @@ class ReasoningEndEvent:
 @frozen(kw_only=True)
 class ReasoningEncryptedValueEvent:
     """An opaque encrypted value for a message or tool call (RS-08)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "REASONING_ENCRYPTED_VALUE"
     subtype: Literal['tool-call', 'message']
@@ -424,6 +485,8 @@ class ReasoningEncryptedValueEvent:
 @frozen(kw_only=True)
 class SubagentStartedEvent:
     """A subagent invocation began (SA-01)."""
+
+    __repr__ = brief_repr
 
     TYPE: ClassVar[str] = "SUBAGENT_STARTED"
     subagent_run_id: str
@@ -441,6 +504,8 @@ class SubagentStartedEvent:
 class SubagentFinishedEvent:
     """A subagent invocation ended: success, or suspended awaiting input (SA-07)."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "SUBAGENT_FINISHED"
     subagent_run_id: str
     result: JSON = None
@@ -454,6 +519,8 @@ class SubagentFinishedEvent:
 class SubagentErrorEvent:
     """A subagent failed; the run goes on (SA-06)."""
 
+    __repr__ = brief_repr
+
     TYPE: ClassVar[str] = "SUBAGENT_ERROR"
     subagent_run_id: str
     message: str
@@ -466,6 +533,8 @@ class SubagentErrorEvent:
 @frozen(kw_only=True)
 class UnknownEvent:
     """An event whose ``type`` this version of the protocol does not define; ``raw`` is the payload as received."""
+
+    __repr__ = brief_repr
 
     type: str
     raw: dict[str, JSON] = field(factory=dict, repr=False)
