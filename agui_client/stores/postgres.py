@@ -196,13 +196,13 @@ _INSERT = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_v
 _INSERT_CLAIMED = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_version, record_id)"
                    " SELECT %(thread_id)s, %(version)s, %(data)s, %(owner)s, %(format)s, %(version)s, %(record_id)s"
                    " WHERE {no_code} ON CONFLICT (thread_id) DO NOTHING")
-# What every claim also asks, in its own statement (no round trip of its own): that the thread table,
-# which the claim writes, carries no trigger or rule but PostgreSQL's own and those trusted, now. One
-# added after the store opened the table makes the claim touch no row, and the store then says why
-# (``PostgresStore._refuse_code_since``). Only the thread table: a claim writes nothing else.
-_NO_CODE = ("NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(%(table)s) AND NOT tgisinternal"
-            " AND tgname <> ALL(%(trusted)s::text[])"
-            " UNION ALL SELECT 1 FROM pg_rewrite WHERE ev_class = to_regclass(%(table)s)"
+# What every claim also asks, in its own statement (no round trip of its own): that the store's tables
+# carry no trigger or rule but PostgreSQL's own and those trusted, now. One added after the store opened
+# them makes the claim touch no row, and the store then says why (``PostgresStore._refuse_code_since``).
+# The change table too, which the claim does not write: the run the claim lets send is saved there.
+_NO_CODE = ("NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN (to_regclass(%(table)s), to_regclass(%(changes)s))"
+            " AND NOT tgisinternal AND tgname <> ALL(%(trusted)s::text[])"
+            " UNION ALL SELECT 1 FROM pg_rewrite WHERE ev_class IN (to_regclass(%(table)s), to_regclass(%(changes)s))"
             " AND rulename <> ALL(%(trusted)s::text[]))")
 _HEAD = "SELECT version, claim, format, record_id FROM {table} WHERE thread_id = %s"
 # The head and the changes the thread is made of, in one statement: one snapshot, never a torn read.
@@ -345,9 +345,9 @@ class PostgresStore(_Base):
                                                         no_code=sql.SQL(_NO_CODE))
         self._identifier = identifier
         self._changes = changes
-        # What every claim's check of the thread table's code (_NO_CODE) is given: the table's name, as
-        # the open's catalog query spells it (set there), and the trusted names.
-        self._code_params: dict[str, Any] = {"table": None, "trusted": sorted(self._trusted)}
+        # What every claim's check of the tables' code (_NO_CODE) is given: their names, as the open's
+        # catalog query spells them (set there), and the trusted names.
+        self._code_params: dict[str, Any] = {"table": None, "changes": None, "trusted": sorted(self._trusted)}
         self._lock = threading.Lock()
         # A small pool, as the SQLite store keeps: a connection is a server process, too dear to open
         # per call, and connections tied to threads would pile up as threads come and go. A pooled
@@ -619,7 +619,7 @@ class PostgresStore(_Base):
 
     def _create_table(self, conn: psycopg.Connection[Any]) -> None:
         name = self._identifier.as_string(conn)
-        self._code_params["table"] = name
+        self._code_params.update(table=name, changes=self._changes.as_string(conn))
         sql = self._psycopg.sql
         with conn.transaction():
             # Two processes creating (or migrating) the same table at once would collide on the
