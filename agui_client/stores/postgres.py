@@ -46,7 +46,10 @@ PostgreSQL's row lock on the head does the compare-and-set:
   (``WITH head AS (UPDATE ... RETURNING ...) INSERT ... SELECT ... FROM head``): the change row is
   written only when the head moved, and both commit together;
 * the first write of a thread (a creating save, or the first turn's claim) is the ``INSERT ... ON
-  CONFLICT (thread_id) DO NOTHING`` of its row: of writers racing on a new thread id, one inserts.
+  CONFLICT (thread_id) DO NOTHING`` of its row: of writers racing on a new thread id, one inserts;
+* a claim (its ``UPDATE``, or a new thread's ``INSERT``) also asks, in the same statement, that the
+  tables carry no trigger or rule but PostgreSQL's own and the trusted ones: one added after the store
+  opened them is refused at the next claim, before a run sends anything (``STORE-SCHEMA``).
 
 An append writes the change and a new version of the head row, never the data: PostgreSQL's
 ``UPDATE`` writes a new row version, but a ``data`` large enough to matter lives out of line (TOAST)
@@ -430,7 +433,9 @@ class PostgresStore(_Base):
             ConcurrentResume: the version moved on, somebody holds a claim, (a create) the thread exists, or
                 the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, PostgreSQL failed (twice, for a broken connection),
-                the store is closed, or the record is of a newer format.
+                the store is closed, the record is of a newer format, or the tables carry a trigger or a
+                rule not trusted, added since the store opened them (``code`` ``STORE-SCHEMA``: the
+                claim's own statement asks, and nothing was claimed).
         """
         check_thread_id(thread_id)
         check_owner(owner)
