@@ -41,7 +41,9 @@ in docs/codes.md): no trigger, index, constraint, default, generated column, col
 file's own, which every write would run or obey, but for the triggers and indexes the operator vouches
 for by name (``trusted_objects``: theirs to answer for). A store judges them when it opens the file, and again
 in each write's transaction when ``PRAGMA schema_version`` (an integer read, a microsecond) says the
-file's schema changed since, so what another process adds later is refused before the write. What
+file's schema changed since, or when the connection writes for the first time (a change made with the
+cookie left where it was reaches only connections opened after it), so what another process adds later
+is refused before the write. What
 the file holds beside the tables runs in no store statement and is left alone.
 
 Older layouts are migrated when a store opens the file, in one ``BEGIN IMMEDIATE`` transaction
