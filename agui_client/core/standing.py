@@ -27,6 +27,7 @@ from ..errors import (
 from .effects import Flow, Load, Write
 from .exchange import StreamHandle
 from .fold import ThreadState
+from .headers import RunHeaders
 from .plan import Plan
 from .retry import answers_the_run, served_nothing
 from .session import RunSession
@@ -58,6 +59,7 @@ class Standing:
     id: str
     _state: ThreadState
     _legacy: str | None
+    _redact: Callable[[str], str] | None
 
     def __init__(self, store: Any) -> None:
         self._version: int | None = None
@@ -105,7 +107,7 @@ class Standing:
         yield from self._create_unclaimed()
         before = self._version
         try:
-            return (yield from self._claim_now())
+            return (yield from self._claim_now(plan.headers))
         except interrupted as exc:
             if self._version is not None and self._version != before:
                 # Claimed, and interrupted before anything was sent: let go.
@@ -121,7 +123,7 @@ class Standing:
             yield self._store_write("save", {"data": data, "expected_version": None})
             self._in_step = True
 
-    def _claim_now(self) -> Flow[int]:
+    def _claim_now(self, headers: RunHeaders = ()) -> Flow[int]:
         base = self._version
         arguments = self._claim_args()
         if "data" in arguments:
@@ -129,7 +131,7 @@ class Standing:
         try:
             version: int = yield self._store_write("claim", arguments)
         except StoreError as exc:
-            self._claim_lost(exc, base)
+            self._claim_lost(exc, base, headers)
             raise
         except ConcurrentResume as exc:
             # The store says what it found; the caller also needs to know that nothing went out and
@@ -170,7 +172,7 @@ class Standing:
             return {"expected_version": None, "owner": self._owner, "data": self._state.dump()}
         return {"expected_version": self._version, "owner": self._owner}
 
-    def _claim_lost(self, exc: StoreError, base: int | None) -> None:
+    def _claim_lost(self, exc: StoreError, base: int | None, headers: RunHeaders = ()) -> None:
         # The store failed during the claim: nothing was sent, but the claim may have landed with its
         # reply lost. The thread keeps the version it claimed from, so this object's next run claims
         # it again and the store recognises its own claim; a process that gives up here leaves it held.
@@ -179,8 +181,8 @@ class Standing:
         # names: escaped and cut with a digest, bare as these lines always wrote them)
         logger.warning("thread %s: the store failed while claiming it (%s); nothing was sent, but the claim may be "
                        "held at version %s (owner %s): running this thread object again takes it up; if this "
-                       "process stops here, release it with release_claim(force=True)", named(self.id), exc,
-                       self._unsure, named(self._owner))
+                       "process stops here, release it with release_claim(force=True)", named(self.id),
+                       self._store_text(exc, None, headers), self._unsure, named(self._owner))
         if hasattr(exc, "add_note"):
             exc.add_note(f"nothing was sent; the claim may be held at version {self._unsure} (owner {self._owner}): "
                          "run this thread object again (it recognises its own claim), or release_claim(force=True)")
@@ -256,15 +258,16 @@ class Standing:
         elif _keeps_claim(self.id, plan, handle, self._owner, claimed):
             return
         # (a release that fails too is logged: the run's own error is the one to see)
-        yield from self._release(claimed, logged=True)
+        yield from self._release(claimed, logged=True, handle=handle, headers=plan.headers)
 
-    def _release(self, claimed: int, *, logged: bool = False) -> Flow[None]:
+    def _release(self, claimed: int, *, logged: bool = False, handle: StreamHandle | None = None,
+                 headers: RunHeaders = ()) -> Flow[None]:
         """Give back this object's claim taken at ``claimed`` (nothing once a save moved the version on).
 
         A run that is not a resume lets go of the thread when it fails or is left: sending the turn
         again is the caller's ordinary retry, not a decision taken twice. ``logged``: on the way out of
         a failure or an interruption, which is what the caller must see, a release that fails is
-        logged instead of raised.
+        logged instead of raised (its text through the run's redactor: ``handle``, ``headers``).
         """
         if self._version != claimed:
             return
@@ -281,7 +284,27 @@ class Standing:
                             named(self.id))
                 return
             logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
-                           named(self.id), exc)
+                           named(self.id), self._store_text(exc, handle, headers))
+
+    def _store_text(self, exc: BaseException, handle: StreamHandle | None, headers: RunHeaders) -> str:
+        """A store's error as this object's log lines write it: through the redactor of the run's request.
+
+        A store of the application's own may say anything in its errors: the thread's data it was
+        handed (an agent may have echoed the caller's token into a message), or a credential it shares
+        with the agent's endpoint. A log line is written whatever the caller does with the error (a
+        failed release is only logged), and logs are read by more people than errors: the line must not
+        be where that text leaks. The request's redactor once it was sent; before, the one of the
+        request the client would send with ``headers``; else the last run's.
+        """
+        text = str(exc)
+        redact = handle.redactor.text if handle is not None and handle.redactor else self._unsent_redact(headers)
+        redact = redact or self._redact
+        return redact(text) if redact is not None else text
+
+    def _unsent_redact(self, headers: RunHeaders) -> Callable[[str], str] | None:
+        """The redactor of a request the client would send with ``headers`` (``None`` here: the core knows
+        no client; the shells, which do, say)."""
+        return None
 
     def _take(self, stored: StoredThread | None) -> None:
         # A store's record is a fresh dict (ThreadStore.load): the thread may hold its JSON as it is.

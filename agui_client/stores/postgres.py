@@ -46,7 +46,10 @@ PostgreSQL's row lock on the head does the compare-and-set:
   (``WITH head AS (UPDATE ... RETURNING ...) INSERT ... SELECT ... FROM head``): the change row is
   written only when the head moved, and both commit together;
 * the first write of a thread (a creating save, or the first turn's claim) is the ``INSERT ... ON
-  CONFLICT (thread_id) DO NOTHING`` of its row: of writers racing on a new thread id, one inserts.
+  CONFLICT (thread_id) DO NOTHING`` of its row: of writers racing on a new thread id, one inserts;
+* a claim (its ``UPDATE``, or a new thread's ``INSERT``) also asks, in the same statement, that the
+  tables carry no trigger or rule but PostgreSQL's own and the trusted ones: one added after the store
+  opened them is refused at the next claim, before a run sends anything (``STORE-SCHEMA``).
 
 An append writes the change and a new version of the head row, never the data: PostgreSQL's
 ``UPDATE`` writes a new row version, but a ``data`` large enough to matter lives out of line (TOAST)
@@ -191,6 +194,19 @@ _FOREIGN_CODE = (
 )
 _INSERT = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_version, record_id)"
            " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING")
+# A thread's first claim: the same insert, made only while the thread table carries no trigger or rule
+# but trusted ones (``_NO_CODE``).
+_INSERT_CLAIMED = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_version, record_id)"
+                   " SELECT %(thread_id)s, %(version)s, %(data)s, %(owner)s, %(format)s, %(version)s, %(record_id)s"
+                   " WHERE {no_code} ON CONFLICT (thread_id) DO NOTHING")
+# What every claim also asks, in its own statement (no round trip of its own): that the store's tables
+# carry no trigger or rule but PostgreSQL's own and those trusted, now. One added after the store opened
+# them makes the claim touch no row, and the store then says why (``PostgresStore._refuse_code_since``).
+# The change table too, which the claim does not write: the run the claim lets send is saved there.
+_NO_CODE = ("NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN (to_regclass(%(table)s), to_regclass(%(changes)s))"
+            " AND NOT tgisinternal AND tgname <> ALL(%(trusted)s::text[])"
+            " UNION ALL SELECT 1 FROM pg_rewrite WHERE ev_class IN (to_regclass(%(table)s), to_regclass(%(changes)s))"
+            " AND rulename <> ALL(%(trusted)s::text[]))")
 _HEAD = "SELECT version, claim, format, record_id FROM {table} WHERE thread_id = %s"
 # The head and the changes the thread is made of, in one statement: one snapshot, never a torn read.
 # Only the changes above data_version (those below were folded, or dropped by a save) and up to the
@@ -232,7 +248,7 @@ _UPDATES: dict[Operation, str] = {
                " SELECT version, changes, change_bytes, data_bytes FROM head"),
     "claim": ("UPDATE {table} SET version = version + 1, claim = %(owner)s"
               " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
-              " AND (claim IS NULL OR claim = ''){record}"),
+              " AND (claim IS NULL OR claim = ''){record} AND {no_code}"),
     "release": ("UPDATE {table} SET version = version + 1, claim = NULL"
                 " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
                 " AND claim = %(owner)s{record}"),
@@ -318,18 +334,23 @@ class PostgresStore(_Base):
         # (an index lives in its table's schema: its name in CREATE INDEX is never qualified)
         self._ids_index = (*parts[:-1], _changes_name(parts[-1], _IDS_SUFFIX))
         self._sql: dict[str, sql.Composed] = {
-            name: sql.SQL(text).format(table=identifier, changes=changes, ids=sql.Identifier(self._ids_index[-1]))
+            name: sql.SQL(text).format(table=identifier, changes=changes, ids=sql.Identifier(self._ids_index[-1]),
+                                       no_code=sql.SQL(_NO_CODE))
             for name, text in [("insert", _INSERT), ("head", _HEAD), ("load", _LOAD), ("delete_head", _DELETE_HEAD),
                                ("delete_changes", _DELETE_CHANGES), ("ids_first", _IDS_FIRST),
                                ("ids_after", _IDS_AFTER), ("create_ids", _CREATE_IDS),
                                ("create", _CREATE), ("create_changes", _CREATE_CHANGES), ("compact", _COMPACT),
-                               ("lock", _LOCK),
+                               ("lock", _LOCK), ("insert_claimed", _INSERT_CLAIMED),
                                *((f"migrate{i}", text) for i, text in enumerate(_MIGRATE))]
         }
         for operation, text in _UPDATES.items():
-            self._sql[operation] = sql.SQL(text).format(table=identifier, changes=changes, record=sql.SQL(_RECORD))
+            self._sql[operation] = sql.SQL(text).format(table=identifier, changes=changes, record=sql.SQL(_RECORD),
+                                                        no_code=sql.SQL(_NO_CODE))
         self._identifier = identifier
         self._changes = changes
+        # What every claim's check of the tables' code (_NO_CODE) is given: their names, as the open's
+        # catalog query spells them (set there), and the trusted names.
+        self._code_params: dict[str, Any] = {"table": None, "changes": None, "trusted": sorted(self._trusted)}
         self._lock = threading.Lock()
         # A small pool, as the SQLite store keeps: a connection is a server process, too dear to open
         # per call, and connections tied to threads would pile up as threads come and go. A pooled
@@ -412,7 +433,9 @@ class PostgresStore(_Base):
             ConcurrentResume: the version moved on, somebody holds a claim, (a create) the thread exists, or
                 the record's id is not ``record_id``.
             StoreError: the data is not JSON-ready, PostgreSQL failed (twice, for a broken connection),
-                the store is closed, or the record is of a newer format.
+                the store is closed, the record is of a newer format, or the tables carry a trigger or a
+                rule not trusted, added since the store opened them (``code`` ``STORE-SCHEMA``: the
+                claim's own statement asks, and nothing was claimed).
         """
         check_thread_id(thread_id)
         check_owner(owner)
@@ -513,20 +536,29 @@ class PostgresStore(_Base):
                     assert text is not None  # (a create always carries its data)
                     new = _check_write(thread_id, None, operation, expected_version=None, owner=owner,
                                        record_id=record_id)
-                    inserted = conn.execute(self._sql["insert"], (
-                        thread_id, new.version, text, new.claim, new.format, new.version, new.record_id,
-                    )).rowcount
+                    if operation == "claim":
+                        inserted = conn.execute(self._sql["insert_claimed"], {
+                            "thread_id": thread_id, "version": new.version, "data": text, "owner": new.claim,
+                            "format": new.format, "record_id": new.record_id, **self._code_params,
+                        }).rowcount
+                    else:
+                        inserted = conn.execute(self._sql["insert"], (
+                            thread_id, new.version, text, new.claim, new.format, new.version, new.record_id,
+                        )).rowcount
                     if inserted == 1:
                         return new.version, None
                 else:
                     params = {"thread_id": thread_id, "expected": expected_version, "owner": owner, "data": text,
-                              "ours": STORE_FORMAT_VERSION, "record_id": record_id}
+                              "ours": STORE_FORMAT_VERSION, "record_id": record_id, **self._code_params}
                     cursor = conn.execute(self._sql[operation], params)
                     if cursor.rowcount == 1:
                         if operation == "append":
                             _version, changes, change_bytes, data_bytes = cursor.fetchone() or (0, 0, 0, 0)
                             return expected_version + 1, (data_bytes, change_bytes, changes)
                         return expected_version + 1, None
+                if operation == "claim":
+                    # (refused: by a trigger or a rule added since the store opened the table, maybe)
+                    self._refuse_code_since(conn, thread_id)
                 # Refused: the rules, applied to the row as it is now, name the error (or recognise
                 # the owner's own claim, stored by an earlier attempt whose reply was lost).
                 row = conn.execute(self._sql["head"], (thread_id,)).fetchone()
@@ -592,6 +624,7 @@ class PostgresStore(_Base):
 
     def _create_table(self, conn: psycopg.Connection[Any]) -> None:
         name = self._identifier.as_string(conn)
+        self._code_params.update(table=name, changes=self._changes.as_string(conn))
         sql = self._psycopg.sql
         with conn.transaction():
             # Two processes creating (or migrating) the same table at once would collide on the
@@ -620,6 +653,28 @@ class PostgresStore(_Base):
             conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
                 self._identifier, sql.Literal(_COMMENT.format(_LAYOUT))))
 
+    def _refuse_code_since(self, conn: psycopg.Connection[Any], thread_id: str) -> None:
+        """After a claim touched no row: ``StoreError`` (``STORE-SCHEMA``, naming the thread) when a trigger
+        or a rule not trusted is on the store's tables now, added after the store opened them (the claim's
+        own statement refused it, ``_NO_CODE``); nothing when none is (a lost race, read next). A round trip
+        of its own only here, after a refusal."""
+        untrusted, _ = self._foreign_code(conn, self._identifier.as_string(conn))
+        if untrusted:
+            raise StoreError(
+                f"PostgreSQL store {self._where}: its tables carry {_kinds(untrusted)}, added after the store "
+                "opened them, which agui_client does not make: a trigger or a rule runs with every write and can "
+                "clear or rewrite a claim (two replicas then send the same resume); the claim was not made, and "
+                "nothing was sent. Drop them, or name them in trusted_objects if you vouch for what they do",
+                thread_id=thread_id, code="STORE-SCHEMA")
+
+    def _foreign_code(self, conn: psycopg.Connection[Any], name: str) -> tuple[list[tuple[str, str]], list[str]]:
+        """The triggers and rules on the store's tables not trusted (kind, name), and the trusted names on
+        neither table."""
+        changes = self._changes.as_string(conn)
+        found = [(str(kind), str(n)) for kind, n in conn.execute(_FOREIGN_CODE, (name, changes)).fetchall()]
+        untrusted = [(kind, n) for kind, n in found if n not in self._trusted]
+        return untrusted, sorted(self._trusted - {n for _, n in found})
+
     def _refuse_foreign_code(self, conn: psycopg.Connection[Any], name: str) -> None:
         """``StoreError`` (``STORE-SCHEMA``) when the store's tables carry a trigger or a rule the operator
         did not vouch for (``trusted_objects``); a warning (``STORE-TRUSTED-ABSENT``) for a trusted name
@@ -628,19 +683,14 @@ class PostgresStore(_Base):
         Either runs with the store's writes and can undo what they rely on: a trigger that clears the
         claim (or a rule that rewrites the claim's ``UPDATE``) lets two replicas both send the same
         resume, and either can run any query, for as long as it likes, inside every claim. agui_client
-        makes none. Looked at once, when the store opens the tables (a catalog query, under the
-        advisory lock): adding one later takes the table's owner or the ``TRIGGER`` privilege, an
-        administrator's act (docs/stores.md), where a SQLite file is changed by whoever can write it.
+        makes none. Looked at when the store opens the tables (a catalog query, under the advisory
+        lock), and by every claim's own statement on the thread table (``_NO_CODE``), so one added later
+        is refused before a run sends anything.
         """
-        changes = self._changes.as_string(conn)
-        found = [(str(kind), str(n)) for kind, n in conn.execute(_FOREIGN_CODE, (name, changes)).fetchall()]
-        untrusted = [(kind, n) for kind, n in found if n not in self._trusted]
-        absent = sorted(self._trusted - {n for _, n in found})
+        untrusted, absent = self._foreign_code(conn, name)
         if untrusted:
-            kinds = {kind: [quoted_name(n, 40) for k, n in untrusted if k == kind][:8] for kind, _ in untrusted}
-            what = " and ".join(f"the {kind}s {', '.join(names)}" for kind, names in kinds.items())
             raise StoreError(
-                f"PostgreSQL store {self._where}: its tables carry {what}, which agui_client does not make"
+                f"PostgreSQL store {self._where}: its tables carry {_kinds(untrusted)}, which agui_client does not make"
                 f"{untrusted_note(absent)}: a trigger or a rule runs with every write and can clear or rewrite a "
                 "claim (two replicas then send the same resume); nothing was changed. Drop them (DROP TRIGGER … "
                 "ON …, DROP RULE … ON …), name them in trusted_objects if you vouch for what they do, or give "
@@ -726,6 +776,12 @@ class PostgresStore(_Base):
                 self._idle.append(conn)
                 return
         conn.close()
+
+
+def _kinds(found: list[tuple[str, str]]) -> str:
+    """Triggers and rules (kind, name) as a refusal names them: quoted as ids, eight of each at most."""
+    kinds = {kind: [quoted_name(n, 40) for k, n in found if k == kind][:8] for kind, _ in found}
+    return " and ".join(f"the {kind}s {', '.join(names)}" for kind, names in kinds.items())
 
 
 def _check_count(thread_id: str, format: int, count: int, changes: list[str]) -> None:

@@ -41,7 +41,9 @@ in docs/codes.md): no trigger, index, constraint, default, generated column, col
 file's own, which every write would run or obey, but for the triggers and indexes the operator vouches
 for by name (``trusted_objects``: theirs to answer for). A store judges them when it opens the file, and again
 in each write's transaction when ``PRAGMA schema_version`` (an integer read, a microsecond) says the
-file's schema changed since, so what another process adds later is refused before the write. What
+file's schema changed since, or when the connection writes for the first time (a change made with the
+cookie left where it was reaches only connections opened after it), so what another process adds later
+is refused before the write. What
 the file holds beside the tables runs in no store statement and is left alone.
 
 Older layouts are migrated when a store opens the file, in one ``BEGIN IMMEDIATE`` transaction
@@ -544,23 +546,33 @@ class SqliteStore(_Base):
         Another process may add a trigger, an index or a column after the store opened the file; the
         write would then run it. Reading the schema cookie costs a few microseconds; the schema is read
         and judged again only when the cookie moved (and the write lock, held since ``BEGIN
-        IMMEDIATE``, keeps it from moving again before the write).
+        IMMEDIATE``, keeps it from moving again before the write), and in a connection's first write.
+
+        That first judgement is for a change hidden from the cookie: ``PRAGMA writable_schema`` edits,
+        or ``PRAGMA schema_version`` set back after a ``CREATE TRIGGER``, leave the cookie where it was.
+        A connection that already read the schema keeps the one it read while the cookie stays (it runs
+        none of the change), but a connection opened afterwards reads the changed one: judged in its
+        first write, the schema it runs is the one judged. Reading the schema is 15 to 25 us, once per
+        connection the pool opens, where every write would have paid it.
         """
         if self._schema_cookie is None:
             return  # (the open judges the file itself, in _create_schema)
         (cookie,) = conn.execute("PRAGMA schema_version").fetchone()
-        if cookie == self._schema_cookie:
+        if cookie == self._schema_cookie and getattr(conn, "judged", False):
             return
         (layout,) = conn.execute("PRAGMA user_version").fetchone()
         why = _foreign_layout(conn, layout) or _unknown_schema(conn, layout, self._trusted)
         if why is None and layout != _SCHEMA_VERSION:
             why = f"its table layout is now {quoted_name(layout)}, not {_SCHEMA_VERSION}"
         if why is not None:
+            hidden = (" without moving its schema cookie (PRAGMA writable_schema, or schema_version set back)"
+                      if cookie == self._schema_cookie else "")
             raise StoreError(
-                f"SQLite store {self._where}: the file's schema changed after the store opened it ({why}); "
+                f"SQLite store {self._where}: the file's schema changed after the store opened it{hidden} ({why}); "
                 "nothing was written. Remove what was added to the file, or give SqliteStore a file of its own",
                 thread_id=thread_id, code="STORE-SCHEMA")
         self._schema_cookie = cookie  # (changed, and still ours: a VACUUM, or ANALYZE's statistics)
+        conn.judged = True  # type: ignore[attr-defined]  # (a _Connection: see _connect)
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         # Inside BEGIN IMMEDIATE: of processes opening the file at once, one creates or migrates the
@@ -576,6 +588,7 @@ class SqliteStore(_Base):
             conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
         # (judged above, or made by the statements just run: the store's own)
         self._schema_cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+        conn.judged = True  # type: ignore[attr-defined]  # (a _Connection: see _connect)
         absent = _absent(conn, self._trusted)
         if absent:
             warn_trusted_absent(f"SQLite store {self._where}", absent, "trigger or index", "its tables")
@@ -601,7 +614,8 @@ class SqliteStore(_Base):
 
     def _connect(self) -> sqlite3.Connection:
         # isolation_level=None: no implicit transactions; every write spells out BEGIN IMMEDIATE.
-        conn = sqlite3.connect(self._path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(self._path, timeout=self._timeout, isolation_level=None, check_same_thread=False,
+                               factory=_Connection)
         try:
             conn.execute("PRAGMA synchronous = FULL")
         except BaseException:
@@ -621,6 +635,13 @@ class SqliteStore(_Base):
                 return
         conn.close()
 
+
+
+class _Connection(sqlite3.Connection):
+    """A pooled connection that knows whether a write of it judged the file's schema (``judged``): see
+    ``SqliteStore._check_schema``."""
+
+    judged = False
 
 
 def _migrate(conn: sqlite3.Connection, layout: int) -> None:

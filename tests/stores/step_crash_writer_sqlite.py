@@ -68,8 +68,13 @@ def main(config: dict[str, Any]) -> None:
 
     connect = sqlite3.connect
 
+    made: dict[type, type] = {}
+
     def counted_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        return connect(*args, factory=Counted, **kwargs)
+        # (on top of the connection class the store asks for, which keeps what it knows of the connection)
+        base = kwargs.pop("factory", sqlite3.Connection)
+        factory = made.setdefault(base, Counted if base is sqlite3.Connection else type("Counted", (Counted, base), {}))
+        return connect(*args, factory=factory, **kwargs)
 
     sqlite3.connect = counted_connect  # type: ignore[assignment]  # (this process only: the store's connections)
     store = SqliteStore(config["path"], compaction=policy(config["compact"]))

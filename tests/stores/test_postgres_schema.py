@@ -189,3 +189,59 @@ def test_trusted_objects_given_as_one_string_is_refused_before_connecting(closed
         PostgresStore(f"host=127.0.0.1 port={closed_port} dbname=none", trusted_objects=AUDIT)
 
     assert f"not the single string '{AUDIT}'" in str(caught.value)
+
+
+def _head(postgres_dsn: str, table: str, thread_id: str) -> Any:
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        return conn.execute(f'SELECT version, claim FROM "{table}" WHERE thread_id = %s', (thread_id,)).fetchone()
+
+
+@pytest.mark.parametrize(("made", "said", "dropped"), [
+    (_unclaim, f"the triggers {quoted_name(HOSTILE_NAME, 40)}", 'DROP TRIGGER "{name}" ON "{table}"'),
+    (_lose_changes, "the rules 'lose_changes'", 'DROP RULE lose_changes ON "{table}_changes"'),
+], ids=["trigger", "rule"])
+def test_a_trigger_or_rule_added_after_open_is_refused_at_the_next_claim_with_nothing_sent(
+        drive: Any, served: Any, postgres_dsn: str, table: str, made: Any, said: str, dropped: str) -> None:
+    # Before: looked at only when a store opened the tables, a trigger added later ran inside every claim
+    # of a store already open (this one clears each claim: a second replica's claim then wins too), and a
+    # rule on the change table dropped the run's save. Every claim's own statement now asks whether the
+    # tables carry one; the claim is refused, and nothing sent, by a store opened before it was added,
+    # for a thread it holds and for a new one.
+    endpoint = served(ScriptedAgent.chat())
+    with PostgresStore(postgres_dsn, table=table) as store, drive.client(endpoint.url, store=store) as client:
+        thread = client.thread("r")
+        thread.run("hi")
+        held = _head(postgres_dsn, table, "r")
+        _run(postgres_dsn, *made(table))
+        with pytest.raises(StoreError) as later:
+            thread.run("again")
+        with pytest.raises(StoreError) as created:
+            client.thread("new").run("hi")
+        sent = len(endpoint.received)
+        _run(postgres_dsn, dropped.format(name=HOSTILE_NAME, table=table))
+        thread.run("once dropped")
+
+    assert sent == 1 and len(endpoint.received) == 2
+    for refused, thread_id in ((later.value, "r"), (created.value, "new")):
+        text = str(refused)
+        assert (refused.code, refused.thread_id) == ("STORE-SCHEMA", thread_id)
+        assert f"{said}, added after the store opened them" in text, text
+        assert "NEW.claim" not in text and "INSTEAD" not in text and "\x1b" not in text
+    assert held == (1, None)
+    assert _head(postgres_dsn, table, "new") is None
+    assert _head(postgres_dsn, table, "r") == (3, None)
+
+
+def test_a_trusted_trigger_added_after_open_lets_the_claims_go_on(
+        drive: Any, served: Any, postgres_dsn: str, table: str) -> None:
+    endpoint = served(ScriptedAgent.chat())
+    with pytest.warns(AguiWarning), PostgresStore(postgres_dsn, table=table, trusted_objects=(AUDIT,)) as store, \
+            drive.client(endpoint.url, store=store) as client:
+        _run(postgres_dsn, *_audit(table))
+        client.thread("r").run("hi")
+        client.thread("r2").run("hi")
+
+    assert len(endpoint.received) == 2
+    assert [claimed for _op, _version, claimed in _audited(postgres_dsn, table, "r")] == [True, False]

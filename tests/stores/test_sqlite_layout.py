@@ -29,6 +29,7 @@ from test_store_contract import small
 from agui_client.core.fold import ThreadState
 from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import STORE_FORMAT_VERSION, Compaction, SqliteStore, apply_changes
+from agui_client.stores import sqlite as sqlite_store
 from agui_client.types import UserMessage
 
 __all__: list[str] = []
@@ -352,6 +353,38 @@ def test_stores_opening_a_layout_2_file_at_once_migrate_it_once(path: Path) -> N
             stored = store.load(f"t{i}")
             expected = small(i) if i >= workers else apply_changes(small(i), [after_one(i)])
             assert stored is not None and stored.data == expected and stored.record_id is None
+
+
+def test_a_migration_committing_between_the_first_looks_two_reads_is_not_judged_foreign(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first look at a file reads its layout number, then its tables and schema. Another store
+    # migrating the file (layout 2 to 3) and committing between those reads made this one judge its
+    # own layout-3 schema against layout 2's, and refuse it as STORE-SCHEMA (a CI run). Here the other
+    # store opens, and migrates, at exactly that step, every time: the reads must share one snapshot.
+    make_layout_2(path, [("t", 1, None, 0)], [("t", 0, small(1))])
+    judged = sqlite_store._foreign_layout
+    migrated: list[int] = []
+
+    def migrate_in_between(conn: sqlite3.Connection, layout: int) -> str | None:
+        if not migrated:
+            migrated.append(layout)  # (first: the other store's own first look comes through here too)
+            with SqliteStore(path):
+                pass
+            assert query(path, "PRAGMA user_version") == [(3,)]  # (committed, seen by a new connection)
+        return judged(conn, layout)
+
+    monkeypatch.setattr(sqlite_store, "_foreign_layout", migrate_in_between)
+    with SqliteStore(path) as store:
+        stored = store.load("t")
+        created = store.save("new", small(2), expected_version=None, record_id="r-new")
+
+    assert migrated == [2]
+    assert stored is not None and (stored.version, stored.record_id, stored.data) == (1, None, small(1))
+    assert created == 1
+    assert [row[1] for row in query(path, "PRAGMA table_info(agui_threads)")].count("record_id") == 1
+    assert query(path, "SELECT thread_id, record_id FROM agui_threads ORDER BY thread_id") \
+        == [("new", "r-new"), ("t", None)]
 
 
 def test_a_record_made_by_the_previous_release_after_the_migration_has_no_id(path: Path) -> None:

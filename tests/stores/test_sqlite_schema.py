@@ -211,6 +211,44 @@ def test_every_write_is_judged_against_a_schema_changed_after_open(tmp_path: Pat
     assert stored is not None and (stored.version, stored.data) == (1, small(1))
 
 
+@pytest.mark.parametrize("how", ["schema_version set back", "writable_schema"])
+def test_a_trigger_hidden_from_the_schema_cookie_is_refused_in_a_new_connections_first_write(
+        tmp_path: Path, how: str) -> None:
+    # A trigger added with the schema cookie left where it was (set back after CREATE TRIGGER, or
+    # written into sqlite_master under writable_schema) is not seen by the per-write cookie check. The
+    # connection already in the pool keeps the schema it read and runs none of it; one the pool opens
+    # afterwards reads the changed schema, and ran the trigger in its writes. Its first write now
+    # judges the schema, refusing it (and says the cookie did not move).
+    path = tmp_path / "threads.db"
+    trigger = "CREATE TRIGGER spy AFTER UPDATE ON agui_threads BEGIN INSERT INTO seen VALUES (NEW.claim); END"
+    with SqliteStore(path) as store:
+        store.save("t", small(1), expected_version=None)
+        with closing(sqlite3.connect(path, isolation_level=None)) as other:
+            other.execute("CREATE TABLE seen (claim TEXT)")  # (beside the store's tables: left alone)
+            store.claim("t", expected_version=1, owner="a")  # (the store judges the moved cookie)
+            (cookie,) = other.execute("PRAGMA schema_version").fetchone()
+            if how == "writable_schema":
+                other.execute("PRAGMA writable_schema = ON")
+                other.execute("INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql)"
+                              " VALUES ('trigger', 'spy', 'agui_threads', 0, ?)", (trigger,))
+                other.execute("PRAGMA writable_schema = OFF")
+            else:
+                other.execute(trigger)
+                other.execute(f"PRAGMA schema_version = {cookie}")
+            assert other.execute("PRAGMA schema_version").fetchone() == (cookie,)
+        pooled = store.release("t", claimed_version=2, owner="a")  # (the pooled connection: the schema it read)
+        with store._connection():  # (holds that one: the next write opens a new connection)
+            with pytest.raises(StoreError) as caught:
+                store.claim("t", expected_version=3, owner="b")
+        stored = store.load("t")
+
+    said = str(caught.value)
+    assert caught.value.code == "STORE-SCHEMA" and "triggers 'spy'" in said, said
+    assert "without moving its schema cookie" in said
+    assert pooled == 3 and stored is not None and (stored.version, stored.claim) == (3, None)
+    assert query(path, "SELECT count(*) FROM seen") == [(0,)]
+
+
 def _as_the_previous_release_migrated_layout_1(path: Path) -> None:
     """A layout-1 file as the layout-2 release left it: its head table rebuilt and renamed (SQLite then
     quotes the name in the statement it keeps), no record_id column yet."""
