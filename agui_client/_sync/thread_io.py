@@ -15,7 +15,7 @@ from typing import Any
 from ..core.effects import Write
 from ..core.flow import Conversation
 from ..core.headers import RunHeaders
-from ..core.plan import Plan, ToolHandler
+from ..core.plan import Plan
 from ..core.redact import Redactor
 
 __all__ = ["ThreadIO", "INTERRUPTED"]
