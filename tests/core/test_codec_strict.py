@@ -24,7 +24,7 @@ from agui_client.errors import AguiWarning, DecodeError, LimitExceeded, Protocol
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
 from agui_client.types import run as rn
-from agui_client.wire import codec, derive, jsonio, policy, values, writers
+from agui_client.wire import codec, derive, jsonio, policy, shapes, values, writers
 from agui_client.wire.codec import decode_event, encode
 from agui_client.wire.jsonio import parse_json
 from agui_client.wire.sink import collect_warnings
@@ -668,7 +668,7 @@ def _fast_or_fallback(value: Any, cls: Any) -> Any:
     fast = codec._derived.reader(cls)
     assert fast is not None, f"{cls} has no fast path"
     try:
-        return fast(value)
+        return shapes.charged(shapes.Allowance(), fast, value)  # (a new shape is compiled, not refused)
     except codec.Fallback:
         return codec.Fallback
 
@@ -681,7 +681,7 @@ def builders(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(codec, "_derived", derive.Derived(codec._derived.policy))
     monkeypatch.setattr(codec, "_READERS", codec._ReaderByKind())
     if request.param == "generic":
-        monkeypatch.setattr(derive, "MAX_SHAPES", 0)
+        monkeypatch.setattr(shapes, "MAX_SHAPES", 0)
     if request.param == "init":
         monkeypatch.setattr(writers, "slot_setters", lambda cls: None)
     return str(request.param)
