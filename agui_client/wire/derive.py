@@ -130,6 +130,7 @@ class Derived:
         self._shapes: dict[Callable[[Any], Any], dict[tuple[str, ...], Callable[[Any], Any]]] = {}
         #: Every reader's compiled shapes (see :mod:`~agui_client.wire.shapes`), the routers' included.
         self.caches: list[ShapeCache] = []
+        self._caches: dict[Callable[[Any], Any], ShapeCache] = {}
         self._routers: list[Router] = []
         self._unions: dict[Callable[[Any], Any], tuple[dict[str, Callable[[Any], Any]], str]] = {}
         self._inline = _InlineLists(self)
@@ -183,6 +184,11 @@ class Derived:
     def shapes_of(self, reader: Callable[[Any], Any]) -> dict[tuple[str, ...], Callable[[Any], Any]]:
         """A class reader's compiled shapes (shape -> function), for callers that dispatch themselves."""
         return self._shapes.get(reader, {})
+
+    def cache_of(self, reader: Callable[[Any], Any]) -> ShapeCache | None:
+        """A class reader's (or validator's) :class:`~agui_client.wire.shapes.ShapeCache`: its live and
+        resting shapes and what its misses did; ``None`` for a reader of no class."""
+        return self._caches.get(reader)
 
     def _derive(self, t: Any, mode: str) -> Callable[[Any], Any] | None:
         cache = self._readers if mode == _BUILD else self._validators
@@ -487,6 +493,7 @@ class Derived:
                     return generic(value)  # (not compiled: one function for all shapes, never one per object)
             return built(value)
         self._shapes[fast] = shapes
+        self._caches[fast] = cache
         return fast
 
     def _emit(self, lines: list[str], namespace: dict[str, Any], field: Field, x: str, i: int, pad: str,

@@ -24,10 +24,11 @@ every later new shape, from every other agent, take the slow path. Now:
   variable then, and a miss with none in force raises :class:`NewShape` (a :class:`Fallback`), for the
   caller that has one to read again with it (:func:`charged`); a caller with none reads the checked way.
 
-The bound: per reader, :data:`MAX_SHAPES` + :data:`MAX_RESTING` functions, each with its keys (at most
-:data:`MAX_SHAPE_TEXT` characters together): some 7 KiB a function for an event's reader, measured with
-``tracemalloc``, so some 0.6 MiB a reader at worst, for a fixed number of readers (one a wire class and
-mode). Threads that miss at once may each add one function before the oldest is sent to rest.
+The bound: per reader, :data:`MAX_SHAPES` + :data:`MAX_RESTING` = 64 functions (the number the one
+budget kept before), each with its keys (at most :data:`MAX_SHAPE_TEXT` characters together). A function
+for an event of six keys holds some 3 KiB (``tracemalloc``), so some 190 KiB a reader; the readers are
+fixed in number (one per wire class and use: 93 once every event type was read). Threads that miss at
+once may each add one function before the oldest is sent to rest.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ __all__ = ["MAX_SHAPES", "MAX_RESTING", "MAX_SHAPE_TEXT", "SHAPES_PER_RESPONSE",
 
 #: Live compiled shapes per reader: a producer sends a handful (optional fields present or not), a
 #: process talking to many producers some tens.
-MAX_SHAPES = 64
-#: Resting compiled shapes per reader: sent to rest by newer ones, brought back when met again.
+MAX_SHAPES = 48
+#: Resting compiled shapes per reader: sent to rest by newer ones, brought back when met again. With
+#: the live ones, 64 a reader: what the one budget kept before, so memory is bounded as it was.
 MAX_RESTING = 16
 #: The most characters a shape's keys may hold together for it to be compiled. A compiled shape is
 #: kept with its keys: an unknown key of a megabyte (within ``max_event_bytes``) would stay held long
