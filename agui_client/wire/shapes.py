@@ -53,8 +53,8 @@ MAX_RESTING = 16
 #: after its run ended. The wire's own keys are short (a whole event's, at most some 150 characters); a
 #: longer shape is read by the one function for all shapes.
 MAX_SHAPE_TEXT = 1024
-#: Compiles one response may be charged (every class together). A chat, tool or snapshot stream met
-#: for the first time compiles some 12 (each event kind, each message role and part it brings).
+#: Compiles one response may be charged (every class together). The bench's chat, tools and snapshot
+#: streams met first compile 12 together (each event kind, message role and part they bring).
 SHAPES_PER_RESPONSE = 32
 
 T = TypeVar("T")

@@ -11,7 +11,6 @@ import gc
 import itertools
 import json
 import tracemalloc
-from typing import Any
 
 import pytest
 
