@@ -249,6 +249,17 @@ def drive(request: pytest.FixtureRequest) -> Iterator[Drive]:
 
 
 @pytest.fixture
+def fresh_shapes() -> Iterator[None]:
+    """No compiled shape in the process's readers, before the test and after it: what earlier tests read
+    (and the caches kept or sent to rest) changes nothing of what the test sees."""
+    from agui_client.wire import codec
+
+    codec._derived.clear_shapes()
+    yield
+    codec._derived.clear_shapes()
+
+
+@pytest.fixture
 def anyio_backend() -> str:
     """The async shells use asyncio (``asyncio.to_thread`` for the store)."""
     return "asyncio"

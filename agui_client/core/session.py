@@ -30,6 +30,7 @@ from ..wire.jsonio import (
     parse_json,
     read_refused,
 )
+from ..wire.shapes import charged
 from ..wire.sink import WARNINGS_PER_CODE, WarningList, WarningSink
 from ..wire.slices import SLICED_MIN, read_slices
 from ..wire.types import events as ev
@@ -139,6 +140,9 @@ class RunSession:
         self._document.max_ops = max_patch_ops  # (the response's: the next session sets its own)
         # What one response's patches may copy is bounded whatever number of runs it holds.
         self._document.new_response()
+        # What pays for the shapes this response makes the readers compile: its own allowance, so that a
+        # response of endless new shapes spends nobody else's (see wire.shapes).
+        self._allowance = codec.Allowance()
         if run_input is not None and run_input.resume:
             self._check_continuity(run_input)
 
@@ -215,7 +219,7 @@ class RunSession:
                 value = self._read_large(data)
                 if value is not None:
                     return self._feed_parsed((value,))
-            large = codec.decode_large(data, self.max_depth)
+            large = codec.decode_large(data, self.max_depth, self._allowance)
             if large is not None:
                 index = self._index
                 self._index += 1
@@ -293,6 +297,9 @@ class RunSession:
                         # keys and its hash, some 0.1 us an event; see ``derive.Router``)
                         if front.last(value, self, index) is MISS:
                             front(value, self, index)
+                    except codec.NewShape:
+                        if self._front_charged(front, value, index):
+                            continue
                     except codec.Fallback:
                         pass
                     except ProtocolError as exc:
@@ -304,6 +311,18 @@ class RunSession:
             if self._events:
                 out += folded
         return out
+
+    def _front_charged(self, front: Any, value: dict[str, Any], index: int) -> bool:
+        """Read ``value`` by the front-end again, this response's allowance paying for the shapes it
+        compiles (the first read met a new shape with none in force, and had called no route); whether it
+        was read (else the typed path reads it)."""
+        try:
+            charged(self._allowance, front, value, self, index)
+        except codec.Fallback:
+            return False
+        except ProtocolError as exc:
+            self._fail(exc, index, value["type"])
+        return True
 
     def _read_large(self, data: str | bytes) -> dict[str, Any] | None:
         """A large MESSAGES_SNAPSHOT whose messages a fold may hold as JSON, read slice by slice (its
@@ -345,7 +364,7 @@ class RunSession:
             value["messages"] = value["messages"].items  # (a large snapshot the front-end did not take)
         try:
             # (a THINKING_* payload is the session's to read, even one carrying an id: see _thinking)
-            event = codec.decode_value(value, sink, self._thinking)
+            event = codec.decode_value(value, sink, self._thinking, self._allowance)
         except ProtocolError as exc:
             kind = value.get("type") if type(value) is dict else None
             if sink.items:  # (named by the type the payload gave, when it gave one)

@@ -32,7 +32,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from .._inert import quoted_name
 from ..errors import DecodeError
-from . import derive, located
+from . import derive, located, shapes
 from .jsonio import (
     DEFAULT_MAX_DEPTH,
     MAX_SAFE_INT,
@@ -77,6 +77,8 @@ __all__ = [
     "Fallback",
     "SLICED_MIN",
     "MAX_SHAPES",
+    "Allowance",
+    "NewShape",
     "NO_TYPE",
     "MALFORMED",
 ]
@@ -87,7 +89,9 @@ T = TypeVar("T")
 #: (TR-09, the validator's AGUI504), or a known event's field is malformed (UK-05, AGUI504).
 NO_TYPE = "TR-09/AGUI504"
 MALFORMED = "UK-05/AGUI504"
-MAX_SHAPES = derive.MAX_SHAPES
+MAX_SHAPES = shapes.MAX_SHAPES
+Allowance = shapes.Allowance
+NewShape = shapes.NewShape
 
 
 def camel(name: str) -> str:
@@ -613,22 +617,31 @@ def encode_messages(messages: Iterable[Any], *, checked: bool = False) -> list[A
 SNAPSHOT_HEAD = b'{"type":"MESSAGES_SNAPSHOT","messages":['
 
 
-def decode_large(raw: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH) -> Event | None:
-    """A large ``MESSAGES_SNAPSHOT`` in the plain shape, decoded slice by slice; ``None`` otherwise."""
+def decode_large(raw: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH,
+                 allowance: Allowance | None = None) -> Event | None:
+    """A large ``MESSAGES_SNAPSHOT`` in the plain shape, decoded slice by slice; ``None`` otherwise
+    (``allowance``: what pays for the shapes it compiles, as for :func:`decode_value`)."""
     if len(raw) < SLICED_MIN:
         return None
     build = _derived.reader(tuple[msg.Message, ...])
     event_reader = _READERS["MESSAGES_SNAPSHOT"]
     if build is None or event_reader is None:  # pragma: no cover - both are derived
         return None
-    try:
+
+    def sliced() -> tuple[list[Any], Any] | None:
         read = read_slices(raw, SNAPSHOT_HEAD, "messages", max_depth, build)
-        if read is None:
-            return None
-        parts, value = read
-        event = event_reader(value)
+        return None if read is None else (read[0], event_reader(read[1]))
+
+    try:
+        try:
+            done = sliced()
+        except NewShape:
+            done = shapes.charged(allowance or Allowance(), sliced)
     except Fallback:
         return None
+    if done is None:
+        return None
+    parts, event = done
     messages = parts[0] if len(parts) == 1 else tuple(itertools.chain.from_iterable(parts))
     return attrs.evolve(event, messages=messages)  # type: ignore[no-any-return]
 
@@ -671,7 +684,8 @@ def decode_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any],
 
 
 def decode_value(value: Any, sink: WarningSink | None = None,
-                 legacy: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Event | UnknownEvent:
+                 legacy: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 allowance: Allowance | None = None) -> Event | UnknownEvent:
     """Decode an already-parsed JSON value as one event (see :func:`decode_event`).
 
     Args:
@@ -682,6 +696,8 @@ def decode_value(value: Any, sink: WarningSink | None = None,
             carrying a ``messageId`` is read with that id and one without is an ``UnknownEvent``. Asked
             only on the checked path those payloads take (no fast reader knows them), so the events of
             1.0 pay nothing for it.
+        allowance: what pays for the shapes this read compiles (the response's: see
+            :mod:`~agui_client.wire.shapes`); without it, an allowance of this read's own.
     """
     if type(value) is dict:
         kind = value.get("type")
@@ -690,6 +706,11 @@ def decode_value(value: Any, sink: WarningSink | None = None,
             if fast is not None:
                 try:
                     return fast(value)  # type: ignore[no-any-return]
+                except NewShape:
+                    try:
+                        return shapes.charged(allowance or Allowance(), fast, value)  # type: ignore[no-any-return]
+                    except Fallback:
+                        pass
                 except Fallback:
                     pass
     if sink is None:
@@ -775,6 +796,11 @@ def decode(value: Any, cls: type[T]) -> T:
     if fast is not None:
         try:
             return fast(value)  # type: ignore[no-any-return]
+        except NewShape:  # (outside a response's read: this read pays for what it compiles)
+            try:
+                return shapes.charged(Allowance(), fast, value)  # type: ignore[no-any-return]
+            except Fallback:
+                pass
         except Fallback:
             pass
     return _structure(value, cls)  # type: ignore[no-any-return]

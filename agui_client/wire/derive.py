@@ -28,7 +28,9 @@ The readers and validators are this module's (:class:`Derived`); the encoders an
 write a class rather than read it, are :mod:`~agui_client.wire.writers`' (:class:`Derived` hands them
 on).
 
-Generated code is compiled once per class (and per shape, within a budget) and cached.
+Generated code is compiled once per class, and once per shape within bounds that one agent cannot
+spend for the others: each response pays for the shapes it brings, from an allowance of its own, and
+each reader keeps a bounded number, the ones in use kept first (see :mod:`~agui_client.wire.shapes`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import attrs
 
 from . import writers
 from .policy import Check, Fallback, Policy
+from .shapes import ShapeCache, refused
 from .writers import Writers
 
 __all__ = ["MISS", "Derived", "Field", "Router"]
@@ -66,20 +69,6 @@ class Field:
     default: Any  # the value an absent field takes
 
 
-#: Shapes compiled per class; a producer sends a handful (optional fields present or not).
-MAX_SHAPES = 64
-#: The most characters a shape's keys may hold together for it to be compiled. Each compiled shape is
-#: kept for the life of the process, its keys with it: an unknown key of a megabyte (within
-#: ``max_event_bytes``) stayed held long after its run ended, up to ``MAX_SHAPES`` of them a class.
-#: The wire's own keys are short (a whole event's, at most some 150 characters); a longer shape is
-#: read by the one function for all shapes, as past the budget.
-MAX_SHAPE_TEXT = 1024
-
-
-def _compiles(shapes: dict[tuple[str, ...], Any], shape: tuple[str, ...]) -> bool:
-    """Whether a shape not seen before is compiled (and kept in ``shapes``): within both budgets."""
-    return len(shapes) < MAX_SHAPES and sum(map(len, shape)) <= MAX_SHAPE_TEXT
-
 _BUILD, _VALIDATE, _ROUTE = "build", "validate", "route"
 
 
@@ -94,25 +83,25 @@ def _missed(value: Any, session: Any, index: int) -> Any:
 class Router:
     """A front-end reader: ``router(value, session, index)`` hands a plain ``value``'s fields to the route.
 
-    ``shapes`` holds the function of each shape compiled so far (shape -> function taking the same
-    arguments); calling the router compiles a new one. ``last`` is the function of the plain shape the
-    router read last: a caller may call it first on any object, and call the router only when it returns
-    :data:`MISS`. A shape's function counts the object's keys and reads every key of its shape before it
-    checks or calls anything, and returns ``MISS`` when the count differs or a key is absent; an object of
-    as many keys that has them all has no other key, so it is read exactly as its own shape's function
-    would read it (the functions read by key: the keys' order changes nothing). Trying it costs a
-    ``len()`` where finding the shape costs a tuple of the keys and its hash: some 0.1 us an event of
-    the 1.7-1.8 a chat stream's replay costs, measured on the shared 2-core machine. (One attribute, the
-    function that checks its own size: a thread that reads it while another sets it gets one whole
-    function, never one shape's size with another's function.)
+    ``shapes`` holds the function of each shape live in its ``cache`` (shape -> function taking the same
+    arguments); calling the router with another finds or compiles one (see
+    :class:`~agui_client.wire.shapes.ShapeCache`: the allowance in force pays for a compile). ``last`` is the
+    function of the plain shape the router read last: a caller may call it first on any object, and call the
+    router only when it returns :data:`MISS`. A shape's function counts the object's keys and reads every key of
+    its shape before it checks or calls anything, and returns ``MISS`` when the count differs or a key is
+    absent; an object of as many keys that has them all has no other key, so it is read exactly as its own
+    shape's function would read it (the functions read by key: the keys' order changes nothing). Trying it costs
+    a ``len()`` where finding the shape costs a tuple of the keys and its hash: some 0.1 us an event of the
+    1.7-1.8 a chat stream's replay costs, measured on the shared 2-core machine. (One attribute, the function
+    that checks its own size: a thread that reads it while another sets it gets one whole function, never one
+    shape's size with another's function.)
     """
 
-    __slots__ = ("shapes", "_compile", "_generic", "last")
+    __slots__ = ("shapes", "cache", "_generic", "last")
 
-    def __init__(self, shapes: dict[tuple[str, ...], Callable[..., Any]], compile: Callable[..., Any],
-                 generic: Callable[..., Any]) -> None:
-        self.shapes = shapes
-        self._compile = compile
+    def __init__(self, cache: ShapeCache, generic: Callable[..., Any]) -> None:
+        self.shapes = cache.live
+        self.cache = cache
         self._generic = generic
         self.last: Callable[..., Any] = _missed
 
@@ -122,10 +111,10 @@ class Router:
         shape = tuple(value)
         built = self.shapes.get(shape)
         if built is None:
-            if not _compiles(self.shapes, shape):
-                return self._generic(value, session, index)  # past the budget, one function for all shapes
-            built = self.shapes[shape] = self._compile(shape)
-        if built is not _always_fallback:
+            built = self.cache.miss(shape)
+            if built is None:
+                return self._generic(value, session, index)  # (not compiled: one function for all shapes)
+        if built is not refused:
             self.last = built
         return built(value, session, index)
 
@@ -139,6 +128,10 @@ class Derived:
         self._validators: dict[Any, Callable[[Any], Any] | None] = {}
         self._validated_types: dict[Callable[[Any], Any], Any] = {}  # a validator -> the type it validates
         self._shapes: dict[Callable[[Any], Any], dict[tuple[str, ...], Callable[[Any], Any]]] = {}
+        #: Every reader's compiled shapes (see :mod:`~agui_client.wire.shapes`), the routers' included.
+        self.caches: list[ShapeCache] = []
+        self._caches: dict[Callable[[Any], Any], ShapeCache] = {}
+        self._routers: list[Router] = []
         self._unions: dict[Callable[[Any], Any], tuple[dict[str, Callable[[Any], Any]], str]] = {}
         self._inline = _InlineLists(self)
         writers = Writers(policy)
@@ -177,11 +170,25 @@ class Derived:
             return None
         made = self._class(cls, fields, _ROUTE, route, vetted=vetted)
         assert isinstance(made, Router)
+        self._routers.append(made)
         return made
+
+    def clear_shapes(self) -> None:
+        """Forget every compiled shape, the routers' last shapes and the caches' counts (for a test that
+        must not depend on what the process read before)."""
+        for cache in self.caches:
+            cache.clear()
+        for router in self._routers:
+            router.last = _missed
 
     def shapes_of(self, reader: Callable[[Any], Any]) -> dict[tuple[str, ...], Callable[[Any], Any]]:
         """A class reader's compiled shapes (shape -> function), for callers that dispatch themselves."""
         return self._shapes.get(reader, {})
+
+    def cache_of(self, reader: Callable[[Any], Any]) -> ShapeCache | None:
+        """A class reader's (or validator's) :class:`~agui_client.wire.shapes.ShapeCache`: its live and
+        resting shapes and what its misses did; ``None`` for a reader of no class."""
+        return self._caches.get(reader)
 
     def _derive(self, t: Any, mode: str) -> Callable[[Any], Any] | None:
         cache = self._readers if mode == _BUILD else self._validators
@@ -306,7 +313,7 @@ class Derived:
         if union is not None:
             # A list of a tagged union (a snapshot's messages, a message's parts): each item's shape, once
             # compiled, is built without going through the member's own dispatch, which compiles new
-            # shapes within its budget.
+            # shapes on the allowance in force.
             members, tag = union
             get = members.get
             tables = {name: self._shapes.get(member, {}) for name, member in members.items()}
@@ -417,7 +424,6 @@ class Derived:
                            + [key for key, required in tags.items() if required])
         setters = writers.slot_setters(cls) if mode == _BUILD else None
         callee: Any = route if mode == _ROUTE else cls
-        shapes: dict[tuple[str, ...], Callable[..., Any]] = {}
         field_error = policy.field_error
 
         def body(shape: tuple[str, ...], namespace: dict[str, Any], pad: str, p: str,
@@ -459,8 +465,7 @@ class Derived:
                     "    except KeyError:", "        return MISS"]
 
         def for_shape(shape: tuple[str, ...]) -> Callable[..., Any]:
-            if not plain_shape(shape):
-                return _always_fallback  # the checked path says what is missing or unknown
+            # (asked only of a plain shape: the cache refuses any other, and the checked path says why)
             namespace: dict[str, Any] = {"cls": cls, "R": callee, "MISS": MISS}
             lines = ["def fast(v, S, I):", *reads(shape)] if mode == _ROUTE else ["def fast(v):"]
             checks, given = body(shape, namespace, "    ", "", read=mode == _ROUTE)
@@ -471,9 +476,11 @@ class Derived:
             return built
 
         generic = self._generic(cls, fields, tags, check, mode, callee)
-
+        cache = ShapeCache(for_shape, plain_shape)
+        self.caches.append(cache)
         if mode == _ROUTE:
-            return Router(shapes, for_shape, generic)
+            return Router(cache, generic)
+        shapes, miss = cache.live, cache.miss
 
         def fast(value: Any) -> Any:
             if type(value) is not dict:
@@ -481,11 +488,12 @@ class Derived:
             shape = tuple(value)
             built = shapes.get(shape)
             if built is None:
-                if not _compiles(shapes, shape):
-                    return generic(value)  # never compile per object: past the budget, one function for all
-                built = shapes[shape] = for_shape(shape)
+                built = miss(shape)
+                if built is None:
+                    return generic(value)  # (not compiled: one function for all shapes, never one per object)
             return built(value)
         self._shapes[fast] = shapes
+        self._caches[fast] = cache
         return fast
 
     def _emit(self, lines: list[str], namespace: dict[str, Any], field: Field, x: str, i: int, pad: str,
@@ -723,10 +731,6 @@ class _Absent:
 
 
 _ABSENT: Any = _Absent()
-
-
-def _always_fallback(value: Any, *rest: Any) -> Any:
-    raise Fallback
 
 
 def _hashable(t: Any) -> bool:

@@ -24,7 +24,7 @@ from agui_client.errors import AguiWarning, DecodeError, LimitExceeded, Protocol
 from agui_client.types import events as ev
 from agui_client.types import messages as msg
 from agui_client.types import run as rn
-from agui_client.wire import codec, derive, jsonio, policy, values, writers
+from agui_client.wire import codec, derive, jsonio, policy, shapes, values, writers
 from agui_client.wire.codec import decode_event, encode
 from agui_client.wire.jsonio import parse_json
 from agui_client.wire.sink import collect_warnings
@@ -668,7 +668,7 @@ def _fast_or_fallback(value: Any, cls: Any) -> Any:
     fast = codec._derived.reader(cls)
     assert fast is not None, f"{cls} has no fast path"
     try:
-        return fast(value)
+        return shapes.charged(shapes.Allowance(), fast, value)  # (a new shape is compiled, not refused)
     except codec.Fallback:
         return codec.Fallback
 
@@ -681,7 +681,7 @@ def builders(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(codec, "_derived", derive.Derived(codec._derived.policy))
     monkeypatch.setattr(codec, "_READERS", codec._ReaderByKind())
     if request.param == "generic":
-        monkeypatch.setattr(derive, "MAX_SHAPES", 0)
+        monkeypatch.setattr(shapes, "MAX_SHAPES", 0)
     if request.param == "init":
         monkeypatch.setattr(writers, "slot_setters", lambda cls: None)
     return str(request.param)
@@ -785,8 +785,8 @@ def test_an_integer_of_twenty_digits_in_a_known_field_is_out_of_range(parse_path
 def test_many_shapes_of_one_event_stay_correct_past_the_compiled_shape_budget(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Each key order is a shape with its own generated builder, up to a budget; past it the checked path
-    decodes (no compiling per event), with the same result."""
+    """Each key order is a shape with its own generated builder, more of them than a reader keeps: the
+    oldest are sent to rest, then dropped, and every object is decoded alike whichever way it is read."""
     keys = ["messageId", "delta", "timestamp", "subagentRunId"]
     values = {"messageId": "m", "delta": "d", "timestamp": 1, "subagentRunId": "s"}
     expected = ev.TextMessageContentEvent(message_id="m", delta="d", timestamp=1, subagent_run_id="s")
@@ -799,7 +799,10 @@ def test_many_shapes_of_one_event_stay_correct_past_the_compiled_shape_budget(
                 fields = [(k, values[k]) for k in order]
                 fields.insert(at, ("type", "TEXT_MESSAGE_CONTENT"))
                 assert decode_event(dict(fields)) == expected
-    assert 4 * 24 > codec.MAX_SHAPES
+    assert 4 * 24 > shapes.MAX_SHAPES + shapes.MAX_RESTING
+    cache = codec._derived.cache_of(codec._READERS["TEXT_MESSAGE_CONTENT"])
+    assert cache is not None and cache.compiled > shapes.MAX_SHAPES + shapes.MAX_RESTING
+    assert (len(cache.live), len(cache.resting)) == (shapes.MAX_SHAPES, shapes.MAX_RESTING)
 
 
 def test_every_wire_type_keeps_its_fast_path_when_typing_forgets_its_union_objects(

@@ -25,6 +25,7 @@ from agui_client.core.fold.entries import wire_entry as _wire_entry
 from agui_client.errors import AguiError
 from agui_client.types import messages as msg
 from agui_client.wire import codec as _codec
+from agui_client.wire import shapes
 from agui_client.wire.codec import decode
 from agui_client.wire.sink import collect_warnings
 
@@ -175,7 +176,7 @@ def test_the_list_validator_accepts_what_each_messages_own_validator_accepts(val
 
     def valid(value: Any) -> bool:
         try:
-            return bool(one(value))
+            return bool(shapes.charged(shapes.Allowance(), one, value))  # (a new shape is compiled)
         except _codec.Fallback:
             return False
     assert _codec.held_messages(values) == all(map(valid, values))

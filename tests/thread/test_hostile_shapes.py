@@ -1,0 +1,72 @@
+"""One hostile agent's endless new shapes leave another agent's new shapes compiled, through both shells
+(``Thread.run()`` and ``stream()``) against two ScriptedAgents served by uvicorn on 127.0.0.1: each run's
+response pays for its own (``wire.shapes``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from agui_client import TextMessageContentEvent
+from agui_client.core import session as session_module
+from agui_client.testing import Finish, ScriptedAgent, Start
+from agui_client.wire import codec, shapes
+from agui_client.wire.shapes import ShapeCache
+
+KEYS = ("type", "messageId", "delta", "timestamp", "rawEvent", "metadata")
+VALUES = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "x", "timestamp": 1, "rawEvent": {"r": 1},
+          "metadata": {"k": 1}}
+ORDINARY = ("type", "messageId", "delta", "timestamp")
+#: (between two hostile shapes: the front-end reads the keys of its type's last shape, in any order, without
+#: looking the shape up)
+BETWEEN = ("type", "messageId", "delta")
+
+
+def _step(orders: list[tuple[str, ...]], message_id: str = "m1") -> list[Any]:
+    contents = [{key: VALUES[key] if key != "messageId" else message_id for key in order} for order in orders]
+    return [Start(), {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}, *contents,
+            {"type": "TEXT_MESSAGE_END", "messageId": message_id}, Finish()]
+
+
+def _cache(quiet: bool) -> ShapeCache:
+    if quiet:  # (run() reads no events: the front-end reads them)
+        return session_module._FRONT["TEXT_MESSAGE_CONTENT"].cache  # type: ignore[no-any-return]
+    cache = codec._derived.cache_of(codec._READERS["TEXT_MESSAGE_CONTENT"])
+    assert cache is not None
+    return cache
+
+
+@pytest.mark.parametrize("quiet", [True, False], ids=["run", "stream"])
+def test_a_hostile_agents_new_shapes_leave_an_ordinary_agents_new_shapes_compiled(
+    drive: Any, served: Any, fresh_shapes: None, quiet: bool,
+) -> None:
+    orders = list(itertools.permutations(KEYS))
+    hostile = [[shape for order in orders[n * 150:(n + 1) * 150] for shape in (order, BETWEEN)] for n in range(3)]
+    hostile_agent = served(ScriptedAgent([_step(shapes_, f"h{n}") for n, shapes_ in enumerate(hostile)]))
+    ordinary_agent = served(ScriptedAgent([_step([ORDINARY] * 4)]))
+    cache = _cache(quiet)
+
+    with drive.client(hostile_agent.url) as client:
+        thread = client.thread()
+        for n in range(3):  # three responses, 450 new shapes (and BETWEEN): each response pays for its own
+            if quiet:
+                assert thread.run().text == "x" * len(hostile[n])
+            else:
+                with thread.stream() as stream:
+                    deltas = [event.delta for event in stream if isinstance(event, TextMessageContentEvent)]
+                assert "".join(deltas) == "x" * len(hostile[n])
+    assert cache.compiled <= 3 * shapes.SHAPES_PER_RESPONSE and cache.compiled + cache.declined == 3 * 150 + 1
+    assert len(cache.live) <= shapes.MAX_SHAPES and len(cache.resting) <= shapes.MAX_RESTING
+    declined = cache.declined
+
+    with drive.client(ordinary_agent.url) as client:
+        assert client.thread().run().text == "xxxx"
+
+    if quiet:
+        assert ORDINARY in cache.live  # compiled on the ordinary response's allowance
+    else:  # (run() reads no events: the decoder's cache got the shape once the stream() test's made it)
+        assert ORDINARY in _cache(True).live
+    assert cache.declined == declined  # none of the ordinary agent's events read by the one generic function
