@@ -1,4 +1,5 @@
-"""The ``agui`` command: ``agui demo | chat | run URL | replay DIR|FILE | verify DIR|FILE | probe URL | serve``.
+"""The ``agui`` command: ``agui demo | chat | run URL | replay DIR|FILE | verify DIR|FILE | probe URL | serve |
+explain CODE``.
 
 The CLI needs the ``cli`` extra (rich, and uvicorn for the demo agent). The core package never
 imports this module's dependencies: ``main()`` checks for rich first and prints an install hint,
