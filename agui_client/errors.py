@@ -777,11 +777,16 @@ class AguiWarning(UserWarning):
     """
 
     @property
+    def code(self) -> str | None:
+        """The code the text starts with (``UK-03``), or ``None`` when it starts with none."""
+        text = str(self.args[0]) if self.args else ""
+        return text[1:text.find("]")] if text.startswith("[") and "]" in text else None
+
+    @property
     def doc(self) -> str | None:
         """Where the warning's code is documented, as :attr:`AguiError.doc` says it; ``None`` when its text
         names no documented code."""
-        text = str(self.args[0]) if self.args else ""
-        return explain_hint(text[1:text.find("]")]) if text.startswith("[") and "]" in text else None
+        return explain_hint(self.code)
 
 
 @frozen(kw_only=True)

@@ -17,12 +17,13 @@ from typing import Any
 
 import pexpect
 import pytest
-from clikit import AGUI, ENV, agui_here, screen_text
+from clikit import AGUI, ENV, agui_here, agui_process, screen_text
 from rich.cells import cell_len
 
-from agui_client import AguiWarning, ProtocolError, RunFailed, StoreError, replay
+from agui_client import AguiWarning, ProtocolError, RunFailed, StoreError, ThreadState, replay
+from agui_client.stores import SqliteStore
 from agui_client.testing import Finish, ScriptedAgent, Start
-from agui_client.types import RunErrorEvent, RunFinishedEvent, TextMessageContentEvent
+from agui_client.types import RunErrorEvent, RunFinishedEvent, TextMessageContentEvent, UserMessage
 from agui_client.wire.sink import warn
 
 __all__: list[str] = []
@@ -162,8 +163,6 @@ def test_a_store_refusal_with_a_code_ends_with_the_hint(tmp_path: Path) -> None:
     import sqlite3
 
     path = tmp_path / "threads.db"
-    from agui_client.stores import SqliteStore
-
     SqliteStore(str(path)).close()
     with sqlite3.connect(path) as db:
         db.execute("CREATE INDEX spent ON agui_threads (length(zeroblob(1000000)))")
@@ -172,6 +171,24 @@ def test_a_store_refusal_with_a_code_ends_with_the_hint(tmp_path: Path) -> None:
 
     assert refused.returncode == 2
     assert refused.stderr.rstrip("\n").endswith("(see: agui explain STORE-SCHEMA)"), refused.stderr
+
+
+def test_a_python_warning_the_command_meets_is_one_line_ending_with_the_hint(served: Any, tmp_path: Path) -> None:
+    # A stored thread repeating a message id loads with a repair (MS-01), said through Python's warnings:
+    # the command showed it as Python does, "FILE:LINE: AguiWarning: ...", the place inside its own code.
+    path = tmp_path / "threads.db"
+    store = SqliteStore(str(path))
+    record = ThreadState(thread_id="t", messages=[UserMessage(id="u1", content="hi")]).dump()
+    record["messages"] = record["messages"] * 2
+    store.save("t", record, expected_version=None)
+    store.close()
+    endpoint = served(ScriptedAgent.chat("ok"))
+
+    done = agui_process("run", endpoint.url, "-m", "again", "--thread-file", str(path))
+
+    assert done.returncode == 0, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "MS-01" in line]
+    assert line.startswith("warning: [MS-01] at /messages/1/id: ") and line.endswith(" (see: agui explain MS-01)")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -215,8 +232,6 @@ def test_a_failed_run_names_the_page_of_a_documented_code_only(drive: Any, serve
 def test_a_python_warning_and_a_store_error_name_their_pages_in_doc(tmp_path: Path) -> None:
     import sqlite3
 
-    from agui_client.stores import SqliteStore
-
     path = tmp_path / "threads.db"
     SqliteStore(str(path)).close()
     with sqlite3.connect(path) as db:
@@ -229,8 +244,8 @@ def test_a_python_warning_and_a_store_error_name_their_pages_in_doc(tmp_path: Pa
     [shown] = [w.message for w in caught if isinstance(w.message, AguiWarning)]
 
     assert refused.value.doc == "agui explain STORE-SCHEMA (codes.md#store-schema)"
-    assert shown.doc == "agui explain UK-03 (codes.md#uk-03)"
-    assert AguiWarning("no code here").doc is None
+    assert (shown.code, shown.doc) == ("UK-03", "agui explain UK-03 (codes.md#uk-03)")
+    assert (AguiWarning("no code here").code, AguiWarning("no code here").doc) == (None, None)
 
 
 def test_an_error_without_a_code_has_no_doc() -> None:
