@@ -16,7 +16,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-__all__ = ["CodeEntry", "PAGE", "all_codes", "documented", "explain_hint", "looked_up"]
+__all__ = ["CodeEntry", "PAGE", "all_entries", "documented", "explain_hint", "looked_up"]
 
 #: The page of the documentation the entries come from (each entry's ``anchor`` is a place in it).
 PAGE = "codes.md"
@@ -41,9 +41,9 @@ def _entries() -> dict[str, CodeEntry]:
     return {entry["code"]: CodeEntry(**entry) for entry in listed}
 
 
-def all_codes() -> list[str]:
-    """Every documented code, in the page's order."""
-    return list(_entries())
+def all_entries() -> list[CodeEntry]:
+    """Every documented code's section, in the page's order."""
+    return list(_entries().values())
 
 
 def documented(code: object) -> CodeEntry | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import re
 import shlex
 import sys
@@ -26,7 +25,7 @@ from ..errors import AguiError, ResumeRefused, StoreError
 from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
 from . import chat
-from .converse import AnswerPolicy, Conversation, UsageProblem
+from .converse import AnswerPolicy, Conversation, UsageProblem, near
 from .explain import add_explain_parser, explain_command
 from .forms import answer_parts, typed_json
 from .options import add_connection_options, open_client, parse_headers, stored_thread_ids
@@ -87,10 +86,10 @@ class _Parser(argparse.ArgumentParser):
         try:
             super()._check_value(action, value)
         except argparse.ArgumentError as exc:
-            near = _near(value, action.choices or ())
-            if not near:
+            meant = near(value, action.choices or ())
+            if not meant:
                 raise
-            raise argparse.ArgumentError(action, f"{exc.message}; did you mean {near}?") from None
+            raise argparse.ArgumentError(action, f"{exc.message}; did you mean {meant}?") from None
 
 
 class _CommandParser(_Parser):
@@ -104,19 +103,11 @@ class _CommandParser(_Parser):
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:
             options = [name for name in self._option_string_actions if name.startswith("--")]
-            meant = [f"{extra} (did you mean {near}?)"
-                     if extra.startswith("-") and (near := _near(extra.partition("=")[0], options)) else extra
+            meant = [f"{extra} (did you mean {close}?)"
+                     if extra.startswith("-") and (close := near(extra.partition("=")[0], options)) else extra
                      for extra in extras]
             self.error(f"unrecognized arguments: {' '.join(meant)}")
         return parsed, extras
-
-
-def _near(given: object, choices: Any) -> str | None:
-    """The one of ``choices`` that ``given`` (a string) is most likely a misspelling of, if any is close."""
-    if not isinstance(given, str) or not given:
-        return None
-    near = difflib.get_close_matches(given, [choice for choice in choices if isinstance(choice, str)], n=1)
-    return near[0] if near else None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,11 +13,10 @@ piped, it is written as the Markdown it is, which reads as text. Either way thro
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
-from .._codes import PAGE, CodeEntry, all_codes, documented, looked_up
-from .converse import UsageProblem
+from .._codes import PAGE, CodeEntry, all_entries, looked_up
+from .converse import UsageProblem, near
 from .render import Output, RichOutput
 from .terminal import named
 
@@ -53,11 +52,10 @@ def explain_command(out: Output, given: str | None) -> int:
 
 
 def _near(given: str) -> str | None:
-    """The code (or half of one) ``given`` is most likely a misspelling of, compared in any case (as
-    ``difflib`` does for a misspelt command)."""
-    names = {name.casefold(): name for code in all_codes() for name in (code, *code.split("/"))}
-    close = difflib.get_close_matches(given.strip().casefold(), list(names), n=1)
-    return names[close[0]] if close else None
+    """The code (or half of one) ``given`` is most likely a misspelling of, compared in any case."""
+    names = {name.casefold(): name for entry in all_entries() for name in (entry.code, *entry.code.split("/"))}
+    meant = near(given.strip().casefold(), names)
+    return names[meant] if meant is not None else None
 
 
 def _show(out: Output, entry: CodeEntry) -> None:
@@ -76,9 +74,7 @@ def _show(out: Output, entry: CodeEntry) -> None:
 
 def _list(out: Output) -> None:
     group = None
-    for code in all_codes():
-        entry = documented(code)
-        assert entry is not None  # (every listed code is documented)
+    for entry in all_entries():
         if entry.group != group:
             if group is not None:
                 out.line()
