@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from attrs import frozen
 
+from ._codes import explain_hint
 from ._inert import QUOTED_CHARS, named, quoted, quoted_name, visible
 
 if TYPE_CHECKING:
@@ -98,6 +99,15 @@ class AguiError(Exception):
 
     #: The run so far, when the error happened during a run (set by the session or the shell).
     result: RunResult | None = None
+
+    @property
+    def doc(self) -> str | None:
+        """Where the code this error carries (its ``rule``, else its ``code``) is documented, as
+        ``agui explain IR-30 (codes.md#ir-30)``: the command that prints the code's section in a terminal,
+        and the section's place in the documentation. ``None`` when the error carries no code, or one the
+        package does not document (an agent's own ``RUN_ERROR`` code). Not part of ``str()``, which stays
+        the message it was: a line more in every message would be one more in every log and traceback."""
+        return explain_hint(getattr(self, "rule", None) or getattr(self, "code", None))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled and copied as what it holds (its arguments and attributes, redacted when it was raised),
@@ -524,6 +534,11 @@ class SchemaFault:
     def __str__(self) -> str:
         return f"[{self.code}] at {_pointer(self.pointer)}: {self.reason}"
 
+    @property
+    def doc(self) -> str | None:
+        """Where :attr:`code` is documented, as :attr:`AguiError.doc` says it."""
+        return explain_hint(self.code)
+
 
 class UnusableResponseSchema(InvalidResumePayload):
     """An interrupt's ``responseSchema`` cannot judge the answer given to it; nothing was sent.
@@ -762,7 +777,22 @@ class StreamMisused(AguiError, RuntimeError):
 
 
 class AguiWarning(UserWarning):
-    """Category of the warnings agui_client emits through :mod:`warnings` (outside a run session)."""
+    """Category of the warnings agui_client emits through :mod:`warnings` (outside a run session).
+
+    The text starts with the warning's code in brackets (``[UK-03] at /zz: ...``).
+    """
+
+    @property
+    def code(self) -> str | None:
+        """The code the text starts with (``UK-03``), or ``None`` when it starts with none."""
+        text = str(self.args[0]) if self.args else ""
+        return text[1:text.find("]")] if text.startswith("[") and "]" in text else None
+
+    @property
+    def doc(self) -> str | None:
+        """Where the warning's code is documented, as :attr:`AguiError.doc` says it; ``None`` when its text
+        names no documented code."""
+        return explain_hint(self.code)
 
 
 @frozen(kw_only=True)
@@ -790,6 +820,11 @@ class StreamWarning:
     def __str__(self) -> str:
         where = _located(self.run_id, self.index, self.event_type, self.pointer)
         return f"[{self.code}] {', '.join(where)}: {self.message}" if where else f"[{self.code}] {self.message}"
+
+    @property
+    def doc(self) -> str | None:
+        """Where :attr:`code` is documented, as :attr:`AguiError.doc` says it (``None`` for an undocumented one)."""
+        return explain_hint(self.code)
 
 
 def _located(run_id: str | None, index: int | None, event_type: str | None, pointer: str | None) -> list[str]:

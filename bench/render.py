@@ -6,9 +6,14 @@ Two measures, on a console of ``--width`` columns writing to memory (no terminal
 - **blocks**: one finished block of each hostile or simply long kind (a table of 10,000 columns, 8 KiB
   of table rows or of highlighted code, 13,000 headings, a combining-mark tower, bracket and link
   floods …) rendered as the chat prints it (``chatview._markdown``), with the characters written;
+- **written by the chat**: the same blocks, each given whole to the chat's Markdown writer
+  (``chatview._MarkdownWriter``) as one message, and closed: what the chat prints of it, its
+  Markdown budget included (the blocks it cuts the text into, each charged what it writes);
 - **tails**: a long table and a long code block streamed a row at a time into the chat's Markdown
   writer, the live tail refreshed after every row (the most the display would), with the drawings
-  made, the characters drawn and the processor time they took.
+  made, the characters drawn and the processor time they took;
+- **idle refreshes**: the live display refreshed ``--rows`` times more after the table's tail, the
+  message unchanged (an agent thinking between two words): the time each took and what it wrote.
 
 No figure is asserted anywhere (``tests/test_bench_smoke.py`` only runs it).
 """
@@ -74,6 +79,38 @@ def block(text: str, width: int, rounds: int) -> dict[str, Any]:
     return {"chars": len(text), "seconds": best, "written": written}
 
 
+def through_writer(text: str, width: int, rounds: int) -> dict[str, Any]:
+    """The best processor time of the chat's writer printing ``text`` as one message, and what it wrote."""
+    best, written = float("inf"), 0
+    for _ in range(rounds):
+        sink = io.StringIO()
+        writer = chatview._MarkdownWriter(_console(width, sink), "agent:")
+        started = time.process_time()
+        writer.feed(text)
+        writer.close()
+        best = min(best, time.process_time() - started)
+        written = len(sink.getvalue())
+    return {"seconds": best, "written": written}
+
+
+def idle(head: str, row: Callable[[int], str], rows: int, width: int) -> dict[str, Any]:
+    """A tail streamed, then refreshed ``rows`` times unchanged: the time a refresh took and what it wrote."""
+    sink = io.StringIO()
+    writer = chatview._MarkdownWriter(_console(width, sink), "agent:")
+    writer.feed(head + "".join(row(number) for number in range(20)))
+    live = writer._live
+    assert live is not None
+    live.refresh()
+    before = len(sink.getvalue())
+    started = time.process_time()
+    for _ in range(rows):
+        live.refresh()
+    took = time.process_time() - started
+    wrote = len(sink.getvalue()) - before
+    writer.close()
+    return {"refreshes": rows, "ms each": took / rows * 1000, "written": wrote}
+
+
 def tail(head: str, row: Callable[[int], str], rows: int, width: int) -> dict[str, Any]:
     """A block streamed a row at a time, the live tail refreshed after each: drawings, characters, time."""
     drawn: list[int] = []
@@ -109,16 +146,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1_500, help="rows of each streamed tail")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    results: dict[str, Any] = {"blocks": {}, "tails": {}}
+    results: dict[str, Any] = {"blocks": {}, "written by the chat": {}, "tails": {}}
     for name, text in BLOCKS.items():
         row = results["blocks"][name] = block(text, args.width, args.rounds)
         print(f"{name:38s} {row['chars']:>9,} chars  {row['seconds']:7.3f} s  {row['written']:>10,} written")
+    for name, text in BLOCKS.items():
+        row = results["written by the chat"][name] = through_writer(text, args.width, args.rounds)
+        print(f"by the chat, {name:38s} {row['seconds']:7.3f} s  {row['written']:>10,} written")
     tails = {"table": ("| a | b | c | d |\n|---|---|---|---|\n", lambda n: f"| {n} | xx | yy | zz |\n"),
              "code": ("```python\n", lambda n: f"def f{n}(x):  # {n}\n")}
     for name, (head, row_of) in tails.items():
         row = results["tails"][name] = tail(head, row_of, args.rows, args.width)
         print(f"tail, {name:32s} {row['rows']:>9,} rows   {row['seconds']:7.3f} s  {row['drawings']:>6,} drawings "
               f"of {row['chars drawn']:,} characters")
+    row = results["idle refreshes"] = idle(*tails["table"], args.rows, args.width)
+    print(f"idle refreshes of a table's tail        {row['refreshes']:>9,}       {row['ms each']:7.3f} ms each, "
+          f"{row['written']:,} written")
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

@@ -261,3 +261,77 @@ def test_a_long_tail_is_redrawn_as_the_table_or_code_it_is(head: str, line: str)
     expected = "r1999  # x" if head.startswith("|") else last
     assert drawn.count(expected) == 1 and "|" not in sink.getvalue()
     assert shown.startswith(head) and shown.endswith(line.format(1999)) and len(shown) <= len(head) + LIVE_CHARS
+
+
+def test_a_bidi_control_in_a_links_target_is_shown_as_its_escape(served: Callable[[Any], Any]) -> None:
+    # The answer is made visible before it is parsed, so U+202E is the escape \u202e by then; markdown-it
+    # percent-encoded the escape's backslash, and the target read "a%5Cu202eb": the one place the chat
+    # showed a bidi control otherwise than as its escape.
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "[pay](https://shop.example/a\u202eb%5Cc)"),
+                                      Finish()]]))
+    with on_terminal([*CHAT, endpoint.url]) as (child, screen):
+        _say(child, "hi")
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    shown = _text(screen)
+
+    assert child.exitstatus == 0 and "\u202e" not in screen.getvalue()
+    # (the escape as the rest of the chat writes it; a %5C the agent wrote stays as written)
+    assert "pay (https://shop.example/a\\u202eb%5Cc)" in shown
+
+
+def test_a_message_of_headings_is_charged_what_its_drawing_writes() -> None:
+    # The Markdown budget counted the characters given, not what they became: a heading is drawn as a
+    # line the terminal's width long, so 64 KiB of headings wrote some 1.5 MB and took a second to draw.
+    from agui_client.cli.chatview import MARKDOWN_CHARS
+
+    writer, sink = _writer()
+    writer.feed("# a\n\n" * 13_000)
+    writer.close()
+    shown = sink.getvalue()
+
+    drawn = shown[:shown.index("\n# a\n")]  # (the headings drawn as Markdown, before the first one as text)
+    assert "# a" not in drawn and len(drawn) <= MARKDOWN_CHARS
+    as_markdown = sum(line.strip() == "a" for line in drawn.splitlines())
+    assert as_markdown > 0 and shown.count("# a\n") + as_markdown == 13_000  # (every heading, the rest as text)
+    assert len(shown) <= MARKDOWN_CHARS + 13_000 * len("# a\n")
+
+
+def test_a_block_whose_drawing_outgrows_the_budget_is_shown_as_text() -> None:
+    # One block of combining marks, each drawn as its six-character escape: the drawing is given up once it
+    # has written what the budget holds, and the block printed as the text it is (escaped all the same).
+    from agui_client.cli import chatview
+
+    tower = "a" + "\u0301" * 10_000
+    writer, sink = _writer()
+    writer._markdown_left[0] = 20_000  # (a tower writes some 60,000: it does not fit)
+    writer.feed(tower + "\n\nafter")
+    writer.close()
+    shown = sink.getvalue()
+
+    # (as text: one line the terminal wraps, where Markdown is drawn in lines of the console's 80 columns)
+    assert writer._markdown_left[0] == 0 and max(map(len, shown.splitlines())) > 50_000
+    assert shown.count("\\u0301") > 9_000 and shown.endswith("\nafter\n")
+    assert chatview.MARKDOWN_CHARS > len(tower)  # (measured by its input it fitted, and was drawn)
+
+
+def test_a_refresh_of_a_tail_that_did_not_change_writes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The live display refreshes 12 times a second; each refresh of an unchanged tail wrote it all to the
+    # terminal again (its lines, the cursor moved back over them): some 2 ms each while the agent paused.
+    writer, now, _, drawn = _costly_writer(monkeypatch)
+    sink = writer.console.file
+    writer.feed("| a | b |\n|---|---|\n| 1 | x |\n")
+    writer._live.refresh()
+    before = len(sink.getvalue())
+    for _ in range(50):
+        now[0] += 10.0
+        writer._live.refresh()
+    quiet = len(sink.getvalue()) - before
+    writer.feed("| 2 | y |\n")
+    now[0] += 10.0
+    writer._live.refresh()
+    moved, redrawn = len(sink.getvalue()) - before, list(drawn)
+    writer.close()
+
+    assert quiet == 0 and len(redrawn) == 2
+    assert moved > 0 and redrawn[-1].endswith("| 2 | y |\n")

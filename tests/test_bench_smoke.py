@@ -241,6 +241,9 @@ def test_the_render_benchmark_measures_every_block_and_tail(tmp_path: Path) -> N
     assert "table, 10,000 columns" in results["blocks"] and list(results["tails"]) == ["table", "code"]
     assert all(row["written"] > 0 for row in results["blocks"].values())
     assert all(row["rows"] == 40 and 1 <= row["drawings"] <= 40 for row in results["tails"].values())
+    assert list(results["written by the chat"]) == list(results["blocks"])
+    assert all(row["written"] > 0 for row in results["written by the chat"].values())
+    assert results["idle refreshes"]["refreshes"] == 40 and results["idle refreshes"]["written"] == 0
 
 
 def test_the_choices_benchmark_reports_each_cost_an_agent_can_choose(tmp_path: Path) -> None:

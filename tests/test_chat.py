@@ -689,7 +689,8 @@ def test_an_http_error_shows_the_agents_explanation_whole_and_as_text() -> None:
 
     shown = sink.getvalue().splitlines()
     assert shown[1] == "  HTTP 409 Conflict from POST http://127.0.0.1:9/"
-    assert shown[2] == '  request 2 differs: ' + "x" * 300 + ' "quoted" \\x1b[31m end (code recording_mismatch)'
+    assert shown[2] == ('  request 2 differs: ' + "x" * 300 + ' "quoted" \\x1b[31m end (code recording_mismatch) '
+                        "(see: agui explain recording_mismatch)")
     assert shown[4] == "  HTTP 502 Bad Gateway from POST http://127.0.0.1:9/: upstream down"  # (no JSON: as it was)
 
 

@@ -15,6 +15,7 @@ import ast
 import contextlib
 import functools
 import io
+import json
 import re
 import warnings
 from pathlib import Path
@@ -184,3 +185,30 @@ def test_the_example_triggers_its_code(code: str) -> None:
     codes, text = _seen(examples[0]["kind"], examples[0]["body"])
     token = re.compile(r"(?<![\w/-])" + re.escape(code) + r"(?![\w/-])")
     assert code in codes or token.search(text), f"{code}: the example produced {sorted(codes)} {text[-500:]!r}"
+
+
+def test_the_package_carries_the_sections_of_the_page_as_the_script_makes_them() -> None:
+    # agui explain and an error's doc read agui_client/codes.json (the installed package has no docs/);
+    # docs/codes.md is the one source, so the copy must be what `python -m tools.codes` makes of it now.
+    from tools import codes
+
+    made = codes.made(PAGE.read_text(encoding="utf-8"))
+    assert (PACKAGE / "codes.json").read_text(encoding="utf-8") == made, (
+        "agui_client/codes.json is not what python -m tools.codes makes of docs/codes.md: run the script")
+    assert [entry["code"] for entry in codes.entries(PAGE.read_text(encoding="utf-8"))] == list(SECTIONS)
+
+
+def test_the_script_check_reports_a_copy_out_of_date_and_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tools import codes
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "agui_client").mkdir()
+    (tmp_path / codes.PAGE).write_text("## X-01 {#x-01}\n\n**Meant.** Text.\n", encoding="utf-8")
+    monkeypatch.setattr(codes, "ROOT", tmp_path)
+
+    assert codes.main(["--check"]) == 1 and not (tmp_path / codes.TARGET).exists()
+    assert codes.main([]) == 0 and codes.main(["--check"]) == 0
+    assert json.loads((tmp_path / codes.TARGET).read_text(encoding="utf-8"))["codes"] == [
+        {"code": "X-01", "anchor": "x-01", "group": "", "text": "**Meant.** Text."}]
+    assert capsys.readouterr().err == "agui_client/codes.json: out of date\nagui_client/codes.json: written\n"

@@ -37,14 +37,15 @@ def test_a_misspelt_command_is_refused_naming_the_one_meant() -> None:
 
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].endswith("invalid choice: 'rn' (choose from 'demo', 'run', 'replay', "
-                                                 "'verify', 'probe', 'serve', 'chat'); did you mean run?")
+                                                 "'verify', 'probe', 'serve', 'chat', 'explain'); "
+                                                 "did you mean run?")
 
 
 def test_a_word_like_no_command_gets_only_the_list() -> None:
     done = agui_here("launch")
 
     assert done.returncode == 2
-    assert done.stderr.splitlines()[-1].endswith("'chat')")
+    assert done.stderr.splitlines()[-1].endswith("'chat', 'explain')")
 
 
 def test_a_misspelt_option_is_refused_under_the_commands_usage_naming_the_one_meant() -> None:

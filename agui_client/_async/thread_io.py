@@ -6,7 +6,6 @@ sync shell; ``_sync/thread_io.py`` is this module's sync counterpart): a store c
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import threading
 from collections.abc import Callable, Mapping
@@ -20,6 +19,7 @@ from ..core.flow import Conversation
 from ..core.headers import RunHeaders
 from ..core.plan import Plan, ToolHandler
 from ..core.redact import Redactor
+from ..wire.sink import worker_context
 
 __all__ = ["AsyncThreadIO", "INTERRUPTED", "calls_on_loop", "in_worker"]
 
@@ -124,7 +124,8 @@ async def in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     wait too, blocks for the rest of the call (a store call, bounded by the store's own timeouts).
     """
     finished = threading.Event()
-    context = contextvars.copy_context()  # (as asyncio.to_thread: the call sees the caller's context)
+    # (as asyncio.to_thread: the call sees the caller's context; a warning it says names the caller's line)
+    context = worker_context()
 
     def work() -> T:
         try:

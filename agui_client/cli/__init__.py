@@ -1,4 +1,5 @@
-"""The ``agui`` command: ``agui demo | chat | run URL | replay DIR|FILE | verify DIR|FILE | probe URL | serve``.
+"""The ``agui`` command: ``agui demo | chat | run URL | replay DIR|FILE | verify DIR|FILE | probe URL | serve |
+explain CODE``.
 
 The CLI needs the ``cli`` extra (rich, and uvicorn for the demo agent). The core package never
 imports this module's dependencies: ``main()`` checks for rich first and prints an install hint,
@@ -10,7 +11,9 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = ["main"]
 
@@ -51,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # SIGTERM stops the command as Ctrl-C does, then ends it (agui_client.cli.stopping says why); neither
         # cuts the client's close of an answer, wherever it comes
-        with sigterm_as_interrupt(), closes_guarded(held_signals):
+        with sigterm_as_interrupt(), closes_guarded(held_signals), warnings.catch_warnings():
+            warnings.showwarning = _shown_warning(warnings.showwarning)
             return run_cli(argv)
     except Terminated:
         print("\nterminated", file=sys.stderr)
@@ -80,6 +84,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for logger in loggers:
             logger.removeHandler(log_handler)
+
+
+def _shown_warning(python_s: Callable[..., None]) -> Callable[..., None]:
+    """``warnings.showwarning`` for the command: the package's own warnings (a stored thread's repair, a
+    record's unknown field) as one line for the person at the terminal, ``warning: [CODE] ... (see: agui
+    explain CODE)``, not Python's ``FILE:LINE: AguiWarning: ...``, whose place is inside the command's
+    code; every other warning as Python shows it."""
+    from ..errors import AguiWarning
+    from .render import bounded, with_see
+    from .terminal import one_line
+
+    def shown(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+              file: Any = None, line: str | None = None) -> None:
+        if not (isinstance(message, AguiWarning) and issubclass(category, AguiWarning)):
+            python_s(message, category, filename, lineno, file, line)
+            return
+        text = with_see(f"warning: {bounded(one_line(str(message), 1000))}", message.code)
+        print(text, file=file if file is not None else sys.stderr)
+
+    return shown
 
 
 def _argv_redactor(argv: Sequence[str]) -> Callable[[str], str]:

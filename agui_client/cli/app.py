@@ -1,4 +1,4 @@
-"""The ``agui`` command line: ``demo``, ``chat``, ``run``, ``replay``, ``verify``, ``serve`` and ``probe``.
+"""The ``agui`` command line: ``demo``, ``chat``, ``run``, ``replay``, ``verify``, ``serve``, ``probe`` and ``explain``.
 
 Exit statuses: 0 done (a run that stopped at an interrupt left open on purpose included), 1 the agent
 or the recording failed (``RUN_ERROR``, a protocol error, an unreachable agent, findings), 2 a usage
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import re
 import shlex
 import sys
@@ -26,7 +25,8 @@ from ..errors import AguiError, ResumeRefused, StoreError
 from ..stores import SqliteStore, ThreadStore
 from ..thread import Thread
 from . import chat
-from .converse import AnswerPolicy, Conversation, UsageProblem
+from .converse import AnswerPolicy, Conversation, UsageProblem, near
+from .explain import add_explain_parser, explain_command
 from .forms import answer_parts, typed_json
 from .options import add_connection_options, open_client, parse_headers, stored_thread_ids
 from .probe import add_probe_parser, probe_command
@@ -43,6 +43,7 @@ from .render import (
     render_error,
     render_summary,
     usage_text,
+    with_see,
 )
 from .stopping import Terminated
 from .terminal import SafeConsole, json_text, listed, named, some_lines, typed_text, visible
@@ -64,6 +65,7 @@ examples:
   agui probe http://localhost:8000/agent --prompt "Delete staging" --junit probe.xml
                                      check the agent against the interrupt rules (for its CI)
   agui serve rec/ --port 9000        serve a recording back as an agent (agui serve demo: the demo agent)
+  agui explain IR-30                 what a warning or error code means and what to do
 
 exit status: 0 done, 1 the agent or the recording failed, 2 usage or unreadable input, 130 Ctrl-C (or Ctrl-D
 at a question), 143 SIGTERM; chat and serve end with 0 on Ctrl-C. Every option and status: docs/cli.md
@@ -84,10 +86,10 @@ class _Parser(argparse.ArgumentParser):
         try:
             super()._check_value(action, value)
         except argparse.ArgumentError as exc:
-            near = _near(value, action.choices or ())
-            if not near:
+            meant = near(value, action.choices or ())
+            if not meant:
                 raise
-            raise argparse.ArgumentError(action, f"{exc.message}; did you mean {near}?") from None
+            raise argparse.ArgumentError(action, f"{exc.message}; did you mean {meant}?") from None
 
 
 class _CommandParser(_Parser):
@@ -101,19 +103,11 @@ class _CommandParser(_Parser):
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:
             options = [name for name in self._option_string_actions if name.startswith("--")]
-            meant = [f"{extra} (did you mean {near}?)"
-                     if extra.startswith("-") and (near := _near(extra.partition("=")[0], options)) else extra
+            meant = [f"{extra} (did you mean {close}?)"
+                     if extra.startswith("-") and (close := near(extra.partition("=")[0], options)) else extra
                      for extra in extras]
             self.error(f"unrecognized arguments: {' '.join(meant)}")
         return parsed, extras
-
-
-def _near(given: object, choices: Any) -> str | None:
-    """The one of ``choices`` that ``given`` (a string) is most likely a misspelling of, if any is close."""
-    if not isinstance(given, str) or not given:
-        return None
-    near = difflib.get_close_matches(given, [choice for choice in choices if isinstance(choice, str)], n=1)
-    return near[0] if near else None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -187,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     served.add_argument("--port", type=int, default=0, help="the port (default: any free one)")
 
     chat.add_parser(commands)
+    add_explain_parser(commands)
     return parser
 
 
@@ -234,11 +229,14 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             return probe_command(out, args, headers=parse_headers(args.header or ()))
         if args.command == "serve":
             return _serve(args, out)
+        if args.command == "explain":
+            return explain_command(out, args.code)
         return verify_command(out, args.file, as_json=as_json)
     except (UsageProblem, Unreadable, StoreError) as exc:
         out.end_line()
         # (it may quote a file or a stored thread: bounded as an error panel is)
-        PlainOutput(sys.stderr).line(f"agui {args.command}: {bounded(some_lines(str(exc)))}")
+        PlainOutput(sys.stderr).line(with_see(f"agui {args.command}: {bounded(some_lines(str(exc)))}",
+                                              getattr(exc, "code", None)))
         return 2
     except ResumeRefused as exc:
         render_error(out, exc)
@@ -471,7 +469,8 @@ def _finish(out: Output, conversation: Conversation, result: RunResult | None, t
             ("outcome", str(result.outcome) if result is not None else "nothing sent")]
     if result is not None and result.error is not None:
         rows.append(("error", bounded(some_lines(result.error.message))
-                     + (f" (code {named(result.error.code)})" if result.error.code else "")))
+                     + (with_see(f" (code {named(result.error.code)})", result.error.code)
+                        if result.error.code else "")))
     if final is not None:
         rows.append(("final message", final))
     if state.open_interrupts:

@@ -22,7 +22,7 @@ from rich import box
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.constrain import Constrain
 from rich.live import Live
-from rich.segment import Segment
+from rich.segment import Segment, Segments
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -276,9 +276,9 @@ class _MarkdownWriter(_Writer):
             redrawn = self._redrawn = _Redrawn(lambda: self._rendered(self._shown()), clock=self._clock,
                                                work=self._work)
             with held_signals():  # (a display cut while it starts or stops stays half-drawn: see cli.stopping)
-                self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
-                                  vertical_overflow="ellipsis",
-                                  get_renderable=lambda: _live_width(self.console, redrawn))
+                self._live = _TailLive(redrawn, console=self.console, auto_refresh=True, refresh_per_second=12,
+                                       transient=True, vertical_overflow="ellipsis",
+                                       get_renderable=lambda: _live_width(self.console, redrawn))
                 self._live.start()
 
     def close(self) -> None:
@@ -338,16 +338,34 @@ class _MarkdownWriter(_Writer):
             self.console.print(safe_text(self.label, "bold cyan"))
 
     def _print(self, block: str) -> None:
+        """Print a finished block: as Markdown while what the run's Markdown wrote stays within its budget,
+        else as plain text.
+
+        The budget is charged what the drawing writes, not the block's length: a heading is drawn as a
+        line the terminal's width long, and a tower of combining marks as the escapes it is shown by (six
+        characters for each), so 64 KiB of headings wrote 1.4 MB and took 3.8 s. The drawing is
+        read a segment at a time and given up once it has written what is left, the block then printed
+        as text: a block costs at most the budget to draw, whatever it becomes.
+        """
         self._label()
         left = self._markdown_left
         if len(block) <= left[0]:
-            left[0] -= len(block)
-            self.console.print(_markdown(block))
-        else:
-            # Left for the terminal to wrap: rich's wrapping of one Text grows faster than the text
-            # (1 MB took half a second, 10 MB half a minute, with or without spaces), and a block
-            # past the Markdown budget may be as long as the agent likes.
-            self.console.print(safe_text(block.rstrip("\n")), soft_wrap=True)
+            drawn: list[Segment] = []
+            written = 0
+            for segment in self.console.render(_markdown(block)):
+                written += len(segment.text)
+                if written > left[0]:
+                    left[0] = 0
+                    break
+                drawn.append(segment)
+            else:
+                left[0] -= written
+                self.console.print(Segments(drawn))
+                return
+        # Left for the terminal to wrap: rich's wrapping of one Text grows faster than the text (1 MB took
+        # half a second, 10 MB half a minute, with or without spaces), and a block past the Markdown
+        # budget may be as long as the agent likes.
+        self.console.print(safe_text(block.rstrip("\n")), soft_wrap=True)
 
     def _rendered(self, tail: str) -> RenderableType:
         """The redrawn tail: Markdown while the run may still render some, else plain text."""
@@ -400,8 +418,12 @@ class _Redrawn:
         self._width = -1
         self._due = 0.0
 
+    def drawn_again(self, width: int) -> bool:
+        """Whether drawn at ``width`` columns the tail would be drawn anew, not shown as last drawn."""
+        return width != self._width or (self.changed and self._clock() >= self._due)
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if options.max_width != self._width or (self.changed and self._clock() >= self._due):
+        if self.drawn_again(options.max_width):
             self.changed = False  # (before the drawing: a change made while it draws is drawn next time)
             started = self._work()
             lines = console.render_lines(self._draw(), options)
@@ -475,6 +497,31 @@ class _Thinking:
 LIVE_MARGIN = 2
 
 
+class _TailLive(Live):
+    """rich's ``Live`` for a :class:`_Redrawn` tail: a refresh that would show the tail as it was last drawn
+    is skipped. The display refreshes 12 times a second while a message streams, and each refresh wrote
+    the whole tail to the terminal again (its lines, the cursor moved back over them), some 2 ms of work
+    when nothing had changed, as while the agent thinks between two words."""
+
+    def __init__(self, redrawn: _Redrawn, **options: Any) -> None:
+        super().__init__(**options)
+        self._redrawn = redrawn
+        self._shown_at: int | None = None  # (the terminal's width at the last refresh)
+
+    def refresh(self) -> None:
+        """Draw the tail again, unless it and the terminal's width are as at the last refresh."""
+        width = self.console.width
+        if width == self._shown_at and not self._redrawn.drawn_again(_live_columns(width)):
+            return
+        self._shown_at = width
+        super().refresh()
+
+
+def _live_columns(width: int) -> int:
+    """The columns the live tail is drawn in, on a terminal ``width`` columns wide."""
+    return min(width, max(10, width - LIVE_MARGIN))
+
+
 def _live_width(console: SafeConsole | None, renderable: RenderableType) -> RenderableType:
     """``renderable`` drawn :data:`LIVE_MARGIN` columns narrower than the terminal.
 
@@ -483,7 +530,7 @@ def _live_width(console: SafeConsole | None, renderable: RenderableType) -> Rend
     of, and its next redraw (or its erasing) would start one line too low, leaving a copy of the tail.
     """
     width = console.width if console is not None else 80
-    return Constrain(renderable, width=max(10, width - LIVE_MARGIN))
+    return Constrain(renderable, width=_live_columns(width))
 
 
 #: The deepest nesting of blocks (quotes, lists and their items) rendered as Markdown. markdown-it
@@ -495,10 +542,20 @@ MARKDOWN_MAX_LEVEL = 16
 
 @functools.cache
 def _markdown_parser() -> MarkdownIt:
-    """rich's Markdown parser (CommonMark with tables and strikethrough), reading no HTML."""
+    """rich's Markdown parser (CommonMark with tables and strikethrough), reading no HTML, that keeps the
+    backslashes of a link's target."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+    class _ShownTargets(MarkdownIt):
+        def normalizeLink(self, url: str) -> str:  # noqa: N802 - markdown-it's name
+            # The text is made visible before it is parsed, so a bidi control in a link's target is the
+            # escape ``\u202e`` by then; markdown-it percent-encodes a target's backslash, and rich shows
+            # the target as the parser left it: ``%5Cu202e``, the one place the chat showed a bidi control
+            # otherwise than as its escape. Each part between backslashes is normalized as markdown-it
+            # does (its host made ASCII: a look-alike host name shows as punycode), the backslashes kept.
+            return "\\".join(super(_ShownTargets, self).normalizeLink(part) for part in url.split("\\"))
+
+    return _ShownTargets("commonmark", {"html": False}).enable("strikethrough").enable("table")
 
 
 def _markdown(text: str) -> RenderableType:

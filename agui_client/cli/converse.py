@@ -11,6 +11,7 @@ under ``--abandon``/``--abandon-expired``, they are abandoned, saying so; under 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Literal
 
@@ -29,7 +30,7 @@ from .render import EventRenderer, Output, answer_text, render_interrupt, render
 from .stopping import held_signals, left_whole
 from .terminal import ascii_named, json_text, listed, named
 
-__all__ = ["AnswerPolicy", "Conversation", "UsageProblem"]
+__all__ = ["AnswerPolicy", "Conversation", "UsageProblem", "near"]
 
 Mode = Literal["ask", "yes", "answer", "abandon", "stop"]
 
@@ -41,6 +42,15 @@ MAX_ATTEMPTS = 3
 
 class UsageProblem(Exception):
     """The command cannot go on because of how it was called (exit status 2)."""
+
+
+def near(given: object, choices: Any) -> str | None:
+    """The one of ``choices`` that ``given`` (a string) is most likely a misspelling of, if any is close: the
+    CLI's "did you mean" (a command, an option, a choice, a code)."""
+    if not isinstance(given, str) or not given:
+        return None
+    close = difflib.get_close_matches(given, [choice for choice in choices if isinstance(choice, str)], n=1)
+    return close[0] if close else None
 
 
 @frozen(kw_only=True)

@@ -58,7 +58,9 @@ from .render import (
     render_messages,
     render_summary,
     render_warnings,
+    see,
     usage_text,
+    with_see,
 )
 from .terminal import json_text, listed, named, one_line, some_lines
 
@@ -187,7 +189,8 @@ def _show_thread(out: Output, result: RunResult) -> None:
             ("outcome", str(result.outcome))]
     if result.error is not None:
         rows.append(("error", bounded(some_lines(result.error.message))
-                     + (f" (code {named(result.error.code)})" if result.error.code else "")))
+                     + (with_see(f" (code {named(result.error.code)})", result.error.code)
+                        if result.error.code else "")))
     if result.pending_tool_call_ids:
         rows.append(("pending tool calls", listed(result.pending_tool_call_ids)))
     if result.result is not None:
@@ -548,6 +551,11 @@ def verify_command(out: Output, path: str, *, as_json: bool) -> int:
         return 1 if errors else 0
     name = "stdin" if path == "-" else path
     _findings_view(out, findings)
+    # (one line for the list, not one a finding: a recording may hold a thousand findings of one rule)
+    hints = [hint for hint in (see(f["rule"]) for f in findings) if hint is not None]
+    if hints:
+        out.line(hints[0] if len(set(hints)) == 1 else
+                 f"{hints[0][:-1]}; each rule above likewise: agui explain CODE)", "dim")
     if summary["unlisted"]:
         out.line(f"... and {summary['unlisted']} more finding(s) counted, not listed (at most {LISTED_ERRORS} "
                  "errors a response, and a bounded number of warnings of each kind)", "yellow")

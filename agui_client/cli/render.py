@@ -22,6 +22,7 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
+from .._codes import documented
 from ..core.expiry import parse_expires_at
 from ..core.fold import ThreadState, sum_usage
 from ..core.result import RunResult
@@ -54,6 +55,8 @@ __all__ = [
     "usage_text",
     "last_assistant_text",
     "ERROR_CHARS",
+    "see",
+    "with_see",
 ]
 
 
@@ -429,7 +432,7 @@ class EventRenderer:
             case ev.SubagentErrorEvent(subagent_run_id=sub, message=message, code=code):
                 self._break()
                 out.line(f"subagent {named(self._subagents.get(sub, sub))} failed: {bounded(some_lines(message))}"
-                         + (f" (code {named(code)})" if code else ""), "red")
+                         + (with_see(f" (code {named(code)})", code) if code else ""), "red")
             case ev.CustomEvent(name=name, value=value):
                 self._break()
                 out.line(f"custom {named(name)}: {_clip(_compact(value), 100)}", "dim")
@@ -442,7 +445,8 @@ class EventRenderer:
                 out.line(f"{out.mark('■', '=')} run finished: {kind}", "bold green" if kind == "success" else "bold")
             case ev.RunErrorEvent(message=message, code=code):
                 self._break()
-                out.panel("RUN_ERROR", [bounded(some_lines(message)) + (f" (code {named(code)})" if code else "")],
+                out.panel("RUN_ERROR", [bounded(some_lines(message)) + (with_see(f" (code {named(code)})", code)
+                                                                         if code else "")],
                           style="red")
             case ev.UnknownEvent(type=kind):
                 self._break()
@@ -618,10 +622,23 @@ def last_assistant_text(state: ThreadState) -> str | None:
     return None
 
 
+def see(code: object) -> str | None:
+    """The hint that ends a line showing ``code``, ``(see: agui explain IR-30)``; ``None`` when the package
+    does not document the code (an agent's own ``RUN_ERROR`` code): nothing points at a page that is not."""
+    entry = documented(code)
+    return None if entry is None else f"(see: agui explain {entry.code})"
+
+
+def with_see(text: str, code: object) -> str:
+    """``text`` ended with :func:`see`'s hint for ``code``, when there is one."""
+    hint = see(code)
+    return text if hint is None else f"{text} {hint}"
+
+
 def render_warnings(out: Output, warnings: Sequence[StreamWarning], limit: int = 5) -> None:
-    """Show the first warnings of a run."""
+    """Show the first warnings of a run, each ending with where its code is explained."""
     for warning in warnings[:limit]:
-        out.line(f"warning: {one_line(str(warning), 1000)}", "yellow")
+        out.line(with_see(f"warning: {one_line(str(warning), 1000)}", warning.code), "yellow")
     if len(warnings) > limit:
         out.line(f"... and {len(warnings) - limit} more warning(s)", "yellow")
 
@@ -661,8 +678,8 @@ def _error_detail(payload: Any) -> str | None:
         return None
     code = payload.get("code")
     text = found if len(found) <= ERROR_DETAIL_CHARS else found[:ERROR_DETAIL_CHARS - 3] + "..."
-    return text + (f" (code {named(str(code))})" if isinstance(code, str | int) and not isinstance(code, bool)
-                   else "")
+    shown = isinstance(code, str | int) and not isinstance(code, bool)
+    return text + (with_see(f" (code {named(str(code))})", code) if shown else "")
 
 
 #: The most characters of an error's message shown (its lines are bounded too, by ``some_lines``): a
@@ -701,7 +718,7 @@ def render_error(out: Output, exc: BaseException, *, at: str | None = None) -> N
                  named(exc.event_type) if exc.event_type else None,
                  f"rule {exc.rule}" if exc.rule else None, f"at {named(exc.pointer)}" if exc.pointer else None,
                  f"run {named(exc.run_id)}" if exc.run_id else None]
-        lines = [", ".join(p for p in where if p), bounded(some_lines(exc.detail))]
+        lines = [", ".join(p for p in where if p), bounded(some_lines(exc.detail)), see(exc.rule) or ""]
         out.panel(f"protocol error ({type(exc).__name__})", [line for line in lines if line], style="red")
     elif isinstance(exc, HTTPStatusError):
         detail = _error_detail(exc.payload)
@@ -727,9 +744,11 @@ def render_error(out: Output, exc: BaseException, *, at: str | None = None) -> N
         lines += more[:_PROBLEMS_SHOWN]
         if len(more) > _PROBLEMS_SHOWN:
             lines.append(f"... and {len(more) - _PROBLEMS_SHOWN} more")
-        out.panel(f"answer refused ({type(exc).__name__})", lines, style="red")
+        hint = see(getattr(exc, "code", None))
+        out.panel(f"answer refused ({type(exc).__name__})", lines + ([hint] if hint else []), style="red")
     elif isinstance(exc, AguiError):
-        out.panel(type(exc).__name__, [bounded(some_lines(str(exc)))], style="red")
+        hint = see(getattr(exc, "code", None))
+        out.panel(type(exc).__name__, [bounded(some_lines(str(exc)))] + ([hint] if hint else []), style="red")
     else:
         out.panel("error", [bounded(some_lines(f"{type(exc).__name__}: {exc}"))], style="red")
 

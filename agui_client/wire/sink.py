@@ -14,15 +14,17 @@ import sys
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import Context, ContextVar, copy_context
 from types import FrameType
+from typing import Any
 
 import attrs
 import cattrs
 
 from ..errors import AguiWarning, StreamWarning
 
-__all__ = ["WarningSink", "WarningList", "collect_warnings", "warn", "DROP_WARNINGS", "WARNINGS_PER_CODE"]
+__all__ = ["WarningSink", "WarningList", "collect_warnings", "warn", "worker_context", "DROP_WARNINGS",
+           "WARNINGS_PER_CODE"]
 
 #: How many times a warning about something dropped is given per response (``WarningSink.warn``).
 DROP_WARNINGS = 100
@@ -180,14 +182,44 @@ def warn(code: str, message: str, *, pointer: str | None = None, event_type: str
         return
     text = _OUTSIDE.admit(code, str(StreamWarning(code=code, message=message, pointer=pointer,
                                                   event_type=event_type)))
-    if text is not None:
+    if text is None:
+        return
+    place = _PLACE.get()
+    if place is None:
         warnings.warn(text, AguiWarning, stacklevel=_callers_level())
+        return
+    # (as warnings.warn does for the frame it names: that module's name and its registry of texts shown)
+    filename, lineno, module_globals = place
+    warnings.warn_explicit(text, AguiWarning, filename, lineno, module=module_globals.get("__name__"),
+                           registry=module_globals.setdefault("__warningregistry__", {}),
+                           module_globals=module_globals)
 
 
 #: Where the package's own code runs, and the converter's it drives (its modules and the hooks it writes
 #: out): frames a warning said through :mod:`warnings` is not placed in.
 _INSIDE = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
            os.path.dirname(os.path.abspath(cattrs.__file__)) + os.sep, "<cattrs generated ", "<attrs generated ")
+
+
+#: Where a warning said in a worker thread is placed (its file, line and module globals): the line that
+#: asked for the call, set by :func:`worker_context`; ``None`` on the caller's own thread.
+_PLACE: ContextVar[tuple[str, int, dict[str, Any]] | None] = ContextVar("agui_warning_place", default=None)
+
+
+def worker_context() -> Context:
+    """A copy of the current context (as ``asyncio.to_thread`` makes) for a call run in a worker thread,
+    in which a warning said through :mod:`warnings` is placed at the line outside the package that asked
+    for the call. In the worker its stack starts in ``concurrent/futures``: the walk of
+    :func:`_callers_level` found that frame first, and an async store load's warning named the executor's
+    line rather than the application's ``await``. The caller's stack (its coroutines' frames included)
+    is walked here, on the caller's thread, once per call handed to a worker: a few frames."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_INSIDE):
+        frame = frame.f_back
+    context = copy_context()
+    if frame is not None:
+        context.run(_PLACE.set, (frame.f_code.co_filename, frame.f_lineno, frame.f_globals))
+    return context
 
 
 def _callers_level() -> int:
