@@ -102,8 +102,9 @@ DERIVED_CODE = ["wire/policy.py", "wire/writers.py", "wire/derive.py"]
 OWN_POOL = ["_deadline.py", "_tls.py", "_closing.py", "_connections.py", "_wakes.py", "_pool.py"]
 #: The redaction: how a secret may be written escaped knows nothing of which secrets there are.
 REDACTION = ["core/escapes.py", "core/redact.py"]
-#: The session names what it reports by the events the agent sent, a naming that knows no session.
-SESSION = ["core/naming.py", "core/session.py"]
+#: The session names what it reports by the events the agent sent, a naming that knows no session; the
+#: fast front-end's routes, which the session is built on, know no session either.
+SESSION = ["core/naming.py", "core/front.py", "core/session.py"]
 #: The schema checker: patterns and metaschema tables know nothing of a check; the running check charges
 #: its steps, the guarded keywords charge it, the dialects are built of those keywords, and ``check``
 #: runs a dialect.

@@ -7,12 +7,13 @@
 It stamps every ``ProtocolError`` with the run id, the event index and type, and the ``RunResult`` so
 far (whose ``.state`` is what was folded before the fault), and locates every warning the same way.
 ``core/replaying.py``'s ``replay()`` drives a session over a recorded response as a live run would.
+The fast front-end, by which a session nobody reads events from takes the commonest events straight
+from their JSON, is ``core/front.py``'s: its routes (``FrontEnd``) are methods the session is built on.
 """
 
 from __future__ import annotations
 
 import gc
-import inspect
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -35,10 +36,10 @@ from ..wire.sink import WARNINGS_PER_CODE, WarningList, WarningSink
 from ..wire.slices import SLICED_MIN, read_slices
 from ..wire.types import events as ev
 from ..wire.types import run as rn
-from ..wire.types.base import JSON
 from .budget import COPY_COST, MemoryBudget
 from .chunks import ChunkExpander
 from .fold import RunRecord, ThreadState
+from .front import FRONT, FrontEnd
 from .naming import CHUNKS, folded_as, type_of, warnings_folded_as
 from .patch import MAX_PATCH_OPS
 from .redact import redact_exception, redact_record
@@ -61,7 +62,7 @@ _PAUSE_COLLECTOR_MIN = 64 * 1024
 DEFAULT_MAX_EVENT_BYTES = 16 * 2**20
 
 
-class RunSession:
+class RunSession(FrontEnd):
     """Folds one response (normally one run) into a thread, payload by payload.
 
     Args:
@@ -281,7 +282,7 @@ class RunSession:
         """Payloads parsed here, each the next event: read by the front-end when nobody wants their events
         (and no chunk lane is open), else decoded; returns the events (for a caller that wants them)."""
         out: list[ev.Event | ev.UnknownEvent] = []
-        front_for = _FRONT.get
+        front_for = FRONT.get
         chunks, verifier = self._chunks, self._verifier  # (a session keeps its parts for its life)
         for value in values:
             index = self._index
@@ -725,217 +726,3 @@ def _not_held_before(runs: Sequence[RunRecord], new_ids: list[str]) -> list[str]
             before.update(run.removed_before - born)
         born.update(run.born)
     return [i for i in new_ids if i not in before] if before else new_ids
-
-
-# --------------------------------------------------------------------------------------------------
-# The fast front-end
-# --------------------------------------------------------------------------------------------------
-#
-# A session nobody reads events from (``replay()``, ``Thread.run()``) reads the commonest events in
-# their plain shape straight from their JSON: a reader the codec derives from the event's class checks
-# the shape exactly as the decoder's fast path does (anything else is decoded, and the checked path
-# decides) and hands the fields to a route, which calls the handlers the typed path reaches through
-# ``ChunkExpander.feed``, ``RunVerifier.check`` and ``ThreadState.apply``: the same handlers, with the
-# same fields, in the same order. No rule is written here. The front-end runs only while a run is
-# running and no chunk lane is open. Then the verifier's phase step keeps every event (so the passive
-# kinds, whose only rule it is, do not reach ``RunVerifier.passive``), and the expander passes every
-# event unchanged and does nothing but record the ids a START opens explicitly (an END forgets them), so
-# only those two reach it (``explicit_start``, ``explicit_end``), the others having nothing to close.
-
-
-def _text_content(session: RunSession, index: int, message_id: str, delta: str, subagent_run_id: str | None = None,
-                  timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._verifier.text_content(index, message_id, subagent_run_id)
-    found = session._streams.text_delta(message_id, delta, metadata)
-    if found:
-        session._add_warnings(found, index, "TEXT_MESSAGE_CONTENT")
-
-
-def _reasoning_content(session: RunSession, index: int, message_id: str, delta: str,
-                       subagent_run_id: str | None = None, timestamp: int | None = None, raw_event: JSON = None,
-                       metadata: Any = None) -> None:
-    session._verifier.reasoning_content(index, message_id, subagent_run_id)
-    found = session._streams.text_delta(message_id, delta, metadata)
-    if found:
-        session._add_warnings(found, index, "REASONING_MESSAGE_CONTENT")
-
-
-def _tool_args(session: RunSession, index: int, tool_call_id: str, delta: str, subagent_run_id: str | None = None,
-               timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._verifier.tool_args(index, tool_call_id, subagent_run_id)
-    found = session._streams.tool_args(tool_call_id, delta, metadata)
-    if found:
-        session._add_warnings(found, index, "TOOL_CALL_ARGS")
-
-
-def _text_start(session: RunSession, index: int, message_id: str, role: str | None = None, name: str | None = None,
-                subagent_run_id: str | None = None, timestamp: int | None = None, raw_event: JSON = None,
-                metadata: Any = None) -> None:
-    session._chunks.explicit_start("text", message_id, subagent_run_id, timestamp)
-    checked = session._verifier.text_start(index, message_id, subagent_run_id)
-    if checked:
-        session._add_warnings(checked, index, "TEXT_MESSAGE_START")
-    found = session._streams.text_start(message_id, role or "assistant", name, subagent_run_id, metadata)
-    if found:
-        session._add_warnings(found, index, "TEXT_MESSAGE_START")
-
-
-def _text_end(session: RunSession, index: int, message_id: str, subagent_run_id: str | None = None,
-              timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._chunks.explicit_end("text", message_id, subagent_run_id, timestamp)
-    session._verifier.text_end(index, message_id, subagent_run_id)
-    found = session._streams.text_end(message_id, metadata)
-    if found:
-        session._add_warnings(found, index, "TEXT_MESSAGE_END")
-
-
-def _tool_start(session: RunSession, index: int, tool_call_id: str, tool_call_name: str,
-                parent_message_id: str | None = None, subagent_run_id: str | None = None,
-                timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._chunks.explicit_start("tool", tool_call_id, subagent_run_id, timestamp)
-    checked = session._verifier.tool_start(index, tool_call_id, parent_message_id, subagent_run_id)
-    if checked:
-        session._add_warnings(checked, index, "TOOL_CALL_START")
-    found = session._streams.tool_start(tool_call_id, tool_call_name, parent_message_id, subagent_run_id, metadata)
-    if found:
-        session._add_warnings(found, index, "TOOL_CALL_START")
-
-
-def _tool_end(session: RunSession, index: int, tool_call_id: str, subagent_run_id: str | None = None,
-              timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._chunks.explicit_end("tool", tool_call_id, subagent_run_id, timestamp)
-    session._verifier.tool_end(index, tool_call_id, subagent_run_id)
-    found = session._streams.tool_end(tool_call_id, metadata)
-    if found:
-        session._add_warnings(found, index, "TOOL_CALL_END")
-
-
-def _tool_result(session: RunSession, index: int, message_id: str, tool_call_id: str, content: Any,
-                 role: str | None = None, subagent_run_id: str | None = None, timestamp: int | None = None,
-                 raw_event: JSON = None, metadata: Any = None) -> None:
-    checked = session._verifier.tool_result(index, message_id, tool_call_id, subagent_run_id)
-    if checked:
-        session._add_warnings(checked, index, "TOOL_CALL_RESULT")
-    found = session._streams.tool_result(message_id, tool_call_id, content, subagent_run_id, metadata)
-    if found:
-        session._add_warnings(found, index, "TOOL_CALL_RESULT")
-
-
-def _reasoning_start(session: RunSession, index: int, message_id: str, role: str = "reasoning",
-                     subagent_run_id: str | None = None, timestamp: int | None = None, raw_event: JSON = None,
-                     metadata: Any = None) -> None:
-    session._chunks.explicit_start("reasoning", message_id, subagent_run_id, timestamp)
-    session._verifier.reasoning_message_start(index, message_id, subagent_run_id)
-    found = session._streams.text_start(message_id, "reasoning", None, subagent_run_id, metadata)
-    if found:
-        session._add_warnings(found, index, "REASONING_MESSAGE_START")
-
-
-def _reasoning_end(session: RunSession, index: int, message_id: str, subagent_run_id: str | None = None,
-                   timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._chunks.explicit_end("reasoning", message_id, subagent_run_id, timestamp)
-    session._verifier.reasoning_message_end(index, message_id, subagent_run_id)
-    found = session._streams.text_end(message_id, metadata)
-    if found:
-        session._add_warnings(found, index, "REASONING_MESSAGE_END")
-
-
-def _span_start(session: RunSession, index: int, message_id: str, subagent_run_id: str | None = None,
-                timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._verifier.reasoning_start(index, message_id, subagent_run_id)  # (a span holds no state of its own)
-
-
-def _span_end(session: RunSession, index: int, message_id: str, subagent_run_id: str | None = None,
-              timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._verifier.reasoning_end(index, message_id, subagent_run_id)
-
-
-def _state_snapshot(session: RunSession, index: int, snapshot: JSON, subagent_run_id: str | None = None,
-                    timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._document.snapshot(snapshot, True)
-
-
-def _custom(session: RunSession, index: int, name: str, value: JSON, subagent_run_id: str | None = None,
-            timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session.state.ledger.custom(name, value, subagent_run_id, raw_event)  # (no state of its own; see legacy.py)
-
-
-def _step_started(session: RunSession, index: int, step_name: str, subagent_run_id: str | None = None,
-                  timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._verifier.step_started(index, step_name, subagent_run_id)
-    session.state.ledger.step_started(step_name, subagent_run_id)
-
-
-def _step_finished(session: RunSession, index: int, step_name: str, subagent_run_id: str | None = None,
-                   timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    session._verifier.step_finished(index, step_name, subagent_run_id)
-    session.state.ledger.step_finished(step_name, subagent_run_id)
-
-
-def _state_delta(session: RunSession, index: int, delta: list[Any], subagent_run_id: str | None = None,
-                 timestamp: int | None = None, raw_event: JSON = None, metadata: Any = None) -> None:
-    # The decoder's check of the patch (codec.CHECKS) is asked of the applier, which runs it only for a
-    # patch that is not wholly plain add/replace/remove operations (which it cannot refuse) or that
-    # fails: a refused one steps back, the document unchanged, and the typed path says why.
-    try:
-        found = session._document.delta(delta, True, _VET_DELTA)
-    except codec.FieldError:
-        raise codec.Fallback from None
-    if found:
-        session._add_warnings(found, index, "STATE_DELTA")
-
-
-def _messages_snapshot(session: RunSession, index: int, messages: Roster, timestamp: int | None = None,
-                       raw_event: JSON = None, metadata: Any = None) -> None:
-    session._verifier.messages_snapshot(index, messages)
-    found = session.state.snapshots.messages_snapshot(messages, metadata)
-    if found:
-        session._add_warnings(found, index, "MESSAGES_SNAPSHOT")
-
-
-def _held(items: Any) -> Roster:
-    # A snapshot's messages, kept as their JSON when a fold may hold every one so (else decoded).
-    if type(items) is Roster:
-        return items  # (a large snapshot, gathered slice by slice)
-    if not codec.held_messages(items):
-        raise codec.Fallback
-    return Roster.of_wire(items)
-
-
-_VET_DELTA = codec.patch_vet("delta")
-
-
-def _fronts() -> dict[str, Any]:
-    routes: list[tuple[Any, Callable[..., None], dict[str, Callable[[Any], Any]] | None]] = [
-        (ev.TextMessageContentEvent, _text_content, None),
-        (ev.ReasoningMessageContentEvent, _reasoning_content, None),
-        (ev.ToolCallArgsEvent, _tool_args, None),
-        (ev.TextMessageStartEvent, _text_start, None),
-        (ev.TextMessageEndEvent, _text_end, None),
-        (ev.ToolCallStartEvent, _tool_start, None),
-        (ev.ToolCallEndEvent, _tool_end, None),
-        (ev.ToolCallResultEvent, _tool_result, None),
-        (ev.StateDeltaEvent, _state_delta, None),
-        (ev.ReasoningMessageStartEvent, _reasoning_start, None),
-        (ev.ReasoningMessageEndEvent, _reasoning_end, None),
-        (ev.ReasoningStartEvent, _span_start, None),
-        (ev.ReasoningEndEvent, _span_end, None),
-        (ev.StateSnapshotEvent, _state_snapshot, None),
-        (ev.CustomEvent, _custom, None),
-        (ev.StepStartedEvent, _step_started, None),
-        (ev.StepFinishedEvent, _step_finished, None),
-        (ev.MessagesSnapshotEvent, _messages_snapshot, {"messages": _held}),
-    ]
-    table = {}
-    for cls, route, overrides in routes:
-        # The reader passes the event's fields positionally, in the class's order: the route must name them so.
-        parameters = list(inspect.signature(route).parameters)[2:]
-        assert parameters == [a.name for a in attrs.fields(cls)], (route.__name__, parameters)
-        front = codec.front(cls, route, overrides, vetted=route is _state_delta)
-        if front is not None:
-            table[cls.TYPE] = front
-    return table
-
-
-#: Event type -> its front-end reader (see above).
-_FRONT: dict[str, Any] = _fronts()

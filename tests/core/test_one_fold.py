@@ -1,7 +1,7 @@
 """One fold, reached two ways: the fast front-end calls the very handlers the typed path calls.
 
 A session nobody reads events from reads the commonest events in their plain shape straight from their
-JSON (``core/session.py``, "The fast front-end"), instead of decoding an event object and matching it
+JSON (``core/front.py``, the fast front-end), instead of decoding an event object and matching it
 onto the handlers in ``ChunkExpander.feed``, ``RunVerifier.check`` and ``ThreadState.apply``. These tests
 record every handler call (verifier, chunk expander, fold parts) while the same bytes are folded with the
 front-end and with it switched off, and require the same calls, with the same arguments, in the same
@@ -52,7 +52,7 @@ _HANDLED: dict[type, tuple[str, ...]] = {
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 #: Chunk handlers whose only effect is to close lanes: while none is open (the only time the front-end
-#: reads an event) they do nothing, and the front-end does not call them (``core/session.py`` says so).
+#: reads an event) they do nothing, and the front-end does not call them (``core/front.py`` says so).
 _LANE_ONLY = frozenset({"ChunkExpander.owner_event", "ChunkExpander.boundary", "ChunkExpander.explicit_content"})
 #: Verifier handlers whose only rule is the phase step: while a run is running (the only time the front-end
 #: reads an event) they accept and change nothing, and the front-end does not call them.
@@ -100,7 +100,7 @@ def _fold(payloads: list[bytes], front: bool, monkeypatch: pytest.MonkeyPatch) -
     with monkeypatch.context() as patch:
         calls = _record(patch)
         if not front:
-            patch.setattr(session_module, "_FRONT", {})
+            patch.setattr(session_module, "FRONT", {})
         session = RunSession(collect_errors=True, events=False)
         session.fold_read(payloads)
         result = session.end()

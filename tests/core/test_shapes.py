@@ -15,7 +15,7 @@ import tracemalloc
 import pytest
 
 from agui_client import RunSession
-from agui_client.core import session as session_module
+from agui_client.core import front as front_module
 from agui_client.wire import codec, shapes
 from agui_client.wire.shapes import ShapeCache
 
@@ -58,7 +58,7 @@ def _content_cache(events: bool) -> ShapeCache:
     """The cache TEXT_MESSAGE_CONTENT's shapes are compiled into: the front-end's when nobody reads the
     events, the decoder's when they are made."""
     if not events:
-        return session_module._FRONT["TEXT_MESSAGE_CONTENT"].cache  # type: ignore[no-any-return]
+        return front_module.FRONT["TEXT_MESSAGE_CONTENT"].cache  # type: ignore[no-any-return]
     cache = codec._derived.cache_of(codec._READERS["TEXT_MESSAGE_CONTENT"])
     assert cache is not None
     return cache

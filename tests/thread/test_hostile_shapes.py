@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agui_client import TextMessageContentEvent
-from agui_client.core import session as session_module
+from agui_client.core import front as front_module
 from agui_client.testing import Finish, ScriptedAgent, Start
 from agui_client.wire import codec, shapes
 from agui_client.wire.shapes import ShapeCache
@@ -33,7 +33,7 @@ def _step(orders: list[tuple[str, ...]], message_id: str = "m1") -> list[Any]:
 
 def _cache(quiet: bool) -> ShapeCache:
     if quiet:  # (run() reads no events: the front-end reads them)
-        return session_module._FRONT["TEXT_MESSAGE_CONTENT"].cache  # type: ignore[no-any-return]
+        return front_module.FRONT["TEXT_MESSAGE_CONTENT"].cache  # type: ignore[no-any-return]
     cache = codec._derived.cache_of(codec._READERS["TEXT_MESSAGE_CONTENT"])
     assert cache is not None
     return cache
