@@ -14,7 +14,6 @@ from their JSON, is ``core/front.py``'s: its routes (``FrontEnd``) are methods t
 from __future__ import annotations
 
 import gc
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -46,6 +45,7 @@ from .redact import redact_exception, redact_record
 from .result import RunResult
 from .roster import Roster
 from .schema import DEFAULT_MAX_SCHEMA_STEPS, past_ceiling
+from .thinking import ThinkingReader
 from .verify import RunVerifier
 
 __all__ = ["RunSession", "DEFAULT_MAX_EVENT_BYTES", "WARNINGS_PER_CODE", "WarningList", "fail_framing"]
@@ -115,6 +115,8 @@ class RunSession(FrontEnd):
         # run's, and each result reported them all again, as its own.
         self.state.warnings.clear()
         self._sink = WarningSink()
+        # (bound once: the decoder is handed it for every event the typed path reads)
+        self._thinking = ThinkingReader(self._sink).read
         self._chunks = ChunkExpander()
         self._verifier = RunVerifier(known_tool_call_ids=self.state.has_tool_call,
                                      known_message_ids=self.state.has_message)
@@ -126,8 +128,6 @@ class RunSession(FrontEnd):
         self._first_run_index = self.state.run_count
         self._ended = False
         self._failed: ProtocolError | None = None
-        self._thinking_span: str | None = None
-        self._thinking_message: str | None = None
         # Without callers for the events, what a payload parsed here holds is the fold's own (a state
         # snapshot is kept, not copied), and the front-end reads plain events without making them.
         self._events = events
@@ -364,7 +364,7 @@ class RunSession(FrontEnd):
         if type(value) is dict and type(value.get("messages")) is Roster:
             value["messages"] = value["messages"].items  # (a large snapshot the front-end did not take)
         try:
-            # (a THINKING_* payload is the session's to read, even one carrying an id: see _thinking)
+            # (a THINKING_* payload is the session's to read, even one carrying an id: see core/thinking.py)
             event = codec.decode_value(value, sink, self._thinking, self._allowance)
         except ProtocolError as exc:
             kind = value.get("type") if type(value) is dict else None
@@ -398,34 +398,6 @@ class RunSession(FrontEnd):
         if held:
             self.state.hold_interrupts(tuple(held), self._run_id)
             exc.interrupts = self.state.open_interrupts  # type: ignore[attr-defined]  # (as held: one per id)
-
-    def _thinking(self, value: dict[str, Any]) -> dict[str, Any]:
-        # RS-09: THINKING_* left the protocol in 1.0; like the reference, read them as REASONING_* and
-        # mint the ids the old events did not carry. A ``messageId`` one carries anyway is not read: the
-        # old events had none, so an opener's and its content's could disagree (the reference, which mints
-        # every id, accepts such a stream; read, they would fail it). An event continuing nothing open
-        # gets an id of its own, which names nothing open, and is refused for it.
-        kind = value["type"]
-        self._sink.warn("RS-09", f"deprecated {kind} read as its REASONING_* equivalent", event_type=kind,
-                        once=("type", kind))
-        rest = {k: v for k, v in value.items() if k not in ("type", "title", "messageId")}
-        if kind == "THINKING_START":
-            self._thinking_span = str(uuid.uuid4())
-            return {**rest, "type": "REASONING_START", "messageId": self._thinking_span}
-        if kind == "THINKING_END":
-            span, self._thinking_span = self._thinking_span or str(uuid.uuid4()), None
-            return {**rest, "type": "REASONING_END", "messageId": span}
-        if kind == "THINKING_TEXT_MESSAGE_START":
-            self._thinking_message = str(uuid.uuid4())
-            return {**rest, "type": "REASONING_MESSAGE_START", "messageId": self._thinking_message,
-                    "role": "reasoning"}
-        if kind == "THINKING_TEXT_MESSAGE_CONTENT":
-            return {**rest, "type": "REASONING_MESSAGE_CONTENT",
-                    "messageId": self._thinking_message or str(uuid.uuid4())}
-        if kind == "THINKING_TEXT_MESSAGE_END":
-            message, self._thinking_message = self._thinking_message or str(uuid.uuid4()), None
-            return {**rest, "type": "REASONING_MESSAGE_END", "messageId": message}
-        return value
 
     def _fold(self, event: ev.Event | ev.UnknownEvent, index: int, *,
               adopt: bool) -> list[ev.Event | ev.UnknownEvent]:
