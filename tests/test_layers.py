@@ -103,9 +103,10 @@ OWN_POOL = ["_deadline.py", "_tls.py", "_closing.py", "_connections.py", "_wakes
 #: The redaction: how a secret may be written escaped knows nothing of which secrets there are.
 REDACTION = ["core/escapes.py", "core/redact.py"]
 #: The session names what it reports by the events the agent sent, a naming that knows no session; the
-#: fast front-end's routes, which the session is built on, and the reading of the deprecated THINKING_*
-#: events, which it hands the decoder, know no session either.
-SESSION = ["core/naming.py", "core/front.py", "core/thinking.py", "core/session.py"]
+#: fast front-end's routes, which the session is built on, the reading of the deprecated THINKING_*
+#: events, which it hands the decoder, and the holding of a refused RUN_FINISHED's interrupts know no
+#: session either.
+SESSION = ["core/naming.py", "core/front.py", "core/thinking.py", "core/held.py", "core/session.py"]
 #: The schema checker: patterns and metaschema tables know nothing of a check; the running check charges
 #: its steps, the guarded keywords charge it, the dialects are built of those keywords, and ``check``
 #: runs a dialect.

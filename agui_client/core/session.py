@@ -25,7 +25,6 @@ from ..wire import codec
 from ..wire.derive import MISS
 from ..wire.jsonio import (
     DEFAULT_MAX_DEPTH,
-    json_problem,
     parse_batch,
     parse_json,
     read_refused,
@@ -39,6 +38,7 @@ from .budget import COPY_COST, MemoryBudget
 from .chunks import ChunkExpander
 from .fold import RunRecord, ThreadState
 from .front import FRONT, FrontEnd
+from .held import hold_from_event, hold_from_json
 from .naming import CHUNKS, folded_as, type_of, warnings_folded_as
 from .patch import MAX_PATCH_OPS
 from .redact import redact_exception, redact_record
@@ -232,10 +232,10 @@ class RunSession(FrontEnd):
             self._index += 1
             if exc.event_type == "RUN_FINISHED":
                 # Refused as no JSON (a number past a double, a repeated key) yet readable: the
-                # interrupts it names are held open as for any RUN_FINISHED refused (_hold_interrupts).
+                # interrupts it names are held open as for any RUN_FINISHED refused (core/held.py).
                 named = read_refused(data)
                 if type(named) is dict:
-                    self._hold_interrupts(named, exc)
+                    hold_from_json(self.state, self._run_id, named, exc)
             return self._fail(exc, index, None)
         return self._feed_parsed((value,))
 
@@ -371,33 +371,11 @@ class RunSession(FrontEnd):
             if sink.items:  # (named by the type the payload gave, when it gave one)
                 self._take_warnings(index, ev.UnknownEvent(type=kind, raw={}) if type(kind) is str else None)
             if kind == "RUN_FINISHED":
-                self._hold_interrupts(value, exc)
+                hold_from_json(self.state, self._run_id, value, exc)
             return self._fail(exc, index, kind if isinstance(kind, str) else None)
         if sink.items:
             self._take_warnings(index, event)
         return self._fold(event, index, adopt=adopt)
-    def _hold_interrupts(self, raw: dict[str, Any], exc: ProtocolError) -> None:
-        # IR-27: a RUN_FINISHED too malformed to accept may still name interrupts (a success outcome
-        # carrying them, a boolean responseSchema). Losing them would let the next run skip what the
-        # agent asked, so whatever can be read of them is held open, and the error carries them.
-        outcome = raw.get("outcome")
-        items = outcome.get("interrupts") if type(outcome) is dict else None
-        if type(items) is not list:
-            return
-        held: list[rn.Interrupt] = []
-        for item in items:
-            if type(item) is not dict or type(item.get("id")) is not str:
-                continue
-            text = {k: item[k] for k in ("message", "toolCallId", "expiresAt", "subagentRunId")
-                    if type(item.get(k)) is str}
-            held.append(rn.Interrupt(
-                id=item["id"], reason=item["reason"] if type(item.get("reason")) is str else "unknown",
-                message=text.get("message"), tool_call_id=text.get("toolCallId"), expires_at=text.get("expiresAt"),
-                subagent_run_id=text.get("subagentRunId"),
-                response_schema=_json_object(item.get("responseSchema")), metadata=_json_object(item.get("metadata"))))
-        if held:
-            self.state.hold_interrupts(tuple(held), self._run_id)
-            exc.interrupts = self.state.open_interrupts  # type: ignore[attr-defined]  # (as held: one per id)
 
     def _fold(self, event: ev.Event | ev.UnknownEvent, index: int, *,
               adopt: bool) -> list[ev.Event | ev.UnknownEvent]:
@@ -554,14 +532,8 @@ class RunSession(FrontEnd):
 
     def _refuse(self, exc: ProtocolError, index: int,
                 event: ev.Event | ev.UnknownEvent) -> list[ev.Event | ev.UnknownEvent]:
-        # IR-06 and its class: an interrupt outcome the sequence rules refuse (a repeated interrupt id, a
-        # message left open) still says the agent stopped to ask. Dropping its interrupts would let the
-        # next run move past them, so they are held open and the error carries them, as for a
-        # RUN_FINISHED too malformed to decode (IR-27).
-        if type(event) is ev.RunFinishedEvent and type(event.outcome) is rn.RunFinishedInterruptOutcome:
-            asked = event.outcome.interrupts
-            self.state.hold_interrupts(asked, self._run_id)  # (one per id, the first: the ledger's rule)
-            exc.interrupts = self.state.open_interrupts  # type: ignore[attr-defined]  # (as held: one per id)
+        # (an interrupt outcome refused still asked: its interrupts are held open, and the error carries them)
+        hold_from_event(self.state, self._run_id, event, exc)
         return self._fail(exc, index, type_of(event))
 
     def _fail(self, exc: ProtocolError, index: int, event_type: str | None) -> list[ev.Event | ev.UnknownEvent]:
@@ -673,12 +645,6 @@ def fail_framing(session: RunSession, exc: ProtocolError) -> None:
     JSONL line past the size limit), as it fails on an event it cannot take: located at its index,
     redacted, and collected or ending the run (what the replaying readers do when bytes cannot be framed)."""
     session._fail(exc, session.index, None)
-
-
-def _json_object(value: Any) -> dict[str, Any] | None:
-    """``value`` when it is an object all of which is JSON, else ``None`` (a held interrupt's field: one
-    holding what JSON cannot, an infinity read from a refused payload, would make the thread unsavable)."""
-    return value if type(value) is dict and json_problem(value) is None else None
 
 
 def _not_held_before(runs: Sequence[RunRecord], new_ids: list[str]) -> list[str]:
