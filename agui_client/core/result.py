@@ -1,14 +1,15 @@
 """What one run came to: ``RunResult``, the record a run (one response) hands its caller.
 
 A frozen record of the run's outcome, its interrupts, its pending tool calls, its usage and warnings,
-over the thread it was folded into. ``core/session.py`` makes it (``RunSession.result()``); the shells
-return it, every error of a run carries it, and its few readings (the run's text, its new messages,
-its expired interrupts) are computed when asked, not when the run ends.
+over the thread it was folded into. ``core/session.py`` makes it (``RunSession.result()``), the messages
+a response added counted over its runs by :func:`response_message_ids`; the shells return it, every
+error of a run carries it, and its few readings (the run's text, its new messages, its expired
+interrupts) are computed when asked, not when the run ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container, Sequence
 from datetime import datetime
 
 import attrs
@@ -20,10 +21,10 @@ from ..wire.types import messages as msg
 from ..wire.types import run as rn
 from ..wire.types.base import JSON
 from .expiry import is_expired
-from .fold import Outcome, RunErrorInfo, StepRecord, ThreadState, sum_usage
+from .fold import Outcome, RunErrorInfo, RunRecord, StepRecord, ThreadState, sum_usage
 from .interrupts import listed_ids
 
-__all__ = ["RunResult"]
+__all__ = ["RunResult", "response_message_ids"]
 
 
 @frozen(kw_only=True)
@@ -147,3 +148,38 @@ class RunResult:
             failed.result = self
             raise failed
         return self
+
+
+def response_message_ids(runs: Sequence[RunRecord], held: Container[str]) -> tuple[str, ...]:
+    """The ids of the messages a response of ``runs`` (the thread's runs it folded, in order) added that
+    the thread still holds (``held``): its ``RunResult.new_message_ids``."""
+    # Each run's new messages are its record's (``RunRecord.new_message_ids``: those it added that
+    # the thread still holds; a message a later MESSAGES_SNAPSHOT of the run dropped, as
+    # ag-ui-langgraph's closing snapshot drops the answer it streamed under another id, is not one,
+    # as for the reference). A response of several runs says them together, less what a later run
+    # dropped and what the thread held before the response (``_not_held_before``). A run names only
+    # ids the thread did not hold when it added them: one two runs name was dropped between them and
+    # stands where the later run added it again, so the last naming places it.
+    if len(runs) > 1:
+        joined = _not_held_before(runs, [i for r in runs for i in r.new_message_ids])
+        return tuple(i for i in reversed(dict.fromkeys(reversed(joined))) if i in held)
+    return runs[0].new_message_ids if runs else ()
+
+
+def _not_held_before(runs: Sequence[RunRecord], new_ids: list[str]) -> list[str]:
+    """``new_ids`` less those the thread held when the response began.
+
+    Each run counts as new what it did not find at its own start. An id the thread held before the
+    response, dropped by one run's ``MESSAGES_SNAPSHOT`` and brought back by a later run's, is one a later
+    run did not find: it is no message the response added (the reference's ``newMessages`` are the ids
+    held at the end that were not held before the response). Such an id is one a run found at its start
+    and removed (``removed_before``) that no earlier run added. Once per result, and only for a response of
+    several runs.
+    """
+    before: set[str] = set()
+    born: set[str] = set()
+    for run in runs:
+        if run.removed_before:
+            before.update(run.removed_before - born)
+        born.update(run.born)
+    return [i for i in new_ids if i not in before] if before else new_ids

@@ -36,13 +36,13 @@ from ..wire.types import events as ev
 from ..wire.types import run as rn
 from .budget import COPY_COST, MemoryBudget
 from .chunks import ChunkExpander
-from .fold import RunRecord, ThreadState
+from .fold import ThreadState
 from .front import FRONT, FrontEnd
 from .held import hold_from_event, hold_from_json
 from .naming import CHUNKS, folded_as, type_of, warnings_folded_as
 from .patch import MAX_PATCH_OPS
 from .redact import redact_exception, redact_record
-from .result import RunResult
+from .result import RunResult, response_message_ids
 from .roster import Roster
 from .schema import DEFAULT_MAX_SCHEMA_STEPS, past_ceiling
 from .thinking import ThinkingReader
@@ -591,19 +591,8 @@ class RunSession(FrontEnd):
         state = self.state
         runs = state.runs[self._first_run_index:]
         run = runs[-1] if runs else None
-        # Each run's new messages are its record's (``RunRecord.new_message_ids``: those it added that
-        # the thread still holds; a message a later MESSAGES_SNAPSHOT of the run dropped, as
-        # ag-ui-langgraph's closing snapshot drops the answer it streamed under another id, is not one,
-        # as for the reference). A response of several runs says them together, less what a later run
-        # dropped and what the thread held before the response (``_not_held_before``). A run names only
-        # ids the thread did not hold when it added them: one two runs name was dropped between them and
-        # stands where the later run added it again, so the last naming places it.
-        if len(runs) > 1:
-            held = state.log.by_id
-            joined = _not_held_before(runs, [i for r in runs for i in r.new_message_ids])
-            new_message_ids = tuple(i for i in reversed(dict.fromkeys(reversed(joined))) if i in held)
-        else:
-            new_message_ids = runs[0].new_message_ids if runs else ()
+        # (each run's own; a response of several runs says them together: see response_message_ids)
+        new_message_ids = response_message_ids(runs, state.log.by_id)
         if self._run_id is not None and len(state.warnings) > self._owned:
             self._own_warnings()
         warnings = tuple(self.warnings) + tuple(state.warnings)
@@ -645,22 +634,3 @@ def fail_framing(session: RunSession, exc: ProtocolError) -> None:
     JSONL line past the size limit), as it fails on an event it cannot take: located at its index,
     redacted, and collected or ending the run (what the replaying readers do when bytes cannot be framed)."""
     session._fail(exc, session.index, None)
-
-
-def _not_held_before(runs: Sequence[RunRecord], new_ids: list[str]) -> list[str]:
-    """``new_ids`` less those the thread held when the response began.
-
-    Each run counts as new what it did not find at its own start. An id the thread held before the
-    response, dropped by one run's ``MESSAGES_SNAPSHOT`` and brought back by a later run's, is one a later
-    run did not find: it is no message the response added (the reference's ``newMessages`` are the ids
-    held at the end that were not held before the response). Such an id is one a run found at its start
-    and removed (``removed_before``) that no earlier run added. Once per result, and only for a response of
-    several runs.
-    """
-    before: set[str] = set()
-    born: set[str] = set()
-    for run in runs:
-        if run.removed_before:
-            before.update(run.removed_before - born)
-        born.update(run.born)
-    return [i for i in new_ids if i not in before] if before else new_ids
